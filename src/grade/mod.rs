@@ -1,0 +1,456 @@
+//! Graders (DESIGN §4). Each records what it extracted, so a person can see why a job failed.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+/// A grader as written in a bench or case file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum GradeSpec {
+    Exact {
+        #[serde(default)]
+        case_sensitive: bool,
+    },
+    Contains {
+        #[serde(default)]
+        case_sensitive: bool,
+    },
+    Regex {
+        pattern: String,
+        #[serde(default)]
+        case_sensitive: bool,
+    },
+    Number {
+        #[serde(default)]
+        tolerance: f64,
+    },
+    Choice,
+    Json {
+        path: String,
+        #[serde(default)]
+        case_sensitive: bool,
+    },
+}
+
+impl Default for GradeSpec {
+    fn default() -> Self {
+        GradeSpec::Exact {
+            case_sensitive: false,
+        }
+    }
+}
+
+/// A grader ready to use: its regex compiled once, its path parsed once.
+#[derive(Debug, Clone)]
+pub enum Grader {
+    Exact { case_sensitive: bool },
+    Contains { case_sensitive: bool },
+    Regex { regex: Regex, case_sensitive: bool },
+    Number { tolerance: f64 },
+    Choice,
+    Json { path: Vec<PathStep>, case_sensitive: bool },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum PathStep {
+    Key(String),
+    Index(usize),
+}
+
+/// The verdict on one output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Grade {
+    pub correct: bool,
+    /// What the grader took from the output; `None` when it found nothing to compare.
+    pub extracted: Option<String>,
+}
+
+impl GradeSpec {
+    /// Checks the spec and prepares it; the error says what is wrong in the user's terms.
+    pub fn compile(&self) -> Result<Grader, String> {
+        Ok(match self {
+            GradeSpec::Exact { case_sensitive } => Grader::Exact {
+                case_sensitive: *case_sensitive,
+            },
+            GradeSpec::Contains { case_sensitive } => Grader::Contains {
+                case_sensitive: *case_sensitive,
+            },
+            GradeSpec::Regex {
+                pattern,
+                case_sensitive,
+            } => Grader::Regex {
+                regex: Regex::new(pattern)
+                    .map_err(|e| format!("the regex `{pattern}` does not compile: {e}"))?,
+                case_sensitive: *case_sensitive,
+            },
+            GradeSpec::Number { tolerance } => {
+                if !tolerance.is_finite() || *tolerance < 0.0 {
+                    return Err(format!(
+                        "tolerance must be a number ≥ 0, found {tolerance}"
+                    ));
+                }
+                Grader::Number {
+                    tolerance: *tolerance,
+                }
+            }
+            GradeSpec::Choice => Grader::Choice,
+            GradeSpec::Json {
+                path,
+                case_sensitive,
+            } => Grader::Json {
+                path: parse_path(path)?,
+                case_sensitive: *case_sensitive,
+            },
+        })
+    }
+}
+
+impl Grader {
+    /// Checks that an expected answer can ever match, so a typo is caught before the run.
+    pub fn check_expected(&self, expected: &str) -> Result<(), String> {
+        match self {
+            Grader::Number { .. } if parse_number(expected).is_none() => Err(format!(
+                "expected `{expected}` is not a number, but the grader is `number`"
+            )),
+            Grader::Choice if choice_letter(expected).is_none() => Err(format!(
+                "expected `{expected}` is not an option letter A–Z, but the grader is `choice`"
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    pub fn grade(&self, output: &str, expected: &[String]) -> Grade {
+        match self {
+            Grader::Exact { case_sensitive } => {
+                let got = output.trim();
+                Grade {
+                    correct: expected
+                        .iter()
+                        .any(|e| text_eq(got, e.trim(), *case_sensitive)),
+                    extracted: Some(got.to_string()),
+                }
+            }
+            Grader::Contains { case_sensitive } => {
+                let found = expected.iter().find(|e| {
+                    if *case_sensitive {
+                        output.contains(e.as_str())
+                    } else {
+                        output.to_lowercase().contains(&e.to_lowercase())
+                    }
+                });
+                Grade {
+                    correct: found.is_some(),
+                    extracted: found.cloned(),
+                }
+            }
+            Grader::Regex {
+                regex,
+                case_sensitive,
+            } => {
+                let Some(caps) = regex.captures(output) else {
+                    return Grade {
+                        correct: false,
+                        extracted: None,
+                    };
+                };
+                match caps.get(1) {
+                    Some(group) => {
+                        let got = group.as_str().trim();
+                        Grade {
+                            correct: expected
+                                .iter()
+                                .any(|e| text_eq(got, e.trim(), *case_sensitive)),
+                            extracted: Some(got.to_string()),
+                        }
+                    }
+                    None => Grade {
+                        correct: true,
+                        extracted: caps.get(0).map(|m| m.as_str().to_string()),
+                    },
+                }
+            }
+            Grader::Number { tolerance } => {
+                let got = last_number(output);
+                Grade {
+                    correct: got.is_some_and(|g| {
+                        expected
+                            .iter()
+                            .filter_map(|e| parse_number(e))
+                            .any(|e| (g - e).abs() <= *tolerance)
+                    }),
+                    extracted: got.map(format_number),
+                }
+            }
+            Grader::Choice => {
+                let got = extract_choice(output);
+                Grade {
+                    correct: got.is_some_and(|g| {
+                        expected.iter().any(|e| choice_letter(e) == Some(g))
+                    }),
+                    extracted: got.map(String::from),
+                }
+            }
+            Grader::Json {
+                path,
+                case_sensitive,
+            } => {
+                let got = json_value_at(output, path);
+                Grade {
+                    correct: got.as_ref().is_some_and(|g| {
+                        expected.iter().any(|e| {
+                            text_eq(g, e.trim(), *case_sensitive)
+                                || matches!((parse_number(g), parse_number(e)), (Some(a), Some(b)) if a == b)
+                        })
+                    }),
+                    extracted: got,
+                }
+            }
+        }
+    }
+}
+
+fn text_eq(a: &str, b: &str, case_sensitive: bool) -> bool {
+    if case_sensitive {
+        a == b
+    } else {
+        a.to_lowercase() == b.to_lowercase()
+    }
+}
+
+static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"[-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[-−]?\.\d+").expect("valid regex")
+});
+
+/// A number as people write it: `-3`, `1,234`, `3.50`, `−2` (Unicode minus).
+pub fn parse_number(text: &str) -> Option<f64> {
+    let t = text.trim();
+    let m = NUMBER.find(t)?;
+    if m.start() != 0 || m.end() != t.len() {
+        return None;
+    }
+    to_f64(m.as_str())
+}
+
+fn to_f64(s: &str) -> Option<f64> {
+    s.replace(',', "").replace('−', "-").parse().ok()
+}
+
+/// The last number in a text, the usual place for a final answer.
+pub fn last_number(text: &str) -> Option<f64> {
+    NUMBER.find_iter(text).last().and_then(|m| to_f64(m.as_str()))
+}
+
+fn format_number(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x}")
+    }
+}
+
+/// The letter of an expected choice: `B`, `b`, `(B)`, `B)`.
+fn choice_letter(expected: &str) -> Option<char> {
+    let t = expected
+        .trim()
+        .trim_matches(|c| matches!(c, '(' | ')' | '.' | ':'));
+    let mut chars = t.chars();
+    match (chars.next(), chars.next()) {
+        (Some(c), None) if c.is_ascii_alphabetic() => Some(c.to_ascii_uppercase()),
+        _ => None,
+    }
+}
+
+static ANSWER_IS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:answer|choice|option|category)\s*(?:is|:)?\s*[:\-]?\s*\(?([A-Z])\)?(?:[^A-Za-z0-9]|$)")
+        .expect("valid regex")
+});
+static LONE_LETTER: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)^\(?([A-Z])\)?[.:]?$").expect("valid regex"));
+static LEADING_LETTER: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)^\(?([A-Z])[).:](?:\s|$)").expect("valid regex"));
+static BRACKETED: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\(([A-Z])\)").expect("valid regex"));
+
+/// The option letter a model chose. In order of trust: an explicit "Answer: X" (the last
+/// one, as models revise), the whole output being a letter, a leading "X)", a bracketed "(X)".
+pub fn extract_choice(output: &str) -> Option<char> {
+    let text = output.replace(['*', '`'], "");
+    let text = text.trim();
+    let letter = |m: Option<regex::Match>| m.and_then(|m| m.as_str().chars().next());
+    if let Some(c) = ANSWER_IS.captures_iter(text).last() {
+        return letter(c.get(1)).map(|c| c.to_ascii_uppercase());
+    }
+    if let Some(c) = LONE_LETTER.captures(text) {
+        return letter(c.get(1)).map(|c| c.to_ascii_uppercase());
+    }
+    if let Some(c) = LEADING_LETTER.captures(text) {
+        return letter(c.get(1)).map(|c| c.to_ascii_uppercase());
+    }
+    BRACKETED
+        .captures_iter(text)
+        .last()
+        .and_then(|c| letter(c.get(1)))
+}
+
+/// `a.b[0].c`, `$.a.b.0` or `/a/b/0`.
+fn parse_path(path: &str) -> Result<Vec<PathStep>, String> {
+    let p = path.trim();
+    let p = p.strip_prefix('$').unwrap_or(p);
+    let parts: Vec<&str> = if p.starts_with('/') {
+        p.split('/').filter(|s| !s.is_empty()).collect()
+    } else {
+        p.split(['.', '[', ']']).filter(|s| !s.is_empty()).collect()
+    };
+    if parts.is_empty() {
+        return Err(format!(
+            "json path `{path}` names nothing; write it like `answer` or `result.items[0].name`"
+        ));
+    }
+    Ok(parts
+        .into_iter()
+        .map(|s| match s.parse::<usize>() {
+            Ok(i) => PathStep::Index(i),
+            Err(_) => PathStep::Key(s.to_string()),
+        })
+        .collect())
+}
+
+/// The value at `path`, as text: strings bare, everything else as compact JSON.
+fn json_value_at(output: &str, path: &[PathStep]) -> Option<String> {
+    let body = strip_code_fence(output.trim());
+    let mut value: &serde_json::Value = &serde_json::from_str(body).ok()?;
+    let owned;
+    for step in path {
+        value = match (step, value) {
+            (PathStep::Key(k), serde_json::Value::Object(map)) => map.get(k)?,
+            (PathStep::Index(i), serde_json::Value::Array(items)) => items.get(*i)?,
+            (PathStep::Index(i), serde_json::Value::Object(map)) => map.get(&i.to_string())?,
+            _ => return None,
+        };
+    }
+    owned = match value {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    Some(owned)
+}
+
+/// Models often wrap JSON in a Markdown fence; the JSON inside is still the answer.
+fn strip_code_fence(text: &str) -> &str {
+    let Some(rest) = text.strip_prefix("```") else {
+        return text;
+    };
+    let rest = rest.split_once('\n').map_or("", |(_, r)| r);
+    rest.trim_end().strip_suffix("```").unwrap_or(rest).trim()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grade(spec: GradeSpec, output: &str, expected: &[&str]) -> Grade {
+        let expected: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
+        spec.compile().unwrap().grade(output, &expected)
+    }
+
+    #[test]
+    fn exact_trims_and_ignores_case_by_default() {
+        assert!(grade(GradeSpec::default(), "  Paris \n", &["paris"]).correct);
+        let sensitive = GradeSpec::Exact {
+            case_sensitive: true,
+        };
+        assert!(!grade(sensitive, "Paris", &["paris"]).correct);
+        assert!(!grade(GradeSpec::default(), "Paris, France", &["paris"]).correct);
+    }
+
+    #[test]
+    fn contains_accepts_any_expected() {
+        let g = grade(
+            GradeSpec::Contains {
+                case_sensitive: false,
+            },
+            "It is LYON.",
+            &["paris", "lyon"],
+        );
+        assert!(g.correct);
+        assert_eq!(g.extracted.as_deref(), Some("lyon"));
+    }
+
+    #[test]
+    fn regex_compares_capture_group() {
+        let spec = GradeSpec::Regex {
+            pattern: r"Answer:\s*(\w+)".into(),
+            case_sensitive: false,
+        };
+        let g = grade(spec.clone(), "blah\nAnswer: Blue", &["blue"]);
+        assert_eq!((g.correct, g.extracted.as_deref()), (true, Some("Blue")));
+        assert!(!grade(spec, "Answer: red", &["blue"]).correct);
+        let bad = GradeSpec::Regex {
+            pattern: "(".into(),
+            case_sensitive: false,
+        };
+        assert!(bad.compile().unwrap_err().contains("does not compile"));
+    }
+
+    #[test]
+    fn number_takes_last_number_with_separators_and_sign() {
+        let n = GradeSpec::Number { tolerance: 0.0 };
+        let g = grade(n.clone(), "2 + 3 = 5, so the total is 1,234.50", &["1234.5"]);
+        assert_eq!((g.correct, g.extracted.as_deref()), (true, Some("1234.5")));
+        assert!(grade(n.clone(), "It is -7.", &["-7"]).correct);
+        assert!(grade(n.clone(), "It is −7.", &["-7"]).correct);
+        assert!(grade(n.clone(), "$3.50", &["3.5"]).correct);
+        assert!(!grade(n.clone(), "no digits", &["3"]).correct);
+        assert!(!grade(n, "4", &["3"]).correct);
+        let tol = GradeSpec::Number { tolerance: 0.01 };
+        assert!(grade(tol, "3.141", &["3.14"]).correct);
+    }
+
+    #[test]
+    fn choice_finds_the_letter() {
+        for (output, letter) in [
+            ("B", 'B'),
+            ("(c)", 'C'),
+            ("D.", 'D'),
+            ("A) Billing", 'A'),
+            ("The customer mentions a refund. Answer: C", 'C'),
+            ("**Answer:** (B)", 'B'),
+            ("I think it is A, no wait. The answer is D.", 'D'),
+            ("Category: b", 'B'),
+            ("It must be (A) because…", 'A'),
+        ] {
+            assert_eq!(extract_choice(output), Some(letter), "{output}");
+        }
+        assert_eq!(extract_choice("I am not sure"), None);
+        assert!(grade(GradeSpec::Choice, "Answer: b", &["B"]).correct);
+        assert!(!grade(GradeSpec::Choice, "Answer: A", &["B"]).correct);
+    }
+
+    #[test]
+    fn json_reads_path_and_strips_fence() {
+        let spec = GradeSpec::Json {
+            path: "result.items[1].name".into(),
+            case_sensitive: false,
+        };
+        let out = "```json\n{\"result\": {\"items\": [{\"name\": \"a\"}, {\"name\": \"B\"}]}}\n```";
+        let g = grade(spec, out, &["b"]);
+        assert_eq!((g.correct, g.extracted.as_deref()), (true, Some("B")));
+        let n = GradeSpec::Json {
+            path: "$.n".into(),
+            case_sensitive: false,
+        };
+        assert!(grade(n.clone(), r#"{"n": 5.0}"#, &["5"]).correct);
+        let g = grade(n, "not json", &["5"]);
+        assert_eq!((g.correct, g.extracted), (false, None));
+    }
+
+    #[test]
+    fn expected_values_are_checked_against_the_grader() {
+        let number = GradeSpec::Number { tolerance: 0.0 }.compile().unwrap();
+        assert!(number.check_expected("12").is_ok());
+        assert!(number.check_expected("twelve").is_err());
+        assert!(Grader::Choice.check_expected("AB").is_err());
+    }
+}

@@ -1,0 +1,377 @@
+//! Case files: `.jsonl`, `.yaml`/`.yml` and `.csv` (DESIGN §2).
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::error::{InputError, Location, read_text, yaml_error};
+use crate::grade::GradeSpec;
+
+/// One input with a known answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Case {
+    pub id: String,
+    pub vars: Map<String, Value>,
+    /// Acceptable answers; any one of them is correct.
+    pub expected: Vec<String>,
+    /// Overrides the bench's grader for this case.
+    pub grade: Option<GradeSpec>,
+    pub tags: Vec<String>,
+    pub location: Location,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCase {
+    id: Option<Value>,
+    #[serde(default)]
+    vars: Option<Map<String, Value>>,
+    expected: Option<Value>,
+    #[serde(default)]
+    grade: Option<GradeSpec>,
+    #[serde(default)]
+    tags: Option<Vec<String>>,
+}
+
+const CASE_FIX: &str = r#"each case looks like {"id": "c-001", "vars": {"question": "…"}, "expected": "…"}"#;
+
+/// Loads one case file, choosing the format by extension.
+pub fn load(path: &Path) -> Result<Vec<Case>, InputError> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let loader = match ext.as_str() {
+        "jsonl" | "ndjson" => load_jsonl,
+        "yaml" | "yml" => load_yaml,
+        "csv" => load_csv,
+        _ => {
+            return Err(InputError::new(
+                Location::file(path),
+                format!("unknown case file type `.{ext}`"),
+            )
+            .fix("use .jsonl (one JSON object per line), .yaml (a list) or .csv (header row with id and expected)"));
+        }
+    };
+    let text = read_text(path, "case")?;
+    let cases = loader(path, &text)?;
+    if cases.is_empty() {
+        return Err(
+            InputError::new(Location::file(path), "the case file has no cases")
+                .fix(CASE_FIX.to_string()),
+        );
+    }
+    Ok(cases)
+}
+
+fn load_jsonl(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
+    let mut cases = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let value: Value = serde_json::from_str(line).map_err(|e| {
+            InputError::new(Location::at(path, n, e.column()), format!("invalid JSON: {e}"))
+                .fix("each line must be one complete JSON object")
+        })?;
+        if !value.is_object() {
+            return Err(InputError::new(
+                Location::line(path, n),
+                format!("expected a JSON object, found {}", kind_of(&value)),
+            )
+            .fix(CASE_FIX));
+        }
+        let raw: RawCase = serde_json::from_value(value).map_err(|e| shape_error(path, n, &e.to_string()))?;
+        cases.push(finish(raw, Location::line(path, n), cases.len())?);
+    }
+    Ok(cases)
+}
+
+fn load_yaml(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
+    if text.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let raws: Vec<serde_saphyr::Spanned<RawCase>> =
+        serde_saphyr::from_str(text).map_err(|e| yaml_error(path, "case file (a YAML list of cases)", &e))?;
+    raws.into_iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let line = s.referenced.line() as usize;
+            let here = if line > 0 {
+                Location::line(path, line)
+            } else {
+                Location::file(path)
+            };
+            finish(s.value, here, i)
+        })
+        .collect()
+}
+
+fn load_csv(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(false)
+        .from_reader(text.as_bytes());
+    let headers = reader
+        .headers()
+        .map_err(|e| csv_error(path, &e))?
+        .clone();
+    let names: Vec<String> = headers.iter().map(|h| h.trim().to_string()).collect();
+    for required in ["id", "expected"] {
+        if !names.iter().any(|h| h == required) {
+            return Err(InputError::new(
+                Location::line(path, 1),
+                format!("the header row has no `{required}` column (found: {})", names.join(", ")),
+            )
+            .fix("the first row names the columns: id, expected, then one column per template variable"));
+        }
+    }
+    let mut cases = Vec::new();
+    for record in reader.records() {
+        let record = record.map_err(|e| csv_error(path, &e))?;
+        let line = record.position().map_or(0, |p| p.line() as usize);
+        let mut raw = RawCase {
+            id: None,
+            vars: Some(Map::new()),
+            expected: None,
+            grade: None,
+            tags: None,
+        };
+        for (name, field) in names.iter().zip(record.iter()) {
+            match name.as_str() {
+                "id" => raw.id = Some(Value::String(field.to_string())),
+                "expected" => raw.expected = Some(Value::String(field.to_string())),
+                // Tags are `;`-separated so a CSV can still carry slices.
+                "tags" => {
+                    raw.tags = Some(
+                        field
+                            .split(';')
+                            .map(str::trim)
+                            .filter(|t| !t.is_empty())
+                            .map(String::from)
+                            .collect(),
+                    )
+                }
+                var => {
+                    if let Some(vars) = raw.vars.as_mut() {
+                        vars.insert(var.to_string(), Value::String(field.to_string()));
+                    }
+                }
+            }
+        }
+        cases.push(finish(raw, Location::line(path, line), cases.len())?);
+    }
+    Ok(cases)
+}
+
+fn csv_error(path: &Path, e: &csv::Error) -> InputError {
+    let line = e.position().map(|p| p.line() as usize);
+    let here = match line {
+        Some(l) => Location::line(path, l),
+        None => Location::file(path),
+    };
+    match e.kind() {
+        csv::ErrorKind::UnequalLengths {
+            expected_len, len, ..
+        } => InputError::new(
+            here,
+            format!("this row has {len} fields but the header has {expected_len}"),
+        )
+        .fix("quote fields that contain commas, and give every row one value per column"),
+        _ => InputError::new(here, format!("invalid CSV: {e}")).fix("check the quoting on this row"),
+    }
+}
+
+fn shape_error(path: &Path, line: usize, message: &str) -> InputError {
+    if let Some((m, fix)) = super::error::explain_unknown_field(message) {
+        return InputError::new(Location::line(path, line), format!("{m} in case")).fix(fix);
+    }
+    InputError::new(Location::line(path, line), format!("invalid case: {message}")).fix(CASE_FIX)
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn scalar_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// Validates a raw case; `index` names cases that have no id yet.
+fn finish(raw: RawCase, here: Location, index: usize) -> Result<Case, InputError> {
+    let id = match &raw.id {
+        None => {
+            return Err(InputError::new(here, format!("case #{} has no `id`", index + 1))
+                .fix("give every case a unique \"id\", e.g. \"c-001\""));
+        }
+        Some(v) => scalar_text(v)
+            .filter(|s| !s.trim().is_empty())
+            .ok_or_else(|| {
+                InputError::new(
+                    here.clone(),
+                    format!("`id` must be a non-empty string, found {}", kind_of(v)),
+                )
+                .fix("use a string like \"c-001\"")
+            })?,
+    };
+    let expected = match raw.expected {
+        None => {
+            return Err(InputError::new(here, format!("case `{id}` has no `expected` answer"))
+                .fix("add \"expected\": \"…\" (a string, or a list of acceptable strings)"));
+        }
+        Some(Value::Array(items)) if !items.is_empty() => items
+            .iter()
+            .map(|v| {
+                scalar_text(v).ok_or_else(|| {
+                    InputError::new(
+                        here.clone(),
+                        format!("case `{id}`: `expected` list holds {}", kind_of(v)),
+                    )
+                    .fix("list only strings (or numbers)")
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        Some(v) => vec![scalar_text(&v).ok_or_else(|| {
+            InputError::new(
+                here.clone(),
+                format!(
+                    "case `{id}`: `expected` must be a string or a non-empty list of strings, found {}",
+                    kind_of(&v)
+                ),
+            )
+            .fix("write \"expected\": \"42\" or \"expected\": [\"42\", \"forty-two\"]")
+        })?],
+    };
+    Ok(Case {
+        id,
+        vars: raw.vars.unwrap_or_default(),
+        expected,
+        grade: raw.grade,
+        tags: raw.tags.unwrap_or_default(),
+        location: here,
+    })
+}
+
+/// Loads every case file of a bench; ids must be unique across all of them.
+pub fn load_all(paths: &[std::path::PathBuf]) -> Result<Vec<Case>, InputError> {
+    let mut all: Vec<Case> = Vec::new();
+    let mut seen: HashMap<String, Location> = HashMap::new();
+    for path in paths {
+        for case in load(path)? {
+            if let Some(first) = seen.get(&case.id) {
+                return Err(InputError::new(
+                    case.location.clone(),
+                    format!("duplicate case id `{}`, first defined at {first}", case.id),
+                )
+                .fix("case ids must be unique across all case files of a bench"));
+            }
+            seen.insert(case.id.clone(), case.location.clone());
+            all.push(case);
+        }
+    }
+    Ok(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn file(ext: &str, body: &str) -> tempfile::NamedTempFile {
+        let mut f = tempfile::Builder::new().suffix(ext).tempfile().unwrap();
+        f.write_all(body.as_bytes()).unwrap();
+        f
+    }
+
+    #[test]
+    fn jsonl_cases_load_with_lines() {
+        let f = file(
+            ".jsonl",
+            "{\"id\": \"a\", \"vars\": {\"q\": \"x\"}, \"expected\": \"1\"}\n\n{\"id\": 2, \"expected\": [\"b\", 3], \"tags\": [\"t\"]}\n",
+        );
+        let cases = load(f.path()).unwrap();
+        assert_eq!(cases.len(), 2);
+        assert_eq!(cases[1].id, "2");
+        assert_eq!(cases[1].expected, vec!["b", "3"]);
+        assert_eq!(cases[1].location.line, Some(3));
+    }
+
+    #[test]
+    fn jsonl_errors_name_line_and_column() {
+        let f = file(".jsonl", "{\"id\": \"a\", \"expected\": \"1\"}\n{\"id\": \"b\",, }\n");
+        let e = load(f.path()).unwrap_err();
+        assert_eq!(e.location.line, Some(2));
+        assert!(e.location.column.is_some());
+        let f = file(".jsonl", "[1, 2]\n");
+        assert!(load(f.path()).unwrap_err().message.contains("expected a JSON object"));
+        let f = file(".jsonl", "{\"id\": \"a\"}\n");
+        assert!(load(f.path()).unwrap_err().message.contains("no `expected`"));
+        let f = file(".jsonl", "{\"id\": \"a\", \"expected\": {\"x\": 1}}\n");
+        assert!(load(f.path()).unwrap_err().message.contains("must be a string"));
+        let f = file(".jsonl", "{\"id\": \"a\", \"expect\": \"1\"}\n");
+        let e = load(f.path()).unwrap_err();
+        assert!(e.message.contains("unknown key `expect`"), "{e}");
+        assert_eq!(e.fix.as_deref(), Some("did you mean `expected`?"));
+    }
+
+    #[test]
+    fn yaml_cases_carry_lines() {
+        let f = file(
+            ".yaml",
+            "- id: a\n  vars: {q: x}\n  expected: \"1\"\n- id: b\n  vars: {q: y}\n  expected: [2, two]\n",
+        );
+        let cases = load(f.path()).unwrap();
+        assert_eq!(cases[1].expected, vec!["2", "two"]);
+        assert_eq!(cases[1].location.line, Some(4));
+    }
+
+    #[test]
+    fn yaml_syntax_errors_have_positions() {
+        let f = file(".yaml", "- id: a\n  vars: {q: x\n  expected: 1\n");
+        let e = load(f.path()).unwrap_err();
+        assert!(e.location.line.is_some(), "{e}");
+    }
+
+    #[test]
+    fn csv_cases_and_ragged_rows() {
+        let f = file(".csv", "id,question,expected,tags\nc1,\"What, now?\",4,easy;math\n");
+        let cases = load(f.path()).unwrap();
+        assert_eq!(cases[0].vars["question"], "What, now?");
+        assert_eq!(cases[0].tags, vec!["easy", "math"]);
+        assert_eq!(cases[0].location.line, Some(2));
+        let f = file(".csv", "id,question,expected\nc1,a,1\nc2,b\n");
+        let e = load(f.path()).unwrap_err();
+        assert_eq!(e.location.line, Some(3));
+        assert!(e.message.contains("2 fields"), "{e}");
+        let f = file(".csv", "id,question\nc1,a\n");
+        assert!(load(f.path()).unwrap_err().message.contains("`expected`"));
+    }
+
+    #[test]
+    fn empty_and_duplicate_cases_are_errors() {
+        let f = file(".jsonl", "\n\n");
+        assert!(load(f.path()).unwrap_err().message.contains("no cases"));
+        let a = file(".jsonl", "{\"id\": \"x\", \"expected\": \"1\"}\n");
+        let b = file(".csv", "id,expected\ny,1\nx,2\n");
+        let e = load_all(&[a.path().into(), b.path().into()]).unwrap_err();
+        assert!(e.message.contains("duplicate case id `x`"), "{e}");
+        assert_eq!(e.location.line, Some(3));
+        assert!(e.message.contains(&format!("{}:1", a.path().display())));
+    }
+}

@@ -1,0 +1,238 @@
+//! Input errors: every problem with a user's files names the file, the line (and column
+//! where the parser knows it), what was wrong and how to fix it.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// A place in a user's file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    pub file: PathBuf,
+    pub line: Option<usize>,
+    pub column: Option<usize>,
+}
+
+impl Location {
+    pub fn file(file: &Path) -> Self {
+        Location {
+            file: file.to_path_buf(),
+            line: None,
+            column: None,
+        }
+    }
+
+    pub fn line(file: &Path, line: usize) -> Self {
+        Location {
+            file: file.to_path_buf(),
+            line: Some(line),
+            column: None,
+        }
+    }
+
+    pub fn at(file: &Path, line: usize, column: usize) -> Self {
+        Location {
+            file: file.to_path_buf(),
+            line: Some(line),
+            column: Some(column),
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+            if let Some(column) = self.column {
+                write!(f, ":{column}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One thing wrong with the bench, its cases or its prompts. Nothing is sent while any exists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputError {
+    pub location: Location,
+    pub message: String,
+    pub fix: Option<String>,
+}
+
+impl InputError {
+    pub fn new(location: Location, message: impl Into<String>) -> Self {
+        InputError {
+            location,
+            message: message.into(),
+            fix: None,
+        }
+    }
+
+    pub fn fix(mut self, fix: impl Into<String>) -> Self {
+        self.fix = Some(fix.into());
+        self
+    }
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.location, self.message)?;
+        if let Some(fix) = &self.fix {
+            write!(f, "\n  fix: {fix}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for InputError {}
+
+/// All the input errors found, so a user can fix them in one pass.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputErrors(pub Vec<InputError>);
+
+/// How many errors are printed before the rest are summarised.
+const SHOWN: usize = 20;
+
+impl fmt::Display for InputErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.0.iter().take(SHOWN).enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{e}")?;
+        }
+        if self.0.len() > SHOWN {
+            write!(f, "\n… and {} more errors like these", self.0.len() - SHOWN)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for InputErrors {}
+
+impl From<InputError> for InputErrors {
+    fn from(e: InputError) -> Self {
+        InputErrors(vec![e])
+    }
+}
+
+/// Reads a user's text file, turning every failure into an error that says what to do.
+pub fn read_text(path: &Path, what: &str) -> Result<String, InputError> {
+    let here = Location::file(path);
+    if path.is_dir() {
+        return Err(InputError::new(here, format!("expected a {what} file, found a directory"))
+            .fix("name a file inside it"));
+    }
+    let bytes = std::fs::read(path).map_err(|e| {
+        let fix = if e.kind() == std::io::ErrorKind::NotFound {
+            "check the path; relative paths are resolved from the bench file's folder"
+        } else {
+            "check the file's permissions"
+        };
+        InputError::new(Location::file(path), format!("cannot read {what} file: {e}")).fix(fix)
+    })?;
+    match String::from_utf8(bytes) {
+        Ok(mut text) => {
+            if text.starts_with('\u{feff}') {
+                text.remove(0);
+            }
+            Ok(text)
+        }
+        Err(e) => {
+            let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+            let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
+            let column = valid.len() - valid.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1) + 1;
+            Err(
+                InputError::new(Location::at(path, line, column), "the file is not valid UTF-8")
+                    .fix("save the file as UTF-8"),
+            )
+        }
+    }
+}
+
+/// The 1-based line of the first `key:` in a YAML text, so errors about a value can point at it.
+pub fn line_of_key(text: &str, key: &str) -> Option<usize> {
+    text.lines()
+        .position(|line| {
+            line.match_indices(key).any(|(at, _)| {
+                let before = line[..at].trim_end().chars().last();
+                let after = line[at + key.len()..].trim_start();
+                matches!(before, None | Some('{' | ',' | '-')) && after.starts_with(':')
+            })
+        })
+        .map(|i| i + 1)
+}
+
+/// Rewrites serde's "unknown field" message to name the nearest known key.
+pub fn explain_unknown_field(message: &str) -> Option<(String, String)> {
+    let rest = message.split("unknown field `").nth(1)?;
+    let (key, rest) = rest.split_once('`')?;
+    // serde writes "expected one of `a`, `b`"; some YAML crates drop the backticks.
+    let rest = rest.lines().next().unwrap_or("");
+    let list = rest
+        .split_once("expected one of ")
+        .or_else(|| rest.split_once("expected "))
+        .map_or("", |(_, l)| l);
+    let known: Vec<&str> = list
+        .split(", ")
+        .map(|k| k.trim().trim_matches('`'))
+        .filter(|k| !k.is_empty())
+        .collect();
+    let nearest = known
+        .iter()
+        .map(|k| (strsim::jaro_winkler(key, k), *k))
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    let fix = match nearest {
+        Some((score, k)) if score > 0.7 => format!("did you mean `{k}`?"),
+        _ if known.is_empty() => "remove it".to_string(),
+        _ => format!("known keys here: {}", known.join(", ")),
+    };
+    Some((format!("unknown key `{key}`"), fix))
+}
+
+/// Turns a YAML parse or shape error into an input error at the parser's line and column.
+pub fn yaml_error(path: &Path, what: &str, err: &serde_saphyr::Error) -> InputError {
+    let location = match err.location() {
+        Some(l) if l.line() > 0 => Location::at(path, l.line() as usize, l.column() as usize),
+        _ => Location::file(path),
+    };
+    let full = err.to_string();
+    // The crate's message may carry a rendered snippet; the first line is the message proper.
+    let first = full
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid YAML")
+        .trim()
+        .trim_start_matches("error: ")
+        .to_string();
+    if let Some((message, fix)) = explain_unknown_field(&full) {
+        return InputError::new(location, format!("{message} in {what}")).fix(fix);
+    }
+    InputError::new(location, format!("invalid {what}: {first}"))
+        .fix(format!("see the {what} format in README.md"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_field_names_nearest_key() {
+        for msg in [
+            "unknown field `concurency`, expected one of `concurrency`, `max_attempts`",
+            "line 1 column 1: unknown field `concurency`, expected one of concurrency, max_attempts\n --> x",
+        ] {
+            let (m, fix) = explain_unknown_field(msg).unwrap();
+            assert_eq!(m, "unknown key `concurency`");
+            assert_eq!(fix, "did you mean `concurrency`?");
+        }
+    }
+
+    #[test]
+    fn line_of_key_finds_nested_keys() {
+        let text = "name: x\nlimits:\n  concurrency: 0\nprice: { input: 1, output: 2 }\n";
+        assert_eq!(line_of_key(text, "concurrency"), Some(3));
+        assert_eq!(line_of_key(text, "output"), Some(4));
+        assert_eq!(line_of_key(text, "absent"), None);
+    }
+}

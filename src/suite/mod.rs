@@ -1,0 +1,440 @@
+//! The bench: its YAML file, its cases, its variants and templates, and the job plan.
+
+pub mod cases;
+pub mod error;
+pub mod plan;
+pub mod prompts;
+pub mod template;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+
+pub use cases::Case;
+pub use error::{InputError, InputErrors, Location};
+pub use plan::{Job, Plan};
+pub use prompts::Variant;
+pub use template::{ChatMessage, Templates};
+
+use crate::grade::{GradeSpec, Grader};
+
+/// Where the bench's endpoint settings point; resolved against flags and env by `cli`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointSpec {
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    pub api_key_env: Option<String>,
+}
+
+/// Client limits, with DESIGN §2's defaults.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Limits {
+    pub concurrency: usize,
+    pub requests_per_minute: Option<u32>,
+    pub tokens_per_minute: Option<u32>,
+    pub max_attempts: u32,
+    #[serde(with = "humantime_serde_lite")]
+    pub connect_timeout: Duration,
+    #[serde(with = "humantime_serde_lite")]
+    pub first_token_timeout: Duration,
+    #[serde(with = "humantime_serde_lite")]
+    pub idle_timeout: Duration,
+    #[serde(with = "humantime_serde_lite")]
+    pub total_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            concurrency: 8,
+            requests_per_minute: None,
+            tokens_per_minute: None,
+            max_attempts: 6,
+            connect_timeout: Duration::from_secs(10),
+            first_token_timeout: Duration::from_secs(60),
+            idle_timeout: Duration::from_secs(30),
+            total_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+mod humantime_serde_lite {
+    use serde::Serializer;
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_duration(*d).to_string())
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLimits {
+    concurrency: Option<i64>,
+    requests_per_minute: Option<i64>,
+    tokens_per_minute: Option<i64>,
+    max_attempts: Option<i64>,
+    #[serde(default, deserialize_with = "duration")]
+    connect_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "duration")]
+    first_token_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "duration")]
+    idle_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "duration")]
+    total_timeout: Option<Duration>,
+}
+
+/// `10s`, `500ms`, `2m`, or a bare number of seconds.
+fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Seconds(f64),
+        Text(String),
+    }
+    match Raw::deserialize(d)? {
+        Raw::Seconds(s) if s.is_finite() && s > 0.0 => Ok(Some(Duration::from_secs_f64(s))),
+        Raw::Seconds(s) => Err(serde::de::Error::custom(format!(
+            "a duration must be positive, found {s}"
+        ))),
+        Raw::Text(t) => parse_duration(&t).map(Some).map_err(serde::de::Error::custom),
+    }
+}
+
+/// Parses a user's duration such as `30s` or `1m30s`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(text.trim())
+        .map_err(|e| format!("`{text}` is not a duration ({e}); write e.g. 30s, 500ms or 2m"))?;
+    if d.is_zero() {
+        return Err(format!("a duration must be positive, found `{text}`"));
+    }
+    Ok(d)
+}
+
+/// Prices in USD per million tokens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input_per_mtok: f64,
+    pub output_per_mtok: f64,
+    #[serde(default)]
+    pub cached_input_per_mtok: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBench {
+    name: String,
+    cases: OneOrMany,
+    variants: Vec<String>,
+    #[serde(default)]
+    grade: Option<GradeSpec>,
+    #[serde(default)]
+    endpoint: EndpointSpec,
+    #[serde(default)]
+    params: Map<String, Value>,
+    #[serde(default)]
+    limits: RawLimits,
+    #[serde(default)]
+    price: Option<Price>,
+    #[serde(default)]
+    repeats: Option<i64>,
+    #[serde(default)]
+    confidence: Option<f64>,
+}
+
+/// A loaded and fully checked bench. Holding one means no input error remains.
+#[derive(Debug)]
+pub struct Bench {
+    pub path: PathBuf,
+    /// The bench file as written, recorded in `run.json`.
+    pub text: String,
+    pub name: String,
+    pub cases: Vec<Case>,
+    pub variants: Vec<Variant>,
+    /// One grader per case, in case order.
+    pub graders: Vec<Grader>,
+    pub grade: GradeSpec,
+    pub endpoint: EndpointSpec,
+    pub params: Map<String, Value>,
+    pub limits: Limits,
+    pub price: Option<Price>,
+    pub repeats: u32,
+    pub confidence: f64,
+    pub templates: Templates,
+}
+
+impl Bench {
+    /// Loads the bench and everything it names, and checks every template against every case.
+    pub fn load(path: &Path) -> Result<Bench, InputErrors> {
+        let text = error::read_text(path, "bench")?;
+        if text.trim().is_empty() {
+            return Err(InputError::new(Location::file(path), "the bench file is empty")
+                .fix("a bench needs at least `name:`, `cases:` and `variants:`; see README.md")
+                .into());
+        }
+        let raw: RawBench = serde_saphyr::from_str(&text)
+            .map_err(|e| error::yaml_error(path, "bench file", &e))?;
+        let here = |key: &str| match error::line_of_key(&text, key) {
+            Some(l) => Location::line(path, l),
+            None => Location::file(path),
+        };
+        let dir = path.parent().unwrap_or(Path::new("."));
+
+        if raw.name.trim().is_empty() || raw.name.contains(['/', '\\']) {
+            return Err(InputError::new(here("name"), format!("bench name `{}` is empty or contains a slash", raw.name))
+                .fix("the name is used in report folder names; use e.g. `routing`")
+                .into());
+        }
+        let case_paths: Vec<PathBuf> = match raw.cases {
+            OneOrMany::One(p) => vec![dir.join(p)],
+            OneOrMany::Many(ps) => ps.into_iter().map(|p| dir.join(p)).collect(),
+        };
+        if case_paths.is_empty() {
+            return Err(InputError::new(here("cases"), "`cases` lists no files")
+                .fix("name at least one .jsonl, .yaml or .csv file")
+                .into());
+        }
+        if raw.variants.is_empty() {
+            return Err(InputError::new(here("variants"), "`variants` lists no prompt files")
+                .fix("name at least one prompt file; the first is the baseline")
+                .into());
+        }
+        let limits = resolve_limits(raw.limits, &here)?;
+        let repeats = match raw.repeats {
+            None => 1,
+            Some(r) if (1..=10_000).contains(&r) => r as u32,
+            Some(r) => {
+                return Err(InputError::new(here("repeats"), format!("repeats must be between 1 and 10000, found {r}"))
+                    .fix("use repeats: 1 unless you sample with temperature > 0")
+                    .into());
+            }
+        };
+        let confidence = match raw.confidence {
+            None => 0.95,
+            Some(c) if c > 0.5 && c < 1.0 => c,
+            Some(c) => {
+                return Err(InputError::new(here("confidence"), format!("confidence must be between 0.5 and 1 (exclusive), found {c}"))
+                    .fix("use e.g. confidence: 0.95")
+                    .into());
+            }
+        };
+        if let Some(p) = &raw.price {
+            let prices = [Some(p.input_per_mtok), Some(p.output_per_mtok), p.cached_input_per_mtok];
+            if prices.into_iter().flatten().any(|x| !x.is_finite() || x < 0.0) {
+                return Err(InputError::new(here("price"), "prices must be numbers ≥ 0")
+                    .fix("prices are USD per million tokens, e.g. input_per_mtok: 0.40")
+                    .into());
+            }
+        }
+        if let Some(url) = &raw.endpoint.base_url {
+            check_base_url(url).map_err(|m| {
+                InputError::new(here("base_url"), m).fix("write the full URL, e.g. http://127.0.0.1:8000/v1")
+            })?;
+        }
+        let grade = raw.grade.unwrap_or_default();
+        let default_grader = grade
+            .compile()
+            .map_err(|m| InputError::new(here("grade"), m).fix("fix the bench's `grade`"))?;
+
+        let cases = cases::load_all(&case_paths)?;
+        let mut graders = Vec::with_capacity(cases.len());
+        let mut errors = Vec::new();
+        for case in &cases {
+            let grader = match &case.grade {
+                None => default_grader.clone(),
+                Some(spec) => match spec.compile() {
+                    Ok(g) => g,
+                    Err(m) => {
+                        errors.push(InputError::new(case.location.clone(), format!("case `{}`: {m}", case.id)).fix("fix the case's `grade`"));
+                        continue;
+                    }
+                },
+            };
+            for expected in &case.expected {
+                if let Err(m) = grader.check_expected(expected) {
+                    errors.push(
+                        InputError::new(case.location.clone(), format!("case `{}`: {m}", case.id))
+                            .fix("fix `expected`, or give the case a `grade` that fits it"),
+                    );
+                }
+            }
+            graders.push(grader);
+        }
+        if !errors.is_empty() {
+            return Err(InputErrors(errors));
+        }
+
+        let mut variants: Vec<Variant> = Vec::new();
+        for p in &raw.variants {
+            let v = prompts::load(&dir.join(p))?;
+            if let Some(other) = variants.iter().find(|o| o.name == v.name) {
+                return Err(InputError::new(
+                    Location::file(&v.path),
+                    format!("variant name `{}` is also used by {}", v.name, other.path.display()),
+                )
+                .fix("give each variant a unique `name:`")
+                .into());
+            }
+            variants.push(v);
+        }
+        let templates = Templates::compile(&variants)?;
+        templates.check(&variants, &cases)?;
+
+        Ok(Bench {
+            path: path.to_path_buf(),
+            text,
+            name: raw.name,
+            cases,
+            variants,
+            graders,
+            grade,
+            endpoint: raw.endpoint,
+            params: raw.params,
+            limits,
+            price: raw.price,
+            repeats,
+            confidence,
+            templates,
+        })
+    }
+
+    /// Request parameters for a variant: the bench's, overridden by the variant's.
+    pub fn params_for(&self, variant: usize) -> Map<String, Value> {
+        let mut params = self.params.clone();
+        for (k, v) in &self.variants[variant].params {
+            params.insert(k.clone(), v.clone());
+        }
+        params
+    }
+}
+
+/// A base URL must be absolute http(s); the client appends `/chat/completions`.
+pub fn check_base_url(url: &str) -> Result<(), String> {
+    if url == "mock" {
+        return Ok(());
+    }
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+        .ok_or_else(|| format!("base URL `{url}` has no http:// or https:// scheme"))?;
+    if rest.trim_matches('/').is_empty() || rest.contains(char::is_whitespace) {
+        return Err(format!("base URL `{url}` has no host"));
+    }
+    if url.trim_end_matches('/').ends_with("/chat/completions") {
+        return Err(format!(
+            "base URL `{url}` already ends in /chat/completions; give the part before it (…/v1)"
+        ));
+    }
+    Ok(())
+}
+
+fn resolve_limits(raw: RawLimits, here: &dyn Fn(&str) -> Location) -> Result<Limits, InputError> {
+    let d = Limits::default();
+    let positive = |key: &str, v: Option<i64>, max: i64| -> Result<Option<i64>, InputError> {
+        match v {
+            Some(x) if x < 1 || x > max => Err(InputError::new(
+                here(key),
+                format!("limits.{key} must be between 1 and {max}, found {x}"),
+            )
+            .fix(format!("set limits.{key} to a positive whole number"))),
+            v => Ok(v),
+        }
+    };
+    let limits = Limits {
+        concurrency: positive("concurrency", raw.concurrency, 4096)?.map_or(d.concurrency, |x| x as usize),
+        requests_per_minute: positive("requests_per_minute", raw.requests_per_minute, 10_000_000)?.map(|x| x as u32),
+        tokens_per_minute: positive("tokens_per_minute", raw.tokens_per_minute, 4_000_000_000)?.map(|x| x as u32),
+        max_attempts: positive("max_attempts", raw.max_attempts, 100)?.map_or(d.max_attempts, |x| x as u32),
+        connect_timeout: raw.connect_timeout.unwrap_or(d.connect_timeout),
+        first_token_timeout: raw.first_token_timeout.unwrap_or(d.first_token_timeout),
+        idle_timeout: raw.idle_timeout.unwrap_or(d.idle_timeout),
+        total_timeout: raw.total_timeout.unwrap_or(d.total_timeout),
+    };
+    Ok(limits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn bench_dir(bench: &str) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("bench.yaml"), bench).unwrap();
+        fs::write(
+            dir.path().join("cases.jsonl"),
+            "{\"id\": \"a\", \"vars\": {\"q\": \"2+3\"}, \"expected\": \"5\"}\n{\"id\": \"b\", \"vars\": {\"q\": \"1+1\"}, \"expected\": \"2\"}\n",
+        )
+        .unwrap();
+        fs::write(dir.path().join("plain.txt"), "{{ q }}").unwrap();
+        fs::write(
+            dir.path().join("careful.yaml"),
+            "name: careful\nmessages:\n  - { role: system, content: Be careful. }\n  - { role: user, content: \"{{ q }}\" }\nparams: { max_tokens: 50 }\n",
+        )
+        .unwrap();
+        dir
+    }
+
+    const GOOD: &str = "name: t\ncases: cases.jsonl\nvariants: [plain.txt, careful.yaml]\ngrade: { kind: number }\nparams: { temperature: 0, max_tokens: 10 }\nlimits: { concurrency: 3, first_token_timeout: 5s, idle_timeout: 500ms }\n";
+
+    #[test]
+    fn loads_a_bench() {
+        let dir = bench_dir(GOOD);
+        let b = Bench::load(&dir.path().join("bench.yaml")).unwrap();
+        assert_eq!(b.cases.len(), 2);
+        assert_eq!(b.variants[1].name, "careful");
+        assert_eq!(b.limits.concurrency, 3);
+        assert_eq!(b.limits.idle_timeout, Duration::from_millis(500));
+        assert_eq!(b.limits.total_timeout, Duration::from_secs(300));
+        assert_eq!(b.params_for(1)["max_tokens"], 50);
+        assert_eq!(b.params_for(0)["max_tokens"], 10);
+    }
+
+    #[test]
+    fn unknown_key_names_the_nearest() {
+        let dir = bench_dir(&GOOD.replace("concurrency: 3", "concurency: 3"));
+        let e = Bench::load(&dir.path().join("bench.yaml")).unwrap_err().to_string();
+        assert!(e.contains("unknown key `concurency`"), "{e}");
+        assert!(e.contains("did you mean `concurrency`?"), "{e}");
+        assert!(e.contains("bench.yaml:6"), "{e}");
+        let dir = bench_dir(&format!("{GOOD}varients: []\n"));
+        let e = Bench::load(&dir.path().join("bench.yaml")).unwrap_err().to_string();
+        assert!(e.contains("did you mean `variants`?"), "{e}");
+    }
+
+    #[test]
+    fn bad_limits_are_errors_with_lines() {
+        let dir = bench_dir(&GOOD.replace("concurrency: 3", "concurrency: -2"));
+        let e = Bench::load(&dir.path().join("bench.yaml")).unwrap_err().to_string();
+        assert!(e.contains("bench.yaml:6: limits.concurrency must be between 1"), "{e}");
+        let dir = bench_dir(&GOOD.replace("500ms", "soon"));
+        let e = Bench::load(&dir.path().join("bench.yaml")).unwrap_err().to_string();
+        assert!(e.contains("not a duration"), "{e}");
+    }
+
+    #[test]
+    fn expected_must_fit_the_grader() {
+        let dir = bench_dir(GOOD);
+        fs::write(dir.path().join("cases.jsonl"), "{\"id\": \"a\", \"vars\": {\"q\": \"x\"}, \"expected\": \"five\"}\n").unwrap();
+        let e = Bench::load(&dir.path().join("bench.yaml")).unwrap_err().to_string();
+        assert!(e.contains("cases.jsonl:1: case `a`: expected `five` is not a number"), "{e}");
+    }
+
+    #[test]
+    fn base_url_checks() {
+        assert!(check_base_url("http://127.0.0.1:8000/v1").is_ok());
+        assert!(check_base_url("127.0.0.1:8000/v1").unwrap_err().contains("scheme"));
+        assert!(check_base_url("https://api.x.com/v1/chat/completions").is_err());
+    }
+}

@@ -1,0 +1,173 @@
+//! Prompt files, one variant each: YAML with chat messages, or `.txt`/`.md` as one user message.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::error::{InputError, Location, read_text, yaml_error};
+
+/// One chat message whose content is a template.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MessageTemplate {
+    pub role: String,
+    pub content: String,
+    /// Line of the message in its prompt file, for errors inside the template.
+    #[serde(skip)]
+    pub line: Option<usize>,
+}
+
+/// One prompt variant: the thing being measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Variant {
+    pub name: String,
+    pub messages: Vec<MessageTemplate>,
+    /// Overrides of the bench's request parameters.
+    pub params: Map<String, Value>,
+    pub path: PathBuf,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPrompt {
+    name: Option<String>,
+    messages: Vec<serde_saphyr::Spanned<RawMessage>>,
+    #[serde(default)]
+    params: Option<Map<String, Value>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMessage {
+    role: String,
+    content: String,
+}
+
+const ROLES: [&str; 4] = ["system", "developer", "user", "assistant"];
+
+pub fn load(path: &Path) -> Result<Variant, InputError> {
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("variant")
+        .to_string();
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    match ext.as_str() {
+        "txt" | "md" => {
+            let text = read_text(path, "prompt")?;
+            if text.trim().is_empty() {
+                return Err(InputError::new(Location::file(path), "the prompt file is empty")
+                    .fix("write the user message, with {{ variables }} from the cases"));
+            }
+            Ok(Variant {
+                name: stem,
+                messages: vec![MessageTemplate {
+                    role: "user".into(),
+                    content: text,
+                    line: Some(1),
+                }],
+                params: Map::new(),
+                path: path.to_path_buf(),
+            })
+        }
+        "yaml" | "yml" => {
+            let text = read_text(path, "prompt")?;
+            if text.trim().is_empty() {
+                return Err(InputError::new(Location::file(path), "the prompt file is empty")
+                    .fix("write `name:` and `messages:` (a list of {role, content})"));
+            }
+            let raw: RawPrompt = serde_saphyr::from_str(&text)
+                .map_err(|e| yaml_error(path, "prompt file", &e))?;
+            let mut messages = Vec::new();
+            for m in raw.messages {
+                let line = Some(m.referenced.line() as usize).filter(|&l| l > 0);
+                let here = line.map_or_else(|| Location::file(path), |l| Location::line(path, l));
+                if !ROLES.contains(&m.value.role.as_str()) {
+                    return Err(InputError::new(here, format!("unknown role `{}`", m.value.role))
+                        .fix(format!("use one of: {}", ROLES.join(", "))));
+                }
+                messages.push(MessageTemplate {
+                    role: m.value.role,
+                    content: m.value.content,
+                    line,
+                });
+            }
+            if !messages.iter().any(|m| m.role == "user") {
+                return Err(InputError::new(
+                    Location::file(path),
+                    "the prompt has no user message",
+                )
+                .fix("add `- { role: user, content: \"{{ question }}\" }` to messages"));
+            }
+            let name = raw.name.unwrap_or(stem);
+            if name.trim().is_empty() || name.contains([',', '/', '\n']) {
+                return Err(InputError::new(
+                    Location::file(path),
+                    format!("variant name `{name}` is empty or contains `,`, `/` or a newline"),
+                )
+                .fix("use a short name like `step-by-step`"));
+            }
+            Ok(Variant {
+                name,
+                messages,
+                params: raw.params.unwrap_or_default(),
+                path: path.to_path_buf(),
+            })
+        }
+        _ => Err(InputError::new(
+            Location::file(path),
+            format!("unknown prompt file type `.{ext}`"),
+        )
+        .fix("use .yaml (chat messages), or .txt / .md (one user message)")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn file(ext: &str, body: &str) -> tempfile::NamedTempFile {
+        let mut f = tempfile::Builder::new().suffix(ext).tempfile().unwrap();
+        f.write_all(body.as_bytes()).unwrap();
+        f
+    }
+
+    #[test]
+    fn yaml_prompt_loads_with_lines_and_params() {
+        let f = file(
+            ".yaml",
+            "name: careful\nmessages:\n  - { role: system, content: \"Be careful.\" }\n  - role: user\n    content: \"{{ q }}\"\nparams: { max_tokens: 9 }\n",
+        );
+        let v = load(f.path()).unwrap();
+        assert_eq!(v.name, "careful");
+        assert_eq!(v.messages[1].line, Some(4));
+        assert_eq!(v.params["max_tokens"], 9);
+    }
+
+    #[test]
+    fn text_prompt_is_one_user_message_named_by_stem() {
+        let f = file(".md", "Answer: {{ q }}");
+        let v = load(f.path()).unwrap();
+        assert_eq!(v.messages.len(), 1);
+        assert_eq!(v.messages[0].role, "user");
+        assert!(f.path().to_string_lossy().ends_with(&format!("{}.md", v.name)));
+    }
+
+    #[test]
+    fn prompt_without_user_message_or_with_bad_role_is_an_error() {
+        let f = file(".yaml", "messages:\n  - { role: system, content: hi }\n");
+        assert!(load(f.path()).unwrap_err().message.contains("no user message"));
+        let f = file(".yaml", "messages:\n  - { role: robot, content: hi }\n");
+        let e = load(f.path()).unwrap_err();
+        assert_eq!(e.location.line, Some(2));
+        assert!(e.message.contains("unknown role"));
+        let f = file(".yaml", "mesages: []\n");
+        let e = load(f.path()).unwrap_err();
+        assert!(e.to_string().contains("did you mean `messages`"), "{e}");
+    }
+}
