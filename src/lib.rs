@@ -6,3 +6,5 @@
 
 pub mod grade;
 pub mod suite;
+pub mod client;
+pub mod mock;

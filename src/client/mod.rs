@@ -1,0 +1,534 @@
+//! The streaming chat client: one job in, one answer (or a clear failure) out.
+//!
+//! It owns every deadline (first token, idle, total), the concurrency gate, the retry loop
+//! and the API key. Time is tokio's clock, which tests pause and advance, so backoff and
+//! timeout tests run in milliseconds.
+
+pub mod chat;
+pub mod retry;
+pub mod sse;
+pub mod transport;
+
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use rand::{RngExt, SeedableRng};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use tokio::sync::Semaphore;
+use tokio::time::{Instant, timeout_at};
+use tokio_util::sync::CancellationToken;
+
+pub use chat::Usage;
+pub use retry::Outcome;
+pub use transport::{HttpRequest, HttpResponse, ReqwestTransport, Transport, TransportError};
+
+use crate::suite::ChatMessage;
+
+/// An API key. It is sent in one header and shown nowhere else.
+#[derive(Clone)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    pub fn new(key: String) -> Self {
+        ApiKey(key)
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey(redacted)")
+    }
+}
+
+/// Everything the client needs, resolved from the bench and flags.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// The `…/v1` URL; `/chat/completions` is appended.
+    pub base_url: String,
+    pub model: String,
+    pub api_key: Option<ApiKey>,
+    /// Name of the variable the key came from, for error messages.
+    pub api_key_env: String,
+    pub concurrency: usize,
+    pub max_attempts: u32,
+    pub first_token_timeout: Duration,
+    pub idle_timeout: Duration,
+    pub total_timeout: Duration,
+    pub backoff_base: Duration,
+    pub backoff_cap: Duration,
+    /// A `Retry-After` longer than this fails the job instead of waiting.
+    pub max_retry_after: Duration,
+    /// Seed for the backoff jitter; `None` draws one from the OS.
+    pub seed: Option<u64>,
+}
+
+impl ClientConfig {
+    pub fn new(base_url: &str, model: &str) -> Self {
+        ClientConfig {
+            base_url: base_url.trim_end_matches('/').to_string(),
+            model: model.to_string(),
+            api_key: None,
+            api_key_env: "OPENAI_API_KEY".into(),
+            concurrency: 8,
+            max_attempts: 6,
+            first_token_timeout: Duration::from_secs(60),
+            idle_timeout: Duration::from_secs(30),
+            total_timeout: Duration::from_secs(300),
+            backoff_base: Duration::from_millis(250),
+            backoff_cap: Duration::from_secs(20),
+            max_retry_after: Duration::from_secs(300),
+            seed: None,
+        }
+    }
+}
+
+/// One logical request.
+#[derive(Debug, Clone)]
+pub struct JobRequest {
+    pub messages: Vec<ChatMessage>,
+    pub params: Map<String, Value>,
+    /// Reused by every attempt of this job, so a server can deduplicate.
+    pub idempotency_key: String,
+}
+
+/// What happened in one attempt, as recorded in the journal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    pub outcome: Outcome,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// From request sent to the first answer or reasoning token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<f64>,
+    pub latency_ms: f64,
+    /// What the server asked us to wait, if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<f64>,
+    /// How long we waited before the next attempt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<f64>,
+    /// Whether `stream_options` was sent.
+    pub stream_options: bool,
+}
+
+/// Why the whole run must stop.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Fatal {
+    #[error(
+        "the provider refused the API key (HTTP {status}): check the key in ${env} (its value is not shown) and that it may use this model"
+    )]
+    Unauthorized { status: u16, env: String },
+    #[error("the provider says the account is out of credit (HTTP 402): {message}")]
+    PaymentRequired { message: String },
+}
+
+/// The answer to a job, or why there is none.
+#[derive(Debug, Clone)]
+pub struct JobResult {
+    pub attempts: Vec<Attempt>,
+    /// The final attempt's stream; only trustworthy when `answered()`.
+    pub text: String,
+    pub reasoning: String,
+    pub finish_reason: Option<String>,
+    pub usage: Option<Usage>,
+    pub model: Option<String>,
+    /// Set when the job ended without an answer.
+    pub failure: Option<String>,
+    /// The run was stopped (Ctrl-C, fatal error) before this job finished; not journaled.
+    pub aborted: bool,
+}
+
+impl JobResult {
+    pub fn outcome(&self) -> Option<Outcome> {
+        self.attempts.last().map(|a| a.outcome)
+    }
+
+    pub fn answered(&self) -> bool {
+        self.failure.is_none() && !self.aborted && self.outcome().is_some_and(Outcome::answered)
+    }
+}
+
+/// A line per attempt for `--verbose`; it holds nothing secret.
+#[derive(Debug, Clone)]
+pub struct AttemptLog<'a> {
+    pub idempotency_key: &'a str,
+    pub number: usize,
+    pub url: &'a str,
+    pub attempt: &'a Attempt,
+}
+
+pub type AttemptObserver = Arc<dyn Fn(&AttemptLog<'_>) + Send + Sync>;
+
+pub struct Client {
+    transport: Arc<dyn Transport>,
+    config: ClientConfig,
+    url: String,
+    gate: Semaphore,
+    /// Set once a server rejected `stream_options` and accepted the request without it.
+    no_stream_options: AtomicBool,
+    rng: Mutex<rand::rngs::StdRng>,
+    stop: CancellationToken,
+    fatal: Mutex<Option<Fatal>>,
+    observer: Option<AttemptObserver>,
+}
+
+/// What one attempt produced, before triage.
+struct AttemptResult {
+    attempt: Attempt,
+    stream: chat::ChatStream,
+    retry_after: Option<Duration>,
+}
+
+/// Caps what is read of an error response body.
+const ERROR_BODY_CAP: usize = 64 * 1024;
+
+impl Client {
+    pub fn new(transport: Arc<dyn Transport>, config: ClientConfig) -> Self {
+        let rng = match config.seed {
+            Some(s) => rand::rngs::StdRng::seed_from_u64(s),
+            None => rand::make_rng(),
+        };
+        Client {
+            url: format!("{}/chat/completions", config.base_url),
+            gate: Semaphore::new(config.concurrency.max(1)),
+            transport,
+            config,
+            no_stream_options: AtomicBool::new(false),
+            rng: Mutex::new(rng),
+            stop: CancellationToken::new(),
+            fatal: Mutex::new(None),
+            observer: None,
+        }
+    }
+
+    pub fn with_observer(mut self, observer: AttemptObserver) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    pub fn config(&self) -> &ClientConfig {
+        &self.config
+    }
+
+    /// Cancelled when the run must stop; in-flight attempts are abandoned.
+    pub fn stop_token(&self) -> CancellationToken {
+        self.stop.clone()
+    }
+
+    /// The reason the run was stopped by the provider, if it was.
+    pub fn fatal(&self) -> Option<Fatal> {
+        self.fatal.lock().ok().and_then(|f| f.clone())
+    }
+
+    fn stop_run(&self, fatal: Fatal) {
+        if let Ok(mut f) = self.fatal.lock()
+            && f.is_none()
+        {
+            *f = Some(fatal);
+        }
+        self.stop.cancel();
+    }
+
+    fn body(&self, job: &JobRequest, stream_options: bool) -> Bytes {
+        let mut body = job.params.clone();
+        body.insert("model".into(), json!(self.config.model));
+        body.insert("messages".into(), json!(job.messages));
+        body.insert("stream".into(), json!(true));
+        if stream_options {
+            body.insert("stream_options".into(), json!({"include_usage": true}));
+        } else {
+            body.remove("stream_options");
+        }
+        Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
+    }
+
+    fn request(&self, job: &JobRequest, stream_options: bool) -> HttpRequest {
+        let mut headers = vec![
+            ("content-type".to_string(), "application/json".to_string()),
+            ("accept".to_string(), "text/event-stream".to_string()),
+            ("idempotency-key".to_string(), job.idempotency_key.clone()),
+        ];
+        if let Some(ApiKey(key)) = &self.config.api_key {
+            headers.push(("authorization".to_string(), format!("Bearer {key}")));
+        }
+        HttpRequest {
+            url: self.url.clone(),
+            headers,
+            body: self.body(job, stream_options),
+        }
+    }
+
+    /// Runs one job to an answer or a failure, retrying as the policy says.
+    pub async fn execute(&self, job: &JobRequest) -> JobResult {
+        let mut result = JobResult {
+            attempts: Vec::new(),
+            text: String::new(),
+            reasoning: String::new(),
+            finish_reason: None,
+            usage: None,
+            model: None,
+            failure: None,
+            aborted: false,
+        };
+        let mut stream_options = !self.no_stream_options.load(Ordering::Relaxed);
+        let mut fallback_tried = false;
+        loop {
+            let permit = tokio::select! {
+                biased;
+                _ = self.stop.cancelled() => { result.aborted = true; return result; }
+                p = self.gate.acquire() => p,
+            };
+            let Ok(_permit) = permit else {
+                result.aborted = true;
+                return result;
+            };
+            let request = self.request(job, stream_options);
+            let outcome = tokio::select! {
+                biased;
+                _ = self.stop.cancelled() => { result.aborted = true; return result; }
+                r = self.attempt(request) => r,
+            };
+            drop(_permit);
+            let AttemptResult {
+                mut attempt,
+                stream,
+                retry_after,
+            } = outcome;
+            attempt.stream_options = stream_options;
+            let status = attempt.status;
+            let mut next = retry::next_step(attempt.outcome, status);
+            // A 400 may only mean the server does not know `stream_options`: try once without.
+            let immediate = status == Some(400) && stream_options && !fallback_tried;
+            if immediate {
+                fallback_tried = true;
+                stream_options = false;
+                next = retry::Next::Retry;
+            } else if fallback_tried && !stream_options && status != Some(400) {
+                self.no_stream_options.store(true, Ordering::Relaxed);
+            }
+            result.text = stream.text;
+            result.reasoning = stream.reasoning;
+            result.finish_reason = stream.finish_reason;
+            result.usage = stream.usage;
+            result.model = stream.model;
+
+            let number = result.attempts.len() + 1;
+            let mut wait = None;
+            match next {
+                retry::Next::Done => {}
+                retry::Next::StopRun => {
+                    let fatal = match status {
+                        Some(402) => Fatal::PaymentRequired {
+                            message: attempt.error.clone().unwrap_or_default(),
+                        },
+                        _ => Fatal::Unauthorized {
+                            status: status.unwrap_or(401),
+                            env: self.config.api_key_env.clone(),
+                        },
+                    };
+                    result.failure = Some(fatal.to_string());
+                    self.stop_run(fatal);
+                }
+                retry::Next::Fail => {
+                    result.failure = Some(describe_failure(&attempt));
+                }
+                retry::Next::Retry if number as u32 >= self.config.max_attempts => {
+                    result.failure = Some(format!(
+                        "gave up after {number} attempts; last: {}",
+                        describe_failure(&attempt)
+                    ));
+                }
+                retry::Next::Retry => match retry_after {
+                    Some(ra) if ra > self.config.max_retry_after => {
+                        result.failure = Some(format!(
+                            "the provider asked to wait {:.0}s, more than the {:.0}s allowed",
+                            ra.as_secs_f64(),
+                            self.config.max_retry_after.as_secs_f64()
+                        ));
+                    }
+                    _ if immediate => wait = Some(Duration::ZERO),
+                    ra => {
+                        let unit: f64 = self.rng.lock().map(|mut r| r.random()).unwrap_or(0.5);
+                        let retries_so_far = number as u32 - 1;
+                        let b = retry::backoff(
+                            retries_so_far,
+                            self.config.backoff_base,
+                            self.config.backoff_cap,
+                            unit,
+                        );
+                        // Retry-After is a floor, not advice.
+                        wait = Some(ra.map_or(b, |ra| ra.max(b)));
+                    }
+                },
+            }
+            attempt.wait_ms = wait.map(ms);
+            if let Some(observer) = &self.observer {
+                observer(&AttemptLog {
+                    idempotency_key: &job.idempotency_key,
+                    number,
+                    url: &self.url,
+                    attempt: &attempt,
+                });
+            }
+            result.attempts.push(attempt);
+            let Some(wait) = wait else {
+                return result;
+            };
+            tokio::select! {
+                biased;
+                _ = self.stop.cancelled() => { result.aborted = true; return result; }
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+
+    /// One HTTP request, under the first-token, idle and total deadlines.
+    async fn attempt(&self, request: HttpRequest) -> AttemptResult {
+        let sent = Instant::now();
+        let total_deadline = sent + self.config.total_timeout;
+        let first_deadline = (sent + self.config.first_token_timeout).min(total_deadline);
+        let mut stream = chat::ChatStream::default();
+        let mut attempt = Attempt {
+            outcome: Outcome::HttpError,
+            status: None,
+            error: None,
+            ttft_ms: None,
+            latency_ms: 0.0,
+            retry_after_ms: None,
+            wait_ms: None,
+            stream_options: false,
+        };
+        let finish = |mut attempt: Attempt, stream, outcome, error: Option<String>, retry_after| {
+            attempt.outcome = outcome;
+            attempt.error = error;
+            attempt.latency_ms = ms(sent.elapsed());
+            AttemptResult {
+                attempt,
+                stream,
+                retry_after,
+            }
+        };
+
+        let response = match timeout_at(first_deadline, self.transport.send(request)).await {
+            Err(_) => {
+                let e = format!("no response within {}", human(first_deadline - sent));
+                return finish(attempt, stream, Outcome::NoFirstToken, Some(e), None);
+            }
+            Ok(Err(e)) => {
+                return finish(attempt, stream, Outcome::HttpError, Some(format!("connection failed: {e}")), None);
+            }
+            Ok(Ok(r)) => r,
+        };
+        attempt.status = Some(response.status);
+        if !(200..300).contains(&response.status) {
+            let retry_after = retry::retry_after(&response.headers, SystemTime::now());
+            attempt.retry_after_ms = retry_after.map(ms);
+            let body = read_error_body(response.body, first_deadline.max(Instant::now() + self.config.idle_timeout).min(total_deadline)).await;
+            let message = serde_json::from_str::<Value>(&body)
+                .ok()
+                .and_then(|v| v.get("error").map(chat::error_message))
+                .unwrap_or_else(|| chat::truncate(body.trim(), 300));
+            let e = format!("HTTP {}{}", response.status, if message.is_empty() { String::new() } else { format!(": {message}") });
+            return finish(attempt, stream, Outcome::HttpError, Some(e), retry_after);
+        }
+
+        let mut body = response.body;
+        let mut decoder = sse::Decoder::new();
+        let mut events = Vec::new();
+        let mut first_event = false;
+        let mut last_event = sent;
+        let end = loop {
+            let deadline = if first_event {
+                (last_event + self.config.idle_timeout).min(total_deadline)
+            } else {
+                first_deadline
+            };
+            match timeout_at(deadline, body.next()).await {
+                Err(_) if !first_event => {
+                    break Err((Outcome::NoFirstToken, format!("no first event within {}", human(first_deadline - sent))));
+                }
+                Err(_) if deadline >= total_deadline => {
+                    break Err((Outcome::Stalled, format!("attempt exceeded total_timeout {}", human(self.config.total_timeout))));
+                }
+                Err(_) => {
+                    break Err((Outcome::Stalled, format!("no event for {}", human(self.config.idle_timeout))));
+                }
+                Ok(None) => {
+                    decoder.finish();
+                    break Ok(());
+                }
+                Ok(Some(Err(e))) => break Err((Outcome::Cut, format!("stream broke: {e}"))),
+                Ok(Some(Ok(chunk))) => {
+                    decoder.feed(&chunk, &mut events);
+                    if events.is_empty() {
+                        continue;
+                    }
+                    first_event = true;
+                    last_event = Instant::now();
+                    for event in events.drain(..) {
+                        if stream.push(&event.event, &event.data) && attempt.ttft_ms.is_none() {
+                            attempt.ttft_ms = Some(ms(sent.elapsed()));
+                        }
+                    }
+                    if stream.error.is_some() || stream.done {
+                        break Ok(());
+                    }
+                }
+            }
+        };
+        if let Some(e) = stream.error.clone() {
+            return finish(attempt, stream, Outcome::StreamError, Some(e), None);
+        }
+        let outcome = match stream.finish_reason.as_deref() {
+            Some("length") => Outcome::Truncated,
+            Some(_) => Outcome::Complete,
+            None => Outcome::Cut,
+        };
+        let error = match (outcome, end) {
+            (Outcome::Cut, Ok(())) => Some("the stream ended without a finish_reason".to_string()),
+            (Outcome::Cut, Err((_, e))) => Some(e),
+            // Text arrived with a finish_reason; a failure after it (e.g. before [DONE]) is noise.
+            (_, Ok(())) | (Outcome::Complete | Outcome::Truncated, Err(_)) => None,
+            (_, Err((o, e))) => return finish(attempt, stream, o, Some(e), None),
+        };
+        finish(attempt, stream, outcome, error, None)
+    }
+}
+
+fn describe_failure(a: &Attempt) -> String {
+    let what = serde_json::to_value(a.outcome)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default();
+    match &a.error {
+        Some(e) => format!("{what}: {e}"),
+        None => what,
+    }
+}
+
+async fn read_error_body(mut body: transport::BodyStream, deadline: Instant) -> String {
+    let mut bytes = Vec::new();
+    while bytes.len() < ERROR_BODY_CAP {
+        match timeout_at(deadline, body.next()).await {
+            Ok(Some(Ok(chunk))) => bytes.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    bytes.truncate(ERROR_BODY_CAP);
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+pub fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn human(d: Duration) -> String {
+    humantime::format_duration(Duration::from_millis(d.as_millis() as u64)).to_string()
+}

@@ -1,0 +1,135 @@
+//! The retry policy: what an attempt's outcome means, how long to wait, and whether to go on.
+//! Retries live here and nowhere else.
+
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+/// The outcome of one attempt (DESIGN §3), exactly one of these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// A `finish_reason` other than `length` arrived.
+    Complete,
+    /// `finish_reason: length`: a real answer, cut by the token ceiling.
+    Truncated,
+    /// The stream ended without a `finish_reason`; its text is never scored.
+    Cut,
+    /// No event for `idle_timeout` once streaming began (or `total_timeout` ran out).
+    Stalled,
+    /// Nothing within `first_token_timeout`.
+    NoFirstToken,
+    /// A non-2xx status, or no response at all (connection failed).
+    HttpError,
+    /// An `error` object in the stream.
+    StreamError,
+}
+
+impl Outcome {
+    /// Whether the attempt produced an answer that can be graded.
+    pub fn answered(self) -> bool {
+        matches!(self, Outcome::Complete | Outcome::Truncated)
+    }
+}
+
+/// What to do after an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    Done,
+    Retry,
+    /// The job fails; waiting would not help.
+    Fail,
+    /// The whole run must stop (401/403: bad key; 402: out of credit).
+    StopRun,
+}
+
+/// Status triage (DESIGN §3). `status` is `None` when no response arrived at all.
+pub fn next_step(outcome: Outcome, status: Option<u16>) -> Next {
+    match outcome {
+        Outcome::Complete | Outcome::Truncated => Next::Done,
+        Outcome::Cut | Outcome::Stalled | Outcome::NoFirstToken | Outcome::StreamError => {
+            Next::Retry
+        }
+        Outcome::HttpError => match status {
+            None => Next::Retry,
+            Some(401 | 402 | 403) => Next::StopRun,
+            Some(408 | 409 | 425 | 429) => Next::Retry,
+            Some(s) if s >= 500 => Next::Retry,
+            Some(_) => Next::Fail,
+        },
+    }
+}
+
+/// Full-jitter backoff: `uniform(0, min(cap, base·2^retry))`; `unit` is the uniform draw in [0, 1).
+pub fn backoff(retry: u32, base: Duration, cap: Duration, unit: f64) -> Duration {
+    let ceiling = base
+        .checked_mul(1u32.checked_shl(retry.min(30)).unwrap_or(u32::MAX))
+        .unwrap_or(cap)
+        .min(cap);
+    ceiling.mul_f64(unit.clamp(0.0, 1.0))
+}
+
+/// The wait a server asked for: `retry-after-ms`, or `Retry-After` as seconds or an HTTP date.
+/// Header names are lowercase.
+pub fn retry_after(headers: &[(String, String)], now: SystemTime) -> Option<Duration> {
+    let get = |name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.trim())
+    };
+    if let Some(ms) = get("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
+        && ms.is_finite()
+        && ms >= 0.0
+    {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
+    }
+    let value = get("retry-after")?;
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    let when = httpdate::parse_http_date(value).ok()?;
+    Some(when.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn triage_by_status() {
+        use Next::*;
+        let h = |s| next_step(Outcome::HttpError, Some(s));
+        assert_eq!([h(429), h(408), h(409), h(500), h(503), h(529)], [Retry; 6]);
+        assert_eq!([h(400), h(404), h(422)], [Fail; 3]);
+        assert_eq!([h(401), h(403), h(402)], [StopRun; 3]);
+        assert_eq!(next_step(Outcome::HttpError, None), Retry);
+        assert_eq!(next_step(Outcome::Cut, None), Retry);
+        assert_eq!(next_step(Outcome::Truncated, None), Done);
+    }
+
+    #[test]
+    fn backoff_is_full_jitter_under_a_cap() {
+        let base = Duration::from_millis(250);
+        let cap = Duration::from_secs(20);
+        assert_eq!(backoff(0, base, cap, 0.0), Duration::ZERO);
+        assert_eq!(backoff(0, base, cap, 0.5), Duration::from_millis(125));
+        assert_eq!(backoff(3, base, cap, 0.5), Duration::from_millis(1000));
+        assert_eq!(backoff(10, base, cap, 0.5), Duration::from_secs(10));
+        assert_eq!(backoff(40, base, cap, 0.5), Duration::from_secs(10));
+    }
+
+    #[test]
+    fn retry_after_forms() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let h = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
+        assert_eq!(retry_after(&h("retry-after", "3"), now), Some(Duration::from_secs(3)));
+        assert_eq!(retry_after(&h("retry-after-ms", "150"), now), Some(Duration::from_millis(150)));
+        let date = httpdate::fmt_http_date(now + Duration::from_secs(7));
+        assert_eq!(retry_after(&h("retry-after", &date), now), Some(Duration::from_secs(7)));
+        let past = httpdate::fmt_http_date(now - Duration::from_secs(7));
+        assert_eq!(retry_after(&h("retry-after", &past), now), Some(Duration::ZERO));
+        assert_eq!(retry_after(&h("retry-after", "soon"), now), None);
+        assert_eq!(retry_after(&[], now), None);
+    }
+}

@@ -1,0 +1,96 @@
+//! How bytes reach a server: over HTTP with `reqwest`, or in memory to the simulator (for
+//! tests on a virtual clock). The client above only sees status, headers and a byte stream.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+
+pub type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, TransportError>> + Send>>;
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+#[derive(Debug, Clone)]
+pub struct HttpRequest {
+    pub url: String,
+    /// Lowercase names. May hold the API key: never log this as is.
+    pub headers: Vec<(String, String)>,
+    pub body: Bytes,
+}
+
+pub struct HttpResponse {
+    pub status: u16,
+    /// Lowercase names.
+    pub headers: Vec<(String, String)>,
+    pub body: BodyStream,
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct TransportError(pub String);
+
+pub trait Transport: Send + Sync {
+    fn send(&self, request: HttpRequest) -> BoxFuture<Result<HttpResponse, TransportError>>;
+}
+
+/// Real HTTP. Only the connect timeout lives here; the client owns every other deadline.
+pub struct ReqwestTransport {
+    client: reqwest::Client,
+}
+
+impl ReqwestTransport {
+    pub fn new(connect_timeout: Duration, pool_size: usize) -> Result<Self, TransportError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(connect_timeout)
+            .pool_max_idle_per_host(pool_size)
+            .tcp_nodelay(true)
+            .user_agent(concat!("promptgauge/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| TransportError(format!("cannot build HTTP client: {e}")))?;
+        Ok(ReqwestTransport { client })
+    }
+}
+
+/// The error with its causes, which is where reqwest keeps the useful part.
+fn describe(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+impl Transport for ReqwestTransport {
+    fn send(&self, request: HttpRequest) -> BoxFuture<Result<HttpResponse, TransportError>> {
+        let mut builder = self.client.post(&request.url).body(request.body);
+        for (k, v) in &request.headers {
+            builder = builder.header(k, v);
+        }
+        Box::pin(async move {
+            let response = builder.send().await.map_err(|e| TransportError(describe(&e)))?;
+            let status = response.status().as_u16();
+            let headers = response
+                .headers()
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.as_str().to_ascii_lowercase(),
+                        String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                    )
+                })
+                .collect();
+            let body = response
+                .bytes_stream()
+                .map(|r| r.map_err(|e| TransportError(describe(&e))));
+            Ok(HttpResponse {
+                status,
+                headers,
+                body: Box::pin(body),
+            })
+        })
+    }
+}

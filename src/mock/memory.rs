@@ -1,0 +1,72 @@
+//! The simulator as an in-memory transport: the client talks to the provider without
+//! sockets, so tests can pause tokio's clock and jump through timeouts and backoff.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use futures_util::stream;
+
+use super::{InFlight, MockRequest, Provider, Reply, Step};
+use crate::client::transport::{BoxFuture, HttpRequest, HttpResponse, Transport, TransportError};
+
+pub struct MemoryTransport {
+    pub provider: Arc<Provider>,
+}
+
+impl MemoryTransport {
+    pub fn new(provider: Arc<Provider>) -> Self {
+        MemoryTransport { provider }
+    }
+}
+
+struct Body {
+    steps: VecDeque<Step>,
+    provider: Arc<Provider>,
+    /// Held until the body is dropped, like a connection.
+    _in_flight: InFlight,
+}
+
+impl Transport for MemoryTransport {
+    fn send(&self, request: HttpRequest) -> BoxFuture<Result<HttpResponse, TransportError>> {
+        let provider = self.provider.clone();
+        Box::pin(async move {
+            let reply = provider.respond(&MockRequest {
+                headers: request.headers,
+                body: request.body,
+            });
+            let (status, headers, steps, in_flight) = match reply {
+                Reply::Hang(_in_flight) => return std::future::pending().await,
+                Reply::Respond {
+                    status,
+                    headers,
+                    steps,
+                    in_flight,
+                } => (status, headers, steps, in_flight),
+            };
+            let body = Body {
+                steps: steps.into(),
+                provider,
+                _in_flight: in_flight,
+            };
+            let body = stream::unfold(body, |mut body| async move {
+                loop {
+                    match body.steps.pop_front()? {
+                        Step::Write(bytes) => return Some((Ok(bytes), body)),
+                        Step::Sleep(d) => tokio::time::sleep(d).await,
+                        Step::Stall => std::future::pending::<()>().await,
+                        Step::Reset => {
+                            body.steps.clear();
+                            return Some((Err(TransportError("connection reset by peer".into())), body));
+                        }
+                        Step::Generated { key, text } => body.provider.generated(key, text),
+                    }
+                }
+            });
+            Ok(HttpResponse {
+                status,
+                headers,
+                body: Box::pin(body),
+            })
+        })
+    }
+}

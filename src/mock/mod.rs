@@ -1,0 +1,659 @@
+//! The simulated provider (DESIGN §7): an OpenAI-compatible chat endpoint with a
+//! deterministic model that misbehaves on demand and counts what it did.
+//!
+//! [`Provider::respond`] turns a request into a [`Reply`]: a script of writes, pauses, stalls,
+//! resets and ends. The TCP server ([`server`]) plays scripts onto sockets; the in-memory
+//! transport ([`memory`]) plays them into the client directly, on tokio's (pausable) clock.
+
+pub mod memory;
+pub mod model;
+pub mod server;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::suite::ChatMessage;
+
+/// How a 429 says when to come back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryAfter {
+    Seconds(u64),
+    /// An HTTP date this many seconds ahead.
+    Date(u64),
+    Millis(u64),
+}
+
+/// Where usage is reported, if at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UsageMode {
+    /// A final chunk with empty `choices`, when the client asked with `stream_options`.
+    Separate,
+    /// Inside the chunk that carries `finish_reason`.
+    InLastChunk,
+    /// Never while streaming.
+    None,
+}
+
+/// Per-attempt probabilities of each fault; they are tried in this order.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Faults {
+    pub rate_429: f64,
+    pub rate_5xx: f64,
+    pub hang: f64,
+    pub reset: f64,
+    pub cut: f64,
+    pub stall: f64,
+    pub error_event: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct MockConfig {
+    pub model: String,
+    /// When set, a request without `Authorization: Bearer <key>` gets 401.
+    pub api_key: Option<String>,
+    /// At most this many requests in flight; more get 429.
+    pub capacity: Option<usize>,
+    pub retry_after: RetryAfter,
+    pub faults: Faults,
+    /// Faults strike only the first N attempts of each idempotency key (None: every attempt).
+    pub fault_attempts: Option<u32>,
+    pub keepalive: bool,
+    pub crlf: bool,
+    pub split_utf8: bool,
+    pub usage: UsageMode,
+    pub no_done: bool,
+    pub reject_stream_options: bool,
+    /// Emit `reasoning_content` deltas before the answer.
+    pub reasoning: bool,
+    pub first_token_delay: Duration,
+    pub token_delay: Duration,
+    pub seed: u64,
+}
+
+impl Default for MockConfig {
+    fn default() -> Self {
+        MockConfig {
+            model: "mock-model".into(),
+            api_key: None,
+            capacity: None,
+            retry_after: RetryAfter::Seconds(1),
+            faults: Faults::default(),
+            fault_attempts: None,
+            keepalive: false,
+            crlf: false,
+            split_utf8: false,
+            usage: UsageMode::Separate,
+            no_done: false,
+            reject_stream_options: false,
+            reasoning: false,
+            first_token_delay: Duration::ZERO,
+            token_delay: Duration::ZERO,
+            seed: 0,
+        }
+    }
+}
+
+/// What the provider did, for tests and `GET /stats`.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub requests: AtomicU64,
+    pub status_429: AtomicU64,
+    pub status_5xx: AtomicU64,
+    pub status_401: AtomicU64,
+    pub status_400: AtomicU64,
+    pub hangs: AtomicU64,
+    pub resets: AtomicU64,
+    pub cuts: AtomicU64,
+    pub stalls: AtomicU64,
+    pub error_events: AtomicU64,
+    /// Generations streamed to the end with a `finish_reason`.
+    pub generations: AtomicU64,
+    pub replays: AtomicU64,
+    pub in_flight: AtomicU64,
+    pub max_in_flight: AtomicU64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct StatsSnapshot {
+    pub requests: u64,
+    pub status_429: u64,
+    pub status_5xx: u64,
+    pub status_401: u64,
+    pub status_400: u64,
+    pub hangs: u64,
+    pub resets: u64,
+    pub cuts: u64,
+    pub stalls: u64,
+    pub error_events: u64,
+    pub generations: u64,
+    pub replays: u64,
+    pub in_flight: u64,
+    pub max_in_flight: u64,
+}
+
+impl Stats {
+    pub fn snapshot(&self) -> StatsSnapshot {
+        let g = |a: &AtomicU64| a.load(Ordering::SeqCst);
+        StatsSnapshot {
+            requests: g(&self.requests),
+            status_429: g(&self.status_429),
+            status_5xx: g(&self.status_5xx),
+            status_401: g(&self.status_401),
+            status_400: g(&self.status_400),
+            hangs: g(&self.hangs),
+            resets: g(&self.resets),
+            cuts: g(&self.cuts),
+            stalls: g(&self.stalls),
+            error_events: g(&self.error_events),
+            generations: g(&self.generations),
+            replays: g(&self.replays),
+            in_flight: g(&self.in_flight),
+            max_in_flight: g(&self.max_in_flight),
+        }
+    }
+}
+
+/// Counts a request as in flight until dropped.
+pub struct InFlight(Arc<Stats>);
+
+impl InFlight {
+    fn new(stats: &Arc<Stats>) -> Self {
+        let now = stats.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        stats.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        InFlight(stats.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// One step of a scripted response body.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    Write(Bytes),
+    Sleep(Duration),
+    /// Send nothing more, but keep the connection open.
+    Stall,
+    /// Drop the connection abruptly (TCP RST).
+    Reset,
+    /// The generation reached its end; counted, and remembered for idempotent replay.
+    Generated { key: Option<String>, text: String },
+}
+
+pub enum Reply {
+    /// Accept the request and never answer.
+    Hang(InFlight),
+    Respond {
+        status: u16,
+        headers: Vec<(String, String)>,
+        steps: Vec<Step>,
+        in_flight: InFlight,
+    },
+}
+
+/// A request as the provider sees it. Header names are lowercase.
+#[derive(Debug, Clone)]
+pub struct MockRequest {
+    pub headers: Vec<(String, String)>,
+    pub body: Bytes,
+}
+
+impl MockRequest {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    TooMany,
+    ServerError,
+    Hang,
+    Reset,
+    Cut,
+    Stall,
+    ErrorEvent,
+}
+
+pub struct Provider {
+    config: MockConfig,
+    stats: Arc<Stats>,
+    attempts: Mutex<HashMap<String, u32>>,
+    completed: Mutex<HashMap<String, String>>,
+    seen_prefixes: Mutex<HashSet<u64>>,
+    serial: AtomicU64,
+}
+
+impl Provider {
+    pub fn new(config: MockConfig) -> Self {
+        Provider {
+            config,
+            stats: Arc::new(Stats::default()),
+            attempts: Mutex::new(HashMap::new()),
+            completed: Mutex::new(HashMap::new()),
+            seen_prefixes: Mutex::new(HashSet::new()),
+            serial: AtomicU64::new(0),
+        }
+    }
+
+    pub fn stats(&self) -> StatsSnapshot {
+        self.stats.snapshot()
+    }
+
+    pub fn config(&self) -> &MockConfig {
+        &self.config
+    }
+
+    /// A generation was streamed to its end.
+    pub fn generated(&self, key: Option<String>, text: String) {
+        self.stats.generations.fetch_add(1, Ordering::SeqCst);
+        if let (Some(key), Ok(mut done)) = (key, self.completed.lock()) {
+            done.insert(key, text);
+        }
+    }
+
+    fn json_reply(&self, status: u16, body: Value, extra: Vec<(String, String)>, in_flight: InFlight) -> Reply {
+        let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
+        headers.extend(extra);
+        Reply::Respond {
+            status,
+            headers,
+            steps: vec![Step::Write(Bytes::from(body.to_string()))],
+            in_flight,
+        }
+    }
+
+    fn error(&self, status: u16, message: &str, kind: &str, extra: Vec<(String, String)>, in_flight: InFlight) -> Reply {
+        self.json_reply(
+            status,
+            json!({"error": {"message": message, "type": kind, "code": status}}),
+            extra,
+            in_flight,
+        )
+    }
+
+    /// Decides how to answer one chat-completions request.
+    pub fn respond(&self, request: &MockRequest) -> Reply {
+        let stats = &self.stats;
+        stats.requests.fetch_add(1, Ordering::SeqCst);
+        let in_flight = InFlight::new(stats);
+        let serial = self.serial.fetch_add(1, Ordering::SeqCst);
+
+        if let Some(key) = &self.config.api_key {
+            let expected = format!("Bearer {key}");
+            if request.header("authorization") != Some(expected.as_str()) {
+                stats.status_401.fetch_add(1, Ordering::SeqCst);
+                return self.error(401, "Incorrect API key provided.", "invalid_request_error", vec![], in_flight);
+            }
+        }
+        let body: Value = match serde_json::from_slice(&request.body) {
+            Ok(v) => v,
+            Err(e) => {
+                stats.status_400.fetch_add(1, Ordering::SeqCst);
+                return self.error(400, &format!("invalid JSON body: {e}"), "invalid_request_error", vec![], in_flight);
+            }
+        };
+        let messages: Vec<ChatMessage> = match body.get("messages").cloned().map(serde_json::from_value) {
+            Some(Ok(m)) => m,
+            _ => {
+                stats.status_400.fetch_add(1, Ordering::SeqCst);
+                return self.error(400, "`messages` must be a list of {role, content}", "invalid_request_error", vec![], in_flight);
+            }
+        };
+        if self.config.reject_stream_options && body.get("stream_options").is_some() {
+            stats.status_400.fetch_add(1, Ordering::SeqCst);
+            return self.error(400, "Unrecognized request argument supplied: stream_options", "invalid_request_error", vec![], in_flight);
+        }
+
+        let key = request.header("idempotency-key").map(String::from);
+        let attempt = {
+            let id = key.clone().unwrap_or_else(|| format!("serial-{serial}"));
+            let mut attempts = self.attempts.lock().unwrap_or_else(|p| p.into_inner());
+            let n = attempts.entry(id).or_insert(0);
+            *n += 1;
+            *n
+        };
+        if let Some(cap) = self.config.capacity
+            && stats.in_flight.load(Ordering::SeqCst) > cap as u64
+        {
+            stats.status_429.fetch_add(1, Ordering::SeqCst);
+            return self.too_many(in_flight);
+        }
+        let fault = self.pick_fault(key.as_deref().unwrap_or(""), attempt, serial);
+        match fault {
+            Some(Fault::TooMany) => {
+                stats.status_429.fetch_add(1, Ordering::SeqCst);
+                return self.too_many(in_flight);
+            }
+            Some(Fault::ServerError) => {
+                stats.status_5xx.fetch_add(1, Ordering::SeqCst);
+                let status = [500, 502, 503][(serial % 3) as usize];
+                return self.error(status, "The server had an error while processing your request.", "server_error", vec![], in_flight);
+            }
+            Some(Fault::Hang) => {
+                stats.hangs.fetch_add(1, Ordering::SeqCst);
+                return Reply::Hang(in_flight);
+            }
+            _ => {}
+        }
+
+        let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+        let include_usage = body
+            .pointer("/stream_options/include_usage")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let max_tokens = body
+            .get("max_completion_tokens")
+            .or_else(|| body.get("max_tokens"))
+            .and_then(Value::as_u64);
+        let seed = body.get("seed").map(|s| s.to_string()).unwrap_or_default();
+
+        let replayed = key
+            .as_ref()
+            .and_then(|k| self.completed.lock().ok().and_then(|c| c.get(k).cloned()));
+        let generation = match &replayed {
+            Some(text) => {
+                stats.replays.fetch_add(1, Ordering::SeqCst);
+                model::Generation {
+                    reasoning: String::new(),
+                    text: text.clone(),
+                }
+            }
+            None => model::generate(&messages, &seed),
+        };
+        let mut pieces = split_tokens(&generation.text);
+        let reasoning = if self.config.reasoning {
+            split_tokens(&generation.reasoning)
+        } else {
+            Vec::new()
+        };
+        let mut finish = "stop";
+        if let Some(max) = max_tokens.map(|m| m as usize)
+            && reasoning.len() + pieces.len() > max
+        {
+            pieces.truncate(max.saturating_sub(reasoning.len()));
+            finish = "length";
+        }
+        let text: String = pieces.concat();
+        let usage = self.usage(&messages, reasoning.len() + pieces.len(), reasoning.len());
+        let mut extra = Vec::new();
+        if replayed.is_some() {
+            extra.push(("idempotent-replayed".to_string(), "true".to_string()));
+        }
+
+        if !stream {
+            if replayed.is_none() {
+                self.generated(key, text.clone());
+            }
+            let reply = json!({
+                "id": format!("chatcmpl-mock-{serial}"),
+                "object": "chat.completion",
+                "created": 0,
+                "model": self.config.model,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+                "usage": usage,
+            });
+            return self.json_reply(200, reply, extra, in_flight);
+        }
+
+        let script = Script {
+            config: &self.config,
+            id: format!("chatcmpl-mock-{serial}"),
+            steps: Vec::new(),
+        };
+        let steps = script.stream(StreamPlan {
+            reasoning,
+            pieces,
+            finish,
+            usage,
+            include_usage,
+            fault,
+            key: if replayed.is_some() { None } else { key },
+            text,
+        });
+        match fault {
+            Some(Fault::Reset) => stats.resets.fetch_add(1, Ordering::SeqCst),
+            Some(Fault::Cut) => stats.cuts.fetch_add(1, Ordering::SeqCst),
+            Some(Fault::Stall) => stats.stalls.fetch_add(1, Ordering::SeqCst),
+            Some(Fault::ErrorEvent) => stats.error_events.fetch_add(1, Ordering::SeqCst),
+            _ => 0,
+        };
+        let mut headers = vec![
+            ("content-type".to_string(), "text/event-stream".to_string()),
+            ("cache-control".to_string(), "no-cache".to_string()),
+        ];
+        headers.extend(extra);
+        Reply::Respond {
+            status: 200,
+            headers,
+            steps,
+            in_flight,
+        }
+    }
+
+    fn too_many(&self, in_flight: InFlight) -> Reply {
+        let header = match self.config.retry_after {
+            RetryAfter::Seconds(s) => ("retry-after".to_string(), s.to_string()),
+            RetryAfter::Date(s) => (
+                "retry-after".to_string(),
+                httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(s)),
+            ),
+            RetryAfter::Millis(ms) => ("retry-after-ms".to_string(), ms.to_string()),
+        };
+        self.error(429, "Rate limit reached; please retry later.", "rate_limit_error", vec![header], in_flight)
+    }
+
+    fn pick_fault(&self, key: &str, attempt: u32, serial: u64) -> Option<Fault> {
+        if self.config.fault_attempts.is_some_and(|n| attempt > n) {
+            return None;
+        }
+        let f = &self.config.faults;
+        let id = if key.is_empty() { serial.to_string() } else { key.to_string() };
+        let u = model::unit(&[&self.config.seed.to_string(), &id, &attempt.to_string()]);
+        let mut edge = 0.0;
+        for (rate, fault) in [
+            (f.rate_429, Fault::TooMany),
+            (f.rate_5xx, Fault::ServerError),
+            (f.hang, Fault::Hang),
+            (f.reset, Fault::Reset),
+            (f.cut, Fault::Cut),
+            (f.stall, Fault::Stall),
+            (f.error_event, Fault::ErrorEvent),
+        ] {
+            edge += rate;
+            if u < edge {
+                return Some(fault);
+            }
+        }
+        None
+    }
+
+    fn usage(&self, messages: &[ChatMessage], completion: usize, reasoning: usize) -> Value {
+        let tokens = |s: &str| s.chars().count().div_ceil(4) as u64;
+        let prompt: u64 = messages.iter().map(|m| tokens(&m.content) + 3).sum();
+        // Prefix caching: a system prompt seen before is served from cache.
+        let cached = match messages.first().filter(|m| m.role == "system") {
+            Some(system) => {
+                let h = model::unit(&[&system.content]).to_bits();
+                let seen = self
+                    .seen_prefixes
+                    .lock()
+                    .map(|mut s| !s.insert(h))
+                    .unwrap_or(false);
+                if seen { tokens(&system.content) } else { 0 }
+            }
+            None => 0,
+        };
+        json!({
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion as u64,
+            "prompt_tokens_details": {"cached_tokens": cached},
+            "completion_tokens_details": {"reasoning_tokens": reasoning},
+        })
+    }
+}
+
+/// Splits text into token-like pieces, each a word with its leading space.
+fn split_tokens(text: &str) -> Vec<String> {
+    let mut pieces: Vec<String> = Vec::new();
+    let mut current = String::new();
+    let mut in_word = false;
+    for c in text.chars() {
+        let space = c.is_whitespace();
+        if space && in_word && !current.is_empty() {
+            pieces.push(std::mem::take(&mut current));
+        }
+        in_word = !space;
+        current.push(c);
+    }
+    if !current.is_empty() {
+        pieces.push(current);
+    }
+    pieces
+}
+
+struct StreamPlan {
+    reasoning: Vec<String>,
+    pieces: Vec<String>,
+    finish: &'static str,
+    usage: Value,
+    include_usage: bool,
+    fault: Option<Fault>,
+    key: Option<String>,
+    text: String,
+}
+
+struct Script<'a> {
+    config: &'a MockConfig,
+    id: String,
+    steps: Vec<Step>,
+}
+
+impl Script<'_> {
+    fn event(&mut self, data: &str) {
+        let eol = if self.config.crlf { "\r\n" } else { "\n" };
+        let bytes = format!("data: {data}{eol}{eol}").into_bytes();
+        if self.config.split_utf8
+            && let Some(at) = bytes.iter().position(|&b| b >= 0xC0)
+        {
+            // Split inside the first multi-byte character.
+            self.steps.push(Step::Write(Bytes::copy_from_slice(&bytes[..at + 1])));
+            self.steps.push(Step::Write(Bytes::copy_from_slice(&bytes[at + 1..])));
+        } else {
+            self.steps.push(Step::Write(Bytes::from(bytes)));
+        }
+        if self.config.keepalive {
+            let eol = if self.config.crlf { "\r\n" } else { "\n" };
+            self.steps.push(Step::Write(Bytes::from(format!(": keep-alive{eol}"))));
+        }
+        if !self.config.token_delay.is_zero() {
+            self.steps.push(Step::Sleep(self.config.token_delay));
+        }
+    }
+
+    fn chunk(&self, delta: Value, finish: Option<&str>, usage: Option<&Value>) -> String {
+        let mut chunk = json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": self.config.model,
+            "system_fingerprint": "fp_mock",
+            "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}],
+        });
+        if let Some(u) = usage {
+            chunk["usage"] = u.clone();
+        }
+        chunk.to_string()
+    }
+
+    fn stream(mut self, plan: StreamPlan) -> Vec<Step> {
+        if !self.config.first_token_delay.is_zero() {
+            self.steps.push(Step::Sleep(self.config.first_token_delay));
+        }
+        if self.config.keepalive {
+            self.steps.push(Step::Write(Bytes::from_static(b": ping\n\n")));
+        }
+        let role = self.chunk(json!({"role": "assistant", "content": ""}), None, None);
+        self.event(&role);
+        for piece in &plan.reasoning {
+            let c = self.chunk(json!({"reasoning_content": piece}), None, None);
+            self.event(&c);
+        }
+        // Faults strike after the first half of the answer, so partial text exists.
+        let cut_at = (plan.pieces.len() / 2).max(1).min(plan.pieces.len());
+        for piece in &plan.pieces[..cut_at] {
+            let c = self.chunk(json!({"content": piece}), None, None);
+            self.event(&c);
+        }
+        if let Some(end) = self.fault_mid_stream(plan.fault) {
+            return end;
+        }
+        for piece in &plan.pieces[cut_at..] {
+            let c = self.chunk(json!({"content": piece}), None, None);
+            self.event(&c);
+        }
+        let last_usage = (self.config.usage == UsageMode::InLastChunk).then_some(&plan.usage);
+        let finish = self.chunk(json!({}), Some(plan.finish), last_usage);
+        self.event(&finish);
+        if self.config.usage == UsageMode::Separate && plan.include_usage {
+            let usage = json!({
+                "id": self.id, "object": "chat.completion.chunk", "created": 0,
+                "model": self.config.model, "choices": [], "usage": plan.usage,
+            });
+            self.event(&usage.to_string());
+        }
+        if !self.config.no_done {
+            self.event("[DONE]");
+        }
+        self.steps.push(Step::Generated {
+            key: plan.key,
+            text: plan.text,
+        });
+        self.steps
+    }
+
+    /// Ends the stream early the way the fault says; `None` lets it go on.
+    fn fault_mid_stream(&mut self, fault: Option<Fault>) -> Option<Vec<Step>> {
+        let mut steps = std::mem::take(&mut self.steps);
+        match fault? {
+            Fault::Reset => steps.push(Step::Reset),
+            Fault::Cut => {}
+            Fault::Stall => steps.push(Step::Stall),
+            Fault::ErrorEvent => {
+                self.steps = steps;
+                self.event(r#"{"error":{"message":"The model overloaded mid-stream.","type":"server_error"}}"#);
+                steps = std::mem::take(&mut self.steps);
+            }
+            _ => {
+                self.steps = steps;
+                return None;
+            }
+        }
+        Some(steps)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_keep_their_spaces() {
+        assert_eq!(split_tokens("Answer: B"), vec!["Answer:", " B"]);
+        assert_eq!(split_tokens("  a b"), vec!["  a", " b"]);
+        assert_eq!(split_tokens("").len(), 0);
+    }
+}
