@@ -8,3 +8,11 @@ pub mod grade;
 pub mod suite;
 pub mod client;
 pub mod mock;
+pub mod report;
+pub mod runner;
+pub mod stats;
+pub mod cli;
+pub mod commands;
+
+pub use commands::Exit;
+

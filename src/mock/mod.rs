@@ -627,22 +627,16 @@ impl Script<'_> {
 
     /// Ends the stream early the way the fault says; `None` lets it go on.
     fn fault_mid_stream(&mut self, fault: Option<Fault>) -> Option<Vec<Step>> {
-        let mut steps = std::mem::take(&mut self.steps);
         match fault? {
-            Fault::Reset => steps.push(Step::Reset),
+            Fault::Reset => self.steps.push(Step::Reset),
             Fault::Cut => {}
-            Fault::Stall => steps.push(Step::Stall),
-            Fault::ErrorEvent => {
-                self.steps = steps;
-                self.event(r#"{"error":{"message":"The model overloaded mid-stream.","type":"server_error"}}"#);
-                steps = std::mem::take(&mut self.steps);
-            }
-            _ => {
-                self.steps = steps;
-                return None;
-            }
+            Fault::Stall => self.steps.push(Step::Stall),
+            Fault::ErrorEvent => self.event(
+                r#"{"error":{"message":"The model overloaded mid-stream.","type":"server_error"}}"#,
+            ),
+            Fault::TooMany | Fault::ServerError | Fault::Hang => return None,
         }
-        Some(steps)
+        Some(std::mem::take(&mut self.steps))
     }
 }
 

@@ -64,7 +64,13 @@ fn hash(parts: &[&str]) -> u64 {
             h = h.wrapping_mul(0x0100_0000_01b3);
         }
     }
-    h
+    // FNV alone barely moves its high bits for a change in the last byte; mix them in
+    // (the splitmix64 finaliser).
+    h ^= h >> 30;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 27;
+    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
 }
 
 pub fn unit(parts: &[&str]) -> f64 {

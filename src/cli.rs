@@ -1,0 +1,330 @@
+//! Flags and environment, turned once into plain settings. This is the only module that
+//! reads the process environment; everything below gets values.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::mock::{Faults, MockConfig, RetryAfter, UsageMode};
+
+const ABOUT: &str = "Measure prompt variants on cases with known answers: accuracy with confidence \
+intervals, tokens, cost and latency, through a client that survives real providers.";
+
+const AFTER_HELP: &str = "\
+Examples:
+  promptgauge run                      run ./promptgauge.yaml (the simulator answers if no URL is set)
+  promptgauge run bench.yaml --base-url http://127.0.0.1:8000/v1 --model qwen2.5-7b
+  promptgauge check bench.yaml         validate files and print the plan; sends nothing
+  promptgauge mock --port 8000 --rate-429 0.1 --cut 0.05
+
+Base URL precedence: --base-url, $PROMPTGAUGE_BASE_URL, the bench's endpoint.base_url,
+$OPENAI_BASE_URL, $LLM_BASE_URL; with none set, the built-in simulator answers (and says so).
+The API key is read from the variable the bench names in endpoint.api_key_env
+(default $OPENAI_API_KEY, then $LLM_API_KEY).
+
+Exit codes: 0 ok, 1 a CI gate failed, 2 bad input (nothing sent), 3 run incomplete,
+4 stopped by the provider (401/403/402), 130 interrupted.";
+
+#[derive(Debug, Parser)]
+#[command(name = "promptgauge", version, about = ABOUT, after_help = AFTER_HELP)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run every variant of a bench over its cases and report accuracy, cost and latency.
+    Run(RunArgs),
+    /// Validate the bench, its cases and prompts, and print the plan; no network calls.
+    Check(PlanArgs),
+    /// Serve the simulated OpenAI-compatible provider, with misbehaviour on demand.
+    Mock(MockArgs),
+}
+
+/// Flags that shape the plan; shared by `run` and `check`.
+#[derive(Debug, Args, Clone)]
+pub struct PlanArgs {
+    /// The bench file.
+    #[arg(default_value = "promptgauge.yaml")]
+    pub bench: PathBuf,
+    /// OpenAI-compatible base URL ending in /v1; `mock` selects the built-in simulator.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Vec<String>,
+    /// Model name sent in each request (overrides endpoint.model).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Requests in flight at once (overrides limits.concurrency).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub concurrency: Option<u32>,
+    /// Samples per (case, variant) (overrides repeats).
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=10000))]
+    pub repeats: Option<u32>,
+    /// Use only the first N cases.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: Option<u64>,
+    /// Only these variants, by name, comma-separated; the first is the baseline.
+    #[arg(long, value_delimiter = ',', value_name = "A,B")]
+    pub variants: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub plan: PlanArgs,
+    /// Root folder for run folders.
+    #[arg(long, default_value = "reports", value_name = "DIR")]
+    pub out: PathBuf,
+    /// One line per attempt on stderr (no secrets).
+    #[arg(long, short)]
+    pub verbose: bool,
+    /// Print only the final table.
+    #[arg(long, short, conflicts_with = "verbose")]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum UsageArg {
+    Separate,
+    LastChunk,
+    None,
+}
+
+#[derive(Debug, Args)]
+pub struct MockArgs {
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Model name the simulator reports.
+    #[arg(long, default_value = "mock-model")]
+    pub model: String,
+    /// Require `Authorization: Bearer KEY`; other requests get 401.
+    #[arg(long, value_name = "KEY")]
+    pub api_key: Option<String>,
+    /// Requests in flight above this get 429 with Retry-After.
+    #[arg(long, value_name = "N")]
+    pub capacity: Option<usize>,
+    /// Retry-After in whole seconds on 429s.
+    #[arg(long, value_name = "SECONDS", default_value_t = 1)]
+    pub retry_after: u64,
+    /// Send Retry-After as an HTTP date this many seconds ahead instead.
+    #[arg(long, value_name = "SECONDS", conflicts_with = "retry_after_ms")]
+    pub retry_after_date: Option<u64>,
+    /// Send retry-after-ms instead.
+    #[arg(long, value_name = "MS")]
+    pub retry_after_ms: Option<u64>,
+    /// Probability per attempt of a 429.
+    #[arg(long, default_value_t = 0.0, value_name = "P")]
+    pub rate_429: f64,
+    /// Probability per attempt of a 500/502/503.
+    #[arg(long, default_value_t = 0.0, value_name = "P")]
+    pub rate_5xx: f64,
+    /// Probability of accepting the request and never answering.
+    #[arg(long, default_value_t = 0.0, value_name = "P")]
+    pub hang: f64,
+    /// Probability of a TCP reset mid-stream.
+    #[arg(long, default_value_t = 0.0, value_name = "P")]
+    pub reset: f64,
+    /// Probability of a clean end mid-stream without finish_reason.
+    #[arg(long, default_value_t = 0.0, value_name = "P")]
+    pub cut: f64,
+    /// Probability of going silent mid-stream.
+    #[arg(long, default_value_t = 0.0, value_name = "P")]
+    pub stall: f64,
+    /// Probability of an error event mid-stream.
+    #[arg(long, default_value_t = 0.0, value_name = "P")]
+    pub error_event: f64,
+    /// Faults strike only the first N attempts of each Idempotency-Key.
+    #[arg(long, value_name = "N")]
+    pub fault_attempts: Option<u32>,
+    /// Send `: keep-alive` comments between events.
+    #[arg(long)]
+    pub keepalive: bool,
+    /// End lines with CRLF.
+    #[arg(long)]
+    pub crlf: bool,
+    /// Split writes inside multi-byte UTF-8 characters.
+    #[arg(long)]
+    pub split_utf8: bool,
+    /// Where usage goes in the stream.
+    #[arg(long, value_enum, default_value = "separate")]
+    pub usage: UsageArg,
+    /// Never send `data: [DONE]`.
+    #[arg(long)]
+    pub no_done: bool,
+    /// Answer 400 to requests that carry stream_options.
+    #[arg(long)]
+    pub reject_stream_options: bool,
+    /// Stream reasoning_content deltas before the answer.
+    #[arg(long)]
+    pub reasoning: bool,
+    /// Delay before the first event.
+    #[arg(long, value_parser = parse_delay, default_value = "0ms")]
+    pub first_token_delay: Duration,
+    /// Delay between events.
+    #[arg(long, value_parser = parse_delay, default_value = "0ms")]
+    pub token_delay: Duration,
+    /// Seed for the fault draws.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+fn parse_delay(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("`{s}` is not a duration ({e}); e.g. 50ms"))
+}
+
+impl MockArgs {
+    pub fn config(&self) -> Result<MockConfig, String> {
+        let rates = [
+            ("--rate-429", self.rate_429),
+            ("--rate-5xx", self.rate_5xx),
+            ("--hang", self.hang),
+            ("--reset", self.reset),
+            ("--cut", self.cut),
+            ("--stall", self.stall),
+            ("--error-event", self.error_event),
+        ];
+        for (flag, p) in rates {
+            if !(0.0..=1.0).contains(&p) {
+                return Err(format!("{flag} is a probability between 0 and 1, found {p}"));
+            }
+        }
+        let total: f64 = rates.iter().map(|r| r.1).sum();
+        if total > 1.0 {
+            return Err(format!("the fault probabilities add up to {total}, more than 1"));
+        }
+        Ok(MockConfig {
+            model: self.model.clone(),
+            api_key: self.api_key.clone(),
+            capacity: self.capacity,
+            retry_after: match (self.retry_after_date, self.retry_after_ms) {
+                (Some(s), _) => RetryAfter::Date(s),
+                (_, Some(ms)) => RetryAfter::Millis(ms),
+                _ => RetryAfter::Seconds(self.retry_after),
+            },
+            faults: Faults {
+                rate_429: self.rate_429,
+                rate_5xx: self.rate_5xx,
+                hang: self.hang,
+                reset: self.reset,
+                cut: self.cut,
+                stall: self.stall,
+                error_event: self.error_event,
+            },
+            fault_attempts: self.fault_attempts,
+            keepalive: self.keepalive,
+            crlf: self.crlf,
+            split_utf8: self.split_utf8,
+            usage: match self.usage {
+                UsageArg::Separate => UsageMode::Separate,
+                UsageArg::LastChunk => UsageMode::InLastChunk,
+                UsageArg::None => UsageMode::None,
+            },
+            no_done: self.no_done,
+            reject_stream_options: self.reject_stream_options,
+            reasoning: self.reasoning,
+            first_token_delay: self.first_token_delay,
+            token_delay: self.token_delay,
+            seed: self.seed,
+        })
+    }
+}
+
+/// The environment variables promptgauge reads, captured once.
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    vars: HashMap<String, String>,
+}
+
+impl Env {
+    pub fn capture() -> Self {
+        Env {
+            vars: std::env::vars().collect(),
+        }
+    }
+
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        Env {
+            vars: pairs
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    /// A set, non-empty variable.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.vars
+            .get(name)
+            .map(String::as_str)
+            .filter(|v| !v.trim().is_empty())
+    }
+
+    /// Whether output should stay plain: not a terminal, or running in CI.
+    pub fn is_ci(&self) -> bool {
+        self.get("CI").is_some_and(|v| v != "false" && v != "0")
+    }
+}
+
+/// Where a base URL came from, for the run's record and for error messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BaseUrl {
+    /// `None` means the simulator.
+    pub url: Option<String>,
+    pub source: &'static str,
+}
+
+/// DESIGN §2's precedence: flag, PROMPTGAUGE_BASE_URL, bench, OPENAI_BASE_URL, LLM_BASE_URL.
+pub fn resolve_base_url(flag: Option<&str>, env: &Env, bench: Option<&str>) -> BaseUrl {
+    let candidates = [
+        (flag, "--base-url"),
+        (env.get("PROMPTGAUGE_BASE_URL"), "$PROMPTGAUGE_BASE_URL"),
+        (bench, "the bench's endpoint.base_url"),
+        (env.get("OPENAI_BASE_URL"), "$OPENAI_BASE_URL"),
+        (env.get("LLM_BASE_URL"), "$LLM_BASE_URL"),
+    ];
+    for (value, source) in candidates {
+        if let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) {
+            return BaseUrl {
+                url: (v != "mock").then(|| v.to_string()),
+                source,
+            };
+        }
+    }
+    BaseUrl {
+        url: None,
+        source: "no base URL configured",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_url_precedence() {
+        let env = Env::from_pairs([("OPENAI_BASE_URL", "http://o/v1"), ("LLM_BASE_URL", "http://l/v1")]);
+        assert_eq!(resolve_base_url(None, &env, Some("http://b/v1")).url.as_deref(), Some("http://b/v1"));
+        assert_eq!(resolve_base_url(Some("http://f/v1"), &env, Some("http://b/v1")).url.as_deref(), Some("http://f/v1"));
+        assert_eq!(resolve_base_url(None, &env, None).url.as_deref(), Some("http://o/v1"));
+        let env2 = Env::from_pairs([("PROMPTGAUGE_BASE_URL", "http://p/v1"), ("LLM_BASE_URL", "http://l/v1")]);
+        assert_eq!(resolve_base_url(None, &env2, Some("http://b/v1")).url.as_deref(), Some("http://p/v1"));
+        assert_eq!(resolve_base_url(None, &Env::from_pairs([("LLM_BASE_URL", "http://l/v1")]), None).url.as_deref(), Some("http://l/v1"));
+        let none = resolve_base_url(None, &Env::default(), None);
+        assert_eq!(none.url, None);
+        assert_eq!(resolve_base_url(Some("mock"), &env, None).url, None);
+    }
+
+    #[test]
+    fn cli_parses() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+        let cli = Cli::try_parse_from(["promptgauge", "run", "b.yaml", "--variants", "a,b", "--limit", "20"]).unwrap();
+        let Command::Run(r) = cli.command else { panic!("run") };
+        assert_eq!(r.plan.variants, vec!["a", "b"]);
+        assert!(Cli::try_parse_from(["promptgauge", "run", "--concurrency", "0"]).is_err());
+    }
+}

@@ -1,0 +1,471 @@
+//! The commands: each takes plain settings from [`crate::cli`] and returns an exit code.
+
+use std::io::{IsTerminal, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::{Env, MockArgs, PlanArgs, RunArgs, resolve_base_url};
+use crate::client::{ApiKey, Client, ClientConfig, ReqwestTransport};
+use crate::mock::server::MockServer;
+use crate::mock::{Faults, MockConfig, Provider, RetryAfter};
+use crate::report::{self, ProviderInfo, RunInfo, Summary};
+use crate::runner::{self, Journal, RunEvent};
+use crate::suite::{Bench, Job, Plan, check_base_url};
+
+/// The process exit codes (DESIGN §6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Success = 0,
+    GateFailed = 1,
+    Input = 2,
+    Incomplete = 3,
+    Aborted = 4,
+    Interrupted = 130,
+}
+
+/// A flag or its value is wrong (exit 2, nothing sent).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// The endpoint a run talks to, resolved from flags, environment and bench.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// `None`: the built-in simulator.
+    pub base_url: Option<String>,
+    pub source: &'static str,
+    pub model: String,
+    pub api_key: Option<ApiKey>,
+    pub api_key_env: String,
+}
+
+/// A bench with the flags applied: the jobs to run and where to send them.
+pub struct Prepared {
+    pub bench: Arc<Bench>,
+    pub variants: Vec<usize>,
+    pub jobs: Vec<Job>,
+    pub endpoint: Endpoint,
+}
+
+impl Prepared {
+    pub fn variant_names(&self) -> Vec<String> {
+        self.variants
+            .iter()
+            .map(|&v| self.bench.variants[v].name.clone())
+            .collect()
+    }
+}
+
+/// Loads and checks everything; no network.
+pub fn prepare(args: &PlanArgs, env: &Env) -> anyhow::Result<Prepared> {
+    let mut bench = Bench::load(&args.bench)?;
+    let flag_error =
+        |message: String, fix: &str| -> anyhow::Error { UsageError(format!("{message}\n  fix: {fix}")).into() };
+    if let Some(limit) = args.limit {
+        let limit = limit as usize;
+        bench.cases.truncate(limit);
+        bench.graders.truncate(limit);
+    }
+    if let Some(r) = args.repeats {
+        bench.repeats = r;
+    }
+    if let Some(c) = args.concurrency {
+        bench.limits.concurrency = c as usize;
+    }
+    let variants: Vec<usize> = if args.variants.is_empty() {
+        (0..bench.variants.len()).collect()
+    } else {
+        let mut picked = Vec::new();
+        for name in &args.variants {
+            let Some(i) = bench.variants.iter().position(|v| &v.name == name.trim()) else {
+                let known: Vec<&str> = bench.variants.iter().map(|v| v.name.as_str()).collect();
+                return Err(flag_error(
+                    format!("--variants names `{name}`, which is not a variant of this bench"),
+                    &format!("known variants: {}", known.join(", ")),
+                ));
+            };
+            if !picked.contains(&i) {
+                picked.push(i);
+            }
+        }
+        picked
+    };
+    if args.base_url.len() > 1 {
+        return Err(flag_error(
+            "--base-url was given more than once; several replicas are not supported yet".into(),
+            "give one --base-url",
+        ));
+    }
+    let base = resolve_base_url(
+        args.base_url.first().map(String::as_str),
+        env,
+        bench.endpoint.base_url.as_deref(),
+    );
+    if let Some(url) = &base.url {
+        check_base_url(url).map_err(|m| flag_error(format!("{m} (from {})", base.source), "write the full URL, e.g. http://127.0.0.1:8000/v1"))?;
+    }
+    let model = match (&args.model, &bench.endpoint.model, &base.url) {
+        (Some(m), _, _) | (None, Some(m), _) => m.clone(),
+        (None, None, None) => "mock-model".to_string(),
+        (None, None, Some(_)) => {
+            return Err(flag_error(
+                "no model is named for this endpoint".into(),
+                "set endpoint.model in the bench, or pass --model NAME",
+            ));
+        }
+    };
+    let (api_key_env, api_key) = match &bench.endpoint.api_key_env {
+        Some(name) => (name.clone(), env.get(name).map(String::from)),
+        None => match (env.get("OPENAI_API_KEY"), env.get("LLM_API_KEY")) {
+            (Some(k), _) => ("OPENAI_API_KEY".to_string(), Some(k.to_string())),
+            (None, Some(k)) => ("LLM_API_KEY".to_string(), Some(k.to_string())),
+            (None, None) => ("OPENAI_API_KEY".to_string(), None),
+        },
+    };
+    let plan = Plan::new(bench.cases.len(), &variants, bench.repeats);
+    Ok(Prepared {
+        bench: Arc::new(bench),
+        variants,
+        jobs: plan.jobs,
+        endpoint: Endpoint {
+            api_key: if base.url.is_some() { api_key.map(ApiKey::new) } else { None },
+            base_url: base.url,
+            source: base.source,
+            model,
+            api_key_env,
+        },
+    })
+}
+
+const SIMULATED_BANNER: &str = "\
+================================================================================
+  SIMULATED PROVIDER — no base URL is configured, so promptgauge's built-in
+  simulator is answering with a deterministic fake model. The numbers below do
+  not describe any real model. To measure one, pass --base-url URL (or set
+  PROMPTGAUGE_BASE_URL / endpoint.base_url) and --model NAME.
+================================================================================";
+
+/// `check`: everything a run would validate, and the plan, without a single request.
+pub fn check(args: &PlanArgs, env: &Env) -> anyhow::Result<Exit> {
+    let p = prepare(args, env)?;
+    let b = &p.bench;
+    let mut prompt_tokens = 0u64;
+    for job in &p.jobs {
+        let case = &b.cases[job.case];
+        let messages = b
+            .templates
+            .render(job.variant, case, &b.variants[job.variant])
+            .map_err(|e| anyhow::anyhow!("template failed: {e}"))?;
+        prompt_tokens += messages
+            .iter()
+            .map(|m| m.content.chars().count().div_ceil(4) as u64 + 3)
+            .sum::<u64>();
+    }
+    let max_completion: Option<u64> = p
+        .jobs
+        .iter()
+        .map(|j| b.params_for(j.variant).get("max_tokens").and_then(|v| v.as_u64()))
+        .sum();
+    println!("bench {} ({}): ok", b.name, b.path.display());
+    println!(
+        "  {} cases × {} variants × {} repeats = {} jobs",
+        b.cases.len(),
+        p.variants.len(),
+        b.repeats,
+        p.jobs.len()
+    );
+    for (i, name) in p.variant_names().iter().enumerate() {
+        let v = &b.variants[p.variants[i]];
+        println!("  variant {name}{} — {}", if i == 0 { " (baseline)" } else { "" }, v.path.display());
+    }
+    match &p.endpoint.base_url {
+        Some(url) => println!("  endpoint {url} (from {}), model {}", p.endpoint.source, p.endpoint.model),
+        None => println!("  endpoint: the built-in SIMULATOR (no base URL configured)"),
+    }
+    println!("  estimated prompt tokens: {prompt_tokens}");
+    if let Some(max) = max_completion {
+        println!("  completion tokens at most: {max}");
+    }
+    if let Some(price) = &b.price {
+        let low = prompt_tokens as f64 * price.input_per_mtok / 1e6;
+        match max_completion {
+            Some(max) => println!(
+                "  estimated cost: ${low:.4} for input, at most ${:.4} in all",
+                low + max as f64 * price.output_per_mtok / 1e6
+            ),
+            None => println!("  estimated cost: ${low:.4} for input, plus output (set max_tokens to bound it)"),
+        }
+    }
+    println!(
+        "  limits: concurrency {}, max_attempts {}, timeouts: first token {}, idle {}, total {}",
+        b.limits.concurrency,
+        b.limits.max_attempts,
+        humantime::format_duration(b.limits.first_token_timeout),
+        humantime::format_duration(b.limits.idle_timeout),
+        humantime::format_duration(b.limits.total_timeout)
+    );
+    Ok(Exit::Success)
+}
+
+/// The simulator a run uses when no base URL is set: mildly unreliable, so the retries show.
+pub fn demo_mock_config() -> MockConfig {
+    MockConfig {
+        retry_after: RetryAfter::Millis(100),
+        faults: Faults {
+            rate_429: 0.02,
+            cut: 0.01,
+            ..Faults::default()
+        },
+        first_token_delay: Duration::from_millis(30),
+        token_delay: Duration::from_millis(3),
+        ..MockConfig::default()
+    }
+}
+
+fn utc_now() -> String {
+    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+}
+
+/// `reports/<name>-<UTC timestamp>`, made unique if two runs start in the same second.
+fn run_dir(root: &Path, name: &str, started: &str) -> anyhow::Result<PathBuf> {
+    let stamp: String = started.chars().filter(|c| !matches!(c, '-' | ':')).collect();
+    std::fs::create_dir_all(root)
+        .with_context(|| format!("cannot create the report folder {}", root.display()))?;
+    for n in 1.. {
+        let dir = if n == 1 {
+            root.join(format!("{name}-{stamp}"))
+        } else {
+            root.join(format!("{name}-{stamp}-{n}"))
+        };
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e).with_context(|| format!("cannot create {}", dir.display())),
+        }
+    }
+    unreachable!("the loop returns")
+}
+
+fn write_run_json(dir: &Path, p: &Prepared, info: &RunInfo) -> anyhow::Result<()> {
+    let b = &p.bench;
+    let doc = json!({
+        "tool": {"name": "promptgauge", "version": env!("CARGO_PKG_VERSION")},
+        "run_id": info.run_id,
+        "started_at": info.started_at,
+        "finished_at": info.finished_at,
+        "stopped": info.stopped,
+        "bench": {
+            "path": b.path,
+            "name": b.name,
+            "text": b.text,
+            "cases": b.cases.len(),
+            "case_ids": b.cases.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+            "variants": p.variants.iter().map(|&v| &b.variants[v]).collect::<Vec<_>>(),
+            "params": b.params,
+            "limits": b.limits,
+            "price": b.price,
+            "repeats": b.repeats,
+            "confidence": b.confidence,
+            "grade": b.grade,
+        },
+        "endpoint": info.provider,
+        "jobs_planned": p.jobs.len(),
+    });
+    let path = dir.join("run.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&doc)? + "\n")
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// `run`: send every job, journal as they finish, write the reports, return the exit code.
+pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
+    let p = prepare(&args.plan, env)?;
+    let bench = p.bench.clone();
+    let started_at = utc_now();
+    let quiet = args.quiet;
+
+    let (base_url, simulator) = match &p.endpoint.base_url {
+        Some(url) => (url.clone(), None),
+        None => {
+            eprintln!("{SIMULATED_BANNER}");
+            let provider = Arc::new(Provider::new(demo_mock_config()));
+            let server = MockServer::start(provider, SocketAddr::from(([127, 0, 0, 1], 0)))
+                .await
+                .context("cannot start the built-in simulator")?;
+            (server.base_url(), Some(server))
+        }
+    };
+    if p.endpoint.base_url.is_some() && p.endpoint.api_key.is_none() && !quiet {
+        eprintln!(
+            "note: ${} is not set; sending no Authorization header (fine for most self-hosted servers)",
+            p.endpoint.api_key_env
+        );
+    }
+    let limits = &bench.limits;
+    let mut config = ClientConfig::new(&base_url, &p.endpoint.model);
+    config.api_key = p.endpoint.api_key.clone();
+    config.api_key_env = p.endpoint.api_key_env.clone();
+    config.concurrency = limits.concurrency;
+    config.max_attempts = limits.max_attempts;
+    config.first_token_timeout = limits.first_token_timeout;
+    config.idle_timeout = limits.idle_timeout;
+    config.total_timeout = limits.total_timeout;
+    let transport = ReqwestTransport::new(limits.connect_timeout, limits.concurrency)
+        .map_err(|e| anyhow::anyhow!(e))?;
+    let mut client = Client::new(Arc::new(transport), config);
+    if args.verbose {
+        client = client.with_observer(Arc::new(|log| {
+            let a = log.attempt;
+            eprintln!(
+                "[{}] attempt {} {:?}{} {:.0} ms{}{}",
+                log.idempotency_key,
+                log.number,
+                a.outcome,
+                a.status.map(|s| format!(" HTTP {s}")).unwrap_or_default(),
+                a.latency_ms,
+                a.error.as_deref().map(|e| format!(" — {e}")).unwrap_or_default(),
+                a.wait_ms.map(|w| format!("; retry in {w:.0} ms")).unwrap_or_default(),
+            );
+        }));
+    }
+    let client = Arc::new(client);
+
+    let dir = run_dir(&args.out, &bench.name, &started_at)?;
+    let run_id = format!(
+        "{}-{:04x}",
+        dir.file_name().and_then(|n| n.to_str()).unwrap_or("run"),
+        rand::random::<u16>()
+    );
+    let mut info = RunInfo {
+        bench: bench.name.clone(),
+        run_id: run_id.clone(),
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        started_at,
+        finished_at: None,
+        provider: ProviderInfo {
+            base_url: p.endpoint.base_url.clone().unwrap_or_else(|| "simulated".into()),
+            model: p.endpoint.model.clone(),
+            simulated: simulator.is_some(),
+            api_key_env: p.endpoint.base_url.as_ref().map(|_| p.endpoint.api_key_env.clone()),
+        },
+        confidence: bench.confidence,
+        repeats: bench.repeats,
+        cases: bench.cases.len(),
+        jobs_planned: p.jobs.len(),
+        stopped: None,
+    };
+    write_run_json(&dir, &p, &info)?;
+    let journal_path = dir.join("results.jsonl");
+    let mut journal = Journal::open(&journal_path)
+        .with_context(|| format!("cannot open {}", journal_path.display()))?;
+    if !quiet {
+        eprintln!(
+            "running {} jobs ({} cases × {} variants × {} repeats) against {} — writing {}",
+            p.jobs.len(),
+            bench.cases.len(),
+            p.variants.len(),
+            bench.repeats,
+            info.provider.base_url,
+            dir.display()
+        );
+    }
+
+    let dispatch = CancellationToken::new();
+    let interrupted = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let signals = {
+        let (dispatch, stop, interrupted) = (dispatch.clone(), client.stop_token(), interrupted.clone());
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                interrupted.store(true, std::sync::atomic::Ordering::SeqCst);
+                dispatch.cancel();
+                eprintln!("\ninterrupted: finishing the jobs in flight (Ctrl-C again to abort them)");
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    stop.cancel();
+                }
+            }
+        })
+    };
+
+    let progress = !quiet && std::io::stderr().is_terminal() && !env.is_ci();
+    let mut failed = 0;
+    let mut on_event = |event: RunEvent<'_>| {
+        let RunEvent::JobFinished { record, done, total } = event;
+        failed += usize::from(record.status == runner::JobStatus::Failed);
+        if progress {
+            eprint!("\r  {done}/{total} jobs done, {failed} failed ");
+            let _ = std::io::stderr().flush();
+        }
+    };
+    let tally = runner::run(
+        bench.clone(),
+        p.jobs.clone(),
+        client.clone(),
+        &mut journal,
+        &run_id,
+        dispatch,
+        &mut on_event,
+    )
+    .await
+    .with_context(|| format!("cannot write the journal {}", journal_path.display()))?;
+    signals.abort();
+    if progress {
+        eprint!("\r\x1b[2K");
+    }
+    drop(simulator);
+
+    let fatal = client.fatal();
+    let was_interrupted = interrupted.load(std::sync::atomic::Ordering::SeqCst);
+    info.finished_at = Some(utc_now());
+    info.stopped = match (&fatal, was_interrupted) {
+        (Some(f), _) => Some(f.to_string()),
+        (None, true) => Some("interrupted (Ctrl-C)".to_string()),
+        _ => None,
+    };
+    write_run_json(&dir, &p, &info)?;
+    let summary = Summary::from_journal(info, &p.variant_names(), bench.price.as_ref(), &journal_path)
+        .with_context(|| format!("cannot read the journal {}", journal_path.display()))?;
+    report::write_all(&dir, &summary)?;
+    println!("{}", report::terminal::render(&summary));
+    if !quiet {
+        eprintln!("reports: {}", dir.display());
+    }
+    if let Some(f) = fatal {
+        eprintln!("error: {f}");
+        return Ok(Exit::Aborted);
+    }
+    if was_interrupted {
+        return Ok(Exit::Interrupted);
+    }
+    if tally.failed > 0 || tally.not_run > 0 {
+        eprintln!(
+            "incomplete: {} jobs failed and {} did not run; see {}",
+            tally.failed,
+            tally.not_run,
+            journal_path.display()
+        );
+        return Ok(Exit::Incomplete);
+    }
+    Ok(Exit::Success)
+}
+
+/// `mock`: serve the simulator until Ctrl-C.
+pub async fn mock(args: &MockArgs) -> anyhow::Result<Exit> {
+    let config = args.config().map_err(UsageError)?;
+    let addr: SocketAddr = format!("{}:{}", args.host, args.port)
+        .parse()
+        .with_context(|| format!("`{}:{}` is not an address to listen on", args.host, args.port))?;
+    let provider = Arc::new(Provider::new(config));
+    let server = MockServer::start(provider, addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    println!("simulated provider listening on {}", server.base_url());
+    println!("  chat:  POST {}/chat/completions", server.base_url());
+    println!("  stats: GET http://{}/stats", server.addr);
+    let _ = tokio::signal::ctrl_c().await;
+    Ok(Exit::Success)
+}

@@ -1,0 +1,15 @@
+//! `summary.json`: the stable, documented form (schema `promptgauge.summary/1`).
+
+use super::{Exporter, Summary};
+
+pub struct Json;
+
+impl Exporter for Json {
+    fn file_name(&self) -> &'static str {
+        "summary.json"
+    }
+
+    fn render(&self, summary: &Summary) -> anyhow::Result<String> {
+        Ok(serde_json::to_string_pretty(summary)? + "\n")
+    }
+}

@@ -1,0 +1,117 @@
+//! Reports: the terminal table and the files of a run folder. Each file format is one
+//! small [`Exporter`]; adding a format touches one new file and the list in [`exporters`].
+
+pub mod csv;
+pub mod json;
+pub mod markdown;
+pub mod summary;
+pub mod terminal;
+
+use std::path::Path;
+
+pub use summary::{ProviderInfo, RunInfo, Summary};
+
+/// Writes a summary in one format.
+pub trait Exporter {
+    fn file_name(&self) -> &'static str;
+    fn render(&self, summary: &Summary) -> anyhow::Result<String>;
+}
+
+pub fn exporters() -> Vec<Box<dyn Exporter>> {
+    vec![
+        Box::new(json::Json),
+        Box::new(csv::Csv),
+        Box::new(markdown::Markdown),
+    ]
+}
+
+/// Writes every summary file into the run folder.
+pub fn write_all(dir: &Path, summary: &Summary) -> anyhow::Result<()> {
+    for exporter in exporters() {
+        let path = dir.join(exporter.file_name());
+        let text = exporter.render(summary)?;
+        std::fs::write(&path, text)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// `72.5%`
+pub fn pct(x: Option<f64>) -> String {
+    x.map_or_else(|| "–".into(), |x| format!("{:.1}%", x * 100.0))
+}
+
+/// `[63.1, 80.2]`
+pub fn interval(lo: Option<f64>, hi: Option<f64>) -> String {
+    match (lo, hi) {
+        (Some(lo), Some(hi)) => format!("[{:.1}, {:.1}]", lo * 100.0, hi * 100.0),
+        _ => "–".into(),
+    }
+}
+
+/// `840 ms` or `2.31 s`
+pub fn millis(x: Option<f64>) -> String {
+    match x {
+        None => "–".into(),
+        Some(x) if x < 1000.0 => format!("{x:.0} ms"),
+        Some(x) => format!("{:.2} s", x / 1000.0),
+    }
+}
+
+/// Dollars with three significant digits for small amounts: `$12.40`, `$0.0123`, `$0.0000125`.
+pub fn usd(x: Option<f64>) -> String {
+    match x {
+        None => "–".into(),
+        Some(x) if x >= 1.0 => format!("${x:.2}"),
+        Some(x) if x <= 0.0 => "$0".into(),
+        Some(x) => {
+            let decimals = (2 - x.log10().floor() as i32).clamp(2, 12) as usize;
+            format!("${x:.decimals$}")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(usd(Some(12.4)), "$12.40");
+        assert_eq!(usd(Some(0.0123)), "$0.0123");
+        assert_eq!(usd(Some(0.0000125)), "$0.0000125");
+        assert_eq!(usd(None), "–");
+        assert_eq!(pct(Some(0.875)), "87.5%");
+        assert_eq!(interval(Some(0.772), Some(0.935)), "[77.2, 93.5]");
+        assert_eq!(millis(Some(2310.0)), "2.31 s");
+    }
+}
+
+/// Lines that qualify the table: the simulator, failures, estimates.
+pub fn notes(summary: &Summary) -> Vec<String> {
+    let mut notes = Vec::new();
+    if summary.run.provider.simulated {
+        notes.push("SIMULATED PROVIDER: these numbers come from promptgauge's built-in fake model, not a real one. Set --base-url to measure a real model.".to_string());
+    }
+    if let Some(why) = &summary.run.stopped {
+        notes.push(format!("The run stopped early: {why}"));
+    }
+    if !summary.complete {
+        let missing = summary.run.jobs_planned.saturating_sub(summary.jobs_finished);
+        notes.push(format!(
+            "INCOMPLETE: {} of {} jobs failed and {missing} did not run; failed jobs are not counted as wrong.",
+            summary.jobs_failed, summary.run.jobs_planned
+        ));
+    }
+    let truncated: u64 = summary.variants.iter().map(|v| v.truncated).sum();
+    if truncated > 0 {
+        notes.push(format!("{truncated} answers hit max_tokens (finish_reason: length); they were graded as given."));
+    }
+    if summary.variants.iter().any(|v| v.tokens.estimated) {
+        notes.push("~ Some token counts are estimates: the server sent no usage.".to_string());
+    }
+    if summary.run.repeats > 1 {
+        notes.push(format!("With repeats: {} the interval treats samples as independent, which overstates certainty.", summary.run.repeats));
+    }
+    notes
+}

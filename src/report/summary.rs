@@ -1,0 +1,231 @@
+//! The summary of a run, computed from its journal alone, so a resumed or re-read run gives
+//! the same numbers. Its JSON form is `summary.json` (schema `promptgauge.summary/1`).
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::runner::journal::{self, JobRecord, JobStatus};
+use crate::stats;
+use crate::suite::Price;
+
+pub const SCHEMA: &str = "promptgauge.summary/1";
+
+/// Where the answers came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProviderInfo {
+    pub base_url: String,
+    pub model: String,
+    /// True when the built-in simulator answered: these are not a real model's numbers.
+    pub simulated: bool,
+    /// The variable the API key was read from (never the key).
+    pub api_key_env: Option<String>,
+}
+
+/// What was run and when.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    pub bench: String,
+    pub run_id: String,
+    pub tool_version: String,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub provider: ProviderInfo,
+    pub confidence: f64,
+    pub repeats: u32,
+    pub cases: usize,
+    pub jobs_planned: usize,
+    /// Why the run stopped early, if it did (Ctrl-C, a refused key, no credit).
+    pub stopped: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Percentiles {
+    pub p50: Option<f64>,
+    pub p90: Option<f64>,
+    pub p99: Option<f64>,
+}
+
+impl Percentiles {
+    fn of(mut xs: Vec<f64>) -> Self {
+        xs.sort_by(f64::total_cmp);
+        Percentiles {
+            p50: stats::percentile(&xs, 50.0),
+            p90: stats::percentile(&xs, 90.0),
+            p99: stats::percentile(&xs, 99.0),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Tokens {
+    pub prompt: u64,
+    pub completion: u64,
+    pub cached: u64,
+    pub reasoning: u64,
+    /// True when some counts are estimates because the server sent no `usage`.
+    pub estimated: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VariantSummary {
+    pub name: String,
+    pub baseline: bool,
+    /// Jobs finished (graded + failed).
+    pub jobs: usize,
+    /// Graded jobs: the denominator of accuracy.
+    pub n: u64,
+    pub correct: u64,
+    pub accuracy: Option<f64>,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    /// Jobs with no answer (retries exhausted, fatal errors); not counted as wrong.
+    pub failed: u64,
+    /// Graded answers cut by the token ceiling (`finish_reason: length`).
+    pub truncated: u64,
+    pub attempts: u64,
+    pub ttft_ms: Percentiles,
+    pub latency_ms: Percentiles,
+    /// Completion tokens per second of generation (after the first token), over all jobs.
+    pub output_tokens_per_s: Option<f64>,
+    pub tokens: Tokens,
+    pub cost_usd: Option<f64>,
+    pub cost_per_correct_usd: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub schema: String,
+    pub run: RunInfo,
+    pub jobs_finished: usize,
+    pub jobs_failed: usize,
+    /// False when any planned job failed or never ran.
+    pub complete: bool,
+    /// Journal lines skipped because a crash tore them.
+    pub torn_lines: usize,
+    pub variants: Vec<VariantSummary>,
+}
+
+#[derive(Default)]
+struct Acc {
+    jobs: usize,
+    n: u64,
+    correct: u64,
+    failed: u64,
+    truncated: u64,
+    attempts: u64,
+    ttft: Vec<f64>,
+    latency: Vec<f64>,
+    gen_tokens: u64,
+    gen_seconds: f64,
+    tokens: Tokens,
+    cost: f64,
+}
+
+impl Acc {
+    fn add(&mut self, r: &JobRecord, price: Option<&Price>) {
+        self.jobs += 1;
+        self.attempts += r.attempts.len() as u64;
+        if r.status == JobStatus::Failed {
+            self.failed += 1;
+            return;
+        }
+        self.n += 1;
+        self.correct += u64::from(r.correct == Some(true));
+        self.truncated += u64::from(r.finish_reason.as_deref() == Some("length"));
+        if let Some(t) = r.ttft_ms {
+            self.ttft.push(t);
+        }
+        if let Some(l) = r.latency_ms {
+            self.latency.push(l);
+            if let Some(t) = r.ttft_ms
+                && l > t
+            {
+                self.gen_tokens += r.usage.completion_tokens;
+                self.gen_seconds += (l - t) / 1000.0;
+            }
+        }
+        let u = &r.usage;
+        self.tokens.prompt += u.prompt_tokens;
+        self.tokens.completion += u.completion_tokens;
+        self.tokens.cached += u.cached_tokens;
+        self.tokens.reasoning += u.reasoning_tokens;
+        self.tokens.estimated |= u.estimated;
+        if let Some(p) = price {
+            let cached = u.cached_tokens.min(u.prompt_tokens) as f64;
+            let fresh = u.prompt_tokens as f64 - cached;
+            let cached_price = p.cached_input_per_mtok.unwrap_or(p.input_per_mtok);
+            self.cost += (fresh * p.input_per_mtok
+                + cached * cached_price
+                + u.completion_tokens as f64 * p.output_per_mtok)
+                / 1e6;
+        }
+    }
+
+    fn finish(self, name: &str, baseline: bool, confidence: f64, priced: bool) -> VariantSummary {
+        let ci = stats::wilson(self.correct, self.n, confidence);
+        let cost = priced.then_some(self.cost);
+        VariantSummary {
+            name: name.to_string(),
+            baseline,
+            jobs: self.jobs,
+            n: self.n,
+            correct: self.correct,
+            accuracy: (self.n > 0).then(|| self.correct as f64 / self.n as f64),
+            ci_low: ci.map(|c| c.0),
+            ci_high: ci.map(|c| c.1),
+            failed: self.failed,
+            truncated: self.truncated,
+            attempts: self.attempts,
+            ttft_ms: Percentiles::of(self.ttft),
+            latency_ms: Percentiles::of(self.latency),
+            output_tokens_per_s: (self.gen_seconds > 0.0)
+                .then(|| self.gen_tokens as f64 / self.gen_seconds),
+            tokens: self.tokens,
+            cost_usd: cost,
+            cost_per_correct_usd: cost.filter(|_| self.correct > 0).map(|c| c / self.correct as f64),
+        }
+    }
+}
+
+impl Summary {
+    /// Reads the journal and summarises it per variant, in the bench's variant order.
+    pub fn from_journal(
+        run: RunInfo,
+        variants: &[String],
+        price: Option<&Price>,
+        journal_path: &Path,
+    ) -> std::io::Result<Summary> {
+        let mut accs: HashMap<String, Acc> = HashMap::new();
+        let mut failed = 0;
+        let mut finished = 0;
+        let read = if journal_path.exists() {
+            journal::read(journal_path, |r| {
+                finished += 1;
+                failed += usize::from(r.status == JobStatus::Failed);
+                accs.entry(r.variant.clone()).or_default().add(&r, price);
+            })?
+        } else {
+            journal::ReadStats::default()
+        };
+        let variants = variants
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                accs.remove(name)
+                    .unwrap_or_default()
+                    .finish(name, i == 0, run.confidence, price.is_some())
+            })
+            .collect();
+        Ok(Summary {
+            schema: SCHEMA.to_string(),
+            complete: failed == 0 && finished >= run.jobs_planned && run.stopped.is_none(),
+            jobs_finished: finished,
+            jobs_failed: failed,
+            torn_lines: read.torn,
+            run,
+            variants,
+        })
+    }
+}

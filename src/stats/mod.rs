@@ -1,0 +1,60 @@
+//! Statistics: Wilson intervals, percentiles.
+
+use statrs::distribution::{ContinuousCDF, Normal};
+
+/// The two-sided critical value of the standard normal for a confidence level.
+pub fn z_for(confidence: f64) -> f64 {
+    let normal = Normal::standard();
+    normal.inverse_cdf(1.0 - (1.0 - confidence) / 2.0)
+}
+
+/// Wilson score interval for `correct` of `n`, as statsmodels'
+/// `proportion_confint(count, nobs, alpha=1-confidence, method="wilson")`. `None` when n = 0.
+pub fn wilson(correct: u64, n: u64, confidence: f64) -> Option<(f64, f64)> {
+    if n == 0 {
+        return None;
+    }
+    let n = n as f64;
+    let p = correct as f64 / n;
+    let z = z_for(confidence);
+    let z2 = z * z;
+    let denom = 1.0 + z2 / n;
+    let center = (p + z2 / (2.0 * n)) / denom;
+    let half = z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / denom;
+    Some(((center - half).max(0.0), (center + half).min(1.0)))
+}
+
+/// The p-th quantile (0–100) by linear interpolation between order statistics, as numpy's
+/// default `percentile(..., method="linear")`. `sorted` must be ascending.
+pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = (p / 100.0).clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
+    let lo = rank.floor() as usize;
+    let hi = rank.ceil() as usize;
+    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo as f64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_interpolate() {
+        let xs = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(percentile(&xs, 50.0), Some(2.5));
+        assert_eq!(percentile(&xs, 0.0), Some(1.0));
+        assert_eq!(percentile(&xs, 100.0), Some(4.0));
+        assert!((percentile(&xs, 90.0).unwrap() - 3.7).abs() < 1e-12);
+        assert_eq!(percentile(&[], 50.0), None);
+        assert_eq!(percentile(&[7.0], 99.0), Some(7.0));
+    }
+
+    #[test]
+    fn wilson_has_no_interval_without_data() {
+        assert_eq!(wilson(0, 0, 0.95), None);
+        let (lo, hi) = wilson(0, 10, 0.95).unwrap();
+        assert!(lo.abs() < 1e-15 && hi > 0.2);
+    }
+}
