@@ -486,17 +486,16 @@ impl Client {
         if let Some(e) = stream.error.clone() {
             return finish(attempt, stream, Outcome::StreamError, Some(e), None);
         }
-        let outcome = match stream.finish_reason.as_deref() {
-            Some("length") => Outcome::Truncated,
-            Some(_) => Outcome::Complete,
-            None => Outcome::Cut,
-        };
-        let error = match (outcome, end) {
-            (Outcome::Cut, Ok(())) => Some("the stream ended without a finish_reason".to_string()),
-            (Outcome::Cut, Err((_, e))) => Some(e),
-            // Text arrived with a finish_reason; a failure after it (e.g. before [DONE]) is noise.
-            (_, Ok(())) | (Outcome::Complete | Outcome::Truncated, Err(_)) => None,
-            (_, Err((o, e))) => return finish(attempt, stream, o, Some(e), None),
+        // A finish_reason means the answer is whole, whatever broke after it (e.g. before
+        // [DONE]); without one, the way the stream ended is the outcome.
+        let (outcome, error) = match (stream.finish_reason.as_deref(), end) {
+            (Some("length"), _) => (Outcome::Truncated, None),
+            (Some(_), _) => (Outcome::Complete, None),
+            (None, Err((outcome, e))) => (outcome, Some(e)),
+            (None, Ok(())) => (
+                Outcome::Cut,
+                Some("the stream ended without a finish_reason".to_string()),
+            ),
         };
         finish(attempt, stream, outcome, error, None)
     }

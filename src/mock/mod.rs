@@ -20,6 +20,9 @@ use serde_json::{Value, json};
 
 use crate::suite::ChatMessage;
 
+/// Request bodies kept for tests; later ones are not kept, so long runs stay small.
+const KEPT_BODIES: usize = 10_000;
+
 /// How a 429 says when to come back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RetryAfter {
@@ -234,6 +237,7 @@ pub struct Provider {
     completed: Mutex<HashMap<String, String>>,
     seen_prefixes: Mutex<HashSet<u64>>,
     serial: AtomicU64,
+    bodies: Mutex<Vec<Value>>,
 }
 
 impl Provider {
@@ -245,6 +249,7 @@ impl Provider {
             completed: Mutex::new(HashMap::new()),
             seen_prefixes: Mutex::new(HashSet::new()),
             serial: AtomicU64::new(0),
+            bodies: Mutex::new(Vec::new()),
         }
     }
 
@@ -254,6 +259,19 @@ impl Provider {
 
     pub fn config(&self) -> &MockConfig {
         &self.config
+    }
+
+    /// How many requests carried this idempotency key.
+    pub fn attempts_for(&self, key: &str) -> u32 {
+        self.attempts
+            .lock()
+            .map(|a| a.get(key).copied().unwrap_or(0))
+            .unwrap_or(0)
+    }
+
+    /// Bodies of the first requests received, in order (for tests that check what was sent).
+    pub fn bodies(&self) -> Vec<Value> {
+        self.bodies.lock().map(|b| b.clone()).unwrap_or_default()
     }
 
     /// A generation was streamed to its end.
@@ -298,8 +316,15 @@ impl Provider {
                 return self.error(401, "Incorrect API key provided.", "invalid_request_error", vec![], in_flight);
             }
         }
-        let body: Value = match serde_json::from_slice(&request.body) {
-            Ok(v) => v,
+        let body: Value = match serde_json::from_slice::<Value>(&request.body) {
+            Ok(v) => {
+                if let Ok(mut bodies) = self.bodies.lock()
+                    && bodies.len() < KEPT_BODIES
+                {
+                    bodies.push(v.clone());
+                }
+                v
+            }
             Err(e) => {
                 stats.status_400.fetch_add(1, Ordering::SeqCst);
                 return self.error(400, &format!("invalid JSON body: {e}"), "invalid_request_error", vec![], in_flight);
@@ -317,6 +342,12 @@ impl Provider {
             return self.error(400, "Unrecognized request argument supplied: stream_options", "invalid_request_error", vec![], in_flight);
         }
 
+        if let Some(max) = body.get("max_tokens").or_else(|| body.get("max_completion_tokens"))
+            && max.as_u64().is_none_or(|m| m == 0)
+        {
+            stats.status_400.fetch_add(1, Ordering::SeqCst);
+            return self.error(400, "max_tokens must be a positive integer", "invalid_request_error", vec![], in_flight);
+        }
         let key = request.header("idempotency-key").map(String::from);
         let attempt = {
             let id = key.clone().unwrap_or_else(|| format!("serial-{serial}"));
@@ -608,6 +639,11 @@ impl Script<'_> {
         let last_usage = (self.config.usage == UsageMode::InLastChunk).then_some(&plan.usage);
         let finish = self.chunk(json!({}), Some(plan.finish), last_usage);
         self.event(&finish);
+        // The answer is whole once its finish_reason is out.
+        self.steps.push(Step::Generated {
+            key: plan.key,
+            text: plan.text,
+        });
         if self.config.usage == UsageMode::Separate && plan.include_usage {
             let usage = json!({
                 "id": self.id, "object": "chat.completion.chunk", "created": 0,
@@ -618,10 +654,6 @@ impl Script<'_> {
         if !self.config.no_done {
             self.event("[DONE]");
         }
-        self.steps.push(Step::Generated {
-            key: plan.key,
-            text: plan.text,
-        });
         self.steps
     }
 
