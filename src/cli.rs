@@ -189,12 +189,16 @@ impl MockArgs {
         ];
         for (flag, p) in rates {
             if !(0.0..=1.0).contains(&p) {
-                return Err(format!("{flag} is a probability between 0 and 1, found {p}"));
+                return Err(format!(
+                    "{flag} is a probability between 0 and 1, found {p}"
+                ));
             }
         }
         let total: f64 = rates.iter().map(|r| r.1).sum();
         if total > 1.0 {
-            return Err(format!("the fault probabilities add up to {total}, more than 1"));
+            return Err(format!(
+                "the fault probabilities add up to {total}, more than 1"
+            ));
         }
         Ok(MockConfig {
             model: self.model.clone(),
@@ -306,13 +310,46 @@ mod tests {
 
     #[test]
     fn base_url_precedence() {
-        let env = Env::from_pairs([("OPENAI_BASE_URL", "http://o/v1"), ("LLM_BASE_URL", "http://l/v1")]);
-        assert_eq!(resolve_base_url(None, &env, Some("http://b/v1")).url.as_deref(), Some("http://b/v1"));
-        assert_eq!(resolve_base_url(Some("http://f/v1"), &env, Some("http://b/v1")).url.as_deref(), Some("http://f/v1"));
-        assert_eq!(resolve_base_url(None, &env, None).url.as_deref(), Some("http://o/v1"));
-        let env2 = Env::from_pairs([("PROMPTGAUGE_BASE_URL", "http://p/v1"), ("LLM_BASE_URL", "http://l/v1")]);
-        assert_eq!(resolve_base_url(None, &env2, Some("http://b/v1")).url.as_deref(), Some("http://p/v1"));
-        assert_eq!(resolve_base_url(None, &Env::from_pairs([("LLM_BASE_URL", "http://l/v1")]), None).url.as_deref(), Some("http://l/v1"));
+        let env = Env::from_pairs([
+            ("OPENAI_BASE_URL", "http://o/v1"),
+            ("LLM_BASE_URL", "http://l/v1"),
+        ]);
+        assert_eq!(
+            resolve_base_url(None, &env, Some("http://b/v1"))
+                .url
+                .as_deref(),
+            Some("http://b/v1")
+        );
+        assert_eq!(
+            resolve_base_url(Some("http://f/v1"), &env, Some("http://b/v1"))
+                .url
+                .as_deref(),
+            Some("http://f/v1")
+        );
+        assert_eq!(
+            resolve_base_url(None, &env, None).url.as_deref(),
+            Some("http://o/v1")
+        );
+        let env2 = Env::from_pairs([
+            ("PROMPTGAUGE_BASE_URL", "http://p/v1"),
+            ("LLM_BASE_URL", "http://l/v1"),
+        ]);
+        assert_eq!(
+            resolve_base_url(None, &env2, Some("http://b/v1"))
+                .url
+                .as_deref(),
+            Some("http://p/v1")
+        );
+        assert_eq!(
+            resolve_base_url(
+                None,
+                &Env::from_pairs([("LLM_BASE_URL", "http://l/v1")]),
+                None
+            )
+            .url
+            .as_deref(),
+            Some("http://l/v1")
+        );
         let none = resolve_base_url(None, &Env::default(), None);
         assert_eq!(none.url, None);
         assert_eq!(resolve_base_url(Some("mock"), &env, None).url, None);
@@ -322,8 +359,19 @@ mod tests {
     fn cli_parses() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
-        let cli = Cli::try_parse_from(["promptgauge", "run", "b.yaml", "--variants", "a,b", "--limit", "20"]).unwrap();
-        let Command::Run(r) = cli.command else { panic!("run") };
+        let cli = Cli::try_parse_from([
+            "promptgauge",
+            "run",
+            "b.yaml",
+            "--variants",
+            "a,b",
+            "--limit",
+            "20",
+        ])
+        .unwrap();
+        let Command::Run(r) = cli.command else {
+            panic!("run")
+        };
         assert_eq!(r.plan.variants, vec!["a", "b"]);
         assert!(Cli::try_parse_from(["promptgauge", "run", "--concurrency", "0"]).is_err());
     }

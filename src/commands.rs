@@ -65,8 +65,9 @@ impl Prepared {
 /// Loads and checks everything; no network.
 pub fn prepare(args: &PlanArgs, env: &Env) -> anyhow::Result<Prepared> {
     let mut bench = Bench::load(&args.bench)?;
-    let flag_error =
-        |message: String, fix: &str| -> anyhow::Error { UsageError(format!("{message}\n  fix: {fix}")).into() };
+    let flag_error = |message: String, fix: &str| -> anyhow::Error {
+        UsageError(format!("{message}\n  fix: {fix}")).into()
+    };
     if let Some(limit) = args.limit {
         let limit = limit as usize;
         bench.cases.truncate(limit);
@@ -83,7 +84,7 @@ pub fn prepare(args: &PlanArgs, env: &Env) -> anyhow::Result<Prepared> {
     } else {
         let mut picked = Vec::new();
         for name in &args.variants {
-            let Some(i) = bench.variants.iter().position(|v| &v.name == name.trim()) else {
+            let Some(i) = bench.variants.iter().position(|v| v.name == name.trim()) else {
                 let known: Vec<&str> = bench.variants.iter().map(|v| v.name.as_str()).collect();
                 return Err(flag_error(
                     format!("--variants names `{name}`, which is not a variant of this bench"),
@@ -108,7 +109,12 @@ pub fn prepare(args: &PlanArgs, env: &Env) -> anyhow::Result<Prepared> {
         bench.endpoint.base_url.as_deref(),
     );
     if let Some(url) = &base.url {
-        check_base_url(url).map_err(|m| flag_error(format!("{m} (from {})", base.source), "write the full URL, e.g. http://127.0.0.1:8000/v1"))?;
+        check_base_url(url).map_err(|m| {
+            flag_error(
+                format!("{m} (from {})", base.source),
+                "write the full URL, e.g. http://127.0.0.1:8000/v1",
+            )
+        })?;
     }
     let model = match (&args.model, &bench.endpoint.model, &base.url) {
         (Some(m), _, _) | (None, Some(m), _) => m.clone(),
@@ -134,7 +140,11 @@ pub fn prepare(args: &PlanArgs, env: &Env) -> anyhow::Result<Prepared> {
         variants,
         jobs: plan.jobs,
         endpoint: Endpoint {
-            api_key: if base.url.is_some() { api_key.map(ApiKey::new) } else { None },
+            api_key: if base.url.is_some() {
+                api_key.map(ApiKey::new)
+            } else {
+                None
+            },
             base_url: base.url,
             source: base.source,
             model,
@@ -170,7 +180,11 @@ pub fn check(args: &PlanArgs, env: &Env) -> anyhow::Result<Exit> {
     let max_completion: Option<u64> = p
         .jobs
         .iter()
-        .map(|j| b.params_for(j.variant).get("max_tokens").and_then(|v| v.as_u64()))
+        .map(|j| {
+            b.params_for(j.variant)
+                .get("max_tokens")
+                .and_then(|v| v.as_u64())
+        })
         .sum();
     println!("bench {} ({}): ok", b.name, b.path.display());
     println!(
@@ -182,10 +196,17 @@ pub fn check(args: &PlanArgs, env: &Env) -> anyhow::Result<Exit> {
     );
     for (i, name) in p.variant_names().iter().enumerate() {
         let v = &b.variants[p.variants[i]];
-        println!("  variant {name}{} — {}", if i == 0 { " (baseline)" } else { "" }, v.path.display());
+        println!(
+            "  variant {name}{} — {}",
+            if i == 0 { " (baseline)" } else { "" },
+            v.path.display()
+        );
     }
     match &p.endpoint.base_url {
-        Some(url) => println!("  endpoint {url} (from {}), model {}", p.endpoint.source, p.endpoint.model),
+        Some(url) => println!(
+            "  endpoint {url} (from {}), model {}",
+            p.endpoint.source, p.endpoint.model
+        ),
         None => println!("  endpoint: the built-in SIMULATOR (no base URL configured)"),
     }
     println!("  estimated prompt tokens: {prompt_tokens}");
@@ -199,7 +220,9 @@ pub fn check(args: &PlanArgs, env: &Env) -> anyhow::Result<Exit> {
                 "  estimated cost: ${low:.4} for input, at most ${:.4} in all",
                 low + max as f64 * price.output_per_mtok / 1e6
             ),
-            None => println!("  estimated cost: ${low:.4} for input, plus output (set max_tokens to bound it)"),
+            None => println!(
+                "  estimated cost: ${low:.4} for input, plus output (set max_tokens to bound it)"
+            ),
         }
     }
     println!(
@@ -234,7 +257,10 @@ fn utc_now() -> String {
 
 /// `reports/<name>-<UTC timestamp>`, made unique if two runs start in the same second.
 fn run_dir(root: &Path, name: &str, started: &str) -> anyhow::Result<PathBuf> {
-    let stamp: String = started.chars().filter(|c| !matches!(c, '-' | ':')).collect();
+    let stamp: String = started
+        .chars()
+        .filter(|c| !matches!(c, '-' | ':'))
+        .collect();
     std::fs::create_dir_all(root)
         .with_context(|| format!("cannot create the report folder {}", root.display()))?;
     for n in 1.. {
@@ -328,8 +354,13 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
                 a.outcome,
                 a.status.map(|s| format!(" HTTP {s}")).unwrap_or_default(),
                 a.latency_ms,
-                a.error.as_deref().map(|e| format!(" — {e}")).unwrap_or_default(),
-                a.wait_ms.map(|w| format!("; retry in {w:.0} ms")).unwrap_or_default(),
+                a.error
+                    .as_deref()
+                    .map(|e| format!(" — {e}"))
+                    .unwrap_or_default(),
+                a.wait_ms
+                    .map(|w| format!("; retry in {w:.0} ms"))
+                    .unwrap_or_default(),
             );
         }));
     }
@@ -348,10 +379,18 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
         started_at,
         finished_at: None,
         provider: ProviderInfo {
-            base_url: p.endpoint.base_url.clone().unwrap_or_else(|| "simulated".into()),
+            base_url: p
+                .endpoint
+                .base_url
+                .clone()
+                .unwrap_or_else(|| "simulated".into()),
             model: p.endpoint.model.clone(),
             simulated: simulator.is_some(),
-            api_key_env: p.endpoint.base_url.as_ref().map(|_| p.endpoint.api_key_env.clone()),
+            api_key_env: p
+                .endpoint
+                .base_url
+                .as_ref()
+                .map(|_| p.endpoint.api_key_env.clone()),
         },
         confidence: bench.confidence,
         repeats: bench.repeats,
@@ -378,12 +417,15 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
     let dispatch = CancellationToken::new();
     let interrupted = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let signals = {
-        let (dispatch, stop, interrupted) = (dispatch.clone(), client.stop_token(), interrupted.clone());
+        let (dispatch, stop, interrupted) =
+            (dispatch.clone(), client.stop_token(), interrupted.clone());
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
                 interrupted.store(true, std::sync::atomic::Ordering::SeqCst);
                 dispatch.cancel();
-                eprintln!("\ninterrupted: finishing the jobs in flight (Ctrl-C again to abort them)");
+                eprintln!(
+                    "\ninterrupted: finishing the jobs in flight (Ctrl-C again to abort them)"
+                );
                 if tokio::signal::ctrl_c().await.is_ok() {
                     stop.cancel();
                 }
@@ -394,7 +436,11 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
     let progress = !quiet && std::io::stderr().is_terminal() && !env.is_ci();
     let mut failed = 0;
     let mut on_event = |event: RunEvent<'_>| {
-        let RunEvent::JobFinished { record, done, total } = event;
+        let RunEvent::JobFinished {
+            record,
+            done,
+            total,
+        } = event;
         failed += usize::from(record.status == runner::JobStatus::Failed);
         if progress {
             eprint!("\r  {done}/{total} jobs done, {failed} failed ");
@@ -427,8 +473,13 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
         _ => None,
     };
     write_run_json(&dir, &p, &info)?;
-    let summary = Summary::from_journal(info, &p.variant_names(), bench.price.as_ref(), &journal_path)
-        .with_context(|| format!("cannot read the journal {}", journal_path.display()))?;
+    let summary = Summary::from_journal(
+        info,
+        &p.variant_names(),
+        bench.price.as_ref(),
+        &journal_path,
+    )
+    .with_context(|| format!("cannot read the journal {}", journal_path.display()))?;
     report::write_all(&dir, &summary)?;
     println!("{}", report::terminal::render(&summary));
     if !quiet {
@@ -458,7 +509,12 @@ pub async fn mock(args: &MockArgs) -> anyhow::Result<Exit> {
     let config = args.config().map_err(UsageError)?;
     let addr: SocketAddr = format!("{}:{}", args.host, args.port)
         .parse()
-        .with_context(|| format!("`{}:{}` is not an address to listen on", args.host, args.port))?;
+        .with_context(|| {
+            format!(
+                "`{}:{}` is not an address to listen on",
+                args.host, args.port
+            )
+        })?;
     let provider = Arc::new(Provider::new(config));
     let server = MockServer::start(provider, addr)
         .await

@@ -4,15 +4,14 @@
 //! → [`report`]. [`mock`] is the simulated provider used for demos and tests; [`cli`] turns
 //! flags and environment into plain settings.
 
-pub mod grade;
-pub mod suite;
+pub mod cli;
 pub mod client;
+pub mod commands;
+pub mod grade;
 pub mod mock;
 pub mod report;
 pub mod runner;
 pub mod stats;
-pub mod cli;
-pub mod commands;
+pub mod suite;
 
 pub use commands::Exit;
-

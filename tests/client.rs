@@ -51,7 +51,9 @@ fn outcomes(r: &promptgauge::client::JobResult) -> Vec<Outcome> {
 #[tokio::test(start_paused = true)]
 async fn complete_answer_with_usage() {
     let p = provider(MockConfig::default());
-    let r = client(&p, |_| {}).execute(&job("Echo: héllo wörld", "k1")).await;
+    let r = client(&p, |_| {})
+        .execute(&job("Echo: héllo wörld", "k1"))
+        .await;
     assert!(r.answered());
     assert_eq!(r.text, "héllo wörld");
     assert_eq!(outcomes(&r), [Outcome::Complete]);
@@ -71,7 +73,9 @@ async fn a_cut_stream_is_retried_and_its_text_never_kept() {
         cut: 1.0,
         ..Faults::default()
     }));
-    let r = client(&p, |_| {}).execute(&job("Echo: one two three four", "k")).await;
+    let r = client(&p, |_| {})
+        .execute(&job("Echo: one two three four", "k"))
+        .await;
     assert_eq!(outcomes(&r), [Outcome::Cut, Outcome::Complete]);
     assert_eq!(r.text, "one two three four");
     assert_eq!(p.stats().cuts, 1);
@@ -87,10 +91,19 @@ async fn a_job_whose_every_attempt_is_cut_fails_without_an_answer() {
         },
         ..MockConfig::default()
     });
-    let r = client(&p, |c| c.max_attempts = 3).execute(&job("Echo: a b c d", "k")).await;
+    let r = client(&p, |c| c.max_attempts = 3)
+        .execute(&job("Echo: a b c d", "k"))
+        .await;
     assert!(!r.answered());
     assert_eq!(outcomes(&r), [Outcome::Cut; 3]);
-    assert!(r.failure.as_deref().unwrap().contains("gave up after 3 attempts"), "{:?}", r.failure);
+    assert!(
+        r.failure
+            .as_deref()
+            .unwrap()
+            .contains("gave up after 3 attempts"),
+        "{:?}",
+        r.failure
+    );
     assert_eq!(p.stats().generations, 0);
     assert_eq!(p.attempts_for("k"), 3);
 }
@@ -113,7 +126,9 @@ async fn a_stall_hits_the_idle_timeout_in_virtual_time() {
         ..Faults::default()
     }));
     let started = Instant::now();
-    let r = client(&p, |c| c.idle_timeout = Duration::from_secs(30)).execute(&job("Echo: a b c d", "k")).await;
+    let r = client(&p, |c| c.idle_timeout = Duration::from_secs(30))
+        .execute(&job("Echo: a b c d", "k"))
+        .await;
     assert_eq!(outcomes(&r), [Outcome::Stalled, Outcome::Complete]);
     let stalled = &r.attempts[0];
     assert!(stalled.latency_ms >= 30_000.0, "{stalled:?}");
@@ -127,9 +142,15 @@ async fn a_server_that_never_answers_hits_the_first_token_timeout() {
         hang: 1.0,
         ..Faults::default()
     }));
-    let r = client(&p, |c| c.first_token_timeout = Duration::from_secs(45)).execute(&job("Echo: x", "k")).await;
+    let r = client(&p, |c| c.first_token_timeout = Duration::from_secs(45))
+        .execute(&job("Echo: x", "k"))
+        .await;
     assert_eq!(outcomes(&r), [Outcome::NoFirstToken, Outcome::Complete]);
-    assert!((r.attempts[0].latency_ms - 45_000.0).abs() < 1.0, "{:?}", r.attempts[0]);
+    assert!(
+        (r.attempts[0].latency_ms - 45_000.0).abs() < 1.0,
+        "{:?}",
+        r.attempts[0]
+    );
     assert_eq!(p.stats().hangs, 1);
 }
 
@@ -141,7 +162,9 @@ async fn a_slow_first_token_is_not_a_stall() {
         token_delay: Duration::from_secs(1),
         ..MockConfig::default()
     });
-    let r = client(&p, |c| c.first_token_timeout = Duration::from_secs(60)).execute(&job("Echo: a b", "k")).await;
+    let r = client(&p, |c| c.first_token_timeout = Duration::from_secs(60))
+        .execute(&job("Echo: a b", "k"))
+        .await;
     assert_eq!(outcomes(&r), [Outcome::Complete]);
     assert!(r.attempts[0].ttft_ms.unwrap() >= 20_000.0);
 }
@@ -159,7 +182,13 @@ async fn total_timeout_bounds_a_slow_trickle() {
     .execute(&job("Echo: a b c d e f g h", "k"))
     .await;
     assert_eq!(outcomes(&r), [Outcome::Stalled]);
-    assert!(r.attempts[0].error.as_deref().unwrap().contains("total_timeout"));
+    assert!(
+        r.attempts[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("total_timeout")
+    );
     assert!((r.attempts[0].latency_ms - 10_000.0).abs() < 1.0);
 }
 
@@ -171,7 +200,13 @@ async fn an_error_event_is_a_stream_error_and_retried() {
     }));
     let r = client(&p, |_| {}).execute(&job("Echo: a b c d", "k")).await;
     assert_eq!(outcomes(&r), [Outcome::StreamError, Outcome::Complete]);
-    assert!(r.attempts[0].error.as_deref().unwrap().contains("overloaded"));
+    assert!(
+        r.attempts[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("overloaded")
+    );
 }
 
 async fn retry_after_wait(style: RetryAfter) -> f64 {
@@ -182,7 +217,9 @@ async fn retry_after_wait(style: RetryAfter) -> f64 {
             ..Faults::default()
         })
     });
-    let r = client(&p, |c| c.backoff_base = Duration::from_millis(1)).execute(&job("Echo: x", "k")).await;
+    let r = client(&p, |c| c.backoff_base = Duration::from_millis(1))
+        .execute(&job("Echo: x", "k"))
+        .await;
     assert_eq!(outcomes(&r), [Outcome::HttpError, Outcome::Complete]);
     assert_eq!(r.attempts[0].status, Some(429));
     assert_eq!(p.stats().status_429, 1);
@@ -209,7 +246,9 @@ async fn server_errors_back_off_with_full_jitter_under_the_cap() {
         },
         ..MockConfig::default()
     });
-    let r = client(&p, |c| c.max_attempts = 6).execute(&job("Echo: x", "k")).await;
+    let r = client(&p, |c| c.max_attempts = 6)
+        .execute(&job("Echo: x", "k"))
+        .await;
     assert!(!r.answered());
     assert_eq!(r.attempts.len(), 6);
     let waits: Vec<f64> = r.attempts.iter().filter_map(|a| a.wait_ms).collect();
@@ -219,7 +258,12 @@ async fn server_errors_back_off_with_full_jitter_under_the_cap() {
         assert!(*w >= 0.0 && *w <= ceiling, "retry {i}: {w} > {ceiling}");
     }
     // Jitter: the waits are not all at their ceilings (as a fixed exponential backoff would be).
-    assert!(waits.iter().enumerate().any(|(i, w)| *w < 0.9 * 250.0 * 2f64.powi(i as i32)));
+    assert!(
+        waits
+            .iter()
+            .enumerate()
+            .any(|(i, w)| *w < 0.9 * 250.0 * 2f64.powi(i as i32))
+    );
     assert_eq!(p.stats().status_5xx, 6);
 }
 
@@ -233,7 +277,9 @@ async fn one_idempotency_key_across_attempts() {
         fault_attempts: Some(2),
         ..MockConfig::default()
     });
-    let r = client(&p, |_| {}).execute(&job("Echo: a b c d", "job-42")).await;
+    let r = client(&p, |_| {})
+        .execute(&job("Echo: a b c d", "job-42"))
+        .await;
     assert_eq!(r.attempts.len(), 3);
     assert_eq!(p.attempts_for("job-42"), 3);
     assert_eq!(p.stats().requests, 3);
@@ -268,7 +314,9 @@ async fn the_right_key_is_sent_as_bearer() {
         api_key: Some("right-key".into()),
         ..MockConfig::default()
     });
-    let c = client(&p, |c| c.api_key = Some(promptgauge::client::ApiKey::new("right-key".into())));
+    let c = client(&p, |c| {
+        c.api_key = Some(promptgauge::client::ApiKey::new("right-key".into()))
+    });
     assert!(c.execute(&job("Echo: x", "k")).await.answered());
 }
 
@@ -281,7 +329,11 @@ async fn a_bad_request_is_tried_once_without_stream_options_then_fails() {
     let r = c.execute(&bad).await;
     assert_eq!(outcomes(&r), [Outcome::HttpError, Outcome::HttpError]);
     assert_eq!(r.attempts[1].status, Some(400));
-    assert!(r.failure.as_deref().unwrap().contains("max_tokens"), "{:?}", r.failure);
+    assert!(
+        r.failure.as_deref().unwrap().contains("max_tokens"),
+        "{:?}",
+        r.failure
+    );
     assert_eq!(p.stats().requests, 2);
     // The 400 was not about stream_options, so later jobs still ask for usage.
     let ok = c.execute(&job("Echo: y", "k2")).await;
@@ -302,7 +354,10 @@ async fn stream_options_rejected_falls_back_once_and_remembers() {
     assert_eq!(r.attempts[1].wait_ms, None);
     assert!(!r.attempts[1].stream_options);
     assert_eq!(r.text, "a b");
-    assert!(r.usage.is_none(), "without include_usage the server sends none");
+    assert!(
+        r.usage.is_none(),
+        "without include_usage the server sends none"
+    );
     let r2 = c.execute(&job("Echo: c", "k2")).await;
     assert_eq!(outcomes(&r2), [Outcome::Complete]);
     assert!(!r2.attempts[0].stream_options);
@@ -353,7 +408,9 @@ async fn stream_variants_all_complete() {
     ] {
         let label = format!("{config:?}");
         let p = provider(config);
-        let r = client(&p, |_| {}).execute(&job("Echo: ça → été", "k")).await;
+        let r = client(&p, |_| {})
+            .execute(&job("Echo: ça → été", "k"))
+            .await;
         assert_eq!(outcomes(&r), [Outcome::Complete], "{label}");
         assert_eq!(r.text, "ça → été", "{label}");
     }

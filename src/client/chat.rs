@@ -152,10 +152,19 @@ mod tests {
     #[test]
     fn accumulates_content_finish_and_separate_usage() {
         let mut s = ChatStream::default();
-        assert!(!s.push("", r#"{"model":"m-1","choices":[{"index":0,"delta":{"role":"assistant"}}]}"#));
+        assert!(!s.push(
+            "",
+            r#"{"model":"m-1","choices":[{"index":0,"delta":{"role":"assistant"}}]}"#
+        ));
         assert!(s.push("", r#"{"choices":[{"index":0,"delta":{"content":"Hel"},"logprobs":null}],"obfuscation":"x"}"#));
-        assert!(s.push("", r#"{"choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":"stop"}]}"#));
-        s.push("", r#"{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#);
+        assert!(s.push(
+            "",
+            r#"{"choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":"stop"}]}"#
+        ));
+        s.push(
+            "",
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#,
+        );
         s.push("", r#"{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":1}}}"#);
         s.push("", "[DONE]");
         assert_eq!(s.text, "Hello");
@@ -163,7 +172,15 @@ mod tests {
         assert_eq!(s.model.as_deref(), Some("m-1"));
         assert!(s.done);
         let u = s.usage.unwrap();
-        assert_eq!((u.prompt_tokens, u.completion_tokens, u.cached_tokens, u.reasoning_tokens), (9, 2, 4, 1));
+        assert_eq!(
+            (
+                u.prompt_tokens,
+                u.completion_tokens,
+                u.cached_tokens,
+                u.reasoning_tokens
+            ),
+            (9, 2, 4, 1)
+        );
     }
 
     #[test]
@@ -176,7 +193,10 @@ mod tests {
     #[test]
     fn reasoning_is_kept_apart() {
         let mut s = ChatStream::default();
-        assert!(s.push("", r#"{"choices":[{"delta":{"reasoning_content":"think"}}]}"#));
+        assert!(s.push(
+            "",
+            r#"{"choices":[{"delta":{"reasoning_content":"think"}}]}"#
+        ));
         s.push("", r#"{"choices":[{"delta":{"reasoning":" more"}}]}"#);
         s.push("", r#"{"choices":[{"delta":{"content":"B"}}]}"#);
         assert_eq!((s.reasoning.as_str(), s.text.as_str()), ("think more", "B"));
@@ -187,7 +207,10 @@ mod tests {
         let mut s = ChatStream::default();
         s.push("", "not json");
         assert_eq!(s.unparsed, 1);
-        s.push("", r#"{"error":{"message":"overloaded","type":"server_error"}}"#);
+        s.push(
+            "",
+            r#"{"error":{"message":"overloaded","type":"server_error"}}"#,
+        );
         assert_eq!(s.error.as_deref(), Some("overloaded"));
         let mut s = ChatStream::default();
         s.push("error", "boom");
@@ -197,6 +220,9 @@ mod tests {
     #[test]
     fn estimates_are_marked() {
         let u = Usage::estimate(40, "abcdefgh", "");
-        assert_eq!((u.prompt_tokens, u.completion_tokens, u.estimated), (10, 2, true));
+        assert_eq!(
+            (u.prompt_tokens, u.completion_tokens, u.estimated),
+            (10, 2, true)
+        );
     }
 }

@@ -422,7 +422,13 @@ impl Client {
                 return finish(attempt, stream, Outcome::NoFirstToken, Some(e), None);
             }
             Ok(Err(e)) => {
-                return finish(attempt, stream, Outcome::HttpError, Some(format!("connection failed: {e}")), None);
+                return finish(
+                    attempt,
+                    stream,
+                    Outcome::HttpError,
+                    Some(format!("connection failed: {e}")),
+                    None,
+                );
             }
             Ok(Ok(r)) => r,
         };
@@ -430,12 +436,26 @@ impl Client {
         if !(200..300).contains(&response.status) {
             let retry_after = retry::retry_after(&response.headers, SystemTime::now());
             attempt.retry_after_ms = retry_after.map(ms);
-            let body = read_error_body(response.body, first_deadline.max(Instant::now() + self.config.idle_timeout).min(total_deadline)).await;
+            let body = read_error_body(
+                response.body,
+                first_deadline
+                    .max(Instant::now() + self.config.idle_timeout)
+                    .min(total_deadline),
+            )
+            .await;
             let message = serde_json::from_str::<Value>(&body)
                 .ok()
                 .and_then(|v| v.get("error").map(chat::error_message))
                 .unwrap_or_else(|| chat::truncate(body.trim(), 300));
-            let e = format!("HTTP {}{}", response.status, if message.is_empty() { String::new() } else { format!(": {message}") });
+            let e = format!(
+                "HTTP {}{}",
+                response.status,
+                if message.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {message}")
+                }
+            );
             return finish(attempt, stream, Outcome::HttpError, Some(e), retry_after);
         }
 
@@ -452,13 +472,25 @@ impl Client {
             };
             match timeout_at(deadline, body.next()).await {
                 Err(_) if !first_event => {
-                    break Err((Outcome::NoFirstToken, format!("no first event within {}", human(first_deadline - sent))));
+                    break Err((
+                        Outcome::NoFirstToken,
+                        format!("no first event within {}", human(first_deadline - sent)),
+                    ));
                 }
                 Err(_) if deadline >= total_deadline => {
-                    break Err((Outcome::Stalled, format!("attempt exceeded total_timeout {}", human(self.config.total_timeout))));
+                    break Err((
+                        Outcome::Stalled,
+                        format!(
+                            "attempt exceeded total_timeout {}",
+                            human(self.config.total_timeout)
+                        ),
+                    ));
                 }
                 Err(_) => {
-                    break Err((Outcome::Stalled, format!("no event for {}", human(self.config.idle_timeout))));
+                    break Err((
+                        Outcome::Stalled,
+                        format!("no event for {}", human(self.config.idle_timeout)),
+                    ));
                 }
                 Ok(None) => {
                     decoder.finish();

@@ -52,7 +52,7 @@ pub fn next_step(outcome: Outcome, status: Option<u16>) -> Next {
         }
         Outcome::HttpError => match status {
             None => Next::Retry,
-            Some(401 | 402 | 403) => Next::StopRun,
+            Some(401..=403) => Next::StopRun,
             Some(408 | 409 | 425 | 429) => Next::Retry,
             Some(s) if s >= 500 => Next::Retry,
             Some(_) => Next::Fail,
@@ -123,12 +123,24 @@ mod tests {
     fn retry_after_forms() {
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
         let h = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
-        assert_eq!(retry_after(&h("retry-after", "3"), now), Some(Duration::from_secs(3)));
-        assert_eq!(retry_after(&h("retry-after-ms", "150"), now), Some(Duration::from_millis(150)));
+        assert_eq!(
+            retry_after(&h("retry-after", "3"), now),
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(
+            retry_after(&h("retry-after-ms", "150"), now),
+            Some(Duration::from_millis(150))
+        );
         let date = httpdate::fmt_http_date(now + Duration::from_secs(7));
-        assert_eq!(retry_after(&h("retry-after", &date), now), Some(Duration::from_secs(7)));
+        assert_eq!(
+            retry_after(&h("retry-after", &date), now),
+            Some(Duration::from_secs(7))
+        );
         let past = httpdate::fmt_http_date(now - Duration::from_secs(7));
-        assert_eq!(retry_after(&h("retry-after", &past), now), Some(Duration::ZERO));
+        assert_eq!(
+            retry_after(&h("retry-after", &past), now),
+            Some(Duration::ZERO)
+        );
         assert_eq!(retry_after(&h("retry-after", "soon"), now), None);
         assert_eq!(retry_after(&[], now), None);
     }

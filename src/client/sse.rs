@@ -214,7 +214,10 @@ mod tests {
     #[test]
     fn incomplete_final_event_is_discarded() {
         assert_eq!(data(&decode_all([&b"data: a\n\ndata: [DONE]"[..]])), ["a"]);
-        assert_eq!(data(&decode_all([&b"data: a\n\ndata: [DONE]\n"[..]])), ["a"]);
+        assert_eq!(
+            data(&decode_all([&b"data: a\n\ndata: [DONE]\n"[..]])),
+            ["a"]
+        );
     }
 
     #[test]

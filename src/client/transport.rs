@@ -71,7 +71,10 @@ impl Transport for ReqwestTransport {
             builder = builder.header(k, v);
         }
         Box::pin(async move {
-            let response = builder.send().await.map_err(|e| TransportError(describe(&e)))?;
+            let response = builder
+                .send()
+                .await
+                .map_err(|e| TransportError(describe(&e)))?;
             let status = response.status().as_u16();
             let headers = response
                 .headers()

@@ -45,12 +45,24 @@ impl Default for GradeSpec {
 /// A grader ready to use: its regex compiled once, its path parsed once.
 #[derive(Debug, Clone)]
 pub enum Grader {
-    Exact { case_sensitive: bool },
-    Contains { case_sensitive: bool },
-    Regex { regex: Regex, case_sensitive: bool },
-    Number { tolerance: f64 },
+    Exact {
+        case_sensitive: bool,
+    },
+    Contains {
+        case_sensitive: bool,
+    },
+    Regex {
+        regex: Regex,
+        case_sensitive: bool,
+    },
+    Number {
+        tolerance: f64,
+    },
     Choice,
-    Json { path: Vec<PathStep>, case_sensitive: bool },
+    Json {
+        path: Vec<PathStep>,
+        case_sensitive: bool,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -87,9 +99,7 @@ impl GradeSpec {
             },
             GradeSpec::Number { tolerance } => {
                 if !tolerance.is_finite() || *tolerance < 0.0 {
-                    return Err(format!(
-                        "tolerance must be a number ≥ 0, found {tolerance}"
-                    ));
+                    return Err(format!("tolerance must be a number ≥ 0, found {tolerance}"));
                 }
                 Grader::Number {
                     tolerance: *tolerance,
@@ -186,9 +196,8 @@ impl Grader {
             Grader::Choice => {
                 let got = extract_choice(output);
                 Grade {
-                    correct: got.is_some_and(|g| {
-                        expected.iter().any(|e| choice_letter(e) == Some(g))
-                    }),
+                    correct: got
+                        .is_some_and(|g| expected.iter().any(|e| choice_letter(e) == Some(g))),
                     extracted: got.map(String::from),
                 }
             }
@@ -239,7 +248,10 @@ fn to_f64(s: &str) -> Option<f64> {
 
 /// The last number in a text, the usual place for a final answer.
 pub fn last_number(text: &str) -> Option<f64> {
-    NUMBER.find_iter(text).last().and_then(|m| to_f64(m.as_str()))
+    NUMBER
+        .find_iter(text)
+        .last()
+        .and_then(|m| to_f64(m.as_str()))
 }
 
 fn format_number(x: f64) -> String {
@@ -321,7 +333,6 @@ fn parse_path(path: &str) -> Result<Vec<PathStep>, String> {
 fn json_value_at(output: &str, path: &[PathStep]) -> Option<String> {
     let body = strip_code_fence(output.trim());
     let mut value: &serde_json::Value = &serde_json::from_str(body).ok()?;
-    let owned;
     for step in path {
         value = match (step, value) {
             (PathStep::Key(k), serde_json::Value::Object(map)) => map.get(k)?,
@@ -330,7 +341,7 @@ fn json_value_at(output: &str, path: &[PathStep]) -> Option<String> {
             _ => return None,
         };
     }
-    owned = match value {
+    let owned = match value {
         serde_json::Value::String(s) => s.clone(),
         other => other.to_string(),
     };
@@ -397,7 +408,11 @@ mod tests {
     #[test]
     fn number_takes_last_number_with_separators_and_sign() {
         let n = GradeSpec::Number { tolerance: 0.0 };
-        let g = grade(n.clone(), "2 + 3 = 5, so the total is 1,234.50", &["1234.5"]);
+        let g = grade(
+            n.clone(),
+            "2 + 3 = 5, so the total is 1,234.50",
+            &["1234.5"],
+        );
         assert_eq!((g.correct, g.extracted.as_deref()), (true, Some("1234.5")));
         assert!(grade(n.clone(), "It is -7.", &["-7"]).correct);
         assert!(grade(n.clone(), "It is −7.", &["-7"]).correct);

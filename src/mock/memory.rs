@@ -56,7 +56,10 @@ impl Transport for MemoryTransport {
                         Step::Stall => std::future::pending::<()>().await,
                         Step::Reset => {
                             body.steps.clear();
-                            return Some((Err(TransportError("connection reset by peer".into())), body));
+                            return Some((
+                                Err(TransportError("connection reset by peer".into())),
+                                body,
+                            ));
                         }
                         Step::Generated { key, text } => body.provider.generated(key, text),
                     }

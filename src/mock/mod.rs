@@ -189,7 +189,10 @@ pub enum Step {
     /// Drop the connection abruptly (TCP RST).
     Reset,
     /// The generation reached its end; counted, and remembered for idempotent replay.
-    Generated { key: Option<String>, text: String },
+    Generated {
+        key: Option<String>,
+        text: String,
+    },
 }
 
 pub enum Reply {
@@ -282,7 +285,13 @@ impl Provider {
         }
     }
 
-    fn json_reply(&self, status: u16, body: Value, extra: Vec<(String, String)>, in_flight: InFlight) -> Reply {
+    fn json_reply(
+        &self,
+        status: u16,
+        body: Value,
+        extra: Vec<(String, String)>,
+        in_flight: InFlight,
+    ) -> Reply {
         let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
         headers.extend(extra);
         Reply::Respond {
@@ -293,7 +302,14 @@ impl Provider {
         }
     }
 
-    fn error(&self, status: u16, message: &str, kind: &str, extra: Vec<(String, String)>, in_flight: InFlight) -> Reply {
+    fn error(
+        &self,
+        status: u16,
+        message: &str,
+        kind: &str,
+        extra: Vec<(String, String)>,
+        in_flight: InFlight,
+    ) -> Reply {
         self.json_reply(
             status,
             json!({"error": {"message": message, "type": kind, "code": status}}),
@@ -313,7 +329,13 @@ impl Provider {
             let expected = format!("Bearer {key}");
             if request.header("authorization") != Some(expected.as_str()) {
                 stats.status_401.fetch_add(1, Ordering::SeqCst);
-                return self.error(401, "Incorrect API key provided.", "invalid_request_error", vec![], in_flight);
+                return self.error(
+                    401,
+                    "Incorrect API key provided.",
+                    "invalid_request_error",
+                    vec![],
+                    in_flight,
+                );
             }
         }
         let body: Value = match serde_json::from_slice::<Value>(&request.body) {
@@ -327,26 +349,53 @@ impl Provider {
             }
             Err(e) => {
                 stats.status_400.fetch_add(1, Ordering::SeqCst);
-                return self.error(400, &format!("invalid JSON body: {e}"), "invalid_request_error", vec![], in_flight);
+                return self.error(
+                    400,
+                    &format!("invalid JSON body: {e}"),
+                    "invalid_request_error",
+                    vec![],
+                    in_flight,
+                );
             }
         };
-        let messages: Vec<ChatMessage> = match body.get("messages").cloned().map(serde_json::from_value) {
-            Some(Ok(m)) => m,
-            _ => {
-                stats.status_400.fetch_add(1, Ordering::SeqCst);
-                return self.error(400, "`messages` must be a list of {role, content}", "invalid_request_error", vec![], in_flight);
-            }
-        };
+        let messages: Vec<ChatMessage> =
+            match body.get("messages").cloned().map(serde_json::from_value) {
+                Some(Ok(m)) => m,
+                _ => {
+                    stats.status_400.fetch_add(1, Ordering::SeqCst);
+                    return self.error(
+                        400,
+                        "`messages` must be a list of {role, content}",
+                        "invalid_request_error",
+                        vec![],
+                        in_flight,
+                    );
+                }
+            };
         if self.config.reject_stream_options && body.get("stream_options").is_some() {
             stats.status_400.fetch_add(1, Ordering::SeqCst);
-            return self.error(400, "Unrecognized request argument supplied: stream_options", "invalid_request_error", vec![], in_flight);
+            return self.error(
+                400,
+                "Unrecognized request argument supplied: stream_options",
+                "invalid_request_error",
+                vec![],
+                in_flight,
+            );
         }
 
-        if let Some(max) = body.get("max_tokens").or_else(|| body.get("max_completion_tokens"))
+        if let Some(max) = body
+            .get("max_tokens")
+            .or_else(|| body.get("max_completion_tokens"))
             && max.as_u64().is_none_or(|m| m == 0)
         {
             stats.status_400.fetch_add(1, Ordering::SeqCst);
-            return self.error(400, "max_tokens must be a positive integer", "invalid_request_error", vec![], in_flight);
+            return self.error(
+                400,
+                "max_tokens must be a positive integer",
+                "invalid_request_error",
+                vec![],
+                in_flight,
+            );
         }
         let key = request.header("idempotency-key").map(String::from);
         let attempt = {
@@ -371,7 +420,13 @@ impl Provider {
             Some(Fault::ServerError) => {
                 stats.status_5xx.fetch_add(1, Ordering::SeqCst);
                 let status = [500, 502, 503][(serial % 3) as usize];
-                return self.error(status, "The server had an error while processing your request.", "server_error", vec![], in_flight);
+                return self.error(
+                    status,
+                    "The server had an error while processing your request.",
+                    "server_error",
+                    vec![],
+                    in_flight,
+                );
             }
             Some(Fault::Hang) => {
                 stats.hangs.fetch_add(1, Ordering::SeqCst);
@@ -483,7 +538,13 @@ impl Provider {
             ),
             RetryAfter::Millis(ms) => ("retry-after-ms".to_string(), ms.to_string()),
         };
-        self.error(429, "Rate limit reached; please retry later.", "rate_limit_error", vec![header], in_flight)
+        self.error(
+            429,
+            "Rate limit reached; please retry later.",
+            "rate_limit_error",
+            vec![header],
+            in_flight,
+        )
     }
 
     fn pick_fault(&self, key: &str, attempt: u32, serial: u64) -> Option<Fault> {
@@ -491,7 +552,11 @@ impl Provider {
             return None;
         }
         let f = &self.config.faults;
-        let id = if key.is_empty() { serial.to_string() } else { key.to_string() };
+        let id = if key.is_empty() {
+            serial.to_string()
+        } else {
+            key.to_string()
+        };
         let u = model::unit(&[&self.config.seed.to_string(), &id, &attempt.to_string()]);
         let mut edge = 0.0;
         for (rate, fault) in [
@@ -581,14 +646,17 @@ impl Script<'_> {
             && let Some(at) = bytes.iter().position(|&b| b >= 0xC0)
         {
             // Split inside the first multi-byte character.
-            self.steps.push(Step::Write(Bytes::copy_from_slice(&bytes[..at + 1])));
-            self.steps.push(Step::Write(Bytes::copy_from_slice(&bytes[at + 1..])));
+            self.steps
+                .push(Step::Write(Bytes::copy_from_slice(&bytes[..at + 1])));
+            self.steps
+                .push(Step::Write(Bytes::copy_from_slice(&bytes[at + 1..])));
         } else {
             self.steps.push(Step::Write(Bytes::from(bytes)));
         }
         if self.config.keepalive {
             let eol = if self.config.crlf { "\r\n" } else { "\n" };
-            self.steps.push(Step::Write(Bytes::from(format!(": keep-alive{eol}"))));
+            self.steps
+                .push(Step::Write(Bytes::from(format!(": keep-alive{eol}"))));
         }
         if !self.config.token_delay.is_zero() {
             self.steps.push(Step::Sleep(self.config.token_delay));
@@ -615,7 +683,8 @@ impl Script<'_> {
             self.steps.push(Step::Sleep(self.config.first_token_delay));
         }
         if self.config.keepalive {
-            self.steps.push(Step::Write(Bytes::from_static(b": ping\n\n")));
+            self.steps
+                .push(Step::Write(Bytes::from_static(b": ping\n\n")));
         }
         let role = self.chunk(json!({"role": "assistant", "content": ""}), None, None);
         self.event(&role);

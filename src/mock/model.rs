@@ -25,19 +25,83 @@ pub struct Generation {
 const CATEGORIES: [(&str, &[&str]); 4] = [
     (
         "billing",
-        &["refund", "charge", "charged", "invoice", "bill", "billed", "payment", "price", "subscription", "card", "receipt", "discount", "coupon", "overcharged", "fee"],
+        &[
+            "refund",
+            "charge",
+            "charged",
+            "invoice",
+            "bill",
+            "billed",
+            "payment",
+            "price",
+            "subscription",
+            "card",
+            "receipt",
+            "discount",
+            "coupon",
+            "overcharged",
+            "fee",
+        ],
     ),
     (
         "technical",
-        &["crash", "crashes", "error", "bug", "app", "install", "update", "loading", "freezes", "slow", "sync", "screen", "button", "broken", "api", "notification"],
+        &[
+            "crash",
+            "crashes",
+            "error",
+            "bug",
+            "app",
+            "install",
+            "update",
+            "loading",
+            "freezes",
+            "slow",
+            "sync",
+            "screen",
+            "button",
+            "broken",
+            "api",
+            "notification",
+        ],
     ),
     (
         "shipping",
-        &["package", "parcel", "delivery", "delivered", "shipping", "shipped", "tracking", "courier", "arrive", "arrived", "address", "order", "box", "damaged", "lost"],
+        &[
+            "package",
+            "parcel",
+            "delivery",
+            "delivered",
+            "shipping",
+            "shipped",
+            "tracking",
+            "courier",
+            "arrive",
+            "arrived",
+            "address",
+            "order",
+            "box",
+            "damaged",
+            "lost",
+        ],
     ),
     (
         "account",
-        &["password", "login", "log", "account", "email", "username", "profile", "verify", "verification", "locked", "delete", "two-factor", "2fa", "sign"],
+        &[
+            "password",
+            "login",
+            "log",
+            "account",
+            "email",
+            "username",
+            "profile",
+            "verify",
+            "verification",
+            "locked",
+            "delete",
+            "two-factor",
+            "2fa",
+            "sign",
+        ],
     ),
 ];
 
@@ -82,9 +146,8 @@ static INCENTIVE: LazyLock<Regex> = LazyLock::new(|| {
 });
 static MESSAGE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?s)<message>(.*?)</message>").expect("valid regex"));
-static OPTION: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?m)^\s*\(?([A-Z])[).:]\s*([A-Za-z]+)").expect("valid regex")
-});
+static OPTION: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?m)^\s*\(?([A-Z])[).:]\s*([A-Za-z]+)").expect("valid regex"));
 static ARITHMETIC: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(-?\d+(?:\.\d+)?)\s*([-+*×/])\s*(-?\d+(?:\.\d+)?)").expect("valid regex")
 });
@@ -143,7 +206,10 @@ pub fn generate(messages: &[ChatMessage], seed: &str) -> Generation {
             format!("{value:.2}")
         };
         let text = if careful {
-            format!("First, {} {} {} → {shown}.\nAnswer: {shown}", &c[1], &c[2], &c[3])
+            format!(
+                "First, {} {} {} → {shown}.\nAnswer: {shown}",
+                &c[1], &c[2], &c[3]
+            )
         } else {
             shown
         };
@@ -247,7 +313,10 @@ mod tests {
     fn deterministic_and_wording_dependent() {
         let a = ask(OPTIONS, "<message>refund my invoice</message>");
         assert_eq!(a, ask(OPTIONS, "<message>refund my invoice</message>"));
-        let careful = ask(&format!("{OPTIONS}\nThink step by step."), "<message>refund my invoice</message>");
+        let careful = ask(
+            &format!("{OPTIONS}\nThink step by step."),
+            "<message>refund my invoice</message>",
+        );
         assert!(careful.text.contains("Answer: "));
         assert!(error_rate("think step by step") < error_rate("plain"));
     }

@@ -5,11 +5,33 @@ use super::{Exporter, Summary};
 pub struct Csv;
 
 const HEADER: [&str; 27] = [
-    "variant", "baseline", "jobs", "n", "correct", "accuracy", "ci_low", "ci_high", "failed",
-    "truncated", "attempts", "ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "latency_p50_ms",
-    "latency_p90_ms", "latency_p99_ms", "output_tokens_per_s", "prompt_tokens",
-    "completion_tokens", "cached_tokens", "reasoning_tokens", "tokens_estimated", "cost_usd",
-    "cost_per_correct_usd", "model", "simulated",
+    "variant",
+    "baseline",
+    "jobs",
+    "n",
+    "correct",
+    "accuracy",
+    "ci_low",
+    "ci_high",
+    "failed",
+    "truncated",
+    "attempts",
+    "ttft_p50_ms",
+    "ttft_p90_ms",
+    "ttft_p99_ms",
+    "latency_p50_ms",
+    "latency_p90_ms",
+    "latency_p99_ms",
+    "output_tokens_per_s",
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "reasoning_tokens",
+    "tokens_estimated",
+    "cost_usd",
+    "cost_per_correct_usd",
+    "model",
+    "simulated",
 ];
 
 fn num(x: Option<f64>) -> String {

@@ -71,6 +71,40 @@ pub fn usd(x: Option<f64>) -> String {
     }
 }
 
+/// Lines that qualify the table: the simulator, failures, estimates.
+pub fn notes(summary: &Summary) -> Vec<String> {
+    let mut notes = Vec::new();
+    if summary.run.provider.simulated {
+        notes.push("SIMULATED PROVIDER: these numbers come from promptgauge's built-in fake model, not a real one. Set --base-url to measure a real model.".to_string());
+    }
+    if let Some(why) = &summary.run.stopped {
+        notes.push(format!("The run stopped early: {why}"));
+    }
+    if !summary.complete {
+        let missing = summary
+            .run
+            .jobs_planned
+            .saturating_sub(summary.jobs_finished);
+        notes.push(format!(
+            "INCOMPLETE: {} of {} jobs failed and {missing} did not run; failed jobs are not counted as wrong.",
+            summary.jobs_failed, summary.run.jobs_planned
+        ));
+    }
+    let truncated: u64 = summary.variants.iter().map(|v| v.truncated).sum();
+    if truncated > 0 {
+        notes.push(format!(
+            "{truncated} answers hit max_tokens (finish_reason: length); they were graded as given."
+        ));
+    }
+    if summary.variants.iter().any(|v| v.tokens.estimated) {
+        notes.push("~ Some token counts are estimates: the server sent no usage.".to_string());
+    }
+    if summary.run.repeats > 1 {
+        notes.push(format!("With repeats: {} the interval treats samples as independent, which overstates certainty.", summary.run.repeats));
+    }
+    notes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,33 +119,4 @@ mod tests {
         assert_eq!(interval(Some(0.772), Some(0.935)), "[77.2, 93.5]");
         assert_eq!(millis(Some(2310.0)), "2.31 s");
     }
-}
-
-/// Lines that qualify the table: the simulator, failures, estimates.
-pub fn notes(summary: &Summary) -> Vec<String> {
-    let mut notes = Vec::new();
-    if summary.run.provider.simulated {
-        notes.push("SIMULATED PROVIDER: these numbers come from promptgauge's built-in fake model, not a real one. Set --base-url to measure a real model.".to_string());
-    }
-    if let Some(why) = &summary.run.stopped {
-        notes.push(format!("The run stopped early: {why}"));
-    }
-    if !summary.complete {
-        let missing = summary.run.jobs_planned.saturating_sub(summary.jobs_finished);
-        notes.push(format!(
-            "INCOMPLETE: {} of {} jobs failed and {missing} did not run; failed jobs are not counted as wrong.",
-            summary.jobs_failed, summary.run.jobs_planned
-        ));
-    }
-    let truncated: u64 = summary.variants.iter().map(|v| v.truncated).sum();
-    if truncated > 0 {
-        notes.push(format!("{truncated} answers hit max_tokens (finish_reason: length); they were graded as given."));
-    }
-    if summary.variants.iter().any(|v| v.tokens.estimated) {
-        notes.push("~ Some token counts are estimates: the server sent no usage.".to_string());
-    }
-    if summary.run.repeats > 1 {
-        notes.push(format!("With repeats: {} the interval treats samples as independent, which overstates certainty.", summary.run.repeats));
-    }
-    notes
 }

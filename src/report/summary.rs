@@ -184,7 +184,9 @@ impl Acc {
                 .then(|| self.gen_tokens as f64 / self.gen_seconds),
             tokens: self.tokens,
             cost_usd: cost,
-            cost_per_correct_usd: cost.filter(|_| self.correct > 0).map(|c| c / self.correct as f64),
+            cost_per_correct_usd: cost
+                .filter(|_| self.correct > 0)
+                .map(|c| c / self.correct as f64),
         }
     }
 }
@@ -213,9 +215,12 @@ impl Summary {
             .iter()
             .enumerate()
             .map(|(i, name)| {
-                accs.remove(name)
-                    .unwrap_or_default()
-                    .finish(name, i == 0, run.confidence, price.is_some())
+                accs.remove(name).unwrap_or_default().finish(
+                    name,
+                    i == 0,
+                    run.confidence,
+                    price.is_some(),
+                )
             })
             .collect();
         Ok(Summary {

@@ -102,7 +102,12 @@ async fn run_job(bench: &Bench, job: &Job, client: &Client, run_id: &str) -> Opt
     let messages = match bench.templates.render(job.variant, case, variant) {
         Ok(m) => m,
         Err(e) => {
-            return Some(failed_record(bench, job, format!("template failed: {e}"), None));
+            return Some(failed_record(
+                bench,
+                job,
+                format!("template failed: {e}"),
+                None,
+            ));
         }
     };
     let prompt_chars: usize = messages.iter().map(|m| m.content.chars().count()).sum();

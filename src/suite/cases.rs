@@ -35,10 +35,12 @@ struct RawCase {
     tags: Option<Vec<String>>,
 }
 
-const CASE_FIX: &str = r#"each case looks like {"id": "c-001", "vars": {"question": "…"}, "expected": "…"}"#;
+const CASE_FIX: &str =
+    r#"each case looks like {"id": "c-001", "vars": {"question": "…"}, "expected": "…"}"#;
 
 /// Loads one case file, choosing the format by extension.
 pub fn load(path: &Path) -> Result<Vec<Case>, InputError> {
+    let text = read_text(path, "case")?;
     let ext = path
         .extension()
         .and_then(|e| e.to_str())
@@ -56,7 +58,6 @@ pub fn load(path: &Path) -> Result<Vec<Case>, InputError> {
             .fix("use .jsonl (one JSON object per line), .yaml (a list) or .csv (header row with id and expected)"));
         }
     };
-    let text = read_text(path, "case")?;
     let cases = loader(path, &text)?;
     if cases.is_empty() {
         return Err(
@@ -76,8 +77,11 @@ fn load_jsonl(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
             continue;
         }
         let value: Value = serde_json::from_str(line).map_err(|e| {
-            InputError::new(Location::at(path, n, e.column()), format!("invalid JSON: {e}"))
-                .fix("each line must be one complete JSON object")
+            InputError::new(
+                Location::at(path, n, e.column()),
+                format!("invalid JSON: {e}"),
+            )
+            .fix("each line must be one complete JSON object")
         })?;
         if !value.is_object() {
             return Err(InputError::new(
@@ -86,7 +90,8 @@ fn load_jsonl(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
             )
             .fix(CASE_FIX));
         }
-        let raw: RawCase = serde_json::from_value(value).map_err(|e| shape_error(path, n, &e.to_string()))?;
+        let raw: RawCase =
+            serde_json::from_value(value).map_err(|e| shape_error(path, n, &e.to_string()))?;
         cases.push(finish(raw, Location::line(path, n), cases.len())?);
     }
     Ok(cases)
@@ -96,8 +101,8 @@ fn load_yaml(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
     if text.trim().is_empty() {
         return Ok(Vec::new());
     }
-    let raws: Vec<serde_saphyr::Spanned<RawCase>> =
-        serde_saphyr::from_str(text).map_err(|e| yaml_error(path, "case file (a YAML list of cases)", &e))?;
+    let raws: Vec<serde_saphyr::Spanned<RawCase>> = serde_saphyr::from_str(text)
+        .map_err(|e| yaml_error(path, "case file (a YAML list of cases)", &e))?;
     raws.into_iter()
         .enumerate()
         .map(|(i, s)| {
@@ -116,10 +121,7 @@ fn load_csv(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
     let mut reader = csv::ReaderBuilder::new()
         .flexible(false)
         .from_reader(text.as_bytes());
-    let headers = reader
-        .headers()
-        .map_err(|e| csv_error(path, &e))?
-        .clone();
+    let headers = reader.headers().map_err(|e| csv_error(path, &e))?.clone();
     let names: Vec<String> = headers.iter().map(|h| h.trim().to_string()).collect();
     for required in ["id", "expected"] {
         if !names.iter().any(|h| h == required) {
@@ -182,7 +184,9 @@ fn csv_error(path: &Path, e: &csv::Error) -> InputError {
             format!("this row has {len} fields but the header has {expected_len}"),
         )
         .fix("quote fields that contain commas, and give every row one value per column"),
-        _ => InputError::new(here, format!("invalid CSV: {e}")).fix("check the quoting on this row"),
+        _ => {
+            InputError::new(here, format!("invalid CSV: {e}")).fix("check the quoting on this row")
+        }
     }
 }
 
@@ -190,7 +194,11 @@ fn shape_error(path: &Path, line: usize, message: &str) -> InputError {
     if let Some((m, fix)) = super::error::explain_unknown_field(message) {
         return InputError::new(Location::line(path, line), format!("{m} in case")).fix(fix);
     }
-    InputError::new(Location::line(path, line), format!("invalid case: {message}")).fix(CASE_FIX)
+    InputError::new(
+        Location::line(path, line),
+        format!("invalid case: {message}"),
+    )
+    .fix(CASE_FIX)
 }
 
 fn kind_of(v: &Value) -> &'static str {
@@ -217,8 +225,10 @@ fn scalar_text(v: &Value) -> Option<String> {
 fn finish(raw: RawCase, here: Location, index: usize) -> Result<Case, InputError> {
     let id = match &raw.id {
         None => {
-            return Err(InputError::new(here, format!("case #{} has no `id`", index + 1))
-                .fix("give every case a unique \"id\", e.g. \"c-001\""));
+            return Err(
+                InputError::new(here, format!("case #{} has no `id`", index + 1))
+                    .fix("give every case a unique \"id\", e.g. \"c-001\""),
+            );
         }
         Some(v) => scalar_text(v)
             .filter(|s| !s.trim().is_empty())
@@ -314,16 +324,34 @@ mod tests {
 
     #[test]
     fn jsonl_errors_name_line_and_column() {
-        let f = file(".jsonl", "{\"id\": \"a\", \"expected\": \"1\"}\n{\"id\": \"b\",, }\n");
+        let f = file(
+            ".jsonl",
+            "{\"id\": \"a\", \"expected\": \"1\"}\n{\"id\": \"b\",, }\n",
+        );
         let e = load(f.path()).unwrap_err();
         assert_eq!(e.location.line, Some(2));
         assert!(e.location.column.is_some());
         let f = file(".jsonl", "[1, 2]\n");
-        assert!(load(f.path()).unwrap_err().message.contains("expected a JSON object"));
+        assert!(
+            load(f.path())
+                .unwrap_err()
+                .message
+                .contains("expected a JSON object")
+        );
         let f = file(".jsonl", "{\"id\": \"a\"}\n");
-        assert!(load(f.path()).unwrap_err().message.contains("no `expected`"));
+        assert!(
+            load(f.path())
+                .unwrap_err()
+                .message
+                .contains("no `expected`")
+        );
         let f = file(".jsonl", "{\"id\": \"a\", \"expected\": {\"x\": 1}}\n");
-        assert!(load(f.path()).unwrap_err().message.contains("must be a string"));
+        assert!(
+            load(f.path())
+                .unwrap_err()
+                .message
+                .contains("must be a string")
+        );
         let f = file(".jsonl", "{\"id\": \"a\", \"expect\": \"1\"}\n");
         let e = load(f.path()).unwrap_err();
         assert!(e.message.contains("unknown key `expect`"), "{e}");
@@ -350,7 +378,10 @@ mod tests {
 
     #[test]
     fn csv_cases_and_ragged_rows() {
-        let f = file(".csv", "id,question,expected,tags\nc1,\"What, now?\",4,easy;math\n");
+        let f = file(
+            ".csv",
+            "id,question,expected,tags\nc1,\"What, now?\",4,easy;math\n",
+        );
         let cases = load(f.path()).unwrap();
         assert_eq!(cases[0].vars["question"], "What, now?");
         assert_eq!(cases[0].tags, vec!["easy", "math"]);

@@ -120,8 +120,10 @@ impl From<InputError> for InputErrors {
 pub fn read_text(path: &Path, what: &str) -> Result<String, InputError> {
     let here = Location::file(path);
     if path.is_dir() {
-        return Err(InputError::new(here, format!("expected a {what} file, found a directory"))
-            .fix("name a file inside it"));
+        return Err(
+            InputError::new(here, format!("expected a {what} file, found a directory"))
+                .fix("name a file inside it"),
+        );
     }
     let bytes = std::fs::read(path).map_err(|e| {
         let fix = if e.kind() == std::io::ErrorKind::NotFound {
@@ -129,7 +131,11 @@ pub fn read_text(path: &Path, what: &str) -> Result<String, InputError> {
         } else {
             "check the file's permissions"
         };
-        InputError::new(Location::file(path), format!("cannot read {what} file: {e}")).fix(fix)
+        InputError::new(
+            Location::file(path),
+            format!("cannot read {what} file: {e}"),
+        )
+        .fix(fix)
     })?;
     match String::from_utf8(bytes) {
         Ok(mut text) => {
@@ -141,11 +147,13 @@ pub fn read_text(path: &Path, what: &str) -> Result<String, InputError> {
         Err(e) => {
             let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
             let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
-            let column = valid.len() - valid.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1) + 1;
-            Err(
-                InputError::new(Location::at(path, line, column), "the file is not valid UTF-8")
-                    .fix("save the file as UTF-8"),
+            let column =
+                valid.len() - valid.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1) + 1;
+            Err(InputError::new(
+                Location::at(path, line, column),
+                "the file is not valid UTF-8",
             )
+            .fix("save the file as UTF-8"))
         }
     }
 }
@@ -165,7 +173,12 @@ pub fn line_of_key(text: &str, key: &str) -> Option<usize> {
 
 /// Rewrites serde's "unknown field" message to name the nearest known key.
 pub fn explain_unknown_field(message: &str) -> Option<(String, String)> {
-    let rest = message.split("unknown field `").nth(1)?;
+    let (kind, rest) = ["field", "variant"].iter().find_map(|k| {
+        message
+            .split(&format!("unknown {k} `"))
+            .nth(1)
+            .map(|r| (*k, r))
+    })?;
     let (key, rest) = rest.split_once('`')?;
     // serde writes "expected one of `a`, `b`"; some YAML crates drop the backticks.
     let rest = rest.lines().next().unwrap_or("");
@@ -187,7 +200,8 @@ pub fn explain_unknown_field(message: &str) -> Option<(String, String)> {
         _ if known.is_empty() => "remove it".to_string(),
         _ => format!("known keys here: {}", known.join(", ")),
     };
-    Some((format!("unknown key `{key}`"), fix))
+    let what = if kind == "field" { "key" } else { "value" };
+    Some((format!("unknown {what} `{key}`"), fix))
 }
 
 /// Turns a YAML parse or shape error into an input error at the parser's line and column.
@@ -205,8 +219,13 @@ pub fn yaml_error(path: &Path, what: &str, err: &serde_saphyr::Error) -> InputEr
         .trim()
         .trim_start_matches("error: ")
         .to_string();
+    // The location is already in front of the message.
+    let first = match first.split_once(": ") {
+        Some((at, rest)) if at.starts_with("line ") && at.contains(" column ") => rest.to_string(),
+        _ => first,
+    };
     if let Some((message, fix)) = explain_unknown_field(&full) {
-        return InputError::new(location, format!("{message} in {what}")).fix(fix);
+        return InputError::new(location, format!("{message} in the {what}")).fix(fix);
     }
     InputError::new(location, format!("invalid {what}: {first}"))
         .fix(format!("see the {what} format in README.md"))
@@ -226,6 +245,11 @@ mod tests {
             assert_eq!(m, "unknown key `concurency`");
             assert_eq!(fix, "did you mean `concurrency`?");
         }
+        let (m, fix) =
+            explain_unknown_field("unknown variant `choise`, expected one of exact, choice")
+                .unwrap();
+        assert_eq!(m, "unknown value `choise`");
+        assert_eq!(fix, "did you mean `choice`?");
     }
 
     #[test]

@@ -100,7 +100,9 @@ fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Erro
         Raw::Seconds(s) => Err(serde::de::Error::custom(format!(
             "a duration must be positive, found {s}"
         ))),
-        Raw::Text(t) => parse_duration(&t).map(Some).map_err(serde::de::Error::custom),
+        Raw::Text(t) => parse_duration(&t)
+            .map(Some)
+            .map_err(serde::de::Error::custom),
     }
 }
 
@@ -179,12 +181,14 @@ impl Bench {
     pub fn load(path: &Path) -> Result<Bench, InputErrors> {
         let text = error::read_text(path, "bench")?;
         if text.trim().is_empty() {
-            return Err(InputError::new(Location::file(path), "the bench file is empty")
-                .fix("a bench needs at least `name:`, `cases:` and `variants:`; see README.md")
-                .into());
+            return Err(
+                InputError::new(Location::file(path), "the bench file is empty")
+                    .fix("a bench needs at least `name:`, `cases:` and `variants:`; see README.md")
+                    .into(),
+            );
         }
-        let raw: RawBench = serde_saphyr::from_str(&text)
-            .map_err(|e| error::yaml_error(path, "bench file", &e))?;
+        let raw: RawBench =
+            serde_saphyr::from_str(&text).map_err(|e| error::yaml_error(path, "bench file", &e))?;
         let here = |key: &str| match error::line_of_key(&text, key) {
             Some(l) => Location::line(path, l),
             None => Location::file(path),
@@ -192,9 +196,12 @@ impl Bench {
         let dir = path.parent().unwrap_or(Path::new("."));
 
         if raw.name.trim().is_empty() || raw.name.contains(['/', '\\']) {
-            return Err(InputError::new(here("name"), format!("bench name `{}` is empty or contains a slash", raw.name))
-                .fix("the name is used in report folder names; use e.g. `routing`")
-                .into());
+            return Err(InputError::new(
+                here("name"),
+                format!("bench name `{}` is empty or contains a slash", raw.name),
+            )
+            .fix("the name is used in report folder names; use e.g. `routing`")
+            .into());
         }
         let case_paths: Vec<PathBuf> = match raw.cases {
             OneOrMany::One(p) => vec![dir.join(p)],
@@ -206,32 +213,48 @@ impl Bench {
                 .into());
         }
         if raw.variants.is_empty() {
-            return Err(InputError::new(here("variants"), "`variants` lists no prompt files")
-                .fix("name at least one prompt file; the first is the baseline")
-                .into());
+            return Err(
+                InputError::new(here("variants"), "`variants` lists no prompt files")
+                    .fix("name at least one prompt file; the first is the baseline")
+                    .into(),
+            );
         }
         let limits = resolve_limits(raw.limits, &here)?;
         let repeats = match raw.repeats {
             None => 1,
             Some(r) if (1..=10_000).contains(&r) => r as u32,
             Some(r) => {
-                return Err(InputError::new(here("repeats"), format!("repeats must be between 1 and 10000, found {r}"))
-                    .fix("use repeats: 1 unless you sample with temperature > 0")
-                    .into());
+                return Err(InputError::new(
+                    here("repeats"),
+                    format!("repeats must be between 1 and 10000, found {r}"),
+                )
+                .fix("use repeats: 1 unless you sample with temperature > 0")
+                .into());
             }
         };
         let confidence = match raw.confidence {
             None => 0.95,
             Some(c) if c > 0.5 && c < 1.0 => c,
             Some(c) => {
-                return Err(InputError::new(here("confidence"), format!("confidence must be between 0.5 and 1 (exclusive), found {c}"))
-                    .fix("use e.g. confidence: 0.95")
-                    .into());
+                return Err(InputError::new(
+                    here("confidence"),
+                    format!("confidence must be between 0.5 and 1 (exclusive), found {c}"),
+                )
+                .fix("use e.g. confidence: 0.95")
+                .into());
             }
         };
         if let Some(p) = &raw.price {
-            let prices = [Some(p.input_per_mtok), Some(p.output_per_mtok), p.cached_input_per_mtok];
-            if prices.into_iter().flatten().any(|x| !x.is_finite() || x < 0.0) {
+            let prices = [
+                Some(p.input_per_mtok),
+                Some(p.output_per_mtok),
+                p.cached_input_per_mtok,
+            ];
+            if prices
+                .into_iter()
+                .flatten()
+                .any(|x| !x.is_finite() || x < 0.0)
+            {
                 return Err(InputError::new(here("price"), "prices must be numbers ≥ 0")
                     .fix("prices are USD per million tokens, e.g. input_per_mtok: 0.40")
                     .into());
@@ -239,7 +262,8 @@ impl Bench {
         }
         if let Some(url) = &raw.endpoint.base_url {
             check_base_url(url).map_err(|m| {
-                InputError::new(here("base_url"), m).fix("write the full URL, e.g. http://127.0.0.1:8000/v1")
+                InputError::new(here("base_url"), m)
+                    .fix("write the full URL, e.g. http://127.0.0.1:8000/v1")
             })?;
         }
         let grade = raw.grade.unwrap_or_default();
@@ -256,7 +280,13 @@ impl Bench {
                 Some(spec) => match spec.compile() {
                     Ok(g) => g,
                     Err(m) => {
-                        errors.push(InputError::new(case.location.clone(), format!("case `{}`: {m}", case.id)).fix("fix the case's `grade`"));
+                        errors.push(
+                            InputError::new(
+                                case.location.clone(),
+                                format!("case `{}`: {m}", case.id),
+                            )
+                            .fix("fix the case's `grade`"),
+                        );
                         continue;
                     }
                 },
@@ -281,7 +311,11 @@ impl Bench {
             if let Some(other) = variants.iter().find(|o| o.name == v.name) {
                 return Err(InputError::new(
                     Location::file(&v.path),
-                    format!("variant name `{}` is also used by {}", v.name, other.path.display()),
+                    format!(
+                        "variant name `{}` is also used by {}",
+                        v.name,
+                        other.path.display()
+                    ),
                 )
                 .fix("give each variant a unique `name:`")
                 .into());
@@ -352,10 +386,14 @@ fn resolve_limits(raw: RawLimits, here: &dyn Fn(&str) -> Location) -> Result<Lim
         }
     };
     let limits = Limits {
-        concurrency: positive("concurrency", raw.concurrency, 4096)?.map_or(d.concurrency, |x| x as usize),
-        requests_per_minute: positive("requests_per_minute", raw.requests_per_minute, 10_000_000)?.map(|x| x as u32),
-        tokens_per_minute: positive("tokens_per_minute", raw.tokens_per_minute, 4_000_000_000)?.map(|x| x as u32),
-        max_attempts: positive("max_attempts", raw.max_attempts, 100)?.map_or(d.max_attempts, |x| x as u32),
+        concurrency: positive("concurrency", raw.concurrency, 4096)?
+            .map_or(d.concurrency, |x| x as usize),
+        requests_per_minute: positive("requests_per_minute", raw.requests_per_minute, 10_000_000)?
+            .map(|x| x as u32),
+        tokens_per_minute: positive("tokens_per_minute", raw.tokens_per_minute, 4_000_000_000)?
+            .map(|x| x as u32),
+        max_attempts: positive("max_attempts", raw.max_attempts, 100)?
+            .map_or(d.max_attempts, |x| x as u32),
         connect_timeout: raw.connect_timeout.unwrap_or(d.connect_timeout),
         first_token_timeout: raw.first_token_timeout.unwrap_or(d.first_token_timeout),
         idle_timeout: raw.idle_timeout.unwrap_or(d.idle_timeout),
@@ -404,37 +442,61 @@ mod tests {
     #[test]
     fn unknown_key_names_the_nearest() {
         let dir = bench_dir(&GOOD.replace("concurrency: 3", "concurency: 3"));
-        let e = Bench::load(&dir.path().join("bench.yaml")).unwrap_err().to_string();
+        let e = Bench::load(&dir.path().join("bench.yaml"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unknown key `concurency`"), "{e}");
         assert!(e.contains("did you mean `concurrency`?"), "{e}");
         assert!(e.contains("bench.yaml:6"), "{e}");
         let dir = bench_dir(&format!("{GOOD}varients: []\n"));
-        let e = Bench::load(&dir.path().join("bench.yaml")).unwrap_err().to_string();
+        let e = Bench::load(&dir.path().join("bench.yaml"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("did you mean `variants`?"), "{e}");
     }
 
     #[test]
     fn bad_limits_are_errors_with_lines() {
         let dir = bench_dir(&GOOD.replace("concurrency: 3", "concurrency: -2"));
-        let e = Bench::load(&dir.path().join("bench.yaml")).unwrap_err().to_string();
-        assert!(e.contains("bench.yaml:6: limits.concurrency must be between 1"), "{e}");
+        let e = Bench::load(&dir.path().join("bench.yaml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("bench.yaml:6: limits.concurrency must be between 1"),
+            "{e}"
+        );
         let dir = bench_dir(&GOOD.replace("500ms", "soon"));
-        let e = Bench::load(&dir.path().join("bench.yaml")).unwrap_err().to_string();
+        let e = Bench::load(&dir.path().join("bench.yaml"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not a duration"), "{e}");
     }
 
     #[test]
     fn expected_must_fit_the_grader() {
         let dir = bench_dir(GOOD);
-        fs::write(dir.path().join("cases.jsonl"), "{\"id\": \"a\", \"vars\": {\"q\": \"x\"}, \"expected\": \"five\"}\n").unwrap();
-        let e = Bench::load(&dir.path().join("bench.yaml")).unwrap_err().to_string();
-        assert!(e.contains("cases.jsonl:1: case `a`: expected `five` is not a number"), "{e}");
+        fs::write(
+            dir.path().join("cases.jsonl"),
+            "{\"id\": \"a\", \"vars\": {\"q\": \"x\"}, \"expected\": \"five\"}\n",
+        )
+        .unwrap();
+        let e = Bench::load(&dir.path().join("bench.yaml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("cases.jsonl:1: case `a`: expected `five` is not a number"),
+            "{e}"
+        );
     }
 
     #[test]
     fn base_url_checks() {
         assert!(check_base_url("http://127.0.0.1:8000/v1").is_ok());
-        assert!(check_base_url("127.0.0.1:8000/v1").unwrap_err().contains("scheme"));
+        assert!(
+            check_base_url("127.0.0.1:8000/v1")
+                .unwrap_err()
+                .contains("scheme")
+        );
         assert!(check_base_url("https://api.x.com/v1/chat/completions").is_err());
     }
 }

@@ -46,7 +46,10 @@ mod tests {
     fn interleaves_variants_per_case() {
         let p = Plan::new(2, &[0, 2], 2);
         assert_eq!(p.jobs.len(), 8);
-        let first: Vec<(usize, u32, usize)> = p.jobs[..4].iter().map(|j| (j.case, j.repeat, j.variant)).collect();
+        let first: Vec<(usize, u32, usize)> = p.jobs[..4]
+            .iter()
+            .map(|j| (j.case, j.repeat, j.variant))
+            .collect();
         assert_eq!(first, vec![(0, 0, 0), (0, 0, 2), (0, 1, 0), (0, 1, 2)]);
         assert!(p.jobs.iter().enumerate().all(|(i, j)| j.index == i));
     }

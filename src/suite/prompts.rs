@@ -56,12 +56,14 @@ pub fn load(path: &Path) -> Result<Variant, InputError> {
         .and_then(|e| e.to_str())
         .unwrap_or("")
         .to_ascii_lowercase();
+    let text = read_text(path, "prompt")?;
     match ext.as_str() {
         "txt" | "md" => {
-            let text = read_text(path, "prompt")?;
             if text.trim().is_empty() {
-                return Err(InputError::new(Location::file(path), "the prompt file is empty")
-                    .fix("write the user message, with {{ variables }} from the cases"));
+                return Err(
+                    InputError::new(Location::file(path), "the prompt file is empty")
+                        .fix("write the user message, with {{ variables }} from the cases"),
+                );
             }
             Ok(Variant {
                 name: stem,
@@ -75,20 +77,23 @@ pub fn load(path: &Path) -> Result<Variant, InputError> {
             })
         }
         "yaml" | "yml" => {
-            let text = read_text(path, "prompt")?;
             if text.trim().is_empty() {
-                return Err(InputError::new(Location::file(path), "the prompt file is empty")
-                    .fix("write `name:` and `messages:` (a list of {role, content})"));
+                return Err(
+                    InputError::new(Location::file(path), "the prompt file is empty")
+                        .fix("write `name:` and `messages:` (a list of {role, content})"),
+                );
             }
-            let raw: RawPrompt = serde_saphyr::from_str(&text)
-                .map_err(|e| yaml_error(path, "prompt file", &e))?;
+            let raw: RawPrompt =
+                serde_saphyr::from_str(&text).map_err(|e| yaml_error(path, "prompt file", &e))?;
             let mut messages = Vec::new();
             for m in raw.messages {
                 let line = Some(m.referenced.line() as usize).filter(|&l| l > 0);
                 let here = line.map_or_else(|| Location::file(path), |l| Location::line(path, l));
                 if !ROLES.contains(&m.value.role.as_str()) {
-                    return Err(InputError::new(here, format!("unknown role `{}`", m.value.role))
-                        .fix(format!("use one of: {}", ROLES.join(", "))));
+                    return Err(
+                        InputError::new(here, format!("unknown role `{}`", m.value.role))
+                            .fix(format!("use one of: {}", ROLES.join(", "))),
+                    );
                 }
                 messages.push(MessageTemplate {
                     role: m.value.role,
@@ -155,13 +160,22 @@ mod tests {
         let v = load(f.path()).unwrap();
         assert_eq!(v.messages.len(), 1);
         assert_eq!(v.messages[0].role, "user");
-        assert!(f.path().to_string_lossy().ends_with(&format!("{}.md", v.name)));
+        assert!(
+            f.path()
+                .to_string_lossy()
+                .ends_with(&format!("{}.md", v.name))
+        );
     }
 
     #[test]
     fn prompt_without_user_message_or_with_bad_role_is_an_error() {
         let f = file(".yaml", "messages:\n  - { role: system, content: hi }\n");
-        assert!(load(f.path()).unwrap_err().message.contains("no user message"));
+        assert!(
+            load(f.path())
+                .unwrap_err()
+                .message
+                .contains("no user message")
+        );
         let f = file(".yaml", "messages:\n  - { role: robot, content: hi }\n");
         let e = load(f.path()).unwrap_err();
         assert_eq!(e.location.line, Some(2));

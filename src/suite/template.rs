@@ -22,7 +22,9 @@ pub struct Templates {
 
 impl std::fmt::Debug for Templates {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Templates").field("names", &self.names).finish()
+        f.debug_struct("Templates")
+            .field("names", &self.names)
+            .finish()
     }
 }
 
@@ -33,11 +35,18 @@ fn template_error(variant: &Variant, message: usize, err: &minijinja::Error) -> 
         (Some(b), Some(l)) => Some(b + l - 1),
         (b, _) => b,
     };
-    let here = line.map_or_else(|| Location::file(&variant.path), |l| Location::line(&variant.path, l));
+    let here = line.map_or_else(
+        || Location::file(&variant.path),
+        |l| Location::line(&variant.path, l),
+    );
     let detail = err.detail().map(|d| format!(": {d}")).unwrap_or_default();
     InputError::new(
         here,
-        format!("template error in message {} ({}){detail}", message + 1, err.kind()),
+        format!(
+            "template error in message {} ({}){detail}",
+            message + 1,
+            err.kind()
+        ),
     )
     .fix("templates use Jinja syntax: {{ variable }}, {% if x %}…{% endif %}")
 }
@@ -74,11 +83,14 @@ impl Templates {
                 let Ok(template) = self.env.get_template(name) else {
                     continue;
                 };
-                let mut wanted: Vec<String> = template.undeclared_variables(false).into_iter().collect();
+                let mut wanted: Vec<String> =
+                    template.undeclared_variables(false).into_iter().collect();
                 wanted.sort();
                 for case in cases {
-                    let missing: Vec<&String> =
-                        wanted.iter().filter(|w| !case.vars.contains_key(*w)).collect();
+                    let missing: Vec<&String> = wanted
+                        .iter()
+                        .filter(|w| !case.vars.contains_key(*w))
+                        .collect();
                     if !missing.is_empty() {
                         let list = missing
                             .iter()
@@ -104,7 +116,10 @@ impl Templates {
                     }
                     if let Err(e) = template.render(minijinja::value::Serde(&case.vars)) {
                         let mut err = template_error(variant, m, &e);
-                        err.message = format!("{} when rendering case `{}` ({})", err.message, case.id, case.location);
+                        err.message = format!(
+                            "{} when rendering case `{}` ({})",
+                            err.message, case.id, case.location
+                        );
                         errors.push(err);
                     }
                 }
@@ -118,14 +133,22 @@ impl Templates {
     }
 
     /// The chat messages for one variant and case.
-    pub fn render(&self, variant: usize, case: &Case, roles: &Variant) -> Result<Vec<ChatMessage>, minijinja::Error> {
+    pub fn render(
+        &self,
+        variant: usize,
+        case: &Case,
+        roles: &Variant,
+    ) -> Result<Vec<ChatMessage>, minijinja::Error> {
         self.names[variant]
             .iter()
             .zip(&roles.messages)
             .map(|(name, message)| {
                 Ok(ChatMessage {
                     role: message.role.clone(),
-                    content: self.env.get_template(name)?.render(minijinja::value::Serde(&case.vars))?,
+                    content: self
+                        .env
+                        .get_template(name)?
+                        .render(minijinja::value::Serde(&case.vars))?,
                 })
             })
             .collect()
@@ -176,12 +199,18 @@ mod tests {
     fn missing_variable_names_case_and_variable() {
         let v = vec![variant("Q: {{ question }}")];
         let t = Templates::compile(&v).unwrap();
-        let cases = vec![case("a", json!({"question": "x"}), 1), case("b", json!({"q": "y"}), 37)];
+        let cases = vec![
+            case("a", json!({"question": "x"}), 1),
+            case("b", json!({"q": "y"}), 37),
+        ];
         let errs = t.check(&v, &cases).unwrap_err();
         assert_eq!(errs.0.len(), 1);
         let e = &errs.0[0];
         assert_eq!(e.location.to_string(), "cases/c.jsonl:37");
-        assert!(e.message.contains("case `b` has no variable `question`"), "{e}");
+        assert!(
+            e.message.contains("case `b` has no variable `question`"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -196,7 +225,9 @@ mod tests {
     fn strict_undefined_catches_missing_attributes() {
         let v = vec![variant("{{ user.name }}")];
         let t = Templates::compile(&v).unwrap();
-        let errs = t.check(&v, &[case("a", json!({"user": {"id": 1}}), 2)]).unwrap_err();
+        let errs = t
+            .check(&v, &[case("a", json!({"user": {"id": 1}}), 2)])
+            .unwrap_err();
         assert!(errs.0[0].message.contains("case `a`"), "{}", errs.0[0]);
     }
 }

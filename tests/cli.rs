@@ -1,0 +1,416 @@
+//! The real binary, end to end: against the built-in simulator, against a simulator this
+//! test starts on port 0 (so it can see what the provider saw), and with bad input.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use assert_cmd::Command;
+use promptgauge::mock::server::MockServer;
+use promptgauge::mock::{Faults, MockConfig, Provider};
+use promptgauge::report::Summary;
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The binary with a clean environment: no URLs or keys leak in from the machine.
+fn promptgauge(dir: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("promptgauge").unwrap();
+    cmd.current_dir(dir)
+        .env_remove("PROMPTGAUGE_BASE_URL")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("LLM_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("LLM_API_KEY")
+        .env("CI", "true");
+    cmd
+}
+
+/// A small arithmetic bench in a temp folder.
+fn bench_dir(bench_extra: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cases: String = (1..=12)
+        .map(|i| format!("{{\"id\": \"add-{i:02}\", \"vars\": {{\"question\": \"What is {i} + {i}?\"}}, \"expected\": \"{}\", \"tags\": [\"add\"]}}\n", 2 * i))
+        .collect();
+    std::fs::write(d.join("cases.jsonl"), cases).unwrap();
+    std::fs::write(d.join("plain.txt"), "{{ question }}").unwrap();
+    std::fs::write(
+        d.join("careful.yaml"),
+        "name: careful\nmessages:\n  - { role: system, content: \"Think step by step.\" }\n  - { role: user, content: \"{{ question }}\" }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("bench.yaml"),
+        format!("name: arithmetic\ncases: cases.jsonl\nvariants: [plain.txt, careful.yaml]\ngrade: {{ kind: number }}\nparams: {{ temperature: 0, max_tokens: 100 }}\nprice: {{ input_per_mtok: 1.0, output_per_mtok: 2.0 }}\n{bench_extra}"),
+    )
+    .unwrap();
+    dir
+}
+
+fn run_dirs(root: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root)
+        .map(|r| r.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    dirs.sort();
+    dirs
+}
+
+fn journal(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn the_example_bench_runs_on_the_built_in_simulator() {
+    let out = tempfile::tempdir().unwrap();
+    let assert = promptgauge(&repo())
+        .args(["run", "--limit", "12", "--out"])
+        .arg(out.path())
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&assert.get_output().stdout).to_string();
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
+    assert!(stderr.contains("SIMULATED PROVIDER"), "{stderr}");
+    for name in [
+        "plain",
+        "step-by-step",
+        "deep-breath",
+        "tip",
+        "95% CI",
+        "SIMULATED",
+    ] {
+        assert!(stdout.contains(name), "{name} missing from:\n{stdout}");
+    }
+    let dirs = run_dirs(out.path());
+    assert_eq!(dirs.len(), 1);
+    let dir = &dirs[0];
+    assert!(
+        dir.file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("routing-")
+    );
+    for f in [
+        "results.jsonl",
+        "summary.json",
+        "summary.csv",
+        "summary.md",
+        "run.json",
+    ] {
+        assert!(dir.join(f).is_file(), "{f} missing");
+    }
+    let records = journal(dir);
+    assert_eq!(records.len(), 48);
+    let summary: Summary =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    assert!(summary.run.provider.simulated);
+    assert!(summary.complete);
+    assert_eq!(summary.variants.len(), 4);
+    // The summary agrees with the journal, variant by variant.
+    for v in &summary.variants {
+        let mine: Vec<&Value> = records
+            .iter()
+            .filter(|r| r["variant"] == v.name.as_str())
+            .collect();
+        let correct = mine.iter().filter(|r| r["correct"] == true).count() as u64;
+        assert_eq!((v.n, v.correct), (mine.len() as u64, correct), "{}", v.name);
+        assert!(
+            v.ci_low.unwrap() <= v.accuracy.unwrap() && v.accuracy.unwrap() <= v.ci_high.unwrap()
+        );
+        assert!(v.cost_usd.unwrap() > 0.0);
+    }
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("SIMULATED PROVIDER"));
+    let csv = std::fs::read_to_string(dir.join("summary.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 5);
+    let run: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(run["endpoint"]["simulated"], true);
+    assert_eq!(run["bench"]["name"], "routing");
+    assert!(run["finished_at"].is_string());
+}
+
+/// Starts a simulator in this process; the binary talks to it over TCP.
+fn start_mock(config: MockConfig) -> (tokio::runtime::Runtime, MockServer) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = rt
+        .block_on(MockServer::start(
+            Arc::new(Provider::new(config)),
+            "127.0.0.1:0".parse().unwrap(),
+        ))
+        .unwrap();
+    (rt, server)
+}
+
+#[test]
+fn a_run_against_a_given_url_journals_every_job_and_respects_concurrency() {
+    let (_rt, server) = start_mock(MockConfig {
+        first_token_delay: std::time::Duration::from_millis(20),
+        ..MockConfig::default()
+    });
+    let dir = bench_dir("limits: { concurrency: 3 }\n");
+    let assert = promptgauge(dir.path())
+        .args([
+            "run",
+            "bench.yaml",
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "test-model",
+        ])
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&assert.get_output().stdout);
+    assert!(!stdout.contains("SIMULATED"), "{stdout}");
+    let stats = server.provider.stats();
+    assert_eq!(stats.requests, 24);
+    assert_eq!(stats.generations, 24);
+    assert!(stats.max_in_flight <= 3, "{stats:?}");
+    let body = &server.provider.bodies()[0];
+    assert_eq!(body["model"], "test-model");
+    assert_eq!(body["max_tokens"], 100);
+    let dirs = run_dirs(&dir.path().join("reports"));
+    let records = journal(&dirs[0]);
+    assert_eq!(records.len(), 24);
+    let jobs: std::collections::HashSet<u64> =
+        records.iter().map(|r| r["job"].as_u64().unwrap()).collect();
+    assert_eq!(jobs.len(), 24, "every job once");
+    for r in &records {
+        assert_eq!(r["status"], "graded");
+        assert!(r["extracted"].is_string(), "{r}");
+        assert_eq!(r["attempts"].as_array().unwrap().len(), 1);
+    }
+}
+
+#[test]
+fn failed_jobs_make_the_run_incomplete_and_are_not_graded() {
+    let (_rt, server) = start_mock(MockConfig {
+        faults: Faults {
+            cut: 1.0,
+            ..Faults::default()
+        },
+        ..MockConfig::default()
+    });
+    let dir = bench_dir("limits: { max_attempts: 2 }\n");
+    let assert = promptgauge(dir.path())
+        .args([
+            "run",
+            "bench.yaml",
+            "--limit",
+            "3",
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "m",
+        ])
+        .assert()
+        .code(3);
+    let stdout = String::from_utf8_lossy(&assert.get_output().stdout);
+    assert!(stdout.contains("INCOMPLETE"), "{stdout}");
+    let records = journal(&run_dirs(&dir.path().join("reports"))[0]);
+    assert_eq!(records.len(), 6);
+    for r in &records {
+        assert_eq!(r["status"], "failed");
+        assert_eq!(r["correct"], Value::Null);
+        assert_eq!(r["output"], "");
+        assert_eq!(r["attempts"].as_array().unwrap().len(), 2);
+    }
+    assert_eq!(server.provider.stats().generations, 0);
+}
+
+#[test]
+fn a_refused_key_stops_the_run_with_exit_4_and_never_prints_the_key() {
+    let (_rt, server) = start_mock(MockConfig {
+        api_key: Some("the-right-key".into()),
+        ..MockConfig::default()
+    });
+    let dir = bench_dir("endpoint: { api_key_env: BENCH_KEY }\nlimits: { concurrency: 2 }\n");
+    let assert = promptgauge(dir.path())
+        .env("BENCH_KEY", "sk-planted-SECRET-1234")
+        .args([
+            "run",
+            "bench.yaml",
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "m",
+        ])
+        .assert()
+        .code(4);
+    let out = assert.get_output();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("$BENCH_KEY"), "{stderr}");
+    assert!(
+        server.provider.stats().requests <= 2,
+        "{:?}",
+        server.provider.stats()
+    );
+    let mut everything = String::from_utf8_lossy(&out.stdout).to_string() + &stderr;
+    for path in run_dirs(&run_dirs(&dir.path().join("reports"))[0]) {
+        everything.push_str(&std::fs::read_to_string(path).unwrap());
+    }
+    assert!(!everything.contains("SECRET"), "the key leaked");
+}
+
+#[test]
+fn check_validates_and_sends_nothing() {
+    let dir = bench_dir("");
+    // Pointed at a port where nothing listens: check must not even try it.
+    let out = promptgauge(dir.path())
+        .args([
+            "check",
+            "bench.yaml",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("12 cases × 2 variants × 1 repeats = 24 jobs"),
+        "{text}"
+    );
+    assert!(text.contains("estimated cost"), "{text}");
+    assert!(!dir.path().join("reports").exists());
+}
+
+/// Runs a broken bench and returns stderr; asserts exit 2.
+fn broken(setup: impl FnOnce(&Path)) -> String {
+    let dir = bench_dir("");
+    setup(dir.path());
+    let out = promptgauge(dir.path())
+        .args([
+            "run",
+            "bench.yaml",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+        ])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    assert!(
+        !dir.path().join("reports").exists(),
+        "nothing is written for bad input"
+    );
+    String::from_utf8_lossy(&out.stderr).to_string()
+}
+
+#[test]
+fn bad_input_exits_2_naming_file_line_and_fix() {
+    let e = broken(|d| {
+        let b = std::fs::read_to_string(d.join("bench.yaml")).unwrap();
+        std::fs::write(d.join("bench.yaml"), b + "limits: { concurency: 4 }\n").unwrap();
+    });
+    assert!(
+        e.contains("bench.yaml:7") && e.contains("did you mean `concurrency`"),
+        "{e}"
+    );
+
+    let e = broken(|d| {
+        let mut c = std::fs::read_to_string(d.join("cases.jsonl")).unwrap();
+        c = c.replacen("\"question\"", "\"q\"", 1);
+        std::fs::write(d.join("cases.jsonl"), c).unwrap();
+    });
+    assert!(
+        e.contains("cases.jsonl:1") && e.contains("no variable `question`"),
+        "{e}"
+    );
+
+    let e = broken(|d| std::fs::write(d.join("cases.jsonl"), "").unwrap());
+    assert!(e.contains("cases.jsonl") && e.contains("no cases"), "{e}");
+
+    let e = broken(|d| {
+        let c = std::fs::read_to_string(d.join("cases.jsonl")).unwrap();
+        std::fs::write(d.join("cases.jsonl"), c.replace("add-05", "add-04")).unwrap();
+    });
+    assert!(
+        e.contains("cases.jsonl:5")
+            && e.contains("duplicate case id `add-04`")
+            && e.contains("cases.jsonl:4"),
+        "{e}"
+    );
+
+    let e = broken(|d| {
+        std::fs::write(
+            d.join("careful.yaml"),
+            "name: careful\nmessages:\n  - role: user\n   content: x\n",
+        )
+        .unwrap()
+    });
+    assert!(e.contains("careful.yaml:"), "{e}");
+
+    let e = broken(|d| std::fs::write(d.join("plain.txt"), "{{ question ").unwrap());
+    assert!(
+        e.contains("plain.txt:1") && e.contains("syntax error"),
+        "{e}"
+    );
+}
+
+#[test]
+fn bad_flags_exit_2() {
+    let dir = bench_dir("");
+    let out = promptgauge(dir.path())
+        .args(["run", "bench.yaml", "--variants", "plain,nope"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("`nope`") && e.contains("known variants: plain, careful"),
+        "{e}"
+    );
+    promptgauge(dir.path())
+        .args([
+            "run",
+            "bench.yaml",
+            "--base-url",
+            "localhost:8000/v1",
+            "--model",
+            "m",
+        ])
+        .assert()
+        .code(2);
+    promptgauge(dir.path())
+        .args(["run", "missing.yaml"])
+        .assert()
+        .code(2);
+    let out = promptgauge(dir.path())
+        .args(["run", "bench.yaml", "--base-url", "http://127.0.0.1:9/v1"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--model"));
+}
+
+#[test]
+fn help_teaches() {
+    let out = promptgauge(&repo())
+        .arg("--help")
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let text = String::from_utf8_lossy(&out.stdout);
+    for s in ["run", "check", "mock", "Exit codes", "PROMPTGAUGE_BASE_URL"] {
+        assert!(text.contains(s), "{s}");
+    }
+}
