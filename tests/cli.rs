@@ -240,6 +240,7 @@ fn a_refused_key_stops_the_run_with_exit_4_and_never_prints_the_key() {
         .args([
             "run",
             "bench.yaml",
+            "--verbose",
             "--base-url",
             &server.base_url(),
             "--model",
@@ -250,6 +251,7 @@ fn a_refused_key_stops_the_run_with_exit_4_and_never_prints_the_key() {
     let out = assert.get_output();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("$BENCH_KEY"), "{stderr}");
+    assert!(stderr.contains("attempt 1 HttpError HTTP 401"), "verbose logs each attempt: {stderr}");
     assert!(
         server.provider.stats().requests <= 2,
         "{:?}",
@@ -413,4 +415,102 @@ fn help_teaches() {
     for s in ["run", "check", "mock", "Exit codes", "PROMPTGAUGE_BASE_URL"] {
         assert!(text.contains(s), "{s}");
     }
+}
+
+#[test]
+fn missing_usage_is_estimated_and_marked() {
+    let (_rt, server) = start_mock(MockConfig {
+        usage: promptgauge::mock::UsageMode::None,
+        ..MockConfig::default()
+    });
+    let dir = bench_dir("");
+    let out = promptgauge(dir.path())
+        .args(["run", "bench.yaml", "--limit", "2", "--base-url", &server.base_url(), "--model", "m"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("token counts are estimates"), "{stdout}");
+    let run = &run_dirs(&dir.path().join("reports"))[0];
+    for r in journal(run) {
+        assert_eq!(r["usage"]["estimated"], true);
+        assert!(r["usage"]["prompt_tokens"].as_u64().unwrap() > 0);
+    }
+    let summary: Summary = serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    assert!(summary.variants.iter().all(|v| v.tokens.estimated));
+}
+
+#[test]
+fn the_mock_command_serves_and_checks_keys() {
+    use std::io::{BufRead, BufReader};
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("promptgauge"))
+        .args(["mock", "--port", "0", "--api-key", "k1"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let url = line.split_whitespace().last().unwrap().to_string();
+    assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/v1"), "{line}");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (bad, good) = rt.block_on(async {
+        let http = reqwest::Client::new();
+        let body = r#"{"model":"m","messages":[{"role":"user","content":"Echo: hi"}],"stream":true}"#;
+        let send = |key: &'static str| {
+            http.post(format!("{url}/chat/completions"))
+                .header("content-type", "application/json")
+                .header("authorization", format!("Bearer {key}"))
+                .body(body)
+                .send()
+        };
+        let bad = send("nope").await.unwrap().status().as_u16();
+        let good = send("k1").await.unwrap().text().await.unwrap();
+        (bad, good)
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(bad, 401);
+    assert!(good.contains(r#""content":"hi""#) && good.contains("[DONE]"), "{good}");
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_stops_dispatch_writes_reports_and_exits_130() {
+    let (_rt, server) = start_mock(MockConfig {
+        first_token_delay: std::time::Duration::from_millis(100),
+        ..MockConfig::default()
+    });
+    let dir = bench_dir("limits: { concurrency: 1 }\n");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("promptgauge"))
+        .current_dir(dir.path())
+        .args(["run", "bench.yaml", "--quiet", "--base-url", &server.base_url(), "--model", "m"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the run is under way (its first job journaled), then interrupt it.
+    let reports = dir.path().join("reports");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let started = run_dirs(&reports)
+            .first()
+            .and_then(|d| std::fs::read_to_string(d.join("results.jsonl")).ok())
+            .is_some_and(|j| !j.is_empty());
+        if started {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the run never started");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let run = &run_dirs(&reports)[0];
+    let summary: Summary = serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    assert!(!summary.complete);
+    assert!(summary.run.stopped.as_deref().unwrap().contains("interrupted"));
+    let finished = journal(run).len();
+    assert!(finished >= 1 && finished < 24, "{finished}");
+    assert_eq!(summary.jobs_finished, finished);
 }
