@@ -251,7 +251,10 @@ fn a_refused_key_stops_the_run_with_exit_4_and_never_prints_the_key() {
     let out = assert.get_output();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("$BENCH_KEY"), "{stderr}");
-    assert!(stderr.contains("attempt 1 HttpError HTTP 401"), "verbose logs each attempt: {stderr}");
+    assert!(
+        stderr.contains("attempt 1 HttpError HTTP 401"),
+        "verbose logs each attempt: {stderr}"
+    );
     assert!(
         server.provider.stats().requests <= 2,
         "{:?}",
@@ -425,7 +428,16 @@ fn missing_usage_is_estimated_and_marked() {
     });
     let dir = bench_dir("");
     let out = promptgauge(dir.path())
-        .args(["run", "bench.yaml", "--limit", "2", "--base-url", &server.base_url(), "--model", "m"])
+        .args([
+            "run",
+            "bench.yaml",
+            "--limit",
+            "2",
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "m",
+        ])
         .assert()
         .success()
         .get_output()
@@ -437,7 +449,8 @@ fn missing_usage_is_estimated_and_marked() {
         assert_eq!(r["usage"]["estimated"], true);
         assert!(r["usage"]["prompt_tokens"].as_u64().unwrap() > 0);
     }
-    let summary: Summary = serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let summary: Summary =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
     assert!(summary.variants.iter().all(|v| v.tokens.estimated));
 }
 
@@ -450,13 +463,19 @@ fn the_mock_command_serves_and_checks_keys() {
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     let url = line.split_whitespace().last().unwrap().to_string();
-    assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/v1"), "{line}");
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/v1"),
+        "{line}"
+    );
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (bad, good) = rt.block_on(async {
         let http = reqwest::Client::new();
-        let body = r#"{"model":"m","messages":[{"role":"user","content":"Echo: hi"}],"stream":true}"#;
+        let body =
+            r#"{"model":"m","messages":[{"role":"user","content":"Echo: hi"}],"stream":true}"#;
         let send = |key: &'static str| {
             http.post(format!("{url}/chat/completions"))
                 .header("content-type", "application/json")
@@ -471,7 +490,10 @@ fn the_mock_command_serves_and_checks_keys() {
     let _ = child.kill();
     let _ = child.wait();
     assert_eq!(bad, 401);
-    assert!(good.contains(r#""content":"hi""#) && good.contains("[DONE]"), "{good}");
+    assert!(
+        good.contains(r#""content":"hi""#) && good.contains("[DONE]"),
+        "{good}"
+    );
 }
 
 #[cfg(unix)]
@@ -484,7 +506,15 @@ fn ctrl_c_stops_dispatch_writes_reports_and_exits_130() {
     let dir = bench_dir("limits: { concurrency: 1 }\n");
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("promptgauge"))
         .current_dir(dir.path())
-        .args(["run", "bench.yaml", "--quiet", "--base-url", &server.base_url(), "--model", "m"])
+        .args([
+            "run",
+            "bench.yaml",
+            "--quiet",
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "m",
+        ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -500,16 +530,30 @@ fn ctrl_c_stops_dispatch_writes_reports_and_exits_130() {
         if started {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "the run never started");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run never started"
+        );
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
     let run = &run_dirs(&reports)[0];
-    let summary: Summary = serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let summary: Summary =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
     assert!(!summary.complete);
-    assert!(summary.run.stopped.as_deref().unwrap().contains("interrupted"));
+    assert!(
+        summary
+            .run
+            .stopped
+            .as_deref()
+            .unwrap()
+            .contains("interrupted")
+    );
     let finished = journal(run).len();
     assert!(finished >= 1 && finished < 24, "{finished}");
     assert_eq!(summary.jobs_finished, finished);

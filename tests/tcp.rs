@@ -12,9 +12,12 @@ use promptgauge::suite::ChatMessage;
 use serde_json::Map;
 
 async fn start(config: MockConfig) -> MockServer {
-    MockServer::start(Arc::new(Provider::new(config)), "127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap()
+    MockServer::start(
+        Arc::new(Provider::new(config)),
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap()
 }
 
 fn client(base_url: &str, tweak: impl FnOnce(&mut ClientConfig)) -> Client {
@@ -60,7 +63,9 @@ async fn split_utf8_crlf_and_keepalives_decode_exactly() {
     })
     .await;
     let text = "naïve café → 東京 🎉 done";
-    let r = client(&server.base_url(), |_| {}).execute(&job(text, "k")).await;
+    let r = client(&server.base_url(), |_| {})
+        .execute(&job(text, "k"))
+        .await;
     assert_eq!(outcomes(&r), [Outcome::Complete]);
     assert_eq!(r.text, text);
     assert!(r.usage.is_some());
@@ -73,7 +78,9 @@ async fn a_reset_mid_stream_is_cut_and_retried() {
         ..Faults::default()
     }))
     .await;
-    let r = client(&server.base_url(), |_| {}).execute(&job("one two three four", "k")).await;
+    let r = client(&server.base_url(), |_| {})
+        .execute(&job("one two three four", "k"))
+        .await;
     assert_eq!(outcomes(&r), [Outcome::Cut, Outcome::Complete]);
     assert_eq!(r.text, "one two three four");
     let stats = server.provider.stats();
@@ -87,9 +94,17 @@ async fn a_clean_cut_is_never_complete() {
         ..Faults::default()
     }))
     .await;
-    let r = client(&server.base_url(), |_| {}).execute(&job("one two three four", "k")).await;
+    let r = client(&server.base_url(), |_| {})
+        .execute(&job("one two three four", "k"))
+        .await;
     assert_eq!(outcomes(&r), [Outcome::Cut, Outcome::Complete]);
-    assert!(r.attempts[0].error.as_deref().unwrap().contains("without a finish_reason"));
+    assert!(
+        r.attempts[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("without a finish_reason")
+    );
 }
 
 #[tokio::test]
@@ -99,9 +114,11 @@ async fn an_accepted_socket_that_never_answers_times_out() {
         ..Faults::default()
     }))
     .await;
-    let r = client(&server.base_url(), |c| c.first_token_timeout = Duration::from_millis(300))
-        .execute(&job("x", "k"))
-        .await;
+    let r = client(&server.base_url(), |c| {
+        c.first_token_timeout = Duration::from_millis(300)
+    })
+    .execute(&job("x", "k"))
+    .await;
     assert_eq!(outcomes(&r), [Outcome::NoFirstToken, Outcome::Complete]);
     assert_eq!(server.provider.stats().hangs, 1);
 }
@@ -113,9 +130,11 @@ async fn a_stall_after_some_text_times_out_on_idle() {
         ..Faults::default()
     }))
     .await;
-    let r = client(&server.base_url(), |c| c.idle_timeout = Duration::from_millis(300))
-        .execute(&job("a b c d", "k"))
-        .await;
+    let r = client(&server.base_url(), |c| {
+        c.idle_timeout = Duration::from_millis(300)
+    })
+    .execute(&job("a b c d", "k"))
+    .await;
     assert_eq!(outcomes(&r), [Outcome::Stalled, Outcome::Complete]);
 }
 
@@ -141,12 +160,23 @@ async fn rate_limits_with_retry_after_ms_and_capacity() {
     while let Some(r) = tasks.join_next().await {
         let r = r.unwrap();
         assert!(r.answered(), "{:?}", r.failure);
-        waited.extend(r.attempts.iter().filter(|a| a.status == Some(429)).map(|a| a.wait_ms.unwrap()));
+        waited.extend(
+            r.attempts
+                .iter()
+                .filter(|a| a.status == Some(429))
+                .map(|a| a.wait_ms.unwrap()),
+        );
     }
     let stats = server.provider.stats();
-    assert!(stats.status_429 > 0, "over capacity must be refused: {stats:?}");
+    assert!(
+        stats.status_429 > 0,
+        "over capacity must be refused: {stats:?}"
+    );
     assert_eq!(stats.generations, 12);
-    assert!(waited.iter().all(|w| *w >= 20.0), "Retry-After is a floor: {waited:?}");
+    assert!(
+        waited.iter().all(|w| *w >= 20.0),
+        "Retry-After is a floor: {waited:?}"
+    );
 }
 
 #[tokio::test]
@@ -167,7 +197,9 @@ async fn no_done_and_usage_placements_over_http() {
     ] {
         let none = config.usage == UsageMode::None;
         let server = start(config).await;
-        let r = client(&server.base_url(), |_| {}).execute(&job("a b", "k")).await;
+        let r = client(&server.base_url(), |_| {})
+            .execute(&job("a b", "k"))
+            .await;
         assert_eq!(outcomes(&r), [Outcome::Complete]);
         assert_eq!(r.usage.is_none(), none);
     }
@@ -176,20 +208,37 @@ async fn no_done_and_usage_placements_over_http() {
 #[tokio::test]
 async fn a_refused_connection_is_retried_then_fails() {
     // Bind and drop a listener: its port is free and nothing answers there.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let r = client(&format!("http://127.0.0.1:{port}/v1"), |c| c.max_attempts = 3)
-        .execute(&job("x", "k"))
-        .await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let r = client(&format!("http://127.0.0.1:{port}/v1"), |c| {
+        c.max_attempts = 3
+    })
+    .execute(&job("x", "k"))
+    .await;
     assert_eq!(outcomes(&r), [Outcome::HttpError; 3]);
     assert!(r.attempts.iter().all(|a| a.status.is_none()));
-    assert!(r.failure.as_deref().unwrap().contains("connection failed"), "{:?}", r.failure);
+    assert!(
+        r.failure.as_deref().unwrap().contains("connection failed"),
+        "{:?}",
+        r.failure
+    );
 }
 
 #[tokio::test]
 async fn stats_are_served_over_http() {
     let server = start(MockConfig::default()).await;
-    let _ = client(&server.base_url(), |_| {}).execute(&job("x", "k")).await;
-    let body = reqwest::get(format!("http://{}/stats", server.addr)).await.unwrap().text().await.unwrap();
+    let _ = client(&server.base_url(), |_| {})
+        .execute(&job("x", "k"))
+        .await;
+    let body = reqwest::get(format!("http://{}/stats", server.addr))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     let stats: promptgauge::mock::StatsSnapshot = serde_json::from_str(&body).unwrap();
     assert_eq!((stats.requests, stats.generations), (1, 1));
 }
