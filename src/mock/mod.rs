@@ -506,7 +506,8 @@ impl Provider {
             usage,
             include_usage,
             fault,
-            key: if replayed.is_some() { None } else { key },
+            replay: replayed.is_some(),
+            key,
             text,
         });
         match fault {
@@ -628,6 +629,8 @@ struct StreamPlan {
     usage: Value,
     include_usage: bool,
     fault: Option<Fault>,
+    /// A replay of a finished generation: nothing new is generated.
+    replay: bool,
     key: Option<String>,
     text: String,
 }
@@ -709,10 +712,12 @@ impl Script<'_> {
         let finish = self.chunk(json!({}), Some(plan.finish), last_usage);
         self.event(&finish);
         // The answer is whole once its finish_reason is out.
-        self.steps.push(Step::Generated {
-            key: plan.key,
-            text: plan.text,
-        });
+        if !plan.replay {
+            self.steps.push(Step::Generated {
+                key: plan.key,
+                text: plan.text,
+            });
+        }
         if self.config.usage == UsageMode::Separate && plan.include_usage {
             let usage = json!({
                 "id": self.id, "object": "chat.completion.chunk", "created": 0,

@@ -1,0 +1,184 @@
+//! The runner with the library's client against the in-memory simulator on a paused clock:
+//! many jobs, many faults, and the invariant that matters most — no job is ever graded on
+//! text the simulator did not finish.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use promptgauge::client::{Client, ClientConfig, JobRequest};
+use promptgauge::mock::memory::MemoryTransport;
+use promptgauge::mock::{Faults, MockConfig, Provider, RetryAfter};
+use promptgauge::report::{ProviderInfo, RunInfo, Summary};
+use promptgauge::runner::{self, JobRecord, JobStatus, Journal};
+use promptgauge::suite::{Bench, ChatMessage, Plan};
+use serde_json::Map;
+use tokio_util::sync::CancellationToken;
+
+/// A bench whose cases ask the simulator to echo a long, distinctive text.
+fn echo_bench(dir: &Path, cases: usize) -> Bench {
+    let lines: String = (0..cases)
+        .map(|i| {
+            let text = format!("case {i} says héllo → wörld {} end", "word ".repeat(i % 7));
+            format!(
+                "{{\"id\": \"e-{i:04}\", \"vars\": {{\"text\": {}}}, \"expected\": {}}}\n",
+                serde_json::to_string(&text).unwrap(),
+                serde_json::to_string(text.trim()).unwrap()
+            )
+        })
+        .collect();
+    std::fs::write(dir.join("cases.jsonl"), lines).unwrap();
+    std::fs::write(dir.join("echo.txt"), "Echo: {{ text }}").unwrap();
+    std::fs::write(
+        dir.join("bench.yaml"),
+        "name: echo\ncases: cases.jsonl\nvariants: [echo.txt]\ngrade: { kind: exact, case_sensitive: true }\n",
+    )
+    .unwrap();
+    Bench::load(&dir.join("bench.yaml")).unwrap()
+}
+
+fn read_journal(path: &Path) -> Vec<JobRecord> {
+    let mut records = Vec::new();
+    runner::journal::read(path, |r| records.push(r)).unwrap();
+    records
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_job_is_graded_on_finished_text_or_failed_under_every_fault() {
+    let dir = tempfile::tempdir().unwrap();
+    let bench = Arc::new(echo_bench(dir.path(), 300));
+    let provider = Arc::new(Provider::new(MockConfig {
+        faults: Faults {
+            rate_429: 0.08,
+            rate_5xx: 0.08,
+            hang: 0.05,
+            reset: 0.08,
+            cut: 0.08,
+            stall: 0.08,
+            error_event: 0.08,
+        },
+        retry_after: RetryAfter::Seconds(2),
+        keepalive: true,
+        crlf: true,
+        split_utf8: true,
+        token_delay: Duration::from_millis(5),
+        seed: 11,
+        ..MockConfig::default()
+    }));
+    let mut config = ClientConfig::new("http://sim/v1", "mock-model");
+    config.concurrency = 16;
+    config.max_attempts = 4;
+    config.first_token_timeout = Duration::from_secs(20);
+    config.idle_timeout = Duration::from_secs(10);
+    config.seed = Some(3);
+    let client = Arc::new(Client::new(
+        Arc::new(MemoryTransport::new(provider.clone())),
+        config,
+    ));
+    let jobs = Plan::new(bench.cases.len(), &[0], 1).jobs;
+    let journal_path = dir.path().join("results.jsonl");
+    let mut journal = Journal::open(&journal_path).unwrap();
+    let mut events = 0;
+    let tally = runner::run(
+        bench.clone(),
+        jobs,
+        client,
+        &mut journal,
+        "soak",
+        CancellationToken::new(),
+        &mut |_| events += 1,
+    )
+    .await
+    .unwrap();
+
+    assert_eq!(tally.finished, 300);
+    assert_eq!(events, 300);
+    let records = read_journal(&journal_path);
+    assert_eq!(records.len(), 300);
+    let mut graded = 0;
+    for r in &records {
+        let case = bench.cases.iter().find(|c| c.id == r.case_id).unwrap();
+        match r.status {
+            JobStatus::Graded => {
+                graded += 1;
+                // The whole text, exactly: never a prefix from a cut or stalled attempt.
+                assert_eq!(r.output, case.expected[0], "{}", r.case_id);
+                assert_eq!(r.correct, Some(true));
+                assert!(r.outcome.unwrap().answered());
+            }
+            JobStatus::Failed => {
+                assert_eq!(r.output, "");
+                assert_eq!(r.correct, None);
+                assert_eq!(r.attempts.len(), 4);
+            }
+        }
+    }
+    let stats = provider.stats();
+    // Every finished generation was graded, and nothing else was.
+    assert_eq!(stats.generations, graded);
+    assert!(
+        stats.cuts + stats.resets + stats.stalls + stats.hangs + stats.error_events > 50,
+        "{stats:?}"
+    );
+    assert!(stats.max_in_flight <= 16);
+    assert!(
+        graded > 250,
+        "with 4 attempts most jobs get through: {graded}"
+    );
+
+    let summary = Summary::from_journal(
+        RunInfo {
+            bench: "echo".into(),
+            run_id: "soak".into(),
+            tool_version: "test".into(),
+            started_at: "t0".into(),
+            finished_at: Some("t1".into()),
+            provider: ProviderInfo {
+                base_url: "sim".into(),
+                model: "mock-model".into(),
+                simulated: true,
+                api_key_env: None,
+            },
+            confidence: 0.95,
+            repeats: 1,
+            cases: 300,
+            jobs_planned: 300,
+            stopped: None,
+        },
+        &["echo".to_string()],
+        None,
+        &journal_path,
+    )
+    .unwrap();
+    let v = &summary.variants[0];
+    assert_eq!(v.n, graded);
+    assert_eq!(v.correct, graded);
+    assert_eq!(v.failed, 300 - graded);
+    assert_eq!(summary.complete, graded == 300);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_completed_key_is_replayed_not_generated_again() {
+    let provider = Arc::new(Provider::new(MockConfig::default()));
+    let client = Client::new(
+        Arc::new(MemoryTransport::new(provider.clone())),
+        ClientConfig::new("http://sim/v1", "m"),
+    );
+    let job = JobRequest {
+        messages: vec![ChatMessage {
+            role: "user".into(),
+            content: "Echo: once only".into(),
+        }],
+        params: Map::new(),
+        idempotency_key: "same".into(),
+    };
+    let first = client.execute(&job).await;
+    let second = client.execute(&job).await;
+    assert_eq!(first.text, "once only");
+    assert_eq!(second.text, "once only");
+    let stats = provider.stats();
+    assert_eq!(
+        (stats.requests, stats.generations, stats.replays),
+        (2, 1, 1)
+    );
+}
