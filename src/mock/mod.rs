@@ -318,6 +318,12 @@ impl Provider {
         )
     }
 
+    /// A 400, counted.
+    fn bad_request(&self, message: &str, in_flight: InFlight) -> Reply {
+        self.stats.status_400.fetch_add(1, Ordering::SeqCst);
+        self.error(400, message, "invalid_request_error", vec![], in_flight)
+    }
+
     /// Decides how to answer one chat-completions request.
     pub fn respond(&self, request: &MockRequest) -> Reply {
         let stats = &self.stats;
@@ -348,37 +354,20 @@ impl Provider {
                 v
             }
             Err(e) => {
-                stats.status_400.fetch_add(1, Ordering::SeqCst);
-                return self.error(
-                    400,
-                    &format!("invalid JSON body: {e}"),
-                    "invalid_request_error",
-                    vec![],
-                    in_flight,
-                );
+                return self.bad_request(&format!("invalid JSON body: {e}"), in_flight);
             }
         };
         let messages: Vec<ChatMessage> =
             match body.get("messages").cloned().map(serde_json::from_value) {
                 Some(Ok(m)) => m,
                 _ => {
-                    stats.status_400.fetch_add(1, Ordering::SeqCst);
-                    return self.error(
-                        400,
-                        "`messages` must be a list of {role, content}",
-                        "invalid_request_error",
-                        vec![],
-                        in_flight,
-                    );
+                    return self
+                        .bad_request("`messages` must be a list of {role, content}", in_flight);
                 }
             };
         if self.config.reject_stream_options && body.get("stream_options").is_some() {
-            stats.status_400.fetch_add(1, Ordering::SeqCst);
-            return self.error(
-                400,
+            return self.bad_request(
                 "Unrecognized request argument supplied: stream_options",
-                "invalid_request_error",
-                vec![],
                 in_flight,
             );
         }
@@ -388,14 +377,7 @@ impl Provider {
             .or_else(|| body.get("max_completion_tokens"))
             && max.as_u64().is_none_or(|m| m == 0)
         {
-            stats.status_400.fetch_add(1, Ordering::SeqCst);
-            return self.error(
-                400,
-                "max_tokens must be a positive integer",
-                "invalid_request_error",
-                vec![],
-                in_flight,
-            );
+            return self.bad_request("max_tokens must be a positive integer", in_flight);
         }
         let key = request.header("idempotency-key").map(String::from);
         let attempt = {
