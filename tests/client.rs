@@ -434,3 +434,45 @@ async fn the_gate_caps_requests_in_flight() {
     assert_eq!(p.stats().max_in_flight, 3);
     assert_eq!(p.stats().requests, 20);
 }
+
+/// A server that answers every request with one fixed status.
+struct FixedStatus(u16);
+
+impl promptgauge::client::Transport for FixedStatus {
+    fn send(
+        &self,
+        _: promptgauge::client::HttpRequest,
+    ) -> promptgauge::client::transport::BoxFuture<
+        Result<promptgauge::client::HttpResponse, promptgauge::client::TransportError>,
+    > {
+        let status = self.0;
+        Box::pin(async move {
+            let body =
+                bytes::Bytes::from(r#"{"error":{"message":"You exceeded your current quota."}}"#);
+            Ok(promptgauge::client::HttpResponse {
+                status,
+                headers: vec![],
+                body: Box::pin(futures_util::stream::iter([Ok(body)])),
+            })
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn out_of_credit_and_forbidden_stop_the_run_and_404_fails_the_job() {
+    for (status, stops) in [(402, true), (403, true), (404, false), (422, false)] {
+        let c = Client::new(
+            Arc::new(FixedStatus(status)),
+            ClientConfig::new("http://x/v1", "m"),
+        );
+        let r = c.execute(&job("Echo: x", "k")).await;
+        assert!(!r.answered());
+        assert_eq!(c.stop_token().is_cancelled(), stops, "{status}");
+        // 404 and 422 are never retried (the once-without-stream_options retry is for 400).
+        assert_eq!(r.attempts.len(), 1, "{status}");
+        if status == 402 {
+            let f = c.fatal().unwrap().to_string();
+            assert!(f.contains("out of credit") && f.contains("quota"), "{f}");
+        }
+    }
+}
