@@ -47,9 +47,8 @@ pub enum Command {
 /// Flags that shape the plan; shared by `run` and `check`.
 #[derive(Debug, Args, Clone)]
 pub struct PlanArgs {
-    /// The bench file.
-    #[arg(default_value = "promptgauge.yaml")]
-    pub bench: PathBuf,
+    /// The bench file [default: promptgauge.yaml; with --resume, the run's own bench].
+    pub bench: Option<PathBuf>,
     /// OpenAI-compatible base URL ending in /v1; `mock` selects the built-in simulator.
     #[arg(long, value_name = "URL")]
     pub base_url: Vec<String>,
@@ -77,6 +76,10 @@ pub struct RunArgs {
     /// Root folder for run folders.
     #[arg(long, default_value = "reports", value_name = "DIR")]
     pub out: PathBuf,
+    /// Continue the run in DIR: send only the jobs its journal lacks, then report on all.
+    /// The plan (cases, variants, repeats) is the run's own.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["limit", "variants", "repeats", "out"])]
+    pub resume: Option<PathBuf>,
     /// One line per attempt on stderr (no secrets).
     #[arg(long, short)]
     pub verbose: bool,

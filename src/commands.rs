@@ -15,8 +15,9 @@ use crate::client::{ApiKey, Client, ClientConfig, ReqwestTransport};
 use crate::mock::server::MockServer;
 use crate::mock::{Faults, MockConfig, Provider, RetryAfter};
 use crate::report::{self, ProviderInfo, RunInfo, Summary};
+use crate::runner::record::{PlanSettings, RunRecord, Tool};
 use crate::runner::{self, Journal, RunEvent};
-use crate::suite::{Bench, Job, Plan, check_base_url};
+use crate::suite::{Bench, Fingerprint, Job, Plan, check_base_url};
 
 /// The process exit codes (DESIGN §6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +29,9 @@ pub enum Exit {
     Aborted = 4,
     Interrupted = 130,
 }
+
+/// The bench `run` and `check` use when none is named.
+pub const DEFAULT_BENCH: &str = "promptgauge.yaml";
 
 /// A flag or its value is wrong (exit 2, nothing sent).
 #[derive(Debug, thiserror::Error)]
@@ -64,7 +68,11 @@ impl Prepared {
 
 /// Loads and checks everything; no network.
 pub fn prepare(args: &PlanArgs, env: &Env) -> anyhow::Result<Prepared> {
-    let mut bench = Bench::load(&args.bench)?;
+    let path = args
+        .bench
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_BENCH));
+    let mut bench = Bench::load(&path)?;
     let flag_error = |message: String, fix: &str| -> anyhow::Error {
         UsageError(format!("{message}\n  fix: {fix}")).into()
     };
@@ -278,62 +286,345 @@ fn run_dir(root: &Path, name: &str, started: &str) -> anyhow::Result<PathBuf> {
     unreachable!("the loop returns")
 }
 
-fn write_run_json(dir: &Path, p: &Prepared, info: &RunInfo) -> anyhow::Result<()> {
+/// The bench as loaded, for `run.json`'s readers.
+fn bench_document(p: &Prepared) -> serde_json::Value {
     let b = &p.bench;
-    let doc = json!({
-        "tool": {"name": "promptgauge", "version": env!("CARGO_PKG_VERSION")},
-        "run_id": info.run_id,
-        "started_at": info.started_at,
-        "finished_at": info.finished_at,
-        "stopped": info.stopped,
-        "bench": {
-            "path": b.path,
-            "name": b.name,
-            "text": b.text,
-            "cases": b.cases.len(),
-            "case_ids": b.cases.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
-            "variants": p.variants.iter().map(|&v| &b.variants[v]).collect::<Vec<_>>(),
-            "params": b.params,
-            "limits": b.limits,
-            "price": b.price,
-            "repeats": b.repeats,
-            "confidence": b.confidence,
-            "grade": b.grade,
-        },
-        "endpoint": info.provider,
-        "jobs_planned": p.jobs.len(),
-    });
-    let path = dir.join("run.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&doc)? + "\n")
-        .with_context(|| format!("cannot write {}", path.display()))
+    json!({
+        "name": b.name,
+        "text": b.text,
+        "cases": b.cases.len(),
+        "case_ids": b.cases.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+        "variants": p.variants.iter().map(|&v| &b.variants[v]).collect::<Vec<_>>(),
+        "params": b.params,
+        "limits": b.limits,
+        "price": b.price,
+        "repeats": b.repeats,
+        "confidence": b.confidence,
+        "grade": b.grade,
+    })
 }
 
-/// `run`: send every job, journal as they finish, write the reports, return the exit code.
-pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
-    let p = prepare(&args.plan, env)?;
-    let bench = p.bench.clone();
-    let started_at = utc_now();
-    let quiet = args.quiet;
+/// Refuses to resume when the bench no longer measures what the run started measuring.
+fn check_resumable(
+    record: &RunRecord,
+    p: &Prepared,
+    provider: &ProviderInfo,
+) -> anyhow::Result<()> {
+    let now = Fingerprint::of(&p.bench, &p.variants);
+    let was = &record.fingerprint;
+    let changed = if now.cases != was.cases {
+        Some("its cases (ids, variables, expected answers, graders or tags)")
+    } else if now.variants != was.variants {
+        Some("its variants (names, messages or parameters)")
+    } else if now.settings != was.settings {
+        Some("its request parameters, default grader or repeats")
+    } else {
+        None
+    };
+    if let Some(what) = changed {
+        return Err(UsageError(format!(
+            "{} changed since this run started: {what} differ; resuming would mix results of two different benches\n  fix: start a new run (without --resume), or restore the bench as it was",
+            p.bench.path.display()
+        ))
+        .into());
+    }
+    if provider.model != record.endpoint.model || provider.simulated != record.endpoint.simulated {
+        return Err(UsageError(format!(
+            "this run was answered by `{}`{}; resuming with `{}`{} would mix two models' answers\n  fix: resume with --model {} and the same provider, or start a new run",
+            record.endpoint.model,
+            if record.endpoint.simulated { " (simulated)" } else { "" },
+            provider.model,
+            if provider.simulated { " (simulated)" } else { "" },
+            record.endpoint.model,
+        ))
+        .into());
+    }
+    Ok(())
+}
 
-    let (base_url, simulator) = match &p.endpoint.base_url {
-        Some(url) => (url.clone(), None),
+/// Listens for SIGINT and SIGTERM: the first stops dispatch, the second aborts jobs in flight.
+/// The handlers are installed before this returns, so no signal is missed.
+fn watch_signals(
+    dispatch: CancellationToken,
+    abort: CancellationToken,
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut int = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
+        let mut term = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
+        Ok(tokio::spawn(async move {
+            tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
+            dispatch.cancel();
+            eprintln!(
+                "\ninterrupted: no new jobs; letting the jobs in flight finish (interrupt again to abort them)"
+            );
+            tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
+            eprintln!("aborting the jobs in flight");
+            abort.cancel();
+        }))
+    }
+    #[cfg(not(unix))]
+    {
+        Ok(tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                dispatch.cancel();
+                eprintln!(
+                    "\ninterrupted: no new jobs; letting the jobs in flight finish (Ctrl-C again to abort them)"
+                );
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    abort.cancel();
+                }
+            }
+        }))
+    }
+}
+
+/// `run`: send every job not yet in the journal, journal each as it finishes, write the
+/// reports, return the exit code. With `--resume DIR`, continue that run.
+pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
+    let resumed = match &args.resume {
+        Some(dir) => Some((
+            dir.clone(),
+            RunRecord::read(dir).map_err(|e| UsageError(format!("{e:#}")))?,
+        )),
+        None => None,
+    };
+    // A resume keeps the plan it started with; only where and how fast to send may change.
+    let plan_args = match &resumed {
+        Some((_, record)) => PlanArgs {
+            bench: Some(
+                args.plan
+                    .bench
+                    .clone()
+                    .unwrap_or_else(|| record.bench_path.clone()),
+            ),
+            limit: record.plan.limit,
+            variants: record.plan.variants.clone(),
+            repeats: Some(record.plan.repeats),
+            ..args.plan.clone()
+        },
+        None => args.plan.clone(),
+    };
+    let p = prepare(&plan_args, env)?;
+    let bench = p.bench.clone();
+    let quiet = args.quiet;
+    let mut provider = ProviderInfo {
+        base_url: p
+            .endpoint
+            .base_url
+            .clone()
+            .unwrap_or_else(|| "simulated".into()),
+        model: p.endpoint.model.clone(),
+        simulated: p.endpoint.base_url.is_none(),
+        api_key_env: p
+            .endpoint
+            .base_url
+            .as_ref()
+            .map(|_| p.endpoint.api_key_env.clone()),
+    };
+
+    let (dir, mut record) = match resumed {
+        Some((dir, mut record)) => {
+            check_resumable(&record, &p, &provider)?;
+            record.resumed_at.push(utc_now());
+            record.finished_at = None;
+            record.stopped = None;
+            record.endpoint = provider.clone();
+            (dir, record)
+        }
         None => {
-            eprintln!("{SIMULATED_BANNER}");
-            let provider = Arc::new(Provider::new(demo_mock_config()));
-            let server = MockServer::start(provider, SocketAddr::from(([127, 0, 0, 1], 0)))
-                .await
-                .context("cannot start the built-in simulator")?;
-            (server.base_url(), Some(server))
+            let started_at = utc_now();
+            let dir = run_dir(&args.out, &bench.name, &started_at)?;
+            let record = RunRecord {
+                tool: Tool {
+                    name: "promptgauge".into(),
+                    version: env!("CARGO_PKG_VERSION").into(),
+                },
+                run_id: format!(
+                    "{}-{:04x}",
+                    dir.file_name().and_then(|n| n.to_str()).unwrap_or("run"),
+                    rand::random::<u16>()
+                ),
+                started_at,
+                finished_at: None,
+                stopped: None,
+                resumed_at: Vec::new(),
+                bench_path: std::fs::canonicalize(&bench.path)
+                    .unwrap_or_else(|_| bench.path.clone()),
+                plan: PlanSettings {
+                    limit: args.plan.limit,
+                    variants: p.variant_names(),
+                    repeats: bench.repeats,
+                },
+                fingerprint: Fingerprint::of(&bench, &p.variants),
+                jobs_planned: p.jobs.len(),
+                endpoint: provider.clone(),
+                bench: bench_document(&p),
+            };
+            (dir, record)
         }
     };
-    if p.endpoint.base_url.is_some() && p.endpoint.api_key.is_none() && !quiet {
+
+    let journal_path = dir.join("results.jsonl");
+    let resumed_journal = Journal::resume(&journal_path)
+        .with_context(|| format!("cannot read the journal {}", journal_path.display()))?;
+    if resumed_journal.torn_bytes > 0 {
+        eprintln!(
+            "note: {} ended in a torn line ({} bytes, from a crash); it was not a finished job and was removed",
+            journal_path.display(),
+            resumed_journal.torn_bytes
+        );
+    }
+    let mut journal = resumed_journal.journal;
+    let done = resumed_journal.done;
+    let jobs: Vec<Job> = p
+        .jobs
+        .iter()
+        .filter(|j| {
+            let key = (
+                bench.cases[j.case].id.clone(),
+                bench.variants[j.variant].name.clone(),
+                j.repeat,
+            );
+            !done.contains(&key)
+        })
+        .copied()
+        .collect();
+
+    let simulator = if provider.simulated {
+        eprintln!("{SIMULATED_BANNER}");
+        let sim = Arc::new(Provider::new(demo_mock_config()));
+        let server = MockServer::start(sim, SocketAddr::from(([127, 0, 0, 1], 0)))
+            .await
+            .context("cannot start the built-in simulator")?;
+        Some(server)
+    } else {
+        None
+    };
+    let base_url = simulator
+        .as_ref()
+        .map_or_else(|| provider.base_url.clone(), |s| s.base_url());
+    if !provider.simulated && p.endpoint.api_key.is_none() && !quiet {
         eprintln!(
             "note: ${} is not set; sending no Authorization header (fine for most self-hosted servers)",
             p.endpoint.api_key_env
         );
     }
-    let limits = &bench.limits;
-    let mut config = ClientConfig::new(&base_url, &p.endpoint.model);
+    let client = Arc::new(build_client(&p, &base_url, args.verbose)?);
+    record.write(&dir)?;
+    if !quiet {
+        let verb = if record.resumed_at.is_empty() {
+            "running"
+        } else {
+            "resuming:"
+        };
+        eprintln!(
+            "{verb} {} of {} jobs ({} cases × {} variants × {} repeats) against {} — writing {}",
+            jobs.len(),
+            p.jobs.len(),
+            bench.cases.len(),
+            p.variants.len(),
+            bench.repeats,
+            provider.base_url,
+            dir.display()
+        );
+    }
+
+    let dispatch = CancellationToken::new();
+    let signals = watch_signals(dispatch.clone(), client.stop_token())?;
+    let progress = !quiet && std::io::stderr().is_terminal() && !env.is_ci();
+    let mut failed = 0;
+    let mut on_event = |event: RunEvent<'_>| {
+        let RunEvent::JobFinished {
+            record,
+            done,
+            total,
+        } = event;
+        failed += usize::from(record.status == runner::JobStatus::Failed);
+        if progress {
+            eprint!("\r  {done}/{total} jobs done, {failed} failed ");
+            let _ = std::io::stderr().flush();
+        }
+    };
+    let tally = runner::run(
+        bench.clone(),
+        jobs,
+        client.clone(),
+        &mut journal,
+        &record.run_id,
+        dispatch.clone(),
+        &mut on_event,
+    )
+    .await
+    .with_context(|| format!("cannot write the journal {}", journal_path.display()))?;
+    signals.abort();
+    if progress {
+        eprint!("\r\x1b[2K");
+    }
+    drop(simulator);
+
+    let fatal = client.fatal();
+    let interrupted = dispatch.is_cancelled();
+    record.finished_at = Some(utc_now());
+    record.stopped = match (&fatal, interrupted) {
+        (Some(f), _) => Some(f.to_string()),
+        (None, true) => Some("interrupted".to_string()),
+        _ => None,
+    };
+    record.write(&dir)?;
+    provider.base_url = record.endpoint.base_url.clone();
+    let info = RunInfo {
+        bench: bench.name.clone(),
+        run_id: record.run_id.clone(),
+        tool_version: record.tool.version.clone(),
+        started_at: record.started_at.clone(),
+        finished_at: record.finished_at.clone(),
+        provider,
+        confidence: bench.confidence,
+        repeats: bench.repeats,
+        cases: bench.cases.len(),
+        jobs_planned: record.jobs_planned,
+        stopped: record.stopped.clone(),
+    };
+    let summary = Summary::from_journal(
+        info,
+        &p.variant_names(),
+        bench.price.as_ref(),
+        &journal_path,
+    )
+    .with_context(|| format!("cannot read the journal {}", journal_path.display()))?;
+    report::write_all(&dir, &summary)?;
+    println!("{}", report::terminal::render(&summary));
+    if !quiet {
+        eprintln!("reports: {}", dir.display());
+    }
+    if let Some(f) = fatal {
+        eprintln!("error: {f}");
+        return Ok(Exit::Aborted);
+    }
+    if interrupted {
+        eprintln!("resume with: promptgauge run --resume {}", dir.display());
+        return Ok(Exit::Interrupted);
+    }
+    let missing = summary
+        .run
+        .jobs_planned
+        .saturating_sub(summary.jobs_finished);
+    if summary.jobs_failed > 0 || missing > 0 || tally.not_run > 0 {
+        eprintln!(
+            "incomplete: {} jobs failed and {missing} did not run; see {}",
+            summary.jobs_failed,
+            journal_path.display()
+        );
+        return Ok(Exit::Incomplete);
+    }
+    Ok(Exit::Success)
+}
+
+fn build_client(p: &Prepared, base_url: &str, verbose: bool) -> anyhow::Result<Client> {
+    let limits = &p.bench.limits;
+    let mut config = ClientConfig::new(base_url, &p.endpoint.model);
     config.api_key = p.endpoint.api_key.clone();
     config.api_key_env = p.endpoint.api_key_env.clone();
     config.concurrency = limits.concurrency;
@@ -344,7 +635,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
     let transport = ReqwestTransport::new(limits.connect_timeout, limits.concurrency)
         .map_err(|e| anyhow::anyhow!(e))?;
     let mut client = Client::new(Arc::new(transport), config);
-    if args.verbose {
+    if verbose {
         client = client.with_observer(Arc::new(|log| {
             let a = log.attempt;
             eprintln!(
@@ -364,144 +655,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
             );
         }));
     }
-    let client = Arc::new(client);
-
-    let dir = run_dir(&args.out, &bench.name, &started_at)?;
-    let run_id = format!(
-        "{}-{:04x}",
-        dir.file_name().and_then(|n| n.to_str()).unwrap_or("run"),
-        rand::random::<u16>()
-    );
-    let mut info = RunInfo {
-        bench: bench.name.clone(),
-        run_id: run_id.clone(),
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        started_at,
-        finished_at: None,
-        provider: ProviderInfo {
-            base_url: p
-                .endpoint
-                .base_url
-                .clone()
-                .unwrap_or_else(|| "simulated".into()),
-            model: p.endpoint.model.clone(),
-            simulated: simulator.is_some(),
-            api_key_env: p
-                .endpoint
-                .base_url
-                .as_ref()
-                .map(|_| p.endpoint.api_key_env.clone()),
-        },
-        confidence: bench.confidence,
-        repeats: bench.repeats,
-        cases: bench.cases.len(),
-        jobs_planned: p.jobs.len(),
-        stopped: None,
-    };
-    write_run_json(&dir, &p, &info)?;
-    let journal_path = dir.join("results.jsonl");
-    let mut journal = Journal::open(&journal_path)
-        .with_context(|| format!("cannot open {}", journal_path.display()))?;
-    if !quiet {
-        eprintln!(
-            "running {} jobs ({} cases × {} variants × {} repeats) against {} — writing {}",
-            p.jobs.len(),
-            bench.cases.len(),
-            p.variants.len(),
-            bench.repeats,
-            info.provider.base_url,
-            dir.display()
-        );
-    }
-
-    let dispatch = CancellationToken::new();
-    let interrupted = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let signals = {
-        let (dispatch, stop, interrupted) =
-            (dispatch.clone(), client.stop_token(), interrupted.clone());
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                interrupted.store(true, std::sync::atomic::Ordering::SeqCst);
-                dispatch.cancel();
-                eprintln!(
-                    "\ninterrupted: finishing the jobs in flight (Ctrl-C again to abort them)"
-                );
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    stop.cancel();
-                }
-            }
-        })
-    };
-
-    let progress = !quiet && std::io::stderr().is_terminal() && !env.is_ci();
-    let mut failed = 0;
-    let mut on_event = |event: RunEvent<'_>| {
-        let RunEvent::JobFinished {
-            record,
-            done,
-            total,
-        } = event;
-        failed += usize::from(record.status == runner::JobStatus::Failed);
-        if progress {
-            eprint!("\r  {done}/{total} jobs done, {failed} failed ");
-            let _ = std::io::stderr().flush();
-        }
-    };
-    let tally = runner::run(
-        bench.clone(),
-        p.jobs.clone(),
-        client.clone(),
-        &mut journal,
-        &run_id,
-        dispatch,
-        &mut on_event,
-    )
-    .await
-    .with_context(|| format!("cannot write the journal {}", journal_path.display()))?;
-    signals.abort();
-    if progress {
-        eprint!("\r\x1b[2K");
-    }
-    drop(simulator);
-
-    let fatal = client.fatal();
-    let was_interrupted = interrupted.load(std::sync::atomic::Ordering::SeqCst);
-    info.finished_at = Some(utc_now());
-    info.stopped = match (&fatal, was_interrupted) {
-        (Some(f), _) => Some(f.to_string()),
-        (None, true) => Some("interrupted (Ctrl-C)".to_string()),
-        _ => None,
-    };
-    write_run_json(&dir, &p, &info)?;
-    let summary = Summary::from_journal(
-        info,
-        &p.variant_names(),
-        bench.price.as_ref(),
-        &journal_path,
-    )
-    .with_context(|| format!("cannot read the journal {}", journal_path.display()))?;
-    report::write_all(&dir, &summary)?;
-    println!("{}", report::terminal::render(&summary));
-    if !quiet {
-        eprintln!("reports: {}", dir.display());
-    }
-    if let Some(f) = fatal {
-        eprintln!("error: {f}");
-        return Ok(Exit::Aborted);
-    }
-    if was_interrupted {
-        return Ok(Exit::Interrupted);
-    }
-    if tally.failed > 0 || tally.not_run > 0 {
-        eprintln!(
-            "incomplete: {} jobs failed and {} did not run; see {}",
-            tally.failed,
-            tally.not_run,
-            journal_path.display()
-        );
-        return Ok(Exit::Incomplete);
-    }
-    Ok(Exit::Success)
+    Ok(client)
 }
 
 /// `mock`: serve the simulator until Ctrl-C.

@@ -8,6 +8,7 @@ pub mod cli;
 pub mod client;
 pub mod commands;
 pub mod grade;
+pub mod hash;
 pub mod mock;
 pub mod report;
 pub mod runner;

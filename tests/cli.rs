@@ -1,69 +1,14 @@
 //! The real binary, end to end: against the built-in simulator, against a simulator this
 //! test starts on port 0 (so it can see what the provider saw), and with bad input.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+mod common;
 
-use assert_cmd::Command;
-use promptgauge::mock::server::MockServer;
-use promptgauge::mock::{Faults, MockConfig, Provider};
+use std::path::Path;
+
+use common::*;
+use promptgauge::mock::{Faults, MockConfig};
 use promptgauge::report::Summary;
 use serde_json::Value;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The binary with a clean environment: no URLs or keys leak in from the machine.
-fn promptgauge(dir: &Path) -> Command {
-    let mut cmd = Command::cargo_bin("promptgauge").unwrap();
-    cmd.current_dir(dir)
-        .env_remove("PROMPTGAUGE_BASE_URL")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("LLM_BASE_URL")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("LLM_API_KEY")
-        .env("CI", "true");
-    cmd
-}
-
-/// A small arithmetic bench in a temp folder.
-fn bench_dir(bench_extra: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let cases: String = (1..=12)
-        .map(|i| format!("{{\"id\": \"add-{i:02}\", \"vars\": {{\"question\": \"What is {i} + {i}?\"}}, \"expected\": \"{}\", \"tags\": [\"add\"]}}\n", 2 * i))
-        .collect();
-    std::fs::write(d.join("cases.jsonl"), cases).unwrap();
-    std::fs::write(d.join("plain.txt"), "{{ question }}").unwrap();
-    std::fs::write(
-        d.join("careful.yaml"),
-        "name: careful\nmessages:\n  - { role: system, content: \"Think step by step.\" }\n  - { role: user, content: \"{{ question }}\" }\n",
-    )
-    .unwrap();
-    std::fs::write(
-        d.join("bench.yaml"),
-        format!("name: arithmetic\ncases: cases.jsonl\nvariants: [plain.txt, careful.yaml]\ngrade: {{ kind: number }}\nparams: {{ temperature: 0, max_tokens: 100 }}\nprice: {{ input_per_mtok: 1.0, output_per_mtok: 2.0 }}\n{bench_extra}"),
-    )
-    .unwrap();
-    dir
-}
-
-fn run_dirs(root: &Path) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root)
-        .map(|r| r.map(|e| e.unwrap().path()).collect())
-        .unwrap_or_default();
-    dirs.sort();
-    dirs
-}
-
-fn journal(dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(dir.join("results.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
 
 #[test]
 fn the_example_bench_runs_on_the_built_in_simulator() {
@@ -134,22 +79,6 @@ fn the_example_bench_runs_on_the_built_in_simulator() {
     assert_eq!(run["endpoint"]["simulated"], true);
     assert_eq!(run["bench"]["name"], "routing");
     assert!(run["finished_at"].is_string());
-}
-
-/// Starts a simulator in this process; the binary talks to it over TCP.
-fn start_mock(config: MockConfig) -> (tokio::runtime::Runtime, MockServer) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let server = rt
-        .block_on(MockServer::start(
-            Arc::new(Provider::new(config)),
-            "127.0.0.1:0".parse().unwrap(),
-        ))
-        .unwrap();
-    (rt, server)
 }
 
 #[test]

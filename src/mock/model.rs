@@ -120,21 +120,7 @@ pub fn error_rate(prompt: &str) -> f64 {
 }
 
 fn hash(parts: &[&str]) -> u64 {
-    // FNV-1a: stable across runs and platforms, unlike the std hasher.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for part in parts {
-        for b in part.bytes().chain([0xff]) {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    // FNV alone barely moves its high bits for a change in the last byte; mix them in
-    // (the splitmix64 finaliser).
-    h ^= h >> 30;
-    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    h ^= h >> 27;
-    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
-    h ^ (h >> 31)
+    crate::hash::hash_parts(parts)
 }
 
 pub fn unit(parts: &[&str]) -> f64 {

@@ -2,6 +2,7 @@
 //! answers and hand records to the journal. The reporter only listens to events.
 
 pub mod journal;
+pub mod record;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -38,6 +38,47 @@ impl Plan {
     }
 }
 
+/// Stable fingerprints of what a run measures, recorded in `run.json` so a resume can
+/// refuse a bench whose cases or variants changed underneath it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    /// Case ids, variables, expected answers, graders and tags.
+    pub cases: String,
+    /// The selected variants: names, messages and parameters.
+    pub variants: String,
+    /// Bench-wide request parameters, default grader and repeats.
+    pub settings: String,
+}
+
+impl Fingerprint {
+    pub fn of(bench: &super::Bench, variants: &[usize]) -> Fingerprint {
+        let cases: Vec<serde_json::Value> = bench
+            .cases
+            .iter()
+            .map(|c| serde_json::json!([c.id, c.vars, c.expected, c.grade, c.tags]))
+            .collect();
+        // Where the files are is not what they say: paths stay out.
+        let chosen: Vec<serde_json::Value> = variants
+            .iter()
+            .map(|&v| &bench.variants[v])
+            .map(|v| serde_json::json!([v.name, v.messages, v.params]))
+            .collect();
+        let settings = serde_json::json!([bench.params, bench.grade, bench.repeats]);
+        Fingerprint {
+            cases: digest(&serde_json::json!(cases)),
+            variants: digest(&serde_json::json!(chosen)),
+            settings: digest(&settings),
+        }
+    }
+}
+
+/// A stable digest of a value's JSON, as hex.
+fn digest(value: &serde_json::Value) -> String {
+    let mut h = crate::hash::StableHasher::default();
+    h.write(value.to_string().as_bytes());
+    format!("{:016x}", h.finish())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,96 @@
+//! Helpers shared by the end-to-end tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use assert_cmd::Command;
+use promptgauge::mock::server::MockServer;
+use promptgauge::mock::{MockConfig, Provider};
+use serde_json::Value;
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The binary with a clean environment: no URLs or keys leak in from the machine.
+pub fn promptgauge(dir: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("promptgauge").unwrap();
+    cmd.current_dir(dir)
+        .env_remove("PROMPTGAUGE_BASE_URL")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("LLM_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("LLM_API_KEY")
+        .env("CI", "true");
+    cmd
+}
+
+/// A small arithmetic bench in a temp folder: 12 cases, 2 variants.
+pub fn bench_dir(bench_extra: &str) -> tempfile::TempDir {
+    arithmetic_bench(12, 2, bench_extra)
+}
+
+/// An arithmetic bench with `cases` cases and 2 to 4 variants, in a temp folder.
+pub fn arithmetic_bench(cases: usize, variants: usize, bench_extra: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lines: String = (1..=cases)
+        .map(|i| format!("{{\"id\": \"add-{i:02}\", \"vars\": {{\"question\": \"What is {i} + {i}?\"}}, \"expected\": \"{}\", \"tags\": [\"add\"]}}\n", 2 * i))
+        .collect();
+    std::fs::write(d.join("cases.jsonl"), lines).unwrap();
+    std::fs::write(d.join("plain.txt"), "{{ question }}").unwrap();
+    std::fs::write(
+        d.join("careful.yaml"),
+        "name: careful\nmessages:\n  - { role: system, content: \"Think step by step.\" }\n  - { role: user, content: \"{{ question }}\" }\n",
+    )
+    .unwrap();
+    std::fs::write(d.join("polite.txt"), "Please answer: {{ question }}").unwrap();
+    std::fs::write(
+        d.join("breath.yaml"),
+        "name: breath\nmessages:\n  - { role: system, content: \"Take a deep breath.\" }\n  - { role: user, content: \"{{ question }}\" }\n",
+    )
+    .unwrap();
+    let names = ["plain.txt", "careful.yaml", "polite.txt", "breath.yaml"];
+    std::fs::write(
+        d.join("bench.yaml"),
+        format!(
+            "name: arithmetic\ncases: cases.jsonl\nvariants: [{}]\ngrade: {{ kind: number }}\nparams: {{ temperature: 0, max_tokens: 100 }}\nprice: {{ input_per_mtok: 1.0, output_per_mtok: 2.0 }}\n{bench_extra}",
+            names[..variants].join(", ")
+        ),
+    )
+    .unwrap();
+    dir
+}
+
+pub fn run_dirs(root: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root)
+        .map(|r| r.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    dirs.sort();
+    dirs
+}
+
+pub fn journal(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Starts a simulator in this process; the binary talks to it over TCP.
+pub fn start_mock(config: MockConfig) -> (tokio::runtime::Runtime, MockServer) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = rt
+        .block_on(MockServer::start(
+            Arc::new(Provider::new(config)),
+            "127.0.0.1:0".parse().unwrap(),
+        ))
+        .unwrap();
+    (rt, server)
+}

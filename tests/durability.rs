@@ -1,0 +1,358 @@
+//! Runs that are killed, interrupted and resumed: nothing finished is lost, nothing is
+//! recorded twice, and the final summary is the one an uninterrupted run gives.
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use promptgauge::mock::{Faults, MockConfig};
+use promptgauge::report::Summary;
+use serde_json::Value;
+
+fn spawn(dir: &Path, args: &[&str]) -> Child {
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("promptgauge"))
+        .current_dir(dir)
+        .args(args)
+        .env("CI", "true")
+        .env_remove("OPENAI_API_KEY")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until `ready` holds, failing the test after a generous bound.
+fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !ready() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn journal_lines(run: &Path) -> usize {
+    std::fs::read_to_string(run.join("results.jsonl"))
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+fn summary(run: &Path) -> Summary {
+    serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap()
+}
+
+/// (case, variant, repeat) → (correct, extracted), and no key twice.
+fn results(run: &Path) -> HashMap<(String, String, u64), (Value, Value)> {
+    let mut out = HashMap::new();
+    for r in journal(run) {
+        let key = (
+            r["case_id"].as_str().unwrap().to_string(),
+            r["variant"].as_str().unwrap().to_string(),
+            r["repeat"].as_u64().unwrap(),
+        );
+        let prev = out.insert(key.clone(), (r["correct"].clone(), r["extracted"].clone()));
+        assert!(prev.is_none(), "{key:?} recorded twice");
+    }
+    out
+}
+
+fn only_run(root: &Path) -> PathBuf {
+    let dirs = run_dirs(root);
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs[0].clone()
+}
+
+#[test]
+fn kill_9_halfway_then_resume_matches_an_uninterrupted_run() {
+    let (_rt, server) = start_mock(MockConfig {
+        token_delay: Duration::from_millis(2),
+        ..MockConfig::default()
+    });
+    let url = server.base_url();
+    let bench = arithmetic_bench(150, 4, "limits: { concurrency: 4 }\n");
+    let d = bench.path();
+
+    promptgauge(d)
+        .args([
+            "run",
+            "bench.yaml",
+            "--quiet",
+            "--out",
+            "whole",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+        ])
+        .assert()
+        .success();
+    let whole = only_run(&d.join("whole"));
+
+    let mut child = spawn(
+        d,
+        &[
+            "run",
+            "bench.yaml",
+            "--quiet",
+            "--out",
+            "killed",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+        ],
+    );
+    wait_for("half the jobs", || {
+        run_dirs(&d.join("killed"))
+            .first()
+            .is_some_and(|r| journal_lines(r) >= 300)
+    });
+    child.kill().unwrap(); // SIGKILL: no handler runs, no report is written
+    child.wait().unwrap();
+    let killed = only_run(&d.join("killed"));
+    let before = journal_lines(&killed);
+    assert!(
+        (300..600).contains(&before),
+        "{before} jobs finished before the kill"
+    );
+    assert!(!killed.join("summary.json").exists());
+    // A crash can also tear the line being written; resume must drop it.
+    let mut j = std::fs::OpenOptions::new()
+        .append(true)
+        .open(killed.join("results.jsonl"))
+        .unwrap();
+    std::io::Write::write_all(&mut j, br#"{"job":599,"case_id":"add-150","vari"#).unwrap();
+    drop(j);
+
+    let requests_before = server.provider.stats().requests;
+    let out = promptgauge(d)
+        .args([
+            "run",
+            "--resume",
+            killed.to_str().unwrap(),
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("torn line"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("resuming: {} of 600 jobs", 600 - before)),
+        "{stderr}"
+    );
+    let sent = server.provider.stats().requests - requests_before;
+    assert_eq!(
+        sent as usize,
+        600 - before,
+        "only the missing jobs are sent"
+    );
+
+    let (a, b) = (results(&whole), results(&killed));
+    assert_eq!(a.len(), 600);
+    assert_eq!(a, b, "job for job");
+    let (sa, sb) = (summary(&whole), summary(&killed));
+    assert!(sb.complete);
+    assert_eq!(sb.torn_lines, 0);
+    for (va, vb) in sa.variants.iter().zip(&sb.variants) {
+        assert_eq!(
+            (&va.name, va.n, va.correct, va.failed),
+            (&vb.name, vb.n, vb.correct, vb.failed)
+        );
+        assert_eq!((va.ci_low, va.ci_high), (vb.ci_low, vb.ci_high));
+        assert_eq!(va.tokens.prompt, vb.tokens.prompt);
+    }
+    let run: Value =
+        serde_json::from_str(&std::fs::read_to_string(killed.join("run.json")).unwrap()).unwrap();
+    assert_eq!(run["resumed_at"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn resume_refuses_a_changed_bench_or_model() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let url = server.base_url();
+    let bench = arithmetic_bench(6, 2, "");
+    let d = bench.path();
+    promptgauge(d)
+        .args([
+            "run",
+            "bench.yaml",
+            "--quiet",
+            "--limit",
+            "3",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+        ])
+        .assert()
+        .success();
+    let run = only_run(&d.join("reports"));
+    let run = run.to_str().unwrap();
+
+    // Same bench and model: nothing left to send, exit 0, the plan kept its --limit.
+    let before = server.provider.stats().requests;
+    promptgauge(d)
+        .args(["run", "--resume", run, "--base-url", &url, "--model", "m"])
+        .assert()
+        .success();
+    assert_eq!(server.provider.stats().requests, before);
+
+    let out = promptgauge(d)
+        .args([
+            "run",
+            "--resume",
+            run,
+            "--base-url",
+            &url,
+            "--model",
+            "other",
+        ])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("two models"));
+
+    std::fs::write(d.join("plain.txt"), "Q: {{ question }}").unwrap();
+    let out = promptgauge(d)
+        .args(["run", "--resume", run, "--base-url", &url, "--model", "m"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("changed since this run started") && e.contains("variants"),
+        "{e}"
+    );
+
+    let cases = std::fs::read_to_string(d.join("cases.jsonl")).unwrap();
+    std::fs::write(d.join("plain.txt"), "{{ question }}").unwrap();
+    std::fs::write(d.join("cases.jsonl"), cases.replace("\"2\"", "\"3\"")).unwrap();
+    let out = promptgauge(d)
+        .args(["run", "--resume", run, "--base-url", &url, "--model", "m"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("its cases"));
+
+    promptgauge(d)
+        .args([
+            "run",
+            "--resume",
+            d.to_str().unwrap(),
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+        ])
+        .assert()
+        .code(2);
+    assert_eq!(
+        server.provider.stats().requests,
+        before,
+        "refused resumes send nothing"
+    );
+}
+
+#[cfg(unix)]
+fn signal(child: &Child, name: &str) {
+    std::process::Command::new("kill")
+        .args([&format!("-{name}"), &child.id().to_string()])
+        .status()
+        .unwrap();
+}
+
+#[cfg(unix)]
+#[test]
+fn a_second_interrupt_aborts_jobs_in_flight_and_still_reports() {
+    // Every request hangs: the first interrupt alone would wait out first_token_timeout.
+    let (_rt, server) = start_mock(MockConfig {
+        faults: Faults {
+            hang: 1.0,
+            ..Faults::default()
+        },
+        ..MockConfig::default()
+    });
+    let bench = bench_dir("limits: { concurrency: 2, first_token_timeout: 600s }\n");
+    let d = bench.path();
+    let url = server.base_url();
+    let mut child = spawn(
+        d,
+        &["run", "bench.yaml", "--base-url", &url, "--model", "m"],
+    );
+    wait_for("two requests in flight", || {
+        server.provider.stats().in_flight >= 2
+    });
+    signal(&child, "INT");
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the first interrupt waits for jobs in flight"
+    );
+    signal(&child, "INT");
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let run = only_run(&d.join("reports"));
+    let s = summary(&run);
+    assert_eq!(s.jobs_finished, 0);
+    assert!(!s.complete);
+    assert_eq!(
+        server.provider.stats().requests,
+        2,
+        "nothing new was dispatched"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn sigterm_stops_like_a_first_interrupt() {
+    let (_rt, server) = start_mock(MockConfig {
+        first_token_delay: Duration::from_millis(50),
+        ..MockConfig::default()
+    });
+    let bench = bench_dir("limits: { concurrency: 1 }\n");
+    let d = bench.path();
+    let mut child = spawn(
+        d,
+        &[
+            "run",
+            "bench.yaml",
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "m",
+        ],
+    );
+    wait_for("the first job", || {
+        run_dirs(&d.join("reports"))
+            .first()
+            .is_some_and(|r| journal_lines(r) >= 1)
+    });
+    signal(&child, "TERM");
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let run = only_run(&d.join("reports"));
+    let s = summary(&run);
+    assert!(
+        s.jobs_finished >= 1 && s.jobs_finished < 24,
+        "{}",
+        s.jobs_finished
+    );
+    assert_eq!(s.run.stopped.as_deref(), Some("interrupted"));
+    // The job in flight when the signal came finished and was journaled.
+    assert_eq!(
+        journal_lines(&run) as u64,
+        server.provider.stats().generations
+    );
+    let keys: HashSet<String> = journal(&run).iter().map(|r| r["job"].to_string()).collect();
+    assert_eq!(keys.len(), s.jobs_finished);
+}
