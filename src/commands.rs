@@ -632,17 +632,28 @@ fn build_client(p: &Prepared, base_url: &str, verbose: bool) -> anyhow::Result<C
     config.first_token_timeout = limits.first_token_timeout;
     config.idle_timeout = limits.idle_timeout;
     config.total_timeout = limits.total_timeout;
+    config.max_response_bytes = limits.max_response_bytes;
     let transport = ReqwestTransport::new(limits.connect_timeout, limits.concurrency)
         .map_err(|e| anyhow::anyhow!(e))?;
     let mut client = Client::new(Arc::new(transport), config);
     if verbose {
         client = client.with_observer(Arc::new(|log| {
             let a = log.attempt;
+            let headers: Vec<String> = log
+                .headers
+                .iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect();
             eprintln!(
-                "[{}] attempt {} {:?}{} {:.0} ms{}{}",
+                "[{}] attempt {}: POST {} ({}) → {}{} {:.0} ms{}{}",
                 log.idempotency_key,
                 log.number,
-                a.outcome,
+                log.url,
+                headers.join(", "),
+                serde_json::to_value(a.outcome)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default(),
                 a.status.map(|s| format!(" HTTP {s}")).unwrap_or_default(),
                 a.latency_ms,
                 a.error

@@ -181,7 +181,7 @@ fn a_refused_key_stops_the_run_with_exit_4_and_never_prints_the_key() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("$BENCH_KEY"), "{stderr}");
     assert!(
-        stderr.contains("attempt 1 HttpError HTTP 401"),
+        stderr.contains("→ http_error HTTP 401"),
         "verbose logs each attempt: {stderr}"
     );
     assert!(

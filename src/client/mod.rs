@@ -63,6 +63,8 @@ pub struct ClientConfig {
     pub backoff_cap: Duration,
     /// A `Retry-After` longer than this fails the job instead of waiting.
     pub max_retry_after: Duration,
+    /// A streamed response larger than this fails the job (a runaway generation).
+    pub max_response_bytes: usize,
     /// Seed for the backoff jitter; `None` draws one from the OS.
     pub seed: Option<u64>,
 }
@@ -82,6 +84,7 @@ impl ClientConfig {
             backoff_base: Duration::from_millis(250),
             backoff_cap: Duration::from_secs(20),
             max_retry_after: Duration::from_secs(300),
+            max_response_bytes: 4 * 1024 * 1024,
             seed: None,
         }
     }
@@ -116,6 +119,13 @@ pub struct Attempt {
     pub wait_ms: Option<f64>,
     /// Whether `stream_options` was sent.
     pub stream_options: bool,
+    /// `data:` payloads that were not JSON and were skipped.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ignored_events: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Why the whole run must stop.
@@ -161,6 +171,8 @@ pub struct AttemptLog<'a> {
     pub idempotency_key: &'a str,
     pub number: usize,
     pub url: &'a str,
+    /// The request's headers with secrets replaced.
+    pub headers: &'a [(String, String)],
     pub attempt: &'a Attempt,
 }
 
@@ -184,6 +196,8 @@ struct AttemptResult {
     attempt: Attempt,
     stream: chat::ChatStream,
     retry_after: Option<Duration>,
+    /// False when trying again would fail the same way (an oversized response).
+    retryable: bool,
 }
 
 /// Caps what is read of an error response body.
@@ -290,6 +304,11 @@ impl Client {
                 return result;
             };
             let request = self.request(job, stream_options);
+            let shown_headers = if self.observer.is_some() {
+                request.redacted_headers()
+            } else {
+                Vec::new()
+            };
             let outcome = tokio::select! {
                 biased;
                 _ = self.stop.cancelled() => { result.aborted = true; return result; }
@@ -300,10 +319,14 @@ impl Client {
                 mut attempt,
                 stream,
                 retry_after,
+                retryable,
             } = outcome;
             attempt.stream_options = stream_options;
             let status = attempt.status;
             let mut next = retry::next_step(attempt.outcome, status);
+            if !retryable && next == retry::Next::Retry {
+                next = retry::Next::Fail;
+            }
             // A 400 may only mean the server does not know `stream_options`: try once without.
             let immediate = status == Some(400) && stream_options && !fallback_tried;
             if immediate {
@@ -374,6 +397,7 @@ impl Client {
                     idempotency_key: &job.idempotency_key,
                     number,
                     url: &self.url,
+                    headers: &shown_headers,
                     attempt: &attempt,
                 });
             }
@@ -404,15 +428,22 @@ impl Client {
             retry_after_ms: None,
             wait_ms: None,
             stream_options: false,
+            ignored_events: 0,
         };
-        let finish = |mut attempt: Attempt, stream, outcome, error: Option<String>, retry_after| {
+        let finish = |mut attempt: Attempt,
+                      stream: chat::ChatStream,
+                      outcome,
+                      error: Option<String>,
+                      retry_after| {
             attempt.outcome = outcome;
             attempt.error = error;
             attempt.latency_ms = ms(sent.elapsed());
+            attempt.ignored_events = stream.unparsed;
             AttemptResult {
                 attempt,
                 stream,
                 retry_after,
+                retryable: true,
             }
         };
 
@@ -464,6 +495,7 @@ impl Client {
         let mut events = Vec::new();
         let mut first_event = false;
         let mut last_event = sent;
+        let mut received = 0usize;
         let end = loop {
             let deadline = if first_event {
                 (last_event + self.config.idle_timeout).min(total_deadline)
@@ -498,6 +530,16 @@ impl Client {
                 }
                 Ok(Some(Err(e))) => break Err((Outcome::Cut, format!("stream broke: {e}"))),
                 Ok(Some(Ok(chunk))) => {
+                    received += chunk.len();
+                    if received > self.config.max_response_bytes {
+                        break Err((
+                            Outcome::StreamError,
+                            format!(
+                                "the response exceeded max_response_bytes ({} bytes); not retried",
+                                self.config.max_response_bytes
+                            ),
+                        ));
+                    }
                     decoder.feed(&chunk, &mut events);
                     if events.is_empty() {
                         continue;
@@ -529,7 +571,11 @@ impl Client {
                 Some("the stream ended without a finish_reason".to_string()),
             ),
         };
-        finish(attempt, stream, outcome, error, None)
+        let oversized =
+            outcome == Outcome::StreamError && received > self.config.max_response_bytes;
+        let mut result = finish(attempt, stream, outcome, error, None);
+        result.retryable = !oversized;
+        result
     }
 }
 

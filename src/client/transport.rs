@@ -19,6 +19,22 @@ pub struct HttpRequest {
     pub body: Bytes,
 }
 
+impl HttpRequest {
+    /// The headers fit to print: the `authorization` value is replaced.
+    pub fn redacted_headers(&self) -> Vec<(String, String)> {
+        self.headers
+            .iter()
+            .map(|(k, v)| {
+                if k == "authorization" || k == "x-api-key" || k == "api-key" {
+                    (k.clone(), "[redacted]".to_string())
+                } else {
+                    (k.clone(), v.clone())
+                }
+            })
+            .collect()
+    }
+}
+
 pub struct HttpResponse {
     pub status: u16,
     /// Lowercase names.

@@ -44,6 +44,8 @@ pub struct Limits {
     pub idle_timeout: Duration,
     #[serde(with = "humantime_serde_lite")]
     pub total_timeout: Duration,
+    /// A streamed response larger than this fails its job.
+    pub max_response_bytes: usize,
 }
 
 impl Default for Limits {
@@ -57,6 +59,7 @@ impl Default for Limits {
             first_token_timeout: Duration::from_secs(60),
             idle_timeout: Duration::from_secs(30),
             total_timeout: Duration::from_secs(300),
+            max_response_bytes: 4 * 1024 * 1024,
         }
     }
 }
@@ -85,6 +88,50 @@ struct RawLimits {
     idle_timeout: Option<Duration>,
     #[serde(default, deserialize_with = "duration")]
     total_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "byte_size")]
+    max_response_bytes: Option<usize>,
+}
+
+/// `4MiB`, `512KiB`, `1MB`, or a bare number of bytes.
+fn byte_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Bytes(u64),
+        Text(String),
+    }
+    let bytes = match Raw::deserialize(d)? {
+        Raw::Bytes(b) => b,
+        Raw::Text(t) => parse_bytes(&t).map_err(serde::de::Error::custom)?,
+    };
+    if bytes == 0 {
+        return Err(serde::de::Error::custom("a size must be positive"));
+    }
+    Ok(Some(bytes as usize))
+}
+
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size; write e.g. 4MiB, 512KiB or 1000000"))?;
+    let scale = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1_000,
+        "kib" | "k" => 1 << 10,
+        "mb" => 1_000_000,
+        "mib" | "m" => 1 << 20,
+        "gib" | "g" => 1 << 30,
+        other => {
+            return Err(format!(
+                "unknown size unit `{other}` in `{text}`; use KiB, MiB or GiB"
+            ));
+        }
+    };
+    n.checked_mul(scale)
+        .ok_or_else(|| format!("`{text}` is too large"))
 }
 
 /// `10s`, `500ms`, `2m`, or a bare number of seconds.
@@ -398,6 +445,7 @@ fn resolve_limits(raw: RawLimits, here: &dyn Fn(&str) -> Location) -> Result<Lim
         first_token_timeout: raw.first_token_timeout.unwrap_or(d.first_token_timeout),
         idle_timeout: raw.idle_timeout.unwrap_or(d.idle_timeout),
         total_timeout: raw.total_timeout.unwrap_or(d.total_timeout),
+        max_response_bytes: raw.max_response_bytes.unwrap_or(d.max_response_bytes),
     };
     Ok(limits)
 }
@@ -487,6 +535,15 @@ mod tests {
             e.contains("cases.jsonl:1: case `a`: expected `five` is not a number"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_bytes("4MiB"), Ok(4 << 20));
+        assert_eq!(parse_bytes("512 KiB"), Ok(512 << 10));
+        assert_eq!(parse_bytes("1000"), Ok(1000));
+        assert!(parse_bytes("lots").is_err());
+        assert!(parse_bytes("3 parsecs").is_err());
     }
 
     #[test]
