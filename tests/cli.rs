@@ -487,3 +487,63 @@ fn ctrl_c_stops_dispatch_writes_reports_and_exits_130() {
     assert!((1..24).contains(&finished), "{finished}");
     assert_eq!(summary.jobs_finished, finished);
 }
+
+#[test]
+fn the_api_key_never_appears_in_any_byte_written() {
+    const KEY: &str = "sk-PLANTED-7f3a9c41e8-SECRET";
+    let (_rt, server) = start_mock(MockConfig {
+        api_key: Some(KEY.into()),
+        faults: Faults {
+            cut: 1.0,
+            rate_5xx: 0.0,
+            ..Faults::default()
+        },
+        fault_attempts: Some(1),
+        ..MockConfig::default()
+    });
+    let dir = bench_dir("endpoint: { api_key_env: PLANTED_KEY }\n");
+    let out = promptgauge(dir.path())
+        .env("PLANTED_KEY", KEY)
+        .args([
+            "run",
+            "bench.yaml",
+            "--verbose",
+            "--limit",
+            "3",
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "m",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    assert_eq!(
+        server.provider.stats().status_401,
+        0,
+        "the key was sent and accepted"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("authorization: [redacted]"),
+        "verbose shows the header, redacted: {stderr}"
+    );
+    let mut written: Vec<(String, Vec<u8>)> = vec![
+        ("stdout".into(), out.stdout.clone()),
+        ("stderr".into(), out.stderr.clone()),
+    ];
+    let mut stack = vec![dir.path().join("reports")];
+    while let Some(p) = stack.pop() {
+        if p.is_dir() {
+            stack.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+        } else {
+            written.push((p.display().to_string(), std::fs::read(&p).unwrap()));
+        }
+    }
+    assert!(written.len() >= 7);
+    for (name, bytes) in &written {
+        let text = String::from_utf8_lossy(bytes);
+        assert!(!text.contains("7f3a9c41e8"), "the key leaked into {name}");
+    }
+}

@@ -41,6 +41,11 @@ const CASE_FIX: &str =
 /// Loads one case file, choosing the format by extension.
 pub fn load(path: &Path) -> Result<Vec<Case>, InputError> {
     let text = read_text(path, "case")?;
+    parse(path, &text)
+}
+
+/// Parses a case file's text; `path` names it in errors and chooses the format.
+pub fn parse(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
     let ext = path
         .extension()
         .and_then(|e| e.to_str())
@@ -58,7 +63,7 @@ pub fn load(path: &Path) -> Result<Vec<Case>, InputError> {
             .fix("use .jsonl (one JSON object per line), .yaml (a list) or .csv (header row with id and expected)"));
         }
     };
-    let cases = loader(path, &text)?;
+    let cases = loader(path, text)?;
     if cases.is_empty() {
         return Err(
             InputError::new(Location::file(path), "the case file has no cases")

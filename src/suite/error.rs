@@ -224,6 +224,11 @@ pub fn yaml_error(path: &Path, what: &str, err: &serde_saphyr::Error) -> InputEr
         Some((at, rest)) if at.starts_with("line ") && at.contains(" column ") => rest.to_string(),
         _ => first,
     };
+    // The YAML crate names Rust types; say what a person would write instead.
+    let first = first
+        .replace("invalid i64", "expected a whole number")
+        .replace("invalid u64", "expected a whole number ≥ 0")
+        .replace("invalid f64", "expected a number");
     if let Some((message, fix)) = explain_unknown_field(&full) {
         return InputError::new(location, format!("{message} in the {what}")).fix(fix);
     }

@@ -46,6 +46,12 @@ struct RawMessage {
 const ROLES: [&str; 4] = ["system", "developer", "user", "assistant"];
 
 pub fn load(path: &Path) -> Result<Variant, InputError> {
+    let text = read_text(path, "prompt")?;
+    parse(path, text)
+}
+
+/// Parses a prompt file's text; `path` names it in errors and chooses the format.
+pub fn parse(path: &Path, text: String) -> Result<Variant, InputError> {
     let stem = path
         .file_stem()
         .and_then(|s| s.to_str())
@@ -56,7 +62,6 @@ pub fn load(path: &Path) -> Result<Variant, InputError> {
         .and_then(|e| e.to_str())
         .unwrap_or("")
         .to_ascii_lowercase();
-    let text = read_text(path, "prompt")?;
     match ext.as_str() {
         "txt" | "md" => {
             if text.trim().is_empty() {

@@ -1,0 +1,359 @@
+//! Malformed input, one file at a time: each is exit code 2, no request reaches the
+//! provider, and the message names the file, the line where there is one, and a fix.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+
+use common::*;
+use promptgauge::mock::MockConfig;
+
+struct Row {
+    name: &'static str,
+    /// Breaks one thing in a 60-case, 2-variant arithmetic bench.
+    setup: fn(&Path),
+    /// Every one of these must appear in stderr.
+    expect: &'static [&'static str],
+}
+
+fn edit(path: &Path, f: impl FnOnce(String) -> String) {
+    let text = fs::read_to_string(path).unwrap();
+    fs::write(path, f(text)).unwrap();
+}
+
+fn replace_line(path: &Path, number: usize, line: &str) {
+    edit(path, |t| {
+        t.lines()
+            .enumerate()
+            .map(|(i, l)| {
+                if i + 1 == number {
+                    line.to_string()
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+            + "\n"
+    });
+}
+
+fn add_to_bench(d: &Path, extra: &str) {
+    edit(&d.join("bench.yaml"), |t| t + extra);
+}
+
+const ROWS: &[Row] = &[
+    Row {
+        name: "bad YAML indentation in the bench",
+        setup: |d| add_to_bench(d, "limits:\n    concurrency: 2\n  max_attempts: 3\n"),
+        expect: &["bench.yaml:9"],
+    },
+    Row {
+        name: "a JSONL line that is not an object",
+        setup: |d| replace_line(&d.join("cases.jsonl"), 3, "[1, 2, 3]"),
+        expect: &["cases.jsonl:3", "expected a JSON object, found an array"],
+    },
+    Row {
+        name: "a JSONL line that is not JSON",
+        setup: |d| replace_line(&d.join("cases.jsonl"), 5, "{\"id\": \"x\", \"expected\": }"),
+        expect: &["cases.jsonl:5:", "invalid JSON"],
+    },
+    Row {
+        name: "a CSV row with too few fields",
+        setup: |d| {
+            fs::write(
+                d.join("cases.csv"),
+                "id,question,expected\na,What is 1 + 1?,2\nb,What is 2 + 2?\n",
+            )
+            .unwrap();
+            edit(&d.join("bench.yaml"), |t| {
+                t.replace("cases.jsonl", "cases.csv")
+            });
+        },
+        expect: &["cases.csv:3", "2 fields but the header has 3"],
+    },
+    Row {
+        name: "a CSV without an expected column",
+        setup: |d| {
+            fs::write(d.join("cases.csv"), "id,question\na,What is 1 + 1?\n").unwrap();
+            edit(&d.join("bench.yaml"), |t| {
+                t.replace("cases.jsonl", "cases.csv")
+            });
+        },
+        expect: &["cases.csv:1", "no `expected` column"],
+    },
+    Row {
+        name: "a case without expected",
+        setup: |d| {
+            replace_line(
+                &d.join("cases.jsonl"),
+                2,
+                r#"{"id": "x", "vars": {"question": "q"}}"#,
+            )
+        },
+        expect: &["cases.jsonl:2", "no `expected`"],
+    },
+    Row {
+        name: "expected of the wrong type",
+        setup: |d| {
+            replace_line(
+                &d.join("cases.jsonl"),
+                4,
+                r#"{"id": "x", "vars": {"question": "q"}, "expected": {"a": 1}}"#,
+            )
+        },
+        expect: &["cases.jsonl:4", "found an object"],
+    },
+    Row {
+        name: "an expected value the grader can never match",
+        setup: |d| {
+            replace_line(
+                &d.join("cases.jsonl"),
+                6,
+                r#"{"id": "x", "vars": {"question": "q"}, "expected": "six"}"#,
+            )
+        },
+        expect: &["cases.jsonl:6", "is not a number"],
+    },
+    Row {
+        name: "an unknown key in a case",
+        setup: |d| {
+            replace_line(
+                &d.join("cases.jsonl"),
+                1,
+                r#"{"id": "x", "vars": {"question": "q"}, "expect": "1"}"#,
+            )
+        },
+        expect: &[
+            "cases.jsonl:1",
+            "unknown key `expect`",
+            "did you mean `expected`",
+        ],
+    },
+    Row {
+        name: "an unknown grader kind",
+        setup: |d| {
+            edit(&d.join("bench.yaml"), |t| {
+                t.replace("kind: number", "kind: numbr")
+            })
+        },
+        expect: &[
+            "bench.yaml:4",
+            "unknown value `numbr`",
+            "did you mean `number`",
+        ],
+    },
+    Row {
+        name: "a regex that does not compile",
+        setup: |d| {
+            edit(&d.join("bench.yaml"), |t| {
+                t.replace(
+                    "{ kind: number }",
+                    "{ kind: regex, pattern: \"(unclosed\" }",
+                )
+            })
+        },
+        expect: &["bench.yaml:4", "does not compile"],
+    },
+    Row {
+        name: "a template syntax error",
+        setup: |d| fs::write(d.join("plain.txt"), "Answer this: {{ question ").unwrap(),
+        expect: &["plain.txt:1", "syntax error"],
+    },
+    Row {
+        name: "a template variable missing in case 37 of 60",
+        setup: |d| {
+            replace_line(
+                &d.join("cases.jsonl"),
+                37,
+                r#"{"id": "add-37", "vars": {"qestion": "What is 37 + 37?"}, "expected": "74"}"#,
+            )
+        },
+        expect: &["cases.jsonl:37", "case `add-37` has no variable `question`"],
+    },
+    Row {
+        name: "a prompt file with no user message",
+        setup: |d| {
+            fs::write(
+                d.join("careful.yaml"),
+                "name: careful\nmessages:\n  - { role: system, content: \"Think.\" }\n",
+            )
+            .unwrap()
+        },
+        expect: &["careful.yaml", "no user message"],
+    },
+    Row {
+        name: "an unknown role",
+        setup: |d| {
+            fs::write(d.join("careful.yaml"), "name: careful\nmessages:\n  - { role: sytem, content: \"Think.\" }\n  - { role: user, content: \"{{ question }}\" }\n").unwrap()
+        },
+        expect: &["careful.yaml:3", "unknown role `sytem`"],
+    },
+    Row {
+        name: "two variants with one name",
+        setup: |d| {
+            fs::write(
+                d.join("careful.yaml"),
+                "name: plain\nmessages:\n  - { role: user, content: \"{{ question }}\" }\n",
+            )
+            .unwrap()
+        },
+        expect: &["careful.yaml", "variant name `plain` is also used by"],
+    },
+    Row {
+        name: "non-UTF-8 bytes",
+        setup: |d| {
+            let mut bytes = fs::read(d.join("cases.jsonl")).unwrap();
+            let second_line = bytes.iter().position(|&b| b == b'\n').unwrap() + 1;
+            bytes.insert(second_line + 3, 0xFF);
+            fs::write(d.join("cases.jsonl"), bytes).unwrap();
+        },
+        expect: &["cases.jsonl:2:4", "not valid UTF-8"],
+    },
+    Row {
+        name: "an empty case file",
+        setup: |d| fs::write(d.join("cases.jsonl"), "").unwrap(),
+        expect: &["cases.jsonl", "no cases"],
+    },
+    Row {
+        name: "an empty bench file",
+        setup: |d| fs::write(d.join("bench.yaml"), "\n").unwrap(),
+        expect: &["bench.yaml", "the bench file is empty"],
+    },
+    Row {
+        name: "a directory instead of a case file",
+        setup: |d| {
+            fs::remove_file(d.join("cases.jsonl")).unwrap();
+            fs::create_dir(d.join("cases.jsonl")).unwrap();
+        },
+        expect: &["cases.jsonl", "found a directory"],
+    },
+    Row {
+        name: "a missing prompt file",
+        setup: |d| fs::remove_file(d.join("careful.yaml")).unwrap(),
+        expect: &["careful.yaml", "cannot read prompt file", "check the path"],
+    },
+    Row {
+        name: "a case file of an unknown type",
+        setup: |d| {
+            fs::copy(d.join("cases.jsonl"), d.join("cases.txt")).unwrap();
+            edit(&d.join("bench.yaml"), |t| {
+                t.replace("cases.jsonl", "cases.txt")
+            });
+        },
+        expect: &["cases.txt", "unknown case file type `.txt`"],
+    },
+    Row {
+        name: "duplicate case ids",
+        setup: |d| {
+            edit(&d.join("cases.jsonl"), |t| {
+                t.replace("\"add-12\"", "\"add-11\"")
+            })
+        },
+        expect: &[
+            "cases.jsonl:12",
+            "duplicate case id `add-11`",
+            "cases.jsonl:11",
+        ],
+    },
+    Row {
+        name: "an unknown bench key",
+        setup: |d| add_to_bench(d, "repeat: 3\n"),
+        expect: &[
+            "bench.yaml:7",
+            "unknown key `repeat`",
+            "did you mean `repeats`",
+        ],
+    },
+    Row {
+        name: "a base URL without a scheme",
+        setup: |d| add_to_bench(d, "endpoint: { base_url: \"localhost:8000/v1\" }\n"),
+        expect: &["bench.yaml:7", "no http:// or https:// scheme"],
+    },
+    Row {
+        name: "negative concurrency",
+        setup: |d| add_to_bench(d, "limits:\n  concurrency: -4\n"),
+        expect: &["bench.yaml:8", "limits.concurrency must be between 1"],
+    },
+    Row {
+        name: "zero max_attempts",
+        setup: |d| add_to_bench(d, "limits: { max_attempts: 0 }\n"),
+        expect: &["bench.yaml:7", "limits.max_attempts must be between 1"],
+    },
+    Row {
+        name: "a duration that is not one",
+        setup: |d| add_to_bench(d, "limits: { idle_timeout: soon }\n"),
+        expect: &["bench.yaml:7", "not a duration"],
+    },
+    Row {
+        name: "confidence out of range",
+        setup: |d| add_to_bench(d, "confidence: 95\n"),
+        expect: &["bench.yaml:7", "confidence must be between 0.5 and 1"],
+    },
+    Row {
+        name: "a negative price",
+        setup: |d| {
+            edit(&d.join("bench.yaml"), |t| {
+                t.replace("input_per_mtok: 1.0", "input_per_mtok: -1.0")
+            })
+        },
+        expect: &["bench.yaml:6", "prices must be numbers"],
+    },
+    Row {
+        name: "a YAML case file that is not a list",
+        setup: |d| {
+            fs::write(d.join("cases.yaml"), "id: a\nexpected: 1\n").unwrap();
+            edit(&d.join("bench.yaml"), |t| {
+                t.replace("cases.jsonl", "cases.yaml")
+            });
+        },
+        expect: &["cases.yaml:1", "invalid case file"],
+    },
+];
+
+#[test]
+fn every_malformed_input_exits_2_sends_nothing_and_says_where_and_how_to_fix() {
+    assert!(ROWS.len() >= 20);
+    let (_rt, server) = start_mock(MockConfig::default());
+    let url = server.base_url();
+    let mut failures = Vec::new();
+    for row in ROWS {
+        let bench = arithmetic_bench(60, 2, "");
+        let d = bench.path();
+        (row.setup)(d);
+        let out = promptgauge(d)
+            .args(["run", "bench.yaml", "--base-url", &url, "--model", "m"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let missing: Vec<&&str> = row
+            .expect
+            .iter()
+            .filter(|e| !stderr.contains(**e))
+            .collect();
+        if std::env::var_os("SHOW").is_some() {
+            eprintln!("--- {}\n{stderr}", row.name);
+        }
+        if out.status.code() != Some(2) || !missing.is_empty() || !stderr.contains("fix:") {
+            failures.push(format!(
+                "{}: exit {:?}, missing {missing:?} or a fix, in:\n{stderr}",
+                row.name,
+                out.status.code()
+            ));
+        }
+        if stderr.contains("panicked") {
+            failures.push(format!("{}: panicked", row.name));
+        }
+        if server.provider.stats().requests != 0 {
+            failures.push(format!("{}: a request was sent", row.name));
+            break;
+        }
+        assert!(
+            !d.join("reports").exists(),
+            "{}: a report folder was made",
+            row.name
+        );
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
