@@ -1,4 +1,7 @@
-//! Statistics: Wilson intervals, percentiles.
+//! Statistics: Wilson intervals, percentiles, the paired comparison and clustering.
+
+pub mod cluster;
+pub mod paired;
 
 use statrs::distribution::{ContinuousCDF, Normal};
 
@@ -14,14 +17,17 @@ pub fn wilson(correct: u64, n: u64, confidence: f64) -> Option<(f64, f64)> {
     if n == 0 {
         return None;
     }
-    let n = n as f64;
-    let p = correct as f64 / n;
+    Some(wilson_n(correct as f64 / n as f64, n as f64, confidence))
+}
+
+/// Wilson's interval for a proportion `p` over a (possibly effective, fractional) size `n`.
+pub fn wilson_n(p: f64, n: f64, confidence: f64) -> (f64, f64) {
     let z = z_for(confidence);
     let z2 = z * z;
     let denom = 1.0 + z2 / n;
     let center = (p + z2 / (2.0 * n)) / denom;
     let half = z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / denom;
-    Some(((center - half).max(0.0), (center + half).min(1.0)))
+    ((center - half).max(0.0), (center + half).min(1.0))
 }
 
 /// The p-th quantile (0–100) by linear interpolation between order statistics, as numpy's
