@@ -17,6 +17,7 @@ Examples:
   promptgauge run                      run ./promptgauge.yaml (the simulator answers if no URL is set)
   promptgauge run bench.yaml --base-url http://127.0.0.1:8000/v1 --model qwen2.5-7b
   promptgauge check bench.yaml         validate files and print the plan; sends nothing
+  promptgauge compare reports/A reports/B   the same cases on two models, paired by case
   promptgauge mock --port 8000 --rate-429 0.1 --cut 0.05
 
 Base URL precedence: --base-url, $PROMPTGAUGE_BASE_URL, the bench's endpoint.base_url,
@@ -40,8 +41,22 @@ pub enum Command {
     Run(RunArgs),
     /// Validate the bench, its cases and prompts, and print the plan; no network calls.
     Check(PlanArgs),
+    /// Compare two runs over the same cases (e.g. a commercial and a self-hosted model),
+    /// variant by variant, paired by case.
+    Compare(CompareArgs),
     /// Serve the simulated OpenAI-compatible provider, with misbehaviour on demand.
     Mock(MockArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The reference run folder (A).
+    pub run_a: PathBuf,
+    /// The run folder compared with it (B).
+    pub run_b: PathBuf,
+    /// Where to write compare.json and compare.md [default: a new folder beside RUN_A].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 /// Flags that shape the plan; shared by `run` and `check`.

@@ -1,5 +1,6 @@
 //! The commands: each takes plain settings from [`crate::cli`] and returns an exit code.
 
+use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -10,14 +11,31 @@ use anyhow::Context;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::{Env, MockArgs, PlanArgs, RunArgs, resolve_base_url};
+use crate::cli::{CompareArgs, Env, MockArgs, PlanArgs, RunArgs, resolve_base_url};
 use crate::client::{ApiKey, Client, ClientConfig, ReqwestTransport};
 use crate::mock::server::MockServer;
 use crate::mock::{Faults, MockConfig, Provider, RetryAfter};
-use crate::report::{self, ProviderInfo, RunInfo, Summary};
+use crate::report::compare::{CaseTable, Detectable, RunComparison, RunSide};
+use crate::report::{self, ProviderInfo, Summary};
 use crate::runner::record::{PlanSettings, RunRecord, Tool};
 use crate::runner::{self, Journal, RunEvent};
 use crate::suite::{Bench, Fingerprint, Job, Plan, check_base_url};
+
+/// Prints a line to stdout; a closed pipe (`promptgauge run | head`) is not an error.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// Prints a line to stderr, ignoring a closed pipe.
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
 
 /// The process exit codes (DESIGN §6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -194,8 +212,8 @@ pub fn check(args: &PlanArgs, env: &Env) -> anyhow::Result<Exit> {
                 .and_then(|v| v.as_u64())
         })
         .sum();
-    println!("bench {} ({}): ok", b.name, b.path.display());
-    println!(
+    out!("bench {} ({}): ok", b.name, b.path.display());
+    out!(
         "  {} cases × {} variants × {} repeats = {} jobs",
         b.cases.len(),
         p.variants.len(),
@@ -204,36 +222,39 @@ pub fn check(args: &PlanArgs, env: &Env) -> anyhow::Result<Exit> {
     );
     for (i, name) in p.variant_names().iter().enumerate() {
         let v = &b.variants[p.variants[i]];
-        println!(
+        out!(
             "  variant {name}{} — {}",
             if i == 0 { " (baseline)" } else { "" },
             v.path.display()
         );
     }
     match &p.endpoint.base_url {
-        Some(url) => println!(
+        Some(url) => out!(
             "  endpoint {url} (from {}), model {}",
-            p.endpoint.source, p.endpoint.model
+            p.endpoint.source,
+            p.endpoint.model
         ),
-        None => println!("  endpoint: the built-in SIMULATOR (no base URL configured)"),
+        None => out!("  endpoint: the built-in SIMULATOR (no base URL configured)"),
     }
-    println!("  estimated prompt tokens: {prompt_tokens}");
+    out!("  estimated prompt tokens: {prompt_tokens}");
     if let Some(max) = max_completion {
-        println!("  completion tokens at most: {max}");
+        out!("  completion tokens at most: {max}");
     }
     if let Some(price) = &b.price {
         let low = prompt_tokens as f64 * price.input_per_mtok / 1e6;
         match max_completion {
-            Some(max) => println!(
+            Some(max) => out!(
                 "  estimated cost: ${low:.4} for input, at most ${:.4} in all",
                 low + max as f64 * price.output_per_mtok / 1e6
             ),
-            None => println!(
+            None => out!(
                 "  estimated cost: ${low:.4} for input, plus output (set max_tokens to bound it)"
             ),
         }
     }
-    println!(
+    let detectable = Detectable::new(b.cases.len() as u64, 0.5, b.confidence);
+    out!("  {}", detectable.sentence(b.confidence));
+    out!(
         "  limits: concurrency {}, max_attempts {}, timeouts: first token {}, idle {}, total {}",
         b.limits.concurrency,
         b.limits.max_attempts,
@@ -356,11 +377,11 @@ fn watch_signals(
         Ok(tokio::spawn(async move {
             tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
             dispatch.cancel();
-            eprintln!(
+            note!(
                 "\ninterrupted: no new jobs; letting the jobs in flight finish (interrupt again to abort them)"
             );
             tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
-            eprintln!("aborting the jobs in flight");
+            note!("aborting the jobs in flight");
             abort.cancel();
         }))
     }
@@ -369,7 +390,7 @@ fn watch_signals(
         Ok(tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
                 dispatch.cancel();
-                eprintln!(
+                note!(
                     "\ninterrupted: no new jobs; letting the jobs in flight finish (Ctrl-C again to abort them)"
                 );
                 if tokio::signal::ctrl_c().await.is_ok() {
@@ -409,7 +430,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
     let p = prepare(&plan_args, env)?;
     let bench = p.bench.clone();
     let quiet = args.quiet;
-    let mut provider = ProviderInfo {
+    let provider = ProviderInfo {
         base_url: p
             .endpoint
             .base_url
@@ -470,7 +491,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
     let resumed_journal = Journal::resume(&journal_path)
         .with_context(|| format!("cannot read the journal {}", journal_path.display()))?;
     if resumed_journal.torn_bytes > 0 {
-        eprintln!(
+        note!(
             "note: {} ended in a torn line ({} bytes, from a crash); it was not a finished job and was removed",
             journal_path.display(),
             resumed_journal.torn_bytes
@@ -493,7 +514,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
         .collect();
 
     let simulator = if provider.simulated {
-        eprintln!("{SIMULATED_BANNER}");
+        note!("{SIMULATED_BANNER}");
         let sim = Arc::new(Provider::new(demo_mock_config()));
         let server = MockServer::start(sim, SocketAddr::from(([127, 0, 0, 1], 0)))
             .await
@@ -506,7 +527,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
         .as_ref()
         .map_or_else(|| provider.base_url.clone(), |s| s.base_url());
     if !provider.simulated && p.endpoint.api_key.is_none() && !quiet {
-        eprintln!(
+        note!(
             "note: ${} is not set; sending no Authorization header (fine for most self-hosted servers)",
             p.endpoint.api_key_env
         );
@@ -519,7 +540,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
         } else {
             "resuming:"
         };
-        eprintln!(
+        note!(
             "{verb} {} of {} jobs ({} cases × {} variants × {} repeats) against {} — writing {}",
             jobs.len(),
             p.jobs.len(),
@@ -543,8 +564,9 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
         } = event;
         failed += usize::from(record.status == runner::JobStatus::Failed);
         if progress {
-            eprint!("\r  {done}/{total} jobs done, {failed} failed ");
-            let _ = std::io::stderr().flush();
+            let mut err = std::io::stderr();
+            let _ = write!(err, "\r  {done}/{total} jobs done, {failed} failed ");
+            let _ = err.flush();
         }
     };
     let tally = runner::run(
@@ -560,7 +582,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
     .with_context(|| format!("cannot write the journal {}", journal_path.display()))?;
     signals.abort();
     if progress {
-        eprint!("\r\x1b[2K");
+        let _ = write!(std::io::stderr(), "\r\x1b[2K");
     }
     drop(simulator);
 
@@ -573,38 +595,25 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
         _ => None,
     };
     record.write(&dir)?;
-    provider.base_url = record.endpoint.base_url.clone();
-    let info = RunInfo {
-        bench: bench.name.clone(),
-        run_id: record.run_id.clone(),
-        tool_version: record.tool.version.clone(),
-        started_at: record.started_at.clone(),
-        finished_at: record.finished_at.clone(),
-        provider,
-        confidence: bench.confidence,
-        repeats: bench.repeats,
-        cases: bench.cases.len(),
-        jobs_planned: record.jobs_planned,
-        stopped: record.stopped.clone(),
-    };
+    let info = record.info();
     let summary = Summary::from_journal(
         info,
-        &p.variant_names(),
+        &record.plan.variants,
         bench.price.as_ref(),
         &journal_path,
     )
     .with_context(|| format!("cannot read the journal {}", journal_path.display()))?;
     report::write_all(&dir, &summary)?;
-    println!("{}", report::terminal::render(&summary));
+    out!("{}", report::terminal::render(&summary));
     if !quiet {
-        eprintln!("reports: {}", dir.display());
+        note!("reports: {}", dir.display());
     }
     if let Some(f) = fatal {
-        eprintln!("error: {f}");
+        note!("error: {f}");
         return Ok(Exit::Aborted);
     }
     if interrupted {
-        eprintln!("resume with: promptgauge run --resume {}", dir.display());
+        note!("resume with: promptgauge run --resume {}", dir.display());
         return Ok(Exit::Interrupted);
     }
     let missing = summary
@@ -612,7 +621,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
         .jobs_planned
         .saturating_sub(summary.jobs_finished);
     if summary.jobs_failed > 0 || missing > 0 || tally.not_run > 0 {
-        eprintln!(
+        note!(
             "incomplete: {} jobs failed and {missing} did not run; see {}",
             summary.jobs_failed,
             journal_path.display()
@@ -644,7 +653,7 @@ fn build_client(p: &Prepared, base_url: &str, verbose: bool) -> anyhow::Result<C
                 .iter()
                 .map(|(k, v)| format!("{k}: {v}"))
                 .collect();
-            eprintln!(
+            note!(
                 "[{}] attempt {}: POST {} ({}) → {}{} {:.0} ms{}{}",
                 log.idempotency_key,
                 log.number,
@@ -669,6 +678,80 @@ fn build_client(p: &Prepared, base_url: &str, verbose: bool) -> anyhow::Result<C
     Ok(client)
 }
 
+/// `compare`: two runs over the same cases, variant by variant, paired by case.
+pub fn compare_runs(args: &CompareArgs) -> anyhow::Result<Exit> {
+    let load = |dir: &Path| -> anyhow::Result<(RunRecord, Summary)> {
+        let record = RunRecord::read(dir).map_err(|e| UsageError(format!("{e:#}")))?;
+        let journal = dir.join("results.jsonl");
+        let summary = Summary::from_journal(
+            record.info(),
+            &record.plan.variants,
+            record.price().as_ref(),
+            &journal,
+        )
+        .with_context(|| format!("cannot read {}", journal.display()))?;
+        Ok((record, summary))
+    };
+    let (ra, sa) = load(&args.run_a)?;
+    let (rb, sb) = load(&args.run_b)?;
+    let mut cases: BTreeMap<String, CaseTable> = BTreeMap::new();
+    for (arm, dir) in [(0, &args.run_a), (1, &args.run_b)] {
+        runner::journal::read(&dir.join("results.jsonl"), |r| {
+            if let Some(correct) = r.correct {
+                cases
+                    .entry(r.variant.clone())
+                    .or_insert_with(|| CaseTable::new(2))
+                    .add(&r.case_id, &r.tags, arm, correct);
+            }
+        })
+        .with_context(|| format!("cannot read the journal in {}", dir.display()))?;
+    }
+    let side = |dir: &Path, r: &RunRecord| RunSide {
+        dir: dir.display().to_string(),
+        bench: r.bench["name"].as_str().unwrap_or("bench").to_string(),
+        model: r.endpoint.model.clone(),
+        base_url: r.endpoint.base_url.clone(),
+        simulated: r.endpoint.simulated,
+        started_at: r.started_at.clone(),
+    };
+    let comparison = RunComparison::build(
+        side(&args.run_a, &ra),
+        side(&args.run_b, &rb),
+        (&sa, &sb),
+        &cases,
+        (&ra.case_ids(), &rb.case_ids()),
+    );
+    if comparison.variants.is_empty() {
+        return Err(UsageError(format!(
+            "the two runs share no variant (A: {}; B: {})\n  fix: compare runs of the same bench",
+            ra.plan.variants.join(", "),
+            rb.plan.variants.join(", ")
+        ))
+        .into());
+    }
+    out!("{}", report::terminal::render_comparison(&comparison));
+    let out = match &args.out {
+        Some(dir) => dir.clone(),
+        None => {
+            let root = args.run_a.parent().unwrap_or(Path::new("."));
+            run_dir(root, "compare", &utc_now())?
+        }
+    };
+    std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
+    std::fs::write(
+        out.join("compare.json"),
+        serde_json::to_string_pretty(&comparison)? + "\n",
+    )
+    .with_context(|| format!("cannot write {}", out.join("compare.json").display()))?;
+    std::fs::write(
+        out.join("compare.md"),
+        report::markdown::render_comparison(&comparison),
+    )
+    .with_context(|| format!("cannot write {}", out.join("compare.md").display()))?;
+    note!("comparison written to {}", out.display());
+    Ok(Exit::Success)
+}
+
 /// `mock`: serve the simulator until Ctrl-C.
 pub async fn mock(args: &MockArgs) -> anyhow::Result<Exit> {
     let config = args.config().map_err(UsageError)?;
@@ -684,9 +767,9 @@ pub async fn mock(args: &MockArgs) -> anyhow::Result<Exit> {
     let server = MockServer::start(provider, addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
-    println!("simulated provider listening on {}", server.base_url());
-    println!("  chat:  POST {}/chat/completions", server.base_url());
-    println!("  stats: GET http://{}/stats", server.addr);
+    out!("simulated provider listening on {}", server.base_url());
+    out!("  chat:  POST {}/chat/completions", server.base_url());
+    out!("  stats: GET http://{}/stats", server.addr);
     let _ = tokio::signal::ctrl_c().await;
     Ok(Exit::Success)
 }

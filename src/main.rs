@@ -18,6 +18,7 @@ fn main() -> ExitCode {
         match &cli.command {
             Command::Run(args) => commands::run(args, &env).await,
             Command::Check(args) => commands::check(args, &env),
+            Command::Compare(args) => commands::compare_runs(args),
             Command::Mock(args) => commands::mock(args).await,
         }
     });

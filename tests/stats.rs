@@ -102,5 +102,5 @@ fn clustered_accuracy_matches_the_references() {
         assert!((hi - x[5]).abs() < 1e-9, "{line}: high {hi}");
         checked += 1;
     }
-    assert_eq!(checked, 8);
+    assert_eq!(checked, 10);
 }

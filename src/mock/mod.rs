@@ -439,7 +439,11 @@ impl Provider {
                     text: text.clone(),
                 }
             }
-            None => model::generate(&messages, &seed),
+            None => model::generate(
+                &messages,
+                body.get("model").and_then(Value::as_str).unwrap_or(""),
+                &seed,
+            ),
         };
         let mut pieces = split_tokens(&generation.text);
         let reasoning = if self.config.reasoning {

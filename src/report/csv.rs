@@ -4,7 +4,7 @@ use super::{Exporter, Summary};
 
 pub struct Csv;
 
-const HEADER: [&str; 27] = [
+const HEADER: [&str; 34] = [
     "variant",
     "baseline",
     "jobs",
@@ -32,6 +32,13 @@ const HEADER: [&str; 27] = [
     "cost_per_correct_usd",
     "model",
     "simulated",
+    "design_effect",
+    "difference_vs_baseline",
+    "difference_ci_low",
+    "difference_ci_high",
+    "p_value",
+    "p_holm",
+    "verdict",
 ];
 
 fn num(x: Option<f64>) -> String {
@@ -47,6 +54,7 @@ impl Exporter for Csv {
         let mut w = csv::Writer::from_writer(Vec::new());
         w.write_record(HEADER)?;
         for v in &summary.variants {
+            let c = summary.comparisons.iter().find(|c| c.variant == v.name);
             w.write_record([
                 v.name.clone(),
                 v.baseline.to_string(),
@@ -75,6 +83,13 @@ impl Exporter for Csv {
                 num(v.cost_per_correct_usd),
                 summary.run.provider.model.clone(),
                 summary.run.provider.simulated.to_string(),
+                num(v.design_effect),
+                num(c.and_then(|c| c.difference)),
+                num(c.and_then(|c| c.ci_low)),
+                num(c.and_then(|c| c.ci_high)),
+                num(c.and_then(|c| c.p_value)),
+                num(c.and_then(|c| c.p_holm)),
+                c.map(|c| c.verdict.words().to_string()).unwrap_or_default(),
             ])?;
         }
         Ok(String::from_utf8(w.into_inner()?)?)

@@ -1,5 +1,6 @@
 //! `summary.md`: the table as Markdown, for pull requests and step summaries.
 
+use super::compare::{PairTable, RunComparison};
 use super::{Exporter, Summary, interval, millis, notes, pct, usd};
 
 pub struct Markdown;
@@ -48,6 +49,98 @@ impl Exporter for Markdown {
                 usd(v.cost_per_correct_usd),
             ));
         }
+        if !s.comparisons.is_empty() {
+            let baseline = s.variants.first().map_or("baseline", |v| v.name.as_str());
+            out.push_str(&format!(
+                "\n## Paired against {baseline}\n\n| variant | both right | only variant | only {baseline} | both wrong | difference | {conf}% CI | p (Holm) | verdict |\n|---|---:|---:|---:|---:|---:|---:|---:|---|\n"
+            ));
+            for c in &s.comparisons {
+                let cell = |f: fn(&PairTable) -> u64| {
+                    c.table
+                        .as_ref()
+                        .map_or("–".to_string(), |t| f(t).to_string())
+                };
+                out.push_str(&format!(
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | **{}** |\n",
+                    c.variant,
+                    cell(|t| t.both_right),
+                    cell(|t| t.only_variant),
+                    cell(|t| t.only_reference),
+                    cell(|t| t.both_wrong),
+                    c.difference
+                        .map_or("–".into(), |d| format!("{:+.1}", d * 100.0)),
+                    match (c.ci_low, c.ci_high) {
+                        (Some(lo), Some(hi)) => format!("[{:+.1}, {:+.1}]", lo * 100.0, hi * 100.0),
+                        _ => "–".into(),
+                    },
+                    super::compare::p_cell(c.p_holm),
+                    c.verdict.words(),
+                ));
+            }
+            out.push('\n');
+            for c in &s.comparisons {
+                out.push_str(&format!("- {}\n", c.sentence));
+            }
+        }
+        if let Some(d) = &s.detectable {
+            out.push_str(&format!("\n{}\n", d.sentence(s.run.confidence)));
+        }
+        if !s.slices.is_empty() {
+            out.push_str("\n## By tag\n\n| tag | variant | accuracy | CI | correct / n |\n|---|---|---:|---:|---:|\n");
+            for sl in &s.slices {
+                out.push_str(&format!(
+                    "| {} | {} | {} | {} | {} / {} |\n",
+                    sl.tag,
+                    sl.variant,
+                    pct(sl.accuracy),
+                    interval(sl.ci_low, sl.ci_high),
+                    sl.correct,
+                    sl.n
+                ));
+            }
+        }
         Ok(out)
     }
+}
+
+/// `compare.md`: two runs side by side.
+pub fn render_comparison(c: &RunComparison) -> String {
+    let conf = (c.confidence * 100.0).round();
+    let mut out = format!(
+        "# promptgauge compare\n\n- **A**: `{}`, model `{}` at {}\n- **B**: `{}`, model `{}` at {}\n\n| variant | accuracy A | accuracy B | B − A | {conf}% CI | p (Holm) | verdict | latency p50 A / B | p90 A / B | cost A / B |\n|---|---:|---:|---:|---:|---:|---|---:|---:|---:|\n",
+        c.run_a.dir, c.run_a.model, c.run_a.base_url, c.run_b.dir, c.run_b.model, c.run_b.base_url,
+    );
+    for v in &c.variants {
+        let k = &v.comparison;
+        out.push_str(&format!(
+            "| {} | {} {} | {} {} | {} | {} | {} | **{}** | {} / {} | {} / {} | {} / {} |\n",
+            v.name,
+            pct(v.a.accuracy),
+            interval(v.a.ci_low, v.a.ci_high),
+            pct(v.b.accuracy),
+            interval(v.b.ci_low, v.b.ci_high),
+            k.difference
+                .map_or("–".into(), |d| format!("{:+.1}", d * 100.0)),
+            match (k.ci_low, k.ci_high) {
+                (Some(lo), Some(hi)) => format!("[{:+.1}, {:+.1}]", lo * 100.0, hi * 100.0),
+                _ => "–".into(),
+            },
+            super::compare::p_cell(k.p_holm),
+            k.verdict.words(),
+            millis(v.a.latency_ms.p50),
+            millis(v.b.latency_ms.p50),
+            millis(v.a.latency_ms.p90),
+            millis(v.b.latency_ms.p90),
+            usd(v.a.cost_usd),
+            usd(v.b.cost_usd),
+        ));
+    }
+    out.push('\n');
+    for v in &c.variants {
+        out.push_str(&format!("- {}\n", v.comparison.sentence));
+    }
+    for note in super::terminal::coverage_notes(c) {
+        out.push_str(&format!("\n> {note}\n"));
+    }
+    out
 }

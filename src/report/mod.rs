@@ -1,6 +1,7 @@
 //! Reports: the terminal table and the files of a run folder. Each file format is one
 //! small [`Exporter`]; adding a format touches one new file and the list in [`exporters`].
 
+pub mod compare;
 pub mod csv;
 pub mod json;
 pub mod markdown;
@@ -100,7 +101,10 @@ pub fn notes(summary: &Summary) -> Vec<String> {
         notes.push("~ Some token counts are estimates: the server sent no usage.".to_string());
     }
     if summary.run.repeats > 1 {
-        notes.push(format!("With repeats: {} the interval treats samples as independent, which overstates certainty.", summary.run.repeats));
+        notes.push(format!(
+            "With repeats: {} the case is the unit: intervals are widened by the design effect, and comparisons use a paired t-test on case means.",
+            summary.run.repeats
+        ));
     }
     notes
 }

@@ -6,8 +6,10 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::compare::{CaseTable, Comparison, Detectable, compare, decide};
 use crate::runner::journal::{self, JobRecord, JobStatus};
 use crate::stats;
+use crate::stats::cluster::{CaseScore, clustered_wilson, consistency};
 use crate::suite::Price;
 
 pub const SCHEMA: &str = "promptgauge.summary/1";
@@ -92,6 +94,22 @@ pub struct VariantSummary {
     pub tokens: Tokens,
     pub cost_usd: Option<f64>,
     pub cost_per_correct_usd: Option<f64>,
+    /// With repeats: Kish's design effect behind the interval (1 = samples independent).
+    pub design_effect: Option<f64>,
+    /// With repeats: the share of cases whose samples all agree.
+    pub consistency: Option<f64>,
+}
+
+/// Accuracy of one variant on the cases carrying one tag.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Slice {
+    pub tag: String,
+    pub variant: String,
+    pub n: u64,
+    pub correct: u64,
+    pub accuracy: Option<f64>,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -105,6 +123,12 @@ pub struct Summary {
     /// Journal lines skipped because a crash tore them.
     pub torn_lines: usize,
     pub variants: Vec<VariantSummary>,
+    /// Each variant against the baseline, paired by case.
+    pub comparisons: Vec<Comparison>,
+    /// What differences this many cases can detect at all.
+    pub detectable: Option<Detectable>,
+    /// Accuracy per case tag and variant.
+    pub slices: Vec<Slice>,
 }
 
 #[derive(Default)]
@@ -163,8 +187,18 @@ impl Acc {
         }
     }
 
-    fn finish(self, name: &str, baseline: bool, confidence: f64, priced: bool) -> VariantSummary {
-        let ci = stats::wilson(self.correct, self.n, confidence);
+    fn finish(
+        self,
+        name: &str,
+        baseline: bool,
+        scores: &[CaseScore],
+        confidence: f64,
+        priced: bool,
+    ) -> VariantSummary {
+        // The case is the unit: with repeats the interval widens by the design effect.
+        let clustered = clustered_wilson(scores, confidence);
+        let ci = clustered.map(|(_, lo, hi, _)| (lo, hi));
+        let repeated = scores.iter().any(|s| s.graded > 1);
         let cost = priced.then_some(self.cost);
         VariantSummary {
             name: name.to_string(),
@@ -187,6 +221,8 @@ impl Acc {
             cost_per_correct_usd: cost
                 .filter(|_| self.correct > 0)
                 .map(|c| c / self.correct as f64),
+            design_effect: clustered.filter(|_| repeated).map(|c| c.3),
+            consistency: consistency(scores),
         }
     }
 }
@@ -200,29 +236,49 @@ impl Summary {
         journal_path: &Path,
     ) -> std::io::Result<Summary> {
         let mut accs: HashMap<String, Acc> = HashMap::new();
+        let arm: HashMap<&str, usize> = variants
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (v.as_str(), i))
+            .collect();
+        let mut cases = CaseTable::new(variants.len());
         let mut failed = 0;
         let mut finished = 0;
         let read = if journal_path.exists() {
             journal::read(journal_path, |r| {
                 finished += 1;
                 failed += usize::from(r.status == JobStatus::Failed);
+                if let (Some(&a), Some(correct)) = (arm.get(r.variant.as_str()), r.correct) {
+                    cases.add(&r.case_id, &r.tags, a, correct);
+                }
                 accs.entry(r.variant.clone()).or_default().add(&r, price);
             })?
         } else {
             journal::ReadStats::default()
         };
-        let variants = variants
+        let confidence = run.confidence;
+        let variant_summaries: Vec<VariantSummary> = variants
             .iter()
             .enumerate()
             .map(|(i, name)| {
                 accs.remove(name).unwrap_or_default().finish(
                     name,
                     i == 0,
-                    run.confidence,
+                    &cases.arm(i),
+                    confidence,
                     price.is_some(),
                 )
             })
             .collect();
+        let mut comparisons: Vec<Comparison> = (1..variants.len())
+            .map(|i| compare(&variants[i], &variants[0], &cases.pairs(i, 0), confidence))
+            .collect();
+        decide(&mut comparisons, confidence);
+        let detectable = variant_summaries.first().and_then(|b| {
+            let n = cases.arm(0).len() as u64;
+            b.accuracy.map(|p| Detectable::new(n, p, confidence))
+        });
+        let slices = slices(&cases, variants, confidence);
         Ok(Summary {
             schema: SCHEMA.to_string(),
             complete: failed == 0 && finished >= run.jobs_planned && run.stopped.is_none(),
@@ -230,7 +286,42 @@ impl Summary {
             jobs_failed: failed,
             torn_lines: read.torn,
             run,
-            variants,
+            variants: variant_summaries,
+            comparisons,
+            detectable,
+            slices,
         })
     }
+}
+
+/// Accuracy per tag and variant, tags in order, variants in bench order.
+fn slices(cases: &CaseTable, variants: &[String], confidence: f64) -> Vec<Slice> {
+    let mut tags: Vec<&String> = cases.cases.values().flat_map(|(t, _)| t).collect();
+    tags.sort();
+    tags.dedup();
+    let mut out = Vec::new();
+    for tag in tags {
+        for (i, variant) in variants.iter().enumerate() {
+            let scores: Vec<CaseScore> = cases
+                .cases
+                .values()
+                .filter(|(t, _)| t.contains(tag))
+                .map(|(_, s)| s[i])
+                .filter(|s| s.graded > 0)
+                .collect();
+            let n: u64 = scores.iter().map(|s| s.graded).sum();
+            let correct: u64 = scores.iter().map(|s| s.correct).sum();
+            let ci = clustered_wilson(&scores, confidence);
+            out.push(Slice {
+                tag: tag.clone(),
+                variant: variant.clone(),
+                n,
+                correct,
+                accuracy: ci.map(|c| c.0),
+                ci_low: ci.map(|c| c.1),
+                ci_high: ci.map(|c| c.2),
+            });
+        }
+    }
+    out
 }

@@ -3,6 +3,7 @@
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{CellAlignment, ContentArrangement, Table};
 
+use super::compare::{PairTable, RunComparison, RunSide};
 use super::{Summary, interval, millis, notes, pct, usd};
 
 /// Renders the summary for a terminal (or a log when not one).
@@ -60,9 +61,214 @@ pub fn render(s: &Summary) -> String {
         s.run.provider.model,
         s.run.provider.base_url
     );
+    if !s.comparisons.is_empty() {
+        out.push_str(&comparison_table(s));
+        out.push('\n');
+        for c in &s.comparisons {
+            out.push_str(&c.sentence);
+            out.push('\n');
+        }
+    }
+    if let Some(d) = &s.detectable {
+        out.push_str(&d.sentence(s.run.confidence));
+        out.push('\n');
+    }
+    if !s.slices.is_empty() {
+        out.push_str(&slice_table(s));
+        out.push('\n');
+    }
     for note in notes(s) {
         out.push_str(&note);
         out.push('\n');
     }
     out
+}
+
+fn table(header: Vec<String>) -> Table {
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_header(header);
+    t
+}
+
+fn comparison_table(s: &Summary) -> String {
+    let baseline = s.variants.first().map_or("baseline", |v| v.name.as_str());
+    let conf = (s.run.confidence * 100.0).round();
+    let mut t = table(vec![
+        format!("vs {baseline}"),
+        "both right".into(),
+        "only variant".into(),
+        format!("only {baseline}"),
+        "both wrong".into(),
+        "difference".into(),
+        format!("{conf}% CI"),
+        "p (Holm)".into(),
+        "verdict".into(),
+    ]);
+    for c in &s.comparisons {
+        let cell = |f: fn(&PairTable) -> u64| {
+            c.table
+                .as_ref()
+                .map_or("–".to_string(), |t| f(t).to_string())
+        };
+        t.add_row(vec![
+            c.variant.clone(),
+            cell(|t| t.both_right),
+            cell(|t| t.only_variant),
+            cell(|t| t.only_reference),
+            cell(|t| t.both_wrong),
+            c.difference
+                .map_or("–".into(), |d| format!("{:+.1}", d * 100.0)),
+            match (c.ci_low, c.ci_high) {
+                (Some(lo), Some(hi)) => format!("[{:+.1}, {:+.1}]", lo * 100.0, hi * 100.0),
+                _ => "–".into(),
+            },
+            super::compare::p_cell(c.p_holm),
+            c.verdict.words().to_string(),
+        ]);
+    }
+    for i in 1..8 {
+        if let Some(col) = t.column_mut(i) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t.to_string()
+}
+
+fn slice_table(s: &Summary) -> String {
+    let mut header = vec!["tag".to_string()];
+    header.extend(s.variants.iter().map(|v| v.name.clone()));
+    let mut t = table(header);
+    for chunk in s.slices.chunks(s.variants.len().max(1)) {
+        let mut row = vec![chunk[0].tag.clone()];
+        row.extend(chunk.iter().map(|sl| {
+            format!(
+                "{} {} n={}",
+                pct(sl.accuracy),
+                interval(sl.ci_low, sl.ci_high),
+                sl.n
+            )
+        }));
+        t.add_row(row);
+    }
+    t.to_string()
+}
+
+/// Renders `promptgauge compare` for a terminal.
+pub fn render_comparison(c: &RunComparison) -> String {
+    let side = |label: &str, s: &RunSide| {
+        format!(
+            "{label}: {} — model {}{} at {} ({})\n",
+            s.dir,
+            s.model,
+            if s.simulated { " (SIMULATED)" } else { "" },
+            s.base_url,
+            s.started_at
+        )
+    };
+    let mut out = side("A", &c.run_a) + &side("B", &c.run_b);
+    let conf = (c.confidence * 100.0).round();
+    let mut t = table(vec![
+        "variant".into(),
+        "accuracy A".into(),
+        "accuracy B".into(),
+        "B − A".into(),
+        format!("{conf}% CI"),
+        "p (Holm)".into(),
+        "verdict".into(),
+        "latency p50 A / B".into(),
+        "p90 A / B".into(),
+        "cost A / B".into(),
+    ]);
+    for v in &c.variants {
+        let k = &v.comparison;
+        t.add_row(vec![
+            v.name.clone(),
+            format!(
+                "{} {}",
+                pct(v.a.accuracy),
+                interval(v.a.ci_low, v.a.ci_high)
+            ),
+            format!(
+                "{} {}",
+                pct(v.b.accuracy),
+                interval(v.b.ci_low, v.b.ci_high)
+            ),
+            k.difference
+                .map_or("–".into(), |d| format!("{:+.1}", d * 100.0)),
+            match (k.ci_low, k.ci_high) {
+                (Some(lo), Some(hi)) => format!("[{:+.1}, {:+.1}]", lo * 100.0, hi * 100.0),
+                _ => "–".into(),
+            },
+            super::compare::p_cell(k.p_holm),
+            k.verdict.words().to_string(),
+            format!(
+                "{} / {}",
+                millis(v.a.latency_ms.p50),
+                millis(v.b.latency_ms.p50)
+            ),
+            format!(
+                "{} / {}",
+                millis(v.a.latency_ms.p90),
+                millis(v.b.latency_ms.p90)
+            ),
+            format!("{} / {}", usd(v.a.cost_usd), usd(v.b.cost_usd)),
+        ]);
+    }
+    out.push_str(&t.to_string());
+    out.push('\n');
+    for v in &c.variants {
+        out.push_str(&v.comparison.sentence);
+        out.push('\n');
+    }
+    for line in coverage_notes(c) {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+/// What the two runs do not share, said out loud.
+pub fn coverage_notes(c: &RunComparison) -> Vec<String> {
+    let list = |ids: &[String]| {
+        let shown: Vec<&str> = ids.iter().take(10).map(String::as_str).collect();
+        let more = if ids.len() > 10 {
+            format!(" and {} more", ids.len() - 10)
+        } else {
+            String::new()
+        };
+        format!("{}{more}", shown.join(", "))
+    };
+    let mut notes = Vec::new();
+    if !c.cases_only_in_a.is_empty() {
+        notes.push(format!(
+            "{} cases only in A, not compared: {}",
+            c.cases_only_in_a.len(),
+            list(&c.cases_only_in_a)
+        ));
+    }
+    if !c.cases_only_in_b.is_empty() {
+        notes.push(format!(
+            "{} cases only in B, not compared: {}",
+            c.cases_only_in_b.len(),
+            list(&c.cases_only_in_b)
+        ));
+    }
+    if !c.variants_only_in_a.is_empty() {
+        notes.push(format!(
+            "variants only in A: {}",
+            c.variants_only_in_a.join(", ")
+        ));
+    }
+    if !c.variants_only_in_b.is_empty() {
+        notes.push(format!(
+            "variants only in B: {}",
+            c.variants_only_in_b.join(", ")
+        ));
+    }
+    if c.run_a.simulated || c.run_b.simulated {
+        notes.push("A SIMULATED run is part of this comparison.".to_string());
+    }
+    notes
 }

@@ -48,6 +48,40 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
+    /// What the reports say about this run.
+    pub fn info(&self) -> crate::report::RunInfo {
+        crate::report::RunInfo {
+            bench: self.bench["name"].as_str().unwrap_or("bench").to_string(),
+            run_id: self.run_id.clone(),
+            tool_version: self.tool.version.clone(),
+            started_at: self.started_at.clone(),
+            finished_at: self.finished_at.clone(),
+            provider: self.endpoint.clone(),
+            confidence: self.bench["confidence"].as_f64().unwrap_or(0.95),
+            repeats: self.plan.repeats,
+            cases: self.bench["cases"].as_u64().unwrap_or(0) as usize,
+            jobs_planned: self.jobs_planned,
+            stopped: self.stopped.clone(),
+        }
+    }
+
+    /// The prices the run was costed with.
+    pub fn price(&self) -> Option<crate::suite::Price> {
+        serde_json::from_value(self.bench["price"].clone()).ok()
+    }
+
+    /// The ids of the cases the run planned.
+    pub fn case_ids(&self) -> Vec<String> {
+        self.bench["case_ids"]
+            .as_array()
+            .map(|ids| {
+                ids.iter()
+                    .filter_map(|v| v.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     pub fn write(&self, dir: &Path) -> anyhow::Result<()> {
         let path = dir.join(FILE);
         let text = serde_json::to_string_pretty(self)? + "\n";

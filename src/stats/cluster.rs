@@ -1,7 +1,9 @@
 //! Repeats: several samples per case are not independent. The case is the unit; Wilson's
 //! interval uses the effective sample size n / deff, with Kish's design effect
 //! deff = 1 + (m̄ − 1)·ρ and ρ the intra-class correlation of the 0/1 outcomes (one-way
-//! ANOVA estimator). With one sample per case deff = 1 and this is plain Wilson.
+//! ANOVA estimator). With one sample per case deff = 1 and this is plain Wilson. When no
+//! case's samples disagree (every case all right or all wrong) ρ is taken as 1: the repeats
+//! add no information, so the interval is the one the cases alone give.
 
 use super::wilson_n;
 
@@ -38,6 +40,10 @@ pub fn icc(cases: &[CaseScore]) -> f64 {
         .sum();
     let msb = ssb / (k - 1.0);
     let msw = ssw / (n - k);
+    // No case's samples disagree: repeats carry nothing new, whatever the cases do.
+    if msw == 0.0 {
+        return 1.0;
+    }
     let m0 = (n - cases.iter().map(|c| (c.graded as f64).powi(2)).sum::<f64>() / n) / (k - 1.0);
     let denom = msb + (m0 - 1.0) * msw;
     if denom <= 0.0 {
@@ -112,6 +118,13 @@ mod tests {
         let (plo, phi) = crate::stats::wilson(3, 4, 0.95).unwrap();
         assert!((lo - plo).abs() < 1e-9 && (hi - phi).abs() < 1e-9);
         assert_eq!(consistency(&cases), Some(1.0));
+    }
+
+    #[test]
+    fn all_right_repeats_count_once() {
+        let cases = cs(&[(3, 3), (3, 3), (3, 3)]);
+        assert_eq!(icc(&cases), 1.0);
+        assert_eq!(design_effect(&cases), 3.0);
     }
 
     #[test]

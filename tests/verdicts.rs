@@ -1,0 +1,241 @@
+//! Verdicts end to end: the example bench on the simulator, a 20-case subset that cannot
+//! tell the variants apart, repeats, slices, `check`'s detectable difference, and `compare`.
+
+mod common;
+
+use common::*;
+use promptgauge::mock::MockConfig;
+use promptgauge::report::Summary;
+use promptgauge::report::compare::{RunComparison, Verdict};
+use serde_json::Value;
+
+fn summary(run: &std::path::Path) -> Summary {
+    serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap()
+}
+
+fn run_example(out: &std::path::Path, extra: &[&str], url: &str, model: &str) -> (String, Summary) {
+    let mut args = vec![
+        "run",
+        "--quiet",
+        "--base-url",
+        url,
+        "--model",
+        model,
+        "--out",
+    ];
+    args.push(out.to_str().unwrap());
+    args.extend_from_slice(extra);
+    let o = promptgauge(&repo())
+        .args(&args)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let dir = run_dirs(out).pop().unwrap();
+    (
+        String::from_utf8_lossy(&o.stdout).to_string(),
+        summary(&dir),
+    )
+}
+
+#[test]
+fn the_example_ends_with_a_verdict_per_variant() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let out = tempfile::tempdir().unwrap();
+    let (stdout, s) = run_example(out.path(), &[], &server.base_url(), "mock-model");
+    assert_eq!(s.comparisons.len(), 3);
+    for c in &s.comparisons {
+        assert!(stdout.contains(&c.sentence), "{} missing", c.sentence);
+        let t = c.table.unwrap();
+        assert_eq!(
+            t.both_right + t.only_variant + t.only_reference + t.both_wrong,
+            64
+        );
+        assert_eq!(c.method, "mcnemar_exact+newcombe");
+    }
+    // The simulator's "step by step" fixes errors and breaks none: a real gain.
+    let step = &s.comparisons[0];
+    assert_eq!(
+        (step.variant.as_str(), step.verdict),
+        ("step-by-step", Verdict::Better)
+    );
+    let d = s.detectable.unwrap();
+    assert_eq!(d.cases, 64);
+    assert!(stdout.contains("With 64 cases"), "{stdout}");
+    // Slices: one row per tag and variant, and they add up to the whole.
+    assert_eq!(s.slices.len(), 16);
+    for v in &s.variants {
+        let n: u64 = s
+            .slices
+            .iter()
+            .filter(|sl| sl.variant == v.name)
+            .map(|sl| sl.n)
+            .sum();
+        assert_eq!(n, v.n);
+    }
+    let md = std::fs::read_to_string(run_dirs(out.path())[0].join("summary.md")).unwrap();
+    assert!(md.contains("## Paired against plain") && md.contains("## By tag"));
+    let csv = std::fs::read_to_string(run_dirs(out.path())[0].join("summary.csv")).unwrap();
+    assert!(csv.lines().nth(2).unwrap().ends_with(",better"), "{csv}");
+}
+
+#[test]
+fn twenty_cases_cannot_tell_the_variants_apart_and_say_how_many_would() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let out = tempfile::tempdir().unwrap();
+    let (stdout, s) = run_example(
+        out.path(),
+        &["--limit", "20"],
+        &server.base_url(),
+        "mock-model",
+    );
+    for c in &s.comparisons {
+        assert_eq!(c.verdict, Verdict::NotDistinguishable, "{}", c.sentence);
+        assert!(c.cases_needed.unwrap() > 20, "{}", c.sentence);
+        assert!(c.sentence.contains("would take about"), "{}", c.sentence);
+    }
+    assert!(stdout.contains("not distinguishable"));
+    let d = s.detectable.unwrap().difference.unwrap();
+    assert!(d > 0.3, "20 cases detect only large differences: {d}");
+}
+
+#[test]
+fn check_says_what_the_bench_can_detect_before_spending() {
+    let out = promptgauge(&repo())
+        .args(["check", "--limit", "20"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("With 20 cases") && text.contains("reference accuracy 50%"),
+        "{text}"
+    );
+    let points: f64 = text
+        .split("differences of about ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert!((40.0..50.0).contains(&points), "{points}");
+}
+
+#[test]
+fn repeats_treat_the_case_as_the_unit() {
+    // The simulator answers a prompt the same way every time: repeats add no information,
+    // so with the design effect the intervals must equal the single-sample ones.
+    let (_rt, server) = start_mock(MockConfig::default());
+    let (one, three) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (_, s1) = run_example(
+        one.path(),
+        &["--limit", "24"],
+        &server.base_url(),
+        "mock-model",
+    );
+    let (_, s3) = run_example(
+        three.path(),
+        &["--limit", "24", "--repeats", "3"],
+        &server.base_url(),
+        "mock-model",
+    );
+    for (a, b) in s1.variants.iter().zip(&s3.variants) {
+        assert_eq!(b.n, 3 * a.n);
+        assert_eq!(a.accuracy, b.accuracy);
+        assert!(
+            (a.ci_low.unwrap() - b.ci_low.unwrap()).abs() < 1e-9,
+            "{}",
+            a.name
+        );
+        assert!(
+            (a.ci_high.unwrap() - b.ci_high.unwrap()).abs() < 1e-9,
+            "{}",
+            a.name
+        );
+        assert_eq!(b.consistency, Some(1.0));
+        assert!((b.design_effect.unwrap() - 3.0).abs() < 1e-9);
+        assert_eq!(a.design_effect, None);
+    }
+    for c in &s3.comparisons {
+        assert_eq!(c.method, "paired_t_on_case_means");
+        assert_eq!(c.cases, 24);
+    }
+}
+
+#[test]
+fn compare_pairs_two_runs_and_reports_cases_only_in_one() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let url = server.base_url();
+    run_example(a.path(), &[], &url, "large-model");
+    run_example(
+        b.path(),
+        &["--limit", "60", "--variants", "plain,tip"],
+        &url,
+        "small-model",
+    );
+    let (run_a, run_b) = (
+        run_dirs(a.path()).pop().unwrap(),
+        run_dirs(b.path()).pop().unwrap(),
+    );
+    let out = tempfile::tempdir().unwrap();
+    let o = promptgauge(&repo())
+        .args([
+            "compare",
+            run_a.to_str().unwrap(),
+            run_b.to_str().unwrap(),
+            "--out",
+            out.path().to_str().unwrap(),
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("4 cases only in A, not compared: r-061, r-062, r-063, r-064"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("variants only in A: step-by-step, deep-breath"),
+        "{stdout}"
+    );
+    let c: RunComparison =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("compare.json")).unwrap())
+            .unwrap();
+    assert_eq!(c.variants.len(), 2);
+    for v in &c.variants {
+        assert_eq!(v.comparison.cases, 60);
+        // The simulator's "small" model errs more: B is worse.
+        assert_eq!(
+            v.comparison.verdict,
+            Verdict::Worse,
+            "{}",
+            v.comparison.sentence
+        );
+        assert!(stdout.contains(&v.comparison.sentence));
+    }
+    assert_eq!(c.run_b.model, "small-model");
+    assert!(
+        std::fs::read_to_string(out.path().join("compare.md"))
+            .unwrap()
+            .contains("| plain |")
+    );
+    // Runs sharing no variant cannot be compared.
+    let none = tempfile::tempdir().unwrap();
+    run_example(
+        none.path(),
+        &["--limit", "4", "--variants", "deep-breath"],
+        &url,
+        "m",
+    );
+    let run_n = run_dirs(none.path()).pop().unwrap();
+    let o = promptgauge(&repo())
+        .args(["compare", run_b.to_str().unwrap(), run_n.to_str().unwrap()])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let e: Value = Value::String(String::from_utf8_lossy(&o.stderr).to_string());
+    assert!(e.as_str().unwrap().contains("share no variant"), "{e}");
+}
