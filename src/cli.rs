@@ -8,6 +8,8 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::mock::{Faults, MockConfig, RetryAfter, UsageMode};
+use crate::report::gates::{Gates, MinAccuracy};
+use crate::suite::Shard;
 
 const ABOUT: &str = "Measure prompt variants on cases with known answers: accuracy with confidence \
 intervals, tokens, cost and latency, through a client that survives real providers.";
@@ -18,6 +20,8 @@ Examples:
   promptgauge run bench.yaml --base-url http://127.0.0.1:8000/v1 --model qwen2.5-7b
   promptgauge check bench.yaml         validate files and print the plan; sends nothing
   promptgauge compare reports/A reports/B   the same cases on two models, paired by case
+  promptgauge run --fail-if-worse --min-accuracy 0.9 --junit junit.xml   a CI gate
+  promptgauge run --shard 2/4 && promptgauge merge reports/*              fan out, then combine
   promptgauge mock --port 8000 --rate-429 0.1 --cut 0.05
 
 Base URL precedence: --base-url, $PROMPTGAUGE_BASE_URL, the bench's endpoint.base_url,
@@ -44,8 +48,28 @@ pub enum Command {
     /// Compare two runs over the same cases (e.g. a commercial and a self-hosted model),
     /// variant by variant, paired by case.
     Compare(CompareArgs),
+    /// Combine the run folders of `run --shard i/n` into one run.
+    Merge(MergeArgs),
     /// Serve the simulated OpenAI-compatible provider, with misbehaviour on demand.
     Mock(MockArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shard run folders.
+    #[arg(required = true, num_args = 1..)]
+    pub runs: Vec<PathBuf>,
+    /// Root folder for the merged run folder [default: the first shard's parent].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub gates: GateArgs,
+    /// Write a JUnit XML report of the merged run.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Append the Markdown summary to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -82,6 +106,9 @@ pub struct PlanArgs {
     /// Only these variants, by name, comma-separated; the first is the baseline.
     #[arg(long, value_delimiter = ',', value_name = "A,B")]
     pub variants: Vec<String>,
+    /// Run only shard I of N (cases split by position); combine shards with `merge`.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<Shard>,
 }
 
 #[derive(Debug, Args)]
@@ -93,7 +120,7 @@ pub struct RunArgs {
     pub out: PathBuf,
     /// Continue the run in DIR: send only the jobs its journal lacks, then report on all.
     /// The plan (cases, variants, repeats) is the run's own.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["limit", "variants", "repeats", "out"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["limit", "variants", "repeats", "out", "shard"])]
     pub resume: Option<PathBuf>,
     /// One line per attempt on stderr (no secrets).
     #[arg(long, short)]
@@ -101,6 +128,50 @@ pub struct RunArgs {
     /// Print only the final table.
     #[arg(long, short, conflicts_with = "verbose")]
     pub quiet: bool,
+    #[command(flatten)]
+    pub gates: GateArgs,
+    /// Write a JUnit XML report: one test case per case and variant.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Append the Markdown summary to FILE (e.g. "$GITHUB_STEP_SUMMARY").
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+}
+
+/// CI gates: each failing gate prints one line and makes the exit code 1.
+#[derive(Debug, Args, Clone, Default)]
+pub struct GateArgs {
+    /// Fail when a variant is significantly worse than the baseline (paired test), or, with
+    /// --baseline, than itself in that earlier run. A lower point estimate alone never fails.
+    #[arg(long)]
+    pub fail_if_worse: bool,
+    /// An earlier run folder over the same cases to compare this run with, variant by variant.
+    #[arg(long, value_name = "RUN_DIR")]
+    pub baseline: Option<PathBuf>,
+    /// Fail when accuracy is below P (0.8 or 80%), for every variant or VARIANT=P; repeatable.
+    #[arg(long, value_name = "[VARIANT=]P")]
+    pub min_accuracy: Vec<MinAccuracy>,
+    /// Fail when the whole run cost more than USD (needs `price` in the bench).
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
+    /// Fail when any variant's p90 end-to-end latency is above DURATION (e.g. 2s).
+    #[arg(long, value_name = "DURATION", value_parser = parse_delay)]
+    pub max_p90_latency: Option<Duration>,
+    /// Failed jobs tolerated before the run counts as incomplete (exit 3).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub allow_failures: u64,
+}
+
+impl GateArgs {
+    pub fn gates(&self) -> Gates {
+        Gates {
+            fail_if_worse: self.fail_if_worse,
+            min_accuracy: self.min_accuracy.clone(),
+            max_cost_usd: self.max_cost,
+            max_p90_latency: self.max_p90_latency,
+            allow_failures: self.allow_failures,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

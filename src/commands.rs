@@ -11,10 +11,13 @@ use anyhow::Context;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::{CompareArgs, Env, MockArgs, PlanArgs, RunArgs, resolve_base_url};
+use crate::cli::{
+    CompareArgs, Env, GateArgs, MergeArgs, MockArgs, PlanArgs, RunArgs, resolve_base_url,
+};
 use crate::client::{ApiKey, Client, ClientConfig, ReqwestTransport};
 use crate::mock::server::MockServer;
 use crate::mock::{Faults, MockConfig, Provider, RetryAfter};
+use crate::report::Exporter;
 use crate::report::compare::{CaseTable, Detectable, RunComparison, RunSide};
 use crate::report::{self, ProviderInfo, Summary};
 use crate::runner::record::{PlanSettings, RunRecord, Tool};
@@ -160,7 +163,10 @@ pub fn prepare(args: &PlanArgs, env: &Env) -> anyhow::Result<Prepared> {
             (None, None) => ("OPENAI_API_KEY".to_string(), None),
         },
     };
-    let plan = Plan::new(bench.cases.len(), &variants, bench.repeats);
+    let mut plan = Plan::new(bench.cases.len(), &variants, bench.repeats);
+    if let Some(shard) = args.shard {
+        plan.jobs.retain(|j| shard.holds(j));
+    }
     Ok(Prepared {
         bench: Arc::new(bench),
         variants,
@@ -423,6 +429,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
             limit: record.plan.limit,
             variants: record.plan.variants.clone(),
             repeats: Some(record.plan.repeats),
+            shard: record.plan.shard,
             ..args.plan.clone()
         },
         None => args.plan.clone(),
@@ -456,7 +463,11 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
         }
         None => {
             let started_at = utc_now();
-            let dir = run_dir(&args.out, &bench.name, &started_at)?;
+            let name = match args.plan.shard {
+                Some(s) => format!("{}-shard{}of{}", bench.name, s.index, s.count),
+                None => bench.name.clone(),
+            };
+            let dir = run_dir(&args.out, &name, &started_at)?;
             let record = RunRecord {
                 tool: Tool {
                     name: "promptgauge".into(),
@@ -477,6 +488,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
                     limit: args.plan.limit,
                     variants: p.variant_names(),
                     repeats: bench.repeats,
+                    shard: args.plan.shard,
                 },
                 fingerprint: Fingerprint::of(&bench, &p.variants),
                 jobs_planned: p.jobs.len(),
@@ -595,21 +607,86 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
         _ => None,
     };
     record.write(&dir)?;
-    let info = record.info();
-    let summary = Summary::from_journal(
-        info,
+    let _ = tally;
+    let outputs = Outputs {
+        gates: &args.gates,
+        junit: args.junit.as_deref(),
+        markdown: args.markdown.as_deref(),
+        quiet,
+    };
+    conclude(&dir, &record, fatal.is_some(), interrupted, &outputs)
+}
+
+/// Where a finished run's results go besides its folder, and what it must pass.
+pub struct Outputs<'a> {
+    pub gates: &'a GateArgs,
+    pub junit: Option<&'a Path>,
+    pub markdown: Option<&'a Path>,
+    pub quiet: bool,
+}
+
+/// Summarises a run folder from its journal, checks the gates, writes every report, prints
+/// the table, and decides the exit code: 4 aborted by the provider, 130 interrupted,
+/// 3 incomplete, 1 a gate failed, else 0.
+fn conclude(
+    dir: &Path,
+    record: &RunRecord,
+    fatal: bool,
+    interrupted: bool,
+    outputs: &Outputs<'_>,
+) -> anyhow::Result<Exit> {
+    let journal_path = dir.join("results.jsonl");
+    let mut summary = Summary::from_journal(
+        record.info(),
         &record.plan.variants,
-        bench.price.as_ref(),
+        record.price().as_ref(),
         &journal_path,
     )
     .with_context(|| format!("cannot read the journal {}", journal_path.display()))?;
-    report::write_all(&dir, &summary)?;
+    let baseline = match &outputs.gates.baseline {
+        Some(base) => Some(compare_dirs(base, dir)?),
+        None => None,
+    };
+    let gates = outputs.gates.gates();
+    summary.gates = report::gates::evaluate(&gates, &summary, baseline.as_ref());
+    report::write_all(dir, &summary)?;
     out!("{}", report::terminal::render(&summary));
-    if !quiet {
+    if let Some(b) = &baseline {
+        out!("against the baseline run {}:", b.run_a.dir);
+        out!("{}", report::terminal::render_comparison(b));
+        std::fs::write(
+            dir.join("baseline.json"),
+            serde_json::to_string_pretty(b)? + "\n",
+        )
+        .with_context(|| format!("cannot write {}", dir.join("baseline.json").display()))?;
+    }
+    if let Some(path) = outputs.junit {
+        let xml = report::junit::render(&summary, &journal_path)
+            .with_context(|| format!("cannot read the journal {}", journal_path.display()))?;
+        std::fs::write(path, xml).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = outputs.markdown {
+        let mut md = report::markdown::Markdown.render(&summary)?;
+        if let Some(b) = &baseline {
+            md.push_str("\n## Against the baseline run\n\n");
+            md.push_str(&report::markdown::render_comparison(b));
+        }
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        file.write_all(md.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    for g in summary.gates.iter().filter(|g| !g.passed) {
+        note!("gate failed: {}: {}", g.gate, g.reason);
+    }
+    if !outputs.quiet {
         note!("reports: {}", dir.display());
     }
-    if let Some(f) = fatal {
-        note!("error: {f}");
+    if fatal {
+        note!("error: {}", record.stopped.clone().unwrap_or_default());
         return Ok(Exit::Aborted);
     }
     if interrupted {
@@ -620,13 +697,17 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
         .run
         .jobs_planned
         .saturating_sub(summary.jobs_finished);
-    if summary.jobs_failed > 0 || missing > 0 || tally.not_run > 0 {
+    if summary.jobs_failed as u64 > gates.allow_failures || missing > 0 {
         note!(
-            "incomplete: {} jobs failed and {missing} did not run; see {}",
+            "incomplete: {} jobs failed ({} allowed) and {missing} did not run; see {}",
             summary.jobs_failed,
+            gates.allow_failures,
             journal_path.display()
         );
         return Ok(Exit::Incomplete);
+    }
+    if summary.gates.iter().any(|g| !g.passed) {
+        return Ok(Exit::GateFailed);
     }
     Ok(Exit::Success)
 }
@@ -678,8 +759,8 @@ fn build_client(p: &Prepared, base_url: &str, verbose: bool) -> anyhow::Result<C
     Ok(client)
 }
 
-/// `compare`: two runs over the same cases, variant by variant, paired by case.
-pub fn compare_runs(args: &CompareArgs) -> anyhow::Result<Exit> {
+/// Compares run B with run A (both folders), variant by variant, paired by case.
+fn compare_dirs(run_a: &Path, run_b: &Path) -> anyhow::Result<RunComparison> {
     let load = |dir: &Path| -> anyhow::Result<(RunRecord, Summary)> {
         let record = RunRecord::read(dir).map_err(|e| UsageError(format!("{e:#}")))?;
         let journal = dir.join("results.jsonl");
@@ -692,10 +773,10 @@ pub fn compare_runs(args: &CompareArgs) -> anyhow::Result<Exit> {
         .with_context(|| format!("cannot read {}", journal.display()))?;
         Ok((record, summary))
     };
-    let (ra, sa) = load(&args.run_a)?;
-    let (rb, sb) = load(&args.run_b)?;
+    let (ra, sa) = load(run_a)?;
+    let (rb, sb) = load(run_b)?;
     let mut cases: BTreeMap<String, CaseTable> = BTreeMap::new();
-    for (arm, dir) in [(0, &args.run_a), (1, &args.run_b)] {
+    for (arm, dir) in [(0, run_a), (1, run_b)] {
         runner::journal::read(&dir.join("results.jsonl"), |r| {
             if let Some(correct) = r.correct {
                 cases
@@ -715,8 +796,8 @@ pub fn compare_runs(args: &CompareArgs) -> anyhow::Result<Exit> {
         started_at: r.started_at.clone(),
     };
     let comparison = RunComparison::build(
-        side(&args.run_a, &ra),
-        side(&args.run_b, &rb),
+        side(run_a, &ra),
+        side(run_b, &rb),
         (&sa, &sb),
         &cases,
         (&ra.case_ids(), &rb.case_ids()),
@@ -729,6 +810,12 @@ pub fn compare_runs(args: &CompareArgs) -> anyhow::Result<Exit> {
         ))
         .into());
     }
+    Ok(comparison)
+}
+
+/// `compare`: two runs over the same cases, variant by variant, paired by case.
+pub fn compare_runs(args: &CompareArgs) -> anyhow::Result<Exit> {
+    let comparison = compare_dirs(&args.run_a, &args.run_b)?;
     out!("{}", report::terminal::render_comparison(&comparison));
     let out = match &args.out {
         Some(dir) => dir.clone(),
@@ -750,6 +837,132 @@ pub fn compare_runs(args: &CompareArgs) -> anyhow::Result<Exit> {
     .with_context(|| format!("cannot write {}", out.join("compare.md").display()))?;
     note!("comparison written to {}", out.display());
     Ok(Exit::Success)
+}
+
+/// `merge`: shard run folders of one plan combined into one run folder.
+pub fn merge(args: &MergeArgs) -> anyhow::Result<Exit> {
+    let records: Vec<RunRecord> = args
+        .runs
+        .iter()
+        .map(|d| RunRecord::read(d).map_err(|e| anyhow::Error::new(UsageError(format!("{e:#}")))))
+        .collect::<anyhow::Result<_>>()?;
+    let first = &records[0];
+    let Some(count) = first.plan.shard.map(|s| s.count) else {
+        return Err(UsageError(format!(
+            "{} is not a shard (it was not run with --shard i/n)\n  fix: merge the folders of `run --shard i/n`",
+            args.runs[0].display()
+        ))
+        .into());
+    };
+    let mut seen = vec![false; count as usize];
+    for (dir, r) in args.runs.iter().zip(&records) {
+        let refuse = |why: String| -> anyhow::Error {
+            UsageError(format!(
+                "cannot merge {}: {why}\n  fix: merge the shards of one run of one bench",
+                dir.display()
+            ))
+            .into()
+        };
+        if r.fingerprint != first.fingerprint {
+            return Err(refuse(format!(
+                "its bench differs from {}'s",
+                args.runs[0].display()
+            )));
+        }
+        let (mut plan, mut first_plan) = (r.plan.clone(), first.plan.clone());
+        plan.shard = None;
+        first_plan.shard = None;
+        if plan != first_plan || r.endpoint.model != first.endpoint.model {
+            return Err(refuse(
+                "its plan (limit, variants, repeats) or model differs".into(),
+            ));
+        }
+        let Some(shard) = r.plan.shard.filter(|s| s.count == count) else {
+            return Err(refuse(format!("it is not one of {count} shards")));
+        };
+        if std::mem::replace(&mut seen[shard.index as usize - 1], true) {
+            return Err(refuse(format!(
+                "shard {shard} is given twice; shards must not overlap"
+            )));
+        }
+    }
+    let root = match &args.out {
+        Some(d) => d.clone(),
+        None => args.runs[0]
+            .parent()
+            .unwrap_or(Path::new("."))
+            .to_path_buf(),
+    };
+    let name = first.bench["name"].as_str().unwrap_or("bench").to_string();
+    let dir = run_dir(&root, &format!("{name}-merged"), &utc_now())?;
+    let mut journal = Journal::open(&dir.join("results.jsonl"))
+        .with_context(|| format!("cannot create the journal in {}", dir.display()))?;
+    let mut keys = std::collections::HashSet::new();
+    for run in &args.runs {
+        let mut overlap = None;
+        let mut write_error = None;
+        runner::journal::read(&run.join("results.jsonl"), |r| {
+            if !keys.insert(r.key()) {
+                overlap = Some(r.key());
+            } else if let Err(e) = journal.append(&r) {
+                write_error = Some(e);
+            }
+        })
+        .with_context(|| format!("cannot read the journal in {}", run.display()))?;
+        if let Some(e) = write_error {
+            return Err(e).context("cannot write the merged journal");
+        }
+        if let Some((case, variant, repeat)) = overlap {
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(UsageError(format!(
+                "cannot merge {}: job ({case}, {variant}, repeat {repeat}) is in two shards",
+                run.display()
+            ))
+            .into());
+        }
+    }
+    let missing: Vec<String> = (1..=count)
+        .filter(|i| !seen[*i as usize - 1])
+        .map(|i| format!("{i}/{count}"))
+        .collect();
+    let mut record = first.clone();
+    record.plan.shard = None;
+    record.jobs_planned = records.iter().map(|r| r.jobs_planned).sum();
+    record.started_at = records
+        .iter()
+        .map(|r| r.started_at.clone())
+        .min()
+        .unwrap_or_default();
+    record.finished_at = records.iter().filter_map(|r| r.finished_at.clone()).max();
+    record.resumed_at = Vec::new();
+    record.stopped = if missing.is_empty() {
+        records.iter().find_map(|r| r.stopped.clone())
+    } else {
+        Some(format!(
+            "shards missing from the merge: {}",
+            missing.join(", ")
+        ))
+    };
+    record.write(&dir)?;
+    if !missing.is_empty() {
+        note!(
+            "warning: shards {} were not given; the merged run is incomplete",
+            missing.join(", ")
+        );
+    }
+    let outputs = Outputs {
+        gates: &args.gates,
+        junit: args.junit.as_deref(),
+        markdown: args.markdown.as_deref(),
+        quiet: false,
+    };
+    let exit = conclude(&dir, &record, false, false, &outputs)?;
+    // A missing shard is an incomplete run, whatever the jobs that ran did.
+    Ok(if missing.is_empty() || exit != Exit::Success {
+        exit
+    } else {
+        Exit::Incomplete
+    })
 }
 
 /// `mock`: serve the simulator until Ctrl-C.

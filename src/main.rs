@@ -19,6 +19,7 @@ fn main() -> ExitCode {
             Command::Run(args) => commands::run(args, &env).await,
             Command::Check(args) => commands::check(args, &env),
             Command::Compare(args) => commands::compare_runs(args),
+            Command::Merge(args) => commands::merge(args),
             Command::Mock(args) => commands::mock(args).await,
         }
     });

@@ -3,7 +3,9 @@
 
 pub mod compare;
 pub mod csv;
+pub mod gates;
 pub mod json;
+pub mod junit;
 pub mod markdown;
 pub mod summary;
 pub mod terminal;

@@ -129,6 +129,9 @@ pub struct Summary {
     pub detectable: Option<Detectable>,
     /// Accuracy per case tag and variant.
     pub slices: Vec<Slice>,
+    /// CI gates checked on this run, if any were asked for.
+    #[serde(default)]
+    pub gates: Vec<super::gates::GateResult>,
 }
 
 #[derive(Default)]
@@ -290,6 +293,7 @@ impl Summary {
             comparisons,
             detectable,
             slices,
+            gates: Vec::new(),
         })
     }
 }

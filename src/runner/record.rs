@@ -18,6 +18,9 @@ pub struct PlanSettings {
     /// Selected variant names in order; the first is the baseline.
     pub variants: Vec<String>,
     pub repeats: u32,
+    /// Set when this run is one shard of a larger plan.
+    #[serde(default)]
+    pub shard: Option<crate::suite::Shard>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 pub use cases::Case;
 pub use error::{InputError, InputErrors, Location};
-pub use plan::{Fingerprint, Job, Plan};
+pub use plan::{Fingerprint, Job, Plan, Shard};
 pub use prompts::Variant;
 pub use template::{ChatMessage, Templates};
 

@@ -17,6 +17,44 @@ pub struct Plan {
     pub jobs: Vec<Job>,
 }
 
+/// `--shard i/n`: this process runs the cases whose position modulo n is i − 1, every
+/// variant and repeat of each, so each shard holds whole pairs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    /// 1-based.
+    pub index: u32,
+    pub count: u32,
+}
+
+impl Shard {
+    pub fn holds(&self, job: &Job) -> bool {
+        job.case as u64 % u64::from(self.count) == u64::from(self.index - 1)
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("`{s}` is not a shard; write i/n with 1 ≤ i ≤ n, e.g. 2/4");
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count): (u32, u32) = (
+            i.trim().parse().map_err(|_| bad())?,
+            n.trim().parse().map_err(|_| bad())?,
+        );
+        if index == 0 || count == 0 || index > count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
 impl Plan {
     /// Case-major order: all variants of a case run close together, so a run stopped early
     /// still has paired answers to compare.
@@ -82,6 +120,18 @@ fn digest(value: &serde_json::Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shards_split_by_case_and_cover_the_plan_once() {
+        let p = Plan::new(10, &[0, 1], 2);
+        let shards: Vec<Shard> = (1..=3).map(|i| format!("{i}/3").parse().unwrap()).collect();
+        for job in &p.jobs {
+            assert_eq!(shards.iter().filter(|s| s.holds(job)).count(), 1);
+        }
+        assert!("0/3".parse::<Shard>().is_err());
+        assert!("4/3".parse::<Shard>().is_err());
+        assert!("x".parse::<Shard>().is_err());
+    }
 
     #[test]
     fn interleaves_variants_per_case() {

@@ -1,0 +1,237 @@
+//! CI gates: conditions a run must meet, each failing with a one-line reason (exit code 1).
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::Summary;
+use super::compare::{RunComparison, Verdict};
+
+/// `--min-accuracy [VARIANT=]P`
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MinAccuracy {
+    /// `None`: every variant.
+    pub variant: Option<String>,
+    /// A share, 0–1.
+    pub threshold: f64,
+}
+
+impl std::str::FromStr for MinAccuracy {
+    type Err = String;
+
+    /// `0.8`, `80%`, `plain=0.9`, `step-by-step=92.5%`
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (variant, value) = match s.rsplit_once('=') {
+            Some((v, p)) if !v.trim().is_empty() => (Some(v.trim().to_string()), p),
+            Some((_, p)) => (None, p),
+            None => (None, s),
+        };
+        let value = value.trim();
+        let threshold = match value.strip_suffix('%') {
+            Some(pct) => pct.trim().parse::<f64>().map(|x| x / 100.0),
+            None => value.parse::<f64>(),
+        }
+        .map_err(|_| format!("`{s}` is not an accuracy; write 0.8, 80% or VARIANT=0.8"))?;
+        if !(0.0..=1.0).contains(&threshold) {
+            return Err(format!(
+                "`{s}`: an accuracy is between 0 and 1 (or 0% and 100%)"
+            ));
+        }
+        Ok(MinAccuracy { variant, threshold })
+    }
+}
+
+/// The gates a run was asked to pass.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Gates {
+    pub fail_if_worse: bool,
+    pub min_accuracy: Vec<MinAccuracy>,
+    pub max_cost_usd: Option<f64>,
+    pub max_p90_latency: Option<Duration>,
+    /// Failed jobs tolerated before the run counts as incomplete.
+    pub allow_failures: u64,
+}
+
+impl Gates {
+    pub fn any(&self) -> bool {
+        self.fail_if_worse
+            || !self.min_accuracy.is_empty()
+            || self.max_cost_usd.is_some()
+            || self.max_p90_latency.is_some()
+    }
+}
+
+/// One gate's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GateResult {
+    pub gate: String,
+    pub passed: bool,
+    /// One line: why it passed or failed.
+    pub reason: String,
+}
+
+fn result(gate: &str, passed: bool, reason: String) -> GateResult {
+    GateResult {
+        gate: gate.to_string(),
+        passed,
+        reason,
+    }
+}
+
+/// Checks every gate against the run (and, with `--baseline`, its comparison).
+pub fn evaluate(gates: &Gates, s: &Summary, baseline: Option<&RunComparison>) -> Vec<GateResult> {
+    let mut out = Vec::new();
+    if gates.fail_if_worse {
+        let worse: Vec<&str> = s
+            .comparisons
+            .iter()
+            .filter(|c| c.verdict == Verdict::Worse)
+            .map(|c| c.sentence.as_str())
+            .collect();
+        out.push(if worse.is_empty() {
+            result(
+                "fail-if-worse",
+                true,
+                "no variant is significantly worse than the baseline".into(),
+            )
+        } else {
+            result("fail-if-worse", false, worse.join(" "))
+        });
+        if let Some(b) = baseline {
+            let dropped: Vec<&str> = b
+                .variants
+                .iter()
+                .filter(|v| v.comparison.verdict == Verdict::Worse)
+                .map(|v| v.comparison.sentence.as_str())
+                .collect();
+            out.push(if dropped.is_empty() {
+                result(
+                    "fail-if-worse --baseline",
+                    true,
+                    format!("no variant dropped significantly against {}", b.run_a.dir),
+                )
+            } else {
+                result("fail-if-worse --baseline", false, dropped.join(" "))
+            });
+        }
+    }
+    for min in &gates.min_accuracy {
+        let variants: Vec<_> = s
+            .variants
+            .iter()
+            .filter(|v| min.variant.as_ref().is_none_or(|name| &v.name == name))
+            .collect();
+        let gate = format!(
+            "min-accuracy {}{:.1}%",
+            min.variant
+                .as_ref()
+                .map(|v| format!("{v}="))
+                .unwrap_or_default(),
+            min.threshold * 100.0
+        );
+        if variants.is_empty() {
+            out.push(result(
+                &gate,
+                false,
+                format!(
+                    "no variant is named `{}`",
+                    min.variant.clone().unwrap_or_default()
+                ),
+            ));
+        }
+        for v in variants {
+            let Some(acc) = v.accuracy else {
+                out.push(result(
+                    &gate,
+                    false,
+                    format!("{}: no graded answers", v.name),
+                ));
+                continue;
+            };
+            let ci = format!(
+                "[{:.1}, {:.1}]",
+                v.ci_low.unwrap_or(acc) * 100.0,
+                v.ci_high.unwrap_or(acc) * 100.0
+            );
+            let t = min.threshold;
+            out.push(if acc >= t {
+                result(
+                    &gate,
+                    true,
+                    format!("{}: {:.1}% {ci} ≥ {:.1}%", v.name, acc * 100.0, t * 100.0),
+                )
+            } else {
+                let certainty = if v.ci_high.is_some_and(|hi| hi < t) {
+                    "certain: the whole interval is below it"
+                } else {
+                    "uncertain: the interval straddles it"
+                };
+                result(
+                    &gate,
+                    false,
+                    format!(
+                        "{}: {:.1}% {ci} is below {:.1}% ({certainty})",
+                        v.name,
+                        acc * 100.0,
+                        t * 100.0
+                    ),
+                )
+            });
+        }
+    }
+    if let Some(max) = gates.max_cost_usd {
+        let total: f64 = s.variants.iter().filter_map(|v| v.cost_usd).sum();
+        let priced = s.variants.iter().any(|v| v.cost_usd.is_some());
+        out.push(if !priced {
+            result(
+                "max-cost",
+                false,
+                "the bench has no `price`, so the cost is unknown".into(),
+            )
+        } else if total <= max {
+            result("max-cost", true, format!("${total:.4} ≤ ${max:.4}"))
+        } else {
+            result(
+                "max-cost",
+                false,
+                format!("the run cost ${total:.4}, over ${max:.4}"),
+            )
+        });
+    }
+    if let Some(max) = gates.max_p90_latency {
+        let limit = max.as_secs_f64() * 1000.0;
+        for v in &s.variants {
+            let gate = format!("max-p90-latency {}", humantime::format_duration(max));
+            out.push(match v.latency_ms.p90 {
+                None => result(&gate, false, format!("{}: no latency measured", v.name)),
+                Some(p90) if p90 <= limit => result(
+                    &gate,
+                    true,
+                    format!("{}: p90 {p90:.0} ms ≤ {limit:.0} ms", v.name),
+                ),
+                Some(p90) => result(
+                    &gate,
+                    false,
+                    format!("{}: p90 latency {p90:.0} ms is over {limit:.0} ms", v.name),
+                ),
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn min_accuracy_forms() {
+        let m: MinAccuracy = "0.8".parse().unwrap();
+        assert_eq!((m.variant, m.threshold), (None, 0.8));
+        let m: MinAccuracy = "step-by-step=92.5%".parse().unwrap();
+        assert_eq!(m.variant.as_deref(), Some("step-by-step"));
+        assert!((m.threshold - 0.925).abs() < 1e-12);
+        assert!("1.5".parse::<MinAccuracy>().is_err());
+        assert!("plain=lots".parse::<MinAccuracy>().is_err());
+    }
+}
