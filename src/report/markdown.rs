@@ -85,6 +85,17 @@ impl Exporter for Markdown {
         if let Some(d) = &s.detectable {
             out.push_str(&format!("\n{}\n", d.sentence(s.run.confidence)));
         }
+        if !s.gates.is_empty() {
+            out.push_str("\n## Gates\n\n");
+            for g in &s.gates {
+                let mark = if g.passed {
+                    "✅ passed"
+                } else {
+                    "❌ **failed**"
+                };
+                out.push_str(&format!("- {mark} `{}`: {}\n", g.gate, g.reason));
+            }
+        }
         if !s.slices.is_empty() {
             out.push_str("\n## By tag\n\n| tag | variant | accuracy | CI | correct / n |\n|---|---|---:|---:|---:|\n");
             for sl in &s.slices {

@@ -1,0 +1,498 @@
+//! Regression runs in CI: each gate passing and failing against the simulator, JUnit and
+//! Markdown outputs, the summary's JSON Schema, plain output under CI, and shard + merge.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use promptgauge::mock::{Faults, MockConfig};
+use promptgauge::report::Summary;
+
+struct Ran {
+    code: i32,
+    stdout: String,
+    stderr: String,
+    dir: PathBuf,
+}
+
+/// Runs the example bench (first `limit` cases) with extra flags into a fresh folder.
+fn run(url: &str, model: &str, flags: &[&str]) -> (tempfile::TempDir, Ran) {
+    let out = tempfile::tempdir().unwrap();
+    let mut args = vec![
+        "run",
+        "--base-url",
+        url,
+        "--model",
+        model,
+        "--out",
+        out.path().to_str().unwrap(),
+    ];
+    args.extend_from_slice(flags);
+    let o = promptgauge(&repo()).args(&args).output().unwrap();
+    let dir = run_dirs(out.path()).pop().expect("a run folder");
+    let ran = Ran {
+        code: o.status.code().unwrap(),
+        stdout: String::from_utf8_lossy(&o.stdout).into(),
+        stderr: String::from_utf8_lossy(&o.stderr).into(),
+        dir,
+    };
+    (out, ran)
+}
+
+fn summary(dir: &Path) -> Summary {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
+}
+
+fn failing_gates(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("gate failed: "))
+        .collect()
+}
+
+#[test]
+fn fail_if_worse_fails_only_on_a_significant_drop() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let url = server.base_url();
+    // plain is significantly worse than step-by-step (7 discordant cases, all one way).
+    let (_t, r) = run(
+        &url,
+        "m",
+        &["--variants", "step-by-step,plain", "--fail-if-worse"],
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let lines = failing_gates(&r.stderr);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains("fail-if-worse: plain is worse than step-by-step"),
+        "{lines:?}"
+    );
+    // tip is lower on 20 cases but not significantly: a lower point estimate never fails.
+    let (_t, r) = run(
+        &url,
+        "m",
+        &[
+            "--variants",
+            "tip,plain",
+            "--limit",
+            "20",
+            "--fail-if-worse",
+        ],
+    );
+    let s = summary(&r.dir);
+    assert!(
+        s.variants[1].accuracy < s.variants[0].accuracy,
+        "the point estimate is lower"
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(s.gates.iter().all(|g| g.passed));
+}
+
+#[test]
+fn baseline_run_gate_compares_with_an_earlier_run() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let url = server.base_url();
+    let (_a, before) = run(
+        &url,
+        "large-model",
+        &["--variants", "plain,step-by-step", "--quiet"],
+    );
+    let base = before.dir.to_str().unwrap().to_string();
+    // The same model again: nothing dropped.
+    let (_b, same) = run(
+        &url,
+        "large-model",
+        &[
+            "--variants",
+            "plain,step-by-step",
+            "--baseline",
+            &base,
+            "--fail-if-worse",
+        ],
+    );
+    assert_eq!(same.code, 0, "{}", same.stderr);
+    assert!(same.stdout.contains("against the baseline run"));
+    assert!(same.dir.join("baseline.json").is_file());
+    // A weaker model: both variants drop significantly.
+    let (_c, worse) = run(
+        &url,
+        "small-model",
+        &[
+            "--variants",
+            "plain,step-by-step",
+            "--baseline",
+            &base,
+            "--fail-if-worse",
+        ],
+    );
+    assert_eq!(worse.code, 1, "{}", worse.stderr);
+    let lines = failing_gates(&worse.stderr);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("--baseline") && l.contains("plain in B is worse than plain in A")),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn min_accuracy_says_whether_the_shortfall_is_certain() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let url = server.base_url();
+    // plain: 87.5% [77.2, 93.5] on 64 cases.
+    let (_t, r) = run(&url, "m", &["--variants", "plain", "--min-accuracy", "0.9"]);
+    assert_eq!(r.code, 1);
+    assert!(
+        failing_gates(&r.stderr)[0]
+            .contains("87.5% [77.2, 93.5] is below 90.0% (uncertain: the interval straddles it)"),
+        "{}",
+        r.stderr
+    );
+    let (_t, r) = run(
+        &url,
+        "m",
+        &["--variants", "plain", "--min-accuracy", "plain=95%"],
+    );
+    assert_eq!(r.code, 1);
+    assert!(
+        failing_gates(&r.stderr)[0].contains("(certain: the whole interval is below it)"),
+        "{}",
+        r.stderr
+    );
+    let (_t, r) = run(
+        &url,
+        "m",
+        &[
+            "--variants",
+            "plain,step-by-step",
+            "--min-accuracy",
+            "0.5",
+            "--min-accuracy",
+            "step-by-step=0.95",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(summary(&r.dir).gates.len(), 3);
+}
+
+#[test]
+fn cost_and_latency_budgets() {
+    let (_rt, server) = start_mock(MockConfig {
+        first_token_delay: std::time::Duration::from_millis(20),
+        ..MockConfig::default()
+    });
+    let url = server.base_url();
+    let flags = ["--variants", "plain", "--limit", "8"];
+    let (_t, r) = run(
+        &url,
+        "m",
+        &[
+            &flags[..],
+            &["--max-cost", "0.0000001", "--max-p90-latency", "5ms"],
+        ]
+        .concat(),
+    );
+    assert_eq!(r.code, 1);
+    let lines = failing_gates(&r.stderr);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("gate failed: max-cost: the run cost $")),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("max-p90-latency 5ms: plain: p90 latency")),
+        "{lines:?}"
+    );
+    let (_t, r) = run(
+        &url,
+        "m",
+        &[&flags[..], &["--max-cost", "1", "--max-p90-latency", "60s"]].concat(),
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}
+
+#[test]
+fn failed_jobs_are_incomplete_unless_allowed() {
+    let (_rt, server) = start_mock(MockConfig {
+        faults: Faults {
+            cut: 0.5,
+            ..Faults::default()
+        },
+        seed: 5,
+        ..MockConfig::default()
+    });
+    let bench = bench_dir("limits: { max_attempts: 1 }\n");
+    let d = bench.path();
+    // Which jobs fail varies from run to run (the idempotency keys do); allow them all.
+    let args = [
+        "run",
+        "bench.yaml",
+        "--base-url",
+        &server.base_url(),
+        "--model",
+        "m",
+    ];
+    let o = promptgauge(d).args(args).output().unwrap();
+    assert_eq!(o.status.code(), Some(3));
+    let failed = summary(&run_dirs(&d.join("reports"))[0]).jobs_failed;
+    assert!(failed > 0);
+    let o = promptgauge(d)
+        .args(args)
+        .args(["--allow-failures", "24"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn junit_counts_cases_failures_and_errors() {
+    let (_rt, server) = start_mock(MockConfig {
+        // Half the attempts cut, two attempts a job: about a quarter of the jobs fail.
+        faults: Faults {
+            cut: 0.5,
+            ..Faults::default()
+        },
+        seed: 9,
+        ..MockConfig::default()
+    });
+    let bench = arithmetic_bench(16, 4, "limits: { max_attempts: 2 }\n");
+    let d = bench.path();
+    let path = d.join("junit.xml");
+    promptgauge(d)
+        .args([
+            "run",
+            "bench.yaml",
+            "--quiet",
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "small-model",
+        ])
+        .args(["--junit", path.to_str().unwrap(), "--allow-failures", "64"])
+        .assert()
+        .success();
+    let xml = std::fs::read_to_string(&path).unwrap();
+    let doc = roxmltree::Document::parse(&xml).expect("well-formed XML");
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "testsuites");
+    let s = summary(&run_dirs(&d.join("reports"))[0]);
+    let attr = |n: roxmltree::Node, a: &str| n.attribute(a).unwrap().parse::<u64>().unwrap();
+    assert_eq!(attr(root, "tests"), 64);
+    let wrong: u64 = s.variants.iter().map(|v| v.n - v.correct).sum();
+    let failed: u64 = s.variants.iter().map(|v| v.failed).sum();
+    assert_eq!(attr(root, "failures"), wrong);
+    assert_eq!(attr(root, "errors"), failed);
+    assert!(
+        failed > 0 && wrong > 0,
+        "some jobs fail and some answers are wrong"
+    );
+    let suites: Vec<_> = root.children().filter(|n| n.is_element()).collect();
+    assert_eq!(suites.len(), 4);
+    for (suite, v) in suites.iter().zip(&s.variants) {
+        assert_eq!(suite.attribute("name"), Some(v.name.as_str()));
+        let cases: Vec<_> = suite
+            .children()
+            .filter(|n| n.has_tag_name("testcase"))
+            .collect();
+        assert_eq!(cases.len(), 16);
+        assert_eq!(attr(*suite, "failures"), v.n - v.correct);
+        assert_eq!(attr(*suite, "errors"), v.failed);
+        for c in &cases {
+            if let Some(f) = c.children().find(|k| k.has_tag_name("failure")) {
+                let m = f.attribute("message").unwrap();
+                assert!(
+                    m.starts_with("expected ") && m.contains(", extracted "),
+                    "{m}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn markdown_is_appended_for_the_step_summary() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), "# Earlier step\n").unwrap();
+    let path = file.path().to_str().unwrap();
+    let (_t, r) = run(
+        &server.base_url(),
+        "m",
+        &["--limit", "8", "--markdown", path, "--min-accuracy", "0.1"],
+    );
+    assert_eq!(r.code, 0);
+    let md = std::fs::read_to_string(file.path()).unwrap();
+    assert!(
+        md.starts_with("# Earlier step\n# promptgauge: routing"),
+        "{md}"
+    );
+    assert!(
+        md.contains("## Paired against plain") && md.contains("## Gates"),
+        "{md}"
+    );
+}
+
+#[test]
+fn summary_json_validates_against_the_committed_schema() {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("docs/summary.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("a valid schema");
+    let (_rt, server) = start_mock(MockConfig::default());
+    // With gates and repeats, so the optional parts are present too.
+    let (_t, r) = run(
+        &server.base_url(),
+        "m",
+        &["--limit", "6", "--repeats", "2", "--min-accuracy", "0.1"],
+    );
+    let (_t2, r1) = run(&server.base_url(), "m", &["--limit", "6"]);
+    for dir in [&r.dir, &r1.dir] {
+        let instance: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap())
+                .unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&instance)
+            .map(|e| format!("{} at {}", e, e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+    }
+    // The schema is strict enough to catch drift: an unknown field fails it.
+    let mut instance: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(r.dir.join("summary.json")).unwrap())
+            .unwrap();
+    instance["variants"][0]["surprise"] = serde_json::json!(1);
+    assert!(!validator.is_valid(&instance));
+}
+
+#[test]
+fn under_ci_output_is_plain_and_stable() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let (_a, a) = run(&server.base_url(), "m", &["--limit", "8"]);
+    let (_b, b) = run(&server.base_url(), "m", &["--limit", "8"]);
+    for r in [&a, &b] {
+        assert!(
+            !r.stderr.contains('\r') && !r.stdout.contains('\r'),
+            "no progress animation"
+        );
+        assert!(
+            !r.stdout.contains('\u{1b}') && !r.stderr.contains('\u{1b}'),
+            "no colour"
+        );
+    }
+    // Same inputs, same rows in the same order (latency aside).
+    let rows = |s: &str| -> Vec<String> {
+        s.lines()
+            .filter(|l| l.contains('┆'))
+            .map(|l| l.split('┆').take(5).collect::<Vec<_>>().join("|"))
+            .collect()
+    };
+    assert_eq!(rows(&a.stdout), rows(&b.stdout));
+    let (_q, quiet) = run(&server.base_url(), "m", &["--limit", "8", "--quiet"]);
+    assert!(quiet.stderr.trim().is_empty(), "{}", quiet.stderr);
+}
+
+#[test]
+fn four_shards_merge_into_the_unsharded_run() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let url = server.base_url();
+    let bench = arithmetic_bench(30, 3, "");
+    let d = bench.path();
+    let base = ["--base-url", url.as_str(), "--model", "m", "--quiet"];
+    promptgauge(d)
+        .args(["run", "bench.yaml", "--out", "whole"])
+        .args(base)
+        .assert()
+        .success();
+    for i in 1..=4 {
+        promptgauge(d)
+            .args([
+                "run",
+                "bench.yaml",
+                "--out",
+                "shards",
+                "--shard",
+                &format!("{i}/4"),
+            ])
+            .args(base)
+            .assert()
+            .success();
+    }
+    let shards = run_dirs(&d.join("shards"));
+    assert_eq!(shards.len(), 4);
+    let sizes: Vec<usize> = shards.iter().map(|s| journal(s).len()).collect();
+    assert_eq!(sizes.iter().sum::<usize>(), 90);
+    assert!(sizes.iter().all(|&n| n == 24 || n == 21), "{sizes:?}");
+    let shard_args: Vec<String> = shards.iter().map(|p| p.display().to_string()).collect();
+    promptgauge(d)
+        .arg("merge")
+        .args(&shard_args)
+        .args(["--out", "merged"])
+        .assert()
+        .success();
+
+    let whole = summary(&run_dirs(&d.join("whole"))[0]);
+    let merged = summary(&run_dirs(&d.join("merged"))[0]);
+    assert!(merged.complete);
+    assert_eq!(merged.jobs_finished, 90);
+    assert_eq!(merged.run.jobs_planned, whole.run.jobs_planned);
+    for (w, m) in whole.variants.iter().zip(&merged.variants) {
+        assert_eq!(
+            (&w.name, w.n, w.correct, w.ci_low, w.ci_high),
+            (&m.name, m.n, m.correct, m.ci_low, m.ci_high)
+        );
+        assert_eq!(w.tokens.prompt, m.tokens.prompt);
+    }
+    for (w, m) in whole.comparisons.iter().zip(&merged.comparisons) {
+        assert_eq!(
+            (w.table, w.p_holm, w.verdict),
+            (m.table, m.p_holm, m.verdict)
+        );
+    }
+    assert_eq!(whole.slices, merged.slices);
+
+    // Overlapping shards and shards of another bench are refused.
+    let o = promptgauge(d)
+        .arg("merge")
+        .args([&shard_args[0], &shard_args[0]])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("given twice"));
+    let other = arithmetic_bench(30, 2, "");
+    promptgauge(other.path())
+        .args(["run", "bench.yaml", "--out", "s", "--shard", "2/4"])
+        .args(base)
+        .assert()
+        .success();
+    let foreign = run_dirs(&other.path().join("s"))[0].display().to_string();
+    let o = promptgauge(d)
+        .arg("merge")
+        .args([&shard_args[0], &foreign])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("bench differs"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // A missing shard merges, but the run says it is incomplete.
+    let o = promptgauge(d)
+        .arg("merge")
+        .args(&shard_args[..3])
+        .args(["--out", "partial"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("shards 4/4 were not given"));
+}
