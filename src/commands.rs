@@ -167,6 +167,28 @@ pub fn prepare(args: &PlanArgs, env: &Env) -> anyhow::Result<Prepared> {
     if let Some(shard) = args.shard {
         plan.jobs.retain(|j| shard.holds(j));
     }
+    if let Some(tpm) = bench.limits.tokens_per_minute {
+        // A request larger than the whole budget would wait forever: refuse it now.
+        for job in &plan.jobs {
+            let case = &bench.cases[job.case];
+            let messages = bench
+                .templates
+                .render(job.variant, case, &bench.variants[job.variant])
+                .map_err(|e| anyhow::anyhow!("template failed: {e}"))?;
+            let need = bench.reservation(job.variant, &messages);
+            if need > u64::from(tpm) {
+                return Err(crate::suite::InputError::new(
+                    case.location.clone(),
+                    format!(
+                        "case `{}` with variant `{}` reserves about {need} tokens (prompt plus max_tokens), more than limits.tokens_per_minute ({tpm}): it could never be sent",
+                        case.id, bench.variants[job.variant].name
+                    ),
+                )
+                .fix("raise limits.tokens_per_minute, or lower max_tokens")
+                .into());
+            }
+        }
+    }
     Ok(Prepared {
         bench: Arc::new(bench),
         variants,
@@ -723,6 +745,8 @@ fn build_client(p: &Prepared, base_url: &str, verbose: bool) -> anyhow::Result<C
     config.idle_timeout = limits.idle_timeout;
     config.total_timeout = limits.total_timeout;
     config.max_response_bytes = limits.max_response_bytes;
+    config.requests_per_minute = limits.requests_per_minute;
+    config.tokens_per_minute = limits.tokens_per_minute;
     let transport = ReqwestTransport::new(limits.connect_timeout, limits.concurrency)
         .map_err(|e| anyhow::anyhow!(e))?;
     let mut client = Client::new(Arc::new(transport), config);

@@ -301,6 +301,11 @@ const ROWS: &[Row] = &[
         expect: &["bench.yaml:6", "prices must be numbers"],
     },
     Row {
+        name: "a request larger than the whole tokens_per_minute budget",
+        setup: |d| add_to_bench(d, "limits: { tokens_per_minute: 50 }\n"),
+        expect: &["cases.jsonl:1", "reserves about", "tokens_per_minute (50)"],
+    },
+    Row {
         name: "a YAML case file that is not a list",
         setup: |d| {
             fs::write(d.join("cases.yaml"), "id: a\nexpected: 1\n").unwrap();

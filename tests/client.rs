@@ -33,6 +33,7 @@ fn job(user: &str, key: &str) -> JobRequest {
         }],
         params: Map::new(),
         idempotency_key: key.into(),
+        reserve_tokens: 10,
     }
 }
 
@@ -475,4 +476,30 @@ async fn out_of_credit_and_forbidden_stop_the_run_and_404_fails_the_job() {
             assert!(f.contains("out of credit") && f.contains("quota"), "{f}");
         }
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn rate_limits_space_requests_and_the_wait_is_not_latency() {
+    let p = provider(MockConfig::default());
+    let c = Arc::new(client(&p, |c| {
+        c.requests_per_minute = Some(30);
+        c.tokens_per_minute = Some(100_000);
+        c.concurrency = 8;
+    }));
+    let start = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..4 {
+        let c = c.clone();
+        tasks.spawn(async move { c.execute(&job("Echo: x", &format!("k{i}"))).await });
+    }
+    while let Some(r) = tasks.join_next().await {
+        let r = r.unwrap();
+        assert!(r.answered());
+        // Waiting for the limiter is not the server's latency.
+        assert!(r.attempts[0].latency_ms < 100.0, "{:?}", r.attempts[0]);
+    }
+    // 30 a minute: one every 2 s, the first at once, so the fourth goes at 6 s.
+    let elapsed = start.elapsed().as_secs_f64();
+    assert!((6.0..6.5).contains(&elapsed), "{elapsed}");
+    assert_eq!(p.stats().max_in_flight, 1);
 }

@@ -77,6 +77,7 @@ async fn play_bytes(
             }],
             params: Map::new(),
             idempotency_key: "k".into(),
+            reserve_tokens: 0,
         })
         .await
 }

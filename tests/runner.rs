@@ -192,6 +192,7 @@ async fn a_completed_key_is_replayed_not_generated_again() {
         }],
         params: Map::new(),
         idempotency_key: "same".into(),
+        reserve_tokens: 0,
     };
     let first = client.execute(&job).await;
     let second = client.execute(&job).await;

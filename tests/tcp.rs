@@ -38,6 +38,7 @@ fn job(text: &str, key: &str) -> JobRequest {
         }],
         params: Map::new(),
         idempotency_key: key.into(),
+        reserve_tokens: 10,
     }
 }
 

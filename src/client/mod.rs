@@ -5,6 +5,7 @@
 //! timeout tests run in milliseconds.
 
 pub mod chat;
+pub mod limits;
 pub mod retry;
 pub mod sse;
 pub mod transport;
@@ -65,6 +66,8 @@ pub struct ClientConfig {
     pub max_retry_after: Duration,
     /// A streamed response larger than this fails the job (a runaway generation).
     pub max_response_bytes: usize,
+    pub requests_per_minute: Option<u32>,
+    pub tokens_per_minute: Option<u32>,
     /// Seed for the backoff jitter; `None` draws one from the OS.
     pub seed: Option<u64>,
 }
@@ -85,6 +88,8 @@ impl ClientConfig {
             backoff_cap: Duration::from_secs(20),
             max_retry_after: Duration::from_secs(300),
             max_response_bytes: 4 * 1024 * 1024,
+            requests_per_minute: None,
+            tokens_per_minute: None,
             seed: None,
         }
     }
@@ -97,6 +102,9 @@ pub struct JobRequest {
     pub params: Map<String, Value>,
     /// Reused by every attempt of this job, so a server can deduplicate.
     pub idempotency_key: String,
+    /// Tokens reserved against tokens_per_minute before each attempt: the estimated
+    /// prompt tokens plus `max_tokens`.
+    pub reserve_tokens: u32,
 }
 
 /// What happened in one attempt, as recorded in the journal.
@@ -183,6 +191,7 @@ pub struct Client {
     config: ClientConfig,
     url: String,
     gate: Semaphore,
+    limits: limits::Limits,
     /// Set once a server rejected `stream_options` and accepted the request without it.
     no_stream_options: AtomicBool,
     rng: Mutex<rand::rngs::StdRng>,
@@ -200,6 +209,13 @@ struct AttemptResult {
     retryable: bool,
 }
 
+/// How long to wait for the end of a body after `[DONE]`, to keep the connection.
+const DRAIN: Duration = Duration::from_millis(50);
+
+fn result_done(stream: &chat::ChatStream) -> bool {
+    stream.done && stream.error.is_none()
+}
+
 /// Caps what is read of an error response body.
 const ERROR_BODY_CAP: usize = 64 * 1024;
 
@@ -212,6 +228,7 @@ impl Client {
         Client {
             url: format!("{}/chat/completions", config.base_url),
             gate: Semaphore::new(config.concurrency.max(1)),
+            limits: limits::Limits::new(config.requests_per_minute, config.tokens_per_minute),
             transport,
             config,
             no_stream_options: AtomicBool::new(false),
@@ -294,6 +311,17 @@ impl Client {
         let mut stream_options = !self.no_stream_options.load(Ordering::Relaxed);
         let mut fallback_tried = false;
         loop {
+            if !self.limits.is_empty() {
+                let reserved = tokio::select! {
+                    biased;
+                    _ = self.stop.cancelled() => { result.aborted = true; return result; }
+                    r = self.limits.reserve(job.reserve_tokens) => r,
+                };
+                if let Err(e) = reserved {
+                    result.failure = Some(e);
+                    return result;
+                }
+            }
             let permit = tokio::select! {
                 biased;
                 _ = self.stop.cancelled() => { result.aborted = true; return result; }
@@ -573,8 +601,16 @@ impl Client {
         };
         let oversized =
             outcome == Outcome::StreamError && received > self.config.max_response_bytes;
+        let done = result_done(&stream);
         let mut result = finish(attempt, stream, outcome, error, None);
         result.retryable = !oversized;
+        if done {
+            // Read the body's end (it follows [DONE] at once) so the connection is reused.
+            let _ = timeout_at(Instant::now() + DRAIN, async {
+                while let Some(Ok(_)) = body.next().await {}
+            })
+            .await;
+        }
         result
     }
 }

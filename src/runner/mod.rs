@@ -112,7 +112,11 @@ async fn run_job(bench: &Bench, job: &Job, client: &Client, run_id: &str) -> Opt
         }
     };
     let prompt_chars: usize = messages.iter().map(|m| m.content.chars().count()).sum();
+    let reserve_tokens = bench
+        .reservation(job.variant, &messages)
+        .min(u64::from(u32::MAX)) as u32;
     let request = JobRequest {
+        reserve_tokens,
         messages,
         params: bench.params_for(job.variant),
         idempotency_key: format!("pg-{run_id}-{}", job.index),

@@ -390,6 +390,22 @@ impl Bench {
         })
     }
 
+    /// Tokens a request reserves against tokens_per_minute: about four characters a token
+    /// of prompt (plus a few per message) and the completion ceiling, `max_tokens`.
+    pub fn reservation(&self, variant: usize, messages: &[ChatMessage]) -> u64 {
+        let prompt: u64 = messages
+            .iter()
+            .map(|m| m.content.chars().count().div_ceil(4) as u64 + 3)
+            .sum();
+        let params = self.params_for(variant);
+        let max_tokens = params
+            .get("max_completion_tokens")
+            .or_else(|| params.get("max_tokens"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        prompt + max_tokens
+    }
+
     /// Request parameters for a variant: the bench's, overridden by the variant's.
     pub fn params_for(&self, variant: usize) -> Map<String, Value> {
         let mut params = self.params.clone();
