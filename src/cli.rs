@@ -122,6 +122,10 @@ pub struct RunArgs {
     /// The plan (cases, variants, repeats) is the run's own.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["limit", "variants", "repeats", "out", "shard"])]
     pub resume: Option<PathBuf>,
+    /// Reuse complete answers from earlier runs with the same endpoint, model, messages,
+    /// parameters and repeat (kept in .cache/ under --out); new ones are added.
+    #[arg(long)]
+    pub cache: bool,
     /// One line per attempt on stderr (no secrets).
     #[arg(long, short)]
     pub verbose: bool,

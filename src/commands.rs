@@ -603,12 +603,29 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
             let _ = err.flush();
         }
     };
+    let cache = if args.cache {
+        let root = dir.parent().unwrap_or(Path::new("."));
+        let path = root.join(".cache").join("responses.jsonl");
+        let cache = runner::Cache::open(&path)
+            .with_context(|| format!("cannot open the response cache {}", path.display()))?;
+        if !quiet {
+            note!("cache: {} ({} answers)", path.display(), cache.len());
+        }
+        Some(Arc::new(std::sync::Mutex::new(cache)))
+    } else {
+        None
+    };
+    let options = runner::RunOptions {
+        run_id: record.run_id.clone(),
+        cache,
+        endpoint: record.endpoint.base_url.clone(),
+    };
     let tally = runner::run(
         bench.clone(),
         jobs,
         client.clone(),
         &mut journal,
-        &record.run_id,
+        &options,
         dispatch.clone(),
         &mut on_event,
     )

@@ -88,7 +88,10 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
         jobs,
         client,
         &mut journal,
-        "soak",
+        &runner::RunOptions {
+            run_id: "soak".into(),
+            ..Default::default()
+        },
         CancellationToken::new(),
         &mut |_| events += 1,
     )

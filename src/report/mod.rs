@@ -99,6 +99,10 @@ pub fn notes(summary: &Summary) -> Vec<String> {
             "{truncated} answers hit max_tokens (finish_reason: length); they were graded as given."
         ));
     }
+    let cached: u64 = summary.variants.iter().map(|v| v.cached).sum();
+    if cached > 0 {
+        notes.push(format!("{cached} answers came from the response cache (--cache): nothing was sent for them, and they are not in the latency figures."));
+    }
     if summary.variants.iter().any(|v| v.tokens.estimated) {
         notes.push("~ Some token counts are estimates: the server sent no usage.".to_string());
     }

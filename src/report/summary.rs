@@ -86,6 +86,9 @@ pub struct VariantSummary {
     pub failed: u64,
     /// Graded answers cut by the token ceiling (`finish_reason: length`).
     pub truncated: u64,
+    /// Answers taken from the response cache: not sent, not in the latency figures.
+    #[serde(default)]
+    pub cached: u64,
     pub attempts: u64,
     pub ttft_ms: Percentiles,
     pub latency_ms: Percentiles,
@@ -141,6 +144,7 @@ struct Acc {
     correct: u64,
     failed: u64,
     truncated: u64,
+    cached: u64,
     attempts: u64,
     ttft: Vec<f64>,
     latency: Vec<f64>,
@@ -159,6 +163,7 @@ impl Acc {
             return;
         }
         self.n += 1;
+        self.cached += u64::from(r.cached);
         self.correct += u64::from(r.correct == Some(true));
         self.truncated += u64::from(r.finish_reason.as_deref() == Some("length"));
         if let Some(t) = r.ttft_ms {
@@ -214,6 +219,7 @@ impl Acc {
             ci_high: ci.map(|c| c.1),
             failed: self.failed,
             truncated: self.truncated,
+            cached: self.cached,
             attempts: self.attempts,
             ttft_ms: Percentiles::of(self.ttft),
             latency_ms: Percentiles::of(self.latency),

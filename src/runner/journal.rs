@@ -43,6 +43,10 @@ pub struct JobRecord {
     pub model: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    /// The answer came from the response cache (`--cache`): nothing was sent, and its
+    /// latency is not measured.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -196,6 +200,7 @@ mod tests {
             usage: Usage::default(),
             model: None,
             tags: vec![],
+            cached: false,
         }
     }
 

@@ -1,15 +1,17 @@
 //! Dispatch: workers pull jobs from one queue, send them through the client, grade the
 //! answers and hand records to the journal. The reporter only listens to events.
 
+pub mod cache;
 pub mod journal;
 pub mod record;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+pub use cache::Cache;
 pub use journal::{JobRecord, JobStatus, Journal};
 
 use crate::client::{Client, JobRequest, JobResult, Usage};
@@ -35,6 +37,17 @@ pub struct RunTally {
     pub not_run: usize,
 }
 
+/// What the workers share besides the client.
+#[derive(Clone, Default)]
+pub struct RunOptions {
+    /// Makes idempotency keys unique to this run (and kept by its resumes).
+    pub run_id: String,
+    /// `--cache`: answers already paid for, and where new ones go.
+    pub cache: Option<Arc<Mutex<Cache>>>,
+    /// The endpoint as the user named it (not the simulator's port), for cache keys.
+    pub endpoint: String,
+}
+
 /// Runs `jobs` with `workers` concurrent workers. `dispatch` stops new jobs from starting
 /// (first Ctrl-C); the client's stop token aborts in-flight ones.
 pub async fn run(
@@ -42,7 +55,7 @@ pub async fn run(
     jobs: Vec<Job>,
     client: Arc<Client>,
     journal: &mut Journal,
-    run_id: &str,
+    options: &RunOptions,
     dispatch: CancellationToken,
     on_event: &mut dyn FnMut(RunEvent<'_>),
 ) -> std::io::Result<RunTally> {
@@ -61,13 +74,13 @@ pub async fn run(
             tx.clone(),
             dispatch.clone(),
         );
-        let run_id = run_id.to_string();
+        let options = options.clone();
         tasks.spawn(async move {
             let stop = client.stop_token();
             while !dispatch.is_cancelled() && !stop.is_cancelled() {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(job) = jobs.get(i) else { break };
-                let Some(record) = run_job(&bench, job, &client, &run_id).await else {
+                let Some(record) = run_job(&bench, job, &client, &options).await else {
                     break;
                 };
                 if tx.send(record).await.is_err() {
@@ -96,8 +109,14 @@ pub async fn run(
     Ok(tally)
 }
 
-/// Sends one job and grades its answer; `None` when the run was stopped before it finished.
-async fn run_job(bench: &Bench, job: &Job, client: &Client, run_id: &str) -> Option<JobRecord> {
+/// Sends one job (or takes its answer from the cache) and grades it; `None` when the run
+/// was stopped before it finished.
+async fn run_job(
+    bench: &Bench,
+    job: &Job,
+    client: &Client,
+    options: &RunOptions,
+) -> Option<JobRecord> {
     let case = &bench.cases[job.case];
     let variant = &bench.variants[job.variant];
     let messages = match bench.templates.render(job.variant, case, variant) {
@@ -115,15 +134,59 @@ async fn run_job(bench: &Bench, job: &Job, client: &Client, run_id: &str) -> Opt
     let reserve_tokens = bench
         .reservation(job.variant, &messages)
         .min(u64::from(u32::MAX)) as u32;
+    let params = bench.params_for(job.variant);
+    let cache_key = options.cache.as_ref().map(|_| {
+        cache::key(
+            &options.endpoint,
+            &client.config().model,
+            &messages,
+            &params,
+            job.repeat,
+        )
+    });
+    if let (Some(cache), Some(key)) = (&options.cache, &cache_key) {
+        let hit = cache.lock().ok().and_then(|c| c.get(key).cloned());
+        if let Some(answer) = hit {
+            let result = JobResult {
+                attempts: Vec::new(),
+                text: answer.text,
+                reasoning: answer.reasoning,
+                finish_reason: answer.finish_reason,
+                usage: answer.usage,
+                model: answer.model,
+                failure: None,
+                aborted: false,
+            };
+            let mut r = graded_record(bench, job, result, prompt_chars);
+            r.cached = true;
+            r.outcome = Some(crate::client::Outcome::Complete);
+            return Some(r);
+        }
+    }
     let request = JobRequest {
         reserve_tokens,
         messages,
-        params: bench.params_for(job.variant),
-        idempotency_key: format!("pg-{run_id}-{}", job.index),
+        params,
+        idempotency_key: format!("pg-{}-{}", options.run_id, job.index),
     };
     let result = client.execute(&request).await;
     if result.aborted {
         return None;
+    }
+    if let (Some(cache), Some(key)) = (&options.cache, cache_key)
+        && result.answered()
+        && result.outcome() == Some(crate::client::Outcome::Complete)
+        && let Ok(mut cache) = cache.lock()
+    {
+        // A cache that cannot be written only costs money later; the run goes on.
+        let _ = cache.put(cache::CachedAnswer {
+            key,
+            text: result.text.clone(),
+            reasoning: result.reasoning.clone(),
+            finish_reason: result.finish_reason.clone(),
+            usage: result.usage,
+            model: result.model.clone(),
+        });
     }
     Some(record(bench, job, result, prompt_chars))
 }
@@ -155,6 +218,7 @@ fn failed_record(bench: &Bench, job: &Job, error: String, result: Option<JobResu
         usage: Usage::default(),
         model,
         tags: case.tags.clone(),
+        cached: false,
     }
 }
 
@@ -166,6 +230,11 @@ fn record(bench: &Bench, job: &Job, result: JobResult, prompt_chars: usize) -> J
             .unwrap_or_else(|| "no answer".to_string());
         return failed_record(bench, job, error, Some(result));
     }
+    graded_record(bench, job, result, prompt_chars)
+}
+
+/// Grades an answer known to be whole (streamed to its finish_reason, or cached).
+fn graded_record(bench: &Bench, job: &Job, result: JobResult, prompt_chars: usize) -> JobRecord {
     let case = &bench.cases[job.case];
     let grade = bench.graders[job.case].grade(&result.text, &case.expected);
     let last = result.attempts.last();
@@ -193,5 +262,6 @@ fn record(bench: &Bench, job: &Job, result: JobResult, prompt_chars: usize) -> J
         usage,
         model: result.model,
         tags: case.tags.clone(),
+        cached: false,
     }
 }

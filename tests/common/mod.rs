@@ -65,7 +65,12 @@ pub fn arithmetic_bench(cases: usize, variants: usize, bench_extra: &str) -> tem
 
 pub fn run_dirs(root: &Path) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(root)
-        .map(|r| r.map(|e| e.unwrap().path()).collect())
+        .map(|r| {
+            r.map(|e| e.unwrap().path())
+                // .cache/ holds the response cache, not a run.
+                .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+                .collect()
+        })
         .unwrap_or_default();
     dirs.sort();
     dirs
