@@ -366,33 +366,43 @@ impl Env {
     }
 }
 
-/// Where a base URL came from, for the run's record and for error messages.
+/// The endpoint's base URLs and where they came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BaseUrl {
-    /// `None` means the simulator.
-    pub url: Option<String>,
+    /// Empty: the simulator. Several: replicas of one model.
+    pub urls: Vec<String>,
     pub source: &'static str,
 }
 
-/// DESIGN §2's precedence: flag, PROMPTGAUGE_BASE_URL, bench, OPENAI_BASE_URL, LLM_BASE_URL.
-pub fn resolve_base_url(flag: Option<&str>, env: &Env, bench: Option<&str>) -> BaseUrl {
+/// DESIGN §2's precedence: flags, PROMPTGAUGE_BASE_URL, bench, OPENAI_BASE_URL, LLM_BASE_URL.
+/// The value `mock` selects the simulator.
+pub fn resolve_base_url(flags: &[String], env: &Env, bench: &[String]) -> BaseUrl {
+    let one = |v: Option<&str>| v.map(|u| vec![u.to_string()]).unwrap_or_default();
     let candidates = [
-        (flag, "--base-url"),
-        (env.get("PROMPTGAUGE_BASE_URL"), "$PROMPTGAUGE_BASE_URL"),
-        (bench, "the bench's endpoint.base_url"),
-        (env.get("OPENAI_BASE_URL"), "$OPENAI_BASE_URL"),
-        (env.get("LLM_BASE_URL"), "$LLM_BASE_URL"),
+        (flags.to_vec(), "--base-url"),
+        (
+            one(env.get("PROMPTGAUGE_BASE_URL")),
+            "$PROMPTGAUGE_BASE_URL",
+        ),
+        (bench.to_vec(), "the bench's endpoint.base_url"),
+        (one(env.get("OPENAI_BASE_URL")), "$OPENAI_BASE_URL"),
+        (one(env.get("LLM_BASE_URL")), "$LLM_BASE_URL"),
     ];
-    for (value, source) in candidates {
-        if let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) {
+    for (values, source) in candidates {
+        let urls: Vec<String> = values
+            .iter()
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+            .collect();
+        if !urls.is_empty() {
             return BaseUrl {
-                url: (v != "mock").then(|| v.to_string()),
+                urls: urls.into_iter().filter(|u| u != "mock").collect(),
                 source,
             };
         }
     }
     BaseUrl {
-        url: None,
+        urls: Vec::new(),
         source: "no base URL configured",
     }
 }
@@ -401,26 +411,28 @@ pub fn resolve_base_url(flag: Option<&str>, env: &Env, bench: Option<&str>) -> B
 mod tests {
     use super::*;
 
+    fn first(b: BaseUrl) -> Option<String> {
+        b.urls.first().cloned()
+    }
+
     #[test]
     fn base_url_precedence() {
+        let b = vec!["http://b/v1".to_string()];
+        let f = vec!["http://f/v1".to_string()];
         let env = Env::from_pairs([
             ("OPENAI_BASE_URL", "http://o/v1"),
             ("LLM_BASE_URL", "http://l/v1"),
         ]);
         assert_eq!(
-            resolve_base_url(None, &env, Some("http://b/v1"))
-                .url
-                .as_deref(),
+            first(resolve_base_url(&[], &env, &b)).as_deref(),
             Some("http://b/v1")
         );
         assert_eq!(
-            resolve_base_url(Some("http://f/v1"), &env, Some("http://b/v1"))
-                .url
-                .as_deref(),
+            first(resolve_base_url(&f, &env, &b)).as_deref(),
             Some("http://f/v1")
         );
         assert_eq!(
-            resolve_base_url(None, &env, None).url.as_deref(),
+            first(resolve_base_url(&[], &env, &[])).as_deref(),
             Some("http://o/v1")
         );
         let env2 = Env::from_pairs([
@@ -428,24 +440,22 @@ mod tests {
             ("LLM_BASE_URL", "http://l/v1"),
         ]);
         assert_eq!(
-            resolve_base_url(None, &env2, Some("http://b/v1"))
-                .url
-                .as_deref(),
+            first(resolve_base_url(&[], &env2, &b)).as_deref(),
             Some("http://p/v1")
         );
+        let env3 = Env::from_pairs([("LLM_BASE_URL", "http://l/v1")]);
         assert_eq!(
-            resolve_base_url(
-                None,
-                &Env::from_pairs([("LLM_BASE_URL", "http://l/v1")]),
-                None
-            )
-            .url
-            .as_deref(),
+            first(resolve_base_url(&[], &env3, &[])).as_deref(),
             Some("http://l/v1")
         );
-        let none = resolve_base_url(None, &Env::default(), None);
-        assert_eq!(none.url, None);
-        assert_eq!(resolve_base_url(Some("mock"), &env, None).url, None);
+        assert!(resolve_base_url(&[], &Env::default(), &[]).urls.is_empty());
+        assert!(
+            resolve_base_url(&["mock".into()], &env, &[])
+                .urls
+                .is_empty()
+        );
+        let two = vec!["http://a/v1".to_string(), "http://b/v1".to_string()];
+        assert_eq!(resolve_base_url(&two, &env, &b).urls, two);
     }
 
     #[test]

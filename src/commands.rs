@@ -62,8 +62,8 @@ pub struct UsageError(pub String);
 /// The endpoint a run talks to, resolved from flags, environment and bench.
 #[derive(Debug, Clone)]
 pub struct Endpoint {
-    /// `None`: the built-in simulator.
-    pub base_url: Option<String>,
+    /// Empty: the built-in simulator. Several: replicas of one model.
+    pub base_urls: Vec<String>,
     pub source: &'static str,
     pub model: String,
     pub api_key: Option<ApiKey>,
@@ -126,18 +126,14 @@ pub fn prepare(args: &PlanArgs, env: &Env) -> anyhow::Result<Prepared> {
         }
         picked
     };
-    if args.base_url.len() > 1 {
-        return Err(flag_error(
-            "--base-url was given more than once; several replicas are not supported yet".into(),
-            "give one --base-url",
-        ));
-    }
-    let base = resolve_base_url(
-        args.base_url.first().map(String::as_str),
-        env,
-        bench.endpoint.base_url.as_deref(),
-    );
-    if let Some(url) = &base.url {
+    let bench_urls: Vec<String> = bench
+        .endpoint
+        .base_url
+        .iter()
+        .flat_map(|u| u.urls())
+        .collect();
+    let base = resolve_base_url(&args.base_url, env, &bench_urls);
+    for url in &base.urls {
         check_base_url(url).map_err(|m| {
             flag_error(
                 format!("{m} (from {})", base.source),
@@ -145,10 +141,10 @@ pub fn prepare(args: &PlanArgs, env: &Env) -> anyhow::Result<Prepared> {
             )
         })?;
     }
-    let model = match (&args.model, &bench.endpoint.model, &base.url) {
+    let model = match (&args.model, &bench.endpoint.model, base.urls.is_empty()) {
         (Some(m), _, _) | (None, Some(m), _) => m.clone(),
-        (None, None, None) => "mock-model".to_string(),
-        (None, None, Some(_)) => {
+        (None, None, true) => "mock-model".to_string(),
+        (None, None, false) => {
             return Err(flag_error(
                 "no model is named for this endpoint".into(),
                 "set endpoint.model in the bench, or pass --model NAME",
@@ -194,12 +190,12 @@ pub fn prepare(args: &PlanArgs, env: &Env) -> anyhow::Result<Prepared> {
         variants,
         jobs: plan.jobs,
         endpoint: Endpoint {
-            api_key: if base.url.is_some() {
-                api_key.map(ApiKey::new)
-            } else {
+            api_key: if base.urls.is_empty() {
                 None
+            } else {
+                api_key.map(ApiKey::new)
             },
-            base_url: base.url,
+            base_urls: base.urls,
             source: base.source,
             model,
             api_key_env,
@@ -256,13 +252,14 @@ pub fn check(args: &PlanArgs, env: &Env) -> anyhow::Result<Exit> {
             v.path.display()
         );
     }
-    match &p.endpoint.base_url {
-        Some(url) => out!(
-            "  endpoint {url} (from {}), model {}",
+    match p.endpoint.base_urls.as_slice() {
+        [] => out!("  endpoint: the built-in SIMULATOR (no base URL configured)"),
+        urls => out!(
+            "  endpoint {} (from {}), model {}",
+            urls.join(", "),
             p.endpoint.source,
             p.endpoint.model
         ),
-        None => out!("  endpoint: the built-in SIMULATOR (no base URL configured)"),
     }
     out!("  estimated prompt tokens: {prompt_tokens}");
     if let Some(max) = max_completion {
@@ -459,19 +456,21 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
     let p = prepare(&plan_args, env)?;
     let bench = p.bench.clone();
     let quiet = args.quiet;
+    let simulated = p.endpoint.base_urls.is_empty();
     let provider = ProviderInfo {
-        base_url: p
-            .endpoint
-            .base_url
-            .clone()
-            .unwrap_or_else(|| "simulated".into()),
+        base_url: if simulated {
+            "simulated".into()
+        } else {
+            p.endpoint.base_urls.join(", ")
+        },
         model: p.endpoint.model.clone(),
-        simulated: p.endpoint.base_url.is_none(),
-        api_key_env: p
-            .endpoint
-            .base_url
-            .as_ref()
-            .map(|_| p.endpoint.api_key_env.clone()),
+        simulated,
+        api_key_env: (!simulated).then(|| p.endpoint.api_key_env.clone()),
+        replicas: if p.endpoint.base_urls.len() > 1 {
+            p.endpoint.base_urls.clone()
+        } else {
+            Vec::new()
+        },
     };
 
     let (dir, mut record) = match resumed {
@@ -557,16 +556,17 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
     } else {
         None
     };
-    let base_url = simulator
-        .as_ref()
-        .map_or_else(|| provider.base_url.clone(), |s| s.base_url());
+    let base_urls = match &simulator {
+        Some(s) => vec![s.base_url()],
+        None => p.endpoint.base_urls.clone(),
+    };
     if !provider.simulated && p.endpoint.api_key.is_none() && !quiet {
         note!(
             "note: ${} is not set; sending no Authorization header (fine for most self-hosted servers)",
             p.endpoint.api_key_env
         );
     }
-    let client = Arc::new(build_client(&p, &base_url, args.verbose)?);
+    let client = Arc::new(build_client(&p, &base_urls, args.verbose)?);
     record.write(&dir)?;
     if !quiet {
         let verb = if record.resumed_at.is_empty() {
@@ -751,9 +751,12 @@ fn conclude(
     Ok(Exit::Success)
 }
 
-fn build_client(p: &Prepared, base_url: &str, verbose: bool) -> anyhow::Result<Client> {
+fn build_client(p: &Prepared, base_urls: &[String], verbose: bool) -> anyhow::Result<Client> {
     let limits = &p.bench.limits;
-    let mut config = ClientConfig::new(base_url, &p.endpoint.model);
+    let first = base_urls.first().map_or("", String::as_str);
+    let mut config = ClientConfig::new(first, &p.endpoint.model);
+    config.replicas = base_urls.iter().skip(1).cloned().collect();
+    config.adaptive = limits.adaptive;
     config.api_key = p.endpoint.api_key.clone();
     config.api_key_env = p.endpoint.api_key_env.clone();
     config.concurrency = limits.concurrency;
@@ -764,8 +767,11 @@ fn build_client(p: &Prepared, base_url: &str, verbose: bool) -> anyhow::Result<C
     config.max_response_bytes = limits.max_response_bytes;
     config.requests_per_minute = limits.requests_per_minute;
     config.tokens_per_minute = limits.tokens_per_minute;
-    let transport = ReqwestTransport::new(limits.connect_timeout, limits.concurrency)
-        .map_err(|e| anyhow::anyhow!(e))?;
+    let transport = ReqwestTransport::new(
+        limits.connect_timeout,
+        limits.concurrency * base_urls.len().max(1),
+    )
+    .map_err(|e| anyhow::anyhow!(e))?;
     let mut client = Client::new(Arc::new(transport), config);
     if verbose {
         client = client.with_observer(Arc::new(|log| {

@@ -162,6 +162,7 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
                 model: "mock-model".into(),
                 simulated: true,
                 api_key_env: None,
+                replicas: vec![],
             },
             confidence: 0.95,
             repeats: 1,

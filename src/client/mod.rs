@@ -6,6 +6,7 @@
 
 pub mod chat;
 pub mod limits;
+pub mod pool;
 pub mod retry;
 pub mod sse;
 pub mod transport;
@@ -20,7 +21,6 @@ use futures_util::StreamExt;
 use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
-use tokio::sync::Semaphore;
 use tokio::time::{Instant, timeout_at};
 use tokio_util::sync::CancellationToken;
 
@@ -51,6 +51,10 @@ impl std::fmt::Debug for ApiKey {
 pub struct ClientConfig {
     /// The `…/v1` URL; `/chat/completions` is appended.
     pub base_url: String,
+    /// Further replicas serving the same model; each gets its own gate of `concurrency`.
+    pub replicas: Vec<String>,
+    /// Shrink a replica's gate on 429s and grow it back after sustained success.
+    pub adaptive: bool,
     pub model: String,
     pub api_key: Option<ApiKey>,
     /// Name of the variable the key came from, for error messages.
@@ -76,6 +80,8 @@ impl ClientConfig {
     pub fn new(base_url: &str, model: &str) -> Self {
         ClientConfig {
             base_url: base_url.trim_end_matches('/').to_string(),
+            replicas: Vec::new(),
+            adaptive: false,
             model: model.to_string(),
             api_key: None,
             api_key_env: "OPENAI_API_KEY".into(),
@@ -127,6 +133,9 @@ pub struct Attempt {
     pub wait_ms: Option<f64>,
     /// Whether `stream_options` was sent.
     pub stream_options: bool,
+    /// Which replica answered (an index into the run's base URLs), when there are several.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<usize>,
     /// `data:` payloads that were not JSON and were skipped.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub ignored_events: u64,
@@ -189,8 +198,7 @@ pub type AttemptObserver = Arc<dyn Fn(&AttemptLog<'_>) + Send + Sync>;
 pub struct Client {
     transport: Arc<dyn Transport>,
     config: ClientConfig,
-    url: String,
-    gate: Semaphore,
+    pool: pool::Pool,
     limits: limits::Limits,
     /// Set once a server rejected `stream_options` and accepted the request without it.
     no_stream_options: AtomicBool,
@@ -207,6 +215,8 @@ struct AttemptResult {
     retry_after: Option<Duration>,
     /// False when trying again would fail the same way (an oversized response).
     retryable: bool,
+    /// `x-ratelimit-remaining-requests`, when the server sent it.
+    remaining_requests: Option<u64>,
 }
 
 /// How long to wait for the end of a body after `[DONE]`, to keep the connection.
@@ -226,8 +236,18 @@ impl Client {
             None => rand::make_rng(),
         };
         Client {
-            url: format!("{}/chat/completions", config.base_url),
-            gate: Semaphore::new(config.concurrency.max(1)),
+            pool: pool::Pool::new(
+                &std::iter::once(config.base_url.clone())
+                    .chain(
+                        config
+                            .replicas
+                            .iter()
+                            .map(|r| r.trim_end_matches('/').to_string()),
+                    )
+                    .collect::<Vec<_>>(),
+                config.concurrency,
+                config.adaptive,
+            ),
             limits: limits::Limits::new(config.requests_per_minute, config.tokens_per_minute),
             transport,
             config,
@@ -246,6 +266,25 @@ impl Client {
 
     pub fn config(&self) -> &ClientConfig {
         &self.config
+    }
+
+    /// How many attempts may be in flight at once, over all replicas.
+    pub fn capacity(&self) -> usize {
+        self.pool.capacity()
+    }
+
+    /// Gate changes and benched replicas since the last call, for the journal.
+    pub fn take_events(&self) -> Vec<pool::PoolEvent> {
+        self.pool.take_events()
+    }
+
+    /// The replicas' base URLs, in index order.
+    pub fn base_urls(&self) -> Vec<String> {
+        self.pool
+            .replicas
+            .iter()
+            .map(|r| r.base_url.clone())
+            .collect()
     }
 
     /// Cancelled when the run must stop; in-flight attempts are abandoned.
@@ -280,7 +319,7 @@ impl Client {
         Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
     }
 
-    fn request(&self, job: &JobRequest, stream_options: bool) -> HttpRequest {
+    fn request(&self, url: &str, job: &JobRequest, stream_options: bool) -> HttpRequest {
         let mut headers = vec![
             ("content-type".to_string(), "application/json".to_string()),
             ("accept".to_string(), "text/event-stream".to_string()),
@@ -290,7 +329,7 @@ impl Client {
             headers.push(("authorization".to_string(), format!("Bearer {key}")));
         }
         HttpRequest {
-            url: self.url.clone(),
+            url: url.to_string(),
             headers,
             body: self.body(job, stream_options),
         }
@@ -322,16 +361,13 @@ impl Client {
                     return result;
                 }
             }
-            let permit = tokio::select! {
+            let (replica, permit) = tokio::select! {
                 biased;
                 _ = self.stop.cancelled() => { result.aborted = true; return result; }
-                p = self.gate.acquire() => p,
+                p = self.pool.acquire() => p,
             };
-            let Ok(_permit) = permit else {
-                result.aborted = true;
-                return result;
-            };
-            let request = self.request(job, stream_options);
+            let url = &self.pool.replicas[replica].url;
+            let request = self.request(url, job, stream_options);
             let shown_headers = if self.observer.is_some() {
                 request.redacted_headers()
             } else {
@@ -342,15 +378,39 @@ impl Client {
                 _ = self.stop.cancelled() => { result.aborted = true; return result; }
                 r = self.attempt(request) => r,
             };
-            drop(_permit);
+            drop(permit);
             let AttemptResult {
                 mut attempt,
                 stream,
                 retry_after,
                 retryable,
+                remaining_requests,
             } = outcome;
             attempt.stream_options = stream_options;
+            if self.pool.replicas.len() > 1 {
+                attempt.replica = Some(replica);
+            }
             let status = attempt.status;
+            let limit = self.pool.replicas[replica].gate.limit();
+            let (health, why) = match (attempt.outcome, status) {
+                (_, Some(429)) => (pool::Health::Throttled, "429".to_string()),
+                (o, _) if o.answered() => match remaining_requests {
+                    // The provider says the window is spent: ease off before the 429s come.
+                    Some(0) if limit > 1 => (
+                        pool::Health::Throttled,
+                        "x-ratelimit-remaining-requests: 0".to_string(),
+                    ),
+                    _ => (pool::Health::Ok, String::new()),
+                },
+                (Outcome::HttpError, Some(s)) if s < 500 && s != 408 => {
+                    (pool::Health::Neutral, String::new())
+                }
+                _ => (
+                    pool::Health::Failed,
+                    attempt.error.clone().unwrap_or_default(),
+                ),
+            };
+            self.pool.report(replica, health, &why);
             let mut next = retry::next_step(attempt.outcome, status);
             if !retryable && next == retry::Next::Retry {
                 next = retry::Next::Fail;
@@ -424,7 +484,7 @@ impl Client {
                 observer(&AttemptLog {
                     idempotency_key: &job.idempotency_key,
                     number,
-                    url: &self.url,
+                    url,
                     headers: &shown_headers,
                     attempt: &attempt,
                 });
@@ -457,6 +517,7 @@ impl Client {
             wait_ms: None,
             stream_options: false,
             ignored_events: 0,
+            replica: None,
         };
         let finish = |mut attempt: Attempt,
                       stream: chat::ChatStream,
@@ -472,6 +533,7 @@ impl Client {
                 stream,
                 retry_after,
                 retryable: true,
+                remaining_requests: None,
             }
         };
 
@@ -492,6 +554,11 @@ impl Client {
             Ok(Ok(r)) => r,
         };
         attempt.status = Some(response.status);
+        let remaining_requests = response
+            .headers
+            .iter()
+            .find(|(k, _)| k == "x-ratelimit-remaining-requests")
+            .and_then(|(_, v)| v.trim().parse::<u64>().ok());
         if !(200..300).contains(&response.status) {
             let retry_after = retry::retry_after(&response.headers, SystemTime::now());
             attempt.retry_after_ms = retry_after.map(ms);
@@ -604,6 +671,7 @@ impl Client {
         let done = result_done(&stream);
         let mut result = finish(attempt, stream, outcome, error, None);
         result.retryable = !oversized;
+        result.remaining_requests = remaining_requests;
         if done {
             // Read the body's end (it follows [DONE] at once) so the connection is reused.
             let _ = timeout_at(Instant::now() + DRAIN, async {

@@ -10,12 +10,21 @@ use super::{InFlight, MockRequest, Provider, Reply, Step};
 use crate::client::transport::{BoxFuture, HttpRequest, HttpResponse, Transport, TransportError};
 
 pub struct MemoryTransport {
-    pub provider: Arc<Provider>,
+    /// (base URL prefix, provider); the first whose prefix starts the request URL answers.
+    routes: Vec<(String, Arc<Provider>)>,
 }
 
 impl MemoryTransport {
+    /// One provider answering every URL.
     pub fn new(provider: Arc<Provider>) -> Self {
-        MemoryTransport { provider }
+        MemoryTransport {
+            routes: vec![(String::new(), provider)],
+        }
+    }
+
+    /// Several providers, each behind its own base URL (replicas).
+    pub fn routes(routes: Vec<(String, Arc<Provider>)>) -> Self {
+        MemoryTransport { routes }
     }
 }
 
@@ -28,8 +37,15 @@ struct Body {
 
 impl Transport for MemoryTransport {
     fn send(&self, request: HttpRequest) -> BoxFuture<Result<HttpResponse, TransportError>> {
-        let provider = self.provider.clone();
+        let provider = self
+            .routes
+            .iter()
+            .find(|(prefix, _)| request.url.starts_with(prefix.as_str()))
+            .map(|(_, p)| p.clone());
         Box::pin(async move {
+            let Some(provider) = provider else {
+                return Err(TransportError(format!("no route to {}", request.url)));
+            };
             let reply = provider.respond(&MockRequest {
                 headers: request.headers,
                 body: request.body,

@@ -85,6 +85,20 @@ impl Exporter for Markdown {
         if let Some(d) = &s.detectable {
             out.push_str(&format!("\n{}\n", d.sentence(s.run.confidence)));
         }
+        if !s.replicas.is_empty() {
+            out.push_str("\n## Replicas\n\n| base URL | attempts | answered | failed | latency p50 | p90 |\n|---|---:|---:|---:|---:|---:|\n");
+            for r in &s.replicas {
+                out.push_str(&format!(
+                    "| {} | {} | {} | {} | {} | {} |\n",
+                    r.base_url,
+                    r.attempts,
+                    r.answered,
+                    r.failed,
+                    millis(r.latency_ms.p50),
+                    millis(r.latency_ms.p90)
+                ));
+            }
+        }
         if !s.gates.is_empty() {
             out.push_str("\n## Gates\n\n");
             for g in &s.gates {

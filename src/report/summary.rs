@@ -23,6 +23,9 @@ pub struct ProviderInfo {
     pub simulated: bool,
     /// The variable the API key was read from (never the key).
     pub api_key_env: Option<String>,
+    /// With several replicas: their base URLs, in the order attempts' `replica` refers to.
+    #[serde(default)]
+    pub replicas: Vec<String>,
 }
 
 /// What was run and when.
@@ -103,6 +106,19 @@ pub struct VariantSummary {
     pub consistency: Option<f64>,
 }
 
+/// How one replica did, from the attempts it served.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplicaSummary {
+    pub base_url: String,
+    pub attempts: u64,
+    /// Attempts that ended in an answer.
+    pub answered: u64,
+    /// Attempts that ended otherwise (errors, cuts, timeouts, 429s).
+    pub failed: u64,
+    /// Over answered attempts.
+    pub latency_ms: Percentiles,
+}
+
 /// Accuracy of one variant on the cases carrying one tag.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Slice {
@@ -132,6 +148,9 @@ pub struct Summary {
     pub detectable: Option<Detectable>,
     /// Accuracy per case tag and variant.
     pub slices: Vec<Slice>,
+    /// With several replicas: what each served.
+    #[serde(default)]
+    pub replicas: Vec<ReplicaSummary>,
     /// CI gates checked on this run, if any were asked for.
     #[serde(default)]
     pub gates: Vec<super::gates::GateResult>,
@@ -253,8 +272,21 @@ impl Summary {
         let mut cases = CaseTable::new(variants.len());
         let mut failed = 0;
         let mut finished = 0;
+        let names = run.provider.replicas.clone();
+        let mut replica_latency: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
+        let mut replica_counts: Vec<(u64, u64)> = vec![(0, 0); names.len()];
         let read = if journal_path.exists() {
             journal::read(journal_path, |r| {
+                for a in &r.attempts {
+                    if let Some(i) = a.replica.filter(|&i| i < names.len()) {
+                        if a.outcome.answered() {
+                            replica_counts[i].0 += 1;
+                            replica_latency[i].push(a.latency_ms);
+                        } else {
+                            replica_counts[i].1 += 1;
+                        }
+                    }
+                }
                 finished += 1;
                 failed += usize::from(r.status == JobStatus::Failed);
                 if let (Some(&a), Some(correct)) = (arm.get(r.variant.as_str()), r.correct) {
@@ -299,6 +331,18 @@ impl Summary {
             comparisons,
             detectable,
             slices,
+            replicas: names
+                .iter()
+                .zip(replica_counts)
+                .zip(replica_latency)
+                .map(|((base_url, (answered, failed)), latency)| ReplicaSummary {
+                    base_url: base_url.clone(),
+                    attempts: answered + failed,
+                    answered,
+                    failed,
+                    latency_ms: Percentiles::of(latency),
+                })
+                .collect(),
             gates: Vec::new(),
         })
     }

@@ -77,6 +77,17 @@ pub fn render(s: &Summary) -> String {
         out.push_str(&slice_table(s));
         out.push('\n');
     }
+    for r in &s.replicas {
+        out.push_str(&format!(
+            "replica {}: {} attempts, {} answered, {} failed, latency p50 {} p90 {}\n",
+            r.base_url,
+            r.attempts,
+            r.answered,
+            r.failed,
+            millis(r.latency_ms.p50),
+            millis(r.latency_ms.p90)
+        ));
+    }
     for note in notes(s) {
         out.push_str(&note);
         out.push('\n');

@@ -75,6 +75,15 @@ impl Journal {
         &self.path
     }
 
+    /// Records a change in how requests are sent (a gate resized, a replica benched). Readers
+    /// of job records skip these lines.
+    pub fn append_event(&mut self, event: &crate::client::pool::PoolEvent) -> std::io::Result<()> {
+        let mut line = serde_json::to_vec(event)?;
+        line.push(b'\n');
+        self.file.write_all(&line)?;
+        self.file.flush()
+    }
+
     /// Writes one record as one line in a single write, then flushes it to the OS.
     pub fn append(&mut self, record: &JobRecord) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(record)?;
@@ -103,6 +112,10 @@ pub fn read(path: &Path, mut f: impl FnMut(JobRecord)) -> std::io::Result<ReadSt
             break;
         }
         stats.complete_bytes += line.len() as u64;
+        if line.starts_with(EVENT_PREFIX) {
+            stats.events += 1;
+            continue;
+        }
         match serde_json::from_slice::<JobRecord>(&line) {
             Ok(record) => {
                 stats.records += 1;
@@ -128,7 +141,12 @@ pub struct ReadStats {
     pub torn_bytes: u64,
     /// Length of the journal up to the end of its last complete line.
     pub complete_bytes: u64,
+    /// Event lines (gate changes, benched replicas) skipped.
+    pub events: usize,
 }
+
+/// Event lines start with this; job records never do.
+const EVENT_PREFIX: &[u8] = b"{\"event\":";
 
 /// Identifies a job within a plan, across the runs that resume it.
 pub type JobKey = (String, String, u32);

@@ -63,7 +63,7 @@ pub async fn run(
     let jobs = Arc::new(jobs);
     let next = Arc::new(AtomicUsize::new(0));
     let (tx, mut rx) = mpsc::channel::<JobRecord>(256);
-    let workers = client.config().concurrency.max(1).min(total.max(1));
+    let workers = client.capacity().max(1).min(total.max(1));
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..workers {
         let (bench, jobs, next, client, tx, dispatch) = (
@@ -92,6 +92,9 @@ pub async fn run(
     drop(tx);
     let mut tally = RunTally::default();
     while let Some(record) = rx.recv().await {
+        for event in client.take_events() {
+            journal.append_event(&event)?;
+        }
         journal.append(&record)?;
         tally.finished += 1;
         match record.status {
@@ -105,6 +108,9 @@ pub async fn run(
         });
     }
     while tasks.join_next().await.is_some() {}
+    for event in client.take_events() {
+        journal.append_event(&event)?;
+    }
     tally.not_run = total - tally.finished;
     Ok(tally)
 }

@@ -24,9 +24,27 @@ use crate::grade::{GradeSpec, Grader};
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EndpointSpec {
-    pub base_url: Option<String>,
+    /// One URL, or a list of replicas serving the same model.
+    pub base_url: Option<UrlList>,
     pub model: Option<String>,
     pub api_key_env: Option<String>,
+}
+
+/// `base_url: http://…/v1` or `base_url: [http://a/v1, http://b/v1]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum UrlList {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl UrlList {
+    pub fn urls(&self) -> Vec<String> {
+        match self {
+            UrlList::One(u) => vec![u.clone()],
+            UrlList::Many(us) => us.clone(),
+        }
+    }
 }
 
 /// Client limits, with DESIGN §2's defaults.
@@ -46,6 +64,8 @@ pub struct Limits {
     pub total_timeout: Duration,
     /// A streamed response larger than this fails its job.
     pub max_response_bytes: usize,
+    /// Halve a replica's concurrency on 429s, grow it back after sustained success.
+    pub adaptive: bool,
 }
 
 impl Default for Limits {
@@ -60,6 +80,7 @@ impl Default for Limits {
             idle_timeout: Duration::from_secs(30),
             total_timeout: Duration::from_secs(300),
             max_response_bytes: 4 * 1024 * 1024,
+            adaptive: false,
         }
     }
 }
@@ -90,6 +111,8 @@ struct RawLimits {
     total_timeout: Option<Duration>,
     #[serde(default, deserialize_with = "byte_size")]
     max_response_bytes: Option<usize>,
+    #[serde(default)]
+    adaptive: Option<bool>,
 }
 
 /// `4MiB`, `512KiB`, `1MB`, or a bare number of bytes.
@@ -307,8 +330,8 @@ impl Bench {
                     .into());
             }
         }
-        if let Some(url) = &raw.endpoint.base_url {
-            check_base_url(url).map_err(|m| {
+        for url in raw.endpoint.base_url.iter().flat_map(UrlList::urls) {
+            check_base_url(&url).map_err(|m| {
                 InputError::new(here("base_url"), m)
                     .fix("write the full URL, e.g. http://127.0.0.1:8000/v1")
             })?;
@@ -462,6 +485,7 @@ fn resolve_limits(raw: RawLimits, here: &dyn Fn(&str) -> Location) -> Result<Lim
         idle_timeout: raw.idle_timeout.unwrap_or(d.idle_timeout),
         total_timeout: raw.total_timeout.unwrap_or(d.total_timeout),
         max_response_bytes: raw.max_response_bytes.unwrap_or(d.max_response_bytes),
+        adaptive: raw.adaptive.unwrap_or(d.adaptive),
     };
     Ok(limits)
 }
