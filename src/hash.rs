@@ -31,6 +31,18 @@ impl StableHasher {
     }
 }
 
+/// Lets `serde_json::to_writer` stream a value into the hash.
+impl std::io::Write for StableHasher {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        StableHasher::write(self, bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Hashes parts with a separator between them, so ("ab", "c") and ("a", "bc") differ.
 pub fn hash_parts(parts: &[&str]) -> u64 {
     let mut h = StableHasher::default();

@@ -131,7 +131,7 @@ proptest! {
         if let Ok(t) = Templates::compile(&variants) {
             let case = cases::Case {
                 id: "c".into(),
-                vars: vars.into_iter().map(|(k, v)| (k, serde_json::Value::String(v))).collect(),
+                vars: cases::Vars(vars.into_iter().map(|(k, v)| (k, serde_json::Value::String(v))).collect()),
                 expected: vec!["x".into()],
                 grade: None,
                 tags: vec![],

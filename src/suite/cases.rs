@@ -9,11 +9,53 @@ use serde_json::{Map, Value};
 use super::error::{InputError, Location, read_text, yaml_error};
 use crate::grade::GradeSpec;
 
+/// A case's template variables, in file order. A small vector rather than a map: most
+/// cases have one to three variables, and a bench may hold a hundred thousand cases.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Vars(pub Vec<(String, Value)>);
+
+impl Vars {
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v)
+    }
+
+    pub fn contains_key(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+}
+
+impl std::ops::Index<&str> for Vars {
+    type Output = Value;
+
+    fn index(&self, name: &str) -> &Value {
+        self.get(name).unwrap_or(&Value::Null)
+    }
+}
+
+impl From<Map<String, Value>> for Vars {
+    fn from(map: Map<String, Value>) -> Self {
+        let mut v: Vec<(String, Value)> = map.into_iter().collect();
+        v.shrink_to_fit();
+        Vars(v)
+    }
+}
+
+impl serde::Serialize for Vars {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
 /// One input with a known answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Case {
     pub id: String,
-    pub vars: Map<String, Value>,
+    pub vars: Vars,
     /// Acceptable answers; any one of them is correct.
     pub expected: Vec<String>,
     /// Overrides the bench's grader for this case.
@@ -245,7 +287,7 @@ fn finish(raw: RawCase, here: Location, index: usize) -> Result<Case, InputError
                 .fix("use a string like \"c-001\"")
             })?,
     };
-    let expected = match raw.expected {
+    let mut expected = match raw.expected {
         None => {
             return Err(InputError::new(here, format!("case `{id}` has no `expected` answer"))
                 .fix("add \"expected\": \"…\" (a string, or a list of acceptable strings)"));
@@ -273,9 +315,10 @@ fn finish(raw: RawCase, here: Location, index: usize) -> Result<Case, InputError
             .fix("write \"expected\": \"42\" or \"expected\": [\"42\", \"forty-two\"]")
         })?],
     };
+    expected.shrink_to_fit();
     Ok(Case {
         id,
-        vars: raw.vars.unwrap_or_default(),
+        vars: raw.vars.unwrap_or_default().into(),
         expected,
         grade: raw.grade,
         tags: raw.tags.unwrap_or_default(),

@@ -90,11 +90,11 @@ pub struct Fingerprint {
 
 impl Fingerprint {
     pub fn of(bench: &super::Bench, variants: &[usize]) -> Fingerprint {
-        let cases: Vec<serde_json::Value> = bench
-            .cases
-            .iter()
-            .map(|c| serde_json::json!([c.id, c.vars, c.expected, c.grade, c.tags]))
-            .collect();
+        // Streamed case by case: a large bench is never held twice in memory.
+        let mut cases = crate::hash::StableHasher::default();
+        for c in &bench.cases {
+            let _ = serde_json::to_writer(&mut cases, &(&c.id, &c.vars, &c.expected, &c.grade, &c.tags));
+        }
         // Where the files are is not what they say: paths stay out.
         let chosen: Vec<serde_json::Value> = variants
             .iter()
@@ -103,7 +103,7 @@ impl Fingerprint {
             .collect();
         let settings = serde_json::json!([bench.params, bench.grade, bench.repeats]);
         Fingerprint {
-            cases: digest(&serde_json::json!(cases)),
+            cases: format!("{:016x}", cases.finish()),
             variants: digest(&serde_json::json!(chosen)),
             settings: digest(&settings),
         }

@@ -178,7 +178,7 @@ mod tests {
     fn case(id: &str, vars: serde_json::Value, line: usize) -> Case {
         Case {
             id: id.into(),
-            vars: vars.as_object().unwrap().clone(),
+            vars: vars.as_object().unwrap().clone().into(),
             expected: vec!["x".into()],
             grade: None,
             tags: vec![],
