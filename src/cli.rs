@@ -50,8 +50,16 @@ pub enum Command {
     Compare(CompareArgs),
     /// Combine the run folders of `run --shard i/n` into one run.
     Merge(MergeArgs),
+    /// Rebuild a run folder's reports (report.html, summary.*) from its journal.
+    Report(ReportArgs),
     /// Serve the simulated OpenAI-compatible provider, with misbehaviour on demand.
     Mock(MockArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The run folder.
+    pub run: PathBuf,
 }
 
 #[derive(Debug, Args)]

@@ -12,7 +12,8 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{
-    CompareArgs, Env, GateArgs, MergeArgs, MockArgs, PlanArgs, RunArgs, resolve_base_url,
+    CompareArgs, Env, GateArgs, MergeArgs, MockArgs, PlanArgs, ReportArgs, RunArgs,
+    resolve_base_url,
 };
 use crate::client::{ApiKey, Client, ClientConfig, ReqwestTransport};
 use crate::mock::server::MockServer;
@@ -588,21 +589,14 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
 
     let dispatch = CancellationToken::new();
     let signals = watch_signals(dispatch.clone(), client.stop_token())?;
-    let progress = !quiet && std::io::stderr().is_terminal() && !env.is_ci();
-    let mut failed = 0;
-    let mut on_event = |event: RunEvent<'_>| {
-        let RunEvent::JobFinished {
-            record,
-            done,
-            total,
-        } = event;
-        failed += usize::from(record.status == runner::JobStatus::Failed);
-        if progress {
-            let mut err = std::io::stderr();
-            let _ = write!(err, "\r  {done}/{total} jobs done, {failed} failed ");
-            let _ = err.flush();
-        }
-    };
+    let live = !quiet && std::io::stderr().is_terminal() && !env.is_ci();
+    let mut progress = report::progress::Progress::new(
+        p.jobs.len(),
+        done.len(),
+        record.plan.variants.clone(),
+        live,
+    );
+    let mut on_event = |event: RunEvent<'_>| progress.update(&event);
     let cache = if args.cache {
         let root = dir.parent().unwrap_or(Path::new("."));
         let path = root.join(".cache").join("responses.jsonl");
@@ -632,9 +626,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
     .await
     .with_context(|| format!("cannot write the journal {}", journal_path.display()))?;
     signals.abort();
-    if progress {
-        let _ = write!(std::io::stderr(), "\r\x1b[2K");
-    }
+    progress.finish();
     drop(simulator);
 
     let fatal = client.fatal();
@@ -689,6 +681,7 @@ fn conclude(
     let gates = outputs.gates.gates();
     summary.gates = report::gates::evaluate(&gates, &summary, baseline.as_ref());
     report::write_all(dir, &summary)?;
+    write_html(dir, record, &summary)?;
     out!("{}", report::terminal::render(&summary));
     if let Some(b) = &baseline {
         out!("against the baseline run {}:", b.run_a.dir);
@@ -806,6 +799,39 @@ fn build_client(p: &Prepared, base_urls: &[String], verbose: bool) -> anyhow::Re
     Ok(client)
 }
 
+/// Writes `report.html` beside the other reports.
+fn write_html(dir: &Path, record: &RunRecord, summary: &Summary) -> anyhow::Result<()> {
+    let html = report::html::render_run(
+        summary,
+        &dir.join("results.jsonl"),
+        &serde_json::to_value(record)?,
+    )
+    .with_context(|| format!("cannot read the journal in {}", dir.display()))?;
+    let path = dir.join("report.html");
+    std::fs::write(&path, html).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// `report`: rebuilds a run folder's reports from its journal (gates are not re-checked).
+pub fn rebuild_report(args: &ReportArgs) -> anyhow::Result<Exit> {
+    let record = RunRecord::read(&args.run).map_err(|e| UsageError(format!("{e:#}")))?;
+    let journal = args.run.join("results.jsonl");
+    let summary = Summary::from_journal(
+        record.info(),
+        &record.plan.variants,
+        record.price().as_ref(),
+        &journal,
+    )
+    .with_context(|| format!("cannot read {}", journal.display()))?;
+    report::write_all(&args.run, &summary)?;
+    write_html(&args.run, &record, &summary)?;
+    out!("{}", report::terminal::render(&summary));
+    note!(
+        "reports rebuilt in {} (report.html, summary.json, summary.csv, summary.md)",
+        args.run.display()
+    );
+    Ok(Exit::Success)
+}
+
 /// Compares run B with run A (both folders), variant by variant, paired by case.
 fn compare_dirs(run_a: &Path, run_b: &Path) -> anyhow::Result<RunComparison> {
     let load = |dir: &Path| -> anyhow::Result<(RunRecord, Summary)> {
@@ -882,6 +908,11 @@ pub fn compare_runs(args: &CompareArgs) -> anyhow::Result<Exit> {
         report::markdown::render_comparison(&comparison),
     )
     .with_context(|| format!("cannot write {}", out.join("compare.md").display()))?;
+    std::fs::write(
+        out.join("compare.html"),
+        report::html::render_compare(&comparison),
+    )
+    .with_context(|| format!("cannot write {}", out.join("compare.html").display()))?;
     note!("comparison written to {}", out.display());
     Ok(Exit::Success)
 }

@@ -20,6 +20,7 @@ fn main() -> ExitCode {
             Command::Check(args) => commands::check(args, &env),
             Command::Compare(args) => commands::compare_runs(args),
             Command::Merge(args) => commands::merge(args),
+            Command::Report(args) => commands::rebuild_report(args),
             Command::Mock(args) => commands::mock(args).await,
         }
     });

@@ -4,9 +4,11 @@
 pub mod compare;
 pub mod csv;
 pub mod gates;
+pub mod html;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod progress;
 pub mod summary;
 pub mod terminal;
 

@@ -24,6 +24,8 @@ pub enum RunEvent<'a> {
         record: &'a JobRecord,
         done: usize,
         total: usize,
+        /// Jobs being worked on right now (sending, streaming or waiting to retry).
+        in_flight: usize,
     },
 }
 
@@ -62,14 +64,16 @@ pub async fn run(
     let total = jobs.len();
     let jobs = Arc::new(jobs);
     let next = Arc::new(AtomicUsize::new(0));
+    let active = Arc::new(AtomicUsize::new(0));
     let (tx, mut rx) = mpsc::channel::<JobRecord>(256);
     let workers = client.capacity().max(1).min(total.max(1));
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..workers {
-        let (bench, jobs, next, client, tx, dispatch) = (
+        let (bench, jobs, next, active, client, tx, dispatch) = (
             bench.clone(),
             jobs.clone(),
             next.clone(),
+            active.clone(),
             client.clone(),
             tx.clone(),
             dispatch.clone(),
@@ -80,7 +84,10 @@ pub async fn run(
             while !dispatch.is_cancelled() && !stop.is_cancelled() {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(job) = jobs.get(i) else { break };
-                let Some(record) = run_job(&bench, job, &client, &options).await else {
+                active.fetch_add(1, Ordering::SeqCst);
+                let record = run_job(&bench, job, &client, &options).await;
+                active.fetch_sub(1, Ordering::SeqCst);
+                let Some(record) = record else {
                     break;
                 };
                 if tx.send(record).await.is_err() {
@@ -105,6 +112,7 @@ pub async fn run(
             record: &record,
             done: tally.finished,
             total,
+            in_flight: active.load(Ordering::SeqCst),
         });
     }
     while tasks.join_next().await.is_some() {}

@@ -93,7 +93,10 @@ impl Fingerprint {
         // Streamed case by case: a large bench is never held twice in memory.
         let mut cases = crate::hash::StableHasher::default();
         for c in &bench.cases {
-            let _ = serde_json::to_writer(&mut cases, &(&c.id, &c.vars, &c.expected, &c.grade, &c.tags));
+            let _ = serde_json::to_writer(
+                &mut cases,
+                &(&c.id, &c.vars, &c.expected, &c.grade, &c.tags),
+            );
         }
         // Where the files are is not what they say: paths stay out.
         let chosen: Vec<serde_json::Value> = variants

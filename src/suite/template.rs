@@ -89,7 +89,7 @@ impl Templates {
                 for case in cases {
                     let missing: Vec<&String> = wanted
                         .iter()
-                        .filter(|w| !case.vars.contains_key(*w))
+                        .filter(|w| !case.vars.contains_key(w))
                         .collect();
                     if !missing.is_empty() {
                         let list = missing

@@ -1,0 +1,576 @@
+//! `report.html` and `compare.html`: one self-contained page each (inline CSS, SVG and a few
+//! lines of script; a Content-Security-Policy forbids every network request), readable from
+//! `file://`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::compare::{RunComparison, p_cell};
+use super::{Summary, interval, millis, pct, usd};
+use crate::runner::journal::{self, JobRecord, JobStatus};
+use crate::stats::percentile;
+
+/// Escapes text for HTML content and attribute values.
+pub fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = r#"
+:root { --fg:#1d2330; --muted:#667085; --line:#d0d5dd; --bg:#fff; --band:#f5f7fa; --good:#12805c; --bad:#c4320a; --accent:#3557c7; }
+* { box-sizing: border-box; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg); background: var(--bg); margin: 0; padding: 24px 32px 64px; max-width: 1200px; }
+h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 17px; margin: 32px 0 8px; border-bottom: 1px solid var(--line); padding-bottom: 4px; }
+.muted { color: var(--muted); } .banner { background: #fff4e5; border: 1px solid #f5b041; padding: 8px 12px; border-radius: 6px; margin: 12px 0; font-weight: 600; }
+table { border-collapse: collapse; margin: 8px 0; } th, td { padding: 4px 10px; border-bottom: 1px solid var(--line); text-align: right; vertical-align: top; }
+th:first-child, td:first-child { text-align: left; } th { background: var(--band); font-weight: 600; }
+td.text { text-align: left; max-width: 420px; overflow-wrap: anywhere; }
+.better { color: var(--good); font-weight: 600; } .worse { color: var(--bad); font-weight: 600; } .not_distinguishable, .no_data { color: var(--muted); }
+.ok { color: var(--good); } .no { color: var(--bad); } .fail { color: var(--bad); }
+svg text { font: 12px system-ui, sans-serif; fill: var(--fg); } svg .axis { stroke: var(--line); } svg .grid { stroke: #eef0f3; }
+input[type=search] { padding: 4px 8px; width: 280px; border: 1px solid var(--line); border-radius: 4px; }
+pre { background: var(--band); padding: 8px 12px; overflow-x: auto; font-size: 12px; }
+details { margin: 4px 0; } summary { cursor: pointer; }
+"#;
+
+const SCRIPT: &str = r#"
+function filterRows(input, id) {
+  const q = input.value.toLowerCase();
+  let shown = 0;
+  for (const row of document.querySelectorAll('#' + id + ' tbody tr')) {
+    const hit = row.textContent.toLowerCase().includes(q);
+    row.style.display = hit ? '' : 'none';
+    if (hit) shown++;
+  }
+  document.getElementById(id + '-count').textContent = shown;
+}
+"#;
+
+fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{}</title><style>{STYLE}</style><script>{SCRIPT}</script></head>\n<body>\n{body}\n</body></html>\n",
+        esc(title)
+    )
+}
+
+/// One row of the accuracy chart: a label, the accuracy and its interval.
+type AccuracyRow = (String, Option<f64>, Option<f64>, Option<f64>);
+
+/// Per case: the expected answers and, per variant, (extracted, correct) of its first sample.
+type CaseAnswers = BTreeMap<String, (Vec<String>, Vec<Option<(String, bool)>>)>;
+
+/// Accuracy of each variant with its interval, on one 0–100% axis.
+fn accuracy_chart(rows: &[AccuracyRow]) -> String {
+    let (left, width, row_h) = (170.0, 640.0, 28.0);
+    let height = 30.0 + row_h * rows.len() as f64;
+    let x = |v: f64| left + v.clamp(0.0, 1.0) * width;
+    let mut svg = format!(
+        "<svg id=\"accuracy-chart\" role=\"img\" aria-label=\"accuracy with confidence intervals\" width=\"{0}\" height=\"{height}\" viewBox=\"0 0 {0} {height}\">",
+        left + width + 70.0
+    );
+    for tick in 0..=10 {
+        let v = tick as f64 / 10.0;
+        let _ = write!(
+            svg,
+            "<line class=\"grid\" x1=\"{0}\" x2=\"{0}\" y1=\"4\" y2=\"{1}\"/><text x=\"{0}\" y=\"{2}\" text-anchor=\"middle\">{3}%</text>",
+            x(v),
+            height - 18.0,
+            height - 4.0,
+            tick * 10
+        );
+    }
+    for (i, (name, acc, lo, hi)) in rows.iter().enumerate() {
+        let y = 16.0 + row_h * i as f64;
+        let _ = write!(
+            svg,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
+            left - 10.0,
+            y + 4.0,
+            esc(name)
+        );
+        if let (Some(a), Some(lo), Some(hi)) = (acc, lo, hi) {
+            let _ = write!(
+                svg,
+                "<g class=\"interval\" data-variant=\"{}\" data-accuracy=\"{a}\" data-low=\"{lo}\" data-high=\"{hi}\">\
+                 <line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{y}\" y2=\"{y}\" stroke=\"#3557c7\" stroke-width=\"6\" stroke-linecap=\"round\" opacity=\"0.35\"/>\
+                 <circle cx=\"{:.1}\" cy=\"{y}\" r=\"5\" fill=\"#3557c7\"/>\
+                 <text x=\"{:.1}\" y=\"{}\">{}</text></g>",
+                esc(name),
+                x(*lo),
+                x(*hi),
+                x(*a),
+                x(*hi) + 8.0,
+                y + 4.0,
+                pct(Some(*a))
+            );
+        }
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+/// Box plots (p10–p90 whiskers, quartile box, median) of TTFT and end-to-end latency.
+fn latency_chart(series: &[(String, Vec<f64>, Vec<f64>)]) -> String {
+    let max = series
+        .iter()
+        .flat_map(|(_, a, b)| a.iter().chain(b))
+        .fold(0.0f64, |m, v| m.max(*v));
+    if max <= 0.0 {
+        return "<p class=\"muted\">No latency was measured (every answer came from the cache, or none arrived).</p>".into();
+    }
+    let (left, width, row_h) = (170.0, 560.0, 22.0);
+    let height = 34.0 + row_h * 2.0 * series.len() as f64;
+    let x = |v: f64| left + v / max * width;
+    let mut svg = format!(
+        "<svg id=\"latency-chart\" role=\"img\" aria-label=\"latency distributions\" width=\"{}\" height=\"{height}\">",
+        left + width + 40.0
+    );
+    for tick in 0..=4 {
+        let v = max * tick as f64 / 4.0;
+        let _ = write!(
+            svg,
+            "<line class=\"grid\" x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"4\" y2=\"{1}\"/><text x=\"{0:.1}\" y=\"{2}\" text-anchor=\"middle\">{3}</text>",
+            x(v),
+            height - 18.0,
+            height - 4.0,
+            millis(Some(v))
+        );
+    }
+    let mut row = 0.0;
+    for (name, ttft, e2e) in series {
+        for (label, values, colour) in [("TTFT", ttft, "#7a8cc7"), ("end to end", e2e, "#3557c7")] {
+            let y = 14.0 + row_h * row;
+            row += 1.0;
+            let _ = write!(
+                svg,
+                "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{} · {label}</text>",
+                left - 10.0,
+                y + 4.0,
+                esc(name)
+            );
+            let mut v = values.clone();
+            v.sort_by(f64::total_cmp);
+            let q = |p: f64| percentile(&v, p).unwrap_or(0.0);
+            if v.is_empty() {
+                continue;
+            }
+            let _ = write!(
+                svg,
+                "<g class=\"box\" data-variant=\"{}\" data-kind=\"{label}\" data-p50=\"{:.3}\">\
+                 <line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{y}\" y2=\"{y}\" stroke=\"{colour}\"/>\
+                 <rect x=\"{:.1}\" y=\"{}\" width=\"{:.1}\" height=\"12\" fill=\"{colour}\" opacity=\"0.35\" stroke=\"{colour}\"/>\
+                 <line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{}\" y2=\"{}\" stroke=\"{colour}\" stroke-width=\"2\"/></g>",
+                esc(name),
+                q(50.0),
+                x(q(10.0)),
+                x(q(90.0)),
+                x(q(25.0)),
+                y - 6.0,
+                (x(q(75.0)) - x(q(25.0))).max(1.0),
+                x(q(50.0)),
+                x(q(50.0)),
+                y - 6.0,
+                y + 6.0
+            );
+        }
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+/// Rebuilds `report.html` for a run folder from its summary and journal.
+pub fn render_run(
+    summary: &Summary,
+    journal_path: &Path,
+    run_json: &serde_json::Value,
+) -> std::io::Result<String> {
+    let s = summary;
+    // Per case: expected, and per variant (extracted, correct) of the first repeat graded.
+    let names: Vec<&str> = s.variants.iter().map(|v| v.name.as_str()).collect();
+    let mut by_case: CaseAnswers = BTreeMap::new();
+    let mut latency: BTreeMap<String, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    let mut failed: Vec<JobRecord> = Vec::new();
+    if journal_path.exists() {
+        journal::read(journal_path, |r| {
+            let Some(arm) = names.iter().position(|n| *n == r.variant) else {
+                return;
+            };
+            if let Some(l) = r.latency_ms {
+                let e = latency.entry(r.variant.clone()).or_default();
+                e.1.push(l);
+                if let Some(t) = r.ttft_ms {
+                    e.0.push(t);
+                }
+            }
+            match r.status {
+                JobStatus::Failed => failed.push(r),
+                JobStatus::Graded => {
+                    let entry = by_case
+                        .entry(r.case_id.clone())
+                        .or_insert_with(|| (r.expected.clone(), vec![None; names.len()]));
+                    if entry.1[arm].is_none() {
+                        entry.1[arm] = Some((
+                            r.extracted.clone().unwrap_or_default(),
+                            r.correct == Some(true),
+                        ));
+                    }
+                }
+            }
+        })?;
+    }
+
+    let conf = (s.run.confidence * 100.0).round();
+    let mut b = String::new();
+    let _ = write!(
+        b,
+        "<h1>promptgauge: {}</h1><p class=\"muted\">{} cases × {} variants · model <b>{}</b> at {} · {} to {} · promptgauge {}</p>",
+        esc(&s.run.bench),
+        s.run.cases,
+        s.variants.len(),
+        esc(&s.run.provider.model),
+        esc(&s.run.provider.base_url),
+        esc(&s.run.started_at),
+        esc(s.run.finished_at.as_deref().unwrap_or("unfinished")),
+        esc(&s.run.tool_version)
+    );
+    for note in super::notes(s) {
+        let _ = write!(b, "<div class=\"banner\">{}</div>", esc(&note));
+    }
+    if let Some(best) = s
+        .comparisons
+        .iter()
+        .find(|c| c.verdict == super::compare::Verdict::Better)
+    {
+        let _ = write!(b, "<p id=\"headline\"><b>{}</b></p>", esc(&best.sentence));
+    } else if !s.comparisons.is_empty() {
+        let _ = write!(
+            b,
+            "<p id=\"headline\"><b>No variant is distinguishably better than {} on these cases.</b></p>",
+            esc(names.first().copied().unwrap_or("the baseline"))
+        );
+    }
+
+    let _ = write!(b, "<h2>Accuracy ({conf}% intervals)</h2>");
+    let rows: Vec<_> = s
+        .variants
+        .iter()
+        .map(|v| (v.name.clone(), v.accuracy, v.ci_low, v.ci_high))
+        .collect();
+    b.push_str(&accuracy_chart(&rows));
+    b.push_str("<table id=\"variants\"><thead><tr><th>variant</th><th>accuracy</th><th>interval</th><th>correct / n</th><th>failed</th><th>truncated</th><th>cached</th></tr></thead><tbody>");
+    for v in &s.variants {
+        let _ = write!(
+            b,
+            "<tr data-variant=\"{}\"><td>{}{}</td><td data-accuracy=\"{}\">{}</td><td>{}</td><td>{} / {}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&v.name),
+            esc(&v.name),
+            if v.baseline {
+                " <span class=\"muted\">(baseline)</span>"
+            } else {
+                ""
+            },
+            v.accuracy.map(|a| a.to_string()).unwrap_or_default(),
+            pct(v.accuracy),
+            interval(v.ci_low, v.ci_high),
+            v.correct,
+            v.n,
+            v.failed,
+            v.truncated,
+            v.cached
+        );
+    }
+    b.push_str("</tbody></table>");
+
+    if !s.comparisons.is_empty() {
+        let base = names.first().copied().unwrap_or("baseline");
+        let _ = write!(b, "<h2>Paired against {} (case by case)</h2>", esc(base));
+        let _ = write!(
+            b,
+            "<table id=\"verdicts\"><thead><tr><th>variant</th><th>both right</th><th>only variant</th><th>only {}</th><th>both wrong</th><th>difference</th><th>{conf}% CI</th><th>p (Holm)</th><th>verdict</th></tr></thead><tbody>",
+            esc(base)
+        );
+        for c in &s.comparisons {
+            let t = c.table;
+            let cell = |f: fn(&super::compare::PairTable) -> u64| {
+                t.as_ref().map_or("–".to_string(), |t| f(t).to_string())
+            };
+            let verdict = serde_json::to_value(c.verdict)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default();
+            let _ = write!(
+                b,
+                "<tr data-variant=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{verdict}\">{}</td></tr>",
+                esc(&c.variant),
+                esc(&c.variant),
+                cell(|t| t.both_right),
+                cell(|t| t.only_variant),
+                cell(|t| t.only_reference),
+                cell(|t| t.both_wrong),
+                c.difference
+                    .map_or("–".into(), |d| format!("{:+.1}", d * 100.0)),
+                match (c.ci_low, c.ci_high) {
+                    (Some(lo), Some(hi)) => format!("[{:+.1}, {:+.1}]", lo * 100.0, hi * 100.0),
+                    _ => "–".into(),
+                },
+                p_cell(c.p_holm),
+                c.verdict.words()
+            );
+        }
+        b.push_str("</tbody></table><ul>");
+        for c in &s.comparisons {
+            let _ = write!(b, "<li>{}</li>", esc(&c.sentence));
+        }
+        b.push_str("</ul>");
+        if let Some(d) = &s.detectable {
+            let _ = write!(
+                b,
+                "<p class=\"muted\">{}</p>",
+                esc(&d.sentence(s.run.confidence))
+            );
+        }
+    }
+
+    b.push_str("<h2>Latency</h2><p class=\"muted\">From the request being sent; box: quartiles, line: median, whiskers: 10th to 90th percentile.</p>");
+    let series: Vec<_> = names
+        .iter()
+        .map(|n| {
+            let (t, e) = latency.get(*n).cloned().unwrap_or_default();
+            (n.to_string(), t, e)
+        })
+        .collect();
+    b.push_str(&latency_chart(&series));
+    b.push_str("<table id=\"latency\"><thead><tr><th>variant</th><th>TTFT p50</th><th>p90</th><th>p99</th><th>end to end p50</th><th>p90</th><th>p99</th><th>output tok/s</th></tr></thead><tbody>");
+    for v in &s.variants {
+        let _ = write!(
+            b,
+            "<tr data-variant=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&v.name),
+            esc(&v.name),
+            millis(v.ttft_ms.p50),
+            millis(v.ttft_ms.p90),
+            millis(v.ttft_ms.p99),
+            millis(v.latency_ms.p50),
+            millis(v.latency_ms.p90),
+            millis(v.latency_ms.p99),
+            v.output_tokens_per_s
+                .map_or("–".into(), |x| format!("{x:.0}"))
+        );
+    }
+    b.push_str("</tbody></table>");
+
+    b.push_str("<h2>Tokens and cost</h2><table id=\"cost\"><thead><tr><th>variant</th><th>prompt</th><th>completion</th><th>cached</th><th>reasoning</th><th>cost</th><th>cost per correct</th></tr></thead><tbody>");
+    for v in &s.variants {
+        let est = if v.tokens.estimated { "~" } else { "" };
+        let _ = write!(
+            b,
+            "<tr data-variant=\"{}\"><td>{}</td><td>{est}{}</td><td>{est}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&v.name),
+            esc(&v.name),
+            v.tokens.prompt,
+            v.tokens.completion,
+            v.tokens.cached,
+            v.tokens.reasoning,
+            usd(v.cost_usd),
+            usd(v.cost_per_correct_usd)
+        );
+    }
+    b.push_str("</tbody></table>");
+
+    let disagree: Vec<_> = by_case
+        .iter()
+        .filter(|(_, (_, got))| {
+            let marks: Vec<bool> = got.iter().flatten().map(|(_, ok)| *ok).collect();
+            marks.iter().any(|&m| m) && marks.iter().any(|&m| !m)
+        })
+        .collect();
+    let _ = write!(
+        b,
+        "<h2>Cases where the variants disagree</h2><p><input type=\"search\" placeholder=\"filter: case, answer…\" oninput=\"filterRows(this, 'disagreements')\"> <span class=\"muted\"><span id=\"disagreements-count\">{}</span> shown</span></p>",
+        disagree.len()
+    );
+    b.push_str("<table id=\"disagreements\"><thead><tr><th>case</th><th>expected</th>");
+    for n in &names {
+        let _ = write!(b, "<th>{}</th>", esc(n));
+    }
+    b.push_str("</tr></thead><tbody>");
+    for (case, (expected, got)) in &disagree {
+        let _ = write!(
+            b,
+            "<tr data-case=\"{}\"><td>{}</td><td class=\"text\">{}</td>",
+            esc(case),
+            esc(case),
+            esc(&expected.join(" | "))
+        );
+        for g in got {
+            match g {
+                Some((x, ok)) => {
+                    let _ = write!(
+                        b,
+                        "<td class=\"text {}\">{} {}</td>",
+                        if *ok { "ok" } else { "no" },
+                        if *ok { "✓" } else { "✗" },
+                        esc(x)
+                    );
+                }
+                None => b.push_str("<td class=\"muted\">–</td>"),
+            }
+        }
+        b.push_str("</tr>");
+    }
+    b.push_str("</tbody></table>");
+
+    let _ = write!(b, "<h2>Failed jobs ({})</h2>", failed.len());
+    if failed.is_empty() {
+        b.push_str("<p class=\"muted\">None.</p>");
+    }
+    b.push_str("<div id=\"failed\">");
+    for r in failed.iter().take(500) {
+        let _ = write!(
+            b,
+            "<details class=\"failed-job\"><summary><b>{}</b> · {} · <span class=\"fail\">{}</span></summary><table><thead><tr><th>#</th><th>outcome</th><th>status</th><th>latency</th><th>wait</th><th>error</th></tr></thead><tbody>",
+            esc(&r.case_id),
+            esc(&r.variant),
+            esc(r.error.as_deref().unwrap_or("no answer"))
+        );
+        for (i, a) in r.attempts.iter().enumerate() {
+            let outcome = serde_json::to_value(a.outcome)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default();
+            let _ = write!(
+                b,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"text\">{}</td></tr>",
+                i + 1,
+                outcome,
+                a.status
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|| "–".into()),
+                millis(Some(a.latency_ms)),
+                millis(a.wait_ms),
+                esc(a.error.as_deref().unwrap_or(""))
+            );
+        }
+        b.push_str("</tbody></table></details>");
+    }
+    b.push_str("</div>");
+
+    let _ = write!(
+        b,
+        "<h2>Settings</h2><p class=\"muted\">promptgauge {} · run {} · endpoint {} ({})</p><pre>{}</pre>",
+        esc(&s.run.tool_version),
+        esc(&s.run.run_id),
+        esc(&s.run.provider.base_url),
+        if s.run.provider.simulated {
+            "SIMULATED"
+        } else {
+            "real"
+        },
+        esc(run_json["bench"]["text"].as_str().unwrap_or(""))
+    );
+    Ok(page(&format!("promptgauge: {}", s.run.bench), &b))
+}
+
+/// `compare.html` for two runs.
+pub fn render_compare(c: &RunComparison) -> String {
+    let conf = (c.confidence * 100.0).round();
+    let mut b = format!(
+        "<h1>promptgauge compare</h1><p class=\"muted\"><b>A</b>: {} · model {} at {}<br><b>B</b>: {} · model {} at {}</p>",
+        esc(&c.run_a.dir),
+        esc(&c.run_a.model),
+        esc(&c.run_a.base_url),
+        esc(&c.run_b.dir),
+        esc(&c.run_b.model),
+        esc(&c.run_b.base_url)
+    );
+    for note in super::terminal::coverage_notes(c) {
+        let _ = write!(b, "<div class=\"banner\">{}</div>", esc(&note));
+    }
+    let mut rows = Vec::new();
+    for v in &c.variants {
+        rows.push((
+            format!("{} · A", v.name),
+            v.a.accuracy,
+            v.a.ci_low,
+            v.a.ci_high,
+        ));
+        rows.push((
+            format!("{} · B", v.name),
+            v.b.accuracy,
+            v.b.ci_low,
+            v.b.ci_high,
+        ));
+    }
+    let _ = write!(b, "<h2>Accuracy ({conf}% intervals)</h2>");
+    b.push_str(&accuracy_chart(&rows));
+    b.push_str("<table id=\"compare\"><thead><tr><th>variant</th><th>accuracy A</th><th>accuracy B</th><th>B − A</th><th>CI</th><th>p (Holm)</th><th>verdict</th><th>latency p50 A / B</th><th>cost A / B</th></tr></thead><tbody>");
+    for v in &c.variants {
+        let k = &v.comparison;
+        let verdict = serde_json::to_value(k.verdict)
+            .ok()
+            .and_then(|x| x.as_str().map(String::from))
+            .unwrap_or_default();
+        let _ = write!(
+            b,
+            "<tr data-variant=\"{}\"><td>{}</td><td>{} {}</td><td>{} {}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{verdict}\">{}</td><td>{} / {}</td><td>{} / {}</td></tr>",
+            esc(&v.name),
+            esc(&v.name),
+            pct(v.a.accuracy),
+            interval(v.a.ci_low, v.a.ci_high),
+            pct(v.b.accuracy),
+            interval(v.b.ci_low, v.b.ci_high),
+            k.difference
+                .map_or("–".into(), |d| format!("{:+.1}", d * 100.0)),
+            match (k.ci_low, k.ci_high) {
+                (Some(lo), Some(hi)) => format!("[{:+.1}, {:+.1}]", lo * 100.0, hi * 100.0),
+                _ => "–".into(),
+            },
+            p_cell(k.p_holm),
+            k.verdict.words(),
+            millis(v.a.latency_ms.p50),
+            millis(v.b.latency_ms.p50),
+            usd(v.a.cost_usd),
+            usd(v.b.cost_usd)
+        );
+    }
+    b.push_str("</tbody></table><ul>");
+    for v in &c.variants {
+        let _ = write!(b, "<li>{}</li>", esc(&v.comparison.sentence));
+    }
+    b.push_str("</ul>");
+    page("promptgauge compare", &b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes() {
+        assert_eq!(
+            esc("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+    }
+
+    #[test]
+    fn pages_forbid_the_network() {
+        let p = page("t", "<p>x</p>");
+        assert!(p.contains("default-src 'none'"));
+        assert!(!p.contains("http://") && !p.contains("https://"));
+    }
+}

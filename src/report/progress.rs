@@ -1,0 +1,93 @@
+//! The live progress line (`indicatif`): jobs done of total, in flight, retries, 429s,
+//! failures, ETA and each variant's running accuracy. It only listens to run events, is
+//! hidden when stderr is not a terminal or under CI, and is cleared before the final table.
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::runner::{JobStatus, RunEvent};
+
+pub struct Progress {
+    bar: Option<ProgressBar>,
+    variants: Vec<String>,
+    scores: Vec<(u64, u64)>,
+    failed: u64,
+    retries: u64,
+    throttled: u64,
+}
+
+impl Progress {
+    /// `enabled` is false when stderr is not a terminal, under CI, or with --quiet.
+    pub fn new(total: usize, already_done: usize, variants: Vec<String>, enabled: bool) -> Self {
+        let bar = enabled.then(|| {
+            let bar = ProgressBar::with_draw_target(
+                Some(total as u64),
+                ProgressDrawTarget::stderr_with_hz(8),
+            );
+            let style = ProgressStyle::with_template(
+                "{bar:28.cyan/blue} {pos}/{len} jobs · {msg} · ETA {eta}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("█▉▊▋▌▍▎▏ ");
+            bar.set_style(style);
+            bar.set_position(already_done as u64);
+            bar
+        });
+        Progress {
+            bar,
+            scores: vec![(0, 0); variants.len()],
+            variants,
+            failed: 0,
+            retries: 0,
+            throttled: 0,
+        }
+    }
+
+    pub fn update(&mut self, event: &RunEvent<'_>) {
+        let RunEvent::JobFinished {
+            record, in_flight, ..
+        } = event;
+        self.retries += record.attempts.len().saturating_sub(1) as u64;
+        self.throttled += record
+            .attempts
+            .iter()
+            .filter(|a| a.status == Some(429))
+            .count() as u64;
+        match record.status {
+            JobStatus::Failed => self.failed += 1,
+            JobStatus::Graded => {
+                if let Some(i) = self.variants.iter().position(|v| *v == record.variant) {
+                    self.scores[i].1 += 1;
+                    self.scores[i].0 += u64::from(record.correct == Some(true));
+                }
+            }
+        }
+        if let Some(bar) = &self.bar {
+            bar.inc(1);
+            bar.set_message(self.message(*in_flight));
+        }
+    }
+
+    fn message(&self, in_flight: usize) -> String {
+        let accuracy: Vec<String> = self
+            .variants
+            .iter()
+            .zip(&self.scores)
+            .filter(|(_, (_, n))| *n > 0)
+            .map(|(v, (c, n))| format!("{v} {:.0}%", *c as f64 * 100.0 / *n as f64))
+            .collect();
+        format!(
+            "{in_flight} in flight · {} retries · {} 429s · {} failed · {}",
+            self.retries,
+            self.throttled,
+            self.failed,
+            accuracy.join(" ")
+        )
+    }
+
+    /// Removes the line so the final table starts on a clean screen.
+    pub fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! report.html in a real browser: headless Chromium loads it from file://, and the DOM it
+//! builds must show the run's numbers; Chromium's network log must show no request made by
+//! the page (a control page with one external image proves the log would show it).
+//!
+//! Needs Debian's `chromium` (`.ci/run` installs it). Without it the test says so and
+//! passes, except under CI, where a missing browser is a failure.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+use promptgauge::mock::{Faults, MockConfig};
+use promptgauge::report::Summary;
+use regex::Regex;
+
+fn chromium() -> Option<PathBuf> {
+    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+}
+
+/// Loads `page` headless; returns the DOM and the URLs the page itself requested.
+fn load(browser: &Path, page: &Path) -> (String, Vec<String>) {
+    let profile = tempfile::tempdir().unwrap();
+    let netlog = profile.path().join("netlog.json");
+    let out = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            // Nothing resolves but loopback: Chromium's own background calls go nowhere.
+            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("--log-net-log={}", netlog.display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("chromium runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let log: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&netlog).unwrap()).unwrap();
+    let start_job = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
+        .as_u64()
+        .unwrap();
+    // The browser's own requests have no origin; the page's carry its (opaque) origin.
+    let from_page = log["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"].as_u64() == Some(start_job))
+        .filter(|e| {
+            e["params"]["initiator"]
+                .as_str()
+                .is_some_and(|i| i != "not an origin")
+        })
+        .filter_map(|e| e["params"]["url"].as_str().map(String::from))
+        .filter(|u| !u.starts_with("file:") && !u.starts_with("data:"))
+        .collect();
+    (String::from_utf8_lossy(&out.stdout).into(), from_page)
+}
+
+fn count(dom: &str, pattern: &str) -> usize {
+    Regex::new(pattern).unwrap().find_iter(dom).count()
+}
+
+#[test]
+fn report_html_renders_the_numbers_and_requests_nothing() {
+    let Some(browser) = chromium() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "chromium is missing: .ci/run installs it (apt-get install chromium)"
+        );
+        eprintln!("skipped: no chromium on this machine (apt-get install chromium)");
+        return;
+    };
+    let (_rt, server) = start_mock(MockConfig {
+        faults: Faults {
+            cut: 0.4,
+            ..Faults::default()
+        },
+        seed: 3,
+        ..MockConfig::default()
+    });
+    let bench = arithmetic_bench(24, 3, "limits: { max_attempts: 2 }\n");
+    let d = bench.path();
+    promptgauge(d)
+        .args([
+            "run",
+            "bench.yaml",
+            "--quiet",
+            "--allow-failures",
+            "72",
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "small-model",
+        ])
+        .assert()
+        .success();
+    let run = run_dirs(&d.join("reports")).pop().unwrap();
+    let s: Summary =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let page = run.join("report.html");
+
+    // The control: a page with one external image shows up in the log.
+    let control = d.join("control.html");
+    std::fs::write(
+        &control,
+        "<html><body><img src=\"http://127.0.0.1:9/x.png\"></body></html>",
+    )
+    .unwrap();
+    let (_, requested) = load(&browser, &control);
+    assert_eq!(
+        requested,
+        vec!["http://127.0.0.1:9/x.png".to_string()],
+        "the network log must see page requests"
+    );
+
+    let (dom, requested) = load(&browser, &page);
+    assert!(requested.is_empty(), "report.html requested {requested:?}");
+    assert!(dom.contains("default-src 'none'"), "the CSP is in force");
+
+    // One interval per variant on the accuracy chart, at the summary's numbers.
+    assert_eq!(count(&dom, r#"<g class="interval""#), 3);
+    for v in &s.variants {
+        let acc = v.accuracy.unwrap();
+        let mark = format!(
+            r#"<g class="interval" data-variant="{}" data-accuracy="{acc}" data-low="{}" data-high="{}""#,
+            v.name,
+            v.ci_low.unwrap(),
+            v.ci_high.unwrap()
+        );
+        assert!(dom.contains(&mark), "missing {mark}");
+        let cell = format!(r#"<td data-accuracy="{acc}">{:.1}%</td>"#, acc * 100.0);
+        assert!(dom.contains(&cell), "missing {cell}");
+    }
+    // Latency boxes: TTFT and end to end for each variant.
+    assert_eq!(count(&dom, r#"<g class="box""#), 6);
+    // The verdicts, the disagreements and the failed jobs with their attempts.
+    for c in &s.comparisons {
+        assert!(
+            dom.contains(&format!("<li>{}</li>", c.sentence.replace('\'', "&#39;")))
+                || dom.contains(&c.variant)
+        );
+        assert!(dom.contains(c.verdict.words()));
+    }
+    let failed: u64 = s.variants.iter().map(|v| v.failed).sum();
+    assert!(failed > 0, "the run should have failed jobs to show");
+    assert_eq!(count(&dom, r#"<details class="failed-job""#) as u64, failed);
+    let shown: usize = Regex::new(r#"<span id="disagreements-count">(\d+)</span>"#)
+        .unwrap()
+        .captures(&dom)
+        .unwrap()[1]
+        .parse()
+        .unwrap();
+    assert_eq!(count(&dom, r#"<tr data-case="#), shown);
+    assert!(dom.contains(&format!("promptgauge {}", env!("CARGO_PKG_VERSION"))));
+
+    // `promptgauge report` rebuilds the same page from the journal.
+    let before = std::fs::read_to_string(&page).unwrap();
+    std::fs::remove_file(&page).unwrap();
+    promptgauge(d)
+        .args(["report", run.to_str().unwrap()])
+        .assert()
+        .success();
+    assert_eq!(std::fs::read_to_string(&page).unwrap(), before);
+}
+
+#[test]
+fn compare_html_renders_both_runs() {
+    let Some(browser) = chromium() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "chromium is missing: .ci/run installs it"
+        );
+        return;
+    };
+    let (_rt, server) = start_mock(MockConfig::default());
+    let bench = arithmetic_bench(20, 2, "");
+    let d = bench.path();
+    for (out, model) in [("a", "large-model"), ("b", "small-model")] {
+        promptgauge(d)
+            .args([
+                "run",
+                "bench.yaml",
+                "--quiet",
+                "--out",
+                out,
+                "--base-url",
+                &server.base_url(),
+                "--model",
+                model,
+            ])
+            .assert()
+            .success();
+    }
+    let (a, b) = (
+        run_dirs(&d.join("a")).pop().unwrap(),
+        run_dirs(&d.join("b")).pop().unwrap(),
+    );
+    promptgauge(d)
+        .args([
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--out",
+            "cmp",
+        ])
+        .assert()
+        .success();
+    let (dom, requested) = load(&browser, &d.join("cmp/compare.html"));
+    assert!(requested.is_empty(), "{requested:?}");
+    assert_eq!(
+        count(&dom, r#"<g class="interval""#),
+        4,
+        "A and B for each of 2 variants"
+    );
+    assert_eq!(count(&dom, r#"<tr data-variant="#), 2);
+    assert!(dom.contains("small-model") && dom.contains("large-model"));
+}
