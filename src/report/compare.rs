@@ -60,6 +60,32 @@ pub struct Comparison {
     pub sentence: String,
 }
 
+impl Comparison {
+    /// The table cells every report shows: both right, only the variant, only the
+    /// reference, both wrong, difference, interval, p (Holm), verdict.
+    pub fn cells(&self) -> [String; 8] {
+        let count = |f: fn(&PairTable) -> u64| {
+            self.table
+                .as_ref()
+                .map_or("–".to_string(), |t| f(t).to_string())
+        };
+        [
+            count(|t| t.both_right),
+            count(|t| t.only_variant),
+            count(|t| t.only_reference),
+            count(|t| t.both_wrong),
+            self.difference
+                .map_or("–".into(), |d| format!("{:+.1}", d * 100.0)),
+            match (self.ci_low, self.ci_high) {
+                (Some(lo), Some(hi)) => format!("[{:+.1}, {:+.1}]", lo * 100.0, hi * 100.0),
+                _ => "–".into(),
+            },
+            p_cell(self.p_holm),
+            self.verdict.words().to_string(),
+        ]
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PairTable {
     pub both_right: u64,

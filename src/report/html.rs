@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::compare::{RunComparison, p_cell};
+use super::compare::RunComparison;
 use super::{Summary, interval, millis, pct, usd};
 use crate::runner::journal::{self, JobRecord, JobStatus};
 use crate::stats::percentile;
@@ -304,32 +304,16 @@ pub fn render_run(
             esc(base)
         );
         for c in &s.comparisons {
-            let t = c.table;
-            let cell = |f: fn(&super::compare::PairTable) -> u64| {
-                t.as_ref().map_or("–".to_string(), |t| f(t).to_string())
-            };
             let verdict = serde_json::to_value(c.verdict)
                 .ok()
                 .and_then(|v| v.as_str().map(String::from))
                 .unwrap_or_default();
-            let _ = write!(
-                b,
-                "<tr data-variant=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{verdict}\">{}</td></tr>",
-                esc(&c.variant),
-                esc(&c.variant),
-                cell(|t| t.both_right),
-                cell(|t| t.only_variant),
-                cell(|t| t.only_reference),
-                cell(|t| t.both_wrong),
-                c.difference
-                    .map_or("–".into(), |d| format!("{:+.1}", d * 100.0)),
-                match (c.ci_low, c.ci_high) {
-                    (Some(lo), Some(hi)) => format!("[{:+.1}, {:+.1}]", lo * 100.0, hi * 100.0),
-                    _ => "–".into(),
-                },
-                p_cell(c.p_holm),
-                c.verdict.words()
-            );
+            let _ = write!(b, "<tr data-variant=\"{0}\"><td>{0}</td>", esc(&c.variant));
+            let cells = c.cells();
+            for cell in &cells[..7] {
+                let _ = write!(b, "<td>{}</td>", esc(cell));
+            }
+            let _ = write!(b, "<td class=\"{verdict}\">{}</td></tr>", esc(&cells[7]));
         }
         b.push_str("</tbody></table><ul>");
         for c in &s.comparisons {
@@ -519,28 +503,19 @@ pub fn render_compare(c: &RunComparison) -> String {
     b.push_str(&accuracy_chart(&rows));
     b.push_str("<table id=\"compare\"><thead><tr><th>variant</th><th>accuracy A</th><th>accuracy B</th><th>B − A</th><th>CI</th><th>p (Holm)</th><th>verdict</th><th>latency p50 A / B</th><th>cost A / B</th></tr></thead><tbody>");
     for v in &c.variants {
-        let k = &v.comparison;
-        let verdict = serde_json::to_value(k.verdict)
+        let verdict = serde_json::to_value(v.comparison.verdict)
             .ok()
             .and_then(|x| x.as_str().map(String::from))
             .unwrap_or_default();
+        let [.., difference, ci, p, words] = v.comparison.cells();
         let _ = write!(
             b,
-            "<tr data-variant=\"{}\"><td>{}</td><td>{} {}</td><td>{} {}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{verdict}\">{}</td><td>{} / {}</td><td>{} / {}</td></tr>",
-            esc(&v.name),
+            "<tr data-variant=\"{0}\"><td>{0}</td><td>{1} {2}</td><td>{3} {4}</td><td>{difference}</td><td>{ci}</td><td>{p}</td><td class=\"{verdict}\">{words}</td><td>{5} / {6}</td><td>{7} / {8}</td></tr>",
             esc(&v.name),
             pct(v.a.accuracy),
             interval(v.a.ci_low, v.a.ci_high),
             pct(v.b.accuracy),
             interval(v.b.ci_low, v.b.ci_high),
-            k.difference
-                .map_or("–".into(), |d| format!("{:+.1}", d * 100.0)),
-            match (k.ci_low, k.ci_high) {
-                (Some(lo), Some(hi)) => format!("[{:+.1}, {:+.1}]", lo * 100.0, hi * 100.0),
-                _ => "–".into(),
-            },
-            p_cell(k.p_holm),
-            k.verdict.words(),
             millis(v.a.latency_ms.p50),
             millis(v.b.latency_ms.p50),
             usd(v.a.cost_usd),

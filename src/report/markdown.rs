@@ -1,6 +1,6 @@
 //! `summary.md`: the table as Markdown, for pull requests and step summaries.
 
-use super::compare::{PairTable, RunComparison};
+use super::compare::RunComparison;
 use super::{Exporter, Summary, interval, millis, notes, pct, usd};
 
 pub struct Markdown;
@@ -55,26 +55,10 @@ impl Exporter for Markdown {
                 "\n## Paired against {baseline}\n\n| variant | both right | only variant | only {baseline} | both wrong | difference | {conf}% CI | p (Holm) | verdict |\n|---|---:|---:|---:|---:|---:|---:|---:|---|\n"
             ));
             for c in &s.comparisons {
-                let cell = |f: fn(&PairTable) -> u64| {
-                    c.table
-                        .as_ref()
-                        .map_or("–".to_string(), |t| f(t).to_string())
-                };
+                let [both, only_v, only_r, neither, difference, ci, p, verdict] = c.cells();
                 out.push_str(&format!(
-                    "| {} | {} | {} | {} | {} | {} | {} | {} | **{}** |\n",
-                    c.variant,
-                    cell(|t| t.both_right),
-                    cell(|t| t.only_variant),
-                    cell(|t| t.only_reference),
-                    cell(|t| t.both_wrong),
-                    c.difference
-                        .map_or("–".into(), |d| format!("{:+.1}", d * 100.0)),
-                    match (c.ci_low, c.ci_high) {
-                        (Some(lo), Some(hi)) => format!("[{:+.1}, {:+.1}]", lo * 100.0, hi * 100.0),
-                        _ => "–".into(),
-                    },
-                    super::compare::p_cell(c.p_holm),
-                    c.verdict.words(),
+                    "| {} | {both} | {only_v} | {only_r} | {neither} | {difference} | {ci} | {p} | **{verdict}** |\n",
+                    c.variant
                 ));
             }
             out.push('\n');
@@ -136,22 +120,14 @@ pub fn render_comparison(c: &RunComparison) -> String {
         c.run_a.dir, c.run_a.model, c.run_a.base_url, c.run_b.dir, c.run_b.model, c.run_b.base_url,
     );
     for v in &c.variants {
-        let k = &v.comparison;
+        let [.., difference, ci, p, verdict] = v.comparison.cells();
         out.push_str(&format!(
-            "| {} | {} {} | {} {} | {} | {} | {} | **{}** | {} / {} | {} / {} | {} / {} |\n",
+            "| {} | {} {} | {} {} | {difference} | {ci} | {p} | **{verdict}** | {} / {} | {} / {} | {} / {} |\n",
             v.name,
             pct(v.a.accuracy),
             interval(v.a.ci_low, v.a.ci_high),
             pct(v.b.accuracy),
             interval(v.b.ci_low, v.b.ci_high),
-            k.difference
-                .map_or("–".into(), |d| format!("{:+.1}", d * 100.0)),
-            match (k.ci_low, k.ci_high) {
-                (Some(lo), Some(hi)) => format!("[{:+.1}, {:+.1}]", lo * 100.0, hi * 100.0),
-                _ => "–".into(),
-            },
-            super::compare::p_cell(k.p_holm),
-            k.verdict.words(),
             millis(v.a.latency_ms.p50),
             millis(v.b.latency_ms.p50),
             millis(v.a.latency_ms.p90),

@@ -3,7 +3,7 @@
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{CellAlignment, ContentArrangement, Table};
 
-use super::compare::{PairTable, RunComparison, RunSide};
+use super::compare::{RunComparison, RunSide};
 use super::{Summary, interval, millis, notes, pct, usd};
 
 /// Renders the summary for a terminal (or a log when not one).
@@ -118,26 +118,9 @@ fn comparison_table(s: &Summary) -> String {
         "verdict".into(),
     ]);
     for c in &s.comparisons {
-        let cell = |f: fn(&PairTable) -> u64| {
-            c.table
-                .as_ref()
-                .map_or("–".to_string(), |t| f(t).to_string())
-        };
-        t.add_row(vec![
-            c.variant.clone(),
-            cell(|t| t.both_right),
-            cell(|t| t.only_variant),
-            cell(|t| t.only_reference),
-            cell(|t| t.both_wrong),
-            c.difference
-                .map_or("–".into(), |d| format!("{:+.1}", d * 100.0)),
-            match (c.ci_low, c.ci_high) {
-                (Some(lo), Some(hi)) => format!("[{:+.1}, {:+.1}]", lo * 100.0, hi * 100.0),
-                _ => "–".into(),
-            },
-            super::compare::p_cell(c.p_holm),
-            c.verdict.words().to_string(),
-        ]);
+        let mut row = vec![c.variant.clone()];
+        row.extend(c.cells());
+        t.add_row(row);
     }
     for i in 1..8 {
         if let Some(col) = t.column_mut(i) {
@@ -193,7 +176,7 @@ pub fn render_comparison(c: &RunComparison) -> String {
         "cost A / B".into(),
     ]);
     for v in &c.variants {
-        let k = &v.comparison;
+        let [.., difference, ci, p, verdict] = v.comparison.cells();
         t.add_row(vec![
             v.name.clone(),
             format!(
@@ -206,14 +189,10 @@ pub fn render_comparison(c: &RunComparison) -> String {
                 pct(v.b.accuracy),
                 interval(v.b.ci_low, v.b.ci_high)
             ),
-            k.difference
-                .map_or("–".into(), |d| format!("{:+.1}", d * 100.0)),
-            match (k.ci_low, k.ci_high) {
-                (Some(lo), Some(hi)) => format!("[{:+.1}, {:+.1}]", lo * 100.0, hi * 100.0),
-                _ => "–".into(),
-            },
-            super::compare::p_cell(k.p_holm),
-            k.verdict.words().to_string(),
+            difference,
+            ci,
+            p,
+            verdict,
             format!(
                 "{} / {}",
                 millis(v.a.latency_ms.p50),
