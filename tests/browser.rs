@@ -24,6 +24,10 @@ fn chromium() -> Option<PathBuf> {
 
 /// Loads `page` headless; returns the DOM and the URLs the page itself requested.
 fn load(browser: &Path, page: &Path) -> (String, Vec<String>) {
+    load_url(browser, &format!("file://{}", page.display()))
+}
+
+fn load_url(browser: &Path, url: &str) -> (String, Vec<String>) {
     let profile = tempfile::tempdir().unwrap();
     let netlog = profile.path().join("netlog.json");
     let out = Command::new(browser)
@@ -42,7 +46,7 @@ fn load(browser: &Path, page: &Path) -> (String, Vec<String>) {
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .arg(format!("--log-net-log={}", netlog.display()))
         .arg("--dump-dom")
-        .arg(format!("file://{}", page.display()))
+        .arg(url)
         .output()
         .expect("chromium runs");
     assert!(
@@ -168,6 +172,25 @@ fn report_html_renders_the_numbers_and_requests_nothing() {
         .unwrap();
     assert_eq!(count(&dom, r#"<tr data-case="#), shown);
     assert!(dom.contains(&format!("promptgauge {}", env!("CARGO_PKG_VERSION"))));
+
+    // The filter works in the browser: one case named in the link leaves one row shown.
+    let first_case = Regex::new(r#"<tr data-case="([^"]+)""#)
+        .unwrap()
+        .captures(&dom)
+        .unwrap()[1]
+        .to_string();
+    let (filtered, _) = load_url(
+        &browser,
+        &format!("file://{}#filter={first_case}", page.display()),
+    );
+    assert!(
+        filtered.contains(r#"<span id="disagreements-count">1</span>"#),
+        "filter did not run"
+    );
+    assert_eq!(
+        count(&filtered, r#"<tr data-case="[^"]+" style="display: none;""#),
+        shown - 1
+    );
 
     // `promptgauge report` rebuilds the same page from the journal.
     let before = std::fs::read_to_string(&page).unwrap();

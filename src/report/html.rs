@@ -55,6 +55,12 @@ function filterRows(input, id) {
   }
   document.getElementById(id + '-count').textContent = shown;
 }
+// A link can carry a filter: report.html#filter=r-015
+document.addEventListener('DOMContentLoaded', () => {
+  const m = location.hash.match(/^#filter=(.*)$/);
+  const input = document.getElementById('disagreements-filter');
+  if (m && input) { input.value = decodeURIComponent(m[1]); filterRows(input, 'disagreements'); }
+});
 "#;
 
 fn page(title: &str, body: &str) -> String {
@@ -384,7 +390,7 @@ pub fn render_run(
         .collect();
     let _ = write!(
         b,
-        "<h2>Cases where the variants disagree</h2><p><input type=\"search\" placeholder=\"filter: case, answer…\" oninput=\"filterRows(this, 'disagreements')\"> <span class=\"muted\"><span id=\"disagreements-count\">{}</span> shown</span></p>",
+        "<h2>Cases where the variants disagree</h2><p><input id=\"disagreements-filter\" type=\"search\" placeholder=\"filter: case, answer…\" oninput=\"filterRows(this, 'disagreements')\"> <span class=\"muted\"><span id=\"disagreements-count\">{}</span> shown</span></p>",
         disagree.len()
     );
     b.push_str("<table id=\"disagreements\"><thead><tr><th>case</th><th>expected</th>");
