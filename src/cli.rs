@@ -96,13 +96,14 @@ pub struct CompareArgs {
 pub struct PlanArgs {
     /// The bench file [default: promptgauge.yaml; with --resume, the run's own bench].
     pub bench: Option<PathBuf>,
-    /// OpenAI-compatible base URL ending in /v1; `mock` selects the built-in simulator.
+    /// OpenAI-compatible base URL ending in /v1; repeat it for replicas of one model;
+    /// `mock` selects the built-in simulator.
     #[arg(long, value_name = "URL")]
     pub base_url: Vec<String>,
     /// Model name sent in each request (overrides endpoint.model).
     #[arg(long)]
     pub model: Option<String>,
-    /// Requests in flight at once (overrides limits.concurrency).
+    /// Requests in flight at once, per replica (overrides limits.concurrency).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub concurrency: Option<u32>,
     /// Samples per (case, variant) (overrides repeats).
