@@ -223,20 +223,9 @@ pub fn check(args: &PlanArgs, env: &Env) -> anyhow::Result<Exit> {
             .templates
             .render(job.variant, case, &b.variants[job.variant])
             .map_err(|e| anyhow::anyhow!("template failed: {e}"))?;
-        prompt_tokens += messages
-            .iter()
-            .map(|m| m.content.chars().count().div_ceil(4) as u64 + 3)
-            .sum::<u64>();
+        prompt_tokens += crate::suite::prompt_tokens(&messages);
     }
-    let max_completion: Option<u64> = p
-        .jobs
-        .iter()
-        .map(|j| {
-            b.params_for(j.variant)
-                .get("max_tokens")
-                .and_then(|v| v.as_u64())
-        })
-        .sum();
+    let max_completion: Option<u64> = p.jobs.iter().map(|j| b.max_tokens(j.variant)).sum();
     out!("bench {} ({}): ok", b.name, b.path.display());
     out!(
         "  {} cases × {} variants × {} repeats = {} jobs",

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -26,7 +26,6 @@ pub struct CachedAnswer {
 }
 
 pub struct Cache {
-    path: PathBuf,
     file: File,
     answers: HashMap<String, CachedAnswer>,
 }
@@ -76,15 +75,7 @@ impl Cache {
                 file.write_all(b"\n")?;
             }
         }
-        Ok(Cache {
-            path: path.to_path_buf(),
-            file,
-            answers,
-        })
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
+        Ok(Cache { file, answers })
     }
 
     pub fn len(&self) -> usize {

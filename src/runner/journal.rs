@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -57,7 +57,6 @@ pub enum JobStatus {
 }
 
 pub struct Journal {
-    path: PathBuf,
     file: File,
 }
 
@@ -65,14 +64,7 @@ impl Journal {
     /// Opens (creating if needed) a journal for appending.
     pub fn open(path: &Path) -> std::io::Result<Journal> {
         let file = OpenOptions::new().create(true).append(true).open(path)?;
-        Ok(Journal {
-            path: path.to_path_buf(),
-            file,
-        })
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
+        Ok(Journal { file })
     }
 
     /// Records a change in how requests are sent (a gate resized, a replica benched). Readers

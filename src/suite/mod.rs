@@ -413,20 +413,19 @@ impl Bench {
         })
     }
 
-    /// Tokens a request reserves against tokens_per_minute: about four characters a token
-    /// of prompt (plus a few per message) and the completion ceiling, `max_tokens`.
+    /// Tokens a request reserves against tokens_per_minute: its estimated prompt tokens and
+    /// the completion ceiling, `max_tokens`.
     pub fn reservation(&self, variant: usize, messages: &[ChatMessage]) -> u64 {
-        let prompt: u64 = messages
-            .iter()
-            .map(|m| m.content.chars().count().div_ceil(4) as u64 + 3)
-            .sum();
+        prompt_tokens(messages) + self.max_tokens(variant).unwrap_or(0)
+    }
+
+    /// The completion ceiling a variant's requests carry, if any.
+    pub fn max_tokens(&self, variant: usize) -> Option<u64> {
         let params = self.params_for(variant);
-        let max_tokens = params
+        params
             .get("max_completion_tokens")
             .or_else(|| params.get("max_tokens"))
             .and_then(Value::as_u64)
-            .unwrap_or(0);
-        prompt + max_tokens
     }
 
     /// Request parameters for a variant: the bench's, overridden by the variant's.
@@ -437,6 +436,15 @@ impl Bench {
         }
         params
     }
+}
+
+/// Estimated prompt tokens of rendered messages: about four characters a token, plus a few
+/// per message for the chat framing.
+pub fn prompt_tokens(messages: &[ChatMessage]) -> u64 {
+    messages
+        .iter()
+        .map(|m| m.content.chars().count().div_ceil(4) as u64 + 3)
+        .sum()
 }
 
 /// A base URL must be absolute http(s); the client appends `/chat/completions`.
