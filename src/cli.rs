@@ -141,6 +141,11 @@ pub struct RunArgs {
     /// Print only the final table.
     #[arg(long, short, conflicts_with = "verbose")]
     pub quiet: bool,
+    /// After the first Ctrl-C or SIGTERM, how long attempts in flight may take to finish
+    /// before they are abandoned and the reports written (no new attempt starts, and no
+    /// job waits for a retry). Keep it below your scheduler's kill timeout.
+    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_delay)]
+    pub grace: Duration,
     #[command(flatten)]
     pub gates: GateArgs,
     /// Write a JUnit XML report: one test case per case and variant.
@@ -274,8 +279,14 @@ pub struct MockArgs {
     pub seed: u64,
 }
 
+/// A duration flag: zero allowed, at most a day (longer is a typo, and overflows clocks).
 fn parse_delay(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s).map_err(|e| format!("`{s}` is not a duration ({e}); e.g. 50ms"))
+    let d = humantime::parse_duration(s)
+        .map_err(|e| format!("`{s}` is not a duration ({e}); e.g. 50ms"))?;
+    if d > crate::suite::MAX_DURATION {
+        return Err(format!("`{s}` is longer than a day; e.g. 50ms, 30s or 2m"));
+    }
+    Ok(d)
 }
 
 impl MockArgs {

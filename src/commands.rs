@@ -16,13 +16,14 @@ use crate::cli::{
     resolve_base_url,
 };
 use crate::client::{ApiKey, Client, ClientConfig, ReqwestTransport};
+use crate::error::{BeforeSend, Failure};
 use crate::mock::server::MockServer;
 use crate::mock::{Faults, MockConfig, Provider, RetryAfter};
 use crate::report::Exporter;
 use crate::report::compare::{CaseTable, Detectable, RunComparison, RunSide};
 use crate::report::{self, ProviderInfo, Summary};
 use crate::runner::record::{PlanSettings, RunRecord, Tool};
-use crate::runner::{self, Journal, RunEvent};
+use crate::runner::{self, Journal, RunEvent, lock};
 use crate::suite::{Bench, Fingerprint, Job, Plan, check_base_url};
 
 /// Prints a line to stdout; a closed pipe (`promptgauge run | head`) is not an error.
@@ -77,6 +78,8 @@ pub struct Prepared {
     pub variants: Vec<usize>,
     pub jobs: Vec<Job>,
     pub endpoint: Endpoint,
+    /// Things worth saying before the run (a key that had to be trimmed).
+    pub warnings: Vec<String>,
 }
 
 impl Prepared {
@@ -160,6 +163,21 @@ pub fn prepare(args: &PlanArgs, env: &Env) -> anyhow::Result<Prepared> {
             (None, None) => ("OPENAI_API_KEY".to_string(), None),
         },
     };
+    let mut warnings = Vec::new();
+    let api_key = match api_key.filter(|_| !base.urls.is_empty()) {
+        Some(key) => {
+            let (key, warning) = crate::client::secrets::clean_api_key(&key, &api_key_env)
+                .map_err(|m| {
+                    flag_error(
+                        m,
+                        &format!("set ${api_key_env} to the key alone, e.g. export {api_key_env}=\"$(tr -d '[:space:]' < key.txt)\""),
+                    )
+                })?;
+            warnings.extend(warning);
+            Some(key)
+        }
+        None => None,
+    };
     let mut plan = Plan::new(bench.cases.len(), &variants, bench.repeats);
     if let Some(shard) = args.shard {
         plan.jobs.retain(|j| shard.holds(j));
@@ -190,12 +208,9 @@ pub fn prepare(args: &PlanArgs, env: &Env) -> anyhow::Result<Prepared> {
         bench: Arc::new(bench),
         variants,
         jobs: plan.jobs,
+        warnings,
         endpoint: Endpoint {
-            api_key: if base.urls.is_empty() {
-                None
-            } else {
-                api_key.map(ApiKey::new)
-            },
+            api_key: api_key.map(ApiKey::new),
             base_urls: base.urls,
             source: base.source,
             model,
@@ -246,7 +261,7 @@ pub fn check(args: &PlanArgs, env: &Env) -> anyhow::Result<Exit> {
         [] => out!("  endpoint: the built-in SIMULATOR (no base URL configured)"),
         urls => out!(
             "  endpoint {} (from {}), model {}",
-            urls.join(", "),
+            shown_urls(urls).join(", "),
             p.endpoint.source,
             p.endpoint.model
         ),
@@ -293,6 +308,13 @@ pub fn demo_mock_config() -> MockConfig {
         token_delay: Duration::from_millis(3),
         ..MockConfig::default()
     }
+}
+
+/// Base URLs as they may be shown and stored: without credentials.
+fn shown_urls(urls: &[String]) -> Vec<String> {
+    urls.iter()
+        .map(|u| crate::client::secrets::redact_url(u))
+        .collect()
 }
 
 fn utc_now() -> String {
@@ -378,12 +400,26 @@ fn check_resumable(
     Ok(())
 }
 
-/// Listens for SIGINT and SIGTERM: the first stops dispatch, the second aborts jobs in flight.
-/// The handlers are installed before this returns, so no signal is missed.
+/// Listens for SIGINT and SIGTERM. The first stops dispatch and drains the client: no new
+/// attempt starts and waits end at once, while attempts in flight may finish within
+/// `grace`; after it (or at a second signal) they are abandoned. The handlers are installed
+/// before this returns, so no signal is missed.
 fn watch_signals(
     dispatch: CancellationToken,
     abort: CancellationToken,
+    grace: Duration,
 ) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    let first = move || {
+        dispatch.cancel();
+        note!(
+            "\ninterrupted: no new jobs or retries; letting the attempts in flight finish for up to {} (interrupt again to abort them)",
+            humantime::format_duration(grace)
+        );
+    };
+    let second = move |why: &str| {
+        note!("{why}: aborting the attempts in flight");
+        abort.cancel();
+    };
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
@@ -391,86 +427,118 @@ fn watch_signals(
         let mut term = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
         Ok(tokio::spawn(async move {
             tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
-            dispatch.cancel();
-            note!(
-                "\ninterrupted: no new jobs; letting the jobs in flight finish (interrupt again to abort them)"
-            );
-            tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
-            note!("aborting the jobs in flight");
-            abort.cancel();
+            first();
+            tokio::select! {
+                _ = int.recv() => second("interrupted again"),
+                _ = term.recv() => second("interrupted again"),
+                _ = tokio::time::sleep(grace) => second("the grace period is over"),
+            }
         }))
     }
     #[cfg(not(unix))]
     {
         Ok(tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
-                dispatch.cancel();
-                note!(
-                    "\ninterrupted: no new jobs; letting the jobs in flight finish (Ctrl-C again to abort them)"
-                );
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    abort.cancel();
+                first();
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => second("interrupted again"),
+                    _ = tokio::time::sleep(grace) => second("the grace period is over"),
                 }
             }
         }))
     }
 }
 
+/// The command that continues a run folder.
+fn resume_command(dir: &Path) -> String {
+    format!("promptgauge run --resume {}", dir.display())
+}
+
 /// `run`: send every job not yet in the journal, journal each as it finishes, write the
 /// reports, return the exit code. With `--resume DIR`, continue that run.
-pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
+pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
+    // A run folder is written by one process: take it before reading anything in it.
     let resumed = match &args.resume {
-        Some(dir) => Some((
-            dir.clone(),
-            RunRecord::read(dir).map_err(|e| UsageError(format!("{e:#}")))?,
-        )),
+        Some(dir) => {
+            let lock = lock::acquire(dir).map_err(|m| Failure::Input(UsageError(m).into()))?;
+            let record = RunRecord::read(dir)
+                .map_err(|e| UsageError(format!("{e:#}")))
+                .before_send()?;
+            Some((dir.clone(), record, lock))
+        }
         None => None,
     };
-    // A resume keeps the plan it started with; only where and how fast to send may change.
+    // A resume keeps the plan it started with, and the endpoint and model it was answered
+    // by unless a flag says otherwise; only where and how fast to send may change.
     let plan_args = match &resumed {
-        Some((_, record)) => PlanArgs {
-            bench: Some(
-                args.plan
-                    .bench
-                    .clone()
-                    .unwrap_or_else(|| record.bench_path.clone()),
-            ),
-            limit: record.plan.limit,
-            variants: record.plan.variants.clone(),
-            repeats: Some(record.plan.repeats),
-            shard: record.plan.shard,
-            ..args.plan.clone()
-        },
+        Some((_, record, _)) => {
+            let e = &record.endpoint;
+            let recorded_urls = if e.simulated {
+                vec!["mock".to_string()]
+            } else if e.replicas.is_empty() {
+                vec![e.base_url.clone()]
+            } else {
+                e.replicas.clone()
+            };
+            // Credentials are never stored: such a URL must come from the flags or the
+            // environment again.
+            let usable = !recorded_urls
+                .iter()
+                .any(|u| u.contains(crate::client::secrets::REDACTED));
+            PlanArgs {
+                bench: Some(
+                    args.plan
+                        .bench
+                        .clone()
+                        .unwrap_or_else(|| record.bench_path.clone()),
+                ),
+                limit: record.plan.limit,
+                variants: record.plan.variants.clone(),
+                repeats: Some(record.plan.repeats),
+                shard: record.plan.shard,
+                base_url: if !args.plan.base_url.is_empty() || !usable {
+                    args.plan.base_url.clone()
+                } else {
+                    recorded_urls
+                },
+                model: args.plan.model.clone().or_else(|| Some(e.model.clone())),
+                ..args.plan.clone()
+            }
+        }
         None => args.plan.clone(),
     };
-    let p = prepare(&plan_args, env)?;
+    let p = prepare(&plan_args, env).before_send()?;
     let bench = p.bench.clone();
     let quiet = args.quiet;
+    for w in &p.warnings {
+        note!("warning: {w}");
+    }
     let simulated = p.endpoint.base_urls.is_empty();
+    let shown = shown_urls(&p.endpoint.base_urls);
     let provider = ProviderInfo {
         base_url: if simulated {
             "simulated".into()
         } else {
-            p.endpoint.base_urls.join(", ")
+            shown.join(", ")
         },
         model: p.endpoint.model.clone(),
         simulated,
         api_key_env: (!simulated).then(|| p.endpoint.api_key_env.clone()),
-        replicas: if p.endpoint.base_urls.len() > 1 {
-            p.endpoint.base_urls.clone()
-        } else {
-            Vec::new()
-        },
+        replicas: if shown.len() > 1 { shown } else { Vec::new() },
     };
+    // Every report file must be writable before a single request is paid for.
+    for path in [&args.junit, &args.markdown].into_iter().flatten() {
+        check_writable(path).before_send()?;
+    }
 
-    let (dir, mut record) = match resumed {
-        Some((dir, mut record)) => {
-            check_resumable(&record, &p, &provider)?;
+    let (dir, mut record, _lock) = match resumed {
+        Some((dir, mut record, lock)) => {
+            check_resumable(&record, &p, &provider).before_send()?;
             record.resumed_at.push(utc_now());
             record.finished_at = None;
             record.stopped = None;
             record.endpoint = provider.clone();
-            (dir, record)
+            (dir, record, lock)
         }
         None => {
             let started_at = utc_now();
@@ -478,7 +546,8 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
                 Some(s) => format!("{}-shard{}of{}", bench.name, s.index, s.count),
                 None => bench.name.clone(),
             };
-            let dir = run_dir(&args.out, &name, &started_at)?;
+            let dir = run_dir(&args.out, &name, &started_at).before_send()?;
+            let lock = lock::acquire(&dir).map_err(|m| Failure::Input(UsageError(m).into()))?;
             let record = RunRecord {
                 tool: Tool {
                     name: "promptgauge".into(),
@@ -506,42 +575,50 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
                 endpoint: provider.clone(),
                 bench: bench_document(&p),
             };
-            (dir, record)
+            (dir, record, lock)
         }
     };
 
     let journal_path = dir.join("results.jsonl");
-    let resumed_journal = Journal::resume(&journal_path)
-        .with_context(|| format!("cannot read the journal {}", journal_path.display()))?;
-    if resumed_journal.torn_bytes > 0 {
+    let keys = record.plan_keys();
+    let resumed_journal = Journal::resume(&journal_path, &keys)
+        .with_context(|| format!("cannot read the journal {}", journal_path.display()))
+        .before_send()?;
+    let audit = &resumed_journal.audit;
+    if audit.stats.torn_bytes > 0 {
         note!(
             "note: {} ended in a torn line ({} bytes, from a crash); it was not a finished job and was removed",
             journal_path.display(),
-            resumed_journal.torn_bytes
+            audit.stats.torn_bytes
         );
     }
+    if let Some(found) = audit.findings() {
+        note!("note: {}: {found}", journal_path.display());
+    }
     let mut journal = resumed_journal.journal;
-    let done = resumed_journal.done;
+    let done = &resumed_journal.audit.done;
     let jobs: Vec<Job> = p
         .jobs
         .iter()
         .filter(|j| {
-            let key = (
-                bench.cases[j.case].id.clone(),
-                bench.variants[j.variant].name.clone(),
+            keys.slot(
+                &bench.cases[j.case].id,
+                &bench.variants[j.variant].name,
                 j.repeat,
-            );
-            !done.contains(&key)
+            )
+            .is_none_or(|slot| !done[slot])
         })
         .copied()
         .collect();
+    let already = p.jobs.len() - jobs.len();
 
     let simulator = if provider.simulated {
         note!("{SIMULATED_BANNER}");
         let sim = Arc::new(Provider::new(demo_mock_config()));
         let server = MockServer::start(sim, SocketAddr::from(([127, 0, 0, 1], 0)))
             .await
-            .context("cannot start the built-in simulator")?;
+            .context("cannot start the built-in simulator")
+            .before_send()?;
         Some(server)
     } else {
         None
@@ -556,8 +633,8 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
             p.endpoint.api_key_env
         );
     }
-    let client = Arc::new(build_client(&p, &base_urls, args.verbose)?);
-    record.write(&dir)?;
+    let client = Arc::new(build_client(&p, &base_urls, args.verbose).before_send()?);
+    record.write(&dir).before_send()?;
     if !quiet {
         let verb = if record.resumed_at.is_empty() {
             "running"
@@ -576,21 +653,18 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
         );
     }
 
-    let dispatch = CancellationToken::new();
-    let signals = watch_signals(dispatch.clone(), client.stop_token())?;
+    let dispatch = client.drain_token();
+    let signals = watch_signals(dispatch.clone(), client.stop_token(), args.grace).before_send()?;
     let live = !quiet && std::io::stderr().is_terminal() && !env.is_ci();
-    let mut progress = report::progress::Progress::new(
-        p.jobs.len(),
-        done.len(),
-        record.plan.variants.clone(),
-        live,
-    );
+    let mut progress =
+        report::progress::Progress::new(p.jobs.len(), already, record.plan.variants.clone(), live);
     let mut on_event = |event: RunEvent<'_>| progress.update(&event);
     let cache = if args.cache {
         let root = dir.parent().unwrap_or(Path::new("."));
         let path = root.join(".cache").join("responses.jsonl");
         let cache = runner::Cache::open(&path)
-            .with_context(|| format!("cannot open the response cache {}", path.display()))?;
+            .with_context(|| format!("cannot open the response cache {}", path.display()))
+            .before_send()?;
         if !quiet {
             note!("cache: {} ({} answers)", path.display(), cache.len());
         }
@@ -612,29 +686,56 @@ pub async fn run(args: &RunArgs, env: &Env) -> anyhow::Result<Exit> {
         dispatch.clone(),
         &mut on_event,
     )
-    .await
-    .with_context(|| format!("cannot write the journal {}", journal_path.display()))?;
+    .await;
     signals.abort();
     progress.finish();
     drop(simulator);
 
     let fatal = client.fatal();
-    let interrupted = dispatch.is_cancelled();
+    let interrupted = dispatch.is_cancelled() && tally.journal_error.is_none();
     record.finished_at = Some(utc_now());
-    record.stopped = match (&fatal, interrupted) {
-        (Some(f), _) => Some(f.to_string()),
-        (None, true) => Some("interrupted".to_string()),
+    record.stopped = match (&tally.journal_error, &fatal, interrupted) {
+        (Some(e), _, _) => Some(format!(
+            "the journal {} could not be written: {e}",
+            journal_path.display()
+        )),
+        (None, Some(f), _) => Some(f.to_string()),
+        (None, None, true) => Some("interrupted".to_string()),
         _ => None,
     };
-    record.write(&dir)?;
-    let _ = tally;
+    let mut problems = Vec::new();
+    if let Err(e) = record.write(&dir) {
+        problems.push(e);
+    }
     let outputs = Outputs {
         gates: &args.gates,
         junit: args.junit.as_deref(),
         markdown: args.markdown.as_deref(),
         quiet,
+        sent: true,
     };
-    conclude(&dir, &record, fatal.is_some(), interrupted, &outputs)
+    let ending = Ending {
+        fatal: fatal.is_some(),
+        interrupted,
+        stopped_by_journal: tally.journal_error.is_some(),
+    };
+    Ok(conclude(&dir, &record, ending, &outputs, problems))
+}
+
+/// Fails when a report file cannot be written (its folder is missing or read-only), so the
+/// run is refused before anything is sent rather than losing the report after.
+fn check_writable(path: &Path) -> anyhow::Result<()> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map(drop)
+        .with_context(|| {
+            format!(
+                "cannot write {}\n  fix: create its folder, or name a file you can write",
+                path.display()
+            )
+        })
 }
 
 /// Where a finished run's results go besides its folder, and what it must pass.
@@ -643,62 +744,117 @@ pub struct Outputs<'a> {
     pub junit: Option<&'a Path>,
     pub markdown: Option<&'a Path>,
     pub quiet: bool,
+    /// Whether this command sent requests: a report it cannot write is then exit 3 (the
+    /// answers are paid for and journaled), else exit 2.
+    pub sent: bool,
 }
 
-/// Summarises a run folder from its journal, checks the gates, writes every report, prints
-/// the table, and decides the exit code: 4 aborted by the provider, 130 interrupted,
-/// 3 incomplete, 1 a gate failed, else 0.
+/// How the sending ended.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Ending {
+    /// The provider stopped the run (401/403/402).
+    pub fatal: bool,
+    /// Ctrl-C or SIGTERM.
+    pub interrupted: bool,
+    /// The journal could not be written (a full disk).
+    pub stopped_by_journal: bool,
+}
+
+/// Summarises a run folder from its journal, checks the gates, writes every report it can,
+/// prints the table, and decides the exit code: 4 aborted by the provider, 130 interrupted,
+/// 3 incomplete (or a report or the journal could not be written), 1 a gate failed, else 0.
+/// A report that cannot be written does not stop the others, nor hide a failed gate.
 fn conclude(
     dir: &Path,
     record: &RunRecord,
-    fatal: bool,
-    interrupted: bool,
+    ending: Ending,
     outputs: &Outputs<'_>,
-) -> anyhow::Result<Exit> {
+    mut problems: Vec<anyhow::Error>,
+) -> Exit {
     let journal_path = dir.join("results.jsonl");
-    let mut summary = Summary::from_journal(
+    let keys = record.plan_keys();
+    let summary = Summary::from_journal(
         record.info(),
         &record.plan.variants,
         record.price().as_ref(),
         &journal_path,
+        &keys,
     )
-    .with_context(|| format!("cannot read the journal {}", journal_path.display()))?;
+    .with_context(|| format!("cannot read the journal {}", journal_path.display()));
+    let mut summary = match summary {
+        Ok(s) => s,
+        Err(e) => {
+            note!("error: {e:#}");
+            if outputs.sent {
+                note!("resume with: {}", resume_command(dir));
+                return Exit::Incomplete;
+            }
+            return Exit::Input;
+        }
+    };
     let baseline = match &outputs.gates.baseline {
-        Some(base) => Some(compare_dirs(base, dir)?),
+        Some(base) => match lock::check_idle(base)
+            .map_err(|m| anyhow::Error::from(UsageError(m)))
+            .and_then(|()| compare_dirs(base, dir))
+        {
+            Ok(b) => Some(b),
+            Err(e) => {
+                problems.push(e.context("cannot compare with the baseline run"));
+                None
+            }
+        },
         None => None,
     };
     let gates = outputs.gates.gates();
     summary.gates = report::gates::evaluate(&gates, &summary, baseline.as_ref());
-    report::write_all(dir, &summary)?;
-    write_html(dir, record, &summary)?;
+    if let Err(e) = report::write_all(dir, &summary) {
+        problems.push(e);
+    }
+    if let Err(e) = write_html(dir, record, &summary) {
+        problems.push(e);
+    }
     out!("{}", report::terminal::render(&summary));
     if let Some(b) = &baseline {
         out!("against the baseline run {}:", b.run_a.dir);
         out!("{}", report::terminal::render_comparison(b));
-        std::fs::write(
-            dir.join("baseline.json"),
-            serde_json::to_string_pretty(b)? + "\n",
-        )
-        .with_context(|| format!("cannot write {}", dir.join("baseline.json").display()))?;
+        let path = dir.join("baseline.json");
+        if let Err(e) = serde_json::to_string_pretty(b)
+            .map_err(anyhow::Error::from)
+            .and_then(|text| Ok(std::fs::write(&path, text + "\n")?))
+        {
+            problems.push(e.context(format!("cannot write {}", path.display())));
+        }
     }
     if let Some(path) = outputs.junit {
-        let xml = report::junit::render(&summary, &journal_path)
-            .with_context(|| format!("cannot read the journal {}", journal_path.display()))?;
-        std::fs::write(path, xml).with_context(|| format!("cannot write {}", path.display()))?;
+        let written = report::junit::render(&summary, &journal_path, &keys)
+            .with_context(|| format!("cannot read the journal {}", journal_path.display()))
+            .and_then(|xml| {
+                std::fs::write(path, xml)
+                    .with_context(|| format!("cannot write {}", path.display()))
+            });
+        if let Err(e) = written {
+            problems.push(e);
+        }
     }
     if let Some(path) = outputs.markdown {
-        let mut md = report::markdown::Markdown.render(&summary)?;
-        if let Some(b) = &baseline {
-            md.push_str("\n## Against the baseline run\n\n");
-            md.push_str(&report::markdown::render_comparison(b));
+        let written = report::markdown::Markdown
+            .render(&summary)
+            .and_then(|mut md| {
+                if let Some(b) = &baseline {
+                    md.push_str("\n## Against the baseline run\n\n");
+                    md.push_str(&report::markdown::render_comparison(b));
+                }
+                let mut file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .with_context(|| format!("cannot open {}", path.display()))?;
+                file.write_all(md.as_bytes())
+                    .with_context(|| format!("cannot write {}", path.display()))
+            });
+        if let Err(e) = written {
+            problems.push(e);
         }
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .with_context(|| format!("cannot open {}", path.display()))?;
-        file.write_all(md.as_bytes())
-            .with_context(|| format!("cannot write {}", path.display()))?;
     }
     for g in summary.gates.iter().filter(|g| !g.passed) {
         note!("gate failed: {}: {}", g.gate, g.reason);
@@ -706,13 +862,24 @@ fn conclude(
     if !outputs.quiet {
         note!("reports: {}", dir.display());
     }
-    if fatal {
-        note!("error: {}", record.stopped.clone().unwrap_or_default());
-        return Ok(Exit::Aborted);
+    for e in &problems {
+        note!("error: {e:#}");
     }
-    if interrupted {
-        note!("resume with: promptgauge run --resume {}", dir.display());
-        return Ok(Exit::Interrupted);
+    if ending.fatal {
+        note!("error: {}", record.stopped.clone().unwrap_or_default());
+        return Exit::Aborted;
+    }
+    if ending.interrupted {
+        note!("resume with: {}", resume_command(dir));
+        return Exit::Interrupted;
+    }
+    if ending.stopped_by_journal {
+        note!(
+            "error: {}; the jobs in the journal are kept",
+            record.stopped.clone().unwrap_or_default()
+        );
+        note!("free some space, then resume with: {}", resume_command(dir));
+        return Exit::Incomplete;
     }
     let missing = summary
         .run
@@ -725,12 +892,23 @@ fn conclude(
             gates.allow_failures,
             journal_path.display()
         );
-        return Ok(Exit::Incomplete);
+        return Exit::Incomplete;
+    }
+    if !problems.is_empty() {
+        if outputs.sent {
+            note!(
+                "the answers are in the journal; rewrite the reports with: promptgauge report {} (or {})",
+                dir.display(),
+                resume_command(dir)
+            );
+            return Exit::Incomplete;
+        }
+        return Exit::Input;
     }
     if summary.gates.iter().any(|g| !g.passed) {
-        return Ok(Exit::GateFailed);
+        return Exit::GateFailed;
     }
-    Ok(Exit::Success)
+    Exit::Success
 }
 
 fn build_client(p: &Prepared, base_urls: &[String], verbose: bool) -> anyhow::Result<Client> {
@@ -747,6 +925,7 @@ fn build_client(p: &Prepared, base_urls: &[String], verbose: bool) -> anyhow::Re
     config.idle_timeout = limits.idle_timeout;
     config.total_timeout = limits.total_timeout;
     config.max_response_bytes = limits.max_response_bytes;
+    config.max_retry_after = limits.max_retry_after;
     config.requests_per_minute = limits.requests_per_minute;
     config.tokens_per_minute = limits.tokens_per_minute;
     let transport = ReqwestTransport::new(
@@ -793,6 +972,7 @@ fn write_html(dir: &Path, record: &RunRecord, summary: &Summary) -> anyhow::Resu
     let html = report::html::render_run(
         summary,
         &dir.join("results.jsonl"),
+        &record.plan_keys(),
         &serde_json::to_value(record)?,
     )
     .with_context(|| format!("cannot read the journal in {}", dir.display()))?;
@@ -801,19 +981,39 @@ fn write_html(dir: &Path, record: &RunRecord, summary: &Summary) -> anyhow::Resu
 }
 
 /// `report`: rebuilds a run folder's reports from its journal (gates are not re-checked).
-pub fn rebuild_report(args: &ReportArgs) -> anyhow::Result<Exit> {
-    let record = RunRecord::read(&args.run).map_err(|e| UsageError(format!("{e:#}")))?;
+pub fn rebuild_report(args: &ReportArgs) -> Result<Exit, Failure> {
+    // Its reports are rewritten: the folder must not be in the middle of a run.
+    let _lock = lock::acquire(&args.run).map_err(|m| Failure::Input(UsageError(m).into()))?;
+    let record = RunRecord::read(&args.run)
+        .map_err(|e| UsageError(format!("{e:#}")))
+        .before_send()?;
     let journal = args.run.join("results.jsonl");
-    let summary = Summary::from_journal(
+    let keys = record.plan_keys();
+    let (summary, audit) = Summary::audited(
         record.info(),
         &record.plan.variants,
         record.price().as_ref(),
         &journal,
+        &keys,
     )
-    .with_context(|| format!("cannot read {}", journal.display()))?;
-    report::write_all(&args.run, &summary)?;
-    write_html(&args.run, &record, &summary)?;
+    .with_context(|| format!("cannot read {}", journal.display()))
+    .before_send()?;
+    report::write_all(&args.run, &summary).before_send()?;
+    write_html(&args.run, &record, &summary).before_send()?;
     out!("{}", report::terminal::render(&summary));
+    note!(
+        "journal: {} of {} planned jobs recorded{}",
+        audit.finished,
+        keys.planned(),
+        if audit.stats.torn > 0 {
+            "; a torn last line (from a crash) was skipped"
+        } else {
+            ""
+        }
+    );
+    if let Some(found) = audit.findings() {
+        note!("note: {found}");
+    }
     note!(
         "reports rebuilt in {} (report.html, summary.json, summary.csv, summary.md)",
         args.run.display()
@@ -831,6 +1031,7 @@ fn compare_dirs(run_a: &Path, run_b: &Path) -> anyhow::Result<RunComparison> {
             &record.plan.variants,
             record.price().as_ref(),
             &journal,
+            &record.plan_keys(),
         )
         .with_context(|| format!("cannot read {}", journal.display()))?;
         Ok((record, summary))
@@ -838,8 +1039,8 @@ fn compare_dirs(run_a: &Path, run_b: &Path) -> anyhow::Result<RunComparison> {
     let (ra, sa) = load(run_a)?;
     let (rb, sb) = load(run_b)?;
     let mut cases: BTreeMap<String, CaseTable> = BTreeMap::new();
-    for (arm, dir) in [(0, run_a), (1, run_b)] {
-        runner::journal::read(&dir.join("results.jsonl"), |r| {
+    for (arm, dir, record) in [(0, run_a, &ra), (1, run_b, &rb)] {
+        runner::journal::read_planned(&dir.join("results.jsonl"), &record.plan_keys(), |r| {
             if let Some(correct) = r.correct {
                 cases
                     .entry(r.variant.clone())
@@ -877,6 +1078,9 @@ fn compare_dirs(run_a: &Path, run_b: &Path) -> anyhow::Result<RunComparison> {
 
 /// `compare`: two runs over the same cases, variant by variant, paired by case.
 pub fn compare_runs(args: &CompareArgs) -> anyhow::Result<Exit> {
+    for dir in [&args.run_a, &args.run_b] {
+        lock::check_idle(dir).map_err(UsageError)?;
+    }
     let comparison = compare_dirs(&args.run_a, &args.run_b)?;
     out!("{}", report::terminal::render_comparison(&comparison));
     let out = match &args.out {
@@ -908,6 +1112,9 @@ pub fn compare_runs(args: &CompareArgs) -> anyhow::Result<Exit> {
 
 /// `merge`: shard run folders of one plan combined into one run folder.
 pub fn merge(args: &MergeArgs) -> anyhow::Result<Exit> {
+    for dir in &args.runs {
+        lock::check_idle(dir).map_err(UsageError)?;
+    }
     let records: Vec<RunRecord> = args
         .runs
         .iter()
@@ -965,17 +1172,21 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<Exit> {
     let mut journal = Journal::open(&dir.join("results.jsonl"))
         .with_context(|| format!("cannot create the journal in {}", dir.display()))?;
     let mut keys = std::collections::HashSet::new();
-    for run in &args.runs {
+    for (run, shard) in args.runs.iter().zip(&records) {
         let mut overlap = None;
         let mut write_error = None;
-        runner::journal::read(&run.join("results.jsonl"), |r| {
-            if !keys.insert(r.key()) {
-                overlap = Some(r.key());
-            } else if let Err(e) = journal.append(&r) {
-                write_error = Some(e);
-            }
-        })
-        .with_context(|| format!("cannot read the journal in {}", run.display()))?;
+        let audit =
+            runner::journal::read_planned(&run.join("results.jsonl"), &shard.plan_keys(), |r| {
+                if !keys.insert(r.key()) {
+                    overlap = Some(r.key());
+                } else if let Err(e) = journal.append(&r) {
+                    write_error = Some(e);
+                }
+            })
+            .with_context(|| format!("cannot read the journal in {}", run.display()))?;
+        if let Some(found) = audit.findings() {
+            note!("note: {}: {found}", run.display());
+        }
         if let Some(e) = write_error {
             return Err(e).context("cannot write the merged journal");
         }
@@ -1022,8 +1233,9 @@ pub fn merge(args: &MergeArgs) -> anyhow::Result<Exit> {
         junit: args.junit.as_deref(),
         markdown: args.markdown.as_deref(),
         quiet: false,
+        sent: false,
     };
-    let exit = conclude(&dir, &record, false, false, &outputs)?;
+    let exit = conclude(&dir, &record, Ending::default(), &outputs, Vec::new());
     // A missing shard is an incomplete run, whatever the jobs that ran did.
     Ok(if missing.is_empty() || exit != Exit::Success {
         exit

@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod client;
 pub mod commands;
+pub mod error;
 pub mod grade;
 pub mod hash;
 pub mod mock;

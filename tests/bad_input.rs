@@ -306,6 +306,37 @@ const ROWS: &[Row] = &[
         expect: &["cases.jsonl:1", "reserves about", "tokens_per_minute (50)"],
     },
     Row {
+        name: "a timeout too long for any clock",
+        setup: |d| add_to_bench(d, "limits: { total_timeout: 10000000000000000000s }\n"),
+        expect: &["bench.yaml:7", "longer than a day"],
+    },
+    Row {
+        name: "a timeout in seconds too long for any clock",
+        setup: |d| add_to_bench(d, "limits: { first_token_timeout: 1e30 }\n"),
+        expect: &["bench.yaml:7", "longer than a day"],
+    },
+    Row {
+        name: "a loop bomb in a template",
+        setup: |d| {
+            fs::write(
+                d.join("plain.txt"),
+                "{% for a in 'x'*10000 %}{% for b in 'x'*10000 %}{{ 'x'*10000 }}{% endfor %}{% endfor %}{{ question }}",
+            )
+            .unwrap()
+        },
+        expect: &["plain.txt:1", "at most 1000000 steps"],
+    },
+    Row {
+        name: "a variant file whose name cannot be selected",
+        setup: |d| {
+            fs::rename(d.join("plain.txt"), d.join("x,y.txt")).unwrap();
+            edit(&d.join("bench.yaml"), |t| {
+                t.replace("plain.txt", "\"x,y.txt\"")
+            });
+        },
+        expect: &["x,y.txt", "from the file name", "rename the file"],
+    },
+    Row {
         name: "a YAML case file that is not a list",
         setup: |d| {
             fs::write(d.join("cases.yaml"), "id: a\nexpected: 1\n").unwrap();

@@ -547,3 +547,247 @@ fn the_api_key_never_appears_in_any_byte_written() {
         assert!(!text.contains("7f3a9c41e8"), "the key leaked into {name}");
     }
 }
+
+/// A raw HTTP server that answers the n-th request with `replies[n]` (the last repeats),
+/// where `{AUTH}` is replaced by the Authorization header it received: a server that
+/// echoes credentials back, as some proxies and error pages do.
+fn echo_server(replies: Vec<(&'static str, &'static str, String)>) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for (n, stream) in listener.incoming().enumerate() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let (mut auth, mut length) = (String::new(), 0usize);
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                let lower = line.to_ascii_lowercase();
+                if lower.starts_with("authorization:") {
+                    auth = line["authorization:".len()..].trim().to_string();
+                }
+                if let Some(v) = lower.strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let (status, content_type, body) = &replies[n.min(replies.len() - 1)];
+            let reply = http(status, content_type, &body.replace("{AUTH}", &auth));
+            let _ = stream.write_all(reply.as_bytes());
+        }
+    });
+    format!("http://{addr}/v1")
+}
+
+fn http(status: &str, content_type: &str, body: &str) -> String {
+    format!(
+        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// Every byte a run wrote: stdout, stderr and every file under `root`.
+fn everything_written(out: &std::process::Output, root: &Path) -> Vec<(String, String)> {
+    let mut written = vec![
+        (
+            "stdout".to_string(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        ),
+        (
+            "stderr".to_string(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        ),
+    ];
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        if p.is_dir() {
+            stack.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+        } else if p.exists() {
+            written.push((
+                p.display().to_string(),
+                String::from_utf8_lossy(&std::fs::read(&p).unwrap()).into_owned(),
+            ));
+        }
+    }
+    written
+}
+
+#[test]
+fn a_key_the_server_echoes_back_is_scrubbed_from_every_byte_written() {
+    const KEY: &str = "sk-ECHOED-5be0c2d7a1-SECRET";
+    let sse =
+        |events: &[&str]| -> String { events.iter().map(|e| format!("data: {e}\n\n")).collect() };
+    let url = echo_server(vec![
+        (
+            "500 Internal Server Error",
+            "text/plain",
+            "upstream refused {AUTH}".into(),
+        ),
+        (
+            "200 OK",
+            "text/event-stream",
+            sse(&[r#"{"error":{"message":"bad credentials: {AUTH}"}}"#]),
+        ),
+        (
+            "200 OK",
+            "text/event-stream",
+            sse(&[
+                r#"{"model":"{AUTH}","choices":[{"index":0,"delta":{"content":"4 ({AUTH})"},"finish_reason":"stop"}]}"#,
+                "[DONE]",
+            ]),
+        ),
+        (
+            "402 Payment Required",
+            "application/json",
+            r#"{"error":{"message":"no credit left for {AUTH}"}}"#.into(),
+        ),
+    ]);
+    let dir = bench_dir("endpoint: { api_key_env: PLANTED_KEY }\nlimits: { concurrency: 1 }\n");
+    let out = promptgauge(dir.path())
+        .env("PLANTED_KEY", KEY)
+        .args([
+            "run",
+            "bench.yaml",
+            "--verbose",
+            "--limit",
+            "2",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The first job needed three attempts and was graded; the second ran out of credit.
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    let journal =
+        std::fs::read_to_string(run_dirs(&dir.path().join("reports"))[0].join("results.jsonl"))
+            .unwrap();
+    assert!(journal.contains("Bearer [redacted]"), "{journal}");
+    let written = everything_written(&out, &dir.path().join("reports"));
+    assert!(written.len() >= 7);
+    for (name, text) in &written {
+        assert!(
+            !text.contains("5be0c2d7a1"),
+            "the echoed key leaked into {name}"
+        );
+    }
+}
+
+#[test]
+fn credentials_in_the_base_url_are_shown_and_stored_nowhere() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let url = server
+        .base_url()
+        .replace("http://", "http://alice:pw-4c9e1f7b2d@");
+    let dir = bench_dir("");
+    let out = promptgauge(dir.path())
+        .args([
+            "run",
+            "bench.yaml",
+            "--verbose",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        server.provider.stats().generations,
+        24,
+        "the URL still works"
+    );
+    let written = everything_written(&out, &dir.path().join("reports"));
+    for (name, text) in &written {
+        assert!(
+            !text.contains("pw-4c9e1f7b2d"),
+            "the password leaked into {name}"
+        );
+    }
+    let run = &run_dirs(&dir.path().join("reports"))[0];
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    assert!(
+        record["endpoint"]["base_url"]
+            .as_str()
+            .unwrap()
+            .starts_with("http://[redacted]@127.0.0.1:"),
+        "{record}"
+    );
+}
+
+#[test]
+fn a_key_with_a_trailing_newline_is_trimmed_and_one_with_a_space_is_refused() {
+    let (_rt, server) = start_mock(MockConfig {
+        api_key: Some("sk-test-newline-1234".into()),
+        ..MockConfig::default()
+    });
+    let dir = bench_dir("");
+    let url = server.base_url();
+    let out = promptgauge(dir.path())
+        .env("OPENAI_API_KEY", "sk-test-newline-1234\n")
+        .args(["run", "bench.yaml", "--base-url", &url, "--model", "m"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("warning: $OPENAI_API_KEY has leading or trailing whitespace"),
+        "{stderr}"
+    );
+    assert_eq!(server.provider.stats().status_401, 0);
+
+    let sent = server.provider.stats().requests;
+    let out = promptgauge(dir.path())
+        .env("OPENAI_API_KEY", "sk-test new")
+        .args(["run", "bench.yaml", "--base-url", &url, "--model", "m"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("$OPENAI_API_KEY contains a space"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("sk-test new"), "{stderr}");
+    assert_eq!(server.provider.stats().requests, sent, "nothing sent");
+}
+
+#[test]
+fn an_unwritable_report_path_is_refused_before_anything_is_sent() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let dir = bench_dir("");
+    let out = promptgauge(dir.path())
+        .args([
+            "run",
+            "bench.yaml",
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "m",
+            "--junit",
+            "no/such/folder/junit.xml",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no/such/folder/junit.xml") && stderr.contains("fix:"),
+        "{stderr}"
+    );
+    assert_eq!(server.provider.stats().requests, 0);
+    assert!(!dir.path().join("reports").exists());
+}

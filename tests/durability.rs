@@ -356,3 +356,299 @@ fn sigterm_stops_like_a_first_interrupt() {
     let keys: HashSet<String> = journal(&run).iter().map(|r| r["job"].to_string()).collect();
     assert_eq!(keys.len(), s.jobs_finished);
 }
+
+// ---- One process per run folder; the journal is trusted by key ----
+
+#[test]
+fn a_second_process_cannot_write_a_run_folder_that_is_being_written() {
+    let (_rt, server) = start_mock(MockConfig {
+        first_token_delay: Duration::from_millis(20),
+        ..MockConfig::default()
+    });
+    let bench = bench_dir("limits: { concurrency: 1 }\n");
+    let d = bench.path();
+    let url = server.base_url();
+    let mut first = spawn(
+        d,
+        &["run", "bench.yaml", "--base-url", &url, "--model", "m"],
+    );
+    wait_for("the first job", || {
+        run_dirs(&d.join("reports"))
+            .first()
+            .is_some_and(|r| journal_lines(r) >= 1)
+    });
+    let run = only_run(&d.join("reports"));
+    let before = server.provider.stats().requests;
+    for args in [
+        vec!["run", "--resume", run.to_str().unwrap()],
+        vec!["report", run.to_str().unwrap()],
+    ] {
+        let out = promptgauge(d).args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("is in use by another promptgauge process (pid"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("fix:"), "{stderr}");
+    }
+    // The second process sent nothing: the first alone accounts for every request.
+    assert_eq!(first.wait().unwrap().code(), Some(0));
+    assert_eq!(journal_lines(&run), 24, "one line per job, none twice");
+    let s = summary(&run);
+    assert!(s.complete);
+    assert_eq!(s.variants.iter().map(|v| v.n).sum::<u64>(), 24);
+    assert!(server.provider.stats().requests >= before);
+    assert_eq!(server.provider.stats().generations, 24);
+    // Once the owner is gone (here: it finished) the folder is free again.
+    let out = promptgauge(d)
+        .args(["report", run.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn a_journal_with_duplicates_strangers_and_a_gap_is_not_complete() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let bench = bench_dir("");
+    let d = bench.path();
+    let url = server.base_url();
+    promptgauge(d)
+        .args(["run", "bench.yaml", "--base-url", &url, "--model", "m"])
+        .assert()
+        .code(0);
+    let run = only_run(&d.join("reports"));
+    // 24 lines for 24 jobs, but: one job twice, one job missing, one job from elsewhere.
+    let text = std::fs::read_to_string(run.join("results.jsonl")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let missing: Value = serde_json::from_str(lines[5]).unwrap();
+    let stranger = lines[6].replace("\"case_id\":\"add-", "\"case_id\":\"other-");
+    let mut doctored: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    doctored[5] = lines[0].to_string();
+    doctored.push(stranger);
+    std::fs::write(run.join("results.jsonl"), doctored.join("\n") + "\n").unwrap();
+
+    let out = promptgauge(d)
+        .args(["report", run.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("journal: 23 of 24 planned jobs recorded"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("1 duplicate record"), "{stderr}");
+    assert!(
+        stderr.contains("1 record(s) of jobs this run did not plan"),
+        "{stderr}"
+    );
+    let s = summary(&run);
+    assert!(!s.complete, "25 lines are not 24 jobs");
+    assert_eq!(
+        (s.jobs_finished, s.duplicate_records, s.records_outside_plan),
+        (23, 1, 1)
+    );
+    assert_eq!(s.variants.iter().map(|v| v.n).sum::<u64>(), 23);
+
+    // The resume sends exactly the missing job, and says what it found.
+    let sent = server.provider.stats().requests;
+    let out = promptgauge(d)
+        .args(["run", "--resume", run.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("1 duplicate record"), "{stderr}");
+    assert!(stderr.contains("resuming: 1 of 24 jobs"), "{stderr}");
+    assert_eq!(server.provider.stats().requests, sent + 1);
+    let s = summary(&run);
+    assert!(s.complete);
+    let redone = journal(&run).pop().unwrap();
+    assert_eq!(
+        (&redone["case_id"], &redone["variant"]),
+        (&missing["case_id"], &missing["variant"])
+    );
+}
+
+// ---- Stopping: no new attempts after the first signal, a bounded grace for the rest ----
+
+#[cfg(unix)]
+#[test]
+fn the_first_signal_ends_retry_waits_at_once_and_starts_no_new_attempt() {
+    // Every attempt is a 429 asking for 30 s: before, each job slept it out and tried again.
+    let (_rt, server) = start_mock(MockConfig {
+        retry_after: promptgauge::mock::RetryAfter::Seconds(30),
+        faults: Faults {
+            rate_429: 1.0,
+            ..Faults::default()
+        },
+        ..MockConfig::default()
+    });
+    let bench = bench_dir("limits: { concurrency: 2 }\n");
+    let d = bench.path();
+    let url = server.base_url();
+    let mut child = spawn(
+        d,
+        &["run", "bench.yaml", "--base-url", &url, "--model", "m"],
+    );
+    wait_for("two 429s", || server.provider.stats().status_429 >= 2);
+    let sent = server.provider.stats().requests;
+    let signalled = Instant::now();
+    signal(&child, "TERM");
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert!(
+        signalled.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        signalled.elapsed()
+    );
+    assert_eq!(
+        server.provider.stats().requests,
+        sent,
+        "no attempt after the signal"
+    );
+    let run = only_run(&d.join("reports"));
+    assert!(run.join("summary.json").exists());
+    assert_eq!(
+        journal_lines(&run),
+        0,
+        "nothing finished; all of it is left for a resume"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn attempts_in_flight_are_abandoned_after_the_grace_period() {
+    let (_rt, server) = start_mock(MockConfig {
+        faults: Faults {
+            hang: 1.0,
+            ..Faults::default()
+        },
+        ..MockConfig::default()
+    });
+    let bench = bench_dir("limits: { concurrency: 2, first_token_timeout: 600s }\n");
+    let d = bench.path();
+    let url = server.base_url();
+    let mut child = spawn(
+        d,
+        &[
+            "run",
+            "bench.yaml",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--grace",
+            "300ms",
+        ],
+    );
+    wait_for("two requests in flight", || {
+        server.provider.stats().in_flight >= 2
+    });
+    signal(&child, "TERM");
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let run = only_run(&d.join("reports"));
+    assert!(run.join("summary.json").exists(), "reports written");
+    assert_eq!(server.provider.stats().requests, 2);
+}
+
+// ---- A full disk, and where the run can be resumed from ----
+
+#[cfg(unix)]
+#[test]
+fn a_full_disk_mid_run_is_exit_3_with_what_fits_written_and_the_resume_command() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let bench = arithmetic_bench(60, 2, "limits: { concurrency: 2 }\n");
+    let d = bench.path();
+    let url = server.base_url();
+    // Files may not grow past 24 KiB: the journal (about 1 KiB a job) runs out mid-run;
+    // the summaries still fit. SIGXFSZ is ignored so the write fails as on a full disk.
+    let bin = assert_cmd::cargo::cargo_bin("promptgauge");
+    let out = std::process::Command::new("sh")
+        .current_dir(d)
+        .env("CI", "true")
+        .args([
+            "-c",
+            &format!(
+                "trap '' XFSZ; ulimit -f 24; exec '{}' run bench.yaml --base-url {url} --model m",
+                bin.display()
+            ),
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let run = only_run(&d.join("reports"));
+    assert!(stderr.contains("could not be written"), "{stderr}");
+    let name = run.file_name().unwrap().to_str().unwrap();
+    let resume = format!("promptgauge run --resume reports/{name}");
+    assert!(stderr.contains(&resume), "{stderr}");
+    assert!(run.join("summary.json").exists(), "what fits is written");
+    let kept = journal_lines(&run);
+    assert!(kept > 0 && kept < 120, "{kept}");
+
+    // With room again, the printed command finishes the run.
+    let args: Vec<&str> = resume.split(' ').skip(1).collect();
+    let out = promptgauge(d).args(&args).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = summary(&run);
+    assert!(s.complete);
+    assert_eq!(journal_lines(&run), 120);
+}
+
+#[cfg(unix)]
+#[test]
+fn the_printed_resume_command_works_after_a_run_with_base_url_and_model_flags() {
+    let (_rt, server) = start_mock(MockConfig {
+        first_token_delay: Duration::from_millis(20),
+        ..MockConfig::default()
+    });
+    let bench = bench_dir("limits: { concurrency: 1 }\n");
+    let d = bench.path();
+    let url = server.base_url();
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("promptgauge"))
+        .current_dir(d)
+        .args([
+            "run",
+            "bench.yaml",
+            "--base-url",
+            &url,
+            "--model",
+            "qwen-7b",
+        ])
+        .env("CI", "true")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the first job", || {
+        run_dirs(&d.join("reports"))
+            .first()
+            .is_some_and(|r| journal_lines(r) >= 1)
+    });
+    signal(&child, "INT");
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let printed = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("resume with: "))
+        .unwrap_or_else(|| panic!("no resume command in {stderr}"));
+    let args: Vec<&str> = printed.split(' ').skip(1).collect();
+    let out = promptgauge(d).args(&args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "`{printed}`: {stderr}");
+    let s = summary(&only_run(&d.join("reports")));
+    assert!(s.complete);
+    assert_eq!(s.run.provider.model, "qwen-7b");
+    assert_eq!(
+        server.provider.stats().generations,
+        24,
+        "all to the same server"
+    );
+}

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures_util::StreamExt;
 use promptgauge::client::transport::BoxFuture;
 use promptgauge::client::{
     Client, ClientConfig, HttpRequest, HttpResponse, JobRequest, JobResult, Outcome, Transport,
@@ -13,15 +14,39 @@ use promptgauge::client::{
 use promptgauge::suite::ChatMessage;
 use serde_json::Map;
 
-/// Answers each attempt with the next script (the last one repeats): 200 and these chunks.
+/// One scripted answer: a status, headers and these chunks; then the body ends, or (with
+/// `hang`) stays open forever.
+#[derive(Clone, Default)]
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    chunks: Vec<Vec<u8>>,
+    hang: bool,
+}
+
+impl Reply {
+    fn ok(chunks: Vec<Vec<u8>>) -> Reply {
+        Reply {
+            status: 200,
+            chunks,
+            ..Reply::default()
+        }
+    }
+}
+
+/// Answers each attempt with the next reply (the last one repeats), and keeps the URLs
+/// and headers it was sent.
+#[derive(Default)]
 struct Scripted {
-    scripts: Mutex<Vec<Vec<Vec<u8>>>>,
+    replies: Mutex<Vec<Reply>>,
+    seen: Mutex<Vec<HttpRequest>>,
 }
 
 impl Transport for Scripted {
-    fn send(&self, _: HttpRequest) -> BoxFuture<Result<HttpResponse, TransportError>> {
-        let chunks = {
-            let mut s = self.scripts.lock().unwrap();
+    fn send(&self, request: HttpRequest) -> BoxFuture<Result<HttpResponse, TransportError>> {
+        self.seen.lock().unwrap().push(request);
+        let reply = {
+            let mut s = self.replies.lock().unwrap();
             if s.len() > 1 {
                 s.remove(0)
             } else {
@@ -29,12 +54,20 @@ impl Transport for Scripted {
             }
         };
         Box::pin(async move {
-            let items: Vec<Result<Bytes, TransportError>> =
-                chunks.into_iter().map(|c| Ok(Bytes::from(c))).collect();
+            let items: Vec<Result<Bytes, TransportError>> = reply
+                .chunks
+                .into_iter()
+                .map(|c| Ok(Bytes::from(c)))
+                .collect();
+            let body = futures_util::stream::iter(items);
             Ok(HttpResponse {
-                status: 200,
-                headers: vec![],
-                body: Box::pin(futures_util::stream::iter(items)),
+                status: reply.status,
+                headers: reply.headers,
+                body: if reply.hang {
+                    Box::pin(body.chain(futures_util::stream::pending()))
+                } else {
+                    Box::pin(body)
+                },
             })
         })
     }
@@ -59,17 +92,26 @@ async fn play_bytes(
     scripts: Vec<Vec<Vec<u8>>>,
     tweak: impl FnOnce(&mut ClientConfig),
 ) -> JobResult {
+    play_replies(scripts.into_iter().map(Reply::ok).collect(), tweak)
+        .await
+        .0
+}
+
+/// Plays replies to one job; returns its result and the requests the client sent.
+async fn play_replies(
+    replies: Vec<Reply>,
+    tweak: impl FnOnce(&mut ClientConfig),
+) -> (JobResult, Vec<HttpRequest>) {
     let mut config = ClientConfig::new("http://scripted/v1", "m");
     config.max_attempts = 2;
     config.backoff_base = Duration::from_millis(1);
     tweak(&mut config);
-    let client = Client::new(
-        Arc::new(Scripted {
-            scripts: Mutex::new(scripts),
-        }),
-        config,
-    );
-    client
+    let transport = Arc::new(Scripted {
+        replies: Mutex::new(replies),
+        ..Scripted::default()
+    });
+    let client = Client::new(transport.clone(), config);
+    let result = client
         .execute(&JobRequest {
             messages: vec![ChatMessage {
                 role: "user".into(),
@@ -79,7 +121,9 @@ async fn play_bytes(
             idempotency_key: "k".into(),
             reserve_tokens: 0,
         })
-        .await
+        .await;
+    let seen = std::mem::take(&mut *transport.seen.lock().unwrap());
+    (result, seen)
 }
 
 fn outcomes(r: &JobResult) -> Vec<Outcome> {
@@ -259,4 +303,229 @@ async fn every_byte_split_of_a_stream_gives_the_same_answer() {
         let r = play_bytes(script, |_| {}).await;
         assert_eq!(r.text, "Ça → 東京", "cut at {cut}");
     }
+}
+
+// ---- Finish reasons that are not, text after the end, and servers that never close ----
+
+#[tokio::test(start_paused = true)]
+async fn an_empty_finish_reason_is_no_finish_so_a_broken_stream_is_cut() {
+    // Some Ollama and SGLang versions send `"finish_reason": ""` on every chunk.
+    let r = play(
+        vec![lines(&[
+            &chunk(r#"{"content":"4"}"#, Some("")),
+            &chunk(r#"{"content":"2"}"#, Some("")),
+        ])],
+        |c| c.max_attempts = 1,
+    )
+    .await;
+    assert_eq!(outcomes(&r), [Outcome::Cut]);
+    assert!(!r.answered(), "never graded");
+}
+
+#[tokio::test(start_paused = true)]
+async fn length_after_empty_finish_reasons_is_truncation() {
+    let r = play(
+        vec![lines(&[
+            &chunk(r#"{"content":"4"}"#, Some("")),
+            &chunk(r#"{"content":"2"}"#, Some("length")),
+            "data: [DONE]",
+        ])],
+        |_| {},
+    )
+    .await;
+    assert_eq!(outcomes(&r), [Outcome::Truncated]);
+    assert_eq!(r.text, "42");
+}
+
+#[tokio::test(start_paused = true)]
+async fn text_after_the_first_finish_reason_is_ignored_and_counted() {
+    let r = play(
+        vec![lines(&[
+            &chunk(r#"{"content":"B"}"#, Some("stop")),
+            &chunk(r#"{"content":" — no wait, A"}"#, None),
+            &chunk(r#"{"content":"!"}"#, Some("stop")),
+            "data: [DONE]",
+        ])],
+        |_| {},
+    )
+    .await;
+    assert_eq!(outcomes(&r), [Outcome::Complete]);
+    assert_eq!(r.text, "B");
+    assert_eq!(r.attempts[0].ignored_events, 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_finish_then_an_open_connection_completes_at_once() {
+    // No [DONE], no close: the answer is whole at its finish_reason; latency ends there.
+    let start = tokio::time::Instant::now();
+    let (r, _) = play_replies(
+        vec![Reply {
+            hang: true,
+            ..Reply::ok(vec![
+                lines(&[
+                    &chunk(r#"{"content":"B"}"#, None),
+                    &chunk("{}", Some("stop")),
+                ])
+                .remove(0)
+                .into_bytes(),
+            ])
+        }],
+        |c| c.idle_timeout = Duration::from_secs(30),
+    )
+    .await;
+    assert_eq!(outcomes(&r), [Outcome::Complete]);
+    assert_eq!(r.text, "B");
+    assert_eq!(r.attempts[0].latency_ms, 0.0, "not the 30 s idle timeout");
+    assert!(
+        start.elapsed() <= promptgauge::client::FINISH_GRACE + Duration::from_millis(100),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_usage_chunk_right_after_the_finish_is_kept_though_the_stream_stays_open() {
+    let (r, _) = play_replies(
+        vec![Reply {
+            hang: true,
+            ..Reply::ok(vec![
+                lines(&[&chunk(r#"{"content":"B"}"#, Some("stop"))])
+                    .remove(0)
+                    .into_bytes(),
+                lines(&[USAGE]).remove(0).into_bytes(),
+            ])
+        }],
+        |_| {},
+    )
+    .await;
+    assert_eq!(outcomes(&r), [Outcome::Complete]);
+    assert_eq!(r.usage.unwrap().prompt_tokens, 5);
+}
+
+// ---- Values no clock can hold ----
+
+#[tokio::test(start_paused = true)]
+async fn an_absurd_retry_after_fails_the_job_with_the_reason_instead_of_panicking() {
+    for (name, value) in [("retry-after", "1e30"), ("retry-after-ms", "1e300")] {
+        let (r, seen) = play_replies(
+            vec![Reply {
+                status: 429,
+                headers: vec![(name.to_string(), value.to_string())],
+                ..Reply::default()
+            }],
+            |c| c.max_attempts = 5,
+        )
+        .await;
+        assert_eq!(seen.len(), 1, "{name}: no second attempt");
+        let why = r.failure.unwrap();
+        assert!(
+            why.contains("more than a year") && why.contains("max_retry_after"),
+            "{name}: {why}"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn timeouts_too_long_for_the_clock_do_not_overflow() {
+    let r = play(
+        vec![lines(&[
+            &chunk(r#"{"content":"B"}"#, Some("stop")),
+            "data: [DONE]",
+        ])],
+        |c| {
+            c.first_token_timeout = Duration::MAX;
+            c.idle_timeout = Duration::MAX;
+            c.total_timeout = Duration::MAX;
+        },
+    )
+    .await;
+    assert_eq!(outcomes(&r), [Outcome::Complete]);
+}
+
+// ---- Secrets the server echoes back ----
+
+#[tokio::test(start_paused = true)]
+async fn a_key_echoed_by_the_server_is_scrubbed_from_everything_kept() {
+    const KEY: &str = "sk-test-echo-0123456789abcdef";
+    let echo = |s: &str| s.replace("KEY", KEY);
+    let (r, seen) = play_replies(
+        vec![
+            // An error body quoting the header, long enough that a cut at 300 characters
+            // would split the key if it were cut before scrubbing.
+            Reply {
+                status: 500,
+                chunks: vec![
+                    format!(
+                        "{}Authorization: Bearer {KEY} was rejected upstream",
+                        "x".repeat(290)
+                    )
+                    .into_bytes(),
+                ],
+                ..Reply::default()
+            },
+            Reply::ok(vec![
+                lines(&[&echo(
+                    r#"data: {"error":{"message":"bad header Bearer KEY"}}"#,
+                )])
+                .remove(0)
+                .into_bytes(),
+            ]),
+            // An answer that repeats the key, split across two deltas.
+            Reply::ok(vec![
+                lines(&[
+                    &chunk(
+                        &format!(r#"{{"content":"your key is {}"}}"#, &KEY[..10]),
+                        None,
+                    ),
+                    &chunk(&format!(r#"{{"content":"{}"}}"#, &KEY[10..]), Some("stop")),
+                    "data: [DONE]",
+                ])
+                .remove(0)
+                .into_bytes(),
+            ]),
+        ],
+        |c| {
+            c.max_attempts = 3;
+            c.api_key = Some(promptgauge::client::ApiKey::new(KEY.into()));
+        },
+    )
+    .await;
+    assert_eq!(seen.len(), 3);
+    assert!(
+        seen[0]
+            .headers
+            .iter()
+            .any(|(k, v)| k == "authorization" && v.ends_with(KEY)),
+        "the key is still sent"
+    );
+    let kept = format!("{:?} {:?} {}", r.attempts, r.failure, r.text);
+    assert!(!kept.contains(&KEY[..12]), "{kept}");
+    assert!(kept.contains("[redacted]"), "{kept}");
+    assert_eq!(r.text, "your key is [redacted]");
+}
+
+// ---- URLs ----
+
+#[tokio::test(start_paused = true)]
+async fn a_query_string_stays_after_the_path() {
+    let (r, seen) = play_replies(
+        vec![Reply::ok(
+            lines(&[&chunk(r#"{"content":"B"}"#, Some("stop"))])
+                .into_iter()
+                .map(String::into_bytes)
+                .collect(),
+        )],
+        |c| {
+            *c = ClientConfig::new(
+                "https://x.openai.azure.com/openai/deployments/gpt?api-version=2024-06-01",
+                "m",
+            )
+        },
+    )
+    .await;
+    assert!(r.answered());
+    assert_eq!(
+        seen[0].url,
+        "https://x.openai.azure.com/openai/deployments/gpt/chat/completions?api-version=2024-06-01"
+    );
 }

@@ -10,6 +10,7 @@ use promptgauge::client::{Client, ClientConfig, JobRequest};
 use promptgauge::mock::memory::MemoryTransport;
 use promptgauge::mock::{Faults, MockConfig, Provider, RetryAfter};
 use promptgauge::report::{ProviderInfo, RunInfo, Summary};
+use promptgauge::runner::journal::PlanKeys;
 use promptgauge::runner::{self, JobRecord, JobStatus, Journal};
 use promptgauge::suite::{Bench, ChatMessage, Plan};
 use serde_json::Map;
@@ -95,8 +96,8 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
         CancellationToken::new(),
         &mut |_| events += 1,
     )
-    .await
-    .unwrap();
+    .await;
+    assert!(tally.journal_error.is_none());
 
     let virtual_wall = started.elapsed();
     assert_eq!(tally.finished, JOBS);
@@ -173,6 +174,12 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
         &["echo".to_string()],
         None,
         &journal_path,
+        &PlanKeys::new(
+            &bench.cases.iter().map(|c| c.id.clone()).collect::<Vec<_>>(),
+            &["echo".to_string()],
+            1,
+            None,
+        ),
     )
     .unwrap();
     let v = &summary.variants[0];
@@ -206,5 +213,56 @@ async fn a_completed_key_is_replayed_not_generated_again() {
     assert_eq!(
         (stats.requests, stats.generations, stats.replays),
         (2, 1, 1)
+    );
+}
+
+/// Runs 20 jobs against `replicas` simulators that all answer 500, on a paused clock;
+/// returns the virtual time the run took and how many jobs failed.
+async fn all_failing(replicas: usize) -> (Duration, usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let bench = Arc::new(echo_bench(dir.path(), 20));
+    let broken = || {
+        Arc::new(Provider::new(MockConfig {
+            faults: Faults {
+                rate_5xx: 1.0,
+                ..Faults::default()
+            },
+            ..MockConfig::default()
+        }))
+    };
+    let urls: Vec<String> = (0..replicas).map(|i| format!("http://r{i}/v1")).collect();
+    let transport = MemoryTransport::routes(urls.iter().map(|u| (u.clone(), broken())).collect());
+    let mut config = ClientConfig::new(&urls[0], "mock-model");
+    config.replicas = urls[1..].to_vec();
+    config.concurrency = 4;
+    config.seed = Some(5);
+    let client = Arc::new(Client::new(Arc::new(transport), config));
+    let path = dir.path().join("results.jsonl");
+    let mut journal = Journal::open(&path).unwrap();
+    let started = tokio::time::Instant::now();
+    let tally = runner::run(
+        bench.clone(),
+        Plan::new(20, &[0], 1).jobs,
+        client,
+        &mut journal,
+        &runner::RunOptions::default(),
+        CancellationToken::new(),
+        &mut |_| {},
+    )
+    .await;
+    (started.elapsed(), tally.failed)
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_every_replica_failing_jobs_fail_as_fast_as_with_one_endpoint() {
+    let (one, failed_one) = all_failing(1).await;
+    let (three, failed_three) = all_failing(3).await;
+    assert_eq!((failed_one, failed_three), (20, 20));
+    // Each job fails on its own deadlines and backoff (six attempts, about 8 s at most);
+    // benched replicas never park it (before: 240 s benches, jobs waiting without end).
+    assert!(one < Duration::from_secs(60), "{one:?}");
+    assert!(
+        three <= one + Duration::from_secs(10),
+        "three replicas {three:?}, one {one:?}"
     );
 }

@@ -14,17 +14,33 @@ pub struct Usage {
     pub estimated: bool,
 }
 
+/// A `usage` object that is present but cannot be believed (a negative, fractional or
+/// non-numeric count): it is ignored, and the job's usage is estimated instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InvalidUsage;
+
 impl Usage {
-    fn from_json(v: &Value) -> Option<Usage> {
-        let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
-        let obj = v.as_object()?;
-        Some(Usage {
-            prompt_tokens: n(obj.get("prompt_tokens")),
-            completion_tokens: n(obj.get("completion_tokens")),
-            cached_tokens: n(v.pointer("/prompt_tokens_details/cached_tokens")),
-            reasoning_tokens: n(v.pointer("/completion_tokens_details/reasoning_tokens")),
+    /// `Ok(None)` when there is no usage object; `Err` when its counts are not whole numbers
+    /// ≥ 0. Absent counts are 0.
+    fn from_json(v: &Value) -> Result<Option<Usage>, InvalidUsage> {
+        let Some(obj) = v.as_object() else {
+            return if v.is_null() {
+                Ok(None)
+            } else {
+                Err(InvalidUsage)
+            };
+        };
+        let n = |v: Option<&Value>| match v {
+            None | Some(Value::Null) => Ok(0),
+            Some(v) => v.as_u64().ok_or(InvalidUsage),
+        };
+        Ok(Some(Usage {
+            prompt_tokens: n(obj.get("prompt_tokens"))?,
+            completion_tokens: n(obj.get("completion_tokens"))?,
+            cached_tokens: n(v.pointer("/prompt_tokens_details/cached_tokens"))?,
+            reasoning_tokens: n(v.pointer("/completion_tokens_details/reasoning_tokens"))?,
             estimated: false,
-        })
+        }))
     }
 
     /// A rough count for servers that report none; marked as estimated.
@@ -47,7 +63,8 @@ pub struct ChatStream {
     pub text: String,
     /// `reasoning_content` / `reasoning` deltas: kept apart from the answer.
     pub reasoning: String,
-    /// The first `finish_reason` seen; later duplicates are ignored.
+    /// The first real (non-empty) `finish_reason` seen: it ends the answer. Later
+    /// duplicates, and any text after it, are ignored.
     pub finish_reason: Option<String>,
     pub usage: Option<Usage>,
     pub model: Option<String>,
@@ -55,8 +72,9 @@ pub struct ChatStream {
     pub error: Option<String>,
     /// `data: [DONE]` arrived.
     pub done: bool,
-    /// `data:` payloads that were not JSON; ignored, counted for the journal.
-    pub unparsed: u64,
+    /// Events that were ignored, counted for the journal: `data:` payloads that were not
+    /// JSON, text sent after the `finish_reason`, usage objects with impossible counts.
+    pub ignored: u64,
 }
 
 impl ChatStream {
@@ -71,7 +89,7 @@ impl ChatStream {
             if event_type == "error" {
                 self.error = Some(truncate(data, 500));
             } else {
-                self.unparsed += 1;
+                self.ignored += 1;
             }
             return false;
         };
@@ -86,8 +104,10 @@ impl ChatStream {
         if self.model.is_none() {
             self.model = v.get("model").and_then(Value::as_str).map(String::from);
         }
-        if let Some(u) = v.get("usage").and_then(Usage::from_json) {
-            self.usage = Some(u);
+        match v.get("usage").map(Usage::from_json) {
+            Some(Ok(Some(u))) => self.usage = Some(u),
+            Some(Err(InvalidUsage)) => self.ignored += 1,
+            Some(Ok(None)) | None => {}
         }
         let mut token = false;
         let Some(choices) = v.get("choices").and_then(Value::as_array) else {
@@ -99,19 +119,37 @@ impl ChatStream {
             .filter(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
         {
             if let Some(delta) = choice.get("delta") {
-                if let Some(s) = delta.get("content").and_then(Value::as_str) {
-                    token |= !s.is_empty();
-                    self.text.push_str(s);
-                }
-                for key in ["reasoning_content", "reasoning"] {
-                    if let Some(s) = delta.get(key).and_then(Value::as_str) {
-                        token |= !s.is_empty();
+                let texts = [
+                    ("content", false),
+                    ("reasoning_content", true),
+                    ("reasoning", true),
+                ];
+                for (key, reasoning) in texts {
+                    let Some(s) = delta.get(key).and_then(Value::as_str) else {
+                        continue;
+                    };
+                    if s.is_empty() {
+                        continue;
+                    }
+                    // The first finish ends the answer: text after it is not part of it.
+                    if self.finish_reason.is_some() {
+                        self.ignored += 1;
+                        continue;
+                    }
+                    token = true;
+                    if reasoning {
                         self.reasoning.push_str(s);
+                    } else {
+                        self.text.push_str(s);
                     }
                 }
             }
+            // `""` (sent on every chunk by some servers) is no finish reason.
             if self.finish_reason.is_none()
-                && let Some(r) = choice.get("finish_reason").and_then(Value::as_str)
+                && let Some(r) = choice
+                    .get("finish_reason")
+                    .and_then(Value::as_str)
+                    .filter(|r| !r.is_empty())
             {
                 self.finish_reason = Some(r.to_string());
             }
@@ -206,7 +244,7 @@ mod tests {
     fn error_events_and_junk() {
         let mut s = ChatStream::default();
         s.push("", "not json");
-        assert_eq!(s.unparsed, 1);
+        assert_eq!(s.ignored, 1);
         s.push(
             "",
             r#"{"error":{"message":"overloaded","type":"server_error"}}"#,
@@ -224,5 +262,62 @@ mod tests {
             (u.prompt_tokens, u.completion_tokens, u.estimated),
             (10, 2, true)
         );
+    }
+
+    #[test]
+    fn an_empty_finish_reason_is_no_finish() {
+        let mut s = ChatStream::default();
+        s.push(
+            "",
+            r#"{"choices":[{"delta":{"content":"4"},"finish_reason":""}]}"#,
+        );
+        assert_eq!(s.finish_reason, None);
+        s.push(
+            "",
+            r#"{"choices":[{"delta":{"content":"2"},"finish_reason":""}]}"#,
+        );
+        s.push("", r#"{"choices":[{"delta":{},"finish_reason":"length"}]}"#);
+        assert_eq!(
+            (s.text.as_str(), s.finish_reason.as_deref()),
+            ("42", Some("length"))
+        );
+    }
+
+    #[test]
+    fn text_after_the_first_finish_is_ignored_and_counted() {
+        let mut s = ChatStream::default();
+        s.push(
+            "",
+            r#"{"choices":[{"delta":{"content":"B"},"finish_reason":"stop"}]}"#,
+        );
+        s.push("", r#"{"choices":[{"delta":{"content":" and more"}}]}"#);
+        s.push("", r#"{"choices":[{"delta":{"reasoning_content":"hm"}}]}"#);
+        assert_eq!(
+            (s.text.as_str(), s.reasoning.as_str(), s.ignored),
+            ("B", "", 2)
+        );
+    }
+
+    #[test]
+    fn impossible_usage_is_ignored_not_believed() {
+        for bad in [
+            r#"{"prompt_tokens":-5,"completion_tokens":3}"#,
+            r#"{"prompt_tokens":1.5,"completion_tokens":3}"#,
+            r#"{"prompt_tokens":"7","completion_tokens":3}"#,
+            r#"{"prompt_tokens":1e30,"completion_tokens":3}"#,
+        ] {
+            let mut s = ChatStream::default();
+            s.push("", &format!(r#"{{"choices":[],"usage":{bad}}}"#));
+            assert_eq!((s.usage, s.ignored), (None, 1), "{bad}");
+        }
+        let mut s = ChatStream::default();
+        s.push(
+            "",
+            r#"{"choices":[],"usage":{"prompt_tokens":18446744073709551615}}"#,
+        );
+        assert_eq!(s.usage.unwrap().prompt_tokens, u64::MAX);
+        let mut s = ChatStream::default();
+        s.push("", r#"{"choices":[],"usage":null}"#);
+        assert_eq!((s.usage, s.ignored), (None, 0));
     }
 }

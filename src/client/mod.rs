@@ -8,6 +8,7 @@ pub mod chat;
 pub mod limits;
 pub mod pool;
 pub mod retry;
+pub mod secrets;
 pub mod sse;
 pub mod transport;
 
@@ -26,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use chat::Usage;
 pub use retry::Outcome;
+pub use secrets::Secrets;
 pub use transport::{HttpRequest, HttpResponse, ReqwestTransport, Transport, TransportError};
 
 use crate::suite::ChatMessage;
@@ -37,6 +39,11 @@ pub struct ApiKey(String);
 impl ApiKey {
     pub fn new(key: String) -> Self {
         ApiKey(key)
+    }
+
+    /// The value, for the one header that carries it and for [`Secrets`].
+    pub fn expose(&self) -> &str {
+        &self.0
     }
 }
 
@@ -68,6 +75,9 @@ pub struct ClientConfig {
     pub backoff_cap: Duration,
     /// A `Retry-After` longer than this fails the job instead of waiting.
     pub max_retry_after: Duration,
+    /// After a `finish_reason`, how long to wait for a usage chunk or the end of the stream;
+    /// the answer is complete either way.
+    pub finish_grace: Duration,
     /// A streamed response larger than this fails the job (a runaway generation).
     pub max_response_bytes: usize,
     pub requests_per_minute: Option<u32>,
@@ -93,6 +103,7 @@ impl ClientConfig {
             backoff_base: Duration::from_millis(250),
             backoff_cap: Duration::from_secs(20),
             max_retry_after: Duration::from_secs(300),
+            finish_grace: FINISH_GRACE,
             max_response_bytes: 4 * 1024 * 1024,
             requests_per_minute: None,
             tokens_per_minute: None,
@@ -203,7 +214,11 @@ pub struct Client {
     /// Set once a server rejected `stream_options` and accepted the request without it.
     no_stream_options: AtomicBool,
     rng: Mutex<rand::rngs::StdRng>,
+    /// Cancelled on the first Ctrl-C: no new attempt starts and waits end at once; attempts
+    /// in flight go on within their deadlines.
+    drain: CancellationToken,
     stop: CancellationToken,
+    secrets: Secrets,
     fatal: Mutex<Option<Fatal>>,
     observer: Option<AttemptObserver>,
 }
@@ -219,11 +234,18 @@ struct AttemptResult {
     remaining_requests: Option<u64>,
 }
 
-/// How long to wait for the end of a body after `[DONE]`, to keep the connection.
+/// How long to wait for the end of a body after a whole answer, to keep the connection.
 const DRAIN: Duration = Duration::from_millis(50);
 
-fn result_done(stream: &chat::ChatStream) -> bool {
-    stream.done && stream.error.is_none()
+/// After a `finish_reason`, how long a usage chunk (or `[DONE]`, or the end of the body)
+/// may take to follow before the answer is taken as complete without it.
+pub const FINISH_GRACE: Duration = Duration::from_millis(250);
+
+/// A deadline `d` after `t`; a duration too long for the clock is "never" (tokio's far
+/// future, 30 years), not a panic.
+pub fn deadline_after(t: Instant, d: Duration) -> Instant {
+    t.checked_add(d)
+        .unwrap_or_else(|| t + Duration::from_secs(86_400 * 365 * 30))
 }
 
 /// Caps what is read of an error response body.
@@ -235,24 +257,23 @@ impl Client {
             Some(s) => rand::rngs::StdRng::seed_from_u64(s),
             None => rand::make_rng(),
         };
+        let base_urls: Vec<String> = std::iter::once(config.base_url.clone())
+            .chain(
+                config
+                    .replicas
+                    .iter()
+                    .map(|r| r.trim_end_matches('/').to_string()),
+            )
+            .collect();
         Client {
-            pool: pool::Pool::new(
-                &std::iter::once(config.base_url.clone())
-                    .chain(
-                        config
-                            .replicas
-                            .iter()
-                            .map(|r| r.trim_end_matches('/').to_string()),
-                    )
-                    .collect::<Vec<_>>(),
-                config.concurrency,
-                config.adaptive,
-            ),
+            secrets: Secrets::new(config.api_key.as_ref().map(ApiKey::expose), &base_urls),
+            pool: pool::Pool::new(&base_urls, config.concurrency, config.adaptive),
             limits: limits::Limits::new(config.requests_per_minute, config.tokens_per_minute),
             transport,
             config,
             no_stream_options: AtomicBool::new(false),
             rng: Mutex::new(rng),
+            drain: CancellationToken::new(),
             stop: CancellationToken::new(),
             fatal: Mutex::new(None),
             observer: None,
@@ -278,18 +299,20 @@ impl Client {
         self.pool.take_events()
     }
 
-    /// The replicas' base URLs, in index order.
-    pub fn base_urls(&self) -> Vec<String> {
-        self.pool
-            .replicas
-            .iter()
-            .map(|r| r.base_url.clone())
-            .collect()
-    }
-
     /// Cancelled when the run must stop; in-flight attempts are abandoned.
     pub fn stop_token(&self) -> CancellationToken {
         self.stop.clone()
+    }
+
+    /// Cancelled when the run should wind down (first Ctrl-C): no job starts a new attempt,
+    /// waits for a retry or a permit end at once, and attempts in flight finish.
+    pub fn drain_token(&self) -> CancellationToken {
+        self.drain.clone()
+    }
+
+    /// The secrets this client sends, to scrub from anything shown.
+    pub fn secrets(&self) -> &Secrets {
+        &self.secrets
     }
 
     /// The reason the run was stopped by the provider, if it was.
@@ -350,10 +373,16 @@ impl Client {
         let mut stream_options = !self.no_stream_options.load(Ordering::Relaxed);
         let mut fallback_tried = false;
         loop {
+            // Winding down: no new attempt; the job is left for a resume, not failed.
+            if self.drain.is_cancelled() || self.stop.is_cancelled() {
+                result.aborted = true;
+                return result;
+            }
             if !self.limits.is_empty() {
                 let reserved = tokio::select! {
                     biased;
                     _ = self.stop.cancelled() => { result.aborted = true; return result; }
+                    _ = self.drain.cancelled() => { result.aborted = true; return result; }
                     r = self.limits.reserve(job.reserve_tokens) => r,
                 };
                 if let Err(e) = reserved {
@@ -364,6 +393,7 @@ impl Client {
             let (replica, permit) = tokio::select! {
                 biased;
                 _ = self.stop.cancelled() => { result.aborted = true; return result; }
+                _ = self.drain.cancelled() => { result.aborted = true; return result; }
                 p = self.pool.acquire() => p,
             };
             let url = &self.pool.replicas[replica].url;
@@ -381,11 +411,14 @@ impl Client {
             drop(permit);
             let AttemptResult {
                 mut attempt,
-                stream,
+                mut stream,
                 retry_after,
                 retryable,
                 remaining_requests,
             } = outcome;
+            // What the server sent back may quote the key (an echoed header in an error
+            // body, an answer that repeats it): nothing it said leaves here unscrubbed.
+            self.scrub(&mut attempt, &mut stream);
             attempt.stream_options = stream_options;
             if self.pool.replicas.len() > 1 {
                 attempt.replica = Some(replica);
@@ -444,7 +477,7 @@ impl Client {
                             env: self.config.api_key_env.clone(),
                         },
                     };
-                    result.failure = Some(fatal.to_string());
+                    result.failure = Some(self.secrets.scrub(&fatal.to_string()).into_owned());
                     self.stop_run(fatal);
                 }
                 retry::Next::Fail => {
@@ -459,9 +492,13 @@ impl Client {
                 retry::Next::Retry => match retry_after {
                     Some(ra) if ra > self.config.max_retry_after => {
                         result.failure = Some(format!(
-                            "the provider asked to wait {:.0}s, more than the {:.0}s allowed",
-                            ra.as_secs_f64(),
-                            self.config.max_retry_after.as_secs_f64()
+                            "the provider asked to wait {}, more than limits.max_retry_after ({})",
+                            if ra >= Duration::from_secs(86_400 * 365) {
+                                "more than a year".to_string()
+                            } else {
+                                human(ra)
+                            },
+                            human(self.config.max_retry_after)
                         ));
                     }
                     _ if immediate => wait = Some(Duration::ZERO),
@@ -484,7 +521,7 @@ impl Client {
                 observer(&AttemptLog {
                     idempotency_key: &job.idempotency_key,
                     number,
-                    url,
+                    url: &self.pool.replicas[replica].shown_url,
                     headers: &shown_headers,
                     attempt: &attempt,
                 });
@@ -496,16 +533,35 @@ impl Client {
             tokio::select! {
                 biased;
                 _ = self.stop.cancelled() => { result.aborted = true; return result; }
+                _ = self.drain.cancelled() => { result.aborted = true; return result; }
                 _ = tokio::time::sleep(wait) => {}
             }
+        }
+    }
+
+    /// Removes every secret from what an attempt brought back.
+    fn scrub(&self, attempt: &mut Attempt, stream: &mut chat::ChatStream) {
+        if self.secrets.is_empty() {
+            return;
+        }
+        let s = &self.secrets;
+        for text in [&mut stream.text, &mut stream.reasoning]
+            .into_iter()
+            .chain(attempt.error.as_mut())
+            .chain(stream.model.as_mut())
+            .chain(stream.error.as_mut())
+            .chain(stream.finish_reason.as_mut())
+        {
+            s.scrub_in_place(text);
         }
     }
 
     /// One HTTP request, under the first-token, idle and total deadlines.
     async fn attempt(&self, request: HttpRequest) -> AttemptResult {
         let sent = Instant::now();
-        let total_deadline = sent + self.config.total_timeout;
-        let first_deadline = (sent + self.config.first_token_timeout).min(total_deadline);
+        let total_deadline = deadline_after(sent, self.config.total_timeout);
+        let first_deadline =
+            deadline_after(sent, self.config.first_token_timeout).min(total_deadline);
         let mut stream = chat::ChatStream::default();
         let mut attempt = Attempt {
             outcome: Outcome::HttpError,
@@ -519,15 +575,19 @@ impl Client {
             ignored_events: 0,
             replica: None,
         };
+        // When the answer was whole: its finish_reason (or the usage chunk that followed
+        // within the grace). Latency ends there, not when the server closes the stream.
+        let mut complete_at: Option<Instant> = None;
         let finish = |mut attempt: Attempt,
                       stream: chat::ChatStream,
                       outcome,
                       error: Option<String>,
-                      retry_after| {
+                      retry_after,
+                      ended: Option<Instant>| {
             attempt.outcome = outcome;
             attempt.error = error;
-            attempt.latency_ms = ms(sent.elapsed());
-            attempt.ignored_events = stream.unparsed;
+            attempt.latency_ms = ms(ended.unwrap_or_else(Instant::now) - sent);
+            attempt.ignored_events = stream.ignored;
             AttemptResult {
                 attempt,
                 stream,
@@ -540,7 +600,7 @@ impl Client {
         let response = match timeout_at(first_deadline, self.transport.send(request)).await {
             Err(_) => {
                 let e = format!("no response within {}", human(first_deadline - sent));
-                return finish(attempt, stream, Outcome::NoFirstToken, Some(e), None);
+                return finish(attempt, stream, Outcome::NoFirstToken, Some(e), None, None);
             }
             Ok(Err(e)) => {
                 return finish(
@@ -548,6 +608,7 @@ impl Client {
                     stream,
                     Outcome::HttpError,
                     Some(format!("connection failed: {e}")),
+                    None,
                     None,
                 );
             }
@@ -565,10 +626,12 @@ impl Client {
             let body = read_error_body(
                 response.body,
                 first_deadline
-                    .max(Instant::now() + self.config.idle_timeout)
+                    .max(deadline_after(Instant::now(), self.config.idle_timeout))
                     .min(total_deadline),
             )
             .await;
+            // Scrubbed before it is cut to length, so no part of a secret survives the cut.
+            let body = self.secrets.scrub(&body);
             let message = serde_json::from_str::<Value>(&body)
                 .ok()
                 .and_then(|v| v.get("error").map(chat::error_message))
@@ -582,7 +645,14 @@ impl Client {
                     format!(": {message}")
                 }
             );
-            return finish(attempt, stream, Outcome::HttpError, Some(e), retry_after);
+            return finish(
+                attempt,
+                stream,
+                Outcome::HttpError,
+                Some(e),
+                retry_after,
+                None,
+            );
         }
 
         let mut body = response.body;
@@ -591,13 +661,20 @@ impl Client {
         let mut first_event = false;
         let mut last_event = sent;
         let mut received = 0usize;
+        let mut ended = false;
         let end = loop {
-            let deadline = if first_event {
-                (last_event + self.config.idle_timeout).min(total_deadline)
-            } else {
-                first_deadline
+            let deadline = match complete_at {
+                // The answer is whole; wait only a moment for its usage or its end.
+                Some(at) => deadline_after(at, self.config.finish_grace)
+                    .min(deadline_after(last_event, self.config.idle_timeout))
+                    .min(total_deadline),
+                None if first_event => {
+                    deadline_after(last_event, self.config.idle_timeout).min(total_deadline)
+                }
+                None => first_deadline,
             };
             match timeout_at(deadline, body.next()).await {
+                Err(_) if complete_at.is_some() => break Ok(()),
                 Err(_) if !first_event => {
                     break Err((
                         Outcome::NoFirstToken,
@@ -621,6 +698,7 @@ impl Client {
                 }
                 Ok(None) => {
                     decoder.finish();
+                    ended = true;
                     break Ok(());
                 }
                 Ok(Some(Err(e))) => break Err((Outcome::Cut, format!("stream broke: {e}"))),
@@ -641,19 +719,35 @@ impl Client {
                     }
                     first_event = true;
                     last_event = Instant::now();
+                    let had_usage = stream.usage.is_some();
                     for event in events.drain(..) {
-                        if stream.push(&event.event, &event.data) && attempt.ttft_ms.is_none() {
+                        let data = self.secrets.scrub(&event.data);
+                        if stream.push(&event.event, &data) && attempt.ttft_ms.is_none() {
                             attempt.ttft_ms = Some(ms(sent.elapsed()));
                         }
                     }
                     if stream.error.is_some() || stream.done {
                         break Ok(());
                     }
+                    match complete_at {
+                        None if stream.finish_reason.is_some() => {
+                            complete_at = Some(last_event);
+                            // Usage came first (or with the finish): nothing more to wait for.
+                            if stream.usage.is_some() {
+                                break Ok(());
+                            }
+                        }
+                        Some(_) if !had_usage && stream.usage.is_some() => {
+                            complete_at = Some(last_event);
+                            break Ok(());
+                        }
+                        _ => {}
+                    }
                 }
             }
         };
         if let Some(e) = stream.error.clone() {
-            return finish(attempt, stream, Outcome::StreamError, Some(e), None);
+            return finish(attempt, stream, Outcome::StreamError, Some(e), None, None);
         }
         // A finish_reason means the answer is whole, whatever broke after it (e.g. before
         // [DONE]); without one, the way the stream ended is the outcome.
@@ -668,12 +762,13 @@ impl Client {
         };
         let oversized =
             outcome == Outcome::StreamError && received > self.config.max_response_bytes;
-        let done = result_done(&stream);
-        let mut result = finish(attempt, stream, outcome, error, None);
+        let whole = outcome.answered() && !ended;
+        let mut result = finish(attempt, stream, outcome, error, None, complete_at);
         result.retryable = !oversized;
         result.remaining_requests = remaining_requests;
-        if done {
-            // Read the body's end (it follows [DONE] at once) so the connection is reused.
+        if whole {
+            // Read the body's end (it follows at once) so the connection is reused; a server
+            // that keeps it open just loses the connection.
             let _ = timeout_at(Instant::now() + DRAIN, async {
                 while let Some(Ok(_)) = body.next().await {}
             })

@@ -163,8 +163,12 @@ impl Gate {
 }
 
 pub struct Replica {
+    /// As shown and stored: without credentials.
     pub base_url: String,
+    /// Where requests go (may carry credentials; never shown).
     pub url: String,
+    /// `url` as it may be shown.
+    pub shown_url: String,
     pub gate: Gate,
     failures: AtomicU32,
     benched_until: Mutex<Option<Instant>>,
@@ -196,8 +200,12 @@ impl Pool {
             replicas: base_urls
                 .iter()
                 .map(|b| Replica {
-                    base_url: b.clone(),
-                    url: format!("{}/chat/completions", b.trim_end_matches('/')),
+                    base_url: super::secrets::redact_url(b),
+                    url: super::secrets::join_path(b, "chat/completions"),
+                    shown_url: super::secrets::redact_url(&super::secrets::join_path(
+                        b,
+                        "chat/completions",
+                    )),
                     gate: Gate::new(concurrency),
                     failures: AtomicU32::new(0),
                     benched_until: Mutex::new(None),
@@ -230,15 +238,18 @@ impl Pool {
             let now = Instant::now();
             let start = self.next.fetch_add(1, Ordering::Relaxed);
             let n = self.replicas.len();
-            let healthy: Vec<usize> = (0..n)
+            let mut healthy: Vec<usize> = (0..n)
                 .map(|k| (start + k) % n)
                 .filter(|&i| self.benched(i, now).is_none())
                 .collect();
             if healthy.is_empty() {
-                // Everyone is resting: wait for the first to come back.
-                let until = (0..n).filter_map(|i| self.benched(i, now)).min();
-                tokio::time::sleep_until(until.unwrap_or(now + BENCH_FOR)).await;
-                continue;
+                // Everyone is resting. Waiting for a bench to end would make a job wait
+                // longer for a failing endpoint than its own deadlines allow: send to the
+                // replica due back first, as if there were one endpoint, and let the job's
+                // retries and deadlines decide.
+                let mut all: Vec<usize> = (0..n).collect();
+                all.sort_by_key(|&i| self.benched(i, now));
+                healthy = all;
             }
             for &i in &healthy {
                 if let Some(p) = self.replicas[i].gate.try_acquire() {
@@ -253,10 +264,12 @@ impl Pool {
             let recheck = tokio::time::sleep(Duration::from_secs(1));
             tokio::select! {
                 ((i, permit), _, _) = select_all(waits) => {
-                    if let Some(p) = permit
-                        && self.benched(i, Instant::now()).is_none()
-                    {
-                        return (i, p);
+                    if let Some(p) = permit {
+                        let now = Instant::now();
+                        let everyone_benched = (0..n).all(|k| self.benched(k, now).is_some());
+                        if everyone_benched || self.benched(i, now).is_none() {
+                            return (i, p);
+                        }
                     }
                 }
                 _ = recheck => {}
@@ -393,5 +406,43 @@ mod tests {
             seen[i] = true;
         }
         assert_eq!(seen, [true, true]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn with_every_replica_benched_a_job_is_sent_at_once_not_parked() {
+        let pool = Pool::new(&["http://a/v1".into(), "http://b/v1".into()], 1, false);
+        for _ in 0..BENCH_AFTER {
+            pool.report(0, Health::Failed, "HTTP 500");
+        }
+        tokio::time::advance(Duration::from_secs(1)).await;
+        for _ in 0..BENCH_AFTER {
+            pool.report(1, Health::Failed, "HTTP 500");
+        }
+        let start = Instant::now();
+        let (i, _p) = pool.acquire().await;
+        assert_eq!(
+            start.elapsed(),
+            Duration::ZERO,
+            "no wait for a bench to end"
+        );
+        assert_eq!(i, 0, "the replica due back first");
+    }
+
+    #[test]
+    fn urls_keep_the_query_and_hide_credentials() {
+        let pool = Pool::new(
+            &["https://u:secretpass@x.azure.com/openai/deployments/d?api-version=1".into()],
+            1,
+            false,
+        );
+        let r = &pool.replicas[0];
+        assert_eq!(
+            r.url,
+            "https://u:secretpass@x.azure.com/openai/deployments/d/chat/completions?api-version=1"
+        );
+        assert_eq!(
+            r.base_url,
+            "https://[redacted]@x.azure.com/openai/deployments/d?api-version=1"
+        );
     }
 }

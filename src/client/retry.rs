@@ -79,17 +79,26 @@ pub fn retry_after(headers: &[(String, String)], now: SystemTime) -> Option<Dura
             .map(|(_, v)| v.trim())
     };
     if let Some(ms) = get("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
-        && ms.is_finite()
         && ms >= 0.0
     {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+        return Some(seconds(ms / 1000.0));
     }
     let value = get("retry-after")?;
     if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+        return (secs >= 0.0).then(|| seconds(secs));
     }
     let when = httpdate::parse_http_date(value).ok()?;
     Some(when.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// Seconds as a duration, saturating: `1e30` (or infinity) is `Duration::MAX`, which every
+/// sane limit then refuses, instead of a panic.
+pub fn seconds(secs: f64) -> Duration {
+    Duration::try_from_secs_f64(secs).unwrap_or(if secs > 0.0 {
+        Duration::MAX
+    } else {
+        Duration::ZERO
+    })
 }
 
 #[cfg(test)]
@@ -142,6 +151,21 @@ mod tests {
             Some(Duration::ZERO)
         );
         assert_eq!(retry_after(&h("retry-after", "soon"), now), None);
+        // Absurd values saturate instead of panicking; the client then refuses to wait.
+        assert_eq!(
+            retry_after(&h("retry-after", "1e30"), now),
+            Some(Duration::MAX)
+        );
+        assert_eq!(
+            retry_after(&h("retry-after-ms", "1e300"), now),
+            Some(Duration::MAX)
+        );
+        assert_eq!(
+            retry_after(&h("retry-after", "inf"), now),
+            Some(Duration::MAX)
+        );
+        assert_eq!(retry_after(&h("retry-after", "NaN"), now), None);
+        assert_eq!(retry_after(&h("retry-after", "-3"), now), None);
         assert_eq!(retry_after(&[], now), None);
     }
 }

@@ -202,6 +202,7 @@ fn latency_chart(series: &[(String, Vec<f64>, Vec<f64>)]) -> String {
 pub fn render_run(
     summary: &Summary,
     journal_path: &Path,
+    keys: &journal::PlanKeys,
     run_json: &serde_json::Value,
 ) -> std::io::Result<String> {
     let s = summary;
@@ -210,8 +211,8 @@ pub fn render_run(
     let mut by_case: CaseAnswers = BTreeMap::new();
     let mut latency: BTreeMap<String, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
     let mut failed: Vec<JobRecord> = Vec::new();
-    if journal_path.exists() {
-        journal::read(journal_path, |r| {
+    {
+        journal::read_planned(journal_path, keys, |r| {
             let Some(arm) = names.iter().position(|n| *n == r.variant) else {
                 return;
             };

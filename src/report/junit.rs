@@ -29,13 +29,15 @@ fn short(text: &str) -> String {
 }
 
 /// Renders the JUnit XML for a run, test cases in plan order within each variant.
-pub fn render(summary: &Summary, journal_path: &Path) -> std::io::Result<String> {
+pub fn render(
+    summary: &Summary,
+    journal_path: &Path,
+    keys: &journal::PlanKeys,
+) -> std::io::Result<String> {
     let mut by_variant: BTreeMap<String, Vec<JobRecord>> = BTreeMap::new();
-    if journal_path.exists() {
-        journal::read(journal_path, |r| {
-            by_variant.entry(r.variant.clone()).or_default().push(r)
-        })?;
-    }
+    journal::read_planned(journal_path, keys, |r| {
+        by_variant.entry(r.variant.clone()).or_default().push(r)
+    })?;
     let repeats = summary.run.repeats > 1;
     let mut suites = String::new();
     let (mut tests, mut failures, mut errors) = (0, 0, 0);

@@ -105,6 +105,15 @@ pub fn notes(summary: &Summary) -> Vec<String> {
     if cached > 0 {
         notes.push(format!("{cached} answers came from the response cache (--cache): nothing was sent for them, and they are not in the latency figures."));
     }
+    if summary.duplicate_records > 0 || summary.records_outside_plan > 0 {
+        notes.push(format!(
+            "The journal held {} duplicate record(s) (the first of each was kept) and {} record(s) of jobs this run did not plan (ignored).",
+            summary.duplicate_records, summary.records_outside_plan
+        ));
+    }
+    if summary.variants.iter().any(|v| v.tokens.saturated) {
+        notes.push("Some token totals reached 2^64 − 1 and stopped there: the server reported impossible counts.".to_string());
+    }
     if summary.variants.iter().any(|v| v.tokens.estimated) {
         notes.push("~ Some token counts are estimates: the server sent no usage.".to_string());
     }

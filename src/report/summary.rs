@@ -7,7 +7,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::compare::{CaseTable, Comparison, Detectable, compare, decide};
-use crate::runner::journal::{self, JobRecord, JobStatus};
+use crate::runner::journal::{self, JobRecord, JobStatus, PlanKeys};
 use crate::stats;
 use crate::stats::cluster::{CaseScore, clustered_wilson, consistency};
 use crate::suite::Price;
@@ -71,6 +71,28 @@ pub struct Tokens {
     pub reasoning: u64,
     /// True when some counts are estimates because the server sent no `usage`.
     pub estimated: bool,
+    /// True when a total reached u64::MAX and stopped there: a server reported absurd
+    /// counts, and the totals are not to be trusted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub saturated: bool,
+}
+
+impl Tokens {
+    /// Adds one job's usage; totals stop at u64::MAX (and say so) rather than wrap.
+    pub fn add(&mut self, u: &crate::client::Usage) {
+        let mut add = |total: &mut u64, n: u64| match total.checked_add(n) {
+            Some(t) => *total = t,
+            None => {
+                *total = u64::MAX;
+                self.saturated = true;
+            }
+        };
+        add(&mut self.prompt, u.prompt_tokens);
+        add(&mut self.completion, u.completion_tokens);
+        add(&mut self.cached, u.cached_tokens);
+        add(&mut self.reasoning, u.reasoning_tokens);
+        self.estimated |= u.estimated;
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -141,6 +163,12 @@ pub struct Summary {
     pub complete: bool,
     /// Journal lines skipped because a crash tore them.
     pub torn_lines: usize,
+    /// Further records of a job already recorded (the first counts; these are ignored).
+    #[serde(default)]
+    pub duplicate_records: usize,
+    /// Records of jobs this run did not plan (ignored).
+    #[serde(default)]
+    pub records_outside_plan: usize,
     pub variants: Vec<VariantSummary>,
     /// Each variant against the baseline, paired by case.
     pub comparisons: Vec<Comparison>,
@@ -193,16 +221,12 @@ impl Acc {
             if let Some(t) = r.ttft_ms
                 && l > t
             {
-                self.gen_tokens += r.usage.completion_tokens;
+                self.gen_tokens = self.gen_tokens.saturating_add(r.usage.completion_tokens);
                 self.gen_seconds += (l - t) / 1000.0;
             }
         }
         let u = &r.usage;
-        self.tokens.prompt += u.prompt_tokens;
-        self.tokens.completion += u.completion_tokens;
-        self.tokens.cached += u.cached_tokens;
-        self.tokens.reasoning += u.reasoning_tokens;
-        self.tokens.estimated |= u.estimated;
+        self.tokens.add(u);
         if let Some(p) = price {
             let cached = u.cached_tokens.min(u.prompt_tokens) as f64;
             let fresh = u.prompt_tokens as f64 - cached;
@@ -262,7 +286,19 @@ impl Summary {
         variants: &[String],
         price: Option<&Price>,
         journal_path: &Path,
+        keys: &PlanKeys,
     ) -> std::io::Result<Summary> {
+        Ok(Self::audited(run, variants, price, journal_path, keys)?.0)
+    }
+
+    /// Like [`Summary::from_journal`], also returning what the journal held against the plan.
+    pub fn audited(
+        run: RunInfo,
+        variants: &[String],
+        price: Option<&Price>,
+        journal_path: &Path,
+        keys: &PlanKeys,
+    ) -> std::io::Result<(Summary, journal::Audit)> {
         let mut accs: HashMap<String, Acc> = HashMap::new();
         let arm: HashMap<&str, usize> = variants
             .iter()
@@ -275,28 +311,24 @@ impl Summary {
         let names = run.provider.replicas.clone();
         let mut replica_latency: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
         let mut replica_counts: Vec<(u64, u64)> = vec![(0, 0); names.len()];
-        let read = if journal_path.exists() {
-            journal::read(journal_path, |r| {
-                for a in &r.attempts {
-                    if let Some(i) = a.replica.filter(|&i| i < names.len()) {
-                        if a.outcome.answered() {
-                            replica_counts[i].0 += 1;
-                            replica_latency[i].push(a.latency_ms);
-                        } else {
-                            replica_counts[i].1 += 1;
-                        }
+        let audit = journal::read_planned(journal_path, keys, |r| {
+            for a in &r.attempts {
+                if let Some(i) = a.replica.filter(|&i| i < names.len()) {
+                    if a.outcome.answered() {
+                        replica_counts[i].0 += 1;
+                        replica_latency[i].push(a.latency_ms);
+                    } else {
+                        replica_counts[i].1 += 1;
                     }
                 }
-                finished += 1;
-                failed += usize::from(r.status == JobStatus::Failed);
-                if let (Some(&a), Some(correct)) = (arm.get(r.variant.as_str()), r.correct) {
-                    cases.add(&r.case_id, &r.tags, a, correct);
-                }
-                accs.entry(r.variant.clone()).or_default().add(&r, price);
-            })?
-        } else {
-            journal::ReadStats::default()
-        };
+            }
+            finished += 1;
+            failed += usize::from(r.status == JobStatus::Failed);
+            if let (Some(&a), Some(correct)) = (arm.get(r.variant.as_str()), r.correct) {
+                cases.add(&r.case_id, &r.tags, a, correct);
+            }
+            accs.entry(r.variant.clone()).or_default().add(&r, price);
+        })?;
         let confidence = run.confidence;
         let variant_summaries: Vec<VariantSummary> = variants
             .iter()
@@ -320,12 +352,15 @@ impl Summary {
             b.accuracy.map(|p| Detectable::new(n, p, confidence))
         });
         let slices = slices(&cases, variants, confidence);
-        Ok(Summary {
+        let missing = audit.missing(keys);
+        let summary = Summary {
             schema: SCHEMA.to_string(),
-            complete: failed == 0 && finished >= run.jobs_planned && run.stopped.is_none(),
+            complete: failed == 0 && missing == 0 && run.stopped.is_none(),
             jobs_finished: finished,
             jobs_failed: failed,
-            torn_lines: read.torn,
+            torn_lines: audit.stats.torn,
+            duplicate_records: audit.duplicates,
+            records_outside_plan: audit.outside_plan,
             run,
             variants: variant_summaries,
             comparisons,
@@ -344,7 +379,8 @@ impl Summary {
                 })
                 .collect(),
             gates: Vec::new(),
-        })
+        };
+        Ok((summary, audit))
     }
 }
 
@@ -378,4 +414,24 @@ fn slices(cases: &CaseTable, variants: &[String], confidence: f64) -> Vec<Slice>
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::Usage;
+
+    #[test]
+    fn token_totals_saturate_and_say_so_instead_of_wrapping() {
+        let mut t = Tokens::default();
+        let huge = Usage {
+            prompt_tokens: u64::MAX,
+            completion_tokens: 7,
+            ..Usage::default()
+        };
+        t.add(&huge);
+        assert!(!t.saturated);
+        t.add(&huge);
+        assert_eq!((t.prompt, t.completion, t.saturated), (u64::MAX, 14, true));
+    }
 }

@@ -1,7 +1,7 @@
 //! The journal: one JSON line per finished job, appended and flushed as each finishes, so a
 //! killed run loses nothing that had finished.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -149,37 +149,179 @@ impl JobRecord {
     }
 }
 
+/// The jobs a run planned, by key: what a journal is checked against. A journal is trusted
+/// by key, never by count: a duplicated line or a record from another plan must not stand
+/// in for a job that never ran.
+#[derive(Debug, Clone)]
+pub struct PlanKeys {
+    /// Case id → position in the bench (after `--limit`).
+    cases: HashMap<String, usize>,
+    variants: Vec<String>,
+    repeats: u32,
+    shard: Option<crate::suite::Shard>,
+    planned: usize,
+}
+
+impl PlanKeys {
+    pub fn new(
+        case_ids: &[String],
+        variants: &[String],
+        repeats: u32,
+        shard: Option<crate::suite::Shard>,
+    ) -> PlanKeys {
+        let holds = |i: usize| {
+            shard.is_none_or(|s| i as u64 % u64::from(s.count) == u64::from(s.index - 1))
+        };
+        let planned_cases = (0..case_ids.len()).filter(|&i| holds(i)).count();
+        PlanKeys {
+            cases: case_ids
+                .iter()
+                .enumerate()
+                .map(|(i, id)| (id.clone(), i))
+                .collect(),
+            variants: variants.to_vec(),
+            repeats,
+            shard,
+            planned: planned_cases * variants.len() * repeats as usize,
+        }
+    }
+
+    /// How many jobs the plan holds.
+    pub fn planned(&self) -> usize {
+        self.planned
+    }
+
+    /// A job's slot in the plan, `None` when the plan does not hold it.
+    pub fn slot(&self, case_id: &str, variant: &str, repeat: u32) -> Option<usize> {
+        let &case = self.cases.get(case_id)?;
+        if let Some(s) = self.shard
+            && case as u64 % u64::from(s.count) != u64::from(s.index - 1)
+        {
+            return None;
+        }
+        let v = self.variants.iter().position(|n| n == variant)?;
+        (repeat < self.repeats)
+            .then(|| (case * self.repeats as usize + repeat as usize) * self.variants.len() + v)
+    }
+
+    fn slots(&self) -> usize {
+        self.cases.len() * self.repeats as usize * self.variants.len()
+    }
+}
+
+/// What a journal held against its plan.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Audit {
+    pub stats: ReadStats,
+    /// Planned jobs with a record (the first one, if there were several).
+    pub finished: usize,
+    /// Further records of a job already recorded: ignored, the first is kept.
+    pub duplicates: usize,
+    /// Records of jobs the plan does not hold (another case, variant or repeat): ignored.
+    pub outside_plan: usize,
+    /// Up to three of each, for the message.
+    pub duplicate_examples: Vec<JobKey>,
+    pub outside_examples: Vec<JobKey>,
+    /// Which slots have a record, for a resume.
+    pub done: Vec<bool>,
+}
+
+impl Audit {
+    /// Planned jobs without a record.
+    pub fn missing(&self, keys: &PlanKeys) -> usize {
+        keys.planned().saturating_sub(self.finished)
+    }
+
+    /// What was found beyond the plain records, in a sentence; `None` when nothing was odd.
+    pub fn findings(&self) -> Option<String> {
+        let list = |keys: &[JobKey]| {
+            keys.iter()
+                .map(|(c, v, r)| format!("({c}, {v}, repeat {r})"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut parts = Vec::new();
+        if self.duplicates > 0 {
+            parts.push(format!(
+                "{} duplicate record(s) of jobs already recorded were ignored, the first kept: {}",
+                self.duplicates,
+                list(&self.duplicate_examples)
+            ));
+        }
+        if self.outside_plan > 0 {
+            parts.push(format!(
+                "{} record(s) of jobs this run did not plan were ignored: {}",
+                self.outside_plan,
+                list(&self.outside_examples)
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
+
+/// Reads a journal against its plan: `f` sees each planned job's first record once, in
+/// journal order; duplicates and records outside the plan are counted and skipped.
+pub fn read_planned(
+    path: &Path,
+    keys: &PlanKeys,
+    mut f: impl FnMut(JobRecord),
+) -> std::io::Result<Audit> {
+    let mut audit = Audit {
+        done: vec![false; keys.slots()],
+        ..Audit::default()
+    };
+    if !path.exists() {
+        return Ok(audit);
+    }
+    let mut done = std::mem::take(&mut audit.done);
+    let stats = read(path, |r| {
+        match keys.slot(&r.case_id, &r.variant, r.repeat) {
+            None => {
+                audit.outside_plan += 1;
+                if audit.outside_examples.len() < 3 {
+                    audit.outside_examples.push(r.key());
+                }
+            }
+            Some(slot) if done[slot] => {
+                audit.duplicates += 1;
+                if audit.duplicate_examples.len() < 3 {
+                    audit.duplicate_examples.push(r.key());
+                }
+            }
+            Some(slot) => {
+                done[slot] = true;
+                audit.finished += 1;
+                f(r);
+            }
+        }
+    })?;
+    audit.done = done;
+    audit.stats = stats;
+    Ok(audit)
+}
+
 /// A journal reopened to continue a run.
 pub struct Resumed {
     pub journal: Journal,
-    /// Jobs already finished (graded or failed); they are not sent again.
-    pub done: HashSet<JobKey>,
-    /// Bytes of a torn last line that were cut off before appending.
-    pub torn_bytes: u64,
+    /// What the journal held: the planned jobs already finished (graded or failed) are
+    /// not sent again.
+    pub audit: Audit,
 }
 
 impl Journal {
     /// Reopens a journal after a crash or interruption: reads what finished, cuts off a torn
     /// last line so new records start on a line of their own, and opens it for appending.
-    pub fn resume(path: &Path) -> std::io::Result<Resumed> {
-        let mut done = HashSet::new();
-        let stats = if path.exists() {
-            read(path, |r| {
-                done.insert(r.key());
-            })?
-        } else {
-            ReadStats::default()
-        };
-        if stats.torn > 0 {
+    pub fn resume(path: &Path, keys: &PlanKeys) -> std::io::Result<Resumed> {
+        let audit = read_planned(path, keys, |_| {})?;
+        if audit.stats.torn > 0 {
             OpenOptions::new()
                 .write(true)
                 .open(path)?
-                .set_len(stats.complete_bytes)?;
+                .set_len(audit.stats.complete_bytes)?;
         }
         Ok(Resumed {
             journal: Journal::open(path)?,
-            done,
-            torn_bytes: stats.torn_bytes,
+            audit,
         })
     }
 }
@@ -232,9 +374,15 @@ mod tests {
         assert_eq!(seen, ["a", "b"]);
         assert_eq!((stats.torn, stats.complete_bytes), (1, whole as u64));
 
-        let mut resumed = Journal::resume(&path).unwrap();
-        assert_eq!(resumed.done.len(), 2);
-        assert!(resumed.torn_bytes > 0);
+        let keys = PlanKeys::new(
+            &["a".into(), "b".into(), "c".into()],
+            &["v".into()],
+            1,
+            None,
+        );
+        let mut resumed = Journal::resume(&path, &keys).unwrap();
+        assert_eq!(resumed.audit.finished, 2);
+        assert!(resumed.audit.stats.torn_bytes > 0);
         resumed.journal.append(&record("c")).unwrap();
         let mut seen = Vec::new();
         let stats = read(&path, |r| seen.push(r.case_id)).unwrap();
@@ -249,5 +397,48 @@ mod tests {
         std::fs::write(&path, "not json\n").unwrap();
         let e = read(&path, |_| {}).unwrap_err().to_string();
         assert!(e.contains("results.jsonl:1"), "{e}");
+    }
+
+    #[test]
+    fn records_are_trusted_by_key_not_by_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.jsonl");
+        let mut j = Journal::open(&path).unwrap();
+        // Plan: cases a, b × variant v. Journal: a twice, a stranger, no b.
+        for case in ["a", "a", "zz"] {
+            j.append(&record(case)).unwrap();
+        }
+        let mut other = record("a");
+        other.variant = "w".into();
+        j.append(&other).unwrap();
+        let keys = PlanKeys::new(&["a".into(), "b".into()], &["v".into()], 1, None);
+        let mut seen = Vec::new();
+        let audit = read_planned(&path, &keys, |r| seen.push(r.case_id)).unwrap();
+        assert_eq!(seen, ["a"]);
+        assert_eq!(
+            (audit.finished, audit.duplicates, audit.outside_plan),
+            (1, 1, 2)
+        );
+        assert_eq!(
+            audit.missing(&keys),
+            1,
+            "4 lines for 2 jobs is still one missing"
+        );
+        let said = audit.findings().unwrap();
+        assert!(
+            said.contains("1 duplicate") && said.contains("(zz, v, repeat 0)"),
+            "{said}"
+        );
+    }
+
+    #[test]
+    fn a_shard_plans_only_its_cases() {
+        let ids: Vec<String> = (0..5).map(|i| format!("c{i}")).collect();
+        let shard = Some(crate::suite::Shard { index: 2, count: 2 });
+        let keys = PlanKeys::new(&ids, &["v".into(), "w".into()], 2, shard);
+        assert_eq!(keys.planned(), 2 * 2 * 2);
+        assert!(keys.slot("c1", "w", 1).is_some());
+        assert!(keys.slot("c0", "v", 0).is_none(), "shard 1's case");
+        assert!(keys.slot("c1", "v", 2).is_none(), "repeat out of range");
     }
 }

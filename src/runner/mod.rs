@@ -3,6 +3,7 @@
 
 pub mod cache;
 pub mod journal;
+pub mod lock;
 pub mod record;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -30,13 +31,16 @@ pub enum RunEvent<'a> {
 }
 
 /// How a run ended.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Default)]
 pub struct RunTally {
     pub finished: usize,
     pub graded: usize,
     pub failed: usize,
-    /// Jobs never finished (stopped by Ctrl-C or a fatal provider error).
+    /// Jobs never finished (stopped by Ctrl-C, a fatal provider error, or the journal).
     pub not_run: usize,
+    /// The journal could not be written (a full disk): the run stopped there, and every
+    /// job not in the journal is left for a resume.
+    pub journal_error: Option<std::io::Error>,
 }
 
 /// What the workers share besides the client.
@@ -51,7 +55,8 @@ pub struct RunOptions {
 }
 
 /// Runs `jobs` with `workers` concurrent workers. `dispatch` stops new jobs from starting
-/// (first Ctrl-C); the client's stop token aborts in-flight ones.
+/// (first Ctrl-C); the client's stop token aborts in-flight ones. A journal that cannot be
+/// written stops the run (what is not journaled would be lost) and is reported in the tally.
 pub async fn run(
     bench: Arc<Bench>,
     jobs: Vec<Job>,
@@ -60,7 +65,7 @@ pub async fn run(
     options: &RunOptions,
     dispatch: CancellationToken,
     on_event: &mut dyn FnMut(RunEvent<'_>),
-) -> std::io::Result<RunTally> {
+) -> RunTally {
     let total = jobs.len();
     let jobs = Arc::new(jobs);
     let next = Arc::new(AtomicUsize::new(0));
@@ -99,10 +104,21 @@ pub async fn run(
     drop(tx);
     let mut tally = RunTally::default();
     while let Some(record) = rx.recv().await {
-        for event in client.take_events() {
-            journal.append_event(&event)?;
+        if tally.journal_error.is_some() {
+            continue;
         }
-        journal.append(&record)?;
+        let written = client
+            .take_events()
+            .iter()
+            .try_for_each(|event| journal.append_event(event))
+            .and_then(|()| journal.append(&record));
+        if let Err(e) = written {
+            // Nothing more can be kept: stop sending, abandon what is in flight.
+            dispatch.cancel();
+            client.stop_token().cancel();
+            tally.journal_error = Some(e);
+            continue;
+        }
         tally.finished += 1;
         match record.status {
             JobStatus::Graded => tally.graded += 1,
@@ -116,11 +132,16 @@ pub async fn run(
         });
     }
     while tasks.join_next().await.is_some() {}
-    for event in client.take_events() {
-        journal.append_event(&event)?;
+    if tally.journal_error.is_none() {
+        for event in client.take_events() {
+            if let Err(e) = journal.append_event(&event) {
+                tally.journal_error = Some(e);
+                break;
+            }
+        }
     }
     tally.not_run = total - tally.finished;
-    Ok(tally)
+    tally
 }
 
 /// Sends one job (or takes its answer from the cache) and grades it; `None` when the run

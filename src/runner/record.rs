@@ -85,6 +85,16 @@ impl RunRecord {
             .unwrap_or_default()
     }
 
+    /// The jobs this run planned, by key.
+    pub fn plan_keys(&self) -> crate::runner::journal::PlanKeys {
+        crate::runner::journal::PlanKeys::new(
+            &self.case_ids(),
+            &self.plan.variants,
+            self.plan.repeats,
+            self.plan.shard,
+        )
+    }
+
     pub fn write(&self, dir: &Path) -> anyhow::Result<()> {
         let path = dir.join(FILE);
         let text = serde_json::to_string_pretty(self)? + "\n";

@@ -64,6 +64,9 @@ pub struct Limits {
     pub total_timeout: Duration,
     /// A streamed response larger than this fails its job.
     pub max_response_bytes: usize,
+    /// A `Retry-After` longer than this fails the job instead of waiting.
+    #[serde(with = "humantime_serde_lite")]
+    pub max_retry_after: Duration,
     /// Halve a replica's concurrency on 429s, grow it back after sustained success.
     pub adaptive: bool,
 }
@@ -80,6 +83,7 @@ impl Default for Limits {
             idle_timeout: Duration::from_secs(30),
             total_timeout: Duration::from_secs(300),
             max_response_bytes: 4 * 1024 * 1024,
+            max_retry_after: Duration::from_secs(300),
             adaptive: false,
         }
     }
@@ -111,6 +115,8 @@ struct RawLimits {
     total_timeout: Option<Duration>,
     #[serde(default, deserialize_with = "byte_size")]
     max_response_bytes: Option<usize>,
+    #[serde(default, deserialize_with = "duration")]
+    max_retry_after: Option<Duration>,
     #[serde(default)]
     adaptive: Option<bool>,
 }
@@ -166,7 +172,10 @@ fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Erro
         Text(String),
     }
     match Raw::deserialize(d)? {
-        Raw::Seconds(s) if s.is_finite() && s > 0.0 => Ok(Some(Duration::from_secs_f64(s))),
+        Raw::Seconds(s) if s.is_finite() && s > 0.0 && s <= MAX_DURATION.as_secs_f64() => {
+            Ok(Some(Duration::from_secs_f64(s)))
+        }
+        Raw::Seconds(s) if s > 0.0 => Err(serde::de::Error::custom(too_long(&s.to_string()))),
         Raw::Seconds(s) => Err(serde::de::Error::custom(format!(
             "a duration must be positive, found {s}"
         ))),
@@ -176,12 +185,27 @@ fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Erro
     }
 }
 
-/// Parses a user's duration such as `30s` or `1m30s`.
+/// The longest duration a bench or flag may set: a day. Longer is a typo, and would
+/// overflow the clock's arithmetic.
+pub const MAX_DURATION: Duration = Duration::from_secs(86_400);
+
+fn too_long(text: &str) -> String {
+    format!(
+        "`{text}` is longer than a day, the longest duration promptgauge accepts; write e.g. 30s, 10m or 2h"
+    )
+}
+
+/// Parses a user's duration such as `30s` or `1m30s`: positive, at most [`MAX_DURATION`].
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(text.trim())
-        .map_err(|e| format!("`{text}` is not a duration ({e}); write e.g. 30s, 500ms or 2m"))?;
+    let d = humantime::parse_duration(text.trim()).map_err(|e| match e {
+        humantime::DurationError::NumberOverflow => too_long(text),
+        e => format!("`{text}` is not a duration ({e}); write e.g. 30s, 500ms or 2m"),
+    })?;
     if d.is_zero() {
         return Err(format!("a duration must be positive, found `{text}`"));
+    }
+    if d > MAX_DURATION {
+        return Err(too_long(text));
     }
     Ok(d)
 }
@@ -459,7 +483,10 @@ pub fn check_base_url(url: &str) -> Result<(), String> {
     if rest.trim_matches('/').is_empty() || rest.contains(char::is_whitespace) {
         return Err(format!("base URL `{url}` has no host"));
     }
-    if url.trim_end_matches('/').ends_with("/chat/completions") {
+    if crate::client::secrets::path_of(url)
+        .trim_end_matches('/')
+        .ends_with("/chat/completions")
+    {
         return Err(format!(
             "base URL `{url}` already ends in /chat/completions; give the part before it (…/v1)"
         ));
@@ -493,6 +520,7 @@ fn resolve_limits(raw: RawLimits, here: &dyn Fn(&str) -> Location) -> Result<Lim
         idle_timeout: raw.idle_timeout.unwrap_or(d.idle_timeout),
         total_timeout: raw.total_timeout.unwrap_or(d.total_timeout),
         max_response_bytes: raw.max_response_bytes.unwrap_or(d.max_response_bytes),
+        max_retry_after: raw.max_retry_after.unwrap_or(d.max_retry_after),
         adaptive: raw.adaptive.unwrap_or(d.adaptive),
     };
     Ok(limits)

@@ -70,6 +70,7 @@ pub fn parse(path: &Path, text: String) -> Result<Variant, InputError> {
                         .fix("write the user message, with {{ variables }} from the cases"),
                 );
             }
+            check_name(path, &stem, "the file name")?;
             Ok(Variant {
                 name: stem,
                 messages: vec![MessageTemplate {
@@ -113,14 +114,13 @@ pub fn parse(path: &Path, text: String) -> Result<Variant, InputError> {
                 )
                 .fix("add `- { role: user, content: \"{{ question }}\" }` to messages"));
             }
+            let from = if raw.name.is_some() {
+                "`name:`"
+            } else {
+                "the file name"
+            };
             let name = raw.name.unwrap_or(stem);
-            if name.trim().is_empty() || name.contains([',', '/', '\n']) {
-                return Err(InputError::new(
-                    Location::file(path),
-                    format!("variant name `{name}` is empty or contains `,`, `/` or a newline"),
-                )
-                .fix("use a short name like `step-by-step`"));
-            }
+            check_name(path, &name, from)?;
             Ok(Variant {
                 name,
                 messages,
@@ -134,6 +134,30 @@ pub fn parse(path: &Path, text: String) -> Result<Variant, InputError> {
         )
         .fix("use .yaml (chat messages), or .txt / .md (one user message)")),
     }
+}
+
+/// A variant name is selected with `--variants a,b` and shown in every table: no commas,
+/// slashes, control characters, or space at either end.
+fn check_name(path: &Path, name: &str, from: &str) -> Result<(), InputError> {
+    let bad = name.trim().is_empty()
+        || name.trim() != name
+        || name.contains([',', '/', '\\'])
+        || name.chars().any(char::is_control);
+    if bad {
+        return Err(InputError::new(
+            Location::file(path),
+            format!(
+                "variant name `{}` (from {from}) is empty, has spaces at an end, or contains `,`, `/`, `\\` or a control character",
+                name.escape_debug()
+            ),
+        )
+        .fix(if from == "the file name" {
+            "rename the file, e.g. step-by-step.txt, or use a .yaml prompt with `name:`"
+        } else {
+            "use a short name like `step-by-step`"
+        }));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -188,5 +212,22 @@ mod tests {
         let f = file(".yaml", "mesages: []\n");
         let e = load(f.path()).unwrap_err();
         assert!(e.to_string().contains("did you mean `messages`"), "{e}");
+    }
+
+    #[test]
+    fn names_from_file_names_follow_the_same_rules() {
+        let dir = tempfile::tempdir().unwrap();
+        for bad in ["x,y.txt", " lead.md"] {
+            let path = dir.path().join(bad);
+            std::fs::write(&path, "{{ q }}").unwrap();
+            let e = load(&path).unwrap_err().to_string();
+            assert!(
+                e.contains("from the file name") && e.contains("rename"),
+                "{e}"
+            );
+        }
+        let path = dir.path().join("ok-name.txt");
+        std::fs::write(&path, "{{ q }}").unwrap();
+        assert_eq!(load(&path).unwrap().name, "ok-name");
     }
 }

@@ -13,11 +13,64 @@ pub struct ChatMessage {
     pub content: String,
 }
 
+/// Instructions one rendering of one message may execute: a few-shot prompt looping over
+/// fifty examples uses a few thousand; a loop bomb stops here instead of hanging.
+pub const FUEL: u64 = 1_000_000;
+
+/// The largest rendered message: beyond any context window, so a template that emits more
+/// is a mistake (or a bomb), stopped before it exhausts memory.
+pub const MAX_RENDERED_BYTES: usize = 8 << 20;
+
 /// Every variant's message templates, compiled with strict undefined variables.
 pub struct Templates {
     env: minijinja::Environment<'static>,
     /// Template names per variant, one per message.
     names: Vec<Vec<String>>,
+    /// Names the engine defines (`range`, `namespace`, `dict`, …): not case variables.
+    globals: std::collections::HashSet<String>,
+}
+
+/// Collects a rendering, refusing to grow past [`MAX_RENDERED_BYTES`].
+struct Capped(Vec<u8>);
+
+impl std::io::Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.0.len() + buf.len() > MAX_RENDERED_BYTES {
+            return Err(std::io::Error::other(format!(
+                "the rendered message would exceed {} MiB",
+                MAX_RENDERED_BYTES >> 20
+            )));
+        }
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Renders one template within the fuel and size limits.
+fn render_capped(
+    template: &minijinja::Template<'_, '_>,
+    vars: &crate::suite::cases::Vars,
+) -> Result<String, minijinja::Error> {
+    let mut out = Capped(Vec::new());
+    template.render_captured_to(minijinja::value::Serde(vars), &mut out)?;
+    String::from_utf8(out.0).map_err(|_| {
+        minijinja::Error::new(
+            minijinja::ErrorKind::BadSerialization,
+            "the rendered message is not UTF-8",
+        )
+    })
+}
+
+/// Errors that would repeat for every case: the template itself is at fault.
+fn is_template_fault(err: &minijinja::Error) -> bool {
+    matches!(
+        err.kind(),
+        minijinja::ErrorKind::OutOfFuel | minijinja::ErrorKind::WriteFailure
+    )
 }
 
 impl std::fmt::Debug for Templates {
@@ -55,6 +108,8 @@ impl Templates {
     pub fn compile(variants: &[Variant]) -> Result<Self, InputErrors> {
         let mut env = minijinja::Environment::new();
         env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+        env.set_fuel(Some(FUEL));
+        let globals = env.globals().map(|(name, _)| name.to_string()).collect();
         let mut names = Vec::new();
         let mut errors = Vec::new();
         for (v, variant) in variants.iter().enumerate() {
@@ -71,7 +126,11 @@ impl Templates {
         if !errors.is_empty() {
             return Err(InputErrors(errors));
         }
-        Ok(Templates { env, names })
+        Ok(Templates {
+            env,
+            names,
+            globals,
+        })
     }
 
     /// Renders every variant against every case; each failure names the prompt, the case and
@@ -83,8 +142,11 @@ impl Templates {
                 let Ok(template) = self.env.get_template(name) else {
                     continue;
                 };
-                let mut wanted: Vec<String> =
-                    template.undeclared_variables(false).into_iter().collect();
+                let mut wanted: Vec<String> = template
+                    .undeclared_variables(false)
+                    .into_iter()
+                    .filter(|w| !self.globals.contains(w))
+                    .collect();
                 wanted.sort();
                 for case in cases {
                     let missing: Vec<&String> = wanted
@@ -114,12 +176,24 @@ impl Templates {
                         );
                         continue;
                     }
-                    if let Err(e) = template.render(minijinja::value::Serde(&case.vars)) {
+                    if let Err(e) = render_capped(&template, &case.vars) {
                         let mut err = template_error(variant, m, &e);
                         err.message = format!(
                             "{} when rendering case `{}` ({})",
                             err.message, case.id, case.location
                         );
+                        if is_template_fault(&e) {
+                            err.message.push_str(&format!(
+                                "; a template may run at most {FUEL} steps and render at most {} MiB",
+                                MAX_RENDERED_BYTES >> 20
+                            ));
+                            err.fix = Some(
+                                "remove the runaway loop or repetition from the template".into(),
+                            );
+                            errors.push(err);
+                            // Every other case would fail the same way: say it once.
+                            break;
+                        }
                         errors.push(err);
                     }
                 }
@@ -145,10 +219,7 @@ impl Templates {
             .map(|(name, message)| {
                 Ok(ChatMessage {
                     role: message.role.clone(),
-                    content: self
-                        .env
-                        .get_template(name)?
-                        .render(minijinja::value::Serde(&case.vars))?,
+                    content: render_capped(&self.env.get_template(name)?, &case.vars)?,
                 })
             })
             .collect()
@@ -229,5 +300,36 @@ mod tests {
             .check(&v, &[case("a", json!({"user": {"id": 1}}), 2)])
             .unwrap_err();
         assert!(errs.0[0].message.contains("case `a`"), "{}", errs.0[0]);
+    }
+
+    #[test]
+    fn loop_bombs_are_input_errors_naming_the_prompt_once() {
+        let cases = vec![case("a", json!({"q": 1}), 1), case("b", json!({"q": 2}), 2)];
+        for bomb in [
+            // Nested loops over 10,000 items: 10^8 steps.
+            "{% for a in 'x'*10000 %}{% for b in 'x'*10000 %}{% endfor %}{% endfor %}{{ q }}",
+            // A two-deep emitting loop: 10^12 bytes.
+            "{% for a in 'x'*10000 %}{% for b in 'x'*10000 %}{{ 'x'*10000 }}{% endfor %}{% endfor %}{{ q }}",
+        ] {
+            let v = vec![variant(bomb)];
+            let t = Templates::compile(&v).unwrap();
+            let errs = t.check(&v, &cases).unwrap_err();
+            assert_eq!(errs.0.len(), 1, "said once, not per case: {errs}");
+            let e = &errs.0[0];
+            assert_eq!(e.location.to_string(), "prompts/v.yaml:3");
+            assert!(e.message.contains("at most"), "{e}");
+            assert!(t.render(0, &cases[0], &v[0]).is_err());
+        }
+    }
+
+    #[test]
+    fn engine_functions_are_not_case_variables() {
+        let v = vec![variant(
+            "{% set ns = namespace(n=0) %}{% for i in range(3) %}{% set ns.n = ns.n + i %}{% endfor %}{{ q }}={{ ns.n }}",
+        )];
+        let t = Templates::compile(&v).unwrap();
+        let c = case("a", json!({"q": "sum"}), 1);
+        t.check(&v, std::slice::from_ref(&c)).unwrap();
+        assert_eq!(t.render(0, &c, &v[0]).unwrap()[0].content, "sum=3");
     }
 }

@@ -1,0 +1,230 @@
+//! Secrets: the API key and any password in a base URL. They are sent where they must be
+//! and scrubbed from every string a server may echo back before it reaches a file or the
+//! terminal. This module is their one owner.
+
+use std::borrow::Cow;
+
+/// What replaces a secret wherever it would be shown.
+pub const REDACTED: &str = "[redacted]";
+
+/// Secrets shorter than this are not scrubbed from text: replacing every `abc` in every
+/// answer would corrupt the answers, and a key that short protects nothing.
+pub const MIN_SCRUBBED_LEN: usize = 8;
+
+/// The strings to scrub, with what replaces each.
+#[derive(Clone, Default)]
+pub struct Secrets {
+    needles: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Secrets({} redacted)", self.needles.len())
+    }
+}
+
+impl Secrets {
+    /// The key's value and the userinfo of each base URL.
+    pub fn new(api_key: Option<&str>, base_urls: &[String]) -> Secrets {
+        let mut s = Secrets::default();
+        if let Some(key) = api_key {
+            s.add(key, REDACTED);
+        }
+        for url in base_urls {
+            if let Some(userinfo) = userinfo(url) {
+                // The whole `user:password` first, then the password alone (it may be
+                // echoed without the user name).
+                s.add(userinfo, REDACTED);
+                if let Some((_, password)) = userinfo.split_once(':') {
+                    s.add(password, REDACTED);
+                }
+            }
+        }
+        s
+    }
+
+    fn add(&mut self, secret: &str, replacement: &str) {
+        if secret.len() < MIN_SCRUBBED_LEN && !secret.contains(':') {
+            return;
+        }
+        if self.needles.iter().any(|(n, _)| n == secret) {
+            return;
+        }
+        // JSON escapes it differently if it holds `"` or `\`; scrub that form too.
+        let escaped = serde_json::to_string(secret).unwrap_or_default();
+        let escaped = escaped.trim_matches('"');
+        self.needles
+            .push((secret.to_string(), replacement.to_string()));
+        if escaped != secret && !escaped.is_empty() {
+            self.needles
+                .push((escaped.to_string(), replacement.to_string()));
+        }
+        // Longest first, so a secret that contains another is replaced whole.
+        self.needles
+            .sort_by_key(|(n, _)| std::cmp::Reverse(n.len()));
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.needles.is_empty()
+    }
+
+    /// `text` with every secret replaced.
+    pub fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut out = Cow::Borrowed(text);
+        for (needle, replacement) in &self.needles {
+            if out.contains(needle.as_str()) {
+                out = Cow::Owned(out.replace(needle.as_str(), replacement));
+            }
+        }
+        out
+    }
+
+    /// Scrubs a string in place.
+    pub fn scrub_in_place(&self, text: &mut String) {
+        if let Cow::Owned(clean) = self.scrub(text) {
+            *text = clean;
+        }
+    }
+}
+
+/// The `user:password` part of `scheme://user:password@host/…`, if any.
+fn userinfo(url: &str) -> Option<&str> {
+    let (_, rest) = url.split_once("://")?;
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    authority.rfind('@').map(|at| &authority[..at])
+}
+
+/// A URL fit to show and store: userinfo replaced by `[redacted]`.
+pub fn redact_url(url: &str) -> String {
+    match userinfo(url) {
+        Some(info) => {
+            let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+            let host_and_path = &rest[info.len() + 1..];
+            format!("{scheme}://{REDACTED}@{host_and_path}")
+        }
+        None => url.to_string(),
+    }
+}
+
+/// Whether the URL carries credentials (which are never stored).
+pub fn has_userinfo(url: &str) -> bool {
+    userinfo(url).is_some()
+}
+
+/// Checks an API key read from `env`: surrounding whitespace (a trailing newline from
+/// `$(cat key.txt)`) is trimmed with a warning; anything that cannot go in an HTTP header
+/// is an error that names the variable, never the value.
+pub fn clean_api_key(key: &str, env: &str) -> Result<(String, Option<String>), String> {
+    let trimmed = key.trim();
+    if trimmed.is_empty() {
+        return Err(format!("${env} is set but empty"));
+    }
+    if let Some(bad) = trimmed.chars().find(|c| !c.is_ascii_graphic()) {
+        let what = match bad {
+            ' ' | '\t' => "a space or tab".to_string(),
+            c if c.is_control() => format!("a control character (U+{:04X})", c as u32),
+            _ => "a non-ASCII character".to_string(),
+        };
+        return Err(format!(
+            "${env} contains {what} inside the key, which cannot be sent in an HTTP header"
+        ));
+    }
+    let warning = (trimmed.len() != key.len()).then(|| {
+        format!(
+            "${env} has leading or trailing whitespace (a newline from a file?); it was trimmed"
+        )
+    });
+    Ok((trimmed.to_string(), warning))
+}
+
+/// `{base}{path}` with the path appended to the URL's path, keeping any query
+/// (`…/openai/deployments/x?api-version=2024-06-01`).
+pub fn join_path(base: &str, path: &str) -> String {
+    let split = base.find(['?', '#']).unwrap_or(base.len());
+    let (head, tail) = base.split_at(split);
+    format!(
+        "{}/{}{tail}",
+        head.trim_end_matches('/'),
+        path.trim_start_matches('/')
+    )
+}
+
+/// The URL's path, without query or fragment.
+pub fn path_of(url: &str) -> &str {
+    &url[..url.find(['?', '#']).unwrap_or(url.len())]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scrubs_keys_and_url_passwords_in_every_form() {
+        let s = Secrets::new(
+            Some("sk-live-0123456789"),
+            &["http://alice:hunter2hunter2@h/v1".into()],
+        );
+        assert_eq!(
+            s.scrub("bad key Bearer sk-live-0123456789!"),
+            "bad key Bearer [redacted]!"
+        );
+        assert_eq!(
+            s.scrub("GET http://alice:hunter2hunter2@h/v1 failed; pw hunter2hunter2"),
+            "GET http://[redacted]@h/v1 failed; pw [redacted]"
+        );
+        assert!(matches!(s.scrub("nothing here"), Cow::Borrowed(_)));
+        let quoted = Secrets::new(Some("ab\"cdefghij"), &[]);
+        assert_eq!(
+            quoted.scrub(r#"{"k":"ab\"cdefghij"}"#),
+            r#"{"k":"[redacted]"}"#
+        );
+        assert!(Secrets::new(Some("short"), &[]).is_empty());
+    }
+
+    #[test]
+    fn urls_are_shown_without_userinfo() {
+        assert_eq!(
+            redact_url("http://u:p@host:8/v1?x=1"),
+            "http://[redacted]@host:8/v1?x=1"
+        );
+        assert_eq!(redact_url("http://host/v1"), "http://host/v1");
+        assert_eq!(
+            redact_url("http://host/v1?email=a@b"),
+            "http://host/v1?email=a@b"
+        );
+        assert!(has_userinfo("https://k@h/v1"));
+    }
+
+    #[test]
+    fn paths_are_appended_before_the_query() {
+        assert_eq!(
+            join_path(
+                "https://x.openai.azure.com/openai/deployments/d?api-version=2024-06-01",
+                "chat/completions"
+            ),
+            "https://x.openai.azure.com/openai/deployments/d/chat/completions?api-version=2024-06-01"
+        );
+        assert_eq!(
+            join_path("http://h/v1/", "/chat/completions"),
+            "http://h/v1/chat/completions"
+        );
+        assert_eq!(path_of("http://h/v1?a=b"), "http://h/v1");
+    }
+
+    #[test]
+    fn keys_are_trimmed_or_refused_by_name() {
+        assert_eq!(
+            clean_api_key("sk-abc\n", "K").unwrap().0,
+            "sk-abc".to_string()
+        );
+        assert!(clean_api_key("sk-abc\n", "K").unwrap().1.is_some());
+        assert!(clean_api_key("sk-abc", "K").unwrap().1.is_none());
+        let e = clean_api_key("sk a", "MY_KEY").unwrap_err();
+        assert!(e.contains("$MY_KEY") && !e.contains("sk a"), "{e}");
+        assert!(
+            clean_api_key("sk\u{7}a", "K")
+                .unwrap_err()
+                .contains("control")
+        );
+    }
+}
