@@ -1,0 +1,256 @@
+//! Golden files: every report of two runs on a paused clock, byte for byte. Written once by
+//! the code before "One run, one pass" reshaped how reports are built, so the reshaping is
+//! proved not to change a number. Regenerate (`GOLDEN=write cargo test --test golden`) only
+//! when an output is meant to change, and say why in the commit.
+//!
+//! - `example`: the example bench (64 cases × 4 variants) on the demo simulator.
+//! - `soak`: 500 arithmetic cases × 2 variants × 2 repeats = 2,000 jobs under every fault on
+//!   a fixed seed, with few attempts so that some jobs fail.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use promptgauge::client::{Client, ClientConfig};
+use promptgauge::mock::memory::MemoryTransport;
+use promptgauge::mock::{Faults, MockConfig, Provider, RetryAfter};
+use promptgauge::report::{self, Exporter, ProviderInfo, Summary};
+use promptgauge::runner::record::{PlanSettings, RunRecord, Tool};
+use promptgauge::runner::{self, Journal};
+use promptgauge::suite::{Bench, Fingerprint, Plan};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+struct Setup {
+    name: &'static str,
+    bench: PathBuf,
+    repeats: u32,
+    mock: MockConfig,
+    client: fn(&mut ClientConfig),
+}
+
+/// Runs a bench on the simulator in memory, on tokio's paused clock, and writes every
+/// report into `out`: summary.json/csv/md, report.html, junit.xml.
+async fn run_and_report(setup: &Setup, out: &Path) {
+    let mut bench = Bench::load(&setup.bench).unwrap();
+    bench.repeats = setup.repeats;
+    let bench = Arc::new(bench);
+    let variants: Vec<usize> = (0..bench.variants.len()).collect();
+    let names: Vec<String> = bench.variants.iter().map(|v| v.name.clone()).collect();
+    let jobs = Plan::new(bench.cases.len(), &variants, bench.repeats).jobs;
+    let planned = jobs.len();
+
+    let provider = Arc::new(Provider::new(setup.mock.clone()));
+    let mut config = ClientConfig::new("http://simulator/v1", "mock-model");
+    config.concurrency = bench.limits.concurrency;
+    config.max_attempts = bench.limits.max_attempts;
+    config.seed = Some(7);
+    (setup.client)(&mut config);
+    let client = Arc::new(Client::new(
+        Arc::new(MemoryTransport::new(provider)),
+        config,
+    ));
+
+    let record = RunRecord {
+        tool: Tool {
+            name: "promptgauge".into(),
+            version: "golden".into(),
+        },
+        run_id: format!("golden-{}", setup.name),
+        started_at: "2026-11-30T00:00:00Z".into(),
+        finished_at: Some("2026-11-30T00:10:00Z".into()),
+        stopped: None,
+        resumed_at: Vec::new(),
+        bench_path: PathBuf::from(format!("{}.yaml", setup.name)),
+        plan: PlanSettings {
+            limit: None,
+            variants: names.clone(),
+            repeats: bench.repeats,
+            shard: None,
+        },
+        fingerprint: Fingerprint::of(&bench, &variants),
+        jobs_planned: planned,
+        endpoint: ProviderInfo {
+            base_url: "simulated".into(),
+            model: "mock-model".into(),
+            simulated: true,
+            api_key_env: None,
+            replicas: Vec::new(),
+        },
+        bench: json!({
+            "name": bench.name,
+            "text": bench.text,
+            "cases": bench.cases.len(),
+            "case_ids": bench.cases.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+            "price": bench.price,
+            "repeats": bench.repeats,
+            "confidence": bench.confidence,
+        }),
+    };
+
+    let journal_path = out.join("results.jsonl");
+    let mut journal = Journal::open(&journal_path).unwrap();
+    let tally = runner::run(
+        bench.clone(),
+        jobs,
+        client,
+        &mut journal,
+        &runner::RunOptions {
+            run_id: record.run_id.clone(),
+            ..Default::default()
+        },
+        CancellationToken::new(),
+        &mut |_| {},
+    )
+    .await;
+    assert!(tally.journal_error.is_none());
+    drop(journal);
+
+    let keys = record.plan_keys();
+    let summary = Summary::from_journal(
+        record.info(),
+        &record.plan.variants,
+        record.price().as_ref(),
+        &journal_path,
+        &keys,
+    )
+    .unwrap();
+    report::write_all(out, &summary).unwrap();
+    std::fs::write(
+        out.join("report.html"),
+        report::html::render_run(
+            &summary,
+            &journal_path,
+            &keys,
+            &serde_json::to_value(&record).unwrap(),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        out.join("junit.xml"),
+        report::junit::render(&summary, &journal_path, &keys).unwrap(),
+    )
+    .unwrap();
+    // Markdown is also what --markdown appends.
+    assert_eq!(
+        std::fs::read_to_string(out.join("summary.md")).unwrap(),
+        report::markdown::Markdown.render(&summary).unwrap()
+    );
+}
+
+const FILES: [&str; 5] = [
+    "summary.json",
+    "summary.csv",
+    "summary.md",
+    "report.html",
+    "junit.xml",
+];
+
+async fn check(setup: Setup) {
+    let tmp = tempfile::tempdir().unwrap();
+    run_and_report(&setup, tmp.path()).await;
+    let golden = repo().join("tests/golden").join(setup.name);
+    if std::env::var("GOLDEN").as_deref() == Ok("write") {
+        std::fs::create_dir_all(&golden).unwrap();
+        for f in FILES {
+            std::fs::copy(tmp.path().join(f), golden.join(f)).unwrap();
+        }
+        return;
+    }
+    for f in FILES {
+        let want = std::fs::read_to_string(golden.join(f))
+            .unwrap_or_else(|e| panic!("{}: {e}", golden.join(f).display()));
+        let got = std::fs::read_to_string(tmp.path().join(f)).unwrap();
+        if want != got {
+            let line = want
+                .lines()
+                .zip(got.lines())
+                .position(|(a, b)| a != b)
+                .unwrap_or(want.lines().count().min(got.lines().count()));
+            panic!(
+                "{}/{f} differs from its golden file at line {}:\n  golden: {:?}\n  now:    {:?}",
+                setup.name,
+                line + 1,
+                want.lines().nth(line),
+                got.lines().nth(line)
+            );
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_example_bench_reports_match_their_golden_files() {
+    check(Setup {
+        name: "example",
+        bench: repo().join("promptgauge.yaml"),
+        repeats: 1,
+        mock: promptgauge::commands::demo_mock_config(),
+        client: |_| {},
+    })
+    .await;
+}
+
+/// 500 arithmetic cases with tags, two variants, a price.
+fn soak_bench() -> PathBuf {
+    let dir = repo().join("target/golden-soak");
+    std::fs::create_dir_all(&dir).unwrap();
+    let lines: String = (1..=500)
+        .map(|i| {
+            let tag = ["add", "carry", "large"][i % 3];
+            format!(
+                "{{\"id\": \"sum-{i:03}\", \"vars\": {{\"question\": \"What is {i} + {}?\"}}, \"expected\": \"{}\", \"tags\": [\"{tag}\"]}}\n",
+                i * 7,
+                i * 8
+            )
+        })
+        .collect();
+    std::fs::write(dir.join("cases.jsonl"), lines).unwrap();
+    std::fs::write(dir.join("plain.txt"), "{{ question }}").unwrap();
+    std::fs::write(
+        dir.join("careful.yaml"),
+        "name: careful\nmessages:\n  - { role: system, content: \"Think step by step.\" }\n  - { role: user, content: \"{{ question }}\" }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("soak.yaml"),
+        "name: soak\ncases: cases.jsonl\nvariants: [plain.txt, careful.yaml]\ngrade: { kind: number }\nparams: { temperature: 0.7, max_tokens: 100 }\nprice: { input_per_mtok: 1.0, output_per_mtok: 2.0 }\nlimits: { concurrency: 16, max_attempts: 3 }\n",
+    )
+    .unwrap();
+    dir.join("soak.yaml")
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_2000_job_run_under_faults_reports_match_their_golden_files() {
+    check(Setup {
+        name: "soak",
+        bench: soak_bench(),
+        repeats: 2,
+        mock: MockConfig {
+            faults: Faults {
+                rate_429: 0.05,
+                rate_5xx: 0.05,
+                hang: 0.02,
+                reset: 0.04,
+                cut: 0.04,
+                stall: 0.04,
+                error_event: 0.04,
+            },
+            retry_after: RetryAfter::Millis(500),
+            usage: promptgauge::mock::UsageMode::InLastChunk,
+            first_token_delay: Duration::from_millis(40),
+            token_delay: Duration::from_millis(4),
+            seed: 42,
+            ..MockConfig::default()
+        },
+        client: |c| {
+            c.first_token_timeout = Duration::from_secs(5);
+            c.idle_timeout = Duration::from_secs(2);
+        },
+    })
+    .await;
+}
