@@ -4,8 +4,8 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use promptgauge::client::chat::ChatStream;
 use promptgauge::client::sse::Decoder;
+use promptgauge::client::{OpenAiChat, Protocol, Streamed};
 
 fn main() {
     // A realistic stream: one chat chunk per token, CRLF endings, 64 MB in 16 KiB reads.
@@ -29,11 +29,11 @@ fn main() {
     // Decoding plus reading each event's JSON, as the client does.
     let started = Instant::now();
     let mut decoder = Decoder::new();
-    let mut chat = ChatStream::default();
+    let mut chat = Streamed::default();
     for piece in stream.chunks(16 * 1024) {
         decoder.feed(piece, &mut out);
         for e in out.drain(..) {
-            black_box(chat.push(&e.event, &e.data));
+            black_box(OpenAiChat.decode(&mut chat, &e.event, &e.data));
         }
     }
     let full = started.elapsed().as_secs_f64();

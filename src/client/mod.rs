@@ -4,9 +4,10 @@
 //! and the API key. Time is tokio's clock, which tests pause and advance, so backoff and
 //! timeout tests run in milliseconds.
 
-pub mod chat;
 pub mod limits;
+pub mod openai;
 pub mod pool;
+pub mod protocol;
 pub mod retry;
 pub mod secrets;
 pub mod sse;
@@ -14,18 +15,18 @@ pub mod transport;
 
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, SystemTime};
 
-use bytes::Bytes;
 use futures_util::StreamExt;
 use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use tokio::time::{Instant, timeout_at};
 use tokio_util::sync::CancellationToken;
 
-pub use chat::Usage;
+pub use openai::OpenAiChat;
+pub use protocol::{Dialect, Protocol, Streamed, Usage};
 pub use retry::Outcome;
 pub use secrets::Secrets;
 pub use transport::{HttpRequest, HttpResponse, ReqwestTransport, Transport, TransportError};
@@ -142,7 +143,8 @@ pub struct Attempt {
     /// How long we waited before the next attempt.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wait_ms: Option<f64>,
-    /// Whether `stream_options` was sent.
+    /// Whether the request asked for usage in the stream (OpenAI's `stream_options`); false
+    /// after a server refused that and the request was sent without it.
     pub stream_options: bool,
     /// Which replica answered (an index into the run's base URLs), when there are several.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -208,11 +210,13 @@ pub type AttemptObserver = Arc<dyn Fn(&AttemptLog<'_>) + Send + Sync>;
 
 pub struct Client {
     transport: Arc<dyn Transport>,
+    protocol: Arc<dyn Protocol>,
     config: ClientConfig,
     pool: pool::Pool,
     limits: limits::Limits,
-    /// Set once a server rejected `stream_options` and accepted the request without it.
-    no_stream_options: AtomicBool,
+    /// The dialect every job starts with: plainer once a server refused an optional feature
+    /// and accepted the request without it.
+    dialect: AtomicU8,
     rng: Mutex<rand::rngs::StdRng>,
     /// Cancelled on the first Ctrl-C: no new attempt starts and waits end at once; attempts
     /// in flight go on within their deadlines.
@@ -226,7 +230,7 @@ pub struct Client {
 /// What one attempt produced, before triage.
 struct AttemptResult {
     attempt: Attempt,
-    stream: chat::ChatStream,
+    stream: Streamed,
     retry_after: Option<Duration>,
     /// False when trying again would fail the same way (an oversized response).
     retryable: bool,
@@ -252,7 +256,16 @@ pub fn deadline_after(t: Instant, d: Duration) -> Instant {
 const ERROR_BODY_CAP: usize = 64 * 1024;
 
 impl Client {
+    /// A client speaking OpenAI chat completions.
     pub fn new(transport: Arc<dyn Transport>, config: ClientConfig) -> Self {
+        Self::with_protocol(transport, Arc::new(OpenAiChat), config)
+    }
+
+    pub fn with_protocol(
+        transport: Arc<dyn Transport>,
+        protocol: Arc<dyn Protocol>,
+        config: ClientConfig,
+    ) -> Self {
         let rng = match config.seed {
             Some(s) => rand::rngs::StdRng::seed_from_u64(s),
             None => rand::make_rng(),
@@ -267,11 +280,19 @@ impl Client {
             .collect();
         Client {
             secrets: Secrets::new(config.api_key.as_ref().map(ApiKey::expose), &base_urls),
-            pool: pool::Pool::new(&base_urls, config.concurrency, config.adaptive),
+            pool: pool::Pool::new(
+                &base_urls
+                    .iter()
+                    .map(|b| (b.clone(), protocol.url(b)))
+                    .collect::<Vec<_>>(),
+                config.concurrency,
+                config.adaptive,
+            ),
+            protocol,
             limits: limits::Limits::new(config.requests_per_minute, config.tokens_per_minute),
             transport,
             config,
-            no_stream_options: AtomicBool::new(false),
+            dialect: AtomicU8::new(0),
             rng: Mutex::new(rng),
             drain: CancellationToken::new(),
             stop: CancellationToken::new(),
@@ -329,32 +350,11 @@ impl Client {
         self.stop.cancel();
     }
 
-    fn body(&self, job: &JobRequest, stream_options: bool) -> Bytes {
-        let mut body = job.params.clone();
-        body.insert("model".into(), json!(self.config.model));
-        body.insert("messages".into(), json!(job.messages));
-        body.insert("stream".into(), json!(true));
-        if stream_options {
-            body.insert("stream_options".into(), json!({"include_usage": true}));
-        } else {
-            body.remove("stream_options");
-        }
-        Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
-    }
-
-    fn request(&self, url: &str, job: &JobRequest, stream_options: bool) -> HttpRequest {
-        let mut headers = vec![
-            ("content-type".to_string(), "application/json".to_string()),
-            ("accept".to_string(), "text/event-stream".to_string()),
-            ("idempotency-key".to_string(), job.idempotency_key.clone()),
-        ];
-        if let Some(ApiKey(key)) = &self.config.api_key {
-            headers.push(("authorization".to_string(), format!("Bearer {key}")));
-        }
+    fn request(&self, url: &str, job: &JobRequest, dialect: Dialect) -> HttpRequest {
         HttpRequest {
             url: url.to_string(),
-            headers,
-            body: self.body(job, stream_options),
+            headers: self.protocol.headers(job, self.config.api_key.as_ref()),
+            body: self.protocol.body(&self.config.model, job, dialect),
         }
     }
 
@@ -370,8 +370,9 @@ impl Client {
             failure: None,
             aborted: false,
         };
-        let mut stream_options = !self.no_stream_options.load(Ordering::Relaxed);
-        let mut fallback_tried = false;
+        let mut dialect = Dialect(self.dialect.load(Ordering::Relaxed));
+        // The status that made this job fall back to a plainer dialect, if one did.
+        let mut refused: Option<u16> = None;
         loop {
             // Winding down: no new attempt; the job is left for a resume, not failed.
             if self.drain.is_cancelled() || self.stop.is_cancelled() {
@@ -397,7 +398,7 @@ impl Client {
                 p = self.pool.acquire() => p,
             };
             let url = &self.pool.replicas[replica].url;
-            let request = self.request(url, job, stream_options);
+            let request = self.request(url, job, dialect);
             let shown_headers = if self.observer.is_some() {
                 request.redacted_headers()
             } else {
@@ -419,7 +420,7 @@ impl Client {
             // What the server sent back may quote the key (an echoed header in an error
             // body, an answer that repeats it): nothing it said leaves here unscrubbed.
             self.scrub(&mut attempt, &mut stream);
-            attempt.stream_options = stream_options;
+            attempt.stream_options = self.protocol.asks_for_usage(dialect);
             if self.pool.replicas.len() > 1 {
                 attempt.replica = Some(replica);
             }
@@ -448,18 +449,22 @@ impl Client {
             if !retryable && next == retry::Next::Retry {
                 next = retry::Next::Fail;
             }
-            // A 400 may only mean the server does not know `stream_options`: try once without.
-            let immediate = status == Some(400) && stream_options && !fallback_tried;
-            if immediate {
-                fallback_tried = true;
-                stream_options = false;
+            // The server may only not know an optional feature: try once without it, at once.
+            let plainer = status
+                .filter(|_| refused.is_none())
+                .and_then(|s| self.protocol.fallback(dialect, s));
+            let immediate = plainer.is_some();
+            if let Some(d) = plainer {
+                refused = status;
+                dialect = d;
                 next = retry::Next::Retry;
-            } else if fallback_tried && !stream_options && status != Some(400) {
-                self.no_stream_options.store(true, Ordering::Relaxed);
+            } else if refused.is_some() && status != refused {
+                // Not refused again: the plainer form is the run's from now on.
+                self.dialect.store(dialect.0, Ordering::Relaxed);
             }
             result.text = stream.text;
             result.reasoning = stream.reasoning;
-            result.finish_reason = stream.finish_reason;
+            result.finish_reason = stream.finish.map(|f| f.reason);
             result.usage = stream.usage;
             result.model = stream.model;
 
@@ -540,7 +545,7 @@ impl Client {
     }
 
     /// Removes every secret from what an attempt brought back.
-    fn scrub(&self, attempt: &mut Attempt, stream: &mut chat::ChatStream) {
+    fn scrub(&self, attempt: &mut Attempt, stream: &mut Streamed) {
         if self.secrets.is_empty() {
             return;
         }
@@ -550,7 +555,7 @@ impl Client {
             .chain(attempt.error.as_mut())
             .chain(stream.model.as_mut())
             .chain(stream.error.as_mut())
-            .chain(stream.finish_reason.as_mut())
+            .chain(stream.finish.as_mut().map(|f| &mut f.reason))
         {
             s.scrub_in_place(text);
         }
@@ -562,7 +567,7 @@ impl Client {
         let total_deadline = deadline_after(sent, self.config.total_timeout);
         let first_deadline =
             deadline_after(sent, self.config.first_token_timeout).min(total_deadline);
-        let mut stream = chat::ChatStream::default();
+        let mut stream = Streamed::default();
         let mut attempt = Attempt {
             outcome: Outcome::HttpError,
             status: None,
@@ -579,7 +584,7 @@ impl Client {
         // within the grace). Latency ends there, not when the server closes the stream.
         let mut complete_at: Option<Instant> = None;
         let finish = |mut attempt: Attempt,
-                      stream: chat::ChatStream,
+                      stream: Streamed,
                       outcome,
                       error: Option<String>,
                       retry_after,
@@ -615,11 +620,7 @@ impl Client {
             Ok(Ok(r)) => r,
         };
         attempt.status = Some(response.status);
-        let remaining_requests = response
-            .headers
-            .iter()
-            .find(|(k, _)| k == "x-ratelimit-remaining-requests")
-            .and_then(|(_, v)| v.trim().parse::<u64>().ok());
+        let remaining_requests = self.protocol.remaining_requests(&response.headers);
         if !(200..300).contains(&response.status) {
             let retry_after = retry::retry_after(&response.headers, SystemTime::now());
             attempt.retry_after_ms = retry_after.map(ms);
@@ -632,10 +633,7 @@ impl Client {
             .await;
             // Scrubbed before it is cut to length, so no part of a secret survives the cut.
             let body = self.secrets.scrub(&body);
-            let message = serde_json::from_str::<Value>(&body)
-                .ok()
-                .and_then(|v| v.get("error").map(chat::error_message))
-                .unwrap_or_else(|| chat::truncate(body.trim(), 300));
+            let message = self.protocol.error_message(&body);
             let e = format!(
                 "HTTP {}{}",
                 response.status,
@@ -722,7 +720,9 @@ impl Client {
                     let had_usage = stream.usage.is_some();
                     for event in events.drain(..) {
                         let data = self.secrets.scrub(&event.data);
-                        if stream.push(&event.event, &data) && attempt.ttft_ms.is_none() {
+                        if self.protocol.decode(&mut stream, &event.event, &data)
+                            && attempt.ttft_ms.is_none()
+                        {
                             attempt.ttft_ms = Some(ms(sent.elapsed()));
                         }
                     }
@@ -730,7 +730,7 @@ impl Client {
                         break Ok(());
                     }
                     match complete_at {
-                        None if stream.finish_reason.is_some() => {
+                        None if stream.finish.is_some() => {
                             complete_at = Some(last_event);
                             // Usage came first (or with the finish): nothing more to wait for.
                             if stream.usage.is_some() {
@@ -751,8 +751,8 @@ impl Client {
         }
         // A finish_reason means the answer is whole, whatever broke after it (e.g. before
         // [DONE]); without one, the way the stream ended is the outcome.
-        let (outcome, error) = match (stream.finish_reason.as_deref(), end) {
-            (Some("length"), _) => (Outcome::Truncated, None),
+        let (outcome, error) = match (&stream.finish, end) {
+            (Some(f), _) if f.truncated => (Outcome::Truncated, None),
             (Some(_), _) => (Outcome::Complete, None),
             (None, Err((outcome, e))) => (outcome, Some(e)),
             (None, Ok(())) => (

@@ -195,17 +195,15 @@ pub struct Pool {
 }
 
 impl Pool {
-    pub fn new(base_urls: &[String], concurrency: usize, adaptive: bool) -> Self {
+    /// `endpoints`: each replica's base URL (as the user gave it) and the URL requests go to.
+    pub fn new(endpoints: &[(String, String)], concurrency: usize, adaptive: bool) -> Self {
         Pool {
-            replicas: base_urls
+            replicas: endpoints
                 .iter()
-                .map(|b| Replica {
-                    base_url: super::secrets::redact_url(b),
-                    url: super::secrets::join_path(b, "chat/completions"),
-                    shown_url: super::secrets::redact_url(&super::secrets::join_path(
-                        b,
-                        "chat/completions",
-                    )),
+                .map(|(base, url)| Replica {
+                    base_url: super::secrets::redact_url(base),
+                    url: url.clone(),
+                    shown_url: super::secrets::redact_url(url),
                     gate: Gate::new(concurrency),
                     failures: AtomicU32::new(0),
                     benched_until: Mutex::new(None),
@@ -358,6 +356,12 @@ impl Pool {
 mod tests {
     use super::*;
 
+    fn two() -> Vec<(String, String)> {
+        ["http://a/v1", "http://b/v1"]
+            .map(|b| (b.to_string(), format!("{b}/chat/completions")))
+            .to_vec()
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_cut_gate_retires_permits_as_they_return_and_grows_back() {
         let gate = Gate::new(4);
@@ -385,7 +389,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_failing_replica_is_benched_and_comes_back() {
-        let pool = Pool::new(&["http://a/v1".into(), "http://b/v1".into()], 1, false);
+        let pool = Pool::new(&two(), 1, false);
         for _ in 0..BENCH_AFTER {
             pool.report(0, Health::Failed, "HTTP 500");
         }
@@ -410,7 +414,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn with_every_replica_benched_a_job_is_sent_at_once_not_parked() {
-        let pool = Pool::new(&["http://a/v1".into(), "http://b/v1".into()], 1, false);
+        let pool = Pool::new(&two(), 1, false);
         for _ in 0..BENCH_AFTER {
             pool.report(0, Health::Failed, "HTTP 500");
         }
@@ -430,16 +434,14 @@ mod tests {
 
     #[test]
     fn urls_keep_the_query_and_hide_credentials() {
-        let pool = Pool::new(
-            &["https://u:secretpass@x.azure.com/openai/deployments/d?api-version=1".into()],
-            1,
-            false,
-        );
-        let r = &pool.replicas[0];
+        let base = "https://u:secretpass@x.azure.com/openai/deployments/d?api-version=1";
+        let url = crate::client::Protocol::url(&crate::client::OpenAiChat, base);
         assert_eq!(
-            r.url,
+            url,
             "https://u:secretpass@x.azure.com/openai/deployments/d/chat/completions?api-version=1"
         );
+        let pool = Pool::new(&[(base.to_string(), url)], 1, false);
+        let r = &pool.replicas[0];
         assert_eq!(
             r.base_url,
             "https://[redacted]@x.azure.com/openai/deployments/d?api-version=1"

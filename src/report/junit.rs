@@ -25,7 +25,7 @@ fn escape(text: &str) -> String {
 }
 
 fn short(text: &str) -> String {
-    crate::client::chat::truncate(text, 2000)
+    crate::client::protocol::truncate(text, 2000)
 }
 
 /// Renders the JUnit XML for a run, test cases in plan order within each variant.

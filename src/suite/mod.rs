@@ -471,7 +471,8 @@ pub fn prompt_tokens(messages: &[ChatMessage]) -> u64 {
         .sum()
 }
 
-/// A base URL must be absolute http(s); the client appends `/chat/completions`.
+/// A base URL must be absolute http(s), and make sense to the wire protocol (which appends
+/// its own path, e.g. `/chat/completions`).
 pub fn check_base_url(url: &str) -> Result<(), String> {
     if url == "mock" {
         return Ok(());
@@ -483,15 +484,7 @@ pub fn check_base_url(url: &str) -> Result<(), String> {
     if rest.trim_matches('/').is_empty() || rest.contains(char::is_whitespace) {
         return Err(format!("base URL `{url}` has no host"));
     }
-    if crate::client::secrets::path_of(url)
-        .trim_end_matches('/')
-        .ends_with("/chat/completions")
-    {
-        return Err(format!(
-            "base URL `{url}` already ends in /chat/completions; give the part before it (…/v1)"
-        ));
-    }
-    Ok(())
+    crate::client::Protocol::check_base_url(&crate::client::OpenAiChat, url)
 }
 
 fn resolve_limits(raw: RawLimits, here: &dyn Fn(&str) -> Location) -> Result<Limits, InputError> {

@@ -1,0 +1,373 @@
+//! OpenAI chat completions (`POST {base_url}/chat/completions`, streamed), the protocol
+//! every OpenAI-compatible server speaks: vLLM, llama.cpp, Ollama, SGLang, TGI, LiteLLM and
+//! the commercial endpoints. Every field name of the format lives in this file.
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use super::protocol::{Dialect, Finish, Protocol, Streamed, Usage, truncate};
+use super::{ApiKey, JobRequest};
+
+/// The path appended to the base URL.
+const PATH: &str = "chat/completions";
+
+/// With `stream_options: {include_usage: true}` (asks for a usage chunk).
+const FULL: Dialect = Dialect(0);
+/// Without it, for servers that answer it with a 400.
+const NO_STREAM_OPTIONS: Dialect = Dialect(1);
+
+/// The OpenAI chat-completions protocol.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OpenAiChat;
+
+/// A `usage` object that is present but cannot be believed (a negative, fractional or
+/// non-numeric count): it is ignored, and the job's usage is estimated instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct InvalidUsage;
+
+/// `Ok(None)` when there is no usage object; `Err` when its counts are not whole numbers
+/// ≥ 0. Absent counts are 0.
+fn usage(v: &Value) -> Result<Option<Usage>, InvalidUsage> {
+    let Some(obj) = v.as_object() else {
+        return if v.is_null() {
+            Ok(None)
+        } else {
+            Err(InvalidUsage)
+        };
+    };
+    let n = |v: Option<&Value>| match v {
+        None | Some(Value::Null) => Ok(0),
+        Some(v) => v.as_u64().ok_or(InvalidUsage),
+    };
+    Ok(Some(Usage {
+        prompt_tokens: n(obj.get("prompt_tokens"))?,
+        completion_tokens: n(obj.get("completion_tokens"))?,
+        cached_tokens: n(v.pointer("/prompt_tokens_details/cached_tokens"))?,
+        reasoning_tokens: n(v.pointer("/completion_tokens_details/reasoning_tokens"))?,
+        estimated: false,
+    }))
+}
+
+/// The human part of an OpenAI-style error object (or a bare string).
+fn error_message(err: &Value) -> String {
+    let text = match err {
+        Value::String(s) => s.clone(),
+        Value::Object(o) => o
+            .get("message")
+            .and_then(Value::as_str)
+            .map(String::from)
+            .unwrap_or_else(|| err.to_string()),
+        other => other.to_string(),
+    };
+    truncate(&text, 500)
+}
+
+impl Protocol for OpenAiChat {
+    fn check_base_url(&self, url: &str) -> Result<(), String> {
+        if super::secrets::path_of(url)
+            .trim_end_matches('/')
+            .ends_with("/chat/completions")
+        {
+            return Err(format!(
+                "base URL `{url}` already ends in /chat/completions; give the part before it (…/v1)"
+            ));
+        }
+        Ok(())
+    }
+
+    fn url(&self, base_url: &str) -> String {
+        super::secrets::join_path(base_url, PATH)
+    }
+
+    fn body(&self, model: &str, job: &JobRequest, dialect: Dialect) -> Bytes {
+        let mut body = job.params.clone();
+        body.insert("model".into(), json!(model));
+        body.insert("messages".into(), json!(job.messages));
+        body.insert("stream".into(), json!(true));
+        if dialect == FULL {
+            body.insert("stream_options".into(), json!({"include_usage": true}));
+        } else {
+            body.remove("stream_options");
+        }
+        Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
+    }
+
+    fn headers(&self, job: &JobRequest, key: Option<&ApiKey>) -> Vec<(String, String)> {
+        let mut headers = vec![
+            ("content-type".to_string(), "application/json".to_string()),
+            ("accept".to_string(), "text/event-stream".to_string()),
+            ("idempotency-key".to_string(), job.idempotency_key.clone()),
+        ];
+        if let Some(key) = key {
+            headers.push((
+                "authorization".to_string(),
+                format!("Bearer {}", key.expose()),
+            ));
+        }
+        headers
+    }
+
+    fn fallback(&self, dialect: Dialect, status: u16) -> Option<Dialect> {
+        // A 400 may only mean the server does not know `stream_options`.
+        (status == 400 && dialect == FULL).then_some(NO_STREAM_OPTIONS)
+    }
+
+    fn asks_for_usage(&self, dialect: Dialect) -> bool {
+        dialect == FULL
+    }
+
+    fn decode(&self, s: &mut Streamed, event_type: &str, data: &str) -> bool {
+        let data = data.trim();
+        if data == "[DONE]" {
+            s.done = true;
+            return false;
+        }
+        let Ok(v) = serde_json::from_str::<Value>(data) else {
+            if event_type == "error" {
+                s.error = Some(truncate(data, 500));
+            } else {
+                s.ignored += 1;
+            }
+            return false;
+        };
+        if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
+            s.error = Some(error_message(err));
+            return false;
+        }
+        if event_type == "error" {
+            s.error = Some(truncate(data, 500));
+            return false;
+        }
+        if s.model.is_none() {
+            s.model = v.get("model").and_then(Value::as_str).map(String::from);
+        }
+        match v.get("usage").map(usage) {
+            Some(Ok(Some(u))) => s.usage = Some(u),
+            Some(Err(InvalidUsage)) => s.ignored += 1,
+            Some(Ok(None)) | None => {}
+        }
+        let mut token = false;
+        let Some(choices) = v.get("choices").and_then(Value::as_array) else {
+            return false;
+        };
+        // One choice is requested; a server that sends more has them indexed, and 0 is ours.
+        for choice in choices
+            .iter()
+            .filter(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
+        {
+            if let Some(delta) = choice.get("delta") {
+                let texts = [
+                    ("content", false),
+                    ("reasoning_content", true),
+                    ("reasoning", true),
+                ];
+                for (key, reasoning) in texts {
+                    let Some(t) = delta.get(key).and_then(Value::as_str) else {
+                        continue;
+                    };
+                    if t.is_empty() {
+                        continue;
+                    }
+                    // The first finish ends the answer: text after it is not part of it.
+                    if s.finish.is_some() {
+                        s.ignored += 1;
+                        continue;
+                    }
+                    token = true;
+                    if reasoning {
+                        s.reasoning.push_str(t);
+                    } else {
+                        s.text.push_str(t);
+                    }
+                }
+            }
+            // `""` (sent on every chunk by some servers) is no finish reason.
+            if s.finish.is_none()
+                && let Some(r) = choice
+                    .get("finish_reason")
+                    .and_then(Value::as_str)
+                    .filter(|r| !r.is_empty())
+            {
+                s.finish = Some(Finish {
+                    reason: r.to_string(),
+                    truncated: r == "length",
+                });
+            }
+        }
+        token
+    }
+
+    fn error_message(&self, body: &str) -> String {
+        serde_json::from_str::<Value>(body)
+            .ok()
+            .and_then(|v| v.get("error").map(error_message))
+            .unwrap_or_else(|| truncate(body.trim(), 300))
+    }
+
+    fn remaining_requests(&self, headers: &[(String, String)]) -> Option<u64> {
+        headers
+            .iter()
+            .find(|(k, _)| k == "x-ratelimit-remaining-requests")
+            .and_then(|(_, v)| v.trim().parse::<u64>().ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const P: OpenAiChat = OpenAiChat;
+
+    #[test]
+    fn accumulates_content_finish_and_separate_usage() {
+        let mut s = Streamed::default();
+        assert!(!P.decode(
+            &mut s,
+            "",
+            r#"{"model":"m-1","choices":[{"index":0,"delta":{"role":"assistant"}}]}"#
+        ));
+        assert!(P.decode(&mut s, "", r#"{"choices":[{"index":0,"delta":{"content":"Hel"},"logprobs":null}],"obfuscation":"x"}"#));
+        assert!(P.decode(
+            &mut s,
+            "",
+            r#"{"choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":"stop"}]}"#
+        ));
+        P.decode(
+            &mut s,
+            "",
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}"#,
+        );
+        P.decode(&mut s, "", r#"{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":1}}}"#);
+        P.decode(&mut s, "", "[DONE]");
+        assert_eq!(s.text, "Hello");
+        assert_eq!(s.finish.as_ref().map(|f| f.reason.as_str()), Some("stop"));
+        assert_eq!(s.model.as_deref(), Some("m-1"));
+        assert!(s.done);
+        let u = s.usage.unwrap();
+        assert_eq!(
+            (
+                u.prompt_tokens,
+                u.completion_tokens,
+                u.cached_tokens,
+                u.reasoning_tokens
+            ),
+            (9, 2, 4, 1)
+        );
+    }
+
+    #[test]
+    fn usage_in_last_chunk_with_choices() {
+        let mut s = Streamed::default();
+        P.decode(&mut s, "", r#"{"choices":[{"delta":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}"#);
+        assert_eq!(s.usage.unwrap().prompt_tokens, 3);
+    }
+
+    #[test]
+    fn reasoning_is_kept_apart() {
+        let mut s = Streamed::default();
+        assert!(P.decode(
+            &mut s,
+            "",
+            r#"{"choices":[{"delta":{"reasoning_content":"think"}}]}"#
+        ));
+        P.decode(
+            &mut s,
+            "",
+            r#"{"choices":[{"delta":{"reasoning":" more"}}]}"#,
+        );
+        P.decode(&mut s, "", r#"{"choices":[{"delta":{"content":"B"}}]}"#);
+        assert_eq!((s.reasoning.as_str(), s.text.as_str()), ("think more", "B"));
+    }
+
+    #[test]
+    fn error_events_and_junk() {
+        let mut s = Streamed::default();
+        P.decode(&mut s, "", "not json");
+        assert_eq!(s.ignored, 1);
+        P.decode(
+            &mut s,
+            "",
+            r#"{"error":{"message":"overloaded","type":"server_error"}}"#,
+        );
+        assert_eq!(s.error.as_deref(), Some("overloaded"));
+        let mut s = Streamed::default();
+        P.decode(&mut s, "error", "boom");
+        assert_eq!(s.error.as_deref(), Some("boom"));
+    }
+
+    #[test]
+    fn an_empty_finish_reason_is_no_finish() {
+        let mut s = Streamed::default();
+        P.decode(
+            &mut s,
+            "",
+            r#"{"choices":[{"delta":{"content":"4"},"finish_reason":""}]}"#,
+        );
+        assert_eq!(s.finish, None);
+        P.decode(
+            &mut s,
+            "",
+            r#"{"choices":[{"delta":{"content":"2"},"finish_reason":""}]}"#,
+        );
+        P.decode(
+            &mut s,
+            "",
+            r#"{"choices":[{"delta":{},"finish_reason":"length"}]}"#,
+        );
+        assert_eq!(
+            (
+                s.text.as_str(),
+                s.finish.as_ref().map(|f| f.reason.as_str())
+            ),
+            ("42", Some("length"))
+        );
+    }
+
+    #[test]
+    fn text_after_the_first_finish_is_ignored_and_counted() {
+        let mut s = Streamed::default();
+        P.decode(
+            &mut s,
+            "",
+            r#"{"choices":[{"delta":{"content":"B"},"finish_reason":"stop"}]}"#,
+        );
+        P.decode(
+            &mut s,
+            "",
+            r#"{"choices":[{"delta":{"content":" and more"}}]}"#,
+        );
+        P.decode(
+            &mut s,
+            "",
+            r#"{"choices":[{"delta":{"reasoning_content":"hm"}}]}"#,
+        );
+        assert_eq!(
+            (s.text.as_str(), s.reasoning.as_str(), s.ignored),
+            ("B", "", 2)
+        );
+    }
+
+    #[test]
+    fn impossible_usage_is_ignored_not_believed() {
+        for bad in [
+            r#"{"prompt_tokens":-5,"completion_tokens":3}"#,
+            r#"{"prompt_tokens":1.5,"completion_tokens":3}"#,
+            r#"{"prompt_tokens":"7","completion_tokens":3}"#,
+            r#"{"prompt_tokens":1e30,"completion_tokens":3}"#,
+        ] {
+            let mut s = Streamed::default();
+            P.decode(&mut s, "", &format!(r#"{{"choices":[],"usage":{bad}}}"#));
+            assert_eq!((s.usage, s.ignored), (None, 1), "{bad}");
+        }
+        let mut s = Streamed::default();
+        P.decode(
+            &mut s,
+            "",
+            r#"{"choices":[],"usage":{"prompt_tokens":18446744073709551615}}"#,
+        );
+        assert_eq!(s.usage.unwrap().prompt_tokens, u64::MAX);
+        let mut s = Streamed::default();
+        P.decode(&mut s, "", r#"{"choices":[],"usage":null}"#);
+        assert_eq!((s.usage, s.ignored), (None, 0));
+    }
+}

@@ -1,0 +1,136 @@
+//! The wire protocol behind one trait: how a job becomes an HTTP request, how a streamed
+//! body's events add up to an answer, what rate-limit headers and error bodies say. The
+//! client core ([`super::Client`]: deadlines, retries, gates, replicas) knows no JSON field
+//! names. OpenAI chat completions ([`super::openai::OpenAiChat`]) is the one implementation;
+//! a second protocol is one new file and one match arm where the bench chooses it.
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+use super::{ApiKey, JobRequest};
+
+/// Token counts for one job, from the server's `usage` or estimated.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub cached_tokens: u64,
+    pub reasoning_tokens: u64,
+    /// True when the server sent no usage and these are estimates (about 4 characters a token).
+    pub estimated: bool,
+}
+
+impl Usage {
+    /// A rough count for servers that report none; marked as estimated.
+    pub fn estimate(prompt_chars: usize, completion: &str, reasoning: &str) -> Usage {
+        let tokens = |chars: usize| chars.div_ceil(4) as u64;
+        let reasoning_tokens = tokens(reasoning.chars().count());
+        Usage {
+            prompt_tokens: tokens(prompt_chars),
+            completion_tokens: tokens(completion.chars().count()) + reasoning_tokens,
+            cached_tokens: 0,
+            reasoning_tokens,
+            estimated: true,
+        }
+    }
+}
+
+/// Why the model stopped, in the protocol's own word (kept as sent, for the journal).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finish {
+    /// The reason as the server named it (`stop`, `length`, `tool_calls`, …).
+    pub reason: String,
+    /// The model hit its token ceiling: a real answer, cut short.
+    pub truncated: bool,
+}
+
+/// What the events of one attempt add up to, whatever the protocol.
+#[derive(Debug, Default)]
+pub struct Streamed {
+    pub text: String,
+    /// Reasoning deltas, kept apart from the answer.
+    pub reasoning: String,
+    /// The first real finish: it ends the answer. Later duplicates, and any text after it,
+    /// are ignored.
+    pub finish: Option<Finish>,
+    pub usage: Option<Usage>,
+    /// The model name the server echoed.
+    pub model: Option<String>,
+    /// The server reported an error inside the stream.
+    pub error: Option<String>,
+    /// The stream said it is over (`data: [DONE]`).
+    pub done: bool,
+    /// Events that were ignored, counted for the journal: payloads that did not parse, text
+    /// sent after the finish, usage with impossible counts.
+    pub ignored: u64,
+}
+
+/// A form of request a server may refuse, richest first: a protocol may fall back to a
+/// plainer one when a server rejects an optional feature.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Dialect(pub u8);
+
+/// The wire protocol.
+pub trait Protocol: Send + Sync {
+    /// Checks a user's base URL for mistakes this protocol can recognise (e.g. one that
+    /// already names the endpoint's path).
+    fn check_base_url(&self, url: &str) -> Result<(), String>;
+
+    /// The URL requests are sent to, for a base URL as users paste it.
+    fn url(&self, base_url: &str) -> String;
+
+    /// The request body for a job.
+    fn body(&self, model: &str, job: &JobRequest, dialect: Dialect) -> Bytes;
+
+    /// The request headers, including how the key is sent.
+    fn headers(&self, job: &JobRequest, key: Option<&ApiKey>) -> Vec<(String, String)>;
+
+    /// After a response with `status` to a request in `dialect`, a plainer dialect worth
+    /// trying once at once (the server may not know an optional feature), if any.
+    fn fallback(&self, dialect: Dialect, status: u16) -> Option<Dialect>;
+
+    /// Whether `dialect` asks for usage in the stream (recorded on each attempt).
+    fn asks_for_usage(&self, dialect: Dialect) -> bool;
+
+    /// Adds one event of a streamed body; returns true when it carried answer or
+    /// reasoning text (the first such event is the first token).
+    fn decode(&self, streamed: &mut Streamed, event: &str, data: &str) -> bool;
+
+    /// The human part of an error response body.
+    fn error_message(&self, body: &str) -> String;
+
+    /// Requests left in the provider's rate-limit window, when its headers say.
+    fn remaining_requests(&self, headers: &[(String, String)]) -> Option<u64>;
+}
+
+/// Cuts `s` to at most `max` bytes on a character boundary, marking the cut with `…`.
+pub fn truncate(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn estimates_are_marked() {
+        let u = Usage::estimate(40, "abcdefgh", "");
+        assert_eq!(
+            (u.prompt_tokens, u.completion_tokens, u.estimated),
+            (10, 2, true)
+        );
+    }
+
+    #[test]
+    fn truncation_keeps_whole_characters() {
+        assert_eq!(truncate("héllo", 2), "h…");
+        assert_eq!(truncate("abc", 3), "abc");
+    }
+}
