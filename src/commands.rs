@@ -104,7 +104,7 @@ pub fn prepare(args: &PlanArgs, env: &Env) -> anyhow::Result<Prepared> {
     if let Some(limit) = args.limit {
         let limit = limit as usize;
         bench.cases.truncate(limit);
-        bench.graders.truncate(limit);
+        bench.scorers.truncate(limit);
     }
     if let Some(r) = args.repeats {
         bench.repeats = r;
@@ -1041,11 +1041,11 @@ fn compare_dirs(run_a: &Path, run_b: &Path) -> anyhow::Result<RunComparison> {
     let mut cases: BTreeMap<String, CaseTable> = BTreeMap::new();
     for (arm, dir, record) in [(0, run_a, &ra), (1, run_b, &rb)] {
         runner::journal::read_planned(&dir.join("results.jsonl"), &record.plan_keys(), |r| {
-            if let Some(correct) = r.correct {
+            if let Some(score) = r.score() {
                 cases
                     .entry(r.variant.clone())
                     .or_insert_with(|| CaseTable::new(2))
-                    .add(&r.case_id, &r.tags, arm, correct);
+                    .add(&r.case_id, &r.tags, arm, score);
             }
         })
         .with_context(|| format!("cannot read the journal in {}", dir.display()))?;

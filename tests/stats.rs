@@ -87,10 +87,7 @@ fn clustered_accuracy_matches_the_references() {
             .split(';')
             .map(|s| {
                 let (c, m) = s.split_once('/').unwrap();
-                CaseScore {
-                    correct: c.parse().unwrap(),
-                    graded: m.parse().unwrap(),
-                }
+                CaseScore::binary(c.parse().unwrap(), m.parse().unwrap())
             })
             .collect();
         let x: Vec<f64> = f[2..].iter().map(|v| v.parse().unwrap()).collect();

@@ -1,4 +1,9 @@
-//! Graders (DESIGN §4). Each records what it extracted, so a person can see why a job failed.
+//! Graders (DESIGN §4) and the [`Scorer`] shape they share with every other scorer. Each
+//! records what it extracted, so a person can see why a job failed.
+
+pub mod scorer;
+
+pub use scorer::{Answer, Score, ScoreContext, ScoreError, ScoreInput, Scorer};
 
 use std::sync::LazyLock;
 

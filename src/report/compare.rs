@@ -167,7 +167,7 @@ pub fn compare(
     if single {
         let mut t = Table::default();
         for (v, r) in pairs {
-            t.add(v.correct == 1, r.correct == 1);
+            t.add(v.score == 1.0, r.score == 1.0);
         }
         c.method = "mcnemar_exact+newcombe".into();
         c.table = Some(PairTable {
@@ -188,7 +188,7 @@ pub fn compare(
         c.method = "paired_t_on_case_means".into();
         let diffs: Vec<f64> = pairs
             .iter()
-            .map(|(v, r)| v.correct as f64 / v.graded as f64 - r.correct as f64 / r.graded as f64)
+            .map(|(v, r)| v.score / v.graded as f64 - r.score / r.graded as f64)
             .collect();
         if let Some((d, lo, hi, p)) = paired_means(&diffs, confidence) {
             c.difference = Some(d);
@@ -305,23 +305,14 @@ impl CaseTable {
         }
     }
 
-    /// Records one graded sample of `arm` for `case`.
-    pub fn add(&mut self, case: &str, tags: &[String], arm: usize, correct: bool) {
+    /// Records one graded sample of `arm` for `case`, with its score.
+    pub fn add(&mut self, case: &str, tags: &[String], arm: usize, score: f64) {
         let arms = self.arms;
-        let entry = self.cases.entry(case.to_string()).or_insert_with(|| {
-            (
-                tags.to_vec(),
-                vec![
-                    CaseScore {
-                        correct: 0,
-                        graded: 0
-                    };
-                    arms
-                ],
-            )
-        });
-        entry.1[arm].graded += 1;
-        entry.1[arm].correct += u64::from(correct);
+        let entry = self
+            .cases
+            .entry(case.to_string())
+            .or_insert_with(|| (tags.to_vec(), vec![CaseScore::default(); arms]));
+        entry.1[arm].add(score);
     }
 
     /// One arm's scores over the cases it graded.
@@ -348,10 +339,7 @@ mod tests {
     use super::*;
 
     fn one(correct: bool) -> CaseScore {
-        CaseScore {
-            correct: u64::from(correct),
-            graded: 1,
-        }
+        CaseScore::binary(u64::from(correct), 1)
     }
 
     #[test]
@@ -388,10 +376,7 @@ mod tests {
 
     #[test]
     fn repeats_use_case_means() {
-        let s = |c, g| CaseScore {
-            correct: c,
-            graded: g,
-        };
+        let s = CaseScore::binary;
         let pairs = vec![(s(3, 3), s(1, 3)), (s(2, 3), s(2, 3)), (s(3, 3), s(0, 3))];
         let mut cs = vec![compare("b", "a", &pairs, 0.95)];
         decide(&mut cs, 0.95);

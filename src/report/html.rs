@@ -232,7 +232,7 @@ pub fn render_run(
                     if entry.1[arm].is_none() {
                         entry.1[arm] = Some((
                             r.extracted.clone().unwrap_or_default(),
-                            r.correct == Some(true),
+                            r.score() == Some(1.0),
                         ));
                     }
                 }

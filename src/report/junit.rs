@@ -59,8 +59,8 @@ pub fn render(
                 escape(&v.name),
                 escape(&name)
             ));
-            match (r.status, r.correct) {
-                (JobStatus::Graded, Some(true)) => cases.push_str("/>\n"),
+            match (r.status, r.score()) {
+                (JobStatus::Graded, Some(s)) if s == 1.0 => cases.push_str("/>\n"),
                 (JobStatus::Graded, _) => {
                     f += 1;
                     let message = format!(

@@ -57,7 +57,7 @@ impl Progress {
             JobStatus::Graded => {
                 if let Some(i) = self.variants.iter().position(|v| *v == record.variant) {
                     self.scores[i].1 += 1;
-                    self.scores[i].0 += u64::from(record.correct == Some(true));
+                    self.scores[i].0 += u64::from(record.score() == Some(1.0));
                 }
             }
         }

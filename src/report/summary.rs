@@ -211,7 +211,7 @@ impl Acc {
         }
         self.n += 1;
         self.cached += u64::from(r.cached);
-        self.correct += u64::from(r.correct == Some(true));
+        self.correct += u64::from(r.score() == Some(1.0));
         self.truncated += u64::from(r.finish_reason.as_deref() == Some("length"));
         if let Some(t) = r.ttft_ms {
             self.ttft.push(t);
@@ -324,8 +324,8 @@ impl Summary {
             }
             finished += 1;
             failed += usize::from(r.status == JobStatus::Failed);
-            if let (Some(&a), Some(correct)) = (arm.get(r.variant.as_str()), r.correct) {
-                cases.add(&r.case_id, &r.tags, a, correct);
+            if let (Some(&a), Some(score)) = (arm.get(r.variant.as_str()), r.score()) {
+                cases.add(&r.case_id, &r.tags, a, score);
             }
             accs.entry(r.variant.clone()).or_default().add(&r, price);
         })?;
@@ -400,7 +400,7 @@ fn slices(cases: &CaseTable, variants: &[String], confidence: f64) -> Vec<Slice>
                 .filter(|s| s.graded > 0)
                 .collect();
             let n: u64 = scores.iter().map(|s| s.graded).sum();
-            let correct: u64 = scores.iter().map(|s| s.correct).sum();
+            let correct = scores.iter().map(|s| s.score).sum::<f64>() as u64;
             let ci = clustered_wilson(&scores, confidence);
             out.push(Slice {
                 tag: tag.clone(),

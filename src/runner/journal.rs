@@ -32,8 +32,13 @@ pub struct JobRecord {
     pub finish_reason: Option<String>,
     pub expected: Vec<String>,
     pub extracted: Option<String>,
-    /// `None` when the job failed.
+    /// Whether the answer passed, for scores of exactly 0 or 1; `None` when the job failed
+    /// or its score is partial.
     pub correct: Option<bool>,
+    /// The score in [0, 1]; `None` when the job failed. Journals written before scores
+    /// existed lack it: [`JobRecord::score`] reads `correct` then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     pub attempts: Vec<Attempt>,
@@ -144,6 +149,12 @@ const EVENT_PREFIX: &[u8] = b"{\"event\":";
 pub type JobKey = (String, String, u32);
 
 impl JobRecord {
+    /// The job's score: its `score`, or 1/0 from `correct` in older journals.
+    pub fn score(&self) -> Option<f64> {
+        self.score
+            .or_else(|| self.correct.map(|c| if c { 1.0 } else { 0.0 }))
+    }
+
     pub fn key(&self) -> JobKey {
         (self.case_id.clone(), self.variant.clone(), self.repeat)
     }
@@ -345,6 +356,7 @@ mod tests {
             expected: vec!["x".into()],
             extracted: Some("x".into()),
             correct: Some(true),
+            score: Some(1.0),
             error: None,
             attempts: vec![],
             ttft_ms: None,

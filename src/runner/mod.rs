@@ -16,7 +16,8 @@ pub use cache::Cache;
 pub use journal::{JobRecord, JobStatus, Journal};
 
 use crate::client::{Client, JobRequest, JobResult, Usage};
-use crate::suite::{Bench, Job};
+use crate::grade::{Answer, ScoreContext, ScoreInput};
+use crate::suite::{Bench, ChatMessage, Job};
 
 /// What the reporter hears while a run goes on.
 #[derive(Debug)]
@@ -192,7 +193,7 @@ async fn run_job(
                 failure: None,
                 aborted: false,
             };
-            let mut r = graded_record(bench, job, result, prompt_chars);
+            let mut r = graded_record(bench, job, result, &messages, prompt_chars).await;
             r.cached = true;
             r.outcome = Some(crate::client::Outcome::Complete);
             return Some(r);
@@ -200,7 +201,7 @@ async fn run_job(
     }
     let request = JobRequest {
         reserve_tokens,
-        messages,
+        messages: messages.clone(),
         params,
         idempotency_key: format!("pg-{}-{}", options.run_id, job.index),
     };
@@ -223,7 +224,7 @@ async fn run_job(
             model: result.model.clone(),
         });
     }
-    Some(record(bench, job, result, prompt_chars))
+    Some(record(bench, job, result, &messages, prompt_chars).await)
 }
 
 fn failed_record(bench: &Bench, job: &Job, error: String, result: Option<JobResult>) -> JobRecord {
@@ -246,6 +247,7 @@ fn failed_record(bench: &Bench, job: &Job, error: String, result: Option<JobResu
         expected: case.expected.clone(),
         extracted: None,
         correct: None,
+        score: None,
         error: Some(error),
         attempts,
         ttft_ms: None,
@@ -257,7 +259,13 @@ fn failed_record(bench: &Bench, job: &Job, error: String, result: Option<JobResu
     }
 }
 
-fn record(bench: &Bench, job: &Job, result: JobResult, prompt_chars: usize) -> JobRecord {
+async fn record(
+    bench: &Bench,
+    job: &Job,
+    result: JobResult,
+    messages: &[ChatMessage],
+    prompt_chars: usize,
+) -> JobRecord {
     if !result.answered() {
         let error = result
             .failure
@@ -265,17 +273,50 @@ fn record(bench: &Bench, job: &Job, result: JobResult, prompt_chars: usize) -> J
             .unwrap_or_else(|| "no answer".to_string());
         return failed_record(bench, job, error, Some(result));
     }
-    graded_record(bench, job, result, prompt_chars)
+    graded_record(bench, job, result, messages, prompt_chars).await
 }
 
-/// Grades an answer known to be whole (streamed to its finish_reason, or cached).
-fn graded_record(bench: &Bench, job: &Job, result: JobResult, prompt_chars: usize) -> JobRecord {
+/// Scores an answer known to be whole (streamed to its finish_reason, or cached).
+async fn graded_record(
+    bench: &Bench,
+    job: &Job,
+    result: JobResult,
+    messages: &[ChatMessage],
+    prompt_chars: usize,
+) -> JobRecord {
     let case = &bench.cases[job.case];
-    let grade = bench.graders[job.case].grade(&result.text, &case.expected);
-    let last = result.attempts.last();
+    let answer = Answer {
+        text: result.text,
+        reasoning: result.reasoning,
+        finish_reason: result.finish_reason,
+    };
+    let input = ScoreInput {
+        case,
+        messages,
+        answer: &answer,
+    };
+    let score = match bench.scorers[job.case]
+        .score(input, &ScoreContext::default())
+        .await
+    {
+        Ok(score) => score,
+        Err(e) => {
+            let mut failed = failed_record(
+                bench,
+                job,
+                format!("could not be scored: {e}"),
+                None,
+            );
+            failed.attempts = result.attempts;
+            failed.partial_output = Some(answer.text).filter(|t| !t.is_empty());
+            return failed;
+        }
+    };
+    let result_attempts = result.attempts;
+    let last = result_attempts.last();
     let usage = result
         .usage
-        .unwrap_or_else(|| Usage::estimate(prompt_chars, &result.text, &result.reasoning));
+        .unwrap_or_else(|| Usage::estimate(prompt_chars, &answer.text, &answer.reasoning));
     JobRecord {
         job: job.index,
         case_id: case.id.clone(),
@@ -285,15 +326,16 @@ fn graded_record(bench: &Bench, job: &Job, result: JobResult, prompt_chars: usiz
         outcome: last.map(|a| a.outcome),
         ttft_ms: last.and_then(|a| a.ttft_ms),
         latency_ms: last.map(|a| a.latency_ms),
-        output: result.text,
+        output: answer.text,
         partial_output: None,
-        reasoning: result.reasoning,
-        finish_reason: result.finish_reason,
+        reasoning: answer.reasoning,
+        finish_reason: answer.finish_reason,
         expected: case.expected.clone(),
-        extracted: grade.extracted,
-        correct: Some(grade.correct),
+        correct: score.as_bool(),
+        score: Some(score.value),
+        extracted: score.extracted,
         error: None,
-        attempts: result.attempts,
+        attempts: result_attempts,
         usage,
         model: result.model,
         tags: case.tags.clone(),

@@ -7,11 +7,36 @@
 
 use super::wilson_n;
 
-/// One case's samples: how many were correct, out of how many graded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One case's samples: the sum of their scores (for 0/1 scores: how many were correct),
+/// the sum of their squares, and how many were graded.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct CaseScore {
-    pub correct: u64,
+    pub score: f64,
+    pub squares: f64,
     pub graded: u64,
+}
+
+impl CaseScore {
+    /// `correct` of `graded` samples scored 0 or 1.
+    pub fn binary(correct: u64, graded: u64) -> CaseScore {
+        CaseScore {
+            score: correct as f64,
+            squares: correct as f64,
+            graded,
+        }
+    }
+
+    /// Adds one sample's score.
+    pub fn add(&mut self, value: f64) {
+        self.score += value;
+        self.squares += value * value;
+        self.graded += 1;
+    }
+
+    /// The mean score over the samples; `None` without any.
+    pub fn mean(&self) -> Option<f64> {
+        (self.graded > 0).then(|| self.score / self.graded as f64)
+    }
 }
 
 /// The ANOVA estimate of the intra-class correlation, clipped to [0, 1]; 0 when undefined.
@@ -22,20 +47,21 @@ pub fn icc(cases: &[CaseScore]) -> f64 {
     if k < 2.0 || n <= k {
         return 0.0;
     }
-    let mean = cases.iter().map(|c| c.correct as f64).sum::<f64>() / n;
-    // Between cases: Σ mᵢ (ȳᵢ − ȳ)²; within: Σ mᵢ ȳᵢ (1 − ȳᵢ) for 0/1 outcomes.
+    let mean = cases.iter().map(|c| c.score).sum::<f64>() / n;
+    // Between cases: Σ mᵢ (ȳᵢ − ȳ)²; within: Σ (yᵢⱼ²) − (Σ yᵢⱼ)²/mᵢ, which for 0/1
+    // outcomes is mᵢ ȳᵢ (1 − ȳᵢ).
     let ssb: f64 = cases
         .iter()
         .map(|c| {
             let m = c.graded as f64;
-            m * (c.correct as f64 / m - mean).powi(2)
+            m * (c.score / m - mean).powi(2)
         })
         .sum();
     let ssw: f64 = cases
         .iter()
         .map(|c| {
-            let (m, y) = (c.graded as f64, c.correct as f64);
-            y - y * y / m
+            let (m, y) = (c.graded as f64, c.score);
+            c.squares - y * y / m
         })
         .sum();
     let msb = ssb / (k - 1.0);
@@ -66,13 +92,13 @@ pub fn design_effect(cases: &[CaseScore]) -> f64 {
 /// Accuracy over all samples with a Wilson interval on the effective sample size.
 /// Returns (accuracy, low, high, design effect).
 pub fn clustered_wilson(cases: &[CaseScore], confidence: f64) -> Option<(f64, f64, f64, f64)> {
-    let correct: u64 = cases.iter().map(|c| c.correct).sum();
+    let total: f64 = cases.iter().map(|c| c.score).sum();
     let n: u64 = cases.iter().map(|c| c.graded).sum();
     if n == 0 {
         return None;
     }
     let deff = design_effect(cases);
-    let p = correct as f64 / n as f64;
+    let p = total / n as f64;
     let (lo, hi) = wilson_n(p, n as f64 / deff, confidence);
     Some((p, lo, hi, deff))
 }
@@ -85,7 +111,7 @@ pub fn consistency(cases: &[CaseScore]) -> Option<f64> {
     }
     let agree = multi
         .iter()
-        .filter(|c| c.correct == 0 || c.correct == c.graded)
+        .filter(|c| c.score == 0.0 || c.score == c.graded as f64)
         .count();
     Some(agree as f64 / multi.len() as f64)
 }
@@ -96,7 +122,7 @@ mod tests {
 
     fn cs(v: &[(u64, u64)]) -> Vec<CaseScore> {
         v.iter()
-            .map(|&(correct, graded)| CaseScore { correct, graded })
+            .map(|&(correct, graded)| CaseScore::binary(correct, graded))
             .collect()
     }
 

@@ -18,7 +18,7 @@ pub use plan::{Fingerprint, Job, Plan, Shard};
 pub use prompts::Variant;
 pub use template::{ChatMessage, Templates};
 
-use crate::grade::{GradeSpec, Grader};
+use crate::grade::{GradeSpec, Scorer};
 
 /// Where the bench's endpoint settings point; resolved against flags and env by `cli`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -258,8 +258,8 @@ pub struct Bench {
     pub name: String,
     pub cases: Vec<Case>,
     pub variants: Vec<Variant>,
-    /// One grader per case, in case order.
-    pub graders: Vec<Grader>,
+    /// One scorer per case, in case order (cases without their own share the bench's).
+    pub scorers: Vec<std::sync::Arc<dyn Scorer>>,
     pub grade: GradeSpec,
     pub endpoint: EndpointSpec,
     pub params: Map<String, Value>,
@@ -366,12 +366,14 @@ impl Bench {
             .map_err(|m| InputError::new(here("grade"), m).fix("fix the bench's `grade`"))?;
 
         let cases = cases::load_all(&case_paths)?;
-        let mut graders = Vec::with_capacity(cases.len());
+        let shared: std::sync::Arc<dyn Scorer> = std::sync::Arc::new(default_grader.clone());
+        let mut scorers = Vec::with_capacity(cases.len());
         let mut errors = Vec::new();
         for case in &cases {
-            let grader = match &case.grade {
+            let own = case.grade.as_ref().map(GradeSpec::compile);
+            let grader = match own {
                 None => default_grader.clone(),
-                Some(spec) => match spec.compile() {
+                Some(compiled) => match compiled {
                     Ok(g) => g,
                     Err(m) => {
                         errors.push(
@@ -393,7 +395,10 @@ impl Bench {
                     );
                 }
             }
-            graders.push(grader);
+            scorers.push(match &case.grade {
+                None => shared.clone(),
+                Some(_) => std::sync::Arc::new(grader) as std::sync::Arc<dyn Scorer>,
+            });
         }
         if !errors.is_empty() {
             return Err(InputErrors(errors));
@@ -425,7 +430,7 @@ impl Bench {
             name: raw.name,
             cases,
             variants,
-            graders,
+            scorers,
             grade,
             endpoint: raw.endpoint,
             params: raw.params,
