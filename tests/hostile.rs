@@ -385,6 +385,7 @@ async fn a_finish_then_an_open_connection_completes_at_once() {
 
 #[tokio::test(start_paused = true)]
 async fn a_usage_chunk_right_after_the_finish_is_kept_though_the_stream_stays_open() {
+    let start = tokio::time::Instant::now();
     let (r, _) = play_replies(
         vec![Reply {
             hang: true,
@@ -400,6 +401,8 @@ async fn a_usage_chunk_right_after_the_finish_is_kept_though_the_stream_stays_op
     .await;
     assert_eq!(outcomes(&r), [Outcome::Complete]);
     assert_eq!(r.usage.unwrap().prompt_tokens, 5);
+    assert_eq!(r.attempts[0].latency_ms, 0.0, "not the idle timeout");
+    assert!(start.elapsed() <= promptgauge::client::FINISH_GRACE + Duration::from_millis(100));
 }
 
 // ---- Values no clock can hold ----

@@ -47,8 +47,10 @@ impl UrlList {
     }
 }
 
-/// Client limits, with DESIGN §2's defaults.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Client limits, with DESIGN §2's defaults. Recorded in `run.json`; a field missing there
+/// (a run folder from an older version) reads as its default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Limits {
     pub concurrency: usize,
     pub requests_per_minute: Option<u32>,
@@ -90,11 +92,16 @@ impl Default for Limits {
 }
 
 mod humantime_serde_lite {
-    use serde::Serializer;
+    use serde::{Deserialize, Deserializer, Serializer};
     use std::time::Duration;
 
     pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&humantime::format_duration(*d).to_string())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let text = String::deserialize(d)?;
+        humantime::parse_duration(&text).map_err(serde::de::Error::custom)
     }
 }
 

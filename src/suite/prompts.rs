@@ -8,17 +8,17 @@ use serde_json::{Map, Value};
 use super::error::{InputError, Location, read_text, yaml_error};
 
 /// One chat message whose content is a template.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MessageTemplate {
     pub role: String,
     pub content: String,
     /// Line of the message in its prompt file, for errors inside the template.
-    #[serde(skip)]
+    #[serde(skip, default)]
     pub line: Option<usize>,
 }
 
 /// One prompt variant: the thing being measured.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Variant {
     pub name: String,
     pub messages: Vec<MessageTemplate>,
