@@ -427,6 +427,97 @@ pub fn resolve_base_url(flags: &[String], env: &Env, bench: &[String]) -> BaseUr
     }
 }
 
+/// A flag or its value is wrong (exit 2, nothing sent). The message says how to fix it.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+impl UsageError {
+    pub fn with_fix(message: impl std::fmt::Display, fix: impl std::fmt::Display) -> Self {
+        UsageError(format!("{message}\n  fix: {fix}"))
+    }
+}
+
+/// The endpoint a run talks to, resolved from flags, environment and bench.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// Empty: the built-in simulator. Several: replicas of one model.
+    pub base_urls: Vec<String>,
+    pub source: &'static str,
+    pub model: String,
+    pub api_key: Option<crate::client::ApiKey>,
+    pub api_key_env: String,
+    /// Worth saying before the run (a key that had to be trimmed).
+    pub warnings: Vec<String>,
+}
+
+/// What the bench says about its endpoint, for [`resolve_endpoint`].
+pub struct BenchEndpoint<'a> {
+    pub base_urls: Vec<String>,
+    pub model: Option<&'a str>,
+    pub api_key_env: Option<&'a str>,
+}
+
+/// The endpoint from the flags, the environment and the bench (DESIGN §2's precedence),
+/// with the key read from its variable and checked. Errors are usage errors with a fix.
+pub fn resolve_endpoint(
+    args: &PlanArgs,
+    env: &Env,
+    bench: BenchEndpoint<'_>,
+) -> Result<Endpoint, UsageError> {
+    let base = resolve_base_url(&args.base_url, env, &bench.base_urls);
+    for url in &base.urls {
+        crate::suite::check_base_url(url).map_err(|m| {
+            UsageError::with_fix(
+                format!("{m} (from {})", base.source),
+                "write the full URL, e.g. http://127.0.0.1:8000/v1",
+            )
+        })?;
+    }
+    let model = match (&args.model, bench.model, base.urls.is_empty()) {
+        (Some(m), _, _) => m.clone(),
+        (None, Some(m), _) => m.to_string(),
+        (None, None, true) => "mock-model".to_string(),
+        (None, None, false) => {
+            return Err(UsageError::with_fix(
+                "no model is named for this endpoint",
+                "set endpoint.model in the bench, or pass --model NAME",
+            ));
+        }
+    };
+    let (api_key_env, api_key) = match bench.api_key_env {
+        Some(name) => (name.to_string(), env.get(name).map(String::from)),
+        None => match (env.get("OPENAI_API_KEY"), env.get("LLM_API_KEY")) {
+            (Some(k), _) => ("OPENAI_API_KEY".to_string(), Some(k.to_string())),
+            (None, Some(k)) => ("LLM_API_KEY".to_string(), Some(k.to_string())),
+            (None, None) => ("OPENAI_API_KEY".to_string(), None),
+        },
+    };
+    let mut warnings = Vec::new();
+    let api_key = match api_key.filter(|_| !base.urls.is_empty()) {
+        Some(key) => {
+            let (key, warning) = crate::client::secrets::clean_api_key(&key, &api_key_env)
+                .map_err(|m| {
+                    UsageError::with_fix(
+                        m,
+                        format!("set ${api_key_env} to the key alone, e.g. export {api_key_env}=\"$(tr -d '[:space:]' < key.txt)\""),
+                    )
+                })?;
+            warnings.extend(warning);
+            Some(crate::client::ApiKey::new(key))
+        }
+        None => None,
+    };
+    Ok(Endpoint {
+        base_urls: base.urls,
+        source: base.source,
+        model,
+        api_key,
+        api_key_env,
+        warnings,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,20 @@
 //! failure before any request was sent is exit 2; once requests were sent it is exit 3, and
 //! the run can be resumed.
 
-use crate::commands::Exit;
+/// The process exit codes (DESIGN §6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Success = 0,
+    /// A CI gate failed.
+    GateFailed = 1,
+    /// Bad input or flags: nothing was sent.
+    Input = 2,
+    /// Requests were sent and the run is incomplete.
+    Incomplete = 3,
+    /// Stopped by the provider (401/403 refused key, 402 out of credit).
+    Aborted = 4,
+    Interrupted = 130,
+}
 
 /// A failed command.
 #[derive(Debug)]
@@ -42,5 +55,17 @@ pub trait BeforeSend<T> {
 impl<T, E: Into<anyhow::Error>> BeforeSend<T> for Result<T, E> {
     fn before_send(self) -> Result<T, Failure> {
         self.map_err(|e| Failure::Input(e.into()))
+    }
+}
+
+impl From<crate::cli::UsageError> for Failure {
+    fn from(e: crate::cli::UsageError) -> Self {
+        Failure::Input(e.into())
+    }
+}
+
+impl From<crate::suite::InputErrors> for Failure {
+    fn from(e: crate::suite::InputErrors) -> Self {
+        Failure::Input(e.into())
     }
 }

@@ -2,11 +2,12 @@
 //!
 //! Data flows one way: [`suite`] → [`runner`] (through [`client`]) → [`grade`] → [`stats`]
 //! → [`report`]. [`mock`] is the simulated provider used for demos and tests; [`cli`] turns
-//! flags and environment into plain settings.
+//! flags and environment into plain settings; [`app`] holds one file per command. See
+//! docs/architecture.md.
 
+pub mod app;
 pub mod cli;
 pub mod client;
-pub mod commands;
 pub mod error;
 pub mod grade;
 pub mod hash;
@@ -16,4 +17,4 @@ pub mod runner;
 pub mod stats;
 pub mod suite;
 
-pub use commands::Exit;
+pub use error::{Exit, Failure};

@@ -1,9 +1,8 @@
 use std::process::ExitCode;
 
 use clap::Parser;
+use promptgauge::app;
 use promptgauge::cli::{Cli, Command, Env};
-use promptgauge::commands;
-use promptgauge::error::BeforeSend;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -15,16 +14,14 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // Commands that send nothing fail before sending: their errors are input errors.
-    let nothing_sent = |r: anyhow::Result<promptgauge::Exit>| r.before_send();
     let result = runtime.block_on(async {
         match &cli.command {
-            Command::Run(args) => commands::run(args, &env).await,
-            Command::Check(args) => nothing_sent(commands::check(args, &env)),
-            Command::Compare(args) => nothing_sent(commands::compare_runs(args)),
-            Command::Merge(args) => nothing_sent(commands::merge(args)),
-            Command::Report(args) => commands::rebuild_report(args),
-            Command::Mock(args) => nothing_sent(commands::mock(args).await),
+            Command::Run(args) => app::run(args, &env).await,
+            Command::Check(args) => app::check(args, &env),
+            Command::Compare(args) => app::compare(args),
+            Command::Merge(args) => app::merge(args),
+            Command::Report(args) => app::report(args),
+            Command::Mock(args) => app::mock(args).await,
         }
     });
     // Dropping the runtime would wait for tasks stuck on dead sockets; the work is done.

@@ -1,6 +1,7 @@
-//! Golden files: every report of two runs on a paused clock, byte for byte. Written once by
-//! the code before "One run, one pass" reshaped how reports are built, so the reshaping is
-//! proved not to change a number. Regenerate (`GOLDEN=write cargo test --test golden`) only
+//! Golden files: every report of two runs on a paused clock, byte for byte, built live from
+//! the run's events and again from its journal. Written once by the code before "One run,
+//! one pass" reshaped how reports are built (they re-read the journal then), so the
+//! reshaping is proved not to change a number. Regenerate (`GOLDEN=write cargo test --test golden`) only
 //! when an output is meant to change, and say why in the commit.
 //!
 //! - `example`: the example bench (64 cases × 4 variants) on the demo simulator.
@@ -14,11 +15,13 @@ use std::time::Duration;
 use promptgauge::client::{Client, ClientConfig};
 use promptgauge::mock::memory::MemoryTransport;
 use promptgauge::mock::{Faults, MockConfig, Provider, RetryAfter};
-use promptgauge::report::{self, Exporter, ProviderInfo, Summary};
-use promptgauge::runner::record::{PlanSettings, RunRecord, Tool};
-use promptgauge::runner::{self, Journal};
+use promptgauge::report::{
+    self, Aggregator, AggregatorSettings, Exporter, ProviderInfo, RunResult,
+};
+use promptgauge::runner::events::Fanout;
+use promptgauge::runner::record::{BenchRecord, PlanSettings, RunRecord, Tool};
+use promptgauge::runner::{self, RunDir};
 use promptgauge::suite::{Bench, Fingerprint, Plan};
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 fn repo() -> PathBuf {
@@ -81,65 +84,75 @@ async fn run_and_report(setup: &Setup, out: &Path) {
             api_key_env: None,
             replicas: Vec::new(),
         },
-        bench: json!({
-            "name": bench.name,
-            "text": bench.text,
-            "cases": bench.cases.len(),
-            "case_ids": bench.cases.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
-            "price": bench.price,
-            "repeats": bench.repeats,
-            "confidence": bench.confidence,
-        }),
+        bench: BenchRecord::of(&bench, &variants),
+    };
+    let dir = RunDir::at(out);
+    let aggregator = || {
+        Aggregator::new(AggregatorSettings {
+            run: record.info(),
+            variants: record.plan.variants.clone(),
+            price: record.bench.price.clone(),
+            planned: record.plan_keys().planned(),
+            junit_spool: Some(dir.junit_spool()),
+        })
     };
 
-    let journal_path = out.join("results.jsonl");
-    let mut journal = Journal::open(&journal_path).unwrap();
+    // Live: the journal and the aggregator hear the run.
+    let mut journal = dir.append_journal().unwrap();
+    let mut live = aggregator();
     let tally = runner::run(
         bench.clone(),
         jobs,
         client,
-        &mut journal,
         &runner::RunOptions {
             run_id: record.run_id.clone(),
             ..Default::default()
         },
         CancellationToken::new(),
-        &mut |_| {},
+        &mut Fanout(vec![&mut journal, &mut live]),
     )
     .await;
     assert!(tally.journal_error.is_none());
     drop(journal);
+    write(out, "", live.finish(), &record);
 
-    let keys = record.plan_keys();
-    let summary = Summary::from_journal(
-        record.info(),
-        &record.plan.variants,
-        record.price().as_ref(),
-        &journal_path,
-        &keys,
-    )
-    .unwrap();
-    report::write_all(out, &summary).unwrap();
-    std::fs::write(
-        out.join("report.html"),
-        report::html::render_run(
-            &summary,
-            &journal_path,
-            &keys,
-            &serde_json::to_value(&record).unwrap(),
+    // Replayed, as `report DIR` does: every file the same.
+    let mut replayed = aggregator();
+    let (audit, _) = dir
+        .replay(&record.plan_keys(), |r| replayed.add(&r))
+        .unwrap();
+    replayed.note_audit(&audit);
+    write(out, "replayed-", replayed.finish(), &record);
+    for f in FILES {
+        assert_eq!(
+            std::fs::read_to_string(out.join(f)).unwrap(),
+            std::fs::read_to_string(out.join(format!("replayed-{f}"))).unwrap(),
+            "{f}: live and replayed differ"
+        );
+    }
+}
+
+/// Renders every report of a result into `out`, each file name after `prefix`.
+fn write(out: &Path, prefix: &str, mut result: RunResult, record: &RunRecord) {
+    let file = |name: &str| out.join(format!("{prefix}{name}"));
+    for exporter in report::exporters() {
+        std::fs::write(
+            file(exporter.file_name()),
+            exporter.render(&result.summary).unwrap(),
         )
-        .unwrap(),
-    )
-    .unwrap();
+        .unwrap();
+    }
     std::fs::write(
-        out.join("junit.xml"),
-        report::junit::render(&summary, &journal_path, &keys).unwrap(),
+        file("report.html"),
+        report::html::render_run(&result, &record.bench.text),
     )
     .unwrap();
+    let junit = result.junit.take().unwrap();
+    std::fs::write(file("junit.xml"), junit.render(&result.summary).unwrap()).unwrap();
     // Markdown is also what --markdown appends.
     assert_eq!(
-        std::fs::read_to_string(out.join("summary.md")).unwrap(),
-        report::markdown::Markdown.render(&summary).unwrap()
+        std::fs::read_to_string(file("summary.md")).unwrap(),
+        report::markdown::Markdown.render(&result.summary).unwrap()
     );
 }
 
@@ -189,7 +202,7 @@ async fn the_example_bench_reports_match_their_golden_files() {
         name: "example",
         bench: repo().join("promptgauge.yaml"),
         repeats: 1,
-        mock: promptgauge::commands::demo_mock_config(),
+        mock: promptgauge::app::demo_mock_config(),
         client: |_| {},
     })
     .await;

@@ -9,7 +9,8 @@ use std::time::Duration;
 use promptgauge::client::{Client, ClientConfig, JobRequest};
 use promptgauge::mock::memory::MemoryTransport;
 use promptgauge::mock::{Faults, MockConfig, Provider, RetryAfter};
-use promptgauge::report::{ProviderInfo, RunInfo, Summary};
+use promptgauge::report::{Aggregator, AggregatorSettings, ProviderInfo, RunInfo};
+use promptgauge::runner::events::{Fanout, OnEvent, RunEvent};
 use promptgauge::runner::journal::PlanKeys;
 use promptgauge::runner::{self, JobRecord, JobStatus, Journal};
 use promptgauge::suite::{Bench, ChatMessage, Plan};
@@ -83,18 +84,53 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
     let journal_path = dir.path().join("results.jsonl");
     let mut journal = Journal::open(&journal_path).unwrap();
     let mut events = 0;
+    let run_info = RunInfo {
+        bench: "echo".into(),
+        run_id: "soak".into(),
+        tool_version: "test".into(),
+        started_at: "t0".into(),
+        finished_at: Some("t1".into()),
+        provider: ProviderInfo {
+            base_url: "sim".into(),
+            model: "mock-model".into(),
+            simulated: true,
+            api_key_env: None,
+            replicas: vec![],
+        },
+        confidence: 0.95,
+        repeats: 1,
+        cases: JOBS,
+        jobs_planned: JOBS,
+        stopped: None,
+    };
+    let settings = || AggregatorSettings {
+        run: run_info.clone(),
+        variants: vec!["echo".to_string()],
+        price: None,
+        planned: JOBS,
+        junit_spool: None,
+    };
+    // Heard live, as a run's reports are built.
+    let mut live = Aggregator::new(settings());
     let started = tokio::time::Instant::now();
     let tally = runner::run(
         bench.clone(),
         jobs,
         client,
-        &mut journal,
         &runner::RunOptions {
             run_id: "soak".into(),
             ..Default::default()
         },
         CancellationToken::new(),
-        &mut |_| events += 1,
+        &mut Fanout(vec![
+            &mut journal,
+            &mut live,
+            &mut OnEvent(|e: &RunEvent<'_>| {
+                if let RunEvent::JobFinished { .. } = e {
+                    events += 1
+                }
+            }),
+        ]),
     )
     .await;
     assert!(tally.journal_error.is_none());
@@ -151,28 +187,9 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
         "{virtual_wall:?}"
     );
 
-    let summary = Summary::from_journal(
-        RunInfo {
-            bench: "echo".into(),
-            run_id: "soak".into(),
-            tool_version: "test".into(),
-            started_at: "t0".into(),
-            finished_at: Some("t1".into()),
-            provider: ProviderInfo {
-                base_url: "sim".into(),
-                model: "mock-model".into(),
-                simulated: true,
-                api_key_env: None,
-                replicas: vec![],
-            },
-            confidence: 0.95,
-            repeats: 1,
-            cases: JOBS,
-            jobs_planned: JOBS,
-            stopped: None,
-        },
-        &["echo".to_string()],
-        None,
+    // Replayed from the journal, as `report DIR` does: the same numbers.
+    let mut replayed = Aggregator::new(settings());
+    runner::journal::read_planned(
         &journal_path,
         &PlanKeys::new(
             &bench.cases.iter().map(|c| c.id.clone()).collect::<Vec<_>>(),
@@ -180,8 +197,11 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
             1,
             None,
         ),
+        |r| replayed.add(&r),
     )
     .unwrap();
+    let summary = live.finish().summary;
+    assert_eq!(summary, replayed.finish().summary);
     let v = &summary.variants[0];
     assert_eq!(v.n, graded);
     assert_eq!(v.correct, graded);
@@ -244,10 +264,9 @@ async fn all_failing(replicas: usize) -> (Duration, usize) {
         bench.clone(),
         Plan::new(20, &[0], 1).jobs,
         client,
-        &mut journal,
         &runner::RunOptions::default(),
         CancellationToken::new(),
-        &mut |_| {},
+        &mut journal,
     )
     .await;
     (started.elapsed(), tally.failed)

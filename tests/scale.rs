@@ -228,13 +228,14 @@ mod library {
             c.concurrency = 2;
             c.backoff_base = Duration::from_millis(10);
         });
+        let mut rx = listen(&client);
         let results = run_all(client.clone(), 60).await;
         assert!(
             results.iter().all(|r| r.answered()),
             "every job gets through on the good replica"
         );
         assert_eq!(good.stats().generations, 60);
-        let events = client.take_events();
+        let events = pool_events(&mut rx);
         assert!(
             events
                 .iter()
@@ -268,6 +269,7 @@ mod library {
             Arc::new(MemoryTransport::new(provider.clone())),
             config,
         ));
+        let mut rx = listen(&client);
         let start = Instant::now();
         let results = run_all(client.clone(), 200).await;
         let failed = results.iter().filter(|r| !r.answered()).count();
@@ -275,7 +277,7 @@ mod library {
             start.elapsed(),
             provider.stats().status_429,
             failed,
-            client.take_events(),
+            pool_events(&mut rx),
         )
     }
 
@@ -310,6 +312,28 @@ mod library {
         );
     }
 
+    /// Subscribes to the client's events.
+    fn listen(
+        client: &Client,
+    ) -> tokio::sync::mpsc::UnboundedReceiver<promptgauge::client::ClientEvent> {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        client.subscribe(Some(tx), false);
+        rx
+    }
+
+    /// The pool changes heard so far.
+    fn pool_events(
+        rx: &mut tokio::sync::mpsc::UnboundedReceiver<promptgauge::client::ClientEvent>,
+    ) -> Vec<promptgauge::client::pool::PoolEvent> {
+        let mut events = Vec::new();
+        while let Ok(e) = rx.try_recv() {
+            if let promptgauge::client::ClientEvent::Pool(p) = e {
+                events.push(p);
+            }
+        }
+        events
+    }
+
     /// Answers every request at once, saying the rate-limit window is spent.
     struct Spent;
 
@@ -339,8 +363,9 @@ mod library {
         config.concurrency = 8;
         config.adaptive = true;
         let client = Client::new(Arc::new(Spent), config);
+        let mut rx = listen(&client);
         assert!(client.execute(&job(0)).await.answered());
-        let events = client.take_events();
+        let events = pool_events(&mut rx);
         assert_eq!(events.len(), 1, "{events:?}");
         assert_eq!((events[0].from, events[0].to), (Some(8), Some(4)));
         assert!(events[0].reason.contains("x-ratelimit-remaining-requests"));

@@ -195,18 +195,32 @@ impl JobResult {
     }
 }
 
-/// A line per attempt for `--verbose`; it holds nothing secret.
-#[derive(Debug, Clone)]
-pub struct AttemptLog<'a> {
-    pub idempotency_key: &'a str,
+/// One attempt, as `--verbose` shows it. It holds nothing secret: headers are redacted
+/// and the URL is shown without credentials.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttemptEvent {
+    pub idempotency_key: String,
+    /// 1 for the first attempt of the job.
     pub number: usize,
-    pub url: &'a str,
-    /// The request's headers with secrets replaced.
-    pub headers: &'a [(String, String)],
-    pub attempt: &'a Attempt,
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub attempt: Attempt,
 }
 
-pub type AttemptObserver = Arc<dyn Fn(&AttemptLog<'_>) + Send + Sync>;
+/// What the client tells a run while it works.
+#[derive(Debug, Clone)]
+pub enum ClientEvent {
+    /// An attempt ended (sent only to subscribers that asked for attempts).
+    Attempt(AttemptEvent),
+    /// A gate resized or a replica benched.
+    Pool(pool::PoolEvent),
+}
+
+/// Where the client sends its events, and whether attempts are wanted.
+struct Subscriber {
+    tx: tokio::sync::mpsc::UnboundedSender<ClientEvent>,
+    attempts: bool,
+}
 
 pub struct Client {
     transport: Arc<dyn Transport>,
@@ -224,7 +238,7 @@ pub struct Client {
     stop: CancellationToken,
     secrets: Secrets,
     fatal: Mutex<Option<Fatal>>,
-    observer: Option<AttemptObserver>,
+    subscriber: Mutex<Option<Subscriber>>,
 }
 
 /// What one attempt produced, before triage.
@@ -297,13 +311,35 @@ impl Client {
             drain: CancellationToken::new(),
             stop: CancellationToken::new(),
             fatal: Mutex::new(None),
-            observer: None,
+            subscriber: Mutex::new(None),
         }
     }
 
-    pub fn with_observer(mut self, observer: AttemptObserver) -> Self {
-        self.observer = Some(observer);
-        self
+    /// From now on, sends pool events (and, with `attempts`, one event per attempt) to `tx`;
+    /// `None` stops sending.
+    pub fn subscribe(
+        &self,
+        tx: Option<tokio::sync::mpsc::UnboundedSender<ClientEvent>>,
+        attempts: bool,
+    ) {
+        if let Ok(mut s) = self.subscriber.lock() {
+            *s = tx.map(|tx| Subscriber { tx, attempts });
+        }
+    }
+
+    fn wants_attempts(&self) -> bool {
+        self.subscriber
+            .lock()
+            .ok()
+            .is_some_and(|s| s.as_ref().is_some_and(|s| s.attempts))
+    }
+
+    fn emit(&self, event: ClientEvent) {
+        if let Ok(s) = self.subscriber.lock()
+            && let Some(s) = s.as_ref()
+        {
+            let _ = s.tx.send(event);
+        }
     }
 
     pub fn config(&self) -> &ClientConfig {
@@ -313,11 +349,6 @@ impl Client {
     /// How many attempts may be in flight at once, over all replicas.
     pub fn capacity(&self) -> usize {
         self.pool.capacity()
-    }
-
-    /// Gate changes and benched replicas since the last call, for the journal.
-    pub fn take_events(&self) -> Vec<pool::PoolEvent> {
-        self.pool.take_events()
     }
 
     /// Cancelled when the run must stop; in-flight attempts are abandoned.
@@ -399,7 +430,8 @@ impl Client {
             };
             let url = &self.pool.replicas[replica].url;
             let request = self.request(url, job, dialect);
-            let shown_headers = if self.observer.is_some() {
+            let observed = self.wants_attempts();
+            let shown_headers = if observed {
                 request.redacted_headers()
             } else {
                 Vec::new()
@@ -445,6 +477,9 @@ impl Client {
                 ),
             };
             self.pool.report(replica, health, &why);
+            for event in self.pool.take_events() {
+                self.emit(ClientEvent::Pool(event));
+            }
             let mut next = retry::next_step(attempt.outcome, status);
             if !retryable && next == retry::Next::Retry {
                 next = retry::Next::Fail;
@@ -522,14 +557,14 @@ impl Client {
                 },
             }
             attempt.wait_ms = wait.map(ms);
-            if let Some(observer) = &self.observer {
-                observer(&AttemptLog {
-                    idempotency_key: &job.idempotency_key,
+            if observed {
+                self.emit(ClientEvent::Attempt(AttemptEvent {
+                    idempotency_key: job.idempotency_key.clone(),
                     number,
-                    url: &self.pool.replicas[replica].shown_url,
-                    headers: &shown_headers,
-                    attempt: &attempt,
-                });
+                    url: self.pool.replicas[replica].shown_url.clone(),
+                    headers: shown_headers,
+                    attempt: attempt.clone(),
+                }));
             }
             result.attempts.push(attempt);
             let Some(wait) = wait else {

@@ -315,6 +315,16 @@ impl CaseTable {
         entry.1[arm].add(score);
     }
 
+    /// Sets `arm`'s scores for `case` at once (pairing two runs' tables).
+    pub fn set(&mut self, case: &str, tags: &[String], arm: usize, score: CaseScore) {
+        let arms = self.arms;
+        let entry = self
+            .cases
+            .entry(case.to_string())
+            .or_insert_with(|| (tags.to_vec(), vec![CaseScore::default(); arms]));
+        entry.1[arm] = score;
+    }
+
     /// One arm's scores over the cases it graded.
     pub fn arm(&self, arm: usize) -> Vec<CaseScore> {
         self.cases

@@ -2,13 +2,11 @@
 //! lines of script; a Content-Security-Policy forbids every network request), readable from
 //! `file://`.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
 
+use super::aggregate::RunResult;
 use super::compare::RunComparison;
-use super::{Summary, interval, millis, pct, usd};
-use crate::runner::journal::{self, JobRecord, JobStatus};
+use super::{interval, millis, pct, usd};
 use crate::stats::percentile;
 
 /// Escapes text for HTML content and attribute values.
@@ -75,9 +73,6 @@ fn page(title: &str, body: &str) -> String {
 
 /// One row of the accuracy chart: a label, the accuracy and its interval.
 type AccuracyRow = (String, Option<f64>, Option<f64>, Option<f64>);
-
-/// Per case: the expected answers and, per variant, (extracted, correct) of its first sample.
-type CaseAnswers = BTreeMap<String, (Vec<String>, Vec<Option<(String, bool)>>)>;
 
 /// Accuracy of each variant with its interval, on one 0–100% axis.
 fn accuracy_chart(rows: &[AccuracyRow]) -> String {
@@ -198,47 +193,11 @@ fn latency_chart(series: &[(String, Vec<f64>, Vec<f64>)]) -> String {
     svg
 }
 
-/// Rebuilds `report.html` for a run folder from its summary and journal.
-pub fn render_run(
-    summary: &Summary,
-    journal_path: &Path,
-    keys: &journal::PlanKeys,
-    run_json: &serde_json::Value,
-) -> std::io::Result<String> {
-    let s = summary;
-    // Per case: expected, and per variant (extracted, correct) of the first repeat graded.
+/// `report.html` for a run, from its aggregated result; `bench_text` is the bench file
+/// as written, shown under Settings.
+pub fn render_run(result: &RunResult, bench_text: &str) -> String {
+    let s = &result.summary;
     let names: Vec<&str> = s.variants.iter().map(|v| v.name.as_str()).collect();
-    let mut by_case: CaseAnswers = BTreeMap::new();
-    let mut latency: BTreeMap<String, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
-    let mut failed: Vec<JobRecord> = Vec::new();
-    {
-        journal::read_planned(journal_path, keys, |r| {
-            let Some(arm) = names.iter().position(|n| *n == r.variant) else {
-                return;
-            };
-            if let Some(l) = r.latency_ms {
-                let e = latency.entry(r.variant.clone()).or_default();
-                e.1.push(l);
-                if let Some(t) = r.ttft_ms {
-                    e.0.push(t);
-                }
-            }
-            match r.status {
-                JobStatus::Failed => failed.push(r),
-                JobStatus::Graded => {
-                    let entry = by_case
-                        .entry(r.case_id.clone())
-                        .or_insert_with(|| (r.expected.clone(), vec![None; names.len()]));
-                    if entry.1[arm].is_none() {
-                        entry.1[arm] = Some((
-                            r.extracted.clone().unwrap_or_default(),
-                            r.score() == Some(1.0),
-                        ));
-                    }
-                }
-            }
-        })?;
-    }
 
     let conf = (s.run.confidence * 100.0).round();
     let mut b = String::new();
@@ -339,10 +298,8 @@ pub fn render_run(
     b.push_str("<h2>Latency</h2><p class=\"muted\">From the request being sent; box: quartiles, line: median, whiskers: 10th to 90th percentile.</p>");
     let series: Vec<_> = names
         .iter()
-        .map(|n| {
-            let (t, e) = latency.get(*n).cloned().unwrap_or_default();
-            (n.to_string(), t, e)
-        })
+        .zip(&result.latencies)
+        .map(|(n, l)| (n.to_string(), l.ttft_ms.clone(), l.latency_ms.clone()))
         .collect();
     b.push_str(&latency_chart(&series));
     b.push_str("<table id=\"latency\"><thead><tr><th>variant</th><th>TTFT p50</th><th>p90</th><th>p99</th><th>end to end p50</th><th>p90</th><th>p99</th><th>output tok/s</th></tr></thead><tbody>");
@@ -382,13 +339,7 @@ pub fn render_run(
     }
     b.push_str("</tbody></table>");
 
-    let disagree: Vec<_> = by_case
-        .iter()
-        .filter(|(_, (_, got))| {
-            let marks: Vec<bool> = got.iter().flatten().map(|(_, ok)| *ok).collect();
-            marks.iter().any(|&m| m) && marks.iter().any(|&m| !m)
-        })
-        .collect();
+    let disagree: Vec<_> = result.disagreements.iter().collect();
     let _ = write!(
         b,
         "<h2>Cases where the variants disagree</h2><p><input id=\"disagreements-filter\" type=\"search\" placeholder=\"filter: case, answer…\" oninput=\"filterRows(this, 'disagreements')\"> <span class=\"muted\"><span id=\"disagreements-count\">{}</span> shown</span></p>",
@@ -425,12 +376,13 @@ pub fn render_run(
     }
     b.push_str("</tbody></table>");
 
-    let _ = write!(b, "<h2>Failed jobs ({})</h2>", failed.len());
+    let failed = &result.failed;
+    let _ = write!(b, "<h2>Failed jobs ({})</h2>", result.failed_total);
     if failed.is_empty() {
         b.push_str("<p class=\"muted\">None.</p>");
     }
     b.push_str("<div id=\"failed\">");
-    for r in failed.iter().take(500) {
+    for r in failed {
         let _ = write!(
             b,
             "<details class=\"failed-job\"><summary><b>{}</b> · {} · <span class=\"fail\">{}</span></summary><table><thead><tr><th>#</th><th>outcome</th><th>status</th><th>latency</th><th>wait</th><th>error</th></tr></thead><tbody>",
@@ -471,9 +423,9 @@ pub fn render_run(
         } else {
             "real"
         },
-        esc(run_json["bench"]["text"].as_str().unwrap_or(""))
+        esc(bench_text)
     );
-    Ok(page(&format!("promptgauge: {}", s.run.bench), &b))
+    page(&format!("promptgauge: {}", s.run.bench), &b)
 }
 
 /// `compare.html` for two runs.

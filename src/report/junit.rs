@@ -1,11 +1,12 @@
 //! `--junit FILE`: one test case per (case, variant[, repeat]); a wrong answer is a failure
 //! carrying the expected and extracted answers, a job without an answer is an error.
 
-use std::collections::BTreeMap;
-use std::path::Path;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::PathBuf;
 
 use super::Summary;
-use crate::runner::journal::{self, JobRecord, JobStatus};
+use crate::runner::journal::{JobRecord, JobStatus};
 
 fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -28,76 +29,141 @@ fn short(text: &str) -> String {
     crate::client::protocol::truncate(text, 2000)
 }
 
-/// Renders the JUnit XML for a run, test cases in plan order within each variant.
-pub fn render(
-    summary: &Summary,
-    journal_path: &Path,
-    keys: &journal::PlanKeys,
-) -> std::io::Result<String> {
-    let mut by_variant: BTreeMap<String, Vec<JobRecord>> = BTreeMap::new();
-    journal::read_planned(journal_path, keys, |r| {
-        by_variant.entry(r.variant.clone()).or_default().push(r)
-    })?;
-    let repeats = summary.run.repeats > 1;
-    let mut suites = String::new();
-    let (mut tests, mut failures, mut errors) = (0, 0, 0);
-    for v in &summary.variants {
-        let mut records = by_variant.remove(&v.name).unwrap_or_default();
-        records.sort_by_key(|r| r.job);
-        let (mut f, mut e) = (0, 0);
-        let mut cases = String::new();
-        for r in &records {
-            let name = if repeats {
-                format!("{} #{}", r.case_id, r.repeat + 1)
-            } else {
-                r.case_id.clone()
-            };
-            let time = r.latency_ms.unwrap_or(0.0) / 1000.0;
-            cases.push_str(&format!(
-                "    <testcase classname=\"promptgauge.{}.{}\" name=\"{}\" time=\"{time:.3}\"",
-                escape(&summary.run.bench),
-                escape(&v.name),
-                escape(&name)
-            ));
-            match (r.status, r.score()) {
-                (JobStatus::Graded, Some(s)) if s == 1.0 => cases.push_str("/>\n"),
-                (JobStatus::Graded, _) => {
-                    f += 1;
-                    let message = format!(
-                        "expected {}, extracted {}",
-                        r.expected.join(" or "),
-                        r.extracted.as_deref().unwrap_or("nothing")
-                    );
-                    cases.push_str(&format!(
-                        ">\n      <failure type=\"wrong_answer\" message=\"{}\">{}</failure>\n    </testcase>\n",
-                        escape(&message),
-                        escape(&short(&r.output))
-                    ));
-                }
-                (JobStatus::Failed, _) => {
-                    e += 1;
-                    let message = r.error.clone().unwrap_or_else(|| "no answer".into());
-                    cases.push_str(&format!(
-                        ">\n      <error type=\"no_answer\" message=\"{}\">{} attempts</error>\n    </testcase>\n",
-                        escape(&short(&message)),
-                        r.attempts.len()
-                    ));
-                }
+/// JUnit test cases as they arrive, spooled to a file so that answers never pile up in
+/// memory; [`JunitSpool::render`] assembles the XML in plan order at the end.
+pub struct JunitSpool {
+    path: PathBuf,
+    file: Option<std::io::BufWriter<File>>,
+    /// (variant, job, offset, length, failed, error) per test case.
+    entries: Vec<(usize, usize, u64, u32, bool, bool)>,
+    written: u64,
+    bench: String,
+    repeats: bool,
+    error: Option<std::io::Error>,
+}
+
+impl JunitSpool {
+    /// A spool at `path` (created now; an error is kept and reported at render time).
+    pub fn create(path: PathBuf, bench: &str, repeats: bool) -> JunitSpool {
+        let (file, error) = match File::create(&path) {
+            Ok(f) => (Some(std::io::BufWriter::new(f)), None),
+            Err(e) => (None, Some(e)),
+        };
+        JunitSpool {
+            path,
+            file,
+            entries: Vec::new(),
+            written: 0,
+            bench: bench.to_string(),
+            repeats,
+            error,
+        }
+    }
+
+    /// Adds the test case of one job of variant `arm`.
+    pub fn add(&mut self, arm: usize, r: &JobRecord) {
+        let Some(file) = &mut self.file else { return };
+        let name = if self.repeats {
+            format!("{} #{}", r.case_id, r.repeat + 1)
+        } else {
+            r.case_id.clone()
+        };
+        let time = r.latency_ms.unwrap_or(0.0) / 1000.0;
+        let mut case = format!(
+            "    <testcase classname=\"promptgauge.{}.{}\" name=\"{}\" time=\"{time:.3}\"",
+            escape(&self.bench),
+            escape(&r.variant),
+            escape(&name)
+        );
+        let (mut failed, mut error) = (false, false);
+        match (r.status, r.score()) {
+            (JobStatus::Graded, Some(1.0)) => case.push_str("/>\n"),
+            (JobStatus::Graded, _) => {
+                failed = true;
+                let message = format!(
+                    "expected {}, extracted {}",
+                    r.expected.join(" or "),
+                    r.extracted.as_deref().unwrap_or("nothing")
+                );
+                case.push_str(&format!(
+                    ">\n      <failure type=\"wrong_answer\" message=\"{}\">{}</failure>\n    </testcase>\n",
+                    escape(&message),
+                    escape(&short(&r.output))
+                ));
+            }
+            (JobStatus::Failed, _) => {
+                error = true;
+                let message = r.error.clone().unwrap_or_else(|| "no answer".into());
+                case.push_str(&format!(
+                    ">\n      <error type=\"no_answer\" message=\"{}\">{} attempts</error>\n    </testcase>\n",
+                    escape(&short(&message)),
+                    r.attempts.len()
+                ));
             }
         }
-        tests += records.len();
-        failures += f;
-        errors += e;
-        suites.push_str(&format!(
-            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{f}\" errors=\"{e}\">\n{cases}  </testsuite>\n",
-            escape(&v.name),
-            records.len()
-        ));
+        if let Err(e) = file.write_all(case.as_bytes()) {
+            self.error = Some(e);
+            self.file = None;
+            return;
+        }
+        self.entries
+            .push((arm, r.job, self.written, case.len() as u32, failed, error));
+        self.written += case.len() as u64;
     }
-    Ok(format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"promptgauge {}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\">\n{suites}</testsuites>\n",
-        escape(&summary.run.bench)
-    ))
+
+    /// The JUnit XML: one suite per variant (in the summary's order), test cases in plan
+    /// order. Removes the spool.
+    pub fn render(mut self, summary: &Summary) -> std::io::Result<String> {
+        let result = self.assemble(summary);
+        drop(self.file.take());
+        let _ = std::fs::remove_file(&self.path);
+        result
+    }
+
+    fn assemble(&mut self, summary: &Summary) -> std::io::Result<String> {
+        if let Some(e) = self.error.take() {
+            return Err(std::io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot spool the JUnit report to {}: {e}",
+                    self.path.display()
+                ),
+            ));
+        }
+        if let Some(f) = &mut self.file {
+            f.flush()?;
+        }
+        let mut spool = File::open(&self.path)?;
+        self.entries.sort_by_key(|e| (e.0, e.1));
+        let mut suites = String::new();
+        let (mut tests, mut failures, mut errors) = (0, 0, 0);
+        let mut buf = Vec::new();
+        for (arm, v) in summary.variants.iter().enumerate() {
+            let mine: Vec<_> = self.entries.iter().filter(|e| e.0 == arm).collect();
+            let (mut f, mut e) = (0, 0);
+            let mut cases = String::new();
+            for &&(_, _, offset, len, failed, error) in &mine {
+                buf.resize(len as usize, 0);
+                spool.seek(SeekFrom::Start(offset))?;
+                spool.read_exact(&mut buf)?;
+                cases.push_str(&String::from_utf8_lossy(&buf));
+                f += usize::from(failed);
+                e += usize::from(error);
+            }
+            tests += mine.len();
+            failures += f;
+            errors += e;
+            suites.push_str(&format!(
+                "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{f}\" errors=\"{e}\">\n{cases}  </testsuite>\n",
+                escape(&v.name),
+                mine.len()
+            ));
+        }
+        Ok(format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"promptgauge {}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\">\n{suites}</testsuites>\n",
+            escape(&summary.run.bench)
+        ))
+    }
 }
 
 #[cfg(test)]

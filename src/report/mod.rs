@@ -1,6 +1,7 @@
 //! Reports: the terminal table and the files of a run folder. Each file format is one
 //! small [`Exporter`]; adding a format touches one new file and the list in [`exporters`].
 
+pub mod aggregate;
 pub mod compare;
 pub mod csv;
 pub mod gates;
@@ -11,10 +12,12 @@ pub mod markdown;
 pub mod progress;
 pub mod summary;
 pub mod terminal;
+pub mod verbose;
 
 use std::path::Path;
 
-pub use summary::{ProviderInfo, RunInfo, Summary};
+pub use aggregate::{Aggregator, AggregatorSettings, RunResult};
+pub use summary::{ProviderInfo, RunInfo, Summary, VariantSummary};
 
 /// Writes a summary in one format.
 pub trait Exporter {

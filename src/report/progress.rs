@@ -4,7 +4,7 @@
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::runner::{JobStatus, RunEvent};
+use crate::runner::{JobStatus, Listener, RunEvent};
 
 pub struct Progress {
     bar: Option<ProgressBar>,
@@ -45,7 +45,10 @@ impl Progress {
     pub fn update(&mut self, event: &RunEvent<'_>) {
         let RunEvent::JobFinished {
             record, in_flight, ..
-        } = event;
+        } = event
+        else {
+            return;
+        };
         self.retries += record.attempts.len().saturating_sub(1) as u64;
         self.throttled += record
             .attempts
@@ -89,5 +92,12 @@ impl Progress {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
+    }
+}
+
+impl Listener for Progress {
+    fn on(&mut self, event: &RunEvent<'_>) -> std::io::Result<()> {
+        self.update(event);
+        Ok(())
     }
 }

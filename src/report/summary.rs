@@ -1,13 +1,12 @@
-//! The summary of a run, computed from its journal alone, so a resumed or re-read run gives
-//! the same numbers. Its JSON form is `summary.json` (schema `promptgauge.summary/1`).
-
-use std::collections::HashMap;
-use std::path::Path;
+//! The summary of a run: what `summary.json` (schema `promptgauge.summary/1`) holds. It is
+//! built by the [`super::aggregate::Aggregator`] from the run's records, live or replayed
+//! from the journal, so a resumed or re-read run gives the same numbers.
 
 use serde::{Deserialize, Serialize};
 
-use super::compare::{CaseTable, Comparison, Detectable, compare, decide};
-use crate::runner::journal::{self, JobRecord, JobStatus, PlanKeys};
+use super::compare::{CaseTable, Comparison, Detectable};
+use crate::client::Outcome;
+use crate::runner::journal::{JobRecord, JobStatus};
 use crate::stats;
 use crate::stats::cluster::{CaseScore, clustered_wilson, consistency};
 use crate::suite::Price;
@@ -53,12 +52,16 @@ pub struct Percentiles {
 }
 
 impl Percentiles {
-    fn of(mut xs: Vec<f64>) -> Self {
+    pub(crate) fn of(mut xs: Vec<f64>) -> Self {
         xs.sort_by(f64::total_cmp);
+        Self::of_sorted(&xs)
+    }
+
+    fn of_sorted(xs: &[f64]) -> Self {
         Percentiles {
-            p50: stats::percentile(&xs, 50.0),
-            p90: stats::percentile(&xs, 90.0),
-            p99: stats::percentile(&xs, 99.0),
+            p50: stats::percentile(xs, 50.0),
+            p90: stats::percentile(xs, 90.0),
+            p99: stats::percentile(xs, 99.0),
         }
     }
 }
@@ -184,8 +187,9 @@ pub struct Summary {
     pub gates: Vec<super::gates::GateResult>,
 }
 
+/// One variant's running totals, as records arrive.
 #[derive(Default)]
-struct Acc {
+pub(crate) struct Acc {
     jobs: usize,
     n: u64,
     correct: u64,
@@ -202,7 +206,7 @@ struct Acc {
 }
 
 impl Acc {
-    fn add(&mut self, r: &JobRecord, price: Option<&Price>) {
+    pub(crate) fn add(&mut self, r: &JobRecord, price: Option<&Price>) {
         self.jobs += 1;
         self.attempts += r.attempts.len() as u64;
         if r.status == JobStatus::Failed {
@@ -212,7 +216,7 @@ impl Acc {
         self.n += 1;
         self.cached += u64::from(r.cached);
         self.correct += u64::from(r.score() == Some(1.0));
-        self.truncated += u64::from(r.finish_reason.as_deref() == Some("length"));
+        self.truncated += u64::from(r.outcome == Some(Outcome::Truncated));
         if let Some(t) = r.ttft_ms {
             self.ttft.push(t);
         }
@@ -238,20 +242,23 @@ impl Acc {
         }
     }
 
-    fn finish(
-        self,
+    /// The variant's summary, and its TTFT and end-to-end latencies, sorted (for charts).
+    pub(crate) fn finish(
+        mut self,
         name: &str,
         baseline: bool,
         scores: &[CaseScore],
         confidence: f64,
         priced: bool,
-    ) -> VariantSummary {
+    ) -> (VariantSummary, Latencies) {
+        self.ttft.sort_by(f64::total_cmp);
+        self.latency.sort_by(f64::total_cmp);
         // The case is the unit: with repeats the interval widens by the design effect.
         let clustered = clustered_wilson(scores, confidence);
         let ci = clustered.map(|(_, lo, hi, _)| (lo, hi));
         let repeated = scores.iter().any(|s| s.graded > 1);
         let cost = priced.then_some(self.cost);
-        VariantSummary {
+        let summary = VariantSummary {
             name: name.to_string(),
             baseline,
             jobs: self.jobs,
@@ -264,8 +271,8 @@ impl Acc {
             truncated: self.truncated,
             cached: self.cached,
             attempts: self.attempts,
-            ttft_ms: Percentiles::of(self.ttft),
-            latency_ms: Percentiles::of(self.latency),
+            ttft_ms: Percentiles::of_sorted(&self.ttft),
+            latency_ms: Percentiles::of_sorted(&self.latency),
             output_tokens_per_s: (self.gen_seconds > 0.0)
                 .then(|| self.gen_tokens as f64 / self.gen_seconds),
             tokens: self.tokens,
@@ -275,117 +282,26 @@ impl Acc {
                 .map(|c| c / self.correct as f64),
             design_effect: clustered.filter(|_| repeated).map(|c| c.3),
             consistency: consistency(scores),
-        }
+        };
+        (
+            summary,
+            Latencies {
+                ttft_ms: self.ttft,
+                latency_ms: self.latency,
+            },
+        )
     }
 }
 
-impl Summary {
-    /// Reads the journal and summarises it per variant, in the bench's variant order.
-    pub fn from_journal(
-        run: RunInfo,
-        variants: &[String],
-        price: Option<&Price>,
-        journal_path: &Path,
-        keys: &PlanKeys,
-    ) -> std::io::Result<Summary> {
-        Ok(Self::audited(run, variants, price, journal_path, keys)?.0)
-    }
-
-    /// Like [`Summary::from_journal`], also returning what the journal held against the plan.
-    pub fn audited(
-        run: RunInfo,
-        variants: &[String],
-        price: Option<&Price>,
-        journal_path: &Path,
-        keys: &PlanKeys,
-    ) -> std::io::Result<(Summary, journal::Audit)> {
-        let mut accs: HashMap<String, Acc> = HashMap::new();
-        let arm: HashMap<&str, usize> = variants
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (v.as_str(), i))
-            .collect();
-        let mut cases = CaseTable::new(variants.len());
-        let mut failed = 0;
-        let mut finished = 0;
-        let names = run.provider.replicas.clone();
-        let mut replica_latency: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
-        let mut replica_counts: Vec<(u64, u64)> = vec![(0, 0); names.len()];
-        let audit = journal::read_planned(journal_path, keys, |r| {
-            for a in &r.attempts {
-                if let Some(i) = a.replica.filter(|&i| i < names.len()) {
-                    if a.outcome.answered() {
-                        replica_counts[i].0 += 1;
-                        replica_latency[i].push(a.latency_ms);
-                    } else {
-                        replica_counts[i].1 += 1;
-                    }
-                }
-            }
-            finished += 1;
-            failed += usize::from(r.status == JobStatus::Failed);
-            if let (Some(&a), Some(score)) = (arm.get(r.variant.as_str()), r.score()) {
-                cases.add(&r.case_id, &r.tags, a, score);
-            }
-            accs.entry(r.variant.clone()).or_default().add(&r, price);
-        })?;
-        let confidence = run.confidence;
-        let variant_summaries: Vec<VariantSummary> = variants
-            .iter()
-            .enumerate()
-            .map(|(i, name)| {
-                accs.remove(name).unwrap_or_default().finish(
-                    name,
-                    i == 0,
-                    &cases.arm(i),
-                    confidence,
-                    price.is_some(),
-                )
-            })
-            .collect();
-        let mut comparisons: Vec<Comparison> = (1..variants.len())
-            .map(|i| compare(&variants[i], &variants[0], &cases.pairs(i, 0), confidence))
-            .collect();
-        decide(&mut comparisons, confidence);
-        let detectable = variant_summaries.first().and_then(|b| {
-            let n = cases.arm(0).len() as u64;
-            b.accuracy.map(|p| Detectable::new(n, p, confidence))
-        });
-        let slices = slices(&cases, variants, confidence);
-        let missing = audit.missing(keys);
-        let summary = Summary {
-            schema: SCHEMA.to_string(),
-            complete: failed == 0 && missing == 0 && run.stopped.is_none(),
-            jobs_finished: finished,
-            jobs_failed: failed,
-            torn_lines: audit.stats.torn,
-            duplicate_records: audit.duplicates,
-            records_outside_plan: audit.outside_plan,
-            run,
-            variants: variant_summaries,
-            comparisons,
-            detectable,
-            slices,
-            replicas: names
-                .iter()
-                .zip(replica_counts)
-                .zip(replica_latency)
-                .map(|((base_url, (answered, failed)), latency)| ReplicaSummary {
-                    base_url: base_url.clone(),
-                    attempts: answered + failed,
-                    answered,
-                    failed,
-                    latency_ms: Percentiles::of(latency),
-                })
-                .collect(),
-            gates: Vec::new(),
-        };
-        Ok((summary, audit))
-    }
+/// A variant's measured latencies, ascending: what the charts draw.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Latencies {
+    pub ttft_ms: Vec<f64>,
+    pub latency_ms: Vec<f64>,
 }
 
 /// Accuracy per tag and variant, tags in order, variants in bench order.
-fn slices(cases: &CaseTable, variants: &[String], confidence: f64) -> Vec<Slice> {
+pub(crate) fn slices(cases: &CaseTable, variants: &[String], confidence: f64) -> Vec<Slice> {
     let mut tags: Vec<&String> = cases.cases.values().flat_map(|(t, _)| t).collect();
     tags.sort();
     tags.dedup();

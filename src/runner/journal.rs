@@ -311,29 +311,14 @@ pub fn read_planned(
     Ok(audit)
 }
 
-/// A journal reopened to continue a run.
-pub struct Resumed {
-    pub journal: Journal,
-    /// What the journal held: the planned jobs already finished (graded or failed) are
-    /// not sent again.
-    pub audit: Audit,
-}
-
-impl Journal {
-    /// Reopens a journal after a crash or interruption: reads what finished, cuts off a torn
-    /// last line so new records start on a line of their own, and opens it for appending.
-    pub fn resume(path: &Path, keys: &PlanKeys) -> std::io::Result<Resumed> {
-        let audit = read_planned(path, keys, |_| {})?;
-        if audit.stats.torn > 0 {
-            OpenOptions::new()
-                .write(true)
-                .open(path)?
-                .set_len(audit.stats.complete_bytes)?;
+impl super::events::Listener for Journal {
+    /// Keeps every finished job and every pool change; a write that fails stops the run.
+    fn on(&mut self, event: &super::events::RunEvent<'_>) -> std::io::Result<()> {
+        match event {
+            super::events::RunEvent::JobFinished { record, .. } => self.append(record),
+            super::events::RunEvent::PoolChanged(change) => self.append_event(change),
+            _ => Ok(()),
         }
-        Ok(Resumed {
-            journal: Journal::open(path)?,
-            audit,
-        })
     }
 }
 
@@ -392,10 +377,12 @@ mod tests {
             1,
             None,
         );
-        let mut resumed = Journal::resume(&path, &keys).unwrap();
-        assert_eq!(resumed.audit.finished, 2);
-        assert!(resumed.audit.stats.torn_bytes > 0);
-        resumed.journal.append(&record("c")).unwrap();
+        let (audit, mut journal) = crate::runner::RunDir::at(dir.path())
+            .resume(&keys, |_| {})
+            .unwrap();
+        assert_eq!(audit.finished, 2);
+        assert!(audit.stats.torn_bytes > 0);
+        journal.append(&record("c")).unwrap();
         let mut seen = Vec::new();
         let stats = read(&path, |r| seen.push(r.case_id)).unwrap();
         assert_eq!(seen, ["a", "b", "c"]);

@@ -1,7 +1,11 @@
-//! Dispatch: workers pull jobs from one queue, send them through the client, grade the
-//! answers and hand records to the journal. The reporter only listens to events.
+//! Dispatch: workers pull jobs from one queue, send them through the client and score the
+//! answers. Everything that happens is an event ([`events::RunEvent`]) delivered in order,
+//! from one task, to the run's listeners: the journal, the progress line, the verbose log
+//! and the aggregator that builds the reports. The runner knows none of them.
 
 pub mod cache;
+pub mod events;
+pub mod folder;
 pub mod journal;
 pub mod lock;
 pub mod record;
@@ -13,36 +17,13 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 pub use cache::Cache;
+pub use events::{Listener, RunEvent, RunTally};
+pub use folder::RunDir;
 pub use journal::{JobRecord, JobStatus, Journal};
 
-use crate::client::{Client, JobRequest, JobResult, Usage};
+use crate::client::{Client, ClientEvent, JobRequest, JobResult, Usage};
 use crate::grade::{Answer, ScoreContext, ScoreInput};
 use crate::suite::{Bench, ChatMessage, Job};
-
-/// What the reporter hears while a run goes on.
-#[derive(Debug)]
-pub enum RunEvent<'a> {
-    JobFinished {
-        record: &'a JobRecord,
-        done: usize,
-        total: usize,
-        /// Jobs being worked on right now (sending, streaming or waiting to retry).
-        in_flight: usize,
-    },
-}
-
-/// How a run ended.
-#[derive(Debug, Default)]
-pub struct RunTally {
-    pub finished: usize,
-    pub graded: usize,
-    pub failed: usize,
-    /// Jobs never finished (stopped by Ctrl-C, a fatal provider error, or the journal).
-    pub not_run: usize,
-    /// The journal could not be written (a full disk): the run stopped there, and every
-    /// job not in the journal is left for a resume.
-    pub journal_error: Option<std::io::Error>,
-}
 
 /// What the workers share besides the client.
 #[derive(Clone, Default)]
@@ -53,25 +34,50 @@ pub struct RunOptions {
     pub cache: Option<Arc<Mutex<Cache>>>,
     /// The endpoint as the user named it (not the simulator's port), for cache keys.
     pub endpoint: String,
+    /// Observe every attempt (`--verbose`); otherwise only pool changes are events.
+    pub attempts: bool,
+    /// Jobs of the plan already finished before this process (a resume), for `Started`.
+    pub already: usize,
+    /// What scorers may use (a judge's client).
+    pub scoring: ScoreContext,
 }
 
-/// Runs `jobs` with `workers` concurrent workers. `dispatch` stops new jobs from starting
-/// (first Ctrl-C); the client's stop token aborts in-flight ones. A journal that cannot be
-/// written stops the run (what is not journaled would be lost) and is reported in the tally.
+/// What the workers send the event loop.
+enum Message {
+    Started(Job),
+    Finished(Box<JobRecord>),
+    Client(ClientEvent),
+}
+
+/// Runs `jobs` through the client, telling `listener` everything in order. `dispatch`
+/// stops new jobs from starting (first Ctrl-C); the client's stop token aborts in-flight
+/// ones. A listener error (the journal cannot be written) stops the run: what it cannot
+/// keep would be lost; it is returned in the tally.
 pub async fn run(
     bench: Arc<Bench>,
     jobs: Vec<Job>,
     client: Arc<Client>,
-    journal: &mut Journal,
     options: &RunOptions,
     dispatch: CancellationToken,
-    on_event: &mut dyn FnMut(RunEvent<'_>),
+    listener: &mut dyn Listener,
 ) -> RunTally {
     let total = jobs.len();
+    let mut tally = RunTally::default();
+    let started = RunEvent::Started {
+        planned: total + options.already,
+        already: options.already,
+    };
+    if let Err(e) = listener.on(&started) {
+        tally.journal_error = Some(e);
+        tally.not_run = total;
+        return tally;
+    }
     let jobs = Arc::new(jobs);
     let next = Arc::new(AtomicUsize::new(0));
     let active = Arc::new(AtomicUsize::new(0));
-    let (tx, mut rx) = mpsc::channel::<JobRecord>(256);
+    let (tx, mut rx) = mpsc::unbounded_channel::<Message>();
+    let (client_tx, mut client_rx) = mpsc::unbounded_channel::<ClientEvent>();
+    client.subscribe(Some(client_tx), options.attempts);
     let workers = client.capacity().max(1).min(total.max(1));
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..workers {
@@ -91,57 +97,73 @@ pub async fn run(
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(job) = jobs.get(i) else { break };
                 active.fetch_add(1, Ordering::SeqCst);
+                let _ = tx.send(Message::Started(*job));
                 let record = run_job(&bench, job, &client, &options).await;
                 active.fetch_sub(1, Ordering::SeqCst);
                 let Some(record) = record else {
                     break;
                 };
-                if tx.send(record).await.is_err() {
+                if tx.send(Message::Finished(Box::new(record))).is_err() {
                     break;
                 }
             }
         });
     }
     drop(tx);
-    let mut tally = RunTally::default();
-    while let Some(record) = rx.recv().await {
+    let mut deliver = |message: Message, tally: &mut RunTally| -> std::io::Result<()> {
+        match message {
+            Message::Started(job) => listener.on(&RunEvent::JobStarted { job: &job }),
+            Message::Client(ClientEvent::Attempt(a)) => listener.on(&RunEvent::AttemptFinished(&a)),
+            Message::Client(ClientEvent::Pool(p)) => listener.on(&RunEvent::PoolChanged(&p)),
+            Message::Finished(record) => {
+                listener.on(&RunEvent::JobFinished {
+                    record: &record,
+                    done: options.already + tally.finished + 1,
+                    total: total + options.already,
+                    in_flight: active.load(Ordering::SeqCst),
+                })?;
+                // Counted once its listeners have it: a record the journal could not keep
+                // did not finish, as far as anyone will ever know.
+                tally.finished += 1;
+                match record.status {
+                    JobStatus::Graded => tally.graded += 1,
+                    JobStatus::Failed => tally.failed += 1,
+                }
+                Ok(())
+            }
+        }
+    };
+    loop {
+        // The client's events of a job come before the job's end: drain them first.
+        let message = tokio::select! {
+            biased;
+            Some(e) = client_rx.recv() => Message::Client(e),
+            m = rx.recv() => match m {
+                Some(m) => m,
+                None => break,
+            },
+        };
         if tally.journal_error.is_some() {
             continue;
         }
-        let written = client
-            .take_events()
-            .iter()
-            .try_for_each(|event| journal.append_event(event))
-            .and_then(|()| journal.append(&record));
-        if let Err(e) = written {
+        if let Err(e) = deliver(message, &mut tally) {
             // Nothing more can be kept: stop sending, abandon what is in flight.
             dispatch.cancel();
             client.stop_token().cancel();
             tally.journal_error = Some(e);
-            continue;
         }
-        tally.finished += 1;
-        match record.status {
-            JobStatus::Graded => tally.graded += 1,
-            JobStatus::Failed => tally.failed += 1,
-        }
-        on_event(RunEvent::JobFinished {
-            record: &record,
-            done: tally.finished,
-            total,
-            in_flight: active.load(Ordering::SeqCst),
-        });
     }
     while tasks.join_next().await.is_some() {}
-    if tally.journal_error.is_none() {
-        for event in client.take_events() {
-            if let Err(e) = journal.append_event(&event) {
-                tally.journal_error = Some(e);
-                break;
-            }
+    client.subscribe(None, false);
+    while let Ok(e) = client_rx.try_recv() {
+        if tally.journal_error.is_none()
+            && let Err(err) = deliver(Message::Client(e), &mut tally)
+        {
+            tally.journal_error = Some(err);
         }
     }
     tally.not_run = total - tally.finished;
+    let _ = listener.on(&RunEvent::Finished { tally: &tally });
     tally
 }
 
@@ -153,6 +175,7 @@ async fn run_job(
     client: &Client,
     options: &RunOptions,
 ) -> Option<JobRecord> {
+    let scoring = &options.scoring;
     let case = &bench.cases[job.case];
     let variant = &bench.variants[job.variant];
     let messages = match bench.templates.render(job.variant, case, variant) {
@@ -193,7 +216,7 @@ async fn run_job(
                 failure: None,
                 aborted: false,
             };
-            let mut r = graded_record(bench, job, result, &messages, prompt_chars).await;
+            let mut r = graded_record(bench, job, result, &messages, prompt_chars, scoring).await;
             r.cached = true;
             r.outcome = Some(crate::client::Outcome::Complete);
             return Some(r);
@@ -224,7 +247,7 @@ async fn run_job(
             model: result.model.clone(),
         });
     }
-    Some(record(bench, job, result, &messages, prompt_chars).await)
+    Some(record(bench, job, result, &messages, prompt_chars, scoring).await)
 }
 
 fn failed_record(bench: &Bench, job: &Job, error: String, result: Option<JobResult>) -> JobRecord {
@@ -265,6 +288,7 @@ async fn record(
     result: JobResult,
     messages: &[ChatMessage],
     prompt_chars: usize,
+    scoring: &ScoreContext,
 ) -> JobRecord {
     if !result.answered() {
         let error = result
@@ -273,7 +297,7 @@ async fn record(
             .unwrap_or_else(|| "no answer".to_string());
         return failed_record(bench, job, error, Some(result));
     }
-    graded_record(bench, job, result, messages, prompt_chars).await
+    graded_record(bench, job, result, messages, prompt_chars, scoring).await
 }
 
 /// Scores an answer known to be whole (streamed to its finish_reason, or cached).
@@ -283,6 +307,7 @@ async fn graded_record(
     result: JobResult,
     messages: &[ChatMessage],
     prompt_chars: usize,
+    scoring: &ScoreContext,
 ) -> JobRecord {
     let case = &bench.cases[job.case];
     let answer = Answer {
@@ -295,18 +320,10 @@ async fn graded_record(
         messages,
         answer: &answer,
     };
-    let score = match bench.scorers[job.case]
-        .score(input, &ScoreContext::default())
-        .await
-    {
+    let score = match bench.scorers[job.case].score(input, scoring).await {
         Ok(score) => score,
         Err(e) => {
-            let mut failed = failed_record(
-                bench,
-                job,
-                format!("could not be scored: {e}"),
-                None,
-            );
+            let mut failed = failed_record(bench, job, format!("could not be scored: {e}"), None);
             failed.attempts = result.attempts;
             failed.partial_output = Some(answer.text).filter(|t| !t.is_empty());
             return failed;

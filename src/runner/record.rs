@@ -1,15 +1,16 @@
 //! `run.json`: what a run measured, against what, with which settings; enough to resume it
-//! and to refuse a resume whose bench changed.
+//! and to refuse a resume whose bench changed. Typed end to end: no field is read by a
+//! string key, and a field missing in a folder written by an older version reads as its
+//! default.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
+use crate::grade::GradeSpec;
 use crate::report::ProviderInfo;
-use crate::suite::Fingerprint;
-
-pub const FILE: &str = "run.json";
+use crate::suite::{Bench, Fingerprint, Limits, Price, Shard, Variant};
 
 /// The plan-shaping flags a run was started with; a resume reuses them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,13 +21,61 @@ pub struct PlanSettings {
     pub repeats: u32,
     /// Set when this run is one shard of a larger plan.
     #[serde(default)]
-    pub shard: Option<crate::suite::Shard>,
+    pub shard: Option<Shard>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Tool {
     pub name: String,
     pub version: String,
+}
+
+/// The bench as loaded: its text, cases, variants and settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchRecord {
+    pub name: String,
+    /// The bench file as written.
+    #[serde(default)]
+    pub text: String,
+    /// How many cases the plan took (after `--limit`).
+    pub cases: usize,
+    /// Their ids, in bench order: the plan's cases.
+    pub case_ids: Vec<String>,
+    /// The selected variants, baseline first.
+    #[serde(default)]
+    pub variants: Vec<Variant>,
+    #[serde(default)]
+    pub params: Map<String, Value>,
+    #[serde(default)]
+    pub limits: Limits,
+    #[serde(default)]
+    pub price: Option<Price>,
+    pub repeats: u32,
+    pub confidence: f64,
+    #[serde(default)]
+    pub grade: GradeSpec,
+}
+
+impl BenchRecord {
+    /// The record of a bench with these variants selected.
+    pub fn of(bench: &Bench, variants: &[usize]) -> BenchRecord {
+        BenchRecord {
+            name: bench.name.clone(),
+            text: bench.text.clone(),
+            cases: bench.cases.len(),
+            case_ids: bench.cases.iter().map(|c| c.id.clone()).collect(),
+            variants: variants
+                .iter()
+                .map(|&v| bench.variants[v].clone())
+                .collect(),
+            params: bench.params.clone(),
+            limits: bench.limits.clone(),
+            price: bench.price.clone(),
+            repeats: bench.repeats,
+            confidence: bench.confidence,
+            grade: bench.grade.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -46,79 +95,58 @@ pub struct RunRecord {
     pub fingerprint: Fingerprint,
     pub jobs_planned: usize,
     pub endpoint: ProviderInfo,
-    /// The bench as loaded: its text, cases, variants and settings (for people, not code).
-    pub bench: Value,
+    pub bench: BenchRecord,
 }
 
 impl RunRecord {
     /// What the reports say about this run.
     pub fn info(&self) -> crate::report::RunInfo {
         crate::report::RunInfo {
-            bench: self.bench["name"].as_str().unwrap_or("bench").to_string(),
+            bench: self.bench.name.clone(),
             run_id: self.run_id.clone(),
             tool_version: self.tool.version.clone(),
             started_at: self.started_at.clone(),
             finished_at: self.finished_at.clone(),
             provider: self.endpoint.clone(),
-            confidence: self.bench["confidence"].as_f64().unwrap_or(0.95),
+            confidence: self.bench.confidence,
             repeats: self.plan.repeats,
-            cases: self.bench["cases"].as_u64().unwrap_or(0) as usize,
+            cases: self.bench.cases,
             jobs_planned: self.jobs_planned,
             stopped: self.stopped.clone(),
         }
     }
 
-    /// The prices the run was costed with.
-    pub fn price(&self) -> Option<crate::suite::Price> {
-        serde_json::from_value(self.bench["price"].clone()).ok()
-    }
-
-    /// The ids of the cases the run planned.
-    pub fn case_ids(&self) -> Vec<String> {
-        self.bench["case_ids"]
-            .as_array()
-            .map(|ids| {
-                ids.iter()
-                    .filter_map(|v| v.as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
     /// The jobs this run planned, by key.
     pub fn plan_keys(&self) -> crate::runner::journal::PlanKeys {
         crate::runner::journal::PlanKeys::new(
-            &self.case_ids(),
+            &self.bench.case_ids,
             &self.plan.variants,
             self.plan.repeats,
             self.plan.shard,
         )
     }
+}
 
-    pub fn write(&self, dir: &Path) -> anyhow::Result<()> {
-        let path = dir.join(FILE);
-        let text = serde_json::to_string_pretty(self)? + "\n";
-        // Written aside and renamed, so a crash never leaves half a run.json.
-        let tmp = dir.join(format!("{FILE}.tmp"));
-        std::fs::write(&tmp, text)
-            .and_then(|()| std::fs::rename(&tmp, &path))
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
-    }
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-    pub fn read(dir: &Path) -> anyhow::Result<RunRecord> {
-        let path = dir.join(FILE);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            anyhow::anyhow!(
-                "{} is not a run folder: cannot read {}: {e}",
-                dir.display(),
-                path.display()
-            )
-        })?;
-        serde_json::from_str(&text).map_err(|e| {
-            anyhow::anyhow!(
-                "{}: not a run record this version understands: {e}",
-                path.display()
-            )
-        })
+    #[test]
+    fn a_record_written_by_0_1_0_reads_typed() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/run-0.1.0");
+        let text = std::fs::read_to_string(dir.join("run.json")).unwrap();
+        let r: RunRecord = serde_json::from_str(&text).unwrap();
+        assert_eq!(r.bench.name, "old");
+        assert_eq!(r.bench.case_ids.len(), 8);
+        assert_eq!(r.bench.price.as_ref().map(|p| p.input_per_mtok), Some(1.0));
+        assert_eq!(r.bench.variants[1].name, "careful");
+        assert_eq!(r.bench.limits.concurrency, 8);
+        // A limit the old version did not record reads as its default.
+        assert_eq!(
+            r.bench.limits.max_retry_after,
+            Limits::default().max_retry_after
+        );
+        assert_eq!(r.info().confidence, 0.95);
+        assert_eq!(r.plan_keys().planned(), 16);
     }
 }

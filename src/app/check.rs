@@ -1,0 +1,72 @@
+//! `check`: everything a run would validate, and the plan, without a single request.
+
+use super::{Exit, Failure, prepare, shown_urls};
+use crate::cli::{Env, PlanArgs};
+use crate::report::compare::Detectable;
+
+pub fn check(args: &PlanArgs, env: &Env) -> Result<Exit, Failure> {
+    let p = prepare(args, env)?;
+    let b = &p.bench;
+    let mut prompt_tokens = 0u64;
+    for job in &p.jobs {
+        let case = &b.cases[job.case];
+        let messages = b
+            .templates
+            .render(job.variant, case, &b.variants[job.variant])
+            .map_err(|e| Failure::Input(anyhow::anyhow!("template failed: {e}")))?;
+        prompt_tokens += crate::suite::prompt_tokens(&messages);
+    }
+    let max_completion: Option<u64> = p.jobs.iter().map(|j| b.max_tokens(j.variant)).sum();
+    out!("bench {} ({}): ok", b.name, b.path.display());
+    out!(
+        "  {} cases × {} variants × {} repeats = {} jobs",
+        b.cases.len(),
+        p.variants.len(),
+        b.repeats,
+        p.jobs.len()
+    );
+    for (i, name) in p.variant_names().iter().enumerate() {
+        let v = &b.variants[p.variants[i]];
+        out!(
+            "  variant {name}{} — {}",
+            if i == 0 { " (baseline)" } else { "" },
+            v.path.display()
+        );
+    }
+    match p.endpoint.base_urls.as_slice() {
+        [] => out!("  endpoint: the built-in SIMULATOR (no base URL configured)"),
+        urls => out!(
+            "  endpoint {} (from {}), model {}",
+            shown_urls(urls).join(", "),
+            p.endpoint.source,
+            p.endpoint.model
+        ),
+    }
+    out!("  estimated prompt tokens: {prompt_tokens}");
+    if let Some(max) = max_completion {
+        out!("  completion tokens at most: {max}");
+    }
+    if let Some(price) = &b.price {
+        let low = prompt_tokens as f64 * price.input_per_mtok / 1e6;
+        match max_completion {
+            Some(max) => out!(
+                "  estimated cost: ${low:.4} for input, at most ${:.4} in all",
+                low + max as f64 * price.output_per_mtok / 1e6
+            ),
+            None => out!(
+                "  estimated cost: ${low:.4} for input, plus output (set max_tokens to bound it)"
+            ),
+        }
+    }
+    let detectable = Detectable::new(b.cases.len() as u64, 0.5, b.confidence);
+    out!("  {}", detectable.sentence(b.confidence));
+    out!(
+        "  limits: concurrency {}, max_attempts {}, timeouts: first token {}, idle {}, total {}",
+        b.limits.concurrency,
+        b.limits.max_attempts,
+        humantime::format_duration(b.limits.first_token_timeout),
+        humantime::format_duration(b.limits.idle_timeout),
+        humantime::format_duration(b.limits.total_timeout)
+    );
+    Ok(Exit::Success)
+}

@@ -1,0 +1,201 @@
+//! The end of a run (or of `merge`): check the gates, write every report that can be
+//! written, print the table, and decide the exit code.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::Context;
+
+use super::compare::compare_results;
+use super::{Exit, load, resume_command};
+use crate::cli::{GateArgs, UsageError};
+use crate::report::{self, Exporter, RunResult};
+use crate::runner::RunDir;
+use crate::runner::record::RunRecord;
+
+/// Where a finished run's results go besides its folder, and what it must pass.
+pub struct Outputs<'a> {
+    pub gates: &'a GateArgs,
+    pub junit: Option<&'a Path>,
+    pub markdown: Option<&'a Path>,
+    pub quiet: bool,
+    /// Whether this command sent requests: a report it cannot write is then exit 3 (the
+    /// answers are paid for and journaled), else exit 2.
+    pub sent: bool,
+}
+
+/// How the sending ended.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Ending {
+    /// The provider stopped the run (401/403/402).
+    pub fatal: bool,
+    /// Ctrl-C or SIGTERM.
+    pub interrupted: bool,
+    /// The journal could not be written (a full disk).
+    pub stopped_by_journal: bool,
+}
+
+/// Writes summary.json/csv/md and report.html into the run folder.
+pub(super) fn write_reports(
+    dir: &RunDir,
+    result: &RunResult,
+    bench_text: &str,
+) -> Vec<anyhow::Error> {
+    let mut problems = Vec::new();
+    for exporter in report::exporters() {
+        let path = dir.file(exporter.file_name());
+        let written = exporter
+            .render(&result.summary)
+            .and_then(|text| Ok(std::fs::write(&path, text)?))
+            .with_context(|| format!("cannot write {}", path.display()));
+        if let Err(e) = written {
+            problems.push(e);
+        }
+    }
+    let path = dir.report_html();
+    if let Err(e) = std::fs::write(&path, report::html::render_run(result, bench_text)) {
+        problems.push(anyhow::Error::new(e).context(format!("cannot write {}", path.display())));
+    }
+    problems
+}
+
+/// Checks the gates, writes every report it can, prints the table, and decides the exit
+/// code: 4 aborted by the provider, 130 interrupted, 3 incomplete (or a report or the
+/// journal could not be written), 1 a gate failed, else 0. A report that cannot be written
+/// does not stop the others, nor hide a failed gate.
+pub(super) fn conclude(
+    dir: &RunDir,
+    record: &RunRecord,
+    mut result: RunResult,
+    ending: Ending,
+    outputs: &Outputs<'_>,
+    mut problems: Vec<anyhow::Error>,
+) -> Exit {
+    let baseline = match &outputs.gates.baseline {
+        Some(base) => {
+            let compared = load(base).and_then(|(_, base_record, base_result)| {
+                compare_results(
+                    (base, &base_record, &base_result),
+                    (dir.path(), record, &result),
+                )
+            });
+            match compared {
+                Ok(b) => Some(b),
+                Err(e) => {
+                    problems.push(e.context("cannot compare with the baseline run"));
+                    None
+                }
+            }
+        }
+        None => None,
+    };
+    let gates = outputs.gates.gates();
+    result.summary.gates = report::gates::evaluate(&gates, &result.summary, baseline.as_ref());
+    problems.extend(write_reports(dir, &result, &record.bench.text));
+    let summary = &result.summary;
+    out!("{}", report::terminal::render(summary));
+    if let Some(b) = &baseline {
+        out!("against the baseline run {}:", b.run_a.dir);
+        out!("{}", report::terminal::render_comparison(b));
+        let path = dir.baseline_json();
+        if let Err(e) = serde_json::to_string_pretty(b)
+            .map_err(anyhow::Error::from)
+            .and_then(|text| Ok(std::fs::write(&path, text + "\n")?))
+        {
+            problems.push(e.context(format!("cannot write {}", path.display())));
+        }
+    }
+    if let (Some(junit), Some(path)) = (result.junit.take(), outputs.junit) {
+        let written = junit
+            .render(summary)
+            .map_err(anyhow::Error::from)
+            .and_then(|xml| {
+                std::fs::write(path, xml)
+                    .with_context(|| format!("cannot write {}", path.display()))
+            });
+        if let Err(e) = written {
+            problems.push(e);
+        }
+    }
+    if let Some(path) = outputs.markdown {
+        let written = report::markdown::Markdown
+            .render(summary)
+            .and_then(|mut md| {
+                if let Some(b) = &baseline {
+                    md.push_str("\n## Against the baseline run\n\n");
+                    md.push_str(&report::markdown::render_comparison(b));
+                }
+                let mut file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .with_context(|| format!("cannot open {}", path.display()))?;
+                file.write_all(md.as_bytes())
+                    .with_context(|| format!("cannot write {}", path.display()))
+            });
+        if let Err(e) = written {
+            problems.push(e);
+        }
+    }
+    for g in summary.gates.iter().filter(|g| !g.passed) {
+        note!("gate failed: {}: {}", g.gate, g.reason);
+    }
+    if !outputs.quiet {
+        note!("reports: {}", dir.path().display());
+    }
+    for e in &problems {
+        note!("error: {e:#}");
+    }
+    if ending.fatal {
+        note!("error: {}", record.stopped.clone().unwrap_or_default());
+        return Exit::Aborted;
+    }
+    if ending.interrupted {
+        note!("resume with: {}", resume_command(dir.path()));
+        return Exit::Interrupted;
+    }
+    if ending.stopped_by_journal {
+        note!(
+            "error: {}; the jobs in the journal are kept",
+            record.stopped.clone().unwrap_or_default()
+        );
+        note!(
+            "free some space, then resume with: {}",
+            resume_command(dir.path())
+        );
+        return Exit::Incomplete;
+    }
+    let missing = summary
+        .run
+        .jobs_planned
+        .saturating_sub(summary.jobs_finished);
+    if summary.jobs_failed as u64 > gates.allow_failures || missing > 0 {
+        note!(
+            "incomplete: {} jobs failed ({} allowed) and {missing} did not run; see {}",
+            summary.jobs_failed,
+            gates.allow_failures,
+            dir.journal_path().display()
+        );
+        return Exit::Incomplete;
+    }
+    if !problems.is_empty() {
+        if outputs.sent {
+            note!(
+                "the answers are in the journal; rewrite the reports with: promptgauge report {} (or {})",
+                dir.path().display(),
+                resume_command(dir.path())
+            );
+            return Exit::Incomplete;
+        }
+        return Exit::Input;
+    }
+    if summary.gates.iter().any(|g| !g.passed) {
+        return Exit::GateFailed;
+    }
+    Exit::Success
+}
+
+/// A usage error for a folder another process holds.
+pub(super) fn in_use(message: String) -> crate::error::Failure {
+    crate::error::Failure::Input(UsageError(message).into())
+}

@@ -1,0 +1,169 @@
+//! `merge`: the run folders of one plan's shards combined into one run folder. Each shard's
+//! journal is read once: its records go to the merged journal and the aggregator together.
+
+use std::path::Path;
+
+use anyhow::Context;
+
+use super::finish::{Ending, Outputs, conclude};
+use super::{Exit, Failure, aggregator, utc_now};
+use crate::cli::{MergeArgs, UsageError};
+use crate::error::BeforeSend;
+use crate::runner::RunDir;
+use crate::runner::record::RunRecord;
+
+pub fn merge(args: &MergeArgs) -> Result<Exit, Failure> {
+    let shards: Vec<RunDir> = args.runs.iter().map(RunDir::at).collect();
+    for dir in &shards {
+        dir.check_idle().map_err(UsageError)?;
+    }
+    let records: Vec<RunRecord> = shards
+        .iter()
+        .map(|d| d.read_record().map_err(|e| UsageError(format!("{e:#}"))))
+        .collect::<Result<_, _>>()?;
+    let first = &records[0];
+    let Some(count) = first.plan.shard.map(|s| s.count) else {
+        return Err(UsageError::with_fix(
+            format!(
+                "{} is not a shard (it was not run with --shard i/n)",
+                args.runs[0].display()
+            ),
+            "merge the folders of `run --shard i/n`",
+        )
+        .into());
+    };
+    let mut seen = vec![false; count as usize];
+    for (dir, r) in args.runs.iter().zip(&records) {
+        let refuse = |why: String| -> Failure {
+            UsageError::with_fix(
+                format!("cannot merge {}: {why}", dir.display()),
+                "merge the shards of one run of one bench",
+            )
+            .into()
+        };
+        if r.fingerprint != first.fingerprint {
+            return Err(refuse(format!(
+                "its bench differs from {}'s",
+                args.runs[0].display()
+            )));
+        }
+        let (mut plan, mut first_plan) = (r.plan.clone(), first.plan.clone());
+        plan.shard = None;
+        first_plan.shard = None;
+        if plan != first_plan || r.endpoint.model != first.endpoint.model {
+            return Err(refuse(
+                "its plan (limit, variants, repeats) or model differs".into(),
+            ));
+        }
+        let Some(shard) = r.plan.shard.filter(|s| s.count == count) else {
+            return Err(refuse(format!("it is not one of {count} shards")));
+        };
+        if std::mem::replace(&mut seen[shard.index as usize - 1], true) {
+            return Err(refuse(format!(
+                "shard {shard} is given twice; shards must not overlap"
+            )));
+        }
+    }
+    let root = match &args.out {
+        Some(d) => d.clone(),
+        None => args.runs[0]
+            .parent()
+            .unwrap_or(Path::new("."))
+            .to_path_buf(),
+    };
+    let missing: Vec<String> = (1..=count)
+        .filter(|i| !seen[*i as usize - 1])
+        .map(|i| format!("{i}/{count}"))
+        .collect();
+    let mut record = first.clone();
+    record.plan.shard = None;
+    record.jobs_planned = records.iter().map(|r| r.jobs_planned).sum();
+    record.started_at = records
+        .iter()
+        .map(|r| r.started_at.clone())
+        .min()
+        .unwrap_or_default();
+    record.finished_at = records.iter().filter_map(|r| r.finished_at.clone()).max();
+    record.resumed_at = Vec::new();
+    record.stopped = if missing.is_empty() {
+        records.iter().find_map(|r| r.stopped.clone())
+    } else {
+        Some(format!(
+            "shards missing from the merge: {}",
+            missing.join(", ")
+        ))
+    };
+
+    let dir =
+        RunDir::create(&root, &format!("{}-merged", first.bench.name), &utc_now()).before_send()?;
+    let _lock = dir.lock().map_err(super::finish::in_use)?;
+    let mut journal = dir
+        .append_journal()
+        .with_context(|| format!("cannot create the journal in {}", dir.path().display()))
+        .before_send()?;
+    let mut agg = aggregator(&dir, &record, args.junit.is_some());
+    let mut keys = std::collections::HashSet::new();
+    for (shard, shard_record) in shards.iter().zip(&records) {
+        let mut overlap = None;
+        let mut write_error = None;
+        let (audit, _) = shard
+            .replay(&shard_record.plan_keys(), |r| {
+                if !keys.insert(r.key()) {
+                    overlap = Some(r.key());
+                } else if let Err(e) = journal.append(&r) {
+                    write_error = Some(e);
+                } else {
+                    agg.add(&r);
+                }
+            })
+            .with_context(|| format!("cannot read the journal in {}", shard.path().display()))
+            .before_send()?;
+        agg.note_audit(&audit);
+        if let Some(found) = audit.findings() {
+            note!("note: {}: {found}", shard.path().display());
+        }
+        if let Some(e) = write_error {
+            return Err(Failure::Input(
+                anyhow::Error::new(e).context("cannot write the merged journal"),
+            ));
+        }
+        if let Some((case, variant, repeat)) = overlap {
+            let _ = std::fs::remove_dir_all(dir.path());
+            return Err(UsageError(format!(
+                "cannot merge {}: job ({case}, {variant}, repeat {repeat}) is in two shards",
+                shard.path().display()
+            ))
+            .into());
+        }
+    }
+    drop(journal);
+    dir.write_record(&record).before_send()?;
+    if !missing.is_empty() {
+        note!(
+            "warning: shards {} were not given; the merged run is incomplete",
+            missing.join(", ")
+        );
+    }
+    agg.set_run(record.info());
+    let outputs = Outputs {
+        gates: &args.gates,
+        junit: args.junit.as_deref(),
+        markdown: args.markdown.as_deref(),
+        quiet: false,
+        sent: false,
+    };
+    let exit = conclude(
+        &dir,
+        &record,
+        agg.finish(),
+        Ending::default(),
+        &outputs,
+        Vec::new(),
+    );
+    // A missing shard is an incomplete run, whatever the jobs that ran did.
+    Ok(if missing.is_empty() || exit != Exit::Success {
+        exit
+    } else {
+        Exit::Incomplete
+    })
+}

@@ -1,0 +1,119 @@
+//! The commands, one file each: each turns plain settings from [`crate::cli`] into library
+//! calls and returns an exit code (or a [`Failure`], whose type is the exit code).
+
+/// Prints a line to stdout; a closed pipe (`promptgauge run | head`) is not an error.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// Prints a line to stderr, ignoring a closed pipe.
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+mod check;
+mod compare;
+mod finish;
+mod merge;
+mod mock;
+mod prepare;
+mod report;
+mod run;
+
+use std::time::{Duration, SystemTime};
+
+pub use check::check;
+pub use compare::compare;
+pub use merge::merge;
+pub use mock::mock;
+pub use prepare::{Prepared, prepare};
+pub use report::report;
+pub use run::run;
+
+pub use crate::error::{Exit, Failure};
+use crate::mock::{Faults, MockConfig, RetryAfter};
+
+/// The bench `run` and `check` use when none is named.
+pub const DEFAULT_BENCH: &str = "promptgauge.yaml";
+
+const SIMULATED_BANNER: &str = "\
+================================================================================
+  SIMULATED PROVIDER — no base URL is configured, so promptgauge's built-in
+  simulator is answering with a deterministic fake model. The numbers below do
+  not describe any real model. To measure one, pass --base-url URL (or set
+  PROMPTGAUGE_BASE_URL / endpoint.base_url) and --model NAME.
+================================================================================";
+
+/// The simulator a run uses when no base URL is set: mildly unreliable, so the retries show.
+pub fn demo_mock_config() -> MockConfig {
+    MockConfig {
+        retry_after: RetryAfter::Millis(100),
+        faults: Faults {
+            rate_429: 0.02,
+            cut: 0.01,
+            ..Faults::default()
+        },
+        first_token_delay: Duration::from_millis(30),
+        token_delay: Duration::from_millis(3),
+        ..MockConfig::default()
+    }
+}
+
+/// Base URLs as they may be shown and stored: without credentials.
+fn shown_urls(urls: &[String]) -> Vec<String> {
+    urls.iter()
+        .map(|u| crate::client::secrets::redact_url(u))
+        .collect()
+}
+
+fn utc_now() -> String {
+    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+}
+
+/// The command that continues a run folder.
+fn resume_command(dir: &std::path::Path) -> String {
+    format!("promptgauge run --resume {}", dir.display())
+}
+
+/// The aggregator for a run's reports (with a JUnit spool in the run folder when asked).
+fn aggregator(
+    dir: &crate::runner::RunDir,
+    record: &crate::runner::record::RunRecord,
+    junit: bool,
+) -> crate::report::Aggregator {
+    crate::report::Aggregator::new(crate::report::AggregatorSettings {
+        run: record.info(),
+        variants: record.plan.variants.clone(),
+        price: record.bench.price.clone(),
+        planned: record.plan_keys().planned(),
+        junit_spool: junit.then(|| dir.junit_spool()),
+    })
+}
+
+/// Reads a finished run folder once: its record and what its journal adds up to.
+fn load(
+    path: &std::path::Path,
+) -> anyhow::Result<(
+    crate::runner::RunDir,
+    crate::runner::record::RunRecord,
+    crate::report::RunResult,
+)> {
+    use anyhow::Context;
+    let dir = crate::runner::RunDir::at(path);
+    dir.check_idle().map_err(crate::cli::UsageError)?;
+    let record = dir
+        .read_record()
+        .map_err(|e| crate::cli::UsageError(format!("{e:#}")))?;
+    let mut agg = aggregator(&dir, &record, false);
+    let (audit, _) = dir
+        .replay(&record.plan_keys(), |r| agg.add(&r))
+        .with_context(|| format!("cannot read the journal in {}", path.display()))?;
+    agg.note_audit(&audit);
+    Ok((dir, record, agg.finish()))
+}

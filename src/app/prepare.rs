@@ -1,0 +1,113 @@
+//! A bench with the flags applied: the jobs to run and where to send them. No network.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::{DEFAULT_BENCH, Failure};
+use crate::cli::{BenchEndpoint, Endpoint, Env, PlanArgs, UsageError, resolve_endpoint};
+use crate::suite::{Bench, InputError, Job, Plan};
+
+/// A loaded bench, the selected variants, the planned jobs and the resolved endpoint.
+pub struct Prepared {
+    pub bench: Arc<Bench>,
+    /// Indices into the bench's variants, baseline first.
+    pub variants: Vec<usize>,
+    pub jobs: Vec<Job>,
+    pub endpoint: Endpoint,
+}
+
+impl Prepared {
+    pub fn variant_names(&self) -> Vec<String> {
+        self.variants
+            .iter()
+            .map(|&v| self.bench.variants[v].name.clone())
+            .collect()
+    }
+}
+
+/// Loads and checks everything; no network. Every error is exit 2.
+pub fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
+    let path = args
+        .bench
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_BENCH));
+    let mut bench = Bench::load(&path)?;
+    if let Some(limit) = args.limit {
+        let limit = limit as usize;
+        bench.cases.truncate(limit);
+        bench.scorers.truncate(limit);
+    }
+    if let Some(r) = args.repeats {
+        bench.repeats = r;
+    }
+    if let Some(c) = args.concurrency {
+        bench.limits.concurrency = c as usize;
+    }
+    let variants: Vec<usize> = if args.variants.is_empty() {
+        (0..bench.variants.len()).collect()
+    } else {
+        let mut picked = Vec::new();
+        for name in &args.variants {
+            let Some(i) = bench.variants.iter().position(|v| v.name == name.trim()) else {
+                let known: Vec<&str> = bench.variants.iter().map(|v| v.name.as_str()).collect();
+                return Err(UsageError::with_fix(
+                    format!("--variants names `{name}`, which is not a variant of this bench"),
+                    format!("known variants: {}", known.join(", ")),
+                )
+                .into());
+            };
+            if !picked.contains(&i) {
+                picked.push(i);
+            }
+        }
+        picked
+    };
+    let endpoint = resolve_endpoint(
+        args,
+        env,
+        BenchEndpoint {
+            base_urls: bench
+                .endpoint
+                .base_url
+                .iter()
+                .flat_map(|u| u.urls())
+                .collect(),
+            model: bench.endpoint.model.as_deref(),
+            api_key_env: bench.endpoint.api_key_env.as_deref(),
+        },
+    )?;
+    let mut plan = Plan::new(bench.cases.len(), &variants, bench.repeats);
+    if let Some(shard) = args.shard {
+        plan.jobs.retain(|j| shard.holds(j));
+    }
+    if let Some(tpm) = bench.limits.tokens_per_minute {
+        // A request larger than the whole budget would wait forever: refuse it now.
+        for job in &plan.jobs {
+            let case = &bench.cases[job.case];
+            let messages = bench
+                .templates
+                .render(job.variant, case, &bench.variants[job.variant])
+                .map_err(|e| Failure::Input(anyhow::anyhow!("template failed: {e}")))?;
+            let need = bench.reservation(job.variant, &messages);
+            if need > u64::from(tpm) {
+                return Err(Failure::Input(
+                    InputError::new(
+                        case.location.clone(),
+                        format!(
+                            "case `{}` with variant `{}` reserves about {need} tokens (prompt plus max_tokens), more than limits.tokens_per_minute ({tpm}): it could never be sent",
+                            case.id, bench.variants[job.variant].name
+                        ),
+                    )
+                    .fix("raise limits.tokens_per_minute, or lower max_tokens")
+                    .into(),
+                ));
+            }
+        }
+    }
+    Ok(Prepared {
+        bench: Arc::new(bench),
+        variants,
+        jobs: plan.jobs,
+        endpoint,
+    })
+}

@@ -1,0 +1,53 @@
+//! `report DIR`: rebuilds a run folder's reports from its journal, read once (gates are not
+//! re-checked).
+
+use anyhow::Context;
+
+use super::finish::{in_use, write_reports};
+use super::{Exit, Failure, aggregator};
+use crate::cli::{ReportArgs, UsageError};
+use crate::error::BeforeSend;
+use crate::report;
+use crate::runner::RunDir;
+
+pub fn report(args: &ReportArgs) -> Result<Exit, Failure> {
+    let dir = RunDir::at(&args.run);
+    // Its reports are rewritten: the folder must not be in the middle of a run.
+    let _lock = dir.lock().map_err(in_use)?;
+    let record = dir
+        .read_record()
+        .map_err(|e| UsageError(format!("{e:#}")))?;
+    let keys = record.plan_keys();
+    let mut agg = aggregator(&dir, &record, false);
+    let (audit, _) = dir
+        .replay(&keys, |r| agg.add(&r))
+        .with_context(|| format!("cannot read {}", dir.journal_path().display()))
+        .before_send()?;
+    agg.note_audit(&audit);
+    let result = agg.finish();
+    if let Some(e) = write_reports(&dir, &result, &record.bench.text)
+        .into_iter()
+        .next()
+    {
+        return Err(Failure::Input(e));
+    }
+    out!("{}", report::terminal::render(&result.summary));
+    note!(
+        "journal: {} of {} planned jobs recorded{}",
+        audit.finished,
+        keys.planned(),
+        if audit.stats.torn > 0 {
+            "; a torn last line (from a crash) was skipped"
+        } else {
+            ""
+        }
+    );
+    if let Some(found) = audit.findings() {
+        note!("note: {found}");
+    }
+    note!(
+        "reports rebuilt in {} (report.html, summary.json, summary.csv, summary.md)",
+        args.run.display()
+    );
+    Ok(Exit::Success)
+}

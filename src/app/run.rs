@@ -1,0 +1,469 @@
+//! `run`: send every job not yet in the journal, let every listener hear each as it
+//! finishes, write the reports, return the exit code. With `--resume DIR`, continue that
+//! run: its journal is read once, through the same aggregator.
+
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio_util::sync::CancellationToken;
+
+use super::finish::{Ending, Outputs, conclude, in_use};
+use super::{
+    Exit, Failure, Prepared, SIMULATED_BANNER, aggregator, demo_mock_config, prepare, shown_urls,
+    utc_now,
+};
+use crate::cli::{Env, PlanArgs, RunArgs, UsageError};
+use crate::client::{Client, ClientConfig, ReqwestTransport};
+use crate::error::BeforeSend;
+use crate::mock::Provider;
+use crate::mock::server::MockServer;
+use crate::report::ProviderInfo;
+use crate::report::progress::Progress;
+use crate::report::verbose::VerboseLog;
+use crate::runner::events::{Fanout, Listener};
+use crate::runner::record::{BenchRecord, PlanSettings, RunRecord, Tool};
+use crate::runner::{self, RunDir};
+use crate::suite::{Fingerprint, Job};
+
+pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
+    // A run folder is written by one process: take it before reading anything in it.
+    let resumed = match &args.resume {
+        Some(path) => {
+            let dir = RunDir::at(path);
+            let lock = dir.lock().map_err(in_use)?;
+            let record = dir
+                .read_record()
+                .map_err(|e| UsageError(format!("{e:#}")))?;
+            Some((dir, record, lock))
+        }
+        None => None,
+    };
+    let plan_args = match &resumed {
+        Some((_, record, _)) => resumed_plan(&args.plan, record),
+        None => args.plan.clone(),
+    };
+    let p = prepare(&plan_args, env)?;
+    let bench = p.bench.clone();
+    let quiet = args.quiet;
+    for w in &p.endpoint.warnings {
+        note!("warning: {w}");
+    }
+    let provider = provider_info(&p);
+    // Every report file must be writable before a single request is paid for.
+    for path in [&args.junit, &args.markdown].into_iter().flatten() {
+        check_writable(path).before_send()?;
+    }
+
+    let (dir, mut record, _lock) = match resumed {
+        Some((dir, mut record, lock)) => {
+            check_resumable(&record, &p, &provider)?;
+            record.resumed_at.push(utc_now());
+            record.finished_at = None;
+            record.stopped = None;
+            record.endpoint = provider.clone();
+            (dir, record, lock)
+        }
+        None => {
+            let started_at = utc_now();
+            let name = match args.plan.shard {
+                Some(s) => format!("{}-shard{}of{}", bench.name, s.index, s.count),
+                None => bench.name.clone(),
+            };
+            let dir = RunDir::create(&args.out, &name, &started_at).before_send()?;
+            let lock = dir.lock().map_err(in_use)?;
+            let record = new_record(&p, &dir, args, started_at, provider.clone());
+            (dir, record, lock)
+        }
+    };
+
+    // The journal is read once, if it exists: the aggregator hears every job it holds.
+    let keys = record.plan_keys();
+    let mut agg = aggregator(&dir, &record, args.junit.is_some());
+    let (audit, mut journal) = dir
+        .resume(&keys, |r| agg.add(&r))
+        .with_context(|| format!("cannot read the journal {}", dir.journal_path().display()))
+        .before_send()?;
+    agg.note_audit(&audit);
+    if audit.stats.torn_bytes > 0 {
+        note!(
+            "note: {} ended in a torn line ({} bytes, from a crash); it was not a finished job and was removed",
+            dir.journal_path().display(),
+            audit.stats.torn_bytes
+        );
+    }
+    if let Some(found) = audit.findings() {
+        note!("note: {}: {found}", dir.journal_path().display());
+    }
+    let jobs: Vec<Job> = p
+        .jobs
+        .iter()
+        .filter(|j| {
+            keys.slot(
+                &bench.cases[j.case].id,
+                &bench.variants[j.variant].name,
+                j.repeat,
+            )
+            .is_none_or(|slot| !audit.done[slot])
+        })
+        .copied()
+        .collect();
+    let already = p.jobs.len() - jobs.len();
+
+    let simulator = if provider.simulated {
+        note!("{SIMULATED_BANNER}");
+        let sim = Arc::new(Provider::new(demo_mock_config()));
+        let server = MockServer::start(sim, SocketAddr::from(([127, 0, 0, 1], 0)))
+            .await
+            .context("cannot start the built-in simulator")
+            .before_send()?;
+        Some(server)
+    } else {
+        None
+    };
+    let base_urls = match &simulator {
+        Some(s) => vec![s.base_url()],
+        None => p.endpoint.base_urls.clone(),
+    };
+    if !provider.simulated && p.endpoint.api_key.is_none() && !quiet {
+        note!(
+            "note: ${} is not set; sending no Authorization header (fine for most self-hosted servers)",
+            p.endpoint.api_key_env
+        );
+    }
+    let client = Arc::new(build_client(&p, &base_urls).before_send()?);
+    dir.write_record(&record).before_send()?;
+    if !quiet {
+        let verb = if record.resumed_at.is_empty() {
+            "running"
+        } else {
+            "resuming:"
+        };
+        note!(
+            "{verb} {} of {} jobs ({} cases × {} variants × {} repeats) against {} — writing {}",
+            jobs.len(),
+            p.jobs.len(),
+            bench.cases.len(),
+            p.variants.len(),
+            bench.repeats,
+            provider.base_url,
+            dir.path().display()
+        );
+    }
+
+    let dispatch = client.drain_token();
+    let signals = watch_signals(dispatch.clone(), client.stop_token(), args.grace).before_send()?;
+    let live = !quiet && std::io::stderr().is_terminal() && !env.is_ci();
+    let mut progress = Progress::new(p.jobs.len(), already, record.plan.variants.clone(), live);
+    let cache = if args.cache {
+        let root = dir.path().parent().unwrap_or(Path::new("."));
+        let path = root.join(".cache").join("responses.jsonl");
+        let cache = runner::Cache::open(&path)
+            .with_context(|| format!("cannot open the response cache {}", path.display()))
+            .before_send()?;
+        if !quiet {
+            note!("cache: {} ({} answers)", path.display(), cache.len());
+        }
+        Some(Arc::new(std::sync::Mutex::new(cache)))
+    } else {
+        None
+    };
+    let options = runner::RunOptions {
+        run_id: record.run_id.clone(),
+        cache,
+        endpoint: record.endpoint.base_url.clone(),
+        attempts: args.verbose,
+        already,
+        scoring: Default::default(),
+    };
+    let mut verbose = VerboseLog;
+    // The journal first: nothing is reported that it did not keep.
+    let mut listeners: Vec<&mut dyn Listener> = vec![&mut journal, &mut agg, &mut progress];
+    if args.verbose {
+        listeners.push(&mut verbose);
+    }
+    let tally = runner::run(
+        bench.clone(),
+        jobs,
+        client.clone(),
+        &options,
+        dispatch.clone(),
+        &mut Fanout(listeners),
+    )
+    .await;
+    signals.abort();
+    progress.finish();
+    drop(journal);
+    drop(simulator);
+
+    let fatal = client.fatal();
+    let interrupted = dispatch.is_cancelled() && tally.journal_error.is_none();
+    record.finished_at = Some(utc_now());
+    record.stopped = match (&tally.journal_error, &fatal, interrupted) {
+        (Some(e), _, _) => Some(format!(
+            "the journal {} could not be written: {e}",
+            dir.journal_path().display()
+        )),
+        (None, Some(f), _) => Some(f.to_string()),
+        (None, None, true) => Some("interrupted".to_string()),
+        _ => None,
+    };
+    let mut problems = Vec::new();
+    if let Err(e) = dir.write_record(&record) {
+        problems.push(e);
+    }
+    // The summary says when and why the run ended.
+    agg.set_run(record.info());
+    let result = agg.finish();
+    let outputs = Outputs {
+        gates: &args.gates,
+        junit: args.junit.as_deref(),
+        markdown: args.markdown.as_deref(),
+        quiet,
+        sent: true,
+    };
+    let ending = Ending {
+        fatal: fatal.is_some(),
+        interrupted,
+        stopped_by_journal: tally.journal_error.is_some(),
+    };
+    Ok(conclude(&dir, &record, result, ending, &outputs, problems))
+}
+
+/// A resume keeps the plan it started with, and the endpoint and model it was answered by
+/// unless a flag says otherwise; only where and how fast to send may change.
+fn resumed_plan(flags: &PlanArgs, record: &RunRecord) -> PlanArgs {
+    let e = &record.endpoint;
+    let recorded_urls = if e.simulated {
+        vec!["mock".to_string()]
+    } else if e.replicas.is_empty() {
+        vec![e.base_url.clone()]
+    } else {
+        e.replicas.clone()
+    };
+    // Credentials are never stored: such a URL must come from the flags or the
+    // environment again.
+    let usable = !recorded_urls
+        .iter()
+        .any(|u| u.contains(crate::client::secrets::REDACTED));
+    PlanArgs {
+        bench: Some(
+            flags
+                .bench
+                .clone()
+                .unwrap_or_else(|| record.bench_path.clone()),
+        ),
+        limit: record.plan.limit,
+        variants: record.plan.variants.clone(),
+        repeats: Some(record.plan.repeats),
+        shard: record.plan.shard,
+        base_url: if !flags.base_url.is_empty() || !usable {
+            flags.base_url.clone()
+        } else {
+            recorded_urls
+        },
+        model: flags.model.clone().or_else(|| Some(e.model.clone())),
+        ..flags.clone()
+    }
+}
+
+/// Where the answers come from, as shown and stored (no credentials).
+fn provider_info(p: &Prepared) -> ProviderInfo {
+    let simulated = p.endpoint.base_urls.is_empty();
+    let shown = shown_urls(&p.endpoint.base_urls);
+    ProviderInfo {
+        base_url: if simulated {
+            "simulated".into()
+        } else {
+            shown.join(", ")
+        },
+        model: p.endpoint.model.clone(),
+        simulated,
+        api_key_env: (!simulated).then(|| p.endpoint.api_key_env.clone()),
+        replicas: if shown.len() > 1 { shown } else { Vec::new() },
+    }
+}
+
+fn new_record(
+    p: &Prepared,
+    dir: &RunDir,
+    args: &RunArgs,
+    started_at: String,
+    endpoint: ProviderInfo,
+) -> RunRecord {
+    let bench = &p.bench;
+    RunRecord {
+        tool: Tool {
+            name: "promptgauge".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+        run_id: format!(
+            "{}-{:04x}",
+            dir.path()
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("run"),
+            rand::random::<u16>()
+        ),
+        started_at,
+        finished_at: None,
+        stopped: None,
+        resumed_at: Vec::new(),
+        bench_path: std::fs::canonicalize(&bench.path).unwrap_or_else(|_| bench.path.clone()),
+        plan: PlanSettings {
+            limit: args.plan.limit,
+            variants: p.variant_names(),
+            repeats: bench.repeats,
+            shard: args.plan.shard,
+        },
+        fingerprint: Fingerprint::of(bench, &p.variants),
+        jobs_planned: p.jobs.len(),
+        endpoint,
+        bench: BenchRecord::of(bench, &p.variants),
+    }
+}
+
+/// Refuses to resume when the bench no longer measures what the run started measuring.
+fn check_resumable(
+    record: &RunRecord,
+    p: &Prepared,
+    provider: &ProviderInfo,
+) -> Result<(), UsageError> {
+    let now = Fingerprint::of(&p.bench, &p.variants);
+    let was = &record.fingerprint;
+    let changed = if now.cases != was.cases {
+        Some("its cases (ids, variables, expected answers, graders or tags)")
+    } else if now.variants != was.variants {
+        Some("its variants (names, messages or parameters)")
+    } else if now.settings != was.settings {
+        Some("its request parameters, default grader or repeats")
+    } else {
+        None
+    };
+    if let Some(what) = changed {
+        return Err(UsageError::with_fix(
+            format!(
+                "{} changed since this run started: {what} differ; resuming would mix results of two different benches",
+                p.bench.path.display()
+            ),
+            "start a new run (without --resume), or restore the bench as it was",
+        ));
+    }
+    if provider.model != record.endpoint.model || provider.simulated != record.endpoint.simulated {
+        return Err(UsageError::with_fix(
+            format!(
+                "this run was answered by `{}`{}; resuming with `{}`{} would mix two models' answers",
+                record.endpoint.model,
+                if record.endpoint.simulated {
+                    " (simulated)"
+                } else {
+                    ""
+                },
+                provider.model,
+                if provider.simulated {
+                    " (simulated)"
+                } else {
+                    ""
+                },
+            ),
+            format!(
+                "resume with --model {} and the same provider, or start a new run",
+                record.endpoint.model
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Fails when a report file cannot be written (its folder is missing or read-only), so the
+/// run is refused before anything is sent rather than losing the report after.
+fn check_writable(path: &Path) -> anyhow::Result<()> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map(drop)
+        .with_context(|| {
+            format!(
+                "cannot write {}\n  fix: create its folder, or name a file you can write",
+                path.display()
+            )
+        })
+}
+
+fn build_client(p: &Prepared, base_urls: &[String]) -> anyhow::Result<Client> {
+    let limits = &p.bench.limits;
+    let first = base_urls.first().map_or("", String::as_str);
+    let mut config = ClientConfig::new(first, &p.endpoint.model);
+    config.replicas = base_urls.iter().skip(1).cloned().collect();
+    config.adaptive = limits.adaptive;
+    config.api_key = p.endpoint.api_key.clone();
+    config.api_key_env = p.endpoint.api_key_env.clone();
+    config.concurrency = limits.concurrency;
+    config.max_attempts = limits.max_attempts;
+    config.first_token_timeout = limits.first_token_timeout;
+    config.idle_timeout = limits.idle_timeout;
+    config.total_timeout = limits.total_timeout;
+    config.max_response_bytes = limits.max_response_bytes;
+    config.max_retry_after = limits.max_retry_after;
+    config.requests_per_minute = limits.requests_per_minute;
+    config.tokens_per_minute = limits.tokens_per_minute;
+    let transport = ReqwestTransport::new(
+        limits.connect_timeout,
+        limits.concurrency * base_urls.len().max(1),
+    )
+    .map_err(|e| anyhow::anyhow!(e))?;
+    Ok(Client::new(Arc::new(transport), config))
+}
+
+/// Listens for SIGINT and SIGTERM. The first stops dispatch and drains the client: no new
+/// attempt starts and waits end at once, while attempts in flight may finish within
+/// `grace`; after it (or at a second signal) they are abandoned. The handlers are installed
+/// before this returns, so no signal is missed.
+fn watch_signals(
+    dispatch: CancellationToken,
+    abort: CancellationToken,
+    grace: Duration,
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    let first = move || {
+        dispatch.cancel();
+        note!(
+            "\ninterrupted: no new jobs or retries; letting the attempts in flight finish for up to {} (interrupt again to abort them)",
+            humantime::format_duration(grace)
+        );
+    };
+    let second = move |why: &str| {
+        note!("{why}: aborting the attempts in flight");
+        abort.cancel();
+    };
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut int = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
+        let mut term = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
+        Ok(tokio::spawn(async move {
+            tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
+            first();
+            tokio::select! {
+                _ = int.recv() => second("interrupted again"),
+                _ = term.recv() => second("interrupted again"),
+                _ = tokio::time::sleep(grace) => second("the grace period is over"),
+            }
+        }))
+    }
+    #[cfg(not(unix))]
+    {
+        Ok(tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                first();
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => second("interrupted again"),
+                    _ = tokio::time::sleep(grace) => second("the grace period is over"),
+                }
+            }
+        }))
+    }
+}

@@ -1,0 +1,269 @@
+//! The aggregator: listens to a run's finished jobs (live, or replayed from the journal) and
+//! builds everything the reports need in one pass: the summary's totals, the per-case
+//! scores behind the paired statistics, the latencies behind the charts, the cases where
+//! variants disagree, the failed jobs, and (with `--junit`) the test cases. Renderers only
+//! render its [`RunResult`]; none reads the journal.
+//!
+//! Memory stays bounded by what a report shows: per job only numbers are kept; answers are
+//! kept for cases where the variants disagree (report.html), for the first 500 failed jobs,
+//! and the JUnit test cases go to a spool file beside the journal.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+
+use super::compare::{CaseTable, Comparison, Detectable, compare, decide};
+use super::junit::JunitSpool;
+use super::summary::{Acc, Latencies, Percentiles, ReplicaSummary, SCHEMA, Summary, slices};
+use super::{RunInfo, VariantSummary};
+use crate::runner::events::{Listener, RunEvent};
+use crate::runner::journal::{Audit, JobRecord, JobStatus};
+use crate::suite::Price;
+
+/// Failed jobs shown in full in report.html; the rest are counted.
+pub const FAILED_SHOWN: usize = 500;
+
+/// Per case: the expected answers and, per variant, (extracted, passed) of its first
+/// scored sample.
+pub type CaseAnswers = (Vec<String>, Vec<Option<(String, bool)>>);
+
+/// What a run folder's reports are made of.
+pub struct RunResult {
+    pub summary: Summary,
+    /// Per case and variant: the scores behind the paired comparisons.
+    pub cases: CaseTable,
+    /// Per variant, in order: latencies for the charts.
+    pub latencies: Vec<Latencies>,
+    /// Cases where the variants disagree, by case id.
+    pub disagreements: BTreeMap<String, CaseAnswers>,
+    /// The first failed jobs, in journal order, and how many failed in all.
+    pub failed: Vec<JobRecord>,
+    pub failed_total: usize,
+    /// The JUnit test cases, when asked for.
+    pub junit: Option<JunitSpool>,
+}
+
+/// What the aggregator needs to know before the first record.
+pub struct AggregatorSettings {
+    pub run: RunInfo,
+    pub variants: Vec<String>,
+    pub price: Option<Price>,
+    /// Jobs the plan holds: the run is complete when each has a record.
+    pub planned: usize,
+    /// Collect JUnit test cases into a spool at this path.
+    pub junit_spool: Option<PathBuf>,
+}
+
+/// Builds a [`RunResult`] from finished jobs.
+pub struct Aggregator {
+    run: RunInfo,
+    variants: Vec<String>,
+    arm: HashMap<String, usize>,
+    price: Option<Price>,
+    planned: usize,
+    accs: Vec<Acc>,
+    cases: CaseTable,
+    replica_latency: Vec<Vec<f64>>,
+    replica_counts: Vec<(u64, u64)>,
+    finished: usize,
+    failed: usize,
+    torn: usize,
+    duplicates: usize,
+    outside_plan: usize,
+    /// Cases whose first samples are not all in yet; `None` once settled as agreeing.
+    pending: HashMap<String, Option<CaseAnswers>>,
+    disagreements: BTreeMap<String, CaseAnswers>,
+    failed_jobs: Vec<JobRecord>,
+    junit: Option<JunitSpool>,
+}
+
+impl Aggregator {
+    pub fn new(settings: AggregatorSettings) -> Aggregator {
+        let AggregatorSettings {
+            run,
+            variants,
+            price,
+            planned,
+            junit_spool,
+        } = settings;
+        let replicas = run.provider.replicas.len();
+        let junit = junit_spool.map(|path| JunitSpool::create(path, &run.bench, run.repeats > 1));
+        Aggregator {
+            arm: variants
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (v.clone(), i))
+                .collect(),
+            accs: variants.iter().map(|_| Acc::default()).collect(),
+            cases: CaseTable::new(variants.len()),
+            variants,
+            price,
+            planned,
+            replica_latency: vec![Vec::new(); replicas],
+            replica_counts: vec![(0, 0); replicas],
+            run,
+            finished: 0,
+            failed: 0,
+            torn: 0,
+            duplicates: 0,
+            outside_plan: 0,
+            pending: HashMap::new(),
+            disagreements: BTreeMap::new(),
+            failed_jobs: Vec::new(),
+            junit,
+        }
+    }
+
+    /// The run as it ended (its end time, why it stopped), for the summary.
+    pub fn set_run(&mut self, run: RunInfo) {
+        self.run = run;
+    }
+
+    /// Counts what a journal replay found beside the records it passed on.
+    pub fn note_audit(&mut self, audit: &Audit) {
+        self.torn += audit.stats.torn;
+        self.duplicates += audit.duplicates;
+        self.outside_plan += audit.outside_plan;
+    }
+
+    /// Adds one finished job (each planned job once).
+    pub fn add(&mut self, r: &JobRecord) {
+        let names = self.replica_counts.len();
+        for a in &r.attempts {
+            if let Some(i) = a.replica.filter(|&i| i < names) {
+                if a.outcome.answered() {
+                    self.replica_counts[i].0 += 1;
+                    self.replica_latency[i].push(a.latency_ms);
+                } else {
+                    self.replica_counts[i].1 += 1;
+                }
+            }
+        }
+        self.finished += 1;
+        let Some(&arm) = self.arm.get(&r.variant) else {
+            return;
+        };
+        if let Some(junit) = &mut self.junit {
+            junit.add(arm, r);
+        }
+        if r.status == JobStatus::Failed {
+            self.failed += 1;
+            if self.failed_jobs.len() < FAILED_SHOWN {
+                self.failed_jobs.push(r.clone());
+            }
+        }
+        if let Some(score) = r.score() {
+            self.cases.add(&r.case_id, &r.tags, arm, score);
+            self.answer(arm, r, score);
+        }
+        self.accs[arm].add(r, self.price.as_ref());
+    }
+
+    /// Keeps a case's first scored answer per variant until all are in; keeps them only
+    /// if the variants disagree.
+    fn answer(&mut self, arm: usize, r: &JobRecord, score: f64) {
+        let arms = self.variants.len();
+        let slot = self
+            .pending
+            .entry(r.case_id.clone())
+            .or_insert_with(|| Some((r.expected.clone(), vec![None; arms])));
+        let Some((_, got)) = slot else {
+            return;
+        };
+        if got[arm].is_some() {
+            return;
+        }
+        got[arm] = Some((r.extracted.clone().unwrap_or_default(), score == 1.0));
+        if got.iter().all(Option::is_some) {
+            let settled = slot.take();
+            if let Some(answers) = settled.filter(disagree) {
+                self.disagreements.insert(r.case_id.clone(), answers);
+            }
+        }
+    }
+
+    /// The result, once every record is in.
+    pub fn finish(self) -> RunResult {
+        let confidence = self.run.confidence;
+        let variants = &self.variants;
+        let cases = self.cases;
+        let priced = self.price.is_some();
+        let mut summaries: Vec<VariantSummary> = Vec::with_capacity(variants.len());
+        let mut latencies = Vec::with_capacity(variants.len());
+        for (i, (name, acc)) in variants.iter().zip(self.accs).enumerate() {
+            let (summary, lat) = acc.finish(name, i == 0, &cases.arm(i), confidence, priced);
+            summaries.push(summary);
+            latencies.push(lat);
+        }
+        let mut comparisons: Vec<Comparison> = (1..variants.len())
+            .map(|i| compare(&variants[i], &variants[0], &cases.pairs(i, 0), confidence))
+            .collect();
+        decide(&mut comparisons, confidence);
+        let detectable = summaries.first().and_then(|b| {
+            let n = cases.arm(0).len() as u64;
+            b.accuracy.map(|p| Detectable::new(n, p, confidence))
+        });
+        let slices = slices(&cases, variants, confidence);
+        let missing = self.planned.saturating_sub(self.finished);
+        let mut disagreements = self.disagreements;
+        for (case, answers) in self.pending {
+            // Variants that never all answered a case may still disagree among those that did.
+            if let Some(answers) = answers.filter(disagree) {
+                disagreements.insert(case, answers);
+            }
+        }
+        let summary = Summary {
+            schema: SCHEMA.to_string(),
+            complete: self.failed == 0 && missing == 0 && self.run.stopped.is_none(),
+            jobs_finished: self.finished,
+            jobs_failed: self.failed,
+            torn_lines: self.torn,
+            duplicate_records: self.duplicates,
+            records_outside_plan: self.outside_plan,
+            replicas: self
+                .run
+                .provider
+                .replicas
+                .iter()
+                .zip(self.replica_counts)
+                .zip(self.replica_latency)
+                .map(|((base_url, (answered, failed)), latency)| ReplicaSummary {
+                    base_url: base_url.clone(),
+                    attempts: answered + failed,
+                    answered,
+                    failed,
+                    latency_ms: Percentiles::of(latency),
+                })
+                .collect(),
+            run: self.run,
+            variants: summaries,
+            comparisons,
+            detectable,
+            slices,
+            gates: Vec::new(),
+        };
+        RunResult {
+            summary,
+            cases,
+            latencies,
+            disagreements,
+            failed: self.failed_jobs,
+            failed_total: self.failed,
+            junit: self.junit,
+        }
+    }
+}
+
+/// Some variants passed the case and some did not.
+fn disagree(answers: &CaseAnswers) -> bool {
+    let marks: Vec<bool> = answers.1.iter().flatten().map(|(_, ok)| *ok).collect();
+    marks.iter().any(|&m| m) && marks.iter().any(|&m| !m)
+}
+
+impl Listener for Aggregator {
+    fn on(&mut self, event: &RunEvent<'_>) -> std::io::Result<()> {
+        if let RunEvent::JobFinished { record, .. } = event {
+            self.add(record);
+        }
+        Ok(())
+    }
+}

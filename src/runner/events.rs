@@ -1,0 +1,96 @@
+//! What a run tells its listeners, in order, from one place: the journal writer, the
+//! progress line, the `--verbose` log and the aggregator that builds every report all
+//! subscribe to the same stream. `report DIR`, `--resume` and `merge` replay a journal's
+//! records through the same listeners.
+
+use super::journal::JobRecord;
+pub use crate::client::AttemptEvent;
+use crate::client::pool::PoolEvent;
+use crate::suite::Job;
+
+/// How a run's sending ended.
+#[derive(Debug, Default)]
+pub struct RunTally {
+    pub finished: usize,
+    pub graded: usize,
+    pub failed: usize,
+    /// Jobs never finished (stopped by Ctrl-C, a fatal provider error, or the journal).
+    pub not_run: usize,
+    /// A listener that keeps the run's record (the journal) could not write (a full disk):
+    /// the run stopped there, and every job not in the journal is left for a resume.
+    pub journal_error: Option<std::io::Error>,
+}
+
+/// What listeners hear, in this order: `Started`, then per job `JobStarted`, its
+/// `AttemptFinished`s (when attempts are observed) and `JobFinished`, with `PoolChanged`
+/// whenever a gate or replica changes, and `Finished` last.
+#[derive(Debug)]
+pub enum RunEvent<'a> {
+    Started {
+        /// Jobs in the plan.
+        planned: usize,
+        /// Of which already finished (a resume).
+        already: usize,
+    },
+    JobStarted {
+        job: &'a Job,
+    },
+    AttemptFinished(&'a AttemptEvent),
+    /// A gate resized or a replica benched.
+    PoolChanged(&'a PoolEvent),
+    JobFinished {
+        record: &'a JobRecord,
+        /// Jobs finished so far in this process (live) or in the journal (replayed).
+        done: usize,
+        total: usize,
+        /// Jobs being worked on right now (sending, streaming or waiting to retry).
+        in_flight: usize,
+    },
+    Finished {
+        tally: &'a RunTally,
+    },
+}
+
+/// Hears a run. Only a listener that keeps the run's record (the journal) returns errors:
+/// one stops the run, since what it cannot keep would be lost.
+pub trait Listener {
+    fn on(&mut self, event: &RunEvent<'_>) -> std::io::Result<()>;
+}
+
+/// Several listeners as one, in order. An event a listener could not take goes no
+/// further: put the journal first, and nothing is reported that it did not keep.
+pub struct Fanout<'a>(pub Vec<&'a mut dyn Listener>);
+
+impl Listener for Fanout<'_> {
+    fn on(&mut self, event: &RunEvent<'_>) -> std::io::Result<()> {
+        for l in self.0.iter_mut() {
+            l.on(event)?;
+        }
+        Ok(())
+    }
+}
+
+/// Replays finished records (from a journal) to listeners, as if they had just finished.
+pub fn replay_record(
+    listener: &mut dyn Listener,
+    record: &JobRecord,
+    done: usize,
+    total: usize,
+) -> std::io::Result<()> {
+    listener.on(&RunEvent::JobFinished {
+        record,
+        done,
+        total,
+        in_flight: 0,
+    })
+}
+
+/// A closure as a listener, for tests and small tools.
+pub struct OnEvent<F>(pub F);
+
+impl<F: FnMut(&RunEvent<'_>)> Listener for OnEvent<F> {
+    fn on(&mut self, event: &RunEvent<'_>) -> std::io::Result<()> {
+        (self.0)(event);
+        Ok(())
+    }
+}

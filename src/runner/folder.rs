@@ -1,0 +1,217 @@
+//! The run folder, `reports/<name>-<UTC timestamp>/`: the one owner of its layout. Nothing
+//! else spells a file name of a run folder.
+//!
+//! ```text
+//! run.json        RunRecord: what was run, against what (typed)
+//! results.jsonl   the journal: one line per finished job, appended as each finishes
+//! summary.json    summary.csv  summary.md  report.html   the reports
+//! baseline.json   with --baseline: the comparison with the earlier run
+//! .lock           held by the process writing the folder
+//! ```
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{LazyLock, Mutex};
+
+use anyhow::Context;
+
+use super::journal::{self, Audit, JobRecord, Journal, PlanKeys};
+use super::lock::{self, RunLock};
+use super::record::RunRecord;
+
+const RECORD: &str = "run.json";
+const JOURNAL: &str = "results.jsonl";
+const REPORT_HTML: &str = "report.html";
+const BASELINE: &str = "baseline.json";
+/// Where `--junit` collects its test cases during a run, before the file is assembled.
+const JUNIT_SPOOL: &str = ".junit.spool";
+
+/// How often each journal was opened, by path: read from start to end, or for appending.
+/// The one-pass design promises a live run never reads its journal and `report` reads it
+/// once; this is how the tests check it.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct JournalOpens {
+    pub reads: usize,
+    pub appends: usize,
+}
+
+static OPENS: LazyLock<Mutex<HashMap<PathBuf, JournalOpens>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+fn count(path: &Path, f: impl FnOnce(&mut JournalOpens)) {
+    if let Ok(mut opens) = OPENS.lock() {
+        f(opens.entry(path.to_path_buf()).or_default());
+    }
+}
+
+/// How often this process opened the journal at `path` (for tests).
+pub fn journal_opens(path: &Path) -> JournalOpens {
+    OPENS
+        .lock()
+        .ok()
+        .and_then(|o| o.get(path).copied())
+        .unwrap_or_default()
+}
+
+/// A run folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunDir {
+    path: PathBuf,
+}
+
+impl RunDir {
+    /// An existing folder (nothing is checked until something is read).
+    pub fn at(path: impl Into<PathBuf>) -> RunDir {
+        RunDir { path: path.into() }
+    }
+
+    /// Makes `root/<name>-<stamp>` for a run started at `started` (RFC 3339), unique if
+    /// two runs start in the same second.
+    pub fn create(root: &Path, name: &str, started: &str) -> anyhow::Result<RunDir> {
+        let stamp: String = started
+            .chars()
+            .filter(|c| !matches!(c, '-' | ':'))
+            .collect();
+        std::fs::create_dir_all(root)
+            .with_context(|| format!("cannot create the report folder {}", root.display()))?;
+        for n in 1.. {
+            let path = if n == 1 {
+                root.join(format!("{name}-{stamp}"))
+            } else {
+                root.join(format!("{name}-{stamp}-{n}"))
+            };
+            match std::fs::create_dir(&path) {
+                Ok(()) => return Ok(RunDir { path }),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(e).with_context(|| format!("cannot create {}", path.display()));
+                }
+            }
+        }
+        unreachable!("the loop returns")
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A file of the folder, for reports that name their own (`summary.json`, …).
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    pub fn journal_path(&self) -> PathBuf {
+        self.path.join(JOURNAL)
+    }
+
+    pub fn report_html(&self) -> PathBuf {
+        self.path.join(REPORT_HTML)
+    }
+
+    pub fn baseline_json(&self) -> PathBuf {
+        self.path.join(BASELINE)
+    }
+
+    pub fn junit_spool(&self) -> PathBuf {
+        self.path.join(JUNIT_SPOOL)
+    }
+
+    /// Whether the folder holds a run record at all.
+    pub fn is_run(&self) -> bool {
+        self.path.join(RECORD).is_file()
+    }
+
+    /// Takes the folder for this process (see [`lock`]).
+    pub fn lock(&self) -> Result<RunLock, String> {
+        lock::acquire(&self.path)
+    }
+
+    /// Fails when another process is writing the folder.
+    pub fn check_idle(&self) -> Result<(), String> {
+        lock::check_idle(&self.path)
+    }
+
+    pub fn read_record(&self) -> anyhow::Result<RunRecord> {
+        let path = self.path.join(RECORD);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            anyhow::anyhow!(
+                "{} is not a run folder: cannot read {}: {e}",
+                self.path.display(),
+                path.display()
+            )
+        })?;
+        serde_json::from_str(&text).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: not a run record this version understands: {e}",
+                path.display()
+            )
+        })
+    }
+
+    /// Writes `run.json` aside and renames it, so a crash never leaves half a record.
+    pub fn write_record(&self, record: &RunRecord) -> anyhow::Result<()> {
+        let path = self.path.join(RECORD);
+        let text = serde_json::to_string_pretty(record)? + "\n";
+        let tmp = self.path.join(format!("{RECORD}.tmp"));
+        std::fs::write(&tmp, text)
+            .and_then(|()| std::fs::rename(&tmp, &path))
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
+    }
+
+    /// Reads the journal once, against the plan: `f` sees each planned job's first record,
+    /// in journal order. With `resume`, a torn last line is cut off and the journal is
+    /// opened for appending.
+    pub fn replay(
+        &self,
+        keys: &PlanKeys,
+        f: impl FnMut(JobRecord),
+    ) -> std::io::Result<(Audit, Option<Journal>)> {
+        self.replay_with(keys, false, f)
+    }
+
+    /// Like [`RunDir::replay`], then reopens the journal to continue the run.
+    pub fn resume(
+        &self,
+        keys: &PlanKeys,
+        f: impl FnMut(JobRecord),
+    ) -> std::io::Result<(Audit, Journal)> {
+        let (audit, journal) = self.replay_with(keys, true, f)?;
+        match journal {
+            Some(j) => Ok((audit, j)),
+            None => Err(std::io::Error::other("the journal was not reopened")),
+        }
+    }
+
+    fn replay_with(
+        &self,
+        keys: &PlanKeys,
+        resume: bool,
+        f: impl FnMut(JobRecord),
+    ) -> std::io::Result<(Audit, Option<Journal>)> {
+        let path = self.journal_path();
+        if path.exists() {
+            count(&path, |o| o.reads += 1);
+        }
+        let mut audit = journal::read_planned(&path, keys, f)?;
+        if !resume {
+            return Ok((audit, None));
+        }
+        if audit.stats.torn > 0 {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&path)?
+                .set_len(audit.stats.complete_bytes)?;
+            // Cut off: the journal holds no torn line any more (`torn_bytes` says how much
+            // was removed).
+            audit.stats.torn = 0;
+        }
+        Ok((audit, Some(self.append_journal()?)))
+    }
+
+    /// Opens (creating) the journal for appending.
+    pub fn append_journal(&self) -> std::io::Result<Journal> {
+        let path = self.journal_path();
+        count(&path, |o| o.appends += 1);
+        Journal::open(&path)
+    }
+}
