@@ -652,3 +652,69 @@ fn the_printed_resume_command_works_after_a_run_with_base_url_and_model_flags() 
         "all to the same server"
     );
 }
+
+// ---- One pass: a live run never reads its journal; `report` reads it once ----
+
+#[test]
+fn a_live_run_opens_its_journal_once_to_append_and_report_reads_it_once() {
+    use clap::Parser;
+    use promptgauge::cli::{Cli, Command, Env};
+    use promptgauge::runner::folder::journal_opens;
+    let bench = bench_dir("");
+    let d = bench.path();
+    let out = d.join("reports");
+    let cli = Cli::try_parse_from([
+        "promptgauge",
+        "run",
+        d.join("bench.yaml").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--junit",
+        d.join("junit.xml").to_str().unwrap(),
+        "--quiet",
+    ])
+    .unwrap();
+    let Command::Run(args) = cli.command else {
+        panic!("run")
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let exit = rt.block_on(promptgauge::app::run(&args, &Env::default()));
+    assert_eq!(exit.unwrap(), promptgauge::Exit::Success);
+    let run = only_run(&out);
+    assert_eq!(journal(&run).len(), 24);
+    let path = run.join("results.jsonl");
+    let opens = journal_opens(&path);
+    assert_eq!((opens.appends, opens.reads), (1, 0), "{opens:?}");
+    assert!(d.join("junit.xml").exists() && run.join("report.html").exists());
+    assert!(!run.join(".junit.spool").exists(), "the spool is removed");
+
+    let report = promptgauge::cli::ReportArgs { run: run.clone() };
+    assert_eq!(
+        promptgauge::app::report(&report).unwrap(),
+        promptgauge::Exit::Success
+    );
+    let opens = journal_opens(&path);
+    assert_eq!((opens.appends, opens.reads), (1, 1), "{opens:?}");
+}
+
+#[test]
+fn a_run_folder_written_by_0_1_0_still_opens() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("old-run");
+    std::fs::create_dir(&run).unwrap();
+    let fixture = repo().join("tests/fixtures/run-0.1.0");
+    for f in ["run.json", "results.jsonl"] {
+        std::fs::copy(fixture.join(f), run.join(f)).unwrap();
+    }
+    let out = promptgauge(tmp.path())
+        .args(["report", "old-run"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    // The journal has no `score` field (0.1.0 wrote `correct` only): same numbers.
+    let then: Summary =
+        serde_json::from_str(&std::fs::read_to_string(fixture.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary(&run), then);
+    assert!(run.join("report.html").exists());
+}
