@@ -32,6 +32,7 @@ The API key is read from the variable the bench names in endpoint.api_key_env
 Exit codes: 0 ok, 1 a CI gate failed, 2 bad input (nothing sent), 3 run incomplete,
 4 stopped by the provider (401/403/402), 130 interrupted.";
 
+/// The command line, as parsed.
 #[derive(Debug, Parser)]
 #[command(name = "promptgauge", version, about = ABOUT, after_help = AFTER_HELP)]
 pub struct Cli {
@@ -39,6 +40,7 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run every variant of a bench over its cases and report accuracy, cost and latency.
@@ -56,12 +58,14 @@ pub enum Command {
     Mock(MockArgs),
 }
 
+/// `report DIR`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// The run folder.
     pub run: PathBuf,
 }
 
+/// `merge DIR…`.
 #[derive(Debug, Args)]
 pub struct MergeArgs {
     /// The shard run folders.
@@ -80,6 +84,7 @@ pub struct MergeArgs {
     pub markdown: Option<PathBuf>,
 }
 
+/// `compare RUN_A RUN_B`.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
     /// The reference run folder (A).
@@ -120,6 +125,7 @@ pub struct PlanArgs {
     pub shard: Option<Shard>,
 }
 
+/// `run [BENCH]`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
     #[command(flatten)]
@@ -181,6 +187,7 @@ pub struct GateArgs {
 }
 
 impl GateArgs {
+    /// The gates these flags ask for.
     pub fn gates(&self) -> Gates {
         Gates {
             fail_if_worse: self.fail_if_worse,
@@ -192,6 +199,7 @@ impl GateArgs {
     }
 }
 
+/// Where the simulator puts usage (`mock --usage`).
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum UsageArg {
     Separate,
@@ -199,6 +207,7 @@ pub enum UsageArg {
     None,
 }
 
+/// `mock`: the simulator's settings and misbehaviours.
 #[derive(Debug, Args)]
 pub struct MockArgs {
     #[arg(long, default_value_t = 8000)]
@@ -290,6 +299,7 @@ fn parse_delay(s: &str) -> Result<Duration, String> {
 }
 
 impl MockArgs {
+    /// The simulator's configuration; an error names the flag that is out of range.
     pub fn config(&self) -> Result<MockConfig, String> {
         let rates = [
             ("--rate-429", self.rate_429),
@@ -357,13 +367,15 @@ pub struct Env {
 }
 
 impl Env {
+    /// Reads the process environment (the only place that does).
     pub fn capture() -> Self {
         Env {
             vars: std::env::vars().collect(),
         }
     }
 
-    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+    #[cfg(test)]
+    pub(crate) fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
         Env {
             vars: pairs
                 .into_iter()
@@ -381,7 +393,7 @@ impl Env {
     }
 
     /// Whether output should stay plain: not a terminal, or running in CI.
-    pub fn is_ci(&self) -> bool {
+    pub(crate) fn is_ci(&self) -> bool {
         self.get("CI").is_some_and(|v| v != "false" && v != "0")
     }
 }
@@ -396,7 +408,7 @@ pub struct BaseUrl {
 
 /// DESIGN §2's precedence: flags, PROMPTGAUGE_BASE_URL, bench, OPENAI_BASE_URL, LLM_BASE_URL.
 /// The value `mock` selects the simulator.
-pub fn resolve_base_url(flags: &[String], env: &Env, bench: &[String]) -> BaseUrl {
+pub(crate) fn resolve_base_url(flags: &[String], env: &Env, bench: &[String]) -> BaseUrl {
     let one = |v: Option<&str>| v.map(|u| vec![u.to_string()]).unwrap_or_default();
     let candidates = [
         (flags.to_vec(), "--base-url"),
@@ -433,7 +445,7 @@ pub fn resolve_base_url(flags: &[String], env: &Env, bench: &[String]) -> BaseUr
 pub struct UsageError(pub String);
 
 impl UsageError {
-    pub fn with_fix(message: impl std::fmt::Display, fix: impl std::fmt::Display) -> Self {
+    pub(crate) fn with_fix(message: impl std::fmt::Display, fix: impl std::fmt::Display) -> Self {
         UsageError(format!("{message}\n  fix: {fix}"))
     }
 }
@@ -460,7 +472,7 @@ pub struct BenchEndpoint<'a> {
 
 /// The endpoint from the flags, the environment and the bench (DESIGN §2's precedence),
 /// with the key read from its variable and checked. Errors are usage errors with a fix.
-pub fn resolve_endpoint(
+pub(crate) fn resolve_endpoint(
     args: &PlanArgs,
     env: &Env,
     bench: BenchEndpoint<'_>,

@@ -29,6 +29,7 @@ pub enum Failure {
 }
 
 impl Failure {
+    /// The exit code this failure means.
     pub fn exit(&self) -> Exit {
         match self {
             Failure::Input(_) => Exit::Input,
@@ -49,6 +50,7 @@ impl std::error::Error for Failure {}
 
 /// Marks where an error happened: before anything was sent.
 pub trait BeforeSend<T> {
+    /// Marks an error as one that happened before anything was sent (exit 2).
     fn before_send(self) -> Result<T, Failure>;
 }
 

@@ -5,12 +5,14 @@
 //! flags and environment into plain settings; [`app`] holds one file per command. See
 //! docs/architecture.md.
 
+#![warn(unreachable_pub)]
+
 pub mod app;
 pub mod cli;
 pub mod client;
 pub mod error;
 pub mod grade;
-pub mod hash;
+pub(crate) mod hash;
 pub mod mock;
 pub mod report;
 pub mod runner;

@@ -710,7 +710,12 @@ fn a_run_folder_written_by_0_1_0_still_opens() {
         .args(["report", "old-run"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // The journal has no `score` field (0.1.0 wrote `correct` only): same numbers.
     let then: Summary =
         serde_json::from_str(&std::fs::read_to_string(fixture.join("summary.json")).unwrap())

@@ -4,6 +4,7 @@ use super::{Exit, Failure, prepare, shown_urls};
 use crate::cli::{Env, PlanArgs};
 use crate::report::compare::Detectable;
 
+/// `check`: validates everything a run would and prints the plan; sends nothing.
 pub fn check(args: &PlanArgs, env: &Env) -> Result<Exit, Failure> {
     let p = prepare(args, env)?;
     let b = &p.bench;

@@ -14,7 +14,7 @@ use crate::runner::RunDir;
 use crate::runner::record::RunRecord;
 
 /// Where a finished run's results go besides its folder, and what it must pass.
-pub struct Outputs<'a> {
+pub(super) struct Outputs<'a> {
     pub gates: &'a GateArgs,
     pub junit: Option<&'a Path>,
     pub markdown: Option<&'a Path>,
@@ -26,7 +26,7 @@ pub struct Outputs<'a> {
 
 /// How the sending ended.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Ending {
+pub(super) struct Ending {
     /// The provider stopped the run (401/403/402).
     pub fatal: bool,
     /// Ctrl-C or SIGTERM.

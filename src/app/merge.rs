@@ -12,6 +12,7 @@ use crate::error::BeforeSend;
 use crate::runner::RunDir;
 use crate::runner::record::RunRecord;
 
+/// `merge`: combines the run folders of `run --shard i/n` into one run.
 pub fn merge(args: &MergeArgs) -> Result<Exit, Failure> {
     let shards: Vec<RunDir> = args.runs.iter().map(RunDir::at).collect();
     for dir in &shards {

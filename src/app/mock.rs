@@ -11,6 +11,7 @@ use crate::error::BeforeSend;
 use crate::mock::Provider;
 use crate::mock::server::MockServer;
 
+/// `mock`: serves the simulated provider until Ctrl-C.
 pub async fn mock(args: &MockArgs) -> Result<Exit, Failure> {
     let config = args.config().map_err(UsageError)?;
     let addr: SocketAddr = format!("{}:{}", args.host, args.port)

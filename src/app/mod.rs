@@ -32,7 +32,7 @@ pub use check::check;
 pub use compare::compare;
 pub use merge::merge;
 pub use mock::mock;
-pub use prepare::{Prepared, prepare};
+pub(crate) use prepare::{Prepared, prepare};
 pub use report::report;
 pub use run::run;
 

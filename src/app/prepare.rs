@@ -8,7 +8,7 @@ use crate::cli::{BenchEndpoint, Endpoint, Env, PlanArgs, UsageError, resolve_end
 use crate::suite::{Bench, InputError, Job, Plan};
 
 /// A loaded bench, the selected variants, the planned jobs and the resolved endpoint.
-pub struct Prepared {
+pub(crate) struct Prepared {
     pub bench: Arc<Bench>,
     /// Indices into the bench's variants, baseline first.
     pub variants: Vec<usize>,
@@ -17,7 +17,7 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    pub fn variant_names(&self) -> Vec<String> {
+    pub(crate) fn variant_names(&self) -> Vec<String> {
         self.variants
             .iter()
             .map(|&v| self.bench.variants[v].name.clone())
@@ -26,7 +26,7 @@ impl Prepared {
 }
 
 /// Loads and checks everything; no network. Every error is exit 2.
-pub fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
+pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
     let path = args
         .bench
         .clone()

@@ -10,6 +10,7 @@ use crate::error::BeforeSend;
 use crate::report;
 use crate::runner::RunDir;
 
+/// `report DIR`: rebuilds a run folder's reports from its journal, read once.
 pub fn report(args: &ReportArgs) -> Result<Exit, Failure> {
     let dir = RunDir::at(&args.run);
     // Its reports are rewritten: the folder must not be in the middle of a run.

@@ -29,6 +29,7 @@ use crate::runner::record::{BenchRecord, PlanSettings, RunRecord, Tool};
 use crate::runner::{self, RunDir};
 use crate::suite::{Fingerprint, Job};
 
+/// `run`: runs a bench (or resumes one with `--resume`) and reports on it.
 pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     // A run folder is written by one process: take it before reading anything in it.
     let resumed = match &args.resume {

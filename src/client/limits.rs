@@ -12,7 +12,7 @@ use governor::{Quota, RateLimiter};
 
 /// governor's clock on tokio time: instants are durations since the limiter was made.
 #[derive(Debug, Clone, Copy)]
-pub struct TokioClock {
+pub(crate) struct TokioClock {
     origin: tokio::time::Instant,
 }
 
@@ -26,7 +26,7 @@ impl Clock for TokioClock {
 
 type Limiter = RateLimiter<NotKeyed, InMemoryState, TokioClock, NoOpMiddleware<Duration>>;
 
-pub struct Limits {
+pub(crate) struct Limits {
     clock: TokioClock,
     requests: Option<Limiter>,
     tokens: Option<Limiter>,
@@ -35,7 +35,7 @@ pub struct Limits {
 
 impl Limits {
     /// Requests are spaced evenly (no burst); tokens may burst up to a minute's budget.
-    pub fn new(requests_per_minute: Option<u32>, tokens_per_minute: Option<u32>) -> Self {
+    pub(crate) fn new(requests_per_minute: Option<u32>, tokens_per_minute: Option<u32>) -> Self {
         let clock = TokioClock {
             origin: tokio::time::Instant::now(),
         };
@@ -56,12 +56,12 @@ impl Limits {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.requests.is_none() && self.tokens.is_none()
     }
 
     /// Waits until one request of `tokens` fits both budgets. Errs when it never can.
-    pub async fn reserve(&self, tokens: u32) -> Result<(), String> {
+    pub(crate) async fn reserve(&self, tokens: u32) -> Result<(), String> {
         if let Some(limiter) = &self.requests {
             wait(limiter, NonZeroU32::MIN, &self.clock).await?;
         }

@@ -4,12 +4,12 @@
 //! and the API key. Time is tokio's clock, which tests pause and advance, so backoff and
 //! timeout tests run in milliseconds.
 
-pub mod limits;
-pub mod openai;
+pub(crate) mod limits;
+mod openai;
 pub mod pool;
 pub mod protocol;
-pub mod retry;
-pub mod secrets;
+pub(crate) mod retry;
+pub(crate) mod secrets;
 pub mod sse;
 pub mod transport;
 
@@ -38,12 +38,13 @@ use crate::suite::ChatMessage;
 pub struct ApiKey(String);
 
 impl ApiKey {
+    /// Wraps a key read from the environment.
     pub fn new(key: String) -> Self {
         ApiKey(key)
     }
 
     /// The value, for the one header that carries it and for [`Secrets`].
-    pub fn expose(&self) -> &str {
+    pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 }
@@ -88,6 +89,7 @@ pub struct ClientConfig {
 }
 
 impl ClientConfig {
+    /// Defaults (DESIGN §2's limits) for a base URL and model.
     pub fn new(base_url: &str, model: &str) -> Self {
         ClientConfig {
             base_url: base_url.trim_end_matches('/').to_string(),
@@ -186,10 +188,12 @@ pub struct JobResult {
 }
 
 impl JobResult {
+    /// The final attempt's outcome.
     pub fn outcome(&self) -> Option<Outcome> {
         self.attempts.last().map(|a| a.outcome)
     }
 
+    /// Whether there is a whole answer to score (complete or truncated).
     pub fn answered(&self) -> bool {
         self.failure.is_none() && !self.aborted && self.outcome().is_some_and(Outcome::answered)
     }
@@ -222,6 +226,7 @@ struct Subscriber {
     attempts: bool,
 }
 
+/// Sends jobs to an endpoint (or its replicas) and brings back whole answers.
 pub struct Client {
     transport: Arc<dyn Transport>,
     protocol: Arc<dyn Protocol>,
@@ -261,7 +266,7 @@ pub const FINISH_GRACE: Duration = Duration::from_millis(250);
 
 /// A deadline `d` after `t`; a duration too long for the clock is "never" (tokio's far
 /// future, 30 years), not a panic.
-pub fn deadline_after(t: Instant, d: Duration) -> Instant {
+pub(crate) fn deadline_after(t: Instant, d: Duration) -> Instant {
     t.checked_add(d)
         .unwrap_or_else(|| t + Duration::from_secs(86_400 * 365 * 30))
 }
@@ -275,7 +280,7 @@ impl Client {
         Self::with_protocol(transport, Arc::new(OpenAiChat), config)
     }
 
-    pub fn with_protocol(
+    pub(crate) fn with_protocol(
         transport: Arc<dyn Transport>,
         protocol: Arc<dyn Protocol>,
         config: ClientConfig,
@@ -342,6 +347,7 @@ impl Client {
         }
     }
 
+    /// The settings it was made with.
     pub fn config(&self) -> &ClientConfig {
         &self.config
     }
@@ -358,13 +364,8 @@ impl Client {
 
     /// Cancelled when the run should wind down (first Ctrl-C): no job starts a new attempt,
     /// waits for a retry or a permit end at once, and attempts in flight finish.
-    pub fn drain_token(&self) -> CancellationToken {
+    pub(crate) fn drain_token(&self) -> CancellationToken {
         self.drain.clone()
-    }
-
-    /// The secrets this client sends, to scrub from anything shown.
-    pub fn secrets(&self) -> &Secrets {
-        &self.secrets
     }
 
     /// The reason the run was stopped by the provider, if it was.
@@ -836,6 +837,7 @@ async fn read_error_body(mut body: transport::BodyStream, deadline: Instant) -> 
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
+/// A duration in milliseconds.
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }

@@ -51,6 +51,7 @@ pub struct Gate {
     last_cut: Mutex<Option<Instant>>,
 }
 
+/// A permit of a gate; dropping it returns it (or retires it after a cut).
 pub struct Permit<'a> {
     gate: &'a Gate,
     permit: Option<SemaphorePermit<'a>>,
@@ -71,6 +72,7 @@ impl Drop for Permit<'_> {
 }
 
 impl Gate {
+    /// A gate of `size` permits (at least one).
     pub fn new(size: usize) -> Self {
         let size = size.max(1);
         Gate {
@@ -83,6 +85,7 @@ impl Gate {
         }
     }
 
+    /// How many permits it gives out now.
     pub fn limit(&self) -> usize {
         self.limit.load(Ordering::SeqCst)
     }
@@ -162,6 +165,7 @@ impl Gate {
     }
 }
 
+/// One endpoint serving the model, with its own gate and health.
 pub struct Replica {
     /// As shown and stored: without credentials.
     pub base_url: String,
@@ -187,6 +191,7 @@ pub enum Health {
     Neutral,
 }
 
+/// The replicas of one endpoint, and which one an attempt goes to.
 pub struct Pool {
     pub replicas: Vec<Replica>,
     adaptive: bool,
@@ -231,7 +236,7 @@ impl Pool {
     }
 
     /// Waits for a permit on a healthy replica; the first free one wins.
-    pub async fn acquire(&self) -> (usize, Permit<'_>) {
+    pub(crate) async fn acquire(&self) -> (usize, Permit<'_>) {
         loop {
             let now = Instant::now();
             let start = self.next.fetch_add(1, Ordering::Relaxed);
@@ -344,7 +349,7 @@ impl Pool {
     }
 
     /// The changes since the last call, for the journal.
-    pub fn take_events(&self) -> Vec<PoolEvent> {
+    pub(crate) fn take_events(&self) -> Vec<PoolEvent> {
         self.events
             .lock()
             .map(|mut e| std::mem::take(&mut *e))

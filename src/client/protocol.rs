@@ -104,7 +104,7 @@ pub trait Protocol: Send + Sync {
 }
 
 /// Cuts `s` to at most `max` bytes on a character boundary, marking the cut with `…`.
-pub fn truncate(s: &str, max: usize) -> String {
+pub(crate) fn truncate(s: &str, max: usize) -> String {
     if s.len() <= max {
         return s.to_string();
     }

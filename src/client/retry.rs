@@ -34,7 +34,7 @@ impl Outcome {
 
 /// What to do after an attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Next {
+pub(crate) enum Next {
     Done,
     Retry,
     /// The job fails; waiting would not help.
@@ -44,7 +44,7 @@ pub enum Next {
 }
 
 /// Status triage (DESIGN §3). `status` is `None` when no response arrived at all.
-pub fn next_step(outcome: Outcome, status: Option<u16>) -> Next {
+pub(crate) fn next_step(outcome: Outcome, status: Option<u16>) -> Next {
     match outcome {
         Outcome::Complete | Outcome::Truncated => Next::Done,
         Outcome::Cut | Outcome::Stalled | Outcome::NoFirstToken | Outcome::StreamError => {
@@ -61,7 +61,7 @@ pub fn next_step(outcome: Outcome, status: Option<u16>) -> Next {
 }
 
 /// Full-jitter backoff: `uniform(0, min(cap, base·2^retry))`; `unit` is the uniform draw in [0, 1).
-pub fn backoff(retry: u32, base: Duration, cap: Duration, unit: f64) -> Duration {
+pub(crate) fn backoff(retry: u32, base: Duration, cap: Duration, unit: f64) -> Duration {
     let ceiling = base
         .checked_mul(1u32.checked_shl(retry.min(30)).unwrap_or(u32::MAX))
         .unwrap_or(cap)
@@ -71,7 +71,7 @@ pub fn backoff(retry: u32, base: Duration, cap: Duration, unit: f64) -> Duration
 
 /// The wait a server asked for: `retry-after-ms`, or `Retry-After` as seconds or an HTTP date.
 /// Header names are lowercase.
-pub fn retry_after(headers: &[(String, String)], now: SystemTime) -> Option<Duration> {
+pub(crate) fn retry_after(headers: &[(String, String)], now: SystemTime) -> Option<Duration> {
     let get = |name: &str| {
         headers
             .iter()
@@ -93,7 +93,7 @@ pub fn retry_after(headers: &[(String, String)], now: SystemTime) -> Option<Dura
 
 /// Seconds as a duration, saturating: `1e30` (or infinity) is `Duration::MAX`, which every
 /// sane limit then refuses, instead of a panic.
-pub fn seconds(secs: f64) -> Duration {
+pub(crate) fn seconds(secs: f64) -> Duration {
     Duration::try_from_secs_f64(secs).unwrap_or(if secs > 0.0 {
         Duration::MAX
     } else {

@@ -5,11 +5,11 @@
 use std::borrow::Cow;
 
 /// What replaces a secret wherever it would be shown.
-pub const REDACTED: &str = "[redacted]";
+pub(crate) const REDACTED: &str = "[redacted]";
 
 /// Secrets shorter than this are not scrubbed from text: replacing every `abc` in every
 /// answer would corrupt the answers, and a key that short protects nothing.
-pub const MIN_SCRUBBED_LEN: usize = 8;
+pub(crate) const MIN_SCRUBBED_LEN: usize = 8;
 
 /// The strings to scrub, with what replaces each.
 #[derive(Clone, Default)]
@@ -64,12 +64,13 @@ impl Secrets {
             .sort_by_key(|(n, _)| std::cmp::Reverse(n.len()));
     }
 
+    /// Whether there is anything to scrub.
     pub fn is_empty(&self) -> bool {
         self.needles.is_empty()
     }
 
     /// `text` with every secret replaced.
-    pub fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
+    pub(crate) fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let mut out = Cow::Borrowed(text);
         for (needle, replacement) in &self.needles {
             if out.contains(needle.as_str()) {
@@ -80,7 +81,7 @@ impl Secrets {
     }
 
     /// Scrubs a string in place.
-    pub fn scrub_in_place(&self, text: &mut String) {
+    pub(crate) fn scrub_in_place(&self, text: &mut String) {
         if let Cow::Owned(clean) = self.scrub(text) {
             *text = clean;
         }
@@ -95,7 +96,7 @@ fn userinfo(url: &str) -> Option<&str> {
 }
 
 /// A URL fit to show and store: userinfo replaced by `[redacted]`.
-pub fn redact_url(url: &str) -> String {
+pub(crate) fn redact_url(url: &str) -> String {
     match userinfo(url) {
         Some(info) => {
             let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
@@ -106,15 +107,10 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
-/// Whether the URL carries credentials (which are never stored).
-pub fn has_userinfo(url: &str) -> bool {
-    userinfo(url).is_some()
-}
-
 /// Checks an API key read from `env`: surrounding whitespace (a trailing newline from
 /// `$(cat key.txt)`) is trimmed with a warning; anything that cannot go in an HTTP header
 /// is an error that names the variable, never the value.
-pub fn clean_api_key(key: &str, env: &str) -> Result<(String, Option<String>), String> {
+pub(crate) fn clean_api_key(key: &str, env: &str) -> Result<(String, Option<String>), String> {
     let trimmed = key.trim();
     if trimmed.is_empty() {
         return Err(format!("${env} is set but empty"));
@@ -139,7 +135,7 @@ pub fn clean_api_key(key: &str, env: &str) -> Result<(String, Option<String>), S
 
 /// `{base}{path}` with the path appended to the URL's path, keeping any query
 /// (`…/openai/deployments/x?api-version=2024-06-01`).
-pub fn join_path(base: &str, path: &str) -> String {
+pub(crate) fn join_path(base: &str, path: &str) -> String {
     let split = base.find(['?', '#']).unwrap_or(base.len());
     let (head, tail) = base.split_at(split);
     format!(
@@ -150,7 +146,7 @@ pub fn join_path(base: &str, path: &str) -> String {
 }
 
 /// The URL's path, without query or fragment.
-pub fn path_of(url: &str) -> &str {
+pub(crate) fn path_of(url: &str) -> &str {
     &url[..url.find(['?', '#']).unwrap_or(url.len())]
 }
 
@@ -192,7 +188,6 @@ mod tests {
             redact_url("http://host/v1?email=a@b"),
             "http://host/v1?email=a@b"
         );
-        assert!(has_userinfo("https://k@h/v1"));
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub struct Event {
 
 const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 
+/// The WHATWG event-stream decoder: bytes in, events out, across any chunking.
 #[derive(Debug, Default)]
 pub struct Decoder {
     line: Vec<u8>,
@@ -31,6 +32,7 @@ pub struct Decoder {
 }
 
 impl Decoder {
+    /// A decoder at the start of a stream.
     pub fn new() -> Self {
         Decoder {
             bom_matched: Some(0),

@@ -8,9 +8,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 
+/// A response body: chunks of bytes as they arrive.
 pub type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, TransportError>> + Send>>;
+/// A boxed future, for transports as trait objects.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
+/// One HTTP request, as the client made it.
 #[derive(Debug, Clone)]
 pub struct HttpRequest {
     pub url: String,
@@ -21,7 +24,7 @@ pub struct HttpRequest {
 
 impl HttpRequest {
     /// The headers fit to print: the `authorization` value is replaced.
-    pub fn redacted_headers(&self) -> Vec<(String, String)> {
+    pub(crate) fn redacted_headers(&self) -> Vec<(String, String)> {
         self.headers
             .iter()
             .map(|(k, v)| {
@@ -35,6 +38,7 @@ impl HttpRequest {
     }
 }
 
+/// A response: status, headers and a body that streams.
 pub struct HttpResponse {
     pub status: u16,
     /// Lowercase names.
@@ -42,11 +46,14 @@ pub struct HttpResponse {
     pub body: BodyStream,
 }
 
+/// The request got no response (connection refused, reset, …).
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{0}")]
 pub struct TransportError(pub String);
 
+/// How bytes reach a server: HTTP, or the simulator in memory.
 pub trait Transport: Send + Sync {
+    /// Sends a request; the body of the response streams.
     fn send(&self, request: HttpRequest) -> BoxFuture<Result<HttpResponse, TransportError>>;
 }
 
@@ -56,6 +63,7 @@ pub struct ReqwestTransport {
 }
 
 impl ReqwestTransport {
+    /// An HTTP client with this connect timeout and up to `pool_size` idle connections.
     pub fn new(connect_timeout: Duration, pool_size: usize) -> Result<Self, TransportError> {
         let client = reqwest::Client::builder()
             .connect_timeout(connect_timeout)

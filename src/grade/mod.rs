@@ -70,6 +70,7 @@ pub enum Grader {
     },
 }
 
+/// One step of a JSON path: a key or an index.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PathStep {
     Key(String),
@@ -124,7 +125,7 @@ impl GradeSpec {
 
 impl Grader {
     /// Checks that an expected answer can ever match, so a typo is caught before the run.
-    pub fn check_expected(&self, expected: &str) -> Result<(), String> {
+    pub(crate) fn check_expected(&self, expected: &str) -> Result<(), String> {
         match self {
             Grader::Number { .. } if parse_number(expected).is_none() => Err(format!(
                 "expected `{expected}` is not a number, but the grader is `number`"
@@ -136,6 +137,7 @@ impl Grader {
         }
     }
 
+    /// Whether `output` matches one of `expected`, and what was extracted from it.
     pub fn grade(&self, output: &str, expected: &[String]) -> Grade {
         match self {
             Grader::Exact { case_sensitive } => {
@@ -238,7 +240,7 @@ static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// A number as people write it: `-3`, `1,234`, `3.50`, `−2` (Unicode minus).
-pub fn parse_number(text: &str) -> Option<f64> {
+pub(crate) fn parse_number(text: &str) -> Option<f64> {
     let t = text.trim();
     let m = NUMBER.find(t)?;
     if m.start() != 0 || m.end() != t.len() {
@@ -252,7 +254,7 @@ fn to_f64(s: &str) -> Option<f64> {
 }
 
 /// The last number in a text, the usual place for a final answer.
-pub fn last_number(text: &str) -> Option<f64> {
+pub(crate) fn last_number(text: &str) -> Option<f64> {
     NUMBER
         .find_iter(text)
         .last()
@@ -292,7 +294,7 @@ static BRACKETED: LazyLock<Regex> =
 
 /// The option letter a model chose. In order of trust: an explicit "Answer: X" (the last
 /// one, as models revise), the whole output being a letter, a leading "X)", a bracketed "(X)".
-pub fn extract_choice(output: &str) -> Option<char> {
+pub(crate) fn extract_choice(output: &str) -> Option<char> {
     let text = output.replace(['*', '`'], "");
     let text = text.trim();
     let letter = |m: Option<regex::Match>| m.and_then(|m| m.as_str().chars().next());

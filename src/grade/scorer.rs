@@ -11,6 +11,7 @@ use std::sync::Arc;
 use crate::client::{Client, Usage};
 use crate::suite::{Case, ChatMessage};
 
+/// What a scorer returns: a score, later.
 pub type ScoreFuture<'a> = Pin<Box<dyn Future<Output = Result<Score, ScoreError>> + Send + 'a>>;
 
 /// A whole answer: streamed to its finish (or taken from the cache).
@@ -59,13 +60,13 @@ impl Score {
     }
 
     /// `Some(pass)` when the score is exactly 0 or 1.
-    pub fn as_bool(&self) -> Option<bool> {
+    pub(crate) fn as_bool(&self) -> Option<bool> {
         is_binary(self.value).then_some(self.value == 1.0)
     }
 }
 
 /// Whether a score is exactly 0 or 1.
-pub fn is_binary(value: f64) -> bool {
+pub(crate) fn is_binary(value: f64) -> bool {
     value == 0.0 || value == 1.0
 }
 
@@ -77,6 +78,7 @@ pub struct ScoreError(pub String);
 
 /// Scores answers.
 pub trait Scorer: Send + Sync + std::fmt::Debug {
+    /// Scores one whole answer to one case.
     fn score<'a>(&'a self, input: ScoreInput<'a>, context: &'a ScoreContext) -> ScoreFuture<'a>;
 }
 

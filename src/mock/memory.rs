@@ -9,6 +9,7 @@ use futures_util::stream;
 use super::{InFlight, MockRequest, Provider, Reply, Step};
 use crate::client::transport::{BoxFuture, HttpRequest, HttpResponse, Transport, TransportError};
 
+/// The simulator as a transport, without sockets.
 pub struct MemoryTransport {
     /// (base URL prefix, provider); the first whose prefix starts the request URL answers.
     routes: Vec<(String, Arc<Provider>)>,

@@ -55,6 +55,7 @@ pub struct Faults {
     pub error_event: f64,
 }
 
+/// How the simulator answers and misbehaves.
 #[derive(Debug, Clone)]
 pub struct MockConfig {
     pub model: String,
@@ -122,6 +123,7 @@ pub struct Stats {
     pub max_in_flight: AtomicU64,
 }
 
+/// What the simulator did so far, for tests and `GET /stats`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct StatsSnapshot {
     pub requests: u64,
@@ -141,7 +143,7 @@ pub struct StatsSnapshot {
 }
 
 impl Stats {
-    pub fn snapshot(&self) -> StatsSnapshot {
+    pub(crate) fn snapshot(&self) -> StatsSnapshot {
         let g = |a: &AtomicU64| a.load(Ordering::SeqCst);
         StatsSnapshot {
             requests: g(&self.requests),
@@ -195,6 +197,7 @@ pub enum Step {
     },
 }
 
+/// How the simulator answers one request: a script to play, or silence.
 pub enum Reply {
     /// Accept the request and never answer.
     Hang(InFlight),
@@ -233,6 +236,7 @@ enum Fault {
     ErrorEvent,
 }
 
+/// The simulated provider: answers requests and counts what it did.
 pub struct Provider {
     config: MockConfig,
     stats: Arc<Stats>,
@@ -244,6 +248,7 @@ pub struct Provider {
 }
 
 impl Provider {
+    /// A simulator with this configuration.
     pub fn new(config: MockConfig) -> Self {
         Provider {
             config,
@@ -256,10 +261,12 @@ impl Provider {
         }
     }
 
+    /// What it did so far.
     pub fn stats(&self) -> StatsSnapshot {
         self.stats.snapshot()
     }
 
+    /// Its configuration.
     pub fn config(&self) -> &MockConfig {
         &self.config
     }
@@ -278,7 +285,7 @@ impl Provider {
     }
 
     /// A generation was streamed to its end.
-    pub fn generated(&self, key: Option<String>, text: String) {
+    pub(crate) fn generated(&self, key: Option<String>, text: String) {
         self.stats.generations.fetch_add(1, Ordering::SeqCst);
         if let (Some(key), Ok(mut done)) = (key, self.completed.lock()) {
             done.insert(key, text);
@@ -325,7 +332,7 @@ impl Provider {
     }
 
     /// Decides how to answer one chat-completions request.
-    pub fn respond(&self, request: &MockRequest) -> Reply {
+    pub(crate) fn respond(&self, request: &MockRequest) -> Reply {
         let stats = &self.stats;
         stats.requests.fetch_add(1, Ordering::SeqCst);
         let in_flight = InFlight::new(stats);

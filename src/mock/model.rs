@@ -106,7 +106,7 @@ const CATEGORIES: [(&str, &[&str]); 4] = [
 ];
 
 /// The chance of a wrong answer for a prompt's wording.
-pub fn error_rate(prompt: &str) -> f64 {
+pub(crate) fn error_rate(prompt: &str) -> f64 {
     let p = prompt.to_lowercase();
     if p.contains("step by step") || p.contains("step-by-step") {
         0.08
@@ -123,7 +123,7 @@ fn hash(parts: &[&str]) -> u64 {
     crate::hash::hash_parts(parts)
 }
 
-pub fn unit(parts: &[&str]) -> f64 {
+pub(crate) fn unit(parts: &[&str]) -> f64 {
     (hash(parts) >> 11) as f64 / (1u64 << 53) as f64
 }
 
@@ -141,7 +141,7 @@ static WORD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"[a-z0-9-]+").expect
 
 /// How much worse a model of this name is: names with `small`, `tiny` or `mini` err more,
 /// so comparing two models on the simulator shows a difference.
-pub fn model_penalty(model: &str) -> f64 {
+pub(crate) fn model_penalty(model: &str) -> f64 {
     let m = model.to_lowercase();
     if ["small", "tiny", "mini"].iter().any(|w| m.contains(w)) {
         0.15
@@ -151,7 +151,7 @@ pub fn model_penalty(model: &str) -> f64 {
 }
 
 /// Answers a conversation as `model`. `seed` varies the sample (for repeats).
-pub fn generate(messages: &[ChatMessage], model: &str, seed: &str) -> Generation {
+pub(crate) fn generate(messages: &[ChatMessage], model: &str, seed: &str) -> Generation {
     let prompt: String = messages
         .iter()
         .map(|m| m.content.as_str())

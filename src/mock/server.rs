@@ -47,7 +47,7 @@ impl Drop for MockServer {
 
 /// Accepts connections until the task is dropped; each connection lives in its own task,
 /// and all of them end with the server.
-pub async fn serve(listener: TcpListener, provider: Arc<Provider>) {
+pub(crate) async fn serve(listener: TcpListener, provider: Arc<Provider>) {
     let mut connections = tokio::task::JoinSet::new();
     loop {
         tokio::select! {

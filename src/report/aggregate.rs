@@ -77,6 +77,7 @@ pub struct Aggregator {
 }
 
 impl Aggregator {
+    /// An aggregator that has heard nothing yet.
     pub fn new(settings: AggregatorSettings) -> Aggregator {
         let AggregatorSettings {
             run,
@@ -114,7 +115,7 @@ impl Aggregator {
     }
 
     /// The run as it ended (its end time, why it stopped), for the summary.
-    pub fn set_run(&mut self, run: RunInfo) {
+    pub(crate) fn set_run(&mut self, run: RunInfo) {
         self.run = run;
     }
 

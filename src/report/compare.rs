@@ -13,6 +13,7 @@ use crate::stats::paired::{
 /// The power the detectable difference and the cases-needed figures are computed for.
 pub const POWER: f64 = 0.8;
 
+/// A comparison's verdict, at the run's confidence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
@@ -24,6 +25,7 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// The verdict as people say it.
     pub fn words(self) -> &'static str {
         match self {
             Verdict::Better => "better",
@@ -63,7 +65,7 @@ pub struct Comparison {
 impl Comparison {
     /// The table cells every report shows: both right, only the variant, only the
     /// reference, both wrong, difference, interval, p (Holm), verdict.
-    pub fn cells(&self) -> [String; 8] {
+    pub(crate) fn cells(&self) -> [String; 8] {
         let count = |f: fn(&PairTable) -> u64| {
             self.table
                 .as_ref()
@@ -86,6 +88,7 @@ impl Comparison {
     }
 }
 
+/// The paired 2×2 table: both right, only one, both wrong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PairTable {
     pub both_right: u64,
@@ -107,6 +110,7 @@ pub struct Detectable {
 }
 
 impl Detectable {
+    /// What `cases` cases can detect at 80% power, from a reference accuracy.
     pub fn new(cases: u64, reference_accuracy: f64, confidence: f64) -> Self {
         Detectable {
             cases,
@@ -116,6 +120,7 @@ impl Detectable {
         }
     }
 
+    /// The figure as a sentence a user can act on.
     pub fn sentence(&self, confidence: f64) -> String {
         let conf = (confidence * 100.0).round();
         match self.difference {
@@ -207,7 +212,7 @@ pub fn compare(
 }
 
 /// Adjusts the p-values of comparisons made together (Holm) and writes their verdicts.
-pub fn decide(comparisons: &mut [Comparison], confidence: f64) {
+pub(crate) fn decide(comparisons: &mut [Comparison], confidence: f64) {
     let alpha = 1.0 - confidence;
     let tested: Vec<usize> = (0..comparisons.len())
         .filter(|&i| comparisons[i].p_value.is_some())
@@ -281,7 +286,7 @@ fn p_text(p: f64) -> String {
 }
 
 /// A p-value for a table cell: `0.047`, `<0.001`.
-pub fn p_cell(p: Option<f64>) -> String {
+pub(crate) fn p_cell(p: Option<f64>) -> String {
     match p {
         None => "–".into(),
         Some(p) if p < 0.001 => "<0.001".into(),
@@ -298,6 +303,7 @@ pub struct CaseTable {
 }
 
 impl CaseTable {
+    /// An empty table with `arms` arms (variants, or runs).
     pub fn new(arms: usize) -> Self {
         CaseTable {
             cases: BTreeMap::new(),
@@ -316,7 +322,7 @@ impl CaseTable {
     }
 
     /// Sets `arm`'s scores for `case` at once (pairing two runs' tables).
-    pub fn set(&mut self, case: &str, tags: &[String], arm: usize, score: CaseScore) {
+    pub(crate) fn set(&mut self, case: &str, tags: &[String], arm: usize, score: CaseScore) {
         let arms = self.arms;
         let entry = self
             .cases
@@ -326,7 +332,7 @@ impl CaseTable {
     }
 
     /// One arm's scores over the cases it graded.
-    pub fn arm(&self, arm: usize) -> Vec<CaseScore> {
+    pub(crate) fn arm(&self, arm: usize) -> Vec<CaseScore> {
         self.cases
             .values()
             .map(|(_, s)| s[arm])
@@ -418,6 +424,7 @@ pub struct RunComparison {
     pub variants: Vec<VariantPair>,
 }
 
+/// One run of a comparison, as the reports name it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunSide {
     pub dir: String,

@@ -2,7 +2,7 @@
 
 use super::{Exporter, Summary};
 
-pub struct Csv;
+pub(super) struct Csv;
 
 const HEADER: [&str; 34] = [
     "variant",

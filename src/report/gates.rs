@@ -79,7 +79,11 @@ fn result(gate: &str, passed: bool, reason: String) -> GateResult {
 }
 
 /// Checks every gate against the run (and, with `--baseline`, its comparison).
-pub fn evaluate(gates: &Gates, s: &Summary, baseline: Option<&RunComparison>) -> Vec<GateResult> {
+pub(crate) fn evaluate(
+    gates: &Gates,
+    s: &Summary,
+    baseline: Option<&RunComparison>,
+) -> Vec<GateResult> {
     let mut out = Vec::new();
     if gates.fail_if_worse {
         let worse: Vec<&str> = s

@@ -10,7 +10,7 @@ use super::{interval, millis, pct, usd};
 use crate::stats::percentile;
 
 /// Escapes text for HTML content and attribute values.
-pub fn esc(text: &str) -> String {
+pub(crate) fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -429,7 +429,7 @@ pub fn render_run(result: &RunResult, bench_text: &str) -> String {
 }
 
 /// `compare.html` for two runs.
-pub fn render_compare(c: &RunComparison) -> String {
+pub(crate) fn render_compare(c: &RunComparison) -> String {
     let conf = (c.confidence * 100.0).round();
     let mut b = format!(
         "<h1>promptgauge compare</h1><p class=\"muted\"><b>A</b>: {} · model {} at {}<br><b>B</b>: {} · model {} at {}</p>",

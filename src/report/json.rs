@@ -2,7 +2,7 @@
 
 use super::{Exporter, Summary};
 
-pub struct Json;
+pub(super) struct Json;
 
 impl Exporter for Json {
     fn file_name(&self) -> &'static str {

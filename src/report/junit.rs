@@ -44,7 +44,7 @@ pub struct JunitSpool {
 
 impl JunitSpool {
     /// A spool at `path` (created now; an error is kept and reported at render time).
-    pub fn create(path: PathBuf, bench: &str, repeats: bool) -> JunitSpool {
+    pub(crate) fn create(path: PathBuf, bench: &str, repeats: bool) -> JunitSpool {
         let (file, error) = match File::create(&path) {
             Ok(f) => (Some(std::io::BufWriter::new(f)), None),
             Err(e) => (None, Some(e)),

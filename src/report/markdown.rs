@@ -3,6 +3,7 @@
 use super::compare::RunComparison;
 use super::{Exporter, Summary, interval, millis, notes, pct, usd};
 
+/// `summary.md`, also what `--markdown` appends.
 pub struct Markdown;
 
 impl Exporter for Markdown {
@@ -113,7 +114,7 @@ impl Exporter for Markdown {
 }
 
 /// `compare.md`: two runs side by side.
-pub fn render_comparison(c: &RunComparison) -> String {
+pub(crate) fn render_comparison(c: &RunComparison) -> String {
     let conf = (c.confidence * 100.0).round();
     let mut out = format!(
         "# promptgauge compare\n\n- **A**: `{}`, model `{}` at {}\n- **B**: `{}`, model `{}` at {}\n\n| variant | accuracy A | accuracy B | B − A | {conf}% CI | p (Holm) | verdict | latency p50 A / B | p90 A / B | cost A / B |\n|---|---:|---:|---:|---:|---:|---|---:|---:|---:|\n",

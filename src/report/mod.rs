@@ -3,16 +3,16 @@
 
 pub mod aggregate;
 pub mod compare;
-pub mod csv;
-pub mod gates;
+mod csv;
+pub(crate) mod gates;
 pub mod html;
-pub mod json;
+mod json;
 pub mod junit;
 pub mod markdown;
-pub mod progress;
+pub(crate) mod progress;
 pub mod summary;
-pub mod terminal;
-pub mod verbose;
+pub(crate) mod terminal;
+pub(crate) mod verbose;
 
 use std::path::Path;
 
@@ -21,10 +21,13 @@ pub use summary::{ProviderInfo, RunInfo, Summary, VariantSummary};
 
 /// Writes a summary in one format.
 pub trait Exporter {
+    /// The file the format is written to in a run folder.
     fn file_name(&self) -> &'static str;
+    /// The summary in this format.
     fn render(&self, summary: &Summary) -> anyhow::Result<String>;
 }
 
+/// Every summary format written into a run folder.
 pub fn exporters() -> Vec<Box<dyn Exporter>> {
     vec![
         Box::new(json::Json),
@@ -45,7 +48,7 @@ pub fn write_all(dir: &Path, summary: &Summary) -> anyhow::Result<()> {
 }
 
 /// `72.5%`
-pub fn pct(x: Option<f64>) -> String {
+pub(crate) fn pct(x: Option<f64>) -> String {
     x.map_or_else(|| "–".into(), |x| format!("{:.1}%", x * 100.0))
 }
 
@@ -58,7 +61,7 @@ pub fn interval(lo: Option<f64>, hi: Option<f64>) -> String {
 }
 
 /// `840 ms` or `2.31 s`
-pub fn millis(x: Option<f64>) -> String {
+pub(crate) fn millis(x: Option<f64>) -> String {
     match x {
         None => "–".into(),
         Some(x) if x < 1000.0 => format!("{x:.0} ms"),
@@ -67,7 +70,7 @@ pub fn millis(x: Option<f64>) -> String {
 }
 
 /// Dollars with three significant digits for small amounts: `$12.40`, `$0.0123`, `$0.0000125`.
-pub fn usd(x: Option<f64>) -> String {
+pub(crate) fn usd(x: Option<f64>) -> String {
     match x {
         None => "–".into(),
         Some(x) if x >= 1.0 => format!("${x:.2}"),
@@ -80,7 +83,7 @@ pub fn usd(x: Option<f64>) -> String {
 }
 
 /// Lines that qualify the table: the simulator, failures, estimates.
-pub fn notes(summary: &Summary) -> Vec<String> {
+pub(crate) fn notes(summary: &Summary) -> Vec<String> {
     let mut notes = Vec::new();
     if summary.run.provider.simulated {
         notes.push("SIMULATED PROVIDER: these numbers come from promptgauge's built-in fake model, not a real one. Set --base-url to measure a real model.".to_string());

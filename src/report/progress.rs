@@ -6,7 +6,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::runner::{JobStatus, Listener, RunEvent};
 
-pub struct Progress {
+pub(crate) struct Progress {
     bar: Option<ProgressBar>,
     variants: Vec<String>,
     scores: Vec<(u64, u64)>,
@@ -17,7 +17,12 @@ pub struct Progress {
 
 impl Progress {
     /// `enabled` is false when stderr is not a terminal, under CI, or with --quiet.
-    pub fn new(total: usize, already_done: usize, variants: Vec<String>, enabled: bool) -> Self {
+    pub(crate) fn new(
+        total: usize,
+        already_done: usize,
+        variants: Vec<String>,
+        enabled: bool,
+    ) -> Self {
         let bar = enabled.then(|| {
             let bar = ProgressBar::with_draw_target(
                 Some(total as u64),
@@ -42,7 +47,7 @@ impl Progress {
         }
     }
 
-    pub fn update(&mut self, event: &RunEvent<'_>) {
+    pub(crate) fn update(&mut self, event: &RunEvent<'_>) {
         let RunEvent::JobFinished {
             record, in_flight, ..
         } = event
@@ -88,7 +93,7 @@ impl Progress {
     }
 
     /// Removes the line so the final table starts on a clean screen.
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }

@@ -11,6 +11,7 @@ use crate::stats;
 use crate::stats::cluster::{CaseScore, clustered_wilson, consistency};
 use crate::suite::Price;
 
+/// The schema id of `summary.json` (docs/summary.schema.json).
 pub const SCHEMA: &str = "promptgauge.summary/1";
 
 /// Where the answers came from.
@@ -44,6 +45,7 @@ pub struct RunInfo {
     pub stopped: Option<String>,
 }
 
+/// The 50th, 90th and 99th percentiles (numpy's linear interpolation).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Percentiles {
     pub p50: Option<f64>,
@@ -66,6 +68,7 @@ impl Percentiles {
     }
 }
 
+/// Token totals.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Tokens {
     pub prompt: u64,
@@ -98,6 +101,7 @@ impl Tokens {
     }
 }
 
+/// One variant's results.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VariantSummary {
     pub name: String,
@@ -156,6 +160,7 @@ pub struct Slice {
     pub ci_high: Option<f64>,
 }
 
+/// Everything a run's reports say: `summary.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub schema: String,
@@ -189,7 +194,7 @@ pub struct Summary {
 
 /// One variant's running totals, as records arrive.
 #[derive(Default)]
-pub(crate) struct Acc {
+pub struct Acc {
     jobs: usize,
     n: u64,
     correct: u64,

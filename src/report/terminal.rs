@@ -7,7 +7,7 @@ use super::compare::{RunComparison, RunSide};
 use super::{Summary, interval, millis, notes, pct, usd};
 
 /// Renders the summary for a terminal (or a log when not one).
-pub fn render(s: &Summary) -> String {
+pub(crate) fn render(s: &Summary) -> String {
     let conf = (s.run.confidence * 100.0).round();
     let mut table = Table::new();
     table
@@ -150,7 +150,7 @@ fn slice_table(s: &Summary) -> String {
 }
 
 /// Renders `promptgauge compare` for a terminal.
-pub fn render_comparison(c: &RunComparison) -> String {
+pub(crate) fn render_comparison(c: &RunComparison) -> String {
     let side = |label: &str, s: &RunSide| {
         format!(
             "{label}: {} — model {}{} at {} ({})\n",
@@ -220,7 +220,7 @@ pub fn render_comparison(c: &RunComparison) -> String {
 }
 
 /// What the two runs do not share, said out loud.
-pub fn coverage_notes(c: &RunComparison) -> Vec<String> {
+pub(crate) fn coverage_notes(c: &RunComparison) -> Vec<String> {
     let list = |ids: &[String]| {
         let shown: Vec<&str> = ids.iter().take(10).map(String::as_str).collect();
         let more = if ids.len() > 10 {

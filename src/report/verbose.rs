@@ -5,7 +5,7 @@
 use crate::runner::events::{Listener, RunEvent};
 
 /// Prints each attempt as it ends.
-pub struct VerboseLog;
+pub(crate) struct VerboseLog;
 
 impl Listener for VerboseLog {
     fn on(&mut self, event: &RunEvent<'_>) -> std::io::Result<()> {

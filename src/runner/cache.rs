@@ -14,6 +14,7 @@ use crate::client::Usage;
 use crate::hash::StableHasher;
 use crate::suite::ChatMessage;
 
+/// A complete answer, as cached.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CachedAnswer {
     pub key: String,
@@ -25,6 +26,7 @@ pub struct CachedAnswer {
     pub model: Option<String>,
 }
 
+/// The response cache: answers by key, appended to a JSON-lines file.
 pub struct Cache {
     file: File,
     answers: HashMap<String, CachedAnswer>,
@@ -78,19 +80,22 @@ impl Cache {
         Ok(Cache { file, answers })
     }
 
+    /// How many answers it holds.
     pub fn len(&self) -> usize {
         self.answers.len()
     }
 
+    /// Whether it holds none.
     pub fn is_empty(&self) -> bool {
         self.answers.is_empty()
     }
 
+    /// The answer cached under `key`.
     pub fn get(&self, key: &str) -> Option<&CachedAnswer> {
         self.answers.get(key)
     }
 
-    pub fn put(&mut self, answer: CachedAnswer) -> std::io::Result<()> {
+    pub(crate) fn put(&mut self, answer: CachedAnswer) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(&answer)?;
         line.push(b'\n');
         self.file.write_all(&line)?;

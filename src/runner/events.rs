@@ -54,6 +54,7 @@ pub enum RunEvent<'a> {
 /// Hears a run. Only a listener that keeps the run's record (the journal) returns errors:
 /// one stops the run, since what it cannot keep would be lost.
 pub trait Listener {
+    /// Hears one event; an error (from the journal) stops the run.
     fn on(&mut self, event: &RunEvent<'_>) -> std::io::Result<()>;
 }
 
@@ -68,21 +69,6 @@ impl Listener for Fanout<'_> {
         }
         Ok(())
     }
-}
-
-/// Replays finished records (from a journal) to listeners, as if they had just finished.
-pub fn replay_record(
-    listener: &mut dyn Listener,
-    record: &JobRecord,
-    done: usize,
-    total: usize,
-) -> std::io::Result<()> {
-    listener.on(&RunEvent::JobFinished {
-        record,
-        done,
-        total,
-        in_flight: 0,
-    })
 }
 
 /// A closure as a listener, for tests and small tools.

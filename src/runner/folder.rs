@@ -67,7 +67,7 @@ impl RunDir {
 
     /// Makes `root/<name>-<stamp>` for a run started at `started` (RFC 3339), unique if
     /// two runs start in the same second.
-    pub fn create(root: &Path, name: &str, started: &str) -> anyhow::Result<RunDir> {
+    pub(crate) fn create(root: &Path, name: &str, started: &str) -> anyhow::Result<RunDir> {
         let stamp: String = started
             .chars()
             .filter(|c| !matches!(c, '-' | ':'))
@@ -91,6 +91,7 @@ impl RunDir {
         unreachable!("the loop returns")
     }
 
+    /// Where the folder is.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -100,25 +101,22 @@ impl RunDir {
         self.path.join(name)
     }
 
+    /// `results.jsonl`, the journal.
     pub fn journal_path(&self) -> PathBuf {
         self.path.join(JOURNAL)
     }
 
-    pub fn report_html(&self) -> PathBuf {
+    pub(crate) fn report_html(&self) -> PathBuf {
         self.path.join(REPORT_HTML)
     }
 
-    pub fn baseline_json(&self) -> PathBuf {
+    pub(crate) fn baseline_json(&self) -> PathBuf {
         self.path.join(BASELINE)
     }
 
+    /// Where `--junit` spools its test cases during a run.
     pub fn junit_spool(&self) -> PathBuf {
         self.path.join(JUNIT_SPOOL)
-    }
-
-    /// Whether the folder holds a run record at all.
-    pub fn is_run(&self) -> bool {
-        self.path.join(RECORD).is_file()
     }
 
     /// Takes the folder for this process (see [`lock`]).
@@ -127,11 +125,11 @@ impl RunDir {
     }
 
     /// Fails when another process is writing the folder.
-    pub fn check_idle(&self) -> Result<(), String> {
+    pub(crate) fn check_idle(&self) -> Result<(), String> {
         lock::check_idle(&self.path)
     }
 
-    pub fn read_record(&self) -> anyhow::Result<RunRecord> {
+    pub(crate) fn read_record(&self) -> anyhow::Result<RunRecord> {
         let path = self.path.join(RECORD);
         let text = std::fs::read_to_string(&path).map_err(|e| {
             anyhow::anyhow!(
@@ -149,7 +147,7 @@ impl RunDir {
     }
 
     /// Writes `run.json` aside and renames it, so a crash never leaves half a record.
-    pub fn write_record(&self, record: &RunRecord) -> anyhow::Result<()> {
+    pub(crate) fn write_record(&self, record: &RunRecord) -> anyhow::Result<()> {
         let path = self.path.join(RECORD);
         let text = serde_json::to_string_pretty(record)? + "\n";
         let tmp = self.path.join(format!("{RECORD}.tmp"));

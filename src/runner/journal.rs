@@ -54,6 +54,7 @@ pub struct JobRecord {
     pub cached: bool,
 }
 
+/// Whether a job was scored or failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum JobStatus {
@@ -61,6 +62,7 @@ pub enum JobStatus {
     Failed,
 }
 
+/// The journal, open for appending.
 pub struct Journal {
     file: File,
 }
@@ -74,7 +76,10 @@ impl Journal {
 
     /// Records a change in how requests are sent (a gate resized, a replica benched). Readers
     /// of job records skip these lines.
-    pub fn append_event(&mut self, event: &crate::client::pool::PoolEvent) -> std::io::Result<()> {
+    pub(crate) fn append_event(
+        &mut self,
+        event: &crate::client::pool::PoolEvent,
+    ) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(event)?;
         line.push(b'\n');
         self.file.write_all(&line)?;
@@ -130,6 +135,7 @@ pub fn read(path: &Path, mut f: impl FnMut(JobRecord)) -> std::io::Result<ReadSt
     Ok(stats)
 }
 
+/// What reading a journal found besides records.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct ReadStats {
     pub records: usize,
@@ -155,6 +161,7 @@ impl JobRecord {
             .or_else(|| self.correct.map(|c| if c { 1.0 } else { 0.0 }))
     }
 
+    /// The job's key in the plan: (case, variant, repeat).
     pub fn key(&self) -> JobKey {
         (self.case_id.clone(), self.variant.clone(), self.repeat)
     }
@@ -174,6 +181,7 @@ pub struct PlanKeys {
 }
 
 impl PlanKeys {
+    /// The jobs of a plan: its cases (in bench order), variants, repeats and shard.
     pub fn new(
         case_ids: &[String],
         variants: &[String],
@@ -203,7 +211,7 @@ impl PlanKeys {
     }
 
     /// A job's slot in the plan, `None` when the plan does not hold it.
-    pub fn slot(&self, case_id: &str, variant: &str, repeat: u32) -> Option<usize> {
+    pub(crate) fn slot(&self, case_id: &str, variant: &str, repeat: u32) -> Option<usize> {
         let &case = self.cases.get(case_id)?;
         if let Some(s) = self.shard
             && case as u64 % u64::from(s.count) != u64::from(s.index - 1)
@@ -244,7 +252,7 @@ impl Audit {
     }
 
     /// What was found beyond the plain records, in a sentence; `None` when nothing was odd.
-    pub fn findings(&self) -> Option<String> {
+    pub(crate) fn findings(&self) -> Option<String> {
         let list = |keys: &[JobKey]| {
             keys.iter()
                 .map(|(c, v, r)| format!("({c}, {v}, repeat {r})"))

@@ -30,7 +30,7 @@ fn in_use(dir: &Path, file: &mut File) -> String {
 }
 
 /// Takes the folder for this process, or says who has it.
-pub fn acquire(dir: &Path) -> Result<RunLock, String> {
+pub(crate) fn acquire(dir: &Path) -> Result<RunLock, String> {
     let path = dir.join(FILE);
     let mut file = OpenOptions::new()
         .read(true)
@@ -56,7 +56,7 @@ pub fn acquire(dir: &Path) -> Result<RunLock, String> {
 
 /// Fails when another process is writing the folder (a run still going); reading a
 /// finished run needs no lock. Folders from before locks existed have no lock file.
-pub fn check_idle(dir: &Path) -> Result<(), String> {
+pub(crate) fn check_idle(dir: &Path) -> Result<(), String> {
     let Ok(mut file) = File::open(dir.join(FILE)) else {
         return Ok(());
     };

@@ -24,6 +24,7 @@ pub struct PlanSettings {
     pub shard: Option<Shard>,
 }
 
+/// The tool that wrote a run folder.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Tool {
     pub name: String,
@@ -78,6 +79,7 @@ impl BenchRecord {
     }
 }
 
+/// `run.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
     pub tool: Tool,

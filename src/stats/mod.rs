@@ -6,7 +6,7 @@ pub mod paired;
 use statrs::distribution::{ContinuousCDF, Normal};
 
 /// The two-sided critical value of the standard normal for a confidence level.
-pub fn z_for(confidence: f64) -> f64 {
+pub(crate) fn z_for(confidence: f64) -> f64 {
     let normal = Normal::standard();
     normal.inverse_cdf(1.0 - (1.0 - confidence) / 2.0)
 }
@@ -21,7 +21,7 @@ pub fn wilson(correct: u64, n: u64, confidence: f64) -> Option<(f64, f64)> {
 }
 
 /// Wilson's interval for a proportion `p` over a (possibly effective, fractional) size `n`.
-pub fn wilson_n(p: f64, n: f64, confidence: f64) -> (f64, f64) {
+pub(crate) fn wilson_n(p: f64, n: f64, confidence: f64) -> (f64, f64) {
     let z = z_for(confidence);
     let z2 = z * z;
     let denom = 1.0 + z2 / n;
@@ -32,7 +32,7 @@ pub fn wilson_n(p: f64, n: f64, confidence: f64) -> (f64, f64) {
 
 /// The p-th quantile (0–100) by linear interpolation between order statistics, as numpy's
 /// default `percentile(..., method="linear")`. `sorted` must be ascending.
-pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
     if sorted.is_empty() {
         return None;
     }

@@ -15,10 +15,12 @@ pub struct Table {
 }
 
 impl Table {
+    /// How many cases the table holds.
     pub fn n(&self) -> u64 {
         self.both_right + self.only_variant + self.only_baseline + self.both_wrong
     }
 
+    /// Adds one case.
     pub fn add(&mut self, variant_right: bool, baseline_right: bool) {
         match (variant_right, baseline_right) {
             (true, true) => self.both_right += 1,
@@ -102,7 +104,7 @@ pub fn newcombe_paired(t: &Table, confidence: f64) -> Option<(f64, f64, f64)> {
 
 /// Power of the McNemar test (normal approximation of Connor 1987) to detect a difference
 /// `delta` when a share `discordant` of cases disagree, with `n` cases.
-pub fn mcnemar_power(n: f64, delta: f64, discordant: f64, confidence: f64) -> f64 {
+pub(crate) fn mcnemar_power(n: f64, delta: f64, discordant: f64, confidence: f64) -> f64 {
     let delta = delta.abs();
     if discordant <= delta * delta || discordant <= 0.0 {
         return 1.0;
@@ -123,7 +125,7 @@ fn independent_discordance(p: f64, delta: f64) -> f64 {
 /// `n` cases would detect with the given power, when the baseline's accuracy is `p`.
 /// Assumes the two variants err independently, so real, correlated variants do a little
 /// better. Looks in the direction with more room (up from p ≤ ½, down from p > ½).
-pub fn detectable_difference(n: u64, p: f64, confidence: f64, power: f64) -> Option<f64> {
+pub(crate) fn detectable_difference(n: u64, p: f64, confidence: f64, power: f64) -> Option<f64> {
     if n == 0 {
         return None;
     }
@@ -165,7 +167,7 @@ pub fn cases_needed(delta: f64, discordant: f64, confidence: f64, power: f64) ->
 
 /// With repeats, the case is the unit: the mean of the per-case differences with a
 /// t interval, and a paired t-test. Returns (estimate, low, high, p-value).
-pub fn paired_means(differences: &[f64], confidence: f64) -> Option<(f64, f64, f64, f64)> {
+pub(crate) fn paired_means(differences: &[f64], confidence: f64) -> Option<(f64, f64, f64, f64)> {
     let n = differences.len();
     if n < 2 {
         return None;

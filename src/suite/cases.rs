@@ -15,11 +15,12 @@ use crate::grade::GradeSpec;
 pub struct Vars(pub Vec<(String, Value)>);
 
 impl Vars {
+    /// The value of a variable.
     pub fn get(&self, name: &str) -> Option<&Value> {
         self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v)
     }
 
-    pub fn contains_key(&self, name: &str) -> bool {
+    pub(crate) fn contains_key(&self, name: &str) -> bool {
         self.get(name).is_some()
     }
 }
@@ -327,7 +328,7 @@ fn finish(raw: RawCase, here: Location, index: usize) -> Result<Case, InputError
 }
 
 /// Loads every case file of a bench; ids must be unique across all of them.
-pub fn load_all(paths: &[std::path::PathBuf]) -> Result<Vec<Case>, InputError> {
+pub(crate) fn load_all(paths: &[std::path::PathBuf]) -> Result<Vec<Case>, InputError> {
     let mut all: Vec<Case> = Vec::new();
     let mut seen: HashMap<String, Location> = HashMap::new();
     for path in paths {

@@ -13,6 +13,7 @@ pub struct Location {
 }
 
 impl Location {
+    /// A whole file.
     pub fn file(file: &Path) -> Self {
         Location {
             file: file.to_path_buf(),
@@ -21,6 +22,7 @@ impl Location {
         }
     }
 
+    /// A line of a file.
     pub fn line(file: &Path, line: usize) -> Self {
         Location {
             file: file.to_path_buf(),
@@ -29,6 +31,7 @@ impl Location {
         }
     }
 
+    /// A line and column of a file.
     pub fn at(file: &Path, line: usize, column: usize) -> Self {
         Location {
             file: file.to_path_buf(),
@@ -60,6 +63,7 @@ pub struct InputError {
 }
 
 impl InputError {
+    /// An error at `location`.
     pub fn new(location: Location, message: impl Into<String>) -> Self {
         InputError {
             location,
@@ -68,6 +72,7 @@ impl InputError {
         }
     }
 
+    /// Adds how to fix it.
     pub fn fix(mut self, fix: impl Into<String>) -> Self {
         self.fix = Some(fix.into());
         self
@@ -117,7 +122,7 @@ impl From<InputError> for InputErrors {
 }
 
 /// Reads a user's text file, turning every failure into an error that says what to do.
-pub fn read_text(path: &Path, what: &str) -> Result<String, InputError> {
+pub(crate) fn read_text(path: &Path, what: &str) -> Result<String, InputError> {
     let here = Location::file(path);
     if path.is_dir() {
         return Err(
@@ -159,7 +164,7 @@ pub fn read_text(path: &Path, what: &str) -> Result<String, InputError> {
 }
 
 /// The 1-based line of the first `key:` in a YAML text, so errors about a value can point at it.
-pub fn line_of_key(text: &str, key: &str) -> Option<usize> {
+pub(crate) fn line_of_key(text: &str, key: &str) -> Option<usize> {
     text.lines()
         .position(|line| {
             line.match_indices(key).any(|(at, _)| {
@@ -172,7 +177,7 @@ pub fn line_of_key(text: &str, key: &str) -> Option<usize> {
 }
 
 /// Rewrites serde's "unknown field" message to name the nearest known key.
-pub fn explain_unknown_field(message: &str) -> Option<(String, String)> {
+pub(crate) fn explain_unknown_field(message: &str) -> Option<(String, String)> {
     let (kind, rest) = ["field", "variant"].iter().find_map(|k| {
         message
             .split(&format!("unknown {k} `"))
@@ -205,7 +210,7 @@ pub fn explain_unknown_field(message: &str) -> Option<(String, String)> {
 }
 
 /// Turns a YAML parse or shape error into an input error at the parser's line and column.
-pub fn yaml_error(path: &Path, what: &str, err: &serde_saphyr::Error) -> InputError {
+pub(crate) fn yaml_error(path: &Path, what: &str, err: &serde_saphyr::Error) -> InputError {
     let location = match err.location() {
         Some(l) if l.line() > 0 => Location::at(path, l.line() as usize, l.column() as usize),
         _ => Location::file(path),

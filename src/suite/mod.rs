@@ -39,6 +39,7 @@ pub enum UrlList {
 }
 
 impl UrlList {
+    /// The URLs, one or several.
     pub fn urls(&self) -> Vec<String> {
         match self {
             UrlList::One(u) => vec![u.clone()],
@@ -95,11 +96,11 @@ mod humantime_serde_lite {
     use serde::{Deserialize, Deserializer, Serializer};
     use std::time::Duration;
 
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&humantime::format_duration(*d).to_string())
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let text = String::deserialize(d)?;
         humantime::parse_duration(&text).map_err(serde::de::Error::custom)
     }
@@ -146,7 +147,7 @@ fn byte_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error>
     Ok(Some(bytes as usize))
 }
 
-pub fn parse_bytes(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_bytes(text: &str) -> Result<u64, String> {
     let t = text.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
@@ -203,7 +204,7 @@ fn too_long(text: &str) -> String {
 }
 
 /// Parses a user's duration such as `30s` or `1m30s`: positive, at most [`MAX_DURATION`].
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let d = humantime::parse_duration(text.trim()).map_err(|e| match e {
         humantime::DurationError::NumberOverflow => too_long(text),
         e => format!("`{text}` is not a duration ({e}); write e.g. 30s, 500ms or 2m"),
@@ -451,7 +452,7 @@ impl Bench {
 
     /// Tokens a request reserves against tokens_per_minute: its estimated prompt tokens and
     /// the completion ceiling, `max_tokens`.
-    pub fn reservation(&self, variant: usize, messages: &[ChatMessage]) -> u64 {
+    pub(crate) fn reservation(&self, variant: usize, messages: &[ChatMessage]) -> u64 {
         prompt_tokens(messages) + self.max_tokens(variant).unwrap_or(0)
     }
 
@@ -465,7 +466,7 @@ impl Bench {
     }
 
     /// Request parameters for a variant: the bench's, overridden by the variant's.
-    pub fn params_for(&self, variant: usize) -> Map<String, Value> {
+    pub(crate) fn params_for(&self, variant: usize) -> Map<String, Value> {
         let mut params = self.params.clone();
         for (k, v) in &self.variants[variant].params {
             params.insert(k.clone(), v.clone());
@@ -485,7 +486,7 @@ pub fn prompt_tokens(messages: &[ChatMessage]) -> u64 {
 
 /// A base URL must be absolute http(s), and make sense to the wire protocol (which appends
 /// its own path, e.g. `/chat/completions`).
-pub fn check_base_url(url: &str) -> Result<(), String> {
+pub(crate) fn check_base_url(url: &str) -> Result<(), String> {
     if url == "mock" {
         return Ok(());
     }

@@ -12,6 +12,7 @@ pub struct Job {
     pub repeat: u32,
 }
 
+/// Every job of a run, in dispatch order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     pub jobs: Vec<Job>,
@@ -27,6 +28,7 @@ pub struct Shard {
 }
 
 impl Shard {
+    /// Whether this shard runs the job.
     pub fn holds(&self, job: &Job) -> bool {
         job.case as u64 % u64::from(self.count) == u64::from(self.index - 1)
     }
@@ -89,6 +91,7 @@ pub struct Fingerprint {
 }
 
 impl Fingerprint {
+    /// The fingerprints of a bench with these variants selected.
     pub fn of(bench: &super::Bench, variants: &[usize]) -> Fingerprint {
         // Streamed case by case: a large bench is never held twice in memory.
         let mut cases = crate::hash::StableHasher::default();

@@ -105,6 +105,7 @@ fn template_error(variant: &Variant, message: usize, err: &minijinja::Error) -> 
 }
 
 impl Templates {
+    /// Compiles every variant's messages; syntax errors name the prompt file and line.
     pub fn compile(variants: &[Variant]) -> Result<Self, InputErrors> {
         let mut env = minijinja::Environment::new();
         env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
