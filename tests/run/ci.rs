@@ -1,11 +1,9 @@
 //! Regression runs in CI: each gate passing and failing against the simulator, JUnit and
 //! Markdown outputs, the summary's JSON Schema, plain output under CI, and shard + merge.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 use promptgauge::mock::{Faults, MockConfig};
 use promptgauge::report::Summary;
 

@@ -4,7 +4,7 @@ use promptgauge::stats::wilson;
 
 #[test]
 fn wilson_matches_statsmodels_to_1e_9() {
-    let text = include_str!("fixtures/wilson.csv");
+    let text = include_str!("../fixtures/wilson.csv");
     let mut checked = 0;
     for line in text.lines().filter(|l| !l.starts_with('#')).skip(1) {
         let f: Vec<&str> = line.split(',').collect();
@@ -23,7 +23,7 @@ use promptgauge::stats::paired::{Table, holm, mcnemar_exact, newcombe_paired};
 
 #[test]
 fn paired_statistics_match_the_references() {
-    let text = include_str!("fixtures/paired.csv");
+    let text = include_str!("../fixtures/paired.csv");
     let mut tables = 0;
     let mut holms = 0;
     for line in text.lines().filter(|l| !l.starts_with('#')).skip(1) {
@@ -79,7 +79,7 @@ use promptgauge::stats::cluster::{CaseScore, clustered_wilson, icc};
 
 #[test]
 fn clustered_accuracy_matches_the_references() {
-    let text = include_str!("fixtures/cluster.csv");
+    let text = include_str!("../fixtures/cluster.csv");
     let mut checked = 0;
     for line in text.lines().filter(|l| !l.starts_with('#')).skip(1) {
         let f: Vec<&str> = line.split(',').collect();

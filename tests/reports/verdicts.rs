@@ -1,9 +1,7 @@
 //! Verdicts end to end: the example bench on the simulator, a 20-case subset that cannot
 //! tell the variants apart, repeats, slices, `check`'s detectable difference, and `compare`.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use promptgauge::mock::MockConfig;
 use promptgauge::report::Summary;
 use promptgauge::report::compare::{RunComparison, Verdict};

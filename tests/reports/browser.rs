@@ -5,12 +5,10 @@
 //! Needs Debian's `chromium` (`.ci/run` installs it). Without it the test says so and
 //! passes, except under CI, where a missing browser is a failure.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 use promptgauge::mock::{Faults, MockConfig};
 use promptgauge::report::Summary;
 use regex::Regex;

@@ -1,9 +1,7 @@
 //! Throughput and scale: the response cache, replicas with work stealing and benching, and
 //! adaptive concurrency.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use promptgauge::mock::MockConfig;
 use promptgauge::report::Summary;
 

@@ -1,11 +1,9 @@
 //! The real binary, end to end: against the built-in simulator, against a simulator this
 //! test starts on port 0 (so it can see what the provider saw), and with bad input.
 
-mod common;
-
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 use promptgauge::mock::{Faults, MockConfig};
 use promptgauge::report::Summary;
 use serde_json::Value;

@@ -1,12 +1,10 @@
 //! Malformed input, one file at a time: each is exit code 2, no request reaches the
 //! provider, and the message names the file, the line where there is one, and a fix.
 
-mod common;
-
 use std::fs;
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 use promptgauge::mock::MockConfig;
 
 struct Row {

@@ -1,14 +1,12 @@
 //! Runs that are killed, interrupted and resumed: nothing finished is lost, nothing is
 //! recorded twice, and the final summary is the one an uninterrupted run gives.
 
-mod common;
-
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use promptgauge::mock::{Faults, MockConfig};
 use promptgauge::report::Summary;
 use serde_json::Value;

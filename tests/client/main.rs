@@ -1,0 +1,9 @@
+//! The client, library-level: deadlines, retries and triage on a paused clock (`client`), streams that lie (`hostile`), real sockets (`tcp`), the WHATWG event-stream rules (`sse_conformance`) and properties of the decoder and loaders (`properties`).
+//!
+//! One test crate per area: each links the whole library, so fewer crates build faster.
+
+mod client;
+mod hostile;
+mod tcp;
+mod sse_conformance;
+mod properties;

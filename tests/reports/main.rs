@@ -1,0 +1,11 @@
+//! What the reports say: verdicts (`verdicts`), statistics against their references (`stats`), golden files of every report (`golden`), and the HTML in headless Chromium (`browser`).
+//!
+//! One test crate per area: each links the whole library, so fewer crates build faster.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod verdicts;
+mod stats;
+mod golden;
+mod browser;

@@ -1,0 +1,13 @@
+//! Whole runs: the binary end to end (`cli`), kills, signals, locks and resumes (`durability`), malformed input (`bad_input`), the runner under every fault (`runner`), rate limits, replicas and the cache (`scale`), and CI gates (`ci`).
+//!
+//! One test crate per area: each links the whole library, so fewer crates build faster.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod cli;
+mod durability;
+mod bad_input;
+mod runner;
+mod scale;
+mod ci;
