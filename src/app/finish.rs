@@ -106,13 +106,9 @@ pub(super) fn conclude(
         }
     }
     if let (Some(junit), Some(path)) = (result.junit.take(), outputs.junit) {
-        let written = junit
-            .render(summary)
-            .map_err(anyhow::Error::from)
-            .and_then(|xml| {
-                std::fs::write(path, xml)
-                    .with_context(|| format!("cannot write {}", path.display()))
-            });
+        let written = std::fs::File::create(path)
+            .and_then(|mut file| junit.write_to(summary, &mut file))
+            .with_context(|| format!("cannot write {}", path.display()));
         if let Err(e) = written {
             problems.push(e);
         }

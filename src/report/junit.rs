@@ -113,14 +113,22 @@ impl JunitSpool {
 
     /// The JUnit XML: one suite per variant (in the summary's order), test cases in plan
     /// order. Removes the spool.
-    pub fn render(mut self, summary: &Summary) -> std::io::Result<String> {
-        let result = self.assemble(summary);
+    pub fn render(self, summary: &Summary) -> std::io::Result<String> {
+        let mut out = Vec::new();
+        self.write_to(summary, &mut out)?;
+        String::from_utf8(out).map_err(std::io::Error::other)
+    }
+
+    /// Writes the JUnit XML to `out`, copying each test case from the spool: memory holds
+    /// only the index. Removes the spool.
+    pub fn write_to(mut self, summary: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
+        let result = self.assemble(summary, out);
         drop(self.file.take());
         let _ = std::fs::remove_file(&self.path);
         result
     }
 
-    fn assemble(&mut self, summary: &Summary) -> std::io::Result<String> {
+    fn assemble(&mut self, summary: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
         if let Some(e) = self.error.take() {
             return Err(std::io::Error::new(
                 e.kind(),
@@ -135,34 +143,43 @@ impl JunitSpool {
         }
         let mut spool = File::open(&self.path)?;
         self.entries.sort_by_key(|e| (e.0, e.1));
-        let mut suites = String::new();
-        let (mut tests, mut failures, mut errors) = (0, 0, 0);
+        let arms = summary.variants.len();
+        let count = |arm: usize| {
+            let mine = self.entries.iter().filter(|e| e.0 == arm);
+            mine.fold((0, 0, 0), |(t, f, e), x| {
+                (t + 1, f + usize::from(x.4), e + usize::from(x.5))
+            })
+        };
+        let totals = (0..arms)
+            .map(count)
+            .fold((0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2));
+        let mut out = std::io::BufWriter::new(out);
+        write!(
+            out,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"promptgauge {}\" tests=\"{}\" failures=\"{}\" errors=\"{}\">\n",
+            escape(&summary.run.bench),
+            totals.0,
+            totals.1,
+            totals.2
+        )?;
         let mut buf = Vec::new();
         for (arm, v) in summary.variants.iter().enumerate() {
-            let mine: Vec<_> = self.entries.iter().filter(|e| e.0 == arm).collect();
-            let (mut f, mut e) = (0, 0);
-            let mut cases = String::new();
-            for &&(_, _, offset, len, failed, error) in &mine {
+            let (tests, f, e) = count(arm);
+            write!(
+                out,
+                "  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{f}\" errors=\"{e}\">\n",
+                escape(&v.name)
+            )?;
+            for &(_, _, offset, len, _, _) in self.entries.iter().filter(|e| e.0 == arm) {
                 buf.resize(len as usize, 0);
                 spool.seek(SeekFrom::Start(offset))?;
                 spool.read_exact(&mut buf)?;
-                cases.push_str(&String::from_utf8_lossy(&buf));
-                f += usize::from(failed);
-                e += usize::from(error);
+                out.write_all(&buf)?;
             }
-            tests += mine.len();
-            failures += f;
-            errors += e;
-            suites.push_str(&format!(
-                "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{f}\" errors=\"{e}\">\n{cases}  </testsuite>\n",
-                escape(&v.name),
-                mine.len()
-            ));
+            out.write_all(b"  </testsuite>\n")?;
         }
-        Ok(format!(
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"promptgauge {}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\">\n{suites}</testsuites>\n",
-            escape(&summary.run.bench)
-        ))
+        out.write_all(b"</testsuites>\n")?;
+        out.flush()
     }
 }
 

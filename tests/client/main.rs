@@ -4,6 +4,6 @@
 
 mod client;
 mod hostile;
-mod tcp;
-mod sse_conformance;
 mod properties;
+mod sse_conformance;
+mod tcp;

@@ -5,7 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
-mod verdicts;
-mod stats;
-mod golden;
 mod browser;
+mod golden;
+mod stats;
+mod verdicts;

@@ -5,9 +5,9 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod bad_input;
+mod ci;
 mod cli;
 mod durability;
-mod bad_input;
 mod runner;
 mod scale;
-mod ci;
