@@ -165,9 +165,9 @@ impl JunitSpool {
         let mut buf = Vec::new();
         for (arm, v) in summary.variants.iter().enumerate() {
             let (tests, f, e) = count(arm);
-            write!(
+            writeln!(
                 out,
-                "  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{f}\" errors=\"{e}\">\n",
+                "  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{f}\" errors=\"{e}\">",
                 escape(&v.name)
             )?;
             for &(_, _, offset, len, _, _) in self.entries.iter().filter(|e| e.0 == arm) {
