@@ -1,7 +1,17 @@
-//! Statistics: Wilson intervals, percentiles, the paired comparison and clustering.
+//! Statistics: Wilson intervals, percentiles, the paired comparison and clustering; the
+//! sign-flip test and its interval, Holm-consistent levels, scored runs, prediction-powered
+//! inference, exact power, and sequential tests. docs/statistics.md explains each in words;
+//! every figure is checked against scipy, statsmodels, ppi-python or a seeded simulation
+//! committed with its script (tests/fixtures/).
 
 pub mod cluster;
+pub mod holm;
 pub mod paired;
+pub mod permutation;
+pub mod power;
+pub mod ppi;
+pub mod scores;
+pub mod sequential;
 
 use statrs::distribution::{ContinuousCDF, Normal};
 

@@ -1,0 +1,412 @@
+//! Sequential stopping for `run --until-decided`: one variant against the baseline, case by
+//! case, deciding as soon as the evidence allows (see docs/statistics.md, "Sequential stopping").
+//!
+//! Per case t the pair (variant score, baseline score) gives dₜ = variant − baseline in
+//! [−1, 1]. Two one-sided tests of "no difference" run side by side, one for a gain and one
+//! for a loss, each a test martingale (betting wealth) Wₜ = Π (1 ± λₛ dₛ) with λₛ fixed
+//! from the cases before s (predictable), so under "no difference" P(sup Wₜ ≥ 1/a) ≤ a at
+//! any stopping time (Ville's inequality). The error budget 1 − confidence is split over the
+//! two directions and the `comparisons` variants: a = (1 − confidence)/(2·comparisons).
+//!
+//! With 0/1 scores (`ScoreKind::Binary`) only discordant cases move the wealth, and
+//! 1 + λd is the likelihood ratio of a discordant win probability q = (1 + λ)/2 against ½:
+//! the test is the sequential probability ratio test on the discordant pairs. The planned
+//! alternative is a difference of `detect` at the discordance seen so far:
+//! q = ½ + detect/(2D̂), D̂ the share of discordant cases so far, shrunk toward the value
+//! for independent errors at the baseline's accuracy so far, 2p̂(1 − p̂) + detect², with a
+//! weight of [`PRIOR_CASES`] cases. For rejecting "no difference" the bet may grow beyond
+//! the plan when the observed wins say so (shrunk toward the plan by [`ADAPT_PAIRS`]).
+//!
+//! Futility: a direction closes when the same machinery rejects "a difference of `detect`"
+//! at level β = 1 − power: for 0/1 scores the likelihood ratio of "no difference" against
+//! the planned alternative, 1/Π(1 + λd), reaching 1/β; for scores in [0, 1] the wealth
+//! Π(1 − μ(d − detect)), valid against every distribution with mean ≥ detect. A closed
+//! direction stays closed. When both are closed the verdict is "no difference of `detect`
+//! points or more"; a real difference of `detect` ends there with probability ≤ β.
+
+/// Cases of prior weight given to the independent-errors guess of the discordance.
+pub const PRIOR_CASES: f64 = 60.0;
+/// Discordant pairs of prior weight holding the rejecting bet to the planned alternative.
+pub const ADAPT_PAIRS: f64 = 30.0;
+/// Default floor on the cases of any verdict: early futility crossings made on a handful of
+/// discordant pairs are forgiven (simulated: +0.6 to +1.3 points of power at the planned
+/// difference, under 1 point more cases under no difference).
+pub const DEFAULT_MIN_CASES: u64 = 40;
+/// Largest bet: the wealth never moves by more than this share of itself in one case.
+pub const MAX_BET: f64 = 0.8;
+
+/// The fixed design's cases for these settings: the fewest cases with which the exact
+/// McNemar test (Holm over `comparisons`) has `power` at a difference of `detect` from a
+/// baseline accuracy `baseline` ([`crate::stats::power::cases_needed`]). The issue's default
+/// `max_cases` is twice this. `None` when no number of cases up to 1,000,000 suffices.
+pub fn fixed_design_cases(
+    detect: f64,
+    baseline: f64,
+    power: f64,
+    confidence: f64,
+    comparisons: usize,
+) -> Option<u64> {
+    let mut a = crate::stats::power::Assumptions::new(baseline, 1.0 - confidence);
+    a.comparisons = comparisons;
+    crate::stats::power::cases_needed(detect, power, &a)
+}
+
+/// Whether per-case scores are 0/1 (one answer per case) or anywhere in [0, 1].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScoreKind {
+    Binary,
+    Scored,
+}
+
+/// Settings of one variant's sequential comparison with the baseline.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SequentialParams {
+    /// Smallest difference worth detecting, as a share (0.10 = 10 points).
+    pub detect: f64,
+    /// Chance of deciding "better"/"worse" when the difference is `detect`; 1 − power is
+    /// the futility budget.
+    pub power: f64,
+    /// 1 − confidence bounds the chance of any false better/worse verdict over the run.
+    pub confidence: f64,
+    /// Variants compared with the baseline in the run; the error budget is split over them.
+    pub comparisons: usize,
+    /// Never stop before this many cases (0: no minimum).
+    pub min_cases: u64,
+    /// Stop undecided at this many cases.
+    pub max_cases: u64,
+    pub scores: ScoreKind,
+}
+
+impl SequentialParams {
+    /// The defaults: detect 10 points, 80% power, 95% confidence, one comparison, at least
+    /// [`DEFAULT_MIN_CASES`] cases, and `max_cases` cases at most.
+    pub fn new(max_cases: u64, scores: ScoreKind) -> Self {
+        SequentialParams {
+            detect: 0.10,
+            power: 0.8,
+            confidence: 0.95,
+            comparisons: 1,
+            min_cases: DEFAULT_MIN_CASES,
+            max_cases,
+            scores,
+        }
+    }
+}
+
+/// What the comparison concluded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Better,
+    Worse,
+    /// Both directions ruled out a difference of `detect` or more.
+    NoDifferenceOfDetect,
+    /// `max_cases` reached with nothing decided.
+    Undecided,
+}
+
+/// A verdict, when it was reached, and the evidence that reached it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Decision {
+    pub verdict: Verdict,
+    /// Cases observed when it was reached.
+    pub cases: u64,
+    /// The natural log of the deciding wealth (for `Undecided`: the larger rejecting one).
+    pub statistic: f64,
+    /// The natural log of the threshold it crossed (or had to cross).
+    pub threshold: f64,
+}
+
+/// Why a setting or an observation was refused.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SequentialError {
+    /// detect, power or confidence outside (0, 1), no comparisons or no cases allowed.
+    BadParams,
+    /// A score outside [0, 1], or not 0/1 in a binary comparison.
+    BadScore(f64),
+}
+
+impl std::fmt::Display for SequentialError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SequentialError::BadParams => write!(
+                f,
+                "sequential settings need detect, power and confidence in (0, 1), at least one comparison and max_cases ≥ 1"
+            ),
+            SequentialError::BadScore(s) => write!(f, "score {s} is not a valid score here"),
+        }
+    }
+}
+
+impl std::error::Error for SequentialError {}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Open,
+    Closed,
+}
+
+/// One variant's sequential test against the baseline, fed one case at a time.
+#[derive(Debug, Clone)]
+pub struct SequentialTest {
+    params: SequentialParams,
+    cases: u64,
+    baseline_sum: f64,
+    sum: f64,
+    sum_squares: f64,
+    /// Log wealth of the rejecting tests (gain, loss) and of the futility tests.
+    reject: [f64; 2],
+    futile: [f64; 2],
+    sides: [Side; 2],
+    decision: Option<Decision>,
+}
+
+impl SequentialTest {
+    /// A fresh test; `Err(BadParams)` for settings outside their ranges.
+    pub fn new(params: SequentialParams) -> Result<Self, SequentialError> {
+        let unit = |x: f64| x > 0.0 && x < 1.0;
+        if !(unit(params.detect) && unit(params.power) && unit(params.confidence))
+            || params.comparisons == 0
+            || params.max_cases == 0
+        {
+            return Err(SequentialError::BadParams);
+        }
+        Ok(SequentialTest {
+            params,
+            cases: 0,
+            baseline_sum: 0.0,
+            sum: 0.0,
+            sum_squares: 0.0,
+            reject: [0.0; 2],
+            futile: [0.0; 2],
+            sides: [Side::Open; 2],
+            decision: None,
+        })
+    }
+
+    /// The log threshold a rejecting wealth must reach: ln(2·comparisons/(1 − confidence)).
+    pub fn reject_threshold(&self) -> f64 {
+        (2.0 * self.params.comparisons as f64 / (1.0 - self.params.confidence)).ln()
+    }
+
+    /// The log threshold of the futility tests: ln(1/(1 − power)).
+    pub fn futility_threshold(&self) -> f64 {
+        (1.0 / (1.0 - self.params.power)).ln()
+    }
+
+    /// Cases observed so far (those after a decision are not counted).
+    pub fn cases(&self) -> u64 {
+        self.cases
+    }
+
+    /// The decision, once reached; `None` while the test is still running.
+    pub fn decision(&self) -> Option<Decision> {
+        self.decision
+    }
+
+    /// The bets for the next case, from the cases before it:
+    /// (planned λ, rejecting λ for a gain, rejecting λ for a loss, futility μ).
+    fn bets(&self) -> (f64, f64, f64, f64) {
+        let delta = self.params.detect;
+        let t = self.cases as f64;
+        let p = (self.baseline_sum + 1.0) / (t + 2.0);
+        let guess = 2.0 * p * (1.0 - p) + delta * delta;
+        let second = (self.sum_squares + PRIOR_CASES * guess) / (t + PRIOR_CASES);
+        let planned = (delta / second).min(MAX_BET);
+        let adapt = |sum: f64| {
+            let observed = (sum + ADAPT_PAIRS * planned) / (self.sum_squares + ADAPT_PAIRS);
+            observed.max(planned).min(MAX_BET)
+        };
+        let mu = (delta / (second + delta * delta)).min(MAX_BET);
+        (planned, adapt(self.sum), adapt(-self.sum), mu)
+    }
+
+    /// Records one case: the variant's and the baseline's score (each a case mean in
+    /// [0, 1]; 0 or 1 in a binary comparison). Returns the decision if this case reached
+    /// one. Cases after a decision are ignored.
+    pub fn observe(
+        &mut self,
+        variant: f64,
+        baseline: f64,
+    ) -> Result<Option<Decision>, SequentialError> {
+        for s in [variant, baseline] {
+            let binary_ok = self.params.scores == ScoreKind::Scored || s == 0.0 || s == 1.0;
+            if !(0.0..=1.0).contains(&s) || !binary_ok {
+                return Err(SequentialError::BadScore(s));
+            }
+        }
+        if self.decision.is_some() {
+            return Ok(None);
+        }
+        let d = variant - baseline;
+        let (planned, gain, loss, mu) = self.bets();
+        let delta = self.params.detect;
+        // A closed direction is finished: its statistics stay as they were when it closed.
+        let futile = match self.params.scores {
+            ScoreKind::Binary => [-(1.0 + planned * d).ln(), -(1.0 - planned * d).ln()],
+            ScoreKind::Scored => [(1.0 - mu * (d - delta)).ln(), (1.0 + mu * (d + delta)).ln()],
+        };
+        let reject = [(1.0 + gain * d).ln(), (1.0 - loss * d).ln()];
+        for side in 0..2 {
+            if self.sides[side] == Side::Open {
+                self.reject[side] += reject[side];
+                self.futile[side] += futile[side];
+            }
+        }
+        self.cases += 1;
+        self.baseline_sum += baseline;
+        self.sum += d;
+        self.sum_squares += d * d;
+        self.decision = self.decide();
+        Ok(self.decision)
+    }
+
+    fn decide(&mut self) -> Option<Decision> {
+        let cases = self.cases;
+        let reject = self.reject_threshold();
+        let futility = self.futility_threshold();
+        if cases >= self.params.min_cases {
+            for (side, verdict) in [(0, Verdict::Better), (1, Verdict::Worse)] {
+                if self.sides[side] == Side::Open && self.reject[side] >= reject {
+                    return Some(Decision {
+                        verdict,
+                        cases,
+                        statistic: self.reject[side],
+                        threshold: reject,
+                    });
+                }
+            }
+            for side in 0..2 {
+                if self.sides[side] == Side::Open && self.futile[side] >= futility {
+                    self.sides[side] = Side::Closed;
+                }
+            }
+            if self.sides == [Side::Closed; 2] {
+                return Some(Decision {
+                    verdict: Verdict::NoDifferenceOfDetect,
+                    cases,
+                    statistic: self.futile[0].min(self.futile[1]),
+                    threshold: futility,
+                });
+            }
+        }
+        if cases >= self.params.max_cases {
+            return Some(Decision {
+                verdict: Verdict::Undecided,
+                cases,
+                statistic: self.reject[0].max(self.reject[1]),
+                threshold: reject,
+            });
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params() -> SequentialParams {
+        let mut p = SequentialParams::new(660, ScoreKind::Binary);
+        p.min_cases = 0;
+        p
+    }
+
+    #[test]
+    fn default_maximum_is_twice_the_fixed_design() {
+        assert_eq!(fixed_design_cases(0.10, 0.7, 0.8, 0.95, 1), Some(313));
+    }
+
+    #[test]
+    fn refuses_bad_settings_and_scores() {
+        let mut p = params();
+        p.detect = 0.0;
+        assert_eq!(
+            SequentialTest::new(p).err(),
+            Some(SequentialError::BadParams)
+        );
+        let mut t = SequentialTest::new(params()).unwrap();
+        assert_eq!(t.observe(0.5, 1.0), Err(SequentialError::BadScore(0.5)));
+        assert!(t.observe(f64::NAN, 1.0).is_err());
+        assert_eq!(t.cases(), 0);
+    }
+
+    #[test]
+    fn concordant_cases_move_nothing_in_a_binary_test() {
+        let mut t = SequentialTest::new(params()).unwrap();
+        for i in 0..50 {
+            let s = f64::from(i % 2);
+            assert_eq!(t.observe(s, s).unwrap(), None);
+        }
+        assert_eq!(t.reject, [0.0, 0.0]);
+        assert_eq!(t.futile, [0.0, 0.0]);
+    }
+
+    #[test]
+    fn a_run_of_wins_decides_better_and_losses_worse() {
+        let mut t = SequentialTest::new(params()).unwrap();
+        let mut last = None;
+        for _ in 0..100 {
+            if let Some(d) = t.observe(1.0, 0.0).unwrap() {
+                last = Some(d);
+                break;
+            }
+        }
+        let d = last.unwrap();
+        assert_eq!(d.verdict, Verdict::Better);
+        assert!(d.statistic >= d.threshold && d.cases < 20, "{d:?}");
+        // After the decision nothing changes.
+        assert_eq!(t.observe(0.0, 1.0).unwrap(), None);
+        assert_eq!(t.decision(), Some(d));
+
+        let mut t = SequentialTest::new(params()).unwrap();
+        let d = (0..100).find_map(|_| t.observe(0.0, 1.0).unwrap()).unwrap();
+        assert_eq!(d.verdict, Verdict::Worse);
+    }
+
+    #[test]
+    fn alternating_outcomes_end_in_no_difference() {
+        let mut t = SequentialTest::new(params()).unwrap();
+        let mut i = 0;
+        let d = loop {
+            let (v, b) = match i % 4 {
+                0 => (1.0, 0.0),
+                1 => (0.0, 1.0),
+                _ => (1.0, 1.0),
+            };
+            i += 1;
+            if let Some(d) = t.observe(v, b).unwrap() {
+                break d;
+            }
+        };
+        assert_eq!(d.verdict, Verdict::NoDifferenceOfDetect, "{d:?}");
+    }
+
+    #[test]
+    fn min_and_max_cases_hold() {
+        let p = SequentialParams::new(660, ScoreKind::Binary);
+        assert_eq!(p.min_cases, DEFAULT_MIN_CASES);
+        let mut t = SequentialTest::new(p).unwrap();
+        let d = (0..100).find_map(|_| t.observe(1.0, 0.0).unwrap()).unwrap();
+        assert_eq!((d.verdict, d.cases), (Verdict::Better, 40));
+
+        let mut p = params();
+        p.max_cases = 5;
+        let mut t = SequentialTest::new(p).unwrap();
+        let d = (0..10).find_map(|_| t.observe(1.0, 1.0).unwrap()).unwrap();
+        assert_eq!((d.verdict, d.cases), (Verdict::Undecided, 5));
+    }
+
+    #[test]
+    fn scored_differences_are_accepted() {
+        let mut p = SequentialParams::new(400, ScoreKind::Scored);
+        p.min_cases = 0;
+        let mut t = SequentialTest::new(p).unwrap();
+        let d = (0..400)
+            .find_map(|i| {
+                let v = 0.6 + 0.3 * f64::from(i % 3) / 2.0;
+                t.observe(v, 0.5).unwrap()
+            })
+            .unwrap();
+        assert_eq!(d.verdict, Verdict::Better);
+    }
+}

@@ -1,0 +1,48 @@
+//! Mean scores against scipy/statsmodels (fixtures/scores.csv; see fixtures/scores.py).
+
+use promptgauge::stats::scores::{mean_score, paired_scores};
+
+fn floats(s: &str) -> Vec<f64> {
+    s.split(';').map(|x| x.parse().unwrap()).collect()
+}
+
+#[test]
+fn mean_scores_match_scipy() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scores.csv");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let (mut means, mut paired) = (0, 0);
+    for line in text.lines().filter(|l| !l.starts_with('#')).skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let conf: f64 = f[1].parse().unwrap();
+        let (mean, lo, hi): (f64, f64, f64) = (
+            f[4].parse().unwrap(),
+            f[5].parse().unwrap(),
+            f[6].parse().unwrap(),
+        );
+        if f[0] == "mean" {
+            let m = mean_score(&floats(f[2]), conf).unwrap();
+            let (glo, ghi) = m.interval.unwrap();
+            assert!((m.mean - mean).abs() < 1e-12);
+            assert!(
+                (glo - lo).abs() < 1e-9 && (ghi - hi).abs() < 1e-9,
+                "{line}: {m:?}"
+            );
+            means += 1;
+        } else {
+            let p = paired_scores(&floats(f[2]), &floats(f[3]), conf).unwrap();
+            let (glo, ghi) = p.t_interval.unwrap();
+            assert!((p.mean - mean).abs() < 1e-12);
+            assert!((glo - lo).abs() < 1e-9 && (ghi - hi).abs() < 1e-9, "{p:?}");
+            let pt: f64 = f[7].parse().unwrap();
+            assert!((p.t_p_value.unwrap() - pt).abs() < 1e-9, "{p:?} vs {pt}");
+            if !f[8].is_empty() {
+                let ps: f64 = f[8].parse().unwrap();
+                assert!((p.sign_flip.p_value - ps).abs() < 1e-9, "{p:?} vs {ps}");
+            }
+            let excludes = p.sign_flip_interval.low > 0.0 || p.sign_flip_interval.high < 0.0;
+            assert_eq!(excludes, p.sign_flip.p_value < 1.0 - conf);
+            paired += 1;
+        }
+    }
+    assert_eq!((means, paired), (21, 10));
+}
