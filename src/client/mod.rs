@@ -26,7 +26,7 @@ use tokio::time::{Instant, timeout_at};
 use tokio_util::sync::CancellationToken;
 
 pub use openai::OpenAiChat;
-pub use protocol::{Dialect, Protocol, Streamed, Usage};
+pub use protocol::{Dialect, Protocol, Streamed, ToolCall, Usage};
 pub use retry::Outcome;
 pub use secrets::Secrets;
 pub use transport::{HttpRequest, HttpResponse, ReqwestTransport, Transport, TransportError};
@@ -178,6 +178,8 @@ pub struct JobResult {
     /// The final attempt's stream; only trustworthy when `answered()`.
     pub text: String,
     pub reasoning: String,
+    /// Tool calls the final attempt's stream made.
+    pub tool_calls: Vec<ToolCall>,
     pub finish_reason: Option<String>,
     pub usage: Option<Usage>,
     pub model: Option<String>,
@@ -396,6 +398,7 @@ impl Client {
             attempts: Vec::new(),
             text: String::new(),
             reasoning: String::new(),
+            tool_calls: Vec::new(),
             finish_reason: None,
             usage: None,
             model: None,
@@ -500,6 +503,7 @@ impl Client {
             }
             result.text = stream.text;
             result.reasoning = stream.reasoning;
+            result.tool_calls = stream.tool_calls;
             result.finish_reason = stream.finish.map(|f| f.reason);
             result.usage = stream.usage;
             result.model = stream.model;

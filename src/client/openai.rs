@@ -5,7 +5,7 @@
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-use super::protocol::{Dialect, Finish, Protocol, Streamed, Usage, truncate};
+use super::protocol::{Dialect, Finish, Protocol, Streamed, ToolCall, Usage, truncate};
 use super::{ApiKey, JobRequest};
 
 /// The path appended to the base URL.
@@ -60,6 +60,41 @@ fn error_message(err: &Value) -> String {
         other => other.to_string(),
     };
     truncate(&text, 500)
+}
+
+/// Adds one streamed tool-call fragment: `{index, id?, function: {name?, arguments?}}`.
+/// The first fragment of a call names it; later ones append to its arguments.
+fn tool_call_delta(s: &mut Streamed, call: &Value) {
+    let index = call
+        .get("index")
+        .and_then(Value::as_u64)
+        .map_or(s.tool_calls.len().saturating_sub(1), |i| i as usize);
+    // A server that sends whole calls without indices: each is a new one.
+    let index = if call.get("index").is_none() && call.pointer("/function/name").is_some() {
+        s.tool_calls.len()
+    } else {
+        index
+    };
+    if index > 256 {
+        s.ignored += 1;
+        return;
+    }
+    while s.tool_calls.len() <= index {
+        s.tool_calls.push(ToolCall::default());
+    }
+    let target = &mut s.tool_calls[index];
+    if let Some(id) = call.get("id").and_then(Value::as_str) {
+        target.id = id.to_string();
+    }
+    if let Some(name) = call.pointer("/function/name").and_then(Value::as_str) {
+        target.name.push_str(name);
+    }
+    match call.pointer("/function/arguments") {
+        Some(Value::String(a)) => target.arguments.push_str(a),
+        // Some servers send the arguments as an object, not as JSON text.
+        Some(v @ Value::Object(_)) => target.arguments.push_str(&v.to_string()),
+        _ => {}
+    }
 }
 
 impl Protocol for OpenAiChat {
@@ -155,7 +190,8 @@ impl Protocol for OpenAiChat {
             .iter()
             .filter(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
         {
-            if let Some(delta) = choice.get("delta") {
+            let delta = choice.get("delta");
+            if let Some(delta) = delta {
                 let texts = [
                     ("content", false),
                     ("reasoning_content", true),
@@ -178,6 +214,19 @@ impl Protocol for OpenAiChat {
                         s.reasoning.push_str(t);
                     } else {
                         s.text.push_str(t);
+                    }
+                }
+            }
+            if let Some(calls) = delta
+                .and_then(|d| d.get("tool_calls"))
+                .and_then(Value::as_array)
+            {
+                if s.finish.is_some() {
+                    s.ignored += 1;
+                } else {
+                    token |= !calls.is_empty();
+                    for call in calls {
+                        tool_call_delta(s, call);
                     }
                 }
             }
@@ -369,5 +418,41 @@ mod tests {
         let mut s = Streamed::default();
         P.decode(&mut s, "", r#"{"choices":[],"usage":null}"#);
         assert_eq!((s.usage, s.ignored), (None, 0));
+    }
+
+    #[test]
+    fn tool_calls_are_assembled_from_their_fragments() {
+        let mut s = Streamed::default();
+        for chunk in [
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"Oslo\"}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"call_2","function":{"name":"get_time","arguments":{}}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":2,"function":{"name":"late"}}]}}]}"#,
+        ] {
+            P.decode(&mut s, "", chunk);
+        }
+        assert_eq!(s.tool_calls.len(), 2);
+        assert_eq!(
+            (
+                s.tool_calls[0].id.as_str(),
+                s.tool_calls[0].name.as_str(),
+                s.tool_calls[0].arguments.as_str()
+            ),
+            ("call_1", "get_weather", r#"{"city":"Oslo"}"#)
+        );
+        assert_eq!(
+            (
+                s.tool_calls[1].name.as_str(),
+                s.tool_calls[1].arguments.as_str()
+            ),
+            ("get_time", "{}")
+        );
+        assert_eq!(
+            s.finish.as_ref().map(|f| f.reason.as_str()),
+            Some("tool_calls")
+        );
+        assert_eq!(s.ignored, 1, "a call after the finish");
     }
 }

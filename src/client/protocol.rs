@@ -44,10 +44,23 @@ pub struct Finish {
     pub truncated: bool,
 }
 
+/// A function call the model made, assembled from the stream.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The call's id, as the server gave it (empty if none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub id: String,
+    pub name: String,
+    /// The arguments as the model wrote them: JSON text, possibly invalid.
+    pub arguments: String,
+}
+
 /// What the events of one attempt add up to, whatever the protocol.
 #[derive(Debug, Default)]
 pub struct Streamed {
     pub text: String,
+    /// Tool calls, in the order the model made them.
+    pub tool_calls: Vec<ToolCall>,
     /// Reasoning deltas, kept apart from the answer.
     pub reasoning: String,
     /// The first real finish: it ends the answer. Later duplicates, and any text after it,

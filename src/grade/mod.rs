@@ -1,18 +1,24 @@
 //! Graders (DESIGN §4) and the [`Scorer`] shape they share with every other scorer. Each
 //! records what it extracted, so a person can see why a job failed.
 
+pub mod combine;
+pub mod judge;
 pub mod scorer;
+pub mod structured;
 
-pub use scorer::{Answer, Score, ScoreContext, ScoreError, ScoreInput, Scorer};
+pub use scorer::{Answer, JudgeCall, Score, ScoreContext, ScoreError, ScoreInput, Scorer};
+
+use std::path::Path;
+use std::sync::Arc;
 
 use std::sync::LazyLock;
 
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-/// A grader as written in a bench or case file.
+/// A scorer as written in a bench or case file (DESIGN §9's kinds).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum GradeSpec {
     Exact {
         #[serde(default)]
@@ -37,6 +43,64 @@ pub enum GradeSpec {
         #[serde(default)]
         case_sensitive: bool,
     },
+    /// A model decides whether the answer matches the known answer (or scores it 0–10).
+    Judge {
+        /// Criteria added to the built-in prompt.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rubric: Option<String>,
+        #[serde(default)]
+        scale: judge::Scale,
+        /// Ask this many times: the majority (binary) or the mean (0–10) counts.
+        #[serde(default = "one", skip_serializing_if = "is_one")]
+        votes: u32,
+        /// A template file replacing the built-in prompt (relative to the bench).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prompt: Option<String>,
+    },
+    /// The answer is JSON that validates against a schema (a file, or inline).
+    JsonSchema {
+        schema: serde_json::Value,
+    },
+    /// The share of `expected`'s fields the answer's JSON gets right.
+    Fields {
+        /// Fields that zero the score when wrong.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        required: Vec<String>,
+        #[serde(default)]
+        case_sensitive: bool,
+        #[serde(default)]
+        tolerance: f64,
+    },
+    /// The tool calls the model made, against `expected`'s `{name, arguments}`.
+    ToolCall {
+        /// Arguments must equal the expected ones (else they need only contain them).
+        #[serde(default)]
+        exact: bool,
+        #[serde(default)]
+        order: structured::CallOrder,
+    },
+    /// Every part passes (the lowest score).
+    All {
+        of: Vec<GradeSpec>,
+    },
+    /// One part passes (the highest score).
+    Any {
+        of: Vec<GradeSpec>,
+    },
+    /// The weighted mean of the parts' scores.
+    Mean {
+        of: Vec<GradeSpec>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        weights: Option<Vec<f64>>,
+    },
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 impl Default for GradeSpec {
@@ -86,7 +150,115 @@ pub struct Grade {
 }
 
 impl GradeSpec {
-    /// Checks the spec and prepares it; the error says what is wrong in the user's terms.
+    /// The scorer this spec describes; files it names (a schema, a judge prompt) are read
+    /// relative to `dir`. The error says what is wrong in the user's terms.
+    pub fn scorer(&self, dir: &Path) -> Result<Arc<dyn Scorer>, String> {
+        let parts = |of: &[GradeSpec]| -> Result<Vec<Arc<dyn Scorer>>, String> {
+            if of.is_empty() {
+                return Err("`of` lists no scorers".into());
+            }
+            of.iter().map(|p| p.scorer(dir)).collect()
+        };
+        Ok(match self {
+            GradeSpec::Judge {
+                rubric,
+                scale,
+                votes,
+                prompt,
+            } => Arc::new(judge::Judge::new(
+                rubric.clone(),
+                *scale,
+                *votes,
+                prompt.as_deref().map(|p| dir.join(p)).as_deref(),
+            )?),
+            GradeSpec::JsonSchema { schema } => {
+                let schema = match schema {
+                    serde_json::Value::String(file) => {
+                        let path = dir.join(file);
+                        let text = std::fs::read_to_string(&path).map_err(|e| {
+                            format!("cannot read the schema {}: {e}", path.display())
+                        })?;
+                        serde_json::from_str(&text).map_err(|e| {
+                            format!("the schema {} is not JSON: {e}", path.display())
+                        })?
+                    }
+                    inline => inline.clone(),
+                };
+                Arc::new(structured::JsonSchema::new(&schema)?)
+            }
+            GradeSpec::Fields {
+                required,
+                case_sensitive,
+                tolerance,
+            } => {
+                if !tolerance.is_finite() || *tolerance < 0.0 {
+                    return Err(format!("tolerance must be a number ≥ 0, found {tolerance}"));
+                }
+                Arc::new(structured::Fields {
+                    required: required.clone(),
+                    case_sensitive: *case_sensitive,
+                    tolerance: *tolerance,
+                })
+            }
+            GradeSpec::ToolCall { exact, order } => Arc::new(structured::ToolCalls {
+                exact: *exact,
+                order: *order,
+            }),
+            GradeSpec::All { of } => Arc::new(combine::Combined {
+                how: combine::Combine::All,
+                weights: vec![1.0; of.len()],
+                parts: parts(of)?,
+            }),
+            GradeSpec::Any { of } => Arc::new(combine::Combined {
+                how: combine::Combine::Any,
+                weights: vec![1.0; of.len()],
+                parts: parts(of)?,
+            }),
+            GradeSpec::Mean { of, weights } => {
+                let weights = match weights {
+                    None => vec![1.0; of.len()],
+                    Some(w) if w.len() != of.len() => {
+                        return Err(format!(
+                            "`weights` has {} numbers for {} scorers in `of`",
+                            w.len(),
+                            of.len()
+                        ));
+                    }
+                    Some(w)
+                        if w.iter().any(|x| !x.is_finite() || *x < 0.0)
+                            || w.iter().sum::<f64>() <= 0.0 =>
+                    {
+                        return Err("`weights` must be numbers ≥ 0, not all 0".into());
+                    }
+                    Some(w) => w.clone(),
+                };
+                Arc::new(combine::Combined {
+                    how: combine::Combine::Mean,
+                    weights,
+                    parts: parts(of)?,
+                })
+            }
+            text => Arc::new(text.compile()?),
+        })
+    }
+
+    /// The shape of answer this spec expects, for the simulator.
+    pub fn shape(&self) -> Shape {
+        match self {
+            GradeSpec::Number { .. } => Shape::Number,
+            GradeSpec::Choice => Shape::Choice,
+            GradeSpec::Json { path, .. } => Shape::JsonPath(path.clone()),
+            GradeSpec::JsonSchema { .. } | GradeSpec::Fields { .. } => Shape::Json,
+            GradeSpec::ToolCall { .. } => Shape::ToolCall,
+            GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
+                of.first().map_or(Shape::Text, GradeSpec::shape)
+            }
+            _ => Shape::Text,
+        }
+    }
+
+    /// A text grader: its regex compiled once, its path parsed once. Errors for the
+    /// structured and model-graded kinds (use [`GradeSpec::scorer`]).
     pub fn compile(&self) -> Result<Grader, String> {
         Ok(match self {
             GradeSpec::Exact { case_sensitive } => Grader::Exact {
@@ -119,8 +291,30 @@ impl GradeSpec {
                 path: parse_path(path)?,
                 case_sensitive: *case_sensitive,
             },
+            other => {
+                return Err(format!(
+                    "`{}` is not a text grader",
+                    serde_json::to_value(other)
+                        .ok()
+                        .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(String::from))
+                        .unwrap_or_default()
+                ));
+            }
         })
     }
+}
+
+/// What an answer looks like, as far as the simulator needs to know to make one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Shape {
+    Text,
+    Number,
+    Choice,
+    /// JSON with the answer at this path.
+    JsonPath(String),
+    /// A JSON document (fields, a schema).
+    Json,
+    ToolCall,
 }
 
 impl Grader {
@@ -356,7 +550,7 @@ fn json_value_at(output: &str, path: &[PathStep]) -> Option<String> {
 }
 
 /// Models often wrap JSON in a Markdown fence; the JSON inside is still the answer.
-fn strip_code_fence(text: &str) -> &str {
+pub(crate) fn strip_code_fence(text: &str) -> &str {
     let Some(rest) = text.strip_prefix("```") else {
         return text;
     };

@@ -8,7 +8,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use crate::client::{Client, Usage};
+use crate::client::{ToolCall, Usage};
 use crate::suite::{Case, ChatMessage};
 
 /// What a scorer returns: a score, later.
@@ -20,11 +20,15 @@ pub struct Answer {
     pub text: String,
     pub reasoning: String,
     pub finish_reason: Option<String>,
+    /// The tool calls the model made, assembled from the stream.
+    pub tool_calls: Vec<ToolCall>,
 }
 
 /// What a scorer is given for one job.
 #[derive(Debug, Clone, Copy)]
 pub struct ScoreInput<'a> {
+    /// The job's idempotency key: a judge's calls derive theirs from it.
+    pub key: &'a str,
     pub case: &'a Case,
     /// The messages the variant rendered for this case, as sent.
     pub messages: &'a [ChatMessage],
@@ -34,8 +38,8 @@ pub struct ScoreInput<'a> {
 /// What the run lends its scorers.
 #[derive(Clone, Default)]
 pub struct ScoreContext {
-    /// The client model-graded scorers send their requests through.
-    pub judge: Option<Arc<Client>>,
+    /// The judge model-graded scorers ask, through its own client.
+    pub judge: Option<Arc<super::judge::JudgeService>>,
 }
 
 /// One job's score.
@@ -47,6 +51,34 @@ pub struct Score {
     pub extracted: Option<String>,
     /// Tokens the scorer itself spent (a judge's), costed apart from the answer's.
     pub usage: Option<Usage>,
+    /// Why, in the scorer's terms: per-field results, the first schema violation, each
+    /// judge's verdict and reason. Journaled with the job.
+    pub detail: Option<serde_json::Value>,
+    /// Every call a model-graded scorer made, journaled under the job.
+    pub judge: Vec<JudgeCall>,
+}
+
+/// One call a judge made for a job: what it was asked and what it said.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct JudgeCall {
+    /// Which vote (0-based); a retry after an unparseable reply keeps its vote.
+    pub vote: u32,
+    /// The judge's prompt as sent.
+    pub request: Vec<ChatMessage>,
+    /// The judge's reply; empty when the call failed.
+    pub reply: String,
+    /// The verdict or score read from the reply, in [0, 1]; `None` when it could not be read.
+    pub score: Option<f64>,
+    /// Why the reply could not be read, or why the call failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub usage: Option<Usage>,
+    pub latency_ms: Option<f64>,
+    /// Attempts the call took (retries of the client).
+    pub attempts: usize,
+    /// The reply came from the response cache.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
 }
 
 impl Score {
@@ -56,6 +88,8 @@ impl Score {
             value: if pass { 1.0 } else { 0.0 },
             extracted,
             usage: None,
+            detail: None,
+            judge: Vec::new(),
         }
     }
 
@@ -71,15 +105,46 @@ pub(crate) fn is_binary(value: f64) -> bool {
 }
 
 /// A scorer could not score this answer (a judge that replied nonsense, or timed out): the
-/// job fails; it is never scored 0.
+/// job fails; it is never scored 0. The calls it made are journaled all the same.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct ScoreError(pub String);
+#[error("{message}")]
+pub struct ScoreError {
+    pub message: String,
+    pub judge: Vec<JudgeCall>,
+    pub usage: Option<Usage>,
+    /// The run was stopped while the scorer waited: the job did not finish (a resume
+    /// scores it again); it is not a failure.
+    pub stopped: bool,
+}
+
+impl ScoreError {
+    /// A failure with no judge calls behind it.
+    pub fn new(message: impl Into<String>) -> ScoreError {
+        ScoreError {
+            message: message.into(),
+            judge: Vec::new(),
+            usage: None,
+            stopped: false,
+        }
+    }
+}
 
 /// Scores answers.
 pub trait Scorer: Send + Sync + std::fmt::Debug {
     /// Scores one whole answer to one case.
     fn score<'a>(&'a self, input: ScoreInput<'a>, context: &'a ScoreContext) -> ScoreFuture<'a>;
+
+    /// Checks, before any request, that this case's expected answer can ever score: the
+    /// message says what is wrong in the user's terms.
+    fn check(&self, case: &Case) -> Result<(), String> {
+        let _ = case;
+        Ok(())
+    }
+
+    /// Whether this scorer (or one it combines) calls a judge model.
+    fn uses_judge(&self) -> bool {
+        false
+    }
 }
 
 impl Scorer for super::Grader {
@@ -89,5 +154,16 @@ impl Scorer for super::Grader {
             grade.correct,
             grade.extracted,
         ))))
+    }
+
+    fn check(&self, case: &Case) -> Result<(), String> {
+        if case.expected_json.is_some() {
+            return Err(
+                "`expected` is a JSON object or list, but this grader compares text: use `fields`, `json_schema` or `tool_call`, or write `expected` as a string".into(),
+            );
+        }
+        case.expected
+            .iter()
+            .try_for_each(|e| self.check_expected(e))
     }
 }

@@ -275,14 +275,8 @@ mod tests {
     fn ask(system: &str, user: &str) -> Generation {
         generate(
             &[
-                ChatMessage {
-                    role: "system".into(),
-                    content: system.into(),
-                },
-                ChatMessage {
-                    role: "user".into(),
-                    content: user.into(),
-                },
+                ChatMessage::new("system", system),
+                ChatMessage::new("user", user),
             ],
             "mock-model",
             "",

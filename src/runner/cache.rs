@@ -21,6 +21,8 @@ pub struct CachedAnswer {
     pub text: String,
     #[serde(default)]
     pub reasoning: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<crate::client::ToolCall>,
     pub finish_reason: Option<String>,
     pub usage: Option<Usage>,
     pub model: Option<String>,
@@ -110,10 +112,7 @@ mod tests {
     use super::*;
 
     fn msg(text: &str) -> Vec<ChatMessage> {
-        vec![ChatMessage {
-            role: "user".into(),
-            content: text.into(),
-        }]
+        vec![ChatMessage::new("user", text)]
     }
 
     #[test]
@@ -138,6 +137,7 @@ mod tests {
             key: k.into(),
             text: "B".into(),
             reasoning: String::new(),
+            tool_calls: vec![],
             finish_reason: Some("stop".into()),
             usage: None,
             model: None,

@@ -30,6 +30,9 @@ pub struct JobRecord {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reasoning: String,
     pub finish_reason: Option<String>,
+    /// Tool calls the model made, assembled from the stream.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<crate::client::ToolCall>,
     pub expected: Vec<String>,
     pub extracted: Option<String>,
     /// Whether the answer passed, for scores of exactly 0 or 1; `None` when the job failed
@@ -39,6 +42,15 @@ pub struct JobRecord {
     /// existed lack it: [`JobRecord::score`] reads `correct` then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub score: Option<f64>,
+    /// Why, in the scorer's terms (per-field results, a schema violation, judges' reasons).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score_detail: Option<serde_json::Value>,
+    /// Every call a judge made for this job.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub judge: Vec<crate::grade::scorer::JudgeCall>,
+    /// Tokens the judge spent on this job, costed apart from the answer's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_usage: Option<Usage>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     pub attempts: Vec<Attempt>,
@@ -346,10 +358,14 @@ mod tests {
             partial_output: None,
             reasoning: String::new(),
             finish_reason: Some("stop".into()),
+            tool_calls: vec![],
             expected: vec!["x".into()],
             extracted: Some("x".into()),
             correct: Some(true),
             score: Some(1.0),
+            score_detail: None,
+            judge: vec![],
+            judge_usage: None,
             error: None,
             attempts: vec![],
             ttft_ms: None,

@@ -176,6 +176,7 @@ async fn run_job(
     options: &RunOptions,
 ) -> Option<JobRecord> {
     let scoring = &options.scoring;
+    let job_key = format!("pg-{}-{}", options.run_id, job.index);
     let case = &bench.cases[job.case];
     let variant = &bench.variants[job.variant];
     let messages = match bench.templates.render(job.variant, case, variant) {
@@ -210,13 +211,20 @@ async fn run_job(
                 attempts: Vec::new(),
                 text: answer.text,
                 reasoning: answer.reasoning,
+                tool_calls: answer.tool_calls,
                 finish_reason: answer.finish_reason,
                 usage: answer.usage,
                 model: answer.model,
                 failure: None,
                 aborted: false,
             };
-            let mut r = graded_record(bench, job, result, &messages, prompt_chars, scoring).await;
+            let scored = Scoring {
+                key: &job_key,
+                messages: &messages,
+                prompt_chars,
+                context: scoring,
+            };
+            let mut r = graded_record(bench, job, result, &scored).await?;
             r.cached = true;
             r.outcome = Some(crate::client::Outcome::Complete);
             return Some(r);
@@ -226,7 +234,7 @@ async fn run_job(
         reserve_tokens,
         messages: messages.clone(),
         params,
-        idempotency_key: format!("pg-{}-{}", options.run_id, job.index),
+        idempotency_key: job_key.clone(),
     };
     let result = client.execute(&request).await;
     if result.aborted {
@@ -242,12 +250,27 @@ async fn run_job(
             key,
             text: result.text.clone(),
             reasoning: result.reasoning.clone(),
+            tool_calls: result.tool_calls.clone(),
             finish_reason: result.finish_reason.clone(),
             usage: result.usage,
             model: result.model.clone(),
         });
     }
-    Some(record(bench, job, result, &messages, prompt_chars, scoring).await)
+    let scored = Scoring {
+        key: &job_key,
+        messages: &messages,
+        prompt_chars,
+        context: scoring,
+    };
+    record(bench, job, result, &scored).await
+}
+
+/// What scoring a job needs besides its answer.
+struct Scoring<'a> {
+    key: &'a str,
+    messages: &'a [ChatMessage],
+    prompt_chars: usize,
+    context: &'a ScoreContext,
 }
 
 fn failed_record(bench: &Bench, job: &Job, error: String, result: Option<JobResult>) -> JobRecord {
@@ -267,10 +290,14 @@ fn failed_record(bench: &Bench, job: &Job, error: String, result: Option<JobResu
         partial_output: partial,
         reasoning: String::new(),
         finish_reason: None,
+        tool_calls: Vec::new(),
         expected: case.expected.clone(),
         extracted: None,
         correct: None,
         score: None,
+        score_detail: None,
+        judge: Vec::new(),
+        judge_usage: None,
         error: Some(error),
         attempts,
         ttft_ms: None,
@@ -282,59 +309,57 @@ fn failed_record(bench: &Bench, job: &Job, error: String, result: Option<JobResu
     }
 }
 
-async fn record(
-    bench: &Bench,
-    job: &Job,
-    result: JobResult,
-    messages: &[ChatMessage],
-    prompt_chars: usize,
-    scoring: &ScoreContext,
-) -> JobRecord {
+/// The record of a finished job; `None` when the run stopped before it was scored.
+async fn record(bench: &Bench, job: &Job, result: JobResult, s: &Scoring<'_>) -> Option<JobRecord> {
     if !result.answered() {
         let error = result
             .failure
             .clone()
             .unwrap_or_else(|| "no answer".to_string());
-        return failed_record(bench, job, error, Some(result));
+        return Some(failed_record(bench, job, error, Some(result)));
     }
-    graded_record(bench, job, result, messages, prompt_chars, scoring).await
+    graded_record(bench, job, result, s).await
 }
 
-/// Scores an answer known to be whole (streamed to its finish_reason, or cached).
+/// Scores an answer known to be whole (streamed to its finish_reason, or cached); `None`
+/// when the run stopped while a judge was being asked.
 async fn graded_record(
     bench: &Bench,
     job: &Job,
     result: JobResult,
-    messages: &[ChatMessage],
-    prompt_chars: usize,
-    scoring: &ScoreContext,
-) -> JobRecord {
+    s: &Scoring<'_>,
+) -> Option<JobRecord> {
     let case = &bench.cases[job.case];
     let answer = Answer {
         text: result.text,
         reasoning: result.reasoning,
         finish_reason: result.finish_reason,
+        tool_calls: result.tool_calls,
     };
     let input = ScoreInput {
+        key: s.key,
         case,
-        messages,
+        messages: s.messages,
         answer: &answer,
     };
-    let score = match bench.scorers[job.case].score(input, scoring).await {
+    let score = match bench.scorers[job.case].score(input, s.context).await {
         Ok(score) => score,
+        Err(e) if e.stopped => return None,
         Err(e) => {
             let mut failed = failed_record(bench, job, format!("could not be scored: {e}"), None);
             failed.attempts = result.attempts;
             failed.partial_output = Some(answer.text).filter(|t| !t.is_empty());
-            return failed;
+            failed.judge = e.judge;
+            failed.judge_usage = e.usage;
+            return Some(failed);
         }
     };
     let result_attempts = result.attempts;
     let last = result_attempts.last();
     let usage = result
         .usage
-        .unwrap_or_else(|| Usage::estimate(prompt_chars, &answer.text, &answer.reasoning));
-    JobRecord {
+        .unwrap_or_else(|| Usage::estimate(s.prompt_chars, &answer.text, &answer.reasoning));
+    Some(JobRecord {
         job: job.index,
         case_id: case.id.clone(),
         variant: bench.variants[job.variant].name.clone(),
@@ -347,9 +372,13 @@ async fn graded_record(
         partial_output: None,
         reasoning: answer.reasoning,
         finish_reason: answer.finish_reason,
+        tool_calls: answer.tool_calls,
         expected: case.expected.clone(),
         correct: score.as_bool(),
         score: Some(score.value),
+        score_detail: score.detail,
+        judge: score.judge,
+        judge_usage: score.usage,
         extracted: score.extracted,
         error: None,
         attempts: result_attempts,
@@ -357,5 +386,5 @@ async fn graded_record(
         model: result.model,
         tags: case.tags.clone(),
         cached: false,
-    }
+    })
 }

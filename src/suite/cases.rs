@@ -7,6 +7,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::error::{InputError, Location, read_text, yaml_error};
+use super::template::ChatMessage;
 use crate::grade::GradeSpec;
 
 /// A case's template variables, in file order. A small vector rather than a map: most
@@ -57,8 +58,14 @@ impl serde::Serialize for Vars {
 pub struct Case {
     pub id: String,
     pub vars: Vars,
-    /// Acceptable answers; any one of them is correct.
+    /// Acceptable answers; any one of them is correct. A structured answer (an object, or a
+    /// list of objects) is kept whole in `expected_json` and shown here as its JSON text.
     pub expected: Vec<String>,
+    /// The expected answer when it is structured: the fields of an extraction, the tool
+    /// calls expected. `None` for text answers.
+    pub expected_json: Option<Value>,
+    /// Earlier turns of a conversation, spliced where a variant lists `- history`.
+    pub messages: Vec<ChatMessage>,
     /// Overrides the bench's grader for this case.
     pub grade: Option<GradeSpec>,
     pub tags: Vec<String>,
@@ -76,6 +83,8 @@ struct RawCase {
     grade: Option<GradeSpec>,
     #[serde(default)]
     tags: Option<Vec<String>>,
+    #[serde(default)]
+    messages: Option<Vec<Map<String, Value>>>,
 }
 
 const CASE_FIX: &str =
@@ -190,6 +199,7 @@ fn load_csv(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
             expected: None,
             grade: None,
             tags: None,
+            messages: None,
         };
         for (name, field) in names.iter().zip(record.iter()) {
             match name.as_str() {
@@ -288,10 +298,21 @@ fn finish(raw: RawCase, here: Location, index: usize) -> Result<Case, InputError
                 .fix("use a string like \"c-001\"")
             })?,
     };
+    let mut expected_json = None;
     let mut expected = match raw.expected {
         None => {
             return Err(InputError::new(here, format!("case `{id}` has no `expected` answer"))
                 .fix("add \"expected\": \"…\" (a string, or a list of acceptable strings)"));
+        }
+        // Structured: fields to extract, tool calls to make. Kept whole for the scorers.
+        Some(v)
+            if v.is_object()
+                || v.as_array()
+                    .is_some_and(|items| items.iter().any(|i| i.is_object() || i.is_array())) =>
+        {
+            let text = v.to_string();
+            expected_json = Some(v);
+            vec![text]
         }
         Some(Value::Array(items)) if !items.is_empty() => items
             .iter()
@@ -317,13 +338,56 @@ fn finish(raw: RawCase, here: Location, index: usize) -> Result<Case, InputError
         })?],
     };
     expected.shrink_to_fit();
+    let messages = match raw.messages {
+        None => Vec::new(),
+        Some(turns) => turns
+            .into_iter()
+            .enumerate()
+            .map(|(n, turn)| history_turn(&id, n, turn, &here))
+            .collect::<Result<Vec<_>, _>>()?,
+    };
     Ok(Case {
         id,
         vars: raw.vars.unwrap_or_default().into(),
         expected,
+        expected_json,
+        messages,
         grade: raw.grade,
         tags: raw.tags.unwrap_or_default(),
         location: here,
+    })
+}
+
+/// Roles a turn of a case's history may have.
+const HISTORY_ROLES: [&str; 5] = ["system", "developer", "user", "assistant", "tool"];
+
+/// One earlier turn: a role, its content, and whatever else it carries (tool calls).
+fn history_turn(
+    id: &str,
+    n: usize,
+    mut turn: Map<String, Value>,
+    here: &Location,
+) -> Result<ChatMessage, InputError> {
+    let bad = |what: String| {
+        InputError::new(here.clone(), format!("case `{id}`: message {} {what}", n + 1)).fix(
+            "write each earlier turn as {\"role\": \"user\" | \"assistant\" | \"tool\" | \"system\", \"content\": \"…\"}",
+        )
+    };
+    let role = match turn.remove("role") {
+        Some(Value::String(r)) if HISTORY_ROLES.contains(&r.as_str()) => r,
+        Some(Value::String(r)) => return Err(bad(format!("has the unknown role `{r}`"))),
+        _ => return Err(bad("has no `role`".into())),
+    };
+    let content = match turn.remove("content") {
+        Some(Value::String(c)) => c,
+        // An assistant turn that only calls tools has no text.
+        None | Some(Value::Null) if turn.contains_key("tool_calls") => String::new(),
+        _ => return Err(bad("has no text `content`".into())),
+    };
+    Ok(ChatMessage {
+        role,
+        content,
+        extra: turn,
     })
 }
 
@@ -394,7 +458,11 @@ mod tests {
                 .message
                 .contains("no `expected`")
         );
+        // A structured answer is kept whole for the scorers that read it.
         let f = file(".jsonl", "{\"id\": \"a\", \"expected\": {\"x\": 1}}\n");
+        let c = load(f.path()).unwrap().remove(0);
+        assert_eq!(c.expected_json, Some(serde_json::json!({"x": 1})));
+        let f = file(".jsonl", "{\"id\": \"a\", \"expected\": []}\n");
         assert!(
             load(f.path())
                 .unwrap_err()

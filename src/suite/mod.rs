@@ -369,20 +369,18 @@ impl Bench {
             })?;
         }
         let grade = raw.grade.unwrap_or_default();
-        let default_grader = grade
-            .compile()
+        let shared = grade
+            .scorer(dir)
             .map_err(|m| InputError::new(here("grade"), m).fix("fix the bench's `grade`"))?;
 
         let cases = cases::load_all(&case_paths)?;
-        let shared: std::sync::Arc<dyn Scorer> = std::sync::Arc::new(default_grader.clone());
         let mut scorers = Vec::with_capacity(cases.len());
         let mut errors = Vec::new();
         for case in &cases {
-            let own = case.grade.as_ref().map(GradeSpec::compile);
-            let grader = match own {
-                None => default_grader.clone(),
-                Some(compiled) => match compiled {
-                    Ok(g) => g,
+            let scorer = match &case.grade {
+                None => shared.clone(),
+                Some(spec) => match spec.scorer(dir) {
+                    Ok(s) => s,
                     Err(m) => {
                         errors.push(
                             InputError::new(
@@ -395,18 +393,14 @@ impl Bench {
                     }
                 },
             };
-            for expected in &case.expected {
-                if let Err(m) = grader.check_expected(expected) {
-                    errors.push(
-                        InputError::new(case.location.clone(), format!("case `{}`: {m}", case.id))
-                            .fix("fix `expected`, or give the case a `grade` that fits it"),
-                    );
-                }
+            // A case whose expected answer its own scorer could never accept is a bench bug.
+            if let Err(m) = scorer.check(case) {
+                errors.push(
+                    InputError::new(case.location.clone(), format!("case `{}`: {m}", case.id))
+                        .fix("fix `expected`, or give the case a `grade` that fits it"),
+                );
             }
-            scorers.push(match &case.grade {
-                None => shared.clone(),
-                Some(_) => std::sync::Arc::new(grader) as std::sync::Arc<dyn Scorer>,
-            });
+            scorers.push(scorer);
         }
         if !errors.is_empty() {
             return Err(InputErrors(errors));

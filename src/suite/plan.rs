@@ -100,6 +100,10 @@ impl Fingerprint {
                 &mut cases,
                 &(&c.id, &c.vars, &c.expected, &c.grade, &c.tags),
             );
+            // Only cases that have them add these, so older fingerprints stay as they were.
+            if c.expected_json.is_some() || !c.messages.is_empty() {
+                let _ = serde_json::to_writer(&mut cases, &(&c.expected_json, &c.messages));
+            }
         }
         // Where the files are is not what they say: paths stay out.
         let chosen: Vec<serde_json::Value> = variants

@@ -15,6 +15,9 @@ pub struct MessageTemplate {
     /// Line of the message in its prompt file, for errors inside the template.
     #[serde(skip, default)]
     pub line: Option<usize>,
+    /// `- history`: the case's earlier turns go here (role and content are empty).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub history: bool,
 }
 
 /// One prompt variant: the thing being measured.
@@ -36,11 +39,12 @@ struct RawPrompt {
     params: Option<Map<String, Value>>,
 }
 
+/// A message with a template, or the word `history`.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawMessage {
-    role: String,
-    content: String,
+#[serde(untagged)]
+enum RawMessage {
+    Word(String),
+    Message(Map<String, Value>),
 }
 
 const ROLES: [&str; 4] = ["system", "developer", "user", "assistant"];
@@ -78,6 +82,7 @@ pub fn parse(path: &Path, text: String) -> Result<Variant, InputError> {
                     role: "user".into(),
                     content: text,
                     line: Some(1),
+                    history: false,
                 }],
                 params: Map::new(),
                 path: path.to_path_buf(),
@@ -96,19 +101,31 @@ pub fn parse(path: &Path, text: String) -> Result<Variant, InputError> {
             for m in raw.messages {
                 let line = Some(m.referenced.line() as usize).filter(|&l| l > 0);
                 let here = line.map_or_else(|| Location::file(path), |l| Location::line(path, l));
-                if !ROLES.contains(&m.value.role.as_str()) {
-                    return Err(
-                        InputError::new(here, format!("unknown role `{}`", m.value.role))
-                            .fix(format!("use one of: {}", ROLES.join(", "))),
-                    );
-                }
-                messages.push(MessageTemplate {
-                    role: m.value.role,
-                    content: m.value.content,
-                    line,
-                });
+                let message = match m.value {
+                    RawMessage::Word(w) if w.trim() == "history" => {
+                        if messages.iter().any(|m: &MessageTemplate| m.history) {
+                            return Err(InputError::new(here, "`history` is listed twice")
+                                .fix("splice the case's earlier turns in one place"));
+                        }
+                        MessageTemplate {
+                            role: String::new(),
+                            content: String::new(),
+                            line,
+                            history: true,
+                        }
+                    }
+                    RawMessage::Word(w) => {
+                        return Err(InputError::new(
+                            here,
+                            format!("`{w}` is not a message"),
+                        )
+                        .fix("write a message as { role: user, content: \"…\" }, or `- history` where the case's earlier turns go"));
+                    }
+                    RawMessage::Message(map) => message(map, here)?,
+                };
+                messages.push(MessageTemplate { line, ..message });
             }
-            if !messages.iter().any(|m| m.role == "user") {
+            if !messages.iter().any(|m| m.role == "user" || m.history) {
                 return Err(InputError::new(
                     Location::file(path),
                     "the prompt has no user message",
@@ -135,6 +152,51 @@ pub fn parse(path: &Path, text: String) -> Result<Variant, InputError> {
         )
         .fix("use .yaml (chat messages), or .txt / .md (one user message)")),
     }
+}
+
+/// One `{role, content}` message of a prompt file.
+fn message(mut map: Map<String, Value>, here: Location) -> Result<MessageTemplate, InputError> {
+    if let Some(unknown) = map
+        .keys()
+        .find(|k| !["role", "content"].contains(&k.as_str()))
+    {
+        let nearest = ["role", "content"]
+            .into_iter()
+            .max_by(|a, b| {
+                strsim::jaro_winkler(unknown, a).total_cmp(&strsim::jaro_winkler(unknown, b))
+            })
+            .unwrap_or("role");
+        return Err(
+            InputError::new(here, format!("unknown key `{unknown}` in a message")).fix(format!(
+                "did you mean `{nearest}`? A message has `role` and `content`"
+            )),
+        );
+    }
+    let text = |v: Option<Value>, key: &str| match v {
+        Some(Value::String(s)) => Ok(s),
+        Some(other) => Ok(other.to_string()).and_then(|s| {
+            Err(
+                InputError::new(here.clone(), format!("`{key}` must be text, found {s}"))
+                    .fix("quote it: content: \"…\""),
+            )
+        }),
+        None => Err(
+            InputError::new(here.clone(), format!("a message has no `{key}`"))
+                .fix("write { role: user, content: \"…\" }"),
+        ),
+    };
+    let role = text(map.remove("role"), "role")?;
+    let content = text(map.remove("content"), "content")?;
+    if !ROLES.contains(&role.as_str()) {
+        return Err(InputError::new(here, format!("unknown role `{role}`"))
+            .fix(format!("use one of: {}", ROLES.join(", "))));
+    }
+    Ok(MessageTemplate {
+        role,
+        content,
+        line: None,
+        history: false,
+    })
 }
 
 /// A variant name is selected with `--variants a,b` and shown in every table: no commas,

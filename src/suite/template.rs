@@ -7,10 +7,25 @@ use super::error::{InputError, InputErrors, Location};
 use super::prompts::Variant;
 
 /// A rendered chat message, as sent.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatMessage {
     pub role: String,
     pub content: String,
+    /// Anything else a turn of a case's history carries (`tool_calls` on an assistant turn,
+    /// `tool_call_id` on a tool result, `name`), passed through as written.
+    #[serde(flatten, default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+impl ChatMessage {
+    /// A plain message.
+    pub fn new(role: impl Into<String>, content: impl Into<String>) -> Self {
+        ChatMessage {
+            role: role.into(),
+            content: content.into(),
+            extra: serde_json::Map::new(),
+        }
+    }
 }
 
 /// Instructions one rendering of one message may execute: a few-shot prompt looping over
@@ -117,6 +132,11 @@ impl Templates {
             let mut per = Vec::new();
             for (m, message) in variant.messages.iter().enumerate() {
                 let name = format!("{v}/{m}");
+                if message.history {
+                    // No template: the case's turns are spliced here as written.
+                    per.push(name);
+                    continue;
+                }
                 if let Err(e) = env.add_template_owned(name.clone(), message.content.clone()) {
                     errors.push(template_error(variant, m, &e));
                 }
@@ -139,7 +159,28 @@ impl Templates {
     pub fn check(&self, variants: &[Variant], cases: &[Case]) -> Result<(), InputErrors> {
         let mut errors = Vec::new();
         for (v, variant) in variants.iter().enumerate() {
+            // A case's earlier turns must go somewhere: silently dropping them would
+            // measure a different prompt than the one the case describes.
+            if !variant.messages.iter().any(|m| m.history)
+                && let Some(case) = cases.iter().find(|c| !c.messages.is_empty())
+            {
+                errors.push(
+                    InputError::new(
+                        case.location.clone(),
+                        format!(
+                            "case `{}` has earlier turns (`messages`), but variant `{}` ({}) has no `- history` entry to put them in",
+                            case.id,
+                            variant.name,
+                            variant.path.display()
+                        ),
+                    )
+                    .fix("add `- history` to the variant's messages where the conversation goes (usually before the last user message)"),
+                );
+            }
             for (m, name) in self.names[v].iter().enumerate() {
+                if variant.messages[m].history {
+                    continue;
+                }
                 let Ok(template) = self.env.get_template(name) else {
                     continue;
                 };
@@ -214,16 +255,18 @@ impl Templates {
         case: &Case,
         roles: &Variant,
     ) -> Result<Vec<ChatMessage>, minijinja::Error> {
-        self.names[variant]
-            .iter()
-            .zip(&roles.messages)
-            .map(|(name, message)| {
-                Ok(ChatMessage {
-                    role: message.role.clone(),
-                    content: render_capped(&self.env.get_template(name)?, &case.vars)?,
-                })
-            })
-            .collect()
+        let mut out = Vec::with_capacity(roles.messages.len() + case.messages.len());
+        for (name, message) in self.names[variant].iter().zip(&roles.messages) {
+            if message.history {
+                out.extend(case.messages.iter().cloned());
+                continue;
+            }
+            out.push(ChatMessage::new(
+                message.role.clone(),
+                render_capped(&self.env.get_template(name)?, &case.vars)?,
+            ));
+        }
+        Ok(out)
     }
 }
 
@@ -241,6 +284,7 @@ mod tests {
                 role: "user".into(),
                 content: content.into(),
                 line: Some(3),
+                history: false,
             }],
             params: Default::default(),
             path: PathBuf::from("prompts/v.yaml"),
@@ -252,6 +296,8 @@ mod tests {
             id: id.into(),
             vars: vars.as_object().unwrap().clone().into(),
             expected: vec!["x".into()],
+            expected_json: None,
+            messages: vec![],
             grade: None,
             tags: vec![],
             location: Location::line(std::path::Path::new("cases/c.jsonl"), line),
@@ -332,5 +378,60 @@ mod tests {
         let c = case("a", json!({"q": "sum"}), 1);
         t.check(&v, std::slice::from_ref(&c)).unwrap();
         assert_eq!(t.render(0, &c, &v[0]).unwrap()[0].content, "sum=3");
+    }
+
+    #[test]
+    fn a_case_history_is_spliced_where_the_variant_says() {
+        let mut v = variant("{{ q }}");
+        v.messages.insert(
+            0,
+            MessageTemplate {
+                role: "system".into(),
+                content: "Be brief.".into(),
+                line: Some(2),
+                history: false,
+            },
+        );
+        v.messages.insert(
+            1,
+            MessageTemplate {
+                role: String::new(),
+                content: String::new(),
+                line: Some(3),
+                history: true,
+            },
+        );
+        let variants = vec![v];
+        let t = Templates::compile(&variants).unwrap();
+        let mut c = case("a", json!({"q": "And in euros?"}), 1);
+        c.messages = vec![
+            ChatMessage::new("user", "What does it cost?"),
+            ChatMessage::new("assistant", "$10."),
+        ];
+        t.check(&variants, std::slice::from_ref(&c)).unwrap();
+        let got: Vec<(String, String)> = t
+            .render(0, &c, &variants[0])
+            .unwrap()
+            .into_iter()
+            .map(|m| (m.role, m.content))
+            .collect();
+        let want = [
+            ("system", "Be brief."),
+            ("user", "What does it cost?"),
+            ("assistant", "$10."),
+            ("user", "And in euros?"),
+        ];
+        assert_eq!(
+            got,
+            want.map(|(r, c)| (r.to_string(), c.to_string())).to_vec()
+        );
+        // A variant without `- history` refuses a case with earlier turns.
+        let plain = vec![variant("{{ q }}")];
+        let t = Templates::compile(&plain).unwrap();
+        let e = t
+            .check(&plain, std::slice::from_ref(&c))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("has no `- history` entry"), "{e}");
     }
 }

@@ -27,10 +27,7 @@ fn client(p: &Arc<Provider>, tweak: impl FnOnce(&mut ClientConfig)) -> Client {
 
 fn job(user: &str, key: &str) -> JobRequest {
     JobRequest {
-        messages: vec![ChatMessage {
-            role: "user".into(),
-            content: user.into(),
-        }],
+        messages: vec![ChatMessage::new("user", user)],
         params: Map::new(),
         idempotency_key: key.into(),
         reserve_tokens: 10,

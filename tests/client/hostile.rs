@@ -113,10 +113,7 @@ async fn play_replies(
     let client = Client::new(transport.clone(), config);
     let result = client
         .execute(&JobRequest {
-            messages: vec![ChatMessage {
-                role: "user".into(),
-                content: "x".into(),
-            }],
+            messages: vec![ChatMessage::new("user", "x")],
             params: Map::new(),
             idempotency_key: "k".into(),
             reserve_tokens: 0,

@@ -133,6 +133,8 @@ proptest! {
                 id: "c".into(),
                 vars: cases::Vars(vars.into_iter().map(|(k, v)| (k, serde_json::Value::String(v))).collect()),
                 expected: vec!["x".into()],
+                expected_json: None,
+                messages: vec![],
                 grade: None,
                 tags: vec![],
                 location: Location::line(Path::new("c.jsonl"), 1),

@@ -32,10 +32,7 @@ fn client(base_url: &str, tweak: impl FnOnce(&mut ClientConfig)) -> Client {
 
 fn job(text: &str, key: &str) -> JobRequest {
     JobRequest {
-        messages: vec![ChatMessage {
-            role: "user".into(),
-            content: format!("Echo: {text}"),
-        }],
+        messages: vec![ChatMessage::new("user", format!("Echo: {text}"))],
         params: Map::new(),
         idempotency_key: key.into(),
         reserve_tokens: 10,

@@ -5,7 +5,8 @@ use promptgauge::stats::sequential::{ScoreKind, SequentialParams, SequentialTest
 
 #[test]
 fn sequential_test_matches_the_reference_on_seeded_sequences() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sequential.csv");
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sequential.csv");
     let text = std::fs::read_to_string(&path).unwrap();
     let mut checked = 0;
     for line in text.lines().filter(|l| !l.starts_with('#')) {

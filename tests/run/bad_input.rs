@@ -101,7 +101,10 @@ const ROWS: &[Row] = &[
                 r#"{"id": "x", "vars": {"question": "q"}, "expected": {"a": 1}}"#,
             )
         },
-        expect: &["cases.jsonl:4", "found an object"],
+        expect: &[
+            "cases.jsonl:4",
+            "`expected` is a JSON object or list, but this grader compares text",
+        ],
     },
     Row {
         name: "an expected value the grader can never match",

@@ -217,10 +217,7 @@ async fn a_completed_key_is_replayed_not_generated_again() {
         ClientConfig::new("http://sim/v1", "m"),
     );
     let job = JobRequest {
-        messages: vec![ChatMessage {
-            role: "user".into(),
-            content: "Echo: once only".into(),
-        }],
+        messages: vec![ChatMessage::new("user", "Echo: once only")],
         params: Map::new(),
         idempotency_key: "same".into(),
         reserve_tokens: 0,

@@ -145,10 +145,7 @@ mod library {
 
     fn job(i: usize) -> JobRequest {
         JobRequest {
-            messages: vec![ChatMessage {
-                role: "user".into(),
-                content: format!("Echo: job {i}"),
-            }],
+            messages: vec![ChatMessage::new("user", format!("Echo: job {i}"))],
             params: Map::new(),
             idempotency_key: format!("job-{i}"),
             reserve_tokens: 0,

@@ -1,0 +1,483 @@
+//! `judge`: a model decides whether an answer matches the case's known answer (or scores it
+//! 0–10). It asks through the run's client machinery (its own gate, retries, deadlines,
+//! idempotency keys, the cache), reads the reply strictly — a JSON object, else the last
+//! `VERDICT: yes|no` or `SCORE: n` line — and never scores a reply it cannot read: that is
+//! retried once, then the job fails.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::scorer::{JudgeCall, Score, ScoreContext, ScoreError, ScoreFuture, ScoreInput, Scorer};
+use super::structured::extract_json;
+use crate::client::{Client, JobRequest, Usage};
+use crate::runner::cache::{self, Cache};
+use crate::suite::{Case, ChatMessage};
+
+/// What the judge gives.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Scale {
+    /// Yes or no: 1 or 0.
+    #[default]
+    #[serde(rename = "binary")]
+    Binary,
+    /// 0 to 10, scaled to [0, 1].
+    #[serde(rename = "0-10")]
+    TenPoint,
+}
+
+/// The judge a run lends its scorers: a client for the judge's endpoint and how to ask.
+pub struct JudgeService {
+    pub client: Arc<Client>,
+    /// Request parameters (the judge block's, over `temperature: 0` and a JSON reply).
+    pub params: Map<String, Value>,
+    /// The judge's endpoint as the user named it, for cache keys.
+    pub endpoint: String,
+    /// `--cache`: judge replies already paid for.
+    pub cache: Option<Arc<Mutex<Cache>>>,
+}
+
+/// The built-in instructions.
+const SYSTEM: &str = "You are a careful, strict grader. You compare an answer with a reference answer that is known to be correct. You judge only whether the answer is right; style, length and politeness do not matter.";
+
+/// The judge scorer.
+#[derive(Debug)]
+pub struct Judge {
+    rubric: Option<String>,
+    scale: Scale,
+    votes: u32,
+    /// A custom prompt template (its file, for errors), replacing the built-in one.
+    template: Option<(std::path::PathBuf, String)>,
+}
+
+/// Variables a custom judge prompt may use, besides the case's own (under `vars`).
+pub const PROMPT_VARIABLES: [&str; 6] = [
+    "question",
+    "reference",
+    "expected",
+    "answer",
+    "rubric",
+    "vars",
+];
+
+impl Judge {
+    /// A judge; `prompt` is a template file replacing the built-in prompt.
+    pub fn new(
+        rubric: Option<String>,
+        scale: Scale,
+        votes: u32,
+        prompt: Option<&Path>,
+    ) -> Result<Judge, String> {
+        if !(1..=15).contains(&votes) {
+            return Err(format!("votes must be between 1 and 15, found {votes}"));
+        }
+        let template = match prompt {
+            None => None,
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("cannot read the judge prompt {}: {e}", path.display()))?;
+                let mut env = minijinja::Environment::new();
+                env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+                let t = env.template_from_str(&text).map_err(|e| {
+                    format!(
+                        "the judge prompt {}{} does not compile: {e}",
+                        path.display(),
+                        e.line().map(|l| format!(":{l}")).unwrap_or_default()
+                    )
+                })?;
+                let unknown: Vec<String> = t
+                    .undeclared_variables(false)
+                    .into_iter()
+                    .filter(|v| !PROMPT_VARIABLES.contains(&v.as_str()))
+                    .collect();
+                if !unknown.is_empty() {
+                    return Err(format!(
+                        "the judge prompt {} uses {}; it may use {} (case variables are under `vars`)",
+                        path.display(),
+                        unknown
+                            .iter()
+                            .map(|u| format!("`{u}`"))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        PROMPT_VARIABLES.map(|v| format!("`{v}`")).join(", ")
+                    ));
+                }
+                Some((path.to_path_buf(), text))
+            }
+        };
+        Ok(Judge {
+            rubric,
+            scale,
+            votes,
+            template,
+        })
+    }
+
+    /// The judge's prompt for one answer.
+    pub fn prompt(
+        &self,
+        case: &Case,
+        messages: &[ChatMessage],
+        answer: &str,
+    ) -> Result<Vec<ChatMessage>, String> {
+        let question = messages
+            .iter()
+            .rev()
+            .find(|m| m.role == "user")
+            .map_or("", |m| m.content.as_str());
+        let reference = case.expected.join("\n");
+        if let Some((path, text)) = &self.template {
+            let mut env = minijinja::Environment::new();
+            env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+            let rendered = env
+                .template_from_str(text)
+                .and_then(|t| {
+                    t.render(minijinja::context! {
+                        question => question,
+                        reference => reference,
+                        expected => case.expected.clone(),
+                        answer => answer,
+                        rubric => self.rubric.clone().unwrap_or_default(),
+                        vars => minijinja::value::Serde(&case.vars),
+                    })
+                })
+                .map_err(|e| format!("the judge prompt {} failed: {e}", path.display()))?;
+            return Ok(vec![ChatMessage::new("user", rendered)]);
+        }
+        let criteria = self
+            .rubric
+            .as_deref()
+            .map(|r| {
+                format!("\nCriteria the answer must also meet:\n<criteria>\n{r}\n</criteria>\n")
+            })
+            .unwrap_or_default();
+        let ask = match self.scale {
+            Scale::Binary => {
+                "Is the answer correct: does it agree with the reference answer (any one of them, if there are several) and meet the criteria, if any? Reply with a JSON object {\"verdict\": \"yes\" or \"no\", \"reason\": \"one sentence\"}. If you cannot reply in JSON, end your reply with a line VERDICT: yes or VERDICT: no."
+            }
+            Scale::TenPoint => {
+                "How correct is the answer, from 0 (wrong) to 10 (fully correct and meeting the criteria, if any)? Reply with a JSON object {\"score\": 0 to 10, \"reason\": \"one sentence\"}. If you cannot reply in JSON, end your reply with a line SCORE: n."
+            }
+        };
+        let user = format!(
+            "Question:\n<question>\n{question}\n</question>\n\nReference answer:\n<reference>\n{reference}\n</reference>\n\nAnswer to grade:\n<answer>\n{answer}\n</answer>\n{criteria}\n{ask}"
+        );
+        Ok(vec![
+            ChatMessage::new("system", SYSTEM),
+            ChatMessage::new("user", user),
+        ])
+    }
+
+    /// Reads a reply strictly: the score in [0, 1] and the judge's reason, or why not.
+    pub fn read(&self, reply: &str) -> Result<(f64, Option<String>), String> {
+        if let Some(Value::Object(o)) = extract_json(reply) {
+            let reason = o.get("reason").and_then(Value::as_str).map(String::from);
+            match self.scale {
+                Scale::Binary => {
+                    if let Some(v) = o.get("verdict") {
+                        return verdict(v).map(|s| (s, reason));
+                    }
+                }
+                Scale::TenPoint => {
+                    if let Some(v) = o.get("score") {
+                        return ten_point(v).map(|s| (s, reason));
+                    }
+                }
+            }
+        }
+        let last = reply
+            .lines()
+            .rev()
+            .map(|l| l.trim().trim_matches(['*', '`']).trim())
+            .find(|l| !l.is_empty())
+            .unwrap_or("");
+        let (key, rest) = last.split_once(':').unwrap_or(("", ""));
+        match (self.scale, key.trim().to_ascii_uppercase().as_str()) {
+            (Scale::Binary, "VERDICT") => {
+                verdict(&Value::String(rest.trim().to_string())).map(|s| (s, None))
+            }
+            (Scale::TenPoint, "SCORE") => {
+                ten_point(&Value::String(rest.trim().to_string())).map(|s| (s, None))
+            }
+            _ => Err(format!(
+                "the reply is neither a JSON object with `{}` nor ends with a `{}` line",
+                if self.scale == Scale::Binary {
+                    "verdict"
+                } else {
+                    "score"
+                },
+                if self.scale == Scale::Binary {
+                    "VERDICT: yes|no"
+                } else {
+                    "SCORE: n"
+                }
+            )),
+        }
+    }
+}
+
+fn verdict(v: &Value) -> Result<f64, String> {
+    match v {
+        Value::Bool(b) => Ok(if *b { 1.0 } else { 0.0 }),
+        Value::String(s) => match s.trim().trim_end_matches('.').to_ascii_lowercase().as_str() {
+            "yes" | "correct" | "pass" | "true" => Ok(1.0),
+            "no" | "incorrect" | "fail" | "false" => Ok(0.0),
+            other => Err(format!("the verdict `{other}` is neither yes nor no")),
+        },
+        other => Err(format!("the verdict {other} is neither yes nor no")),
+    }
+}
+
+fn ten_point(v: &Value) -> Result<f64, String> {
+    let n = match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s
+            .trim()
+            .split('/')
+            .next()
+            .and_then(|x| x.trim().parse::<f64>().ok()),
+        _ => None,
+    };
+    match n {
+        Some(n) if (0.0..=10.0).contains(&n) => Ok(n / 10.0),
+        Some(n) => Err(format!("the score {n} is not between 0 and 10")),
+        None => Err(format!("the score {v} is not a number")),
+    }
+}
+
+fn add(total: &mut Option<Usage>, u: Option<Usage>) {
+    if let Some(u) = u {
+        let t = total.get_or_insert_with(Usage::default);
+        t.prompt_tokens = t.prompt_tokens.saturating_add(u.prompt_tokens);
+        t.completion_tokens = t.completion_tokens.saturating_add(u.completion_tokens);
+        t.cached_tokens = t.cached_tokens.saturating_add(u.cached_tokens);
+        t.reasoning_tokens = t.reasoning_tokens.saturating_add(u.reasoning_tokens);
+        t.estimated |= u.estimated;
+    }
+}
+
+impl Judge {
+    /// One call to the judge: the reply, read; `Err` with the call when it failed.
+    async fn ask(
+        &self,
+        service: &JudgeService,
+        request: Vec<ChatMessage>,
+        key: String,
+        vote: u32,
+    ) -> Result<(JudgeCall, f64, Option<String>), JudgeCall> {
+        let params = service.params.clone();
+        let cache_key = service.cache.as_ref().map(|_| {
+            cache::key(
+                &service.endpoint,
+                &service.client.config().model,
+                &request,
+                &params,
+                vote,
+            )
+        });
+        let mut call = JudgeCall {
+            vote,
+            request: request.clone(),
+            reply: String::new(),
+            score: None,
+            error: None,
+            usage: None,
+            latency_ms: None,
+            attempts: 0,
+            cached: false,
+        };
+        let cached = match (&service.cache, &cache_key) {
+            (Some(c), Some(k)) => c.lock().ok().and_then(|c| c.get(k).cloned()),
+            _ => None,
+        };
+        if let Some(hit) = cached {
+            call.reply = hit.text;
+            call.usage = hit.usage;
+            call.cached = true;
+        } else {
+            let job = JobRequest {
+                reserve_tokens: crate::suite::prompt_tokens(&request).min(u64::from(u32::MAX))
+                    as u32,
+                messages: request,
+                params,
+                idempotency_key: key,
+            };
+            let result = service.client.execute(&job).await;
+            call.attempts = result.attempts.len();
+            call.latency_ms = result.attempts.last().map(|a| a.latency_ms);
+            if result.aborted {
+                call.error = Some("the run stopped".into());
+                return Err(call);
+            }
+            if !result.answered() {
+                call.error = Some(result.failure.unwrap_or_else(|| "no answer".into()));
+                return Err(call);
+            }
+            call.usage = Some(result.usage.unwrap_or_else(|| {
+                Usage::estimate(
+                    job.messages.iter().map(|m| m.content.chars().count()).sum(),
+                    &result.text,
+                    &result.reasoning,
+                )
+            }));
+            call.reply = result.text.clone();
+            if let (Some(c), Some(k)) = (&service.cache, cache_key)
+                && let Ok(mut c) = c.lock()
+            {
+                let _ = c.put(cache::CachedAnswer {
+                    key: k,
+                    text: result.text,
+                    reasoning: String::new(),
+                    tool_calls: Vec::new(),
+                    finish_reason: result.finish_reason,
+                    usage: call.usage,
+                    model: result.model,
+                });
+            }
+        }
+        match self.read(&call.reply) {
+            Ok((score, reason)) => {
+                call.score = Some(score);
+                Ok((call, score, reason))
+            }
+            Err(why) => {
+                call.error = Some(why);
+                Err(call)
+            }
+        }
+    }
+}
+
+impl Scorer for Judge {
+    fn uses_judge(&self) -> bool {
+        true
+    }
+
+    fn check(&self, case: &Case) -> Result<(), String> {
+        // The prompt must render for every case before anything is sent.
+        self.prompt(case, &[ChatMessage::new("user", "?")], "?")
+            .map(drop)
+    }
+
+    fn score<'a>(&'a self, input: ScoreInput<'a>, context: &'a ScoreContext) -> ScoreFuture<'a> {
+        Box::pin(async move {
+            let Some(service) = &context.judge else {
+                return Err(ScoreError::new("no judge is configured for this run"));
+            };
+            let request = self
+                .prompt(input.case, input.messages, &input.answer.text)
+                .map_err(ScoreError::new)?;
+            let mut calls = Vec::new();
+            let mut usage = None;
+            let mut votes = Vec::new();
+            for vote in 0..self.votes {
+                let key = format!("{}-judge-{vote}", input.key);
+                let mut outcome = self.ask(service, request.clone(), key.clone(), vote).await;
+                // An unreadable reply is asked once more; a failed call was already retried.
+                if matches!(&outcome, Err(call) if !call.reply.is_empty()) {
+                    if let Err(first) = outcome {
+                        add(&mut usage, first.usage);
+                        calls.push(first);
+                    }
+                    outcome = self
+                        .ask(service, request.clone(), format!("{key}-again"), vote)
+                        .await;
+                }
+                match outcome {
+                    Ok((call, score, reason)) => {
+                        add(&mut usage, call.usage);
+                        calls.push(call);
+                        votes.push((score, reason));
+                    }
+                    Err(call) => {
+                        add(&mut usage, call.usage);
+                        let stopped = call.error.as_deref() == Some("the run stopped");
+                        let why = format!(
+                            "the judge {} (vote {} of {})",
+                            if call.reply.is_empty() {
+                                format!("failed: {}", call.error.clone().unwrap_or_default())
+                            } else {
+                                format!(
+                                    "replied twice in a way that cannot be read: {}",
+                                    call.error.clone().unwrap_or_default()
+                                )
+                            },
+                            vote + 1,
+                            self.votes
+                        );
+                        calls.push(call);
+                        return Err(ScoreError {
+                            message: why,
+                            judge: calls,
+                            usage,
+                            stopped,
+                        });
+                    }
+                }
+            }
+            let scores: Vec<f64> = votes.iter().map(|v| v.0).collect();
+            let (value, agreement) = match self.scale {
+                Scale::Binary => {
+                    let yes = scores.iter().filter(|&&s| s == 1.0).count();
+                    // A tie is not a pass: an odd number of votes avoids ties.
+                    let pass = 2 * yes > scores.len();
+                    let majority = if pass { yes } else { scores.len() - yes };
+                    (
+                        if pass { 1.0 } else { 0.0 },
+                        majority as f64 / scores.len() as f64,
+                    )
+                }
+                Scale::TenPoint => {
+                    let mean = scores.iter().sum::<f64>() / scores.len() as f64;
+                    let spread = scores.iter().map(|s| (s - mean).abs()).fold(0.0, f64::max);
+                    (mean, 1.0 - spread)
+                }
+            };
+            let extracted = match self.scale {
+                Scale::Binary => if value == 1.0 { "yes" } else { "no" }.to_string(),
+                Scale::TenPoint => format!("{:.1}/10", value * 10.0),
+            };
+            Ok(Score {
+                value,
+                extracted: Some(extracted),
+                usage,
+                detail: Some(json!({
+                    "votes": votes.iter().map(|(s, r)| json!({"score": s, "reason": r})).collect::<Vec<_>>(),
+                    "agreement": agreement,
+                })),
+                judge: calls,
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_are_read_strictly() {
+        let binary = Judge::new(None, Scale::Binary, 1, None).unwrap();
+        assert_eq!(
+            binary
+                .read(r#"{"verdict": "yes", "reason": "same"}"#)
+                .unwrap(),
+            (1.0, Some("same".into()))
+        );
+        assert_eq!(binary.read("It matches.\n\nVERDICT: no").unwrap().0, 0.0);
+        assert_eq!(binary.read("**VERDICT: Yes**").unwrap().0, 1.0);
+        assert!(binary.read("I think it is right.").is_err());
+        assert!(binary.read(r#"{"verdict": "maybe"}"#).is_err());
+        assert!(
+            binary.read("VERDICT: yes\nbut then again, no").is_err(),
+            "only the last line counts"
+        );
+        let ten = Judge::new(None, Scale::TenPoint, 3, None).unwrap();
+        assert_eq!(ten.read(r#"{"score": 7}"#).unwrap().0, 0.7);
+        assert_eq!(ten.read("Mostly right.\nSCORE: 8/10").unwrap().0, 0.8);
+        assert!(ten.read("SCORE: 11").is_err());
+        assert!(Judge::new(None, Scale::Binary, 0, None).is_err());
+    }
+}

@@ -1,0 +1,536 @@
+//! Scorers for structured answers: a JSON document checked against a schema
+//! (`json_schema`), the share of expected fields an extraction got right (`fields`), and the
+//! tool calls a model made (`tool_call`).
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::scorer::{Score, ScoreContext, ScoreFuture, ScoreInput, Scorer};
+use super::{parse_number, strip_code_fence};
+use crate::client::ToolCall;
+use crate::suite::Case;
+
+/// The JSON document in an answer: the whole answer, or inside a Markdown fence, or the first
+/// object or array that parses.
+pub fn extract_json(text: &str) -> Option<Value> {
+    let body = strip_code_fence(text.trim());
+    if let Ok(v) = serde_json::from_str::<Value>(body) {
+        return Some(v);
+    }
+    for (i, c) in body.char_indices() {
+        if c == '{' || c == '[' {
+            let mut stream = serde_json::Deserializer::from_str(&body[i..]).into_iter::<Value>();
+            if let Some(Ok(v)) = stream.next() {
+                return Some(v);
+            }
+        }
+    }
+    None
+}
+
+/// The case's structured expected answer: its JSON, or its text parsed as JSON (a CSV cell).
+fn expected_json(case: &Case) -> Option<Value> {
+    case.expected_json.clone().or_else(|| {
+        case.expected
+            .first()
+            .and_then(|t| serde_json::from_str(t.trim()).ok())
+    })
+}
+
+fn ready(score: Score) -> ScoreFuture<'static> {
+    Box::pin(std::future::ready(Ok(score)))
+}
+
+/// Compact JSON, cut for the journal's `extracted`.
+fn shown(v: &Value) -> String {
+    crate::client::protocol::truncate(&v.to_string(), 2000)
+}
+
+// ---- json_schema ----
+
+/// The answer is JSON that validates against a schema: 1, else 0 with the first violation.
+pub struct JsonSchema {
+    validator: jsonschema::Validator,
+}
+
+impl std::fmt::Debug for JsonSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("JsonSchema")
+    }
+}
+
+impl JsonSchema {
+    /// A scorer for `schema` (already read from its file, if it came from one).
+    pub fn new(schema: &Value) -> Result<JsonSchema, String> {
+        let validator = jsonschema::validator_for(schema)
+            .map_err(|e| format!("the JSON schema is not valid: {e}"))?;
+        Ok(JsonSchema { validator })
+    }
+}
+
+impl Scorer for JsonSchema {
+    fn score<'a>(&'a self, input: ScoreInput<'a>, _: &'a ScoreContext) -> ScoreFuture<'a> {
+        let Some(doc) = extract_json(&input.answer.text) else {
+            return ready(Score {
+                detail: Some(serde_json::json!({"violation": "the answer is not JSON"})),
+                ..Score::binary(false, None)
+            });
+        };
+        let violation = self.validator.iter_errors(&doc).next().map(|e| {
+            serde_json::json!({
+                "path": e.instance_path().to_string(),
+                "message": e.to_string(),
+            })
+        });
+        ready(Score {
+            detail: violation
+                .clone()
+                .map(|v| serde_json::json!({ "violation": v })),
+            ..Score::binary(violation.is_none(), Some(shown(&doc)))
+        })
+    }
+}
+
+// ---- fields ----
+
+/// The share of the expected object's leaf fields the answer's JSON gets right.
+#[derive(Debug)]
+pub struct Fields {
+    /// Leaf paths that zero the score when wrong.
+    pub required: Vec<String>,
+    pub case_sensitive: bool,
+    /// Numbers within this of the expected value match.
+    pub tolerance: f64,
+}
+
+/// Every leaf of a JSON value with its path: `name`, `address.city`, `items[0].sku`.
+fn leaves(value: &Value, path: String, out: &mut Vec<(String, Value)>) {
+    match value {
+        Value::Object(map) if !map.is_empty() => {
+            for (k, v) in map {
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                leaves(v, p, out);
+            }
+        }
+        Value::Array(items) if !items.is_empty() => {
+            for (i, v) in items.iter().enumerate() {
+                leaves(v, format!("{path}[{i}]"), out);
+            }
+        }
+        leaf => out.push((path, leaf.clone())),
+    }
+}
+
+/// The value at a leaf path in `doc`.
+fn at<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
+    let mut value = doc;
+    for part in path.split('.') {
+        let (key, indices) = match part.find('[') {
+            Some(i) => (&part[..i], &part[i..]),
+            None => (part, ""),
+        };
+        if !key.is_empty() {
+            value = value.as_object()?.get(key)?;
+        }
+        for index in indices.split(['[', ']']).filter(|s| !s.is_empty()) {
+            value = value.as_array()?.get(index.parse::<usize>().ok()?)?;
+        }
+    }
+    Some(value)
+}
+
+impl Fields {
+    fn same(&self, want: &Value, got: &Value) -> bool {
+        let number = |v: &Value| match v {
+            Value::Number(n) => n.as_f64(),
+            Value::String(s) => parse_number(s),
+            _ => None,
+        };
+        match (want, got) {
+            (Value::Number(_), _) | (_, Value::Number(_)) => {
+                matches!((number(want), number(got)), (Some(a), Some(b)) if (a - b).abs() <= self.tolerance)
+            }
+            (Value::String(a), Value::String(b)) => {
+                let (a, b) = (a.trim(), b.trim());
+                if self.case_sensitive {
+                    a == b
+                } else {
+                    a.to_lowercase() == b.to_lowercase()
+                }
+            }
+            (a, b) => a == b,
+        }
+    }
+}
+
+impl Scorer for Fields {
+    fn check(&self, case: &Case) -> Result<(), String> {
+        let Some(Value::Object(expected)) = expected_json(case) else {
+            return Err(
+                "`fields` needs `expected` to be a JSON object of the fields to extract".into(),
+            );
+        };
+        let mut all = Vec::new();
+        leaves(&Value::Object(expected), String::new(), &mut all);
+        for r in &self.required {
+            if !all.iter().any(|(p, _)| {
+                p == r || p.starts_with(&format!("{r}.")) || p.starts_with(&format!("{r}["))
+            }) {
+                return Err(format!(
+                    "required field `{r}` is not among the expected fields ({})",
+                    all.iter()
+                        .map(|(p, _)| p.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn score<'a>(&'a self, input: ScoreInput<'a>, _: &'a ScoreContext) -> ScoreFuture<'a> {
+        let mut expected = Vec::new();
+        if let Some(v) = expected_json(input.case) {
+            leaves(&v, String::new(), &mut expected);
+        }
+        let doc = extract_json(&input.answer.text);
+        let mut report = Vec::with_capacity(expected.len());
+        let (mut right, mut required_wrong) = (0usize, Vec::new());
+        for (path, want) in &expected {
+            let got = doc.as_ref().and_then(|d| at(d, path));
+            let ok = got.is_some_and(|g| self.same(want, g));
+            right += usize::from(ok);
+            let required = self.required.iter().any(|r| {
+                path == r
+                    || path.starts_with(&format!("{r}."))
+                    || path.starts_with(&format!("{r}["))
+            });
+            if required && !ok {
+                required_wrong.push(path.clone());
+            }
+            report.push(serde_json::json!({
+                "field": path, "expected": want, "got": got, "ok": ok,
+            }));
+        }
+        let share = if expected.is_empty() {
+            0.0
+        } else {
+            right as f64 / expected.len() as f64
+        };
+        let value = if required_wrong.is_empty() {
+            share
+        } else {
+            0.0
+        };
+        let mut detail = Map::new();
+        detail.insert("fields".into(), Value::Array(report));
+        if !required_wrong.is_empty() {
+            detail.insert("required_wrong".into(), serde_json::json!(required_wrong));
+        }
+        if doc.is_none() {
+            detail.insert("error".into(), "the answer is not JSON".into());
+        }
+        ready(Score {
+            value,
+            extracted: doc.as_ref().map(shown),
+            usage: None,
+            detail: Some(Value::Object(detail)),
+            judge: Vec::new(),
+        })
+    }
+}
+
+// ---- tool_call ----
+
+/// In which order several expected calls must come.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CallOrder {
+    /// Call i is the i-th expected call.
+    #[default]
+    Strict,
+    /// Any order.
+    Any,
+}
+
+/// The tool calls the model made against the expected `{name, arguments}` (or a list).
+#[derive(Debug)]
+pub struct ToolCalls {
+    /// Arguments must equal the expected ones exactly (else: the expected ones are a subset).
+    pub exact: bool,
+    pub order: CallOrder,
+}
+
+/// `want` is contained in `got`: every key of an expected object is there with a matching
+/// value; arrays and scalars are equal.
+fn subset(want: &Value, got: &Value) -> bool {
+    match (want, got) {
+        (Value::Object(w), Value::Object(g)) => w
+            .iter()
+            .all(|(k, v)| g.get(k).is_some_and(|gv| subset(v, gv))),
+        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
+        (a, b) => a == b,
+    }
+}
+
+/// The expected calls: `{name, arguments}` or a list of them.
+fn expected_calls(case: &Case) -> Result<Vec<(String, Value)>, String> {
+    let shape =
+        "`tool_call` needs `expected` as {\"name\": \"…\", \"arguments\": {…}} or a list of them";
+    let calls = match expected_json(case).ok_or(shape)? {
+        Value::Array(items) => items,
+        one => vec![one],
+    };
+    calls
+        .into_iter()
+        .map(|c| {
+            let name = c.get("name").and_then(Value::as_str).ok_or(shape)?;
+            let arguments = c
+                .get("arguments")
+                .cloned()
+                .unwrap_or(Value::Object(Map::new()));
+            Ok((name.to_string(), arguments))
+        })
+        .collect()
+}
+
+impl ToolCalls {
+    fn matches(&self, want: &(String, Value), got: &ToolCall) -> bool {
+        let Ok(args) = serde_json::from_str::<Value>(if got.arguments.trim().is_empty() {
+            "{}"
+        } else {
+            &got.arguments
+        }) else {
+            return false;
+        };
+        want.0 == got.name
+            && if self.exact {
+                want.1 == args
+            } else {
+                subset(&want.1, &args)
+            }
+    }
+
+    /// For `any` order: a matching of expected to actual calls, one each (backtracking; the
+    /// lists are short).
+    fn assign(&self, want: &[(String, Value)], got: &[ToolCall], used: &mut Vec<bool>) -> bool {
+        let Some((first, rest)) = want.split_first() else {
+            return true;
+        };
+        for (i, g) in got.iter().enumerate() {
+            if !used[i] && self.matches(first, g) {
+                used[i] = true;
+                if self.assign(rest, got, used) {
+                    return true;
+                }
+                used[i] = false;
+            }
+        }
+        false
+    }
+}
+
+impl Scorer for ToolCalls {
+    fn check(&self, case: &Case) -> Result<(), String> {
+        expected_calls(case).map(drop)
+    }
+
+    fn score<'a>(&'a self, input: ScoreInput<'a>, _: &'a ScoreContext) -> ScoreFuture<'a> {
+        let want = expected_calls(input.case).unwrap_or_default();
+        let got = &input.answer.tool_calls;
+        let pass = want.len() == got.len()
+            && match self.order {
+                CallOrder::Strict => want.iter().zip(got).all(|(w, g)| self.matches(w, g)),
+                CallOrder::Any => self.assign(&want, got, &mut vec![false; got.len()]),
+            };
+        let made: Vec<String> = got
+            .iter()
+            .map(|c| format!("{}({})", c.name, c.arguments))
+            .collect();
+        let detail = serde_json::json!({
+            "expected": want.iter().map(|(n, a)| serde_json::json!({"name": n, "arguments": a})).collect::<Vec<_>>(),
+            "made": got.iter().map(|c| serde_json::json!({"name": c.name, "arguments": c.arguments})).collect::<Vec<_>>(),
+        });
+        ready(Score {
+            detail: Some(detail),
+            ..Score::binary(pass, (!made.is_empty()).then(|| made.join("; ")))
+        })
+    }
+}
+
+/// A shared handle, as the bench keeps its scorers.
+pub fn shared<S: Scorer + 'static>(s: S) -> Arc<dyn Scorer> {
+    Arc::new(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grade::Answer;
+    use crate::suite::Location;
+    use serde_json::json;
+
+    fn case(expected: Value) -> Case {
+        Case {
+            id: "c".into(),
+            vars: Default::default(),
+            expected: vec![expected.to_string()],
+            expected_json: Some(expected),
+            messages: vec![],
+            grade: None,
+            tags: vec![],
+            location: Location::line(std::path::Path::new("c.jsonl"), 1),
+        }
+    }
+
+    fn score(s: &dyn Scorer, case: &Case, answer: Answer) -> Score {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(s.score(
+            ScoreInput {
+                key: "k",
+                case,
+                messages: &[],
+                answer: &answer,
+            },
+            &ScoreContext::default(),
+        ))
+        .unwrap()
+    }
+
+    fn text(t: &str) -> Answer {
+        Answer {
+            text: t.into(),
+            ..Answer::default()
+        }
+    }
+
+    #[test]
+    fn json_is_found_in_fences_and_prose() {
+        assert_eq!(
+            extract_json("```json\n{\"a\": 1}\n```"),
+            Some(json!({"a": 1}))
+        );
+        assert_eq!(
+            extract_json("Here: {\"a\": [1]} done"),
+            Some(json!({"a": [1]}))
+        );
+        assert_eq!(extract_json("no json"), None);
+    }
+
+    #[test]
+    fn fields_score_the_share_right_and_required_fields_zero_it() {
+        let c = case(json!({"name": "Ada", "age": 36, "address": {"city": "London"}}));
+        let f = Fields {
+            required: vec![],
+            case_sensitive: false,
+            tolerance: 0.0,
+        };
+        f.check(&c).unwrap();
+        let s = score(
+            &f,
+            &c,
+            text(r#"{"name": "ada ", "age": "36", "address": {"city": "Paris"}}"#),
+        );
+        assert!((s.value - 2.0 / 3.0).abs() < 1e-12, "{s:?}");
+        let fields = s.detail.unwrap()["fields"].clone();
+        let city = fields
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["field"] == "address.city")
+            .unwrap();
+        assert_eq!(
+            (&city["got"], &city["ok"]),
+            (&json!("Paris"), &json!(false))
+        );
+        let strict = Fields {
+            required: vec!["address".into()],
+            ..f
+        };
+        strict.check(&c).unwrap();
+        let s = score(
+            &strict,
+            &c,
+            text(r#"{"name": "Ada", "age": 36, "address": {"city": "Paris"}}"#),
+        );
+        assert_eq!(s.value, 0.0);
+        assert!(
+            Fields {
+                required: vec!["zip".into()],
+                case_sensitive: false,
+                tolerance: 0.0
+            }
+            .check(&c)
+            .unwrap_err()
+            .contains("`zip`")
+        );
+        assert_eq!(score(&strict, &c, text("not json")).value, 0.0);
+    }
+
+    #[test]
+    fn a_schema_passes_or_names_the_first_violation() {
+        let s = JsonSchema::new(&json!({
+            "type": "object", "required": ["total"],
+            "properties": {"total": {"type": "number"}}
+        }))
+        .unwrap();
+        let c = case(json!({}));
+        assert_eq!(score(&s, &c, text(r#"{"total": 12.5}"#)).value, 1.0);
+        let bad = score(&s, &c, text(r#"{"total": "12"}"#));
+        assert_eq!(bad.value, 0.0);
+        assert!(bad.detail.unwrap()["violation"]["path"] == "/total");
+        assert!(JsonSchema::new(&json!({"type": 12})).is_err());
+    }
+
+    #[test]
+    fn tool_calls_match_by_name_and_arguments_in_order_or_not() {
+        let call = |n: &str, a: &str| ToolCall {
+            id: String::new(),
+            name: n.into(),
+            arguments: a.into(),
+        };
+        let c = case(json!([
+            {"name": "get_weather", "arguments": {"city": "Oslo"}},
+            {"name": "get_time", "arguments": {}}
+        ]));
+        let answer = |calls: Vec<ToolCall>| Answer {
+            tool_calls: calls,
+            ..Answer::default()
+        };
+        let strict = ToolCalls {
+            exact: false,
+            order: CallOrder::Strict,
+        };
+        strict.check(&c).unwrap();
+        let right = vec![
+            call("get_weather", r#"{"city": "Oslo", "unit": "C"}"#),
+            call("get_time", ""),
+        ];
+        assert_eq!(score(&strict, &c, answer(right.clone())).value, 1.0);
+        let swapped: Vec<ToolCall> = right.iter().rev().cloned().collect();
+        assert_eq!(score(&strict, &c, answer(swapped.clone())).value, 0.0);
+        let any = ToolCalls {
+            exact: false,
+            order: CallOrder::Any,
+        };
+        assert_eq!(score(&any, &c, answer(swapped)).value, 1.0);
+        let exact = ToolCalls {
+            exact: true,
+            order: CallOrder::Strict,
+        };
+        assert_eq!(
+            score(&exact, &c, answer(right)).value,
+            0.0,
+            "an extra argument"
+        );
+        assert_eq!(score(&strict, &c, answer(vec![])).value, 0.0);
+        assert!(strict.check(&case(json!({"arguments": {}}))).is_err());
+    }
+}
