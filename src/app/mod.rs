@@ -20,6 +20,7 @@ macro_rules! note {
 mod check;
 mod compare;
 mod finish;
+mod judge;
 mod merge;
 mod mock;
 mod prepare;
@@ -81,19 +82,27 @@ fn resume_command(dir: &std::path::Path) -> String {
     format!("promptgauge run --resume {}", dir.display())
 }
 
-/// The aggregator for a run's reports (with a JUnit spool in the run folder when asked).
+/// The aggregator for a run's reports (with a JUnit spool in the run folder when asked),
+/// with the folder's labels, if people have labelled any answers.
 fn aggregator(
     dir: &crate::runner::RunDir,
     record: &crate::runner::record::RunRecord,
     junit: bool,
-) -> crate::report::Aggregator {
-    crate::report::Aggregator::new(crate::report::AggregatorSettings {
-        run: record.info(),
-        variants: record.plan.variants.clone(),
-        price: record.bench.price.clone(),
-        planned: record.plan_keys().planned(),
-        junit_spool: junit.then(|| dir.junit_spool()),
-    })
+) -> Result<crate::report::Aggregator, crate::cli::UsageError> {
+    let labels = crate::report::labels::of_run(&dir.labels()).map_err(|m| {
+        crate::cli::UsageError::with_fix(m, "fix the line, or remove it from labels.jsonl")
+    })?;
+    Ok(crate::report::Aggregator::new(
+        crate::report::AggregatorSettings {
+            run: record.info(),
+            variants: record.plan.variants.clone(),
+            price: record.bench.price.clone(),
+            planned: record.plan_keys().planned(),
+            junit_spool: junit.then(|| dir.junit_spool()),
+            judge_price: record.judge_price(),
+            labels,
+        },
+    ))
 }
 
 /// Reads a finished run folder once: its record and what its journal adds up to.
@@ -110,7 +119,7 @@ fn load(
     let record = dir
         .read_record()
         .map_err(|e| crate::cli::UsageError(format!("{e:#}")))?;
-    let mut agg = aggregator(&dir, &record, false);
+    let mut agg = aggregator(&dir, &record, false)?;
     let (audit, _) = dir
         .replay(&record.plan_keys(), |r| agg.add(&r))
         .with_context(|| format!("cannot read the journal in {}", path.display()))?;

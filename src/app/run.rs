@@ -54,6 +54,8 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         note!("warning: {w}");
     }
     let provider = provider_info(&p);
+    let judge = super::judge::resolve(&p, env)?;
+    let judge_info = judge.as_ref().map(|j| j.info.clone());
     // Every report file must be writable before a single request is paid for.
     for path in [&args.junit, &args.markdown].into_iter().flatten() {
         check_writable(path).before_send()?;
@@ -66,6 +68,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
             record.finished_at = None;
             record.stopped = None;
             record.endpoint = provider.clone();
+            record.judge = judge_info.clone();
             (dir, record, lock)
         }
         None => {
@@ -76,14 +79,15 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
             };
             let dir = RunDir::create(&args.out, &name, &started_at).before_send()?;
             let lock = dir.lock().map_err(in_use)?;
-            let record = new_record(&p, &dir, args, started_at, provider.clone());
+            let mut record = new_record(&p, &dir, args, started_at, provider.clone());
+            record.judge = judge_info.clone();
             (dir, record, lock)
         }
     };
 
     // The journal is read once, if it exists: the aggregator hears every job it holds.
     let keys = record.plan_keys();
-    let mut agg = aggregator(&dir, &record, args.junit.is_some());
+    let mut agg = aggregator(&dir, &record, args.junit.is_some())?;
     let (audit, mut journal) = dir
         .resume(&keys, |r| agg.add(&r))
         .with_context(|| format!("cannot read the journal {}", dir.journal_path().display()))
@@ -114,8 +118,19 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         .collect();
     let already = p.jobs.len() - jobs.len();
 
-    let simulator = if provider.simulated {
-        note!("{SIMULATED_BANNER}");
+    if record.self_judged() {
+        note!(
+            "warning: the judge is the model under test ({}): models tend to favour their own answers (self-preference bias); set judge.model (and judge.base_url) to another model",
+            provider.model
+        );
+    }
+    let judge_simulated = judge.as_ref().is_some_and(|j| j.base_urls.is_empty());
+    let simulator = if provider.simulated || judge_simulated {
+        if provider.simulated {
+            note!("{SIMULATED_BANNER}");
+        } else {
+            note!("note: the built-in SIMULATOR judges the answers (judge.base_url: mock)");
+        }
         let sim = Arc::new(Provider::new(demo_mock_config()));
         let server = MockServer::start(sim, SocketAddr::from(([127, 0, 0, 1], 0)))
             .await
@@ -172,13 +187,29 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     } else {
         None
     };
+    let judge_service = match &judge {
+        Some(j) => {
+            let service = j
+                .service(simulator.as_ref().map(|s| s.base_url()).as_deref(), cache.clone())
+                .before_send()?;
+            // One stop for both: a refused judge key stops the run, and so do two Ctrl-Cs.
+            let (main, judged) = (client.stop_token(), service.client.stop_token());
+            let (m2, j2) = (main.clone(), judged.clone());
+            tokio::spawn(async move { m2.cancelled().await; j2.cancel() });
+            tokio::spawn(async move { judged.cancelled().await; main.cancel() });
+            Some(service)
+        }
+        None => None,
+    };
     let options = runner::RunOptions {
         run_id: record.run_id.clone(),
         cache,
         endpoint: record.endpoint.base_url.clone(),
         attempts: args.verbose,
         already,
-        scoring: Default::default(),
+        scoring: crate::grade::ScoreContext {
+            judge: judge_service.clone(),
+        },
     };
     let mut verbose = VerboseLog;
     // The journal first: nothing is reported that it did not keep.
@@ -200,7 +231,9 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     drop(journal);
     drop(simulator);
 
-    let fatal = client.fatal();
+    let fatal = client
+        .fatal()
+        .or_else(|| judge_service.as_ref().and_then(|j| j.client.fatal()));
     let interrupted = dispatch.is_cancelled() && tally.journal_error.is_none();
     record.finished_at = Some(utc_now());
     record.stopped = match (&tally.journal_error, &fatal, interrupted) {
@@ -323,6 +356,7 @@ fn new_record(
         fingerprint: Fingerprint::of(bench, &p.variants),
         jobs_planned: p.jobs.len(),
         endpoint,
+        judge: None,
         bench: BenchRecord::of(bench, &p.variants),
     }
 }

@@ -489,9 +489,8 @@ impl Client {
                 next = retry::Next::Fail;
             }
             // The server may only not know an optional feature: try once without it, at once.
-            let plainer = status
-                .filter(|_| refused.is_none())
-                .and_then(|s| self.protocol.fallback(dialect, s));
+            // Each step is plainer than the last, so this ends.
+            let plainer = status.and_then(|s| self.protocol.fallback(job, dialect, s));
             let immediate = plainer.is_some();
             if let Some(d) = plainer {
                 refused = status;

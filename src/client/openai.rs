@@ -15,6 +15,8 @@ const PATH: &str = "chat/completions";
 const FULL: Dialect = Dialect(0);
 /// Without it, for servers that answer it with a 400.
 const NO_STREAM_OPTIONS: Dialect = Dialect(1);
+/// Without `response_format` either (a judge asks for JSON; some servers refuse the field).
+const NO_RESPONSE_FORMAT: Dialect = Dialect(2);
 
 /// The OpenAI chat-completions protocol.
 #[derive(Debug, Clone, Copy, Default)]
@@ -124,6 +126,9 @@ impl Protocol for OpenAiChat {
         } else {
             body.remove("stream_options");
         }
+        if dialect == NO_RESPONSE_FORMAT {
+            body.remove("response_format");
+        }
         Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
     }
 
@@ -142,9 +147,16 @@ impl Protocol for OpenAiChat {
         headers
     }
 
-    fn fallback(&self, dialect: Dialect, status: u16) -> Option<Dialect> {
-        // A 400 may only mean the server does not know `stream_options`.
-        (status == 400 && dialect == FULL).then_some(NO_STREAM_OPTIONS)
+    fn fallback(&self, job: &JobRequest, dialect: Dialect, status: u16) -> Option<Dialect> {
+        // A 400 may only mean the server does not know `stream_options`, then (when asked
+        // for) `response_format`.
+        match (status, dialect) {
+            (400, FULL) => Some(NO_STREAM_OPTIONS),
+            (400, NO_STREAM_OPTIONS) if job.params.contains_key("response_format") => {
+                Some(NO_RESPONSE_FORMAT)
+            }
+            _ => None,
+        }
     }
 
     fn asks_for_usage(&self, dialect: Dialect) -> bool {

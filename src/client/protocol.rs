@@ -100,7 +100,7 @@ pub trait Protocol: Send + Sync {
 
     /// After a response with `status` to a request in `dialect`, a plainer dialect worth
     /// trying once at once (the server may not know an optional feature), if any.
-    fn fallback(&self, dialect: Dialect, status: u16) -> Option<Dialect>;
+    fn fallback(&self, job: &JobRequest, dialect: Dialect, status: u16) -> Option<Dialect>;
 
     /// Whether `dialect` asks for usage in the stream (recorded on each attempt).
     fn asks_for_usage(&self, dialect: Dialect) -> bool;

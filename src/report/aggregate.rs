@@ -11,9 +11,13 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
-use super::compare::{CaseTable, Comparison, Detectable, compare, decide};
+use super::compare::{CaseTable, Comparison, Detectable, compare, compare_scored, decide};
 use super::junit::JunitSpool;
-use super::summary::{Acc, Latencies, Percentiles, ReplicaSummary, SCHEMA, Summary, slices};
+use super::labels::{JudgedPairs, JudgedScores, Labels, corrected_difference};
+use super::summary::{
+    Acc, Latencies, Percentiles, ReplicaSummary, SCHEMA, SCHEMA_SCORED, Summary, slices,
+};
+use crate::stats::cluster::CaseScore;
 use super::{RunInfo, VariantSummary};
 use crate::runner::events::{Listener, RunEvent};
 use crate::runner::journal::{Audit, JobRecord, JobStatus};
@@ -51,6 +55,10 @@ pub struct AggregatorSettings {
     pub planned: usize,
     /// Collect JUnit test cases into a spool at this path.
     pub junit_spool: Option<PathBuf>,
+    /// What the judge's tokens cost, when known.
+    pub judge_price: Option<Price>,
+    /// People's labels of judged answers (`labels.jsonl`), by job.
+    pub labels: Labels,
 }
 
 /// Builds a [`RunResult`] from finished jobs.
@@ -74,6 +82,14 @@ pub struct Aggregator {
     disagreements: BTreeMap<String, CaseAnswers>,
     failed_jobs: Vec<JobRecord>,
     junit: Option<JunitSpool>,
+    judge_price: Option<Price>,
+    /// Some score was neither 0 nor 1: the run is scored, not binary.
+    scored: bool,
+    labels: Labels,
+    /// With labels: per variant, the judged scores, labelled or not.
+    judged: Vec<JudgedScores>,
+    /// With labels: per (case, repeat), each variant's judged score, for paired corrections.
+    judged_jobs: HashMap<(String, u32), Vec<Option<f64>>>,
 }
 
 impl Aggregator {
@@ -85,6 +101,8 @@ impl Aggregator {
             price,
             planned,
             junit_spool,
+            judge_price,
+            labels,
         } = settings;
         let replicas = run.provider.replicas.len();
         let junit = junit_spool.map(|path| JunitSpool::create(path, &run.bench, run.repeats > 1));
@@ -111,6 +129,11 @@ impl Aggregator {
             disagreements: BTreeMap::new(),
             failed_jobs: Vec::new(),
             junit,
+            judge_price,
+            scored: false,
+            labels,
+            judged: Vec::new(),
+            judged_jobs: HashMap::new(),
         }
     }
 
@@ -153,10 +176,29 @@ impl Aggregator {
             }
         }
         if let Some(score) = r.score() {
+            self.scored |= !crate::grade::scorer::is_binary(score);
             self.cases.add(&r.case_id, &r.tags, arm, score);
             self.answer(arm, r, score);
+            if !r.judge.is_empty() && !self.labels.is_empty() {
+                self.judged_by(arm, r, score);
+            }
         }
-        self.accs[arm].add(r, self.price.as_ref());
+        self.accs[arm].add(r, self.price.as_ref(), self.judge_price.as_ref());
+    }
+
+    /// Keeps a judged score for comparing the judge with people's labels.
+    fn judged_by(&mut self, arm: usize, r: &JobRecord, score: f64) {
+        let arms = self.variants.len();
+        if self.judged.is_empty() {
+            self.judged = vec![JudgedScores::default(); arms];
+        }
+        match self.labels.get(&r.key()) {
+            Some(&person) => self.judged[arm].labelled.push((person, score)),
+            None => self.judged[arm].unlabelled.push(score),
+        }
+        self.judged_jobs
+            .entry((r.case_id.clone(), r.repeat))
+            .or_insert_with(|| vec![None; arms])[arm] = Some(score);
     }
 
     /// Keeps a case's first scored answer per variant until all are in; keeps them only
@@ -187,23 +229,43 @@ impl Aggregator {
         let confidence = self.run.confidence;
         let variants = &self.variants;
         let cases = self.cases;
-        let priced = self.price.is_some();
+        let scored = self.scored;
+        let priced = (self.price.is_some(), self.judge_price.is_some());
         let mut summaries: Vec<VariantSummary> = Vec::with_capacity(variants.len());
         let mut latencies = Vec::with_capacity(variants.len());
         for (i, (name, acc)) in variants.iter().zip(self.accs).enumerate() {
-            let (summary, lat) = acc.finish(name, i == 0, &cases.arm(i), confidence, priced);
+            let arm = cases.arm(i);
+            let (mut summary, lat) = acc.finish(name, i == 0, &arm, confidence, priced);
+            if scored {
+                score_summary(&mut summary, &arm, confidence);
+            }
+            summary.labelled = self
+                .judged
+                .get(i)
+                .and_then(|j| j.summarise(confidence));
             summaries.push(summary);
             latencies.push(lat);
         }
         let mut comparisons: Vec<Comparison> = (1..variants.len())
-            .map(|i| compare(&variants[i], &variants[0], &cases.pairs(i, 0), confidence))
+            .map(|i| {
+                let pairs = cases.pairs(i, 0);
+                let mut c = if scored {
+                    compare_scored(&variants[i], &variants[0], &pairs, confidence)
+                } else {
+                    compare(&variants[i], &variants[0], &pairs, confidence)
+                };
+                if !self.judged.is_empty() {
+                    correct_with_labels(&mut c, &self.labels, &self.judged_jobs, variants, i, confidence);
+                }
+                c
+            })
             .collect();
         decide(&mut comparisons, confidence);
-        let detectable = summaries.first().and_then(|b| {
+        let detectable = summaries.first().filter(|_| !scored).and_then(|b| {
             let n = cases.arm(0).len() as u64;
             b.accuracy.map(|p| Detectable::new(n, p, confidence))
         });
-        let slices = slices(&cases, variants, confidence);
+        let slices = slices(&cases, variants, confidence, scored);
         let missing = self.planned.saturating_sub(self.finished);
         let mut disagreements = self.disagreements;
         for (case, answers) in self.pending {
@@ -213,7 +275,7 @@ impl Aggregator {
             }
         }
         let summary = Summary {
-            schema: SCHEMA.to_string(),
+            schema: if scored { SCHEMA_SCORED } else { SCHEMA }.to_string(),
             complete: self.failed == 0 && missing == 0 && self.run.stopped.is_none(),
             jobs_finished: self.finished,
             jobs_failed: self.failed,
@@ -252,6 +314,67 @@ impl Aggregator {
             junit: self.junit,
         }
     }
+}
+
+/// A scored run's variant: the mean of its case means with a t interval, in place of
+/// accuracy and Wilson's interval.
+fn score_summary(v: &mut VariantSummary, arm: &[CaseScore], confidence: f64) {
+    let means: Vec<f64> = arm.iter().filter_map(CaseScore::mean).collect();
+    if let Some(m) = crate::stats::scores::mean_score(&means, confidence) {
+        v.mean_score = Some(m.mean);
+        v.score_ci_low = m.interval.map(|i| i.0);
+        v.score_ci_high = m.interval.map(|i| i.1);
+    }
+    v.accuracy = None;
+    v.ci_low = None;
+    v.ci_high = None;
+    v.design_effect = None;
+    v.consistency = None;
+}
+
+/// With labels on both arms: the difference as people would score it decides the verdict.
+fn correct_with_labels(
+    c: &mut Comparison,
+    labels: &Labels,
+    jobs: &HashMap<(String, u32), Vec<Option<f64>>>,
+    variants: &[String],
+    arm: usize,
+    confidence: f64,
+) {
+    let mut pairs = JudgedPairs::default();
+    for ((case, repeat), scores) in jobs {
+        let (Some(v), Some(b)) = (scores[arm], scores[0]) else {
+            continue;
+        };
+        let person = |name: &String| labels.get(&(case.clone(), name.clone(), *repeat)).copied();
+        match (person(&variants[arm]), person(&variants[0])) {
+            (Some(vp), Some(bp)) => pairs.labelled.push((vp, v, bp, b)),
+            _ => pairs.unlabelled.push((v, b)),
+        }
+    }
+    // Journal order is not plan order: sort, so the result does not depend on it.
+    pairs.labelled.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    pairs.unlabelled.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    let Some(d) = corrected_difference(&pairs, confidence) else {
+        return;
+    };
+    let z = crate::stats::z_for(confidence);
+    let se = (d.ci_high - d.ci_low) / (2.0 * z);
+    let p = if se > 0.0 {
+        let normal = statrs::distribution::Normal::standard();
+        2.0 * (1.0 - statrs::distribution::ContinuousCDF::cdf(&normal, (d.difference / se).abs()))
+    } else if d.difference == 0.0 {
+        1.0
+    } else {
+        0.0
+    };
+    c.method = format!("{}+labels_ppi", c.method);
+    c.difference = Some(d.difference);
+    c.ci_low = Some(d.ci_low);
+    c.ci_high = Some(d.ci_high);
+    c.p_value = Some(p);
+    c.cases_needed = None;
+    c.corrected = Some(d);
 }
 
 /// Some variants passed the case and some did not.

@@ -58,6 +58,17 @@ pub struct Comparison {
     pub verdict: Verdict,
     /// Cases needed to detect a difference the size of the one observed, with 80% power.
     pub cases_needed: Option<u64>,
+    /// Scored runs: the paired t-test beside the sign-flip test that decides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_p_value: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_ci_low: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_ci_high: Option<f64>,
+    /// With labels from people on both arms: the difference as people would score it
+    /// (prediction-powered), which then decides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corrected: Option<CorrectedDifference>,
     /// The verdict as a sentence.
     pub sentence: String,
 }
@@ -143,6 +154,42 @@ pub fn points(x: f64) -> String {
     format!("{:+.1} points", x * 100.0)
 }
 
+/// A difference corrected by people's labels (prediction-powered inference).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CorrectedDifference {
+    pub difference: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+    /// Cases both arms had labelled.
+    pub labelled_cases: u64,
+}
+
+/// Compares mean scores (a scored run): the mean of the per-case differences, decided by
+/// the sign-flip test on them with its inverted interval; the paired t-test beside it.
+pub fn compare_scored(
+    variant: &str,
+    against: &str,
+    pairs: &[(CaseScore, CaseScore)],
+    confidence: f64,
+) -> Comparison {
+    let mut c = compare(variant, against, &[], confidence);
+    c.cases = pairs.len() as u64;
+    let mean = |s: &CaseScore| s.mean().unwrap_or(0.0);
+    let v: Vec<f64> = pairs.iter().map(|(v, _)| mean(v)).collect();
+    let b: Vec<f64> = pairs.iter().map(|(_, b)| mean(b)).collect();
+    if let Some(p) = crate::stats::scores::paired_scores(&v, &b, confidence) {
+        c.method = "sign_flip_on_case_means".into();
+        c.difference = Some(p.mean);
+        c.ci_low = Some(p.sign_flip_interval.low);
+        c.ci_high = Some(p.sign_flip_interval.high);
+        c.p_value = Some(p.sign_flip.p_value);
+        c.t_p_value = p.t_p_value;
+        c.t_ci_low = p.t_interval.map(|i| i.0);
+        c.t_ci_high = p.t_interval.map(|i| i.1);
+    }
+    c
+}
+
 /// Compares `variant` with `against` over the cases both graded (`pairs`).
 pub fn compare(
     variant: &str,
@@ -163,6 +210,10 @@ pub fn compare(
         p_holm: None,
         verdict: Verdict::NoData,
         cases_needed: None,
+        t_p_value: None,
+        t_ci_low: None,
+        t_ci_high: None,
+        corrected: None,
         sentence: String::new(),
     };
     if pairs.is_empty() {

@@ -8,6 +8,7 @@ pub(crate) mod gates;
 pub mod html;
 mod json;
 pub mod junit;
+pub mod labels;
 pub mod markdown;
 pub(crate) mod progress;
 pub mod summary;

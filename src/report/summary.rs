@@ -14,6 +14,14 @@ use crate::suite::Price;
 /// The schema id of `summary.json` (docs/summary.schema.json).
 pub const SCHEMA: &str = "promptgauge.summary/1";
 
+/// The schema id of a *scored* run's `summary.json` (some score is neither 0 nor 1): the
+/// accuracy fields are empty and `mean_score` carries the result.
+pub const SCHEMA_SCORED: &str = "promptgauge.summary/2";
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// Where the answers came from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProviderInfo {
@@ -43,6 +51,12 @@ pub struct RunInfo {
     pub jobs_planned: usize,
     /// Why the run stopped early, if it did (Ctrl-C, a refused key, no credit).
     pub stopped: Option<String>,
+    /// Who judged the answers, when a scorer asked a model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<ProviderInfo>,
+    /// The judge is the model under test: it may favour its own answers.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub self_judged: bool,
 }
 
 /// The 50th, 90th and 99th percentiles (numpy's linear interpolation).
@@ -133,6 +147,30 @@ pub struct VariantSummary {
     pub design_effect: Option<f64>,
     /// With repeats: the share of cases whose samples all agree.
     pub consistency: Option<f64>,
+    /// Scored runs: the mean of the per-case mean scores, with a t interval on them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_score: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score_ci_low: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score_ci_high: Option<f64>,
+    /// Calls a judge made for this variant's answers (retries of unreadable replies
+    /// included).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub judge_calls: u64,
+    /// The judge's tokens, apart from the answers'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_tokens: Option<Tokens>,
+    /// What the judge cost (needs a price for the judge).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_cost_usd: Option<f64>,
+    /// With several votes: the mean share of votes that agreed with the verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_agreement: Option<f64>,
+    /// With labels from people: the judge against them, and the score as people would
+    /// give it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labelled: Option<super::labels::Labelled>,
 }
 
 /// How one replica did, from the attempts it served.
@@ -194,7 +232,11 @@ pub struct Summary {
 
 /// One variant's running totals, as records arrive.
 #[derive(Default)]
-pub struct Acc {
+pub(crate) struct Acc {
+    judge_calls: u64,
+    judge_tokens: Option<Tokens>,
+    judge_cost: f64,
+    agreement: (f64, u64),
     jobs: usize,
     n: u64,
     correct: u64,
@@ -211,9 +253,26 @@ pub struct Acc {
 }
 
 impl Acc {
-    pub(crate) fn add(&mut self, r: &JobRecord, price: Option<&Price>) {
+    pub(crate) fn add(&mut self, r: &JobRecord, price: Option<&Price>, judge_price: Option<&Price>) {
         self.jobs += 1;
         self.attempts += r.attempts.len() as u64;
+        self.judge_calls += r.judge.len() as u64;
+        if let Some(u) = &r.judge_usage {
+            self.judge_tokens.get_or_insert_with(Tokens::default).add(u);
+            if let Some(p) = judge_price {
+                self.judge_cost += cost(u, p);
+            }
+        }
+        if let Some(a) = r
+            .score_detail
+            .as_ref()
+            .and_then(|d| d.get("agreement"))
+            .and_then(serde_json::Value::as_f64)
+            .filter(|_| r.judge.len() > 1)
+        {
+            self.agreement.0 += a;
+            self.agreement.1 += 1;
+        }
         if r.status == JobStatus::Failed {
             self.failed += 1;
             return;
@@ -237,13 +296,7 @@ impl Acc {
         let u = &r.usage;
         self.tokens.add(u);
         if let Some(p) = price {
-            let cached = u.cached_tokens.min(u.prompt_tokens) as f64;
-            let fresh = u.prompt_tokens as f64 - cached;
-            let cached_price = p.cached_input_per_mtok.unwrap_or(p.input_per_mtok);
-            self.cost += (fresh * p.input_per_mtok
-                + cached * cached_price
-                + u.completion_tokens as f64 * p.output_per_mtok)
-                / 1e6;
+            self.cost += cost(u, p);
         }
     }
 
@@ -254,8 +307,9 @@ impl Acc {
         baseline: bool,
         scores: &[CaseScore],
         confidence: f64,
-        priced: bool,
+        priced: (bool, bool),
     ) -> (VariantSummary, Latencies) {
+        let (priced, judge_priced) = priced;
         self.ttft.sort_by(f64::total_cmp);
         self.latency.sort_by(f64::total_cmp);
         // The case is the unit: with repeats the interval widens by the design effect.
@@ -287,6 +341,15 @@ impl Acc {
                 .map(|c| c / self.correct as f64),
             design_effect: clustered.filter(|_| repeated).map(|c| c.3),
             consistency: consistency(scores),
+            mean_score: None,
+            score_ci_low: None,
+            score_ci_high: None,
+            judge_calls: self.judge_calls,
+            judge_cost_usd: (judge_priced && self.judge_tokens.is_some()).then_some(self.judge_cost),
+            judge_tokens: self.judge_tokens,
+            judge_agreement: (self.agreement.1 > 0)
+                .then(|| self.agreement.0 / self.agreement.1 as f64),
+            labelled: None,
         };
         (
             summary,
@@ -298,6 +361,15 @@ impl Acc {
     }
 }
 
+/// What `u` tokens cost at `p`, in USD.
+fn cost(u: &crate::client::Usage, p: &Price) -> f64 {
+    let cached = u.cached_tokens.min(u.prompt_tokens) as f64;
+    let fresh = u.prompt_tokens as f64 - cached;
+    let cached_price = p.cached_input_per_mtok.unwrap_or(p.input_per_mtok);
+    (fresh * p.input_per_mtok + cached * cached_price + u.completion_tokens as f64 * p.output_per_mtok)
+        / 1e6
+}
+
 /// A variant's measured latencies, ascending: what the charts draw.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Latencies {
@@ -306,7 +378,13 @@ pub struct Latencies {
 }
 
 /// Accuracy per tag and variant, tags in order, variants in bench order.
-pub(crate) fn slices(cases: &CaseTable, variants: &[String], confidence: f64) -> Vec<Slice> {
+/// Accuracy (or, for a scored run, the mean case score) per tag and variant.
+pub(crate) fn slices(
+    cases: &CaseTable,
+    variants: &[String],
+    confidence: f64,
+    scored: bool,
+) -> Vec<Slice> {
     let mut tags: Vec<&String> = cases.cases.values().flat_map(|(t, _)| t).collect();
     tags.sort();
     tags.dedup();
@@ -322,7 +400,15 @@ pub(crate) fn slices(cases: &CaseTable, variants: &[String], confidence: f64) ->
                 .collect();
             let n: u64 = scores.iter().map(|s| s.graded).sum();
             let correct = scores.iter().map(|s| s.score).sum::<f64>() as u64;
-            let ci = clustered_wilson(&scores, confidence);
+            let ci = if scored {
+                let means: Vec<f64> = scores.iter().filter_map(CaseScore::mean).collect();
+                crate::stats::scores::mean_score(&means, confidence).map(|m| {
+                    let (lo, hi) = m.interval.unwrap_or((m.mean, m.mean));
+                    (m.mean, lo, hi, 1.0)
+                })
+            } else {
+                clustered_wilson(&scores, confidence)
+            };
             out.push(Slice {
                 tag: tag.clone(),
                 variant: variant.clone(),

@@ -23,6 +23,7 @@ const RECORD: &str = "run.json";
 const JOURNAL: &str = "results.jsonl";
 const REPORT_HTML: &str = "report.html";
 const BASELINE: &str = "baseline.json";
+const LABELS: &str = "labels.jsonl";
 /// Where `--junit` collects its test cases during a run, before the file is assembled.
 const JUNIT_SPOOL: &str = ".junit.spool";
 
@@ -112,6 +113,11 @@ impl RunDir {
 
     pub(crate) fn baseline_json(&self) -> PathBuf {
         self.path.join(BASELINE)
+    }
+
+    /// `labels.jsonl`: people's scores of judged answers.
+    pub fn labels(&self) -> PathBuf {
+        self.path.join(LABELS)
     }
 
     /// Where `--junit` spools its test cases during a run.

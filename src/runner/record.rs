@@ -55,6 +55,9 @@ pub struct BenchRecord {
     pub confidence: f64,
     #[serde(default)]
     pub grade: GradeSpec,
+    /// The bench's `judge:` block, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<crate::suite::JudgeSettings>,
 }
 
 impl BenchRecord {
@@ -75,6 +78,7 @@ impl BenchRecord {
             repeats: bench.repeats,
             confidence: bench.confidence,
             grade: bench.grade.clone(),
+            judge: bench.judge.clone(),
         }
     }
 }
@@ -97,6 +101,9 @@ pub struct RunRecord {
     pub fingerprint: Fingerprint,
     pub jobs_planned: usize,
     pub endpoint: ProviderInfo,
+    /// Who judged, when a scorer asked a model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<ProviderInfo>,
     pub bench: BenchRecord,
 }
 
@@ -115,7 +122,25 @@ impl RunRecord {
             cases: self.bench.cases,
             jobs_planned: self.jobs_planned,
             stopped: self.stopped.clone(),
+            judge: self.judge.clone(),
+            self_judged: self.self_judged(),
         }
+    }
+
+    /// The judge is the model under test (same model at the same endpoint).
+    pub fn self_judged(&self) -> bool {
+        self.judge.as_ref().is_some_and(|j| {
+            j.model == self.endpoint.model
+                && j.simulated == self.endpoint.simulated
+                && (j.simulated || j.base_url == self.endpoint.base_url)
+        })
+    }
+
+    /// What the judge's tokens cost: the judge's own price, or the bench's when the judge
+    /// is the model under test.
+    pub fn judge_price(&self) -> Option<Price> {
+        let own = self.bench.judge.as_ref().and_then(|j| j.price.clone());
+        own.or_else(|| self.self_judged().then(|| self.bench.price.clone()).flatten())
     }
 
     /// The jobs this run planned, by key.

@@ -255,6 +255,38 @@ struct RawBench {
     repeats: Option<i64>,
     #[serde(default)]
     confidence: Option<f64>,
+    #[serde(default)]
+    judge: Option<RawJudge>,
+}
+
+/// The bench's `judge:` block as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawJudge {
+    base_url: Option<String>,
+    model: Option<String>,
+    api_key_env: Option<String>,
+    #[serde(default)]
+    params: Map<String, Value>,
+    #[serde(default)]
+    limits: RawLimits,
+    #[serde(default)]
+    price: Option<Price>,
+}
+
+/// Who judges (`judge:`): fields left unset come from the run's endpoint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgeSettings {
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    pub api_key_env: Option<String>,
+    /// Request parameters for judge calls, over `temperature: 0` and a JSON reply.
+    pub params: Map<String, Value>,
+    /// The judge's own gate, timeouts and attempts (the bench's `limits` where unset).
+    pub limits: Limits,
+    /// What the judge's tokens cost; without it, the bench's `price` when the judge is the
+    /// model under test, else unknown.
+    pub price: Option<Price>,
 }
 
 /// A loaded and fully checked bench. Holding one means no input error remains.
@@ -276,6 +308,8 @@ pub struct Bench {
     pub repeats: u32,
     pub confidence: f64,
     pub templates: Templates,
+    /// The `judge:` block, when the bench has one.
+    pub judge: Option<JudgeSettings>,
 }
 
 impl Bench {
@@ -321,7 +355,26 @@ impl Bench {
                     .into(),
             );
         }
-        let limits = resolve_limits(raw.limits, &here)?;
+        let limits = resolve_limits(raw.limits, &Limits::default(), &here)?;
+        let judge = match raw.judge {
+            None => None,
+            Some(j) => {
+                if let Some(url) = &j.base_url {
+                    check_base_url(url).map_err(|m| {
+                        InputError::new(here("judge"), format!("judge.base_url: {m}"))
+                            .fix("write the full URL, e.g. http://127.0.0.1:8000/v1, or `mock`")
+                    })?;
+                }
+                Some(JudgeSettings {
+                    base_url: j.base_url,
+                    model: j.model,
+                    api_key_env: j.api_key_env,
+                    params: j.params,
+                    limits: resolve_limits(j.limits, &limits, &|key| here(&format!("judge.limits.{key}")))?,
+                    price: j.price,
+                })
+            }
+        };
         let repeats = match raw.repeats {
             None => 1,
             Some(r) if (1..=10_000).contains(&r) => r as u32,
@@ -441,6 +494,7 @@ impl Bench {
             repeats,
             confidence,
             templates,
+            judge,
         })
     }
 
@@ -494,8 +548,13 @@ pub(crate) fn check_base_url(url: &str) -> Result<(), String> {
     crate::client::Protocol::check_base_url(&crate::client::OpenAiChat, url)
 }
 
-fn resolve_limits(raw: RawLimits, here: &dyn Fn(&str) -> Location) -> Result<Limits, InputError> {
-    let d = Limits::default();
+/// Limits as written, over `base` (the defaults, or the bench's for the judge).
+fn resolve_limits(
+    raw: RawLimits,
+    base: &Limits,
+    here: &dyn Fn(&str) -> Location,
+) -> Result<Limits, InputError> {
+    let d = base.clone();
     let positive = |key: &str, v: Option<i64>, max: i64| -> Result<Option<i64>, InputError> {
         match v {
             Some(x) if x < 1 || x > max => Err(InputError::new(

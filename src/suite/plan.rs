@@ -111,7 +111,17 @@ impl Fingerprint {
             .map(|&v| &bench.variants[v])
             .map(|v| serde_json::json!([v.name, v.messages, v.params]))
             .collect();
-        let settings = serde_json::json!([bench.params, bench.grade, bench.repeats]);
+        // The judge decides scores: a changed judge is a changed bench (added only when
+        // there is one, so older fingerprints stay as they were).
+        let settings = match &bench.judge {
+            None => serde_json::json!([bench.params, bench.grade, bench.repeats]),
+            Some(j) => serde_json::json!([
+                bench.params,
+                bench.grade,
+                bench.repeats,
+                [&j.base_url, &j.model, &j.params]
+            ]),
+        };
         Fingerprint {
             cases: format!("{:016x}", cases.finish()),
             variants: digest(&serde_json::json!(chosen)),

@@ -84,6 +84,7 @@ async fn run_and_report(setup: &Setup, out: &Path) {
             api_key_env: None,
             replicas: Vec::new(),
         },
+        judge: None,
         bench: BenchRecord::of(&bench, &variants),
     };
     let dir = RunDir::at(out);
@@ -94,6 +95,8 @@ async fn run_and_report(setup: &Setup, out: &Path) {
             price: record.bench.price.clone(),
             planned: record.plan_keys().planned(),
             junit_spool: Some(dir.junit_spool()),
+            judge_price: None,
+            labels: Default::default(),
         })
     };
 

@@ -102,6 +102,8 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
         cases: JOBS,
         jobs_planned: JOBS,
         stopped: None,
+        judge: None,
+        self_judged: false,
     };
     let settings = || AggregatorSettings {
         run: run_info.clone(),
@@ -109,6 +111,8 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
         price: None,
         planned: JOBS,
         junit_spool: None,
+        judge_price: None,
+        labels: Default::default(),
     };
     // Heard live, as a run's reports are built.
     let mut live = Aggregator::new(settings());

@@ -1,0 +1,131 @@
+//! Who judges: the bench's `judge:` block over the run's endpoint, resolved before anything
+//! is sent, and the judge's own client (its gate, limits and key).
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Map, Value, json};
+
+use super::{Prepared, shown_urls};
+use crate::cli::{Env, UsageError};
+use crate::client::{ApiKey, Client, ClientConfig, ReqwestTransport};
+use crate::grade::judge::JudgeService;
+use crate::report::ProviderInfo;
+use crate::runner::Cache;
+use crate::suite::Limits;
+
+/// The judge, resolved.
+pub(super) struct Judge {
+    /// Empty: the built-in simulator answers.
+    pub base_urls: Vec<String>,
+    pub model: String,
+    pub api_key: Option<ApiKey>,
+    pub api_key_env: String,
+    pub params: Map<String, Value>,
+    pub limits: Limits,
+    /// As shown and stored.
+    pub info: ProviderInfo,
+}
+
+/// Who judges this run, if any of its scorers asks a model. Unset fields come from the
+/// run's endpoint: by default the model under test judges itself (said loudly).
+pub(super) fn resolve(p: &Prepared, env: &Env) -> Result<Option<Judge>, UsageError> {
+    if !p.bench.scorers.iter().any(|s| s.uses_judge()) {
+        return Ok(None);
+    }
+    let settings = p.bench.judge.clone();
+    let run = &p.endpoint;
+    let base_urls = match settings.as_ref().and_then(|j| j.base_url.clone()) {
+        Some(url) if url == "mock" => Vec::new(),
+        Some(url) => vec![url],
+        None => run.base_urls.clone(),
+    };
+    let model = match settings.as_ref().and_then(|j| j.model.clone()) {
+        Some(m) => m,
+        None => run.model.clone(),
+    };
+    let (api_key_env, api_key) = match settings.as_ref().and_then(|j| j.api_key_env.clone()) {
+        Some(name) => {
+            let key = match env.get(&name) {
+                Some(k) if !base_urls.is_empty() => {
+                    let (k, _) = crate::client::secrets::clean_api_key(k, &name).map_err(|m| {
+                        UsageError::with_fix(m, format!("set ${name} to the judge's key alone"))
+                    })?;
+                    Some(ApiKey::new(k))
+                }
+                _ => None,
+            };
+            (name, key)
+        }
+        None => (run.api_key_env.clone(), run.api_key.clone()),
+    };
+    // A judge answers with a verdict: deterministic, and in JSON where the server can.
+    let mut params = Map::new();
+    params.insert("temperature".into(), json!(0));
+    params.insert("response_format".into(), json!({"type": "json_object"}));
+    if let Some(j) = &settings {
+        for (k, v) in &j.params {
+            params.insert(k.clone(), v.clone());
+        }
+    }
+    let simulated = base_urls.is_empty();
+    let shown = shown_urls(&base_urls);
+    let info = ProviderInfo {
+        base_url: if simulated {
+            "simulated".into()
+        } else {
+            shown.join(", ")
+        },
+        model: model.clone(),
+        simulated,
+        api_key_env: (!simulated).then(|| api_key_env.clone()),
+        replicas: Vec::new(),
+    };
+    Ok(Some(Judge {
+        base_urls,
+        model,
+        api_key: if simulated { None } else { api_key },
+        api_key_env,
+        params,
+        limits: settings.map_or_else(|| p.bench.limits.clone(), |j| j.limits),
+        info,
+    }))
+}
+
+impl Judge {
+    /// The judge's client and how to ask it. `simulator` is the built-in simulator's URL
+    /// (when it runs); `cache` is `--cache`'s.
+    pub(super) fn service(
+        &self,
+        simulator: Option<&str>,
+        cache: Option<Arc<Mutex<Cache>>>,
+    ) -> anyhow::Result<Arc<JudgeService>> {
+        let urls: Vec<String> = match (self.base_urls.is_empty(), simulator) {
+            (false, _) => self.base_urls.clone(),
+            (true, Some(sim)) => vec![sim.to_string()],
+            (true, None) => anyhow::bail!("the judge needs the simulator, which is not running"),
+        };
+        let l = &self.limits;
+        let mut config = ClientConfig::new(&urls[0], &self.model);
+        config.replicas = urls[1..].to_vec();
+        config.api_key = self.api_key.clone();
+        config.api_key_env = self.api_key_env.clone();
+        config.concurrency = l.concurrency;
+        config.max_attempts = l.max_attempts;
+        config.first_token_timeout = l.first_token_timeout;
+        config.idle_timeout = l.idle_timeout;
+        config.total_timeout = l.total_timeout;
+        config.max_response_bytes = l.max_response_bytes;
+        config.max_retry_after = l.max_retry_after;
+        config.requests_per_minute = l.requests_per_minute;
+        config.tokens_per_minute = l.tokens_per_minute;
+        config.adaptive = l.adaptive;
+        let transport = ReqwestTransport::new(l.connect_timeout, l.concurrency * urls.len())
+            .map_err(|e| anyhow::anyhow!(e))?;
+        Ok(Arc::new(JudgeService {
+            client: Arc::new(Client::new(Arc::new(transport), config)),
+            params: self.params.clone(),
+            endpoint: self.info.base_url.clone(),
+            cache,
+        }))
+    }
+}

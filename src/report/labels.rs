@@ -1,0 +1,185 @@
+//! People's labels of judged answers (`labels.jsonl` in a run folder, written by
+//! `promptgauge label`), and what they say: how often the judge agrees with people, and
+//! each variant's score as people would give it, by prediction-powered inference
+//! (Angelopoulos et al. 2023, power-tuned as ppi-python's default; checked against
+//! `ppi_py` in tests/fixtures/ppi.py).
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::runner::journal::JobKey;
+use crate::stats::ppi::{self, Arm, Tuning};
+
+/// One person's score of one answer: a line of `labels.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Label {
+    pub case: String,
+    pub variant: String,
+    #[serde(default)]
+    pub repeat: u32,
+    /// 1 (right) or 0 (wrong), or a score in between.
+    pub score: f64,
+}
+
+impl Label {
+    pub(crate) fn key(&self) -> JobKey {
+        (self.case.clone(), self.variant.clone(), self.repeat)
+    }
+}
+
+/// Labels by job; a later label of the same job replaces an earlier one.
+pub type Labels = HashMap<JobKey, f64>;
+
+/// Reads labels from JSON lines (`labels.jsonl`, or a file to import). Errors name the
+/// file and line.
+pub fn read(path: &Path) -> Result<Vec<Label>, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    for (i, line) in BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let label: Label = serde_json::from_str(&line).map_err(|e| {
+            format!(
+                "{}:{}: not a label ({e}); write {{\"case\": \"…\", \"variant\": \"…\", \"repeat\": 0, \"score\": 1}}",
+                path.display(),
+                i + 1
+            )
+        })?;
+        if !(0.0..=1.0).contains(&label.score) {
+            return Err(format!(
+                "{}:{}: the score {} is not between 0 and 1",
+                path.display(),
+                i + 1,
+                label.score
+            ));
+        }
+        out.push(label);
+    }
+    Ok(out)
+}
+
+/// The labels of a run folder, if it has any.
+pub fn of_run(path: &Path) -> Result<Labels, String> {
+    if !path.exists() {
+        return Ok(Labels::new());
+    }
+    Ok(read(path)?.into_iter().map(|l| (l.key(), l.score)).collect())
+}
+
+/// The judge against people, for one variant, and its score as people would give it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Labelled {
+    /// Answers people labelled.
+    pub labels: u64,
+    /// The share of labelled answers where the judge and people agree (0/1 verdicts), with
+    /// a Wilson interval.
+    pub agreement: Option<f64>,
+    pub agreement_low: Option<f64>,
+    pub agreement_high: Option<f64>,
+    /// Cohen's kappa of the judge and people (agreement beyond chance).
+    pub kappa: Option<f64>,
+    /// Of the answers people failed, the share the judge passed.
+    pub judge_passes_people_fail: Option<f64>,
+    /// Of the answers people passed, the share the judge failed.
+    pub judge_fails_people_pass: Option<f64>,
+    /// The variant's score as people would give it: the judge's mean over every answer,
+    /// corrected by how far it was off on the labelled ones (prediction-powered).
+    pub corrected: Option<f64>,
+    pub corrected_low: Option<f64>,
+    pub corrected_high: Option<f64>,
+}
+
+/// (person, judge) scores of the labelled answers, and the judge's scores of the rest.
+#[derive(Debug, Default, Clone)]
+pub struct JudgedScores {
+    pub labelled: Vec<(f64, f64)>,
+    pub unlabelled: Vec<f64>,
+}
+
+impl JudgedScores {
+    /// Compares the judge with people and corrects the judge's mean.
+    pub fn summarise(&self, confidence: f64) -> Option<Labelled> {
+        if self.labelled.is_empty() {
+            return None;
+        }
+        let people: Vec<f64> = self.labelled.iter().map(|p| p.0).collect();
+        let judge: Vec<f64> = self.labelled.iter().map(|p| p.1).collect();
+        let binary = self.labelled.iter().all(|(a, b)| crate::grade::scorer::is_binary(*a) && crate::grade::scorer::is_binary(*b));
+        let (agreement, kappa, passes, fails) = if binary {
+            let p: Vec<bool> = people.iter().map(|&x| x == 1.0).collect();
+            let j: Vec<bool> = judge.iter().map(|&x| x == 1.0).collect();
+            let share = |keep: bool, judged: bool| {
+                let among: Vec<bool> = p.iter().zip(&j).filter(|(pp, _)| **pp == keep).map(|(_, jj)| *jj == judged).collect();
+                (!among.is_empty()).then(|| among.iter().filter(|&&x| x).count() as f64 / among.len() as f64)
+            };
+            (
+                ppi::agreement(&p, &j, confidence),
+                ppi::cohen_kappa(&p, &j),
+                share(false, true),
+                share(true, false),
+            )
+        } else {
+            (None, None, None, None)
+        };
+        let corrected = ppi::ppi_mean(&people, &judge, &self.unlabelled, confidence, Tuning::PowerTuned);
+        Some(Labelled {
+            labels: self.labelled.len() as u64,
+            agreement: agreement.map(|a| a.0),
+            agreement_low: agreement.map(|a| a.1),
+            agreement_high: agreement.map(|a| a.2),
+            kappa,
+            judge_passes_people_fail: passes,
+            judge_fails_people_pass: fails,
+            corrected: corrected.map(|c| c.estimate),
+            corrected_low: corrected.map(|c| c.low),
+            corrected_high: corrected.map(|c| c.high),
+        })
+    }
+}
+
+/// The difference between two variants as people would score it, from the cases both have
+/// labelled (aligned) and the judge's scores of the rest.
+pub fn corrected_difference(
+    variant: &JudgedPairs,
+    confidence: f64,
+) -> Option<super::compare::CorrectedDifference> {
+    if variant.labelled.len() < 2 {
+        return None;
+    }
+    let (vl, vj): (Vec<f64>, Vec<f64>) = variant.labelled.iter().map(|x| (x.0, x.1)).unzip();
+    let (bl, bj): (Vec<f64>, Vec<f64>) = variant.labelled.iter().map(|x| (x.2, x.3)).unzip();
+    let (vu, bu): (Vec<f64>, Vec<f64>) = variant.unlabelled.iter().copied().unzip();
+    let d = ppi::ppi_difference(
+        Arm {
+            labels: &vl,
+            judged: &vj,
+            unlabelled: &vu,
+        },
+        Arm {
+            labels: &bl,
+            judged: &bj,
+            unlabelled: &bu,
+        },
+        confidence,
+        Tuning::PowerTuned,
+    )?;
+    Some(super::compare::CorrectedDifference {
+        difference: d.estimate,
+        ci_low: d.low,
+        ci_high: d.high,
+        labelled_cases: variant.labelled.len() as u64,
+    })
+}
+
+/// A variant and the baseline on the same jobs: (variant person, variant judge, baseline
+/// person, baseline judge) where both are labelled, (variant judge, baseline judge) where not.
+#[derive(Debug, Default, Clone)]
+pub struct JudgedPairs {
+    pub labelled: Vec<(f64, f64, f64, f64)>,
+    pub unlabelled: Vec<(f64, f64)>,
+}
