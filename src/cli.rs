@@ -286,6 +286,10 @@ pub struct MockArgs {
     /// Seed for the fault draws.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// How often the simulated judge gets a verdict wrong (it answers promptgauge's
+    /// reference-guided judge prompts).
+    #[arg(long, default_value_t = 0.1, value_name = "P")]
+    pub judge_error: f64,
 }
 
 /// A duration flag: zero allowed, at most a day (longer is a typo, and overflows clocks).
@@ -310,6 +314,12 @@ impl MockArgs {
             ("--stall", self.stall),
             ("--error-event", self.error_event),
         ];
+        if !(0.0..=1.0).contains(&self.judge_error) {
+            return Err(format!(
+                "--judge-error is a probability between 0 and 1, found {}",
+                self.judge_error
+            ));
+        }
         for (flag, p) in rates {
             if !(0.0..=1.0).contains(&p) {
                 return Err(format!(
@@ -356,6 +366,8 @@ impl MockArgs {
             first_token_delay: self.first_token_delay,
             token_delay: self.token_delay,
             seed: self.seed,
+            judge_error: self.judge_error,
+            oracle: None,
         })
     }
 }

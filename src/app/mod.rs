@@ -62,6 +62,7 @@ pub fn demo_mock_config() -> MockConfig {
         },
         first_token_delay: Duration::from_millis(30),
         token_delay: Duration::from_millis(3),
+        judge_error: 0.1,
         ..MockConfig::default()
     }
 }

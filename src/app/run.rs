@@ -131,7 +131,9 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         } else {
             note!("note: the built-in SIMULATOR judges the answers (judge.base_url: mock)");
         }
-        let sim = Arc::new(Provider::new(demo_mock_config()));
+        let mut config = demo_mock_config();
+        config.oracle = Some(oracle(&p, &record.run_id));
+        let sim = Arc::new(Provider::new(config));
         let server = MockServer::start(sim, SocketAddr::from(([127, 0, 0, 1], 0)))
             .await
             .context("cannot start the built-in simulator")
@@ -190,13 +192,22 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     let judge_service = match &judge {
         Some(j) => {
             let service = j
-                .service(simulator.as_ref().map(|s| s.base_url()).as_deref(), cache.clone())
+                .service(
+                    simulator.as_ref().map(|s| s.base_url()).as_deref(),
+                    cache.clone(),
+                )
                 .before_send()?;
             // One stop for both: a refused judge key stops the run, and so do two Ctrl-Cs.
             let (main, judged) = (client.stop_token(), service.client.stop_token());
             let (m2, j2) = (main.clone(), judged.clone());
-            tokio::spawn(async move { m2.cancelled().await; j2.cancel() });
-            tokio::spawn(async move { judged.cancelled().await; main.cancel() });
+            tokio::spawn(async move {
+                m2.cancelled().await;
+                j2.cancel()
+            });
+            tokio::spawn(async move {
+                judged.cancelled().await;
+                main.cancel()
+            });
             Some(service)
         }
         None => None,
@@ -265,6 +276,37 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         stopped_by_journal: tally.journal_error.is_some(),
     };
     Ok(conclude(&dir, &record, result, ending, &outputs, problems))
+}
+
+/// Tells the built-in simulator the case behind each job's idempotency key, so it can
+/// answer any bench in the shape its scorer expects (and the run stays marked simulated).
+fn oracle(p: &Prepared, run_id: &str) -> crate::mock::answers::Oracle {
+    use crate::mock::answers::{Hint, Oracle};
+    let bench = p.bench.clone();
+    let mut case_of = vec![usize::MAX; p.jobs.iter().map(|j| j.index + 1).max().unwrap_or(0)];
+    for j in &p.jobs {
+        case_of[j.index] = j.case;
+    }
+    let others: Arc<Vec<String>> = Arc::new(
+        bench
+            .cases
+            .iter()
+            .filter_map(|c| c.expected.first().cloned())
+            .collect(),
+    );
+    let prefix = format!("pg-{run_id}-");
+    Oracle(Arc::new(move |key: &str| {
+        // Judge calls (`…-judge-0`) are answered from their prompt, not from the case.
+        let index: usize = key.strip_prefix(prefix.as_str())?.parse().ok()?;
+        let case = bench.cases.get(*case_of.get(index)?)?;
+        Some(Hint {
+            case: case.id.clone(),
+            expected: case.expected.clone(),
+            expected_json: case.expected_json.clone(),
+            shape: case.grade.as_ref().unwrap_or(&bench.grade).shape(),
+            others: others.clone(),
+        })
+    }))
 }
 
 /// A resume keeps the plan it started with, and the endpoint and model it was answered by

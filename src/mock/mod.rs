@@ -5,6 +5,7 @@
 //! resets and ends. The TCP server ([`server`]) plays scripts onto sockets; the in-memory
 //! transport ([`memory`]) plays them into the client directly, on tokio's (pausable) clock.
 
+pub mod answers;
 pub mod memory;
 pub mod model;
 pub mod server;
@@ -78,6 +79,11 @@ pub struct MockConfig {
     pub first_token_delay: Duration,
     pub token_delay: Duration,
     pub seed: u64,
+    /// How often the simulated judge gets a verdict wrong.
+    pub judge_error: f64,
+    /// The cases behind the requests, when the simulator runs inside `promptgauge run`: it
+    /// then answers any bench (see [`answers`]).
+    pub oracle: Option<answers::Oracle>,
 }
 
 impl Default for MockConfig {
@@ -99,6 +105,8 @@ impl Default for MockConfig {
             first_token_delay: Duration::ZERO,
             token_delay: Duration::ZERO,
             seed: 0,
+            judge_error: 0.0,
+            oracle: None,
         }
     }
 }
@@ -434,10 +442,27 @@ impl Provider {
             .or_else(|| body.get("max_tokens"))
             .and_then(Value::as_u64);
         let seed = body.get("seed").map(|s| s.to_string()).unwrap_or_default();
+        let tools = body
+            .get("tools")
+            .filter(|t| t.as_array().is_some_and(|a| !a.is_empty()));
+        let json_mode = body
+            .pointer("/response_format/type")
+            .and_then(Value::as_str)
+            == Some("json_object");
+        let model_name = body.get("model").and_then(Value::as_str).unwrap_or("");
 
         let replayed = key
             .as_ref()
             .and_then(|k| self.completed.lock().ok().and_then(|c| c.get(k).cloned()));
+        let prompt: String = messages
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let hint = key
+            .as_deref()
+            .and_then(|k| self.config.oracle.as_ref().and_then(|o| (o.0)(k)));
+        let mut calls = Vec::new();
         let generation = match &replayed {
             Some(text) => {
                 stats.replays.fetch_add(1, Ordering::SeqCst);
@@ -446,11 +471,40 @@ impl Provider {
                     text: text.clone(),
                 }
             }
-            None => model::generate(
-                &messages,
-                body.get("model").and_then(Value::as_str).unwrap_or(""),
-                &seed,
-            ),
+            None if answers::is_judge_prompt(&prompt) => model::Generation {
+                reasoning: String::new(),
+                text: answers::judge(&prompt, self.config.judge_error, json_mode),
+            },
+            None => match (model::generate(&messages, model_name, &seed), &hint) {
+                // The model knows the task (the example's routing, arithmetic, echo).
+                (g, _) if g.text != model::UNKNOWN && tools.is_none() => g,
+                // It does not, but it is told the case: an answer of the expected shape.
+                (_, Some(h)) => {
+                    let wrong = model::wrong(&prompt, &h.case, model_name, &seed);
+                    let made = answers::answer(h, wrong, tools);
+                    calls = made.calls;
+                    model::Generation {
+                        reasoning: String::new(),
+                        text: made.text,
+                    }
+                }
+                (_, None) if tools.is_some() => {
+                    calls = answers::first_tool(tools).calls;
+                    model::Generation {
+                        reasoning: String::new(),
+                        text: String::new(),
+                    }
+                }
+                (g, None) => g,
+            },
+        };
+        let generation = if json_mode && calls.is_empty() && !generation.text.is_empty() {
+            model::Generation {
+                text: answers::as_json(&generation.text),
+                ..generation
+            }
+        } else {
+            generation
         };
         let mut pieces = split_tokens(&generation.text);
         let reasoning = if self.config.reasoning {
@@ -458,7 +512,11 @@ impl Provider {
         } else {
             Vec::new()
         };
-        let mut finish = "stop";
+        let mut finish = if calls.is_empty() {
+            "stop"
+        } else {
+            "tool_calls"
+        };
         if let Some(max) = max_tokens.map(|m| m as usize)
             && reasoning.len() + pieces.len() > max
         {
@@ -481,7 +539,7 @@ impl Provider {
                 "object": "chat.completion",
                 "created": 0,
                 "model": self.config.model,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+                "choices": [{"index": 0, "message": message_json(&text, &calls), "finish_reason": finish}],
                 "usage": usage,
             });
             return self.json_reply(200, reply, extra, in_flight);
@@ -495,6 +553,7 @@ impl Provider {
         let steps = script.stream(StreamPlan {
             reasoning,
             pieces,
+            calls,
             finish,
             usage,
             include_usage,
@@ -618,6 +677,8 @@ fn split_tokens(text: &str) -> Vec<String> {
 struct StreamPlan {
     reasoning: Vec<String>,
     pieces: Vec<String>,
+    /// Tool calls, streamed after the text in fragments.
+    calls: Vec<answers::Call>,
     finish: &'static str,
     usage: Value,
     include_usage: bool,
@@ -701,6 +762,28 @@ impl Script<'_> {
             let c = self.chunk(json!({"content": piece}), None, None);
             self.event(&c);
         }
+        for (i, call) in plan.calls.iter().enumerate() {
+            // The name first, then the arguments in two fragments, as real servers stream.
+            let head = self.chunk(
+                json!({"tool_calls": [{"index": i, "id": format!("call_{i}"), "type": "function", "function": {"name": call.name, "arguments": ""}}]}),
+                None,
+                None,
+            );
+            self.event(&head);
+            let mid = call.arguments.len() / 2;
+            let mid = (0..=mid)
+                .rev()
+                .find(|&m| call.arguments.is_char_boundary(m))
+                .unwrap_or(0);
+            for part in [&call.arguments[..mid], &call.arguments[mid..]] {
+                let c = self.chunk(
+                    json!({"tool_calls": [{"index": i, "function": {"arguments": part}}]}),
+                    None,
+                    None,
+                );
+                self.event(&c);
+            }
+        }
         let last_usage = (self.config.usage == UsageMode::InLastChunk).then_some(&plan.usage);
         let finish = self.chunk(json!({}), Some(plan.finish), last_usage);
         self.event(&finish);
@@ -737,6 +820,19 @@ impl Script<'_> {
         }
         Some(std::mem::take(&mut self.steps))
     }
+}
+
+/// A non-streamed answer's `message`: its text and tool calls.
+fn message_json(text: &str, calls: &[answers::Call]) -> Value {
+    let mut m = json!({"role": "assistant", "content": text});
+    if !calls.is_empty() {
+        m["tool_calls"] = calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| json!({"id": format!("call_{i}"), "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+            .collect();
+    }
+    m
 }
 
 #[cfg(test)]

@@ -150,6 +150,16 @@ pub(crate) fn model_penalty(model: &str) -> f64 {
     }
 }
 
+/// What the model says to a task it does not know.
+pub(crate) const UNKNOWN: &str = "I don't know.";
+
+/// Whether the model gets this case wrong with this prompt: mostly the case's difficulty,
+/// partly this prompt's luck, against a wording- and model-dependent error rate.
+pub(crate) fn wrong(prompt: &str, case: &str, model: &str, seed: &str) -> bool {
+    let difficulty = 0.7 * unit(&[case]) + 0.3 * unit(&[case, prompt, seed]);
+    difficulty < error_rate(prompt) + model_penalty(model)
+}
+
 /// Answers a conversation as `model`. `seed` varies the sample (for repeats).
 pub(crate) fn generate(messages: &[ChatMessage], model: &str, seed: &str) -> Generation {
     let prompt: String = messages
@@ -171,9 +181,7 @@ pub(crate) fn generate(messages: &[ChatMessage], model: &str, seed: &str) -> Gen
         let p = prompt.to_lowercase();
         p.contains("step by step") || p.contains("step-by-step")
     };
-    // Mostly the case's difficulty, partly this prompt's luck.
-    let difficulty = 0.7 * unit(&[case_text]) + 0.3 * unit(&[case_text, &prompt, seed]);
-    let wrong = difficulty < error_rate(&prompt) + model_penalty(model);
+    let wrong = wrong(&prompt, case_text, model, seed);
 
     if let Some(rest) = user.trim().strip_prefix("Echo:") {
         return Generation {
@@ -217,7 +225,7 @@ pub(crate) fn generate(messages: &[ChatMessage], model: &str, seed: &str) -> Gen
     }
     Generation {
         reasoning: String::new(),
-        text: "I don't know.".into(),
+        text: UNKNOWN.into(),
     }
 }
 

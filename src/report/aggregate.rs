@@ -17,10 +17,10 @@ use super::labels::{JudgedPairs, JudgedScores, Labels, corrected_difference};
 use super::summary::{
     Acc, Latencies, Percentiles, ReplicaSummary, SCHEMA, SCHEMA_SCORED, Summary, slices,
 };
-use crate::stats::cluster::CaseScore;
 use super::{RunInfo, VariantSummary};
 use crate::runner::events::{Listener, RunEvent};
 use crate::runner::journal::{Audit, JobRecord, JobStatus};
+use crate::stats::cluster::CaseScore;
 use crate::suite::Price;
 
 /// Failed jobs shown in full in report.html; the rest are counted.
@@ -239,10 +239,7 @@ impl Aggregator {
             if scored {
                 score_summary(&mut summary, &arm, confidence);
             }
-            summary.labelled = self
-                .judged
-                .get(i)
-                .and_then(|j| j.summarise(confidence));
+            summary.labelled = self.judged.get(i).and_then(|j| j.summarise(confidence));
             summaries.push(summary);
             latencies.push(lat);
         }
@@ -255,7 +252,14 @@ impl Aggregator {
                     compare(&variants[i], &variants[0], &pairs, confidence)
                 };
                 if !self.judged.is_empty() {
-                    correct_with_labels(&mut c, &self.labels, &self.judged_jobs, variants, i, confidence);
+                    correct_with_labels(
+                        &mut c,
+                        &self.labels,
+                        &self.judged_jobs,
+                        variants,
+                        i,
+                        confidence,
+                    );
                 }
                 c
             })
@@ -353,8 +357,12 @@ fn correct_with_labels(
         }
     }
     // Journal order is not plan order: sort, so the result does not depend on it.
-    pairs.labelled.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
-    pairs.unlabelled.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    pairs
+        .labelled
+        .sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    pairs
+        .unlabelled
+        .sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
     let Some(d) = corrected_difference(&pairs, confidence) else {
         return;
     };

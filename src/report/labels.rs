@@ -36,7 +36,8 @@ pub type Labels = HashMap<JobKey, f64>;
 /// Reads labels from JSON lines (`labels.jsonl`, or a file to import). Errors name the
 /// file and line.
 pub fn read(path: &Path) -> Result<Vec<Label>, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let file =
+        std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let mut out = Vec::new();
     for (i, line) in BufReader::new(file).lines().enumerate() {
         let line = line.map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -68,7 +69,10 @@ pub fn of_run(path: &Path) -> Result<Labels, String> {
     if !path.exists() {
         return Ok(Labels::new());
     }
-    Ok(read(path)?.into_iter().map(|l| (l.key(), l.score)).collect())
+    Ok(read(path)?
+        .into_iter()
+        .map(|l| (l.key(), l.score))
+        .collect())
 }
 
 /// The judge against people, for one variant, and its score as people would give it.
@@ -109,13 +113,21 @@ impl JudgedScores {
         }
         let people: Vec<f64> = self.labelled.iter().map(|p| p.0).collect();
         let judge: Vec<f64> = self.labelled.iter().map(|p| p.1).collect();
-        let binary = self.labelled.iter().all(|(a, b)| crate::grade::scorer::is_binary(*a) && crate::grade::scorer::is_binary(*b));
+        let binary = self.labelled.iter().all(|(a, b)| {
+            crate::grade::scorer::is_binary(*a) && crate::grade::scorer::is_binary(*b)
+        });
         let (agreement, kappa, passes, fails) = if binary {
             let p: Vec<bool> = people.iter().map(|&x| x == 1.0).collect();
             let j: Vec<bool> = judge.iter().map(|&x| x == 1.0).collect();
             let share = |keep: bool, judged: bool| {
-                let among: Vec<bool> = p.iter().zip(&j).filter(|(pp, _)| **pp == keep).map(|(_, jj)| *jj == judged).collect();
-                (!among.is_empty()).then(|| among.iter().filter(|&&x| x).count() as f64 / among.len() as f64)
+                let among: Vec<bool> = p
+                    .iter()
+                    .zip(&j)
+                    .filter(|(pp, _)| **pp == keep)
+                    .map(|(_, jj)| *jj == judged)
+                    .collect();
+                (!among.is_empty())
+                    .then(|| among.iter().filter(|&&x| x).count() as f64 / among.len() as f64)
             };
             (
                 ppi::agreement(&p, &j, confidence),
@@ -126,7 +138,13 @@ impl JudgedScores {
         } else {
             (None, None, None, None)
         };
-        let corrected = ppi::ppi_mean(&people, &judge, &self.unlabelled, confidence, Tuning::PowerTuned);
+        let corrected = ppi::ppi_mean(
+            &people,
+            &judge,
+            &self.unlabelled,
+            confidence,
+            Tuning::PowerTuned,
+        );
         Some(Labelled {
             labels: self.labelled.len() as u64,
             agreement: agreement.map(|a| a.0),

@@ -253,7 +253,12 @@ pub(crate) struct Acc {
 }
 
 impl Acc {
-    pub(crate) fn add(&mut self, r: &JobRecord, price: Option<&Price>, judge_price: Option<&Price>) {
+    pub(crate) fn add(
+        &mut self,
+        r: &JobRecord,
+        price: Option<&Price>,
+        judge_price: Option<&Price>,
+    ) {
         self.jobs += 1;
         self.attempts += r.attempts.len() as u64;
         self.judge_calls += r.judge.len() as u64;
@@ -345,7 +350,8 @@ impl Acc {
             score_ci_low: None,
             score_ci_high: None,
             judge_calls: self.judge_calls,
-            judge_cost_usd: (judge_priced && self.judge_tokens.is_some()).then_some(self.judge_cost),
+            judge_cost_usd: (judge_priced && self.judge_tokens.is_some())
+                .then_some(self.judge_cost),
             judge_tokens: self.judge_tokens,
             judge_agreement: (self.agreement.1 > 0)
                 .then(|| self.agreement.0 / self.agreement.1 as f64),
@@ -366,7 +372,9 @@ fn cost(u: &crate::client::Usage, p: &Price) -> f64 {
     let cached = u.cached_tokens.min(u.prompt_tokens) as f64;
     let fresh = u.prompt_tokens as f64 - cached;
     let cached_price = p.cached_input_per_mtok.unwrap_or(p.input_per_mtok);
-    (fresh * p.input_per_mtok + cached * cached_price + u.completion_tokens as f64 * p.output_per_mtok)
+    (fresh * p.input_per_mtok
+        + cached * cached_price
+        + u.completion_tokens as f64 * p.output_per_mtok)
         / 1e6
 }
 

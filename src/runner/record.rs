@@ -140,7 +140,11 @@ impl RunRecord {
     /// is the model under test.
     pub fn judge_price(&self) -> Option<Price> {
         let own = self.bench.judge.as_ref().and_then(|j| j.price.clone());
-        own.or_else(|| self.self_judged().then(|| self.bench.price.clone()).flatten())
+        own.or_else(|| {
+            self.self_judged()
+                .then(|| self.bench.price.clone())
+                .flatten()
+        })
     }
 
     /// The jobs this run planned, by key.

@@ -370,7 +370,9 @@ impl Bench {
                     model: j.model,
                     api_key_env: j.api_key_env,
                     params: j.params,
-                    limits: resolve_limits(j.limits, &limits, &|key| here(&format!("judge.limits.{key}")))?,
+                    limits: resolve_limits(j.limits, &limits, &|key| {
+                        here(&format!("judge.limits.{key}"))
+                    })?,
                     price: j.price,
                 })
             }

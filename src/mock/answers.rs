@@ -1,0 +1,395 @@
+//! How the simulator answers any bench, not only the example: when it runs inside
+//! `promptgauge run`, it is told each job's case (a [`Hint`]) and answers it right with a
+//! wording-dependent probability, otherwise with a plausible wrong answer of the same shape
+//! (another case's answer, a near-miss number, a JSON object with one field changed, a tool
+//! call with a wrong argument). It also judges: a reference-guided judge prompt gets a
+//! verdict that is right except with probability `judge_error`.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use super::model::unit;
+use crate::grade::Shape;
+
+/// What the simulator is told about the case behind a request.
+#[derive(Debug, Clone)]
+pub struct Hint {
+    /// The case's id: which cases are hard does not depend on the prompt.
+    pub case: String,
+    pub expected: Vec<String>,
+    pub expected_json: Option<Value>,
+    pub shape: Shape,
+    /// Other cases' answers, for plausible wrong ones.
+    pub others: Arc<Vec<String>>,
+}
+
+/// Looks up the case behind a request by its idempotency key.
+#[derive(Clone)]
+pub struct Oracle(pub Arc<dyn Fn(&str) -> Option<Hint> + Send + Sync>);
+
+impl std::fmt::Debug for Oracle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Oracle")
+    }
+}
+
+/// A tool call the simulator makes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    pub name: String,
+    pub arguments: String,
+}
+
+/// An answer to a case.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Made {
+    pub text: String,
+    pub calls: Vec<Call>,
+}
+
+/// Answers the case of `hint`: right unless `wrong`.
+pub fn answer(hint: &Hint, wrong: bool, tools: Option<&Value>) -> Made {
+    let text = |t: String| Made {
+        text: t,
+        calls: Vec::new(),
+    };
+    let first = hint.expected.first().cloned().unwrap_or_default();
+    match &hint.shape {
+        Shape::ToolCall => tool_calls(hint, wrong, tools),
+        Shape::Json => {
+            let mut doc = hint
+                .expected_json
+                .clone()
+                .or_else(|| serde_json::from_str(&first).ok())
+                .unwrap_or_else(|| json!({}));
+            if wrong {
+                change_one_field(&mut doc, &hint.case);
+            }
+            text(doc.to_string())
+        }
+        Shape::JsonPath(path) => {
+            let value = if wrong { other_answer(hint) } else { first };
+            text(json_at(path, &value).to_string())
+        }
+        Shape::Number => {
+            let value = if wrong {
+                near_miss(&first, &hint.case)
+            } else {
+                first
+            };
+            text(format!("The answer is {value}."))
+        }
+        Shape::Choice => {
+            let letter = first.trim().trim_matches(['(', ')', '.']).to_uppercase();
+            let letter = if wrong {
+                let c = letter.chars().next().unwrap_or('A');
+                let next = if c >= 'D' { 'A' } else { (c as u8 + 1) as char };
+                next.to_string()
+            } else {
+                letter
+            };
+            text(format!("Answer: {letter}"))
+        }
+        Shape::Text => text(if wrong { other_answer(hint) } else { first }),
+    }
+}
+
+/// Another case's answer, or a near miss when there is none.
+fn other_answer(hint: &Hint) -> String {
+    let first = hint.expected.first().cloned().unwrap_or_default();
+    let candidates: Vec<&String> = hint
+        .others
+        .iter()
+        .filter(|o| !hint.expected.contains(o))
+        .collect();
+    if candidates.is_empty() {
+        return format!("not {first}");
+    }
+    let i = (unit(&[&hint.case, "other"]) * candidates.len() as f64) as usize;
+    candidates[i.min(candidates.len() - 1)].clone()
+}
+
+/// A number one off (or a word changed, when it is not a number).
+fn near_miss(expected: &str, case: &str) -> String {
+    match crate::grade::parse_number(expected) {
+        Some(x) => {
+            let step = if unit(&[case, "sign"]) < 0.5 {
+                1.0
+            } else {
+                -1.0
+            };
+            let y = x + step * if x.fract() == 0.0 { 1.0 } else { 0.5 };
+            if y.fract() == 0.0 {
+                format!("{}", y as i64)
+            } else {
+                format!("{y}")
+            }
+        }
+        None => format!("not {expected}"),
+    }
+}
+
+/// `{"a": {"b": value}}` for the path `a.b` (indices become objects' keys).
+fn json_at(path: &str, value: &str) -> Value {
+    let parsed: Value = crate::grade::parse_number(value)
+        .and_then(|n| serde_json::Number::from_f64(n).map(Value::Number))
+        .unwrap_or_else(|| Value::String(value.to_string()));
+    path.trim_start_matches('$')
+        .split(['.', '/', '[', ']'])
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .fold(parsed, |inner, key| json!({ key: inner }))
+}
+
+/// Changes one leaf of a JSON document (which one depends on the case).
+fn change_one_field(doc: &mut Value, case: &str) {
+    let mut leaves = Vec::new();
+    collect(doc, &mut Vec::new(), &mut leaves);
+    if leaves.is_empty() {
+        *doc = json!({"answer": null});
+        return;
+    }
+    let i = ((unit(&[case, "field"]) * leaves.len() as f64) as usize).min(leaves.len() - 1);
+    let mut target = &mut *doc;
+    for step in &leaves[i] {
+        target = match step {
+            Step::Key(k) => &mut target[k.as_str()],
+            Step::Index(n) => &mut target[*n],
+        };
+    }
+    *target = match target.take() {
+        Value::Number(n) => json!(n.as_f64().unwrap_or(0.0) + 1.0),
+        Value::Bool(b) => json!(!b),
+        Value::String(s) => json!(format!("{s} (unsure)")),
+        _ => json!("unknown"),
+    };
+}
+
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+fn collect(v: &Value, path: &mut Vec<Step>, out: &mut Vec<Vec<Step>>) {
+    match v {
+        Value::Object(m) if !m.is_empty() => {
+            for (k, child) in m {
+                path.push(Step::Key(k.clone()));
+                collect(child, path, out);
+                path.pop();
+            }
+        }
+        Value::Array(items) if !items.is_empty() => {
+            for (i, child) in items.iter().enumerate() {
+                path.push(Step::Index(i));
+                collect(child, path, out);
+                path.pop();
+            }
+        }
+        _ => out.push(
+            path.iter()
+                .map(|s| match s {
+                    Step::Key(k) => Step::Key(k.clone()),
+                    Step::Index(i) => Step::Index(*i),
+                })
+                .collect(),
+        ),
+    }
+}
+
+/// The expected calls (or, wrong, one with a changed argument); without a hint, the first
+/// tool offered, with no arguments.
+fn tool_calls(hint: &Hint, wrong: bool, tools: Option<&Value>) -> Made {
+    let expected = hint.expected_json.clone().or_else(|| {
+        hint.expected
+            .first()
+            .and_then(|t| serde_json::from_str(t).ok())
+    });
+    let list = match expected {
+        Some(Value::Array(items)) => items,
+        Some(one) => vec![one],
+        None => Vec::new(),
+    };
+    let mut calls: Vec<Call> = list
+        .iter()
+        .map(|c| Call {
+            name: c
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown")
+                .to_string(),
+            arguments: c
+                .get("arguments")
+                .cloned()
+                .unwrap_or_else(|| json!({}))
+                .to_string(),
+        })
+        .collect();
+    if calls.is_empty() {
+        return first_tool(tools);
+    }
+    if wrong {
+        let i = ((unit(&[&hint.case, "call"]) * calls.len() as f64) as usize).min(calls.len() - 1);
+        let mut args: Value =
+            serde_json::from_str(&calls[i].arguments).unwrap_or_else(|_| json!({}));
+        change_one_field(&mut args, &hint.case);
+        if args == json!({"answer": null}) {
+            calls[i].name = format!("{}_v2", calls[i].name);
+        } else {
+            calls[i].arguments = args.to_string();
+        }
+    }
+    Made {
+        text: String::new(),
+        calls,
+    }
+}
+
+/// Without a case to go by: call the first tool offered, with no arguments.
+pub fn first_tool(tools: Option<&Value>) -> Made {
+    let name = tools
+        .and_then(|t| t.pointer("/0/function/name"))
+        .and_then(Value::as_str)
+        .unwrap_or("tool");
+    Made {
+        text: String::new(),
+        calls: vec![Call {
+            name: name.to_string(),
+            arguments: "{}".into(),
+        }],
+    }
+}
+
+/// A reference-guided judge prompt, as promptgauge's built-in judge writes it.
+pub fn is_judge_prompt(prompt: &str) -> bool {
+    prompt.contains("<reference>") && prompt.contains("<answer>")
+}
+
+fn between<'a>(text: &'a str, tag: &str) -> &'a str {
+    let open = format!("<{tag}>");
+    let close = format!("</{tag}>");
+    text.split_once(&open)
+        .and_then(|(_, rest)| rest.split_once(&close))
+        .map_or("", |(inside, _)| inside.trim())
+}
+
+/// What the simulated judge replies: right about the answer except with probability
+/// `judge_error`; JSON when asked for it, else a last `VERDICT:` (or `SCORE:`) line.
+pub fn judge(prompt: &str, judge_error: f64, json_mode: bool) -> String {
+    let reference = between(prompt, "reference");
+    let answer = between(prompt, "answer");
+    let norm = |s: &str| {
+        s.to_lowercase()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let (a, refs) = (
+        norm(answer),
+        reference
+            .lines()
+            .map(norm)
+            .filter(|r| !r.is_empty())
+            .collect::<Vec<_>>(),
+    );
+    let right = refs.iter().any(|r| {
+        a == *r
+            || (!r.is_empty() && a.contains(r.as_str()))
+            || matches!(
+                (crate::grade::last_number(&a), crate::grade::parse_number(r)),
+                (Some(x), Some(y)) if x == y
+            )
+    });
+    let mistaken = unit(&[answer, reference, "judge"]) < judge_error;
+    let verdict = right != mistaken;
+    let reason = if verdict {
+        "The answer agrees with the reference."
+    } else {
+        "The answer does not agree with the reference."
+    };
+    let scaled = prompt.contains("SCORE:");
+    match (scaled, json_mode) {
+        (false, true) => {
+            json!({"verdict": if verdict { "yes" } else { "no" }, "reason": reason}).to_string()
+        }
+        (false, false) => format!("{reason}\nVERDICT: {}", if verdict { "yes" } else { "no" }),
+        (true, true) => json!({"score": if verdict { 9 } else { 2 }, "reason": reason}).to_string(),
+        (true, false) => format!("{reason}\nSCORE: {}", if verdict { 9 } else { 2 }),
+    }
+}
+
+/// A JSON reply, when the request asked for one and the text is not JSON already.
+pub fn as_json(text: &str) -> String {
+    if serde_json::from_str::<Map<String, Value>>(text.trim()).is_ok() {
+        text.to_string()
+    } else {
+        json!({ "answer": text }).to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hint(shape: Shape, expected: &str, json: Option<Value>) -> Hint {
+        Hint {
+            case: "c-1".into(),
+            expected: vec![expected.into()],
+            expected_json: json,
+            shape,
+            others: Arc::new(vec!["billing".into(), "shipping".into()]),
+        }
+    }
+
+    #[test]
+    fn right_and_wrong_answers_have_the_expected_shape() {
+        let h = hint(Shape::Text, "shipping", None);
+        assert_eq!(answer(&h, false, None).text, "shipping");
+        assert_eq!(answer(&h, true, None).text, "billing");
+        let n = hint(Shape::Number, "42", None);
+        assert_eq!(answer(&n, false, None).text, "The answer is 42.");
+        assert!(
+            ["The answer is 41.", "The answer is 43."]
+                .contains(&answer(&n, true, None).text.as_str())
+        );
+        let f = hint(Shape::Json, "", Some(json!({"name": "Ada", "age": 36})));
+        let wrong: Value = serde_json::from_str(&answer(&f, true, None).text).unwrap();
+        assert_ne!(wrong, json!({"name": "Ada", "age": 36}));
+        assert_eq!(wrong.as_object().unwrap().len(), 2);
+        let t = hint(
+            Shape::ToolCall,
+            "",
+            Some(json!({"name": "get_weather", "arguments": {"city": "Oslo"}})),
+        );
+        let right = answer(&t, false, None);
+        assert_eq!(
+            right.calls,
+            vec![Call {
+                name: "get_weather".into(),
+                arguments: r#"{"city":"Oslo"}"#.into()
+            }]
+        );
+        assert_ne!(answer(&t, true, None).calls, right.calls);
+        let p = hint(Shape::JsonPath("result.total".into()), "12", None);
+        assert_eq!(answer(&p, false, None).text, r#"{"result":{"total":12.0}}"#);
+    }
+
+    #[test]
+    fn the_judge_is_right_unless_it_errs() {
+        let prompt = |a: &str| {
+            format!(
+                "Question:\n<question>\nq\n</question>\n<reference>\nParis\n</reference>\n<answer>\n{a}\n</answer>\nVERDICT: yes or VERDICT: no"
+            )
+        };
+        assert!(judge(&prompt("It is Paris."), 0.0, false).ends_with("VERDICT: yes"));
+        assert!(judge(&prompt("Lyon"), 0.0, true).contains(r#""verdict":"no""#));
+        assert!(
+            judge(&prompt("Lyon"), 1.0, false).ends_with("VERDICT: yes"),
+            "always wrong"
+        );
+        assert!(is_judge_prompt(&prompt("x")));
+    }
+}
