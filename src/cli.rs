@@ -54,8 +54,28 @@ pub enum Command {
     Merge(MergeArgs),
     /// Rebuild a run folder's reports (report.html, summary.*) from its journal.
     Report(ReportArgs),
+    /// Score a sample of judged answers yourself (or import scores), to see how far to
+    /// trust the judge: the reports then compare it with you and correct the scores.
+    Label(LabelArgs),
     /// Serve the simulated OpenAI-compatible provider, with misbehaviour on demand.
     Mock(MockArgs),
+}
+
+/// `label RUN_DIR`.
+#[derive(Debug, Args)]
+pub struct LabelArgs {
+    /// The run folder.
+    pub run: PathBuf,
+    /// How many judged answers to show (drawn at random, without the judge's verdict;
+    /// answers already labelled are skipped).
+    #[arg(long, default_value_t = 30, value_name = "N")]
+    pub sample: usize,
+    /// Seed of the draw: the same seed shows the same answers.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Import labels instead: JSON lines {"case", "variant", "repeat", "score"}.
+    #[arg(long, value_name = "FILE", conflicts_with = "sample")]
+    pub from: Option<PathBuf>,
 }
 
 /// `report DIR`.

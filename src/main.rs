@@ -21,6 +21,7 @@ fn main() -> ExitCode {
             Command::Compare(args) => app::compare(args),
             Command::Merge(args) => app::merge(args),
             Command::Report(args) => app::report(args),
+            Command::Label(args) => app::label(args),
             Command::Mock(args) => app::mock(args).await,
         }
     });

@@ -21,6 +21,7 @@ mod check;
 mod compare;
 mod finish;
 mod judge;
+mod label;
 mod merge;
 mod mock;
 mod prepare;
@@ -31,6 +32,7 @@ use std::time::{Duration, SystemTime};
 
 pub use check::check;
 pub use compare::compare;
+pub use label::label;
 pub use merge::merge;
 pub use mock::mock;
 pub(crate) use prepare::{Prepared, prepare};

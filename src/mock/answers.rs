@@ -24,9 +24,12 @@ pub struct Hint {
     pub others: Arc<Vec<String>>,
 }
 
+/// A lookup from an idempotency key to the case behind it.
+pub type Lookup = dyn Fn(&str) -> Option<Hint> + Send + Sync;
+
 /// Looks up the case behind a request by its idempotency key.
 #[derive(Clone)]
-pub struct Oracle(pub Arc<dyn Fn(&str) -> Option<Hint> + Send + Sync>);
+pub struct Oracle(pub Arc<Lookup>);
 
 impl std::fmt::Debug for Oracle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

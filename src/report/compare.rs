@@ -303,6 +303,13 @@ fn sentence(c: &Comparison, confidence: f64) -> String {
         (Some(d), ..) => format!("{} over {} paired cases", points(d), c.cases),
         _ => String::new(),
     };
+    let numbers = match &c.corrected {
+        Some(d) => format!(
+            "{numbers}, as people would score it (judge corrected by labels on {} cases)",
+            d.labelled_cases
+        ),
+        None => numbers,
+    };
     match c.verdict {
         Verdict::Better => format!("{} is better than {}: {numbers}.", c.variant, c.against),
         Verdict::Worse => format!("{} is worse than {}: {numbers}.", c.variant, c.against),

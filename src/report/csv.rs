@@ -41,6 +41,20 @@ const HEADER: [&str; 34] = [
     "verdict",
 ];
 
+/// Columns added when a judge scored the run.
+const JUDGE_HEADER: [&str; 10] = [
+    "judge_model",
+    "judge_calls",
+    "judge_cost_usd",
+    "judge_votes_agree",
+    "labels",
+    "judge_agrees_with_people",
+    "judge_kappa",
+    "corrected",
+    "corrected_low",
+    "corrected_high",
+];
+
 fn num(x: Option<f64>) -> String {
     x.map(|x| format!("{x}")).unwrap_or_default()
 }
@@ -52,18 +66,33 @@ impl Exporter for Csv {
 
     fn render(&self, summary: &Summary) -> anyhow::Result<String> {
         let mut w = csv::Writer::from_writer(Vec::new());
-        w.write_record(HEADER)?;
+        // A scored run's headline is the mean score, not accuracy: the column says which.
+        let judged = summary.run.judge.is_some();
+        let mut header: Vec<&str> = HEADER
+            .iter()
+            .map(|h| {
+                if *h == "accuracy" {
+                    summary.measure()
+                } else {
+                    h
+                }
+            })
+            .collect();
+        if judged {
+            header.extend(JUDGE_HEADER);
+        }
+        w.write_record(&header)?;
         for v in &summary.variants {
             let c = summary.comparisons.iter().find(|c| c.variant == v.name);
-            w.write_record([
+            let mut row = vec![
                 v.name.clone(),
                 v.baseline.to_string(),
                 v.jobs.to_string(),
                 v.n.to_string(),
                 v.correct.to_string(),
-                num(v.accuracy),
-                num(v.ci_low),
-                num(v.ci_high),
+                num(v.headline().0),
+                num(v.headline().1),
+                num(v.headline().2),
                 v.failed.to_string(),
                 v.truncated.to_string(),
                 v.attempts.to_string(),
@@ -90,7 +119,28 @@ impl Exporter for Csv {
                 num(c.and_then(|c| c.p_value)),
                 num(c.and_then(|c| c.p_holm)),
                 c.map(|c| c.verdict.words().to_string()).unwrap_or_default(),
-            ])?;
+            ];
+            if judged {
+                let l = v.labelled.as_ref();
+                row.extend([
+                    summary
+                        .run
+                        .judge
+                        .as_ref()
+                        .map(|j| j.model.clone())
+                        .unwrap_or_default(),
+                    v.judge_calls.to_string(),
+                    num(v.judge_cost_usd),
+                    num(v.judge_agreement),
+                    l.map_or(String::new(), |l| l.labels.to_string()),
+                    num(l.and_then(|l| l.agreement)),
+                    num(l.and_then(|l| l.kappa)),
+                    num(l.and_then(|l| l.corrected)),
+                    num(l.and_then(|l| l.corrected_low)),
+                    num(l.and_then(|l| l.corrected_high)),
+                ]);
+            }
+            w.write_record(&row)?;
         }
         Ok(String::from_utf8(w.into_inner()?)?)
     }

@@ -230,15 +230,28 @@ pub fn render_run(result: &RunResult, bench_text: &str) -> String {
         );
     }
 
-    let _ = write!(b, "<h2>Accuracy ({conf}% intervals)</h2>");
+    let measure = s.measure();
+    let title = if s.is_scored() {
+        "Mean score"
+    } else {
+        "Accuracy"
+    };
+    let _ = write!(b, "<h2>{title} ({conf}% intervals)</h2>");
     let rows: Vec<_> = s
         .variants
         .iter()
-        .map(|v| (v.name.clone(), v.accuracy, v.ci_low, v.ci_high))
+        .map(|v| {
+            let (m, lo, hi) = v.headline();
+            (v.name.clone(), m, lo, hi)
+        })
         .collect();
     b.push_str(&accuracy_chart(&rows));
-    b.push_str("<table id=\"variants\"><thead><tr><th>variant</th><th>accuracy</th><th>interval</th><th>correct / n</th><th>failed</th><th>truncated</th><th>cached</th></tr></thead><tbody>");
+    let _ = write!(
+        b,
+        "<table id=\"variants\"><thead><tr><th>variant</th><th>{measure}</th><th>interval</th><th>correct / n</th><th>failed</th><th>truncated</th><th>cached</th></tr></thead><tbody>"
+    );
     for v in &s.variants {
+        let (m, lo, hi) = v.headline();
         let _ = write!(
             b,
             "<tr data-variant=\"{}\"><td>{}{}</td><td data-accuracy=\"{}\">{}</td><td>{}</td><td>{} / {}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -249,9 +262,9 @@ pub fn render_run(result: &RunResult, bench_text: &str) -> String {
             } else {
                 ""
             },
-            v.accuracy.map(|a| a.to_string()).unwrap_or_default(),
-            pct(v.accuracy),
-            interval(v.ci_low, v.ci_high),
+            m.map(|a| a.to_string()).unwrap_or_default(),
+            pct(m),
+            interval(lo, hi),
             v.correct,
             v.n,
             v.failed,
@@ -260,6 +273,44 @@ pub fn render_run(result: &RunResult, bench_text: &str) -> String {
         );
     }
     b.push_str("</tbody></table>");
+    if let Some(judge) = &s.run.judge {
+        let _ = write!(
+            b,
+            "<h2>Judge</h2><p class=\"muted\">Judged by <b>{}</b> at {}.</p><table id=\"judge\"><thead><tr><th>variant</th><th>calls</th><th>tokens in / out</th><th>cost</th><th>votes agree</th><th>labels</th><th>agrees with people</th><th>κ</th><th>judge passes what people fail</th><th>judge fails what people pass</th><th>{measure} as people would score</th></tr></thead><tbody>",
+            esc(&judge.model),
+            esc(&judge.base_url)
+        );
+        for v in &s.variants {
+            let t = v.judge_tokens.unwrap_or_default();
+            let l = v.labelled.as_ref();
+            let _ = write!(
+                b,
+                "<tr data-variant=\"{0}\"><td>{0}</td><td>{1}</td><td>{2} / {3}</td><td>{4}</td><td>{5}</td><td>{6}</td><td>{7}</td><td>{8}</td><td>{9}</td><td>{10}</td><td>{11}</td></tr>",
+                esc(&v.name),
+                v.judge_calls,
+                t.prompt,
+                t.completion,
+                usd(v.judge_cost_usd),
+                pct(v.judge_agreement),
+                l.map_or(0, |l| l.labels),
+                l.map_or("–".into(), |l| format!(
+                    "{} {}",
+                    pct(l.agreement),
+                    interval(l.agreement_low, l.agreement_high)
+                )),
+                l.and_then(|l| l.kappa)
+                    .map_or("–".into(), |k| format!("{k:.2}")),
+                pct(l.and_then(|l| l.judge_passes_people_fail)),
+                pct(l.and_then(|l| l.judge_fails_people_pass)),
+                l.map_or("–".into(), |l| format!(
+                    "{} {}",
+                    pct(l.corrected),
+                    interval(l.corrected_low, l.corrected_high)
+                )),
+            );
+        }
+        b.push_str("</tbody></table>");
+    }
 
     if !s.comparisons.is_empty() {
         let base = names.first().copied().unwrap_or("baseline");

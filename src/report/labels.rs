@@ -138,13 +138,28 @@ impl JudgedScores {
         } else {
             (None, None, None, None)
         };
-        let corrected = ppi::ppi_mean(
-            &people,
-            &judge,
-            &self.unlabelled,
-            confidence,
-            Tuning::PowerTuned,
-        );
+        // Every judged answer labelled: people's scores alone are the answer.
+        let corrected = if self.unlabelled.is_empty() {
+            crate::stats::scores::mean_score(&people, confidence).map(|m| {
+                let (low, high) = m.interval.unwrap_or((m.mean, m.mean));
+                ppi::PpiMean {
+                    estimate: m.mean,
+                    low,
+                    high,
+                    lambda: 0.0,
+                    labelled: people.len(),
+                    unlabelled: 0,
+                }
+            })
+        } else {
+            ppi::ppi_mean(
+                &people,
+                &judge,
+                &self.unlabelled,
+                confidence,
+                Tuning::PowerTuned,
+            )
+        };
         Some(Labelled {
             labels: self.labelled.len() as u64,
             agreement: agreement.map(|a| a.0),
@@ -153,9 +168,10 @@ impl JudgedScores {
             kappa,
             judge_passes_people_fail: passes,
             judge_fails_people_pass: fails,
-            corrected: corrected.map(|c| c.estimate),
-            corrected_low: corrected.map(|c| c.low),
-            corrected_high: corrected.map(|c| c.high),
+            // Scores live in [0, 1]: so does the interval of their mean.
+            corrected: corrected.map(|c| c.estimate.clamp(0.0, 1.0)),
+            corrected_low: corrected.map(|c| c.low.clamp(0.0, 1.0)),
+            corrected_high: corrected.map(|c| c.high.clamp(0.0, 1.0)),
         })
     }
 }
@@ -172,6 +188,16 @@ pub fn corrected_difference(
     let (vl, vj): (Vec<f64>, Vec<f64>) = variant.labelled.iter().map(|x| (x.0, x.1)).unzip();
     let (bl, bj): (Vec<f64>, Vec<f64>) = variant.labelled.iter().map(|x| (x.2, x.3)).unzip();
     let (vu, bu): (Vec<f64>, Vec<f64>) = variant.unlabelled.iter().copied().unzip();
+    if vu.is_empty() {
+        // Every judged pair labelled: people's paired scores alone, by the sign-flip test.
+        let p = crate::stats::scores::paired_scores(&vl, &bl, confidence)?;
+        return Some(super::compare::CorrectedDifference {
+            difference: p.mean,
+            ci_low: p.sign_flip_interval.low,
+            ci_high: p.sign_flip_interval.high,
+            labelled_cases: variant.labelled.len() as u64,
+        });
+    }
     let d = ppi::ppi_difference(
         Arm {
             labels: &vl,

@@ -26,8 +26,9 @@ impl Exporter for Markdown {
         for note in notes(s) {
             out.push_str(&format!("> **{note}**\n\n"));
         }
+        let measure = s.measure();
         out.push_str(&format!(
-            "| variant | accuracy | {conf}% CI | correct / n | failed | TTFT p50 | latency p50 / p90 / p99 | tokens in / out | cost | cost per correct |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+            "| variant | {measure} | {conf}% CI | correct / n | failed | TTFT p50 | latency p50 / p90 / p99 | tokens in / out | cost | cost per correct |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
         ));
         for v in &s.variants {
             let est = if v.tokens.estimated { "~" } else { "" };
@@ -35,8 +36,8 @@ impl Exporter for Markdown {
                 "| {}{} | {} | {} | {} / {} | {} | {} | {} / {} / {} | {est}{} / {est}{} | {} | {} |\n",
                 v.name,
                 if v.baseline { " (baseline)" } else { "" },
-                pct(v.accuracy),
-                interval(v.ci_low, v.ci_high),
+                pct(v.headline().0),
+                interval(v.headline().1, v.headline().2),
                 v.correct,
                 v.n,
                 v.failed,
@@ -69,6 +70,42 @@ impl Exporter for Markdown {
         }
         if let Some(d) = &s.detectable {
             out.push_str(&format!("\n{}\n", d.sentence(s.run.confidence)));
+        }
+        if let Some(judge) = &s.run.judge {
+            out.push_str(&format!(
+                "\n## Judge\n\nJudged by `{}` at {}.\n\n| variant | calls | tokens in / out | cost | votes agree | labels | agrees with people | kappa | passes what people fail | fails what people pass | {} as people would score |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+                judge.model,
+                judge.base_url,
+                s.measure()
+            ));
+            for v in &s.variants {
+                let t = v.judge_tokens.unwrap_or_default();
+                let l = v.labelled.as_ref();
+                out.push_str(&format!(
+                    "| {} | {} | {} / {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                    v.name,
+                    v.judge_calls,
+                    t.prompt,
+                    t.completion,
+                    usd(v.judge_cost_usd),
+                    pct(v.judge_agreement),
+                    l.map_or(0, |l| l.labels),
+                    l.map_or("–".into(), |l| format!(
+                        "{} {}",
+                        pct(l.agreement),
+                        interval(l.agreement_low, l.agreement_high)
+                    )),
+                    l.and_then(|l| l.kappa)
+                        .map_or("–".into(), |k| format!("{k:.2}")),
+                    pct(l.and_then(|l| l.judge_passes_people_fail)),
+                    pct(l.and_then(|l| l.judge_fails_people_pass)),
+                    l.map_or("–".into(), |l| format!(
+                        "{} {}",
+                        pct(l.corrected),
+                        interval(l.corrected_low, l.corrected_high)
+                    )),
+                ));
+            }
         }
         if !s.replicas.is_empty() {
             out.push_str("\n## Replicas\n\n| base URL | attempts | answered | failed | latency p50 | p90 |\n|---|---:|---:|---:|---:|---:|\n");

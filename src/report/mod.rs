@@ -121,6 +121,32 @@ pub(crate) fn notes(summary: &Summary) -> Vec<String> {
     if summary.variants.iter().any(|v| v.tokens.saturated) {
         notes.push("Some token totals reached 2^64 − 1 and stopped there: the server reported impossible counts.".to_string());
     }
+    if let Some(judge) = &summary.run.judge {
+        if summary.run.self_judged {
+            notes.push(format!(
+                "THE JUDGE IS THE MODEL UNDER TEST ({}): models tend to favour their own answers, so these scores may be too kind. Set judge.model (and judge.base_url) to another model.",
+                judge.model
+            ));
+        }
+        let labels: u64 = summary
+            .variants
+            .iter()
+            .filter_map(|v| v.labelled.as_ref())
+            .map(|l| l.labels)
+            .sum();
+        if labels == 0 {
+            notes.push(format!(
+                "Scores come from a judge ({}): they are its opinion of the answers, and a judge is wrong sometimes. To see how often, label a sample yourself: promptgauge label RUN_DIR --sample 30; the reports then show how far the judge agrees with you and the {} as people would give it.",
+                judge.model,
+                summary.measure()
+            ));
+        } else {
+            notes.push(format!(
+                "People labelled {labels} judged answers: the judge table shows how often the judge agrees with them, and each variant's {} as people would score it (prediction-powered inference); comparisons with labels on both sides use it.",
+                summary.measure()
+            ));
+        }
+    }
     if summary.variants.iter().any(|v| v.tokens.estimated) {
         notes.push("~ Some token counts are estimates: the server sent no usage.".to_string());
     }

@@ -367,6 +367,33 @@ impl Acc {
     }
 }
 
+impl Summary {
+    /// Some score was neither 0 nor 1: means and t intervals, not accuracy and Wilson.
+    pub fn is_scored(&self) -> bool {
+        self.schema == SCHEMA_SCORED
+    }
+
+    /// What the headline column is called: accuracy, or the mean score.
+    pub fn measure(&self) -> &'static str {
+        if self.is_scored() {
+            "score"
+        } else {
+            "accuracy"
+        }
+    }
+}
+
+impl VariantSummary {
+    /// The headline figure and its interval: accuracy with Wilson's, or (scored) the mean
+    /// score with its t interval.
+    pub fn headline(&self) -> (Option<f64>, Option<f64>, Option<f64>) {
+        match self.mean_score {
+            Some(m) => (Some(m), self.score_ci_low, self.score_ci_high),
+            None => (self.accuracy, self.ci_low, self.ci_high),
+        }
+    }
+}
+
 /// What `u` tokens cost at `p`, in USD.
 fn cost(u: &crate::client::Usage, p: &Price) -> f64 {
     let cached = u.cached_tokens.min(u.prompt_tokens) as f64;

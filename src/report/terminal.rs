@@ -15,7 +15,7 @@ pub(crate) fn render(s: &Summary) -> String {
         .set_content_arrangement(ContentArrangement::Dynamic)
         .set_header(vec![
             "variant".to_string(),
-            "accuracy".to_string(),
+            s.measure().to_string(),
             format!("{conf}% CI"),
             "correct/n".to_string(),
             "failed".to_string(),
@@ -30,8 +30,8 @@ pub(crate) fn render(s: &Summary) -> String {
         let est = if v.tokens.estimated { "~" } else { "" };
         table.add_row(vec![
             format!("{}{}", v.name, if v.baseline { " *" } else { "" }),
-            pct(v.accuracy),
-            interval(v.ci_low, v.ci_high),
+            pct(v.headline().0),
+            interval(v.headline().1, v.headline().2),
             format!("{}/{}", v.correct, v.n),
             v.failed.to_string(),
             millis(v.ttft_ms.p50),
@@ -75,6 +75,10 @@ pub(crate) fn render(s: &Summary) -> String {
     }
     if !s.slices.is_empty() {
         out.push_str(&slice_table(s));
+        out.push('\n');
+    }
+    if let Some(judge) = &s.run.judge {
+        out.push_str(&judge_table(s, judge));
         out.push('\n');
     }
     for r in &s.replicas {
@@ -126,6 +130,58 @@ fn comparison_table(s: &Summary) -> String {
         if let Some(col) = t.column_mut(i) {
             col.set_cell_alignment(CellAlignment::Right);
         }
+    }
+    t.to_string()
+}
+
+/// Who judged, what it cost, and (with labels) how it fared against people.
+fn judge_table(s: &Summary, judge: &super::ProviderInfo) -> String {
+    let labelled = s.variants.iter().any(|v| v.labelled.is_some());
+    let mut header = vec![
+        "judged by".to_string(),
+        "calls".into(),
+        "tokens in/out".into(),
+        "cost".into(),
+        "votes agree".into(),
+    ];
+    if labelled {
+        header.extend([
+            "labels".to_string(),
+            "agrees with people".into(),
+            "κ".into(),
+            format!("{} as people would score", s.measure()),
+        ]);
+    }
+    let mut t = table(header);
+    for v in &s.variants {
+        let tokens = v.judge_tokens.unwrap_or_default();
+        let mut row = vec![
+            format!("{} ← {}", v.name, judge.model),
+            v.judge_calls.to_string(),
+            format!("{} / {}", tokens.prompt, tokens.completion),
+            usd(v.judge_cost_usd),
+            pct(v.judge_agreement),
+        ];
+        if labelled {
+            match &v.labelled {
+                Some(l) => row.extend([
+                    l.labels.to_string(),
+                    format!(
+                        "{} {}",
+                        pct(l.agreement),
+                        interval(l.agreement_low, l.agreement_high)
+                    ),
+                    l.kappa.map_or("–".into(), |k| format!("{k:.2}")),
+                    format!(
+                        "{} {}",
+                        pct(l.corrected),
+                        interval(l.corrected_low, l.corrected_high)
+                    ),
+                ]),
+                None => row.extend(["0".to_string(), "–".into(), "–".into(), "–".into()]),
+            }
+        }
+        t.add_row(row);
     }
     t.to_string()
 }

@@ -9,5 +9,6 @@ mod bad_input;
 mod ci;
 mod cli;
 mod durability;
+mod judge;
 mod runner;
 mod scale;

@@ -1,0 +1,173 @@
+//! `label RUN_DIR`: a person scores a random sample of judged answers (seeded; shown without
+//! the judge's verdict), or imports labels from a file, into the run folder's
+//! `labels.jsonl`; then the reports are rebuilt to show the judge against people.
+
+use std::collections::HashSet;
+use std::io::{BufRead, Write};
+
+use anyhow::Context;
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+
+use super::finish::in_use;
+use super::{Exit, Failure};
+use crate::cli::{LabelArgs, ReportArgs, UsageError};
+use crate::error::BeforeSend;
+use crate::report::labels::{self, Label};
+use crate::runner::RunDir;
+use crate::runner::journal::JobRecord;
+
+/// The question a judged answer was asked, from the judge's prompt.
+fn question(r: &JobRecord) -> String {
+    let prompt = r
+        .judge
+        .first()
+        .and_then(|c| c.request.iter().rev().find(|m| m.role == "user"))
+        .map_or("", |m| m.content.as_str());
+    match prompt
+        .split_once("<question>")
+        .and_then(|(_, rest)| rest.split_once("</question>"))
+    {
+        Some((q, _)) => q.trim().to_string(),
+        None => prompt.to_string(),
+    }
+}
+
+/// Reads one answer: 1/0, yes/no, a score in [0, 1]; `None` to skip; `Err` to stop.
+fn ask(input: &mut dyn BufRead, out: &mut dyn Write) -> std::io::Result<Result<Option<f64>, ()>> {
+    loop {
+        write!(
+            out,
+            "Is the answer right? [y]es / [n]o / a score from 0 to 1 / [s]kip / [q]uit: "
+        )?;
+        out.flush()?;
+        let mut line = String::new();
+        if input.read_line(&mut line)? == 0 {
+            return Ok(Err(()));
+        }
+        match line.trim().to_ascii_lowercase().as_str() {
+            "y" | "yes" | "1" => return Ok(Ok(Some(1.0))),
+            "n" | "no" | "0" => return Ok(Ok(Some(0.0))),
+            "s" | "skip" | "" => return Ok(Ok(None)),
+            "q" | "quit" => return Ok(Err(())),
+            other => match other.parse::<f64>() {
+                Ok(x) if (0.0..=1.0).contains(&x) => return Ok(Ok(Some(x))),
+                _ => writeln!(
+                    out,
+                    "  `{other}`: answer y, n, a number from 0 to 1, s or q"
+                )?,
+            },
+        }
+    }
+}
+
+pub fn label(args: &LabelArgs) -> Result<Exit, Failure> {
+    let dir = RunDir::at(&args.run);
+    let lock = dir.lock().map_err(in_use)?;
+    let record = dir
+        .read_record()
+        .map_err(|e| UsageError(format!("{e:#}")))?;
+    let keys = record.plan_keys();
+    let mut judged = Vec::new();
+    let (_, _) = dir
+        .replay(&keys, |r| {
+            if !r.judge.is_empty() && r.score.is_some() {
+                judged.push(r);
+            }
+        })
+        .with_context(|| format!("cannot read {}", dir.journal_path().display()))
+        .before_send()?;
+    if judged.is_empty() {
+        return Err(UsageError::with_fix(
+            format!("{} has no judged answers to label", args.run.display()),
+            "label a run whose bench scores with `kind: judge`",
+        )
+        .into());
+    }
+    let path = dir.labels();
+    let already: HashSet<_> = labels::of_run(&path)
+        .map_err(|m| UsageError::with_fix(m, "fix or remove the line in labels.jsonl"))?
+        .into_keys()
+        .collect();
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .with_context(|| format!("cannot write {}", path.display()))
+        .before_send()?;
+    let mut write = |l: &Label| -> Result<(), Failure> {
+        let line = serde_json::to_string(l).map_err(|e| Failure::Input(e.into()))? + "\n";
+        // One line per label, written at once: a stopped session loses nothing labelled.
+        file.write_all(line.as_bytes())
+            .and_then(|()| file.flush())
+            .with_context(|| format!("cannot write {}", path.display()))
+            .before_send()
+    };
+    let mut added = 0usize;
+    match &args.from {
+        Some(from) => {
+            let known: HashSet<_> = judged.iter().map(JobRecord::key).collect();
+            for l in labels::read(from).map_err(|m| UsageError::with_fix(m, "fix the file"))? {
+                if !known.contains(&l.key()) {
+                    return Err(UsageError::with_fix(
+                        format!(
+                            "{}: ({}, {}, repeat {}) is not a judged answer of this run",
+                            from.display(),
+                            l.case,
+                            l.variant,
+                            l.repeat
+                        ),
+                        "label answers of this run (case id, variant name, repeat from 0)",
+                    )
+                    .into());
+                }
+                write(&l)?;
+                added += 1;
+            }
+        }
+        None => {
+            judged.retain(|r| !already.contains(&r.key()));
+            // Journal order depends on timing; plan order does not, so the sample is the
+            // same for the same seed.
+            judged.sort_by_key(|r| r.job);
+            let mut rng = rand::rngs::StdRng::seed_from_u64(args.seed);
+            judged.shuffle(&mut rng);
+            judged.truncate(args.sample);
+            let stdin = std::io::stdin();
+            let mut input = stdin.lock();
+            let mut out = std::io::stdout();
+            let total = judged.len();
+            for (i, r) in judged.iter().enumerate() {
+                let _ = writeln!(
+                    out,
+                    "\n── {} of {total} ── case {} · variant {} · repeat {}\nQuestion:\n  {}\nExpected:\n  {}\nAnswer:\n  {}\n",
+                    i + 1,
+                    r.case_id,
+                    r.variant,
+                    r.repeat,
+                    question(r).replace('\n', "\n  "),
+                    r.expected.join("\n  "),
+                    r.output.replace('\n', "\n  ")
+                );
+                match ask(&mut input, &mut out).before_send()? {
+                    Ok(Some(score)) => {
+                        write(&Label {
+                            case: r.case_id.clone(),
+                            variant: r.variant.clone(),
+                            repeat: r.repeat,
+                            score,
+                        })?;
+                        added += 1;
+                    }
+                    Ok(None) => {}
+                    Err(()) => break,
+                }
+            }
+        }
+    }
+    note!("{added} label(s) added to {}", path.display());
+    drop(lock);
+    super::report(&ReportArgs {
+        run: args.run.clone(),
+    })
+}

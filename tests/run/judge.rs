@@ -1,0 +1,430 @@
+//! Model-graded scores: a judge that replies garbage, times out or disagrees with itself;
+//! the judge in a whole run on the simulator; people's labels against it.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use promptgauge::client::transport::BoxFuture;
+use promptgauge::client::{
+    Client, ClientConfig, HttpRequest, HttpResponse, Transport, TransportError,
+};
+use promptgauge::grade::judge::{Judge, JudgeService, Scale};
+use promptgauge::grade::{Answer, ScoreContext, ScoreInput, Scorer};
+use promptgauge::report::Summary;
+use promptgauge::suite::{Case, ChatMessage, Location};
+use serde_json::Value;
+
+use crate::common::*;
+
+/// A judge endpoint that replies with each text in turn (the last repeats), or never
+/// answers when the text is `HANG`.
+struct Replies(Mutex<Vec<&'static str>>, Mutex<usize>);
+
+impl Transport for Replies {
+    fn send(&self, _: HttpRequest) -> BoxFuture<Result<HttpResponse, TransportError>> {
+        *self.1.lock().unwrap() += 1;
+        let text = {
+            let mut r = self.0.lock().unwrap();
+            if r.len() > 1 { r.remove(0) } else { r[0] }
+        };
+        Box::pin(async move {
+            if text == "HANG" {
+                std::future::pending::<()>().await;
+            }
+            let chunk = serde_json::json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": "stop"}]});
+            let body = format!("data: {chunk}\n\ndata: [DONE]\n\n");
+            Ok(HttpResponse {
+                status: 200,
+                headers: vec![],
+                body: Box::pin(futures_util::stream::iter([Ok(Bytes::from(body))])),
+            })
+        })
+    }
+}
+
+fn service(replies: Vec<&'static str>) -> (Arc<JudgeService>, Arc<Replies>) {
+    let transport = Arc::new(Replies(Mutex::new(replies), Mutex::new(0)));
+    let mut config = ClientConfig::new("http://judge/v1", "judge-model");
+    config.max_attempts = 2;
+    config.first_token_timeout = Duration::from_secs(5);
+    config.backoff_base = Duration::from_millis(1);
+    let service = JudgeService {
+        client: Arc::new(Client::new(transport.clone(), config)),
+        params: Default::default(),
+        endpoint: "http://judge/v1".into(),
+        cache: None,
+    };
+    (Arc::new(service), transport)
+}
+
+fn case() -> Case {
+    Case {
+        id: "capital".into(),
+        vars: Default::default(),
+        expected: vec!["Paris".into()],
+        expected_json: None,
+        messages: vec![],
+        grade: None,
+        tags: vec![],
+        location: Location::line(Path::new("cases.jsonl"), 1),
+    }
+}
+
+async fn judge(
+    j: &Judge,
+    replies: Vec<&'static str>,
+) -> (
+    Result<promptgauge::grade::Score, promptgauge::grade::ScoreError>,
+    usize,
+) {
+    let (svc, transport) = service(replies);
+    let case = case();
+    let messages = [ChatMessage::new("user", "What is the capital of France?")];
+    let answer = Answer {
+        text: "Paris, of course.".into(),
+        ..Answer::default()
+    };
+    let context = ScoreContext { judge: Some(svc) };
+    let out = j
+        .score(
+            ScoreInput {
+                key: "pg-run-7",
+                case: &case,
+                messages: &messages,
+                answer: &answer,
+            },
+            &context,
+        )
+        .await;
+    let calls = *transport.1.lock().unwrap();
+    (out, calls)
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unreadable_reply_is_asked_once_more_then_the_job_fails_never_scored_0() {
+    let j = Judge::new(None, Scale::Binary, 1, None).unwrap();
+    let (out, calls) = judge(&j, vec!["I think it is probably fine."]).await;
+    let e = out.unwrap_err();
+    assert_eq!(calls, 2, "asked once more");
+    assert!(e.message.contains("cannot be read"), "{}", e.message);
+    assert_eq!(e.judge.len(), 2, "both calls are journaled");
+    assert!(e.usage.is_some(), "and costed");
+    // Unreadable, then readable: scored, with both calls kept.
+    let (out, calls) = judge(&j, vec!["hmm", "Looks right.\nVERDICT: yes"]).await;
+    let s = out.unwrap();
+    assert_eq!((s.value, calls, s.judge.len()), (1.0, 2, 2));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_judge_that_never_answers_fails_the_job_within_its_deadlines() {
+    let j = Judge::new(None, Scale::Binary, 1, None).unwrap();
+    let start = tokio::time::Instant::now();
+    let (out, calls) = judge(&j, vec!["HANG"]).await;
+    let e = out.unwrap_err();
+    assert!(e.message.contains("the judge failed"), "{}", e.message);
+    assert_eq!(calls, 2, "the client's own retries");
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn votes_that_disagree_take_the_majority_and_say_how_far_they_agree() {
+    let j = Judge::new(Some("Name the city.".into()), Scale::Binary, 3, None).unwrap();
+    let (out, calls) = judge(
+        &j,
+        vec![
+            r#"{"verdict": "yes"}"#,
+            r#"{"verdict": "no"}"#,
+            r#"{"verdict": "yes"}"#,
+        ],
+    )
+    .await;
+    let s = out.unwrap();
+    assert_eq!((s.value, calls), (1.0, 3));
+    let agreement = s.detail.unwrap()["agreement"].as_f64().unwrap();
+    assert!((agreement - 2.0 / 3.0).abs() < 1e-12);
+    assert!(
+        s.judge[0].request[1].content.contains("Name the city."),
+        "the rubric is in the prompt"
+    );
+    // On a 0-10 scale the votes are averaged.
+    let ten = Judge::new(None, Scale::TenPoint, 2, None).unwrap();
+    let (out, _) = judge(&ten, vec!["SCORE: 6", r#"{"score": 8}"#]).await;
+    assert!((out.unwrap().value - 0.7).abs() < 1e-12);
+}
+
+fn summary(run: &Path) -> Summary {
+    serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap()
+}
+
+/// The example support bench, copied into a temp folder.
+fn support() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let src = repo().join("examples/support");
+    let mut stack = vec![src.clone()];
+    while let Some(p) = stack.pop() {
+        for e in std::fs::read_dir(&p).unwrap() {
+            let p = e.unwrap().path();
+            let to = dir.path().join(p.strip_prefix(&src).unwrap());
+            if p.is_dir() {
+                std::fs::create_dir_all(&to).unwrap();
+                stack.push(p);
+            } else {
+                std::fs::copy(&p, &to).unwrap();
+            }
+        }
+    }
+    dir
+}
+
+#[test]
+fn a_judged_bench_runs_on_the_simulator_and_people_can_check_the_judge() {
+    let bench = support();
+    let d = bench.path();
+    let out = promptgauge(d)
+        .args(["run", "support.yaml"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        !stderr.contains("judge is the model under test"),
+        "{stderr}"
+    );
+    let run = run_dirs(&d.join("reports")).remove(0);
+    let s = summary(&run);
+    let judge = s.run.judge.clone().expect("the judge is recorded");
+    assert_eq!(
+        (judge.model.as_str(), judge.simulated),
+        ("judge-model", true)
+    );
+    assert!(!s.run.self_judged);
+    for v in &s.variants {
+        assert_eq!(v.judge_calls, 5, "{}: the five free-text cases", v.name);
+        assert!(v.judge_tokens.unwrap().prompt > 0);
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("judged by") && stdout.contains("they are its opinion"),
+        "{stdout}"
+    );
+    let records = journal(&run);
+    let tool = records
+        .iter()
+        .find(|r| r["case_id"] == "tool-refund")
+        .unwrap();
+    assert_eq!(tool["tool_calls"][0]["name"], "refund_order");
+    let fields = records
+        .iter()
+        .find(|r| r["case_id"] == "extract-1")
+        .unwrap();
+    assert!(fields["score_detail"]["fields"].as_array().unwrap().len() == 3);
+
+    // A person labels four answers on standard input; the reports compare the judge with them.
+    let out = promptgauge(d)
+        .args(["label", run.to_str().unwrap(), "--sample", "4"])
+        .write_stdin("y\nn\ny\ny\n")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("Question:") && stdout.contains("Expected:") && stdout.contains("Answer:"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("VERDICT"),
+        "the judge's verdict is not shown"
+    );
+    let labels = std::fs::read_to_string(run.join("labels.jsonl")).unwrap();
+    assert_eq!(labels.lines().count(), 4);
+    let s = summary(&run);
+    let labelled: u64 = s
+        .variants
+        .iter()
+        .filter_map(|v| v.labelled.as_ref())
+        .map(|l| l.labels)
+        .sum();
+    assert_eq!(labelled, 4);
+    // A scored, judged, labelled summary is what the versioned schema describes.
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("docs/summary.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let instance: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(instance["schema"], "promptgauge.summary/2");
+    let errors: Vec<String> = jsonschema::validator_for(&schema)
+        .unwrap()
+        .iter_errors(&instance)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    assert!(stdout.contains("agrees with people"), "{stdout}");
+    // The same seed draws the same answers: none left unlabelled among them.
+    let again = promptgauge(d)
+        .args(["label", run.to_str().unwrap(), "--sample", "4"])
+        .write_stdin("q\n")
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(0));
+
+    // Labels imported from a file; an unknown job is refused by name.
+    let file = d.join("mine.jsonl");
+    std::fs::write(
+        &file,
+        "{\"case\": \"faq-hours\", \"variant\": \"careful\", \"repeat\": 0, \"score\": 1}\n",
+    )
+    .unwrap();
+    let out = promptgauge(d)
+        .args([
+            "label",
+            run.to_str().unwrap(),
+            "--from",
+            file.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // With labels on both variants for the same cases, the verdict uses the difference as
+    // people would score it.
+    let both: String = [
+        "faq-refund-window",
+        "faq-shipping-cost",
+        "faq-warranty",
+        "faq-hours",
+        "faq-followup",
+    ]
+    .iter()
+    .flat_map(|c| {
+        ["plain", "careful"].map(|v| {
+            format!(
+                "{{\"case\": \"{c}\", \"variant\": \"{v}\", \"repeat\": 0, \"score\": {}}}\n",
+                u8::from(v == "careful" || c.len() % 2 == 0)
+            )
+        })
+    })
+    .collect();
+    std::fs::write(&file, both).unwrap();
+    let out = promptgauge(d)
+        .args([
+            "label",
+            run.to_str().unwrap(),
+            "--from",
+            file.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = summary(&run);
+    let c = &s.comparisons[0];
+    let corrected = c.corrected.expect("a corrected difference");
+    assert_eq!(corrected.labelled_cases, 5);
+    assert!(c.method.ends_with("+labels_ppi"), "{}", c.method);
+    assert_eq!(c.difference, Some(corrected.difference));
+    assert!(
+        c.sentence.contains("as people would score it"),
+        "{}",
+        c.sentence
+    );
+    std::fs::write(
+        &file,
+        "{\"case\": \"nope\", \"variant\": \"careful\", \"score\": 1}\n",
+    )
+    .unwrap();
+    let out = promptgauge(d)
+        .args([
+            "label",
+            run.to_str().unwrap(),
+            "--from",
+            file.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("(nope, careful, repeat 0) is not a judged answer"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_model_judging_itself_is_said_loudly() {
+    let bench = support();
+    let d = bench.path();
+    let yaml = std::fs::read_to_string(d.join("support.yaml")).unwrap();
+    std::fs::write(
+        d.join("support.yaml"),
+        yaml.replace("  model: judge-model ", "  model: mock-model "),
+    )
+    .unwrap();
+    let out = promptgauge(d)
+        .args(["run", "support.yaml", "--limit", "4"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("the judge is the model under test"),
+        "{stderr}"
+    );
+    let run = run_dirs(&d.join("reports")).remove(0);
+    let s = summary(&run);
+    assert!(s.run.self_judged);
+    let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(md.contains("THE JUDGE IS THE MODEL UNDER TEST"), "{md}");
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(html.contains("THE JUDGE IS THE MODEL UNDER TEST"));
+    // The bench's price is the judge's when it is the same model.
+    assert!(s.variants[0].judge_cost_usd.is_some());
+    let _: Value = serde_json::to_value(&s).unwrap();
+}
+
+#[test]
+fn judge_replies_are_cached_with_the_answers() {
+    let bench = support();
+    let d = bench.path();
+    for _ in 0..2 {
+        let out = promptgauge(d)
+            .args(["run", "support.yaml", "--cache"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let runs = run_dirs(&d.join("reports"));
+    let second = journal(&runs[1]);
+    let judged: Vec<&Value> = second.iter().filter(|r| r.get("judge").is_some()).collect();
+    assert_eq!(judged.len(), 10);
+    for r in judged {
+        assert_eq!(r["cached"], true, "the answer came from the cache");
+        assert_eq!(r["judge"][0]["cached"], true, "and so did the verdict: {r}");
+    }
+    let first = std::fs::read_to_string(runs[0].join("summary.json")).unwrap();
+    assert!(first.contains("\"judge_calls\": 5"), "{first}");
+}
