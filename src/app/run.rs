@@ -56,9 +56,20 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     let provider = provider_info(&p);
     let judge = super::judge::resolve(&p, env)?;
     let judge_info = judge.as_ref().map(|j| j.info.clone());
-    // Every report file must be writable before a single request is paid for.
+    // Every report file must be writable, and the baseline run readable, before a single
+    // request is paid for.
     for path in [&args.junit, &args.markdown].into_iter().flatten() {
         check_writable(path).before_send()?;
+    }
+    if let Some(base) = &args.gates.baseline {
+        let dir = RunDir::at(base);
+        dir.check_idle().map_err(UsageError)?;
+        dir.read_record().map_err(|e| {
+            UsageError::with_fix(
+                format!("--baseline: {e:#}"),
+                "name the folder of an earlier run of this bench",
+            )
+        })?;
     }
 
     let (dir, mut record, _lock) = match resumed {
@@ -146,7 +157,12 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         Some(s) => vec![s.base_url()],
         None => p.endpoint.base_urls.clone(),
     };
-    if !provider.simulated && p.endpoint.api_key.is_none() && !quiet {
+    let userinfo = p
+        .endpoint
+        .base_urls
+        .iter()
+        .any(|u| crate::client::secrets::redact_url(u) != *u);
+    if !provider.simulated && p.endpoint.api_key.is_none() && !userinfo && !quiet {
         note!(
             "note: ${} is not set; sending no Authorization header (fine for most self-hosted servers)",
             p.endpoint.api_key_env
@@ -427,6 +443,17 @@ fn check_resumable(
                 p.bench.path.display()
             ),
             "start a new run (without --resume), or restore the bench as it was",
+        ));
+    }
+    let redacted = crate::client::secrets::REDACTED;
+    if record.endpoint.base_url.contains(redacted) && provider.base_url != record.endpoint.base_url
+    {
+        return Err(UsageError::with_fix(
+            format!(
+                "this run was sent to {}, whose credentials are never stored; resuming would send to {}",
+                record.endpoint.base_url, provider.base_url
+            ),
+            "resume with --base-url and the URL with its credentials (or set them in the environment as before)",
         ));
     }
     if provider.model != record.endpoint.model || provider.simulated != record.endpoint.simulated {

@@ -222,9 +222,12 @@ pub enum ClientEvent {
     Pool(pool::PoolEvent),
 }
 
+/// Hears the client's events, on the task that made them.
+pub type EventSink = Arc<dyn Fn(ClientEvent) + Send + Sync>;
+
 /// Where the client sends its events, and whether attempts are wanted.
 struct Subscriber {
-    tx: tokio::sync::mpsc::UnboundedSender<ClientEvent>,
+    sink: EventSink,
     attempts: bool,
 }
 
@@ -322,15 +325,12 @@ impl Client {
         }
     }
 
-    /// From now on, sends pool events (and, with `attempts`, one event per attempt) to `tx`;
-    /// `None` stops sending.
-    pub fn subscribe(
-        &self,
-        tx: Option<tokio::sync::mpsc::UnboundedSender<ClientEvent>>,
-        attempts: bool,
-    ) {
+    /// From now on, calls `sink` with pool events (and, with `attempts`, one event per
+    /// attempt), on the task that made them, so they stay in order with that task's own
+    /// messages; `None` stops.
+    pub fn subscribe(&self, sink: Option<EventSink>, attempts: bool) {
         if let Ok(mut s) = self.subscriber.lock() {
-            *s = tx.map(|tx| Subscriber { tx, attempts });
+            *s = sink.map(|sink| Subscriber { sink, attempts });
         }
     }
 
@@ -342,10 +342,13 @@ impl Client {
     }
 
     fn emit(&self, event: ClientEvent) {
-        if let Ok(s) = self.subscriber.lock()
-            && let Some(s) = s.as_ref()
-        {
-            let _ = s.tx.send(event);
+        let sink = self
+            .subscriber
+            .lock()
+            .ok()
+            .and_then(|s| s.as_ref().map(|s| s.sink.clone()));
+        if let Some(sink) = sink {
+            sink(event);
         }
     }
 
@@ -583,8 +586,21 @@ impl Client {
         }
     }
 
-    /// Removes every secret from what an attempt brought back.
+    /// Removes every secret from what an attempt brought back, then cuts error messages to
+    /// length (after, so no fragment of a secret survives the cut).
     fn scrub(&self, attempt: &mut Attempt, stream: &mut Streamed) {
+        self.scrub_secrets(attempt, stream);
+        for error in [attempt.error.as_mut(), stream.error.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            if error.len() > 500 {
+                *error = protocol::truncate(error, 500);
+            }
+        }
+    }
+
+    fn scrub_secrets(&self, attempt: &mut Attempt, stream: &mut Streamed) {
         if self.secrets.is_empty() {
             return;
         }
@@ -670,9 +686,13 @@ impl Client {
                     .min(total_deadline),
             )
             .await;
-            // Scrubbed before it is cut to length, so no part of a secret survives the cut.
+            // Scrubbed before and after it is read (a secret may be escaped in the JSON),
+            // and only then cut to length, so no part of a secret survives the cut.
             let body = self.secrets.scrub(&body);
-            let message = self.protocol.error_message(&body);
+            let message = protocol::truncate(
+                &self.secrets.scrub(&self.protocol.error_message(&body)),
+                300,
+            );
             let e = format!(
                 "HTTP {}{}",
                 response.status,

@@ -5,7 +5,7 @@
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-use super::protocol::{Dialect, Finish, Protocol, Streamed, ToolCall, Usage, truncate};
+use super::protocol::{Dialect, Finish, Protocol, Streamed, ToolCall, Usage};
 use super::{ApiKey, JobRequest};
 
 /// The path appended to the base URL.
@@ -50,9 +50,10 @@ fn usage(v: &Value) -> Result<Option<Usage>, InvalidUsage> {
     }))
 }
 
-/// The human part of an OpenAI-style error object (or a bare string).
+/// The human part of an OpenAI-style error object (or a bare string), whole: the client
+/// scrubs secrets from it before cutting it to length.
 fn error_message(err: &Value) -> String {
-    let text = match err {
+    match err {
         Value::String(s) => s.clone(),
         Value::Object(o) => o
             .get("message")
@@ -60,8 +61,7 @@ fn error_message(err: &Value) -> String {
             .map(String::from)
             .unwrap_or_else(|| err.to_string()),
         other => other.to_string(),
-    };
-    truncate(&text, 500)
+    }
 }
 
 /// Adds one streamed tool-call fragment: `{index, id?, function: {name?, arguments?}}`.
@@ -171,7 +171,7 @@ impl Protocol for OpenAiChat {
         }
         let Ok(v) = serde_json::from_str::<Value>(data) else {
             if event_type == "error" {
-                s.error = Some(truncate(data, 500));
+                s.error = Some(data.to_string());
             } else {
                 s.ignored += 1;
             }
@@ -182,7 +182,7 @@ impl Protocol for OpenAiChat {
             return false;
         }
         if event_type == "error" {
-            s.error = Some(truncate(data, 500));
+            s.error = Some(data.to_string());
             return false;
         }
         if s.model.is_none() {
@@ -262,7 +262,7 @@ impl Protocol for OpenAiChat {
         serde_json::from_str::<Value>(body)
             .ok()
             .and_then(|v| v.get("error").map(error_message))
-            .unwrap_or_else(|| truncate(body.trim(), 300))
+            .unwrap_or_else(|| body.trim().to_string())
     }
 
     fn remaining_requests(&self, headers: &[(String, String)]) -> Option<u64> {

@@ -109,7 +109,8 @@ pub trait Protocol: Send + Sync {
     /// reasoning text (the first such event is the first token).
     fn decode(&self, streamed: &mut Streamed, event: &str, data: &str) -> bool;
 
-    /// The human part of an error response body.
+    /// The human part of an error response body, whole (the client scrubs secrets from
+    /// it, then cuts it to length).
     fn error_message(&self, body: &str) -> String;
 
     /// Requests left in the provider's rate-limit window, when its headers say.

@@ -33,11 +33,21 @@ impl Secrets {
         for url in base_urls {
             if let Some(userinfo) = userinfo(url) {
                 // The whole `user:password` first, then the password alone (it may be
-                // echoed without the user name).
+                // echoed without the user name), as written and percent-decoded, and the
+                // Basic authorization it is sent as.
                 s.add(userinfo, REDACTED);
+                let decoded = percent_decode(userinfo);
+                s.add(&decoded, REDACTED);
                 if let Some((_, password)) = userinfo.split_once(':') {
                     s.add(password, REDACTED);
+                    s.add(&percent_decode(password), REDACTED);
                 }
+                let basic = if decoded.contains(':') {
+                    decoded.clone()
+                } else {
+                    format!("{decoded}:")
+                };
+                s.add(&base64(basic.as_bytes()), REDACTED);
             }
         }
         s
@@ -86,6 +96,76 @@ impl Secrets {
             *text = clean;
         }
     }
+}
+
+/// `%41` → `A`: userinfo as a server sees it.
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        if bytes[i] == b'%'
+            && let (Some(h), Some(l)) = (
+                bytes.get(i + 1).and_then(|&b| hex(b)),
+                bytes.get(i + 2).and_then(|&b| hex(b)),
+            )
+        {
+            out.push((h * 16 + l) as u8);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Standard base64 with padding (RFC 4648), as HTTP Basic authorization encodes.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for (i, shift) in [18, 12, 6, 0].into_iter().enumerate() {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> shift & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Replaces the userinfo of every URL in `text` (a bench file, an error message) with
+/// `[redacted]`.
+pub(crate) fn redact_urls_in(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        let (head, tail) = rest.split_at(i + 3);
+        out.push_str(head);
+        let end = tail
+            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '/' | '?' | '#' | '`'))
+            .unwrap_or(tail.len());
+        let authority = &tail[..end];
+        match authority.rfind('@') {
+            Some(at) => {
+                out.push_str(REDACTED);
+                out.push_str(&authority[at..]);
+            }
+            None => out.push_str(authority),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The `user:password` part of `scheme://user:password@host/…`, if any.
@@ -175,6 +255,23 @@ mod tests {
             r#"{"k":"[redacted]"}"#
         );
         assert!(Secrets::new(Some("short"), &[]).is_empty());
+    }
+
+    #[test]
+    fn basic_authorization_and_percent_encoded_forms_are_scrubbed() {
+        let s = Secrets::new(None, &["http://alice:hunter2hunter2@h/v1".into()]);
+        assert_eq!(
+            s.scrub("Authorization: Basic YWxpY2U6aHVudGVyMmh1bnRlcjI="),
+            "Authorization: Basic [redacted]"
+        );
+        assert_eq!(base64(b"ab"), "YWI=");
+        assert_eq!(base64(b"abc"), "YWJj");
+        let s = Secrets::new(None, &["http://bob:p%40ss-word-99@h/v1".into()]);
+        assert_eq!(s.scrub("pw p@ss-word-99"), "pw [redacted]");
+        assert_eq!(
+            redact_urls_in("base_url: \"http://bob:swordfish99@h:8/v1\" and https://x/y"),
+            "base_url: \"http://[redacted]@h:8/v1\" and https://x/y"
+        );
     }
 
     #[test]

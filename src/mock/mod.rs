@@ -587,7 +587,12 @@ impl Provider {
             RetryAfter::Seconds(s) => ("retry-after".to_string(), s.to_string()),
             RetryAfter::Date(s) => (
                 "retry-after".to_string(),
-                httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(s)),
+                // A date beyond what the clock holds is sent as the furthest one it can.
+                httpdate::fmt_http_date(
+                    SystemTime::now()
+                        .checked_add(Duration::from_secs(s))
+                        .unwrap_or(SystemTime::UNIX_EPOCH + Duration::from_secs(253_402_300_799)),
+                ),
             ),
             RetryAfter::Millis(ms) => ("retry-after-ms".to_string(), ms.to_string()),
         };

@@ -76,8 +76,15 @@ pub async fn run(
     let next = Arc::new(AtomicUsize::new(0));
     let active = Arc::new(AtomicUsize::new(0));
     let (tx, mut rx) = mpsc::unbounded_channel::<Message>();
-    let (client_tx, mut client_rx) = mpsc::unbounded_channel::<ClientEvent>();
-    client.subscribe(Some(client_tx), options.attempts);
+    // The client's events travel on the same channel as its worker's own messages, so a
+    // job's attempts come after its start and before its end.
+    let client_tx = tx.clone();
+    client.subscribe(
+        Some(Arc::new(move |e| {
+            let _ = client_tx.send(Message::Client(e));
+        })),
+        options.attempts,
+    );
     let workers = client.capacity().max(1).min(total.max(1));
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..workers {
@@ -133,15 +140,20 @@ pub async fn run(
             }
         }
     };
+    let mut workers_done = false;
     loop {
-        // The client's events of a job come before the job's end: drain them first.
+        // The client holds a sender while subscribed: once every worker is done, let it go,
+        // and the channel ends after its last message.
         let message = tokio::select! {
-            biased;
-            Some(e) = client_rx.recv() => Message::Client(e),
             m = rx.recv() => match m {
                 Some(m) => m,
                 None => break,
             },
+            _ = all_done(&mut tasks), if !workers_done => {
+                workers_done = true;
+                client.subscribe(None, false);
+                continue;
+            }
         };
         if tally.journal_error.is_some() {
             continue;
@@ -155,9 +167,9 @@ pub async fn run(
     }
     while tasks.join_next().await.is_some() {}
     client.subscribe(None, false);
-    while let Ok(e) = client_rx.try_recv() {
+    while let Ok(m) = rx.try_recv() {
         if tally.journal_error.is_none()
-            && let Err(err) = deliver(Message::Client(e), &mut tally)
+            && let Err(err) = deliver(m, &mut tally)
         {
             tally.journal_error = Some(err);
         }
@@ -165,6 +177,11 @@ pub async fn run(
     tally.not_run = total - tally.finished;
     let _ = listener.on(&RunEvent::Finished { tally: &tally });
     tally
+}
+
+/// Waits for every worker.
+async fn all_done(tasks: &mut tokio::task::JoinSet<()>) {
+    while tasks.join_next().await.is_some() {}
 }
 
 /// Sends one job (or takes its answer from the cache) and grades it; `None` when the run

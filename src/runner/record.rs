@@ -65,7 +65,8 @@ impl BenchRecord {
     pub fn of(bench: &Bench, variants: &[usize]) -> BenchRecord {
         BenchRecord {
             name: bench.name.clone(),
-            text: bench.text.clone(),
+            // Credentials in a base URL are never stored.
+            text: crate::client::secrets::redact_urls_in(&bench.text),
             cases: bench.cases.len(),
             case_ids: bench.cases.iter().map(|c| c.id.clone()).collect(),
             variants: variants

@@ -540,14 +540,24 @@ pub(crate) fn check_base_url(url: &str) -> Result<(), String> {
     if url == "mock" {
         return Ok(());
     }
+    // Errors show the URL without its credentials.
+    let shown = crate::client::secrets::redact_url(url);
     let rest = url
         .strip_prefix("http://")
         .or_else(|| url.strip_prefix("https://"))
-        .ok_or_else(|| format!("base URL `{url}` has no http:// or https:// scheme"))?;
+        .ok_or_else(|| format!("base URL `{shown}` has no http:// or https:// scheme"))?;
     if rest.trim_matches('/').is_empty() || rest.contains(char::is_whitespace) {
-        return Err(format!("base URL `{url}` has no host"));
+        return Err(format!("base URL `{shown}` has no host"));
+    }
+    // What the HTTP client will refuse (a port out of range, a broken IPv6 address, no
+    // host after the credentials) is refused now, before anything is sent.
+    match reqwest::Url::parse(url) {
+        Ok(u) if u.host_str().is_some_and(|h| !h.is_empty()) => {}
+        Ok(_) => return Err(format!("base URL `{shown}` has no host")),
+        Err(e) => return Err(format!("base URL `{shown}` is not a URL: {e}")),
     }
     crate::client::Protocol::check_base_url(&crate::client::OpenAiChat, url)
+        .map_err(|m| m.replace(url, &shown))
 }
 
 /// Limits as written, over `base` (the defaults, or the bench's for the judge).

@@ -21,10 +21,26 @@ pub struct Plan {
 /// `--shard i/n`: this process runs the cases whose position modulo n is i − 1, every
 /// variant and repeat of each, so each shard holds whole pairs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "RawShard")]
 pub struct Shard {
     /// 1-based.
     pub index: u32,
     pub count: u32,
+}
+
+/// A shard as read from `run.json`, checked like the flag: 1 ≤ index ≤ count.
+#[derive(Deserialize)]
+struct RawShard {
+    index: u32,
+    count: u32,
+}
+
+impl TryFrom<RawShard> for Shard {
+    type Error = String;
+
+    fn try_from(raw: RawShard) -> Result<Shard, String> {
+        format!("{}/{}", raw.index, raw.count).parse()
+    }
 }
 
 impl Shard {

@@ -547,8 +547,9 @@ fn the_api_key_never_appears_in_any_byte_written() {
 }
 
 /// A raw HTTP server that answers the n-th request with `replies[n]` (the last repeats),
-/// where `{AUTH}` is replaced by the Authorization header it received: a server that
-/// echoes credentials back, as some proxies and error pages do.
+/// where `{AUTH}` is replaced by the Authorization header it received (`{AUTH_U}` by the
+/// same with every character as a JSON `\uXXXX` escape): a server that echoes
+/// credentials back, as some proxies and error pages do.
 fn echo_server(replies: Vec<(&'static str, &'static str, String)>) -> String {
     use std::io::{BufRead, BufReader, Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -574,11 +575,20 @@ fn echo_server(replies: Vec<(&'static str, &'static str, String)>) -> String {
             let mut body = vec![0; length];
             let _ = reader.read_exact(&mut body);
             let (status, content_type, body) = &replies[n.min(replies.len() - 1)];
-            let reply = http(status, content_type, &body.replace("{AUTH}", &auth));
+            let body = body
+                .replace("{AUTH_U}", &unicode_escaped(&auth))
+                .replace("{AUTH}", &auth);
+            let reply = http(status, content_type, &body);
             let _ = stream.write_all(reply.as_bytes());
         }
     });
     format!("http://{addr}/v1")
+}
+
+/// Every character as a JSON `\uXXXX` escape: what a JSON encoder that escapes
+/// everything sends, and what a scrubber looking for the plain text would miss.
+fn unicode_escaped(text: &str) -> String {
+    text.encode_utf16().map(|u| format!("\\u{u:04x}")).collect()
 }
 
 fn http(status: &str, content_type: &str, body: &str) -> String {
@@ -674,6 +684,71 @@ fn a_key_the_server_echoes_back_is_scrubbed_from_every_byte_written() {
             !text.contains("5be0c2d7a1"),
             "the echoed key leaked into {name}"
         );
+    }
+}
+
+#[test]
+fn basic_credentials_echoed_plain_or_escaped_are_scrubbed_from_every_byte_written() {
+    const PASSWORD: &str = "pw-81d2e6a9c3";
+    let sse =
+        |events: &[&str]| -> String { events.iter().map(|e| format!("data: {e}\n\n")).collect() };
+    let url = echo_server(vec![
+        (
+            "500 Internal Server Error",
+            "text/plain",
+            "upstream refused {AUTH}".into(),
+        ),
+        (
+            "200 OK",
+            "text/event-stream",
+            sse(&[r#"{"error":{"message":"bad credentials: {AUTH_U}"}}"#]),
+        ),
+        (
+            "200 OK",
+            "text/event-stream",
+            sse(&[
+                r#"{"model":"{AUTH_U}","choices":[{"index":0,"delta":{"content":"4 ({AUTH_U})"},"finish_reason":"stop"}]}"#,
+                "[DONE]",
+            ]),
+        ),
+        (
+            "402 Payment Required",
+            "application/json",
+            r#"{"error":{"message":"no credit left for {AUTH_U}"}}"#.into(),
+        ),
+    ])
+    .replace("http://", &format!("http://bob:{PASSWORD}@"));
+    let dir = bench_dir("limits: { concurrency: 1 }\n");
+    let out = promptgauge(dir.path())
+        .args([
+            "run",
+            "bench.yaml",
+            "--verbose",
+            "--limit",
+            "2",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    let journal =
+        std::fs::read_to_string(run_dirs(&dir.path().join("reports"))[0].join("results.jsonl"))
+            .unwrap();
+    // The server did echo something, and it was replaced.
+    assert!(journal.contains("[redacted]"), "{journal}");
+    // `bob:pw-81d2e6a9c3` as a Basic authorization.
+    let basic = "Ym9iOnB3LTgxZDJlNmE5YzM=";
+    let escaped = unicode_escaped(PASSWORD);
+    let written = everything_written(&out, &dir.path().join("reports"));
+    assert!(written.len() >= 7);
+    for (name, text) in &written {
+        for leak in [PASSWORD, basic, &basic[..16], &escaped] {
+            assert!(!text.contains(leak), "{leak} leaked into {name}:\n{text}");
+        }
     }
 }
 

@@ -84,6 +84,10 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
     let journal_path = dir.path().join("results.jsonl");
     let mut journal = Journal::open(&journal_path).unwrap();
     let mut events = 0;
+    // Per job: 0 = not started, 1 = started, 2 = finished. Attempts only while 1.
+    let mut phase = vec![0u8; JOBS];
+    let mut attempts_heard = 0usize;
+    let mut out_of_order = Vec::new();
     let run_info = RunInfo {
         bench: "echo".into(),
         run_id: "soak".into(),
@@ -123,21 +127,47 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
         client,
         &runner::RunOptions {
             run_id: "soak".into(),
+            attempts: true,
             ..Default::default()
         },
         CancellationToken::new(),
         &mut Fanout(vec![
             &mut journal,
             &mut live,
-            &mut OnEvent(|e: &RunEvent<'_>| {
-                if let RunEvent::JobFinished { .. } = e {
-                    events += 1
+            &mut OnEvent(|e: &RunEvent<'_>| match e {
+                RunEvent::JobStarted { job } => {
+                    if phase[job.index] != 0 {
+                        out_of_order.push(format!("{} started twice", job.index));
+                    }
+                    phase[job.index] = 1;
                 }
+                RunEvent::AttemptFinished(a) => {
+                    attempts_heard += 1;
+                    let index: usize = a.idempotency_key["pg-soak-".len()..].parse().unwrap();
+                    if phase[index] != 1 {
+                        out_of_order.push(format!("attempt of {index} in phase {}", phase[index]));
+                    }
+                }
+                RunEvent::JobFinished { record, .. } => {
+                    events += 1;
+                    let index = record.job;
+                    if phase[index] != 1 {
+                        out_of_order.push(format!("{index} finished in phase {}", phase[index]));
+                    }
+                    phase[index] = 2;
+                }
+                _ => {}
             }),
         ]),
     )
     .await;
     assert!(tally.journal_error.is_none());
+    // A job's attempts are heard after its start and before its end, whatever the faults.
+    assert!(
+        out_of_order.is_empty(),
+        "{:?}",
+        &out_of_order[..out_of_order.len().min(5)]
+    );
 
     let virtual_wall = started.elapsed();
     assert_eq!(tally.finished, JOBS);
@@ -163,6 +193,8 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
         }
     }
     let stats = provider.stats();
+    let attempts_recorded: usize = records.iter().map(|r| r.attempts.len()).sum();
+    assert_eq!(attempts_heard, attempts_recorded);
     // Every finished generation was graded, and nothing else was.
     assert_eq!(stats.generations, graded);
     let faults = [

@@ -312,7 +312,12 @@ mod library {
         client: &Client,
     ) -> tokio::sync::mpsc::UnboundedReceiver<promptgauge::client::ClientEvent> {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-        client.subscribe(Some(tx), false);
+        client.subscribe(
+            Some(std::sync::Arc::new(move |e| {
+                let _ = tx.send(e);
+            })),
+            false,
+        );
         rx
     }
 
