@@ -15,9 +15,11 @@ use crate::runner::record::RunRecord;
 /// `merge`: combines the run folders of `run --shard i/n` into one run.
 pub fn merge(args: &MergeArgs) -> Result<Exit, Failure> {
     let shards: Vec<RunDir> = args.runs.iter().map(RunDir::at).collect();
-    for dir in &shards {
-        dir.check_idle().map_err(UsageError)?;
-    }
+    // Held until the merge is written: no shard may be resumed while it is read.
+    let _locks = shards
+        .iter()
+        .map(|d| d.read_lock().map_err(UsageError))
+        .collect::<Result<Vec<_>, _>>()?;
     let records: Vec<RunRecord> = shards
         .iter()
         .map(|d| d.read_record().map_err(|e| UsageError(format!("{e:#}"))))

@@ -118,7 +118,7 @@ fn load(
 )> {
     use anyhow::Context;
     let dir = crate::runner::RunDir::at(path);
-    dir.check_idle().map_err(crate::cli::UsageError)?;
+    let _reading = dir.read_lock().map_err(crate::cli::UsageError)?;
     let record = dir
         .read_record()
         .map_err(|e| crate::cli::UsageError(format!("{e:#}")))?;

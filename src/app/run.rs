@@ -63,7 +63,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     }
     if let Some(base) = &args.gates.baseline {
         let dir = RunDir::at(base);
-        dir.check_idle().map_err(UsageError)?;
+        let _reading = dir.read_lock().map_err(UsageError)?;
         dir.read_record().map_err(|e| {
             UsageError::with_fix(
                 format!("--baseline: {e:#}"),
@@ -194,7 +194,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     let mut progress = Progress::new(p.jobs.len(), already, record.plan.variants.clone(), live);
     let cache = if args.cache {
         let root = dir.path().parent().unwrap_or(Path::new("."));
-        let path = root.join(".cache").join("responses.jsonl");
+        let path = runner::Cache::path_under(root);
         let cache = runner::Cache::open(&path)
             .with_context(|| format!("cannot open the response cache {}", path.display()))
             .before_send()?;

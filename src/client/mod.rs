@@ -258,7 +258,8 @@ struct AttemptResult {
     retry_after: Option<Duration>,
     /// False when trying again would fail the same way (an oversized response).
     retryable: bool,
-    /// `x-ratelimit-remaining-requests`, when the server sent it.
+    /// Requests left in the provider's rate-limit window, when it said (the protocol
+    /// reads its own header for it).
     remaining_requests: Option<u64>,
 }
 
@@ -471,7 +472,7 @@ impl Client {
                     // The provider says the window is spent: ease off before the 429s come.
                     Some(0) if limit > 1 => (
                         pool::Health::Throttled,
-                        "x-ratelimit-remaining-requests: 0".to_string(),
+                        "no requests left in the provider's rate-limit window".to_string(),
                     ),
                     _ => (pool::Health::Ok, String::new()),
                 },

@@ -15,8 +15,6 @@ pub mod summary;
 pub(crate) mod terminal;
 pub(crate) mod verbose;
 
-use std::path::Path;
-
 pub use aggregate::{Aggregator, AggregatorSettings, RunResult};
 pub use summary::{ProviderInfo, RunInfo, Summary, VariantSummary};
 
@@ -35,17 +33,6 @@ pub fn exporters() -> Vec<Box<dyn Exporter>> {
         Box::new(csv::Csv),
         Box::new(markdown::Markdown),
     ]
-}
-
-/// Writes every summary file into the run folder.
-pub fn write_all(dir: &Path, summary: &Summary) -> anyhow::Result<()> {
-    for exporter in exporters() {
-        let path = dir.join(exporter.file_name());
-        let text = exporter.render(summary)?;
-        std::fs::write(&path, text)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
-    }
-    Ok(())
 }
 
 /// `72.5%`

@@ -53,6 +53,11 @@ pub fn key(
 }
 
 impl Cache {
+    /// Where `--cache` keeps answers: shared by every run under `reports_root`.
+    pub fn path_under(reports_root: &Path) -> std::path::PathBuf {
+        reports_root.join(".cache").join("responses.jsonl")
+    }
+
     /// Opens (creating) the cache file; lines that do not parse (a torn write) are skipped.
     pub fn open(path: &Path) -> std::io::Result<Cache> {
         if let Some(dir) = path.parent() {

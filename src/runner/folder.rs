@@ -130,9 +130,10 @@ impl RunDir {
         lock::acquire(&self.path)
     }
 
-    /// Fails when another process is writing the folder.
-    pub(crate) fn check_idle(&self) -> Result<(), String> {
-        lock::check_idle(&self.path)
+    /// Fails when another process is writing the folder; otherwise keeps writers out
+    /// while the guard lives.
+    pub(crate) fn read_lock(&self) -> Result<lock::ReadLock, String> {
+        lock::read(&self.path)
     }
 
     pub(crate) fn read_record(&self) -> anyhow::Result<RunRecord> {

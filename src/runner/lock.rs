@@ -54,16 +54,24 @@ pub(crate) fn acquire(dir: &Path) -> Result<RunLock, String> {
     Ok(RunLock { _file: file })
 }
 
-/// Fails when another process is writing the folder (a run still going); reading a
-/// finished run needs no lock. Folders from before locks existed have no lock file.
-pub(crate) fn check_idle(dir: &Path) -> Result<(), String> {
+/// Held while a process reads a run folder: no run can take the folder (resume into it)
+/// until it is dropped. Readers share it.
+#[derive(Debug)]
+pub struct ReadLock {
+    _file: Option<File>,
+}
+
+/// Fails when another process is writing the folder (a run still going); otherwise keeps
+/// writers out until the guard is dropped. Folders from before locks existed have no lock
+/// file, and a file system without locks is read unguarded.
+pub(crate) fn read(dir: &Path) -> Result<ReadLock, String> {
     let Ok(mut file) = File::open(dir.join(FILE)) else {
-        return Ok(());
+        return Ok(ReadLock { _file: None });
     };
     match file.try_lock_shared() {
-        Ok(()) => Ok(()),
+        Ok(()) => Ok(ReadLock { _file: Some(file) }),
         Err(TryLockError::WouldBlock) => Err(in_use(dir, &mut file)),
-        Err(TryLockError::Error(_)) => Ok(()),
+        Err(TryLockError::Error(_)) => Ok(ReadLock { _file: None }),
     }
 }
 
@@ -80,9 +88,21 @@ mod tests {
             e.contains("in use by") && e.contains(&std::process::id().to_string()),
             "{e}"
         );
-        assert!(check_idle(dir.path()).is_err());
+        assert!(read(dir.path()).is_err());
         drop(held);
-        assert!(check_idle(dir.path()).is_ok());
         let _again = acquire(dir.path()).unwrap();
+    }
+
+    #[test]
+    fn readers_share_the_folder_and_keep_writers_out() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(acquire(dir.path()).unwrap());
+        let first = read(dir.path()).unwrap();
+        let second = read(dir.path()).unwrap();
+        assert!(acquire(dir.path()).unwrap_err().contains("in use by"));
+        drop(first);
+        assert!(acquire(dir.path()).is_err(), "one reader is still reading");
+        drop(second);
+        let _writer = acquire(dir.path()).unwrap();
     }
 }
