@@ -78,13 +78,16 @@ impl JunitSpool {
         let (mut failed, mut error) = (false, false);
         match (r.status, r.score()) {
             (JobStatus::Graded, Some(1.0)) => case.push_str("/>\n"),
-            (JobStatus::Graded, _) => {
+            (JobStatus::Graded, score) => {
                 failed = true;
-                let message = format!(
+                let mut message = format!(
                     "expected {}, extracted {}",
                     r.expected.join(" or "),
                     r.extracted.as_deref().unwrap_or("nothing")
                 );
+                if let Some(score) = score.filter(|&s| s > 0.0) {
+                    message = format!("score {score:.2}: {message}");
+                }
                 case.push_str(&format!(
                     ">\n      <failure type=\"wrong_answer\" message=\"{}\">{}</failure>\n    </testcase>\n",
                     escape(&message),
@@ -170,6 +173,37 @@ impl JunitSpool {
                 "  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{f}\" errors=\"{e}\">",
                 escape(&v.name)
             )?;
+            // What a CI dashboard can chart per variant; the judge is costed apart.
+            let mut properties = vec![
+                ("accuracy", v.accuracy.map(|x| format!("{x:.6}"))),
+                ("mean_score", v.mean_score.map(|x| format!("{x:.6}"))),
+                ("cost_usd", v.cost_usd.map(|x| format!("{x:.6}"))),
+            ];
+            if v.judge_calls > 0 {
+                properties.push(("judge_calls", Some(v.judge_calls.to_string())));
+                properties.push((
+                    "judge_cost_usd",
+                    v.judge_cost_usd.map(|x| format!("{x:.6}")),
+                ));
+                if summary.run.self_judged {
+                    properties.push(("self_judged", Some("true".into())));
+                }
+            }
+            let properties: Vec<_> = properties
+                .into_iter()
+                .filter_map(|(k, v)| v.map(|v| (k, v)))
+                .collect();
+            if !properties.is_empty() {
+                out.write_all(b"    <properties>\n")?;
+                for (name, value) in properties {
+                    writeln!(
+                        out,
+                        "      <property name=\"{name}\" value=\"{}\"/>",
+                        escape(&value)
+                    )?;
+                }
+                out.write_all(b"    </properties>\n")?;
+            }
             for &(_, _, offset, len, _, _) in self.entries.iter().filter(|e| e.0 == arm) {
                 buf.resize(len as usize, 0);
                 spool.seek(SeekFrom::Start(offset))?;

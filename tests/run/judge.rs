@@ -187,11 +187,20 @@ fn a_judged_bench_runs_on_the_simulator_and_people_can_check_the_judge() {
     let bench = support();
     let d = bench.path();
     let out = promptgauge(d)
-        .args(["run", "support.yaml"])
+        .args(["run", "support.yaml", "--junit", "junit.xml"])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // Every report carries the judge's calls, the JUnit one as suite properties.
+    let junit = std::fs::read_to_string(d.join("junit.xml")).unwrap();
+    assert_eq!(
+        junit
+            .matches(r#"<property name="judge_calls" value="5"/>"#)
+            .count(),
+        2,
+        "{junit}"
+    );
     assert!(
         !stderr.contains("judge is the model under test"),
         "{stderr}"
