@@ -5,8 +5,10 @@
 //!
 //! About 1–2 minutes on 2 cores (two worker threads).
 
-use promptgauge::stats::holm::holm_comparisons;
+use promptgauge::stats::holm::{holm, holm_level};
+use promptgauge::stats::paired::{Table, exact_paired_interval};
 use promptgauge::stats::permutation::{sign_flip_interval, sign_flip_test};
+use promptgauge::stats::scores::paired_interval;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
@@ -83,15 +85,28 @@ struct Tally {
     newcombe_covered: u64,
     newcombe_width: f64,
     mismatches: u64,
+    /// The shipped interval (`exact_paired_interval`: Clopper–Pearson on the discordant
+    /// split times Wilson on the discordance).
+    exact_covered: u64,
+    exact_width: f64,
+    exact_mismatches: u64,
 }
 
 fn main() {
-    println!("# examples/coverage.rs; seeded; n = 64 binary paired cases; 95% intervals");
-    println!("## 1. Sign-flip interval vs Newcombe (per setting: runs, coverage, mean width)");
+    println!("# benches/stats_coverage.rs; seeded; n = 64 binary paired cases; 95% intervals");
     println!(
-        "p0   delta  rho  runs  signflip_cov  signflip_width  newcombe_cov  newcombe_width  excl0!=p<.05"
+        "## 1. Intervals for the paired difference (per setting: runs, coverage, mean width, and how often 'excludes 0' disagrees with exact McNemar at 5%)"
     );
-    let settings: Vec<(f64, f64, f64)> = [0.0, 0.1, 0.2, 0.3]
+    println!(
+        "     signflip = inverting the sign-flip test on all cases (tied cases pin a bound to 0: it fails near small true differences)"
+    );
+    println!(
+        "     exact    = shipped: Clopper-Pearson on the discordant split x Wilson on the discordance"
+    );
+    println!(
+        "p0   delta  rho  runs  signflip_cov  signflip_width  newcombe_cov  newcombe_width  exact_cov  exact_width  signflip_mism  exact_mism"
+    );
+    let settings: Vec<(f64, f64, f64)> = [-0.05, -0.02, 0.0, 0.02, 0.05, 0.1, 0.2, 0.3]
         .iter()
         .flat_map(|&d| [(0.6, d, 0.0), (0.6, d, 0.3)])
         .collect();
@@ -121,13 +136,16 @@ fn main() {
         let (p0, delta, rho) = settings[i];
         let r = t.runs as f64;
         println!(
-            "{p0:.1}  {delta:.2}   {rho:.1}  {:4}  {:.3}         {:.3}           {:.3}         {:.3}           {}",
+            "{p0:.1}  {delta:+.2}  {rho:.1}  {:4}  {:.3}         {:.3}           {:.3}         {:.3}           {:.3}      {:.3}        {:4}           {}",
             t.runs,
             t.covered as f64 / r,
             t.width / r,
             t.newcombe_covered as f64 / r,
             t.newcombe_width / r,
-            t.mismatches
+            t.exact_covered as f64 / r,
+            t.exact_width / r,
+            t.mismatches,
+            t.exact_mismatches
         );
     }
 
@@ -171,10 +189,44 @@ fn main() {
             r[5]
         );
     }
+
+    println!();
+    println!(
+        "## 3. Case means of k repeats (answers to a case correlate), shipped paired_interval; mismatches = 'excludes 0' != sign-flip p < .05"
+    );
+    println!("p0   delta  k  runs  coverage  width  mismatches");
+    let mean_settings: Vec<(f64, f64, usize)> = [-0.05, 0.0, 0.05, 0.1, 0.2]
+        .iter()
+        .flat_map(|&d| [(0.6, d, 3), (0.6, d, 5)])
+        .collect();
+    let handles: Vec<_> = (0..2)
+        .map(|w| {
+            let mine: Vec<(usize, (f64, f64, usize))> = mean_settings
+                .iter()
+                .copied()
+                .enumerate()
+                .filter(|(i, _)| i % 2 == w)
+                .collect();
+            std::thread::spawn(move || {
+                mine.into_iter()
+                    .map(|(i, (p0, d, k))| (i, run_case_means(3000 + i as u64, 400, p0, d, k)))
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut results: Vec<(usize, (f64, f64, f64, u64))> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap_or_default())
+        .collect();
+    results.sort_by_key(|r| r.0);
+    for (i, (cov, width, _, mism)) in results {
+        let (p0, d, k) = mean_settings[i];
+        println!("{p0:.1}  {d:+.2}  {k}  400   {cov:.3}     {width:.3}  {mism}");
+    }
 }
 
 /// One setting of part 1: draw the 2×2 table (Newcombe needs the concordant split), test,
-/// and tally both intervals.
+/// and tally the intervals.
 fn run_with_tables(seed: u64, reps: usize, p0: f64, delta: f64, rho: f64) -> Tally {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut t = Tally::default();
@@ -211,8 +263,57 @@ fn run_with_tables(seed: u64, reps: usize, p0: f64, delta: f64, rho: f64) -> Tal
         t.newcombe_width += nh - nl;
         let excludes = i.low > 0.0 || i.high < 0.0;
         t.mismatches += u64::from(excludes != (p < 0.05));
+        let table = Table {
+            both_right: a as u64,
+            only_variant: b as u64,
+            only_baseline: c as u64,
+            both_wrong: dd as u64,
+        };
+        if let Some((_, el, eh)) = exact_paired_interval(&table, 0.95) {
+            t.exact_covered += u64::from(el <= delta && delta <= eh);
+            t.exact_width += eh - el;
+            t.exact_mismatches += u64::from((el > 0.0 || eh < 0.0) != (p < 0.05));
+        }
     }
     t
+}
+
+/// Part 3: case means of `k` repeats (each answer right with a per-case probability drawn
+/// from Beta around the arm's accuracy), the shipped `paired_interval`.
+fn run_case_means(seed: u64, reps: usize, p0: f64, delta: f64, k: usize) -> (f64, f64, f64, u64) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let (mut covered, mut width, mut mismatches) = (0.0, 0.0, 0);
+    // The true mean difference, over the difficulty (clamping moves it off `delta`).
+    let grid = 100_000;
+    let truth = (0..grid)
+        .map(|i| {
+            let hard = (i as f64 + 0.5) / grid as f64 - 0.5;
+            (p0 + delta + 0.6 * hard).clamp(0.0, 1.0) - (p0 + 0.6 * hard).clamp(0.0, 1.0)
+        })
+        .sum::<f64>()
+        / grid as f64;
+    for _ in 0..reps {
+        let d: Vec<f64> = (0..64)
+            .map(|_| {
+                // A case's difficulty shifts both arms alike (answers to a case correlate).
+                let hard = rng.random::<f64>() - 0.5;
+                let pb = (p0 + 0.6 * hard).clamp(0.0, 1.0);
+                let pv = (p0 + delta + 0.6 * hard).clamp(0.0, 1.0);
+                let mean = |p: f64, rng: &mut StdRng| {
+                    (0..k).filter(|_| rng.random::<f64>() < p).count() as f64 / k as f64
+                };
+                mean(pv, &mut rng) - mean(pb, &mut rng)
+            })
+            .collect();
+        let Some((_, lo, hi)) = paired_interval(&d, 0.95) else {
+            continue;
+        };
+        let p = sign_flip_test(&d).map_or(1.0, |r| r.p_value);
+        covered += f64::from(u8::from(lo <= truth && truth <= hi));
+        width += hi - lo;
+        mismatches += u64::from((lo > 0.0 || hi < 0.0) != (p < 0.05));
+    }
+    (covered / reps as f64, width / reps as f64, 0.0, mismatches)
 }
 
 /// [runs, mismatches, per-comparison coverage, simultaneous coverage, mean level, share rejected]
@@ -222,19 +323,38 @@ fn holm_setting(seed: u64, reps: usize, deltas: &[f64; 3]) -> [f64; 6] {
         (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
     for _ in 0..reps {
         let ds = draw(&mut rng, 64, 0.6, deltas, 0.0);
-        let slices: Vec<&[f64]> = ds.iter().map(|d| d.as_slice()).collect();
-        let out = holm_comparisons(&slices, 0.05);
+        // As the reports do: exact McNemar, Holm, each interval at its Holm level.
+        let tables: Vec<Table> = ds
+            .iter()
+            .map(|d| Table {
+                both_right: d.iter().filter(|&&x| x == 0.0).count() as u64,
+                only_variant: d.iter().filter(|&&x| x > 0.0).count() as u64,
+                only_baseline: d.iter().filter(|&&x| x < 0.0).count() as u64,
+                both_wrong: 0,
+            })
+            .collect();
+        let ps: Vec<f64> = ds
+            .iter()
+            .map(|d| sign_flip_test(d).map_or(1.0, |r| r.p_value))
+            .collect();
+        let adjusted = holm(&ps);
         runs += 1.0;
         let mut all = true;
-        for (r, &delta) in out.iter().zip(deltas) {
-            let Some(r) = r else { continue };
-            let excludes = r.interval.low > 0.0 || r.interval.high < 0.0;
-            mismatches += f64::from(u8::from(excludes != r.rejected));
-            let inside = r.interval.low <= delta && delta <= r.interval.high;
+        for (i, &delta) in deltas.iter().enumerate() {
+            let rejected_here = adjusted[i] < 0.05;
+            let Some(l) = holm_level(0.05, ps[i], adjusted[i], 3) else {
+                continue;
+            };
+            let Some((_, lo, hi)) = exact_paired_interval(&tables[i], l) else {
+                continue;
+            };
+            let excludes = lo > 0.0 || hi < 0.0;
+            mismatches += f64::from(u8::from(excludes != rejected_here));
+            let inside = lo <= delta && delta <= hi;
             covered += f64::from(u8::from(inside));
             all &= inside;
-            level += r.level;
-            rejected += f64::from(u8::from(r.rejected));
+            level += l;
+            rejected += f64::from(u8::from(rejected_here));
         }
         all_covered += f64::from(u8::from(all));
     }

@@ -59,7 +59,12 @@ pub fn check(args: &PlanArgs, env: &Env) -> Result<Exit, Failure> {
             ),
         }
     }
-    let detectable = Detectable::new(b.cases.len() as u64, 0.5, b.confidence);
+    let detectable = Detectable::new(
+        b.cases.len() as u64,
+        0.5,
+        b.confidence,
+        p.variants.len().saturating_sub(1),
+    );
     out!("  {}", detectable.sentence(b.confidence));
     out!(
         "  limits: concurrency {}, max_attempts {}, timeouts: first token {}, idle {}, total {}",

@@ -154,6 +154,11 @@ pub struct Attempt {
     /// `data:` payloads that were not JSON and were skipped.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub ignored_events: u64,
+    /// What this attempt is billed for, when the server started answering (HTTP 200): the
+    /// usage it reported, or an estimate from the prompt and the text received (marked).
+    /// Refused attempts (429, 5xx, 4xx, no connection) are not billed and carry none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -183,6 +188,9 @@ pub struct JobResult {
     pub finish_reason: Option<String>,
     pub usage: Option<Usage>,
     pub model: Option<String>,
+    /// From the first attempt sent to the end of the last, retries and waits included: the
+    /// time the answer took, as a user of the prompt would wait for it.
+    pub answer_ms: Option<f64>,
     /// Set when the job ended without an answer.
     pub failure: Option<String>,
     /// The run was stopped (Ctrl-C, fatal error) before this job finished; not journaled.
@@ -398,6 +406,22 @@ impl Client {
 
     /// Runs one job to an answer or a failure, retrying as the policy says.
     pub async fn execute(&self, job: &JobRequest) -> JobResult {
+        let mut sent = (None, None);
+        let mut result = self.attempts(job, &mut sent).await;
+        // To the end of the last attempt's answer, as its latency measures it (not the wait
+        // for the connection to close after it).
+        if let ((Some(first), Some(last)), Some(a)) = (sent, result.attempts.last()) {
+            result.answer_ms = Some(ms(last - first) + a.latency_ms);
+        }
+        result
+    }
+
+    /// The attempts of one job; `sent` keeps when the first and the last were sent.
+    async fn attempts(
+        &self,
+        job: &JobRequest,
+        sent: &mut (Option<Instant>, Option<Instant>),
+    ) -> JobResult {
         let mut result = JobResult {
             attempts: Vec::new(),
             text: String::new(),
@@ -406,6 +430,7 @@ impl Client {
             finish_reason: None,
             usage: None,
             model: None,
+            answer_ms: None,
             failure: None,
             aborted: false,
         };
@@ -444,6 +469,9 @@ impl Client {
             } else {
                 Vec::new()
             };
+            let now = Instant::now();
+            sent.0.get_or_insert(now);
+            sent.1 = Some(now);
             let outcome = tokio::select! {
                 biased;
                 _ = self.stop.cancelled() => { result.aborted = true; return result; }
@@ -461,6 +489,14 @@ impl Client {
             // body, an answer that repeats it): nothing it said leaves here unscrubbed.
             self.scrub(&mut attempt, &mut stream);
             attempt.stream_options = self.protocol.asks_for_usage(dialect);
+            // The server started answering: this attempt is billed, whole or not.
+            if attempt.status == Some(200) {
+                attempt.usage = Some(stream.usage.unwrap_or_else(|| {
+                    let prompt: usize =
+                        job.messages.iter().map(|m| m.content.chars().count()).sum();
+                    Usage::estimate(prompt, &stream.text, &stream.reasoning)
+                }));
+            }
             if self.pool.replicas.len() > 1 {
                 attempt.replica = Some(replica);
             }
@@ -634,6 +670,7 @@ impl Client {
             wait_ms: None,
             stream_options: false,
             ignored_events: 0,
+            usage: None,
             replica: None,
         };
         // When the answer was whole: its finish_reason (or the usage chunk that followed

@@ -119,6 +119,7 @@ mod tests {
             messages: vec![],
             grade: None,
             tags: vec![],
+            group: None,
             location: Location::line(std::path::Path::new("c.jsonl"), 1),
         };
         let number: Arc<dyn Scorer> =

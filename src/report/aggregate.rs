@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
-use super::compare::{CaseTable, Comparison, Detectable, compare, compare_scored, decide};
+use super::compare::{CaseTable, Comparison, Detectable, Paired, compare, decide};
 use super::junit::JunitSpool;
 use super::labels::{JudgedPairs, JudgedScores, Labels, corrected_difference};
 use super::summary::{
@@ -20,7 +20,6 @@ use super::summary::{
 use super::{RunInfo, VariantSummary};
 use crate::runner::events::{Listener, RunEvent};
 use crate::runner::journal::{Audit, JobRecord, JobStatus};
-use crate::stats::cluster::CaseScore;
 use crate::suite::Price;
 
 /// Failed jobs shown in full in report.html; the rest are counted.
@@ -175,6 +174,9 @@ impl Aggregator {
                 self.failed_jobs.push(r.clone());
             }
         }
+        if let Some(group) = &r.group {
+            self.cases.set_group(&r.case_id, group);
+        }
         if let Some(score) = r.score() {
             self.scored |= !crate::grade::scorer::is_binary(score);
             self.cases.add(&r.case_id, &r.tags, arm, score);
@@ -235,9 +237,10 @@ impl Aggregator {
         let mut latencies = Vec::with_capacity(variants.len());
         for (i, (name, acc)) in variants.iter().zip(self.accs).enumerate() {
             let arm = cases.arm(i);
-            let (mut summary, lat) = acc.finish(name, i == 0, &arm, confidence, priced);
+            let units = cases.arm_by_group(i);
+            let (mut summary, lat) = acc.finish(name, i == 0, &arm, &units, confidence, priced);
             if scored {
-                score_summary(&mut summary, &arm, confidence);
+                score_summary(&mut summary, cases.arm_means(i), confidence);
             }
             summary.labelled = self.judged.get(i).and_then(|j| j.summarise(confidence));
             summaries.push(summary);
@@ -245,12 +248,15 @@ impl Aggregator {
         }
         let mut comparisons: Vec<Comparison> = (1..variants.len())
             .map(|i| {
-                let pairs = cases.pairs(i, 0);
-                let mut c = if scored {
-                    compare_scored(&variants[i], &variants[0], &pairs, confidence)
-                } else {
-                    compare(&variants[i], &variants[0], &pairs, confidence)
+                let (pairs, groups) = cases.paired(i, 0);
+                let paired = Paired {
+                    pairs: &pairs,
+                    groups: groups.as_deref(),
+                    scored,
                 };
+                let mut c = compare(&variants[i], &variants[0], paired, confidence);
+                let shown = |v: &VariantSummary| v.accuracy.or(v.mean_score);
+                c.explain_against(shown(&summaries[i]), shown(&summaries[0]));
                 if !self.judged.is_empty() {
                     correct_with_labels(
                         &mut c,
@@ -267,7 +273,8 @@ impl Aggregator {
         decide(&mut comparisons, confidence);
         let detectable = summaries.first().filter(|_| !scored).and_then(|b| {
             let n = cases.arm(0).len() as u64;
-            b.accuracy.map(|p| Detectable::new(n, p, confidence))
+            let m = variants.len().saturating_sub(1);
+            b.accuracy.map(|p| Detectable::new(n, p, confidence, m))
         });
         let slices = slices(&cases, variants, confidence, scored);
         let missing = self.planned.saturating_sub(self.finished);
@@ -322,9 +329,16 @@ impl Aggregator {
 
 /// A scored run's variant: the mean of its case means with a t interval, in place of
 /// accuracy and Wilson's interval.
-fn score_summary(v: &mut VariantSummary, arm: &[CaseScore], confidence: f64) {
-    let means: Vec<f64> = arm.iter().filter_map(CaseScore::mean).collect();
-    if let Some(m) = crate::stats::scores::mean_score(&means, confidence) {
+fn score_summary(
+    v: &mut VariantSummary,
+    (means, groups): (Vec<f64>, Option<Vec<String>>),
+    confidence: f64,
+) {
+    let m = match &groups {
+        Some(g) => crate::stats::scores::mean_score_clustered(&means, g, confidence),
+        None => crate::stats::scores::mean_score(&means, confidence),
+    };
+    if let Some(m) = m {
         v.mean_score = Some(m.mean);
         v.score_ci_low = m.interval.map(|i| i.0);
         v.score_ci_high = m.interval.map(|i| i.1);
@@ -376,13 +390,7 @@ fn correct_with_labels(
     } else {
         0.0
     };
-    c.method = format!("{}+labels_ppi", c.method);
-    c.difference = Some(d.difference);
-    c.ci_low = Some(d.ci_low);
-    c.ci_high = Some(d.ci_high);
-    c.p_value = Some(p);
-    c.cases_needed = None;
-    c.corrected = Some(d);
+    c.correct(d, se, p);
 }
 
 /// Some variants passed the case and some did not.

@@ -1,14 +1,22 @@
 //! Paired comparisons and verdicts in words, from per-case scores. Used for each variant
 //! against the baseline of a run, and for the same variant across two runs (`compare`).
+//!
+//! One test for every kind of run (docs/statistics.md §1): the sign-flip permutation test
+//! on the per-case differences of mean score (exact McNemar with one 0/1 answer per case;
+//! the same numbers however often every answer is repeated), its signs flipped by group
+//! when cases carry `group:`, Holm across the comparisons made together, and the interval
+//! that inverts the same test at the level where it agrees with Holm's verdict.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::stats::cluster::CaseScore;
-use crate::stats::paired::{
-    Table, cases_needed, detectable_difference, holm, mcnemar_exact, newcombe_paired, paired_means,
-};
+use crate::stats::holm::{holm, holm_level};
+use crate::stats::paired::Table;
+use crate::stats::paired::exact_paired_interval;
+use crate::stats::permutation::sign_flip_test;
+use crate::stats::power::{self, Assumptions};
 
 /// The power the detectable difference and the cases-needed figures are computed for.
 pub const POWER: f64 = 0.8;
@@ -36,6 +44,40 @@ impl Verdict {
     }
 }
 
+/// What a comparison's test works on, kept until Holm's adjustment fixes the level of its
+/// interval: one signed sum of per-case differences and its number of cases per unit (a
+/// case, or a group of cases whose signs flip together).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Units {
+    sums: Vec<f64>,
+    sizes: Vec<f64>,
+}
+
+/// What a comparison's interval is computed from, once Holm's adjustment fixes its level.
+#[derive(Debug, Clone, Default, PartialEq)]
+enum Basis {
+    #[default]
+    None,
+    /// Every case mean 0 or 1 (one answer per case, or repeats that always agree): the
+    /// paired 2×2 table, the interval that inverts exact McNemar.
+    Table(Table),
+    /// Case means: the interval that agrees with the sign-flip test on them.
+    Means,
+    /// Grouped cases: a t interval with the cluster-robust standard error (G − 1 df).
+    Groups,
+}
+
+/// How the arms disagree, for the cases a difference would need.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+enum Spread {
+    #[default]
+    None,
+    /// One 0/1 answer per case: the share of cases where exactly one arm was right.
+    Discordance(f64),
+    /// Case means: the variance of the per-case differences.
+    Variance(f64),
+}
+
 /// One arm against a reference arm, paired by case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
@@ -44,20 +86,41 @@ pub struct Comparison {
     pub against: String,
     /// Cases graded in both arms.
     pub cases: u64,
-    /// `mcnemar_exact+newcombe` (one sample per case) or `paired_t_on_case_means` (repeats).
+    /// `sign_flip_on_case_means` (`_by_group` when cases carry groups), with
+    /// `+labels_ppi` when people's labels corrected a judge.
     pub method: String,
     /// With one sample per case: the 2×2 table.
     pub table: Option<PairTable>,
-    /// Accuracy difference, variant minus reference, as a share (0.05 = 5 points).
+    /// Mean-score difference, variant minus reference, as a share (0.05 = 5 points): the
+    /// mean of the per-case differences, so `variant_mean − reference_mean`.
     pub difference: Option<f64>,
     pub ci_low: Option<f64>,
     pub ci_high: Option<f64>,
+    /// The interval's confidence level: the run's confidence, raised as far as Holm's
+    /// adjustment requires for the interval to exclude 0 exactly when the verdict is
+    /// better or worse (between confidence and 1 − (1 − confidence)/comparisons).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_level: Option<f64>,
     pub p_value: Option<f64>,
     /// Holm-adjusted across the comparisons made together.
     pub p_holm: Option<f64>,
     pub verdict: Verdict,
-    /// Cases needed to detect a difference the size of the one observed, with 80% power.
+    /// Cases needed to detect a difference the size of the one observed, with 80% power,
+    /// by the test and Holm family actually used.
     pub cases_needed: Option<u64>,
+    /// Each arm's mean over the paired cases, every case counting once (its repeats
+    /// averaged). They differ from the arms' accuracies when some cases were not answered
+    /// by both or have unequal repeats; the sentence then says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant_mean: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_mean: Option<f64>,
+    /// With `group:` on cases: the groups whose signs flip together, and how much the
+    /// grouping inflates the variance of the difference (1: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub design_effect: Option<f64>,
     /// Scored runs: the paired t-test beside the sign-flip test that decides.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub t_p_value: Option<f64>,
@@ -69,8 +132,20 @@ pub struct Comparison {
     /// (prediction-powered), which then decides.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub corrected: Option<CorrectedDifference>,
+    /// Why the difference is not the difference of the accuracies shown, when it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// The verdict as a sentence.
     pub sentence: String,
+    #[serde(skip)]
+    units: Units,
+    #[serde(skip)]
+    basis: Basis,
+    #[serde(skip)]
+    spread: Spread,
+    /// The standard error of a labels-corrected difference (normal interval).
+    #[serde(skip)]
+    corrected_se: Option<f64>,
 }
 
 impl Comparison {
@@ -90,12 +165,42 @@ impl Comparison {
             self.difference
                 .map_or("–".into(), |d| format!("{:+.1}", d * 100.0)),
             match (self.ci_low, self.ci_high) {
-                (Some(lo), Some(hi)) => format!("[{:+.1}, {:+.1}]", lo * 100.0, hi * 100.0),
+                (Some(lo), Some(hi)) => format!("[{}, {}]", bound(lo), bound(hi)),
                 _ => "–".into(),
             },
             p_cell(self.p_holm),
             self.verdict.words().to_string(),
         ]
+    }
+
+    /// Replaces the test by a difference people's labels corrected (prediction-powered),
+    /// with its standard error and two-sided normal p-value.
+    pub(crate) fn correct(&mut self, d: CorrectedDifference, se: f64, p: f64) {
+        self.method = format!("{}+labels_ppi", self.method);
+        self.difference = Some(d.difference);
+        self.ci_low = Some(d.ci_low);
+        self.ci_high = Some(d.ci_high);
+        self.p_value = Some(p);
+        self.corrected_se = Some(se);
+        self.spread = Spread::None;
+        self.corrected = Some(d);
+    }
+
+    /// Says why the difference is not `variant − reference` of the accuracies a report
+    /// shows beside it, when it is not (to the 0.1 point they are printed with).
+    pub(crate) fn explain_against(&mut self, variant: Option<f64>, reference: Option<f64>) {
+        let (Some(vm), Some(rm)) = (self.variant_mean, self.reference_mean) else {
+            return;
+        };
+        let apart = |shown: Option<f64>, mean: f64| shown.is_some_and(|s| (s - mean).abs() >= 5e-4);
+        if self.corrected.is_none() && (apart(variant, vm) || apart(reference, rm)) {
+            self.note = Some(format!(
+                "the difference is between {:.1}% and {:.1}%, each of the {} cases both answered counting once",
+                vm * 100.0,
+                rm * 100.0,
+                self.cases
+            ));
+        }
     }
 }
 
@@ -115,37 +220,63 @@ pub struct Detectable {
     /// The reference accuracy assumed (the baseline's, or ½ before a run).
     pub reference_accuracy: f64,
     pub power: f64,
+    /// Variants compared with the baseline together (Holm's family).
+    #[serde(default = "one")]
+    pub comparisons: usize,
     /// The smallest difference detectable with that power, as a share; `None` if even the
     /// largest possible difference is out of reach.
     pub difference: Option<f64>,
 }
 
+fn one() -> usize {
+    1
+}
+
 impl Detectable {
-    /// What `cases` cases can detect at 80% power, from a reference accuracy.
-    pub fn new(cases: u64, reference_accuracy: f64, confidence: f64) -> Self {
+    /// What `cases` cases can detect at 80% power, from a reference accuracy, with the
+    /// exact test and Holm's adjustment over `comparisons` variants.
+    pub fn new(cases: u64, reference_accuracy: f64, confidence: f64, comparisons: usize) -> Self {
+        let mut a = Assumptions::new(reference_accuracy, 1.0 - confidence);
+        a.comparisons = comparisons.max(1);
         Detectable {
             cases,
             reference_accuracy,
             power: POWER,
-            difference: detectable_difference(cases, reference_accuracy, confidence, POWER),
+            comparisons: comparisons.max(1),
+            difference: power::detectable_difference(cases, POWER, &a),
         }
     }
 
     /// The figure as a sentence a user can act on.
     pub fn sentence(&self, confidence: f64) -> String {
         let conf = (confidence * 100.0).round();
+        let family = match self.comparisons {
+            1 => String::new(),
+            m => format!(", Holm over {m} variants"),
+        };
         match self.difference {
             Some(d) => format!(
-                "With {} cases, a paired comparison at {conf}% confidence reliably detects differences of about {:.0} points or more (80% power, reference accuracy {:.0}%, variants erring independently; variants that fail on the same cases do better). Smaller real differences will mostly read as noise.",
+                "With {} cases, the paired test at {conf}% confidence{family} detects differences of about {:.0} points or more with 80% power (reference accuracy {:.0}%, assuming the variants' errors are independent: variants that fail on the same cases need fewer cases, variants that fail on different cases more). Smaller real differences will mostly read as noise; `promptgauge plan` sizes a bench for the difference you care about.",
                 self.cases,
                 d * 100.0,
                 self.reference_accuracy * 100.0
             ),
             None => format!(
-                "With {} cases, no difference in accuracy can be detected reliably (80% power at {conf}% confidence).",
+                "With {} cases, no difference in accuracy can be detected reliably (80% power at {conf}% confidence{family}); `promptgauge plan` says how many cases would.",
                 self.cases
             ),
         }
+    }
+}
+
+/// An interval bound in points: `+2.5`, and `>0` or `<0` for one that would round to 0.0
+/// but is not 0 (which side of 0 it lies on is the verdict).
+fn bound(x: f64) -> String {
+    let p = x * 100.0;
+    if x != 0.0 && p.abs() < 0.05 {
+        if x > 0.0 { ">0".into() } else { "<0".into() }
+    } else {
+        format!("{p:+.1}")
     }
 }
 
@@ -164,39 +295,33 @@ pub struct CorrectedDifference {
     pub labelled_cases: u64,
 }
 
-/// Compares mean scores (a scored run): the mean of the per-case differences, decided by
-/// the sign-flip test on them with its inverted interval; the paired t-test beside it.
-pub fn compare_scored(
-    variant: &str,
-    against: &str,
-    pairs: &[(CaseScore, CaseScore)],
-    confidence: f64,
-) -> Comparison {
-    let mut c = compare(variant, against, &[], confidence);
-    c.cases = pairs.len() as u64;
-    let mean = |s: &CaseScore| s.mean().unwrap_or(0.0);
-    let v: Vec<f64> = pairs.iter().map(|(v, _)| mean(v)).collect();
-    let b: Vec<f64> = pairs.iter().map(|(_, b)| mean(b)).collect();
-    if let Some(p) = crate::stats::scores::paired_scores(&v, &b, confidence) {
-        c.method = "sign_flip_on_case_means".into();
-        c.difference = Some(p.mean);
-        c.ci_low = Some(p.sign_flip_interval.low);
-        c.ci_high = Some(p.sign_flip_interval.high);
-        c.p_value = Some(p.sign_flip.p_value);
-        c.t_p_value = p.t_p_value;
-        c.t_ci_low = p.t_interval.map(|i| i.0);
-        c.t_ci_high = p.t_interval.map(|i| i.1);
-    }
-    c
+/// The cases two arms both graded, as a comparison takes them.
+#[derive(Debug, Clone, Copy)]
+pub struct Paired<'a> {
+    /// (variant, reference) per case.
+    pub pairs: &'a [(CaseScore, CaseScore)],
+    /// Each case's group (a case without one is its own), aligned with `pairs`; `None`
+    /// when no case has a group.
+    pub groups: Option<&'a [String]>,
+    /// Scores other than 0/1 occur: report the paired t-test beside the sign-flip test.
+    pub scored: bool,
 }
 
-/// Compares `variant` with `against` over the cases both graded (`pairs`).
-pub fn compare(
-    variant: &str,
-    against: &str,
-    pairs: &[(CaseScore, CaseScore)],
-    confidence: f64,
-) -> Comparison {
+impl<'a> Paired<'a> {
+    /// Ungrouped, binary.
+    pub fn cases(pairs: &'a [(CaseScore, CaseScore)]) -> Self {
+        Paired {
+            pairs,
+            groups: None,
+            scored: false,
+        }
+    }
+}
+
+/// Compares `variant` with `against` over the cases both graded. The verdict and the
+/// interval are set by [`decide`], once every comparison made together is known.
+pub fn compare(variant: &str, against: &str, paired: Paired<'_>, confidence: f64) -> Comparison {
+    let pairs = paired.pairs;
     let mut c = Comparison {
         variant: variant.to_string(),
         against: against.to_string(),
@@ -206,76 +331,127 @@ pub fn compare(
         difference: None,
         ci_low: None,
         ci_high: None,
+        ci_level: None,
         p_value: None,
         p_holm: None,
         verdict: Verdict::NoData,
         cases_needed: None,
+        variant_mean: None,
+        reference_mean: None,
+        groups: None,
+        design_effect: None,
         t_p_value: None,
         t_ci_low: None,
         t_ci_high: None,
         corrected: None,
+        note: None,
         sentence: String::new(),
+        units: Units::default(),
+        basis: Basis::None,
+        spread: Spread::None,
+        corrected_se: None,
     };
     if pairs.is_empty() {
         return c;
     }
-    let single = pairs.iter().all(|(v, r)| v.graded == 1 && r.graded == 1);
-    if single {
+    let n = pairs.len() as f64;
+    let mean = |s: &CaseScore| s.mean().unwrap_or(0.0);
+    let diffs: Vec<f64> = pairs.iter().map(|(v, r)| mean(v) - mean(r)).collect();
+    let d = diffs.iter().sum::<f64>() / n;
+    c.difference = Some(d);
+    c.variant_mean = Some(pairs.iter().map(|(v, _)| mean(v)).sum::<f64>() / n);
+    c.reference_mean = Some(pairs.iter().map(|(_, r)| mean(r)).sum::<f64>() / n);
+    // Case means of 0 or 1 on both sides: one answer per case, or repeats that agree (the
+    // same evidence, so the same table and numbers).
+    let zero_one = |s: &CaseScore| matches!(s.mean(), Some(m) if m == 0.0 || m == 1.0);
+    if pairs.iter().all(|(v, r)| zero_one(v) && zero_one(r)) {
         let mut t = Table::default();
         for (v, r) in pairs {
-            t.add(v.score == 1.0, r.score == 1.0);
+            t.add(mean(v) == 1.0, mean(r) == 1.0);
         }
-        c.method = "mcnemar_exact+newcombe".into();
+        c.basis = Basis::Table(t);
         c.table = Some(PairTable {
             both_right: t.both_right,
             only_variant: t.only_variant,
             only_reference: t.only_baseline,
             both_wrong: t.both_wrong,
         });
-        c.p_value = Some(mcnemar_exact(t.only_variant, t.only_baseline));
-        if let Some((d, lo, hi)) = newcombe_paired(&t, confidence) {
-            c.difference = Some(d);
-            c.ci_low = Some(lo);
-            c.ci_high = Some(hi);
-            let discordant = (t.only_variant + t.only_baseline) as f64 / t.n() as f64;
-            c.cases_needed = cases_needed(d, discordant, confidence, POWER);
-        }
+        c.spread = Spread::Discordance((t.only_variant + t.only_baseline) as f64 / n);
     } else {
-        c.method = "paired_t_on_case_means".into();
-        let diffs: Vec<f64> = pairs
-            .iter()
-            .map(|(v, r)| v.score / v.graded as f64 - r.score / r.graded as f64)
-            .collect();
-        if let Some((d, lo, hi, p)) = paired_means(&diffs, confidence) {
-            c.difference = Some(d);
-            c.ci_low = Some(lo);
-            c.ci_high = Some(hi);
-            c.p_value = Some(p);
-            let var =
-                diffs.iter().map(|x| (x - d).powi(2)).sum::<f64>() / (diffs.len() as f64 - 1.0);
-            // Normal approximation: the spread of the case differences stands in for ψ.
-            c.cases_needed = cases_needed(d, var + d * d, confidence, POWER);
-        } else {
-            c.difference = Some(diffs.iter().sum::<f64>() / diffs.len() as f64);
+        let var = diffs.iter().map(|x| (x - d).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+        c.spread = Spread::Variance(var);
+        c.basis = Basis::Means;
+    }
+    c.units = match paired.groups {
+        Some(groups) => {
+            let mut by: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
+            for (g, x) in groups.iter().zip(&diffs) {
+                let e = by.entry(g.as_str()).or_default();
+                e.0 += x;
+                e.1 += 1.0;
+            }
+            let (sums, sizes): (Vec<f64>, Vec<f64>) = by.into_values().unzip();
+            // Var of the mean with and without the grouping (moment estimators).
+            let iid: f64 = diffs.iter().map(|x| (x - d).powi(2)).sum();
+            let grouped: f64 = sums
+                .iter()
+                .zip(&sizes)
+                .map(|(s, w)| (s - w * d).powi(2))
+                .sum();
+            c.groups = Some(sums.len() as u64);
+            c.design_effect = (iid > 0.0).then(|| grouped / iid);
+            c.method = "sign_flip_on_case_means_by_group".into();
+            c.basis = Basis::Groups;
+            Units { sums, sizes }
+        }
+        None => {
+            c.method = "sign_flip_on_case_means".into();
+            Units {
+                sizes: vec![1.0; diffs.len()],
+                sums: diffs.clone(),
+            }
+        }
+    };
+    c.p_value = sign_flip_test(&c.units.sums).map(|t| t.p_value);
+    if paired.scored && paired.groups.is_none() {
+        let v: Vec<f64> = pairs.iter().map(|(v, _)| mean(v)).collect();
+        let b: Vec<f64> = pairs.iter().map(|(_, r)| mean(r)).collect();
+        if let Some(p) = crate::stats::scores::paired_t(&v, &b, confidence) {
+            c.t_p_value = p.t_p_value;
+            c.t_ci_low = p.t_interval.map(|i| i.0);
+            c.t_ci_high = p.t_interval.map(|i| i.1);
         }
     }
     c
 }
 
-/// Adjusts the p-values of comparisons made together (Holm) and writes their verdicts.
+/// Adjusts the p-values of comparisons made together (Holm), sets each interval at the
+/// level that agrees with Holm's verdict, and writes the verdicts and the cases a
+/// difference would need.
 pub(crate) fn decide(comparisons: &mut [Comparison], confidence: f64) {
     let alpha = 1.0 - confidence;
     let tested: Vec<usize> = (0..comparisons.len())
         .filter(|&i| comparisons[i].p_value.is_some())
         .collect();
+    let m = tested.len();
     let adjusted = holm(
         &tested
             .iter()
             .map(|&i| comparisons[i].p_value.unwrap_or(1.0))
             .collect::<Vec<_>>(),
     );
-    for (&i, p) in tested.iter().zip(adjusted) {
-        comparisons[i].p_holm = Some(p);
+    for (&i, p_holm) in tested.iter().zip(adjusted) {
+        let c = &mut comparisons[i];
+        c.p_holm = Some(p_holm);
+        let p = c.p_value.unwrap_or(1.0);
+        let Some(level) = holm_level(alpha, p, p_holm, m) else {
+            continue;
+        };
+        c.ci_level = Some(level);
+        if let Some((lo, hi)) = interval(c, level) {
+            c.ci_low = Some(lo);
+            c.ci_high = Some(hi);
+        }
     }
     for c in comparisons.iter_mut() {
         c.verdict = match (c.p_holm, c.difference) {
@@ -285,30 +461,174 @@ pub(crate) fn decide(comparisons: &mut [Comparison], confidence: f64) {
             _ if c.cases > 0 => Verdict::NotDistinguishable,
             _ => Verdict::NoData,
         };
-        c.sentence = sentence(c, confidence);
+        if c.verdict == Verdict::NotDistinguishable {
+            c.cases_needed = cases_needed(c, alpha, m.max(1));
+        }
+        c.sentence = sentence(c, confidence, m);
     }
 }
 
-fn sentence(c: &Comparison, confidence: f64) -> String {
-    let conf = (confidence * 100.0).round();
-    let numbers = match (c.difference, c.ci_low, c.ci_high, c.p_holm) {
-        (Some(d), Some(lo), Some(hi), Some(p)) => format!(
-            "{} [{:+.1}, {:+.1}] at {conf}%, {} (Holm), {} paired cases",
-            points(d),
-            lo * 100.0,
-            hi * 100.0,
-            p_text(p),
-            c.cases
+/// The comparison's interval at `level`, from its basis.
+fn interval(c: &Comparison, level: f64) -> Option<(f64, f64)> {
+    let d = c.difference?;
+    let clip = |(lo, hi): (f64, f64)| (lo.max(-1.0), hi.min(1.0));
+    if let Some(se) = c.corrected_se {
+        let half = crate::stats::z_for(level) * se;
+        return Some(clip((d - half, d + half)));
+    }
+    let t_half = |se: f64, df: f64| -> Option<f64> {
+        use statrs::distribution::{ContinuousCDF, StudentsT};
+        let t = StudentsT::new(0.0, 1.0, df).ok()?;
+        Some(t.inverse_cdf(1.0 - (1.0 - level) / 2.0) * se)
+    };
+    let units = &c.units;
+    let n: f64 = units.sizes.iter().sum();
+    match &c.basis {
+        Basis::None => None,
+        Basis::Table(t) => exact_paired_interval(t, level).map(|(_, lo, hi)| (lo, hi)),
+        Basis::Means => {
+            crate::stats::scores::paired_interval(&units.sums, level).map(|(_, lo, hi)| (lo, hi))
+        }
+        Basis::Groups => {
+            let g = units.sums.len() as f64;
+            if g < 2.0 {
+                return None;
+            }
+            let ss: f64 = units
+                .sums
+                .iter()
+                .zip(&units.sizes)
+                .map(|(s, w)| (s - w * d).powi(2))
+                .sum();
+            let half = t_half((ss * g / (g - 1.0)).sqrt() / n, g - 1.0)?;
+            Some(clip((d - half, d + half)))
+        }
+    }
+}
+
+/// The cases with which the test and Holm family used here would detect the observed
+/// difference with 80% power: exact for one 0/1 answer per case (at the observed
+/// disagreement), a normal approximation for case means; times the design effect of groups.
+fn cases_needed(c: &Comparison, alpha: f64, comparisons: usize) -> Option<u64> {
+    let d = c.difference.filter(|d| *d != 0.0)?;
+    let deff = c.design_effect.unwrap_or(1.0).max(1.0);
+    let n = match c.spread {
+        Spread::None => return None,
+        Spread::Discordance(discordance) => {
+            let mut a = Assumptions::new(c.reference_mean?, alpha);
+            a.comparisons = comparisons;
+            a.discordance = Some(discordance);
+            power::cases_needed(d, POWER, &a)? as f64
+        }
+        Spread::Variance(var) => {
+            use statrs::distribution::{ContinuousCDF, Normal};
+            let z = Normal::standard();
+            let z_a = z.inverse_cdf(1.0 - alpha / (2.0 * comparisons as f64));
+            let z_b = z.inverse_cdf(POWER);
+            ((z_a + z_b).powi(2) * var / (d * d)).ceil()
+        }
+    };
+    Some((n * deff).ceil() as u64)
+}
+
+/// The interval column's header: `95% CI`, or `CI (Holm)` when the comparisons' intervals
+/// are at levels Holm's adjustment raised.
+pub(crate) fn ci_header<'a>(
+    comparisons: impl IntoIterator<Item = &'a Comparison>,
+    confidence: f64,
+) -> String {
+    match levels(comparisons, confidence) {
+        Some(_) => "CI (Holm)".to_string(),
+        None => format!("{}% CI", (confidence * 100.0).round()),
+    }
+}
+
+/// What the intervals' levels are, when Holm raised some above the run's confidence.
+pub(crate) fn levels_note<'a>(
+    comparisons: impl IntoIterator<Item = &'a Comparison>,
+    confidence: f64,
+) -> Option<String> {
+    let (lo, hi) = levels(comparisons, confidence)?;
+    let range = if level_text(lo) == level_text(hi) {
+        level_text(lo)
+    } else {
+        format!("{} to {}", level_text(lo), level_text(hi))
+    };
+    Some(format!(
+        "Intervals are at {range}: the level at which each agrees with its Holm-adjusted verdict, so an interval excludes 0 exactly when the verdict is better or worse."
+    ))
+}
+
+fn levels<'a>(
+    comparisons: impl IntoIterator<Item = &'a Comparison>,
+    confidence: f64,
+) -> Option<(f64, f64)> {
+    let levels: Vec<f64> = comparisons.into_iter().filter_map(|c| c.ci_level).collect();
+    let lo = levels.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = levels.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (!levels.is_empty() && level_text(hi) != level_text(confidence)).then_some((lo, hi))
+}
+
+fn level_text(level: f64) -> String {
+    let pct = level * 100.0;
+    if (pct - pct.round()).abs() < 0.05 {
+        format!("{:.0}%", pct.round())
+    } else {
+        format!("{pct:.1}%")
+    }
+}
+
+fn sentence(c: &Comparison, confidence: f64, comparisons: usize) -> String {
+    let level = c.ci_level.unwrap_or(confidence);
+    let at = if comparisons > 1 {
+        format!(
+            "at {} (the level that agrees with Holm over {comparisons} comparisons)",
+            level_text(level)
+        )
+    } else {
+        format!("at {}", level_text(level))
+    };
+    let unit = match c.groups {
+        Some(g) => format!(
+            "{} paired cases in {g} groups (design effect {:.2})",
+            c.cases,
+            c.design_effect.unwrap_or(1.0)
         ),
-        (Some(d), ..) => format!("{} over {} paired cases", points(d), c.cases),
+        None => format!("{} paired cases", c.cases),
+    };
+    let numbers = match (c.difference, c.ci_low, c.ci_high, c.p_holm) {
+        (Some(d), Some(lo), Some(hi), Some(p)) => {
+            // Only grouped cases use an interval (cluster-robust t) that inverts another
+            // test than the one that decides; where the two part, say which decides.
+            let decided = matches!(c.verdict, Verdict::Better | Verdict::Worse);
+            let excludes = lo > 0.0 || hi < 0.0;
+            let margin = match (decided, excludes) {
+                (true, false) => {
+                    " (the interval, a t approximation, reaches 0; the exact test by group decides)"
+                }
+                (false, true) => {
+                    " (the interval, a t approximation, excludes 0; the exact test by group decides)"
+                }
+                _ => "",
+            };
+            format!(
+                "{} [{}, {}] {at}{margin}, {} (Holm), {unit}",
+                points(d),
+                bound(lo),
+                bound(hi),
+                p_text(p),
+            )
+        }
+        (Some(d), ..) => format!("{} over {unit}", points(d)),
         _ => String::new(),
     };
-    let numbers = match &c.corrected {
-        Some(d) => format!(
+    let numbers = match (&c.corrected, &c.note) {
+        (Some(d), _) => format!(
             "{numbers}, as people would score it (judge corrected by labels on {} cases)",
             d.labelled_cases
         ),
-        None => numbers,
+        (None, Some(note)) => format!("{numbers}; {note}"),
+        (None, None) => numbers,
     };
     match c.verdict {
         Verdict::Better => format!("{} is better than {}: {numbers}.", c.variant, c.against),
@@ -358,6 +678,8 @@ pub struct CaseTable {
     /// case id → (tags, one score per arm)
     pub cases: BTreeMap<String, (Vec<String>, Vec<CaseScore>)>,
     pub arms: usize,
+    /// case id → group, for the cases that have one.
+    pub groups: std::collections::HashMap<String, String>,
 }
 
 impl CaseTable {
@@ -366,6 +688,7 @@ impl CaseTable {
         CaseTable {
             cases: BTreeMap::new(),
             arms,
+            groups: Default::default(),
         }
     }
 
@@ -398,6 +721,82 @@ impl CaseTable {
             .collect()
     }
 
+    /// Puts `case` in `group` (cases without one are each their own).
+    pub fn set_group(&mut self, case: &str, group: &str) {
+        if !self.groups.contains_key(case) {
+            self.groups.insert(case.to_string(), group.to_string());
+        }
+    }
+
+    /// Cases graded in both arms, with each one's group when any case has one (a case
+    /// without a group is its own, named by its id).
+    pub fn paired(
+        &self,
+        arm: usize,
+        reference: usize,
+    ) -> (Vec<(CaseScore, CaseScore)>, Option<Vec<String>>) {
+        let both = |s: &[CaseScore]| s[arm].graded > 0 && s[reference].graded > 0;
+        let pairs = self.pairs(arm, reference);
+        if self.groups.is_empty() {
+            return (pairs, None);
+        }
+        let groups = self
+            .cases
+            .iter()
+            .filter(|(_, (_, s))| both(s))
+            .map(|(id, _)| {
+                self.groups
+                    .get(id)
+                    .map_or_else(|| format!("case:{id}"), |g| format!("group:{g}"))
+            })
+            .collect();
+        (pairs, Some(groups))
+    }
+
+    /// One arm's scores by group: each group's cases pooled into one unit (cases without a
+    /// group are their own). The same as [`CaseTable::arm`] when no case has a group.
+    pub(crate) fn arm_by_group(&self, arm: usize) -> Vec<CaseScore> {
+        if self.groups.is_empty() {
+            return self.arm(arm);
+        }
+        let mut by: BTreeMap<String, CaseScore> = BTreeMap::new();
+        for (id, (_, s)) in &self.cases {
+            let s = s[arm];
+            if s.graded == 0 {
+                continue;
+            }
+            let key = self
+                .groups
+                .get(id)
+                .map_or_else(|| format!("case:{id}"), |g| format!("group:{g}"));
+            let unit = by.entry(key).or_default();
+            unit.score += s.score;
+            unit.squares += s.squares;
+            unit.graded += s.graded;
+        }
+        by.into_values().collect()
+    }
+
+    /// One arm's case means, with each case's group when any case has one.
+    pub(crate) fn arm_means(&self, arm: usize) -> (Vec<f64>, Option<Vec<String>>) {
+        let graded = self.cases.iter().filter(|(_, (_, s))| s[arm].graded > 0);
+        let means = graded
+            .clone()
+            .filter_map(|(_, (_, s))| s[arm].mean())
+            .collect();
+        if self.groups.is_empty() {
+            return (means, None);
+        }
+        let groups = graded
+            .map(|(id, _)| {
+                self.groups
+                    .get(id)
+                    .map_or_else(|| format!("case:{id}"), |g| format!("group:{g}"))
+            })
+            .collect();
+        (means, Some(groups))
+    }
+
     /// Cases graded in both arms.
     pub fn pairs(&self, arm: usize, reference: usize) -> Vec<(CaseScore, CaseScore)> {
         self.cases
@@ -411,9 +810,37 @@ impl CaseTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::paired::mcnemar_exact;
 
     fn one(correct: bool) -> CaseScore {
         CaseScore::binary(u64::from(correct), 1)
+    }
+
+    /// A 2×2 table as pairs: both right, only the variant, only the reference, both wrong;
+    /// every answer given `k` times.
+    fn table(
+        both: usize,
+        only_v: usize,
+        only_r: usize,
+        neither: usize,
+        k: u64,
+    ) -> Vec<(CaseScore, CaseScore)> {
+        let s = |right: bool| CaseScore::binary(if right { k } else { 0 }, k);
+        let mut pairs = vec![(s(true), s(true)); both];
+        pairs.extend(vec![(s(true), s(false)); only_v]);
+        pairs.extend(vec![(s(false), s(true)); only_r]);
+        pairs.extend(vec![(s(false), s(false)); neither]);
+        pairs
+    }
+
+    fn decided(tables: &[Vec<(CaseScore, CaseScore)>]) -> Vec<Comparison> {
+        let mut cs: Vec<Comparison> = tables
+            .iter()
+            .enumerate()
+            .map(|(i, t)| compare(&format!("v{i}"), "base", Paired::cases(t), 0.95))
+            .collect();
+        decide(&mut cs, 0.95);
+        cs
     }
 
     #[test]
@@ -422,18 +849,16 @@ mod tests {
         let mut pairs = vec![(one(true), one(false)); 12];
         pairs.extend(vec![(one(true), one(true)); 20]);
         pairs.extend(vec![(one(false), one(false)); 8]);
-        let mut cs = vec![compare("b", "a", &pairs, 0.95)];
         // 2 fixed, 1 broken: noise.
         let mut noisy = vec![(one(true), one(false)); 2];
         noisy.push((one(false), one(true)));
         noisy.extend(vec![(one(true), one(true)); 17]);
-        cs.push(compare("c", "a", &noisy, 0.95));
-        decide(&mut cs, 0.95);
+        let cs = decided(&[pairs, noisy]);
         assert_eq!(cs[0].verdict, Verdict::Better);
         assert!(
             cs[0]
                 .sentence
-                .starts_with("b is better than a: +30.0 points"),
+                .starts_with("v0 is better than base: +30.0 points"),
             "{}",
             cs[0].sentence
         );
@@ -443,25 +868,144 @@ mod tests {
             "{}",
             cs[1].sentence
         );
-        // Holm: the smaller p is multiplied by 2.
-        let raw = mcnemar_exact(12, 0);
-        assert!((cs[0].p_holm.unwrap() - 2.0 * raw).abs() < 1e-15);
+        // With one 0/1 answer per case the sign-flip test is exact McNemar; Holm doubles
+        // the smaller p.
+        assert!((cs[0].p_value.unwrap() - mcnemar_exact(12, 0)).abs() < 1e-12);
+        assert!((cs[0].p_holm.unwrap() - 2.0 * mcnemar_exact(12, 0)).abs() < 1e-12);
     }
 
     #[test]
-    fn repeats_use_case_means() {
+    fn copying_every_answer_k_times_changes_no_verdict_p_value_or_interval() {
+        // The table: 56 both right, 4 only the variant, 0 only the baseline, 4
+        // both wrong. Exact McNemar: p = 0.125, not distinguishable, at any k.
+        let tables = [(56, 4, 0, 4), (40, 14, 3, 7), (20, 5, 6, 9), (30, 9, 1, 0)];
+        let at = |k: u64| -> Vec<Comparison> {
+            decided(
+                &tables
+                    .iter()
+                    .map(|&(a, b, c, d)| table(a, b, c, d, k))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let once = at(1);
+        assert!((once[0].p_value.unwrap() - 0.125).abs() < 1e-12);
+        assert_eq!(once[0].verdict, Verdict::NotDistinguishable);
+        for k in [2, 3, 5] {
+            for (a, b) in once.iter().zip(at(k)) {
+                assert_eq!(a.verdict, b.verdict, "k = {k}");
+                assert_eq!(a.p_value, b.p_value, "k = {k}");
+                assert_eq!(a.p_holm, b.p_holm, "k = {k}");
+                assert_eq!((a.ci_low, a.ci_high), (b.ci_low, b.ci_high), "k = {k}");
+                assert_eq!(a.difference, b.difference, "k = {k}");
+            }
+        }
+    }
+
+    #[test]
+    fn no_spread_is_no_certainty() {
+        // Two cases, the variant 3/3 and the baseline 0/3 on each: the same evidence as
+        // two discordant pairs, p = 0.5 (it was "better, p < 0.001" under a t-test).
+        let pairs = vec![(CaseScore::binary(3, 3), CaseScore::binary(0, 3)); 2];
+        let cs = decided(&[pairs]);
+        assert!(
+            (cs[0].p_value.unwrap() - 0.5).abs() < 1e-12,
+            "{:?}",
+            cs[0].p_value
+        );
+        assert_eq!(cs[0].verdict, Verdict::NotDistinguishable);
+        assert!(cs[0].ci_low.unwrap() < 0.0, "{:?}", cs[0].ci_low);
+    }
+
+    #[test]
+    fn every_interval_excludes_zero_exactly_when_holm_decides() {
+        // Seeded tables of 3 variants; intervals at Holm's level never contradict it.
+        let mut seed = 7u64;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((seed >> 33) % n) as usize
+        };
+        let mut disagreed_at_plain_level = 0;
+        // Small tables, so every p-value is exact and the test stays quick.
+        for _ in 0..60 {
+            let tables: Vec<_> = (0..3)
+                .map(|_| table(next(3), next(9), next(3), 1 + next(2), 1))
+                .collect();
+            for c in decided(&tables) {
+                let (lo, hi) = (c.ci_low.unwrap(), c.ci_high.unwrap());
+                let excludes = lo > 0.0 || hi < 0.0;
+                let decided = matches!(c.verdict, Verdict::Better | Verdict::Worse);
+                assert_eq!(excludes, decided, "{}", c.sentence);
+                let level = c.ci_level.unwrap();
+                assert!((0.95 - 1e-9..=1.0 - 0.05 / 3.0 + 1e-9).contains(&level));
+                // Where the raw p is below 5% but Holm's is not, a plain 95% interval would
+                // have excluded 0 beside "not distinguishable".
+                if c.p_value.unwrap() < 0.05 && !decided {
+                    disagreed_at_plain_level += 1;
+                }
+            }
+        }
+        assert!(disagreed_at_plain_level > 0, "the seeds exercise the case");
+    }
+
+    #[test]
+    fn unequal_repeats_make_the_difference_the_difference_of_case_means_and_say_so() {
+        // Case 1: variant 1/1 (two jobs failed), baseline 1/3; case 2: 0/3 and 0/3; case 3:
+        // 1/3 and 1/3. Pooled accuracies 2/7 and 2/9; case means 4/9 and 2/9.
         let s = CaseScore::binary;
-        let pairs = vec![(s(3, 3), s(1, 3)), (s(2, 3), s(2, 3)), (s(3, 3), s(0, 3))];
-        let mut cs = vec![compare("b", "a", &pairs, 0.95)];
+        let pairs = vec![(s(1, 1), s(1, 3)), (s(0, 3), s(0, 3)), (s(1, 3), s(1, 3))];
+        let mut c = compare("v", "b", Paired::cases(&pairs), 0.95);
+        c.explain_against(Some(2.0 / 7.0), Some(2.0 / 9.0));
+        let mut cs = vec![c];
         decide(&mut cs, 0.95);
-        assert_eq!(cs[0].method, "paired_t_on_case_means");
-        assert!((cs[0].difference.unwrap() - (2.0 / 3.0 + 0.0 + 1.0) / 3.0).abs() < 1e-12);
-        assert!(cs[0].table.is_none());
+        let c = &cs[0];
+        let (vm, rm) = (c.variant_mean.unwrap(), c.reference_mean.unwrap());
+        assert!((vm - (1.0 + 0.0 + 1.0 / 3.0) / 3.0).abs() < 1e-12);
+        assert!((c.difference.unwrap() - (vm - rm)).abs() < 1e-12);
+        assert!(c.table.is_none());
+        assert!(
+            c.sentence.contains("the difference is between 44.4% and 22.2%, each of the 3 cases both answered counting once"),
+            "{}",
+            c.sentence
+        );
+    }
+
+    #[test]
+    fn groups_flip_together_and_widen_the_interval() {
+        // 12 cases in 3 groups of 4; the gain sits in two groups.
+        let t = table(0, 8, 0, 4, 1);
+        let groups: Vec<String> = (0..12).map(|i| format!("g{}", i / 4)).collect();
+        let mut plain = vec![compare("v", "b", Paired::cases(&t), 0.95)];
+        let mut grouped = vec![compare(
+            "v",
+            "b",
+            Paired {
+                pairs: &t,
+                groups: Some(&groups),
+                scored: false,
+            },
+            0.95,
+        )];
+        decide(&mut plain, 0.95);
+        decide(&mut grouped, 0.95);
+        assert_eq!(plain[0].verdict, Verdict::Better);
+        // Group sums 4, 4, 0: two groups that moved, and 2 of their 4 sign patterns are as
+        // extreme (p = 0.5), where 8 independent cases would give p = 2/2⁸.
+        assert_eq!(grouped[0].verdict, Verdict::NotDistinguishable);
+        assert!((grouped[0].p_value.unwrap() - 0.5).abs() < 1e-12);
+        assert_eq!(grouped[0].groups, Some(3));
+        assert!(grouped[0].design_effect.unwrap() > 1.0);
+        assert!(
+            grouped[0].sentence.contains("in 3 groups"),
+            "{}",
+            grouped[0].sentence
+        );
     }
 
     #[test]
     fn no_pairs_no_verdict() {
-        let mut cs = vec![compare("b", "a", &[], 0.95)];
+        let mut cs = vec![compare("b", "a", Paired::cases(&[]), 0.95)];
         decide(&mut cs, 0.95);
         assert_eq!(cs[0].verdict, Verdict::NoData);
     }
@@ -523,16 +1067,24 @@ impl RunComparison {
             let Some(vb) = sb.variants.iter().find(|v| v.name == va.name) else {
                 continue;
             };
-            let pairs = cases
+            let (pairs, groups) = cases
                 .get(&va.name)
-                .map(|t| t.pairs(1, 0))
+                .map(|t| t.paired(1, 0))
                 .unwrap_or_default();
-            comparisons.push(compare(
+            let scored = va.mean_score.is_some() || vb.mean_score.is_some();
+            let mut c = compare(
                 &format!("{} in B", va.name),
                 &format!("{} in A", va.name),
-                &pairs,
+                Paired {
+                    pairs: &pairs,
+                    groups: groups.as_deref(),
+                    scored,
+                },
                 confidence,
-            ));
+            );
+            let shown = |v: &super::summary::VariantSummary| v.accuracy.or(v.mean_score);
+            c.explain_against(shown(vb), shown(va));
+            comparisons.push(c);
             variants.push((va.clone(), vb.clone()));
         }
         decide(&mut comparisons, confidence);

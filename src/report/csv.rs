@@ -4,7 +4,7 @@ use super::{Exporter, Summary};
 
 pub(super) struct Csv;
 
-const HEADER: [&str; 34] = [
+const HEADER: [&str; 40] = [
     "variant",
     "baseline",
     "jobs",
@@ -39,6 +39,12 @@ const HEADER: [&str; 34] = [
     "p_value",
     "p_holm",
     "verdict",
+    "difference_ci_level",
+    "answer_p50_ms",
+    "answer_p90_ms",
+    "answer_p99_ms",
+    "spent_usd",
+    "spent_estimated",
 ];
 
 /// Columns added when a judge scored the run.
@@ -119,6 +125,12 @@ impl Exporter for Csv {
                 num(c.and_then(|c| c.p_value)),
                 num(c.and_then(|c| c.p_holm)),
                 c.map(|c| c.verdict.words().to_string()).unwrap_or_default(),
+                num(c.and_then(|c| c.ci_level)),
+                num(v.answer_ms.p50),
+                num(v.answer_ms.p90),
+                num(v.answer_ms.p99),
+                num(v.spent_usd),
+                v.spent_estimated.to_string(),
             ];
             if judged {
                 let l = v.labelled.as_ref();

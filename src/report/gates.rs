@@ -184,8 +184,26 @@ pub(crate) fn evaluate(
         }
     }
     if let Some(max) = gates.max_cost_usd {
-        let total: f64 = s.variants.iter().filter_map(|v| v.cost_usd).sum();
+        // What the run spent: every billed attempt (retries included, cache hits free),
+        // and the judge's calls.
+        let answers: f64 = s
+            .variants
+            .iter()
+            .filter_map(|v| v.spent_usd.or(v.cost_usd))
+            .sum();
+        let judge: f64 = s.variants.iter().filter_map(|v| v.judge_cost_usd).sum();
+        let total = answers + judge;
         let priced = s.variants.iter().any(|v| v.cost_usd.is_some());
+        let parts = if judge > 0.0 {
+            format!(" (answers ${answers:.4}, judge ${judge:.4})")
+        } else {
+            String::new()
+        };
+        let estimated = if s.variants.iter().any(|v| v.spent_estimated) {
+            ", partly estimated"
+        } else {
+            ""
+        };
         out.push(if !priced {
             result(
                 "max-cost",
@@ -193,12 +211,16 @@ pub(crate) fn evaluate(
                 "the bench has no `price`, so the cost is unknown".into(),
             )
         } else if total <= max {
-            result("max-cost", true, format!("${total:.4} ≤ ${max:.4}"))
+            result(
+                "max-cost",
+                true,
+                format!("spent ${total:.4}{parts}{estimated} ≤ ${max:.4}"),
+            )
         } else {
             result(
                 "max-cost",
                 false,
-                format!("the run cost ${total:.4}, over ${max:.4}"),
+                format!("the run spent ${total:.4}{parts}{estimated}, over ${max:.4}"),
             )
         });
     }

@@ -317,8 +317,9 @@ pub fn render_run(result: &RunResult, bench_text: &str) -> String {
         let _ = write!(b, "<h2>Paired against {} (case by case)</h2>", esc(base));
         let _ = write!(
             b,
-            "<table id=\"verdicts\"><thead><tr><th>variant</th><th>both right</th><th>only variant</th><th>only {}</th><th>both wrong</th><th>difference</th><th>{conf}% CI</th><th>p (Holm)</th><th>verdict</th></tr></thead><tbody>",
-            esc(base)
+            "<table id=\"verdicts\"><thead><tr><th>variant</th><th>both right</th><th>only variant</th><th>only {}</th><th>both wrong</th><th>difference</th><th>{}</th><th>p (Holm)</th><th>verdict</th></tr></thead><tbody>",
+            esc(base),
+            esc(&super::compare::ci_header(&s.comparisons, s.run.confidence))
         );
         for c in &s.comparisons {
             let verdict = serde_json::to_value(c.verdict)
@@ -337,6 +338,9 @@ pub fn render_run(result: &RunResult, bench_text: &str) -> String {
             let _ = write!(b, "<li>{}</li>", esc(&c.sentence));
         }
         b.push_str("</ul>");
+        if let Some(note) = super::compare::levels_note(&s.comparisons, s.run.confidence) {
+            let _ = write!(b, "<p class=\"muted\">{}</p>", esc(&note));
+        }
         if let Some(d) = &s.detectable {
             let _ = write!(
                 b,
@@ -511,7 +515,13 @@ pub(crate) fn render_compare(c: &RunComparison) -> String {
     }
     let _ = write!(b, "<h2>Accuracy ({conf}% intervals)</h2>");
     b.push_str(&accuracy_chart(&rows));
-    b.push_str("<table id=\"compare\"><thead><tr><th>variant</th><th>accuracy A</th><th>accuracy B</th><th>B − A</th><th>CI</th><th>p (Holm)</th><th>verdict</th><th>latency p50 A / B</th><th>cost A / B</th></tr></thead><tbody>");
+    let ci = super::compare::ci_header(c.variants.iter().map(|v| &v.comparison), c.confidence);
+    let _ = write!(
+        b,
+        "<table id=\"compare\"><thead><tr><th>variant</th><th>accuracy A</th><th>accuracy B</th><th>B − A</th><th>{}</th><th>p (Holm)</th>",
+        esc(&ci)
+    );
+    b.push_str("<th>verdict</th><th>latency p50 A / B</th><th>cost A / B</th></tr></thead><tbody>");
     for v in &c.variants {
         let verdict = serde_json::to_value(v.comparison.verdict)
             .ok()
@@ -537,6 +547,11 @@ pub(crate) fn render_compare(c: &RunComparison) -> String {
         let _ = write!(b, "<li>{}</li>", esc(&v.comparison.sentence));
     }
     b.push_str("</ul>");
+    if let Some(note) =
+        super::compare::levels_note(c.variants.iter().map(|v| &v.comparison), c.confidence)
+    {
+        let _ = write!(b, "<p class=\"muted\">{}</p>", esc(&note));
+    }
     page("promptgauge compare", &b)
 }
 

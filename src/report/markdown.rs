@@ -54,7 +54,8 @@ impl Exporter for Markdown {
         if !s.comparisons.is_empty() {
             let baseline = s.variants.first().map_or("baseline", |v| v.name.as_str());
             out.push_str(&format!(
-                "\n## Paired against {baseline}\n\n| variant | both right | only variant | only {baseline} | both wrong | difference | {conf}% CI | p (Holm) | verdict |\n|---|---:|---:|---:|---:|---:|---:|---:|---|\n"
+                "\n## Paired against {baseline}\n\n| variant | both right | only variant | only {baseline} | both wrong | difference | {} | p (Holm) | verdict |\n|---|---:|---:|---:|---:|---:|---:|---:|---|\n",
+                super::compare::ci_header(&s.comparisons, s.run.confidence)
             ));
             for c in &s.comparisons {
                 let [both, only_v, only_r, neither, difference, ci, p, verdict] = c.cells();
@@ -66,6 +67,9 @@ impl Exporter for Markdown {
             out.push('\n');
             for c in &s.comparisons {
                 out.push_str(&format!("- {}\n", c.sentence));
+            }
+            if let Some(note) = super::compare::levels_note(&s.comparisons, s.run.confidence) {
+                out.push_str(&format!("\n{note}\n"));
             }
         }
         if let Some(d) = &s.detectable {
@@ -152,9 +156,10 @@ impl Exporter for Markdown {
 
 /// `compare.md`: two runs side by side.
 pub(crate) fn render_comparison(c: &RunComparison) -> String {
-    let conf = (c.confidence * 100.0).round();
+    let comparisons = || c.variants.iter().map(|v| &v.comparison);
+    let ci = super::compare::ci_header(comparisons(), c.confidence);
     let mut out = format!(
-        "# promptgauge compare\n\n- **A**: `{}`, model `{}` at {}\n- **B**: `{}`, model `{}` at {}\n\n| variant | accuracy A | accuracy B | B − A | {conf}% CI | p (Holm) | verdict | latency p50 A / B | p90 A / B | cost A / B |\n|---|---:|---:|---:|---:|---:|---|---:|---:|---:|\n",
+        "# promptgauge compare\n\n- **A**: `{}`, model `{}` at {}\n- **B**: `{}`, model `{}` at {}\n\n| variant | accuracy A | accuracy B | B − A | {ci} | p (Holm) | verdict | latency p50 A / B | p90 A / B | cost A / B |\n|---|---:|---:|---:|---:|---:|---|---:|---:|---:|\n",
         c.run_a.dir, c.run_a.model, c.run_a.base_url, c.run_b.dir, c.run_b.model, c.run_b.base_url,
     );
     for v in &c.variants {
@@ -177,6 +182,9 @@ pub(crate) fn render_comparison(c: &RunComparison) -> String {
     out.push('\n');
     for v in &c.variants {
         out.push_str(&format!("- {}\n", v.comparison.sentence));
+    }
+    if let Some(note) = super::compare::levels_note(comparisons(), c.confidence) {
+        out.push_str(&format!("\n{note}\n"));
     }
     for note in super::terminal::coverage_notes(c) {
         out.push_str(&format!("\n> {note}\n"));

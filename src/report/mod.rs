@@ -139,11 +139,64 @@ pub(crate) fn notes(summary: &Summary) -> Vec<String> {
     }
     if summary.run.repeats > 1 {
         notes.push(format!(
-            "With repeats: {} the case is the unit: intervals are widened by the design effect, and comparisons use a paired t-test on case means.",
+            "With repeats: {} the case is the unit: intervals are widened by the design effect, and comparisons test the per-case mean scores (the same verdict as one answer per case when the repeats agree).",
             summary.run.repeats
         ));
     }
+    if let Some(line) = spent_note(summary) {
+        notes.push(line);
+    }
+    if let Some(line) = answer_time_note(summary) {
+        notes.push(line);
+    }
     notes
+}
+
+/// What the run paid against the list price of its answers, when they differ.
+fn spent_note(summary: &Summary) -> Option<String> {
+    let list: f64 = summary.variants.iter().filter_map(|v| v.cost_usd).sum();
+    let spent: f64 = summary.variants.iter().filter_map(|v| v.spent_usd).sum();
+    let priced = summary.variants.iter().any(|v| v.spent_usd.is_some());
+    if !priced || (spent - list).abs() <= 0.005 * list.max(1e-12) {
+        return None;
+    }
+    let estimated = if summary.variants.iter().any(|v| v.spent_estimated) {
+        " (partly estimated: some attempts reported no usage)"
+    } else {
+        ""
+    };
+    Some(format!(
+        "Spent {}{estimated}: every attempt the provider answered, retries and failed jobs included, answers from the cache free. The cost column is the list price of the graded answers, {} in all: what running them again would cost.",
+        usd(Some(spent)),
+        usd(Some(list))
+    ))
+}
+
+/// Time to answer (retries and backoff included) where it differs from the answering
+/// attempt's latency.
+fn answer_time_note(summary: &Summary) -> Option<String> {
+    let slower = summary.variants.iter().any(
+        |v| matches!((v.answer_ms.p90, v.latency_ms.p90), (Some(a), Some(l)) if a > 1.1 * l + 1.0),
+    );
+    if !slower {
+        return None;
+    }
+    let each: Vec<String> = summary
+        .variants
+        .iter()
+        .map(|v| {
+            format!(
+                "{} {} / {}",
+                v.name,
+                millis(v.answer_ms.p50),
+                millis(v.answer_ms.p90)
+            )
+        })
+        .collect();
+    Some(format!(
+        "Time to answer, p50 / p90 (from the first attempt sent, retries and backoff included; the latency column is the answering attempt alone): {}.",
+        each.join("; ")
+    ))
 }
 
 #[cfg(test)]

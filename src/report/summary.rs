@@ -137,12 +137,26 @@ pub struct VariantSummary {
     pub cached: u64,
     pub attempts: u64,
     pub ttft_ms: Percentiles,
+    /// The answering attempt alone, from its request to its last event.
     pub latency_ms: Percentiles,
+    /// Time to answer: from the first attempt sent to the answer, retries and backoff
+    /// included (answers from the cache are not timed).
+    #[serde(default)]
+    pub answer_ms: Percentiles,
     /// Completion tokens per second of generation (after the first token), over all jobs.
     pub output_tokens_per_s: Option<f64>,
     pub tokens: Tokens,
+    /// What the graded answers cost at list price (cached ones included): what the same
+    /// answers would cost again.
     pub cost_usd: Option<f64>,
     pub cost_per_correct_usd: Option<f64>,
+    /// What this run paid for: every attempt the server answered (retried and failed ones
+    /// included, by their usage or an estimate), answers from the cache free.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spent_usd: Option<f64>,
+    /// Some attempt's usage was estimated (the server reported none).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub spent_estimated: bool,
     /// With repeats: Kish's design effect behind the interval (1 = samples independent).
     pub design_effect: Option<f64>,
     /// With repeats: the share of cases whose samples all agree.
@@ -246,6 +260,9 @@ pub(crate) struct Acc {
     attempts: u64,
     ttft: Vec<f64>,
     latency: Vec<f64>,
+    answer: Vec<f64>,
+    spent: f64,
+    spent_estimated: bool,
     gen_tokens: u64,
     gen_seconds: f64,
     tokens: Tokens,
@@ -278,11 +295,31 @@ impl Acc {
             self.agreement.0 += a;
             self.agreement.1 += 1;
         }
+        if !r.cached {
+            // Every attempt the server answered is billed; a journal from before attempts
+            // carried usage has only the answer's.
+            let billed: Vec<&crate::client::Usage> =
+                r.attempts.iter().filter_map(|a| a.usage.as_ref()).collect();
+            let billed = if billed.is_empty() && r.status == JobStatus::Graded {
+                vec![&r.usage]
+            } else {
+                billed
+            };
+            for u in billed {
+                self.spent_estimated |= u.estimated;
+                if let Some(p) = price {
+                    self.spent += cost(u, p);
+                }
+            }
+        }
         if r.status == JobStatus::Failed {
             self.failed += 1;
             return;
         }
         self.n += 1;
+        if let Some(t) = r.answer_ms.filter(|_| !r.cached) {
+            self.answer.push(t);
+        }
         self.cached += u64::from(r.cached);
         self.correct += u64::from(r.score() == Some(1.0));
         self.truncated += u64::from(r.outcome == Some(Outcome::Truncated));
@@ -311,16 +348,18 @@ impl Acc {
         name: &str,
         baseline: bool,
         scores: &[CaseScore],
+        units: &[CaseScore],
         confidence: f64,
         priced: (bool, bool),
     ) -> (VariantSummary, Latencies) {
         let (priced, judge_priced) = priced;
         self.ttft.sort_by(f64::total_cmp);
         self.latency.sort_by(f64::total_cmp);
-        // The case is the unit: with repeats the interval widens by the design effect.
-        let clustered = clustered_wilson(scores, confidence);
+        // The case (or the group of cases, when cases carry `group:`) is the unit: with
+        // repeats or groups the interval widens by the design effect.
+        let clustered = clustered_wilson(units, confidence);
         let ci = clustered.map(|(_, lo, hi, _)| (lo, hi));
-        let repeated = scores.iter().any(|s| s.graded > 1);
+        let repeated = units.iter().any(|s| s.graded > 1);
         let cost = priced.then_some(self.cost);
         let summary = VariantSummary {
             name: name.to_string(),
@@ -337,6 +376,7 @@ impl Acc {
             attempts: self.attempts,
             ttft_ms: Percentiles::of_sorted(&self.ttft),
             latency_ms: Percentiles::of_sorted(&self.latency),
+            answer_ms: Percentiles::of(self.answer),
             output_tokens_per_s: (self.gen_seconds > 0.0)
                 .then(|| self.gen_tokens as f64 / self.gen_seconds),
             tokens: self.tokens,
@@ -344,6 +384,8 @@ impl Acc {
             cost_per_correct_usd: cost
                 .filter(|_| self.correct > 0)
                 .map(|c| c / self.correct as f64),
+            spent_usd: priced.then_some(self.spent),
+            spent_estimated: self.spent_estimated,
             design_effect: clustered.filter(|_| repeated).map(|c| c.3),
             consistency: consistency(scores),
             mean_score: None,

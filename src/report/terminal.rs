@@ -68,6 +68,10 @@ pub(crate) fn render(s: &Summary) -> String {
             out.push_str(&c.sentence);
             out.push('\n');
         }
+        if let Some(note) = super::compare::levels_note(&s.comparisons, s.run.confidence) {
+            out.push_str(&note);
+            out.push('\n');
+        }
     }
     if let Some(d) = &s.detectable {
         out.push_str(&d.sentence(s.run.confidence));
@@ -109,7 +113,6 @@ fn table(header: Vec<String>) -> Table {
 
 fn comparison_table(s: &Summary) -> String {
     let baseline = s.variants.first().map_or("baseline", |v| v.name.as_str());
-    let conf = (s.run.confidence * 100.0).round();
     let mut t = table(vec![
         format!("vs {baseline}"),
         "both right".into(),
@@ -117,7 +120,7 @@ fn comparison_table(s: &Summary) -> String {
         format!("only {baseline}"),
         "both wrong".into(),
         "difference".into(),
-        format!("{conf}% CI"),
+        super::compare::ci_header(&s.comparisons, s.run.confidence),
         "p (Holm)".into(),
         "verdict".into(),
     ]);
@@ -218,13 +221,12 @@ pub(crate) fn render_comparison(c: &RunComparison) -> String {
         )
     };
     let mut out = side("A", &c.run_a) + &side("B", &c.run_b);
-    let conf = (c.confidence * 100.0).round();
     let mut t = table(vec![
         "variant".into(),
         "accuracy A".into(),
         "accuracy B".into(),
         "B − A".into(),
-        format!("{conf}% CI"),
+        super::compare::ci_header(c.variants.iter().map(|v| &v.comparison), c.confidence),
         "p (Holm)".into(),
         "verdict".into(),
         "latency p50 A / B".into(),
@@ -266,6 +268,12 @@ pub(crate) fn render_comparison(c: &RunComparison) -> String {
     out.push('\n');
     for v in &c.variants {
         out.push_str(&v.comparison.sentence);
+        out.push('\n');
+    }
+    if let Some(note) =
+        super::compare::levels_note(c.variants.iter().map(|v| &v.comparison), c.confidence)
+    {
+        out.push_str(&note);
         out.push('\n');
     }
     for line in coverage_notes(c) {

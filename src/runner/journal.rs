@@ -56,10 +56,17 @@ pub struct JobRecord {
     pub attempts: Vec<Attempt>,
     pub ttft_ms: Option<f64>,
     pub latency_ms: Option<f64>,
+    /// From the first attempt sent to the answer, retries and backoff included (the last
+    /// attempt alone is `latency_ms`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_ms: Option<f64>,
     pub usage: Usage,
     pub model: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    /// The case's group (`group:`), when it has one: tests treat the group as the unit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
     /// The answer came from the response cache (`--cache`): nothing was sent, and its
     /// latency is not measured.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -370,9 +377,11 @@ mod tests {
             attempts: vec![],
             ttft_ms: None,
             latency_ms: None,
+            answer_ms: None,
             usage: Usage::default(),
             model: None,
             tags: vec![],
+            group: None,
             cached: false,
         }
     }

@@ -232,6 +232,7 @@ async fn run_job(
                 finish_reason: answer.finish_reason,
                 usage: answer.usage,
                 model: answer.model,
+                answer_ms: None,
                 failure: None,
                 aborted: false,
             };
@@ -292,9 +293,14 @@ struct Scoring<'a> {
 
 fn failed_record(bench: &Bench, job: &Job, error: String, result: Option<JobResult>) -> JobRecord {
     let case = &bench.cases[job.case];
-    let (attempts, partial, model) = match result {
-        Some(r) => (r.attempts, Some(r.text).filter(|t| !t.is_empty()), r.model),
-        None => (Vec::new(), None, None),
+    let (attempts, partial, model, answer_ms) = match result {
+        Some(r) => (
+            r.attempts,
+            Some(r.text).filter(|t| !t.is_empty()),
+            r.model,
+            r.answer_ms,
+        ),
+        None => (Vec::new(), None, None, None),
     };
     JobRecord {
         job: job.index,
@@ -319,9 +325,11 @@ fn failed_record(bench: &Bench, job: &Job, error: String, result: Option<JobResu
         attempts,
         ttft_ms: None,
         latency_ms: None,
+        answer_ms,
         usage: Usage::default(),
         model,
         tags: case.tags.clone(),
+        group: case.group.clone(),
         cached: false,
     }
 }
@@ -364,6 +372,14 @@ async fn graded_record(
         Err(e) if e.stopped => return None,
         Err(e) => {
             let mut failed = failed_record(bench, job, format!("could not be scored: {e}"), None);
+            // The answer itself arrived whole and was paid for: keep what it cost and took.
+            failed.usage = result.usage.unwrap_or_else(|| {
+                Usage::estimate(s.prompt_chars, &answer.text, &answer.reasoning)
+            });
+            failed.ttft_ms = result.attempts.last().and_then(|a| a.ttft_ms);
+            failed.latency_ms = result.attempts.last().map(|a| a.latency_ms);
+            failed.answer_ms = result.answer_ms;
+            failed.model = result.model.clone();
             failed.attempts = result.attempts;
             failed.partial_output = Some(answer.text).filter(|t| !t.is_empty());
             failed.judge = e.judge;
@@ -385,6 +401,7 @@ async fn graded_record(
         outcome: last.map(|a| a.outcome),
         ttft_ms: last.and_then(|a| a.ttft_ms),
         latency_ms: last.map(|a| a.latency_ms),
+        answer_ms: result.answer_ms,
         output: answer.text,
         partial_output: None,
         reasoning: answer.reasoning,
@@ -402,6 +419,7 @@ async fn graded_record(
         usage,
         model: result.model,
         tags: case.tags.clone(),
+        group: case.group.clone(),
         cached: false,
     })
 }

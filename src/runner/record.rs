@@ -42,6 +42,10 @@ pub struct BenchRecord {
     pub cases: usize,
     /// Their ids, in bench order: the plan's cases.
     pub case_ids: Vec<String>,
+    /// Each case's content hash ([`crate::suite::plan::case_hash`]), aligned with
+    /// `case_ids`; empty in runs from before 0.2.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub case_hashes: Vec<String>,
     /// The selected variants, baseline first.
     #[serde(default)]
     pub variants: Vec<Variant>,
@@ -69,6 +73,11 @@ impl BenchRecord {
             text: crate::client::secrets::redact_urls_in(&bench.text),
             cases: bench.cases.len(),
             case_ids: bench.cases.iter().map(|c| c.id.clone()).collect(),
+            case_hashes: bench
+                .cases
+                .iter()
+                .map(crate::suite::plan::case_hash)
+                .collect(),
             variants: variants
                 .iter()
                 .map(|&v| bench.variants[v].clone())

@@ -1,9 +1,8 @@
 //! Paired comparison of a variant with the baseline, case by case (DESIGN §5).
 
-use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 use statrs::function::beta::beta_reg;
 
-use super::{wilson, z_for};
+use super::wilson;
 
 /// The 2×2 table of one variant against the baseline over the cases both graded.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -42,6 +41,77 @@ pub fn mcnemar_exact(only_variant: u64, only_baseline: u64) -> f64 {
     // P(X ≤ k) = I_{1/2}(n − k, k + 1), the regularised incomplete beta.
     let tail = beta_reg((n - k) as f64, (k + 1) as f64, 0.5);
     (2.0 * tail).min(1.0)
+}
+
+/// The inverse of the regularised incomplete beta in x: the x with I_x(a, b) = target, by
+/// bisection to machine precision (a, b > 0).
+fn beta_quantile(a: f64, b: f64, target: f64) -> f64 {
+    let (mut lo, mut hi) = (0.0_f64, 1.0_f64);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if mid <= lo || mid >= hi {
+            break;
+        }
+        if beta_reg(a, b, mid) < target {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+/// Clopper–Pearson interval for a binomial proportion: `k` of `n` at `confidence`.
+pub fn clopper_pearson(k: u64, n: u64, confidence: f64) -> Option<(f64, f64)> {
+    if n == 0 || k > n || !(confidence > 0.0 && confidence < 1.0) {
+        return None;
+    }
+    let tail = (1.0 - confidence) / 2.0;
+    let (k, n) = (k as f64, n as f64);
+    let lo = if k == 0.0 {
+        0.0
+    } else {
+        beta_quantile(k, n - k + 1.0, tail)
+    };
+    let hi = if k == n {
+        1.0
+    } else {
+        beta_quantile(k + 1.0, n - k, 1.0 - tail)
+    };
+    Some((lo, hi))
+}
+
+/// The difference of paired proportions (variant − baseline) with the interval that
+/// inverts the exact McNemar test: the discordant cases split b : c, and the share q of
+/// them the variant wins has a Clopper–Pearson interval, which excludes ½ exactly when
+/// [`mcnemar_exact`] is below 1 − confidence (both invert the same binomial tails). The
+/// difference is D·(2q − 1) with D the share of discordant cases; each bound takes the end
+/// of D's Wilson interval that makes it widest, so the sign of each bound is q's and the
+/// interval excludes 0 exactly when the exact test rejects. Returns (difference, low, high).
+pub fn exact_paired_interval(t: &Table, confidence: f64) -> Option<(f64, f64, f64)> {
+    let n = t.n();
+    if n == 0 {
+        return None;
+    }
+    let (b, c) = (t.only_variant, t.only_baseline);
+    let m = b + c;
+    let estimate = (b as f64 - c as f64) / n as f64;
+    let (d_lo, d_hi) = wilson(m, n, confidence)?;
+    if m == 0 {
+        return Some((estimate, -d_hi, d_hi));
+    }
+    let (q_lo, q_hi) = clopper_pearson(b, m, confidence)?;
+    let bound = |q: f64, outward: f64| {
+        let s = 2.0 * q - 1.0;
+        // Outward from the estimate: the larger D when the bound points away from 0's side
+        // it is on, the smaller when it points toward it.
+        if s * outward > 0.0 {
+            s * d_hi
+        } else {
+            s * d_lo
+        }
+    };
+    Some((estimate, bound(q_lo, -1.0), bound(q_hi, 1.0)))
 }
 
 /// Holm's step-down adjustment, as statsmodels' `multipletests(p, method="holm")`.
@@ -102,98 +172,51 @@ pub fn newcombe_paired(t: &Table, confidence: f64) -> Option<(f64, f64, f64)> {
     ))
 }
 
-/// Power of the McNemar test (normal approximation of Connor 1987) to detect a difference
-/// `delta` when a share `discordant` of cases disagree, with `n` cases.
-pub(crate) fn mcnemar_power(n: f64, delta: f64, discordant: f64, confidence: f64) -> f64 {
-    let delta = delta.abs();
-    if discordant <= delta * delta || discordant <= 0.0 {
-        return 1.0;
-    }
-    let z = z_for(confidence);
-    let normal = Normal::standard();
-    normal.cdf((n.sqrt() * delta - z * discordant.sqrt()) / (discordant - delta * delta).sqrt())
-}
-
-/// The share of discordant cases when a baseline right with probability `p` and a variant
-/// right with probability `p + delta` err independently: the conservative (largest) case.
-fn independent_discordance(p: f64, delta: f64) -> f64 {
-    let q = p + delta;
-    p * (1.0 - q) + (1.0 - p) * q
-}
-
-/// The smallest accuracy difference (as a share, e.g. 0.17) that a paired comparison over
-/// `n` cases would detect with the given power, when the baseline's accuracy is `p`.
-/// Assumes the two variants err independently, so real, correlated variants do a little
-/// better. Looks in the direction with more room (up from p ≤ ½, down from p > ½).
-pub(crate) fn detectable_difference(n: u64, p: f64, confidence: f64, power: f64) -> Option<f64> {
-    if n == 0 {
-        return None;
-    }
-    let p = p.clamp(0.0, 1.0);
-    let sign = if p <= 0.5 { 1.0 } else { -1.0 };
-    let room = if p <= 0.5 { 1.0 - p } else { p };
-    let powered = |delta: f64| {
-        let discordant = independent_discordance(p, sign * delta);
-        mcnemar_power(n as f64, delta, discordant, confidence) >= power
-    };
-    if !powered(room) {
-        return None;
-    }
-    let (mut lo, mut hi) = (0.0, room);
-    for _ in 0..60 {
-        let mid = (lo + hi) / 2.0;
-        if powered(mid) {
-            hi = mid;
-        } else {
-            lo = mid;
-        }
-    }
-    Some(hi)
-}
-
-/// Cases needed to detect a difference `delta` with the given power when a share
-/// `discordant` of cases disagree (Connor 1987). `None` when there is no difference to find.
-pub fn cases_needed(delta: f64, discordant: f64, confidence: f64, power: f64) -> Option<u64> {
-    let delta = delta.abs();
-    if delta == 0.0 || discordant <= delta * delta {
-        return None;
-    }
-    let z_a = z_for(confidence);
-    let z_b = Normal::standard().inverse_cdf(power);
-    let n = (z_a * discordant.sqrt() + z_b * (discordant - delta * delta).sqrt()).powi(2)
-        / (delta * delta);
-    Some(n.ceil() as u64)
-}
-
-/// With repeats, the case is the unit: the mean of the per-case differences with a
-/// t interval, and a paired t-test. Returns (estimate, low, high, p-value).
-pub(crate) fn paired_means(differences: &[f64], confidence: f64) -> Option<(f64, f64, f64, f64)> {
-    let n = differences.len();
-    if n < 2 {
-        return None;
-    }
-    let nf = n as f64;
-    let mean = differences.iter().sum::<f64>() / nf;
-    let var = differences.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / (nf - 1.0);
-    let se = (var / nf).sqrt();
-    if se == 0.0 {
-        let p = if mean == 0.0 { 1.0 } else { 0.0 };
-        return Some((mean, mean, mean, p));
-    }
-    let t = StudentsT::new(0.0, 1.0, nf - 1.0).ok()?;
-    let crit = t.inverse_cdf(1.0 - (1.0 - confidence) / 2.0);
-    let p = 2.0 * (1.0 - t.cdf((mean / se).abs()));
-    Some((
-        mean,
-        (mean - crit * se).max(-1.0),
-        (mean + crit * se).min(1.0),
-        p.min(1.0),
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_exact_interval_excludes_zero_exactly_when_mcnemar_rejects() {
+        for n in [10u64, 30, 64, 200] {
+            for b in 0..=12u64 {
+                for c in 0..=12u64 {
+                    if b + c > n {
+                        continue;
+                    }
+                    let t = Table {
+                        both_right: n - b - c,
+                        only_variant: b,
+                        only_baseline: c,
+                        both_wrong: 0,
+                    };
+                    for conf in [0.9, 0.95, 0.99] {
+                        let (d, lo, hi) = exact_paired_interval(&t, conf).unwrap();
+                        assert!(lo <= d && d <= hi, "{b} {c} {n}");
+                        let rejects = mcnemar_exact(b, c) < 1.0 - conf;
+                        assert_eq!(
+                            lo > 0.0 || hi < 0.0,
+                            rejects,
+                            "{b} {c} {n} {conf}: [{lo}, {hi}]"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn clopper_pearson_matches_scipy() {
+        // scipy.stats.binomtest(7, 20).proportion_ci(0.95, method="exact")
+        let (lo, hi) = clopper_pearson(7, 20, 0.95).unwrap();
+        assert!(
+            (lo - 0.153_909_204_784_541_2).abs() < 1e-9
+                && (hi - 0.592_188_534_532_828_3).abs() < 1e-9,
+            "{lo} {hi}"
+        );
+        assert_eq!(clopper_pearson(0, 5, 0.95).unwrap().0, 0.0);
+        assert_eq!(clopper_pearson(5, 5, 0.95).unwrap().1, 1.0);
+    }
 
     #[test]
     fn mcnemar_edges() {
@@ -201,27 +224,5 @@ mod tests {
         assert_eq!(mcnemar_exact(3, 3), 1.0);
         // 0 vs 5: 2 · (1/2)^5
         assert!((mcnemar_exact(0, 5) - 0.0625).abs() < 1e-15);
-    }
-
-    #[test]
-    fn detectable_difference_shrinks_with_more_cases() {
-        let d20 = detectable_difference(20, 0.5, 0.95, 0.8).unwrap();
-        let d64 = detectable_difference(64, 0.5, 0.95, 0.8).unwrap();
-        let d1000 = detectable_difference(1000, 0.5, 0.95, 0.8).unwrap();
-        assert!(d20 > 0.35 && d20 < 0.5, "{d20}");
-        assert!(d20 > d64 && d64 > d1000, "{d64} {d1000}");
-        // At the detectable difference the power is 80%, by construction.
-        let psi = independent_discordance(0.5, d64);
-        assert!((mcnemar_power(64.0, d64, psi, 0.95) - 0.8).abs() < 1e-6);
-        // Round trip with the sample-size formula.
-        let n = cases_needed(d64, psi, 0.95, 0.8).unwrap();
-        assert!((63..=65).contains(&n), "{n}");
-    }
-
-    #[test]
-    fn paired_means_of_constant_differences() {
-        let (m, lo, hi, p) = paired_means(&[0.5, 0.5, 0.5], 0.95).unwrap();
-        assert_eq!((m, lo, hi, p), (0.5, 0.5, 0.5, 0.0));
-        assert!(paired_means(&[0.1], 0.95).is_none());
     }
 }

@@ -63,6 +63,69 @@ pub fn mean_score(case_means: &[f64], confidence: f64) -> Option<MeanScore> {
     })
 }
 
+/// [`mean_score`] with cases clustered: `groups[i]` names case i's group, and the standard
+/// error is the cluster-robust one with the group as the unit (Σ over groups of the squared
+/// sum of deviations, times G/(G − 1)), with G − 1 degrees of freedom. With every case its
+/// own group it equals [`mean_score`].
+pub fn mean_score_clustered(
+    case_means: &[f64],
+    groups: &[String],
+    confidence: f64,
+) -> Option<MeanScore> {
+    if groups.len() != case_means.len() {
+        return None;
+    }
+    let plain = mean_score(case_means, confidence)?;
+    let mean = plain.mean;
+    let mut by: std::collections::BTreeMap<&str, f64> = Default::default();
+    for (g, m) in groups.iter().zip(case_means) {
+        *by.entry(g.as_str()).or_default() += m - mean;
+    }
+    let g = by.len() as f64;
+    let n = case_means.len() as f64;
+    if g < 2.0 || !(confidence > 0.0 && confidence < 1.0) {
+        return Some(MeanScore {
+            interval: None,
+            ..plain
+        });
+    }
+    let se = (by.values().map(|s| s * s).sum::<f64>() * g / (g - 1.0)).sqrt() / n;
+    let half = t_critical(confidence, g - 1.0)? * se;
+    Some(MeanScore {
+        interval: Some(((mean - half).max(0.0), (mean + half).min(1.0))),
+        ..plain
+    })
+}
+
+/// The mean of per-case differences with an interval that agrees with the sign-flip test
+/// about 0 (excludes it exactly when [`sign_flip_test`] is below 1 − confidence) and, unlike
+/// inverting that test on all the differences, is not pinned to 0 by cases with no
+/// difference: under a shift every tied case would look like evidence of one sign. As the
+/// exact McNemar interval does for 0/1 answers, it works on the cases that differ: the
+/// sign-flip interval for their mean μ, times the share D of such cases, each bound taking
+/// the end of D's Wilson interval that makes it widest. Returns (mean, low, high).
+pub fn paired_interval(differences: &[f64], confidence: f64) -> Option<(f64, f64, f64)> {
+    if differences.is_empty() || differences.iter().any(|d| !d.is_finite()) {
+        return None;
+    }
+    let n = differences.len();
+    let mean = differences.iter().sum::<f64>() / n as f64;
+    let moved: Vec<f64> = differences.iter().copied().filter(|&d| d != 0.0).collect();
+    let (d_lo, d_hi) = crate::stats::wilson(moved.len() as u64, n as u64, confidence)?;
+    if moved.is_empty() {
+        return Some((mean, -d_hi, d_hi));
+    }
+    let mu = sign_flip_interval(&moved, confidence)?;
+    let bound = |x: f64, outward: f64| {
+        if x * outward > 0.0 {
+            x * d_hi
+        } else {
+            x * d_lo
+        }
+    };
+    Some((mean, bound(mu.low, -1.0), bound(mu.high, 1.0)))
+}
+
 /// A variant against the baseline on per-case mean scores.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PairedScores {
@@ -85,6 +148,28 @@ pub struct PairedScores {
 /// point and its p-value 1 (mean 0) or 0. `None` for no cases, unequal lengths or a
 /// non-finite score.
 pub fn paired_scores(variant: &[f64], baseline: &[f64], confidence: f64) -> Option<PairedScores> {
+    let t = paired_t(variant, baseline, confidence)?;
+    let d: Vec<f64> = variant.iter().zip(baseline).map(|(v, b)| v - b).collect();
+    Some(PairedScores {
+        cases: d.len(),
+        mean: t.mean,
+        t_interval: t.t_interval,
+        t_p_value: t.t_p_value,
+        sign_flip: sign_flip_test(&d)?,
+        sign_flip_interval: sign_flip_interval(&d, confidence)?,
+    })
+}
+
+/// The paired t-test alone.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PairedT {
+    pub mean: f64,
+    pub t_interval: Option<(f64, f64)>,
+    pub t_p_value: Option<f64>,
+}
+
+/// The paired t-test and interval of [`paired_scores`], without the sign-flip test.
+pub fn paired_t(variant: &[f64], baseline: &[f64], confidence: f64) -> Option<PairedT> {
     if variant.len() != baseline.len() {
         return None;
     }
@@ -106,13 +191,10 @@ pub fn paired_scores(variant: &[f64], baseline: &[f64], confidence: f64) -> Opti
             Some(p),
         )
     };
-    Some(PairedScores {
-        cases: d.len(),
+    Some(PairedT {
         mean,
         t_interval,
         t_p_value,
-        sign_flip: sign_flip_test(&d)?,
-        sign_flip_interval: sign_flip_interval(&d, confidence)?,
     })
 }
 
@@ -126,6 +208,59 @@ mod tests {
         assert_eq!((m.cases, m.mean, m.interval), (1, 0.4, None));
         assert_eq!(mean_score(&[], 0.95), None);
         assert_eq!(mean_score(&[f64::NAN, 0.2], 0.95), None);
+    }
+
+    #[test]
+    fn clustering_by_singletons_changes_nothing_and_by_groups_widens() {
+        let means = [1.0, 0.5, 0.0, 0.25, 1.0, 0.75];
+        let own: Vec<String> = (0..6).map(|i| i.to_string()).collect();
+        let plain = mean_score(&means, 0.95).unwrap();
+        let same = mean_score_clustered(&means, &own, 0.95).unwrap();
+        let (a, b) = (plain.interval.unwrap(), same.interval.unwrap());
+        assert!((a.0 - b.0).abs() < 1e-12 && (a.1 - b.1).abs() < 1e-12);
+        // Alike cases in the same group: fewer independent units, a wider interval.
+        let groups: Vec<String> = ["x", "y", "z", "z", "x", "y"].map(String::from).to_vec();
+        let grouped = mean_score_clustered(&means, &groups, 0.95).unwrap();
+        let c = grouped.interval.unwrap();
+        assert_eq!(grouped.mean, plain.mean);
+        assert!(c.1 - c.0 > a.1 - a.0, "{c:?} vs {a:?}");
+    }
+
+    #[test]
+    fn the_paired_interval_agrees_with_the_test_and_is_not_pinned_by_ties() {
+        // 5 wins, 1 loss, 58 ties: inverting the sign-flip test on all 64 cases puts the
+        // lower bound at exactly 0 (any negative shift turns the ties into 58 wins).
+        let mut d = vec![1.0; 5];
+        d.push(-1.0);
+        d.extend(vec![0.0; 58]);
+        let all = sign_flip_interval(&d, 0.95).unwrap();
+        assert_eq!(all.low, 0.0);
+        let (mean, lo, hi) = paired_interval(&d, 0.95).unwrap();
+        assert!((mean - 4.0 / 64.0).abs() < 1e-12);
+        assert!(lo < -0.01 && hi > mean, "[{lo}, {hi}]");
+        // Fractional case means: the interval excludes 0 exactly when the test rejects.
+        let mut seed = 3u64;
+        for _ in 0..40 {
+            let d: Vec<f64> = (0..9)
+                .map(|_| {
+                    seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+                    [
+                        -1.0,
+                        -2.0 / 3.0,
+                        -1.0 / 3.0,
+                        0.0,
+                        0.0,
+                        1.0 / 3.0,
+                        2.0 / 3.0,
+                        1.0,
+                        1.0,
+                    ][(seed >> 60) as usize % 9]
+                })
+                .collect();
+            let p = sign_flip_test(&d).unwrap().p_value;
+            let (_, lo, hi) = paired_interval(&d, 0.9).unwrap();
+            assert_eq!(lo > 0.0 || hi < 0.0, p < 0.1, "{d:?}: p {p}, [{lo}, {hi}]");
+        }
     }
 
     #[test]

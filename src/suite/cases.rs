@@ -69,6 +69,9 @@ pub struct Case {
     /// Overrides the bench's grader for this case.
     pub grade: Option<GradeSpec>,
     pub tags: Vec<String>,
+    /// Cases that are not independent (the same passage, template or user) share a group;
+    /// tests and intervals then treat the group as the unit.
+    pub group: Option<String>,
     pub location: Location,
 }
 
@@ -83,6 +86,8 @@ struct RawCase {
     grade: Option<GradeSpec>,
     #[serde(default)]
     tags: Option<Vec<String>>,
+    #[serde(default)]
+    group: Option<Value>,
     #[serde(default)]
     messages: Option<Vec<Map<String, Value>>>,
 }
@@ -199,12 +204,17 @@ fn load_csv(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
             expected: None,
             grade: None,
             tags: None,
+            group: None,
             messages: None,
         };
         for (name, field) in names.iter().zip(record.iter()) {
             match name.as_str() {
                 "id" => raw.id = Some(Value::String(field.to_string())),
                 "expected" => raw.expected = Some(Value::String(field.to_string())),
+                "group" if !field.trim().is_empty() => {
+                    raw.group = Some(Value::String(field.to_string()))
+                }
+                "group" => {}
                 // Tags are `;`-separated so a CSV can still carry slices.
                 "tags" => {
                     raw.tags = Some(
@@ -338,6 +348,23 @@ fn finish(raw: RawCase, here: Location, index: usize) -> Result<Case, InputError
         })?],
     };
     expected.shrink_to_fit();
+    let group = match &raw.group {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(
+            scalar_text(v)
+                .filter(|g| !g.trim().is_empty())
+                .ok_or_else(|| {
+                    InputError::new(
+                here.clone(),
+                format!(
+                    "case `{id}`: `group` must be a non-empty string or a number, found {}",
+                    kind_of(v)
+                ),
+            )
+            .fix("give cases that share a passage, template or user the same \"group\": \"p-17\"")
+                })?,
+        ),
+    };
     let messages = match raw.messages {
         None => Vec::new(),
         Some(turns) => turns
@@ -354,6 +381,7 @@ fn finish(raw: RawCase, here: Location, index: usize) -> Result<Case, InputError
         messages,
         grade: raw.grade,
         tags: raw.tags.unwrap_or_default(),
+        group,
         location: here,
     })
 }

@@ -106,6 +106,25 @@ pub struct Fingerprint {
     pub settings: String,
 }
 
+/// One case's content, hashed: what `compare` checks to tell a case that kept its id but
+/// changed (its variables, expected answer, grader, history or group) from the same case.
+pub fn case_hash(c: &super::Case) -> String {
+    let mut h = crate::hash::StableHasher::default();
+    let _ = serde_json::to_writer(
+        &mut h,
+        &(
+            &c.id,
+            &c.vars,
+            &c.expected,
+            &c.grade,
+            &c.expected_json,
+            &c.messages,
+            &c.group,
+        ),
+    );
+    format!("{:016x}", h.finish())
+}
+
 impl Fingerprint {
     /// The fingerprints of a bench with these variants selected.
     pub fn of(bench: &super::Bench, variants: &[usize]) -> Fingerprint {
@@ -119,6 +138,9 @@ impl Fingerprint {
             // Only cases that have them add these, so older fingerprints stay as they were.
             if c.expected_json.is_some() || !c.messages.is_empty() {
                 let _ = serde_json::to_writer(&mut cases, &(&c.expected_json, &c.messages));
+            }
+            if let Some(group) = &c.group {
+                let _ = serde_json::to_writer(&mut cases, &("group", group));
             }
         }
         // Where the files are is not what they say: paths stay out.

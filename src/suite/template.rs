@@ -300,6 +300,7 @@ mod tests {
             messages: vec![],
             grade: None,
             tags: vec![],
+            group: None,
             location: Location::line(std::path::Path::new("cases/c.jsonl"), line),
         }
     }

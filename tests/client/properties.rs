@@ -137,6 +137,7 @@ proptest! {
                 messages: vec![],
                 grade: None,
                 tags: vec![],
+                group: None,
                 location: Location::line(Path::new("c.jsonl"), 1),
             };
             let _ = t.check(&variants, std::slice::from_ref(&case));

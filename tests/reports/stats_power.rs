@@ -15,6 +15,7 @@ fn power_matches_the_exact_sum_and_the_simulation() {
             alpha: 0.05,
             comparisons: f[4].parse().unwrap(),
             correlation: f[5].parse().unwrap(),
+            discordance: None,
         };
         let value: f64 = f[6].parse().unwrap();
         match f[0] {

@@ -49,7 +49,15 @@ fn the_example_ends_with_a_verdict_per_variant() {
             t.both_right + t.only_variant + t.only_reference + t.both_wrong,
             64
         );
-        assert_eq!(c.method, "mcnemar_exact+newcombe");
+        // One 0/1 answer per case: the sign-flip test is exact McNemar.
+        assert_eq!(c.method, "sign_flip_on_case_means");
+        let exact = promptgauge::stats::paired::mcnemar_exact(t.only_variant, t.only_reference);
+        assert!((c.p_value.unwrap() - exact).abs() < 1e-12);
+        // Three comparisons: each interval is at the level that agrees with Holm.
+        let level = c.ci_level.unwrap();
+        assert!((0.95 - 1e-9..=1.0 - 0.05 / 3.0 + 1e-9).contains(&level));
+        let excludes = c.ci_low.unwrap() > 0.0 || c.ci_high.unwrap() < 0.0;
+        assert_eq!(excludes, c.verdict != Verdict::NotDistinguishable);
     }
     // The simulator's "step by step" fixes errors and breaks none: a real gain.
     let step = &s.comparisons[0];
@@ -58,7 +66,7 @@ fn the_example_ends_with_a_verdict_per_variant() {
         ("step-by-step", Verdict::Better)
     );
     let d = s.detectable.unwrap();
-    assert_eq!(d.cases, 64);
+    assert_eq!((d.cases, d.comparisons), (64, 3));
     assert!(stdout.contains("With 64 cases"), "{stdout}");
     // Slices: one row per tag and variant, and they add up to the whole.
     assert_eq!(s.slices.len(), 16);
@@ -74,7 +82,7 @@ fn the_example_ends_with_a_verdict_per_variant() {
     let md = std::fs::read_to_string(run_dirs(out.path())[0].join("summary.md")).unwrap();
     assert!(md.contains("## Paired against plain") && md.contains("## By tag"));
     let csv = std::fs::read_to_string(run_dirs(out.path())[0].join("summary.csv")).unwrap();
-    assert!(csv.lines().nth(2).unwrap().ends_with(",better"), "{csv}");
+    assert!(csv.lines().nth(2).unwrap().contains(",better,"), "{csv}");
 }
 
 #[test]
@@ -154,9 +162,15 @@ fn repeats_treat_the_case_as_the_unit() {
         assert!((b.design_effect.unwrap() - 3.0).abs() < 1e-9);
         assert_eq!(a.design_effect, None);
     }
-    for c in &s3.comparisons {
-        assert_eq!(c.method, "paired_t_on_case_means");
-        assert_eq!(c.cases, 24);
+    // The same answers three times are the same evidence: the same verdicts, p-values and
+    // intervals as one answer per case.
+    for (c1, c3) in s1.comparisons.iter().zip(&s3.comparisons) {
+        assert_eq!(c3.method, "sign_flip_on_case_means");
+        assert_eq!(c3.cases, 24);
+        assert_eq!(c1.verdict, c3.verdict);
+        assert_eq!(c1.p_value, c3.p_value);
+        assert_eq!(c1.p_holm, c3.p_holm);
+        assert_eq!((c1.ci_low, c1.ci_high), (c3.ci_low, c3.ci_high));
     }
 }
 

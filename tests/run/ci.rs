@@ -196,7 +196,7 @@ fn cost_and_latency_budgets() {
     assert!(
         lines
             .iter()
-            .any(|l| l.starts_with("gate failed: max-cost: the run cost $")),
+            .any(|l| l.starts_with("gate failed: max-cost: the run spent $")),
         "{lines:?}"
     );
     assert!(
@@ -493,4 +493,75 @@ fn four_shards_merge_into_the_unsharded_run() {
         .unwrap();
     assert_eq!(o.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&o.stderr).contains("shards 4/4 were not given"));
+}
+
+#[test]
+fn spent_counts_every_billed_attempt_and_answers_from_the_cache_are_free() {
+    // Three in ten streams are cut before their finish: each is retried, and each cut one
+    // streamed text the provider bills for.
+    let (_rt, server) = start_mock(MockConfig {
+        faults: Faults {
+            cut: 0.3,
+            ..Faults::default()
+        },
+        seed: 5,
+        ..MockConfig::default()
+    });
+    let url = server.base_url();
+    let out = tempfile::tempdir().unwrap();
+    let run_cached = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--base-url",
+            url.as_str(),
+            "--model",
+            "m",
+            "--out",
+            out.path().to_str().unwrap(),
+            "--variants",
+            "plain",
+            "--limit",
+            "16",
+            "--cache",
+        ];
+        args.extend_from_slice(extra);
+        promptgauge(&repo()).args(&args).output().unwrap()
+    };
+    let first = run_cached(&[]);
+    assert_eq!(first.status.code(), Some(0));
+    let dirs = run_dirs(out.path());
+    let s1 = summary(&dirs[0]);
+    let v = &s1.variants[0];
+    assert!(
+        v.attempts > 16,
+        "some streams were cut and retried: {}",
+        v.attempts
+    );
+    let (list, spent) = (v.cost_usd.unwrap(), v.spent_usd.unwrap());
+    assert!(spent > list * 1.05, "spent {spent} vs list {list}");
+    assert!(v.spent_estimated, "cut streams report no usage");
+    // Time to answer includes the failed attempts and the backoff before the answer.
+    assert!(v.answer_ms.p90.unwrap() > v.latency_ms.p90.unwrap());
+    let sent = server.provider.stats().requests;
+
+    // Again from the cache: nothing is sent and nothing is spent, so a budget of a
+    // millionth of a dollar holds; the answers still cost what they cost.
+    let second = run_cached(&["--max-cost", "0.000001"]);
+    assert_eq!(
+        second.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    assert_eq!(server.provider.stats().requests, sent);
+    let dirs = run_dirs(out.path());
+    let s2 = dirs
+        .iter()
+        .map(|d| summary(d))
+        .find(|s| s.variants[0].cached == 16)
+        .expect("the cached run");
+    let v2 = &s2.variants[0];
+    assert_eq!(v2.spent_usd, Some(0.0));
+    assert!((v2.cost_usd.unwrap() - list).abs() < 1e-12);
+    assert!(s2.gates[0].passed, "{:?}", s2.gates);
 }

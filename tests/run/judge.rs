@@ -68,6 +68,7 @@ fn case() -> Case {
         messages: vec![],
         grade: None,
         tags: vec![],
+        group: None,
         location: Location::line(Path::new("cases.jsonl"), 1),
     }
 }
