@@ -114,6 +114,19 @@ pub struct CompareArgs {
     /// Where to write compare.json and compare.md [default: a new folder beside RUN_A].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// The confidence level of the comparison (e.g. 0.95) [default: the runs' own; needed
+    /// when they differ].
+    #[arg(long, value_name = "LEVEL", value_parser = parse_confidence)]
+    pub confidence: Option<f64>,
+}
+
+fn parse_confidence(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(c) if c > 0.0 && c < 1.0 => Ok(c),
+        _ => Err(format!(
+            "`{text}` is not a confidence level: write a number between 0 and 1, such as 0.95"
+        )),
+    }
 }
 
 /// Flags that shape the plan; shared by `run` and `check`.

@@ -17,8 +17,56 @@ use crate::runner::record::RunRecord;
 /// One side of a comparison: a run folder, its record, and its aggregated result.
 pub(super) type Side<'a> = (&'a Path, &'a RunRecord, &'a RunResult);
 
-/// Run B against run A, variant by variant, paired by case.
-pub(super) fn compare_results(a: Side<'_>, b: Side<'_>) -> anyhow::Result<RunComparison> {
+/// The confidence a comparison of two runs uses: `given`, or the runs' own when they agree.
+/// Two runs at different levels are refused: one table must not mix them.
+pub(super) fn confidence(a: Side<'_>, b: Side<'_>, given: Option<f64>) -> Result<f64, UsageError> {
+    let (ca, cb) = (a.1.bench.confidence, b.1.bench.confidence);
+    match given {
+        Some(c) => Ok(c),
+        None if (ca - cb).abs() < 1e-12 => Ok(ca),
+        None => Err(UsageError::with_fix(
+            format!(
+                "{} was run at {}% confidence and {} at {}%: a comparison needs one level",
+                a.0.display(),
+                ca * 100.0,
+                b.0.display(),
+                cb * 100.0
+            ),
+            format!("choose it: --confidence {ca} (or {cb})"),
+        )),
+    }
+}
+
+/// Case ids whose content differs between the runs (both recorded a hash for them).
+fn changed_cases(a: &RunRecord, b: &RunRecord) -> Vec<String> {
+    fn hashes(r: &RunRecord) -> std::collections::HashMap<&str, &str> {
+        r.bench
+            .case_ids
+            .iter()
+            .zip(&r.bench.case_hashes)
+            .map(|(id, h)| (id.as_str(), h.as_str()))
+            .collect()
+    }
+    let (ha, hb) = (hashes(a), hashes(b));
+    let mut changed: Vec<String> = a
+        .bench
+        .case_ids
+        .iter()
+        .filter(
+            |id| matches!((ha.get(id.as_str()), hb.get(id.as_str())), (Some(x), Some(y)) if x != y),
+        )
+        .cloned()
+        .collect();
+    changed.sort();
+    changed
+}
+
+/// Run B against run A, variant by variant, paired by case, at `confidence`.
+pub(super) fn compare_results(
+    a: Side<'_>,
+    b: Side<'_>,
+    confidence: f64,
+) -> anyhow::Result<RunComparison> {
     let side = |(dir, r, _): Side<'_>| RunSide {
         dir: dir.display().to_string(),
         bench: r.bench.name.clone(),
@@ -41,13 +89,15 @@ pub(super) fn compare_results(a: Side<'_>, b: Side<'_>) -> anyhow::Result<RunCom
             }
         }
     }
-    let comparison = RunComparison::build(
+    let mut comparison = RunComparison::build(
         side(a),
         side(b),
         (&a.2.summary, &b.2.summary),
         &cases,
         (&a.1.bench.case_ids, &b.1.bench.case_ids),
+        confidence,
     );
+    comparison.cases_changed = changed_cases(a.1, b.1);
     if comparison.variants.is_empty() {
         return Err(UsageError::with_fix(
             format!(
@@ -66,8 +116,12 @@ pub(super) fn compare_results(a: Side<'_>, b: Side<'_>) -> anyhow::Result<RunCom
 pub fn compare(args: &CompareArgs) -> Result<Exit, Failure> {
     let (_, ra, sa) = load(&args.run_a).before_send()?;
     let (_, rb, sb) = load(&args.run_b).before_send()?;
-    let comparison =
-        compare_results((&args.run_a, &ra, &sa), (&args.run_b, &rb, &sb)).before_send()?;
+    let (side_a, side_b) = (
+        (args.run_a.as_path(), &ra, &sa),
+        (args.run_b.as_path(), &rb, &sb),
+    );
+    let level = confidence(side_a, side_b, args.confidence)?;
+    let comparison = compare_results(side_a, side_b, level).before_send()?;
     out!("{}", report::terminal::render_comparison(&comparison));
     let out = match &args.out {
         Some(dir) => dir.clone(),

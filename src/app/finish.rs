@@ -73,10 +73,12 @@ pub(super) fn conclude(
 ) -> Exit {
     let baseline = match &outputs.gates.baseline {
         Some(base) => {
+            // The levels were checked to agree before anything was sent.
             let compared = load(base).and_then(|(_, base_record, base_result)| {
                 compare_results(
                     (base, &base_record, &base_result),
                     (dir.path(), record, &result),
+                    record.bench.confidence,
                 )
             });
             match compared {

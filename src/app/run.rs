@@ -64,12 +64,27 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     if let Some(base) = &args.gates.baseline {
         let dir = RunDir::at(base);
         let _reading = dir.read_lock().map_err(UsageError)?;
-        dir.read_record().map_err(|e| {
+        let earlier = dir.read_record().map_err(|e| {
             UsageError::with_fix(
                 format!("--baseline: {e:#}"),
                 "name the folder of an earlier run of this bench",
             )
         })?;
+        if (earlier.bench.confidence - p.bench.confidence).abs() > 1e-12 {
+            return Err(UsageError::with_fix(
+                format!(
+                    "--baseline {} was run at {}% confidence and this bench is at {}%: a comparison needs one level",
+                    base.display(),
+                    earlier.bench.confidence * 100.0,
+                    p.bench.confidence * 100.0
+                ),
+                format!(
+                    "set `confidence: {}` in the bench, or compare later with `promptgauge compare --confidence`",
+                    earlier.bench.confidence
+                ),
+            )
+            .into());
+        }
     }
 
     let (dir, mut record, _lock) = match resumed {

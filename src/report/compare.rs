@@ -1021,6 +1021,10 @@ pub struct RunComparison {
     /// Planned in one run only; never silently dropped.
     pub cases_only_in_a: Vec<String>,
     pub cases_only_in_b: Vec<String>,
+    /// Cases with the same id whose content (variables, expected answer, grader, history,
+    /// group) differs between the runs: their pairing compares different questions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cases_changed: Vec<String>,
     pub variants_only_in_a: Vec<String>,
     pub variants_only_in_b: Vec<String>,
     pub variants: Vec<VariantPair>,
@@ -1056,9 +1060,9 @@ impl RunComparison {
         summaries: (&super::Summary, &super::Summary),
         cases: &BTreeMap<String, CaseTable>,
         planned: (&[String], &[String]),
+        confidence: f64,
     ) -> RunComparison {
         let (sa, sb) = summaries;
-        let confidence = sa.run.confidence;
         let names_b: Vec<&str> = sb.variants.iter().map(|v| v.name.as_str()).collect();
         let names_a: Vec<&str> = sa.variants.iter().map(|v| v.name.as_str()).collect();
         let mut variants = Vec::new();
@@ -1099,6 +1103,7 @@ impl RunComparison {
             confidence,
             cases_only_in_a: only(planned.0, planned.1),
             cases_only_in_b: only(planned.1, planned.0),
+            cases_changed: Vec::new(),
             variants_only_in_a: names_a
                 .iter()
                 .filter(|n| !names_b.contains(n))

@@ -309,6 +309,13 @@ pub(crate) fn coverage_notes(c: &RunComparison) -> Vec<String> {
             list(&c.cases_only_in_b)
         ));
     }
+    if !c.cases_changed.is_empty() {
+        notes.push(format!(
+            "WARNING: {} cases have the same id but different content in A and B (variables, expected answer, grader, history or group), so they pair different questions: {}",
+            c.cases_changed.len(),
+            list(&c.cases_changed)
+        ));
+    }
     if !c.variants_only_in_a.is_empty() {
         notes.push(format!(
             "variants only in A: {}",

@@ -237,6 +237,12 @@ pub(crate) fn yaml_error(path: &Path, what: &str, err: &serde_saphyr::Error) -> 
     if let Some((message, fix)) = explain_unknown_field(&full) {
         return InputError::new(location, format!("{message} in the {what}")).fix(fix);
     }
+    // The YAML crate suggests one of its own options; a person needs to keep one key.
+    if let Some(rest) = first.strip_prefix("duplicate mapping key: ") {
+        let key = rest.split(',').next().unwrap_or(rest).trim();
+        return InputError::new(location, format!("`{key}` is set twice in the {what}"))
+            .fix(format!("keep one `{key}:` line"));
+    }
     InputError::new(location, format!("invalid {what}: {first}"))
         .fix(format!("see the {what} format in README.md"))
 }

@@ -251,3 +251,140 @@ fn compare_pairs_two_runs_and_reports_cases_only_in_one() {
     let e: Value = Value::String(String::from_utf8_lossy(&o.stderr).to_string());
     assert!(e.as_str().unwrap().contains("share no variant"), "{e}");
 }
+
+#[test]
+fn compare_refuses_mixed_confidence_and_warns_of_changed_cases() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let url = server.base_url();
+    let work = tempfile::tempdir().unwrap();
+    let copy = |dir: &std::path::Path| {
+        for sub in ["cases", "prompts/routing"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        for f in [
+            "promptgauge.yaml",
+            "cases/routing.jsonl",
+            "prompts/routing/plain.yaml",
+            "prompts/routing/step-by-step.yaml",
+            "prompts/routing/deep-breath.yaml",
+            "prompts/routing/tip.yaml",
+        ] {
+            std::fs::copy(repo().join(f), dir.join(f)).unwrap();
+        }
+    };
+    let (a, b) = (work.path().join("a"), work.path().join("b"));
+    copy(&a);
+    copy(&b);
+    // B: a 90% bench, and case r-003 now expects another answer.
+    let bench = std::fs::read_to_string(b.join("promptgauge.yaml")).unwrap();
+    assert!(bench.contains("confidence: 0.95"));
+    std::fs::write(
+        b.join("promptgauge.yaml"),
+        bench.replace("confidence: 0.95", "confidence: 0.9"),
+    )
+    .unwrap();
+    let cases = std::fs::read_to_string(b.join("cases/routing.jsonl")).unwrap();
+    let changed: Vec<String> = cases
+        .lines()
+        .map(|l| {
+            if l.contains("\"r-003\"") {
+                let v: Value = serde_json::from_str(l).unwrap();
+                let other = if v["expected"] == "A" { "B" } else { "A" };
+                l.replace(
+                    &format!("\"expected\": {}", v["expected"]),
+                    &format!("\"expected\": \"{other}\""),
+                )
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    assert_ne!(changed.join("\n"), cases.trim_end());
+    std::fs::write(b.join("cases/routing.jsonl"), changed.join("\n") + "\n").unwrap();
+    for dir in [&a, &b] {
+        let run = |bench: &str| {
+            let args = [
+                "run",
+                bench,
+                "--quiet",
+                "--base-url",
+                &url,
+                "--model",
+                "m",
+                "--limit",
+                "10",
+                "--variants",
+                "plain,tip",
+            ];
+            promptgauge(dir).args(args).assert().success();
+        };
+        // A run at 90% against a 95% baseline is refused before anything is sent.
+        if dir == &b {
+            let sent = server.provider.stats().requests;
+            let base = run_dirs(&a.join("reports")).pop().unwrap();
+            let o = promptgauge(dir)
+                .args([
+                    "run",
+                    "--base-url",
+                    &url,
+                    "--model",
+                    "m",
+                    "--limit",
+                    "10",
+                    "--variants",
+                    "plain,tip",
+                    "--baseline",
+                    base.to_str().unwrap(),
+                ])
+                .output()
+                .unwrap();
+            assert_eq!(o.status.code(), Some(2));
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            assert!(
+                stderr.contains("95% confidence and this bench is at 90%"),
+                "{stderr}"
+            );
+            assert_eq!(server.provider.stats().requests, sent);
+        }
+        run("promptgauge.yaml");
+    }
+    let (run_a, run_b) = (
+        run_dirs(&a.join("reports")).pop().unwrap(),
+        run_dirs(&b.join("reports")).pop().unwrap(),
+    );
+    let compare = |extra: &[&str]| {
+        let mut args = vec!["compare", run_a.to_str().unwrap(), run_b.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        promptgauge(work.path()).args(&args).output().unwrap()
+    };
+    let o = compare(&[]);
+    assert_eq!(o.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("at 95% confidence and") && stderr.contains("--confidence 0.95"),
+        "{stderr}"
+    );
+    let out = work.path().join("cmp");
+    let o = compare(&["--confidence", "0.9", "--out", out.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        stdout.contains("WARNING: 1 cases have the same id but different content")
+            && stdout.contains("r-003"),
+        "{stdout}"
+    );
+    let c: RunComparison =
+        serde_json::from_str(&std::fs::read_to_string(out.join("compare.json")).unwrap()).unwrap();
+    assert_eq!(c.confidence, 0.9);
+    assert_eq!(c.cases_changed, vec!["r-003".to_string()]);
+    assert!(
+        c.variants[0].comparison.sentence.contains("at 90%"),
+        "{}",
+        c.variants[0].comparison.sentence
+    );
+}

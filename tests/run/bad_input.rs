@@ -288,6 +288,15 @@ const ROWS: &[Row] = &[
         expect: &["bench.yaml:7", "not a duration"],
     },
     Row {
+        name: "a key set twice",
+        setup: |d| add_to_bench(d, "confidence: 0.9\nconfidence: 0.95\n"),
+        expect: &[
+            "bench.yaml:8",
+            "`confidence` is set twice",
+            "keep one `confidence:` line",
+        ],
+    },
+    Row {
         name: "confidence out of range",
         setup: |d| add_to_bench(d, "confidence: 95\n"),
         expect: &["bench.yaml:7", "confidence must be between 0.5 and 1"],
