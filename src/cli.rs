@@ -47,6 +47,9 @@ pub enum Command {
     Run(RunArgs),
     /// Validate the bench, its cases and prompts, and print the plan; no network calls.
     Check(PlanArgs),
+    /// How many cases a bench needs to detect a difference worth knowing, or what its
+    /// cases can detect: the power of the test and Holm family the reports use.
+    Plan(PowerArgs),
     /// Compare two runs over the same cases (e.g. a commercial and a self-hosted model),
     /// variant by variant, paired by case.
     Compare(CompareArgs),
@@ -59,6 +62,54 @@ pub enum Command {
     Label(LabelArgs),
     /// Serve the simulated OpenAI-compatible provider, with misbehaviour on demand.
     Mock(MockArgs),
+}
+
+/// `plan [BENCH]`.
+#[derive(Debug, Args)]
+pub struct PowerArgs {
+    /// The bench file [default: promptgauge.yaml].
+    pub bench: Option<PathBuf>,
+    /// The smallest difference worth detecting, in points (10 = ten percentage points):
+    /// print the cases it takes [default: a table for 5, 10, 15 and 20 points].
+    #[arg(long, value_name = "POINTS", value_parser = parse_points)]
+    pub detect: Option<f64>,
+    /// A number of cases: print the smallest difference they detect [default: the
+    /// bench's cases].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub cases: Option<u64>,
+    /// The baseline's expected accuracy, 0 to 1 [default: the baseline's accuracy in the
+    /// newest run of this bench under reports/, else 0.5, which needs the most cases].
+    #[arg(long, value_name = "P", value_parser = parse_unit)]
+    pub baseline_accuracy: Option<f64>,
+    /// The chance of detecting a real difference of that size.
+    #[arg(long, default_value_t = 0.8, value_parser = parse_unit)]
+    pub power: f64,
+    /// Variants compared with the baseline (Holm's family) [default: the bench's variants
+    /// less the baseline].
+    #[arg(long, value_name = "M", value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub comparisons: Option<u64>,
+    /// Correlation (phi) of the variants' right and wrong answers: 0 assumes independent
+    /// errors; variants that fail on the same cases (0.3 is common) need fewer cases.
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    pub correlation: f64,
+}
+
+fn parse_points(text: &str) -> Result<f64, String> {
+    match text.trim().trim_end_matches("points").trim().parse::<f64>() {
+        Ok(p) if p > 0.0 && p < 100.0 => Ok(p),
+        _ => Err(format!(
+            "`{text}` is not a difference in points: write a number between 0 and 100, such as 10"
+        )),
+    }
+}
+
+fn parse_unit(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(p) if p > 0.0 && p < 1.0 => Ok(p),
+        _ => Err(format!(
+            "`{text}` must be a number between 0 and 1, such as 0.8"
+        )),
+    }
 }
 
 /// `label RUN_DIR`.

@@ -18,6 +18,7 @@ fn main() -> ExitCode {
         match &cli.command {
             Command::Run(args) => app::run(args, &env).await,
             Command::Check(args) => app::check(args, &env),
+            Command::Plan(args) => app::plan(args),
             Command::Compare(args) => app::compare(args),
             Command::Merge(args) => app::merge(args),
             Command::Report(args) => app::report(args),

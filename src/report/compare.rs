@@ -640,6 +640,10 @@ fn sentence(c: &Comparison, confidence: f64, comparisons: usize) -> String {
                     d.abs() * 100.0
                 ),
                 (None, Some(0.0)) => "; no difference was observed".to_string(),
+                (None, Some(d)) => format!(
+                    "; telling a difference of {:.1} points from noise would take more than a million cases",
+                    d.abs() * 100.0
+                ),
                 _ => String::new(),
             };
             format!(

@@ -185,15 +185,42 @@ pub fn detectable_difference(cases: u64, target: f64, a: &Assumptions) -> Option
     Some(hi)
 }
 
+/// Above this many cases (by the normal approximation) [`cases_needed`] returns the
+/// approximation instead of searching the exact power.
+pub const EXACT_UP_TO: u64 = 20_000;
+
+/// Connor's (1987) normal approximation of the cases the exact McNemar test needs at level
+/// α/m, from the discordant cells the assumptions imply.
+fn normal_cases(delta: f64, target: f64, a: &Assumptions) -> Option<f64> {
+    use statrs::distribution::{ContinuousCDF, Normal};
+    let (pv, pb) = discordant_cells(a, delta)?;
+    let d = pv + pb;
+    let diff = pv - pb;
+    if diff == 0.0 || d <= diff * diff || a.comparisons == 0 {
+        return None;
+    }
+    let z = Normal::standard();
+    let z_a = z.inverse_cdf(1.0 - a.alpha / (2.0 * a.comparisons as f64));
+    let z_b = z.inverse_cdf(target);
+    Some((z_a * d.sqrt() + z_b * (d - diff * diff).sqrt()).powi(2) / (diff * diff))
+}
+
 /// The fewest cases for which the comparison detects a difference `delta` (signed: the
 /// variant's accuracy is baseline + delta) with probability ≥ `target`. The exact power
 /// zig-zags with n by a point or two, so after bisection the smaller n within 5% (at most
-/// 64 of them) are scanned and the smallest that reaches the target is returned. `None` for δ = 0, impossible
-/// accuracies, or more than 1,000,000 cases.
+/// 64 of them) are scanned and the smallest that reaches the target is returned. Beyond
+/// [`EXACT_UP_TO`] cases the normal approximation is returned. `None` for δ = 0,
+/// impossible accuracies, or more than 1,000,000 cases.
 pub fn cases_needed(delta: f64, target: f64, a: &Assumptions) -> Option<u64> {
     const MAX: u64 = 1_000_000;
     if delta == 0.0 {
         return None;
+    }
+    // Where the normal approximation already says tens of thousands of cases, it is
+    // accurate (the exact sum converges to it) and the exact search would cost seconds.
+    let approx = normal_cases(delta, target, a)?;
+    if approx > EXACT_UP_TO as f64 {
+        return (approx <= MAX as f64).then_some(approx.ceil() as u64);
     }
     let powered = |n: u64| power(n, delta, a).is_some_and(|p| p >= target);
     let mut hi = 8;
@@ -277,6 +304,22 @@ mod tests {
         // A difference larger than the disagreements is impossible.
         a.discordance = Some(0.1);
         assert_eq!(power(80, 0.2, &a), None);
+    }
+
+    #[test]
+    fn tiny_differences_are_sized_by_the_approximation_at_once() {
+        let a = Assumptions::new(0.7, 0.05);
+        // Half a point: over a hundred thousand cases, answered without the exact search.
+        let n = cases_needed(0.005, 0.8, &a).unwrap();
+        assert!((100_000..200_000).contains(&n), "{n}");
+        assert_eq!(cases_needed(0.0005, 0.8, &a), None);
+        // Near the switch the two agree within a few percent.
+        let exact = cases_needed(0.02, 0.8, &a).unwrap();
+        let approx = normal_cases(0.02, 0.8, &a).unwrap();
+        assert!(
+            (approx / exact as f64 - 1.0).abs() < 0.03,
+            "{approx} vs {exact}"
+        );
     }
 
     #[test]

@@ -388,3 +388,94 @@ fn compare_refuses_mixed_confidence_and_warns_of_changed_cases() {
         c.variants[0].comparison.sentence
     );
 }
+
+#[test]
+fn plan_sizes_a_bench_by_the_power_of_the_test_the_reports_use() {
+    use promptgauge::stats::power::{Assumptions, cases_needed, detectable_difference};
+    let (_rt, server) = start_mock(MockConfig::default());
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    for sub in ["cases", "prompts/routing"] {
+        std::fs::create_dir_all(d.join(sub)).unwrap();
+    }
+    for f in [
+        "promptgauge.yaml",
+        "cases/routing.jsonl",
+        "prompts/routing/plain.yaml",
+        "prompts/routing/step-by-step.yaml",
+        "prompts/routing/deep-breath.yaml",
+        "prompts/routing/tip.yaml",
+    ] {
+        std::fs::copy(repo().join(f), d.join(f)).unwrap();
+    }
+    let plan = |args: &[&str]| {
+        let o = promptgauge(d).arg("plan").args(args).output().unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    // Before any run: ½, the most demanding baseline; Holm over the three variants.
+    let mut a = Assumptions::new(0.5, 0.05);
+    a.comparisons = 3;
+    let out = plan(&[]);
+    assert!(
+        out.contains("Holm over 3") && out.contains("no earlier run"),
+        "{out}"
+    );
+    let ten = cases_needed(0.10, 0.8, &a).unwrap();
+    assert!(out.contains(&format!(" 10 points   {ten} cases")), "{out}");
+    let d64 = detectable_difference(64, 0.8, &a).unwrap();
+    assert!(
+        out.contains(&format!(
+            "64 cases detect a difference of about {:.1} points",
+            d64 * 100.0
+        )),
+        "{out}"
+    );
+    // A given baseline and difference: the harder direction (a drop from 70%).
+    let mut a7 = Assumptions::new(0.7, 0.05);
+    a7.comparisons = 3;
+    let need = cases_needed(-0.10, 0.8, &a7)
+        .unwrap()
+        .max(cases_needed(0.10, 0.8, &a7).unwrap());
+    let out = plan(&["--detect", "10", "--baseline-accuracy", "0.7"]);
+    assert!(
+        out.contains(&format!(
+            "to detect a difference of 10 points: {need} cases"
+        )),
+        "{out}"
+    );
+    // After a run, its baseline's accuracy is the plan's.
+    promptgauge(d)
+        .args([
+            "run",
+            "--quiet",
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "m",
+        ])
+        .assert()
+        .success();
+    let s = summary(&run_dirs(&d.join("reports")).pop().unwrap());
+    let p0 = s.variants[0].accuracy.unwrap();
+    let out = plan(&["--cases", "500"]);
+    assert!(
+        out.contains(&format!(
+            "baseline accuracy {:.1}% (the baseline's accuracy in reports",
+            p0 * 100.0
+        )),
+        "{out}"
+    );
+    // Bad input is refused by name.
+    let o = promptgauge(d)
+        .args(["plan", "--detect", "150"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a difference in points"));
+}

@@ -1,0 +1,204 @@
+//! `plan`: how many cases a bench needs, or what its cases can detect, by the exact power
+//! of the test the reports use (exact McNemar, Holm over the variants compared).
+
+use std::path::{Path, PathBuf};
+
+use super::{DEFAULT_BENCH, Exit, Failure};
+use crate::cli::PowerArgs;
+use crate::report::Summary;
+use crate::stats::power::{self, Assumptions};
+use crate::suite::Bench;
+
+/// Differences the default table sizes a bench for, in points.
+const DIFFERENCES: [f64; 4] = [5.0, 10.0, 15.0, 20.0];
+
+/// The baseline accuracy of the newest run of `bench` under `reports`, and its folder.
+fn last_baseline(reports: &Path, bench: &str) -> Option<(f64, PathBuf)> {
+    let mut runs: Vec<(String, f64, PathBuf)> = std::fs::read_dir(reports)
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let text = std::fs::read_to_string(e.path().join("summary.json")).ok()?;
+            let s: Summary = serde_json::from_str(&text).ok()?;
+            let accuracy = s.variants.first()?.accuracy?;
+            (s.run.bench == bench).then(|| (s.run.started_at.clone(), accuracy, e.path()))
+        })
+        .collect();
+    runs.sort_by(|a, b| a.0.cmp(&b.0));
+    runs.pop().map(|(_, a, p)| (a, p))
+}
+
+/// The cases needed for a change of `delta` either way from the baseline: the larger of
+/// a gain and a drop (where both are possible), so the plan holds whichever way it goes.
+pub(crate) fn cases_for(delta: f64, target: f64, a: &Assumptions) -> Option<u64> {
+    let up = (a.baseline + delta <= 1.0)
+        .then(|| power::cases_needed(delta, target, a))
+        .flatten();
+    let down = (a.baseline - delta >= 0.0)
+        .then(|| power::cases_needed(-delta, target, a))
+        .flatten();
+    match (up, down) {
+        (Some(u), Some(d)) => Some(u.max(d)),
+        (u, d) => u.or(d),
+    }
+}
+
+/// `plan`: sizes a bench; sends nothing.
+pub fn plan(args: &PowerArgs) -> Result<Exit, Failure> {
+    let path = args
+        .bench
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_BENCH));
+    let bench = Bench::load(&path)?;
+    let comparisons = args
+        .comparisons
+        .map_or(bench.variants.len().saturating_sub(1).max(1), |m| {
+            m as usize
+        });
+    let (baseline, source) = match args.baseline_accuracy {
+        Some(p) => (p, "as given".to_string()),
+        None => match last_baseline(Path::new("reports"), &bench.name) {
+            Some((p, run)) => (
+                p,
+                format!("the baseline's accuracy in {}", run.display()),
+            ),
+            None => (
+                0.5,
+                "assumed, which needs the most cases: no earlier run of this bench under reports/; set --baseline-accuracy P"
+                    .to_string(),
+            ),
+        },
+    };
+    let mut a = Assumptions::new(baseline, 1.0 - bench.confidence);
+    a.comparisons = comparisons;
+    a.correlation = args.correlation;
+    if power::power(10, 0.0, &a).is_none() {
+        return Err(crate::cli::UsageError::with_fix(
+            format!(
+                "--correlation {} is impossible at a baseline accuracy of {:.0}%",
+                args.correlation,
+                baseline * 100.0
+            ),
+            "use a correlation between 0 and 0.5",
+        )
+        .into());
+    }
+    let conf = (bench.confidence * 100.0).round();
+    let power_pct = (args.power * 100.0).round();
+    out!(
+        "plan for {}: {} variants, {} compared with the baseline (Holm over {comparisons}), {conf}% confidence, {power_pct}% power",
+        bench.name,
+        bench.variants.len(),
+        comparisons
+    );
+    out!("  baseline accuracy {:.1}% ({source})", baseline * 100.0);
+    out!(
+        "  errors {}; variants that fail on the same cases need fewer cases, variants that fail on different cases more",
+        if args.correlation == 0.0 {
+            "assumed independent (--correlation 0)".to_string()
+        } else {
+            format!("correlated at phi = {}", args.correlation)
+        }
+    );
+    let need = |points: f64| match cases_for(points / 100.0, args.power, &a) {
+        Some(n) => format!("{n} cases"),
+        None => "out of reach (more than 1,000,000 cases, or past 0% or 100%)".to_string(),
+    };
+    match (args.detect, args.cases) {
+        (Some(points), _) => {
+            out!(
+                "  to detect a difference of {points} points: {}",
+                need(points)
+            );
+        }
+        (None, Some(n)) => out!("  {}", detectable_line(n, args.power, &a)),
+        (None, None) => {
+            out!("  difference   cases needed");
+            for points in DIFFERENCES {
+                out!("  {:>3} points   {}", points, need(points));
+            }
+            out!(
+                "  the bench has {} cases: {}",
+                bench.cases.len(),
+                detectable_line(bench.cases.len() as u64, args.power, &a)
+            );
+        }
+    }
+    if bench.repeats > 1 {
+        out!(
+            "  repeats ({}): these figures count cases, one answer each. Repeats add information only where answers to the same case vary; they never stand in for cases.",
+            bench.repeats
+        );
+    }
+    Ok(Exit::Success)
+}
+
+fn detectable_line(cases: u64, target: f64, a: &Assumptions) -> String {
+    match power::detectable_difference(cases, target, a) {
+        Some(d) => format!(
+            "{cases} cases detect a difference of about {:.1} points",
+            d * 100.0
+        ),
+        None => format!("{cases} cases cannot reliably detect any difference"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::holm::holm;
+    use crate::stats::permutation::sign_flip_test;
+    use rand::rngs::StdRng;
+    use rand::{RngExt, SeedableRng};
+
+    /// The share of seeded runs in which variant 0 (right with p0 + delta) is called better
+    /// than the baseline (right with p0), with `nulls` more variants like the baseline
+    /// compared alongside: the reports' verdict (the sign-flip test on the per-case
+    /// differences, Holm over the variants, better when the adjusted p < 5% and the
+    /// difference is positive).
+    fn simulated_power(cases: u64, p0: f64, delta: f64, nulls: usize, runs: usize) -> f64 {
+        let mut rng = StdRng::seed_from_u64(20261130);
+        let mut better = 0;
+        for _ in 0..runs {
+            let mut right = |p: f64| f64::from(u8::from(rng.random::<f64>() < p));
+            let base: Vec<f64> = (0..cases).map(|_| right(p0)).collect();
+            let arms: Vec<Vec<f64>> = std::iter::once(p0 + delta)
+                .chain(std::iter::repeat_n(p0, nulls))
+                .map(|p| base.iter().map(|&b| right(p) - b).collect())
+                .collect();
+            let ps: Vec<f64> = arms
+                .iter()
+                .map(|d| sign_flip_test(d).unwrap().p_value)
+                .collect();
+            let gain = arms[0].iter().sum::<f64>() > 0.0;
+            better += usize::from(gain && holm(&ps)[0] < 0.05);
+        }
+        better as f64 / runs as f64
+    }
+
+    #[test]
+    fn the_planned_cases_reach_the_planned_power_in_simulation() {
+        // 10 points up from 70%, Holm over three variants.
+        let mut a = Assumptions::new(0.7, 0.05);
+        a.comparisons = 3;
+        let n = power::cases_needed(0.10, 0.8, &a).unwrap();
+        let simulated = simulated_power(n, 0.7, 0.10, 2, 2000);
+        assert!((simulated - 0.8).abs() <= 0.03, "{n} cases: {simulated}");
+        // And the inverse: what 150 cases detect from ½, with one comparison.
+        let a = Assumptions::new(0.5, 0.05);
+        let d = power::detectable_difference(150, 0.8, &a).unwrap();
+        let simulated = simulated_power(150, 0.5, d, 0, 2000);
+        assert!((simulated - 0.8).abs() <= 0.03, "{d}: {simulated}");
+    }
+
+    #[test]
+    fn either_way_takes_the_harder_direction() {
+        let a = Assumptions::new(0.8, 0.05);
+        let n = cases_for(0.1, 0.8, &a).unwrap();
+        assert_eq!(n, power::cases_needed(-0.1, 0.8, &a).unwrap());
+        assert!(n > power::cases_needed(0.1, 0.8, &a).unwrap());
+        // 95% + 10 is past 100%: only the drop is possible.
+        let a = Assumptions::new(0.95, 0.05);
+        assert_eq!(cases_for(0.1, 0.8, &a), power::cases_needed(-0.1, 0.8, &a));
+    }
+}
