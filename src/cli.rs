@@ -253,6 +253,12 @@ pub struct GateArgs {
     /// --baseline, than itself in that earlier run. A lower point estimate alone never fails.
     #[arg(long)]
     pub fail_if_worse: bool,
+    /// Fail unless the data show that no variant is more than POINTS worse than the
+    /// baseline (or, with --baseline, than itself in that run): the lower end of the
+    /// difference's interval must be above −POINTS. Passing needs evidence; too few cases
+    /// fail. This is "did my change break it?"; --fail-if-worse only catches clear drops.
+    #[arg(long, value_name = "POINTS", value_parser = parse_points)]
+    pub max_drop: Option<f64>,
     /// An earlier run folder over the same cases to compare this run with, variant by variant.
     #[arg(long, value_name = "RUN_DIR")]
     pub baseline: Option<PathBuf>,
@@ -275,6 +281,7 @@ impl GateArgs {
     pub fn gates(&self) -> Gates {
         Gates {
             fail_if_worse: self.fail_if_worse,
+            max_drop: self.max_drop.map(|p| p / 100.0),
             min_accuracy: self.min_accuracy.clone(),
             max_cost_usd: self.max_cost,
             max_p90_latency: self.max_p90_latency,

@@ -45,6 +45,8 @@ impl std::str::FromStr for MinAccuracy {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Gates {
     pub fail_if_worse: bool,
+    /// `--max-drop`: the largest drop (a share) the data must rule out.
+    pub max_drop: Option<f64>,
     pub min_accuracy: Vec<MinAccuracy>,
     pub max_cost_usd: Option<f64>,
     pub max_p90_latency: Option<Duration>,
@@ -55,6 +57,7 @@ pub struct Gates {
 impl Gates {
     pub fn any(&self) -> bool {
         self.fail_if_worse
+            || self.max_drop.is_some()
             || !self.min_accuracy.is_empty()
             || self.max_cost_usd.is_some()
             || self.max_p90_latency.is_some()
@@ -75,6 +78,61 @@ fn result(gate: &str, passed: bool, reason: String) -> GateResult {
         gate: gate.to_string(),
         passed,
         reason,
+    }
+}
+
+/// `--max-drop`: passes only when every comparison's interval shows the variant is at
+/// most `max` worse than what it is compared with.
+fn non_inferior<'a>(
+    gate: &str,
+    max: f64,
+    comparisons: impl Iterator<Item = &'a super::compare::Comparison>,
+    against: &str,
+) -> GateResult {
+    let limit = max * 100.0;
+    let mut shown = Vec::new();
+    let mut unshown = Vec::new();
+    for c in comparisons {
+        let level = c
+            .ci_level
+            .map(|l| format!(" at {:.1}%", l * 100.0))
+            .unwrap_or_default();
+        match (c.ci_low, c.ci_high) {
+            (Some(lo), Some(hi)) if lo >= -max => shown.push(format!(
+                "{} is at most {:.1} points below {} ([{:+.1}, {:+.1}]{level})",
+                c.variant,
+                (-lo * 100.0).max(0.0),
+                c.against,
+                lo * 100.0,
+                hi * 100.0
+            )),
+            (Some(lo), Some(hi)) => {
+                let more = if hi > -max {
+                    " (more cases narrow the interval)"
+                } else {
+                    ""
+                };
+                unshown.push(format!(
+                    "{} may be up to {:.1} points below {} ([{:+.1}, {:+.1}]{level}): the data do not rule out a drop of more than {limit:.1} points{more}",
+                    c.variant,
+                    -lo * 100.0,
+                    c.against,
+                    lo * 100.0,
+                    hi * 100.0
+                ))
+            }
+            _ => unshown.push(format!(
+                "{} has no case graded alongside {}: nothing shows it did not drop",
+                c.variant, c.against
+            )),
+        }
+    }
+    if shown.is_empty() && unshown.is_empty() {
+        return result(gate, false, format!("nothing was compared with {against}"));
+    }
+    match unshown.is_empty() {
+        true => result(gate, true, shown.join("; ")),
+        false => result(gate, false, unshown.join("; ")),
     }
 }
 
@@ -117,6 +175,22 @@ pub(crate) fn evaluate(
             } else {
                 result("fail-if-worse --baseline", false, dropped.join(" "))
             });
+        }
+    }
+    if let Some(max) = gates.max_drop {
+        out.push(non_inferior(
+            "max-drop",
+            max,
+            s.comparisons.iter(),
+            "the baseline",
+        ));
+        if let Some(b) = baseline {
+            out.push(non_inferior(
+                "max-drop --baseline",
+                max,
+                b.variants.iter().map(|v| &v.comparison),
+                &format!("its run in {}", b.run_a.dir),
+            ));
         }
     }
     for min in &gates.min_accuracy {

@@ -565,3 +565,60 @@ fn spent_counts_every_billed_attempt_and_answers_from_the_cache_are_free() {
     assert!((v2.cost_usd.unwrap() - list).abs() < 1e-12);
     assert!(s2.gates[0].passed, "{:?}", s2.gates);
 }
+
+#[test]
+fn max_drop_passes_only_when_the_data_rule_out_a_larger_drop() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let url = server.base_url();
+    // step-by-step against plain on all 64 cases: a clear gain, so no drop of 5 points.
+    let (_t, r) = run(
+        &url,
+        "m",
+        &["--variants", "plain,step-by-step", "--max-drop", "5"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let s = summary(&r.dir);
+    let gate = &s.gates[0];
+    assert!(
+        gate.passed && gate.reason.contains("step-by-step is at most"),
+        "{gate:?}"
+    );
+    // The other way round plain is 10.9 points below: the gate fails.
+    let (_t, r) = run(
+        &url,
+        "m",
+        &["--variants", "step-by-step,plain", "--max-drop", "5"],
+    );
+    assert_eq!(r.code, 1);
+    let lines = failing_gates(&r.stderr);
+    assert!(
+        lines[0].contains("max-drop: plain may be up to"),
+        "{lines:?}"
+    );
+    // tip on 12 cases: not distinguishable, so --fail-if-worse passes; but twelve cases
+    // cannot show that tip lost less than 5 points, so --max-drop fails. Absence of
+    // evidence is not evidence.
+    let (_t, r) = run(
+        &url,
+        "m",
+        &[
+            "--variants",
+            "plain,tip",
+            "--limit",
+            "12",
+            "--max-drop",
+            "5",
+            "--fail-if-worse",
+        ],
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let s = summary(&r.dir);
+    let by = |name: &str| s.gates.iter().find(|g| g.gate == name).unwrap();
+    assert!(by("fail-if-worse").passed);
+    assert!(!by("max-drop").passed);
+    assert!(
+        by("max-drop")
+            .reason
+            .contains("do not rule out a drop of more than 5.0 points")
+    );
+}
