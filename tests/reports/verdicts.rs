@@ -479,3 +479,76 @@ fn plan_sizes_a_bench_by_the_power_of_the_test_the_reports_use() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a difference in points"));
 }
+
+#[test]
+fn grouped_cases_are_tested_and_intervalled_by_group() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let dir = arithmetic_bench(48, 2, "");
+    let d = dir.path();
+    // Four questions share each passage: twelve groups, named by text or by number.
+    let cases = std::fs::read_to_string(d.join("cases.jsonl")).unwrap();
+    let grouped: String = cases
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            let group = if (i / 4) % 2 == 0 {
+                format!("{}", i / 4)
+            } else {
+                format!("\"p-{}\"", i / 4)
+            };
+            format!(
+                "{}, \"group\": {group}}}\n",
+                l.trim_end().trim_end_matches('}')
+            )
+        })
+        .collect();
+    std::fs::write(d.join("cases.jsonl"), grouped).unwrap();
+    let run = |out: &str| {
+        promptgauge(d)
+            .args([
+                "run",
+                "bench.yaml",
+                "--quiet",
+                "--base-url",
+                &server.base_url(),
+                "--model",
+                "m",
+                "--out",
+                out,
+            ])
+            .assert()
+            .success();
+        summary(&run_dirs(&d.join(out)).pop().unwrap())
+    };
+    let s = run("grouped");
+    let c = &s.comparisons[0];
+    assert_eq!(c.groups, Some(12), "{}", c.sentence);
+    assert_eq!(c.method, "sign_flip_on_case_means_by_group");
+    assert!(
+        c.sentence.contains("48 paired cases in 12 groups"),
+        "{}",
+        c.sentence
+    );
+    // The accuracy interval treats each group as one unit: a design effect is reported.
+    assert!(s.variants.iter().all(|v| v.design_effect.is_some()));
+    // Without the groups the same answers give the per-case test.
+    std::fs::write(d.join("cases.jsonl"), cases).unwrap();
+    let plain = run("plain");
+    assert_eq!(plain.comparisons[0].groups, None);
+    assert_eq!(plain.comparisons[0].difference, c.difference);
+    // A group that is neither text nor a number is refused with its line.
+    let bad = std::fs::read_to_string(d.join("cases.jsonl"))
+        .unwrap()
+        .replacen("}\n", ", \"group\": [1]}\n", 1);
+    std::fs::write(d.join("cases.jsonl"), bad).unwrap();
+    let o = promptgauge(d)
+        .args(["check", "bench.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("cases.jsonl:1") && err.contains("`group` must be"),
+        "{err}"
+    );
+}
