@@ -207,6 +207,15 @@ pub struct PlanArgs {
     /// Run only shard I of N (cases split by position); combine shards with `merge`.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<Shard>,
+    /// Run cases in a seeded random order and stop each variant as soon as its comparison
+    /// with the baseline is decided (better, worse, or no difference of `sequential.detect`
+    /// points), and the run when all are: cases not needed are never sent. The verdicts
+    /// hold at 1 − confidence however early the run stops.
+    #[arg(long, conflicts_with = "shard")]
+    pub until_decided: bool,
+    /// A resumed run's own sequential plan (its seed and limits).
+    #[arg(skip)]
+    pub sequential: Option<crate::suite::plan::SequentialPlan>,
 }
 
 /// `run [BENCH]`.

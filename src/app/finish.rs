@@ -163,10 +163,12 @@ pub(super) fn conclude(
         );
         return Exit::Incomplete;
     }
+    let not_needed = summary.sequential.as_ref().map_or(0, |s| s.jobs_not_needed);
     let missing = summary
         .run
         .jobs_planned
-        .saturating_sub(summary.jobs_finished);
+        .saturating_sub(summary.jobs_finished)
+        .saturating_sub(not_needed);
     if summary.jobs_failed as u64 > gates.allow_failures || missing > 0 {
         note!(
             "incomplete: {} jobs failed ({} allowed) and {missing} did not run; see {}",

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::{DEFAULT_BENCH, Failure};
 use crate::cli::{BenchEndpoint, Endpoint, Env, PlanArgs, UsageError, resolve_endpoint};
+use crate::suite::plan::{SequentialPlan, case_order};
 use crate::suite::{Bench, InputError, Job, Plan};
 
 /// A loaded bench, the selected variants, the planned jobs and the resolved endpoint.
@@ -14,6 +15,8 @@ pub(crate) struct Prepared {
     pub variants: Vec<usize>,
     pub jobs: Vec<Job>,
     pub endpoint: Endpoint,
+    /// `--until-decided`: the case order and when to stop.
+    pub sequential: Option<SequentialPlan>,
 }
 
 impl Prepared {
@@ -76,7 +79,20 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
             api_key_env: bench.endpoint.api_key_env.as_deref(),
         },
     )?;
-    let mut plan = Plan::new(bench.cases.len(), &variants, bench.repeats);
+    let sequential = match (&args.sequential, args.until_decided) {
+        (Some(recorded), _) => Some(recorded.clone()),
+        (None, true) => Some(sequential_plan(&bench, variants.len())?),
+        (None, false) => None,
+    };
+    let mut plan = match &sequential {
+        // A seeded random order, cut at max_cases: later cases are never planned.
+        Some(s) => {
+            let mut order = case_order(bench.cases.len(), s.seed);
+            order.truncate(s.max_cases as usize);
+            Plan::in_order(&order, &variants, bench.repeats)
+        }
+        None => Plan::new(bench.cases.len(), &variants, bench.repeats),
+    };
     if let Some(shard) = args.shard {
         plan.jobs.retain(|j| shard.holds(j));
     }
@@ -109,5 +125,43 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
         variants,
         jobs: plan.jobs,
         endpoint,
+        sequential,
+    })
+}
+
+/// The sequential plan of a new `--until-decided` run, from the bench's `sequential:`.
+fn sequential_plan(bench: &Bench, variants: usize) -> Result<SequentialPlan, Failure> {
+    if variants < 2 {
+        return Err(UsageError::with_fix(
+            "--until-decided stops when each variant's comparison with the baseline is decided, and this run has one variant",
+            "select a baseline and at least one variant to compare (--variants a,b)",
+        )
+        .into());
+    }
+    let spec = &bench.sequential;
+    let comparisons = variants - 1;
+    let detect = spec.detect / 100.0;
+    // Counted against the fixed design for a baseline at ½, the most demanding.
+    let fixed = crate::stats::sequential::fixed_design_cases(
+        detect,
+        0.5,
+        spec.power,
+        bench.confidence,
+        comparisons,
+    );
+    let cases = bench.cases.len() as u64;
+    let max_cases = spec
+        .max_cases
+        .unwrap_or_else(|| fixed.map_or(cases, |f| 2 * f))
+        .min(cases);
+    Ok(SequentialPlan {
+        seed: rand::random(),
+        detect,
+        power: spec.power,
+        min_cases: spec.min_cases,
+        max_cases: max_cases.max(1),
+        comparisons,
+        binary: bench.binary(),
+        fixed_design_cases: fixed,
     })
 }

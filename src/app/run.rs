@@ -113,7 +113,20 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
 
     // The journal is read once, if it exists: the aggregator hears every job it holds.
     let keys = record.plan_keys();
-    let mut agg = aggregator(&dir, &record, args.junit.is_some())?;
+    // `--until-decided`: a decided variant's jobs are not sent (flags by bench variant).
+    let stop: Option<crate::report::sequential::StopFlags> = p.sequential.as_ref().map(|_| {
+        Arc::new(
+            (0..bench.variants.len())
+                .map(|_| std::sync::atomic::AtomicBool::new(false))
+                .collect(),
+        )
+    });
+    let mut agg = aggregator(
+        &dir,
+        &record,
+        args.junit.is_some(),
+        stop.clone().map(|s| (s, p.variants.clone())),
+    )?;
     let (audit, mut journal) = dir
         .resume(&keys, |r| agg.add(&r))
         .with_context(|| format!("cannot read the journal {}", dir.journal_path().display()))
@@ -252,6 +265,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         scoring: crate::grade::ScoreContext {
             judge: judge_service.clone(),
         },
+        skip: stop.clone(),
     };
     let mut verbose = VerboseLog;
     // The journal first: nothing is reported that it did not keep.
@@ -367,6 +381,8 @@ fn resumed_plan(flags: &PlanArgs, record: &RunRecord) -> PlanArgs {
         variants: record.plan.variants.clone(),
         repeats: Some(record.plan.repeats),
         shard: record.plan.shard,
+        until_decided: record.plan.sequential.is_some(),
+        sequential: record.plan.sequential.clone(),
         base_url: if !flags.base_url.is_empty() || !usable {
             flags.base_url.clone()
         } else {
@@ -425,6 +441,7 @@ fn new_record(
             variants: p.variant_names(),
             repeats: bench.repeats,
             shard: args.plan.shard,
+            sequential: p.sequential.clone(),
         },
         fingerprint: Fingerprint::of(bench, &p.variants),
         jobs_planned: p.jobs.len(),

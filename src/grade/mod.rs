@@ -242,6 +242,16 @@ impl GradeSpec {
         })
     }
 
+    /// Whether every score it gives is 0 or 1 (no partial credit).
+    pub fn binary(&self) -> bool {
+        match self {
+            GradeSpec::Judge { scale, .. } => *scale == judge::Scale::Binary,
+            GradeSpec::Fields { .. } | GradeSpec::Mean { .. } => false,
+            GradeSpec::All { of } | GradeSpec::Any { of } => of.iter().all(GradeSpec::binary),
+            _ => true,
+        }
+    }
+
     /// The shape of answer this spec expects, for the simulator.
     pub fn shape(&self) -> Shape {
         match self {

@@ -58,6 +58,8 @@ pub struct AggregatorSettings {
     pub judge_price: Option<Price>,
     /// People's labels of judged answers (`labels.jsonl`), by job.
     pub labels: Labels,
+    /// `--until-decided`: the sequential tests, fed as records arrive.
+    pub sequential: Option<super::sequential::Sequential>,
 }
 
 /// Builds a [`RunResult`] from finished jobs.
@@ -89,6 +91,7 @@ pub struct Aggregator {
     judged: Vec<JudgedScores>,
     /// With labels: per (case, repeat), each variant's judged score, for paired corrections.
     judged_jobs: HashMap<(String, u32), Vec<Option<f64>>>,
+    sequential: Option<super::sequential::Sequential>,
 }
 
 impl Aggregator {
@@ -102,6 +105,7 @@ impl Aggregator {
             junit_spool,
             judge_price,
             labels,
+            sequential,
         } = settings;
         let replicas = run.provider.replicas.len();
         let junit = junit_spool.map(|path| JunitSpool::create(path, &run.bench, run.repeats > 1));
@@ -133,6 +137,7 @@ impl Aggregator {
             labels,
             judged: Vec::new(),
             judged_jobs: HashMap::new(),
+            sequential,
         }
     }
 
@@ -162,6 +167,9 @@ impl Aggregator {
             }
         }
         self.finished += 1;
+        if let Some(s) = &mut self.sequential {
+            s.add(r);
+        }
         let Some(&arm) = self.arm.get(&r.variant) else {
             return;
         };
@@ -271,13 +279,35 @@ impl Aggregator {
             })
             .collect();
         decide(&mut comparisons, confidence);
-        let detectable = summaries.first().filter(|_| !scored).and_then(|b| {
-            let n = cases.arm(0).len() as u64;
-            let m = variants.len().saturating_sub(1);
-            b.accuracy.map(|p| Detectable::new(n, p, confidence, m))
+        let sequential = self.sequential.as_ref().map(|s| {
+            let cost = summaries
+                .iter()
+                .map(|v| v.spent_usd.or(v.cost_usd))
+                .sum::<Option<f64>>();
+            s.summary(self.finished, cost)
         });
+        if let Some(seq) = &sequential {
+            for c in &mut comparisons {
+                super::sequential::apply(c, seq);
+            }
+        }
+        // After stopping early the fixed design's power figure does not apply.
+        let fixed = sequential.is_none();
+        let detectable = summaries
+            .first()
+            .filter(|_| !scored && fixed)
+            .and_then(|b| {
+                let n = cases.arm(0).len() as u64;
+                let m = variants.len().saturating_sub(1);
+                b.accuracy.map(|p| Detectable::new(n, p, confidence, m))
+            });
         let slices = slices(&cases, variants, confidence, scored);
-        let missing = self.planned.saturating_sub(self.finished);
+        // Jobs a sequential decision made unnecessary are not missing.
+        let not_needed = sequential.as_ref().map_or(0, |s| s.jobs_not_needed);
+        let missing = self
+            .planned
+            .saturating_sub(self.finished)
+            .saturating_sub(not_needed);
         let mut disagreements = self.disagreements;
         for (case, answers) in self.pending {
             // Variants that never all answered a case may still disagree among those that did.
@@ -314,6 +344,7 @@ impl Aggregator {
             detectable,
             slices,
             gates: Vec::new(),
+            sequential,
         };
         RunResult {
             summary,

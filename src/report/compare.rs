@@ -271,7 +271,7 @@ impl Detectable {
 
 /// An interval bound in points: `+2.5`, and `>0` or `<0` for one that would round to 0.0
 /// but is not 0 (which side of 0 it lies on is the verdict).
-fn bound(x: f64) -> String {
+pub(crate) fn bound(x: f64) -> String {
     let p = x * 100.0;
     if x != 0.0 && p.abs() < 0.05 {
         if x > 0.0 { ">0".into() } else { "<0".into() }

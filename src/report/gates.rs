@@ -81,6 +81,42 @@ fn result(gate: &str, passed: bool, reason: String) -> GateResult {
     }
 }
 
+/// `--max-drop` after `--until-decided`: the intervals are not valid after stopping early,
+/// but the verdicts are. A variant passes when it was decided better, or to differ by
+/// less than `detect` points when `detect` is at most the drop allowed.
+fn sequential_drop(max: f64, seq: &super::sequential::SequentialSummary) -> GateResult {
+    let limit = max * 100.0;
+    let mut failed = Vec::new();
+    for v in &seq.variants {
+        let ok = match v.verdict.as_str() {
+            "better" => true,
+            "no_difference" => seq.detect <= limit + 1e-9,
+            _ => false,
+        };
+        if !ok {
+            failed.push(match v.verdict.as_str() {
+                "no_difference" => format!(
+                    "{}: the sequential test ruled out differences of {} points, not of {limit:.1} (set sequential.detect to {limit:.1} or less)",
+                    v.variant, seq.detect
+                ),
+                other => format!("{}: {other} after {} cases", v.variant, v.cases),
+            });
+        }
+    }
+    if failed.is_empty() {
+        result(
+            "max-drop",
+            true,
+            format!(
+                "every variant was decided better, or within {} points",
+                seq.detect
+            ),
+        )
+    } else {
+        result("max-drop", false, failed.join("; "))
+    }
+}
+
 /// `--max-drop`: passes only when every comparison's interval shows the variant is at
 /// most `max` worse than what it is compared with.
 fn non_inferior<'a>(
@@ -178,12 +214,10 @@ pub(crate) fn evaluate(
         }
     }
     if let Some(max) = gates.max_drop {
-        out.push(non_inferior(
-            "max-drop",
-            max,
-            s.comparisons.iter(),
-            "the baseline",
-        ));
+        out.push(match &s.sequential {
+            Some(seq) => sequential_drop(max, seq),
+            None => non_inferior("max-drop", max, s.comparisons.iter(), "the baseline"),
+        });
         if let Some(b) = baseline {
             out.push(non_inferior(
                 "max-drop --baseline",

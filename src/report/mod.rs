@@ -11,6 +11,7 @@ pub mod junit;
 pub mod labels;
 pub mod markdown;
 pub(crate) mod progress;
+pub mod sequential;
 pub mod summary;
 pub(crate) mod terminal;
 pub(crate) mod verbose;
@@ -142,6 +143,9 @@ pub(crate) fn notes(summary: &Summary) -> Vec<String> {
             "With repeats: {} the case is the unit: intervals are widened by the design effect, and comparisons test the per-case mean scores (the same verdict as one answer per case when the repeats agree).",
             summary.run.repeats
         ));
+    }
+    if let Some(s) = &summary.sequential {
+        notes.push(sequential::note(s));
     }
     if let Some(line) = spent_note(summary) {
         notes.push(line);

@@ -242,6 +242,9 @@ pub struct Summary {
     /// CI gates checked on this run, if any were asked for.
     #[serde(default)]
     pub gates: Vec<super::gates::GateResult>,
+    /// `run --until-decided`: each variant's sequential verdict and what stopping saved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<super::sequential::SequentialSummary>,
 }
 
 /// One variant's running totals, as records arrive.

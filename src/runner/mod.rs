@@ -40,6 +40,9 @@ pub struct RunOptions {
     pub already: usize,
     /// What scorers may use (a judge's client).
     pub scoring: ScoreContext,
+    /// `--until-decided`: per bench variant, whether its jobs are no longer needed. A
+    /// skipped job is neither sent nor recorded.
+    pub skip: Option<Arc<Vec<std::sync::atomic::AtomicBool>>>,
 }
 
 /// What the workers send the event loop.
@@ -103,6 +106,14 @@ pub async fn run(
             while !dispatch.is_cancelled() && !stop.is_cancelled() {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(job) = jobs.get(i) else { break };
+                if options
+                    .skip
+                    .as_ref()
+                    .and_then(|s| s.get(job.variant))
+                    .is_some_and(|f| f.load(Ordering::SeqCst))
+                {
+                    continue;
+                }
                 active.fetch_add(1, Ordering::SeqCst);
                 let _ = tx.send(Message::Started(*job));
                 let record = run_job(&bench, job, &client, &options).await;

@@ -13,7 +13,7 @@ use crate::report::ProviderInfo;
 use crate::suite::{Bench, Fingerprint, Limits, Price, Shard, Variant};
 
 /// The plan-shaping flags a run was started with; a resume reuses them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PlanSettings {
     pub limit: Option<u64>,
     /// Selected variant names in order; the first is the baseline.
@@ -22,6 +22,9 @@ pub struct PlanSettings {
     /// Set when this run is one shard of a larger plan.
     #[serde(default)]
     pub shard: Option<Shard>,
+    /// Set for `run --until-decided`: the case order and when to stop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<crate::suite::plan::SequentialPlan>,
 }
 
 /// The tool that wrote a run folder.
@@ -159,8 +162,20 @@ impl RunRecord {
 
     /// The jobs this run planned, by key.
     pub fn plan_keys(&self) -> crate::runner::journal::PlanKeys {
+        // `--until-decided` plans only the first max_cases cases of its seeded order.
+        let ids: Vec<String> = match &self.plan.sequential {
+            Some(s) => {
+                let mut order = crate::suite::plan::case_order(self.bench.case_ids.len(), s.seed);
+                order.truncate(s.max_cases as usize);
+                order
+                    .into_iter()
+                    .map(|i| self.bench.case_ids[i].clone())
+                    .collect()
+            }
+            None => self.bench.case_ids.clone(),
+        };
         crate::runner::journal::PlanKeys::new(
-            &self.bench.case_ids,
+            &ids,
             &self.plan.variants,
             self.plan.repeats,
             self.plan.shard,

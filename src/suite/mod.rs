@@ -257,6 +257,49 @@ struct RawBench {
     confidence: Option<f64>,
     #[serde(default)]
     judge: Option<RawJudge>,
+    #[serde(default)]
+    sequential: Option<SequentialSpec>,
+}
+
+/// `sequential:` — how `run --until-decided` stops (every field optional).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SequentialSpec {
+    /// The smallest difference worth detecting, in points.
+    #[serde(default = "default_detect")]
+    pub detect: f64,
+    /// The chance of calling a real difference of `detect` points.
+    #[serde(default = "default_power")]
+    pub power: f64,
+    /// No verdict before this many cases.
+    #[serde(default = "default_min_cases")]
+    pub min_cases: u64,
+    /// Stop undecided at this many cases [default: twice the fixed design's cases].
+    #[serde(default)]
+    pub max_cases: Option<u64>,
+}
+
+fn default_detect() -> f64 {
+    10.0
+}
+
+fn default_power() -> f64 {
+    0.8
+}
+
+fn default_min_cases() -> u64 {
+    crate::stats::sequential::DEFAULT_MIN_CASES
+}
+
+impl Default for SequentialSpec {
+    fn default() -> Self {
+        SequentialSpec {
+            detect: default_detect(),
+            power: default_power(),
+            min_cases: default_min_cases(),
+            max_cases: None,
+        }
+    }
 }
 
 /// The bench's `judge:` block as written.
@@ -310,6 +353,8 @@ pub struct Bench {
     pub templates: Templates,
     /// The `judge:` block, when the bench has one.
     pub judge: Option<JudgeSettings>,
+    /// How `run --until-decided` stops.
+    pub sequential: SequentialSpec,
 }
 
 impl Bench {
@@ -401,6 +446,41 @@ impl Bench {
                 .into());
             }
         };
+        let sequential = raw.sequential.unwrap_or_default();
+        {
+            let bad = |m: String, fix: &str| -> InputErrors {
+                InputError::new(here("sequential"), m).fix(fix).into()
+            };
+            let q = &sequential;
+            if !(q.detect > 0.0 && q.detect < 100.0) {
+                return Err(bad(
+                    format!(
+                        "sequential.detect must be between 0 and 100 points, found {}",
+                        q.detect
+                    ),
+                    "the smallest difference worth detecting, in points: e.g. detect: 10",
+                ));
+            }
+            if !(q.power > 0.0 && q.power < 1.0) {
+                return Err(bad(
+                    format!(
+                        "sequential.power must be between 0 and 1, found {}",
+                        q.power
+                    ),
+                    "e.g. power: 0.8",
+                ));
+            }
+            if q.max_cases == Some(0) || q.max_cases.is_some_and(|m| m < q.min_cases) {
+                return Err(bad(
+                    format!(
+                        "sequential.max_cases ({}) must be at least 1 and at least min_cases ({})",
+                        q.max_cases.unwrap_or(0),
+                        q.min_cases
+                    ),
+                    "raise max_cases, or lower min_cases",
+                ));
+            }
+        }
         if let Some(p) = &raw.price {
             let prices = [
                 Some(p.input_per_mtok),
@@ -497,7 +577,18 @@ impl Bench {
             confidence,
             templates,
             judge,
+            sequential,
         })
+    }
+
+    /// Whether every score this bench can give is 0 or 1 with one answer per case: the
+    /// sequential test then works on the discordant pairs.
+    pub fn binary(&self) -> bool {
+        self.repeats == 1
+            && self
+                .cases
+                .iter()
+                .all(|c| c.grade.as_ref().unwrap_or(&self.grade).binary())
     }
 
     /// Tokens a request reserves against tokens_per_minute: its estimated prompt tokens and

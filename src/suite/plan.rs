@@ -73,7 +73,55 @@ impl std::str::FromStr for Shard {
     }
 }
 
+/// `run --until-decided`: the order cases run in and when the run stops, as recorded in
+/// `run.json` so `report` and `--resume` decide the same way.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SequentialPlan {
+    /// Seeds the random case order.
+    pub seed: u64,
+    /// The smallest difference worth detecting, as a share.
+    pub detect: f64,
+    pub power: f64,
+    pub min_cases: u64,
+    /// Cases in the plan: the run stops undecided after them.
+    pub max_cases: u64,
+    /// Variants compared with the baseline (the error budget is split over them).
+    pub comparisons: usize,
+    /// Every score is 0/1 with one answer per case (else case means are tested).
+    pub binary: bool,
+    /// The cases the fixed design needs for the same detect and power (exact McNemar,
+    /// Holm over the comparisons, baseline at ½): what the savings are counted against.
+    pub fixed_design_cases: Option<u64>,
+}
+
+/// A seeded random order of `cases` case positions.
+pub fn case_order(cases: usize, seed: u64) -> Vec<usize> {
+    use rand::SeedableRng;
+    use rand::seq::SliceRandom;
+    let mut order: Vec<usize> = (0..cases).collect();
+    order.shuffle(&mut rand::rngs::StdRng::seed_from_u64(seed));
+    order
+}
+
 impl Plan {
+    /// [`Plan::new`] over the cases in `order` (indices into the bench's cases).
+    pub fn in_order(order: &[usize], variants: &[usize], repeats: u32) -> Plan {
+        let mut jobs = Vec::with_capacity(order.len() * variants.len() * repeats as usize);
+        for &case in order {
+            for repeat in 0..repeats {
+                for &variant in variants {
+                    jobs.push(Job {
+                        index: jobs.len(),
+                        case,
+                        variant,
+                        repeat,
+                    });
+                }
+            }
+        }
+        Plan { jobs }
+    }
+
     /// Case-major order: all variants of a case run close together, so a run stopped early
     /// still has paired answers to compare.
     pub fn new(cases: usize, variants: &[usize], repeats: u32) -> Plan {

@@ -74,6 +74,7 @@ async fn run_and_report(setup: &Setup, out: &Path) {
             variants: names.clone(),
             repeats: bench.repeats,
             shard: None,
+            sequential: None,
         },
         fingerprint: Fingerprint::of(&bench, &variants),
         jobs_planned: planned,
@@ -97,6 +98,7 @@ async fn run_and_report(setup: &Setup, out: &Path) {
             junit_spool: Some(dir.junit_spool()),
             judge_price: None,
             labels: Default::default(),
+            sequential: None,
         })
     };
 

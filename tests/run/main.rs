@@ -12,3 +12,4 @@ mod durability;
 mod judge;
 mod runner;
 mod scale;
+mod sequential;

@@ -1,0 +1,475 @@
+//! `run --until-decided`: each variant's sequential test against the baseline, fed case by
+//! case in the plan's (seeded random) order as cases complete, whatever order their jobs
+//! finish in. Live, a decision sets the variant's stop flag so the runner sends none of its
+//! later jobs; replayed from the journal (`report`, `--resume`), the same records in the
+//! same order reach the same decisions. The statistics are in [`crate::stats::sequential`].
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+use crate::runner::journal::JobRecord;
+use crate::stats::cluster::CaseScore;
+use crate::stats::sequential::{
+    Decision, ScoreKind, SequentialParams, SequentialTest, Verdict as SeqVerdict,
+};
+use crate::suite::plan::SequentialPlan;
+
+/// Per variant (by bench variant index): stop sending its jobs.
+pub type StopFlags = Arc<Vec<AtomicBool>>;
+
+/// One variant's sequential verdict, as the summary states it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SequentialVerdict {
+    pub variant: String,
+    /// `better`, `worse`, `no_difference` (none of `detect` points or more), `undecided`
+    /// (max_cases reached) or `running` (the run ended before a decision).
+    pub verdict: String,
+    /// Cases the decision used.
+    pub cases: u64,
+    /// Natural log of the deciding evidence (the test's wealth) and of the threshold it
+    /// crossed (or had to cross).
+    pub statistic: f64,
+    pub threshold: f64,
+}
+
+/// What stopping early did, for the summary and the reports.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SequentialSummary {
+    /// In points.
+    pub detect: f64,
+    pub power: f64,
+    pub min_cases: u64,
+    pub max_cases: u64,
+    pub seed: u64,
+    /// The cases the fixed design needs for the same detect and power.
+    pub fixed_design_cases: Option<u64>,
+    pub variants: Vec<SequentialVerdict>,
+    /// Planned jobs no decision needed (never sent, or answered after their variant was
+    /// decided and not used).
+    pub jobs_not_needed: usize,
+    /// Jobs the fixed design would run, and how many fewer this run sent.
+    pub jobs_fixed_design: Option<u64>,
+    pub jobs_saved: Option<u64>,
+    /// The saving in money at this run's average cost per job.
+    pub cost_saved_usd: Option<f64>,
+}
+
+/// The state of every variant's test.
+pub struct Sequential {
+    plan: SequentialPlan,
+    /// Variant names, baseline first.
+    variants: Vec<String>,
+    arm: HashMap<String, usize>,
+    /// Bench variant index per arm, for the stop flags.
+    bench_index: Vec<usize>,
+    repeats: u32,
+    /// Case id → position in the plan's order.
+    position: HashMap<String, usize>,
+    /// Per position and arm: records heard and their scores.
+    heard: Vec<Vec<u32>>,
+    scores: Vec<Vec<CaseScore>>,
+    /// The next position to feed to the tests.
+    next: usize,
+    /// Per arm (index 0 unused): the test, and its decision with the position it was
+    /// reached at.
+    tests: Vec<Option<SequentialTest>>,
+    decided: Vec<Option<(Decision, usize)>>,
+    stop: Option<StopFlags>,
+}
+
+impl Sequential {
+    /// The tests of a run whose plan orders `case_ids` (bench order) by `plan.seed`.
+    /// `bench_index[arm]` is the bench's index of each variant (for `stop`).
+    pub fn new(
+        plan: &SequentialPlan,
+        case_ids: &[String],
+        variants: &[String],
+        bench_index: Vec<usize>,
+        repeats: u32,
+        confidence: f64,
+        stop: Option<StopFlags>,
+    ) -> Sequential {
+        let mut order = crate::suite::plan::case_order(case_ids.len(), plan.seed);
+        order.truncate(plan.max_cases as usize);
+        let position = order
+            .iter()
+            .enumerate()
+            .map(|(pos, &i)| (case_ids[i].clone(), pos))
+            .collect();
+        let arms = variants.len();
+        let params = SequentialParams {
+            detect: plan.detect,
+            power: plan.power,
+            confidence,
+            comparisons: plan.comparisons.max(1),
+            min_cases: plan.min_cases,
+            max_cases: plan.max_cases,
+            scores: if plan.binary {
+                ScoreKind::Binary
+            } else {
+                ScoreKind::Scored
+            },
+        };
+        Sequential {
+            plan: plan.clone(),
+            arm: variants
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (v.clone(), i))
+                .collect(),
+            variants: variants.to_vec(),
+            bench_index,
+            repeats,
+            position,
+            heard: vec![vec![0; arms]; order.len()],
+            scores: vec![vec![CaseScore::default(); arms]; order.len()],
+            next: 0,
+            tests: (0..arms)
+                .map(|a| (a > 0).then(|| SequentialTest::new(params).ok()).flatten())
+                .collect(),
+            decided: vec![None; arms],
+            stop,
+        }
+    }
+
+    /// Hears one finished job.
+    pub fn add(&mut self, r: &JobRecord) {
+        let (Some(&arm), Some(&pos)) = (self.arm.get(&r.variant), self.position.get(&r.case_id))
+        else {
+            return;
+        };
+        self.heard[pos][arm] += 1;
+        if let Some(score) = r.score() {
+            self.scores[pos][arm].add(score);
+        }
+        self.advance();
+    }
+
+    /// Whether `arm` still needs its jobs of the case at `pos`.
+    fn needs(&self, arm: usize, pos: usize) -> bool {
+        if arm == 0 {
+            // The baseline is needed while any variant is open.
+            return (1..self.variants.len()).any(|a| self.needs(a, pos));
+        }
+        match self.decided[arm] {
+            Some((_, at)) => pos <= at,
+            None => self.tests[arm].is_some(),
+        }
+    }
+
+    /// Feeds every case that has become complete, in plan order.
+    fn advance(&mut self) {
+        while self.next < self.heard.len() {
+            let pos = self.next;
+            let complete = (0..self.variants.len())
+                .all(|a| !self.needs(a, pos) || self.heard[pos][a] >= self.repeats);
+            if !complete {
+                return;
+            }
+            for arm in 1..self.variants.len() {
+                if self.decided[arm].is_some() {
+                    continue;
+                }
+                let (v, b) = (self.scores[pos][arm].mean(), self.scores[pos][0].mean());
+                let Some(test) = self.tests[arm].as_mut() else {
+                    continue;
+                };
+                // A case with a failed job on either side tells nothing about the pair.
+                let (Some(v), Some(b)) = (v, b) else { continue };
+                if let Ok(Some(decision)) = test.observe(v, b) {
+                    self.decided[arm] = Some((decision, pos));
+                    self.flag(arm);
+                }
+            }
+            if (1..self.variants.len()).all(|a| self.decided[a].is_some()) {
+                self.flag(0);
+            }
+            self.next += 1;
+        }
+    }
+
+    fn flag(&self, arm: usize) {
+        if let Some(stop) = &self.stop
+            && let Some(flag) = self.bench_index.get(arm).and_then(|&i| stop.get(i))
+        {
+            flag.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Planned jobs (of the `heard` grid) that no decision needed and that were not heard.
+    fn not_needed(&self) -> usize {
+        let mut n = 0;
+        for pos in 0..self.heard.len() {
+            for arm in 0..self.variants.len() {
+                if !self.needs(arm, pos) {
+                    n += (self.repeats.saturating_sub(self.heard[pos][arm])) as usize;
+                }
+            }
+        }
+        n
+    }
+
+    /// The summary's account: each variant's verdict, and what stopping saved.
+    pub fn summary(&self, jobs_run: usize, cost: Option<f64>) -> SequentialSummary {
+        let variants = (1..self.variants.len())
+            .map(|arm| {
+                let (verdict, d) = match self.decided[arm] {
+                    Some((d, _)) => (
+                        match d.verdict {
+                            SeqVerdict::Better => "better",
+                            SeqVerdict::Worse => "worse",
+                            SeqVerdict::NoDifferenceOfDetect => "no_difference",
+                            SeqVerdict::Undecided => "undecided",
+                        },
+                        Some(d),
+                    ),
+                    None => ("running", None),
+                };
+                let test = self.tests[arm].as_ref();
+                SequentialVerdict {
+                    variant: self.variants[arm].clone(),
+                    verdict: verdict.to_string(),
+                    cases: d.map_or_else(|| test.map_or(0, SequentialTest::cases), |d| d.cases),
+                    statistic: d.map_or(0.0, |d| d.statistic),
+                    threshold: d.map_or_else(
+                        || test.map_or(0.0, SequentialTest::reject_threshold),
+                        |d| d.threshold,
+                    ),
+                }
+            })
+            .collect();
+        let jobs_fixed = self
+            .plan
+            .fixed_design_cases
+            .map(|n| n * self.variants.len() as u64 * u64::from(self.repeats));
+        let saved = jobs_fixed.map(|f| f.saturating_sub(jobs_run as u64));
+        SequentialSummary {
+            detect: self.plan.detect * 100.0,
+            power: self.plan.power,
+            min_cases: self.plan.min_cases,
+            max_cases: self.plan.max_cases,
+            seed: self.plan.seed,
+            fixed_design_cases: self.plan.fixed_design_cases,
+            variants,
+            jobs_not_needed: self.not_needed(),
+            jobs_fixed_design: jobs_fixed,
+            jobs_saved: saved,
+            cost_saved_usd: match (cost, saved) {
+                (Some(c), Some(s)) if jobs_run > 0 => Some(c / jobs_run as f64 * s as f64),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// Replaces a comparison's fixed-sample verdict (not valid after stopping early) by the
+/// sequential one; the difference and interval stay, as a description of the cases run.
+pub(crate) fn apply(c: &mut super::compare::Comparison, s: &SequentialSummary) {
+    use super::compare::{Verdict, points};
+    let Some(v) = s.variants.iter().find(|v| v.variant == c.variant) else {
+        return;
+    };
+    let described = match (c.difference, c.ci_low, c.ci_high) {
+        (Some(d), Some(lo), Some(hi)) => format!(
+            "; over the {} paired cases run, {} [{}, {}] (a description of those cases, not a confidence interval after stopping early)",
+            c.cases,
+            points(d),
+            super::compare::bound(lo),
+            super::compare::bound(hi)
+        ),
+        (Some(d), ..) => format!("; over the {} paired cases run, {}", c.cases, points(d)),
+        _ => String::new(),
+    };
+    let evidence = format!(
+        "log evidence {:.2} against a threshold of {:.2}",
+        v.statistic, v.threshold
+    );
+    let (verdict, sentence) = match v.verdict.as_str() {
+        "better" | "worse" => (
+            if v.verdict == "better" {
+                Verdict::Better
+            } else {
+                Verdict::Worse
+            },
+            format!(
+                "{} is {} than {}: decided by the sequential test after {} cases ({evidence}){described}.",
+                c.variant, v.verdict, c.against, v.cases
+            ),
+        ),
+        "no_difference" => (
+            Verdict::NotDistinguishable,
+            format!(
+                "{} and {} differ by less than {} points: decided by the sequential test after {} cases ({evidence}){described}.",
+                c.variant, c.against, s.detect, v.cases
+            ),
+        ),
+        "undecided" => (
+            Verdict::NotDistinguishable,
+            format!(
+                "{} is not distinguishable from {}: undecided at max_cases ({} cases){described}.",
+                c.variant, c.against, v.cases
+            ),
+        ),
+        _ => (
+            Verdict::NotDistinguishable,
+            format!(
+                "{} is not yet distinguishable from {}: the run ended after {} cases, before a decision; resume it to go on{described}.",
+                c.variant, c.against, v.cases
+            ),
+        ),
+    };
+    c.method = if s_binary(c) {
+        "sequential_probability_ratio_test".into()
+    } else {
+        "sequential_betting_test".into()
+    };
+    c.verdict = verdict;
+    c.sentence = sentence;
+    // A fixed-sample p-value, and an interval at a level chosen to match it, are not
+    // valid after optional stopping.
+    c.p_value = None;
+    c.p_holm = None;
+    c.ci_level = None;
+    c.cases_needed = None;
+}
+
+fn s_binary(c: &super::compare::Comparison) -> bool {
+    c.table.is_some()
+}
+
+/// The summary's sentence about stopping early.
+pub(crate) fn note(s: &SequentialSummary) -> String {
+    let each: Vec<String> = s
+        .variants
+        .iter()
+        .map(|v| match v.verdict.as_str() {
+            "better" | "worse" => format!("{} {} after {} cases", v.variant, v.verdict, v.cases),
+            "no_difference" => format!(
+                "{}: no difference of {} points or more, after {} cases",
+                v.variant, s.detect, v.cases
+            ),
+            "undecided" => format!("{} undecided at max_cases ({})", v.variant, v.cases),
+            _ => format!(
+                "{} not decided when the run ended ({} cases)",
+                v.variant, v.cases
+            ),
+        })
+        .collect();
+    let all_decided = s
+        .variants
+        .iter()
+        .all(|v| matches!(v.verdict.as_str(), "better" | "worse" | "no_difference"));
+    let saved = match (s.jobs_fixed_design, s.jobs_saved, s.fixed_design_cases) {
+        (_, _, Some(cases)) if !all_decided && s.max_cases < cases => format!(
+            " The bench stopped at {} cases (its max_cases) before every variant was decided; the fixed design for the same power needs {cases}: add cases, or raise sequential.detect.",
+            s.max_cases
+        ),
+        (Some(fixed), Some(saved), Some(cases)) if all_decided => {
+            let money = s
+                .cost_saved_usd
+                .map(|c| format!(", about {}", super::usd(Some(c))))
+                .unwrap_or_default();
+            format!(
+                " The fixed design for the same power ({cases} cases, `promptgauge plan`) would send {fixed} jobs: {saved} fewer were sent{money}."
+            )
+        }
+        _ => String::new(),
+    };
+    format!(
+        "Stopped when decided (--until-decided: detect {} points, {:.0}% power, cases in a seeded random order): {}.{saved} Each verdict holds at the run's confidence however early it came; the differences and intervals beside them describe the cases run and are not confidence intervals after stopping early.",
+        s.detect,
+        s.power * 100.0,
+        each.join("; ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::journal::JobStatus;
+
+    fn record(case: &str, variant: &str, right: bool) -> JobRecord {
+        let mut r: JobRecord = serde_json::from_value(serde_json::json!({
+            "job": 0, "case_id": case, "variant": variant, "repeat": 0,
+            "status": "graded", "outcome": "complete", "output": "", "finish_reason": "stop",
+            "expected": [], "extracted": null, "correct": right, "error": null,
+            "attempts": [], "ttft_ms": null, "latency_ms": null, "model": null,
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0, "reasoning_tokens": 0, "estimated": false}
+        }))
+        .unwrap();
+        r.score = Some(if right { 1.0 } else { 0.0 });
+        r.status = JobStatus::Graded;
+        r
+    }
+
+    fn plan(min_cases: u64) -> SequentialPlan {
+        SequentialPlan {
+            seed: 9,
+            detect: 0.10,
+            power: 0.8,
+            min_cases,
+            max_cases: 400,
+            comparisons: 1,
+            binary: true,
+            fixed_design_cases: Some(400),
+        }
+    }
+
+    #[test]
+    fn cases_are_fed_in_plan_order_whatever_order_jobs_finish_in() {
+        let ids: Vec<String> = (0..400).map(|i| format!("c{i}")).collect();
+        let names = vec!["base".to_string(), "v".to_string()];
+        let order = crate::suite::plan::case_order(400, 9);
+        // The variant wins every case: a gain decided early.
+        let jobs: Vec<JobRecord> = order
+            .iter()
+            .flat_map(|&i| [record(&ids[i], "base", false), record(&ids[i], "v", true)])
+            .collect();
+        let decide = |records: &mut dyn Iterator<Item = &JobRecord>| {
+            let flags: StopFlags = Arc::new(vec![AtomicBool::new(false), AtomicBool::new(false)]);
+            let mut s = Sequential::new(
+                &plan(0),
+                &ids,
+                &names,
+                vec![0, 1],
+                1,
+                0.95,
+                Some(flags.clone()),
+            );
+            for r in records {
+                s.add(r);
+            }
+            (s.summary(0, None), flags)
+        };
+        let (in_order, flags) = decide(&mut jobs.iter());
+        let (reversed, _) = decide(&mut jobs.iter().rev());
+        assert_eq!(in_order.variants, reversed.variants);
+        let v = &in_order.variants[0];
+        assert_eq!(v.verdict, "better");
+        assert!(v.cases < 20 && v.statistic >= v.threshold, "{v:?}");
+        // Both flags are set: the variant is decided, and so nothing needs the baseline.
+        assert!(flags.iter().all(|f| f.load(Ordering::SeqCst)));
+        // Everything after the decision was not needed.
+        assert_eq!(in_order.jobs_not_needed, 0, "all jobs were heard here");
+    }
+
+    #[test]
+    fn a_case_waits_for_every_arm_still_open() {
+        let ids: Vec<String> = (0..400).map(|i| format!("c{i}")).collect();
+        let names = vec!["base".to_string(), "v".to_string()];
+        let order = crate::suite::plan::case_order(400, 9);
+        let mut s = Sequential::new(&plan(0), &ids, &names, vec![0, 1], 1, 0.95, None);
+        // Only the variant's answers: nothing can be fed.
+        for &i in order.iter().take(30) {
+            s.add(&record(&ids[i], "v", true));
+        }
+        assert_eq!(s.summary(30, None).variants[0].cases, 0);
+        for &i in order.iter().take(30) {
+            s.add(&record(&ids[i], "base", false));
+        }
+        assert_eq!(s.summary(60, None).variants[0].verdict, "better");
+    }
+}

@@ -1,0 +1,156 @@
+//! `run --until-decided` end to end on the simulator: cases in a seeded random order, each
+//! variant stopped when decided, the jobs not needed never sent, and the same decisions
+//! again from `report` and from a resumed run.
+
+use std::path::Path;
+
+use crate::common::*;
+use promptgauge::mock::MockConfig;
+use promptgauge::report::Summary;
+
+fn summary(dir: &Path) -> Summary {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn a_clear_gain_stops_the_run_early_and_the_decision_replays() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    // 600 arithmetic cases; "careful" is about 11 points better on the simulator.
+    let dir = arithmetic_bench(600, 2, "");
+    let d = dir.path();
+    let out = promptgauge(d)
+        .args([
+            "run",
+            "bench.yaml",
+            "--until-decided",
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "m",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = run_dirs(&d.join("reports")).pop().unwrap();
+    let s = summary(&run);
+    let seq = s.sequential.clone().expect("a sequential summary");
+    let v = &seq.variants[0];
+    assert_eq!(
+        (v.variant.as_str(), v.verdict.as_str()),
+        ("careful", "better"),
+        "{seq:?}"
+    );
+    assert!(v.statistic >= v.threshold);
+    assert!(v.cases >= seq.min_cases && v.cases < 300, "{v:?}");
+    // Only what the decision needed was sent: the rest of the 1200 jobs never were.
+    let sent = server.provider.stats().generations as usize;
+    assert!(sent < 700, "{sent} generations");
+    assert_eq!(s.jobs_finished, sent);
+    assert!(s.complete, "jobs not needed are not missing");
+    assert_eq!(s.jobs_finished + seq.jobs_not_needed, 1200);
+    assert!(seq.jobs_saved.unwrap() > 0 && seq.cost_saved_usd.unwrap() > 0.0);
+    // The verdict is the sequential one, and the fixed-sample p-value is gone.
+    let c = &s.comparisons[0];
+    assert_eq!(c.verdict, promptgauge::report::compare::Verdict::Better);
+    assert!(c.p_holm.is_none() && c.sentence.contains("decided by the sequential test"));
+    assert!(stdout.contains("Stopped when decided"), "{stdout}");
+    // The cases ran in the seeded order, not the bench's: every case answered lies near
+    // the front of that order.
+    let journal = std::fs::read_to_string(run.join("results.jsonl")).unwrap();
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    let seed = record["plan"]["sequential"]["seed"].as_u64().unwrap();
+    let order = promptgauge::suite::plan::case_order(600, seed);
+    let position = |case: &str| {
+        let i: usize = case.trim_start_matches("add-").parse::<usize>().unwrap() - 1;
+        order.iter().position(|&o| o == i).unwrap()
+    };
+    let furthest = journal
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .map(|r| position(r["case_id"].as_str().unwrap()))
+        .max()
+        .unwrap();
+    assert!(
+        furthest < v.cases as usize + 50,
+        "{furthest} vs {} cases",
+        v.cases
+    );
+    let bench_order_prefix =
+        (1..=v.cases as usize).all(|i| journal.contains(&format!("\"add-{i:02}\"")));
+    assert!(!bench_order_prefix);
+
+    // The summary with its sequential part is what the committed schema describes.
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("docs/summary.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let instance: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let errors: Vec<String> = jsonschema::validator_for(&schema)
+        .unwrap()
+        .iter_errors(&instance)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+
+    // `report` replays the journal to the same decisions.
+    promptgauge(d)
+        .args(["report", run.to_str().unwrap()])
+        .assert()
+        .success();
+    assert_eq!(summary(&run).sequential.unwrap().variants, seq.variants);
+
+    // A run cut short and resumed reaches the same decision: the journal's first third
+    // is kept, the rest is answered again (the simulator answers a job the same way).
+    let copy = d.join("reports").join("cut-short");
+    std::fs::create_dir(&copy).unwrap();
+    std::fs::copy(run.join("run.json"), copy.join("run.json")).unwrap();
+    let kept: String = journal
+        .lines()
+        .take(journal.lines().count() / 3)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(copy.join("results.jsonl"), kept).unwrap();
+    promptgauge(d)
+        .args([
+            "run",
+            "--resume",
+            copy.to_str().unwrap(),
+            "--base-url",
+            &server.base_url(),
+        ])
+        .assert()
+        .success();
+    let resumed = summary(&copy).sequential.unwrap();
+    assert_eq!(resumed.variants[0].verdict, "better");
+    assert_eq!(resumed.variants[0].cases, v.cases);
+}
+
+#[test]
+fn until_decided_needs_two_variants_and_a_sane_sequential_block() {
+    let dir = arithmetic_bench(20, 1, "");
+    let o = promptgauge(dir.path())
+        .args(["run", "bench.yaml", "--until-decided", "--base-url", "mock"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("this run has one variant"));
+    let dir = arithmetic_bench(20, 2, "sequential: { detect: 150 }\n");
+    let o = promptgauge(dir.path())
+        .args(["check", "bench.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("bench.yaml:7") && err.contains("sequential.detect must be between 0 and 100"),
+        "{err}"
+    );
+}
