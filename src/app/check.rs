@@ -66,6 +66,19 @@ pub fn check(args: &PlanArgs, env: &Env) -> Result<Exit, Failure> {
         p.variants.len().saturating_sub(1),
     );
     out!("  {}", detectable.sentence(b.confidence));
+    if let Some(s) = &p.sequential {
+        out!(
+            "  --until-decided: cases in a seeded random order, each variant stopped when decided (detect {} points, {:.0}% power, at least {} and at most {} cases); the fixed design for the same power needs {}",
+            s.detect * 100.0,
+            s.power * 100.0,
+            s.min_cases,
+            s.max_cases,
+            s.fixed_design_cases.map_or_else(
+                || "more than a million cases".to_string(),
+                |n| format!("{n} cases")
+            )
+        );
+    }
     out!(
         "  limits: concurrency {}, max_attempts {}, timeouts: first token {}, idle {}, total {}",
         b.limits.concurrency,

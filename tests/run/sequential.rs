@@ -27,6 +27,8 @@ fn a_clear_gain_stops_the_run_early_and_the_decision_replays() {
             &server.base_url(),
             "--model",
             "m",
+            "--max-drop",
+            "10",
         ])
         .output()
         .unwrap();
@@ -60,6 +62,23 @@ fn a_clear_gain_stops_the_run_early_and_the_decision_replays() {
     assert_eq!(c.verdict, promptgauge::report::compare::Verdict::Better);
     assert!(c.p_holm.is_none() && c.sentence.contains("decided by the sequential test"));
     assert!(stdout.contains("Stopped when decided"), "{stdout}");
+    // --max-drop takes the sequential verdict: better passes.
+    assert!(
+        s.gates.iter().any(|g| g.gate == "max-drop" && g.passed),
+        "{:?}",
+        s.gates
+    );
+    // `check` shows the plan before anything is sent.
+    let check = promptgauge(d)
+        .args(["check", "bench.yaml", "--until-decided"])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&check.stdout);
+    assert!(
+        shown.contains("--until-decided: cases in a seeded random order")
+            && shown.contains("at most 600 cases"),
+        "{shown}"
+    );
     // The cases ran in the seeded order, not the bench's: every case answered lies near
     // the front of that order.
     let journal = std::fs::read_to_string(run.join("results.jsonl")).unwrap();
