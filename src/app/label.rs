@@ -107,21 +107,30 @@ pub fn label(args: &LabelArgs) -> Result<Exit, Failure> {
     match &args.from {
         Some(from) => {
             let known: HashSet<_> = judged.iter().map(JobRecord::key).collect();
-            for l in labels::read(from).map_err(|m| UsageError::with_fix(m, "fix the file"))? {
+            let imported = labels::read_numbered(from).map_err(|m| {
+                UsageError::with_fix(
+                    m,
+                    "one JSON object per line: {\"case\": \"c-1\", \"variant\": \"plain\", \"repeat\": 0, \"score\": 1}",
+                )
+            })?;
+            // Every line is checked before any is written: a bad file adds nothing.
+            for (line, l) in &imported {
                 if !known.contains(&l.key()) {
                     return Err(UsageError::with_fix(
                         format!(
-                            "{}: ({}, {}, repeat {}) is not a judged answer of this run",
+                            "{}:{line}: ({}, {}, repeat {}) is not a judged answer of this run",
                             from.display(),
                             l.case,
                             l.variant,
                             l.repeat
                         ),
-                        "label answers of this run (case id, variant name, repeat from 0)",
+                        "label answers of this run that a judge scored (case id, variant name, repeat from 0); nothing was imported",
                     )
                     .into());
                 }
-                write(&l)?;
+            }
+            for (_, l) in &imported {
+                write(l)?;
                 added += 1;
             }
         }

@@ -290,10 +290,24 @@ fn expected_calls(case: &Case) -> Result<Vec<(String, Value)>, String> {
         .into_iter()
         .map(|c| {
             let name = c.get("name").and_then(Value::as_str).ok_or(shape)?;
-            let arguments = c
-                .get("arguments")
-                .cloned()
-                .unwrap_or(Value::Object(Map::new()));
+            let arguments = match c.get("arguments") {
+                None => Value::Object(Map::new()),
+                // As the API sends them: a JSON object encoded as a string.
+                Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
+                    Ok(v @ Value::Object(_)) => v,
+                    _ => {
+                        return Err(format!(
+                            "the `arguments` of `{name}` are a string that is not a JSON object: write them as an object, {{\"city\": \"Oslo\"}}"
+                        ));
+                    }
+                },
+                Some(v @ Value::Object(_)) => v.clone(),
+                Some(other) => {
+                    return Err(format!(
+                        "the `arguments` of `{name}` must be an object, found {other}"
+                    ));
+                }
+            };
             Ok((name.to_string(), arguments))
         })
         .collect()
@@ -533,5 +547,18 @@ mod tests {
         );
         assert_eq!(score(&strict, &c, answer(vec![])).value, 0.0);
         assert!(strict.check(&case(json!({"arguments": {}}))).is_err());
+        // Arguments written as the API sends them (an encoded string) mean the same.
+        let encoded = case(json!({"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}));
+        assert!(strict.check(&encoded).is_ok());
+        assert!(
+            strict
+                .check(&case(json!({"name": "get_weather", "arguments": "Oslo"})))
+                .is_err()
+        );
+        assert!(
+            strict
+                .check(&case(json!({"name": "get_weather", "arguments": [1]})))
+                .is_err()
+        );
     }
 }

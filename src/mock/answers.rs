@@ -224,11 +224,12 @@ fn tool_calls(hint: &Hint, wrong: bool, tools: Option<&Value>) -> Made {
                 .and_then(Value::as_str)
                 .unwrap_or("unknown")
                 .to_string(),
-            arguments: c
-                .get("arguments")
-                .cloned()
-                .unwrap_or_else(|| json!({}))
-                .to_string(),
+            arguments: match c.get("arguments") {
+                // Already encoded, as the API sends them: sent as written.
+                Some(Value::String(text)) => text.clone(),
+                Some(v) => v.to_string(),
+                None => "{}".to_string(),
+            },
         })
         .collect();
     if calls.is_empty() {

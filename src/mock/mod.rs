@@ -476,8 +476,21 @@ impl Provider {
                 text: answers::judge(&prompt, self.config.judge_error, json_mode),
             },
             None => match (model::generate(&messages, model_name, &seed), &hint) {
-                // The model knows the task (the example's routing, arithmetic, echo).
-                (g, _) if g.text != model::UNKNOWN && tools.is_none() => g,
+                // The model knows the task (the example's routing, arithmetic, echo) —
+                // unless the case asks for another shape: a date in an extraction task is
+                // not a sum to work out.
+                (g, h)
+                    if g.text != model::UNKNOWN
+                        && tools.is_none()
+                        && h.as_ref().is_none_or(|h| {
+                            matches!(
+                                h.shape,
+                                crate::grade::Shape::Number | crate::grade::Shape::Choice
+                            )
+                        }) =>
+                {
+                    g
+                }
                 // It does not, but it is told the case: an answer of the expected shape.
                 (_, Some(h)) => {
                     let wrong = model::wrong(&prompt, &h.case, model_name, &seed);

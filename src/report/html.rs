@@ -246,9 +246,10 @@ pub fn render_run(result: &RunResult, bench_text: &str) -> String {
         })
         .collect();
     b.push_str(&accuracy_chart(&rows));
+    let count = s.count_label().replace('/', " / ");
     let _ = write!(
         b,
-        "<table id=\"variants\"><thead><tr><th>variant</th><th>{measure}</th><th>interval</th><th>correct / n</th><th>failed</th><th>truncated</th><th>cached</th></tr></thead><tbody>"
+        "<table id=\"variants\"><thead><tr><th>variant</th><th>{measure}</th><th>interval</th><th>{count}</th><th>failed</th><th>truncated</th><th>cached</th></tr></thead><tbody>"
     );
     for v in &s.variants {
         let (m, lo, hi) = v.headline();

@@ -15,14 +15,42 @@ use crate::stats::ppi::{self, Arm, Tuning};
 
 /// One person's score of one answer: a line of `labels.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Label {
     pub case: String,
     pub variant: String,
     #[serde(default)]
     pub repeat: u32,
-    /// 1 (right) or 0 (wrong), or a score in between.
+    /// 1 (right) or 0 (wrong), or a score in between; read also from `true`/`false` and
+    /// `"yes"`/`"no"`, as `label` accepts them typed.
+    #[serde(deserialize_with = "score")]
     pub score: f64,
 }
+
+fn score<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    use serde::de::Error;
+    match serde_json::Value::deserialize(d)? {
+        serde_json::Value::Number(n) => n
+            .as_f64()
+            .ok_or_else(|| D::Error::custom("the score is not a number")),
+        serde_json::Value::Bool(b) => Ok(if b { 1.0 } else { 0.0 }),
+        serde_json::Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
+            "yes" | "y" | "right" | "pass" | "true" => Ok(1.0),
+            "no" | "n" | "wrong" | "fail" | "false" => Ok(0.0),
+            other => other.parse::<f64>().map_err(|_| {
+                D::Error::custom(format!(
+                    "the score `{s}` is neither a number from 0 to 1 nor yes/no"
+                ))
+            }),
+        },
+        other => Err(D::Error::custom(format!(
+            "the score {other} is neither a number from 0 to 1 nor yes/no"
+        ))),
+    }
+}
+
+/// A label with the line it came from, for errors.
+pub type NumberedLabel = (usize, Label);
 
 impl Label {
     pub(crate) fn key(&self) -> JobKey {
@@ -30,14 +58,25 @@ impl Label {
     }
 }
 
+/// Labels a variant needs, when some judged answers are unlabelled, before its score is
+/// corrected: fewer estimate the judge's error too poorly to correct anything.
+pub const MIN_LABELS: usize = 10;
+
 /// Labels by job; a later label of the same job replaces an earlier one.
 pub type Labels = HashMap<JobKey, f64>;
 
 /// Reads labels from JSON lines (`labels.jsonl`, or a file to import). Errors name the
 /// file and line.
 pub fn read(path: &Path) -> Result<Vec<Label>, String> {
-    let file =
-        std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    Ok(read_numbered(path)?.into_iter().map(|(_, l)| l).collect())
+}
+
+/// [`read`], keeping each label's line number.
+pub fn read_numbered(path: &Path) -> Result<Vec<NumberedLabel>, String> {
+    let file = std::fs::File::open(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => format!("{} does not exist", path.display()),
+        _ => format!("cannot read {}: {e}", path.display()),
+    })?;
     let mut out = Vec::new();
     for (i, line) in BufReader::new(file).lines().enumerate() {
         let line = line.map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -45,8 +84,13 @@ pub fn read(path: &Path) -> Result<Vec<Label>, String> {
             continue;
         }
         let label: Label = serde_json::from_str(&line).map_err(|e| {
+            // serde's own position is within the line; the line is what a person needs.
+            let message = e.to_string();
+            let message = message
+                .rsplit_once(" at line ")
+                .map_or(message.as_str(), |(m, _)| m);
             format!(
-                "{}:{}: not a label ({e}); write {{\"case\": \"…\", \"variant\": \"…\", \"repeat\": 0, \"score\": 1}}",
+                "{}:{}: not a label: {message}; write {{\"case\": \"…\", \"variant\": \"…\", \"repeat\": 0, \"score\": 1}}",
                 path.display(),
                 i + 1
             )
@@ -59,7 +103,7 @@ pub fn read(path: &Path) -> Result<Vec<Label>, String> {
                 label.score
             ));
         }
-        out.push(label);
+        out.push((i + 1, label));
     }
     Ok(out)
 }
@@ -113,12 +157,11 @@ impl JudgedScores {
         }
         let people: Vec<f64> = self.labelled.iter().map(|p| p.0).collect();
         let judge: Vec<f64> = self.labelled.iter().map(|p| p.1).collect();
-        let binary = self.labelled.iter().all(|(a, b)| {
-            crate::grade::scorer::is_binary(*a) && crate::grade::scorer::is_binary(*b)
-        });
-        let (agreement, kappa, passes, fails) = if binary {
-            let p: Vec<bool> = people.iter().map(|&x| x == 1.0).collect();
-            let j: Vec<bool> = judge.iter().map(|&x| x == 1.0).collect();
+        // Agreement is about pass and fail: a score of ½ or more passes, for people and
+        // judge alike (partial scores and 0–10 judges included).
+        let (agreement, kappa, passes, fails) = {
+            let p: Vec<bool> = people.iter().map(|&x| x >= 0.5).collect();
+            let j: Vec<bool> = judge.iter().map(|&x| x >= 0.5).collect();
             let share = |keep: bool, judged: bool| {
                 let among: Vec<bool> = p
                     .iter()
@@ -135,22 +178,24 @@ impl JudgedScores {
                 share(false, true),
                 share(true, false),
             )
-        } else {
-            (None, None, None, None)
         };
         // Every judged answer labelled: people's scores alone are the answer.
         let corrected = if self.unlabelled.is_empty() {
-            crate::stats::scores::mean_score(&people, confidence).map(|m| {
-                let (low, high) = m.interval.unwrap_or((m.mean, m.mean));
-                ppi::PpiMean {
+            // Fewer than two labels give no interval, and no figure is shown without one.
+            crate::stats::scores::mean_score(&people, confidence).and_then(|m| {
+                let (low, high) = m.interval?;
+                Some(ppi::PpiMean {
                     estimate: m.mean,
                     low,
                     high,
                     lambda: 0.0,
                     labelled: people.len(),
                     unlabelled: 0,
-                }
+                })
             })
+        } else if people.len() < MIN_LABELS {
+            // A correction estimated from a handful of labels is mostly noise.
+            None
         } else {
             ppi::ppi_mean(
                 &people,
@@ -183,6 +228,9 @@ pub fn corrected_difference(
     confidence: f64,
 ) -> Option<super::compare::CorrectedDifference> {
     if variant.labelled.len() < 2 {
+        return None;
+    }
+    if !variant.unlabelled.is_empty() && variant.labelled.len() < MIN_LABELS {
         return None;
     }
     let (vl, vj): (Vec<f64>, Vec<f64>) = variant.labelled.iter().map(|x| (x.0, x.1)).unzip();
@@ -226,4 +274,47 @@ pub fn corrected_difference(
 pub struct JudgedPairs {
     pub labelled: Vec<(f64, f64, f64, f64)>,
     pub unlabelled: Vec<(f64, f64)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partial_scores_still_give_agreement_and_few_labels_no_correction() {
+        // A 0–10 judge (0.7, 0.2, …) against people's 1/0/0.5: pass is ½ or more.
+        let s = JudgedScores {
+            labelled: vec![(1.0, 0.7), (0.0, 0.2), (0.5, 0.9), (1.0, 0.3)],
+            unlabelled: vec![0.8; 40],
+        };
+        let l = s.summarise(0.95).unwrap();
+        // Agrees on three of four (the last: people pass, the judge fails).
+        assert_eq!(l.agreement, Some(0.75));
+        assert_eq!(l.judge_fails_people_pass, Some(1.0 / 3.0));
+        assert!(l.kappa.is_some());
+        // Four labels are too few to correct 40 judged answers.
+        assert_eq!(l.corrected, None);
+        let many = JudgedScores {
+            labelled: (0..MIN_LABELS)
+                .map(|i| {
+                    (
+                        f64::from(u8::from(i % 3 != 0)),
+                        f64::from(u8::from(i % 4 != 0)),
+                    )
+                })
+                .collect(),
+            unlabelled: (0..40).map(|i| f64::from(u8::from(i % 3 != 0))).collect(),
+        };
+        let c = many.summarise(0.95).unwrap();
+        assert!(
+            c.corrected.is_some() && c.corrected_low < c.corrected_high,
+            "{c:?}"
+        );
+        // One labelled answer, all answers labelled: a mean but no interval, so no figure.
+        let one = JudgedScores {
+            labelled: vec![(1.0, 1.0)],
+            unlabelled: vec![],
+        };
+        assert_eq!(one.summarise(0.95).unwrap().corrected, None);
+    }
 }

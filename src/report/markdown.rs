@@ -28,7 +28,8 @@ impl Exporter for Markdown {
         }
         let measure = s.measure();
         out.push_str(&format!(
-            "| variant | {measure} | {conf}% CI | correct / n | failed | TTFT p50 | latency p50 / p90 / p99 | tokens in / out | cost | cost per correct |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+            "| variant | {measure} | {conf}% CI | {} | failed | TTFT p50 | latency p50 / p90 / p99 | tokens in / out | cost | cost per correct |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+            s.count_label().replace('/', " / ")
         ));
         for v in &s.variants {
             let est = if v.tokens.estimated { "~" } else { "" };
@@ -137,7 +138,11 @@ impl Exporter for Markdown {
             }
         }
         if !s.slices.is_empty() {
-            out.push_str("\n## By tag\n\n| tag | variant | accuracy | CI | correct / n |\n|---|---|---:|---:|---:|\n");
+            out.push_str(&format!(
+                "\n## By tag\n\n| tag | variant | {} | CI | {} |\n|---|---|---:|---:|---:|\n",
+                s.measure(),
+                s.count_label().replace('/', " / ")
+            ));
             for sl in &s.slices {
                 out.push_str(&format!(
                     "| {} | {} | {} | {} | {} / {} |\n",

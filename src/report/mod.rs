@@ -130,8 +130,9 @@ pub(crate) fn notes(summary: &Summary) -> Vec<String> {
             ));
         } else {
             notes.push(format!(
-                "People labelled {labels} judged answers: the judge table shows how often the judge agrees with them, and each variant's {} as people would score it (prediction-powered inference); comparisons with labels on both sides use it.",
-                summary.measure()
+                "People labelled {labels} judged answers: the judge table shows how often the judge agrees with them (a score of ½ or more counts as a pass), and each variant's {} as people would score it (prediction-powered inference, once a variant has {} labels or all its answers are labelled); comparisons with labels on both sides use it.",
+                summary.measure(),
+                labels::MIN_LABELS
             ));
         }
     }

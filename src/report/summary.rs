@@ -418,6 +418,16 @@ impl Summary {
         self.schema == SCHEMA_SCORED
     }
 
+    /// What the count column is called: answers fully right over graded (on a scored run
+    /// a partial score is not "correct").
+    pub fn count_label(&self) -> &'static str {
+        if self.is_scored() {
+            "full marks/n"
+        } else {
+            "correct/n"
+        }
+    }
+
     /// What the headline column is called: accuracy, or the mean score.
     pub fn measure(&self) -> &'static str {
         if self.is_scored() {
@@ -482,12 +492,10 @@ pub(crate) fn slices(
             let correct = scores.iter().map(|s| s.score).sum::<f64>() as u64;
             let ci = if scored {
                 let means: Vec<f64> = scores.iter().filter_map(CaseScore::mean).collect();
-                crate::stats::scores::mean_score(&means, confidence).map(|m| {
-                    let (lo, hi) = m.interval.unwrap_or((m.mean, m.mean));
-                    (m.mean, lo, hi, 1.0)
-                })
+                crate::stats::scores::mean_score(&means, confidence)
+                    .map(|m| (m.mean, m.interval.map(|i| i.0), m.interval.map(|i| i.1)))
             } else {
-                clustered_wilson(&scores, confidence)
+                clustered_wilson(&scores, confidence).map(|c| (c.0, Some(c.1), Some(c.2)))
             };
             out.push(Slice {
                 tag: tag.clone(),
@@ -495,8 +503,8 @@ pub(crate) fn slices(
                 n,
                 correct,
                 accuracy: ci.map(|c| c.0),
-                ci_low: ci.map(|c| c.1),
-                ci_high: ci.map(|c| c.2),
+                ci_low: ci.and_then(|c| c.1),
+                ci_high: ci.and_then(|c| c.2),
             });
         }
     }

@@ -17,7 +17,7 @@ pub(crate) fn render(s: &Summary) -> String {
             "variant".to_string(),
             s.measure().to_string(),
             format!("{conf}% CI"),
-            "correct/n".to_string(),
+            s.count_label().to_string(),
             "failed".to_string(),
             "TTFT p50".to_string(),
             "latency p50/p90/p99".to_string(),

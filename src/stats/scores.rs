@@ -52,6 +52,15 @@ pub fn mean_score(case_means: &[f64], confidence: f64) -> Option<MeanScore> {
     let (mean, se, df) = mean_and_se(case_means)?;
     let interval = if df < 1.0 || !(confidence > 0.0 && confidence < 1.0) {
         None
+    } else if se == 0.0 {
+        // Every case scored the same (often all 1 or all 0): the t interval has no width,
+        // which claims certainty from a few cases. Scores are bounded, so Wilson's
+        // interval for a proportion at that mean over the cases is the honest floor.
+        Some(crate::stats::wilson_n(
+            mean,
+            case_means.len() as f64,
+            confidence,
+        ))
     } else {
         let half = t_critical(confidence, df)? * se;
         Some(((mean - half).max(0.0), (mean + half).min(1.0)))
@@ -261,6 +270,14 @@ mod tests {
             let (_, lo, hi) = paired_interval(&d, 0.9).unwrap();
             assert_eq!(lo > 0.0 || hi < 0.0, p < 0.1, "{d:?}: p {p}, [{lo}, {hi}]");
         }
+    }
+
+    #[test]
+    fn cases_that_all_scored_the_same_still_get_a_width() {
+        let m = mean_score(&[1.0, 1.0, 1.0], 0.95).unwrap();
+        let (lo, hi) = m.interval.unwrap();
+        assert!(lo < 0.5 && hi == 1.0, "{lo} {hi}");
+        assert_eq!((lo, hi), crate::stats::wilson(3, 3, 0.95).unwrap());
     }
 
     #[test]

@@ -357,26 +357,50 @@ fn a_judged_bench_runs_on_the_simulator_and_people_can_check_the_judge() {
         "{}",
         c.sentence
     );
+    // A valid line, then an unknown answer: refused by line, and nothing is imported.
+    let before = std::fs::read_to_string(run.join("labels.jsonl")).unwrap();
     std::fs::write(
         &file,
-        "{\"case\": \"nope\", \"variant\": \"careful\", \"score\": 1}\n",
+        "{\"case\": \"faq-hours\", \"variant\": \"plain\", \"score\": \"yes\"}\n{\"case\": \"nope\", \"variant\": \"careful\", \"score\": true}\n",
     )
     .unwrap();
-    let out = promptgauge(d)
-        .args([
-            "label",
-            run.to_str().unwrap(),
-            "--from",
-            file.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
+    let import = || {
+        promptgauge(d)
+            .args([
+                "label",
+                run.to_str().unwrap(),
+                "--from",
+                file.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = import();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("(nope, careful, repeat 0) is not a judged answer"),
+        stderr.contains("mine.jsonl:2: (nope, careful, repeat 0) is not a judged answer")
+            && stderr.contains("nothing was imported"),
         "{stderr}"
     );
+    assert_eq!(
+        std::fs::read_to_string(run.join("labels.jsonl")).unwrap(),
+        before
+    );
+    // An unknown key is a mistake too, named with its line.
+    std::fs::write(
+        &file,
+        "{\"case\": \"faq-hours\", \"variant\": \"plain\", \"scroe\": 1}\n",
+    )
+    .unwrap();
+    let out = import();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("mine.jsonl:1: not a label: unknown field `scroe`"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("column"), "{stderr}");
 }
 
 #[test]
@@ -437,4 +461,42 @@ fn judge_replies_are_cached_with_the_answers() {
     }
     let first = std::fs::read_to_string(runs[0].join("summary.json")).unwrap();
     assert!(first.contains("\"judge_calls\": 5"), "{first}");
+}
+
+#[test]
+fn the_simulator_answers_an_extraction_with_dates_in_json_not_arithmetic() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("cases.jsonl"),
+        (1..=6)
+            .map(|i| format!("{{\"id\": \"inv-{i}\", \"vars\": {{\"text\": \"Invoice RE-2025-00{i}, due 2025-01-3{i}, total 1{i}0 EUR\"}}, \"expected\": {{\"number\": \"RE-2025-00{i}\", \"due\": \"2025-01-3{i}\"}}}}\n"))
+            .collect::<String>(),
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("p.txt"),
+        "Extract number and due date as JSON: {{ text }}",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("bench.yaml"),
+        "name: invoices\ncases: cases.jsonl\nvariants: [p.txt]\ngrade: { kind: fields }\n",
+    )
+    .unwrap();
+    let out = promptgauge(d).args(["run", "bench.yaml"]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for r in journal(&run_dirs(&d.join("reports"))[0]) {
+        let output = r["output"].as_str().unwrap();
+        assert!(
+            serde_json::from_str::<Value>(output.trim()).is_ok_and(|v| v.is_object()),
+            "{output}"
+        );
+        assert!(r["score_detail"]["fields"].is_array(), "{r}");
+    }
 }
