@@ -143,7 +143,18 @@ impl Judge {
                         vars => minijinja::value::Serde(&case.vars),
                     })
                 })
-                .map_err(|e| format!("the judge prompt {} failed: {e}", path.display()))?;
+                .map_err(|e| {
+                    // Name the expression the case could not fill, with its line.
+                    let at = e.line().map(|l| format!(":{l}")).unwrap_or_default();
+                    match (e.kind(), e.range().and_then(|r| text.get(r))) {
+                        (minijinja::ErrorKind::UndefinedError, Some(expr)) => format!(
+                            "the judge prompt {}{at} uses `{}`, which this case does not have",
+                            path.display(),
+                            expr.trim()
+                        ),
+                        _ => format!("the judge prompt {}{at} failed: {e}", path.display()),
+                    }
+                })?;
             return Ok(vec![ChatMessage::new("user", rendered)]);
         }
         let criteria = self

@@ -242,6 +242,28 @@ impl GradeSpec {
         })
     }
 
+    /// Whether it scores the tool calls made (alone or as a part).
+    pub fn uses_tool_call(&self) -> bool {
+        match self {
+            GradeSpec::ToolCall { .. } => true,
+            GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
+                of.iter().any(GradeSpec::uses_tool_call)
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether it compares the answer with the case's `expected` (a schema does not).
+    pub fn needs_expected(&self) -> bool {
+        match self {
+            GradeSpec::JsonSchema { .. } => false,
+            GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
+                of.iter().any(GradeSpec::needs_expected)
+            }
+            _ => true,
+        }
+    }
+
     /// Whether every score it gives is 0 or 1 (no partial credit).
     pub fn binary(&self) -> bool {
         match self {

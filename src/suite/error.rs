@@ -191,8 +191,10 @@ pub(crate) fn explain_unknown_field(message: &str) -> Option<(String, String)> {
         .split_once("expected one of ")
         .or_else(|| rest.split_once("expected "))
         .map_or("", |(_, l)| l);
+    // "`a`, `b` or `c`", "`a` or `b`", "one of a, b": each name once, without backticks.
     let known: Vec<&str> = list
         .split(", ")
+        .flat_map(|k| k.split(" or "))
         .map(|k| k.trim().trim_matches('`'))
         .filter(|k| !k.is_empty())
         .collect();
@@ -200,12 +202,17 @@ pub(crate) fn explain_unknown_field(message: &str) -> Option<(String, String)> {
         .iter()
         .map(|k| (strsim::jaro_winkler(key, k), *k))
         .max_by(|a, b| a.0.total_cmp(&b.0));
+    let what = if kind == "field" { "key" } else { "value" };
+    let listed = known
+        .iter()
+        .map(|k| format!("`{k}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
     let fix = match nearest {
         Some((score, k)) if score > 0.7 => format!("did you mean `{k}`?"),
         _ if known.is_empty() => "remove it".to_string(),
-        _ => format!("known keys here: {}", known.join(", ")),
+        _ => format!("known {what}s here: {listed}"),
     };
-    let what = if kind == "field" { "key" } else { "value" };
     Some((format!("unknown {what} `{key}`"), fix))
 }
 

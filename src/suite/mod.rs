@@ -512,17 +512,34 @@ impl Bench {
         let mut scorers = Vec::with_capacity(cases.len());
         let mut errors = Vec::new();
         for case in &cases {
+            if case.expected.is_empty() && case.grade.as_ref().unwrap_or(&grade).needs_expected() {
+                errors.push(
+                    InputError::new(
+                        case.location.clone(),
+                        format!("case `{}` has no `expected` answer", case.id),
+                    )
+                    .fix("add \"expected\": \"…\" (a string, or a list of acceptable strings); only `json_schema` cases may go without"),
+                );
+                continue;
+            }
             let scorer = match &case.grade {
                 None => shared.clone(),
                 Some(spec) => match spec.scorer(dir) {
                     Ok(s) => s,
                     Err(m) => {
+                        let fix = if m.starts_with("the judge prompt")
+                            || m.starts_with("cannot read the judge prompt")
+                        {
+                            "fix the judge prompt file named in the case's `grade` (it may use `question`, `reference`, `expected`, `answer`, `rubric`, `vars.NAME`)"
+                        } else {
+                            "fix the case's `grade`"
+                        };
                         errors.push(
                             InputError::new(
                                 case.location.clone(),
                                 format!("case `{}`: {m}", case.id),
                             )
-                            .fix("fix the case's `grade`"),
+                            .fix(fix),
                         );
                         continue;
                     }
@@ -530,9 +547,14 @@ impl Bench {
             };
             // A case whose expected answer its own scorer could never accept is a bench bug.
             if let Err(m) = scorer.check(case) {
+                let fix = if m.starts_with("the judge prompt") {
+                    "a judge prompt may use `question`, `reference`, `expected`, `answer`, `rubric`, and the case's variables as `vars.NAME`".to_string()
+                } else {
+                    "fix `expected`, or give the case a `grade` that fits it".to_string()
+                };
                 errors.push(
                     InputError::new(case.location.clone(), format!("case `{}`: {m}", case.id))
-                        .fix("fix `expected`, or give the case a `grade` that fits it"),
+                        .fix(fix),
                 );
             }
             scorers.push(scorer);
@@ -560,6 +582,7 @@ impl Bench {
         }
         let templates = Templates::compile(&variants)?;
         templates.check(&variants, &cases)?;
+        check_tools(&cases, &grade, &raw.params, &variants)?;
 
         Ok(Bench {
             path: path.to_path_buf(),
@@ -613,6 +636,84 @@ impl Bench {
             params.insert(k.clone(), v.clone());
         }
         params
+    }
+}
+
+/// A `tool_call` case can only pass if every variant offers the tools it expects: a case
+/// whose expected call names a tool a variant does not offer is a bench bug, caught here.
+fn check_tools(
+    cases: &[Case],
+    grade: &GradeSpec,
+    params: &Map<String, Value>,
+    variants: &[Variant],
+) -> Result<(), InputErrors> {
+    let mut errors = Vec::new();
+    for case in cases {
+        if !case.grade.as_ref().unwrap_or(grade).uses_tool_call() {
+            continue;
+        }
+        let expected: Vec<&str> = match &case.expected_json {
+            Some(Value::Array(items)) => items
+                .iter()
+                .filter_map(|c| c.get("name")?.as_str())
+                .collect(),
+            Some(one) => one
+                .get("name")
+                .and_then(Value::as_str)
+                .into_iter()
+                .collect(),
+            None => Vec::new(),
+        };
+        for v in variants {
+            let tools = v.params.get("tools").or_else(|| params.get("tools"));
+            let offered: Vec<&str> = tools
+                .and_then(Value::as_array)
+                .map(|ts| {
+                    ts.iter()
+                        .filter_map(|t| {
+                            t.get("function")
+                                .and_then(|f| f.get("name"))
+                                .or_else(|| t.get("name"))
+                                .and_then(Value::as_str)
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            if offered.is_empty() {
+                errors.push(
+                    InputError::new(
+                        case.location.clone(),
+                        format!(
+                            "case `{}` is scored by the tool calls made, but variant `{}` offers no tools",
+                            case.id, v.name
+                        ),
+                    )
+                    .fix("list the tools under `params: { tools: [...] }` in the bench (or the variant)"),
+                );
+                continue;
+            }
+            for name in &expected {
+                if !offered.contains(name) {
+                    errors.push(
+                        InputError::new(
+                            case.location.clone(),
+                            format!(
+                                "case `{}` expects a call to `{name}`, which variant `{}` does not offer (it offers {})",
+                                case.id,
+                                v.name,
+                                offered.iter().map(|o| format!("`{o}`")).collect::<Vec<_>>().join(", ")
+                            ),
+                        )
+                        .fix("correct the expected name, or add the tool to `params.tools`"),
+                    );
+                }
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(InputErrors(errors))
     }
 }
 

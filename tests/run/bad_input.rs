@@ -43,6 +43,89 @@ fn add_to_bench(d: &Path, extra: &str) {
 
 const ROWS: &[Row] = &[
     Row {
+        name: "a tool_call case when no variant offers tools",
+        setup: |d| {
+            replace_line(
+                &d.join("cases.jsonl"),
+                4,
+                r#"{"id": "t-1", "vars": {"question": "q"}, "expected": {"name": "lookup", "arguments": {}}, "grade": {"kind": "tool_call"}}"#,
+            )
+        },
+        expect: &[
+            "cases.jsonl:4",
+            "case `t-1` is scored by the tool calls made",
+            "offers no tools",
+            "params: { tools",
+        ],
+    },
+    Row {
+        name: "a tool_call case expecting a tool no variant offers",
+        setup: |d| {
+            edit(&d.join("bench.yaml"), |t| {
+                t.replace(
+                    "params: { temperature: 0, max_tokens: 100 }",
+                    "params:\n  temperature: 0\n  tools: [{ type: function, function: { name: lookup_order } }]",
+                )
+            });
+            replace_line(
+                &d.join("cases.jsonl"),
+                4,
+                r#"{"id": "t-1", "vars": {"question": "q"}, "expected": {"name": "lookup_ordr", "arguments": {}}, "grade": {"kind": "tool_call"}}"#,
+            )
+        },
+        expect: &[
+            "cases.jsonl:4",
+            "expects a call to `lookup_ordr`",
+            "it offers `lookup_order`",
+        ],
+    },
+    Row {
+        name: "a case without an expected answer",
+        setup: |d| {
+            replace_line(
+                &d.join("cases.jsonl"),
+                2,
+                r#"{"id": "no-answer", "vars": {"question": "q"}}"#,
+            )
+        },
+        expect: &[
+            "cases.jsonl:2",
+            "case `no-answer` has no `expected` answer",
+            "only `json_schema` cases",
+        ],
+    },
+    Row {
+        name: "a judge prompt using a variable the case lacks",
+        setup: |d| {
+            fs::write(
+                d.join("judge.j2"),
+                "Question: {{ question }}\nMessage: {{ vars.mesage }}\nAnswer: {{ answer }}\n",
+            )
+            .unwrap();
+            replace_line(
+                &d.join("cases.jsonl"),
+                3,
+                r#"{"id": "j-1", "vars": {"question": "q"}, "expected": "4", "grade": {"kind": "judge", "prompt": "judge.j2"}}"#,
+            )
+        },
+        expect: &[
+            "cases.jsonl:3",
+            "judge.j2:2 uses `vars.mesage`, which this case does not have",
+            "vars.NAME",
+        ],
+    },
+    Row {
+        name: "a negative number of votes",
+        setup: |d| {
+            replace_line(
+                &d.join("cases.jsonl"),
+                3,
+                r#"{"id": "j-1", "vars": {"question": "q"}, "expected": "4", "grade": {"kind": "judge", "votes": -1}}"#,
+            )
+        },
+        expect: &["cases.jsonl:3", "expected a whole number ≥ 0"],
+    },
+    Row {
         name: "bad YAML indentation in the bench",
         setup: |d| add_to_bench(d, "limits:\n    concurrency: 2\n  max_attempts: 3\n"),
         expect: &["bench.yaml:9"],
