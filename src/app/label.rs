@@ -24,12 +24,19 @@ fn question(r: &JobRecord) -> String {
         .first()
         .and_then(|c| c.request.iter().rev().find(|m| m.role == "user"))
         .map_or("", |m| m.content.as_str());
-    match prompt
-        .split_once("<question>")
-        .and_then(|(_, rest)| rest.split_once("</question>"))
-    {
-        Some((q, _)) => q.trim().to_string(),
-        None => prompt.to_string(),
+    let between = |open: &str, close: &str| {
+        prompt
+            .split_once(open)
+            .and_then(|(_, rest)| rest.split_once(close))
+            .map(|(x, _)| x.trim().to_string())
+    };
+    match (
+        between("<conversation>", "</conversation>"),
+        between("<question>", "</question>"),
+    ) {
+        (Some(c), Some(q)) => format!("(after this conversation)\n{c}\n{q}"),
+        (None, Some(q)) => q,
+        _ => prompt.to_string(),
     }
 }
 

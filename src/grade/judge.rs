@@ -53,7 +53,8 @@ pub struct Judge {
 }
 
 /// Variables a custom judge prompt may use, besides the case's own (under `vars`).
-pub const PROMPT_VARIABLES: [&str; 6] = [
+pub const PROMPT_VARIABLES: [&str; 7] = [
+    "conversation",
     "question",
     "reference",
     "expected",
@@ -122,11 +123,14 @@ impl Judge {
         messages: &[ChatMessage],
         answer: &str,
     ) -> Result<Vec<ChatMessage>, String> {
-        let question = messages
+        let last_user = messages.iter().rposition(|m| m.role == "user");
+        let question = last_user.map_or("", |i| messages[i].content.as_str());
+        // Earlier turns (a case's history): the question may only make sense after them.
+        let conversation: String = messages[..last_user.unwrap_or(0)]
             .iter()
-            .rev()
-            .find(|m| m.role == "user")
-            .map_or("", |m| m.content.as_str());
+            .filter(|m| m.role != "system" && m.role != "developer" && !m.content.is_empty())
+            .map(|m| format!("{}: {}\n", m.role, m.content))
+            .collect();
         let reference = case.expected.join("\n");
         if let Some((path, text)) = &self.template {
             let mut env = minijinja::Environment::new();
@@ -135,6 +139,7 @@ impl Judge {
                 .template_from_str(text)
                 .and_then(|t| {
                     t.render(minijinja::context! {
+                        conversation => conversation,
                         question => question,
                         reference => reference,
                         expected => case.expected.clone(),
@@ -172,8 +177,15 @@ impl Judge {
                 "How correct is the answer, from 0 (wrong) to 10 (fully correct and meeting the criteria, if any)? Reply with a JSON object {\"score\": 0 to 10, \"reason\": \"one sentence\"}. If you cannot reply in JSON, end your reply with a line SCORE: n."
             }
         };
+        let context = if conversation.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "The conversation before the question:\n<conversation>\n{conversation}</conversation>\n\n"
+            )
+        };
         let user = format!(
-            "Question:\n<question>\n{question}\n</question>\n\nReference answer:\n<reference>\n{reference}\n</reference>\n\nAnswer to grade:\n<answer>\n{answer}\n</answer>\n{criteria}\n{ask}"
+            "{context}Question:\n<question>\n{question}\n</question>\n\nReference answer:\n<reference>\n{reference}\n</reference>\n\nAnswer to grade:\n<answer>\n{answer}\n</answer>\n{criteria}\n{ask}"
         );
         Ok(vec![
             ChatMessage::new("system", SYSTEM),
@@ -411,8 +423,9 @@ impl Scorer for Judge {
                                 format!("failed: {}", call.error.clone().unwrap_or_default())
                             } else {
                                 format!(
-                                    "replied twice in a way that cannot be read: {}",
-                                    call.error.clone().unwrap_or_default()
+                                    "replied twice in a way that cannot be read: {}; it said: {}",
+                                    call.error.clone().unwrap_or_default(),
+                                    crate::client::protocol::truncate(call.reply.trim(), 200)
                                 )
                             },
                             vote + 1,
@@ -490,5 +503,47 @@ mod tests {
         assert_eq!(ten.read("Mostly right.\nSCORE: 8/10").unwrap().0, 0.8);
         assert!(ten.read("SCORE: 11").is_err());
         assert!(Judge::new(None, Scale::Binary, 0, None).is_err());
+    }
+}
+
+#[cfg(test)]
+mod conversation_tests {
+    use super::*;
+    use crate::suite::Location;
+
+    #[test]
+    fn the_judge_sees_the_turns_before_the_question() {
+        let case = Case {
+            id: "c".into(),
+            vars: Default::default(),
+            expected: vec!["One year".into()],
+            expected_json: None,
+            messages: vec![],
+            grade: None,
+            tags: vec![],
+            group: None,
+            location: Location::line(std::path::Path::new("c.jsonl"), 1),
+        };
+        let messages = [
+            ChatMessage::new("system", "Be brief."),
+            ChatMessage::new("user", "How long is the warranty on headphones?"),
+            ChatMessage::new("assistant", "Two years."),
+            ChatMessage::new("user", "And for laptops?"),
+        ];
+        let judge = Judge::new(None, Scale::Binary, 1, None).unwrap();
+        let prompt = judge.prompt(&case, &messages, "One year.").unwrap();
+        let user = &prompt[1].content;
+        assert!(
+            user.contains("<conversation>\nuser: How long is the warranty on headphones?\nassistant: Two years.\n</conversation>"),
+            "{user}"
+        );
+        assert!(user.contains("<question>\nAnd for laptops?\n</question>"));
+        assert!(
+            !user.contains("Be brief."),
+            "the variant's system prompt is not the question's context"
+        );
+        // Without earlier turns there is no conversation block.
+        let plain = judge.prompt(&case, &messages[3..], "x").unwrap();
+        assert!(!plain[1].content.contains("<conversation>"));
     }
 }

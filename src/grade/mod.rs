@@ -242,6 +242,18 @@ impl GradeSpec {
         })
     }
 
+    /// How many calls to a judge scoring one answer takes (its votes, over every judged
+    /// part; a retried unreadable reply is not counted).
+    pub fn judge_calls(&self) -> u64 {
+        match self {
+            GradeSpec::Judge { votes, .. } => u64::from(*votes),
+            GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
+                of.iter().map(GradeSpec::judge_calls).sum()
+            }
+            _ => 0,
+        }
+    }
+
     /// Whether it scores the tool calls made (alone or as a part).
     pub fn uses_tool_call(&self) -> bool {
         match self {

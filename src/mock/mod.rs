@@ -475,6 +475,11 @@ impl Provider {
                 reasoning: String::new(),
                 text: answers::judge(&prompt, self.config.judge_error, json_mode),
             },
+            // A judge call (its key says so) whose prompt the simulator cannot read.
+            None if key.as_deref().is_some_and(|k| k.contains("-judge-")) => model::Generation {
+                reasoning: String::new(),
+                text: "The promptgauge simulator judges a prompt only when it marks the reference answer with <reference>…</reference> and the answer to grade with <answer>…</answer>, as the built-in judge prompt does; add them to your judge prompt to run it on the simulator.".into(),
+            },
             None => match (model::generate(&messages, model_name, &seed), &hint) {
                 // The model knows the task (the example's routing, arithmetic, echo) —
                 // unless the case asks for another shape: a date in an extraction task is

@@ -281,8 +281,19 @@ impl Acc {
     ) {
         self.jobs += 1;
         self.attempts += r.attempts.len() as u64;
-        self.judge_calls += r.judge.len() as u64;
-        if let Some(u) = &r.judge_usage {
+        // Calls the judge answered from the cache were not made again and cost nothing.
+        let sent: Vec<&crate::grade::scorer::JudgeCall> =
+            r.judge.iter().filter(|c| !c.cached).collect();
+        self.judge_calls += sent.len() as u64;
+        let per_call = sent.iter().any(|c| c.usage.is_some());
+        if per_call {
+            for u in sent.iter().filter_map(|c| c.usage.as_ref()) {
+                self.judge_tokens.get_or_insert_with(Tokens::default).add(u);
+                if let Some(p) = judge_price {
+                    self.judge_cost += cost(u, p);
+                }
+            }
+        } else if let Some(u) = r.judge_usage.as_ref().filter(|_| !sent.is_empty()) {
             self.judge_tokens.get_or_insert_with(Tokens::default).add(u);
             if let Some(p) = judge_price {
                 self.judge_cost += cost(u, p);

@@ -423,6 +423,17 @@ fn a_model_judging_itself_is_said_loudly() {
         stderr.contains("the judge is the model under test"),
         "{stderr}"
     );
+    // `check` says so before anything is sent.
+    let check = promptgauge(d)
+        .args(["check", "support.yaml"])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&check.stdout);
+    assert!(
+        shown.contains("judge: model mock-model")
+            && shown.contains("warning: the judge is the model under test"),
+        "{shown}"
+    );
     let run = run_dirs(&d.join("reports")).remove(0);
     let s = summary(&run);
     assert!(s.run.self_judged);
@@ -461,6 +472,14 @@ fn judge_replies_are_cached_with_the_answers() {
     }
     let first = std::fs::read_to_string(runs[0].join("summary.json")).unwrap();
     assert!(first.contains("\"judge_calls\": 5"), "{first}");
+    // The second run asked the judge nothing: no calls, and nothing spent on it.
+    let again: Summary =
+        serde_json::from_str(&std::fs::read_to_string(runs[1].join("summary.json")).unwrap())
+            .unwrap();
+    for v in &again.variants {
+        assert_eq!(v.judge_calls, 0, "{}", v.name);
+        assert_eq!(v.judge_tokens, None);
+    }
 }
 
 #[test]
@@ -499,4 +518,39 @@ fn the_simulator_answers_an_extraction_with_dates_in_json_not_arithmetic() {
         );
         assert!(r["score_detail"]["fields"].is_array(), "{r}");
     }
+}
+
+#[test]
+fn a_judge_prompt_the_simulator_cannot_read_fails_saying_what_it_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("cases.jsonl"),
+        "{\"id\": \"a\", \"vars\": {\"q\": \"Capital of France?\"}, \"expected\": \"Paris\"}\n",
+    )
+    .unwrap();
+    std::fs::write(d.join("p.txt"), "{{ q }}").unwrap();
+    std::fs::write(
+        d.join("judge.j2"),
+        "Q: {{ question }}\nExpected: {{ reference }}\nGot: {{ answer }}\nVERDICT: yes or no?",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("bench.yaml"),
+        "name: j\ncases: cases.jsonl\nvariants: [p.txt]\ngrade: { kind: judge, prompt: judge.j2 }\njudge: { model: judge-model }\n",
+    )
+    .unwrap();
+    let out = promptgauge(d).args(["run", "bench.yaml"]).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = &journal(&run_dirs(&d.join("reports"))[0])[0];
+    let error = r["error"].as_str().unwrap();
+    assert!(
+        error.contains("cannot be read") && error.contains("<reference>…</reference>"),
+        "{error}"
+    );
 }
