@@ -56,6 +56,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     let provider = provider_info(&p);
     let judge = super::judge::resolve(&p, env)?;
     let judge_info = judge.as_ref().map(|j| j.info.clone());
+    check_gates(&p, &args.gates)?;
     // Every report file must be writable, and the baseline run readable, before a single
     // request is paid for.
     for path in [&args.junit, &args.markdown].into_iter().flatten() {
@@ -321,6 +322,40 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         stopped_by_journal: tally.journal_error.is_some(),
     };
     Ok(conclude(&dir, &record, result, ending, &outputs, problems))
+}
+
+/// Every gate asked for must be one the run can evaluate: known before anything is sent.
+fn check_gates(p: &Prepared, gates: &crate::cli::GateArgs) -> Result<(), UsageError> {
+    if gates.max_cost.is_some() && p.bench.price.is_none() {
+        return Err(UsageError::with_fix(
+            "--max-cost needs the cost, and the bench has no `price`",
+            "add `price: { input_per_mtok: …, output_per_mtok: … }` (USD per million tokens) to the bench, or drop --max-cost",
+        ));
+    }
+    let names = p.variant_names();
+    for min in &gates.min_accuracy {
+        if let Some(v) = &min.variant
+            && !names.contains(v)
+        {
+            return Err(UsageError::with_fix(
+                format!("--min-accuracy names `{v}`, which is not a variant of this run"),
+                format!("variants: {}", names.join(", ")),
+            ));
+        }
+    }
+    let compared = names.len() > 1 || gates.baseline.is_some();
+    for (flag, asked) in [
+        ("--max-drop", gates.max_drop.is_some()),
+        ("--fail-if-worse", gates.fail_if_worse),
+    ] {
+        if asked && !compared {
+            return Err(UsageError::with_fix(
+                format!("{flag} compares variants with the baseline, and this run has one variant"),
+                "run two or more variants (the first is the baseline), or give --baseline RUN_DIR",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Tells the built-in simulator the case behind each job's idempotency key, so it can

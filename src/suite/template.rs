@@ -155,7 +155,7 @@ impl Templates {
     }
 
     /// Renders every variant against every case; each failure names the prompt, the case and
-    /// the missing variable.
+    /// the missing variable (a variable no case has is named once, at the prompt).
     pub fn check(&self, variants: &[Variant], cases: &[Case]) -> Result<(), InputErrors> {
         let mut errors = Vec::new();
         for (v, variant) in variants.iter().enumerate() {
@@ -190,6 +190,20 @@ impl Templates {
                     .filter(|w| !self.globals.contains(w))
                     .collect();
                 wanted.sort();
+                // A variable no case has is the template's mistake (usually a typo): said
+                // once, at the template, not once per case.
+                let nowhere: Vec<String> = wanted
+                    .iter()
+                    .filter(|w| !cases.iter().any(|c| c.vars.contains_key(w)))
+                    .cloned()
+                    .collect();
+                for w in &nowhere {
+                    errors.push(unknown_variable(variant, m, w, cases));
+                }
+                if !nowhere.is_empty() {
+                    // Every case would fail to render the same way.
+                    continue;
+                }
                 for case in cases {
                     let missing: Vec<&String> = wanted
                         .iter()
@@ -268,6 +282,60 @@ impl Templates {
         }
         Ok(out)
     }
+}
+
+/// A template variable no case defines: where the template uses it, and the case variable
+/// it was probably meant to be.
+fn unknown_variable(variant: &Variant, message: usize, name: &str, cases: &[Case]) -> InputError {
+    let mut known: Vec<&str> = cases
+        .iter()
+        .flat_map(|c| c.vars.0.iter().map(|(k, _)| k.as_str()))
+        .collect();
+    known.sort_unstable();
+    known.dedup();
+    // The line of the prompt file that uses it, when the file can be read.
+    let line = std::fs::read_to_string(&variant.path)
+        .ok()
+        .and_then(|text| {
+            text.lines().position(|l| {
+                l.match_indices(name).any(|(i, _)| {
+                    let before = l[..i].chars().next_back();
+                    let after = l[i + name.len()..].chars().next();
+                    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+                    !word(before) && !word(after)
+                })
+            })
+        });
+    let location = match line {
+        Some(n) => super::Location::line(&variant.path, n + 1),
+        None => super::Location::file(&variant.path),
+    };
+    let nearest = known
+        .iter()
+        .map(|&k| (strsim::jaro_winkler(name, k), k))
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .filter(|(score, _)| *score > 0.8);
+    let fix = match nearest {
+        Some((_, k)) => format!("did you mean `{k}`?"),
+        None if known.is_empty() => "the cases have no `vars`: add it to them".to_string(),
+        None => format!(
+            "the cases have {}",
+            known
+                .iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    InputError::new(
+        location,
+        format!(
+            "message {} of variant `{}` uses `{name}`, which no case has",
+            message + 1,
+            variant.name
+        ),
+    )
+    .fix(fix)
 }
 
 #[cfg(test)]

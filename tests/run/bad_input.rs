@@ -486,3 +486,23 @@ fn every_malformed_input_exits_2_sends_nothing_and_says_where_and_how_to_fix() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+#[test]
+fn a_template_typo_is_named_once_at_the_template_with_the_variable_meant() {
+    let dir = arithmetic_bench(60, 2, "");
+    let d = dir.path();
+    fs::write(d.join("plain.txt"), "Solve this.\n{{ questoin }}\n").unwrap();
+    let out = promptgauge(d)
+        .args(["check", "bench.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "plain.txt:2: message 1 of variant `plain` uses `questoin`, which no case has"
+        ) && stderr.contains("did you mean `question`?"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("questoin").count(), 1, "{stderr}");
+}

@@ -622,3 +622,51 @@ fn max_drop_passes_only_when_the_data_rule_out_a_larger_drop() {
             .contains("do not rule out a drop of more than 5.0 points")
     );
 }
+
+#[test]
+fn gates_that_cannot_be_evaluated_are_refused_before_anything_is_sent() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let url = server.base_url();
+    let dir = arithmetic_bench(10, 2, "");
+    let d = dir.path();
+    // No price in this bench.
+    let bench = std::fs::read_to_string(d.join("bench.yaml")).unwrap();
+    let unpriced: String = bench
+        .lines()
+        .filter(|l| !l.starts_with("price:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(d.join("bench.yaml"), unpriced).unwrap();
+    let refused = |flags: &[&str], says: &str| {
+        let mut args = vec![
+            "run",
+            "bench.yaml",
+            "--base-url",
+            url.as_str(),
+            "--model",
+            "m",
+        ];
+        args.extend_from_slice(flags);
+        let o = promptgauge(d).args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flags:?}: {stderr}");
+        assert!(
+            stderr.contains(says) && stderr.contains("fix:"),
+            "{flags:?}: {stderr}"
+        );
+    };
+    refused(&["--max-cost", "1"], "the bench has no `price`");
+    refused(
+        &["--min-accuracy", "plian=0.5"],
+        "`plian`, which is not a variant",
+    );
+    refused(
+        &["--variants", "plain", "--max-drop", "5"],
+        "this run has one variant",
+    );
+    refused(
+        &["--variants", "plain", "--fail-if-worse"],
+        "this run has one variant",
+    );
+    assert_eq!(server.provider.stats().requests, 0);
+}
