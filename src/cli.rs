@@ -317,6 +317,9 @@ pub struct MockArgs {
     /// Model name the simulator reports.
     #[arg(long, default_value = "mock-model")]
     pub model: String,
+    /// Serve only --model: a request for another model gets 404 (as vLLM and OpenAI do).
+    #[arg(long)]
+    pub strict_model: bool,
     /// Require `Authorization: Bearer KEY`; other requests get 401.
     #[arg(long, value_name = "KEY")]
     pub api_key: Option<String>,
@@ -435,6 +438,7 @@ impl MockArgs {
         }
         Ok(MockConfig {
             model: self.model.clone(),
+            strict_model: self.strict_model,
             api_key: self.api_key.clone(),
             capacity: self.capacity,
             retry_after: match (self.retry_after_date, self.retry_after_ms) {

@@ -26,6 +26,9 @@ pub enum Failure {
     /// Requests were sent, then something failed (a full disk, an unwritable report): what
     /// finished is in the journal. Exit 3; the message says how to resume.
     AfterSend(anyhow::Error),
+    /// The provider cannot serve the run (unreachable, a refused key) and nothing was
+    /// sent, or it failed every first job the same way. Exit 4.
+    Provider(anyhow::Error),
 }
 
 impl Failure {
@@ -34,6 +37,7 @@ impl Failure {
         match self {
             Failure::Input(_) => Exit::Input,
             Failure::AfterSend(_) => Exit::Incomplete,
+            Failure::Provider(_) => Exit::Aborted,
         }
     }
 }
@@ -41,7 +45,7 @@ impl Failure {
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Failure::Input(e) | Failure::AfterSend(e) => write!(f, "{e:#}"),
+            Failure::Input(e) | Failure::AfterSend(e) | Failure::Provider(e) => write!(f, "{e:#}"),
         }
     }
 }

@@ -25,6 +25,7 @@ mod label;
 mod merge;
 mod mock;
 mod plan;
+mod preflight;
 mod prepare;
 mod report;
 mod run;

@@ -88,6 +88,25 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         }
     }
 
+    // One look at the server before the first job: a dead server, a refused key or an
+    // unlisted model is said now, not after every job has spent its retries.
+    if !provider.simulated {
+        let pre = super::preflight::check(
+            &p.endpoint.base_urls,
+            &p.endpoint.model,
+            p.endpoint.api_key.as_ref(),
+            &p.endpoint.api_key_env,
+            bench.limits.connect_timeout,
+        )
+        .await;
+        for w in pre.warnings.iter().filter(|_| !quiet) {
+            note!("warning: {w}");
+        }
+        if let Some(why) = pre.stop {
+            return Err(Failure::Provider(anyhow::anyhow!(why)));
+        }
+    }
+
     let (dir, mut record, _lock) = match resumed {
         Some((dir, mut record, lock)) => {
             check_resumable(&record, &p, &provider)?;
@@ -269,8 +288,13 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         skip: stop.clone(),
     };
     let mut verbose = VerboseLog;
+    let mut first = FirstFailures::new(
+        (bench.limits.concurrency * p.endpoint.base_urls.len().max(1)).clamp(3, 32),
+        dispatch.clone(),
+    );
     // The journal first: nothing is reported that it did not keep.
-    let mut listeners: Vec<&mut dyn Listener> = vec![&mut journal, &mut agg, &mut progress];
+    let mut listeners: Vec<&mut dyn Listener> =
+        vec![&mut journal, &mut agg, &mut progress, &mut first];
     if args.verbose {
         listeners.push(&mut verbose);
     }
@@ -290,15 +314,18 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
 
     let fatal = client
         .fatal()
-        .or_else(|| judge_service.as_ref().and_then(|j| j.client.fatal()));
-    let interrupted = dispatch.is_cancelled() && tally.journal_error.is_none();
+        .or_else(|| judge_service.as_ref().and_then(|j| j.client.fatal()))
+        .map(|f| f.to_string())
+        .or_else(|| first.stopped.clone());
+    let interrupted =
+        dispatch.is_cancelled() && tally.journal_error.is_none() && first.stopped.is_none();
     record.finished_at = Some(utc_now());
     record.stopped = match (&tally.journal_error, &fatal, interrupted) {
         (Some(e), _, _) => Some(format!(
             "the journal {} could not be written: {e}",
             dir.journal_path().display()
         )),
-        (None, Some(f), _) => Some(f.to_string()),
+        (None, Some(f), _) => Some(f.clone()),
         (None, None, true) => Some("interrupted".to_string()),
         _ => None,
     };
@@ -322,6 +349,66 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         stopped_by_journal: tally.journal_error.is_some(),
     };
     Ok(conclude(&dir, &record, result, ending, &outputs, problems))
+}
+
+/// Stops a run whose first jobs all failed the same way for a reason waiting will not
+/// cure (a 4xx other than 408/429: a wrong model, a wrong path, a bad parameter): the rest
+/// would fail the same way, at the same cost in time.
+struct FirstFailures {
+    watch: usize,
+    seen: Vec<(Option<u16>, String)>,
+    dispatch: tokio_util::sync::CancellationToken,
+    stopped: Option<String>,
+}
+
+impl FirstFailures {
+    fn new(watch: usize, dispatch: tokio_util::sync::CancellationToken) -> Self {
+        FirstFailures {
+            watch,
+            seen: Vec::new(),
+            dispatch,
+            stopped: None,
+        }
+    }
+}
+
+impl Listener for FirstFailures {
+    fn on(&mut self, event: &runner::RunEvent<'_>) -> std::io::Result<()> {
+        let runner::RunEvent::JobFinished { record, .. } = event else {
+            return Ok(());
+        };
+        if self.seen.len() >= self.watch || self.stopped.is_some() {
+            return Ok(());
+        }
+        let status = record.attempts.last().and_then(|a| a.status);
+        let lasting = matches!(status, Some(s) if (400..500).contains(&s) && s != 408 && s != 429);
+        if record.status != crate::runner::journal::JobStatus::Failed || !lasting {
+            // One job that got through (or failed for a passing reason) ends the watch.
+            self.watch = 0;
+            return Ok(());
+        }
+        let cause = record
+            .error
+            .as_deref()
+            .unwrap_or("")
+            .lines()
+            .next()
+            .unwrap_or("")
+            .to_string();
+        self.seen.push((status, cause));
+        if self.seen.len() == self.watch && self.seen.iter().all(|c| *c == self.seen[0]) {
+            let (status, cause) = &self.seen[0];
+            let hint = crate::report::causes::hint(*status, cause)
+                .map(|h| format!(" ({h})"))
+                .unwrap_or_default();
+            self.stopped = Some(format!(
+                "the first {} jobs all failed the same way, so the rest were not sent: {cause}{hint}",
+                self.watch
+            ));
+            self.dispatch.cancel();
+        }
+        Ok(())
+    }
 }
 
 /// Every gate asked for must be one the run can evaluate: known before anything is sent.

@@ -60,6 +60,8 @@ pub struct Faults {
 #[derive(Debug, Clone)]
 pub struct MockConfig {
     pub model: String,
+    /// Serve only `model`: a request for another gets 404, as vLLM and OpenAI answer.
+    pub strict_model: bool,
     /// When set, a request without `Authorization: Bearer <key>` gets 401.
     pub api_key: Option<String>,
     /// At most this many requests in flight; more get 429.
@@ -90,6 +92,7 @@ impl Default for MockConfig {
     fn default() -> Self {
         MockConfig {
             model: "mock-model".into(),
+            strict_model: false,
             api_key: None,
             capacity: None,
             retry_after: RetryAfter::Seconds(1),
@@ -380,6 +383,18 @@ impl Provider {
                         .bad_request("`messages` must be a list of {role, content}", in_flight);
                 }
             };
+        if self.config.strict_model {
+            let asked = body.get("model").and_then(Value::as_str).unwrap_or("");
+            if asked != self.config.model {
+                return self.error(
+                    404,
+                    &format!("The model `{asked}` does not exist or you do not have access to it."),
+                    "invalid_request_error",
+                    vec![],
+                    in_flight,
+                );
+            }
+        }
         if self.config.reject_stream_options && body.get("stream_options").is_some() {
             return self.bad_request(
                 "Unrecognized request argument supplied: stream_options",

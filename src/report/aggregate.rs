@@ -82,6 +82,7 @@ pub struct Aggregator {
     pending: HashMap<String, Option<CaseAnswers>>,
     disagreements: BTreeMap<String, CaseAnswers>,
     failed_jobs: Vec<JobRecord>,
+    causes: super::causes::Causes,
     junit: Option<JunitSpool>,
     judge_price: Option<Price>,
     /// Some score was neither 0 nor 1: the run is scored, not binary.
@@ -131,6 +132,7 @@ impl Aggregator {
             pending: HashMap::new(),
             disagreements: BTreeMap::new(),
             failed_jobs: Vec::new(),
+            causes: Default::default(),
             junit,
             judge_price,
             scored: false,
@@ -178,6 +180,7 @@ impl Aggregator {
         }
         if r.status == JobStatus::Failed {
             self.failed += 1;
+            self.causes.add(r);
             if self.failed_jobs.len() < FAILED_SHOWN {
                 self.failed_jobs.push(r.clone());
             }
@@ -345,6 +348,7 @@ impl Aggregator {
             slices,
             gates: Vec::new(),
             sequential,
+            failures: self.causes.finish(),
         };
         RunResult {
             summary,

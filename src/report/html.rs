@@ -216,6 +216,13 @@ pub fn render_run(result: &RunResult, bench_text: &str) -> String {
     for note in super::notes(s) {
         let _ = write!(b, "<div class=\"banner\">{}</div>", esc(&note));
     }
+    if !s.failures.is_empty() {
+        b.push_str("<h2>Why jobs failed</h2><ul id=\"causes\">");
+        for line in super::causes::lines(&s.failures) {
+            let _ = write!(b, "<li>{}</li>", esc(&line.replace("\n    → ", " — ")));
+        }
+        b.push_str("</ul>");
+    }
     if let Some(best) = s
         .comparisons
         .iter()

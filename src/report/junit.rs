@@ -96,7 +96,11 @@ impl JunitSpool {
             }
             (JobStatus::Failed, _) => {
                 error = true;
-                let message = r.error.clone().unwrap_or_else(|| "no answer".into());
+                let mut message = r.error.clone().unwrap_or_else(|| "no answer".into());
+                let status = r.attempts.last().and_then(|a| a.status);
+                if let Some(hint) = super::causes::hint(status, &message) {
+                    message = format!("{message} — {hint}");
+                }
                 case.push_str(&format!(
                     ">\n      <error type=\"no_answer\" message=\"{}\">{} attempts</error>\n    </testcase>\n",
                     escape(&short(&message)),

@@ -26,6 +26,13 @@ impl Exporter for Markdown {
         for note in notes(s) {
             out.push_str(&format!("> **{note}**\n\n"));
         }
+        if !s.failures.is_empty() {
+            out.push_str("## Why jobs failed\n\n");
+            for line in super::causes::lines(&s.failures) {
+                out.push_str(&format!("- {}\n", line.replace("\n    → ", " — ")));
+            }
+            out.push('\n');
+        }
         let measure = s.measure();
         out.push_str(&format!(
             "| variant | {measure} | {conf}% CI | {} | failed | TTFT p50 | latency p50 / p90 / p99 | tokens in / out | cost | cost per correct |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",

@@ -2,6 +2,7 @@
 //! small [`Exporter`]; adding a format touches one new file and the list in [`exporters`].
 
 pub mod aggregate;
+pub mod causes;
 pub mod compare;
 mod csv;
 pub(crate) mod gates;

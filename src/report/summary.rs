@@ -245,6 +245,9 @@ pub struct Summary {
     /// `run --until-decided`: each variant's sequential verdict and what stopping saved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequential: Option<super::sequential::SequentialSummary>,
+    /// Why jobs failed, by cause, most frequent first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<super::causes::FailureCause>,
 }
 
 /// One variant's running totals, as records arrive.

@@ -100,6 +100,12 @@ pub(crate) fn render(s: &Summary) -> String {
         out.push_str(&note);
         out.push('\n');
     }
+    if !s.failures.is_empty() {
+        out.push_str("Why jobs failed:\n");
+        for line in super::causes::lines(&s.failures) {
+            out.push_str(&format!("  {line}\n"));
+        }
+    }
     out
 }
 

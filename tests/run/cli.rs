@@ -864,3 +864,81 @@ fn an_unwritable_report_path_is_refused_before_anything_is_sent() {
     assert_eq!(server.provider.stats().requests, 0);
     assert!(!dir.path().join("reports").exists());
 }
+
+#[test]
+fn a_dead_server_or_a_wrong_model_is_said_at_once() {
+    // Nothing listens on this port: the preflight says so, exit 4, no run folder.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let dir = bench_dir("");
+    let out = promptgauge(dir.path())
+        .args([
+            "run",
+            "bench.yaml",
+            "--base-url",
+            &format!("http://127.0.0.1:{port}/v1"),
+            "--model",
+            "m",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains("refused the connection") && stderr.contains("nothing was sent"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("reports").exists());
+
+    // A server that serves one model, asked for another: the preflight names the models
+    // it lists, and the first jobs' identical 404s stop the run with the cause and a hint.
+    let (_rt, server) = start_mock(MockConfig {
+        strict_model: true,
+        ..MockConfig::default()
+    });
+    let dir = arithmetic_bench(60, 2, "limits: { concurrency: 4 }\n");
+    let out = promptgauge(dir.path())
+        .args([
+            "run",
+            "bench.yaml",
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "tiny",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains("lists the models mock-model, not `tiny`"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("the first 4 jobs all failed the same way"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("GET <base URL>/models"), "{stderr}");
+    // Only the first jobs (and those already in flight) were sent, not all 120.
+    let sent = server.provider.stats().requests;
+    assert!(sent <= 8, "{sent} requests");
+    assert!(
+        stdout.contains("Why jobs failed:") && stdout.contains("HTTP 404"),
+        "{stdout}"
+    );
+    let run = &run_dirs(&dir.path().join("reports"))[0];
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["failures"][0]["status"], 404);
+    assert!(
+        summary["failures"][0]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("/models")
+    );
+    let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(md.contains("## Why jobs failed"), "{md}");
+}

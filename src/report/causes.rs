@@ -1,0 +1,155 @@
+//! Why jobs failed, grouped: the same cause (HTTP status and the first line of the error)
+//! counted once with an example and, for the usual mistakes, a hint at the fix. Shown in
+//! the terminal, summary.md/json, report.html and JUnit, so a red CI step explains itself.
+
+use serde::{Deserialize, Serialize};
+
+use crate::runner::journal::JobRecord;
+
+/// Causes kept (the rest are counted under the last).
+const MAX_CAUSES: usize = 20;
+
+/// One cause of failed jobs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailureCause {
+    /// The HTTP status of the last attempt, when there was one.
+    pub status: Option<u16>,
+    /// The error's first line, as the jobs reported it (numbers and ids kept).
+    pub cause: String,
+    pub jobs: u64,
+    /// One job that failed this way: case and variant.
+    pub example: String,
+    /// What usually fixes it, when the cause is a common one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+/// The first line of a job's error, without the "after N attempts" noise that differs.
+fn first_line(error: &str) -> String {
+    let line = error.lines().next().unwrap_or("").trim();
+    crate::client::protocol::truncate(line, 300)
+}
+
+/// The fix for a usual cause, if this is one.
+pub fn hint(status: Option<u16>, cause: &str) -> Option<String> {
+    let lower = cause.to_ascii_lowercase();
+    let model_problem = lower.contains("model")
+        && [
+            "not found",
+            "does not exist",
+            "pinned",
+            "unknown",
+            "not serve",
+            "invalid model",
+            "no such",
+        ]
+        .iter()
+        .any(|w| lower.contains(w));
+    Some(match status {
+        _ if model_problem => "the server does not serve this model: GET <base URL>/models lists the models it does; set --model (or endpoint.model) to one of them".into(),
+        Some(404) => "404 on every job usually means the base URL lacks its /v1 (promptgauge appends /chat/completions to it): try --base-url http://host:port/v1".into(),
+        Some(401) | Some(403) => "the key was refused: check the variable named by endpoint.api_key_env".into(),
+        Some(429) => "rate limited even after retries: lower limits.concurrency, or set limits.requests_per_minute".into(),
+        Some(400) | Some(422) if lower.contains("max_tokens") || lower.contains("context") => "the request is too large for the model: lower max_tokens, or shorten the prompt".into(),
+        Some(s) if s >= 500 => "the server failed (5xx) on every attempt: check its logs; promptgauge retried with backoff".into(),
+        _ if lower.contains("connection refused") || lower.contains("connect error") || lower.contains("error trying to connect") => "nothing answers at the base URL: is the server running, and on that port?".into(),
+        _ if lower.contains("first token") || lower.contains("no_first_token") => "no token came within limits.first_token_timeout: a cold or overloaded server; raise the timeout or lower limits.concurrency".into(),
+        _ if lower.contains("dns") || lower.contains("resolve") => "the host name does not resolve: check the base URL".into(),
+        _ => return None,
+    })
+}
+
+/// Counts failed jobs by cause as they arrive.
+#[derive(Debug, Default)]
+pub(crate) struct Causes {
+    causes: Vec<FailureCause>,
+}
+
+impl Causes {
+    pub(crate) fn add(&mut self, r: &JobRecord) {
+        let status = r.attempts.last().and_then(|a| a.status);
+        let cause = first_line(r.error.as_deref().unwrap_or("no answer"));
+        if let Some(c) = self
+            .causes
+            .iter_mut()
+            .find(|c| c.status == status && c.cause == cause)
+        {
+            c.jobs += 1;
+            return;
+        }
+        if self.causes.len() >= MAX_CAUSES {
+            if let Some(last) = self.causes.last_mut() {
+                last.jobs += 1;
+            }
+            return;
+        }
+        self.causes.push(FailureCause {
+            status,
+            hint: hint(status, &cause),
+            cause,
+            jobs: 1,
+            example: format!("case {}, variant {}", r.case_id, r.variant),
+        });
+    }
+
+    /// Most frequent first.
+    pub(crate) fn finish(mut self) -> Vec<FailureCause> {
+        self.causes.sort_by_key(|c| std::cmp::Reverse(c.jobs));
+        self.causes
+    }
+}
+
+/// Lines for the terminal and Markdown: `9 jobs: HTTP 404: … (e.g. case r-001, variant
+/// plain) — hint`.
+pub(crate) fn lines(causes: &[FailureCause]) -> Vec<String> {
+    causes
+        .iter()
+        .map(|c| {
+            let status = c
+                .status
+                .filter(|&s| s >= 400)
+                .map(|s| format!("HTTP {s}: "))
+                .unwrap_or_default();
+            let hint = c
+                .hint
+                .as_ref()
+                .map(|h| format!("\n    → {h}"))
+                .unwrap_or_default();
+            format!(
+                "{} {}: {status}{} (e.g. {}){hint}",
+                c.jobs,
+                if c.jobs == 1 { "job" } else { "jobs" },
+                c.cause,
+                c.example
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usual_causes_get_hints() {
+        assert!(
+            hint(Some(404), "HTTP 404: Not Found")
+                .unwrap()
+                .contains("/v1")
+        );
+        assert!(
+            hint(
+                Some(400),
+                "Server is pinned to 'tiny-model', not model 'big'"
+            )
+            .unwrap()
+            .contains("/models")
+        );
+        assert!(
+            hint(None, "error sending request: connection refused")
+                .unwrap()
+                .contains("server running")
+        );
+        assert_eq!(hint(Some(418), "I'm a teapot"), None);
+    }
+}
