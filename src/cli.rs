@@ -43,6 +43,9 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Write a small working bench (bench, ten cases, two variants, every key commented)
+    /// that runs at once on the built-in simulator.
+    Init(InitArgs),
     /// Run every variant of a bench over its cases and report accuracy, cost and latency.
     Run(RunArgs),
     /// Validate the bench, its cases and prompts, and print the plan; no network calls.
@@ -62,6 +65,38 @@ pub enum Command {
     Label(LabelArgs),
     /// Serve the simulated OpenAI-compatible provider, with misbehaviour on demand.
     Mock(MockArgs),
+}
+
+/// `init [DIR]`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Where to write the bench (created if missing; nothing is overwritten).
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+    /// What the answers look like: an option letter, a number, a JSON object (scored field by
+    /// field), or free text (scored by a model as judge).
+    #[arg(long, value_enum, default_value = "choice")]
+    pub task: Task,
+}
+
+/// `init --task`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Task {
+    Choice,
+    Number,
+    Json,
+    Free,
+}
+
+impl Task {
+    pub fn name(self) -> &'static str {
+        match self {
+            Task::Choice => "multiple-choice",
+            Task::Number => "numeric",
+            Task::Json => "JSON extraction",
+            Task::Free => "free-text (judged)",
+        }
+    }
 }
 
 /// `plan [BENCH]`.

@@ -20,6 +20,7 @@ macro_rules! note {
 mod check;
 mod compare;
 mod finish;
+mod init;
 mod judge;
 mod label;
 mod merge;
@@ -34,6 +35,7 @@ use std::time::{Duration, SystemTime};
 
 pub use check::check;
 pub use compare::compare;
+pub use init::init;
 pub use label::label;
 pub use merge::merge;
 pub use mock::mock;

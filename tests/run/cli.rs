@@ -942,3 +942,52 @@ fn a_dead_server_or_a_wrong_model_is_said_at_once() {
     let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
     assert!(md.contains("## Why jobs failed"), "{md}");
 }
+
+#[test]
+fn init_writes_a_bench_of_each_task_that_runs_at_once_on_the_simulator() {
+    for task in ["choice", "number", "json", "free"] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("my-bench");
+        let out = promptgauge(dir.path())
+            .args(["init", d.to_str().unwrap(), "--task", task])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{task}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("promptgauge run"));
+        let bench = std::fs::read_to_string(d.join("promptgauge.yaml")).unwrap();
+        assert!(
+            bench.contains("name: my-bench") && bench.contains("# "),
+            "{bench}"
+        );
+        let out = promptgauge(&d).args(["run", "--quiet"]).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{task}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The simulator answered in the task's shape: some answers right, none "I don't know".
+        let run = &run_dirs(&d.join("reports"))[0];
+        let journal = std::fs::read_to_string(run.join("results.jsonl")).unwrap();
+        assert!(!journal.contains("I don't know"), "{task}");
+        let s: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap())
+                .unwrap();
+        let headline = |v: &serde_json::Value| v["accuracy"].as_f64().or(v["mean_score"].as_f64());
+        assert!(
+            s["variants"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|v| headline(v).unwrap() > 0.0),
+            "{task}: {s}"
+        );
+        // Never over an existing bench.
+        let again = promptgauge(dir.path())
+            .args(["init", d.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(again.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&again.stderr).contains("never overwrites"));
+    }
+}
