@@ -172,7 +172,7 @@ pub struct ReportArgs {
 }
 
 /// `merge DIR…`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct MergeArgs {
     /// The shard run folders.
     #[arg(required = true, num_args = 1..)]

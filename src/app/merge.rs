@@ -14,6 +14,28 @@ use crate::runner::record::RunRecord;
 
 /// `merge`: combines the run folders of `run --shard i/n` into one run.
 pub fn merge(args: &MergeArgs) -> Result<Exit, Failure> {
+    // `merge reports/*` also names comparisons, earlier merges and the cache: only the
+    // folders of sharded runs are merged, the rest are skipped with a note.
+    let mut runs = Vec::new();
+    for path in &args.runs {
+        let record = RunDir::at(path).read_record().ok();
+        match record.as_ref().map(|r| r.plan.shard) {
+            Some(Some(_)) => runs.push(path.clone()),
+            Some(None) => note!("note: skipping {} (a run, but not a shard)", path.display()),
+            None => note!("note: skipping {} (not a run folder)", path.display()),
+        }
+    }
+    if runs.is_empty() {
+        return Err(UsageError::with_fix(
+            "none of the folders given is a shard of a run",
+            "merge the folders written by `run --shard i/n`",
+        )
+        .into());
+    }
+    let args = &MergeArgs {
+        runs,
+        ..args.clone()
+    };
     let shards: Vec<RunDir> = args.runs.iter().map(RunDir::at).collect();
     // Held until the merge is written: no shard may be resumed while it is read.
     let _locks = shards
@@ -80,7 +102,8 @@ pub fn merge(args: &MergeArgs) -> Result<Exit, Failure> {
         .collect();
     let mut record = first.clone();
     record.plan.shard = None;
-    record.jobs_planned = records.iter().map(|r| r.jobs_planned).sum();
+    // The whole plan, missing shards included: their jobs did not run.
+    record.jobs_planned = record.plan_keys().planned();
     record.started_at = records
         .iter()
         .map(|r| r.started_at.clone())

@@ -132,7 +132,9 @@ impl RunRecord {
             provider: self.endpoint.clone(),
             confidence: self.bench.confidence,
             repeats: self.plan.repeats,
-            cases: self.bench.cases,
+            // A shard holds some of the bench's cases; a sequential plan, max_cases of them.
+            cases: self.plan_keys().planned()
+                / (self.plan.variants.len().max(1) * self.plan.repeats.max(1) as usize),
             jobs_planned: self.jobs_planned,
             stopped: self.stopped.clone(),
             judge: self.judge.clone(),

@@ -493,6 +493,31 @@ fn four_shards_merge_into_the_unsharded_run() {
         .unwrap();
     assert_eq!(o.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&o.stderr).contains("shards 4/4 were not given"));
+    let partial = summary(&run_dirs(&d.join("partial"))[0]);
+    // The missing shard's jobs are counted as not run, and the header counts its cases.
+    assert_eq!(partial.run.jobs_planned, 90);
+    assert_eq!(partial.run.cases, 30);
+    let one = summary(&shards[0]);
+    assert!(one.run.cases < 30 && one.run.cases * 3 == one.run.jobs_planned);
+    // `merge shards/*` beside a comparison: what is not a shard is skipped with a note.
+    promptgauge(d)
+        .args(["compare", &shard_args[0], &shard_args[1]])
+        .assert()
+        .success();
+    let everything: Vec<String> = std::fs::read_dir(d.join("shards"))
+        .unwrap()
+        .map(|e| e.unwrap().path().display().to_string())
+        .collect();
+    assert_eq!(everything.len(), 5, "{everything:?}");
+    let o = promptgauge(d)
+        .arg("merge")
+        .args(&everything)
+        .args(["--out", "again"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("(not a run folder)"), "{stderr}");
 }
 
 #[test]
