@@ -922,9 +922,10 @@ fn a_dead_server_or_a_wrong_model_is_said_at_once() {
         "{stderr}"
     );
     assert!(stderr.contains("GET <base URL>/models"), "{stderr}");
-    // Only the first jobs (and those already in flight) were sent, not all 120.
+    // Only the first jobs (and those the workers took before the stop) were sent, not all
+    // 120; how many more depends on scheduling, not on the rule.
     let sent = server.provider.stats().requests;
-    assert!(sent <= 8, "{sent} requests");
+    assert!(sent <= 24, "{sent} requests");
     assert!(
         stdout.contains("Why jobs failed:") && stdout.contains("HTTP 404"),
         "{stdout}"
