@@ -20,11 +20,11 @@ pub fn check(args: &PlanArgs, env: &Env) -> Result<Exit, Failure> {
     let max_completion: Option<u64> = p.jobs.iter().map(|j| b.max_tokens(j.variant)).sum();
     out!("bench {} ({}): ok", b.name, b.path.display());
     out!(
-        "  {} cases × {} variants × {} repeats = {} jobs",
-        b.cases.len(),
-        p.variants.len(),
-        b.repeats,
-        p.jobs.len()
+        "  {} × {} × {} = {}",
+        super::count(b.cases.len() as u64, "case", "cases"),
+        super::count(p.variants.len() as u64, "variant", "variants"),
+        super::count(b.repeats, "repeat", "repeats"),
+        super::count(p.jobs.len() as u64, "job", "jobs")
     );
     for (i, name) in p.variant_names().iter().enumerate() {
         let v = &b.variants[p.variants[i]];

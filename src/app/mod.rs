@@ -47,6 +47,12 @@ pub use run::run;
 pub use crate::error::{Exit, Failure};
 use crate::mock::{Faults, MockConfig, RetryAfter};
 
+/// `1 repeat`, `3 repeats`: a count with its noun.
+pub(crate) fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// The bench `run` and `check` use when none is named.
 pub const DEFAULT_BENCH: &str = "promptgauge.yaml";
 

@@ -225,12 +225,12 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
             "resuming:"
         };
         note!(
-            "{verb} {} of {} jobs ({} cases × {} variants × {} repeats) against {} — writing {}",
+            "{verb} {} of {} ({} × {} × {}) against {} — writing {}",
             jobs.len(),
-            p.jobs.len(),
-            bench.cases.len(),
-            p.variants.len(),
-            bench.repeats,
+            super::count(p.jobs.len() as u64, "job", "jobs"),
+            super::count(bench.cases.len() as u64, "case", "cases"),
+            super::count(p.variants.len() as u64, "variant", "variants"),
+            super::count(bench.repeats, "repeat", "repeats"),
             provider.base_url,
             dir.path().display()
         );

@@ -29,7 +29,9 @@ impl Progress {
                 ProgressDrawTarget::stderr_with_hz(8),
             );
             let style = ProgressStyle::with_template(
-                "{bar:28.cyan/blue} {pos}/{len} jobs · {msg} · ETA {eta}",
+                // `wide_msg` takes what the terminal has left and cuts the rest: one line,
+                // never wrapped, at any width.
+                "{bar:20.cyan/blue} {pos}/{len} · ETA {eta} · {wide_msg}",
             )
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("█▉▊▋▌▍▎▏ ");

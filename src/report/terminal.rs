@@ -6,29 +6,157 @@ use comfy_table::{CellAlignment, ContentArrangement, Table};
 use super::compare::{RunComparison, RunSide};
 use super::{Summary, interval, millis, notes, pct, usd};
 
-/// Renders the summary for a terminal (or a log when not one).
-pub(crate) fn render(s: &Summary) -> String {
-    let conf = (s.run.confidence * 100.0).round();
-    let mut table = Table::new();
-    table
-        .load_style(UTF8_FULL_CONDENSED)
+/// How wide the terminal is: `$COLUMNS` when set (as shells export it, and as tests set
+/// it), else the terminal's own width when stdout is one; `None` (no limit) in a log.
+pub(crate) fn width() -> Option<usize> {
+    use std::io::IsTerminal;
+    if let Some(c) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&c| c >= 40)
+    {
+        return Some(c);
+    }
+    if std::io::stdout().is_terminal() {
+        return Table::new().width().map(usize::from);
+    }
+    None
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// One column of a terminal table.
+struct Column {
+    header: String,
+    cells: Vec<String>,
+    right: bool,
+    /// 0: always shown; otherwise dropped, highest first, until the table fits.
+    drop: u8,
+}
+
+impl Column {
+    fn new(header: impl Into<String>, right: bool, drop: u8) -> Self {
+        Column {
+            header: header.into(),
+            cells: Vec::new(),
+            right,
+            drop,
+        }
+    }
+}
+
+fn widest_line(text: &str) -> usize {
+    text.lines().map(|l| l.chars().count()).max().unwrap_or(0)
+}
+
+fn draw(columns: &[Column], width: Option<usize>) -> String {
+    let mut t = Table::new();
+    t.load_style(UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header(vec![
-            "variant".to_string(),
-            s.measure().to_string(),
-            format!("{conf}% CI"),
-            s.count_label().to_string(),
-            "failed".to_string(),
-            "TTFT p50".to_string(),
-            "latency p50/p90/p99".to_string(),
-            "tok/s".to_string(),
-            "tokens in/out".to_string(),
-            "cost".to_string(),
-            "$/correct".to_string(),
-        ]);
+        .set_header(columns.iter().map(|c| c.header.clone()).collect::<Vec<_>>());
+    if let Some(w) = width {
+        t.set_width(w.min(u16::MAX as usize) as u16);
+    }
+    let rows = columns.first().map_or(0, |c| c.cells.len());
+    for r in 0..rows {
+        t.add_row(
+            columns
+                .iter()
+                .map(|c| c.cells[r].clone())
+                .collect::<Vec<_>>(),
+        );
+    }
+    for (i, c) in columns.iter().enumerate() {
+        if c.right
+            && let Some(col) = t.column_mut(i)
+        {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t.to_string()
+}
+
+/// The table at `width`: columns that hold nothing are left out, then the least useful
+/// are dropped until it fits; only then do cells wrap.
+fn fit(columns: Vec<Column>, width: Option<usize>) -> String {
+    let mut columns: Vec<Column> = columns
+        .into_iter()
+        .filter(|c| c.drop == 0 || c.cells.iter().any(|x| x != "–" && !x.is_empty()))
+        .collect();
+    loop {
+        let text = draw(&columns, None);
+        let Some(w) = width else { return text };
+        if widest_line(&text) <= w {
+            return text;
+        }
+        // Columns of one rank go together (both "only" counts of a pair, say).
+        let Some(rank) = columns.iter().map(|c| c.drop).filter(|&d| d > 0).max() else {
+            return draw(&columns, Some(w));
+        };
+        columns.retain(|c| c.drop != rank);
+    }
+}
+
+/// Wraps the lines of prose (not table rows) at `width`, at spaces.
+fn wrap(text: &str, width: Option<usize>) -> String {
+    let Some(w) = width else {
+        return text.to_string();
+    };
+    let mut out = String::new();
+    for line in text.lines() {
+        let table_row = line.starts_with(['┌', '│', '╞', '├', '└', '╭', '╰']);
+        if table_row || line.chars().count() <= w {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        let indent: String = line.chars().take_while(|c| *c == ' ').collect();
+        let mut current = String::new();
+        for word in line.split(' ').filter(|w| !w.is_empty()) {
+            let len = current.chars().count();
+            if len > 0 && len + 1 + word.chars().count() > w {
+                out.push_str(&current);
+                out.push('\n');
+                current = format!("{indent}  ");
+            } else if len > 0 && !current.ends_with(' ') {
+                current.push(' ');
+            } else if len == 0 {
+                current.push_str(&indent);
+            }
+            current.push_str(word);
+        }
+        out.push_str(&current);
+        out.push('\n');
+    }
+    out
+}
+
+/// Renders the summary for a terminal (or a log when not one), fitted to its width.
+pub(crate) fn render(s: &Summary) -> String {
+    render_at(s, width())
+}
+
+/// [`render`] at a given width (`None`: no limit).
+pub(crate) fn render_at(s: &Summary, width: Option<usize>) -> String {
+    let conf = (s.run.confidence * 100.0).round();
+    let mut cols = vec![
+        Column::new("variant", false, 0),
+        Column::new(s.measure(), true, 0),
+        Column::new(format!("{conf}% CI"), true, 0),
+        Column::new(s.count_label(), true, 4),
+        Column::new("failed", true, 0),
+        Column::new("TTFT p50", true, 7),
+        Column::new("latency p50/p90/p99", true, 3),
+        Column::new("tok/s", true, 9),
+        Column::new("tokens in/out", true, 6),
+        Column::new("cost", true, 5),
+        Column::new("$/correct", true, 8),
+    ];
     for v in &s.variants {
         let est = if v.tokens.estimated { "~" } else { "" };
-        table.add_row(vec![
+        let cells = [
             format!("{}{}", v.name, if v.baseline { " *" } else { "" }),
             pct(v.headline().0),
             interval(v.headline().1, v.headline().2),
@@ -46,23 +174,22 @@ pub(crate) fn render(s: &Summary) -> String {
             format!("{est}{} / {est}{}", v.tokens.prompt, v.tokens.completion),
             usd(v.cost_usd),
             usd(v.cost_per_correct_usd),
-        ]);
-    }
-    for i in 1..11 {
-        if let Some(col) = table.column_mut(i) {
-            col.set_cell_alignment(CellAlignment::Right);
+        ];
+        for (c, cell) in cols.iter_mut().zip(cells) {
+            c.cells.push(cell);
         }
     }
+    let table = fit(cols, width);
     let mut out = format!(
-        "{}: {} cases × {} variants, model {} at {}\n{table}\n* baseline\n",
+        "{}: {} × {}, model {} at {}\n{table}\n* baseline\n",
         s.run.bench,
-        s.run.cases,
-        s.variants.len(),
+        plural(s.run.cases, "case", "cases"),
+        plural(s.variants.len(), "variant", "variants"),
         s.run.provider.model,
         s.run.provider.base_url
     );
     if !s.comparisons.is_empty() {
-        out.push_str(&comparison_table(s));
+        out.push_str(&comparison_table(s, width));
         out.push('\n');
         for c in &s.comparisons {
             out.push_str(&c.sentence);
@@ -78,11 +205,11 @@ pub(crate) fn render(s: &Summary) -> String {
         out.push('\n');
     }
     if !s.slices.is_empty() {
-        out.push_str(&slice_table(s));
+        out.push_str(&slice_table(s, width));
         out.push('\n');
     }
     if let Some(judge) = &s.run.judge {
-        out.push_str(&judge_table(s, judge));
+        out.push_str(&judge_table(s, judge, width));
         out.push('\n');
     }
     for r in &s.replicas {
@@ -106,62 +233,54 @@ pub(crate) fn render(s: &Summary) -> String {
             out.push_str(&format!("  {line}\n"));
         }
     }
-    out
+    wrap(&out, width)
 }
 
-fn table(header: Vec<String>) -> Table {
-    let mut t = Table::new();
-    t.load_style(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header(header);
-    t
-}
-
-fn comparison_table(s: &Summary) -> String {
+fn comparison_table(s: &Summary, width: Option<usize>) -> String {
     let baseline = s.variants.first().map_or("baseline", |v| v.name.as_str());
-    let mut t = table(vec![
-        format!("vs {baseline}"),
-        "both right".into(),
-        "only variant".into(),
-        format!("only {baseline}"),
-        "both wrong".into(),
-        "difference".into(),
-        super::compare::ci_header(&s.comparisons, s.run.confidence),
-        "p (Holm)".into(),
-        "verdict".into(),
-    ]);
+    let mut cols = vec![
+        Column::new(format!("vs {baseline}"), false, 0),
+        Column::new("both right", true, 6),
+        Column::new("only variant", true, 4),
+        Column::new(format!("only {baseline}"), true, 4),
+        Column::new("both wrong", true, 6),
+        Column::new("difference", true, 0),
+        Column::new(
+            super::compare::ci_header(&s.comparisons, s.run.confidence),
+            true,
+            0,
+        ),
+        Column::new("p (Holm)", true, 3),
+        Column::new("verdict", false, 0),
+    ];
     for c in &s.comparisons {
         let mut row = vec![c.variant.clone()];
         row.extend(c.cells());
-        t.add_row(row);
-    }
-    for i in 1..8 {
-        if let Some(col) = t.column_mut(i) {
-            col.set_cell_alignment(CellAlignment::Right);
+        for (col, cell) in cols.iter_mut().zip(row) {
+            col.cells.push(cell);
         }
     }
-    t.to_string()
+    fit(cols, width)
 }
 
 /// Who judged, what it cost, and (with labels) how it fared against people.
-fn judge_table(s: &Summary, judge: &super::ProviderInfo) -> String {
+fn judge_table(s: &Summary, judge: &super::ProviderInfo, width: Option<usize>) -> String {
     let labelled = s.variants.iter().any(|v| v.labelled.is_some());
-    let mut header = vec![
-        "judged by".to_string(),
-        "calls".into(),
-        "tokens in/out".into(),
-        "cost".into(),
-        "votes agree".into(),
+    let mut cols = vec![
+        Column::new("judged by", false, 0),
+        Column::new("calls", true, 0),
+        Column::new("tokens in/out", true, 6),
+        Column::new("cost", true, 5),
+        Column::new("votes agree", true, 4),
     ];
     if labelled {
-        header.extend([
-            "labels".to_string(),
-            "agrees with people".into(),
-            "κ".into(),
-            format!("{} as people would score", s.measure()),
+        cols.extend([
+            Column::new("labels", true, 3),
+            Column::new("agrees with people", true, 0),
+            Column::new("κ", true, 2),
+            Column::new(format!("{} as people would score", s.measure()), true, 0),
         ]);
     }
-    let mut t = table(header);
     for v in &s.variants {
         let tokens = v.judge_tokens.unwrap_or_default();
         let mut row = vec![
@@ -190,28 +309,45 @@ fn judge_table(s: &Summary, judge: &super::ProviderInfo) -> String {
                 None => row.extend(["0".to_string(), "–".into(), "–".into(), "–".into()]),
             }
         }
-        t.add_row(row);
+        for (c, cell) in cols.iter_mut().zip(row) {
+            c.cells.push(cell);
+        }
     }
-    t.to_string()
+    fit(cols, width)
 }
 
-fn slice_table(s: &Summary) -> String {
-    let mut header = vec!["tag".to_string()];
-    header.extend(s.variants.iter().map(|v| v.name.clone()));
-    let mut t = table(header);
-    for chunk in s.slices.chunks(s.variants.len().max(1)) {
-        let mut row = vec![chunk[0].tag.clone()];
-        row.extend(chunk.iter().map(|sl| {
-            format!(
-                "{} {} n={}",
-                pct(sl.accuracy),
-                interval(sl.ci_low, sl.ci_high),
-                sl.n
-            )
-        }));
-        t.add_row(row);
+fn slice_table(s: &Summary, width: Option<usize>) -> String {
+    let chunks: Vec<_> = s.slices.chunks(s.variants.len().max(1)).collect();
+    let build = |with_interval: bool| {
+        let mut cols = vec![Column::new("tag", false, 0)];
+        cols.extend(
+            s.variants
+                .iter()
+                .map(|v| Column::new(v.name.clone(), false, 0)),
+        );
+        for chunk in &chunks {
+            cols[0].cells.push(chunk[0].tag.clone());
+            for (i, sl) in chunk.iter().enumerate() {
+                let cell = if with_interval {
+                    format!(
+                        "{} {} n={}",
+                        pct(sl.accuracy),
+                        interval(sl.ci_low, sl.ci_high),
+                        sl.n
+                    )
+                } else {
+                    format!("{} n={}", pct(sl.accuracy), sl.n)
+                };
+                cols[i + 1].cells.push(cell);
+            }
+        }
+        cols
+    };
+    let full = fit(build(true), None);
+    match width {
+        Some(w) if widest_line(&full) > w => fit(build(false), Some(w)),
+        _ => full,
     }
-    t.to_string()
 }
 
 /// Renders `promptgauge compare` for a terminal.
@@ -227,21 +363,25 @@ pub(crate) fn render_comparison(c: &RunComparison) -> String {
         )
     };
     let mut out = side("A", &c.run_a) + &side("B", &c.run_b);
-    let mut t = table(vec![
-        "variant".into(),
-        "accuracy A".into(),
-        "accuracy B".into(),
-        "B − A".into(),
-        super::compare::ci_header(c.variants.iter().map(|v| &v.comparison), c.confidence),
-        "p (Holm)".into(),
-        "verdict".into(),
-        "latency p50 A / B".into(),
-        "p90 A / B".into(),
-        "cost A / B".into(),
-    ]);
+    let mut cols = vec![
+        Column::new("variant", false, 0),
+        Column::new("accuracy A", true, 0),
+        Column::new("accuracy B", true, 0),
+        Column::new("B − A", true, 0),
+        Column::new(
+            super::compare::ci_header(c.variants.iter().map(|v| &v.comparison), c.confidence),
+            true,
+            0,
+        ),
+        Column::new("p (Holm)", true, 3),
+        Column::new("verdict", false, 0),
+        Column::new("latency p50 A / B", true, 4),
+        Column::new("p90 A / B", true, 6),
+        Column::new("cost A / B", true, 5),
+    ];
     for v in &c.variants {
         let [.., difference, ci, p, verdict] = v.comparison.cells();
-        t.add_row(vec![
+        let row = [
             v.name.clone(),
             format!(
                 "{} {}",
@@ -268,9 +408,13 @@ pub(crate) fn render_comparison(c: &RunComparison) -> String {
                 millis(v.b.latency_ms.p90)
             ),
             format!("{} / {}", usd(v.a.cost_usd), usd(v.b.cost_usd)),
-        ]);
+        ];
+        for (col, cell) in cols.iter_mut().zip(row) {
+            col.cells.push(cell);
+        }
     }
-    out.push_str(&t.to_string());
+    let width = width();
+    out.push_str(&fit(cols, width));
     out.push('\n');
     for v in &c.variants {
         out.push_str(&v.comparison.sentence);
@@ -286,7 +430,7 @@ pub(crate) fn render_comparison(c: &RunComparison) -> String {
         out.push_str(&line);
         out.push('\n');
     }
-    out
+    wrap(&out, width)
 }
 
 /// What the two runs do not share, said out loud.

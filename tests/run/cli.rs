@@ -213,7 +213,7 @@ fn check_validates_and_sends_nothing() {
         .clone();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("12 cases × 2 variants × 1 repeats = 24 jobs"),
+        text.contains("12 cases × 2 variants × 1 repeat = 24 jobs"),
         "{text}"
     );
     assert!(text.contains("estimated cost"), "{text}");
@@ -991,4 +991,56 @@ fn init_writes_a_bench_of_each_task_that_runs_at_once_on_the_simulator() {
         assert_eq!(again.status.code(), Some(2));
         assert!(String::from_utf8_lossy(&again.stderr).contains("never overwrites"));
     }
+}
+
+#[test]
+fn the_reports_fit_80_and_100_column_terminals() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let out = tempfile::tempdir().unwrap();
+    let run = |columns: &str| {
+        let o = promptgauge(&repo())
+            .env("COLUMNS", columns)
+            .args([
+                "run",
+                "--base-url",
+                &server.base_url(),
+                "--model",
+                "m",
+                "--out",
+            ])
+            .arg(out.path())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let full = run("400");
+    let widest = |text: &str| text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    assert!(
+        widest(&full) > 120,
+        "the full layout is wider than 100 columns"
+    );
+    for columns in [80usize, 100] {
+        let text = run(&columns.to_string());
+        assert!(widest(&text) <= columns, "{columns} columns:\n{text}");
+        // The verdicts and every variant are still there.
+        for needed in ["step-by-step", "better", "not distinguishable", "87.5%"] {
+            assert!(text.contains(needed), "{columns}: {needed}\n{text}");
+        }
+    }
+    // compare too.
+    let dirs = run_dirs(out.path());
+    let o = promptgauge(&repo())
+        .env("COLUMNS", "80")
+        .args([
+            "compare",
+            dirs[0].to_str().unwrap(),
+            dirs[1].to_str().unwrap(),
+            "--out",
+        ])
+        .arg(out.path().join("cmp"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(widest(&text) <= 80, "{text}");
 }
