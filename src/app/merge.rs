@@ -127,7 +127,7 @@ pub fn merge(args: &MergeArgs) -> Result<Exit, Failure> {
         .append_journal()
         .with_context(|| format!("cannot create the journal in {}", dir.path().display()))
         .before_send()?;
-    let mut agg = aggregator(&dir, &record, args.junit.is_some(), None)?;
+    let mut agg = aggregator(&dir, &record, args.junit.is_some())?;
     let mut keys = std::collections::HashSet::new();
     for (shard, shard_record) in shards.iter().zip(&records) {
         let mut overlap = None;

@@ -102,7 +102,16 @@ fn aggregator(
     dir: &crate::runner::RunDir,
     record: &crate::runner::record::RunRecord,
     junit: bool,
-    stop: Option<(crate::report::sequential::StopFlags, Vec<usize>)>,
+) -> Result<crate::report::Aggregator, crate::cli::UsageError> {
+    aggregator_with(dir, record, junit, None)
+}
+
+/// [`aggregator`] for a live `--until-decided` run, whose tests also pace the runner.
+pub(super) fn aggregator_with(
+    dir: &crate::runner::RunDir,
+    record: &crate::runner::record::RunRecord,
+    junit: bool,
+    live: Option<crate::report::sequential::Live>,
 ) -> Result<crate::report::Aggregator, crate::cli::UsageError> {
     let labels = crate::report::labels::of_run(&dir.labels()).map_err(|m| {
         crate::cli::UsageError::with_fix(m, "fix the line, or remove it from labels.jsonl")
@@ -117,19 +126,13 @@ fn aggregator(
             judge_price: record.judge_price(),
             labels,
             sequential: record.plan.sequential.as_ref().map(|plan| {
-                let arms = record.plan.variants.len();
-                let (flags, index) = match stop {
-                    Some((flags, index)) => (Some(flags), index),
-                    None => (None, (0..arms).collect()),
-                };
                 crate::report::sequential::Sequential::new(
                     plan,
                     &record.bench.case_ids,
                     &record.plan.variants,
-                    index,
                     record.plan.repeats,
                     record.bench.confidence,
-                    flags,
+                    live,
                 )
             }),
         },
@@ -150,7 +153,7 @@ fn load(
     let record = dir
         .read_record()
         .map_err(|e| crate::cli::UsageError(format!("{e:#}")))?;
-    let mut agg = aggregator(&dir, &record, false, None)?;
+    let mut agg = aggregator(&dir, &record, false)?;
     let (audit, _) = dir
         .replay(&record.plan_keys(), |r| agg.add(&r))
         .with_context(|| format!("cannot read the journal in {}", path.display()))?;

@@ -85,11 +85,17 @@ pub fn plan(args: &PowerArgs) -> Result<Exit, Failure> {
     }
     let conf = (bench.confidence * 100.0).round();
     let power_pct = (args.power * 100.0).round();
+    let family = match (bench.variants.len(), comparisons) {
+        (1, 1) => "1 variant: sizing one comparison with it".to_string(),
+        (_, 1) => format!(
+            "{} variants, one compared with the baseline",
+            bench.variants.len()
+        ),
+        (n, m) => format!("{n} variants, {m} compared with the baseline (Holm over {m})"),
+    };
     out!(
-        "plan for {}: {} variants, {} compared with the baseline (Holm over {comparisons}), {conf}% confidence, {power_pct}% power",
-        bench.name,
-        bench.variants.len(),
-        comparisons
+        "plan for {}: {family}, {conf}% confidence, {power_pct}% power",
+        bench.name
     );
     out!("  baseline accuracy {:.1}% ({source})", baseline * 100.0);
     out!(

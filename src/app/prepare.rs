@@ -154,6 +154,16 @@ fn sequential_plan(bench: &Bench, variants: usize) -> Result<SequentialPlan, Fai
         .max_cases
         .unwrap_or_else(|| fixed.map_or(cases, |f| 2 * f))
         .min(cases);
+    if max_cases < spec.min_cases {
+        return Err(UsageError::with_fix(
+            format!(
+                "--until-decided can give no verdict before sequential.min_cases ({}) cases, and this run has {max_cases}",
+                spec.min_cases
+            ),
+            "add cases, or lower sequential.min_cases in the bench",
+        )
+        .into());
+    }
     Ok(SequentialPlan {
         seed: rand::random(),
         detect,

@@ -13,8 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::finish::{Ending, Outputs, conclude, in_use};
 use super::{
-    Exit, Failure, Prepared, SIMULATED_BANNER, aggregator, demo_mock_config, prepare, shown_urls,
-    utc_now,
+    Exit, Failure, Prepared, SIMULATED_BANNER, demo_mock_config, prepare, shown_urls, utc_now,
 };
 use crate::cli::{Env, PlanArgs, RunArgs, UsageError};
 use crate::client::{Client, ClientConfig, ReqwestTransport};
@@ -141,12 +140,21 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
                 .collect(),
         )
     });
-    let mut agg = aggregator(
-        &dir,
-        &record,
-        args.junit.is_some(),
-        stop.clone().map(|s| (s, p.variants.clone())),
-    )?;
+    // ... and none is sent far ahead of the cases the tests have seen.
+    let per_case = p.variants.len() * bench.repeats as usize;
+    let horizon = p.sequential.as_ref().map(|_| {
+        let workers = bench.limits.concurrency * p.endpoint.base_urls.len().max(1);
+        crate::report::sequential::Horizon::new(workers.div_ceil(per_case.max(1)) + 1)
+    });
+    let live = match (&stop, &horizon) {
+        (Some(stop), Some(horizon)) => Some(crate::report::sequential::Live {
+            stop: stop.clone(),
+            bench_index: p.variants.clone(),
+            horizon: horizon.clone(),
+        }),
+        _ => None,
+    };
+    let mut agg = super::aggregator_with(&dir, &record, args.junit.is_some(), live)?;
     let (audit, mut journal) = dir
         .resume(&keys, |r| agg.add(&r))
         .with_context(|| format!("cannot read the journal {}", dir.journal_path().display()))
@@ -286,6 +294,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
             judge: judge_service.clone(),
         },
         skip: stop.clone(),
+        horizon: horizon.map(|h| (h, per_case)),
     };
     let mut verbose = VerboseLog;
     let mut first = FirstFailures::new(

@@ -256,14 +256,14 @@ impl Detectable {
         };
         match self.difference {
             Some(d) => format!(
-                "With {} cases, the paired test at {conf}% confidence{family} detects differences of about {:.0} points or more with 80% power (reference accuracy {:.0}%, assuming the variants' errors are independent: variants that fail on the same cases need fewer cases, variants that fail on different cases more). Smaller real differences will mostly read as noise; `promptgauge plan` sizes a bench for the difference you care about.",
-                self.cases,
+                "With {}, the paired test at {conf}% confidence{family} detects differences of about {:.0} points or more with 80% power (reference accuracy {:.0}%, assuming the variants' errors are independent: variants that fail on the same cases need fewer cases, variants that fail on different cases more). Smaller real differences will mostly read as noise; `promptgauge plan` sizes a bench for the difference you care about.",
+                plural(self.cases, "case", "cases"),
                 d * 100.0,
                 self.reference_accuracy * 100.0
             ),
             None => format!(
-                "With {} cases, no difference in accuracy can be detected reliably (80% power at {conf}% confidence{family}); `promptgauge plan` says how many cases would.",
-                self.cases
+                "With {}, no difference in accuracy can be detected reliably (80% power at {conf}% confidence{family}); `promptgauge plan` says how many cases would.",
+                plural(self.cases, "case", "cases")
             ),
         }
     }
@@ -278,6 +278,11 @@ pub(crate) fn bound(x: f64) -> String {
     } else {
         format!("{p:+.1}")
     }
+}
+
+/// `1 case`, `3 cases`.
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// `+6.2 points`
@@ -476,13 +481,7 @@ fn interval(c: &Comparison, level: f64) -> Option<(f64, f64)> {
         let half = crate::stats::z_for(level) * se;
         return Some(clip((d - half, d + half)));
     }
-    let t_half = |se: f64, df: f64| -> Option<f64> {
-        use statrs::distribution::{ContinuousCDF, StudentsT};
-        let t = StudentsT::new(0.0, 1.0, df).ok()?;
-        Some(t.inverse_cdf(1.0 - (1.0 - level) / 2.0) * se)
-    };
     let units = &c.units;
-    let n: f64 = units.sizes.iter().sum();
     match &c.basis {
         Basis::None => None,
         Basis::Table(t) => exact_paired_interval(t, level).map(|(_, lo, hi)| (lo, hi)),
@@ -490,18 +489,16 @@ fn interval(c: &Comparison, level: f64) -> Option<(f64, f64)> {
             crate::stats::scores::paired_interval(&units.sums, level).map(|(_, lo, hi)| (lo, hi))
         }
         Basis::Groups => {
-            let g = units.sums.len() as f64;
-            if g < 2.0 {
-                return None;
-            }
-            let ss: f64 = units
+            // The groups are the units: the same interval as for case means, on the
+            // groups' mean differences (never of zero width, however few the groups; it
+            // agrees with the test by group exactly when the groups are of one size).
+            let means: Vec<f64> = units
                 .sums
                 .iter()
                 .zip(&units.sizes)
-                .map(|(s, w)| (s - w * d).powi(2))
-                .sum();
-            let half = t_half((ss * g / (g - 1.0)).sqrt() / n, g - 1.0)?;
-            Some(clip((d - half, d + half)))
+                .map(|(s, w)| s / w)
+                .collect();
+            crate::stats::scores::paired_interval(&means, level).map(|(_, lo, hi)| (lo, hi))
         }
     }
 }
@@ -528,7 +525,10 @@ fn cases_needed(c: &Comparison, alpha: f64, comparisons: usize) -> Option<u64> {
             ((z_a + z_b).powi(2) * var / (d * d)).ceil()
         }
     };
-    Some((n * deff).ceil() as u64)
+    let n = (n * deff).ceil() as u64;
+    // The exact test is conservative at few cases: a figure at or below the cases already
+    // run says nothing useful.
+    (n > c.cases).then_some(n)
 }
 
 /// The interval column's header: `95% CI`, or `CI (Holm)` when the comparisons' intervals
@@ -590,16 +590,17 @@ fn sentence(c: &Comparison, confidence: f64, comparisons: usize) -> String {
     };
     let unit = match c.groups {
         Some(g) => format!(
-            "{} paired cases in {g} groups (design effect {:.2})",
-            c.cases,
+            "{} in {} (design effect {:.2})",
+            plural(c.cases, "paired case", "paired cases"),
+            plural(g, "group", "groups"),
             c.design_effect.unwrap_or(1.0)
         ),
-        None => format!("{} paired cases", c.cases),
+        None => plural(c.cases, "paired case", "paired cases"),
     };
     let numbers = match (c.difference, c.ci_low, c.ci_high, c.p_holm) {
         (Some(d), Some(lo), Some(hi), Some(p)) => {
-            // Only grouped cases use an interval (cluster-robust t) that inverts another
-            // test than the one that decides; where the two part, say which decides.
+            // Grouped cases of unequal sizes use an interval (on group means) that inverts
+            // another statistic than the test's (group sums); where the two part, say so.
             let decided = matches!(c.verdict, Verdict::Better | Verdict::Worse);
             let excludes = lo > 0.0 || hi < 0.0;
             let margin = match (decided, excludes) {
@@ -1008,6 +1009,46 @@ mod tests {
     }
 
     #[test]
+    fn few_groups_give_wide_intervals_never_zero_width_ones() {
+        // Two groups, each 5 wins, 5 losses, 10 ties: group means of exactly 0.
+        let mut one = table(0, 5, 5, 10, 1);
+        one.extend(table(0, 5, 5, 10, 1));
+        let groups: Vec<String> = (0..40).map(|i| format!("g{}", i / 20)).collect();
+        for g in [&groups[..], &vec!["all".to_string(); 40][..]] {
+            let mut cs = vec![compare(
+                "v",
+                "b",
+                Paired {
+                    pairs: &one,
+                    groups: Some(g),
+                    scored: false,
+                },
+                0.95,
+            )];
+            decide(&mut cs, 0.95);
+            let (lo, hi) = (cs[0].ci_low.unwrap(), cs[0].ci_high.unwrap());
+            assert!(lo < -0.3 && hi > 0.3, "[{lo}, {hi}]");
+            assert_eq!(cs[0].verdict, Verdict::NotDistinguishable);
+        }
+        // Four identical groups each +0.2: not significant, so the interval holds 0.
+        let four: Vec<_> = (0..4).flat_map(|_| table(0, 2, 0, 8, 1)).collect();
+        let g4: Vec<String> = (0..40).map(|i| format!("g{}", i / 10)).collect();
+        let mut cs = vec![compare(
+            "v",
+            "b",
+            Paired {
+                pairs: &four,
+                groups: Some(&g4),
+                scored: false,
+            },
+            0.95,
+        )];
+        decide(&mut cs, 0.95);
+        assert!((cs[0].p_value.unwrap() - 0.125).abs() < 1e-12);
+        assert!(cs[0].ci_low.unwrap() <= 0.0 && cs[0].ci_high.unwrap() > 0.2);
+    }
+
+    #[test]
     fn no_pairs_no_verdict() {
         let mut cs = vec![compare("b", "a", Paired::cases(&[]), 0.95)];
         decide(&mut cs, 0.95);
@@ -1093,7 +1134,32 @@ impl RunComparison {
             let shown = |v: &super::summary::VariantSummary| v.accuracy.or(v.mean_score);
             c.explain_against(shown(vb), shown(va));
             comparisons.push(c);
-            variants.push((va.clone(), vb.clone()));
+            // Every interval in one table at one level: each run's own accuracy interval is
+            // recomputed at the comparison's confidence when the run used another.
+            let at_level = |v: &super::summary::VariantSummary, own: f64, arm: usize| {
+                let mut v = v.clone();
+                if (own - confidence).abs() > 1e-12
+                    && let Some(table) = cases.get(&v.name)
+                {
+                    let scores = table.arm(arm);
+                    if v.mean_score.is_some() {
+                        let means: Vec<f64> = scores.iter().filter_map(CaseScore::mean).collect();
+                        let m = crate::stats::scores::mean_score(&means, confidence);
+                        v.score_ci_low = m.and_then(|m| m.interval.map(|i| i.0));
+                        v.score_ci_high = m.and_then(|m| m.interval.map(|i| i.1));
+                    } else if let Some((_, lo, hi, _)) =
+                        crate::stats::cluster::clustered_wilson(&scores, confidence)
+                    {
+                        v.ci_low = Some(lo);
+                        v.ci_high = Some(hi);
+                    }
+                }
+                v
+            };
+            variants.push((
+                at_level(va, sa.run.confidence, 0),
+                at_level(vb, sb.run.confidence, 1),
+            ));
         }
         decide(&mut comparisons, confidence);
         let only = |x: &[String], y: &[String]| -> Vec<String> {

@@ -82,22 +82,19 @@ fn result(gate: &str, passed: bool, reason: String) -> GateResult {
 }
 
 /// `--max-drop` after `--until-decided`: the intervals are not valid after stopping early,
-/// but the verdicts are. A variant passes when it was decided better, or to differ by
-/// less than `detect` points when `detect` is at most the drop allowed.
+/// and a "no difference" stop is wrong at rate 1 − power, not 1 − confidence; only a
+/// variant decided better has shown, at the run's confidence, that it did not drop.
 fn sequential_drop(max: f64, seq: &super::sequential::SequentialSummary) -> GateResult {
-    let limit = max * 100.0;
+    let _ = max;
     let mut failed = Vec::new();
     for v in &seq.variants {
-        let ok = match v.verdict.as_str() {
-            "better" => true,
-            "no_difference" => seq.detect <= limit + 1e-9,
-            _ => false,
-        };
-        if !ok {
+        if v.verdict != "better" {
             failed.push(match v.verdict.as_str() {
                 "no_difference" => format!(
-                    "{}: the sequential test ruled out differences of {} points, not of {limit:.1} (set sequential.detect to {limit:.1} or less)",
-                    v.variant, seq.detect
+                    "{}: \"no difference of {} points\" is a futility stop, wrong up to {:.0}% of the time (1 − power), not a bound on the drop at the run's confidence; gate --max-drop on a run without --until-decided",
+                    v.variant,
+                    seq.detect,
+                    (1.0 - seq.power) * 100.0
                 ),
                 other => format!("{}: {other} after {} cases", v.variant, v.cases),
             });
@@ -107,10 +104,7 @@ fn sequential_drop(max: f64, seq: &super::sequential::SequentialSummary) -> Gate
         result(
             "max-drop",
             true,
-            format!(
-                "every variant was decided better, or within {} points",
-                seq.detect
-            ),
+            "every variant was decided better than the baseline".into(),
         )
     } else {
         result("max-drop", false, failed.join("; "))

@@ -20,6 +20,38 @@ use crate::suite::plan::SequentialPlan;
 /// Per variant (by bench variant index): stop sending its jobs.
 pub type StopFlags = Arc<Vec<AtomicBool>>;
 
+/// How far ahead of the tests the runner may send: a case whose plan position is beyond
+/// `limit` waits until the tests have caught up (a slow or retried early case would
+/// otherwise let every worker send cases no decision may need).
+#[derive(Clone)]
+pub struct Horizon {
+    pub limit: Arc<std::sync::atomic::AtomicUsize>,
+    pub notify: Arc<tokio::sync::Notify>,
+    /// Cases that may run ahead of the last case fed to the tests.
+    pub ahead: usize,
+}
+
+impl Horizon {
+    /// A horizon `ahead` cases beyond the start.
+    pub fn new(ahead: usize) -> Self {
+        Horizon {
+            limit: Arc::new(std::sync::atomic::AtomicUsize::new(ahead)),
+            notify: Arc::new(tokio::sync::Notify::new()),
+            ahead,
+        }
+    }
+
+    fn advance_to(&self, next: usize) {
+        self.limit.store(next + self.ahead, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    fn open(&self) {
+        self.limit.store(usize::MAX, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+}
+
 /// One variant's sequential verdict, as the summary states it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SequentialVerdict {
@@ -78,20 +110,33 @@ pub struct Sequential {
     tests: Vec<Option<SequentialTest>>,
     decided: Vec<Option<(Decision, usize)>>,
     stop: Option<StopFlags>,
+    horizon: Option<Horizon>,
+    confidence: f64,
+}
+
+/// What a live run's tests steer: the stop flags (indexed by the bench's variant index,
+/// `bench_index[arm]` for each arm) and the horizon.
+pub struct Live {
+    pub stop: StopFlags,
+    pub bench_index: Vec<usize>,
+    pub horizon: Horizon,
 }
 
 impl Sequential {
-    /// The tests of a run whose plan orders `case_ids` (bench order) by `plan.seed`.
-    /// `bench_index[arm]` is the bench's index of each variant (for `stop`).
+    /// The tests of a run whose plan orders `case_ids` (bench order) by `plan.seed`;
+    /// `live` when they steer a running run (not when a journal is replayed).
     pub fn new(
         plan: &SequentialPlan,
         case_ids: &[String],
         variants: &[String],
-        bench_index: Vec<usize>,
         repeats: u32,
         confidence: f64,
-        stop: Option<StopFlags>,
+        live: Option<Live>,
     ) -> Sequential {
+        let (stop, bench_index, horizon) = match live {
+            Some(l) => (Some(l.stop), l.bench_index, Some(l.horizon)),
+            None => (None, Vec::new(), None),
+        };
         let mut order = crate::suite::plan::case_order(case_ids.len(), plan.seed);
         order.truncate(plan.max_cases as usize);
         let position = order
@@ -132,6 +177,8 @@ impl Sequential {
                 .collect(),
             decided: vec![None; arms],
             stop,
+            horizon,
+            confidence,
         }
     }
 
@@ -186,8 +233,15 @@ impl Sequential {
             }
             if (1..self.variants.len()).all(|a| self.decided[a].is_some()) {
                 self.flag(0);
+                if let Some(h) = &self.horizon {
+                    // Everything left is skipped: let the waiting workers see it.
+                    h.open();
+                }
             }
             self.next += 1;
+            if let Some(h) = &self.horizon {
+                h.advance_to(self.next);
+            }
         }
     }
 
@@ -216,6 +270,7 @@ impl Sequential {
     pub fn summary(&self, jobs_run: usize, cost: Option<f64>) -> SequentialSummary {
         let variants = (1..self.variants.len())
             .map(|arm| {
+                let exhausted = self.next >= self.heard.len();
                 let (verdict, d) = match self.decided[arm] {
                     Some((d, _)) => (
                         match d.verdict {
@@ -226,6 +281,9 @@ impl Sequential {
                         },
                         Some(d),
                     ),
+                    // Every planned case was heard and none decided it (failed jobs can
+                    // leave a test short of max_cases).
+                    None if exhausted => ("undecided", None),
                     None => ("running", None),
                 };
                 let test = self.tests[arm].as_ref();
@@ -241,18 +299,39 @@ impl Sequential {
                 }
             })
             .collect();
-        let jobs_fixed = self
-            .plan
-            .fixed_design_cases
-            .map(|n| n * self.variants.len() as u64 * u64::from(self.repeats));
-        let saved = jobs_fixed.map(|f| f.saturating_sub(jobs_run as u64));
+        // The fixed design for the same power at the baseline accuracy seen, as `plan`
+        // would size it after this run.
+        let fed: Vec<f64> = (0..self.next.min(self.scores.len()))
+            .filter_map(|pos| self.scores[pos][0].mean())
+            .collect();
+        let p0 = if fed.is_empty() {
+            0.5
+        } else {
+            fed.iter().sum::<f64>() / fed.len() as f64
+        };
+        let fixed_cases = crate::stats::sequential::fixed_design_cases(
+            self.plan.detect,
+            p0.clamp(0.01, 0.99),
+            self.plan.power,
+            self.confidence,
+            self.plan.comparisons.max(1),
+        )
+        .or(self.plan.fixed_design_cases);
+        let jobs_fixed =
+            fixed_cases.map(|n| n * self.variants.len() as u64 * u64::from(self.repeats));
+        let all_decided = (1..self.variants.len())
+            .all(|a| self.decided[a].is_some_and(|(d, _)| d.verdict != SeqVerdict::Undecided));
+        // Savings only count when every verdict was reached.
+        let saved = jobs_fixed
+            .filter(|_| all_decided)
+            .map(|f| f.saturating_sub(jobs_run as u64));
         SequentialSummary {
             detect: self.plan.detect * 100.0,
             power: self.plan.power,
             min_cases: self.plan.min_cases,
             max_cases: self.plan.max_cases,
             seed: self.plan.seed,
-            fixed_design_cases: self.plan.fixed_design_cases,
+            fixed_design_cases: fixed_cases,
             variants,
             jobs_not_needed: self.not_needed(),
             jobs_fixed_design: jobs_fixed,
@@ -367,22 +446,32 @@ pub(crate) fn note(s: &SequentialSummary) -> String {
             " The bench stopped at {} cases (its max_cases) before every variant was decided; the fixed design for the same power needs {cases}: add cases, or raise sequential.detect.",
             s.max_cases
         ),
+        (Some(_), Some(0), Some(cases)) if all_decided => format!(
+            " The fixed design for the same power ({cases} cases at the baseline accuracy seen) would not have sent more: stopping early saved nothing here."
+        ),
         (Some(fixed), Some(saved), Some(cases)) if all_decided => {
             let money = s
                 .cost_saved_usd
                 .map(|c| format!(", about {}", super::usd(Some(c))))
                 .unwrap_or_default();
+            let beyond = if cases > s.max_cases {
+                " (more cases than the bench has)"
+            } else {
+                ""
+            };
             format!(
-                " The fixed design for the same power ({cases} cases, `promptgauge plan`) would send {fixed} jobs: {saved} fewer were sent{money}."
+                " The fixed design for the same power at the baseline accuracy seen ({cases} cases{beyond}, as `promptgauge plan` sizes it) would send {fixed} jobs: {saved} fewer were sent{money}."
             )
         }
         _ => String::new(),
     };
     format!(
-        "Stopped when decided (--until-decided: detect {} points, {:.0}% power, cases in a seeded random order): {}.{saved} Each verdict holds at the run's confidence however early it came; the differences and intervals beside them describe the cases run and are not confidence intervals after stopping early.",
+        "Stopped when decided (--until-decided: detect {} points, {:.0}% power, cases in a seeded random order): {}.{saved} A better or worse verdict holds at the run's confidence however early it came; \"no difference of {} points\" is wrong at most {:.0}% of the time (1 − power) when the true difference is that large. The differences and intervals beside them describe the cases run and are not confidence intervals after stopping early.",
         s.detect,
         s.power * 100.0,
-        each.join("; ")
+        each.join("; "),
+        s.detect,
+        (1.0 - s.power) * 100.0
     )
 }
 
@@ -434,10 +523,13 @@ mod tests {
                 &plan(0),
                 &ids,
                 &names,
-                vec![0, 1],
                 1,
                 0.95,
-                Some(flags.clone()),
+                Some(Live {
+                    stop: flags.clone(),
+                    bench_index: vec![0, 1],
+                    horizon: Horizon::new(400),
+                }),
             );
             for r in records {
                 s.add(r);
@@ -461,7 +553,7 @@ mod tests {
         let ids: Vec<String> = (0..400).map(|i| format!("c{i}")).collect();
         let names = vec!["base".to_string(), "v".to_string()];
         let order = crate::suite::plan::case_order(400, 9);
-        let mut s = Sequential::new(&plan(0), &ids, &names, vec![0, 1], 1, 0.95, None);
+        let mut s = Sequential::new(&plan(0), &ids, &names, 1, 0.95, None);
         // Only the variant's answers: nothing can be fed.
         for &i in order.iter().take(30) {
             s.add(&record(&ids[i], "v", true));

@@ -43,6 +43,9 @@ pub struct RunOptions {
     /// `--until-decided`: per bench variant, whether its jobs are no longer needed. A
     /// skipped job is neither sent nor recorded.
     pub skip: Option<Arc<Vec<std::sync::atomic::AtomicBool>>>,
+    /// `--until-decided`: how far ahead of the tests jobs may be sent, and the jobs per
+    /// case (plan positions are `job.index / jobs_per_case`).
+    pub horizon: Option<(crate::report::sequential::Horizon, usize)>,
 }
 
 /// What the workers send the event loop.
@@ -106,12 +109,36 @@ pub async fn run(
             while !dispatch.is_cancelled() && !stop.is_cancelled() {
                 let i = next.fetch_add(1, Ordering::SeqCst);
                 let Some(job) = jobs.get(i) else { break };
-                if options
-                    .skip
-                    .as_ref()
-                    .and_then(|s| s.get(job.variant))
-                    .is_some_and(|f| f.load(Ordering::SeqCst))
-                {
+                let skipped = || {
+                    options
+                        .skip
+                        .as_ref()
+                        .and_then(|s| s.get(job.variant))
+                        .is_some_and(|f| f.load(Ordering::SeqCst))
+                };
+                if let Some((h, per_case)) = &options.horizon {
+                    let position = job.index / (*per_case).max(1);
+                    loop {
+                        let waiting = h.notify.notified();
+                        tokio::pin!(waiting);
+                        waiting.as_mut().enable();
+                        if position <= h.limit.load(Ordering::SeqCst)
+                            || dispatch.is_cancelled()
+                            || stop.is_cancelled()
+                        {
+                            break;
+                        }
+                        tokio::select! {
+                            _ = waiting => {}
+                            _ = dispatch.cancelled() => {}
+                            _ = stop.cancelled() => {}
+                        }
+                    }
+                    if dispatch.is_cancelled() || stop.is_cancelled() {
+                        break;
+                    }
+                }
+                if skipped() {
                     continue;
                 }
                 active.fetch_add(1, Ordering::SeqCst);

@@ -196,7 +196,7 @@ fn normal_cases(delta: f64, target: f64, a: &Assumptions) -> Option<f64> {
     let (pv, pb) = discordant_cells(a, delta)?;
     let d = pv + pb;
     let diff = pv - pb;
-    if diff == 0.0 || d <= diff * diff || a.comparisons == 0 {
+    if diff == 0.0 || d < diff * diff || a.comparisons == 0 {
         return None;
     }
     let z = Normal::standard();

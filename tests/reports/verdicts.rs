@@ -382,6 +382,19 @@ fn compare_refuses_mixed_confidence_and_warns_of_changed_cases() {
         serde_json::from_str(&std::fs::read_to_string(out.join("compare.json")).unwrap()).unwrap();
     assert_eq!(c.confidence, 0.9);
     assert_eq!(c.cases_changed, vec!["r-003".to_string()]);
+    // Every interval of the table at the one level: A's (run at 95%) is recomputed at 90%.
+    for v in &c.variants {
+        for side in [&v.a, &v.b] {
+            let (lo, hi) = promptgauge::stats::wilson(side.correct, side.n, 0.9).unwrap();
+            assert!(
+                (side.ci_low.unwrap() - lo).abs() < 1e-12
+                    && (side.ci_high.unwrap() - hi).abs() < 1e-12,
+                "{}: {:?}",
+                v.name,
+                (side.ci_low, side.ci_high)
+            );
+        }
+    }
     assert!(
         c.variants[0].comparison.sentence.contains("at 90%"),
         "{}",
