@@ -98,6 +98,54 @@ pub(super) fn compare_results(
         confidence,
     );
     comparison.cases_changed = changed_cases(a.1, b.1);
+    // What report.html kept of each run's answers: identical texts, and flipped cases.
+    const FLIPS_SHOWN: usize = 200;
+    for pair in &mut comparison.variants {
+        let arm = |r: &RunRecord| r.plan.variants.iter().position(|v| *v == pair.name);
+        let (Some(ia), Some(ib)) = (arm(a.1), arm(b.1)) else {
+            continue;
+        };
+        for (case, (expected, answers_a)) in &a.2.answers {
+            let Some((_, answers_b)) = b.2.answers.get(case) else {
+                continue;
+            };
+            let (Some(Some(x)), Some(Some(y))) = (answers_a.get(ia), answers_b.get(ib)) else {
+                continue;
+            };
+            if x.output == y.output {
+                pair.identical_outputs += 1;
+            } else {
+                pair.different_outputs += 1;
+            }
+            let right = |s: Option<f64>| s.map(|s| s >= 1.0);
+            let direction = match (right(x.score), right(y.score)) {
+                (Some(false), Some(true)) => "fixed",
+                (Some(true), Some(false)) => "broken",
+                _ => continue,
+            };
+            if pair.flipped.len() < FLIPS_SHOWN {
+                pair.flipped.push(crate::report::compare::Flip {
+                    case: case.clone(),
+                    expected: expected.clone(),
+                    direction: direction.to_string(),
+                    a: x.output.clone(),
+                    b: y.output.clone(),
+                });
+            }
+        }
+        let latencies = |r: &RunRecord, result: &RunResult| {
+            r.plan
+                .variants
+                .iter()
+                .position(|v| *v == pair.name)
+                .and_then(|i| result.latencies.get(i))
+                .map(|l| l.latency_ms.clone())
+                .unwrap_or_default()
+        };
+        comparison
+            .latencies
+            .push((pair.name.clone(), latencies(a.1, a.2), latencies(b.1, b.2)));
+    }
     if comparison.variants.is_empty() {
         return Err(UsageError::with_fix(
             format!(

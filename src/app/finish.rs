@@ -35,6 +35,53 @@ pub(super) struct Ending {
     pub stopped_by_journal: bool,
 }
 
+/// The prompts report.html shows beside the answers, rendered again from the bench when it
+/// still measures what the run measured (its fingerprint); otherwise none are shown.
+pub(super) fn attach_prompts(result: &mut RunResult, record: &crate::runner::record::RunRecord) {
+    let Ok(mut bench) = crate::suite::Bench::load(&record.bench_path) else {
+        return;
+    };
+    // As the run's flags shaped it.
+    if let Some(limit) = record.plan.limit {
+        bench.cases.truncate(limit as usize);
+        bench.scorers.truncate(limit as usize);
+    }
+    bench.repeats = record.plan.repeats;
+    let arms: Option<Vec<usize>> = record
+        .plan
+        .variants
+        .iter()
+        .map(|name| bench.variants.iter().position(|v| &v.name == name))
+        .collect();
+    let Some(arms) = arms else { return };
+    if crate::suite::Fingerprint::of(&bench, &arms) != record.fingerprint {
+        return;
+    }
+    let index: std::collections::HashMap<&str, usize> = bench
+        .cases
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.id.as_str(), i))
+        .collect();
+    for case_id in result.answers.keys() {
+        let Some(&c) = index.get(case_id.as_str()) else {
+            continue;
+        };
+        let case = &bench.cases[c];
+        for (arm, &v) in arms.iter().enumerate() {
+            if let Ok(messages) = bench.templates.render(v, case, &bench.variants[v]) {
+                let text: Vec<String> = messages
+                    .iter()
+                    .map(|m| format!("{}: {}", m.role, m.content))
+                    .collect();
+                result
+                    .prompts
+                    .insert((case_id.clone(), arm), text.join("\n\n"));
+            }
+        }
+    }
+}
+
 /// Writes summary.json/csv/md and report.html into the run folder.
 pub(super) fn write_reports(
     dir: &RunDir,
@@ -93,6 +140,7 @@ pub(super) fn conclude(
     };
     let gates = outputs.gates.gates();
     result.summary.gates = report::gates::evaluate(&gates, &result.summary, baseline.as_ref());
+    attach_prompts(&mut result, record);
     problems.extend(write_reports(dir, &result, &record.bench.text));
     let summary = &result.summary;
     out!("{}", report::terminal::render(summary));

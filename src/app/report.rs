@@ -25,7 +25,8 @@ pub fn report(args: &ReportArgs) -> Result<Exit, Failure> {
         .with_context(|| format!("cannot read {}", dir.journal_path().display()))
         .before_send()?;
     agg.note_audit(&audit);
-    let result = agg.finish();
+    let mut result = agg.finish();
+    super::finish::attach_prompts(&mut result, &record);
     if let Some(e) = write_reports(&dir, &result, &record.bench.text)
         .into_iter()
         .next()

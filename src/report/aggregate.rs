@@ -25,6 +25,24 @@ use crate::suite::Price;
 /// Failed jobs shown in full in report.html; the rest are counted.
 pub const FAILED_SHOWN: usize = 500;
 
+/// Cases whose answers report.html shows in full (the first this many heard).
+pub const SHOWN_CASES: usize = 2000;
+/// Characters of one answer shown in report.html.
+const SHOWN_CHARS: usize = 4000;
+
+/// One variant's answer to a case, as report.html shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShownAnswer {
+    pub output: String,
+    pub extracted: Option<String>,
+    pub score: Option<f64>,
+    /// Why: the judge's reasons, a schema violation, the error of a failed job.
+    pub reason: Option<String>,
+}
+
+/// A case's expected answers and each variant's first answer.
+pub type ShownCase = (Vec<String>, Vec<Option<ShownAnswer>>);
+
 /// Per case: the expected answers and, per variant, (extracted, passed) of its first
 /// scored sample.
 pub type CaseAnswers = (Vec<String>, Vec<Option<(String, bool)>>);
@@ -43,6 +61,12 @@ pub struct RunResult {
     pub failed_total: usize,
     /// The JUnit test cases, when asked for.
     pub junit: Option<JunitSpool>,
+    /// Full answers of the first [`SHOWN_CASES`] cases, by case id, and how many cases
+    /// there were in all.
+    pub answers: BTreeMap<String, ShownCase>,
+    pub answers_total: usize,
+    /// Each shown (case, variant)'s rendered prompt, when the bench could be read again.
+    pub prompts: HashMap<(String, usize), String>,
 }
 
 /// What the aggregator needs to know before the first record.
@@ -83,6 +107,7 @@ pub struct Aggregator {
     disagreements: BTreeMap<String, CaseAnswers>,
     failed_jobs: Vec<JobRecord>,
     causes: super::causes::Causes,
+    answers: BTreeMap<String, ShownCase>,
     junit: Option<JunitSpool>,
     judge_price: Option<Price>,
     /// Some score was neither 0 nor 1: the run is scored, not binary.
@@ -133,6 +158,7 @@ impl Aggregator {
             disagreements: BTreeMap::new(),
             failed_jobs: Vec::new(),
             causes: Default::default(),
+            answers: BTreeMap::new(),
             junit,
             judge_price,
             scored: false,
@@ -178,6 +204,7 @@ impl Aggregator {
         if let Some(junit) = &mut self.junit {
             junit.add(arm, r);
         }
+        self.show(arm, r);
         if r.status == JobStatus::Failed {
             self.failed += 1;
             self.causes.add(r);
@@ -197,6 +224,50 @@ impl Aggregator {
             }
         }
         self.accs[arm].add(r, self.price.as_ref(), self.judge_price.as_ref());
+    }
+
+    /// Keeps the full answer of a case's first repeat, for the first cases heard.
+    fn show(&mut self, arm: usize, r: &JobRecord) {
+        if r.repeat != 0 {
+            return;
+        }
+        let arms = self.variants.len();
+        if !self.answers.contains_key(&r.case_id) && self.answers.len() >= SHOWN_CASES {
+            return;
+        }
+        let reason = if r.status == JobStatus::Failed {
+            r.error.clone()
+        } else {
+            r.score_detail.as_ref().and_then(|d| {
+                let votes: Vec<String> = d
+                    .get("votes")
+                    .and_then(serde_json::Value::as_array)
+                    .map(|v| {
+                        v.iter()
+                            .filter_map(|x| x.get("reason").and_then(serde_json::Value::as_str))
+                            .map(String::from)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if !votes.is_empty() {
+                    return Some(format!("judge: {}", votes.join(" / ")));
+                }
+                d.get("violation")
+                    .or_else(|| d.get("error"))
+                    .and_then(serde_json::Value::as_str)
+                    .map(String::from)
+            })
+        };
+        let entry = self
+            .answers
+            .entry(r.case_id.clone())
+            .or_insert_with(|| (r.expected.clone(), vec![None; arms]));
+        entry.1[arm] = Some(ShownAnswer {
+            output: crate::client::protocol::truncate(&r.output, SHOWN_CHARS),
+            extracted: r.extracted.clone(),
+            score: r.score(),
+            reason,
+        });
     }
 
     /// Keeps a judged score for comparing the judge with people's labels.
@@ -242,6 +313,7 @@ impl Aggregator {
         let confidence = self.run.confidence;
         let variants = &self.variants;
         let cases = self.cases;
+        let answers_total = cases.cases.len();
         let scored = self.scored;
         let priced = (self.price.is_some(), self.judge_price.is_some());
         let mut summaries: Vec<VariantSummary> = Vec::with_capacity(variants.len());
@@ -358,6 +430,9 @@ impl Aggregator {
             failed: self.failed_jobs,
             failed_total: self.failed,
             junit: self.junit,
+            answers_total,
+            answers: self.answers,
+            prompts: HashMap::new(),
         }
     }
 }

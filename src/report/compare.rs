@@ -1073,6 +1073,9 @@ pub struct RunComparison {
     pub variants_only_in_a: Vec<String>,
     pub variants_only_in_b: Vec<String>,
     pub variants: Vec<VariantPair>,
+    /// Per variant, A's and B's end-to-end latencies, for compare.html's chart.
+    #[serde(skip)]
+    pub latencies: Vec<(String, Vec<f64>, Vec<f64>)>,
 }
 
 /// One run of a comparison, as the reports name it.
@@ -1094,6 +1097,25 @@ pub struct VariantPair {
     pub b: super::summary::VariantSummary,
     /// B against A, paired by case.
     pub comparison: Comparison,
+    /// Of the cases whose answers both runs' reports kept: how many answers were the same
+    /// text, and the cases whose outcome flipped.
+    #[serde(default)]
+    pub identical_outputs: u64,
+    #[serde(default)]
+    pub different_outputs: u64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flipped: Vec<Flip>,
+}
+
+/// A case right in one run and wrong in the other, with both answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Flip {
+    pub case: String,
+    pub expected: Vec<String>,
+    /// `fixed` (wrong in A, right in B) or `broken` (right in A, wrong in B).
+    pub direction: String,
+    pub a: String,
+    pub b: String,
 }
 
 impl RunComparison {
@@ -1174,6 +1196,7 @@ impl RunComparison {
             cases_only_in_a: only(planned.0, planned.1),
             cases_only_in_b: only(planned.1, planned.0),
             cases_changed: Vec::new(),
+            latencies: Vec::new(),
             variants_only_in_a: names_a
                 .iter()
                 .filter(|n| !names_b.contains(n))
@@ -1192,6 +1215,9 @@ impl RunComparison {
                     a,
                     b,
                     comparison,
+                    identical_outputs: 0,
+                    different_outputs: 0,
+                    flipped: Vec::new(),
                 })
                 .collect(),
         }

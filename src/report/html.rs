@@ -40,14 +40,18 @@ svg text { font: 12px system-ui, sans-serif; fill: var(--fg); } svg .axis { stro
 input[type=search] { padding: 4px 8px; width: 280px; border: 1px solid var(--line); border-radius: 4px; }
 pre { background: var(--band); padding: 8px 12px; overflow-x: auto; font-size: 12px; }
 details { margin: 4px 0; } summary { cursor: pointer; }
+#answers td { vertical-align: top; } #answers pre { white-space: pre-wrap; max-width: 420px; margin: 4px 0; }
+.swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 4px; }
 "#;
 
 const SCRIPT: &str = r#"
 function filterRows(input, id) {
   const q = input.value.toLowerCase();
+  const only = document.getElementById(id + '-disagree');
   let shown = 0;
   for (const row of document.querySelectorAll('#' + id + ' tbody tr')) {
-    const hit = row.textContent.toLowerCase().includes(q);
+    const hit = row.textContent.toLowerCase().includes(q)
+      && (!only || !only.checked || row.classList.contains('disagree'));
     row.style.display = hit ? '' : 'none';
     if (hit) shown++;
   }
@@ -58,6 +62,12 @@ document.addEventListener('DOMContentLoaded', () => {
   const m = location.hash.match(/^#filter=(.*)$/);
   const input = document.getElementById('disagreements-filter');
   if (m && input) { input.value = decodeURIComponent(m[1]); filterRows(input, 'disagreements'); }
+  // report.html#answers=disagree shows only the cases where the variants disagree.
+  const only = document.getElementById('answers-disagree');
+  if (location.hash === '#answers=disagree' && only) {
+    only.checked = true;
+    filterRows(document.getElementById('answers-filter'), 'answers');
+  }
 });
 "#;
 
@@ -71,11 +81,32 @@ fn page(title: &str, body: &str) -> String {
     )
 }
 
+/// One colour per variant, the same in every chart (baseline first).
+const PALETTE: [&str; 8] = [
+    "#3557c7", "#c4320a", "#12805c", "#8e44ad", "#b7791f", "#0e7490", "#be185d", "#4b5563",
+];
+
+fn colour(i: usize) -> &'static str {
+    PALETTE[i % PALETTE.len()]
+}
+
+/// Round tick steps for an axis up to `max`: 1, 2 or 5 times a power of ten, about four of
+/// them.
+fn nice_step(max: f64) -> f64 {
+    let raw = max / 4.0;
+    let power = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * power)
+        .find(|step| *step >= raw)
+        .unwrap_or(10.0 * power)
+}
+
 /// One row of the accuracy chart: a label, the accuracy and its interval.
 type AccuracyRow = (String, Option<f64>, Option<f64>, Option<f64>);
 
 /// Accuracy of each variant with its interval, on one 0–100% axis.
-fn accuracy_chart(rows: &[AccuracyRow]) -> String {
+fn accuracy_chart(rows: &[AccuracyRow], colours_by_pair: bool) -> String {
     let (left, width, row_h) = (170.0, 640.0, 28.0);
     let height = 30.0 + row_h * rows.len() as f64;
     let x = |v: f64| left + v.clamp(0.0, 1.0) * width;
@@ -96,6 +127,7 @@ fn accuracy_chart(rows: &[AccuracyRow]) -> String {
     }
     for (i, (name, acc, lo, hi)) in rows.iter().enumerate() {
         let y = 16.0 + row_h * i as f64;
+        let c = colour(if colours_by_pair { i / 2 } else { i });
         let _ = write!(
             svg,
             "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
@@ -107,8 +139,8 @@ fn accuracy_chart(rows: &[AccuracyRow]) -> String {
             let _ = write!(
                 svg,
                 "<g class=\"interval\" data-variant=\"{}\" data-accuracy=\"{a}\" data-low=\"{lo}\" data-high=\"{hi}\">\
-                 <line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{y}\" y2=\"{y}\" stroke=\"#3557c7\" stroke-width=\"6\" stroke-linecap=\"round\" opacity=\"0.35\"/>\
-                 <circle cx=\"{:.1}\" cy=\"{y}\" r=\"5\" fill=\"#3557c7\"/>\
+                 <line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{y}\" y2=\"{y}\" stroke=\"{c}\" stroke-width=\"6\" stroke-linecap=\"round\" opacity=\"0.35\"/>\
+                 <circle cx=\"{:.1}\" cy=\"{y}\" r=\"5\" fill=\"{c}\"/>\
                  <text x=\"{:.1}\" y=\"{}\">{}</text></g>",
                 esc(name),
                 x(*lo),
@@ -135,13 +167,16 @@ fn latency_chart(series: &[(String, Vec<f64>, Vec<f64>)]) -> String {
     }
     let (left, width, row_h) = (170.0, 560.0, 22.0);
     let height = 34.0 + row_h * 2.0 * series.len() as f64;
+    // The axis ends at a round number, ticked at round steps.
+    let step = nice_step(max);
+    let max = (max / step).ceil() * step;
     let x = |v: f64| left + v / max * width;
     let mut svg = format!(
         "<svg id=\"latency-chart\" role=\"img\" aria-label=\"latency distributions\" width=\"{}\" height=\"{height}\">",
         left + width + 40.0
     );
-    for tick in 0..=4 {
-        let v = max * tick as f64 / 4.0;
+    for tick in 0..=((max / step).round() as usize) {
+        let v = step * tick as f64;
         let _ = write!(
             svg,
             "<line class=\"grid\" x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"4\" y2=\"{1}\"/><text x=\"{0:.1}\" y=\"{2}\" text-anchor=\"middle\">{3}</text>",
@@ -152,8 +187,9 @@ fn latency_chart(series: &[(String, Vec<f64>, Vec<f64>)]) -> String {
         );
     }
     let mut row = 0.0;
-    for (name, ttft, e2e) in series {
-        for (label, values, colour) in [("TTFT", ttft, "#7a8cc7"), ("end to end", e2e, "#3557c7")] {
+    for (i, (name, ttft, e2e)) in series.iter().enumerate() {
+        let c = colour(i);
+        for (label, values, opacity) in [("TTFT", ttft, "0.45"), ("end to end", e2e, "1")] {
             let y = 14.0 + row_h * row;
             row += 1.0;
             let _ = write!(
@@ -171,10 +207,10 @@ fn latency_chart(series: &[(String, Vec<f64>, Vec<f64>)]) -> String {
             }
             let _ = write!(
                 svg,
-                "<g class=\"box\" data-variant=\"{}\" data-kind=\"{label}\" data-p50=\"{:.3}\">\
-                 <line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{y}\" y2=\"{y}\" stroke=\"{colour}\"/>\
-                 <rect x=\"{:.1}\" y=\"{}\" width=\"{:.1}\" height=\"12\" fill=\"{colour}\" opacity=\"0.35\" stroke=\"{colour}\"/>\
-                 <line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{}\" y2=\"{}\" stroke=\"{colour}\" stroke-width=\"2\"/></g>",
+                "<g class=\"box\" data-variant=\"{}\" data-kind=\"{label}\" data-p50=\"{:.3}\" opacity=\"{opacity}\">\
+                 <line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{y}\" y2=\"{y}\" stroke=\"{c}\"/>\
+                 <rect x=\"{:.1}\" y=\"{}\" width=\"{:.1}\" height=\"12\" fill=\"{c}\" fill-opacity=\"0.35\" stroke=\"{c}\"/>\
+                 <line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{}\" y2=\"{}\" stroke=\"{c}\" stroke-width=\"2\"/></g>",
                 esc(name),
                 q(50.0),
                 x(q(10.0)),
@@ -191,6 +227,94 @@ fn latency_chart(series: &[(String, Vec<f64>, Vec<f64>)]) -> String {
     }
     svg.push_str("</svg>");
     svg
+}
+
+/// Every shown case's answers in full: expected, and per variant the mark, what was
+/// extracted, the answer, why (a judge's reasons, a violation, an error) and the prompt.
+fn answers_section(b: &mut String, result: &RunResult, names: &[&str]) {
+    let shown = &result.answers;
+    if shown.is_empty() {
+        return;
+    }
+    let more = if result.answers_total > shown.len() {
+        format!(
+            " (the first {} of {} cases; the journal has the rest)",
+            shown.len(),
+            result.answers_total
+        )
+    } else {
+        String::new()
+    };
+    let _ = write!(
+        b,
+        "<h2>Answers</h2><p class=\"muted\">Each variant's answer to each case{more}; open a cell for the full answer, why it scored as it did, and the prompt sent.</p>\
+         <p><input id=\"answers-filter\" type=\"search\" placeholder=\"search cases and answers…\" oninput=\"filterRows(this, 'answers')\"> \
+         <label><input id=\"answers-disagree\" type=\"checkbox\" onchange=\"filterRows(document.getElementById('answers-filter'), 'answers')\"> only where the variants disagree</label> \
+         <span class=\"muted\"><span id=\"answers-count\">{}</span> shown</span></p>",
+        shown.len()
+    );
+    b.push_str("<table id=\"answers\"><thead><tr><th>case</th><th>expected</th>");
+    for (i, n) in names.iter().enumerate() {
+        let _ = write!(
+            b,
+            "<th><span class=\"swatch\" style=\"background:{}\"></span>{}{}</th>",
+            colour(i),
+            esc(n),
+            if i == 0 {
+                " <span class=\"muted\">(baseline)</span>"
+            } else {
+                ""
+            }
+        );
+    }
+    b.push_str("</tr></thead><tbody>");
+    for (case, (expected, answers)) in shown {
+        let marks: Vec<bool> = answers
+            .iter()
+            .flatten()
+            .filter_map(|a| a.score)
+            .map(|s| s >= 1.0)
+            .collect();
+        let disagree = marks.iter().any(|&m| m) && marks.iter().any(|&m| !m);
+        let _ = write!(
+            b,
+            "<tr data-answers=\"{0}\"{1}><td>{0}</td><td class=\"text\">{2}</td>",
+            esc(case),
+            if disagree { " class=\"disagree\"" } else { "" },
+            esc(&expected.join(" | "))
+        );
+        for (arm, a) in answers.iter().enumerate() {
+            let Some(a) = a else {
+                b.push_str("<td class=\"muted\">–</td>");
+                continue;
+            };
+            let (class, mark) = match a.score {
+                Some(s) if s >= 1.0 => ("ok", "✓".to_string()),
+                Some(s) if s <= 0.0 => ("no", "✗".to_string()),
+                Some(s) => ("", format!("{:.0}%", s * 100.0)),
+                None => ("fail", "failed".to_string()),
+            };
+            let _ = write!(
+                b,
+                "<td class=\"text\"><span class=\"{class}\">{mark}</span> {}<details><summary>answer</summary><pre>{}</pre>",
+                esc(a.extracted.as_deref().unwrap_or("")),
+                esc(&a.output)
+            );
+            if let Some(reason) = &a.reason {
+                let _ = write!(b, "<p class=\"muted\">{}</p>", esc(reason));
+            }
+            if let Some(prompt) = result.prompts.get(&(case.clone(), arm)) {
+                let _ = write!(
+                    b,
+                    "<details><summary>prompt</summary><pre>{}</pre></details>",
+                    esc(prompt)
+                );
+            }
+            b.push_str("</details></td>");
+        }
+        b.push_str("</tr>");
+    }
+    b.push_str("</tbody></table>");
 }
 
 /// `report.html` for a run, from its aggregated result; `bench_text` is the bench file
@@ -229,12 +353,14 @@ pub fn render_run(result: &RunResult, bench_text: &str) -> String {
         .find(|c| c.verdict == super::compare::Verdict::Better)
     {
         let _ = write!(b, "<p id=\"headline\"><b>{}</b></p>", esc(&best.sentence));
-    } else if !s.comparisons.is_empty() {
+    } else if s.comparisons.iter().any(|c| c.cases > 0) {
         let _ = write!(
             b,
             "<p id=\"headline\"><b>No variant is distinguishably better than {} on these cases.</b></p>",
             esc(names.first().copied().unwrap_or("the baseline"))
         );
+    } else if !s.comparisons.is_empty() {
+        b.push_str("<p id=\"headline\"><b>Nothing was compared: no case was graded for both the baseline and a variant.</b></p>");
     }
 
     let measure = s.measure();
@@ -252,7 +378,7 @@ pub fn render_run(result: &RunResult, bench_text: &str) -> String {
             (v.name.clone(), m, lo, hi)
         })
         .collect();
-    b.push_str(&accuracy_chart(&rows));
+    b.push_str(&accuracy_chart(&rows, false));
     let count = s.count_label().replace('/', " / ");
     let _ = write!(
         b,
@@ -439,6 +565,8 @@ pub fn render_run(result: &RunResult, bench_text: &str) -> String {
     }
     b.push_str("</tbody></table>");
 
+    answers_section(&mut b, result, &names);
+
     let failed = &result.failed;
     let _ = write!(b, "<h2>Failed jobs ({})</h2>", result.failed_total);
     if failed.is_empty() {
@@ -522,7 +650,7 @@ pub(crate) fn render_compare(c: &RunComparison) -> String {
         ));
     }
     let _ = write!(b, "<h2>Accuracy ({conf}% intervals)</h2>");
-    b.push_str(&accuracy_chart(&rows));
+    b.push_str(&accuracy_chart(&rows, true));
     let ci = super::compare::ci_header(c.variants.iter().map(|v| &v.comparison), c.confidence);
     let _ = write!(
         b,
@@ -560,6 +688,96 @@ pub(crate) fn render_compare(c: &RunComparison) -> String {
     {
         let _ = write!(b, "<p class=\"muted\">{}</p>", esc(&note));
     }
+
+    // Latency side by side: TTFT and end to end of each variant in A and in B.
+    b.push_str("<h2>Latency</h2><table id=\"compare-latency\"><thead><tr><th>variant</th><th>TTFT p50 A / B</th><th>TTFT p90 A / B</th><th>end to end p50 A / B</th><th>p90 A / B</th><th>p99 A / B</th></tr></thead><tbody>");
+    for v in &c.variants {
+        let pair = |a: Option<f64>, b: Option<f64>| format!("{} / {}", millis(a), millis(b));
+        let _ = write!(
+            b,
+            "<tr data-variant=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&v.name),
+            esc(&v.name),
+            pair(v.a.ttft_ms.p50, v.b.ttft_ms.p50),
+            pair(v.a.ttft_ms.p90, v.b.ttft_ms.p90),
+            pair(v.a.latency_ms.p50, v.b.latency_ms.p50),
+            pair(v.a.latency_ms.p90, v.b.latency_ms.p90),
+            pair(v.a.latency_ms.p99, v.b.latency_ms.p99)
+        );
+    }
+    b.push_str("</tbody></table>");
+    let series: Vec<(String, Vec<f64>, Vec<f64>)> = c
+        .latencies
+        .iter()
+        .map(|(name, a, bb)| (format!("{name} · A | B"), a.clone(), bb.clone()))
+        .collect();
+    if !series.is_empty() {
+        b.push_str("<p class=\"muted\">Each variant: A faint, B solid (end to end).</p>");
+        b.push_str(&latency_chart(&series));
+    }
+
+    // Tokens and cost.
+    b.push_str("<h2>Tokens and cost</h2><table id=\"compare-cost\"><thead><tr><th>variant</th><th>tokens in A / B</th><th>tokens out A / B</th><th>cost A / B</th><th>spent A / B</th></tr></thead><tbody>");
+    for v in &c.variants {
+        let _ = write!(
+            b,
+            "<tr data-variant=\"{}\"><td>{}</td><td>{} / {}</td><td>{} / {}</td><td>{} / {}</td><td>{} / {}</td></tr>",
+            esc(&v.name),
+            esc(&v.name),
+            v.a.tokens.prompt,
+            v.b.tokens.prompt,
+            v.a.tokens.completion,
+            v.b.tokens.completion,
+            usd(v.a.cost_usd),
+            usd(v.b.cost_usd),
+            usd(v.a.spent_usd),
+            usd(v.b.spent_usd)
+        );
+    }
+    b.push_str("</tbody></table>");
+
+    // Same answers or not, and the cases that flipped.
+    b.push_str("<h2>Answers</h2><table id=\"compare-outputs\"><thead><tr><th>variant</th><th>same text</th><th>different text</th><th>fixed in B</th><th>broken in B</th></tr></thead><tbody>");
+    for v in &c.variants {
+        let fixed = v.flipped.iter().filter(|f| f.direction == "fixed").count();
+        let broken = v.flipped.len() - fixed;
+        let _ = write!(
+            b,
+            "<tr data-variant=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{fixed}</td><td>{broken}</td></tr>",
+            esc(&v.name),
+            esc(&v.name),
+            v.identical_outputs,
+            v.different_outputs
+        );
+    }
+    b.push_str("</tbody></table>");
+    let flips: usize = c.variants.iter().map(|v| v.flipped.len()).sum();
+    let _ = write!(
+        b,
+        "<h3>Cases that flipped ({flips})</h3><p><input id=\"flipped-filter\" type=\"search\" placeholder=\"search cases and answers…\" oninput=\"filterRows(this, 'flipped')\"> <span class=\"muted\"><span id=\"flipped-count\">{flips}</span> shown</span></p>"
+    );
+    b.push_str("<table id=\"flipped\"><thead><tr><th>variant</th><th>case</th><th>expected</th><th>in B</th><th>answer in A</th><th>answer in B</th></tr></thead><tbody>");
+    for v in &c.variants {
+        for f in &v.flipped {
+            let _ = write!(
+                b,
+                "<tr data-flip=\"{}\"><td>{}</td><td>{}</td><td class=\"text\">{}</td><td class=\"{}\">{}</td><td class=\"text\"><pre>{}</pre></td><td class=\"text\"><pre>{}</pre></td></tr>",
+                esc(&f.case),
+                esc(&v.name),
+                esc(&f.case),
+                esc(&f.expected.join(" | ")),
+                if f.direction == "fixed" { "ok" } else { "no" },
+                if f.direction == "fixed" {
+                    "fixed"
+                } else {
+                    "broken"
+                },
+                esc(&f.a),
+                esc(&f.b)
+            );
+        }
+    }
+    b.push_str("</tbody></table>");
     page("promptgauge compare", &b)
 }
 

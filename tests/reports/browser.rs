@@ -170,6 +170,25 @@ fn report_html_renders_the_numbers_and_requests_nothing() {
         .unwrap();
     assert_eq!(count(&dom, r#"<tr data-case="#), shown);
     assert!(dom.contains(&format!("promptgauge {}", env!("CARGO_PKG_VERSION"))));
+    // Every case's answers, in full, with the prompt that was sent: 24 cases, and in each
+    // row a cell per variant.
+    assert_eq!(count(&dom, r#"<tr data-answers="#), 24);
+    assert_eq!(count(&dom, r#"<summary>answer</summary>"#), 72);
+    assert_eq!(count(&dom, r#"<summary>prompt</summary>"#), 72);
+    assert!(
+        dom.contains("<pre>user: What is 1 + 1?</pre>"),
+        "a rendered prompt"
+    );
+    // Showing only the cases where the variants disagree, from the link.
+    let disagree = count(&dom, r#"<tr data-answers="[^"]+" class="disagree""#);
+    let (only, _) = load_url(
+        &browser,
+        &format!("file://{}#answers=disagree", page.display()),
+    );
+    assert!(
+        only.contains(&format!(r#"<span id="answers-count">{disagree}</span>"#)),
+        "the disagreement filter did not run"
+    );
 
     // The filter works in the browser: one case named in the link leaves one row shown.
     let first_case = Regex::new(r#"<tr data-case="([^"]+)""#)
@@ -249,6 +268,30 @@ fn compare_html_renders_both_runs() {
         4,
         "A and B for each of 2 variants"
     );
-    assert_eq!(count(&dom, r#"<tr data-variant="#), 2);
+    // The verdict table, latency, cost and outputs tables: a row per variant in each.
+    assert_eq!(count(&dom, r#"<tr data-variant="#), 2 * 4);
     assert!(dom.contains("small-model") && dom.contains("large-model"));
+    // The cases that flipped, with both answers, as compare.json lists them.
+    let c: promptgauge::report::compare::RunComparison =
+        serde_json::from_str(&std::fs::read_to_string(d.join("cmp/compare.json")).unwrap())
+            .unwrap();
+    let flips: usize = c.variants.iter().map(|v| v.flipped.len()).sum();
+    assert!(flips > 0, "the small model answers some cases differently");
+    assert_eq!(count(&dom, r#"<tr data-flip="#), flips);
+    let f = &c
+        .variants
+        .iter()
+        .find(|v| !v.flipped.is_empty())
+        .unwrap()
+        .flipped[0];
+    assert!(dom.contains(&format!(r#"<tr data-flip="{}">"#, f.case)));
+    assert!(
+        dom.contains(&format!("<pre>{}</pre>", f.b)),
+        "B's answer is shown"
+    );
+    for v in &c.variants {
+        assert_eq!(v.identical_outputs + v.different_outputs, 20);
+    }
+    // Both runs' latency, side by side on one chart.
+    assert_eq!(count(&dom, r#"<g class="box""#), 4);
 }
