@@ -111,6 +111,26 @@ impl Default for GradeSpec {
     }
 }
 
+/// The first capture group of `pattern`, as text, and a regex that matches exactly what it
+/// can capture (`None` without a group, or when it cannot be taken apart).
+fn first_group(pattern: &str, case_sensitive: bool) -> Option<(String, Regex)> {
+    use regex_syntax::hir::{Hir, HirKind};
+    fn find(h: &Hir) -> Option<&Hir> {
+        match h.kind() {
+            HirKind::Capture(c) if c.index == 1 => Some(&c.sub),
+            HirKind::Capture(c) => find(&c.sub),
+            HirKind::Concat(hs) | HirKind::Alternation(hs) => hs.iter().find_map(find),
+            HirKind::Repetition(r) => find(&r.sub),
+            _ => None,
+        }
+    }
+    let hir = regex_syntax::Parser::new().parse(pattern).ok()?;
+    let group = find(&hir)?.to_string();
+    let flags = if case_sensitive { "" } else { "(?i)" };
+    let whole = Regex::new(&format!("{flags}^(?:{group})$")).ok()?;
+    Some((group, whole))
+}
+
 /// A grader ready to use: its regex compiled once, its path parsed once.
 #[derive(Debug, Clone)]
 pub enum Grader {
@@ -371,6 +391,15 @@ impl Grader {
             Grader::Choice if choice_letter(expected).is_none() => Err(format!(
                 "expected `{expected}` is not an option letter A–Z, but the grader is `choice`"
             )),
+            Grader::Regex {
+                regex,
+                case_sensitive,
+            } => match first_group(regex.as_str(), *case_sensitive) {
+                Some((group, whole)) if !whole.is_match(expected.trim()) => Err(format!(
+                    "expected `{expected}` can never be what the regex's first group `{group}` captures"
+                )),
+                _ => Ok(()),
+            },
             _ => Ok(()),
         }
     }
@@ -712,5 +741,32 @@ mod tests {
         assert!(number.check_expected("12").is_ok());
         assert!(number.check_expected("twelve").is_err());
         assert!(Grader::Choice.check_expected("AB").is_err());
+        // A capture group that can only take digits can never capture "four".
+        let regex = |p: &str| {
+            GradeSpec::Regex {
+                pattern: p.into(),
+                case_sensitive: false,
+            }
+            .compile()
+            .unwrap()
+        };
+        assert!(regex(r"Answer: (\d+)").check_expected("4").is_ok());
+        let e = regex(r"Answer: (\d+)").check_expected("four").unwrap_err();
+        assert!(
+            e.contains("can never be what the regex's first group"),
+            "{e}"
+        );
+        assert!(
+            regex(r"Team: (billing|shipping)")
+                .check_expected("Billing")
+                .is_ok()
+        );
+        assert!(
+            regex(r"Team: (billing|shipping)")
+                .check_expected("sales")
+                .is_err()
+        );
+        // Without a group the expected value is not compared: nothing to check.
+        assert!(regex(r"done\.").check_expected("anything").is_ok());
     }
 }
