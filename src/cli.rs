@@ -46,6 +46,8 @@ pub enum Command {
     /// Write a small working bench (bench, ten cases, two variants, every key commented)
     /// that runs at once on the built-in simulator.
     Init(InitArgs),
+    /// Turn another tool's config into a bench: `import promptfoo promptfooconfig.yaml`.
+    Import(ImportArgs),
     /// Run every variant of a bench over its cases and report accuracy, cost and latency.
     Run(RunArgs),
     /// Validate the bench, its cases and prompts, and print the plan; no network calls.
@@ -65,6 +67,25 @@ pub enum Command {
     Label(LabelArgs),
     /// Serve the simulated OpenAI-compatible provider, with misbehaviour on demand.
     Mock(MockArgs),
+}
+
+/// `import promptfoo CONFIG`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The tool the config is for.
+    #[arg(value_enum)]
+    pub from: ImportFrom,
+    /// Its config file (promptfooconfig.yaml).
+    pub config: PathBuf,
+    /// Where to write the bench (nothing is overwritten).
+    #[arg(long, default_value = "imported", value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+/// Tools `import` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImportFrom {
+    Promptfoo,
 }
 
 /// `init [DIR]`.

@@ -17,6 +17,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match &cli.command {
             Command::Init(args) => app::init(args),
+            Command::Import(args) => app::import(args),
             Command::Run(args) => app::run(args, &env).await,
             Command::Check(args) => app::check(args, &env),
             Command::Plan(args) => app::plan(args),

@@ -20,6 +20,7 @@ macro_rules! note {
 mod check;
 mod compare;
 mod finish;
+mod import;
 mod init;
 mod judge;
 mod label;
@@ -35,6 +36,7 @@ use std::time::{Duration, SystemTime};
 
 pub use check::check;
 pub use compare::compare;
+pub use import::import;
 pub use init::init;
 pub use label::label;
 pub use merge::merge;

@@ -1044,3 +1044,135 @@ fn the_reports_fit_80_and_100_column_terminals() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(widest(&text) <= 80, "{text}");
 }
+
+#[test]
+fn a_promptfoo_config_imports_into_a_bench_that_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("prompts")).unwrap();
+    std::fs::write(d.join("prompts/terse.txt"), "Answer briefly: {{question}}").unwrap();
+    std::fs::write(
+        d.join("prompts/chat.json"),
+        r#"[{"role": "system", "content": "You are careful."}, {"role": "user", "content": "{{question}}"}]"#,
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("more.csv"),
+        "question,__expected\nWhat is 3 + 4?,contains: 7\nCapital of Italy?,Rome\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("promptfooconfig.yaml"),
+        r#"description: Geography and sums
+prompts:
+  - "Q: {{question}}"
+  - file://prompts/terse.txt
+  - file://prompts/chat.json
+providers:
+  - id: openai:chat:gpt-4o-mini
+    config: { temperature: 0, max_tokens: 200, apiBaseUrl: "http://127.0.0.1:9/v1", frequency_penalty: 0.1 }
+  - anthropic:messages:claude-3-5-haiku
+defaultTest:
+  assert:
+    - type: javascript
+      value: output.length < 500
+tests:
+  - vars: { question: "Capital of France?" }
+    assert: [{ type: equals, value: Paris }]
+  - vars: { question: "Capital of Spain?" }
+    assert: [{ type: icontains, value: madrid }]
+  - vars: { question: "Capital of Japan?" }
+    assert: [{ type: contains, value: Tokyo }, { type: regex, value: "^[A-Z]" }]
+  - vars: { question: "Give a JSON object with a key city." }
+    assert: [{ type: is-json }]
+  - vars: { question: "Why is the sky blue?" }
+    assert: [{ type: llm-rubric, value: Mentions Rayleigh scattering }]
+  - vars: { question: "Name a prime." }
+    assert: [{ type: similar, value: "7" }]
+  - file://more.csv
+"#,
+    )
+    .unwrap();
+    let out = promptgauge(d)
+        .args([
+            "import",
+            "promptfoo",
+            "promptfooconfig.yaml",
+            "--out",
+            "bench",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("imported 3 prompts and 7 tests"),
+        "{stdout}"
+    );
+    // What has no equivalent is said, not dropped.
+    for said in [
+        "assert `javascript`",
+        "assert `similar`",
+        "test 6 has no assert",
+        "2 providers",
+        "frequency_penalty",
+    ] {
+        assert!(stdout.contains(said), "{said}: {stdout}");
+    }
+    let notes = std::fs::read_to_string(d.join("bench/IMPORT-NOTES.md")).unwrap();
+    assert!(notes.contains("similar"));
+    let bench = std::fs::read_to_string(d.join("bench/promptgauge.yaml")).unwrap();
+    assert!(
+        bench.contains("gpt-4o-mini") && bench.contains("http://127.0.0.1:9/v1"),
+        "{bench}"
+    );
+    let cases = std::fs::read_to_string(d.join("bench/cases.jsonl")).unwrap();
+    for kind in [
+        "\"exact\"",
+        "\"contains\"",
+        "\"regex\"",
+        "\"json_schema\"",
+        "\"judge\"",
+        "\"all\"",
+    ] {
+        assert!(cases.contains(kind), "{kind}: {cases}");
+    }
+    // The bench checks, and runs on the simulator.
+    let check = promptgauge(&d.join("bench"))
+        .args(["check"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        check.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let run = promptgauge(&d.join("bench"))
+        .args(["run", "--quiet", "--base-url", "mock"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    // Never over an existing bench.
+    let again = promptgauge(d)
+        .args([
+            "import",
+            "promptfoo",
+            "promptfooconfig.yaml",
+            "--out",
+            "bench",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(2));
+}
