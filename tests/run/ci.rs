@@ -695,3 +695,56 @@ fn gates_that_cannot_be_evaluated_are_refused_before_anything_is_sent() {
     );
     assert_eq!(server.provider.stats().requests, 0);
 }
+
+#[test]
+fn the_github_action_and_the_release_agree_and_use_real_flags() {
+    let read = |p: &str| std::fs::read_to_string(repo().join(p)).unwrap();
+    let action: serde_json::Value = serde_saphyr::from_str(&read("action.yml")).unwrap();
+    assert_eq!(action["runs"]["using"], "composite");
+    let inputs = action["inputs"].as_object().unwrap();
+    let text = read("action.yml");
+    // Every input the steps use is declared.
+    let used = regex::Regex::new(r"inputs\.([a-z-]+)").unwrap();
+    for m in used.captures_iter(&text) {
+        assert!(
+            inputs.contains_key(&m[1]),
+            "inputs.{} is used but not declared",
+            &m[1]
+        );
+    }
+    // The flags it passes are promptgauge's.
+    let help = promptgauge(&repo())
+        .args(["run", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    for flag in [
+        "--markdown",
+        "--junit",
+        "--cache",
+        "--base-url",
+        "--model",
+        "--max-drop",
+        "--baseline",
+    ] {
+        assert!(help.contains(flag), "{flag} is not a run flag");
+    }
+    // The action downloads what the release workflow uploads.
+    let release = read(".github/workflows/release.yml");
+    for target in [
+        "x86_64-unknown-linux-gnu",
+        "aarch64-unknown-linux-gnu",
+        "aarch64-apple-darwin",
+        "x86_64-apple-darwin",
+    ] {
+        assert!(
+            release.contains(target) && text.contains(target),
+            "{target}"
+        );
+    }
+    assert!(release.contains("promptgauge-${{ matrix.target }}.tar.gz"));
+    assert!(text.contains("promptgauge-$target.tar.gz"));
+    // The Dockerfile builds the binary and runs it unprivileged.
+    let docker = read("Dockerfile");
+    assert!(docker.contains("--locked") && docker.contains("USER promptgauge"));
+}
