@@ -19,6 +19,8 @@ struct Import {
     endpoint: Map<String, Value>,
     params: Map<String, Value>,
     notes: Vec<String>,
+    /// Tests read so far (skipped ones included), to name them in the notes.
+    tests_seen: usize,
 }
 
 fn read(base: &Path, reference: &str) -> Result<(PathBuf, String), String> {
@@ -233,13 +235,9 @@ impl Import {
         Some(out)
     }
 
-    fn case(
-        &mut self,
-        n: usize,
-        vars: Map<String, Value>,
-        asserts: &[Value],
-        description: Option<&str>,
-    ) {
+    fn case(&mut self, vars: Map<String, Value>, asserts: &[Value], description: Option<&str>) {
+        self.tests_seen += 1;
+        let n = self.tests_seen;
         let mut scorers = Vec::new();
         let mut expected: Option<String> = None;
         let mut pattern_only = false;
@@ -334,13 +332,7 @@ impl Import {
                     .cloned()
                     .unwrap_or_default(),
             );
-            let n = self.cases.len() + 1;
-            self.case(
-                n,
-                vars,
-                &asserts,
-                t.get("description").and_then(Value::as_str),
-            );
+            self.case(vars, &asserts, t.get("description").and_then(Value::as_str));
         }
         Ok(())
     }
@@ -383,8 +375,7 @@ impl Import {
                     vars.insert(h.to_string(), json!(v));
                 }
             }
-            let n = self.cases.len() + 1;
-            self.case(n, vars, &asserts, None);
+            self.case(vars, &asserts, None);
         }
         Ok(())
     }

@@ -1089,6 +1089,10 @@ tests:
     assert: [{ type: llm-rubric, value: Mentions Rayleigh scattering }]
   - vars: { question: "Name a prime." }
     assert: [{ type: similar, value: "7" }]
+  - vars: { question: "Greet me." }
+    assert: [{ type: starts-with, value: Hello }]
+  - vars: { question: "Who wrote Hamlet?" }
+    assert: [{ type: factuality, value: William Shakespeare wrote Hamlet }]
   - file://more.csv
 "#,
     )
@@ -1111,7 +1115,7 @@ tests:
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        stdout.contains("imported 3 prompts and 7 tests"),
+        stdout.contains("imported 3 prompts and 9 tests"),
         "{stdout}"
     );
     // What has no equivalent is said, not dropped.
