@@ -165,7 +165,7 @@ fn sequential_plan(bench: &Bench, variants: usize) -> Result<SequentialPlan, Fai
         .into());
     }
     Ok(SequentialPlan {
-        seed: rand::random(),
+        seed: spec.seed.unwrap_or_else(rand::random),
         detect,
         power: spec.power,
         min_cases: spec.min_cases,

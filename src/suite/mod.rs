@@ -277,6 +277,9 @@ pub struct SequentialSpec {
     /// Stop undecided at this many cases [default: twice the fixed design's cases].
     #[serde(default)]
     pub max_cases: Option<u64>,
+    /// Seeds the case order [default: a new seed per run, kept in run.json].
+    #[serde(default)]
+    pub seed: Option<u64>,
 }
 
 fn default_detect() -> f64 {
@@ -298,6 +301,7 @@ impl Default for SequentialSpec {
             power: default_power(),
             min_cases: default_min_cases(),
             max_cases: None,
+            seed: None,
         }
     }
 }
