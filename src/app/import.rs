@@ -225,6 +225,18 @@ impl Import {
                 text,
             ),
             "factuality" | "model-graded-factuality" => (json!({"kind": "judge"}), text),
+            "latency" => {
+                self.notes.push(format!(
+                    "test {test}: assert `latency` was left out: gate the whole run with `promptgauge run --max-p90-latency`"
+                ));
+                return None;
+            }
+            "cost" => {
+                self.notes.push(format!(
+                    "test {test}: assert `cost` was left out: gate the whole run with `promptgauge run --max-cost` (set `price`)"
+                ));
+                return None;
+            }
             other => {
                 self.notes.push(format!(
                     "test {test}: assert `{other}` has no promptgauge scorer and was left out"
@@ -422,6 +434,37 @@ pub fn import(args: &ImportArgs) -> Result<Exit, Failure> {
                 "`{key}` has no promptgauge equivalent and was left out"
             ));
         }
+    }
+    // The same note for many tests (a defaultTest assert) is said once, with the count.
+    {
+        // (what is said, the first note as written, how many tests said it)
+        let mut collapsed: Vec<(String, String, usize)> = Vec::new();
+        for n in std::mem::take(&mut im.notes) {
+            let key = match n.split_once(": ") {
+                Some((head, rest))
+                    if head
+                        .strip_prefix("test ")
+                        .is_some_and(|d| d.chars().all(|c| c.is_ascii_digit())) =>
+                {
+                    rest.to_string()
+                }
+                _ => n.clone(),
+            };
+            match collapsed.iter_mut().find(|(k, _, _)| *k == key) {
+                Some((_, _, count)) => *count += 1,
+                None => collapsed.push((key, n, 1)),
+            }
+        }
+        im.notes = collapsed
+            .into_iter()
+            .map(|(k, first, count)| {
+                if count > 1 {
+                    format!("{count} tests: {k}")
+                } else {
+                    first
+                }
+            })
+            .collect();
     }
     if im.variants.is_empty() || im.cases.is_empty() {
         return Err(UsageError::with_fix(

@@ -60,10 +60,10 @@ pub const DEFAULT_BENCH: &str = "promptgauge.yaml";
 
 const SIMULATED_BANNER: &str = "\
 ================================================================================
-  SIMULATED PROVIDER — no base URL is configured, so promptgauge's built-in
-  simulator is answering with a deterministic fake model. The numbers below do
-  not describe any real model. To measure one, pass --base-url URL (or set
-  PROMPTGAUGE_BASE_URL / endpoint.base_url) and --model NAME.
+  SIMULATED PROVIDER — promptgauge's built-in simulator is answering (no base
+  URL is configured, or it is `mock`) with a deterministic fake model. The
+  numbers below do not describe any real model. To measure one, pass
+  --base-url URL (or set PROMPTGAUGE_BASE_URL / endpoint.base_url) and --model.
 ================================================================================";
 
 /// The simulator a run uses when no base URL is set: mildly unreliable, so the retries show.

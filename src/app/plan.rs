@@ -20,7 +20,15 @@ fn last_baseline(reports: &Path, bench: &str) -> Option<(f64, PathBuf)> {
         .filter_map(|e| {
             let text = std::fs::read_to_string(e.path().join("summary.json")).ok()?;
             let s: Summary = serde_json::from_str(&text).ok()?;
-            let accuracy = s.variants.first()?.accuracy?;
+            // A run that failed or scored nothing right says nothing about the task.
+            let accuracy = s
+                .variants
+                .first()?
+                .accuracy
+                .filter(|a| *a > 0.0 && *a < 1.0)?;
+            if !s.complete {
+                return None;
+            }
             (s.run.bench == bench).then(|| (s.run.started_at.clone(), accuracy, e.path()))
         })
         .collect();

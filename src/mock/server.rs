@@ -131,12 +131,14 @@ async fn connection(mut stream: TcpStream, provider: Arc<Provider>) -> std::io::
         let body = Bytes::from(buf.drain(..head.content_length).collect::<Vec<u8>>());
         let path = head.path.split('?').next().unwrap_or("");
         let reply = match (head.method.as_str(), path) {
-            ("POST", p) if p.ends_with("/chat/completions") => provider.respond(&MockRequest {
+            // Where an OpenAI-compatible server answers: a base URL without /v1 gets 404,
+            // as from vLLM or OpenAI.
+            ("POST", "/v1/chat/completions") => provider.respond(&MockRequest {
                 headers: head.headers,
                 body,
             }),
             ("GET", "/stats") => plain(200, serde_json::to_string(&provider.stats()).unwrap_or_default()),
-            ("GET", "/v1/models" | "/models") => plain(
+            ("GET", "/v1/models") => plain(
                 200,
                 json!({"object": "list", "data": [{"id": provider.config().model, "object": "model", "owned_by": "promptgauge-mock"}]}).to_string(),
             ),

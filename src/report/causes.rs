@@ -105,6 +105,17 @@ pub(crate) fn lines(causes: &[FailureCause]) -> Vec<String> {
     causes
         .iter()
         .map(|c| {
+            // "HTTP 404: http_error: HTTP 404: Not Found" says the status once.
+            let cause = c
+                .status
+                .and_then(|s| {
+                    c.cause
+                        .split_once(&format!("HTTP {s}: "))
+                        .map(|(before, after)| {
+                            format!("{}{after}", before.trim_end_matches("http_error: "))
+                        })
+                })
+                .unwrap_or_else(|| c.cause.clone());
             let status = c
                 .status
                 .filter(|&s| s >= 400)
@@ -116,10 +127,9 @@ pub(crate) fn lines(causes: &[FailureCause]) -> Vec<String> {
                 .map(|h| format!("\n    → {h}"))
                 .unwrap_or_default();
             format!(
-                "{} {}: {status}{} (e.g. {}){hint}",
+                "{} {}: {status}{cause} (e.g. {}){hint}",
                 c.jobs,
                 if c.jobs == 1 { "job" } else { "jobs" },
-                c.cause,
                 c.example
             )
         })

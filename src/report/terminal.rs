@@ -79,8 +79,32 @@ fn draw(columns: &[Column], width: Option<usize>) -> String {
 }
 
 /// The table at `width`: columns that hold nothing are left out, then the least useful
-/// are dropped until it fits; only then do cells wrap.
+/// are dropped until it fits (and a line says which); only then do cells wrap.
 fn fit(columns: Vec<Column>, width: Option<usize>) -> String {
+    let names: Vec<String> = columns
+        .iter()
+        .filter(|c| c.cells.iter().any(|x| x != "–" && !x.is_empty()))
+        .map(|c| c.header.clone())
+        .collect();
+    let table = fit_columns(columns, width);
+    let header = table.lines().nth(1).unwrap_or("");
+    let dropped: Vec<&str> = names
+        .iter()
+        .filter(|n| !header.contains(n.as_str()))
+        .map(String::as_str)
+        .collect();
+    if dropped.is_empty() {
+        table
+    } else {
+        format!(
+            "{table}\n(left out to fit {} columns: {}; summary.md has every column)",
+            width.unwrap_or(0),
+            dropped.join(", ")
+        )
+    }
+}
+
+fn fit_columns(columns: Vec<Column>, width: Option<usize>) -> String {
     let mut columns: Vec<Column> = columns
         .into_iter()
         .filter(|c| c.drop == 0 || c.cells.iter().any(|x| x != "–" && !x.is_empty()))

@@ -942,6 +942,29 @@ fn a_dead_server_or_a_wrong_model_is_said_at_once() {
     );
     let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
     assert!(md.contains("## Why jobs failed"), "{md}");
+
+    // A base URL without its /v1: the preflight suspects it, the first 404s confirm it.
+    let (_rt2, plain) = start_mock(MockConfig::default());
+    let bare = plain.base_url().trim_end_matches("/v1").to_string();
+    let dir = arithmetic_bench(30, 2, "limits: { concurrency: 3 }\n");
+    let out = promptgauge(dir.path())
+        .args([
+            "run",
+            "bench.yaml",
+            "--base-url",
+            &bare,
+            "--model",
+            "mock-model",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("probably lacks /v1"), "{stderr}");
+    assert!(
+        stderr.contains("the first 3 jobs all failed the same way") && stderr.contains("/v1"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -1128,6 +1151,8 @@ tests:
     ] {
         assert!(stdout.contains(said), "{said}: {stdout}");
     }
+    // A defaultTest assert left out is said once, with how many tests it concerned.
+    assert_eq!(stdout.matches("assert `javascript`").count(), 1, "{stdout}");
     let notes = std::fs::read_to_string(d.join("bench/IMPORT-NOTES.md")).unwrap();
     assert!(notes.contains("similar"));
     let bench = std::fs::read_to_string(d.join("bench/promptgauge.yaml")).unwrap();
