@@ -35,8 +35,9 @@ pub(super) struct Ending {
     pub stopped_by_journal: bool,
 }
 
-/// The prompts report.html shows beside the answers, rendered again from the bench when it
-/// still measures what the run measured (its fingerprint); otherwise none are shown.
+/// The prompts report.html shows beside the answers, rendered again from the bench file
+/// when it still measures what the run measured (its fingerprint); otherwise none are
+/// shown. (`report` reads the bench again for this; a run passes the bench it ran.)
 pub(super) fn attach_prompts(result: &mut RunResult, record: &crate::runner::record::RunRecord) {
     let Ok(mut bench) = crate::suite::Bench::load(&record.bench_path) else {
         return;
@@ -47,6 +48,17 @@ pub(super) fn attach_prompts(result: &mut RunResult, record: &crate::runner::rec
         bench.scorers.truncate(limit as usize);
     }
     bench.repeats = record.plan.repeats;
+    attach_prompts_from(result, record, &bench, true);
+}
+
+/// [`attach_prompts`] from a bench in memory; `check` compares its fingerprint with the
+/// run's first (a bench read again from disk may have changed).
+pub(super) fn attach_prompts_from(
+    result: &mut RunResult,
+    record: &crate::runner::record::RunRecord,
+    bench: &crate::suite::Bench,
+    check: bool,
+) {
     let arms: Option<Vec<usize>> = record
         .plan
         .variants
@@ -54,7 +66,7 @@ pub(super) fn attach_prompts(result: &mut RunResult, record: &crate::runner::rec
         .map(|name| bench.variants.iter().position(|v| &v.name == name))
         .collect();
     let Some(arms) = arms else { return };
-    if crate::suite::Fingerprint::of(&bench, &arms) != record.fingerprint {
+    if check && crate::suite::Fingerprint::of(bench, &arms) != record.fingerprint {
         return;
     }
     let index: std::collections::HashMap<&str, usize> = bench
@@ -117,6 +129,7 @@ pub(super) fn conclude(
     ending: Ending,
     outputs: &Outputs<'_>,
     mut problems: Vec<anyhow::Error>,
+    bench: Option<&crate::suite::Bench>,
 ) -> Exit {
     let baseline = match &outputs.gates.baseline {
         Some(base) => {
@@ -140,7 +153,11 @@ pub(super) fn conclude(
     };
     let gates = outputs.gates.gates();
     result.summary.gates = report::gates::evaluate(&gates, &result.summary, baseline.as_ref());
-    attach_prompts(&mut result, record);
+    // A run renders the prompts from the bench it ran (never read twice: a large bench is
+    // the run's largest allocation); a merge has no bench in memory and shows none.
+    if let Some(bench) = bench {
+        attach_prompts_from(&mut result, record, bench, false);
+    }
     problems.extend(write_reports(dir, &result, &record.bench.text));
     let summary = &result.summary;
     out!("{}", report::terminal::render(summary));

@@ -185,6 +185,7 @@ pub fn merge(args: &MergeArgs) -> Result<Exit, Failure> {
         Ending::default(),
         &outputs,
         Vec::new(),
+        None,
     );
     // A missing shard is an incomplete run, whatever the jobs that ran did.
     Ok(if missing.is_empty() || exit != Exit::Success {

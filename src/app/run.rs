@@ -357,7 +357,15 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         interrupted,
         stopped_by_journal: tally.journal_error.is_some(),
     };
-    Ok(conclude(&dir, &record, result, ending, &outputs, problems))
+    Ok(conclude(
+        &dir,
+        &record,
+        result,
+        ending,
+        &outputs,
+        problems,
+        Some(&bench),
+    ))
 }
 
 /// Stops a run whose first jobs all failed the same way for a reason waiting will not
