@@ -39,12 +39,12 @@ pub(super) fn confidence(a: Side<'_>, b: Side<'_>, given: Option<f64>) -> Result
 
 /// Case ids whose content differs between the runs (both recorded a hash for them).
 fn changed_cases(a: &RunRecord, b: &RunRecord) -> Vec<String> {
-    fn hashes(r: &RunRecord) -> std::collections::HashMap<&str, &str> {
+    fn hashes(r: &RunRecord) -> std::collections::HashMap<&str, u64> {
         r.bench
             .case_ids
             .iter()
             .zip(&r.bench.case_hashes)
-            .map(|(id, h)| (id.as_str(), h.as_str()))
+            .map(|(id, h)| (id.as_str(), *h))
             .collect()
     }
     let (ha, hb) = (hashes(a), hashes(b));

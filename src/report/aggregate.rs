@@ -285,9 +285,13 @@ impl Aggregator {
             .or_insert_with(|| vec![None; arms])[arm] = Some(score);
     }
 
-    /// Keeps a case's first scored answer per variant until all are in; keeps them only
-    /// if the variants disagree.
+    /// Keeps a case's first-repeat answer per variant until all are in; keeps them only
+    /// if the variants disagree, and forgets the case otherwise (a large bench's settled
+    /// cases would otherwise each keep an entry).
     fn answer(&mut self, arm: usize, r: &JobRecord, score: f64) {
+        if r.repeat != 0 || self.disagreements.contains_key(&r.case_id) {
+            return;
+        }
         let arms = self.variants.len();
         let slot = self
             .pending
@@ -300,11 +304,11 @@ impl Aggregator {
             return;
         }
         got[arm] = Some((r.extracted.clone().unwrap_or_default(), score == 1.0));
-        if got.iter().all(Option::is_some) {
-            let settled = slot.take();
-            if let Some(answers) = settled.filter(disagree) {
-                self.disagreements.insert(r.case_id.clone(), answers);
-            }
+        if got.iter().all(Option::is_some)
+            && let Some(Some(answers)) = self.pending.remove(&r.case_id)
+            && disagree(&answers)
+        {
+            self.disagreements.insert(r.case_id.clone(), answers);
         }
     }
 

@@ -48,7 +48,7 @@ pub struct BenchRecord {
     /// Each case's content hash ([`crate::suite::plan::case_hash`]), aligned with
     /// `case_ids`; empty in runs from before 0.2.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub case_hashes: Vec<String>,
+    pub case_hashes: Vec<u64>,
     /// The selected variants, baseline first.
     #[serde(default)]
     pub variants: Vec<Variant>,
@@ -132,9 +132,7 @@ impl RunRecord {
             provider: self.endpoint.clone(),
             confidence: self.bench.confidence,
             repeats: self.plan.repeats,
-            // A shard holds some of the bench's cases; a sequential plan, max_cases of them.
-            cases: self.plan_keys().planned()
-                / (self.plan.variants.len().max(1) * self.plan.repeats.max(1) as usize),
+            cases: self.planned_cases(),
             jobs_planned: self.jobs_planned,
             stopped: self.stopped.clone(),
             judge: self.judge.clone(),
@@ -165,23 +163,37 @@ impl RunRecord {
     /// The jobs this run planned, by key.
     pub fn plan_keys(&self) -> crate::runner::journal::PlanKeys {
         // `--until-decided` plans only the first max_cases cases of its seeded order.
-        let ids: Vec<String> = match &self.plan.sequential {
+        let chosen: Vec<String>;
+        let ids: &[String] = match &self.plan.sequential {
             Some(s) => {
                 let mut order = crate::suite::plan::case_order(self.bench.case_ids.len(), s.seed);
                 order.truncate(s.max_cases as usize);
-                order
+                chosen = order
                     .into_iter()
                     .map(|i| self.bench.case_ids[i].clone())
-                    .collect()
+                    .collect();
+                &chosen
             }
-            None => self.bench.case_ids.clone(),
+            None => &self.bench.case_ids,
         };
         crate::runner::journal::PlanKeys::new(
-            &ids,
+            ids,
             &self.plan.variants,
             self.plan.repeats,
             self.plan.shard,
         )
+    }
+
+    /// The cases the plan holds: a shard's share, a sequential plan's max_cases, else all.
+    pub fn planned_cases(&self) -> usize {
+        let n = self.bench.case_ids.len();
+        match (&self.plan.sequential, self.plan.shard) {
+            (Some(s), _) => n.min(s.max_cases as usize),
+            (None, Some(shard)) => (0..n)
+                .filter(|&i| i as u64 % u64::from(shard.count) == u64::from(shard.index - 1))
+                .count(),
+            (None, None) => n,
+        }
     }
 }
 

@@ -132,6 +132,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
 
 fn load_jsonl(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
     let mut cases = Vec::new();
+    let file: std::sync::Arc<Path> = std::sync::Arc::from(path);
     for (i, line) in text.lines().enumerate() {
         let n = i + 1;
         let line = line.trim();
@@ -154,7 +155,7 @@ fn load_jsonl(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
         }
         let raw: RawCase =
             serde_json::from_value(value).map_err(|e| shape_error(path, n, &e.to_string()))?;
-        cases.push(finish(raw, Location::line(path, n), cases.len())?);
+        cases.push(finish(raw, Location::line_in(&file, n), cases.len())?);
     }
     Ok(cases)
 }
@@ -165,12 +166,13 @@ fn load_yaml(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
     }
     let raws: Vec<serde_saphyr::Spanned<RawCase>> = serde_saphyr::from_str(text)
         .map_err(|e| yaml_error(path, "case file (a YAML list of cases)", &e))?;
+    let file: std::sync::Arc<Path> = std::sync::Arc::from(path);
     raws.into_iter()
         .enumerate()
         .map(|(i, s)| {
             let line = s.referenced.line() as usize;
             let here = if line > 0 {
-                Location::line(path, line)
+                Location::line_in(&file, line)
             } else {
                 Location::file(path)
             };
@@ -195,6 +197,7 @@ fn load_csv(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
         }
     }
     let mut cases = Vec::new();
+    let file: std::sync::Arc<Path> = std::sync::Arc::from(path);
     for record in reader.records() {
         let record = record.map_err(|e| csv_error(path, &e))?;
         let line = record.position().map_or(0, |p| p.line() as usize);
@@ -233,7 +236,7 @@ fn load_csv(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
                 }
             }
         }
-        cases.push(finish(raw, Location::line(path, line), cases.len())?);
+        cases.push(finish(raw, Location::line_in(&file, line), cases.len())?);
     }
     Ok(cases)
 }

@@ -2,12 +2,14 @@
 //! where the parser knows it), what was wrong and how to fix it.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::Arc;
 
-/// A place in a user's file.
+/// A place in a user's file. The path is shared: the 100,000 cases of one file hold one
+/// copy of its name, not one each.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Location {
-    pub file: PathBuf,
+    pub file: Arc<Path>,
     pub line: Option<usize>,
     pub column: Option<usize>,
 }
@@ -16,7 +18,7 @@ impl Location {
     /// A whole file.
     pub fn file(file: &Path) -> Self {
         Location {
-            file: file.to_path_buf(),
+            file: Arc::from(file),
             line: None,
             column: None,
         }
@@ -25,7 +27,16 @@ impl Location {
     /// A line of a file.
     pub fn line(file: &Path, line: usize) -> Self {
         Location {
-            file: file.to_path_buf(),
+            file: Arc::from(file),
+            line: Some(line),
+            column: None,
+        }
+    }
+
+    /// A line of a file whose path is already shared.
+    pub fn line_in(file: &Arc<Path>, line: usize) -> Self {
+        Location {
+            file: file.clone(),
             line: Some(line),
             column: None,
         }
@@ -34,7 +45,7 @@ impl Location {
     /// A line and column of a file.
     pub fn at(file: &Path, line: usize, column: usize) -> Self {
         Location {
-            file: file.to_path_buf(),
+            file: Arc::from(file),
             line: Some(line),
             column: Some(column),
         }

@@ -156,7 +156,7 @@ pub struct Fingerprint {
 
 /// One case's content, hashed: what `compare` checks to tell a case that kept its id but
 /// changed (its variables, expected answer, grader, history or group) from the same case.
-pub fn case_hash(c: &super::Case) -> String {
+pub fn case_hash(c: &super::Case) -> u64 {
     let mut h = crate::hash::StableHasher::default();
     let _ = serde_json::to_writer(
         &mut h,
@@ -170,7 +170,7 @@ pub fn case_hash(c: &super::Case) -> String {
             &c.group,
         ),
     );
-    format!("{:016x}", h.finish())
+    h.finish()
 }
 
 impl Fingerprint {
