@@ -23,6 +23,8 @@ Examples:
   promptgauge run --fail-if-worse --min-accuracy 0.9 --junit junit.xml   a CI gate
   promptgauge run --shard 2/4 && promptgauge merge reports/*              fan out, then combine
   promptgauge mock --port 8000 --rate-429 0.1 --cut 0.05
+  promptgauge history --since 30d      every recorded run of the bench, steps marked
+  promptgauge run --baseline latest:main --fail-if-worse   gate against main's newest run
 
 Base URL precedence: --base-url, $PROMPTGAUGE_BASE_URL, the bench's endpoint.base_url,
 $OPENAI_BASE_URL, $LLM_BASE_URL; with none set, the built-in simulator answers (and says so).
@@ -67,6 +69,117 @@ pub enum Command {
     Label(LabelArgs),
     /// Serve the simulated OpenAI-compatible provider, with misbehaviour on demand.
     Mock(MockArgs),
+    /// Runs of a bench over time, per variant, from the history store: each step whose
+    /// change from the run before is significant (paired by case, as `compare`) is marked.
+    History(HistoryArgs),
+    /// List the runs the history store holds.
+    Runs(RunsArgs),
+    /// (Re)build the history store from run folders: each DIR is a run folder or a folder
+    /// of them (such as reports/).
+    Index(IndexArgs),
+}
+
+const STORE_HELP: &str = "The history store: a SQLite file or a postgres:// URL [default: \
+$PROMPTGAUGE_STORE, else promptgauge.db in the folder of run folders, reports/promptgauge.db]";
+
+/// Which runs `history` and `runs` show.
+#[derive(Debug, Clone, Args, Default)]
+pub struct RunFilterArgs {
+    /// Only runs started since a date (2026-11-01) or for a while (30d, 2weeks).
+    #[arg(long, value_name = "DATE|DURATION")]
+    pub since: Option<String>,
+    /// Only runs started on this git branch (from the checkout, or CI's variables).
+    #[arg(long)]
+    pub branch: Option<String>,
+    /// Only runs of this model.
+    #[arg(long)]
+    pub model: Option<String>,
+    #[arg(long, help = STORE_HELP, value_name = "URL")]
+    pub store: Option<String>,
+}
+
+/// `history [BENCH]`.
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// The bench's name [default: the only bench in the store].
+    pub bench: Option<String>,
+    #[command(flatten)]
+    pub filter: RunFilterArgs,
+    /// Print JSON (promptgauge.history/1) instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Where to write history.html [default: history.html beside a SQLite store, else
+    /// reports/history.html].
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Include incomplete runs (interrupted, stopped, with failed jobs); they are never
+    /// compared with.
+    #[arg(long)]
+    pub all: bool,
+}
+
+/// `runs`.
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// Only runs of this bench.
+    pub bench: Option<String>,
+    #[command(flatten)]
+    pub filter: RunFilterArgs,
+    /// The newest N.
+    #[arg(long, default_value_t = 30, value_name = "N")]
+    pub limit: usize,
+    /// Print JSON lines, one run each, instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `index DIR…`.
+#[derive(Debug, Args)]
+pub struct IndexArgs {
+    /// Run folders, or folders of run folders.
+    #[arg(required = true, num_args = 1..)]
+    pub dirs: Vec<PathBuf>,
+    /// The store to (re)build [default: $PROMPTGAUGE_STORE, else promptgauge.db in the
+    /// first DIR's folder of run folders].
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+}
+
+/// Where a run is recorded (`run`, `merge`).
+#[derive(Debug, Clone, Args, Default)]
+pub struct StoreArgs {
+    #[arg(long, help = STORE_HELP, value_name = "URL")]
+    pub store: Option<String>,
+    /// Do not record this run in the history store.
+    #[arg(long, conflicts_with = "store")]
+    pub no_store: bool,
+}
+
+/// The history store: `--store`, else $PROMPTGAUGE_STORE, else `promptgauge.db` in
+/// `root` (the folder of run folders). The second value says whether it was named.
+pub fn store_location(
+    flag: Option<&str>,
+    env: &Env,
+    root: &std::path::Path,
+) -> Result<(crate::store::Location, bool), UsageError> {
+    let named = flag.map(|f| (f, "--store")).or_else(|| {
+        env.get("PROMPTGAUGE_STORE")
+            .map(|v| (v, "$PROMPTGAUGE_STORE"))
+    });
+    match named {
+        Some((text, source)) => crate::store::Location::parse(text)
+            .map(|l| (l, true))
+            .map_err(|m| {
+                UsageError::with_fix(
+                    format!("{source}: {m}"),
+                    "name a SQLite file (reports/promptgauge.db) or a URL such as postgres://user@host/db",
+                )
+            }),
+        None => Ok((
+            crate::store::Location::Sqlite(root.join(crate::store::DEFAULT_FILE)),
+            false,
+        )),
+    }
 }
 
 /// `import promptfoo CONFIG`.
@@ -209,15 +322,23 @@ pub struct MergeArgs {
     /// Append the Markdown summary to FILE.
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 /// `compare RUN_A RUN_B`.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// The reference run folder (A).
-    pub run_a: PathBuf,
-    /// The run folder compared with it (B).
-    pub run_b: PathBuf,
+    /// The reference run (A): a run folder, a run id, `latest` or `latest:BRANCH` (from
+    /// the history store).
+    pub run_a: String,
+    /// The run compared with it (B), named the same ways.
+    pub run_b: String,
+    /// The bench `latest` means, when the store holds several.
+    #[arg(long)]
+    pub bench: Option<String>,
+    #[arg(long, help = STORE_HELP, value_name = "URL")]
+    pub store: Option<String>,
     /// Where to write compare.json and compare.md [default: a new folder beside RUN_A].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -309,6 +430,8 @@ pub struct RunArgs {
     /// Append the Markdown summary to FILE (e.g. "$GITHUB_STEP_SUMMARY").
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 /// CI gates: each failing gate prints one line and makes the exit code 1.
@@ -324,9 +447,11 @@ pub struct GateArgs {
     /// fail. This is "did my change break it?"; --fail-if-worse only catches clear drops.
     #[arg(long, value_name = "POINTS", value_parser = parse_points)]
     pub max_drop: Option<f64>,
-    /// An earlier run folder over the same cases to compare this run with, variant by variant.
-    #[arg(long, value_name = "RUN_DIR")]
-    pub baseline: Option<PathBuf>,
+    /// An earlier run over the same cases to compare this run with, variant by variant: a
+    /// run folder, a run id, `latest` (the newest complete run of this bench in the
+    /// history store) or `latest:BRANCH` (the newest on that git branch, e.g. latest:main).
+    #[arg(long, value_name = "RUN")]
+    pub baseline: Option<String>,
     /// Fail when accuracy is below P (0.8 or 80%), for every variant or VARIANT=P; repeatable.
     #[arg(long, value_name = "[VARIANT=]P")]
     pub min_accuracy: Vec<MinAccuracy>,

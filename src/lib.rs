@@ -17,6 +17,7 @@ pub mod mock;
 pub mod report;
 pub mod runner;
 pub mod stats;
+pub mod store;
 pub mod suite;
 
 pub use error::{Exit, Failure};

@@ -21,11 +21,14 @@ fn main() -> ExitCode {
             Command::Run(args) => app::run(args, &env).await,
             Command::Check(args) => app::check(args, &env),
             Command::Plan(args) => app::plan(args),
-            Command::Compare(args) => app::compare(args),
-            Command::Merge(args) => app::merge(args),
+            Command::Compare(args) => app::compare(args, &env).await,
+            Command::Merge(args) => app::merge(args, &env).await,
             Command::Report(args) => app::report(args),
             Command::Label(args) => app::label(args),
             Command::Mock(args) => app::mock(args).await,
+            Command::History(args) => app::history(args, &env).await,
+            Command::Runs(args) => app::runs(args, &env).await,
+            Command::Index(args) => app::index(args, &env).await,
         }
     });
     // Dropping the runtime would wait for tasks stuck on dead sockets; the work is done.

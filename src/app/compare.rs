@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use super::{Exit, Failure, load, utc_now};
+use super::{Exit, Failure, utc_now};
 use crate::cli::{CompareArgs, UsageError};
 use crate::error::BeforeSend;
 use crate::report::compare::{CaseTable, RunComparison, RunSide};
@@ -160,21 +160,43 @@ pub(super) fn compare_results(
     Ok(comparison)
 }
 
-/// `compare`: two runs over the same cases, variant by variant, paired by case.
-pub fn compare(args: &CompareArgs) -> Result<Exit, Failure> {
-    let (_, ra, sa) = load(&args.run_a).before_send()?;
-    let (_, rb, sb) = load(&args.run_b).before_send()?;
-    let (side_a, side_b) = (
-        (args.run_a.as_path(), &ra, &sa),
-        (args.run_b.as_path(), &rb, &sb),
-    );
+/// `compare`: two runs over the same cases, variant by variant, paired by case. Each run
+/// is a folder, a run id or `latest[:BRANCH]` from the history store.
+pub async fn compare(args: &CompareArgs, env: &crate::cli::Env) -> Result<Exit, Failure> {
+    let (store, _) = crate::cli::store_location(
+        args.store.as_deref(),
+        env,
+        Path::new(super::history::REPORTS),
+    )?;
+    let mut sides = Vec::new();
+    for name in [&args.run_a, &args.run_b] {
+        let reference =
+            super::baseline::resolve(name, args.bench.as_deref(), &store, "compare").await?;
+        sides.push(
+            super::baseline::load_reference(&reference)
+                .await
+                .before_send()?,
+        );
+    }
+    let (pa, ra, sa) = &sides[0];
+    let (pb, rb, sb) = &sides[1];
+    let (side_a, side_b) = ((pa.as_path(), ra, sa), (pb.as_path(), rb, sb));
     let level = confidence(side_a, side_b, args.confidence)?;
     let comparison = compare_results(side_a, side_b, level).before_send()?;
     out!("{}", report::terminal::render_comparison(&comparison));
     let out = match &args.out {
         Some(dir) => dir.clone(),
         None => {
-            let root = args.run_a.parent().unwrap_or(Path::new("."));
+            // Beside run A's folder; beside the store's runs when A came from the store.
+            let root = match pa.parent() {
+                Some(p) if pa.is_dir() => p.to_path_buf(),
+                _ => store
+                    .file()
+                    .and_then(Path::parent)
+                    .unwrap_or(Path::new("."))
+                    .to_path_buf(),
+            };
+            let root = root.as_path();
             RunDir::create(root, "compare", &utc_now())
                 .before_send()?
                 .path()

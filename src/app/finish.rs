@@ -6,16 +6,22 @@ use std::path::Path;
 
 use anyhow::Context;
 
+use super::baseline::{Reference, load_reference};
 use super::compare::compare_results;
-use super::{Exit, load, resume_command};
+use super::{Exit, resume_command};
 use crate::cli::{GateArgs, UsageError};
 use crate::report::{self, Exporter, RunResult};
 use crate::runner::RunDir;
 use crate::runner::record::RunRecord;
+use crate::store::{Location, Recording, Store};
 
 /// Where a finished run's results go besides its folder, and what it must pass.
 pub(super) struct Outputs<'a> {
     pub gates: &'a GateArgs,
+    /// The run `--baseline` named, found before anything was sent.
+    pub baseline: Option<&'a Reference>,
+    /// The history store to record the run in (`None`: `--no-store`).
+    pub store: Option<Location>,
     pub junit: Option<&'a Path>,
     pub markdown: Option<&'a Path>,
     pub quiet: bool,
@@ -122,7 +128,7 @@ pub(super) fn write_reports(
 /// code: 4 aborted by the provider, 130 interrupted, 3 incomplete (or a report or the
 /// journal could not be written), 1 a gate failed, else 0. A report that cannot be written
 /// does not stop the others, nor hide a failed gate.
-pub(super) fn conclude(
+pub(super) async fn conclude(
     dir: &RunDir,
     record: &RunRecord,
     mut result: RunResult,
@@ -131,16 +137,19 @@ pub(super) fn conclude(
     mut problems: Vec<anyhow::Error>,
     bench: Option<&crate::suite::Bench>,
 ) -> Exit {
-    let baseline = match &outputs.gates.baseline {
+    let baseline = match outputs.baseline {
         Some(base) => {
             // The levels were checked to agree before anything was sent.
-            let compared = load(base).and_then(|(_, base_record, base_result)| {
-                compare_results(
-                    (base, &base_record, &base_result),
-                    (dir.path(), record, &result),
-                    record.bench.confidence,
-                )
-            });
+            let compared =
+                load_reference(base)
+                    .await
+                    .and_then(|(base, base_record, base_result)| {
+                        compare_results(
+                            (&base, &base_record, &base_result),
+                            (dir.path(), record, &result),
+                            record.bench.confidence,
+                        )
+                    });
             match compared {
                 Ok(b) => Some(b),
                 Err(e) => {
@@ -159,6 +168,17 @@ pub(super) fn conclude(
         attach_prompts_from(&mut result, record, bench, false);
     }
     problems.extend(write_reports(dir, &result, &record.bench.text));
+    if let (Some(location), Some(jobs)) = (&outputs.store, &result.jobs) {
+        record_in_store(
+            location,
+            record,
+            &result.summary,
+            jobs,
+            dir.path(),
+            outputs.quiet,
+        )
+        .await;
+    }
     let summary = &result.summary;
     out!("{}", report::terminal::render(summary));
     if let Some(b) = &baseline {
@@ -258,6 +278,44 @@ pub(super) fn conclude(
         return Exit::GateFailed;
     }
     Exit::Success
+}
+
+/// Records a finished run in the history store. A store that cannot be written is a
+/// warning, not a failed run: the folder holds everything, and `index` adds it later.
+pub(super) async fn record_in_store(
+    location: &Location,
+    record: &RunRecord,
+    summary: &crate::report::Summary,
+    jobs: &crate::store::JobRows,
+    folder: &Path,
+    quiet: bool,
+) {
+    let folder = std::path::absolute(folder).unwrap_or_else(|_| folder.to_path_buf());
+    let recorded = async {
+        let store = Store::open(location).await?;
+        let done = store
+            .record(&Recording {
+                record,
+                summary,
+                jobs,
+                folder: &folder,
+            })
+            .await;
+        store.close().await;
+        done
+    }
+    .await;
+    match recorded {
+        Ok(()) if !quiet => note!(
+            "history: recorded in {} (promptgauge history)",
+            location.shown()
+        ),
+        Ok(()) => {}
+        Err(e) => note!(
+            "warning: {e:#}\n  the run folder holds everything: add it later with: promptgauge index {}",
+            folder.display()
+        ),
+    }
 }
 
 /// A usage error for a folder another process holds.

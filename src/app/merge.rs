@@ -13,7 +13,7 @@ use crate::runner::RunDir;
 use crate::runner::record::RunRecord;
 
 /// `merge`: combines the run folders of `run --shard i/n` into one run.
-pub fn merge(args: &MergeArgs) -> Result<Exit, Failure> {
+pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Failure> {
     // `merge reports/*` also names comparisons, earlier merges and the cache: only the
     // folders of sharded runs are merged, the rest are skipped with a note.
     let mut runs = Vec::new();
@@ -22,6 +22,8 @@ pub fn merge(args: &MergeArgs) -> Result<Exit, Failure> {
         match record.as_ref().map(|r| r.plan.shard) {
             Some(Some(_)) => runs.push(path.clone()),
             Some(None) => note!("note: skipping {} (a run, but not a shard)", path.display()),
+            // The history store's files sit beside the run folders: `reports/*` names them.
+            None if path.is_file() => {}
             None => note!("note: skipping {} (not a run folder)", path.display()),
         }
     }
@@ -102,6 +104,7 @@ pub fn merge(args: &MergeArgs) -> Result<Exit, Failure> {
         .collect();
     let mut record = first.clone();
     record.plan.shard = None;
+    record.merged_from = records.iter().map(|r| r.run_id.clone()).collect();
     // The whole plan, missing shards included: their jobs did not run.
     record.jobs_planned = record.plan_keys().planned();
     record.started_at = records
@@ -109,6 +112,7 @@ pub fn merge(args: &MergeArgs) -> Result<Exit, Failure> {
         .map(|r| r.started_at.clone())
         .min()
         .unwrap_or_default();
+    record.started_unix_ms = records.iter().filter_map(|r| r.started_unix_ms).min();
     record.finished_at = records.iter().filter_map(|r| r.finished_at.clone()).max();
     record.resumed_at = Vec::new();
     record.stopped = if missing.is_empty() {
@@ -120,6 +124,20 @@ pub fn merge(args: &MergeArgs) -> Result<Exit, Failure> {
         ))
     };
 
+    let (store, _) = crate::cli::store_location(args.store.store.as_deref(), env, &root)?;
+    let baseline = match &args.gates.baseline {
+        Some(name) => Some(
+            super::run::baseline_of(
+                name,
+                &first.bench.name,
+                first.bench.confidence,
+                &store,
+                "--baseline",
+            )
+            .await?,
+        ),
+        None => None,
+    };
     let dir =
         RunDir::create(&root, &format!("{}-merged", first.bench.name), &utc_now()).before_send()?;
     let _lock = dir.lock().map_err(super::finish::in_use)?;
@@ -127,7 +145,19 @@ pub fn merge(args: &MergeArgs) -> Result<Exit, Failure> {
         .append_journal()
         .with_context(|| format!("cannot create the journal in {}", dir.path().display()))
         .before_send()?;
+    // The merged run is a run of its own.
+    record.run_id = format!(
+        "{}-{:04x}",
+        dir.path()
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("merged"),
+        rand::random::<u16>()
+    );
     let mut agg = aggregator(&dir, &record, args.junit.is_some())?;
+    if !args.store.no_store {
+        agg.keep_rows();
+    }
     let mut keys = std::collections::HashSet::new();
     for (shard, shard_record) in shards.iter().zip(&records) {
         let mut overlap = None;
@@ -173,6 +203,8 @@ pub fn merge(args: &MergeArgs) -> Result<Exit, Failure> {
     agg.set_run(record.info());
     let outputs = Outputs {
         gates: &args.gates,
+        baseline: baseline.as_ref(),
+        store: (!args.store.no_store).then_some(store),
         junit: args.junit.as_deref(),
         markdown: args.markdown.as_deref(),
         quiet: false,
@@ -186,7 +218,8 @@ pub fn merge(args: &MergeArgs) -> Result<Exit, Failure> {
         &outputs,
         Vec::new(),
         None,
-    );
+    )
+    .await;
     // A missing shard is an incomplete run, whatever the jobs that ran did.
     Ok(if missing.is_empty() || exit != Exit::Success {
         exit

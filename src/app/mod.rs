@@ -17,9 +17,11 @@ macro_rules! note {
     }};
 }
 
+mod baseline;
 mod check;
 mod compare;
 mod finish;
+mod history;
 mod import;
 mod init;
 mod judge;
@@ -31,11 +33,13 @@ mod preflight;
 mod prepare;
 mod report;
 mod run;
+mod source;
 
 use std::time::{Duration, SystemTime};
 
 pub use check::check;
 pub use compare::compare;
+pub use history::{history, index, runs};
 pub use import::import;
 pub use init::init;
 pub use label::label;
@@ -89,7 +93,7 @@ fn shown_urls(urls: &[String]) -> Vec<String> {
         .collect()
 }
 
-fn utc_now() -> String {
+pub(crate) fn utc_now() -> String {
     humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
 }
 
@@ -149,6 +153,18 @@ fn load(
     crate::runner::record::RunRecord,
     crate::report::RunResult,
 )> {
+    load_with(path, false)
+}
+
+/// [`load`], keeping one row per job for the history store when `rows`.
+fn load_with(
+    path: &std::path::Path,
+    rows: bool,
+) -> anyhow::Result<(
+    crate::runner::RunDir,
+    crate::runner::record::RunRecord,
+    crate::report::RunResult,
+)> {
     use anyhow::Context;
     let dir = crate::runner::RunDir::at(path);
     let _reading = dir.read_lock().map_err(crate::cli::UsageError)?;
@@ -156,6 +172,9 @@ fn load(
         .read_record()
         .map_err(|e| crate::cli::UsageError(format!("{e:#}")))?;
     let mut agg = aggregator(&dir, &record, false)?;
+    if rows {
+        agg.keep_rows();
+    }
     let (audit, _) = dir
         .replay(&record.plan_keys(), |r| agg.add(&r))
         .with_context(|| format!("cannot read the journal in {}", path.display()))?;

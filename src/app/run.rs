@@ -61,31 +61,25 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     for path in [&args.junit, &args.markdown].into_iter().flatten() {
         check_writable(path).before_send()?;
     }
-    if let Some(base) = &args.gates.baseline {
-        let dir = RunDir::at(base);
-        let _reading = dir.read_lock().map_err(UsageError)?;
-        let earlier = dir.read_record().map_err(|e| {
-            UsageError::with_fix(
-                format!("--baseline: {e:#}"),
-                "name the folder of an earlier run of this bench",
+    // The history store: beside the run folders unless named.
+    let root = match &args.resume {
+        Some(path) => path.parent().unwrap_or(Path::new(".")).to_path_buf(),
+        None => args.out.clone(),
+    };
+    let (store, _) = crate::cli::store_location(args.store.store.as_deref(), env, &root)?;
+    let baseline = match &args.gates.baseline {
+        Some(name) => Some(
+            baseline_of(
+                name,
+                &p.bench.name,
+                p.bench.confidence,
+                &store,
+                "--baseline",
             )
-        })?;
-        if (earlier.bench.confidence - p.bench.confidence).abs() > 1e-12 {
-            return Err(UsageError::with_fix(
-                format!(
-                    "--baseline {} was run at {}% confidence and this bench is at {}%: a comparison needs one level",
-                    base.display(),
-                    earlier.bench.confidence * 100.0,
-                    p.bench.confidence * 100.0
-                ),
-                format!(
-                    "set `confidence: {}` in the bench, or compare later with `promptgauge compare --confidence`",
-                    earlier.bench.confidence
-                ),
-            )
-            .into());
-        }
-    }
+            .await?,
+        ),
+        None => None,
+    };
 
     // One look at the server before the first job: a dead server, a refused key or an
     // unlisted model is said now, not after every job has spent its retries.
@@ -126,6 +120,8 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
             let lock = dir.lock().map_err(in_use)?;
             let mut record = new_record(&p, &dir, args, started_at, provider.clone());
             record.judge = judge_info.clone();
+            let bench_dir = record.bench_path.parent().unwrap_or(Path::new("."));
+            record.source = super::source::capture(bench_dir, env);
             (dir, record, lock)
         }
     };
@@ -155,6 +151,9 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         _ => None,
     };
     let mut agg = super::aggregator_with(&dir, &record, args.junit.is_some(), live)?;
+    if !args.store.no_store {
+        agg.keep_rows();
+    }
     let (audit, mut journal) = dir
         .resume(&keys, |r| agg.add(&r))
         .with_context(|| format!("cannot read the journal {}", dir.journal_path().display()))
@@ -347,6 +346,8 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     let result = agg.finish();
     let outputs = Outputs {
         gates: &args.gates,
+        baseline: baseline.as_ref(),
+        store: (!args.store.no_store).then_some(store),
         junit: args.junit.as_deref(),
         markdown: args.markdown.as_deref(),
         quiet,
@@ -365,7 +366,52 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         &outputs,
         problems,
         Some(&bench),
-    ))
+    )
+    .await)
+}
+
+/// The run `--baseline NAME` means, found and checked before anything is sent: it must be
+/// readable and measured at this run's confidence level.
+pub(super) async fn baseline_of(
+    name: &str,
+    bench: &str,
+    confidence: f64,
+    store: &crate::store::Location,
+    what: &str,
+) -> Result<super::baseline::Reference, Failure> {
+    use super::baseline::Reference;
+    let reference = super::baseline::resolve(name, Some(bench), store, what).await?;
+    let earlier = match &reference {
+        Reference::Folder(path) => {
+            let dir = RunDir::at(path);
+            let _reading = dir.read_lock().map_err(UsageError)?;
+            dir.read_record()
+                .map_err(|e| {
+                    UsageError::with_fix(
+                        format!("{what}: {e:#}"),
+                        "name the folder of an earlier run of this bench",
+                    )
+                })?
+                .bench
+                .confidence
+        }
+        Reference::Stored { run, .. } => run.confidence,
+    };
+    if (earlier - confidence).abs() > 1e-12 {
+        return Err(UsageError::with_fix(
+            format!(
+                "{what} {} was run at {}% confidence and this bench is at {}%: a comparison needs one level",
+                reference.shown(),
+                earlier * 100.0,
+                confidence * 100.0
+            ),
+            format!(
+                "set `confidence: {earlier}` in the bench, or compare later with `promptgauge compare --confidence`"
+            ),
+        )
+        .into());
+    }
+    Ok(reference)
 }
 
 /// Stops a run whose first jobs all failed the same way for a reason waiting will not
@@ -571,6 +617,10 @@ fn new_record(
             rand::random::<u16>()
         ),
         started_at,
+        started_unix_ms: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()
+            .map(|d| d.as_millis() as i64),
         finished_at: None,
         stopped: None,
         resumed_at: Vec::new(),
@@ -587,6 +637,8 @@ fn new_record(
         endpoint,
         judge: None,
         bench: BenchRecord::of(bench, &p.variants),
+        source: None,
+        merged_from: Vec::new(),
     }
 }
 

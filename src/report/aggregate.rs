@@ -67,6 +67,8 @@ pub struct RunResult {
     pub answers_total: usize,
     /// Each shown (case, variant)'s rendered prompt, when the bench could be read again.
     pub prompts: HashMap<(String, usize), String>,
+    /// One row per job for the history store, when asked for ([`Aggregator::keep_rows`]).
+    pub jobs: Option<crate::store::JobRows>,
 }
 
 /// What the aggregator needs to know before the first record.
@@ -118,6 +120,7 @@ pub struct Aggregator {
     /// With labels: per (case, repeat), each variant's judged score, for paired corrections.
     judged_jobs: HashMap<(String, u32), Vec<Option<f64>>>,
     sequential: Option<super::sequential::Sequential>,
+    rows: Option<crate::store::JobRows>,
 }
 
 impl Aggregator {
@@ -166,7 +169,16 @@ impl Aggregator {
             judged: Vec::new(),
             judged_jobs: HashMap::new(),
             sequential,
+            rows: None,
         }
+    }
+
+    /// Also keeps one row per job, for the history store.
+    pub fn keep_rows(&mut self) {
+        self.rows = Some(crate::store::JobRows::new(
+            &self.variants,
+            self.price.clone(),
+        ));
     }
 
     /// The run as it ended (its end time, why it stopped), for the summary.
@@ -195,6 +207,9 @@ impl Aggregator {
             }
         }
         self.finished += 1;
+        if let Some(rows) = &mut self.rows {
+            rows.add(r);
+        }
         if let Some(s) = &mut self.sequential {
             s.add(r);
         }
@@ -437,6 +452,7 @@ impl Aggregator {
             answers_total,
             answers: self.answers,
             prompts: HashMap::new(),
+            jobs: self.rows,
         }
     }
 }

@@ -71,7 +71,7 @@ document.addEventListener('DOMContentLoaded', () => {
 });
 "#;
 
-fn page(title: &str, body: &str) -> String {
+pub(crate) fn page(title: &str, body: &str) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n\
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n\
@@ -86,13 +86,13 @@ const PALETTE: [&str; 8] = [
     "#3557c7", "#c4320a", "#12805c", "#8e44ad", "#b7791f", "#0e7490", "#be185d", "#4b5563",
 ];
 
-fn colour(i: usize) -> &'static str {
+pub(crate) fn colour(i: usize) -> &'static str {
     PALETTE[i % PALETTE.len()]
 }
 
 /// Round tick steps for an axis up to `max`: 1, 2 or 5 times a power of ten, about four of
 /// them.
-fn nice_step(max: f64) -> f64 {
+pub(crate) fn nice_step(max: f64) -> f64 {
     let raw = max / 4.0;
     let power = 10f64.powf(raw.log10().floor());
     [1.0, 2.0, 5.0, 10.0]

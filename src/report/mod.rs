@@ -6,6 +6,7 @@ pub mod causes;
 pub mod compare;
 mod csv;
 pub(crate) mod gates;
+pub mod history;
 pub mod html;
 mod json;
 pub mod junit;

@@ -464,7 +464,7 @@ impl VariantSummary {
 }
 
 /// What `u` tokens cost at `p`, in USD.
-fn cost(u: &crate::client::Usage, p: &Price) -> f64 {
+pub(crate) fn cost(u: &crate::client::Usage, p: &Price) -> f64 {
     let cached = u.cached_tokens.min(u.prompt_tokens) as f64;
     let fresh = u.prompt_tokens as f64 - cached;
     let cached_price = p.cached_input_per_mtok.unwrap_or(p.input_per_mtok);

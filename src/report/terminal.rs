@@ -507,3 +507,124 @@ pub(crate) fn coverage_notes(c: &RunComparison) -> Vec<String> {
     }
     notes
 }
+
+/// `history`: a row per run and variant, with the step from the run before.
+pub(crate) fn render_history(h: &super::history::History) -> String {
+    use super::history::{short_time, source_label, step_cell};
+    let scored = h.runs.iter().any(|r| r.run.scored);
+    let mut columns = vec![
+        Column::new("started", false, 0),
+        Column::new("run", false, 0),
+        Column::new("source", false, 3),
+        Column::new("model", false, 2),
+        Column::new("variant", false, 0),
+        Column::new(if scored { "score" } else { "accuracy" }, true, 0),
+        Column::new("CI", true, 0),
+        Column::new("n", true, 4),
+        Column::new("step", true, 0),
+        Column::new("cost", true, 5),
+        Column::new("p90", true, 6),
+    ];
+    for r in &h.runs {
+        for (k, v) in r.variants.iter().enumerate() {
+            let first = k == 0;
+            let (x, lo, hi) = v.result.shown();
+            let run = if r.run.complete {
+                r.run.run_id.clone()
+            } else {
+                format!("{} (incomplete)", r.run.run_id)
+            };
+            let cells = [
+                if first {
+                    short_time(&r.run.started_at)
+                } else {
+                    String::new()
+                },
+                if first { run } else { String::new() },
+                if first {
+                    source_label(&r.run)
+                } else {
+                    String::new()
+                },
+                if first {
+                    r.run.model.clone()
+                } else {
+                    String::new()
+                },
+                v.result.variant.clone(),
+                pct(x),
+                interval(lo, hi),
+                v.result.n.to_string(),
+                step_cell(v.step.as_ref()),
+                usd(v.result.spent_usd.or(v.result.cost_usd)),
+                millis(v.result.latency_p90_ms),
+            ];
+            for (c, cell) in columns.iter_mut().zip(cells) {
+                c.cells.push(cell);
+            }
+        }
+    }
+    let level = h
+        .runs
+        .last()
+        .map_or(95.0, |r| (r.run.confidence * 100.0).round());
+    let mut out = format!(
+        "{}: {} runs ({level}% intervals; step: the change from the complete run before, paired by case; ▲/▼ significant, Holm across variants)\n",
+        h.bench,
+        h.runs.len()
+    );
+    out.push_str(&fit(columns, width()));
+    let steps = super::history::step_sentences(h);
+    if steps.is_empty() {
+        out.push_str("\nno significant step between consecutive runs");
+    } else {
+        out.push_str("\nsignificant steps:");
+        for s in steps {
+            out.push_str("\n  ");
+            out.push_str(&s);
+        }
+    }
+    out
+}
+
+/// `runs`: one row per stored run, newest last.
+pub(crate) fn render_runs(runs: &[crate::store::RunRow]) -> String {
+    use super::history::{short_time, source_label};
+    let mut columns = vec![
+        Column::new("started", false, 0),
+        Column::new("run", false, 0),
+        Column::new("bench", false, 0),
+        Column::new("model", false, 2),
+        Column::new("source", false, 3),
+        Column::new("kind", false, 4),
+        Column::new("status", false, 0),
+        Column::new("jobs", true, 5),
+        Column::new("cost", true, 6),
+        Column::new("folder", false, 7),
+    ];
+    for r in runs {
+        let status = if r.complete {
+            "complete".to_string()
+        } else if let Some(s) = &r.stopped {
+            format!("stopped: {s}")
+        } else {
+            format!("{} failed", r.jobs_failed)
+        };
+        let cells = [
+            short_time(&r.started_at),
+            r.run_id.clone(),
+            r.bench.clone(),
+            r.model.clone(),
+            source_label(r),
+            r.kind.clone(),
+            status,
+            format!("{}/{}", r.jobs_finished, r.jobs_planned),
+            usd(r.cost_usd),
+            r.folder.clone(),
+        ];
+        for (c, cell) in columns.iter_mut().zip(cells) {
+            c.cells.push(cell);
+        }
+    }
+    fit(columns, width())
+}

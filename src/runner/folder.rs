@@ -102,6 +102,11 @@ impl RunDir {
         self.path.join(name)
     }
 
+    /// `run.json`, the record: a folder with one is a run folder.
+    pub fn record_path(&self) -> PathBuf {
+        self.path.join(RECORD)
+    }
+
     /// `results.jsonl`, the journal.
     pub fn journal_path(&self) -> PathBuf {
         self.path.join(JOURNAL)

@@ -102,6 +102,9 @@ pub struct RunRecord {
     pub tool: Tool,
     pub run_id: String,
     pub started_at: String,
+    /// The start in Unix milliseconds: orders runs started within one second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_unix_ms: Option<i64>,
     pub finished_at: Option<String>,
     /// Why the run stopped early, if it did.
     pub stopped: Option<String>,
@@ -118,6 +121,36 @@ pub struct RunRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge: Option<ProviderInfo>,
     pub bench: BenchRecord,
+    /// The checkout and CI job the run was started from, when it was started in one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Source>,
+    /// A merged run: the run ids of its shards.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_from: Vec<String>,
+}
+
+/// Where a run was started from: the git commit and branch of the bench's checkout, and
+/// the CI job's variables. The history store files runs by them (`history --branch`,
+/// `--baseline latest:main`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Source {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// The checkout had uncommitted changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dirty: Option<bool>,
+    /// CI variables that name the job (`GITHUB_RUN_ID`, `CI_PIPELINE_URL`, …).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub ci: std::collections::BTreeMap<String, String>,
+}
+
+impl Source {
+    /// Nothing known.
+    pub fn is_empty(&self) -> bool {
+        self.commit.is_none() && self.branch.is_none() && self.ci.is_empty()
+    }
 }
 
 impl RunRecord {

@@ -67,8 +67,11 @@ pub fn run_dirs(root: &Path) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(root)
         .map(|r| {
             r.map(|e| e.unwrap().path())
-                // .cache/ holds the response cache, not a run.
-                .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+                // .cache/ holds the response cache, not a run; promptgauge.db is the
+                // history store.
+                .filter(|p| {
+                    p.is_dir() && !p.file_name().unwrap().to_string_lossy().starts_with('.')
+                })
                 .collect()
         })
         .unwrap_or_default();

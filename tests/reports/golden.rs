@@ -87,10 +87,13 @@ async fn run_and_report(setup: &Setup, out: &Path) {
         },
         judge: None,
         bench: BenchRecord::of(&bench, &variants),
+        source: None,
+        started_unix_ms: None,
+        merged_from: Vec::new(),
     };
     let dir = RunDir::at(out);
     let aggregator = || {
-        Aggregator::new(AggregatorSettings {
+        let mut agg = Aggregator::new(AggregatorSettings {
             run: record.info(),
             variants: record.plan.variants.clone(),
             price: record.bench.price.clone(),
@@ -99,7 +102,10 @@ async fn run_and_report(setup: &Setup, out: &Path) {
             judge_price: None,
             labels: Default::default(),
             sequential: None,
-        })
+        });
+        // The history store's rows: the same live and replayed (`index` replays).
+        agg.keep_rows();
+        agg
     };
 
     // Live: the journal and the aggregator hear the run.
@@ -153,6 +159,7 @@ fn write(out: &Path, prefix: &str, mut result: RunResult, record: &RunRecord) {
     )
     .unwrap();
     let junit = result.junit.take().unwrap();
+    std::fs::write(file("jobs.csv"), store_rows(result.jobs.as_ref().unwrap())).unwrap();
     std::fs::write(file("junit.xml"), junit.render(&result.summary).unwrap()).unwrap();
     // Markdown is also what --markdown appends.
     assert_eq!(
@@ -161,7 +168,38 @@ fn write(out: &Path, prefix: &str, mut result: RunResult, record: &RunRecord) {
     );
 }
 
-const FILES: [&str; 5] = [
+/// The rows the history store records for a run, one line per job, sorted (jobs finish
+/// in any order).
+fn store_rows(jobs: &promptgauge::store::JobRows) -> String {
+    let mut lines = Vec::new();
+    let opt = |x: Option<f64>| x.map(|v| format!("{v}")).unwrap_or_default();
+    for r in &jobs.rows {
+        let case = &jobs.cases[r.case as usize];
+        lines.push(format!(
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            case.id,
+            case.group.as_deref().unwrap_or(""),
+            r.variant,
+            r.repeat,
+            r.graded,
+            r.outcome.map(promptgauge::store::rows::outcome_name).unwrap_or(""),
+            opt(r.score),
+            r.tokens_in,
+            r.tokens_out,
+            opt(r.latency_ms.map(|_| 0.0)),
+            opt(r.ttft_ms.map(|_| 0.0)),
+            opt(r.cost_usd),
+            r.cached,
+            r.attempts
+        ));
+    }
+    lines.sort();
+    let header = "case,group,variant,repeat,graded,outcome,score,tokens_in,tokens_out,latency_ms,ttft_ms,cost_usd,cached,attempts\n";
+    format!("{header}{}", lines.concat())
+}
+
+const FILES: [&str; 6] = [
+    "jobs.csv",
     "summary.json",
     "summary.csv",
     "summary.md",

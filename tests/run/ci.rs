@@ -508,7 +508,9 @@ fn four_shards_merge_into_the_unsharded_run() {
         .unwrap()
         .map(|e| e.unwrap().path().display().to_string())
         .collect();
-    assert_eq!(everything.len(), 5, "{everything:?}");
+    // Four shards, a comparison, and the history store the shards recorded in.
+    assert_eq!(everything.len(), 6, "{everything:?}");
+    assert!(everything.iter().any(|p| p.ends_with("promptgauge.db")));
     let o = promptgauge(d)
         .arg("merge")
         .args(&everything)
@@ -518,6 +520,7 @@ fn four_shards_merge_into_the_unsharded_run() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("(not a run folder)"), "{stderr}");
+    assert!(!stderr.contains("promptgauge.db"), "the store is skipped quietly: {stderr}");
 }
 
 #[test]

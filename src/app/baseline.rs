@@ -1,0 +1,258 @@
+//! Runs by name: `--baseline` and `compare` take a run folder, a run id, `latest` or
+//! `latest:BRANCH`, resolved through the history store. A stored run whose folder is gone
+//! still compares: its summary and per-job scores in the store suffice for the paired
+//! comparison (report.html's answers, which live in the journal, are then not shown).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use super::{Failure, load};
+use crate::cli::UsageError;
+use crate::error::BeforeSend;
+use crate::report::RunResult;
+use crate::report::compare::CaseTable;
+use crate::report::summary::{Latencies, Summary};
+use crate::runner::record::RunRecord;
+use crate::store::{Filter, Location, RunRow, Store};
+
+/// A run, found.
+#[derive(Debug, Clone)]
+pub(super) enum Reference {
+    /// A run folder on this machine.
+    Folder(PathBuf),
+    /// A run the store holds and whose folder is not here.
+    Stored { location: Location, run: RunRow },
+}
+
+impl Reference {
+    /// As reports name it.
+    pub(super) fn shown(&self) -> String {
+        match self {
+            Reference::Folder(p) => p.display().to_string(),
+            Reference::Stored { run, .. } => format!("{} (from the history store)", run.run_id),
+        }
+    }
+}
+
+/// Whether `name` is one the store resolves rather than a path.
+fn by_name(name: &str) -> bool {
+    name == "latest" || name.starts_with("latest:")
+}
+
+/// Finds the run `name` means: a folder when one is there, else the store's run. `bench`
+/// is the bench `latest` is the latest of (`None`: the store's only bench).
+pub(super) async fn resolve(
+    name: &str,
+    bench: Option<&str>,
+    location: &Location,
+    what: &str,
+) -> Result<Reference, Failure> {
+    let path = Path::new(name);
+    if !by_name(name) && (path.join("run.json").is_file() || path.is_dir()) {
+        return Ok(Reference::Folder(path.to_path_buf()));
+    }
+    if let Some(file) = location.file()
+        && !file.is_file()
+    {
+        let looked = if by_name(name) {
+            format!(
+                "{what} {name} is looked up in the history store, and there is none at {}",
+                file.display()
+            )
+        } else {
+            format!(
+                "{what} {name}: no run folder there, and no history store at {} to look the run id up in",
+                file.display()
+            )
+        };
+        return Err(UsageError::with_fix(
+            looked,
+            "name a run folder, or the store runs were recorded in (--store, $PROMPTGAUGE_STORE; a run records into promptgauge.db beside its run folder)",
+        )
+        .into());
+    }
+    let store = Store::open(location).await.before_send()?;
+    let found = find(&store, name, bench, what).await;
+    store.close().await;
+    let run = found?;
+    let folder = PathBuf::from(&run.folder);
+    let same = crate::runner::RunDir::at(&folder)
+        .read_record()
+        .is_ok_and(|r| r.run_id == run.run_id);
+    if by_name(name) {
+        note!(
+            "{what} {name}: run {} of {}{}",
+            run.run_id,
+            run.started_at,
+            run.git_branch
+                .as_deref()
+                .map(|b| format!(" on {b}"))
+                .unwrap_or_default()
+        );
+    }
+    Ok(if same {
+        Reference::Folder(folder)
+    } else {
+        Reference::Stored {
+            location: location.clone(),
+            run,
+        }
+    })
+}
+
+async fn find(
+    store: &Store,
+    name: &str,
+    bench: Option<&str>,
+    what: &str,
+) -> Result<RunRow, Failure> {
+    if !by_name(name) {
+        let runs = store
+            .runs(&Filter {
+                run_id: Some(name.to_string()),
+                ..Filter::default()
+            })
+            .await
+            .before_send()?;
+        return runs.into_iter().next().ok_or_else(|| {
+            UsageError::with_fix(
+                format!(
+                    "{what} {name}: there is no run folder {name}, and the history store {} has no run with that id",
+                    store.shown()
+                ),
+                "name a run folder, `latest`, or a run id from `promptgauge runs`",
+            )
+            .into()
+        });
+    }
+    let bench = match bench {
+        Some(b) => b.to_string(),
+        None => only_bench(store, what).await?,
+    };
+    let branch = name.strip_prefix("latest:").map(String::from);
+    let runs = store
+        .runs(&Filter {
+            bench: Some(bench.clone()),
+            branch: branch.clone(),
+            complete: true,
+            ..Filter::default()
+        })
+        .await
+        .before_send()?;
+    // A shard measured part of the cases: never a baseline for a whole run.
+    runs.into_iter()
+        .rev()
+        .find(|r| r.kind != "shard")
+        .ok_or_else(|| {
+            let on = branch.map(|b| format!(" on branch {b}")).unwrap_or_default();
+            UsageError::with_fix(
+                format!(
+                    "{what} {name}: the history store {} has no complete run of bench `{bench}`{on}",
+                    store.shown()
+                ),
+                "run the bench there first (a run records itself unless --no-store), or name a run folder",
+            )
+            .into()
+        })
+}
+
+/// The store's one bench; several are an error that names them.
+pub(super) async fn only_bench(store: &Store, what: &str) -> Result<String, Failure> {
+    let benches = store.benches().await.before_send()?;
+    match benches.as_slice() {
+        [(one, _)] => Ok(one.clone()),
+        [] => Err(UsageError::with_fix(
+            format!("the history store {} holds no runs", store.shown()),
+            "run a bench (runs record themselves), or build the store from run folders: promptgauge index reports",
+        )
+        .into()),
+        many => Err(UsageError::with_fix(
+            format!(
+                "{what}: the history store {} holds several benches: {}",
+                store.shown(),
+                many.iter()
+                    .map(|(b, n)| format!("{b} ({n} runs)"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            "name one: --bench NAME (or `history NAME`)",
+        )
+        .into()),
+    }
+}
+
+/// A found run's record and result: read from its folder, or rebuilt from the store.
+pub(super) async fn load_reference(
+    reference: &Reference,
+) -> anyhow::Result<(PathBuf, RunRecord, RunResult)> {
+    match reference {
+        Reference::Folder(path) => {
+            let (_, record, result) = load(path)?;
+            Ok((path.clone(), record, result))
+        }
+        Reference::Stored { location, run } => {
+            let store = Store::open(location).await?;
+            let loaded = async {
+                let (record, summary) = store.documents(&run.run_id).await?;
+                let jobs = store.jobs(&run.run_id).await?;
+                anyhow::Ok((record, summary, jobs))
+            }
+            .await;
+            store.close().await;
+            let (record, summary, jobs) = loaded?;
+            let result = stored_result(&record, summary, &jobs);
+            Ok((
+                PathBuf::from(format!("store:{}", run.run_id)),
+                record,
+                result,
+            ))
+        }
+    }
+}
+
+/// What a comparison needs of a run, from its stored summary and per-job rows.
+pub(crate) fn stored_result(
+    record: &RunRecord,
+    summary: Summary,
+    jobs: &[crate::store::ScoreRow],
+) -> RunResult {
+    let arms: HashMap<&str, usize> = record
+        .plan
+        .variants
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (v.as_str(), i))
+        .collect();
+    let mut cases = CaseTable::new(arms.len());
+    let mut latencies = vec![Latencies::default(); arms.len()];
+    for j in jobs {
+        let Some(&arm) = arms.get(j.variant.as_str()) else {
+            continue;
+        };
+        if let Some(g) = &j.group {
+            cases.set_group(&j.case_id, g);
+        }
+        if let Some(score) = j.score {
+            cases.add(&j.case_id, &[], arm, score);
+        }
+        if let Some(l) = j.latency_ms {
+            latencies[arm].latency_ms.push(l);
+        }
+    }
+    for l in &mut latencies {
+        l.latency_ms.sort_by(f64::total_cmp);
+    }
+    RunResult {
+        failed_total: summary.jobs_failed,
+        summary,
+        cases,
+        latencies,
+        disagreements: BTreeMap::new(),
+        failed: Vec::new(),
+        junit: None,
+        answers: BTreeMap::new(),
+        answers_total: 0,
+        prompts: HashMap::new(),
+        jobs: None,
+    }
+}

@@ -1,0 +1,288 @@
+//! The history store's commands: `history` (a bench's runs over time, steps marked),
+//! `runs` (what the store holds) and `index` (the store rebuilt from run folders).
+
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::Context;
+
+use super::{Exit, Failure};
+use crate::cli::{Env, HistoryArgs, IndexArgs, RunFilterArgs, RunsArgs, UsageError};
+use crate::error::BeforeSend;
+use crate::report::history;
+use crate::runner::RunDir;
+use crate::store::{Filter, Location, Store};
+
+/// The folder of run folders when none is named: `run --out`'s default.
+pub(super) const REPORTS: &str = "reports";
+
+/// Opens a store that must already exist (reading commands never create one).
+async fn open_existing(location: &Location, named: bool) -> Result<Store, Failure> {
+    if let Some(file) = location.file()
+        && !file.is_file()
+    {
+        let (what, fix) = if named {
+            (
+                format!("there is no history store at {}", file.display()),
+                "check the path (--store, $PROMPTGAUGE_STORE)".to_string(),
+            )
+        } else {
+            (
+                format!("there is no history store at {} yet", file.display()),
+                "runs record themselves into promptgauge.db beside their run folders (reports/): run a bench, name the store with --store or $PROMPTGAUGE_STORE, or build it from run folders: promptgauge index reports".to_string(),
+            )
+        };
+        return Err(UsageError::with_fix(what, fix).into());
+    }
+    Store::open(location).await.before_send()
+}
+
+/// Unix milliseconds from `--since`: a date, a time, or a duration back from now.
+fn since(text: &str) -> Result<i64, UsageError> {
+    let t = text.trim();
+    let at = if t.len() == 10 {
+        humantime::parse_rfc3339_weak(&format!("{t}T00:00:00Z")).ok()
+    } else {
+        humantime::parse_rfc3339_weak(t).ok()
+    }
+    .or_else(|| {
+        humantime::parse_duration(t)
+            .ok()
+            .and_then(|d| std::time::SystemTime::now().checked_sub(d))
+    });
+    at.and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_millis() as i64)
+        .ok_or_else(|| {
+            UsageError::with_fix(
+                format!("--since {text} is neither a date nor a duration"),
+                "write a date (2026-11-01), a time (2026-11-01T09:00:00Z) or a duration (30d, 2weeks, 12h)",
+            )
+        })
+}
+
+fn filter(args: &RunFilterArgs, bench: Option<String>) -> Result<Filter, UsageError> {
+    Ok(Filter {
+        bench,
+        since_unix_ms: args.since.as_deref().map(since).transpose()?,
+        branch: args.branch.clone(),
+        model: args.model.clone(),
+        ..Filter::default()
+    })
+}
+
+/// `history [BENCH]`.
+pub async fn history(args: &HistoryArgs, env: &Env) -> Result<Exit, Failure> {
+    let (location, named) =
+        crate::cli::store_location(args.filter.store.as_deref(), env, Path::new(REPORTS))?;
+    let store = open_existing(&location, named).await?;
+    let built = async {
+        let bench = match &args.bench {
+            Some(b) => b.clone(),
+            None => super::baseline::only_bench(&store, "history").await?,
+        };
+        let mut f = filter(&args.filter, Some(bench.clone()))?;
+        f.complete = !args.all;
+        let runs: Vec<_> = store
+            .runs(&f)
+            .await
+            .before_send()?
+            .into_iter()
+            .filter(|r| r.kind != "shard")
+            .collect();
+        let variants = store.variants(&f).await.before_send()?;
+        let scores = store.scores(&f).await.before_send()?;
+        Ok::<_, Failure>(history::build(&bench, runs, variants, &scores))
+    }
+    .await;
+    store.close().await;
+    let h = built?;
+    if h.runs.is_empty() {
+        let benches = format!("bench `{}`", h.bench);
+        note!(
+            "no {}run of {benches} in {} matches{}",
+            if args.all { "" } else { "complete " },
+            location.shown(),
+            if args.all {
+                ""
+            } else {
+                " (--all shows incomplete runs too)"
+            }
+        );
+        return Ok(Exit::Success);
+    }
+    if args.json {
+        let text = serde_json::to_string_pretty(&h).before_send()?;
+        out!("{text}");
+    } else {
+        out!("{}", crate::report::terminal::render_history(&h));
+    }
+    let html = match &args.html {
+        Some(p) => p.clone(),
+        None => location
+            .file()
+            .and_then(Path::parent)
+            .unwrap_or(Path::new(REPORTS))
+            .join("history.html"),
+    };
+    let base = std::path::absolute(html.parent().unwrap_or(Path::new("."))).before_send()?;
+    let link = |r: &crate::store::RunRow| {
+        let report = Path::new(&r.folder).join("report.html");
+        report
+            .is_file()
+            .then(|| relative(&base, &report).display().to_string())
+    };
+    if let Some(dir) = html.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create {}", dir.display()))
+            .before_send()?;
+    }
+    std::fs::write(&html, history::render_html(&h, &link))
+        .with_context(|| format!("cannot write {}", html.display()))
+        .before_send()?;
+    note!("history.html: {}", html.display());
+    Ok(Exit::Success)
+}
+
+/// `to` as a path relative to the folder `from` (both absolute), for a link.
+fn relative(from: &Path, to: &Path) -> PathBuf {
+    let to = std::path::absolute(to).unwrap_or_else(|_| to.to_path_buf());
+    let a: Vec<Component<'_>> = from.components().collect();
+    let b: Vec<Component<'_>> = to.components().collect();
+    let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let mut out = PathBuf::new();
+    for _ in common..a.len() {
+        out.push("..");
+    }
+    for c in &b[common..] {
+        out.push(c.as_os_str());
+    }
+    out
+}
+
+/// `runs`.
+pub async fn runs(args: &RunsArgs, env: &Env) -> Result<Exit, Failure> {
+    let (location, named) =
+        crate::cli::store_location(args.filter.store.as_deref(), env, Path::new(REPORTS))?;
+    let store = open_existing(&location, named).await?;
+    let listed = async {
+        let mut f = filter(&args.filter, args.bench.clone())?;
+        f.limit = Some(args.limit);
+        let runs = store.runs(&f).await.before_send()?;
+        let mut variants = if args.json {
+            store.variants(&f).await.before_send()?
+        } else {
+            Default::default()
+        };
+        Ok::<_, Failure>((
+            runs,
+            variants
+                .drain()
+                .collect::<std::collections::HashMap<_, _>>(),
+        ))
+    }
+    .await;
+    store.close().await;
+    let (runs, mut variants) = listed?;
+    if args.json {
+        for r in &runs {
+            let mut v = serde_json::to_value(r).before_send()?;
+            v["variants"] = serde_json::to_value(variants.remove(&r.run_id).unwrap_or_default())
+                .before_send()?;
+            out!("{v}");
+        }
+    } else if runs.is_empty() {
+        note!(
+            "the history store {} holds no run that matches",
+            location.shown()
+        );
+    } else {
+        out!("{}", crate::report::terminal::render_runs(&runs));
+    }
+    Ok(Exit::Success)
+}
+
+/// `index DIR…`: records every run folder found (a DIR, or the folders in it) again.
+pub async fn index(args: &IndexArgs, env: &Env) -> Result<Exit, Failure> {
+    let mut folders = Vec::new();
+    for dir in &args.dirs {
+        if RunDir::at(dir).record_path().is_file() {
+            folders.push(dir.clone());
+            continue;
+        }
+        let entries = std::fs::read_dir(dir)
+            .with_context(|| format!("cannot read {}", dir.display()))
+            .map_err(|e| {
+                Failure::Input(e.context("index takes run folders, or folders of them (reports/)"))
+            })?;
+        let mut found: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| RunDir::at(p).record_path().is_file())
+            .collect();
+        found.sort();
+        if found.is_empty() {
+            note!("note: no run folder in {}", dir.display());
+        }
+        folders.extend(found);
+    }
+    // Beside the first folder of run folders, where `run` records.
+    let root = match args.dirs.first() {
+        Some(d) if RunDir::at(d).record_path().is_file() => {
+            d.parent().unwrap_or(Path::new(".")).to_path_buf()
+        }
+        Some(d) => d.clone(),
+        None => PathBuf::from(REPORTS),
+    };
+    let (location, _) = crate::cli::store_location(args.store.as_deref(), env, &root)?;
+    if folders.is_empty() {
+        return Err(UsageError::with_fix(
+            "no run folder was found to index",
+            "name run folders (with a run.json), or the folder that holds them, e.g. promptgauge index reports",
+        )
+        .into());
+    }
+    let store = Store::open(&location).await.before_send()?;
+    let (mut recorded, mut skipped) = (0usize, 0usize);
+    for folder in &folders {
+        match index_one(&store, folder).await {
+            Ok(jobs) => {
+                recorded += 1;
+                note!("indexed {} ({jobs} jobs)", folder.display());
+            }
+            Err(e) => {
+                skipped += 1;
+                note!("note: skipping {}: {e:#}", folder.display());
+            }
+        }
+    }
+    store.close().await;
+    note!(
+        "{recorded} run{} recorded in {}{}",
+        if recorded == 1 { "" } else { "s" },
+        location.shown(),
+        if skipped > 0 {
+            format!("; {skipped} skipped")
+        } else {
+            String::new()
+        }
+    );
+    Ok(if recorded == 0 {
+        Exit::Input
+    } else {
+        Exit::Success
+    })
+}
+
+/// Replays one run folder's journal and records it: the same rows the run recorded.
+async fn index_one(store: &Store, folder: &Path) -> anyhow::Result<usize> {
+    let (dir, record, result) = super::load_with(folder, true)?;
+    let jobs = result.jobs.unwrap_or_default();
+    let absolute = std::path::absolute(dir.path()).unwrap_or_else(|_| folder.to_path_buf());
+    store
+        .record(&crate::store::Recording {
+            record: &record,
+            summary: &result.summary,
+            jobs: &jobs,
+            folder: &absolute,
+        })
+        .await?;
+    Ok(jobs.len())
+}

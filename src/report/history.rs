@@ -1,0 +1,580 @@
+//! `promptgauge history`: a bench's runs over time, per variant, from the history store,
+//! with each step from the run before tested the way `compare` tests two runs: paired by
+//! case (only cases whose content is unchanged), Holm across the variants of the step.
+//! Rendered as JSON, a terminal table and history.html.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::compare::{CaseTable, Comparison, Paired, Verdict, compare, decide};
+use super::html::{colour, esc, page};
+use super::{interval, millis, pct, usd};
+use crate::store::{RunRow, ScoreRow, VariantRow};
+
+/// The JSON schema name of `history --json`.
+pub const SCHEMA: &str = "promptgauge.history/1";
+
+/// A bench's runs, oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct History {
+    pub schema: String,
+    pub bench: String,
+    /// The variants in the order they first appear.
+    pub variants: Vec<String>,
+    pub runs: Vec<HistoryRun>,
+}
+
+/// One run in the history.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HistoryRun {
+    #[serde(flatten)]
+    pub run: RunRow,
+    /// The run its steps are measured from: the complete run before it at the same
+    /// confidence level (none for the first, nor for an incomplete run).
+    pub previous: Option<String>,
+    pub variants: Vec<HistoryVariant>,
+}
+
+/// One variant of a run, and its step from the previous run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HistoryVariant {
+    #[serde(flatten)]
+    pub result: VariantRow,
+    pub step: Option<Step>,
+}
+
+/// A variant's change from the previous run, paired by case.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Step {
+    /// Cases graded in both runs, with unchanged content.
+    pub cases: u64,
+    /// Cases in both runs whose content changed: left out of the pairing.
+    pub cases_changed: usize,
+    pub difference: Option<f64>,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    pub p_value: Option<f64>,
+    /// Holm-adjusted across the variants of this step.
+    pub p_holm: Option<f64>,
+    pub verdict: Verdict,
+    pub sentence: String,
+}
+
+impl Step {
+    fn of(c: Comparison, cases_changed: usize) -> Step {
+        Step {
+            cases: c.cases,
+            cases_changed,
+            difference: c.difference,
+            ci_low: c.ci_low,
+            ci_high: c.ci_high,
+            p_value: c.p_value,
+            p_holm: c.p_holm,
+            verdict: c.verdict,
+            sentence: c.sentence,
+        }
+    }
+
+    /// Whether the step is a significant change.
+    pub fn significant(&self) -> bool {
+        matches!(self.verdict, Verdict::Better | Verdict::Worse)
+    }
+}
+
+/// One run's graded jobs, indexed for pairing.
+struct Scores<'a> {
+    /// Each case's content hash.
+    hashes: HashMap<&'a str, Option<u64>>,
+    by_variant: HashMap<&'a str, Vec<&'a ScoreRow>>,
+}
+
+impl<'a> Scores<'a> {
+    fn of(rows: &'a [ScoreRow]) -> Scores<'a> {
+        let mut hashes = HashMap::new();
+        let mut by_variant: HashMap<&str, Vec<&ScoreRow>> = HashMap::new();
+        for r in rows {
+            hashes.insert(r.case_id.as_str(), r.case_hash);
+            by_variant.entry(r.variant.as_str()).or_default().push(r);
+        }
+        Scores { hashes, by_variant }
+    }
+}
+
+/// Builds the history: `runs` oldest first, with their variants and graded jobs.
+pub fn build(
+    bench: &str,
+    runs: Vec<RunRow>,
+    mut variants: HashMap<String, Vec<VariantRow>>,
+    scores: &HashMap<String, Vec<ScoreRow>>,
+) -> History {
+    let empty = Vec::new();
+    let indexed: Vec<Scores<'_>> = runs
+        .iter()
+        .map(|r| Scores::of(scores.get(&r.run_id).unwrap_or(&empty)))
+        .collect();
+    let mut names: Vec<String> = Vec::new();
+    let mut out = Vec::with_capacity(runs.len());
+    let mut previous: Option<usize> = None;
+    for (i, run) in runs.iter().enumerate() {
+        let rows = variants.remove(&run.run_id).unwrap_or_default();
+        for v in &rows {
+            if !names.contains(&v.variant) {
+                names.push(v.variant.clone());
+            }
+        }
+        let prev = previous
+            .filter(|&p| run.complete && (runs[p].confidence - run.confidence).abs() < 1e-12);
+        let mut steps: Vec<Option<(Comparison, usize)>> = vec![None; rows.len()];
+        if let Some(p) = prev {
+            let before: Vec<&VariantRow> = out
+                .get(p)
+                .map(|h: &HistoryRun| h.variants.iter().map(|v| &v.result).collect())
+                .unwrap_or_default();
+            for (slot, v) in steps.iter_mut().zip(&rows) {
+                let Some(b) = before.iter().find(|b| b.variant == v.variant) else {
+                    continue;
+                };
+                *slot = Some(step(&indexed[p], &indexed[i], b, v, run.confidence));
+            }
+            let mut made: Vec<Comparison> = steps.iter().flatten().map(|s| s.0.clone()).collect();
+            decide(&mut made, run.confidence);
+            let mut made = made.into_iter();
+            for slot in steps.iter_mut().flatten() {
+                if let Some(c) = made.next() {
+                    slot.0 = c;
+                }
+            }
+        }
+        out.push(HistoryRun {
+            run: run.clone(),
+            previous: prev.map(|p| runs[p].run_id.clone()),
+            variants: rows
+                .into_iter()
+                .zip(steps)
+                .map(|(result, s)| HistoryVariant {
+                    result,
+                    step: s.map(|(c, changed)| Step::of(c, changed)),
+                })
+                .collect(),
+        });
+        if run.complete {
+            previous = Some(i);
+        }
+    }
+    History {
+        schema: SCHEMA.into(),
+        bench: bench.into(),
+        variants: names,
+        runs: out,
+    }
+}
+
+/// One variant's change from `before` to `after`, paired by unchanged case.
+fn step(
+    before: &Scores<'_>,
+    after: &Scores<'_>,
+    a: &VariantRow,
+    b: &VariantRow,
+    confidence: f64,
+) -> (Comparison, usize) {
+    let same = |case: &str| match (before.hashes.get(case), after.hashes.get(case)) {
+        (Some(x), Some(y)) => x == y,
+        _ => false,
+    };
+    let changed = after
+        .hashes
+        .iter()
+        .filter(|(case, h)| before.hashes.get(*case).is_some_and(|x| x != *h))
+        .count();
+    let mut table = CaseTable::new(2);
+    for (arm, side) in [(0, before), (1, after)] {
+        for r in side
+            .by_variant
+            .get(a.variant.as_str())
+            .into_iter()
+            .flatten()
+        {
+            if !same(&r.case_id) {
+                continue;
+            }
+            if let Some(g) = &r.group {
+                table.set_group(&r.case_id, g);
+            }
+            if let Some(s) = r.score {
+                table.add(&r.case_id, &[], arm, s);
+            }
+        }
+    }
+    let (pairs, groups) = table.paired(1, 0);
+    let mut c = compare(
+        &format!("{} now", b.variant),
+        &format!("{} before", a.variant),
+        Paired {
+            pairs: &pairs,
+            groups: groups.as_deref(),
+            scored: a.mean_score.is_some() || b.mean_score.is_some(),
+        },
+        confidence,
+    );
+    c.explain_against(b.shown().0, a.shown().0);
+    (c, changed)
+}
+
+/// `+3.1` / `−4.0` points.
+fn signed_points(d: Option<f64>) -> String {
+    match d {
+        Some(d) if d < 0.0 => format!("−{:.1}", -d * 100.0),
+        Some(d) => format!("+{:.1}", d * 100.0),
+        None => "–".into(),
+    }
+}
+
+/// A step as a table shows it: `▲ +12.0` (better), `▼ −8.0` (worse), `+1.0` (noise).
+pub fn step_cell(step: Option<&Step>) -> String {
+    match step {
+        None => "–".into(),
+        Some(s) => match s.verdict {
+            Verdict::Better => format!("▲ {}", signed_points(s.difference)),
+            Verdict::Worse => format!("▼ {}", signed_points(s.difference)),
+            Verdict::NoData => "no shared cases".into(),
+            Verdict::NotDistinguishable => format!("{} (noise)", signed_points(s.difference)),
+        },
+    }
+}
+
+/// The date and minute of an RFC 3339 time: `2026-11-30 14:59`.
+pub fn short_time(t: &str) -> String {
+    t.get(..16).unwrap_or(t).replace('T', " ")
+}
+
+/// The run as a short label: the branch and commit, when known.
+pub fn source_label(r: &RunRow) -> String {
+    let commit = r.git_commit.as_deref().map(|c| c.get(..7).unwrap_or(c));
+    match (r.git_branch.as_deref(), commit) {
+        (Some(b), Some(c)) => format!("{b}@{c}"),
+        (Some(b), None) => b.to_string(),
+        (None, Some(c)) => c.to_string(),
+        (None, None) => "–".into(),
+    }
+}
+
+/// The significant steps, as sentences, newest last.
+pub fn step_sentences(h: &History) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in &h.runs {
+        for v in &r.variants {
+            let Some(s) = v.step.as_ref().filter(|s| s.significant()) else {
+                continue;
+            };
+            let moved = if s.verdict == Verdict::Better {
+                "rose"
+            } else {
+                "fell"
+            };
+            out.push(format!(
+                "{} {} ({}): {} {moved} {} points {} from run {} (p {}, Holm; {} cases paired)",
+                short_time(&r.run.started_at),
+                r.run.run_id,
+                source_label(&r.run),
+                v.result.variant,
+                signed_points(s.difference.map(f64::abs)).trim_start_matches('+'),
+                interval(s.ci_low, s.ci_high),
+                r.previous.as_deref().unwrap_or("?"),
+                super::compare::p_cell(s.p_holm),
+                s.cases
+            ));
+        }
+    }
+    out
+}
+
+/// history.html: the shown figure with its interval over time per variant, each point a
+/// link to its run's report.html; cost and p90 latency beneath; then the table.
+/// `link(run)` gives the href of a run's report (`None`: its folder is not here).
+pub fn render_html(h: &History, link: &dyn Fn(&RunRow) -> Option<String>) -> String {
+    let scored = h.runs.iter().any(|r| r.run.scored);
+    let measure = if scored { "mean score" } else { "accuracy" };
+    let mut b = String::new();
+    let _ = write!(
+        b,
+        "<h1>{} — history</h1><p class=\"muted\">{} runs{}. Each point is a run, its bar the {measure}'s interval; ▲/▼ mark a step that is significant against the complete run before it (paired by case, Holm across variants). Click a point for its report.</p>",
+        esc(&h.bench),
+        h.runs.len(),
+        match (h.runs.first(), h.runs.last()) {
+            (Some(a), Some(z)) => format!(
+                ", {} to {}",
+                esc(&short_time(&a.run.started_at)),
+                esc(&short_time(&z.run.started_at))
+            ),
+            _ => String::new(),
+        }
+    );
+    let _ = write!(b, "<p>");
+    for (i, v) in h.variants.iter().enumerate() {
+        let _ = write!(
+            b,
+            "<span class=\"swatch\" style=\"background:{}\"></span>{} &nbsp; ",
+            colour(i),
+            esc(v)
+        );
+    }
+    b.push_str("</p>");
+    b.push_str(&format!(
+        "<h2>{}</h2>",
+        if scored { "Mean score" } else { "Accuracy" }
+    ));
+    b.push_str(&time_chart(h, "history-chart", measure, link, |v| {
+        let (x, lo, hi) = v.result.shown();
+        x.map(|x| (x, lo, hi))
+    }));
+    b.push_str("<h2>Cost</h2>");
+    b.push_str(&time_chart(h, "cost-chart", "cost (USD)", link, |v| {
+        v.result
+            .spent_usd
+            .or(v.result.cost_usd)
+            .map(|c| (c, None, None))
+    }));
+    b.push_str("<h2>Latency p90</h2>");
+    b.push_str(&time_chart(
+        h,
+        "latency-chart",
+        "p90 latency (ms)",
+        link,
+        |v| v.result.latency_p90_ms.map(|l| (l, None, None)),
+    ));
+    let steps = step_sentences(h);
+    if !steps.is_empty() {
+        b.push_str("<h2>Significant steps</h2><ul>");
+        for s in steps {
+            let _ = write!(b, "<li>{}</li>", esc(&s));
+        }
+        b.push_str("</ul>");
+    }
+    b.push_str("<h2>Runs</h2><table id=\"history\"><thead><tr><th>started</th><th>run</th><th>source</th><th>model</th><th>variant</th><th>");
+    b.push_str(measure);
+    b.push_str("</th><th>interval</th><th>n</th><th>step</th><th>cost</th><th>p90</th></tr></thead><tbody>");
+    for r in &h.runs {
+        for (k, v) in r.variants.iter().enumerate() {
+            let (x, lo, hi) = v.result.shown();
+            let class = v.step.as_ref().map_or("", |s| match s.verdict {
+                Verdict::Better => "better",
+                Verdict::Worse => "worse",
+                _ => "",
+            });
+            let run_cell = if k == 0 {
+                match link(&r.run) {
+                    Some(href) => format!("<a href=\"{}\">{}</a>", esc(&href), esc(&r.run.run_id)),
+                    None => esc(&r.run.run_id),
+                }
+            } else {
+                String::new()
+            };
+            let _ = write!(
+                b,
+                "<tr data-run=\"{}\" data-variant=\"{}\"><td>{}</td><td class=\"text\">{run_cell}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&r.run.run_id),
+                esc(&v.result.variant),
+                if k == 0 {
+                    esc(&short_time(&r.run.started_at))
+                } else {
+                    String::new()
+                },
+                if k == 0 && !r.run.complete {
+                    " <span class=\"muted\">(incomplete)</span>"
+                } else {
+                    ""
+                },
+                if k == 0 {
+                    esc(&source_label(&r.run))
+                } else {
+                    String::new()
+                },
+                if k == 0 {
+                    esc(&r.run.model)
+                } else {
+                    String::new()
+                },
+                esc(&v.result.variant),
+                pct(x),
+                interval(lo, hi),
+                v.result.n,
+                esc(&step_cell(v.step.as_ref())),
+                usd(v.result.spent_usd.or(v.result.cost_usd)),
+                millis(v.result.latency_p90_ms),
+            );
+        }
+    }
+    b.push_str("</tbody></table>");
+    page(&format!("{} — history", h.bench), &b)
+}
+
+/// One chart over the runs: per variant, a line through its points (with interval bars
+/// when `value` gives them), each point a link to its run's report.
+fn time_chart(
+    h: &History,
+    id: &str,
+    label: &str,
+    link: &dyn Fn(&RunRow) -> Option<String>,
+    value: impl Fn(&HistoryVariant) -> Option<(f64, Option<f64>, Option<f64>)>,
+) -> String {
+    let (left, top, width, height) = (70.0, 12.0, 820.0, 220.0);
+    let n = h.runs.len().max(1);
+    let x = |i: usize| {
+        if n == 1 {
+            left + width / 2.0
+        } else {
+            left + width * i as f64 / (n - 1) as f64
+        }
+    };
+    let mut lo_all = f64::INFINITY;
+    let mut hi_all = f64::NEG_INFINITY;
+    for r in &h.runs {
+        for v in &r.variants {
+            if let Some((x, lo, hi)) = value(v) {
+                lo_all = lo_all.min(lo.unwrap_or(x)).min(x);
+                hi_all = hi_all.max(hi.unwrap_or(x)).max(x);
+            }
+        }
+    }
+    let total_h = top + height + 44.0;
+    let mut svg = format!(
+        "<svg id=\"{id}\" role=\"img\" aria-label=\"{} over time\" width=\"{}\" height=\"{total_h}\" viewBox=\"0 0 {} {total_h}\">",
+        esc(label),
+        left + width + 40.0,
+        left + width + 40.0
+    );
+    if !lo_all.is_finite() {
+        svg.push_str("<text x=\"70\" y=\"30\">no data</text></svg>");
+        return svg;
+    }
+    // A little room around the data; a flat series gets a band of its own.
+    let span = (hi_all - lo_all).max(hi_all.abs() * 0.1).max(1e-9);
+    let (y0, y1) = ((lo_all - span * 0.1).max(0.0), hi_all + span * 0.1);
+    let y = |v: f64| top + height - (v - y0) / (y1 - y0) * height;
+    let step = super::html::nice_step(y1 - y0);
+    let mut tick = (y0 / step).ceil() * step;
+    let percent = label == "accuracy" || label == "mean score";
+    while tick <= y1 + 1e-12 {
+        let text = if percent {
+            format!("{:.0}%", tick * 100.0)
+        } else if label.starts_with("cost") {
+            usd(Some(tick))
+        } else {
+            format!("{tick:.0}")
+        };
+        let _ = write!(
+            svg,
+            "<line class=\"grid\" x1=\"{left}\" x2=\"{0}\" y1=\"{1:.1}\" y2=\"{1:.1}\"/><text x=\"{2}\" y=\"{3:.1}\" text-anchor=\"end\">{4}</text>",
+            left + width,
+            y(tick),
+            left - 6.0,
+            y(tick) + 4.0,
+            esc(&text)
+        );
+        tick += step;
+    }
+    // Dates under the first, last and a few runs between.
+    let every = n.div_ceil(6).max(1);
+    for (i, r) in h.runs.iter().enumerate() {
+        if i % every == 0 || i + 1 == n {
+            let _ = write!(
+                svg,
+                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+                x(i),
+                top + height + 18.0,
+                esc(r.run.started_at.get(..10).unwrap_or(&r.run.started_at))
+            );
+        }
+    }
+    for (k, name) in h.variants.iter().enumerate() {
+        let c = colour(k);
+        let points: Vec<(
+            usize,
+            &HistoryRun,
+            &HistoryVariant,
+            (f64, Option<f64>, Option<f64>),
+        )> = h
+            .runs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| {
+                let v = r.variants.iter().find(|v| &v.result.variant == name)?;
+                Some((i, r, v, value(v)?))
+            })
+            .collect();
+        let path: Vec<String> = points
+            .iter()
+            .map(|(i, _, _, (v, _, _))| format!("{:.1},{:.1}", x(*i), y(*v)))
+            .collect();
+        if path.len() > 1 {
+            let _ = write!(
+                svg,
+                "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"1.5\" opacity=\"0.6\" points=\"{}\"/>",
+                path.join(" ")
+            );
+        }
+        for (i, r, v, (val, lo, hi)) in &points {
+            let mark = v.step.as_ref().filter(|s| s.significant()).map(|s| {
+                if s.verdict == Verdict::Better {
+                    "▲"
+                } else {
+                    "▼"
+                }
+            });
+            let mut g = format!(
+                "<g class=\"point\" data-run=\"{}\" data-variant=\"{}\" data-value=\"{val}\"{}>",
+                esc(&r.run.run_id),
+                esc(name),
+                mark.map(|m| format!(" data-step=\"{m}\""))
+                    .unwrap_or_default()
+            );
+            if let (Some(lo), Some(hi)) = (lo, hi) {
+                let _ = write!(
+                    g,
+                    "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{1:.1}\" y2=\"{2:.1}\" stroke=\"{c}\" stroke-width=\"5\" opacity=\"0.3\" stroke-linecap=\"round\"/>",
+                    x(*i),
+                    y(*lo),
+                    y(*hi)
+                );
+            }
+            let _ = write!(
+                g,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4.5\" fill=\"{c}\"{}><title>{} · {} · {}</title></circle>",
+                x(*i),
+                y(*val),
+                if r.run.complete {
+                    ""
+                } else {
+                    " fill-opacity=\"0.3\""
+                },
+                esc(name),
+                esc(&r.run.run_id),
+                esc(&if percent {
+                    pct(Some(*val))
+                } else {
+                    format!("{val:.4}")
+                })
+            );
+            if let Some(m) = mark {
+                let _ = write!(
+                    g,
+                    "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" class=\"{}\">{m}</text>",
+                    x(*i),
+                    y(*val) - 9.0,
+                    if m == "▲" { "better" } else { "worse" }
+                );
+            }
+            g.push_str("</g>");
+            match link(&r.run) {
+                Some(href) => {
+                    let _ = write!(svg, "<a href=\"{}\">{g}</a>", esc(&href));
+                }
+                None => svg.push_str(&g),
+            }
+        }
+    }
+    svg.push_str("</svg>");
+    svg
+}

@@ -1,0 +1,912 @@
+//! The history store: every finished run (and every resumed or merged one), its variants'
+//! results and one row per job, in SQLite (one machine: `reports/promptgauge.db`) or
+//! PostgreSQL (a team's CI). Run folders stay the source of truth; the store is an index of
+//! them, fed by the run's own records as they are aggregated, and rebuilt from folders by
+//! `promptgauge index`. The schema is docs/store.md.
+//!
+//! One code path serves both databases through sqlx's `Any` driver: portable SQL only
+//! (`$n` placeholders, BIGINT, DOUBLE PRECISION, TEXT; booleans as 0/1), versioned
+//! migrations in `promptgauge_migrations`, and every write in one transaction, so two runs
+//! recording at once each land whole.
+
+pub mod rows;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use serde::Serialize;
+use sqlx::AnyPool;
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyRow};
+use sqlx::{AssertSqlSafe, ConnectOptions, Row};
+
+pub use rows::{CaseInfo, JobRow, JobRows};
+
+use crate::report::Summary;
+use crate::runner::record::RunRecord;
+
+/// The schema this version writes; a store at a newer version is refused.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// The store's file when none is named: beside the run folders.
+pub const DEFAULT_FILE: &str = "promptgauge.db";
+
+/// The migrations, in order: version n is `MIGRATIONS[n - 1]`. Never edit one that has
+/// shipped; add the next.
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE runs (
+    run_id TEXT PRIMARY KEY,
+    bench TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    model TEXT NOT NULL,
+    base_url TEXT NOT NULL,
+    simulated BIGINT NOT NULL,
+    tool_version TEXT NOT NULL,
+    git_commit TEXT,
+    git_branch TEXT,
+    git_dirty BIGINT,
+    ci TEXT,
+    started_at TEXT NOT NULL,
+    finished_at TEXT,
+    started_unix_ms BIGINT NOT NULL,
+    complete BIGINT NOT NULL,
+    stopped TEXT,
+    kind TEXT NOT NULL,
+    shard TEXT,
+    cases BIGINT NOT NULL,
+    repeats BIGINT NOT NULL,
+    confidence DOUBLE PRECISION NOT NULL,
+    jobs_planned BIGINT NOT NULL,
+    jobs_finished BIGINT NOT NULL,
+    jobs_failed BIGINT NOT NULL,
+    scored BIGINT NOT NULL,
+    cost_usd DOUBLE PRECISION,
+    folder TEXT NOT NULL,
+    record TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    recorded_at TEXT NOT NULL
+);
+CREATE INDEX runs_by_bench ON runs (bench, started_unix_ms);
+CREATE TABLE run_variants (
+    run_id TEXT NOT NULL,
+    variant TEXT NOT NULL,
+    position BIGINT NOT NULL,
+    baseline BIGINT NOT NULL,
+    n BIGINT NOT NULL,
+    correct BIGINT NOT NULL,
+    failed BIGINT NOT NULL,
+    accuracy DOUBLE PRECISION,
+    ci_low DOUBLE PRECISION,
+    ci_high DOUBLE PRECISION,
+    mean_score DOUBLE PRECISION,
+    score_ci_low DOUBLE PRECISION,
+    score_ci_high DOUBLE PRECISION,
+    cost_usd DOUBLE PRECISION,
+    spent_usd DOUBLE PRECISION,
+    tokens_in BIGINT NOT NULL,
+    tokens_out BIGINT NOT NULL,
+    latency_p50_ms DOUBLE PRECISION,
+    latency_p90_ms DOUBLE PRECISION,
+    latency_p99_ms DOUBLE PRECISION,
+    ttft_p50_ms DOUBLE PRECISION,
+    ttft_p90_ms DOUBLE PRECISION,
+    PRIMARY KEY (run_id, variant)
+);
+CREATE TABLE run_jobs (
+    run_id TEXT NOT NULL,
+    case_id TEXT NOT NULL,
+    variant TEXT NOT NULL,
+    repeat BIGINT NOT NULL,
+    case_hash BIGINT,
+    case_group TEXT,
+    status TEXT NOT NULL,
+    outcome TEXT,
+    score DOUBLE PRECISION,
+    tokens_in BIGINT NOT NULL,
+    tokens_out BIGINT NOT NULL,
+    latency_ms DOUBLE PRECISION,
+    ttft_ms DOUBLE PRECISION,
+    cost_usd DOUBLE PRECISION,
+    cached BIGINT NOT NULL,
+    attempts BIGINT NOT NULL,
+    PRIMARY KEY (run_id, case_id, variant, repeat)
+)
+"#];
+
+/// Where the store is: a SQLite file, or a PostgreSQL database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    Sqlite(PathBuf),
+    Postgres(String),
+}
+
+impl Location {
+    /// `postgres://…`, `sqlite://PATH`, `sqlite:PATH`, or a plain file path (SQLite).
+    pub fn parse(text: &str) -> Result<Location, String> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err("the store is empty: name a file or a postgres:// URL".into());
+        }
+        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            return Ok(Location::Postgres(text.to_string()));
+        }
+        if let Some(path) = text
+            .strip_prefix("sqlite://")
+            .or_else(|| text.strip_prefix("sqlite:"))
+        {
+            let path = path.split('?').next().unwrap_or_default();
+            if path.is_empty() {
+                return Err(format!("`{text}` names no file"));
+            }
+            return Ok(Location::Sqlite(PathBuf::from(path)));
+        }
+        if let Some((scheme, _)) = text.split_once("://") {
+            return Err(format!(
+                "`{scheme}://` stores are not supported: use a SQLite file or a postgres:// URL"
+            ));
+        }
+        Ok(Location::Sqlite(PathBuf::from(text)))
+    }
+
+    /// As messages show it: a path, or the URL without its password.
+    pub fn shown(&self) -> String {
+        match self {
+            Location::Sqlite(p) => p.display().to_string(),
+            Location::Postgres(url) => crate::client::secrets::redact_url(url),
+        }
+    }
+
+    /// The SQLite file, when it is one.
+    pub fn file(&self) -> Option<&Path> {
+        match self {
+            Location::Sqlite(p) => Some(p),
+            Location::Postgres(_) => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// An open store, migrated to [`SCHEMA_VERSION`].
+pub struct Store {
+    pool: AnyPool,
+    backend: Backend,
+    shown: String,
+}
+
+/// Waits for another writer this long before a write fails (SQLite).
+const BUSY_TIMEOUT_MS: u64 = 60_000;
+
+impl Store {
+    /// Opens the store (creating a SQLite file and its folder when missing) and brings its
+    /// schema up to date. A store written by a newer promptgauge is refused.
+    pub async fn open(location: &Location) -> anyhow::Result<Store> {
+        sqlx::any::install_default_drivers();
+        let shown = location.shown();
+        let (options, backend) = match location {
+            Location::Sqlite(path) => {
+                let path = std::path::absolute(path)
+                    .with_context(|| format!("cannot resolve {}", path.display()))?;
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent)
+                        .with_context(|| format!("cannot create {}", parent.display()))?;
+                }
+                let url = sqlx::sqlite::SqliteConnectOptions::new()
+                    .filename(&path)
+                    .create_if_missing(true)
+                    .to_url_lossy();
+                (AnyConnectOptions::from_url(&url), Backend::Sqlite)
+            }
+            Location::Postgres(url) => (url.parse::<AnyConnectOptions>(), Backend::Postgres),
+        };
+        let options =
+            options.with_context(|| format!("cannot read the store's address {shown}"))?;
+        let mut pool = AnyPoolOptions::new()
+            .max_connections(4)
+            .acquire_timeout(Duration::from_secs(30));
+        if backend == Backend::Sqlite {
+            pool = pool.after_connect(|conn, _| {
+                Box::pin(async move {
+                    let pragmas = format!(
+                        "PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}; PRAGMA synchronous = NORMAL"
+                    );
+                    sqlx::raw_sql(AssertSqlSafe(pragmas)).execute(conn).await?;
+                    Ok(())
+                })
+            });
+        }
+        let pool = pool
+            .connect_with(options)
+            .await
+            .with_context(|| format!("cannot open the store {shown}"))?;
+        let store = Store {
+            pool,
+            backend,
+            shown,
+        };
+        if backend == Backend::Sqlite {
+            store.use_wal().await?;
+        }
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// The store as messages name it.
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    /// Write-ahead logging: readers never wait for a writer, and a run that dies mid-write
+    /// leaves the file whole. Switching needs a moment alone with the file, which
+    /// `busy_timeout` does not wait for: another process opening it at once is retried.
+    async fn use_wal(&self) -> anyhow::Result<()> {
+        let mut last = None;
+        for _ in 0..100 {
+            match sqlx::query_scalar::<_, String>("PRAGMA journal_mode = WAL")
+                .fetch_one(&self.pool)
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(e) => last = Some(e),
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Err(anyhow::Error::new(last.expect("tried")).context(format!(
+            "cannot switch the store {} to write-ahead logging",
+            self.shown
+        )))
+    }
+
+    /// A transaction that writes: SQLite takes its write lock at once (a reader that later
+    /// writes could otherwise fail instead of waiting).
+    async fn begin_write(&self) -> sqlx::Result<sqlx::Transaction<'static, sqlx::Any>> {
+        match self.backend {
+            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
+            Backend::Postgres => self.pool.begin().await,
+        }
+    }
+
+    async fn migrate(&self) -> anyhow::Result<()> {
+        let fail = |step: &str| format!("cannot {step} the store {}", self.shown);
+        let mut tx = self.begin_write().await.with_context(|| fail("open"))?;
+        if self.backend == Backend::Postgres {
+            // One migrating process at a time, across the team's CI jobs.
+            sqlx::query("SELECT COUNT(*) FROM (SELECT pg_advisory_xact_lock(7300417)) AS locked")
+                .fetch_one(&mut *tx)
+                .await
+                .with_context(|| fail("lock"))?;
+        }
+        sqlx::query(
+            "CREATE TABLE IF NOT EXISTS promptgauge_migrations \
+             (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)",
+        )
+        .execute(&mut *tx)
+        .await
+        .with_context(|| fail("prepare"))?;
+        let version: i64 =
+            sqlx::query_scalar("SELECT COALESCE(MAX(version), 0) FROM promptgauge_migrations")
+                .fetch_one(&mut *tx)
+                .await
+                .with_context(|| fail("read"))?;
+        if version > SCHEMA_VERSION {
+            bail!(
+                "the store {} has schema version {version}, newer than this promptgauge's ({SCHEMA_VERSION})\n  fix: upgrade promptgauge, or use another store (--store FILE)",
+                self.shown
+            );
+        }
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+            for statement in sql.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+                sqlx::query(AssertSqlSafe(statement.to_string()))
+                    .execute(&mut *tx)
+                    .await
+                    .with_context(|| fail("migrate"))?;
+            }
+            sqlx::query("INSERT INTO promptgauge_migrations (version, applied_at) VALUES ($1, $2)")
+                .bind(i as i64 + 1)
+                .bind(crate::app::utc_now())
+                .execute(&mut *tx)
+                .await
+                .with_context(|| fail("migrate"))?;
+        }
+        tx.commit().await.with_context(|| fail("migrate"))?;
+        Ok(())
+    }
+
+    /// Records a run: its metadata, each variant's results and one row per job, replacing
+    /// whatever the store held for its run id. All or nothing.
+    pub async fn record(&self, run: &Recording<'_>) -> anyhow::Result<()> {
+        self.record_inner(run)
+            .await
+            .with_context(|| format!("cannot record the run in the store {}", self.shown))
+    }
+
+    async fn record_inner(&self, run: &Recording<'_>) -> anyhow::Result<()> {
+        let record = run.record;
+        let summary = run.summary;
+        let id = record.run_id.as_str();
+        let mut tx = self.begin_write().await?;
+        for table in ["run_jobs", "run_variants", "runs"] {
+            sqlx::query(AssertSqlSafe(format!(
+                "DELETE FROM {table} WHERE run_id = $1"
+            )))
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        }
+        let source = record.source.clone().unwrap_or_default();
+        let scored = summary.variants.iter().any(|v| v.mean_score.is_some());
+        let cost = summary
+            .variants
+            .iter()
+            .map(|v| v.spent_usd.or(v.cost_usd))
+            .sum::<Option<f64>>();
+        sqlx::query(
+            "INSERT INTO runs (run_id, bench, fingerprint, model, base_url, simulated, \
+             tool_version, git_commit, git_branch, git_dirty, ci, started_at, finished_at, \
+             started_unix_ms, complete, stopped, kind, shard, cases, repeats, confidence, \
+             jobs_planned, jobs_finished, jobs_failed, scored, cost_usd, folder, record, \
+             summary, recorded_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, \
+             $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, \
+             $29, $30)",
+        )
+        .bind(id)
+        .bind(&record.bench.name)
+        .bind(fingerprint(record))
+        .bind(&record.endpoint.model)
+        .bind(&record.endpoint.base_url)
+        .bind(record.endpoint.simulated as i64)
+        .bind(&record.tool.version)
+        .bind(source.commit.clone())
+        .bind(source.branch.clone())
+        .bind(source.dirty.map(i64::from))
+        .bind(
+            (!source.ci.is_empty()).then(|| serde_json::to_string(&source.ci).unwrap_or_default()),
+        )
+        .bind(&record.started_at)
+        .bind(record.finished_at.clone())
+        .bind(
+            record
+                .started_unix_ms
+                .unwrap_or_else(|| unix_ms(&record.started_at)),
+        )
+        .bind(summary.complete as i64)
+        .bind(record.stopped.clone())
+        .bind(run_kind(record))
+        .bind(record.plan.shard.map(|s| s.to_string()))
+        .bind(big(summary.run.cases as u64))
+        .bind(i64::from(record.plan.repeats))
+        .bind(record.bench.confidence)
+        .bind(big(summary.run.jobs_planned as u64))
+        .bind(big(summary.jobs_finished as u64))
+        .bind(big(summary.jobs_failed as u64))
+        .bind(scored as i64)
+        .bind(cost)
+        .bind(run.folder.display().to_string())
+        .bind(serde_json::to_string(record)?)
+        .bind(serde_json::to_string(summary)?)
+        .bind(crate::app::utc_now())
+        .execute(&mut *tx)
+        .await?;
+        for (position, v) in summary.variants.iter().enumerate() {
+            sqlx::query(
+                "INSERT INTO run_variants (run_id, variant, position, baseline, n, correct, \
+                 failed, accuracy, ci_low, ci_high, mean_score, score_ci_low, score_ci_high, \
+                 cost_usd, spent_usd, tokens_in, tokens_out, latency_p50_ms, latency_p90_ms, \
+                 latency_p99_ms, ttft_p50_ms, ttft_p90_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, \
+                 $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)",
+            )
+            .bind(id)
+            .bind(&v.name)
+            .bind(position as i64)
+            .bind(v.baseline as i64)
+            .bind(big(v.n))
+            .bind(big(v.correct))
+            .bind(big(v.failed))
+            .bind(v.accuracy)
+            .bind(v.ci_low)
+            .bind(v.ci_high)
+            .bind(v.mean_score)
+            .bind(v.score_ci_low)
+            .bind(v.score_ci_high)
+            .bind(v.cost_usd)
+            .bind(v.spent_usd)
+            .bind(big(v.tokens.prompt))
+            .bind(big(v.tokens.completion))
+            .bind(v.latency_ms.p50)
+            .bind(v.latency_ms.p90)
+            .bind(v.latency_ms.p99)
+            .bind(v.ttft_ms.p50)
+            .bind(v.ttft_ms.p90)
+            .execute(&mut *tx)
+            .await?;
+        }
+        self.insert_jobs(&mut tx, record, run.jobs).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn insert_jobs(
+        &self,
+        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        record: &RunRecord,
+        jobs: &JobRows,
+    ) -> anyhow::Result<()> {
+        const COLUMNS: usize = 16;
+        // Many rows a statement; well below SQLite's and PostgreSQL's parameter limits.
+        const BATCH: usize = 1000;
+        let hashes: HashMap<&str, u64> = record
+            .bench
+            .case_ids
+            .iter()
+            .zip(&record.bench.case_hashes)
+            .map(|(id, h)| (id.as_str(), *h))
+            .collect();
+        let variants = &record.plan.variants;
+        for chunk in jobs.rows.chunks(BATCH) {
+            let mut sql = String::with_capacity(100 + chunk.len() * COLUMNS * 6);
+            sql.push_str(
+                "INSERT INTO run_jobs (run_id, case_id, variant, repeat, case_hash, case_group, \
+                 status, outcome, score, tokens_in, tokens_out, latency_ms, ttft_ms, cost_usd, \
+                 cached, attempts) VALUES ",
+            );
+            for i in 0..chunk.len() {
+                if i > 0 {
+                    sql.push(',');
+                }
+                sql.push('(');
+                for c in 0..COLUMNS {
+                    if c > 0 {
+                        sql.push(',');
+                    }
+                    sql.push_str(&format!("${}", i * COLUMNS + c + 1));
+                }
+                sql.push(')');
+            }
+            let mut query = sqlx::query(AssertSqlSafe(sql));
+            for row in chunk {
+                let case = &jobs.cases[row.case as usize];
+                query = query
+                    .bind(record.run_id.as_str())
+                    .bind(case.id.as_str())
+                    .bind(
+                        variants
+                            .get(row.variant as usize)
+                            .map(String::as_str)
+                            .unwrap_or_default(),
+                    )
+                    .bind(i64::from(row.repeat))
+                    // Stored as its bits: a u64 does not fit BIGINT, its bits do.
+                    .bind(hashes.get(case.id.as_str()).map(|h| *h as i64))
+                    .bind(case.group.as_deref())
+                    .bind(if row.graded { "graded" } else { "failed" })
+                    .bind(row.outcome.map(rows::outcome_name))
+                    .bind(row.score)
+                    .bind(big(row.tokens_in))
+                    .bind(big(row.tokens_out))
+                    .bind(row.latency_ms)
+                    .bind(row.ttft_ms)
+                    .bind(row.cost_usd)
+                    .bind(row.cached as i64)
+                    .bind(i64::from(row.attempts));
+            }
+            query.execute(&mut **tx).await?;
+        }
+        Ok(())
+    }
+
+    /// The stored runs that pass `filter`, oldest first.
+    pub async fn runs(&self, filter: &Filter) -> anyhow::Result<Vec<RunRow>> {
+        let (clause, args) = filter.clause();
+        let sql = format!(
+            "SELECT {RUN_COLUMNS} FROM runs r{clause} ORDER BY r.started_unix_ms, r.run_id"
+        );
+        let mut query = sqlx::query(AssertSqlSafe(sql));
+        for a in &args {
+            query = a.bind(query);
+        }
+        let rows = query
+            .fetch_all(&self.pool)
+            .await
+            .with_context(|| format!("cannot read the store {}", self.shown))?;
+        let mut runs: Vec<RunRow> = rows
+            .iter()
+            .map(RunRow::from_row)
+            .collect::<Result<_, _>>()?;
+        if let Some(limit) = filter.limit {
+            let skip = runs.len().saturating_sub(limit);
+            runs.drain(..skip);
+        }
+        Ok(runs)
+    }
+
+    /// The variants of the runs that pass `filter`, by run id, in plan order.
+    pub async fn variants(
+        &self,
+        filter: &Filter,
+    ) -> anyhow::Result<HashMap<String, Vec<VariantRow>>> {
+        let (clause, args) = filter.clause();
+        let sql = format!(
+            "SELECT v.run_id, v.variant, v.position, v.baseline, v.n, v.correct, v.failed, \
+             v.accuracy, v.ci_low, v.ci_high, v.mean_score, v.score_ci_low, v.score_ci_high, \
+             v.cost_usd, v.spent_usd, v.tokens_in, v.tokens_out, v.latency_p50_ms, \
+             v.latency_p90_ms, v.latency_p99_ms, v.ttft_p50_ms, v.ttft_p90_ms \
+             FROM run_variants v JOIN runs r ON r.run_id = v.run_id{clause} \
+             ORDER BY v.run_id, v.position"
+        );
+        let mut query = sqlx::query(AssertSqlSafe(sql));
+        for a in &args {
+            query = a.bind(query);
+        }
+        let rows = query
+            .fetch_all(&self.pool)
+            .await
+            .with_context(|| format!("cannot read the store {}", self.shown))?;
+        let mut out: HashMap<String, Vec<VariantRow>> = HashMap::new();
+        for row in &rows {
+            let v = VariantRow::from_row(row)?;
+            out.entry(v.run_id.clone()).or_default().push(v);
+        }
+        Ok(out)
+    }
+
+    /// The graded jobs of the runs that pass `filter`: what paired comparisons need.
+    pub async fn scores(&self, filter: &Filter) -> anyhow::Result<HashMap<String, Vec<ScoreRow>>> {
+        let (clause, args) = filter.clause();
+        let clause = if clause.is_empty() {
+            " WHERE j.score IS NOT NULL".to_string()
+        } else {
+            format!("{clause} AND j.score IS NOT NULL")
+        };
+        let sql = format!(
+            "SELECT j.run_id, j.case_id, j.variant, j.case_hash, j.case_group, j.score \
+             FROM run_jobs j JOIN runs r ON r.run_id = j.run_id{clause} \
+             ORDER BY j.run_id, j.case_id, j.variant, j.repeat"
+        );
+        let mut query = sqlx::query(AssertSqlSafe(sql));
+        for a in &args {
+            query = a.bind(query);
+        }
+        let rows = query
+            .fetch_all(&self.pool)
+            .await
+            .with_context(|| format!("cannot read the store {}", self.shown))?;
+        let mut out: HashMap<String, Vec<ScoreRow>> = HashMap::new();
+        let mut last: Option<(String, Vec<ScoreRow>)> = None;
+        for row in &rows {
+            let run: String = row.try_get(0)?;
+            let score = ScoreRow {
+                case_id: row.try_get(1)?,
+                variant: row.try_get(2)?,
+                case_hash: row.try_get::<Option<i64>, _>(3)?.map(|h| h as u64),
+                group: row.try_get(4)?,
+                score: row.try_get(5)?,
+                latency_ms: None,
+            };
+            match &mut last {
+                Some((id, list)) if *id == run => list.push(score),
+                _ => {
+                    if let Some((id, list)) = last.take() {
+                        out.insert(id, list);
+                    }
+                    last = Some((run, vec![score]));
+                }
+            }
+        }
+        if let Some((id, list)) = last {
+            out.insert(id, list);
+        }
+        Ok(out)
+    }
+
+    /// One run's jobs, with latencies: a stored run standing in for its folder.
+    pub async fn jobs(&self, run_id: &str) -> anyhow::Result<Vec<ScoreRow>> {
+        let rows = sqlx::query(
+            "SELECT case_id, variant, case_hash, case_group, score, latency_ms FROM run_jobs \
+             WHERE run_id = $1 ORDER BY case_id, variant, repeat",
+        )
+        .bind(run_id)
+        .fetch_all(&self.pool)
+        .await
+        .with_context(|| format!("cannot read the store {}", self.shown))?;
+        rows.iter()
+            .map(|row| {
+                Ok(ScoreRow {
+                    case_id: row.try_get(0)?,
+                    variant: row.try_get(1)?,
+                    case_hash: row.try_get::<Option<i64>, _>(2)?.map(|h| h as u64),
+                    group: row.try_get(3)?,
+                    score: row.try_get(4)?,
+                    latency_ms: row.try_get(5)?,
+                })
+            })
+            .collect()
+    }
+
+    /// A run's run.json and summary.json as recorded.
+    pub async fn documents(&self, run_id: &str) -> anyhow::Result<(RunRecord, Summary)> {
+        let row = sqlx::query("SELECT record, summary FROM runs WHERE run_id = $1")
+            .bind(run_id)
+            .fetch_optional(&self.pool)
+            .await
+            .with_context(|| format!("cannot read the store {}", self.shown))?
+            .with_context(|| format!("the store {} has no run {run_id}", self.shown))?;
+        let record: String = row.try_get(0)?;
+        let summary: String = row.try_get(1)?;
+        Ok((
+            serde_json::from_str(&record)
+                .with_context(|| format!("run {run_id}'s record in the store is unreadable"))?,
+            serde_json::from_str(&summary)
+                .with_context(|| format!("run {run_id}'s summary in the store is unreadable"))?,
+        ))
+    }
+
+    /// The benches the store holds, with how many runs each.
+    pub async fn benches(&self) -> anyhow::Result<Vec<(String, i64)>> {
+        let rows = sqlx::query("SELECT bench, COUNT(*) FROM runs GROUP BY bench ORDER BY bench")
+            .fetch_all(&self.pool)
+            .await
+            .with_context(|| format!("cannot read the store {}", self.shown))?;
+        rows.iter()
+            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+            .collect()
+    }
+
+    /// Closes the pool (SQLite then folds its write-ahead log back into the file).
+    pub async fn close(self) {
+        self.pool.close().await;
+    }
+}
+
+/// A run to record.
+pub struct Recording<'a> {
+    pub record: &'a RunRecord,
+    pub summary: &'a Summary,
+    pub jobs: &'a JobRows,
+    /// The run folder, as the run named it.
+    pub folder: &'a Path,
+}
+
+/// Which runs a query covers.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    pub bench: Option<String>,
+    pub run_id: Option<String>,
+    /// Runs started at or after this (Unix milliseconds).
+    pub since_unix_ms: Option<i64>,
+    pub branch: Option<String>,
+    pub model: Option<String>,
+    /// Only complete runs.
+    pub complete: bool,
+    /// The newest this many.
+    pub limit: Option<usize>,
+}
+
+enum Arg {
+    Text(String),
+    Int(i64),
+}
+
+impl Arg {
+    fn bind<'q>(
+        &'q self,
+        q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
+    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
+        match self {
+            Arg::Text(t) => q.bind(t.as_str()),
+            Arg::Int(i) => q.bind(*i),
+        }
+    }
+}
+
+impl Filter {
+    /// ` WHERE …` on `runs r`, with its arguments.
+    fn clause(&self) -> (String, Vec<Arg>) {
+        let mut parts = Vec::new();
+        let mut args = Vec::new();
+        let mut text = |column: &str, value: &Option<String>, parts: &mut Vec<String>| {
+            if let Some(v) = value {
+                args.push(Arg::Text(v.clone()));
+                parts.push(format!("r.{column} = ${}", args.len()));
+            }
+        };
+        text("bench", &self.bench, &mut parts);
+        text("run_id", &self.run_id, &mut parts);
+        text("git_branch", &self.branch, &mut parts);
+        text("model", &self.model, &mut parts);
+        if let Some(since) = self.since_unix_ms {
+            args.push(Arg::Int(since));
+            parts.push(format!("r.started_unix_ms >= ${}", args.len()));
+        }
+        if self.complete {
+            parts.push("r.complete = 1".into());
+        }
+        if parts.is_empty() {
+            (String::new(), args)
+        } else {
+            (format!(" WHERE {}", parts.join(" AND ")), args)
+        }
+    }
+}
+
+const RUN_COLUMNS: &str = "r.run_id, r.bench, r.model, r.base_url, r.simulated, r.tool_version, \
+    r.git_commit, r.git_branch, r.git_dirty, r.started_at, r.finished_at, r.started_unix_ms, \
+    r.complete, r.stopped, r.kind, r.shard, r.cases, r.repeats, r.confidence, r.jobs_planned, \
+    r.jobs_finished, r.jobs_failed, r.scored, r.cost_usd, r.folder";
+
+/// A stored run, as `runs` and `history` show it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunRow {
+    pub run_id: String,
+    pub bench: String,
+    pub model: String,
+    pub base_url: String,
+    pub simulated: bool,
+    pub tool_version: String,
+    pub git_commit: Option<String>,
+    pub git_branch: Option<String>,
+    pub git_dirty: Option<bool>,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    #[serde(skip)]
+    pub started_unix_ms: i64,
+    pub complete: bool,
+    pub stopped: Option<String>,
+    /// `run`, `resumed`, `merged` or `shard`.
+    pub kind: String,
+    pub shard: Option<String>,
+    pub cases: i64,
+    pub repeats: i64,
+    pub confidence: f64,
+    pub jobs_planned: i64,
+    pub jobs_finished: i64,
+    pub jobs_failed: i64,
+    pub scored: bool,
+    pub cost_usd: Option<f64>,
+    pub folder: String,
+}
+
+impl RunRow {
+    fn from_row(r: &AnyRow) -> sqlx::Result<RunRow> {
+        Ok(RunRow {
+            run_id: r.try_get(0)?,
+            bench: r.try_get(1)?,
+            model: r.try_get(2)?,
+            base_url: r.try_get(3)?,
+            simulated: r.try_get::<i64, _>(4)? != 0,
+            tool_version: r.try_get(5)?,
+            git_commit: r.try_get(6)?,
+            git_branch: r.try_get(7)?,
+            git_dirty: r.try_get::<Option<i64>, _>(8)?.map(|d| d != 0),
+            started_at: r.try_get(9)?,
+            finished_at: r.try_get(10)?,
+            started_unix_ms: r.try_get(11)?,
+            complete: r.try_get::<i64, _>(12)? != 0,
+            stopped: r.try_get(13)?,
+            kind: r.try_get(14)?,
+            shard: r.try_get(15)?,
+            cases: r.try_get(16)?,
+            repeats: r.try_get(17)?,
+            confidence: r.try_get(18)?,
+            jobs_planned: r.try_get(19)?,
+            jobs_finished: r.try_get(20)?,
+            jobs_failed: r.try_get(21)?,
+            scored: r.try_get::<i64, _>(22)? != 0,
+            cost_usd: r.try_get(23)?,
+            folder: r.try_get(24)?,
+        })
+    }
+}
+
+/// One variant of a stored run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VariantRow {
+    #[serde(skip)]
+    pub run_id: String,
+    pub variant: String,
+    #[serde(skip)]
+    pub position: i64,
+    pub baseline: bool,
+    pub n: i64,
+    pub correct: i64,
+    pub failed: i64,
+    pub accuracy: Option<f64>,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    pub mean_score: Option<f64>,
+    pub score_ci_low: Option<f64>,
+    pub score_ci_high: Option<f64>,
+    pub cost_usd: Option<f64>,
+    pub spent_usd: Option<f64>,
+    pub tokens_in: i64,
+    pub tokens_out: i64,
+    pub latency_p50_ms: Option<f64>,
+    pub latency_p90_ms: Option<f64>,
+    pub latency_p99_ms: Option<f64>,
+    pub ttft_p50_ms: Option<f64>,
+    pub ttft_p90_ms: Option<f64>,
+}
+
+impl VariantRow {
+    fn from_row(r: &AnyRow) -> sqlx::Result<VariantRow> {
+        Ok(VariantRow {
+            run_id: r.try_get(0)?,
+            variant: r.try_get(1)?,
+            position: r.try_get(2)?,
+            baseline: r.try_get::<i64, _>(3)? != 0,
+            n: r.try_get(4)?,
+            correct: r.try_get(5)?,
+            failed: r.try_get(6)?,
+            accuracy: r.try_get(7)?,
+            ci_low: r.try_get(8)?,
+            ci_high: r.try_get(9)?,
+            mean_score: r.try_get(10)?,
+            score_ci_low: r.try_get(11)?,
+            score_ci_high: r.try_get(12)?,
+            cost_usd: r.try_get(13)?,
+            spent_usd: r.try_get(14)?,
+            tokens_in: r.try_get(15)?,
+            tokens_out: r.try_get(16)?,
+            latency_p50_ms: r.try_get(17)?,
+            latency_p90_ms: r.try_get(18)?,
+            latency_p99_ms: r.try_get(19)?,
+            ttft_p50_ms: r.try_get(20)?,
+            ttft_p90_ms: r.try_get(21)?,
+        })
+    }
+
+    /// The figure shown: mean score for a scored run, else accuracy; with its interval.
+    pub fn shown(&self) -> (Option<f64>, Option<f64>, Option<f64>) {
+        match self.mean_score {
+            Some(m) => (Some(m), self.score_ci_low, self.score_ci_high),
+            None => (self.accuracy, self.ci_low, self.ci_high),
+        }
+    }
+}
+
+/// One stored job's score (graded jobs; failed ones have none).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScoreRow {
+    pub case_id: String,
+    pub variant: String,
+    pub case_hash: Option<u64>,
+    pub group: Option<String>,
+    pub score: Option<f64>,
+    pub latency_ms: Option<f64>,
+}
+
+/// The fingerprint as one text (its three parts joined).
+fn fingerprint(r: &RunRecord) -> String {
+    let f = &r.fingerprint;
+    format!("{}:{}:{}", f.cases, f.variants, f.settings)
+}
+
+/// What kind of run a record describes.
+fn run_kind(r: &RunRecord) -> &'static str {
+    if !r.merged_from.is_empty() {
+        "merged"
+    } else if r.plan.shard.is_some() {
+        "shard"
+    } else if !r.resumed_at.is_empty() {
+        "resumed"
+    } else {
+        "run"
+    }
+}
+
+/// An RFC 3339 time in Unix milliseconds (0 when unreadable).
+pub fn unix_ms(time: &str) -> i64 {
+    humantime::parse_rfc3339_weak(time)
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// A count as BIGINT (counts past i64::MAX, from absurd usage reports, stop there).
+fn big(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
