@@ -520,7 +520,10 @@ fn four_shards_merge_into_the_unsharded_run() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("(not a run folder)"), "{stderr}");
-    assert!(!stderr.contains("promptgauge.db"), "the store is skipped quietly: {stderr}");
+    assert!(
+        !stderr.contains("shards/promptgauge.db"),
+        "the store is skipped quietly: {stderr}"
+    );
 }
 
 #[test]
