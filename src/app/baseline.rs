@@ -21,7 +21,10 @@ pub(super) enum Reference {
     /// A run folder on this machine.
     Folder(PathBuf),
     /// A run the store holds and whose folder is not here.
-    Stored { location: Location, run: RunRow },
+    Stored {
+        location: Location,
+        run: Box<RunRow>,
+    },
 }
 
 impl Reference {
@@ -95,7 +98,7 @@ pub(super) async fn resolve(
     } else {
         Reference::Stored {
             location: location.clone(),
-            run,
+            run: Box::new(run),
         }
     })
 }

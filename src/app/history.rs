@@ -117,13 +117,16 @@ pub async fn history(args: &HistoryArgs, env: &Env) -> Result<Exit, Failure> {
     }
     let html = match &args.html {
         Some(p) => p.clone(),
-        None => location
-            .file()
-            .and_then(Path::parent)
-            .unwrap_or(Path::new(REPORTS))
-            .join("history.html"),
+        None => match location.file() {
+            Some(file) => file.with_file_name("history.html"),
+            None => Path::new(REPORTS).join("history.html"),
+        },
     };
-    let base = std::path::absolute(html.parent().unwrap_or(Path::new("."))).before_send()?;
+    let folder = html
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let base = std::path::absolute(folder).before_send()?;
     let link = |r: &crate::store::RunRow| {
         let report = Path::new(&r.folder).join("report.html");
         report
@@ -167,17 +170,12 @@ pub async fn runs(args: &RunsArgs, env: &Env) -> Result<Exit, Failure> {
         let mut f = filter(&args.filter, args.bench.clone())?;
         f.limit = Some(args.limit);
         let runs = store.runs(&f).await.before_send()?;
-        let mut variants = if args.json {
+        let variants = if args.json {
             store.variants(&f).await.before_send()?
         } else {
             Default::default()
         };
-        Ok::<_, Failure>((
-            runs,
-            variants
-                .drain()
-                .collect::<std::collections::HashMap<_, _>>(),
-        ))
+        Ok::<_, Failure>((runs, variants))
     }
     .await;
     store.close().await;

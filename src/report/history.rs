@@ -373,7 +373,7 @@ pub fn render_html(h: &History, link: &dyn Fn(&RunRow) -> Option<String>) -> Str
             };
             let _ = write!(
                 b,
-                "<tr data-run=\"{}\" data-variant=\"{}\"><td>{}</td><td class=\"text\">{run_cell}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr data-run=\"{}\" data-variant=\"{}\"><td>{}</td><td class=\"text\">{run_cell}{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{}</td><td>{}</td><td>{}</td></tr>",
                 esc(&r.run.run_id),
                 esc(&v.result.variant),
                 if k == 0 {
@@ -410,6 +410,15 @@ pub fn render_html(h: &History, link: &dyn Fn(&RunRow) -> Option<String>) -> Str
     page(&format!("{} — history", h.bench), &b)
 }
 
+/// A chart's point: the run's position, the run, its variant, and the value with its
+/// interval.
+type Point<'a> = (
+    usize,
+    &'a HistoryRun,
+    &'a HistoryVariant,
+    (f64, Option<f64>, Option<f64>),
+);
+
 /// One chart over the runs: per variant, a line through its points (with interval bars
 /// when `value` gives them), each point a link to its run's report.
 fn time_chart(
@@ -442,12 +451,16 @@ fn time_chart(
     let mut svg = format!(
         "<svg id=\"{id}\" role=\"img\" aria-label=\"{} over time\" width=\"{}\" height=\"{total_h}\" viewBox=\"0 0 {} {total_h}\">",
         esc(label),
-        left + width + 40.0,
-        left + width + 40.0
+        left + width + 90.0,
+        left + width + 90.0
     );
     if !lo_all.is_finite() {
-        svg.push_str("<text x=\"70\" y=\"30\">no data</text></svg>");
-        return svg;
+        let why = if label.starts_with("cost") {
+            "no cost: the bench sets no price"
+        } else {
+            "no data"
+        };
+        return format!("<p class=\"muted\" id=\"{id}\">{why}</p>");
     }
     // A little room around the data; a flat series gets a band of its own.
     let span = (hi_all - lo_all).max(hi_all.abs() * 0.1).max(1e-9);
@@ -484,18 +497,17 @@ fn time_chart(
                 "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
                 x(i),
                 top + height + 18.0,
-                esc(r.run.started_at.get(..10).unwrap_or(&r.run.started_at))
+                esc(&short_time(&r.run.started_at))
             );
         }
     }
+    let variants = h.variants.len().max(1) as f64;
     for (k, name) in h.variants.iter().enumerate() {
         let c = colour(k);
-        let points: Vec<(
-            usize,
-            &HistoryRun,
-            &HistoryVariant,
-            (f64, Option<f64>, Option<f64>),
-        )> = h
+        // Variants side by side at each run, so their intervals do not hide each other.
+        let dodge = (k as f64 - (variants - 1.0) / 2.0) * 7.0;
+        let x = |i: usize| x(i) + dodge;
+        let points: Vec<Point<'_>> = h
             .runs
             .iter()
             .enumerate()

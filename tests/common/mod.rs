@@ -23,8 +23,26 @@ pub fn promptgauge(dir: &Path) -> Command {
         .env_remove("OPENAI_API_KEY")
         .env_remove("LLM_API_KEY")
         .env("CI", "true");
+    // Each test's runs record into its own folder's store, filed by what the test says.
+    for var in STORE_VARIABLES {
+        cmd.env_remove(var);
+    }
     cmd
 }
+
+/// Variables that choose the history store or what it files a run under.
+pub const STORE_VARIABLES: [&str; 10] = [
+    "PROMPTGAUGE_STORE",
+    "GITHUB_SHA",
+    "GITHUB_REF_NAME",
+    "GITHUB_HEAD_REF",
+    "GITHUB_RUN_ID",
+    "CI_COMMIT_SHA",
+    "CI_COMMIT_REF_NAME",
+    "BUILDKITE_BRANCH",
+    "CIRCLE_BRANCH",
+    "CIRCLE_SHA1",
+];
 
 /// A small arithmetic bench in a temp folder: 12 cases, 2 variants.
 pub fn bench_dir(bench_extra: &str) -> tempfile::TempDir {

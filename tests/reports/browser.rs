@@ -295,3 +295,66 @@ fn compare_html_renders_both_runs() {
     // Both runs' latency, side by side on one chart.
     assert_eq!(count(&dom, r#"<g class="box""#), 4);
 }
+
+#[test]
+fn history_html_draws_every_run_and_links_to_its_report() {
+    let Some(browser) = chromium() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "chromium is missing: .ci/run installs it"
+        );
+        return;
+    };
+    let (_rt, server) = start_mock(MockConfig::default());
+    let bench = arithmetic_bench(200, 2, "");
+    let d = bench.path();
+    let models = ["large-model", "large-model", "small-model", "large-model"];
+    for model in models {
+        promptgauge(d)
+            .args([
+                "run",
+                "bench.yaml",
+                "--quiet",
+                "--base-url",
+                &server.base_url(),
+            ])
+            .args(["--model", model])
+            .assert()
+            .success();
+    }
+    let out = promptgauge(d)
+        .args(["history", "--html", "pages/history.html"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (dom, requested) = load(&browser, &d.join("pages/history.html"));
+    assert!(requested.is_empty(), "{requested:?}");
+    // A point per run and variant in each of the three charts.
+    assert_eq!(count(&dom, r#"<g class="point""#), 4 * 2 * 3);
+    let accuracy = &dom[dom.find(r#"id="history-chart""#).unwrap()..];
+    let accuracy = &accuracy[..accuracy.find("</svg>").unwrap()];
+    assert_eq!(count(accuracy, r#"<g class="point""#), 4 * 2);
+    // The small model's run falls, the next run rises back: both marked, nothing else.
+    assert_eq!(count(accuracy, r#"data-step="▼""#), 2, "both variants fall");
+    assert_eq!(count(accuracy, r#"data-step="▲""#), 2, "and rise again");
+    // Each point links to its run's report.html, relative to the page, and the link works.
+    let links: Vec<String> = Regex::new(r#"<a href="([^"]+)">"#)
+        .unwrap()
+        .captures_iter(accuracy)
+        .map(|c| c[1].to_string())
+        .collect();
+    assert_eq!(links.len(), 4 * 2);
+    for link in &links {
+        assert!(
+            link.starts_with("../reports/") && link.ends_with("/report.html"),
+            "{link}"
+        );
+        assert!(d.join("pages").join(link).is_file(), "{link}");
+    }
+    // The table: a row per run and variant.
+    assert_eq!(count(&dom, r#"<tr data-run="#), 4 * 2);
+}

@@ -182,7 +182,9 @@ fn store_rows(jobs: &promptgauge::store::JobRows) -> String {
             r.variant,
             r.repeat,
             r.graded,
-            r.outcome.map(promptgauge::store::rows::outcome_name).unwrap_or(""),
+            r.outcome
+                .map(promptgauge::store::rows::outcome_name)
+                .unwrap_or(""),
             opt(r.score),
             r.tokens_in,
             r.tokens_out,

@@ -13,3 +13,4 @@ mod judge;
 mod runner;
 mod scale;
 mod sequential;
+mod store;

@@ -1,0 +1,651 @@
+//! The history store end to end: runs record themselves (SQLite beside the run folders, or
+//! PostgreSQL with --store), `history` marks the steps `compare` would call significant,
+//! `index` rebuilds a deleted store to the same history, runs recording at once lose
+//! nothing, and baselines resolve by name, also once their folder is gone.
+//!
+//! PostgreSQL: `.ci/run` starts a server and sets PROMPTGAUGE_TEST_POSTGRES (an admin URL;
+//! each test makes its own database). Without it the PostgreSQL tests say loudly that they
+//! did not run, and fail in CI.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use crate::common::*;
+use promptgauge::mock::MockConfig;
+use serde_json::Value;
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// `promptgauge ARGS` in `dir`, with extra environment.
+fn pg(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = promptgauge(dir);
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+fn ok(o: Output) -> Output {
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    o
+}
+
+/// A run of the arithmetic bench on the simulator as `model`.
+fn run(dir: &Path, url: &str, model: &str, extra: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut args = vec![
+        "run",
+        "bench.yaml",
+        "--quiet",
+        "--base-url",
+        url,
+        "--model",
+        model,
+    ];
+    args.extend_from_slice(extra);
+    pg(dir, &args, env)
+}
+
+fn json_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// SQL against a store, through the same driver promptgauge uses: rows as strings.
+fn sql(url: &str, query: &str) -> Vec<Vec<String>> {
+    use sqlx::{Column, Row, TypeInfo};
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        sqlx::any::install_default_drivers();
+        let pool = sqlx::AnyPool::connect(url).await.unwrap();
+        let rows = sqlx::query(sqlx::AssertSqlSafe(query.to_string()))
+            .fetch_all(&pool)
+            .await
+            .unwrap_or_else(|e| panic!("{query}: {e}"));
+        let out = rows
+            .iter()
+            .map(|r| {
+                r.columns()
+                    .iter()
+                    .map(|c| {
+                        let i = c.ordinal();
+                        let text = match c.type_info().name() {
+                            "TEXT" | "VARCHAR" => r.try_get::<Option<String>, _>(i).ok().flatten(),
+                            "DOUBLE" | "REAL" | "FLOAT8" | "NUMERIC" => r
+                                .try_get::<Option<f64>, _>(i)
+                                .ok()
+                                .flatten()
+                                .map(|x| x.to_string()),
+                            _ => r
+                                .try_get::<Option<i64>, _>(i)
+                                .ok()
+                                .flatten()
+                                .map(|x| x.to_string())
+                                .or_else(|| {
+                                    r.try_get::<Option<f64>, _>(i)
+                                        .ok()
+                                        .flatten()
+                                        .map(|x| x.to_string())
+                                })
+                                .or_else(|| r.try_get::<Option<String>, _>(i).ok().flatten()),
+                        };
+                        text.unwrap_or_else(|| "NULL".into())
+                    })
+                    .collect()
+            })
+            .collect();
+        pool.close().await;
+        out
+    })
+}
+
+fn sqlite_url(file: &Path) -> String {
+    format!("sqlite://{}", file.canonicalize().unwrap().display())
+}
+
+/// The PostgreSQL server the CI started, with a fresh database for this test.
+fn postgres(test: &str) -> Option<String> {
+    let Ok(admin) = std::env::var("PROMPTGAUGE_TEST_POSTGRES") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "PROMPTGAUGE_TEST_POSTGRES is not set: .ci/run starts PostgreSQL for this test"
+        );
+        eprintln!(
+            "\n*** SKIPPED {test}: PROMPTGAUGE_TEST_POSTGRES is not set, so the store was NOT tested on PostgreSQL.\n*** Start one with: eval \"$(.ci/postgres start /tmp/pg)\"\n"
+        );
+        return None;
+    };
+    let name = format!("pg_{}_{}", test, std::process::id());
+    sql(&admin, &format!("DROP DATABASE IF EXISTS {name}"));
+    sql(&admin, &format!("CREATE DATABASE {name}"));
+    let base = admin.rsplit_once('/').unwrap().0;
+    Some(format!("{base}/{name}"))
+}
+
+#[test]
+fn history_marks_the_step_compare_calls_significant() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let url = server.base_url();
+    let bench = arithmetic_bench(200, 2, "");
+    let d = bench.path();
+    for model in ["large-model", "large-model", "small-model"] {
+        ok(run(d, &url, model, &[], &[]));
+    }
+    let sent = server.provider.stats().requests;
+    assert_eq!(sent, 3 * 400);
+    assert!(d.join("reports/promptgauge.db").is_file());
+
+    let listed = json_lines(&stdout(&ok(pg(d, &["runs", "--json"], &[]))));
+    assert_eq!(listed.len(), 3);
+    for r in &listed {
+        assert_eq!(r["complete"], true);
+        assert_eq!(r["kind"], "run");
+        assert_eq!(r["jobs_finished"], 400);
+        assert_eq!(r["variants"].as_array().unwrap().len(), 2);
+    }
+    let ids: Vec<&str> = listed
+        .iter()
+        .map(|r| r["run_id"].as_str().unwrap())
+        .collect();
+
+    let o = ok(pg(d, &["history", "--json"], &[]));
+    let h: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(h["schema"], "promptgauge.history/1");
+    assert_eq!(h["bench"], "arithmetic");
+    let runs = h["runs"].as_array().unwrap();
+    assert_eq!(
+        runs.iter()
+            .map(|r| r["run_id"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ids,
+        "oldest first, as `runs` lists them"
+    );
+    assert!(runs[0]["previous"].is_null());
+    assert_eq!(runs[1]["previous"], ids[0]);
+    assert_eq!(runs[2]["previous"], ids[1]);
+    for v in runs[0]["variants"].as_array().unwrap() {
+        assert!(v["step"].is_null());
+    }
+    // The same model twice: the same answers, no step.
+    for v in runs[1]["variants"].as_array().unwrap() {
+        assert_eq!(v["step"]["verdict"], "not_distinguishable");
+        assert_eq!(v["step"]["difference"], 0.0);
+        assert_eq!(v["step"]["cases"], 200);
+    }
+    // The small model errs more: a drop, marked as `compare` would call it.
+    let compare = ok(pg(d, &["compare", ids[1], ids[2], "--out", "cmp"], &[]));
+    assert!(stderr(&compare).contains("comparison written"));
+    let c: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("cmp/compare.json")).unwrap())
+            .unwrap();
+    for (v, pair) in runs[2]["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(c["variants"].as_array().unwrap())
+    {
+        assert_eq!(v["variant"], pair["name"]);
+        let step = &v["step"];
+        let cmp = &pair["comparison"];
+        assert_eq!(step["verdict"], "worse", "{step}");
+        for key in [
+            "difference",
+            "ci_low",
+            "ci_high",
+            "p_value",
+            "p_holm",
+            "verdict",
+            "cases",
+        ] {
+            assert_eq!(step[key], cmp[key], "{key}: history and compare agree");
+        }
+        assert!(step["difference"].as_f64().unwrap() < -0.05);
+    }
+    // The table says it in words, and history.html is written beside the store.
+    let table = ok(pg(d, &["history"], &[]));
+    let text = stdout(&table);
+    assert!(text.contains("▼"), "{text}");
+    assert!(text.contains("significant steps:"), "{text}");
+    assert!(text.contains(&format!("from run {}", ids[1])), "{text}");
+    let page = std::fs::read_to_string(d.join("reports/history.html")).unwrap();
+    assert_eq!(
+        page.matches("<g class=\"point\"").count(),
+        3 * 2 * 3,
+        "a point per run and variant in the accuracy, cost and p90 charts"
+    );
+    assert!(page.contains("data-step=\"▼\""));
+    let folder = runs[2]["folder"].as_str().unwrap();
+    let name = Path::new(folder).file_name().unwrap().to_str().unwrap();
+    assert!(
+        page.contains(&format!("href=\"{name}/report.html\"")),
+        "links are relative to the page"
+    );
+    // Filters: the large model alone has no step at all.
+    let only = ok(pg(d, &["history", "--json", "--model", "large-model"], &[]));
+    let only: Value = serde_json::from_str(&stdout(&only)).unwrap();
+    assert_eq!(only["runs"].as_array().unwrap().len(), 2);
+    let future = ok(pg(d, &["history", "--since", "2099-01-01"], &[]));
+    assert!(stderr(&future).contains("no complete run of bench `arithmetic`"));
+    let recent = ok(pg(
+        d,
+        &["runs", "--json", "--since", "1h", "--limit", "2"],
+        &[],
+    ));
+    assert_eq!(json_lines(&stdout(&recent)).len(), 2, "the newest two");
+    // Reading the history sends nothing.
+    assert_eq!(server.provider.stats().requests, sent);
+}
+
+/// What `history --json` and `runs --json` say, the store's own path left out.
+fn views(d: &Path, store: &[&str]) -> (String, String) {
+    let mut h = vec!["history", "arithmetic", "--json", "--all"];
+    h.extend_from_slice(store);
+    let mut r = vec!["runs", "--json", "--limit", "1000"];
+    r.extend_from_slice(store);
+    (stdout(&ok(pg(d, &h, &[]))), stdout(&ok(pg(d, &r, &[]))))
+}
+
+#[test]
+fn a_deleted_store_rebuilt_with_index_gives_the_same_history() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let url = server.base_url();
+    let bench = arithmetic_bench(40, 2, "");
+    let d = bench.path();
+    let main = [
+        ("GITHUB_REF_NAME", "main"),
+        ("GITHUB_SHA", "0123456789abcdef"),
+    ];
+    ok(run(d, &url, "large-model", &[], &main));
+    ok(run(
+        d,
+        &url,
+        "small-model",
+        &["--repeats", "2"],
+        &[("GITHUB_HEAD_REF", "try-small")],
+    ));
+    // Shards, and their merge: each recorded, the merge as a run of its own.
+    for i in 1..=2 {
+        let shard = format!("{i}/2");
+        ok(run(d, &url, "large-model", &["--shard", &shard], &main));
+    }
+    let shards: Vec<String> = run_dirs(&d.join("reports"))
+        .iter()
+        .filter(|p| p.to_string_lossy().contains("shard"))
+        .map(|p| p.display().to_string())
+        .collect();
+    assert_eq!(shards.len(), 2);
+    let mut merge = vec!["merge"];
+    merge.extend(shards.iter().map(String::as_str));
+    ok(pg(d, &merge, &[]));
+    // A run of fewer cases.
+    ok(run(d, &url, "large-model", &["--limit", "5"], &[]));
+
+    let before = views(d, &[]);
+    let runs = json_lines(&before.1);
+    let kinds: Vec<&str> = runs.iter().map(|r| r["kind"].as_str().unwrap()).collect();
+    // A merge starts when its first shard did.
+    assert_eq!(kinds, ["run", "run", "merged", "shard", "shard", "run"]);
+    assert_eq!(runs[0]["git_branch"], "main");
+    assert_eq!(runs[0]["git_commit"], "0123456789abcdef");
+    assert_eq!(
+        runs[1]["git_branch"], "try-small",
+        "a pull request's own branch"
+    );
+    assert_eq!(runs[1]["repeats"], 2);
+    assert_eq!(runs[2]["jobs_finished"], 80);
+    let history: Value = serde_json::from_str(&before.0).unwrap();
+    assert_eq!(
+        history["runs"].as_array().unwrap().len(),
+        4,
+        "shards are parts of a run, not runs of the bench"
+    );
+
+    for f in ["promptgauge.db", "promptgauge.db-wal", "promptgauge.db-shm"] {
+        let _ = std::fs::remove_file(d.join("reports").join(f));
+    }
+    let o = ok(pg(d, &["index", "reports"], &[]));
+    assert!(
+        stderr(&o).contains("6 runs recorded in reports/promptgauge.db"),
+        "{}",
+        stderr(&o)
+    );
+    let after = views(d, &[]);
+    assert_eq!(before.0, after.0, "history --json");
+    assert_eq!(before.1, after.1, "runs --json");
+    // Indexing again replaces, never doubles.
+    ok(pg(d, &["index", "reports"], &[]));
+    assert_eq!(views(d, &[]), after);
+    let file = sqlite_url(&d.join("reports/promptgauge.db"));
+    // 80 + 160 (two repeats) + 2 × 40 (shards) + 80 (merged) + 10 (five cases).
+    assert_eq!(
+        sql(&file, "SELECT COUNT(*) FROM run_jobs"),
+        [vec!["410".to_string()]]
+    );
+}
+
+/// Starts `n` runs at once into one store, and waits for them.
+fn at_once(d: &Path, url: &str, n: usize, store: Option<&str>) {
+    let children: Vec<_> = (0..n)
+        .map(|i| {
+            let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_promptgauge"));
+            cmd.current_dir(d)
+                .args(["run", "bench.yaml", "--quiet", "--base-url", url])
+                .args([
+                    "--model",
+                    if i % 2 == 0 {
+                        "large-model"
+                    } else {
+                        "small-model"
+                    },
+                ])
+                .env("CI", "true")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped());
+            for var in STORE_VARIABLES {
+                cmd.env_remove(var);
+            }
+            if let Some(s) = store {
+                cmd.args(["--store", s]);
+            }
+            cmd.spawn().unwrap()
+        })
+        .collect();
+    for child in children {
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    }
+}
+
+#[test]
+fn runs_recording_at_once_lose_nothing() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let url = server.base_url();
+    let bench = arithmetic_bench(60, 2, "");
+    let d = bench.path();
+    at_once(d, &url, 8, None);
+    let file = sqlite_url(&d.join("reports/promptgauge.db"));
+    let counts = sql(
+        &file,
+        "SELECT run_id, COUNT(*) FROM run_jobs GROUP BY run_id",
+    );
+    assert_eq!(counts.len(), 8, "{counts:?}");
+    for c in &counts {
+        assert_eq!(c[1], "120", "{c:?}");
+    }
+    assert_eq!(
+        sql(&file, "SELECT COUNT(*) FROM run_variants"),
+        [vec!["16".to_string()]]
+    );
+    assert_eq!(sql(&file, "PRAGMA journal_mode"), [vec!["wal".to_string()]]);
+    let folders: Vec<PathBuf> = run_dirs(&d.join("reports"));
+    assert_eq!(folders.len(), 8);
+}
+
+#[test]
+fn baselines_resolve_by_name_even_once_their_folder_is_gone() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let url = server.base_url();
+    let bench = arithmetic_bench(200, 2, "");
+    let d = bench.path();
+    let main = [("GITHUB_REF_NAME", "main")];
+    let feature = [
+        ("GITHUB_REF_NAME", "42/merge"),
+        ("GITHUB_HEAD_REF", "feature"),
+    ];
+    ok(run(d, &url, "large-model", &[], &main));
+    ok(run(d, &url, "small-model", &[], &feature));
+    let main_dir = run_dirs(&d.join("reports"))[0].clone();
+    let main_id: String =
+        serde_json::from_str::<Value>(&std::fs::read_to_string(main_dir.join("run.json")).unwrap())
+            .unwrap()["run_id"]
+            .as_str()
+            .unwrap()
+            .into();
+
+    // latest:main is main's newest run, though the feature branch ran since.
+    let o = run(
+        d,
+        &url,
+        "small-model",
+        &["--baseline", "latest:main", "--fail-if-worse"],
+        &feature,
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("--baseline latest:main: run {main_id}")),
+        "{}",
+        stderr(&o)
+    );
+    let newest = run_dirs(&d.join("reports")).pop().unwrap();
+    let with_folder: Value =
+        serde_json::from_str(&std::fs::read_to_string(newest.join("baseline.json")).unwrap())
+            .unwrap();
+    assert_eq!(with_folder["run_a"]["dir"], main_dir.display().to_string());
+    // `latest` is the newest complete run of the bench, on any branch: the feature run.
+    let o = run(
+        d,
+        &url,
+        "small-model",
+        &["--baseline", "latest", "--fail-if-worse"],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+
+    // The folder is gone: the store's rows stand in, with the same verdicts.
+    std::fs::remove_dir_all(&main_dir).unwrap();
+    let o = run(
+        d,
+        &url,
+        "small-model",
+        &["--baseline", &main_id, "--fail-if-worse"],
+        &feature,
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let newest = run_dirs(&d.join("reports")).pop().unwrap();
+    let from_store: Value =
+        serde_json::from_str(&std::fs::read_to_string(newest.join("baseline.json")).unwrap())
+            .unwrap();
+    assert_eq!(from_store["run_a"]["dir"], format!("store:{main_id}"));
+    for (a, b) in with_folder["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(from_store["variants"].as_array().unwrap())
+    {
+        for key in [
+            "cases",
+            "difference",
+            "ci_low",
+            "ci_high",
+            "p_value",
+            "p_holm",
+            "verdict",
+        ] {
+            assert_eq!(a["comparison"][key], b["comparison"][key], "{key}");
+        }
+    }
+    // compare takes the same names.
+    ok(pg(
+        d,
+        &["compare", "latest:main", "latest", "--out", "cmp"],
+        &[],
+    ));
+    let c: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("cmp/compare.json")).unwrap())
+            .unwrap();
+    assert_eq!(c["run_a"]["dir"], format!("store:{main_id}"));
+
+    // Names that resolve to nothing are refused before anything is sent.
+    let sent = server.provider.stats().requests;
+    let o = run(d, &url, "small-model", &["--baseline", "latest:nope"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no complete run of bench `arithmetic` on branch nope"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(d, &url, "small-model", &["--baseline", "no-such-run"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("promptgauge runs"), "{}", stderr(&o));
+    let o = run(
+        d,
+        &url,
+        "small-model",
+        &["--baseline", "latest", "--store", "elsewhere.db"],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("there is none at elsewhere.db"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(server.provider.stats().requests, sent);
+    // --no-store records nothing.
+    let before = sql(
+        &sqlite_url(&d.join("reports/promptgauge.db")),
+        "SELECT COUNT(*) FROM runs",
+    );
+    ok(run(d, &url, "large-model", &["--no-store"], &[]));
+    let after = sql(
+        &sqlite_url(&d.join("reports/promptgauge.db")),
+        "SELECT COUNT(*) FROM runs",
+    );
+    assert_eq!(before, after);
+}
+
+#[test]
+fn store_commands_say_what_is_wrong_and_how_to_fix_it() {
+    let empty = tempfile::tempdir().unwrap();
+    let d = empty.path();
+    let o = pg(d, &["history"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("no history store at reports/promptgauge.db yet"),
+        "{e}"
+    );
+    assert!(e.contains("promptgauge index reports"), "{e}");
+    assert!(!d.join("reports").exists(), "reading creates nothing");
+    let o = pg(d, &["runs", "--store", "mysql://x/y"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("not supported"), "{}", stderr(&o));
+    let o = pg(d, &["index", "."], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no run folder"), "{}", stderr(&o));
+
+    let (_rt, server) = start_mock(MockConfig::default());
+    let bench = arithmetic_bench(10, 2, "");
+    let b = bench.path();
+    ok(run(b, &server.base_url(), "m", &[], &[]));
+    let o = pg(b, &["history", "--since", "last tuesday"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("30d"), "{}", stderr(&o));
+    // A store from a newer promptgauge is refused, not written.
+    let file = sqlite_url(&b.join("reports/promptgauge.db"));
+    sql(
+        &file,
+        "INSERT INTO promptgauge_migrations (version, applied_at) VALUES (99, 'later')",
+    );
+    let o = pg(b, &["runs"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("schema version 99"), "{}", stderr(&o));
+    // A run whose store cannot be written still succeeds, and says how to add it later.
+    let o = run(b, &server.base_url(), "m", &[], &[]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(stderr(&o).contains("promptgauge index"), "{}", stderr(&o));
+}
+
+#[test]
+fn the_store_works_on_postgresql() {
+    let Some(db) = postgres("store") else { return };
+    let (_rt, server) = start_mock(MockConfig::default());
+    let url = server.base_url();
+    let bench = arithmetic_bench(60, 2, "");
+    let d = bench.path();
+    let store = ["--store", db.as_str()];
+    ok(run(
+        d,
+        &url,
+        "large-model",
+        &store,
+        &[("GITHUB_REF_NAME", "main")],
+    ));
+    at_once(d, &url, 6, Some(&db));
+    let counts = sql(&db, "SELECT run_id, COUNT(*) FROM run_jobs GROUP BY run_id");
+    assert_eq!(counts.len(), 7, "{counts:?}");
+    assert!(counts.iter().all(|c| c[1] == "120"), "{counts:?}");
+    assert!(
+        !d.join("reports/promptgauge.db").exists(),
+        "--store replaces the default"
+    );
+    // A baseline by name, resolved in PostgreSQL.
+    let o = run(
+        d,
+        &url,
+        "small-model",
+        &[
+            "--store",
+            &db,
+            "--baseline",
+            "latest:main",
+            "--fail-if-worse",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    // The same folders indexed into SQLite give the same history and run list.
+    let pg_views = views(d, &store);
+    ok(pg(d, &["index", "reports", "--store", "copy.db"], &[]));
+    let sqlite_views = views(d, &["--store", "copy.db"]);
+    assert_eq!(pg_views.0, sqlite_views.0, "history --json on both");
+    assert_eq!(pg_views.1, sqlite_views.1, "runs --json on both");
+    // $PROMPTGAUGE_STORE names it too.
+    let o = ok(pg(
+        d,
+        &["runs", "--json"],
+        &[("PROMPTGAUGE_STORE", db.as_str())],
+    ));
+    assert_eq!(json_lines(&stdout(&o)).len(), 8);
+    // docs/store.md's queries run as written.
+    for q in documented_queries() {
+        sql(&db, &q);
+        sql(&sqlite_url(&d.join("copy.db")), &q);
+    }
+}
+
+/// The ```sql blocks of docs/store.md.
+fn documented_queries() -> Vec<String> {
+    let doc = std::fs::read_to_string(repo().join("docs/store.md")).unwrap();
+    let mut out = Vec::new();
+    let mut rest = doc.as_str();
+    while let Some(start) = rest.find("```sql\n") {
+        let body = &rest[start + 7..];
+        let end = body.find("```").unwrap();
+        out.push(body[..end].trim().trim_end_matches(';').to_string());
+        rest = &body[end + 3..];
+    }
+    assert!(out.len() >= 3, "docs/store.md shows its queries");
+    out
+}
+
+#[test]
+fn documented_queries_run_on_sqlite() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let bench = arithmetic_bench(10, 2, "");
+    let d = bench.path();
+    ok(run(d, &server.base_url(), "m", &[], &[]));
+    ok(run(d, &server.base_url(), "m", &[], &[]));
+    let file = sqlite_url(&d.join("reports/promptgauge.db"));
+    for q in documented_queries() {
+        assert!(!sql(&file, &q).is_empty(), "{q} returns rows");
+    }
+}
