@@ -128,8 +128,8 @@ pub struct RunsArgs {
     #[command(flatten)]
     pub filter: RunFilterArgs,
     /// The newest N.
-    #[arg(long, default_value_t = 30, value_name = "N")]
-    pub limit: usize,
+    #[arg(long, default_value_t = 30, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: u64,
     /// Print JSON lines, one run each, instead of the table.
     #[arg(long)]
     pub json: bool,

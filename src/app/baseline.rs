@@ -47,13 +47,22 @@ fn by_name(name: &str) -> bool {
 pub(super) async fn resolve(
     name: &str,
     bench: Option<&str>,
-    location: &Location,
+    location: &Result<Location, UsageError>,
     what: &str,
 ) -> Result<Reference, Failure> {
     let path = Path::new(name);
     if !by_name(name) && (path.join("run.json").is_file() || path.is_dir()) {
         return Ok(Reference::Folder(path.to_path_buf()));
     }
+    if name == "latest:" {
+        return Err(UsageError::with_fix(
+            format!("{what} {name} names no branch"),
+            "write latest:BRANCH (e.g. latest:main), or latest for any branch",
+        )
+        .into());
+    }
+    // Only a name the store resolves needs the store's address to be right.
+    let location = location.as_ref().map_err(|e| UsageError(e.0.clone()))?;
     if let Some(file) = location.file()
         && !file.is_file()
     {
@@ -74,10 +83,20 @@ pub(super) async fn resolve(
         )
         .into());
     }
-    let store = Store::open(location).await.before_send()?;
+    let store = Store::open_existing(location).await.before_send()?;
     let found = find(&store, name, bench, what).await;
+    // A stored run must be readable now: nothing is sent for a baseline that is not.
+    let readable: Result<(), Failure> = match &found {
+        Ok(run) => store
+            .documents(&run.run_id)
+            .await
+            .map(|_| ())
+            .map_err(|e| UsageError(format!("{what} {name}: {e:#}")).into()),
+        Err(_) => Ok(()),
+    };
     store.close().await;
     let run = found?;
+    readable?;
     let folder = PathBuf::from(&run.folder);
     let same = crate::runner::RunDir::at(&folder)
         .read_record()
@@ -117,20 +136,27 @@ async fn find(
             })
             .await
             .before_send()?;
-        return runs.into_iter().next().ok_or_else(|| {
-            UsageError::with_fix(
-                format!(
-                    "{what} {name}: there is no run folder {name}, and the history store {} has no run with that id",
-                    store.shown()
-                ),
-                "name a run folder, `latest`, or a run id from `promptgauge runs`",
+        if let Some(run) = runs.into_iter().next() {
+            return Ok(run);
+        }
+        // A run folder's name, as `ls reports` shows it, names its run too.
+        let all = store.runs(&Filter::default()).await.before_send()?;
+        let mut named = all
+            .into_iter()
+            .filter(|r| Path::new(&r.folder).file_name().and_then(|f| f.to_str()) == Some(name));
+        return match (named.next(), named.next()) {
+            (Some(run), None) => Ok(run),
+            (Some(_), Some(_)) => Err(UsageError::with_fix(
+                format!("{what} {name}: several stored runs had a folder of that name"),
+                "name the run by its id (promptgauge runs lists them)",
             )
-            .into()
-        });
+            .into()),
+            (None, _) => Err(not_found(store, name, what)),
+        };
     }
     let bench = match bench {
         Some(b) => b.to_string(),
-        None => only_bench(store, what).await?,
+        None => only_bench(store, what, "--bench NAME").await?,
     };
     let branch = name.strip_prefix("latest:").map(String::from);
     let runs = store
@@ -159,8 +185,59 @@ async fn find(
         })
 }
 
+/// The bench a command names, checked against the store; with none named, the store's
+/// only bench. A bench the store lacks, or several to choose from, is an error that
+/// lists them; `how` says how the command takes a bench name.
+pub(super) async fn bench_in(
+    store: &Store,
+    named: Option<&str>,
+    what: &str,
+    how: &str,
+) -> Result<String, Failure> {
+    let Some(name) = named else {
+        return only_bench(store, what, how).await;
+    };
+    let benches = store.benches().await.before_send()?;
+    if benches.iter().any(|(b, _)| b == name) {
+        return Ok(name.to_string());
+    }
+    Err(UsageError::with_fix(
+        format!(
+            "{what}: the history store {} has no run of bench `{name}`{}",
+            store.shown(),
+            listing(&benches)
+        ),
+        format!("name one of them ({how})"),
+    )
+    .into())
+}
+
+/// `; it holds: a (3 runs), b (1 run)`.
+fn listing(benches: &[(String, i64)]) -> String {
+    if benches.is_empty() {
+        return "; it holds no runs".into();
+    }
+    let list: Vec<String> = benches
+        .iter()
+        .map(|(b, n)| format!("{b} ({n} run{})", if *n == 1 { "" } else { "s" }))
+        .collect();
+    format!("; it holds: {}", list.join(", "))
+}
+
+/// A run id (or folder name) the store does not know.
+fn not_found(store: &Store, name: &str, what: &str) -> Failure {
+    UsageError::with_fix(
+        format!(
+            "{what} {name}: there is no run folder {name}, and the history store {} has no run with that id",
+            store.shown()
+        ),
+        "name a run folder, `latest`, or a run id from `promptgauge runs`",
+    )
+    .into()
+}
+
 /// The store's one bench; several are an error that names them.
-pub(super) async fn only_bench(store: &Store, what: &str) -> Result<String, Failure> {
+async fn only_bench(store: &Store, what: &str, how: &str) -> Result<String, Failure> {
     let benches = store.benches().await.before_send()?;
     match benches.as_slice() {
         [(one, _)] => Ok(one.clone()),
@@ -171,14 +248,11 @@ pub(super) async fn only_bench(store: &Store, what: &str) -> Result<String, Fail
         .into()),
         many => Err(UsageError::with_fix(
             format!(
-                "{what}: the history store {} holds several benches: {}",
+                "{what}: the history store {} holds several benches{}",
                 store.shown(),
-                many.iter()
-                    .map(|(b, n)| format!("{b} ({n} runs)"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                listing(many)
             ),
-            "name one: --bench NAME (or `history NAME`)",
+            format!("name one ({how})"),
         )
         .into()),
     }
@@ -194,7 +268,7 @@ pub(super) async fn load_reference(
             Ok((path.clone(), record, result))
         }
         Reference::Stored { location, run } => {
-            let store = Store::open(location).await?;
+            let store = Store::open_existing(location).await?;
             let loaded = async {
                 let (record, summary) = store.documents(&run.run_id).await?;
                 let jobs = store.jobs(&run.run_id).await?;

@@ -163,11 +163,12 @@ pub(super) fn compare_results(
 /// `compare`: two runs over the same cases, variant by variant, paired by case. Each run
 /// is a folder, a run id or `latest[:BRANCH]` from the history store.
 pub async fn compare(args: &CompareArgs, env: &crate::cli::Env) -> Result<Exit, Failure> {
-    let (store, _) = crate::cli::store_location(
+    let store = crate::cli::store_location(
         args.store.as_deref(),
         env,
         Path::new(super::history::REPORTS),
-    )?;
+    )
+    .map(|s| s.0);
     let mut sides = Vec::new();
     for name in [&args.run_a, &args.run_b] {
         let reference =
@@ -180,6 +181,14 @@ pub async fn compare(args: &CompareArgs, env: &crate::cli::Env) -> Result<Exit, 
     }
     let (pa, ra, sa) = &sides[0];
     let (pb, rb, sb) = &sides[1];
+    if ra.run_id == rb.run_id {
+        note!(
+            "warning: {} and {} are the same run ({}): every difference is zero",
+            args.run_a,
+            args.run_b,
+            ra.run_id
+        );
+    }
     let (side_a, side_b) = ((pa.as_path(), ra, sa), (pb.as_path(), rb, sb));
     let level = confidence(side_a, side_b, args.confidence)?;
     let comparison = compare_results(side_a, side_b, level).before_send()?;
@@ -191,7 +200,9 @@ pub async fn compare(args: &CompareArgs, env: &crate::cli::Env) -> Result<Exit, 
             let root = match pa.parent() {
                 Some(p) if pa.is_dir() => p.to_path_buf(),
                 _ => store
-                    .file()
+                    .as_ref()
+                    .ok()
+                    .and_then(|s| s.file())
                     .and_then(Path::parent)
                     .unwrap_or(Path::new("."))
                     .to_path_buf(),

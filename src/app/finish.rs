@@ -162,26 +162,34 @@ pub(super) async fn conclude(
     };
     let gates = outputs.gates.gates();
     result.summary.gates = report::gates::evaluate(&gates, &result.summary, baseline.as_ref());
+    // Recorded before the reports are rendered, and its rows let go: a large run's rows and
+    // report.html are never in memory together.
+    if let (Some(location), Some(jobs)) = (&outputs.store, result.jobs.take()) {
+        record_in_store(
+            location,
+            record,
+            &result.summary,
+            &jobs,
+            dir.path(),
+            outputs.quiet,
+        )
+        .await;
+    }
     // A run renders the prompts from the bench it ran (never read twice: a large bench is
     // the run's largest allocation); a merge has no bench in memory and shows none.
     if let Some(bench) = bench {
         attach_prompts_from(&mut result, record, bench, false);
     }
     problems.extend(write_reports(dir, &result, &record.bench.text));
-    if let (Some(location), Some(jobs)) = (&outputs.store, &result.jobs) {
-        record_in_store(
-            location,
-            record,
-            &result.summary,
-            jobs,
-            dir.path(),
-            outputs.quiet,
-        )
-        .await;
-    }
     let summary = &result.summary;
     out!("{}", report::terminal::render(summary));
     if let Some(b) = &baseline {
+        if b.variants.iter().all(|v| v.comparison.cases == 0) {
+            note!(
+                "warning: the baseline run {} shares no graded case with this run: nothing was compared",
+                b.run_a.dir
+            );
+        }
         out!("against the baseline run {}:", b.run_a.dir);
         out!("{}", report::terminal::render_comparison(b));
         let path = dir.baseline_json();
@@ -290,7 +298,9 @@ pub(super) async fn record_in_store(
     folder: &Path,
     quiet: bool,
 ) {
-    let folder = std::path::absolute(folder).unwrap_or_else(|_| folder.to_path_buf());
+    let folder = std::fs::canonicalize(folder)
+        .or_else(|_| std::path::absolute(folder))
+        .unwrap_or_else(|_| folder.to_path_buf());
     let recorded = async {
         let store = Store::open(location).await?;
         let done = store
@@ -305,15 +315,24 @@ pub(super) async fn record_in_store(
         done
     }
     .await;
+    // Commands that read the store find it without --store only where runs record.
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let flag_unless = |default: Option<std::path::PathBuf>| match (location.file(), default) {
+        (Some(file), Some(d)) if canonical(file) == canonical(&d) => String::new(),
+        _ => format!(" --store {}", location.shown()),
+    };
+    let file = crate::store::DEFAULT_FILE;
     match recorded {
         Ok(()) if !quiet => note!(
-            "history: recorded in {} (promptgauge history)",
-            location.shown()
+            "history: recorded in {} (promptgauge history{})",
+            location.shown(),
+            flag_unless(Some(Path::new(super::history::REPORTS).join(file)))
         ),
         Ok(()) => {}
         Err(e) => note!(
-            "warning: {e:#}\n  the run folder holds everything: add it later with: promptgauge index {}",
-            folder.display()
+            "warning: {e:#}\n  the run folder holds everything: add it later with: promptgauge index {}{}",
+            folder.display(),
+            flag_unless(folder.parent().map(|root| root.join(file)))
         ),
     }
 }

@@ -33,7 +33,7 @@ async fn open_existing(location: &Location, named: bool) -> Result<Store, Failur
         };
         return Err(UsageError::with_fix(what, fix).into());
     }
-    Store::open(location).await.before_send()
+    Store::open_existing(location).await.before_send()
 }
 
 /// Unix milliseconds from `--since`: a date, a time, or a duration back from now.
@@ -75,10 +75,13 @@ pub async fn history(args: &HistoryArgs, env: &Env) -> Result<Exit, Failure> {
         crate::cli::store_location(args.filter.store.as_deref(), env, Path::new(REPORTS))?;
     let store = open_existing(&location, named).await?;
     let built = async {
-        let bench = match &args.bench {
-            Some(b) => b.clone(),
-            None => super::baseline::only_bench(&store, "history").await?,
-        };
+        let bench = super::baseline::bench_in(
+            &store,
+            args.bench.as_deref(),
+            "history",
+            "promptgauge history NAME",
+        )
+        .await?;
         let mut f = filter(&args.filter, Some(bench.clone()))?;
         f.complete = !args.all;
         let runs: Vec<_> = store
@@ -90,12 +93,16 @@ pub async fn history(args: &HistoryArgs, env: &Env) -> Result<Exit, Failure> {
             .collect();
         let variants = store.variants(&f).await.before_send()?;
         let scores = store.scores(&f).await.before_send()?;
-        Ok::<_, Failure>(history::build(&bench, runs, variants, &scores))
+        let several = store.benches().await.before_send()?.len() > 1;
+        Ok::<_, Failure>((history::build(&bench, runs, variants, &scores), several))
     }
     .await;
     store.close().await;
-    let h = built?;
+    let (h, several) = built?;
     if h.runs.is_empty() {
+        if args.json {
+            out!("{}", serde_json::to_string_pretty(&h).before_send()?);
+        }
         let benches = format!("bench `{}`", h.bench);
         note!(
             "no {}run of {benches} in {} matches{}",
@@ -117,10 +124,18 @@ pub async fn history(args: &HistoryArgs, env: &Env) -> Result<Exit, Failure> {
     }
     let html = match &args.html {
         Some(p) => p.clone(),
-        None => match location.file() {
-            Some(file) => file.with_file_name("history.html"),
-            None => Path::new(REPORTS).join("history.html"),
-        },
+        None => {
+            // One page per bench when the store holds several.
+            let name = if several {
+                format!("history-{}.html", file_safe(&h.bench))
+            } else {
+                "history.html".to_string()
+            };
+            match location.file() {
+                Some(file) => file.with_file_name(name),
+                None => Path::new(REPORTS).join(name),
+            }
+        }
     };
     let folder = html
         .parent()
@@ -129,9 +144,7 @@ pub async fn history(args: &HistoryArgs, env: &Env) -> Result<Exit, Failure> {
     let base = std::path::absolute(folder).before_send()?;
     let link = |r: &crate::store::RunRow| {
         let report = Path::new(&r.folder).join("report.html");
-        report
-            .is_file()
-            .then(|| relative(&base, &report).display().to_string())
+        report.is_file().then(|| href(&relative(&base, &report)))
     };
     if let Some(dir) = html.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
@@ -143,6 +156,33 @@ pub async fn history(args: &HistoryArgs, env: &Env) -> Result<Exit, Failure> {
         .before_send()?;
     note!("history.html: {}", html.display());
     Ok(Exit::Success)
+}
+
+/// A bench name as part of a file name.
+fn file_safe(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// A relative path as a link: each byte a URL would misread, percent-encoded.
+fn href(path: &Path) -> String {
+    let text = path.to_string_lossy().replace('\\', "/");
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// `to` as a path relative to the folder `from` (both absolute), for a link.
@@ -167,8 +207,11 @@ pub async fn runs(args: &RunsArgs, env: &Env) -> Result<Exit, Failure> {
         crate::cli::store_location(args.filter.store.as_deref(), env, Path::new(REPORTS))?;
     let store = open_existing(&location, named).await?;
     let listed = async {
+        if let Some(b) = &args.bench {
+            super::baseline::bench_in(&store, Some(b), "runs", "promptgauge runs NAME").await?;
+        }
         let mut f = filter(&args.filter, args.bench.clone())?;
-        f.limit = Some(args.limit);
+        f.limit = Some(args.limit as usize);
         let runs = store.runs(&f).await.before_send()?;
         let variants = if args.json {
             store.variants(&f).await.before_send()?
@@ -271,9 +314,18 @@ pub async fn index(args: &IndexArgs, env: &Env) -> Result<Exit, Failure> {
 
 /// Replays one run folder's journal and records it: the same rows the run recorded.
 async fn index_one(store: &Store, folder: &Path) -> anyhow::Result<usize> {
-    let (dir, record, result) = super::load_with(folder, true)?;
-    let jobs = result.jobs.unwrap_or_default();
-    let absolute = std::path::absolute(dir.path()).unwrap_or_else(|_| folder.to_path_buf());
+    let (dir, record, mut result) = super::load_with(folder, true)?;
+    let jobs = result.jobs.take().unwrap_or_default();
+    // The gates the run was checked against are in its summary, not its journal.
+    if let Some(written) = std::fs::read_to_string(dir.path().join("summary.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<crate::report::Summary>(&t).ok())
+    {
+        result.summary.gates = written.gates;
+    }
+    let absolute = std::fs::canonicalize(dir.path())
+        .or_else(|_| std::path::absolute(dir.path()))
+        .unwrap_or_else(|_| folder.to_path_buf());
     store
         .record(&crate::store::Recording {
             record: &record,

@@ -124,7 +124,11 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
         ))
     };
 
-    let (store, _) = crate::cli::store_location(args.store.store.as_deref(), env, &root)?;
+    let store = crate::cli::store_location(args.store.store.as_deref(), env, &root).map(|s| s.0);
+    // A store that cannot be named right is said before anything is done.
+    if let (false, Err(e)) = (args.store.no_store, &store) {
+        return Err(UsageError(e.0.clone()).into());
+    }
     let baseline = match &args.gates.baseline {
         Some(name) => Some(
             super::run::baseline_of(
@@ -156,7 +160,7 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
     );
     let mut agg = aggregator(&dir, &record, args.junit.is_some())?;
     if !args.store.no_store {
-        agg.keep_rows();
+        agg.keep_rows(&record.bench.case_ids);
     }
     let mut keys = std::collections::HashSet::new();
     for (shard, shard_record) in shards.iter().zip(&records) {
@@ -204,7 +208,11 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
     let outputs = Outputs {
         gates: &args.gates,
         baseline: baseline.as_ref(),
-        store: (!args.store.no_store).then_some(store),
+        store: if args.store.no_store {
+            None
+        } else {
+            Some(store?)
+        },
         junit: args.junit.as_deref(),
         markdown: args.markdown.as_deref(),
         quiet: false,

@@ -66,7 +66,17 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         Some(path) => path.parent().unwrap_or(Path::new(".")).to_path_buf(),
         None => args.out.clone(),
     };
-    let (store, _) = crate::cli::store_location(args.store.store.as_deref(), env, &root)?;
+    let store = crate::cli::store_location(args.store.store.as_deref(), env, &root).map(
+        |(location, named)| match (&resumed, named) {
+            // A resumed run goes where it was first recorded, unless told otherwise.
+            (Some((_, record, _)), false) => recorded_store(record).unwrap_or(location),
+            _ => location,
+        },
+    );
+    // A store that cannot be named right is said before anything is done.
+    if let (false, Err(e)) = (args.store.no_store, &store) {
+        return Err(UsageError(e.0.clone()).into());
+    }
     let baseline = match &args.gates.baseline {
         Some(name) => Some(
             baseline_of(
@@ -122,6 +132,10 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
             record.judge = judge_info.clone();
             let bench_dir = record.bench_path.parent().unwrap_or(Path::new("."));
             record.source = super::source::capture(bench_dir, env);
+            record.store = match (&store, args.store.no_store) {
+                (Ok(location), false) => Some(stored_as(location)),
+                _ => None,
+            };
             (dir, record, lock)
         }
     };
@@ -152,7 +166,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     };
     let mut agg = super::aggregator_with(&dir, &record, args.junit.is_some(), live)?;
     if !args.store.no_store {
-        agg.keep_rows();
+        agg.keep_rows(&record.bench.case_ids);
     }
     let (audit, mut journal) = dir
         .resume(&keys, |r| agg.add(&r))
@@ -347,7 +361,11 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     let outputs = Outputs {
         gates: &args.gates,
         baseline: baseline.as_ref(),
-        store: (!args.store.no_store).then_some(store),
+        store: if args.store.no_store {
+            None
+        } else {
+            Some(store?)
+        },
         junit: args.junit.as_deref(),
         markdown: args.markdown.as_deref(),
         quiet,
@@ -370,13 +388,40 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     .await)
 }
 
+/// The store as run.json remembers it: a SQLite file by its absolute path, a PostgreSQL
+/// URL without its password.
+fn stored_as(location: &crate::store::Location) -> String {
+    match location {
+        crate::store::Location::Sqlite(p) => std::path::absolute(p)
+            .unwrap_or_else(|_| p.clone())
+            .display()
+            .to_string(),
+        crate::store::Location::Postgres(_) => location.shown(),
+    }
+}
+
+/// The store a run was first recorded in, when a resume can record there again: a SQLite
+/// file. A PostgreSQL store's password was not kept: the resume says how to name it.
+fn recorded_store(record: &RunRecord) -> Option<crate::store::Location> {
+    let text = record.store.as_deref()?;
+    match crate::store::Location::parse(text) {
+        Ok(crate::store::Location::Sqlite(p)) => Some(crate::store::Location::Sqlite(p)),
+        _ => {
+            note!(
+                "note: this run was recorded in {text}; pass --store URL (or set $PROMPTGAUGE_STORE) to record the resumed run there too"
+            );
+            None
+        }
+    }
+}
+
 /// The run `--baseline NAME` means, found and checked before anything is sent: it must be
 /// readable and measured at this run's confidence level.
 pub(super) async fn baseline_of(
     name: &str,
     bench: &str,
     confidence: f64,
-    store: &crate::store::Location,
+    store: &Result<crate::store::Location, UsageError>,
     what: &str,
 ) -> Result<super::baseline::Reference, Failure> {
     use super::baseline::Reference;
@@ -638,6 +683,7 @@ fn new_record(
         judge: None,
         bench: BenchRecord::of(bench, &p.variants),
         source: None,
+        store: None,
         merged_from: Vec::new(),
     }
 }

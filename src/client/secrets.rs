@@ -49,6 +49,10 @@ impl Secrets {
                 };
                 s.add(&base64(basic.as_bytes()), REDACTED);
             }
+            for value in query_secrets(url) {
+                s.add(value, REDACTED);
+                s.add(&percent_decode(value), REDACTED);
+            }
         }
         s
     }
@@ -162,9 +166,73 @@ pub(crate) fn redact_urls_in(text: &str) -> String {
             }
             None => out.push_str(authority),
         }
-        rest = &tail[end..];
+        // The path and query, to the end of the URL: secrets in the query go too.
+        let after = &tail[end..];
+        let url_end = after
+            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`'))
+            .unwrap_or(after.len());
+        out.push_str(&redact_query(&after[..url_end]));
+        rest = &after[url_end..];
     }
     out.push_str(rest);
+    out
+}
+
+/// Names of query parameters that carry secrets, in part: `password`, `api_key`, `token`…
+const SECRET_PARAMETERS: [&str; 8] = [
+    "pass",
+    "key",
+    "token",
+    "secret",
+    "sig",
+    "auth",
+    "credential",
+    "session",
+];
+
+fn is_secret_parameter(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    SECRET_PARAMETERS.iter().any(|s| name.contains(s))
+}
+
+/// The values of a URL's secret query parameters.
+fn query_secrets(url: &str) -> Vec<&str> {
+    let Some((_, query)) = url.split_once('?') else {
+        return Vec::new();
+    };
+    let query = query.split('#').next().unwrap_or_default();
+    query
+        .split('&')
+        .filter_map(|p| p.split_once('='))
+        .filter(|(name, value)| is_secret_parameter(name) && !value.is_empty())
+        .map(|(_, value)| value)
+        .collect()
+}
+
+/// Query parameters whose names say they carry a secret (`password`, `api_key`, `token`,
+/// `sig`…), their values replaced by `[redacted]`; the rest as it was.
+fn redact_query(path_and_query: &str) -> String {
+    let Some((path, query)) = path_and_query.split_once('?') else {
+        return path_and_query.to_string();
+    };
+    let (query, fragment) = match query.split_once('#') {
+        Some((q, f)) => (q, Some(f)),
+        None => (query, None),
+    };
+    let params: Vec<String> = query
+        .split('&')
+        .map(|param| match param.split_once('=') {
+            Some((name, _)) if is_secret_parameter(name) => {
+                format!("{name}={REDACTED}")
+            }
+            _ => param.to_string(),
+        })
+        .collect();
+    let mut out = format!("{path}?{}", params.join("&"));
+    if let Some(f) = fragment {
+        out.push('#');
+        out.push_str(f);
+    }
     out
 }
 
@@ -175,16 +243,18 @@ fn userinfo(url: &str) -> Option<&str> {
     authority.rfind('@').map(|at| &authority[..at])
 }
 
-/// A URL fit to show and store: userinfo replaced by `[redacted]`.
+/// A URL fit to show and store: userinfo, and the values of query parameters that carry
+/// secrets (`?password=`, `?api_key=`), replaced by `[redacted]`.
 pub(crate) fn redact_url(url: &str) -> String {
-    match userinfo(url) {
+    let shown = match userinfo(url) {
         Some(info) => {
             let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
             let host_and_path = &rest[info.len() + 1..];
             format!("{scheme}://{REDACTED}@{host_and_path}")
         }
         None => url.to_string(),
-    }
+    };
+    redact_query(&shown)
 }
 
 /// Checks an API key read from `env`: surrounding whitespace (a trailing newline from
@@ -284,6 +354,19 @@ mod tests {
         assert_eq!(
             redact_url("http://host/v1?email=a@b"),
             "http://host/v1?email=a@b"
+        );
+        // Secrets in the query go too; other parameters stay.
+        assert_eq!(
+            redact_url("postgres://h:5432/db?user=pg&password=topsecret&sslmode=require"),
+            "postgres://h:5432/db?user=pg&password=[redacted]&sslmode=require"
+        );
+        assert_eq!(
+            redact_url("http://u:pw@h/v1?api_key=sekrit123#x"),
+            "http://[redacted]@h/v1?api_key=[redacted]#x"
+        );
+        assert_eq!(
+            redact_urls_in("url: http://h/v1?Access_Token=abc other: https://x/?q=1"),
+            "url: http://h/v1?Access_Token=[redacted] other: https://x/?q=1"
         );
     }
 

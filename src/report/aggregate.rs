@@ -173,12 +173,9 @@ impl Aggregator {
         }
     }
 
-    /// Also keeps one row per job, for the history store.
-    pub fn keep_rows(&mut self) {
-        self.rows = Some(crate::store::JobRows::new(
-            &self.variants,
-            self.price.clone(),
-        ));
+    /// Also keeps one row per job of these cases (the run's), for the history store.
+    pub fn keep_rows(&mut self, case_ids: &[String]) {
+        self.rows = Some(crate::store::JobRows::new(&self.variants, case_ids));
     }
 
     /// The run as it ended (its end time, why it stopped), for the summary.

@@ -434,6 +434,12 @@ pub fn compare(variant: &str, against: &str, paired: Paired<'_>, confidence: f64
 /// level that agrees with Holm's verdict, and writes the verdicts and the cases a
 /// difference would need.
 pub(crate) fn decide(comparisons: &mut [Comparison], confidence: f64) {
+    decide_with(comparisons, confidence, true);
+}
+
+/// [`decide`]; `power: false` leaves out the cases a difference would need (a search over
+/// exact power, the costly part), as `history` does for its many steps.
+pub(crate) fn decide_with(comparisons: &mut [Comparison], confidence: f64, power: bool) {
     let alpha = 1.0 - confidence;
     let tested: Vec<usize> = (0..comparisons.len())
         .filter(|&i| comparisons[i].p_value.is_some())
@@ -466,7 +472,7 @@ pub(crate) fn decide(comparisons: &mut [Comparison], confidence: f64) {
             _ if c.cases > 0 => Verdict::NotDistinguishable,
             _ => Verdict::NoData,
         };
-        if c.verdict == Verdict::NotDistinguishable {
+        if power && c.verdict == Verdict::NotDistinguishable {
             c.cases_needed = cases_needed(c, alpha, m.max(1));
         }
         c.sentence = sentence(c, confidence, m);

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::compare::{CaseTable, Comparison, Paired, Verdict, compare, decide};
+use super::compare::{CaseTable, Comparison, Paired, Verdict, compare, decide_with};
 use super::html::{colour, esc, page};
 use super::{interval, millis, pct, usd};
 use crate::store::{RunRow, ScoreRow, VariantRow};
@@ -139,7 +139,7 @@ pub fn build(
                 *slot = Some(step(&indexed[p], &indexed[i], b, v, run.confidence));
             }
             let mut made: Vec<Comparison> = steps.iter().flatten().map(|s| s.0.clone()).collect();
-            decide(&mut made, run.confidence);
+            decide_with(&mut made, run.confidence, false);
             let mut made = made.into_iter();
             for slot in steps.iter_mut().flatten() {
                 if let Some(c) = made.next() {
@@ -251,7 +251,15 @@ pub fn short_time(t: &str) -> String {
 
 /// The run as a short label: the branch and commit, when known.
 pub fn source_label(r: &RunRow) -> String {
-    let commit = r.git_commit.as_deref().map(|c| c.get(..7).unwrap_or(c));
+    let dirty = if r.git_dirty == Some(true) {
+        "+dirty"
+    } else {
+        ""
+    };
+    let commit = r
+        .git_commit
+        .as_deref()
+        .map(|c| format!("{}{dirty}", c.get(..7).unwrap_or(c)));
     match (r.git_branch.as_deref(), commit) {
         (Some(b), Some(c)) => format!("{b}@{c}"),
         (Some(b), None) => b.to_string(),
@@ -325,22 +333,30 @@ pub fn render_html(h: &History, link: &dyn Fn(&RunRow) -> Option<String>) -> Str
         "<h2>{}</h2>",
         if scored { "Mean score" } else { "Accuracy" }
     ));
-    b.push_str(&time_chart(h, "history-chart", measure, link, |v| {
+    b.push_str(&time_chart(h, "history-chart", measure, true, link, |v| {
         let (x, lo, hi) = v.result.shown();
         x.map(|x| (x, lo, hi))
     }));
     b.push_str("<h2>Cost</h2>");
-    b.push_str(&time_chart(h, "cost-chart", "cost (USD)", link, |v| {
-        v.result
-            .spent_usd
-            .or(v.result.cost_usd)
-            .map(|c| (c, None, None))
-    }));
+    b.push_str(&time_chart(
+        h,
+        "cost-chart",
+        "cost (USD)",
+        false,
+        link,
+        |v| {
+            v.result
+                .spent_usd
+                .or(v.result.cost_usd)
+                .map(|c| (c, None, None))
+        },
+    ));
     b.push_str("<h2>Latency p90</h2>");
     b.push_str(&time_chart(
         h,
         "latency-chart",
         "p90 latency (ms)",
+        false,
         link,
         |v| v.result.latency_p90_ms.map(|l| (l, None, None)),
     ));
@@ -425,6 +441,7 @@ fn time_chart(
     h: &History,
     id: &str,
     label: &str,
+    marks: bool,
     link: &dyn Fn(&RunRow) -> Option<String>,
     value: impl Fn(&HistoryVariant) -> Option<(f64, Option<f64>, Option<f64>)>,
 ) -> String {
@@ -474,8 +491,10 @@ fn time_chart(
             format!("{:.0}%", tick * 100.0)
         } else if label.starts_with("cost") {
             usd(Some(tick))
+        } else if tick >= 1000.0 {
+            format!("{:.1} s", tick / 1000.0)
         } else {
-            format!("{tick:.0}")
+            format!("{tick:.0} ms")
         };
         let _ = write!(
             svg,
@@ -528,13 +547,18 @@ fn time_chart(
             );
         }
         for (i, r, v, (val, lo, hi)) in &points {
-            let mark = v.step.as_ref().filter(|s| s.significant()).map(|s| {
-                if s.verdict == Verdict::Better {
-                    "▲"
-                } else {
-                    "▼"
-                }
-            });
+            // Steps are marked where they were tested: on the accuracy (or score) chart.
+            let mark = v
+                .step
+                .as_ref()
+                .filter(|s| marks && s.significant())
+                .map(|s| {
+                    if s.verdict == Verdict::Better {
+                        "▲"
+                    } else {
+                        "▼"
+                    }
+                });
             let mut g = format!(
                 "<g class=\"point\" data-run=\"{}\" data-variant=\"{}\" data-value=\"{val}\"{}>",
                 esc(&r.run.run_id),

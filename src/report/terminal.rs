@@ -569,9 +569,9 @@ pub(crate) fn render_history(h: &super::history::History) -> String {
         .last()
         .map_or(95.0, |r| (r.run.confidence * 100.0).round());
     let mut out = format!(
-        "{}: {} runs ({level}% intervals; step: the change from the complete run before, paired by case; ▲/▼ significant, Holm across variants)\n",
+        "{}: {} ({level}% intervals; step: the change from the complete run before, paired by case; ▲/▼ significant, Holm across variants)\n",
         h.bench,
-        h.runs.len()
+        plural(h.runs.len(), "run", "runs")
     );
     out.push_str(&fit(columns, width()));
     let steps = super::history::step_sentences(h);

@@ -124,6 +124,10 @@ pub struct RunRecord {
     /// The checkout and CI job the run was started from, when it was started in one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<Source>,
+    /// The history store the run is recorded in (a SQLite file's path; a PostgreSQL URL
+    /// without its password), for a resume to record there again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
     /// A merged run: the run ids of its shards.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged_from: Vec<String>,

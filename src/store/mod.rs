@@ -21,7 +21,7 @@ use sqlx::AnyPool;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyRow};
 use sqlx::{AssertSqlSafe, ConnectOptions, Row};
 
-pub use rows::{CaseInfo, JobRow, JobRows};
+pub use rows::{JobRow, JobRows};
 
 use crate::report::Summary;
 use crate::runner::record::RunRecord;
@@ -183,32 +183,84 @@ pub struct Store {
 const BUSY_TIMEOUT_MS: u64 = 60_000;
 
 impl Store {
-    /// Opens the store (creating a SQLite file and its folder when missing) and brings its
-    /// schema up to date. A store written by a newer promptgauge is refused.
+    /// Opens the store to record runs in: a SQLite file and its folder are created when
+    /// missing. Its schema is brought up to date; a newer one is refused.
     pub async fn open(location: &Location) -> anyhow::Result<Store> {
+        Store::open_as(location, true).await
+    }
+
+    /// Opens a store that must exist and be promptgauge's (reading commands create
+    /// nothing, and never take another program's database for one).
+    pub async fn open_existing(location: &Location) -> anyhow::Result<Store> {
+        Store::open_as(location, false).await
+    }
+
+    async fn open_as(location: &Location, create: bool) -> anyhow::Result<Store> {
         sqlx::any::install_default_drivers();
         let shown = location.shown();
         let (options, backend) = match location {
             Location::Sqlite(path) => {
+                if path.is_dir() {
+                    bail!(
+                        "the store {shown} is a folder\n  fix: name a file in it, e.g. --store {}",
+                        path.join(DEFAULT_FILE).display()
+                    );
+                }
+                if !create && !path.is_file() {
+                    bail!("there is no history store at {shown}");
+                }
                 let path = std::path::absolute(path)
                     .with_context(|| format!("cannot resolve {}", path.display()))?;
-                if let Some(parent) = path.parent() {
+                if let Some(parent) = path.parent().filter(|_| create) {
                     std::fs::create_dir_all(parent)
                         .with_context(|| format!("cannot create {}", parent.display()))?;
                 }
                 let url = sqlx::sqlite::SqliteConnectOptions::new()
                     .filename(&path)
-                    .create_if_missing(true)
+                    .create_if_missing(create)
                     .to_url_lossy();
                 (AnyConnectOptions::from_url(&url), Backend::Sqlite)
             }
             Location::Postgres(url) => (url.parse::<AnyConnectOptions>(), Backend::Postgres),
         };
-        let options =
-            options.with_context(|| format!("cannot read the store's address {shown}"))?;
+        let options = options
+            .map_err(flat)
+            .with_context(|| format!("cannot read the store's address {shown}"))?;
+        // One connection first: a refused connection or a file that is not a database is
+        // said at once (a pool would retry it until its timeout, and then say only that).
+        let mut first = options
+            .connect()
+            .await
+            .map_err(flat)
+            .with_context(|| format!("cannot open the store {shown}"))?;
+        let tables = match backend {
+            Backend::Sqlite => {
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('runs', 'promptgauge_migrations')"
+            }
+            Backend::Postgres => {
+                "SELECT CAST(table_name AS TEXT) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name IN ('runs', 'promptgauge_migrations')"
+            }
+        };
+        let found: Vec<String> = sqlx::query_scalar(tables)
+            .fetch_all(&mut first)
+            .await
+            .map_err(flat)
+            .with_context(|| format!("cannot read the store {shown}: is it a database?"))?;
+        let _ = sqlx::Connection::close(first).await;
+        let ours = found.iter().any(|t| t == "promptgauge_migrations");
+        if !ours && found.iter().any(|t| t == "runs") {
+            bail!(
+                "{shown} holds a `runs` table promptgauge did not make: it is not a promptgauge history store\n  fix: name another file or database with --store"
+            );
+        }
+        if !ours && !create {
+            bail!(
+                "{shown} holds no promptgauge history yet\n  fix: record runs into it (run --store), or build it from run folders: promptgauge index reports --store ..."
+            );
+        }
         let mut pool = AnyPoolOptions::new()
             .max_connections(4)
-            .acquire_timeout(Duration::from_secs(30));
+            .acquire_timeout(Duration::from_secs(90));
         if backend == Backend::Sqlite {
             pool = pool.after_connect(|conn, _| {
                 Box::pin(async move {
@@ -223,6 +275,7 @@ impl Store {
         let pool = pool
             .connect_with(options)
             .await
+            .map_err(flat)
             .with_context(|| format!("cannot open the store {shown}"))?;
         let store = Store {
             pool,
@@ -256,7 +309,7 @@ impl Store {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        Err(anyhow::Error::new(last.expect("tried")).context(format!(
+        Err(flat(last.expect("tried")).context(format!(
             "cannot switch the store {} to write-ahead logging",
             self.shown
         )))
@@ -273,12 +326,17 @@ impl Store {
 
     async fn migrate(&self) -> anyhow::Result<()> {
         let fail = |step: &str| format!("cannot {step} the store {}", self.shown);
-        let mut tx = self.begin_write().await.with_context(|| fail("open"))?;
+        let mut tx = self
+            .begin_write()
+            .await
+            .map_err(flat)
+            .with_context(|| fail("open"))?;
         if self.backend == Backend::Postgres {
             // One migrating process at a time, across the team's CI jobs.
             sqlx::query("SELECT COUNT(*) FROM (SELECT pg_advisory_xact_lock(7300417)) AS locked")
                 .fetch_one(&mut *tx)
                 .await
+                .map_err(flat)
                 .with_context(|| fail("lock"))?;
         }
         sqlx::query(
@@ -287,11 +345,13 @@ impl Store {
         )
         .execute(&mut *tx)
         .await
+        .map_err(flat)
         .with_context(|| fail("prepare"))?;
         let version: i64 =
             sqlx::query_scalar("SELECT COALESCE(MAX(version), 0) FROM promptgauge_migrations")
                 .fetch_one(&mut *tx)
                 .await
+                .map_err(flat)
                 .with_context(|| fail("read"))?;
         if version > SCHEMA_VERSION {
             bail!(
@@ -304,6 +364,7 @@ impl Store {
                 sqlx::query(AssertSqlSafe(statement.to_string()))
                     .execute(&mut *tx)
                     .await
+                    .map_err(flat)
                     .with_context(|| fail("migrate"))?;
             }
             sqlx::query("INSERT INTO promptgauge_migrations (version, applied_at) VALUES ($1, $2)")
@@ -311,9 +372,13 @@ impl Store {
                 .bind(crate::app::utc_now())
                 .execute(&mut *tx)
                 .await
+                .map_err(flat)
                 .with_context(|| fail("migrate"))?;
         }
-        tx.commit().await.with_context(|| fail("migrate"))?;
+        tx.commit()
+            .await
+            .map_err(flat)
+            .with_context(|| fail("migrate"))?;
         Ok(())
     }
 
@@ -322,6 +387,7 @@ impl Store {
     pub async fn record(&self, run: &Recording<'_>) -> anyhow::Result<()> {
         self.record_inner(run)
             .await
+            .map_err(|e| anyhow::anyhow!("{e}"))
             .with_context(|| format!("cannot record the run in the store {}", self.shown))
     }
 
@@ -437,16 +503,13 @@ impl Store {
         jobs: &JobRows,
     ) -> anyhow::Result<()> {
         const COLUMNS: usize = 16;
-        // Many rows a statement; well below SQLite's and PostgreSQL's parameter limits.
-        const BATCH: usize = 1000;
-        let hashes: HashMap<&str, u64> = record
-            .bench
-            .case_ids
-            .iter()
-            .zip(&record.bench.case_hashes)
-            .map(|(id, h)| (id.as_str(), *h))
-            .collect();
+        // Several rows a statement. More is slower: sqlx's SQLite driver binds a
+        // statement's parameters in time that grows with their square (1,000 rows a
+        // statement took 26 s for 100,000 jobs; 16 take 1 s).
+        const BATCH: usize = 16;
         let variants = &record.plan.variants;
+        let price = record.bench.price.as_ref();
+        let (ids, hashes) = (&record.bench.case_ids, &record.bench.case_hashes);
         for chunk in jobs.rows.chunks(BATCH) {
             let mut sql = String::with_capacity(100 + chunk.len() * COLUMNS * 6);
             sql.push_str(
@@ -469,10 +532,10 @@ impl Store {
             }
             let mut query = sqlx::query(AssertSqlSafe(sql));
             for row in chunk {
-                let case = &jobs.cases[row.case as usize];
+                let case = ids.get(row.case as usize).map_or("", String::as_str);
                 query = query
                     .bind(record.run_id.as_str())
-                    .bind(case.id.as_str())
+                    .bind(case)
                     .bind(
                         variants
                             .get(row.variant as usize)
@@ -481,16 +544,16 @@ impl Store {
                     )
                     .bind(i64::from(row.repeat))
                     // Stored as its bits: a u64 does not fit BIGINT, its bits do.
-                    .bind(hashes.get(case.id.as_str()).map(|h| *h as i64))
-                    .bind(case.group.as_deref())
+                    .bind(hashes.get(row.case as usize).map(|h| *h as i64))
+                    .bind(jobs.group(row.case))
                     .bind(if row.graded { "graded" } else { "failed" })
                     .bind(row.outcome.map(rows::outcome_name))
-                    .bind(row.score)
-                    .bind(big(row.tokens_in))
-                    .bind(big(row.tokens_out))
-                    .bind(row.latency_ms)
-                    .bind(row.ttft_ms)
-                    .bind(row.cost_usd)
+                    .bind(row.score())
+                    .bind(i64::from(row.tokens_in))
+                    .bind(i64::from(row.tokens_out))
+                    .bind(row.latency_ms())
+                    .bind(row.ttft_ms())
+                    .bind(row.cost_usd(price))
                     .bind(row.cached as i64)
                     .bind(i64::from(row.attempts));
             }
@@ -512,6 +575,7 @@ impl Store {
         let rows = query
             .fetch_all(&self.pool)
             .await
+            .map_err(flat)
             .with_context(|| format!("cannot read the store {}", self.shown))?;
         let mut runs: Vec<RunRow> = rows
             .iter()
@@ -545,6 +609,7 @@ impl Store {
         let rows = query
             .fetch_all(&self.pool)
             .await
+            .map_err(flat)
             .with_context(|| format!("cannot read the store {}", self.shown))?;
         let mut out: HashMap<String, Vec<VariantRow>> = HashMap::new();
         for row in &rows {
@@ -574,6 +639,7 @@ impl Store {
         let rows = query
             .fetch_all(&self.pool)
             .await
+            .map_err(flat)
             .with_context(|| format!("cannot read the store {}", self.shown))?;
         let mut out: HashMap<String, Vec<ScoreRow>> = HashMap::new();
         let mut last: Option<(String, Vec<ScoreRow>)> = None;
@@ -612,6 +678,7 @@ impl Store {
         .bind(run_id)
         .fetch_all(&self.pool)
         .await
+        .map_err(flat)
         .with_context(|| format!("cannot read the store {}", self.shown))?;
         rows.iter()
             .map(|row| {
@@ -633,6 +700,7 @@ impl Store {
             .bind(run_id)
             .fetch_optional(&self.pool)
             .await
+            .map_err(flat)
             .with_context(|| format!("cannot read the store {}", self.shown))?
             .with_context(|| format!("the store {} has no run {run_id}", self.shown))?;
         let record: String = row.try_get(0)?;
@@ -650,6 +718,7 @@ impl Store {
         let rows = sqlx::query("SELECT bench, COUNT(*) FROM runs GROUP BY bench ORDER BY bench")
             .fetch_all(&self.pool)
             .await
+            .map_err(flat)
             .with_context(|| format!("cannot read the store {}", self.shown))?;
         rows.iter()
             .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
@@ -904,6 +973,11 @@ pub fn unix_ms(time: &str) -> i64 {
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// A database error as one line: sqlx's errors repeat their cause in their message.
+fn flat(e: sqlx::Error) -> anyhow::Error {
+    anyhow::anyhow!("{e}")
 }
 
 /// A count as BIGINT (counts past i64::MAX, from absurd usage reports, stop there).

@@ -89,6 +89,7 @@ async fn run_and_report(setup: &Setup, out: &Path) {
         bench: BenchRecord::of(&bench, &variants),
         source: None,
         started_unix_ms: None,
+        store: None,
         merged_from: Vec::new(),
     };
     let dir = RunDir::at(out);
@@ -104,7 +105,7 @@ async fn run_and_report(setup: &Setup, out: &Path) {
             sequential: None,
         });
         // The history store's rows: the same live and replayed (`index` replays).
-        agg.keep_rows();
+        agg.keep_rows(&record.bench.case_ids);
         agg
     };
 
@@ -159,7 +160,15 @@ fn write(out: &Path, prefix: &str, mut result: RunResult, record: &RunRecord) {
     )
     .unwrap();
     let junit = result.junit.take().unwrap();
-    std::fs::write(file("jobs.csv"), store_rows(result.jobs.as_ref().unwrap())).unwrap();
+    std::fs::write(
+        file("jobs.csv"),
+        store_rows(
+            result.jobs.as_ref().unwrap(),
+            &record.bench.case_ids,
+            record.bench.price.as_ref(),
+        ),
+    )
+    .unwrap();
     std::fs::write(file("junit.xml"), junit.render(&result.summary).unwrap()).unwrap();
     // Markdown is also what --markdown appends.
     assert_eq!(
@@ -170,27 +179,30 @@ fn write(out: &Path, prefix: &str, mut result: RunResult, record: &RunRecord) {
 
 /// The rows the history store records for a run, one line per job, sorted (jobs finish
 /// in any order).
-fn store_rows(jobs: &promptgauge::store::JobRows) -> String {
+fn store_rows(
+    jobs: &promptgauge::store::JobRows,
+    ids: &[String],
+    price: Option<&promptgauge::suite::Price>,
+) -> String {
     let mut lines = Vec::new();
     let opt = |x: Option<f64>| x.map(|v| format!("{v}")).unwrap_or_default();
     for r in &jobs.rows {
-        let case = &jobs.cases[r.case as usize];
         lines.push(format!(
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-            case.id,
-            case.group.as_deref().unwrap_or(""),
+            ids[r.case as usize],
+            jobs.group(r.case).unwrap_or(""),
             r.variant,
             r.repeat,
             r.graded,
             r.outcome
                 .map(promptgauge::store::rows::outcome_name)
                 .unwrap_or(""),
-            opt(r.score),
+            opt(r.score()),
             r.tokens_in,
             r.tokens_out,
-            opt(r.latency_ms.map(|_| 0.0)),
-            opt(r.ttft_ms.map(|_| 0.0)),
-            opt(r.cost_usd),
+            opt(r.latency_ms().map(|_| 0.0)),
+            opt(r.ttft_ms().map(|_| 0.0)),
+            opt(r.cost_usd(price)),
             r.cached,
             r.attempts
         ));
