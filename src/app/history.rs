@@ -336,3 +336,32 @@ async fn index_one(store: &Store, folder: &Path) -> anyhow::Result<usize> {
         .await?;
     Ok(jobs.len())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_takes_dates_times_and_durations() {
+        assert_eq!(since("1970-01-02").unwrap(), 86_400_000);
+        assert_eq!(since("1970-01-01T00:00:10Z").unwrap(), 10_000);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
+        let week = since("7d").unwrap();
+        assert!((now - week - 7 * 86_400_000).abs() < 60_000);
+        assert!(since("last tuesday").is_err());
+    }
+
+    #[test]
+    fn links_are_relative_and_encoded() {
+        let p = relative(
+            Path::new("/a/b/pages"),
+            Path::new("/a/b/reports/r 1#x/report.html"),
+        );
+        assert_eq!(p, Path::new("../reports/r 1#x/report.html"));
+        assert_eq!(href(&p), "../reports/r%201%23x/report.html");
+        assert_eq!(file_safe("my bench/1"), "my_bench_1");
+    }
+}

@@ -89,3 +89,30 @@ fn git_output(dir: &Path, args: &[&str]) -> Option<String> {
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ci_variables_name_the_branch_a_pull_request_came_from() {
+        let outside = tempfile::tempdir().unwrap();
+        assert_eq!(capture(outside.path(), &Env::default()), None);
+        let env = Env::from_pairs([
+            ("GITHUB_REF_NAME", "42/merge"),
+            ("GITHUB_HEAD_REF", "feature"),
+            ("GITHUB_SHA", "abc"),
+            ("UNRELATED", "x"),
+        ]);
+        let s = capture(outside.path(), &env).unwrap();
+        assert_eq!(s.branch.as_deref(), Some("feature"));
+        assert_eq!(s.commit.as_deref(), Some("abc"));
+        assert_eq!(s.dirty, None);
+        assert_eq!(s.ci.len(), 3);
+        let push = Env::from_pairs([("CI_COMMIT_REF_NAME", "main")]);
+        assert_eq!(
+            capture(outside.path(), &push).unwrap().branch.as_deref(),
+            Some("main")
+        );
+    }
+}

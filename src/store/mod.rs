@@ -984,3 +984,61 @@ fn flat(e: sqlx::Error) -> anyhow::Error {
 fn big(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_parse_as_written_and_show_no_password() {
+        assert_eq!(
+            Location::parse("reports/promptgauge.db"),
+            Ok(Location::Sqlite("reports/promptgauge.db".into()))
+        );
+        assert_eq!(
+            Location::parse("sqlite:///abs/h.db?mode=rwc"),
+            Ok(Location::Sqlite("/abs/h.db".into()))
+        );
+        assert_eq!(
+            Location::parse("sqlite:rel.db"),
+            Ok(Location::Sqlite("rel.db".into()))
+        );
+        let pg = Location::parse("postgresql://ci:hunter2@db:5432/history").unwrap();
+        assert!(matches!(pg, Location::Postgres(_)));
+        assert_eq!(pg.shown(), "postgresql://[redacted]@db:5432/history");
+        assert!(pg.file().is_none());
+        assert!(
+            Location::parse("mysql://x/y")
+                .unwrap_err()
+                .contains("not supported")
+        );
+        assert!(Location::parse("  ").is_err());
+        assert!(Location::parse("sqlite://").is_err());
+    }
+
+    #[test]
+    fn filters_bind_what_they_name() {
+        let (clause, args) = Filter::default().clause();
+        assert_eq!((clause.as_str(), args.len()), ("", 0));
+        let f = Filter {
+            bench: Some("b".into()),
+            branch: Some("main".into()),
+            since_unix_ms: Some(5),
+            complete: true,
+            ..Filter::default()
+        };
+        let (clause, args) = f.clause();
+        assert_eq!(
+            clause,
+            " WHERE r.bench = $1 AND r.git_branch = $2 AND r.started_unix_ms >= $3 AND r.complete = 1"
+        );
+        assert_eq!(args.len(), 3);
+    }
+
+    #[test]
+    fn times_order_by_milliseconds() {
+        assert_eq!(unix_ms("1970-01-01T00:00:01Z"), 1000);
+        assert_eq!(unix_ms("not a time"), 0);
+        assert_eq!(big(u64::MAX), i64::MAX);
+    }
+}

@@ -549,6 +549,32 @@ fn store_commands_say_what_is_wrong_and_how_to_fix_it() {
     let o = pg(b, &["history", "--since", "last tuesday"], &[]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("30d"), "{}", stderr(&o));
+    // A bench the store does not hold: the store's benches, by name.
+    let o = pg(b, &["history", "nosuch"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("it holds: arithmetic (1 run)"),
+        "{}",
+        stderr(&o)
+    );
+    // A file that is not a database is said at once, not after a pool's timeout.
+    std::fs::write(b.join("notes.db"), "not a database\n").unwrap();
+    let started = std::time::Instant::now();
+    let o = pg(b, &["runs", "--store", "notes.db"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("is it a database?"), "{}", stderr(&o));
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    // Another program's database with a `runs` table is not taken for a store.
+    let foreign = b.join("foreign.db");
+    std::fs::File::create(&foreign).unwrap();
+    sql(&sqlite_url(&foreign), "CREATE TABLE runs (id INTEGER)");
+    let o = pg(b, &["runs", "--store", "foreign.db"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("not a promptgauge history store"),
+        "{}",
+        stderr(&o)
+    );
     // A store from a newer promptgauge is refused, not written.
     let file = sqlite_url(&b.join("reports/promptgauge.db"));
     sql(
@@ -562,6 +588,49 @@ fn store_commands_say_what_is_wrong_and_how_to_fix_it() {
     let o = run(b, &server.base_url(), "m", &[], &[]);
     assert_eq!(o.status.code(), Some(0));
     assert!(stderr(&o).contains("promptgauge index"), "{}", stderr(&o));
+}
+
+#[test]
+fn secrets_stay_out_and_a_resume_records_where_the_run_did() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let bench = arithmetic_bench(10, 2, "");
+    let d = bench.path();
+    // A key in the base URL's query is sent, never stored.
+    let url = format!("{}?api_key=sekritsekrit", server.base_url());
+    ok(run(d, &url, "m", &["--store", "custom.db"], &[]));
+    let listed = json_lines(&stdout(&ok(pg(
+        d,
+        &["runs", "--json", "--store", "custom.db"],
+        &[],
+    ))));
+    assert_eq!(listed.len(), 1);
+    let shown = listed[0]["base_url"].as_str().unwrap();
+    assert!(shown.ends_with("?api_key=[redacted]"), "{shown}");
+    let dir = run_dirs(&d.join("reports")).pop().unwrap();
+    for file in std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .chain([d.join("custom.db")])
+    {
+        let bytes = std::fs::read(&file).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains("sekritsekrit"),
+            "{} holds the key",
+            file.display()
+        );
+    }
+    // Resumed without --store, the run is recorded again where it was first.
+    let resume = ["run", "--resume", dir.to_str().unwrap(), "--base-url", &url];
+    let o = ok(pg(d, &resume, &[]));
+    assert!(stderr(&o).contains("recorded in"), "{}", stderr(&o));
+    assert!(!d.join("reports/promptgauge.db").exists(), "{}", stderr(&o));
+    let listed = json_lines(&stdout(&ok(pg(
+        d,
+        &["runs", "--json", "--store", "custom.db"],
+        &[],
+    ))));
+    assert_eq!(listed.len(), 1, "recorded again, not twice");
+    assert_eq!(listed[0]["kind"], "resumed");
 }
 
 #[test]
