@@ -276,7 +276,8 @@ pub(super) async fn load_reference(
             }
             .await;
             store.close().await;
-            let (record, summary, jobs) = loaded?;
+            let (mut record, summary, jobs) = loaded?;
+            restore_cases(&mut record, &jobs);
             let result = stored_result(&record, summary, &jobs);
             Ok((
                 PathBuf::from(format!("store:{}", run.run_id)),
@@ -285,6 +286,25 @@ pub(super) async fn load_reference(
             ))
         }
     }
+}
+
+/// A stored record's case ids and hashes, from its job rows (the store keeps them there).
+fn restore_cases(record: &mut RunRecord, jobs: &[crate::store::ScoreRow]) {
+    if !record.bench.case_ids.is_empty() {
+        return;
+    }
+    let mut cases: Vec<(&str, Option<u64>)> = jobs
+        .iter()
+        .map(|j| (j.case_id.as_str(), j.case_hash))
+        .collect();
+    cases.dedup_by(|a, b| a.0 == b.0);
+    record.bench.case_ids = cases.iter().map(|c| c.0.to_string()).collect();
+    // Hashes align with the ids, or are left out (runs from before they were kept).
+    record.bench.case_hashes = cases
+        .iter()
+        .map(|c| c.1)
+        .collect::<Option<_>>()
+        .unwrap_or_default();
 }
 
 /// What a comparison needs of a run, from its stored summary and per-job rows.

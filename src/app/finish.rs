@@ -162,25 +162,28 @@ pub(super) async fn conclude(
     };
     let gates = outputs.gates.gates();
     result.summary.gates = report::gates::evaluate(&gates, &result.summary, baseline.as_ref());
-    // Recorded before the reports are rendered, and its rows let go: a large run's rows and
-    // report.html are never in memory together.
-    if let (Some(location), Some(jobs)) = (&outputs.store, result.jobs.take()) {
-        record_in_store(
-            location,
-            record,
-            &result.summary,
-            &jobs,
-            dir.path(),
-            outputs.quiet,
-        )
-        .await;
-    }
     // A run renders the prompts from the bench it ran (never read twice: a large bench is
     // the run's largest allocation); a merge has no bench in memory and shows none.
     if let Some(bench) = bench {
         attach_prompts_from(&mut result, record, bench, false);
     }
     problems.extend(write_reports(dir, &result, &record.bench.text));
+    // Recorded once the reports are written (the rows wait in their spool, not in
+    // memory, and the store's buffers never sit beside report.html's); then the spool goes.
+    if let Some(mut jobs) = result.jobs.take() {
+        if let Some(location) = &outputs.store {
+            record_in_store(
+                location,
+                record,
+                &result.summary,
+                &jobs,
+                dir.path(),
+                outputs.quiet,
+            )
+            .await;
+        }
+        jobs.discard();
+    }
     let summary = &result.summary;
     out!("{}", report::terminal::render(summary));
     if let Some(b) = &baseline {

@@ -160,7 +160,7 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
     );
     let mut agg = aggregator(&dir, &record, args.junit.is_some())?;
     if !args.store.no_store {
-        agg.keep_rows(&record.bench.case_ids);
+        agg.keep_rows(&record.bench.case_ids, Some(dir.store_spool()));
     }
     let mut keys = std::collections::HashSet::new();
     for (shard, shard_record) in shards.iter().zip(&records) {

@@ -173,7 +173,7 @@ fn load_with(
         .map_err(|e| crate::cli::UsageError(format!("{e:#}")))?;
     let mut agg = aggregator(&dir, &record, false)?;
     if rows {
-        agg.keep_rows(&record.bench.case_ids);
+        agg.keep_rows(&record.bench.case_ids, None);
     }
     let (audit, _) = dir
         .replay(&record.plan_keys(), |r| agg.add(&r))

@@ -166,7 +166,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     };
     let mut agg = super::aggregator_with(&dir, &record, args.junit.is_some(), live)?;
     if !args.store.no_store {
-        agg.keep_rows(&record.bench.case_ids);
+        agg.keep_rows(&record.bench.case_ids, Some(dir.store_spool()));
     }
     let (audit, mut journal) = dir
         .resume(&keys, |r| agg.add(&r))

@@ -173,9 +173,13 @@ impl Aggregator {
         }
     }
 
-    /// Also keeps one row per job of these cases (the run's), for the history store.
-    pub fn keep_rows(&mut self, case_ids: &[String]) {
-        self.rows = Some(crate::store::JobRows::new(&self.variants, case_ids));
+    /// Also keeps one row per job of these cases (the run's), for the history store: in
+    /// a spool file at `spool` (a live run), else in memory.
+    pub fn keep_rows(&mut self, case_ids: &[String], spool: Option<PathBuf>) {
+        self.rows = Some(match spool {
+            Some(path) => crate::store::JobRows::spooled(&self.variants, case_ids, path),
+            None => crate::store::JobRows::new(&self.variants, case_ids),
+        });
     }
 
     /// The run as it ended (its end time, why it stopped), for the summary.
@@ -449,7 +453,10 @@ impl Aggregator {
             answers_total,
             answers: self.answers,
             prompts: HashMap::new(),
-            jobs: self.rows,
+            jobs: self.rows.map(|mut rows| {
+                rows.flush();
+                rows
+            }),
         }
     }
 }

@@ -126,6 +126,11 @@ impl RunDir {
     }
 
     /// Where `--junit` spools its test cases during a run.
+    /// `.store.spool`: the history store's rows of a live run, until it is recorded.
+    pub fn store_spool(&self) -> PathBuf {
+        self.path.join(".store.spool")
+    }
+
     pub fn junit_spool(&self) -> PathBuf {
         self.path.join(JUNIT_SPOOL)
     }

@@ -158,6 +158,45 @@ impl Source {
 }
 
 impl RunRecord {
+    /// The record without its case ids and hashes (a large bench's largest part), for the
+    /// history store, whose per-job rows hold them already.
+    pub fn without_cases(&self) -> RunRecord {
+        let b = &self.bench;
+        RunRecord {
+            tool: self.tool.clone(),
+            run_id: self.run_id.clone(),
+            started_at: self.started_at.clone(),
+            started_unix_ms: self.started_unix_ms,
+            finished_at: self.finished_at.clone(),
+            stopped: self.stopped.clone(),
+            resumed_at: self.resumed_at.clone(),
+            bench_path: self.bench_path.clone(),
+            plan: self.plan.clone(),
+            fingerprint: self.fingerprint.clone(),
+            jobs_planned: self.jobs_planned,
+            endpoint: self.endpoint.clone(),
+            judge: self.judge.clone(),
+            bench: BenchRecord {
+                name: b.name.clone(),
+                text: b.text.clone(),
+                cases: b.cases,
+                case_ids: Vec::new(),
+                case_hashes: Vec::new(),
+                variants: b.variants.clone(),
+                params: b.params.clone(),
+                limits: b.limits.clone(),
+                price: b.price.clone(),
+                repeats: b.repeats,
+                confidence: b.confidence,
+                grade: b.grade.clone(),
+                judge: b.judge.clone(),
+            },
+            source: self.source.clone(),
+            store: self.store.clone(),
+            merged_from: self.merged_from.clone(),
+        }
+    }
+
     /// What the reports say about this run.
     pub fn info(&self) -> crate::report::RunInfo {
         crate::report::RunInfo {

@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use serde::Serialize;
-use sqlx::AnyPool;
-use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyRow};
+use sqlx::any::{AnyConnectOptions, AnyRow};
+use sqlx::{AnyConnection, Connection};
 use sqlx::{AssertSqlSafe, ConnectOptions, Row};
 
 pub use rows::{JobRow, JobRows};
@@ -174,7 +174,9 @@ enum Backend {
 
 /// An open store, migrated to [`SCHEMA_VERSION`].
 pub struct Store {
-    pool: AnyPool,
+    /// One connection: a store's work is sequential, and a connection that fails says
+    /// why at once (a pool retries until its timeout, then says only that it timed out).
+    conn: tokio::sync::Mutex<AnyConnection>,
     backend: Backend,
     shown: String,
 }
@@ -226,13 +228,21 @@ impl Store {
         let options = options
             .map_err(flat)
             .with_context(|| format!("cannot read the store's address {shown}"))?;
-        // One connection first: a refused connection or a file that is not a database is
-        // said at once (a pool would retry it until its timeout, and then say only that).
-        let mut first = options
+        let mut conn = options
             .connect()
             .await
             .map_err(flat)
             .with_context(|| format!("cannot open the store {shown}"))?;
+        if backend == Backend::Sqlite {
+            // Wait for another writer (a run finishing at the same moment) rather than fail.
+            let pragmas =
+                format!("PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}; PRAGMA synchronous = NORMAL");
+            sqlx::raw_sql(AssertSqlSafe(pragmas))
+                .execute(&mut conn)
+                .await
+                .map_err(flat)
+                .with_context(|| format!("cannot read the store {shown}: is it a database?"))?;
+        }
         let tables = match backend {
             Backend::Sqlite => {
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('runs', 'promptgauge_migrations')"
@@ -242,11 +252,10 @@ impl Store {
             }
         };
         let found: Vec<String> = sqlx::query_scalar(tables)
-            .fetch_all(&mut first)
+            .fetch_all(&mut conn)
             .await
             .map_err(flat)
             .with_context(|| format!("cannot read the store {shown}: is it a database?"))?;
-        let _ = sqlx::Connection::close(first).await;
         let ours = found.iter().any(|t| t == "promptgauge_migrations");
         if !ours && found.iter().any(|t| t == "runs") {
             bail!(
@@ -258,27 +267,8 @@ impl Store {
                 "{shown} holds no promptgauge history yet\n  fix: record runs into it (run --store), or build it from run folders: promptgauge index reports --store ..."
             );
         }
-        let mut pool = AnyPoolOptions::new()
-            .max_connections(4)
-            .acquire_timeout(Duration::from_secs(90));
-        if backend == Backend::Sqlite {
-            pool = pool.after_connect(|conn, _| {
-                Box::pin(async move {
-                    let pragmas = format!(
-                        "PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}; PRAGMA synchronous = NORMAL"
-                    );
-                    sqlx::raw_sql(AssertSqlSafe(pragmas)).execute(conn).await?;
-                    Ok(())
-                })
-            });
-        }
-        let pool = pool
-            .connect_with(options)
-            .await
-            .map_err(flat)
-            .with_context(|| format!("cannot open the store {shown}"))?;
         let store = Store {
-            pool,
+            conn: tokio::sync::Mutex::new(conn),
             backend,
             shown,
         };
@@ -300,8 +290,9 @@ impl Store {
     async fn use_wal(&self) -> anyhow::Result<()> {
         let mut last = None;
         for _ in 0..100 {
+            let mut conn = self.conn.lock().await;
             match sqlx::query_scalar::<_, String>("PRAGMA journal_mode = WAL")
-                .fetch_one(&self.pool)
+                .fetch_one(&mut *conn)
                 .await
             {
                 Ok(_) => return Ok(()),
@@ -317,17 +308,20 @@ impl Store {
 
     /// A transaction that writes: SQLite takes its write lock at once (a reader that later
     /// writes could otherwise fail instead of waiting).
-    async fn begin_write(&self) -> sqlx::Result<sqlx::Transaction<'static, sqlx::Any>> {
-        match self.backend {
-            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
-            Backend::Postgres => self.pool.begin().await,
+    async fn begin_write(
+        backend: Backend,
+        conn: &mut AnyConnection,
+    ) -> sqlx::Result<sqlx::Transaction<'_, sqlx::Any>> {
+        match backend {
+            Backend::Sqlite => conn.begin_with("BEGIN IMMEDIATE").await,
+            Backend::Postgres => conn.begin().await,
         }
     }
 
     async fn migrate(&self) -> anyhow::Result<()> {
         let fail = |step: &str| format!("cannot {step} the store {}", self.shown);
-        let mut tx = self
-            .begin_write()
+        let mut conn = self.conn.lock().await;
+        let mut tx = Store::begin_write(self.backend, &mut conn)
             .await
             .map_err(flat)
             .with_context(|| fail("open"))?;
@@ -395,7 +389,8 @@ impl Store {
         let record = run.record;
         let summary = run.summary;
         let id = record.run_id.as_str();
-        let mut tx = self.begin_write().await?;
+        let mut conn = self.conn.lock().await;
+        let mut tx = Store::begin_write(self.backend, &mut conn).await?;
         for table in ["run_jobs", "run_variants", "runs"] {
             sqlx::query(AssertSqlSafe(format!(
                 "DELETE FROM {table} WHERE run_id = $1"
@@ -453,7 +448,8 @@ impl Store {
         .bind(scored as i64)
         .bind(cost)
         .bind(run.folder.display().to_string())
-        .bind(serde_json::to_string(record)?)
+        // The case ids and hashes are in the job rows: kept once.
+        .bind(serde_json::to_string(&record.without_cases())?)
         .bind(serde_json::to_string(summary)?)
         .bind(crate::app::utc_now())
         .execute(&mut *tx)
@@ -498,19 +494,22 @@ impl Store {
 
     async fn insert_jobs(
         &self,
-        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        tx: &mut sqlx::Transaction<'_, sqlx::Any>,
         record: &RunRecord,
         jobs: &JobRows,
     ) -> anyhow::Result<()> {
         const COLUMNS: usize = 16;
-        // Several rows a statement. More is slower: sqlx's SQLite driver binds a
-        // statement's parameters in time that grows with their square (1,000 rows a
-        // statement took 26 s for 100,000 jobs; 16 take 1 s).
-        const BATCH: usize = 16;
+        // Many rows a statement, within both databases' parameter limits.
+        const BATCH: usize = 500;
         let variants = &record.plan.variants;
         let price = record.bench.price.as_ref();
         let (ids, hashes) = (&record.bench.case_ids, &record.bench.case_hashes);
-        for chunk in jobs.rows.chunks(BATCH) {
+        let mut reader = jobs.reader()?;
+        loop {
+            let chunk = reader.next_chunk(BATCH)?;
+            if chunk.is_empty() {
+                break;
+            }
             let mut sql = String::with_capacity(100 + chunk.len() * COLUMNS * 6);
             sql.push_str(
                 "INSERT INTO run_jobs (run_id, case_id, variant, repeat, case_hash, case_group, \
@@ -526,12 +525,17 @@ impl Store {
                     if c > 0 {
                         sql.push(',');
                     }
-                    sql.push_str(&format!("${}", i * COLUMNS + c + 1));
+                    match self.backend {
+                        // SQLite finds a numbered parameter's name by a linear search,
+                        // for each parameter: anonymous ones keep a long statement fast.
+                        Backend::Sqlite => sql.push('?'),
+                        Backend::Postgres => sql.push_str(&format!("${}", i * COLUMNS + c + 1)),
+                    }
                 }
                 sql.push(')');
             }
             let mut query = sqlx::query(AssertSqlSafe(sql));
-            for row in chunk {
+            for row in &chunk {
                 let case = ids.get(row.case as usize).map_or("", String::as_str);
                 query = query
                     .bind(record.run_id.as_str())
@@ -573,7 +577,7 @@ impl Store {
             query = a.bind(query);
         }
         let rows = query
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *self.conn.lock().await)
             .await
             .map_err(flat)
             .with_context(|| format!("cannot read the store {}", self.shown))?;
@@ -607,7 +611,7 @@ impl Store {
             query = a.bind(query);
         }
         let rows = query
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *self.conn.lock().await)
             .await
             .map_err(flat)
             .with_context(|| format!("cannot read the store {}", self.shown))?;
@@ -637,7 +641,7 @@ impl Store {
             query = a.bind(query);
         }
         let rows = query
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *self.conn.lock().await)
             .await
             .map_err(flat)
             .with_context(|| format!("cannot read the store {}", self.shown))?;
@@ -676,7 +680,7 @@ impl Store {
              WHERE run_id = $1 ORDER BY case_id, variant, repeat",
         )
         .bind(run_id)
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.conn.lock().await)
         .await
         .map_err(flat)
         .with_context(|| format!("cannot read the store {}", self.shown))?;
@@ -694,11 +698,12 @@ impl Store {
             .collect()
     }
 
-    /// A run's run.json and summary.json as recorded.
+    /// A run's run.json and summary.json as recorded (run.json's case ids and hashes come
+    /// back from the job rows, in id order).
     pub async fn documents(&self, run_id: &str) -> anyhow::Result<(RunRecord, Summary)> {
         let row = sqlx::query("SELECT record, summary FROM runs WHERE run_id = $1")
             .bind(run_id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *self.conn.lock().await)
             .await
             .map_err(flat)
             .with_context(|| format!("cannot read the store {}", self.shown))?
@@ -716,7 +721,7 @@ impl Store {
     /// The benches the store holds, with how many runs each.
     pub async fn benches(&self) -> anyhow::Result<Vec<(String, i64)>> {
         let rows = sqlx::query("SELECT bench, COUNT(*) FROM runs GROUP BY bench ORDER BY bench")
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *self.conn.lock().await)
             .await
             .map_err(flat)
             .with_context(|| format!("cannot read the store {}", self.shown))?;
@@ -725,9 +730,9 @@ impl Store {
             .collect()
     }
 
-    /// Closes the pool (SQLite then folds its write-ahead log back into the file).
+    /// Closes the connection (SQLite then folds its write-ahead log back into the file).
     pub async fn close(self) {
-        self.pool.close().await;
+        let _ = self.conn.into_inner().close().await;
     }
 }
 

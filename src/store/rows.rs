@@ -3,6 +3,9 @@
 //! a missing number is NaN); case ids stay in run.json. The answers stay in the journal.
 
 use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::PathBuf;
 
 use crate::client::{Outcome, Usage};
 use crate::runner::journal::{JobRecord, JobStatus};
@@ -71,7 +74,117 @@ pub struct JobRows {
     collided: HashMap<String, u32>,
     /// The groups of the cases that have one, by position.
     groups: HashMap<u32, Box<str>>,
-    pub rows: Vec<JobRow>,
+    kept: Kept,
+}
+
+/// Where the rows are kept: in memory, or (a live run) spooled to a file in the run
+/// folder, so a large run's rows cost no memory until they are recorded.
+#[derive(Debug)]
+enum Kept {
+    Memory(Vec<JobRow>),
+    Spool {
+        path: PathBuf,
+        file: Option<BufWriter<File>>,
+        count: usize,
+        error: Option<std::io::Error>,
+    },
+}
+
+impl Default for Kept {
+    fn default() -> Self {
+        Kept::Memory(Vec::new())
+    }
+}
+
+/// One row in the spool: fixed width, little-endian.
+const ROW_BYTES: usize = 44;
+
+impl JobRow {
+    fn to_bytes(self) -> [u8; ROW_BYTES] {
+        let mut b = [0u8; ROW_BYTES];
+        b[0..4].copy_from_slice(&self.case.to_le_bytes());
+        b[4..8].copy_from_slice(&self.repeat.to_le_bytes());
+        b[8..10].copy_from_slice(&self.variant.to_le_bytes());
+        b[10..12].copy_from_slice(&self.attempts.to_le_bytes());
+        b[12] = u8::from(self.graded) | (u8::from(self.cached) << 1);
+        b[13] = self.outcome.map_or(0, |o| {
+            OUTCOMES
+                .iter()
+                .position(|x| *x == o)
+                .map_or(0, |i| i as u8 + 1)
+        });
+        b[16..20].copy_from_slice(&self.tokens_in.to_le_bytes());
+        b[20..24].copy_from_slice(&self.tokens_cached.to_le_bytes());
+        b[24..28].copy_from_slice(&self.tokens_out.to_le_bytes());
+        b[28..36].copy_from_slice(&self.score.to_le_bytes());
+        b[36..40].copy_from_slice(&self.latency_ms.to_le_bytes());
+        b[40..44].copy_from_slice(&self.ttft_ms.to_le_bytes());
+        b
+    }
+
+    fn from_bytes(b: &[u8; ROW_BYTES]) -> JobRow {
+        let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let u16_at = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
+        let f32_at = |i: usize| f32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let mut score = [0u8; 8];
+        score.copy_from_slice(&b[28..36]);
+        JobRow {
+            case: u32_at(0),
+            repeat: u32_at(4),
+            variant: u16_at(8),
+            attempts: u16_at(10),
+            graded: b[12] & 1 != 0,
+            cached: b[12] & 2 != 0,
+            outcome: (b[13] as usize)
+                .checked_sub(1)
+                .and_then(|i| OUTCOMES.get(i).copied()),
+            tokens_in: u32_at(16),
+            tokens_cached: u32_at(20),
+            tokens_out: u32_at(24),
+            score: f64::from_le_bytes(score),
+            latency_ms: f32_at(36),
+            ttft_ms: f32_at(40),
+        }
+    }
+}
+
+const OUTCOMES: [Outcome; 7] = [
+    Outcome::Complete,
+    Outcome::Truncated,
+    Outcome::Cut,
+    Outcome::Stalled,
+    Outcome::NoFirstToken,
+    Outcome::HttpError,
+    Outcome::StreamError,
+];
+
+/// Reads a run's rows back, a chunk at a time.
+pub struct RowReader<'a> {
+    memory: Option<&'a [JobRow]>,
+    file: Option<BufReader<File>>,
+}
+
+impl RowReader<'_> {
+    /// The next `n` rows (fewer at the end; none when done).
+    pub fn next_chunk(&mut self, n: usize) -> std::io::Result<Vec<JobRow>> {
+        if let Some(rows) = &mut self.memory {
+            let (chunk, rest) = rows.split_at(n.min(rows.len()));
+            *rows = rest;
+            return Ok(chunk.to_vec());
+        }
+        let mut out = Vec::with_capacity(n.min(4096));
+        if let Some(file) = &mut self.file {
+            let mut buf = [0u8; ROW_BYTES];
+            while out.len() < n {
+                match file.read_exact(&mut buf) {
+                    Ok(()) => out.push(JobRow::from_bytes(&buf)),
+                    Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// A count as a row keeps it (a job's tokens fit; absurd counts stop at the top).
@@ -115,6 +228,21 @@ impl JobRows {
         }
     }
 
+    /// [`JobRows::new`], with the rows spooled to a file at `path` (created now; if it
+    /// cannot be, they are kept in memory).
+    pub fn spooled(variants: &[String], case_ids: &[String], path: PathBuf) -> JobRows {
+        let mut rows = JobRows::new(variants, case_ids);
+        if let Ok(file) = File::create(&path) {
+            rows.kept = Kept::Spool {
+                path,
+                file: Some(BufWriter::new(file)),
+                count: 0,
+                error: None,
+            };
+        }
+        rows
+    }
+
     fn position(&self, id: &str) -> Option<u32> {
         if self.collided.is_empty() {
             return self.index.get(&id_hash(id)).copied();
@@ -135,7 +263,7 @@ impl JobRows {
         if let Some(g) = &r.group {
             self.groups.entry(case).or_insert_with(|| g.as_str().into());
         }
-        self.rows.push(JobRow {
+        let row = JobRow {
             case,
             repeat: r.repeat,
             variant,
@@ -149,7 +277,67 @@ impl JobRows {
             score: r.score().unwrap_or(f64::NAN),
             latency_ms: nan_or(r.latency_ms.filter(|_| !r.cached)),
             ttft_ms: nan_or(r.ttft_ms.filter(|_| !r.cached)),
-        });
+        };
+        match &mut self.kept {
+            Kept::Memory(rows) => rows.push(row),
+            Kept::Spool {
+                file, count, error, ..
+            } => {
+                if let Some(f) = file
+                    && let Err(e) = f.write_all(&row.to_bytes())
+                {
+                    *error = Some(e);
+                    *file = None;
+                }
+                *count += 1;
+            }
+        }
+    }
+
+    /// Writes out what the spool holds: no row is added after this.
+    pub fn flush(&mut self) {
+        if let Kept::Spool { file, error, .. } = &mut self.kept
+            && let Some(f) = file
+            && let Err(e) = f.flush()
+        {
+            *error = Some(e);
+            *file = None;
+        }
+    }
+
+    /// The rows, from the first (spooled ones are read back, once [`JobRows::flush`]ed).
+    /// A spool that could not be written is an error.
+    pub fn reader(&self) -> std::io::Result<RowReader<'_>> {
+        match &self.kept {
+            Kept::Memory(rows) => Ok(RowReader {
+                memory: Some(rows),
+                file: None,
+            }),
+            Kept::Spool { path, error, .. } => {
+                if let Some(e) = error {
+                    return Err(std::io::Error::new(
+                        e.kind(),
+                        format!(
+                            "the rows spooled to {} were not all written: {e}",
+                            path.display()
+                        ),
+                    ));
+                }
+                Ok(RowReader {
+                    memory: None,
+                    file: Some(BufReader::new(File::open(path)?)),
+                })
+            }
+        }
+    }
+
+    /// Removes the spool, if there is one (once the rows are recorded, or not needed).
+    pub fn discard(&mut self) {
+        if let Kept::Spool { path, file, .. } = &mut self.kept {
+            *file = None;
+            let _ = std::fs::remove_file(path);
+        }
+        self.kept = Kept::default();
     }
 
     /// A case's group, by position.
@@ -159,12 +347,15 @@ impl JobRows {
 
     /// How many jobs.
     pub fn len(&self) -> usize {
-        self.rows.len()
+        match &self.kept {
+            Kept::Memory(rows) => rows.len(),
+            Kept::Spool { count, .. } => *count,
+        }
     }
 
     /// Whether no job was added.
     pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
+        self.len() == 0
     }
 }
 
@@ -205,7 +396,7 @@ mod tests {
             ..record.clone()
         });
         assert_eq!(rows.len(), 1);
-        let r = rows.rows[0];
+        let r = rows.reader().unwrap().next_chunk(10).unwrap()[0];
         assert_eq!((r.variant, r.repeat, r.score()), (1, 1, Some(0.25)));
         assert_eq!((r.latency_ms(), r.ttft_ms()), (Some(40.0), Some(12.5)));
         assert_eq!(r.case, 1);
@@ -224,7 +415,7 @@ mod tests {
         failed.correct = None;
         failed.latency_ms = None;
         rows.add(&failed);
-        let f = rows.rows[1];
+        let f = rows.reader().unwrap().next_chunk(10).unwrap()[1];
         assert_eq!(
             (f.score(), f.latency_ms(), f.cost_usd(Some(&price))),
             (None, None, None)

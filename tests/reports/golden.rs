@@ -93,7 +93,7 @@ async fn run_and_report(setup: &Setup, out: &Path) {
         merged_from: Vec::new(),
     };
     let dir = RunDir::at(out);
-    let aggregator = || {
+    let aggregator = |spool: bool| {
         let mut agg = Aggregator::new(AggregatorSettings {
             run: record.info(),
             variants: record.plan.variants.clone(),
@@ -105,13 +105,14 @@ async fn run_and_report(setup: &Setup, out: &Path) {
             sequential: None,
         });
         // The history store's rows: the same live and replayed (`index` replays).
-        agg.keep_rows(&record.bench.case_ids);
+        // Spooled live, in memory replayed: the same rows either way.
+        agg.keep_rows(&record.bench.case_ids, spool.then(|| dir.store_spool()));
         agg
     };
 
     // Live: the journal and the aggregator hear the run.
     let mut journal = dir.append_journal().unwrap();
-    let mut live = aggregator();
+    let mut live = aggregator(true);
     let tally = runner::run(
         bench.clone(),
         jobs,
@@ -129,7 +130,7 @@ async fn run_and_report(setup: &Setup, out: &Path) {
     write(out, "", live.finish(), &record);
 
     // Replayed, as `report DIR` does: every file the same.
-    let mut replayed = aggregator();
+    let mut replayed = aggregator(false);
     let (audit, _) = dir
         .replay(&record.plan_keys(), |r| replayed.add(&r))
         .unwrap();
@@ -186,7 +187,7 @@ fn store_rows(
 ) -> String {
     let mut lines = Vec::new();
     let opt = |x: Option<f64>| x.map(|v| format!("{v}")).unwrap_or_default();
-    for r in &jobs.rows {
+    for r in &jobs.reader().unwrap().next_chunk(usize::MAX).unwrap() {
         lines.push(format!(
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
             ids[r.case as usize],
