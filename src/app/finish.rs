@@ -170,17 +170,11 @@ pub(super) async fn conclude(
     problems.extend(write_reports(dir, &result, &record.bench.text));
     // Recorded once the reports are written (the rows wait in their spool, not in
     // memory, and the store's buffers never sit beside report.html's); then the spool goes.
+    let mut recorded = None;
     if let Some(mut jobs) = result.jobs.take() {
         if let Some(location) = &outputs.store {
-            record_in_store(
-                location,
-                record,
-                &result.summary,
-                &jobs,
-                dir.path(),
-                outputs.quiet,
-            )
-            .await;
+            recorded =
+                Some(record_in_store(location, record, &result.summary, &jobs, dir.path()).await);
         }
         jobs.discard();
     }
@@ -237,6 +231,12 @@ pub(super) async fn conclude(
     if !outputs.quiet {
         note!("reports: {}", dir.path().display());
     }
+    // Said after the reports line; a store that could not be written, even when quiet.
+    match recorded {
+        Some(Ok(line)) if !outputs.quiet => note!("{line}"),
+        Some(Err(line)) => note!("{line}"),
+        _ => {}
+    }
     for e in &problems {
         note!("error: {e:#}");
     }
@@ -291,16 +291,16 @@ pub(super) async fn conclude(
     Exit::Success
 }
 
-/// Records a finished run in the history store. A store that cannot be written is a
-/// warning, not a failed run: the folder holds everything, and `index` adds it later.
+/// Records a finished run in the history store; says where (`Ok`) or, as a warning, why
+/// not (`Err`). A store that cannot be written does not fail the run: the folder holds
+/// everything, and `index` adds it later.
 pub(super) async fn record_in_store(
     location: &Location,
     record: &RunRecord,
     summary: &crate::report::Summary,
     jobs: &crate::store::JobRows,
     folder: &Path,
-    quiet: bool,
-) {
+) -> Result<String, String> {
     let folder = std::fs::canonicalize(folder)
         .or_else(|_| std::path::absolute(folder))
         .unwrap_or_else(|_| folder.to_path_buf());
@@ -326,17 +326,16 @@ pub(super) async fn record_in_store(
     };
     let file = crate::store::DEFAULT_FILE;
     match recorded {
-        Ok(()) if !quiet => note!(
+        Ok(()) => Ok(format!(
             "history: recorded in {} (promptgauge history{})",
             location.shown(),
             flag_unless(Some(Path::new(super::history::REPORTS).join(file)))
-        ),
-        Ok(()) => {}
-        Err(e) => note!(
+        )),
+        Err(e) => Err(format!(
             "warning: {e:#}\n  the run folder holds everything: add it later with: promptgauge index {}{}",
             folder.display(),
             flag_unless(folder.parent().map(|root| root.join(file)))
-        ),
+        )),
     }
 }
 
