@@ -450,7 +450,7 @@ pub struct GateArgs {
     #[arg(long, value_name = "POINTS", value_parser = parse_points)]
     pub max_drop: Option<f64>,
     /// An earlier run over the same cases to compare this run with, variant by variant: a
-    /// run folder, a run id, `latest` (the newest complete run of this bench in the
+    /// run folder, a run id, `latest` (the newest finished run of this bench in the
     /// history store) or `latest:BRANCH` (the newest on that git branch, e.g. latest:main).
     #[arg(long, value_name = "RUN")]
     pub baseline: Option<String>,

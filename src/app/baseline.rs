@@ -163,20 +163,23 @@ async fn find(
         .runs(&Filter {
             bench: Some(bench.clone()),
             branch: branch.clone(),
-            complete: true,
             ..Filter::default()
         })
         .await
         .before_send()?;
-    // A shard measured part of the cases: never a baseline for a whole run.
+    // A run that finished: complete, or with every job recorded and nothing stopping it
+    // (failed jobs it was allowed). A shard measured part of the cases: never a baseline
+    // for a whole run.
+    let finished =
+        |r: &RunRow| r.complete || (r.stopped.is_none() && r.jobs_finished >= r.jobs_planned);
     runs.into_iter()
         .rev()
-        .find(|r| r.kind != "shard")
+        .find(|r| r.kind != "shard" && finished(r))
         .ok_or_else(|| {
             let on = branch.map(|b| format!(" on branch {b}")).unwrap_or_default();
             UsageError::with_fix(
                 format!(
-                    "{what} {name}: the history store {} has no complete run of bench `{bench}`{on}",
+                    "{what} {name}: the history store {} has no finished run of bench `{bench}`{on} (one not stopped, with every job recorded; shards are not whole runs)",
                     store.shown()
                 ),
                 "run the bench there first (a run records itself unless --no-store), or name a run folder",

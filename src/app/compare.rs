@@ -52,9 +52,12 @@ fn changed_cases(a: &RunRecord, b: &RunRecord) -> Vec<String> {
         .bench
         .case_ids
         .iter()
-        .filter(
-            |id| matches!((ha.get(id.as_str()), hb.get(id.as_str())), (Some(x), Some(y)) if x != y),
-        )
+        .filter(|id| {
+            !crate::report::compare::same_case(
+                ha.get(id.as_str()).copied(),
+                hb.get(id.as_str()).copied(),
+            )
+        })
         .cloned()
         .collect();
     changed.sort();
@@ -75,7 +78,9 @@ pub(super) fn compare_results(
         simulated: r.endpoint.simulated,
         started_at: r.started_at.clone(),
     };
-    // Per shared variant: arm 0 = A's per-case scores, arm 1 = B's.
+    // Per shared variant: arm 0 = A's per-case scores, arm 1 = B's. A case whose content
+    // changed pairs two different questions: it is left out (and named), as in `history`.
+    let changed: std::collections::HashSet<String> = changed_cases(a.1, b.1).into_iter().collect();
     let mut cases: BTreeMap<String, CaseTable> = BTreeMap::new();
     for (arm, (_, record, result)) in [(0, a), (1, b)] {
         for (v, name) in record.plan.variants.iter().enumerate() {
@@ -83,8 +88,20 @@ pub(super) fn compare_results(
                 .entry(name.clone())
                 .or_insert_with(|| CaseTable::new(2));
             for (case, (tags, scores)) in &result.cases.cases {
-                if scores[v].graded > 0 {
-                    table.set(case, tags, arm, scores[v]);
+                if scores[v].graded == 0 {
+                    continue;
+                }
+                // A changed case goes in under a name of its own per run: it counts in each
+                // run's figures, and pairs with nothing.
+                let key = if changed.contains(case) {
+                    format!("{case}\u{1f}{arm}")
+                } else {
+                    case.clone()
+                };
+                table.set(&key, tags, arm, scores[v]);
+                // Grouped cases are tested by group, as in each run's own report.
+                if let Some(g) = result.cases.groups.get(case) {
+                    table.set_group(&key, g);
                 }
             }
         }

@@ -322,7 +322,9 @@ pub(super) async fn record_in_store(
     let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let flag_unless = |default: Option<std::path::PathBuf>| match (location.file(), default) {
         (Some(file), Some(d)) if canonical(file) == canonical(&d) => String::new(),
-        _ => format!(" --store {}", location.shown()),
+        (Some(file), _) => format!(" --store {}", file.display()),
+        // Its password is not shown: the user names it as they did.
+        (None, _) => " --store URL (or with $PROMPTGAUGE_STORE set)".to_string(),
     };
     let file = crate::store::DEFAULT_FILE;
     match recorded {

@@ -26,6 +26,30 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Every outcome, in a fixed order (a byte in the history store's spool is its place).
+    pub const ALL: [Outcome; 7] = [
+        Outcome::Complete,
+        Outcome::Truncated,
+        Outcome::Cut,
+        Outcome::Stalled,
+        Outcome::NoFirstToken,
+        Outcome::HttpError,
+        Outcome::StreamError,
+    ];
+
+    /// Its name, as the journal writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Complete => "complete",
+            Outcome::Truncated => "truncated",
+            Outcome::Cut => "cut",
+            Outcome::Stalled => "stalled",
+            Outcome::NoFirstToken => "no_first_token",
+            Outcome::HttpError => "http_error",
+            Outcome::StreamError => "stream_error",
+        }
+    }
+
     /// Whether the attempt produced an answer that can be graded.
     pub fn answered(self) -> bool {
         matches!(self, Outcome::Complete | Outcome::Truncated)
@@ -104,6 +128,13 @@ pub(crate) fn seconds(secs: f64) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn outcome_names_are_the_journal_s() {
+        for o in Outcome::ALL {
+            assert_eq!(serde_json::to_value(o).unwrap(), o.as_str());
+        }
+    }
 
     #[test]
     fn triage_by_status() {

@@ -1062,6 +1062,12 @@ mod tests {
     }
 }
 
+/// Whether a case of one id is the same question in two runs: its content hashes agree,
+/// or a run does not know its hash (runs from before hashes were kept pair as before).
+pub fn same_case(a: Option<u64>, b: Option<u64>) -> bool {
+    !matches!((a, b), (Some(x), Some(y)) if x != y)
+}
+
 /// Two runs over the same cases, variant by variant (`promptgauge compare`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunComparison {

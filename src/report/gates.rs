@@ -208,10 +208,15 @@ pub(crate) fn evaluate(
         }
     }
     if let Some(max) = gates.max_drop {
-        out.push(match &s.sequential {
-            Some(seq) => sequential_drop(max, seq),
-            None => non_inferior("max-drop", max, s.comparisons.iter(), "the baseline"),
-        });
+        // With one variant there is nothing within the run to compare: against an earlier
+        // run, that comparison is the gate.
+        let within = !(s.comparisons.is_empty() && baseline.is_some());
+        if within {
+            out.push(match &s.sequential {
+                Some(seq) => sequential_drop(max, seq),
+                None => non_inferior("max-drop", max, s.comparisons.iter(), "the baseline"),
+            });
+        }
         if let Some(b) = baseline {
             out.push(non_inferior(
                 "max-drop --baseline",

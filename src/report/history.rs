@@ -116,7 +116,8 @@ pub fn build(
         .collect();
     let mut names: Vec<String> = Vec::new();
     let mut out = Vec::with_capacity(runs.len());
-    let mut previous: Option<usize> = None;
+    // The complete run before, at each confidence level (a step needs one level).
+    let mut previous: HashMap<u64, usize> = HashMap::new();
     for (i, run) in runs.iter().enumerate() {
         let rows = variants.remove(&run.run_id).unwrap_or_default();
         for v in &rows {
@@ -124,8 +125,8 @@ pub fn build(
                 names.push(v.variant.clone());
             }
         }
-        let prev = previous
-            .filter(|&p| run.complete && (runs[p].confidence - run.confidence).abs() < 1e-12);
+        let level = run.confidence.to_bits();
+        let prev = previous.get(&level).copied().filter(|_| run.complete);
         let mut steps: Vec<Option<(Comparison, usize)>> = vec![None; rows.len()];
         if let Some(p) = prev {
             let before: Vec<&VariantRow> = out
@@ -160,7 +161,7 @@ pub fn build(
                 .collect(),
         });
         if run.complete {
-            previous = Some(i);
+            previous.insert(level, i);
         }
     }
     History {
@@ -179,14 +180,20 @@ fn step(
     b: &VariantRow,
     confidence: f64,
 ) -> (Comparison, usize) {
+    // The cases both runs graded, paired only where they are the same question.
     let same = |case: &str| match (before.hashes.get(case), after.hashes.get(case)) {
-        (Some(x), Some(y)) => x == y,
+        (Some(x), Some(y)) => super::compare::same_case(*x, *y),
         _ => false,
     };
     let changed = after
         .hashes
         .iter()
-        .filter(|(case, h)| before.hashes.get(*case).is_some_and(|x| x != *h))
+        .filter(|(case, h)| {
+            before
+                .hashes
+                .get(*case)
+                .is_some_and(|x| !super::compare::same_case(*x, **h))
+        })
         .count();
     let mut table = CaseTable::new(2);
     for (arm, side) in [(0, before), (1, after)] {
@@ -233,14 +240,19 @@ fn signed_points(d: Option<f64>) -> String {
 
 /// A step as a table shows it: `▲ +12.0` (better), `▼ −8.0` (worse), `+1.0` (noise).
 pub fn step_cell(step: Option<&Step>) -> String {
-    match step {
-        None => "–".into(),
-        Some(s) => match s.verdict {
-            Verdict::Better => format!("▲ {}", signed_points(s.difference)),
-            Verdict::Worse => format!("▼ {}", signed_points(s.difference)),
-            Verdict::NoData => "no shared cases".into(),
-            Verdict::NotDistinguishable => format!("{} (noise)", signed_points(s.difference)),
-        },
+    let Some(s) = step else {
+        return "–".into();
+    };
+    let cell = match s.verdict {
+        Verdict::Better => format!("▲ {}", signed_points(s.difference)),
+        Verdict::Worse => format!("▼ {}", signed_points(s.difference)),
+        Verdict::NoData => "no shared cases".into(),
+        Verdict::NotDistinguishable => format!("{} (noise)", signed_points(s.difference)),
+    };
+    // Cases whose content changed were left out of the pairing: said where it is read.
+    match s.cases_changed {
+        0 => cell,
+        n => format!("{cell} ({n} changed)"),
     }
 }
 
@@ -281,8 +293,21 @@ pub fn step_sentences(h: &History) -> Vec<String> {
             } else {
                 "fell"
             };
+            let before = r
+                .previous
+                .as_deref()
+                .and_then(|id| h.runs.iter().find(|x| x.run.run_id == id));
+            let changed = match before {
+                Some(b) if b.run.model != r.run.model => {
+                    format!("; the model changed from {}", b.run.model)
+                }
+                Some(b) if b.run.base_url != r.run.base_url => {
+                    format!("; the endpoint changed from {}", b.run.base_url)
+                }
+                _ => String::new(),
+            };
             out.push(format!(
-                "{} {} ({}): {} {moved} {} points {} from run {} (p {}, Holm; {} cases paired)",
+                "{} {} ({}): {} {moved} {} points {} from run {} (p {}, Holm; {} cases paired{changed})",
                 short_time(&r.run.started_at),
                 r.run.run_id,
                 source_label(&r.run),
@@ -417,7 +442,7 @@ pub fn render_html(h: &History, link: &dyn Fn(&RunRow) -> Option<String>) -> Str
                 interval(lo, hi),
                 v.result.n,
                 esc(&step_cell(v.step.as_ref())),
-                usd(v.result.spent_usd.or(v.result.cost_usd)),
+                usd(v.result.cost_usd.or(v.result.spent_usd)),
                 millis(v.result.latency_p90_ms),
             );
         }

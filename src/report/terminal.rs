@@ -18,7 +18,8 @@ pub(crate) fn width() -> Option<usize> {
         return Some(c);
     }
     if std::io::stdout().is_terminal() {
-        return Table::new().width().map(usize::from);
+        // A terminal that reports no size (0) is one of unknown width.
+        return Table::new().width().map(usize::from).filter(|&w| w >= 40);
     }
     None
 }
@@ -81,6 +82,11 @@ fn draw(columns: &[Column], width: Option<usize>) -> String {
 /// The table at `width`: columns that hold nothing are left out, then the least useful
 /// are dropped until it fits (and a line says which); only then do cells wrap.
 fn fit(columns: Vec<Column>, width: Option<usize>) -> String {
+    fit_saying(columns, width, "summary.md has every column")
+}
+
+/// [`fit`], saying where the columns left out can be read.
+fn fit_saying(columns: Vec<Column>, width: Option<usize>, elsewhere: &str) -> String {
     let names: Vec<String> = columns
         .iter()
         .filter(|c| c.cells.iter().any(|x| x != "–" && !x.is_empty()))
@@ -97,7 +103,7 @@ fn fit(columns: Vec<Column>, width: Option<usize>) -> String {
         table
     } else {
         format!(
-            "{table}\n(left out to fit {} columns: {}; summary.md has every column)",
+            "{table}\n(left out to fit {} columns: {}; {elsewhere})",
             width.unwrap_or(0),
             dropped.join(", ")
         )
@@ -485,7 +491,7 @@ pub(crate) fn coverage_notes(c: &RunComparison) -> Vec<String> {
     }
     if !c.cases_changed.is_empty() {
         notes.push(format!(
-            "WARNING: {} cases have the same id but different content in A and B (variables, expected answer, grader, history or group), so they pair different questions: {}",
+            "WARNING: {} cases have the same id but different content in A and B (variables, expected answer, grader, history or group): they would pair different questions, so they are left out: {}",
             c.cases_changed.len(),
             list(&c.cases_changed)
         ));
@@ -513,7 +519,8 @@ pub(crate) fn render_history(h: &super::history::History) -> String {
     use super::history::{short_time, source_label, step_cell};
     let scored = h.runs.iter().any(|r| r.run.scored);
     let mut columns = vec![
-        Column::new("started", false, 0),
+        // The run id holds its start time: `started` goes first when narrow.
+        Column::new("started", false, 7),
         Column::new("run", false, 0),
         Column::new("source", false, 3),
         Column::new("model", false, 2),
@@ -556,7 +563,7 @@ pub(crate) fn render_history(h: &super::history::History) -> String {
                 interval(lo, hi),
                 v.result.n.to_string(),
                 step_cell(v.step.as_ref()),
-                usd(v.result.spent_usd.or(v.result.cost_usd)),
+                usd(v.result.cost_usd.or(v.result.spent_usd)),
                 millis(v.result.latency_p90_ms),
             ];
             for (c, cell) in columns.iter_mut().zip(cells) {
@@ -564,16 +571,18 @@ pub(crate) fn render_history(h: &super::history::History) -> String {
             }
         }
     }
-    let level = h
-        .runs
-        .last()
-        .map_or(95.0, |r| (r.run.confidence * 100.0).round());
+    let mut levels: Vec<u64> = h.runs.iter().map(|r| r.run.confidence.to_bits()).collect();
+    levels.dedup();
+    let level = match (levels.len(), h.runs.first()) {
+        (1, Some(r)) => format!("{}% intervals", r.run.confidence * 100.0),
+        _ => "intervals at each run's own confidence level".to_string(),
+    };
     let mut out = format!(
-        "{}: {} ({level}% intervals; step: the change from the complete run before, paired by case; ▲/▼ significant, Holm across variants)\n",
+        "{}: {} ({level}; step: the change from the complete run before, paired by case; ▲/▼ significant, Holm across variants)\n",
         h.bench,
         plural(h.runs.len(), "run", "runs")
     );
-    out.push_str(&fit(columns, width()));
+    out.push_str(&fit_saying(columns, width(), "--json has every column"));
     let steps = super::history::step_sentences(h);
     if steps.is_empty() {
         out.push_str("\nno significant step between consecutive runs");
@@ -591,7 +600,7 @@ pub(crate) fn render_history(h: &super::history::History) -> String {
 pub(crate) fn render_runs(runs: &[crate::store::RunRow]) -> String {
     use super::history::{short_time, source_label};
     let mut columns = vec![
-        Column::new("started", false, 0),
+        Column::new("started", false, 8),
         Column::new("run", false, 0),
         Column::new("bench", false, 0),
         Column::new("model", false, 2),
@@ -603,10 +612,13 @@ pub(crate) fn render_runs(runs: &[crate::store::RunRow]) -> String {
         Column::new("folder", false, 7),
     ];
     for r in runs {
+        let missing = (r.jobs_planned - r.jobs_finished).max(0);
         let status = if r.complete {
             "complete".to_string()
         } else if let Some(s) = &r.stopped {
             format!("stopped: {s}")
+        } else if missing > 0 {
+            format!("incomplete: {missing} not run, {} failed", r.jobs_failed)
         } else {
             format!("{} failed", r.jobs_failed)
         };
@@ -626,5 +638,5 @@ pub(crate) fn render_runs(runs: &[crate::store::RunRow]) -> String {
             c.cells.push(cell);
         }
     }
-    fit(columns, width())
+    fit_saying(columns, width(), "--json has every column")
 }

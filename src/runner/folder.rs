@@ -26,6 +26,7 @@ const BASELINE: &str = "baseline.json";
 const LABELS: &str = "labels.jsonl";
 /// Where `--junit` collects its test cases during a run, before the file is assembled.
 const JUNIT_SPOOL: &str = ".junit.spool";
+const STORE_SPOOL: &str = ".store.spool";
 
 /// How often each journal was opened, by path: read from start to end, or for appending.
 /// The one-pass design promises a live run never reads its journal and `report` reads it
@@ -125,12 +126,12 @@ impl RunDir {
         self.path.join(LABELS)
     }
 
-    /// Where `--junit` spools its test cases during a run.
     /// `.store.spool`: the history store's rows of a live run, until it is recorded.
     pub fn store_spool(&self) -> PathBuf {
-        self.path.join(".store.spool")
+        self.path.join(STORE_SPOOL)
     }
 
+    /// Where `--junit` spools its test cases during a run.
     pub fn junit_spool(&self) -> PathBuf {
         self.path.join(JUNIT_SPOOL)
     }

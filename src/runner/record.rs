@@ -91,7 +91,11 @@ impl BenchRecord {
             repeats: bench.repeats,
             confidence: bench.confidence,
             grade: bench.grade.clone(),
-            judge: bench.judge.clone(),
+            // A judge's base URL is a URL like the others: its credentials are not kept.
+            judge: bench.judge.clone().map(|mut j| {
+                j.base_url = j.base_url.map(|u| crate::client::secrets::redact_url(&u));
+                j
+            }),
         }
     }
 }

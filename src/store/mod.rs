@@ -5,7 +5,8 @@
 //! `promptgauge index`. The schema is docs/store.md.
 //!
 //! One code path serves both databases through sqlx's `Any` driver: portable SQL only
-//! (`$n` placeholders, BIGINT, DOUBLE PRECISION, TEXT; booleans as 0/1), versioned
+//! (BIGINT, DOUBLE PRECISION, TEXT; booleans as 0/1; `$n` placeholders, `?` in SQLite's
+//! long inserts), versioned
 //! migrations in `promptgauge_migrations`, and every write in one transaction, so two runs
 //! recording at once each land whole.
 
@@ -181,6 +182,9 @@ pub struct Store {
     shown: String,
 }
 
+/// How long opening a store may take (a PostgreSQL server that does not answer).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+
 /// Waits for another writer this long before a write fails (SQLite).
 const BUSY_TIMEOUT_MS: u64 = 60_000;
 
@@ -209,7 +213,9 @@ impl Store {
                     );
                 }
                 if !create && !path.is_file() {
-                    bail!("there is no history store at {shown}");
+                    bail!(
+                        "there is no history store at {shown}\n  fix: name the file runs recorded into (--store, $PROMPTGAUGE_STORE), or build one: promptgauge index reports"
+                    );
                 }
                 let path = std::path::absolute(path)
                     .with_context(|| format!("cannot resolve {}", path.display()))?;
@@ -217,8 +223,11 @@ impl Store {
                     std::fs::create_dir_all(parent)
                         .with_context(|| format!("cannot create {}", parent.display()))?;
                 }
+                // The driver reads the file name from a URL and decodes `%XX` in it: a
+                // `%` in the path goes in encoded.
+                let encoded = path.to_string_lossy().replace('%', "%25");
                 let url = sqlx::sqlite::SqliteConnectOptions::new()
-                    .filename(&path)
+                    .filename(&encoded)
                     .create_if_missing(create)
                     .to_url_lossy();
                 (AnyConnectOptions::from_url(&url), Backend::Sqlite)
@@ -228,11 +237,19 @@ impl Store {
         let options = options
             .map_err(flat)
             .with_context(|| format!("cannot read the store's address {shown}"))?;
-        let mut conn = options
-            .connect()
-            .await
-            .map_err(flat)
-            .with_context(|| format!("cannot open the store {shown}"))?;
+        let connecting = tokio::time::timeout(CONNECT_TIMEOUT, options.connect());
+        let mut conn = match connecting.await {
+            Ok(connected) => connected.map_err(flat),
+            Err(_) => Err(anyhow::anyhow!(
+                "no answer within {} s",
+                CONNECT_TIMEOUT.as_secs()
+            )),
+        }
+        .with_context(|| {
+            format!(
+                "cannot open the store {shown}\n  fix: check the address (--store, $PROMPTGAUGE_STORE) and that the server is up, or pass --no-store"
+            )
+        })?;
         if backend == Backend::Sqlite {
             // Wait for another writer (a run finishing at the same moment) rather than fail.
             let pragmas =
@@ -301,7 +318,7 @@ impl Store {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         Err(flat(last.expect("tried")).context(format!(
-            "cannot switch the store {} to write-ahead logging",
+            "cannot switch the store {} to write-ahead logging\n  fix: keep the store on a local disk (network file systems cannot share it), or use PostgreSQL",
             self.shown
         )))
     }
@@ -320,6 +337,16 @@ impl Store {
 
     async fn migrate(&self) -> anyhow::Result<()> {
         let fail = |step: &str| format!("cannot {step} the store {}", self.shown);
+        // Up to date (the usual case): readers take no write lock, so they never wait
+        // behind a run that is recording.
+        let current: Option<i64> =
+            sqlx::query_scalar("SELECT COALESCE(MAX(version), 0) FROM promptgauge_migrations")
+                .fetch_one(&mut *self.conn.lock().await)
+                .await
+                .ok();
+        if current == Some(SCHEMA_VERSION) {
+            return Ok(());
+        }
         let mut conn = self.conn.lock().await;
         let mut tx = Store::begin_write(self.backend, &mut conn)
             .await
@@ -551,7 +578,7 @@ impl Store {
                     .bind(hashes.get(row.case as usize).map(|h| *h as i64))
                     .bind(jobs.group(row.case))
                     .bind(if row.graded { "graded" } else { "failed" })
-                    .bind(row.outcome.map(rows::outcome_name))
+                    .bind(row.outcome.map(crate::client::Outcome::as_str))
                     .bind(row.score())
                     .bind(i64::from(row.tokens_in))
                     .bind(i64::from(row.tokens_out))
@@ -585,6 +612,8 @@ impl Store {
             .iter()
             .map(RunRow::from_row)
             .collect::<Result<_, _>>()?;
+        // Ties broken byte by byte, whatever the database's collation.
+        runs.sort_by(|a, b| (a.started_unix_ms, &a.run_id).cmp(&(b.started_unix_ms, &b.run_id)));
         if let Some(limit) = filter.limit {
             let skip = runs.len().saturating_sub(limit);
             runs.drain(..skip);
@@ -725,9 +754,12 @@ impl Store {
             .await
             .map_err(flat)
             .with_context(|| format!("cannot read the store {}", self.shown))?;
-        rows.iter()
+        let mut benches: Vec<(String, i64)> = rows
+            .iter()
             .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
-            .collect()
+            .collect::<anyhow::Result<_>>()?;
+        benches.sort();
+        Ok(benches)
     }
 
     /// Closes the connection (SQLite then folds its write-ahead log back into the file).

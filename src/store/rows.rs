@@ -1,6 +1,7 @@
 //! What the store keeps of a run's jobs, collected as the run's records arrive (live, or
-//! replayed from a journal by `index`): numbers only, one compact row per job (48 bytes;
-//! a missing number is NaN); case ids stay in run.json. The answers stay in the journal.
+//! replayed from a journal by `index`): numbers only, one compact row per job (48 bytes in
+//! memory, 44 in the spool; a missing number is NaN); case ids stay in run.json. The
+//! answers stay in the journal.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -108,7 +109,7 @@ impl JobRow {
         b[10..12].copy_from_slice(&self.attempts.to_le_bytes());
         b[12] = u8::from(self.graded) | (u8::from(self.cached) << 1);
         b[13] = self.outcome.map_or(0, |o| {
-            OUTCOMES
+            Outcome::ALL
                 .iter()
                 .position(|x| *x == o)
                 .map_or(0, |i| i as u8 + 1)
@@ -137,7 +138,7 @@ impl JobRow {
             cached: b[12] & 2 != 0,
             outcome: (b[13] as usize)
                 .checked_sub(1)
-                .and_then(|i| OUTCOMES.get(i).copied()),
+                .and_then(|i| Outcome::ALL.get(i).copied()),
             tokens_in: u32_at(16),
             tokens_cached: u32_at(20),
             tokens_out: u32_at(24),
@@ -147,16 +148,6 @@ impl JobRow {
         }
     }
 }
-
-const OUTCOMES: [Outcome; 7] = [
-    Outcome::Complete,
-    Outcome::Truncated,
-    Outcome::Cut,
-    Outcome::Stalled,
-    Outcome::NoFirstToken,
-    Outcome::HttpError,
-    Outcome::StreamError,
-];
 
 /// Reads a run's rows back, a chunk at a time.
 pub struct RowReader<'a> {
@@ -184,6 +175,12 @@ impl RowReader<'_> {
             }
         }
         Ok(out)
+    }
+}
+
+impl Drop for JobRows {
+    fn drop(&mut self) {
+        self.discard();
     }
 }
 
@@ -224,7 +221,8 @@ impl JobRows {
                 .collect(),
             index,
             collided,
-            ..JobRows::default()
+            groups: HashMap::new(),
+            kept: Kept::default(),
         }
     }
 
@@ -331,7 +329,8 @@ impl JobRows {
         }
     }
 
-    /// Removes the spool, if there is one (once the rows are recorded, or not needed).
+    /// Removes the spool, if there is one (once the rows are recorded, or not needed; a
+    /// run that ends early drops its rows, which removes it too).
     pub fn discard(&mut self) {
         if let Kept::Spool { path, file, .. } = &mut self.kept {
             *file = None;
@@ -356,19 +355,6 @@ impl JobRows {
     /// Whether no job was added.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-}
-
-/// An outcome's name, as the journal writes it.
-pub fn outcome_name(o: Outcome) -> &'static str {
-    match o {
-        Outcome::Complete => "complete",
-        Outcome::Truncated => "truncated",
-        Outcome::Cut => "cut",
-        Outcome::Stalled => "stalled",
-        Outcome::NoFirstToken => "no_first_token",
-        Outcome::HttpError => "http_error",
-        Outcome::StreamError => "stream_error",
     }
 }
 

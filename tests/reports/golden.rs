@@ -196,7 +196,7 @@ fn store_rows(
             r.repeat,
             r.graded,
             r.outcome
-                .map(promptgauge::store::rows::outcome_name)
+                .map(promptgauge::client::Outcome::as_str)
                 .unwrap_or(""),
             opt(r.score()),
             r.tokens_in,

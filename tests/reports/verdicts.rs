@@ -382,6 +382,10 @@ fn compare_refuses_mixed_confidence_and_warns_of_changed_cases() {
         serde_json::from_str(&std::fs::read_to_string(out.join("compare.json")).unwrap()).unwrap();
     assert_eq!(c.confidence, 0.9);
     assert_eq!(c.cases_changed, vec!["r-003".to_string()]);
+    // The changed case counts in each run's figures and pairs with nothing.
+    for v in &c.variants {
+        assert_eq!(v.comparison.cases, v.a.n - 1, "{}", v.name);
+    }
     // Every interval of the table at the one level: A's (run at 95%) is recomputed at 90%.
     for v in &c.variants {
         for side in [&v.a, &v.b] {

@@ -185,6 +185,7 @@ fn history_marks_the_step_compare_calls_significant() {
     let c: Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("cmp/compare.json")).unwrap())
             .unwrap();
+    assert_eq!(c["variants"].as_array().unwrap().len(), 2);
     for (v, pair) in runs[2]["variants"]
         .as_array()
         .unwrap()
@@ -307,6 +308,9 @@ fn a_deleted_store_rebuilt_with_index_gives_the_same_history() {
         "shards are parts of a run, not runs of the bench"
     );
 
+    for run in run_dirs(&d.join("reports")) {
+        assert!(!run.join(".store.spool").exists(), "{}", run.display());
+    }
     for f in ["promptgauge.db", "promptgauge.db-wal", "promptgauge.db-shm"] {
         let _ = std::fs::remove_file(d.join("reports").join(f));
     }
@@ -454,6 +458,8 @@ fn baselines_resolve_by_name_even_once_their_folder_is_gone() {
         serde_json::from_str(&std::fs::read_to_string(newest.join("baseline.json")).unwrap())
             .unwrap();
     assert_eq!(from_store["run_a"]["dir"], format!("store:{main_id}"));
+    assert_eq!(with_folder["variants"].as_array().unwrap().len(), 2);
+    assert_eq!(from_store["variants"].as_array().unwrap().len(), 2);
     for (a, b) in with_folder["variants"]
         .as_array()
         .unwrap()
@@ -488,7 +494,7 @@ fn baselines_resolve_by_name_even_once_their_folder_is_gone() {
     let o = run(d, &url, "small-model", &["--baseline", "latest:nope"], &[]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("no complete run of bench `arithmetic` on branch nope"),
+        stderr(&o).contains("no finished run of bench `arithmetic` on branch nope"),
         "{}",
         stderr(&o)
     );
@@ -593,7 +599,12 @@ fn store_commands_say_what_is_wrong_and_how_to_fix_it() {
 #[test]
 fn secrets_stay_out_and_a_resume_records_where_the_run_did() {
     let (_rt, server) = start_mock(MockConfig::default());
-    let bench = arithmetic_bench(10, 2, "");
+    // A judge's URL with credentials, kept in run.json's copy of the bench settings.
+    let bench = arithmetic_bench(
+        10,
+        2,
+        "judge: { base_url: \"http://judge:hunter2hunter2@127.0.0.1:9/v1\", model: j }\n",
+    );
     let d = bench.path();
     // A key in the base URL's query is sent, never stored.
     let url = format!("{}?api_key=sekritsekrit", server.base_url());
@@ -607,18 +618,26 @@ fn secrets_stay_out_and_a_resume_records_where_the_run_did() {
     let shown = listed[0]["base_url"].as_str().unwrap();
     assert!(shown.ends_with("?api_key=[redacted]"), "{shown}");
     let dir = run_dirs(&d.join("reports")).pop().unwrap();
+    let store_files: Vec<PathBuf> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains("custom.db"))
+        .collect();
+    assert!(!store_files.is_empty());
     for file in std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .chain([d.join("custom.db")])
+        .chain(store_files)
     {
-        let bytes = std::fs::read(&file).unwrap();
-        assert!(
-            !String::from_utf8_lossy(&bytes).contains("sekritsekrit"),
-            "{} holds the key",
-            file.display()
-        );
+        let text = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
+        for secret in ["sekritsekrit", "hunter2hunter2"] {
+            assert!(!text.contains(secret), "{} holds {secret}", file.display());
+        }
     }
+    assert!(
+        !dir.join(".store.spool").exists(),
+        "the spool goes once recorded"
+    );
     // Resumed without --store, the run is recorded again where it was first.
     let resume = ["run", "--resume", dir.to_str().unwrap(), "--base-url", &url];
     let o = ok(pg(d, &resume, &[]));
@@ -717,4 +736,44 @@ fn documented_queries_run_on_sqlite() {
     for q in documented_queries() {
         assert!(!sql(&file, &q).is_empty(), "{q} returns rows");
     }
+}
+
+#[test]
+fn steps_skip_runs_at_another_level_and_one_variant_gates_on_its_baseline() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let url = server.base_url();
+    let bench = arithmetic_bench(200, 1, "");
+    let d = bench.path();
+    let yaml = std::fs::read_to_string(d.join("bench.yaml")).unwrap();
+    ok(run(d, &url, "large-model", &[], &[]));
+    // One variant: --max-drop compares it with its baseline run, and passes on the same answers.
+    let o = ok(run(
+        d,
+        &url,
+        "large-model",
+        &["--baseline", "latest", "--max-drop", "5"],
+        &[],
+    ));
+    assert!(!stderr(&o).contains("gate failed"), "{}", stderr(&o));
+    // A run at another confidence level is not stepped from; the next at 95% steps from
+    // the last run at 95%.
+    std::fs::write(d.join("bench.yaml"), format!("{yaml}confidence: 0.9\n")).unwrap();
+    ok(run(d, &url, "large-model", &[], &[]));
+    std::fs::write(d.join("bench.yaml"), &yaml).unwrap();
+    ok(run(d, &url, "small-model", &[], &[]));
+    let h: Value = serde_json::from_str(&stdout(&ok(pg(d, &["history", "--json"], &[])))).unwrap();
+    let runs = h["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4);
+    assert!(runs[2]["previous"].is_null(), "the only run at 90%");
+    assert_eq!(runs[3]["previous"], runs[1]["run_id"]);
+    assert_eq!(runs[3]["variants"][0]["step"]["verdict"], "worse");
+    let table = stdout(&ok(pg(d, &["history"], &[])));
+    assert!(
+        table.contains("intervals at each run's own confidence level"),
+        "{table}"
+    );
+    assert!(
+        table.contains("the model changed from large-model"),
+        "{table}"
+    );
 }
