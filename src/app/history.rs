@@ -84,13 +84,9 @@ pub async fn history(args: &HistoryArgs, env: &Env) -> Result<Exit, Failure> {
         .await?;
         let mut f = filter(&args.filter, Some(bench.clone()))?;
         f.complete = !args.all;
-        let runs: Vec<_> = store
-            .runs(&f)
-            .await
-            .before_send()?
-            .into_iter()
-            .filter(|r| r.kind != "shard")
-            .collect();
+        // Shards are parts of a run: their merge stands for them (and their rows stay out).
+        f.whole = true;
+        let runs = store.runs(&f).await.before_send()?;
         let variants = store.variants(&f).await.before_send()?;
         let scores = store.scores(&f).await.before_send()?;
         let several = store.benches().await.before_send()?.len() > 1;

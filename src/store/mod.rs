@@ -532,11 +532,13 @@ impl Store {
         let price = record.bench.price.as_ref();
         let (ids, hashes) = (&record.bench.case_ids, &record.bench.case_hashes);
         let mut reader = jobs.reader()?;
+        let mut read = 0;
         loop {
             let chunk = reader.next_chunk(BATCH)?;
             if chunk.is_empty() {
                 break;
             }
+            read += chunk.len();
             let mut sql = String::with_capacity(100 + chunk.len() * COLUMNS * 6);
             sql.push_str(
                 "INSERT INTO run_jobs (run_id, case_id, variant, repeat, case_hash, case_group, \
@@ -589,6 +591,13 @@ impl Store {
                     .bind(i64::from(row.attempts));
             }
             query.execute(&mut **tx).await?;
+        }
+        // A spool cut short (a full disk) records nothing rather than part of the run.
+        if read != jobs.len() {
+            bail!(
+                "{read} of the run's {} job rows could be read back from its spool",
+                jobs.len()
+            );
         }
         Ok(())
     }
@@ -788,6 +797,8 @@ pub struct Filter {
     pub model: Option<String>,
     /// Only complete runs.
     pub complete: bool,
+    /// Whole runs only: no shards (their merge stands for them).
+    pub whole: bool,
     /// The newest this many.
     pub limit: Option<usize>,
 }
@@ -830,6 +841,9 @@ impl Filter {
         }
         if self.complete {
             parts.push("r.complete = 1".into());
+        }
+        if self.whole {
+            parts.push("r.kind <> 'shard'".into());
         }
         if parts.is_empty() {
             (String::new(), args)
