@@ -87,10 +87,16 @@ pub async fn history(args: &HistoryArgs, env: &Env) -> Result<Exit, Failure> {
         // Shards are parts of a run: their merge stands for them (and their rows stay out).
         f.whole = true;
         let runs = store.runs(&f).await.before_send()?;
-        let variants = store.variants(&f).await.before_send()?;
-        let scores = store.scores(&f).await.before_send()?;
+        let mut variants = store.variants(&f).await.before_send()?;
+        // Run by run: only the runs a step starts from keep their job rows.
+        let mut history = history::Builder::new(&bench);
+        for run in runs {
+            let jobs = store.jobs(&run.run_id).await.before_send()?;
+            let rows = variants.remove(&run.run_id).unwrap_or_default();
+            history.push(run, rows, jobs);
+        }
         let several = store.benches().await.before_send()?.len() > 1;
-        Ok::<_, Failure>((history::build(&bench, runs, variants, &scores), several))
+        Ok::<_, Failure>((history.finish(), several))
     }
     .await;
     store.close().await;

@@ -102,55 +102,59 @@ impl<'a> Scores<'a> {
     }
 }
 
-/// Builds the history: `runs` oldest first, with their variants and graded jobs.
-pub fn build(
-    bench: &str,
-    runs: Vec<RunRow>,
-    mut variants: HashMap<String, Vec<VariantRow>>,
-    scores: &HashMap<String, Vec<ScoreRow>>,
-) -> History {
-    let empty = Vec::new();
-    let indexed: Vec<Scores<'_>> = runs
-        .iter()
-        .map(|r| Scores::of(scores.get(&r.run_id).unwrap_or(&empty)))
-        .collect();
-    let mut names: Vec<String> = Vec::new();
-    let mut out = Vec::with_capacity(runs.len());
-    // The complete run before, at each confidence level (a step needs one level).
-    let mut previous: HashMap<u64, usize> = HashMap::new();
-    for (i, run) in runs.iter().enumerate() {
-        let rows = variants.remove(&run.run_id).unwrap_or_default();
+/// Builds a history run by run, oldest first. Only the job rows of the runs a later step
+/// may start from (the last complete run at each confidence level) are kept, so memory
+/// stays bounded by two runs' jobs however long the history.
+pub struct Builder {
+    bench: String,
+    names: Vec<String>,
+    runs: Vec<HistoryRun>,
+    /// Per confidence level: the last complete run's position and its job rows.
+    previous: HashMap<u64, (usize, Vec<ScoreRow>)>,
+}
+
+impl Builder {
+    /// A history of `bench` with no run yet.
+    pub fn new(bench: &str) -> Builder {
+        Builder {
+            bench: bench.into(),
+            names: Vec::new(),
+            runs: Vec::new(),
+            previous: HashMap::new(),
+        }
+    }
+
+    /// Adds the next run (later than every run added), its variants and its job rows.
+    pub fn push(&mut self, run: RunRow, rows: Vec<VariantRow>, jobs: Vec<ScoreRow>) {
         for v in &rows {
-            if !names.contains(&v.variant) {
-                names.push(v.variant.clone());
+            if !self.names.contains(&v.variant) {
+                self.names.push(v.variant.clone());
             }
         }
         let level = run.confidence.to_bits();
-        let prev = previous.get(&level).copied().filter(|_| run.complete);
+        let prev = self.previous.get(&level).filter(|_| run.complete);
         let mut steps: Vec<Option<(Comparison, usize)>> = vec![None; rows.len()];
-        if let Some(p) = prev {
-            let before: Vec<&VariantRow> = out
-                .get(p)
-                .map(|h: &HistoryRun| h.variants.iter().map(|v| &v.result).collect())
-                .unwrap_or_default();
+        if let Some((p, before_jobs)) = prev {
+            let (before, after) = (Scores::of(before_jobs), Scores::of(&jobs));
+            let earlier = &self.runs[*p].variants;
             for (slot, v) in steps.iter_mut().zip(&rows) {
-                let Some(b) = before.iter().find(|b| b.variant == v.variant) else {
+                let Some(b) = earlier.iter().find(|b| b.result.variant == v.variant) else {
                     continue;
                 };
-                *slot = Some(step(&indexed[p], &indexed[i], b, v, run.confidence));
+                *slot = Some(step(&before, &after, &b.result, v, run.confidence));
             }
+            // Holm across the variants of the step.
             let mut made: Vec<Comparison> = steps.iter().flatten().map(|s| s.0.clone()).collect();
             decide_with(&mut made, run.confidence, false);
-            let mut made = made.into_iter();
-            for slot in steps.iter_mut().flatten() {
-                if let Some(c) = made.next() {
-                    slot.0 = c;
-                }
+            for (slot, c) in steps.iter_mut().flatten().zip(made) {
+                slot.0 = c;
             }
         }
-        out.push(HistoryRun {
-            run: run.clone(),
-            previous: prev.map(|p| runs[p].run_id.clone()),
+        let previous = prev.map(|(p, _)| self.runs[*p].run.run_id.clone());
+        let complete = run.complete;
+        self.runs.push(HistoryRun {
+            run,
+            previous,
             variants: rows
                 .into_iter()
                 .zip(steps)
@@ -160,15 +164,19 @@ pub fn build(
                 })
                 .collect(),
         });
-        if run.complete {
-            previous.insert(level, i);
+        if complete {
+            self.previous.insert(level, (self.runs.len() - 1, jobs));
         }
     }
-    History {
-        schema: SCHEMA.into(),
-        bench: bench.into(),
-        variants: names,
-        runs: out,
+
+    /// The history.
+    pub fn finish(self) -> History {
+        History {
+            schema: SCHEMA.into(),
+            bench: self.bench,
+            variants: self.names,
+            runs: self.runs,
+        }
     }
 }
 

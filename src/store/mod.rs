@@ -661,57 +661,8 @@ impl Store {
         Ok(out)
     }
 
-    /// The graded jobs of the runs that pass `filter`: what paired comparisons need.
-    pub async fn scores(&self, filter: &Filter) -> anyhow::Result<HashMap<String, Vec<ScoreRow>>> {
-        let (clause, args) = filter.clause();
-        let clause = if clause.is_empty() {
-            " WHERE j.score IS NOT NULL".to_string()
-        } else {
-            format!("{clause} AND j.score IS NOT NULL")
-        };
-        let sql = format!(
-            "SELECT j.run_id, j.case_id, j.variant, j.case_hash, j.case_group, j.score \
-             FROM run_jobs j JOIN runs r ON r.run_id = j.run_id{clause} \
-             ORDER BY j.run_id, j.case_id, j.variant, j.repeat"
-        );
-        let mut query = sqlx::query(AssertSqlSafe(sql));
-        for a in &args {
-            query = a.bind(query);
-        }
-        let rows = query
-            .fetch_all(&mut *self.conn.lock().await)
-            .await
-            .map_err(flat)
-            .with_context(|| format!("cannot read the store {}", self.shown))?;
-        let mut out: HashMap<String, Vec<ScoreRow>> = HashMap::new();
-        let mut last: Option<(String, Vec<ScoreRow>)> = None;
-        for row in &rows {
-            let run: String = row.try_get(0)?;
-            let score = ScoreRow {
-                case_id: row.try_get(1)?,
-                variant: row.try_get(2)?,
-                case_hash: row.try_get::<Option<i64>, _>(3)?.map(|h| h as u64),
-                group: row.try_get(4)?,
-                score: row.try_get(5)?,
-                latency_ms: None,
-            };
-            match &mut last {
-                Some((id, list)) if *id == run => list.push(score),
-                _ => {
-                    if let Some((id, list)) = last.take() {
-                        out.insert(id, list);
-                    }
-                    last = Some((run, vec![score]));
-                }
-            }
-        }
-        if let Some((id, list)) = last {
-            out.insert(id, list);
-        }
-        Ok(out)
-    }
-
-    /// One run's jobs, with latencies: a stored run standing in for its folder.
+    /// One run's jobs (failed ones without a score): what a paired comparison needs of a
+    /// stored run, with latencies for a baseline's chart.
     pub async fn jobs(&self, run_id: &str) -> anyhow::Result<Vec<ScoreRow>> {
         let rows = sqlx::query(
             "SELECT case_id, variant, case_hash, case_group, score, latency_ms FROM run_jobs \
