@@ -739,7 +739,7 @@ pub(crate) fn resolve_base_url(flags: &[String], env: &Env, bench: &[String]) ->
 }
 
 /// A flag or its value is wrong (exit 2, nothing sent). The message says how to fix it.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("{0}")]
 pub struct UsageError(pub String);
 

@@ -24,6 +24,8 @@ pub(super) enum Reference {
     Stored {
         location: Location,
         run: Box<RunRow>,
+        /// Its run.json and summary, read (and checked) when it was found.
+        documents: Box<(RunRecord, Summary)>,
     },
 }
 
@@ -62,7 +64,7 @@ pub(super) async fn resolve(
         .into());
     }
     // Only a name the store resolves needs the store's address to be right.
-    let location = location.as_ref().map_err(|e| UsageError(e.0.clone()))?;
+    let location = location.as_ref().map_err(UsageError::clone)?;
     if let Some(file) = location.file()
         && !file.is_file()
     {
@@ -85,22 +87,25 @@ pub(super) async fn resolve(
     }
     let store = Store::open_existing(location).await.before_send()?;
     let found = find(&store, name, bench, what).await;
-    // A stored run must be readable now: nothing is sent for a baseline that is not.
-    let readable: Result<(), Failure> = match &found {
-        Ok(run) => store
-            .documents(&run.run_id)
-            .await
-            .map(|_| ())
-            .map_err(|e| UsageError(format!("{what} {name}: {e:#}")).into()),
-        Err(_) => Ok(()),
+    // Its folder, when it is still here and still holds this run.
+    let in_folder = |run: &RunRow| {
+        crate::runner::RunDir::at(&run.folder)
+            .read_record()
+            .is_ok_and(|r| r.run_id == run.run_id)
+    };
+    // A run only the store holds must be readable now: nothing is sent for a baseline
+    // that is not.
+    let documents = match &found {
+        Ok(run) if !in_folder(run) => Some(
+            store
+                .documents(&run.run_id)
+                .await
+                .map_err(|e| Failure::from(UsageError(format!("{what} {name}: {e:#}")))),
+        ),
+        _ => None,
     };
     store.close().await;
     let run = found?;
-    readable?;
-    let folder = PathBuf::from(&run.folder);
-    let same = crate::runner::RunDir::at(&folder)
-        .read_record()
-        .is_ok_and(|r| r.run_id == run.run_id);
     if by_name(name) {
         note!(
             "{what} {name}: run {} of {}{}",
@@ -112,13 +117,13 @@ pub(super) async fn resolve(
                 .unwrap_or_default()
         );
     }
-    Ok(if same {
-        Reference::Folder(folder)
-    } else {
-        Reference::Stored {
+    Ok(match documents {
+        None => Reference::Folder(PathBuf::from(&run.folder)),
+        Some(documents) => Reference::Stored {
             location: location.clone(),
             run: Box::new(run),
-        }
+            documents: Box::new(documents?),
+        },
     })
 }
 
@@ -270,16 +275,16 @@ pub(super) async fn load_reference(
             let (_, record, result) = load(path)?;
             Ok((path.clone(), record, result))
         }
-        Reference::Stored { location, run } => {
+        Reference::Stored {
+            location,
+            run,
+            documents,
+        } => {
             let store = Store::open_existing(location).await?;
-            let loaded = async {
-                let (record, summary) = store.documents(&run.run_id).await?;
-                let jobs = store.jobs(&run.run_id).await?;
-                anyhow::Ok((record, summary, jobs))
-            }
-            .await;
+            let jobs = store.jobs(&run.run_id).await;
             store.close().await;
-            let (mut record, summary, jobs) = loaded?;
+            let jobs = jobs?;
+            let (mut record, summary) = (**documents).clone();
             restore_cases(&mut record, &jobs);
             let result = stored_result(&record, summary, &jobs);
             Ok((

@@ -301,9 +301,6 @@ pub(super) async fn record_in_store(
     jobs: &crate::store::JobRows,
     folder: &Path,
 ) -> Result<String, String> {
-    let folder = std::fs::canonicalize(folder)
-        .or_else(|_| std::path::absolute(folder))
-        .unwrap_or_else(|_| folder.to_path_buf());
     let recorded = async {
         let store = Store::open(location).await?;
         let done = store
@@ -311,7 +308,7 @@ pub(super) async fn record_in_store(
                 record,
                 summary,
                 jobs,
-                folder: &folder,
+                folder,
             })
             .await;
         store.close().await;

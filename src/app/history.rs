@@ -15,23 +15,15 @@ use crate::store::{Filter, Location, Store};
 /// The folder of run folders when none is named: `run --out`'s default.
 pub(super) const REPORTS: &str = "reports";
 
-/// Opens a store that must already exist (reading commands never create one).
+/// Opens a store that must already exist (reading commands never create one). The
+/// default one missing is the first hour's usual state: it gets its own explanation.
 async fn open_existing(location: &Location, named: bool) -> Result<Store, Failure> {
-    if let Some(file) = location.file()
-        && !file.is_file()
-    {
-        let (what, fix) = if named {
-            (
-                format!("there is no history store at {}", file.display()),
-                "check the path (--store, $PROMPTGAUGE_STORE)".to_string(),
-            )
-        } else {
-            (
-                format!("there is no history store at {} yet", file.display()),
-                "runs record themselves into promptgauge.db beside their run folders (reports/): run a bench, name the store with --store or $PROMPTGAUGE_STORE, or build it from run folders: promptgauge index reports".to_string(),
-            )
-        };
-        return Err(UsageError::with_fix(what, fix).into());
+    if let Some(file) = location.file().filter(|f| !named && !f.is_file()) {
+        return Err(UsageError::with_fix(
+            format!("there is no history store at {} yet", file.display()),
+            "runs record themselves into promptgauge.db beside their run folders (reports/): run a bench, name the store with --store or $PROMPTGAUGE_STORE, or build it from run folders: promptgauge index reports",
+        )
+        .into());
     }
     Store::open_existing(location).await.before_send()
 }
@@ -325,15 +317,12 @@ async fn index_one(store: &Store, folder: &Path) -> anyhow::Result<usize> {
     {
         result.summary.gates = written.gates;
     }
-    let absolute = std::fs::canonicalize(dir.path())
-        .or_else(|_| std::path::absolute(dir.path()))
-        .unwrap_or_else(|_| folder.to_path_buf());
     store
         .record(&crate::store::Recording {
             record: &record,
             summary: &result.summary,
             jobs: &jobs,
-            folder: &absolute,
+            folder: dir.path(),
         })
         .await?;
     Ok(jobs.len())

@@ -127,21 +127,15 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
     let store = crate::cli::store_location(args.store.store.as_deref(), env, &root).map(|s| s.0);
     // A store that cannot be named right is said before anything is done.
     if let (false, Err(e)) = (args.store.no_store, &store) {
-        return Err(UsageError(e.0.clone()).into());
+        return Err(e.clone().into());
     }
-    let baseline = match &args.gates.baseline {
-        Some(name) => Some(
-            super::run::baseline_of(
-                name,
-                &first.bench.name,
-                first.bench.confidence,
-                &store,
-                "--baseline",
-            )
-            .await?,
-        ),
-        None => None,
-    };
+    let baseline = super::run::baseline_of(
+        args.gates.baseline.as_deref(),
+        &first.bench.name,
+        first.bench.confidence,
+        &store,
+    )
+    .await?;
     let dir =
         RunDir::create(&root, &format!("{}-merged", first.bench.name), &utc_now()).before_send()?;
     let _lock = dir.lock().map_err(super::finish::in_use)?;

@@ -75,21 +75,15 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     );
     // A store that cannot be named right is said before anything is done.
     if let (false, Err(e)) = (args.store.no_store, &store) {
-        return Err(UsageError(e.0.clone()).into());
+        return Err(e.clone().into());
     }
-    let baseline = match &args.gates.baseline {
-        Some(name) => Some(
-            baseline_of(
-                name,
-                &p.bench.name,
-                p.bench.confidence,
-                &store,
-                "--baseline",
-            )
-            .await?,
-        ),
-        None => None,
-    };
+    let baseline = baseline_of(
+        args.gates.baseline.as_deref(),
+        &p.bench.name,
+        p.bench.confidence,
+        &store,
+    )
+    .await?;
 
     // One look at the server before the first job: a dead server, a refused key or an
     // unlisted model is said now, not after every job has spent its retries.
@@ -415,16 +409,19 @@ fn recorded_store(record: &RunRecord) -> Option<crate::store::Location> {
     }
 }
 
-/// The run `--baseline NAME` means, found and checked before anything is sent: it must be
-/// readable and measured at this run's confidence level.
+/// The run `--baseline NAME` means (`None` without the flag), found and checked before
+/// anything is sent: it must be readable and measured at this run's confidence level.
 pub(super) async fn baseline_of(
-    name: &str,
+    name: Option<&str>,
     bench: &str,
     confidence: f64,
     store: &Result<crate::store::Location, UsageError>,
-    what: &str,
-) -> Result<super::baseline::Reference, Failure> {
+) -> Result<Option<super::baseline::Reference>, Failure> {
     use super::baseline::Reference;
+    let Some(name) = name else {
+        return Ok(None);
+    };
+    let what = "--baseline";
     let reference = super::baseline::resolve(name, Some(bench), store, what).await?;
     let earlier = match &reference {
         Reference::Folder(path) => {
@@ -456,7 +453,7 @@ pub(super) async fn baseline_of(
         )
         .into());
     }
-    Ok(reference)
+    Ok(Some(reference))
 }
 
 /// Stops a run whose first jobs all failed the same way for a reason waiting will not

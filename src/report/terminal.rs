@@ -48,6 +48,13 @@ impl Column {
     }
 }
 
+/// Adds one row: a cell to each column, in order.
+fn push_row(columns: &mut [Column], cells: impl IntoIterator<Item = String>) {
+    for (c, cell) in columns.iter_mut().zip(cells) {
+        c.cells.push(cell);
+    }
+}
+
 fn widest_line(text: &str) -> usize {
     text.lines().map(|l| l.chars().count()).max().unwrap_or(0)
 }
@@ -205,9 +212,7 @@ pub(crate) fn render_at(s: &Summary, width: Option<usize>) -> String {
             usd(v.cost_usd),
             usd(v.cost_per_correct_usd),
         ];
-        for (c, cell) in cols.iter_mut().zip(cells) {
-            c.cells.push(cell);
-        }
+        push_row(&mut cols, cells);
     }
     let table = fit(cols, width);
     let mut out = format!(
@@ -286,9 +291,7 @@ fn comparison_table(s: &Summary, width: Option<usize>) -> String {
     for c in &s.comparisons {
         let mut row = vec![c.variant.clone()];
         row.extend(c.cells());
-        for (col, cell) in cols.iter_mut().zip(row) {
-            col.cells.push(cell);
-        }
+        push_row(&mut cols, row);
     }
     fit(cols, width)
 }
@@ -339,9 +342,7 @@ fn judge_table(s: &Summary, judge: &super::ProviderInfo, width: Option<usize>) -
                 None => row.extend(["0".to_string(), "–".into(), "–".into(), "–".into()]),
             }
         }
-        for (c, cell) in cols.iter_mut().zip(row) {
-            c.cells.push(cell);
-        }
+        push_row(&mut cols, row);
     }
     fit(cols, width)
 }
@@ -439,9 +440,7 @@ pub(crate) fn render_comparison(c: &RunComparison) -> String {
             ),
             format!("{} / {}", usd(v.a.cost_usd), usd(v.b.cost_usd)),
         ];
-        for (col, cell) in cols.iter_mut().zip(row) {
-            col.cells.push(cell);
-        }
+        push_row(&mut cols, row);
     }
     let width = width();
     out.push_str(&fit(cols, width));
@@ -566,9 +565,7 @@ pub(crate) fn render_history(h: &super::history::History) -> String {
                 usd(v.result.cost_usd.or(v.result.spent_usd)),
                 millis(v.result.latency_p90_ms),
             ];
-            for (c, cell) in columns.iter_mut().zip(cells) {
-                c.cells.push(cell);
-            }
+            push_row(&mut columns, cells);
         }
     }
     let mut levels: Vec<u64> = h.runs.iter().map(|r| r.run.confidence.to_bits()).collect();
@@ -634,9 +631,7 @@ pub(crate) fn render_runs(runs: &[crate::store::RunRow]) -> String {
             usd(r.cost_usd),
             r.folder.clone(),
         ];
-        for (c, cell) in columns.iter_mut().zip(cells) {
-            c.cells.push(cell);
-        }
+        push_row(&mut columns, cells);
     }
     fit_saying(columns, width(), "--json has every column")
 }

@@ -413,6 +413,10 @@ impl Store {
     }
 
     async fn record_inner(&self, run: &Recording<'_>) -> anyhow::Result<()> {
+        // Folders are stored absolute, without `..`: links and lookups work from anywhere.
+        let folder = std::fs::canonicalize(run.folder)
+            .or_else(|_| std::path::absolute(run.folder))
+            .unwrap_or_else(|_| run.folder.to_path_buf());
         let record = run.record;
         let summary = run.summary;
         let id = record.run_id.as_str();
@@ -474,7 +478,7 @@ impl Store {
         .bind(big(summary.jobs_failed as u64))
         .bind(scored as i64)
         .bind(cost)
-        .bind(run.folder.display().to_string())
+        .bind(folder.display().to_string())
         // The case ids and hashes are in the job rows: kept once.
         .bind(serde_json::to_string(&record.without_cases())?)
         .bind(serde_json::to_string(summary)?)
@@ -602,21 +606,34 @@ impl Store {
         Ok(())
     }
 
+    /// The rows a query returns, its failure said as the store's.
+    async fn read<'q>(
+        &self,
+        query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
+    ) -> anyhow::Result<Vec<AnyRow>> {
+        query
+            .fetch_all(&mut *self.conn.lock().await)
+            .await
+            .map_err(flat)
+            .with_context(|| format!("cannot read the store {}", self.shown))
+    }
+
+    /// The rows of `sql` (which ends in `filter`'s clause) for the runs that pass `filter`.
+    async fn read_filtered(&self, sql: String, args: &[Arg]) -> anyhow::Result<Vec<AnyRow>> {
+        let mut query = sqlx::query(AssertSqlSafe(sql));
+        for a in args {
+            query = a.bind(query);
+        }
+        self.read(query).await
+    }
+
     /// The stored runs that pass `filter`, oldest first.
     pub async fn runs(&self, filter: &Filter) -> anyhow::Result<Vec<RunRow>> {
         let (clause, args) = filter.clause();
         let sql = format!(
             "SELECT {RUN_COLUMNS} FROM runs r{clause} ORDER BY r.started_unix_ms, r.run_id"
         );
-        let mut query = sqlx::query(AssertSqlSafe(sql));
-        for a in &args {
-            query = a.bind(query);
-        }
-        let rows = query
-            .fetch_all(&mut *self.conn.lock().await)
-            .await
-            .map_err(flat)
-            .with_context(|| format!("cannot read the store {}", self.shown))?;
+        let rows = self.read_filtered(sql, &args).await?;
         let mut runs: Vec<RunRow> = rows
             .iter()
             .map(RunRow::from_row)
@@ -644,15 +661,7 @@ impl Store {
              FROM run_variants v JOIN runs r ON r.run_id = v.run_id{clause} \
              ORDER BY v.run_id, v.position"
         );
-        let mut query = sqlx::query(AssertSqlSafe(sql));
-        for a in &args {
-            query = a.bind(query);
-        }
-        let rows = query
-            .fetch_all(&mut *self.conn.lock().await)
-            .await
-            .map_err(flat)
-            .with_context(|| format!("cannot read the store {}", self.shown))?;
+        let rows = self.read_filtered(sql, &args).await?;
         let mut out: HashMap<String, Vec<VariantRow>> = HashMap::new();
         for row in &rows {
             let v = VariantRow::from_row(row)?;
@@ -664,15 +673,15 @@ impl Store {
     /// One run's jobs (failed ones without a score): what a paired comparison needs of a
     /// stored run, with latencies for a baseline's chart.
     pub async fn jobs(&self, run_id: &str) -> anyhow::Result<Vec<ScoreRow>> {
-        let rows = sqlx::query(
-            "SELECT case_id, variant, case_hash, case_group, score, latency_ms FROM run_jobs \
-             WHERE run_id = $1 ORDER BY case_id, variant, repeat",
-        )
-        .bind(run_id)
-        .fetch_all(&mut *self.conn.lock().await)
-        .await
-        .map_err(flat)
-        .with_context(|| format!("cannot read the store {}", self.shown))?;
+        let rows = self
+            .read(
+                sqlx::query(
+                    "SELECT case_id, variant, case_hash, case_group, score, latency_ms \
+                     FROM run_jobs WHERE run_id = $1 ORDER BY case_id, variant, repeat",
+                )
+                .bind(run_id),
+            )
+            .await?;
         rows.iter()
             .map(|row| {
                 Ok(ScoreRow {
@@ -687,15 +696,14 @@ impl Store {
             .collect()
     }
 
-    /// A run's run.json and summary.json as recorded (run.json's case ids and hashes come
-    /// back from the job rows, in id order).
+    /// A run's run.json and summary.json as recorded (run.json without its case ids and
+    /// hashes: the job rows hold them).
     pub async fn documents(&self, run_id: &str) -> anyhow::Result<(RunRecord, Summary)> {
-        let row = sqlx::query("SELECT record, summary FROM runs WHERE run_id = $1")
-            .bind(run_id)
-            .fetch_optional(&mut *self.conn.lock().await)
-            .await
-            .map_err(flat)
-            .with_context(|| format!("cannot read the store {}", self.shown))?
+        let rows = self
+            .read(sqlx::query("SELECT record, summary FROM runs WHERE run_id = $1").bind(run_id))
+            .await?;
+        let row = rows
+            .first()
             .with_context(|| format!("the store {} has no run {run_id}", self.shown))?;
         let record: String = row.try_get(0)?;
         let summary: String = row.try_get(1)?;
@@ -709,11 +717,11 @@ impl Store {
 
     /// The benches the store holds, with how many runs each.
     pub async fn benches(&self) -> anyhow::Result<Vec<(String, i64)>> {
-        let rows = sqlx::query("SELECT bench, COUNT(*) FROM runs GROUP BY bench ORDER BY bench")
-            .fetch_all(&mut *self.conn.lock().await)
-            .await
-            .map_err(flat)
-            .with_context(|| format!("cannot read the store {}", self.shown))?;
+        let rows = self
+            .read(sqlx::query(
+                "SELECT bench, COUNT(*) FROM runs GROUP BY bench",
+            ))
+            .await?;
         let mut benches: Vec<(String, i64)> = rows
             .iter()
             .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
@@ -733,7 +741,7 @@ pub struct Recording<'a> {
     pub record: &'a RunRecord,
     pub summary: &'a Summary,
     pub jobs: &'a JobRows,
-    /// The run folder, as the run named it.
+    /// The run folder, as the run named it (stored absolute).
     pub folder: &'a Path,
 }
 

@@ -208,9 +208,12 @@ impl JobRows {
                 clashing.insert(id_hash(id));
             }
         }
-        for (i, id) in case_ids.iter().enumerate() {
-            if clashing.contains(&id_hash(id)) {
-                collided.insert(id.clone(), i as u32);
+        // Only when two ids share a hash (never, in practice) are the ids hashed again.
+        if !clashing.is_empty() {
+            for (i, id) in case_ids.iter().enumerate() {
+                if clashing.contains(&id_hash(id)) {
+                    collided.insert(id.clone(), i as u32);
+                }
             }
         }
         JobRows {
