@@ -539,6 +539,14 @@ pub struct MockArgs {
     /// Probability of an error event mid-stream.
     #[arg(long, default_value_t = 0.0, value_name = "P")]
     pub error_event: f64,
+    /// Probability of ending mid-answer with finish_reason: content_filter (the answer is
+    /// withheld: counted apart, never graded).
+    #[arg(long, default_value_t = 0.0, value_name = "P")]
+    pub content_filter: f64,
+    /// Probability of ending mid-answer with finish_reason: abort (vLLM's word for a
+    /// dropped request; not a finish, so the job is retried).
+    #[arg(long, default_value_t = 0.0, value_name = "P")]
+    pub abort: f64,
     /// Faults strike only the first N attempts of each Idempotency-Key.
     #[arg(long, value_name = "N")]
     pub fault_attempts: Option<u32>,
@@ -599,6 +607,8 @@ impl MockArgs {
             ("--cut", self.cut),
             ("--stall", self.stall),
             ("--error-event", self.error_event),
+            ("--content-filter", self.content_filter),
+            ("--abort", self.abort),
         ];
         if !(0.0..=1.0).contains(&self.judge_error) {
             return Err(format!(
@@ -637,6 +647,8 @@ impl MockArgs {
                 cut: self.cut,
                 stall: self.stall,
                 error_event: self.error_event,
+                content_filter: self.content_filter,
+                abort: self.abort,
             },
             fault_attempts: self.fault_attempts,
             keepalive: self.keepalive,

@@ -26,7 +26,7 @@ use tokio::time::{Instant, timeout_at};
 use tokio_util::sync::CancellationToken;
 
 pub use openai::OpenAiChat;
-pub use protocol::{Dialect, Protocol, Streamed, ToolCall, Usage};
+pub use protocol::{Dialect, FinishKind, Protocol, Streamed, ToolCall, Usage};
 pub use retry::Outcome;
 pub use secrets::Secrets;
 pub use transport::{HttpRequest, HttpResponse, ReqwestTransport, Transport, TransportError};
@@ -206,6 +206,12 @@ impl JobResult {
     /// Whether there is a whole answer to score (complete or truncated).
     pub fn answered(&self) -> bool {
         self.failure.is_none() && !self.aborted && self.outcome().is_some_and(Outcome::answered)
+    }
+
+    /// Whether the provider withheld the answer (`content_filter`): nothing to score, and
+    /// nothing failed.
+    pub fn filtered(&self) -> bool {
+        self.failure.is_none() && !self.aborted && self.outcome() == Some(Outcome::Filtered)
     }
 }
 
@@ -504,7 +510,7 @@ impl Client {
             let limit = self.pool.replicas[replica].gate.limit();
             let (health, why) = match (attempt.outcome, status) {
                 (_, Some(429)) => (pool::Health::Throttled, "429".to_string()),
-                (o, _) if o.answered() => match remaining_requests {
+                (o, _) if o.finished() => match remaining_requests {
                     // The provider says the window is spent: ease off before the 429s come.
                     Some(0) if limit > 1 => (
                         pool::Health::Throttled,
@@ -648,6 +654,7 @@ impl Client {
             .chain(stream.model.as_mut())
             .chain(stream.error.as_mut())
             .chain(stream.finish.as_mut().map(|f| &mut f.reason))
+            .chain(stream.unrecognised_finish.as_mut())
         {
             s.scrub_in_place(text);
         }
@@ -847,19 +854,38 @@ impl Client {
             return finish(attempt, stream, Outcome::StreamError, Some(e), None, None);
         }
         // A finish_reason means the answer is whole, whatever broke after it (e.g. before
-        // [DONE]); without one, the way the stream ended is the outcome.
+        // [DONE]); without one, the way the stream ended is the outcome. A reason the
+        // protocol does not count as a finish (`abort`, `error`, …) is named with the cut.
+        let not_a_finish = |e: String| match &stream.unrecognised_finish {
+            Some(r) => format!("{e} (finish_reason {r:?} is not a finish)"),
+            None => e,
+        };
         let (outcome, error) = match (&stream.finish, end) {
-            (Some(f), _) if f.truncated => (Outcome::Truncated, None),
-            (Some(_), _) => (Outcome::Complete, None),
-            (None, Err((outcome, e))) => (outcome, Some(e)),
+            (Some(f), _) => match f.kind {
+                FinishKind::Stopped => (Outcome::Complete, None),
+                FinishKind::Truncated => (Outcome::Truncated, None),
+                FinishKind::Filtered => (
+                    Outcome::Filtered,
+                    Some(format!(
+                        "the provider withheld the answer (finish_reason {:?})",
+                        f.reason
+                    )),
+                ),
+            },
+            (None, Err((outcome, e))) => (outcome, Some(not_a_finish(e))),
             (None, Ok(())) => (
                 Outcome::Cut,
-                Some("the stream ended without a finish_reason".to_string()),
+                Some(match &stream.unrecognised_finish {
+                    Some(r) => {
+                        format!("the stream ended with finish_reason {r:?}, which is not a finish")
+                    }
+                    None => "the stream ended without a finish_reason".to_string(),
+                }),
             ),
         };
         let oversized =
             outcome == Outcome::StreamError && received > self.config.max_response_bytes;
-        let whole = outcome.answered() && !ended;
+        let whole = outcome.finished() && !ended;
         let mut result = finish(attempt, stream, outcome, error, None, complete_at);
         result.retryable = !oversized;
         result.remaining_requests = remaining_requests;

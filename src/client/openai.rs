@@ -5,7 +5,7 @@
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-use super::protocol::{Dialect, Finish, Protocol, Streamed, ToolCall, Usage};
+use super::protocol::{self, Dialect, Finish, FinishKind, Protocol, Streamed, ToolCall, Usage};
 use super::{ApiKey, JobRequest};
 
 /// The path appended to the base URL.
@@ -17,6 +17,22 @@ const FULL: Dialect = Dialect(0);
 const NO_STREAM_OPTIONS: Dialect = Dialect(1);
 /// Without `response_format` either (a judge asks for JSON; some servers refuse the field).
 const NO_RESPONSE_FORMAT: Dialect = Dialect(2);
+
+/// What a chat-completions finish reason means: a closed list. `stop`, `tool_calls` and the
+/// legacy `function_call` end an answer (so do `eos_token` and `stop_sequence`, which
+/// text-generation-inference sent before 2.2); `length` truncates it; `content_filter`
+/// withholds it. Anything else — vLLM's `abort`, OpenRouter's `error`, `cancelled`, the
+/// string `"null"` — is not a finish: the text so far is never graded.
+fn finish_kind(reason: &str) -> Option<FinishKind> {
+    match reason {
+        "stop" | "tool_calls" | "function_call" | "eos_token" | "stop_sequence" => {
+            Some(FinishKind::Stopped)
+        }
+        "length" => Some(FinishKind::Truncated),
+        "content_filter" => Some(FinishKind::Filtered),
+        _ => None,
+    }
+}
 
 /// The OpenAI chat-completions protocol.
 #[derive(Debug, Clone, Copy, Default)]
@@ -249,10 +265,15 @@ impl Protocol for OpenAiChat {
                     .and_then(Value::as_str)
                     .filter(|r| !r.is_empty())
             {
-                s.finish = Some(Finish {
-                    reason: r.to_string(),
-                    truncated: r == "length",
-                });
+                match finish_kind(r) {
+                    Some(kind) => {
+                        s.finish = Some(Finish {
+                            reason: r.to_string(),
+                            kind,
+                        })
+                    }
+                    None => s.unrecognised_finish = Some(protocol::truncate(r, 64)),
+                }
             }
         }
         token

@@ -35,13 +35,25 @@ impl Usage {
     }
 }
 
+/// What a finish reason means, once a protocol has read it. Each protocol keeps a closed
+/// list of the reasons that finish an answer; anything else is no finish
+/// ([`Streamed::unrecognised_finish`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FinishKind {
+    /// The model ended its answer (`stop`, `tool_calls`, …): graded as given.
+    Stopped,
+    /// The model hit its token ceiling (`length`): a real answer, cut short, graded.
+    Truncated,
+    /// The provider withheld the answer (`content_filter`): counted apart, never graded.
+    Filtered,
+}
+
 /// Why the model stopped, in the protocol's own word (kept as sent, for the journal).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finish {
     /// The reason as the server named it (`stop`, `length`, `tool_calls`, …).
     pub reason: String,
-    /// The model hit its token ceiling: a real answer, cut short.
-    pub truncated: bool,
+    pub kind: FinishKind,
 }
 
 /// A function call the model made, assembled from the stream.
@@ -66,6 +78,10 @@ pub struct Streamed {
     /// The first real finish: it ends the answer. Later duplicates, and any text after it,
     /// are ignored.
     pub finish: Option<Finish>,
+    /// The last finish reason the protocol does not count as a finish (vLLM's `abort`,
+    /// OpenRouter's `error`, `cancelled`, an unknown word): the stream goes on as if none
+    /// had come, and if it ends without a real finish the value is recorded with the cut.
+    pub unrecognised_finish: Option<String>,
     pub usage: Option<Usage>,
     /// The model name the server echoed.
     pub model: Option<String>,

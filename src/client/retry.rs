@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
-    /// A `finish_reason` other than `length` arrived.
+    /// A finish reason that ends an answer arrived (`stop`, `tool_calls`, …).
     Complete,
     /// `finish_reason: length`: a real answer, cut by the token ceiling.
     Truncated,
@@ -23,11 +23,14 @@ pub enum Outcome {
     HttpError,
     /// An `error` object in the stream.
     StreamError,
+    /// `finish_reason: content_filter`: the provider withheld the answer. Not retried, never
+    /// graded as right or wrong; counted apart.
+    Filtered,
 }
 
 impl Outcome {
     /// Every outcome, in a fixed order (a byte in the history store's spool is its place).
-    pub const ALL: [Outcome; 7] = [
+    pub const ALL: [Outcome; 8] = [
         Outcome::Complete,
         Outcome::Truncated,
         Outcome::Cut,
@@ -35,6 +38,7 @@ impl Outcome {
         Outcome::NoFirstToken,
         Outcome::HttpError,
         Outcome::StreamError,
+        Outcome::Filtered,
     ];
 
     /// Its name, as the journal writes it.
@@ -47,12 +51,18 @@ impl Outcome {
             Outcome::NoFirstToken => "no_first_token",
             Outcome::HttpError => "http_error",
             Outcome::StreamError => "stream_error",
+            Outcome::Filtered => "filtered",
         }
     }
 
     /// Whether the attempt produced an answer that can be graded.
     pub fn answered(self) -> bool {
         matches!(self, Outcome::Complete | Outcome::Truncated)
+    }
+
+    /// Whether the stream reached a real finish: an answer, or one the provider withheld.
+    pub fn finished(self) -> bool {
+        self.answered() || self == Outcome::Filtered
     }
 }
 
@@ -70,7 +80,7 @@ pub(crate) enum Next {
 /// Status triage (DESIGN §3). `status` is `None` when no response arrived at all.
 pub(crate) fn next_step(outcome: Outcome, status: Option<u16>) -> Next {
     match outcome {
-        Outcome::Complete | Outcome::Truncated => Next::Done,
+        Outcome::Complete | Outcome::Truncated | Outcome::Filtered => Next::Done,
         Outcome::Cut | Outcome::Stalled | Outcome::NoFirstToken | Outcome::StreamError => {
             Next::Retry
         }

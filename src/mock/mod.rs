@@ -54,6 +54,11 @@ pub struct Faults {
     pub cut: f64,
     pub stall: f64,
     pub error_event: f64,
+    /// Ends mid-answer with `finish_reason: content_filter`.
+    pub content_filter: f64,
+    /// Ends mid-answer with `finish_reason: abort` (as vLLM does when it drops a request):
+    /// not a finish.
+    pub abort: f64,
 }
 
 /// How the simulator answers and misbehaves.
@@ -127,6 +132,8 @@ pub struct Stats {
     pub cuts: AtomicU64,
     pub stalls: AtomicU64,
     pub error_events: AtomicU64,
+    pub content_filters: AtomicU64,
+    pub aborts: AtomicU64,
     /// Generations streamed to the end with a `finish_reason`.
     pub generations: AtomicU64,
     pub replays: AtomicU64,
@@ -147,6 +154,10 @@ pub struct StatsSnapshot {
     pub cuts: u64,
     pub stalls: u64,
     pub error_events: u64,
+    #[serde(default)]
+    pub content_filters: u64,
+    #[serde(default)]
+    pub aborts: u64,
     pub generations: u64,
     pub replays: u64,
     pub in_flight: u64,
@@ -167,6 +178,8 @@ impl Stats {
             cuts: g(&self.cuts),
             stalls: g(&self.stalls),
             error_events: g(&self.error_events),
+            content_filters: g(&self.content_filters),
+            aborts: g(&self.aborts),
             generations: g(&self.generations),
             replays: g(&self.replays),
             in_flight: g(&self.in_flight),
@@ -245,6 +258,8 @@ enum Fault {
     Cut,
     Stall,
     ErrorEvent,
+    ContentFilter,
+    Abort,
 }
 
 /// The simulated provider: answers requests and counts what it did.
@@ -600,6 +615,8 @@ impl Provider {
             Some(Fault::Cut) => stats.cuts.fetch_add(1, Ordering::SeqCst),
             Some(Fault::Stall) => stats.stalls.fetch_add(1, Ordering::SeqCst),
             Some(Fault::ErrorEvent) => stats.error_events.fetch_add(1, Ordering::SeqCst),
+            Some(Fault::ContentFilter) => stats.content_filters.fetch_add(1, Ordering::SeqCst),
+            Some(Fault::Abort) => stats.aborts.fetch_add(1, Ordering::SeqCst),
             _ => 0,
         };
         let mut headers = vec![
@@ -658,6 +675,8 @@ impl Provider {
             (f.cut, Fault::Cut),
             (f.stall, Fault::Stall),
             (f.error_event, Fault::ErrorEvent),
+            (f.content_filter, Fault::ContentFilter),
+            (f.abort, Fault::Abort),
         ] {
             edge += rate;
             if u < edge {
@@ -854,6 +873,19 @@ impl Script<'_> {
             Fault::ErrorEvent => self.event(
                 r#"{"error":{"message":"The model overloaded mid-stream.","type":"server_error"}}"#,
             ),
+            // A finish reason mid-answer, then the stream's proper end.
+            Fault::ContentFilter | Fault::Abort => {
+                let reason = if fault == Some(Fault::Abort) {
+                    "abort"
+                } else {
+                    "content_filter"
+                };
+                let end = self.chunk(json!({}), Some(reason), None);
+                self.event(&end);
+                if !self.config.no_done {
+                    self.event("[DONE]");
+                }
+            }
             Fault::TooMany | Fault::ServerError | Fault::Hang => return None,
         }
         Some(std::mem::take(&mut self.steps))

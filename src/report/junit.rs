@@ -94,6 +94,14 @@ impl JunitSpool {
                     escape(&short(&r.output))
                 ));
             }
+            (JobStatus::Filtered, _) => {
+                case.push_str(&format!(
+                    ">\n      <skipped message=\"{}\"/>\n    </testcase>\n",
+                    escape(&short(r.error.as_deref().unwrap_or(
+                        "the provider withheld the answer (content filter)"
+                    )))
+                ));
+            }
             (JobStatus::Failed, _) => {
                 error = true;
                 let mut message = r.error.clone().unwrap_or_else(|| "no answer".into());

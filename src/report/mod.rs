@@ -98,6 +98,19 @@ pub(crate) fn notes(summary: &Summary) -> Vec<String> {
             "{truncated} answers hit max_tokens (finish_reason: length); they were graded as given."
         ));
     }
+    let filtered: u64 = summary.variants.iter().map(|v| v.filtered).sum();
+    if filtered > 0 {
+        let each: Vec<String> = summary
+            .variants
+            .iter()
+            .filter(|v| v.filtered > 0)
+            .map(|v| format!("{} {}", v.name, v.filtered))
+            .collect();
+        notes.push(format!(
+            "{filtered} answers were withheld by the provider's content filter (finish_reason: content_filter; {}): they are counted apart, neither right, wrong nor failed, and the comparisons leave those cases out.",
+            each.join(", ")
+        ));
+    }
     let cached: u64 = summary.variants.iter().map(|v| v.cached).sum();
     if cached > 0 {
         notes.push(format!("{cached} answers came from the response cache (--cache): nothing was sent for them, and they are not in the latency figures."));

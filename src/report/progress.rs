@@ -64,6 +64,7 @@ impl Progress {
             .count() as u64;
         match record.status {
             JobStatus::Failed => self.failed += 1,
+            JobStatus::Filtered => {}
             JobStatus::Graded => {
                 if let Some(i) = self.variants.iter().position(|v| *v == record.variant) {
                     self.scores[i].1 += 1;

@@ -120,7 +120,7 @@ impl Tokens {
 pub struct VariantSummary {
     pub name: String,
     pub baseline: bool,
-    /// Jobs finished (graded + failed).
+    /// Jobs finished (graded + failed + filtered).
     pub jobs: usize,
     /// Graded jobs: the denominator of accuracy.
     pub n: u64,
@@ -130,6 +130,10 @@ pub struct VariantSummary {
     pub ci_high: Option<f64>,
     /// Jobs with no answer (retries exhausted, fatal errors); not counted as wrong.
     pub failed: u64,
+    /// Answers the provider withheld (`finish_reason: content_filter`): neither right,
+    /// wrong nor failed, and left out of the comparisons.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub filtered: u64,
     /// Graded answers cut by the token ceiling (`finish_reason: length`).
     pub truncated: u64,
     /// Answers taken from the response cache: not sent, not in the latency figures.
@@ -261,6 +265,7 @@ pub(crate) struct Acc {
     n: u64,
     correct: u64,
     failed: u64,
+    filtered: u64,
     truncated: u64,
     cached: u64,
     attempts: u64,
@@ -329,9 +334,16 @@ impl Acc {
                 }
             }
         }
-        if r.status == JobStatus::Failed {
-            self.failed += 1;
-            return;
+        match r.status {
+            JobStatus::Failed => {
+                self.failed += 1;
+                return;
+            }
+            JobStatus::Filtered => {
+                self.filtered += 1;
+                return;
+            }
+            JobStatus::Graded => {}
         }
         self.n += 1;
         if let Some(t) = r.answer_ms.filter(|_| !r.cached) {
@@ -388,6 +400,7 @@ impl Acc {
             ci_low: ci.map(|c| c.0),
             ci_high: ci.map(|c| c.1),
             failed: self.failed,
+            filtered: self.filtered,
             truncated: self.truncated,
             cached: self.cached,
             attempts: self.attempts,

@@ -14,6 +14,8 @@ pub struct RunTally {
     pub finished: usize,
     pub graded: usize,
     pub failed: usize,
+    /// Answers the provider withheld (`content_filter`).
+    pub filtered: usize,
     /// Jobs never finished (stopped by Ctrl-C, a fatal provider error, or the journal).
     pub not_run: usize,
     /// A listener that keeps the run's record (the journal) could not write (a full disk):

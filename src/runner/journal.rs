@@ -18,7 +18,8 @@ pub struct JobRecord {
     pub case_id: String,
     pub variant: String,
     pub repeat: u32,
-    /// `graded` (an answer was scored) or `failed` (no answer; never counted as wrong).
+    /// `graded` (an answer was scored), `failed` (no answer; never counted as wrong) or
+    /// `filtered` (the provider withheld the answer; counted apart).
     pub status: JobStatus,
     /// The final attempt's outcome.
     pub outcome: Option<Outcome>,
@@ -73,12 +74,16 @@ pub struct JobRecord {
     pub cached: bool,
 }
 
-/// Whether a job was scored or failed.
+/// Whether a job was scored, failed, or withheld by the provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum JobStatus {
     Graded,
     Failed,
+    /// The provider's content filter withheld the answer (`finish_reason: content_filter`):
+    /// the job finished, but there is nothing to grade. Counted apart: neither right, wrong
+    /// nor failed.
+    Filtered,
 }
 
 /// The journal, open for appending.

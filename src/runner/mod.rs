@@ -173,6 +173,7 @@ pub async fn run(
                 match record.status {
                     JobStatus::Graded => tally.graded += 1,
                     JobStatus::Failed => tally.failed += 1,
+                    JobStatus::Filtered => tally.filtered += 1,
                 }
                 Ok(())
             }
@@ -374,6 +375,18 @@ fn failed_record(bench: &Bench, job: &Job, error: String, result: Option<JobResu
 
 /// The record of a finished job; `None` when the run stopped before it was scored.
 async fn record(bench: &Bench, job: &Job, result: JobResult, s: &Scoring<'_>) -> Option<JobRecord> {
+    if result.filtered() {
+        let error = result
+            .attempts
+            .last()
+            .and_then(|a| a.error.clone())
+            .unwrap_or_else(|| "the provider withheld the answer".to_string());
+        let finish = result.finish_reason.clone();
+        let mut r = failed_record(bench, job, error, Some(result));
+        r.status = JobStatus::Filtered;
+        r.finish_reason = finish;
+        return Some(r);
+    }
     if !result.answered() {
         let error = result
             .failure

@@ -1,6 +1,6 @@
 //! What the store keeps of a run's jobs, collected as the run's records arrive (live, or
-//! replayed from a journal by `index`): numbers only, one compact row per job (48 bytes in
-//! memory, 44 in the spool; a missing number is NaN); case ids stay in run.json. The
+//! replayed from a journal by `index`): numbers only, one compact row per job (64 bytes in
+//! memory, 56 in the spool; a missing number is NaN); case ids stay in run.json. The
 //! answers stay in the journal.
 
 use std::collections::HashMap;
@@ -24,9 +24,11 @@ pub struct JobRow {
     pub graded: bool,
     pub cached: bool,
     pub outcome: Option<Outcome>,
-    pub tokens_in: u32,
-    pub tokens_cached: u32,
-    pub tokens_out: u32,
+    /// Token counts in full (64 bits, as summary.json keeps them): the store's cost and the
+    /// summary's agree however large a server's counts.
+    pub tokens_in: u64,
+    pub tokens_cached: u64,
+    pub tokens_out: u64,
     /// NaN when the job failed.
     score: f64,
     /// NaN when not measured (failed before an answer, or from the cache).
@@ -38,6 +40,16 @@ impl JobRow {
     /// The score in [0, 1]; `None` when the job failed.
     pub fn score(&self) -> Option<f64> {
         (!self.score.is_nan()).then_some(self.score)
+    }
+
+    /// The job's status as the journal names it: `graded`, `failed`, or `filtered` (the
+    /// provider withheld the answer).
+    pub fn status(&self) -> &'static str {
+        match (self.graded, self.outcome) {
+            (true, _) => "graded",
+            (false, Some(Outcome::Filtered)) => "filtered",
+            (false, _) => "failed",
+        }
     }
 
     /// The answering attempt's latency; `None` when not measured.
@@ -53,9 +65,9 @@ impl JobRow {
     /// What the answer cost at `price` (graded jobs only).
     pub fn cost_usd(&self, price: Option<&Price>) -> Option<f64> {
         let usage = Usage {
-            prompt_tokens: u64::from(self.tokens_in),
-            completion_tokens: u64::from(self.tokens_out),
-            cached_tokens: u64::from(self.tokens_cached),
+            prompt_tokens: self.tokens_in,
+            completion_tokens: self.tokens_out,
+            cached_tokens: self.tokens_cached,
             ..Usage::default()
         };
         price
@@ -98,7 +110,7 @@ impl Default for Kept {
 }
 
 /// One row in the spool: fixed width, little-endian.
-const ROW_BYTES: usize = 44;
+const ROW_BYTES: usize = 56;
 
 impl JobRow {
     fn to_bytes(self) -> [u8; ROW_BYTES] {
@@ -114,12 +126,12 @@ impl JobRow {
                 .position(|x| *x == o)
                 .map_or(0, |i| i as u8 + 1)
         });
-        b[16..20].copy_from_slice(&self.tokens_in.to_le_bytes());
-        b[20..24].copy_from_slice(&self.tokens_cached.to_le_bytes());
-        b[24..28].copy_from_slice(&self.tokens_out.to_le_bytes());
-        b[28..36].copy_from_slice(&self.score.to_le_bytes());
-        b[36..40].copy_from_slice(&self.latency_ms.to_le_bytes());
-        b[40..44].copy_from_slice(&self.ttft_ms.to_le_bytes());
+        b[16..24].copy_from_slice(&self.tokens_in.to_le_bytes());
+        b[24..32].copy_from_slice(&self.tokens_cached.to_le_bytes());
+        b[32..40].copy_from_slice(&self.tokens_out.to_le_bytes());
+        b[40..48].copy_from_slice(&self.score.to_le_bytes());
+        b[48..52].copy_from_slice(&self.latency_ms.to_le_bytes());
+        b[52..56].copy_from_slice(&self.ttft_ms.to_le_bytes());
         b
     }
 
@@ -127,8 +139,11 @@ impl JobRow {
         let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
         let u16_at = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
         let f32_at = |i: usize| f32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
-        let mut score = [0u8; 8];
-        score.copy_from_slice(&b[28..36]);
+        let eight = |i: usize| {
+            let mut x = [0u8; 8];
+            x.copy_from_slice(&b[i..i + 8]);
+            x
+        };
         JobRow {
             case: u32_at(0),
             repeat: u32_at(4),
@@ -139,12 +154,12 @@ impl JobRow {
             outcome: (b[13] as usize)
                 .checked_sub(1)
                 .and_then(|i| Outcome::ALL.get(i).copied()),
-            tokens_in: u32_at(16),
-            tokens_cached: u32_at(20),
-            tokens_out: u32_at(24),
-            score: f64::from_le_bytes(score),
-            latency_ms: f32_at(36),
-            ttft_ms: f32_at(40),
+            tokens_in: u64::from_le_bytes(eight(16)),
+            tokens_cached: u64::from_le_bytes(eight(24)),
+            tokens_out: u64::from_le_bytes(eight(32)),
+            score: f64::from_le_bytes(eight(40)),
+            latency_ms: f32_at(48),
+            ttft_ms: f32_at(52),
         }
     }
 }
@@ -182,11 +197,6 @@ impl Drop for JobRows {
     fn drop(&mut self) {
         self.discard();
     }
-}
-
-/// A count as a row keeps it (a job's tokens fit; absurd counts stop at the top).
-fn small(n: u64) -> u32 {
-    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 fn nan_or(x: Option<f64>) -> f32 {
@@ -272,9 +282,9 @@ impl JobRows {
             graded: r.status == JobStatus::Graded,
             cached: r.cached,
             outcome: r.outcome,
-            tokens_in: small(r.usage.prompt_tokens),
-            tokens_cached: small(r.usage.cached_tokens),
-            tokens_out: small(r.usage.completion_tokens),
+            tokens_in: r.usage.prompt_tokens,
+            tokens_cached: r.usage.cached_tokens,
+            tokens_out: r.usage.completion_tokens,
             score: r.score().unwrap_or(f64::NAN),
             latency_ms: nan_or(r.latency_ms.filter(|_| !r.cached)),
             ttft_ms: nan_or(r.ttft_ms.filter(|_| !r.cached)),
@@ -367,7 +377,7 @@ mod tests {
 
     #[test]
     fn a_row_is_small_and_keeps_what_it_was_given() {
-        assert!(std::mem::size_of::<JobRow>() <= 48);
+        assert!(std::mem::size_of::<JobRow>() <= 64);
         let record: JobRecord = serde_json::from_value(serde_json::json!({
             "job": 0, "case_id": "c1", "variant": "b", "repeat": 1, "status": "graded",
             "outcome": "truncated", "output": "x", "finish_reason": "length",
@@ -409,5 +419,43 @@ mod tests {
             (f.score(), f.latency_ms(), f.cost_usd(Some(&price))),
             (None, None, None)
         );
+        assert_eq!((r.status(), f.status()), ("graded", "failed"));
+    }
+
+    #[test]
+    fn token_counts_past_32_bits_are_kept_whole_and_costed_as_the_summary_costs_them() {
+        let record: JobRecord = serde_json::from_value(serde_json::json!({
+            "job": 0, "case_id": "c0", "variant": "a", "repeat": 0, "status": "graded",
+            "outcome": "complete", "output": "x", "finish_reason": "stop",
+            "expected": ["x"], "extracted": "x", "correct": true, "score": 1.0,
+            "attempts": [], "ttft_ms": null, "latency_ms": null,
+            "usage": {"prompt_tokens": 9_000_000_000u64, "completion_tokens": 5_000_000_000u64,
+                      "cached_tokens": 4_300_000_000u64, "reasoning_tokens": 0, "estimated": false},
+            "model": null
+        }))
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let mut rows = JobRows::spooled(&["a".into()], &["c0".into()], dir.path().join("s"));
+        rows.add(&record);
+        let mut filtered = record.clone();
+        filtered.status = JobStatus::Filtered;
+        filtered.outcome = Some(Outcome::Filtered);
+        filtered.score = None;
+        rows.add(&filtered);
+        rows.flush();
+        let got = rows.reader().unwrap().next_chunk(10).unwrap();
+        let r = got[0];
+        assert_eq!(
+            (r.tokens_in, r.tokens_cached, r.tokens_out),
+            (9_000_000_000, 4_300_000_000, 5_000_000_000)
+        );
+        let price = Price {
+            input_per_mtok: 1.0,
+            output_per_mtok: 2.0,
+            cached_input_per_mtok: Some(0.5),
+        };
+        let summary_cost = crate::report::summary::cost(&record.usage, &price);
+        assert_eq!(r.cost_usd(Some(&price)), Some(summary_cost));
+        assert_eq!(got[1].status(), "filtered");
     }
 }

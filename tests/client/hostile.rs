@@ -320,6 +320,121 @@ async fn an_empty_finish_reason_is_no_finish_so_a_broken_stream_is_cut() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_finish_reason_outside_the_closed_list_is_no_finish_and_is_retried_like_a_cut() {
+    // vLLM's `abort`, OpenRouter's `error`, `cancelled`, the string "null", anything unknown:
+    // the partial text before it is never graded.
+    for reason in ["abort", "error", "cancelled", "null", "STOP", "made_up"] {
+        let r = play(
+            vec![
+                lines(&[
+                    &chunk(r#"{"content":"4"}"#, None),
+                    &chunk("{}", Some(reason)),
+                    GOOD_END[0],
+                    GOOD_END[1],
+                ]),
+                lines(&[
+                    &chunk(r#"{"content":"42"}"#, None),
+                    &chunk("{}", Some("stop")),
+                    GOOD_END[0],
+                    GOOD_END[1],
+                ]),
+            ],
+            |_| {},
+        )
+        .await;
+        assert_eq!(outcomes(&r), [Outcome::Cut, Outcome::Complete], "{reason}");
+        let first = r.attempts[0].error.as_deref().unwrap_or_default();
+        assert!(
+            first.contains(&format!("{reason:?}")) && first.contains("not a finish"),
+            "the value is recorded with the cut: {first}"
+        );
+        assert_eq!((r.text.as_str(), r.answered()), ("42", true), "{reason}");
+    }
+    // With no attempt left, the job fails: the partial "4" is not an answer.
+    let r = play(
+        vec![lines(&[
+            &chunk(r#"{"content":"4"}"#, None),
+            &chunk("{}", Some("abort")),
+        ])],
+        |c| c.max_attempts = 1,
+    )
+    .await;
+    assert_eq!(outcomes(&r), [Outcome::Cut]);
+    assert!(!r.answered());
+    assert!(
+        r.failure
+            .as_deref()
+            .unwrap_or_default()
+            .contains("\"abort\"")
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn after_a_reason_that_is_no_finish_the_first_real_one_ends_the_answer() {
+    let r = play(
+        vec![lines(&[
+            &chunk(r#"{"content":"4"}"#, Some("null")),
+            &chunk(r#"{"content":"2"}"#, Some("stop")),
+            &chunk(r#"{"content":"!"}"#, Some("length")),
+            "data: [DONE]",
+        ])],
+        |c| c.max_attempts = 1,
+    )
+    .await;
+    assert_eq!(outcomes(&r), [Outcome::Complete]);
+    assert_eq!(
+        (r.text.as_str(), r.finish_reason.as_deref()),
+        ("42", Some("stop"))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_finish_on_the_list_ends_an_answer() {
+    for (reason, outcome) in [
+        ("stop", Outcome::Complete),
+        ("tool_calls", Outcome::Complete),
+        ("function_call", Outcome::Complete),
+        ("eos_token", Outcome::Complete),
+        ("stop_sequence", Outcome::Complete),
+        ("length", Outcome::Truncated),
+    ] {
+        let r = play(
+            vec![lines(&[
+                &chunk(r#"{"content":"B"}"#, None),
+                &chunk("{}", Some(reason)),
+                "data: [DONE]",
+            ])],
+            |c| c.max_attempts = 1,
+        )
+        .await;
+        assert_eq!(outcomes(&r), [outcome], "{reason}");
+        assert!(r.answered(), "{reason}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_content_filter_is_its_own_outcome_never_graded_and_never_retried() {
+    let r = play(
+        vec![
+            lines(&[
+                &chunk(r#"{"content":"Here is how to"}"#, None),
+                &chunk("{}", Some("content_filter")),
+                GOOD_END[0],
+                GOOD_END[1],
+            ]),
+            lines(&[&chunk(r#"{"content":"B"}"#, Some("stop")), "data: [DONE]"]),
+        ],
+        |c| c.max_attempts = 3,
+    )
+    .await;
+    assert_eq!(outcomes(&r), [Outcome::Filtered], "not retried");
+    assert!(!r.answered() && r.filtered() && r.failure.is_none());
+    assert_eq!(r.finish_reason.as_deref(), Some("content_filter"));
+    // The provider answered (HTTP 200): the attempt is billed.
+    assert!(r.attempts[0].usage.is_some());
+}
+
+#[tokio::test(start_paused = true)]
 async fn length_after_empty_finish_reasons_is_truncation() {
     let r = play(
         vec![lines(&[

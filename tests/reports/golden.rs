@@ -310,6 +310,7 @@ async fn a_2000_job_run_under_faults_reports_match_their_golden_files() {
                 cut: 0.04,
                 stall: 0.04,
                 error_event: 0.04,
+                ..Faults::default()
             },
             retry_after: RetryAfter::Millis(500),
             usage: promptgauge::mock::UsageMode::InLastChunk,

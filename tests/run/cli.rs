@@ -156,6 +156,82 @@ fn failed_jobs_make_the_run_incomplete_and_are_not_graded() {
 }
 
 #[test]
+fn answers_a_content_filter_withholds_are_counted_apart_never_graded_nor_failed() {
+    let (_rt, server) = start_mock(MockConfig {
+        faults: Faults {
+            content_filter: 0.3,
+            ..Faults::default()
+        },
+        ..MockConfig::default()
+    });
+    let dir = bench_dir("");
+    let assert = promptgauge(dir.path())
+        .args([
+            "run",
+            "bench.yaml",
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "m",
+        ])
+        .assert()
+        .code(0);
+    let stdout = String::from_utf8_lossy(&assert.get_output().stdout);
+    let run = &run_dirs(&dir.path().join("reports"))[0];
+    let records = journal(run);
+    let filtered: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["status"] == "filtered")
+        .collect();
+    let seen = server.provider.stats().content_filters;
+    assert!(
+        seen > 0 && filtered.len() as u64 == seen,
+        "{seen} filtered by the server"
+    );
+    for r in &filtered {
+        assert_eq!(
+            (r["score"].clone(), r["outcome"].as_str()),
+            (Value::Null, Some("filtered"))
+        );
+        assert_eq!(r["attempts"].as_array().unwrap().len(), 1, "never retried");
+    }
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["complete"], true);
+    assert_eq!(summary["jobs_failed"], 0);
+    let per_variant: u64 = summary["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["filtered"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(per_variant, seen);
+    for v in summary["variants"].as_array().unwrap() {
+        let f = v["filtered"].as_u64().unwrap_or(0);
+        assert_eq!(
+            v["n"].as_u64().unwrap() + f,
+            v["jobs"].as_u64().unwrap(),
+            "{v}"
+        );
+    }
+    // Only cases both variants answered are paired.
+    let filtered_cases: std::collections::HashSet<&str> = filtered
+        .iter()
+        .map(|r| r["case_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        summary["comparisons"][0]["cases"].as_u64().unwrap(),
+        12 - filtered_cases.len() as u64
+    );
+    assert!(
+        stdout.contains(&format!(
+            "{seen} answers were withheld by the provider's content filter"
+        )),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn a_refused_key_stops_the_run_with_exit_4_and_never_prints_the_key() {
     let (_rt, server) = start_mock(MockConfig {
         api_key: Some("the-right-key".into()),

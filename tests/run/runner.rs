@@ -59,6 +59,9 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
             cut: 0.08,
             stall: 0.08,
             error_event: 0.08,
+            // vLLM's `abort` is no finish (retried); a content filter withholds the answer.
+            abort: 0.08,
+            content_filter: 0.01,
         },
         // 429 storms: above 12 in flight everything is refused, on top of random 429s.
         capacity: Some(12),
@@ -176,6 +179,7 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
     let records = read_journal(&journal_path);
     assert_eq!(records.len(), JOBS);
     let mut graded = 0;
+    let mut filtered = 0;
     for r in &records {
         let case = bench.cases.iter().find(|c| c.id == r.case_id).unwrap();
         match r.status {
@@ -191,14 +195,41 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
                 assert_eq!(r.correct, None);
                 assert_eq!(r.attempts.len(), 8);
             }
+            JobStatus::Filtered => {
+                filtered += 1;
+                // Counted apart: no score, and the attempt that was filtered was the last.
+                assert_eq!((r.output.as_str(), r.score), ("", None));
+                assert_eq!(r.outcome, Some(promptgauge::client::Outcome::Filtered));
+                assert_eq!(r.finish_reason.as_deref(), Some("content_filter"));
+            }
         }
     }
+    let aborted_then_graded = records
+        .iter()
+        .filter(|r| {
+            r.status == JobStatus::Graded
+                && r.attempts.iter().any(|a| {
+                    a.error
+                        .as_deref()
+                        .is_some_and(|e| e.contains("\"abort\", which is not a finish"))
+                })
+        })
+        .count();
+    assert!(
+        aborted_then_graded > 20,
+        "aborted attempts were retried, their value recorded: {aborted_then_graded}"
+    );
     let stats = provider.stats();
     let attempts_recorded: usize = records.iter().map(|r| r.attempts.len()).sum();
     assert_eq!(attempts_heard, attempts_recorded);
     // Every finished generation was graded, and nothing else was.
     assert_eq!(stats.generations, graded);
+    assert_eq!(
+        stats.content_filters, filtered,
+        "every filtered answer counted apart"
+    );
     let faults = [
+        stats.aborts,
         stats.cuts,
         stats.resets,
         stats.stalls,
@@ -242,8 +273,9 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
     let v = &summary.variants[0];
     assert_eq!(v.n, graded);
     assert_eq!(v.correct, graded);
-    assert_eq!(v.failed, JOBS as u64 - graded);
-    assert_eq!(summary.complete, graded as usize == JOBS);
+    assert_eq!(v.failed, JOBS as u64 - graded - filtered);
+    assert_eq!(v.filtered, filtered);
+    assert_eq!(summary.complete, (graded + filtered) as usize == JOBS);
 }
 
 #[tokio::test(start_paused = true)]
