@@ -164,33 +164,73 @@ async fn find(
         None => only_bench(store, what, "--bench NAME").await?,
     };
     let branch = name.strip_prefix("latest:").map(String::from);
-    let runs = store
-        .runs(&Filter {
-            bench: Some(bench.clone()),
-            branch: branch.clone(),
-            ..Filter::default()
-        })
-        .await
-        .before_send()?;
-    // A run that finished: complete, or with every job recorded and nothing stopping it
-    // (failed jobs it was allowed). A shard measured part of the cases: never a baseline
-    // for a whole run.
-    let finished =
-        |r: &RunRow| r.complete || (r.stopped.is_none() && r.jobs_finished >= r.jobs_planned);
-    runs.into_iter()
-        .rev()
-        .find(|r| r.kind != "shard" && finished(r))
-        .ok_or_else(|| {
-            let on = branch.map(|b| format!(" on branch {b}")).unwrap_or_default();
-            UsageError::with_fix(
-                format!(
-                    "{what} {name}: the history store {} has no finished run of bench `{bench}`{on} (one not stopped, with every job recorded; shards are not whole runs)",
-                    store.shown()
-                ),
-                "run the bench there first (a run records itself unless --no-store), or name a run folder",
-            )
-            .into()
-        })
+    let filter = Filter {
+        bench: Some(bench.clone()),
+        branch: branch.clone(),
+        ..Filter::default()
+    };
+    let runs = store.runs(&filter).await.before_send()?;
+    let variants = store.variants(&filter).await.before_send()?;
+    let mut passed_over = None;
+    for run in runs.into_iter().rev() {
+        match untrusted(&run, variants.get(&run.run_id).map_or(&[], Vec::as_slice)) {
+            None => return Ok(run),
+            Some(why) => {
+                passed_over.get_or_insert((run.run_id, why));
+            }
+        }
+    }
+    let on = branch
+        .map(|b| format!(" on branch {b}"))
+        .unwrap_or_default();
+    let newest = passed_over
+        .map(|(id, why)| format!("; the newest, {id}, {why}"))
+        .unwrap_or_default();
+    Err(UsageError::with_fix(
+        format!(
+            "{what} {name}: the history store {} has no run of bench `{bench}`{on} that a gate can trust (finished, whole, with graded answers in every variant and no more failed jobs than it allowed){newest}",
+            store.shown()
+        ),
+        "run the bench there first (a run records itself unless --no-store), or name a run folder or run id",
+    )
+    .into())
+}
+
+/// Why a stored run is no baseline a gate can trust, if it is not: it did not finish
+/// (stopped, or jobs missing), it is a shard (part of the cases), more of its jobs failed
+/// than it allowed, or a variant has no graded answer (a comparison with it would compare
+/// nothing, and a gate that compared nothing would pass).
+fn untrusted(r: &RunRow, variants: &[crate::store::VariantRow]) -> Option<String> {
+    if r.kind == "shard" {
+        return Some("is a shard (part of the cases)".into());
+    }
+    if let Some(why) = &r.stopped {
+        return Some(format!("stopped early ({why})"));
+    }
+    if !r.complete && r.jobs_finished < r.jobs_planned {
+        return Some(format!(
+            "finished {} of its {} jobs",
+            r.jobs_finished, r.jobs_planned
+        ));
+    }
+    if r.jobs_failed > r.allowed_failures {
+        return Some(format!(
+            "had {} failed jobs of {} ({} allowed)",
+            r.jobs_failed, r.jobs_finished, r.allowed_failures
+        ));
+    }
+    if variants.is_empty() {
+        return Some("has no variants recorded".into());
+    }
+    let empty: Vec<&str> = variants
+        .iter()
+        .filter(|v| v.n == 0)
+        .map(|v| v.variant.as_str())
+        .collect();
+    if !empty.is_empty() {
+        return Some(format!("graded no answer of {}", empty.join(", ")));
+    }
+    None
 }
 
 /// The bench a command names, checked against the store; with none named, the store's

@@ -105,6 +105,7 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
     let mut record = first.clone();
     record.plan.shard = None;
     record.merged_from = records.iter().map(|r| r.run_id.clone()).collect();
+    record.allowed_failures = args.gates.allow_failures;
     // The whole plan, missing shards included: their jobs did not run.
     record.jobs_planned = record.plan_keys().planned();
     record.started_at = records

@@ -112,6 +112,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
             record.stopped = None;
             record.endpoint = provider.clone();
             record.judge = judge_info.clone();
+            record.allowed_failures = args.gates.allow_failures;
             (dir, record, lock)
         }
         None => {
@@ -682,6 +683,7 @@ fn new_record(
         source: None,
         store: None,
         merged_from: Vec::new(),
+        allowed_failures: args.gates.allow_failures,
     }
 }
 

@@ -166,6 +166,43 @@ fn non_inferior<'a>(
     }
 }
 
+/// `--fail-if-worse`: passes when no comparison is significantly worse — and every one
+/// compared something: a comparison with no case graded on both sides has not shown that
+/// nothing dropped, and a gate that compared nothing has not passed.
+fn not_worse<'a>(
+    gate: &str,
+    comparisons: impl Iterator<Item = &'a super::compare::Comparison>,
+    against: &str,
+    passed: String,
+) -> GateResult {
+    let mut worse = Vec::new();
+    let mut empty = Vec::new();
+    let mut compared = 0;
+    for c in comparisons {
+        if c.cases == 0 || c.verdict == Verdict::NoData {
+            empty.push(format!(
+                "{} has no case graded alongside {}: nothing was compared",
+                c.variant, c.against
+            ));
+            continue;
+        }
+        compared += 1;
+        if c.verdict == Verdict::Worse {
+            worse.push(c.sentence.clone());
+        }
+    }
+    if !worse.is_empty() {
+        return result(gate, false, worse.join(" "));
+    }
+    if compared == 0 && empty.is_empty() {
+        return result(gate, false, format!("nothing was compared with {against}"));
+    }
+    if !empty.is_empty() {
+        return result(gate, false, empty.join("; "));
+    }
+    result(gate, true, passed)
+}
+
 /// Checks every gate against the run (and, with `--baseline`, its comparison).
 pub(crate) fn evaluate(
     gates: &Gates,
@@ -174,37 +211,23 @@ pub(crate) fn evaluate(
 ) -> Vec<GateResult> {
     let mut out = Vec::new();
     if gates.fail_if_worse {
-        let worse: Vec<&str> = s
-            .comparisons
-            .iter()
-            .filter(|c| c.verdict == Verdict::Worse)
-            .map(|c| c.sentence.as_str())
-            .collect();
-        out.push(if worse.is_empty() {
-            result(
+        // With one variant there is nothing within the run to compare: against an earlier
+        // run, that comparison is the gate.
+        if !(s.comparisons.is_empty() && baseline.is_some()) {
+            out.push(not_worse(
                 "fail-if-worse",
-                true,
+                s.comparisons.iter(),
+                "the baseline",
                 "no variant is significantly worse than the baseline".into(),
-            )
-        } else {
-            result("fail-if-worse", false, worse.join(" "))
-        });
+            ));
+        }
         if let Some(b) = baseline {
-            let dropped: Vec<&str> = b
-                .variants
-                .iter()
-                .filter(|v| v.comparison.verdict == Verdict::Worse)
-                .map(|v| v.comparison.sentence.as_str())
-                .collect();
-            out.push(if dropped.is_empty() {
-                result(
-                    "fail-if-worse --baseline",
-                    true,
-                    format!("no variant dropped significantly against {}", b.run_a.dir),
-                )
-            } else {
-                result("fail-if-worse --baseline", false, dropped.join(" "))
-            });
+            out.push(not_worse(
+                "fail-if-worse --baseline",
+                b.variants.iter().map(|v| &v.comparison),
+                &format!("its run in {}", b.run_a.dir),
+                format!("no variant dropped significantly against {}", b.run_a.dir),
+            ));
         }
     }
     if let Some(max) = gates.max_drop {

@@ -135,6 +135,14 @@ pub struct RunRecord {
     /// A merged run: the run ids of its shards.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged_from: Vec<String>,
+    /// Failed jobs the run was allowed (`--allow-failures`): a run with more is no
+    /// baseline a gate can trust (`--baseline latest` passes it over).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub allowed_failures: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Where a run was started from: the git commit and branch of the bench's checkout, and
@@ -198,6 +206,7 @@ impl RunRecord {
             source: self.source.clone(),
             store: self.store.clone(),
             merged_from: self.merged_from.clone(),
+            allowed_failures: self.allowed_failures,
         }
     }
 

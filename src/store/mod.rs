@@ -28,14 +28,15 @@ use crate::report::Summary;
 use crate::runner::record::RunRecord;
 
 /// The schema this version writes; a store at a newer version is refused.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// The store's file when none is named: beside the run folders.
 pub const DEFAULT_FILE: &str = "promptgauge.db";
 
 /// The migrations, in order: version n is `MIGRATIONS[n - 1]`. Never edit one that has
 /// shipped; add the next.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE runs (
     run_id TEXT PRIMARY KEY,
     bench TEXT NOT NULL,
@@ -113,7 +114,13 @@ CREATE TABLE run_jobs (
     attempts BIGINT NOT NULL,
     PRIMARY KEY (run_id, case_id, variant, repeat)
 )
-"#];
+"#,
+    // 2: the failed jobs a run was allowed, so `--baseline latest` takes only a run a gate
+    // can trust.
+    r#"
+ALTER TABLE runs ADD COLUMN allowed_failures BIGINT NOT NULL DEFAULT 0
+"#,
+];
 
 /// Where the store is: a SQLite file, or a PostgreSQL database.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -442,9 +449,9 @@ impl Store {
              tool_version, git_commit, git_branch, git_dirty, ci, started_at, finished_at, \
              started_unix_ms, complete, stopped, kind, shard, cases, repeats, confidence, \
              jobs_planned, jobs_finished, jobs_failed, scored, cost_usd, folder, record, \
-             summary, recorded_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, \
-             $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, \
-             $29, $30)",
+             summary, recorded_at, allowed_failures) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, \
+             $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, \
+             $25, $26, $27, $28, $29, $30, $31)",
         )
         .bind(id)
         .bind(&record.bench.name)
@@ -483,6 +490,7 @@ impl Store {
         .bind(serde_json::to_string(&record.without_cases())?)
         .bind(serde_json::to_string(summary)?)
         .bind(crate::app::utc_now())
+        .bind(big(record.allowed_failures))
         .execute(&mut *tx)
         .await?;
         for (position, v) in summary.variants.iter().enumerate() {
@@ -815,7 +823,7 @@ impl Filter {
 const RUN_COLUMNS: &str = "r.run_id, r.bench, r.model, r.base_url, r.simulated, r.tool_version, \
     r.git_commit, r.git_branch, r.git_dirty, r.started_at, r.finished_at, r.started_unix_ms, \
     r.complete, r.stopped, r.kind, r.shard, r.cases, r.repeats, r.confidence, r.jobs_planned, \
-    r.jobs_finished, r.jobs_failed, r.scored, r.cost_usd, r.folder";
+    r.jobs_finished, r.jobs_failed, r.scored, r.cost_usd, r.folder, r.allowed_failures";
 
 /// A stored run, as `runs` and `history` show it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -847,6 +855,13 @@ pub struct RunRow {
     pub scored: bool,
     pub cost_usd: Option<f64>,
     pub folder: String,
+    /// Failed jobs the run was allowed (`--allow-failures`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub allowed_failures: i64,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
 }
 
 impl RunRow {
@@ -877,6 +892,7 @@ impl RunRow {
             scored: r.try_get::<i64, _>(22)? != 0,
             cost_usd: r.try_get(23)?,
             folder: r.try_get(24)?,
+            allowed_failures: r.try_get(25)?,
         })
     }
 }
@@ -1043,6 +1059,41 @@ mod tests {
             " WHERE r.bench = $1 AND r.git_branch = $2 AND r.started_unix_ms >= $3 AND r.complete = 1"
         );
         assert_eq!(args.len(), 3);
+    }
+
+    #[tokio::test]
+    async fn a_version_1_store_is_migrated_to_version_2_and_its_runs_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let location = Location::Sqlite(dir.path().join("h.db"));
+        let store = Store::open(&location).await.unwrap();
+        // Back to version 1, as a store written by the previous release.
+        for sql in [
+            "ALTER TABLE runs DROP COLUMN allowed_failures",
+            "DELETE FROM promptgauge_migrations WHERE version = 2",
+            "INSERT INTO runs (run_id, bench, fingerprint, model, base_url, simulated, \
+             tool_version, started_at, started_unix_ms, complete, kind, cases, repeats, \
+             confidence, jobs_planned, jobs_finished, jobs_failed, scored, folder, record, \
+             summary, recorded_at) VALUES ('old', 'b', 'f', 'm', 'u', 0, '0.1', 't', 1, 1, \
+             'run', 3, 1, 0.95, 6, 6, 0, 0, '/x', '{}', '{}', 't')",
+        ] {
+            sqlx::query(AssertSqlSafe(sql))
+                .execute(&mut *store.conn.lock().await)
+                .await
+                .unwrap();
+        }
+        store.close().await;
+        let store = Store::open_existing(&location).await.unwrap();
+        let runs = store.runs(&Filter::default()).await.unwrap();
+        assert_eq!(runs.len(), 1);
+        assert_eq!(
+            (runs[0].run_id.as_str(), runs[0].allowed_failures),
+            ("old", 0)
+        );
+        let version: i64 = sqlx::query_scalar("SELECT MAX(version) FROM promptgauge_migrations")
+            .fetch_one(&mut *store.conn.lock().await)
+            .await
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use crate::common::*;
-use promptgauge::mock::MockConfig;
+use promptgauge::mock::{Faults, MockConfig};
 use serde_json::Value;
 
 fn stderr(o: &Output) -> String {
@@ -494,7 +494,7 @@ fn baselines_resolve_by_name_even_once_their_folder_is_gone() {
     let o = run(d, &url, "small-model", &["--baseline", "latest:nope"], &[]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("no finished run of bench `arithmetic` on branch nope"),
+        stderr(&o).contains("no run of bench `arithmetic` on branch nope that a gate can trust"),
         "{}",
         stderr(&o)
     );
@@ -526,6 +526,147 @@ fn baselines_resolve_by_name_even_once_their_folder_is_gone() {
         "SELECT COUNT(*) FROM runs",
     );
     assert_eq!(before, after);
+}
+
+#[test]
+fn latest_passes_over_runs_a_gate_cannot_trust_and_a_gate_that_compared_nothing_fails() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let (_rt2, dead) = start_mock(MockConfig {
+        faults: Faults {
+            cut: 1.0,
+            ..Faults::default()
+        },
+        ..MockConfig::default()
+    });
+    let (_rt3, flaky) = start_mock(MockConfig {
+        faults: Faults {
+            cut: 0.2,
+            ..Faults::default()
+        },
+        seed: 5,
+        ..MockConfig::default()
+    });
+    let bench = arithmetic_bench(40, 2, "limits: { max_attempts: 1 }\n");
+    let d = bench.path();
+    let id_of = |dir: &Path| -> String {
+        serde_json::from_str::<Value>(&std::fs::read_to_string(dir.join("run.json")).unwrap())
+            .unwrap()["run_id"]
+            .as_str()
+            .unwrap()
+            .into()
+    };
+    ok(run(d, &server.base_url(), "large-model", &[], &[]));
+    let good = id_of(&run_dirs(&d.join("reports"))[0]);
+    // Every job fails: recorded, but no baseline.
+    let o = run(d, &dead.base_url(), "large-model", &[], &[]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let failed_dir = run_dirs(&d.join("reports")).pop().unwrap();
+    let failed = id_of(&failed_dir);
+    let o = run(
+        d,
+        &server.base_url(),
+        "small-model",
+        &["--baseline", "latest", "--fail-if-worse"],
+        &[],
+    );
+    assert!(
+        stderr(&o).contains(&format!("--baseline latest: run {good}")),
+        "the newest trusted run, not {failed}: {}",
+        stderr(&o)
+    );
+    let compared: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            run_dirs(&d.join("reports"))
+                .pop()
+                .unwrap()
+                .join("baseline.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    for v in compared["variants"].as_array().unwrap() {
+        assert_eq!(v["comparison"]["cases"], 40, "the gate compared every case");
+    }
+    assert!(o.status.code() == Some(0) || o.status.code() == Some(1));
+
+    // Failures within what the run allowed: trusted.
+    let o = run(
+        d,
+        &flaky.base_url(),
+        "large-model",
+        &["--allow-failures", "40"],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let allowed = id_of(&run_dirs(&d.join("reports")).pop().unwrap());
+    let o = run(
+        d,
+        &server.base_url(),
+        "large-model",
+        &["--baseline", "latest"],
+        &[],
+    );
+    assert!(
+        stderr(&o).contains(&format!("--baseline latest: run {allowed}")),
+        "{}",
+        stderr(&o)
+    );
+
+    // A store whose only run failed everywhere: refused before anything is sent, saying why.
+    let o = run(
+        d,
+        &dead.base_url(),
+        "large-model",
+        &["--store", "dead.db"],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(3));
+    let only = id_of(&run_dirs(&d.join("reports")).pop().unwrap());
+    let sent = server.provider.stats().requests;
+    let o = run(
+        d,
+        &server.base_url(),
+        "small-model",
+        &[
+            "--baseline",
+            "latest",
+            "--store",
+            "dead.db",
+            "--fail-if-worse",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("that a gate can trust")
+            && stderr(&o).contains(&format!(
+                "the newest, {only}, had 80 failed jobs of 80 (0 allowed)"
+            )),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(server.provider.stats().requests, sent);
+
+    // Named by its folder, the failed run is taken as asked; the gate then compared
+    // nothing, and fails.
+    let o = run(
+        d,
+        &server.base_url(),
+        "small-model",
+        &[
+            "--baseline",
+            failed_dir.to_str().unwrap(),
+            "--fail-if-worse",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("gate failed: fail-if-worse --baseline")
+            && stderr(&o).contains("nothing was compared"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
