@@ -91,6 +91,7 @@ async fn run_and_report(setup: &Setup, out: &Path) {
         started_unix_ms: None,
         store: None,
         merged_from: Vec::new(),
+        allowed_failures: 0,
     };
     let dir = RunDir::at(out);
     let aggregator = |spool: bool| {
