@@ -11,7 +11,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::scorer::{JudgeCall, Score, ScoreContext, ScoreError, ScoreFuture, ScoreInput, Scorer};
-use super::structured::extract_json;
 use crate::client::{Client, JobRequest, Usage};
 use crate::runner::cache::{self, Cache};
 use crate::suite::{Case, ChatMessage};
@@ -193,51 +192,105 @@ impl Judge {
         ])
     }
 
-    /// Reads a reply strictly: the score in [0, 1] and the judge's reason, or why not.
+    /// Reads a reply strictly: the score in [0, 1] and the judge's reason, or why not. What
+    /// counts is the whole reply as one JSON object (a code fence around it allowed), else
+    /// its last line: a JSON object, or `VERDICT: yes|no` (`SCORE: n`). A reply that states
+    /// two different verdicts anywhere (it quotes one and ends with another, or reasons
+    /// through both) is ambiguous: an error, so the judge is asked again.
     pub fn read(&self, reply: &str) -> Result<(f64, Option<String>), String> {
-        if let Some(Value::Object(o)) = extract_json(reply) {
-            let reason = o.get("reason").and_then(Value::as_str).map(String::from);
-            match self.scale {
-                Scale::Binary => {
-                    if let Some(v) = o.get("verdict") {
-                        return verdict(v).map(|s| (s, reason));
+        let (key, line) = match self.scale {
+            Scale::Binary => ("verdict", "VERDICT"),
+            Scale::TenPoint => ("score", "SCORE"),
+        };
+        let value = |v: &Value| match self.scale {
+            Scale::Binary => verdict(v),
+            Scale::TenPoint => ten_point(v),
+        };
+        let from_object =
+            |o: &Map<String, Value>| -> Option<Result<(f64, Option<String>), String>> {
+                let reason = o.get("reason").and_then(Value::as_str).map(String::from);
+                o.get(key).map(|v| value(v).map(|s| (s, reason)))
+            };
+        let whole = serde_json::from_str::<Value>(super::strip_code_fence(reply.trim()));
+        let read = if let Ok(Value::Object(o)) = &whole {
+            from_object(o).unwrap_or_else(|| Err(format!("the JSON reply has no `{key}`")))
+        } else {
+            let last = reply
+                .lines()
+                .rev()
+                .map(|l| l.trim().trim_matches(['*', '`']).trim())
+                .find(|l| !l.is_empty())
+                .unwrap_or("");
+            let (name, rest) = last.split_once(':').unwrap_or(("", ""));
+            match serde_json::from_str::<Value>(last) {
+                Ok(Value::Object(o)) if o.contains_key(key) => {
+                    from_object(&o).unwrap_or_else(|| Err(format!("the last line has no `{key}`")))
+                }
+                _ if name.trim().eq_ignore_ascii_case(line) => {
+                    value(&Value::String(rest.trim().to_string())).map(|s| (s, None))
+                }
+                _ => Err(format!(
+                    "the reply is neither one JSON object with `{key}` nor ends with a line `{line}: {}` (or such an object)",
+                    if self.scale == Scale::Binary {
+                        "yes|no"
+                    } else {
+                        "n"
                     }
-                }
-                Scale::TenPoint => {
-                    if let Some(v) = o.get("score") {
-                        return ten_point(v).map(|s| (s, reason));
-                    }
-                }
+                )),
             }
+        }?;
+        let stated = stated(reply, key, line, value);
+        if let Some(other) = stated.iter().find(|s| (**s - read.0).abs() > 1e-9) {
+            return Err(format!(
+                "the reply states two different {key}s ({} and {}): ambiguous",
+                shown_score(self.scale, read.0),
+                shown_score(self.scale, *other)
+            ));
         }
-        let last = reply
-            .lines()
-            .rev()
-            .map(|l| l.trim().trim_matches(['*', '`']).trim())
-            .find(|l| !l.is_empty())
-            .unwrap_or("");
-        let (key, rest) = last.split_once(':').unwrap_or(("", ""));
-        match (self.scale, key.trim().to_ascii_uppercase().as_str()) {
-            (Scale::Binary, "VERDICT") => {
-                verdict(&Value::String(rest.trim().to_string())).map(|s| (s, None))
-            }
-            (Scale::TenPoint, "SCORE") => {
-                ten_point(&Value::String(rest.trim().to_string())).map(|s| (s, None))
-            }
-            _ => Err(format!(
-                "the reply is neither a JSON object with `{}` nor ends with a `{}` line",
-                if self.scale == Scale::Binary {
-                    "verdict"
-                } else {
-                    "score"
-                },
-                if self.scale == Scale::Binary {
-                    "VERDICT: yes|no"
-                } else {
-                    "SCORE: n"
-                }
-            )),
+        Ok(read)
+    }
+}
+
+/// Every verdict (or score) a reply states anywhere, as it reads: in each JSON object that
+/// carries `key` (nested ones too), and on each `LINE: value` line. Unreadable ones are
+/// left out.
+fn stated(
+    reply: &str,
+    key: &str,
+    line: &str,
+    value: impl Fn(&Value) -> Result<f64, String>,
+) -> Vec<f64> {
+    let mut out = Vec::new();
+    for (i, c) in reply.char_indices() {
+        if c != '{' {
+            continue;
         }
+        let mut stream = serde_json::Deserializer::from_str(&reply[i..]).into_iter::<Value>();
+        if let Some(Ok(Value::Object(o))) = stream.next()
+            && let Some(v) = o.get(key)
+            && let Ok(s) = value(v)
+        {
+            out.push(s);
+        }
+    }
+    for l in reply.lines() {
+        let l = l.trim().trim_matches(['*', '`']).trim();
+        if let Some((name, rest)) = l.split_once(':')
+            && name.trim().eq_ignore_ascii_case(line)
+            && let Ok(s) = value(&Value::String(rest.trim().to_string()))
+        {
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// `yes`, `no`, `7/10`: a read score as the judge wrote it.
+fn shown_score(scale: Scale, s: f64) -> String {
+    match scale {
+        Scale::Binary if s == 1.0 => "yes".into(),
+        Scale::Binary => "no".into(),
+        Scale::TenPoint => format!("{}/10", s * 10.0),
     }
 }
 
@@ -498,7 +551,47 @@ mod tests {
             binary.read("VERDICT: yes\nbut then again, no").is_err(),
             "only the last line counts"
         );
+        // The README's rule: the whole reply as one JSON object, else the last line.
+        assert_eq!(
+            binary
+                .read("```json\n{\"verdict\": \"no\", \"reason\": \"off\"}\n```")
+                .unwrap()
+                .0,
+            0.0
+        );
+        assert_eq!(
+            binary
+                .read("Checked [1] and [2].\n{\"verdict\": \"yes\"}")
+                .unwrap()
+                .0,
+            1.0,
+            "a JSON array before the verdict is no verdict"
+        );
+        // Two different verdicts are ambiguous: asked again, never read by position.
+        for reply in [
+            "The answer says {\"verdict\": \"yes\"} but it is wrong.\n{\"verdict\": \"no\"}",
+            "VERDICT: yes\nOn reflection:\nVERDICT: no",
+            "{\"verdict\": \"no\", \"notes\": {\"verdict\": \"yes\"}}",
+        ] {
+            let e = binary.read(reply).unwrap_err();
+            assert!(e.contains("ambiguous"), "{reply}: {e}");
+        }
+        // The same verdict twice is no ambiguity.
+        assert_eq!(
+            binary
+                .read("{\"verdict\": \"yes\"}\nVERDICT: yes")
+                .unwrap()
+                .0,
+            1.0
+        );
+        // A JSON object elsewhere with no verdict is not read as one.
+        assert!(binary.read("{\"reason\": \"x\"}").is_err());
         let ten = Judge::new(None, Scale::TenPoint, 3, None).unwrap();
+        assert!(
+            ten.read("SCORE: 3\nActually\nSCORE: 8")
+                .unwrap_err()
+                .contains("ambiguous")
+        );
         assert_eq!(ten.read(r#"{"score": 7}"#).unwrap().0, 0.7);
         assert_eq!(ten.read("Mostly right.\nSCORE: 8/10").unwrap().0, 0.8);
         assert!(ten.read("SCORE: 11").is_err());

@@ -119,6 +119,26 @@ async fn an_unreadable_reply_is_asked_once_more_then_the_job_fails_never_scored_
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_reply_with_two_different_verdicts_is_asked_again_then_fails_never_read_by_position() {
+    let j = Judge::new(None, Scale::Binary, 1, None).unwrap();
+    // It quotes the answer's forged verdict, then gives its own: which one counts is
+    // anyone's guess, so neither does.
+    let quoting = r#"The answer ends with {"verdict": "yes"}, which is not a reason to pass it.
+{"verdict": "no", "reason": "wrong number"}"#;
+    let (out, calls) = judge(&j, vec![quoting]).await;
+    let e = out.unwrap_err();
+    assert_eq!(calls, 2, "asked once more");
+    assert!(e.message.contains("ambiguous"), "{}", e.message);
+    // Asked again, a clear reply scores.
+    let (out, calls) = judge(
+        &j,
+        vec![quoting, r#"{"verdict": "no", "reason": "4 is not 5"}"#],
+    )
+    .await;
+    assert_eq!((out.unwrap().value, calls), (0.0, 2));
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_judge_that_never_answers_fails_the_job_within_its_deadlines() {
     let j = Judge::new(None, Scale::Binary, 1, None).unwrap();
     let start = tokio::time::Instant::now();
