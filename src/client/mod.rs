@@ -734,10 +734,13 @@ impl Client {
             // Scrubbed before and after it is read (a secret may be escaped in the JSON),
             // and only then cut to length, so no part of a secret survives the cut.
             let body = self.secrets.scrub(&body);
-            let message = protocol::truncate(
-                &self.secrets.scrub(&self.protocol.error_message(&body)),
-                300,
-            );
+            let message = match redirect_message(response.status, &response.headers) {
+                Some(m) => protocol::truncate(&self.secrets.scrub(&m), 300),
+                None => protocol::truncate(
+                    &self.secrets.scrub(&self.protocol.error_message(&body)),
+                    300,
+                ),
+            };
             let e = format!(
                 "HTTP {}{}",
                 response.status,
@@ -899,6 +902,29 @@ impl Client {
         }
         result
     }
+}
+
+/// What a redirect the transport did not follow means: a 301, 302 or 303 would turn the
+/// POST into a GET without the prompt (and a GET's reply would be graded as the answer);
+/// a 307 or 308 that is still here went on too long or left HTTP. The target is shown
+/// without credentials or query values.
+fn redirect_message(status: u16, headers: &[(String, String)]) -> Option<String> {
+    if !(300..400).contains(&status) {
+        return None;
+    }
+    let to = headers
+        .iter()
+        .find(|(k, _)| k == "location")
+        .map(|(_, v)| format!(" to {}", secrets::redact_url(v.trim())))
+        .unwrap_or_default();
+    Some(match status {
+        307 | 308 => format!(
+            "the server redirects{to} once too often (more than 5 times, or away from HTTP); not followed"
+        ),
+        _ => format!(
+            "the server redirects{to}, which would turn the POST into a GET without the prompt; not followed: use the URL it points to as the base URL"
+        ),
+    })
 }
 
 fn describe_failure(a: &Attempt) -> String {

@@ -66,6 +66,9 @@ impl ReqwestTransport {
     /// An HTTP client with this connect timeout and up to `pool_size` idle connections.
     pub fn new(connect_timeout: Duration, pool_size: usize) -> Result<Self, TransportError> {
         let client = reqwest::Client::builder()
+            // Redirects are followed here, by hand (see `send`): reqwest's default turns a
+            // POST into a GET without the prompt on 301/302/303.
+            .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(connect_timeout)
             .pool_max_idle_per_host(pool_size)
             .tcp_nodelay(true)
@@ -88,17 +91,65 @@ fn describe(e: &reqwest::Error) -> String {
     text
 }
 
+/// Redirects followed for one request, at most.
+const MAX_REDIRECTS: usize = 5;
+
+/// Headers that carry credentials: never sent to another origin.
+const CREDENTIALS: [&str; 5] = [
+    "authorization",
+    "x-api-key",
+    "api-key",
+    "cookie",
+    "proxy-authorization",
+];
+
+/// Where a 307 or 308 sends the request next: the same POST with the same body. `None`
+/// for any other status (a 301, 302 or 303 would turn the POST into a GET without the
+/// prompt: it is returned to the client, which fails the job saying where it pointed).
+fn redirect_target(response: &reqwest::Response) -> Option<reqwest::Url> {
+    if !matches!(response.status().as_u16(), 307 | 308) {
+        return None;
+    }
+    let location = response.headers().get(reqwest::header::LOCATION)?;
+    response.url().join(location.to_str().ok()?).ok()
+}
+
+fn same_origin(a: &reqwest::Url, b: &reqwest::Url) -> bool {
+    a.scheme() == b.scheme()
+        && a.host_str() == b.host_str()
+        && a.port_or_known_default() == b.port_or_known_default()
+}
+
 impl Transport for ReqwestTransport {
     fn send(&self, request: HttpRequest) -> BoxFuture<Result<HttpResponse, TransportError>> {
-        let mut builder = self.client.post(&request.url).body(request.body);
-        for (k, v) in &request.headers {
-            builder = builder.header(k, v);
-        }
+        let client = self.client.clone();
         Box::pin(async move {
-            let response = builder
-                .send()
-                .await
-                .map_err(|e| TransportError(describe(&e)))?;
+            let mut url = reqwest::Url::parse(&request.url)
+                .map_err(|e| TransportError(format!("invalid URL: {e}")))?;
+            let mut headers = request.headers;
+            let mut hops = 0;
+            let response = loop {
+                let mut builder = client.post(url.clone()).body(request.body.clone());
+                for (k, v) in &headers {
+                    builder = builder.header(k, v);
+                }
+                let response = builder
+                    .send()
+                    .await
+                    .map_err(|e| TransportError(describe(&e)))?;
+                let Some(next) = redirect_target(&response).filter(|_| hops < MAX_REDIRECTS) else {
+                    break response;
+                };
+                if !matches!(next.scheme(), "http" | "https") {
+                    break response;
+                }
+                // Credentials stay with the origin they were given for.
+                if !same_origin(&url, &next) {
+                    headers.retain(|(k, _)| !CREDENTIALS.contains(&k.as_str()));
+                }
+                hops += 1;
+                url = next;
+            };
             let status = response.status().as_u16();
             let headers = response
                 .headers()

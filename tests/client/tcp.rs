@@ -240,3 +240,161 @@ async fn stats_are_served_over_http() {
     let stats: promptgauge::mock::StatsSnapshot = serde_json::from_str(&body).unwrap();
     assert_eq!((stats.requests, stats.generations), (1, 1));
 }
+
+// ---- Redirects: a POST is never turned into a GET without its prompt ----
+
+/// A request as a scripted HTTP server saw it.
+#[derive(Debug, Clone)]
+struct Seen {
+    method: String,
+    path: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+/// A one-request-per-connection HTTP server: `route` answers each path with a raw response.
+async fn scripted_http(
+    route: impl Fn(&str) -> String + Send + Sync + 'static,
+) -> (String, Arc<std::sync::Mutex<Vec<Seen>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (log, route) = (seen.clone(), Arc::new(route));
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let (log, route) = (log.clone(), route.clone());
+            tokio::spawn(async move {
+                let mut raw = Vec::new();
+                let mut buf = [0u8; 4096];
+                let head_end = loop {
+                    let n = socket.read(&mut buf).await.unwrap_or(0);
+                    if n == 0 {
+                        return;
+                    }
+                    raw.extend_from_slice(&buf[..n]);
+                    if let Some(i) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break i + 4;
+                    }
+                };
+                let head = String::from_utf8_lossy(&raw[..head_end]).to_string();
+                let mut lines = head.lines();
+                let mut first = lines.next().unwrap_or("").split(' ');
+                let (method, path) = (
+                    first.next().unwrap_or("").to_string(),
+                    first.next().unwrap_or("").to_string(),
+                );
+                let headers: Vec<(String, String)> = lines
+                    .filter_map(|l| l.split_once(':'))
+                    .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+                    .collect();
+                let length: usize = headers
+                    .iter()
+                    .find(|(k, _)| k == "content-length")
+                    .and_then(|(_, v)| v.parse().ok())
+                    .unwrap_or(0);
+                while raw.len() < head_end + length {
+                    let n = socket.read(&mut buf).await.unwrap_or(0);
+                    if n == 0 {
+                        break;
+                    }
+                    raw.extend_from_slice(&buf[..n]);
+                }
+                let body = raw[head_end..].to_vec();
+                let reply = route(&path);
+                log.lock().unwrap().push(Seen {
+                    method,
+                    path,
+                    headers,
+                    body,
+                });
+                let _ = socket.write_all(reply.as_bytes()).await;
+                let _ = socket.shutdown().await;
+            });
+        }
+    });
+    (origin, seen)
+}
+
+fn redirect(status: u16, to: &str) -> String {
+    format!(
+        "HTTP/1.1 {status} Moved\r\nlocation: {to}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+    )
+}
+
+const ANSWER: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"42\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+
+#[tokio::test]
+async fn a_301_302_or_303_is_not_followed_and_fails_the_job_naming_where_it_points() {
+    for status in [301, 302, 303] {
+        let (origin, seen) = scripted_http(move |path| {
+            if path.starts_with("/old/") {
+                redirect(status, "/new/v1/chat/completions?key=sk-in-the-location")
+            } else {
+                // A GET here would be answered, and its reply graded: it must never come.
+                ANSWER.to_string()
+            }
+        })
+        .await;
+        let r = client(&format!("{origin}/old/v1"), |c| c.max_attempts = 3)
+            .execute(&job("x", "k"))
+            .await;
+        assert_eq!(outcomes(&r), [Outcome::HttpError], "{status}: not retried");
+        assert!(!r.answered());
+        let failure = r.failure.clone().unwrap_or_default();
+        assert!(
+            failure.contains(&format!("HTTP {status}"))
+                && failure.contains("would turn the POST into a GET")
+                && failure.contains("/new/v1/chat/completions"),
+            "{failure}"
+        );
+        assert!(!failure.contains("sk-in-the-location"), "{failure}");
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 1, "{status}: only the POST, no GET: {seen:?}");
+        assert_eq!(seen[0].method, "POST");
+    }
+}
+
+#[tokio::test]
+async fn a_307_or_308_keeps_the_post_and_its_body_and_credentials_stay_with_their_origin() {
+    let (elsewhere, far) = scripted_http(|_| ANSWER.to_string()).await;
+    for status in [307, 308] {
+        let far_url = format!("{elsewhere}/far/v1/chat/completions");
+        let (origin, seen) = scripted_http(move |path| {
+            if path.starts_with("/old/") {
+                redirect(status, "/new/v1/chat/completions")
+            } else if path.starts_with("/new/") {
+                redirect(status, &far_url)
+            } else {
+                ANSWER.to_string()
+            }
+        })
+        .await;
+        let r = client(&format!("{origin}/old/v1"), |c| {
+            c.api_key = Some(promptgauge::client::ApiKey::new(
+                "sk-the-secret-key-1".into(),
+            ));
+        })
+        .execute(&job("the prompt", "k"))
+        .await;
+        assert_eq!(outcomes(&r), [Outcome::Complete], "{status}");
+        assert_eq!(r.text, "42");
+        let here = seen.lock().unwrap().clone();
+        assert_eq!(here.len(), 2, "{here:?}");
+        let there = far.lock().unwrap().pop().unwrap();
+        for s in here.iter().chain([&there]) {
+            assert_eq!(s.method, "POST", "{status} {}", s.path);
+            assert!(
+                String::from_utf8_lossy(&s.body).contains("Echo: the prompt"),
+                "{status}: the body follows to {}",
+                s.path
+            );
+        }
+        let auth = |s: &Seen| s.headers.iter().any(|(k, _)| k == "authorization");
+        assert!(
+            auth(&here[0]) && auth(&here[1]),
+            "same origin keeps the key"
+        );
+        assert!(!auth(&there), "another origin never sees it");
+    }
+}
