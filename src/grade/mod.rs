@@ -503,10 +503,12 @@ fn text_eq(a: &str, b: &str, case_sensitive: bool) -> bool {
 }
 
 static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"[-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[-−]?\.\d+").expect("valid regex")
+    Regex::new(r"[-−]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?:[eE][-+−]?\d+)?")
+        .expect("valid regex")
 });
 
-/// A number as people write it: `-3`, `1,234`, `3.50`, `−2` (Unicode minus).
+/// A number as people write it: `-3`, `1,234`, `3.50`, `−2` (Unicode minus), `1e3`,
+/// `6.02E23`, `2.5e-4`.
 pub(crate) fn parse_number(text: &str) -> Option<f64> {
     let t = text.trim();
     let m = NUMBER.find(t)?;
@@ -691,6 +693,13 @@ mod tests {
         assert!(grade(n.clone(), "It is -7.", &["-7"]).correct);
         assert!(grade(n.clone(), "It is −7.", &["-7"]).correct);
         assert!(grade(n.clone(), "$3.50", &["3.5"]).correct);
+        // Scientific notation is one number, not its exponent.
+        let g = grade(n.clone(), "It is 1e3.", &["1000"]);
+        assert_eq!((g.correct, g.extracted.as_deref()), (true, Some("1000")));
+        assert!(grade(n.clone(), "Avogadro: 6.02E23", &["6.02e23"]).correct);
+        assert!(grade(n.clone(), "about 2.5e-4 m", &["0.00025"]).correct);
+        assert!(grade(n.clone(), "x = −1.5e−2", &["-0.015"]).correct);
+        assert!(grade(n.clone(), "5 eggs", &["5"]).correct);
         assert!(!grade(n.clone(), "no digits", &["3"]).correct);
         assert!(!grade(n, "4", &["3"]).correct);
         let tol = GradeSpec::Number { tolerance: 0.01 };

@@ -191,7 +191,7 @@ impl Aggregator {
     pub fn note_audit(&mut self, audit: &Audit) {
         self.torn += audit.stats.torn;
         self.duplicates += audit.duplicates;
-        self.outside_plan += audit.outside_plan;
+        self.outside_plan += audit.outside_plan + audit.foreign;
     }
 
     /// Adds one finished job (each planned job once).

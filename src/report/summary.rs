@@ -109,7 +109,8 @@ impl Tokens {
         };
         add(&mut self.prompt, u.prompt_tokens);
         add(&mut self.completion, u.completion_tokens);
-        add(&mut self.cached, u.cached_tokens);
+        // Cached tokens are part of the prompt: a server that reports more is held to it.
+        add(&mut self.cached, u.cached_tokens.min(u.prompt_tokens));
         add(&mut self.reasoning, u.reasoning_tokens);
         self.estimated |= u.estimated;
     }
@@ -230,7 +231,8 @@ pub struct Summary {
     /// Further records of a job already recorded (the first counts; these are ignored).
     #[serde(default)]
     pub duplicate_records: usize,
-    /// Records of jobs this run did not plan (ignored).
+    /// Records of jobs this run did not plan, or that it never wrote (a score outside
+    /// [0, 1]): ignored.
     #[serde(default)]
     pub records_outside_plan: usize,
     pub variants: Vec<VariantSummary>,
@@ -555,5 +557,16 @@ mod tests {
         assert!(!t.saturated);
         t.add(&huge);
         assert_eq!((t.prompt, t.completion, t.saturated), (u64::MAX, 14, true));
+    }
+
+    #[test]
+    fn cached_tokens_never_exceed_the_prompt_they_are_part_of() {
+        let mut t = Tokens::default();
+        t.add(&Usage {
+            prompt_tokens: 10,
+            cached_tokens: 40,
+            ..Usage::default()
+        });
+        assert_eq!((t.prompt, t.cached), (10, 10));
     }
 }

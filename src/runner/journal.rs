@@ -262,9 +262,13 @@ pub struct Audit {
     pub duplicates: usize,
     /// Records of jobs the plan does not hold (another case, variant or repeat): ignored.
     pub outside_plan: usize,
+    /// Records promptgauge never writes (a score outside [0, 1]): ignored, their jobs left
+    /// for a resume.
+    pub foreign: usize,
     /// Up to three of each, for the message.
     pub duplicate_examples: Vec<JobKey>,
     pub outside_examples: Vec<JobKey>,
+    pub foreign_examples: Vec<JobKey>,
     /// Which slots have a record, for a resume.
     pub done: Vec<bool>,
 }
@@ -298,6 +302,13 @@ impl Audit {
                 list(&self.outside_examples)
             ));
         }
+        if self.foreign > 0 {
+            parts.push(format!(
+                "{} record(s) with a score outside [0, 1], which promptgauge never writes, were ignored (their jobs run again on --resume): {}",
+                self.foreign,
+                list(&self.foreign_examples)
+            ));
+        }
         (!parts.is_empty()).then(|| parts.join("; "))
     }
 }
@@ -318,6 +329,16 @@ pub fn read_planned(
     }
     let mut done = std::mem::take(&mut audit.done);
     let stats = read(path, |r| {
+        // promptgauge never writes a score outside [0, 1]: such a record was made or
+        // changed by something else, and would move every figure. It counts as a record
+        // this run did not write; its job is left for a resume.
+        if r.score.is_some_and(|s| !(0.0..=1.0).contains(&s)) {
+            audit.foreign += 1;
+            if audit.foreign_examples.len() < 3 {
+                audit.foreign_examples.push(r.key());
+            }
+            return;
+        }
         match keys.slot(&r.case_id, &r.variant, r.repeat) {
             None => {
                 audit.outside_plan += 1;

@@ -467,6 +467,40 @@ fn a_journal_with_duplicates_strangers_and_a_gap_is_not_complete() {
         (&redone["case_id"], &redone["variant"]),
         (&missing["case_id"], &missing["variant"])
     );
+
+    // A score promptgauge never writes (7.0 would make a mean of 1.3) is refused as a
+    // record this run did not write: the figures leave it out, and a resume redoes its job.
+    let text = std::fs::read_to_string(run.join("results.jsonl")).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let mut forged: Value = serde_json::from_str(&lines[2]).unwrap();
+    forged["score"] = serde_json::json!(7.0);
+    lines[2] = forged.to_string();
+    std::fs::write(run.join("results.jsonl"), lines.join("\n") + "\n").unwrap();
+    let out = promptgauge(d)
+        .args(["report", run.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("1 record(s) with a score outside [0, 1]"),
+        "{stderr}"
+    );
+    let s = summary(&run);
+    assert!(!s.complete);
+    for v in &s.variants {
+        assert!(
+            v.accuracy.unwrap() <= 1.0 && v.ci_high.unwrap() <= 1.0,
+            "{v:?}"
+        );
+    }
+    let sent = server.provider.stats().requests;
+    let out = promptgauge(d)
+        .args(["run", "--resume", run.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(server.provider.stats().requests, sent + 1);
+    assert!(summary(&run).complete);
 }
 
 // ---- Stopping: no new attempts after the first signal, a bounded grace for the rest ----
