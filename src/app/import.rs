@@ -21,6 +21,92 @@ struct Import {
     notes: Vec<String>,
     /// Tests read so far (skipped ones included), to name them in the notes.
     tests_seen: usize,
+    /// Case ids given so far.
+    ids: std::collections::HashSet<String>,
+    /// `defaultTest.vars`: every test's variables start from these.
+    default_vars: Map<String, Value>,
+}
+
+/// A promptfoo value rendered against a test's variables (promptfoo fills `{{var}}` in
+/// assert values with nunjucks; the subset tests use is Jinja's). Text without a tag is
+/// taken as it is.
+fn render(text: &str, vars: &Map<String, Value>) -> Result<String, String> {
+    if !text.contains("{{") && !text.contains("{%") {
+        return Ok(text.to_string());
+    }
+    let mut env = minijinja::Environment::new();
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    env.set_fuel(Some(100_000));
+    env.render_str(text, minijinja::value::Serde(vars))
+        .map_err(|e| e.to_string())
+}
+
+/// A regex with every capturing group made non-capturing: the same matches, no capture
+/// to compare (promptfoo's `regex` passes on a match).
+fn without_captures(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len() + 8);
+    let mut chars = pattern.chars().peekable();
+    let mut in_class = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                out.push(c);
+                if let Some(next) = chars.next() {
+                    out.push(next);
+                }
+            }
+            '[' if !in_class => {
+                in_class = true;
+                out.push(c);
+                // `[]…]` and `[^]…]`: a leading `]` is a literal.
+                if chars.peek() == Some(&'^') {
+                    out.push('^');
+                    chars.next();
+                }
+                if chars.peek() == Some(&']') {
+                    out.push(']');
+                    chars.next();
+                }
+            }
+            ']' if in_class => {
+                in_class = false;
+                out.push(c);
+            }
+            '(' if !in_class => {
+                if chars.peek() == Some(&'?') {
+                    // Named groups `(?P<n>…)`, `(?<n>…)` capture too; other `(?…)` do not.
+                    let rest: String = chars.clone().take(3).collect();
+                    if rest.starts_with("?P<")
+                        || (rest.starts_with("?<")
+                            && !rest.starts_with("?<=")
+                            && !rest.starts_with("?<!"))
+                    {
+                        for c in chars.by_ref() {
+                            if c == '>' {
+                                break;
+                            }
+                        }
+                        out.push_str("(?:");
+                    } else {
+                        out.push('(');
+                    }
+                } else {
+                    out.push_str("(?:");
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// `` `a` `` or `` `a`, `b` ``: expected answers as a note shows them.
+fn quoted(answers: &[String]) -> String {
+    answers
+        .iter()
+        .map(|a| format!("`{a}`"))
+        .collect::<Vec<_>>()
+        .join(" or ")
 }
 
 fn read(base: &Path, reference: &str) -> Result<(PathBuf, String), String> {
@@ -186,45 +272,142 @@ impl Import {
                 "temperature" | "max_tokens" | "top_p" | "seed" | "stop" | "response_format" => {
                     self.params.insert(k.clone(), v.clone());
                 }
-                "apiBaseUrl" | "apiHost" | "apiKey" | "apiKeyEnvar" => {}
+                "apiKeyEnvar" if !self.endpoint.is_empty() => match v.as_str() {
+                    Some(var) => {
+                        self.endpoint.insert("api_key_env".into(), json!(var));
+                    }
+                    None => self
+                        .notes
+                        .push("provider setting `apiKeyEnvar` is not a name: not carried over".into()),
+                },
+                "apiKey" => self.notes.push(
+                    "the config holds an API key (`apiKey`): it was not copied (a bench names the variable that holds the key, endpoint.api_key_env); put the key in that variable".into(),
+                ),
+                "apiBaseUrl" | "apiHost" if !self.endpoint.is_empty() => {}
                 other => self
                     .notes
                     .push(format!("provider setting `{other}` was not carried over")),
             }
         }
+        if let (Some(base), Some(model)) = (
+            self.endpoint.get("base_url").and_then(Value::as_str),
+            self.endpoint.get("model").and_then(Value::as_str),
+        ) {
+            self.notes.push(format!(
+                "the endpoint comes from the config's provider `{id}`: model `{model}` at {} — review it before running (`promptgauge run` sends every prompt there)",
+                crate::client::secrets::redact_url(base)
+            ));
+        }
     }
 
-    /// One promptfoo assert as (scorer, the value it compares with).
-    fn assertion(&mut self, a: &Value, test: usize) -> Option<(Value, Option<String>)> {
+    /// One promptfoo assert as (scorer, the answers it compares with), its values rendered
+    /// against the test's variables as promptfoo does (`contains: "{{expected}}"`).
+    fn assertion(
+        &mut self,
+        a: &Value,
+        test: usize,
+        vars: &Map<String, Value>,
+    ) -> Option<(Value, Option<Vec<String>>)> {
         let kind = a.get("type").and_then(Value::as_str).unwrap_or("");
+        for key in a.as_object().into_iter().flat_map(|o| o.keys()) {
+            if !matches!(key.as_str(), "type" | "value") {
+                self.notes.push(format!(
+                    "test {test}: assert `{kind}`'s `{key}` was not carried over (promptgauge scores every assert alike)"
+                ));
+            }
+        }
+        let rendered = |v: &Value| -> Result<Option<String>, String> {
+            let text = match v {
+                Value::String(s) => s.clone(),
+                Value::Number(n) => n.to_string(),
+                Value::Bool(b) => b.to_string(),
+                _ => return Ok(None),
+            };
+            render(&text, vars).map(Some)
+        };
         let value = a.get("value");
-        let text = value.and_then(|v| match v {
-            Value::String(s) => Some(s.clone()),
-            Value::Number(n) => Some(n.to_string()),
-            Value::Bool(b) => Some(b.to_string()),
-            _ => None,
-        });
+        let text = match value.map(rendered) {
+            None => None,
+            Some(Ok(t)) => t,
+            Some(Err(e)) => {
+                self.notes.push(format!(
+                    "test {test}: assert `{kind}`'s value cannot be filled from the test's vars ({e}): left out"
+                ));
+                return None;
+            }
+        };
+        let needs_text = matches!(
+            kind,
+            "equals"
+                | "contains"
+                | "icontains"
+                | "starts-with"
+                | "regex"
+                | "llm-rubric"
+                | "model-graded-closedqa"
+                | "factuality"
+                | "model-graded-factuality"
+        );
+        if needs_text && text.is_none() {
+            self.notes.push(format!(
+                "test {test}: assert `{kind}` with a value that is not text ({}) has no exact promptgauge equivalent: left out",
+                value.map_or("none".to_string(), |v| crate::client::protocol::truncate(&v.to_string(), 60))
+            ));
+            return None;
+        }
+        let one = |t: &Option<String>| t.clone().map(|t| vec![t]);
         let out = match kind {
-            "equals" => (json!({"kind": "exact", "case_sensitive": true}), text),
-            "contains" => (json!({"kind": "contains", "case_sensitive": true}), text),
-            "icontains" => (json!({"kind": "contains"}), text),
-            "starts-with" => (
-                json!({"kind": "regex", "pattern": format!("^\\s*({})", regex::escape(text.as_deref().unwrap_or(""))), "case_sensitive": true}),
-                text,
+            "equals" => (json!({"kind": "exact", "case_sensitive": true}), one(&text)),
+            "contains" => (
+                json!({"kind": "contains", "case_sensitive": true}),
+                one(&text),
             ),
+            "icontains" => (json!({"kind": "contains"}), one(&text)),
+            // Any one of the listed strings: a case's expected answers are exactly that.
+            "contains-any" | "icontains-any" => {
+                let list: Option<Vec<String>> = match value {
+                    Some(Value::Array(items)) => {
+                        items.iter().map(|v| rendered(v).ok().flatten()).collect()
+                    }
+                    Some(v) => rendered(v)
+                        .ok()
+                        .flatten()
+                        .map(|t| t.split(',').map(|p| p.trim().to_string()).collect()),
+                    None => None,
+                };
+                let Some(list) = list.filter(|l| !l.is_empty()) else {
+                    self.notes.push(format!(
+                        "test {test}: assert `{kind}` has no list of strings: left out"
+                    ));
+                    return None;
+                };
+                let sensitive = kind == "contains-any";
+                (
+                    json!({"kind": "contains", "case_sensitive": sensitive}),
+                    Some(list),
+                )
+            }
+            "starts-with" => (
+                json!({"kind": "regex", "pattern": format!("^\\s*(?:{})", regex::escape(text.as_deref().unwrap_or(""))), "case_sensitive": true}),
+                None,
+            ),
+            // promptfoo passes a regex on a match; promptgauge compares a capture group with
+            // the expected answer, so groups become non-capturing (the same match).
             "regex" => (
-                json!({"kind": "regex", "pattern": text.clone().unwrap_or_default(), "case_sensitive": true}),
+                json!({"kind": "regex", "pattern": without_captures(text.as_deref().unwrap_or("")), "case_sensitive": true}),
                 None,
             ),
             "is-json" => (
                 json!({"kind": "json_schema", "schema": value.filter(|v| v.is_object()).cloned().unwrap_or(json!({}))}),
                 None,
             ),
+            // The rubric is what the judge judges by: there is no reference answer.
             "llm-rubric" | "model-graded-closedqa" => (
                 json!({"kind": "judge", "rubric": text.clone().unwrap_or_default()}),
-                text,
+                None,
             ),
-            "factuality" | "model-graded-factuality" => (json!({"kind": "judge"}), text),
+            // Factuality compares with a reference: the value is that reference.
+            "factuality" | "model-graded-factuality" => (json!({"kind": "judge"}), one(&text)),
             "latency" => {
                 self.notes.push(format!(
                     "test {test}: assert `latency` was left out: gate the whole run with `promptgauge run --max-p90-latency`"
@@ -247,14 +430,20 @@ impl Import {
         Some(out)
     }
 
-    fn case(&mut self, vars: Map<String, Value>, asserts: &[Value], description: Option<&str>) {
+    fn case(
+        &mut self,
+        vars: Map<String, Value>,
+        asserts: &[Value],
+        description: Option<&str>,
+        id: Option<String>,
+    ) {
         self.tests_seen += 1;
         let n = self.tests_seen;
         let mut scorers = Vec::new();
-        let mut expected: Option<String> = None;
+        let mut expected: Option<Vec<String>> = None;
         let mut pattern_only = false;
         for a in asserts {
-            let Some((scorer, value)) = self.assertion(a, n) else {
+            let Some((scorer, value)) = self.assertion(a, n, &vars) else {
                 continue;
             };
             if scorer["kind"] == "regex" && value.is_none() {
@@ -264,7 +453,10 @@ impl Import {
                 (None, Some(v)) => expected = Some(v),
                 (Some(e), Some(v)) if *e != v => {
                     self.notes.push(format!(
-                        "test {n}: asserts compare with two different values (`{e}`, `{v}`); promptgauge cases have one expected answer: only the first assert using `{e}` and the value-free ones were kept"
+                        "test {n}: asserts compare with different values ({}, {}); a promptgauge case has one set of expected answers: the assert using {} was left out",
+                        quoted(e),
+                        quoted(&v),
+                        quoted(&v)
                     ));
                     continue;
                 }
@@ -278,15 +470,38 @@ impl Import {
             ));
             return;
         }
+        let rubric_judge = scorers
+            .iter()
+            .any(|s| s["kind"] == "judge" && s.get("rubric").is_some());
+        if let (true, Some(e), true) = (rubric_judge, &expected, scorers.len() > 1) {
+            self.notes.push(format!(
+                "test {n}: the judge of its llm-rubric also sees {} (another assert's value) as the reference answer",
+                quoted(e)
+            ));
+        }
         let grade = if scorers.len() == 1 {
             scorers.remove(0)
         } else {
             json!({"kind": "all", "of": scorers})
         };
         let mut case = Map::new();
-        case.insert("id".into(), json!(format!("t-{n:03}")));
+        let id = match id {
+            Some(id) if !self.ids.contains(&id) => id,
+            Some(id) => {
+                self.notes.push(format!(
+                    "test {n}: its id `{id}` was used before; it became t-{n:03}"
+                ));
+                format!("t-{n:03}")
+            }
+            None => format!("t-{n:03}"),
+        };
+        self.ids.insert(id.clone());
+        case.insert("id".into(), json!(id));
         case.insert("vars".into(), Value::Object(vars));
         match expected {
+            Some(e) if e.len() == 1 => {
+                case.insert("expected".into(), json!(e[0]));
+            }
             Some(e) => {
                 case.insert("expected".into(), json!(e));
             }
@@ -332,11 +547,13 @@ impl Import {
                 }
                 continue;
             }
-            let vars = t
-                .get("vars")
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default();
+            let mut vars = self.default_vars.clone();
+            vars.extend(
+                t.get("vars")
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .unwrap_or_default(),
+            );
             let mut asserts: Vec<Value> = default_asserts.to_vec();
             asserts.extend(
                 t.get("assert")
@@ -344,7 +561,19 @@ impl Import {
                     .cloned()
                     .unwrap_or_default(),
             );
-            self.case(vars, &asserts, t.get("description").and_then(Value::as_str));
+            let test = self.tests_seen + 1;
+            for key in t.as_object().into_iter().flat_map(|o| o.keys()) {
+                if !matches!(key.as_str(), "vars" | "assert" | "description") {
+                    self.notes
+                        .push(format!("test {test}: its `{key}` was not carried over"));
+                }
+            }
+            self.case(
+                vars,
+                &asserts,
+                t.get("description").and_then(Value::as_str),
+                None,
+            );
         }
         Ok(())
     }
@@ -365,10 +594,18 @@ impl Import {
             .clone();
         for record in reader.records() {
             let record = record.map_err(|e| format!("{}: {e}", path.display()))?;
-            let mut vars = Map::new();
+            let mut vars = self.default_vars.clone();
             let mut asserts: Vec<Value> = default_asserts.to_vec();
+            let mut id = None;
+            let mut description = None;
             for (h, v) in headers.iter().zip(record.iter()) {
-                if h.starts_with("__expected") {
+                // An `id` column names the case (and stays a variable, as in promptfoo).
+                if (h == "id" || h == "__id") && !v.trim().is_empty() {
+                    id = Some(v.trim().to_string());
+                }
+                if h == "__description" {
+                    description = Some(v.to_string());
+                } else if h.starts_with("__expected") {
                     let (kind, value) = match v.split_once(':') {
                         Some((k, rest))
                             if ["contains", "icontains", "regex", "equals", "starts-with"]
@@ -385,9 +622,19 @@ impl Import {
                     asserts.push(json!({"type": kind, "value": value}));
                 } else if !h.starts_with("__") {
                     vars.insert(h.to_string(), json!(v));
+                } else if h != "__id" && !v.trim().is_empty() {
+                    self.notes.push(format!(
+                        "test {}: the CSV column `{h}` was not carried over",
+                        self.tests_seen + 1
+                    ));
                 }
             }
-            self.case(vars, &asserts, None);
+            self.case(
+                vars,
+                &asserts,
+                description.as_deref().filter(|d| !d.trim().is_empty()),
+                id,
+            );
         }
         Ok(())
     }
@@ -419,6 +666,20 @@ pub fn import(args: &ImportArgs) -> Result<Exit, Failure> {
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
+    if let Some(d) = config.get("defaultTest").and_then(Value::as_object) {
+        im.default_vars = d
+            .get("vars")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        for key in d
+            .keys()
+            .filter(|k| !matches!(k.as_str(), "assert" | "vars"))
+        {
+            im.notes
+                .push(format!("`defaultTest.{key}` was not carried over"));
+        }
+    }
     if let Some(tests) = config.get("tests") {
         im.tests(&base, tests, &default_asserts).map_err(bad)?;
     }
@@ -554,4 +815,41 @@ pub fn import(args: &ImportArgs) -> Result<Exit, Failure> {
         out.display()
     );
     Ok(Exit::Success)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_stop_capturing_and_nothing_else_changes() {
+        for (pattern, want) in [
+            (r"(\d+) apples", r"(?:\d+) apples"),
+            (r"\(not a group\)", r"\(not a group\)"),
+            (r"[(]x[)]", r"[(]x[)]"),
+            (r"[]()](a)", r"[]()](?:a)"),
+            (r"(?P<n>\w+)-(?<m>\d)", r"(?:\w+)-(?:\d)"),
+            (
+                r"(?:kept)(?i)(?=ahead)(?<=behind)(?<!not)",
+                r"(?:kept)(?i)(?=ahead)(?<=behind)(?<!not)",
+            ),
+        ] {
+            let got = without_captures(pattern);
+            assert_eq!(got, want, "{pattern}");
+            let re = regex::Regex::new(&got);
+            if !pattern.contains("(?=") {
+                assert_eq!(re.unwrap().captures_len(), 1, "{pattern}: no group left");
+            }
+        }
+    }
+
+    #[test]
+    fn assert_values_are_filled_from_the_test_vars() {
+        let vars: Map<String, Value> =
+            serde_json::from_value(json!({"expected": "Paris", "n": 3})).unwrap();
+        assert_eq!(render("{{expected}}", &vars).unwrap(), "Paris");
+        assert_eq!(render("{{ n + 1 }} items", &vars).unwrap(), "4 items");
+        assert_eq!(render("no tags", &vars).unwrap(), "no tags");
+        assert!(render("{{missing}}", &vars).is_err());
+    }
 }

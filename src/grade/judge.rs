@@ -41,6 +41,9 @@ pub struct JudgeService {
 /// The built-in instructions.
 const SYSTEM: &str = "You are a careful, strict grader. You compare an answer with a reference answer that is known to be correct. You judge only whether the answer is right; style, length and politeness do not matter.";
 
+/// The built-in instructions when there is no reference answer, only criteria.
+const RUBRIC_SYSTEM: &str = "You are a careful, strict grader. You judge whether an answer meets the criteria you are given, and nothing else; style, length and politeness do not matter unless the criteria say so.";
+
 /// The judge scorer.
 #[derive(Debug)]
 pub struct Judge {
@@ -168,6 +171,33 @@ impl Judge {
                 format!("\nCriteria the answer must also meet:\n<criteria>\n{r}\n</criteria>\n")
             })
             .unwrap_or_default();
+        // No reference (a case without `expected`, judged by a rubric alone, as promptfoo's
+        // llm-rubric): the criteria are the whole question.
+        if case.expected.is_empty() {
+            let criteria = self.rubric.as_deref().unwrap_or_default();
+            let ask = match self.scale {
+                Scale::Binary => {
+                    "Does the answer meet the criteria? Reply with a JSON object {\"verdict\": \"yes\" or \"no\", \"reason\": \"one sentence\"}. If you cannot reply in JSON, end your reply with a line VERDICT: yes or VERDICT: no."
+                }
+                Scale::TenPoint => {
+                    "How well does the answer meet the criteria, from 0 (not at all) to 10 (fully)? Reply with a JSON object {\"score\": 0 to 10, \"reason\": \"one sentence\"}. If you cannot reply in JSON, end your reply with a line SCORE: n."
+                }
+            };
+            let context = if conversation.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "The conversation before the question:\n<conversation>\n{conversation}</conversation>\n\n"
+                )
+            };
+            let user = format!(
+                "{context}Question:\n<question>\n{question}\n</question>\n\nAnswer to grade:\n<answer>\n{answer}\n</answer>\n\nCriteria the answer must meet:\n<criteria>\n{criteria}\n</criteria>\n\n{ask}"
+            );
+            return Ok(vec![
+                ChatMessage::new("system", RUBRIC_SYSTEM),
+                ChatMessage::new("user", user),
+            ]);
+        }
         let ask = match self.scale {
             Scale::Binary => {
                 "Is the answer correct: does it agree with the reference answer (any one of them, if there are several) and meet the criteria, if any? Reply with a JSON object {\"verdict\": \"yes\" or \"no\", \"reason\": \"one sentence\"}. If you cannot reply in JSON, end your reply with a line VERDICT: yes or VERDICT: no."
@@ -432,6 +462,14 @@ impl Scorer for Judge {
     }
 
     fn check(&self, case: &Case) -> Result<(), String> {
+        if case.expected.is_empty()
+            && self.template.is_none()
+            && self.rubric.as_deref().is_none_or(|r| r.trim().is_empty())
+        {
+            return Err(
+                "the judge has nothing to judge by: give the case an `expected` answer, or the judge a `rubric`".into(),
+            );
+        }
         // The prompt must render for every case before anything is sent.
         self.prompt(case, &[ChatMessage::new("user", "?")], "?")
             .map(drop)
@@ -638,5 +676,40 @@ mod conversation_tests {
         // Without earlier turns there is no conversation block.
         let plain = judge.prompt(&case, &messages[3..], "x").unwrap();
         assert!(!plain[1].content.contains("<conversation>"));
+    }
+
+    #[test]
+    fn without_a_reference_the_rubric_alone_is_judged_and_without_both_nothing_is() {
+        let case = Case {
+            id: "c".into(),
+            vars: Default::default(),
+            expected: vec![],
+            expected_json: None,
+            messages: vec![],
+            grade: None,
+            tags: vec![],
+            group: None,
+            location: Location::line(std::path::Path::new("c.jsonl"), 1),
+        };
+        let asked = [ChatMessage::new("user", "Why is the sky blue?")];
+        let rubric = Judge::new(
+            Some("Mentions Rayleigh scattering".into()),
+            Scale::Binary,
+            1,
+            None,
+        )
+        .unwrap();
+        assert!(rubric.check(&case).is_ok());
+        let prompt = rubric.prompt(&case, &asked, "Because.").unwrap();
+        let user = &prompt[1].content;
+        assert!(!user.contains("<reference>"), "{user}");
+        assert!(user.contains("<criteria>\nMentions Rayleigh scattering\n</criteria>"));
+        assert!(user.contains("Does the answer meet the criteria?"));
+        let bare = Judge::new(None, Scale::Binary, 1, None).unwrap();
+        assert!(
+            bare.check(&case)
+                .unwrap_err()
+                .contains("nothing to judge by")
+        );
     }
 }

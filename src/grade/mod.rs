@@ -285,10 +285,14 @@ impl GradeSpec {
         }
     }
 
-    /// Whether it compares the answer with the case's `expected` (a schema does not).
+    /// Whether it compares the answer with the case's `expected` (a schema does not, nor
+    /// does a judge given a rubric: it then judges by the rubric alone).
     pub fn needs_expected(&self) -> bool {
         match self {
             GradeSpec::JsonSchema { .. } => false,
+            GradeSpec::Judge {
+                rubric: Some(r), ..
+            } if !r.trim().is_empty() => false,
             GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
                 of.iter().any(GradeSpec::needs_expected)
             }

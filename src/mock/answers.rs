@@ -269,7 +269,7 @@ pub fn first_tool(tools: Option<&Value>) -> Made {
 
 /// A reference-guided judge prompt, as promptgauge's built-in judge writes it.
 pub fn is_judge_prompt(prompt: &str) -> bool {
-    prompt.contains("<reference>") && prompt.contains("<answer>")
+    (prompt.contains("<reference>") || prompt.contains("<criteria>")) && prompt.contains("<answer>")
 }
 
 fn between<'a>(text: &'a str, tag: &str) -> &'a str {
@@ -299,14 +299,18 @@ pub fn judge(prompt: &str, judge_error: f64, json_mode: bool) -> String {
             .filter(|r| !r.is_empty())
             .collect::<Vec<_>>(),
     );
-    let right = refs.iter().any(|r| {
-        a == *r
-            || (!r.is_empty() && a.contains(r.as_str()))
-            || matches!(
-                (crate::grade::last_number(&a), crate::grade::parse_number(r)),
-                (Some(x), Some(y)) if x == y
-            )
-    });
+    // Criteria alone (no reference): the simulator cannot read them, so it passes about
+    // seven answers in ten, the same ones every time.
+    let by_criteria = refs.is_empty() && prompt.contains("<criteria>");
+    let right = (by_criteria && unit(&[answer, between(prompt, "criteria")]) < 0.7)
+        || refs.iter().any(|r| {
+            a == *r
+                || (!r.is_empty() && a.contains(r.as_str()))
+                || matches!(
+                    (crate::grade::last_number(&a), crate::grade::parse_number(r)),
+                    (Some(x), Some(y)) if x == y
+                )
+        });
     let mistaken = unit(&[answer, reference, "judge"]) < judge_error;
     let verdict = right != mistaken;
     let reason = if verdict {

@@ -6,7 +6,7 @@ use std::path::Path;
 use crate::common::*;
 use promptgauge::mock::{Faults, MockConfig};
 use promptgauge::report::Summary;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 #[test]
 fn the_example_bench_runs_on_the_built_in_simulator() {
@@ -1142,6 +1142,125 @@ fn the_reports_fit_80_and_100_column_terminals() {
         .unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(widest(&text) <= 80, "{text}");
+}
+
+#[test]
+fn a_promptfoo_suite_that_uses_its_vars_in_asserts_imports_exactly_and_says_what_it_did_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("cases.csv"),
+        "id,question,expected\nsum-3-4,What is 3 + 4?,7\nsum-5-5,What is 5 + 5?,10\nsum-2-9,What is 2 + 9?,11\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("promptfooconfig.yaml"),
+        r#"description: sums
+prompts:
+  - "{{question}}"
+  - "Think, then answer: {{question}}"
+providers:
+  - id: openai:chat:gpt-4o-mini
+    config: { apiKey: sk-live-in-the-config-123456, apiKeyEnvar: MY_KEY, apiBaseUrl: "https://gateway.example/v1" }
+defaultTest:
+  vars: { unit: apples }
+  assert:
+    - type: contains
+      value: "{{expected}}"
+tests:
+  - file://cases.csv
+  - vars: { question: "What is 6 + 6?", expected: "12" }
+    assert:
+      - type: regex
+        value: "(\\d+) {{unit}}?"
+        weight: 2
+  - vars: { question: "Why is the sky blue?", expected: "Rayleigh" }
+    assert: [{ type: llm-rubric, value: "Mentions {{expected}} scattering" }]
+  - vars: { question: "Name a colour." }
+    assert: [{ type: contains, value: "{{colour}}" }]
+"#,
+    )
+    .unwrap();
+    let out = promptgauge(d)
+        .args([
+            "import",
+            "promptfoo",
+            "promptfooconfig.yaml",
+            "--out",
+            "bench",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let cases: Vec<Value> = std::fs::read_to_string(d.join("bench/cases.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The CSV's ids are the case ids; `{{expected}}` became each test's own answer.
+    let ids: Vec<&str> = cases.iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(&ids[..3], ["sum-3-4", "sum-5-5", "sum-2-9"]);
+    assert_eq!(
+        cases
+            .iter()
+            .take(3)
+            .map(|c| c["expected"].clone())
+            .collect::<Vec<_>>(),
+        [json!("7"), json!("10"), json!("11")]
+    );
+    assert!(
+        !std::fs::read_to_string(d.join("bench/cases.jsonl"))
+            .unwrap()
+            .contains("{{")
+    );
+    // A regex with a group still passes on a match: the group no longer captures.
+    let regex = cases[3]["grade"]["of"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["kind"] == "regex")
+        .unwrap()
+        .clone();
+    assert_eq!(regex["pattern"], "(?:\\d+) apples?");
+    // An llm-rubric is the judge's rubric, not its reference answer.
+    let rubric = &cases[4]["grade"]["of"][1];
+    assert_eq!(
+        (rubric["kind"].as_str(), rubric["rubric"].as_str()),
+        (Some("judge"), Some("Mentions Rayleigh scattering"))
+    );
+    // What could not be translated is listed; the key is never copied.
+    for said in [
+        "`apiKey`",
+        "model `gpt-4o-mini` at https://gateway.example/v1",
+        "`weight` was not carried over",
+        "cannot be filled from the test's vars",
+    ] {
+        assert!(stdout.contains(said), "{said}: {stdout}");
+    }
+    let notes = std::fs::read_to_string(d.join("bench/IMPORT-NOTES.md")).unwrap();
+    assert!(!notes.contains("Everything was carried over"), "{notes}");
+    let bench = std::fs::read_to_string(d.join("bench/promptgauge.yaml")).unwrap();
+    assert!(bench.contains("\"api_key_env\":\"MY_KEY\""), "{bench}");
+    for file in ["promptgauge.yaml", "cases.jsonl", "IMPORT-NOTES.md"] {
+        let text = std::fs::read_to_string(d.join("bench").join(file)).unwrap();
+        assert!(!text.contains("sk-live-in-the-config"), "{file}");
+    }
+    // The bench runs on the simulator and scores what the tests meant, not 0%.
+    let run = promptgauge(&d.join("bench"))
+        .args(["run", "--base-url", "mock", "--no-store"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{stderr}");
+    let reports = run_dirs(&d.join("bench/reports"));
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(reports[0].join("summary.json")).unwrap())
+            .unwrap();
+    for v in summary["variants"].as_array().unwrap() {
+        let score = v["accuracy"].as_f64().or(v["mean_score"].as_f64()).unwrap();
+        assert!(score > 0.3, "{v}");
+    }
 }
 
 #[test]
