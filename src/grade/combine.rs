@@ -36,6 +36,10 @@ fn add_usage(total: &mut Option<Usage>, more: Option<Usage>) {
 }
 
 impl Scorer for Combined {
+    fn looks_for(&self) -> Option<&'static str> {
+        self.parts.iter().find_map(|p| p.looks_for())
+    }
+
     fn score<'a>(&'a self, input: ScoreInput<'a>, context: &'a ScoreContext) -> ScoreFuture<'a> {
         Box::pin(async move {
             let mut scores = Vec::with_capacity(self.parts.len());

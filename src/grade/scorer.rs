@@ -145,9 +145,30 @@ pub trait Scorer: Send + Sync + std::fmt::Debug {
     fn uses_judge(&self) -> bool {
         false
     }
+
+    /// What the scorer reads out of an answer before comparing (a number, an option
+    /// letter, JSON), when it reads something: an answer it finds none in is recorded as
+    /// such, and a variant whose answers mostly lack it is named in the reports (a format
+    /// mismatch, or an import that compares with the wrong thing). `None` for scorers that
+    /// compare the whole answer (`exact`, `contains`, a judge).
+    fn looks_for(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 impl Scorer for super::Grader {
+    fn looks_for(&self) -> Option<&'static str> {
+        match self {
+            super::Grader::Number { .. } => Some("a number"),
+            super::Grader::Choice => Some("an option letter"),
+            super::Grader::Json { .. } => Some("JSON with a value at the path"),
+            super::Grader::Regex { regex, .. } if regex.captures_len() > 1 => {
+                Some("a match of the pattern")
+            }
+            _ => None,
+        }
+    }
+
     fn score<'a>(&'a self, input: ScoreInput<'a>, _: &'a ScoreContext) -> ScoreFuture<'a> {
         let grade = self.grade(&input.answer.text, &input.case.expected);
         Box::pin(std::future::ready(Ok(Score::binary(

@@ -70,6 +70,10 @@ impl JsonSchema {
 }
 
 impl Scorer for JsonSchema {
+    fn looks_for(&self) -> Option<&'static str> {
+        Some("JSON")
+    }
+
     fn score<'a>(&'a self, input: ScoreInput<'a>, _: &'a ScoreContext) -> ScoreFuture<'a> {
         let Some(doc) = extract_json(&input.answer.text) else {
             return ready(Score {
@@ -169,6 +173,10 @@ impl Fields {
 }
 
 impl Scorer for Fields {
+    fn looks_for(&self) -> Option<&'static str> {
+        Some("JSON")
+    }
+
     fn check(&self, case: &Case) -> Result<(), String> {
         let Some(Value::Object(expected)) = expected_json(case) else {
             return Err(
@@ -350,6 +358,10 @@ impl ToolCalls {
 }
 
 impl Scorer for ToolCalls {
+    fn looks_for(&self) -> Option<&'static str> {
+        Some("a tool call")
+    }
+
     fn check(&self, case: &Case) -> Result<(), String> {
         expected_calls(case).map(drop)
     }

@@ -73,6 +73,25 @@ pub(crate) fn usd(x: Option<f64>) -> String {
     }
 }
 
+/// Text a model or a server wrote, fit for one line of a report: line breaks shown as `⏎`,
+/// other control characters (escapes a terminal would obey) as `\u{1b}`, cut to `max`
+/// characters with `…`.
+pub(crate) fn visible(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    for (i, c) in text.trim().chars().enumerate() {
+        if i == max {
+            out.push('…');
+            break;
+        }
+        match c {
+            '\n' => out.push('⏎'),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Lines that qualify the table: the simulator, failures, estimates.
 pub(crate) fn notes(summary: &Summary) -> Vec<String> {
     let mut notes = Vec::new();
@@ -97,6 +116,20 @@ pub(crate) fn notes(summary: &Summary) -> Vec<String> {
         notes.push(format!(
             "{truncated} answers hit max_tokens (finish_reason: length); they were graded as given."
         ));
+    }
+    for v in &summary.variants {
+        // Most answers gave the scorer nothing to compare: a format mismatch (or an
+        // import comparing with the wrong thing), not a bad prompt.
+        if let Some(f) = v.nothing_found.as_ref().filter(|f| f.answers * 2 > v.n) {
+            notes.push(format!(
+                "{}: the scorer found no {} in {} of {} answers, e.g. \"{}\": check that the prompt asks for the format the scorer reads.",
+                v.name,
+                f.looked_for.trim_start_matches("a ").trim_start_matches("an "),
+                f.answers,
+                v.n,
+                f.example
+            ));
+        }
     }
     let filtered: u64 = summary.variants.iter().map(|v| v.filtered).sum();
     if filtered > 0 {

@@ -190,6 +190,20 @@ pub struct VariantSummary {
     /// give it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub labelled: Option<super::labels::Labelled>,
+    /// Graded answers in which the scorer found nothing to compare (no number, option
+    /// letter, JSON): a format mismatch shows itself here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nothing_found: Option<NothingFound>,
+}
+
+/// Answers a scorer found nothing in: how many, what it looked for, and the first one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NothingFound {
+    pub answers: u64,
+    /// `a number`, `an option letter`, `JSON`, …
+    pub looked_for: String,
+    /// The first such answer, cut to 120 characters, control characters shown.
+    pub example: String,
 }
 
 /// How one replica did, from the attempts it served.
@@ -280,6 +294,7 @@ pub(crate) struct Acc {
     gen_seconds: f64,
     tokens: Tokens,
     cost: f64,
+    nothing_found: Option<NothingFound>,
 }
 
 impl Acc {
@@ -348,6 +363,14 @@ impl Acc {
             JobStatus::Graded => {}
         }
         self.n += 1;
+        if let Some(what) = &r.not_found {
+            let seen = self.nothing_found.get_or_insert_with(|| NothingFound {
+                answers: 0,
+                looked_for: what.clone(),
+                example: super::visible(&r.output, 120),
+            });
+            seen.answers += 1;
+        }
         if let Some(t) = r.answer_ms.filter(|_| !r.cached) {
             self.answer.push(t);
         }
@@ -430,6 +453,7 @@ impl Acc {
             judge_agreement: (self.agreement.1 > 0)
                 .then(|| self.agreement.0 / self.agreement.1 as f64),
             labelled: None,
+            nothing_found: self.nothing_found,
         };
         (
             summary,

@@ -36,6 +36,10 @@ pub struct JobRecord {
     pub tool_calls: Vec<crate::client::ToolCall>,
     pub expected: Vec<String>,
     pub extracted: Option<String>,
+    /// What the scorer looked for and found none of in this answer (`a number`, `an
+    /// option letter`, `JSON`): a graded answer with nothing to compare.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_found: Option<String>,
     /// Whether the answer passed, for scores of exactly 0 or 1; `None` when the job failed
     /// or its score is partial.
     pub correct: Option<bool>,

@@ -355,6 +355,7 @@ fn failed_record(bench: &Bench, job: &Job, error: String, result: Option<JobResu
         tool_calls: Vec::new(),
         expected: case.expected.clone(),
         extracted: None,
+        not_found: None,
         correct: None,
         score: None,
         score_detail: None,
@@ -418,7 +419,8 @@ async fn graded_record(
         messages: s.messages,
         answer: &answer,
     };
-    let score = match bench.scorers[job.case].score(input, s.context).await {
+    let scorer = &bench.scorers[job.case];
+    let score = match scorer.score(input, s.context).await {
         Ok(score) => score,
         Err(e) if e.stopped => return None,
         Err(e) => {
@@ -464,6 +466,10 @@ async fn graded_record(
         score_detail: score.detail,
         judge: score.judge,
         judge_usage: score.usage,
+        not_found: scorer
+            .looks_for()
+            .filter(|_| score.extracted.is_none())
+            .map(String::from),
         extracted: score.extracted,
         error: None,
         attempts: result_attempts,

@@ -232,6 +232,44 @@ fn answers_a_content_filter_withholds_are_counted_apart_never_graded_nor_failed(
 }
 
 #[test]
+fn a_scorer_that_finds_nothing_in_most_answers_says_so_with_an_example() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // The model answers sums with a number; the cases (as a bad import might) read an
+    // option letter.
+    let lines: String = (1..=10)
+        .map(|i| format!("{{\"id\": \"c{i}\", \"vars\": {{\"question\": \"What is {i} + {i}?\"}}, \"expected\": \"B\"}}\n"))
+        .collect();
+    std::fs::write(d.join("cases.jsonl"), lines).unwrap();
+    std::fs::write(d.join("plain.txt"), "{{ question }}").unwrap();
+    std::fs::write(
+        d.join("bench.yaml"),
+        "name: letters\ncases: cases.jsonl\nvariants: [plain.txt]\ngrade: { kind: choice }\n",
+    )
+    .unwrap();
+    let out = promptgauge(d)
+        .args(["run", "bench.yaml", "--base-url", "mock", "--no-store"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("plain: the scorer found no option letter in 10 of 10 answers, e.g. \""),
+        "{stdout}"
+    );
+    let run = &run_dirs(&d.join("reports"))[0];
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let found = &summary["variants"][0]["nothing_found"];
+    assert_eq!(found["answers"], 10);
+    assert_eq!(found["looked_for"], "an option letter");
+    let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(md.contains("found no option letter"), "{md}");
+    for r in journal(run) {
+        assert_eq!(r["not_found"], "an option letter");
+    }
+}
+
+#[test]
 fn a_refused_key_stops_the_run_with_exit_4_and_never_prints_the_key() {
     let (_rt, server) = start_mock(MockConfig {
         api_key: Some("the-right-key".into()),
