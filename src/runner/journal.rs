@@ -398,6 +398,7 @@ mod tests {
             tool_calls: vec![],
             expected: vec!["x".into()],
             extracted: Some("x".into()),
+            not_found: None,
             correct: Some(true),
             score: Some(1.0),
             score_detail: None,
