@@ -120,6 +120,9 @@ pub struct Aggregator {
     /// With labels: per (case, repeat), each variant's judged score, for paired corrections.
     judged_jobs: HashMap<(String, u32), Vec<Option<f64>>>,
     sequential: Option<super::sequential::Sequential>,
+    /// `--until-decided`: records whose case the tests have not reached yet; they count
+    /// once it is known whether a decision needed them.
+    held: Vec<JobRecord>,
     rows: Option<crate::store::JobRows>,
 }
 
@@ -169,6 +172,7 @@ impl Aggregator {
             judged: Vec::new(),
             judged_jobs: HashMap::new(),
             sequential,
+            held: Vec::new(),
             rows: None,
         }
     }
@@ -194,8 +198,50 @@ impl Aggregator {
         self.outside_plan += audit.outside_plan + audit.foreign;
     }
 
-    /// Adds one finished job (each planned job once).
+    /// Adds one finished job (each planned job once). With `--until-decided`, a job that
+    /// no decision needed (answered after its variant was decided) counts in what was
+    /// spent, not in the figures.
     pub fn add(&mut self, r: &JobRecord) {
+        let Some(s) = &mut self.sequential else {
+            self.count(r);
+            return;
+        };
+        s.add(r);
+        let now = s.counts(r);
+        let mut settled = Vec::new();
+        let mut i = 0;
+        while i < self.held.len() {
+            match s.counts(&self.held[i]) {
+                Some(counted) => settled.push((self.held.swap_remove(i), counted)),
+                None => i += 1,
+            }
+        }
+        match now {
+            Some(true) => self.count(r),
+            Some(false) => self.unused(r),
+            None => self.held.push(r.clone()),
+        }
+        // Released in plan order, whatever order they were heard in.
+        settled.sort_by_key(|(h, _)| h.job);
+        for (h, counted) in settled {
+            if counted {
+                self.count(&h);
+            } else {
+                self.unused(&h);
+            }
+        }
+    }
+
+    /// A job no decision needed: what it cost is spent; it is in no figure.
+    fn unused(&mut self, r: &JobRecord) {
+        self.finished += 1;
+        if let Some(&arm) = self.arm.get(&r.variant) {
+            self.accs[arm].add_unused(r, self.price.as_ref());
+        }
+    }
+
+    /// Adds one job to every figure.
+    fn count(&mut self, r: &JobRecord) {
         let names = self.replica_counts.len();
         for a in &r.attempts {
             if let Some(i) = a.replica.filter(|&i| i < names) {
@@ -210,9 +256,6 @@ impl Aggregator {
         self.finished += 1;
         if let Some(rows) = &mut self.rows {
             rows.add(r);
-        }
-        if let Some(s) = &mut self.sequential {
-            s.add(r);
         }
         let Some(&arm) = self.arm.get(&r.variant) else {
             return;
@@ -329,7 +372,19 @@ impl Aggregator {
     }
 
     /// The result, once every record is in.
-    pub fn finish(self) -> RunResult {
+    pub fn finish(mut self) -> RunResult {
+        if let Some(s) = &self.sequential {
+            let mut held = std::mem::take(&mut self.held);
+            held.sort_by_key(|h| h.job);
+            let counted: Vec<bool> = held.iter().map(|h| s.counts_at_end(h)).collect();
+            for (h, counted) in held.iter().zip(counted) {
+                if counted {
+                    self.count(h);
+                } else {
+                    self.unused(h);
+                }
+            }
+        }
         let confidence = self.run.confidence;
         let variants = &self.variants;
         let cases = self.cases;

@@ -195,6 +195,34 @@ impl Sequential {
         self.advance();
     }
 
+    /// Whether a record counts in the run's figures: `Some(true)` when its case was (or
+    /// will be) fed to a test that needed it, `Some(false)` when no decision needed it
+    /// (answered after its variant was decided), `None` while that is not known yet (its
+    /// case lies beyond the cases fed so far). Counting only what the tests used makes the
+    /// reports a function of the answers, not of how far the workers ran ahead of the
+    /// decision: a resumed run reports what the uninterrupted one does.
+    pub fn counts(&self, r: &JobRecord) -> Option<bool> {
+        let (Some(&arm), Some(&pos)) = (self.arm.get(&r.variant), self.position.get(&r.case_id))
+        else {
+            return Some(true);
+        };
+        // Once a variant is decided, the cases after its decision are never needed again;
+        // before the frontier, need is settled.
+        let needed = self.needs(arm, pos);
+        (pos < self.next || !needed).then_some(needed)
+    }
+
+    /// [`Sequential::counts`] once every record is in: what is still open counts when a
+    /// test would still need it.
+    pub fn counts_at_end(&self, r: &JobRecord) -> bool {
+        self.counts(r).unwrap_or_else(|| {
+            match (self.arm.get(&r.variant), self.position.get(&r.case_id)) {
+                (Some(&arm), Some(&pos)) => self.needs(arm, pos),
+                _ => true,
+            }
+        })
+    }
+
     /// Whether `arm` still needs its jobs of the case at `pos`.
     fn needs(&self, arm: usize, pos: usize) -> bool {
         if arm == 0 {
@@ -353,13 +381,17 @@ pub(crate) fn apply(c: &mut super::compare::Comparison, s: &SequentialSummary) {
     };
     let described = match (c.difference, c.ci_low, c.ci_high) {
         (Some(d), Some(lo), Some(hi)) => format!(
-            "; over the {} paired cases run, {} [{}, {}] (a description of those cases, not a confidence interval after stopping early)",
+            "; over the {} paired cases the test used, {} [{}, {}] (a description of those cases, not a confidence interval after stopping early)",
             c.cases,
             points(d),
             super::compare::bound(lo),
             super::compare::bound(hi)
         ),
-        (Some(d), ..) => format!("; over the {} paired cases run, {}", c.cases, points(d)),
+        (Some(d), ..) => format!(
+            "; over the {} paired cases the test used, {}",
+            c.cases,
+            points(d)
+        ),
         _ => String::new(),
     };
     let evidence = format!(

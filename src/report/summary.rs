@@ -121,7 +121,7 @@ impl Tokens {
 pub struct VariantSummary {
     pub name: String,
     pub baseline: bool,
-    /// Jobs finished (graded + failed + filtered).
+    /// Jobs finished (graded + failed + filtered + unused).
     pub jobs: usize,
     /// Graded jobs: the denominator of accuracy.
     pub n: u64,
@@ -135,6 +135,11 @@ pub struct VariantSummary {
     /// wrong nor failed, and left out of the comparisons.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub filtered: u64,
+    /// `--until-decided`: jobs answered after the variant was decided (sent before the
+    /// decision reached the workers). No decision used them: they count in what was
+    /// spent, not in any figure, so the figures do not depend on timing.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unused: u64,
     /// Graded answers cut by the token ceiling (`finish_reason: length`).
     pub truncated: u64,
     /// Answers taken from the response cache: not sent, not in the latency figures.
@@ -295,9 +300,41 @@ pub(crate) struct Acc {
     tokens: Tokens,
     cost: f64,
     nothing_found: Option<NothingFound>,
+    unused: u64,
 }
 
 impl Acc {
+    /// A job answered after its variant was decided (`--until-decided`): no decision used
+    /// it, so it is in no figure, but what it cost was spent.
+    pub(crate) fn add_unused(&mut self, r: &JobRecord, price: Option<&Price>) {
+        self.jobs += 1;
+        self.unused += 1;
+        self.attempts += r.attempts.len() as u64;
+        self.add_spent(r, price);
+    }
+
+    /// What the provider billed for a job: every attempt it answered.
+    fn add_spent(&mut self, r: &JobRecord, price: Option<&Price>) {
+        if r.cached {
+            return;
+        }
+        // Every attempt the server answered is billed; a journal from before attempts
+        // carried usage has only the answer's.
+        let billed: Vec<&crate::client::Usage> =
+            r.attempts.iter().filter_map(|a| a.usage.as_ref()).collect();
+        let billed = if billed.is_empty() && r.status == JobStatus::Graded {
+            vec![&r.usage]
+        } else {
+            billed
+        };
+        for u in billed {
+            self.spent_estimated |= u.estimated;
+            if let Some(p) = price {
+                self.spent += cost(u, p);
+            }
+        }
+    }
+
     pub(crate) fn add(
         &mut self,
         r: &JobRecord,
@@ -334,23 +371,7 @@ impl Acc {
             self.agreement.0 += a;
             self.agreement.1 += 1;
         }
-        if !r.cached {
-            // Every attempt the server answered is billed; a journal from before attempts
-            // carried usage has only the answer's.
-            let billed: Vec<&crate::client::Usage> =
-                r.attempts.iter().filter_map(|a| a.usage.as_ref()).collect();
-            let billed = if billed.is_empty() && r.status == JobStatus::Graded {
-                vec![&r.usage]
-            } else {
-                billed
-            };
-            for u in billed {
-                self.spent_estimated |= u.estimated;
-                if let Some(p) = price {
-                    self.spent += cost(u, p);
-                }
-            }
-        }
+        self.add_spent(r, price);
         match r.status {
             JobStatus::Failed => {
                 self.failed += 1;
@@ -426,6 +447,7 @@ impl Acc {
             ci_high: ci.map(|c| c.1),
             failed: self.failed,
             filtered: self.filtered,
+            unused: self.unused,
             truncated: self.truncated,
             cached: self.cached,
             attempts: self.attempts,
