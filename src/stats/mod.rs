@@ -32,7 +32,12 @@ pub fn wilson(correct: u64, n: u64, confidence: f64) -> Option<(f64, f64)> {
 
 /// Wilson's interval for a proportion `p` over a (possibly effective, fractional) size `n`.
 pub(crate) fn wilson_n(p: f64, n: f64, confidence: f64) -> (f64, f64) {
-    let z = z_for(confidence);
+    wilson_c(p, n, z_for(confidence))
+}
+
+/// Wilson's interval for `p` over an effective size `n` with the critical value `z` given
+/// (a t quantile where the variance is estimated from few units).
+pub(crate) fn wilson_c(p: f64, n: f64, z: f64) -> (f64, f64) {
     let z2 = z * z;
     let denom = 1.0 + z2 / n;
     let center = (p + z2 / (2.0 * n)) / denom;

@@ -45,37 +45,60 @@ fn t_critical(confidence: f64, df: f64) -> Option<f64> {
     Some(t.inverse_cdf(1.0 - (1.0 - confidence) / 2.0))
 }
 
-/// The mean of per-case mean scores with a Student t interval, as scipy's
-/// `t.interval(confidence, n - 1, loc=mean, scale=sem)`, clipped to [0, 1]. `None` for no
-/// cases or a non-finite score; the interval is `None` with one case.
+/// A pseudo between-case spread (as if one more case lay about 0.22 from the mean): it keeps
+/// the interval's width above 0 when every case scored the same, and pulls it to plain
+/// Wilson when the only spread is a few cases just off 0 or 1. Chosen by simulation
+/// (tests/fixtures/bounded_interval.py): 0.02 undercovers scores near 0 (92.6% for
+/// Beta(0.2, 3) at 20 cases), 0.1 widens concentrated scores more than needed.
+pub const SPREAD_FLOOR: f64 = 0.05;
+
+/// (n, mean clamped to [0, 1], Σ (x − m)², Σ x(1 − x)) of scores in [0, 1]; `None` when
+/// empty or when a score is not finite or outside [0, 1].
+fn parts(values: &[f64]) -> Option<(usize, f64, f64, f64)> {
+    if values.is_empty() || values.iter().any(|v| !(0.0..=1.0).contains(v)) {
+        return None;
+    }
+    let n = values.len();
+    let m = (values.iter().sum::<f64>() / n as f64).clamp(0.0, 1.0);
+    let between = values.iter().map(|x| (x - m).powi(2)).sum::<f64>();
+    let within = values.iter().map(|x| x * (1.0 - x)).sum::<f64>();
+    Some((n, m, between, within))
+}
+
+/// The mean of per-case mean scores with an interval that keeps its coverage near 0 and 1
+/// (where a t interval undercovers: 87% for Beta(0.2, 3) at 20 cases) and never has zero
+/// width: Wilson's score interval at the mean over an effective number of cases
+/// n / φ, φ = (SS + K) / (SS + W + K), where SS = Σ (xᵢ − m)² is the spread between cases,
+/// W = Σ xᵢ(1 − xᵢ) what scores inside [0, 1] add, and K = [`SPREAD_FLOOR`]; the critical
+/// value runs from z (φ = 1: 0/1 scores, where this is exactly Wilson's interval) to
+/// t with n − 1 degrees of freedom as φ → 0 (scores spread inside [0, 1], as the t interval
+/// does). φ is continuous in SS, so rounding (ten cases at 0.7 sum to 7.000000000000001)
+/// changes nothing. Checked against tests/fixtures/bounded_interval_ref.py; coverage in
+/// docs/statistics.md §3. `None` for no cases, a confidence outside (0, 1) (no interval),
+/// or a score that is not in [0, 1]; the interval is `None` with one case.
 pub fn mean_score(case_means: &[f64], confidence: f64) -> Option<MeanScore> {
-    let (mean, se, df) = mean_and_se(case_means)?;
-    let interval = if df < 1.0 || !(confidence > 0.0 && confidence < 1.0) {
+    let (n, m, between, within) = parts(case_means)?;
+    let interval = if n < 2 || !(confidence > 0.0 && confidence < 1.0) {
         None
-    } else if se == 0.0 {
-        // Every case scored the same (often all 1 or all 0): the t interval has no width,
-        // which claims certainty from a few cases. Scores are bounded, so Wilson's
-        // interval for a proportion at that mean over the cases is the honest floor.
-        Some(crate::stats::wilson_n(
-            mean,
-            case_means.len() as f64,
-            confidence,
-        ))
     } else {
-        let half = t_critical(confidence, df)? * se;
-        Some(((mean - half).max(0.0), (mean + half).min(1.0)))
+        let phi = (between + SPREAD_FLOOR) / (between + within + SPREAD_FLOOR);
+        let z = crate::stats::z_for(confidence);
+        let t = t_critical(confidence, (n - 1) as f64)?;
+        let c = (z * z + (t * t - z * z) * (1.0 - phi)).sqrt();
+        Some(crate::stats::wilson_c(m, n as f64 / phi, c))
     };
     Some(MeanScore {
-        cases: case_means.len(),
-        mean,
+        cases: n,
+        mean: m,
         interval,
     })
 }
 
-/// [`mean_score`] with cases clustered: `groups[i]` names case i's group, and the standard
-/// error is the cluster-robust one with the group as the unit (Σ over groups of the squared
-/// sum of deviations, times G/(G − 1)), with G − 1 degrees of freedom. With every case its
-/// own group it equals [`mean_score`].
+/// [`mean_score`] with cases clustered: `groups[i]` names case i's group. The estimate is
+/// still the mean over cases; φ uses the cluster-robust spread of that mean,
+/// V = G/(G − 1)·Σ_g (Σ_{i∈g} (xᵢ − m))², in place of SS (φ may then exceed 1: the design
+/// effect), and the critical value is t with G − 1 degrees of freedom. No interval below
+/// two groups. Coverage with 40 groups of unequal sizes in docs/statistics.md §7.
 pub fn mean_score_clustered(
     case_means: &[f64],
     groups: &[String],
@@ -84,25 +107,24 @@ pub fn mean_score_clustered(
     if groups.len() != case_means.len() {
         return None;
     }
-    let plain = mean_score(case_means, confidence)?;
-    let mean = plain.mean;
+    let (n, m, between, within) = parts(case_means)?;
     let mut by: std::collections::BTreeMap<&str, f64> = Default::default();
-    for (g, m) in groups.iter().zip(case_means) {
-        *by.entry(g.as_str()).or_default() += m - mean;
+    for (g, x) in groups.iter().zip(case_means) {
+        *by.entry(g.as_str()).or_default() += x - m;
     }
     let g = by.len() as f64;
-    let n = case_means.len() as f64;
-    if g < 2.0 || !(confidence > 0.0 && confidence < 1.0) {
-        return Some(MeanScore {
-            interval: None,
-            ..plain
-        });
-    }
-    let se = (by.values().map(|s| s * s).sum::<f64>() * g / (g - 1.0)).sqrt() / n;
-    let half = t_critical(confidence, g - 1.0)? * se;
+    let interval = if g < 2.0 || !(confidence > 0.0 && confidence < 1.0) {
+        None
+    } else {
+        let v = g / (g - 1.0) * by.values().map(|s| s * s).sum::<f64>();
+        let phi = (v + SPREAD_FLOOR) / (between + within + SPREAD_FLOOR);
+        let c = t_critical(confidence, g - 1.0)?;
+        Some(crate::stats::wilson_c(m, n as f64 / phi, c))
+    };
     Some(MeanScore {
-        interval: Some(((mean - half).max(0.0), (mean + half).min(1.0))),
-        ..plain
+        cases: n,
+        mean: m,
+        interval,
     })
 }
 
@@ -153,9 +175,9 @@ pub struct PairedScores {
 
 /// Paired comparison of per-case mean scores, `variant[i]` and `baseline[i]` being the same
 /// case: paired t as scipy's `ttest_rel` (with t.interval on the differences), and the
-/// sign-flip test and interval. With no spread in the differences the t interval is the
-/// point and its p-value 1 (mean 0) or 0. `None` for no cases, unequal lengths or a
-/// non-finite score.
+/// sign-flip test and interval. With no spread in the differences (within rounding) the t
+/// statistic is undefined: no t interval and no t p-value. `None` for no cases, unequal
+/// lengths or a non-finite score.
 pub fn paired_scores(variant: &[f64], baseline: &[f64], confidence: f64) -> Option<PairedScores> {
     let t = paired_t(variant, baseline, confidence)?;
     let d: Vec<f64> = variant.iter().zip(baseline).map(|(v, b)| v - b).collect();
@@ -184,13 +206,12 @@ pub fn paired_t(variant: &[f64], baseline: &[f64], confidence: f64) -> Option<Pa
     }
     let d: Vec<f64> = variant.iter().zip(baseline).map(|(v, b)| v - b).collect();
     let (mean, se, df) = mean_and_se(&d)?;
-    let (t_interval, t_p_value) = if df < 1.0 {
+    // Every difference the same (within rounding: ten differences of 0.3 have a standard
+    // error of about 1e-17): the t statistic is undefined, not infinite. No interval and no
+    // p-value rather than a point or a p of 0; the sign-flip test decides.
+    let no_spread = se <= 1e-12 * mean.abs().max(1.0);
+    let (t_interval, t_p_value) = if df < 1.0 || no_spread {
         (None, None)
-    } else if se == 0.0 {
-        (
-            Some((mean, mean)),
-            Some(if mean == 0.0 { 1.0 } else { 0.0 }),
-        )
     } else {
         let half = t_critical(confidence, df)? * se;
         let t = StudentsT::new(0.0, 1.0, df).ok()?;
@@ -220,13 +241,16 @@ mod tests {
     }
 
     #[test]
-    fn clustering_by_singletons_changes_nothing_and_by_groups_widens() {
+    fn clustering_by_singletons_changes_little_and_by_groups_widens() {
         let means = [1.0, 0.5, 0.0, 0.25, 1.0, 0.75];
         let own: Vec<String> = (0..6).map(|i| i.to_string()).collect();
         let plain = mean_score(&means, 0.95).unwrap();
         let same = mean_score_clustered(&means, &own, 0.95).unwrap();
         let (a, b) = (plain.interval.unwrap(), same.interval.unwrap());
-        assert!((a.0 - b.0).abs() < 1e-12 && (a.1 - b.1).abs() < 1e-12);
+        // The cluster-robust spread has the small-sample factor G/(G − 1) and t: a little
+        // wider, never narrower.
+        assert!(b.0 <= a.0 + 1e-12 && b.1 >= a.1 - 1e-12, "{a:?} {b:?}");
+        assert!((b.1 - b.0) < 1.3 * (a.1 - a.0), "{a:?} {b:?}");
         // Alike cases in the same group: fewer independent units, a wider interval.
         let groups: Vec<String> = ["x", "y", "z", "z", "x", "y"].map(String::from).to_vec();
         let grouped = mean_score_clustered(&means, &groups, 0.95).unwrap();
@@ -278,15 +302,34 @@ mod tests {
         let (lo, hi) = m.interval.unwrap();
         assert!(lo < 0.5 && hi == 1.0, "{lo} {hi}");
         assert_eq!((lo, hi), crate::stats::wilson(3, 3, 0.95).unwrap());
+        // Ten cases at 0.7 sum to 7.000000000000001: rounding leaves a spread of 1e-31,
+        // which a test for "exactly no spread" misses. The width is there all the same.
+        let m = mean_score(&[0.7; 10], 0.95).unwrap();
+        let (lo, hi) = m.interval.unwrap();
+        assert!(hi - lo > 0.09, "[{lo}, {hi}]");
+        let nudged: Vec<f64> = (0..10).map(|i| 0.7 + (i as f64 - 4.5) * 1e-16).collect();
+        let n = mean_score(&nudged, 0.95).unwrap().interval.unwrap();
+        assert!((n.0 - lo).abs() < 1e-12 && (n.1 - hi).abs() < 1e-12);
+        // 0/1 scores are exactly Wilson's interval.
+        let binary = [1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 1.0];
+        assert_eq!(
+            mean_score(&binary, 0.9).unwrap().interval,
+            crate::stats::wilson(5, 7, 0.9)
+        );
+        // Scores outside [0, 1] are no scores.
+        assert_eq!(mean_score(&[0.5, 1.5], 0.95), None);
     }
 
     #[test]
     fn paired_edges() {
         assert_eq!(paired_scores(&[0.5], &[0.5, 0.1], 0.95), None);
         assert_eq!(paired_scores(&[], &[], 0.95), None);
+        // A constant difference has no spread: the t statistic is undefined, so neither a
+        // zero-width interval nor a p of 0 (also when rounding leaves a spread of 1e-17).
         let p = paired_scores(&[0.5, 0.75], &[0.25, 0.5], 0.95).unwrap();
-        assert_eq!(p.t_interval, Some((p.mean, p.mean)));
-        assert_eq!(p.t_p_value, Some(0.0));
+        assert_eq!((p.t_interval, p.t_p_value), (None, None));
+        let q = paired_scores(&[1.0; 10], &[0.7; 10], 0.95).unwrap();
+        assert_eq!((q.t_interval, q.t_p_value), (None, None));
         // Two cases can never be significant for the sign-flip test: p = 2/4.
         assert!((p.sign_flip.p_value - 0.5).abs() < 1e-12);
     }

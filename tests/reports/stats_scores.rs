@@ -1,6 +1,8 @@
-//! Mean scores against scipy/statsmodels (fixtures/scores.csv; see fixtures/scores.py).
+//! Mean scores against scipy/statsmodels (fixtures/scores.csv; see fixtures/scores.py), and
+//! the bounded interval for a mean score against its reference implementation
+//! (fixtures/bounded_interval.csv; see fixtures/bounded_interval_ref.py).
 
-use promptgauge::stats::scores::{mean_score, paired_scores};
+use promptgauge::stats::scores::{mean_score, mean_score_clustered, paired_scores};
 
 fn floats(s: &str) -> Vec<f64> {
     s.split(';').map(|x| x.parse().unwrap()).collect()
@@ -20,13 +22,12 @@ fn mean_scores_match_scipy() {
             f[6].parse().unwrap(),
         );
         if f[0] == "mean" {
+            // The estimate is scipy's; the interval is no longer the t interval (below).
             let m = mean_score(&floats(f[2]), conf).unwrap();
-            let (glo, ghi) = m.interval.unwrap();
             assert!((m.mean - mean).abs() < 1e-12);
-            assert!(
-                (glo - lo).abs() < 1e-9 && (ghi - hi).abs() < 1e-9,
-                "{line}: {m:?}"
-            );
+            let (glo, ghi) = m.interval.unwrap();
+            assert!(glo <= m.mean && m.mean <= ghi && glo < ghi, "{line}: {m:?}");
+            let _ = (lo, hi);
             means += 1;
         } else {
             let p = paired_scores(&floats(f[2]), &floats(f[3]), conf).unwrap();
@@ -45,4 +46,40 @@ fn mean_scores_match_scipy() {
         }
     }
     assert_eq!((means, paired), (21, 10));
+}
+
+#[test]
+fn the_bounded_interval_matches_its_reference() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/bounded_interval.csv");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut rows = 0;
+    for line in text.lines().filter(|l| !l.starts_with('#')).skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let conf: f64 = f[1].parse().unwrap();
+        let values = floats(f[2]);
+        let m = if f[0] == "mean" {
+            mean_score(&values, conf)
+        } else {
+            let groups: Vec<String> = f[3].split(';').map(String::from).collect();
+            mean_score_clustered(&values, &groups, conf)
+        }
+        .unwrap();
+        let mean: f64 = f[4].parse().unwrap();
+        assert!((m.mean - mean).abs() < 1e-12, "{line}: {m:?}");
+        match (f[5], m.interval) {
+            ("", None) => {}
+            (lo, Some((glo, ghi))) if !lo.is_empty() => {
+                let (lo, hi): (f64, f64) = (lo.parse().unwrap(), f[6].parse().unwrap());
+                assert!(
+                    (glo - lo).abs() < 1e-9 && (ghi - hi).abs() < 1e-9,
+                    "{line}: {m:?}"
+                );
+                assert!(ghi > glo, "never zero width: {line}");
+            }
+            (lo, got) => panic!("{line}: expected [{lo}, …], got {got:?}"),
+        }
+        rows += 1;
+    }
+    assert!(rows >= 20, "{rows}");
 }
