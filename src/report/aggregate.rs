@@ -11,9 +11,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
-use super::compare::{CaseTable, Comparison, Detectable, Paired, compare, decide};
+use super::compare::{
+    CaseTable, Comparison, CorrectedDifference, Detectable, Paired, compare, decide,
+};
 use super::junit::JunitSpool;
-use super::labels::{JudgedPairs, JudgedScores, Labels, corrected_difference};
+use super::labels::{JudgedScores, Labels, corrected_difference, judged_pairs};
 use super::summary::{
     Acc, Latencies, Percentiles, ReplicaSummary, SCHEMA, SCHEMA_SCORED, Summary, slices,
 };
@@ -115,10 +117,8 @@ pub struct Aggregator {
     /// Some score was neither 0 nor 1: the run is scored, not binary.
     scored: bool,
     labels: Labels,
-    /// With labels: per variant, the judged scores, labelled or not.
+    /// With labels: per variant, the judged scores, labelled or not, by case.
     judged: Vec<JudgedScores>,
-    /// With labels: per (case, repeat), each variant's judged score, for paired corrections.
-    judged_jobs: HashMap<(String, u32), Vec<Option<f64>>>,
     sequential: Option<super::sequential::Sequential>,
     /// `--until-decided`: records whose case the tests have not reached yet; they count
     /// once it is known whether a decision needed them.
@@ -170,7 +170,6 @@ impl Aggregator {
             scored: false,
             labels,
             judged: Vec::new(),
-            judged_jobs: HashMap::new(),
             sequential,
             held: Vec::new(),
             rows: None,
@@ -335,13 +334,8 @@ impl Aggregator {
         if self.judged.is_empty() {
             self.judged = vec![JudgedScores::default(); arms];
         }
-        match self.labels.get(&r.key()) {
-            Some(&person) => self.judged[arm].labelled.push((person, score)),
-            None => self.judged[arm].unlabelled.push(score),
-        }
-        self.judged_jobs
-            .entry((r.case_id.clone(), r.repeat))
-            .or_insert_with(|| vec![None; arms])[arm] = Some(score);
+        let person = self.labels.get(&r.key()).copied();
+        self.judged[arm].add(&r.case_id, score, person);
     }
 
     /// Keeps a case's first-repeat answer per variant until all are in; keeps them only
@@ -416,19 +410,21 @@ impl Aggregator {
                 let shown = |v: &VariantSummary| v.accuracy.or(v.mean_score);
                 c.explain_against(shown(&summaries[i]), shown(&summaries[0]));
                 if !self.judged.is_empty() {
-                    correct_with_labels(
-                        &mut c,
-                        &self.labels,
-                        &self.judged_jobs,
-                        variants,
-                        i,
-                        confidence,
-                    );
+                    correct_with_labels(&mut c, &self.judged, &cases, i, scored, confidence);
                 }
                 c
             })
             .collect();
         decide(&mut comparisons, confidence);
+        for c in &mut comparisons {
+            // People's scores compared by the usual test: the corrected figures are its own.
+            if let (Some(d), Some(lo), Some(hi)) = (c.corrected.as_mut(), c.ci_low, c.ci_high)
+                && d.all_labelled
+            {
+                d.ci_low = lo;
+                d.ci_high = hi;
+            }
+        }
         let sequential = self.sequential.as_ref().map(|s| {
             let cost = summaries
                 .iter()
@@ -540,32 +536,55 @@ fn score_summary(
 }
 
 /// With labels on both arms: the difference as people would score it decides the verdict.
+/// Some judged cases unlabelled: prediction-powered inference on the case-level arrays
+/// (the case is the unit). Every judged case labelled: people's scores are plain scores,
+/// and the comparison is the usual one on them (exact McNemar for 0/1, the sign-flip test
+/// otherwise, Holm's level for the interval), with the judge left out.
 fn correct_with_labels(
     c: &mut Comparison,
-    labels: &Labels,
-    jobs: &HashMap<(String, u32), Vec<Option<f64>>>,
-    variants: &[String],
+    judged: &[JudgedScores],
+    cases: &CaseTable,
     arm: usize,
+    scored: bool,
     confidence: f64,
 ) {
-    let mut pairs = JudgedPairs::default();
-    for ((case, repeat), scores) in jobs {
-        let (Some(v), Some(b)) = (scores[arm], scores[0]) else {
-            continue;
-        };
-        let person = |name: &String| labels.get(&(case.clone(), name.clone(), *repeat)).copied();
-        match (person(&variants[arm]), person(&variants[0])) {
-            (Some(vp), Some(bp)) => pairs.labelled.push((vp, v, bp, b)),
-            _ => pairs.unlabelled.push((v, b)),
-        }
+    let pairs = judged_pairs(&judged[arm], &judged[0]);
+    if pairs.labelled.is_empty() {
+        return;
     }
-    // Journal order is not plan order: sort, so the result does not depend on it.
-    pairs
-        .labelled
-        .sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
-    pairs
-        .unlabelled
-        .sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    if pairs.unlabelled.is_empty() {
+        let (v, b) = (&judged[arm].cases, &judged[0].cases);
+        let ids = cases.paired_ids(arm, 0);
+        let (mut people, groups) = cases.paired(arm, 0);
+        for (pair, id) in people.iter_mut().zip(&ids) {
+            if let (Some(vp), Some(bp)) = (
+                v.get(*id).and_then(|x| x.people()),
+                b.get(*id).and_then(|x| x.people()),
+            ) {
+                *pair = (vp, bp);
+            }
+        }
+        let mut p = compare(
+            &c.variant,
+            &c.against,
+            Paired {
+                pairs: &people,
+                groups: groups.as_deref(),
+                scored,
+            },
+            confidence,
+        );
+        p.method = format!("{}+labels_people", p.method);
+        p.corrected = p.difference.map(|d| CorrectedDifference {
+            difference: d,
+            ci_low: d,
+            ci_high: d,
+            labelled_cases: pairs.labelled.len() as u64,
+            all_labelled: true,
+        });
+        *c = p;
+        return;
+    }
     let Some(d) = corrected_difference(&pairs, confidence) else {
         return;
     };
@@ -594,5 +613,103 @@ impl Listener for Aggregator {
             self.add(record);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{ProviderInfo, RunInfo};
+
+    fn judged_record(case: &str, variant: &str, score: f64) -> JobRecord {
+        serde_json::from_value(serde_json::json!({
+            "job": 0, "case_id": case, "variant": variant, "repeat": 0,
+            "status": "graded", "outcome": "complete", "output": "x", "finish_reason": "stop",
+            "expected": ["x"], "extracted": null, "correct": score == 1.0, "score": score,
+            "error": null, "attempts": [], "ttft_ms": null, "latency_ms": null, "model": null,
+            "judge": [{"vote": 0, "request": [], "reply": "VERDICT: yes", "score": score,
+                       "usage": null, "latency_ms": null, "attempts": 1}],
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0,
+                      "reasoning_tokens": 0, "estimated": false}
+        }))
+        .unwrap()
+    }
+
+    fn aggregator(labels: Labels) -> Aggregator {
+        Aggregator::new(AggregatorSettings {
+            run: RunInfo {
+                bench: "b".into(),
+                run_id: "r".into(),
+                tool_version: "t".into(),
+                started_at: "s".into(),
+                finished_at: None,
+                provider: ProviderInfo {
+                    base_url: "u".into(),
+                    model: "m".into(),
+                    simulated: true,
+                    api_key_env: None,
+                    replicas: vec![],
+                },
+                confidence: 0.95,
+                repeats: 1,
+                cases: 64,
+                jobs_planned: 128,
+                stopped: None,
+                judge: None,
+                self_judged: false,
+            },
+            variants: vec!["base".into(), "v".into()],
+            price: None,
+            planned: 128,
+            junit_spool: None,
+            judge_price: None,
+            labels,
+            sequential: None,
+        })
+    }
+
+    #[test]
+    fn every_judged_answer_labelled_takes_the_exact_test_on_peoples_scores() {
+        // People: the variant wins 5 cases, loses none, 59 ties. The judge says otherwise
+        // (it passes everything), but every answer is labelled, so people's scores are the
+        // data: exact McNemar gives p = 2·(½)⁵ = 0.0625, not the normal approximation's 0.032.
+        let mut labels = Labels::new();
+        let mut agg = aggregator(Labels::new());
+        let mut records = Vec::new();
+        for i in 0..64 {
+            let case = format!("c{i:02}");
+            let (v, b) = match i {
+                0..5 => (1.0, 0.0),
+                5..40 => (1.0, 1.0),
+                _ => (0.0, 0.0),
+            };
+            labels.insert((case.clone(), "v".into(), 0), v);
+            labels.insert((case.clone(), "base".into(), 0), b);
+            records.push(judged_record(&case, "base", 1.0));
+            records.push(judged_record(&case, "v", 1.0));
+        }
+        agg.labels = labels;
+        for r in &records {
+            agg.add(r);
+        }
+        let s = agg.finish().summary;
+        let c = &s.comparisons[0];
+        let exact = crate::stats::paired::mcnemar_exact(5, 0);
+        assert!((exact - 0.0625).abs() < 1e-12);
+        assert!((c.p_value.unwrap() - exact).abs() < 1e-12, "{c:?}");
+        assert_eq!(
+            c.verdict,
+            super::super::compare::Verdict::NotDistinguishable
+        );
+        assert!((c.difference.unwrap() - 5.0 / 64.0).abs() < 1e-12);
+        assert!(c.sentence.contains("as people scored it"), "{}", c.sentence);
+        let d = c.corrected.unwrap();
+        assert!(d.all_labelled && d.labelled_cases == 64);
+        assert_eq!(
+            (d.ci_low, d.ci_high),
+            (c.ci_low.unwrap(), c.ci_high.unwrap())
+        );
+        // The interval agrees with the exact test: it reaches 0.
+        assert!(c.ci_low.unwrap() <= 0.0 && c.ci_high.unwrap() > 0.0);
     }
 }

@@ -298,6 +298,10 @@ pub struct CorrectedDifference {
     pub ci_high: f64,
     /// Cases both arms had labelled.
     pub labelled_cases: u64,
+    /// Every judged case was labelled on both sides: the comparison is of people's
+    /// scores, by the usual exact test (no judge in it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub all_labelled: bool,
 }
 
 /// The cases two arms both graded, as a comparison takes them.
@@ -630,6 +634,10 @@ fn sentence(c: &Comparison, confidence: f64, comparisons: usize) -> String {
         _ => String::new(),
     };
     let numbers = match (&c.corrected, &c.note) {
+        (Some(d), _) if d.all_labelled => format!(
+            "{numbers}, as people scored it (every judged answer labelled, {} cases)",
+            d.labelled_cases
+        ),
         (Some(d), _) => format!(
             "{numbers}, as people would score it (judge corrected by labels on {} cases)",
             d.labelled_cases
@@ -806,6 +814,15 @@ impl CaseTable {
             })
             .collect();
         (means, Some(groups))
+    }
+
+    /// The ids of the cases graded in both arms, aligned with [`CaseTable::pairs`].
+    pub(crate) fn paired_ids(&self, arm: usize, reference: usize) -> Vec<&str> {
+        self.cases
+            .iter()
+            .filter(|(_, (_, s))| s[arm].graded > 0 && s[reference].graded > 0)
+            .map(|(id, _)| id.as_str())
+            .collect()
     }
 
     /// Cases graded in both arms.

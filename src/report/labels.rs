@@ -58,8 +58,8 @@ impl Label {
     }
 }
 
-/// Labels a variant needs, when some judged answers are unlabelled, before its score is
-/// corrected: fewer estimate the judge's error too poorly to correct anything.
+/// Labelled cases a variant needs, when some judged cases are unlabelled, before its score
+/// is corrected: fewer estimate the judge's error too poorly to correct anything.
 pub const MIN_LABELS: usize = 10;
 
 /// Labels by job; a later label of the same job replaces an earlier one.
@@ -124,6 +124,9 @@ pub fn of_run(path: &Path) -> Result<Labels, String> {
 pub struct Labelled {
     /// Answers people labelled.
     pub labels: u64,
+    /// Cases with a labelled answer: the units of the correction.
+    #[serde(default)]
+    pub labelled_cases: u64,
     /// The share of labelled answers where the judge and people agree (0/1 verdicts), with
     /// a Wilson interval.
     pub agreement: Option<f64>,
@@ -142,26 +145,93 @@ pub struct Labelled {
     pub corrected_high: Option<f64>,
 }
 
-/// (person, judge) scores of the labelled answers, and the judge's scores of the rest.
+/// One case of one variant, as the correction needs it: the judge's scores of all its graded
+/// repeats, and of the repeats people labelled, with people's scores of those.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct CaseJudged {
+    pub judge_sum: f64,
+    pub graded: u32,
+    pub labelled_person_sum: f64,
+    pub labelled_person_squares: f64,
+    pub labelled_judge_sum: f64,
+    pub labelled: u32,
+}
+
+impl CaseJudged {
+    /// The judge's mean over the case's graded repeats.
+    fn judge(&self) -> f64 {
+        self.judge_sum / f64::from(self.graded.max(1))
+    }
+
+    /// People's scores of the labelled repeats, as a case's scores are kept.
+    pub(crate) fn people(&self) -> Option<crate::stats::cluster::CaseScore> {
+        (self.labelled > 0).then(|| crate::stats::cluster::CaseScore {
+            score: self.labelled_person_sum,
+            squares: self.labelled_person_squares,
+            graded: u64::from(self.labelled),
+        })
+    }
+
+    /// (people's mean, the judge's mean) over the labelled repeats, when there are any.
+    fn labels(&self) -> Option<(f64, f64)> {
+        let n = f64::from(self.labelled);
+        (self.labelled > 0).then(|| (self.labelled_person_sum / n, self.labelled_judge_sum / n))
+    }
+}
+
+/// One variant's judged answers: (person, judge) per labelled answer (for agreement and
+/// κ, which are about answers), and per case what the correction needs (the case is the
+/// unit of the correction, as of every other figure: repeats of a case are not independent).
 #[derive(Debug, Default, Clone)]
 pub struct JudgedScores {
     pub labelled: Vec<(f64, f64)>,
-    pub unlabelled: Vec<f64>,
+    /// By case id (sorted: the result does not depend on the order records arrived in).
+    pub cases: std::collections::BTreeMap<String, CaseJudged>,
 }
 
 impl JudgedScores {
+    /// Adds one graded answer, with people's label when it has one.
+    pub fn add(&mut self, case: &str, judge: f64, person: Option<f64>) {
+        let c = self.cases.entry(case.to_string()).or_default();
+        c.judge_sum += judge;
+        c.graded += 1;
+        if let Some(p) = person {
+            self.labelled.push((p, judge));
+            c.labelled_person_sum += p;
+            c.labelled_person_squares += p * p;
+            c.labelled_judge_sum += judge;
+            c.labelled += 1;
+        }
+    }
+
+    /// The arrays of the case-level correction: people's and the judge's means over each
+    /// labelled case's labelled repeats, and the judge's means of the cases with no label
+    /// (a partly labelled case's other repeats are left out: the same case cannot sit on
+    /// both sides of the correction).
+    fn arrays(&self) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+        let (mut people, mut judge, mut unlabelled) = (Vec::new(), Vec::new(), Vec::new());
+        for c in self.cases.values() {
+            match c.labels() {
+                Some((p, j)) => {
+                    people.push(p);
+                    judge.push(j);
+                }
+                None => unlabelled.push(c.judge()),
+            }
+        }
+        (people, judge, unlabelled)
+    }
+
     /// Compares the judge with people and corrects the judge's mean.
     pub fn summarise(&self, confidence: f64) -> Option<Labelled> {
         if self.labelled.is_empty() {
             return None;
         }
-        let people: Vec<f64> = self.labelled.iter().map(|p| p.0).collect();
-        let judge: Vec<f64> = self.labelled.iter().map(|p| p.1).collect();
         // Agreement is about pass and fail: a score of ½ or more passes, for people and
         // judge alike (partial scores and 0–10 judges included).
         let (agreement, kappa, passes, fails) = {
-            let p: Vec<bool> = people.iter().map(|&x| x >= 0.5).collect();
-            let j: Vec<bool> = judge.iter().map(|&x| x >= 0.5).collect();
+            let p: Vec<bool> = self.labelled.iter().map(|x| x.0 >= 0.5).collect();
+            let j: Vec<bool> = self.labelled.iter().map(|x| x.1 >= 0.5).collect();
             let share = |keep: bool, judged: bool| {
                 let among: Vec<bool> = p
                     .iter()
@@ -179,9 +249,10 @@ impl JudgedScores {
                 share(true, false),
             )
         };
-        // Every judged answer labelled: people's scores alone are the answer.
-        let corrected = if self.unlabelled.is_empty() {
-            // Fewer than two labels give no interval, and no figure is shown without one.
+        let (people, judge, unlabelled) = self.arrays();
+        // Every judged case labelled: people's scores alone are the answer.
+        let corrected = if unlabelled.is_empty() {
+            // Fewer than two cases give no interval, and no figure is shown without one.
             crate::stats::scores::mean_score(&people, confidence).and_then(|m| {
                 let (low, high) = m.interval?;
                 Some(ppi::PpiMean {
@@ -194,19 +265,14 @@ impl JudgedScores {
                 })
             })
         } else if people.len() < MIN_LABELS {
-            // A correction estimated from a handful of labels is mostly noise.
+            // A correction estimated from a handful of labelled cases is mostly noise.
             None
         } else {
-            ppi::ppi_mean(
-                &people,
-                &judge,
-                &self.unlabelled,
-                confidence,
-                Tuning::PowerTuned,
-            )
+            ppi::ppi_mean(&people, &judge, &unlabelled, confidence, Tuning::PowerTuned)
         };
         Some(Labelled {
             labels: self.labelled.len() as u64,
+            labelled_cases: people.len() as u64,
             agreement: agreement.map(|a| a.0),
             agreement_low: agreement.map(|a| a.1),
             agreement_high: agreement.map(|a| a.2),
@@ -221,31 +287,43 @@ impl JudgedScores {
     }
 }
 
+/// A variant and the baseline case by case, as the paired correction takes them: a case is
+/// labelled when each side has a label on some repeat (not necessarily the same ones), and
+/// is then (variant person, variant judge, baseline person, baseline judge) over each
+/// side's labelled repeats; otherwise (variant judge, baseline judge) over all graded
+/// repeats. Cases graded on one side only are left out.
+pub fn judged_pairs(variant: &JudgedScores, baseline: &JudgedScores) -> JudgedPairs {
+    let mut pairs = JudgedPairs::default();
+    for (case, v) in &variant.cases {
+        let Some(b) = baseline.cases.get(case) else {
+            continue;
+        };
+        match (v.labels(), b.labels()) {
+            (Some((vp, vj)), Some((bp, bj))) => pairs.labelled.push((vp, vj, bp, bj)),
+            _ => pairs.unlabelled.push((v.judge(), b.judge())),
+        }
+    }
+    pairs
+}
+
 /// The difference between two variants as people would score it, from the cases both have
-/// labelled (aligned) and the judge's scores of the rest.
+/// labelled and the judge's scores of the rest, by prediction-powered inference. `None`
+/// with fewer than two labelled cases, or fewer than [`MIN_LABELS`] when some are not
+/// labelled, and when every case is labelled (people's scores then are plain scores: the
+/// comparison takes them, with its exact test).
 pub fn corrected_difference(
     variant: &JudgedPairs,
     confidence: f64,
 ) -> Option<super::compare::CorrectedDifference> {
-    if variant.labelled.len() < 2 {
-        return None;
-    }
-    if !variant.unlabelled.is_empty() && variant.labelled.len() < MIN_LABELS {
+    if variant.labelled.len() < 2
+        || variant.unlabelled.is_empty()
+        || variant.labelled.len() < MIN_LABELS
+    {
         return None;
     }
     let (vl, vj): (Vec<f64>, Vec<f64>) = variant.labelled.iter().map(|x| (x.0, x.1)).unzip();
     let (bl, bj): (Vec<f64>, Vec<f64>) = variant.labelled.iter().map(|x| (x.2, x.3)).unzip();
     let (vu, bu): (Vec<f64>, Vec<f64>) = variant.unlabelled.iter().copied().unzip();
-    if vu.is_empty() {
-        // Every judged pair labelled: people's paired scores alone, by the sign-flip test.
-        let p = crate::stats::scores::paired_scores(&vl, &bl, confidence)?;
-        return Some(super::compare::CorrectedDifference {
-            difference: p.mean,
-            ci_low: p.sign_flip_interval.low,
-            ci_high: p.sign_flip_interval.high,
-            labelled_cases: variant.labelled.len() as u64,
-        });
-    }
     let d = ppi::ppi_difference(
         Arm {
             labels: &vl,
@@ -265,11 +343,13 @@ pub fn corrected_difference(
         ci_low: d.low,
         ci_high: d.high,
         labelled_cases: variant.labelled.len() as u64,
+        all_labelled: false,
     })
 }
 
-/// A variant and the baseline on the same jobs: (variant person, variant judge, baseline
-/// person, baseline judge) where both are labelled, (variant judge, baseline judge) where not.
+/// A variant and the baseline case by case: (variant person, variant judge, baseline
+/// person, baseline judge) where both are labelled, (variant judge, baseline judge) where
+/// not.
 #[derive(Debug, Default, Clone)]
 pub struct JudgedPairs {
     pub labelled: Vec<(f64, f64, f64, f64)>,
@@ -283,38 +363,52 @@ mod tests {
     #[test]
     fn partial_scores_still_give_agreement_and_few_labels_no_correction() {
         // A 0–10 judge (0.7, 0.2, …) against people's 1/0/0.5: pass is ½ or more.
-        let s = JudgedScores {
-            labelled: vec![(1.0, 0.7), (0.0, 0.2), (0.5, 0.9), (1.0, 0.3)],
-            unlabelled: vec![0.8; 40],
-        };
+        let mut s = JudgedScores::default();
+        for (i, (person, judge)) in [(1.0, 0.7), (0.0, 0.2), (0.5, 0.9), (1.0, 0.3)]
+            .into_iter()
+            .enumerate()
+        {
+            s.add(&format!("l{i}"), judge, Some(person));
+        }
+        for i in 0..40 {
+            s.add(&format!("u{i}"), 0.8, None);
+        }
         let l = s.summarise(0.95).unwrap();
         // Agrees on three of four (the last: people pass, the judge fails).
         assert_eq!(l.agreement, Some(0.75));
         assert_eq!(l.judge_fails_people_pass, Some(1.0 / 3.0));
         assert!(l.kappa.is_some());
-        // Four labels are too few to correct 40 judged answers.
-        assert_eq!(l.corrected, None);
-        let many = JudgedScores {
-            labelled: (0..MIN_LABELS)
-                .map(|i| {
-                    (
-                        f64::from(u8::from(i % 3 != 0)),
-                        f64::from(u8::from(i % 4 != 0)),
-                    )
-                })
-                .collect(),
-            unlabelled: (0..40).map(|i| f64::from(u8::from(i % 3 != 0))).collect(),
-        };
+        // Four labelled cases are too few to correct 40 judged ones.
+        assert_eq!((l.labelled_cases, l.corrected), (4, None));
+        let mut many = JudgedScores::default();
+        for i in 0..MIN_LABELS {
+            let (p, j) = (
+                f64::from(u8::from(i % 3 != 0)),
+                f64::from(u8::from(i % 4 != 0)),
+            );
+            many.add(&format!("l{i}"), j, Some(p));
+        }
+        for i in 0..40 {
+            many.add(&format!("u{i}"), f64::from(u8::from(i % 3 != 0)), None);
+        }
         let c = many.summarise(0.95).unwrap();
         assert!(
             c.corrected.is_some() && c.corrected_low < c.corrected_high,
             "{c:?}"
         );
+        // Ten labels on repeats of one case are one labelled case, not ten.
+        let mut repeats = JudgedScores::default();
+        for _ in 0..MIN_LABELS {
+            repeats.add("same", 1.0, Some(1.0));
+        }
+        for i in 0..40 {
+            repeats.add(&format!("u{i}"), 1.0, None);
+        }
+        let r = repeats.summarise(0.95).unwrap();
+        assert_eq!((r.labels, r.labelled_cases, r.corrected), (10, 1, None));
         // One labelled answer, all answers labelled: a mean but no interval, so no figure.
-        let one = JudgedScores {
-            labelled: vec![(1.0, 1.0)],
-            unlabelled: vec![],
-        };
+        let mut one = JudgedScores::default();
+        one.add("c", 1.0, Some(1.0));
         assert_eq!(one.summarise(0.95).unwrap().corrected, None);
     }
 }

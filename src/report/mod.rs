@@ -178,7 +178,7 @@ pub(crate) fn notes(summary: &Summary) -> Vec<String> {
             ));
         } else {
             notes.push(format!(
-                "People labelled {labels} judged answers: the judge table shows how often the judge agrees with them (a score of ½ or more counts as a pass), and each variant's {} as people would score it (prediction-powered inference, once a variant has {} labels or all its answers are labelled); comparisons with labels on both sides use it.",
+                "People labelled {labels} judged answers: the judge table shows how often the judge agrees with them (a score of ½ or more counts as a pass), and each variant's {} as people would score it (prediction-powered inference, the case as the unit, once a variant has {} labelled cases, or people's scores alone when every judged answer is labelled); comparisons with labels on both sides use it.",
                 summary.measure(),
                 labels::MIN_LABELS
             ));

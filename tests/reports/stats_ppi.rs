@@ -48,3 +48,55 @@ fn ppi_and_kappa_match_the_references() {
     }
     assert_eq!(counts, [12, 12, 4]);
 }
+
+/// Records `case:repeat:judge:person` (person empty when unlabelled) as a variant's judged
+/// scores, as the aggregator collects them.
+fn judged(records: &str) -> promptgauge::report::labels::JudgedScores {
+    let mut j = promptgauge::report::labels::JudgedScores::default();
+    for r in records.split_whitespace() {
+        let f: Vec<&str> = r.split(':').collect();
+        let person = (!f[3].is_empty()).then(|| f[3].parse::<f64>().unwrap());
+        j.add(f[0], f[2].parse().unwrap(), person);
+    }
+    j
+}
+
+#[test]
+fn with_repeats_the_case_is_the_unit_of_the_correction_as_in_the_reference() {
+    use promptgauge::report::labels::{corrected_difference, judged_pairs};
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ppi_case_level.csv");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut rows = 0;
+    for line in text.lines().filter(|l| !l.starts_with('#')).skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let conf: f64 = f[1].parse().unwrap();
+        let want: Vec<f64> = f[8..11].iter().map(|v| v.parse().unwrap()).collect();
+        let labelled: u64 = f[12].parse().unwrap();
+        let (estimate, low, high) = if f[0] == "mean" {
+            let l = judged(f[3]).summarise(conf).unwrap();
+            assert_eq!(l.labelled_cases, labelled, "{}", f[2]);
+            // The tool clamps to [0, 1]; the reference rows lie inside it.
+            (
+                l.corrected.unwrap(),
+                l.corrected_low.unwrap(),
+                l.corrected_high.unwrap(),
+            )
+        } else {
+            let pairs = judged_pairs(&judged(f[3]), &judged(f[4]));
+            assert_eq!(pairs.labelled.len() as u64, labelled, "{}", f[2]);
+            let d = corrected_difference(&pairs, conf).unwrap();
+            (d.difference, d.ci_low, d.ci_high)
+        };
+        let clamp = |x: f64| if f[0] == "mean" { x.clamp(0.0, 1.0) } else { x };
+        assert!(
+            (estimate - clamp(want[0])).abs() < 1e-9
+                && (low - clamp(want[1])).abs() < 1e-9
+                && (high - clamp(want[2])).abs() < 1e-9,
+            "{}: [{estimate}, {low}, {high}] vs {want:?}",
+            f[2]
+        );
+        rows += 1;
+    }
+    assert_eq!(rows, 8);
+}
