@@ -445,7 +445,10 @@ impl Aggregator {
             .and_then(|b| {
                 let n = cases.arm(0).len() as u64;
                 let m = variants.len().saturating_sub(1);
-                b.accuracy.map(|p| Detectable::new(n, p, confidence, m))
+                let repeats = self.run.repeats;
+                let icc = crate::stats::cluster::icc(&cases.arm(0));
+                b.accuracy
+                    .map(|p| Detectable::new(n, p, confidence, m).with_repeats(repeats, icc))
             });
         let slices = slices(&cases, variants, confidence, scored);
         // Jobs a sequential decision made unnecessary are not missing.

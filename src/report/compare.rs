@@ -226,6 +226,13 @@ pub struct Detectable {
     /// The smallest difference detectable with that power, as a share; `None` if even the
     /// largest possible difference is out of reach.
     pub difference: Option<f64>,
+    /// Answers per case, when more than one: the test is then on case means.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<u32>,
+    /// With repeats: how alike a case's answers are (the intra-class correlation the figure
+    /// assumes, the run's estimate on the baseline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intra_class_correlation: Option<f64>,
 }
 
 fn one() -> usize {
@@ -244,7 +251,26 @@ impl Detectable {
             power: POWER,
             comparisons: comparisons.max(1),
             difference: power::detectable_difference(cases, POWER, &a),
+            repeats: None,
+            intra_class_correlation: None,
         }
+    }
+
+    /// The same for `k` answers per case, the test being on case means: the case mean of k
+    /// answers whose intra-class correlation is ρ has the variance of one answer times
+    /// (1 + (k − 1)ρ)/k, so the detectable difference shrinks by its square root (ρ = 1,
+    /// repeats that always agree: no change). Checked by simulation of the sign-flip test
+    /// on case means (tests/fixtures/detectable_repeats.py: 79–87% power at the figure
+    /// over 48 settings, against 87–100% at the one-answer figure).
+    pub fn with_repeats(mut self, k: u32, icc: f64) -> Self {
+        if k > 1 {
+            let rho = icc.clamp(0.0, 1.0);
+            let shrink = ((1.0 + (f64::from(k) - 1.0) * rho) / f64::from(k)).sqrt();
+            self.difference = self.difference.map(|d| d * shrink);
+            self.repeats = Some(k);
+            self.intra_class_correlation = Some(rho);
+        }
+        self
     }
 
     /// The figure as a sentence a user can act on.
@@ -254,10 +280,21 @@ impl Detectable {
             1 => String::new(),
             m => format!(", Holm over {m} variants"),
         };
+        let (cases, repeats) = match (self.repeats, self.intra_class_correlation) {
+            (Some(k), Some(rho)) => (
+                format!(
+                    "{} of {k} answers each",
+                    plural(self.cases, "case", "cases")
+                ),
+                format!(
+                    ", a case's answers alike with intra-class correlation {rho:.2}, the test on case means"
+                ),
+            ),
+            _ => (plural(self.cases, "case", "cases"), String::new()),
+        };
         match self.difference {
             Some(d) => format!(
-                "With {}, the paired test at {conf}% confidence{family} detects differences of about {:.0} points or more with 80% power (reference accuracy {:.0}%, assuming the variants' errors are independent: variants that fail on the same cases need fewer cases, variants that fail on different cases more). Smaller real differences will mostly read as noise; `promptgauge plan` sizes a bench for the difference you care about.",
-                plural(self.cases, "case", "cases"),
+                "With {cases}, the paired test at {conf}% confidence{family} detects differences of about {:.0} points or more with 80% power (reference accuracy {:.0}%{repeats}, assuming the variants' errors are independent: variants that fail on the same cases need fewer cases, variants that fail on different cases more). Smaller real differences will mostly read as noise; `promptgauge plan` sizes a bench for the difference you care about.",
                 d * 100.0,
                 self.reference_accuracy * 100.0
             ),
@@ -476,10 +513,16 @@ pub(crate) fn decide_with(comparisons: &mut [Comparison], confidence: f64, power
             _ if c.cases > 0 => Verdict::NotDistinguishable,
             _ => Verdict::NoData,
         };
-        if power && c.verdict == Verdict::NotDistinguishable {
-            c.cases_needed = cases_needed(c, alpha, m.max(1));
-        }
-        c.sentence = sentence(c, confidence, m);
+        let needed = if power && c.verdict == Verdict::NotDistinguishable {
+            cases_needed(c, alpha, m.max(1))
+        } else {
+            Needed::Unknown
+        };
+        c.cases_needed = match needed {
+            Needed::Cases(n) => Some(n),
+            _ => None,
+        };
+        c.sentence = sentence(c, confidence, m, needed);
     }
 }
 
@@ -513,32 +556,64 @@ fn interval(c: &Comparison, level: f64) -> Option<(f64, f64)> {
     }
 }
 
+/// How many cases telling the observed difference from noise would take.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Needed {
+    Cases(u64),
+    /// More than a million: out of reach in practice.
+    BeyondAMillion,
+    /// Not computed (`history` skips it), not computable (no spread to go on, an
+    /// impossible accuracy), or no more than the cases already run (the exact test is
+    /// conservative at few cases; such a figure says nothing useful): nothing is said.
+    Unknown,
+}
+
+/// Cases past which a figure is "more than a million".
+const MILLION: f64 = 1_000_000.0;
+
 /// The cases with which the test and Holm family used here would detect the observed
 /// difference with 80% power: exact for one 0/1 answer per case (at the observed
-/// disagreement), a normal approximation for case means; times the design effect of groups.
-fn cases_needed(c: &Comparison, alpha: f64, comparisons: usize) -> Option<u64> {
-    let d = c.difference.filter(|d| *d != 0.0)?;
+/// disagreement), a normal approximation for case means and for a difference corrected by
+/// labels (at the same share of labelled cases, from its standard error); times the design
+/// effect of groups.
+fn cases_needed(c: &Comparison, alpha: f64, comparisons: usize) -> Needed {
+    let Some(d) = c.difference.filter(|d| *d != 0.0) else {
+        return Needed::Unknown;
+    };
+    use statrs::distribution::{ContinuousCDF, Normal};
+    let z = Normal::standard();
+    let z_ab = z.inverse_cdf(1.0 - alpha / (2.0 * comparisons as f64)) + z.inverse_cdf(POWER);
     let deff = c.design_effect.unwrap_or(1.0).max(1.0);
-    let n = match c.spread {
-        Spread::None => return None,
-        Spread::Discordance(discordance) => {
-            let mut a = Assumptions::new(c.reference_mean?, alpha);
+    let n = match (c.corrected_se, c.spread) {
+        (Some(se), _) if se > 0.0 => c.cases as f64 * (z_ab * se / d).powi(2),
+        (_, Spread::Discordance(discordance)) => {
+            let Some(reference) = c.reference_mean else {
+                return Needed::Unknown;
+            };
+            if !(0.0..=1.0).contains(&(reference + d)) {
+                return Needed::Unknown;
+            }
+            let mut a = Assumptions::new(reference, alpha);
             a.comparisons = comparisons;
             a.discordance = Some(discordance);
-            power::cases_needed(d, POWER, &a)? as f64
+            match power::cases_needed(d, POWER, &a) {
+                Some(n) => n as f64,
+                None => return Needed::BeyondAMillion,
+            }
         }
-        Spread::Variance(var) => {
-            use statrs::distribution::{ContinuousCDF, Normal};
-            let z = Normal::standard();
-            let z_a = z.inverse_cdf(1.0 - alpha / (2.0 * comparisons as f64));
-            let z_b = z.inverse_cdf(POWER);
-            ((z_a + z_b).powi(2) * var / (d * d)).ceil()
-        }
+        (_, Spread::Variance(var)) => (z_ab * z_ab * var / (d * d)).ceil(),
+        _ => return Needed::Unknown,
     };
-    let n = (n * deff).ceil() as u64;
-    // The exact test is conservative at few cases: a figure at or below the cases already
-    // run says nothing useful.
-    (n > c.cases).then_some(n)
+    let n = (n * deff).ceil();
+    if !n.is_finite() || n > MILLION {
+        return Needed::BeyondAMillion;
+    }
+    let n = n as u64;
+    if n > c.cases {
+        Needed::Cases(n)
+    } else {
+        Needed::Unknown
+    }
 }
 
 /// The interval column's header: `95% CI`, or `CI (Holm)` when the comparisons' intervals
@@ -588,7 +663,7 @@ fn level_text(level: f64) -> String {
     }
 }
 
-fn sentence(c: &Comparison, confidence: f64, comparisons: usize) -> String {
+fn sentence(c: &Comparison, confidence: f64, comparisons: usize, needed: Needed) -> String {
     let level = c.ci_level.unwrap_or(confidence);
     let at = if comparisons > 1 {
         format!(
@@ -649,13 +724,18 @@ fn sentence(c: &Comparison, confidence: f64, comparisons: usize) -> String {
         Verdict::Better => format!("{} is better than {}: {numbers}.", c.variant, c.against),
         Verdict::Worse => format!("{} is worse than {}: {numbers}.", c.variant, c.against),
         Verdict::NotDistinguishable => {
-            let need = match (c.cases_needed, c.difference) {
-                (Some(n), Some(d)) => format!(
-                    "; telling a difference of {:.1} points from noise would take about {n} cases",
+            let labels = if c.corrected.is_some() {
+                " (at the same share of labelled cases)"
+            } else {
+                ""
+            };
+            let need = match (needed, c.difference) {
+                (_, Some(0.0)) => "; no difference was observed".to_string(),
+                (Needed::Cases(n), Some(d)) => format!(
+                    "; telling a difference of {:.1} points from noise would take about {n} cases{labels}",
                     d.abs() * 100.0
                 ),
-                (None, Some(0.0)) => "; no difference was observed".to_string(),
-                (None, Some(d)) => format!(
+                (Needed::BeyondAMillion, Some(d)) => format!(
                     "; telling a difference of {:.1} points from noise would take more than a million cases",
                     d.abs() * 100.0
                 ),
@@ -927,6 +1007,67 @@ mod tests {
                 assert_eq!(a.difference, b.difference, "k = {k}");
             }
         }
+    }
+
+    #[test]
+    fn the_cases_a_difference_needs_are_computed_or_not_claimed() {
+        // A difference corrected by labels: computed from its standard error, never "more
+        // than a million" for want of a spread.
+        let pairs = table(50, 6, 3, 5, 1);
+        let mut c = compare("v", "base", Paired::cases(&pairs), 0.95);
+        c.correct(
+            CorrectedDifference {
+                difference: 0.05,
+                ci_low: -0.03,
+                ci_high: 0.13,
+                labelled_cases: 20,
+                all_labelled: false,
+            },
+            0.04,
+            0.21,
+        );
+        let mut cs = vec![c];
+        decide(&mut cs, 0.95);
+        assert_eq!(cs[0].verdict, Verdict::NotDistinguishable);
+        // 64 cases · ((1.96 + 0.84) · 0.04 / 0.05)² ≈ 321.
+        let n = cs[0].cases_needed.unwrap();
+        assert!((300..340).contains(&n), "{n}");
+        assert!(
+            cs[0].sentence.contains(&format!(
+                "would take about {n} cases (at the same share of labelled cases)"
+            )),
+            "{}",
+            cs[0].sentence
+        );
+        assert!(!cs[0].sentence.contains("million"));
+        // Without the power search (as history does), nothing is claimed at all.
+        let mut cs = vec![compare("v", "base", Paired::cases(&pairs), 0.95)];
+        decide_with(&mut cs, 0.95, false);
+        assert_eq!(cs[0].cases_needed, None);
+        assert!(!cs[0].sentence.contains("would take"), "{}", cs[0].sentence);
+        // A difference of a fraction of a point is out of reach, and says so.
+        let tiny = table(9000, 4001, 4000, 1000, 1);
+        let cs = decided(&[tiny]);
+        assert!(
+            cs[0].sentence.contains("more than a million"),
+            "{}",
+            cs[0].sentence
+        );
+    }
+
+    #[test]
+    fn repeats_that_disagree_detect_smaller_differences_on_case_means() {
+        let one = Detectable::new(64, 0.7, 0.95, 1);
+        let d1 = one.difference.unwrap();
+        // Five answers a case, correlated 0.5: the case mean's variance is 3/5 of one
+        // answer's, so the figure shrinks by √0.6.
+        let five = Detectable::new(64, 0.7, 0.95, 1).with_repeats(5, 0.5);
+        assert!((five.difference.unwrap() - d1 * 0.6f64.sqrt()).abs() < 1e-12);
+        assert!(five.sentence(0.95).contains("64 cases of 5 answers each"));
+        assert!(five.sentence(0.95).contains("intra-class correlation 0.50"));
+        // One answer a case, or answers that always agree: the exact McNemar figure.
+        assert_eq!(one.clone().with_repeats(1, 0.2), one);
+        assert_eq!(one.clone().with_repeats(4, 1.0).difference, one.difference);
     }
 
     #[test]

@@ -172,6 +172,13 @@ fn repeats_treat_the_case_as_the_unit() {
         assert_eq!(c1.p_holm, c3.p_holm);
         assert_eq!((c1.ci_low, c1.ci_high), (c3.ci_low, c3.ci_high));
     }
+    // Repeats that always agree (intra-class correlation 1) detect what one answer does,
+    // and the sentence says which test the figure is for.
+    let (d1, d3) = (s1.detectable.unwrap(), s3.detectable.unwrap());
+    assert_eq!(d3.repeats, Some(3));
+    assert_eq!(d3.intra_class_correlation, Some(1.0));
+    assert!((d1.difference.unwrap() - d3.difference.unwrap()).abs() < 1e-12);
+    assert!(d3.sentence(0.95).contains("24 cases of 3 answers each"));
 }
 
 #[test]
