@@ -1066,8 +1066,8 @@ mod tests {
         assert!(five.sentence(0.95).contains("64 cases of 5 answers each"));
         assert!(five.sentence(0.95).contains("intra-class correlation 0.50"));
         // One answer a case, or answers that always agree: the exact McNemar figure.
-        assert_eq!(one.clone().with_repeats(1, 0.2), one);
-        assert_eq!(one.clone().with_repeats(4, 1.0).difference, one.difference);
+        assert_eq!(one.with_repeats(1, 0.2), one);
+        assert_eq!(one.with_repeats(4, 1.0).difference, one.difference);
     }
 
     #[test]
