@@ -206,6 +206,17 @@ mod tests {
     }
 
     #[test]
+    fn with_correlated_errors_the_cases_detect_a_difference() {
+        let mut a = Assumptions::new(0.7, 0.05);
+        a.correlation = 0.3;
+        let line = detectable_line(200, 0.8, &a);
+        assert!(
+            line.starts_with("200 cases detect a difference of about 11."),
+            "{line}"
+        );
+    }
+
+    #[test]
     fn either_way_takes_the_harder_direction() {
         let a = Assumptions::new(0.8, 0.05);
         let n = cases_for(0.1, 0.8, &a).unwrap();

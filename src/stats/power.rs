@@ -169,7 +169,23 @@ fn direction(baseline: f64) -> (f64, f64) {
 pub fn detectable_difference(cases: u64, target: f64, a: &Assumptions) -> Option<f64> {
     let (sign, room) = direction(a.baseline);
     let powered = |delta: f64| power(cases, sign * delta, a).is_some_and(|p| p >= target);
-    let room = room - 1e-9;
+    // With correlated errors (ρ > 0) the largest differences are impossible (a variant
+    // right on every case cannot be correlated with anything): search up to the largest
+    // difference the correlation allows, not up to the whole room.
+    let feasible = |delta: f64| discordant_cells(a, sign * delta).is_some();
+    let mut room = room - 1e-9;
+    if !feasible(room) {
+        let (mut ok, mut bad) = (0.0, room);
+        while bad - ok > 1e-9 {
+            let mid = 0.5 * (ok + bad);
+            if feasible(mid) {
+                ok = mid;
+            } else {
+                bad = mid;
+            }
+        }
+        room = ok;
+    }
     if !powered(room) {
         return None;
     }
@@ -257,6 +273,22 @@ mod tests {
         let holm = power(64, 0.2431, &three).unwrap();
         assert!((one - 0.74).abs() < 0.02, "{one}");
         assert!((holm - 0.59).abs() < 0.02, "{holm}");
+    }
+
+    #[test]
+    fn correlated_errors_detect_smaller_differences_not_none() {
+        // 200 cases at 70%, errors correlated 0.3: a simulation of the exact test detects
+        // 10 points 66% and 15 points 95% of the time (issue 19), so the 80% figure lies
+        // between; before, the search started at a difference the correlation cannot
+        // have, and said no difference could be detected.
+        let mut a = Assumptions::new(0.7, 0.05);
+        a.correlation = 0.3;
+        let d = detectable_difference(200, 0.8, &a).unwrap();
+        assert!((0.10..0.15).contains(&d), "{d}");
+        assert!((power(200, -0.10, &a).unwrap() - 0.66).abs() < 0.03);
+        assert!((power(200, -0.15, &a).unwrap() - 0.95).abs() < 0.03);
+        // Correlated variants need fewer cases than independent ones.
+        assert!(d < detectable_difference(200, 0.8, &Assumptions::new(0.7, 0.05)).unwrap());
     }
 
     #[test]
