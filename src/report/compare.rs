@@ -1071,6 +1071,19 @@ mod tests {
     }
 
     #[test]
+    fn a_subnormal_p_value_keeps_its_interval() {
+        // 1,060 discordant pairs all one way: p = 2^-1059, subnormal.
+        let cs = decided(&[table(10, 1060, 0, 10, 1)]);
+        let c = &cs[0];
+        assert!(c.p_value.unwrap() > 0.0 && !c.p_value.unwrap().is_normal());
+        assert_eq!(c.verdict, Verdict::Better);
+        assert_eq!(c.ci_level, Some(0.95));
+        let (lo, hi) = (c.ci_low.unwrap(), c.ci_high.unwrap());
+        assert!(lo > 0.9 && hi <= 1.0 && lo < hi, "[{lo}, {hi}]");
+        assert!(c.sentence.contains("at 95%"), "{}", c.sentence);
+    }
+
+    #[test]
     fn no_spread_is_no_certainty() {
         // Two cases, the variant 3/3 and the baseline 0/3 on each: the same evidence as
         // two discordant pairs, p = 0.5 (it was "better, p < 0.001" under a t-test).

@@ -24,14 +24,16 @@ pub fn holm_level(alpha: f64, p_raw: f64, p_holm: f64, comparisons: usize) -> Op
     }
     let level = if p_holm < alpha {
         // Rejected: the interval must exclude 0, so p_raw < α'.
+        // The ratio first: α·p_raw underflows to 0 for a subnormal p (1,073 one-sided
+        // discordant pairs), which made the level 100% and the interval boundless.
         if p_holm == 0.0 {
             alpha / comparisons as f64
         } else {
-            (alpha * p_raw / p_holm).max(p_raw * (1.0 + 1e-9))
+            (alpha * (p_raw / p_holm)).max(p_raw * (1.0 + 1e-9))
         }
     } else {
         // Not rejected: p_raw ≥ α' keeps 0 inside.
-        (alpha * p_raw / p_holm).min(p_raw * (1.0 - 1e-9))
+        (alpha * (p_raw / p_holm)).min(p_raw * (1.0 - 1e-9))
     };
     Some(1.0 - level)
 }
@@ -39,6 +41,16 @@ pub fn holm_level(alpha: f64, p_raw: f64, p_holm: f64, comparisons: usize) -> Op
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn subnormal_p_values_keep_their_level() {
+        // 1,073 discordant pairs all one way: p = 2·½¹⁰⁷³, a subnormal number.
+        let p = 2.0 * 0.5f64.powi(1073);
+        assert!(p > 0.0 && !p.is_normal());
+        assert_eq!(holm_level(0.05, p, p, 1), Some(0.95));
+        let level = holm_level(0.05, p, 3.0 * p, 3).unwrap();
+        assert!((level - (1.0 - 0.05 / 3.0)).abs() < 1e-12, "{level}");
+    }
 
     #[test]
     fn levels_sit_between_plain_and_bonferroni() {
