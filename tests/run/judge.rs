@@ -331,8 +331,8 @@ fn a_judged_bench_runs_on_the_simulator_and_people_can_check_the_judge() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // With labels on both variants for the same cases, the verdict uses the difference as
-    // people would score it.
+    // With labels on both variants for the same cases — here every judged case — the
+    // verdict is people's: their scores are compared by the usual exact test.
     let both: String = [
         "faq-refund-window",
         "faq-shipping-cost",
@@ -370,13 +370,18 @@ fn a_judged_bench_runs_on_the_simulator_and_people_can_check_the_judge() {
     let c = &s.comparisons[0];
     let corrected = c.corrected.expect("a corrected difference");
     assert_eq!(corrected.labelled_cases, 5);
-    assert!(c.method.ends_with("+labels_ppi"), "{}", c.method);
+    assert!(corrected.all_labelled);
+    assert!(c.method.ends_with("+labels_people"), "{}", c.method);
     assert_eq!(c.difference, Some(corrected.difference));
-    assert!(
-        c.sentence.contains("as people would score it"),
-        "{}",
-        c.sentence
+    // People's scores are plain scores: the exact test and its interval at Holm's level,
+    // no normal approximation (a p of 1/8 on these cases, not distinguishable).
+    assert!((c.p_value.unwrap() - 0.125).abs() < 1e-12, "{c:?}");
+    assert_eq!(
+        (corrected.ci_low, corrected.ci_high),
+        (c.ci_low.unwrap(), c.ci_high.unwrap())
     );
+    assert!(c.ci_low.unwrap() < 0.0);
+    assert!(c.sentence.contains("as people scored it"), "{}", c.sentence);
     // A valid line, then an unknown answer: refused by line, and nothing is imported.
     let before = std::fs::read_to_string(run.join("labels.jsonl")).unwrap();
     std::fs::write(
