@@ -724,7 +724,7 @@ fn sentence(c: &Comparison, confidence: f64, comparisons: usize, needed: Needed)
         Verdict::Better => format!("{} is better than {}: {numbers}.", c.variant, c.against),
         Verdict::Worse => format!("{} is worse than {}: {numbers}.", c.variant, c.against),
         Verdict::NotDistinguishable => {
-            let labels = if c.corrected.is_some() {
+            let labels = if c.corrected.is_some_and(|d| !d.all_labelled) {
                 " (at the same share of labelled cases)"
             } else {
                 ""
