@@ -395,6 +395,9 @@ pub struct PlanArgs {
     /// A resumed run's own sequential plan (its seed and limits).
     #[arg(skip)]
     pub sequential: Option<crate::suite::plan::SequentialPlan>,
+    /// `run --max-drop` (a share), for a new `--until-decided` plan's drop check.
+    #[arg(skip)]
+    pub max_drop: Option<f64>,
 }
 
 /// `run [BENCH]`.

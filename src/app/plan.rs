@@ -36,21 +36,6 @@ fn last_baseline(reports: &Path, bench: &str) -> Option<(f64, PathBuf)> {
     runs.pop().map(|(_, a, p)| (a, p))
 }
 
-/// The cases needed for a change of `delta` either way from the baseline: the larger of
-/// a gain and a drop (where both are possible), so the plan holds whichever way it goes.
-pub(crate) fn cases_for(delta: f64, target: f64, a: &Assumptions) -> Option<u64> {
-    let up = (a.baseline + delta <= 1.0)
-        .then(|| power::cases_needed(delta, target, a))
-        .flatten();
-    let down = (a.baseline - delta >= 0.0)
-        .then(|| power::cases_needed(-delta, target, a))
-        .flatten();
-    match (up, down) {
-        (Some(u), Some(d)) => Some(u.max(d)),
-        (u, d) => u.or(d),
-    }
-}
-
 /// `plan`: sizes a bench; sends nothing.
 pub fn plan(args: &PowerArgs) -> Result<Exit, Failure> {
     let path = args
@@ -114,7 +99,7 @@ pub fn plan(args: &PowerArgs) -> Result<Exit, Failure> {
             format!("correlated at phi = {}", args.correlation)
         }
     );
-    let need = |points: f64| match cases_for(points / 100.0, args.power, &a) {
+    let need = |points: f64| match power::cases_either_way(points / 100.0, args.power, &a) {
         Some(n) => format!("{n} cases"),
         None => "out of reach (more than 1,000,000 cases, or past 0% or 100%)".to_string(),
     };
@@ -219,11 +204,14 @@ mod tests {
     #[test]
     fn either_way_takes_the_harder_direction() {
         let a = Assumptions::new(0.8, 0.05);
-        let n = cases_for(0.1, 0.8, &a).unwrap();
+        let n = power::cases_either_way(0.1, 0.8, &a).unwrap();
         assert_eq!(n, power::cases_needed(-0.1, 0.8, &a).unwrap());
         assert!(n > power::cases_needed(0.1, 0.8, &a).unwrap());
         // 95% + 10 is past 100%: only the drop is possible.
         let a = Assumptions::new(0.95, 0.05);
-        assert_eq!(cases_for(0.1, 0.8, &a), power::cases_needed(-0.1, 0.8, &a));
+        assert_eq!(
+            power::cases_either_way(0.1, 0.8, &a),
+            power::cases_needed(-0.1, 0.8, &a)
+        );
     }
 }

@@ -81,7 +81,7 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
     )?;
     let sequential = match (&args.sequential, args.until_decided) {
         (Some(recorded), _) => Some(recorded.clone()),
-        (None, true) => Some(sequential_plan(&bench, variants.len())?),
+        (None, true) => Some(sequential_plan(&bench, variants.len(), args.max_drop)?),
         (None, false) => None,
     };
     let mut plan = match &sequential {
@@ -130,7 +130,11 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
 }
 
 /// The sequential plan of a new `--until-decided` run, from the bench's `sequential:`.
-fn sequential_plan(bench: &Bench, variants: usize) -> Result<SequentialPlan, Failure> {
+fn sequential_plan(
+    bench: &Bench,
+    variants: usize,
+    max_drop: Option<f64>,
+) -> Result<SequentialPlan, Failure> {
     if variants < 2 {
         return Err(UsageError::with_fix(
             "--until-decided stops when each variant's comparison with the baseline is decided, and this run has one variant",
@@ -149,10 +153,19 @@ fn sequential_plan(bench: &Bench, variants: usize) -> Result<SequentialPlan, Fai
         bench.confidence,
         comparisons,
     );
+    // With --max-drop the drop check needs its own fixed design too (at ½, the most).
+    let drop_fixed = max_drop.and_then(|m| {
+        let mut a = crate::stats::power::Assumptions::new(0.5, 1.0 - bench.confidence);
+        a.comparisons = comparisons;
+        crate::stats::power::non_inferiority_cases(m, spec.power, &a)
+    });
     let cases = bench.cases.len() as u64;
     let max_cases = spec
         .max_cases
-        .unwrap_or_else(|| fixed.map_or(cases, |f| 2 * f))
+        .unwrap_or_else(|| match (fixed, drop_fixed) {
+            (Some(f), Some(d)) => 2 * f.max(d),
+            (f, d) => f.or(d).map_or(cases, |n| 2 * n),
+        })
         .min(cases);
     if max_cases < spec.min_cases {
         return Err(UsageError::with_fix(
@@ -173,5 +186,6 @@ fn sequential_plan(bench: &Bench, variants: usize) -> Result<SequentialPlan, Fai
         comparisons,
         binary: bench.binary(),
         fixed_design_cases: fixed,
+        max_drop,
     })
 }

@@ -44,7 +44,11 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     };
     let plan_args = match &resumed {
         Some((_, record, _)) => resumed_plan(&args.plan, record),
-        None => args.plan.clone(),
+        None => PlanArgs {
+            // Points on the command line; a share in the plan.
+            max_drop: args.gates.max_drop.map(|p| p / 100.0),
+            ..args.plan.clone()
+        },
     };
     let p = prepare(&plan_args, env)?;
     let bench = p.bench.clone();
@@ -350,8 +354,10 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     if let Err(e) = dir.write_record(&record) {
         problems.push(e);
     }
-    // The summary says when and why the run ended.
+    // The summary says when and why the run ended, and (--until-decided) each variant's
+    // drop check at the gate's --max-drop.
     agg.set_run(record.info());
+    agg.set_gate_drop(args.gates.max_drop.map(|p| p / 100.0));
     let result = agg.finish();
     let outputs = Outputs {
         gates: &args.gates,

@@ -185,6 +185,14 @@ impl Aggregator {
         });
     }
 
+    /// `--max-drop` (a share) as the run's gate checks it: with `--until-decided` the
+    /// summary gives each variant's sequential drop check at it.
+    pub fn set_gate_drop(&mut self, max_drop: Option<f64>) {
+        if let Some(s) = &mut self.sequential {
+            s.set_gate_drop(max_drop);
+        }
+    }
+
     /// The run as it ended (its end time, why it stopped), for the summary.
     pub(crate) fn set_run(&mut self, run: RunInfo) {
         self.run = run;
@@ -430,7 +438,9 @@ impl Aggregator {
                 .iter()
                 .map(|v| v.spent_usd.or(v.cost_usd))
                 .sum::<Option<f64>>();
-            s.summary(self.finished, cost)
+            // The baseline's figure as `plan` reads it from summary.json.
+            let baseline = summaries.first().and_then(|b| b.accuracy.or(b.mean_score));
+            s.summary(self.finished, cost, baseline)
         });
         if let Some(seq) = &sequential {
             for c in &mut comparisons {

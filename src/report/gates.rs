@@ -81,33 +81,52 @@ fn result(gate: &str, passed: bool, reason: String) -> GateResult {
     }
 }
 
-/// `--max-drop` after `--until-decided`: the intervals are not valid after stopping early,
-/// and a "no difference" stop is wrong at rate 1 − power, not 1 − confidence; only a
-/// variant decided better has shown, at the run's confidence, that it did not drop.
+/// `--max-drop` after `--until-decided`: the fixed-sample intervals are not valid after
+/// stopping early; the sequential drop check decides. A variant passes when its check
+/// passed: a drop of `max` or more passes that way with probability at most
+/// (1 − confidence)/(2m), however early it came.
 fn sequential_drop(max: f64, seq: &super::sequential::SequentialSummary) -> GateResult {
-    let _ = max;
-    let mut failed = Vec::new();
+    let limit = max * 100.0;
+    let mut shown = Vec::new();
+    let mut unshown = Vec::new();
     for v in &seq.variants {
-        if v.verdict != "better" {
-            failed.push(match v.verdict.as_str() {
-                "no_difference" => format!(
-                    "{}: \"no difference of {} points\" is a futility stop, wrong up to {:.0}% of the time (1 − power), not a bound on the drop at the run's confidence; gate --max-drop on a run without --until-decided",
-                    v.variant,
-                    seq.detect,
-                    (1.0 - seq.power) * 100.0
-                ),
-                other => format!("{}: {other} after {} cases", v.variant, v.cases),
-            });
+        let Some(d) = &v.drop else {
+            unshown.push(format!(
+                "{}: no sequential drop check at {limit:.1} points was run",
+                v.variant
+            ));
+            continue;
+        };
+        match d.verdict.as_str() {
+            "pass" => shown.push(format!(
+                "{} is at most {limit:.1} points worse: shown by the sequential test after {} cases",
+                v.variant, d.cases
+            )),
+            "fail" => unshown.push(format!(
+                "{} looks worse than the baseline after {} cases (log evidence {:.2} ≥ {:.2}): a drop of {limit:.1} points is not ruled out",
+                v.variant, d.cases, d.statistic, d.threshold
+            )),
+            "running" => unshown.push(format!(
+                "{}: the run ended after {} cases, before a drop of more than {limit:.1} points was ruled out; resume it to go on",
+                v.variant, d.cases
+            )),
+            _ => unshown.push(format!(
+                "{}: a drop of more than {limit:.1} points was not ruled out within {} cases",
+                v.variant, d.cases
+            )),
         }
     }
-    if failed.is_empty() {
-        result(
+    if shown.is_empty() && unshown.is_empty() {
+        return result(
             "max-drop",
-            true,
-            "every variant was decided better than the baseline".into(),
-        )
+            false,
+            "nothing was compared with the baseline".into(),
+        );
+    }
+    if unshown.is_empty() {
+        result("max-drop", true, shown.join("; "))
     } else {
-        result("max-drop", false, failed.join("; "))
+        result("max-drop", false, unshown.join("; "))
     }
 }
 

@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 use crate::runner::journal::JobRecord;
 use crate::stats::cluster::CaseScore;
 use crate::stats::sequential::{
-    Decision, ScoreKind, SequentialParams, SequentialTest, Verdict as SeqVerdict,
+    Decision, DropDecision, DropVerdict, NonInferiority, ScoreKind, SequentialParams,
+    SequentialTest, Verdict as SeqVerdict,
 };
 use crate::suite::plan::SequentialPlan;
 
@@ -65,6 +66,38 @@ pub struct SequentialVerdict {
     /// crossed (or had to cross).
     pub statistic: f64,
     pub threshold: f64,
+    /// With `--max-drop`: the sequential check that the variant is at most that much worse.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drop: Option<DropSummary>,
+}
+
+/// The sequential `--max-drop` check of one variant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DropSummary {
+    /// `pass` (at most max_drop worse, shown at the run's confidence), `fail` (looks worse
+    /// than the baseline), `not_shown` (max_cases reached, or the bench's cases ran out)
+    /// or `running` (the run ended first).
+    pub verdict: String,
+    pub cases: u64,
+    /// Natural log of the deciding wealth and of the threshold it crossed (or had to).
+    pub statistic: f64,
+    pub threshold: f64,
+}
+
+impl DropSummary {
+    fn of(d: DropDecision) -> DropSummary {
+        DropSummary {
+            verdict: match d.verdict {
+                DropVerdict::Pass => "pass",
+                DropVerdict::Fail => "fail",
+                DropVerdict::NotShown => "not_shown",
+            }
+            .into(),
+            cases: d.cases,
+            statistic: d.statistic,
+            threshold: d.threshold,
+        }
+    }
 }
 
 /// What stopping early did, for the summary and the reports.
@@ -76,7 +109,12 @@ pub struct SequentialSummary {
     pub min_cases: u64,
     pub max_cases: u64,
     pub seed: u64,
-    /// The cases the fixed design needs for the same detect and power.
+    /// `--max-drop`, in points: the drop each variant's sequential check ruled out (or not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_drop: Option<f64>,
+    /// The cases the fixed design needs for the same questions, as `promptgauge plan` sizes
+    /// it: a difference of `detect` either way (the harder direction) at the baseline
+    /// accuracy this run measured, and with `--max-drop` the non-inferiority check's.
     pub fixed_design_cases: Option<u64>,
     pub variants: Vec<SequentialVerdict>,
     /// Planned jobs no decision needed (never sent, or answered after their variant was
@@ -112,6 +150,10 @@ pub struct Sequential {
     stop: Option<StopFlags>,
     horizon: Option<Horizon>,
     confidence: f64,
+    params: SequentialParams,
+    /// The `--max-drop` the run's gate checks (a share), when it differs from the plan's:
+    /// the drop check is replayed at it over the cases fed.
+    gate_drop: Option<f64>,
 }
 
 /// What a live run's tests steer: the stop flags (indexed by the bench's variant index,
@@ -157,6 +199,7 @@ impl Sequential {
             } else {
                 ScoreKind::Scored
             },
+            max_drop: plan.max_drop,
         };
         Sequential {
             plan: plan.clone(),
@@ -179,7 +222,15 @@ impl Sequential {
             stop,
             horizon,
             confidence,
+            params,
+            gate_drop: None,
         }
+    }
+
+    /// The `--max-drop` (a share) the run's gate checks: the summary gives each variant's
+    /// drop check at it (replayed over the cases fed when the plan ran another).
+    pub fn set_gate_drop(&mut self, max_drop: Option<f64>) {
+        self.gate_drop = max_drop;
     }
 
     /// Hears one finished job.
@@ -254,7 +305,12 @@ impl Sequential {
                 };
                 // A case with a failed job on either side tells nothing about the pair.
                 let (Some(v), Some(b)) = (v, b) else { continue };
-                if let Ok(Some(decision)) = test.observe(v, b) {
+                // Done when the difference is decided and (with --max-drop) the drop check
+                // settled too.
+                if test.observe(v, b).is_ok()
+                    && test.finished()
+                    && let Some(decision) = test.decision()
+                {
                     self.decided[arm] = Some((decision, pos));
                     self.flag(arm);
                 }
@@ -281,6 +337,62 @@ impl Sequential {
         }
     }
 
+    /// Arm's drop check at `max_drop`: the live one when the plan ran it at that drop, else
+    /// replayed over the cases its test was fed (Ville's inequality holds at any stopping
+    /// time, also one another rule chose).
+    fn drop_summary(&self, arm: usize, max_drop: f64, exhausted: bool) -> DropSummary {
+        let live = self.tests[arm]
+            .as_ref()
+            .and_then(SequentialTest::drop_check)
+            .filter(|d| (d.max_drop() - max_drop).abs() < 1e-12);
+        let replayed;
+        let check = match live {
+            Some(c) => c,
+            None => {
+                let mut c = NonInferiority::new(max_drop, &self.params).ok();
+                let last = self.decided[arm].map_or(self.next, |(_, at)| at + 1);
+                for pos in 0..last.min(self.next) {
+                    if let (Some(v), Some(b), Some(c)) = (
+                        self.scores[pos][arm].mean(),
+                        self.scores[pos][0].mean(),
+                        c.as_mut(),
+                    ) {
+                        c.feed(v, b);
+                    }
+                }
+                replayed = c;
+                match &replayed {
+                    Some(c) => c,
+                    None => {
+                        return DropSummary {
+                            verdict: "not_shown".into(),
+                            cases: 0,
+                            statistic: 0.0,
+                            threshold: 0.0,
+                        };
+                    }
+                }
+            }
+        };
+        match check.decision() {
+            Some(d) => DropSummary::of(d),
+            None => {
+                let (cases, passing, _) = check.state();
+                DropSummary {
+                    // Every planned case was fed (or the bench ran out) and none settled it.
+                    verdict: if exhausted { "not_shown" } else { "running" }.into(),
+                    cases,
+                    statistic: passing,
+                    threshold: self
+                        .tests
+                        .get(arm)
+                        .and_then(Option::as_ref)
+                        .map_or(0.0, SequentialTest::reject_threshold),
+                }
+            }
+        }
+    }
+
     /// Planned jobs (of the `heard` grid) that no decision needed and that were not heard.
     fn not_needed(&self) -> usize {
         let mut n = 0;
@@ -295,12 +407,23 @@ impl Sequential {
     }
 
     /// The summary's account: each variant's verdict, and what stopping saved.
-    pub fn summary(&self, jobs_run: usize, cost: Option<f64>) -> SequentialSummary {
+    pub fn summary(
+        &self,
+        jobs_run: usize,
+        cost: Option<f64>,
+        baseline_accuracy: Option<f64>,
+    ) -> SequentialSummary {
+        let exhausted = self.next >= self.heard.len();
+        let drop_at = self.gate_drop.or(self.plan.max_drop);
         let variants = (1..self.variants.len())
             .map(|arm| {
-                let exhausted = self.next >= self.heard.len();
-                let (verdict, d) = match self.decided[arm] {
-                    Some((d, _)) => (
+                let test = self.tests[arm].as_ref();
+                let decided = test.and_then(SequentialTest::decision).or_else(|| {
+                    // The difference may be decided while the drop check runs on.
+                    self.decided[arm].map(|(d, _)| d)
+                });
+                let (verdict, d) = match decided {
+                    Some(d) => (
                         match d.verdict {
                             SeqVerdict::Better => "better",
                             SeqVerdict::Worse => "worse",
@@ -314,8 +437,8 @@ impl Sequential {
                     None if exhausted => ("undecided", None),
                     None => ("running", None),
                 };
-                let test = self.tests[arm].as_ref();
                 SequentialVerdict {
+                    drop: drop_at.map(|m| self.drop_summary(arm, m, exhausted)),
                     variant: self.variants[arm].clone(),
                     verdict: verdict.to_string(),
                     cases: d.map_or_else(|| test.map_or(0, SequentialTest::cases), |d| d.cases),
@@ -327,24 +450,28 @@ impl Sequential {
                 }
             })
             .collect();
-        // The fixed design for the same power at the baseline accuracy seen, as `plan`
-        // would size it after this run.
-        let fed: Vec<f64> = (0..self.next.min(self.scores.len()))
-            .filter_map(|pos| self.scores[pos][0].mean())
-            .collect();
-        let p0 = if fed.is_empty() {
-            0.5
-        } else {
-            fed.iter().sum::<f64>() / fed.len() as f64
-        };
-        let fixed_cases = crate::stats::sequential::fixed_design_cases(
+        // The fixed design exactly as `plan` sizes it after this run: a difference of
+        // `detect` either way at the baseline accuracy this run measured (½ when none).
+        let p0 = baseline_accuracy
+            .filter(|a| *a > 0.0 && *a < 1.0)
+            .unwrap_or(0.5);
+        let m = self.plan.comparisons.max(1);
+        let difference_cases = crate::stats::sequential::fixed_design_cases(
             self.plan.detect,
-            p0.clamp(0.01, 0.99),
+            p0,
             self.plan.power,
             self.confidence,
-            self.plan.comparisons.max(1),
-        )
-        .or(self.plan.fixed_design_cases);
+            m,
+        );
+        let drop_cases = drop_at.and_then(|max_drop| {
+            let mut a = crate::stats::power::Assumptions::new(p0, 1.0 - self.confidence);
+            a.comparisons = m;
+            crate::stats::power::non_inferiority_cases(max_drop, self.plan.power, &a)
+        });
+        let fixed_cases = match (difference_cases, drop_cases) {
+            (Some(f), Some(d)) => Some(f.max(d)),
+            (f, d) => f.or(d),
+        };
         let jobs_fixed =
             fixed_cases.map(|n| n * self.variants.len() as u64 * u64::from(self.repeats));
         let all_decided = (1..self.variants.len())
@@ -359,6 +486,7 @@ impl Sequential {
             min_cases: self.plan.min_cases,
             max_cases: self.plan.max_cases,
             seed: self.plan.seed,
+            max_drop: drop_at.map(|m| m * 100.0),
             fixed_design_cases: fixed_cases,
             variants,
             jobs_not_needed: self.not_needed(),
@@ -468,6 +596,20 @@ pub(crate) fn note(s: &SequentialSummary) -> String {
                 v.variant, v.cases
             ),
         })
+        .zip(&s.variants)
+        .map(|(line, v)| match (&v.drop, s.max_drop) {
+            (Some(d), Some(m)) => format!(
+                "{line}, {}",
+                match d.verdict.as_str() {
+                    "pass" => format!("at most {m} points worse (shown after {} cases)", d.cases),
+                    "fail" => format!("looks worse than the baseline (after {} cases)", d.cases),
+                    "running" =>
+                        format!("a drop of {m} points not yet ruled out ({} cases)", d.cases),
+                    _ => format!("a drop of {m} points not ruled out ({} cases)", d.cases),
+                }
+            ),
+            _ => line,
+        })
         .collect();
     let all_decided = s
         .variants
@@ -479,7 +621,7 @@ pub(crate) fn note(s: &SequentialSummary) -> String {
             s.max_cases
         ),
         (Some(_), Some(0), Some(cases)) if all_decided => format!(
-            " The fixed design for the same power ({cases} cases at the baseline accuracy seen) would not have sent more: stopping early saved nothing here."
+            " The fixed design for the same power ({cases} cases at the baseline accuracy seen, as `promptgauge plan` sizes it) would not have sent more: stopping early saved nothing here."
         ),
         (Some(fixed), Some(saved), Some(cases)) if all_decided => {
             let money = s
@@ -491,14 +633,28 @@ pub(crate) fn note(s: &SequentialSummary) -> String {
             } else {
                 ""
             };
+            let what = match s.max_drop {
+                Some(m) => format!(
+                    "a difference of {} points either way, and a drop of {m}",
+                    s.detect
+                ),
+                None => format!("a difference of {} points either way", s.detect),
+            };
             format!(
-                " The fixed design for the same power at the baseline accuracy seen ({cases} cases{beyond}, as `promptgauge plan` sizes it) would send {fixed} jobs: {saved} fewer were sent{money}."
+                " The fixed design for the same power ({cases} cases{beyond} for {what} at the baseline accuracy seen, as `promptgauge plan` sizes it) would send {fixed} jobs: {saved} fewer were sent{money}."
             )
         }
         _ => String::new(),
     };
+    let drop = match s.max_drop {
+        Some(m) => format!(
+            " With --max-drop each variant ran until its drop check was settled too: \"at most {m} points worse\" holds at the run's confidence; a variant as good as the baseline \"looks worse\" at most {:.0}% of the time.",
+            (1.0 - s.power) * 100.0
+        ),
+        None => String::new(),
+    };
     format!(
-        "Stopped when decided (--until-decided: detect {} points, {:.0}% power, cases in a seeded random order): {}.{saved} A better or worse verdict holds at the run's confidence however early it came; \"no difference of {} points\" is wrong at most {:.0}% of the time (1 − power) when the true difference is that large. The differences and intervals beside them describe the cases run and are not confidence intervals after stopping early.",
+        "Stopped when decided (--until-decided: detect {} points, {:.0}% power, cases in a seeded random order): {}.{saved} A better or worse verdict holds at the run's confidence however early it came; \"no difference of {} points\" is wrong at most {:.0}% of the time (1 − power) when the true difference is that large, whatever the correlation of the variants.{drop} The differences and intervals beside them describe the cases the tests used and are not confidence intervals after stopping early.",
         s.detect,
         s.power * 100.0,
         each.join("; "),
@@ -536,6 +692,7 @@ mod tests {
             comparisons: 1,
             binary: true,
             fixed_design_cases: Some(400),
+            max_drop: None,
         }
     }
 
@@ -566,7 +723,7 @@ mod tests {
             for r in records {
                 s.add(r);
             }
-            (s.summary(0, None), flags)
+            (s.summary(0, None, None), flags)
         };
         let (in_order, flags) = decide(&mut jobs.iter());
         let (reversed, _) = decide(&mut jobs.iter().rev());
@@ -590,10 +747,10 @@ mod tests {
         for &i in order.iter().take(30) {
             s.add(&record(&ids[i], "v", true));
         }
-        assert_eq!(s.summary(30, None).variants[0].cases, 0);
+        assert_eq!(s.summary(30, None, None).variants[0].cases, 0);
         for &i in order.iter().take(30) {
             s.add(&record(&ids[i], "base", false));
         }
-        assert_eq!(s.summary(60, None).variants[0].verdict, "better");
+        assert_eq!(s.summary(60, None, None).variants[0].verdict, "better");
     }
 }

@@ -201,6 +201,40 @@ pub fn detectable_difference(cases: u64, target: f64, a: &Assumptions) -> Option
     Some(hi)
 }
 
+/// The cases needed for a change of `delta` either way from the baseline: the larger of a
+/// gain and a drop (where both are possible), so the plan holds whichever way it goes. What
+/// `promptgauge plan` prints, and what a sequential run counts its savings against.
+pub fn cases_either_way(delta: f64, target: f64, a: &Assumptions) -> Option<u64> {
+    let up = (a.baseline + delta <= 1.0)
+        .then(|| cases_needed(delta, target, a))
+        .flatten();
+    let down = (a.baseline - delta >= 0.0)
+        .then(|| cases_needed(-delta, target, a))
+        .flatten();
+    match (up, down) {
+        (Some(u), Some(d)) => Some(u.max(d)),
+        (u, d) => u.or(d),
+    }
+}
+
+/// The textbook fixed design of a non-inferiority check (`--max-drop`): the cases with
+/// which a one-sided test at level α/(2m) shows that a variant as good as the baseline
+/// (accuracy `baseline`, independent errors) is at most `max_drop` worse, with
+/// probability `target`: ⌈(z₁₋α/(2m) + z_target)²·2p(1 − p)/M²⌉ (normal approximation).
+pub fn non_inferiority_cases(max_drop: f64, target: f64, a: &Assumptions) -> Option<u64> {
+    use statrs::distribution::{ContinuousCDF, Normal};
+    if !(max_drop > 0.0 && max_drop < 1.0)
+        || a.comparisons == 0
+        || !(0.0..=1.0).contains(&a.baseline)
+    {
+        return None;
+    }
+    let z = Normal::standard();
+    let zs = z.inverse_cdf(1.0 - a.alpha / (2.0 * a.comparisons as f64)) + z.inverse_cdf(target);
+    let n = (zs * zs * 2.0 * a.baseline * (1.0 - a.baseline) / (max_drop * max_drop)).ceil();
+    (n.is_finite() && n <= 1e9).then_some(n.max(1.0) as u64)
+}
+
 /// Above this many cases (by the normal approximation) [`cases_needed`] returns the
 /// approximation instead of searching the exact power.
 pub const EXACT_UP_TO: u64 = 20_000;

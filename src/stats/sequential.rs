@@ -17,12 +17,17 @@
 //! weight of [`PRIOR_CASES`] cases. For rejecting "no difference" the bet may grow beyond
 //! the plan when the observed wins say so (shrunk toward the plan by [`ADAPT_PAIRS`]).
 //!
-//! Futility: a direction closes when the same machinery rejects "a difference of `detect`"
-//! at level β = 1 − power: for 0/1 scores the likelihood ratio of "no difference" against
-//! the planned alternative, 1/Π(1 + λd), reaching 1/β; for scores in [0, 1] the wealth
-//! Π(1 − μ(d − detect)), valid against every distribution with mean ≥ detect. A closed
-//! direction stays closed. When both are closed the verdict is "no difference of `detect`
-//! points or more"; a real difference of `detect` ends there with probability ≤ β.
+//! Futility: a direction closes when a betting test rejects "a difference of `detect`" at
+//! level β = 1 − power: the wealth Π(1 − μ(d − detect)) (for a gain; Π(1 + μ(d + detect))
+//! for a loss), a supermartingale for every distribution of d with mean ≥ detect, so a real
+//! difference of `detect` or more closes its direction with probability ≤ β at any stopping
+//! time (Ville), for 0/1 and scored cases alike and whatever the correlation of the
+//! variants. (A tie is evidence against a difference: it multiplies the wealth by 1 + μ·detect.)
+//! A closed direction stays closed. When both are closed the verdict is "no difference of
+//! `detect` points or more".
+//!
+//! With `--max-drop M` a third question runs on the same cases ([`NonInferiority`]): is the
+//! variant at most M worse than the baseline?
 
 /// Cases of prior weight given to the independent-errors guess of the discordance.
 pub const PRIOR_CASES: f64 = 60.0;
@@ -35,10 +40,11 @@ pub const DEFAULT_MIN_CASES: u64 = 40;
 /// Largest bet: the wealth never moves by more than this share of itself in one case.
 pub const MAX_BET: f64 = 0.8;
 
-/// The fixed design's cases for these settings: the fewest cases with which the exact
-/// McNemar test (Holm over `comparisons`) has `power` at a difference of `detect` from a
-/// baseline accuracy `baseline` ([`crate::stats::power::cases_needed`]). The issue's default
-/// `max_cases` is twice this. `None` when no number of cases up to 1,000,000 suffices.
+/// The fixed design's cases for these settings, exactly as `promptgauge plan` sizes them:
+/// the fewest cases with which the exact McNemar test (Holm over `comparisons`) has `power`
+/// at a difference of `detect` either way from a baseline accuracy `baseline` — the harder
+/// direction ([`crate::stats::power::cases_either_way`]). The default `max_cases` is twice
+/// this at a baseline of ½. `None` when no number of cases up to 1,000,000 suffices.
 pub fn fixed_design_cases(
     detect: f64,
     baseline: f64,
@@ -48,8 +54,12 @@ pub fn fixed_design_cases(
 ) -> Option<u64> {
     let mut a = crate::stats::power::Assumptions::new(baseline, 1.0 - confidence);
     a.comparisons = comparisons;
-    crate::stats::power::cases_needed(detect, power, &a)
+    crate::stats::power::cases_either_way(detect, power, &a)
 }
+
+/// Prior weight (in cases) of the non-inferiority bets' second moment: the 0/1 guess
+/// overstates the spread of case means, so it weighs less than [`PRIOR_CASES`].
+pub const NI_PRIOR_CASES: f64 = 5.0;
 
 /// Whether per-case scores are 0/1 (one answer per case) or anywhere in [0, 1].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +85,9 @@ pub struct SequentialParams {
     /// Stop undecided at this many cases.
     pub max_cases: u64,
     pub scores: ScoreKind,
+    /// `--max-drop`: also check, on the same cases, that the variant is at most this much
+    /// worse (a share); the variant stops once both questions are settled.
+    pub max_drop: Option<f64>,
 }
 
 impl SequentialParams {
@@ -89,6 +102,7 @@ impl SequentialParams {
             min_cases: DEFAULT_MIN_CASES,
             max_cases,
             scores,
+            max_drop: None,
         }
     }
 }
@@ -114,6 +128,147 @@ pub struct Decision {
     pub statistic: f64,
     /// The natural log of the threshold it crossed (or had to cross).
     pub threshold: f64,
+}
+
+/// What the non-inferiority check (`--max-drop`) concluded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DropVerdict {
+    /// The variant is at most `max_drop` worse: shown at the run's confidence.
+    Pass,
+    /// The variant looks worse than the baseline (a variant as good as the baseline ends
+    /// here with probability ≤ 1 − power).
+    Fail,
+    /// `max_cases` reached with neither shown.
+    NotShown,
+}
+
+/// A non-inferiority verdict and the evidence that reached it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DropDecision {
+    pub verdict: DropVerdict,
+    pub cases: u64,
+    /// Natural log of the deciding wealth (`NotShown`: the passing one).
+    pub statistic: f64,
+    pub threshold: f64,
+}
+
+/// The sequential non-inferiority check of `--max-drop M`, fed the same cases as the
+/// difference test: two betting wealths with λ = min(M/(m̂₂ + M²), 0.8) from the cases
+/// before (m̂₂ the second moment of d, shrunk with [`NI_PRIOR_CASES`] cases of prior).
+/// - pass when Π(1 + λ(d + M)) ≥ 2m/(1 − confidence): under a drop of M or more it is a
+///   supermartingale, so a variant that dropped ≥ M passes with probability ≤
+///   (1 − confidence)/(2m) at any stopping time — the level of each side of the
+///   difference test and of the fixed run's interval end that `--max-drop` reads;
+/// - fail when Π(1 − λd) ≥ 1/(1 − power): a supermartingale when the variant is at least as
+///   good as the baseline, so such a variant fails with probability ≤ 1 − power.
+///
+/// 0/1 and scored cases use the same formulas (with 0/1 scores a tie counts: it is evidence
+/// that the variant did not drop).
+#[derive(Debug, Clone)]
+pub struct NonInferiority {
+    max_drop: f64,
+    detect: f64,
+    min_cases: u64,
+    max_cases: u64,
+    pass_threshold: f64,
+    fail_threshold: f64,
+    cases: u64,
+    baseline_sum: f64,
+    sum_squares: f64,
+    passing: f64,
+    failing: f64,
+    decision: Option<DropDecision>,
+}
+
+impl NonInferiority {
+    /// The check for a drop of `max_drop` (a share in (0, 1)) with `params`' confidence,
+    /// power, comparisons and case limits.
+    pub fn new(max_drop: f64, params: &SequentialParams) -> Result<Self, SequentialError> {
+        if !(max_drop > 0.0 && max_drop < 1.0) {
+            return Err(SequentialError::BadParams);
+        }
+        let test = SequentialTest::new(SequentialParams {
+            max_drop: None,
+            ..*params
+        })?;
+        Ok(NonInferiority {
+            max_drop,
+            detect: params.detect,
+            min_cases: params.min_cases,
+            max_cases: params.max_cases,
+            pass_threshold: test.reject_threshold(),
+            fail_threshold: test.futility_threshold(),
+            cases: 0,
+            baseline_sum: 0.0,
+            sum_squares: 0.0,
+            passing: 0.0,
+            failing: 0.0,
+            decision: None,
+        })
+    }
+
+    /// The decision, once reached.
+    pub fn decision(&self) -> Option<DropDecision> {
+        self.decision
+    }
+
+    /// The drop checked for, as a share.
+    pub fn max_drop(&self) -> f64 {
+        self.max_drop
+    }
+
+    /// Cases observed so far, and the log wealths (passing, failing).
+    pub fn state(&self) -> (u64, f64, f64) {
+        (self.cases, self.passing, self.failing)
+    }
+
+    /// Records one case: the variant's and the baseline's score (case means in [0, 1]);
+    /// cases after a decision, and scores outside [0, 1], are ignored.
+    pub fn feed(&mut self, variant: f64, baseline: f64) {
+        if !(0.0..=1.0).contains(&variant) || !(0.0..=1.0).contains(&baseline) {
+            return;
+        }
+        if self.decision.is_some() {
+            return;
+        }
+        let (m, d) = (self.max_drop, variant - baseline);
+        let t = self.cases as f64;
+        let p = (self.baseline_sum + 1.0) / (t + 2.0);
+        let guess = 2.0 * p * (1.0 - p) + self.detect * self.detect;
+        let second = (self.sum_squares + NI_PRIOR_CASES * guess) / (t + NI_PRIOR_CASES);
+        let lambda = (m / (second + m * m)).min(MAX_BET);
+        self.passing += (1.0 + lambda * (d + m)).ln();
+        self.failing += (1.0 - lambda * d).ln();
+        self.cases += 1;
+        self.baseline_sum += baseline;
+        self.sum_squares += d * d;
+        let n = self.cases;
+        if n >= self.min_cases {
+            if self.passing >= self.pass_threshold {
+                self.decision = Some(DropDecision {
+                    verdict: DropVerdict::Pass,
+                    cases: n,
+                    statistic: self.passing,
+                    threshold: self.pass_threshold,
+                });
+            } else if self.failing >= self.fail_threshold {
+                self.decision = Some(DropDecision {
+                    verdict: DropVerdict::Fail,
+                    cases: n,
+                    statistic: self.failing,
+                    threshold: self.fail_threshold,
+                });
+            }
+        }
+        if self.decision.is_none() && n >= self.max_cases {
+            self.decision = Some(DropDecision {
+                verdict: DropVerdict::NotShown,
+                cases: n,
+                statistic: self.passing,
+                threshold: self.pass_threshold,
+            });
+        }
+    }
 }
 
 /// Why a setting or an observation was refused.
@@ -158,6 +313,8 @@ pub struct SequentialTest {
     futile: [f64; 2],
     sides: [Side; 2],
     decision: Option<Decision>,
+    /// `--max-drop`: the non-inferiority check on the same cases.
+    drop: Option<NonInferiority>,
 }
 
 impl SequentialTest {
@@ -180,7 +337,33 @@ impl SequentialTest {
             futile: [0.0; 2],
             sides: [Side::Open; 2],
             decision: None,
+            drop: match params.max_drop {
+                Some(m) => Some(NonInferiority::new(
+                    m,
+                    &SequentialParams {
+                        max_drop: None,
+                        ..params
+                    },
+                )?),
+                None => None,
+            },
         })
+    }
+
+    /// The non-inferiority decision (`--max-drop`), once reached.
+    pub fn drop_decision(&self) -> Option<DropDecision> {
+        self.drop.as_ref().and_then(NonInferiority::decision)
+    }
+
+    /// The non-inferiority check, when there is one.
+    pub fn drop_check(&self) -> Option<&NonInferiority> {
+        self.drop.as_ref()
+    }
+
+    /// Whether the variant needs no more cases: its difference is decided and (with
+    /// `--max-drop`) so is its drop check.
+    pub fn finished(&self) -> bool {
+        self.decision.is_some() && self.drop.as_ref().is_none_or(|d| d.decision.is_some())
     }
 
     /// The log threshold a rejecting wealth must reach: ln(2·comparisons/(1 − confidence)).
@@ -234,17 +417,18 @@ impl SequentialTest {
                 return Err(SequentialError::BadScore(s));
             }
         }
+        // The drop check goes on while it is open, whatever the difference test did.
+        if let Some(drop) = &mut self.drop {
+            drop.feed(variant, baseline);
+        }
         if self.decision.is_some() {
             return Ok(None);
         }
         let d = variant - baseline;
-        let (planned, gain, loss, mu) = self.bets();
+        let (_, gain, loss, mu) = self.bets();
         let delta = self.params.detect;
         // A closed direction is finished: its statistics stay as they were when it closed.
-        let futile = match self.params.scores {
-            ScoreKind::Binary => [-(1.0 + planned * d).ln(), -(1.0 - planned * d).ln()],
-            ScoreKind::Scored => [(1.0 - mu * (d - delta)).ln(), (1.0 + mu * (d + delta)).ln()],
-        };
+        let futile = [(1.0 - mu * (d - delta)).ln(), (1.0 + mu * (d + delta)).ln()];
         let reject = [(1.0 + gain * d).ln(), (1.0 - loss * d).ln()];
         for side in 0..2 {
             if self.sides[side] == Side::Open {
@@ -312,8 +496,11 @@ mod tests {
     }
 
     #[test]
-    fn default_maximum_is_twice_the_fixed_design() {
-        assert_eq!(fixed_design_cases(0.10, 0.7, 0.8, 0.95, 1), Some(313));
+    fn the_fixed_design_is_plans_either_way() {
+        // 10 points at 70%: a gain needs 313 cases, a drop 377; `plan` sizes the harder.
+        assert_eq!(fixed_design_cases(0.10, 0.7, 0.8, 0.95, 1), Some(377));
+        assert_eq!(fixed_design_cases(0.10, 0.743, 0.8, 0.95, 1), Some(353));
+        assert_eq!(fixed_design_cases(0.10, 0.5, 0.8, 0.95, 1), Some(408));
     }
 
     #[test]
@@ -331,14 +518,63 @@ mod tests {
     }
 
     #[test]
-    fn concordant_cases_move_nothing_in_a_binary_test() {
+    fn concordant_cases_reject_nothing_but_speak_against_a_difference() {
         let mut t = SequentialTest::new(params()).unwrap();
-        for i in 0..50 {
+        for i in 0..20 {
             let s = f64::from(i % 2);
-            assert_eq!(t.observe(s, s).unwrap(), None);
+            t.observe(s, s).unwrap();
         }
+        // No evidence of a difference: the rejecting wealths do not move.
         assert_eq!(t.reject, [0.0, 0.0]);
-        assert_eq!(t.futile, [0.0, 0.0]);
+        // Every tie is evidence against a difference of 10 points either way.
+        assert!(
+            t.futile[0] > 0.0 && t.futile[0] == t.futile[1],
+            "{:?}",
+            t.futile
+        );
+        let d = (0..500).find_map(|i| {
+            let s = f64::from(i % 2);
+            t.observe(s, s).unwrap()
+        });
+        assert_eq!(d.map(|d| d.verdict), Some(Verdict::NoDifferenceOfDetect));
+    }
+
+    fn drop_params(max_drop: f64) -> SequentialParams {
+        let mut p = SequentialParams::new(3140, ScoreKind::Binary);
+        p.max_drop = Some(max_drop);
+        p
+    }
+
+    #[test]
+    fn a_variant_no_worse_than_the_baseline_passes_the_drop_check_and_one_that_drops_does_not() {
+        // Ties and wins: no drop. The check passes, and the variant stops only once its
+        // difference is settled too.
+        let mut t = SequentialTest::new(drop_params(0.05)).unwrap();
+        let mut i = 0;
+        while !t.finished() && i < 3140 {
+            let (v, b) = if i % 10 == 0 { (1.0, 0.0) } else { (1.0, 1.0) };
+            t.observe(v, b).unwrap();
+            i += 1;
+        }
+        let drop = t.drop_decision().unwrap();
+        assert_eq!(drop.verdict, DropVerdict::Pass);
+        assert!(drop.statistic >= drop.threshold && drop.cases >= 40);
+        assert!(t.decision().is_some());
+        // Losses: it looks worse; it never passes.
+        let mut t = SequentialTest::new(drop_params(0.05)).unwrap();
+        for i in 0..3140 {
+            let (v, b) = if i % 5 == 0 { (0.0, 1.0) } else { (1.0, 1.0) };
+            t.observe(v, b).unwrap();
+            if t.finished() {
+                break;
+            }
+        }
+        assert_eq!(t.drop_decision().unwrap().verdict, DropVerdict::Fail);
+        // Without --max-drop there is no drop check, and a decision finishes the variant.
+        let mut t = SequentialTest::new(params()).unwrap();
+        let d = (0..100).find_map(|_| t.observe(1.0, 0.0).unwrap()).unwrap();
+        assert!(t.finished() && t.drop_decision().is_none(), "{d:?}");
+        assert!(NonInferiority::new(0.0, &params()).is_err());
     }
 
     #[test]

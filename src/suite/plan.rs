@@ -92,6 +92,10 @@ pub struct SequentialPlan {
     /// The cases the fixed design needs for the same detect and power (exact McNemar,
     /// Holm over the comparisons, baseline at ½): what the savings are counted against.
     pub fixed_design_cases: Option<u64>,
+    /// `--max-drop`, as a share: each variant also runs the sequential non-inferiority
+    /// check and stops once both it and its difference are settled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_drop: Option<f64>,
 }
 
 /// A seeded random order of `cases` case positions.

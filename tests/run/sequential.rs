@@ -299,3 +299,72 @@ fn too_few_cases_are_refused_and_failed_jobs_still_end_in_a_verdict() {
         assert_eq!(seq.jobs_saved, None, "nothing is saved without a verdict");
     }
 }
+
+#[test]
+fn with_max_drop_the_sequential_test_decides_the_drop_itself() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let dir = arithmetic_bench(600, 3, "sequential: { seed: 7 }\n");
+    let d = dir.path();
+    let run = |variants: &str, drop: &str| {
+        let out = promptgauge(d)
+            .args([
+                "run",
+                "bench.yaml",
+                "--until-decided",
+                "--base-url",
+                &server.base_url(),
+                "--model",
+                "m",
+                "--variants",
+                variants,
+                "--max-drop",
+                drop,
+                "--no-store",
+            ])
+            .output()
+            .unwrap();
+        (out, summary(&run_dirs(&d.join("reports")).pop().unwrap()))
+    };
+    // "polite" is about as good as "plain": no difference of 10 points, and not 10 points
+    // worse — shown by the drop check itself (before, only a variant decided "better" could
+    // pass, so a variant as good as the baseline failed the gate).
+    let (out, s) = run("plain,polite", "10");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seq = s.sequential.clone().unwrap();
+    assert_eq!(seq.max_drop, Some(10.0));
+    let v = &seq.variants[0];
+    assert_eq!(v.verdict, "no_difference", "{v:?}");
+    let drop = v.drop.clone().unwrap();
+    assert_eq!(drop.verdict, "pass", "{drop:?}");
+    assert!(drop.statistic >= drop.threshold);
+    let gate = s.gates.iter().find(|g| g.gate == "max-drop").unwrap();
+    assert!(
+        gate.passed && gate.reason.contains("shown by the sequential test"),
+        "{gate:?}"
+    );
+    // The variant ran until both questions were settled, and no further.
+    assert_eq!(
+        s.variants[1].n,
+        v.cases.max(drop.cases),
+        "{:?}",
+        s.variants[1]
+    );
+    // Against "careful" (about 11 points better), "plain" looks worse: the gate fails.
+    let (out, s) = run("careful,plain", "5");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = &s.sequential.clone().unwrap().variants[0];
+    assert_eq!(v.drop.clone().unwrap().verdict, "fail", "{v:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("gate failed: max-drop: plain looks worse")
+    );
+}
