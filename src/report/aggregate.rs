@@ -398,7 +398,9 @@ impl Aggregator {
         for (i, (name, acc)) in variants.iter().zip(self.accs).enumerate() {
             let arm = cases.arm(i);
             let units = cases.arm_by_group(i);
-            let (mut summary, lat) = acc.finish(name, i == 0, &arm, &units, confidence, priced);
+            let grouped = !cases.groups.is_empty();
+            let (mut summary, lat) =
+                acc.finish(name, i == 0, &arm, (&units, grouped), confidence, priced);
             if scored {
                 score_summary(&mut summary, cases.arm_means(i), confidence);
             }

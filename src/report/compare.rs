@@ -542,16 +542,16 @@ fn interval(c: &Comparison, level: f64) -> Option<(f64, f64)> {
             crate::stats::scores::paired_interval(&units.sums, level).map(|(_, lo, hi)| (lo, hi))
         }
         Basis::Groups => {
-            // The groups are the units: the same interval as for case means, on the
-            // groups' mean differences (never of zero width, however few the groups; it
-            // agrees with the test by group exactly when the groups are of one size).
-            let means: Vec<f64> = units
-                .sums
-                .iter()
-                .zip(&units.sizes)
-                .map(|(s, w)| s / w)
-                .collect();
-            crate::stats::scores::paired_interval(&means, level).map(|(_, lo, hi)| (lo, hi))
+            // The groups are the units: the sign-flip test by group inverted on the same
+            // sums the verdict tests, for the same estimate (the mean over cases), so the
+            // interval excludes 0 exactly when the test rejects at this level.
+            crate::stats::permutation::grouped_paired_interval(
+                &units.sums,
+                &units.sizes,
+                c.p_value?,
+                level,
+            )
+            .map(|(_, lo, hi)| (lo, hi))
         }
     }
 }
@@ -684,21 +684,8 @@ fn sentence(c: &Comparison, confidence: f64, comparisons: usize, needed: Needed)
     };
     let numbers = match (c.difference, c.ci_low, c.ci_high, c.p_holm) {
         (Some(d), Some(lo), Some(hi), Some(p)) => {
-            // Grouped cases of unequal sizes use an interval (on group means) that inverts
-            // another statistic than the test's (group sums); where the two part, say so.
-            let decided = matches!(c.verdict, Verdict::Better | Verdict::Worse);
-            let excludes = lo > 0.0 || hi < 0.0;
-            let margin = match (decided, excludes) {
-                (true, false) => {
-                    " (the interval, a t approximation, reaches 0; the exact test by group decides)"
-                }
-                (false, true) => {
-                    " (the interval, a t approximation, excludes 0; the exact test by group decides)"
-                }
-                _ => "",
-            };
             format!(
-                "{} [{}, {}] {at}{margin}, {} (Holm), {unit}",
+                "{} [{}, {}] {at}, {} (Holm), {unit}",
                 points(d),
                 bound(lo),
                 bound(hi),

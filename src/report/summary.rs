@@ -8,7 +8,7 @@ use super::compare::{CaseTable, Comparison, Detectable};
 use crate::client::Outcome;
 use crate::runner::journal::{JobRecord, JobStatus};
 use crate::stats;
-use crate::stats::cluster::{CaseScore, clustered_wilson, consistency};
+use crate::stats::cluster::{CaseScore, clustered_wilson, consistency, grouped_wilson};
 use crate::suite::Price;
 
 /// The schema id of `summary.json` (docs/summary.schema.json).
@@ -423,16 +423,21 @@ impl Acc {
         name: &str,
         baseline: bool,
         scores: &[CaseScore],
-        units: &[CaseScore],
+        (units, grouped): (&[CaseScore], bool),
         confidence: f64,
         priced: (bool, bool),
     ) -> (VariantSummary, Latencies) {
         let (priced, judge_priced) = priced;
         self.ttft.sort_by(f64::total_cmp);
         self.latency.sort_by(f64::total_cmp);
-        // The case (or the group of cases, when cases carry `group:`) is the unit: with
-        // repeats or groups the interval widens by the design effect.
-        let clustered = clustered_wilson(units, confidence);
+        // The case (or the group of cases, when cases carry `group:`) is the unit: repeats
+        // widen the interval by Kish's design effect (cases of one size); groups, of any
+        // sizes, by the cluster-robust effective size.
+        let clustered = if grouped {
+            grouped_wilson(units, confidence)
+        } else {
+            clustered_wilson(units, confidence)
+        };
         let ci = clustered.map(|(_, lo, hi, _)| (lo, hi));
         let repeated = units.iter().any(|s| s.graded > 1);
         let cost = priced.then_some(self.cost);
@@ -463,7 +468,7 @@ impl Acc {
                 .map(|c| c / self.correct as f64),
             spent_usd: priced.then_some(self.spent),
             spent_estimated: self.spent_estimated,
-            design_effect: clustered.filter(|_| repeated).map(|c| c.3),
+            design_effect: clustered.filter(|_| repeated || grouped).map(|c| c.3),
             consistency: consistency(scores),
             mean_score: None,
             score_ci_low: None,

@@ -103,6 +103,105 @@ pub fn clustered_wilson(cases: &[CaseScore], confidence: f64) -> Option<(f64, f6
     Some((p, lo, hi, deff))
 }
 
+/// A mean over the cases of units (groups) of unequal sizes, with the small-sample
+/// cluster-robust pieces an interval needs: the estimate p̂ = Σy/N, the CR2 variance
+/// V = Σ a_g (y_g − n_g p̂)²/N² with a_g = 1/(1 − n_g/N) (Bell & McCaffrey), and
+/// Imbens & Kolesár's degrees of freedom N²/[Σ a_g² n_g² (1 − 2h_g) + (Σ a_g n_g²)²/N²]
+/// (h_g = n_g/N), which lie in [1, G − 1] and equal G − 1 for equal sizes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClusterMean {
+    pub groups: usize,
+    pub cases: f64,
+    pub mean: f64,
+    pub variance: f64,
+    pub df: f64,
+}
+
+impl ClusterMean {
+    /// From (sum, size) per unit; units of size 0 are left out. `None` below two units.
+    pub fn of(units: impl IntoIterator<Item = (f64, f64)>) -> Option<ClusterMean> {
+        let units: Vec<(f64, f64)> = units.into_iter().filter(|u| u.1 > 0.0).collect();
+        let g = units.len();
+        if g < 2 || units.iter().any(|(y, n)| !y.is_finite() || !n.is_finite()) {
+            return None;
+        }
+        let n: f64 = units.iter().map(|u| u.1).sum();
+        let mean = units.iter().map(|u| u.0).sum::<f64>() / n;
+        let a = |size: f64| 1.0 / (1.0 - size / n);
+        let variance = units
+            .iter()
+            .map(|&(y, size)| a(size) * (y - size * mean).powi(2))
+            .sum::<f64>()
+            / (n * n);
+        let squares: f64 = units
+            .iter()
+            .map(|&(_, size)| a(size).powi(2) * size * size * (1.0 - 2.0 * size / n))
+            .sum();
+        let cross: f64 = units.iter().map(|&(_, size)| a(size) * size * size).sum();
+        let df = n * n / (squares + cross * cross / (n * n));
+        Some(ClusterMean {
+            groups: g,
+            cases: n,
+            mean,
+            variance,
+            df,
+        })
+    }
+
+    /// The two-sided t critical value at `confidence` with these degrees of freedom.
+    pub fn critical(&self, confidence: f64) -> Option<f64> {
+        use statrs::distribution::{ContinuousCDF, StudentsT};
+        let t = StudentsT::new(0.0, 1.0, self.df.max(1.0)).ok()?;
+        Some(t.inverse_cdf(1.0 - (1.0 - confidence) / 2.0))
+    }
+
+    /// Wilson's interval at the effective size n_eff = p̂(1 − p̂)/V with the t critical value
+    /// (Korn & Graubard's degrees-of-freedom-adjusted effective size): n_eff = G when p̂ is
+    /// 0 or 1, N when there is no spread (within rounding); for 0/1 scores never above N.
+    /// Returns (low, high, n_eff).
+    pub fn wilson(&self, confidence: f64, binary: bool) -> Option<(f64, f64, f64)> {
+        if !(confidence > 0.0 && confidence < 1.0) {
+            return None;
+        }
+        let p = self.mean.clamp(0.0, 1.0);
+        let spread = self.variance * self.cases * self.cases;
+        let mut n_eff = if p <= 0.0 || p >= 1.0 {
+            self.groups as f64
+        } else if spread <= 1e-12 * self.cases {
+            self.cases
+        } else {
+            p * (1.0 - p) / self.variance
+        };
+        if binary {
+            n_eff = n_eff.min(self.cases);
+        }
+        let (lo, hi) = super::wilson_c(p, n_eff, self.critical(confidence)?);
+        Some((lo, hi, n_eff))
+    }
+}
+
+/// Accuracy over cases in groups of unequal sizes (`group:`): Wilson's interval at the
+/// cluster-robust effective size with a t critical value ([`ClusterMean::wilson`]), in place
+/// of Kish's design effect, which undercovers with unequal group sizes (85–91% at 95% for
+/// 40 skewed groups; this: 94.6–95.2%; tests/fixtures/groups.py). Groups of one case give
+/// plain Wilson. Returns (accuracy, low, high, design effect N/n_eff); `None` with no
+/// graded unit, or one (a single group carries no spread to estimate).
+pub fn grouped_wilson(units: &[CaseScore], confidence: f64) -> Option<(f64, f64, f64, f64)> {
+    let graded: Vec<&CaseScore> = units.iter().filter(|u| u.graded > 0).collect();
+    let n: u64 = graded.iter().map(|u| u.graded).sum();
+    if n == 0 {
+        return None;
+    }
+    let p = graded.iter().map(|u| u.score).sum::<f64>() / n as f64;
+    if graded.iter().all(|u| u.graded == 1) {
+        let (lo, hi) = wilson_n(p, n as f64, confidence);
+        return Some((p, lo, hi, 1.0));
+    }
+    let c = ClusterMean::of(graded.iter().map(|u| (u.score, u.graded as f64)))?;
+    let (lo, hi, n_eff) = c.wilson(confidence, true)?;
+    Some((p, lo, hi, n as f64 / n_eff))
+}
+
 /// The share of cases whose graded samples all agree (all right or all wrong).
 pub fn consistency(cases: &[CaseScore]) -> Option<f64> {
     let multi: Vec<&CaseScore> = cases.iter().filter(|c| c.graded > 1).collect();

@@ -95,10 +95,11 @@ pub fn mean_score(case_means: &[f64], confidence: f64) -> Option<MeanScore> {
 }
 
 /// [`mean_score`] with cases clustered: `groups[i]` names case i's group. The estimate is
-/// still the mean over cases; φ uses the cluster-robust spread of that mean,
-/// V = G/(G − 1)·Σ_g (Σ_{i∈g} (xᵢ − m))², in place of SS (φ may then exceed 1: the design
-/// effect), and the critical value is t with G − 1 degrees of freedom. No interval below
-/// two groups. Coverage with 40 groups of unequal sizes in docs/statistics.md §7.
+/// still the mean over cases; the interval is Wilson's at the cluster-robust effective size
+/// p̂(1 − p̂)/V_CR2 with a t critical value at Imbens & Kolesár's degrees of freedom
+/// ([`crate::stats::cluster::ClusterMean`]), which keeps its coverage with groups of unequal
+/// sizes (94.1–94.7% for 40 skewed groups, 93.6–95.3% for 10; tests/fixtures/groups.py).
+/// Groups of one case give [`mean_score`]'s interval. No interval below two groups.
 pub fn mean_score_clustered(
     case_means: &[f64],
     groups: &[String],
@@ -107,25 +108,20 @@ pub fn mean_score_clustered(
     if groups.len() != case_means.len() {
         return None;
     }
-    let (n, m, between, within) = parts(case_means)?;
-    let mut by: std::collections::BTreeMap<&str, f64> = Default::default();
+    let plain = mean_score(case_means, confidence)?;
+    let mut by: std::collections::BTreeMap<&str, (f64, f64)> = Default::default();
     for (g, x) in groups.iter().zip(case_means) {
-        *by.entry(g.as_str()).or_default() += x - m;
+        let unit = by.entry(g.as_str()).or_default();
+        unit.0 += x;
+        unit.1 += 1.0;
     }
-    let g = by.len() as f64;
-    let interval = if g < 2.0 || !(confidence > 0.0 && confidence < 1.0) {
-        None
-    } else {
-        let v = g / (g - 1.0) * by.values().map(|s| s * s).sum::<f64>();
-        let phi = (v + SPREAD_FLOOR) / (between + within + SPREAD_FLOOR);
-        let c = t_critical(confidence, g - 1.0)?;
-        Some(crate::stats::wilson_c(m, n as f64 / phi, c))
-    };
-    Some(MeanScore {
-        cases: n,
-        mean: m,
-        interval,
-    })
+    if by.values().all(|u| u.1 == 1.0) {
+        return Some(plain);
+    }
+    let interval = crate::stats::cluster::ClusterMean::of(by.into_values())
+        .and_then(|c| c.wilson(confidence, false))
+        .map(|(lo, hi, _)| (lo, hi));
+    Some(MeanScore { interval, ..plain })
 }
 
 /// The mean of per-case differences with an interval that agrees with the sign-flip test

@@ -101,3 +101,80 @@ fn clustered_accuracy_matches_the_references() {
     }
     assert_eq!(checked, 10);
 }
+
+/// Grouped intervals (cases in groups of unequal sizes) against fixtures/groups_ref.csv
+/// (fixtures/groups_ref.py, plain implementations in fixtures/groups.py).
+#[test]
+fn grouped_intervals_match_their_reference() {
+    use promptgauge::stats::cluster::{CaseScore, ClusterMean, grouped_wilson};
+    use promptgauge::stats::permutation::{grouped_paired_interval, sign_flip_test};
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/groups_ref.csv");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let floats = |s: &str| -> Vec<f64> { s.split(';').map(|x| x.parse().unwrap()).collect() };
+    let opt = |s: &str| -> Option<f64> { (!s.is_empty()).then(|| s.parse().unwrap()) };
+    let close = |a: f64, b: f64, what: &str| assert!((a - b).abs() < 1e-9, "{what}: {a} vs {b}");
+    let mut counts = [0; 4];
+    for line in text.lines().filter(|l| !l.starts_with('#')).skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let (level, sums, sizes) = (f[2].parse::<f64>().unwrap(), floats(f[3]), floats(f[4]));
+        let (estimate, low, high) = (opt(f[5]), opt(f[6]), opt(f[7]));
+        let what = format!("{} {}", f[0], f[1]);
+        match f[0] {
+            "accuracy" => {
+                let units: Vec<CaseScore> = sums
+                    .iter()
+                    .zip(&sizes)
+                    .map(|(&y, &n)| CaseScore::binary(y as u64, n as u64))
+                    .collect();
+                match (grouped_wilson(&units, level), low) {
+                    (Some((p, lo, hi, _)), Some(l)) => {
+                        close(p, estimate.unwrap(), &what);
+                        close(lo, l, &what);
+                        close(hi, high.unwrap(), &what);
+                    }
+                    (None, None) => {}
+                    (got, _) => panic!("{what}: {got:?}"),
+                }
+                if let (Some(n_eff), Some(df)) = (opt(f[9]), opt(f[10])) {
+                    let c =
+                        ClusterMean::of(sums.iter().copied().zip(sizes.iter().copied())).unwrap();
+                    close(c.df, df, &what);
+                    close(c.wilson(level, true).unwrap().2, n_eff, &what);
+                }
+                counts[0] += 1;
+            }
+            "score" => {
+                let c = ClusterMean::of(sums.iter().copied().zip(sizes.iter().copied())).unwrap();
+                let (lo, hi, n_eff) = c.wilson(level, false).unwrap();
+                close(c.mean, estimate.unwrap(), &what);
+                close(lo, low.unwrap(), &what);
+                close(hi, high.unwrap(), &what);
+                close(n_eff, opt(f[9]).unwrap(), &what);
+                close(c.df, opt(f[10]).unwrap(), &what);
+                counts[1] += 1;
+            }
+            "paired" => {
+                let p = sign_flip_test(&sums).unwrap().p_value;
+                close(p, opt(f[8]).unwrap(), &what);
+                let (d, lo, hi) = grouped_paired_interval(&sums, &sizes, p, level).unwrap();
+                close(d, estimate.unwrap(), &what);
+                close(lo, low.unwrap(), &what);
+                close(hi, high.unwrap(), &what);
+                // Agreement with the test by group, by construction.
+                assert_eq!(lo > 1e-9 || hi < -1e-9, p < 1.0 - level, "{what}");
+                counts[2] += 1;
+            }
+            "paired_cr2" => {
+                let c = ClusterMean::of(sums.iter().copied().zip(sizes.iter().copied())).unwrap();
+                close(c.df, opt(f[10]).unwrap(), &what);
+                let half = c.critical(level).unwrap() * c.variance.sqrt();
+                close((c.mean - half).max(-1.0), low.unwrap(), &what);
+                close((c.mean + half).min(1.0), high.unwrap(), &what);
+                counts[3] += 1;
+            }
+            other => panic!("unknown row {other}"),
+        }
+    }
+    assert_eq!(counts, [10, 4, 12, 8]);
+}
