@@ -450,6 +450,8 @@ pub struct GateArgs {
     /// baseline (or, with --baseline, than itself in that run): the lower end of the
     /// difference's interval must be above −POINTS. Passing needs evidence; too few cases
     /// fail. This is "did my change break it?"; --fail-if-worse only catches clear drops.
+    /// With --until-decided a sequential check decides it as the cases come, and each
+    /// variant runs until both it and its difference are settled.
     #[arg(long, value_name = "POINTS", value_parser = parse_points)]
     pub max_drop: Option<f64>,
     /// An earlier run over the same cases to compare this run with, variant by variant: a

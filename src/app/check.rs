@@ -98,6 +98,12 @@ pub fn check(args: &PlanArgs, env: &Env) -> Result<Exit, Failure> {
         p.variants.len().saturating_sub(1),
     );
     out!("  {}", detectable.sentence(b.confidence));
+    if b.repeats > 1 {
+        out!(
+            "  with {} answers per case the test is on case means: answers of a case that vary detect smaller differences, answers that always agree the same ones (the run's reports give the figure at the agreement they measure)",
+            b.repeats
+        );
+    }
     if let Some(s) = &p.sequential {
         out!(
             "  --until-decided: cases in a seeded random order, each variant stopped when decided (detect {} points, {:.0}% power, at least {} and at most {} cases); the fixed design for the same power needs {}",

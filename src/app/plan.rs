@@ -125,7 +125,7 @@ pub fn plan(args: &PowerArgs) -> Result<Exit, Failure> {
     }
     if bench.repeats > 1 {
         out!(
-            "  repeats ({}): these figures count cases, one answer each. Repeats add information only where answers to the same case vary; they never stand in for cases.",
+            "  repeats ({}): these figures count cases, one answer each. Repeats add information only where answers to the same case vary (a run's reports give the detectable difference at the agreement they measure); they never stand in for cases.",
             bench.repeats
         );
     }

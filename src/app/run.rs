@@ -50,6 +50,26 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
             ..args.plan.clone()
         },
     };
+    if let Some((dir, record, _)) = &resumed
+        && let Some(plan) = &record.plan.sequential
+    {
+        // The drop check ran (or not) at the plan's --max-drop from the first case; another
+        // value could be checked only over the cases already fed, and never settled by going on.
+        let asked = args.gates.max_drop.map(|p| p / 100.0);
+        if asked.is_some() && asked != plan.max_drop {
+            let was = plan.max_drop.map_or("without --max-drop".to_string(), |m| {
+                format!("with --max-drop {}", m * 100.0)
+            });
+            return Err(UsageError::with_fix(
+                format!(
+                    "{} ran --until-decided {was}: its sequential drop check is part of the plan, and another --max-drop cannot be checked by going on",
+                    dir.path().display()
+                ),
+                "resume with the run's own --max-drop (or none), or start a new run",
+            )
+            .into());
+        }
+    }
     let p = prepare(&plan_args, env)?;
     let bench = p.bench.clone();
     let quiet = args.quiet;
@@ -354,10 +374,8 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     if let Err(e) = dir.write_record(&record) {
         problems.push(e);
     }
-    // The summary says when and why the run ended, and (--until-decided) each variant's
-    // drop check at the gate's --max-drop.
+    // The summary says when and why the run ended.
     agg.set_run(record.info());
-    agg.set_gate_drop(args.gates.max_drop.map(|p| p / 100.0));
     let result = agg.finish();
     let outputs = Outputs {
         gates: &args.gates,

@@ -36,8 +36,15 @@ fn add_usage(total: &mut Option<Usage>, more: Option<Usage>) {
 }
 
 impl Scorer for Combined {
-    fn looks_for(&self) -> Option<&'static str> {
-        self.parts.iter().find_map(|p| p.looks_for())
+    fn looks_for(&self, case: &Case) -> Option<&'static str> {
+        // Its answer yields nothing only when every part's does: name what the parts look
+        // for only when every part looks for the same thing.
+        let wanted: Vec<Option<&'static str>> =
+            self.parts.iter().map(|p| p.looks_for(case)).collect();
+        match wanted.first() {
+            Some(Some(first)) if wanted.iter().all(|w| *w == Some(*first)) => Some(first),
+            _ => None,
+        }
     }
 
     fn score<'a>(&'a self, input: ScoreInput<'a>, context: &'a ScoreContext) -> ScoreFuture<'a> {

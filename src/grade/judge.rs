@@ -281,26 +281,36 @@ impl Judge {
     }
 }
 
-/// Every verdict (or score) a reply states anywhere, as it reads: in each JSON object that
-/// carries `key` (nested ones too), and on each `LINE: value` line. Unreadable ones are
-/// left out.
+/// How much of a reply is searched for verdicts it states: a judge's reply is a few hundred
+/// bytes; a hostile one could otherwise make the search slow.
+const STATED_SCAN: usize = 64 * 1024;
+
+/// Every verdict (or score) a reply states anywhere (in its first [`STATED_SCAN`] bytes),
+/// as it reads: in each JSON object that carries `key` (nested ones too), and on each
+/// `LINE: value` line. Unreadable ones are left out.
 fn stated(
     reply: &str,
     key: &str,
     line: &str,
     value: impl Fn(&Value) -> Result<f64, String>,
 ) -> Vec<f64> {
+    let mut end = reply.len().min(STATED_SCAN);
+    while !reply.is_char_boundary(end) {
+        end -= 1;
+    }
+    let reply = &reply[..end];
     let mut out = Vec::new();
-    for (i, c) in reply.char_indices() {
-        if c != '{' {
-            continue;
-        }
-        let mut stream = serde_json::Deserializer::from_str(&reply[i..]).into_iter::<Value>();
-        if let Some(Ok(Value::Object(o))) = stream.next()
-            && let Some(v) = o.get(key)
-            && let Ok(s) = value(v)
-        {
-            out.push(s);
+    // Each JSON value is parsed once and walked for nested objects: linear in the reply.
+    let mut at = 0;
+    while let Some(offset) = reply[at..].find('{') {
+        let start = at + offset;
+        let mut stream = serde_json::Deserializer::from_str(&reply[start..]).into_iter::<Value>();
+        match stream.next() {
+            Some(Ok(v)) => {
+                collect(&v, key, &value, &mut out);
+                at = start + stream.byte_offset().max(1);
+            }
+            _ => at = start + 1,
         }
     }
     for l in reply.lines() {
@@ -313,6 +323,31 @@ fn stated(
         }
     }
     out
+}
+
+/// The verdicts stated in `v` and every value nested in it.
+fn collect(
+    v: &Value,
+    key: &str,
+    value: &impl Fn(&Value) -> Result<f64, String>,
+    out: &mut Vec<f64>,
+) {
+    match v {
+        Value::Object(o) => {
+            if let Some(s) = o.get(key).and_then(|x| value(x).ok()) {
+                out.push(s);
+            }
+            for x in o.values() {
+                collect(x, key, value, out);
+            }
+        }
+        Value::Array(items) => {
+            for x in items {
+                collect(x, key, value, out);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// `yes`, `no`, `7/10`: a read score as the judge wrote it.

@@ -150,14 +150,16 @@ pub trait Scorer: Send + Sync + std::fmt::Debug {
     /// letter, JSON), when it reads something: an answer it finds none in is recorded as
     /// such, and a variant whose answers mostly lack it is named in the reports (a format
     /// mismatch, or an import that compares with the wrong thing). `None` for scorers that
-    /// compare the whole answer (`exact`, `contains`, a judge).
-    fn looks_for(&self) -> Option<&'static str> {
+    /// compare the whole answer (`exact`, `contains`, a judge), and where finding nothing
+    /// is a right answer for this case (no tool call expected).
+    fn looks_for(&self, case: &Case) -> Option<&'static str> {
+        let _ = case;
         None
     }
 }
 
 impl Scorer for super::Grader {
-    fn looks_for(&self) -> Option<&'static str> {
+    fn looks_for(&self, _: &Case) -> Option<&'static str> {
         match self {
             super::Grader::Number { .. } => Some("a number"),
             super::Grader::Choice => Some("an option letter"),

@@ -70,7 +70,7 @@ impl JsonSchema {
 }
 
 impl Scorer for JsonSchema {
-    fn looks_for(&self) -> Option<&'static str> {
+    fn looks_for(&self, _: &Case) -> Option<&'static str> {
         Some("JSON")
     }
 
@@ -173,7 +173,7 @@ impl Fields {
 }
 
 impl Scorer for Fields {
-    fn looks_for(&self) -> Option<&'static str> {
+    fn looks_for(&self, _: &Case) -> Option<&'static str> {
         Some("JSON")
     }
 
@@ -358,8 +358,11 @@ impl ToolCalls {
 }
 
 impl Scorer for ToolCalls {
-    fn looks_for(&self) -> Option<&'static str> {
-        Some("a tool call")
+    fn looks_for(&self, case: &Case) -> Option<&'static str> {
+        // A case that expects no call is answered right by making none.
+        expected_calls(case)
+            .is_ok_and(|calls| !calls.is_empty())
+            .then_some("a tool call")
     }
 
     fn check(&self, case: &Case) -> Result<(), String> {

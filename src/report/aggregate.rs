@@ -40,6 +40,8 @@ pub struct ShownAnswer {
     pub score: Option<f64>,
     /// Why: the judge's reasons, a schema violation, the error of a failed job.
     pub reason: Option<String>,
+    /// The provider withheld the answer (`content_filter`): no score, and no failure.
+    pub filtered: bool,
 }
 
 /// A case's expected answers and each variant's first answer.
@@ -121,7 +123,8 @@ pub struct Aggregator {
     judged: Vec<JudgedScores>,
     sequential: Option<super::sequential::Sequential>,
     /// `--until-decided`: records whose case the tests have not reached yet; they count
-    /// once it is known whether a decision needed them.
+    /// once it is known whether a decision needed them. Few: the workers never run more
+    /// than `Horizon::ahead` cases (about concurrency / jobs per case) past the tests.
     held: Vec<JobRecord>,
     rows: Option<crate::store::JobRows>,
 }
@@ -185,14 +188,6 @@ impl Aggregator {
         });
     }
 
-    /// `--max-drop` (a share) as the run's gate checks it: with `--until-decided` the
-    /// summary gives each variant's sequential drop check at it.
-    pub fn set_gate_drop(&mut self, max_drop: Option<f64>) {
-        if let Some(s) = &mut self.sequential {
-            s.set_gate_drop(max_drop);
-        }
-    }
-
     /// The run as it ended (its end time, why it stopped), for the summary.
     pub(crate) fn set_run(&mut self, run: RunInfo) {
         self.run = run;
@@ -252,7 +247,8 @@ impl Aggregator {
         let names = self.replica_counts.len();
         for a in &r.attempts {
             if let Some(i) = a.replica.filter(|&i| i < names) {
-                if a.outcome.answered() {
+                // A withheld answer (content filter) was served: the replica worked.
+                if a.outcome.finished() {
                     self.replica_counts[i].0 += 1;
                     self.replica_latency[i].push(a.latency_ms);
                 } else {
@@ -301,7 +297,7 @@ impl Aggregator {
         if !self.answers.contains_key(&r.case_id) && self.answers.len() >= SHOWN_CASES {
             return;
         }
-        let reason = if r.status == JobStatus::Failed {
+        let reason = if r.status != JobStatus::Graded {
             r.error.clone()
         } else {
             r.score_detail.as_ref().and_then(|d| {
@@ -333,6 +329,7 @@ impl Aggregator {
             extracted: r.extracted.clone(),
             score: r.score(),
             reason,
+            filtered: r.status == JobStatus::Filtered,
         });
     }
 
@@ -427,12 +424,18 @@ impl Aggregator {
             .collect();
         decide(&mut comparisons, confidence);
         for c in &mut comparisons {
-            // People's scores compared by the usual test: the corrected figures are its own.
-            if let (Some(d), Some(lo), Some(hi)) = (c.corrected.as_mut(), c.ci_low, c.ci_high)
-                && d.all_labelled
-            {
-                d.ci_low = lo;
-                d.ci_high = hi;
+            // People's scores compared by the usual test: the corrected figures are its own
+            // (none without an interval, never a point).
+            if c.corrected.is_some_and(|d| d.all_labelled) {
+                match (c.ci_low, c.ci_high) {
+                    (Some(lo), Some(hi)) => {
+                        if let Some(d) = c.corrected.as_mut() {
+                            d.ci_low = lo;
+                            d.ci_high = hi;
+                        }
+                    }
+                    _ => c.corrected = None,
+                }
             }
         }
         let sequential = self.sequential.as_ref().map(|s| {
@@ -440,8 +443,9 @@ impl Aggregator {
                 .iter()
                 .map(|v| v.spent_usd.or(v.cost_usd))
                 .sum::<Option<f64>>();
-            // The baseline's figure as `plan` reads it from summary.json.
-            let baseline = summaries.first().and_then(|b| b.accuracy.or(b.mean_score));
+            // The baseline's accuracy, as `plan` reads it from summary.json (none for a
+            // scored run: `plan` then assumes ½, and so does the yardstick).
+            let baseline = summaries.first().and_then(|b| b.accuracy);
             s.summary(self.finished, cost, baseline)
         });
         if let Some(seq) = &sequential {
@@ -527,7 +531,7 @@ impl Aggregator {
     }
 }
 
-/// A scored run's variant: the mean of its case means with a t interval, in place of
+/// A scored run's variant: the mean of its case means with its interval, in place of
 /// accuracy and Wilson's interval.
 fn score_summary(
     v: &mut VariantSummary,

@@ -63,7 +63,7 @@ enum Basis {
     Table(Table),
     /// Case means: the interval that agrees with the sign-flip test on them.
     Means,
-    /// Grouped cases: a t interval with the cluster-robust standard error (G − 1 df).
+    /// Grouped cases: the sign-flip test by group inverted on the group sums.
     Groups,
 }
 

@@ -292,6 +292,7 @@ fn answers_section(b: &mut String, result: &RunResult, names: &[&str]) {
                 Some(s) if s >= 1.0 => ("ok", "✓".to_string()),
                 Some(s) if s <= 0.0 => ("no", "✗".to_string()),
                 Some(s) => ("", format!("{:.0}%", s * 100.0)),
+                None if a.filtered => ("fail", "withheld".to_string()),
                 None => ("fail", "failed".to_string()),
             };
             let _ = write!(

@@ -31,11 +31,21 @@ fn short(text: &str) -> String {
 
 /// JUnit test cases as they arrive, spooled to a file so that answers never pile up in
 /// memory; [`JunitSpool::render`] assembles the XML in plan order at the end.
+/// How a test case ended, as JUnit counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mark {
+    Passed,
+    Failure,
+    Error,
+    /// The provider withheld the answer (`content_filter`).
+    Skipped,
+}
+
 pub struct JunitSpool {
     path: PathBuf,
     file: Option<std::io::BufWriter<File>>,
-    /// (variant, job, offset, length, failed, error) per test case.
-    entries: Vec<(usize, usize, u64, u32, bool, bool)>,
+    /// (variant, job, offset, length, how it ended) per test case.
+    entries: Vec<(usize, usize, u64, u32, Mark)>,
     written: u64,
     bench: String,
     repeats: bool,
@@ -75,11 +85,11 @@ impl JunitSpool {
             escape(&r.variant),
             escape(&name)
         );
-        let (mut failed, mut error) = (false, false);
+        let mut mark = Mark::Passed;
         match (r.status, r.score()) {
             (JobStatus::Graded, Some(1.0)) => case.push_str("/>\n"),
             (JobStatus::Graded, score) => {
-                failed = true;
+                mark = Mark::Failure;
                 let mut message = format!(
                     "expected {}, extracted {}",
                     r.expected.join(" or "),
@@ -95,6 +105,7 @@ impl JunitSpool {
                 ));
             }
             (JobStatus::Filtered, _) => {
+                mark = Mark::Skipped;
                 case.push_str(&format!(
                     ">\n      <skipped message=\"{}\"/>\n    </testcase>\n",
                     escape(&short(r.error.as_deref().unwrap_or(
@@ -103,7 +114,7 @@ impl JunitSpool {
                 ));
             }
             (JobStatus::Failed, _) => {
-                error = true;
+                mark = Mark::Error;
                 let mut message = r.error.clone().unwrap_or_else(|| "no answer".into());
                 let status = r.attempts.last().and_then(|a| a.status);
                 if let Some(hint) = super::causes::hint(status, &message) {
@@ -122,7 +133,7 @@ impl JunitSpool {
             return;
         }
         self.entries
-            .push((arm, r.job, self.written, case.len() as u32, failed, error));
+            .push((arm, r.job, self.written, case.len() as u32, mark));
         self.written += case.len() as u64;
     }
 
@@ -159,31 +170,47 @@ impl JunitSpool {
         let mut spool = File::open(&self.path)?;
         self.entries.sort_by_key(|e| (e.0, e.1));
         let arms = summary.variants.len();
+        // (tests, failures, errors, skipped)
         let count = |arm: usize| {
             let mine = self.entries.iter().filter(|e| e.0 == arm);
-            mine.fold((0, 0, 0), |(t, f, e), x| {
-                (t + 1, f + usize::from(x.4), e + usize::from(x.5))
+            mine.fold((0, 0, 0, 0), |(t, f, e, s), x| {
+                (
+                    t + 1,
+                    f + usize::from(x.4 == Mark::Failure),
+                    e + usize::from(x.4 == Mark::Error),
+                    s + usize::from(x.4 == Mark::Skipped),
+                )
             })
         };
-        let totals = (0..arms)
-            .map(count)
-            .fold((0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2));
+        let totals = (0..arms).map(count).fold((0, 0, 0, 0), |a, b| {
+            (a.0 + b.0, a.1 + b.1, a.2 + b.2, a.3 + b.3)
+        });
+        // Said only when some were: runs without withheld answers read as before.
+        let skipped = |n: usize| {
+            if n > 0 {
+                format!(" skipped=\"{n}\"")
+            } else {
+                String::new()
+            }
+        };
         let mut out = std::io::BufWriter::new(out);
         write!(
             out,
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"promptgauge {}\" tests=\"{}\" failures=\"{}\" errors=\"{}\">\n",
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"promptgauge {}\" tests=\"{}\" failures=\"{}\" errors=\"{}\"{}>\n",
             escape(&summary.run.bench),
             totals.0,
             totals.1,
-            totals.2
+            totals.2,
+            skipped(totals.3)
         )?;
         let mut buf = Vec::new();
         for (arm, v) in summary.variants.iter().enumerate() {
-            let (tests, f, e) = count(arm);
+            let (tests, f, e, s) = count(arm);
             writeln!(
                 out,
-                "  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{f}\" errors=\"{e}\">",
-                escape(&v.name)
+                "  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{f}\" errors=\"{e}\"{}>",
+                escape(&v.name),
+                skipped(s)
             )?;
             // What a CI dashboard can chart per variant; the judge is costed apart.
             let mut properties = vec![
@@ -216,7 +243,7 @@ impl JunitSpool {
                 }
                 out.write_all(b"    </properties>\n")?;
             }
-            for &(_, _, offset, len, _, _) in self.entries.iter().filter(|e| e.0 == arm) {
+            for &(_, _, offset, len, _) in self.entries.iter().filter(|e| e.0 == arm) {
                 buf.resize(len as usize, 0);
                 spool.seek(SeekFrom::Start(offset))?;
                 spool.read_exact(&mut buf)?;

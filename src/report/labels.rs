@@ -308,17 +308,13 @@ pub fn judged_pairs(variant: &JudgedScores, baseline: &JudgedScores) -> JudgedPa
 
 /// The difference between two variants as people would score it, from the cases both have
 /// labelled and the judge's scores of the rest, by prediction-powered inference. `None`
-/// with fewer than two labelled cases, or fewer than [`MIN_LABELS`] when some are not
-/// labelled, and when every case is labelled (people's scores then are plain scores: the
-/// comparison takes them, with its exact test).
+/// with fewer than [`MIN_LABELS`] labelled cases, and when every case is labelled (people's
+/// scores then are plain scores: the comparison takes them, with its exact test).
 pub fn corrected_difference(
     variant: &JudgedPairs,
     confidence: f64,
 ) -> Option<super::compare::CorrectedDifference> {
-    if variant.labelled.len() < 2
-        || variant.unlabelled.is_empty()
-        || variant.labelled.len() < MIN_LABELS
-    {
+    if variant.unlabelled.is_empty() || variant.labelled.len() < MIN_LABELS {
         return None;
     }
     let (vl, vj): (Vec<f64>, Vec<f64>) = variant.labelled.iter().map(|x| (x.0, x.1)).unzip();

@@ -140,7 +140,7 @@ pub(crate) fn notes(summary: &Summary) -> Vec<String> {
             .map(|v| format!("{} {}", v.name, v.filtered))
             .collect();
         notes.push(format!(
-            "{filtered} answers were withheld by the provider's content filter (finish_reason: content_filter; {}): they are counted apart, neither right, wrong nor failed, and the comparisons leave those cases out.",
+            "{filtered} answers were withheld by the provider's content filter (finish_reason: content_filter; {}): they are counted apart, neither right, wrong nor failed, and left out of every figure and comparison (a case none of whose answers came back on one side is not paired).",
             each.join(", ")
         ));
     }

@@ -150,10 +150,6 @@ pub struct Sequential {
     stop: Option<StopFlags>,
     horizon: Option<Horizon>,
     confidence: f64,
-    params: SequentialParams,
-    /// The `--max-drop` the run's gate checks (a share), when it differs from the plan's:
-    /// the drop check is replayed at it over the cases fed.
-    gate_drop: Option<f64>,
 }
 
 /// What a live run's tests steer: the stop flags (indexed by the bench's variant index,
@@ -222,15 +218,7 @@ impl Sequential {
             stop,
             horizon,
             confidence,
-            params,
-            gate_drop: None,
         }
-    }
-
-    /// The `--max-drop` (a share) the run's gate checks: the summary gives each variant's
-    /// drop check at it (replayed over the cases fed when the plan ran another).
-    pub fn set_gate_drop(&mut self, max_drop: Option<f64>) {
-        self.gate_drop = max_drop;
     }
 
     /// Hears one finished job.
@@ -337,62 +325,6 @@ impl Sequential {
         }
     }
 
-    /// Arm's drop check at `max_drop`: the live one when the plan ran it at that drop, else
-    /// replayed over the cases its test was fed (Ville's inequality holds at any stopping
-    /// time, also one another rule chose).
-    fn drop_summary(&self, arm: usize, max_drop: f64, exhausted: bool) -> DropSummary {
-        let live = self.tests[arm]
-            .as_ref()
-            .and_then(SequentialTest::drop_check)
-            .filter(|d| (d.max_drop() - max_drop).abs() < 1e-12);
-        let replayed;
-        let check = match live {
-            Some(c) => c,
-            None => {
-                let mut c = NonInferiority::new(max_drop, &self.params).ok();
-                let last = self.decided[arm].map_or(self.next, |(_, at)| at + 1);
-                for pos in 0..last.min(self.next) {
-                    if let (Some(v), Some(b), Some(c)) = (
-                        self.scores[pos][arm].mean(),
-                        self.scores[pos][0].mean(),
-                        c.as_mut(),
-                    ) {
-                        c.feed(v, b);
-                    }
-                }
-                replayed = c;
-                match &replayed {
-                    Some(c) => c,
-                    None => {
-                        return DropSummary {
-                            verdict: "not_shown".into(),
-                            cases: 0,
-                            statistic: 0.0,
-                            threshold: 0.0,
-                        };
-                    }
-                }
-            }
-        };
-        match check.decision() {
-            Some(d) => DropSummary::of(d),
-            None => {
-                let (cases, passing, _) = check.state();
-                DropSummary {
-                    // Every planned case was fed (or the bench ran out) and none settled it.
-                    verdict: if exhausted { "not_shown" } else { "running" }.into(),
-                    cases,
-                    statistic: passing,
-                    threshold: self
-                        .tests
-                        .get(arm)
-                        .and_then(Option::as_ref)
-                        .map_or(0.0, SequentialTest::reject_threshold),
-                }
-            }
-        }
-    }
-
     /// Planned jobs (of the `heard` grid) that no decision needed and that were not heard.
     fn not_needed(&self) -> usize {
         let mut n = 0;
@@ -414,7 +346,7 @@ impl Sequential {
         baseline_accuracy: Option<f64>,
     ) -> SequentialSummary {
         let exhausted = self.next >= self.heard.len();
-        let drop_at = self.gate_drop.or(self.plan.max_drop);
+        let drop_at = self.plan.max_drop;
         let variants = (1..self.variants.len())
             .map(|arm| {
                 let test = self.tests[arm].as_ref();
@@ -438,7 +370,9 @@ impl Sequential {
                     None => ("running", None),
                 };
                 SequentialVerdict {
-                    drop: drop_at.map(|m| self.drop_summary(arm, m, exhausted)),
+                    drop: test
+                        .and_then(SequentialTest::drop_check)
+                        .map(|check| drop_summary(check, exhausted)),
                     variant: self.variants[arm].clone(),
                     verdict: verdict.to_string(),
                     cases: d.map_or_else(|| test.map_or(0, SequentialTest::cases), |d| d.cases),
@@ -496,6 +430,23 @@ impl Sequential {
                 (Some(c), Some(s)) if jobs_run > 0 => Some(c / jobs_run as f64 * s as f64),
                 _ => None,
             },
+        }
+    }
+}
+
+/// A variant's drop check as the summary states it.
+fn drop_summary(check: &NonInferiority, exhausted: bool) -> DropSummary {
+    match check.decision() {
+        Some(d) => DropSummary::of(d),
+        None => {
+            let (cases, passing, _) = check.state();
+            DropSummary {
+                // Every planned case was fed (or the bench ran out) and none settled it.
+                verdict: if exhausted { "not_shown" } else { "running" }.into(),
+                cases,
+                statistic: passing,
+                threshold: check.pass_threshold(),
+            }
         }
     }
 }

@@ -171,7 +171,7 @@ pub struct VariantSummary {
     pub design_effect: Option<f64>,
     /// With repeats: the share of cases whose samples all agree.
     pub consistency: Option<f64>,
-    /// Scored runs: the mean of the per-case mean scores, with a t interval on them.
+    /// Scored runs: the mean of the per-case mean scores, with its interval (docs/statistics.md §3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mean_score: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -493,7 +493,7 @@ impl Acc {
 }
 
 impl Summary {
-    /// Some score was neither 0 nor 1: means and t intervals, not accuracy and Wilson.
+    /// Some score was neither 0 nor 1: mean scores, not accuracy.
     pub fn is_scored(&self) -> bool {
         self.schema == SCHEMA_SCORED
     }
@@ -520,7 +520,7 @@ impl Summary {
 
 impl VariantSummary {
     /// The headline figure and its interval: accuracy with Wilson's, or (scored) the mean
-    /// score with its t interval.
+    /// score with its interval.
     pub fn headline(&self) -> (Option<f64>, Option<f64>, Option<f64>) {
         match self.mean_score {
             Some(m) => (Some(m), self.score_ci_low, self.score_ci_high),

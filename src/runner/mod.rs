@@ -467,7 +467,7 @@ async fn graded_record(
         judge: score.judge,
         judge_usage: score.usage,
         not_found: scorer
-            .looks_for()
+            .looks_for(case)
             .filter(|_| score.extracted.is_none())
             .map(String::from),
         extracted: score.extracted,

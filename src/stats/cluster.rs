@@ -156,25 +156,23 @@ impl ClusterMean {
     }
 
     /// Wilson's interval at the effective size n_eff = p̂(1 − p̂)/V with the t critical value
-    /// (Korn & Graubard's degrees-of-freedom-adjusted effective size): n_eff = G when p̂ is
-    /// 0 or 1, N when there is no spread (within rounding); for 0/1 scores never above N.
-    /// Returns (low, high, n_eff).
-    pub fn wilson(&self, confidence: f64, binary: bool) -> Option<(f64, f64, f64)> {
-        if !(confidence > 0.0 && confidence < 1.0) {
+    /// (Korn & Graubard's degrees-of-freedom-adjusted effective size), never above `cap`
+    /// (N for 0/1 scores; for scores in [0, 1] the ungrouped effective size, so grouping
+    /// never narrows an interval; `None`: no cap). At p̂ of 0 or 1, or with no spread (within
+    /// rounding), n_eff is the cap (or N): the limit as the spread vanishes, so the interval
+    /// moves smoothly with the data (199 of 200 right never gets a higher lower bound than
+    /// 200 of 200). Returns (low, high, n_eff).
+    pub fn wilson(&self, confidence: f64, cap: Option<f64>) -> Option<(f64, f64, f64)> {
+        if !(confidence > 0.0 && confidence < 1.0) || cap.is_some_and(|c| c.is_nan() || c <= 0.0) {
             return None;
         }
         let p = self.mean.clamp(0.0, 1.0);
         let spread = self.variance * self.cases * self.cases;
-        let mut n_eff = if p <= 0.0 || p >= 1.0 {
-            self.groups as f64
-        } else if spread <= 1e-12 * self.cases {
-            self.cases
+        let n_eff = if p <= 0.0 || p >= 1.0 || spread <= 1e-12 * self.cases {
+            cap.unwrap_or(self.cases)
         } else {
-            p * (1.0 - p) / self.variance
+            (p * (1.0 - p) / self.variance).min(cap.unwrap_or(f64::INFINITY))
         };
-        if binary {
-            n_eff = n_eff.min(self.cases);
-        }
         let (lo, hi) = super::wilson_c(p, n_eff, self.critical(confidence)?);
         Some((lo, hi, n_eff))
     }
@@ -198,7 +196,7 @@ pub fn grouped_wilson(units: &[CaseScore], confidence: f64) -> Option<(f64, f64,
         return Some((p, lo, hi, 1.0));
     }
     let c = ClusterMean::of(graded.iter().map(|u| (u.score, u.graded as f64)))?;
-    let (lo, hi, n_eff) = c.wilson(confidence, true)?;
+    let (lo, hi, n_eff) = c.wilson(confidence, Some(n as f64))?;
     Some((p, lo, hi, n as f64 / n_eff))
 }
 
@@ -243,6 +241,29 @@ mod tests {
         let (plo, phi) = crate::stats::wilson(3, 4, 0.95).unwrap();
         assert!((lo - plo).abs() < 1e-9 && (hi - phi).abs() < 1e-9);
         assert_eq!(consistency(&cases), Some(1.0));
+    }
+
+    #[test]
+    fn grouped_accuracy_moves_with_the_data() {
+        // 40 groups of 5: one miss, then none. The perfect variant's lower bound is never
+        // below the one with a miss.
+        let mut units = vec![CaseScore::binary(5, 5); 40];
+        let all = grouped_wilson(&units, 0.95).unwrap();
+        units[0] = CaseScore::binary(4, 5);
+        let one_miss = grouped_wilson(&units, 0.95).unwrap();
+        assert!(all.1 >= one_miss.1, "{all:?} vs {one_miss:?}");
+        assert_eq!(all.0, 1.0);
+        // Groups of one case: plain Wilson.
+        let singles = vec![
+            CaseScore::binary(1, 1),
+            CaseScore::binary(0, 1),
+            CaseScore::binary(1, 1),
+        ];
+        let (p, lo, hi, deff) = grouped_wilson(&singles, 0.95).unwrap();
+        assert_eq!((lo, hi), crate::stats::wilson(2, 3, 0.95).unwrap());
+        assert_eq!((p, deff), (2.0 / 3.0, 1.0));
+        // One group has no spread to estimate: no interval.
+        assert_eq!(grouped_wilson(&[CaseScore::binary(3, 5)], 0.95), None);
     }
 
     #[test]

@@ -1,13 +1,12 @@
 //! Mean scores for scored runs (scores anywhere in [0, 1]; DESIGN §9 "scored").
 //!
 //! The case is the unit. Each case's repeats are first averaged into one case mean; the
-//! variant's score is the mean of its case means, with a Student t interval on them
-//! (n − 1 degrees of freedom). That is the cluster-robust interval with the case as
-//! cluster: with equal repeats per case its standard error is exactly statsmodels'
-//! `OLS(y, 1).fit(cov_type="cluster")` on the raw samples (checked in tests/fixtures/scores.py),
-//! and unlike Kish's design effect it needs no model of the within-case correlation.
-//! With unequal repeats it weighs every case equally (the same weighting as the paired
-//! comparison, which works on case means too).
+//! variant's score is the mean of its case means (every case weighs one, as in the paired
+//! comparison, which works on case means too), with a floored quasi-binomial Wilson
+//! interval on them ([`mean_score`]): Wilson's for 0/1 scores, near the t interval for
+//! scores spread inside [0, 1], and bounded like Wilson's near 0 and 1, where the t interval
+//! undercovers. Cases in groups: Wilson's at the cluster-robust effective size
+//! ([`mean_score_clustered`]).
 //!
 //! Paired: the mean of the per-case differences with a paired t interval and p-value
 //! (scipy `ttest_rel`), and the sign-flip test and interval of [`crate::stats::permutation`], whose
@@ -17,7 +16,7 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use crate::stats::permutation::{Interval, SignFlip, sign_flip_interval, sign_flip_test};
 
-/// A mean of case means with its t interval (`None` with fewer than two cases).
+/// A mean of case means with its interval (`None` with fewer than two cases).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MeanScore {
     pub cases: usize,
@@ -98,8 +97,10 @@ pub fn mean_score(case_means: &[f64], confidence: f64) -> Option<MeanScore> {
 /// still the mean over cases; the interval is Wilson's at the cluster-robust effective size
 /// p̂(1 − p̂)/V_CR2 with a t critical value at Imbens & Kolesár's degrees of freedom
 /// ([`crate::stats::cluster::ClusterMean`]), which keeps its coverage with groups of unequal
-/// sizes (94.1–94.7% for 40 skewed groups, 93.6–95.3% for 10; tests/fixtures/groups.py).
-/// Groups of one case give [`mean_score`]'s interval. No interval below two groups.
+/// sizes (94.1–94.7% for 40 skewed groups, 93.6–95.3% for 10; tests/fixtures/groups.py),
+/// capped by the ungrouped effective size n/φ of [`mean_score`] (grouping never narrows the
+/// interval; near-constant groups no longer give a near-zero width). Groups of one case give
+/// [`mean_score`]'s interval. No interval below two groups.
 pub fn mean_score_clustered(
     case_means: &[f64],
     groups: &[String],
@@ -118,8 +119,12 @@ pub fn mean_score_clustered(
     if by.values().all(|u| u.1 == 1.0) {
         return Some(plain);
     }
+    // Never narrower than the cases alone would give: the ungrouped effective size n/φ
+    // caps the grouped one (and stands in where the groups show no spread).
+    let (n, _, between, within) = parts(case_means)?;
+    let cap = n as f64 * (between + within + SPREAD_FLOOR) / (between + SPREAD_FLOOR);
     let interval = crate::stats::cluster::ClusterMean::of(by.into_values())
-        .and_then(|c| c.wilson(confidence, false))
+        .and_then(|c| c.wilson(confidence, Some(cap)))
         .map(|(lo, hi, _)| (lo, hi));
     Some(MeanScore { interval, ..plain })
 }
@@ -253,6 +258,35 @@ mod tests {
         let c = grouped.interval.unwrap();
         assert_eq!(grouped.mean, plain.mean);
         assert!(c.1 - c.0 > a.1 - a.0, "{c:?} vs {a:?}");
+    }
+
+    #[test]
+    fn grouping_never_narrows_a_mean_score_interval() {
+        // Ten cases at 0.70 and 0.71 in five pairs: the groups show almost no spread, which
+        // once gave an interval eight times narrower than the cases alone.
+        let means: Vec<f64> = (0..10)
+            .map(|i| if i % 2 == 0 { 0.70 } else { 0.71 })
+            .collect();
+        let pairs: Vec<String> = (0..10).map(|i| (i / 2).to_string()).collect();
+        let plain = mean_score(&means, 0.95).unwrap().interval.unwrap();
+        let grouped = mean_score_clustered(&means, &pairs, 0.95)
+            .unwrap()
+            .interval
+            .unwrap();
+        assert!(
+            grouped.1 - grouped.0 >= plain.1 - plain.0 - 1e-12,
+            "{grouped:?} vs {plain:?}"
+        );
+        // Exactly constant groups: the same, not a jump to a wide interval.
+        let flat = mean_score_clustered(&[0.7; 10], &pairs, 0.95)
+            .unwrap()
+            .interval
+            .unwrap();
+        let alone = mean_score(&[0.7; 10], 0.95).unwrap().interval.unwrap();
+        assert!(
+            (flat.1 - flat.0) < 2.0 * (alone.1 - alone.0),
+            "{flat:?} vs {alone:?}"
+        );
     }
 
     #[test]

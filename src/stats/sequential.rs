@@ -217,6 +217,11 @@ impl NonInferiority {
         self.max_drop
     }
 
+    /// The log threshold the passing wealth must reach: ln(2m/(1 − confidence)).
+    pub fn pass_threshold(&self) -> f64 {
+        self.pass_threshold
+    }
+
     /// Cases observed so far, and the log wealths (passing, failing).
     pub fn state(&self) -> (u64, f64, f64) {
         (self.cases, self.passing, self.failing)

@@ -173,6 +173,8 @@ fn answers_a_content_filter_withholds_are_counted_apart_never_graded_nor_failed(
             &server.base_url(),
             "--model",
             "m",
+            "--junit",
+            "junit.xml",
         ])
         .assert()
         .code(0);
@@ -229,6 +231,13 @@ fn answers_a_content_filter_withholds_are_counted_apart_never_graded_nor_failed(
         )),
         "{stdout}"
     );
+    // JUnit: skipped test cases, counted, never failures or errors.
+    let junit = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();
+    assert!(
+        junit.contains(&format!("errors=\"0\" skipped=\"{seen}\">")),
+        "{junit}"
+    );
+    assert_eq!(junit.matches("<skipped message=").count() as u64, seen);
 }
 
 #[test]

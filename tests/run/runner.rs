@@ -228,6 +228,14 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
         stats.content_filters, filtered,
         "every filtered answer counted apart"
     );
+    assert_eq!(
+        (tally.graded, tally.filtered, tally.failed),
+        (
+            graded as usize,
+            filtered as usize,
+            JOBS - (graded + filtered) as usize
+        )
+    );
     let faults = [
         stats.aborts,
         stats.cuts,

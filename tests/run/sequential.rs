@@ -367,4 +367,18 @@ fn with_max_drop_the_sequential_test_decides_the_drop_itself() {
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("gate failed: max-drop: plain looks worse")
     );
+    // The drop check is part of the plan: a resume cannot check another drop by going on.
+    let last = run_dirs(&d.join("reports")).pop().unwrap();
+    let sent = server.provider.stats().requests;
+    let out = promptgauge(d)
+        .args(["run", "--resume", last.to_str().unwrap(), "--max-drop", "7"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("ran --until-decided with --max-drop 5"),
+        "{stderr}"
+    );
+    assert_eq!(server.provider.stats().requests, sent);
 }
