@@ -754,3 +754,165 @@ fn the_github_action_and_the_release_agree_and_use_real_flags() {
     let docker = read("Dockerfile");
     assert!(docker.contains("--locked") && docker.contains("USER promptgauge"));
 }
+
+/// A stand-in for github.com's release downloads: serves files under `root` over HTTP on
+/// loopback and keeps the paths it was asked for.
+fn file_server(root: PathBuf) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/", listener.local_addr().unwrap());
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = asked.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = String::new();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            if reader.read_line(&mut request).is_err() {
+                continue;
+            }
+            // The headers, up to the blank line.
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                line.clear();
+            }
+            let path = request.split(' ').nth(1).unwrap_or("/").to_string();
+            log.lock().unwrap().push(path.clone());
+            let reply = match std::fs::read(root.join(path.trim_start_matches('/'))) {
+                Ok(body) => {
+                    let mut r = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                        body.len()
+                    )
+                    .into_bytes();
+                    r.extend(body);
+                    r
+                }
+                Err(_) => b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                    .to_vec(),
+            };
+            let _ = stream.write_all(&reply);
+        }
+    });
+    (base, asked)
+}
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+#[test]
+fn the_action_installs_only_a_release_that_matches_its_published_checksum() {
+    let action: serde_json::Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(repo().join("action.yml")).unwrap())
+            .unwrap();
+    let install = action["runs"]["steps"][0]["run"].as_str().unwrap().to_string();
+    let root = tempfile::tempdir().unwrap();
+    let (base, asked) = file_server(root.path().to_path_buf());
+    // The install step as GitHub runs it, with github.com standing in at `base`.
+    let script = install.replace("https://github.com/", &base);
+    let target = "x86_64-unknown-linux-gnu";
+    let publish = |version: &str, tamper: bool| {
+        let dir = root.path().join(format!("o/pg/releases/download/{version}"));
+        let stage = root.path().join(format!("stage-{version}/promptgauge-{target}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::create_dir_all(&stage).unwrap();
+        std::fs::write(stage.join("promptgauge"), "#!/bin/sh\necho promptgauge 9\n").unwrap();
+        let archive = dir.join(format!("promptgauge-{target}.tar.gz"));
+        let ok = std::process::Command::new("tar")
+            .args(["czf", archive.to_str().unwrap(), "-C"])
+            .arg(stage.parent().unwrap())
+            .arg(format!("promptgauge-{target}"))
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        let sum = std::process::Command::new("sha256sum").arg(&archive).output().unwrap();
+        let sum = String::from_utf8_lossy(&sum.stdout).to_string();
+        let sum = if tamper {
+            format!("{}{}", "0".repeat(64), &sum[64..])
+        } else {
+            sum
+        };
+        std::fs::write(dir.join(format!("promptgauge-{target}.tar.gz.sha256")), sum).unwrap();
+    };
+    let install_with = |version: &str, action_ref: &str| {
+        let temp = tempfile::tempdir().unwrap();
+        let action_path = temp.path().join("action");
+        std::fs::create_dir_all(&action_path).unwrap();
+        std::fs::write(
+            action_path.join("Cargo.toml"),
+            "[package]\nname = \"promptgauge\"\nversion = \"9.9.7\"\n",
+        )
+        .unwrap();
+        let path_file = temp.path().join("github_path");
+        let out = std::process::Command::new("bash")
+            .args(["-e", "-c", &script])
+            .env("VERSION", version)
+            .env("ACTION_REF", action_ref)
+            .env("REPO", "o/pg")
+            .env("RUNNER_TEMP", temp.path())
+            .env("GITHUB_PATH", &path_file)
+            .env("GITHUB_ACTION_PATH", &action_path)
+            .output()
+            .unwrap();
+        let installed = temp.path().join("promptgauge/promptgauge").is_file();
+        (out, installed, temp)
+    };
+    // A release whose archive matches its published checksum is installed.
+    publish("v9.9.9", false);
+    let (out, installed, _t) = install_with("v9.9.9", "main");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(installed);
+    // One that does not is refused, and nothing is unpacked.
+    publish("v9.9.8", true);
+    let (out, installed, _t) = install_with("v9.9.8", "main");
+    assert!(!out.status.success());
+    assert!(!installed);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("does not match its published SHA-256"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // Pinned by commit, the action installs the version that commit describes, not latest.
+    publish("v9.9.7", false);
+    let (out, installed, _t) = install_with("", &"a".repeat(40));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(installed);
+    let asked = asked.lock().unwrap().clone();
+    assert!(asked.iter().any(|p| p.contains("/download/v9.9.7/")), "{asked:?}");
+    assert!(!asked.iter().any(|p| p.contains("latest")), "{asked:?}");
+}
+
+#[test]
+fn the_release_workflow_gives_write_access_only_to_the_job_that_runs_no_build() {
+    let read = |p: &str| std::fs::read_to_string(repo().join(p)).unwrap();
+    let release: serde_json::Value =
+        serde_saphyr::from_str(&read(".github/workflows/release.yml")).unwrap();
+    assert_eq!(release["permissions"]["contents"], "read");
+    let jobs = release["jobs"].as_object().unwrap();
+    for (name, job) in jobs {
+        let writes = job["permissions"]["contents"] == "write";
+        let runs_code = job["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s.get("run").is_some());
+        assert!(!(writes && runs_code), "job {name} may write and runs code");
+    }
+    assert!(jobs.values().any(|j| j["permissions"]["contents"] == "write"));
+    // Every third-party action, in the workflow and in action.yml, is pinned by commit.
+    let pinned = regex::Regex::new(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$").unwrap();
+    for file in [".github/workflows/release.yml", "action.yml"] {
+        let text = read(file);
+        let uses: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.trim().trim_start_matches("- ").strip_prefix("uses:"))
+            .map(|u| u.split('#').next().unwrap().trim())
+            .collect();
+        assert!(!uses.is_empty(), "{file}");
+        for u in uses {
+            assert!(pinned.is_match(u), "{file}: {u} is not pinned by commit");
+        }
+    }
+    // The pull-request comment updated is the token's own, not any that starts with the
+    // marker.
+    let action = read("action.yml");
+    assert!(action.contains("c.user.login === me"), "the comment is matched by its author");
+}
