@@ -24,18 +24,10 @@ fn question(r: &JobRecord) -> String {
         .first()
         .and_then(|c| c.request.iter().rev().find(|m| m.role == "user"))
         .map_or("", |m| m.content.as_str());
-    let between = |open: &str, close: &str| {
-        prompt
-            .split_once(open)
-            .and_then(|(_, rest)| rest.split_once(close))
-            .map(|(x, _)| x.trim().to_string())
-    };
-    match (
-        between("<conversation>", "</conversation>"),
-        between("<question>", "</question>"),
-    ) {
+    let part = |tag: &str| crate::grade::judge::part(prompt, tag);
+    match (part("conversation"), part("question")) {
         (Some(c), Some(q)) => format!("(after this conversation)\n{c}\n{q}"),
-        (None, Some(q)) => q,
+        (None, Some(q)) => q.to_string(),
         _ => prompt.to_string(),
     }
 }

@@ -267,17 +267,33 @@ pub fn first_tool(tools: Option<&Value>) -> Made {
     }
 }
 
-/// A reference-guided judge prompt, as promptgauge's built-in judge writes it.
+/// A reference-guided judge prompt, as promptgauge's built-in judge writes it (tags carrying
+/// a marker) or as a custom prompt may (plain `<answer>` tags).
 pub fn is_judge_prompt(prompt: &str) -> bool {
-    (prompt.contains("<reference>") || prompt.contains("<criteria>")) && prompt.contains("<answer>")
+    let m = tag_marker(prompt);
+    let has = |tag: &str| prompt.contains(&format!("<{tag}{m}>"));
+    (has("reference") || has("criteria")) && has("answer")
 }
 
-fn between<'a>(text: &'a str, tag: &str) -> &'a str {
-    let open = format!("<{tag}>");
-    let close = format!("</{tag}>");
-    text.split_once(&open)
+/// The marker of the built-in prompt's tags (`-3f9a…`, as its first sentence names it), or
+/// none for plain tags.
+fn tag_marker(prompt: &str) -> String {
+    prompt
+        .split_once("enclosed in tags marked with ")
+        .and_then(|(_, rest)| rest.split([',', ' ']).next())
+        .filter(|m| !m.is_empty() && m.bytes().all(|b| b.is_ascii_hexdigit()))
+        .map_or(String::new(), |m| format!("-{m}"))
+}
+
+/// The text of the last `tag` block, as a judge that reads the last block would: with the
+/// marker, only a block that carries it counts.
+fn between(text: &str, tag: &str) -> String {
+    let m = tag_marker(text);
+    let open = format!("<{tag}{m}>");
+    let close = format!("</{tag}{m}>");
+    text.rsplit_once(&open)
         .and_then(|(_, rest)| rest.split_once(&close))
-        .map_or("", |(inside, _)| inside.trim())
+        .map_or(String::new(), |(inside, _)| inside.trim().to_string())
 }
 
 /// What the simulated judge replies: right about the answer except with probability
@@ -285,6 +301,7 @@ fn between<'a>(text: &'a str, tag: &str) -> &'a str {
 pub fn judge(prompt: &str, judge_error: f64, json_mode: bool) -> String {
     let reference = between(prompt, "reference");
     let answer = between(prompt, "answer");
+    let (reference, answer) = (reference.as_str(), answer.as_str());
     let norm = |s: &str| {
         s.to_lowercase()
             .split_whitespace()
@@ -302,7 +319,7 @@ pub fn judge(prompt: &str, judge_error: f64, json_mode: bool) -> String {
     // Criteria alone (no reference): the simulator cannot read them, so it passes about
     // seven answers in ten, the same ones every time.
     let by_criteria = refs.is_empty() && prompt.contains("<criteria>");
-    let right = (by_criteria && unit(&[answer, between(prompt, "criteria")]) < 0.7)
+    let right = (by_criteria && unit(&[answer, &between(prompt, "criteria")]) < 0.7)
         || refs.iter().any(|r| {
             a == *r
                 || (!r.is_empty() && a.contains(r.as_str()))

@@ -788,8 +788,10 @@ fn file_server(root: PathBuf) -> (String, std::sync::Arc<std::sync::Mutex<Vec<St
                     r.extend(body);
                     r
                 }
-                Err(_) => b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
-                    .to_vec(),
+                Err(_) => {
+                    b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                        .to_vec()
+                }
             };
             let _ = stream.write_all(&reply);
         }
@@ -803,15 +805,22 @@ fn the_action_installs_only_a_release_that_matches_its_published_checksum() {
     let action: serde_json::Value =
         serde_saphyr::from_str(&std::fs::read_to_string(repo().join("action.yml")).unwrap())
             .unwrap();
-    let install = action["runs"]["steps"][0]["run"].as_str().unwrap().to_string();
+    let install = action["runs"]["steps"][0]["run"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let root = tempfile::tempdir().unwrap();
     let (base, asked) = file_server(root.path().to_path_buf());
     // The install step as GitHub runs it, with github.com standing in at `base`.
     let script = install.replace("https://github.com/", &base);
     let target = "x86_64-unknown-linux-gnu";
     let publish = |version: &str, tamper: bool| {
-        let dir = root.path().join(format!("o/pg/releases/download/{version}"));
-        let stage = root.path().join(format!("stage-{version}/promptgauge-{target}"));
+        let dir = root
+            .path()
+            .join(format!("o/pg/releases/download/{version}"));
+        let stage = root
+            .path()
+            .join(format!("stage-{version}/promptgauge-{target}"));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::create_dir_all(&stage).unwrap();
         std::fs::write(stage.join("promptgauge"), "#!/bin/sh\necho promptgauge 9\n").unwrap();
@@ -823,7 +832,10 @@ fn the_action_installs_only_a_release_that_matches_its_published_checksum() {
             .status()
             .unwrap();
         assert!(ok.success());
-        let sum = std::process::Command::new("sha256sum").arg(&archive).output().unwrap();
+        let sum = std::process::Command::new("sha256sum")
+            .arg(&archive)
+            .output()
+            .unwrap();
         let sum = String::from_utf8_lossy(&sum.stdout).to_string();
         let sum = if tamper {
             format!("{}{}", "0".repeat(64), &sum[64..])
@@ -858,7 +870,11 @@ fn the_action_installs_only_a_release_that_matches_its_published_checksum() {
     // A release whose archive matches its published checksum is installed.
     publish("v9.9.9", false);
     let (out, installed, _t) = install_with("v9.9.9", "main");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     assert!(installed);
     // One that does not is refused, and nothing is unpacked.
     publish("v9.9.8", true);
@@ -873,10 +889,17 @@ fn the_action_installs_only_a_release_that_matches_its_published_checksum() {
     // Pinned by commit, the action installs the version that commit describes, not latest.
     publish("v9.9.7", false);
     let (out, installed, _t) = install_with("", &"a".repeat(40));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     assert!(installed);
     let asked = asked.lock().unwrap().clone();
-    assert!(asked.iter().any(|p| p.contains("/download/v9.9.7/")), "{asked:?}");
+    assert!(
+        asked.iter().any(|p| p.contains("/download/v9.9.7/")),
+        "{asked:?}"
+    );
     assert!(!asked.iter().any(|p| p.contains("latest")), "{asked:?}");
 }
 
@@ -896,7 +919,10 @@ fn the_release_workflow_gives_write_access_only_to_the_job_that_runs_no_build() 
             .any(|s| s.get("run").is_some());
         assert!(!(writes && runs_code), "job {name} may write and runs code");
     }
-    assert!(jobs.values().any(|j| j["permissions"]["contents"] == "write"));
+    assert!(
+        jobs.values()
+            .any(|j| j["permissions"]["contents"] == "write")
+    );
     // Every third-party action, in the workflow and in action.yml, is pinned by commit.
     let pinned = regex::Regex::new(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$").unwrap();
     for file in [".github/workflows/release.yml", "action.yml"] {
@@ -914,5 +940,8 @@ fn the_release_workflow_gives_write_access_only_to_the_job_that_runs_no_build() 
     // The pull-request comment updated is the token's own, not any that starts with the
     // marker.
     let action = read("action.yml");
-    assert!(action.contains("c.user.login === me"), "the comment is matched by its author");
+    assert!(
+        action.contains("c.user.login === me"),
+        "the comment is matched by its author"
+    );
 }
