@@ -147,8 +147,8 @@ fn base64(bytes: &[u8]) -> String {
     out
 }
 
-/// Replaces the userinfo of every URL in `text` (a bench file, an error message) with
-/// `[redacted]`.
+/// Replaces the userinfo, query values and fragment of every URL in `text` (a bench file, an
+/// error message) with `[redacted]`, as [`redact_url`] does.
 pub(crate) fn redact_urls_in(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -166,7 +166,7 @@ pub(crate) fn redact_urls_in(text: &str) -> String {
             }
             None => out.push_str(authority),
         }
-        // The path and query, to the end of the URL: secrets in the query go too.
+        // The path, query and fragment, to the end of the URL: their values go too.
         let after = &tail[end..];
         let url_end = after
             .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`'))
@@ -178,60 +178,99 @@ pub(crate) fn redact_urls_in(text: &str) -> String {
     out
 }
 
-/// Names of query parameters that carry secrets, in part: `password`, `api_key`, `token`…
-const SECRET_PARAMETERS: [&str; 8] = [
-    "pass",
-    "key",
-    "token",
-    "secret",
-    "sig",
-    "auth",
-    "credential",
-    "session",
+/// Query parameters known to carry nothing secret, shown and stored with their values:
+/// Azure OpenAI's `api-version`, and PostgreSQL's connection settings. Every other value —
+/// `?code=` (Azure Functions keys), `?pwd=`, `?jwt=`, `?bearer=`, names nobody listed — is
+/// replaced: a list of secret names is always one name short.
+const HARMLESS_PARAMETERS: [&str; 5] = [
+    "api-version",
+    "sslmode",
+    "connect_timeout",
+    "application_name",
+    "target_session_attrs",
 ];
 
-fn is_secret_parameter(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    SECRET_PARAMETERS.iter().any(|s| name.contains(s))
+fn is_harmless_parameter(name: &str) -> bool {
+    HARMLESS_PARAMETERS
+        .iter()
+        .any(|h| name.eq_ignore_ascii_case(h))
 }
 
-/// The values of a URL's secret query parameters.
+/// The values a URL's query, fragment and `;name=value` path parameters hold that are not
+/// known to be harmless.
 fn query_secrets(url: &str) -> Vec<&str> {
-    let Some((_, query)) = url.split_once('?') else {
-        return Vec::new();
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let (before_fragment, fragment) = match rest.split_once('#') {
+        Some((b, f)) => (b, Some(f)),
+        None => (rest, None),
     };
-    let query = query.split('#').next().unwrap_or_default();
-    query
-        .split('&')
-        .filter_map(|p| p.split_once('='))
-        .filter(|(name, value)| is_secret_parameter(name) && !value.is_empty())
-        .map(|(_, value)| value)
+    let (path, query) = match before_fragment.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (before_fragment, None),
+    };
+    fn secret(param: &str) -> Option<&str> {
+        match param.split_once('=') {
+            Some((name, value)) if !is_harmless_parameter(name) && !value.is_empty() => Some(value),
+            Some(_) => None,
+            None => Some(param).filter(|p| !p.is_empty()),
+        }
+    }
+    let path_params = path.split('/').flat_map(|s| s.split(';').skip(1));
+    let query_params = query.into_iter().flat_map(|q| q.split('&'));
+    let fragment_params = fragment.into_iter().flat_map(|f| f.split('&'));
+    fragment
+        .into_iter()
+        .chain(
+            path_params
+                .chain(query_params)
+                .chain(fragment_params)
+                .filter_map(secret),
+        )
         .collect()
 }
 
-/// Query parameters whose names say they carry a secret (`password`, `api_key`, `token`,
-/// `sig`…), their values replaced by `[redacted]`; the rest as it was.
+/// One `name=value` (or bare `value`) parameter as shown: the value replaced by
+/// `[redacted]` unless the name is known to be harmless.
+fn redact_parameter(param: &str) -> String {
+    match param.split_once('=') {
+        Some((name, value)) if is_harmless_parameter(name) || value.is_empty() => param.to_string(),
+        Some((name, _)) => format!("{name}={REDACTED}"),
+        None if param.is_empty() => String::new(),
+        None => REDACTED.to_string(),
+    }
+}
+
+/// A URL's path, query and fragment as shown: every query value, every `;name=value` path
+/// parameter and the fragment replaced by `[redacted]`, except the values of parameters known
+/// to be harmless (`api-version`).
 fn redact_query(path_and_query: &str) -> String {
-    let Some((path, query)) = path_and_query.split_once('?') else {
-        return path_and_query.to_string();
+    let (before_fragment, fragment) = match path_and_query.split_once('#') {
+        Some((b, f)) => (b, Some(f)),
+        None => (path_and_query, None),
     };
-    let (query, fragment) = match query.split_once('#') {
-        Some((q, f)) => (q, Some(f)),
-        None => (query, None),
+    let (path, query) = match before_fragment.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (before_fragment, None),
     };
-    let params: Vec<String> = query
-        .split('&')
-        .map(|param| match param.split_once('=') {
-            Some((name, _)) if is_secret_parameter(name) => {
-                format!("{name}={REDACTED}")
-            }
-            _ => param.to_string(),
+    let path: Vec<String> = path
+        .split('/')
+        .map(|segment| {
+            let mut parts = segment.split(';');
+            let head = parts.next().unwrap_or_default().to_string();
+            parts.fold(head, |acc, p| format!("{acc};{}", redact_parameter(p)))
         })
         .collect();
-    let mut out = format!("{path}?{}", params.join("&"));
+    let mut out = path.join("/");
+    if let Some(q) = query {
+        let params: Vec<String> = q.split('&').map(redact_parameter).collect();
+        out.push('?');
+        out.push_str(&params.join("&"));
+    }
     if let Some(f) = fragment {
         out.push('#');
-        out.push_str(f);
+        if !f.is_empty() {
+            out.push_str(REDACTED);
+        }
     }
     out
 }
@@ -243,8 +282,8 @@ fn userinfo(url: &str) -> Option<&str> {
     authority.rfind('@').map(|at| &authority[..at])
 }
 
-/// A URL fit to show and store: userinfo, and the values of query parameters that carry
-/// secrets (`?password=`, `?api_key=`), replaced by `[redacted]`.
+/// A URL fit to show and store: userinfo, the fragment and every query value except those
+/// known to be harmless (`api-version`), replaced by `[redacted]`.
 pub(crate) fn redact_url(url: &str) -> String {
     let shown = match userinfo(url) {
         Some(info) => {
@@ -348,25 +387,85 @@ mod tests {
     fn urls_are_shown_without_userinfo() {
         assert_eq!(
             redact_url("http://u:p@host:8/v1?x=1"),
-            "http://[redacted]@host:8/v1?x=1"
+            "http://[redacted]@host:8/v1?x=[redacted]"
         );
         assert_eq!(redact_url("http://host/v1"), "http://host/v1");
         assert_eq!(
             redact_url("http://host/v1?email=a@b"),
-            "http://host/v1?email=a@b"
+            "http://host/v1?email=[redacted]"
         );
-        // Secrets in the query go too; other parameters stay.
+        // Every query value goes, whatever its name; harmless names keep theirs.
         assert_eq!(
             redact_url("postgres://h:5432/db?user=pg&password=topsecret&sslmode=require"),
-            "postgres://h:5432/db?user=pg&password=[redacted]&sslmode=require"
+            "postgres://h:5432/db?user=[redacted]&password=[redacted]&sslmode=require"
         );
         assert_eq!(
             redact_url("http://u:pw@h/v1?api_key=sekrit123#x"),
-            "http://[redacted]@h/v1?api_key=[redacted]#x"
+            "http://[redacted]@h/v1?api_key=[redacted]#[redacted]"
         );
         assert_eq!(
             redact_urls_in("url: http://h/v1?Access_Token=abc other: https://x/?q=1"),
-            "url: http://h/v1?Access_Token=[redacted] other: https://x/?q=1"
+            "url: http://h/v1?Access_Token=[redacted] other: https://x/?q=[redacted]"
+        );
+    }
+
+    #[test]
+    fn urls_keep_no_query_value_or_fragment_except_harmless_names() {
+        // Secrets under names no list of secret names has.
+        let hostile = [
+            (
+                "https://f.azurewebsites.net/api/chat?code=AzFuncKey0123456789&api-version=2024-02-01",
+                "https://f.azurewebsites.net/api/chat?code=[redacted]&api-version=2024-02-01",
+                "AzFuncKey0123456789",
+            ),
+            (
+                "http://h/v1?pwd=hunter2hunter2",
+                "http://h/v1?pwd=[redacted]",
+                "hunter2hunter2",
+            ),
+            (
+                "http://h/v1?jwt=eyJhbGciOi.x.y",
+                "http://h/v1?jwt=[redacted]",
+                "eyJhbGciOi.x.y",
+            ),
+            (
+                "http://h/v1?bearer=abcdefgh1234",
+                "http://h/v1?bearer=[redacted]",
+                "abcdefgh1234",
+            ),
+            (
+                "http://h/v1;token=semicolon99/chat",
+                "http://h/v1;token=[redacted]/chat",
+                "semicolon99",
+            ),
+            (
+                "http://h/v1#token=fragment1234",
+                "http://h/v1#[redacted]",
+                "fragment1234",
+            ),
+            (
+                "http://h/v1?bare-secret-value",
+                "http://h/v1?[redacted]",
+                "bare-secret-value",
+            ),
+        ];
+        for (url, shown, secret) in hostile {
+            assert_eq!(redact_url(url), shown, "{url}");
+            assert_eq!(
+                redact_urls_in(&format!("failed at {url} (500)")),
+                format!("failed at {shown} (500)")
+            );
+            // And echoed back by a server, the value is scrubbed from what it wrote.
+            let secrets = Secrets::new(None, &[url.to_string()]);
+            assert_eq!(
+                secrets.scrub(&format!("you sent {secret}!")),
+                "you sent [redacted]!",
+                "{url}"
+            );
+        }
+        assert_eq!(
+            redact_url("https://r.openai.azure.com/openai?API-Version=2024-06-01"),
+            "https://r.openai.azure.com/openai?API-Version=2024-06-01"
         );
     }
 

@@ -747,9 +747,39 @@ fn secrets_stay_out_and_a_resume_records_where_the_run_did() {
         "judge: { base_url: \"http://judge:hunter2hunter2@127.0.0.1:9/v1\", model: j }\n",
     );
     let d = bench.path();
-    // A key in the base URL's query is sent, never stored.
-    let url = format!("{}?api_key=sekritsekrit", server.base_url());
-    ok(run(d, &url, "m", &["--store", "custom.db"], &[]));
+    // Keys in the base URL's query and fragment are sent, never stored or shown, whatever
+    // their names (Azure Functions' `code`, `pwd`, `jwt`); `api-version` is harmless.
+    let url = format!(
+        "{}?api_key=sekritsekrit&code=AzFuncKey0123456789&pwd=pwdpwdpwd1&jwt=eyJjwtjwt99&api-version=2024-02-01#token=fragfrag1234",
+        server.base_url()
+    );
+    let first = ok(pg(
+        d,
+        &[
+            "run",
+            "bench.yaml",
+            "--verbose",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--store",
+            "custom.db",
+        ],
+        &[],
+    ));
+    let secrets = [
+        "sekritsekrit",
+        "hunter2hunter2",
+        "AzFuncKey0123456789",
+        "pwdpwdpwd1",
+        "eyJjwtjwt99",
+        "fragfrag1234",
+    ];
+    let terminal = format!("{}{}", stdout(&first), stderr(&first));
+    for secret in secrets {
+        assert!(!terminal.contains(secret), "{secret} shown:\n{terminal}");
+    }
     let listed = json_lines(&stdout(&ok(pg(
         d,
         &["runs", "--json", "--store", "custom.db"],
@@ -757,7 +787,12 @@ fn secrets_stay_out_and_a_resume_records_where_the_run_did() {
     ))));
     assert_eq!(listed.len(), 1);
     let shown = listed[0]["base_url"].as_str().unwrap();
-    assert!(shown.ends_with("?api_key=[redacted]"), "{shown}");
+    assert!(
+        shown.ends_with(
+            "?api_key=[redacted]&code=[redacted]&pwd=[redacted]&jwt=[redacted]&api-version=2024-02-01#[redacted]"
+        ),
+        "{shown}"
+    );
     let dir = run_dirs(&d.join("reports")).pop().unwrap();
     let store_files: Vec<PathBuf> = std::fs::read_dir(d)
         .unwrap()
@@ -771,7 +806,7 @@ fn secrets_stay_out_and_a_resume_records_where_the_run_did() {
         .chain(store_files)
     {
         let text = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
-        for secret in ["sekritsekrit", "hunter2hunter2"] {
+        for secret in secrets {
             assert!(!text.contains(secret), "{} holds {secret}", file.display());
         }
     }
