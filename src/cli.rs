@@ -195,6 +195,11 @@ pub struct ImportArgs {
     /// Where to write the bench (nothing is overwritten).
     #[arg(long, default_value = "imported", value_name = "DIR")]
     pub out: PathBuf,
+    /// Also read files the config names outside its own folder (`file://../x.txt`,
+    /// `file:///abs/path`). Without it they are refused: a config from elsewhere could
+    /// otherwise copy any file you can read into the bench it writes.
+    #[arg(long)]
+    pub allow_outside_files: bool,
 }
 
 /// Tools `import` reads.

@@ -3,7 +3,7 @@
 //! has a scorer for become scorers, the first provider becomes the endpoint; whatever has
 //! no equivalent is listed, in the terminal and in IMPORT-NOTES.md, never dropped silently.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 
@@ -19,6 +19,9 @@ struct Import {
     endpoint: Map<String, Value>,
     params: Map<String, Value>,
     notes: Vec<String>,
+    /// What was carried over and must be reviewed before a run (the endpoint every prompt
+    /// will be sent to).
+    review: Vec<String>,
     /// Tests read so far (skipped ones included), to name them in the notes.
     tests_seen: usize,
     /// Case ids given so far.
@@ -109,11 +112,40 @@ fn quoted(answers: &[String]) -> String {
         .join(" or ")
 }
 
-fn read(base: &Path, reference: &str) -> Result<(PathBuf, String), String> {
-    let path = base.join(reference.trim_start_matches("file://"));
-    std::fs::read_to_string(&path)
-        .map(|text| (path.clone(), text))
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))
+/// The largest file an import reads (the config, a prompt, a CSV of tests).
+const MAX_IMPORT_BYTES: u64 = 16 << 20;
+
+/// Where files may be read from: the config's folder, or anywhere with
+/// `--allow-outside-files`.
+#[derive(Debug, Clone)]
+struct Reader {
+    base: PathBuf,
+    anywhere: bool,
+}
+
+impl Reader {
+    /// A `file://` reference's text: a regular file inside the config's folder (after `..`
+    /// and symlinks), at most [`MAX_IMPORT_BYTES`].
+    fn read(&self, reference: &str) -> Result<(PathBuf, String), String> {
+        let path = self.base.join(reference.trim_start_matches("file://"));
+        if !self.anywhere {
+            let (p, b) = match (path.canonicalize(), self.base.canonicalize()) {
+                (Ok(p), Ok(b)) => (p, b),
+                (Err(e), _) | (_, Err(e)) => {
+                    return Err(format!("cannot read {}: {e}", path.display()));
+                }
+            };
+            if !p.starts_with(&b) {
+                return Err(format!(
+                    "{reference} is outside the config's folder ({}): import reads only files beside the config; pass --allow-outside-files if you trust this config to copy it into the bench",
+                    b.display()
+                ));
+            }
+        }
+        crate::suite::error::read_text_limited(&path, "imported", MAX_IMPORT_BYTES)
+            .map(|text| (path.clone(), text))
+            .map_err(|e| e.to_string())
+    }
 }
 
 fn yaml(text: &str, what: &str) -> Result<Value, String> {
@@ -136,7 +168,7 @@ fn slug(text: &str) -> String {
 }
 
 impl Import {
-    fn prompts(&mut self, base: &Path, prompts: &Value) -> Result<(), String> {
+    fn prompts(&mut self, files: &Reader, prompts: &Value) -> Result<(), String> {
         let list = match prompts {
             Value::Array(items) => items.clone(),
             one => vec![one.clone()],
@@ -175,7 +207,7 @@ impl Import {
                     ));
                     continue;
                 }
-                let (path, text) = read(base, &raw)?;
+                let (path, text) = files.read(&raw)?;
                 name = name.or_else(|| path.file_stem().map(|s| slug(&s.to_string_lossy())));
                 text
             } else {
@@ -293,8 +325,8 @@ impl Import {
             self.endpoint.get("base_url").and_then(Value::as_str),
             self.endpoint.get("model").and_then(Value::as_str),
         ) {
-            self.notes.push(format!(
-                "the endpoint comes from the config's provider `{id}`: model `{model}` at {} — review it before running (`promptgauge run` sends every prompt there)",
+            self.review.push(format!(
+                "the endpoint comes from the config's provider `{id}`: model `{model}` at {} — `promptgauge run` sends every prompt and case there",
                 crate::client::secrets::redact_url(base)
             ));
         }
@@ -520,17 +552,17 @@ impl Import {
 
     fn tests(
         &mut self,
-        base: &Path,
+        files: &Reader,
         tests: &Value,
         default_asserts: &[Value],
     ) -> Result<(), String> {
         let list: Vec<Value> = match tests {
             Value::Array(items) => items.clone(),
             Value::String(s) if s.starts_with("file://") && s.ends_with(".csv") => {
-                return self.csv(base, s, default_asserts);
+                return self.csv(files, s, default_asserts);
             }
             Value::String(s) if s.starts_with("file://") => {
-                let (_, text) = read(base, s)?;
+                let (_, text) = files.read(s)?;
                 match yaml(&text, s)? {
                     Value::Array(items) => items,
                     _ => return Err(format!("{s} is not a list of tests")),
@@ -541,7 +573,7 @@ impl Import {
         for t in &list {
             if let Some(s) = t.as_str() {
                 if s.ends_with(".csv") {
-                    self.csv(base, s, default_asserts)?;
+                    self.csv(files, s, default_asserts)?;
                 } else {
                     self.notes.push(format!("tests entry `{s}` was not read"));
                 }
@@ -582,11 +614,11 @@ impl Import {
     /// (`contains: x`, `regex: …`, `grade: rubric`, `is-json`, or a value to equal).
     fn csv(
         &mut self,
-        base: &Path,
+        files: &Reader,
         reference: &str,
         default_asserts: &[Value],
     ) -> Result<(), String> {
-        let (path, text) = read(base, reference)?;
+        let (path, text) = files.read(reference)?;
         let mut reader = csv::Reader::from_reader(text.as_bytes());
         let headers = reader
             .headers()
@@ -643,19 +675,27 @@ impl Import {
 /// `import promptfoo CONFIG`: writes the bench into `--out`; nothing is overwritten.
 pub fn import(args: &ImportArgs) -> Result<Exit, Failure> {
     let config_path = &args.config;
-    let text = std::fs::read_to_string(config_path).map_err(|e| {
-        UsageError::with_fix(
-            format!("cannot read {}: {e}", config_path.display()),
-            "name a promptfoo config: promptgauge import promptfoo promptfooconfig.yaml",
-        )
-    })?;
+    let text = crate::suite::error::read_text_limited(config_path, "config", MAX_IMPORT_BYTES)
+        .map_err(|e| {
+            UsageError::with_fix(
+                e.to_string(),
+                "name a promptfoo config: promptgauge import promptfoo promptfooconfig.yaml",
+            )
+        })?;
     let config = yaml(&text, &config_path.display().to_string()).map_err(UsageError)?;
-    let base = config_path.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let base = match config_path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let files = Reader {
+        base,
+        anywhere: args.allow_outside_files,
+    };
     let mut im = Import::default();
     let bad = |m: String| -> Failure {
         UsageError::with_fix(m, "fix the promptfoo config, or import its parts by hand").into()
     };
-    im.prompts(&base, config.get("prompts").unwrap_or(&Value::Null))
+    im.prompts(&files, config.get("prompts").unwrap_or(&Value::Null))
         .map_err(bad)?;
     if let Some(p) = config.get("providers") {
         im.provider(p);
@@ -681,7 +721,7 @@ pub fn import(args: &ImportArgs) -> Result<Exit, Failure> {
         }
     }
     if let Some(tests) = config.get("tests") {
-        im.tests(&base, tests, &default_asserts).map_err(bad)?;
+        im.tests(&files, tests, &default_asserts).map_err(bad)?;
     }
     for key in [
         "scenarios",
@@ -792,18 +832,34 @@ pub fn import(args: &ImportArgs) -> Result<Exit, Failure> {
         bench.push_str(&format!("params: {}\n", Value::Object(im.params.clone())));
     }
     write("promptgauge.yaml", &bench)?;
-    let notes = if im.notes.is_empty() {
-        "Everything was carried over.\n".to_string()
+    let review: String = if im.review.is_empty() {
+        String::new()
     } else {
-        im.notes.iter().map(|n| format!("- {n}\n")).collect()
+        let items: String = im.review.iter().map(|n| format!("- {n}\n")).collect();
+        format!("## Review before running\n\n{items}\n")
     };
-    write("IMPORT-NOTES.md", &format!("# Import notes\n\n{notes}"))?;
+    let notes = if im.notes.is_empty() {
+        "Everything else was carried over.\n".to_string()
+    } else {
+        let items: String = im.notes.iter().map(|n| format!("- {n}\n")).collect();
+        format!("## Not carried over\n\n{items}")
+    };
+    write(
+        "IMPORT-NOTES.md",
+        &format!("# Import notes\n\n{review}{notes}"),
+    )?;
     out!(
         "imported {} prompts and {} tests into {} (promptgauge.yaml, cases.jsonl, prompts/)",
         im.variants.len(),
         im.cases.len(),
         out.display()
     );
+    if !im.review.is_empty() {
+        out!("review before running (also in IMPORT-NOTES.md):");
+        for n in &im.review {
+            out!("  - {n}");
+        }
+    }
     if !im.notes.is_empty() {
         out!("not carried over (also in IMPORT-NOTES.md):");
         for n in &im.notes {

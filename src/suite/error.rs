@@ -132,8 +132,19 @@ impl From<InputError> for InputErrors {
     }
 }
 
+/// The largest bench file read (cases, prompts, a judge's prompt): far above any real one,
+/// and a `/dev/zero` or a runaway generator stops here instead of filling memory.
+pub const MAX_INPUT_BYTES: u64 = 512 << 20;
+
 /// Reads a user's text file, turning every failure into an error that says what to do.
 pub(crate) fn read_text(path: &Path, what: &str) -> Result<String, InputError> {
+    read_text_limited(path, what, MAX_INPUT_BYTES)
+}
+
+/// [`read_text`] for files no larger than `limit` bytes. Only regular files are read (after
+/// symlinks): a FIFO would wait forever, a device never ends.
+pub fn read_text_limited(path: &Path, what: &str, limit: u64) -> Result<String, InputError> {
+    use std::io::Read;
     let here = Location::file(path);
     if path.is_dir() {
         return Err(
@@ -141,7 +152,7 @@ pub(crate) fn read_text(path: &Path, what: &str) -> Result<String, InputError> {
                 .fix("name a file inside it"),
         );
     }
-    let bytes = std::fs::read(path).map_err(|e| {
+    let cannot = |e: std::io::Error| {
         let fix = if e.kind() == std::io::ErrorKind::NotFound {
             "check the path; relative paths are resolved from the bench file's folder"
         } else {
@@ -152,7 +163,35 @@ pub(crate) fn read_text(path: &Path, what: &str) -> Result<String, InputError> {
             format!("cannot read {what} file: {e}"),
         )
         .fix(fix)
-    })?;
+    };
+    let meta = std::fs::metadata(path).map_err(cannot)?;
+    if !meta.is_file() {
+        return Err(InputError::new(
+            here,
+            format!("the {what} file is not a regular file (a device, a pipe or a socket): only files are read"),
+        )
+        .fix("copy what it holds into a file and name that"));
+    }
+    let too_big = || {
+        InputError::new(
+            Location::file(path),
+            format!(
+                "the {what} file is larger than {}: it is not read",
+                crate::suite::error::shown_size(limit)
+            ),
+        )
+        .fix("split it, or check that this is the file you meant")
+    };
+    if meta.len() > limit {
+        return Err(too_big());
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(limit + 1).read_to_end(&mut bytes))
+        .map_err(cannot)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_big());
+    }
     match String::from_utf8(bytes) {
         Ok(mut text) => {
             if text.starts_with('\u{feff}') {
@@ -171,6 +210,16 @@ pub(crate) fn read_text(path: &Path, what: &str) -> Result<String, InputError> {
             )
             .fix("save the file as UTF-8"))
         }
+    }
+}
+
+/// `16 MiB`, `512 KiB`: a byte limit as a person reads it.
+pub fn shown_size(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} bytes"),
     }
 }
 

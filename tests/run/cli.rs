@@ -1311,6 +1311,90 @@ tests:
 }
 
 #[test]
+fn an_import_reads_only_regular_files_beside_the_config_unless_told_otherwise() {
+    let root = tempfile::tempdir().unwrap();
+    let d = root.path().join("suite");
+    std::fs::create_dir(&d).unwrap();
+    std::fs::write(root.path().join("secret.txt"), "the secret outside").unwrap();
+    std::fs::write(d.join("inside.txt"), "Answer: {{question}}").unwrap();
+    std::os::unix::fs::symlink(root.path().join("secret.txt"), d.join("link.txt")).unwrap();
+    let secret = root.path().join("secret.txt");
+    let import = |prompt: &str, extra: &[&str]| {
+        let name = format!("c{}.yaml", prompt.len() + extra.len());
+        std::fs::write(
+            d.join(&name),
+            format!(
+                "prompts: [\"{prompt}\"]\nproviders: [{{ id: \"openai:chat:m\", config: {{ apiBaseUrl: \"https://attacker.example/v1\" }} }}]\ntests:\n  - vars: {{ question: q }}\n    assert: [{{ type: equals, value: a }}]\n"
+            ),
+        )
+        .unwrap();
+        let out_dir = format!("out-{}", name.trim_end_matches(".yaml"));
+        let o = promptgauge(&d)
+            .args(["import", "promptfoo", &name, "--out", &out_dir])
+            .args(extra)
+            .output()
+            .unwrap();
+        (o, d.join(out_dir))
+    };
+    let secret_uri = format!("file://{}", secret.display());
+    for (prompt, why) in [
+        ("file://../secret.txt", "outside the config's folder"),
+        (secret_uri.as_str(), "outside the config's folder"),
+        ("file://link.txt", "outside the config's folder"),
+        ("file:///dev/zero", "outside the config's folder"),
+    ] {
+        let (o, out) = import(prompt, &[]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{prompt}: {stderr}");
+        assert!(stderr.contains(why), "{prompt}: {stderr}");
+        assert!(!out.exists(), "{prompt}: nothing written");
+    }
+    let (o, _) = import("file://../secret.txt", &[]);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--allow-outside-files"),
+        "the refusal says how to allow it"
+    );
+    // With the flag the file is read, and /dev/zero is still refused.
+    let (o, out) = import("file://../secret.txt", &["--allow-outside-files"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let prompts: String = std::fs::read_dir(out.join("prompts"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect();
+    assert!(prompts.contains("the secret outside"));
+    let (o, _) = import("file:///dev/zero", &["--allow-outside-files"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("not a regular file"), "{stderr}");
+    // Too large: refused without reading it all.
+    std::fs::write(d.join("huge.txt"), vec![b'x'; (16 << 20) + 1]).unwrap();
+    let (o, _) = import("file://huge.txt", &[]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("larger than 16 MiB"), "{stderr}");
+    // A file beside the config is read; the imported endpoint is named for review, in the
+    // terminal and the notes, and the notes never say everything was carried over.
+    let (o, out) = import("file://inside.txt", &[]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("review before running") && stdout.contains("https://attacker.example/v1"),
+        "{stdout}"
+    );
+    let notes = std::fs::read_to_string(out.join("IMPORT-NOTES.md")).unwrap();
+    assert!(
+        notes.contains("## Review before running") && notes.contains("https://attacker.example/v1"),
+        "{notes}"
+    );
+    assert!(!notes.contains("Everything was carried over"), "{notes}");
+}
+
+#[test]
 fn a_promptfoo_config_imports_into_a_bench_that_runs() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
