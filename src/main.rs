@@ -37,7 +37,11 @@ fn main() -> ExitCode {
         Ok(exit) => ExitCode::from(exit as u8),
         // The failure's type says whether anything was sent (DESIGN §6).
         Err(failure) => {
-            eprintln!("error: {failure}");
+            // A failure may quote a server: shown, never obeyed.
+            eprintln!(
+                "error: {}",
+                promptgauge::report::terminal_safe(&failure.to_string())
+            );
             ExitCode::from(failure.exit() as u8)
         }
     }

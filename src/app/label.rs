@@ -146,8 +146,7 @@ pub fn label(args: &LabelArgs) -> Result<Exit, Failure> {
             let mut out = std::io::stdout();
             let total = judged.len();
             for (i, r) in judged.iter().enumerate() {
-                let _ = writeln!(
-                    out,
+                let shown = format!(
                     "\n── {} of {total} ── case {} · variant {} · repeat {}\nQuestion:\n  {}\nExpected:\n  {}\nAnswer:\n  {}\n",
                     i + 1,
                     r.case_id,
@@ -157,6 +156,8 @@ pub fn label(args: &LabelArgs) -> Result<Exit, Failure> {
                     r.expected.join("\n  "),
                     r.output.replace('\n', "\n  ")
                 );
+                // The answer is the model's: shown, never obeyed.
+                let _ = writeln!(out, "{}", crate::report::terminal_safe(&shown));
                 match ask(&mut input, &mut out).before_send()? {
                     Ok(Some(score)) => {
                         write(&Label {

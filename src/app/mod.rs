@@ -5,7 +5,12 @@
 macro_rules! out {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($arg)*);
+        // What a server or a model wrote may be in it: shown, never obeyed.
+        let _ = writeln!(
+            std::io::stdout(),
+            "{}",
+            $crate::report::terminal_safe(&format!($($arg)*))
+        );
     }};
 }
 
@@ -13,7 +18,11 @@ macro_rules! out {
 macro_rules! note {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
+        let _ = writeln!(
+            std::io::stderr(),
+            "{}",
+            $crate::report::terminal_safe(&format!($($arg)*))
+        );
     }};
 }
 

@@ -73,6 +73,34 @@ pub(crate) fn usd(x: Option<f64>) -> String {
     }
 }
 
+/// Whether a terminal would obey `c` instead of showing it: control characters (ESC, BEL, a
+/// carriage return, backspace, the C1 controls such as U+009B CSI) and the bidirectional
+/// overrides that make a line read differently from what it holds.
+fn obeyed(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t')
+        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Text fit for a terminal: what a server or a model wrote (an error body, an echoed model
+/// name, an answer) may hold escape sequences — an OSC 52 clipboard write, a window title, a
+/// clear screen, a carriage return that overwrites a line. Every such character is shown as
+/// `\u{1b}`, never obeyed; newlines and tabs stay. Everything promptgauge prints passes
+/// through here.
+pub fn terminal_safe(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(obeyed) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if obeyed(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// Text a model or a server wrote, fit for one line of a report: line breaks shown as `⏎`,
 /// other control characters (escapes a terminal would obey) as `\u{1b}`, cut to `max`
 /// characters with `…`.
@@ -85,7 +113,7 @@ pub(crate) fn visible(text: &str, max: usize) -> String {
         }
         match c {
             '\n' => out.push('⏎'),
-            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c if obeyed(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
             c => out.push(c),
         }
     }

@@ -811,6 +811,55 @@ fn a_key_the_server_echoes_back_is_scrubbed_from_every_byte_written() {
 }
 
 #[test]
+fn terminal_escapes_a_server_writes_are_shown_never_obeyed() {
+    // An OSC 52 clipboard write, a window title, a clear screen, a carriage return that
+    // would overwrite the line with "all good", a C1 CSI and a right-to-left override.
+    const HOSTILE: &str = "upstream \u{1b}]52;c;cHduZWQ=\u{7}\u{1b}]0;owned\u{7}\u{1b}[2J\rall good \u{9b}31m \u{202e}evil";
+    let url = echo_server(vec![
+        ("500 Internal Server Error", "text/plain", HOSTILE.into()),
+        ("400 Bad Request", "text/plain", HOSTILE.into()),
+    ]);
+    let dir = bench_dir("limits: { concurrency: 1, max_attempts: 2 }\n");
+    let out = promptgauge(dir.path())
+        .args([
+            "run",
+            "bench.yaml",
+            "--verbose",
+            "--limit",
+            "6",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    for (name, text) in [("stdout", &stdout), ("stderr", &stderr)] {
+        for c in ['\u{1b}', '\u{7}', '\r', '\u{9b}', '\u{202e}'] {
+            assert!(
+                !text.contains(c),
+                "{name} holds U+{:04X}:\n{text}",
+                c as u32
+            );
+        }
+    }
+    // Shown, not dropped, in the stopped-early line, "why jobs failed" and --verbose: the
+    // reader sees that the server tried.
+    assert!(stderr.contains("\\u{1b}]52;c;cHduZWQ="), "{stderr}");
+    assert!(stdout.contains("Why jobs failed"), "{stdout}");
+    assert!(stdout.contains("\\u{d}all good"), "{stdout}");
+    assert!(stdout.contains("The run stopped early"), "{stdout}");
+    // The journal keeps what the server said (it is data, escaped by JSON).
+    let journal =
+        std::fs::read_to_string(run_dirs(&dir.path().join("reports"))[0].join("results.jsonl"))
+            .unwrap();
+    assert!(journal.contains("all good"), "{journal}");
+}
+
+#[test]
 fn basic_credentials_echoed_plain_or_escaped_are_scrubbed_from_every_byte_written() {
     const PASSWORD: &str = "pw-81d2e6a9c3";
     let sse =
