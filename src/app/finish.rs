@@ -278,7 +278,7 @@ pub(super) async fn conclude(
         if outputs.sent {
             note!(
                 "the answers are in the journal; rewrite the reports with: promptgauge report {} (or {})",
-                dir.path().display(),
+                crate::report::shell_path(dir.path()),
                 resume_command(dir.path())
             );
             return Exit::Incomplete;
@@ -319,7 +319,7 @@ pub(super) async fn record_in_store(
     let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let flag_unless = |default: Option<std::path::PathBuf>| match (location.file(), default) {
         (Some(file), Some(d)) if canonical(file) == canonical(&d) => String::new(),
-        (Some(file), _) => format!(" --store {}", file.display()),
+        (Some(file), _) => format!(" --store {}", crate::report::shell_path(file)),
         // Its password is not shown: the user names it as they did.
         (None, _) => " --store URL (or with $PROMPTGAUGE_STORE set)".to_string(),
     };
@@ -332,7 +332,7 @@ pub(super) async fn record_in_store(
         )),
         Err(e) => Err(format!(
             "warning: {e:#}\n  the run folder holds everything: add it later with: promptgauge index {}{}",
-            folder.display(),
+            crate::report::shell_path(folder),
             flag_unless(folder.parent().map(|root| root.join(file)))
         )),
     }

@@ -867,8 +867,8 @@ pub fn import(args: &ImportArgs) -> Result<Exit, Failure> {
         }
     }
     out!(
-        "next: promptgauge check {0}/promptgauge.yaml, then promptgauge run {0}/promptgauge.yaml",
-        out.display()
+        "next: promptgauge check {0}, then promptgauge run {0}",
+        crate::report::shell_path(&out.join("promptgauge.yaml"))
     );
     Ok(Exit::Success)
 }

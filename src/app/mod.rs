@@ -108,7 +108,10 @@ pub(crate) fn utc_now() -> String {
 
 /// The command that continues a run folder.
 fn resume_command(dir: &std::path::Path) -> String {
-    format!("promptgauge run --resume {}", dir.display())
+    format!(
+        "promptgauge run --resume {}",
+        crate::report::shell_path(dir)
+    )
 }
 
 /// The aggregator for a run's reports (with a JUnit spool in the run folder when asked),

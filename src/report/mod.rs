@@ -73,6 +73,23 @@ pub(crate) fn usd(x: Option<f64>) -> String {
     }
 }
 
+/// A word for a POSIX shell: as it is when it holds only characters no shell treats
+/// specially, else in single quotes (a `'` inside written `'\''`). A printed command is
+/// pasted: a folder `my reports` or a bench named `b $(touch PWNED)` must arrive as one
+/// argument, never run.
+pub fn shell_quote(word: &str) -> std::borrow::Cow<'_, str> {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        return std::borrow::Cow::Borrowed(word);
+    }
+    std::borrow::Cow::Owned(format!("'{}'", word.replace('\'', "'\\''")))
+}
+
+/// A path as a shell word: see [`shell_quote`].
+pub fn shell_path(path: &std::path::Path) -> String {
+    shell_quote(&path.display().to_string()).into_owned()
+}
+
 /// Whether a terminal would obey `c` instead of showing it: control characters (ESC, BEL, a
 /// carriage return, backspace, the C1 controls such as U+009B CSI) and the bidirectional
 /// overrides that make a line read differently from what it holds.

@@ -685,6 +685,72 @@ fn the_printed_resume_command_works_after_a_run_with_base_url_and_model_flags() 
     );
 }
 
+#[cfg(unix)]
+#[test]
+fn the_printed_resume_command_is_one_shell_word_per_argument_whatever_the_names() {
+    let (_rt, server) = start_mock(MockConfig {
+        first_token_delay: Duration::from_millis(20),
+        ..MockConfig::default()
+    });
+    let bench = bench_dir("limits: { concurrency: 1 }\n");
+    let d = bench.path();
+    // A bench named to run a command when pasted, into a folder with a space and a quote.
+    let yaml = std::fs::read_to_string(d.join("bench.yaml")).unwrap();
+    std::fs::write(
+        d.join("bench.yaml"),
+        yaml.replace("name: arithmetic", "name: \"b $(touch PWNED) it's\""),
+    )
+    .unwrap();
+    let url = server.base_url();
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("promptgauge"))
+        .current_dir(d)
+        .args([
+            "run",
+            "bench.yaml",
+            "--out",
+            "my reports",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+        ])
+        .env("CI", "true")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let root = d.join("my reports");
+    wait_for("the first job", || {
+        run_dirs(&root)
+            .first()
+            .is_some_and(|r| journal_lines(r) >= 1)
+    });
+    signal(&child, "INT");
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let printed = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("resume with: "))
+        .unwrap_or_else(|| panic!("no resume command in {stderr}"));
+    // Pasted into a shell, as a person would.
+    let binary = assert_cmd::cargo::cargo_bin("promptgauge");
+    let pasted = printed.replacen("promptgauge", &promptgauge::report::shell_path(&binary), 1);
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(&pasted)
+        .current_dir(d)
+        .env("CI", "true")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!d.join("PWNED").exists(), "`{printed}` ran a command");
+    assert_eq!(out.status.code(), Some(0), "`{printed}`: {stderr}");
+    let s = summary(&only_run(&root));
+    assert!(s.complete, "`{printed}` resumed the run");
+    assert_eq!(server.provider.stats().generations, 24);
+}
+
 // ---- One pass: a live run never reads its journal; `report` reads it once ----
 
 #[test]
