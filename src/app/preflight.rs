@@ -9,65 +9,79 @@ use serde_json::Value;
 
 use crate::client::ApiKey;
 
+/// The most of a model list that is read: OpenRouter's, the longest in use, is about 1 MB;
+/// a body that goes on is cut here and the list is not checked.
+pub(crate) const MAX_MODELS_BYTES: usize = 4 << 20;
+
+/// The longest the preflight waits for one base URL (the bench's first-token timeout, when
+/// shorter): a server that cannot list its models by then is said to be down.
+pub(crate) const MAX_WAIT: Duration = Duration::from_secs(10);
+
 /// What the preflight found: nothing wrong, a reason to stop, or things to mention.
 #[derive(Debug, Default)]
 pub(crate) struct Preflight {
     /// Stop before dispatch: exit 4 with this.
     pub stop: Option<String>,
     pub warnings: Vec<String>,
+    /// Replicas (by index) that did not answer while others did: benched, not fatal.
+    pub dead: Vec<(usize, String)>,
 }
 
-/// Asks each base URL for its models.
-pub(crate) async fn check(
-    base_urls: &[String],
-    model: &str,
-    key: Option<&ApiKey>,
-    key_env: &str,
-    connect_timeout: Duration,
-) -> Preflight {
-    let mut out = Preflight::default();
-    let client = match reqwest::Client::builder()
-        .connect_timeout(connect_timeout.min(Duration::from_secs(10)))
-        .timeout(Duration::from_secs(15))
-        .build()
-    {
-        Ok(c) => c,
-        Err(_) => return out,
-    };
-    for base in base_urls {
-        let url = crate::client::secrets::join_path(base, "/models");
-        let shown = crate::client::secrets::redact_url(&url);
-        let mut request = client.get(&url).header("accept", "application/json");
-        if let Some(key) = key {
-            request = request.bearer_auth(key.expose());
+/// What one base URL answered.
+enum Answer {
+    /// Nothing: refused, unresolvable, or silent past the deadline.
+    Dead(String),
+    /// The key was refused.
+    Refused(u16),
+    /// A model list (the ids), or `None` when it was not one, too long or too slow.
+    Listed(Option<Vec<String>>, Option<String>),
+    /// Another status.
+    Status(u16),
+    /// An error that is not the server's absence (TLS, a proxy's oddity): the jobs tell.
+    Other,
+}
+
+/// Reads a body up to `MAX_MODELS_BYTES`; `None` past it.
+async fn bounded_body(mut response: reqwest::Response) -> Result<Option<Vec<u8>>, reqwest::Error> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if body.len() + chunk.len() > MAX_MODELS_BYTES {
+            return Ok(None);
         }
-        let response = match request.send().await {
-            Ok(r) => r,
-            Err(e) if e.is_connect() || e.is_timeout() => {
-                let why = if e.is_timeout() {
-                    "did not answer in time"
-                } else {
-                    "refused the connection (or its host does not resolve)"
-                };
-                out.stop = Some(format!(
-                    "{} {why}: nothing was sent. Is the server running, and is the base URL right?",
-                    crate::client::secrets::redact_url(base)
-                ));
-                return out;
-            }
-            // Anything else (TLS, a proxy's oddity): let the jobs tell.
-            Err(_) => continue,
-        };
-        let status = response.status().as_u16();
-        match status {
-            401 | 403 => {
-                out.stop = Some(format!(
-                    "{shown} refused the API key (HTTP {status}): check the key in ${key_env} (its value is not shown); nothing was sent"
-                ));
-                return out;
-            }
-            200 => {
-                let body = response.bytes().await.unwrap_or_default();
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Some(body))
+}
+
+async fn ask(client: &reqwest::Client, base: &str, key: Option<&ApiKey>, wait: Duration) -> Answer {
+    let url = crate::client::secrets::join_path(base, "/models");
+    let mut request = client.get(&url).header("accept", "application/json");
+    if let Some(key) = key {
+        request = request.bearer_auth(key.expose());
+    }
+    let deadline = tokio::time::Instant::now() + wait;
+    let response = match tokio::time::timeout_at(deadline, request.send()).await {
+        Err(_) => {
+            return Answer::Dead(format!(
+                "did not answer within {}",
+                humantime::format_duration(wait)
+            ));
+        }
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) if e.is_connect() || e.is_timeout() => {
+            return Answer::Dead(if e.is_timeout() {
+                "did not answer in time".into()
+            } else {
+                "refused the connection (or its host does not resolve)".into()
+            });
+        }
+        Ok(Err(_)) => return Answer::Other,
+    };
+    let status = response.status().as_u16();
+    match status {
+        401 | 403 => Answer::Refused(status),
+        200 => match tokio::time::timeout_at(deadline, bounded_body(response)).await {
+            Ok(Ok(Some(body))) => {
                 let listed: Vec<String> = serde_json::from_slice::<Value>(&body)
                     .ok()
                     .and_then(|v| v.get("data").and_then(Value::as_array).cloned())
@@ -75,21 +89,92 @@ pub(crate) async fn check(
                     .iter()
                     .filter_map(|m| m.get("id").and_then(Value::as_str).map(String::from))
                     .collect();
+                Answer::Listed(Some(listed), None)
+            }
+            Ok(Ok(None)) => Answer::Listed(
+                None,
+                Some(format!(
+                    "its model list is longer than {} and was not read to the end: the model was not checked",
+                    crate::suite::error::shown_size(MAX_MODELS_BYTES as u64)
+                )),
+            ),
+            Ok(Err(_)) => Answer::Listed(None, None),
+            Err(_) => Answer::Listed(
+                None,
+                Some(format!(
+                    "its model list did not arrive within {}: the model was not checked",
+                    humantime::format_duration(wait)
+                )),
+            ),
+        },
+        other => Answer::Status(other),
+    }
+}
+
+/// Asks each base URL for its models, all at once, each within `wait` (at most
+/// [`MAX_WAIT`]) and [`MAX_MODELS_BYTES`].
+pub(crate) async fn check(
+    base_urls: &[String],
+    model: &str,
+    key: Option<&ApiKey>,
+    key_env: &str,
+    connect_timeout: Duration,
+    wait: Duration,
+) -> Preflight {
+    let mut out = Preflight::default();
+    let wait = wait.min(MAX_WAIT);
+    let client = match reqwest::Client::builder()
+        .connect_timeout(connect_timeout.min(wait))
+        .build()
+    {
+        Ok(c) => c,
+        Err(_) => return out,
+    };
+    let answers =
+        futures_util::future::join_all(base_urls.iter().map(|b| ask(&client, b, key, wait))).await;
+    let dead = answers
+        .iter()
+        .filter(|a| matches!(a, Answer::Dead(_)))
+        .count();
+    for (i, (base, answer)) in base_urls.iter().zip(answers).enumerate() {
+        let shown_base = crate::client::secrets::redact_url(base);
+        let shown =
+            crate::client::secrets::redact_url(&crate::client::secrets::join_path(base, "/models"));
+        match answer {
+            Answer::Dead(why) if dead == base_urls.len() => {
+                out.stop = Some(format!(
+                    "{shown_base} {why}: nothing was sent. Is the server running, and is the base URL right?"
+                ));
+                return out;
+            }
+            Answer::Dead(why) => out.dead.push((i, format!("{shown_base} {why}"))),
+            Answer::Refused(status) => {
+                out.stop = Some(format!(
+                    "{shown} refused the API key (HTTP {status}): check the key in ${key_env} (its value is not shown); nothing was sent"
+                ));
+                return out;
+            }
+            Answer::Listed(listed, note) => {
+                if let Some(note) = note {
+                    out.warnings.push(format!("{shown_base}: {note}"));
+                }
+                let listed = listed.unwrap_or_default();
                 if !listed.is_empty() && !listed.iter().any(|m| m == model) {
                     let shown_models: Vec<&str> =
                         listed.iter().take(10).map(String::as_str).collect();
                     out.warnings.push(format!(
-                        "{} lists the models {}{}, not `{model}`: if the jobs fail, set --model to one of them (some servers answer to any name)",
-                        crate::client::secrets::redact_url(base),
+                        "{shown_base} lists the models {}{}, not `{model}`: if the jobs fail, set --model to one of them (some servers answer to any name)",
                         shown_models.join(", "),
                         if listed.len() > 10 { ", …" } else { "" }
                     ));
                 }
             }
-            404 if !base.trim_end_matches('/').ends_with("/v1") => out.warnings.push(format!(
-                "{shown} answered 404: if the jobs fail with 404 too, the base URL probably lacks /v1"
-            )),
-            _ => {}
+            Answer::Status(404) if !base.trim_end_matches('/').ends_with("/v1") => {
+                out.warnings.push(format!(
+                    "{shown} answered 404: if the jobs fail with 404 too, the base URL probably lacks /v1"
+                ))
+            }
+            Answer::Status(_) | Answer::Other => {}
         }
     }
     out

@@ -110,7 +110,9 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     .await?;
 
     // One look at the server before the first job: a dead server, a refused key or an
-    // unlisted model is said now, not after every job has spent its retries.
+    // unlisted model is said now, not after every job has spent its retries. A dead replica
+    // among live ones is benched, not fatal.
+    let mut dead_replicas = Vec::new();
     if !provider.simulated {
         let pre = super::preflight::check(
             &p.endpoint.base_urls,
@@ -118,6 +120,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
             p.endpoint.api_key.as_ref(),
             &p.endpoint.api_key_env,
             bench.limits.connect_timeout,
+            bench.limits.first_token_timeout,
         )
         .await;
         for w in pre.warnings.iter().filter(|_| !quiet) {
@@ -126,6 +129,14 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         if let Some(why) = pre.stop {
             return Err(Failure::Provider(anyhow::anyhow!(why)));
         }
+        let live = p.endpoint.base_urls.len() - pre.dead.len();
+        for (_, why) in pre.dead.iter().filter(|_| !quiet) {
+            note!(
+                "warning: replica {why}: benched; jobs go to the {} that answered, and it is tried again when its rest ends",
+                super::count(live as u64, "replica", "replicas")
+            );
+        }
+        dead_replicas = pre.dead;
     }
 
     let (dir, mut record, _lock) = match resumed {
@@ -257,6 +268,9 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         );
     }
     let client = Arc::new(build_client(&p, &base_urls).before_send()?);
+    for (i, why) in &dead_replicas {
+        client.bench_replica(*i, &format!("no answer to the preflight: {why}"));
+    }
     dir.write_record(&record).before_send()?;
     if !quiet {
         let verb = if record.resumed_at.is_empty() {

@@ -377,6 +377,12 @@ impl Client {
         self.pool.capacity()
     }
 
+    /// Benches replica `i` (by its place in the base URLs) before the first attempt: it did
+    /// not answer the preflight while others did. Journaled as a pool event.
+    pub fn bench_replica(&self, i: usize, why: &str) {
+        self.pool.bench(i, why);
+    }
+
     /// Cancelled when the run must stop; in-flight attempts are abandoned.
     pub fn stop_token(&self) -> CancellationToken {
         self.stop.clone()

@@ -280,6 +280,22 @@ impl Pool {
         }
     }
 
+    /// Benches replica `i` now, as if it had failed [`BENCH_AFTER`] times in a row (a
+    /// replica that did not answer the preflight): attempts go to the others, and it is
+    /// tried again when its rest ends. With one replica, nothing changes.
+    pub fn bench(&self, i: usize, why: &str) {
+        if self.replicas.len() < 2 || i >= self.replicas.len() {
+            return;
+        }
+        let r = &self.replicas[i];
+        let times = r.benchings.fetch_add(1, Ordering::SeqCst).min(4);
+        let rest = BENCH_FOR * 2u32.pow(times);
+        if let Ok(mut until) = r.benched_until.lock() {
+            *until = Some(Instant::now() + rest);
+        }
+        self.event(i, "benched", None, Some(rest), why);
+    }
+
     /// Records how an attempt on replica `i` went.
     pub fn report(&self, i: usize, health: Health, why: &str) {
         let r = &self.replicas[i];

@@ -1037,6 +1037,175 @@ fn an_unwritable_report_path_is_refused_before_anything_is_sent() {
     assert!(!dir.path().join("reports").exists());
 }
 
+/// A server whose `GET /models` sends its headers and then a body that never ends — fast
+/// (`trickle` false: 64 KiB at a time) or one byte every 50 ms — and that answers every POST
+/// with the streamed answer `4`.
+fn endless_models_server(trickle: bool) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut first = String::new();
+                let _ = reader.read_line(&mut first);
+                let mut length = 0usize;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                }
+                let mut body = vec![0; length];
+                let _ = reader.read_exact(&mut body);
+                if first.starts_with("GET") {
+                    let _ = stream.write_all(
+                        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{\"data\": [",
+                    );
+                    let chunk = vec![b' '; if trickle { 1 } else { 64 << 10 }];
+                    while stream.write_all(&chunk).is_ok() {
+                        if trickle {
+                            std::thread::sleep(std::time::Duration::from_millis(50));
+                        }
+                    }
+                } else {
+                    let event = r#"{"choices":[{"index":0,"delta":{"content":"4"},"finish_reason":"stop"}]}"#;
+                    let _ = stream.write_all(
+                        http(
+                            "200 OK",
+                            "text/event-stream",
+                            &format!("data: {event}\n\ndata: [DONE]\n\n"),
+                        )
+                        .as_bytes(),
+                    );
+                }
+            });
+        }
+    });
+    format!("http://{addr}/v1")
+}
+
+#[test]
+fn the_preflight_reads_a_bounded_model_list_within_a_deadline() {
+    // A model list that never ends, fast: cut at 4 MiB, the run goes on.
+    let url = endless_models_server(false);
+    let dir = bench_dir("");
+    let out = promptgauge(dir.path())
+        .args([
+            "run",
+            "bench.yaml",
+            "--limit",
+            "1",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("model list is longer than 4 MiB"),
+        "{stderr}"
+    );
+    assert_eq!(
+        journal(&run_dirs(&dir.path().join("reports"))[0]).len(),
+        2,
+        "{stderr}"
+    );
+    // One that trickles: given up at the bench's first-token timeout (here 300 ms).
+    let url = endless_models_server(true);
+    let dir = bench_dir("limits: { first_token_timeout: 300ms }\n");
+    let started = std::time::Instant::now();
+    let out = promptgauge(dir.path())
+        .args([
+            "run",
+            "bench.yaml",
+            "--limit",
+            "1",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("model list did not arrive within 300ms"),
+        "{stderr}"
+    );
+    assert_eq!(
+        journal(&run_dirs(&dir.path().join("reports"))[0]).len(),
+        2,
+        "{stderr}"
+    );
+    // Not a timing assertion: the 15 s the preflight once waited would be a hang here.
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+}
+
+#[test]
+fn a_dead_replica_among_live_ones_is_benched_with_a_warning_not_fatal() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://127.0.0.1:{}/v1", l.local_addr().unwrap().port())
+    };
+    let dir = bench_dir("");
+    let out = promptgauge(dir.path())
+        .args([
+            "run",
+            "bench.yaml",
+            "--base-url",
+            &server.base_url(),
+            "--base-url",
+            &dead,
+            "--model",
+            "m",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!("warning: replica {dead} refused the connection"))
+            && stderr.contains("benched"),
+        "{stderr}"
+    );
+    assert_eq!(
+        server.provider.stats().generations,
+        24,
+        "the live one answered all"
+    );
+    let journal =
+        std::fs::read_to_string(run_dirs(&dir.path().join("reports"))[0].join("results.jsonl"))
+            .unwrap();
+    assert!(
+        journal.contains("no answer to the preflight"),
+        "journaled as a pool event"
+    );
+    // Every replica dead: still exit 4, nothing sent.
+    let out = promptgauge(dir.path())
+        .args([
+            "run",
+            "bench.yaml",
+            "--base-url",
+            &dead,
+            "--base-url",
+            &dead,
+            "--model",
+            "m",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+}
+
 #[test]
 fn a_dead_server_or_a_wrong_model_is_said_at_once() {
     // Nothing listens on this port: the preflight says so, exit 4, no run folder.
