@@ -117,10 +117,9 @@ impl Judge {
         let template = match prompt {
             None => None,
             Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| format!("cannot read the judge prompt {}: {e}", path.display()))?;
-                let mut env = minijinja::Environment::new();
-                env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+                let text = crate::suite::error::read_text(path, "judge prompt")
+                    .map_err(|e| e.to_string())?;
+                let env = crate::suite::template::strict_environment();
                 let t = env.template_from_str(&text).map_err(|e| {
                     format!(
                         "the judge prompt {}{} does not compile: {e}",
@@ -128,10 +127,14 @@ impl Judge {
                         e.line().map(|l| format!(":{l}")).unwrap_or_default()
                     )
                 })?;
+                // Names the engine defines (`range`, `namespace`, …) are not variables.
                 let unknown: Vec<String> = t
                     .undeclared_variables(false)
                     .into_iter()
-                    .filter(|v| !PROMPT_VARIABLES.contains(&v.as_str()))
+                    .filter(|v| {
+                        !PROMPT_VARIABLES.contains(&v.as_str())
+                            && !env.globals().any(|(name, _)| name == v.as_str())
+                    })
                     .collect();
                 if !unknown.is_empty() {
                     return Err(format!(
@@ -175,21 +178,24 @@ impl Judge {
         let rubric = self.rubric.as_deref().unwrap_or_default();
         let m = marker(&[&conversation, question, &reference, answer, rubric]);
         if let Some((path, text)) = &self.template {
-            let mut env = minijinja::Environment::new();
-            env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+            // The limits every template has: fuel, and the rendered size.
+            let env = crate::suite::template::strict_environment();
             let rendered = env
                 .template_from_str(text)
                 .and_then(|t| {
-                    t.render(minijinja::context! {
-                        conversation => conversation,
-                        question => question,
-                        reference => reference,
-                        expected => case.expected.clone(),
-                        answer => answer,
-                        rubric => rubric,
-                        vars => minijinja::value::Serde(&case.vars),
-                        marker => m,
-                    })
+                    crate::suite::template::render_capped(
+                        &t,
+                        minijinja::context! {
+                            conversation => conversation,
+                            question => question,
+                            reference => reference,
+                            expected => case.expected.clone(),
+                            answer => answer,
+                            rubric => rubric,
+                            vars => minijinja::value::Serde(&case.vars),
+                            marker => m,
+                        },
+                    )
                 })
                 .map_err(|e| {
                     // Name the expression the case could not fill, with its line.
@@ -199,6 +205,12 @@ impl Judge {
                             "the judge prompt {}{at} uses `{}`, which this case does not have",
                             path.display(),
                             expr.trim()
+                        ),
+                        _ if crate::suite::template::is_template_fault(&e) => format!(
+                            "the judge prompt {}{at} failed: {e}; a template may run at most {} steps and render at most {} MiB: remove the runaway loop or repetition",
+                            path.display(),
+                            crate::suite::template::FUEL,
+                            crate::suite::template::MAX_RENDERED_BYTES >> 20
                         ),
                         _ => format!("the judge prompt {}{at} failed: {e}", path.display()),
                     }

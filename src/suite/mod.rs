@@ -515,6 +515,7 @@ impl Bench {
         let cases = cases::load_all(&case_paths)?;
         let mut scorers = Vec::with_capacity(cases.len());
         let mut errors = Vec::new();
+        let mut judge_runaway_said = false;
         for case in &cases {
             if case.expected.is_empty() && case.grade.as_ref().unwrap_or(&grade).needs_expected() {
                 errors.push(
@@ -551,15 +552,22 @@ impl Bench {
             };
             // A case whose expected answer its own scorer could never accept is a bench bug.
             if let Err(m) = scorer.check(case) {
-                let fix = if m.starts_with("the judge prompt") {
-                    "a judge prompt may use `question`, `reference`, `expected`, `answer`, `rubric`, and the case's variables as `vars.NAME`".to_string()
+                let runaway = m.starts_with("the judge prompt") && m.contains("at most");
+                let fix = if runaway {
+                    "remove the runaway loop or repetition from the judge prompt".to_string()
+                } else if m.starts_with("the judge prompt") {
+                    "a judge prompt may use `question`, `conversation`, `reference`, `expected`, `answer`, `rubric`, `marker`, and the case's variables as `vars.NAME`".to_string()
                 } else {
                     "fix `expected`, or give the case a `grade` that fits it".to_string()
                 };
-                errors.push(
-                    InputError::new(case.location.clone(), format!("case `{}`: {m}", case.id))
-                        .fix(fix),
-                );
+                // A runaway judge prompt fails every case alike: said once.
+                if !(runaway && judge_runaway_said) {
+                    errors.push(
+                        InputError::new(case.location.clone(), format!("case `{}`: {m}", case.id))
+                            .fix(fix),
+                    );
+                }
+                judge_runaway_said |= runaway;
             }
             scorers.push(scorer);
         }

@@ -65,13 +65,22 @@ impl std::io::Write for Capped {
     }
 }
 
+/// The environment every template renders in — a variant's messages and a judge's prompt
+/// alike: undefined variables are errors, and each rendering runs on [`FUEL`].
+pub fn strict_environment<'a>() -> minijinja::Environment<'a> {
+    let mut env = minijinja::Environment::new();
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    env.set_fuel(Some(FUEL));
+    env
+}
+
 /// Renders one template within the fuel and size limits.
-fn render_capped(
+pub fn render_capped(
     template: &minijinja::Template<'_, '_>,
-    vars: &crate::suite::cases::Vars,
+    context: impl Serialize,
 ) -> Result<String, minijinja::Error> {
     let mut out = Capped(Vec::new());
-    template.render_captured_to(minijinja::value::Serde(vars), &mut out)?;
+    template.render_captured_to(minijinja::value::Serde(context), &mut out)?;
     String::from_utf8(out.0).map_err(|_| {
         minijinja::Error::new(
             minijinja::ErrorKind::BadSerialization,
@@ -81,7 +90,7 @@ fn render_capped(
 }
 
 /// Errors that would repeat for every case: the template itself is at fault.
-fn is_template_fault(err: &minijinja::Error) -> bool {
+pub fn is_template_fault(err: &minijinja::Error) -> bool {
     matches!(
         err.kind(),
         minijinja::ErrorKind::OutOfFuel | minijinja::ErrorKind::WriteFailure
@@ -122,9 +131,7 @@ fn template_error(variant: &Variant, message: usize, err: &minijinja::Error) -> 
 impl Templates {
     /// Compiles every variant's messages; syntax errors name the prompt file and line.
     pub fn compile(variants: &[Variant]) -> Result<Self, InputErrors> {
-        let mut env = minijinja::Environment::new();
-        env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-        env.set_fuel(Some(FUEL));
+        let mut env = strict_environment();
         let globals = env.globals().map(|(name, _)| name.to_string()).collect();
         let mut names = Vec::new();
         let mut errors = Vec::new();

@@ -420,6 +420,34 @@ const ROWS: &[Row] = &[
         expect: &["plain.txt:1", "at most 1000000 steps"],
     },
     Row {
+        name: "a loop bomb in a judge prompt",
+        setup: |d| {
+            fs::write(
+                d.join("judge.j2"),
+                "{% for a in range(100000) %}{% for b in range(100000) %}x{% endfor %}{% endfor %}<reference>{{ reference }}</reference><answer>{{ answer }}</answer>",
+            )
+            .unwrap();
+            edit(&d.join("bench.yaml"), |t| {
+                t.replace("kind: number", "kind: judge, prompt: judge.j2")
+            });
+        },
+        expect: &["judge.j2:1", "at most 1000000 steps", "runaway loop"],
+    },
+    Row {
+        name: "a repetition bomb in a judge prompt",
+        setup: |d| {
+            fs::write(
+                d.join("judge.j2"),
+                "{{ 'x' * 2000000000 }}<reference>{{ reference }}</reference><answer>{{ answer }}</answer>",
+            )
+            .unwrap();
+            edit(&d.join("bench.yaml"), |t| {
+                t.replace("kind: number", "kind: judge, prompt: judge.j2")
+            });
+        },
+        expect: &["judge.j2:1", "render at most 8 MiB"],
+    },
+    Row {
         name: "a variant file whose name cannot be selected",
         setup: |d| {
             fs::rename(d.join("plain.txt"), d.join("x,y.txt")).unwrap();
