@@ -398,6 +398,8 @@ pub(crate) fn stored_result(
         answers: BTreeMap::new(),
         answers_total: 0,
         prompts: HashMap::new(),
+        prompts_cut: 0,
+        prompts_left_out: 0,
         jobs: None,
     }
 }

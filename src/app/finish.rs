@@ -81,20 +81,39 @@ pub(super) fn attach_prompts_from(
         .enumerate()
         .map(|(i, c)| (c.id.as_str(), i))
         .collect();
+    // Each prompt cut at SHOWN_PROMPT_BYTES; once the page's budget is spent, left out.
+    let mut spent = 0;
     for case_id in result.answers.keys() {
         let Some(&c) = index.get(case_id.as_str()) else {
             continue;
         };
         let case = &bench.cases[c];
         for (arm, &v) in arms.iter().enumerate() {
+            if spent >= crate::report::aggregate::SHOWN_PROMPTS_BUDGET {
+                result.prompts_left_out += 1;
+                continue;
+            }
             if let Ok(messages) = bench.templates.render(v, case, &bench.variants[v]) {
                 let text: Vec<String> = messages
                     .iter()
                     .map(|m| format!("{}: {}", m.role, m.content))
                     .collect();
-                result
-                    .prompts
-                    .insert((case_id.clone(), arm), text.join("\n\n"));
+                let text = text.join("\n\n");
+                let shown = if text.len() > crate::report::aggregate::SHOWN_PROMPT_BYTES {
+                    result.prompts_cut += 1;
+                    format!(
+                        "{}\n[cut here: the prompt is {} bytes; the bench renders it in full]",
+                        crate::client::protocol::truncate(
+                            &text,
+                            crate::report::aggregate::SHOWN_PROMPT_BYTES
+                        ),
+                        text.len()
+                    )
+                } else {
+                    text
+                };
+                spent += shown.len();
+                result.prompts.insert((case_id.clone(), arm), shown);
             }
         }
     }

@@ -30,7 +30,13 @@ pub const FAILED_SHOWN: usize = 500;
 /// Cases whose answers report.html shows in full (the first this many heard).
 pub const SHOWN_CASES: usize = 2000;
 /// Characters of one answer shown in report.html.
-const SHOWN_CHARS: usize = 4000;
+pub const SHOWN_CHARS: usize = 4000;
+/// Bytes of one rendered prompt shown in report.html (a few-shot prompt fits; a 4 MB
+/// document pasted into every case does not, 200 times over).
+pub const SHOWN_PROMPT_BYTES: usize = 16 << 10;
+/// Bytes of prompts one report.html holds in all; the rest are left out, and the page says
+/// so. With the answers' own caps, a page stays within tens of megabytes at any size.
+pub const SHOWN_PROMPTS_BUDGET: usize = 8 << 20;
 
 /// One variant's answer to a case, as report.html shows it.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,8 +75,12 @@ pub struct RunResult {
     /// there were in all.
     pub answers: BTreeMap<String, ShownCase>,
     pub answers_total: usize,
-    /// Each shown (case, variant)'s rendered prompt, when the bench could be read again.
+    /// Each shown (case, variant)'s rendered prompt, when the bench could be read again,
+    /// each cut at [`SHOWN_PROMPT_BYTES`] and all within [`SHOWN_PROMPTS_BUDGET`].
     pub prompts: HashMap<(String, usize), String>,
+    /// Prompts cut short, and prompts left out once the page's budget was spent.
+    pub prompts_cut: usize,
+    pub prompts_left_out: usize,
     /// One row per job for the history store, when asked for ([`Aggregator::keep_rows`]).
     pub jobs: Option<crate::store::JobRows>,
 }
@@ -523,6 +533,8 @@ impl Aggregator {
             answers_total,
             answers: self.answers,
             prompts: HashMap::new(),
+            prompts_cut: 0,
+            prompts_left_out: 0,
             jobs: self.rows.map(|mut rows| {
                 rows.flush();
                 rows

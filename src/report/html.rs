@@ -245,9 +245,21 @@ fn answers_section(b: &mut String, result: &RunResult, names: &[&str]) {
     } else {
         String::new()
     };
+    let cut = if result.prompts_cut + result.prompts_left_out > 0 {
+        format!(
+            " Answers are cut at {} characters and prompts at {} each; one page holds at most {} of prompts: {} cut, {} left out (the journal has every answer in full, and the bench renders every prompt).",
+            super::aggregate::SHOWN_CHARS,
+            crate::suite::error::shown_size(super::aggregate::SHOWN_PROMPT_BYTES as u64),
+            crate::suite::error::shown_size(super::aggregate::SHOWN_PROMPTS_BUDGET as u64),
+            result.prompts_cut,
+            result.prompts_left_out
+        )
+    } else {
+        String::new()
+    };
     let _ = write!(
         b,
-        "<h2>Answers</h2><p class=\"muted\">Each variant's answer to each case{more}; open a cell for the full answer, why it scored as it did, and the prompt sent.</p>\
+        "<h2>Answers</h2><p class=\"muted\" id=\"answers-limits\">Each variant's answer to each case{more}; open a cell for the full answer, why it scored as it did, and the prompt sent.{cut}</p>\
          <p><input id=\"answers-filter\" type=\"search\" placeholder=\"search cases and answers…\" oninput=\"filterRows(this, 'answers')\"> \
          <label><input id=\"answers-disagree\" type=\"checkbox\" onchange=\"filterRows(document.getElementById('answers-filter'), 'answers')\"> only where the variants disagree</label> \
          <span class=\"muted\"><span id=\"answers-count\">{}</span> shown</span></p>",

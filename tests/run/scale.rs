@@ -371,3 +371,48 @@ mod library {
         assert!(events[0].reason.contains("rate-limit window"), "{events:?}");
     }
 }
+
+#[test]
+fn report_html_holds_a_bounded_share_of_huge_prompts_and_says_so() {
+    // 40 cases whose prompt carries a 256 KiB document, 2 variants: 20 MiB of prompts,
+    // which report.html once embedded in full (a 4 MB document in 50 cases: a 200 MB page).
+    let (_rt, server) = start_mock(MockConfig::default());
+    let bench = arithmetic_bench(40, 2, "");
+    let d = bench.path();
+    let doc = "lorem ipsum ".repeat((256 << 10) / 12);
+    let cases: String = (1..=40)
+        .map(|i| {
+            serde_json::json!({"id": format!("add-{i:02}"), "vars": {"question": format!("What is {i} + {i}?"), "doc": doc}, "expected": (2 * i).to_string()})
+                .to_string()
+                + "\n"
+        })
+        .collect();
+    std::fs::write(d.join("cases.jsonl"), cases).unwrap();
+    std::fs::write(d.join("plain.txt"), "{{ doc }}\n{{ question }}").unwrap();
+    let out = promptgauge(d)
+        .args([
+            "run",
+            "bench.yaml",
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "m",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = &run_dirs(&d.join("reports"))[0];
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(html.len() < 4 << 20, "report.html is {} bytes", html.len());
+    assert!(
+        html.contains("prompts at 16 KiB each") && html.contains("40 cut, 0 left out"),
+        "the page says what it cut"
+    );
+    assert!(html.contains("[cut here: the prompt is"));
+    // The short variant's prompts are whole.
+    assert!(html.contains("Think step by step."));
+}
