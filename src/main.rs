@@ -14,6 +14,14 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // A file-size limit (`ulimit -f`) would kill the process with SIGXFSZ mid-write, with no
+    // report and no resume hint. Caught, the write fails with EFBIG instead, handled as a
+    // full disk is (exit 3, what fits written, the resume command).
+    #[cfg(unix)]
+    runtime.block_on(async {
+        use tokio::signal::unix::{SignalKind, signal};
+        let _ = signal(SignalKind::from_raw(libc::SIGXFSZ));
+    });
     let result = runtime.block_on(async {
         match &cli.command {
             Command::Init(args) => app::init(args),

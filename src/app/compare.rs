@@ -247,7 +247,7 @@ pub async fn compare(args: &CompareArgs, env: &crate::cli::Env) -> Result<Exit, 
         ];
         for (name, text) in files {
             let path = out.join(name);
-            std::fs::write(&path, text)
+            crate::runner::folder::write_atomically(&path, text)
                 .with_context(|| format!("cannot write {}", path.display()))?;
         }
         Ok(())

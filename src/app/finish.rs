@@ -130,14 +130,16 @@ pub(super) fn write_reports(
         let path = dir.file(exporter.file_name());
         let written = exporter
             .render(&result.summary)
-            .and_then(|text| Ok(std::fs::write(&path, text)?))
+            .and_then(|text| Ok(crate::runner::folder::write_atomically(&path, text)?))
             .with_context(|| format!("cannot write {}", path.display()));
         if let Err(e) = written {
             problems.push(e);
         }
     }
     let path = dir.report_html();
-    if let Err(e) = std::fs::write(&path, report::html::render_run(result, bench_text)) {
+    if let Err(e) =
+        crate::runner::folder::write_atomically(&path, report::html::render_run(result, bench_text))
+    {
         problems.push(anyhow::Error::new(e).context(format!("cannot write {}", path.display())));
     }
     problems
@@ -211,15 +213,16 @@ pub(super) async fn conclude(
         let path = dir.baseline_json();
         if let Err(e) = serde_json::to_string_pretty(b)
             .map_err(anyhow::Error::from)
-            .and_then(|text| Ok(std::fs::write(&path, text + "\n")?))
+            .and_then(|text| Ok(crate::runner::folder::write_atomically(&path, text + "\n")?))
         {
             problems.push(e.context(format!("cannot write {}", path.display())));
         }
     }
     if let (Some(junit), Some(path)) = (result.junit.take(), outputs.junit) {
-        let written = std::fs::File::create(path)
-            .and_then(|mut file| junit.write_to(summary, &mut file))
-            .with_context(|| format!("cannot write {}", path.display()));
+        let written = crate::runner::folder::write_atomically_with(path, |file| {
+            junit.write_to(summary, file)
+        })
+        .with_context(|| format!("cannot write {}", path.display()));
         if let Err(e) = written {
             problems.push(e);
         }

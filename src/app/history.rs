@@ -145,7 +145,7 @@ pub async fn history(args: &HistoryArgs, env: &Env) -> Result<Exit, Failure> {
             .with_context(|| format!("cannot create {}", dir.display()))
             .before_send()?;
     }
-    std::fs::write(&html, history::render_html(&h, &link))
+    crate::runner::folder::write_atomically(&html, history::render_html(&h, &link))
         .with_context(|| format!("cannot write {}", html.display()))
         .before_send()?;
     note!("history.html: {}", html.display());

@@ -61,6 +61,35 @@ pub struct RunDir {
     path: PathBuf,
 }
 
+/// Writes a whole file beside `path` and renames it over `path`: a process killed or a disk
+/// filled mid-write leaves the old file (or none), never half of the new one. A failed
+/// write leaves nothing behind.
+pub fn write_atomically(path: &Path, bytes: impl AsRef<[u8]>) -> std::io::Result<()> {
+    write_atomically_with(path, |file| {
+        use std::io::Write;
+        file.write_all(bytes.as_ref())
+    })
+}
+
+/// [`write_atomically`] for a writer that streams (JUnit from its spool).
+pub fn write_atomically_with(
+    path: &Path,
+    write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let written = std::fs::File::create(&tmp)
+        .and_then(|mut file| write(&mut file))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
 impl RunDir {
     /// An existing folder (nothing is checked until something is read).
     pub fn at(path: impl Into<PathBuf>) -> RunDir {
@@ -168,9 +197,7 @@ impl RunDir {
     pub(crate) fn write_record(&self, record: &RunRecord) -> anyhow::Result<()> {
         let path = self.path.join(RECORD);
         let text = serde_json::to_string_pretty(record)? + "\n";
-        let tmp = self.path.join(format!("{RECORD}.tmp"));
-        std::fs::write(&tmp, text)
-            .and_then(|()| std::fs::rename(&tmp, &path))
+        write_atomically(&path, text)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
     }
 

@@ -594,7 +594,9 @@ fn a_full_disk_mid_run_is_exit_3_with_what_fits_written_and_the_resume_command()
     let d = bench.path();
     let url = server.base_url();
     // Files may not grow past 24 KiB: the journal (about 1 KiB a job) runs out mid-run;
-    // the summaries still fit. SIGXFSZ is ignored so the write fails as on a full disk.
+    // the summaries still fit. The limit's signal (SIGXFSZ) is left at its default, which
+    // kills a process that does not catch it: promptgauge catches it, and the write fails
+    // with EFBIG as on a full disk.
     let bin = assert_cmd::cargo::cargo_bin("promptgauge");
     let out = std::process::Command::new("sh")
         .current_dir(d)
@@ -602,7 +604,7 @@ fn a_full_disk_mid_run_is_exit_3_with_what_fits_written_and_the_resume_command()
         .args([
             "-c",
             &format!(
-                "trap '' XFSZ; ulimit -f 24; exec '{}' run bench.yaml --base-url {url} --model m",
+                "ulimit -f 24; exec '{}' run bench.yaml --base-url {url} --model m",
                 bin.display()
             ),
         ])
@@ -618,6 +620,16 @@ fn a_full_disk_mid_run_is_exit_3_with_what_fits_written_and_the_resume_command()
     assert!(run.join("summary.json").exists(), "what fits is written");
     let kept = journal_lines(&run);
     assert!(kept > 0 && kept < 120, "{kept}");
+    assert!(
+        !run.join(".store.spool").exists(),
+        "the store's spool is not left behind"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(&run)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
 
     // With room again, the printed command finishes the run.
     let args: Vec<&str> = resume.split(' ').skip(1).collect();
@@ -631,6 +643,37 @@ fn a_full_disk_mid_run_is_exit_3_with_what_fits_written_and_the_resume_command()
     let s = summary(&run);
     assert!(s.complete);
     assert_eq!(journal_lines(&run), 120);
+
+    // `report` under a limit report.html does not fit in: exit 2 (nothing was sent; the
+    // path cannot be written), and the report.html that was there is kept whole (never
+    // half a page).
+    let before = std::fs::read(run.join("report.html")).unwrap();
+    let out = std::process::Command::new("sh")
+        .current_dir(d)
+        .env("CI", "true")
+        .args([
+            "-c",
+            &format!(
+                "ulimit -f {}; exec '{}' report '{}'",
+                before.len() / 1024 / 2,
+                bin.display(),
+                run.display()
+            ),
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("report.html: File too large"), "{stderr}");
+    assert_eq!(std::fs::read(run.join("report.html")).unwrap(), before);
+    assert!(
+        !std::fs::read_dir(&run).unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".tmp")),
+        "no temporary file is left"
+    );
 }
 
 #[cfg(unix)]
