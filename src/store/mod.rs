@@ -211,6 +211,7 @@ impl Store {
     async fn open_as(location: &Location, create: bool) -> anyhow::Result<Store> {
         sqlx::any::install_default_drivers();
         let shown = location.shown();
+        let mut read_only_mode = false;
         let (options, backend) = match location {
             Location::Sqlite(path) => {
                 if path.is_dir() {
@@ -226,6 +227,20 @@ impl Store {
                 }
                 let path = std::path::absolute(path)
                     .with_context(|| format!("cannot resolve {}", path.display()))?;
+                // A store on a read-only mount (a CI cache, a shared volume) can be read,
+                // never recorded into: said as such, not as "is it a database?".
+                let folder = path.parent().unwrap_or(Path::new("/"));
+                let read_only_here = if path.is_file() {
+                    read_only(&path) || read_only(folder)
+                } else {
+                    folder.is_dir() && read_only(folder)
+                };
+                if read_only_here && create {
+                    bail!(
+                        "the store {shown} is read-only (a read-only file or file system): a run cannot be recorded in it\n  fix: record into a writable store (--store FILE), or pass --no-store; the run folder keeps everything, and `promptgauge index` adds it later"
+                    );
+                }
+                read_only_mode = read_only_here;
                 if let Some(parent) = path.parent().filter(|_| create) {
                     std::fs::create_dir_all(parent)
                         .with_context(|| format!("cannot create {}", parent.display()))?;
@@ -233,9 +248,13 @@ impl Store {
                 // The driver reads the file name from a URL and decodes `%XX` in it: a
                 // `%` in the path goes in encoded.
                 let encoded = path.to_string_lossy().replace('%', "%25");
+                // Read-only, a WAL store is opened as immutable: nothing can change it there,
+                // and SQLite then needs no `-shm` file beside it.
                 let url = sqlx::sqlite::SqliteConnectOptions::new()
                     .filename(&encoded)
                     .create_if_missing(create)
+                    .read_only(read_only_mode)
+                    .immutable(read_only_mode)
                     .to_url_lossy();
                 (AnyConnectOptions::from_url(&url), Backend::Sqlite)
             }
@@ -269,10 +288,10 @@ impl Store {
         }
         let tables = match backend {
             Backend::Sqlite => {
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('runs', 'promptgauge_migrations')"
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
             }
             Backend::Postgres => {
-                "SELECT CAST(table_name AS TEXT) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name IN ('runs', 'promptgauge_migrations')"
+                "SELECT CAST(table_name AS TEXT) FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY table_name"
             }
         };
         let found: Vec<String> = sqlx::query_scalar(tables)
@@ -281,9 +300,13 @@ impl Store {
             .map_err(flat)
             .with_context(|| format!("cannot read the store {shown}: is it a database?"))?;
         let ours = found.iter().any(|t| t == "promptgauge_migrations");
-        if !ours && found.iter().any(|t| t == "runs") {
+        // Another program's database: promptgauge never adds its tables to it.
+        if !ours && !found.is_empty() {
+            let named: Vec<String> = found.iter().take(5).map(|t| format!("`{t}`")).collect();
             bail!(
-                "{shown} holds a `runs` table promptgauge did not make: it is not a promptgauge history store\n  fix: name another file or database with --store"
+                "{shown} holds tables promptgauge did not make ({}{}): it is not a promptgauge history store, and promptgauge does not add its tables to another program's database\n  fix: name another file, or an empty database, with --store",
+                named.join(", "),
+                if found.len() > 5 { ", …" } else { "" }
             );
         }
         if !ours && !create {
@@ -296,6 +319,10 @@ impl Store {
             backend,
             shown,
         };
+        if read_only_mode {
+            store.check_version_read_only().await?;
+            return Ok(store);
+        }
         if backend == Backend::Sqlite {
             store.use_wal().await?;
         }
@@ -339,6 +366,27 @@ impl Store {
         match backend {
             Backend::Sqlite => conn.begin_with("BEGIN IMMEDIATE").await,
             Backend::Postgres => conn.begin().await,
+        }
+    }
+
+    /// A read-only store is read as it is: its schema must be this promptgauge's.
+    async fn check_version_read_only(&self) -> anyhow::Result<()> {
+        let version: i64 =
+            sqlx::query_scalar("SELECT COALESCE(MAX(version), 0) FROM promptgauge_migrations")
+                .fetch_one(&mut *self.conn.lock().await)
+                .await
+                .map_err(flat)
+                .with_context(|| format!("cannot read the store {}", self.shown))?;
+        match version.cmp(&SCHEMA_VERSION) {
+            std::cmp::Ordering::Equal => Ok(()),
+            std::cmp::Ordering::Greater => bail!(
+                "the store {} has schema version {version}, newer than this promptgauge's ({SCHEMA_VERSION})\n  fix: upgrade promptgauge, or use another store (--store FILE)",
+                self.shown
+            ),
+            std::cmp::Ordering::Less => bail!(
+                "the store {} is read-only and has schema version {version}, older than this promptgauge's ({SCHEMA_VERSION}), so it cannot be brought up to date here\n  fix: open it once where it can be written (any reading command updates it), or read it with the promptgauge that recorded it",
+                self.shown
+            ),
         }
     }
 
@@ -1009,6 +1057,23 @@ fn flat(e: sqlx::Error) -> anyhow::Error {
 /// A count as BIGINT (counts past i64::MAX, from absurd usage reports, stop there).
 fn big(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// Whether `path` cannot be written: a read-only file system (or, for other users, a
+/// read-only file or folder). Root ignores permission bits but not a read-only mount.
+#[cfg(unix)]
+fn read_only(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `c` is a NUL-terminated path that lives across the call; access(2) only reads it.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK) != 0 }
+}
+
+#[cfg(not(unix))]
+fn read_only(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.permissions().readonly())
 }
 
 #[cfg(test)]

@@ -722,6 +722,36 @@ fn store_commands_say_what_is_wrong_and_how_to_fix_it() {
         "{}",
         stderr(&o)
     );
+    // Another program's SQLite file with no `runs` table: a run does not add promptgauge's
+    // tables to it (it warns, and the run succeeds), and reading commands refuse it.
+    let other = b.join("other.db");
+    std::fs::File::create(&other).unwrap();
+    sql(
+        &sqlite_url(&other),
+        "CREATE TABLE users (id INTEGER, name TEXT)",
+    );
+    let o = run(b, &server.base_url(), "m", &["--store", "other.db"], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("holds tables promptgauge did not make (`users`)"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        sql(
+            &sqlite_url(&other),
+            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+        ),
+        vec![vec!["users".to_string()]],
+        "nothing was added to another program's database"
+    );
+    let o = pg(b, &["runs", "--store", "other.db"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("not a promptgauge history store"),
+        "{}",
+        stderr(&o)
+    );
     // A store from a newer promptgauge is refused, not written.
     let file = sqlite_url(&b.join("reports/promptgauge.db"));
     sql(
@@ -735,6 +765,77 @@ fn store_commands_say_what_is_wrong_and_how_to_fix_it() {
     let o = run(b, &server.base_url(), "m", &[], &[]);
     assert_eq!(o.status.code(), Some(0));
     assert!(stderr(&o).contains("promptgauge index"), "{}", stderr(&o));
+}
+
+/// Runs `script` in a private mount namespace where `dir` is mounted read-only, as a CI
+/// cache or a shared volume is; `None` when this machine does not allow it (no
+/// `unshare`, or not permitted), said loudly.
+#[cfg(target_os = "linux")]
+fn on_a_read_only_mount(dir: &Path, script: &str) -> Option<Output> {
+    let d = dir.display();
+    let probe = std::process::Command::new("unshare")
+        .args([
+            "-m",
+            "sh",
+            "-c",
+            &format!("mount --bind '{d}' '{d}' && mount -o remount,ro,bind '{d}'"),
+        ])
+        .output();
+    if !probe.as_ref().is_ok_and(|o| o.status.success()) {
+        eprintln!(
+            "SKIPPED: this machine cannot mount a folder read-only (unshare -m): the read-only store test did not run"
+        );
+        return None;
+    }
+    let bin = assert_cmd::cargo::cargo_bin("promptgauge");
+    Some(
+        std::process::Command::new("unshare")
+            .args([
+                "-m",
+                "sh",
+                "-c",
+                &format!(
+                    "mount --bind '{d}' '{d}' && mount -o remount,ro,bind '{d}' && cd '{d}' && PG='{}' && {script}",
+                    bin.display()
+                ),
+            ])
+            .env("CI", "true")
+            .env_remove("PROMPTGAUGE_STORE")
+            .output()
+            .unwrap(),
+    )
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_store_on_a_read_only_mount_is_read_and_a_run_says_why_it_cannot_record() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let bench = arithmetic_bench(10, 2, "");
+    let d = bench.path();
+    ok(run(d, &server.base_url(), "m", &[], &[]));
+    assert!(
+        d.join("reports/promptgauge.db-wal").exists() || d.join("reports/promptgauge.db").exists()
+    );
+    // Reading commands read it where nothing can be written.
+    let Some(o) = on_a_read_only_mount(d, "\"$PG\" runs --json") else {
+        return;
+    };
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(json_lines(&stdout(&o)).len(), 1, "{}", stdout(&o));
+    // A run there cannot record: it says so, and how to add it later; it succeeds.
+    let url = server.base_url();
+    let o = on_a_read_only_mount(
+        d,
+        &format!("\"$PG\" run bench.yaml --base-url {url} --model m --out /tmp/pg-ro-$$ --store reports/promptgauge.db"),
+    )
+    .unwrap();
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{e}");
+    assert!(
+        e.contains("is read-only (a read-only file or file system)"),
+        "{e}"
+    );
+    assert!(!e.contains("is it a database?"), "{e}");
 }
 
 #[test]
