@@ -84,16 +84,27 @@ pub fn label(args: &LabelArgs) -> Result<Exit, Failure> {
         .into());
     }
     let path = dir.labels();
-    let already: HashSet<_> = labels::of_run(&path)
-        .map_err(|m| UsageError::with_fix(m, "fix or remove the line in labels.jsonl"))?
-        .into_keys()
-        .collect();
+    let (already, torn) = labels::of_run(&path)
+        .map_err(|m| UsageError::with_fix(m, "fix or remove the line in labels.jsonl"))?;
+    let already: HashSet<_> = already.into_keys().collect();
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(&path)
         .with_context(|| format!("cannot write {}", path.display()))
         .before_send()?;
+    // A torn last line is cut off, so new labels start on a line of their own; a last line
+    // written by hand without its newline gets one.
+    if let Some(torn) = torn {
+        note!("note: {}", labels::torn_note(&path, torn));
+        file.set_len(torn.offset)
+            .with_context(|| format!("cannot write {}", path.display()))
+            .before_send()?;
+    } else if std::fs::read(&path).is_ok_and(|b| b.last().is_some_and(|&c| c != b'\n')) {
+        file.write_all(b"\n")
+            .with_context(|| format!("cannot write {}", path.display()))
+            .before_send()?;
+    }
     let mut write = |l: &Label| -> Result<(), Failure> {
         let line = serde_json::to_string(l).map_err(|e| Failure::Input(e.into()))? + "\n";
         // One line per label, written at once: a stopped session loses nothing labelled.

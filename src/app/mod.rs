@@ -131,9 +131,15 @@ pub(super) fn aggregator_with(
     junit: bool,
     live: Option<crate::report::sequential::Live>,
 ) -> Result<crate::report::Aggregator, crate::cli::UsageError> {
-    let labels = crate::report::labels::of_run(&dir.labels()).map_err(|m| {
+    let (labels, torn) = crate::report::labels::of_run(&dir.labels()).map_err(|m| {
         crate::cli::UsageError::with_fix(m, "fix the line, or remove it from labels.jsonl")
     })?;
+    if let Some(torn) = torn {
+        note!(
+            "note: {}",
+            crate::report::labels::torn_note(&dir.labels(), torn)
+        );
+    }
     Ok(crate::report::Aggregator::new(
         crate::report::AggregatorSettings {
             run: record.info(),

@@ -73,17 +73,58 @@ pub fn read(path: &Path) -> Result<Vec<Label>, String> {
 
 /// [`read`], keeping each label's line number.
 pub fn read_numbered(path: &Path) -> Result<Vec<NumberedLabel>, String> {
+    read_lines(path, false).map(|(labels, _)| labels)
+}
+
+/// A last line cut short by a stopped `label` (no newline after it, and not a label): its
+/// line number and the byte offset where it starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Torn {
+    pub line: usize,
+    pub offset: u64,
+}
+
+/// Reads labels; with `tolerate_torn`, a torn last line is left out and returned instead
+/// of being an error (a run folder's own file, as for the journal).
+fn read_lines(
+    path: &Path,
+    tolerate_torn: bool,
+) -> Result<(Vec<NumberedLabel>, Option<Torn>), String> {
     let file = std::fs::File::open(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => format!("{} does not exist", path.display()),
         _ => format!("cannot read {}: {e}", path.display()),
     })?;
     let mut out = Vec::new();
-    for (i, line) in BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut reader = BufReader::new(file);
+    let mut offset = 0u64;
+    let mut i = 0usize;
+    loop {
+        let mut raw = String::new();
+        let n = reader
+            .read_line(&mut raw)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        let start = offset;
+        offset += n as u64;
+        let complete = raw.ends_with('\n');
+        let line = raw.trim_end_matches(['\n', '\r']);
         if line.trim().is_empty() {
+            i += 1;
             continue;
         }
-        let label: Label = serde_json::from_str(&line).map_err(|e| {
+        let parsed = serde_json::from_str::<Label>(line);
+        if parsed.is_err() && !complete && tolerate_torn {
+            return Ok((
+                out,
+                Some(Torn {
+                    line: i + 1,
+                    offset: start,
+                }),
+            ));
+        }
+        let label: Label = parsed.map_err(|e| {
             // serde's own position is within the line; the line is what a person needs.
             let message = e.to_string();
             let message = message
@@ -104,19 +145,34 @@ pub fn read_numbered(path: &Path) -> Result<Vec<NumberedLabel>, String> {
             ));
         }
         out.push((i + 1, label));
+        i += 1;
     }
-    Ok(out)
+    Ok((out, None))
 }
 
-/// The labels of a run folder, if it has any.
-pub fn of_run(path: &Path) -> Result<Labels, String> {
+/// The labels of a run folder, if it has any, and a torn last line left out (a `label`
+/// session stopped mid-write): said, never an error, as for the journal.
+pub fn of_run(path: &Path) -> Result<(Labels, Option<Torn>), String> {
     if !path.exists() {
-        return Ok(Labels::new());
+        return Ok((Labels::new(), None));
     }
-    Ok(read(path)?
-        .into_iter()
-        .map(|l| (l.key(), l.score))
-        .collect())
+    let (labels, torn) = read_lines(path, true)?;
+    Ok((
+        labels
+            .into_iter()
+            .map(|(_, l)| (l.key(), l.score))
+            .collect(),
+        torn,
+    ))
+}
+
+/// The note a torn last line of labels.jsonl gets.
+pub fn torn_note(path: &Path, torn: Torn) -> String {
+    format!(
+        "{}:{}: a torn last line (from a stopped `label`) was left out; label that answer again",
+        path.display(),
+        torn.line
+    )
 }
 
 /// The judge against people, for one variant, and its score as people would give it.

@@ -309,6 +309,46 @@ fn a_judged_bench_runs_on_the_simulator_and_people_can_check_the_judge() {
         .unwrap();
     assert_eq!(again.status.code(), Some(0));
 
+    // A `label` stopped mid-write leaves a torn last line: `report` leaves it out with a
+    // note (exit 0, the four labels kept), and the next `label` cuts it off before adding.
+    let labels_file = run.join("labels.jsonl");
+    let whole = std::fs::read_to_string(&labels_file).unwrap();
+    std::fs::write(&labels_file, format!("{whole}{{\"case\": \"faq-ho")).unwrap();
+    let out = promptgauge(d)
+        .args(["report", run.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("labels.jsonl:5: a torn last line"),
+        "{stderr}"
+    );
+    let out = promptgauge(d)
+        .args([
+            "label",
+            run.to_str().unwrap(),
+            "--sample",
+            "1",
+            "--seed",
+            "9",
+        ])
+        .write_stdin("y\n")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let now = std::fs::read_to_string(&labels_file).unwrap();
+    assert!(now.starts_with(&whole) && now.ends_with('\n'), "{now}");
+    assert!(!now.contains("faq-ho\""), "the torn line is gone: {now}");
+    for line in now.lines() {
+        serde_json::from_str::<Value>(line).unwrap();
+    }
+
     // Labels imported from a file; an unknown job is refused by name.
     let file = d.join("mine.jsonl");
     std::fs::write(
