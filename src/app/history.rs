@@ -276,7 +276,22 @@ pub async fn index(args: &IndexArgs, env: &Env) -> Result<Exit, Failure> {
     }
     let store = Store::open(&location).await.before_send()?;
     let (mut recorded, mut skipped) = (0usize, 0usize);
+    // A copied run folder holds the same run: the store keeps one, and so does the count.
+    let mut seen: std::collections::HashMap<String, PathBuf> = std::collections::HashMap::new();
     for folder in &folders {
+        if let Ok(record) = RunDir::at(folder).read_record() {
+            if let Some(first) = seen.get(&record.run_id) {
+                skipped += 1;
+                note!(
+                    "note: skipping {}: it holds the same run ({}) as {} (a copy?); a run is recorded once",
+                    folder.display(),
+                    record.run_id,
+                    first.display()
+                );
+                continue;
+            }
+            seen.insert(record.run_id.clone(), folder.clone());
+        }
         match index_one(&store, folder).await {
             Ok(jobs) => {
                 recorded += 1;
@@ -311,7 +326,7 @@ async fn index_one(store: &Store, folder: &Path) -> anyhow::Result<usize> {
     let (dir, record, mut result) = super::load_with(folder, true)?;
     let jobs = result.jobs.take().unwrap_or_default();
     // The gates the run was checked against are in its summary, not its journal.
-    if let Some(written) = std::fs::read_to_string(dir.path().join("summary.json"))
+    if let Some(written) = crate::runner::folder::read_regular(&dir.path().join("summary.json"))
         .ok()
         .and_then(|t| serde_json::from_str::<crate::report::Summary>(&t).ok())
     {

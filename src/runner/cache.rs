@@ -65,7 +65,7 @@ impl Cache {
         }
         let mut answers = HashMap::new();
         if path.exists() {
-            let mut reader = BufReader::new(File::open(path)?);
+            let mut reader = BufReader::new(super::folder::open_regular(path)?);
             let mut line = String::new();
             while reader.read_line(&mut line)? > 0 {
                 if line.ends_with('\n')

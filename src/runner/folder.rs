@@ -61,6 +61,30 @@ pub struct RunDir {
     path: PathBuf,
 }
 
+/// Opens a file to read, refusing anything but a regular file (after symlinks): opening a
+/// FIFO named `results.jsonl` would wait forever for a writer, a device never ends.
+pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "{} is not a regular file (a pipe, a device or a socket): promptgauge reads only files",
+                path.display()
+            ),
+        ));
+    }
+    std::fs::File::open(path)
+}
+
+/// A regular file's text: see [`open_regular`].
+pub fn read_regular(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    open_regular(path)?.read_to_string(&mut text)?;
+    Ok(text)
+}
+
 /// Writes a whole file beside `path` and renames it over `path`: a process killed or a disk
 /// filled mid-write leaves the old file (or none), never half of the new one. A failed
 /// write leaves nothing behind.
@@ -178,7 +202,7 @@ impl RunDir {
 
     pub(crate) fn read_record(&self) -> anyhow::Result<RunRecord> {
         let path = self.path.join(RECORD);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
+        let text = read_regular(&path).map_err(|e| {
             anyhow::anyhow!(
                 "{} is not a run folder: cannot read {}: {e}",
                 self.path.display(),

@@ -332,6 +332,59 @@ fn a_deleted_store_rebuilt_with_index_gives_the_same_history() {
         sql(&file, "SELECT COUNT(*) FROM run_jobs"),
         [vec!["410".to_string()]]
     );
+
+    // A copied run folder is the same run: recorded once, counted once, said.
+    let first = run_dirs(&d.join("reports"))[0].clone();
+    let copy = d.join("reports/zz-copy");
+    std::fs::create_dir(&copy).unwrap();
+    for entry in std::fs::read_dir(&first).unwrap() {
+        let p = entry.unwrap().path();
+        std::fs::copy(&p, copy.join(p.file_name().unwrap())).unwrap();
+    }
+    let o = ok(pg(d, &["index", "reports"], &[]));
+    assert!(
+        stderr(&o).contains("6 runs recorded in reports/promptgauge.db; 1 skipped")
+            && stderr(&o).contains("the same run"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(views(d, &[]), after);
+    std::fs::remove_dir_all(&copy).unwrap();
+
+    // A FIFO named results.jsonl is refused at once (it would wait forever for a writer).
+    #[cfg(unix)]
+    {
+        let fifo = d.join("reports/zz-fifo");
+        std::fs::create_dir(&fifo).unwrap();
+        std::fs::copy(first.join("run.json"), fifo.join("run.json")).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(fifo.join("results.jsonl"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("promptgauge"))
+            .current_dir(d)
+            .env("CI", "true")
+            .args(["index", fifo.to_str().unwrap(), "--store", "fifo.db"])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if std::time::Instant::now() > deadline {
+                child.kill().unwrap();
+                panic!("index hangs on a FIFO");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        let mut e = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut e).unwrap();
+        assert_eq!(status.code(), Some(2), "{e}");
+        assert!(e.contains("not a regular file"), "{e}");
+    }
 }
 
 /// Starts `n` runs at once into one store, and waits for them.
