@@ -113,16 +113,25 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     // unlisted model is said now, not after every job has spent its retries. A dead replica
     // among live ones is benched, not fatal.
     let mut dead_replicas = Vec::new();
+    let mut signals = Signals::watch().before_send()?;
     if !provider.simulated {
-        let pre = super::preflight::check(
+        let checking = super::preflight::check(
             &p.endpoint.base_urls,
             &p.endpoint.model,
             p.endpoint.api_key.as_ref(),
             &p.endpoint.api_key_env,
             bench.limits.connect_timeout,
             bench.limits.first_token_timeout,
-        )
-        .await;
+        );
+        // Ctrl-C or SIGTERM while the server is being looked at: nothing was sent, and
+        // the run says so (the signal watcher proper starts with the first job).
+        let pre = tokio::select! {
+            pre = checking => pre,
+            why = signals.next() => {
+                note!("{why} during the preflight: nothing was sent");
+                return Ok(Exit::Interrupted);
+            }
+        };
         for w in pre.warnings.iter().filter(|_| !quiet) {
             note!("warning: {w}");
         }
@@ -291,7 +300,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     }
 
     let dispatch = client.drain_token();
-    let signals = watch_signals(dispatch.clone(), client.stop_token(), args.grace).before_send()?;
+    let signals = watch_signals(signals, dispatch.clone(), client.stop_token(), args.grace);
     let live = !quiet && std::io::stderr().is_terminal() && !env.is_ci();
     let mut progress = Progress::new(p.jobs.len(), already, record.plan.variants.clone(), live);
     let cache = if args.cache {
@@ -833,11 +842,56 @@ fn build_client(p: &Prepared, base_urls: &[String]) -> anyhow::Result<Client> {
 /// attempt starts and waits end at once, while attempts in flight may finish within
 /// `grace`; after it (or at a second signal) they are abandoned. The handlers are installed
 /// before this returns, so no signal is missed.
+/// SIGINT and SIGTERM (Ctrl-C elsewhere), watched from the preflight on: a signal that
+/// arrives between the preflight and the first job is held, never lost (nor fatal).
+struct Signals {
+    #[cfg(unix)]
+    int: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn watch() -> anyhow::Result<Signals> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(Signals {
+                int: signal(SignalKind::interrupt()).context("cannot watch SIGINT")?,
+                term: signal(SignalKind::terminate()).context("cannot watch SIGTERM")?,
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            Ok(Signals {})
+        }
+    }
+
+    /// The next signal, named.
+    async fn next(&mut self) -> &'static str {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.int.recv() => "interrupted",
+                _ = self.term.recv() => "terminated (SIGTERM)",
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            match tokio::signal::ctrl_c().await {
+                Ok(()) => "interrupted",
+                Err(_) => std::future::pending().await,
+            }
+        }
+    }
+}
+
 fn watch_signals(
+    mut signals: Signals,
     dispatch: CancellationToken,
     abort: CancellationToken,
     grace: Duration,
-) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+) -> tokio::task::JoinHandle<()> {
     let first = move || {
         dispatch.cancel();
         note!(
@@ -849,31 +903,12 @@ fn watch_signals(
         note!("{why}: aborting the attempts in flight");
         abort.cancel();
     };
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut int = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
-        let mut term = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
-        Ok(tokio::spawn(async move {
-            tokio::select! { _ = int.recv() => {}, _ = term.recv() => {} }
-            first();
-            tokio::select! {
-                _ = int.recv() => second("interrupted again"),
-                _ = term.recv() => second("interrupted again"),
-                _ = tokio::time::sleep(grace) => second("the grace period is over"),
-            }
-        }))
-    }
-    #[cfg(not(unix))]
-    {
-        Ok(tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                first();
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => second("interrupted again"),
-                    _ = tokio::time::sleep(grace) => second("the grace period is over"),
-                }
-            }
-        }))
-    }
+    tokio::spawn(async move {
+        signals.next().await;
+        first();
+        tokio::select! {
+            _ = signals.next() => second("interrupted again"),
+            _ = tokio::time::sleep(grace) => second("the grace period is over"),
+        }
+    })
 }

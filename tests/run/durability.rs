@@ -355,6 +355,43 @@ fn sigterm_stops_like_a_first_interrupt() {
     assert_eq!(keys.len(), s.jobs_finished);
 }
 
+#[cfg(unix)]
+#[test]
+fn sigterm_during_the_preflight_says_nothing_was_sent() {
+    // A server that accepts and never answers: the preflight waits on it.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            let _ = tx.send(());
+            held.push(stream);
+        }
+    });
+    let bench = bench_dir("");
+    let d = bench.path();
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("promptgauge"))
+        .current_dir(d)
+        .args(["run", "bench.yaml", "--base-url", &url, "--model", "m"])
+        .env("CI", "true")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    rx.recv_timeout(Duration::from_secs(60))
+        .expect("the preflight connects");
+    signal(&child, "TERM");
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("terminated (SIGTERM) during the preflight: nothing was sent"),
+        "{stderr}"
+    );
+    assert!(!d.join("reports").exists());
+}
+
 // ---- One process per run folder; the journal is trusted by key ----
 
 #[test]
