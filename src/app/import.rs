@@ -780,7 +780,7 @@ pub fn import(args: &ImportArgs) -> Result<Exit, Failure> {
         .into());
     }
     let out = &args.out;
-    if out.join("promptgauge.yaml").exists() {
+    if std::fs::symlink_metadata(out.join("promptgauge.yaml")).is_ok() {
         return Err(UsageError::with_fix(
             format!(
                 "{} already holds a promptgauge.yaml: import never overwrites",
@@ -803,7 +803,12 @@ pub fn import(args: &ImportArgs) -> Result<Exit, Failure> {
                 .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", parent.display()))
                 .before_send()?;
         }
-        std::fs::write(&path, text)
+        // A new file only: import never overwrites, nor writes through a symlink.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .and_then(|mut file| std::io::Write::write_all(&mut file, text.as_bytes()))
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
             .before_send()
     };

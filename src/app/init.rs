@@ -174,7 +174,9 @@ pub fn init(args: &InitArgs) -> Result<Exit, Failure> {
     let files = files(args.task, &name);
     for f in &files {
         let path = dir.join(f.path);
-        if path.exists() {
+        // Anything there — a symlink too, even one pointing nowhere, which a write would
+        // follow to wherever it points.
+        if std::fs::symlink_metadata(&path).is_ok() {
             return Err(UsageError::with_fix(
                 format!("{} already exists: init never overwrites", path.display()),
                 "choose an empty folder: promptgauge init NEW_DIR",
@@ -189,14 +191,19 @@ pub fn init(args: &InitArgs) -> Result<Exit, Failure> {
                 .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", parent.display()))
                 .before_send()?;
         }
-        std::fs::write(&path, &f.text)
+        // A new file only: never through a symlink made since the check.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .and_then(|mut file| std::io::Write::write_all(&mut file, f.text.as_bytes()))
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
             .before_send()?;
     }
     let here = if dir == Path::new(".") {
         String::new()
     } else {
-        format!("cd {} && ", dir.display())
+        format!("cd {} && ", crate::report::shell_path(&dir))
     };
     out!(
         "wrote a {} bench in {}: promptgauge.yaml, cases.jsonl (10 cases), prompts/plain.yaml, prompts/careful.yaml",

@@ -1355,6 +1355,22 @@ fn init_writes_a_bench_of_each_task_that_runs_at_once_on_the_simulator() {
         assert_eq!(again.status.code(), Some(2));
         assert!(String::from_utf8_lossy(&again.stderr).contains("never overwrites"));
     }
+    // Nor through a symlink that points nowhere (a write would create its target).
+    #[cfg(unix)]
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("b");
+        std::fs::create_dir(&d).unwrap();
+        let target = dir.path().join("elsewhere.txt");
+        std::os::unix::fs::symlink(&target, d.join("promptgauge.yaml")).unwrap();
+        let out = promptgauge(dir.path())
+            .args(["init", d.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("never overwrites"));
+        assert!(!target.exists(), "nothing written through the symlink");
+    }
 }
 
 #[test]
