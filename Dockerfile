@@ -2,7 +2,9 @@
 # one binary (rustls: no OpenSSL needed; CA certificates for HTTPS endpoints).
 #
 #   docker build -t promptgauge .
-#   docker run --rm -v "$PWD:/work" -e OPENAI_API_KEY promptgauge run --base-url https://api.openai.com/v1 --model gpt-4o-mini
+#   docker run --rm --user "$(id -u):$(id -g)" -v "$PWD:/work" -e OPENAI_API_KEY promptgauge run --base-url https://api.openai.com/v1 --model gpt-4o-mini
+#
+# (`--user` runs it as you, so it can write reports/ into the mounted folder.)
 FROM rust:1-slim-bookworm AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./

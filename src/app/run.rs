@@ -165,7 +165,21 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
                 Some(s) => format!("{}-shard{}of{}", bench.name, s.index, s.count),
                 None => bench.name.clone(),
             };
-            let dir = RunDir::create(&args.out, &name, &started_at).before_send()?;
+            let dir = RunDir::create(&args.out, &name, &started_at).map_err(|e| {
+                let denied = e.chain().any(|c| {
+                    c.downcast_ref::<std::io::Error>()
+                        .is_some_and(|io| io.kind() == std::io::ErrorKind::PermissionDenied)
+                });
+                if denied {
+                    // The usual cause: a container's user in a folder mounted from the host.
+                    Failure::from(UsageError::with_fix(
+                        format!("{e:#}"),
+                        "write the reports where you may (--out DIR); in Docker, run as your own user so the mounted folder is writable: docker run --user \"$(id -u):$(id -g)\" -v \"$PWD:/work\" …",
+                    ))
+                } else {
+                    Failure::Input(e)
+                }
+            })?;
             let lock = dir.lock().map_err(in_use)?;
             let mut record = new_record(&p, &dir, args, started_at, provider.clone());
             record.judge = judge_info.clone();

@@ -1373,6 +1373,77 @@ fn init_writes_a_bench_of_each_task_that_runs_at_once_on_the_simulator() {
     }
 }
 
+/// As an unprivileged user (uid 10001, the Docker image's) in a folder owned by another —
+/// the image's user in a folder mounted from the host — and as that folder's owner, as
+/// `docker run --user "$(id -u):$(id -g)"` makes it. `None` where this machine cannot
+/// switch users (not root, no setpriv), said loudly.
+#[cfg(target_os = "linux")]
+fn as_another_user(owner_is_user: bool) -> Option<(std::process::Output, tempfile::TempDir)> {
+    use std::os::unix::fs::PermissionsExt;
+    let bench = bench_dir("");
+    let d = bench.path();
+    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for f in std::fs::read_dir(d).unwrap() {
+        std::fs::set_permissions(f.unwrap().path(), std::fs::Permissions::from_mode(0o644))
+            .unwrap();
+    }
+    if owner_is_user {
+        let chowned = std::process::Command::new("chown")
+            .args(["-R", "10001:10001"])
+            .arg(d)
+            .status();
+        if !chowned.is_ok_and(|s| s.success()) {
+            eprintln!("SKIPPED: cannot chown here: the container-user test did not run");
+            return None;
+        }
+    }
+    let bin = assert_cmd::cargo::cargo_bin("promptgauge");
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=10001", "--regid=10001", "--clear-groups"])
+        .arg(&bin)
+        .args(["run", "bench.yaml", "--quiet"])
+        .current_dir(d)
+        .env("CI", "true")
+        .env("HOME", "/nonexistent")
+        .output();
+    match out {
+        Ok(o)
+            if o.status.code() != Some(127)
+                && !String::from_utf8_lossy(&o.stderr).contains("setpriv:") =>
+        {
+            Some((o, bench))
+        }
+        _ => {
+            eprintln!(
+                "SKIPPED: cannot run as another user here (setpriv): the container-user test did not run"
+            );
+            None
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_container_user_in_a_folder_it_cannot_write_is_told_how_to_run_as_its_own() {
+    let Some((o, _keep)) = as_another_user(false) else {
+        return;
+    };
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("Permission denied"), "{e}");
+    assert!(e.contains("docker run --user \"$(id -u):$(id -g)\""), "{e}");
+    // Run as the folder's owner, as that flag makes it, the same bench runs (no home
+    // folder needed).
+    let (o, bench) = as_another_user(true).unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(run_dirs(&bench.path().join("reports")).len(), 1);
+}
+
 #[test]
 fn the_reports_fit_80_and_100_column_terminals() {
     let (_rt, server) = start_mock(MockConfig::default());
