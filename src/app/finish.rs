@@ -348,7 +348,7 @@ pub(super) async fn record_in_store(
     let file = crate::store::DEFAULT_FILE;
     match recorded {
         Ok(()) => Ok(format!(
-            "history: recorded in {} (promptgauge history{})",
+            "history: recorded in {}\n  see it with: promptgauge history{}",
             location.shown(),
             flag_unless(Some(Path::new(super::history::REPORTS).join(file)))
         )),

@@ -9,7 +9,10 @@ macro_rules! out {
         let _ = writeln!(
             std::io::stdout(),
             "{}",
-            $crate::report::terminal_safe(&format!($($arg)*))
+            $crate::report::terminal::shown(
+                $crate::report::terminal::Stream::Stdout,
+                &format!($($arg)*)
+            )
         );
     }};
 }
@@ -21,7 +24,10 @@ macro_rules! note {
         let _ = writeln!(
             std::io::stderr(),
             "{}",
-            $crate::report::terminal_safe(&format!($($arg)*))
+            $crate::report::terminal::shown(
+                $crate::report::terminal::Stream::Stderr,
+                &format!($($arg)*)
+            )
         );
     }};
 }

@@ -302,7 +302,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
             "resuming:"
         };
         note!(
-            "{verb} {} of {} ({} × {} × {}) against {} — writing {}",
+            "{verb} {} of {} ({} × {} × {}) against {}\n  writing {}",
             jobs.len(),
             super::count(p.jobs.len() as u64, "job", "jobs"),
             super::count(bench.cases.len() as u64, "case", "cases"),

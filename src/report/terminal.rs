@@ -6,10 +6,21 @@ use comfy_table::{CellAlignment, ContentArrangement, Table};
 use super::compare::{RunComparison, RunSide};
 use super::{Summary, interval, millis, notes, pct, usd};
 
-/// How wide the terminal is: `$COLUMNS` when set (as shells export it, and as tests set
-/// it), else the terminal's own width when stdout is one; `None` (no limit) in a log.
+/// Where a line is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// How wide the terminal is: `$COLUMNS` when set, else the terminal's own width (asked of the
+/// terminal: shells do not export `$COLUMNS`) when stdout is one; `None` (no limit) in a log.
 pub(crate) fn width() -> Option<usize> {
-    use std::io::IsTerminal;
+    width_of(Stream::Stdout)
+}
+
+/// [`width`] for a stream: stderr's terminal may differ from stdout's (`run | tee log`).
+pub(crate) fn width_of(stream: Stream) -> Option<usize> {
     if let Some(c) = std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.trim().parse::<usize>().ok())
@@ -17,11 +28,31 @@ pub(crate) fn width() -> Option<usize> {
     {
         return Some(c);
     }
-    if std::io::stdout().is_terminal() {
-        // A terminal that reports no size (0) is one of unknown width.
-        return Table::new().width().map(usize::from).filter(|&w| w >= 40);
+    let term = match stream {
+        Stream::Stdout => console::Term::stdout(),
+        Stream::Stderr => console::Term::stderr(),
+    };
+    // Not a terminal, or one that reports no size: no limit.
+    term.size_checked()
+        .map(|(_, columns)| usize::from(columns))
+        .filter(|&w| w >= 40)
+}
+
+/// A line (or lines) as printed on `stream`: control characters shown, never obeyed, and
+/// prose wrapped at spaces to the terminal's width (tables are fitted when drawn; a command
+/// to paste goes whole on a line of its own).
+pub(crate) fn shown(stream: Stream, text: &str) -> String {
+    let safe = super::terminal_safe(text);
+    match width_of(stream) {
+        Some(w) => {
+            let mut wrapped = wrap(&safe, Some(w));
+            if !text.ends_with('\n') {
+                wrapped.pop();
+            }
+            wrapped
+        }
+        None => safe.into_owned(),
     }
-    None
 }
 
 fn plural(n: usize, one: &str, many: &str) -> String {
@@ -59,13 +90,22 @@ fn widest_line(text: &str) -> usize {
     text.lines().map(|l| l.chars().count()).max().unwrap_or(0)
 }
 
+/// The table with every cell on one line (`width` `None`), or wrapped to `width`. Without a
+/// width the table is laid out at its natural size: comfy-table would otherwise fit it to
+/// the terminal it finds on stdout by wrapping cells (`accura|cy`), before a column could
+/// be dropped instead.
 fn draw(columns: &[Column], width: Option<usize>) -> String {
     let mut t = Table::new();
     t.load_style(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic)
         .set_header(columns.iter().map(|c| c.header.clone()).collect::<Vec<_>>());
-    if let Some(w) = width {
-        t.set_width(w.min(u16::MAX as usize) as u16);
+    match width {
+        Some(w) => {
+            t.set_content_arrangement(ContentArrangement::Dynamic)
+                .set_width(w.min(u16::MAX as usize) as u16);
+        }
+        None => {
+            t.set_content_arrangement(ContentArrangement::Disabled);
+        }
     }
     let rows = columns.first().map_or(0, |c| c.cells.len());
     for r in 0..rows {
@@ -99,11 +139,11 @@ fn fit_saying(columns: Vec<Column>, width: Option<usize>, elsewhere: &str) -> St
         .filter(|c| c.cells.iter().any(|x| x != "–" && !x.is_empty()))
         .map(|c| c.header.clone())
         .collect();
-    let table = fit_columns(columns, width);
-    let header = table.lines().nth(1).unwrap_or("");
+    let (table, kept) = fit_columns(columns, width);
+    // The columns really left out: those with something to show that the table lost.
     let dropped: Vec<&str> = names
         .iter()
-        .filter(|n| !header.contains(n.as_str()))
+        .filter(|n| !kept.contains(n))
         .map(String::as_str)
         .collect();
     if dropped.is_empty() {
@@ -117,27 +157,31 @@ fn fit_saying(columns: Vec<Column>, width: Option<usize>, elsewhere: &str) -> St
     }
 }
 
-fn fit_columns(columns: Vec<Column>, width: Option<usize>) -> String {
+/// The table and the headers of the columns it kept.
+fn fit_columns(columns: Vec<Column>, width: Option<usize>) -> (String, Vec<String>) {
     let mut columns: Vec<Column> = columns
         .into_iter()
         .filter(|c| c.drop == 0 || c.cells.iter().any(|x| x != "–" && !x.is_empty()))
         .collect();
+    let kept = |columns: &[Column]| columns.iter().map(|c| c.header.clone()).collect();
     loop {
         let text = draw(&columns, None);
-        let Some(w) = width else { return text };
+        let Some(w) = width else {
+            return (text, kept(&columns));
+        };
         if widest_line(&text) <= w {
-            return text;
+            return (text, kept(&columns));
         }
         // Columns of one rank go together (both "only" counts of a pair, say).
         let Some(rank) = columns.iter().map(|c| c.drop).filter(|&d| d > 0).max() else {
-            return draw(&columns, Some(w));
+            return (draw(&columns, Some(w)), kept(&columns));
         };
         columns.retain(|c| c.drop != rank);
     }
 }
 
 /// Wraps the lines of prose (not table rows) at `width`, at spaces.
-fn wrap(text: &str, width: Option<usize>) -> String {
+pub(crate) fn wrap(text: &str, width: Option<usize>) -> String {
     let Some(w) = width else {
         return text.to_string();
     };
@@ -150,6 +194,12 @@ fn wrap(text: &str, width: Option<usize>) -> String {
             continue;
         }
         let indent: String = line.chars().take_while(|c| *c == ' ').collect();
+        // A command to paste ("resume with: promptgauge run …") is never broken: the words
+        // before it wrap, and it goes whole on a line of its own.
+        let (line, command) = match line.find(": promptgauge ") {
+            Some(at) => (&line[..=at], Some(&line[at + 2..])),
+            None => (line, None),
+        };
         let mut current = String::new();
         for word in line.split(' ').filter(|w| !w.is_empty()) {
             let len = current.chars().count();
@@ -166,6 +216,9 @@ fn wrap(text: &str, width: Option<usize>) -> String {
         }
         out.push_str(&current);
         out.push('\n');
+        if let Some(command) = command {
+            out.push_str(&format!("{indent}  {command}\n"));
+        }
     }
     out
 }

@@ -1444,56 +1444,146 @@ fn a_container_user_in_a_folder_it_cannot_write_is_told_how_to_run_as_its_own() 
     assert_eq!(run_dirs(&bench.path().join("reports")).len(), 1);
 }
 
-#[test]
-fn the_reports_fit_80_and_100_column_terminals() {
-    let (_rt, server) = start_mock(MockConfig::default());
-    let out = tempfile::tempdir().unwrap();
-    let run = |columns: &str| {
-        let o = promptgauge(&repo())
-            .env("COLUMNS", columns)
-            .args([
-                "run",
-                "--base-url",
-                &server.base_url(),
-                "--model",
-                "m",
-                "--out",
-            ])
-            .arg(out.path())
-            .output()
-            .unwrap();
-        assert_eq!(o.status.code(), Some(0));
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    };
-    let full = run("400");
-    let widest = |text: &str| text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
-    assert!(
-        widest(&full) > 120,
-        "the full layout is wider than 100 columns"
+/// Runs promptgauge in a real pseudo-terminal of `columns` columns (util-linux `script`,
+/// the size set with `stty`), with no `$COLUMNS` — shells do not export it, so the width is
+/// known only from the terminal. Outside CI, so the live progress line draws too. Returns
+/// the exit code and every line the terminal showed: each `\r`-separated frame of the
+/// progress line counts as a line, escape sequences removed.
+#[cfg(unix)]
+fn in_a_terminal(columns: usize, dir: &Path, args: &[&str]) -> (Option<i32>, Vec<String>) {
+    let bin = assert_cmd::cargo::cargo_bin("promptgauge");
+    let quoted: Vec<String> = args
+        .iter()
+        .map(|a| promptgauge::report::shell_quote(a).into_owned())
+        .collect();
+    let script = format!(
+        "stty cols {columns} rows 50; {} {}",
+        promptgauge::report::shell_path(&bin),
+        quoted.join(" ")
     );
+    let mut cmd = std::process::Command::new("script");
+    cmd.args(["-q", "-e", "-c", &script, "/dev/null"])
+        .current_dir(dir)
+        .env_remove("COLUMNS")
+        .env_remove("CI")
+        .env_remove("PROMPTGAUGE_BASE_URL")
+        .env_remove("OPENAI_API_KEY");
+    for var in STORE_VARIABLES {
+        cmd.env_remove(var);
+    }
+    let out = cmd
+        .output()
+        .expect("util-linux `script` runs a pseudo-terminal");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let escapes = regex::Regex::new(r"\x1b(\[[0-9;?]*[A-Za-z]|\][^\x07]*\x07)").unwrap();
+    let plain = escapes.replace_all(&text, "");
+    let lines = plain
+        .split(['\n', '\r'])
+        .map(str::to_string)
+        .filter(|l| !l.is_empty())
+        .collect();
+    (out.status.code(), lines)
+}
+
+#[cfg(unix)]
+#[test]
+fn every_line_fits_a_real_80_or_100_column_terminal() {
+    let (_rt, server) = start_mock(MockConfig {
+        token_delay: std::time::Duration::from_millis(2),
+        ..MockConfig::default()
+    });
+    let root = tempfile::tempdir().unwrap();
+    let d = root.path();
+    for f in ["promptgauge.yaml", "cases", "prompts"] {
+        let from = repo().join(f);
+        let status = std::process::Command::new("cp")
+            .args(["-r"])
+            .arg(&from)
+            .arg(d)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    let url = server.base_url();
+    let run = [
+        "run",
+        "--base-url",
+        url.as_str(),
+        "--model",
+        "m",
+        "--concurrency",
+        "2",
+    ];
+    // The layout a wide terminal gets is wider than 100 columns: there is something to fit.
+    let (code, wide) = in_a_terminal(200, d, &run);
+    assert_eq!(code, Some(0), "{wide:#?}");
+    let widest = |lines: &[String]| lines.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    assert!(widest(&wide) > 120, "{wide:#?}");
     for columns in [80usize, 100] {
-        let text = run(&columns.to_string());
-        assert!(widest(&text) <= columns, "{columns} columns:\n{text}");
-        // The verdicts and every variant are still there.
-        for needed in ["step-by-step", "better", "not distinguishable", "87.5%"] {
-            assert!(text.contains(needed), "{columns}: {needed}\n{text}");
+        for args in [&run[..], &["history"][..]] {
+            let (code, lines) = in_a_terminal(columns, d, args);
+            assert_eq!(code, Some(0), "{args:?}: {lines:#?}");
+            let over: Vec<&String> = lines
+                .iter()
+                .filter(|l| l.chars().count() > columns)
+                .collect();
+            assert!(over.is_empty(), "{args:?} at {columns} columns: {over:#?}");
+            let text = lines.join("\n");
+            // No cell broken inside a word.
+            for broken in ["differenc", "disti", "accura\n", "p9\n"] {
+                for line in &lines {
+                    let cells: Vec<&str> = line.split(['│', '┆']).map(str::trim).collect();
+                    assert!(
+                        !cells.iter().any(|c| *c == broken.trim_end_matches('\n')),
+                        "a wrapped cell `{broken}` at {columns}:\n{text}"
+                    );
+                }
+            }
+            if args[0] == "run" {
+                for needed in ["step-by-step", "better", "not distinguishable", "87.5%"] {
+                    assert!(text.contains(needed), "{columns}: {needed}\n{text}");
+                }
+                assert!(text.contains("ETA"), "the progress line drew:\n{text}");
+                // The note names only columns that really are not in the table.
+                if let Some(note) = lines.iter().position(|l| l.starts_with("(left out to fit")) {
+                    let said = lines[note..]
+                        .iter()
+                        .take(3)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    let table_header = lines[..note]
+                        .iter()
+                        .rev()
+                        .find(|l| l.starts_with('│') && l.contains("variant"))
+                        .unwrap();
+                    let named = said.split_once(": ").unwrap().1.split(';').next().unwrap();
+                    for column in named.split(", ") {
+                        assert!(
+                            !table_header.contains(column.trim()),
+                            "`{column}` is said left out but is in {table_header}"
+                        );
+                    }
+                }
+            }
         }
     }
     // compare too.
-    let dirs = run_dirs(out.path());
-    let o = promptgauge(&repo())
-        .env("COLUMNS", "80")
-        .args([
+    let dirs = run_dirs(&d.join("reports"));
+    let (code, lines) = in_a_terminal(
+        80,
+        d,
+        &[
             "compare",
             dirs[0].to_str().unwrap(),
             dirs[1].to_str().unwrap(),
             "--out",
-        ])
-        .arg(out.path().join("cmp"))
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&o.stdout);
-    assert!(widest(&text) <= 80, "{text}");
+            "cmp",
+        ],
+    );
+    assert_eq!(code, Some(0), "{lines:#?}");
+    let over: Vec<&String> = lines.iter().filter(|l| l.chars().count() > 80).collect();
+    assert!(over.is_empty(), "compare at 80 columns: {over:#?}");
 }
 
 #[test]
