@@ -307,29 +307,7 @@ impl Aggregator {
         if !self.answers.contains_key(&r.case_id) && self.answers.len() >= SHOWN_CASES {
             return;
         }
-        let reason = if r.status != JobStatus::Graded {
-            r.error.clone()
-        } else {
-            r.score_detail.as_ref().and_then(|d| {
-                let votes: Vec<String> = d
-                    .get("votes")
-                    .and_then(serde_json::Value::as_array)
-                    .map(|v| {
-                        v.iter()
-                            .filter_map(|x| x.get("reason").and_then(serde_json::Value::as_str))
-                            .map(String::from)
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                if !votes.is_empty() {
-                    return Some(format!("judge: {}", votes.join(" / ")));
-                }
-                d.get("violation")
-                    .or_else(|| d.get("error"))
-                    .and_then(serde_json::Value::as_str)
-                    .map(String::from)
-            })
-        };
+        let reason = super::reason_of(r);
         let entry = self
             .answers
             .entry(r.case_id.clone())

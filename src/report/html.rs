@@ -30,7 +30,7 @@ const STYLE: &str = r#"
 * { box-sizing: border-box; }
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg); background: var(--bg); margin: 0; padding: 24px 32px 64px; max-width: 1200px; }
 h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 17px; margin: 32px 0 8px; border-bottom: 1px solid var(--line); padding-bottom: 4px; }
-.muted { color: var(--muted); } .banner { background: #fff4e5; border: 1px solid #f5b041; padding: 8px 12px; border-radius: 6px; margin: 12px 0; font-weight: 600; }
+.muted { color: var(--muted); } .why { font-size: 0.85em; margin: 2px 0; } .banner { background: #fff4e5; border: 1px solid #f5b041; padding: 8px 12px; border-radius: 6px; margin: 12px 0; font-weight: 600; }
 table { border-collapse: collapse; margin: 8px 0; } th, td { padding: 4px 10px; border-bottom: 1px solid var(--line); text-align: right; vertical-align: top; }
 th:first-child, td:first-child { text-align: left; } th { background: var(--band); font-weight: 600; }
 td.text { text-align: left; max-width: 420px; overflow-wrap: anywhere; }
@@ -309,11 +309,24 @@ fn answers_section(b: &mut String, result: &RunResult, names: &[&str]) {
             };
             let _ = write!(
                 b,
-                "<td class=\"text\"><span class=\"{class}\">{mark}</span> {}<details><summary>answer</summary><pre>{}</pre>",
-                esc(a.extracted.as_deref().unwrap_or("")),
+                "<td class=\"text\"><span class=\"{class}\">{mark}</span> {}",
+                esc(a.extracted.as_deref().unwrap_or(""))
+            );
+            // Why (a judge's reasons, a violation, an error) beside the answer, readable
+            // without opening anything; a long one in full inside.
+            if let Some(reason) = &a.reason {
+                let _ = write!(
+                    b,
+                    "<div class=\"why muted\">{}</div>",
+                    esc(&super::visible(reason, 300))
+                );
+            }
+            let _ = write!(
+                b,
+                "<details><summary>answer</summary><pre>{}</pre>",
                 esc(&a.output)
             );
-            if let Some(reason) = &a.reason {
+            if let Some(reason) = a.reason.as_ref().filter(|r| r.chars().count() > 300) {
                 let _ = write!(b, "<p class=\"muted\">{}</p>", esc(reason));
             }
             if let Some(prompt) = result.prompts.get(&(case.clone(), arm)) {

@@ -90,11 +90,27 @@ impl JunitSpool {
             (JobStatus::Graded, Some(1.0)) => case.push_str("/>\n"),
             (JobStatus::Graded, score) => {
                 mark = Mark::Failure;
-                let mut message = format!(
-                    "expected {}, extracted {}",
-                    r.expected.join(" or "),
-                    r.extracted.as_deref().unwrap_or("nothing")
-                );
+                // A judge's verdict is not an extracted answer: say what it said, and why.
+                let mut message = if r.judge.is_empty() {
+                    format!(
+                        "expected {}, extracted {}",
+                        r.expected.join(" or "),
+                        r.extracted.as_deref().unwrap_or("nothing")
+                    )
+                } else {
+                    let why = super::reason_of(r)
+                        .map(|w| format!(" ({})", w.trim_start_matches("judge: ")))
+                        .unwrap_or_default();
+                    let against = if r.expected.is_empty() {
+                        "judged by its criteria".to_string()
+                    } else {
+                        format!("expected {}", r.expected.join(" or "))
+                    };
+                    format!(
+                        "the judge said {}{why}; {against}",
+                        r.extracted.as_deref().unwrap_or("nothing")
+                    )
+                };
                 if let Some(score) = score.filter(|&s| s > 0.0) {
                     message = format!("score {score:.2}: {message}");
                 }
@@ -258,7 +274,35 @@ impl JunitSpool {
 
 #[cfg(test)]
 mod tests {
-    use super::escape;
+    use super::{JobRecord, JunitSpool, escape};
+    use std::io::Write;
+
+    #[test]
+    fn a_judged_answer_fails_with_what_the_judge_said_and_why() {
+        let record: JobRecord = serde_json::from_value(serde_json::json!({
+            "job": 0, "case_id": "sum", "variant": "v", "repeat": 0,
+            "status": "graded", "outcome": "complete", "output": "It is 58.",
+            "finish_reason": "stop", "expected": ["59"], "extracted": "no", "correct": false,
+            "score": 0.0, "error": null, "attempts": [], "ttft_ms": null, "latency_ms": null,
+            "model": null,
+            "score_detail": {"votes": [{"score": 0.0, "reason": "58 is not 59."}], "agreement": 1.0},
+            "judge": [{"vote": 0, "request": [], "reply": "VERDICT: no", "score": 0.0,
+                       "usage": null, "latency_ms": null, "attempts": 1}],
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0,
+                      "reasoning_tokens": 0, "estimated": false}
+        }))
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let mut spool = JunitSpool::create(dir.path().join("spool"), "b", false);
+        spool.add(0, &record);
+        spool.file.as_mut().unwrap().flush().unwrap();
+        let text = std::fs::read_to_string(dir.path().join("spool")).unwrap();
+        assert!(
+            text.contains("message=\"the judge said no (58 is not 59.); expected 59\""),
+            "{text}"
+        );
+        assert!(!text.contains("extracted no"), "{text}");
+    }
 
     #[test]
     fn escapes_markup_and_control_characters() {

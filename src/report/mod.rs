@@ -137,6 +137,34 @@ pub(crate) fn visible(text: &str, max: usize) -> String {
     out
 }
 
+/// Why a job scored as it did, in words: the judge's reasons (each vote's), a schema
+/// violation, a scorer's error, or why a job failed.
+pub(crate) fn reason_of(r: &crate::runner::journal::JobRecord) -> Option<String> {
+    use crate::runner::journal::JobStatus;
+    if r.status != JobStatus::Graded {
+        return r.error.clone();
+    }
+    r.score_detail.as_ref().and_then(|d| {
+        let votes: Vec<String> = d
+            .get("votes")
+            .and_then(serde_json::Value::as_array)
+            .map(|v| {
+                v.iter()
+                    .filter_map(|x| x.get("reason").and_then(serde_json::Value::as_str))
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !votes.is_empty() {
+            return Some(format!("judge: {}", votes.join(" / ")));
+        }
+        d.get("violation")
+            .or_else(|| d.get("error"))
+            .and_then(serde_json::Value::as_str)
+            .map(String::from)
+    })
+}
+
 /// Lines that qualify the table: the simulator, failures, estimates.
 pub(crate) fn notes(summary: &Summary) -> Vec<String> {
     let mut notes = Vec::new();

@@ -227,6 +227,12 @@ fn a_judged_bench_runs_on_the_simulator_and_people_can_check_the_judge() {
         "{stderr}"
     );
     let run = run_dirs(&d.join("reports")).remove(0);
+    // The judge's reasons are readable beside each judged answer, without opening it.
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(
+        html.contains("<div class=\"why muted\">judge: The answer"),
+        "the judge's reasons beside the answers"
+    );
     let s = summary(&run);
     let judge = s.run.judge.clone().expect("the judge is recorded");
     assert_eq!(
