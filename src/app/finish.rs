@@ -232,8 +232,8 @@ pub(super) async fn conclude(
             .render(summary)
             .and_then(|mut md| {
                 if let Some(b) = &baseline {
-                    md.push_str("\n## Against the baseline run\n\n");
-                    md.push_str(&report::markdown::render_comparison(b));
+                    md.push_str("\n### Against the baseline run\n\n");
+                    md.push_str(&report::markdown::comparison_body(b));
                 }
                 let mut file = std::fs::OpenOptions::new()
                     .create(true)

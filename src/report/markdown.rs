@@ -13,36 +13,55 @@ impl Exporter for Markdown {
 
     fn render(&self, s: &Summary) -> anyhow::Result<String> {
         let conf = (s.run.confidence * 100.0).round();
+        // A level-2 title and level-3 sections: the file goes into step summaries and pull
+        // request comments beside other content, and a baseline comparison nests inside.
         let mut out = format!(
-            "# promptgauge: {}\n\n{} cases × {} variants on `{}` at {} ({} to {}).\n\n",
-            s.run.bench,
+            "## promptgauge: {}\n\n{} cases × {} variants on {} at {} ({} to {}).\n\n",
+            md_text(&s.run.bench),
             s.run.cases,
             s.variants.len(),
-            s.run.provider.model,
-            s.run.provider.base_url,
+            md_code(&s.run.provider.model),
+            md_code(&s.run.provider.base_url),
             s.run.started_at,
             s.run.finished_at.as_deref().unwrap_or("unfinished"),
         );
-        for note in notes(s) {
-            out.push_str(&format!("> **{note}**\n\n"));
-        }
-        if !s.failures.is_empty() {
-            out.push_str("## Why jobs failed\n\n");
-            for line in super::causes::lines(&s.failures) {
-                out.push_str(&format!("- {}\n", line.replace("\n    → ", " — ")));
+        // What a reviewer needs first: did the gates pass, and what was decided.
+        if !s.gates.is_empty() {
+            out.push_str("### Gates\n\n");
+            for g in &s.gates {
+                let mark = if g.passed {
+                    "✅ passed"
+                } else {
+                    "❌ **failed**"
+                };
+                out.push_str(&format!(
+                    "- {mark} {}: {}\n",
+                    md_code(&g.gate),
+                    md_text(&g.reason)
+                ));
             }
             out.push('\n');
         }
+        if !s.comparisons.is_empty() {
+            out.push_str("### Verdicts\n\n");
+            for c in &s.comparisons {
+                out.push_str(&format!("- {}\n", md_text(&c.sentence)));
+            }
+            out.push('\n');
+        }
+        for note in notes(s) {
+            out.push_str(&format!("> **{}**\n\n", md_text(&note)));
+        }
         let measure = s.measure();
         out.push_str(&format!(
-            "| variant | {measure} | {conf}% CI | {} | failed | TTFT p50 | latency p50 / p90 / p99 | tokens in / out | cost | cost per correct |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+            "### Variants\n\n| variant | {measure} | {conf}% CI | {} | failed | TTFT p50 | latency p50 / p90 / p99 | tokens in / out | cost | cost per correct |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
             s.count_label().replace('/', " / ")
         ));
         for v in &s.variants {
             let est = if v.tokens.estimated { "~" } else { "" };
             out.push_str(&format!(
                 "| {}{} | {} | {} | {} / {} | {} | {} | {} / {} / {} | {est}{} / {est}{} | {} | {} |\n",
-                v.name,
+                md_cell(&v.name),
                 if v.baseline { " (baseline)" } else { "" },
                 pct(v.headline().0),
                 interval(v.headline().1, v.headline().2),
@@ -61,20 +80,17 @@ impl Exporter for Markdown {
         }
         if !s.comparisons.is_empty() {
             let baseline = s.variants.first().map_or("baseline", |v| v.name.as_str());
+            let baseline = md_cell(baseline);
             out.push_str(&format!(
-                "\n## Paired against {baseline}\n\n| variant | both right | only variant | only {baseline} | both wrong | difference | {} | p (Holm) | verdict |\n|---|---:|---:|---:|---:|---:|---:|---:|---|\n",
+                "\n### Paired against {baseline}\n\n| variant | both right | only variant | only {baseline} | both wrong | difference | {} | p (Holm) | verdict |\n|---|---:|---:|---:|---:|---:|---:|---:|---|\n",
                 super::compare::ci_header(&s.comparisons, s.run.confidence)
             ));
             for c in &s.comparisons {
                 let [both, only_v, only_r, neither, difference, ci, p, verdict] = c.cells();
                 out.push_str(&format!(
                     "| {} | {both} | {only_v} | {only_r} | {neither} | {difference} | {ci} | {p} | **{verdict}** |\n",
-                    c.variant
+                    md_cell(&c.variant)
                 ));
-            }
-            out.push('\n');
-            for c in &s.comparisons {
-                out.push_str(&format!("- {}\n", c.sentence));
             }
             if let Some(note) = super::compare::levels_note(&s.comparisons, s.run.confidence) {
                 out.push_str(&format!("\n{note}\n"));
@@ -83,11 +99,20 @@ impl Exporter for Markdown {
         if let Some(d) = &s.detectable {
             out.push_str(&format!("\n{}\n", d.sentence(s.run.confidence)));
         }
+        if !s.failures.is_empty() {
+            out.push_str("\n### Why jobs failed\n\n");
+            for line in super::causes::lines(&s.failures) {
+                out.push_str(&format!(
+                    "- {}\n",
+                    md_text(&line.replace("\n    → ", " — "))
+                ));
+            }
+        }
         if let Some(judge) = &s.run.judge {
             out.push_str(&format!(
-                "\n## Judge\n\nJudged by `{}` at {}.\n\n| variant | calls | tokens in / out | cost | votes agree | labels | agrees with people | kappa | passes what people fail | fails what people pass | {} as people would score |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-                judge.model,
-                judge.base_url,
+                "\n### Judge\n\nJudged by {} at {}.\n\n| variant | calls | tokens in / out | cost | votes agree | labels | agrees with people | kappa | passes what people fail | fails what people pass | {} as people would score |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+                md_code(&judge.model),
+                md_code(&judge.base_url),
                 s.measure()
             ));
             for v in &s.variants {
@@ -95,7 +120,7 @@ impl Exporter for Markdown {
                 let l = v.labelled.as_ref();
                 out.push_str(&format!(
                     "| {} | {} | {} / {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-                    v.name,
+                    md_cell(&v.name),
                     v.judge_calls,
                     t.prompt,
                     t.completion,
@@ -120,11 +145,11 @@ impl Exporter for Markdown {
             }
         }
         if !s.replicas.is_empty() {
-            out.push_str("\n## Replicas\n\n| base URL | attempts | answered | failed | latency p50 | p90 |\n|---|---:|---:|---:|---:|---:|\n");
+            out.push_str("\n### Replicas\n\n| base URL | attempts | answered | failed | latency p50 | p90 |\n|---|---:|---:|---:|---:|---:|\n");
             for r in &s.replicas {
                 out.push_str(&format!(
                     "| {} | {} | {} | {} | {} | {} |\n",
-                    r.base_url,
+                    md_cell(&r.base_url),
                     r.attempts,
                     r.answered,
                     r.failed,
@@ -133,28 +158,17 @@ impl Exporter for Markdown {
                 ));
             }
         }
-        if !s.gates.is_empty() {
-            out.push_str("\n## Gates\n\n");
-            for g in &s.gates {
-                let mark = if g.passed {
-                    "✅ passed"
-                } else {
-                    "❌ **failed**"
-                };
-                out.push_str(&format!("- {mark} `{}`: {}\n", g.gate, g.reason));
-            }
-        }
         if !s.slices.is_empty() {
             out.push_str(&format!(
-                "\n## By tag\n\n| tag | variant | {} | CI | {} |\n|---|---|---:|---:|---:|\n",
+                "\n### By tag\n\n| tag | variant | {} | CI | {} |\n|---|---|---:|---:|---:|\n",
                 s.measure(),
                 s.count_label().replace('/', " / ")
             ));
             for sl in &s.slices {
                 out.push_str(&format!(
                     "| {} | {} | {} | {} | {} / {} |\n",
-                    sl.tag,
-                    sl.variant,
+                    md_cell(&sl.tag),
+                    md_cell(&sl.variant),
                     pct(sl.accuracy),
                     interval(sl.ci_low, sl.ci_high),
                     sl.correct,
@@ -168,11 +182,22 @@ impl Exporter for Markdown {
 
 /// `compare.md`: two runs side by side.
 pub(crate) fn render_comparison(c: &RunComparison) -> String {
+    format!("## promptgauge compare\n\n{}", comparison_body(c))
+}
+
+/// A comparison's runs, table and sentences, without a title: nested under a run's summary
+/// (the baseline section) or under `compare.md`'s own.
+pub(crate) fn comparison_body(c: &RunComparison) -> String {
     let comparisons = || c.variants.iter().map(|v| &v.comparison);
     let ci = super::compare::ci_header(comparisons(), c.confidence);
     let mut out = format!(
-        "# promptgauge compare\n\n- **A**: `{}`, model `{}` at {}\n- **B**: `{}`, model `{}` at {}\n\n| variant | accuracy A | accuracy B | B − A | {ci} | p (Holm) | verdict | latency p50 A / B | p90 A / B | cost A / B |\n|---|---:|---:|---:|---:|---:|---|---:|---:|---:|\n",
-        c.run_a.dir, c.run_a.model, c.run_a.base_url, c.run_b.dir, c.run_b.model, c.run_b.base_url,
+        "- **A**: {}, model {} at {}\n- **B**: {}, model {} at {}\n\n| variant | accuracy A | accuracy B | B − A | {ci} | p (Holm) | verdict | latency p50 A / B | p90 A / B | cost A / B |\n|---|---:|---:|---:|---:|---:|---|---:|---:|---:|\n",
+        md_code(&c.run_a.dir),
+        md_code(&c.run_a.model),
+        md_code(&c.run_a.base_url),
+        md_code(&c.run_b.dir),
+        md_code(&c.run_b.model),
+        md_code(&c.run_b.base_url),
     );
     for v in &c.variants {
         let [.., difference, ci, p, verdict] = v.comparison.cells();
@@ -193,7 +218,7 @@ pub(crate) fn render_comparison(c: &RunComparison) -> String {
     }
     out.push('\n');
     for v in &c.variants {
-        out.push_str(&format!("- {}\n", v.comparison.sentence));
+        out.push_str(&format!("- {}\n", md_text(&v.comparison.sentence)));
     }
     if let Some(note) = super::compare::levels_note(comparisons(), c.confidence) {
         out.push_str(&format!("\n{note}\n"));
@@ -202,4 +227,53 @@ pub(crate) fn render_comparison(c: &RunComparison) -> String {
         out.push_str(&format!("\n> {note}\n"));
     }
     out
+}
+
+/// Text a server, a model or a file wrote, as Markdown that renders it literally: no markup,
+/// no HTML, no links or images, no @mentions (a zero-width space after `@`), control
+/// characters shown. summary.md becomes a pull request comment: what an error body says
+/// must not become a link, an image or a mention there.
+pub fn md_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '#' | '!' | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '@' => {
+                out.push('@');
+                if chars.peek().is_some_and(|n| n.is_alphanumeric()) {
+                    out.push('\u{200b}');
+                }
+            }
+            '\n' => out.push(' '),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A table cell: as [`md_text`] (a `|` would end the cell).
+fn md_cell(text: &str) -> String {
+    md_text(text)
+}
+
+/// A code span holding `text` literally: fenced with more backticks than it contains.
+pub fn md_code(text: &str) -> String {
+    let shown = super::visible(text, 300);
+    let longest = shown.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = if shown.starts_with('`') || shown.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    // In a table a `|` would still end the cell, code span or not.
+    format!("{fence}{pad}{}{pad}{fence}", shown.replace('|', "\\|"))
 }

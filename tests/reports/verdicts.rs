@@ -80,7 +80,7 @@ fn the_example_ends_with_a_verdict_per_variant() {
         assert_eq!(n, v.n);
     }
     let md = std::fs::read_to_string(run_dirs(out.path())[0].join("summary.md")).unwrap();
-    assert!(md.contains("## Paired against plain") && md.contains("## By tag"));
+    assert!(md.contains("### Paired against plain") && md.contains("### By tag"));
     let csv = std::fs::read_to_string(run_dirs(out.path())[0].join("summary.csv")).unwrap();
     assert!(csv.lines().nth(2).unwrap().contains(",better,"), "{csv}");
 }

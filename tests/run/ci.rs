@@ -330,13 +330,69 @@ fn markdown_is_appended_for_the_step_summary() {
     assert_eq!(r.code, 0);
     let md = std::fs::read_to_string(file.path()).unwrap();
     assert!(
-        md.starts_with("# Earlier step\n# promptgauge: routing"),
+        md.starts_with("# Earlier step\n## promptgauge: routing"),
         "{md}"
     );
     assert!(
-        md.contains("## Paired against plain") && md.contains("## Gates"),
+        md.contains("### Paired against plain") && md.contains("### Gates"),
         "{md}"
     );
+    // What a reviewer needs first: the gates, then the verdicts, then the tables.
+    let at = |s: &str| md.find(s).unwrap_or_else(|| panic!("{s} in {md}"));
+    assert!(at("### Gates") < at("### Verdicts"), "{md}");
+    assert!(at("### Verdicts") < at("### Variants"), "{md}");
+    assert!(at("### Variants") < at("### Paired against plain"), "{md}");
+    // One title per run, no level-1 heading inside it.
+    assert_eq!(
+        md.lines().filter(|l| l.starts_with("# ")).count(),
+        1,
+        "{md}"
+    );
+}
+
+#[test]
+fn a_baseline_comparison_nests_under_the_run_and_server_text_is_not_markup() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let (_t, first) = run(&server.base_url(), "m", &["--limit", "8"]);
+    assert_eq!(first.code, 0);
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let path = file.path().to_str().unwrap();
+    let (_t2, r) = run(
+        &server.base_url(),
+        "m",
+        &[
+            "--limit",
+            "8",
+            "--markdown",
+            path,
+            "--baseline",
+            first.dir.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(r.code, 0);
+    let md = std::fs::read_to_string(file.path()).unwrap();
+    assert!(md.contains("### Against the baseline run"), "{md}");
+    assert!(
+        !md.contains("# promptgauge compare"),
+        "no nested title: {md}"
+    );
+    assert!(md.lines().all(|l| !l.starts_with("# ")), "{md}");
+    // Text from elsewhere renders literally.
+    use promptgauge::report::markdown::{md_code, md_text};
+    let hostile = "boom [click](https://evil.example) ![x](https://evil.example/i.png) <img src=x> @octocat **bold** | cell";
+    let shown = md_text(hostile);
+    for markup in [
+        "[click](",
+        "![x](",
+        "<img",
+        "@octocat",
+        "**bold**",
+        "** | cell",
+    ] {
+        assert!(!shown.contains(markup), "{markup} in {shown}");
+    }
+    assert!(shown.contains("&lt;img src=x&gt;"));
+    assert_eq!(md_code("a`b"), "``a`b``");
 }
 
 #[test]

@@ -814,7 +814,7 @@ fn a_key_the_server_echoes_back_is_scrubbed_from_every_byte_written() {
 fn terminal_escapes_a_server_writes_are_shown_never_obeyed() {
     // An OSC 52 clipboard write, a window title, a clear screen, a carriage return that
     // would overwrite the line with "all good", a C1 CSI and a right-to-left override.
-    const HOSTILE: &str = "upstream \u{1b}]52;c;cHduZWQ=\u{7}\u{1b}]0;owned\u{7}\u{1b}[2J\rall good \u{9b}31m \u{202e}evil";
+    const HOSTILE: &str = "upstream \u{1b}]52;c;cHduZWQ=\u{7}\u{1b}]0;owned\u{7}\u{1b}[2J\rall good \u{9b}31m \u{202e}evil [click](https://evil.example) <img src=x> @octocat";
     let url = echo_server(vec![
         ("500 Internal Server Error", "text/plain", HOSTILE.into()),
         ("400 Bad Request", "text/plain", HOSTILE.into()),
@@ -852,6 +852,13 @@ fn terminal_escapes_a_server_writes_are_shown_never_obeyed() {
     assert!(stdout.contains("Why jobs failed"), "{stdout}");
     assert!(stdout.contains("\\u{d}all good"), "{stdout}");
     assert!(stdout.contains("The run stopped early"), "{stdout}");
+    // summary.md (a pull request comment) shows it as text: no link, image or mention.
+    let md = std::fs::read_to_string(run_dirs(&dir.path().join("reports"))[0].join("summary.md"))
+        .unwrap();
+    assert!(md.contains("Why jobs failed"), "{md}");
+    for markup in ["[click](", "<img", "@octocat", "\u{1b}"] {
+        assert!(!md.contains(markup), "{markup} in summary.md:\n{md}");
+    }
     // The journal keeps what the server said (it is data, escaped by JSON).
     let journal =
         std::fs::read_to_string(run_dirs(&dir.path().join("reports"))[0].join("results.jsonl"))
