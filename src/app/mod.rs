@@ -148,7 +148,10 @@ pub(super) fn aggregator_with(
     }
     Ok(crate::report::Aggregator::new(
         crate::report::AggregatorSettings {
-            run: record.info(),
+            run: crate::report::RunInfo {
+                folder: Some(crate::report::shell_path(dir.path())),
+                ..record.info()
+            },
             variants: record.plan.variants.clone(),
             price: record.bench.price.clone(),
             planned: record.plan_keys().planned(),

@@ -199,8 +199,11 @@ impl Aggregator {
     }
 
     /// The run as it ended (its end time, why it stopped), for the summary.
+    /// The run as it ended (its stop, its end time); the folder it was given stays.
     pub(crate) fn set_run(&mut self, run: RunInfo) {
+        let folder = self.run.folder.take();
         self.run = run;
+        self.run.folder = self.run.folder.take().or(folder);
     }
 
     /// Counts what a journal replay found beside the records it passed on.
@@ -666,6 +669,7 @@ mod tests {
                 stopped: None,
                 judge: None,
                 self_judged: false,
+                folder: None,
             },
             variants: vec!["base".into(), "v".into()],
             price: None,

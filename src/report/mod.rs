@@ -245,8 +245,9 @@ pub(crate) fn notes(summary: &Summary) -> Vec<String> {
             .sum();
         if labels == 0 {
             notes.push(format!(
-                "Scores come from a judge ({}): they are its opinion of the answers, and a judge is wrong sometimes. To see how often, label a sample yourself: promptgauge label RUN_DIR --sample 30; the reports then show how far the judge agrees with you and the {} as people would give it.",
+                "Scores come from a judge ({}): they are its opinion of the answers, and a judge is wrong sometimes. To see how often, label a sample yourself: promptgauge label {} --sample 30; the reports then show how far the judge agrees with you and the {} as people would give it.",
                 judge.model,
+                summary.run.folder.as_deref().unwrap_or("RUN_DIR"),
                 summary.measure()
             ));
         } else {

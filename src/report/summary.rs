@@ -57,6 +57,10 @@ pub struct RunInfo {
     /// The judge is the model under test: it may favour its own answers.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub self_judged: bool,
+    /// The run's folder as a command names it (shell-quoted), for the commands the reports
+    /// suggest (`promptgauge label DIR`); not stored: a folder can move.
+    #[serde(skip)]
+    pub folder: Option<String>,
 }
 
 /// The 50th, 90th and 99th percentiles (numpy's linear interpolation).

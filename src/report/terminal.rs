@@ -194,30 +194,49 @@ pub(crate) fn wrap(text: &str, width: Option<usize>) -> String {
             continue;
         }
         let indent: String = line.chars().take_while(|c| *c == ' ').collect();
-        // A command to paste ("resume with: promptgauge run …") is never broken: the words
-        // before it wrap, and it goes whole on a line of its own.
-        let (line, command) = match line.find(": promptgauge ") {
-            Some(at) => (&line[..=at], Some(&line[at + 2..])),
-            None => (line, None),
+        let more = format!("{indent}  ");
+        // A command to paste ("resume with: promptgauge run …", up to a `;` or the end) is
+        // never broken: the words around it wrap, and it goes whole on a line of its own.
+        let (before, command, after) = match line.find(": promptgauge ") {
+            Some(at) => {
+                let rest = &line[at + 2..];
+                let end = rest.find("; ").map_or(rest.len(), |e| e + 1);
+                (&line[..=at], Some(&rest[..end]), rest[end..].trim_start())
+            }
+            None => (line, None, ""),
         };
         let mut current = String::new();
-        for word in line.split(' ').filter(|w| !w.is_empty()) {
-            let len = current.chars().count();
-            if len > 0 && len + 1 + word.chars().count() > w {
-                out.push_str(&current);
-                out.push('\n');
-                current = format!("{indent}  ");
-            } else if len > 0 && !current.ends_with(' ') {
-                current.push(' ');
-            } else if len == 0 {
-                current.push_str(&indent);
+        let words = |text: &str, current: &mut String, out: &mut String| {
+            for word in text.split(' ').filter(|w| !w.is_empty()) {
+                let len = current.chars().count();
+                if len > 0 && len + 1 + word.chars().count() > w {
+                    out.push_str(current);
+                    out.push('\n');
+                    *current = more.clone();
+                } else if len > 0 && !current.ends_with(' ') {
+                    current.push(' ');
+                } else if len == 0 {
+                    current.push_str(&indent);
+                }
+                current.push_str(word);
             }
-            current.push_str(word);
-        }
-        out.push_str(&current);
-        out.push('\n');
+        };
+        words(before, &mut current, &mut out);
         if let Some(command) = command {
-            out.push_str(&format!("{indent}  {command}\n"));
+            out.push_str(&current);
+            out.push('\n');
+            out.push_str(&more);
+            out.push_str(command);
+            out.push('\n');
+            current = String::new();
+            if !after.is_empty() {
+                current = more.clone();
+                words(after, &mut current, &mut out);
+            }
+        }
+        if !current.is_empty() {
+            out.push_str(&current);
+            out.push('\n');
         }
     }
     out
@@ -687,4 +706,25 @@ pub(crate) fn render_runs(runs: &[crate::store::RunRow]) -> String {
         push_row(&mut columns, cells);
     }
     fit_saying(columns, width(), "--json has every column")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_command_inside_prose_goes_whole_on_a_line_of_its_own() {
+        let line = "To see how often, label a sample yourself: promptgauge label 'my reports/run-1' --sample 30; the reports then show how far the judge agrees with you.";
+        let wrapped = super::wrap(line, Some(40));
+        let lines: Vec<&str> = wrapped.lines().collect();
+        assert!(
+            lines.contains(&"  promptgauge label 'my reports/run-1' --sample 30;"),
+            "{wrapped}"
+        );
+        for l in &lines {
+            assert!(
+                l.chars().count() <= 40 || l.trim_start().starts_with("promptgauge"),
+                "{l}"
+            );
+        }
+        assert!(wrapped.contains("the reports then show"), "{wrapped}");
+    }
 }

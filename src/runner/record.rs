@@ -226,6 +226,7 @@ impl RunRecord {
             stopped: self.stopped.clone(),
             judge: self.judge.clone(),
             self_judged: self.self_judged(),
+            folder: None,
         }
     }
 

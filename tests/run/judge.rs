@@ -249,6 +249,12 @@ fn a_judged_bench_runs_on_the_simulator_and_people_can_check_the_judge() {
         stdout.contains("judged by") && stdout.contains("they are its opinion"),
         "{stdout}"
     );
+    // The command to check the judge names this run's folder, ready to paste.
+    let name = run.file_name().unwrap().to_str().unwrap();
+    assert!(
+        stdout.contains(&format!("promptgauge label reports/{name} --sample 30")),
+        "{stdout}"
+    );
     let records = journal(&run);
     let tool = records
         .iter()

@@ -111,6 +111,7 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
         stopped: None,
         judge: None,
         self_judged: false,
+        folder: None,
     };
     let settings = || AggregatorSettings {
         run: run_info.clone(),
