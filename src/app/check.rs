@@ -75,6 +75,9 @@ pub fn check(args: &PlanArgs, env: &Env) -> Result<Exit, Failure> {
             );
         }
     }
+    if let Some(w) = p.greedy_repeats_warning() {
+        out!("  warning: {w}");
+    }
     out!("  estimated prompt tokens: {prompt_tokens}");
     if let Some(max) = max_completion {
         out!("  completion tokens at most: {max}");

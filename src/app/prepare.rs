@@ -20,6 +20,39 @@ pub(crate) struct Prepared {
 }
 
 impl Prepared {
+    /// Said before anything is sent: repeats at temperature 0 mostly buy the same answer
+    /// again. A deterministic server answers a case the same way every time, so the repeats
+    /// multiply the spend and measure nothing (the design effect then undoes them).
+    pub(crate) fn greedy_repeats_warning(&self) -> Option<String> {
+        let k = self.bench.repeats;
+        if k < 2 {
+            return None;
+        }
+        let greedy: Vec<String> = self
+            .variants
+            .iter()
+            .filter(|&&v| {
+                self.bench
+                    .params_for(v)
+                    .get("temperature")
+                    .and_then(serde_json::Value::as_f64)
+                    == Some(0.0)
+            })
+            .map(|&v| self.bench.variants[v].name.clone())
+            .collect();
+        if greedy.is_empty() {
+            return None;
+        }
+        let which = if greedy.len() == self.variants.len() {
+            "every variant".to_string()
+        } else {
+            greedy.join(", ")
+        };
+        Some(format!(
+            "{k} repeats at temperature 0 ({which}): a deterministic server gives the same answer {k} times, so this costs {k}× as much and measures little more than one answer per case; repeats measure sampling at temperature > 0 (or how far a server that is not deterministic drifts). Use --repeats 1, or set a temperature above 0"
+        ))
+    }
+
     pub(crate) fn variant_names(&self) -> Vec<String> {
         self.variants
             .iter()

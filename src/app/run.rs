@@ -290,6 +290,9 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
             p.endpoint.api_key_env
         );
     }
+    if let Some(w) = p.greedy_repeats_warning().filter(|_| !quiet) {
+        note!("warning: {w}");
+    }
     let client = Arc::new(build_client(&p, &base_urls).before_send()?);
     for (i, why) in &dead_replicas {
         client.bench_replica(*i, &format!("no answer to the preflight: {why}"));

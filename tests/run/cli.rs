@@ -1933,3 +1933,52 @@ tests:
         .unwrap();
     assert_eq!(again.status.code(), Some(2));
 }
+
+#[test]
+fn repeats_at_temperature_0_are_said_to_cost_more_and_measure_little() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let dir = bench_dir("");
+    let d = dir.path();
+    let url = server.base_url();
+    let args = [
+        "run",
+        "bench.yaml",
+        "--repeats",
+        "3",
+        "--limit",
+        "2",
+        "--base-url",
+        &url,
+        "--model",
+        "m",
+    ];
+    let out = promptgauge(d).args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("warning: 3 repeats at temperature 0 (every variant)")
+            && stderr.contains("costs 3× as much"),
+        "{stderr}"
+    );
+    // `check` says it before anything is spent.
+    let out = promptgauge(d)
+        .args(["check", "bench.yaml", "--repeats", "3"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("3 repeats at temperature 0"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // Sampling at a temperature above 0: repeats measure something, nothing is said.
+    let yaml = std::fs::read_to_string(d.join("bench.yaml")).unwrap();
+    std::fs::write(
+        d.join("bench.yaml"),
+        yaml.replace("temperature: 0,", "temperature: 0.7,"),
+    )
+    .unwrap();
+    let out = promptgauge(d).args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("repeats at temperature 0"), "{stderr}");
+}
