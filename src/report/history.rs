@@ -109,8 +109,21 @@ pub struct Builder {
     bench: String,
     names: Vec<String>,
     runs: Vec<HistoryRun>,
-    /// Per confidence level: the last complete run's position and its job rows.
-    previous: HashMap<u64, (usize, Vec<ScoreRow>)>,
+    /// Per confidence level and line: the last complete run's position and its job rows.
+    previous: HashMap<(u64, Option<String>), (usize, Vec<ScoreRow>)>,
+}
+
+/// Branches whose runs make the main line; a run without a branch (no git) is on it too.
+pub const MAIN_BRANCHES: [&str; 4] = ["main", "master", "trunk", "develop"];
+
+/// The line a run belongs to: `None` for the main line, else its branch (a pull request's
+/// own branch, a feature branch). Each line is measured against itself; a branch's first
+/// run against the main line's run before it (its base).
+pub fn line_of(run: &RunRow) -> Option<String> {
+    run.git_branch
+        .as_deref()
+        .filter(|b| !MAIN_BRANCHES.contains(b))
+        .map(String::from)
 }
 
 impl Builder {
@@ -132,7 +145,17 @@ impl Builder {
             }
         }
         let level = run.confidence.to_bits();
-        let prev = self.previous.get(&level).filter(|_| run.complete);
+        let line = line_of(&run);
+        // A main-line run steps from the main line's last run (never from a pull request's);
+        // a branch's run from its own branch's last run, else from its base on the main line.
+        let prev = self
+            .previous
+            .get(&(level, line.clone()))
+            .or_else(|| {
+                line.as_ref()
+                    .and_then(|_| self.previous.get(&(level, None)))
+            })
+            .filter(|_| run.complete);
         let mut steps: Vec<Option<(Comparison, usize)>> = vec![None; rows.len()];
         if let Some((p, before_jobs)) = prev {
             let (before, after) = (Scores::of(before_jobs), Scores::of(&jobs));
@@ -165,7 +188,8 @@ impl Builder {
                 .collect(),
         });
         if complete {
-            self.previous.insert(level, (self.runs.len() - 1, jobs));
+            self.previous
+                .insert((level, line), (self.runs.len() - 1, jobs));
         }
     }
 
@@ -267,6 +291,34 @@ pub fn step_cell(step: Option<&Step>) -> String {
 /// The date and minute of an RFC 3339 time: `2026-11-30 14:59`.
 pub fn short_time(t: &str) -> String {
     t.get(..16).unwrap_or(t).replace('T', " ")
+}
+
+/// Labels for run times on an axis, as precise as it takes to tell them apart: the day, or
+/// the day and minute, or the time to the second (runs of one CI job start in the same
+/// minute), or, for runs that started in the same second, that with the run's place.
+pub fn axis_labels(times: &[&str]) -> Vec<String> {
+    let distinct = |labels: &[String]| {
+        let mut seen = std::collections::HashSet::new();
+        labels.iter().all(|l| seen.insert(l.as_str()))
+    };
+    let cut = |t: &str, n: usize| t.get(..n).unwrap_or(t).replace('T', " ");
+    let days: Vec<String> = times.iter().map(|t| cut(t, 10)).collect();
+    if distinct(&days) {
+        return days;
+    }
+    let minutes: Vec<String> = times.iter().map(|t| short_time(t)).collect();
+    if distinct(&minutes) {
+        return minutes;
+    }
+    let seconds: Vec<String> = times.iter().map(|t| cut(t, 19)).collect();
+    if distinct(&seconds) {
+        return seconds;
+    }
+    seconds
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| format!("{s} #{}", i + 1))
+        .collect()
 }
 
 /// The run as a short label: the branch and commit, when known.
@@ -540,18 +592,27 @@ fn time_chart(
         );
         tick += step;
     }
-    // Dates under the first, last and a few runs between.
+    // Dates under the first, last and a few runs between, as precise as it takes to tell
+    // them apart (runs of one CI job start in the same minute).
     let every = n.div_ceil(6).max(1);
-    for (i, r) in h.runs.iter().enumerate() {
-        if i % every == 0 || i + 1 == n {
-            let _ = write!(
-                svg,
-                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-                x(i),
-                top + height + 18.0,
-                esc(&short_time(&r.run.started_at))
-            );
-        }
+    let shown: Vec<usize> = (0..n)
+        .filter(|&i| i % every == 0 || i + 1 == n)
+        .filter(|&i| i < h.runs.len())
+        .collect();
+    let labels = axis_labels(
+        &shown
+            .iter()
+            .map(|&i| h.runs[i].run.started_at.as_str())
+            .collect::<Vec<_>>(),
+    );
+    for (&i, label) in shown.iter().zip(labels) {
+        let _ = write!(
+            svg,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            x(i),
+            top + height + 18.0,
+            esc(&label)
+        );
     }
     let variants = h.variants.len().max(1) as f64;
     for (k, name) in h.variants.iter().enumerate() {
@@ -568,16 +629,44 @@ fn time_chart(
                 Some((i, r, v, value(v)?))
             })
             .collect();
-        let path: Vec<String> = points
-            .iter()
-            .map(|(i, _, _, (v, _, _))| format!("{:.1},{:.1}", x(*i), y(*v)))
-            .collect();
-        if path.len() > 1 {
-            let _ = write!(
-                svg,
-                "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"1.5\" opacity=\"0.6\" points=\"{}\"/>",
-                path.join(" ")
-            );
+        // One line per branch: the main line solid, a pull request's branch dashed from its
+        // base (the run its first step was measured from), never drawn into the main line.
+        let mut lines: Vec<(Option<String>, Vec<String>)> = Vec::new();
+        for (i, r, _, (v, _, _)) in &points {
+            let line = line_of(&r.run);
+            let at = format!("{:.1},{:.1}", x(*i), y(*v));
+            match lines.iter_mut().find(|(l, _)| *l == line) {
+                Some((_, path)) => path.push(at),
+                None => {
+                    let mut path = Vec::new();
+                    // A branch starts from its base on the main line.
+                    if line.is_some()
+                        && let Some((bi, _, _, (bv, _, _))) = r
+                            .previous
+                            .as_ref()
+                            .and_then(|p| points.iter().find(|(_, pr, _, _)| &pr.run.run_id == p))
+                    {
+                        path.push(format!("{:.1},{:.1}", x(*bi), y(*bv)));
+                    }
+                    path.push(at);
+                    lines.push((line, path));
+                }
+            }
+        }
+        for (line, path) in &lines {
+            if path.len() > 1 {
+                let _ = write!(
+                    svg,
+                    "<polyline class=\"line\" data-line=\"{}\" fill=\"none\" stroke=\"{c}\" stroke-width=\"1.5\" opacity=\"0.6\"{} points=\"{}\"/>",
+                    esc(line.as_deref().unwrap_or("main")),
+                    if line.is_some() {
+                        " stroke-dasharray=\"4 3\""
+                    } else {
+                        ""
+                    },
+                    path.join(" ")
+                );
+            }
         }
         for (i, r, v, (val, lo, hi)) in &points {
             // Steps are marked where they were tested: on the accuracy (or score) chart.
@@ -610,9 +699,15 @@ fn time_chart(
             }
             let _ = write!(
                 g,
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4.5\" fill=\"{c}\"{}><title>{} · {} · {}</title></circle>",
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4.5\" fill=\"{}\" stroke=\"{c}\"{}><title>{} · {} · {}{}</title></circle>",
                 x(*i),
                 y(*val),
+                // A branch's runs are hollow: off the main line.
+                if line_of(&r.run).is_some() {
+                    "white"
+                } else {
+                    c
+                },
                 if r.run.complete {
                     ""
                 } else {
@@ -624,7 +719,10 @@ fn time_chart(
                     pct(Some(*val))
                 } else {
                     format!("{val:.4}")
-                })
+                }),
+                esc(&line_of(&r.run)
+                    .map(|b| format!(" · branch {b}"))
+                    .unwrap_or_default())
             );
             if let Some(m) = mark {
                 let _ = write!(

@@ -244,6 +244,69 @@ fn history_marks_the_step_compare_calls_significant() {
     assert_eq!(server.provider.stats().requests, sent);
 }
 
+#[test]
+fn a_pull_requests_runs_are_a_line_of_their_own_and_every_run_gets_its_own_time() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let url = server.base_url();
+    let bench = arithmetic_bench(20, 2, "");
+    let d = bench.path();
+    let main = [("GITHUB_REF_NAME", "main")];
+    let pr = [("GITHUB_HEAD_REF", "try-shorter-prompt")];
+    // main, a pull request's run, main again — all within the same minute.
+    ok(run(d, &url, "m", &[], &main));
+    ok(run(d, &url, "m", &[], &pr));
+    ok(run(d, &url, "m", &[], &main));
+    let o = ok(pg(d, &["history", "arithmetic", "--json"], &[]));
+    let h: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let runs = h["runs"].as_array().unwrap();
+    let id = |i: usize| runs[i]["run_id"].clone();
+    assert_eq!(
+        runs[1]["previous"],
+        id(0),
+        "the pull request steps from its base"
+    );
+    assert_eq!(
+        runs[2]["previous"],
+        id(0),
+        "main steps from main, never from a pull request's run"
+    );
+    ok(pg(d, &["history", "arithmetic", "--html", "h.html"], &[]));
+    let html = std::fs::read_to_string(d.join("h.html")).unwrap();
+    let points = |line: &str| -> Vec<usize> {
+        html.match_indices(&format!("data-line=\"{line}\""))
+            .map(|(at, _)| {
+                let rest = &html[at..];
+                let pts = rest.split("points=\"").nth(1).unwrap();
+                pts[..pts.find('"').unwrap()].split(' ').count()
+            })
+            .collect()
+    };
+    // Per variant on the accuracy chart: main's two runs; the branch from its base.
+    assert!(
+        points("main").iter().all(|&n| n == 2),
+        "{:?}",
+        points("main")
+    );
+    assert!(!points("main").is_empty());
+    assert!(
+        points("try-shorter-prompt").iter().all(|&n| n == 2)
+            && !points("try-shorter-prompt").is_empty(),
+        "{:?}",
+        points("try-shorter-prompt")
+    );
+    assert!(html.contains("stroke-dasharray"));
+    // The three runs' axis labels differ (to the second, as the runs were that close).
+    let axis: Vec<&str> = html
+        .split("text-anchor=\"middle\">")
+        .skip(1)
+        .map(|t| &t[..t.find('<').unwrap()])
+        .filter(|t| t.starts_with("20"))
+        .collect();
+    let first_chart: Vec<&str> = axis.iter().take(3).copied().collect();
+    let distinct: std::collections::HashSet<&&str> = first_chart.iter().collect();
+    assert_eq!(distinct.len(), 3, "{axis:?}");
+}
+
 /// What `history --json` and `runs --json` say, the store's own path left out.
 fn views(d: &Path, store: &[&str]) -> (String, String) {
     let mut h = vec!["history", "arithmetic", "--json", "--all"];
