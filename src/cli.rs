@@ -417,6 +417,11 @@ pub struct RunArgs {
     /// The plan (cases, variants, repeats) is the run's own.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["limit", "variants", "repeats", "out", "shard"])]
     pub resume: Option<PathBuf>,
+    /// With --resume: send again the jobs that failed — `transient` (the default: those a
+    /// server outage, overload or timeout failed) or `all`. Each failure stays in the
+    /// journal as the job's history; the new answer takes its place in the reports.
+    #[arg(long, value_enum, value_name = "WHICH", requires = "resume", num_args = 0..=1, default_missing_value = "transient")]
+    pub retry_failed: Option<RetryFailed>,
     /// Reuse complete answers from earlier runs with the same endpoint, model, messages,
     /// parameters and repeat (kept in .cache/ under --out); new ones are added.
     #[arg(long)]
@@ -442,6 +447,16 @@ pub struct RunArgs {
     pub markdown: Option<PathBuf>,
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+/// Which failed jobs `--retry-failed` sends again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RetryFailed {
+    /// Jobs whose last attempt met a server down, overloaded or slow: 408, 429, 5xx, no
+    /// connection, a cut or stalled stream, no first token.
+    Transient,
+    /// Every failed job (a 4xx too: after you fixed its cause).
+    All,
 }
 
 /// CI gates: each failing gate prints one line and makes the exit code 1.
@@ -594,6 +609,9 @@ pub struct MockArgs {
     /// reference-guided judge prompts).
     #[arg(long, default_value_t = 0.1, value_name = "P")]
     pub judge_error: f64,
+    /// An outage: every request after the first N gets 503 (until the simulator restarts).
+    #[arg(long, value_name = "N")]
+    pub outage_after: Option<u64>,
 }
 
 /// A duration flag: zero allowed, at most a day (longer is a typo, and overflows clocks).
@@ -677,6 +695,7 @@ impl MockArgs {
             seed: self.seed,
             judge_error: self.judge_error,
             oracle: None,
+            outage_after: self.outage_after,
         })
     }
 }

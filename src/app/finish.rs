@@ -39,6 +39,9 @@ pub(super) struct Ending {
     pub interrupted: bool,
     /// The journal could not be written (a full disk).
     pub stopped_by_journal: bool,
+    /// The server looked down (most jobs failed the same passing way at once): the rest
+    /// were not sent, for a resume with `--retry-failed` once it is back.
+    pub outage: bool,
 }
 
 /// The prompts report.html shows beside the answers, rendered again from the bench file
@@ -269,6 +272,14 @@ pub(super) async fn conclude(
     if ending.interrupted {
         note!("resume with: {}", resume_command(dir.path()));
         return Exit::Interrupted;
+    }
+    if ending.outage {
+        note!("error: {}", record.stopped.clone().unwrap_or_default());
+        note!(
+            "once the server is back, send the rest and the failed jobs again: {} --retry-failed",
+            resume_command(dir.path())
+        );
+        return Exit::Incomplete;
     }
     if ending.stopped_by_journal {
         note!(

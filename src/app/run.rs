@@ -2,6 +2,7 @@
 //! finishes, write the reports, return the exit code. With `--resume DIR`, continue that
 //! run: its journal is read once, through the same aggregator.
 
+use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -50,6 +51,16 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
             ..args.plan.clone()
         },
     };
+    if let Some((_, record, _)) = &resumed
+        && args.retry_failed.is_some()
+        && record.plan.sequential.is_some()
+    {
+        return Err(UsageError::with_fix(
+            "--retry-failed cannot resume a run --until-decided: its sequential tests have already seen which jobs failed, and a resend would change what they tested",
+            "resume without --retry-failed, or start a new run",
+        )
+        .into());
+    }
     if let Some((dir, record, _)) = &resumed
         && let Some(plan) = &record.plan.sequential
     {
@@ -221,8 +232,14 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     if !args.store.no_store {
         agg.keep_rows(&record.bench.case_ids, Some(dir.store_spool()));
     }
+    // `--retry-failed`: the failed jobs it picks are left open, to be sent again.
+    let pick = |r: &crate::runner::JobRecord| match args.retry_failed {
+        Some(crate::cli::RetryFailed::All) => true,
+        Some(crate::cli::RetryFailed::Transient) => r.failed_transiently(),
+        None => false,
+    };
     let (audit, mut journal) = dir
-        .resume(&keys, |r| agg.add(&r))
+        .resume_resending(&keys, &pick, |r| agg.add(&r))
         .with_context(|| format!("cannot read the journal {}", dir.journal_path().display()))
         .before_send()?;
     agg.note_audit(&audit);
@@ -250,6 +267,29 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         .copied()
         .collect();
     let already = p.jobs.len() - jobs.len();
+    let rounds: HashMap<usize, u32> = audit.to_resend.iter().copied().collect();
+    let resend: HashMap<usize, u32> = jobs
+        .iter()
+        .filter_map(|j| {
+            let slot = keys.slot(
+                &bench.cases[j.case].id,
+                &bench.variants[j.variant].name,
+                j.repeat,
+            )?;
+            rounds.get(&slot).map(|&round| (j.index, round))
+        })
+        .collect();
+    if args.retry_failed.is_some() && !quiet {
+        note!(
+            "sending again {} that failed ({}); their failures stay in the journal",
+            super::count(resend.len() as u64, "job", "jobs"),
+            match args.retry_failed {
+                Some(crate::cli::RetryFailed::All) => "all of them",
+                _ =>
+                    "those a server outage, overload or timeout failed; --retry-failed all sends every one",
+            }
+        );
+    }
 
     if record.self_judged() {
         note!(
@@ -367,15 +407,25 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         },
         skip: stop.clone(),
         horizon: horizon.map(|h| (h, per_case)),
+        resend,
     };
     let mut verbose = VerboseLog;
     let mut first = FirstFailures::new(
         (bench.limits.concurrency * p.endpoint.base_urls.len().max(1)).clamp(3, 32),
         dispatch.clone(),
     );
+    let mut outage = Outage::new(
+        (2 * bench.limits.concurrency * p.endpoint.base_urls.len().max(1)).clamp(8, 32),
+        dispatch.clone(),
+    );
     // The journal first: nothing is reported that it did not keep.
-    let mut listeners: Vec<&mut dyn Listener> =
-        vec![&mut journal, &mut agg, &mut progress, &mut first];
+    let mut listeners: Vec<&mut dyn Listener> = vec![
+        &mut journal,
+        &mut agg,
+        &mut progress,
+        &mut first,
+        &mut outage,
+    ];
     if args.verbose {
         listeners.push(&mut verbose);
     }
@@ -398,8 +448,10 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         .or_else(|| judge_service.as_ref().and_then(|j| j.client.fatal()))
         .map(|f| f.to_string())
         .or_else(|| first.stopped.clone());
-    let interrupted =
-        dispatch.is_cancelled() && tally.journal_error.is_none() && first.stopped.is_none();
+    let interrupted = dispatch.is_cancelled()
+        && tally.journal_error.is_none()
+        && first.stopped.is_none()
+        && outage.stopped.is_none();
     record.finished_at = Some(utc_now());
     record.stopped = match (&tally.journal_error, &fatal, interrupted) {
         (Some(e), _, _) => Some(format!(
@@ -408,7 +460,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         )),
         (None, Some(f), _) => Some(f.clone()),
         (None, None, true) => Some("interrupted".to_string()),
-        _ => None,
+        _ => outage.stopped.clone(),
     };
     let mut problems = Vec::new();
     if let Err(e) = dir.write_record(&record) {
@@ -434,6 +486,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         fatal: fatal.is_some(),
         interrupted,
         stopped_by_journal: tally.journal_error.is_some(),
+        outage: outage.stopped.is_some() && fatal.is_none(),
     };
     Ok(conclude(
         &dir,
@@ -581,6 +634,96 @@ impl Listener for FirstFailures {
     }
 }
 
+/// How close together the failures that stop a run as an outage must be.
+const OUTAGE_SPAN: Duration = Duration::from_secs(120);
+
+/// Stops sending when the server looks down: of the last `window` jobs, at least four in
+/// five failed the same passing way (the same 5xx, no connection, the same timeout) within
+/// [`OUTAGE_SPAN`]. Otherwise every remaining job would spend its attempts in seconds and
+/// be final; stopped, they are sent by `--resume --retry-failed` once the server is back.
+struct Outage {
+    window: usize,
+    /// The last jobs: each a transient failure's (signature, when, cause), or `None`.
+    recent: std::collections::VecDeque<Option<(String, tokio::time::Instant, String)>>,
+    dispatch: CancellationToken,
+    stopped: Option<String>,
+}
+
+impl Outage {
+    fn new(window: usize, dispatch: CancellationToken) -> Self {
+        Outage {
+            window,
+            recent: std::collections::VecDeque::new(),
+            dispatch,
+            stopped: None,
+        }
+    }
+}
+
+impl Listener for Outage {
+    fn on(&mut self, event: &runner::RunEvent<'_>) -> std::io::Result<()> {
+        let runner::RunEvent::JobFinished { record, .. } = event else {
+            return Ok(());
+        };
+        if self.stopped.is_some() || record.cached {
+            return Ok(());
+        }
+        let entry = record.failed_transiently().then(|| {
+            let last = record.attempts.last();
+            let signature = format!(
+                "{:?}/{}",
+                last.and_then(|a| a.status),
+                last.map_or("", |a| a.outcome.as_str())
+            );
+            let cause = record
+                .error
+                .as_deref()
+                .unwrap_or("")
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_string();
+            (signature, tokio::time::Instant::now(), cause)
+        });
+        self.recent.push_back(entry);
+        if self.recent.len() > self.window {
+            self.recent.pop_front();
+        }
+        if self.recent.len() < self.window {
+            return Ok(());
+        }
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for (sig, _, _) in self.recent.iter().flatten() {
+            *counts.entry(sig.as_str()).or_default() += 1;
+        }
+        let Some((sig, n)) = counts.into_iter().max_by_key(|(_, n)| *n) else {
+            return Ok(());
+        };
+        if 5 * n < 4 * self.window {
+            return Ok(());
+        }
+        let same: Vec<&(String, tokio::time::Instant, String)> = self
+            .recent
+            .iter()
+            .flatten()
+            .filter(|(s, _, _)| s == sig)
+            .collect();
+        let (first, last) = (same[0].1, same[same.len() - 1].1);
+        let span = last.duration_since(first);
+        if span > OUTAGE_SPAN {
+            return Ok(());
+        }
+        let cause = same[same.len() - 1].2.clone();
+        self.stopped = Some(format!(
+            "the server looks down: {n} of the last {} jobs failed the same way within {:.0} s, so the rest were not sent: {cause}",
+            self.window,
+            span.as_secs_f64().ceil()
+        ));
+        self.dispatch.cancel();
+        Ok(())
+    }
+}
+
 /// Every gate asked for must be one the run can evaluate: known before anything is sent.
 fn check_gates(p: &Prepared, gates: &crate::cli::GateArgs) -> Result<(), UsageError> {
     if gates.max_cost.is_some() && p.bench.price.is_none() {
@@ -634,7 +777,13 @@ fn oracle(p: &Prepared, run_id: &str) -> crate::mock::answers::Oracle {
     let prefix = format!("pg-{run_id}-");
     Oracle(Arc::new(move |key: &str| {
         // Judge calls (`…-judge-0`) are answered from their prompt, not from the case.
-        let index: usize = key.strip_prefix(prefix.as_str())?.parse().ok()?;
+        // A resend's key ends `-resendN`; a judge call's (`…-judge-0`) is not a job's.
+        let rest = key.strip_prefix(prefix.as_str())?;
+        let index = match rest.split_once("-resend") {
+            Some((i, round)) if round.bytes().all(|b| b.is_ascii_digit()) => i,
+            _ => rest,
+        };
+        let index: usize = index.parse().ok()?;
         let case = bench.cases.get(*case_of.get(index)?)?;
         Some(Hint {
             case: case.id.clone(),

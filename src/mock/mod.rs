@@ -91,6 +91,9 @@ pub struct MockConfig {
     /// The cases behind the requests, when the simulator runs inside `promptgauge run`: it
     /// then answers any bench (see [`answers`]).
     pub oracle: Option<answers::Oracle>,
+    /// An outage: every chat request after the first N gets 503, until
+    /// [`Provider::end_outage`].
+    pub outage_after: Option<u64>,
 }
 
 impl Default for MockConfig {
@@ -115,6 +118,7 @@ impl Default for MockConfig {
             seed: 0,
             judge_error: 0.0,
             oracle: None,
+            outage_after: None,
         }
     }
 }
@@ -271,6 +275,8 @@ pub struct Provider {
     seen_prefixes: Mutex<HashSet<u64>>,
     serial: AtomicU64,
     bodies: Mutex<Vec<Value>>,
+    /// Set once the outage (`outage_after`) is over.
+    outage_over: std::sync::atomic::AtomicBool,
 }
 
 impl Provider {
@@ -284,7 +290,13 @@ impl Provider {
             seen_prefixes: Mutex::new(HashSet::new()),
             serial: AtomicU64::new(0),
             bodies: Mutex::new(Vec::new()),
+            outage_over: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Ends the outage `outage_after` began: requests are answered again.
+    pub fn end_outage(&self) {
+        self.outage_over.store(true, Ordering::SeqCst);
     }
 
     /// What it did so far.
@@ -437,6 +449,18 @@ impl Provider {
         {
             stats.status_429.fetch_add(1, Ordering::SeqCst);
             return self.too_many(in_flight);
+        }
+        let down = self.config.outage_after.is_some_and(|n| serial > n)
+            && !self.outage_over.load(Ordering::SeqCst);
+        if down {
+            stats.status_5xx.fetch_add(1, Ordering::SeqCst);
+            return self.error(
+                503,
+                "The service is temporarily unavailable.",
+                "server_error",
+                vec![],
+                in_flight,
+            );
         }
         let fault = self.pick_fault(key.as_deref().unwrap_or(""), attempt, serial);
         match fault {

@@ -380,7 +380,7 @@ impl Aggregator {
         let cases = self.cases;
         let answers_total = cases.cases.len();
         let scored = self.scored;
-        let priced = (self.price.is_some(), self.judge_price.is_some());
+        let priced = (self.price.as_ref(), self.judge_price.as_ref());
         let mut summaries: Vec<VariantSummary> = Vec::with_capacity(variants.len());
         let mut latencies = Vec::with_capacity(variants.len());
         for (i, (name, acc)) in variants.iter().zip(self.accs).enumerate() {

@@ -284,7 +284,7 @@ pub struct Summary {
 pub(crate) struct Acc {
     judge_calls: u64,
     judge_tokens: Option<Tokens>,
-    judge_cost: f64,
+    judge_cost: Billed,
     agreement: (f64, u64),
     jobs: usize,
     n: u64,
@@ -297,7 +297,7 @@ pub(crate) struct Acc {
     ttft: Vec<f64>,
     latency: Vec<f64>,
     answer: Vec<f64>,
-    spent: f64,
+    spent: Billed,
     spent_estimated: bool,
     gen_tokens: u64,
     gen_seconds: f64,
@@ -333,8 +333,8 @@ impl Acc {
         };
         for u in billed {
             self.spent_estimated |= u.estimated;
-            if let Some(p) = price {
-                self.spent += cost(u, p);
+            if price.is_some() {
+                self.spent.add(u);
             }
         }
     }
@@ -355,14 +355,14 @@ impl Acc {
         if per_call {
             for u in sent.iter().filter_map(|c| c.usage.as_ref()) {
                 self.judge_tokens.get_or_insert_with(Tokens::default).add(u);
-                if let Some(p) = judge_price {
-                    self.judge_cost += cost(u, p);
+                if judge_price.is_some() {
+                    self.judge_cost.add(u);
                 }
             }
         } else if let Some(u) = r.judge_usage.as_ref().filter(|_| !sent.is_empty()) {
             self.judge_tokens.get_or_insert_with(Tokens::default).add(u);
-            if let Some(p) = judge_price {
-                self.judge_cost += cost(u, p);
+            if judge_price.is_some() {
+                self.judge_cost.add(u);
             }
         }
         if let Some(a) = r
@@ -429,9 +429,9 @@ impl Acc {
         scores: &[CaseScore],
         (units, grouped): (&[CaseScore], bool),
         confidence: f64,
-        priced: (bool, bool),
+        prices: (Option<&Price>, Option<&Price>),
     ) -> (VariantSummary, Latencies) {
-        let (priced, judge_priced) = priced;
+        let (priced, judge_priced) = (prices.0.is_some(), prices.1.is_some());
         self.ttft.sort_by(f64::total_cmp);
         self.latency.sort_by(f64::total_cmp);
         // The case (or the group of cases, when cases carry `group:`) is the unit: repeats
@@ -470,7 +470,7 @@ impl Acc {
             cost_per_correct_usd: cost
                 .filter(|_| self.correct > 0)
                 .map(|c| c / self.correct as f64),
-            spent_usd: priced.then_some(self.spent),
+            spent_usd: prices.0.map(|p| self.spent.cost(p)),
             spent_estimated: self.spent_estimated,
             design_effect: clustered.filter(|_| repeated || grouped).map(|c| c.3),
             consistency: consistency(scores),
@@ -479,7 +479,7 @@ impl Acc {
             score_ci_high: None,
             judge_calls: self.judge_calls,
             judge_cost_usd: (judge_priced && self.judge_tokens.is_some())
-                .then_some(self.judge_cost),
+                .then(|| prices.1.map_or(0.0, |p| self.judge_cost.cost(p))),
             judge_tokens: self.judge_tokens,
             judge_agreement: (self.agreement.1 > 0)
                 .then(|| self.agreement.0 / self.agreement.1 as f64),
@@ -534,6 +534,32 @@ impl VariantSummary {
 }
 
 /// What `u` tokens cost at `p`, in USD.
+/// Tokens billed, summed as whole numbers and priced once: the cost does not depend on the
+/// order the jobs are read in (a resume reads failed jobs last).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Billed {
+    fresh: u64,
+    cached: u64,
+    completion: u64,
+}
+
+impl Billed {
+    pub(crate) fn add(&mut self, u: &crate::client::Usage) {
+        let cached = u.cached_tokens.min(u.prompt_tokens);
+        self.fresh = self.fresh.saturating_add(u.prompt_tokens - cached);
+        self.cached = self.cached.saturating_add(cached);
+        self.completion = self.completion.saturating_add(u.completion_tokens);
+    }
+
+    pub(crate) fn cost(&self, p: &Price) -> f64 {
+        let cached_price = p.cached_input_per_mtok.unwrap_or(p.input_per_mtok);
+        (self.fresh as f64 * p.input_per_mtok
+            + self.cached as f64 * cached_price
+            + self.completion as f64 * p.output_per_mtok)
+            / 1e6
+    }
+}
+
 pub(crate) fn cost(u: &crate::client::Usage, p: &Price) -> f64 {
     let cached = u.cached_tokens.min(u.prompt_tokens) as f64;
     let fresh = u.prompt_tokens as f64 - cached;

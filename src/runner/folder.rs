@@ -225,15 +225,16 @@ impl RunDir {
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
     }
 
-    /// Reads the journal once, against the plan: `f` sees each planned job's first record,
-    /// in journal order. With `resume`, a torn last line is cut off and the journal is
-    /// opened for appending.
+    /// Reads the journal once, against the plan: `f` sees each planned job's record (its
+    /// first, or the resend that took the place of a failure), in journal order, failed
+    /// ones last. With `resume`, a torn last line is cut off and the journal is opened for
+    /// appending.
     pub fn replay(
         &self,
         keys: &PlanKeys,
         f: impl FnMut(JobRecord),
     ) -> std::io::Result<(Audit, Option<Journal>)> {
-        self.replay_with(keys, false, f)
+        self.replay_with(keys, false, &|_| false, f)
     }
 
     /// Like [`RunDir::replay`], then reopens the journal to continue the run.
@@ -242,7 +243,18 @@ impl RunDir {
         keys: &PlanKeys,
         f: impl FnMut(JobRecord),
     ) -> std::io::Result<(Audit, Journal)> {
-        let (audit, journal) = self.replay_with(keys, true, f)?;
+        self.resume_resending(keys, &|_| false, f)
+    }
+
+    /// [`RunDir::resume`], leaving open the failed jobs `resend` picks, to be sent again
+    /// ([`Audit::to_resend`]).
+    pub fn resume_resending(
+        &self,
+        keys: &PlanKeys,
+        resend: &dyn Fn(&JobRecord) -> bool,
+        f: impl FnMut(JobRecord),
+    ) -> std::io::Result<(Audit, Journal)> {
+        let (audit, journal) = self.replay_with(keys, true, resend, f)?;
         match journal {
             Some(j) => Ok((audit, j)),
             None => Err(std::io::Error::other("the journal was not reopened")),
@@ -253,13 +265,14 @@ impl RunDir {
         &self,
         keys: &PlanKeys,
         resume: bool,
+        resend: &dyn Fn(&JobRecord) -> bool,
         f: impl FnMut(JobRecord),
     ) -> std::io::Result<(Audit, Option<Journal>)> {
         let path = self.journal_path();
         if path.exists() {
             count(&path, |o| o.reads += 1);
         }
-        let mut audit = journal::read_planned(&path, keys, f)?;
+        let mut audit = journal::read_planned_resending(&path, keys, resend, f)?;
         if !resume {
             return Ok((audit, None));
         }

@@ -76,6 +76,15 @@ pub struct JobRecord {
     /// latency is not measured.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cached: bool,
+    /// Sent again after it failed (`run --resume --retry-failed`): the round, 1 for the first
+    /// resend. Such a record takes the place of the job's failed one, which stays in the
+    /// journal as its history; 0 (not written) for a job's first record.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub resent: u32,
+}
+
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Whether a job was scored, failed, or withheld by the provider.
@@ -183,6 +192,27 @@ const EVENT_PREFIX: &[u8] = b"{\"event\":";
 pub type JobKey = (String, String, u32);
 
 impl JobRecord {
+    /// Whether the job failed for a reason that passes — a server down, overloaded or
+    /// unreachable: its last attempt was refused with 408, 429 or a 5xx, found no server,
+    /// or its stream was cut, stalled, never started or broke with an error event. A 4xx
+    /// such as a wrong model, a template or a judge that failed, is not.
+    pub fn failed_transiently(&self) -> bool {
+        use crate::client::Outcome;
+        if self.status != JobStatus::Failed {
+            return false;
+        }
+        let Some(last) = self.attempts.last() else {
+            return false;
+        };
+        match last.outcome {
+            Outcome::Cut | Outcome::Stalled | Outcome::NoFirstToken | Outcome::StreamError => true,
+            Outcome::HttpError => last
+                .status
+                .is_none_or(|s| s == 408 || s == 429 || (500..600).contains(&s)),
+            _ => false,
+        }
+    }
+
     /// The job's score: its `score`, or 1/0 from `correct` in older journals.
     pub fn score(&self) -> Option<f64> {
         self.score
@@ -275,6 +305,10 @@ pub struct Audit {
     pub foreign_examples: Vec<JobKey>,
     /// Which slots have a record, for a resume.
     pub done: Vec<bool>,
+    /// Failed records a later resend took the place of (they stay in the journal).
+    pub resent: usize,
+    /// Failed jobs this resume sends again (`--retry-failed`): slot and the round.
+    pub to_resend: Vec<(usize, u32)>,
 }
 
 impl Audit {
@@ -322,6 +356,22 @@ impl Audit {
 pub fn read_planned(
     path: &Path,
     keys: &PlanKeys,
+    f: impl FnMut(JobRecord),
+) -> std::io::Result<Audit> {
+    read_planned_resending(path, keys, &|_| false, f)
+}
+
+/// [`read_planned`] for a resume that sends failed jobs again: a failed record for which
+/// `resend` holds is not passed on, and its slot is left open (in [`Audit::to_resend`], with
+/// the round its new record will carry).
+///
+/// A job's failed record may be followed by a resend's record (`resent` > 0), which takes
+/// its place: failed records are therefore passed on at the end, once no later record can
+/// replace them (in journal order among themselves).
+pub fn read_planned_resending(
+    path: &Path,
+    keys: &PlanKeys,
+    resend: &dyn Fn(&JobRecord) -> bool,
     mut f: impl FnMut(JobRecord),
 ) -> std::io::Result<Audit> {
     let mut audit = Audit {
@@ -332,6 +382,10 @@ pub fn read_planned(
         return Ok(audit);
     }
     let mut done = std::mem::take(&mut audit.done);
+    // Failed records, by slot, until the end of the journal (a resend may replace them).
+    let mut held: std::collections::BTreeMap<usize, (usize, JobRecord)> =
+        std::collections::BTreeMap::new();
+    let mut seq = 0usize;
     let stats = read(path, |r| {
         // promptgauge never writes a score outside [0, 1]: such a record was made or
         // changed by something else, and would move every figure. It counts as a record
@@ -343,11 +397,22 @@ pub fn read_planned(
             }
             return;
         }
+        seq += 1;
         match keys.slot(&r.case_id, &r.variant, r.repeat) {
             None => {
                 audit.outside_plan += 1;
                 if audit.outside_examples.len() < 3 {
                     audit.outside_examples.push(r.key());
+                }
+            }
+            // A resend of a job whose record so far is a failure: it takes its place.
+            Some(slot) if r.resent > 0 && held.contains_key(&slot) => {
+                audit.resent += 1;
+                if r.status == JobStatus::Failed {
+                    held.insert(slot, (seq, r));
+                } else {
+                    held.remove(&slot);
+                    f(r);
                 }
             }
             Some(slot) if done[slot] => {
@@ -359,10 +424,28 @@ pub fn read_planned(
             Some(slot) => {
                 done[slot] = true;
                 audit.finished += 1;
-                f(r);
+                if r.status == JobStatus::Failed {
+                    held.insert(slot, (seq, r));
+                } else {
+                    f(r);
+                }
             }
         }
     })?;
+    let mut failed: Vec<(usize, usize, JobRecord)> = held
+        .into_iter()
+        .map(|(slot, (seq, r))| (seq, slot, r))
+        .collect();
+    failed.sort_by_key(|(seq, _, _)| *seq);
+    for (_, slot, r) in failed {
+        if resend(&r) {
+            done[slot] = false;
+            audit.finished -= 1;
+            audit.to_resend.push((slot, r.resent + 1));
+        } else {
+            f(r);
+        }
+    }
     audit.done = done;
     audit.stats = stats;
     Ok(audit)
@@ -414,6 +497,7 @@ mod tests {
             tags: vec![],
             group: None,
             cached: false,
+            resent: 0,
         }
     }
 
@@ -492,6 +576,67 @@ mod tests {
             said.contains("1 duplicate") && said.contains("(zz, v, repeat 0)"),
             "{said}"
         );
+    }
+
+    #[test]
+    fn a_resend_takes_the_place_of_a_failure_which_stays_in_the_journal() {
+        use crate::client::{Attempt, Outcome};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.jsonl");
+        let mut j = Journal::open(&path).unwrap();
+        let failed = |case: &str, status: u16| {
+            let mut r = record(case);
+            r.status = JobStatus::Failed;
+            r.score = None;
+            r.correct = None;
+            r.error = Some(format!("HTTP {status}"));
+            r.attempts = vec![
+                serde_json::from_value::<Attempt>(serde_json::json!({
+                    "outcome": Outcome::HttpError.as_str(), "status": status,
+                    "latency_ms": 1.0, "stream_options": true
+                }))
+                .unwrap(),
+            ];
+            r
+        };
+        // a: failed (503), then a resend answered. b: failed (503), a plain duplicate (not a
+        // resend) is ignored. c: failed with 400. d: answered.
+        j.append(&failed("a", 503)).unwrap();
+        j.append(&failed("b", 503)).unwrap();
+        j.append(&failed("c", 400)).unwrap();
+        j.append(&record("d")).unwrap();
+        let mut again = record("a");
+        again.resent = 1;
+        j.append(&again).unwrap();
+        j.append(&record("b")).unwrap();
+        assert!(failed("b", 503).failed_transiently());
+        assert!(failed("x", 429).failed_transiently());
+        assert!(!failed("c", 400).failed_transiently());
+        assert!(!record("d").failed_transiently());
+        let ids: Vec<String> = ["a", "b", "c", "d"].map(String::from).to_vec();
+        let keys = PlanKeys::new(&ids, &["v".into()], 1, None);
+        let mut seen = Vec::new();
+        let audit = read_planned(&path, &keys, |r| seen.push((r.case_id, r.status))).unwrap();
+        // Failures last (a later resend could have replaced them), in journal order.
+        assert_eq!(
+            seen,
+            [
+                ("d".to_string(), JobStatus::Graded),
+                ("a".to_string(), JobStatus::Graded),
+                ("b".to_string(), JobStatus::Failed),
+                ("c".to_string(), JobStatus::Failed),
+            ]
+        );
+        assert_eq!((audit.finished, audit.resent, audit.duplicates), (4, 1, 1));
+        // A resume that resends transient failures leaves b open (round 1), not c.
+        let mut seen = Vec::new();
+        let audit = read_planned_resending(&path, &keys, &|r| r.failed_transiently(), |r| {
+            seen.push(r.case_id)
+        })
+        .unwrap();
+        assert_eq!(seen, ["d", "a", "c"]);
+        assert_eq!(audit.to_resend, [(keys.slot("b", "v", 0).unwrap(), 1)]);
+        assert_eq!(audit.finished, 3);
     }
 
     #[test]

@@ -46,6 +46,10 @@ pub struct RunOptions {
     /// `--until-decided`: how far ahead of the tests jobs may be sent, and the jobs per
     /// case (plan positions are `job.index / jobs_per_case`).
     pub horizon: Option<(crate::report::sequential::Horizon, usize)>,
+    /// `--retry-failed`: jobs (by plan position) sent again after they failed, with the
+    /// round; each is a new logical request (its own idempotency key) and its record says
+    /// the round, so it takes the failed record's place.
+    pub resend: std::collections::HashMap<usize, u32>,
 }
 
 /// What the workers send the event loop.
@@ -145,9 +149,10 @@ pub async fn run(
                 let _ = tx.send(Message::Started(*job));
                 let record = run_job(&bench, job, &client, &options).await;
                 active.fetch_sub(1, Ordering::SeqCst);
-                let Some(record) = record else {
+                let Some(mut record) = record else {
                     break;
                 };
+                record.resent = options.resend.get(&job.index).copied().unwrap_or(0);
                 if tx.send(Message::Finished(Box::new(record))).is_err() {
                     break;
                 }
@@ -232,7 +237,11 @@ async fn run_job(
     options: &RunOptions,
 ) -> Option<JobRecord> {
     let scoring = &options.scoring;
-    let job_key = format!("pg-{}-{}", options.run_id, job.index);
+    // A resend is a new logical request: a key of its own, the same on its retries.
+    let job_key = match options.resend.get(&job.index) {
+        Some(round) => format!("pg-{}-{}-resend{round}", options.run_id, job.index),
+        None => format!("pg-{}-{}", options.run_id, job.index),
+    };
     let case = &bench.cases[job.case];
     let variant = &bench.variants[job.variant];
     let messages = match bench.templates.render(job.variant, case, variant) {
@@ -371,6 +380,7 @@ fn failed_record(bench: &Bench, job: &Job, error: String, result: Option<JobResu
         tags: case.tags.clone(),
         group: case.group.clone(),
         cached: false,
+        resent: 0,
     }
 }
 
@@ -478,5 +488,6 @@ async fn graded_record(
         tags: case.tags.clone(),
         group: case.group.clone(),
         cached: false,
+        resent: 0,
     })
 }

@@ -915,3 +915,77 @@ fn a_run_folder_written_by_0_1_0_still_opens() {
     }
     assert!(run.join("report.html").exists());
 }
+
+// ---- An outage mid-run: stop sending, then resend on resume ----
+
+#[test]
+fn an_outage_mid_run_stops_sending_and_a_resume_sends_the_failed_jobs_again() {
+    // The server goes down after 40 requests: every request then gets 503.
+    let (_rt, server) = start_mock(MockConfig {
+        outage_after: Some(40),
+        ..MockConfig::default()
+    });
+    let bench = arithmetic_bench(100, 2, "limits: { concurrency: 4, max_attempts: 2 }\n");
+    let d = bench.path();
+    let url = server.base_url();
+    let out = promptgauge(d)
+        .args(["run", "bench.yaml", "--base-url", &url, "--model", "m"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("the server looks down"), "{stderr}");
+    let sent = server.provider.stats().requests;
+    assert!(
+        sent < 100,
+        "the outage stopped the run instead of spending every job's attempts: {sent} requests for 200 jobs"
+    );
+    let run = only_run(&d.join("reports"));
+    let first = summary(&run);
+    assert!(
+        first.jobs_failed > 0 && !first.complete,
+        "{}",
+        first.jobs_failed
+    );
+    // The printed command, pasted once the server is back.
+    let printed = stderr
+        .lines()
+        .find_map(|l| {
+            l.split_once("once the server is back, send the rest and the failed jobs again: ")
+        })
+        .map(|(_, c)| c.to_string())
+        .unwrap_or_else(|| panic!("no resume command in {stderr}"));
+    assert!(printed.ends_with("--retry-failed"), "{printed}");
+    server.provider.end_outage();
+    let args: Vec<&str> = printed.split(' ').skip(1).collect();
+    let out = promptgauge(d).args(&args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "`{printed}`: {stderr}");
+    assert!(stderr.contains("sending again"), "{stderr}");
+    let s = summary(&run);
+    assert!(s.complete, "every job answered");
+    assert_eq!(s.jobs_failed, 0);
+    assert_eq!(
+        server.provider.stats().generations,
+        200,
+        "each job answered once"
+    );
+    // The first failures stay in the journal as each job's history; the resends say so.
+    let records = journal(&run);
+    let failed = records.iter().filter(|r| r["status"] == "failed").count();
+    let resent = records.iter().filter(|r| r["resent"] == 1).count();
+    assert_eq!(failed, first.jobs_failed, "the failures are kept");
+    assert_eq!(resent, failed, "each failed job was sent once more");
+    // And `report` reads the journal the same way: the resends take the failures' place.
+    let o = promptgauge(d)
+        .args(["report", run.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let again = summary(&run);
+    assert_eq!((again.jobs_failed, again.complete), (0, true));
+    assert_eq!(
+        serde_json::to_value(&again.variants).unwrap(),
+        serde_json::to_value(&s.variants).unwrap()
+    );
+}
