@@ -1001,3 +1001,49 @@ fn the_release_workflow_gives_write_access_only_to_the_job_that_runs_no_build() 
         "the comment is matched by its author"
     );
 }
+
+#[test]
+fn bench_run_leaves_no_simulator_running_when_it_ends() {
+    // bench/run starts its simulators through bench/mock.sh, inside `$(…)`: they must be
+    // killed when the script exits, whatever its own job table holds.
+    let bin = assert_cmd::cargo::cargo_bin("promptgauge");
+    let scratch = tempfile::tempdir().unwrap();
+    let work = scratch.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let urls = scratch.path().join("urls");
+    let script = format!(
+        "set -eu; PG='{}'; WORK='{}'; source bench/mock.sh; echo \"$(start_mock)\" > '{1}/../urls'; echo \"$(start_mock --seed 2)\" >> '{1}/../urls'",
+        bin.display(),
+        work.display()
+    );
+    let status = std::process::Command::new("bash")
+        .args(["-c", &script])
+        .current_dir(repo())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let urls = std::fs::read_to_string(&urls).unwrap();
+    let addrs: Vec<String> = urls
+        .lines()
+        .map(|u| {
+            u.trim_start_matches("http://")
+                .split('/')
+                .next()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(addrs.len(), 2, "{urls}");
+    for addr in &addrs {
+        assert!(!addr.is_empty(), "{urls}");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while std::net::TcpStream::connect(addr).is_ok() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a simulator still listens at {addr} after bench/run's helpers ended"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+    assert!(!work.exists(), "the scratch folder is removed");
+}
