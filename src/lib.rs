@@ -10,7 +10,9 @@
 pub mod app;
 pub mod cli;
 pub mod client;
+pub(crate) mod clock;
 pub mod error;
+pub mod files;
 pub mod grade;
 pub(crate) mod hash;
 pub mod mock;

@@ -6,8 +6,9 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use super::{Exit, Failure, utc_now};
+use super::{Exit, Failure};
 use crate::cli::{CompareArgs, UsageError};
+use crate::clock::utc_now;
 use crate::error::BeforeSend;
 use crate::report::compare::{CaseTable, RunComparison, RunSide};
 use crate::report::{self, RunResult};
@@ -247,7 +248,7 @@ pub async fn compare(args: &CompareArgs, env: &crate::cli::Env) -> Result<Exit, 
         ];
         for (name, text) in files {
             let path = out.join(name);
-            crate::runner::folder::write_atomically(&path, text)
+            crate::files::write_atomically(&path, text)
                 .with_context(|| format!("cannot write {}", path.display()))?;
         }
         Ok(())

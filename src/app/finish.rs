@@ -54,7 +54,6 @@ pub(super) fn attach_prompts(result: &mut RunResult, record: &crate::runner::rec
     // As the run's flags shaped it.
     if let Some(limit) = record.plan.limit {
         bench.cases.truncate(limit as usize);
-        bench.scorers.truncate(limit as usize);
     }
     bench.repeats = record.plan.repeats;
     attach_prompts_from(result, record, &bench, true);
@@ -133,7 +132,7 @@ pub(super) fn write_reports(
         let path = dir.file(exporter.file_name());
         let written = exporter
             .render(&result.summary)
-            .and_then(|text| Ok(crate::runner::folder::write_atomically(&path, text)?))
+            .and_then(|text| Ok(crate::files::write_atomically(&path, text)?))
             .with_context(|| format!("cannot write {}", path.display()));
         if let Err(e) = written {
             problems.push(e);
@@ -141,7 +140,7 @@ pub(super) fn write_reports(
     }
     let path = dir.report_html();
     if let Err(e) =
-        crate::runner::folder::write_atomically(&path, report::html::render_run(result, bench_text))
+        crate::files::write_atomically(&path, report::html::render_run(result, bench_text))
     {
         problems.push(anyhow::Error::new(e).context(format!("cannot write {}", path.display())));
     }
@@ -216,16 +215,15 @@ pub(super) async fn conclude(
         let path = dir.baseline_json();
         if let Err(e) = serde_json::to_string_pretty(b)
             .map_err(anyhow::Error::from)
-            .and_then(|text| Ok(crate::runner::folder::write_atomically(&path, text + "\n")?))
+            .and_then(|text| Ok(crate::files::write_atomically(&path, text + "\n")?))
         {
             problems.push(e.context(format!("cannot write {}", path.display())));
         }
     }
     if let (Some(junit), Some(path)) = (result.junit.take(), outputs.junit) {
-        let written = crate::runner::folder::write_atomically_with(path, |file| {
-            junit.write_to(summary, file)
-        })
-        .with_context(|| format!("cannot write {}", path.display()));
+        let written =
+            crate::files::write_atomically_with(path, |file| junit.write_to(summary, file))
+                .with_context(|| format!("cannot write {}", path.display()));
         if let Err(e) = written {
             problems.push(e);
         }

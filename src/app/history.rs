@@ -145,7 +145,7 @@ pub async fn history(args: &HistoryArgs, env: &Env) -> Result<Exit, Failure> {
             .with_context(|| format!("cannot create {}", dir.display()))
             .before_send()?;
     }
-    crate::runner::folder::write_atomically(&html, history::render_html(&h, &link))
+    crate::files::write_atomically(&html, history::render_html(&h, &link))
         .with_context(|| format!("cannot write {}", html.display()))
         .before_send()?;
     note!("history.html: {}", html.display());
@@ -326,7 +326,7 @@ async fn index_one(store: &Store, folder: &Path) -> anyhow::Result<usize> {
     let (dir, record, mut result) = super::load_with(folder, true)?;
     let jobs = result.jobs.take().unwrap_or_default();
     // The gates the run was checked against are in its summary, not its journal.
-    if let Some(written) = crate::runner::folder::read_regular(&dir.path().join("summary.json"))
+    if let Some(written) = crate::files::read_regular(&dir.path().join("summary.json"))
         .ok()
         .and_then(|t| serde_json::from_str::<crate::report::Summary>(&t).ok())
     {

@@ -7,10 +7,10 @@ use serde_json::{Map, Value, json};
 
 use super::{Prepared, shown_urls};
 use crate::cli::{Env, UsageError};
+use crate::client::Cache;
 use crate::client::{ApiKey, Client, ClientConfig, ReqwestTransport};
 use crate::grade::judge::JudgeService;
 use crate::report::ProviderInfo;
-use crate::runner::Cache;
 use crate::suite::Limits;
 
 /// The judge, resolved.
@@ -29,7 +29,7 @@ pub(super) struct Judge {
 /// Who judges this run, if any of its scorers asks a model. Unset fields come from the
 /// run's endpoint: by default the model under test judges itself (said loudly).
 pub(super) fn resolve(p: &Prepared, env: &Env) -> Result<Option<Judge>, UsageError> {
-    if !p.bench.scorers.iter().any(|s| s.uses_judge()) {
+    if !p.scorers.iter().any(|s| s.uses_judge()) {
         return Ok(None);
     }
     let settings = p.bench.judge.clone();

@@ -6,8 +6,9 @@ use std::path::Path;
 use anyhow::Context;
 
 use super::finish::{Ending, Outputs, conclude};
-use super::{Exit, Failure, aggregator, utc_now};
+use super::{Exit, Failure, aggregator};
 use crate::cli::{MergeArgs, UsageError};
+use crate::clock::utc_now;
 use crate::error::BeforeSend;
 use crate::runner::RunDir;
 use crate::runner::record::RunRecord;

@@ -50,7 +50,7 @@ mod report;
 mod run;
 mod source;
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 pub use check::check;
 pub use compare::compare;
@@ -108,10 +108,6 @@ fn shown_urls(urls: &[String]) -> Vec<String> {
         .collect()
 }
 
-pub(crate) fn utc_now() -> String {
-    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
-}
-
 /// The command that continues a run folder.
 fn resume_command(dir: &std::path::Path) -> String {
     format!(
@@ -135,7 +131,7 @@ pub(super) fn aggregator_with(
     dir: &crate::runner::RunDir,
     record: &crate::runner::record::RunRecord,
     junit: bool,
-    live: Option<crate::report::sequential::Live>,
+    live: Option<crate::runner::sequential::Live>,
 ) -> Result<crate::report::Aggregator, crate::cli::UsageError> {
     let (labels, torn) = crate::report::labels::of_run(&dir.labels()).map_err(|m| {
         crate::cli::UsageError::with_fix(m, "fix the line, or remove it from labels.jsonl")
@@ -159,7 +155,7 @@ pub(super) fn aggregator_with(
             judge_price: record.judge_price(),
             labels,
             sequential: record.plan.sequential.as_ref().map(|plan| {
-                crate::report::sequential::Sequential::new(
+                crate::runner::sequential::Sequential::new(
                     plan,
                     &record.bench.case_ids,
                     &record.plan.variants,

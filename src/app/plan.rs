@@ -43,6 +43,8 @@ pub fn plan(args: &PowerArgs) -> Result<Exit, Failure> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(DEFAULT_BENCH));
     let bench = Bench::load(&path)?;
+    // A bench whose scorers cannot be built is not planned for.
+    crate::grade::scorers_for(&bench)?;
     let comparisons = args
         .comparisons
         .map_or(bench.variants.len().saturating_sub(1).max(1), |m| {

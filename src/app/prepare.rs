@@ -11,6 +11,8 @@ use crate::suite::{Bench, InputError, Job, Plan};
 /// A loaded bench, the selected variants, the planned jobs and the resolved endpoint.
 pub(crate) struct Prepared {
     pub bench: Arc<Bench>,
+    /// Each case's scorer, in the bench's case order.
+    pub scorers: Arc<crate::grade::Scorers>,
     /// Indices into the bench's variants, baseline first.
     pub variants: Vec<usize>,
     pub jobs: Vec<Job>,
@@ -68,10 +70,12 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(DEFAULT_BENCH));
     let mut bench = Bench::load(&path)?;
+    // Every case's scorer is checked, also those of cases `--limit` leaves out.
+    let mut scorers = crate::grade::scorers_for(&bench)?;
     if let Some(limit) = args.limit {
         let limit = limit as usize;
         bench.cases.truncate(limit);
-        bench.scorers.truncate(limit);
+        scorers.truncate(limit);
     }
     if let Some(r) = args.repeats {
         bench.repeats = r;
@@ -155,6 +159,7 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
     }
     Ok(Prepared {
         bench: Arc::new(bench),
+        scorers: Arc::new(scorers),
         variants,
         jobs: plan.jobs,
         endpoint,

@@ -13,11 +13,10 @@ use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
 use super::finish::{Ending, Outputs, conclude, in_use};
-use super::{
-    Exit, Failure, Prepared, SIMULATED_BANNER, demo_mock_config, prepare, shown_urls, utc_now,
-};
+use super::{Exit, Failure, Prepared, SIMULATED_BANNER, demo_mock_config, prepare, shown_urls};
 use crate::cli::{Env, PlanArgs, RunArgs, UsageError};
 use crate::client::{Client, ClientConfig, ReqwestTransport};
+use crate::clock::utc_now;
 use crate::error::BeforeSend;
 use crate::mock::Provider;
 use crate::mock::server::MockServer;
@@ -207,7 +206,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     // The journal is read once, if it exists: the aggregator hears every job it holds.
     let keys = record.plan_keys();
     // `--until-decided`: a decided variant's jobs are not sent (flags by bench variant).
-    let stop: Option<crate::report::sequential::StopFlags> = p.sequential.as_ref().map(|_| {
+    let stop: Option<crate::runner::sequential::StopFlags> = p.sequential.as_ref().map(|_| {
         Arc::new(
             (0..bench.variants.len())
                 .map(|_| std::sync::atomic::AtomicBool::new(false))
@@ -218,10 +217,10 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     let per_case = p.variants.len() * bench.repeats as usize;
     let horizon = p.sequential.as_ref().map(|_| {
         let workers = bench.limits.concurrency * p.endpoint.base_urls.len().max(1);
-        crate::report::sequential::Horizon::new(workers.div_ceil(per_case.max(1)) + 1)
+        crate::runner::sequential::Horizon::new(workers.div_ceil(per_case.max(1)) + 1)
     });
     let live = match (&stop, &horizon) {
-        (Some(stop), Some(horizon)) => Some(crate::report::sequential::Live {
+        (Some(stop), Some(horizon)) => Some(crate::runner::sequential::Live {
             stop: stop.clone(),
             bench_index: p.variants.clone(),
             horizon: horizon.clone(),
@@ -362,8 +361,8 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     let mut progress = Progress::new(p.jobs.len(), already, record.plan.variants.clone(), live);
     let cache = if args.cache {
         let root = dir.path().parent().unwrap_or(Path::new("."));
-        let path = runner::Cache::path_under(root);
-        let cache = runner::Cache::open(&path)
+        let path = crate::client::Cache::path_under(root);
+        let cache = crate::client::Cache::open(&path)
             .with_context(|| format!("cannot open the response cache {}", path.display()))
             .before_send()?;
         if !quiet {
@@ -397,6 +396,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         None => None,
     };
     let options = runner::RunOptions {
+        scorers: p.scorers.clone(),
         run_id: record.run_id.clone(),
         cache,
         endpoint: record.endpoint.base_url.clone(),
@@ -789,7 +789,7 @@ fn oracle(p: &Prepared, run_id: &str) -> crate::mock::answers::Oracle {
             case: case.id.clone(),
             expected: case.expected.clone(),
             expected_json: case.expected_json.clone(),
-            shape: case.grade.as_ref().unwrap_or(&bench.grade).shape(),
+            shape: crate::grade::SpecExt::shape(case.grade.as_ref().unwrap_or(&bench.grade)),
             others: others.clone(),
         })
     }))

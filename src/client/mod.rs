@@ -4,7 +4,9 @@
 //! and the API key. Time is tokio's clock, which tests pause and advance, so backoff and
 //! timeout tests run in milliseconds.
 
+pub mod cache;
 pub(crate) mod limits;
+mod message;
 mod openai;
 pub mod pool;
 pub mod protocol;
@@ -25,13 +27,13 @@ use serde_json::{Map, Value};
 use tokio::time::{Instant, timeout_at};
 use tokio_util::sync::CancellationToken;
 
+pub use cache::Cache;
+pub use message::ChatMessage;
 pub use openai::OpenAiChat;
 pub use protocol::{Dialect, FinishKind, Protocol, Streamed, ToolCall, Usage};
 pub use retry::Outcome;
 pub use secrets::Secrets;
 pub use transport::{HttpRequest, HttpResponse, ReqwestTransport, Transport, TransportError};
-
-use crate::suite::ChatMessage;
 
 /// An API key. It is sent in one header and shown nowhere else.
 #[derive(Clone)]

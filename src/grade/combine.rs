@@ -117,7 +117,7 @@ impl Scorer for Combined {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grade::{Answer, GradeSpec};
+    use crate::grade::{Answer, GradeSpec, SpecExt};
     use crate::suite::Location;
 
     #[test]

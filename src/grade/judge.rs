@@ -7,25 +7,15 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::scorer::{JudgeCall, Score, ScoreContext, ScoreError, ScoreFuture, ScoreInput, Scorer};
+use crate::client::ChatMessage;
+use crate::client::cache::{self, Cache};
 use crate::client::{Client, JobRequest, Usage};
-use crate::runner::cache::{self, Cache};
-use crate::suite::{Case, ChatMessage};
+use crate::suite::Case;
 
-/// What the judge gives.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Scale {
-    /// Yes or no: 1 or 0.
-    #[default]
-    #[serde(rename = "binary")]
-    Binary,
-    /// 0 to 10, scaled to [0, 1].
-    #[serde(rename = "0-10")]
-    TenPoint,
-}
+pub use crate::suite::Scale;
 
 /// The judge a run lends its scorers: a client for the judge's endpoint and how to ask.
 pub struct JudgeService {

@@ -6,6 +6,7 @@ pub mod judge;
 pub mod scorer;
 pub mod structured;
 
+pub use crate::suite::GradeSpec;
 pub use scorer::{Answer, JudgeCall, Score, ScoreContext, ScoreError, ScoreInput, Scorer};
 
 use std::path::Path;
@@ -14,100 +15,71 @@ use std::sync::Arc;
 use std::sync::LazyLock;
 
 use regex::Regex;
+
+use crate::suite::{Bench, InputError, InputErrors};
 use serde::{Deserialize, Serialize};
 
-/// A scorer as written in a bench or case file (DESIGN §9's kinds).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum GradeSpec {
-    Exact {
-        #[serde(default)]
-        case_sensitive: bool,
-    },
-    Contains {
-        #[serde(default)]
-        case_sensitive: bool,
-    },
-    Regex {
-        pattern: String,
-        #[serde(default)]
-        case_sensitive: bool,
-    },
-    Number {
-        #[serde(default)]
-        tolerance: f64,
-    },
-    Choice,
-    Json {
-        path: String,
-        #[serde(default)]
-        case_sensitive: bool,
-    },
-    /// A model decides whether the answer matches the known answer (or scores it 0–10).
-    Judge {
-        /// Criteria added to the built-in prompt.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        rubric: Option<String>,
-        #[serde(default)]
-        scale: judge::Scale,
-        /// Ask this many times: the majority (binary) or the mean (0–10) counts.
-        #[serde(default = "one", skip_serializing_if = "is_one")]
-        votes: u32,
-        /// A template file replacing the built-in prompt (relative to the bench).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        prompt: Option<String>,
-    },
-    /// The answer is JSON that validates against a schema (a file, or inline).
-    JsonSchema {
-        schema: serde_json::Value,
-    },
-    /// The share of `expected`'s fields the answer's JSON gets right.
-    Fields {
-        /// Fields that zero the score when wrong.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        required: Vec<String>,
-        #[serde(default)]
-        case_sensitive: bool,
-        #[serde(default)]
-        tolerance: f64,
-    },
-    /// The tool calls the model made, against `expected`'s `{name, arguments}`.
-    ToolCall {
-        /// Arguments must equal the expected ones (else they need only contain them).
-        #[serde(default)]
-        exact: bool,
-        #[serde(default)]
-        order: structured::CallOrder,
-    },
-    /// Every part passes (the lowest score).
-    All {
-        of: Vec<GradeSpec>,
-    },
-    /// One part passes (the highest score).
-    Any {
-        of: Vec<GradeSpec>,
-    },
-    /// The weighted mean of the parts' scores.
-    Mean {
-        of: Vec<GradeSpec>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        weights: Option<Vec<f64>>,
-    },
-}
+/// Each case's scorer, in the bench's case order: its own `grade`, or the bench's.
+pub type Scorers = Vec<Arc<dyn Scorer>>;
 
-fn one() -> u32 {
-    1
-}
-
-fn is_one(n: &u32) -> bool {
-    *n == 1
-}
-
-impl Default for GradeSpec {
-    fn default() -> Self {
-        GradeSpec::Exact {
-            case_sensitive: false,
+/// Builds every case's scorer, and checks each case's expected answer against it: a
+/// scorer that cannot be built (a regex that does not compile, a judge prompt with an
+/// error) or that could never accept a case's expected answer is a bench bug, reported
+/// with the file and line to fix. No network.
+pub fn scorers_for(bench: &Bench) -> Result<Scorers, InputErrors> {
+    let dir = bench.dir();
+    let shared = bench.grade.scorer(dir).map_err(|m| {
+        InputError::new(bench.location_of("grade"), m).fix("fix the bench's `grade`")
+    })?;
+    let mut scorers = Vec::with_capacity(bench.cases.len());
+    let mut errors = Vec::new();
+    let mut judge_runaway_said = false;
+    for case in &bench.cases {
+        let scorer = match &case.grade {
+            None => shared.clone(),
+            Some(spec) => match spec.scorer(dir) {
+                Ok(s) => s,
+                Err(m) => {
+                    let fix = if m.starts_with("the judge prompt")
+                        || m.starts_with("cannot read the judge prompt")
+                    {
+                        "fix the judge prompt file named in the case's `grade` (it may use `question`, `reference`, `expected`, `answer`, `rubric`, `vars.NAME`)"
+                    } else {
+                        "fix the case's `grade`"
+                    };
+                    errors.push(
+                        InputError::new(case.location.clone(), format!("case `{}`: {m}", case.id))
+                            .fix(fix),
+                    );
+                    continue;
+                }
+            },
+        };
+        // A case whose expected answer its own scorer could never accept is a bench bug.
+        if let Err(m) = scorer.check(case) {
+            let runaway = m.starts_with("the judge prompt") && m.contains("at most");
+            let fix = if runaway {
+                "remove the runaway loop or repetition from the judge prompt".to_string()
+            } else if m.starts_with("the judge prompt") {
+                "a judge prompt may use `question`, `conversation`, `reference`, `expected`, `answer`, `rubric`, `marker`, and the case's variables as `vars.NAME`".to_string()
+            } else {
+                "fix `expected`, or give the case a `grade` that fits it".to_string()
+            };
+            // A runaway judge prompt fails every case alike: said once.
+            if !(runaway && judge_runaway_said) {
+                errors.push(
+                    InputError::new(case.location.clone(), format!("case `{}`: {m}", case.id))
+                        .fix(fix),
+                );
+            }
+            judge_runaway_said |= runaway;
         }
+        scorers.push(scorer);
+    }
+    if errors.is_empty() {
+        Ok(scorers)
+    } else {
+        Err(InputErrors(errors))
     }
 }
 
@@ -169,10 +141,18 @@ pub struct Grade {
     pub extracted: Option<String>,
 }
 
-impl GradeSpec {
+/// What the grade layer adds to a spec: the scorer it describes, and what the simulator
+/// makes of it.
+pub trait SpecExt {
+    fn scorer(&self, dir: &Path) -> Result<Arc<dyn Scorer>, String>;
+    fn shape(&self) -> Shape;
+    fn compile(&self) -> Result<Grader, String>;
+}
+
+impl SpecExt for GradeSpec {
     /// The scorer this spec describes; files it names (a schema, a judge prompt) are read
     /// relative to `dir`. The error says what is wrong in the user's terms.
-    pub fn scorer(&self, dir: &Path) -> Result<Arc<dyn Scorer>, String> {
+    fn scorer(&self, dir: &Path) -> Result<Arc<dyn Scorer>, String> {
         let parts = |of: &[GradeSpec]| -> Result<Vec<Arc<dyn Scorer>>, String> {
             if of.is_empty() {
                 return Err("`of` lists no scorers".into());
@@ -262,56 +242,8 @@ impl GradeSpec {
         })
     }
 
-    /// How many calls to a judge scoring one answer takes (its votes, over every judged
-    /// part; a retried unreadable reply is not counted).
-    pub fn judge_calls(&self) -> u64 {
-        match self {
-            GradeSpec::Judge { votes, .. } => u64::from(*votes),
-            GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
-                of.iter().map(GradeSpec::judge_calls).sum()
-            }
-            _ => 0,
-        }
-    }
-
-    /// Whether it scores the tool calls made (alone or as a part).
-    pub fn uses_tool_call(&self) -> bool {
-        match self {
-            GradeSpec::ToolCall { .. } => true,
-            GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
-                of.iter().any(GradeSpec::uses_tool_call)
-            }
-            _ => false,
-        }
-    }
-
-    /// Whether it compares the answer with the case's `expected` (a schema does not, nor
-    /// does a judge given a rubric: it then judges by the rubric alone).
-    pub fn needs_expected(&self) -> bool {
-        match self {
-            GradeSpec::JsonSchema { .. } => false,
-            GradeSpec::Judge {
-                rubric: Some(r), ..
-            } if !r.trim().is_empty() => false,
-            GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
-                of.iter().any(GradeSpec::needs_expected)
-            }
-            _ => true,
-        }
-    }
-
-    /// Whether every score it gives is 0 or 1 (no partial credit).
-    pub fn binary(&self) -> bool {
-        match self {
-            GradeSpec::Judge { scale, .. } => *scale == judge::Scale::Binary,
-            GradeSpec::Fields { .. } | GradeSpec::Mean { .. } => false,
-            GradeSpec::All { of } | GradeSpec::Any { of } => of.iter().all(GradeSpec::binary),
-            _ => true,
-        }
-    }
-
     /// The shape of answer this spec expects, for the simulator.
-    pub fn shape(&self) -> Shape {
+    fn shape(&self) -> Shape {
         match self {
             GradeSpec::Number { .. } => Shape::Number,
             GradeSpec::Choice => Shape::Choice,
@@ -327,7 +259,7 @@ impl GradeSpec {
 
     /// A text grader: its regex compiled once, its path parsed once. Errors for the
     /// structured and model-graded kinds (use [`GradeSpec::scorer`]).
-    pub fn compile(&self) -> Result<Grader, String> {
+    fn compile(&self) -> Result<Grader, String> {
         Ok(match self {
             GradeSpec::Exact { case_sensitive } => Grader::Exact {
                 case_sensitive: *case_sensitive,
@@ -640,6 +572,41 @@ pub(crate) fn strip_code_fence(text: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_case_whose_expected_answer_its_scorer_cannot_accept_is_named_with_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(
+            d.join("bench.yaml"),
+            "name: t\ncases: cases.jsonl\nvariants: [plain.txt]\ngrade: { kind: number }\n",
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("cases.jsonl"),
+            "{\"id\": \"a\", \"vars\": {\"q\": \"x\"}, \"expected\": \"five\"}\n",
+        )
+        .unwrap();
+        std::fs::write(d.join("plain.txt"), "{{ q }}").unwrap();
+        let bench = Bench::load(&d.join("bench.yaml")).unwrap();
+        let e = scorers_for(&bench).unwrap_err().to_string();
+        assert!(
+            e.contains("cases.jsonl:1: case `a`: expected `five` is not a number"),
+            "{e}"
+        );
+        // The bench's own grade, when it cannot be built, is named at its line.
+        std::fs::write(
+            d.join("bench.yaml"),
+            "name: t\ncases: cases.jsonl\nvariants: [plain.txt]\ngrade: { kind: regex, pattern: \"(\" }\n",
+        )
+        .unwrap();
+        let bench = Bench::load(&d.join("bench.yaml")).unwrap();
+        let e = scorers_for(&bench).unwrap_err().to_string();
+        assert!(
+            e.contains("bench.yaml:4") && e.contains("does not compile"),
+            "{e}"
+        );
+    }
 
     fn grade(spec: GradeSpec, output: &str, expected: &[&str]) -> Grade {
         let expected: Vec<String> = expected.iter().map(|s| s.to_string()).collect();

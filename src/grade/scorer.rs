@@ -8,8 +8,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use crate::client::ChatMessage;
 use crate::client::{ToolCall, Usage};
-use crate::suite::{Case, ChatMessage};
+use crate::suite::Case;
 
 /// What a scorer returns: a score, later.
 pub type ScoreFuture<'a> = Pin<Box<dyn Future<Output = Result<Score, ScoreError>> + Send + 'a>>;

@@ -255,16 +255,7 @@ impl Scorer for Fields {
 
 // ---- tool_call ----
 
-/// In which order several expected calls must come.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CallOrder {
-    /// Call i is the i-th expected call.
-    #[default]
-    Strict,
-    /// Any order.
-    Any,
-}
+pub use crate::suite::CallOrder;
 
 /// The tool calls the model made against the expected `{name, arguments}` (or a list).
 #[derive(Debug)]

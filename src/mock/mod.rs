@@ -19,7 +19,7 @@ use bytes::Bytes;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::suite::ChatMessage;
+use crate::client::ChatMessage;
 
 /// Request bodies kept for tests; later ones are not kept, so long runs stay small.
 const KEPT_BODIES: usize = 10_000;

@@ -12,7 +12,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::suite::ChatMessage;
+use crate::client::ChatMessage;
 
 /// What the model produces for one request.
 #[derive(Debug, Clone, PartialEq)]

@@ -99,7 +99,7 @@ pub struct AggregatorSettings {
     /// People's labels of judged answers (`labels.jsonl`), by job.
     pub labels: Labels,
     /// `--until-decided`: the sequential tests, fed as records arrive.
-    pub sequential: Option<super::sequential::Sequential>,
+    pub sequential: Option<crate::runner::sequential::Sequential>,
 }
 
 /// Builds a [`RunResult`] from finished jobs.
@@ -131,7 +131,7 @@ pub struct Aggregator {
     labels: Labels,
     /// With labels: per variant, the judged scores, labelled or not, by case.
     judged: Vec<JudgedScores>,
-    sequential: Option<super::sequential::Sequential>,
+    sequential: Option<crate::runner::sequential::Sequential>,
     /// `--until-decided`: records whose case the tests have not reached yet; they count
     /// once it is known whether a decision needed them. Few: the workers never run more
     /// than `Horizon::ahead` cases (about concurrency / jobs per case) past the tests.

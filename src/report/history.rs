@@ -10,8 +10,8 @@ use serde::Serialize;
 
 use super::compare::{CaseTable, Comparison, Paired, Verdict, compare, decide_with};
 use super::html::{colour, esc, page};
+use super::rows::{RunRow, ScoreRow, VariantRow};
 use super::{interval, millis, pct, usd};
-use crate::store::{RunRow, ScoreRow, VariantRow};
 
 /// The JSON schema name of `history --json`.
 pub const SCHEMA: &str = "promptgauge.history/1";

@@ -90,7 +90,7 @@ fn read_lines(
     path: &Path,
     tolerate_torn: bool,
 ) -> Result<(Vec<NumberedLabel>, Option<Torn>), String> {
-    let file = crate::runner::folder::open_regular(path).map_err(|e| match e.kind() {
+    let file = crate::files::open_regular(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => format!("{} does not exist", path.display()),
         _ => format!("cannot read {}: {e}", path.display()),
     })?;

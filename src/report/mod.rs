@@ -13,6 +13,7 @@ pub mod junit;
 pub mod labels;
 pub mod markdown;
 pub(crate) mod progress;
+pub mod rows;
 pub mod sequential;
 pub mod summary;
 pub(crate) mod terminal;

@@ -22,46 +22,7 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-/// Where the answers came from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProviderInfo {
-    pub base_url: String,
-    pub model: String,
-    /// True when the built-in simulator answered: these are not a real model's numbers.
-    pub simulated: bool,
-    /// The variable the API key was read from (never the key).
-    pub api_key_env: Option<String>,
-    /// With several replicas: their base URLs, in the order attempts' `replica` refers to.
-    #[serde(default)]
-    pub replicas: Vec<String>,
-}
-
-/// What was run and when.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunInfo {
-    pub bench: String,
-    pub run_id: String,
-    pub tool_version: String,
-    pub started_at: String,
-    pub finished_at: Option<String>,
-    pub provider: ProviderInfo,
-    pub confidence: f64,
-    pub repeats: u32,
-    pub cases: usize,
-    pub jobs_planned: usize,
-    /// Why the run stopped early, if it did (Ctrl-C, a refused key, no credit).
-    pub stopped: Option<String>,
-    /// Who judged the answers, when a scorer asked a model.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub judge: Option<ProviderInfo>,
-    /// The judge is the model under test: it may favour its own answers.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub self_judged: bool,
-    /// The run's folder as a command names it (shell-quoted), for the commands the reports
-    /// suggest (`promptgauge label DIR`); not stored: a folder can move.
-    #[serde(skip)]
-    pub folder: Option<String>,
-}
+pub use crate::runner::record::{ProviderInfo, RunInfo};
 
 /// The 50th, 90th and 99th percentiles (numpy's linear interpolation).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]

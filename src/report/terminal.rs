@@ -666,7 +666,7 @@ pub(crate) fn render_history(h: &super::history::History) -> String {
 }
 
 /// `runs`: one row per stored run, newest last.
-pub(crate) fn render_runs(runs: &[crate::store::RunRow]) -> String {
+pub(crate) fn render_runs(runs: &[super::rows::RunRow]) -> String {
     use super::history::{short_time, source_label};
     let mut columns = vec![
         Column::new("started", false, 8),

@@ -135,7 +135,7 @@ impl Journal {
 /// Reads every complete record of a journal, in order, calling `f` for each. A last line
 /// without its newline (torn by a crash) is skipped and counted.
 pub fn read(path: &Path, mut f: impl FnMut(JobRecord)) -> std::io::Result<ReadStats> {
-    let mut reader = BufReader::new(super::folder::open_regular(path)?);
+    let mut reader = BufReader::new(crate::files::open_regular(path)?);
     let mut stats = ReadStats::default();
     let mut line = Vec::new();
     let mut number = 0;

@@ -3,12 +3,12 @@
 //! from one task, to the run's listeners: the journal, the progress line, the verbose log
 //! and the aggregator that builds the reports. The runner knows none of them.
 
-pub mod cache;
 pub mod events;
 pub mod folder;
 pub mod journal;
 pub mod lock;
 pub mod record;
+pub mod sequential;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -16,18 +16,21 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-pub use cache::Cache;
+use crate::client::cache::{self, Cache};
 pub use events::{Listener, RunEvent, RunTally};
 pub use folder::RunDir;
 pub use journal::{JobRecord, JobStatus, Journal};
 
+use crate::client::ChatMessage;
 use crate::client::{Client, ClientEvent, JobRequest, JobResult, Usage};
 use crate::grade::{Answer, ScoreContext, ScoreInput};
-use crate::suite::{Bench, ChatMessage, Job};
+use crate::suite::{Bench, Job};
 
 /// What the workers share besides the client.
 #[derive(Clone, Default)]
 pub struct RunOptions {
+    /// Each case's scorer, in the bench's case order.
+    pub scorers: Arc<crate::grade::Scorers>,
     /// Makes idempotency keys unique to this run (and kept by its resumes).
     pub run_id: String,
     /// `--cache`: answers already paid for, and where new ones go.
@@ -45,7 +48,7 @@ pub struct RunOptions {
     pub skip: Option<Arc<Vec<std::sync::atomic::AtomicBool>>>,
     /// `--until-decided`: how far ahead of the tests jobs may be sent, and the jobs per
     /// case (plan positions are `job.index / jobs_per_case`).
-    pub horizon: Option<(crate::report::sequential::Horizon, usize)>,
+    pub horizon: Option<(crate::runner::sequential::Horizon, usize)>,
     /// `--retry-failed`: jobs (by plan position) sent again after they failed, with the
     /// round; each is a new logical request (its own idempotency key) and its record says
     /// the round, so it takes the failed record's place.
@@ -285,6 +288,7 @@ async fn run_job(
                 aborted: false,
             };
             let scored = Scoring {
+                scorers: &options.scorers,
                 key: &job_key,
                 messages: &messages,
                 prompt_chars,
@@ -323,6 +327,7 @@ async fn run_job(
         });
     }
     let scored = Scoring {
+        scorers: &options.scorers,
         key: &job_key,
         messages: &messages,
         prompt_chars,
@@ -333,6 +338,7 @@ async fn run_job(
 
 /// What scoring a job needs besides its answer.
 struct Scoring<'a> {
+    scorers: &'a crate::grade::Scorers,
     key: &'a str,
     messages: &'a [ChatMessage],
     prompt_chars: usize,
@@ -429,7 +435,7 @@ async fn graded_record(
         messages: s.messages,
         answer: &answer,
     };
-    let scorer = &bench.scorers[job.case];
+    let scorer = &s.scorers[job.case];
     let score = match scorer.score(input, s.context).await {
         Ok(score) => score,
         Err(e) if e.stopped => return None,

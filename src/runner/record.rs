@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::grade::GradeSpec;
-use crate::report::ProviderInfo;
 use crate::suite::{Bench, Fingerprint, Limits, Price, Shard, Variant};
 
 /// The plan-shaping flags a run was started with; a resume reuses them.
@@ -211,8 +210,8 @@ impl RunRecord {
     }
 
     /// What the reports say about this run.
-    pub fn info(&self) -> crate::report::RunInfo {
-        crate::report::RunInfo {
+    pub fn info(&self) -> RunInfo {
+        RunInfo {
             bench: self.bench.name.clone(),
             run_id: self.run_id.clone(),
             tool_version: self.tool.version.clone(),
@@ -285,6 +284,47 @@ impl RunRecord {
             (None, None) => n,
         }
     }
+}
+
+/// Where the answers came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProviderInfo {
+    pub base_url: String,
+    pub model: String,
+    /// True when the built-in simulator answered: these are not a real model's numbers.
+    pub simulated: bool,
+    /// The variable the API key was read from (never the key).
+    pub api_key_env: Option<String>,
+    /// With several replicas: their base URLs, in the order attempts' `replica` refers to.
+    #[serde(default)]
+    pub replicas: Vec<String>,
+}
+
+/// What was run and when.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    pub bench: String,
+    pub run_id: String,
+    pub tool_version: String,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub provider: ProviderInfo,
+    pub confidence: f64,
+    pub repeats: u32,
+    pub cases: usize,
+    pub jobs_planned: usize,
+    /// Why the run stopped early, if it did (Ctrl-C, a refused key, no credit).
+    pub stopped: Option<String>,
+    /// Who judged the answers, when a scorer asked a model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<ProviderInfo>,
+    /// The judge is the model under test: it may favour its own answers.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub self_judged: bool,
+    /// The run's folder as a command names it (shell-quoted), for the commands the reports
+    /// suggest (`promptgauge label DIR`); not stored: a folder can move.
+    #[serde(skip)]
+    pub folder: Option<String>,
 }
 
 #[cfg(test)]

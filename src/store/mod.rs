@@ -17,7 +17,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use serde::Serialize;
 use sqlx::any::{AnyConnectOptions, AnyRow};
 use sqlx::{AnyConnection, Connection};
 use sqlx::{AssertSqlSafe, ConnectOptions, Row};
@@ -25,6 +24,7 @@ use sqlx::{AssertSqlSafe, ConnectOptions, Row};
 pub use rows::{JobRow, JobRows};
 
 use crate::report::Summary;
+pub use crate::report::rows::{RunRow, ScoreRow, VariantRow};
 use crate::runner::record::RunRecord;
 
 /// The schema this version writes; a store at a newer version is refused.
@@ -445,7 +445,7 @@ impl Store {
             }
             sqlx::query("INSERT INTO promptgauge_migrations (version, applied_at) VALUES ($1, $2)")
                 .bind(i as i64 + 1)
-                .bind(crate::app::utc_now())
+                .bind(crate::clock::utc_now())
                 .execute(&mut *tx)
                 .await
                 .map_err(flat)
@@ -537,7 +537,7 @@ impl Store {
         // The case ids and hashes are in the job rows: kept once.
         .bind(serde_json::to_string(&record.without_cases())?)
         .bind(serde_json::to_string(summary)?)
-        .bind(crate::app::utc_now())
+        .bind(crate::clock::utc_now())
         .bind(big(record.allowed_failures))
         .execute(&mut *tx)
         .await?;
@@ -873,45 +873,6 @@ const RUN_COLUMNS: &str = "r.run_id, r.bench, r.model, r.base_url, r.simulated, 
     r.complete, r.stopped, r.kind, r.shard, r.cases, r.repeats, r.confidence, r.jobs_planned, \
     r.jobs_finished, r.jobs_failed, r.scored, r.cost_usd, r.folder, r.allowed_failures";
 
-/// A stored run, as `runs` and `history` show it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RunRow {
-    pub run_id: String,
-    pub bench: String,
-    pub model: String,
-    pub base_url: String,
-    pub simulated: bool,
-    pub tool_version: String,
-    pub git_commit: Option<String>,
-    pub git_branch: Option<String>,
-    pub git_dirty: Option<bool>,
-    pub started_at: String,
-    pub finished_at: Option<String>,
-    #[serde(skip)]
-    pub started_unix_ms: i64,
-    pub complete: bool,
-    pub stopped: Option<String>,
-    /// `run`, `resumed`, `merged` or `shard`.
-    pub kind: String,
-    pub shard: Option<String>,
-    pub cases: i64,
-    pub repeats: i64,
-    pub confidence: f64,
-    pub jobs_planned: i64,
-    pub jobs_finished: i64,
-    pub jobs_failed: i64,
-    pub scored: bool,
-    pub cost_usd: Option<f64>,
-    pub folder: String,
-    /// Failed jobs the run was allowed (`--allow-failures`).
-    #[serde(skip_serializing_if = "is_zero")]
-    pub allowed_failures: i64,
-}
-
-fn is_zero(n: &i64) -> bool {
-    *n == 0
-}
-
 impl RunRow {
     fn from_row(r: &AnyRow) -> sqlx::Result<RunRow> {
         Ok(RunRow {
@@ -945,35 +906,6 @@ impl RunRow {
     }
 }
 
-/// One variant of a stored run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct VariantRow {
-    #[serde(skip)]
-    pub run_id: String,
-    pub variant: String,
-    #[serde(skip)]
-    pub position: i64,
-    pub baseline: bool,
-    pub n: i64,
-    pub correct: i64,
-    pub failed: i64,
-    pub accuracy: Option<f64>,
-    pub ci_low: Option<f64>,
-    pub ci_high: Option<f64>,
-    pub mean_score: Option<f64>,
-    pub score_ci_low: Option<f64>,
-    pub score_ci_high: Option<f64>,
-    pub cost_usd: Option<f64>,
-    pub spent_usd: Option<f64>,
-    pub tokens_in: i64,
-    pub tokens_out: i64,
-    pub latency_p50_ms: Option<f64>,
-    pub latency_p90_ms: Option<f64>,
-    pub latency_p99_ms: Option<f64>,
-    pub ttft_p50_ms: Option<f64>,
-    pub ttft_p90_ms: Option<f64>,
-}
-
 impl VariantRow {
     fn from_row(r: &AnyRow) -> sqlx::Result<VariantRow> {
         Ok(VariantRow {
@@ -1001,25 +933,6 @@ impl VariantRow {
             ttft_p90_ms: r.try_get(21)?,
         })
     }
-
-    /// The figure shown: mean score for a scored run, else accuracy; with its interval.
-    pub fn shown(&self) -> (Option<f64>, Option<f64>, Option<f64>) {
-        match self.mean_score {
-            Some(m) => (Some(m), self.score_ci_low, self.score_ci_high),
-            None => (self.accuracy, self.ci_low, self.ci_high),
-        }
-    }
-}
-
-/// One stored job's score (graded jobs; failed ones have none).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ScoreRow {
-    pub case_id: String,
-    pub variant: String,
-    pub case_hash: Option<u64>,
-    pub group: Option<String>,
-    pub score: Option<f64>,
-    pub latency_ms: Option<f64>,
 }
 
 /// The fingerprint as one text (its three parts joined).

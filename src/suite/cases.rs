@@ -6,9 +6,9 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::GradeSpec;
 use super::error::{InputError, Location, read_text, yaml_error};
-use super::template::ChatMessage;
-use crate::grade::GradeSpec;
+use crate::client::ChatMessage;
 
 /// A case's template variables, in file order. A small vector rather than a map: most
 /// cases have one to three variables, and a bench may hold a hundred thousand cases.

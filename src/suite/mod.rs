@@ -2,6 +2,7 @@
 
 pub mod cases;
 pub mod error;
+pub mod grading;
 pub mod plan;
 pub mod prompts;
 pub mod template;
@@ -14,11 +15,10 @@ use serde_json::{Map, Value};
 
 pub use cases::Case;
 pub use error::{InputError, InputErrors, Location};
+pub use grading::{CallOrder, GradeSpec, Scale};
 pub use plan::{Fingerprint, Job, Plan, Shard};
 pub use prompts::Variant;
 pub use template::{ChatMessage, Templates};
-
-use crate::grade::{GradeSpec, Scorer};
 
 /// Where the bench's endpoint settings point; resolved against flags and env by `cli`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -346,7 +346,6 @@ pub struct Bench {
     pub cases: Vec<Case>,
     pub variants: Vec<Variant>,
     /// One scorer per case, in case order (cases without their own share the bench's).
-    pub scorers: Vec<std::sync::Arc<dyn Scorer>>,
     pub grade: GradeSpec,
     pub endpoint: EndpointSpec,
     pub params: Map<String, Value>,
@@ -508,69 +507,20 @@ impl Bench {
             })?;
         }
         let grade = raw.grade.unwrap_or_default();
-        let shared = grade
-            .scorer(dir)
-            .map_err(|m| InputError::new(here("grade"), m).fix("fix the bench's `grade`"))?;
-
         let cases = cases::load_all(&case_paths)?;
-        let mut scorers = Vec::with_capacity(cases.len());
-        let mut errors = Vec::new();
-        let mut judge_runaway_said = false;
-        for case in &cases {
-            if case.expected.is_empty() && case.grade.as_ref().unwrap_or(&grade).needs_expected() {
-                errors.push(
-                    InputError::new(
-                        case.location.clone(),
-                        format!("case `{}` has no `expected` answer", case.id),
-                    )
-                    .fix("add \"expected\": \"…\" (a string, or a list of acceptable strings); only `json_schema` cases may go without"),
-                );
-                continue;
-            }
-            let scorer = match &case.grade {
-                None => shared.clone(),
-                Some(spec) => match spec.scorer(dir) {
-                    Ok(s) => s,
-                    Err(m) => {
-                        let fix = if m.starts_with("the judge prompt")
-                            || m.starts_with("cannot read the judge prompt")
-                        {
-                            "fix the judge prompt file named in the case's `grade` (it may use `question`, `reference`, `expected`, `answer`, `rubric`, `vars.NAME`)"
-                        } else {
-                            "fix the case's `grade`"
-                        };
-                        errors.push(
-                            InputError::new(
-                                case.location.clone(),
-                                format!("case `{}`: {m}", case.id),
-                            )
-                            .fix(fix),
-                        );
-                        continue;
-                    }
-                },
-            };
-            // A case whose expected answer its own scorer could never accept is a bench bug.
-            if let Err(m) = scorer.check(case) {
-                let runaway = m.starts_with("the judge prompt") && m.contains("at most");
-                let fix = if runaway {
-                    "remove the runaway loop or repetition from the judge prompt".to_string()
-                } else if m.starts_with("the judge prompt") {
-                    "a judge prompt may use `question`, `conversation`, `reference`, `expected`, `answer`, `rubric`, `marker`, and the case's variables as `vars.NAME`".to_string()
-                } else {
-                    "fix `expected`, or give the case a `grade` that fits it".to_string()
-                };
-                // A runaway judge prompt fails every case alike: said once.
-                if !(runaway && judge_runaway_said) {
-                    errors.push(
-                        InputError::new(case.location.clone(), format!("case `{}`: {m}", case.id))
-                            .fix(fix),
-                    );
-                }
-                judge_runaway_said |= runaway;
-            }
-            scorers.push(scorer);
-        }
+        let errors: Vec<InputError> = cases
+            .iter()
+            .filter(|case| {
+                case.expected.is_empty() && case.grade.as_ref().unwrap_or(&grade).needs_expected()
+            })
+            .map(|case| {
+                InputError::new(
+                    case.location.clone(),
+                    format!("case `{}` has no `expected` answer", case.id),
+                )
+                .fix("add \"expected\": \"…\" (a string, or a list of acceptable strings); only `json_schema` cases may go without")
+            })
+            .collect();
         if !errors.is_empty() {
             return Err(InputErrors(errors));
         }
@@ -602,7 +552,6 @@ impl Bench {
             name: raw.name,
             cases,
             variants,
-            scorers,
             grade,
             endpoint: raw.endpoint,
             params: raw.params,
@@ -639,6 +588,19 @@ impl Bench {
             .get("max_completion_tokens")
             .or_else(|| params.get("max_tokens"))
             .and_then(Value::as_u64)
+    }
+
+    /// Where `key` is written in the bench file (its line, when it is there).
+    pub fn location_of(&self, key: &str) -> Location {
+        match error::line_of_key(&self.text, key) {
+            Some(l) => Location::line(&self.path, l),
+            None => Location::file(&self.path),
+        }
+    }
+
+    /// The folder the bench's files are named relative to.
+    pub fn dir(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("."))
     }
 
     /// Request parameters for a variant: the bench's, overridden by the variant's.
@@ -869,23 +831,6 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("not a duration"), "{e}");
-    }
-
-    #[test]
-    fn expected_must_fit_the_grader() {
-        let dir = bench_dir(GOOD);
-        fs::write(
-            dir.path().join("cases.jsonl"),
-            "{\"id\": \"a\", \"vars\": {\"q\": \"x\"}, \"expected\": \"five\"}\n",
-        )
-        .unwrap();
-        let e = Bench::load(&dir.path().join("bench.yaml"))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("cases.jsonl:1: case `a`: expected `five` is not a number"),
-            "{e}"
-        );
     }
 
     #[test]

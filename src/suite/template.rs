@@ -1,32 +1,12 @@
 //! Strict Jinja-style templates: compiled once, checked against every case before any request.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::cases::Case;
 use super::error::{InputError, InputErrors, Location};
 use super::prompts::Variant;
 
-/// A rendered chat message, as sent.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ChatMessage {
-    pub role: String,
-    pub content: String,
-    /// Anything else a turn of a case's history carries (`tool_calls` on an assistant turn,
-    /// `tool_call_id` on a tool result, `name`), passed through as written.
-    #[serde(flatten, default, skip_serializing_if = "serde_json::Map::is_empty")]
-    pub extra: serde_json::Map<String, serde_json::Value>,
-}
-
-impl ChatMessage {
-    /// A plain message.
-    pub fn new(role: impl Into<String>, content: impl Into<String>) -> Self {
-        ChatMessage {
-            role: role.into(),
-            content: content.into(),
-            extra: serde_json::Map::new(),
-        }
-    }
-}
+pub use crate::client::ChatMessage;
 
 /// Instructions one rendering of one message may execute: a few-shot prompt looping over
 /// fifty examples uses a few thousand; a loop bomb stops here instead of hanging.

@@ -119,6 +119,7 @@ async fn run_and_report(setup: &Setup, out: &Path) {
         jobs,
         client,
         &runner::RunOptions {
+            scorers: std::sync::Arc::new(promptgauge::grade::scorers_for(&bench).unwrap()),
             run_id: record.run_id.clone(),
             ..Default::default()
         },

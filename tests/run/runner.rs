@@ -131,6 +131,7 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
         jobs,
         client,
         &runner::RunOptions {
+            scorers: Arc::new(promptgauge::grade::scorers_for(&bench).unwrap()),
             run_id: "soak".into(),
             attempts: true,
             ..Default::default()

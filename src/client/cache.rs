@@ -10,9 +10,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::client::ChatMessage;
 use crate::client::Usage;
 use crate::hash::StableHasher;
-use crate::suite::ChatMessage;
 
 /// A complete answer, as cached.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -65,7 +65,7 @@ impl Cache {
         }
         let mut answers = HashMap::new();
         if path.exists() {
-            let mut reader = BufReader::new(super::folder::open_regular(path)?);
+            let mut reader = BufReader::new(crate::files::open_regular(path)?);
             let mut line = String::new();
             while reader.read_line(&mut line)? > 0 {
                 if line.ends_with('\n')

@@ -1,0 +1,58 @@
+//! Files read and written safely, for every layer: only regular files are read (a FIFO or
+//! a device would hang or never end), and whole files are written beside their place and
+//! renamed over it (a killed process or a full disk never leaves half a report).
+
+use std::path::Path;
+
+/// Opens a file to read, refusing anything but a regular file (after symlinks): opening a
+/// FIFO named `results.jsonl` would wait forever for a writer, a device never ends.
+pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "{} is not a regular file (a pipe, a device or a socket): promptgauge reads only files",
+                path.display()
+            ),
+        ));
+    }
+    std::fs::File::open(path)
+}
+
+/// A regular file's text: see [`open_regular`].
+pub fn read_regular(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    open_regular(path)?.read_to_string(&mut text)?;
+    Ok(text)
+}
+
+/// Writes a whole file beside `path` and renames it over `path`: a process killed or a disk
+/// filled mid-write leaves the old file (or none), never half of the new one. A failed
+/// write leaves nothing behind.
+pub fn write_atomically(path: &Path, bytes: impl AsRef<[u8]>) -> std::io::Result<()> {
+    write_atomically_with(path, |file| {
+        use std::io::Write;
+        file.write_all(bytes.as_ref())
+    })
+}
+
+/// [`write_atomically`] for a writer that streams (JUnit from its spool).
+pub fn write_atomically_with(
+    path: &Path,
+    write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let written = std::fs::File::create(&tmp)
+        .and_then(|mut file| write(&mut file))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}

@@ -1,0 +1,94 @@
+//! The history's rows: what the store reads back of each recorded run, and what `runs`,
+//! `history` and the baseline lookup show. The store fills them (store/mod.rs); the reports
+//! read them without knowing where they came from.
+
+use serde::Serialize;
+
+/// A stored run, as `runs` and `history` show it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunRow {
+    pub run_id: String,
+    pub bench: String,
+    pub model: String,
+    pub base_url: String,
+    pub simulated: bool,
+    pub tool_version: String,
+    pub git_commit: Option<String>,
+    pub git_branch: Option<String>,
+    pub git_dirty: Option<bool>,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    #[serde(skip)]
+    pub started_unix_ms: i64,
+    pub complete: bool,
+    pub stopped: Option<String>,
+    /// `run`, `resumed`, `merged` or `shard`.
+    pub kind: String,
+    pub shard: Option<String>,
+    pub cases: i64,
+    pub repeats: i64,
+    pub confidence: f64,
+    pub jobs_planned: i64,
+    pub jobs_finished: i64,
+    pub jobs_failed: i64,
+    pub scored: bool,
+    pub cost_usd: Option<f64>,
+    pub folder: String,
+    /// Failed jobs the run was allowed (`--allow-failures`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub allowed_failures: i64,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
+}
+
+/// One variant of a stored run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VariantRow {
+    #[serde(skip)]
+    pub run_id: String,
+    pub variant: String,
+    #[serde(skip)]
+    pub position: i64,
+    pub baseline: bool,
+    pub n: i64,
+    pub correct: i64,
+    pub failed: i64,
+    pub accuracy: Option<f64>,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    pub mean_score: Option<f64>,
+    pub score_ci_low: Option<f64>,
+    pub score_ci_high: Option<f64>,
+    pub cost_usd: Option<f64>,
+    pub spent_usd: Option<f64>,
+    pub tokens_in: i64,
+    pub tokens_out: i64,
+    pub latency_p50_ms: Option<f64>,
+    pub latency_p90_ms: Option<f64>,
+    pub latency_p99_ms: Option<f64>,
+    pub ttft_p50_ms: Option<f64>,
+    pub ttft_p90_ms: Option<f64>,
+}
+
+impl VariantRow {
+    /// The figure shown: mean score for a scored run, else accuracy; with its interval.
+    pub fn shown(&self) -> (Option<f64>, Option<f64>, Option<f64>) {
+        match self.mean_score {
+            Some(m) => (Some(m), self.score_ci_low, self.score_ci_high),
+            None => (self.accuracy, self.ci_low, self.ci_high),
+        }
+    }
+}
+
+/// One stored job's score (graded jobs; failed ones have none).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScoreRow {
+    pub case_id: String,
+    pub variant: String,
+    pub case_hash: Option<u64>,
+    pub group: Option<String>,
+    pub score: Option<f64>,
+    pub latency_ms: Option<f64>,
+}

@@ -1,0 +1,545 @@
+//! `run --until-decided`: each variant's sequential test against the baseline, fed case by
+//! case in the plan's (seeded random) order as cases complete, whatever order their jobs
+//! finish in. Live, a decision sets the variant's stop flag so the runner sends none of its
+//! later jobs; replayed from the journal (`report`, `--resume`), the same records in the
+//! same order reach the same decisions. The statistics are in [`crate::stats::sequential`];
+//! how the reports word them, in `report::sequential`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+use crate::runner::journal::JobRecord;
+use crate::stats::cluster::CaseScore;
+use crate::stats::sequential::{
+    Decision, DropDecision, DropVerdict, NonInferiority, ScoreKind, SequentialParams,
+    SequentialTest, Verdict as SeqVerdict,
+};
+use crate::suite::plan::SequentialPlan;
+
+/// Per variant (by bench variant index): stop sending its jobs.
+pub type StopFlags = Arc<Vec<AtomicBool>>;
+
+/// How far ahead of the tests the runner may send: a case whose plan position is beyond
+/// `limit` waits until the tests have caught up (a slow or retried early case would
+/// otherwise let every worker send cases no decision may need).
+#[derive(Clone)]
+pub struct Horizon {
+    pub limit: Arc<std::sync::atomic::AtomicUsize>,
+    pub notify: Arc<tokio::sync::Notify>,
+    /// Cases that may run ahead of the last case fed to the tests.
+    pub ahead: usize,
+}
+
+impl Horizon {
+    /// A horizon `ahead` cases beyond the start.
+    pub fn new(ahead: usize) -> Self {
+        Horizon {
+            limit: Arc::new(std::sync::atomic::AtomicUsize::new(ahead)),
+            notify: Arc::new(tokio::sync::Notify::new()),
+            ahead,
+        }
+    }
+
+    fn advance_to(&self, next: usize) {
+        self.limit.store(next + self.ahead, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    fn open(&self) {
+        self.limit.store(usize::MAX, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+}
+
+/// One variant's sequential verdict, as the summary states it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SequentialVerdict {
+    pub variant: String,
+    /// `better`, `worse`, `no_difference` (none of `detect` points or more), `undecided`
+    /// (max_cases reached) or `running` (the run ended before a decision).
+    pub verdict: String,
+    /// Cases the decision used.
+    pub cases: u64,
+    /// Natural log of the deciding evidence (the test's wealth) and of the threshold it
+    /// crossed (or had to cross).
+    pub statistic: f64,
+    pub threshold: f64,
+    /// With `--max-drop`: the sequential check that the variant is at most that much worse.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drop: Option<DropSummary>,
+}
+
+/// The sequential `--max-drop` check of one variant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DropSummary {
+    /// `pass` (at most max_drop worse, shown at the run's confidence), `fail` (looks worse
+    /// than the baseline), `not_shown` (max_cases reached, or the bench's cases ran out)
+    /// or `running` (the run ended first).
+    pub verdict: String,
+    pub cases: u64,
+    /// Natural log of the deciding wealth and of the threshold it crossed (or had to).
+    pub statistic: f64,
+    pub threshold: f64,
+}
+
+impl DropSummary {
+    fn of(d: DropDecision) -> DropSummary {
+        DropSummary {
+            verdict: match d.verdict {
+                DropVerdict::Pass => "pass",
+                DropVerdict::Fail => "fail",
+                DropVerdict::NotShown => "not_shown",
+            }
+            .into(),
+            cases: d.cases,
+            statistic: d.statistic,
+            threshold: d.threshold,
+        }
+    }
+}
+
+/// What stopping early did, for the summary and the reports.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SequentialSummary {
+    /// In points.
+    pub detect: f64,
+    pub power: f64,
+    pub min_cases: u64,
+    pub max_cases: u64,
+    pub seed: u64,
+    /// `--max-drop`, in points: the drop each variant's sequential check ruled out (or not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_drop: Option<f64>,
+    /// The cases the fixed design needs for the same questions, as `promptgauge plan` sizes
+    /// it: a difference of `detect` either way (the harder direction) at the baseline
+    /// accuracy this run measured, and with `--max-drop` the non-inferiority check's.
+    pub fixed_design_cases: Option<u64>,
+    pub variants: Vec<SequentialVerdict>,
+    /// Planned jobs no decision needed (never sent, or answered after their variant was
+    /// decided and not used).
+    pub jobs_not_needed: usize,
+    /// Jobs the fixed design would run, and how many fewer this run sent.
+    pub jobs_fixed_design: Option<u64>,
+    pub jobs_saved: Option<u64>,
+    /// The saving in money at this run's average cost per job.
+    pub cost_saved_usd: Option<f64>,
+}
+
+/// The state of every variant's test.
+pub struct Sequential {
+    plan: SequentialPlan,
+    /// Variant names, baseline first.
+    variants: Vec<String>,
+    arm: HashMap<String, usize>,
+    /// Bench variant index per arm, for the stop flags.
+    bench_index: Vec<usize>,
+    repeats: u32,
+    /// Case id → position in the plan's order.
+    position: HashMap<String, usize>,
+    /// Per position and arm: records heard and their scores.
+    heard: Vec<Vec<u32>>,
+    scores: Vec<Vec<CaseScore>>,
+    /// The next position to feed to the tests.
+    next: usize,
+    /// Per arm (index 0 unused): the test, and its decision with the position it was
+    /// reached at.
+    tests: Vec<Option<SequentialTest>>,
+    decided: Vec<Option<(Decision, usize)>>,
+    stop: Option<StopFlags>,
+    horizon: Option<Horizon>,
+    confidence: f64,
+}
+
+/// What a live run's tests steer: the stop flags (indexed by the bench's variant index,
+/// `bench_index[arm]` for each arm) and the horizon.
+pub struct Live {
+    pub stop: StopFlags,
+    pub bench_index: Vec<usize>,
+    pub horizon: Horizon,
+}
+
+impl Sequential {
+    /// The tests of a run whose plan orders `case_ids` (bench order) by `plan.seed`;
+    /// `live` when they steer a running run (not when a journal is replayed).
+    pub fn new(
+        plan: &SequentialPlan,
+        case_ids: &[String],
+        variants: &[String],
+        repeats: u32,
+        confidence: f64,
+        live: Option<Live>,
+    ) -> Sequential {
+        let (stop, bench_index, horizon) = match live {
+            Some(l) => (Some(l.stop), l.bench_index, Some(l.horizon)),
+            None => (None, Vec::new(), None),
+        };
+        let mut order = crate::suite::plan::case_order(case_ids.len(), plan.seed);
+        order.truncate(plan.max_cases as usize);
+        let position = order
+            .iter()
+            .enumerate()
+            .map(|(pos, &i)| (case_ids[i].clone(), pos))
+            .collect();
+        let arms = variants.len();
+        let params = SequentialParams {
+            detect: plan.detect,
+            power: plan.power,
+            confidence,
+            comparisons: plan.comparisons.max(1),
+            min_cases: plan.min_cases,
+            max_cases: plan.max_cases,
+            scores: if plan.binary {
+                ScoreKind::Binary
+            } else {
+                ScoreKind::Scored
+            },
+            max_drop: plan.max_drop,
+        };
+        Sequential {
+            plan: plan.clone(),
+            arm: variants
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (v.clone(), i))
+                .collect(),
+            variants: variants.to_vec(),
+            bench_index,
+            repeats,
+            position,
+            heard: vec![vec![0; arms]; order.len()],
+            scores: vec![vec![CaseScore::default(); arms]; order.len()],
+            next: 0,
+            tests: (0..arms)
+                .map(|a| (a > 0).then(|| SequentialTest::new(params).ok()).flatten())
+                .collect(),
+            decided: vec![None; arms],
+            stop,
+            horizon,
+            confidence,
+        }
+    }
+
+    /// Hears one finished job.
+    pub fn add(&mut self, r: &JobRecord) {
+        let (Some(&arm), Some(&pos)) = (self.arm.get(&r.variant), self.position.get(&r.case_id))
+        else {
+            return;
+        };
+        self.heard[pos][arm] += 1;
+        if let Some(score) = r.score() {
+            self.scores[pos][arm].add(score);
+        }
+        self.advance();
+    }
+
+    /// Whether a record counts in the run's figures: `Some(true)` when its case was (or
+    /// will be) fed to a test that needed it, `Some(false)` when no decision needed it
+    /// (answered after its variant was decided), `None` while that is not known yet (its
+    /// case lies beyond the cases fed so far). Counting only what the tests used makes the
+    /// reports a function of the answers, not of how far the workers ran ahead of the
+    /// decision: a resumed run reports what the uninterrupted one does.
+    pub fn counts(&self, r: &JobRecord) -> Option<bool> {
+        let (Some(&arm), Some(&pos)) = (self.arm.get(&r.variant), self.position.get(&r.case_id))
+        else {
+            return Some(true);
+        };
+        // Once a variant is decided, the cases after its decision are never needed again;
+        // before the frontier, need is settled.
+        let needed = self.needs(arm, pos);
+        (pos < self.next || !needed).then_some(needed)
+    }
+
+    /// [`Sequential::counts`] once every record is in: what is still open counts when a
+    /// test would still need it.
+    pub fn counts_at_end(&self, r: &JobRecord) -> bool {
+        self.counts(r).unwrap_or_else(|| {
+            match (self.arm.get(&r.variant), self.position.get(&r.case_id)) {
+                (Some(&arm), Some(&pos)) => self.needs(arm, pos),
+                _ => true,
+            }
+        })
+    }
+
+    /// Whether `arm` still needs its jobs of the case at `pos`.
+    fn needs(&self, arm: usize, pos: usize) -> bool {
+        if arm == 0 {
+            // The baseline is needed while any variant is open.
+            return (1..self.variants.len()).any(|a| self.needs(a, pos));
+        }
+        match self.decided[arm] {
+            Some((_, at)) => pos <= at,
+            None => self.tests[arm].is_some(),
+        }
+    }
+
+    /// Feeds every case that has become complete, in plan order.
+    fn advance(&mut self) {
+        while self.next < self.heard.len() {
+            let pos = self.next;
+            let complete = (0..self.variants.len())
+                .all(|a| !self.needs(a, pos) || self.heard[pos][a] >= self.repeats);
+            if !complete {
+                return;
+            }
+            for arm in 1..self.variants.len() {
+                if self.decided[arm].is_some() {
+                    continue;
+                }
+                let (v, b) = (self.scores[pos][arm].mean(), self.scores[pos][0].mean());
+                let Some(test) = self.tests[arm].as_mut() else {
+                    continue;
+                };
+                // A case with a failed job on either side tells nothing about the pair.
+                let (Some(v), Some(b)) = (v, b) else { continue };
+                // Done when the difference is decided and (with --max-drop) the drop check
+                // settled too.
+                if test.observe(v, b).is_ok()
+                    && test.finished()
+                    && let Some(decision) = test.decision()
+                {
+                    self.decided[arm] = Some((decision, pos));
+                    self.flag(arm);
+                }
+            }
+            if (1..self.variants.len()).all(|a| self.decided[a].is_some()) {
+                self.flag(0);
+                if let Some(h) = &self.horizon {
+                    // Everything left is skipped: let the waiting workers see it.
+                    h.open();
+                }
+            }
+            self.next += 1;
+            if let Some(h) = &self.horizon {
+                h.advance_to(self.next);
+            }
+        }
+    }
+
+    fn flag(&self, arm: usize) {
+        if let Some(stop) = &self.stop
+            && let Some(flag) = self.bench_index.get(arm).and_then(|&i| stop.get(i))
+        {
+            flag.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Planned jobs (of the `heard` grid) that no decision needed and that were not heard.
+    fn not_needed(&self) -> usize {
+        let mut n = 0;
+        for pos in 0..self.heard.len() {
+            for arm in 0..self.variants.len() {
+                if !self.needs(arm, pos) {
+                    n += (self.repeats.saturating_sub(self.heard[pos][arm])) as usize;
+                }
+            }
+        }
+        n
+    }
+
+    /// The summary's account: each variant's verdict, and what stopping saved.
+    pub fn summary(
+        &self,
+        jobs_run: usize,
+        cost: Option<f64>,
+        baseline_accuracy: Option<f64>,
+    ) -> SequentialSummary {
+        let exhausted = self.next >= self.heard.len();
+        let drop_at = self.plan.max_drop;
+        let variants = (1..self.variants.len())
+            .map(|arm| {
+                let test = self.tests[arm].as_ref();
+                let decided = test.and_then(SequentialTest::decision).or_else(|| {
+                    // The difference may be decided while the drop check runs on.
+                    self.decided[arm].map(|(d, _)| d)
+                });
+                let (verdict, d) = match decided {
+                    Some(d) => (
+                        match d.verdict {
+                            SeqVerdict::Better => "better",
+                            SeqVerdict::Worse => "worse",
+                            SeqVerdict::NoDifferenceOfDetect => "no_difference",
+                            SeqVerdict::Undecided => "undecided",
+                        },
+                        Some(d),
+                    ),
+                    // Every planned case was heard and none decided it (failed jobs can
+                    // leave a test short of max_cases).
+                    None if exhausted => ("undecided", None),
+                    None => ("running", None),
+                };
+                SequentialVerdict {
+                    drop: test
+                        .and_then(SequentialTest::drop_check)
+                        .map(|check| drop_summary(check, exhausted)),
+                    variant: self.variants[arm].clone(),
+                    verdict: verdict.to_string(),
+                    cases: d.map_or_else(|| test.map_or(0, SequentialTest::cases), |d| d.cases),
+                    statistic: d.map_or(0.0, |d| d.statistic),
+                    threshold: d.map_or_else(
+                        || test.map_or(0.0, SequentialTest::reject_threshold),
+                        |d| d.threshold,
+                    ),
+                }
+            })
+            .collect();
+        // The fixed design exactly as `plan` sizes it after this run: a difference of
+        // `detect` either way at the baseline accuracy this run measured (½ when none).
+        let p0 = baseline_accuracy
+            .filter(|a| *a > 0.0 && *a < 1.0)
+            .unwrap_or(0.5);
+        let m = self.plan.comparisons.max(1);
+        let difference_cases = crate::stats::sequential::fixed_design_cases(
+            self.plan.detect,
+            p0,
+            self.plan.power,
+            self.confidence,
+            m,
+        );
+        let drop_cases = drop_at.and_then(|max_drop| {
+            let mut a = crate::stats::power::Assumptions::new(p0, 1.0 - self.confidence);
+            a.comparisons = m;
+            crate::stats::power::non_inferiority_cases(max_drop, self.plan.power, &a)
+        });
+        let fixed_cases = match (difference_cases, drop_cases) {
+            (Some(f), Some(d)) => Some(f.max(d)),
+            (f, d) => f.or(d),
+        };
+        let jobs_fixed =
+            fixed_cases.map(|n| n * self.variants.len() as u64 * u64::from(self.repeats));
+        let all_decided = (1..self.variants.len())
+            .all(|a| self.decided[a].is_some_and(|(d, _)| d.verdict != SeqVerdict::Undecided));
+        // Savings only count when every verdict was reached.
+        let saved = jobs_fixed
+            .filter(|_| all_decided)
+            .map(|f| f.saturating_sub(jobs_run as u64));
+        SequentialSummary {
+            detect: self.plan.detect * 100.0,
+            power: self.plan.power,
+            min_cases: self.plan.min_cases,
+            max_cases: self.plan.max_cases,
+            seed: self.plan.seed,
+            max_drop: drop_at.map(|m| m * 100.0),
+            fixed_design_cases: fixed_cases,
+            variants,
+            jobs_not_needed: self.not_needed(),
+            jobs_fixed_design: jobs_fixed,
+            jobs_saved: saved,
+            cost_saved_usd: match (cost, saved) {
+                (Some(c), Some(s)) if jobs_run > 0 => Some(c / jobs_run as f64 * s as f64),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// A variant's drop check as the summary states it.
+fn drop_summary(check: &NonInferiority, exhausted: bool) -> DropSummary {
+    match check.decision() {
+        Some(d) => DropSummary::of(d),
+        None => {
+            let (cases, passing, _) = check.state();
+            DropSummary {
+                // Every planned case was fed (or the bench ran out) and none settled it.
+                verdict: if exhausted { "not_shown" } else { "running" }.into(),
+                cases,
+                statistic: passing,
+                threshold: check.pass_threshold(),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::journal::JobStatus;
+
+    fn record(case: &str, variant: &str, right: bool) -> JobRecord {
+        let mut r: JobRecord = serde_json::from_value(serde_json::json!({
+            "job": 0, "case_id": case, "variant": variant, "repeat": 0,
+            "status": "graded", "outcome": "complete", "output": "", "finish_reason": "stop",
+            "expected": [], "extracted": null, "correct": right, "error": null,
+            "attempts": [], "ttft_ms": null, "latency_ms": null, "model": null,
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": 0, "reasoning_tokens": 0, "estimated": false}
+        }))
+        .unwrap();
+        r.score = Some(if right { 1.0 } else { 0.0 });
+        r.status = JobStatus::Graded;
+        r
+    }
+
+    fn plan(min_cases: u64) -> SequentialPlan {
+        SequentialPlan {
+            seed: 9,
+            detect: 0.10,
+            power: 0.8,
+            min_cases,
+            max_cases: 400,
+            comparisons: 1,
+            binary: true,
+            fixed_design_cases: Some(400),
+            max_drop: None,
+        }
+    }
+
+    #[test]
+    fn cases_are_fed_in_plan_order_whatever_order_jobs_finish_in() {
+        let ids: Vec<String> = (0..400).map(|i| format!("c{i}")).collect();
+        let names = vec!["base".to_string(), "v".to_string()];
+        let order = crate::suite::plan::case_order(400, 9);
+        // The variant wins every case: a gain decided early.
+        let jobs: Vec<JobRecord> = order
+            .iter()
+            .flat_map(|&i| [record(&ids[i], "base", false), record(&ids[i], "v", true)])
+            .collect();
+        let decide = |records: &mut dyn Iterator<Item = &JobRecord>| {
+            let flags: StopFlags = Arc::new(vec![AtomicBool::new(false), AtomicBool::new(false)]);
+            let mut s = Sequential::new(
+                &plan(0),
+                &ids,
+                &names,
+                1,
+                0.95,
+                Some(Live {
+                    stop: flags.clone(),
+                    bench_index: vec![0, 1],
+                    horizon: Horizon::new(400),
+                }),
+            );
+            for r in records {
+                s.add(r);
+            }
+            (s.summary(0, None, None), flags)
+        };
+        let (in_order, flags) = decide(&mut jobs.iter());
+        let (reversed, _) = decide(&mut jobs.iter().rev());
+        assert_eq!(in_order.variants, reversed.variants);
+        let v = &in_order.variants[0];
+        assert_eq!(v.verdict, "better");
+        assert!(v.cases < 20 && v.statistic >= v.threshold, "{v:?}");
+        // Both flags are set: the variant is decided, and so nothing needs the baseline.
+        assert!(flags.iter().all(|f| f.load(Ordering::SeqCst)));
+        // Everything after the decision was not needed.
+        assert_eq!(in_order.jobs_not_needed, 0, "all jobs were heard here");
+    }
+
+    #[test]
+    fn a_case_waits_for_every_arm_still_open() {
+        let ids: Vec<String> = (0..400).map(|i| format!("c{i}")).collect();
+        let names = vec!["base".to_string(), "v".to_string()];
+        let order = crate::suite::plan::case_order(400, 9);
+        let mut s = Sequential::new(&plan(0), &ids, &names, 1, 0.95, None);
+        // Only the variant's answers: nothing can be fed.
+        for &i in order.iter().take(30) {
+            s.add(&record(&ids[i], "v", true));
+        }
+        assert_eq!(s.summary(30, None, None).variants[0].cases, 0);
+        for &i in order.iter().take(30) {
+            s.add(&record(&ids[i], "base", false));
+        }
+        assert_eq!(s.summary(60, None, None).variants[0].verdict, "better");
+    }
+}

@@ -1,0 +1,172 @@
+//! How a bench or case file says its answers are scored: the `grade:` spec, as written. The
+//! scorers it describes are built by [`crate::grade`].
+
+use serde::{Deserialize, Serialize};
+
+/// A scorer as written in a bench or case file (the kinds README.md's "Files in brief" lists).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum GradeSpec {
+    Exact {
+        #[serde(default)]
+        case_sensitive: bool,
+    },
+    Contains {
+        #[serde(default)]
+        case_sensitive: bool,
+    },
+    Regex {
+        pattern: String,
+        #[serde(default)]
+        case_sensitive: bool,
+    },
+    Number {
+        #[serde(default)]
+        tolerance: f64,
+    },
+    Choice,
+    Json {
+        path: String,
+        #[serde(default)]
+        case_sensitive: bool,
+    },
+    /// A model decides whether the answer matches the known answer (or scores it 0–10).
+    Judge {
+        /// Criteria added to the built-in prompt.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rubric: Option<String>,
+        #[serde(default)]
+        scale: Scale,
+        /// Ask this many times: the majority (binary) or the mean (0–10) counts.
+        #[serde(default = "one", skip_serializing_if = "is_one")]
+        votes: u32,
+        /// A template file replacing the built-in prompt (relative to the bench).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prompt: Option<String>,
+    },
+    /// The answer is JSON that validates against a schema (a file, or inline).
+    JsonSchema {
+        schema: serde_json::Value,
+    },
+    /// The share of `expected`'s fields the answer's JSON gets right.
+    Fields {
+        /// Fields that zero the score when wrong.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        required: Vec<String>,
+        #[serde(default)]
+        case_sensitive: bool,
+        #[serde(default)]
+        tolerance: f64,
+    },
+    /// The tool calls the model made, against `expected`'s `{name, arguments}`.
+    ToolCall {
+        /// Arguments must equal the expected ones (else they need only contain them).
+        #[serde(default)]
+        exact: bool,
+        #[serde(default)]
+        order: CallOrder,
+    },
+    /// Every part passes (the lowest score).
+    All {
+        of: Vec<GradeSpec>,
+    },
+    /// One part passes (the highest score).
+    Any {
+        of: Vec<GradeSpec>,
+    },
+    /// The weighted mean of the parts' scores.
+    Mean {
+        of: Vec<GradeSpec>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        weights: Option<Vec<f64>>,
+    },
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+impl Default for GradeSpec {
+    fn default() -> Self {
+        GradeSpec::Exact {
+            case_sensitive: false,
+        }
+    }
+}
+
+impl GradeSpec {
+    /// How many calls to a judge scoring one answer takes (its votes, over every judged
+    /// part; a retried unreadable reply is not counted).
+    pub fn judge_calls(&self) -> u64 {
+        match self {
+            GradeSpec::Judge { votes, .. } => u64::from(*votes),
+            GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
+                of.iter().map(GradeSpec::judge_calls).sum()
+            }
+            _ => 0,
+        }
+    }
+
+    /// Whether it scores the tool calls made (alone or as a part).
+    pub fn uses_tool_call(&self) -> bool {
+        match self {
+            GradeSpec::ToolCall { .. } => true,
+            GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
+                of.iter().any(GradeSpec::uses_tool_call)
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether it compares the answer with the case's `expected` (a schema does not, nor
+    /// does a judge given a rubric: it then judges by the rubric alone).
+    pub fn needs_expected(&self) -> bool {
+        match self {
+            GradeSpec::JsonSchema { .. } => false,
+            GradeSpec::Judge {
+                rubric: Some(r), ..
+            } if !r.trim().is_empty() => false,
+            GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
+                of.iter().any(GradeSpec::needs_expected)
+            }
+            _ => true,
+        }
+    }
+
+    /// Whether every score it gives is 0 or 1 (no partial credit).
+    pub fn binary(&self) -> bool {
+        match self {
+            GradeSpec::Judge { scale, .. } => *scale == Scale::Binary,
+            GradeSpec::Fields { .. } | GradeSpec::Mean { .. } => false,
+            GradeSpec::All { of } | GradeSpec::Any { of } => of.iter().all(GradeSpec::binary),
+            _ => true,
+        }
+    }
+}
+
+/// What the judge gives.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Scale {
+    /// Yes or no: 1 or 0.
+    #[default]
+    #[serde(rename = "binary")]
+    Binary,
+    /// 0 to 10, scaled to [0, 1].
+    #[serde(rename = "0-10")]
+    TenPoint,
+}
+
+/// In which order several expected calls must come.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CallOrder {
+    /// Call i is the i-th expected call.
+    #[default]
+    Strict,
+    /// Any order.
+    Any,
+}
