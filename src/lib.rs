@@ -15,6 +15,8 @@ pub mod error;
 pub mod files;
 pub mod grade;
 pub(crate) mod hash;
+#[cfg(test)]
+mod layering;
 pub mod mock;
 pub mod report;
 pub mod runner;

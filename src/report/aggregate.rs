@@ -82,7 +82,7 @@ pub struct RunResult {
     pub prompts_cut: usize,
     pub prompts_left_out: usize,
     /// One row per job for the history store, when asked for ([`Aggregator::keep_rows`]).
-    pub jobs: Option<crate::store::JobRows>,
+    pub jobs: Option<super::job_rows::JobRows>,
 }
 
 /// What the aggregator needs to know before the first record.
@@ -136,7 +136,7 @@ pub struct Aggregator {
     /// once it is known whether a decision needed them. Few: the workers never run more
     /// than `Horizon::ahead` cases (about concurrency / jobs per case) past the tests.
     held: Vec<JobRecord>,
-    rows: Option<crate::store::JobRows>,
+    rows: Option<super::job_rows::JobRows>,
 }
 
 impl Aggregator {
@@ -193,8 +193,8 @@ impl Aggregator {
     /// a spool file at `spool` (a live run), else in memory.
     pub fn keep_rows(&mut self, case_ids: &[String], spool: Option<PathBuf>) {
         self.rows = Some(match spool {
-            Some(path) => crate::store::JobRows::spooled(&self.variants, case_ids, path),
-            None => crate::store::JobRows::new(&self.variants, case_ids),
+            Some(path) => super::job_rows::JobRows::spooled(&self.variants, case_ids, path),
+            None => super::job_rows::JobRows::new(&self.variants, case_ids),
         });
     }
 

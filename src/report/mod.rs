@@ -8,6 +8,7 @@ mod csv;
 pub(crate) mod gates;
 pub mod history;
 pub mod html;
+pub mod job_rows;
 mod json;
 pub mod junit;
 pub mod labels;

@@ -10,8 +10,6 @@
 //! migrations in `promptgauge_migrations`, and every write in one transaction, so two runs
 //! recording at once each land whole.
 
-pub mod rows;
-
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -21,7 +19,7 @@ use sqlx::any::{AnyConnectOptions, AnyRow};
 use sqlx::{AnyConnection, Connection};
 use sqlx::{AssertSqlSafe, ConnectOptions, Row};
 
-pub use rows::{JobRow, JobRows};
+pub use crate::report::job_rows::{JobRow, JobRows};
 
 use crate::report::Summary;
 pub use crate::report::rows::{RunRow, ScoreRow, VariantRow};

@@ -1,4 +1,4 @@
-//! What the store keeps of a run's jobs, collected as the run's records arrive (live, or
+//! What the history store keeps of a run's jobs, collected as the run's records arrive (live, or
 //! replayed from a journal by `index`): numbers only, one compact row per job (64 bytes in
 //! memory, 56 in the spool; a missing number is NaN); case ids stay in run.json. The
 //! answers stay in the journal.
@@ -72,7 +72,7 @@ impl JobRow {
         };
         price
             .filter(|_| self.graded)
-            .map(|p| crate::report::summary::cost(&usage, p))
+            .map(|p| super::summary::cost(&usage, p))
     }
 }
 
