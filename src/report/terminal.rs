@@ -28,14 +28,32 @@ pub(crate) fn width_of(stream: Stream) -> Option<usize> {
     {
         return Some(c);
     }
+    // Not a terminal, or one that reports no width: no limit.
+    columns_of(stream).filter(|&w| w >= 40)
+}
+
+/// The terminal's own column count. A terminal may report its columns and 0 rows (`script`,
+/// some `docker exec` and `kubectl exec` sessions): the columns are what matters here.
+#[cfg(unix)]
+fn columns_of(stream: Stream) -> Option<usize> {
+    let fd = match stream {
+        Stream::Stdout => libc::STDOUT_FILENO,
+        Stream::Stderr => libc::STDERR_FILENO,
+    };
+    // SAFETY: TIOCGWINSZ writes one `winsize` into the struct passed; `fd` is a descriptor
+    // this process has open (a failed call leaves the zeroed struct and returns -1).
+    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut size) } == 0;
+    (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
+}
+
+#[cfg(not(unix))]
+fn columns_of(stream: Stream) -> Option<usize> {
     let term = match stream {
         Stream::Stdout => console::Term::stdout(),
         Stream::Stderr => console::Term::stderr(),
     };
-    // Not a terminal, or one that reports no size: no limit.
-    term.size_checked()
-        .map(|(_, columns)| usize::from(columns))
-        .filter(|&w| w >= 40)
+    term.size_checked().map(|(_, columns)| usize::from(columns))
 }
 
 /// A line (or lines) as printed on `stream`: control characters shown, never obeyed, and

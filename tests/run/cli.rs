@@ -1452,7 +1452,8 @@ fn a_container_user_in_a_folder_it_cannot_write_is_told_how_to_run_as_its_own() 
 }
 
 /// Runs promptgauge in a real pseudo-terminal of `columns` columns (util-linux `script`,
-/// the size set with `stty`), with no `$COLUMNS` — shells do not export it, so the width is
+/// the size set with `stty`; at 80 columns the terminal reports 0 rows, as `script` and
+/// some `docker exec` sessions do), with no `$COLUMNS` — shells do not export it, so the width is
 /// known only from the terminal. Outside CI, so the live progress line draws too. Returns
 /// the exit code and every line the terminal showed: each `\r`-separated frame of the
 /// progress line counts as a line, escape sequences removed.
@@ -1463,8 +1464,9 @@ fn in_a_terminal(columns: usize, dir: &Path, args: &[&str]) -> (Option<i32>, Vec
         .iter()
         .map(|a| promptgauge::report::shell_quote(a).into_owned())
         .collect();
+    let rows = if columns == 80 { 0 } else { 50 };
     let script = format!(
-        "stty cols {columns} rows 50; {} {}",
+        "stty cols {columns} rows {rows}; {} {}",
         promptgauge::report::shell_path(&bin),
         quoted.join(" ")
     );
