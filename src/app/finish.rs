@@ -303,6 +303,23 @@ pub(super) async fn conclude(
             gates.allow_failures,
             dir.journal_path().display()
         );
+        // Jobs a passing cause failed (a 5xx, a timeout, a cut stream) may answer now.
+        let transient = result
+            .failed
+            .iter()
+            .filter(|r| r.failed_transiently())
+            .count();
+        if transient > 0 && summary.sequential.is_none() {
+            let of = if result.failed_total > result.failed.len() {
+                format!("of the first {} failed", result.failed.len())
+            } else {
+                "of them".to_string()
+            };
+            note!(
+                "{transient} {of} failed a passing way (an outage, overload or timeout); send them again with: {} --retry-failed",
+                resume_command(dir.path())
+            );
+        }
         return Exit::Incomplete;
     }
     if !problems.is_empty() {

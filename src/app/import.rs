@@ -115,12 +115,18 @@ fn quoted(answers: &[String]) -> String {
 /// The largest file an import reads (the config, a prompt, a CSV of tests).
 const MAX_IMPORT_BYTES: u64 = 16 << 20;
 
+/// What one import reads in all: a config naming one large file a thousand times would
+/// otherwise write gigabytes of prompts.
+const MAX_IMPORT_TOTAL: u64 = 64 << 20;
+
 /// Where files may be read from: the config's folder, or anywhere with
 /// `--allow-outside-files`.
 #[derive(Debug, Clone)]
 struct Reader {
     base: PathBuf,
     anywhere: bool,
+    /// Bytes read so far, shared by the clones (at most [`MAX_IMPORT_TOTAL`]).
+    read: std::rc::Rc<std::cell::Cell<u64>>,
 }
 
 impl Reader {
@@ -142,9 +148,17 @@ impl Reader {
                 ));
             }
         }
-        crate::suite::error::read_text_limited(&path, "imported", MAX_IMPORT_BYTES)
-            .map(|text| (path.clone(), text))
-            .map_err(|e| e.to_string())
+        let text = crate::suite::error::read_text_limited(&path, "imported", MAX_IMPORT_BYTES)
+            .map_err(|e| e.to_string())?;
+        let total = self.read.get() + text.len() as u64;
+        if total > MAX_IMPORT_TOTAL {
+            return Err(format!(
+                "{reference} would take what this import copies past {} MiB in all (the files it names, each as often as it is named); name fewer or smaller files",
+                MAX_IMPORT_TOTAL >> 20
+            ));
+        }
+        self.read.set(total);
+        Ok((path, text))
     }
 }
 
@@ -690,6 +704,7 @@ pub fn import(args: &ImportArgs) -> Result<Exit, Failure> {
     let files = Reader {
         base,
         anywhere: args.allow_outside_files,
+        read: Default::default(),
     };
     let mut im = Import::default();
     let bad = |m: String| -> Failure {

@@ -49,9 +49,18 @@ impl Secrets {
                 };
                 s.add(&base64(basic.as_bytes()), REDACTED);
             }
-            for value in query_secrets(url) {
+            for (name, value) in query_secrets(url) {
                 s.add(value, REDACTED);
                 s.add(&percent_decode(value), REDACTED);
+                // A short value is scrubbed where it stands beside its name (`;token=abc`
+                // echoed in a 404's path, `code=AB+CD==` decoded in an error): specific
+                // enough never to touch an answer.
+                let (shown, named) = match name {
+                    Some(n) => (format!("{n}={REDACTED}"), format!("{n}=")),
+                    None => (format!(";{REDACTED}"), ";".to_string()),
+                };
+                s.add_exact(&format!("{named}{value}"), &shown);
+                s.add_exact(&format!("{named}{}", percent_decode(value)), &shown);
             }
         }
         s
@@ -59,6 +68,14 @@ impl Secrets {
 
     fn add(&mut self, secret: &str, replacement: &str) {
         if secret.len() < MIN_SCRUBBED_LEN && !secret.contains(':') {
+            return;
+        }
+        self.add_exact(secret, replacement);
+    }
+
+    /// [`Secrets::add`] whatever its length (for a form specific enough, `name=value`).
+    fn add_exact(&mut self, secret: &str, replacement: &str) {
+        if secret.is_empty() {
             return;
         }
         if self.needles.iter().any(|(n, _)| n == secret) {
@@ -198,7 +215,7 @@ fn is_harmless_parameter(name: &str) -> bool {
 
 /// The values a URL's query, fragment and `;name=value` path parameters hold that are not
 /// known to be harmless.
-fn query_secrets(url: &str) -> Vec<&str> {
+fn query_secrets(url: &str) -> Vec<(Option<&str>, &str)> {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let (before_fragment, fragment) = match rest.split_once('#') {
         Some((b, f)) => (b, Some(f)),
@@ -208,11 +225,13 @@ fn query_secrets(url: &str) -> Vec<&str> {
         Some((p, q)) => (p, Some(q)),
         None => (before_fragment, None),
     };
-    fn secret(param: &str) -> Option<&str> {
+    fn secret(param: &str) -> Option<(Option<&str>, &str)> {
         match param.split_once('=') {
-            Some((name, value)) if !is_harmless_parameter(name) && !value.is_empty() => Some(value),
+            Some((name, value)) if !is_harmless_parameter(name) && !value.is_empty() => {
+                Some((Some(name), value))
+            }
             Some(_) => None,
-            None => Some(param).filter(|p| !p.is_empty()),
+            None => Some((None, param)).filter(|(_, p)| !p.is_empty()),
         }
     }
     let path_params = path.split('/').flat_map(|s| s.split(';').skip(1));
@@ -220,6 +239,7 @@ fn query_secrets(url: &str) -> Vec<&str> {
     let fragment_params = fragment.into_iter().flat_map(|f| f.split('&'));
     fragment
         .into_iter()
+        .map(|f| (None, f))
         .chain(
             path_params
                 .chain(query_params)
@@ -463,6 +483,27 @@ mod tests {
                 "{url}"
             );
         }
+        // Short values, and values a server echoes decoded, go where they stand beside
+        // their names: a 404 that quotes the path, an error that quotes the decoded query.
+        let secrets = Secrets::new(
+            None,
+            &[
+                "http://h/x;token=SEC4/v1?code=AB%2BCD%3D%3D".to_string(),
+                "http://h/v1;SEC9/chat".to_string(),
+            ],
+        );
+        assert_eq!(
+            secrets.scrub("no route for POST /x;token=SEC4/v1/chat/completions"),
+            "no route for POST /x;token=[redacted]/v1/chat/completions"
+        );
+        assert_eq!(
+            secrets.scrub("bad query code=AB+CD== (decoded)"),
+            "bad query code=[redacted] (decoded)"
+        );
+        assert_eq!(
+            secrets.scrub("no route for /v1;SEC9/chat; SEC9 is kept in prose"),
+            "no route for /v1;[redacted]/chat; SEC9 is kept in prose"
+        );
         assert_eq!(
             redact_url("https://r.openai.azure.com/openai?API-Version=2024-06-01"),
             "https://r.openai.azure.com/openai?API-Version=2024-06-01"

@@ -175,9 +175,8 @@ impl SpecExt for GradeSpec {
                 let schema = match schema {
                     serde_json::Value::String(file) => {
                         let path = dir.join(file);
-                        let text = std::fs::read_to_string(&path).map_err(|e| {
-                            format!("cannot read the schema {}: {e}", path.display())
-                        })?;
+                        let text = crate::suite::error::read_text(&path, "schema")
+                            .map_err(|e| format!("cannot read the schema: {e}"))?;
                         serde_json::from_str(&text).map_err(|e| {
                             format!("the schema {} is not JSON: {e}", path.display())
                         })?

@@ -79,25 +79,63 @@ pub(crate) fn usd(x: Option<f64>) -> String {
 /// specially, else in single quotes (a `'` inside written `'\''`). A printed command is
 /// pasted: a folder `my reports` or a bench named `b $(touch PWNED)` must arrive as one
 /// argument, never run.
+///
+/// A word holding control characters (a folder named with an escape sequence) is written
+/// in ANSI-C quotes, `$'…\x1b…'` (bash, zsh, ksh, dash ≥ 0.5.12): pasted, it names the same
+/// folder, and printed, it holds nothing a terminal obeys.
 pub fn shell_quote(word: &str) -> std::borrow::Cow<'_, str> {
     let plain = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
     if !word.is_empty() && word.chars().all(plain) {
         return std::borrow::Cow::Borrowed(word);
     }
+    if word.chars().any(obeyed) {
+        let mut out = String::from("$'");
+        for c in word.chars() {
+            match c {
+                '\'' => out.push_str("\\'"),
+                '\\' => out.push_str("\\\\"),
+                c if obeyed(c) || c == '\n' || c == '\t' => {
+                    let mut buf = [0u8; 4];
+                    for b in c.encode_utf8(&mut buf).bytes() {
+                        out.push_str(&format!("\\x{b:02x}"));
+                    }
+                }
+                c => out.push(c),
+            }
+        }
+        out.push('\'');
+        return std::borrow::Cow::Owned(out);
+    }
     std::borrow::Cow::Owned(format!("'{}'", word.replace('\'', "'\\''")))
 }
 
-/// A path as a shell word: see [`shell_quote`].
+/// A path as a shell word: see [`shell_quote`]. A relative path that starts with `-` is
+/// written `./-…`, so the command it is pasted into does not take it for a flag.
 pub fn shell_path(path: &std::path::Path) -> String {
-    shell_quote(&path.display().to_string()).into_owned()
+    let shown = path.display().to_string();
+    if shown.starts_with('-') {
+        return shell_quote(&format!("./{shown}")).into_owned();
+    }
+    shell_quote(&shown).into_owned()
 }
 
 /// Whether a terminal would obey `c` instead of showing it: control characters (ESC, BEL, a
-/// carriage return, backspace, the C1 controls such as U+009B CSI) and the bidirectional
-/// overrides that make a line read differently from what it holds.
+/// carriage return, backspace, the C1 controls such as U+009B CSI), the bidirectional
+/// overrides and marks that make a line read differently from what it holds (U+202A–202E,
+/// U+2066–2069, U+200E/200F, U+061C), and the line and paragraph separators some terminals
+/// break lines at (U+2028/2029).
 fn obeyed(c: char) -> bool {
     (c.is_control() && c != '\n' && c != '\t')
-        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        || matches!(
+            c,
+            '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{200e}'
+                | '\u{200f}'
+                | '\u{061c}'
+                | '\u{2028}'
+                | '\u{2029}'
+        )
 }
 
 /// Text fit for a terminal: what a server or a model wrote (an error body, an echoed model
@@ -331,6 +369,27 @@ fn answer_time_note(summary: &Summary) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn printed_paths_paste_back_as_the_same_argument() {
+        let words = [
+            "reports/run 1",
+            "b $(touch PWNED)",
+            "it's",
+            "esc\u{1b}]0;title\u{7}\\back'q",
+        ];
+        for word in words {
+            let quoted = shell_quote(word);
+            assert!(!quoted.chars().any(obeyed), "{quoted}");
+            let out = std::process::Command::new("bash")
+                .args(["-c", &format!("printf '%s' {quoted}")])
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8_lossy(&out.stdout), word, "{quoted}");
+        }
+        assert_eq!(shell_path(std::path::Path::new("-dash/b")), "./-dash/b");
+        assert_eq!(shell_path(std::path::Path::new("/abs/-x")), "/abs/-x");
+    }
 
     #[test]
     fn formats() {

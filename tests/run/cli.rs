@@ -814,7 +814,7 @@ fn a_key_the_server_echoes_back_is_scrubbed_from_every_byte_written() {
 fn terminal_escapes_a_server_writes_are_shown_never_obeyed() {
     // An OSC 52 clipboard write, a window title, a clear screen, a carriage return that
     // would overwrite the line with "all good", a C1 CSI and a right-to-left override.
-    const HOSTILE: &str = "upstream \u{1b}]52;c;cHduZWQ=\u{7}\u{1b}]0;owned\u{7}\u{1b}[2J\rall good \u{9b}31m \u{202e}evil [click](https://evil.example) <img src=x> @octocat";
+    const HOSTILE: &str = "upstream \u{1b}]52;c;cHduZWQ=\u{7}\u{1b}]0;owned\u{7}\u{1b}[2J\rall good \u{9b}31m \u{202e}evil \u{200f}\u{61c}\u{2028}marks [click](https://evil.example) <img src=x> @octocat";
     let url = echo_server(vec![
         ("500 Internal Server Error", "text/plain", HOSTILE.into()),
         ("400 Bad Request", "text/plain", HOSTILE.into()),
@@ -838,7 +838,9 @@ fn terminal_escapes_a_server_writes_are_shown_never_obeyed() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_ne!(out.status.code(), Some(0), "{stderr}");
     for (name, text) in [("stdout", &stdout), ("stderr", &stderr)] {
-        for c in ['\u{1b}', '\u{7}', '\r', '\u{9b}', '\u{202e}'] {
+        for c in [
+            '\u{1b}', '\u{7}', '\r', '\u{9b}', '\u{202e}', '\u{200f}', '\u{61c}', '\u{2028}',
+        ] {
             assert!(
                 !text.contains(c),
                 "{name} holds U+{:04X}:\n{text}",
@@ -1781,6 +1783,24 @@ fn an_import_reads_only_regular_files_beside_the_config_unless_told_otherwise() 
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("larger than 16 MiB"), "{stderr}");
+    // Within the limit one by one, past the import's total when named again and again.
+    std::fs::write(d.join("big.txt"), vec![b'x'; 15 << 20]).unwrap();
+    std::fs::write(
+        d.join("many.yaml"),
+        format!(
+            "prompts: [{}]\ntests:\n  - vars: {{ question: q }}\n    assert: [{{ type: equals, value: a }}]\n",
+            vec!["\"file://big.txt\""; 40].join(", ")
+        ),
+    )
+    .unwrap();
+    let o = promptgauge(&d)
+        .args(["import", "promptfoo", "many.yaml", "--out", "out-many"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("past 64 MiB in all"), "{stderr}");
+    assert!(!d.join("out-many").exists(), "nothing written");
     // A file beside the config is read; the imported endpoint is named for review, in the
     // terminal and the notes, and the notes never say everything was carried over.
     let (o, out) = import("file://inside.txt", &[]);
