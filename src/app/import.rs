@@ -614,6 +614,14 @@ impl Import {
                         .push(format!("test {test}: its `{key}` was not carried over"));
                 }
             }
+            // promptfoo reads a `file://` variable's file; the case keeps the text as written.
+            for (name, value) in &vars {
+                if let Some(reference) = value.as_str().filter(|v| v.starts_with("file://")) {
+                    self.notes.push(format!(
+                        "test {test}: variable `{name}` is `{reference}`, which promptfoo replaces by the file's contents; the case holds the reference as text — paste the file's contents into cases.jsonl"
+                    ));
+                }
+            }
             self.case(
                 vars,
                 &asserts,

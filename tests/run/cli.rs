@@ -1816,6 +1816,27 @@ fn an_import_reads_only_regular_files_beside_the_config_unless_told_otherwise() 
         "{notes}"
     );
     assert!(!notes.contains("Everything was carried over"), "{notes}");
+    // A variable promptfoo would read from a file is named, not silently kept as text.
+    std::fs::write(
+        d.join("vars.yaml"),
+        "prompts: [\"{{doc}}\"]\ntests:\n  - vars: { doc: \"file://inside.txt\" }\n    assert: [{ type: equals, value: a }]\n",
+    )
+    .unwrap();
+    let o = promptgauge(&d)
+        .args(["import", "promptfoo", "vars.yaml", "--out", "out-vars"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let notes = std::fs::read_to_string(d.join("out-vars/IMPORT-NOTES.md")).unwrap();
+    assert!(
+        notes.contains("variable `doc` is `file://inside.txt`"),
+        "{notes}"
+    );
 }
 
 #[test]
