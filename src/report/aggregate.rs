@@ -53,9 +53,9 @@ pub struct ShownAnswer {
 /// A case's expected answers and each variant's first answer.
 pub type ShownCase = (Vec<String>, Vec<Option<ShownAnswer>>);
 
-/// Per case: the expected answers and, per variant, (extracted, passed) of its first
+/// Per case: the expected answers and, per variant, (extracted, score) of its first
 /// scored sample.
-pub type CaseAnswers = (Vec<String>, Vec<Option<(String, bool)>>);
+pub type CaseAnswers = (Vec<String>, Vec<Option<(String, f64)>>);
 
 /// What a run folder's reports are made of.
 pub struct RunResult {
@@ -352,7 +352,7 @@ impl Aggregator {
         if got[arm].is_some() {
             return;
         }
-        got[arm] = Some((r.extracted.clone().unwrap_or_default(), score == 1.0));
+        got[arm] = Some((r.extracted.clone().unwrap_or_default(), score));
         if got.iter().all(Option::is_some)
             && let Some(Some(answers)) = self.pending.remove(&r.case_id)
             && disagree(&answers)
@@ -614,9 +614,16 @@ fn correct_with_labels(
 }
 
 /// Some variants passed the case and some did not.
+/// Whether the variants' scores of a case differ: full marks against none, and as much
+/// 0.9 against 0.4 (a scored run's partial credit).
 fn disagree(answers: &CaseAnswers) -> bool {
-    let marks: Vec<bool> = answers.1.iter().flatten().map(|(_, ok)| *ok).collect();
-    marks.iter().any(|&m| m) && marks.iter().any(|&m| !m)
+    let scores: Vec<f64> = answers.1.iter().flatten().map(|(_, s)| *s).collect();
+    let (lo, hi) = scores
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &s| {
+            (lo.min(s), hi.max(s))
+        });
+    hi - lo > 1e-9
 }
 
 impl Listener for Aggregator {
@@ -679,6 +686,35 @@ mod tests {
             labels,
             sequential: None,
         })
+    }
+
+    #[test]
+    fn variants_disagree_when_their_scores_differ_not_only_on_full_marks() {
+        let mut agg = aggregator(Labels::new());
+        for (case, base, v) in [
+            ("partial", 0.9, 0.4),
+            ("same", 0.6, 0.6),
+            ("full", 1.0, 0.0),
+            ("both", 1.0, 1.0),
+        ] {
+            agg.add(&judged_record(case, "base", base));
+            agg.add(&judged_record(case, "v", v));
+        }
+        let result = agg.finish();
+        let cases: Vec<&str> = result.disagreements.keys().map(String::as_str).collect();
+        assert_eq!(cases, ["full", "partial"]);
+        let scores: Vec<f64> = result.disagreements["partial"]
+            .1
+            .iter()
+            .map(|a| a.as_ref().unwrap().1)
+            .collect();
+        assert_eq!(scores, [0.9, 0.4]);
+        // And report.html shows the partial credit beside the answers.
+        let page = crate::report::html::render_run(&result, "");
+        assert!(
+            page.contains("\"text part\">0.90 ") && page.contains("\"text part\">0.40 "),
+            "partial scores shown"
+        );
     }
 
     #[test]

@@ -575,14 +575,16 @@ pub fn render_run(result: &RunResult, bench_text: &str) -> String {
         );
         for g in got {
             match g {
-                Some((x, ok)) => {
-                    let _ = write!(
-                        b,
-                        "<td class=\"text {}\">{} {}</td>",
-                        if *ok { "ok" } else { "no" },
-                        if *ok { "✓" } else { "✗" },
-                        esc(x)
-                    );
+                Some((x, score)) => {
+                    // Full marks ✓, none ✗, partial credit its score.
+                    let (class, mark) = if *score >= 1.0 {
+                        ("ok", "✓".to_string())
+                    } else if *score <= 0.0 {
+                        ("no", "✗".to_string())
+                    } else {
+                        ("part", format!("{score:.2}"))
+                    };
+                    let _ = write!(b, "<td class=\"text {class}\">{mark} {}</td>", esc(x));
                 }
                 None => b.push_str("<td class=\"muted\">–</td>"),
             }
