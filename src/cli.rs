@@ -746,7 +746,7 @@ pub struct BaseUrl {
     pub source: &'static str,
 }
 
-/// DESIGN §2's precedence: flags, PROMPTGAUGE_BASE_URL, bench, OPENAI_BASE_URL, LLM_BASE_URL.
+/// README.md's precedence ("Running against a real model"): flags, PROMPTGAUGE_BASE_URL, bench, OPENAI_BASE_URL, LLM_BASE_URL.
 /// The value `mock` selects the simulator.
 pub(crate) fn resolve_base_url(flags: &[String], env: &Env, bench: &[String]) -> BaseUrl {
     let one = |v: Option<&str>| v.map(|u| vec![u.to_string()]).unwrap_or_default();
@@ -810,7 +810,7 @@ pub struct BenchEndpoint<'a> {
     pub api_key_env: Option<&'a str>,
 }
 
-/// The endpoint from the flags, the environment and the bench (DESIGN §2's precedence),
+/// The endpoint from the flags, the environment and the bench (README.md's precedence ("Running against a real model")),
 /// with the key read from its variable and checked. Errors are usage errors with a fix.
 pub(crate) fn resolve_endpoint(
     args: &PlanArgs,

@@ -196,3 +196,37 @@ fn the_reader_sees_imports_in_every_shape() {
     );
     assert!(reach(&graph, "stats").is_empty());
 }
+
+#[test]
+fn code_and_docs_cite_only_the_project_s_own_docs() {
+    // A maintainer who clones the project sees docs/ and README.md, nothing beside them.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    rust_files(&root.join("tests"), &mut files);
+    for doc in std::fs::read_dir(root.join("docs")).unwrap() {
+        files.push(doc.unwrap().path());
+    }
+    files.push(root.join("README.md"));
+    let outside = ["DESIGN §", "DESIGN.md", "../shared"];
+    let mut cited = Vec::new();
+    for file in files {
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        for (i, line) in text.lines().enumerate() {
+            // This test names what it looks for.
+            if file.ends_with("layering.rs") && line.contains("let outside") {
+                continue;
+            }
+            if outside.iter().any(|o| line.contains(o)) {
+                cited.push(format!("{}:{}: {}", file.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        cited.is_empty(),
+        "cites a document outside the repository:\n{}",
+        cited.join("\n")
+    );
+}

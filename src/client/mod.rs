@@ -91,7 +91,7 @@ pub struct ClientConfig {
 }
 
 impl ClientConfig {
-    /// Defaults (DESIGN §2's limits) for a base URL and model.
+    /// Defaults (the limits README.md's "Files in brief" lists) for a base URL and model.
     pub fn new(base_url: &str, model: &str) -> Self {
         ClientConfig {
             base_url: base_url.trim_end_matches('/').to_string(),

@@ -1,4 +1,4 @@
-//! Graders (DESIGN §4) and the [`Scorer`] shape they share with every other scorer. Each
+//! Graders (README.md, "Files in brief": `grade`) and the [`Scorer`] shape they share with every other scorer. Each
 //! records what it extracted, so a person can see why a job failed.
 
 pub mod combine;

@@ -1,4 +1,4 @@
-//! The simulated provider (DESIGN §7): an OpenAI-compatible chat endpoint with a
+//! The simulated provider (README.md, "The simulator"): an OpenAI-compatible chat endpoint with a
 //! deterministic model that misbehaves on demand and counts what it did.
 //!
 //! [`Provider::respond`] turns a request into a [`Reply`]: a script of writes, pauses, stalls,

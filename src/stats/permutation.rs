@@ -1,5 +1,5 @@
 //! The paired sign-flip permutation test on per-case differences, and the interval that
-//! inverts it (DESIGN §9: "paired sign-flip = exact McNemar at k = 1").
+//! inverts it (docs/statistics.md §1: at one answer per case, the paired sign-flip test is exact McNemar).
 //!
 //! Input: one difference per case, dᵢ = (variant's mean score over its repeats) − (the
 //! baseline's mean score over its repeats), so repeats never count as extra cases. Under the

@@ -1,4 +1,4 @@
-//! Mean scores for scored runs (scores anywhere in [0, 1]; DESIGN §9 "scored").
+//! Mean scores for scored runs (scores anywhere in [0, 1]; docs/statistics.md §3).
 //!
 //! The case is the unit. Each case's repeats are first averaged into one case mean; the
 //! variant's score is the mean of its case means (every case weighs one, as in the paired

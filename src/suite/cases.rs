@@ -1,4 +1,4 @@
-//! Case files: `.jsonl`, `.yaml`/`.yml` and `.csv` (DESIGN §2).
+//! Case files: `.jsonl`, `.yaml`/`.yml` and `.csv` (README.md, "Files in brief").
 
 use std::collections::HashMap;
 use std::path::Path;

@@ -48,7 +48,7 @@ impl UrlList {
     }
 }
 
-/// Client limits, with DESIGN §2's defaults. Recorded in `run.json`; a field missing there
+/// Client limits, with the defaults README.md's "Files in brief" lists. Recorded in `run.json`; a field missing there
 /// (a run folder from an older version) reads as its default.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
