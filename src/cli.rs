@@ -376,6 +376,10 @@ pub struct PlanArgs {
     /// Model name sent in each request (overrides endpoint.model).
     #[arg(long)]
     pub model: Option<String>,
+    /// The wire protocol the endpoint speaks (overrides endpoint.protocol) [default:
+    /// openai-chat: POST …/chat/completions, streamed]. A resume keeps the run's.
+    #[arg(long, value_name = "NAME")]
+    pub protocol: Option<crate::client::ProtocolKind>,
     /// Requests in flight at once, per replica (overrides limits.concurrency).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub concurrency: Option<u32>,
@@ -797,6 +801,9 @@ pub struct Endpoint {
     pub base_urls: Vec<String>,
     pub source: &'static str,
     pub model: String,
+    /// The wire protocol: `--protocol`, else the bench's `endpoint.protocol`, else
+    /// `openai-chat`.
+    pub protocol: crate::client::ProtocolKind,
     pub api_key: Option<crate::client::ApiKey>,
     pub api_key_env: String,
     /// Worth saying before the run (a key that had to be trimmed).
@@ -808,6 +815,7 @@ pub struct BenchEndpoint<'a> {
     pub base_urls: Vec<String>,
     pub model: Option<&'a str>,
     pub api_key_env: Option<&'a str>,
+    pub protocol: Option<crate::client::ProtocolKind>,
 }
 
 /// The endpoint from the flags, the environment and the bench (README.md's precedence ("Running against a real model")),
@@ -818,8 +826,9 @@ pub(crate) fn resolve_endpoint(
     bench: BenchEndpoint<'_>,
 ) -> Result<Endpoint, UsageError> {
     let base = resolve_base_url(&args.base_url, env, &bench.base_urls);
+    let protocol = args.protocol.or(bench.protocol).unwrap_or_default();
     for url in &base.urls {
-        crate::suite::check_base_url(url).map_err(|m| {
+        crate::suite::check_base_url(url, protocol).map_err(|m| {
             UsageError::with_fix(
                 format!("{m} (from {})", base.source),
                 "write the full URL, e.g. http://127.0.0.1:8000/v1",
@@ -864,6 +873,7 @@ pub(crate) fn resolve_endpoint(
         base_urls: base.urls,
         source: base.source,
         model,
+        protocol,
         api_key,
         api_key_env,
         warnings,

@@ -7,8 +7,8 @@ use serde_json::{Map, Value, json};
 
 use super::{Prepared, shown_urls};
 use crate::cli::{Env, UsageError};
+use crate::client::ApiKey;
 use crate::client::Cache;
-use crate::client::{ApiKey, Client, ClientConfig, ReqwestTransport};
 use crate::grade::judge::JudgeService;
 use crate::report::ProviderInfo;
 use crate::suite::Limits;
@@ -34,7 +34,14 @@ pub(super) fn resolve(p: &Prepared, env: &Env) -> Result<Option<Judge>, UsageErr
     }
     let settings = p.bench.judge.clone();
     let run = &p.endpoint;
-    let base_urls = match settings.as_ref().and_then(|j| j.base_url.clone()) {
+    let own_url = settings.as_ref().and_then(|j| j.base_url.clone());
+    // At the run's endpoint the judge speaks its protocol; elsewhere its own, or the default.
+    let protocol = match (settings.as_ref().and_then(|j| j.protocol), &own_url) {
+        (Some(p), _) => p,
+        (None, None) => run.protocol,
+        (None, Some(_)) => crate::client::ProtocolKind::default(),
+    };
+    let base_urls = match own_url {
         Some(url) if url == "mock" => Vec::new(),
         Some(url) => vec![url],
         None => run.base_urls.clone(),
@@ -61,7 +68,7 @@ pub(super) fn resolve(p: &Prepared, env: &Env) -> Result<Option<Judge>, UsageErr
     // A judge answers with a verdict: deterministic, and in JSON where the server can.
     let mut params = Map::new();
     params.insert("temperature".into(), json!(0));
-    params.insert("response_format".into(), json!({"type": "json_object"}));
+    protocol.build().ask_for_json(&mut params);
     if let Some(j) = &settings {
         for (k, v) in &j.params {
             params.insert(k.clone(), v.clone());
@@ -79,6 +86,7 @@ pub(super) fn resolve(p: &Prepared, env: &Env) -> Result<Option<Judge>, UsageErr
         simulated,
         api_key_env: (!simulated).then(|| api_key_env.clone()),
         replicas: Vec::new(),
+        protocol,
     };
     Ok(Some(Judge {
         base_urls,
@@ -104,25 +112,15 @@ impl Judge {
             (true, Some(sim)) => vec![sim.to_string()],
             (true, None) => anyhow::bail!("the judge needs the simulator, which is not running"),
         };
-        let l = &self.limits;
-        let mut config = ClientConfig::new(&urls[0], &self.model);
-        config.replicas = urls[1..].to_vec();
-        config.api_key = self.api_key.clone();
-        config.api_key_env = self.api_key_env.clone();
-        config.concurrency = l.concurrency;
-        config.max_attempts = l.max_attempts;
-        config.first_token_timeout = l.first_token_timeout;
-        config.idle_timeout = l.idle_timeout;
-        config.total_timeout = l.total_timeout;
-        config.max_response_bytes = l.max_response_bytes;
-        config.max_retry_after = l.max_retry_after;
-        config.requests_per_minute = l.requests_per_minute;
-        config.tokens_per_minute = l.tokens_per_minute;
-        config.adaptive = l.adaptive;
-        let transport = ReqwestTransport::new(l.connect_timeout, l.concurrency * urls.len())
-            .map_err(|e| anyhow::anyhow!(e))?;
+        let client = super::client_for(
+            &self.limits,
+            &urls,
+            &self.model,
+            self.info.protocol,
+            (self.api_key.clone(), &self.api_key_env),
+        )?;
         Ok(Arc::new(JudgeService {
-            client: Arc::new(Client::new(Arc::new(transport), config)),
+            client: Arc::new(client),
             params: self.params.clone(),
             endpoint: self.info.base_url.clone(),
             cache,

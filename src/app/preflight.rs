@@ -1,13 +1,12 @@
-//! Before the first job: one `GET <base URL>/models` per endpoint, so a dead server, a
+//! Before the first job: one `GET <base URL>/models` per endpoint (where the protocol has a
+//! models list: [`Protocol::models_url`]), so a dead server, a
 //! refused key or a model the server does not list is said at once, not after every job
 //! has spent its retries. A server without `/models` (some proxies) is not an error: the
 //! first jobs then tell, and a run whose first jobs all fail the same way stops.
 
 use std::time::Duration;
 
-use serde_json::Value;
-
-use crate::client::ApiKey;
+use crate::client::{ApiKey, Protocol, ProtocolKind};
 
 /// The most of a model list that is read: OpenRouter's, the longest in use, is about 1 MB;
 /// a body that goes on is cut here and the list is not checked.
@@ -53,11 +52,16 @@ async fn bounded_body(mut response: reqwest::Response) -> Result<Option<Vec<u8>>
     Ok(Some(body))
 }
 
-async fn ask(client: &reqwest::Client, base: &str, key: Option<&ApiKey>, wait: Duration) -> Answer {
-    let url = crate::client::secrets::join_path(base, "/models");
-    let mut request = client.get(&url).header("accept", "application/json");
-    if let Some(key) = key {
-        request = request.bearer_auth(key.expose());
+async fn ask(
+    client: &reqwest::Client,
+    protocol: &dyn Protocol,
+    url: &str,
+    key: Option<&ApiKey>,
+    wait: Duration,
+) -> Answer {
+    let mut request = client.get(url).header("accept", "application/json");
+    for (name, value) in protocol.key_headers(key) {
+        request = request.header(name, value);
     }
     let deadline = tokio::time::Instant::now() + wait;
     let response = match tokio::time::timeout_at(deadline, request.send()).await {
@@ -82,14 +86,7 @@ async fn ask(client: &reqwest::Client, base: &str, key: Option<&ApiKey>, wait: D
         401 | 403 => Answer::Refused(status),
         200 => match tokio::time::timeout_at(deadline, bounded_body(response)).await {
             Ok(Ok(Some(body))) => {
-                let listed: Vec<String> = serde_json::from_slice::<Value>(&body)
-                    .ok()
-                    .and_then(|v| v.get("data").and_then(Value::as_array).cloned())
-                    .unwrap_or_default()
-                    .iter()
-                    .filter_map(|m| m.get("id").and_then(Value::as_str).map(String::from))
-                    .collect();
-                Answer::Listed(Some(listed), None)
+                Answer::Listed(Some(protocol.model_ids(&body).unwrap_or_default()), None)
             }
             Ok(Ok(None)) => Answer::Listed(
                 None,
@@ -114,6 +111,7 @@ async fn ask(client: &reqwest::Client, base: &str, key: Option<&ApiKey>, wait: D
 /// Asks each base URL for its models, all at once, each within `wait` (at most
 /// [`MAX_WAIT`]) and [`MAX_MODELS_BYTES`].
 pub(crate) async fn check(
+    protocol: ProtocolKind,
     base_urls: &[String],
     model: &str,
     key: Option<&ApiKey>,
@@ -130,16 +128,27 @@ pub(crate) async fn check(
         Ok(c) => c,
         Err(_) => return out,
     };
-    let answers =
-        futures_util::future::join_all(base_urls.iter().map(|b| ask(&client, b, key, wait))).await;
+    let protocol = protocol.build();
+    // A protocol without a models list: the first jobs tell.
+    let Some(urls) = base_urls
+        .iter()
+        .map(|b| protocol.models_url(b))
+        .collect::<Option<Vec<String>>>()
+    else {
+        return out;
+    };
+    let answers = futures_util::future::join_all(
+        urls.iter()
+            .map(|u| ask(&client, protocol.as_ref(), u, key, wait)),
+    )
+    .await;
     let dead = answers
         .iter()
         .filter(|a| matches!(a, Answer::Dead(_)))
         .count();
     for (i, (base, answer)) in base_urls.iter().zip(answers).enumerate() {
         let shown_base = crate::client::secrets::redact_url(base);
-        let shown =
-            crate::client::secrets::redact_url(&crate::client::secrets::join_path(base, "/models"));
+        let shown = crate::client::secrets::redact_url(&urls[i]);
         match answer {
             Answer::Dead(why) if dead == base_urls.len() => {
                 out.stop = Some(format!(

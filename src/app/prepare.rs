@@ -114,6 +114,7 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
                 .collect(),
             model: bench.endpoint.model.as_deref(),
             api_key_env: bench.endpoint.api_key_env.as_deref(),
+            protocol: bench.endpoint.protocol,
         },
     )?;
     let sequential = match (&args.sequential, args.until_decided) {

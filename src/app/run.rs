@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::finish::{Ending, Outputs, conclude, in_use};
 use super::{Exit, Failure, Prepared, SIMULATED_BANNER, demo_mock_config, prepare, shown_urls};
 use crate::cli::{Env, PlanArgs, RunArgs, UsageError};
-use crate::client::{Client, ClientConfig, ReqwestTransport};
+use crate::client::Client;
 use crate::clock::utc_now;
 use crate::error::BeforeSend;
 use crate::mock::Provider;
@@ -57,6 +57,21 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         return Err(UsageError::with_fix(
             "--retry-failed cannot resume a run --until-decided: its sequential tests have already seen which jobs failed, and a resend would change what they tested",
             "resume without --retry-failed, or start a new run",
+        )
+        .into());
+    }
+    // The answers of one run come through one protocol.
+    if let Some((dir, record, _)) = &resumed
+        && let Some(asked) = args.plan.protocol
+        && asked != record.endpoint.protocol
+    {
+        return Err(UsageError::with_fix(
+            format!(
+                "{} was answered through the {} protocol, not {asked}: one run's answers come through one protocol",
+                dir.path().display(),
+                record.endpoint.protocol
+            ),
+            "resume without --protocol, or start a new run to measure the other protocol",
         )
         .into());
     }
@@ -126,6 +141,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     let mut signals = Signals::watch().before_send()?;
     if !provider.simulated {
         let checking = super::preflight::check(
+            p.endpoint.protocol,
             &p.endpoint.base_urls,
             &p.endpoint.model,
             p.endpoint.api_key.as_ref(),
@@ -830,6 +846,7 @@ fn resumed_plan(flags: &PlanArgs, record: &RunRecord) -> PlanArgs {
             recorded_urls
         },
         model: flags.model.clone().or_else(|| Some(e.model.clone())),
+        protocol: Some(e.protocol),
         ..flags.clone()
     }
 }
@@ -848,6 +865,7 @@ fn provider_info(p: &Prepared) -> ProviderInfo {
         simulated,
         api_key_env: (!simulated).then(|| p.endpoint.api_key_env.clone()),
         replicas: if shown.len() > 1 { shown } else { Vec::new() },
+        protocol: p.endpoint.protocol,
     }
 }
 
@@ -980,28 +998,13 @@ fn check_writable(path: &Path) -> anyhow::Result<()> {
 }
 
 fn build_client(p: &Prepared, base_urls: &[String]) -> anyhow::Result<Client> {
-    let limits = &p.bench.limits;
-    let first = base_urls.first().map_or("", String::as_str);
-    let mut config = ClientConfig::new(first, &p.endpoint.model);
-    config.replicas = base_urls.iter().skip(1).cloned().collect();
-    config.adaptive = limits.adaptive;
-    config.api_key = p.endpoint.api_key.clone();
-    config.api_key_env = p.endpoint.api_key_env.clone();
-    config.concurrency = limits.concurrency;
-    config.max_attempts = limits.max_attempts;
-    config.first_token_timeout = limits.first_token_timeout;
-    config.idle_timeout = limits.idle_timeout;
-    config.total_timeout = limits.total_timeout;
-    config.max_response_bytes = limits.max_response_bytes;
-    config.max_retry_after = limits.max_retry_after;
-    config.requests_per_minute = limits.requests_per_minute;
-    config.tokens_per_minute = limits.tokens_per_minute;
-    let transport = ReqwestTransport::new(
-        limits.connect_timeout,
-        limits.concurrency * base_urls.len().max(1),
+    super::client_for(
+        &p.bench.limits,
+        base_urls,
+        &p.endpoint.model,
+        p.endpoint.protocol,
+        (p.endpoint.api_key.clone(), &p.endpoint.api_key_env),
     )
-    .map_err(|e| anyhow::anyhow!(e))?;
-    Ok(Client::new(Arc::new(transport), config))
 }
 
 /// Listens for SIGINT and SIGTERM. The first stops dispatch and drains the client: no new

@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 pub use cache::Cache;
 pub use message::ChatMessage;
 pub use openai::OpenAiChat;
-pub use protocol::{Dialect, FinishKind, Protocol, Streamed, ToolCall, Usage};
+pub use protocol::{Dialect, FinishKind, Protocol, ProtocolKind, Streamed, ToolCall, Usage};
 pub use retry::Outcome;
 pub use secrets::Secrets;
 pub use transport::{HttpRequest, HttpResponse, ReqwestTransport, Transport, TransportError};
@@ -60,8 +60,10 @@ impl std::fmt::Debug for ApiKey {
 /// Everything the client needs, resolved from the bench and flags.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
-    /// The `…/v1` URL; `/chat/completions` is appended.
+    /// The `…/v1` URL; the protocol appends its path (`/chat/completions`).
     pub base_url: String,
+    /// The wire protocol the endpoint speaks.
+    pub protocol: ProtocolKind,
     /// Further replicas serving the same model; each gets its own gate of `concurrency`.
     pub replicas: Vec<String>,
     /// Shrink a replica's gate on 429s and grow it back after sustained success.
@@ -95,6 +97,7 @@ impl ClientConfig {
     pub fn new(base_url: &str, model: &str) -> Self {
         ClientConfig {
             base_url: base_url.trim_end_matches('/').to_string(),
+            protocol: ProtocolKind::default(),
             replicas: Vec::new(),
             adaptive: false,
             model: model.to_string(),
@@ -297,16 +300,9 @@ pub(crate) fn deadline_after(t: Instant, d: Duration) -> Instant {
 const ERROR_BODY_CAP: usize = 64 * 1024;
 
 impl Client {
-    /// A client speaking OpenAI chat completions.
+    /// A client speaking the endpoint's protocol (`config.protocol`).
     pub fn new(transport: Arc<dyn Transport>, config: ClientConfig) -> Self {
-        Self::with_protocol(transport, Arc::new(OpenAiChat), config)
-    }
-
-    pub(crate) fn with_protocol(
-        transport: Arc<dyn Transport>,
-        protocol: Arc<dyn Protocol>,
-        config: ClientConfig,
-    ) -> Self {
+        let protocol = config.protocol.build();
         let rng = match config.seed {
             Some(s) => rand::rngs::StdRng::seed_from_u64(s),
             None => rand::make_rng(),

@@ -3,7 +3,7 @@
 //! the commercial endpoints. Every field name of the format lives in this file.
 
 use bytes::Bytes;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::protocol::{self, Dialect, Finish, FinishKind, Protocol, Streamed, ToolCall, Usage};
 use super::{ApiKey, JobRequest};
@@ -154,13 +154,37 @@ impl Protocol for OpenAiChat {
             ("accept".to_string(), "text/event-stream".to_string()),
             ("idempotency-key".to_string(), job.idempotency_key.clone()),
         ];
-        if let Some(key) = key {
-            headers.push((
+        headers.extend(self.key_headers(key));
+        headers
+    }
+
+    fn key_headers(&self, key: Option<&ApiKey>) -> Vec<(String, String)> {
+        key.map(|key| {
+            (
                 "authorization".to_string(),
                 format!("Bearer {}", key.expose()),
-            ));
-        }
-        headers
+            )
+        })
+        .into_iter()
+        .collect()
+    }
+
+    fn ask_for_json(&self, params: &mut Map<String, Value>) {
+        params.insert("response_format".into(), json!({"type": "json_object"}));
+    }
+
+    fn models_url(&self, base_url: &str) -> Option<String> {
+        Some(super::secrets::join_path(base_url, "/models"))
+    }
+
+    fn model_ids(&self, body: &[u8]) -> Option<Vec<String>> {
+        let list = serde_json::from_slice::<Value>(body).ok()?;
+        let data = list.get("data")?.as_array()?;
+        Some(
+            data.iter()
+                .filter_map(|m| m.get("id").and_then(Value::as_str).map(String::from))
+                .collect(),
+        )
     }
 
     fn fallback(&self, job: &JobRequest, dialect: Dialect, status: u16) -> Option<Dialect> {

@@ -1,13 +1,83 @@
 //! The wire protocol behind one trait: how a job becomes an HTTP request, how a streamed
 //! body's events add up to an answer, what rate-limit headers and error bodies say. The
 //! client core ([`super::Client`]: deadlines, retries, gates, replicas) knows no JSON field
-//! names. OpenAI chat completions ([`super::openai::OpenAiChat`]) is the one implementation;
-//! a second protocol is one new file and one match arm where the bench chooses it.
+//! names. An endpoint names its protocol ([`ProtocolKind`], `endpoint.protocol` in a bench,
+//! `--protocol` on the command line); OpenAI chat completions
+//! ([`super::openai::OpenAiChat`]) is the one implementation today. A second protocol is one
+//! new file implementing [`Protocol`] and one variant of [`ProtocolKind`].
+
+use std::sync::Arc;
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use super::{ApiKey, JobRequest};
+
+/// The wire protocol an endpoint speaks, as a bench (`endpoint.protocol`) and `run.json`
+/// name it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProtocolKind {
+    /// OpenAI chat completions: `POST …/chat/completions`, streamed as server-sent events.
+    #[default]
+    OpenaiChat,
+}
+
+impl ProtocolKind {
+    /// Every protocol this build speaks.
+    pub const ALL: [ProtocolKind; 1] = [ProtocolKind::OpenaiChat];
+
+    /// The protocol's implementation.
+    pub fn build(self) -> Arc<dyn Protocol> {
+        match self {
+            ProtocolKind::OpenaiChat => Arc::new(super::OpenAiChat),
+        }
+    }
+
+    /// Its name, as written in a bench.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProtocolKind::OpenaiChat => "openai-chat",
+        }
+    }
+
+    /// Whether this is the default (`openai-chat`), which `run.json` leaves unwritten.
+    pub fn is_default(&self) -> bool {
+        *self == ProtocolKind::default()
+    }
+
+    /// The names this build knows, for an error message: `openai-chat`.
+    pub fn known() -> String {
+        Self::ALL
+            .iter()
+            .map(|p| format!("`{}`", p.name()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl std::str::FromStr for ProtocolKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|p| p.name() == s.trim())
+            .ok_or_else(|| {
+                format!(
+                    "unknown protocol `{s}`; this version speaks {}",
+                    Self::known()
+                )
+            })
+    }
+}
+
+impl std::fmt::Display for ProtocolKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// Token counts for one job, from the server's `usage` or estimated.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -131,6 +201,21 @@ pub trait Protocol: Send + Sync {
 
     /// Requests left in the provider's rate-limit window, when its headers say.
     fn remaining_requests(&self, headers: &[(String, String)]) -> Option<u64>;
+
+    /// The headers that carry the key (for every request: jobs and the models probe).
+    fn key_headers(&self, key: Option<&ApiKey>) -> Vec<(String, String)>;
+
+    /// Asks for a reply in JSON where the protocol can (a judge's verdict): the request
+    /// parameters it takes. A server that refuses them is asked again without
+    /// ([`Protocol::fallback`]).
+    fn ask_for_json(&self, params: &mut Map<String, Value>);
+
+    /// Where the endpoint lists its models, for the check before the first job; `None`
+    /// when the protocol has no such list.
+    fn models_url(&self, base_url: &str) -> Option<String>;
+
+    /// The model ids in a models list's body; `None` when it is not one.
+    fn model_ids(&self, body: &[u8]) -> Option<Vec<String>>;
 }
 
 /// Cuts `s` to at most `max` bytes on a character boundary, marking the cut with `…`.
@@ -148,6 +233,20 @@ pub(crate) fn truncate(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn protocols_are_named_as_a_bench_writes_them() {
+        for p in ProtocolKind::ALL {
+            assert_eq!(p.name().parse::<ProtocolKind>(), Ok(p));
+            assert_eq!(serde_json::to_value(p).unwrap(), p.name());
+        }
+        let e = "anthropic".parse::<ProtocolKind>().unwrap_err();
+        assert!(
+            e.contains("unknown protocol `anthropic`") && e.contains("`openai-chat`"),
+            "{e}"
+        );
+        assert!(ProtocolKind::default().is_default());
+    }
 
     #[test]
     fn estimates_are_marked() {

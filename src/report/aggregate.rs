@@ -668,6 +668,7 @@ mod tests {
                     simulated: true,
                     api_key_env: None,
                     replicas: vec![],
+                    protocol: Default::default(),
                 },
                 confidence: 0.95,
                 repeats: 1,

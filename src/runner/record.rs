@@ -298,6 +298,13 @@ pub struct ProviderInfo {
     /// With several replicas: their base URLs, in the order attempts' `replica` refers to.
     #[serde(default)]
     pub replicas: Vec<String>,
+    /// The wire protocol it spoke; unwritten for the default, `openai-chat` (so older
+    /// records read as what they were).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::client::ProtocolKind::is_default"
+    )]
+    pub protocol: crate::client::ProtocolKind,
 }
 
 /// What was run and when.

@@ -20,6 +20,8 @@ pub use plan::{Fingerprint, Job, Plan, Shard};
 pub use prompts::Variant;
 pub use template::{ChatMessage, Templates};
 
+use crate::client::ProtocolKind;
+
 /// Where the bench's endpoint settings point; resolved against flags and env by `cli`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -28,6 +30,9 @@ pub struct EndpointSpec {
     pub base_url: Option<UrlList>,
     pub model: Option<String>,
     pub api_key_env: Option<String>,
+    /// The wire protocol it speaks (`openai-chat` when unset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<ProtocolKind>,
 }
 
 /// `base_url: http://…/v1` or `base_url: [http://a/v1, http://b/v1]`.
@@ -313,6 +318,7 @@ struct RawJudge {
     base_url: Option<String>,
     model: Option<String>,
     api_key_env: Option<String>,
+    protocol: Option<ProtocolKind>,
     #[serde(default)]
     params: Map<String, Value>,
     #[serde(default)]
@@ -327,6 +333,10 @@ pub struct JudgeSettings {
     pub base_url: Option<String>,
     pub model: Option<String>,
     pub api_key_env: Option<String>,
+    /// The judge endpoint's protocol: the run's when it judges at the run's endpoint, else
+    /// `openai-chat` when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<ProtocolKind>,
     /// Request parameters for judge calls, over `temperature: 0` and a JSON reply.
     pub params: Map<String, Value>,
     /// The judge's own gate, timeouts and attempts (the bench's `limits` where unset).
@@ -408,7 +418,7 @@ impl Bench {
             None => None,
             Some(j) => {
                 if let Some(url) = &j.base_url {
-                    check_base_url(url).map_err(|m| {
+                    check_base_url(url, j.protocol.unwrap_or_default()).map_err(|m| {
                         InputError::new(here("judge"), format!("judge.base_url: {m}"))
                             .fix("write the full URL, e.g. http://127.0.0.1:8000/v1, or `mock`")
                     })?;
@@ -417,6 +427,7 @@ impl Bench {
                     base_url: j.base_url,
                     model: j.model,
                     api_key_env: j.api_key_env,
+                    protocol: j.protocol,
                     params: j.params,
                     limits: resolve_limits(j.limits, &limits, &|key| {
                         here(&format!("judge.limits.{key}"))
@@ -501,7 +512,7 @@ impl Bench {
             }
         }
         for url in raw.endpoint.base_url.iter().flat_map(UrlList::urls) {
-            check_base_url(&url).map_err(|m| {
+            check_base_url(&url, raw.endpoint.protocol.unwrap_or_default()).map_err(|m| {
                 InputError::new(here("base_url"), m)
                     .fix("write the full URL, e.g. http://127.0.0.1:8000/v1")
             })?;
@@ -702,7 +713,7 @@ pub fn prompt_tokens(messages: &[ChatMessage]) -> u64 {
 
 /// A base URL must be absolute http(s), and make sense to the wire protocol (which appends
 /// its own path, e.g. `/chat/completions`).
-pub(crate) fn check_base_url(url: &str) -> Result<(), String> {
+pub(crate) fn check_base_url(url: &str, protocol: ProtocolKind) -> Result<(), String> {
     if url == "mock" {
         return Ok(());
     }
@@ -722,7 +733,9 @@ pub(crate) fn check_base_url(url: &str) -> Result<(), String> {
         Ok(_) => return Err(format!("base URL `{shown}` has no host")),
         Err(e) => return Err(format!("base URL `{shown}` is not a URL: {e}")),
     }
-    crate::client::Protocol::check_base_url(&crate::client::OpenAiChat, url)
+    protocol
+        .build()
+        .check_base_url(url)
         .map_err(|m| m.replace(url, &shown))
 }
 
@@ -844,12 +857,18 @@ mod tests {
 
     #[test]
     fn base_url_checks() {
-        assert!(check_base_url("http://127.0.0.1:8000/v1").is_ok());
+        assert!(check_base_url("http://127.0.0.1:8000/v1", ProtocolKind::OpenaiChat).is_ok());
         assert!(
-            check_base_url("127.0.0.1:8000/v1")
+            check_base_url("127.0.0.1:8000/v1", ProtocolKind::OpenaiChat)
                 .unwrap_err()
                 .contains("scheme")
         );
-        assert!(check_base_url("https://api.x.com/v1/chat/completions").is_err());
+        assert!(
+            check_base_url(
+                "https://api.x.com/v1/chat/completions",
+                ProtocolKind::OpenaiChat
+            )
+            .is_err()
+        );
     }
 }

@@ -84,6 +84,7 @@ async fn run_and_report(setup: &Setup, out: &Path) {
             simulated: true,
             api_key_env: None,
             replicas: Vec::new(),
+            protocol: Default::default(),
         },
         judge: None,
         bench: BenchRecord::of(&bench, &variants),

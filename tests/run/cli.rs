@@ -2025,3 +2025,80 @@ fn repeats_at_temperature_0_are_said_to_cost_more_and_measure_little() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("repeats at temperature 0"), "{stderr}");
 }
+
+#[test]
+fn the_protocol_is_chosen_per_endpoint_kept_with_the_run_and_checked_on_resume() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let url = server.base_url();
+    // Named in the bench: the run speaks it, and the provider hears chat completions.
+    let dir = bench_dir("");
+    let d = dir.path();
+    let bench = std::fs::read_to_string(d.join("bench.yaml")).unwrap();
+    std::fs::write(
+        d.join("bench.yaml"),
+        format!("{bench}endpoint: {{ protocol: openai-chat }}\n"),
+    )
+    .unwrap();
+    let o = promptgauge(d)
+        .args(["run", "bench.yaml", "--base-url", &url, "--model", "m"])
+        .args(["--protocol", "openai-chat"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(server.provider.stats().requests > 0);
+    // A name this version does not speak: an input error at the bench's line, and a usage
+    // error for the flag, each naming the protocols it knows; nothing is sent.
+    let sent = server.provider.stats().requests;
+    std::fs::write(
+        d.join("bench.yaml"),
+        format!("{bench}endpoint: {{ protocol: anthropic-messages }}\n"),
+    )
+    .unwrap();
+    let o = promptgauge(d)
+        .args(["run", "bench.yaml", "--base-url", &url, "--model", "m"])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("bench.yaml:") && e.contains("openai-chat"),
+        "{e}"
+    );
+    std::fs::write(d.join("bench.yaml"), &bench).unwrap();
+    let o = promptgauge(d)
+        .args(["run", "bench.yaml", "--base-url", &url, "--model", "m"])
+        .args(["--protocol", "smoke-signals"])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("unknown protocol `smoke-signals`") && e.contains("`openai-chat`"),
+        "{e}"
+    );
+    assert_eq!(server.provider.stats().requests, sent);
+    // A run answered through another protocol (a record from a newer version) is not
+    // resumed through this one: the record says which, and nothing is sent.
+    let run = run_dirs(&d.join("reports")).pop().unwrap();
+    let record = std::fs::read_to_string(run.join("run.json")).unwrap();
+    let mut doctored: serde_json::Value = serde_json::from_str(&record).unwrap();
+    assert!(
+        doctored["endpoint"].get("protocol").is_none(),
+        "the default is left unwritten, so older records read as they were"
+    );
+    doctored["endpoint"]["protocol"] = "anthropic-messages".into();
+    std::fs::write(run.join("run.json"), doctored.to_string()).unwrap();
+    let o = promptgauge(d)
+        .args(["run", "--resume", run.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("anthropic-messages"), "{e}");
+    assert_eq!(server.provider.stats().requests, sent);
+}

@@ -103,6 +103,7 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
             simulated: true,
             api_key_env: None,
             replicas: vec![],
+            protocol: Default::default(),
         },
         confidence: 0.95,
         repeats: 1,
