@@ -424,6 +424,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         skip: stop.clone(),
         horizon: horizon.map(|h| (h, per_case)),
         resend,
+        sources: Vec::new(),
     };
     let mut verbose = VerboseLog;
     let mut first = FirstFailures::new(

@@ -9,6 +9,7 @@ pub mod journal;
 pub mod lock;
 pub mod record;
 pub mod sequential;
+pub mod source;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -16,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::cache::{self, Cache};
+use crate::client::cache::Cache;
 pub use events::{Listener, RunEvent, RunTally};
 pub use folder::RunDir;
 pub use journal::{JobRecord, JobStatus, Journal};
@@ -53,6 +54,9 @@ pub struct RunOptions {
     /// round; each is a new logical request (its own idempotency key) and its record says
     /// the round, so it takes the failed record's place.
     pub resend: std::collections::HashMap<usize, u32>,
+    /// Answer sources asked after the cache and before the streamed client (a provider's
+    /// batch results): see [`source`].
+    pub sources: Vec<Arc<dyn source::AnswerSource>>,
 }
 
 /// What the workers send the event loop.
@@ -98,6 +102,18 @@ pub async fn run(
         })),
         options.attempts,
     );
+    // The cache first (a paid answer is never bought again), then the run's own sources,
+    // then the streamed client, which always answers.
+    let mut sources: Vec<Arc<dyn source::AnswerSource>> = Vec::new();
+    if let Some(cache) = &options.cache {
+        sources.push(Arc::new(source::Cached {
+            cache: cache.clone(),
+            endpoint: options.endpoint.clone(),
+        }));
+    }
+    sources.extend(options.sources.iter().cloned());
+    sources.push(Arc::new(source::Streamed(client.clone())));
+    let sources: Arc<[Arc<dyn source::AnswerSource>]> = sources.into();
     let workers = client.capacity().max(1).min(total.max(1));
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..workers {
@@ -111,6 +127,7 @@ pub async fn run(
             dispatch.clone(),
         );
         let options = options.clone();
+        let sources = sources.clone();
         tasks.spawn(async move {
             let stop = client.stop_token();
             while !dispatch.is_cancelled() && !stop.is_cancelled() {
@@ -150,7 +167,14 @@ pub async fn run(
                 }
                 active.fetch_add(1, Ordering::SeqCst);
                 let _ = tx.send(Message::Started(*job));
-                let record = run_job(&bench, job, &client, &options).await;
+                let record = run_job(
+                    &bench,
+                    job,
+                    &sources,
+                    client.config().model.as_str(),
+                    &options,
+                )
+                .await;
                 active.fetch_sub(1, Ordering::SeqCst);
                 let Some(mut record) = record else {
                     break;
@@ -231,15 +255,15 @@ async fn all_done(tasks: &mut tokio::task::JoinSet<()>) {
     while tasks.join_next().await.is_some() {}
 }
 
-/// Sends one job (or takes its answer from the cache) and grades it; `None` when the run
-/// was stopped before it finished.
+/// Asks the sources for one job's answer and scores it; `None` when the run was stopped
+/// before it finished.
 async fn run_job(
     bench: &Bench,
     job: &Job,
-    client: &Client,
+    sources: &[Arc<dyn source::AnswerSource>],
+    model: &str,
     options: &RunOptions,
 ) -> Option<JobRecord> {
-    let scoring = &options.scoring;
     // A resend is a new logical request: a key of its own, the same on its retries.
     let job_key = match options.resend.get(&job.index) {
         Some(round) => format!("pg-{}-{}-resend{round}", options.run_id, job.index),
@@ -262,78 +286,29 @@ async fn run_job(
     let reserve_tokens = bench
         .reservation(job.variant, &messages)
         .min(u64::from(u32::MAX)) as u32;
-    let params = bench.params_for(job.variant);
-    let cache_key = options.cache.as_ref().map(|_| {
-        cache::key(
-            &options.endpoint,
-            &client.config().model,
-            &messages,
-            &params,
-            job.repeat,
-        )
-    });
-    if let (Some(cache), Some(key)) = (&options.cache, &cache_key) {
-        let hit = cache.lock().ok().and_then(|c| c.get(key).cloned());
-        if let Some(answer) = hit {
-            let result = JobResult {
-                attempts: Vec::new(),
-                text: answer.text,
-                reasoning: answer.reasoning,
-                tool_calls: answer.tool_calls,
-                finish_reason: answer.finish_reason,
-                usage: answer.usage,
-                model: answer.model,
-                answer_ms: None,
-                failure: None,
-                aborted: false,
-            };
-            let scored = Scoring {
-                scorers: &options.scorers,
-                key: &job_key,
-                messages: &messages,
-                prompt_chars,
-                context: scoring,
-            };
-            let mut r = graded_record(bench, job, result, &scored).await?;
-            r.cached = true;
-            r.outcome = Some(crate::client::Outcome::Complete);
-            return Some(r);
-        }
-    }
     let request = JobRequest {
         reserve_tokens,
-        messages: messages.clone(),
-        params,
-        idempotency_key: job_key.clone(),
+        messages,
+        params: bench.params_for(job.variant),
+        idempotency_key: job_key,
     };
-    let result = client.execute(&request).await;
-    if result.aborted {
+    let ask = source::Ask {
+        request: &request,
+        model,
+        repeat: job.repeat,
+    };
+    let answer = source::answer(sources, &ask).await?;
+    if answer.result.aborted {
         return None;
     }
-    if let (Some(cache), Some(key)) = (&options.cache, cache_key)
-        && result.answered()
-        && result.outcome() == Some(crate::client::Outcome::Complete)
-        && let Ok(mut cache) = cache.lock()
-    {
-        // A cache that cannot be written only costs money later; the run goes on.
-        let _ = cache.put(cache::CachedAnswer {
-            key,
-            text: result.text.clone(),
-            reasoning: result.reasoning.clone(),
-            tool_calls: result.tool_calls.clone(),
-            finish_reason: result.finish_reason.clone(),
-            usage: result.usage,
-            model: result.model.clone(),
-        });
-    }
-    let scored = Scoring {
+    let scoring = Scoring {
         scorers: &options.scorers,
-        key: &job_key,
-        messages: &messages,
+        key: &request.idempotency_key,
+        messages: &request.messages,
         prompt_chars,
-        context: scoring,
+        context: &options.scoring,
     };
-    record(bench, job, result, &scored).await
+    record(bench, job, answer, &scoring).await
 }
 
 /// What scoring a job needs besides its answer.
@@ -390,8 +365,22 @@ fn failed_record(bench: &Bench, job: &Job, error: String, result: Option<JobResu
     }
 }
 
-/// The record of a finished job; `None` when the run stopped before it was scored.
-async fn record(bench: &Bench, job: &Job, result: JobResult, s: &Scoring<'_>) -> Option<JobRecord> {
+/// The record of a finished job, whatever source answered it; `None` when the run stopped
+/// before it was scored.
+async fn record(
+    bench: &Bench,
+    job: &Job,
+    answer: source::Sourced,
+    s: &Scoring<'_>,
+) -> Option<JobRecord> {
+    let result = answer.result;
+    if answer.cached {
+        // Kept only when it came whole: it is scored as the complete answer it was.
+        let mut r = graded_record(bench, job, result, s).await?;
+        r.cached = true;
+        r.outcome = Some(crate::client::Outcome::Complete);
+        return Some(r);
+    }
     if result.filtered() {
         let error = result
             .attempts

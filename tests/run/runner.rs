@@ -362,3 +362,95 @@ async fn with_every_replica_failing_jobs_fail_as_fast_as_with_one_endpoint() {
         "three replicas {three:?}, one {one:?}"
     );
 }
+
+/// An answer source that is not the client: it answers every other job itself (as a
+/// provider's batch results would) and leaves the rest to the next source.
+struct EveryOther {
+    asked: std::sync::Mutex<Vec<String>>,
+    heard: std::sync::atomic::AtomicUsize,
+}
+
+impl runner::source::AnswerSource for EveryOther {
+    fn answer<'a>(&'a self, ask: &'a runner::source::Ask<'a>) -> runner::source::SourceFuture<'a> {
+        let key = ask.request.idempotency_key.clone();
+        self.asked.lock().unwrap().push(key.clone());
+        let job: usize = key.rsplit('-').next().unwrap().parse().unwrap();
+        let text = ask.request.messages[0]
+            .content
+            .trim_start_matches("Echo: ")
+            .to_string();
+        Box::pin(async move {
+            (job % 2 == 0).then(|| runner::source::Sourced {
+                result: promptgauge::client::JobResult {
+                    attempts: Vec::new(),
+                    // Wrong on purpose for job 0: scored like any answer.
+                    text: if job == 0 {
+                        "nope".into()
+                    } else {
+                        text.trim().to_string()
+                    },
+                    reasoning: String::new(),
+                    tool_calls: Vec::new(),
+                    finish_reason: Some("stop".into()),
+                    usage: None,
+                    model: Some("batch".into()),
+                    answer_ms: None,
+                    failure: None,
+                    aborted: false,
+                },
+                cached: true,
+            })
+        })
+    }
+
+    fn heard(&self, _: &runner::source::Ask<'_>, _: &runner::source::Sourced) {
+        self.heard.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_answer_source_beside_the_client_answers_jobs_that_are_scored_the_same_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let bench = Arc::new(echo_bench(dir.path(), 10));
+    let provider = Arc::new(Provider::new(MockConfig::default()));
+    let client = Arc::new(Client::new(
+        Arc::new(MemoryTransport::new(provider.clone())),
+        ClientConfig::new("http://sim/v1", "mock-model"),
+    ));
+    let source = Arc::new(EveryOther {
+        asked: Default::default(),
+        heard: Default::default(),
+    });
+    let mut records = Vec::new();
+    let tally = runner::run(
+        bench.clone(),
+        Plan::new(bench.cases.len(), &[0], 1).jobs,
+        client,
+        &runner::RunOptions {
+            scorers: Arc::new(promptgauge::grade::scorers_for(&bench).unwrap()),
+            run_id: "src".into(),
+            sources: vec![source.clone()],
+            ..Default::default()
+        },
+        CancellationToken::new(),
+        &mut OnEvent(|e: &RunEvent<'_>| {
+            if let RunEvent::JobFinished { record, .. } = e {
+                records.push((*record).clone());
+            }
+        }),
+    )
+    .await;
+    assert_eq!(tally.finished, 10);
+    records.sort_by_key(|r| r.job);
+    // Asked for every job; it answered five, the client the other five.
+    assert_eq!(source.asked.lock().unwrap().len(), 10);
+    assert_eq!(source.heard.load(std::sync::atomic::Ordering::SeqCst), 10);
+    assert_eq!(provider.stats().requests, 5);
+    for r in &records {
+        assert_eq!(r.status, JobStatus::Graded, "{r:?}");
+        assert_eq!(r.cached, r.job % 2 == 0);
+        let want = if r.job == 0 { 0.0 } else { 1.0 };
+        assert_eq!(r.score, Some(want), "{r:?}");
+    }
+    assert_eq!(records[2].model.as_deref(), Some("batch"));
+}
