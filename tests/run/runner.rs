@@ -380,7 +380,7 @@ impl runner::source::AnswerSource for EveryOther {
             .trim_start_matches("Echo: ")
             .to_string();
         Box::pin(async move {
-            (job % 2 == 0).then(|| runner::source::Sourced {
+            job.is_multiple_of(2).then(|| runner::source::Sourced {
                 result: promptgauge::client::JobResult {
                     attempts: Vec::new(),
                     // Wrong on purpose for job 0: scored like any answer.
@@ -448,7 +448,7 @@ async fn an_answer_source_beside_the_client_answers_jobs_that_are_scored_the_sam
     assert_eq!(provider.stats().requests, 5);
     for r in &records {
         assert_eq!(r.status, JobStatus::Graded, "{r:?}");
-        assert_eq!(r.cached, r.job % 2 == 0);
+        assert_eq!(r.cached, r.job.is_multiple_of(2));
         let want = if r.job == 0 { 0.0 } else { 1.0 };
         assert_eq!(r.score, Some(want), "{r:?}");
     }
