@@ -401,5 +401,6 @@ pub(crate) fn stored_result(
         prompts_cut: 0,
         prompts_left_out: 0,
         jobs: None,
+        problems: Vec::new(),
     }
 }

@@ -160,6 +160,8 @@ pub(super) async fn conclude(
     mut problems: Vec<anyhow::Error>,
     bench: Option<&crate::suite::Bench>,
 ) -> Exit {
+    // An output that could not be written (a per-job file) is said like a report's.
+    problems.append(&mut result.problems);
     let baseline = match outputs.baseline {
         Some(base) => {
             // The levels were checked to agree before anything was sent.

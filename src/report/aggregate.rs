@@ -14,7 +14,11 @@ use std::path::PathBuf;
 use super::compare::{
     CaseTable, Comparison, CorrectedDifference, Detectable, Paired, compare, decide,
 };
+use super::causes::FailedJobs;
+use super::job_rows::JobRows;
 use super::junit::JunitSpool;
+use super::shown::ShownAnswers;
+use super::sinks::Sink;
 use super::labels::{JudgedScores, Labels, corrected_difference, judged_pairs};
 use super::summary::{
     Acc, Latencies, Percentiles, ReplicaSummary, SCHEMA, SCHEMA_SCORED, Summary, slices,
@@ -82,7 +86,9 @@ pub struct RunResult {
     pub prompts_cut: usize,
     pub prompts_left_out: usize,
     /// One row per job for the history store, when asked for ([`Aggregator::keep_rows`]).
-    pub jobs: Option<super::job_rows::JobRows>,
+    pub jobs: Option<JobRows>,
+    /// Outputs that could not be written (a `--jobs-csv` file on a full disk).
+    pub problems: Vec<anyhow::Error>,
 }
 
 /// What the aggregator needs to know before the first record.
@@ -102,7 +108,10 @@ pub struct AggregatorSettings {
     pub sequential: Option<crate::runner::sequential::Sequential>,
 }
 
-/// Builds a [`RunResult`] from finished jobs.
+/// Builds a [`RunResult`] from finished jobs: the run's figures (the summary, the case
+/// table behind the paired statistics, the latencies), and the fan-out to its other
+/// outputs ([`super::sinks`]). With `--until-decided`, the sequential tests decide first
+/// which records the figures and the outputs count.
 pub struct Aggregator {
     run: RunInfo,
     variants: Vec<String>,
@@ -118,25 +127,16 @@ pub struct Aggregator {
     torn: usize,
     duplicates: usize,
     outside_plan: usize,
-    /// Cases whose first samples are not all in yet; `None` once settled as agreeing.
-    pending: HashMap<String, Option<CaseAnswers>>,
-    disagreements: BTreeMap<String, CaseAnswers>,
-    failed_jobs: Vec<JobRecord>,
-    causes: super::causes::Causes,
-    answers: BTreeMap<String, ShownCase>,
-    junit: Option<JunitSpool>,
     judge_price: Option<Price>,
     /// Some score was neither 0 nor 1: the run is scored, not binary.
     scored: bool,
     labels: Labels,
     /// With labels: per variant, the judged scores, labelled or not, by case.
     judged: Vec<JudgedScores>,
+    /// `--until-decided`: the tests that say which records count.
     sequential: Option<crate::runner::sequential::Sequential>,
-    /// `--until-decided`: records whose case the tests have not reached yet; they count
-    /// once it is known whether a decision needed them. Few: the workers never run more
-    /// than `Horizon::ahead` cases (about concurrency / jobs per case) past the tests.
-    held: Vec<JobRecord>,
-    rows: Option<super::job_rows::JobRows>,
+    /// The run's other outputs, each hearing every counted record.
+    sinks: Vec<Box<dyn Sink>>,
 }
 
 impl Aggregator {
@@ -153,7 +153,17 @@ impl Aggregator {
             sequential,
         } = settings;
         let replicas = run.provider.replicas.len();
-        let junit = junit_spool.map(|path| JunitSpool::create(path, &run.bench, run.repeats > 1));
+        let mut sinks: Vec<Box<dyn Sink>> = vec![
+            Box::new(ShownAnswers::new(variants.len())),
+            Box::new(FailedJobs::default()),
+        ];
+        if let Some(path) = junit_spool {
+            sinks.push(Box::new(JunitSpool::create(
+                path,
+                &run.bench,
+                run.repeats > 1,
+            )));
+        }
         Aggregator {
             arm: variants
                 .iter()
@@ -173,29 +183,27 @@ impl Aggregator {
             torn: 0,
             duplicates: 0,
             outside_plan: 0,
-            pending: HashMap::new(),
-            disagreements: BTreeMap::new(),
-            failed_jobs: Vec::new(),
-            causes: Default::default(),
-            answers: BTreeMap::new(),
-            junit,
             judge_price,
             scored: false,
             labels,
             judged: Vec::new(),
             sequential,
-            held: Vec::new(),
-            rows: None,
+            sinks,
         }
     }
 
     /// Also keeps one row per job of these cases (the run's), for the history store: in
     /// a spool file at `spool` (a live run), else in memory.
     pub fn keep_rows(&mut self, case_ids: &[String], spool: Option<PathBuf>) {
-        self.rows = Some(match spool {
-            Some(path) => super::job_rows::JobRows::spooled(&self.variants, case_ids, path),
-            None => super::job_rows::JobRows::new(&self.variants, case_ids),
-        });
+        self.add_sink(Box::new(match spool {
+            Some(path) => JobRows::spooled(&self.variants, case_ids, path),
+            None => JobRows::new(&self.variants, case_ids),
+        }));
+    }
+
+    /// Adds an output that hears every counted record from now on (a `--jobs-csv` file).
+    pub fn add_sink(&mut self, sink: Box<dyn Sink>) {
+        self.sinks.push(sink);
     }
 
     /// The run as it ended (its end time, why it stopped), for the summary.
@@ -221,23 +229,12 @@ impl Aggregator {
             self.count(r);
             return;
         };
-        s.add(r);
-        let now = s.counts(r);
-        let mut settled = Vec::new();
-        let mut i = 0;
-        while i < self.held.len() {
-            match s.counts(&self.held[i]) {
-                Some(counted) => settled.push((self.held.swap_remove(i), counted)),
-                None => i += 1,
-            }
-        }
+        let (now, settled) = s.hear(r);
         match now {
             Some(true) => self.count(r),
             Some(false) => self.unused(r),
-            None => self.held.push(r.clone()),
+            None => {}
         }
-        // Released in plan order, whatever order they were heard in.
-        settled.sort_by_key(|(h, _)| h.job);
         for (h, counted) in settled {
             if counted {
                 self.count(&h);
@@ -270,22 +267,15 @@ impl Aggregator {
             }
         }
         self.finished += 1;
-        if let Some(rows) = &mut self.rows {
-            rows.add(r);
+        let arm = self.arm.get(&r.variant).copied();
+        for sink in &mut self.sinks {
+            sink.counted(arm, r);
         }
-        let Some(&arm) = self.arm.get(&r.variant) else {
+        let Some(arm) = arm else {
             return;
         };
-        if let Some(junit) = &mut self.junit {
-            junit.add(arm, r);
-        }
-        self.show(arm, r);
         if r.status == JobStatus::Failed {
             self.failed += 1;
-            self.causes.add(r);
-            if self.failed_jobs.len() < FAILED_SHOWN {
-                self.failed_jobs.push(r.clone());
-            }
         }
         if let Some(group) = &r.group {
             self.cases.set_group(&r.case_id, group);
@@ -293,35 +283,11 @@ impl Aggregator {
         if let Some(score) = r.score() {
             self.scored |= !crate::grade::scorer::is_binary(score);
             self.cases.add(&r.case_id, &r.tags, arm, score);
-            self.answer(arm, r, score);
             if !r.judge.is_empty() && !self.labels.is_empty() {
                 self.judged_by(arm, r, score);
             }
         }
         self.accs[arm].add(r, self.price.as_ref(), self.judge_price.as_ref());
-    }
-
-    /// Keeps the full answer of a case's first repeat, for the first cases heard.
-    fn show(&mut self, arm: usize, r: &JobRecord) {
-        if r.repeat != 0 {
-            return;
-        }
-        let arms = self.variants.len();
-        if !self.answers.contains_key(&r.case_id) && self.answers.len() >= SHOWN_CASES {
-            return;
-        }
-        let reason = super::reason_of(r);
-        let entry = self
-            .answers
-            .entry(r.case_id.clone())
-            .or_insert_with(|| (r.expected.clone(), vec![None; arms]));
-        entry.1[arm] = Some(ShownAnswer {
-            output: crate::client::protocol::truncate(&r.output, SHOWN_CHARS),
-            extracted: r.extracted.clone(),
-            score: r.score(),
-            reason,
-            filtered: r.status == JobStatus::Filtered,
-        });
     }
 
     /// Keeps a judged score for comparing the judge with people's labels.
@@ -334,47 +300,32 @@ impl Aggregator {
         self.judged[arm].add(&r.case_id, score, person);
     }
 
-    /// Keeps a case's first-repeat answer per variant until all are in; keeps them only
-    /// if the variants disagree, and forgets the case otherwise (a large bench's settled
-    /// cases would otherwise each keep an entry).
-    fn answer(&mut self, arm: usize, r: &JobRecord, score: f64) {
-        if r.repeat != 0 || self.disagreements.contains_key(&r.case_id) {
-            return;
-        }
-        let arms = self.variants.len();
-        let slot = self
-            .pending
-            .entry(r.case_id.clone())
-            .or_insert_with(|| Some((r.expected.clone(), vec![None; arms])));
-        let Some((_, got)) = slot else {
-            return;
-        };
-        if got[arm].is_some() {
-            return;
-        }
-        got[arm] = Some((r.extracted.clone().unwrap_or_default(), score));
-        if got.iter().all(Option::is_some)
-            && let Some(Some(answers)) = self.pending.remove(&r.case_id)
-            && disagree(&answers)
-        {
-            self.disagreements.insert(r.case_id.clone(), answers);
-        }
-    }
-
     /// The result, once every record is in.
     pub fn finish(mut self) -> RunResult {
-        if let Some(s) = &self.sequential {
-            let mut held = std::mem::take(&mut self.held);
-            held.sort_by_key(|h| h.job);
-            let counted: Vec<bool> = held.iter().map(|h| s.counts_at_end(h)).collect();
-            for (h, counted) in held.iter().zip(counted) {
-                if counted {
-                    self.count(h);
-                } else {
-                    self.unused(h);
-                }
+        let held = self
+            .sequential
+            .as_mut()
+            .map(|s| s.release())
+            .unwrap_or_default();
+        for (h, counted) in held {
+            if counted {
+                self.count(&h);
+            } else {
+                self.unused(&h);
             }
         }
+        let sinks = std::mem::take(&mut self.sinks);
+        let mut result = self.figures();
+        for sink in sinks {
+            if let Err(e) = sink.finish(&mut result) {
+                result.problems.push(e);
+            }
+        }
+        result
+    }
+
+    /// The figures, once every record is in (the outputs add theirs).
+    fn figures(self) -> RunResult {
         let confidence = self.run.confidence;
         let variants = &self.variants;
         let cases = self.cases;
@@ -464,13 +415,6 @@ impl Aggregator {
             .planned
             .saturating_sub(self.finished)
             .saturating_sub(not_needed);
-        let mut disagreements = self.disagreements;
-        for (case, answers) in self.pending {
-            // Variants that never all answered a case may still disagree among those that did.
-            if let Some(answers) = answers.filter(disagree) {
-                disagreements.insert(case, answers);
-            }
-        }
         let summary = Summary {
             schema: if scored { SCHEMA_SCORED } else { SCHEMA }.to_string(),
             complete: self.failed == 0 && missing == 0 && self.run.stopped.is_none(),
@@ -501,25 +445,23 @@ impl Aggregator {
             slices,
             gates: Vec::new(),
             sequential,
-            failures: self.causes.finish(),
+            failures: Vec::new(),
         };
         RunResult {
             summary,
             cases,
             latencies,
-            disagreements,
-            failed: self.failed_jobs,
+            disagreements: BTreeMap::new(),
+            failed: Vec::new(),
             failed_total: self.failed,
-            junit: self.junit,
+            junit: None,
             answers_total,
-            answers: self.answers,
+            answers: BTreeMap::new(),
             prompts: HashMap::new(),
             prompts_cut: 0,
             prompts_left_out: 0,
-            jobs: self.rows.map(|mut rows| {
-                rows.flush();
-                rows
-            }),
+            jobs: None,
+            problems: Vec::new(),
         }
     }
 }
@@ -614,18 +556,6 @@ fn correct_with_labels(
 }
 
 /// Some variants passed the case and some did not.
-/// Whether the variants' scores of a case differ: full marks against none, and as much
-/// 0.9 against 0.4 (a scored run's partial credit).
-fn disagree(answers: &CaseAnswers) -> bool {
-    let scores: Vec<f64> = answers.1.iter().flatten().map(|(_, s)| *s).collect();
-    let (lo, hi) = scores
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &s| {
-            (lo.min(s), hi.max(s))
-        });
-    hi - lo > 1e-9
-}
-
 impl Listener for Aggregator {
     fn on(&mut self, event: &RunEvent<'_>) -> std::io::Result<()> {
         if let RunEvent::JobFinished { record, .. } = event {

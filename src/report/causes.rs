@@ -136,6 +136,32 @@ pub(crate) fn lines(causes: &[FailureCause]) -> Vec<String> {
         .collect()
 }
 
+/// The failed jobs report.html shows (the first [`super::aggregate::FAILED_SHOWN`]) and
+/// their causes, grouped, for every report.
+#[derive(Default)]
+pub(crate) struct FailedJobs {
+    shown: Vec<JobRecord>,
+    causes: Causes,
+}
+
+impl super::sinks::Sink for FailedJobs {
+    fn counted(&mut self, arm: Option<usize>, r: &JobRecord) {
+        if arm.is_none() || r.status != crate::runner::journal::JobStatus::Failed {
+            return;
+        }
+        self.causes.add(r);
+        if self.shown.len() < super::aggregate::FAILED_SHOWN {
+            self.shown.push(r.clone());
+        }
+    }
+
+    fn finish(self: Box<Self>, result: &mut super::aggregate::RunResult) -> anyhow::Result<()> {
+        result.failed = self.shown;
+        result.summary.failures = self.causes.finish();
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -371,6 +371,19 @@ impl JobRows {
     }
 }
 
+impl super::sinks::Sink for JobRows {
+    fn counted(&mut self, _: Option<usize>, r: &JobRecord) {
+        self.add(r);
+    }
+
+    /// The rows go to the store with the run (app/finish.rs).
+    fn finish(mut self: Box<Self>, result: &mut super::aggregate::RunResult) -> anyhow::Result<()> {
+        self.flush();
+        result.jobs = Some(*self);
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

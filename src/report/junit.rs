@@ -312,3 +312,17 @@ mod tests {
         );
     }
 }
+
+impl super::sinks::Sink for JunitSpool {
+    fn counted(&mut self, arm: Option<usize>, r: &JobRecord) {
+        if let Some(arm) = arm {
+            self.add(arm, r);
+        }
+    }
+
+    /// The spool is assembled into the `--junit` file with the summary (app/finish.rs).
+    fn finish(self: Box<Self>, result: &mut super::aggregate::RunResult) -> anyhow::Result<()> {
+        result.junit = Some(*self);
+        Ok(())
+    }
+}

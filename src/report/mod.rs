@@ -16,6 +16,8 @@ pub mod markdown;
 pub(crate) mod progress;
 pub mod rows;
 pub mod sequential;
+mod shown;
+pub mod sinks;
 pub mod summary;
 pub(crate) mod terminal;
 pub(crate) mod verbose;

@@ -151,6 +151,10 @@ pub struct Sequential {
     stop: Option<StopFlags>,
     horizon: Option<Horizon>,
     confidence: f64,
+    /// Records whose case the tests have not reached yet; they count once it is known
+    /// whether a decision needed them. Few: the workers never run more than
+    /// `Horizon::ahead` cases (about concurrency / jobs per case) past the tests.
+    held: Vec<JobRecord>,
 }
 
 /// What a live run's tests steer: the stop flags (indexed by the bench's variant index,
@@ -219,7 +223,42 @@ impl Sequential {
             stop,
             horizon,
             confidence,
+            held: Vec::new(),
         }
+    }
+
+    /// Hears a finished job, and says what the run's figures may take now: this record
+    /// (`Some(counted)`) when whether a decision needed it is known, and the held records
+    /// that became known, in plan order. A record not known yet is held.
+    pub fn hear(&mut self, r: &JobRecord) -> (Option<bool>, Vec<(JobRecord, bool)>) {
+        self.add(r);
+        let now = self.counts(r);
+        let mut settled = Vec::new();
+        let mut i = 0;
+        while i < self.held.len() {
+            match self.counts(&self.held[i]) {
+                Some(counted) => settled.push((self.held.swap_remove(i), counted)),
+                None => i += 1,
+            }
+        }
+        if now.is_none() {
+            self.held.push(r.clone());
+        }
+        // Released in plan order, whatever order they were heard in.
+        settled.sort_by_key(|(h, _)| h.job);
+        (now, settled)
+    }
+
+    /// Once every record is in: the held records, in plan order, and whether each counts.
+    pub fn release(&mut self) -> Vec<(JobRecord, bool)> {
+        let mut held = std::mem::take(&mut self.held);
+        held.sort_by_key(|h| h.job);
+        held.into_iter()
+            .map(|h| {
+                let counted = self.counts_at_end(&h);
+                (h, counted)
+            })
+            .collect()
     }
 
     /// Hears one finished job.
