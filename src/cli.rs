@@ -323,12 +323,8 @@ pub struct MergeArgs {
     pub out: Option<PathBuf>,
     #[command(flatten)]
     pub gates: GateArgs,
-    /// Write a JUnit XML report of the merged run.
-    #[arg(long, value_name = "FILE")]
-    pub junit: Option<PathBuf>,
-    /// Append the Markdown summary to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub markdown: Option<PathBuf>,
+    #[command(flatten)]
+    pub outputs: OutputArgs,
     #[command(flatten)]
     pub store: StoreArgs,
 }
@@ -443,14 +439,51 @@ pub struct RunArgs {
     pub grace: Duration,
     #[command(flatten)]
     pub gates: GateArgs,
+    #[command(flatten)]
+    pub outputs: OutputArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// Files a run (or a merged run) writes besides its folder, for CI and other tools.
+#[derive(Debug, Clone, Default, Args)]
+pub struct OutputArgs {
     /// Write a JUnit XML report: one test case per case and variant.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
     /// Append the Markdown summary to FILE (e.g. "$GITHUB_STEP_SUMMARY").
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
-    #[command(flatten)]
-    pub store: StoreArgs,
+    /// Write one CSV row per job: case, variant, repeat, status, score, tokens, cost,
+    /// latency (for a spreadsheet or another tool's statistics).
+    #[arg(long, value_name = "FILE")]
+    pub jobs_csv: Option<PathBuf>,
+}
+
+impl OutputArgs {
+    /// Every file named, to check before anything is sent that each can be written.
+    pub fn files(&self) -> impl Iterator<Item = &PathBuf> {
+        [&self.junit, &self.markdown, &self.jobs_csv]
+            .into_iter()
+            .flatten()
+    }
+
+    /// The outputs that hear every counted job, one line each (the JUnit spool lives in
+    /// the run folder and is the aggregator's own; the Markdown is written from the
+    /// summary).
+    pub fn sinks(
+        &self,
+        price: Option<&crate::suite::Price>,
+    ) -> Vec<Box<dyn crate::report::sinks::Sink>> {
+        let mut sinks: Vec<Box<dyn crate::report::sinks::Sink>> = Vec::new();
+        if let Some(path) = &self.jobs_csv {
+            sinks.push(Box::new(crate::report::jobs_csv::JobsCsv::create(
+                path,
+                price.cloned(),
+            )));
+        }
+        sinks
+    }
 }
 
 /// Which failed jobs `--retry-failed` sends again.

@@ -154,7 +154,7 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
             .unwrap_or("merged"),
         rand::random::<u16>()
     );
-    let mut agg = aggregator(&dir, &record, args.junit.is_some())?;
+    let mut agg = aggregator(&dir, &record, &args.outputs)?;
     if !args.store.no_store {
         agg.keep_rows(&record.bench.case_ids, Some(dir.store_spool()));
     }
@@ -209,8 +209,8 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
         } else {
             Some(store?)
         },
-        junit: args.junit.as_deref(),
-        markdown: args.markdown.as_deref(),
+        junit: args.outputs.junit.as_deref(),
+        markdown: args.outputs.markdown.as_deref(),
         quiet: false,
         sent: false,
     };

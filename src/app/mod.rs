@@ -158,16 +158,16 @@ fn resume_command(dir: &std::path::Path) -> String {
 fn aggregator(
     dir: &crate::runner::RunDir,
     record: &crate::runner::record::RunRecord,
-    junit: bool,
+    outputs: &crate::cli::OutputArgs,
 ) -> Result<crate::report::Aggregator, crate::cli::UsageError> {
-    aggregator_with(dir, record, junit, None)
+    aggregator_with(dir, record, outputs, None)
 }
 
 /// [`aggregator`] for a live `--until-decided` run, whose tests also pace the runner.
 pub(super) fn aggregator_with(
     dir: &crate::runner::RunDir,
     record: &crate::runner::record::RunRecord,
-    junit: bool,
+    outputs: &crate::cli::OutputArgs,
     live: Option<crate::runner::sequential::Live>,
 ) -> Result<crate::report::Aggregator, crate::cli::UsageError> {
     let (labels, torn) = crate::report::labels::of_run(&dir.labels()).map_err(|m| {
@@ -179,30 +179,33 @@ pub(super) fn aggregator_with(
             crate::report::labels::torn_note(&dir.labels(), torn)
         );
     }
-    Ok(crate::report::Aggregator::new(
-        crate::report::AggregatorSettings {
-            run: crate::report::RunInfo {
-                folder: Some(crate::report::shell_path(dir.path())),
-                ..record.info()
-            },
-            variants: record.plan.variants.clone(),
-            price: record.bench.price.clone(),
-            planned: record.plan_keys().planned(),
-            junit_spool: junit.then(|| dir.junit_spool()),
-            judge_price: record.judge_price(),
-            labels,
-            sequential: record.plan.sequential.as_ref().map(|plan| {
-                crate::runner::sequential::Sequential::new(
-                    plan,
-                    &record.bench.case_ids,
-                    &record.plan.variants,
-                    record.plan.repeats,
-                    record.bench.confidence,
-                    live,
-                )
-            }),
+    let mut agg = crate::report::Aggregator::new(crate::report::AggregatorSettings {
+        run: crate::report::RunInfo {
+            folder: Some(crate::report::shell_path(dir.path())),
+            ..record.info()
         },
-    ))
+        variants: record.plan.variants.clone(),
+        price: record.bench.price.clone(),
+        planned: record.plan_keys().planned(),
+        junit_spool: outputs.junit.is_some().then(|| dir.junit_spool()),
+        judge_price: record.judge_price(),
+        labels,
+        sequential: record.plan.sequential.as_ref().map(|plan| {
+            crate::runner::sequential::Sequential::new(
+                plan,
+                &record.bench.case_ids,
+                &record.plan.variants,
+                record.plan.repeats,
+                record.bench.confidence,
+                live,
+            )
+        }),
+    });
+    // The run's other outputs, as the flags ask for them.
+    for sink in outputs.sinks(record.bench.price.as_ref()) {
+        agg.add_sink(sink);
+    }
+    Ok(agg)
 }
 
 /// Reads a finished run folder once: its record and what its journal adds up to.
@@ -231,7 +234,7 @@ fn load_with(
     let record = dir
         .read_record()
         .map_err(|e| crate::cli::UsageError(format!("{e:#}")))?;
-    let mut agg = aggregator(&dir, &record, false)?;
+    let mut agg = aggregator(&dir, &record, &Default::default())?;
     if rows {
         agg.keep_rows(&record.bench.case_ids, None);
     }

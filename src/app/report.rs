@@ -19,7 +19,7 @@ pub fn report(args: &ReportArgs) -> Result<Exit, Failure> {
         .read_record()
         .map_err(|e| UsageError(format!("{e:#}")))?;
     let keys = record.plan_keys();
-    let mut agg = aggregator(&dir, &record, false)?;
+    let mut agg = aggregator(&dir, &record, &Default::default())?;
     let (audit, _) = dir
         .replay(&keys, |r| agg.add(&r))
         .with_context(|| format!("cannot read {}", dir.journal_path().display()))

@@ -107,7 +107,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     check_gates(&p, &args.gates)?;
     // Every report file must be writable, and the baseline run readable, before a single
     // request is paid for.
-    for path in [&args.junit, &args.markdown].into_iter().flatten() {
+    for path in args.outputs.files() {
         check_writable(path).before_send()?;
     }
     // The history store: beside the run folders unless named.
@@ -243,7 +243,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         }),
         _ => None,
     };
-    let mut agg = super::aggregator_with(&dir, &record, args.junit.is_some(), live)?;
+    let mut agg = super::aggregator_with(&dir, &record, &args.outputs, live)?;
     if !args.store.no_store {
         agg.keep_rows(&record.bench.case_ids, Some(dir.store_spool()));
     }
@@ -494,8 +494,8 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         } else {
             Some(store?)
         },
-        junit: args.junit.as_deref(),
-        markdown: args.markdown.as_deref(),
+        junit: args.outputs.junit.as_deref(),
+        markdown: args.outputs.markdown.as_deref(),
         quiet,
         sent: true,
     };

@@ -11,15 +11,15 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
+use super::causes::FailedJobs;
 use super::compare::{
     CaseTable, Comparison, CorrectedDifference, Detectable, Paired, compare, decide,
 };
-use super::causes::FailedJobs;
 use super::job_rows::JobRows;
 use super::junit::JunitSpool;
+use super::labels::{JudgedScores, Labels, corrected_difference, judged_pairs};
 use super::shown::ShownAnswers;
 use super::sinks::Sink;
-use super::labels::{JudgedScores, Labels, corrected_difference, judged_pairs};
 use super::summary::{
     Acc, Latencies, Percentiles, ReplicaSummary, SCHEMA, SCHEMA_SCORED, Summary, slices,
 };

@@ -272,6 +272,20 @@ impl JunitSpool {
     }
 }
 
+impl super::sinks::Sink for JunitSpool {
+    fn counted(&mut self, arm: Option<usize>, r: &JobRecord) {
+        if let Some(arm) = arm {
+            self.add(arm, r);
+        }
+    }
+
+    /// The spool is assembled into the `--junit` file with the summary (app/finish.rs).
+    fn finish(self: Box<Self>, result: &mut super::aggregate::RunResult) -> anyhow::Result<()> {
+        result.junit = Some(*self);
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{JobRecord, JunitSpool, escape};
@@ -310,19 +324,5 @@ mod tests {
             escape("a<b & \"c\"\u{1}"),
             "a&lt;b &amp; &quot;c&quot;\u{FFFD}"
         );
-    }
-}
-
-impl super::sinks::Sink for JunitSpool {
-    fn counted(&mut self, arm: Option<usize>, r: &JobRecord) {
-        if let Some(arm) = arm {
-            self.add(arm, r);
-        }
-    }
-
-    /// The spool is assembled into the `--junit` file with the summary (app/finish.rs).
-    fn finish(self: Box<Self>, result: &mut super::aggregate::RunResult) -> anyhow::Result<()> {
-        result.junit = Some(*self);
-        Ok(())
     }
 }

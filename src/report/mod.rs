@@ -9,6 +9,7 @@ pub(crate) mod gates;
 pub mod history;
 pub mod html;
 pub mod job_rows;
+pub mod jobs_csv;
 mod json;
 pub mod junit;
 pub mod labels;

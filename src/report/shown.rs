@@ -5,9 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::aggregate::{
-    CaseAnswers, RunResult, SHOWN_CASES, SHOWN_CHARS, ShownAnswer, ShownCase,
-};
+use super::aggregate::{CaseAnswers, RunResult, SHOWN_CASES, SHOWN_CHARS, ShownAnswer, ShownCase};
 use crate::runner::journal::{JobRecord, JobStatus};
 
 /// A sink keeping the answers report.html shows.

@@ -1064,3 +1064,79 @@ fn bench_run_leaves_no_simulator_running_when_it_ends() {
     }
     assert!(!work.exists(), "the scratch folder is removed");
 }
+
+#[test]
+fn jobs_csv_writes_one_row_per_job_with_what_the_journal_holds() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let url = server.base_url();
+    let out = tempfile::tempdir().unwrap();
+    let csv_path = out.path().join("jobs.csv");
+    let (_t, r) = run(
+        &url,
+        "m",
+        &[
+            "--variants",
+            "plain,step-by-step",
+            "--limit",
+            "12",
+            "--jobs-csv",
+            csv_path.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let mut reader = csv::Reader::from_path(&csv_path).unwrap();
+    let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
+    assert_eq!(
+        header,
+        [
+            "case_id",
+            "variant",
+            "repeat",
+            "status",
+            "cached",
+            "score",
+            "prompt_tokens",
+            "completion_tokens",
+            "tokens_estimated",
+            "cost_usd",
+            "latency_ms",
+            "ttft_ms",
+            "attempts"
+        ]
+    );
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 24, "one row per job");
+    // Each row says what the journal says of its job.
+    let journal = std::fs::read_to_string(r.dir.join("results.jsonl")).unwrap();
+    let mut cost = 0.0;
+    for line in journal.lines() {
+        let j: serde_json::Value = serde_json::from_str(line).unwrap();
+        let row = rows
+            .iter()
+            .find(|row| row[0] == j["case_id"] && row[1] == j["variant"])
+            .unwrap();
+        assert_eq!(&row[3], "graded");
+        assert_eq!(row[5].parse::<f64>().unwrap(), j["score"].as_f64().unwrap());
+        assert_eq!(row[6], j["usage"]["prompt_tokens"].to_string());
+        assert!((row[10].parse::<f64>().unwrap() - j["latency_ms"].as_f64().unwrap()).abs() < 1e-9);
+        cost += row[9].parse::<f64>().unwrap();
+    }
+    let s = summary(&r.dir);
+    let listed: f64 = s.variants.iter().map(|v| v.cost_usd.unwrap()).sum();
+    assert!((cost - listed).abs() < 1e-12, "{cost} vs {listed}");
+    // A file that cannot be written is refused before anything is sent.
+    let sent = server.provider.stats().requests;
+    let o = promptgauge(&repo())
+        .args(["run", "--base-url", &url, "--model", "m", "--limit", "2"])
+        .args(["--out", out.path().to_str().unwrap()])
+        .args(["--jobs-csv", "/nonexistent-dir/jobs.csv"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(server.provider.stats().requests, sent);
+}

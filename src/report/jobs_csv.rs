@@ -1,0 +1,125 @@
+//! `--jobs-csv FILE`: one row per job — case, variant, repeat, status, cached, score, tokens, cost,
+//! latency — for a spreadsheet or another tool's statistics. Rows are written as the jobs
+//! are counted, to a file beside FILE that is renamed over it at the end: a run killed
+//! half-way leaves the old file (or none), never half of the new one.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use super::aggregate::RunResult;
+use crate::runner::journal::{JobRecord, JobStatus};
+use crate::suite::Price;
+
+/// The columns, in order.
+const HEADER: [&str; 13] = [
+    "case_id",
+    "variant",
+    "repeat",
+    "status",
+    "cached",
+    "score",
+    "prompt_tokens",
+    "completion_tokens",
+    "tokens_estimated",
+    "cost_usd",
+    "latency_ms",
+    "ttft_ms",
+    "attempts",
+];
+
+/// A sink writing one CSV row per counted job.
+pub struct JobsCsv {
+    path: PathBuf,
+    tmp: PathBuf,
+    writer: Option<csv::Writer<BufWriter<File>>>,
+    price: Option<Price>,
+    /// The first write that failed; the file is then not renamed into place.
+    error: Option<anyhow::Error>,
+}
+
+impl JobsCsv {
+    /// A CSV at `path`, costed at `price` (no cost column values without one).
+    pub fn create(path: &Path, price: Option<Price>) -> JobsCsv {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+        let (writer, error) = match File::create(&tmp) {
+            Ok(f) => {
+                let mut w = csv::Writer::from_writer(BufWriter::new(f));
+                match w.write_record(HEADER) {
+                    Ok(()) => (Some(w), None),
+                    Err(e) => (None, Some(anyhow::Error::new(e))),
+                }
+            }
+            Err(e) => (None, Some(anyhow::Error::new(e))),
+        };
+        JobsCsv {
+            path: path.to_path_buf(),
+            tmp,
+            writer,
+            price,
+            error,
+        }
+    }
+}
+
+fn num(x: Option<f64>) -> String {
+    x.map(|x| format!("{x}")).unwrap_or_default()
+}
+
+impl super::sinks::Sink for JobsCsv {
+    fn counted(&mut self, _: Option<usize>, r: &JobRecord) {
+        let Some(w) = &mut self.writer else { return };
+        let status = match r.status {
+            JobStatus::Graded => "graded",
+            JobStatus::Failed => "failed",
+            JobStatus::Filtered => "filtered",
+        };
+        // What the answer costs at the bench's prices (a cached one was paid for once).
+        let cost = self
+            .price
+            .as_ref()
+            .map(|p| super::summary::cost(&r.usage, p));
+        let row = [
+            r.case_id.clone(),
+            r.variant.clone(),
+            r.repeat.to_string(),
+            status.to_string(),
+            r.cached.to_string(),
+            num(r.score()),
+            r.usage.prompt_tokens.to_string(),
+            r.usage.completion_tokens.to_string(),
+            r.usage.estimated.to_string(),
+            num(cost),
+            num(r.latency_ms),
+            num(r.ttft_ms),
+            r.attempts.len().to_string(),
+        ];
+        if let Err(e) = w.write_record(&row) {
+            self.error = Some(anyhow::Error::new(e));
+            self.writer = None;
+        }
+    }
+
+    fn finish(mut self: Box<Self>, _: &mut RunResult) -> anyhow::Result<()> {
+        let written = match (self.writer.take(), self.error.take()) {
+            (_, Some(e)) => Err(e),
+            (Some(w), None) => w
+                .into_inner()
+                .map_err(|e| anyhow::anyhow!("{}", e.error()))
+                .and_then(|b| b.into_inner().map_err(|e| anyhow::anyhow!("{}", e.error())))
+                .and_then(|f| Ok(f.sync_all()?))
+                .and_then(|()| Ok(std::fs::rename(&self.tmp, &self.path)?)),
+            (None, None) => Ok(()),
+        };
+        if written.is_err() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+        written.with_context(|| format!("cannot write {}", self.path.display()))
+    }
+}
