@@ -30,6 +30,234 @@ use crate::suite::{Fingerprint, Job};
 
 /// `run`: runs a bench (or resumes one with `--resume`) and reports on it.
 pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
+    let Resolved {
+        resumed,
+        p,
+        provider,
+        judge,
+        store,
+        baseline,
+    } = resolve(args, env).await?;
+    let bench = p.bench.clone();
+    let quiet = args.quiet;
+    let judge_info = judge.as_ref().map(|j| j.info.clone());
+
+    let mut signals = Signals::watch().before_send()?;
+    let Some(dead_replicas) = look_at_server(&p, &provider, quiet, &mut signals).await? else {
+        return Ok(Exit::Interrupted);
+    };
+
+    let (dir, mut record, _lock) = open_folder(
+        resumed,
+        &p,
+        args,
+        env,
+        (&provider, judge_info.as_ref()),
+        &store,
+    )?;
+
+    let Continued {
+        mut agg,
+        mut journal,
+        jobs,
+        already,
+        resend,
+        stop,
+        horizon,
+        per_case,
+    } = continue_journal(&p, args, &dir, &record)?;
+
+    if record.self_judged() {
+        note!(
+            "warning: the judge is the model under test ({}): models tend to favour their own answers (self-preference bias); set judge.model (and judge.base_url) to another model",
+            provider.model
+        );
+    }
+    let simulator = start_simulator(&p, &record, &provider, judge.as_ref()).await?;
+    let base_urls = match &simulator {
+        Some(s) => vec![s.base_url()],
+        None => p.endpoint.base_urls.clone(),
+    };
+    say_before_sending(&p, &provider, quiet);
+    let client = Arc::new(build_client(&p, &base_urls).before_send()?);
+    for (i, why) in &dead_replicas {
+        client.bench_replica(*i, &format!("no answer to the preflight: {why}"));
+    }
+    dir.write_record(&record).before_send()?;
+    if !quiet {
+        say_what_runs(&p, &provider, &record, &dir, jobs.len());
+    }
+
+    let dispatch = client.drain_token();
+    let signals = watch_signals(signals, dispatch.clone(), client.stop_token(), args.grace);
+    let live = !quiet && std::io::stderr().is_terminal() && !env.is_ci();
+    let mut progress = Progress::new(p.jobs.len(), already, record.plan.variants.clone(), live);
+    let cache = open_cache(args.cache, &dir, quiet)?;
+    let judge_service = judge_service_for(
+        judge.as_ref(),
+        simulator.as_ref().map(|s| s.base_url()).as_deref(),
+        cache.clone(),
+        &client,
+    )?;
+    let options = runner::RunOptions {
+        cache,
+        scoring: crate::grade::ScoreContext {
+            judge: judge_service.clone(),
+        },
+        skip: stop.clone(),
+        horizon: horizon.map(|h| (h, per_case)),
+        resend,
+        ..run_options(&p, &record, args.verbose, already)
+    };
+    let mut verbose = VerboseLog;
+    let (mut first, mut outage) = watchers(&p, &dispatch);
+    // The journal first: nothing is reported that it did not keep.
+    let mut listeners: Vec<&mut dyn Listener> = vec![
+        &mut journal,
+        &mut agg,
+        &mut progress,
+        &mut first,
+        &mut outage,
+    ];
+    if args.verbose {
+        listeners.push(&mut verbose);
+    }
+    let tally = runner::run(
+        bench.clone(),
+        jobs,
+        client.clone(),
+        &options,
+        dispatch.clone(),
+        &mut Fanout(listeners),
+    )
+    .await;
+    signals.abort();
+    progress.finish();
+    drop(journal);
+    drop(simulator);
+
+    let (ending, stopped) = ending_of(
+        &tally,
+        &dispatch,
+        (&client, judge_service.as_deref()),
+        (&first, &outage),
+        &dir,
+    );
+    record.finished_at = Some(utc_now());
+    record.stopped = stopped;
+    let mut problems = Vec::new();
+    if let Err(e) = dir.write_record(&record) {
+        problems.push(e);
+    }
+    // The summary says when and why the run ended.
+    agg.set_run(record.info());
+    let result = agg.finish();
+    let outputs = Outputs {
+        store: if args.store.no_store {
+            None
+        } else {
+            Some(store?)
+        },
+        ..outputs_of(args, baseline.as_ref())
+    };
+    Ok(conclude(
+        &dir,
+        &record,
+        result,
+        ending,
+        &outputs,
+        problems,
+        Some(&bench),
+    )
+    .await)
+}
+
+/// The judge's client and how to ask it, when a scorer asks a model; it stops with the
+/// run's client, and the run's client with it.
+fn judge_service_for(
+    judge: Option<&super::judge::Judge>,
+    simulator: Option<&str>,
+    cache: Option<Arc<std::sync::Mutex<crate::client::Cache>>>,
+    client: &Client,
+) -> Result<Option<Arc<crate::grade::judge::JudgeService>>, Failure> {
+    Ok(match judge {
+        Some(j) => {
+            let service = j.service(simulator, cache).before_send()?;
+            // One stop for both: a refused judge key stops the run, and so do two Ctrl-Cs.
+            let (main, judged) = (client.stop_token(), service.client.stop_token());
+            let (m2, j2) = (main.clone(), judged.clone());
+            tokio::spawn(async move {
+                m2.cancelled().await;
+                j2.cancel()
+            });
+            tokio::spawn(async move {
+                judged.cancelled().await;
+                main.cancel()
+            });
+            Some(service)
+        }
+        None => None,
+    })
+}
+
+/// The reports a run writes besides its folder's, as its flags ask (the store is added
+/// once it is known to be usable).
+fn outputs_of<'a>(
+    args: &'a RunArgs,
+    baseline: Option<&'a super::baseline::Reference>,
+) -> Outputs<'a> {
+    Outputs {
+        gates: &args.gates,
+        baseline,
+        store: None,
+        junit: args.outputs.junit.as_deref(),
+        markdown: args.outputs.markdown.as_deref(),
+        quiet: args.quiet,
+        sent: true,
+    }
+}
+
+/// What the workers share that a run's record and plan decide.
+fn run_options(
+    p: &Prepared,
+    record: &RunRecord,
+    verbose: bool,
+    already: usize,
+) -> runner::RunOptions {
+    runner::RunOptions {
+        scorers: p.scorers.clone(),
+        run_id: record.run_id.clone(),
+        endpoint: record.endpoint.base_url.clone(),
+        attempts: verbose,
+        already,
+        ..Default::default()
+    }
+}
+
+/// The listeners that stop sending early: when the first jobs all fail the same way
+/// (a wrong model, URL or key), and when most jobs fail the same passing way (an outage).
+fn watchers(p: &Prepared, dispatch: &CancellationToken) -> (FirstFailures, Outage) {
+    let gates = p.bench.limits.concurrency * p.endpoint.base_urls.len().max(1);
+    (
+        FirstFailures::new(gates.clamp(3, 32), dispatch.clone()),
+        Outage::new((2 * gates).clamp(8, 32), dispatch.clone()),
+    )
+}
+
+/// What a run is, resolved before anything is sent: the folder to resume (locked), the
+/// plan, the endpoint, the judge, the history store and the baseline.
+struct Resolved {
+    resumed: Option<(RunDir, RunRecord, crate::runner::lock::RunLock)>,
+    p: Prepared,
+    provider: ProviderInfo,
+    judge: Option<super::judge::Judge>,
+    store: Result<crate::store::Location, UsageError>,
+    baseline: Option<super::baseline::Reference>,
+}
+
+/// Resolves flags, bench, environment and the run folder being resumed into [`Resolved`];
+/// every error is an input error (nothing sent).
+async fn resolve(args: &RunArgs, env: &Env) -> Result<Resolved, Failure> {
     // A run folder is written by one process: take it before reading anything in it.
     let resumed = match &args.resume {
         Some(path) => {
@@ -50,60 +278,15 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
             ..args.plan.clone()
         },
     };
-    if let Some((_, record, _)) = &resumed
-        && args.retry_failed.is_some()
-        && record.plan.sequential.is_some()
-    {
-        return Err(UsageError::with_fix(
-            "--retry-failed cannot resume a run --until-decided: its sequential tests have already seen which jobs failed, and a resend would change what they tested",
-            "resume without --retry-failed, or start a new run",
-        )
-        .into());
-    }
-    // The answers of one run come through one protocol.
-    if let Some((dir, record, _)) = &resumed
-        && let Some(asked) = args.plan.protocol
-        && asked != record.endpoint.protocol
-    {
-        return Err(UsageError::with_fix(
-            format!(
-                "{} was answered through the {} protocol, not {asked}: one run's answers come through one protocol",
-                dir.path().display(),
-                record.endpoint.protocol
-            ),
-            "resume without --protocol, or start a new run to measure the other protocol",
-        )
-        .into());
-    }
-    if let Some((dir, record, _)) = &resumed
-        && let Some(plan) = &record.plan.sequential
-    {
-        // The drop check ran (or not) at the plan's --max-drop from the first case; another
-        // value could be checked only over the cases already fed, and never settled by going on.
-        let asked = args.gates.max_drop.map(|p| p / 100.0);
-        if asked.is_some() && asked != plan.max_drop {
-            let was = plan.max_drop.map_or("without --max-drop".to_string(), |m| {
-                format!("with --max-drop {}", m * 100.0)
-            });
-            return Err(UsageError::with_fix(
-                format!(
-                    "{} ran --until-decided {was}: its sequential drop check is part of the plan, and another --max-drop cannot be checked by going on",
-                    dir.path().display()
-                ),
-                "resume with the run's own --max-drop (or none), or start a new run",
-            )
-            .into());
-        }
+    if let Some((dir, record, _)) = &resumed {
+        check_resume_flags(args, dir, record)?;
     }
     let p = prepare(&plan_args, env)?;
-    let bench = p.bench.clone();
-    let quiet = args.quiet;
     for w in &p.endpoint.warnings {
         note!("warning: {w}");
     }
     let provider = provider_info(&p);
     let judge = super::judge::resolve(&p, env)?;
-    let judge_info = judge.as_ref().map(|j| j.info.clone());
     check_gates(&p, &args.gates)?;
     // Every report file must be writable, and the baseline run readable, before a single
     // request is paid for.
@@ -133,92 +316,167 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         &store,
     )
     .await?;
+    Ok(Resolved {
+        resumed,
+        p,
+        provider,
+        judge,
+        store,
+        baseline,
+    })
+}
 
-    // One look at the server before the first job: a dead server, a refused key or an
-    // unlisted model is said now, not after every job has spent its retries. A dead replica
-    // among live ones is benched, not fatal.
-    let mut dead_replicas = Vec::new();
-    let mut signals = Signals::watch().before_send()?;
-    if !provider.simulated {
-        let checking = super::preflight::check(
-            p.endpoint.protocol,
-            &p.endpoint.base_urls,
-            &p.endpoint.model,
-            p.endpoint.api_key.as_ref(),
-            &p.endpoint.api_key_env,
-            bench.limits.connect_timeout,
-            bench.limits.first_token_timeout,
-        );
-        // Ctrl-C or SIGTERM while the server is being looked at: nothing was sent, and
-        // the run says so (the signal watcher proper starts with the first job).
-        let pre = tokio::select! {
-            pre = checking => pre,
-            why = signals.next() => {
-                note!("{why} during the preflight: nothing was sent");
-                return Ok(Exit::Interrupted);
-            }
-        };
-        for w in pre.warnings.iter().filter(|_| !quiet) {
-            note!("warning: {w}");
-        }
-        if let Some(why) = pre.stop {
-            return Err(Failure::Provider(anyhow::anyhow!(why)));
-        }
-        let live = p.endpoint.base_urls.len() - pre.dead.len();
-        for (_, why) in pre.dead.iter().filter(|_| !quiet) {
-            note!(
-                "warning: replica {why}: benched; jobs go to the {} that answered, and it is tried again when its rest ends",
-                super::count(live as u64, "replica", "replicas")
-            );
-        }
-        dead_replicas = pre.dead;
-    }
-
-    let (dir, mut record, _lock) = match resumed {
-        Some((dir, mut record, lock)) => {
-            check_resumable(&record, &p, &provider)?;
-            record.resumed_at.push(utc_now());
-            record.finished_at = None;
-            record.stopped = None;
-            record.endpoint = provider.clone();
-            record.judge = judge_info.clone();
-            record.allowed_failures = args.gates.allow_failures;
-            (dir, record, lock)
-        }
-        None => {
-            let started_at = utc_now();
-            let name = match args.plan.shard {
-                Some(s) => format!("{}-shard{}of{}", bench.name, s.index, s.count),
-                None => bench.name.clone(),
-            };
-            let dir = RunDir::create(&args.out, &name, &started_at).map_err(|e| {
-                let denied = e.chain().any(|c| {
-                    c.downcast_ref::<std::io::Error>()
-                        .is_some_and(|io| io.kind() == std::io::ErrorKind::PermissionDenied)
-                });
-                if denied {
-                    // The usual cause: a container's user in a folder mounted from the host.
-                    Failure::from(UsageError::with_fix(
-                        format!("{e:#}"),
-                        "write the reports where you may (--out DIR); in Docker, run as your own user so the mounted folder is writable: docker run --user \"$(id -u):$(id -g)\" -v \"$PWD:/work\" …",
-                    ))
-                } else {
-                    Failure::Input(e)
-                }
-            })?;
-            let lock = dir.lock().map_err(in_use)?;
-            let mut record = new_record(&p, &dir, args, started_at, provider.clone());
-            record.judge = judge_info.clone();
-            let bench_dir = record.bench_path.parent().unwrap_or(Path::new("."));
-            record.source = super::source::capture(bench_dir, env);
-            record.store = match (&store, args.store.no_store) {
-                (Ok(location), false) => Some(stored_as(location)),
-                _ => None,
-            };
-            (dir, record, lock)
-        }
+/// How the sending ended, and why the run stopped early (as run.json and the summary
+/// say it), from what the client, the judge's client and the listeners saw.
+fn ending_of(
+    tally: &runner::RunTally,
+    dispatch: &CancellationToken,
+    (client, judge): (&Client, Option<&crate::grade::judge::JudgeService>),
+    (first, outage): (&FirstFailures, &Outage),
+    dir: &RunDir,
+) -> (Ending, Option<String>) {
+    let fatal = client
+        .fatal()
+        .or_else(|| judge.and_then(|j| j.client.fatal()))
+        .map(|f| f.to_string())
+        .or_else(|| first.stopped.clone());
+    let interrupted = dispatch.is_cancelled()
+        && tally.journal_error.is_none()
+        && first.stopped.is_none()
+        && outage.stopped.is_none();
+    let stopped = match (&tally.journal_error, &fatal, interrupted) {
+        (Some(e), _, _) => Some(format!(
+            "the journal {} could not be written: {e}",
+            dir.journal_path().display()
+        )),
+        (None, Some(f), _) => Some(f.clone()),
+        (None, None, true) => Some("interrupted".to_string()),
+        _ => outage.stopped.clone(),
     };
+    let ending = Ending {
+        fatal: fatal.is_some(),
+        interrupted,
+        stopped_by_journal: tally.journal_error.is_some(),
+        outage: outage.stopped.is_some() && fatal.is_none(),
+    };
+    (ending, stopped)
+}
 
+/// Notes said before anything is sent: a key that is not set, repeats that measure little.
+fn say_before_sending(p: &Prepared, provider: &ProviderInfo, quiet: bool) {
+    let userinfo = p
+        .endpoint
+        .base_urls
+        .iter()
+        .any(|u| crate::client::secrets::redact_url(u) != *u);
+    if !provider.simulated && p.endpoint.api_key.is_none() && !userinfo && !quiet {
+        note!(
+            "note: ${} is not set; sending no Authorization header (fine for most self-hosted servers)",
+            p.endpoint.api_key_env
+        );
+    }
+    if let Some(w) = p.greedy_repeats_warning().filter(|_| !quiet) {
+        note!("warning: {w}");
+    }
+}
+
+/// The line that says what runs, against what, and where it is written.
+fn say_what_runs(
+    p: &Prepared,
+    provider: &ProviderInfo,
+    record: &RunRecord,
+    dir: &RunDir,
+    to_send: usize,
+) {
+    let verb = if record.resumed_at.is_empty() {
+        "running"
+    } else {
+        "resuming:"
+    };
+    note!(
+        "{verb} {} of {} ({} × {} × {}) against {}\n  writing {}",
+        to_send,
+        super::count(p.jobs.len() as u64, "job", "jobs"),
+        super::count(p.bench.cases.len() as u64, "case", "cases"),
+        super::count(p.variants.len() as u64, "variant", "variants"),
+        super::count(p.bench.repeats, "repeat", "repeats"),
+        provider.base_url,
+        dir.path().display()
+    );
+}
+
+/// `--cache`: the response cache beside the run folders.
+fn open_cache(
+    cache: bool,
+    dir: &RunDir,
+    quiet: bool,
+) -> Result<Option<Arc<std::sync::Mutex<crate::client::Cache>>>, Failure> {
+    Ok(if cache {
+        let root = dir.path().parent().unwrap_or(Path::new("."));
+        let path = crate::client::Cache::path_under(root);
+        let cache = crate::client::Cache::open(&path)
+            .with_context(|| format!("cannot open the response cache {}", path.display()))
+            .before_send()?;
+        if !quiet {
+            note!("cache: {} ({} answers)", path.display(), cache.len());
+        }
+        Some(Arc::new(std::sync::Mutex::new(cache)))
+    } else {
+        None
+    })
+}
+
+/// The built-in simulator, started when the run or its judge has no server (said loudly).
+async fn start_simulator(
+    p: &Prepared,
+    record: &RunRecord,
+    provider: &ProviderInfo,
+    judge: Option<&super::judge::Judge>,
+) -> Result<Option<MockServer>, Failure> {
+    let judge_simulated = judge.as_ref().is_some_and(|j| j.base_urls.is_empty());
+    Ok(if provider.simulated || judge_simulated {
+        if provider.simulated {
+            note!("{SIMULATED_BANNER}");
+        } else {
+            note!("note: the built-in SIMULATOR judges the answers (judge.base_url: mock)");
+        }
+        let mut config = demo_mock_config();
+        config.oracle = Some(oracle(p, &record.run_id));
+        let sim = Arc::new(Provider::new(config));
+        let server = MockServer::start(sim, SocketAddr::from(([127, 0, 0, 1], 0)))
+            .await
+            .context("cannot start the built-in simulator")
+            .before_send()?;
+        Some(server)
+    } else {
+        None
+    })
+}
+
+/// Where the run stands: the journal read once (its jobs heard by the aggregator) and
+/// opened to append, the jobs still to send, and `--until-decided`'s stop flags and horizon.
+struct Continued {
+    agg: crate::report::Aggregator,
+    journal: crate::runner::Journal,
+    jobs: Vec<Job>,
+    /// Jobs of the plan the journal already holds.
+    already: usize,
+    /// `--retry-failed`: jobs sent again, by plan position, with their round.
+    resend: HashMap<usize, u32>,
+    stop: Option<crate::runner::sequential::StopFlags>,
+    horizon: Option<crate::runner::sequential::Horizon>,
+    /// Jobs per case (variants × repeats): plan positions are `job.index / per_case`.
+    per_case: usize,
+}
+
+fn continue_journal(
+    p: &Prepared,
+    args: &RunArgs,
+    dir: &RunDir,
+    record: &RunRecord,
+) -> Result<Continued, Failure> {
+    let bench = &p.bench;
+    let quiet = args.quiet;
     // The journal is read once, if it exists: the aggregator hears every job it holds.
     let keys = record.plan_keys();
     // `--until-decided`: a decided variant's jobs are not sent (flags by bench variant).
@@ -243,7 +501,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         }),
         _ => None,
     };
-    let mut agg = super::aggregator_with(&dir, &record, &args.outputs, live)?;
+    let mut agg = super::aggregator_with(dir, record, &args.outputs, live)?;
     if !args.store.no_store {
         agg.keep_rows(&record.bench.case_ids, Some(dir.store_spool()));
     }
@@ -253,7 +511,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         Some(crate::cli::RetryFailed::Transient) => r.failed_transiently(),
         None => false,
     };
-    let (audit, mut journal) = dir
+    let (audit, journal) = dir
         .resume_resending(&keys, &pick, |r| agg.add(&r))
         .with_context(|| format!("cannot read the journal {}", dir.journal_path().display()))
         .before_send()?;
@@ -305,216 +563,165 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
             }
         );
     }
+    Ok(Continued {
+        agg,
+        journal,
+        jobs,
+        already,
+        resend,
+        stop,
+        horizon,
+        per_case,
+    })
+}
 
-    if record.self_judged() {
-        note!(
-            "warning: the judge is the model under test ({}): models tend to favour their own answers (self-preference bias); set judge.model (and judge.base_url) to another model",
-            provider.model
-        );
-    }
-    let judge_simulated = judge.as_ref().is_some_and(|j| j.base_urls.is_empty());
-    let simulator = if provider.simulated || judge_simulated {
-        if provider.simulated {
-            note!("{SIMULATED_BANNER}");
-        } else {
-            note!("note: the built-in SIMULATOR judges the answers (judge.base_url: mock)");
+/// The run's folder and record: a resumed run's, brought up to date, or a new one (its
+/// record not written yet: that waits until the client is built).
+fn open_folder(
+    resumed: Option<(RunDir, RunRecord, crate::runner::lock::RunLock)>,
+    p: &Prepared,
+    args: &RunArgs,
+    env: &Env,
+    (provider, judge_info): (&ProviderInfo, Option<&ProviderInfo>),
+    store: &Result<crate::store::Location, UsageError>,
+) -> Result<(RunDir, RunRecord, crate::runner::lock::RunLock), Failure> {
+    Ok(match resumed {
+        Some((dir, mut record, lock)) => {
+            check_resumable(&record, p, provider)?;
+            record.resumed_at.push(utc_now());
+            record.finished_at = None;
+            record.stopped = None;
+            record.endpoint = provider.clone();
+            record.judge = judge_info.cloned();
+            record.allowed_failures = args.gates.allow_failures;
+            (dir, record, lock)
         }
-        let mut config = demo_mock_config();
-        config.oracle = Some(oracle(&p, &record.run_id));
-        let sim = Arc::new(Provider::new(config));
-        let server = MockServer::start(sim, SocketAddr::from(([127, 0, 0, 1], 0)))
-            .await
-            .context("cannot start the built-in simulator")
-            .before_send()?;
-        Some(server)
-    } else {
-        None
-    };
-    let base_urls = match &simulator {
-        Some(s) => vec![s.base_url()],
-        None => p.endpoint.base_urls.clone(),
-    };
-    let userinfo = p
-        .endpoint
-        .base_urls
-        .iter()
-        .any(|u| crate::client::secrets::redact_url(u) != *u);
-    if !provider.simulated && p.endpoint.api_key.is_none() && !userinfo && !quiet {
-        note!(
-            "note: ${} is not set; sending no Authorization header (fine for most self-hosted servers)",
-            p.endpoint.api_key_env
-        );
+        None => {
+            let started_at = utc_now();
+            let name = match args.plan.shard {
+                Some(s) => format!("{}-shard{}of{}", p.bench.name, s.index, s.count),
+                None => p.bench.name.clone(),
+            };
+            let dir = RunDir::create(&args.out, &name, &started_at).map_err(|e| {
+                let denied = e.chain().any(|c| {
+                    c.downcast_ref::<std::io::Error>()
+                        .is_some_and(|io| io.kind() == std::io::ErrorKind::PermissionDenied)
+                });
+                if denied {
+                    // The usual cause: a container's user in a folder mounted from the host.
+                    Failure::from(UsageError::with_fix(
+                        format!("{e:#}"),
+                        "write the reports where you may (--out DIR); in Docker, run as your own user so the mounted folder is writable: docker run --user \"$(id -u):$(id -g)\" -v \"$PWD:/work\" …",
+                    ))
+                } else {
+                    Failure::Input(e)
+                }
+            })?;
+            let lock = dir.lock().map_err(in_use)?;
+            let mut record = new_record(p, &dir, args, started_at, provider.clone());
+            record.judge = judge_info.cloned();
+            let bench_dir = record.bench_path.parent().unwrap_or(Path::new("."));
+            record.source = super::source::capture(bench_dir, env);
+            record.store = match (&store, args.store.no_store) {
+                (Ok(location), false) => Some(stored_as(location)),
+                _ => None,
+            };
+            (dir, record, lock)
+        }
+    })
+}
+
+/// One look at the server before the first job: a dead server, a refused key or an
+/// unlisted model is said now, not after every job has spent its retries. A dead replica
+/// among live ones is benched, not fatal: returned with why. `None` when a signal came
+/// first (nothing was sent).
+async fn look_at_server(
+    p: &Prepared,
+    provider: &ProviderInfo,
+    quiet: bool,
+    signals: &mut Signals,
+) -> Result<Option<Vec<(usize, String)>>, Failure> {
+    if provider.simulated {
+        return Ok(Some(Vec::new()));
     }
-    if let Some(w) = p.greedy_repeats_warning().filter(|_| !quiet) {
+    let limits = &p.bench.limits;
+    let checking = super::preflight::check(
+        p.endpoint.protocol,
+        &p.endpoint.base_urls,
+        &p.endpoint.model,
+        p.endpoint.api_key.as_ref(),
+        &p.endpoint.api_key_env,
+        limits.connect_timeout,
+        limits.first_token_timeout,
+    );
+    // Ctrl-C or SIGTERM while the server is being looked at: nothing was sent, and the
+    // run says so (the signal watcher proper starts with the first job).
+    let pre = tokio::select! {
+        pre = checking => pre,
+        why = signals.next() => {
+            note!("{why} during the preflight: nothing was sent");
+            return Ok(None);
+        }
+    };
+    for w in pre.warnings.iter().filter(|_| !quiet) {
         note!("warning: {w}");
     }
-    let client = Arc::new(build_client(&p, &base_urls).before_send()?);
-    for (i, why) in &dead_replicas {
-        client.bench_replica(*i, &format!("no answer to the preflight: {why}"));
+    if let Some(why) = pre.stop {
+        return Err(Failure::Provider(anyhow::anyhow!(why)));
     }
-    dir.write_record(&record).before_send()?;
-    if !quiet {
-        let verb = if record.resumed_at.is_empty() {
-            "running"
-        } else {
-            "resuming:"
-        };
+    let live = p.endpoint.base_urls.len() - pre.dead.len();
+    for (_, why) in pre.dead.iter().filter(|_| !quiet) {
         note!(
-            "{verb} {} of {} ({} × {} × {}) against {}\n  writing {}",
-            jobs.len(),
-            super::count(p.jobs.len() as u64, "job", "jobs"),
-            super::count(bench.cases.len() as u64, "case", "cases"),
-            super::count(p.variants.len() as u64, "variant", "variants"),
-            super::count(bench.repeats, "repeat", "repeats"),
-            provider.base_url,
-            dir.path().display()
+            "warning: replica {why}: benched; jobs go to the {} that answered, and it is tried again when its rest ends",
+            super::count(live as u64, "replica", "replicas")
         );
     }
+    Ok(Some(pre.dead))
+}
 
-    let dispatch = client.drain_token();
-    let signals = watch_signals(signals, dispatch.clone(), client.stop_token(), args.grace);
-    let live = !quiet && std::io::stderr().is_terminal() && !env.is_ci();
-    let mut progress = Progress::new(p.jobs.len(), already, record.plan.variants.clone(), live);
-    let cache = if args.cache {
-        let root = dir.path().parent().unwrap_or(Path::new("."));
-        let path = crate::client::Cache::path_under(root);
-        let cache = crate::client::Cache::open(&path)
-            .with_context(|| format!("cannot open the response cache {}", path.display()))
-            .before_send()?;
-        if !quiet {
-            note!("cache: {} ({} answers)", path.display(), cache.len());
-        }
-        Some(Arc::new(std::sync::Mutex::new(cache)))
-    } else {
-        None
-    };
-    let judge_service = match &judge {
-        Some(j) => {
-            let service = j
-                .service(
-                    simulator.as_ref().map(|s| s.base_url()).as_deref(),
-                    cache.clone(),
-                )
-                .before_send()?;
-            // One stop for both: a refused judge key stops the run, and so do two Ctrl-Cs.
-            let (main, judged) = (client.stop_token(), service.client.stop_token());
-            let (m2, j2) = (main.clone(), judged.clone());
-            tokio::spawn(async move {
-                m2.cancelled().await;
-                j2.cancel()
-            });
-            tokio::spawn(async move {
-                judged.cancelled().await;
-                main.cancel()
-            });
-            Some(service)
-        }
-        None => None,
-    };
-    let options = runner::RunOptions {
-        scorers: p.scorers.clone(),
-        run_id: record.run_id.clone(),
-        cache,
-        endpoint: record.endpoint.base_url.clone(),
-        attempts: args.verbose,
-        already,
-        scoring: crate::grade::ScoreContext {
-            judge: judge_service.clone(),
-        },
-        skip: stop.clone(),
-        horizon: horizon.map(|h| (h, per_case)),
-        resend,
-        sources: Vec::new(),
-    };
-    let mut verbose = VerboseLog;
-    let mut first = FirstFailures::new(
-        (bench.limits.concurrency * p.endpoint.base_urls.len().max(1)).clamp(3, 32),
-        dispatch.clone(),
-    );
-    let mut outage = Outage::new(
-        (2 * bench.limits.concurrency * p.endpoint.base_urls.len().max(1)).clamp(8, 32),
-        dispatch.clone(),
-    );
-    // The journal first: nothing is reported that it did not keep.
-    let mut listeners: Vec<&mut dyn Listener> = vec![
-        &mut journal,
-        &mut agg,
-        &mut progress,
-        &mut first,
-        &mut outage,
-    ];
-    if args.verbose {
-        listeners.push(&mut verbose);
+/// Flags a resume cannot take: another protocol, `--retry-failed` on a run
+/// `--until-decided`, another `--max-drop` than its plan's.
+fn check_resume_flags(args: &RunArgs, dir: &RunDir, record: &RunRecord) -> Result<(), Failure> {
+    if args.retry_failed.is_some() && record.plan.sequential.is_some() {
+        return Err(UsageError::with_fix(
+            "--retry-failed cannot resume a run --until-decided: its sequential tests have already seen which jobs failed, and a resend would change what they tested",
+            "resume without --retry-failed, or start a new run",
+        )
+        .into());
     }
-    let tally = runner::run(
-        bench.clone(),
-        jobs,
-        client.clone(),
-        &options,
-        dispatch.clone(),
-        &mut Fanout(listeners),
-    )
-    .await;
-    signals.abort();
-    progress.finish();
-    drop(journal);
-    drop(simulator);
-
-    let fatal = client
-        .fatal()
-        .or_else(|| judge_service.as_ref().and_then(|j| j.client.fatal()))
-        .map(|f| f.to_string())
-        .or_else(|| first.stopped.clone());
-    let interrupted = dispatch.is_cancelled()
-        && tally.journal_error.is_none()
-        && first.stopped.is_none()
-        && outage.stopped.is_none();
-    record.finished_at = Some(utc_now());
-    record.stopped = match (&tally.journal_error, &fatal, interrupted) {
-        (Some(e), _, _) => Some(format!(
-            "the journal {} could not be written: {e}",
-            dir.journal_path().display()
-        )),
-        (None, Some(f), _) => Some(f.clone()),
-        (None, None, true) => Some("interrupted".to_string()),
-        _ => outage.stopped.clone(),
-    };
-    let mut problems = Vec::new();
-    if let Err(e) = dir.write_record(&record) {
-        problems.push(e);
+    // The answers of one run come through one protocol.
+    if let Some(asked) = args.plan.protocol
+        && asked != record.endpoint.protocol
+    {
+        return Err(UsageError::with_fix(
+            format!(
+                "{} was answered through the {} protocol, not {asked}: one run's answers come through one protocol",
+                dir.path().display(),
+                record.endpoint.protocol
+            ),
+            "resume without --protocol, or start a new run to measure the other protocol",
+        )
+        .into());
     }
-    // The summary says when and why the run ended.
-    agg.set_run(record.info());
-    let result = agg.finish();
-    let outputs = Outputs {
-        gates: &args.gates,
-        baseline: baseline.as_ref(),
-        store: if args.store.no_store {
-            None
-        } else {
-            Some(store?)
-        },
-        junit: args.outputs.junit.as_deref(),
-        markdown: args.outputs.markdown.as_deref(),
-        quiet,
-        sent: true,
-    };
-    let ending = Ending {
-        fatal: fatal.is_some(),
-        interrupted,
-        stopped_by_journal: tally.journal_error.is_some(),
-        outage: outage.stopped.is_some() && fatal.is_none(),
-    };
-    Ok(conclude(
-        &dir,
-        &record,
-        result,
-        ending,
-        &outputs,
-        problems,
-        Some(&bench),
-    )
-    .await)
+    if let Some(plan) = &record.plan.sequential {
+        // The drop check ran (or not) at the plan's --max-drop from the first case; another
+        // value could be checked only over the cases already fed, and never settled by going on.
+        let asked = args.gates.max_drop.map(|p| p / 100.0);
+        if asked.is_some() && asked != plan.max_drop {
+            let was = plan.max_drop.map_or("without --max-drop".to_string(), |m| {
+                format!("with --max-drop {}", m * 100.0)
+            });
+            return Err(UsageError::with_fix(
+                format!(
+                    "{} ran --until-decided {was}: its sequential drop check is part of the plan, and another --max-drop cannot be checked by going on",
+                    dir.path().display()
+                ),
+                "resume with the run's own --max-drop (or none), or start a new run",
+            )
+            .into());
+        }
+    }
+    Ok(())
 }
 
 /// The store as run.json remembers it: a SQLite file by its absolute path, a PostgreSQL
