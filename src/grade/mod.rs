@@ -133,12 +133,25 @@ pub enum PathStep {
     Index(usize),
 }
 
-/// The verdict on one output.
+/// The verdict on one output: a text grader's score is full marks or none.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Grade {
-    pub correct: bool,
+    /// 1 when the output matches an expected answer, else 0.
+    pub score: f64,
     /// What the grader took from the output; `None` when it found nothing to compare.
     pub extracted: Option<String>,
+}
+
+/// Full marks (1) when `pass`, else none (0).
+fn marks(pass: bool) -> f64 {
+    if pass { 1.0 } else { 0.0 }
+}
+
+impl Grade {
+    /// Whether it has full marks.
+    pub fn passed(&self) -> bool {
+        self.score == 1.0
+    }
 }
 
 /// What the grade layer adds to a spec: the scorer it describes, and what the simulator
@@ -345,9 +358,11 @@ impl Grader {
             Grader::Exact { case_sensitive } => {
                 let got = output.trim();
                 Grade {
-                    correct: expected
-                        .iter()
-                        .any(|e| text_eq(got, e.trim(), *case_sensitive)),
+                    score: marks(
+                        expected
+                            .iter()
+                            .any(|e| text_eq(got, e.trim(), *case_sensitive)),
+                    ),
                     extracted: Some(got.to_string()),
                 }
             }
@@ -360,7 +375,7 @@ impl Grader {
                     }
                 });
                 Grade {
-                    correct: found.is_some(),
+                    score: marks(found.is_some()),
                     extracted: found.cloned(),
                 }
             }
@@ -370,7 +385,7 @@ impl Grader {
             } => {
                 let Some(caps) = regex.captures(output) else {
                     return Grade {
-                        correct: false,
+                        score: marks(false),
                         extracted: None,
                     };
                 };
@@ -378,14 +393,16 @@ impl Grader {
                     Some(group) => {
                         let got = group.as_str().trim();
                         Grade {
-                            correct: expected
-                                .iter()
-                                .any(|e| text_eq(got, e.trim(), *case_sensitive)),
+                            score: marks(
+                                expected
+                                    .iter()
+                                    .any(|e| text_eq(got, e.trim(), *case_sensitive)),
+                            ),
                             extracted: Some(got.to_string()),
                         }
                     }
                     None => Grade {
-                        correct: true,
+                        score: marks(true),
                         extracted: caps.get(0).map(|m| m.as_str().to_string()),
                     },
                 }
@@ -393,20 +410,21 @@ impl Grader {
             Grader::Number { tolerance } => {
                 let got = last_number(output);
                 Grade {
-                    correct: got.is_some_and(|g| {
+                    score: marks(got.is_some_and(|g| {
                         expected
                             .iter()
                             .filter_map(|e| parse_number(e))
                             .any(|e| (g - e).abs() <= *tolerance)
-                    }),
+                    })),
                     extracted: got.map(format_number),
                 }
             }
             Grader::Choice => {
                 let got = extract_choice(output);
                 Grade {
-                    correct: got
-                        .is_some_and(|g| expected.iter().any(|e| choice_letter(e) == Some(g))),
+                    score: marks(
+                        got.is_some_and(|g| expected.iter().any(|e| choice_letter(e) == Some(g))),
+                    ),
                     extracted: got.map(String::from),
                 }
             }
@@ -416,12 +434,12 @@ impl Grader {
             } => {
                 let got = json_value_at(output, path);
                 Grade {
-                    correct: got.as_ref().is_some_and(|g| {
+                    score: marks(got.as_ref().is_some_and(|g| {
                         expected.iter().any(|e| {
                             text_eq(g, e.trim(), *case_sensitive)
                                 || matches!((parse_number(g), parse_number(e)), (Some(a), Some(b)) if a == b)
                         })
-                    }),
+                    })),
                     extracted: got,
                 }
             }
@@ -614,12 +632,12 @@ mod tests {
 
     #[test]
     fn exact_trims_and_ignores_case_by_default() {
-        assert!(grade(GradeSpec::default(), "  Paris \n", &["paris"]).correct);
+        assert!(grade(GradeSpec::default(), "  Paris \n", &["paris"]).passed());
         let sensitive = GradeSpec::Exact {
             case_sensitive: true,
         };
-        assert!(!grade(sensitive, "Paris", &["paris"]).correct);
-        assert!(!grade(GradeSpec::default(), "Paris, France", &["paris"]).correct);
+        assert!(!grade(sensitive, "Paris", &["paris"]).passed());
+        assert!(!grade(GradeSpec::default(), "Paris, France", &["paris"]).passed());
     }
 
     #[test]
@@ -631,7 +649,7 @@ mod tests {
             "It is LYON.",
             &["paris", "lyon"],
         );
-        assert!(g.correct);
+        assert!(g.passed());
         assert_eq!(g.extracted.as_deref(), Some("lyon"));
     }
 
@@ -642,8 +660,8 @@ mod tests {
             case_sensitive: false,
         };
         let g = grade(spec.clone(), "blah\nAnswer: Blue", &["blue"]);
-        assert_eq!((g.correct, g.extracted.as_deref()), (true, Some("Blue")));
-        assert!(!grade(spec, "Answer: red", &["blue"]).correct);
+        assert_eq!((g.passed(), g.extracted.as_deref()), (true, Some("Blue")));
+        assert!(!grade(spec, "Answer: red", &["blue"]).passed());
         let bad = GradeSpec::Regex {
             pattern: "(".into(),
             case_sensitive: false,
@@ -659,21 +677,21 @@ mod tests {
             "2 + 3 = 5, so the total is 1,234.50",
             &["1234.5"],
         );
-        assert_eq!((g.correct, g.extracted.as_deref()), (true, Some("1234.5")));
-        assert!(grade(n.clone(), "It is -7.", &["-7"]).correct);
-        assert!(grade(n.clone(), "It is −7.", &["-7"]).correct);
-        assert!(grade(n.clone(), "$3.50", &["3.5"]).correct);
+        assert_eq!((g.passed(), g.extracted.as_deref()), (true, Some("1234.5")));
+        assert!(grade(n.clone(), "It is -7.", &["-7"]).passed());
+        assert!(grade(n.clone(), "It is −7.", &["-7"]).passed());
+        assert!(grade(n.clone(), "$3.50", &["3.5"]).passed());
         // Scientific notation is one number, not its exponent.
         let g = grade(n.clone(), "It is 1e3.", &["1000"]);
-        assert_eq!((g.correct, g.extracted.as_deref()), (true, Some("1000")));
-        assert!(grade(n.clone(), "Avogadro: 6.02E23", &["6.02e23"]).correct);
-        assert!(grade(n.clone(), "about 2.5e-4 m", &["0.00025"]).correct);
-        assert!(grade(n.clone(), "x = −1.5e−2", &["-0.015"]).correct);
-        assert!(grade(n.clone(), "5 eggs", &["5"]).correct);
-        assert!(!grade(n.clone(), "no digits", &["3"]).correct);
-        assert!(!grade(n, "4", &["3"]).correct);
+        assert_eq!((g.passed(), g.extracted.as_deref()), (true, Some("1000")));
+        assert!(grade(n.clone(), "Avogadro: 6.02E23", &["6.02e23"]).passed());
+        assert!(grade(n.clone(), "about 2.5e-4 m", &["0.00025"]).passed());
+        assert!(grade(n.clone(), "x = −1.5e−2", &["-0.015"]).passed());
+        assert!(grade(n.clone(), "5 eggs", &["5"]).passed());
+        assert!(!grade(n.clone(), "no digits", &["3"]).passed());
+        assert!(!grade(n, "4", &["3"]).passed());
         let tol = GradeSpec::Number { tolerance: 0.01 };
-        assert!(grade(tol, "3.141", &["3.14"]).correct);
+        assert!(grade(tol, "3.141", &["3.14"]).passed());
     }
 
     #[test]
@@ -692,8 +710,8 @@ mod tests {
             assert_eq!(extract_choice(output), Some(letter), "{output}");
         }
         assert_eq!(extract_choice("I am not sure"), None);
-        assert!(grade(GradeSpec::Choice, "Answer: b", &["B"]).correct);
-        assert!(!grade(GradeSpec::Choice, "Answer: A", &["B"]).correct);
+        assert!(grade(GradeSpec::Choice, "Answer: b", &["B"]).passed());
+        assert!(!grade(GradeSpec::Choice, "Answer: A", &["B"]).passed());
     }
 
     #[test]
@@ -704,14 +722,14 @@ mod tests {
         };
         let out = "```json\n{\"result\": {\"items\": [{\"name\": \"a\"}, {\"name\": \"B\"}]}}\n```";
         let g = grade(spec, out, &["b"]);
-        assert_eq!((g.correct, g.extracted.as_deref()), (true, Some("B")));
+        assert_eq!((g.passed(), g.extracted.as_deref()), (true, Some("B")));
         let n = GradeSpec::Json {
             path: "$.n".into(),
             case_sensitive: false,
         };
-        assert!(grade(n.clone(), r#"{"n": 5.0}"#, &["5"]).correct);
+        assert!(grade(n.clone(), r#"{"n": 5.0}"#, &["5"]).passed());
         let g = grade(n, "not json", &["5"]);
-        assert_eq!((g.correct, g.extracted), (false, None));
+        assert_eq!((g.passed(), g.extracted), (false, None));
     }
 
     #[test]

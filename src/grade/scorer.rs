@@ -93,11 +93,6 @@ impl Score {
             judge: Vec::new(),
         }
     }
-
-    /// `Some(pass)` when the score is exactly 0 or 1.
-    pub(crate) fn as_bool(&self) -> Option<bool> {
-        is_binary(self.value).then_some(self.value == 1.0)
-    }
 }
 
 /// Whether a score is exactly 0 or 1.
@@ -174,10 +169,13 @@ impl Scorer for super::Grader {
 
     fn score<'a>(&'a self, input: ScoreInput<'a>, _: &'a ScoreContext) -> ScoreFuture<'a> {
         let grade = self.grade(&input.answer.text, &input.case.expected);
-        Box::pin(std::future::ready(Ok(Score::binary(
-            grade.correct,
-            grade.extracted,
-        ))))
+        Box::pin(std::future::ready(Ok(Score {
+            value: grade.score,
+            extracted: grade.extracted,
+            usage: None,
+            detail: None,
+            judge: Vec::new(),
+        })))
     }
 
     fn check(&self, case: &Case) -> Result<(), String> {

@@ -40,8 +40,9 @@ pub struct JobRecord {
     /// option letter`, `JSON`): a graded answer with nothing to compare.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_found: Option<String>,
-    /// Whether the answer passed, for scores of exactly 0 or 1; `None` when the job failed
-    /// or its score is partial.
+    /// Whether the answer passed, as journals written before scores existed say it (read,
+    /// never written: [`JobRecord::score`] is the one figure).
+    #[serde(default, skip_serializing)]
     pub correct: Option<bool>,
     /// The score in [0, 1]; `None` when the job failed. Journals written before scores
     /// existed lack it: [`JobRecord::score`] reads `correct` then.

@@ -466,7 +466,7 @@ async fn graded_record(
         finish_reason: answer.finish_reason,
         tool_calls: answer.tool_calls,
         expected: case.expected.clone(),
-        correct: score.as_bool(),
+        correct: None,
         score: Some(score.value),
         score_detail: score.detail,
         judge: score.judge,

@@ -42,7 +42,7 @@ fn summary(run: &Path) -> Summary {
     serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap()
 }
 
-/// (case, variant, repeat) → (correct, extracted), and no key twice.
+/// (case, variant, repeat) → (score, extracted), and no key twice.
 fn results(run: &Path) -> HashMap<(String, String, u64), (Value, Value)> {
     let mut out = HashMap::new();
     for r in journal(run) {
@@ -51,7 +51,7 @@ fn results(run: &Path) -> HashMap<(String, String, u64), (Value, Value)> {
             r["variant"].as_str().unwrap().to_string(),
             r["repeat"].as_u64().unwrap(),
         );
-        let prev = out.insert(key.clone(), (r["correct"].clone(), r["extracted"].clone()));
+        let prev = out.insert(key.clone(), (r["score"].clone(), r["extracted"].clone()));
         assert!(prev.is_none(), "{key:?} recorded twice");
     }
     out

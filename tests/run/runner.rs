@@ -190,12 +190,12 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
                 graded += 1;
                 // The whole text, exactly: never a prefix from a cut or stalled attempt.
                 assert_eq!(r.output, case.expected[0], "{}", r.case_id);
-                assert_eq!(r.correct, Some(true));
+                assert_eq!(r.score, Some(1.0));
                 assert!(r.outcome.unwrap().answered());
             }
             JobStatus::Failed => {
                 assert_eq!(r.output, "");
-                assert_eq!(r.correct, None);
+                assert_eq!(r.score, None);
                 assert_eq!(r.attempts.len(), 8);
             }
             JobStatus::Filtered => {
