@@ -201,7 +201,7 @@ async fn find(
 /// than it allowed, or a variant has no graded answer (a comparison with it would compare
 /// nothing, and a gate that compared nothing would pass).
 fn untrusted(r: &RunRow, variants: &[crate::store::VariantRow]) -> Option<String> {
-    if r.kind == "shard" {
+    if r.kind == crate::report::rows::RunKind::Shard {
         return Some("is a shard (part of the cases)".into());
     }
     if let Some(why) = &r.stopped {

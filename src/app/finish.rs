@@ -30,18 +30,21 @@ pub(super) struct Outputs<'a> {
     pub sent: bool,
 }
 
-/// How the sending ended.
-#[derive(Debug, Clone, Copy, Default)]
-pub(super) struct Ending {
-    /// The provider stopped the run (401/403/402).
-    pub fatal: bool,
+/// How the sending ended: one of these, decided once from what the run saw.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) enum Ending {
+    /// Every job was sent (or not needed), whatever each one's fate.
+    #[default]
+    Finished,
+    /// The provider stopped the run (401/403/402), or its first jobs all failed alike.
+    Aborted,
     /// Ctrl-C or SIGTERM.
-    pub interrupted: bool,
-    /// The journal could not be written (a full disk).
-    pub stopped_by_journal: bool,
+    Interrupted,
     /// The server looked down (most jobs failed the same passing way at once): the rest
     /// were not sent, for a resume with `--retry-failed` once it is back.
-    pub outage: bool,
+    Outage,
+    /// The journal could not be written (a full disk).
+    JournalFailed,
 }
 
 /// The prompts report.html shows beside the answers, rendered again from the bench file
@@ -265,15 +268,15 @@ pub(super) async fn conclude(
     for e in &problems {
         note!("error: {e:#}");
     }
-    if ending.fatal {
+    if ending == Ending::Aborted {
         note!("error: {}", record.stopped.clone().unwrap_or_default());
         return Exit::Aborted;
     }
-    if ending.interrupted {
+    if ending == Ending::Interrupted {
         note!("resume with: {}", resume_command(dir.path()));
         return Exit::Interrupted;
     }
-    if ending.outage {
+    if ending == Ending::Outage {
         note!("error: {}", record.stopped.clone().unwrap_or_default());
         note!(
             "once the server is back, send the rest and the failed jobs again: {} --retry-failed",
@@ -281,7 +284,7 @@ pub(super) async fn conclude(
         );
         return Exit::Incomplete;
     }
-    if ending.stopped_by_journal {
+    if ending == Ending::JournalFailed {
         note!(
             "error: {}; the jobs in the journal are kept",
             record.stopped.clone().unwrap_or_default()

@@ -353,11 +353,16 @@ fn ending_of(
         (None, None, true) => Some("interrupted".to_string()),
         _ => outage.stopped.clone(),
     };
-    let ending = Ending {
-        fatal: fatal.is_some(),
-        interrupted,
-        stopped_by_journal: tally.journal_error.is_some(),
-        outage: outage.stopped.is_some() && fatal.is_none(),
+    let ending = if fatal.is_some() {
+        Ending::Aborted
+    } else if interrupted {
+        Ending::Interrupted
+    } else if outage.stopped.is_some() {
+        Ending::Outage
+    } else if tally.journal_error.is_some() {
+        Ending::JournalFailed
+    } else {
+        Ending::Finished
     };
     (ending, stopped)
 }

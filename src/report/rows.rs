@@ -4,6 +4,54 @@
 
 use serde::Serialize;
 
+/// What kind of run a stored run was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunKind {
+    /// One run, start to end.
+    Run,
+    /// A run continued with `--resume`.
+    Resumed,
+    /// Shards combined with `merge`.
+    Merged,
+    /// One shard (`--shard i/n`): part of a run, never a baseline on its own.
+    Shard,
+}
+
+impl RunKind {
+    /// As the store writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunKind::Run => "run",
+            RunKind::Resumed => "resumed",
+            RunKind::Merged => "merged",
+            RunKind::Shard => "shard",
+        }
+    }
+}
+
+impl std::str::FromStr for RunKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        [
+            RunKind::Run,
+            RunKind::Resumed,
+            RunKind::Merged,
+            RunKind::Shard,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == s)
+        .ok_or_else(|| format!("unknown run kind `{s}` in the store"))
+    }
+}
+
+impl std::fmt::Display for RunKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A stored run, as `runs` and `history` show it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunRow {
@@ -23,7 +71,7 @@ pub struct RunRow {
     pub complete: bool,
     pub stopped: Option<String>,
     /// `run`, `resumed`, `merged` or `shard`.
-    pub kind: String,
+    pub kind: RunKind,
     pub shard: Option<String>,
     pub cases: i64,
     pub repeats: i64,

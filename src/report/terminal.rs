@@ -715,7 +715,7 @@ pub(crate) fn render_runs(runs: &[super::rows::RunRow]) -> String {
             r.bench.clone(),
             r.model.clone(),
             source_label(r),
-            r.kind.clone(),
+            r.kind.to_string(),
             status,
             format!("{}/{}", r.jobs_finished, r.jobs_planned),
             usd(r.cost_usd),

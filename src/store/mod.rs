@@ -22,7 +22,7 @@ use sqlx::{AssertSqlSafe, ConnectOptions, Row};
 pub use crate::report::job_rows::{JobRow, JobRows};
 
 use crate::report::Summary;
-pub use crate::report::rows::{RunRow, ScoreRow, VariantRow};
+pub use crate::report::rows::{RunKind, RunRow, ScoreRow, VariantRow};
 use crate::runner::record::RunRecord;
 
 /// The schema this version writes; a store at a newer version is refused.
@@ -521,7 +521,7 @@ impl Store {
         )
         .bind(summary.complete as i64)
         .bind(record.stopped.clone())
-        .bind(run_kind(record))
+        .bind(run_kind(record).as_str())
         .bind(record.plan.shard.map(|s| s.to_string()))
         .bind(big(summary.run.cases as u64))
         .bind(i64::from(record.plan.repeats))
@@ -888,7 +888,10 @@ impl RunRow {
             started_unix_ms: r.try_get(11)?,
             complete: r.try_get::<i64, _>(12)? != 0,
             stopped: r.try_get(13)?,
-            kind: r.try_get(14)?,
+            kind: r
+                .try_get::<String, _>(14)?
+                .parse()
+                .map_err(|e: String| sqlx::Error::Decode(e.into()))?,
             shard: r.try_get(15)?,
             cases: r.try_get(16)?,
             repeats: r.try_get(17)?,
@@ -940,15 +943,15 @@ fn fingerprint(r: &RunRecord) -> String {
 }
 
 /// What kind of run a record describes.
-fn run_kind(r: &RunRecord) -> &'static str {
+fn run_kind(r: &RunRecord) -> RunKind {
     if !r.merged_from.is_empty() {
-        "merged"
+        RunKind::Merged
     } else if r.plan.shard.is_some() {
-        "shard"
+        RunKind::Shard
     } else if !r.resumed_at.is_empty() {
-        "resumed"
+        RunKind::Resumed
     } else {
-        "run"
+        RunKind::Run
     }
 }
 
