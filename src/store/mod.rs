@@ -25,8 +25,9 @@ use crate::report::Summary;
 pub use crate::report::rows::{RunKind, RunRow, ScoreRow, VariantRow};
 use crate::runner::record::RunRecord;
 
-/// The schema this version writes; a store at a newer version is refused.
-pub const SCHEMA_VERSION: i64 = 2;
+/// The schema this version writes (the number of migrations); a store at a newer version
+/// is refused.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// The store's file when none is named: beside the run folders.
 pub const DEFAULT_FILE: &str = "promptgauge.db";
@@ -540,37 +541,19 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         for (position, v) in summary.variants.iter().enumerate() {
-            sqlx::query(
-                "INSERT INTO run_variants (run_id, variant, position, baseline, n, correct, \
-                 failed, accuracy, ci_low, ci_high, mean_score, score_ci_low, score_ci_high, \
-                 cost_usd, spent_usd, tokens_in, tokens_out, latency_p50_ms, latency_p90_ms, \
-                 latency_p99_ms, ttft_p50_ms, ttft_p90_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, \
-                 $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)",
-            )
-            .bind(id)
-            .bind(&v.name)
-            .bind(position as i64)
-            .bind(v.baseline as i64)
-            .bind(big(v.n))
-            .bind(big(v.correct))
-            .bind(big(v.failed))
-            .bind(v.accuracy)
-            .bind(v.ci_low)
-            .bind(v.ci_high)
-            .bind(v.mean_score)
-            .bind(v.score_ci_low)
-            .bind(v.score_ci_high)
-            .bind(v.cost_usd)
-            .bind(v.spent_usd)
-            .bind(big(v.tokens.prompt))
-            .bind(big(v.tokens.completion))
-            .bind(v.latency_ms.p50)
-            .bind(v.latency_ms.p90)
-            .bind(v.latency_ms.p99)
-            .bind(v.ttft_ms.p50)
-            .bind(v.ttft_ms.p90)
-            .execute(&mut *tx)
-            .await?;
+            let columns = variant_columns(id, position, v);
+            let names: Vec<&str> = columns.iter().map(|(name, _)| *name).collect();
+            let marks: Vec<String> = (1..=columns.len()).map(|i| format!("${i}")).collect();
+            let sql = format!(
+                "INSERT INTO run_variants ({}) VALUES ({})",
+                names.join(", "),
+                marks.join(", ")
+            );
+            let mut query = sqlx::query(AssertSqlSafe(sql));
+            for (_, value) in columns {
+                query = value.bind_to(query);
+            }
+            query.execute(&mut *tx).await?;
         }
         self.insert_jobs(&mut tx, record, run.jobs).await?;
         tx.commit().await?;
@@ -707,12 +690,10 @@ impl Store {
         filter: &Filter,
     ) -> anyhow::Result<HashMap<String, Vec<VariantRow>>> {
         let (clause, args) = filter.clause();
+        // Every column, read by name: a column added to `variant_columns` (and its
+        // migration) needs no edit here.
         let sql = format!(
-            "SELECT v.run_id, v.variant, v.position, v.baseline, v.n, v.correct, v.failed, \
-             v.accuracy, v.ci_low, v.ci_high, v.mean_score, v.score_ci_low, v.score_ci_high, \
-             v.cost_usd, v.spent_usd, v.tokens_in, v.tokens_out, v.latency_p50_ms, \
-             v.latency_p90_ms, v.latency_p99_ms, v.ttft_p50_ms, v.ttft_p90_ms \
-             FROM run_variants v JOIN runs r ON r.run_id = v.run_id{clause} \
+            "SELECT v.* FROM run_variants v JOIN runs r ON r.run_id = v.run_id{clause} \
              ORDER BY v.run_id, v.position"
         );
         let rows = self.read_filtered(sql, &args).await?;
@@ -866,6 +847,7 @@ impl Filter {
     }
 }
 
+/// The columns `runs` and `history` read of a run (by name: see `RunRow::from_row`).
 const RUN_COLUMNS: &str = "r.run_id, r.bench, r.model, r.base_url, r.simulated, r.tool_version, \
     r.git_commit, r.git_branch, r.git_dirty, r.started_at, r.finished_at, r.started_unix_ms, \
     r.complete, r.stopped, r.kind, r.shard, r.cases, r.repeats, r.confidence, r.jobs_planned, \
@@ -874,66 +856,123 @@ const RUN_COLUMNS: &str = "r.run_id, r.bench, r.model, r.base_url, r.simulated, 
 impl RunRow {
     fn from_row(r: &AnyRow) -> sqlx::Result<RunRow> {
         Ok(RunRow {
-            run_id: r.try_get(0)?,
-            bench: r.try_get(1)?,
-            model: r.try_get(2)?,
-            base_url: r.try_get(3)?,
-            simulated: r.try_get::<i64, _>(4)? != 0,
-            tool_version: r.try_get(5)?,
-            git_commit: r.try_get(6)?,
-            git_branch: r.try_get(7)?,
-            git_dirty: r.try_get::<Option<i64>, _>(8)?.map(|d| d != 0),
-            started_at: r.try_get(9)?,
-            finished_at: r.try_get(10)?,
-            started_unix_ms: r.try_get(11)?,
-            complete: r.try_get::<i64, _>(12)? != 0,
-            stopped: r.try_get(13)?,
+            run_id: r.try_get("run_id")?,
+            bench: r.try_get("bench")?,
+            model: r.try_get("model")?,
+            base_url: r.try_get("base_url")?,
+            simulated: r.try_get::<i64, _>("simulated")? != 0,
+            tool_version: r.try_get("tool_version")?,
+            git_commit: r.try_get("git_commit")?,
+            git_branch: r.try_get("git_branch")?,
+            git_dirty: r.try_get::<Option<i64>, _>("git_dirty")?.map(|d| d != 0),
+            started_at: r.try_get("started_at")?,
+            finished_at: r.try_get("finished_at")?,
+            started_unix_ms: r.try_get("started_unix_ms")?,
+            complete: r.try_get::<i64, _>("complete")? != 0,
+            stopped: r.try_get("stopped")?,
             kind: r
-                .try_get::<String, _>(14)?
+                .try_get::<String, _>("kind")?
                 .parse()
                 .map_err(|e: String| sqlx::Error::Decode(e.into()))?,
-            shard: r.try_get(15)?,
-            cases: r.try_get(16)?,
-            repeats: r.try_get(17)?,
-            confidence: r.try_get(18)?,
-            jobs_planned: r.try_get(19)?,
-            jobs_finished: r.try_get(20)?,
-            jobs_failed: r.try_get(21)?,
-            scored: r.try_get::<i64, _>(22)? != 0,
-            cost_usd: r.try_get(23)?,
-            folder: r.try_get(24)?,
-            allowed_failures: r.try_get(25)?,
+            shard: r.try_get("shard")?,
+            cases: r.try_get("cases")?,
+            repeats: r.try_get("repeats")?,
+            confidence: r.try_get("confidence")?,
+            jobs_planned: r.try_get("jobs_planned")?,
+            jobs_finished: r.try_get("jobs_finished")?,
+            jobs_failed: r.try_get("jobs_failed")?,
+            scored: r.try_get::<i64, _>("scored")? != 0,
+            cost_usd: r.try_get("cost_usd")?,
+            folder: r.try_get("folder")?,
+            allowed_failures: r.try_get("allowed_failures")?,
         })
     }
 }
 
 impl VariantRow {
     fn from_row(r: &AnyRow) -> sqlx::Result<VariantRow> {
+        let flag = |name: &str| -> sqlx::Result<bool> { Ok(r.try_get::<i64, _>(name)? != 0) };
         Ok(VariantRow {
-            run_id: r.try_get(0)?,
-            variant: r.try_get(1)?,
-            position: r.try_get(2)?,
-            baseline: r.try_get::<i64, _>(3)? != 0,
-            n: r.try_get(4)?,
-            correct: r.try_get(5)?,
-            failed: r.try_get(6)?,
-            accuracy: r.try_get(7)?,
-            ci_low: r.try_get(8)?,
-            ci_high: r.try_get(9)?,
-            mean_score: r.try_get(10)?,
-            score_ci_low: r.try_get(11)?,
-            score_ci_high: r.try_get(12)?,
-            cost_usd: r.try_get(13)?,
-            spent_usd: r.try_get(14)?,
-            tokens_in: r.try_get(15)?,
-            tokens_out: r.try_get(16)?,
-            latency_p50_ms: r.try_get(17)?,
-            latency_p90_ms: r.try_get(18)?,
-            latency_p99_ms: r.try_get(19)?,
-            ttft_p50_ms: r.try_get(20)?,
-            ttft_p90_ms: r.try_get(21)?,
+            run_id: r.try_get("run_id")?,
+            variant: r.try_get("variant")?,
+            position: r.try_get("position")?,
+            baseline: flag("baseline")?,
+            n: r.try_get("n")?,
+            correct: r.try_get("correct")?,
+            failed: r.try_get("failed")?,
+            accuracy: r.try_get("accuracy")?,
+            ci_low: r.try_get("ci_low")?,
+            ci_high: r.try_get("ci_high")?,
+            mean_score: r.try_get("mean_score")?,
+            score_ci_low: r.try_get("score_ci_low")?,
+            score_ci_high: r.try_get("score_ci_high")?,
+            cost_usd: r.try_get("cost_usd")?,
+            spent_usd: r.try_get("spent_usd")?,
+            tokens_in: r.try_get("tokens_in")?,
+            tokens_out: r.try_get("tokens_out")?,
+            latency_p50_ms: r.try_get("latency_p50_ms")?,
+            latency_p90_ms: r.try_get("latency_p90_ms")?,
+            latency_p99_ms: r.try_get("latency_p99_ms")?,
+            ttft_p50_ms: r.try_get("ttft_p50_ms")?,
+            ttft_p90_ms: r.try_get("ttft_p90_ms")?,
         })
     }
+}
+
+/// A value bound to a statement.
+enum Bound {
+    Text(Option<String>),
+    Int(Option<i64>),
+    Real(Option<f64>),
+}
+
+impl Bound {
+    fn bind_to<'q>(
+        self,
+        query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
+    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
+        match self {
+            Bound::Text(v) => query.bind(v),
+            Bound::Int(v) => query.bind(v),
+            Bound::Real(v) => query.bind(v),
+        }
+    }
+}
+
+/// `run_variants`' columns and one variant's values: the one list its INSERT is built from
+/// (its SELECT reads every column by name). A new figure in `history` is a migration that
+/// adds its column, one line here, and its field in `VariantRow`.
+fn variant_columns(
+    run_id: &str,
+    position: usize,
+    v: &crate::report::VariantSummary,
+) -> Vec<(&'static str, Bound)> {
+    use Bound::{Int, Real, Text};
+    let int = |n: u64| Int(Some(big(n)));
+    vec![
+        ("run_id", Text(Some(run_id.to_string()))),
+        ("variant", Text(Some(v.name.clone()))),
+        ("position", Int(Some(position as i64))),
+        ("baseline", Int(Some(v.baseline as i64))),
+        ("n", int(v.n)),
+        ("correct", int(v.correct)),
+        ("failed", int(v.failed)),
+        ("accuracy", Real(v.accuracy)),
+        ("ci_low", Real(v.ci_low)),
+        ("ci_high", Real(v.ci_high)),
+        ("mean_score", Real(v.mean_score)),
+        ("score_ci_low", Real(v.score_ci_low)),
+        ("score_ci_high", Real(v.score_ci_high)),
+        ("cost_usd", Real(v.cost_usd)),
+        ("spent_usd", Real(v.spent_usd)),
+        ("tokens_in", int(v.tokens.prompt)),
+        ("tokens_out", int(v.tokens.completion)),
+        ("latency_p50_ms", Real(v.latency_ms.p50)),
+        ("latency_p90_ms", Real(v.latency_ms.p90)),
+        ("latency_p99_ms", Real(v.latency_ms.p99)),
+        ("ttft_p50_ms", Real(v.ttft_ms.p50)),
+        ("ttft_p90_ms", Real(v.ttft_ms.p90)),
+    ]
 }
 
 /// The fingerprint as one text (its three parts joined).
@@ -1038,6 +1077,31 @@ mod tests {
             " WHERE r.bench = $1 AND r.git_branch = $2 AND r.started_unix_ms >= $3 AND r.complete = 1"
         );
         assert_eq!(args.len(), 3);
+    }
+
+    #[tokio::test]
+    async fn the_variant_columns_written_are_the_table_s_columns() {
+        // A migration that adds a column without its value in `variant_columns` (or a
+        // value without its migration) fails here, not in a user's store.
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&Location::Sqlite(dir.path().join("h.db")))
+            .await
+            .unwrap();
+        let rows = sqlx::query("SELECT name FROM pragma_table_info('run_variants')")
+            .fetch_all(&mut *store.conn.lock().await)
+            .await
+            .unwrap();
+        let mut table: Vec<String> = rows.iter().map(|r| r.try_get(0).unwrap()).collect();
+        let summary: Summary =
+            serde_json::from_str(include_str!("../../tests/golden/example/summary.json")).unwrap();
+        let mut written: Vec<String> = variant_columns("r", 0, &summary.variants[0])
+            .into_iter()
+            .map(|(name, _)| name.to_string())
+            .collect();
+        table.sort();
+        written.sort();
+        assert_eq!(table, written);
+        assert_eq!(SCHEMA_VERSION, MIGRATIONS.len() as i64);
     }
 
     #[tokio::test]
