@@ -30,6 +30,27 @@ pub(super) struct Outputs<'a> {
     pub sent: bool,
 }
 
+impl<'a> Outputs<'a> {
+    /// What the flags of `run` or `merge` ask to be written (the store is added once it is
+    /// known to be usable; `sent` is set by a command that sent nothing).
+    pub(super) fn of(
+        gates: &'a GateArgs,
+        files: &'a crate::cli::OutputArgs,
+        baseline: Option<&'a Reference>,
+        quiet: bool,
+    ) -> Outputs<'a> {
+        Outputs {
+            gates,
+            baseline,
+            store: None,
+            junit: files.junit.as_deref(),
+            markdown: files.markdown.as_deref(),
+            quiet,
+            sent: true,
+        }
+    }
+}
+
 /// How the sending ended: one of these, decided once from what the run saw.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) enum Ending {

@@ -202,17 +202,14 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
     }
     agg.set_run(record.info());
     let outputs = Outputs {
-        gates: &args.gates,
-        baseline: baseline.as_ref(),
         store: if args.store.no_store {
             None
         } else {
             Some(store?)
         },
-        junit: args.outputs.junit.as_deref(),
-        markdown: args.outputs.markdown.as_deref(),
-        quiet: false,
+        // Merging sends nothing: a report it cannot write is an input error.
         sent: false,
+        ..Outputs::of(&args.gates, &args.outputs, baseline.as_ref(), false)
     };
     let exit = conclude(
         &dir,

@@ -158,7 +158,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         } else {
             Some(store?)
         },
-        ..outputs_of(args, baseline.as_ref())
+        ..Outputs::of(&args.gates, &args.outputs, baseline.as_ref(), args.quiet)
     };
     Ok(conclude(
         &dir,
@@ -198,23 +198,6 @@ fn judge_service_for(
         }
         None => None,
     })
-}
-
-/// The reports a run writes besides its folder's, as its flags ask (the store is added
-/// once it is known to be usable).
-fn outputs_of<'a>(
-    args: &'a RunArgs,
-    baseline: Option<&'a super::baseline::Reference>,
-) -> Outputs<'a> {
-    Outputs {
-        gates: &args.gates,
-        baseline,
-        store: None,
-        junit: args.outputs.junit.as_deref(),
-        markdown: args.outputs.markdown.as_deref(),
-        quiet: args.quiet,
-        sent: true,
-    }
 }
 
 /// What the workers share that a run's record and plan decide.
