@@ -351,6 +351,38 @@ pub fn render_run(result: &RunResult, bench_text: &str) -> String {
 
     let conf = (s.run.confidence * 100.0).round();
     let mut b = String::new();
+    header(&mut b, s, &names);
+
+    figures(&mut b, s, conf, &names);
+
+    latency(&mut b, s, result, &names);
+
+    tokens_and_cost(&mut b, s);
+
+    disagreements(&mut b, result, &names);
+
+    answers_section(&mut b, result, &names);
+
+    failed_jobs(&mut b, result);
+
+    let _ = write!(
+        b,
+        "<h2>Settings</h2><p class=\"muted\">promptgauge {} · run {} · endpoint {} ({})</p><pre>{}</pre>",
+        esc(&s.run.tool_version),
+        esc(&s.run.run_id),
+        esc(&s.run.provider.base_url),
+        if s.run.provider.simulated {
+            "SIMULATED"
+        } else {
+            "real"
+        },
+        esc(bench_text)
+    );
+    page(&format!("promptgauge: {}", s.run.bench), &b)
+}
+
+/// The title, the notes, why jobs failed, and the headline.
+fn header(b: &mut String, s: &super::Summary, names: &[&str]) {
     let _ = write!(
         b,
         "<h1>promptgauge: {}</h1><p class=\"muted\">{} cases × {} variants · model <b>{}</b> at {} · {} to {} · promptgauge {}</p>",
@@ -388,7 +420,10 @@ pub fn render_run(result: &RunResult, bench_text: &str) -> String {
     } else if !s.comparisons.is_empty() {
         b.push_str("<p id=\"headline\"><b>Nothing was compared: no case was graded for both the baseline and a variant.</b></p>");
     }
+}
 
+/// Each variant's headline figure with its interval, and the comparisons.
+fn figures(b: &mut String, s: &super::Summary, conf: f64, names: &[&str]) {
     let measure = s.measure();
     let title = if s.is_scored() {
         "Mean score"
@@ -509,7 +544,10 @@ pub fn render_run(result: &RunResult, bench_text: &str) -> String {
             );
         }
     }
+}
 
+/// Latency: the chart and the table.
+fn latency(b: &mut String, s: &super::Summary, result: &RunResult, names: &[&str]) {
     b.push_str("<h2>Latency</h2><p class=\"muted\">From the request being sent; box: quartiles, line: median, whiskers: 10th to 90th percentile.</p>");
     let series: Vec<_> = names
         .iter()
@@ -535,7 +573,10 @@ pub fn render_run(result: &RunResult, bench_text: &str) -> String {
         );
     }
     b.push_str("</tbody></table>");
+}
 
+/// Tokens and what they cost.
+fn tokens_and_cost(b: &mut String, s: &super::Summary) {
     b.push_str("<h2>Tokens and cost</h2><table id=\"cost\"><thead><tr><th>variant</th><th>prompt</th><th>completion</th><th>cached</th><th>reasoning</th><th>cost</th><th>cost per correct</th></tr></thead><tbody>");
     for v in &s.variants {
         let est = if v.tokens.estimated { "~" } else { "" };
@@ -553,7 +594,10 @@ pub fn render_run(result: &RunResult, bench_text: &str) -> String {
         );
     }
     b.push_str("</tbody></table>");
+}
 
+/// The cases where the variants' scores differ.
+fn disagreements(b: &mut String, result: &RunResult, names: &[&str]) {
     let disagree: Vec<_> = result.disagreements.iter().collect();
     let _ = write!(
         b,
@@ -561,7 +605,7 @@ pub fn render_run(result: &RunResult, bench_text: &str) -> String {
         disagree.len()
     );
     b.push_str("<table id=\"disagreements\"><thead><tr><th>case</th><th>expected</th>");
-    for n in &names {
+    for n in names {
         let _ = write!(b, "<th>{}</th>", esc(n));
     }
     b.push_str("</tr></thead><tbody>");
@@ -592,9 +636,10 @@ pub fn render_run(result: &RunResult, bench_text: &str) -> String {
         b.push_str("</tr>");
     }
     b.push_str("</tbody></table>");
+}
 
-    answers_section(&mut b, result, &names);
-
+/// The failed jobs shown, each with its attempts.
+fn failed_jobs(b: &mut String, result: &RunResult) {
     let failed = &result.failed;
     let _ = write!(b, "<h2>Failed jobs ({})</h2>", result.failed_total);
     if failed.is_empty() {
@@ -630,21 +675,6 @@ pub fn render_run(result: &RunResult, bench_text: &str) -> String {
         b.push_str("</tbody></table></details>");
     }
     b.push_str("</div>");
-
-    let _ = write!(
-        b,
-        "<h2>Settings</h2><p class=\"muted\">promptgauge {} · run {} · endpoint {} ({})</p><pre>{}</pre>",
-        esc(&s.run.tool_version),
-        esc(&s.run.run_id),
-        esc(&s.run.provider.base_url),
-        if s.run.provider.simulated {
-            "SIMULATED"
-        } else {
-            "real"
-        },
-        esc(bench_text)
-    );
-    page(&format!("promptgauge: {}", s.run.bench), &b)
 }
 
 /// `compare.html` for two runs.
