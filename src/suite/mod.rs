@@ -414,28 +414,7 @@ impl Bench {
             );
         }
         let limits = resolve_limits(raw.limits, &Limits::default(), &here)?;
-        let judge = match raw.judge {
-            None => None,
-            Some(j) => {
-                if let Some(url) = &j.base_url {
-                    check_base_url(url, j.protocol.unwrap_or_default()).map_err(|m| {
-                        InputError::new(here("judge"), format!("judge.base_url: {m}"))
-                            .fix("write the full URL, e.g. http://127.0.0.1:8000/v1, or `mock`")
-                    })?;
-                }
-                Some(JudgeSettings {
-                    base_url: j.base_url,
-                    model: j.model,
-                    api_key_env: j.api_key_env,
-                    protocol: j.protocol,
-                    params: j.params,
-                    limits: resolve_limits(j.limits, &limits, &|key| {
-                        here(&format!("judge.limits.{key}"))
-                    })?,
-                    price: j.price,
-                })
-            }
-        };
+        let judge = judge_settings(raw.judge, &limits, &here)?;
         let repeats = match raw.repeats {
             None => 1,
             Some(r) if (1..=10_000).contains(&r) => r as u32,
@@ -461,56 +440,8 @@ impl Bench {
             }
         };
         let sequential = raw.sequential.unwrap_or_default();
-        {
-            let bad = |m: String, fix: &str| -> InputErrors {
-                InputError::new(here("sequential"), m).fix(fix).into()
-            };
-            let q = &sequential;
-            if !(q.detect > 0.0 && q.detect < 100.0) {
-                return Err(bad(
-                    format!(
-                        "sequential.detect must be between 0 and 100 points, found {}",
-                        q.detect
-                    ),
-                    "the smallest difference worth detecting, in points: e.g. detect: 10",
-                ));
-            }
-            if !(q.power > 0.0 && q.power < 1.0) {
-                return Err(bad(
-                    format!(
-                        "sequential.power must be between 0 and 1, found {}",
-                        q.power
-                    ),
-                    "e.g. power: 0.8",
-                ));
-            }
-            if q.max_cases == Some(0) || q.max_cases.is_some_and(|m| m < q.min_cases) {
-                return Err(bad(
-                    format!(
-                        "sequential.max_cases ({}) must be at least 1 and at least min_cases ({})",
-                        q.max_cases.unwrap_or(0),
-                        q.min_cases
-                    ),
-                    "raise max_cases, or lower min_cases",
-                ));
-            }
-        }
-        if let Some(p) = &raw.price {
-            let prices = [
-                Some(p.input_per_mtok),
-                Some(p.output_per_mtok),
-                p.cached_input_per_mtok,
-            ];
-            if prices
-                .into_iter()
-                .flatten()
-                .any(|x| !x.is_finite() || x < 0.0)
-            {
-                return Err(InputError::new(here("price"), "prices must be numbers ≥ 0")
-                    .fix("prices are USD per million tokens, e.g. input_per_mtok: 0.40")
-                    .into());
-            }
-        }
+        check_sequential(&sequential, &here)?;
+        check_price(raw.price.as_ref(), &here)?;
         for url in raw.endpoint.base_url.iter().flat_map(UrlList::urls) {
             check_base_url(&url, raw.endpoint.protocol.unwrap_or_default()).map_err(|m| {
                 InputError::new(here("base_url"), m)
@@ -536,23 +467,7 @@ impl Bench {
             return Err(InputErrors(errors));
         }
 
-        let mut variants: Vec<Variant> = Vec::new();
-        for p in &raw.variants {
-            let v = prompts::load(&dir.join(p))?;
-            if let Some(other) = variants.iter().find(|o| o.name == v.name) {
-                return Err(InputError::new(
-                    Location::file(&v.path),
-                    format!(
-                        "variant name `{}` is also used by {}",
-                        v.name,
-                        other.path.display()
-                    ),
-                )
-                .fix("give each variant a unique `name:`")
-                .into());
-            }
-            variants.push(v);
-        }
+        let variants = load_variants(dir, &raw.variants)?;
         let templates = Templates::compile(&variants)?;
         templates.check(&variants, &cases)?;
         check_tools(&cases, &grade, &raw.params, &variants)?;
@@ -622,6 +537,119 @@ impl Bench {
         }
         params
     }
+}
+
+/// The `judge:` block, checked, its limits over the bench's.
+fn judge_settings(
+    raw: Option<RawJudge>,
+    limits: &Limits,
+    here: &dyn Fn(&str) -> Location,
+) -> Result<Option<JudgeSettings>, InputErrors> {
+    Ok(match raw {
+        None => None,
+        Some(j) => {
+            if let Some(url) = &j.base_url {
+                check_base_url(url, j.protocol.unwrap_or_default()).map_err(|m| {
+                    InputError::new(here("judge"), format!("judge.base_url: {m}"))
+                        .fix("write the full URL, e.g. http://127.0.0.1:8000/v1, or `mock`")
+                })?;
+            }
+            Some(JudgeSettings {
+                base_url: j.base_url,
+                model: j.model,
+                api_key_env: j.api_key_env,
+                protocol: j.protocol,
+                params: j.params,
+                limits: resolve_limits(j.limits, limits, &|key| {
+                    here(&format!("judge.limits.{key}"))
+                })?,
+                price: j.price,
+            })
+        }
+    })
+}
+
+/// `sequential:` makes sense: a difference in points, a power, at least as many cases at
+/// most as at least.
+fn check_sequential(
+    q: &SequentialSpec,
+    here: &dyn Fn(&str) -> Location,
+) -> Result<(), InputErrors> {
+    let bad = |m: String, fix: &str| -> InputErrors {
+        InputError::new(here("sequential"), m).fix(fix).into()
+    };
+    if !(q.detect > 0.0 && q.detect < 100.0) {
+        return Err(bad(
+            format!(
+                "sequential.detect must be between 0 and 100 points, found {}",
+                q.detect
+            ),
+            "the smallest difference worth detecting, in points: e.g. detect: 10",
+        ));
+    }
+    if !(q.power > 0.0 && q.power < 1.0) {
+        return Err(bad(
+            format!(
+                "sequential.power must be between 0 and 1, found {}",
+                q.power
+            ),
+            "e.g. power: 0.8",
+        ));
+    }
+    if q.max_cases == Some(0) || q.max_cases.is_some_and(|m| m < q.min_cases) {
+        return Err(bad(
+            format!(
+                "sequential.max_cases ({}) must be at least 1 and at least min_cases ({})",
+                q.max_cases.unwrap_or(0),
+                q.min_cases
+            ),
+            "raise max_cases, or lower min_cases",
+        ));
+    }
+    Ok(())
+}
+
+/// Prices are numbers ≥ 0.
+fn check_price(price: Option<&Price>, here: &dyn Fn(&str) -> Location) -> Result<(), InputErrors> {
+    if let Some(p) = price {
+        let prices = [
+            Some(p.input_per_mtok),
+            Some(p.output_per_mtok),
+            p.cached_input_per_mtok,
+        ];
+        if prices
+            .into_iter()
+            .flatten()
+            .any(|x| !x.is_finite() || x < 0.0)
+        {
+            return Err(InputError::new(here("price"), "prices must be numbers ≥ 0")
+                .fix("prices are USD per million tokens, e.g. input_per_mtok: 0.40")
+                .into());
+        }
+    }
+    Ok(())
+}
+
+/// The variants' prompt files, each name once.
+fn load_variants(dir: &Path, files: &[String]) -> Result<Vec<Variant>, InputErrors> {
+    let mut variants: Vec<Variant> = Vec::new();
+    for p in files {
+        let v = prompts::load(&dir.join(p))?;
+        if let Some(other) = variants.iter().find(|o| o.name == v.name) {
+            return Err(InputError::new(
+                Location::file(&v.path),
+                format!(
+                    "variant name `{}` is also used by {}",
+                    v.name,
+                    other.path.display()
+                ),
+            )
+            .fix("give each variant a unique `name:`")
+            .into());
+        }
+        variants.push(v);
+    }
+    Ok(variants)
 }
 
 /// A `tool_call` case can only pass if every variant offers the tools it expects: a case
