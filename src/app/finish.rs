@@ -186,29 +186,8 @@ pub(super) async fn conclude(
 ) -> Exit {
     // An output that could not be written (a per-job file) is said like a report's.
     problems.append(&mut result.problems);
-    let baseline = match outputs.baseline {
-        Some(base) => {
-            // The levels were checked to agree before anything was sent.
-            let compared =
-                load_reference(base)
-                    .await
-                    .and_then(|(base, base_record, base_result)| {
-                        compare_results(
-                            (&base, &base_record, &base_result),
-                            (dir.path(), record, &result),
-                            record.bench.confidence,
-                        )
-                    });
-            match compared {
-                Ok(b) => Some(b),
-                Err(e) => {
-                    problems.push(e.context("cannot compare with the baseline run"));
-                    None
-                }
-            }
-        }
-        None => None,
-    };
+    let baseline =
+        compare_with_baseline(outputs.baseline, dir, record, &result, &mut problems).await;
     let gates = outputs.gates.gates();
     result.summary.gates = report::gates::evaluate(&gates, &result.summary, baseline.as_ref());
     // A run renders the prompts from the bench it ran (never read twice: a large bench is
@@ -230,21 +209,7 @@ pub(super) async fn conclude(
     let summary = &result.summary;
     out!("{}", report::terminal::render(summary));
     if let Some(b) = &baseline {
-        if b.variants.iter().all(|v| v.comparison.cases == 0) {
-            note!(
-                "warning: the baseline run {} shares no graded case with this run: nothing was compared",
-                b.run_a.dir
-            );
-        }
-        out!("against the baseline run {}:", b.run_a.dir);
-        out!("{}", report::terminal::render_comparison(b));
-        let path = dir.baseline_json();
-        if let Err(e) = serde_json::to_string_pretty(b)
-            .map_err(anyhow::Error::from)
-            .and_then(|text| Ok(crate::files::write_atomically(&path, text + "\n")?))
-        {
-            problems.push(e.context(format!("cannot write {}", path.display())));
-        }
+        show_baseline(dir, b, &mut problems);
     }
     if let (Some(junit), Some(path)) = (result.junit.take(), outputs.junit) {
         let written =
@@ -254,25 +219,10 @@ pub(super) async fn conclude(
             problems.push(e);
         }
     }
-    if let Some(path) = outputs.markdown {
-        let written = report::markdown::Markdown
-            .render(summary)
-            .and_then(|mut md| {
-                if let Some(b) = &baseline {
-                    md.push_str("\n### Against the baseline run\n\n");
-                    md.push_str(&report::markdown::comparison_body(b));
-                }
-                let mut file = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .with_context(|| format!("cannot open {}", path.display()))?;
-                file.write_all(md.as_bytes())
-                    .with_context(|| format!("cannot write {}", path.display()))
-            });
-        if let Err(e) = written {
-            problems.push(e);
-        }
+    if let Some(path) = outputs.markdown
+        && let Err(e) = append_markdown(path, summary, baseline.as_ref())
+    {
+        problems.push(e);
     }
     for g in summary.gates.iter().filter(|g| !g.passed) {
         note!("gate failed: {}: {}", g.gate, g.reason);
@@ -415,4 +365,85 @@ pub(super) async fn record_in_store(
 /// A usage error for a folder another process holds.
 pub(super) fn in_use(message: String) -> crate::error::Failure {
     crate::error::Failure::Input(UsageError(message).into())
+}
+
+/// `--baseline`: this run against the earlier one; a baseline that cannot be read or
+/// compared is a problem said with the others, and the gates that need it fail.
+async fn compare_with_baseline(
+    baseline: Option<&Reference>,
+    dir: &RunDir,
+    record: &RunRecord,
+    result: &RunResult,
+    problems: &mut Vec<anyhow::Error>,
+) -> Option<report::compare::RunComparison> {
+    match baseline {
+        Some(base) => {
+            // The levels were checked to agree before anything was sent.
+            let compared =
+                load_reference(base)
+                    .await
+                    .and_then(|(base, base_record, base_result)| {
+                        compare_results(
+                            (&base, &base_record, &base_result),
+                            (dir.path(), record, result),
+                            record.bench.confidence,
+                        )
+                    });
+            match compared {
+                Ok(b) => Some(b),
+                Err(e) => {
+                    problems.push(e.context("cannot compare with the baseline run"));
+                    None
+                }
+            }
+        }
+        None => None,
+    }
+}
+
+/// The comparison with the baseline run, in the terminal and in baseline.json.
+fn show_baseline(
+    dir: &RunDir,
+    b: &report::compare::RunComparison,
+    problems: &mut Vec<anyhow::Error>,
+) {
+    if b.variants.iter().all(|v| v.comparison.cases == 0) {
+        note!(
+            "warning: the baseline run {} shares no graded case with this run: nothing was compared",
+            b.run_a.dir
+        );
+    }
+    out!("against the baseline run {}:", b.run_a.dir);
+    out!("{}", report::terminal::render_comparison(b));
+    let path = dir.baseline_json();
+    if let Err(e) = serde_json::to_string_pretty(b)
+        .map_err(anyhow::Error::from)
+        .and_then(|text| Ok(crate::files::write_atomically(&path, text + "\n")?))
+    {
+        problems.push(e.context(format!("cannot write {}", path.display())));
+    }
+}
+
+/// `--markdown FILE`: the summary (and the baseline comparison) appended, as
+/// `$GITHUB_STEP_SUMMARY` expects.
+fn append_markdown(
+    path: &Path,
+    summary: &report::Summary,
+    baseline: Option<&report::compare::RunComparison>,
+) -> anyhow::Result<()> {
+    report::markdown::Markdown
+        .render(summary)
+        .and_then(|mut md| {
+            if let Some(b) = baseline {
+                md.push_str("\n### Against the baseline run\n\n");
+                md.push_str(&report::markdown::comparison_body(b));
+            }
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .with_context(|| format!("cannot open {}", path.display()))?;
+            file.write_all(md.as_bytes())
+                .with_context(|| format!("cannot write {}", path.display()))
+        })
 }

@@ -1,7 +1,7 @@
 //! `merge`: the run folders of one plan's shards combined into one run folder. Each shard's
 //! journal is read once: its records go to the merged journal and the aggregator together.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
@@ -15,26 +15,7 @@ use crate::runner::record::RunRecord;
 
 /// `merge`: combines the run folders of `run --shard i/n` into one run.
 pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Failure> {
-    // `merge reports/*` also names comparisons, earlier merges and the cache: only the
-    // folders of sharded runs are merged, the rest are skipped with a note.
-    let mut runs = Vec::new();
-    for path in &args.runs {
-        let record = RunDir::at(path).read_record().ok();
-        match record.as_ref().map(|r| r.plan.shard) {
-            Some(Some(_)) => runs.push(path.clone()),
-            Some(None) => note!("note: skipping {} (a run, but not a shard)", path.display()),
-            // The history store's files sit beside the run folders: `reports/*` names them.
-            None if path.is_file() => {}
-            None => note!("note: skipping {} (not a run folder)", path.display()),
-        }
-    }
-    if runs.is_empty() {
-        return Err(UsageError::with_fix(
-            "none of the folders given is a shard of a run",
-            "merge the folders written by `run --shard i/n`",
-        )
-        .into());
-    }
+    let runs = shard_folders(&args.runs)?;
     let args = &MergeArgs {
         runs,
         ..args.clone()
@@ -50,48 +31,7 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
         .map(|d| d.read_record().map_err(|e| UsageError(format!("{e:#}"))))
         .collect::<Result<_, _>>()?;
     let first = &records[0];
-    let Some(count) = first.plan.shard.map(|s| s.count) else {
-        return Err(UsageError::with_fix(
-            format!(
-                "{} is not a shard (it was not run with --shard i/n)",
-                args.runs[0].display()
-            ),
-            "merge the folders of `run --shard i/n`",
-        )
-        .into());
-    };
-    let mut seen = vec![false; count as usize];
-    for (dir, r) in args.runs.iter().zip(&records) {
-        let refuse = |why: String| -> Failure {
-            UsageError::with_fix(
-                format!("cannot merge {}: {why}", dir.display()),
-                "merge the shards of one run of one bench",
-            )
-            .into()
-        };
-        if r.fingerprint != first.fingerprint {
-            return Err(refuse(format!(
-                "its bench differs from {}'s",
-                args.runs[0].display()
-            )));
-        }
-        let (mut plan, mut first_plan) = (r.plan.clone(), first.plan.clone());
-        plan.shard = None;
-        first_plan.shard = None;
-        if plan != first_plan || r.endpoint.model != first.endpoint.model {
-            return Err(refuse(
-                "its plan (limit, variants, repeats) or model differs".into(),
-            ));
-        }
-        let Some(shard) = r.plan.shard.filter(|s| s.count == count) else {
-            return Err(refuse(format!("it is not one of {count} shards")));
-        };
-        if std::mem::replace(&mut seen[shard.index as usize - 1], true) {
-            return Err(refuse(format!(
-                "shard {shard} is given twice; shards must not overlap"
-            )));
-        }
-    }
+    let (count, seen) = check_shards(&args.runs, &records)?;
     let root = match &args.out {
         Some(d) => d.clone(),
         None => args.runs[0]
@@ -103,28 +43,8 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
         .filter(|i| !seen[*i as usize - 1])
         .map(|i| format!("{i}/{count}"))
         .collect();
-    let mut record = first.clone();
-    record.plan.shard = None;
-    record.merged_from = records.iter().map(|r| r.run_id.clone()).collect();
+    let mut record = merged_record(&records, &missing);
     record.allowed_failures = args.gates.allow_failures;
-    // The whole plan, missing shards included: their jobs did not run.
-    record.jobs_planned = record.plan_keys().planned();
-    record.started_at = records
-        .iter()
-        .map(|r| r.started_at.clone())
-        .min()
-        .unwrap_or_default();
-    record.started_unix_ms = records.iter().filter_map(|r| r.started_unix_ms).min();
-    record.finished_at = records.iter().filter_map(|r| r.finished_at.clone()).max();
-    record.resumed_at = Vec::new();
-    record.stopped = if missing.is_empty() {
-        records.iter().find_map(|r| r.stopped.clone())
-    } else {
-        Some(format!(
-            "shards missing from the merge: {}",
-            missing.join(", ")
-        ))
-    };
 
     let store = crate::cli::store_location(args.store.store.as_deref(), env, &root).map(|s| s.0);
     // A store that cannot be named right is said before anything is done.
@@ -227,4 +147,105 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
     } else {
         Exit::Incomplete
     })
+}
+
+/// The folders given that hold a shard of a run; the rest are skipped with a note.
+fn shard_folders(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
+    // `merge reports/*` also names comparisons, earlier merges and the cache: only the
+    // folders of sharded runs are merged, the rest are skipped with a note.
+    let mut runs = Vec::new();
+    for path in paths {
+        let record = RunDir::at(path).read_record().ok();
+        match record.as_ref().map(|r| r.plan.shard) {
+            Some(Some(_)) => runs.push(path.clone()),
+            Some(None) => note!("note: skipping {} (a run, but not a shard)", path.display()),
+            // The history store's files sit beside the run folders: `reports/*` names them.
+            None if path.is_file() => {}
+            None => note!("note: skipping {} (not a run folder)", path.display()),
+        }
+    }
+    if runs.is_empty() {
+        return Err(UsageError::with_fix(
+            "none of the folders given is a shard of a run",
+            "merge the folders written by `run --shard i/n`",
+        )
+        .into());
+    }
+    Ok(runs)
+}
+
+/// The shards are of one run of one bench, none twice: how many the run had, and which of
+/// them are given.
+fn check_shards(runs: &[PathBuf], records: &[RunRecord]) -> Result<(u32, Vec<bool>), Failure> {
+    let first = &records[0];
+    let Some(count) = first.plan.shard.map(|s| s.count) else {
+        return Err(UsageError::with_fix(
+            format!(
+                "{} is not a shard (it was not run with --shard i/n)",
+                runs[0].display()
+            ),
+            "merge the folders of `run --shard i/n`",
+        )
+        .into());
+    };
+    let mut seen = vec![false; count as usize];
+    for (dir, r) in runs.iter().zip(records) {
+        let refuse = |why: String| -> Failure {
+            UsageError::with_fix(
+                format!("cannot merge {}: {why}", dir.display()),
+                "merge the shards of one run of one bench",
+            )
+            .into()
+        };
+        if r.fingerprint != first.fingerprint {
+            return Err(refuse(format!(
+                "its bench differs from {}'s",
+                runs[0].display()
+            )));
+        }
+        let (mut plan, mut first_plan) = (r.plan.clone(), first.plan.clone());
+        plan.shard = None;
+        first_plan.shard = None;
+        if plan != first_plan || r.endpoint.model != first.endpoint.model {
+            return Err(refuse(
+                "its plan (limit, variants, repeats) or model differs".into(),
+            ));
+        }
+        let Some(shard) = r.plan.shard.filter(|s| s.count == count) else {
+            return Err(refuse(format!("it is not one of {count} shards")));
+        };
+        if std::mem::replace(&mut seen[shard.index as usize - 1], true) {
+            return Err(refuse(format!(
+                "shard {shard} is given twice; shards must not overlap"
+            )));
+        }
+    }
+    Ok((count, seen))
+}
+
+/// The merged run's record: the first shard's, over the whole plan, from the earliest
+/// start to the latest end, and stopped if a shard is missing or one stopped.
+fn merged_record(records: &[RunRecord], missing: &[String]) -> RunRecord {
+    let mut record = records[0].clone();
+    record.plan.shard = None;
+    record.merged_from = records.iter().map(|r| r.run_id.clone()).collect();
+    // The whole plan, missing shards included: their jobs did not run.
+    record.jobs_planned = record.plan_keys().planned();
+    record.started_at = records
+        .iter()
+        .map(|r| r.started_at.clone())
+        .min()
+        .unwrap_or_default();
+    record.started_unix_ms = records.iter().filter_map(|r| r.started_unix_ms).min();
+    record.finished_at = records.iter().filter_map(|r| r.finished_at.clone()).max();
+    record.resumed_at = Vec::new();
+    record.stopped = if missing.is_empty() {
+        records.iter().find_map(|r| r.stopped.clone())
+    } else {
+        Some(format!(
+            "shards missing from the merge: {}",
+            missing.join(", ")
+        ))
+    };
+    record
 }
