@@ -47,6 +47,18 @@ pub fn report(args: &ReportArgs) -> Result<Exit, Failure> {
     if let Some(found) = audit.findings() {
         note!("note: {found}");
     }
+    // `--until-decided`: when each variant stopped in the live run, as its journal says.
+    if record.plan.sequential.is_some() {
+        for d in crate::runner::journal::decisions(&dir.journal_path()).unwrap_or_default() {
+            note!(
+                "decided live: {} {} after {} cases ({} jobs heard)",
+                d.variant,
+                d.verdict.replace('_', " "),
+                d.cases,
+                d.jobs_heard
+            );
+        }
+    }
     note!(
         "reports rebuilt in {} (report.html, summary.json, summary.csv, summary.md)",
         args.run.display()

@@ -481,11 +481,13 @@ fn continue_journal(
         let workers = bench.limits.concurrency * p.endpoint.base_urls.len().max(1);
         crate::runner::sequential::Horizon::new(workers.div_ceil(per_case.max(1)) + 1)
     });
+    let decisions = crate::runner::sequential::Decisions::default();
     let live = match (&stop, &horizon) {
         (Some(stop), Some(horizon)) => Some(crate::runner::sequential::Live {
             stop: stop.clone(),
             bench_index: p.variants.clone(),
             horizon: horizon.clone(),
+            decisions: decisions.clone(),
         }),
         _ => None,
     };
@@ -499,11 +501,20 @@ fn continue_journal(
         Some(crate::cli::RetryFailed::Transient) => r.failed_transiently(),
         None => false,
     };
-    let (audit, journal) = dir
+    let (audit, mut journal) = dir
         .resume_resending(&keys, &pick, |r| agg.add(&r))
         .with_context(|| format!("cannot read the journal {}", dir.journal_path().display()))
         .before_send()?;
     agg.note_audit(&audit);
+    // A resume's replay reaches again the decisions the journal already holds: only those
+    // it lacks (the process stopped before writing them) are written.
+    if p.sequential.is_some() {
+        let kept = crate::runner::journal::decisions(&dir.journal_path()).unwrap_or_default();
+        if let Ok(mut queue) = decisions.lock() {
+            queue.retain(|d| !kept.iter().any(|k| k.variant == d.variant));
+        }
+        journal.keep_decisions(decisions.clone());
+    }
     if audit.stats.torn_bytes > 0 {
         note!(
             "note: {} ended in a torn line ({} bytes, from a crash); it was not a finished job and was removed",

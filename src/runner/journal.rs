@@ -103,13 +103,18 @@ pub enum JobStatus {
 /// The journal, open for appending.
 pub struct Journal {
     file: File,
+    /// `--until-decided`: decisions reached live, written with the next event kept.
+    decisions: Option<super::sequential::Decisions>,
 }
 
 impl Journal {
     /// Opens (creating if needed) a journal for appending.
     pub fn open(path: &Path) -> std::io::Result<Journal> {
         let file = OpenOptions::new().create(true).append(true).open(path)?;
-        Ok(Journal { file })
+        Ok(Journal {
+            file,
+            decisions: None,
+        })
     }
 
     /// Records a change in how requests are sent (a gate resized, a replica benched). Readers
@@ -452,14 +457,54 @@ pub fn read_planned_resending(
     Ok(audit)
 }
 
+impl Journal {
+    /// Also keeps the sequential tests' decisions as they are reached (an event line each,
+    /// `{"event":"decided",…}`), so a later `report` can say when each variant stopped.
+    pub fn keep_decisions(&mut self, decisions: super::sequential::Decisions) {
+        self.decisions = Some(decisions);
+    }
+
+    /// Writes the decisions reached since the last event.
+    fn append_decisions(&mut self) -> std::io::Result<()> {
+        let pending = match &self.decisions {
+            Some(d) => std::mem::take(&mut *d.lock().unwrap_or_else(|p| p.into_inner())),
+            None => return Ok(()),
+        };
+        for decided in pending {
+            let mut line = serde_json::to_vec(&decided)?;
+            line.push(b'\n');
+            self.file.write_all(&line)?;
+        }
+        self.file.flush()
+    }
+}
+
+/// The decisions a journal holds (`--until-decided` runs), in the order they were reached.
+pub fn decisions(path: &Path) -> std::io::Result<Vec<super::sequential::Decided>> {
+    let reader = BufReader::new(crate::files::open_regular(path)?);
+    let mut out = Vec::new();
+    for line in reader.split(b'\n') {
+        let line = line?;
+        if line.starts_with(EVENT_PREFIX)
+            && let Ok(d) = serde_json::from_slice::<super::sequential::Decided>(&line)
+            && d.event == "decided"
+        {
+            out.push(d);
+        }
+    }
+    Ok(out)
+}
+
 impl super::events::Listener for Journal {
-    /// Keeps every finished job and every pool change; a write that fails stops the run.
+    /// Keeps every finished job, every pool change and every decision of the sequential
+    /// tests (written after the record that follows it); a write that fails stops the run.
     fn on(&mut self, event: &super::events::RunEvent<'_>) -> std::io::Result<()> {
         match event {
-            super::events::RunEvent::JobFinished { record, .. } => self.append(record),
-            super::events::RunEvent::PoolChanged(change) => self.append_event(change),
-            _ => Ok(()),
+            super::events::RunEvent::JobFinished { record, .. } => self.append(record)?,
+            super::events::RunEvent::PoolChanged(change) => self.append_event(change)?,
+            _ => {}
         }
+        self.append_decisions()
     }
 }
 

@@ -155,7 +155,41 @@ pub struct Sequential {
     /// whether a decision needed them. Few: the workers never run more than
     /// `Horizon::ahead` cases (about concurrency / jobs per case) past the tests.
     held: Vec<JobRecord>,
+    /// A live run's decisions, to be journaled.
+    decisions: Option<Decisions>,
+    /// Finished jobs heard so far.
+    jobs_heard: u64,
 }
+
+/// The name a verdict has in the summary and the journal.
+fn verdict_name(v: SeqVerdict) -> &'static str {
+    match v {
+        SeqVerdict::Better => "better",
+        SeqVerdict::Worse => "worse",
+        SeqVerdict::NoDifferenceOfDetect => "no_difference",
+        SeqVerdict::Undecided => "undecided",
+    }
+}
+
+/// A decision as the journal keeps it, one line when it is reached in a live run:
+/// `{"event":"decided","variant":"v","verdict":"better","cases":37,"jobs_heard":80}`.
+/// Readers of job records skip it; `report` says it beside the replayed figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decided {
+    /// Always `decided` (the journal's event lines start with their kind).
+    pub event: String,
+    pub variant: String,
+    /// `better`, `worse`, `no_difference` or `undecided`.
+    pub verdict: String,
+    /// Cases the decision used.
+    pub cases: u64,
+    /// Finished jobs the tests had heard when it came.
+    pub jobs_heard: u64,
+}
+
+/// Decisions reached in a live run and not yet journaled (the journal writes them with the
+/// next event it keeps).
+pub type Decisions = Arc<std::sync::Mutex<Vec<Decided>>>;
 
 /// What a live run's tests steer: the stop flags (indexed by the bench's variant index,
 /// `bench_index[arm]` for each arm) and the horizon.
@@ -163,6 +197,8 @@ pub struct Live {
     pub stop: StopFlags,
     pub bench_index: Vec<usize>,
     pub horizon: Horizon,
+    /// Where decisions go to be journaled.
+    pub decisions: Decisions,
 }
 
 impl Sequential {
@@ -176,9 +212,14 @@ impl Sequential {
         confidence: f64,
         live: Option<Live>,
     ) -> Sequential {
-        let (stop, bench_index, horizon) = match live {
-            Some(l) => (Some(l.stop), l.bench_index, Some(l.horizon)),
-            None => (None, Vec::new(), None),
+        let (stop, bench_index, horizon, decisions) = match live {
+            Some(l) => (
+                Some(l.stop),
+                l.bench_index,
+                Some(l.horizon),
+                Some(l.decisions),
+            ),
+            None => (None, Vec::new(), None, None),
         };
         let mut order = crate::suite::plan::case_order(case_ids.len(), plan.seed);
         order.truncate(plan.max_cases as usize);
@@ -224,6 +265,8 @@ impl Sequential {
             horizon,
             confidence,
             held: Vec::new(),
+            decisions,
+            jobs_heard: 0,
         }
     }
 
@@ -263,6 +306,7 @@ impl Sequential {
 
     /// Hears one finished job.
     pub fn add(&mut self, r: &JobRecord) {
+        self.jobs_heard += 1;
         let (Some(&arm), Some(&pos)) = (self.arm.get(&r.variant), self.position.get(&r.case_id))
         else {
             return;
@@ -341,6 +385,17 @@ impl Sequential {
                 {
                     self.decided[arm] = Some((decision, pos));
                     self.flag(arm);
+                    if let Some(queue) = &self.decisions
+                        && let Ok(mut queue) = queue.lock()
+                    {
+                        queue.push(Decided {
+                            event: "decided".into(),
+                            variant: self.variants[arm].clone(),
+                            verdict: verdict_name(decision.verdict).into(),
+                            cases: decision.cases,
+                            jobs_heard: self.jobs_heard,
+                        });
+                    }
                 }
             }
             if (1..self.variants.len()).all(|a| self.decided[a].is_some()) {
@@ -395,15 +450,7 @@ impl Sequential {
                     self.decided[arm].map(|(d, _)| d)
                 });
                 let (verdict, d) = match decided {
-                    Some(d) => (
-                        match d.verdict {
-                            SeqVerdict::Better => "better",
-                            SeqVerdict::Worse => "worse",
-                            SeqVerdict::NoDifferenceOfDetect => "no_difference",
-                            SeqVerdict::Undecided => "undecided",
-                        },
-                        Some(d),
-                    ),
+                    Some(d) => (verdict_name(d.verdict), Some(d)),
                     // Every planned case was heard and none decided it (failed jobs can
                     // leave a test short of max_cases).
                     None if exhausted => ("undecided", None),
@@ -536,6 +583,7 @@ mod tests {
             .collect();
         let decide = |records: &mut dyn Iterator<Item = &JobRecord>| {
             let flags: StopFlags = Arc::new(vec![AtomicBool::new(false), AtomicBool::new(false)]);
+            let decisions = Decisions::default();
             let mut s = Sequential::new(
                 &plan(0),
                 &ids,
@@ -546,15 +594,24 @@ mod tests {
                     stop: flags.clone(),
                     bench_index: vec![0, 1],
                     horizon: Horizon::new(400),
+                    decisions: decisions.clone(),
                 }),
             );
             for r in records {
                 s.add(r);
             }
-            (s.summary(0, None, None), flags)
+            let decided = std::mem::take(&mut *decisions.lock().unwrap());
+            (s.summary(0, None, None), flags, decided)
         };
-        let (in_order, flags) = decide(&mut jobs.iter());
-        let (reversed, _) = decide(&mut jobs.iter().rev());
+        let (in_order, flags, decided) = decide(&mut jobs.iter());
+        let (reversed, _, _) = decide(&mut jobs.iter().rev());
+        // The decision is queued for the journal once, as the summary states it.
+        assert_eq!(decided.len(), 1);
+        assert_eq!(
+            (decided[0].variant.as_str(), decided[0].verdict.as_str()),
+            ("v", "better")
+        );
+        assert_eq!(decided[0].cases, in_order.variants[0].cases);
         assert_eq!(in_order.variants, reversed.variants);
         let v = &in_order.variants[0];
         assert_eq!(v.verdict, "better");

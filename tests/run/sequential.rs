@@ -123,6 +123,7 @@ fn a_clear_gain_stops_the_run_early_and_the_decision_replays() {
     };
     let furthest = journal
         .lines()
+        .filter(|l| !l.starts_with("{\"event\":"))
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
         .map(|r| position(r["case_id"].as_str().unwrap()))
         .max()
@@ -150,11 +151,41 @@ fn a_clear_gain_stops_the_run_early_and_the_decision_replays() {
         .collect();
     assert!(errors.is_empty(), "{errors:#?}");
 
-    // `report` replays the journal to the same decisions.
-    promptgauge(d)
+    // The decision was journaled when it was reached: one line, after the records the
+    // tests had heard then.
+    let decided = promptgauge::runner::journal::decisions(&run.join("results.jsonl")).unwrap();
+    assert_eq!(decided.len(), 1, "{decided:?}");
+    assert_eq!(
+        (
+            decided[0].variant.as_str(),
+            decided[0].verdict.as_str(),
+            decided[0].cases
+        ),
+        ("careful", "better", v.cases)
+    );
+    let at = journal
+        .lines()
+        .position(|l| l.starts_with("{\"event\":\"decided\""))
+        .unwrap();
+    assert!(
+        at as u64 >= decided[0].jobs_heard,
+        "written after what it heard"
+    );
+
+    // `report` replays the journal to the same decisions, and says when it stopped live.
+    let reported = promptgauge(d)
         .args(["report", run.to_str().unwrap()])
-        .assert()
-        .success();
+        .output()
+        .unwrap();
+    assert_eq!(reported.status.code(), Some(0));
+    let said = String::from_utf8_lossy(&reported.stderr);
+    assert!(
+        said.contains(&format!(
+            "decided live: careful better after {} cases",
+            v.cases
+        )),
+        "{said}"
+    );
     assert_eq!(summary(&run).sequential.unwrap().variants, seq.variants);
 
     // A run killed anywhere and resumed goes on from the same place: the journal a kill
@@ -215,6 +246,9 @@ fn a_clear_gain_stops_the_run_early_and_the_decision_replays() {
             .success();
         let resumed = summary(&copy);
         assert_eq!(figures(&resumed), figures(&s), "cut after {keep} records");
+        // The decision is journaled once, whether the cut journal held it or not.
+        let decided = promptgauge::runner::journal::decisions(&copy.join("results.jsonl")).unwrap();
+        assert_eq!(decided.len(), 1, "cut after {keep}: {decided:?}");
         // It sends what the decision still needs (and the few cases the workers may run
         // ahead), never more than the whole run did.
         let sent = server.provider.stats().generations as usize - before;
