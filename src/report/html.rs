@@ -747,6 +747,17 @@ pub(crate) fn render_compare(c: &RunComparison) -> String {
         let _ = write!(b, "<p class=\"muted\">{}</p>", esc(&note));
     }
 
+    compare_latency(&mut b, c);
+
+    compare_cost(&mut b, c);
+
+    compare_answers(&mut b, c);
+
+    page("promptgauge compare", &b)
+}
+
+/// Latency side by side: TTFT and end to end of each variant in A and in B.
+fn compare_latency(b: &mut String, c: &RunComparison) {
     // Latency side by side: TTFT and end to end of each variant in A and in B.
     b.push_str("<h2>Latency</h2><table id=\"compare-latency\"><thead><tr><th>variant</th><th>TTFT p50 A / B</th><th>TTFT p90 A / B</th><th>end to end p50 A / B</th><th>p90 A / B</th><th>p99 A / B</th></tr></thead><tbody>");
     for v in &c.variants {
@@ -773,7 +784,10 @@ pub(crate) fn render_compare(c: &RunComparison) -> String {
         b.push_str("<p class=\"muted\">Each variant: A faint, B solid (end to end).</p>");
         b.push_str(&latency_chart(&series));
     }
+}
 
+/// Tokens and cost, A beside B.
+fn compare_cost(b: &mut String, c: &RunComparison) {
     // Tokens and cost.
     b.push_str("<h2>Tokens and cost</h2><table id=\"compare-cost\"><thead><tr><th>variant</th><th>tokens in A / B</th><th>tokens out A / B</th><th>cost A / B</th><th>spent A / B</th></tr></thead><tbody>");
     for v in &c.variants {
@@ -793,7 +807,10 @@ pub(crate) fn render_compare(c: &RunComparison) -> String {
         );
     }
     b.push_str("</tbody></table>");
+}
 
+/// Same answers or not, and the cases that flipped.
+fn compare_answers(b: &mut String, c: &RunComparison) {
     // Same answers or not, and the cases that flipped.
     b.push_str("<h2>Answers</h2><table id=\"compare-outputs\"><thead><tr><th>variant</th><th>same text</th><th>different text</th><th>fixed in B</th><th>broken in B</th></tr></thead><tbody>");
     for v in &c.variants {
@@ -836,7 +853,6 @@ pub(crate) fn render_compare(c: &RunComparison) -> String {
         }
     }
     b.push_str("</tbody></table>");
-    page("promptgauge compare", &b)
 }
 
 #[cfg(test)]
