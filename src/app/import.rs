@@ -3,7 +3,7 @@
 //! has a scorer for become scorers, the first provider becomes the endpoint; whatever has
 //! no equivalent is listed, in the terminal and in IMPORT-NOTES.md, never dropped silently.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
@@ -760,36 +760,7 @@ pub fn import(args: &ImportArgs) -> Result<Exit, Failure> {
         }
     }
     // The same note for many tests (a defaultTest assert) is said once, with the count.
-    {
-        // (what is said, the first note as written, how many tests said it)
-        let mut collapsed: Vec<(String, String, usize)> = Vec::new();
-        for n in std::mem::take(&mut im.notes) {
-            let key = match n.split_once(": ") {
-                Some((head, rest))
-                    if head
-                        .strip_prefix("test ")
-                        .is_some_and(|d| d.chars().all(|c| c.is_ascii_digit())) =>
-                {
-                    rest.to_string()
-                }
-                _ => n.clone(),
-            };
-            match collapsed.iter_mut().find(|(k, _, _)| *k == key) {
-                Some((_, _, count)) => *count += 1,
-                None => collapsed.push((key, n, 1)),
-            }
-        }
-        im.notes = collapsed
-            .into_iter()
-            .map(|(k, first, count)| {
-                if count > 1 {
-                    format!("{count} tests: {k}")
-                } else {
-                    first
-                }
-            })
-            .collect();
-    }
+    im.notes = collapse_notes(std::mem::take(&mut im.notes));
     if im.variants.is_empty() || im.cases.is_empty() {
         return Err(UsageError::with_fix(
             format!(
@@ -819,6 +790,67 @@ pub fn import(args: &ImportArgs) -> Result<Exit, Failure> {
         .map(slug)
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "imported".into());
+    write_bench(out, &name, config_path, &im)?;
+    out!(
+        "imported {} prompts and {} tests into {} (promptgauge.yaml, cases.jsonl, prompts/)",
+        im.variants.len(),
+        im.cases.len(),
+        out.display()
+    );
+    if !im.review.is_empty() {
+        out!("review before running (also in IMPORT-NOTES.md):");
+        for n in &im.review {
+            out!("  - {n}");
+        }
+    }
+    if !im.notes.is_empty() {
+        out!("not carried over (also in IMPORT-NOTES.md):");
+        for n in &im.notes {
+            out!("  - {n}");
+        }
+    }
+    out!(
+        "next: promptgauge check {0}, then promptgauge run {0}",
+        crate::report::shell_path(&out.join("promptgauge.yaml"))
+    );
+    Ok(Exit::Success)
+}
+
+/// Notes said by many tests alike (`test 3: …`, `test 4: …`) become one, with the count.
+fn collapse_notes(notes: Vec<String>) -> Vec<String> {
+    // (what is said, the first note as written, how many tests said it)
+    let mut collapsed: Vec<(String, String, usize)> = Vec::new();
+    for n in notes {
+        let key = match n.split_once(": ") {
+            Some((head, rest))
+                if head
+                    .strip_prefix("test ")
+                    .is_some_and(|d| d.chars().all(|c| c.is_ascii_digit())) =>
+            {
+                rest.to_string()
+            }
+            _ => n.clone(),
+        };
+        match collapsed.iter_mut().find(|(k, _, _)| *k == key) {
+            Some((_, _, count)) => *count += 1,
+            None => collapsed.push((key, n, 1)),
+        }
+    }
+    collapsed
+        .into_iter()
+        .map(|(k, first, count)| {
+            if count > 1 {
+                format!("{count} tests: {k}")
+            } else {
+                first
+            }
+        })
+        .collect()
+}
+
+/// Writes the imported bench into `out`: its prompts, its cases, promptgauge.yaml and
+/// IMPORT-NOTES.md, each a new file (import never overwrites, nor writes through a symlink).
+fn write_bench(out: &Path, name: &str, config_path: &Path, im: &Import) -> Result<(), Failure> {
     let write = |rel: &str, text: &str| -> Result<(), Failure> {
         let path = out.join(rel);
         if let Some(parent) = path.parent() {
@@ -875,30 +907,7 @@ pub fn import(args: &ImportArgs) -> Result<Exit, Failure> {
     write(
         "IMPORT-NOTES.md",
         &format!("# Import notes\n\n{review}{notes}"),
-    )?;
-    out!(
-        "imported {} prompts and {} tests into {} (promptgauge.yaml, cases.jsonl, prompts/)",
-        im.variants.len(),
-        im.cases.len(),
-        out.display()
-    );
-    if !im.review.is_empty() {
-        out!("review before running (also in IMPORT-NOTES.md):");
-        for n in &im.review {
-            out!("  - {n}");
-        }
-    }
-    if !im.notes.is_empty() {
-        out!("not carried over (also in IMPORT-NOTES.md):");
-        for n in &im.notes {
-            out!("  - {n}");
-        }
-    }
-    out!(
-        "next: promptgauge check {0}, then promptgauge run {0}",
-        crate::report::shell_path(&out.join("promptgauge.yaml"))
-    );
-    Ok(Exit::Success)
+    )
 }
 
 #[cfg(test)]
