@@ -296,6 +296,40 @@ pub(crate) fn deadline_after(t: Instant, d: Duration) -> Instant {
         .unwrap_or_else(|| t + Duration::from_secs(86_400 * 365 * 30))
 }
 
+/// What an attempt's stream came to. A finish_reason means the answer is whole, whatever
+/// broke after it (e.g. before [DONE]); without one, the way the stream ended is the
+/// outcome. A reason the protocol does not count as a finish (`abort`, `error`, …) is named
+/// with the cut.
+fn outcome_of(stream: &Streamed, end: Result<(), (Outcome, String)>) -> (Outcome, Option<String>) {
+    let not_a_finish = |e: String| match &stream.unrecognised_finish {
+        Some(r) => format!("{e} (finish_reason {r:?} is not a finish)"),
+        None => e,
+    };
+    match (&stream.finish, end) {
+        (Some(f), _) => match f.kind {
+            FinishKind::Stopped => (Outcome::Complete, None),
+            FinishKind::Truncated => (Outcome::Truncated, None),
+            FinishKind::Filtered => (
+                Outcome::Filtered,
+                Some(format!(
+                    "the provider withheld the answer (finish_reason {:?})",
+                    f.reason
+                )),
+            ),
+        },
+        (None, Err((outcome, e))) => (outcome, Some(not_a_finish(e))),
+        (None, Ok(())) => (
+            Outcome::Cut,
+            Some(match &stream.unrecognised_finish {
+                Some(r) => {
+                    format!("the stream ended with finish_reason {r:?}, which is not a finish")
+                }
+                None => "the stream ended without a finish_reason".to_string(),
+            }),
+        ),
+    }
+}
+
 /// Caps what is read of an error response body.
 const ERROR_BODY_CAP: usize = 64 * 1024;
 
@@ -665,6 +699,36 @@ impl Client {
     }
 
     /// One HTTP request, under the first-token, idle and total deadlines.
+    /// A response that is not a 2xx: what it says (`HTTP 429: …`, its body read until
+    /// `read_until`, secrets scrubbed before and after reading and only then cut to
+    /// length, so no part of a secret survives the cut) and how long it asks to wait.
+    async fn refusal(
+        &self,
+        response: HttpResponse,
+        read_until: Instant,
+    ) -> (String, Option<Duration>) {
+        let retry_after = retry::retry_after(&response.headers, SystemTime::now());
+        let body = read_error_body(response.body, read_until).await;
+        let body = self.secrets.scrub(&body);
+        let message = match redirect_message(response.status, &response.headers) {
+            Some(m) => protocol::truncate(&self.secrets.scrub(&m), 300),
+            None => protocol::truncate(
+                &self.secrets.scrub(&self.protocol.error_message(&body)),
+                300,
+            ),
+        };
+        let e = format!(
+            "HTTP {}{}",
+            response.status,
+            if message.is_empty() {
+                String::new()
+            } else {
+                format!(": {message}")
+            }
+        );
+        (e, retry_after)
+    }
+
     async fn attempt(&self, request: HttpRequest) -> AttemptResult {
         let sent = Instant::now();
         let total_deadline = deadline_after(sent, self.config.total_timeout);
@@ -726,34 +790,11 @@ impl Client {
         attempt.status = Some(response.status);
         let remaining_requests = self.protocol.remaining_requests(&response.headers);
         if !(200..300).contains(&response.status) {
-            let retry_after = retry::retry_after(&response.headers, SystemTime::now());
+            let read_until = first_deadline
+                .max(deadline_after(Instant::now(), self.config.idle_timeout))
+                .min(total_deadline);
+            let (e, retry_after) = self.refusal(response, read_until).await;
             attempt.retry_after_ms = retry_after.map(ms);
-            let body = read_error_body(
-                response.body,
-                first_deadline
-                    .max(deadline_after(Instant::now(), self.config.idle_timeout))
-                    .min(total_deadline),
-            )
-            .await;
-            // Scrubbed before and after it is read (a secret may be escaped in the JSON),
-            // and only then cut to length, so no part of a secret survives the cut.
-            let body = self.secrets.scrub(&body);
-            let message = match redirect_message(response.status, &response.headers) {
-                Some(m) => protocol::truncate(&self.secrets.scrub(&m), 300),
-                None => protocol::truncate(
-                    &self.secrets.scrub(&self.protocol.error_message(&body)),
-                    300,
-                ),
-            };
-            let e = format!(
-                "HTTP {}{}",
-                response.status,
-                if message.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {message}")
-                }
-            );
             return finish(
                 attempt,
                 stream,
@@ -860,36 +901,7 @@ impl Client {
         if let Some(e) = stream.error.clone() {
             return finish(attempt, stream, Outcome::StreamError, Some(e), None, None);
         }
-        // A finish_reason means the answer is whole, whatever broke after it (e.g. before
-        // [DONE]); without one, the way the stream ended is the outcome. A reason the
-        // protocol does not count as a finish (`abort`, `error`, …) is named with the cut.
-        let not_a_finish = |e: String| match &stream.unrecognised_finish {
-            Some(r) => format!("{e} (finish_reason {r:?} is not a finish)"),
-            None => e,
-        };
-        let (outcome, error) = match (&stream.finish, end) {
-            (Some(f), _) => match f.kind {
-                FinishKind::Stopped => (Outcome::Complete, None),
-                FinishKind::Truncated => (Outcome::Truncated, None),
-                FinishKind::Filtered => (
-                    Outcome::Filtered,
-                    Some(format!(
-                        "the provider withheld the answer (finish_reason {:?})",
-                        f.reason
-                    )),
-                ),
-            },
-            (None, Err((outcome, e))) => (outcome, Some(not_a_finish(e))),
-            (None, Ok(())) => (
-                Outcome::Cut,
-                Some(match &stream.unrecognised_finish {
-                    Some(r) => {
-                        format!("the stream ended with finish_reason {r:?}, which is not a finish")
-                    }
-                    None => "the stream ended without a finish_reason".to_string(),
-                }),
-            ),
-        };
+        let (outcome, error) = outcome_of(&stream, end);
         let oversized =
             outcome == Outcome::StreamError && received > self.config.max_response_bytes;
         let whole = outcome.finished() && !ended;
