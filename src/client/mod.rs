@@ -296,6 +296,34 @@ pub(crate) fn deadline_after(t: Instant, d: Duration) -> Instant {
         .unwrap_or_else(|| t + Duration::from_secs(86_400 * 365 * 30))
 }
 
+/// What an attempt says of the replica that served it: throttled (a 429, or no requests
+/// left in the provider's window while its gate is above one), fine, neither (a 4xx other
+/// than 408: the request's fault), or failing, with why.
+fn health_of(
+    attempt: &Attempt,
+    remaining_requests: Option<u64>,
+    limit: usize,
+) -> (pool::Health, String) {
+    match (attempt.outcome, attempt.status) {
+        (_, Some(429)) => (pool::Health::Throttled, "429".to_string()),
+        (o, _) if o.finished() => match remaining_requests {
+            // The provider says the window is spent: ease off before the 429s come.
+            Some(0) if limit > 1 => (
+                pool::Health::Throttled,
+                "no requests left in the provider's rate-limit window".to_string(),
+            ),
+            _ => (pool::Health::Ok, String::new()),
+        },
+        (Outcome::HttpError, Some(s)) if s < 500 && s != 408 => {
+            (pool::Health::Neutral, String::new())
+        }
+        _ => (
+            pool::Health::Failed,
+            attempt.error.clone().unwrap_or_default(),
+        ),
+    }
+}
+
 /// What an attempt's stream came to. A finish_reason means the answer is whole, whatever
 /// broke after it (e.g. before [DONE]); without one, the way the stream ended is the
 /// outcome. A reason the protocol does not count as a finish (`abort`, `error`, …) is named
@@ -546,24 +574,7 @@ impl Client {
             }
             let status = attempt.status;
             let limit = self.pool.replicas[replica].gate.limit();
-            let (health, why) = match (attempt.outcome, status) {
-                (_, Some(429)) => (pool::Health::Throttled, "429".to_string()),
-                (o, _) if o.finished() => match remaining_requests {
-                    // The provider says the window is spent: ease off before the 429s come.
-                    Some(0) if limit > 1 => (
-                        pool::Health::Throttled,
-                        "no requests left in the provider's rate-limit window".to_string(),
-                    ),
-                    _ => (pool::Health::Ok, String::new()),
-                },
-                (Outcome::HttpError, Some(s)) if s < 500 && s != 408 => {
-                    (pool::Health::Neutral, String::new())
-                }
-                _ => (
-                    pool::Health::Failed,
-                    attempt.error.clone().unwrap_or_default(),
-                ),
-            };
+            let (health, why) = health_of(&attempt, remaining_requests, limit);
             self.pool.report(replica, health, &why);
             for event in self.pool.take_events() {
                 self.emit(ClientEvent::Pool(event));
