@@ -507,6 +507,11 @@ fn figures(b: &mut String, s: &super::Summary, conf: f64, names: &[&str]) {
         b.push_str("</tbody></table>");
     }
 
+    comparisons(b, s, names);
+}
+
+/// Each variant against the baseline: the verdicts, the levels and what the bench could detect.
+fn comparisons(b: &mut String, s: &super::Summary, names: &[&str]) {
     if !s.comparisons.is_empty() {
         let base = names.first().copied().unwrap_or("baseline");
         let _ = write!(b, "<h2>Paired against {} (case by case)</h2>", esc(base));
