@@ -44,36 +44,7 @@ pub fn check(args: &PlanArgs, env: &Env) -> Result<Exit, Failure> {
         ),
     }
     if let Some(judge) = super::judge::resolve(&p, env)? {
-        let calls: u64 = p
-            .jobs
-            .iter()
-            .map(|j| {
-                b.cases[j.case]
-                    .grade
-                    .as_ref()
-                    .unwrap_or(&b.grade)
-                    .judge_calls()
-            })
-            .sum();
-        let run_simulated = p.endpoint.base_urls.is_empty();
-        let same = judge.info.model == p.endpoint.model
-            && judge.info.simulated == run_simulated
-            && (judge.info.simulated || judge.base_urls == p.endpoint.base_urls);
-        out!(
-            "  judge: model {} at {}, about {calls} judge calls (one per vote of each judged answer){}",
-            judge.info.model,
-            judge.info.base_url,
-            match (&b.judge.as_ref().and_then(|j| j.price.clone()), same) {
-                (Some(_), _) => ", priced by judge.price",
-                (None, true) => ", priced as the model under test",
-                (None, false) => "; no judge.price, so its cost is unknown",
-            }
-        );
-        if same {
-            out!(
-                "  warning: the judge is the model under test: models tend to favour their own answers; set judge.model (and judge.base_url) to another model"
-            );
-        }
+        say_judge(&p, &judge);
     }
     if let Some(w) = p.greedy_repeats_warning() {
         out!("  warning: {w}");
@@ -129,4 +100,40 @@ pub fn check(args: &PlanArgs, env: &Env) -> Result<Exit, Failure> {
         humantime::format_duration(b.limits.total_timeout)
     );
     Ok(Exit::Success)
+}
+
+/// Who judges, how many calls that takes, how they are priced, and a warning when the judge
+/// is the model under test.
+fn say_judge(p: &super::Prepared, judge: &super::judge::Judge) {
+    let b = &p.bench;
+    let calls: u64 = p
+        .jobs
+        .iter()
+        .map(|j| {
+            b.cases[j.case]
+                .grade
+                .as_ref()
+                .unwrap_or(&b.grade)
+                .judge_calls()
+        })
+        .sum();
+    let run_simulated = p.endpoint.base_urls.is_empty();
+    let same = judge.info.model == p.endpoint.model
+        && judge.info.simulated == run_simulated
+        && (judge.info.simulated || judge.base_urls == p.endpoint.base_urls);
+    out!(
+        "  judge: model {} at {}, about {calls} judge calls (one per vote of each judged answer){}",
+        judge.info.model,
+        judge.info.base_url,
+        match (&b.judge.as_ref().and_then(|j| j.price.clone()), same) {
+            (Some(_), _) => ", priced by judge.price",
+            (None, true) => ", priced as the model under test",
+            (None, false) => "; no judge.price, so its cost is unknown",
+        }
+    );
+    if same {
+        out!(
+            "  warning: the judge is the model under test: models tend to favour their own answers; set judge.model (and judge.base_url) to another model"
+        );
+    }
 }
