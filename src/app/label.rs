@@ -113,81 +113,103 @@ pub fn label(args: &LabelArgs) -> Result<Exit, Failure> {
             .with_context(|| format!("cannot write {}", path.display()))
             .before_send()
     };
-    let mut added = 0usize;
-    match &args.from {
-        Some(from) => {
-            let known: HashSet<_> = judged.iter().map(JobRecord::key).collect();
-            let imported = labels::read_numbered(from).map_err(|m| {
-                UsageError::with_fix(
-                    m,
-                    "one JSON object per line: {\"case\": \"c-1\", \"variant\": \"plain\", \"repeat\": 0, \"score\": 1}",
-                )
-            })?;
-            // Every line is checked before any is written: a bad file adds nothing.
-            for (line, l) in &imported {
-                if !known.contains(&l.key()) {
-                    return Err(UsageError::with_fix(
-                        format!(
-                            "{}:{line}: ({}, {}, repeat {}) is not a judged answer of this run",
-                            from.display(),
-                            l.case,
-                            l.variant,
-                            l.repeat
-                        ),
-                        "label answers of this run that a judge scored (case id, variant name, repeat from 0); nothing was imported",
-                    )
-                    .into());
-                }
-            }
-            for (_, l) in &imported {
-                write(l)?;
-                added += 1;
-            }
-        }
+    let added = match &args.from {
+        Some(from) => import_labels(from, &judged, &mut write)?,
         None => {
             judged.retain(|r| !already.contains(&r.key()));
-            // Journal order depends on timing; plan order does not, so the sample is the
-            // same for the same seed.
-            judged.sort_by_key(|r| r.job);
-            let mut rng = rand::rngs::StdRng::seed_from_u64(args.seed);
-            judged.shuffle(&mut rng);
-            judged.truncate(args.sample);
-            let stdin = std::io::stdin();
-            let mut input = stdin.lock();
-            let mut out = std::io::stdout();
-            let total = judged.len();
-            for (i, r) in judged.iter().enumerate() {
-                let shown = format!(
-                    "\n── {} of {total} ── case {} · variant {} · repeat {}\nQuestion:\n  {}\nExpected:\n  {}\nAnswer:\n  {}\n",
-                    i + 1,
-                    r.case_id,
-                    r.variant,
-                    r.repeat,
-                    question(r).replace('\n', "\n  "),
-                    r.expected.join("\n  "),
-                    r.output.replace('\n', "\n  ")
-                );
-                // The answer is the model's: shown, never obeyed.
-                let _ = writeln!(out, "{}", crate::report::terminal_safe(&shown));
-                match ask(&mut input, &mut out).before_send()? {
-                    Ok(Some(score)) => {
-                        write(&Label {
-                            case: r.case_id.clone(),
-                            variant: r.variant.clone(),
-                            repeat: r.repeat,
-                            score,
-                        })?;
-                        added += 1;
-                    }
-                    Ok(None) => {}
-                    Err(()) => break,
-                }
-            }
+            ask_labels(judged, args.seed, args.sample, &mut write)?
         }
-    }
+    };
     note!("{added} label(s) added to {}", path.display());
     drop(lock);
     super::report(&ReportArgs {
         run: args.run.clone(),
     })
+}
+
+/// `--from FILE`: people's labels from a file, every line checked against this run's
+/// judged answers before any is written (a bad file adds nothing). How many were added.
+fn import_labels(
+    from: &std::path::Path,
+    judged: &[JobRecord],
+    write: &mut dyn FnMut(&Label) -> Result<(), Failure>,
+) -> Result<usize, Failure> {
+    let mut added = 0usize;
+    let known: HashSet<_> = judged.iter().map(JobRecord::key).collect();
+    let imported = labels::read_numbered(from).map_err(|m| {
+        UsageError::with_fix(
+            m,
+            "one JSON object per line: {\"case\": \"c-1\", \"variant\": \"plain\", \"repeat\": 0, \"score\": 1}",
+        )
+    })?;
+    // Every line is checked before any is written: a bad file adds nothing.
+    for (line, l) in &imported {
+        if !known.contains(&l.key()) {
+            return Err(UsageError::with_fix(
+                format!(
+                    "{}:{line}: ({}, {}, repeat {}) is not a judged answer of this run",
+                    from.display(),
+                    l.case,
+                    l.variant,
+                    l.repeat
+                ),
+                "label answers of this run that a judge scored (case id, variant name, repeat from 0); nothing was imported",
+            )
+            .into());
+        }
+    }
+    for (_, l) in &imported {
+        write(l)?;
+        added += 1;
+    }
+    Ok(added)
+}
+
+/// A seeded sample of the judged answers not labelled yet, asked one by one in the
+/// terminal (the judge's verdict not shown). How many were labelled.
+fn ask_labels(
+    mut judged: Vec<JobRecord>,
+    seed: u64,
+    sample: usize,
+    write: &mut dyn FnMut(&Label) -> Result<(), Failure>,
+) -> Result<usize, Failure> {
+    let mut added = 0usize;
+    // Journal order depends on timing; plan order does not, so the sample is the
+    // same for the same seed.
+    judged.sort_by_key(|r| r.job);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    judged.shuffle(&mut rng);
+    judged.truncate(sample);
+    let stdin = std::io::stdin();
+    let mut input = stdin.lock();
+    let mut out = std::io::stdout();
+    let total = judged.len();
+    for (i, r) in judged.iter().enumerate() {
+        let shown = format!(
+            "\n── {} of {total} ── case {} · variant {} · repeat {}\nQuestion:\n  {}\nExpected:\n  {}\nAnswer:\n  {}\n",
+            i + 1,
+            r.case_id,
+            r.variant,
+            r.repeat,
+            question(r).replace('\n', "\n  "),
+            r.expected.join("\n  "),
+            r.output.replace('\n', "\n  ")
+        );
+        // The answer is the model's: shown, never obeyed.
+        let _ = writeln!(out, "{}", crate::report::terminal_safe(&shown));
+        match ask(&mut input, &mut out).before_send()? {
+            Ok(Some(score)) => {
+                write(&Label {
+                    case: r.case_id.clone(),
+                    variant: r.variant.clone(),
+                    repeat: r.repeat,
+                    score,
+                })?;
+                added += 1;
+            }
+            Ok(None) => {}
+            Err(()) => break,
+        }
+    }
+    Ok(added)
 }
