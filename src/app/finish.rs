@@ -239,6 +239,22 @@ pub(super) async fn conclude(
     for e in &problems {
         note!("error: {e:#}");
     }
+    exit_of(dir, record, &result, ending, outputs, !problems.is_empty())
+}
+
+/// The exit code, and the lines that say why and what to do next: the provider stopped
+/// the run (4), it was interrupted (130), incomplete (3: an outage, a full disk, failed or
+/// missing jobs, a report not written), a gate failed (1), else 0.
+fn exit_of(
+    dir: &RunDir,
+    record: &RunRecord,
+    result: &RunResult,
+    ending: Ending,
+    outputs: &Outputs<'_>,
+    problems: bool,
+) -> Exit {
+    let summary = &result.summary;
+    let gates = outputs.gates.gates();
     if ending == Ending::Aborted {
         note!("error: {}", record.stopped.clone().unwrap_or_default());
         return Exit::Aborted;
@@ -298,7 +314,7 @@ pub(super) async fn conclude(
         }
         return Exit::Incomplete;
     }
-    if !problems.is_empty() {
+    if problems {
         if outputs.sent {
             note!(
                 "the answers are in the journal; rewrite the reports with: promptgauge report {} (or {})",
