@@ -78,40 +78,7 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
     if !args.store.no_store {
         agg.keep_rows(&record.bench.case_ids, Some(dir.store_spool()));
     }
-    let mut keys = std::collections::HashSet::new();
-    for (shard, shard_record) in shards.iter().zip(&records) {
-        let mut overlap = None;
-        let mut write_error = None;
-        let (audit, _) = shard
-            .replay(&shard_record.plan_keys(), |r| {
-                if !keys.insert(r.key()) {
-                    overlap = Some(r.key());
-                } else if let Err(e) = journal.append(&r) {
-                    write_error = Some(e);
-                } else {
-                    agg.add(&r);
-                }
-            })
-            .with_context(|| format!("cannot read the journal in {}", shard.path().display()))
-            .before_send()?;
-        agg.note_audit(&audit);
-        if let Some(found) = audit.findings() {
-            note!("note: {}: {found}", shard.path().display());
-        }
-        if let Some(e) = write_error {
-            return Err(Failure::Input(
-                anyhow::Error::new(e).context("cannot write the merged journal"),
-            ));
-        }
-        if let Some((case, variant, repeat)) = overlap {
-            let _ = std::fs::remove_dir_all(dir.path());
-            return Err(UsageError(format!(
-                "cannot merge {}: job ({case}, {variant}, repeat {repeat}) is in two shards",
-                shard.path().display()
-            ))
-            .into());
-        }
-    }
+    combine_journals(&shards, &records, &dir, &mut journal, &mut agg)?;
     drop(journal);
     dir.write_record(&record).before_send()?;
     if !missing.is_empty() {
@@ -147,6 +114,52 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
     } else {
         Exit::Incomplete
     })
+}
+
+/// Every shard's journal, replayed once into the merged journal and the aggregator; a job
+/// in two shards stops the merge (and removes its folder).
+fn combine_journals(
+    shards: &[RunDir],
+    records: &[RunRecord],
+    dir: &RunDir,
+    journal: &mut crate::runner::Journal,
+    agg: &mut crate::report::Aggregator,
+) -> Result<(), Failure> {
+    let mut keys = std::collections::HashSet::new();
+    for (shard, shard_record) in shards.iter().zip(records) {
+        let mut overlap = None;
+        let mut write_error = None;
+        let (audit, _) = shard
+            .replay(&shard_record.plan_keys(), |r| {
+                if !keys.insert(r.key()) {
+                    overlap = Some(r.key());
+                } else if let Err(e) = journal.append(&r) {
+                    write_error = Some(e);
+                } else {
+                    agg.add(&r);
+                }
+            })
+            .with_context(|| format!("cannot read the journal in {}", shard.path().display()))
+            .before_send()?;
+        agg.note_audit(&audit);
+        if let Some(found) = audit.findings() {
+            note!("note: {}: {found}", shard.path().display());
+        }
+        if let Some(e) = write_error {
+            return Err(Failure::Input(
+                anyhow::Error::new(e).context("cannot write the merged journal"),
+            ));
+        }
+        if let Some((case, variant, repeat)) = overlap {
+            let _ = std::fs::remove_dir_all(dir.path());
+            return Err(UsageError(format!(
+                "cannot merge {}: job ({case}, {variant}, repeat {repeat}) is in two shards",
+                shard.path().display()
+            ))
+            .into());
+        }
+    }
+    Ok(())
 }
 
 /// The folders given that hold a shard of a run; the rest are skipped with a note.
