@@ -67,22 +67,15 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         per_case,
     } = continue_journal(&p, args, &dir, &record)?;
 
-    if record.self_judged() {
-        note!(
-            "warning: the judge is the model under test ({}): models tend to favour their own answers (self-preference bias); set judge.model (and judge.base_url) to another model",
-            provider.model
-        );
-    }
-    let simulator = start_simulator(&p, &record, &provider, judge.as_ref()).await?;
-    let base_urls = match &simulator {
-        Some(s) => vec![s.base_url()],
-        None => p.endpoint.base_urls.clone(),
-    };
-    say_before_sending(&p, &provider, quiet);
-    let client = Arc::new(build_client(&p, &base_urls).before_send()?);
-    for (i, why) in &dead_replicas {
-        client.bench_replica(*i, &format!("no answer to the preflight: {why}"));
-    }
+    let (simulator, client) = start_client(
+        &p,
+        &record,
+        &provider,
+        judge.as_ref(),
+        &dead_replicas,
+        quiet,
+    )
+    .await?;
     dir.write_record(&record).before_send()?;
     if !quiet {
         say_what_runs(&p, &provider, &record, &dir, jobs.len());
@@ -307,6 +300,36 @@ async fn resolve(args: &RunArgs, env: &Env) -> Result<Resolved, Failure> {
         store,
         baseline,
     })
+}
+
+/// The client the jobs go through (to the built-in simulator when the run or its judge
+/// has no server), with the replicas the preflight found dead benched; said first: a judge
+/// that is the model under test, a key that is not set.
+async fn start_client(
+    p: &Prepared,
+    record: &RunRecord,
+    provider: &ProviderInfo,
+    judge: Option<&super::judge::Judge>,
+    dead_replicas: &[(usize, String)],
+    quiet: bool,
+) -> Result<(Option<MockServer>, Arc<Client>), Failure> {
+    if record.self_judged() {
+        note!(
+            "warning: the judge is the model under test ({}): models tend to favour their own answers (self-preference bias); set judge.model (and judge.base_url) to another model",
+            provider.model
+        );
+    }
+    let simulator = start_simulator(p, record, provider, judge).await?;
+    let base_urls = match &simulator {
+        Some(s) => vec![s.base_url()],
+        None => p.endpoint.base_urls.clone(),
+    };
+    say_before_sending(p, provider, quiet);
+    let client = Arc::new(build_client(p, &base_urls).before_send()?);
+    for (i, why) in dead_replicas {
+        client.bench_replica(*i, &format!("no answer to the preflight: {why}"));
+    }
+    Ok((simulator, client))
 }
 
 /// How the sending ended, and why the run stopped early (as run.json and the summary
