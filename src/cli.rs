@@ -310,6 +310,9 @@ pub struct LabelArgs {
 pub struct ReportArgs {
     /// The run folder.
     pub run: PathBuf,
+    /// Also write one CSV row per job (as `run --jobs-csv`), from the journal.
+    #[arg(long, value_name = "FILE")]
+    pub jobs_csv: Option<PathBuf>,
 }
 
 /// `merge DIR…`.

@@ -124,6 +124,7 @@ pub fn label(args: &LabelArgs) -> Result<Exit, Failure> {
     drop(lock);
     super::report(&ReportArgs {
         run: args.run.clone(),
+        jobs_csv: None,
     })
 }
 

@@ -19,13 +19,21 @@ pub fn report(args: &ReportArgs) -> Result<Exit, Failure> {
         .read_record()
         .map_err(|e| UsageError(format!("{e:#}")))?;
     let keys = record.plan_keys();
-    let mut agg = aggregator(&dir, &record, &Default::default())?;
+    let outputs = crate::cli::OutputArgs {
+        jobs_csv: args.jobs_csv.clone(),
+        ..Default::default()
+    };
+    let mut agg = aggregator(&dir, &record, &outputs)?;
     let (audit, _) = dir
         .replay(&keys, |r| agg.add(&r))
         .with_context(|| format!("cannot read {}", dir.journal_path().display()))
         .before_send()?;
     agg.note_audit(&audit);
     let mut result = agg.finish();
+    // An output the flags asked for that could not be written (`--jobs-csv`).
+    if let Some(e) = result.problems.drain(..).next() {
+        return Err(Failure::Input(e));
+    }
     super::finish::attach_prompts(&mut result, &record);
     if let Some(e) = write_reports(&dir, &result, &record.bench.text)
         .into_iter()

@@ -1124,6 +1124,23 @@ fn jobs_csv_writes_one_row_per_job_with_what_the_journal_holds() {
     let s = summary(&r.dir);
     let listed: f64 = s.variants.iter().map(|v| v.cost_usd.unwrap()).sum();
     assert!((cost - listed).abs() < 1e-12, "{cost} vs {listed}");
+    // `report` replays the journal through the same sink: the same file.
+    let again = out.path().join("again.csv");
+    let o = promptgauge(&repo())
+        .args(["report", r.dir.to_str().unwrap(), "--jobs-csv"])
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&again).unwrap(),
+        std::fs::read_to_string(&csv_path).unwrap()
+    );
     // A file that cannot be written is refused before anything is sent.
     let sent = server.provider.stats().requests;
     let o = promptgauge(&repo())

@@ -866,7 +866,10 @@ fn a_live_run_opens_its_journal_once_to_append_and_report_reads_it_once() {
     assert!(d.join("junit.xml").exists() && run.join("report.html").exists());
     assert!(!run.join(".junit.spool").exists(), "the spool is removed");
 
-    let report = promptgauge::cli::ReportArgs { run: run.clone() };
+    let report = promptgauge::cli::ReportArgs {
+        run: run.clone(),
+        jobs_csv: None,
+    };
     assert_eq!(
         promptgauge::app::report(&report).unwrap(),
         promptgauge::Exit::Success
