@@ -239,7 +239,14 @@ pub(super) async fn conclude(
     for e in &problems {
         note!("error: {e:#}");
     }
-    exit_of(dir, record, &result, ending, outputs, !problems.is_empty())
+    exit_of(
+        dir,
+        record,
+        &result,
+        ending,
+        (outputs, &gates),
+        !problems.is_empty(),
+    )
 }
 
 /// The exit code, and the lines that say why and what to do next: the provider stopped
@@ -250,11 +257,10 @@ fn exit_of(
     record: &RunRecord,
     result: &RunResult,
     ending: Ending,
-    outputs: &Outputs<'_>,
+    (outputs, gates): (&Outputs<'_>, &report::gates::Gates),
     problems: bool,
 ) -> Exit {
     let summary = &result.summary;
-    let gates = outputs.gates.gates();
     if ending == Ending::Aborted {
         note!("error: {}", record.stopped.clone().unwrap_or_default());
         return Exit::Aborted;

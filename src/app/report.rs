@@ -57,7 +57,7 @@ pub fn report(args: &ReportArgs) -> Result<Exit, Failure> {
     }
     // `--until-decided`: when each variant stopped in the live run, as its journal says.
     if record.plan.sequential.is_some() {
-        for d in crate::runner::journal::decisions(&dir.journal_path()).unwrap_or_default() {
+        for d in &audit.stats.decided {
             note!(
                 "decided live: {} {} after {} cases ({} jobs heard)",
                 d.variant,

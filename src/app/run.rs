@@ -529,10 +529,11 @@ fn continue_journal(
         .with_context(|| format!("cannot read the journal {}", dir.journal_path().display()))
         .before_send()?;
     agg.note_audit(&audit);
-    // A resume's replay reaches again the decisions the journal already holds: only those
-    // it lacks (the process stopped before writing them) are written.
+    // A resume's replay reaches again the decisions the journal already holds (read in
+    // the same pass): only those it lacks (the process stopped before writing them) are
+    // written.
     if p.sequential.is_some() {
-        let kept = crate::runner::journal::decisions(&dir.journal_path()).unwrap_or_default();
+        let kept = &audit.stats.decided;
         if let Ok(mut queue) = decisions.lock() {
             queue.retain(|d| !kept.iter().any(|k| k.variant == d.variant));
         }
@@ -856,15 +857,7 @@ impl Listener for FirstFailures {
             self.watch = 0;
             return Ok(());
         }
-        let cause = record
-            .error
-            .as_deref()
-            .unwrap_or("")
-            .lines()
-            .next()
-            .unwrap_or("")
-            .to_string();
-        self.seen.push((status, cause));
+        self.seen.push((status, record.error_line().to_string()));
         if self.seen.len() == self.watch && self.seen.iter().all(|c| *c == self.seen[0]) {
             let (status, cause) = &self.seen[0];
             let hint = crate::report::causes::hint(*status, cause)
@@ -921,15 +914,11 @@ impl Listener for Outage {
                 last.and_then(|a| a.status),
                 last.map_or("", |a| a.outcome.as_str())
             );
-            let cause = record
-                .error
-                .as_deref()
-                .unwrap_or("")
-                .lines()
-                .next()
-                .unwrap_or("")
-                .to_string();
-            (signature, tokio::time::Instant::now(), cause)
+            (
+                signature,
+                tokio::time::Instant::now(),
+                record.error_line().to_string(),
+            )
         });
         self.recent.push_back(entry);
         if self.recent.len() > self.window {

@@ -61,7 +61,8 @@ const JUDGE_HEADER: [&str; 10] = [
     "corrected_high",
 ];
 
-fn num(x: Option<f64>) -> String {
+/// A number as a CSV cell: empty when there is none.
+pub(super) fn num(x: Option<f64>) -> String {
     x.map(|x| format!("{x}")).unwrap_or_default()
 }
 

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use super::aggregate::RunResult;
+use super::csv::num;
 use crate::runner::journal::{JobRecord, JobStatus};
 use crate::suite::Price;
 
@@ -66,10 +67,6 @@ impl JobsCsv {
             error,
         }
     }
-}
-
-fn num(x: Option<f64>) -> String {
-    x.map(|x| format!("{x}")).unwrap_or_default()
 }
 
 impl super::sinks::Sink for JobsCsv {

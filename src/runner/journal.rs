@@ -159,6 +159,11 @@ pub fn read(path: &Path, mut f: impl FnMut(JobRecord)) -> std::io::Result<ReadSt
         stats.complete_bytes += line.len() as u64;
         if line.starts_with(EVENT_PREFIX) {
             stats.events += 1;
+            if line.starts_with(DECIDED_PREFIX)
+                && let Ok(d) = serde_json::from_slice(&line)
+            {
+                stats.decided.push(d);
+            }
             continue;
         }
         match serde_json::from_slice::<JobRecord>(&line) {
@@ -179,7 +184,7 @@ pub fn read(path: &Path, mut f: impl FnMut(JobRecord)) -> std::io::Result<ReadSt
 }
 
 /// What reading a journal found besides records.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct ReadStats {
     pub records: usize,
     /// Lines cut short by a crash (at most the last one).
@@ -187,17 +192,32 @@ pub struct ReadStats {
     pub torn_bytes: u64,
     /// Length of the journal up to the end of its last complete line.
     pub complete_bytes: u64,
-    /// Event lines (gate changes, benched replicas) skipped.
+    /// Event lines (gate changes, benched replicas, decisions) skipped.
     pub events: usize,
+    /// `--until-decided`'s decisions as they were journaled, in the order reached.
+    pub decided: Vec<super::sequential::Decided>,
 }
 
 /// Event lines start with this; job records never do.
 const EVENT_PREFIX: &[u8] = b"{\"event\":";
+/// A decision's event line starts with this.
+const DECIDED_PREFIX: &[u8] = b"{\"event\":\"decided\"";
 
 /// Identifies a job within a plan, across the runs that resume it.
 pub type JobKey = (String, String, u32);
 
 impl JobRecord {
+    /// The first line of the job's error (empty when it has none): what tells failures
+    /// apart when they are grouped or compared.
+    pub fn error_line(&self) -> &str {
+        self.error
+            .as_deref()
+            .unwrap_or("")
+            .lines()
+            .next()
+            .unwrap_or("")
+    }
+
     /// Whether the job failed for a reason that passes — a server down, overloaded or
     /// unreachable: its last attempt was refused with 408, 429 or a 5xx, found no server,
     /// or its stream was cut, stalled, never started or broke with an error event. A 4xx
@@ -470,6 +490,9 @@ impl Journal {
             Some(d) => std::mem::take(&mut *d.lock().unwrap_or_else(|p| p.into_inner())),
             None => return Ok(()),
         };
+        if pending.is_empty() {
+            return Ok(());
+        }
         for decided in pending {
             let mut line = serde_json::to_vec(&decided)?;
             line.push(b'\n');
@@ -477,22 +500,6 @@ impl Journal {
         }
         self.file.flush()
     }
-}
-
-/// The decisions a journal holds (`--until-decided` runs), in the order they were reached.
-pub fn decisions(path: &Path) -> std::io::Result<Vec<super::sequential::Decided>> {
-    let reader = BufReader::new(crate::files::open_regular(path)?);
-    let mut out = Vec::new();
-    for line in reader.split(b'\n') {
-        let line = line?;
-        if line.starts_with(EVENT_PREFIX)
-            && let Ok(d) = serde_json::from_slice::<super::sequential::Decided>(&line)
-            && d.event == "decided"
-        {
-            out.push(d);
-        }
-    }
-    Ok(out)
 }
 
 impl super::events::Listener for Journal {

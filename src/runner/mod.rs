@@ -296,6 +296,7 @@ async fn run_job(
         request: &request,
         model,
         repeat: job.repeat,
+        cache_key: Default::default(),
     };
     let answer = source::answer(sources, &ask).await?;
     if answer.result.aborted {

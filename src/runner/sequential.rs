@@ -174,7 +174,7 @@ fn verdict_name(v: SeqVerdict) -> &'static str {
 /// A decision as the journal keeps it, one line when it is reached in a live run:
 /// `{"event":"decided","variant":"v","verdict":"better","cases":37,"jobs_heard":80}`.
 /// Readers of job records skip it; `report` says it beside the replayed figures.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Decided {
     /// Always `decided` (the journal's event lines start with their kind).
     pub event: String,

@@ -19,6 +19,9 @@ pub struct Ask<'a> {
     pub model: &'a str,
     /// The job's repeat index: repeats are separate samples, never one answer reused.
     pub repeat: u32,
+    /// The cache's key for this job, hashed once (the run's one cache asks for it when it
+    /// looks the answer up and again when it keeps the answer another source bought).
+    pub(crate) cache_key: std::sync::OnceLock<String>,
 }
 
 /// An answer, and whether it was already paid for (cached answers count in no latency
@@ -80,21 +83,23 @@ pub struct Cached {
 }
 
 impl Cached {
-    fn key(&self, ask: &Ask<'_>) -> String {
-        cache::key(
-            &self.endpoint,
-            ask.model,
-            &ask.request.messages,
-            &ask.request.params,
-            ask.repeat,
-        )
+    fn key<'a>(&self, ask: &'a Ask<'_>) -> &'a str {
+        ask.cache_key.get_or_init(|| {
+            cache::key(
+                &self.endpoint,
+                ask.model,
+                &ask.request.messages,
+                &ask.request.params,
+                ask.repeat,
+            )
+        })
     }
 }
 
 impl AnswerSource for Cached {
     fn answer<'a>(&'a self, ask: &'a Ask<'a>) -> SourceFuture<'a> {
         let key = self.key(ask);
-        let hit = self.cache.lock().ok().and_then(|c| c.get(&key).cloned());
+        let hit = self.cache.lock().ok().and_then(|c| c.get(key).cloned());
         Box::pin(async move {
             let answer = hit?;
             Some(Sourced {
@@ -124,7 +129,7 @@ impl AnswerSource for Cached {
         if let Ok(mut cache) = self.cache.lock() {
             // A cache that cannot be written only costs money later; the run goes on.
             let _ = cache.put(cache::CachedAnswer {
-                key: self.key(ask),
+                key: self.key(ask).to_string(),
                 text: r.text.clone(),
                 reasoning: r.reasoning.clone(),
                 tool_calls: r.tool_calls.clone(),

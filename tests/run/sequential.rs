@@ -153,7 +153,9 @@ fn a_clear_gain_stops_the_run_early_and_the_decision_replays() {
 
     // The decision was journaled when it was reached: one line, after the records the
     // tests had heard then.
-    let decided = promptgauge::runner::journal::decisions(&run.join("results.jsonl")).unwrap();
+    let decided = promptgauge::runner::journal::read(&run.join("results.jsonl"), |_| {})
+        .unwrap()
+        .decided;
     assert_eq!(decided.len(), 1, "{decided:?}");
     assert_eq!(
         (
@@ -247,7 +249,9 @@ fn a_clear_gain_stops_the_run_early_and_the_decision_replays() {
         let resumed = summary(&copy);
         assert_eq!(figures(&resumed), figures(&s), "cut after {keep} records");
         // The decision is journaled once, whether the cut journal held it or not.
-        let decided = promptgauge::runner::journal::decisions(&copy.join("results.jsonl")).unwrap();
+        let decided = promptgauge::runner::journal::read(&copy.join("results.jsonl"), |_| {})
+            .unwrap()
+            .decided;
         assert_eq!(decided.len(), 1, "cut after {keep}: {decided:?}");
         // It sends what the decision still needs (and the few cases the workers may run
         // ahead), never more than the whole run did.
