@@ -345,7 +345,8 @@ pub struct CompareArgs {
     pub bench: Option<String>,
     #[arg(long, help = STORE_HELP, value_name = "URL")]
     pub store: Option<String>,
-    /// Where to write compare.json and compare.md [default: a new folder beside RUN_A].
+    /// Where to write compare.json, compare.md, compare.html and compare.csv [default: a new
+    /// folder beside RUN_A].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// The confidence level of the comparison (e.g. 0.95) [default: the runs' own; needed

@@ -245,6 +245,8 @@ pub async fn compare(args: &CompareArgs, env: &crate::cli::Env) -> Result<Exit, 
                 report::markdown::render_comparison(&comparison),
             ),
             ("compare.html", report::html::render_compare(&comparison)),
+            // The table compare.md shows, for a spreadsheet.
+            ("compare.csv", report::tables::comparison(&comparison).csv()),
         ];
         for (name, text) in files {
             let path = out.join(name);

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::compare::{CaseTable, Comparison, Paired, Verdict, compare, decide_with};
 use super::html::{colour, esc, page};
 use super::rows::{RunRow, ScoreRow, VariantRow};
-use super::{interval, millis, pct, usd};
+use super::{interval, pct, usd};
 
 /// The JSON schema name of `history --json`.
 pub const SCHEMA: &str = "promptgauge.history/1";
@@ -453,61 +453,8 @@ pub fn render_html(h: &History, link: &dyn Fn(&RunRow) -> Option<String>) -> Str
         }
         b.push_str("</ul>");
     }
-    b.push_str("<h2>Runs</h2><table id=\"history\"><thead><tr><th>started</th><th>run</th><th>source</th><th>model</th><th>variant</th><th>");
-    b.push_str(measure);
-    b.push_str("</th><th>interval</th><th>n</th><th>step</th><th>cost</th><th>p90</th></tr></thead><tbody>");
-    for r in &h.runs {
-        for (k, v) in r.variants.iter().enumerate() {
-            let (x, lo, hi) = v.result.shown();
-            let class = v.step.as_ref().map_or("", |s| match s.verdict {
-                Verdict::Better => "better",
-                Verdict::Worse => "worse",
-                _ => "",
-            });
-            let run_cell = if k == 0 {
-                match link(&r.run) {
-                    Some(href) => format!("<a href=\"{}\">{}</a>", esc(&href), esc(&r.run.run_id)),
-                    None => esc(&r.run.run_id),
-                }
-            } else {
-                String::new()
-            };
-            let _ = write!(
-                b,
-                "<tr data-run=\"{}\" data-variant=\"{}\"><td>{}</td><td class=\"text\">{run_cell}{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&r.run.run_id),
-                esc(&v.result.variant),
-                if k == 0 {
-                    esc(&short_time(&r.run.started_at))
-                } else {
-                    String::new()
-                },
-                if k == 0 && !r.run.complete {
-                    " <span class=\"muted\">(incomplete)</span>"
-                } else {
-                    ""
-                },
-                if k == 0 {
-                    esc(&source_label(&r.run))
-                } else {
-                    String::new()
-                },
-                if k == 0 {
-                    esc(&r.run.model)
-                } else {
-                    String::new()
-                },
-                esc(&v.result.variant),
-                pct(x),
-                interval(lo, hi),
-                v.result.n,
-                esc(&step_cell(v.step.as_ref())),
-                usd(v.result.cost_usd.or(v.result.spent_usd)),
-                millis(v.result.latency_p90_ms),
-            );
-        }
-    }
-    b.push_str("</tbody></table>");
+    b.push_str("<h2>Runs</h2>");
+    b.push_str(&super::tables::history(h, link).html());
     page(&format!("{} — history", h.bench), &b)
 }
 

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::aggregate::RunResult;
 use super::compare::RunComparison;
-use super::{interval, millis, pct, usd};
+use super::{millis, pct, tables, usd};
 use crate::stats::percentile;
 
 /// Escapes text for HTML content and attribute values.
@@ -424,7 +424,6 @@ fn header(b: &mut String, s: &super::Summary, names: &[&str]) {
 
 /// Each variant's headline figure with its interval, and the comparisons.
 fn figures(b: &mut String, s: &super::Summary, conf: f64, names: &[&str]) {
-    let measure = s.measure();
     let title = if s.is_scored() {
         "Mean score"
     } else {
@@ -440,71 +439,15 @@ fn figures(b: &mut String, s: &super::Summary, conf: f64, names: &[&str]) {
         })
         .collect();
     b.push_str(&accuracy_chart(&rows, false));
-    let count = s.count_label().replace('/', " / ");
-    let _ = write!(
-        b,
-        "<table id=\"variants\"><thead><tr><th>variant</th><th>{measure}</th><th>interval</th><th>{count}</th><th>failed</th><th>truncated</th><th>cached</th></tr></thead><tbody>"
-    );
-    for v in &s.variants {
-        let (m, lo, hi) = v.headline();
-        let _ = write!(
-            b,
-            "<tr data-variant=\"{}\"><td>{}{}</td><td data-accuracy=\"{}\">{}</td><td>{}</td><td>{} / {}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&v.name),
-            esc(&v.name),
-            if v.baseline {
-                " <span class=\"muted\">(baseline)</span>"
-            } else {
-                ""
-            },
-            m.map(|a| a.to_string()).unwrap_or_default(),
-            pct(m),
-            interval(lo, hi),
-            v.correct,
-            v.n,
-            v.failed,
-            v.truncated,
-            v.cached
-        );
-    }
-    b.push_str("</tbody></table>");
+    b.push_str(&tables::variants(s).html());
     if let Some(judge) = &s.run.judge {
         let _ = write!(
             b,
-            "<h2>Judge</h2><p class=\"muted\">Judged by <b>{}</b> at {}.</p><table id=\"judge\"><thead><tr><th>variant</th><th>calls</th><th>tokens in / out</th><th>cost</th><th>votes agree</th><th>labels</th><th>agrees with people</th><th>κ</th><th>judge passes what people fail</th><th>judge fails what people pass</th><th>{measure} as people would score</th></tr></thead><tbody>",
+            "<h2>Judge</h2><p class=\"muted\">Judged by <b>{}</b> at {}.</p>",
             esc(&judge.model),
             esc(&judge.base_url)
         );
-        for v in &s.variants {
-            let t = v.judge_tokens.unwrap_or_default();
-            let l = v.labelled.as_ref();
-            let _ = write!(
-                b,
-                "<tr data-variant=\"{0}\"><td>{0}</td><td>{1}</td><td>{2} / {3}</td><td>{4}</td><td>{5}</td><td>{6}</td><td>{7}</td><td>{8}</td><td>{9}</td><td>{10}</td><td>{11}</td></tr>",
-                esc(&v.name),
-                v.judge_calls,
-                t.prompt,
-                t.completion,
-                usd(v.judge_cost_usd),
-                pct(v.judge_agreement),
-                l.map_or(0, |l| l.labels),
-                l.map_or("–".into(), |l| format!(
-                    "{} {}",
-                    pct(l.agreement),
-                    interval(l.agreement_low, l.agreement_high)
-                )),
-                l.and_then(|l| l.kappa)
-                    .map_or("–".into(), |k| format!("{k:.2}")),
-                pct(l.and_then(|l| l.judge_passes_people_fail)),
-                pct(l.and_then(|l| l.judge_fails_people_pass)),
-                l.map_or("–".into(), |l| format!(
-                    "{} {}",
-                    pct(l.corrected),
-                    interval(l.corrected_low, l.corrected_high)
-                )),
-            );
-        }
-        b.push_str("</tbody></table>");
+        b.push_str(&tables::judge(s, judge).html());
     }
 
     comparisons(b, s, names);
@@ -515,25 +458,8 @@ fn comparisons(b: &mut String, s: &super::Summary, names: &[&str]) {
     if !s.comparisons.is_empty() {
         let base = names.first().copied().unwrap_or("baseline");
         let _ = write!(b, "<h2>Paired against {} (case by case)</h2>", esc(base));
-        let _ = write!(
-            b,
-            "<table id=\"verdicts\"><thead><tr><th>variant</th><th>both right</th><th>only variant</th><th>only {}</th><th>both wrong</th><th>difference</th><th>{}</th><th>p (Holm)</th><th>verdict</th></tr></thead><tbody>",
-            esc(base),
-            esc(&super::compare::ci_header(&s.comparisons, s.run.confidence))
-        );
-        for c in &s.comparisons {
-            let verdict = serde_json::to_value(c.verdict)
-                .ok()
-                .and_then(|v| v.as_str().map(String::from))
-                .unwrap_or_default();
-            let _ = write!(b, "<tr data-variant=\"{0}\"><td>{0}</td>", esc(&c.variant));
-            let cells = c.cells();
-            for cell in &cells[..7] {
-                let _ = write!(b, "<td>{}</td>", esc(cell));
-            }
-            let _ = write!(b, "<td class=\"{verdict}\">{}</td></tr>", esc(&cells[7]));
-        }
-        b.push_str("</tbody></table><ul>");
+        b.push_str(&tables::paired(s).html());
+        b.push_str("<ul>");
         for c in &s.comparisons {
             let _ = write!(b, "<li>{}</li>", esc(&c.sentence));
         }
@@ -714,34 +640,8 @@ pub(crate) fn render_compare(c: &RunComparison) -> String {
     }
     let _ = write!(b, "<h2>Accuracy ({conf}% intervals)</h2>");
     b.push_str(&accuracy_chart(&rows, true));
-    let ci = super::compare::ci_header(c.variants.iter().map(|v| &v.comparison), c.confidence);
-    let _ = write!(
-        b,
-        "<table id=\"compare\"><thead><tr><th>variant</th><th>accuracy A</th><th>accuracy B</th><th>B − A</th><th>{}</th><th>p (Holm)</th>",
-        esc(&ci)
-    );
-    b.push_str("<th>verdict</th><th>latency p50 A / B</th><th>cost A / B</th></tr></thead><tbody>");
-    for v in &c.variants {
-        let verdict = serde_json::to_value(v.comparison.verdict)
-            .ok()
-            .and_then(|x| x.as_str().map(String::from))
-            .unwrap_or_default();
-        let [.., difference, ci, p, words] = v.comparison.cells();
-        let _ = write!(
-            b,
-            "<tr data-variant=\"{0}\"><td>{0}</td><td>{1} {2}</td><td>{3} {4}</td><td>{difference}</td><td>{ci}</td><td>{p}</td><td class=\"{verdict}\">{words}</td><td>{5} / {6}</td><td>{7} / {8}</td></tr>",
-            esc(&v.name),
-            pct(v.a.accuracy),
-            interval(v.a.ci_low, v.a.ci_high),
-            pct(v.b.accuracy),
-            interval(v.b.ci_low, v.b.ci_high),
-            millis(v.a.latency_ms.p50),
-            millis(v.b.latency_ms.p50),
-            usd(v.a.cost_usd),
-            usd(v.b.cost_usd)
-        );
-    }
-    b.push_str("</tbody></table><ul>");
+    b.push_str(&tables::comparison(c).html());
+    b.push_str("<ul>");
     for v in &c.variants {
         let _ = write!(b, "<li>{}</li>", esc(&v.comparison.sentence));
     }

@@ -1,7 +1,7 @@
 //! `summary.md`: the table as Markdown, for pull requests and step summaries.
 
 use super::compare::RunComparison;
-use super::{Exporter, Summary, interval, millis, notes, pct, usd};
+use super::{Exporter, Summary, notes, tables};
 
 /// `summary.md`, also what `--markdown` appends.
 pub struct Markdown;
@@ -12,7 +12,6 @@ impl Exporter for Markdown {
     }
 
     fn render(&self, s: &Summary) -> anyhow::Result<String> {
-        let conf = (s.run.confidence * 100.0).round();
         // A level-2 title and level-3 sections: the file goes into step summaries and pull
         // request comments beside other content, and a baseline comparison nests inside.
         let mut out = format!(
@@ -52,46 +51,13 @@ impl Exporter for Markdown {
         for note in notes(s) {
             out.push_str(&format!("> **{}**\n\n", md_text(&note)));
         }
-        let measure = s.measure();
-        out.push_str(&format!(
-            "### Variants\n\n| variant | {measure} | {conf}% CI | {} | failed | TTFT p50 | latency p50 / p90 / p99 | tokens in / out | cost | cost per correct |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-            s.count_label().replace('/', " / ")
-        ));
-        for v in &s.variants {
-            let est = if v.tokens.estimated { "~" } else { "" };
-            out.push_str(&format!(
-                "| {}{} | {} | {} | {} / {} | {} | {} | {} / {} / {} | {est}{} / {est}{} | {} | {} |\n",
-                md_cell(&v.name),
-                if v.baseline { " (baseline)" } else { "" },
-                pct(v.headline().0),
-                interval(v.headline().1, v.headline().2),
-                v.correct,
-                v.n,
-                v.failed,
-                millis(v.ttft_ms.p50),
-                millis(v.latency_ms.p50),
-                millis(v.latency_ms.p90),
-                millis(v.latency_ms.p99),
-                v.tokens.prompt,
-                v.tokens.completion,
-                usd(v.cost_usd),
-                usd(v.cost_per_correct_usd),
-            ));
-        }
+        out.push_str("### Variants\n\n");
+        out.push_str(&tables::variants(s).markdown());
         if !s.comparisons.is_empty() {
             let baseline = s.variants.first().map_or("baseline", |v| v.name.as_str());
             let baseline = md_cell(baseline);
-            out.push_str(&format!(
-                "\n### Paired against {baseline}\n\n| variant | both right | only variant | only {baseline} | both wrong | difference | {} | p (Holm) | verdict |\n|---|---:|---:|---:|---:|---:|---:|---:|---|\n",
-                super::compare::ci_header(&s.comparisons, s.run.confidence)
-            ));
-            for c in &s.comparisons {
-                let [both, only_v, only_r, neither, difference, ci, p, verdict] = c.cells();
-                out.push_str(&format!(
-                    "| {} | {both} | {only_v} | {only_r} | {neither} | {difference} | {ci} | {p} | **{verdict}** |\n",
-                    md_cell(&c.variant)
-                ));
-            }
+            out.push_str(&format!("\n### Paired against {baseline}\n\n"));
+            out.push_str(&tables::paired(s).markdown());
             if let Some(note) = super::compare::levels_note(&s.comparisons, s.run.confidence) {
                 out.push_str(&format!("\n{note}\n"));
             }
@@ -110,71 +76,19 @@ impl Exporter for Markdown {
         }
         if let Some(judge) = &s.run.judge {
             out.push_str(&format!(
-                "\n### Judge\n\nJudged by {} at {}.\n\n| variant | calls | tokens in / out | cost | votes agree | labels | agrees with people | kappa | passes what people fail | fails what people pass | {} as people would score |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+                "\n### Judge\n\nJudged by {} at {}.\n\n",
                 md_code(&judge.model),
                 md_code(&judge.base_url),
-                s.measure()
             ));
-            for v in &s.variants {
-                let t = v.judge_tokens.unwrap_or_default();
-                let l = v.labelled.as_ref();
-                out.push_str(&format!(
-                    "| {} | {} | {} / {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-                    md_cell(&v.name),
-                    v.judge_calls,
-                    t.prompt,
-                    t.completion,
-                    usd(v.judge_cost_usd),
-                    pct(v.judge_agreement),
-                    l.map_or(0, |l| l.labels),
-                    l.map_or("–".into(), |l| format!(
-                        "{} {}",
-                        pct(l.agreement),
-                        interval(l.agreement_low, l.agreement_high)
-                    )),
-                    l.and_then(|l| l.kappa)
-                        .map_or("–".into(), |k| format!("{k:.2}")),
-                    pct(l.and_then(|l| l.judge_passes_people_fail)),
-                    pct(l.and_then(|l| l.judge_fails_people_pass)),
-                    l.map_or("–".into(), |l| format!(
-                        "{} {}",
-                        pct(l.corrected),
-                        interval(l.corrected_low, l.corrected_high)
-                    )),
-                ));
-            }
+            out.push_str(&tables::judge(s, judge).markdown());
         }
         if !s.replicas.is_empty() {
-            out.push_str("\n### Replicas\n\n| base URL | attempts | answered | failed | latency p50 | p90 |\n|---|---:|---:|---:|---:|---:|\n");
-            for r in &s.replicas {
-                out.push_str(&format!(
-                    "| {} | {} | {} | {} | {} | {} |\n",
-                    md_cell(&r.base_url),
-                    r.attempts,
-                    r.answered,
-                    r.failed,
-                    millis(r.latency_ms.p50),
-                    millis(r.latency_ms.p90)
-                ));
-            }
+            out.push_str("\n### Replicas\n\n");
+            out.push_str(&tables::replicas(s).markdown());
         }
         if !s.slices.is_empty() {
-            out.push_str(&format!(
-                "\n### By tag\n\n| tag | variant | {} | CI | {} |\n|---|---|---:|---:|---:|\n",
-                s.measure(),
-                s.count_label().replace('/', " / ")
-            ));
-            for sl in &s.slices {
-                out.push_str(&format!(
-                    "| {} | {} | {} | {} | {} / {} |\n",
-                    md_cell(&sl.tag),
-                    md_cell(&sl.variant),
-                    pct(sl.accuracy),
-                    interval(sl.ci_low, sl.ci_high),
-                    sl.correct,
-                    sl.n
-                ));
-            }
+            out.push_str("\n### By tag\n\n");
+            out.push_str(&tables::by_tag(s).markdown());
         }
         Ok(out)
     }
@@ -189,9 +103,8 @@ pub(crate) fn render_comparison(c: &RunComparison) -> String {
 /// (the baseline section) or under `compare.md`'s own.
 pub(crate) fn comparison_body(c: &RunComparison) -> String {
     let comparisons = || c.variants.iter().map(|v| &v.comparison);
-    let ci = super::compare::ci_header(comparisons(), c.confidence);
     let mut out = format!(
-        "- **A**: {}, model {} at {}\n- **B**: {}, model {} at {}\n\n| variant | accuracy A | accuracy B | B − A | {ci} | p (Holm) | verdict | latency p50 A / B | p90 A / B | cost A / B |\n|---|---:|---:|---:|---:|---:|---|---:|---:|---:|\n",
+        "- **A**: {}, model {} at {}\n- **B**: {}, model {} at {}\n\n",
         md_code(&c.run_a.dir),
         md_code(&c.run_a.model),
         md_code(&c.run_a.base_url),
@@ -199,23 +112,7 @@ pub(crate) fn comparison_body(c: &RunComparison) -> String {
         md_code(&c.run_b.model),
         md_code(&c.run_b.base_url),
     );
-    for v in &c.variants {
-        let [.., difference, ci, p, verdict] = v.comparison.cells();
-        out.push_str(&format!(
-            "| {} | {} {} | {} {} | {difference} | {ci} | {p} | **{verdict}** | {} / {} | {} / {} | {} / {} |\n",
-            v.name,
-            pct(v.a.accuracy),
-            interval(v.a.ci_low, v.a.ci_high),
-            pct(v.b.accuracy),
-            interval(v.b.ci_low, v.b.ci_high),
-            millis(v.a.latency_ms.p50),
-            millis(v.b.latency_ms.p50),
-            millis(v.a.latency_ms.p90),
-            millis(v.b.latency_ms.p90),
-            usd(v.a.cost_usd),
-            usd(v.b.cost_usd),
-        ));
-    }
+    out.push_str(&tables::comparison(c).markdown());
     out.push('\n');
     for v in &c.variants {
         out.push_str(&format!("- {}\n", md_text(&v.comparison.sentence)));

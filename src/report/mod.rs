@@ -20,6 +20,8 @@ pub mod sequential;
 mod shown;
 pub mod sinks;
 pub mod summary;
+pub(crate) mod table;
+pub(crate) mod tables;
 pub(crate) mod terminal;
 pub(crate) mod verbose;
 

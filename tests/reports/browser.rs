@@ -261,6 +261,29 @@ fn compare_html_renders_both_runs() {
         ])
         .assert()
         .success();
+    // compare.csv is compare.md's table: the same header and cells, in CSV's syntax.
+    let csv = std::fs::read_to_string(d.join("cmp/compare.csv")).unwrap();
+    let md = std::fs::read_to_string(d.join("cmp/compare.md")).unwrap();
+    let md_rows: Vec<Vec<String>> = md
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("|---"))
+        .map(|l| {
+            l.trim_matches('|')
+                .split(" | ")
+                .map(|c| c.trim().trim_matches('*').to_string())
+                .collect()
+        })
+        .collect();
+    let csv_rows: Vec<Vec<String>> = csv::Reader::from_reader(csv.as_bytes())
+        .into_records()
+        .map(|r| r.unwrap().iter().map(String::from).collect())
+        .collect();
+    assert_eq!(csv_rows.len(), 2, "{csv}");
+    assert_eq!(md_rows[1..], csv_rows[..], "{md}\n{csv}");
+    assert!(
+        csv.starts_with("variant,accuracy A,accuracy B,B − A,"),
+        "{csv}"
+    );
     let (dom, requested) = load(&browser, &d.join("cmp/compare.html"));
     assert!(requested.is_empty(), "{requested:?}");
     assert_eq!(

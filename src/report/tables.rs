@@ -1,0 +1,441 @@
+//! Every table promptgauge shows, each defined once from the figures ([`super::table`]
+//! draws it in the terminal, summary.md, the HTML pages and CSV). A column one syntax leaves
+//! out or heads differently says so here, beside the column.
+
+use super::compare::{Comparison, RunComparison, Verdict, ci_header};
+use super::history::{History, short_time, source_label, step_cell};
+use super::rows::RunRow;
+use super::table::{Cell, Column, Row, Syntax, Table};
+use super::{ProviderInfo, Summary, interval, millis, pct, usd};
+
+/// The verdict's HTML class: its name in summary.json (`not_distinguishable`).
+fn verdict_class(c: &Comparison) -> String {
+    serde_json::to_value(c.verdict)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default()
+}
+
+/// Each variant's headline figure with its interval, its count, failures, latency, tokens
+/// and cost. report.html shows latency and cost in tables of their own, beside their charts.
+pub(crate) fn variants(s: &Summary) -> Table {
+    let conf = (s.run.confidence * 100.0).round();
+    let count = s.count_label();
+    let mut t = Table::new(
+        "variants",
+        vec![
+            Column::left("variant"),
+            Column::right(s.measure()),
+            Column::right(format!("{conf}% CI")).called(Syntax::Html, "interval"),
+            Column::right(count.replace('/', " / "))
+                .called(Syntax::Terminal, count)
+                .drop(4),
+            Column::right("failed"),
+            Column::right("truncated").only_in(Syntax::Html),
+            Column::right("cached").only_in(Syntax::Html),
+            Column::right("TTFT p50").drop(7).not_in(Syntax::Html),
+            Column::right("latency p50 / p90 / p99")
+                .called(Syntax::Terminal, "latency p50/p90/p99")
+                .drop(3)
+                .not_in(Syntax::Html),
+            Column::right("tok/s").drop(9).only_in(Syntax::Terminal),
+            Column::right("tokens in / out")
+                .called(Syntax::Terminal, "tokens in/out")
+                .drop(6)
+                .not_in(Syntax::Html),
+            Column::right("cost").drop(5).not_in(Syntax::Html),
+            Column::right("cost per correct")
+                .called(Syntax::Terminal, "$/correct")
+                .drop(8)
+                .not_in(Syntax::Html),
+        ],
+    );
+    for v in &s.variants {
+        let (m, lo, hi) = v.headline();
+        let est = if v.tokens.estimated { "~" } else { "" };
+        t.push(
+            Row::new([
+                Cell::text(&v.name),
+                Cell::figure(pct(m)).data(
+                    "data-accuracy",
+                    m.map(|a| a.to_string()).unwrap_or_default(),
+                ),
+                Cell::figure(interval(lo, hi)),
+                Cell::figure(format!("{} / {}", v.correct, v.n)),
+                Cell::figure(v.failed.to_string()),
+                Cell::figure(v.truncated.to_string()),
+                Cell::figure(v.cached.to_string()),
+                Cell::figure(millis(v.ttft_ms.p50)),
+                Cell::figure(format!(
+                    "{} / {} / {}",
+                    millis(v.latency_ms.p50),
+                    millis(v.latency_ms.p90),
+                    millis(v.latency_ms.p99)
+                )),
+                Cell::figure(
+                    v.output_tokens_per_s
+                        .map_or_else(|| "–".into(), |x| format!("{x:.0}")),
+                ),
+                Cell::figure(format!(
+                    "{est}{} / {est}{}",
+                    v.tokens.prompt, v.tokens.completion
+                )),
+                Cell::figure(usd(v.cost_usd)),
+                Cell::figure(usd(v.cost_per_correct_usd)),
+            ])
+            .data("data-variant", &v.name)
+            .baseline(v.baseline),
+        );
+    }
+    t
+}
+
+/// Each variant against the baseline, case by case: the four counts, the difference, its
+/// interval, the Holm-adjusted p and the verdict.
+pub(crate) fn paired(s: &Summary) -> Table {
+    let baseline = s.variants.first().map_or("baseline", |v| v.name.as_str());
+    let mut t = Table::new(
+        "verdicts",
+        vec![
+            Column::left("variant").called(Syntax::Terminal, format!("vs {baseline}")),
+            Column::right("both right").drop(6),
+            Column::right("only variant").drop(4),
+            Column::right(format!("only {baseline}")).drop(4),
+            Column::right("both wrong").drop(6),
+            Column::right("difference"),
+            Column::right(ci_header(&s.comparisons, s.run.confidence)),
+            Column::right("p (Holm)").drop(3),
+            Column::left("verdict"),
+        ],
+    );
+    for c in &s.comparisons {
+        let [both, only_v, only_r, neither, difference, ci, p, verdict] = c.cells();
+        t.push(
+            Row::new([
+                Cell::text(&c.variant),
+                Cell::figure(both),
+                Cell::figure(only_v),
+                Cell::figure(only_r),
+                Cell::figure(neither),
+                Cell::figure(difference),
+                Cell::figure(ci),
+                Cell::figure(p),
+                Cell::figure(verdict).strong().class(verdict_class(c)),
+            ])
+            .data("data-variant", &c.variant),
+        );
+    }
+    t
+}
+
+/// What the judge cost per variant and, once people labelled answers, how it fared against
+/// them (a terminal leaves the label columns out until there are labels).
+pub(crate) fn judge(s: &Summary, _judge: &ProviderInfo) -> Table {
+    let labelled = s.variants.iter().any(|v| v.labelled.is_some());
+    let label_column = |c: Column| {
+        if labelled {
+            c
+        } else {
+            c.not_in(Syntax::Terminal)
+        }
+    };
+    let mut t = Table::new(
+        "judge",
+        vec![
+            Column::left("variant"),
+            Column::right("calls"),
+            Column::right("tokens in / out")
+                .called(Syntax::Terminal, "tokens in/out")
+                .drop(6),
+            Column::right("cost").drop(5),
+            Column::right("votes agree").drop(4),
+            label_column(Column::right("labels").drop(3)),
+            label_column(Column::right("agrees with people")),
+            label_column(Column::right("κ").called(Syntax::Markdown, "kappa").drop(2)),
+            label_column(
+                Column::right("judge passes what people fail")
+                    .called(Syntax::Markdown, "passes what people fail")
+                    .drop(7),
+            ),
+            label_column(
+                Column::right("judge fails what people pass")
+                    .called(Syntax::Markdown, "fails what people pass")
+                    .drop(7),
+            ),
+            label_column(Column::right(format!(
+                "{} as people would score",
+                s.measure()
+            ))),
+        ],
+    );
+    for v in &s.variants {
+        let tokens = v.judge_tokens.unwrap_or_default();
+        let l = v.labelled.as_ref();
+        t.push(
+            Row::new([
+                Cell::text(&v.name),
+                Cell::figure(v.judge_calls.to_string()),
+                Cell::figure(format!("{} / {}", tokens.prompt, tokens.completion)),
+                Cell::figure(usd(v.judge_cost_usd)),
+                Cell::figure(pct(v.judge_agreement)),
+                Cell::figure(l.map_or(0, |l| l.labels).to_string()),
+                Cell::figure(l.map_or("–".into(), |l| {
+                    format!(
+                        "{} {}",
+                        pct(l.agreement),
+                        interval(l.agreement_low, l.agreement_high)
+                    )
+                })),
+                Cell::figure(
+                    l.and_then(|l| l.kappa)
+                        .map_or("–".into(), |k| format!("{k:.2}")),
+                ),
+                Cell::figure(pct(l.and_then(|l| l.judge_passes_people_fail))),
+                Cell::figure(pct(l.and_then(|l| l.judge_fails_people_pass))),
+                Cell::figure(l.map_or("–".into(), |l| {
+                    format!(
+                        "{} {}",
+                        pct(l.corrected),
+                        interval(l.corrected_low, l.corrected_high)
+                    )
+                })),
+            ])
+            .data("data-variant", &v.name),
+        );
+    }
+    t
+}
+
+/// Each tag's figure per variant, a row per tag and variant.
+pub(crate) fn by_tag(s: &Summary) -> Table {
+    let mut t = Table::new(
+        "slices",
+        vec![
+            Column::left("tag"),
+            Column::left("variant"),
+            Column::right(s.measure()),
+            Column::right("CI"),
+            Column::right(s.count_label().replace('/', " / ")),
+        ],
+    );
+    for sl in &s.slices {
+        t.push(Row::new([
+            Cell::text(&sl.tag),
+            Cell::text(&sl.variant),
+            Cell::figure(pct(sl.accuracy)),
+            Cell::figure(interval(sl.ci_low, sl.ci_high)),
+            Cell::figure(format!("{} / {}", sl.correct, sl.n)),
+        ]));
+    }
+    t
+}
+
+/// Each tag's figure per variant, a row per tag and a column per variant: what a terminal
+/// shows, with the intervals when they fit.
+pub(crate) fn by_tag_across(s: &Summary, with_interval: bool) -> Table {
+    let mut columns = vec![Column::left("tag")];
+    columns.extend(s.variants.iter().map(|v| Column::left(v.name.clone())));
+    let mut t = Table::new("slices", columns);
+    for chunk in s.slices.chunks(s.variants.len().max(1)) {
+        let mut cells = vec![Cell::text(&chunk[0].tag)];
+        cells.extend(chunk.iter().map(|sl| {
+            Cell::figure(if with_interval {
+                format!(
+                    "{} {} n={}",
+                    pct(sl.accuracy),
+                    interval(sl.ci_low, sl.ci_high),
+                    sl.n
+                )
+            } else {
+                format!("{} n={}", pct(sl.accuracy), sl.n)
+            })
+        }));
+        t.push(Row::new(cells));
+    }
+    t
+}
+
+/// How each replica of a load-balanced endpoint fared.
+pub(crate) fn replicas(s: &Summary) -> Table {
+    let mut t = Table::new(
+        "replicas",
+        vec![
+            Column::left("base URL"),
+            Column::right("attempts"),
+            Column::right("answered"),
+            Column::right("failed"),
+            Column::right("latency p50"),
+            Column::right("p90"),
+        ],
+    );
+    for r in &s.replicas {
+        t.push(Row::new([
+            Cell::text(&r.base_url),
+            Cell::figure(r.attempts.to_string()),
+            Cell::figure(r.answered.to_string()),
+            Cell::figure(r.failed.to_string()),
+            Cell::figure(millis(r.latency_ms.p50)),
+            Cell::figure(millis(r.latency_ms.p90)),
+        ]));
+    }
+    t
+}
+
+/// Two runs side by side, per variant: both figures, the paired difference and its verdict,
+/// latency and cost.
+pub(crate) fn comparison(c: &RunComparison) -> Table {
+    let mut t = Table::new(
+        "compare",
+        vec![
+            Column::left("variant"),
+            Column::right("accuracy A"),
+            Column::right("accuracy B"),
+            Column::right("B − A"),
+            Column::right(ci_header(
+                c.variants.iter().map(|v| &v.comparison),
+                c.confidence,
+            )),
+            Column::right("p (Holm)").drop(3),
+            Column::left("verdict"),
+            Column::right("latency p50 A / B").drop(4),
+            Column::right("p90 A / B").drop(6).not_in(Syntax::Html),
+            Column::right("cost A / B").drop(5),
+        ],
+    );
+    for v in &c.variants {
+        let [.., difference, ci, p, verdict] = v.comparison.cells();
+        let pair = |a: String, b: String| Cell::figure(format!("{a} / {b}"));
+        t.push(
+            Row::new([
+                Cell::text(&v.name),
+                Cell::figure(format!(
+                    "{} {}",
+                    pct(v.a.accuracy),
+                    interval(v.a.ci_low, v.a.ci_high)
+                )),
+                Cell::figure(format!(
+                    "{} {}",
+                    pct(v.b.accuracy),
+                    interval(v.b.ci_low, v.b.ci_high)
+                )),
+                Cell::figure(difference),
+                Cell::figure(ci),
+                Cell::figure(p),
+                Cell::figure(verdict)
+                    .strong()
+                    .class(verdict_class(&v.comparison)),
+                pair(millis(v.a.latency_ms.p50), millis(v.b.latency_ms.p50)),
+                pair(millis(v.a.latency_ms.p90), millis(v.b.latency_ms.p90)),
+                pair(usd(v.a.cost_usd), usd(v.b.cost_usd)),
+            ])
+            .data("data-variant", &v.name),
+        );
+    }
+    t
+}
+
+/// `history`: a row per run and variant, with the step from the run before. `link` gives a
+/// run's report page, for HTML.
+pub(crate) fn history(h: &History, link: &dyn Fn(&RunRow) -> Option<String>) -> Table {
+    let scored = h.runs.iter().any(|r| r.run.scored);
+    let mut t = Table::new(
+        "history",
+        vec![
+            // The run id holds its start time: `started` goes first when narrow.
+            Column::left("started").drop(7),
+            Column::left("run"),
+            Column::left("source").drop(3),
+            Column::left("model").drop(2),
+            Column::left("variant"),
+            Column::right(if scored { "mean score" } else { "accuracy" })
+                .called(Syntax::Terminal, if scored { "score" } else { "accuracy" }),
+            Column::right("interval").called(Syntax::Terminal, "CI"),
+            Column::right("n").drop(4),
+            Column::right("step"),
+            Column::right("cost").drop(5),
+            Column::right("p90").drop(6),
+        ],
+    )
+    .elsewhere("--json has every column");
+    for r in &h.runs {
+        for (k, v) in r.variants.iter().enumerate() {
+            let first = k == 0;
+            let on_first = |text: String| if first { text } else { String::new() };
+            let (x, lo, hi) = v.result.shown();
+            let step = v.step.as_ref().map_or("", |s| match s.verdict {
+                Verdict::Better => "better",
+                Verdict::Worse => "worse",
+                _ => "",
+            });
+            t.push(
+                Row::new([
+                    Cell::figure(on_first(short_time(&r.run.started_at))),
+                    Cell::text(on_first(r.run.run_id.clone()))
+                        .class("text")
+                        .link(if first { link(&r.run) } else { None })
+                        .aside((first && !r.run.complete).then_some("incomplete")),
+                    Cell::text(on_first(source_label(&r.run))).class("text"),
+                    Cell::text(on_first(r.run.model.clone())).class("text"),
+                    Cell::text(&v.result.variant).class("text"),
+                    Cell::figure(pct(x)),
+                    Cell::figure(interval(lo, hi)),
+                    Cell::figure(v.result.n.to_string()),
+                    Cell::figure(step_cell(v.step.as_ref())).class(step),
+                    Cell::figure(usd(v.result.cost_usd.or(v.result.spent_usd))),
+                    Cell::figure(millis(v.result.latency_p90_ms)),
+                ])
+                .data("data-run", &r.run.run_id)
+                .data("data-variant", &v.result.variant),
+            );
+        }
+    }
+    t
+}
+
+/// `runs`: one row per stored run, newest last.
+pub(crate) fn runs(runs: &[RunRow]) -> Table {
+    let mut t = Table::new(
+        "runs",
+        vec![
+            Column::left("started").drop(8),
+            Column::left("run"),
+            Column::left("bench"),
+            Column::left("model").drop(2),
+            Column::left("source").drop(3),
+            Column::left("kind").drop(4),
+            Column::left("status"),
+            Column::right("jobs").drop(5),
+            Column::right("cost").drop(6),
+            Column::left("folder").drop(7),
+        ],
+    )
+    .elsewhere("--json has every column");
+    for r in runs {
+        let missing = (r.jobs_planned - r.jobs_finished).max(0);
+        let status = if r.complete {
+            "complete".to_string()
+        } else if let Some(s) = &r.stopped {
+            format!("stopped: {s}")
+        } else if missing > 0 {
+            format!("incomplete: {missing} not run, {} failed", r.jobs_failed)
+        } else {
+            format!("{} failed", r.jobs_failed)
+        };
+        t.push(
+            Row::new([
+                Cell::figure(short_time(&r.started_at)),
+                Cell::text(&r.run_id),
+                Cell::text(&r.bench),
+                Cell::text(&r.model),
+                Cell::text(source_label(r)),
+                Cell::figure(r.kind.to_string()),
+                Cell::text(status),
+                Cell::figure(format!("{}/{}", r.jobs_finished, r.jobs_planned)),
+                Cell::figure(usd(r.cost_usd)),
+                Cell::text(&r.folder),
+            ])
+            .data("data-run", &r.run_id),
+        );
+    }
+    t
+}
