@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::aggregate::RunResult;
 use super::compare::RunComparison;
-use super::{millis, pct, tables, usd};
+use super::{millis, pct, tables};
 use crate::stats::percentile;
 
 /// Escapes text for HTML content and attribute values.
@@ -486,45 +486,13 @@ fn latency(b: &mut String, s: &super::Summary, result: &RunResult, names: &[&str
         .map(|(n, l)| (n.to_string(), l.ttft_ms.clone(), l.latency_ms.clone()))
         .collect();
     b.push_str(&latency_chart(&series));
-    b.push_str("<table id=\"latency\"><thead><tr><th>variant</th><th>TTFT p50</th><th>p90</th><th>p99</th><th>end to end p50</th><th>p90</th><th>p99</th><th>output tok/s</th></tr></thead><tbody>");
-    for v in &s.variants {
-        let _ = write!(
-            b,
-            "<tr data-variant=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&v.name),
-            esc(&v.name),
-            millis(v.ttft_ms.p50),
-            millis(v.ttft_ms.p90),
-            millis(v.ttft_ms.p99),
-            millis(v.latency_ms.p50),
-            millis(v.latency_ms.p90),
-            millis(v.latency_ms.p99),
-            v.output_tokens_per_s
-                .map_or("–".into(), |x| format!("{x:.0}"))
-        );
-    }
-    b.push_str("</tbody></table>");
+    b.push_str(&tables::latency(s).html());
 }
 
 /// Tokens and what they cost.
 fn tokens_and_cost(b: &mut String, s: &super::Summary) {
-    b.push_str("<h2>Tokens and cost</h2><table id=\"cost\"><thead><tr><th>variant</th><th>prompt</th><th>completion</th><th>cached</th><th>reasoning</th><th>cost</th><th>cost per correct</th></tr></thead><tbody>");
-    for v in &s.variants {
-        let est = if v.tokens.estimated { "~" } else { "" };
-        let _ = write!(
-            b,
-            "<tr data-variant=\"{}\"><td>{}</td><td>{est}{}</td><td>{est}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&v.name),
-            esc(&v.name),
-            v.tokens.prompt,
-            v.tokens.completion,
-            v.tokens.cached,
-            v.tokens.reasoning,
-            usd(v.cost_usd),
-            usd(v.cost_per_correct_usd)
-        );
-    }
-    b.push_str("</tbody></table>");
+    b.push_str("<h2>Tokens and cost</h2>");
+    b.push_str(&tables::tokens_and_cost(s).html());
 }
 
 /// The cases where the variants' scores differ.
@@ -664,22 +632,8 @@ pub(crate) fn render_compare(c: &RunComparison) -> String {
 /// Latency side by side: TTFT and end to end of each variant in A and in B.
 fn compare_latency(b: &mut String, c: &RunComparison) {
     // Latency side by side: TTFT and end to end of each variant in A and in B.
-    b.push_str("<h2>Latency</h2><table id=\"compare-latency\"><thead><tr><th>variant</th><th>TTFT p50 A / B</th><th>TTFT p90 A / B</th><th>end to end p50 A / B</th><th>p90 A / B</th><th>p99 A / B</th></tr></thead><tbody>");
-    for v in &c.variants {
-        let pair = |a: Option<f64>, b: Option<f64>| format!("{} / {}", millis(a), millis(b));
-        let _ = write!(
-            b,
-            "<tr data-variant=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&v.name),
-            esc(&v.name),
-            pair(v.a.ttft_ms.p50, v.b.ttft_ms.p50),
-            pair(v.a.ttft_ms.p90, v.b.ttft_ms.p90),
-            pair(v.a.latency_ms.p50, v.b.latency_ms.p50),
-            pair(v.a.latency_ms.p90, v.b.latency_ms.p90),
-            pair(v.a.latency_ms.p99, v.b.latency_ms.p99)
-        );
-    }
-    b.push_str("</tbody></table>");
+    b.push_str("<h2>Latency</h2>");
+    b.push_str(&tables::compare_latency(c).html());
     let series: Vec<(String, Vec<f64>, Vec<f64>)> = c
         .latencies
         .iter()
@@ -694,43 +648,15 @@ fn compare_latency(b: &mut String, c: &RunComparison) {
 /// Tokens and cost, A beside B.
 fn compare_cost(b: &mut String, c: &RunComparison) {
     // Tokens and cost.
-    b.push_str("<h2>Tokens and cost</h2><table id=\"compare-cost\"><thead><tr><th>variant</th><th>tokens in A / B</th><th>tokens out A / B</th><th>cost A / B</th><th>spent A / B</th></tr></thead><tbody>");
-    for v in &c.variants {
-        let _ = write!(
-            b,
-            "<tr data-variant=\"{}\"><td>{}</td><td>{} / {}</td><td>{} / {}</td><td>{} / {}</td><td>{} / {}</td></tr>",
-            esc(&v.name),
-            esc(&v.name),
-            v.a.tokens.prompt,
-            v.b.tokens.prompt,
-            v.a.tokens.completion,
-            v.b.tokens.completion,
-            usd(v.a.cost_usd),
-            usd(v.b.cost_usd),
-            usd(v.a.spent_usd),
-            usd(v.b.spent_usd)
-        );
-    }
-    b.push_str("</tbody></table>");
+    b.push_str("<h2>Tokens and cost</h2>");
+    b.push_str(&tables::compare_cost(c).html());
 }
 
 /// Same answers or not, and the cases that flipped.
 fn compare_answers(b: &mut String, c: &RunComparison) {
     // Same answers or not, and the cases that flipped.
-    b.push_str("<h2>Answers</h2><table id=\"compare-outputs\"><thead><tr><th>variant</th><th>same text</th><th>different text</th><th>fixed in B</th><th>broken in B</th></tr></thead><tbody>");
-    for v in &c.variants {
-        let fixed = v.flipped.iter().filter(|f| f.direction == "fixed").count();
-        let broken = v.flipped.len() - fixed;
-        let _ = write!(
-            b,
-            "<tr data-variant=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{fixed}</td><td>{broken}</td></tr>",
-            esc(&v.name),
-            esc(&v.name),
-            v.identical_outputs,
-            v.different_outputs
-        );
-    }
-    b.push_str("</tbody></table>");
+    b.push_str("<h2>Answers</h2>");
+    b.push_str(&tables::compare_outputs(c).html());
     let flips: usize = c.variants.iter().map(|v| v.flipped.len()).sum();
     let _ = write!(
         b,

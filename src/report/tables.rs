@@ -439,3 +439,161 @@ pub(crate) fn runs(runs: &[RunRow]) -> Table {
     }
     t
 }
+
+/// A row per variant of figures (report.html's latency and cost tables).
+fn per_variant<'a>(
+    id: &'static str,
+    columns: Vec<Column>,
+    rows: impl Iterator<Item = (&'a str, Vec<String>)>,
+) -> Table {
+    let mut t = Table::new(id, columns);
+    for (name, figures) in rows {
+        let mut cells = vec![Cell::text(name)];
+        cells.extend(figures.into_iter().map(Cell::figure));
+        t.push(Row::new(cells).data("data-variant", name));
+    }
+    t
+}
+
+/// Latency percentiles per variant, from the request being sent.
+pub(crate) fn latency(s: &Summary) -> Table {
+    let columns = named(&[
+        "TTFT p50",
+        "p90",
+        "p99",
+        "end to end p50",
+        "p90",
+        "p99",
+        "output tok/s",
+    ]);
+    per_variant(
+        "latency",
+        columns,
+        s.variants.iter().map(|v| {
+            (
+                v.name.as_str(),
+                vec![
+                    millis(v.ttft_ms.p50),
+                    millis(v.ttft_ms.p90),
+                    millis(v.ttft_ms.p99),
+                    millis(v.latency_ms.p50),
+                    millis(v.latency_ms.p90),
+                    millis(v.latency_ms.p99),
+                    v.output_tokens_per_s
+                        .map_or("–".into(), |x| format!("{x:.0}")),
+                ],
+            )
+        }),
+    )
+}
+
+/// Tokens and what they cost, per variant.
+pub(crate) fn tokens_and_cost(s: &Summary) -> Table {
+    let columns = named(&[
+        "prompt",
+        "completion",
+        "cached",
+        "reasoning",
+        "cost",
+        "cost per correct",
+    ]);
+    per_variant(
+        "cost",
+        columns,
+        s.variants.iter().map(|v| {
+            let est = if v.tokens.estimated { "~" } else { "" };
+            (
+                v.name.as_str(),
+                vec![
+                    format!("{est}{}", v.tokens.prompt),
+                    format!("{est}{}", v.tokens.completion),
+                    v.tokens.cached.to_string(),
+                    v.tokens.reasoning.to_string(),
+                    usd(v.cost_usd),
+                    usd(v.cost_per_correct_usd),
+                ],
+            )
+        }),
+    )
+}
+
+/// Latency of each variant in A beside B.
+pub(crate) fn compare_latency(c: &RunComparison) -> Table {
+    let columns = named(&[
+        "TTFT p50 A / B",
+        "TTFT p90 A / B",
+        "end to end p50 A / B",
+        "p90 A / B",
+        "p99 A / B",
+    ]);
+    let pair = |a: Option<f64>, b: Option<f64>| format!("{} / {}", millis(a), millis(b));
+    per_variant(
+        "compare-latency",
+        columns,
+        c.variants.iter().map(|v| {
+            (
+                v.name.as_str(),
+                vec![
+                    pair(v.a.ttft_ms.p50, v.b.ttft_ms.p50),
+                    pair(v.a.ttft_ms.p90, v.b.ttft_ms.p90),
+                    pair(v.a.latency_ms.p50, v.b.latency_ms.p50),
+                    pair(v.a.latency_ms.p90, v.b.latency_ms.p90),
+                    pair(v.a.latency_ms.p99, v.b.latency_ms.p99),
+                ],
+            )
+        }),
+    )
+}
+
+/// Tokens and cost of each variant in A beside B.
+pub(crate) fn compare_cost(c: &RunComparison) -> Table {
+    let columns = named(&[
+        "tokens in A / B",
+        "tokens out A / B",
+        "cost A / B",
+        "spent A / B",
+    ]);
+    per_variant(
+        "compare-cost",
+        columns,
+        c.variants.iter().map(|v| {
+            (
+                v.name.as_str(),
+                vec![
+                    format!("{} / {}", v.a.tokens.prompt, v.b.tokens.prompt),
+                    format!("{} / {}", v.a.tokens.completion, v.b.tokens.completion),
+                    format!("{} / {}", usd(v.a.cost_usd), usd(v.b.cost_usd)),
+                    format!("{} / {}", usd(v.a.spent_usd), usd(v.b.spent_usd)),
+                ],
+            )
+        }),
+    )
+}
+
+/// Whether each variant's answers changed between A and B, and which cases flipped.
+pub(crate) fn compare_outputs(c: &RunComparison) -> Table {
+    let columns = named(&["same text", "different text", "fixed in B", "broken in B"]);
+    per_variant(
+        "compare-outputs",
+        columns,
+        c.variants.iter().map(|v| {
+            let fixed = v.flipped.iter().filter(|f| f.direction == "fixed").count();
+            (
+                v.name.as_str(),
+                vec![
+                    v.identical_outputs.to_string(),
+                    v.different_outputs.to_string(),
+                    fixed.to_string(),
+                    (v.flipped.len() - fixed).to_string(),
+                ],
+            )
+        }),
+    )
+}
+
+/// A column of variant names, then columns of figures.
+fn named(figures: &[&str]) -> Vec<Column> {
+    std::iter::once(Column::left("variant"))
+        .chain(figures.iter().map(|&h| Column::right(h)))
+        .collect()
+}
