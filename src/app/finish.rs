@@ -252,6 +252,15 @@ pub(super) async fn conclude(
 /// The exit code, and the lines that say why and what to do next: the provider stopped
 /// the run (4), it was interrupted (130), incomplete (3: an outage, a full disk, failed or
 /// missing jobs, a report not written), a gate failed (1), else 0.
+/// Why the run stopped, as said after `error:`.
+fn stop_reason(record: &RunRecord) -> String {
+    record
+        .stopped
+        .as_ref()
+        .map(ToString::to_string)
+        .unwrap_or_default()
+}
+
 fn exit_of(
     dir: &RunDir,
     record: &RunRecord,
@@ -262,7 +271,7 @@ fn exit_of(
 ) -> Exit {
     let summary = &result.summary;
     if ending == Ending::Aborted {
-        note!("error: {}", record.stopped.clone().unwrap_or_default());
+        note!("error: {}", stop_reason(record));
         return Exit::Aborted;
     }
     if ending == Ending::Interrupted {
@@ -270,7 +279,7 @@ fn exit_of(
         return Exit::Interrupted;
     }
     if ending == Ending::Outage {
-        note!("error: {}", record.stopped.clone().unwrap_or_default());
+        note!("error: {}", stop_reason(record));
         note!(
             "once the server is back, send the rest and the failed jobs again: {} --retry-failed",
             resume_command(dir.path())
@@ -280,7 +289,7 @@ fn exit_of(
     if ending == Ending::JournalFailed {
         note!(
             "error: {}; the jobs in the journal are kept",
-            record.stopped.clone().unwrap_or_default()
+            stop_reason(record)
         );
         note!(
             "free some space, then resume with: {}",

@@ -74,24 +74,11 @@ pub(super) fn resolve(p: &Prepared, env: &Env) -> Result<Option<Judge>, UsageErr
             params.insert(k.clone(), v.clone());
         }
     }
-    let simulated = base_urls.is_empty();
-    let shown = shown_urls(&base_urls);
-    let info = ProviderInfo {
-        base_url: if simulated {
-            "simulated".into()
-        } else {
-            shown.join(", ")
-        },
-        model: model.clone(),
-        simulated,
-        api_key_env: (!simulated).then(|| api_key_env.clone()),
-        replicas: Vec::new(),
-        protocol,
-    };
+    let info = ProviderInfo::of(shown_urls(&base_urls), &model, &api_key_env, protocol);
     Ok(Some(Judge {
         base_urls,
         model,
-        api_key: if simulated { None } else { api_key },
+        api_key: if info.simulated { None } else { api_key },
         api_key_env,
         params,
         limits: settings.map_or_else(|| p.bench.limits.clone(), |j| j.limits),

@@ -255,10 +255,7 @@ fn merged_record(records: &[RunRecord], missing: &[String]) -> RunRecord {
     record.stopped = if missing.is_empty() {
         records.iter().find_map(|r| r.stopped.clone())
     } else {
-        Some(format!(
-            "shards missing from the merge: {}",
-            missing.join(", ")
-        ))
+        Some(crate::runner::record::StopReason::shards_missing(missing))
     };
     record
 }

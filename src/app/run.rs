@@ -24,7 +24,7 @@ use crate::report::ProviderInfo;
 use crate::report::progress::Progress;
 use crate::report::verbose::VerboseLog;
 use crate::runner::events::{Fanout, Listener};
-use crate::runner::record::{BenchRecord, PlanSettings, RunRecord, Tool};
+use crate::runner::record::{BenchRecord, PlanSettings, RunRecord, StopReason, Tool};
 use crate::runner::{self, RunDir};
 use crate::suite::{Fingerprint, Job};
 
@@ -340,23 +340,20 @@ fn ending_of(
     (client, judge): (&Client, Option<&crate::grade::judge::JudgeService>),
     (first, outage): (&FirstFailures, &Outage),
     dir: &RunDir,
-) -> (Ending, Option<String>) {
+) -> (Ending, Option<StopReason>) {
     let fatal = client
         .fatal()
         .or_else(|| judge.and_then(|j| j.client.fatal()))
-        .map(|f| f.to_string())
+        .map(|f| StopReason::Refused(f.to_string()))
         .or_else(|| first.stopped.clone());
     let interrupted = dispatch.is_cancelled()
         && tally.journal_error.is_none()
         && first.stopped.is_none()
         && outage.stopped.is_none();
     let stopped = match (&tally.journal_error, &fatal, interrupted) {
-        (Some(e), _, _) => Some(format!(
-            "the journal {} could not be written: {e}",
-            dir.journal_path().display()
-        )),
+        (Some(e), _, _) => Some(StopReason::journal_failed(&dir.journal_path(), e)),
         (None, Some(f), _) => Some(f.clone()),
-        (None, None, true) => Some("interrupted".to_string()),
+        (None, None, true) => Some(StopReason::Interrupted),
         _ => outage.stopped.clone(),
     };
     let ending = if fatal.is_some() {
@@ -828,7 +825,7 @@ struct FirstFailures {
     watch: usize,
     seen: Vec<(Option<u16>, String)>,
     dispatch: tokio_util::sync::CancellationToken,
-    stopped: Option<String>,
+    stopped: Option<StopReason>,
 }
 
 impl FirstFailures {
@@ -863,10 +860,10 @@ impl Listener for FirstFailures {
             let hint = crate::report::causes::hint(*status, cause)
                 .map(|h| format!(" ({h})"))
                 .unwrap_or_default();
-            self.stopped = Some(format!(
+            self.stopped = Some(StopReason::Refused(format!(
                 "the first {} jobs all failed the same way, so the rest were not sent: {cause}{hint}",
                 self.watch
-            ));
+            )));
             self.dispatch.cancel();
         }
         Ok(())
@@ -885,7 +882,7 @@ struct Outage {
     /// The last jobs: each a transient failure's (signature, when, cause), or `None`.
     recent: std::collections::VecDeque<Option<(String, tokio::time::Instant, String)>>,
     dispatch: CancellationToken,
-    stopped: Option<String>,
+    stopped: Option<StopReason>,
 }
 
 impl Outage {
@@ -949,11 +946,11 @@ impl Listener for Outage {
             return Ok(());
         }
         let cause = same[same.len() - 1].2.clone();
-        self.stopped = Some(format!(
-            "the server looks down: {n} of the last {} jobs failed the same way within {:.0} s, so the rest were not sent: {cause}",
+        self.stopped = Some(StopReason::outage(format_args!(
+            "{n} of the last {} jobs failed the same way within {:.0} s, so the rest were not sent: {cause}",
             self.window,
             span.as_secs_f64().ceil()
-        ));
+        )));
         self.dispatch.cancel();
         Ok(())
     }
@@ -1072,19 +1069,20 @@ fn resumed_plan(flags: &PlanArgs, record: &RunRecord) -> PlanArgs {
 
 /// Where the answers come from, as shown and stored (no credentials).
 fn provider_info(p: &Prepared) -> ProviderInfo {
-    let simulated = p.endpoint.base_urls.is_empty();
     let shown = shown_urls(&p.endpoint.base_urls);
+    let replicas = if shown.len() > 1 {
+        shown.clone()
+    } else {
+        Vec::new()
+    };
     ProviderInfo {
-        base_url: if simulated {
-            "simulated".into()
-        } else {
-            shown.join(", ")
-        },
-        model: p.endpoint.model.clone(),
-        simulated,
-        api_key_env: (!simulated).then(|| p.endpoint.api_key_env.clone()),
-        replicas: if shown.len() > 1 { shown } else { Vec::new() },
-        protocol: p.endpoint.protocol,
+        replicas,
+        ..ProviderInfo::of(
+            shown,
+            &p.endpoint.model,
+            &p.endpoint.api_key_env,
+            p.endpoint.protocol,
+        )
     }
 }
 

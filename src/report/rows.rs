@@ -69,7 +69,7 @@ pub struct RunRow {
     #[serde(skip)]
     pub started_unix_ms: i64,
     pub complete: bool,
-    pub stopped: Option<String>,
+    pub stopped: Option<crate::runner::record::StopReason>,
     /// `run`, `resumed`, `merged` or `shard`.
     pub kind: RunKind,
     pub shard: Option<String>,

@@ -110,7 +110,7 @@ pub struct RunRecord {
     pub started_unix_ms: Option<i64>,
     pub finished_at: Option<String>,
     /// Why the run stopped early, if it did.
-    pub stopped: Option<String>,
+    pub stopped: Option<StopReason>,
     /// When the run was resumed, each time.
     #[serde(default)]
     pub resumed_at: Vec<String>,
@@ -286,6 +286,86 @@ impl RunRecord {
     }
 }
 
+/// Why a run stopped before every job was sent. Written in run.json and summary.json as the
+/// sentence it says (`"interrupted"`, or what went wrong), and read back from it: the
+/// sentences are the format, so records written before the type existed read the same.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "String", from = "String")]
+pub enum StopReason {
+    /// Ctrl-C or SIGTERM.
+    Interrupted,
+    /// The journal could not be written (a full disk): the sentence says which file and why.
+    JournalFailed(String),
+    /// The provider refused the run (a refused key, no credit), or the first jobs all
+    /// failed the same way.
+    Refused(String),
+    /// The server looked down: most of the latest jobs failed the same way.
+    Outage(String),
+    /// A merge of shards that lacks some of them: which.
+    ShardsMissing(String),
+}
+
+impl StopReason {
+    const INTERRUPTED: &'static str = "interrupted";
+    const JOURNAL: &'static str = "the journal ";
+    const OUTAGE: &'static str = "the server looks down: ";
+    const SHARDS: &'static str = "shards missing from the merge: ";
+
+    /// The journal at `path` could not be written.
+    pub fn journal_failed(path: &std::path::Path, error: impl std::fmt::Display) -> Self {
+        StopReason::JournalFailed(format!(
+            "{}{} could not be written: {error}",
+            Self::JOURNAL,
+            path.display()
+        ))
+    }
+
+    /// The server looked down: `detail` says how many failed, how fast, and the cause.
+    pub fn outage(detail: impl std::fmt::Display) -> Self {
+        StopReason::Outage(format!("{}{detail}", Self::OUTAGE))
+    }
+
+    /// A merge lacks these shards (`2/4`).
+    pub fn shards_missing(shards: &[String]) -> Self {
+        StopReason::ShardsMissing(format!("{}{}", Self::SHARDS, shards.join(", ")))
+    }
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StopReason::Interrupted => f.write_str(Self::INTERRUPTED),
+            StopReason::JournalFailed(s)
+            | StopReason::Refused(s)
+            | StopReason::Outage(s)
+            | StopReason::ShardsMissing(s) => f.write_str(s),
+        }
+    }
+}
+
+impl From<StopReason> for String {
+    fn from(r: StopReason) -> String {
+        r.to_string()
+    }
+}
+
+impl From<String> for StopReason {
+    /// The reason a written sentence states.
+    fn from(s: String) -> Self {
+        if s == Self::INTERRUPTED {
+            StopReason::Interrupted
+        } else if s.starts_with(Self::JOURNAL) {
+            StopReason::JournalFailed(s)
+        } else if s.starts_with(Self::OUTAGE) {
+            StopReason::Outage(s)
+        } else if s.starts_with(Self::SHARDS) {
+            StopReason::ShardsMissing(s)
+        } else {
+            StopReason::Refused(s)
+        }
+    }
+}
+
 /// Where the answers came from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProviderInfo {
@@ -307,6 +387,33 @@ pub struct ProviderInfo {
     pub protocol: crate::client::ProtocolKind,
 }
 
+impl ProviderInfo {
+    /// What reports show as the base URL of the built-in simulated provider.
+    pub const SIMULATED: &'static str = "simulated";
+
+    /// The provider at `shown_urls` (already cleared of credentials; none: the simulator).
+    pub fn of(
+        shown_urls: Vec<String>,
+        model: &str,
+        api_key_env: &str,
+        protocol: crate::client::ProtocolKind,
+    ) -> Self {
+        let simulated = shown_urls.is_empty();
+        ProviderInfo {
+            base_url: if simulated {
+                Self::SIMULATED.to_string()
+            } else {
+                shown_urls.join(", ")
+            },
+            model: model.to_string(),
+            simulated,
+            api_key_env: (!simulated).then(|| api_key_env.to_string()),
+            replicas: Vec::new(),
+            protocol,
+        }
+    }
+}
+
 /// What was run and when.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunInfo {
@@ -321,7 +428,7 @@ pub struct RunInfo {
     pub cases: usize,
     pub jobs_planned: usize,
     /// Why the run stopped early, if it did (Ctrl-C, a refused key, no credit).
-    pub stopped: Option<String>,
+    pub stopped: Option<StopReason>,
     /// Who judged the answers, when a scorer asked a model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge: Option<ProviderInfo>,
@@ -355,5 +462,29 @@ mod tests {
         );
         assert_eq!(r.info().confidence, 0.95);
         assert_eq!(r.plan_keys().planned(), 16);
+    }
+
+    #[test]
+    fn a_stop_reason_is_written_as_its_sentence_and_read_back_as_its_kind() {
+        let reasons = [
+            StopReason::Interrupted,
+            StopReason::journal_failed(std::path::Path::new("r/journal.jsonl"), "disk full"),
+            StopReason::outage("5 of the last 8 jobs failed"),
+            StopReason::shards_missing(&["2/4".to_string()]),
+            StopReason::Refused("401: the API key was refused".into()),
+        ];
+        for r in reasons {
+            let written = serde_json::to_value(&r).unwrap();
+            assert!(written.is_string(), "{written}");
+            assert_eq!(serde_json::from_value::<StopReason>(written).unwrap(), r);
+        }
+        // Written before the type: the same sentences.
+        let old: StopReason = serde_json::from_str(r#""interrupted""#).unwrap();
+        assert_eq!(old, StopReason::Interrupted);
+        let old: StopReason = serde_json::from_str(
+            r#""the journal r/journal.jsonl could not be written: No space left on device""#,
+        )
+        .unwrap();
+        assert!(matches!(old, StopReason::JournalFailed(_)), "{old:?}");
     }
 }

@@ -521,7 +521,7 @@ impl Store {
                 .unwrap_or_else(|| unix_ms(&record.started_at)),
         )
         .bind(summary.complete as i64)
-        .bind(record.stopped.clone())
+        .bind(record.stopped.as_ref().map(ToString::to_string))
         .bind(run_kind(record).as_str())
         .bind(record.plan.shard.map(|s| s.to_string()))
         .bind(big(summary.run.cases as u64))
@@ -869,7 +869,7 @@ impl RunRow {
             finished_at: r.try_get("finished_at")?,
             started_unix_ms: r.try_get("started_unix_ms")?,
             complete: r.try_get::<i64, _>("complete")? != 0,
-            stopped: r.try_get("stopped")?,
+            stopped: r.try_get::<Option<String>, _>("stopped")?.map(Into::into),
             kind: r
                 .try_get::<String, _>("kind")?
                 .parse()

@@ -598,13 +598,9 @@ fn ctrl_c_stops_dispatch_writes_reports_and_exits_130() {
     let summary: Summary =
         serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
     assert!(!summary.complete);
-    assert!(
-        summary
-            .run
-            .stopped
-            .as_deref()
-            .unwrap()
-            .contains("interrupted")
+    assert_eq!(
+        summary.run.stopped,
+        Some(promptgauge::runner::record::StopReason::Interrupted)
     );
     let finished = journal(run).len();
     assert!((1..24).contains(&finished), "{finished}");

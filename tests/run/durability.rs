@@ -345,7 +345,18 @@ fn sigterm_stops_like_a_first_interrupt() {
         "{}",
         s.jobs_finished
     );
-    assert_eq!(s.run.stopped.as_deref(), Some("interrupted"));
+    assert_eq!(
+        s.run.stopped,
+        Some(promptgauge::runner::record::StopReason::Interrupted)
+    );
+    assert_eq!(
+        std::fs::read_to_string(run.join("summary.json"))
+            .unwrap()
+            .matches(r#""stopped": "interrupted""#)
+            .count(),
+        1,
+        "written as the sentence it always was"
+    );
     // The job in flight when the signal came finished and was journaled.
     assert_eq!(
         journal_lines(&run) as u64,
