@@ -154,12 +154,12 @@ pub(super) fn write_reports(
     let mut problems = Vec::new();
     for exporter in report::exporters() {
         let path = dir.file(exporter.file_name());
-        let written = exporter
-            .render(&result.summary)
-            .and_then(|text| Ok(crate::files::write_atomically(&path, text)?))
-            .with_context(|| format!("cannot write {}", path.display()));
+        let written = exporter.render(&result.summary).and_then(|text| {
+            crate::files::write_atomically(&path, text)
+                .map_err(|e| report::ReportError::write(&path, e))
+        });
         if let Err(e) = written {
-            problems.push(e);
+            problems.push(e.into());
         }
     }
     let path = dir.report_html();
@@ -185,7 +185,7 @@ pub(super) async fn conclude(
     bench: Option<&crate::suite::Bench>,
 ) -> Exit {
     // An output that could not be written (a per-job file) is said like a report's.
-    problems.append(&mut result.problems);
+    problems.extend(result.problems.drain(..).map(anyhow::Error::new));
     let baseline =
         compare_with_baseline(outputs.baseline, dir, record, &result, &mut problems).await;
     let gates = outputs.gates.gates();
@@ -462,19 +462,16 @@ fn append_markdown(
     summary: &report::Summary,
     baseline: Option<&report::compare::RunComparison>,
 ) -> anyhow::Result<()> {
-    report::markdown::Markdown
-        .render(summary)
-        .and_then(|mut md| {
-            if let Some(b) = baseline {
-                md.push_str("\n### Against the baseline run\n\n");
-                md.push_str(&report::markdown::comparison_body(b));
-            }
-            let mut file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .with_context(|| format!("cannot open {}", path.display()))?;
-            file.write_all(md.as_bytes())
-                .with_context(|| format!("cannot write {}", path.display()))
-        })
+    let mut md = report::markdown::Markdown.render(summary)?;
+    if let Some(b) = baseline {
+        md.push_str("\n### Against the baseline run\n\n");
+        md.push_str(&report::markdown::comparison_body(b));
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    file.write_all(md.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))
 }

@@ -32,7 +32,7 @@ pub fn report(args: &ReportArgs) -> Result<Exit, Failure> {
     let mut result = agg.finish();
     // An output the flags asked for that could not be written (`--jobs-csv`).
     if let Some(e) = result.problems.drain(..).next() {
-        return Err(Failure::Input(e));
+        return Err(Failure::Input(e.into()));
     }
     super::finish::attach_prompts(&mut result, &record);
     if let Some(e) = write_reports(&dir, &result, &record.bench.text)

@@ -88,7 +88,7 @@ pub struct RunResult {
     /// One row per job for the history store, when asked for ([`Aggregator::keep_rows`]).
     pub jobs: Option<JobRows>,
     /// Outputs that could not be written (a `--jobs-csv` file on a full disk).
-    pub problems: Vec<anyhow::Error>,
+    pub problems: Vec<super::ReportError>,
 }
 
 /// What the aggregator needs to know before the first record.

@@ -155,7 +155,10 @@ impl super::sinks::Sink for FailedJobs {
         }
     }
 
-    fn finish(self: Box<Self>, result: &mut super::aggregate::RunResult) -> anyhow::Result<()> {
+    fn finish(
+        self: Box<Self>,
+        result: &mut super::aggregate::RunResult,
+    ) -> Result<(), super::ReportError> {
         result.failed = self.shown;
         result.summary.failures = self.causes.finish();
         Ok(())

@@ -71,7 +71,7 @@ impl Exporter for Csv {
         "summary.csv"
     }
 
-    fn render(&self, summary: &Summary) -> anyhow::Result<String> {
+    fn render(&self, summary: &Summary) -> Result<String, super::ReportError> {
         let mut w = csv::Writer::from_writer(Vec::new());
         // A scored run's headline is the mean score, not accuracy: the column says which.
         let judged = summary.run.judge.is_some();
@@ -155,6 +155,9 @@ impl Exporter for Csv {
             }
             w.write_record(&row)?;
         }
-        Ok(String::from_utf8(w.into_inner()?)?)
+        let bytes = w
+            .into_inner()
+            .map_err(|e| super::ReportError::Encode(e.error().to_string()))?;
+        String::from_utf8(bytes).map_err(|e| super::ReportError::Encode(e.to_string()))
     }
 }

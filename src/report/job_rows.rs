@@ -377,7 +377,10 @@ impl super::sinks::Sink for JobRows {
     }
 
     /// The rows go to the store with the run (app/finish.rs).
-    fn finish(mut self: Box<Self>, result: &mut super::aggregate::RunResult) -> anyhow::Result<()> {
+    fn finish(
+        mut self: Box<Self>,
+        result: &mut super::aggregate::RunResult,
+    ) -> Result<(), super::ReportError> {
         self.flush();
         result.jobs = Some(*self);
         Ok(())

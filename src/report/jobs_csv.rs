@@ -7,8 +7,6 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
-
 use super::aggregate::RunResult;
 use super::csv::num;
 use crate::runner::journal::{JobRecord, JobStatus};
@@ -38,7 +36,7 @@ pub struct JobsCsv {
     writer: Option<csv::Writer<BufWriter<File>>>,
     price: Option<Price>,
     /// The first write that failed; the file is then not renamed into place.
-    error: Option<anyhow::Error>,
+    error: Option<std::io::Error>,
 }
 
 impl JobsCsv {
@@ -54,10 +52,10 @@ impl JobsCsv {
                 let mut w = csv::Writer::from_writer(BufWriter::new(f));
                 match w.write_record(HEADER) {
                     Ok(()) => (Some(w), None),
-                    Err(e) => (None, Some(anyhow::Error::new(e))),
+                    Err(e) => (None, Some(e.into())),
                 }
             }
-            Err(e) => (None, Some(anyhow::Error::new(e))),
+            Err(e) => (None, Some(e)),
         };
         JobsCsv {
             path: path.to_path_buf(),
@@ -98,25 +96,26 @@ impl super::sinks::Sink for JobsCsv {
             r.attempts.len().to_string(),
         ];
         if let Err(e) = w.write_record(&row) {
-            self.error = Some(anyhow::Error::new(e));
+            self.error = Some(e.into());
             self.writer = None;
         }
     }
 
-    fn finish(mut self: Box<Self>, _: &mut RunResult) -> anyhow::Result<()> {
+    fn finish(mut self: Box<Self>, _: &mut RunResult) -> Result<(), super::ReportError> {
+        let copy = |e: &std::io::Error| std::io::Error::new(e.kind(), e.to_string());
         let written = match (self.writer.take(), self.error.take()) {
             (_, Some(e)) => Err(e),
             (Some(w), None) => w
                 .into_inner()
-                .map_err(|e| anyhow::anyhow!("{}", e.error()))
-                .and_then(|b| b.into_inner().map_err(|e| anyhow::anyhow!("{}", e.error())))
-                .and_then(|f| Ok(f.sync_all()?))
-                .and_then(|()| Ok(std::fs::rename(&self.tmp, &self.path)?)),
+                .map_err(|e| copy(e.error()))
+                .and_then(|b| b.into_inner().map_err(|e| copy(e.error())))
+                .and_then(|f| f.sync_all())
+                .and_then(|()| std::fs::rename(&self.tmp, &self.path)),
             (None, None) => Ok(()),
         };
         if written.is_err() {
             let _ = std::fs::remove_file(&self.tmp);
         }
-        written.with_context(|| format!("cannot write {}", self.path.display()))
+        written.map_err(|e| super::ReportError::write(&self.path, e))
     }
 }

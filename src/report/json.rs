@@ -9,7 +9,7 @@ impl Exporter for Json {
         "summary.json"
     }
 
-    fn render(&self, summary: &Summary) -> anyhow::Result<String> {
+    fn render(&self, summary: &Summary) -> Result<String, super::ReportError> {
         Ok(serde_json::to_string_pretty(summary)? + "\n")
     }
 }

@@ -280,7 +280,10 @@ impl super::sinks::Sink for JunitSpool {
     }
 
     /// The spool is assembled into the `--junit` file with the summary (app/finish.rs).
-    fn finish(self: Box<Self>, result: &mut super::aggregate::RunResult) -> anyhow::Result<()> {
+    fn finish(
+        self: Box<Self>,
+        result: &mut super::aggregate::RunResult,
+    ) -> Result<(), super::ReportError> {
         result.junit = Some(*self);
         Ok(())
     }

@@ -11,7 +11,7 @@ impl Exporter for Markdown {
         "summary.md"
     }
 
-    fn render(&self, s: &Summary) -> anyhow::Result<String> {
+    fn render(&self, s: &Summary) -> Result<String, super::ReportError> {
         // A level-2 title and level-3 sections: the file goes into step summaries and pull
         // request comments beside other content, and a baseline comparison nests inside.
         let mut out = format!(

@@ -88,7 +88,7 @@ impl super::sinks::Sink for ShownAnswers {
         }
     }
 
-    fn finish(self: Box<Self>, result: &mut RunResult) -> anyhow::Result<()> {
+    fn finish(self: Box<Self>, result: &mut RunResult) -> Result<(), super::ReportError> {
         let mut disagreements = self.disagreements;
         for (case, answers) in self.pending {
             // Variants that never all answered a case may still disagree among those that did.

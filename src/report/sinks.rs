@@ -18,5 +18,5 @@ pub trait Sink: Send {
 
     /// Once every record is in: adds what it kept to the run's result, or writes its file.
     /// A file it cannot write is an error the run reports (exit 3), never a panic.
-    fn finish(self: Box<Self>, result: &mut RunResult) -> anyhow::Result<()>;
+    fn finish(self: Box<Self>, result: &mut RunResult) -> Result<(), super::ReportError>;
 }
