@@ -14,7 +14,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+mod error;
+use error::Doing;
+pub use error::StoreError;
+
 use sqlx::any::{AnyConnectOptions, AnyRow};
 use sqlx::{AnyConnection, Connection};
 use sqlx::{AssertSqlSafe, ConnectOptions, Row};
@@ -197,35 +200,35 @@ const BUSY_TIMEOUT_MS: u64 = 60_000;
 impl Store {
     /// Opens the store to record runs in: a SQLite file and its folder are created when
     /// missing. Its schema is brought up to date; a newer one is refused.
-    pub async fn open(location: &Location) -> anyhow::Result<Store> {
+    pub async fn open(location: &Location) -> Result<Store, StoreError> {
         Store::open_as(location, true).await
     }
 
     /// Opens a store that must exist and be promptgauge's (reading commands create
     /// nothing, and never take another program's database for one).
-    pub async fn open_existing(location: &Location) -> anyhow::Result<Store> {
+    pub async fn open_existing(location: &Location) -> Result<Store, StoreError> {
         Store::open_as(location, false).await
     }
 
-    async fn open_as(location: &Location, create: bool) -> anyhow::Result<Store> {
+    async fn open_as(location: &Location, create: bool) -> Result<Store, StoreError> {
         sqlx::any::install_default_drivers();
         let shown = location.shown();
         let mut read_only_mode = false;
         let (options, backend) = match location {
             Location::Sqlite(path) => {
                 if path.is_dir() {
-                    bail!(
+                    return Err(StoreError::new(format!(
                         "the store {shown} is a folder\n  fix: name a file in it, e.g. --store {}",
                         path.join(DEFAULT_FILE).display()
-                    );
+                    )));
                 }
                 if !create && !path.is_file() {
-                    bail!(
+                    return Err(StoreError::new(format!(
                         "there is no history store at {shown}\n  fix: name the file runs recorded into (--store, $PROMPTGAUGE_STORE), or build one: promptgauge index reports"
-                    );
+                    )));
                 }
                 let path = std::path::absolute(path)
-                    .with_context(|| format!("cannot resolve {}", path.display()))?;
+                    .doing(|| format!("cannot resolve {}", path.display()))?;
                 // A store on a read-only mount (a CI cache, a shared volume) can be read,
                 // never recorded into: said as such, not as "is it a database?".
                 let folder = path.parent().unwrap_or(Path::new("/"));
@@ -235,14 +238,14 @@ impl Store {
                     folder.is_dir() && read_only(folder)
                 };
                 if read_only_here && create {
-                    bail!(
+                    return Err(StoreError::new(format!(
                         "the store {shown} is read-only (a read-only file or file system): a run cannot be recorded in it\n  fix: record into a writable store (--store FILE), or pass --no-store; the run folder keeps everything, and `promptgauge index` adds it later"
-                    );
+                    )));
                 }
                 read_only_mode = read_only_here;
                 if let Some(parent) = path.parent().filter(|_| create) {
                     std::fs::create_dir_all(parent)
-                        .with_context(|| format!("cannot create {}", parent.display()))?;
+                        .doing(|| format!("cannot create {}", parent.display()))?;
                 }
                 // The driver reads the file name from a URL and decodes `%XX` in it: a
                 // `%` in the path goes in encoded.
@@ -259,18 +262,13 @@ impl Store {
             }
             Location::Postgres(url) => (url.parse::<AnyConnectOptions>(), Backend::Postgres),
         };
-        let options = options
-            .map_err(flat)
-            .with_context(|| format!("cannot read the store's address {shown}"))?;
+        let options = options.doing(|| format!("cannot read the store's address {shown}"))?;
         let connecting = tokio::time::timeout(CONNECT_TIMEOUT, options.connect());
         let mut conn = match connecting.await {
-            Ok(connected) => connected.map_err(flat),
-            Err(_) => Err(anyhow::anyhow!(
-                "no answer within {} s",
-                CONNECT_TIMEOUT.as_secs()
-            )),
+            Ok(connected) => connected.map_err(|e| e.to_string()),
+            Err(_) => Err(format!("no answer within {} s", CONNECT_TIMEOUT.as_secs())),
         }
-        .with_context(|| {
+        .doing(|| {
             format!(
                 "cannot open the store {shown}\n  fix: check the address (--store, $PROMPTGAUGE_STORE) and that the server is up, or pass --no-store"
             )
@@ -282,8 +280,7 @@ impl Store {
             sqlx::raw_sql(AssertSqlSafe(pragmas))
                 .execute(&mut conn)
                 .await
-                .map_err(flat)
-                .with_context(|| format!("cannot read the store {shown}: is it a database?"))?;
+                .doing(|| format!("cannot read the store {shown}: is it a database?"))?;
         }
         let tables = match backend {
             Backend::Sqlite => {
@@ -296,22 +293,21 @@ impl Store {
         let found: Vec<String> = sqlx::query_scalar(tables)
             .fetch_all(&mut conn)
             .await
-            .map_err(flat)
-            .with_context(|| format!("cannot read the store {shown}: is it a database?"))?;
+            .doing(|| format!("cannot read the store {shown}: is it a database?"))?;
         let ours = found.iter().any(|t| t == "promptgauge_migrations");
         // Another program's database: promptgauge never adds its tables to it.
         if !ours && !found.is_empty() {
             let named: Vec<String> = found.iter().take(5).map(|t| format!("`{t}`")).collect();
-            bail!(
+            return Err(StoreError::new(format!(
                 "{shown} holds tables promptgauge did not make ({}{}): it is not a promptgauge history store, and promptgauge does not add its tables to another program's database\n  fix: name another file, or an empty database, with --store",
                 named.join(", "),
                 if found.len() > 5 { ", …" } else { "" }
-            );
+            )));
         }
         if !ours && !create {
-            bail!(
+            return Err(StoreError::new(format!(
                 "{shown} holds no promptgauge history yet\n  fix: record runs into it (run --store), or build it from run folders: promptgauge index reports --store ..."
-            );
+            )));
         }
         let store = Store {
             conn: tokio::sync::Mutex::new(conn),
@@ -337,7 +333,7 @@ impl Store {
     /// Write-ahead logging: readers never wait for a writer, and a run that dies mid-write
     /// leaves the file whole. Switching needs a moment alone with the file, which
     /// `busy_timeout` does not wait for: another process opening it at once is retried.
-    async fn use_wal(&self) -> anyhow::Result<()> {
+    async fn use_wal(&self) -> Result<(), StoreError> {
         let mut last = None;
         for _ in 0..100 {
             let mut conn = self.conn.lock().await;
@@ -350,10 +346,10 @@ impl Store {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        Err(flat(last.expect("tried")).context(format!(
+        Err(StoreError::new(format!(
             "cannot switch the store {} to write-ahead logging\n  fix: keep the store on a local disk (network file systems cannot share it), or use PostgreSQL",
             self.shown
-        )))
+        )).because(last.map_or_else(String::new, |e| e.to_string())))
     }
 
     /// A transaction that writes: SQLite takes its write lock at once (a reader that later
@@ -369,27 +365,26 @@ impl Store {
     }
 
     /// A read-only store is read as it is: its schema must be this promptgauge's.
-    async fn check_version_read_only(&self) -> anyhow::Result<()> {
+    async fn check_version_read_only(&self) -> Result<(), StoreError> {
         let version: i64 =
             sqlx::query_scalar("SELECT COALESCE(MAX(version), 0) FROM promptgauge_migrations")
                 .fetch_one(&mut *self.conn.lock().await)
                 .await
-                .map_err(flat)
-                .with_context(|| format!("cannot read the store {}", self.shown))?;
+                .doing(|| format!("cannot read the store {}", self.shown))?;
         match version.cmp(&SCHEMA_VERSION) {
             std::cmp::Ordering::Equal => Ok(()),
-            std::cmp::Ordering::Greater => bail!(
+            std::cmp::Ordering::Greater => Err(StoreError::new(format!(
                 "the store {} has schema version {version}, newer than this promptgauge's ({SCHEMA_VERSION})\n  fix: upgrade promptgauge, or use another store (--store FILE)",
                 self.shown
-            ),
-            std::cmp::Ordering::Less => bail!(
+            ))),
+            std::cmp::Ordering::Less => Err(StoreError::new(format!(
                 "the store {} is read-only and has schema version {version}, older than this promptgauge's ({SCHEMA_VERSION}), so it cannot be brought up to date here\n  fix: open it once where it can be written (any reading command updates it), or read it with the promptgauge that recorded it",
                 self.shown
-            ),
+            ))),
         }
     }
 
-    async fn migrate(&self) -> anyhow::Result<()> {
+    async fn migrate(&self) -> Result<(), StoreError> {
         let fail = |step: &str| format!("cannot {step} the store {}", self.shown);
         // Up to date (the usual case): readers take no write lock, so they never wait
         // behind a run that is recording.
@@ -404,15 +399,13 @@ impl Store {
         let mut conn = self.conn.lock().await;
         let mut tx = Store::begin_write(self.backend, &mut conn)
             .await
-            .map_err(flat)
-            .with_context(|| fail("open"))?;
+            .doing(|| fail("open"))?;
         if self.backend == Backend::Postgres {
             // One migrating process at a time, across the team's CI jobs.
             sqlx::query("SELECT COUNT(*) FROM (SELECT pg_advisory_xact_lock(7300417)) AS locked")
                 .fetch_one(&mut *tx)
                 .await
-                .map_err(flat)
-                .with_context(|| fail("lock"))?;
+                .doing(|| fail("lock"))?;
         }
         sqlx::query(
             "CREATE TABLE IF NOT EXISTS promptgauge_migrations \
@@ -420,53 +413,45 @@ impl Store {
         )
         .execute(&mut *tx)
         .await
-        .map_err(flat)
-        .with_context(|| fail("prepare"))?;
+        .doing(|| fail("prepare"))?;
         let version: i64 =
             sqlx::query_scalar("SELECT COALESCE(MAX(version), 0) FROM promptgauge_migrations")
                 .fetch_one(&mut *tx)
                 .await
-                .map_err(flat)
-                .with_context(|| fail("read"))?;
+                .doing(|| fail("read"))?;
         if version > SCHEMA_VERSION {
-            bail!(
+            return Err(StoreError::new(format!(
                 "the store {} has schema version {version}, newer than this promptgauge's ({SCHEMA_VERSION})\n  fix: upgrade promptgauge, or use another store (--store FILE)",
                 self.shown
-            );
+            )));
         }
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
             for statement in sql.split(';').map(str::trim).filter(|s| !s.is_empty()) {
                 sqlx::query(AssertSqlSafe(statement.to_string()))
                     .execute(&mut *tx)
                     .await
-                    .map_err(flat)
-                    .with_context(|| fail("migrate"))?;
+                    .doing(|| fail("migrate"))?;
             }
             sqlx::query("INSERT INTO promptgauge_migrations (version, applied_at) VALUES ($1, $2)")
                 .bind(i as i64 + 1)
                 .bind(crate::clock::utc_now())
                 .execute(&mut *tx)
                 .await
-                .map_err(flat)
-                .with_context(|| fail("migrate"))?;
+                .doing(|| fail("migrate"))?;
         }
-        tx.commit()
-            .await
-            .map_err(flat)
-            .with_context(|| fail("migrate"))?;
+        tx.commit().await.doing(|| fail("migrate"))?;
         Ok(())
     }
 
     /// Records a run: its metadata, each variant's results and one row per job, replacing
     /// whatever the store held for its run id. All or nothing.
-    pub async fn record(&self, run: &Recording<'_>) -> anyhow::Result<()> {
+    pub async fn record(&self, run: &Recording<'_>) -> Result<(), StoreError> {
         self.record_inner(run)
             .await
-            .map_err(|e| anyhow::anyhow!("{e}"))
-            .with_context(|| format!("cannot record the run in the store {}", self.shown))
+            .doing(|| format!("cannot record the run in the store {}", self.shown))
     }
 
-    async fn record_inner(&self, run: &Recording<'_>) -> anyhow::Result<()> {
+    async fn record_inner(&self, run: &Recording<'_>) -> Result<(), StoreError> {
         // Folders are stored absolute, without `..`: links and lookups work from anywhere.
         let folder = std::fs::canonicalize(run.folder)
             .or_else(|_| std::path::absolute(run.folder))
@@ -565,7 +550,7 @@ impl Store {
         tx: &mut sqlx::Transaction<'_, sqlx::Any>,
         record: &RunRecord,
         jobs: &JobRows,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), StoreError> {
         const COLUMNS: usize = 16;
         // Many rows a statement, within both databases' parameter limits.
         const BATCH: usize = 500;
@@ -635,10 +620,10 @@ impl Store {
         }
         // A spool cut short (a full disk) records nothing rather than part of the run.
         if read != jobs.len() {
-            bail!(
+            return Err(StoreError::new(format!(
                 "{read} of the run's {} job rows could be read back from its spool",
                 jobs.len()
-            );
+            )));
         }
         Ok(())
     }
@@ -647,16 +632,15 @@ impl Store {
     async fn read<'q>(
         &self,
         query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
-    ) -> anyhow::Result<Vec<AnyRow>> {
+    ) -> Result<Vec<AnyRow>, StoreError> {
         query
             .fetch_all(&mut *self.conn.lock().await)
             .await
-            .map_err(flat)
-            .with_context(|| format!("cannot read the store {}", self.shown))
+            .doing(|| format!("cannot read the store {}", self.shown))
     }
 
     /// The rows of `sql` (which ends in `filter`'s clause) for the runs that pass `filter`.
-    async fn read_filtered(&self, sql: String, args: &[Arg]) -> anyhow::Result<Vec<AnyRow>> {
+    async fn read_filtered(&self, sql: String, args: &[Arg]) -> Result<Vec<AnyRow>, StoreError> {
         let mut query = sqlx::query(AssertSqlSafe(sql));
         for a in args {
             query = a.bind(query);
@@ -665,7 +649,7 @@ impl Store {
     }
 
     /// The stored runs that pass `filter`, oldest first.
-    pub async fn runs(&self, filter: &Filter) -> anyhow::Result<Vec<RunRow>> {
+    pub async fn runs(&self, filter: &Filter) -> Result<Vec<RunRow>, StoreError> {
         let (clause, args) = filter.clause();
         let sql = format!(
             "SELECT {RUN_COLUMNS} FROM runs r{clause} ORDER BY r.started_unix_ms, r.run_id"
@@ -688,7 +672,7 @@ impl Store {
     pub async fn variants(
         &self,
         filter: &Filter,
-    ) -> anyhow::Result<HashMap<String, Vec<VariantRow>>> {
+    ) -> Result<HashMap<String, Vec<VariantRow>>, StoreError> {
         let (clause, args) = filter.clause();
         // Every column, read by name: a column added to `variant_columns` (and its
         // migration) needs no edit here.
@@ -707,7 +691,7 @@ impl Store {
 
     /// One run's jobs (failed ones without a score): what a paired comparison needs of a
     /// stored run, with latencies for a baseline's chart.
-    pub async fn jobs(&self, run_id: &str) -> anyhow::Result<Vec<ScoreRow>> {
+    pub async fn jobs(&self, run_id: &str) -> Result<Vec<ScoreRow>, StoreError> {
         let rows = self
             .read(
                 sqlx::query(
@@ -733,25 +717,25 @@ impl Store {
 
     /// A run's run.json and summary.json as recorded (run.json without its case ids and
     /// hashes: the job rows hold them).
-    pub async fn documents(&self, run_id: &str) -> anyhow::Result<(RunRecord, Summary)> {
+    pub async fn documents(&self, run_id: &str) -> Result<(RunRecord, Summary), StoreError> {
         let rows = self
             .read(sqlx::query("SELECT record, summary FROM runs WHERE run_id = $1").bind(run_id))
             .await?;
         let row = rows
             .first()
-            .with_context(|| format!("the store {} has no run {run_id}", self.shown))?;
+            .doing(|| format!("the store {} has no run {run_id}", self.shown))?;
         let record: String = row.try_get(0)?;
         let summary: String = row.try_get(1)?;
         Ok((
             serde_json::from_str(&record)
-                .with_context(|| format!("run {run_id}'s record in the store is unreadable"))?,
+                .doing(|| format!("run {run_id}'s record in the store is unreadable"))?,
             serde_json::from_str(&summary)
-                .with_context(|| format!("run {run_id}'s summary in the store is unreadable"))?,
+                .doing(|| format!("run {run_id}'s summary in the store is unreadable"))?,
         ))
     }
 
     /// The benches the store holds, with how many runs each.
-    pub async fn benches(&self) -> anyhow::Result<Vec<(String, i64)>> {
+    pub async fn benches(&self) -> Result<Vec<(String, i64)>, StoreError> {
         let rows = self
             .read(sqlx::query(
                 "SELECT bench, COUNT(*) FROM runs GROUP BY bench",
@@ -760,7 +744,7 @@ impl Store {
         let mut benches: Vec<(String, i64)> = rows
             .iter()
             .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
-            .collect::<anyhow::Result<_>>()?;
+            .collect::<Result<_, sqlx::Error>>()?;
         benches.sort();
         Ok(benches)
     }
@@ -1000,11 +984,6 @@ pub fn unix_ms(time: &str) -> i64 {
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_millis() as i64)
-}
-
-/// A database error as one line: sqlx's errors repeat their cause in their message.
-fn flat(e: sqlx::Error) -> anyhow::Error {
-    anyhow::anyhow!("{e}")
 }
 
 /// A count as BIGINT (counts past i64::MAX, from absurd usage reports, stop there).
