@@ -159,9 +159,13 @@ fn aggregator(
     dir: &crate::runner::RunDir,
     record: &crate::runner::record::RunRecord,
     outputs: &crate::cli::OutputArgs,
-) -> Result<crate::report::Aggregator, crate::cli::UsageError> {
+) -> Result<Figures, crate::cli::UsageError> {
     aggregator_with(dir, record, outputs, None)
 }
+
+/// A run's figures behind its sequential tests (with `--until-decided`; else every record
+/// counts): what every way of reading a run feeds its records to.
+pub(super) type Figures = crate::runner::sequential::Decider<crate::report::Aggregator>;
 
 /// [`aggregator`] for a live `--until-decided` run, whose tests also pace the runner.
 pub(super) fn aggregator_with(
@@ -169,7 +173,7 @@ pub(super) fn aggregator_with(
     record: &crate::runner::record::RunRecord,
     outputs: &crate::cli::OutputArgs,
     live: Option<crate::runner::sequential::Live>,
-) -> Result<crate::report::Aggregator, crate::cli::UsageError> {
+) -> Result<Figures, crate::cli::UsageError> {
     let (labels, torn) = crate::report::labels::of_run(&dir.labels()).map_err(|m| {
         crate::cli::UsageError::with_fix(m, "fix the line, or remove it from labels.jsonl")
     })?;
@@ -190,22 +194,22 @@ pub(super) fn aggregator_with(
         junit_spool: outputs.junit.is_some().then(|| dir.junit_spool()),
         judge_price: record.judge_price(),
         labels,
-        sequential: record.plan.sequential.as_ref().map(|plan| {
-            crate::runner::sequential::Sequential::new(
-                plan,
-                &record.bench.case_ids,
-                &record.plan.variants,
-                record.plan.repeats,
-                record.bench.confidence,
-                live,
-            )
-        }),
     });
     // The run's other outputs, as the flags ask for them.
     for sink in outputs.sinks(record.bench.price.as_ref()) {
         agg.add_sink(sink);
     }
-    Ok(agg)
+    let tests = record.plan.sequential.as_ref().map(|plan| {
+        crate::runner::sequential::Sequential::new(
+            plan,
+            &record.bench.case_ids,
+            &record.plan.variants,
+            record.plan.repeats,
+            record.bench.confidence,
+            live,
+        )
+    });
+    Ok(crate::runner::sequential::Decider::new(tests, agg))
 }
 
 /// Reads a finished run folder once: its record and what its journal adds up to.

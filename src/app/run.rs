@@ -464,7 +464,7 @@ async fn start_simulator(
 /// Where the run stands: the journal read once (its jobs heard by the aggregator) and
 /// opened to append, the jobs still to send, and `--until-decided`'s stop flags and horizon.
 struct Continued {
-    agg: crate::report::Aggregator,
+    agg: super::Figures,
     journal: crate::runner::Journal,
     jobs: Vec<Job>,
     /// Jobs of the plan the journal already holds.

@@ -24,8 +24,8 @@ use super::summary::{
     Acc, Latencies, Percentiles, ReplicaSummary, SCHEMA, SCHEMA_SCORED, Summary, slices,
 };
 use super::{RunInfo, VariantSummary};
-use crate::runner::events::{Listener, RunEvent};
 use crate::runner::journal::{Audit, JobRecord, JobStatus};
+use crate::runner::sequential::{Counts, Sequential};
 use crate::suite::Price;
 
 /// Failed jobs shown in full in report.html; the rest are counted.
@@ -104,14 +104,12 @@ pub struct AggregatorSettings {
     pub judge_price: Option<Price>,
     /// People's labels of judged answers (`labels.jsonl`), by job.
     pub labels: Labels,
-    /// `--until-decided`: the sequential tests, fed as records arrive.
-    pub sequential: Option<crate::runner::sequential::Sequential>,
 }
 
 /// Builds a [`RunResult`] from finished jobs: the run's figures (the summary, the case
 /// table behind the paired statistics, the latencies), and the fan-out to its other
-/// outputs ([`super::sinks`]). With `--until-decided`, the sequential tests decide first
-/// which records the figures and the outputs count.
+/// outputs ([`super::sinks`]). With `--until-decided`, it stands behind the sequential
+/// tests (`runner::sequential::Decider`), which decide which records it counts.
 pub struct Aggregator {
     run: RunInfo,
     variants: Vec<String>,
@@ -133,8 +131,6 @@ pub struct Aggregator {
     labels: Labels,
     /// With labels: per variant, the judged scores, labelled or not, by case.
     judged: Vec<JudgedScores>,
-    /// `--until-decided`: the tests that say which records count.
-    sequential: Option<crate::runner::sequential::Sequential>,
     /// The run's other outputs, each hearing every counted record.
     sinks: Vec<Box<dyn Sink>>,
 }
@@ -150,7 +146,6 @@ impl Aggregator {
             junit_spool,
             judge_price,
             labels,
-            sequential,
         } = settings;
         let replicas = run.provider.replicas.len();
         let mut sinks: Vec<Box<dyn Sink>> = vec![
@@ -187,7 +182,6 @@ impl Aggregator {
             scored: false,
             labels,
             judged: Vec::new(),
-            sequential,
             sinks,
         }
     }
@@ -221,27 +215,9 @@ impl Aggregator {
         self.outside_plan += audit.outside_plan + audit.foreign;
     }
 
-    /// Adds one finished job (each planned job once). With `--until-decided`, a job that
-    /// no decision needed (answered after its variant was decided) counts in what was
-    /// spent, not in the figures.
+    /// Adds one finished job (each planned job once) to every figure.
     pub fn add(&mut self, r: &JobRecord) {
-        let Some(s) = &mut self.sequential else {
-            self.count(r);
-            return;
-        };
-        let (now, settled) = s.hear(r);
-        match now {
-            Some(true) => self.count(r),
-            Some(false) => self.unused(r),
-            None => {}
-        }
-        for (h, counted) in settled {
-            if counted {
-                self.count(&h);
-            } else {
-                self.unused(&h);
-            }
-        }
+        self.count(r);
     }
 
     /// A job no decision needed: what it cost is spent; it is in no figure.
@@ -301,31 +277,12 @@ impl Aggregator {
     }
 
     /// The result, once every record is in.
-    pub fn finish(mut self) -> RunResult {
-        let held = self
-            .sequential
-            .as_mut()
-            .map(|s| s.release())
-            .unwrap_or_default();
-        for (h, counted) in held {
-            if counted {
-                self.count(&h);
-            } else {
-                self.unused(&h);
-            }
-        }
-        let sinks = std::mem::take(&mut self.sinks);
-        let mut result = self.figures();
-        for sink in sinks {
-            if let Err(e) = sink.finish(&mut result) {
-                result.problems.push(e);
-            }
-        }
-        result
+    pub fn finish(self) -> RunResult {
+        Counts::finish(self, None)
     }
 
     /// The figures, once every record is in (the outputs add theirs).
-    fn figures(self) -> RunResult {
+    fn figures(self, tests: Option<&Sequential>) -> RunResult {
         let confidence = self.run.confidence;
         let variants = &self.variants;
         let cases = self.cases;
@@ -380,7 +337,7 @@ impl Aggregator {
                 }
             }
         }
-        let sequential = self.sequential.as_ref().map(|s| {
+        let sequential = tests.map(|s| {
             let cost = summaries
                 .iter()
                 .map(|v| v.spent_usd.or(v.cost_usd))
@@ -556,12 +513,26 @@ fn correct_with_labels(
 }
 
 /// Some variants passed the case and some did not.
-impl Listener for Aggregator {
-    fn on(&mut self, event: &RunEvent<'_>) -> std::io::Result<()> {
-        if let RunEvent::JobFinished { record, .. } = event {
-            self.add(record);
+impl Counts for Aggregator {
+    type Result = RunResult;
+
+    fn counted(&mut self, r: &JobRecord) {
+        self.count(r);
+    }
+
+    fn unused(&mut self, r: &JobRecord) {
+        Aggregator::unused(self, r);
+    }
+
+    fn finish(mut self, tests: Option<&Sequential>) -> RunResult {
+        let sinks = std::mem::take(&mut self.sinks);
+        let mut result = self.figures(tests);
+        for sink in sinks {
+            if let Err(e) = sink.finish(&mut result) {
+                result.problems.push(e);
+            }
         }
-        Ok(())
+        result
     }
 }
 
@@ -615,7 +586,6 @@ mod tests {
             junit_spool: None,
             judge_price: None,
             labels,
-            sequential: None,
         })
     }
 

@@ -19,6 +19,95 @@ use crate::stats::sequential::{
 };
 use crate::suite::plan::SequentialPlan;
 
+/// Where records go once the sequential tests have decided whether they count: the run's
+/// figures (`report::Aggregator`).
+pub trait Counts {
+    /// What the figures come to.
+    type Result;
+    /// A record that counts in every figure.
+    fn counted(&mut self, r: &JobRecord);
+    /// A record no decision needed (answered after its variant was decided): what it cost
+    /// is spent; it is in no figure.
+    fn unused(&mut self, r: &JobRecord);
+    /// Every record is in; `tests` (with `--until-decided`) say what they decided.
+    fn finish(self, tests: Option<&Sequential>) -> Self::Result;
+}
+
+/// `--until-decided`'s tests as a stage of their own in front of the figures: they hear
+/// each finished job (live as a listener, or replayed from the journal by `report`,
+/// `--resume`, `merge` and `index`), hold it until its case can be judged, and pass it on as
+/// counted or unused. Without tests every record counts. The figures (`C`) are reached
+/// through it as through a reference.
+pub struct Decider<C> {
+    tests: Option<Sequential>,
+    figures: C,
+}
+
+impl<C: Counts> Decider<C> {
+    /// `figures`, behind `tests` when the run stops when decided.
+    pub fn new(tests: Option<Sequential>, figures: C) -> Self {
+        Decider { tests, figures }
+    }
+
+    /// Hears one finished job (each planned job once).
+    pub fn add(&mut self, r: &JobRecord) {
+        let Some(tests) = &mut self.tests else {
+            self.figures.counted(r);
+            return;
+        };
+        let (now, settled) = tests.hear(r);
+        match now {
+            Some(true) => self.figures.counted(r),
+            Some(false) => self.figures.unused(r),
+            None => {}
+        }
+        self.pass_on(settled);
+    }
+
+    fn pass_on(&mut self, settled: Vec<(JobRecord, bool)>) {
+        for (r, counted) in settled {
+            if counted {
+                self.figures.counted(&r);
+            } else {
+                self.figures.unused(&r);
+            }
+        }
+    }
+
+    /// The figures, once every record is in (those still held are passed on first).
+    pub fn finish(mut self) -> C::Result {
+        let held = self
+            .tests
+            .as_mut()
+            .map(Sequential::release)
+            .unwrap_or_default();
+        self.pass_on(held);
+        self.figures.finish(self.tests.as_ref())
+    }
+}
+
+impl<C> std::ops::Deref for Decider<C> {
+    type Target = C;
+    fn deref(&self) -> &C {
+        &self.figures
+    }
+}
+
+impl<C> std::ops::DerefMut for Decider<C> {
+    fn deref_mut(&mut self) -> &mut C {
+        &mut self.figures
+    }
+}
+
+impl<C: Counts> crate::runner::events::Listener for Decider<C> {
+    fn on(&mut self, event: &crate::runner::events::RunEvent<'_>) -> std::io::Result<()> {
+        if let crate::runner::events::RunEvent::JobFinished { record, .. } = event {
+            self.add(record);
+        }
+        Ok(())
+    }
+}
+
 /// Per variant (by bench variant index): stop sending its jobs.
 pub type StopFlags = Arc<Vec<AtomicBool>>;
 

@@ -104,12 +104,12 @@ async fn run_and_report(setup: &Setup, out: &Path) {
             junit_spool: Some(dir.junit_spool()),
             judge_price: None,
             labels: Default::default(),
-            sequential: None,
         });
         // The history store's rows: the same live and replayed (`index` replays).
         // Spooled live, in memory replayed: the same rows either way.
         agg.keep_rows(&record.bench.case_ids, spool.then(|| dir.store_spool()));
-        agg
+        // As every run is read: the figures behind the (here absent) sequential tests.
+        promptgauge::runner::sequential::Decider::new(None, agg)
     };
 
     // Live: the journal and the aggregator hear the run.

@@ -122,10 +122,9 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
         junit_spool: None,
         judge_price: None,
         labels: Default::default(),
-        sequential: None,
     };
     // Heard live, as a run's reports are built.
-    let mut live = Aggregator::new(settings());
+    let mut live = promptgauge::runner::sequential::Decider::new(None, Aggregator::new(settings()));
     let started = tokio::time::Instant::now();
     let tally = runner::run(
         bench.clone(),
