@@ -92,7 +92,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     record.stopped = stopped;
     let mut problems = Vec::new();
     if let Err(e) = dir.write_record(&record) {
-        problems.push(e);
+        problems.push(e.into());
     }
     // The summary says when and why the run ended.
     let mut agg = sent.agg;
@@ -719,18 +719,14 @@ fn open_folder(
                 None => p.bench.name.clone(),
             };
             let dir = RunDir::create(&args.out, &name, &started_at).map_err(|e| {
-                let denied = e.chain().any(|c| {
-                    c.downcast_ref::<std::io::Error>()
-                        .is_some_and(|io| io.kind() == std::io::ErrorKind::PermissionDenied)
-                });
-                if denied {
+                if e.permission_denied() {
                     // The usual cause: a container's user in a folder mounted from the host.
                     Failure::from(UsageError::with_fix(
-                        format!("{e:#}"),
+                        e.to_string(),
                         "write the reports where you may (--out DIR); in Docker, run as your own user so the mounted folder is writable: docker run --user \"$(id -u):$(id -g)\" -v \"$PWD:/work\" …",
                     ))
                 } else {
-                    Failure::Input(e)
+                    Failure::Input(e.into())
                 }
             })?;
             let lock = dir.lock().map_err(in_use)?;
@@ -884,7 +880,7 @@ pub(super) async fn baseline_of(
     let earlier = match &reference {
         Reference::Folder(path) => {
             let dir = RunDir::at(path);
-            let _reading = dir.read_lock().map_err(UsageError)?;
+            let _reading = dir.read_lock().map_err(|e| UsageError(e.to_string()))?;
             dir.read_record()
                 .map_err(|e| {
                     UsageError::with_fix(
