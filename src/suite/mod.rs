@@ -152,13 +152,24 @@ fn byte_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error>
     Ok(Some(bytes as usize))
 }
 
-pub(crate) fn parse_bytes(text: &str) -> Result<u64, String> {
+/// Why a size (`4MiB`) could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    #[error("`{0}` is not a size; write e.g. 4MiB, 512KiB or 1000000")]
+    NotASize(String),
+    #[error("unknown size unit `{unit}` in `{text}`; use KiB, MiB or GiB")]
+    Unit { unit: String, text: String },
+    #[error("`{0}` is too large")]
+    TooLarge(String),
+}
+
+pub(crate) fn parse_bytes(text: &str) -> Result<u64, SizeError> {
     let t = text.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
     let n: u64 = number
         .parse()
-        .map_err(|_| format!("`{text}` is not a size; write e.g. 4MiB, 512KiB or 1000000"))?;
+        .map_err(|_| SizeError::NotASize(text.to_string()))?;
     let scale = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "kb" => 1_000,
@@ -167,13 +178,14 @@ pub(crate) fn parse_bytes(text: &str) -> Result<u64, String> {
         "mib" | "m" => 1 << 20,
         "gib" | "g" => 1 << 30,
         other => {
-            return Err(format!(
-                "unknown size unit `{other}` in `{text}`; use KiB, MiB or GiB"
-            ));
+            return Err(SizeError::Unit {
+                unit: other.to_string(),
+                text: text.to_string(),
+            });
         }
     };
     n.checked_mul(scale)
-        .ok_or_else(|| format!("`{text}` is too large"))
+        .ok_or_else(|| SizeError::TooLarge(text.to_string()))
 }
 
 /// `10s`, `500ms`, `2m`, or a bare number of seconds.
@@ -188,7 +200,9 @@ fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Erro
         Raw::Seconds(s) if s.is_finite() && s > 0.0 && s <= MAX_DURATION.as_secs_f64() => {
             Ok(Some(Duration::from_secs_f64(s)))
         }
-        Raw::Seconds(s) if s > 0.0 => Err(serde::de::Error::custom(too_long(&s.to_string()))),
+        Raw::Seconds(s) if s > 0.0 => Err(serde::de::Error::custom(DurationError::TooLong(
+            s.to_string(),
+        ))),
         Raw::Seconds(s) => Err(serde::de::Error::custom(format!(
             "a duration must be positive, found {s}"
         ))),
@@ -202,23 +216,36 @@ fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Erro
 /// overflow the clock's arithmetic.
 pub const MAX_DURATION: Duration = Duration::from_secs(86_400);
 
-fn too_long(text: &str) -> String {
-    format!(
-        "`{text}` is longer than a day, the longest duration promptgauge accepts; write e.g. 30s, 10m or 2h"
-    )
+/// Why a user's duration (`30s`) could not be taken.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DurationError {
+    #[error(
+        "`{0}` is longer than a day, the longest duration promptgauge accepts; write e.g. 30s, 10m or 2h"
+    )]
+    TooLong(String),
+    #[error("`{text}` is not a duration ({reason}); write e.g. 30s, 500ms or 2m")]
+    NotADuration {
+        text: String,
+        reason: humantime::DurationError,
+    },
+    #[error("a duration must be positive, found `{0}`")]
+    Zero(String),
 }
 
 /// Parses a user's duration such as `30s` or `1m30s`: positive, at most [`MAX_DURATION`].
-pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     let d = humantime::parse_duration(text.trim()).map_err(|e| match e {
-        humantime::DurationError::NumberOverflow => too_long(text),
-        e => format!("`{text}` is not a duration ({e}); write e.g. 30s, 500ms or 2m"),
+        humantime::DurationError::NumberOverflow => DurationError::TooLong(text.to_string()),
+        reason => DurationError::NotADuration {
+            text: text.to_string(),
+            reason,
+        },
     })?;
     if d.is_zero() {
-        return Err(format!("a duration must be positive, found `{text}`"));
+        return Err(DurationError::Zero(text.to_string()));
     }
     if d > MAX_DURATION {
-        return Err(too_long(text));
+        return Err(DurationError::TooLong(text.to_string()));
     }
     Ok(d)
 }
@@ -443,8 +470,8 @@ impl Bench {
         check_sequential(&sequential, &here)?;
         check_price(raw.price.as_ref(), &here)?;
         for url in raw.endpoint.base_url.iter().flat_map(UrlList::urls) {
-            check_base_url(&url, raw.endpoint.protocol.unwrap_or_default()).map_err(|m| {
-                InputError::new(here("base_url"), m)
+            check_base_url(&url, raw.endpoint.protocol.unwrap_or_default()).map_err(|e| {
+                InputError::new(here("base_url"), e.to_string())
                     .fix("write the full URL, e.g. http://127.0.0.1:8000/v1")
             })?;
         }
@@ -739,9 +766,23 @@ pub fn prompt_tokens(messages: &[ChatMessage]) -> u64 {
         .sum()
 }
 
+/// Why a base URL cannot be used. Each names the URL without its credentials.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BaseUrlError {
+    #[error("base URL `{0}` has no http:// or https:// scheme")]
+    NoScheme(String),
+    #[error("base URL `{0}` has no host")]
+    NoHost(String),
+    /// What the HTTP client would refuse (a port out of range, a broken IPv6 address).
+    #[error("base URL `{shown}` is not a URL: {reason}")]
+    NotAUrl { shown: String, reason: String },
+    #[error("{0}")]
+    Protocol(crate::client::protocol::BaseUrlMistake),
+}
+
 /// A base URL must be absolute http(s), and make sense to the wire protocol (which appends
 /// its own path, e.g. `/chat/completions`).
-pub(crate) fn check_base_url(url: &str, protocol: ProtocolKind) -> Result<(), String> {
+pub(crate) fn check_base_url(url: &str, protocol: ProtocolKind) -> Result<(), BaseUrlError> {
     if url == "mock" {
         return Ok(());
     }
@@ -750,21 +791,26 @@ pub(crate) fn check_base_url(url: &str, protocol: ProtocolKind) -> Result<(), St
     let rest = url
         .strip_prefix("http://")
         .or_else(|| url.strip_prefix("https://"))
-        .ok_or_else(|| format!("base URL `{shown}` has no http:// or https:// scheme"))?;
+        .ok_or_else(|| BaseUrlError::NoScheme(shown.to_string()))?;
     if rest.trim_matches('/').is_empty() || rest.contains(char::is_whitespace) {
-        return Err(format!("base URL `{shown}` has no host"));
+        return Err(BaseUrlError::NoHost(shown.to_string()));
     }
     // What the HTTP client will refuse (a port out of range, a broken IPv6 address, no
     // host after the credentials) is refused now, before anything is sent.
     match reqwest::Url::parse(url) {
         Ok(u) if u.host_str().is_some_and(|h| !h.is_empty()) => {}
-        Ok(_) => return Err(format!("base URL `{shown}` has no host")),
-        Err(e) => return Err(format!("base URL `{shown}` is not a URL: {e}")),
+        Ok(_) => return Err(BaseUrlError::NoHost(shown.to_string())),
+        Err(e) => {
+            return Err(BaseUrlError::NotAUrl {
+                shown: shown.to_string(),
+                reason: e.to_string(),
+            });
+        }
     }
     protocol
         .build()
         .check_base_url(url)
-        .map_err(|m| m.replace(url, &shown))
+        .map_err(|e| BaseUrlError::Protocol(e.shown_as(&shown)))
 }
 
 /// Limits as written, over `base` (the defaults, or the bench's for the judge).
@@ -889,6 +935,7 @@ mod tests {
         assert!(
             check_base_url("127.0.0.1:8000/v1", ProtocolKind::OpenaiChat)
                 .unwrap_err()
+                .to_string()
                 .contains("scheme")
         );
         assert!(
