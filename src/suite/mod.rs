@@ -400,72 +400,17 @@ pub struct Bench {
 impl Bench {
     /// Loads the bench and everything it names, and checks every template against every case.
     pub fn load(path: &Path) -> Result<Bench, InputErrors> {
-        let text = error::read_text(path, "bench")?;
-        if text.trim().is_empty() {
-            return Err(
-                InputError::new(Location::file(path), "the bench file is empty")
-                    .fix("a bench needs at least `name:`, `cases:` and `variants:`; see README.md")
-                    .into(),
-            );
-        }
-        let raw: RawBench =
-            serde_saphyr::from_str(&text).map_err(|e| error::yaml_error(path, "bench file", &e))?;
+        let (text, raw) = read_raw(path)?;
         let here = |key: &str| match error::line_of_key(&text, key) {
             Some(l) => Location::line(path, l),
             None => Location::file(path),
         };
         let dir = path.parent().unwrap_or(Path::new("."));
-
-        if raw.name.trim().is_empty() || raw.name.contains(['/', '\\']) {
-            return Err(InputError::new(
-                here("name"),
-                format!("bench name `{}` is empty or contains a slash", raw.name),
-            )
-            .fix("the name is used in report folder names; use e.g. `routing`")
-            .into());
-        }
-        let case_paths: Vec<PathBuf> = match raw.cases {
-            OneOrMany::One(p) => vec![dir.join(p)],
-            OneOrMany::Many(ps) => ps.into_iter().map(|p| dir.join(p)).collect(),
-        };
-        if case_paths.is_empty() {
-            return Err(InputError::new(here("cases"), "`cases` lists no files")
-                .fix("name at least one .jsonl, .yaml or .csv file")
-                .into());
-        }
-        if raw.variants.is_empty() {
-            return Err(
-                InputError::new(here("variants"), "`variants` lists no prompt files")
-                    .fix("name at least one prompt file; the first is the baseline")
-                    .into(),
-            );
-        }
+        let case_paths = check_named(&raw, dir, &here)?;
         let limits = resolve_limits(raw.limits, &Limits::default(), &here)?;
         let judge = judge_settings(raw.judge, &limits, &here)?;
-        let repeats = match raw.repeats {
-            None => 1,
-            Some(r) if (1..=10_000).contains(&r) => r as u32,
-            Some(r) => {
-                return Err(InputError::new(
-                    here("repeats"),
-                    format!("repeats must be between 1 and 10000, found {r}"),
-                )
-                .fix("use repeats: 1 unless you sample with temperature > 0")
-                .into());
-            }
-        };
-        let confidence = match raw.confidence {
-            None => 0.95,
-            Some(c) if c > 0.5 && c < 1.0 => c,
-            Some(c) => {
-                return Err(InputError::new(
-                    here("confidence"),
-                    format!("confidence must be between 0.5 and 1 (exclusive), found {c}"),
-                )
-                .fix("use e.g. confidence: 0.95")
-                .into());
-            }
-        };
+        let repeats = repeats_of(raw.repeats, &here)?;
+        let confidence = confidence_of(raw.confidence, &here)?;
         let sequential = raw.sequential.unwrap_or_default();
         check_sequential(&sequential, &here)?;
         check_price(raw.price.as_ref(), &here)?;
@@ -477,22 +422,7 @@ impl Bench {
         }
         let grade = raw.grade.unwrap_or_default();
         let cases = cases::load_all(&case_paths)?;
-        let errors: Vec<InputError> = cases
-            .iter()
-            .filter(|case| {
-                case.expected.is_empty() && case.grade.as_ref().unwrap_or(&grade).needs_expected()
-            })
-            .map(|case| {
-                InputError::new(
-                    case.location.clone(),
-                    format!("case `{}` has no `expected` answer", case.id),
-                )
-                .fix("add \"expected\": \"…\" (a string, or a list of acceptable strings); only `json_schema` cases may go without")
-            })
-            .collect();
-        if !errors.is_empty() {
-            return Err(InputErrors(errors));
-        }
+        check_expected_given(&cases, &grade)?;
 
         let variants = load_variants(dir, &raw.variants)?;
         let templates = Templates::compile(&variants)?;
@@ -811,6 +741,101 @@ pub(crate) fn check_base_url(url: &str, protocol: ProtocolKind) -> Result<(), Ba
         .build()
         .check_base_url(url)
         .map_err(|e| BaseUrlError::Protocol(e.shown_as(&shown)))
+}
+
+/// The bench file's text, and the bench as written in it.
+fn read_raw(path: &Path) -> Result<(String, RawBench), InputError> {
+    let text = error::read_text(path, "bench")?;
+    if text.trim().is_empty() {
+        return Err(
+            InputError::new(Location::file(path), "the bench file is empty")
+                .fix("a bench needs at least `name:`, `cases:` and `variants:`; see README.md"),
+        );
+    }
+    let raw =
+        serde_saphyr::from_str(&text).map_err(|e| error::yaml_error(path, "bench file", &e))?;
+    Ok((text, raw))
+}
+
+/// A usable name, at least one cases file (returned, from `dir`) and at least one variant.
+fn check_named(
+    raw: &RawBench,
+    dir: &Path,
+    here: &dyn Fn(&str) -> Location,
+) -> Result<Vec<PathBuf>, InputError> {
+    if raw.name.trim().is_empty() || raw.name.contains(['/', '\\']) {
+        return Err(InputError::new(
+            here("name"),
+            format!("bench name `{}` is empty or contains a slash", raw.name),
+        )
+        .fix("the name is used in report folder names; use e.g. `routing`"));
+    }
+    let case_paths: Vec<PathBuf> = match &raw.cases {
+        OneOrMany::One(p) => vec![dir.join(p)],
+        OneOrMany::Many(ps) => ps.iter().map(|p| dir.join(p)).collect(),
+    };
+    if case_paths.is_empty() {
+        return Err(InputError::new(here("cases"), "`cases` lists no files")
+            .fix("name at least one .jsonl, .yaml or .csv file"));
+    }
+    if raw.variants.is_empty() {
+        return Err(
+            InputError::new(here("variants"), "`variants` lists no prompt files")
+                .fix("name at least one prompt file; the first is the baseline"),
+        );
+    }
+    Ok(case_paths)
+}
+
+/// `repeats`: 1 unless set, at most 10000.
+fn repeats_of(repeats: Option<i64>, here: &dyn Fn(&str) -> Location) -> Result<u32, InputError> {
+    match repeats {
+        None => Ok(1),
+        Some(r) if (1..=10_000).contains(&r) => Ok(r as u32),
+        Some(r) => Err(InputError::new(
+            here("repeats"),
+            format!("repeats must be between 1 and 10000, found {r}"),
+        )
+        .fix("use repeats: 1 unless you sample with temperature > 0")),
+    }
+}
+
+/// `confidence`: 0.95 unless set, strictly between 0.5 and 1.
+fn confidence_of(
+    confidence: Option<f64>,
+    here: &dyn Fn(&str) -> Location,
+) -> Result<f64, InputError> {
+    match confidence {
+        None => Ok(0.95),
+        Some(c) if c > 0.5 && c < 1.0 => Ok(c),
+        Some(c) => Err(InputError::new(
+            here("confidence"),
+            format!("confidence must be between 0.5 and 1 (exclusive), found {c}"),
+        )
+        .fix("use e.g. confidence: 0.95")),
+    }
+}
+
+/// Every case whose scorer compares with an expected answer has one.
+fn check_expected_given(cases: &[Case], grade: &GradeSpec) -> Result<(), InputErrors> {
+    let errors: Vec<InputError> = cases
+        .iter()
+        .filter(|case| {
+            case.expected.is_empty() && case.grade.as_ref().unwrap_or(grade).needs_expected()
+        })
+        .map(|case| {
+            InputError::new(
+                case.location.clone(),
+                format!("case `{}` has no `expected` answer", case.id),
+            )
+            .fix("add \"expected\": \"…\" (a string, or a list of acceptable strings); only `json_schema` cases may go without")
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(InputErrors(errors))
+    }
 }
 
 /// Limits as written, over `base` (the defaults, or the bench's for the judge).
