@@ -71,17 +71,68 @@ pub(super) fn compare_results(
     b: Side<'_>,
     confidence: f64,
 ) -> anyhow::Result<RunComparison> {
-    let side = |(dir, r, _): Side<'_>| RunSide {
+    // A case whose content changed pairs two different questions: it is left out (and
+    // named), as in `history`.
+    let changed = changed_cases(a.1, b.1);
+    let cases = case_tables(a, b, &changed.iter().cloned().collect());
+    let mut comparison = RunComparison::build(
+        run_side(a),
+        run_side(b),
+        (&a.2.summary, &b.2.summary),
+        &cases,
+        (&a.1.bench.case_ids, &b.1.bench.case_ids),
+        confidence,
+    );
+    comparison.cases_changed = changed;
+    for pair in &mut comparison.variants {
+        let arm = |r: &RunRecord| r.plan.variants.iter().position(|v| *v == pair.name);
+        let (Some(ia), Some(ib)) = (arm(a.1), arm(b.1)) else {
+            continue;
+        };
+        compare_answers(pair, (a.2, ia), (b.2, ib));
+        let latencies = |result: &RunResult, i: usize| {
+            result
+                .latencies
+                .get(i)
+                .map(|l| l.latency_ms.clone())
+                .unwrap_or_default()
+        };
+        comparison
+            .latencies
+            .push((pair.name.clone(), latencies(a.2, ia), latencies(b.2, ib)));
+    }
+    if comparison.variants.is_empty() {
+        return Err(UsageError::with_fix(
+            format!(
+                "the two runs share no variant (A: {}; B: {})",
+                a.1.plan.variants.join(", "),
+                b.1.plan.variants.join(", ")
+            ),
+            "compare runs of the same bench",
+        )
+        .into());
+    }
+    Ok(comparison)
+}
+
+/// How a comparison names a run.
+fn run_side((dir, r, _): Side<'_>) -> RunSide {
+    RunSide {
         dir: dir.display().to_string(),
         bench: r.bench.name.clone(),
         model: r.endpoint.model.clone(),
         base_url: r.endpoint.base_url.clone(),
         simulated: r.endpoint.simulated,
         started_at: r.started_at.clone(),
-    };
-    // Per shared variant: arm 0 = A's per-case scores, arm 1 = B's. A case whose content
-    // changed pairs two different questions: it is left out (and named), as in `history`.
-    let changed: std::collections::HashSet<String> = changed_cases(a.1, b.1).into_iter().collect();
+    }
+}
+
+/// Per shared variant: arm 0 = A's per-case scores, arm 1 = B's.
+fn case_tables(
+    a: Side<'_>,
+    b: Side<'_>,
+    changed: &std::collections::HashSet<String>,
+) -> BTreeMap<String, CaseTable> {
     let mut cases: BTreeMap<String, CaseTable> = BTreeMap::new();
     for (arm, (_, record, result)) in [(0, a), (1, b)] {
         for (v, name) in record.plan.variants.iter().enumerate() {
@@ -107,75 +158,45 @@ pub(super) fn compare_results(
             }
         }
     }
-    let mut comparison = RunComparison::build(
-        side(a),
-        side(b),
-        (&a.2.summary, &b.2.summary),
-        &cases,
-        (&a.1.bench.case_ids, &b.1.bench.case_ids),
-        confidence,
-    );
-    comparison.cases_changed = changed_cases(a.1, b.1);
-    // What report.html kept of each run's answers: identical texts, and flipped cases.
+    cases
+}
+
+/// What report.html kept of each run's answers for one variant (at its place in each
+/// run): identical texts, and flipped cases.
+fn compare_answers(
+    pair: &mut crate::report::compare::VariantPair,
+    (a, ia): (&RunResult, usize),
+    (b, ib): (&RunResult, usize),
+) {
     const FLIPS_SHOWN: usize = 200;
-    for pair in &mut comparison.variants {
-        let arm = |r: &RunRecord| r.plan.variants.iter().position(|v| *v == pair.name);
-        let (Some(ia), Some(ib)) = (arm(a.1), arm(b.1)) else {
+    for (case, (expected, answers_a)) in &a.answers {
+        let Some((_, answers_b)) = b.answers.get(case) else {
             continue;
         };
-        for (case, (expected, answers_a)) in &a.2.answers {
-            let Some((_, answers_b)) = b.2.answers.get(case) else {
-                continue;
-            };
-            let (Some(Some(x)), Some(Some(y))) = (answers_a.get(ia), answers_b.get(ib)) else {
-                continue;
-            };
-            if x.output == y.output {
-                pair.identical_outputs += 1;
-            } else {
-                pair.different_outputs += 1;
-            }
-            let right = |s: Option<f64>| s.map(|s| s >= 1.0);
-            let direction = match (right(x.score), right(y.score)) {
-                (Some(false), Some(true)) => "fixed",
-                (Some(true), Some(false)) => "broken",
-                _ => continue,
-            };
-            if pair.flipped.len() < FLIPS_SHOWN {
-                pair.flipped.push(crate::report::compare::Flip {
-                    case: case.clone(),
-                    expected: expected.clone(),
-                    direction: direction.to_string(),
-                    a: x.output.clone(),
-                    b: y.output.clone(),
-                });
-            }
-        }
-        let latencies = |r: &RunRecord, result: &RunResult| {
-            r.plan
-                .variants
-                .iter()
-                .position(|v| *v == pair.name)
-                .and_then(|i| result.latencies.get(i))
-                .map(|l| l.latency_ms.clone())
-                .unwrap_or_default()
+        let (Some(Some(x)), Some(Some(y))) = (answers_a.get(ia), answers_b.get(ib)) else {
+            continue;
         };
-        comparison
-            .latencies
-            .push((pair.name.clone(), latencies(a.1, a.2), latencies(b.1, b.2)));
+        if x.output == y.output {
+            pair.identical_outputs += 1;
+        } else {
+            pair.different_outputs += 1;
+        }
+        let right = |s: Option<f64>| s.map(|s| s >= 1.0);
+        let direction = match (right(x.score), right(y.score)) {
+            (Some(false), Some(true)) => "fixed",
+            (Some(true), Some(false)) => "broken",
+            _ => continue,
+        };
+        if pair.flipped.len() < FLIPS_SHOWN {
+            pair.flipped.push(crate::report::compare::Flip {
+                case: case.clone(),
+                expected: expected.clone(),
+                direction: direction.to_string(),
+                a: x.output.clone(),
+                b: y.output.clone(),
+            });
+        }
     }
-    if comparison.variants.is_empty() {
-        return Err(UsageError::with_fix(
-            format!(
-                "the two runs share no variant (A: {}; B: {})",
-                a.1.plan.variants.join(", "),
-                b.1.plan.variants.join(", ")
-            ),
-            "compare runs of the same bench",
-        )
-        .into());
-    }
-    Ok(comparison)
 }
 
 /// `compare`: two runs over the same cases, variant by variant, paired by case. Each run

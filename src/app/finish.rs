@@ -393,9 +393,9 @@ pub(super) async fn record_in_store(
     }
 }
 
-/// A usage error for a folder another process holds.
-pub(super) fn in_use(message: String) -> crate::error::Failure {
-    crate::error::Failure::Input(UsageError(message).into())
+/// A usage error for a folder another process holds (or that cannot be locked).
+pub(super) fn in_use(e: crate::runner::lock::LockError) -> crate::error::Failure {
+    crate::error::Failure::Input(UsageError(e.to_string()).into())
 }
 
 /// `--baseline`: this run against the earlier one; a baseline that cannot be read or

@@ -130,6 +130,19 @@ struct Reader {
 }
 
 impl Reader {
+    /// Files beside the config at `config_path` (or anywhere, with `anywhere`).
+    fn beside(config_path: &Path, anywhere: bool) -> Self {
+        let base = match config_path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        Reader {
+            base,
+            anywhere,
+            read: Default::default(),
+        }
+    }
+
     /// A `file://` reference's text: a regular file inside the config's folder (after `..`
     /// and symlinks), at most [`MAX_IMPORT_BYTES`].
     fn read(&self, reference: &str) -> Result<(PathBuf, String), String> {
@@ -162,6 +175,89 @@ impl Reader {
     }
 }
 
+/// An assert's value as text, rendered against the test's variables; `None` for a value
+/// that is not text, a number or a boolean.
+fn rendered(v: &Value, vars: &Map<String, Value>) -> Result<Option<String>, String> {
+    let text = match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        _ => return Ok(None),
+    };
+    render(&text, vars).map(Some)
+}
+
+/// Whether an assert of this kind means nothing without a text value.
+fn needs_text(kind: &str) -> bool {
+    matches!(
+        kind,
+        "equals"
+            | "contains"
+            | "icontains"
+            | "starts-with"
+            | "regex"
+            | "llm-rubric"
+            | "model-graded-closedqa"
+            | "factuality"
+            | "model-graded-factuality"
+    )
+}
+
+/// The scorer (and the answers it compares with) of an assert that takes at most one
+/// text; `None` for the other kinds.
+fn text_scorer(
+    kind: &str,
+    value: Option<&Value>,
+    text: Option<String>,
+) -> Option<(Value, Option<Vec<String>>)> {
+    let one = |t: &Option<String>| t.clone().map(|t| vec![t]);
+    Some(match kind {
+        "equals" => (json!({"kind": "exact", "case_sensitive": true}), one(&text)),
+        "contains" => (
+            json!({"kind": "contains", "case_sensitive": true}),
+            one(&text),
+        ),
+        "icontains" => (json!({"kind": "contains"}), one(&text)),
+        "starts-with" => (
+            json!({"kind": "regex", "pattern": format!("^\\s*(?:{})", regex::escape(text.as_deref().unwrap_or(""))), "case_sensitive": true}),
+            None,
+        ),
+        // promptfoo passes a regex on a match; promptgauge compares a capture group with
+        // the expected answer, so groups become non-capturing (the same match).
+        "regex" => (
+            json!({"kind": "regex", "pattern": without_captures(text.as_deref().unwrap_or("")), "case_sensitive": true}),
+            None,
+        ),
+        "is-json" => (
+            json!({"kind": "json_schema", "schema": value.filter(|v| v.is_object()).cloned().unwrap_or(json!({}))}),
+            None,
+        ),
+        // The rubric is what the judge judges by: there is no reference answer.
+        "llm-rubric" | "model-graded-closedqa" => (
+            json!({"kind": "judge", "rubric": text.clone().unwrap_or_default()}),
+            None,
+        ),
+        // Factuality compares with a reference: the value is that reference.
+        "factuality" | "model-graded-factuality" => (json!({"kind": "judge"}), one(&text)),
+        _ => return None,
+    })
+}
+
+/// Why an assert with no scorer was left out, and what to do instead.
+fn left_out(kind: &str, test: usize) -> String {
+    match kind {
+        "latency" => format!(
+            "test {test}: assert `latency` was left out: gate the whole run with `promptgauge run --max-p90-latency`"
+        ),
+        "cost" => format!(
+            "test {test}: assert `cost` was left out: gate the whole run with `promptgauge run --max-cost` (set `price`)"
+        ),
+        other => {
+            format!("test {test}: assert `{other}` has no promptgauge scorer and was left out")
+        }
+    }
+}
+
 fn yaml(text: &str, what: &str) -> Result<Value, String> {
     serde_saphyr::from_str::<Value>(text).map_err(|e| format!("{what} is not valid YAML: {e}"))
 }
@@ -182,6 +278,32 @@ fn slug(text: &str) -> String {
 }
 
 impl Import {
+    /// `defaultTest`: its variables start every test's, its asserts are returned (added to
+    /// every test's); its other settings are noted.
+    fn default_test(&mut self, config: &Value) -> Vec<Value> {
+        let default_asserts = config
+            .get("defaultTest")
+            .and_then(|d| d.get("assert"))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if let Some(d) = config.get("defaultTest").and_then(Value::as_object) {
+            self.default_vars = d
+                .get("vars")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            for key in d
+                .keys()
+                .filter(|k| !matches!(k.as_str(), "assert" | "vars"))
+            {
+                self.notes
+                    .push(format!("`defaultTest.{key}` was not carried over"));
+            }
+        }
+        default_asserts
+    }
+
     fn prompts(&mut self, files: &Reader, prompts: &Value) -> Result<(), String> {
         let list = match prompts {
             Value::Array(items) => items.clone(),
@@ -362,17 +484,8 @@ impl Import {
                 ));
             }
         }
-        let rendered = |v: &Value| -> Result<Option<String>, String> {
-            let text = match v {
-                Value::String(s) => s.clone(),
-                Value::Number(n) => n.to_string(),
-                Value::Bool(b) => b.to_string(),
-                _ => return Ok(None),
-            };
-            render(&text, vars).map(Some)
-        };
         let value = a.get("value");
-        let text = match value.map(rendered) {
+        let text = match value.map(|v| rendered(v, vars)) {
             None => None,
             Some(Ok(t)) => t,
             Some(Err(e)) => {
@@ -382,98 +495,56 @@ impl Import {
                 return None;
             }
         };
-        let needs_text = matches!(
-            kind,
-            "equals"
-                | "contains"
-                | "icontains"
-                | "starts-with"
-                | "regex"
-                | "llm-rubric"
-                | "model-graded-closedqa"
-                | "factuality"
-                | "model-graded-factuality"
-        );
-        if needs_text && text.is_none() {
+        if needs_text(kind) && text.is_none() {
             self.notes.push(format!(
                 "test {test}: assert `{kind}` with a value that is not text ({}) has no exact promptgauge equivalent: left out",
                 value.map_or("none".to_string(), |v| crate::client::protocol::truncate(&v.to_string(), 60))
             ));
             return None;
         }
-        let one = |t: &Option<String>| t.clone().map(|t| vec![t]);
-        let out = match kind {
-            "equals" => (json!({"kind": "exact", "case_sensitive": true}), one(&text)),
-            "contains" => (
-                json!({"kind": "contains", "case_sensitive": true}),
-                one(&text),
-            ),
-            "icontains" => (json!({"kind": "contains"}), one(&text)),
-            // Any one of the listed strings: a case's expected answers are exactly that.
-            "contains-any" | "icontains-any" => {
-                let list: Option<Vec<String>> = match value {
-                    Some(Value::Array(items)) => {
-                        items.iter().map(|v| rendered(v).ok().flatten()).collect()
-                    }
-                    Some(v) => rendered(v)
-                        .ok()
-                        .flatten()
-                        .map(|t| t.split(',').map(|p| p.trim().to_string()).collect()),
-                    None => None,
-                };
-                let Some(list) = list.filter(|l| !l.is_empty()) else {
-                    self.notes.push(format!(
-                        "test {test}: assert `{kind}` has no list of strings: left out"
-                    ));
-                    return None;
-                };
-                let sensitive = kind == "contains-any";
-                (
-                    json!({"kind": "contains", "case_sensitive": sensitive}),
-                    Some(list),
-                )
-            }
-            "starts-with" => (
-                json!({"kind": "regex", "pattern": format!("^\\s*(?:{})", regex::escape(text.as_deref().unwrap_or(""))), "case_sensitive": true}),
-                None,
-            ),
-            // promptfoo passes a regex on a match; promptgauge compares a capture group with
-            // the expected answer, so groups become non-capturing (the same match).
-            "regex" => (
-                json!({"kind": "regex", "pattern": without_captures(text.as_deref().unwrap_or("")), "case_sensitive": true}),
-                None,
-            ),
-            "is-json" => (
-                json!({"kind": "json_schema", "schema": value.filter(|v| v.is_object()).cloned().unwrap_or(json!({}))}),
-                None,
-            ),
-            // The rubric is what the judge judges by: there is no reference answer.
-            "llm-rubric" | "model-graded-closedqa" => (
-                json!({"kind": "judge", "rubric": text.clone().unwrap_or_default()}),
-                None,
-            ),
-            // Factuality compares with a reference: the value is that reference.
-            "factuality" | "model-graded-factuality" => (json!({"kind": "judge"}), one(&text)),
-            "latency" => {
-                self.notes.push(format!(
-                    "test {test}: assert `latency` was left out: gate the whole run with `promptgauge run --max-p90-latency`"
-                ));
-                return None;
-            }
-            "cost" => {
-                self.notes.push(format!(
-                    "test {test}: assert `cost` was left out: gate the whole run with `promptgauge run --max-cost` (set `price`)"
-                ));
-                return None;
-            }
+        if let Some(scorer) = text_scorer(kind, value, text) {
+            return Some(scorer);
+        }
+        match kind {
+            "contains-any" | "icontains-any" => self.any_of(kind, value, test, vars),
             other => {
-                self.notes.push(format!(
-                    "test {test}: assert `{other}` has no promptgauge scorer and was left out"
-                ));
-                return None;
+                self.notes.push(left_out(other, test));
+                None
             }
+        }
+    }
+
+    /// `contains-any` / `icontains-any`: any one of the listed strings, which is what a
+    /// case's expected answers are.
+    fn any_of(
+        &mut self,
+        kind: &str,
+        value: Option<&Value>,
+        test: usize,
+        vars: &Map<String, Value>,
+    ) -> Option<(Value, Option<Vec<String>>)> {
+        let list: Option<Vec<String>> = match value {
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| rendered(v, vars).ok().flatten())
+                .collect(),
+            Some(v) => rendered(v, vars)
+                .ok()
+                .flatten()
+                .map(|t| t.split(',').map(|p| p.trim().to_string()).collect()),
+            None => None,
         };
-        Some(out)
+        let Some(list) = list.filter(|l| !l.is_empty()) else {
+            self.notes.push(format!(
+                "test {test}: assert `{kind}` has no list of strings: left out"
+            ));
+            return None;
+        };
+        let sensitive = kind == "contains-any";
+        Some((
+            json!({"kind": "contains", "case_sensitive": sensitive}),
+            Some(list),
+        ))
     }
 
     fn case(
@@ -697,23 +768,8 @@ impl Import {
 /// `import promptfoo CONFIG`: writes the bench into `--out`; nothing is overwritten.
 pub fn import(args: &ImportArgs) -> Result<Exit, Failure> {
     let config_path = &args.config;
-    let text = crate::suite::error::read_text_limited(config_path, "config", MAX_IMPORT_BYTES)
-        .map_err(|e| {
-            UsageError::with_fix(
-                e.to_string(),
-                "name a promptfoo config: promptgauge import promptfoo promptfooconfig.yaml",
-            )
-        })?;
-    let config = yaml(&text, &config_path.display().to_string()).map_err(UsageError)?;
-    let base = match config_path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let files = Reader {
-        base,
-        anywhere: args.allow_outside_files,
-        read: Default::default(),
-    };
+    let config = read_config(config_path)?;
+    let files = Reader::beside(config_path, args.allow_outside_files);
     let mut im = Import::default();
     let bad = |m: String| -> Failure {
         UsageError::with_fix(m, "fix the promptfoo config, or import its parts by hand").into()
@@ -723,26 +779,7 @@ pub fn import(args: &ImportArgs) -> Result<Exit, Failure> {
     if let Some(p) = config.get("providers") {
         im.provider(p);
     }
-    let default_asserts = config
-        .get("defaultTest")
-        .and_then(|d| d.get("assert"))
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    if let Some(d) = config.get("defaultTest").and_then(Value::as_object) {
-        im.default_vars = d
-            .get("vars")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        for key in d
-            .keys()
-            .filter(|k| !matches!(k.as_str(), "assert" | "vars"))
-        {
-            im.notes
-                .push(format!("`defaultTest.{key}` was not carried over"));
-        }
-    }
+    let default_asserts = im.default_test(&config);
     if let Some(tests) = config.get("tests") {
         im.tests(&files, tests, &default_asserts).map_err(bad)?;
     }
@@ -761,6 +798,33 @@ pub fn import(args: &ImportArgs) -> Result<Exit, Failure> {
     }
     // The same note for many tests (a defaultTest assert) is said once, with the count.
     im.notes = collapse_notes(std::mem::take(&mut im.notes));
+    let out = &args.out;
+    check_importable(&im, config_path, out)?;
+    let name = config
+        .get("description")
+        .and_then(Value::as_str)
+        .map(slug)
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "imported".into());
+    write_bench(out, &name, config_path, &im)?;
+    say_imported(&im, out);
+    Ok(Exit::Success)
+}
+
+/// The promptfoo config, read and parsed.
+fn read_config(path: &Path) -> Result<Value, Failure> {
+    let text =
+        crate::suite::error::read_text_limited(path, "config", MAX_IMPORT_BYTES).map_err(|e| {
+            UsageError::with_fix(
+                e.to_string(),
+                "name a promptfoo config: promptgauge import promptfoo promptfooconfig.yaml",
+            )
+        })?;
+    yaml(&text, &path.display().to_string()).map_err(|e| UsageError(e).into())
+}
+
+/// A bench needs a prompt and a case, and import never overwrites one.
+fn check_importable(im: &Import, config_path: &Path, out: &Path) -> Result<(), Failure> {
     if im.variants.is_empty() || im.cases.is_empty() {
         return Err(UsageError::with_fix(
             format!(
@@ -773,7 +837,6 @@ pub fn import(args: &ImportArgs) -> Result<Exit, Failure> {
         )
         .into());
     }
-    let out = &args.out;
     if std::fs::symlink_metadata(out.join("promptgauge.yaml")).is_ok() {
         return Err(UsageError::with_fix(
             format!(
@@ -784,13 +847,11 @@ pub fn import(args: &ImportArgs) -> Result<Exit, Failure> {
         )
         .into());
     }
-    let name = config
-        .get("description")
-        .and_then(Value::as_str)
-        .map(slug)
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "imported".into());
-    write_bench(out, &name, config_path, &im)?;
+    Ok(())
+}
+
+/// What was imported, what to review, what was not carried over, and what to do next.
+fn say_imported(im: &Import, out: &Path) {
     out!(
         "imported {} prompts and {} tests into {} (promptgauge.yaml, cases.jsonl, prompts/)",
         im.variants.len(),
@@ -813,7 +874,6 @@ pub fn import(args: &ImportArgs) -> Result<Exit, Failure> {
         "next: promptgauge check {0}, then promptgauge run {0}",
         crate::report::shell_path(&out.join("promptgauge.yaml"))
     );
-    Ok(Exit::Success)
 }
 
 /// Notes said by many tests alike (`test 3: …`, `test 4: …`) become one, with the count.

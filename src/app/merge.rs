@@ -22,14 +22,7 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
     };
     let shards: Vec<RunDir> = args.runs.iter().map(RunDir::at).collect();
     // Held until the merge is written: no shard may be resumed while it is read.
-    let _locks = shards
-        .iter()
-        .map(|d| d.read_lock().map_err(UsageError))
-        .collect::<Result<Vec<_>, _>>()?;
-    let records: Vec<RunRecord> = shards
-        .iter()
-        .map(|d| d.read_record().map_err(|e| UsageError(format!("{e:#}"))))
-        .collect::<Result<_, _>>()?;
+    let (_locks, records) = read_shards(&shards)?;
     let first = &records[0];
     let (count, seen) = check_shards(&args.runs, &records)?;
     let root = match &args.out {
@@ -39,10 +32,7 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
             .unwrap_or(Path::new("."))
             .to_path_buf(),
     };
-    let missing: Vec<String> = (1..=count)
-        .filter(|i| !seen[*i as usize - 1])
-        .map(|i| format!("{i}/{count}"))
-        .collect();
+    let missing = missing_shards(count, &seen);
     let mut record = merged_record(&records, &missing);
     record.allowed_failures = args.gates.allow_failures;
 
@@ -58,13 +48,7 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
         &store,
     )
     .await?;
-    let dir =
-        RunDir::create(&root, &format!("{}-merged", first.bench.name), &utc_now()).before_send()?;
-    let _lock = dir.lock().map_err(super::finish::in_use)?;
-    let mut journal = dir
-        .append_journal()
-        .with_context(|| format!("cannot create the journal in {}", dir.path().display()))
-        .before_send()?;
+    let (dir, _lock, mut journal) = create_folder(&root, &first.bench.name)?;
     // The merged run is a run of its own.
     record.run_id = format!(
         "{}-{:04x}",
@@ -114,6 +98,44 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
     } else {
         Exit::Incomplete
     })
+}
+
+/// Each shard's record, its folder read-locked (the locks are held as long as they are
+/// kept).
+fn read_shards(
+    shards: &[RunDir],
+) -> Result<(Vec<crate::runner::lock::ReadLock>, Vec<RunRecord>), Failure> {
+    let locks = shards
+        .iter()
+        .map(|d| d.read_lock().map_err(|e| UsageError(e.to_string())))
+        .collect::<Result<Vec<_>, _>>()?;
+    let records: Vec<RunRecord> = shards
+        .iter()
+        .map(|d| d.read_record().map_err(|e| UsageError(format!("{e:#}"))))
+        .collect::<Result<_, _>>()?;
+    Ok((locks, records))
+}
+
+/// The shards of `count` not given (`seen` by shard number), as `i/count`.
+fn missing_shards(count: u32, seen: &[bool]) -> Vec<String> {
+    (1..=count)
+        .filter(|i| !seen[*i as usize - 1])
+        .map(|i| format!("{i}/{count}"))
+        .collect()
+}
+
+/// The merged run's folder under `root`, locked, with its journal open to append.
+fn create_folder(
+    root: &Path,
+    bench: &str,
+) -> Result<(RunDir, crate::runner::lock::RunLock, crate::runner::Journal), Failure> {
+    let dir = RunDir::create(root, &format!("{bench}-merged"), &utc_now()).before_send()?;
+    let lock = dir.lock().map_err(super::finish::in_use)?;
+    let journal = dir
+        .append_journal()
+        .with_context(|| format!("cannot create the journal in {}", dir.path().display()))
+        .before_send()?;
+    Ok((dir, lock, journal))
 }
 
 /// Every shard's journal, replayed once into the merged journal and the aggregator; a job

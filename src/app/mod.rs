@@ -234,7 +234,9 @@ fn load_with(
 )> {
     use anyhow::Context;
     let dir = crate::runner::RunDir::at(path);
-    let _reading = dir.read_lock().map_err(crate::cli::UsageError)?;
+    let _reading = dir
+        .read_lock()
+        .map_err(|e| crate::cli::UsageError(e.to_string()))?;
     let record = dir
         .read_record()
         .map_err(|e| crate::cli::UsageError(format!("{e:#}")))?;

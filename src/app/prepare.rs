@@ -83,26 +83,53 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
     if let Some(c) = args.concurrency {
         bench.limits.concurrency = c as usize;
     }
-    let variants: Vec<usize> = if args.variants.is_empty() {
-        (0..bench.variants.len()).collect()
-    } else {
-        let mut picked = Vec::new();
-        for name in &args.variants {
-            let Some(i) = bench.variants.iter().position(|v| v.name == name.trim()) else {
-                let known: Vec<&str> = bench.variants.iter().map(|v| v.name.as_str()).collect();
-                return Err(UsageError::with_fix(
-                    format!("--variants names `{name}`, which is not a variant of this bench"),
-                    format!("known variants: {}", known.join(", ")),
-                )
-                .into());
-            };
-            if !picked.contains(&i) {
-                picked.push(i);
-            }
-        }
-        picked
+    let variants = pick_variants(&bench, &args.variants)?;
+    let endpoint = endpoint_of(&bench, args, env)?;
+    let sequential = match (&args.sequential, args.until_decided) {
+        (Some(recorded), _) => Some(recorded.clone()),
+        (None, true) => Some(sequential_plan(&bench, variants.len(), args.max_drop)?),
+        (None, false) => None,
     };
-    let endpoint = resolve_endpoint(
+    let jobs = plan_jobs(&bench, &variants, sequential.as_ref(), args);
+    if let Some(tpm) = bench.limits.tokens_per_minute {
+        check_reservations(&bench, &jobs, tpm)?;
+    }
+    Ok(Prepared {
+        bench: Arc::new(bench),
+        scorers: Arc::new(scorers),
+        variants,
+        jobs,
+        endpoint,
+        sequential,
+    })
+}
+
+/// `--variants`: the bench's variants it names, in its order without repeats (every
+/// variant when it names none).
+fn pick_variants(bench: &Bench, names: &[String]) -> Result<Vec<usize>, Failure> {
+    if names.is_empty() {
+        return Ok((0..bench.variants.len()).collect());
+    }
+    let mut picked = Vec::new();
+    for name in names {
+        let Some(i) = bench.variants.iter().position(|v| v.name == name.trim()) else {
+            let known: Vec<&str> = bench.variants.iter().map(|v| v.name.as_str()).collect();
+            return Err(UsageError::with_fix(
+                format!("--variants names `{name}`, which is not a variant of this bench"),
+                format!("known variants: {}", known.join(", ")),
+            )
+            .into());
+        };
+        if !picked.contains(&i) {
+            picked.push(i);
+        }
+    }
+    Ok(picked)
+}
+
+/// Where to send: the flags and the environment over the bench's `endpoint:`.
+fn endpoint_of(bench: &Bench, args: &PlanArgs, env: &Env) -> Result<Endpoint, UsageError> {
+    resolve_endpoint(
         args,
         env,
         BenchEndpoint {
@@ -116,56 +143,57 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
             api_key_env: bench.endpoint.api_key_env.as_deref(),
             protocol: bench.endpoint.protocol,
         },
-    )?;
-    let sequential = match (&args.sequential, args.until_decided) {
-        (Some(recorded), _) => Some(recorded.clone()),
-        (None, true) => Some(sequential_plan(&bench, variants.len(), args.max_drop)?),
-        (None, false) => None,
-    };
-    let mut plan = match &sequential {
+    )
+}
+
+/// The jobs to send: every case × variant × repeat (in the sequential plan's order when
+/// there is one), then only `--shard`'s share.
+fn plan_jobs(
+    bench: &Bench,
+    variants: &[usize],
+    sequential: Option<&SequentialPlan>,
+    args: &PlanArgs,
+) -> Vec<Job> {
+    let mut plan = match sequential {
         // A seeded random order, cut at max_cases: later cases are never planned.
         Some(s) => {
             let mut order = case_order(bench.cases.len(), s.seed);
             order.truncate(s.max_cases as usize);
-            Plan::in_order(&order, &variants, bench.repeats)
+            Plan::in_order(&order, variants, bench.repeats)
         }
-        None => Plan::new(bench.cases.len(), &variants, bench.repeats),
+        None => Plan::new(bench.cases.len(), variants, bench.repeats),
     };
     if let Some(shard) = args.shard {
         plan.jobs.retain(|j| shard.holds(j));
     }
-    if let Some(tpm) = bench.limits.tokens_per_minute {
-        // A request larger than the whole budget would wait forever: refuse it now.
-        for job in &plan.jobs {
-            let case = &bench.cases[job.case];
-            let messages = bench
-                .templates
-                .render(job.variant, case, &bench.variants[job.variant])
-                .map_err(|e| Failure::Input(anyhow::anyhow!("template failed: {e}")))?;
-            let need = bench.reservation(job.variant, &messages);
-            if need > u64::from(tpm) {
-                return Err(Failure::Input(
-                    InputError::new(
-                        case.location.clone(),
-                        format!(
-                            "case `{}` with variant `{}` reserves about {need} tokens (prompt plus max_tokens), more than limits.tokens_per_minute ({tpm}): it could never be sent",
-                            case.id, bench.variants[job.variant].name
-                        ),
-                    )
-                    .fix("raise limits.tokens_per_minute, or lower max_tokens")
-                    .into(),
-                ));
-            }
+    plan.jobs
+}
+
+/// A request larger than the whole `tokens_per_minute` budget would wait forever: refuse
+/// it now.
+fn check_reservations(bench: &Bench, jobs: &[Job], tpm: u32) -> Result<(), Failure> {
+    for job in jobs {
+        let case = &bench.cases[job.case];
+        let messages = bench
+            .templates
+            .render(job.variant, case, &bench.variants[job.variant])
+            .map_err(|e| Failure::Input(anyhow::anyhow!("template failed: {e}")))?;
+        let need = bench.reservation(job.variant, &messages);
+        if need > u64::from(tpm) {
+            return Err(Failure::Input(
+                InputError::new(
+                    case.location.clone(),
+                    format!(
+                        "case `{}` with variant `{}` reserves about {need} tokens (prompt plus max_tokens), more than limits.tokens_per_minute ({tpm}): it could never be sent",
+                        case.id, bench.variants[job.variant].name
+                    ),
+                )
+                .fix("raise limits.tokens_per_minute, or lower max_tokens")
+                .into(),
+            ));
         }
     }
-    Ok(Prepared {
-        bench: Arc::new(bench),
-        scorers: Arc::new(scorers),
-        variants,
-        jobs: plan.jobs,
-        endpoint,
-        sequential,
-    })
+    Ok(())
 }
 
 /// The sequential plan of a new `--until-decided` run, from the bench's `sequential:`.

@@ -38,12 +38,10 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         store,
         baseline,
     } = resolve(args, env).await?;
-    let bench = p.bench.clone();
-    let quiet = args.quiet;
     let judge_info = judge.as_ref().map(|j| j.info.clone());
 
     let mut signals = Signals::watch().before_send()?;
-    let Some(dead_replicas) = look_at_server(&p, &provider, quiet, &mut signals).await? else {
+    let Some(dead_replicas) = look_at_server(&p, &provider, args.quiet, &mut signals).await? else {
         return Ok(Exit::Interrupted);
     };
 
@@ -55,17 +53,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         (&provider, judge_info.as_ref()),
         &store,
     )?;
-
-    let Continued {
-        mut agg,
-        mut journal,
-        jobs,
-        already,
-        resend,
-        stop,
-        horizon,
-        per_case,
-    } = continue_journal(&p, args, &dir, &record)?;
+    let continued = continue_journal(&p, args, &dir, &record)?;
 
     let (simulator, client) = start_client(
         &p,
@@ -73,76 +61,41 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         &provider,
         judge.as_ref(),
         &dead_replicas,
-        quiet,
+        args.quiet,
     )
     .await?;
     dir.write_record(&record).before_send()?;
-    if !quiet {
-        say_what_runs(&p, &provider, &record, &dir, jobs.len());
+    if !args.quiet {
+        say_what_runs(&p, &provider, &record, &dir, continued.jobs.len());
     }
 
-    let dispatch = client.drain_token();
-    let signals = watch_signals(signals, dispatch.clone(), client.stop_token(), args.grace);
-    let live = !quiet && std::io::stderr().is_terminal() && !env.is_ci();
-    let mut progress = Progress::new(p.jobs.len(), already, record.plan.variants.clone(), live);
-    let cache = open_cache(args.cache, &dir, quiet)?;
-    let judge_service = judge_service_for(
-        judge.as_ref(),
-        simulator.as_ref().map(|s| s.base_url()).as_deref(),
-        cache.clone(),
-        &client,
-    )?;
-    let options = runner::RunOptions {
-        cache,
-        scoring: crate::grade::ScoreContext {
-            judge: judge_service.clone(),
-        },
-        skip: stop.clone(),
-        horizon: horizon.map(|h| (h, per_case)),
-        resend,
-        ..run_options(&p, &record, args.verbose, already)
-    };
-    let mut verbose = VerboseLog;
-    let (mut first, mut outage) = watchers(&p, &dispatch);
-    // The journal first: nothing is reported that it did not keep.
-    let mut listeners: Vec<&mut dyn Listener> = vec![
-        &mut journal,
-        &mut agg,
-        &mut progress,
-        &mut first,
-        &mut outage,
-    ];
-    if args.verbose {
-        listeners.push(&mut verbose);
-    }
-    let tally = runner::run(
-        bench.clone(),
-        jobs,
-        client.clone(),
-        &options,
-        dispatch.clone(),
-        &mut Fanout(listeners),
+    let sent = send_jobs(
+        &p,
+        args,
+        env,
+        (&dir, &record),
+        (&client, simulator.as_ref(), judge.as_ref()),
+        signals,
+        continued,
     )
-    .await;
-    signals.abort();
-    progress.finish();
-    drop(journal);
+    .await?;
     drop(simulator);
 
     let (ending, stopped) = ending_of(
-        &tally,
-        &dispatch,
-        (&client, judge_service.as_deref()),
-        (&first, &outage),
+        &sent.tally,
+        &sent.dispatch,
+        (&client, sent.judge.as_deref()),
+        (&sent.first, &sent.outage),
         &dir,
     );
     record.finished_at = Some(utc_now());
     record.stopped = stopped;
     let mut problems = Vec::new();
     if let Err(e) = dir.write_record(&record) {
-        problems.push(e);
+        problems.push(e.into());
     }
     // The summary says when and why the run ended.
+    let mut agg = sent.agg;
     agg.set_run(record.info());
     let result = agg.finish();
     let outputs = Outputs {
@@ -160,9 +113,103 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         ending,
         &outputs,
         problems,
-        Some(&bench),
+        Some(&p.bench),
     )
     .await)
+}
+
+/// What the sending leaves: its tally, the listeners that may have stopped it, the
+/// aggregator that heard every job, and the judge's client (a refused judge key stops the
+/// run too).
+struct Sent {
+    tally: runner::RunTally,
+    dispatch: CancellationToken,
+    first: FirstFailures,
+    outage: Outage,
+    agg: crate::report::Aggregator,
+    judge: Option<Arc<crate::grade::judge::JudgeService>>,
+}
+
+/// Sends every job left, every listener hearing each as it finishes, until all are sent
+/// or the sending is stopped: by a signal, by the first jobs all failing alike, by an
+/// outage, or by the provider.
+async fn send_jobs(
+    p: &Prepared,
+    args: &RunArgs,
+    env: &Env,
+    (dir, record): (&RunDir, &RunRecord),
+    (client, simulator, judge): (
+        &Arc<Client>,
+        Option<&MockServer>,
+        Option<&super::judge::Judge>,
+    ),
+    signals: Signals,
+    continued: Continued,
+) -> Result<Sent, Failure> {
+    let Continued {
+        mut agg,
+        mut journal,
+        jobs,
+        already,
+        resend,
+        stop,
+        horizon,
+        per_case,
+    } = continued;
+    let dispatch = client.drain_token();
+    let signals = watch_signals(signals, dispatch.clone(), client.stop_token(), args.grace);
+    let live = !args.quiet && std::io::stderr().is_terminal() && !env.is_ci();
+    let mut progress = Progress::new(p.jobs.len(), already, record.plan.variants.clone(), live);
+    let cache = open_cache(args.cache, dir, args.quiet)?;
+    let judge = judge_service_for(
+        judge,
+        simulator.map(|s| s.base_url()).as_deref(),
+        cache.clone(),
+        client,
+    )?;
+    let options = runner::RunOptions {
+        cache,
+        scoring: crate::grade::ScoreContext {
+            judge: judge.clone(),
+        },
+        skip: stop,
+        horizon: horizon.map(|h| (h, per_case)),
+        resend,
+        ..run_options(p, record, args.verbose, already)
+    };
+    let mut verbose = VerboseLog;
+    let (mut first, mut outage) = watchers(p, &dispatch);
+    // The journal first: nothing is reported that it did not keep.
+    let mut listeners: Vec<&mut dyn Listener> = vec![
+        &mut journal,
+        &mut agg,
+        &mut progress,
+        &mut first,
+        &mut outage,
+    ];
+    if args.verbose {
+        listeners.push(&mut verbose);
+    }
+    let tally = runner::run(
+        p.bench.clone(),
+        jobs,
+        client.clone(),
+        &options,
+        dispatch.clone(),
+        &mut Fanout(listeners),
+    )
+    .await;
+    signals.abort();
+    progress.finish();
+    drop(journal);
+    Ok(Sent {
+        tally,
+        dispatch,
+        first,
+        outage,
+        agg,
+        judge,
+    })
 }
 
 /// The judge's client and how to ask it, when a scorer asks a model; it stops with the
@@ -477,52 +524,102 @@ struct Continued {
     per_case: usize,
 }
 
+/// Reads the journal once, if it exists (the aggregator hears every job it holds), and
+/// opens it to append; works out the jobs still to send.
 fn continue_journal(
     p: &Prepared,
     args: &RunArgs,
     dir: &RunDir,
     record: &RunRecord,
 ) -> Result<Continued, Failure> {
-    let bench = &p.bench;
-    let quiet = args.quiet;
-    // The journal is read once, if it exists: the aggregator hears every job it holds.
     let keys = record.plan_keys();
-    // `--until-decided`: a decided variant's jobs are not sent (flags by bench variant).
-    let stop: Option<crate::runner::sequential::StopFlags> = p.sequential.as_ref().map(|_| {
-        Arc::new(
-            (0..bench.variants.len())
-                .map(|_| std::sync::atomic::AtomicBool::new(false))
-                .collect(),
-        )
-    });
-    // ... and none is sent far ahead of the cases the tests have seen.
-    let per_case = p.variants.len() * bench.repeats as usize;
-    let horizon = p.sequential.as_ref().map(|_| {
-        let workers = bench.limits.concurrency * p.endpoint.base_urls.len().max(1);
-        crate::runner::sequential::Horizon::new(workers.div_ceil(per_case.max(1)) + 1)
-    });
-    let decisions = crate::runner::sequential::Decisions::default();
-    let live = match (&stop, &horizon) {
-        (Some(stop), Some(horizon)) => Some(crate::runner::sequential::Live {
-            stop: stop.clone(),
-            bench_index: p.variants.clone(),
-            horizon: horizon.clone(),
-            decisions: decisions.clone(),
-        }),
-        _ => None,
-    };
-    let mut agg = super::aggregator_with(dir, record, &args.outputs, live)?;
+    let per_case = p.variants.len() * p.bench.repeats as usize;
+    let until = UntilDecided::of(p, per_case);
+    let mut agg = super::aggregator_with(dir, record, &args.outputs, until.live(p))?;
     if !args.store.no_store {
         agg.keep_rows(&record.bench.case_ids, Some(dir.store_spool()));
     }
-    // `--retry-failed`: the failed jobs it picks are left open, to be sent again.
-    let pick = |r: &crate::runner::JobRecord| match args.retry_failed {
+    let (audit, journal) = replay_journal(p, args.retry_failed, dir, &keys, &mut agg, &until)?;
+    let (jobs, resend) = jobs_left(p, &keys, &audit);
+    if args.retry_failed.is_some() && !args.quiet {
+        say_resending(args.retry_failed, resend.len());
+    }
+    Ok(Continued {
+        agg,
+        already: p.jobs.len() - jobs.len(),
+        journal,
+        jobs,
+        resend,
+        stop: until.stop,
+        horizon: until.horizon,
+        per_case,
+    })
+}
+
+/// What `--until-decided` shares with the workers and the journal while the run goes on.
+struct UntilDecided {
+    /// A decided variant's jobs are not sent (flags by bench variant).
+    stop: Option<crate::runner::sequential::StopFlags>,
+    /// None is sent far ahead of the cases the tests have seen.
+    horizon: Option<crate::runner::sequential::Horizon>,
+    /// The decisions the tests reach, for the journal to write.
+    decisions: crate::runner::sequential::Decisions,
+}
+
+impl UntilDecided {
+    /// `per_case` is the jobs per case (variants × repeats).
+    fn of(p: &Prepared, per_case: usize) -> Self {
+        let bench = &p.bench;
+        let stop = p.sequential.as_ref().map(|_| {
+            Arc::new(
+                (0..bench.variants.len())
+                    .map(|_| std::sync::atomic::AtomicBool::new(false))
+                    .collect(),
+            )
+        });
+        let horizon = p.sequential.as_ref().map(|_| {
+            let workers = bench.limits.concurrency * p.endpoint.base_urls.len().max(1);
+            crate::runner::sequential::Horizon::new(workers.div_ceil(per_case.max(1)) + 1)
+        });
+        UntilDecided {
+            stop,
+            horizon,
+            decisions: Default::default(),
+        }
+    }
+
+    /// What the live sequential tests use, when the run goes until decided.
+    fn live(&self, p: &Prepared) -> Option<crate::runner::sequential::Live> {
+        match (&self.stop, &self.horizon) {
+            (Some(stop), Some(horizon)) => Some(crate::runner::sequential::Live {
+                stop: stop.clone(),
+                bench_index: p.variants.clone(),
+                horizon: horizon.clone(),
+                decisions: self.decisions.clone(),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// Replays the journal into the aggregator and reopens it to append; says what the
+/// replay found (a torn last line, anything odd). `--retry-failed`: the failed jobs it
+/// picks are left open, to be sent again.
+fn replay_journal(
+    p: &Prepared,
+    retry_failed: Option<crate::cli::RetryFailed>,
+    dir: &RunDir,
+    keys: &crate::runner::journal::PlanKeys,
+    agg: &mut crate::report::Aggregator,
+    until: &UntilDecided,
+) -> Result<(crate::runner::journal::Audit, crate::runner::Journal), Failure> {
+    let pick = |r: &crate::runner::JobRecord| match retry_failed {
         Some(crate::cli::RetryFailed::All) => true,
         Some(crate::cli::RetryFailed::Transient) => r.failed_transiently(),
         None => false,
     };
     let (audit, mut journal) = dir
-        .resume_resending(&keys, &pick, |r| agg.add(&r))
+        .resume_resending(keys, &pick, |r| agg.add(&r))
         .with_context(|| format!("cannot read the journal {}", dir.journal_path().display()))
         .before_send()?;
     agg.note_audit(&audit);
@@ -531,10 +628,10 @@ fn continue_journal(
     // written.
     if p.sequential.is_some() {
         let kept = &audit.stats.decided;
-        if let Ok(mut queue) = decisions.lock() {
+        if let Ok(mut queue) = until.decisions.lock() {
             queue.retain(|d| !kept.iter().any(|k| k.variant == d.variant));
         }
-        journal.keep_decisions(decisions.clone());
+        journal.keep_decisions(until.decisions.clone());
     }
     if audit.stats.torn_bytes > 0 {
         note!(
@@ -546,53 +643,49 @@ fn continue_journal(
     if let Some(found) = audit.findings() {
         note!("note: {}: {found}", dir.journal_path().display());
     }
+    Ok((audit, journal))
+}
+
+/// The plan's jobs the journal does not hold as done, and of those the ones sent again
+/// (`--retry-failed`), by plan position, with their round.
+fn jobs_left(
+    p: &Prepared,
+    keys: &crate::runner::journal::PlanKeys,
+    audit: &crate::runner::journal::Audit,
+) -> (Vec<Job>, HashMap<usize, u32>) {
+    let bench = &p.bench;
+    let slot = |j: &Job| {
+        keys.slot(
+            &bench.cases[j.case].id,
+            &bench.variants[j.variant].name,
+            j.repeat,
+        )
+    };
     let jobs: Vec<Job> = p
         .jobs
         .iter()
-        .filter(|j| {
-            keys.slot(
-                &bench.cases[j.case].id,
-                &bench.variants[j.variant].name,
-                j.repeat,
-            )
-            .is_none_or(|slot| !audit.done[slot])
-        })
+        .filter(|j| slot(j).is_none_or(|slot| !audit.done[slot]))
         .copied()
         .collect();
-    let already = p.jobs.len() - jobs.len();
     let rounds: HashMap<usize, u32> = audit.to_resend.iter().copied().collect();
-    let resend: HashMap<usize, u32> = jobs
+    let resend = jobs
         .iter()
-        .filter_map(|j| {
-            let slot = keys.slot(
-                &bench.cases[j.case].id,
-                &bench.variants[j.variant].name,
-                j.repeat,
-            )?;
-            rounds.get(&slot).map(|&round| (j.index, round))
-        })
+        .filter_map(|j| rounds.get(&slot(j)?).map(|&round| (j.index, round)))
         .collect();
-    if args.retry_failed.is_some() && !quiet {
-        note!(
-            "sending again {} that failed ({}); their failures stay in the journal",
-            super::count(resend.len() as u64, "job", "jobs"),
-            match args.retry_failed {
-                Some(crate::cli::RetryFailed::All) => "all of them",
-                _ =>
-                    "those a server outage, overload or timeout failed; --retry-failed all sends every one",
-            }
-        );
-    }
-    Ok(Continued {
-        agg,
-        journal,
-        jobs,
-        already,
-        resend,
-        stop,
-        horizon,
-        per_case,
-    })
+    (jobs, resend)
+}
+
+/// `--retry-failed`: how many failed jobs are sent again, and which.
+fn say_resending(retry_failed: Option<crate::cli::RetryFailed>, resent: usize) {
+    note!(
+        "sending again {} that failed ({}); their failures stay in the journal",
+        super::count(resent as u64, "job", "jobs"),
+        match retry_failed {
+            Some(crate::cli::RetryFailed::All) => "all of them",
+            _ =>
+                "those a server outage, overload or timeout failed; --retry-failed all sends every one",
+        }
+    );
 }
 
 /// The run's folder and record: a resumed run's, brought up to date, or a new one (its
@@ -623,18 +716,14 @@ fn open_folder(
                 None => p.bench.name.clone(),
             };
             let dir = RunDir::create(&args.out, &name, &started_at).map_err(|e| {
-                let denied = e.chain().any(|c| {
-                    c.downcast_ref::<std::io::Error>()
-                        .is_some_and(|io| io.kind() == std::io::ErrorKind::PermissionDenied)
-                });
-                if denied {
+                if e.permission_denied() {
                     // The usual cause: a container's user in a folder mounted from the host.
                     Failure::from(UsageError::with_fix(
-                        format!("{e:#}"),
+                        e.to_string(),
                         "write the reports where you may (--out DIR); in Docker, run as your own user so the mounted folder is writable: docker run --user \"$(id -u):$(id -g)\" -v \"$PWD:/work\" …",
                     ))
                 } else {
-                    Failure::Input(e)
+                    Failure::Input(e.into())
                 }
             })?;
             let lock = dir.lock().map_err(in_use)?;
@@ -788,7 +877,7 @@ pub(super) async fn baseline_of(
     let earlier = match &reference {
         Reference::Folder(path) => {
             let dir = RunDir::at(path);
-            let _reading = dir.read_lock().map_err(UsageError)?;
+            let _reading = dir.read_lock().map_err(|e| UsageError(e.to_string()))?;
             dir.read_record()
                 .map_err(|e| {
                     UsageError::with_fix(

@@ -26,6 +26,15 @@ impl Clock for TokioClock {
 
 type Limiter = RateLimiter<NotKeyed, InMemoryState, TokioClock, NoOpMiddleware<Duration>>;
 
+/// A request that no wait would let through: it asks for more than a limit's whole budget.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum NeverFits {
+    #[error("insufficient capacity")]
+    Capacity,
+    #[error("a request reserving {tokens} tokens can never fit tokens_per_minute {per_minute}")]
+    Tokens { tokens: u32, per_minute: u32 },
+}
+
 pub(crate) struct Limits {
     clock: TokioClock,
     requests: Option<Limiter>,
@@ -61,23 +70,23 @@ impl Limits {
     }
 
     /// Waits until one request of `tokens` fits both budgets. Errs when it never can.
-    pub(crate) async fn reserve(&self, tokens: u32) -> Result<(), String> {
+    pub(crate) async fn reserve(&self, tokens: u32) -> Result<(), NeverFits> {
         if let Some(limiter) = &self.requests {
             wait(limiter, NonZeroU32::MIN, &self.clock).await?;
         }
         if let (Some(limiter), Some(n)) = (&self.tokens, NonZeroU32::new(tokens)) {
-            wait(limiter, n, &self.clock).await.map_err(|_| {
-                format!(
-                    "a request reserving {tokens} tokens can never fit tokens_per_minute {}",
-                    self.tokens_per_minute.unwrap_or(0)
-                )
-            })?;
+            wait(limiter, n, &self.clock)
+                .await
+                .map_err(|_| NeverFits::Tokens {
+                    tokens,
+                    per_minute: self.tokens_per_minute.unwrap_or(0),
+                })?;
         }
         Ok(())
     }
 }
 
-async fn wait(limiter: &Limiter, n: NonZeroU32, clock: &TokioClock) -> Result<(), String> {
+async fn wait(limiter: &Limiter, n: NonZeroU32, clock: &TokioClock) -> Result<(), NeverFits> {
     loop {
         match limiter.check_n(n) {
             Ok(Ok(())) => return Ok(()),
@@ -85,7 +94,7 @@ async fn wait(limiter: &Limiter, n: NonZeroU32, clock: &TokioClock) -> Result<()
                 let wait = not_until.wait_time_from(clock.now());
                 tokio::time::sleep(wait.max(Duration::from_millis(1))).await;
             }
-            Err(_) => return Err("insufficient capacity".into()),
+            Err(_) => return Err(NeverFits::Capacity),
         }
     }
 }

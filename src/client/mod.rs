@@ -182,7 +182,7 @@ pub enum Fatal {
 }
 
 /// The answer to a job, or why there is none.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct JobResult {
     pub attempts: Vec<Attempt>,
     /// The final attempt's stream; only trustworthy when `answered()`.
@@ -478,202 +478,235 @@ impl Client {
 
     /// Runs one job to an answer or a failure, retrying as the policy says.
     pub async fn execute(&self, job: &JobRequest) -> JobResult {
-        let mut sent = (None, None);
-        let mut result = self.attempts(job, &mut sent).await;
-        // To the end of the last attempt's answer, as its latency measures it (not the wait
-        // for the connection to close after it).
-        if let ((Some(first), Some(last)), Some(a)) = (sent, result.attempts.last()) {
-            result.answer_ms = Some(ms(last - first) + a.latency_ms);
+        let mut run = JobRun::new(job, Dialect(self.dialect.load(Ordering::Relaxed)));
+        if let Err(Aborted) = self.attempts(&mut run).await {
+            run.result.aborted = true;
         }
-        result
+        run.into_result()
     }
 
-    /// The attempts of one job; `sent` keeps when the first and the last were sent.
-    async fn attempts(
-        &self,
-        job: &JobRequest,
-        sent: &mut (Option<Instant>, Option<Instant>),
-    ) -> JobResult {
-        let mut result = JobResult {
-            attempts: Vec::new(),
-            text: String::new(),
-            reasoning: String::new(),
-            tool_calls: Vec::new(),
-            finish_reason: None,
-            usage: None,
-            model: None,
-            answer_ms: None,
-            failure: None,
-            aborted: false,
-        };
-        let mut dialect = Dialect(self.dialect.load(Ordering::Relaxed));
-        // The status that made this job fall back to a plainer dialect, if one did.
-        let mut refused: Option<u16> = None;
+    /// Waits for `work`, unless the run stops or winds down first.
+    async fn unless_winding_down<T>(&self, work: impl Future<Output = T>) -> Result<T, Aborted> {
+        tokio::select! {
+            biased;
+            _ = self.stop.cancelled() => Err(Aborted),
+            _ = self.drain.cancelled() => Err(Aborted),
+            r = work => Ok(r),
+        }
+    }
+
+    /// The attempts of one job, until one ends it with an answer or a failure.
+    async fn attempts(&self, run: &mut JobRun<'_>) -> Result<(), Aborted> {
         loop {
             // Winding down: no new attempt; the job is left for a resume, not failed.
             if self.drain.is_cancelled() || self.stop.is_cancelled() {
-                result.aborted = true;
-                return result;
+                return Err(Aborted);
             }
-            if !self.limits.is_empty() {
-                let reserved = tokio::select! {
-                    biased;
-                    _ = self.stop.cancelled() => { result.aborted = true; return result; }
-                    _ = self.drain.cancelled() => { result.aborted = true; return result; }
-                    r = self.limits.reserve(job.reserve_tokens) => r,
-                };
-                if let Err(e) = reserved {
-                    result.failure = Some(e);
-                    return result;
-                }
+            if !self.limits.is_empty()
+                && let Err(e) = self
+                    .unless_winding_down(self.limits.reserve(run.job.reserve_tokens))
+                    .await?
+            {
+                run.result.failure = Some(e.to_string());
+                return Ok(());
             }
-            let (replica, permit) = tokio::select! {
+            let (replica, permit) = self.unless_winding_down(self.pool.acquire()).await?;
+            let request = self.request(&self.pool.replicas[replica].url, run.job, run.dialect);
+            let shown_headers = self.wants_attempts().then(|| request.redacted_headers());
+            run.sending();
+            // Winding down lets an attempt in flight finish; only a stop abandons it.
+            let sent = tokio::select! {
                 biased;
-                _ = self.stop.cancelled() => { result.aborted = true; return result; }
-                _ = self.drain.cancelled() => { result.aborted = true; return result; }
-                p = self.pool.acquire() => p,
-            };
-            let url = &self.pool.replicas[replica].url;
-            let request = self.request(url, job, dialect);
-            let observed = self.wants_attempts();
-            let shown_headers = if observed {
-                request.redacted_headers()
-            } else {
-                Vec::new()
-            };
-            let now = Instant::now();
-            sent.0.get_or_insert(now);
-            sent.1 = Some(now);
-            let outcome = tokio::select! {
-                biased;
-                _ = self.stop.cancelled() => { result.aborted = true; return result; }
+                _ = self.stop.cancelled() => return Err(Aborted),
                 r = self.attempt(request) => r,
             };
             drop(permit);
-            let AttemptResult {
-                mut attempt,
-                mut stream,
-                retry_after,
-                retryable,
-                remaining_requests,
-            } = outcome;
-            // What the server sent back may quote the key (an echoed header in an error
-            // body, an answer that repeats it): nothing it said leaves here unscrubbed.
-            self.scrub(&mut attempt, &mut stream);
-            attempt.stream_options = self.protocol.asks_for_usage(dialect);
-            // The server started answering: this attempt is billed, whole or not.
-            if attempt.status == Some(200) {
-                attempt.usage = Some(stream.usage.unwrap_or_else(|| {
-                    let prompt: usize =
-                        job.messages.iter().map(|m| m.content.chars().count()).sum();
-                    Usage::estimate(prompt, &stream.text, &stream.reasoning)
-                }));
-            }
-            if self.pool.replicas.len() > 1 {
-                attempt.replica = Some(replica);
-            }
-            let status = attempt.status;
-            let limit = self.pool.replicas[replica].gate.limit();
-            let (health, why) = health_of(&attempt, remaining_requests, limit);
-            self.pool.report(replica, health, &why);
-            for event in self.pool.take_events() {
-                self.emit(ClientEvent::Pool(event));
-            }
-            let mut next = retry::next_step(attempt.outcome, status);
-            if !retryable && next == retry::Next::Retry {
-                next = retry::Next::Fail;
-            }
-            // The server may only not know an optional feature: try once without it, at once.
-            // Each step is plainer than the last, so this ends.
-            let plainer = status.and_then(|s| self.protocol.fallback(job, dialect, s));
-            let immediate = plainer.is_some();
-            if let Some(d) = plainer {
-                refused = status;
-                dialect = d;
-                next = retry::Next::Retry;
-            } else if refused.is_some() && status != refused {
-                // Not refused again: the plainer form is the run's from now on.
-                self.dialect.store(dialect.0, Ordering::Relaxed);
-            }
-            result.text = stream.text;
-            result.reasoning = stream.reasoning;
-            result.tool_calls = stream.tool_calls;
-            result.finish_reason = stream.finish.map(|f| f.reason);
-            result.usage = stream.usage;
-            result.model = stream.model;
-
-            let number = result.attempts.len() + 1;
-            let mut wait = None;
-            match next {
-                retry::Next::Done => {}
-                retry::Next::StopRun => {
-                    let fatal = match status {
-                        Some(402) => Fatal::PaymentRequired {
-                            message: attempt.error.clone().unwrap_or_default(),
-                        },
-                        _ => Fatal::Unauthorized {
-                            status: status.unwrap_or(401),
-                            env: self.config.api_key_env.clone(),
-                        },
-                    };
-                    result.failure = Some(self.secrets.scrub(&fatal.to_string()).into_owned());
-                    self.stop_run(fatal);
-                }
-                retry::Next::Fail => {
-                    result.failure = Some(describe_failure(&attempt));
-                }
-                retry::Next::Retry if number as u32 >= self.config.max_attempts => {
-                    result.failure = Some(format!(
-                        "gave up after {number} attempts; last: {}",
-                        describe_failure(&attempt)
-                    ));
-                }
-                retry::Next::Retry => match retry_after {
-                    Some(ra) if ra > self.config.max_retry_after => {
-                        result.failure = Some(format!(
-                            "the provider asked to wait {}, more than limits.max_retry_after ({})",
-                            if ra >= Duration::from_secs(86_400 * 365) {
-                                "more than a year".to_string()
-                            } else {
-                                human(ra)
-                            },
-                            human(self.config.max_retry_after)
-                        ));
-                    }
-                    _ if immediate => wait = Some(Duration::ZERO),
-                    ra => {
-                        let unit: f64 = self.rng.lock().map(|mut r| r.random()).unwrap_or(0.5);
-                        let retries_so_far = number as u32 - 1;
-                        let b = retry::backoff(
-                            retries_so_far,
-                            self.config.backoff_base,
-                            self.config.backoff_cap,
-                            unit,
-                        );
-                        // Retry-After is a floor, not advice.
-                        wait = Some(ra.map_or(b, |ra| ra.max(b)));
-                    }
-                },
-            }
-            attempt.wait_ms = wait.map(ms);
-            if observed {
-                self.emit(ClientEvent::Attempt(AttemptEvent {
-                    idempotency_key: job.idempotency_key.clone(),
-                    number,
-                    url: self.pool.replicas[replica].shown_url.clone(),
-                    headers: shown_headers,
-                    attempt: attempt.clone(),
-                }));
-            }
-            result.attempts.push(attempt);
-            let Some(wait) = wait else {
-                return result;
+            let Some(wait) = self.conclude(run, replica, sent, shown_headers) else {
+                return Ok(());
             };
-            tokio::select! {
-                biased;
-                _ = self.stop.cancelled() => { result.aborted = true; return result; }
-                _ = self.drain.cancelled() => { result.aborted = true; return result; }
-                _ = tokio::time::sleep(wait) => {}
+            self.unless_winding_down(tokio::time::sleep(wait)).await?;
+        }
+    }
+
+    /// Everything after an attempt came back: it goes on the record and its replica hears
+    /// how it went; the job keeps what it answered and the policy says what follows. Returns
+    /// the wait before the next attempt, or `None` when the job is over.
+    fn conclude(
+        &self,
+        run: &mut JobRun<'_>,
+        replica: usize,
+        sent: AttemptResult,
+        shown_headers: Option<Vec<(String, String)>>,
+    ) -> Option<Duration> {
+        let AttemptResult {
+            mut attempt,
+            mut stream,
+            retry_after,
+            retryable,
+            remaining_requests,
+        } = sent;
+        self.record(run, replica, &mut attempt, &mut stream);
+        self.report_health(replica, &attempt, remaining_requests);
+        let (next, immediate) = self.next_step(run, &attempt, retryable);
+        run.keep(stream);
+        let number = run.result.attempts.len() + 1;
+        let wait = match self.follow_up(next, number, &attempt, retry_after, immediate) {
+            Ok(wait) => wait,
+            Err(failure) => {
+                run.result.failure = Some(failure);
+                None
+            }
+        };
+        attempt.wait_ms = wait.map(ms);
+        if let Some(headers) = shown_headers {
+            self.emit(ClientEvent::Attempt(AttemptEvent {
+                idempotency_key: run.job.idempotency_key.clone(),
+                number,
+                url: self.pool.replicas[replica].shown_url.clone(),
+                headers,
+                attempt: attempt.clone(),
+            }));
+        }
+        run.result.attempts.push(attempt);
+        wait
+    }
+
+    /// Puts an attempt on the record: scrubbed, marked with the dialect it spoke, billed,
+    /// and with the replica that served it.
+    fn record(
+        &self,
+        run: &JobRun<'_>,
+        replica: usize,
+        attempt: &mut Attempt,
+        stream: &mut Streamed,
+    ) {
+        // What the server sent back may quote the key (an echoed header in an error
+        // body, an answer that repeats it): nothing it said leaves here unscrubbed.
+        self.scrub(attempt, stream);
+        attempt.stream_options = self.protocol.asks_for_usage(run.dialect);
+        // The server started answering: this attempt is billed, whole or not.
+        if attempt.status == Some(200) {
+            attempt.usage = Some(stream.usage.unwrap_or_else(|| {
+                let prompt: usize = run
+                    .job
+                    .messages
+                    .iter()
+                    .map(|m| m.content.chars().count())
+                    .sum();
+                Usage::estimate(prompt, &stream.text, &stream.reasoning)
+            }));
+        }
+        if self.pool.replicas.len() > 1 {
+            attempt.replica = Some(replica);
+        }
+    }
+
+    /// Tells the replica's gate how the attempt went, and passes on what the pool did.
+    fn report_health(&self, replica: usize, attempt: &Attempt, remaining_requests: Option<u64>) {
+        let limit = self.pool.replicas[replica].gate.limit();
+        let (health, why) = health_of(attempt, remaining_requests, limit);
+        self.pool.report(replica, health, &why);
+        for event in self.pool.take_events() {
+            self.emit(ClientEvent::Pool(event));
+        }
+    }
+
+    /// What the policy says follows the attempt, and whether it is a retry at once in a
+    /// plainer dialect: the server may only not know an optional feature, so the job tries
+    /// once without it. Each step is plainer than the last, so this ends.
+    fn next_step(
+        &self,
+        run: &mut JobRun<'_>,
+        attempt: &Attempt,
+        retryable: bool,
+    ) -> (retry::Next, bool) {
+        let status = attempt.status;
+        let next = match retry::next_step(attempt.outcome, status) {
+            retry::Next::Retry if !retryable => retry::Next::Fail,
+            next => next,
+        };
+        if let Some(plainer) = status.and_then(|s| self.protocol.fallback(run.job, run.dialect, s))
+        {
+            run.refused = status;
+            run.dialect = plainer;
+            return (retry::Next::Retry, true);
+        }
+        if run.refused.is_some() && status != run.refused {
+            // Not refused again: the plainer form is the run's from now on.
+            self.dialect.store(run.dialect.0, Ordering::Relaxed);
+        }
+        (next, false)
+    }
+
+    /// After attempt `number`, whose policy step is `next`: the wait before the next attempt,
+    /// `None` when the job is done, or why it failed.
+    fn follow_up(
+        &self,
+        next: retry::Next,
+        number: usize,
+        attempt: &Attempt,
+        retry_after: Option<Duration>,
+        immediate: bool,
+    ) -> Result<Option<Duration>, String> {
+        match next {
+            retry::Next::Done => Ok(None),
+            retry::Next::StopRun => Err(self.stop_for(attempt)),
+            retry::Next::Fail => Err(describe_failure(attempt)),
+            retry::Next::Retry if number as u32 >= self.config.max_attempts => Err(format!(
+                "gave up after {number} attempts; last: {}",
+                describe_failure(attempt)
+            )),
+            retry::Next::Retry => self.retry_wait(number, retry_after, immediate).map(Some),
+        }
+    }
+
+    /// Stops the run for what `attempt` was refused (the key, or credit), and says why.
+    fn stop_for(&self, attempt: &Attempt) -> String {
+        let fatal = match attempt.status {
+            Some(402) => Fatal::PaymentRequired {
+                message: attempt.error.clone().unwrap_or_default(),
+            },
+            status => Fatal::Unauthorized {
+                status: status.unwrap_or(401),
+                env: self.config.api_key_env.clone(),
+            },
+        };
+        let why = self.secrets.scrub(&fatal.to_string()).into_owned();
+        self.stop_run(fatal);
+        why
+    }
+
+    /// The wait before retrying after attempt `number`: none for a plainer dialect, else the
+    /// jittered backoff or what the server asked, whichever is longer. A server asking for
+    /// more than `max_retry_after` fails the job instead.
+    fn retry_wait(
+        &self,
+        number: usize,
+        retry_after: Option<Duration>,
+        immediate: bool,
+    ) -> Result<Duration, String> {
+        match retry_after {
+            Some(ra) if ra > self.config.max_retry_after => Err(format!(
+                "the provider asked to wait {}, more than limits.max_retry_after ({})",
+                if ra >= Duration::from_secs(86_400 * 365) {
+                    "more than a year".to_string()
+                } else {
+                    human(ra)
+                },
+                human(self.config.max_retry_after)
+            )),
+            _ if immediate => Ok(Duration::ZERO),
+            ra => {
+                let unit: f64 = self.rng.lock().map(|mut r| r.random()).unwrap_or(0.5);
+                let retries_so_far = number as u32 - 1;
+                let b = retry::backoff(
+                    retries_so_far,
+                    self.config.backoff_base,
+                    self.config.backoff_cap,
+                    unit,
+                );
+                // Retry-After is a floor, not advice.
+                Ok(ra.map_or(b, |ra| ra.max(b)))
             }
         }
     }
@@ -709,7 +742,6 @@ impl Client {
         }
     }
 
-    /// One HTTP request, under the first-token, idle and total deadlines.
     /// A response that is not a 2xx: what it says (`HTTP 429: …`, its body read until
     /// `read_until`, secrets scrubbed before and after reading and only then cut to
     /// length, so no part of a secret survives the cut) and how long it asks to wait.
@@ -740,183 +772,64 @@ impl Client {
         (e, retry_after)
     }
 
+    /// One HTTP request, under the first-token, idle and total deadlines.
     async fn attempt(&self, request: HttpRequest) -> AttemptResult {
-        let sent = Instant::now();
-        let total_deadline = deadline_after(sent, self.config.total_timeout);
-        let first_deadline =
-            deadline_after(sent, self.config.first_token_timeout).min(total_deadline);
-        let mut stream = Streamed::default();
-        let mut attempt = Attempt {
-            outcome: Outcome::HttpError,
-            status: None,
-            error: None,
-            ttft_ms: None,
-            latency_ms: 0.0,
-            retry_after_ms: None,
-            wait_ms: None,
-            stream_options: false,
-            ignored_events: 0,
-            usage: None,
-            replica: None,
-        };
-        // When the answer was whole: its finish_reason (or the usage chunk that followed
-        // within the grace). Latency ends there, not when the server closes the stream.
-        let mut complete_at: Option<Instant> = None;
-        let finish = |mut attempt: Attempt,
-                      stream: Streamed,
-                      outcome,
-                      error: Option<String>,
-                      retry_after,
-                      ended: Option<Instant>| {
-            attempt.outcome = outcome;
-            attempt.error = error;
-            attempt.latency_ms = ms(ended.unwrap_or_else(Instant::now) - sent);
-            attempt.ignored_events = stream.ignored;
-            AttemptResult {
-                attempt,
-                stream,
-                retry_after,
-                retryable: true,
-                remaining_requests: None,
-            }
-        };
-
-        let response = match timeout_at(first_deadline, self.transport.send(request)).await {
-            Err(_) => {
-                let e = format!("no response within {}", human(first_deadline - sent));
-                return finish(attempt, stream, Outcome::NoFirstToken, Some(e), None, None);
-            }
-            Ok(Err(e)) => {
-                return finish(
+        let clock = AttemptClock::start(&self.config);
+        let mut attempt = Attempt::unsent();
+        let response = match self.connect(request, &clock).await {
+            Ok(response) => response,
+            Err((outcome, e)) => {
+                let latency_ms = clock.latency_ms(None);
+                return AttemptResult::ended(
                     attempt,
-                    stream,
-                    Outcome::HttpError,
-                    Some(format!("connection failed: {e}")),
-                    None,
-                    None,
+                    Streamed::default(),
+                    outcome,
+                    Some(e),
+                    latency_ms,
                 );
             }
-            Ok(Ok(r)) => r,
         };
         attempt.status = Some(response.status);
         let remaining_requests = self.protocol.remaining_requests(&response.headers);
         if !(200..300).contains(&response.status) {
-            let read_until = first_deadline
+            let read_until = clock
+                .first
                 .max(deadline_after(Instant::now(), self.config.idle_timeout))
-                .min(total_deadline);
+                .min(clock.total);
             let (e, retry_after) = self.refusal(response, read_until).await;
             attempt.retry_after_ms = retry_after.map(ms);
-            return finish(
+            let latency_ms = clock.latency_ms(None);
+            let mut result = AttemptResult::ended(
                 attempt,
-                stream,
+                Streamed::default(),
                 Outcome::HttpError,
                 Some(e),
-                retry_after,
-                None,
+                latency_ms,
             );
+            result.retry_after = retry_after;
+            return result;
         }
 
         let mut body = response.body;
-        let mut decoder = sse::Decoder::new();
-        let mut events = Vec::new();
-        let mut first_event = false;
-        let mut last_event = sent;
-        let mut received = 0usize;
-        let mut ended = false;
-        let end = loop {
-            let deadline = match complete_at {
-                // The answer is whole; wait only a moment for its usage or its end.
-                Some(at) => deadline_after(at, self.config.finish_grace)
-                    .min(deadline_after(last_event, self.config.idle_timeout))
-                    .min(total_deadline),
-                None if first_event => {
-                    deadline_after(last_event, self.config.idle_timeout).min(total_deadline)
-                }
-                None => first_deadline,
-            };
-            match timeout_at(deadline, body.next()).await {
-                Err(_) if complete_at.is_some() => break Ok(()),
-                Err(_) if !first_event => {
-                    break Err((
-                        Outcome::NoFirstToken,
-                        format!("no first event within {}", human(first_deadline - sent)),
-                    ));
-                }
-                Err(_) if deadline >= total_deadline => {
-                    break Err((
-                        Outcome::Stalled,
-                        format!(
-                            "attempt exceeded total_timeout {}",
-                            human(self.config.total_timeout)
-                        ),
-                    ));
-                }
-                Err(_) => {
-                    break Err((
-                        Outcome::Stalled,
-                        format!("no event for {}", human(self.config.idle_timeout)),
-                    ));
-                }
-                Ok(None) => {
-                    decoder.finish();
-                    ended = true;
-                    break Ok(());
-                }
-                Ok(Some(Err(e))) => break Err((Outcome::Cut, format!("stream broke: {e}"))),
-                Ok(Some(Ok(chunk))) => {
-                    received += chunk.len();
-                    if received > self.config.max_response_bytes {
-                        break Err((
-                            Outcome::StreamError,
-                            format!(
-                                "the response exceeded max_response_bytes ({} bytes); not retried",
-                                self.config.max_response_bytes
-                            ),
-                        ));
-                    }
-                    decoder.feed(&chunk, &mut events);
-                    if events.is_empty() {
-                        continue;
-                    }
-                    first_event = true;
-                    last_event = Instant::now();
-                    let had_usage = stream.usage.is_some();
-                    for event in events.drain(..) {
-                        let data = self.secrets.scrub(&event.data);
-                        if self.protocol.decode(&mut stream, &event.event, &data)
-                            && attempt.ttft_ms.is_none()
-                        {
-                            attempt.ttft_ms = Some(ms(sent.elapsed()));
-                        }
-                    }
-                    if stream.error.is_some() || stream.done {
-                        break Ok(());
-                    }
-                    match complete_at {
-                        None if stream.finish.is_some() => {
-                            complete_at = Some(last_event);
-                            // Usage came first (or with the finish): nothing more to wait for.
-                            if stream.usage.is_some() {
-                                break Ok(());
-                            }
-                        }
-                        Some(_) if !had_usage && stream.usage.is_some() => {
-                            complete_at = Some(last_event);
-                            break Ok(());
-                        }
-                        _ => {}
-                    }
-                }
-            }
-        };
-        if let Some(e) = stream.error.clone() {
-            return finish(attempt, stream, Outcome::StreamError, Some(e), None, None);
+        let mut read = StreamRead::new(clock.sent);
+        let end = self.read_stream(&mut body, &mut read, &clock).await;
+        attempt.ttft_ms = read.ttft_ms;
+        if let Some(e) = read.stream.error.clone() {
+            let latency_ms = clock.latency_ms(None);
+            return AttemptResult::ended(
+                attempt,
+                read.stream,
+                Outcome::StreamError,
+                Some(e),
+                latency_ms,
+            );
         }
-        let (outcome, error) = outcome_of(&stream, end);
+        let (outcome, error) = outcome_of(&read.stream, end);
         let oversized =
-            outcome == Outcome::StreamError && received > self.config.max_response_bytes;
-        let whole = outcome.finished() && !ended;
-        let mut result = finish(attempt, stream, outcome, error, None, complete_at);
+            outcome == Outcome::StreamError && read.received > self.config.max_response_bytes;
+        let whole = outcome.finished() && !read.ended;
+        let latency_ms = clock.latency_ms(read.complete_at);
+        let mut result = AttemptResult::ended(attempt, read.stream, outcome, error, latency_ms);
         result.retryable = !oversized;
         result.remaining_requests = remaining_requests;
         if whole {
@@ -928,6 +841,306 @@ impl Client {
             .await;
         }
         result
+    }
+
+    /// Sends the request and waits for the response to begin, until the first-token deadline.
+    async fn connect(
+        &self,
+        request: HttpRequest,
+        clock: &AttemptClock,
+    ) -> Result<HttpResponse, (Outcome, String)> {
+        match timeout_at(clock.first, self.transport.send(request)).await {
+            Err(_) => Err((
+                Outcome::NoFirstToken,
+                format!("no response within {}", human(clock.first - clock.sent)),
+            )),
+            Ok(Err(e)) => Err((Outcome::HttpError, format!("connection failed: {e}"))),
+            Ok(Ok(r)) => Ok(r),
+        }
+    }
+
+    /// Reads the answer's events until it is whole (and its usage came, or the grace ran
+    /// out), the stream ends, or a deadline passes or the stream breaks: `Err` says which.
+    async fn read_stream(
+        &self,
+        body: &mut transport::BodyStream,
+        read: &mut StreamRead,
+        clock: &AttemptClock,
+    ) -> Result<(), (Outcome, String)> {
+        let mut decoder = sse::Decoder::new();
+        let mut events = Vec::new();
+        loop {
+            let deadline = read.deadline(clock, &self.config);
+            let chunk = match timeout_at(deadline, body.next()).await {
+                Err(_) => return read.timed_out(deadline, clock, &self.config),
+                Ok(None) => {
+                    decoder.finish();
+                    read.ended = true;
+                    return Ok(());
+                }
+                Ok(Some(Err(e))) => return Err((Outcome::Cut, format!("stream broke: {e}"))),
+                Ok(Some(Ok(chunk))) => chunk,
+            };
+            read.received += chunk.len();
+            if read.received > self.config.max_response_bytes {
+                return Err((
+                    Outcome::StreamError,
+                    format!(
+                        "the response exceeded max_response_bytes ({} bytes); not retried",
+                        self.config.max_response_bytes
+                    ),
+                ));
+            }
+            decoder.feed(&chunk, &mut events);
+            if !events.is_empty() && self.take_events(read, &mut events, clock.sent) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Decodes events into the stream, each scrubbed of secrets first. True when nothing
+    /// more is awaited: the stream said it failed or ended, or the answer is whole with its
+    /// usage.
+    fn take_events(
+        &self,
+        read: &mut StreamRead,
+        events: &mut Vec<sse::Event>,
+        sent: Instant,
+    ) -> bool {
+        read.first_event = true;
+        read.last_event = Instant::now();
+        let had_usage = read.stream.usage.is_some();
+        for event in events.drain(..) {
+            let data = self.secrets.scrub(&event.data);
+            if self.protocol.decode(&mut read.stream, &event.event, &data) && read.ttft_ms.is_none()
+            {
+                read.ttft_ms = Some(ms(sent.elapsed()));
+            }
+        }
+        if read.stream.error.is_some() || read.stream.done {
+            return true;
+        }
+        read.note_whole(had_usage)
+    }
+}
+
+/// The run stopped, or is winding down, before the job's next step: the job is left for a
+/// resume, not failed.
+struct Aborted;
+
+/// One job on its way to an answer: what it has so far, and how it asks now.
+struct JobRun<'a> {
+    job: &'a JobRequest,
+    result: JobResult,
+    /// The dialect the next attempt speaks.
+    dialect: Dialect,
+    /// The status that made this job fall back to a plainer dialect, if one did.
+    refused: Option<u16>,
+    /// When the first attempt was sent.
+    first_sent: Option<Instant>,
+    /// When the last attempt was sent.
+    last_sent: Option<Instant>,
+}
+
+impl<'a> JobRun<'a> {
+    fn new(job: &'a JobRequest, dialect: Dialect) -> Self {
+        JobRun {
+            job,
+            result: JobResult::default(),
+            dialect,
+            refused: None,
+            first_sent: None,
+            last_sent: None,
+        }
+    }
+
+    /// Notes that an attempt is sent now.
+    fn sending(&mut self) {
+        let now = Instant::now();
+        self.first_sent.get_or_insert(now);
+        self.last_sent = Some(now);
+    }
+
+    /// Keeps what an attempt's stream said: the job's answer, if it is the last.
+    fn keep(&mut self, stream: Streamed) {
+        self.result.text = stream.text;
+        self.result.reasoning = stream.reasoning;
+        self.result.tool_calls = stream.tool_calls;
+        self.result.finish_reason = stream.finish.map(|f| f.reason);
+        self.result.usage = stream.usage;
+        self.result.model = stream.model;
+    }
+
+    /// The job's result, with the time its answer took: from the first attempt sent to the
+    /// end of the last attempt's answer, as its latency measures it (not the wait for the
+    /// connection to close after it).
+    fn into_result(self) -> JobResult {
+        let mut result = self.result;
+        if let (Some(first), Some(last), Some(a)) =
+            (self.first_sent, self.last_sent, result.attempts.last())
+        {
+            result.answer_ms = Some(ms(last - first) + a.latency_ms);
+        }
+        result
+    }
+}
+
+/// When an attempt was sent, and its deadlines.
+struct AttemptClock {
+    sent: Instant,
+    /// For the response and its first event.
+    first: Instant,
+    total: Instant,
+}
+
+impl AttemptClock {
+    /// The deadlines of an attempt sent now.
+    fn start(config: &ClientConfig) -> Self {
+        let sent = Instant::now();
+        let total = deadline_after(sent, config.total_timeout);
+        AttemptClock {
+            sent,
+            first: deadline_after(sent, config.first_token_timeout).min(total),
+            total,
+        }
+    }
+
+    /// From sending to `ended` (now, when `None`).
+    fn latency_ms(&self, ended: Option<Instant>) -> f64 {
+        ms(ended.unwrap_or_else(Instant::now) - self.sent)
+    }
+}
+
+/// An answer's stream as it is read.
+struct StreamRead {
+    stream: Streamed,
+    ttft_ms: Option<f64>,
+    first_event: bool,
+    last_event: Instant,
+    /// Bytes received so far.
+    received: usize,
+    /// The body ended (rather than the reading stopping early).
+    ended: bool,
+    /// When the answer was whole: its finish_reason (or the usage chunk that followed
+    /// within the grace). Latency ends there, not when the server closes the stream.
+    complete_at: Option<Instant>,
+}
+
+impl StreamRead {
+    fn new(sent: Instant) -> Self {
+        StreamRead {
+            stream: Streamed::default(),
+            ttft_ms: None,
+            first_event: false,
+            last_event: sent,
+            received: 0,
+            ended: false,
+            complete_at: None,
+        }
+    }
+
+    /// Until when to wait for the next chunk.
+    fn deadline(&self, clock: &AttemptClock, config: &ClientConfig) -> Instant {
+        match self.complete_at {
+            // The answer is whole; wait only a moment for its usage or its end.
+            Some(at) => deadline_after(at, config.finish_grace)
+                .min(deadline_after(self.last_event, config.idle_timeout))
+                .min(clock.total),
+            None if self.first_event => {
+                deadline_after(self.last_event, config.idle_timeout).min(clock.total)
+            }
+            None => clock.first,
+        }
+    }
+
+    /// What it means that `deadline` passed: the grace after a whole answer is over, or the
+    /// attempt stalled (no first event, past its total timeout, or idle too long).
+    fn timed_out(
+        &self,
+        deadline: Instant,
+        clock: &AttemptClock,
+        config: &ClientConfig,
+    ) -> Result<(), (Outcome, String)> {
+        if self.complete_at.is_some() {
+            Ok(())
+        } else if !self.first_event {
+            Err((
+                Outcome::NoFirstToken,
+                format!("no first event within {}", human(clock.first - clock.sent)),
+            ))
+        } else if deadline >= clock.total {
+            Err((
+                Outcome::Stalled,
+                format!(
+                    "attempt exceeded total_timeout {}",
+                    human(config.total_timeout)
+                ),
+            ))
+        } else {
+            Err((
+                Outcome::Stalled,
+                format!("no event for {}", human(config.idle_timeout)),
+            ))
+        }
+    }
+
+    /// Notes when the answer became whole: at its finish_reason, or at the usage chunk that
+    /// followed it. True once the usage is in too: nothing more to wait for.
+    fn note_whole(&mut self, had_usage: bool) -> bool {
+        match self.complete_at {
+            None if self.stream.finish.is_some() => {
+                self.complete_at = Some(self.last_event);
+                // Usage came first (or with the finish): nothing more to wait for.
+                self.stream.usage.is_some()
+            }
+            Some(_) if !had_usage && self.stream.usage.is_some() => {
+                self.complete_at = Some(self.last_event);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Attempt {
+    /// An attempt not yet answered.
+    fn unsent() -> Self {
+        Attempt {
+            outcome: Outcome::HttpError,
+            status: None,
+            error: None,
+            ttft_ms: None,
+            latency_ms: 0.0,
+            retry_after_ms: None,
+            wait_ms: None,
+            stream_options: false,
+            ignored_events: 0,
+            usage: None,
+            replica: None,
+        }
+    }
+}
+
+impl AttemptResult {
+    /// An attempt that ended with `outcome` (and `error`) after `latency_ms`.
+    fn ended(
+        mut attempt: Attempt,
+        stream: Streamed,
+        outcome: Outcome,
+        error: Option<String>,
+        latency_ms: f64,
+    ) -> Self {
+        attempt.outcome = outcome;
+        attempt.error = error;
+        attempt.latency_ms = latency_ms;
+        attempt.ignored_events = stream.ignored;
+        AttemptResult {
+            attempt,
+            stream,
+            retry_after: None,
+            retryable: true,
+            remaining_requests: None,
+        }
     }
 }
 

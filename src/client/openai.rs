@@ -5,7 +5,9 @@
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
-use super::protocol::{self, Dialect, Finish, FinishKind, Protocol, Streamed, ToolCall, Usage};
+use super::protocol::{
+    self, BaseUrlMistake, Dialect, Finish, FinishKind, Protocol, Streamed, ToolCall, Usage,
+};
 use super::{ApiKey, JobRequest};
 
 /// The path appended to the base URL.
@@ -116,14 +118,15 @@ fn tool_call_delta(s: &mut Streamed, call: &Value) {
 }
 
 impl Protocol for OpenAiChat {
-    fn check_base_url(&self, url: &str) -> Result<(), String> {
+    fn check_base_url(&self, url: &str) -> Result<(), BaseUrlMistake> {
         if super::secrets::path_of(url)
             .trim_end_matches('/')
-            .ends_with("/chat/completions")
+            .ends_with(&format!("/{PATH}"))
         {
-            return Err(format!(
-                "base URL `{url}` already ends in /chat/completions; give the part before it (…/v1)"
-            ));
+            return Err(BaseUrlMistake::NamesTheEndpoint {
+                url: url.to_string(),
+                path: PATH,
+            });
         }
         Ok(())
     }

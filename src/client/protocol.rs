@@ -169,11 +169,31 @@ pub struct Streamed {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Dialect(pub u8);
 
+/// A base URL the protocol recognises as a mistake.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BaseUrlMistake {
+    /// It already names the endpoint's `path`, which the protocol appends.
+    #[error("base URL `{url}` already ends in /{path}; give the part before it (…/v1)")]
+    NamesTheEndpoint { url: String, path: &'static str },
+}
+
+impl BaseUrlMistake {
+    /// The same mistake, naming the URL as `shown` (without its credentials).
+    pub fn shown_as(self, shown: &str) -> Self {
+        match self {
+            BaseUrlMistake::NamesTheEndpoint { path, .. } => BaseUrlMistake::NamesTheEndpoint {
+                url: shown.to_string(),
+                path,
+            },
+        }
+    }
+}
+
 /// The wire protocol.
 pub trait Protocol: Send + Sync {
     /// Checks a user's base URL for mistakes this protocol can recognise (e.g. one that
     /// already names the endpoint's path).
-    fn check_base_url(&self, url: &str) -> Result<(), String>;
+    fn check_base_url(&self, url: &str) -> Result<(), BaseUrlMistake>;
 
     /// The URL requests are sent to, for a base URL as users paste it.
     fn url(&self, base_url: &str) -> String;

@@ -105,7 +105,7 @@ impl Scorer for Combined {
         })
     }
 
-    fn check(&self, case: &Case) -> Result<(), String> {
+    fn check(&self, case: &Case) -> Result<(), super::CaseError> {
         self.parts.iter().try_for_each(|p| p.check(case))
     }
 

@@ -4,12 +4,15 @@
 //! `VERDICT: yes|no` or `SCORE: n` line — and never scores a reply it cannot read: that is
 //! retried once, then the job fails.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
 
-use super::scorer::{JudgeCall, Score, ScoreContext, ScoreError, ScoreFuture, ScoreInput, Scorer};
+use super::SpecError;
+use super::scorer::{
+    CaseError, JudgeCall, Score, ScoreContext, ScoreError, ScoreFuture, ScoreInput, Scorer,
+};
 use crate::client::ChatMessage;
 use crate::client::cache::{self, Cache};
 use crate::client::{Client, JobRequest, Usage};
@@ -93,6 +96,46 @@ pub fn marker(parts: &[&str]) -> String {
     }
 }
 
+/// Why a judge prompt file did not render for a case, with the file and line.
+#[derive(Debug, thiserror::Error)]
+pub enum PromptError {
+    /// It uses `expr`, which the case cannot fill.
+    #[error(
+        "the judge prompt {}{} uses `{expr}`, which this case does not have",
+        path.display(),
+        at_line(*line)
+    )]
+    Undefined {
+        path: PathBuf,
+        line: Option<usize>,
+        expr: String,
+    },
+    /// It ran out of fuel or rendered too much: a runaway loop or repetition.
+    #[error(
+        "the judge prompt {}{} failed: {error}; a template may run at most {} steps and render at most {} MiB: remove the runaway loop or repetition",
+        path.display(),
+        at_line(*line),
+        crate::suite::template::FUEL,
+        crate::suite::template::MAX_RENDERED_BYTES >> 20
+    )]
+    Runaway {
+        path: PathBuf,
+        line: Option<usize>,
+        error: minijinja::Error,
+    },
+    #[error("the judge prompt {}{} failed: {error}", path.display(), at_line(*line))]
+    Failed {
+        path: PathBuf,
+        line: Option<usize>,
+        error: minijinja::Error,
+    },
+}
+
+/// `:LINE` after a file name, when the line is known.
+pub(crate) fn at_line(line: Option<usize>) -> String {
+    line.map(|l| format!(":{l}")).unwrap_or_default()
+}
+
 impl Judge {
     /// A judge; `prompt` is a template file replacing the built-in prompt.
     pub fn new(
@@ -100,23 +143,23 @@ impl Judge {
         scale: Scale,
         votes: u32,
         prompt: Option<&Path>,
-    ) -> Result<Judge, String> {
+    ) -> Result<Judge, SpecError> {
         if !(1..=15).contains(&votes) {
-            return Err(format!("votes must be between 1 and 15, found {votes}"));
+            return Err(SpecError::Votes(votes));
         }
         let template = match prompt {
             None => None,
             Some(path) => {
                 let text = crate::suite::error::read_text(path, "judge prompt")
-                    .map_err(|e| e.to_string())?;
+                    .map_err(SpecError::ReadJudgePrompt)?;
                 let env = crate::suite::template::strict_environment();
-                let t = env.template_from_str(&text).map_err(|e| {
-                    format!(
-                        "the judge prompt {}{} does not compile: {e}",
-                        path.display(),
-                        e.line().map(|l| format!(":{l}")).unwrap_or_default()
-                    )
-                })?;
+                let t =
+                    env.template_from_str(&text)
+                        .map_err(|error| SpecError::JudgePromptSyntax {
+                            path: path.to_path_buf(),
+                            line: error.line(),
+                            error,
+                        })?;
                 // Names the engine defines (`range`, `namespace`, …) are not variables.
                 let unknown: Vec<String> = t
                     .undeclared_variables(false)
@@ -127,16 +170,10 @@ impl Judge {
                     })
                     .collect();
                 if !unknown.is_empty() {
-                    return Err(format!(
-                        "the judge prompt {} uses {}; it may use {} (case variables are under `vars`)",
-                        path.display(),
-                        unknown
-                            .iter()
-                            .map(|u| format!("`{u}`"))
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        PROMPT_VARIABLES.map(|v| format!("`{v}`")).join(", ")
-                    ));
+                    return Err(SpecError::JudgePromptVariables {
+                        path: path.to_path_buf(),
+                        unknown,
+                    });
                 }
                 Some((path.to_path_buf(), text))
             }
@@ -155,7 +192,7 @@ impl Judge {
         case: &Case,
         messages: &[ChatMessage],
         answer: &str,
-    ) -> Result<Vec<ChatMessage>, String> {
+    ) -> Result<Vec<ChatMessage>, PromptError> {
         let last_user = messages.iter().rposition(|m| m.role == "user");
         let question = last_user.map_or("", |i| messages[i].content.as_str());
         // Earlier turns (a case's history): the question may only make sense after them.
@@ -187,22 +224,21 @@ impl Judge {
                         },
                     )
                 })
-                .map_err(|e| {
+                .map_err(|error| {
                     // Name the expression the case could not fill, with its line.
-                    let at = e.line().map(|l| format!(":{l}")).unwrap_or_default();
-                    match (e.kind(), e.range().and_then(|r| text.get(r))) {
-                        (minijinja::ErrorKind::UndefinedError, Some(expr)) => format!(
-                            "the judge prompt {}{at} uses `{}`, which this case does not have",
-                            path.display(),
-                            expr.trim()
-                        ),
-                        _ if crate::suite::template::is_template_fault(&e) => format!(
-                            "the judge prompt {}{at} failed: {e}; a template may run at most {} steps and render at most {} MiB: remove the runaway loop or repetition",
-                            path.display(),
-                            crate::suite::template::FUEL,
-                            crate::suite::template::MAX_RENDERED_BYTES >> 20
-                        ),
-                        _ => format!("the judge prompt {}{at} failed: {e}", path.display()),
+                    let (path, line) = (path.clone(), error.line());
+                    match (error.kind(), error.range().and_then(|r| text.get(r))) {
+                        (minijinja::ErrorKind::UndefinedError, Some(expr)) => {
+                            PromptError::Undefined {
+                                path,
+                                line,
+                                expr: expr.trim().to_string(),
+                            }
+                        }
+                        _ if crate::suite::template::is_template_fault(&error) => {
+                            PromptError::Runaway { path, line, error }
+                        }
+                        _ => PromptError::Failed { path, line, error },
                     }
                 })?;
             return Ok(vec![ChatMessage::new("user", rendered)]);
@@ -544,18 +580,16 @@ impl Scorer for Judge {
         true
     }
 
-    fn check(&self, case: &Case) -> Result<(), String> {
+    fn check(&self, case: &Case) -> Result<(), CaseError> {
         if case.expected.is_empty()
             && self.template.is_none()
             && self.rubric.as_deref().is_none_or(|r| r.trim().is_empty())
         {
-            return Err(
-                "the judge has nothing to judge by: give the case an `expected` answer, or the judge a `rubric`".into(),
-            );
+            return Err(CaseError::NothingToJudge);
         }
         // The prompt must render for every case before anything is sent.
-        self.prompt(case, &[ChatMessage::new("user", "?")], "?")
-            .map(drop)
+        self.prompt(case, &[ChatMessage::new("user", "?")], "?")?;
+        Ok(())
     }
 
     fn score<'a>(&'a self, input: ScoreInput<'a>, context: &'a ScoreContext) -> ScoreFuture<'a> {
@@ -565,7 +599,7 @@ impl Scorer for Judge {
             };
             let request = self
                 .prompt(input.case, input.messages, &input.answer.text)
-                .map_err(ScoreError::new)?;
+                .map_err(|e| ScoreError::new(e.to_string()))?;
             let mut calls = Vec::new();
             let mut usage = None;
             let mut votes = Vec::new();
@@ -863,6 +897,7 @@ mod conversation_tests {
         assert!(
             bare.check(&case)
                 .unwrap_err()
+                .to_string()
                 .contains("nothing to judge by")
         );
     }

@@ -7,9 +7,11 @@ pub mod scorer;
 pub mod structured;
 
 pub use crate::suite::GradeSpec;
-pub use scorer::{Answer, JudgeCall, Score, ScoreContext, ScoreError, ScoreInput, Scorer};
+pub use scorer::{
+    Answer, CaseError, JudgeCall, Score, ScoreContext, ScoreError, ScoreInput, Scorer,
+};
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use std::sync::LazyLock;
@@ -28,8 +30,8 @@ pub type Scorers = Vec<Arc<dyn Scorer>>;
 /// with the file and line to fix. No network.
 pub fn scorers_for(bench: &Bench) -> Result<Scorers, InputErrors> {
     let dir = bench.dir();
-    let shared = bench.grade.scorer(dir).map_err(|m| {
-        InputError::new(bench.location_of("grade"), m).fix("fix the bench's `grade`")
+    let shared = bench.grade.scorer(dir).map_err(|e| {
+        InputError::new(bench.location_of("grade"), e.to_string()).fix("fix the bench's `grade`")
     })?;
     let mut scorers = Vec::with_capacity(bench.cases.len());
     let mut errors = Vec::new();
@@ -39,16 +41,14 @@ pub fn scorers_for(bench: &Bench) -> Result<Scorers, InputErrors> {
             None => shared.clone(),
             Some(spec) => match spec.scorer(dir) {
                 Ok(s) => s,
-                Err(m) => {
-                    let fix = if m.starts_with("the judge prompt")
-                        || m.starts_with("cannot read the judge prompt")
-                    {
+                Err(e) => {
+                    let fix = if e.in_judge_prompt() {
                         "fix the judge prompt file named in the case's `grade` (it may use `question`, `reference`, `expected`, `answer`, `rubric`, `vars.NAME`)"
                     } else {
                         "fix the case's `grade`"
                     };
                     errors.push(
-                        InputError::new(case.location.clone(), format!("case `{}`: {m}", case.id))
+                        InputError::new(case.location.clone(), format!("case `{}`: {e}", case.id))
                             .fix(fix),
                     );
                     continue;
@@ -56,11 +56,14 @@ pub fn scorers_for(bench: &Bench) -> Result<Scorers, InputErrors> {
             },
         };
         // A case whose expected answer its own scorer could never accept is a bench bug.
-        if let Err(m) = scorer.check(case) {
-            let runaway = m.starts_with("the judge prompt") && m.contains("at most");
+        if let Err(e) = scorer.check(case) {
+            let runaway = matches!(
+                e,
+                CaseError::JudgePrompt(judge::PromptError::Runaway { .. })
+            );
             let fix = if runaway {
                 "remove the runaway loop or repetition from the judge prompt".to_string()
-            } else if m.starts_with("the judge prompt") {
+            } else if matches!(e, CaseError::JudgePrompt(_)) {
                 "a judge prompt may use `question`, `conversation`, `reference`, `expected`, `answer`, `rubric`, `marker`, and the case's variables as `vars.NAME`".to_string()
             } else {
                 "fix `expected`, or give the case a `grade` that fits it".to_string()
@@ -68,7 +71,7 @@ pub fn scorers_for(bench: &Bench) -> Result<Scorers, InputErrors> {
             // A runaway judge prompt fails every case alike: said once.
             if !(runaway && judge_runaway_said) {
                 errors.push(
-                    InputError::new(case.location.clone(), format!("case `{}`: {m}", case.id))
+                    InputError::new(case.location.clone(), format!("case `{}`: {e}", case.id))
                         .fix(fix),
                 );
             }
@@ -154,21 +157,95 @@ impl Grade {
     }
 }
 
+/// Why a `grade:` spec cannot become a scorer, in the user's terms.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    #[error("`of` lists no scorers")]
+    NoParts,
+    #[error("tolerance must be a number ≥ 0, found {0}")]
+    Tolerance(f64),
+    #[error("`weights` has {weights} numbers for {parts} scorers in `of`")]
+    WeightCount { weights: usize, parts: usize },
+    #[error("`weights` must be numbers ≥ 0, not all 0")]
+    Weights,
+    #[error("the regex `{pattern}` does not compile: {error}")]
+    Regex {
+        pattern: String,
+        error: regex::Error,
+    },
+    #[error("json path `{0}` names nothing; write it like `answer` or `result.items[0].name`")]
+    EmptyPath(String),
+    /// A structured or model-graded kind asked for as a text grader.
+    #[error("`{0}` is not a text grader")]
+    NotText(String),
+    #[error("cannot read the schema: {0}")]
+    ReadSchema(InputError),
+    #[error("the schema {} is not JSON: {error}", path.display())]
+    SchemaNotJson {
+        path: PathBuf,
+        error: serde_json::Error,
+    },
+    /// What the JSON Schema validator found wrong with the schema.
+    #[error("the JSON schema is not valid: {0}")]
+    InvalidSchema(String),
+    #[error("votes must be between 1 and 15, found {0}")]
+    Votes(u32),
+    #[error("{0}")]
+    ReadJudgePrompt(InputError),
+    #[error(
+        "the judge prompt {}{} does not compile: {error}",
+        path.display(),
+        judge::at_line(*line)
+    )]
+    JudgePromptSyntax {
+        path: PathBuf,
+        line: Option<usize>,
+        error: minijinja::Error,
+    },
+    #[error(
+        "the judge prompt {} uses {}; it may use {} (case variables are under `vars`)",
+        path.display(),
+        backticked(unknown),
+        backticked(&judge::PROMPT_VARIABLES)
+    )]
+    JudgePromptVariables { path: PathBuf, unknown: Vec<String> },
+}
+
+impl SpecError {
+    /// Whether the judge prompt file's text is at fault (it does not compile, or uses
+    /// variables a judge prompt does not have).
+    fn in_judge_prompt(&self) -> bool {
+        matches!(
+            self,
+            SpecError::JudgePromptSyntax { .. } | SpecError::JudgePromptVariables { .. }
+        )
+    }
+}
+
+/// Names as the messages list them: `a`, `b`.
+fn backticked(names: &[impl AsRef<str>]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{}`", n.as_ref()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// What the grade layer adds to a spec: the scorer it describes, and what the simulator
 /// makes of it.
 pub trait SpecExt {
-    fn scorer(&self, dir: &Path) -> Result<Arc<dyn Scorer>, String>;
+    fn scorer(&self, dir: &Path) -> Result<Arc<dyn Scorer>, SpecError>;
     fn shape(&self) -> Shape;
-    fn compile(&self) -> Result<Grader, String>;
+    fn compile(&self) -> Result<Grader, SpecError>;
 }
 
 impl SpecExt for GradeSpec {
     /// The scorer this spec describes; files it names (a schema, a judge prompt) are read
     /// relative to `dir`. The error says what is wrong in the user's terms.
-    fn scorer(&self, dir: &Path) -> Result<Arc<dyn Scorer>, String> {
-        let parts = |of: &[GradeSpec]| -> Result<Vec<Arc<dyn Scorer>>, String> {
+    fn scorer(&self, dir: &Path) -> Result<Arc<dyn Scorer>, SpecError> {
+        let parts = |of: &[GradeSpec]| -> Result<Vec<Arc<dyn Scorer>>, SpecError> {
             if of.is_empty() {
-                return Err("`of` lists no scorers".into());
+                return Err(SpecError::NoParts);
             }
             of.iter().map(|p| p.scorer(dir)).collect()
         };
@@ -189,10 +266,9 @@ impl SpecExt for GradeSpec {
                     serde_json::Value::String(file) => {
                         let path = dir.join(file);
                         let text = crate::suite::error::read_text(&path, "schema")
-                            .map_err(|e| format!("cannot read the schema: {e}"))?;
-                        serde_json::from_str(&text).map_err(|e| {
-                            format!("the schema {} is not JSON: {e}", path.display())
-                        })?
+                            .map_err(SpecError::ReadSchema)?;
+                        serde_json::from_str(&text)
+                            .map_err(|error| SpecError::SchemaNotJson { path, error })?
                     }
                     inline => inline.clone(),
                 };
@@ -204,7 +280,7 @@ impl SpecExt for GradeSpec {
                 tolerance,
             } => {
                 if !tolerance.is_finite() || *tolerance < 0.0 {
-                    return Err(format!("tolerance must be a number ≥ 0, found {tolerance}"));
+                    return Err(SpecError::Tolerance(*tolerance));
                 }
                 Arc::new(structured::Fields {
                     required: required.clone(),
@@ -230,17 +306,16 @@ impl SpecExt for GradeSpec {
                 let weights = match weights {
                     None => vec![1.0; of.len()],
                     Some(w) if w.len() != of.len() => {
-                        return Err(format!(
-                            "`weights` has {} numbers for {} scorers in `of`",
-                            w.len(),
-                            of.len()
-                        ));
+                        return Err(SpecError::WeightCount {
+                            weights: w.len(),
+                            parts: of.len(),
+                        });
                     }
                     Some(w)
                         if w.iter().any(|x| !x.is_finite() || *x < 0.0)
                             || w.iter().sum::<f64>() <= 0.0 =>
                     {
-                        return Err("`weights` must be numbers ≥ 0, not all 0".into());
+                        return Err(SpecError::Weights);
                     }
                     Some(w) => w.clone(),
                 };
@@ -271,7 +346,7 @@ impl SpecExt for GradeSpec {
 
     /// A text grader: its regex compiled once, its path parsed once. Errors for the
     /// structured and model-graded kinds (use [`GradeSpec::scorer`]).
-    fn compile(&self) -> Result<Grader, String> {
+    fn compile(&self) -> Result<Grader, SpecError> {
         Ok(match self {
             GradeSpec::Exact { case_sensitive } => Grader::Exact {
                 case_sensitive: *case_sensitive,
@@ -283,13 +358,15 @@ impl SpecExt for GradeSpec {
                 pattern,
                 case_sensitive,
             } => Grader::Regex {
-                regex: Regex::new(pattern)
-                    .map_err(|e| format!("the regex `{pattern}` does not compile: {e}"))?,
+                regex: Regex::new(pattern).map_err(|error| SpecError::Regex {
+                    pattern: pattern.clone(),
+                    error,
+                })?,
                 case_sensitive: *case_sensitive,
             },
             GradeSpec::Number { tolerance } => {
                 if !tolerance.is_finite() || *tolerance < 0.0 {
-                    return Err(format!("tolerance must be a number ≥ 0, found {tolerance}"));
+                    return Err(SpecError::Tolerance(*tolerance));
                 }
                 Grader::Number {
                     tolerance: *tolerance,
@@ -304,12 +381,11 @@ impl SpecExt for GradeSpec {
                 case_sensitive: *case_sensitive,
             },
             other => {
-                return Err(format!(
-                    "`{}` is not a text grader",
+                return Err(SpecError::NotText(
                     serde_json::to_value(other)
                         .ok()
                         .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(String::from))
-                        .unwrap_or_default()
+                        .unwrap_or_default(),
                 ));
             }
         })
@@ -331,21 +407,24 @@ pub enum Shape {
 
 impl Grader {
     /// Checks that an expected answer can ever match, so a typo is caught before the run.
-    pub(crate) fn check_expected(&self, expected: &str) -> Result<(), String> {
+    pub(crate) fn check_expected(&self, expected: &str) -> Result<(), CaseError> {
         match self {
-            Grader::Number { .. } if parse_number(expected).is_none() => Err(format!(
-                "expected `{expected}` is not a number, but the grader is `number`"
-            )),
-            Grader::Choice if choice_letter(expected).is_none() => Err(format!(
-                "expected `{expected}` is not an option letter A–Z, but the grader is `choice`"
-            )),
+            Grader::Number { .. } if parse_number(expected).is_none() => {
+                Err(CaseError::NotANumber(expected.to_string()))
+            }
+            Grader::Choice if choice_letter(expected).is_none() => {
+                Err(CaseError::NotALetter(expected.to_string()))
+            }
             Grader::Regex {
                 regex,
                 case_sensitive,
             } => match first_group(regex.as_str(), *case_sensitive) {
-                Some((group, whole)) if !whole.is_match(expected.trim()) => Err(format!(
-                    "expected `{expected}` can never be what the regex's first group `{group}` captures"
-                )),
+                Some((group, whole)) if !whole.is_match(expected.trim()) => {
+                    Err(CaseError::NeverCaptured {
+                        expected: expected.to_string(),
+                        group,
+                    })
+                }
                 _ => Ok(()),
             },
             _ => Ok(()),
@@ -536,7 +615,7 @@ pub(crate) fn extract_choice(output: &str) -> Option<char> {
 }
 
 /// `a.b[0].c`, `$.a.b.0` or `/a/b/0`.
-fn parse_path(path: &str) -> Result<Vec<PathStep>, String> {
+fn parse_path(path: &str) -> Result<Vec<PathStep>, SpecError> {
     let p = path.trim();
     let p = p.strip_prefix('$').unwrap_or(p);
     let parts: Vec<&str> = if p.starts_with('/') {
@@ -545,9 +624,7 @@ fn parse_path(path: &str) -> Result<Vec<PathStep>, String> {
         p.split(['.', '[', ']']).filter(|s| !s.is_empty()).collect()
     };
     if parts.is_empty() {
-        return Err(format!(
-            "json path `{path}` names nothing; write it like `answer` or `result.items[0].name`"
-        ));
+        return Err(SpecError::EmptyPath(path.to_string()));
     }
     Ok(parts
         .into_iter()
@@ -666,7 +743,12 @@ mod tests {
             pattern: "(".into(),
             case_sensitive: false,
         };
-        assert!(bad.compile().unwrap_err().contains("does not compile"));
+        assert!(
+            bad.compile()
+                .unwrap_err()
+                .to_string()
+                .contains("does not compile")
+        );
     }
 
     #[test]
@@ -748,7 +830,10 @@ mod tests {
             .unwrap()
         };
         assert!(regex(r"Answer: (\d+)").check_expected("4").is_ok());
-        let e = regex(r"Answer: (\d+)").check_expected("four").unwrap_err();
+        let e = regex(r"Answer: (\d+)")
+            .check_expected("four")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("can never be what the regex's first group"),
             "{e}"

@@ -125,6 +125,46 @@ impl ScoreError {
     }
 }
 
+/// Why a case's expected answer could never score under its scorer, in the user's terms:
+/// a bench bug, caught before anything is sent.
+#[derive(Debug, thiserror::Error)]
+pub enum CaseError {
+    #[error(
+        "`expected` is a JSON object or list, but this grader compares text: use `fields`, `json_schema` or `tool_call`, or write `expected` as a string"
+    )]
+    ExpectedJson,
+    #[error("expected `{0}` is not a number, but the grader is `number`")]
+    NotANumber(String),
+    #[error("expected `{0}` is not an option letter A–Z, but the grader is `choice`")]
+    NotALetter(String),
+    #[error("expected `{expected}` can never be what the regex's first group `{group}` captures")]
+    NeverCaptured { expected: String, group: String },
+    #[error(
+        "the judge has nothing to judge by: give the case an `expected` answer, or the judge a `rubric`"
+    )]
+    NothingToJudge,
+    /// The judge prompt does not render for this case.
+    #[error("{0}")]
+    JudgePrompt(#[from] super::judge::PromptError),
+    #[error("`fields` needs `expected` to be a JSON object of the fields to extract")]
+    FieldsNotObject,
+    #[error("required field `{field}` is not among the expected fields ({expected})")]
+    RequiredField { field: String, expected: String },
+    #[error(
+        "`tool_call` needs `expected` as {{\"name\": \"…\", \"arguments\": {{…}}}} or a list of them"
+    )]
+    ToolCallShape,
+    #[error(
+        "the `arguments` of `{0}` are a string that is not a JSON object: write them as an object, {{\"city\": \"Oslo\"}}"
+    )]
+    ArgumentsText(String),
+    #[error("the `arguments` of `{name}` must be an object, found {found}")]
+    ArgumentsNotObject {
+        name: String,
+        found: serde_json::Value,
+    },
+}
+
 /// Scores answers.
 pub trait Scorer: Send + Sync + std::fmt::Debug {
     /// Scores one whole answer to one case.
@@ -132,7 +172,7 @@ pub trait Scorer: Send + Sync + std::fmt::Debug {
 
     /// Checks, before any request, that this case's expected answer can ever score: the
     /// message says what is wrong in the user's terms.
-    fn check(&self, case: &Case) -> Result<(), String> {
+    fn check(&self, case: &Case) -> Result<(), CaseError> {
         let _ = case;
         Ok(())
     }
@@ -178,11 +218,9 @@ impl Scorer for super::Grader {
         })))
     }
 
-    fn check(&self, case: &Case) -> Result<(), String> {
+    fn check(&self, case: &Case) -> Result<(), CaseError> {
         if case.expected_json.is_some() {
-            return Err(
-                "`expected` is a JSON object or list, but this grader compares text: use `fields`, `json_schema` or `tool_call`, or write `expected` as a string".into(),
-            );
+            return Err(CaseError::ExpectedJson);
         }
         case.expected
             .iter()

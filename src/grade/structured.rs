@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::scorer::{Score, ScoreContext, ScoreFuture, ScoreInput, Scorer};
-use super::{parse_number, strip_code_fence};
+use super::{CaseError, SpecError, parse_number, strip_code_fence};
 use crate::client::ToolCall;
 use crate::suite::Case;
 
@@ -62,9 +62,9 @@ impl std::fmt::Debug for JsonSchema {
 
 impl JsonSchema {
     /// A scorer for `schema` (already read from its file, if it came from one).
-    pub fn new(schema: &Value) -> Result<JsonSchema, String> {
+    pub fn new(schema: &Value) -> Result<JsonSchema, SpecError> {
         let validator = jsonschema::validator_for(schema)
-            .map_err(|e| format!("the JSON schema is not valid: {e}"))?;
+            .map_err(|e| SpecError::InvalidSchema(e.to_string()))?;
         Ok(JsonSchema { validator })
     }
 }
@@ -177,11 +177,9 @@ impl Scorer for Fields {
         Some("JSON")
     }
 
-    fn check(&self, case: &Case) -> Result<(), String> {
+    fn check(&self, case: &Case) -> Result<(), CaseError> {
         let Some(Value::Object(expected)) = expected_json(case) else {
-            return Err(
-                "`fields` needs `expected` to be a JSON object of the fields to extract".into(),
-            );
+            return Err(CaseError::FieldsNotObject);
         };
         let mut all = Vec::new();
         leaves(&Value::Object(expected), String::new(), &mut all);
@@ -189,13 +187,14 @@ impl Scorer for Fields {
             if !all.iter().any(|(p, _)| {
                 p == r || p.starts_with(&format!("{r}.")) || p.starts_with(&format!("{r}["))
             }) {
-                return Err(format!(
-                    "required field `{r}` is not among the expected fields ({})",
-                    all.iter()
+                return Err(CaseError::RequiredField {
+                    field: r.clone(),
+                    expected: all
+                        .iter()
                         .map(|(p, _)| p.as_str())
                         .collect::<Vec<_>>()
-                        .join(", ")
-                ));
+                        .join(", "),
+                });
             }
         }
         Ok(())
@@ -278,33 +277,31 @@ fn subset(want: &Value, got: &Value) -> bool {
 }
 
 /// The expected calls: `{name, arguments}` or a list of them.
-fn expected_calls(case: &Case) -> Result<Vec<(String, Value)>, String> {
-    let shape =
-        "`tool_call` needs `expected` as {\"name\": \"…\", \"arguments\": {…}} or a list of them";
-    let calls = match expected_json(case).ok_or(shape)? {
+fn expected_calls(case: &Case) -> Result<Vec<(String, Value)>, CaseError> {
+    let calls = match expected_json(case).ok_or(CaseError::ToolCallShape)? {
         Value::Array(items) => items,
         one => vec![one],
     };
     calls
         .into_iter()
         .map(|c| {
-            let name = c.get("name").and_then(Value::as_str).ok_or(shape)?;
+            let name = c
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or(CaseError::ToolCallShape)?;
             let arguments = match c.get("arguments") {
                 None => Value::Object(Map::new()),
                 // As the API sends them: a JSON object encoded as a string.
                 Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
                     Ok(v @ Value::Object(_)) => v,
-                    _ => {
-                        return Err(format!(
-                            "the `arguments` of `{name}` are a string that is not a JSON object: write them as an object, {{\"city\": \"Oslo\"}}"
-                        ));
-                    }
+                    _ => return Err(CaseError::ArgumentsText(name.to_string())),
                 },
                 Some(v @ Value::Object(_)) => v.clone(),
                 Some(other) => {
-                    return Err(format!(
-                        "the `arguments` of `{name}` must be an object, found {other}"
-                    ));
+                    return Err(CaseError::ArgumentsNotObject {
+                        name: name.to_string(),
+                        found: other.clone(),
+                    });
                 }
             };
             Ok((name.to_string(), arguments))
@@ -356,7 +353,7 @@ impl Scorer for ToolCalls {
             .then_some("a tool call")
     }
 
-    fn check(&self, case: &Case) -> Result<(), String> {
+    fn check(&self, case: &Case) -> Result<(), CaseError> {
         expected_calls(case).map(drop)
     }
 
@@ -490,6 +487,7 @@ mod tests {
             }
             .check(&c)
             .unwrap_err()
+            .to_string()
             .contains("`zip`")
         );
         assert_eq!(score(&strict, &c, text("not json")).value, 0.0);

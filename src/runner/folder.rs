@@ -13,10 +13,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{LazyLock, Mutex};
 
-use anyhow::Context;
-
 use super::journal::{self, Audit, JobRecord, Journal, PlanKeys};
-use super::lock::{self, RunLock};
+use super::lock::{self, LockError, RunLock};
 use super::record::RunRecord;
 use crate::files::{read_regular, write_atomically};
 
@@ -56,6 +54,56 @@ pub fn journal_opens(path: &Path) -> JournalOpens {
         .unwrap_or_default()
 }
 
+/// Why a run folder could not be made, or its record read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum FolderError {
+    #[error("cannot create the report folder {}: {error}", root.display())]
+    Root {
+        root: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("cannot create {}: {error}", path.display())]
+    Create {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("{} is not a run folder: cannot read {}: {error}", dir.display(), path.display())]
+    NotARun {
+        dir: PathBuf,
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("{}: not a run record this version understands: {error}", path.display())]
+    UnknownRecord {
+        path: PathBuf,
+        error: serde_json::Error,
+    },
+    /// The record could not be put into JSON (it holds a number JSON cannot write).
+    #[error("{0}")]
+    Encode(serde_json::Error),
+    #[error("cannot write {}: {error}", path.display())]
+    Write {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+}
+
+impl FolderError {
+    /// Whether the file system refused for want of permission (the usual cause: a
+    /// container's user in a folder mounted from the host).
+    pub(crate) fn permission_denied(&self) -> bool {
+        match self {
+            FolderError::Root { error, .. }
+            | FolderError::Create { error, .. }
+            | FolderError::NotARun { error, .. }
+            | FolderError::Write { error, .. } => {
+                error.kind() == std::io::ErrorKind::PermissionDenied
+            }
+            FolderError::UnknownRecord { .. } | FolderError::Encode(_) => false,
+        }
+    }
+}
+
 /// A run folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunDir {
@@ -70,13 +118,15 @@ impl RunDir {
 
     /// Makes `root/<name>-<stamp>` for a run started at `started` (RFC 3339), unique if
     /// two runs start in the same second.
-    pub(crate) fn create(root: &Path, name: &str, started: &str) -> anyhow::Result<RunDir> {
+    pub(crate) fn create(root: &Path, name: &str, started: &str) -> Result<RunDir, FolderError> {
         let stamp: String = started
             .chars()
             .filter(|c| !matches!(c, '-' | ':'))
             .collect();
-        std::fs::create_dir_all(root)
-            .with_context(|| format!("cannot create the report folder {}", root.display()))?;
+        std::fs::create_dir_all(root).map_err(|error| FolderError::Root {
+            root: root.to_path_buf(),
+            error,
+        })?;
         for n in 1.. {
             let path = if n == 1 {
                 root.join(format!("{name}-{stamp}"))
@@ -86,9 +136,7 @@ impl RunDir {
             match std::fs::create_dir(&path) {
                 Ok(()) => return Ok(RunDir { path }),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => {
-                    return Err(e).with_context(|| format!("cannot create {}", path.display()));
-                }
+                Err(error) => return Err(FolderError::Create { path, error }),
             }
         }
         unreachable!("the loop returns")
@@ -138,39 +186,36 @@ impl RunDir {
     }
 
     /// Takes the folder for this process (see [`lock`]).
-    pub fn lock(&self) -> Result<RunLock, String> {
+    pub fn lock(&self) -> Result<RunLock, LockError> {
         lock::acquire(&self.path)
     }
 
     /// Fails when another process is writing the folder; otherwise keeps writers out
     /// while the guard lives.
-    pub(crate) fn read_lock(&self) -> Result<lock::ReadLock, String> {
+    pub(crate) fn read_lock(&self) -> Result<lock::ReadLock, LockError> {
         lock::read(&self.path)
     }
 
-    pub(crate) fn read_record(&self) -> anyhow::Result<RunRecord> {
+    pub(crate) fn read_record(&self) -> Result<RunRecord, FolderError> {
         let path = self.path.join(RECORD);
-        let text = read_regular(&path).map_err(|e| {
-            anyhow::anyhow!(
-                "{} is not a run folder: cannot read {}: {e}",
-                self.path.display(),
-                path.display()
-            )
-        })?;
-        serde_json::from_str(&text).map_err(|e| {
-            anyhow::anyhow!(
-                "{}: not a run record this version understands: {e}",
-                path.display()
-            )
-        })
+        let text = match read_regular(&path) {
+            Ok(text) => text,
+            Err(error) => {
+                return Err(FolderError::NotARun {
+                    dir: self.path.clone(),
+                    path,
+                    error,
+                });
+            }
+        };
+        serde_json::from_str(&text).map_err(|error| FolderError::UnknownRecord { path, error })
     }
 
     /// Writes `run.json` aside and renames it, so a crash never leaves half a record.
-    pub(crate) fn write_record(&self, record: &RunRecord) -> anyhow::Result<()> {
+    pub(crate) fn write_record(&self, record: &RunRecord) -> Result<(), FolderError> {
         let path = self.path.join(RECORD);
-        let text = serde_json::to_string_pretty(record)? + "\n";
-        write_atomically(&path, text)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
+        let text = serde_json::to_string_pretty(record).map_err(FolderError::Encode)? + "\n";
+        write_atomically(&path, text).map_err(|error| FolderError::Write { path, error })
     }
 
     /// Reads the journal once, against the plan: `f` sees each planned job's record (its

@@ -5,7 +5,7 @@
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The lock file's name inside a run folder.
 pub const FILE: &str = ".lock";
@@ -16,35 +16,57 @@ pub struct RunLock {
     _file: File,
 }
 
-fn in_use(dir: &Path, file: &mut File) -> String {
+/// Why a run folder could not be taken, or read while another process writes it.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    /// Another process holds the folder: `by` names it (with its pid, when it wrote one).
+    #[error(
+        "{} is in use by {by}: a run folder is written by one process at a time\n  fix: wait for that run to finish (or stop it with Ctrl-C), then try again",
+        dir.display()
+    )]
+    InUse { dir: PathBuf, by: String },
+    #[error("cannot open {}: {error}", path.display())]
+    Open {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("cannot lock {}: {error}", path.display())]
+    Lock {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+}
+
+fn in_use(dir: &Path, file: &mut File) -> LockError {
     let mut pid = String::new();
     let _ = file.read_to_string(&mut pid);
     let by = match pid.trim() {
         "" => "another promptgauge process".to_string(),
         pid => format!("another promptgauge process (pid {pid})"),
     };
-    format!(
-        "{} is in use by {by}: a run folder is written by one process at a time\n  fix: wait for that run to finish (or stop it with Ctrl-C), then try again",
-        dir.display()
-    )
+    LockError::InUse {
+        dir: dir.to_path_buf(),
+        by,
+    }
 }
 
 /// Takes the folder for this process, or says who has it.
-pub(crate) fn acquire(dir: &Path) -> Result<RunLock, String> {
+pub(crate) fn acquire(dir: &Path) -> Result<RunLock, LockError> {
     let path = dir.join(FILE);
-    let mut file = OpenOptions::new()
+    let mut file = match OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .open(&path)
-        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    {
+        Ok(file) => file,
+        Err(error) => return Err(LockError::Open { path, error }),
+    };
     match file.try_lock() {
         Ok(()) => {}
         Err(TryLockError::WouldBlock) => return Err(in_use(dir, &mut file)),
-        Err(TryLockError::Error(e)) => {
-            return Err(format!("cannot lock {}: {e}", path.display()));
-        }
+        Err(TryLockError::Error(error)) => return Err(LockError::Lock { path, error }),
     }
     // Ours now: say who holds it, for the next process's message.
     let _ = file.set_len(0);
@@ -64,7 +86,7 @@ pub struct ReadLock {
 /// Fails when another process is writing the folder (a run still going); otherwise keeps
 /// writers out until the guard is dropped. Folders from before locks existed have no lock
 /// file, and a file system without locks is read unguarded.
-pub(crate) fn read(dir: &Path) -> Result<ReadLock, String> {
+pub(crate) fn read(dir: &Path) -> Result<ReadLock, LockError> {
     let Ok(mut file) = File::open(dir.join(FILE)) else {
         return Ok(ReadLock { _file: None });
     };
@@ -83,7 +105,7 @@ mod tests {
     fn one_owner_at_a_time_and_released_on_drop() {
         let dir = tempfile::tempdir().unwrap();
         let held = acquire(dir.path()).unwrap();
-        let e = acquire(dir.path()).unwrap_err();
+        let e = acquire(dir.path()).unwrap_err().to_string();
         assert!(
             e.contains("in use by") && e.contains(&std::process::id().to_string()),
             "{e}"
@@ -99,7 +121,12 @@ mod tests {
         drop(acquire(dir.path()).unwrap());
         let first = read(dir.path()).unwrap();
         let second = read(dir.path()).unwrap();
-        assert!(acquire(dir.path()).unwrap_err().contains("in use by"));
+        assert!(
+            acquire(dir.path())
+                .unwrap_err()
+                .to_string()
+                .contains("in use by")
+        );
         drop(first);
         assert!(acquire(dir.path()).is_err(), "one reader is still reading");
         drop(second);

@@ -152,13 +152,24 @@ fn byte_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error>
     Ok(Some(bytes as usize))
 }
 
-pub(crate) fn parse_bytes(text: &str) -> Result<u64, String> {
+/// Why a size (`4MiB`) could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    #[error("`{0}` is not a size; write e.g. 4MiB, 512KiB or 1000000")]
+    NotASize(String),
+    #[error("unknown size unit `{unit}` in `{text}`; use KiB, MiB or GiB")]
+    Unit { unit: String, text: String },
+    #[error("`{0}` is too large")]
+    TooLarge(String),
+}
+
+pub(crate) fn parse_bytes(text: &str) -> Result<u64, SizeError> {
     let t = text.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
     let n: u64 = number
         .parse()
-        .map_err(|_| format!("`{text}` is not a size; write e.g. 4MiB, 512KiB or 1000000"))?;
+        .map_err(|_| SizeError::NotASize(text.to_string()))?;
     let scale = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "kb" => 1_000,
@@ -167,13 +178,14 @@ pub(crate) fn parse_bytes(text: &str) -> Result<u64, String> {
         "mib" | "m" => 1 << 20,
         "gib" | "g" => 1 << 30,
         other => {
-            return Err(format!(
-                "unknown size unit `{other}` in `{text}`; use KiB, MiB or GiB"
-            ));
+            return Err(SizeError::Unit {
+                unit: other.to_string(),
+                text: text.to_string(),
+            });
         }
     };
     n.checked_mul(scale)
-        .ok_or_else(|| format!("`{text}` is too large"))
+        .ok_or_else(|| SizeError::TooLarge(text.to_string()))
 }
 
 /// `10s`, `500ms`, `2m`, or a bare number of seconds.
@@ -188,7 +200,9 @@ fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Erro
         Raw::Seconds(s) if s.is_finite() && s > 0.0 && s <= MAX_DURATION.as_secs_f64() => {
             Ok(Some(Duration::from_secs_f64(s)))
         }
-        Raw::Seconds(s) if s > 0.0 => Err(serde::de::Error::custom(too_long(&s.to_string()))),
+        Raw::Seconds(s) if s > 0.0 => Err(serde::de::Error::custom(DurationError::TooLong(
+            s.to_string(),
+        ))),
         Raw::Seconds(s) => Err(serde::de::Error::custom(format!(
             "a duration must be positive, found {s}"
         ))),
@@ -202,23 +216,36 @@ fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Erro
 /// overflow the clock's arithmetic.
 pub const MAX_DURATION: Duration = Duration::from_secs(86_400);
 
-fn too_long(text: &str) -> String {
-    format!(
-        "`{text}` is longer than a day, the longest duration promptgauge accepts; write e.g. 30s, 10m or 2h"
-    )
+/// Why a user's duration (`30s`) could not be taken.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DurationError {
+    #[error(
+        "`{0}` is longer than a day, the longest duration promptgauge accepts; write e.g. 30s, 10m or 2h"
+    )]
+    TooLong(String),
+    #[error("`{text}` is not a duration ({reason}); write e.g. 30s, 500ms or 2m")]
+    NotADuration {
+        text: String,
+        reason: humantime::DurationError,
+    },
+    #[error("a duration must be positive, found `{0}`")]
+    Zero(String),
 }
 
 /// Parses a user's duration such as `30s` or `1m30s`: positive, at most [`MAX_DURATION`].
-pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     let d = humantime::parse_duration(text.trim()).map_err(|e| match e {
-        humantime::DurationError::NumberOverflow => too_long(text),
-        e => format!("`{text}` is not a duration ({e}); write e.g. 30s, 500ms or 2m"),
+        humantime::DurationError::NumberOverflow => DurationError::TooLong(text.to_string()),
+        reason => DurationError::NotADuration {
+            text: text.to_string(),
+            reason,
+        },
     })?;
     if d.is_zero() {
-        return Err(format!("a duration must be positive, found `{text}`"));
+        return Err(DurationError::Zero(text.to_string()));
     }
     if d > MAX_DURATION {
-        return Err(too_long(text));
+        return Err(DurationError::TooLong(text.to_string()));
     }
     Ok(d)
 }
@@ -373,99 +400,29 @@ pub struct Bench {
 impl Bench {
     /// Loads the bench and everything it names, and checks every template against every case.
     pub fn load(path: &Path) -> Result<Bench, InputErrors> {
-        let text = error::read_text(path, "bench")?;
-        if text.trim().is_empty() {
-            return Err(
-                InputError::new(Location::file(path), "the bench file is empty")
-                    .fix("a bench needs at least `name:`, `cases:` and `variants:`; see README.md")
-                    .into(),
-            );
-        }
-        let raw: RawBench =
-            serde_saphyr::from_str(&text).map_err(|e| error::yaml_error(path, "bench file", &e))?;
+        let (text, raw) = read_raw(path)?;
         let here = |key: &str| match error::line_of_key(&text, key) {
             Some(l) => Location::line(path, l),
             None => Location::file(path),
         };
         let dir = path.parent().unwrap_or(Path::new("."));
-
-        if raw.name.trim().is_empty() || raw.name.contains(['/', '\\']) {
-            return Err(InputError::new(
-                here("name"),
-                format!("bench name `{}` is empty or contains a slash", raw.name),
-            )
-            .fix("the name is used in report folder names; use e.g. `routing`")
-            .into());
-        }
-        let case_paths: Vec<PathBuf> = match raw.cases {
-            OneOrMany::One(p) => vec![dir.join(p)],
-            OneOrMany::Many(ps) => ps.into_iter().map(|p| dir.join(p)).collect(),
-        };
-        if case_paths.is_empty() {
-            return Err(InputError::new(here("cases"), "`cases` lists no files")
-                .fix("name at least one .jsonl, .yaml or .csv file")
-                .into());
-        }
-        if raw.variants.is_empty() {
-            return Err(
-                InputError::new(here("variants"), "`variants` lists no prompt files")
-                    .fix("name at least one prompt file; the first is the baseline")
-                    .into(),
-            );
-        }
+        let case_paths = check_named(&raw, dir, &here)?;
         let limits = resolve_limits(raw.limits, &Limits::default(), &here)?;
         let judge = judge_settings(raw.judge, &limits, &here)?;
-        let repeats = match raw.repeats {
-            None => 1,
-            Some(r) if (1..=10_000).contains(&r) => r as u32,
-            Some(r) => {
-                return Err(InputError::new(
-                    here("repeats"),
-                    format!("repeats must be between 1 and 10000, found {r}"),
-                )
-                .fix("use repeats: 1 unless you sample with temperature > 0")
-                .into());
-            }
-        };
-        let confidence = match raw.confidence {
-            None => 0.95,
-            Some(c) if c > 0.5 && c < 1.0 => c,
-            Some(c) => {
-                return Err(InputError::new(
-                    here("confidence"),
-                    format!("confidence must be between 0.5 and 1 (exclusive), found {c}"),
-                )
-                .fix("use e.g. confidence: 0.95")
-                .into());
-            }
-        };
+        let repeats = repeats_of(raw.repeats, &here)?;
+        let confidence = confidence_of(raw.confidence, &here)?;
         let sequential = raw.sequential.unwrap_or_default();
         check_sequential(&sequential, &here)?;
         check_price(raw.price.as_ref(), &here)?;
         for url in raw.endpoint.base_url.iter().flat_map(UrlList::urls) {
-            check_base_url(&url, raw.endpoint.protocol.unwrap_or_default()).map_err(|m| {
-                InputError::new(here("base_url"), m)
+            check_base_url(&url, raw.endpoint.protocol.unwrap_or_default()).map_err(|e| {
+                InputError::new(here("base_url"), e.to_string())
                     .fix("write the full URL, e.g. http://127.0.0.1:8000/v1")
             })?;
         }
         let grade = raw.grade.unwrap_or_default();
         let cases = cases::load_all(&case_paths)?;
-        let errors: Vec<InputError> = cases
-            .iter()
-            .filter(|case| {
-                case.expected.is_empty() && case.grade.as_ref().unwrap_or(&grade).needs_expected()
-            })
-            .map(|case| {
-                InputError::new(
-                    case.location.clone(),
-                    format!("case `{}` has no `expected` answer", case.id),
-                )
-                .fix("add \"expected\": \"…\" (a string, or a list of acceptable strings); only `json_schema` cases may go without")
-            })
-            .collect();
-        if !errors.is_empty() {
-            return Err(InputErrors(errors));
-        }
+        check_expected_given(&cases, &grade)?;
 
         let variants = load_variants(dir, &raw.variants)?;
         let templates = Templates::compile(&variants)?;
@@ -739,9 +696,23 @@ pub fn prompt_tokens(messages: &[ChatMessage]) -> u64 {
         .sum()
 }
 
+/// Why a base URL cannot be used. Each names the URL without its credentials.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BaseUrlError {
+    #[error("base URL `{0}` has no http:// or https:// scheme")]
+    NoScheme(String),
+    #[error("base URL `{0}` has no host")]
+    NoHost(String),
+    /// What the HTTP client would refuse (a port out of range, a broken IPv6 address).
+    #[error("base URL `{shown}` is not a URL: {reason}")]
+    NotAUrl { shown: String, reason: String },
+    #[error("{0}")]
+    Protocol(crate::client::protocol::BaseUrlMistake),
+}
+
 /// A base URL must be absolute http(s), and make sense to the wire protocol (which appends
 /// its own path, e.g. `/chat/completions`).
-pub(crate) fn check_base_url(url: &str, protocol: ProtocolKind) -> Result<(), String> {
+pub(crate) fn check_base_url(url: &str, protocol: ProtocolKind) -> Result<(), BaseUrlError> {
     if url == "mock" {
         return Ok(());
     }
@@ -750,21 +721,121 @@ pub(crate) fn check_base_url(url: &str, protocol: ProtocolKind) -> Result<(), St
     let rest = url
         .strip_prefix("http://")
         .or_else(|| url.strip_prefix("https://"))
-        .ok_or_else(|| format!("base URL `{shown}` has no http:// or https:// scheme"))?;
+        .ok_or_else(|| BaseUrlError::NoScheme(shown.to_string()))?;
     if rest.trim_matches('/').is_empty() || rest.contains(char::is_whitespace) {
-        return Err(format!("base URL `{shown}` has no host"));
+        return Err(BaseUrlError::NoHost(shown.to_string()));
     }
     // What the HTTP client will refuse (a port out of range, a broken IPv6 address, no
     // host after the credentials) is refused now, before anything is sent.
     match reqwest::Url::parse(url) {
         Ok(u) if u.host_str().is_some_and(|h| !h.is_empty()) => {}
-        Ok(_) => return Err(format!("base URL `{shown}` has no host")),
-        Err(e) => return Err(format!("base URL `{shown}` is not a URL: {e}")),
+        Ok(_) => return Err(BaseUrlError::NoHost(shown.to_string())),
+        Err(e) => {
+            return Err(BaseUrlError::NotAUrl {
+                shown: shown.to_string(),
+                reason: e.to_string(),
+            });
+        }
     }
     protocol
         .build()
         .check_base_url(url)
-        .map_err(|m| m.replace(url, &shown))
+        .map_err(|e| BaseUrlError::Protocol(e.shown_as(&shown)))
+}
+
+/// The bench file's text, and the bench as written in it.
+fn read_raw(path: &Path) -> Result<(String, RawBench), InputError> {
+    let text = error::read_text(path, "bench")?;
+    if text.trim().is_empty() {
+        return Err(
+            InputError::new(Location::file(path), "the bench file is empty")
+                .fix("a bench needs at least `name:`, `cases:` and `variants:`; see README.md"),
+        );
+    }
+    let raw =
+        serde_saphyr::from_str(&text).map_err(|e| error::yaml_error(path, "bench file", &e))?;
+    Ok((text, raw))
+}
+
+/// A usable name, at least one cases file (returned, from `dir`) and at least one variant.
+fn check_named(
+    raw: &RawBench,
+    dir: &Path,
+    here: &dyn Fn(&str) -> Location,
+) -> Result<Vec<PathBuf>, InputError> {
+    if raw.name.trim().is_empty() || raw.name.contains(['/', '\\']) {
+        return Err(InputError::new(
+            here("name"),
+            format!("bench name `{}` is empty or contains a slash", raw.name),
+        )
+        .fix("the name is used in report folder names; use e.g. `routing`"));
+    }
+    let case_paths: Vec<PathBuf> = match &raw.cases {
+        OneOrMany::One(p) => vec![dir.join(p)],
+        OneOrMany::Many(ps) => ps.iter().map(|p| dir.join(p)).collect(),
+    };
+    if case_paths.is_empty() {
+        return Err(InputError::new(here("cases"), "`cases` lists no files")
+            .fix("name at least one .jsonl, .yaml or .csv file"));
+    }
+    if raw.variants.is_empty() {
+        return Err(
+            InputError::new(here("variants"), "`variants` lists no prompt files")
+                .fix("name at least one prompt file; the first is the baseline"),
+        );
+    }
+    Ok(case_paths)
+}
+
+/// `repeats`: 1 unless set, at most 10000.
+fn repeats_of(repeats: Option<i64>, here: &dyn Fn(&str) -> Location) -> Result<u32, InputError> {
+    match repeats {
+        None => Ok(1),
+        Some(r) if (1..=10_000).contains(&r) => Ok(r as u32),
+        Some(r) => Err(InputError::new(
+            here("repeats"),
+            format!("repeats must be between 1 and 10000, found {r}"),
+        )
+        .fix("use repeats: 1 unless you sample with temperature > 0")),
+    }
+}
+
+/// `confidence`: 0.95 unless set, strictly between 0.5 and 1.
+fn confidence_of(
+    confidence: Option<f64>,
+    here: &dyn Fn(&str) -> Location,
+) -> Result<f64, InputError> {
+    match confidence {
+        None => Ok(0.95),
+        Some(c) if c > 0.5 && c < 1.0 => Ok(c),
+        Some(c) => Err(InputError::new(
+            here("confidence"),
+            format!("confidence must be between 0.5 and 1 (exclusive), found {c}"),
+        )
+        .fix("use e.g. confidence: 0.95")),
+    }
+}
+
+/// Every case whose scorer compares with an expected answer has one.
+fn check_expected_given(cases: &[Case], grade: &GradeSpec) -> Result<(), InputErrors> {
+    let errors: Vec<InputError> = cases
+        .iter()
+        .filter(|case| {
+            case.expected.is_empty() && case.grade.as_ref().unwrap_or(grade).needs_expected()
+        })
+        .map(|case| {
+            InputError::new(
+                case.location.clone(),
+                format!("case `{}` has no `expected` answer", case.id),
+            )
+            .fix("add \"expected\": \"…\" (a string, or a list of acceptable strings); only `json_schema` cases may go without")
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(InputErrors(errors))
+    }
 }
 
 /// Limits as written, over `base` (the defaults, or the bench's for the judge).
@@ -889,6 +960,7 @@ mod tests {
         assert!(
             check_base_url("127.0.0.1:8000/v1", ProtocolKind::OpenaiChat)
                 .unwrap_err()
+                .to_string()
                 .contains("scheme")
         );
         assert!(

@@ -35,11 +35,19 @@ struct RawShard {
     count: u32,
 }
 
-impl TryFrom<RawShard> for Shard {
-    type Error = String;
+/// Not a shard: `i/n` with 1 ≤ i ≤ n.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{text}` is not a shard; write i/n with 1 ≤ i ≤ n, e.g. 2/4")]
+pub struct NotAShard {
+    text: String,
+}
 
-    fn try_from(raw: RawShard) -> Result<Shard, String> {
-        format!("{}/{}", raw.index, raw.count).parse()
+impl TryFrom<RawShard> for Shard {
+    type Error = NotAShard;
+
+    fn try_from(raw: RawShard) -> Result<Shard, NotAShard> {
+        let text = format!("{}/{}", raw.index, raw.count);
+        text.parse().map_err(|_: String| NotAShard { text })
     }
 }
 
@@ -60,7 +68,12 @@ impl std::str::FromStr for Shard {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || format!("`{s}` is not a shard; write i/n with 1 ≤ i ≤ n, e.g. 2/4");
+        let bad = || {
+            NotAShard {
+                text: s.to_string(),
+            }
+            .to_string()
+        };
         let (i, n) = s.split_once('/').ok_or_else(bad)?;
         let (index, count): (u32, u32) = (
             i.trim().parse().map_err(|_| bad())?,

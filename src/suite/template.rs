@@ -146,24 +146,7 @@ impl Templates {
     pub fn check(&self, variants: &[Variant], cases: &[Case]) -> Result<(), InputErrors> {
         let mut errors = Vec::new();
         for (v, variant) in variants.iter().enumerate() {
-            // A case's earlier turns must go somewhere: silently dropping them would
-            // measure a different prompt than the one the case describes.
-            if !variant.messages.iter().any(|m| m.history)
-                && let Some(case) = cases.iter().find(|c| !c.messages.is_empty())
-            {
-                errors.push(
-                    InputError::new(
-                        case.location.clone(),
-                        format!(
-                            "case `{}` has earlier turns (`messages`), but variant `{}` ({}) has no `- history` entry to put them in",
-                            case.id,
-                            variant.name,
-                            variant.path.display()
-                        ),
-                    )
-                    .fix("add `- history` to the variant's messages where the conversation goes (usually before the last user message)"),
-                );
-            }
+            errors.extend(history_nowhere(variant, cases));
             for (m, name) in self.names[v].iter().enumerate() {
                 if variant.messages[m].history {
                     continue;
@@ -171,81 +154,62 @@ impl Templates {
                 let Ok(template) = self.env.get_template(name) else {
                     continue;
                 };
-                let mut wanted: Vec<String> = template
-                    .undeclared_variables(false)
-                    .into_iter()
-                    .filter(|w| !self.globals.contains(w))
-                    .collect();
-                wanted.sort();
-                // A variable no case has is the template's mistake (usually a typo): said
-                // once, at the template, not once per case.
-                let nowhere: Vec<String> = wanted
-                    .iter()
-                    .filter(|w| !cases.iter().any(|c| c.vars.contains_key(w)))
-                    .cloned()
-                    .collect();
-                for w in &nowhere {
-                    errors.push(unknown_variable(variant, m, w, cases));
-                }
-                if !nowhere.is_empty() {
-                    // Every case would fail to render the same way.
-                    continue;
-                }
-                for case in cases {
-                    let missing: Vec<&String> = wanted
-                        .iter()
-                        .filter(|w| !case.vars.contains_key(w))
-                        .collect();
-                    if !missing.is_empty() {
-                        let list = missing
-                            .iter()
-                            .map(|w| format!("`{w}`"))
-                            .collect::<Vec<_>>()
-                            .join(", ");
-                        errors.push(
-                            InputError::new(
-                                case.location.clone(),
-                                format!(
-                                    "case `{}` has no variable {list}, used by message {} of variant `{}` ({})",
-                                    case.id,
-                                    m + 1,
-                                    variant.name,
-                                    variant.path.display()
-                                ),
-                            )
-                            .fix(format!(
-                                "add {list} to this case's vars, or remove it from the template"
-                            )),
-                        );
-                        continue;
-                    }
-                    if let Err(e) = render_capped(&template, &case.vars) {
-                        let mut err = template_error(variant, m, &e);
-                        err.message = format!(
-                            "{} when rendering case `{}` ({})",
-                            err.message, case.id, case.location
-                        );
-                        if is_template_fault(&e) {
-                            err.message.push_str(&format!(
-                                "; a template may run at most {FUEL} steps and render at most {} MiB",
-                                MAX_RENDERED_BYTES >> 20
-                            ));
-                            err.fix = Some(
-                                "remove the runaway loop or repetition from the template".into(),
-                            );
-                            errors.push(err);
-                            // Every other case would fail the same way: say it once.
-                            break;
-                        }
-                        errors.push(err);
-                    }
-                }
+                self.check_message(&template, variant, m, cases, &mut errors);
             }
         }
         if errors.is_empty() {
             Ok(())
         } else {
             Err(InputErrors(errors))
+        }
+    }
+
+    /// Message `m` of a variant against every case: the variables it uses, then a render.
+    fn check_message(
+        &self,
+        template: &minijinja::Template<'_, '_>,
+        variant: &Variant,
+        m: usize,
+        cases: &[Case],
+        errors: &mut Vec<InputError>,
+    ) {
+        let mut wanted: Vec<String> = template
+            .undeclared_variables(false)
+            .into_iter()
+            .filter(|w| !self.globals.contains(w))
+            .collect();
+        wanted.sort();
+        // A variable no case has is the template's mistake (usually a typo): said
+        // once, at the template, not once per case.
+        let nowhere: Vec<String> = wanted
+            .iter()
+            .filter(|w| !cases.iter().any(|c| c.vars.contains_key(w)))
+            .cloned()
+            .collect();
+        for w in &nowhere {
+            errors.push(unknown_variable(variant, m, w, cases));
+        }
+        if !nowhere.is_empty() {
+            // Every case would fail to render the same way.
+            return;
+        }
+        for case in cases {
+            let missing: Vec<&String> = wanted
+                .iter()
+                .filter(|w| !case.vars.contains_key(w))
+                .collect();
+            if !missing.is_empty() {
+                errors.push(missing_variables(variant, m, case, &missing));
+                continue;
+            }
+            if let Err(e) = render_capped(template, &case.vars) {
+                let runaway = is_template_fault(&e);
+                errors.push(render_error(variant, m, case, &e));
+                if runaway {
+                    // Every other case would fail the same way: say it once.
+                    break;
+                }
+            }
         }
     }
 
@@ -269,6 +233,68 @@ impl Templates {
         }
         Ok(out)
     }
+}
+
+/// A case's earlier turns must go somewhere: silently dropping them would measure a
+/// different prompt than the one the case describes. The first such case, when the
+/// variant has no `- history` entry.
+fn history_nowhere(variant: &Variant, cases: &[Case]) -> Option<InputError> {
+    if variant.messages.iter().any(|m| m.history) {
+        return None;
+    }
+    let case = cases.iter().find(|c| !c.messages.is_empty())?;
+    Some(
+        InputError::new(
+            case.location.clone(),
+            format!(
+                "case `{}` has earlier turns (`messages`), but variant `{}` ({}) has no `- history` entry to put them in",
+                case.id,
+                variant.name,
+                variant.path.display()
+            ),
+        )
+        .fix("add `- history` to the variant's messages where the conversation goes (usually before the last user message)"),
+    )
+}
+
+/// A case without variables message `m` of a variant uses.
+fn missing_variables(variant: &Variant, m: usize, case: &Case, missing: &[&String]) -> InputError {
+    let list = missing
+        .iter()
+        .map(|w| format!("`{w}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    InputError::new(
+        case.location.clone(),
+        format!(
+            "case `{}` has no variable {list}, used by message {} of variant `{}` ({})",
+            case.id,
+            m + 1,
+            variant.name,
+            variant.path.display()
+        ),
+    )
+    .fix(format!(
+        "add {list} to this case's vars, or remove it from the template"
+    ))
+}
+
+/// Message `m` of a variant failed to render for a case; a runaway (out of fuel, too
+/// long) says the limits and how to fix it.
+fn render_error(variant: &Variant, m: usize, case: &Case, e: &minijinja::Error) -> InputError {
+    let mut err = template_error(variant, m, e);
+    err.message = format!(
+        "{} when rendering case `{}` ({})",
+        err.message, case.id, case.location
+    );
+    if is_template_fault(e) {
+        err.message.push_str(&format!(
+            "; a template may run at most {FUEL} steps and render at most {} MiB",
+            MAX_RENDERED_BYTES >> 20
+        ));
+        err.fix = Some("remove the runaway loop or repetition from the template".into());
+    }
+    err
 }
 
 /// A template variable no case defines: where the template uses it, and the case variable
