@@ -126,7 +126,7 @@ struct Sent {
     dispatch: CancellationToken,
     first: FirstFailures,
     outage: Outage,
-    agg: crate::report::Aggregator,
+    agg: super::Figures,
     judge: Option<Arc<crate::grade::judge::JudgeService>>,
 }
 
