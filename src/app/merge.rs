@@ -60,7 +60,8 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
     );
     let mut agg = aggregator(&dir, &record, &args.outputs)?;
     if !args.store.no_store {
-        agg.keep_rows(&record.bench.case_ids, Some(dir.store_spool()));
+        agg.figures()
+            .keep_rows(&record.bench.case_ids, Some(dir.store_spool()));
     }
     combine_journals(&shards, &records, &dir, &mut journal, &mut agg)?;
     drop(journal);
@@ -71,7 +72,7 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
             missing.join(", ")
         );
     }
-    agg.set_run(record.info());
+    agg.figures().set_run(record.info());
     let outputs = Outputs {
         store: if args.store.no_store {
             None
@@ -145,7 +146,7 @@ fn combine_journals(
     records: &[RunRecord],
     dir: &RunDir,
     journal: &mut crate::runner::Journal,
-    agg: &mut crate::report::Aggregator,
+    agg: &mut super::Figures,
 ) -> Result<(), Failure> {
     let mut keys = std::collections::HashSet::new();
     for (shard, shard_record) in shards.iter().zip(records) {
@@ -163,7 +164,7 @@ fn combine_journals(
             })
             .with_context(|| format!("cannot read the journal in {}", shard.path().display()))
             .before_send()?;
-        agg.note_audit(&audit);
+        agg.figures().note_audit(&audit);
         if let Some(found) = audit.findings() {
             note!("note: {}: {found}", shard.path().display());
         }

@@ -242,11 +242,11 @@ fn load_with(
         .map_err(|e| crate::cli::UsageError(format!("{e:#}")))?;
     let mut agg = aggregator(&dir, &record, &Default::default())?;
     if rows {
-        agg.keep_rows(&record.bench.case_ids, None);
+        agg.figures().keep_rows(&record.bench.case_ids, None);
     }
     let (audit, _) = dir
         .replay(&record.plan_keys(), |r| agg.add(&r))
         .with_context(|| format!("cannot read the journal in {}", path.display()))?;
-    agg.note_audit(&audit);
+    agg.figures().note_audit(&audit);
     Ok((dir, record, agg.finish()))
 }

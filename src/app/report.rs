@@ -28,7 +28,7 @@ pub fn report(args: &ReportArgs) -> Result<Exit, Failure> {
         .replay(&keys, |r| agg.add(&r))
         .with_context(|| format!("cannot read {}", dir.journal_path().display()))
         .before_send()?;
-    agg.note_audit(&audit);
+    agg.figures().note_audit(&audit);
     let mut result = agg.finish();
     // An output the flags asked for that could not be written (`--jobs-csv`).
     if let Some(e) = result.problems.drain(..).next() {

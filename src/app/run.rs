@@ -96,7 +96,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     }
     // The summary says when and why the run ended.
     let mut agg = sent.agg;
-    agg.set_run(record.info());
+    agg.figures().set_run(record.info());
     let result = agg.finish();
     let outputs = Outputs {
         store: if args.store.no_store {
@@ -537,7 +537,8 @@ fn continue_journal(
     let until = UntilDecided::of(p, per_case);
     let mut agg = super::aggregator_with(dir, record, &args.outputs, until.live(p))?;
     if !args.store.no_store {
-        agg.keep_rows(&record.bench.case_ids, Some(dir.store_spool()));
+        agg.figures()
+            .keep_rows(&record.bench.case_ids, Some(dir.store_spool()));
     }
     let (audit, journal) = replay_journal(p, args.retry_failed, dir, &keys, &mut agg, &until)?;
     let (jobs, resend) = jobs_left(p, &keys, &audit);
@@ -610,7 +611,7 @@ fn replay_journal(
     retry_failed: Option<crate::cli::RetryFailed>,
     dir: &RunDir,
     keys: &crate::runner::journal::PlanKeys,
-    agg: &mut crate::report::Aggregator,
+    agg: &mut super::Figures,
     until: &UntilDecided,
 ) -> Result<(crate::runner::journal::Audit, crate::runner::Journal), Failure> {
     let pick = |r: &crate::runner::JobRecord| match retry_failed {
@@ -622,7 +623,7 @@ fn replay_journal(
         .resume_resending(keys, &pick, |r| agg.add(&r))
         .with_context(|| format!("cannot read the journal {}", dir.journal_path().display()))
         .before_send()?;
-    agg.note_audit(&audit);
+    agg.figures().note_audit(&audit);
     // A resume's replay reaches again the decisions the journal already holds (read in
     // the same pass): only those it lacks (the process stopped before writing them) are
     // written.

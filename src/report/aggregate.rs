@@ -215,11 +215,6 @@ impl Aggregator {
         self.outside_plan += audit.outside_plan + audit.foreign;
     }
 
-    /// Adds one finished job (each planned job once) to every figure.
-    pub fn add(&mut self, r: &JobRecord) {
-        self.count(r);
-    }
-
     /// A job no decision needed: what it cost is spent; it is in no figure.
     fn unused(&mut self, r: &JobRecord) {
         self.finished += 1;
@@ -598,8 +593,8 @@ mod tests {
             ("full", 1.0, 0.0),
             ("both", 1.0, 1.0),
         ] {
-            agg.add(&judged_record(case, "base", base));
-            agg.add(&judged_record(case, "v", v));
+            agg.counted(&judged_record(case, "base", base));
+            agg.counted(&judged_record(case, "v", v));
         }
         let result = agg.finish();
         let cases: Vec<&str> = result.disagreements.keys().map(String::as_str).collect();
@@ -640,7 +635,7 @@ mod tests {
         }
         agg.labels = labels;
         for r in &records {
-            agg.add(r);
+            agg.counted(r);
         }
         let s = agg.finish().summary;
         let c = &s.comparisons[0];

@@ -36,8 +36,7 @@ pub trait Counts {
 /// `--until-decided`'s tests as a stage of their own in front of the figures: they hear
 /// each finished job (live as a listener, or replayed from the journal by `report`,
 /// `--resume`, `merge` and `index`), hold it until its case can be judged, and pass it on as
-/// counted or unused. Without tests every record counts. The figures (`C`) are reached
-/// through it as through a reference.
+/// counted or unused. Without tests every record counts.
 pub struct Decider<C> {
     tests: Option<Sequential>,
     figures: C,
@@ -74,6 +73,12 @@ impl<C: Counts> Decider<C> {
         }
     }
 
+    /// The figures behind the tests, for what is not a record (the audit of a replay, the
+    /// run's end). Records go through [`Decider::add`], never to the figures directly.
+    pub fn figures(&mut self) -> &mut C {
+        &mut self.figures
+    }
+
     /// The figures, once every record is in (those still held are passed on first).
     pub fn finish(mut self) -> C::Result {
         let held = self
@@ -83,19 +88,6 @@ impl<C: Counts> Decider<C> {
             .unwrap_or_default();
         self.pass_on(held);
         self.figures.finish(self.tests.as_ref())
-    }
-}
-
-impl<C> std::ops::Deref for Decider<C> {
-    type Target = C;
-    fn deref(&self) -> &C {
-        &self.figures
-    }
-}
-
-impl<C> std::ops::DerefMut for Decider<C> {
-    fn deref_mut(&mut self) -> &mut C {
-        &mut self.figures
     }
 }
 

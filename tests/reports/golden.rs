@@ -137,7 +137,7 @@ async fn run_and_report(setup: &Setup, out: &Path) {
     let (audit, _) = dir
         .replay(&record.plan_keys(), |r| replayed.add(&r))
         .unwrap();
-    replayed.note_audit(&audit);
+    replayed.figures().note_audit(&audit);
     write(out, "replayed-", replayed.finish(), &record);
     for f in FILES {
         assert_eq!(

@@ -266,7 +266,8 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
     );
 
     // Replayed from the journal, as `report DIR` does: the same numbers.
-    let mut replayed = Aggregator::new(settings());
+    let mut replayed =
+        promptgauge::runner::sequential::Decider::new(None, Aggregator::new(settings()));
     runner::journal::read_planned(
         &journal_path,
         &PlanKeys::new(
