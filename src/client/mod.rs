@@ -4,6 +4,7 @@
 //! and the API key. Time is tokio's clock, which tests pause and advance, so backoff and
 //! timeout tests run in milliseconds.
 
+mod anthropic;
 pub mod cache;
 pub(crate) mod limits;
 mod message;
@@ -27,6 +28,7 @@ use serde_json::{Map, Value};
 use tokio::time::{Instant, timeout_at};
 use tokio_util::sync::CancellationToken;
 
+pub use anthropic::AnthropicMessages;
 pub use cache::Cache;
 pub use message::ChatMessage;
 pub use openai::OpenAiChat;
@@ -348,12 +350,18 @@ fn outcome_of(stream: &Streamed, end: Result<(), (Outcome, String)>) -> (Outcome
         (None, Err((outcome, e))) => (outcome, Some(not_a_finish(e))),
         (None, Ok(())) => (
             Outcome::Cut,
-            Some(match &stream.unrecognised_finish {
-                Some(r) => {
-                    format!("the stream ended with finish_reason {r:?}, which is not a finish")
-                }
-                None => "the stream ended without a finish_reason".to_string(),
-            }),
+            Some(
+                match (&stream.unconfirmed_finish, &stream.unrecognised_finish) {
+                    (Some(f), _) => format!(
+                        "the stream ended after finish reason {:?}, before the event that confirms it",
+                        f.reason
+                    ),
+                    (None, Some(r)) => {
+                        format!("the stream ended with finish_reason {r:?}, which is not a finish")
+                    }
+                    (None, None) => "the stream ended without a finish_reason".to_string(),
+                },
+            ),
         ),
     }
 }

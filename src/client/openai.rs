@@ -119,16 +119,7 @@ fn tool_call_delta(s: &mut Streamed, call: &Value) {
 
 impl Protocol for OpenAiChat {
     fn check_base_url(&self, url: &str) -> Result<(), BaseUrlMistake> {
-        if super::secrets::path_of(url)
-            .trim_end_matches('/')
-            .ends_with(&format!("/{PATH}"))
-        {
-            return Err(BaseUrlMistake::NamesTheEndpoint {
-                url: url.to_string(),
-                path: PATH,
-            });
-        }
-        Ok(())
+        protocol::check_path_not_named(url, PATH)
     }
 
     fn url(&self, base_url: &str) -> String {
@@ -181,13 +172,7 @@ impl Protocol for OpenAiChat {
     }
 
     fn model_ids(&self, body: &[u8]) -> Option<Vec<String>> {
-        let list = serde_json::from_slice::<Value>(body).ok()?;
-        let data = list.get("data")?.as_array()?;
-        Some(
-            data.iter()
-                .filter_map(|m| m.get("id").and_then(Value::as_str).map(String::from))
-                .collect(),
-        )
+        protocol::listed_model_ids(body)
     }
 
     fn fallback(&self, job: &JobRequest, dialect: Dialect, status: u16) -> Option<Dialect> {
@@ -314,10 +299,7 @@ impl Protocol for OpenAiChat {
     }
 
     fn remaining_requests(&self, headers: &[(String, String)]) -> Option<u64> {
-        headers
-            .iter()
-            .find(|(k, _)| k == "x-ratelimit-remaining-requests")
-            .and_then(|(_, v)| v.trim().parse::<u64>().ok())
+        protocol::header_count(headers, "x-ratelimit-remaining-requests")
     }
 }
 

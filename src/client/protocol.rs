@@ -2,9 +2,9 @@
 //! body's events add up to an answer, what rate-limit headers and error bodies say. The
 //! client core ([`super::Client`]: deadlines, retries, gates, replicas) knows no JSON field
 //! names. An endpoint names its protocol ([`ProtocolKind`], `endpoint.protocol` in a bench,
-//! `--protocol` on the command line); OpenAI chat completions
-//! ([`super::openai::OpenAiChat`]) is the one implementation today. A second protocol is one
-//! new file implementing [`Protocol`] and one variant of [`ProtocolKind`].
+//! `--protocol` on the command line): OpenAI chat completions ([`super::openai::OpenAiChat`])
+//! and Anthropic messages ([`super::anthropic::AnthropicMessages`]). A further protocol is
+//! one new file implementing [`Protocol`] and one variant of [`ProtocolKind`].
 
 use std::sync::Arc;
 
@@ -22,16 +22,19 @@ pub enum ProtocolKind {
     /// OpenAI chat completions: `POST …/chat/completions`, streamed as server-sent events.
     #[default]
     OpenaiChat,
+    /// Anthropic messages: `POST …/messages`, streamed as named server-sent events.
+    AnthropicMessages,
 }
 
 impl ProtocolKind {
     /// Every protocol this build speaks.
-    pub const ALL: [ProtocolKind; 1] = [ProtocolKind::OpenaiChat];
+    pub const ALL: [ProtocolKind; 2] = [ProtocolKind::OpenaiChat, ProtocolKind::AnthropicMessages];
 
     /// The protocol's implementation.
     pub fn build(self) -> Arc<dyn Protocol> {
         match self {
             ProtocolKind::OpenaiChat => Arc::new(super::OpenAiChat),
+            ProtocolKind::AnthropicMessages => Arc::new(super::AnthropicMessages),
         }
     }
 
@@ -39,6 +42,7 @@ impl ProtocolKind {
     pub fn name(self) -> &'static str {
         match self {
             ProtocolKind::OpenaiChat => "openai-chat",
+            ProtocolKind::AnthropicMessages => "anthropic-messages",
         }
     }
 
@@ -47,7 +51,7 @@ impl ProtocolKind {
         *self == ProtocolKind::default()
     }
 
-    /// The names this build knows, for an error message: `openai-chat`.
+    /// The names this build knows, for an error message: `openai-chat`, ….
     pub fn known() -> String {
         Self::ALL
             .iter()
@@ -152,6 +156,10 @@ pub struct Streamed {
     /// OpenRouter's `error`, `cancelled`, an unknown word): the stream goes on as if none
     /// had come, and if it ends without a real finish the value is recorded with the cut.
     pub unrecognised_finish: Option<String>,
+    /// A finish the protocol has read but counts only once the event that ends the stream
+    /// confirms it (Anthropic's `stop_reason` before `message_stop`): a stream that ends
+    /// before that event is cut.
+    pub unconfirmed_finish: Option<Finish>,
     pub usage: Option<Usage>,
     /// The model name the server echoed.
     pub model: Option<String>,
@@ -236,6 +244,41 @@ pub trait Protocol: Send + Sync {
 
     /// The model ids in a models list's body; `None` when it is not one.
     fn model_ids(&self, body: &[u8]) -> Option<Vec<String>>;
+}
+
+/// Refuses a base URL that already ends in the endpoint's `path`, which the protocol
+/// appends.
+pub(crate) fn check_path_not_named(url: &str, path: &'static str) -> Result<(), BaseUrlMistake> {
+    if super::secrets::path_of(url)
+        .trim_end_matches('/')
+        .ends_with(&format!("/{path}"))
+    {
+        return Err(BaseUrlMistake::NamesTheEndpoint {
+            url: url.to_string(),
+            path,
+        });
+    }
+    Ok(())
+}
+
+/// The ids of a models list shaped `{"data": [{"id": …}, …]}` (OpenAI's and Anthropic's
+/// alike); `None` when the body is not one.
+pub(crate) fn listed_model_ids(body: &[u8]) -> Option<Vec<String>> {
+    let list = serde_json::from_slice::<Value>(body).ok()?;
+    let data = list.get("data")?.as_array()?;
+    Some(
+        data.iter()
+            .filter_map(|m| m.get("id").and_then(Value::as_str).map(String::from))
+            .collect(),
+    )
+}
+
+/// A count in the header `name` (lowercase), when it holds a whole number.
+pub(crate) fn header_count(headers: &[(String, String)], name: &str) -> Option<u64> {
+    headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .and_then(|(_, v)| v.trim().parse::<u64>().ok())
 }
 
 /// Cuts `s` to at most `max` bytes on a character boundary, marking the cut with `…`.
