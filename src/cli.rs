@@ -613,6 +613,13 @@ pub struct MockArgs {
     /// dropped request; not a finish, so the job is retried).
     #[arg(long, default_value_t = 0.0, value_name = "P")]
     pub abort: f64,
+    /// Probability of HTTP 529 overloaded (Anthropic's answer when busy).
+    #[arg(long, default_value_t = 0.0, value_name = "P")]
+    pub overloaded: f64,
+    /// Probability of breaking the stream right after its finish, before the event that
+    /// ends it (`[DONE]`; on /v1/messages, `message_stop`, so the answer is cut).
+    #[arg(long, default_value_t = 0.0, value_name = "P")]
+    pub cut_before_end: f64,
     /// Faults strike only the first N attempts of each Idempotency-Key.
     #[arg(long, value_name = "N")]
     pub fault_attempts: Option<u32>,
@@ -678,6 +685,8 @@ impl MockArgs {
             ("--error-event", self.error_event),
             ("--content-filter", self.content_filter),
             ("--abort", self.abort),
+            ("--overloaded", self.overloaded),
+            ("--cut-before-end", self.cut_before_end),
         ];
         if !(0.0..=1.0).contains(&self.judge_error) {
             return Err(format!(
@@ -718,6 +727,8 @@ impl MockArgs {
                 error_event: self.error_event,
                 content_filter: self.content_filter,
                 abort: self.abort,
+                overloaded: self.overloaded,
+                cut_before_end: self.cut_before_end,
             },
             fault_attempts: self.fault_attempts,
             keepalive: self.keepalive,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use futures_util::stream;
 
-use super::{InFlight, MockRequest, Provider, Reply, Step};
+use super::{InFlight, MockRequest, Provider, Reply, Step, Wire};
 use crate::client::transport::{BoxFuture, HttpRequest, HttpResponse, Transport, TransportError};
 
 /// The simulator as a transport, without sockets.
@@ -48,6 +48,7 @@ impl Transport for MemoryTransport {
                 return Err(TransportError(format!("no route to {}", request.url)));
             };
             let reply = provider.respond(&MockRequest {
+                wire: Wire::of_path(crate::client::secrets::path_of(&request.url)),
                 headers: request.headers,
                 body: request.body,
             });

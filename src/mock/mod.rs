@@ -1,11 +1,13 @@
-//! The simulated provider (README.md, "The simulator"): an OpenAI-compatible chat endpoint with a
-//! deterministic model that misbehaves on demand and counts what it did.
+//! The simulated provider (README.md, "The simulator"): an OpenAI-compatible chat endpoint
+//! (and an Anthropic messages one, [`anthropic`]) with a deterministic model that misbehaves
+//! on demand and counts what it did.
 //!
 //! [`Provider::respond`] turns a request into a [`Reply`]: a script of writes, pauses, stalls,
 //! resets and ends. The TCP server ([`server`]) plays scripts onto sockets; the in-memory
 //! transport ([`memory`]) plays them into the client directly, on tokio's (pausable) clock.
 
 pub mod answers;
+pub mod anthropic;
 pub mod memory;
 pub mod model;
 pub mod server;
@@ -33,6 +35,28 @@ pub enum RetryAfter {
     Millis(u64),
 }
 
+/// The wire protocol a request came in on, by its path: how it is read and answered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Wire {
+    /// `POST /v1/chat/completions`.
+    #[default]
+    OpenAiChat,
+    /// `POST /v1/messages` ([`anthropic`]).
+    AnthropicMessages,
+}
+
+impl Wire {
+    /// The wire of a request path (query left off): `…/messages` is Anthropic's, any other
+    /// OpenAI's.
+    pub fn of_path(path: &str) -> Wire {
+        if path.trim_end_matches('/').ends_with("/messages") {
+            Wire::AnthropicMessages
+        } else {
+            Wire::OpenAiChat
+        }
+    }
+}
+
 /// Where usage is reported, if at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UsageMode {
@@ -57,8 +81,13 @@ pub struct Faults {
     /// Ends mid-answer with `finish_reason: content_filter`.
     pub content_filter: f64,
     /// Ends mid-answer with `finish_reason: abort` (as vLLM does when it drops a request):
-    /// not a finish.
+    /// not a finish. On `/v1/messages`, `stop_reason: abort`, a word off Anthropic's list.
     pub abort: f64,
+    /// HTTP 529 with an `overloaded_error`, Anthropic's answer when it is busy.
+    pub overloaded: f64,
+    /// Breaks the stream right after its finish, before the event that ends it: no usage
+    /// chunk and no `[DONE]` (still a whole answer), no `message_stop` (a cut one).
+    pub cut_before_end: f64,
 }
 
 /// How the simulator answers and misbehaves.
@@ -138,6 +167,8 @@ pub struct Stats {
     pub error_events: AtomicU64,
     pub content_filters: AtomicU64,
     pub aborts: AtomicU64,
+    /// Requests on `POST /v1/messages` (Anthropic's wire).
+    pub anthropic_messages: AtomicU64,
     /// Generations streamed to the end with a `finish_reason`.
     pub generations: AtomicU64,
     pub replays: AtomicU64,
@@ -162,6 +193,8 @@ pub struct StatsSnapshot {
     pub content_filters: u64,
     #[serde(default)]
     pub aborts: u64,
+    #[serde(default)]
+    pub anthropic_messages: u64,
     pub generations: u64,
     pub replays: u64,
     pub in_flight: u64,
@@ -184,6 +217,7 @@ impl Stats {
             error_events: g(&self.error_events),
             content_filters: g(&self.content_filters),
             aborts: g(&self.aborts),
+            anthropic_messages: g(&self.anthropic_messages),
             generations: g(&self.generations),
             replays: g(&self.replays),
             in_flight: g(&self.in_flight),
@@ -192,20 +226,27 @@ impl Stats {
     }
 }
 
-/// Counts a request as in flight until dropped.
-pub struct InFlight(Arc<Stats>);
+/// A request being answered: counted as in flight until dropped, and answered (its errors
+/// too) on the wire it came on.
+pub struct InFlight {
+    stats: Arc<Stats>,
+    wire: Wire,
+}
 
 impl InFlight {
-    fn new(stats: &Arc<Stats>) -> Self {
+    fn new(stats: &Arc<Stats>, wire: Wire) -> Self {
         let now = stats.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         stats.max_in_flight.fetch_max(now, Ordering::SeqCst);
-        InFlight(stats.clone())
+        InFlight {
+            stats: stats.clone(),
+            wire,
+        }
     }
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+        self.stats.in_flight.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -240,6 +281,8 @@ pub enum Reply {
 /// A request as the provider sees it. Header names are lowercase.
 #[derive(Debug, Clone)]
 pub struct MockRequest {
+    /// The wire it came on (by its path).
+    pub wire: Wire,
     pub headers: Vec<(String, String)>,
     pub body: Bytes,
 }
@@ -250,6 +293,14 @@ impl MockRequest {
             .iter()
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_str())
+    }
+
+    /// Whether it carries `key` where its wire sends the key.
+    fn carries_key(&self, key: &str) -> bool {
+        match self.wire {
+            Wire::OpenAiChat => self.header("authorization") == Some(&format!("Bearer {key}")),
+            Wire::AnthropicMessages => anthropic::carries_key(self, key),
+        }
     }
 }
 
@@ -264,6 +315,8 @@ enum Fault {
     ErrorEvent,
     ContentFilter,
     Abort,
+    Overloaded,
+    CutBeforeEnd,
 }
 
 /// The simulated provider: answers requests and counts what it did.
@@ -355,12 +408,13 @@ impl Provider {
         extra: Vec<(String, String)>,
         in_flight: InFlight,
     ) -> Reply {
-        self.json_reply(
-            status,
-            json!({"error": {"message": message, "type": kind, "code": status}}),
-            extra,
-            in_flight,
-        )
+        let body = match in_flight.wire {
+            Wire::OpenAiChat => {
+                json!({"error": {"message": message, "type": kind, "code": status}})
+            }
+            Wire::AnthropicMessages => anthropic::error_body(status, message),
+        };
+        self.json_reply(status, body, extra, in_flight)
     }
 
     /// A 400, counted.
@@ -369,25 +423,27 @@ impl Provider {
         self.error(400, message, "invalid_request_error", vec![], in_flight)
     }
 
-    /// Decides how to answer one chat-completions request.
+    /// Decides how to answer one chat-completions (or messages) request.
     pub(crate) fn respond(&self, request: &MockRequest) -> Reply {
         let stats = &self.stats;
         stats.requests.fetch_add(1, Ordering::SeqCst);
-        let in_flight = InFlight::new(stats);
+        if request.wire == Wire::AnthropicMessages {
+            stats.anthropic_messages.fetch_add(1, Ordering::SeqCst);
+        }
+        let in_flight = InFlight::new(stats, request.wire);
         let serial = self.serial.fetch_add(1, Ordering::SeqCst);
 
-        if let Some(key) = &self.config.api_key {
-            let expected = format!("Bearer {key}");
-            if request.header("authorization") != Some(expected.as_str()) {
-                stats.status_401.fetch_add(1, Ordering::SeqCst);
-                return self.error(
-                    401,
-                    "Incorrect API key provided.",
-                    "invalid_request_error",
-                    vec![],
-                    in_flight,
-                );
-            }
+        if let Some(key) = &self.config.api_key
+            && !request.carries_key(key)
+        {
+            stats.status_401.fetch_add(1, Ordering::SeqCst);
+            return self.error(
+                401,
+                "Incorrect API key provided.",
+                "invalid_request_error",
+                vec![],
+                in_flight,
+            );
         }
         let body: Value = match serde_json::from_slice::<Value>(&request.body) {
             Ok(v) => {
@@ -401,6 +457,13 @@ impl Provider {
             Err(e) => {
                 return self.bad_request(&format!("invalid JSON body: {e}"), in_flight);
             }
+        };
+        let body = match request.wire {
+            Wire::OpenAiChat => body,
+            Wire::AnthropicMessages => match anthropic::common_form(request, &body) {
+                Ok(common) => common,
+                Err(e) => return self.bad_request(&e, in_flight),
+            },
         };
         let messages: Vec<ChatMessage> =
             match body.get("messages").cloned().map(serde_json::from_value) {
@@ -482,6 +545,10 @@ impl Provider {
             Some(Fault::Hang) => {
                 stats.hangs.fetch_add(1, Ordering::SeqCst);
                 return Reply::Hang(in_flight);
+            }
+            Some(Fault::Overloaded) => {
+                stats.status_5xx.fetch_add(1, Ordering::SeqCst);
+                return self.error(529, "Overloaded", "overloaded_error", vec![], in_flight);
             }
             _ => {}
         }
@@ -614,6 +681,10 @@ impl Provider {
                 "choices": [{"index": 0, "message": message_json(&text, &calls), "finish_reason": finish}],
                 "usage": usage,
             });
+            let reply = match request.wire {
+                Wire::OpenAiChat => reply,
+                Wire::AnthropicMessages => anthropic::whole_message(&reply),
+            };
             return self.json_reply(200, reply, extra, in_flight);
         }
 
@@ -622,7 +693,7 @@ impl Provider {
             id: format!("chatcmpl-mock-{serial}"),
             steps: Vec::new(),
         };
-        let steps = script.stream(StreamPlan {
+        let plan = StreamPlan {
             reasoning,
             pieces,
             calls,
@@ -633,10 +704,14 @@ impl Provider {
             replay: replayed.is_some(),
             key,
             text,
-        });
+        };
+        let steps = match request.wire {
+            Wire::OpenAiChat => script.stream(plan),
+            Wire::AnthropicMessages => anthropic::stream(script, plan),
+        };
         match fault {
             Some(Fault::Reset) => stats.resets.fetch_add(1, Ordering::SeqCst),
-            Some(Fault::Cut) => stats.cuts.fetch_add(1, Ordering::SeqCst),
+            Some(Fault::Cut | Fault::CutBeforeEnd) => stats.cuts.fetch_add(1, Ordering::SeqCst),
             Some(Fault::Stall) => stats.stalls.fetch_add(1, Ordering::SeqCst),
             Some(Fault::ErrorEvent) => stats.error_events.fetch_add(1, Ordering::SeqCst),
             Some(Fault::ContentFilter) => stats.content_filters.fetch_add(1, Ordering::SeqCst),
@@ -701,6 +776,8 @@ impl Provider {
             (f.error_event, Fault::ErrorEvent),
             (f.content_filter, Fault::ContentFilter),
             (f.abort, Fault::Abort),
+            (f.overloaded, Fault::Overloaded),
+            (f.cut_before_end, Fault::CutBeforeEnd),
         ] {
             edge += rate;
             if u < edge {
@@ -778,8 +855,18 @@ struct Script<'a> {
 
 impl Script<'_> {
     fn event(&mut self, data: &str) {
+        self.named_event("", data);
+    }
+
+    /// Writes one event, with an `event:` line when it has a `name`.
+    fn named_event(&mut self, name: &str, data: &str) {
         let eol = if self.config.crlf { "\r\n" } else { "\n" };
-        let bytes = format!("data: {data}{eol}{eol}").into_bytes();
+        let field = if name.is_empty() {
+            String::new()
+        } else {
+            format!("event: {name}{eol}")
+        };
+        let bytes = format!("{field}data: {data}{eol}{eol}").into_bytes();
         if self.config.split_utf8
             && let Some(at) = bytes.iter().position(|&b| b >= 0xC0)
         {
@@ -875,6 +962,9 @@ impl Script<'_> {
                 text: plan.text,
             });
         }
+        if plan.fault == Some(Fault::CutBeforeEnd) {
+            return self.steps;
+        }
         if self.config.usage == UsageMode::Separate && plan.include_usage {
             let usage = json!({
                 "id": self.id, "object": "chat.completion.chunk", "created": 0,
@@ -910,7 +1000,11 @@ impl Script<'_> {
                     self.event("[DONE]");
                 }
             }
-            Fault::TooMany | Fault::ServerError | Fault::Hang => return None,
+            Fault::TooMany
+            | Fault::ServerError
+            | Fault::Hang
+            | Fault::Overloaded
+            | Fault::CutBeforeEnd => return None,
         }
         Some(std::mem::take(&mut self.steps))
     }

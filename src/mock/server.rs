@@ -10,7 +10,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
-use super::{MockRequest, Provider, Reply, Step};
+use super::{MockRequest, Provider, Reply, Step, Wire};
 
 /// A running simulator; stops when dropped.
 pub struct MockServer {
@@ -131,9 +131,10 @@ async fn connection(mut stream: TcpStream, provider: Arc<Provider>) -> std::io::
         let body = Bytes::from(buf.drain(..head.content_length).collect::<Vec<u8>>());
         let path = head.path.split('?').next().unwrap_or("");
         let reply = match (head.method.as_str(), path) {
-            // Where an OpenAI-compatible server answers: a base URL without /v1 gets 404,
-            // as from vLLM or OpenAI.
-            ("POST", "/v1/chat/completions") => provider.respond(&MockRequest {
+            // Where an OpenAI-compatible (or Anthropic) server answers: a base URL without
+            // /v1 gets 404, as from vLLM, OpenAI or Anthropic.
+            ("POST", "/v1/chat/completions" | "/v1/messages") => provider.respond(&MockRequest {
+                wire: Wire::of_path(path),
                 headers: head.headers,
                 body,
             }),
@@ -157,7 +158,7 @@ fn plain(status: u16, body: String) -> Reply {
         status,
         headers: vec![("content-type".into(), "application/json".into())],
         steps: vec![Step::Write(Bytes::from(body))],
-        in_flight: super::InFlight::new(&stats),
+        in_flight: super::InFlight::new(&stats, Wire::default()),
     }
 }
 
@@ -168,6 +169,7 @@ fn reason(status: u16) -> &'static str {
         401 => "Unauthorized",
         404 => "Not Found",
         429 => "Too Many Requests",
+        529 => "Overloaded",
         500 => "Internal Server Error",
         502 => "Bad Gateway",
         503 => "Service Unavailable",

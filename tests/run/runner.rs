@@ -62,6 +62,7 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
             // vLLM's `abort` is no finish (retried); a content filter withholds the answer.
             abort: 0.08,
             content_filter: 0.01,
+            ..Faults::default()
         },
         // 429 storms: above 12 in flight everything is refused, on top of random 429s.
         capacity: Some(12),
