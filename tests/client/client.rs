@@ -11,6 +11,9 @@ use promptgauge::suite::ChatMessage;
 use serde_json::{Map, json};
 use tokio::time::Instant;
 
+/// The same against the simulator's Anthropic messages endpoint.
+mod anthropic;
+
 fn provider(config: MockConfig) -> Arc<Provider> {
     Arc::new(Provider::new(config))
 }

@@ -14,6 +14,9 @@ use promptgauge::client::{
 use promptgauge::suite::ChatMessage;
 use serde_json::Map;
 
+/// The same rules for Anthropic messages' streams.
+mod anthropic;
+
 /// One scripted answer: a status, headers and these chunks; then the body ends, or (with
 /// `hang`) stays open forever.
 #[derive(Clone, Default)]
