@@ -2054,7 +2054,7 @@ fn the_protocol_is_chosen_per_endpoint_kept_with_the_run_and_checked_on_resume()
     let sent = server.provider.stats().requests;
     std::fs::write(
         d.join("bench.yaml"),
-        format!("{bench}endpoint: {{ protocol: anthropic-messages }}\n"),
+        format!("{bench}endpoint: {{ protocol: smoke-signals }}\n"),
     )
     .unwrap();
     let o = promptgauge(d)
@@ -2089,7 +2089,7 @@ fn the_protocol_is_chosen_per_endpoint_kept_with_the_run_and_checked_on_resume()
         doctored["endpoint"].get("protocol").is_none(),
         "the default is left unwritten, so older records read as they were"
     );
-    doctored["endpoint"]["protocol"] = "anthropic-messages".into();
+    doctored["endpoint"]["protocol"] = "carrier-pigeon".into();
     std::fs::write(run.join("run.json"), doctored.to_string()).unwrap();
     let o = promptgauge(d)
         .args(["run", "--resume", run.to_str().unwrap()])
@@ -2097,6 +2097,6 @@ fn the_protocol_is_chosen_per_endpoint_kept_with_the_run_and_checked_on_resume()
         .unwrap();
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{e}");
-    assert!(e.contains("anthropic-messages"), "{e}");
+    assert!(e.contains("carrier-pigeon"), "{e}");
     assert_eq!(server.provider.stats().requests, sent);
 }

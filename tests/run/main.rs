@@ -1,10 +1,11 @@
-//! Whole runs: the binary end to end (`cli`), kills, signals, locks and resumes (`durability`), malformed input (`bad_input`), the runner under every fault (`runner`), rate limits, replicas and the cache (`scale`), and CI gates (`ci`).
+//! Whole runs: the binary end to end (`cli`), kills, signals, locks and resumes (`durability`), malformed input (`bad_input`), the runner under every fault (`runner`), rate limits, replicas and the cache (`scale`), CI gates (`ci`), and a bench over Anthropic messages (`anthropic`).
 //!
 //! One test crate per area: each links the whole library, so fewer crates build faster.
 
 #[path = "../common/mod.rs"]
 mod common;
 
+mod anthropic;
 mod bad_input;
 mod ci;
 mod cli;
