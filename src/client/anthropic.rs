@@ -12,7 +12,8 @@ use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
 use super::protocol::{
-    self, BaseUrlMistake, Dialect, Finish, FinishKind, Protocol, Streamed, ToolCall, Usage,
+    self, BaseUrlMistake, Dialect, Finish, FinishKind, InvalidUsage, Protocol, Streamed, ToolCall,
+    Usage, UsageCounts,
 };
 use super::{ApiKey, ChatMessage, JobRequest};
 
@@ -48,32 +49,19 @@ fn finish_kind(reason: &str) -> Option<FinishKind> {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AnthropicMessages;
 
-/// A `usage` object that is present but cannot be believed (a negative, fractional or
-/// non-numeric count): it is ignored and counted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct InvalidUsage;
-
 /// The usage so far after a `usage` object (`message_start`'s, or `message_delta`'s, whose
 /// counts are cumulative and may leave the input's out). The prompt is every input token:
 /// `input_tokens` (those neither read from nor written to the cache) plus
 /// `cache_read_input_tokens` (the cached ones) plus `cache_creation_input_tokens`. Thinking
 /// is counted inside `output_tokens`, which the API does not split: reasoning tokens stay 0.
 fn usage(v: &Value, before: Option<Usage>) -> Result<Option<Usage>, InvalidUsage> {
-    let Some(obj) = v.as_object() else {
-        return if v.is_null() {
-            Ok(None)
-        } else {
-            Err(InvalidUsage)
-        };
+    let Some(counts) = UsageCounts::of(v)? else {
+        return Ok(None);
     };
-    let n = |key: &str| match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => v.as_u64().map(Some).ok_or(InvalidUsage),
-    };
-    let input = n("input_tokens")?;
-    let read = n("cache_read_input_tokens")?.unwrap_or(0);
-    let written = n("cache_creation_input_tokens")?.unwrap_or(0);
-    let output = n("output_tokens")?;
+    let input = counts.get("/input_tokens")?;
+    let read = counts.get("/cache_read_input_tokens")?.unwrap_or(0);
+    let written = counts.get("/cache_creation_input_tokens")?.unwrap_or(0);
+    let output = counts.get("/output_tokens")?;
     let before = before.unwrap_or_default();
     let (prompt_tokens, cached_tokens) = match input {
         Some(input) => (input.saturating_add(read).saturating_add(written), read),
@@ -88,13 +76,10 @@ fn usage(v: &Value, before: Option<Usage>) -> Result<Option<Usage>, InvalidUsage
     }))
 }
 
-/// Takes a `usage` object into the stream; one with impossible counts is ignored and
-/// counted.
+/// Takes a `usage` object, if any, into the stream.
 fn add_usage(s: &mut Streamed, v: Option<&Value>) {
-    match v.map(|v| usage(v, s.usage)) {
-        Some(Ok(Some(u))) => s.usage = Some(u),
-        Some(Err(InvalidUsage)) => s.ignored += 1,
-        Some(Ok(None)) | None => {}
+    if let Some(v) = v {
+        s.note_usage(usage(v, s.usage));
     }
 }
 
@@ -374,16 +359,6 @@ impl Protocol for AnthropicMessages {
         Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
     }
 
-    fn headers(&self, job: &JobRequest, key: Option<&ApiKey>) -> Vec<(String, String)> {
-        let mut headers = vec![
-            ("content-type".to_string(), "application/json".to_string()),
-            ("accept".to_string(), "text/event-stream".to_string()),
-            ("idempotency-key".to_string(), job.idempotency_key.clone()),
-        ];
-        headers.extend(self.key_headers(key));
-        headers
-    }
-
     /// The key in `x-api-key`, and the API version, which every request (the models list
     /// too) must name, key or not.
     fn key_headers(&self, key: Option<&ApiKey>) -> Vec<(String, String)> {
@@ -470,10 +445,7 @@ impl Protocol for AnthropicMessages {
     }
 
     fn error_message(&self, body: &str) -> String {
-        serde_json::from_str::<Value>(body)
-            .ok()
-            .and_then(|v| v.get("error").map(error_message))
-            .unwrap_or_else(|| body.trim().to_string())
+        protocol::error_in_body(body, error_message)
     }
 
     fn remaining_requests(&self, headers: &[(String, String)]) -> Option<u64> {

@@ -6,7 +6,8 @@ use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
 use super::protocol::{
-    self, BaseUrlMistake, Dialect, Finish, FinishKind, Protocol, Streamed, ToolCall, Usage,
+    self, BaseUrlMistake, Dialect, Finish, FinishKind, InvalidUsage, Protocol, Streamed, ToolCall,
+    Usage, UsageCounts,
 };
 use super::{ApiKey, JobRequest};
 
@@ -40,30 +41,18 @@ fn finish_kind(reason: &str) -> Option<FinishKind> {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct OpenAiChat;
 
-/// A `usage` object that is present but cannot be believed (a negative, fractional or
-/// non-numeric count): it is ignored, and the job's usage is estimated instead.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct InvalidUsage;
-
 /// `Ok(None)` when there is no usage object; `Err` when its counts are not whole numbers
 /// ≥ 0. Absent counts are 0.
 fn usage(v: &Value) -> Result<Option<Usage>, InvalidUsage> {
-    let Some(obj) = v.as_object() else {
-        return if v.is_null() {
-            Ok(None)
-        } else {
-            Err(InvalidUsage)
-        };
+    let Some(counts) = UsageCounts::of(v)? else {
+        return Ok(None);
     };
-    let n = |v: Option<&Value>| match v {
-        None | Some(Value::Null) => Ok(0),
-        Some(v) => v.as_u64().ok_or(InvalidUsage),
-    };
+    let n = |pointer: &str| counts.get(pointer).map(Option::unwrap_or_default);
     Ok(Some(Usage {
-        prompt_tokens: n(obj.get("prompt_tokens"))?,
-        completion_tokens: n(obj.get("completion_tokens"))?,
-        cached_tokens: n(v.pointer("/prompt_tokens_details/cached_tokens"))?,
-        reasoning_tokens: n(v.pointer("/completion_tokens_details/reasoning_tokens"))?,
+        prompt_tokens: n("/prompt_tokens")?,
+        completion_tokens: n("/completion_tokens")?,
+        cached_tokens: n("/prompt_tokens_details/cached_tokens")?,
+        reasoning_tokens: n("/completion_tokens_details/reasoning_tokens")?,
         estimated: false,
     }))
 }
@@ -142,16 +131,6 @@ impl Protocol for OpenAiChat {
         Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
     }
 
-    fn headers(&self, job: &JobRequest, key: Option<&ApiKey>) -> Vec<(String, String)> {
-        let mut headers = vec![
-            ("content-type".to_string(), "application/json".to_string()),
-            ("accept".to_string(), "text/event-stream".to_string()),
-            ("idempotency-key".to_string(), job.idempotency_key.clone()),
-        ];
-        headers.extend(self.key_headers(key));
-        headers
-    }
-
     fn key_headers(&self, key: Option<&ApiKey>) -> Vec<(String, String)> {
         key.map(|key| {
             (
@@ -216,10 +195,8 @@ impl Protocol for OpenAiChat {
         if s.model.is_none() {
             s.model = v.get("model").and_then(Value::as_str).map(String::from);
         }
-        match v.get("usage").map(usage) {
-            Some(Ok(Some(u))) => s.usage = Some(u),
-            Some(Err(InvalidUsage)) => s.ignored += 1,
-            Some(Ok(None)) | None => {}
+        if let Some(u) = v.get("usage") {
+            s.note_usage(usage(u));
         }
         let mut token = false;
         let Some(choices) = v.get("choices").and_then(Value::as_array) else {
@@ -292,10 +269,7 @@ impl Protocol for OpenAiChat {
     }
 
     fn error_message(&self, body: &str) -> String {
-        serde_json::from_str::<Value>(body)
-            .ok()
-            .and_then(|v| v.get("error").map(error_message))
-            .unwrap_or_else(|| body.trim().to_string())
+        protocol::error_in_body(body, error_message)
     }
 
     fn remaining_requests(&self, headers: &[(String, String)]) -> Option<u64> {

@@ -172,6 +172,46 @@ pub struct Streamed {
     pub ignored: u64,
 }
 
+impl Streamed {
+    /// Keeps what a `usage` object said; one with impossible counts is ignored and counted
+    /// (the job's usage is then estimated, unless a later one is believable).
+    pub(crate) fn note_usage(&mut self, read: Result<Option<Usage>, InvalidUsage>) {
+        match read {
+            Ok(Some(u)) => self.usage = Some(u),
+            Err(InvalidUsage) => self.ignored += 1,
+            Ok(None) => {}
+        }
+    }
+}
+
+/// A `usage` object that is present but cannot be believed (a negative, fractional or
+/// non-numeric count).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct InvalidUsage;
+
+/// The counts of a server's `usage` object, read at JSON pointers.
+pub(crate) struct UsageCounts<'a>(&'a Value);
+
+impl<'a> UsageCounts<'a> {
+    /// `None` when there is no usage (`null`); `Err` when it is not an object.
+    pub(crate) fn of(v: &'a Value) -> Result<Option<Self>, InvalidUsage> {
+        match v {
+            Value::Null => Ok(None),
+            Value::Object(_) => Ok(Some(UsageCounts(v))),
+            _ => Err(InvalidUsage),
+        }
+    }
+
+    /// The count at `pointer` (`/prompt_tokens`): `None` when absent or null, `Err` when it
+    /// is not a whole number ≥ 0.
+    pub(crate) fn get(&self, pointer: &str) -> Result<Option<u64>, InvalidUsage> {
+        match self.0.pointer(pointer) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v.as_u64().map(Some).ok_or(InvalidUsage),
+        }
+    }
+}
+
 /// A form of request a server may refuse, richest first: a protocol may fall back to a
 /// plainer one when a server rejects an optional feature.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -209,8 +249,17 @@ pub trait Protocol: Send + Sync {
     /// The request body for a job.
     fn body(&self, model: &str, job: &JobRequest, dialect: Dialect) -> Bytes;
 
-    /// The request headers, including how the key is sent.
-    fn headers(&self, job: &JobRequest, key: Option<&ApiKey>) -> Vec<(String, String)>;
+    /// The request headers: a JSON body, a stream of events back, the job's idempotency key
+    /// (the same on every attempt), and the key as [`Protocol::key_headers`] sends it.
+    fn headers(&self, job: &JobRequest, key: Option<&ApiKey>) -> Vec<(String, String)> {
+        let mut headers = vec![
+            ("content-type".to_string(), "application/json".to_string()),
+            ("accept".to_string(), "text/event-stream".to_string()),
+            ("idempotency-key".to_string(), job.idempotency_key.clone()),
+        ];
+        headers.extend(self.key_headers(key));
+        headers
+    }
 
     /// After a response with `status` to a request in `dialect`, a plainer dialect worth
     /// trying once at once (the server may not know an optional feature), if any.
@@ -271,6 +320,15 @@ pub(crate) fn listed_model_ids(body: &[u8]) -> Option<Vec<String>> {
             .filter_map(|m| m.get("id").and_then(Value::as_str).map(String::from))
             .collect(),
     )
+}
+
+/// The human part of an error response body: its `error` member as `message_of` reads it,
+/// else the whole body, trimmed.
+pub(crate) fn error_in_body(body: &str, message_of: fn(&Value) -> String) -> String {
+    serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|v| v.get("error").map(message_of))
+        .unwrap_or_else(|| body.trim().to_string())
 }
 
 /// A count in the header `name` (lowercase), when it holds a whole number.
