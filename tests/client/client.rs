@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use promptgauge::client::{Client, ClientConfig, JobRequest, Outcome};
+use promptgauge::client::{Client, ClientConfig, JobRequest, Outcome, ProtocolKind};
 use promptgauge::mock::memory::MemoryTransport;
 use promptgauge::mock::{Faults, MockConfig, Provider, RetryAfter, UsageMode};
 use promptgauge::suite::ChatMessage;
@@ -382,7 +382,7 @@ async fn length_is_a_truncated_answer() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn stream_variants_all_complete() {
+async fn stream_variants_all_complete_in_every_protocol() {
     for config in [
         MockConfig {
             no_done: true,
@@ -407,13 +407,15 @@ async fn stream_variants_all_complete() {
             ..MockConfig::default()
         },
     ] {
-        let label = format!("{config:?}");
-        let p = provider(config);
-        let r = client(&p, |_| {})
-            .execute(&job("Echo: ça → été", "k"))
-            .await;
-        assert_eq!(outcomes(&r), [Outcome::Complete], "{label}");
-        assert_eq!(r.text, "ça → été", "{label}");
+        for protocol in ProtocolKind::ALL {
+            let label = format!("{protocol} {config:?}");
+            let p = provider(config.clone());
+            let r = client(&p, |c| c.protocol = protocol)
+                .execute(&job("Echo: ça → été", "k"))
+                .await;
+            assert_eq!(outcomes(&r), [Outcome::Complete], "{label}");
+            assert_eq!(r.text, "ça → été", "{label}");
+        }
     }
 }
 

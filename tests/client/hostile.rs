@@ -100,11 +100,11 @@ async fn play_bytes(
         .0
 }
 
-/// Plays replies to one job; returns its result and the requests the client sent.
-async fn play_replies(
+/// A client (two attempts, then as `tweak` says) to a server that plays `replies`.
+fn scripted_client(
     replies: Vec<Reply>,
     tweak: impl FnOnce(&mut ClientConfig),
-) -> (JobResult, Vec<HttpRequest>) {
+) -> (Client, Arc<Scripted>) {
     let mut config = ClientConfig::new("http://scripted/v1", "m");
     config.max_attempts = 2;
     config.backoff_base = Duration::from_millis(1);
@@ -113,15 +113,26 @@ async fn play_replies(
         replies: Mutex::new(replies),
         ..Scripted::default()
     });
-    let client = Client::new(transport.clone(), config);
-    let result = client
-        .execute(&JobRequest {
-            messages: vec![ChatMessage::new("user", "x")],
-            params: Map::new(),
-            idempotency_key: "k".into(),
-            reserve_tokens: 0,
-        })
-        .await;
+    (Client::new(transport.clone(), config), transport)
+}
+
+/// The one job the scripts answer.
+fn the_job() -> JobRequest {
+    JobRequest {
+        messages: vec![ChatMessage::new("user", "x")],
+        params: Map::new(),
+        idempotency_key: "k".into(),
+        reserve_tokens: 0,
+    }
+}
+
+/// Plays replies to one job; returns its result and the requests the client sent.
+async fn play_replies(
+    replies: Vec<Reply>,
+    tweak: impl FnOnce(&mut ClientConfig),
+) -> (JobResult, Vec<HttpRequest>) {
+    let (client, transport) = scripted_client(replies, tweak);
+    let result = client.execute(&the_job()).await;
     let seen = std::mem::take(&mut *transport.seen.lock().unwrap());
     (result, seen)
 }

@@ -10,6 +10,35 @@ use serde_json::Value;
 
 const KEY: &str = "sk-ant-e2e-0123456789abcdef";
 
+/// Runs the binary in `d` with the key in `$ANTHROPIC_API_KEY`; returns what it wrote to
+/// stderr, once its exit code is `code`.
+fn run_with_key(d: &Path, args: &[&str], code: i32) -> String {
+    let o = promptgauge(d)
+        .args(args)
+        .env("ANTHROPIC_API_KEY", KEY)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(code), "{stderr}");
+    stderr
+}
+
+/// Runs the bench in `d` against the simulator at `url`, which must succeed.
+fn run_bench(d: &Path, url: &str) {
+    run_with_key(
+        d,
+        &[
+            "run",
+            "bench.yaml",
+            "--base-url",
+            url,
+            "--model",
+            "mock-model",
+        ],
+        0,
+    );
+}
+
 fn summary(run: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap()
 }
@@ -52,14 +81,7 @@ fn a_bench_over_anthropic_messages_is_graded_as_over_chat_completions_and_keeps_
     let dir =
         bench_dir("endpoint: { protocol: anthropic-messages, api_key_env: ANTHROPIC_API_KEY }\n");
     let d = dir.path();
-    let o = promptgauge(d)
-        .args(["run", "bench.yaml", "--base-url", &server.base_url()])
-        .args(["--model", "mock-model"])
-        .env("ANTHROPIC_API_KEY", KEY)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    run_bench(d, &server.base_url());
 
     // The simulator heard every job on /v1/messages, with the key where Anthropic wants it
     // (a bearer would have been refused) and the bench's system prompt and ceiling.
@@ -132,14 +154,12 @@ fn a_bench_over_anthropic_messages_is_graded_as_over_chat_completions_and_keeps_
 
     // A resume keeps the run's protocol and refuses another; nothing is sent.
     let sent = server.provider.stats().requests;
-    let o = promptgauge(d)
-        .args(["run", "--resume", run.to_str().unwrap()])
-        .args(["--protocol", "openai-chat"])
-        .env("ANTHROPIC_API_KEY", KEY)
-        .output()
-        .unwrap();
-    let e = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{e}");
+    let run_path = run.to_str().unwrap();
+    let e = run_with_key(
+        d,
+        &["run", "--resume", run_path, "--protocol", "openai-chat"],
+        2,
+    );
     assert!(
         e.contains("anthropic-messages")
             && e.contains("one run's answers come through one protocol"),
@@ -165,18 +185,7 @@ fn a_judge_at_an_anthropic_endpoint_is_read_from_its_reply_without_json_mode() {
         .unwrap()
         .replace("grade: { kind: number }", "grade: { kind: judge }");
     std::fs::write(d.join("bench.yaml"), bench).unwrap();
-    let o = promptgauge(d)
-        .args(["run", "bench.yaml", "--base-url", &server.base_url()])
-        .args(["--model", "mock-model"])
-        .env("ANTHROPIC_API_KEY", KEY)
-        .output()
-        .unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    run_bench(d, &server.base_url());
     let stats = server.provider.stats();
     assert_eq!(stats.requests, stats.anthropic_messages, "the judge too");
     assert!(stats.requests > 12, "{stats:?}");

@@ -2,7 +2,7 @@
 //! on tokio's paused clock: the same model and faults, and Anthropic's own misbehaviours.
 
 use super::*;
-use promptgauge::client::{ApiKey, ProtocolKind};
+use promptgauge::client::{ApiKey, JobResult};
 use promptgauge::grade::Shape;
 use promptgauge::mock::answers::{Hint, Oracle};
 
@@ -10,8 +10,18 @@ fn anthropic(c: &mut ClientConfig) {
     c.protocol = ProtocolKind::AnthropicMessages;
 }
 
-fn on_first_attempt(faults: Faults) -> Arc<Provider> {
-    provider(first_attempt_fault(faults))
+/// Echoes `a b c d` over `protocol` from a simulator whose first attempt at it has `faults`.
+async fn echo_after(faults: Faults, protocol: ProtocolKind) -> (Arc<Provider>, JobResult) {
+    let p = provider(first_attempt_fault(faults));
+    let r = client(&p, |c| c.protocol = protocol)
+        .execute(&job("Echo: a b c d", "k"))
+        .await;
+    (p, r)
+}
+
+/// The error the `i`th attempt ended with.
+fn error_of(r: &JobResult, i: usize) -> &str {
+    r.attempts[i].error.as_deref().unwrap_or_default()
 }
 
 #[tokio::test(start_paused = true)]
@@ -54,15 +64,7 @@ async fn a_whole_answer_over_messages_with_the_key_in_x_api_key() {
     });
     let r = c.execute(&job("Echo: x", "k2")).await;
     assert_eq!(r.attempts[0].status, Some(401));
-    assert!(
-        r.attempts[0]
-            .error
-            .as_deref()
-            .unwrap()
-            .contains("authentication_error"),
-        "{:?}",
-        r.attempts[0]
-    );
+    assert!(error_of(&r, 0).contains("authentication_error"), "{r:?}");
     assert!(c.fatal().is_some());
 }
 
@@ -100,46 +102,67 @@ async fn cached_prompts_and_thinking_over_messages() {
 
 #[tokio::test(start_paused = true)]
 async fn a_stream_cut_before_message_stop_is_retried_and_never_kept() {
-    let p = on_first_attempt(Faults {
+    let cut = Faults {
         cut_before_end: 1.0,
         ..Faults::default()
-    });
-    let r = client(&p, anthropic)
-        .execute(&job("Echo: one two three four", "k"))
-        .await;
+    };
+    let (p, r) = echo_after(cut, ProtocolKind::AnthropicMessages).await;
     assert_eq!(outcomes(&r), [Outcome::Cut, Outcome::Complete]);
-    assert_eq!(r.text, "one two three four");
+    assert!(error_of(&r, 0).contains("\"end_turn\""), "{r:?}");
+    assert_eq!(r.text, "a b c d");
     assert_eq!((p.stats().cuts, p.stats().generations), (1, 1));
     // Over chat completions the same break (after the finish, before [DONE]) is a whole answer.
-    let p = on_first_attempt(Faults {
-        cut_before_end: 1.0,
-        ..Faults::default()
-    });
-    let r = client(&p, |_| {})
-        .execute(&job("Echo: one two three four", "k"))
-        .await;
+    let (_, r) = echo_after(cut, ProtocolKind::OpenaiChat).await;
     assert_eq!(outcomes(&r), [Outcome::Complete]);
 }
 
 #[tokio::test(start_paused = true)]
 async fn an_overloaded_error_event_mid_stream_is_retried() {
-    let p = on_first_attempt(Faults {
+    let error_event = Faults {
         error_event: 1.0,
         ..Faults::default()
-    });
-    let r = client(&p, anthropic)
-        .execute(&job("Echo: a b c d", "k"))
-        .await;
+    };
+    let (_, r) = echo_after(error_event, ProtocolKind::AnthropicMessages).await;
     assert_eq!(outcomes(&r), [Outcome::StreamError, Outcome::Complete]);
-    assert_eq!(
-        r.attempts[0].error.as_deref(),
-        Some("overloaded_error: Overloaded")
-    );
+    assert_eq!(error_of(&r, 0), "overloaded_error: Overloaded");
     assert_eq!(r.text, "a b c d");
 }
 
 #[tokio::test(start_paused = true)]
-async fn http_529_is_retried_after_backoff() {
+async fn an_unknown_stop_reason_is_no_finish_and_retried() {
+    let abort = Faults {
+        abort: 1.0,
+        ..Faults::default()
+    };
+    let (_, r) = echo_after(abort, ProtocolKind::AnthropicMessages).await;
+    assert_eq!(outcomes(&r), [Outcome::Cut, Outcome::Complete]);
+    assert!(error_of(&r, 0).contains("\"abort\", which is not a finish"));
+    assert_eq!(r.text, "a b c d");
+}
+
+#[tokio::test(start_paused = true)]
+async fn max_tokens_truncates_and_a_refusal_withholds() {
+    let p = provider(MockConfig::default());
+    let mut j = job("Echo: one two three four five", "k");
+    j.params.insert("max_tokens".into(), json!(2));
+    let r = client(&p, anthropic).execute(&j).await;
+    assert_eq!(outcomes(&r), [Outcome::Truncated]);
+    assert!(r.answered());
+    assert_eq!(
+        (r.text.as_str(), r.finish_reason.as_deref()),
+        ("one two", Some("max_tokens"))
+    );
+    let refusal = Faults {
+        content_filter: 1.0,
+        ..Faults::default()
+    };
+    let (_, r) = echo_after(refusal, ProtocolKind::AnthropicMessages).await;
+    assert_eq!(outcomes(&r), [Outcome::Filtered]);
+    assert_eq!(r.finish_reason.as_deref(), Some("refusal"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn http_529_is_retried_after_backoff_and_a_429_after_its_retry_after() {
     let p = provider(MockConfig {
         faults: Faults {
             overloaded: 1.0,
@@ -159,17 +182,11 @@ async fn http_529_is_retried_after_backoff() {
         [Outcome::HttpError, Outcome::HttpError, Outcome::Complete]
     );
     assert_eq!(r.attempts[0].status, Some(529));
-    assert_eq!(
-        r.attempts[0].error.as_deref(),
-        Some("HTTP 529: overloaded_error: Overloaded")
-    );
+    assert_eq!(error_of(&r, 0), "HTTP 529: overloaded_error: Overloaded");
     let waited: f64 = r.attempts.iter().filter_map(|a| a.wait_ms).sum();
     assert!(waited > 0.0, "backoff, not a tight loop");
     assert_eq!(p.stats().status_5xx, 2);
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_429_waits_its_retry_after_over_messages() {
+    // A 429's retry-after is a floor.
     let p = provider(MockConfig {
         retry_after: RetryAfter::Seconds(4),
         ..first_attempt_fault(Faults {
@@ -177,64 +194,10 @@ async fn a_429_waits_its_retry_after_over_messages() {
             ..Faults::default()
         })
     });
-    let r = client(&p, |c| {
-        anthropic(c);
-        c.backoff_base = Duration::from_millis(1);
-    })
-    .execute(&job("Echo: x", "k"))
-    .await;
+    let r = client(&p, anthropic).execute(&job("Echo: x", "k")).await;
     assert_eq!(outcomes(&r), [Outcome::HttpError, Outcome::Complete]);
-    assert!(
-        r.attempts[0]
-            .error
-            .as_deref()
-            .unwrap()
-            .contains("rate_limit_error")
-    );
-    assert!((4000.0..4002.0).contains(&r.attempts[0].wait_ms.unwrap()));
-}
-
-#[tokio::test(start_paused = true)]
-async fn max_tokens_truncates_and_a_refusal_withholds() {
-    let p = provider(MockConfig::default());
-    let mut j = job("Echo: one two three four five", "k");
-    j.params.insert("max_tokens".into(), json!(2));
-    let r = client(&p, anthropic).execute(&j).await;
-    assert_eq!(outcomes(&r), [Outcome::Truncated]);
-    assert!(r.answered());
-    assert_eq!(
-        (r.text.as_str(), r.finish_reason.as_deref()),
-        ("one two", Some("max_tokens"))
-    );
-    let p = on_first_attempt(Faults {
-        content_filter: 1.0,
-        ..Faults::default()
-    });
-    let r = client(&p, anthropic)
-        .execute(&job("Echo: a b c d", "k"))
-        .await;
-    assert_eq!(outcomes(&r), [Outcome::Filtered]);
-    assert_eq!(r.finish_reason.as_deref(), Some("refusal"));
-}
-
-#[tokio::test(start_paused = true)]
-async fn an_unknown_stop_reason_is_no_finish_and_retried() {
-    let p = on_first_attempt(Faults {
-        abort: 1.0,
-        ..Faults::default()
-    });
-    let r = client(&p, anthropic)
-        .execute(&job("Echo: a b c d", "k"))
-        .await;
-    assert_eq!(outcomes(&r), [Outcome::Cut, Outcome::Complete]);
-    assert!(
-        r.attempts[0]
-            .error
-            .as_deref()
-            .unwrap()
-            .contains("\"abort\", which is not a finish")
-    );
-    assert_eq!(r.text, "a b c d");
+    assert!(error_of(&r, 0).contains("rate_limit_error"));
+    assert!(r.attempts[0].wait_ms.unwrap() >= 4000.0);
 }
 
 #[tokio::test(start_paused = true)]
@@ -265,35 +228,4 @@ async fn a_tool_call_arrives_in_pieces_and_adds_up() {
     assert!(args.get("city").is_some(), "{args}");
     // The tool went out in Anthropic's shape.
     assert_eq!(p.bodies()[0]["tools"][0]["name"], "get_weather");
-}
-
-#[tokio::test(start_paused = true)]
-async fn message_streams_complete_however_they_are_written() {
-    for config in [
-        MockConfig {
-            usage: UsageMode::None,
-            ..MockConfig::default()
-        },
-        MockConfig {
-            crlf: true,
-            keepalive: true,
-            split_utf8: true,
-            ..MockConfig::default()
-        },
-        MockConfig {
-            first_token_delay: Duration::from_secs(2),
-            token_delay: Duration::from_millis(300),
-            ..MockConfig::default()
-        },
-    ] {
-        let label = format!("{config:?}");
-        let none = config.usage == UsageMode::None;
-        let p = provider(config);
-        let r = client(&p, anthropic)
-            .execute(&job("Echo: ça → été", "k"))
-            .await;
-        assert_eq!(outcomes(&r), [Outcome::Complete], "{label}");
-        assert_eq!(r.text, "ça → été", "{label}");
-        assert_eq!(r.usage.is_none(), none, "{label}");
-    }
 }

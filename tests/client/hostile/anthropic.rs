@@ -45,6 +45,11 @@ fn script(events: &[String]) -> Vec<String> {
     lines(&events.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
+/// A 200 whose body is these events.
+fn streamed(events: &[String]) -> Reply {
+    Reply::ok(script(events).into_iter().map(String::into_bytes).collect())
+}
+
 fn anthropic(c: &mut ClientConfig) {
     c.protocol = ProtocolKind::AnthropicMessages;
 }
@@ -52,12 +57,7 @@ fn anthropic(c: &mut ClientConfig) {
 #[tokio::test(start_paused = true)]
 async fn a_whole_message_is_complete_with_cached_tokens_in_the_prompt() {
     let (r, seen) = play_replies(
-        vec![Reply::ok(
-            script(&message(&["Fo", "ur"], "end_turn", true))
-                .into_iter()
-                .map(String::into_bytes)
-                .collect(),
-        )],
+        vec![streamed(&message(&["Fo", "ur"], "end_turn", true))],
         |c| {
             anthropic(c);
             c.api_key = Some(ApiKey::new("sk-ant-test-0123456789".into()));
@@ -315,12 +315,7 @@ async fn error_bodies_are_read_and_triaged_by_status() {
         ],
         ..Reply::default()
     };
-    let good = Reply::ok(
-        script(&message(&["B"], "end_turn", true))
-            .into_iter()
-            .map(String::into_bytes)
-            .collect(),
-    );
+    let good = streamed(&message(&["B"], "end_turn", true));
     // 529 overloaded: retried after backoff; 429: Retry-After is a floor.
     let retry_after = vec![("retry-after".to_string(), "3".to_string())];
     let (r, _) = play_replies(
@@ -363,36 +358,25 @@ async fn error_bodies_are_read_and_triaged_by_status() {
 #[tokio::test(start_paused = true)]
 async fn a_refused_key_stops_the_run_and_an_echoed_one_is_scrubbed() {
     const KEY: &str = "sk-ant-echo-0123456789abcdef";
-    let transport = Arc::new(Scripted {
-        replies: Mutex::new(vec![
-            Reply::ok(script(&[ev(START), ev(&format!(
+    let (client, _) = scripted_client(
+        vec![
+            streamed(&[ev(START), ev(&format!(
                 r#"{{"type":"error","error":{{"type":"api_error","message":"bad x-api-key {KEY}"}}}}"#
-            ))])
-            .into_iter()
-            .map(String::into_bytes)
-            .collect()),
+            ))]),
             Reply {
                 status: 401,
                 chunks: vec![br#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#.to_vec()],
                 ..Reply::default()
             },
-        ]),
-        ..Scripted::default()
-    });
-    let mut config = ClientConfig::new("http://scripted/v1", "m");
-    config.protocol = ProtocolKind::AnthropicMessages;
-    config.backoff_base = Duration::from_millis(1);
-    config.api_key = Some(ApiKey::new(KEY.into()));
-    config.api_key_env = "ANTHROPIC_API_KEY".into();
-    let client = Client::new(transport.clone(), config);
-    let r = client
-        .execute(&JobRequest {
-            messages: vec![ChatMessage::new("user", "x")],
-            params: Map::new(),
-            idempotency_key: "k".into(),
-            reserve_tokens: 0,
-        })
-        .await;
+        ],
+        |c| {
+            anthropic(c);
+            c.max_attempts = 6;
+            c.api_key = Some(ApiKey::new(KEY.into()));
+            c.api_key_env = "ANTHROPIC_API_KEY".into();
+        },
+    );
+    let r = client.execute(&the_job()).await;
     assert_eq!(outcomes(&r), [Outcome::StreamError, Outcome::HttpError]);
     let kept = format!("{:?} {:?}", r.attempts, r.failure);
     assert!(
@@ -409,26 +393,18 @@ async fn a_refused_key_stops_the_run_and_an_echoed_one_is_scrubbed() {
 
 #[tokio::test(start_paused = true)]
 async fn a_spent_rate_limit_window_eases_the_gate() {
-    let transport = Arc::new(Scripted {
-        replies: Mutex::new(vec![Reply {
-            headers: vec![(
-                "anthropic-ratelimit-requests-remaining".to_string(),
-                "0".to_string(),
-            )],
-            ..Reply::ok(
-                script(&message(&["ok"], "end_turn", true))
-                    .into_iter()
-                    .map(String::into_bytes)
-                    .collect(),
-            )
-        }]),
-        ..Scripted::default()
+    let spent = Reply {
+        headers: vec![(
+            "anthropic-ratelimit-requests-remaining".to_string(),
+            "0".to_string(),
+        )],
+        ..streamed(&message(&["ok"], "end_turn", true))
+    };
+    let (client, _) = scripted_client(vec![spent], |c| {
+        anthropic(c);
+        c.concurrency = 8;
+        c.adaptive = true;
     });
-    let mut config = ClientConfig::new("http://scripted/v1", "m");
-    config.protocol = ProtocolKind::AnthropicMessages;
-    config.concurrency = 8;
-    config.adaptive = true;
-    let client = Client::new(transport, config);
     let heard = Arc::new(Mutex::new(Vec::new()));
     let sink = heard.clone();
     client.subscribe(
@@ -439,14 +415,7 @@ async fn a_spent_rate_limit_window_eases_the_gate() {
         })),
         false,
     );
-    let r = client
-        .execute(&JobRequest {
-            messages: vec![ChatMessage::new("user", "x")],
-            params: Map::new(),
-            idempotency_key: "k".into(),
-            reserve_tokens: 0,
-        })
-        .await;
+    let r = client.execute(&the_job()).await;
     assert!(r.answered());
     assert_eq!(*heard.lock().unwrap(), [(Some(8), Some(4))]);
 }
