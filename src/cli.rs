@@ -55,7 +55,7 @@ pub enum Command {
     /// Run every variant of a bench over its cases and report accuracy, cost and latency.
     Run(RunArgs),
     /// Validate the bench, its cases and prompts, and print the plan; no network calls.
-    Check(PlanArgs),
+    Check(CheckArgs),
     /// How many cases a bench needs to detect a difference worth knowing, or what its
     /// cases can detect: the power of the test and Holm family the reports use.
     Plan(PowerArgs),
@@ -380,6 +380,22 @@ pub struct PlanArgs {
     /// openai-chat: POST …/chat/completions, streamed]. A resume keeps the run's.
     #[arg(long, value_name = "NAME")]
     pub protocol: Option<crate::client::ProtocolKind>,
+    /// Where the judge answers (overrides judge.base_url); `mock` selects the built-in
+    /// simulator [default: the run's endpoint]. Pinned here, the judge stays put whatever
+    /// --base-url says; a resume keeps the run's judge.
+    #[arg(long, value_name = "URL")]
+    pub judge_base_url: Option<String>,
+    /// The judge's model (overrides judge.model) [default: the model under test, which
+    /// then judges its own answers, and the reports say so].
+    #[arg(long, value_name = "NAME")]
+    pub judge_model: Option<String>,
+    /// The variable holding the judge's API key (overrides judge.api_key_env) [default:
+    /// the endpoint's when the judge answers there].
+    #[arg(long, value_name = "VAR")]
+    pub judge_key_env: Option<String>,
+    /// The wire protocol of the judge's endpoint (overrides judge.protocol).
+    #[arg(long, value_name = "NAME")]
+    pub judge_protocol: Option<crate::client::ProtocolKind>,
     /// Requests in flight at once, per replica (overrides limits.concurrency).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub concurrency: Option<u32>,
@@ -407,6 +423,18 @@ pub struct PlanArgs {
     /// `run --max-drop` (a share), for a new `--until-decided` plan's drop check.
     #[arg(skip)]
     pub max_drop: Option<f64>,
+}
+
+/// `check [BENCH]`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub plan: PlanArgs,
+    /// Also look at the endpoint and the judge as a run would before its first job: one
+    /// `GET …/models` each (nothing that costs), saying whether each answers, accepts its
+    /// key and lists its model.
+    #[arg(long)]
+    pub probe: bool,
 }
 
 /// `run [BENCH]`.

@@ -370,24 +370,32 @@ impl Provider {
     }
 
     /// Decides how to answer one chat-completions request.
+    /// Whether a request's headers carry the key the simulator requires (any, without one).
+    pub(crate) fn accepts_key(&self, headers: &[(String, String)]) -> bool {
+        let Some(key) = &self.config.api_key else {
+            return true;
+        };
+        let expected = format!("Bearer {key}");
+        headers
+            .iter()
+            .any(|(n, v)| n.eq_ignore_ascii_case("authorization") && *v == expected)
+    }
+
     pub(crate) fn respond(&self, request: &MockRequest) -> Reply {
         let stats = &self.stats;
         stats.requests.fetch_add(1, Ordering::SeqCst);
         let in_flight = InFlight::new(stats);
         let serial = self.serial.fetch_add(1, Ordering::SeqCst);
 
-        if let Some(key) = &self.config.api_key {
-            let expected = format!("Bearer {key}");
-            if request.header("authorization") != Some(expected.as_str()) {
-                stats.status_401.fetch_add(1, Ordering::SeqCst);
-                return self.error(
-                    401,
-                    "Incorrect API key provided.",
-                    "invalid_request_error",
-                    vec![],
-                    in_flight,
-                );
-            }
+        if !self.accepts_key(&request.headers) {
+            stats.status_401.fetch_add(1, Ordering::SeqCst);
+            return self.error(
+                401,
+                "Incorrect API key provided.",
+                "invalid_request_error",
+                vec![],
+                in_flight,
+            );
         }
         let body: Value = match serde_json::from_slice::<Value>(&request.body) {
             Ok(v) => {
