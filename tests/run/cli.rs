@@ -1335,7 +1335,10 @@ fn init_writes_a_bench_of_each_task_that_runs_at_once_on_the_simulator() {
         // pin the judge instead.
         assert!(!bench.contains("model: judge-model"), "{bench}");
         if task == "free" {
-            assert!(bench.contains("--judge-base-url URL --judge-model NAME"), "{bench}");
+            assert!(
+                bench.contains("--judge-base-url URL --judge-model NAME"),
+                "{bench}"
+            );
         }
         let out = promptgauge(&d).args(["run", "--quiet"]).output().unwrap();
         assert_eq!(

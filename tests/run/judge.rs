@@ -848,7 +848,12 @@ fn check_probe_looks_at_the_judge_and_stops_on_a_refused_key() {
     let out = promptgauge(d)
         .args(["check", "support.yaml", "--probe", "--judge-base-url"])
         .arg(judge.base_url())
-        .args(["--judge-key-env", "JUDGE_KEY", "--judge-model", "mock-model"])
+        .args([
+            "--judge-key-env",
+            "JUDGE_KEY",
+            "--judge-model",
+            "mock-model",
+        ])
         .env("JUDGE_KEY", "right")
         .output()
         .unwrap();
