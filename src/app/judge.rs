@@ -22,6 +22,8 @@ pub(super) struct Judge {
     pub api_key_env: String,
     pub params: Map<String, Value>,
     pub limits: Limits,
+    /// The endpoint's extra headers when the judge answers there (none elsewhere).
+    pub headers: Vec<(String, String, bool)>,
     /// As shown and stored.
     pub info: ProviderInfo,
 }
@@ -93,10 +95,10 @@ pub(super) fn resolve(
         (None, None) => run.protocol,
         (None, Some(_)) => crate::client::ProtocolKind::default(),
     };
-    let base_urls = match own_url {
-        Some(url) if url == "mock" => Vec::new(),
-        Some(url) => vec![url],
-        None => run.base_urls.clone(),
+    let (base_urls, headers) = match own_url {
+        Some(url) if url == "mock" => (Vec::new(), Vec::new()),
+        Some(url) => (vec![url], Vec::new()),
+        None => (run.base_urls.clone(), run.headers.clone()),
     };
     let model = match settings.as_ref().and_then(|j| j.model.clone()) {
         Some(m) => m,
@@ -134,6 +136,7 @@ pub(super) fn resolve(
         api_key_env,
         params,
         limits: settings.map_or_else(|| p.bench.limits.clone(), |j| j.limits),
+        headers,
         info,
     }))
 }
@@ -179,6 +182,7 @@ impl Judge {
             &self.model,
             self.info.protocol,
             (self.api_key.clone(), &self.api_key_env),
+            &self.headers,
         )?;
         Ok(Arc::new(JudgeService {
             client: Arc::new(client),

@@ -1173,6 +1173,10 @@ fn resumed_plan(flags: &PlanArgs, record: &RunRecord) -> PlanArgs {
         },
         model: flags.model.clone().or_else(|| Some(e.model.clone())),
         protocol: Some(e.protocol),
+        endpoints: e
+            .endpoint
+            .clone()
+            .map_or_else(|| flags.endpoints.clone(), |n| vec![n]),
         ..judged_as_before(flags, record)
     }
 }
@@ -1214,6 +1218,7 @@ fn provider_info(p: &Prepared) -> ProviderInfo {
     };
     ProviderInfo {
         replicas,
+        endpoint: p.endpoint.name.clone(),
         ..ProviderInfo::of(
             shown,
             &p.endpoint.model,
@@ -1358,6 +1363,7 @@ fn build_client(p: &Prepared, base_urls: &[String]) -> anyhow::Result<Client> {
         &p.endpoint.model,
         p.endpoint.protocol,
         (p.endpoint.api_key.clone(), &p.endpoint.api_key_env),
+        &p.endpoint.headers,
     )
 }
 

@@ -69,6 +69,9 @@ pub struct MockConfig {
     pub strict_model: bool,
     /// When set, a request without `Authorization: Bearer <key>` gets 401.
     pub api_key: Option<String>,
+    /// Serve `/v1/models` without the key (as some proxies do): a refused key is then
+    /// found by the first job, not by the preflight.
+    pub open_models: bool,
     /// At most this many requests in flight; more get 429.
     pub capacity: Option<usize>,
     pub retry_after: RetryAfter,
@@ -102,6 +105,7 @@ impl Default for MockConfig {
             model: "mock-model".into(),
             strict_model: false,
             api_key: None,
+            open_models: false,
             capacity: None,
             retry_after: RetryAfter::Seconds(1),
             faults: Faults::default(),
@@ -275,6 +279,8 @@ pub struct Provider {
     seen_prefixes: Mutex<HashSet<u64>>,
     serial: AtomicU64,
     bodies: Mutex<Vec<Value>>,
+    /// The headers of the requests whose bodies are kept, in the same order.
+    headers: Mutex<Vec<Vec<(String, String)>>>,
     /// Set once the outage (`outage_after`) is over.
     outage_over: std::sync::atomic::AtomicBool,
 }
@@ -290,6 +296,7 @@ impl Provider {
             seen_prefixes: Mutex::new(HashSet::new()),
             serial: AtomicU64::new(0),
             bodies: Mutex::new(Vec::new()),
+            headers: Mutex::new(Vec::new()),
             outage_over: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -320,6 +327,11 @@ impl Provider {
     /// Bodies of the first requests received, in order (for tests that check what was sent).
     pub fn bodies(&self) -> Vec<Value> {
         self.bodies.lock().map(|b| b.clone()).unwrap_or_default()
+    }
+
+    /// The headers of the requests [`Provider::bodies`] holds, in the same order.
+    pub fn headers(&self) -> Vec<Vec<(String, String)>> {
+        self.headers.lock().map(|h| h.clone()).unwrap_or_default()
     }
 
     /// A generation was streamed to its end.
@@ -403,6 +415,9 @@ impl Provider {
                     && bodies.len() < KEPT_BODIES
                 {
                     bodies.push(v.clone());
+                    if let Ok(mut headers) = self.headers.lock() {
+                        headers.push(request.headers.clone());
+                    }
                 }
                 v
             }

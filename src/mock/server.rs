@@ -140,10 +140,14 @@ async fn connection(mut stream: TcpStream, provider: Arc<Provider>) -> std::io::
             ("GET", "/stats") => plain(200, serde_json::to_string(&provider.stats()).unwrap_or_default()),
             // The models list wants the key too, as OpenAI's does: a preflight with a
             // wrong key is refused before any job is sent.
-            ("GET", "/v1/models") if !provider.accepts_key(&head.headers) => plain(
-                401,
-                json!({"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error"}}).to_string(),
-            ),
+            ("GET", "/v1/models")
+                if !provider.config().open_models && !provider.accepts_key(&head.headers) =>
+            {
+                plain(
+                    401,
+                    json!({"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error"}}).to_string(),
+                )
+            }
             ("GET", "/v1/models") => plain(
                 200,
                 json!({"object": "list", "data": [{"id": provider.config().model, "object": "model", "owned_by": "promptgauge-mock"}]}).to_string(),

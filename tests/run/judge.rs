@@ -785,10 +785,15 @@ fn a_judge_that_serves_no_such_model_is_named_before_the_run_and_stops_it_after_
         strict_model: true,
         ..MockConfig::default()
     });
-    let bench = support();
-    let d = bench.path();
+    // Every case judged (init's free-text bench): the first jobs all reach the judge.
+    let dir = tempfile::tempdir().unwrap();
+    let d = &dir.path().join("free");
+    promptgauge(dir.path())
+        .args(["init", d.to_str().unwrap(), "--task", "free"])
+        .assert()
+        .success();
     let out = promptgauge(d)
-        .args(["run", "support.yaml", "--no-store", "--base-url"])
+        .args(["run", "--no-store", "--base-url"])
         .arg(server.base_url())
         .args(["--model", "mock-model", "--judge-model", "nope"])
         .output()

@@ -9,6 +9,7 @@ mod bad_input;
 mod ci;
 mod cli;
 mod durability;
+mod endpoints;
 mod judge;
 mod runner;
 mod scale;
