@@ -55,7 +55,7 @@ pub enum Command {
     /// Run every variant of a bench over its cases and report accuracy, cost and latency.
     Run(RunArgs),
     /// Validate the bench, its cases and prompts, and print the plan; no network calls.
-    Check(PlanArgs),
+    Check(CheckArgs),
     /// How many cases a bench needs to detect a difference worth knowing, or what its
     /// cases can detect: the power of the test and Holm family the reports use.
     Plan(PowerArgs),
@@ -380,6 +380,32 @@ pub struct PlanArgs {
     /// openai-chat: POST …/chat/completions, streamed]. A resume keeps the run's.
     #[arg(long, value_name = "NAME")]
     pub protocol: Option<crate::client::ProtocolKind>,
+    /// Run on this of the bench's named `endpoints:` [default: the first; or the one
+    /// --endpoint adds]. Its own price, parameters, limits and headers apply. One endpoint
+    /// per run for now: run each, then `promptgauge compare` the runs.
+    #[arg(long, value_delimiter = ',', value_name = "NAME")]
+    pub endpoints: Vec<String>,
+    /// Adds an endpoint for this run, e.g. `local=http://127.0.0.1:8000/v1,model=qwen`
+    /// (`NAME=URL[,model=M][,key_env=VAR][,protocol=P]`); it takes the bench's price,
+    /// parameters and limits, and runs unless --endpoints names another.
+    #[arg(long, value_name = "NAME=URL,…")]
+    pub endpoint: Vec<crate::suite::endpoints::AdHocEndpoint>,
+    /// Where the judge answers (overrides judge.base_url); `mock` selects the built-in
+    /// simulator [default: the run's endpoint]. Pinned here, the judge stays put whatever
+    /// --base-url says; a resume keeps the run's judge.
+    #[arg(long, value_name = "URL")]
+    pub judge_base_url: Option<String>,
+    /// The judge's model (overrides judge.model) [default: the model under test, which
+    /// then judges its own answers, and the reports say so].
+    #[arg(long, value_name = "NAME")]
+    pub judge_model: Option<String>,
+    /// The variable holding the judge's API key (overrides judge.api_key_env) [default:
+    /// the endpoint's when the judge answers there].
+    #[arg(long, value_name = "VAR")]
+    pub judge_key_env: Option<String>,
+    /// The wire protocol of the judge's endpoint (overrides judge.protocol).
+    #[arg(long, value_name = "NAME")]
+    pub judge_protocol: Option<crate::client::ProtocolKind>,
     /// Requests in flight at once, per replica (overrides limits.concurrency).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub concurrency: Option<u32>,
@@ -407,6 +433,18 @@ pub struct PlanArgs {
     /// `run --max-drop` (a share), for a new `--until-decided` plan's drop check.
     #[arg(skip)]
     pub max_drop: Option<f64>,
+}
+
+/// `check [BENCH]`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub plan: PlanArgs,
+    /// Also look at the endpoint and the judge as a run would before its first job: one
+    /// `GET …/models` each (nothing that costs), saying whether each answers, accepts its
+    /// key and lists its model.
+    #[arg(long)]
+    pub probe: bool,
 }
 
 /// `run [BENCH]`.
@@ -711,6 +749,7 @@ impl MockArgs {
             model: self.model.clone(),
             strict_model: self.strict_model,
             api_key: self.api_key.clone(),
+            open_models: false,
             capacity: self.capacity,
             retry_after: match (self.retry_after_date, self.retry_after_ms) {
                 (Some(s), _) => RetryAfter::Date(s),
@@ -856,6 +895,11 @@ pub struct Endpoint {
     pub api_key_env: String,
     /// Worth saying before the run (a key that had to be trimmed).
     pub warnings: Vec<String>,
+    /// The bench's name for it, when it is one of `endpoints:`.
+    pub name: Option<String>,
+    /// Extra request headers, variables read; each with whether it came from a variable
+    /// (then scrubbed from everything shown, like a key).
+    pub headers: Vec<(String, String, bool)>,
 }
 
 /// What the bench says about its endpoint, for [`resolve_endpoint`].
@@ -864,6 +908,9 @@ pub struct BenchEndpoint<'a> {
     pub model: Option<&'a str>,
     pub api_key_env: Option<&'a str>,
     pub protocol: Option<crate::client::ProtocolKind>,
+    /// One of the bench's named `endpoints:`: its base URL is its own, beating the
+    /// environment's (only --base-url overrides it).
+    pub named: Option<&'a crate::suite::endpoints::NamedEndpoint>,
 }
 
 /// The endpoint from the flags, the environment and the bench (README.md's precedence ("Running against a real model")),
@@ -873,7 +920,22 @@ pub(crate) fn resolve_endpoint(
     env: &Env,
     bench: BenchEndpoint<'_>,
 ) -> Result<Endpoint, UsageError> {
-    let base = resolve_base_url(&args.base_url, env, &bench.base_urls);
+    let base = match bench.named {
+        Some(n) if args.base_url.is_empty() && !bench.base_urls.is_empty() => BaseUrl {
+            urls: bench
+                .base_urls
+                .iter()
+                .filter(|u| *u != "mock")
+                .cloned()
+                .collect(),
+            source: if n.spec.base_url.is_some() {
+                "the bench's endpoints"
+            } else {
+                "--endpoint"
+            },
+        },
+        _ => resolve_base_url(&args.base_url, env, &bench.base_urls),
+    };
     let protocol = args.protocol.or(bench.protocol).unwrap_or_default();
     for url in &base.urls {
         crate::suite::check_base_url(url, protocol).map_err(|m| {
@@ -917,6 +979,10 @@ pub(crate) fn resolve_endpoint(
         }
         None => None,
     };
+    let headers = match bench.named {
+        Some(n) => headers_of(n, env)?,
+        None => Vec::new(),
+    };
     Ok(Endpoint {
         base_urls: base.urls,
         source: base.source,
@@ -925,7 +991,35 @@ pub(crate) fn resolve_endpoint(
         api_key,
         api_key_env,
         warnings,
+        name: bench.named.map(|n| n.name.clone()),
+        headers,
     })
+}
+
+/// A named endpoint's headers with their variables read; a variable that is not set is an
+/// error before anything is sent.
+fn headers_of(
+    n: &crate::suite::endpoints::NamedEndpoint,
+    env: &Env,
+) -> Result<Vec<(String, String, bool)>, UsageError> {
+    n.headers
+        .iter()
+        .map(|(name, value)| match crate::suite::endpoints::variable_of(value) {
+            None => Ok((name.clone(), value.clone(), false)),
+            Some(var) => match env.get(var) {
+                Some(v) if !v.trim().is_empty() && !v.contains(['\r', '\n']) => {
+                    Ok((name.clone(), v.trim().to_string(), true))
+                }
+                _ => Err(UsageError::with_fix(
+                    format!(
+                        "endpoint {}: header {name} reads ${var}, which is not set (or is empty, or holds a line break)",
+                        n.name
+                    ),
+                    format!("export {var}=…, or write the header's value in the bench"),
+                )),
+            },
+        })
+        .collect()
 }
 
 #[cfg(test)]

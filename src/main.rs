@@ -27,7 +27,7 @@ fn main() -> ExitCode {
             Command::Init(args) => app::init(args),
             Command::Import(args) => app::import(args),
             Command::Run(args) => app::run(args, &env).await,
-            Command::Check(args) => app::check(args, &env),
+            Command::Check(args) => app::check(args, &env).await,
             Command::Plan(args) => app::plan(args),
             Command::Compare(args) => app::compare(args, &env).await,
             Command::Merge(args) => app::merge(args, &env).await,

@@ -1,12 +1,12 @@
 //! `check`: everything a run would validate, and the plan, without a single request.
 
 use super::{Exit, Failure, prepare, shown_urls};
-use crate::cli::{Env, PlanArgs};
+use crate::cli::{CheckArgs, Env};
 use crate::report::compare::Detectable;
 
 /// `check`: validates everything a run would and prints the plan; sends nothing.
-pub fn check(args: &PlanArgs, env: &Env) -> Result<Exit, Failure> {
-    let p = prepare(args, env)?;
+pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
+    let p = prepare(&args.plan, env)?;
     let b = &p.bench;
     let mut prompt_tokens = 0u64;
     for job in &p.jobs {
@@ -43,8 +43,9 @@ pub fn check(args: &PlanArgs, env: &Env) -> Result<Exit, Failure> {
             p.endpoint.model
         ),
     }
-    if let Some(judge) = super::judge::resolve(&p, env)? {
-        say_judge(&p, &judge);
+    let judge = super::judge::resolve(&p, &args.plan, env)?;
+    if let Some(judge) = &judge {
+        say_judge(&p, judge);
     }
     if let Some(w) = p.greedy_repeats_warning() {
         out!("  warning: {w}");
@@ -99,11 +100,63 @@ pub fn check(args: &PlanArgs, env: &Env) -> Result<Exit, Failure> {
         humantime::format_duration(b.limits.idle_timeout),
         humantime::format_duration(b.limits.total_timeout)
     );
+    if args.probe {
+        return probe(&p, judge.as_ref()).await;
+    }
     Ok(Exit::Success)
 }
 
 /// Who judges, how many calls that takes, how they are priced, and a warning when the judge
 /// is the model under test.
+/// `check --probe`: the run's preflight, said: the endpoint and (when it answers
+/// elsewhere) the judge, each asked for its models once.
+async fn probe(p: &super::Prepared, judge: Option<&super::judge::Judge>) -> Result<Exit, Failure> {
+    let limits = &p.bench.limits;
+    let endpoint = (!p.endpoint.base_urls.is_empty()).then(|| super::preflight::Target {
+        protocol: p.endpoint.protocol,
+        base_urls: &p.endpoint.base_urls,
+        model: &p.endpoint.model,
+        key: p.endpoint.api_key.as_ref(),
+        key_env: &p.endpoint.api_key_env,
+        role: None,
+        model_flag: "--model",
+    });
+    let judge = judge.filter(|j| !j.info.simulated && !j.is_endpoint(p));
+    let looked = [
+        (
+            "endpoint",
+            endpoint,
+            (limits.connect_timeout, limits.first_token_timeout),
+        ),
+        (
+            "judge",
+            judge.map(super::judge::Judge::target),
+            judge.map_or((limits.connect_timeout, limits.first_token_timeout), |j| {
+                (j.limits.connect_timeout, j.limits.first_token_timeout)
+            }),
+        ),
+    ];
+    for (what, target, timeouts) in looked {
+        let Some(target) = target else {
+            continue;
+        };
+        let found = super::preflight::check_if(Some(target), timeouts).await;
+        for (_, why) in &found.dead {
+            out!("  warning: {why}: it did not answer");
+        }
+        for w in &found.warnings {
+            out!("  warning: {w}");
+        }
+        if let Some(why) = found.stop {
+            return Err(Failure::Provider(anyhow::anyhow!(why)));
+        }
+        if found.warnings.is_empty() && found.dead.is_empty() {
+            out!("  probe: nothing wrong found with the {what}");
+        }
+    }
+    Ok(Exit::Success)
+}
+
 fn say_judge(p: &super::Prepared, judge: &super::judge::Judge) {
     let b = &p.bench;
     let calls: u64 = p

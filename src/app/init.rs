@@ -111,7 +111,7 @@ fn files(task: Task, name: &str) -> Vec<File> {
         ),
         Task::Free => (
             "{ kind: judge, rubric: \"Short and polite.\" }   # a model compares the answer with `expected`",
-            "judge:                             # who judges; unset fields come from the endpoint\n  model: judge-model               # another model than the one under test (a model favours its own answers)\n",
+            "# Who judges the answers. Unset, the model under test judges its own, and the reports say\n# so (a model tends to favour its own answers). Pin another model here, or for one run with\n#   --judge-base-url URL --judge-model NAME --judge-key-env VAR\n# judge:\n#   base_url: https://api.openai.com/v1   # unset: wherever the answers come from\n#   model: gpt-4.1\n#   api_key_env: OPENAI_API_KEY\n",
             [
                 ("How many days do I have to return an item?", "30 days"),
                 ("Is shipping free?", "Free on orders over $50"),

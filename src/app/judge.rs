@@ -6,12 +6,12 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value, json};
 
 use super::{Prepared, shown_urls};
-use crate::cli::{Env, UsageError};
+use crate::cli::{Env, PlanArgs, UsageError};
 use crate::client::ApiKey;
 use crate::client::Cache;
 use crate::grade::judge::JudgeService;
 use crate::report::ProviderInfo;
-use crate::suite::Limits;
+use crate::suite::{JudgeSettings, Limits};
 
 /// The judge, resolved.
 pub(super) struct Judge {
@@ -22,17 +22,71 @@ pub(super) struct Judge {
     pub api_key_env: String,
     pub params: Map<String, Value>,
     pub limits: Limits,
+    /// The endpoint's extra headers when the judge answers there (none elsewhere).
+    pub headers: Vec<(String, String, bool)>,
     /// As shown and stored.
     pub info: ProviderInfo,
 }
 
-/// Who judges this run, if any of its scorers asks a model. Unset fields come from the
-/// run's endpoint: by default the model under test judges itself (said loudly).
-pub(super) fn resolve(p: &Prepared, env: &Env) -> Result<Option<Judge>, UsageError> {
+/// The bench's `judge:` with the `--judge-*` flags over it: `None` when neither says
+/// anything. A flag's base URL is checked as the bench's is.
+fn pinned(p: &Prepared, flags: &PlanArgs) -> Result<Option<JudgeSettings>, UsageError> {
+    let any_flag = flags.judge_base_url.is_some()
+        || flags.judge_model.is_some()
+        || flags.judge_key_env.is_some()
+        || flags.judge_protocol.is_some();
+    let Some(mut settings) = p.bench.judge.clone().or_else(|| {
+        any_flag.then(|| JudgeSettings {
+            base_url: None,
+            model: None,
+            api_key_env: None,
+            protocol: None,
+            params: Map::new(),
+            limits: p.bench.limits.clone(),
+            price: None,
+        })
+    }) else {
+        return Ok(None);
+    };
+    if let Some(url) = &flags.judge_base_url {
+        let protocol = flags
+            .judge_protocol
+            .or(settings.protocol)
+            .unwrap_or_default();
+        if url != "mock" {
+            crate::suite::check_base_url(url, protocol).map_err(|e| {
+                UsageError::with_fix(
+                    format!("--judge-base-url: {e}"),
+                    "write the full URL, e.g. http://127.0.0.1:8000/v1, or `mock`",
+                )
+            })?;
+        }
+        settings.base_url = Some(url.clone());
+    }
+    if let Some(model) = &flags.judge_model {
+        settings.model = Some(model.clone());
+    }
+    if let Some(var) = &flags.judge_key_env {
+        settings.api_key_env = Some(var.clone());
+    }
+    if let Some(protocol) = flags.judge_protocol {
+        settings.protocol = Some(protocol);
+    }
+    Ok(Some(settings))
+}
+
+/// Who judges this run, if any of its scorers asks a model: the bench's `judge:` under the
+/// `--judge-*` flags. Unset fields come from the run's endpoint: by default the model under
+/// test judges itself (said loudly).
+pub(super) fn resolve(
+    p: &Prepared,
+    flags: &PlanArgs,
+    env: &Env,
+) -> Result<Option<Judge>, UsageError> {
     if !p.scorers.iter().any(|s| s.uses_judge()) {
         return Ok(None);
     }
-    let settings = p.bench.judge.clone();
+    let settings = pinned(p, flags)?;
     let run = &p.endpoint;
     let own_url = settings.as_ref().and_then(|j| j.base_url.clone());
     // At the run's endpoint the judge speaks its protocol; elsewhere its own, or the default.
@@ -41,10 +95,10 @@ pub(super) fn resolve(p: &Prepared, env: &Env) -> Result<Option<Judge>, UsageErr
         (None, None) => run.protocol,
         (None, Some(_)) => crate::client::ProtocolKind::default(),
     };
-    let base_urls = match own_url {
-        Some(url) if url == "mock" => Vec::new(),
-        Some(url) => vec![url],
-        None => run.base_urls.clone(),
+    let (base_urls, headers) = match own_url {
+        Some(url) if url == "mock" => (Vec::new(), Vec::new()),
+        Some(url) => (vec![url], Vec::new()),
+        None => (run.base_urls.clone(), run.headers.clone()),
     };
     let model = match settings.as_ref().and_then(|j| j.model.clone()) {
         Some(m) => m,
@@ -82,11 +136,34 @@ pub(super) fn resolve(p: &Prepared, env: &Env) -> Result<Option<Judge>, UsageErr
         api_key_env,
         params,
         limits: settings.map_or_else(|| p.bench.limits.clone(), |j| j.limits),
+        headers,
         info,
     }))
 }
 
 impl Judge {
+    /// Whether the judge asks the run's own endpoint (the same URLs and key): then the
+    /// endpoint's preflight already looked at it.
+    pub(super) fn is_endpoint(&self, p: &Prepared) -> bool {
+        self.base_urls == p.endpoint.base_urls
+            && self.api_key_env == p.endpoint.api_key_env
+            && self.model == p.endpoint.model
+            && self.info.protocol == p.endpoint.protocol
+    }
+
+    /// What the preflight looks at for the judge.
+    pub(super) fn target(&self) -> super::preflight::Target<'_> {
+        super::preflight::Target {
+            protocol: self.info.protocol,
+            base_urls: &self.base_urls,
+            model: &self.model,
+            key: self.api_key.as_ref(),
+            key_env: &self.api_key_env,
+            role: Some("the judge"),
+            model_flag: "--judge-model",
+        }
+    }
+
     /// The judge's client and how to ask it. `simulator` is the built-in simulator's URL
     /// (when it runs); `cache` is `--cache`'s.
     pub(super) fn service(
@@ -105,6 +182,7 @@ impl Judge {
             &self.model,
             self.info.protocol,
             (self.api_key.clone(), &self.api_key_env),
+            &self.headers,
         )?;
         Ok(Arc::new(JudgeService {
             client: Arc::new(client),

@@ -117,6 +117,7 @@ fn client_for(
     model: &str,
     protocol: crate::client::ProtocolKind,
     (api_key, api_key_env): (Option<crate::client::ApiKey>, &str),
+    headers: &[(String, String, bool)],
 ) -> anyhow::Result<crate::client::Client> {
     let first = base_urls.first().map_or("", String::as_str);
     let mut config = crate::client::ClientConfig::new(first, model);
@@ -134,6 +135,15 @@ fn client_for(
     config.max_retry_after = limits.max_retry_after;
     config.requests_per_minute = limits.requests_per_minute;
     config.tokens_per_minute = limits.tokens_per_minute;
+    config.headers = headers
+        .iter()
+        .map(|(name, value, _)| (name.clone(), value.clone()))
+        .collect();
+    config.hidden = headers
+        .iter()
+        .filter(|(_, _, hidden)| *hidden)
+        .map(|(_, value, _)| value.clone())
+        .collect();
     let transport = crate::client::ReqwestTransport::new(
         limits.connect_timeout,
         limits.concurrency * base_urls.len().max(1),

@@ -108,18 +108,92 @@ async fn ask(
     }
 }
 
+impl Preflight {
+    /// The run's endpoint's findings, then the judge's: either may stop the run; only the
+    /// endpoint's replicas are benched (a judge's dead replica is a warning).
+    pub(crate) fn both(run: Preflight, judge: Preflight) -> Preflight {
+        let mut warnings = run.warnings;
+        warnings.extend(judge.warnings);
+        warnings.extend(judge.dead.into_iter().map(|(_, why)| why));
+        Preflight {
+            stop: run.stop.or(judge.stop),
+            warnings,
+            dead: run.dead,
+        }
+    }
+}
+
+/// What is looked at: the run's endpoint, or its judge's.
+pub(crate) struct Target<'a> {
+    pub protocol: ProtocolKind,
+    pub base_urls: &'a [String],
+    pub model: &'a str,
+    pub key: Option<&'a ApiKey>,
+    pub key_env: &'a str,
+    /// How messages name it when it is not the run's endpoint (`the judge`).
+    pub role: Option<&'a str>,
+    /// The flag that sets its model (`--model`, `--judge-model`).
+    pub model_flag: &'a str,
+}
+
 /// Asks each base URL for its models, all at once, each within `wait` (at most
 /// [`MAX_WAIT`]) and [`MAX_MODELS_BYTES`].
 pub(crate) async fn check(
-    protocol: ProtocolKind,
-    base_urls: &[String],
-    model: &str,
-    key: Option<&ApiKey>,
-    key_env: &str,
+    target: &Target<'_>,
     connect_timeout: Duration,
     wait: Duration,
 ) -> Preflight {
     let mut out = Preflight::default();
+    for found in probe(target, connect_timeout, wait).await {
+        match found {
+            Found::Stop(why) => {
+                out.stop = Some(named(target, why));
+                return out;
+            }
+            Found::Warning(w) => out.warnings.push(named(target, w)),
+            Found::Dead(i, why) => out.dead.push((i, named(target, why))),
+        }
+    }
+    out
+}
+
+/// [`check`] of `target` when there is one, within (connect, wait); else nothing found.
+pub(crate) async fn check_if(
+    target: Option<Target<'_>>,
+    (connect_timeout, wait): (Duration, Duration),
+) -> Preflight {
+    match target {
+        Some(t) => check(&t, connect_timeout, wait).await,
+        None => Preflight::default(),
+    }
+}
+
+/// A finding said of the judge says so first.
+fn named(target: &Target<'_>, what: String) -> String {
+    match target.role {
+        Some(role) => format!("{role}: {what}"),
+        None => what,
+    }
+}
+
+/// One finding of the preflight.
+enum Found {
+    Stop(String),
+    Warning(String),
+    Dead(usize, String),
+}
+
+async fn probe(target: &Target<'_>, connect_timeout: Duration, wait: Duration) -> Vec<Found> {
+    let Target {
+        protocol,
+        base_urls,
+        model,
+        key,
+        key_env,
+        model_flag,
+        ..
+    } = *target;
+    let mut out = Vec::new();
     let wait = wait.min(MAX_WAIT);
     let client = match reqwest::Client::builder()
         .connect_timeout(connect_timeout.min(wait))
@@ -151,37 +225,37 @@ pub(crate) async fn check(
         let shown = crate::client::secrets::redact_url(&urls[i]);
         match answer {
             Answer::Dead(why) if dead == base_urls.len() => {
-                out.stop = Some(format!(
+                out.push(Found::Stop(format!(
                     "{shown_base} {why}: nothing was sent. Is the server running, and is the base URL right?"
-                ));
+                )));
                 return out;
             }
-            Answer::Dead(why) => out.dead.push((i, format!("{shown_base} {why}"))),
+            Answer::Dead(why) => out.push(Found::Dead(i, format!("{shown_base} {why}"))),
             Answer::Refused(status) => {
-                out.stop = Some(format!(
+                out.push(Found::Stop(format!(
                     "{shown} refused the API key (HTTP {status}): check the key in ${key_env} (its value is not shown); nothing was sent"
-                ));
+                )));
                 return out;
             }
             Answer::Listed(listed, note) => {
                 if let Some(note) = note {
-                    out.warnings.push(format!("{shown_base}: {note}"));
+                    out.push(Found::Warning(format!("{shown_base}: {note}")));
                 }
                 let listed = listed.unwrap_or_default();
                 if !listed.is_empty() && !listed.iter().any(|m| m == model) {
                     let shown_models: Vec<&str> =
                         listed.iter().take(10).map(String::as_str).collect();
-                    out.warnings.push(format!(
-                        "{shown_base} lists the models {}{}, not `{model}`: if the jobs fail, set --model to one of them (some servers answer to any name)",
+                    out.push(Found::Warning(format!(
+                        "{shown_base} lists the models {}{}, not `{model}`: if the jobs fail, set {model_flag} to one of them (some servers answer to any name)",
                         shown_models.join(", "),
                         if listed.len() > 10 { ", …" } else { "" }
-                    ));
+                    )));
                 }
             }
             Answer::Status(404) if !base.trim_end_matches('/').ends_with("/v1") => {
-                out.warnings.push(format!(
+                out.push(Found::Warning(format!(
                     "{shown} answered 404: if the jobs fail with 404 too, the base URL probably lacks /v1"
-                ))
+                )))
             }
             Answer::Status(_) | Answer::Other => {}
         }

@@ -77,6 +77,7 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
         bench.cases.truncate(limit);
         scorers.truncate(limit);
     }
+    let named = choose_endpoint(&mut bench, args)?;
     if let Some(r) = args.repeats {
         bench.repeats = r;
     }
@@ -84,7 +85,7 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
         bench.limits.concurrency = c as usize;
     }
     let variants = pick_variants(&bench, &args.variants)?;
-    let endpoint = endpoint_of(&bench, args, env)?;
+    let endpoint = endpoint_of(&bench, named.as_ref(), args, env)?;
     let sequential = match (&args.sequential, args.until_decided) {
         (Some(recorded), _) => Some(recorded.clone()),
         (None, true) => Some(sequential_plan(&bench, variants.len(), args.max_drop)?),
@@ -127,8 +128,88 @@ fn pick_variants(bench: &Bench, names: &[String]) -> Result<Vec<usize>, Failure>
     Ok(picked)
 }
 
-/// Where to send: the flags and the environment over the bench's `endpoint:`.
-fn endpoint_of(bench: &Bench, args: &PlanArgs, env: &Env) -> Result<Endpoint, UsageError> {
+/// The endpoint this run is on, among the bench's `endpoints:` and those `--endpoint`
+/// adds: the one `--endpoints` names, else the one `--endpoint` added, else the first. Its
+/// price, parameters (over the bench's) and limits become the run's. `None` when the bench
+/// has the single `endpoint:` and no flag names one.
+fn choose_endpoint(
+    bench: &mut Bench,
+    args: &PlanArgs,
+) -> Result<Option<crate::suite::endpoints::NamedEndpoint>, UsageError> {
+    let mut known = bench.endpoints.clone();
+    for added in &args.endpoint {
+        let e = crate::suite::endpoints::NamedEndpoint {
+            name: added.name.clone(),
+            spec: added.spec.clone(),
+            price: None,
+            params: Default::default(),
+            limits: bench.limits.clone(),
+            headers: Vec::new(),
+        };
+        match known.iter_mut().find(|k| k.name == e.name) {
+            Some(k) => *k = e,
+            None => known.push(e),
+        }
+    }
+    let wanted: Vec<&str> = args.endpoints.iter().map(|n| n.trim()).collect();
+    let names = || {
+        known
+            .iter()
+            .map(|k| k.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let chosen = match wanted.as_slice() {
+        [] => args
+            .endpoint
+            .last()
+            .and_then(|a| known.iter().find(|k| k.name == a.name))
+            .or_else(|| known.first()),
+        [one] => Some(known.iter().find(|k| k.name == *one).ok_or_else(|| {
+            UsageError::with_fix(
+                format!("--endpoints names `{one}`, which is not an endpoint of this bench"),
+                if known.is_empty() {
+                    "the bench has no `endpoints:` list: add one, or add an endpoint with --endpoint NAME=URL,model=M".to_string()
+                } else {
+                    format!("known endpoints: {}", names())
+                },
+            )
+        })?),
+        [..] => {
+            return Err(UsageError::with_fix(
+                format!(
+                    "--endpoints names {} endpoints: one run measures one endpoint for now",
+                    wanted.len()
+                ),
+                format!(
+                    "run each (--endpoints {}, then the next), and compare the runs: promptgauge compare RUN_A RUN_B",
+                    wanted[0]
+                ),
+            ));
+        }
+    };
+    let Some(chosen) = chosen.cloned() else {
+        return Ok(None);
+    };
+    bench.endpoint = chosen.spec.clone();
+    if chosen.price.is_some() {
+        bench.price = chosen.price.clone();
+    }
+    for (k, v) in &chosen.params {
+        bench.params.insert(k.clone(), v.clone());
+    }
+    bench.limits = chosen.limits.clone();
+    Ok(Some(chosen))
+}
+
+/// Where to send: the flags and the environment over the chosen endpoint (or the bench's
+/// `endpoint:`).
+fn endpoint_of(
+    bench: &Bench,
+    named: Option<&crate::suite::endpoints::NamedEndpoint>,
+    args: &PlanArgs,
+    env: &Env,
+) -> Result<Endpoint, UsageError> {
     resolve_endpoint(
         args,
         env,
@@ -142,6 +223,7 @@ fn endpoint_of(bench: &Bench, args: &PlanArgs, env: &Env) -> Result<Endpoint, Us
             model: bench.endpoint.model.as_deref(),
             api_key_env: bench.endpoint.api_key_env.as_deref(),
             protocol: bench.endpoint.protocol,
+            named,
         },
     )
 }

@@ -41,7 +41,9 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     let judge_info = judge.as_ref().map(|j| j.info.clone());
 
     let mut signals = Signals::watch().before_send()?;
-    let Some(dead_replicas) = look_at_server(&p, &provider, args.quiet, &mut signals).await? else {
+    let Some(dead_replicas) =
+        look_at_server(&p, &provider, judge.as_ref(), args.quiet, &mut signals).await?
+    else {
         return Ok(Exit::Interrupted);
     };
 
@@ -309,7 +311,7 @@ async fn resolve(args: &RunArgs, env: &Env) -> Result<Resolved, Failure> {
         note!("warning: {w}");
     }
     let provider = provider_info(&p);
-    let judge = super::judge::resolve(&p, env)?;
+    let judge = super::judge::resolve(&p, &plan_args, env)?;
     check_gates(&p, &args.gates)?;
     // Every report file must be writable, and the baseline run readable, before a single
     // request is paid for.
@@ -748,22 +750,39 @@ fn open_folder(
 async fn look_at_server(
     p: &Prepared,
     provider: &ProviderInfo,
+    judge: Option<&super::judge::Judge>,
     quiet: bool,
     signals: &mut Signals,
 ) -> Result<Option<Vec<(usize, String)>>, Failure> {
-    if provider.simulated {
+    let limits = &p.bench.limits;
+    let endpoint = (!provider.simulated).then(|| super::preflight::Target {
+        protocol: p.endpoint.protocol,
+        base_urls: &p.endpoint.base_urls,
+        model: &p.endpoint.model,
+        key: p.endpoint.api_key.as_ref(),
+        key_env: &p.endpoint.api_key_env,
+        role: None,
+        model_flag: "--model",
+    });
+    let judged_apart = judge.filter(|j| !j.info.simulated && !j.is_endpoint(p));
+    let judge = judged_apart.map(super::judge::Judge::target);
+    if endpoint.is_none() && judge.is_none() {
         return Ok(Some(Vec::new()));
     }
-    let limits = &p.bench.limits;
-    let checking = super::preflight::check(
-        p.endpoint.protocol,
-        &p.endpoint.base_urls,
-        &p.endpoint.model,
-        p.endpoint.api_key.as_ref(),
-        &p.endpoint.api_key_env,
-        limits.connect_timeout,
-        limits.first_token_timeout,
-    );
+    let judge_timeouts = judged_apart
+        .map_or((limits.connect_timeout, limits.first_token_timeout), |j| {
+            (j.limits.connect_timeout, j.limits.first_token_timeout)
+        });
+    let checking = async {
+        let (run, judged) = tokio::join!(
+            super::preflight::check_if(
+                endpoint,
+                (limits.connect_timeout, limits.first_token_timeout)
+            ),
+            super::preflight::check_if(judge, judge_timeouts)
+        );
+        super::preflight::Preflight::both(run, judged)
+    };
     // Ctrl-C or SIGTERM while the server is being looked at: nothing was sent, and the
     // run says so (the signal watcher proper starts with the first job).
     let pre = tokio::select! {
@@ -937,7 +956,7 @@ impl Listener for FirstFailures {
         if self.seen.len() >= self.watch || self.stopped.is_some() {
             return Ok(());
         }
-        let status = record.attempts.last().and_then(|a| a.status);
+        let status = record.failure_status();
         let lasting = matches!(status, Some(s) if (400..500).contains(&s) && s != 408 && s != 429);
         if record.status != crate::runner::journal::JobStatus::Failed || !lasting {
             // One job that got through (or failed for a passing reason) ends the watch.
@@ -1117,8 +1136,9 @@ fn oracle(p: &Prepared, run_id: &str) -> crate::mock::answers::Oracle {
     }))
 }
 
-/// A resume keeps the plan it started with, and the endpoint and model it was answered by
-/// unless a flag says otherwise; only where and how fast to send may change.
+/// A resume keeps the plan it started with, the endpoint and model it was answered by
+/// unless a flag says otherwise, and its judge (where and with which model it judged,
+/// whatever the bench or --base-url now say); only where and how fast to send may change.
 fn resumed_plan(flags: &PlanArgs, record: &RunRecord) -> PlanArgs {
     let e = &record.endpoint;
     let recorded_urls = if e.simulated {
@@ -1153,6 +1173,37 @@ fn resumed_plan(flags: &PlanArgs, record: &RunRecord) -> PlanArgs {
         },
         model: flags.model.clone().or_else(|| Some(e.model.clone())),
         protocol: Some(e.protocol),
+        endpoints: e
+            .endpoint
+            .clone()
+            .map_or_else(|| flags.endpoints.clone(), |n| vec![n]),
+        ..judged_as_before(flags, record)
+    }
+}
+
+/// The `--judge-*` flags of a resume: the run's own judge where a flag does not say
+/// otherwise (a judge that moved would grade half the run differently).
+fn judged_as_before(flags: &PlanArgs, record: &RunRecord) -> PlanArgs {
+    let Some(j) = &record.judge else {
+        return flags.clone();
+    };
+    let url = if j.simulated {
+        Some("mock".to_string())
+    } else if j.base_url == record.endpoint.base_url {
+        // It judged at the run's endpoint (its replicas too): it still does.
+        None
+    } else {
+        // Credentials are never stored: such a URL must come from the flags again.
+        Some(j.base_url.clone()).filter(|u| !u.contains(crate::client::secrets::REDACTED))
+    };
+    PlanArgs {
+        judge_base_url: flags.judge_base_url.clone().or(url),
+        judge_model: flags.judge_model.clone().or_else(|| Some(j.model.clone())),
+        judge_key_env: flags
+            .judge_key_env
+            .clone()
+            .or_else(|| j.api_key_env.clone()),
+        judge_protocol: flags.judge_protocol.or(Some(j.protocol)),
         ..flags.clone()
     }
 }
@@ -1167,6 +1218,7 @@ fn provider_info(p: &Prepared) -> ProviderInfo {
     };
     ProviderInfo {
         replicas,
+        endpoint: p.endpoint.name.clone(),
         ..ProviderInfo::of(
             shown,
             &p.endpoint.model,
@@ -1311,6 +1363,7 @@ fn build_client(p: &Prepared, base_urls: &[String]) -> anyhow::Result<Client> {
         &p.endpoint.model,
         p.endpoint.protocol,
         (p.endpoint.api_key.clone(), &p.endpoint.api_key_env),
+        &p.endpoint.headers,
     )
 }
 

@@ -92,6 +92,10 @@ pub struct ClientConfig {
     pub tokens_per_minute: Option<u32>,
     /// Seed for the backoff jitter; `None` draws one from the OS.
     pub seed: Option<u64>,
+    /// Extra headers on every request (an endpoint's `headers:`, e.g. OpenAI-Organization).
+    pub headers: Vec<(String, String)>,
+    /// Values scrubbed from everything shown, like the key (headers read from variables).
+    pub hidden: Vec<String>,
 }
 
 impl ClientConfig {
@@ -118,6 +122,8 @@ impl ClientConfig {
             requests_per_minute: None,
             tokens_per_minute: None,
             seed: None,
+            headers: Vec::new(),
+            hidden: Vec::new(),
         }
     }
 }
@@ -385,8 +391,12 @@ impl Client {
                     .map(|r| r.trim_end_matches('/').to_string()),
             )
             .collect();
+        let mut secrets = Secrets::new(config.api_key.as_ref().map(ApiKey::expose), &base_urls);
+        for value in &config.hidden {
+            secrets.hide(value);
+        }
         Client {
-            secrets: Secrets::new(config.api_key.as_ref().map(ApiKey::expose), &base_urls),
+            secrets,
             pool: pool::Pool::new(
                 &base_urls
                     .iter()
@@ -479,7 +489,12 @@ impl Client {
     fn request(&self, url: &str, job: &JobRequest, dialect: Dialect) -> HttpRequest {
         HttpRequest {
             url: url.to_string(),
-            headers: self.protocol.headers(job, self.config.api_key.as_ref()),
+            headers: self
+                .protocol
+                .headers(job, self.config.api_key.as_ref())
+                .into_iter()
+                .chain(self.config.headers.iter().cloned())
+                .collect(),
             body: self.protocol.body(&self.config.model, job, dialect),
         }
     }

@@ -66,6 +66,11 @@ impl Secrets {
         s
     }
 
+    /// Scrubs `value` too (a header read from a variable), as a key is.
+    pub fn hide(&mut self, value: &str) {
+        self.add(value, REDACTED);
+    }
+
     fn add(&mut self, secret: &str, replacement: &str) {
         if secret.len() < MIN_SCRUBBED_LEN && !secret.contains(':') {
             return;

@@ -512,6 +512,7 @@ impl Judge {
             latency_ms: None,
             attempts: 0,
             cached: false,
+            status: None,
         };
         let cached = match (&service.cache, &cache_key) {
             (Some(c), Some(k)) => c.lock().ok().and_then(|c| c.get(k).cloned()),
@@ -537,6 +538,7 @@ impl Judge {
                 return Err(call);
             }
             if !result.answered() {
+                call.status = result.attempts.last().and_then(|a| a.status);
                 call.error = Some(result.failure.unwrap_or_else(|| "no answer".into()));
                 return Err(call);
             }

@@ -77,6 +77,10 @@ pub struct JudgeCall {
     pub latency_ms: Option<f64>,
     /// Attempts the call took (retries of the client).
     pub attempts: usize,
+    /// The HTTP status the failed call's last attempt got (a judge that is not there, or
+    /// refuses its key, fails every job the same lasting way).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
     /// The reply came from the response cache.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cached: bool,

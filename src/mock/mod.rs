@@ -55,6 +55,26 @@ impl Wire {
             Wire::OpenAiChat
         }
     }
+
+    /// The wire of a request on a path both share (the models list): Anthropic's when it
+    /// names an `anthropic-version`.
+    pub fn of_headers(headers: &[(String, String)]) -> Wire {
+        if headers.iter().any(|(n, _)| n == "anthropic-version") {
+            Wire::AnthropicMessages
+        } else {
+            Wire::OpenAiChat
+        }
+    }
+
+    /// An error body as this wire writes it.
+    pub(crate) fn error_body(self, status: u16, message: &str, kind: &str) -> Value {
+        match self {
+            Wire::OpenAiChat => {
+                json!({"error": {"message": message, "type": kind, "code": status}})
+            }
+            Wire::AnthropicMessages => anthropic::error_body(status, message),
+        }
+    }
 }
 
 /// Where usage is reported, if at all.
@@ -98,6 +118,9 @@ pub struct MockConfig {
     pub strict_model: bool,
     /// When set, a request without `Authorization: Bearer <key>` gets 401.
     pub api_key: Option<String>,
+    /// Serve `/v1/models` without the key (as some proxies do): a refused key is then
+    /// found by the first job, not by the preflight.
+    pub open_models: bool,
     /// At most this many requests in flight; more get 429.
     pub capacity: Option<usize>,
     pub retry_after: RetryAfter,
@@ -131,6 +154,7 @@ impl Default for MockConfig {
             model: "mock-model".into(),
             strict_model: false,
             api_key: None,
+            open_models: false,
             capacity: None,
             retry_after: RetryAfter::Seconds(1),
             faults: Faults::default(),
@@ -294,14 +318,6 @@ impl MockRequest {
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_str())
     }
-
-    /// Whether it carries `key` where its wire sends the key.
-    fn carries_key(&self, key: &str) -> bool {
-        match self.wire {
-            Wire::OpenAiChat => self.header("authorization") == Some(&format!("Bearer {key}")),
-            Wire::AnthropicMessages => anthropic::carries_key(self, key),
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -328,6 +344,8 @@ pub struct Provider {
     seen_prefixes: Mutex<HashSet<u64>>,
     serial: AtomicU64,
     bodies: Mutex<Vec<Value>>,
+    /// The headers of the requests whose bodies are kept, in the same order.
+    headers: Mutex<Vec<Vec<(String, String)>>>,
     /// Set once the outage (`outage_after`) is over.
     outage_over: std::sync::atomic::AtomicBool,
 }
@@ -343,6 +361,7 @@ impl Provider {
             seen_prefixes: Mutex::new(HashSet::new()),
             serial: AtomicU64::new(0),
             bodies: Mutex::new(Vec::new()),
+            headers: Mutex::new(Vec::new()),
             outage_over: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -373,6 +392,11 @@ impl Provider {
     /// Bodies of the first requests received, in order (for tests that check what was sent).
     pub fn bodies(&self) -> Vec<Value> {
         self.bodies.lock().map(|b| b.clone()).unwrap_or_default()
+    }
+
+    /// The headers of the requests [`Provider::bodies`] holds, in the same order.
+    pub fn headers(&self) -> Vec<Vec<(String, String)>> {
+        self.headers.lock().map(|h| h.clone()).unwrap_or_default()
     }
 
     /// A generation was streamed to its end.
@@ -408,12 +432,7 @@ impl Provider {
         extra: Vec<(String, String)>,
         in_flight: InFlight,
     ) -> Reply {
-        let body = match in_flight.wire {
-            Wire::OpenAiChat => {
-                json!({"error": {"message": message, "type": kind, "code": status}})
-            }
-            Wire::AnthropicMessages => anthropic::error_body(status, message),
-        };
+        let body = in_flight.wire.error_body(status, message, kind);
         self.json_reply(status, body, extra, in_flight)
     }
 
@@ -421,6 +440,23 @@ impl Provider {
     fn bad_request(&self, message: &str, in_flight: InFlight) -> Reply {
         self.stats.status_400.fetch_add(1, Ordering::SeqCst);
         self.error(400, message, "invalid_request_error", vec![], in_flight)
+    }
+
+    /// Whether a request's headers carry the key the simulator requires (any, without one),
+    /// where `wire` sends it.
+    pub(crate) fn accepts_key(&self, wire: Wire, headers: &[(String, String)]) -> bool {
+        let Some(key) = &self.config.api_key else {
+            return true;
+        };
+        match wire {
+            Wire::OpenAiChat => {
+                let expected = format!("Bearer {key}");
+                headers
+                    .iter()
+                    .any(|(n, v)| n.eq_ignore_ascii_case("authorization") && *v == expected)
+            }
+            Wire::AnthropicMessages => anthropic::carries_key(headers, key),
+        }
     }
 
     /// Decides how to answer one chat-completions (or messages) request.
@@ -433,9 +469,7 @@ impl Provider {
         let in_flight = InFlight::new(stats, request.wire);
         let serial = self.serial.fetch_add(1, Ordering::SeqCst);
 
-        if let Some(key) = &self.config.api_key
-            && !request.carries_key(key)
-        {
+        if !self.accepts_key(request.wire, &request.headers) {
             stats.status_401.fetch_add(1, Ordering::SeqCst);
             return self.error(
                 401,
@@ -451,6 +485,9 @@ impl Provider {
                     && bodies.len() < KEPT_BODIES
                 {
                     bodies.push(v.clone());
+                    if let Ok(mut headers) = self.headers.lock() {
+                        headers.push(request.headers.clone());
+                    }
                 }
                 v
             }

@@ -139,6 +139,19 @@ async fn connection(mut stream: TcpStream, provider: Arc<Provider>) -> std::io::
                 body,
             }),
             ("GET", "/stats") => plain(200, serde_json::to_string(&provider.stats()).unwrap_or_default()),
+            // The models list wants the key too, as OpenAI's and Anthropic's do: a
+            // preflight with a wrong key is refused before any job is sent.
+            ("GET", "/v1/models")
+                if !provider.config().open_models
+                    && !provider.accepts_key(Wire::of_headers(&head.headers), &head.headers) =>
+            {
+                let body = Wire::of_headers(&head.headers).error_body(
+                    401,
+                    "Incorrect API key provided.",
+                    "invalid_request_error",
+                );
+                plain(401, body.to_string())
+            }
             ("GET", "/v1/models") => plain(
                 200,
                 json!({"object": "list", "data": [{"id": provider.config().model, "object": "model", "owned_by": "promptgauge-mock"}]}).to_string(),

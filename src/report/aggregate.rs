@@ -565,6 +565,7 @@ mod tests {
                     api_key_env: None,
                     replicas: vec![],
                     protocol: Default::default(),
+                    endpoint: None,
                 },
                 confidence: 0.95,
                 repeats: 1,

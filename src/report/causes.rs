@@ -45,6 +45,15 @@ pub fn hint(status: Option<u16>, cause: &str) -> Option<String> {
         ]
         .iter()
         .any(|w| lower.contains(w));
+    // The answer came; the judge's call failed: the judge's settings are what to fix.
+    if lower.contains("the judge failed") {
+        return Some(match status {
+            _ if model_problem => "the judge's server does not serve the judge's model: GET <its base URL>/models lists the models it does; set --judge-model (or judge.model) to one of them, or --judge-base-url to a server that serves it".into(),
+            Some(401) | Some(403) => "the judge's key was refused: check the variable named by --judge-key-env (or judge.api_key_env)".into(),
+            Some(404) => "404 from the judge: its base URL probably lacks /v1; set --judge-base-url (or judge.base_url)".into(),
+            _ => return None,
+        });
+    }
     Some(match status {
         _ if model_problem => "the server does not serve this model: GET <base URL>/models lists the models it does; set --model (or endpoint.model) to one of them".into(),
         Some(404) => "404 on every job usually means the base URL lacks its /v1 (promptgauge appends /chat/completions to it): try --base-url http://host:port/v1".into(),
@@ -67,7 +76,7 @@ pub(crate) struct Causes {
 
 impl Causes {
     pub(crate) fn add(&mut self, r: &JobRecord) {
-        let status = r.attempts.last().and_then(|a| a.status);
+        let status = r.failure_status();
         let cause = first_line(r.error.as_deref().unwrap_or("no answer"));
         if let Some(c) = self
             .causes

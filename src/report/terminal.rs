@@ -146,10 +146,15 @@ pub(crate) fn render(s: &Summary) -> String {
 pub(crate) fn render_at(s: &Summary, width: Option<usize>) -> String {
     let table = tables::variants(s).terminal(width);
     let mut out = format!(
-        "{}: {} × {}, model {} at {}\n{table}\n* baseline\n",
+        "{}: {} × {}, {}model {} at {}\n{table}\n* baseline\n",
         s.run.bench,
         plural(s.run.cases, "case", "cases"),
         plural(s.variants.len(), "variant", "variants"),
+        s.run
+            .provider
+            .endpoint
+            .as_ref()
+            .map_or_else(String::new, |n| format!("endpoint {n}: ")),
         s.run.provider.model,
         s.run.provider.base_url
     );

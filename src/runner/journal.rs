@@ -207,6 +207,17 @@ const DECIDED_PREFIX: &[u8] = b"{\"event\":\"decided\"";
 pub type JobKey = (String, String, u32);
 
 impl JobRecord {
+    /// The HTTP status the job's failure came with: its judge's, when the answer came and
+    /// the judge's call failed (a judge that is not there fails every job the same way),
+    /// else its answer's last attempt's.
+    pub fn failure_status(&self) -> Option<u16> {
+        self.judge
+            .iter()
+            .rev()
+            .find_map(|c| c.error.as_ref().and(c.status))
+            .or_else(|| self.attempts.last().and_then(|a| a.status))
+    }
+
     /// The first line of the job's error (empty when it has none): what tells failures
     /// apart when they are grouped or compared.
     pub fn error_line(&self) -> &str {

@@ -385,6 +385,10 @@ pub struct ProviderInfo {
         skip_serializing_if = "crate::client::ProtocolKind::is_default"
     )]
     pub protocol: crate::client::ProtocolKind,
+    /// The bench's name for the endpoint, when it is one of `endpoints:` (a resume runs on
+    /// the same one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
 }
 
 impl ProviderInfo {
@@ -410,6 +414,7 @@ impl ProviderInfo {
             api_key_env: (!simulated).then(|| api_key_env.to_string()),
             replicas: Vec::new(),
             protocol,
+            endpoint: None,
         }
     }
 }

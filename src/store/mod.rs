@@ -469,76 +469,9 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         }
-        let source = record.source.clone().unwrap_or_default();
-        let scored = summary.variants.iter().any(|v| v.mean_score.is_some());
-        let cost = summary
-            .variants
-            .iter()
-            .map(|v| v.spent_usd.or(v.cost_usd))
-            .sum::<Option<f64>>();
-        sqlx::query(
-            "INSERT INTO runs (run_id, bench, fingerprint, model, base_url, simulated, \
-             tool_version, git_commit, git_branch, git_dirty, ci, started_at, finished_at, \
-             started_unix_ms, complete, stopped, kind, shard, cases, repeats, confidence, \
-             jobs_planned, jobs_finished, jobs_failed, scored, cost_usd, folder, record, \
-             summary, recorded_at, allowed_failures) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, \
-             $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, \
-             $25, $26, $27, $28, $29, $30, $31)",
-        )
-        .bind(id)
-        .bind(&record.bench.name)
-        .bind(fingerprint(record))
-        .bind(&record.endpoint.model)
-        .bind(&record.endpoint.base_url)
-        .bind(record.endpoint.simulated as i64)
-        .bind(&record.tool.version)
-        .bind(source.commit.clone())
-        .bind(source.branch.clone())
-        .bind(source.dirty.map(i64::from))
-        .bind(
-            (!source.ci.is_empty()).then(|| serde_json::to_string(&source.ci).unwrap_or_default()),
-        )
-        .bind(&record.started_at)
-        .bind(record.finished_at.clone())
-        .bind(
-            record
-                .started_unix_ms
-                .unwrap_or_else(|| unix_ms(&record.started_at)),
-        )
-        .bind(summary.complete as i64)
-        .bind(record.stopped.as_ref().map(ToString::to_string))
-        .bind(run_kind(record).as_str())
-        .bind(record.plan.shard.map(|s| s.to_string()))
-        .bind(big(summary.run.cases as u64))
-        .bind(i64::from(record.plan.repeats))
-        .bind(record.bench.confidence)
-        .bind(big(summary.run.jobs_planned as u64))
-        .bind(big(summary.jobs_finished as u64))
-        .bind(big(summary.jobs_failed as u64))
-        .bind(scored as i64)
-        .bind(cost)
-        .bind(folder.display().to_string())
-        // The case ids and hashes are in the job rows: kept once.
-        .bind(serde_json::to_string(&record.without_cases())?)
-        .bind(serde_json::to_string(summary)?)
-        .bind(crate::clock::utc_now())
-        .bind(big(record.allowed_failures))
-        .execute(&mut *tx)
-        .await?;
+        insert(&mut tx, "runs", run_columns(id, record, summary, &folder)?).await?;
         for (position, v) in summary.variants.iter().enumerate() {
-            let columns = variant_columns(id, position, v);
-            let names: Vec<&str> = columns.iter().map(|(name, _)| *name).collect();
-            let marks: Vec<String> = (1..=columns.len()).map(|i| format!("${i}")).collect();
-            let sql = format!(
-                "INSERT INTO run_variants ({}) VALUES ({})",
-                names.join(", "),
-                marks.join(", ")
-            );
-            let mut query = sqlx::query(AssertSqlSafe(sql));
-            for (_, value) in columns {
-                query = value.bind_to(query);
-            }
-            query.execute(&mut *tx).await?;
+            insert(&mut tx, "run_variants", variant_columns(id, position, v)).await?;
         }
         self.insert_jobs(&mut tx, record, run.jobs).await?;
         tx.commit().await?;
@@ -923,6 +856,92 @@ impl Bound {
     }
 }
 
+/// One row into `table`, from its columns' names and values: the statement and its binds
+/// come from the one list, so they cannot disagree.
+async fn insert(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    table: &str,
+    columns: Vec<(&'static str, Bound)>,
+) -> Result<(), StoreError> {
+    let names: Vec<&str> = columns.iter().map(|(name, _)| *name).collect();
+    let marks: Vec<String> = (1..=columns.len()).map(|i| format!("${i}")).collect();
+    let sql = format!(
+        "INSERT INTO {table} ({}) VALUES ({})",
+        names.join(", "),
+        marks.join(", ")
+    );
+    let mut query = sqlx::query(AssertSqlSafe(sql));
+    for (_, value) in columns {
+        query = value.bind_to(query);
+    }
+    query.execute(&mut **tx).await?;
+    Ok(())
+}
+
+/// `runs`' columns and one run's values: the one list its INSERT is built from (every
+/// SELECT reads its columns by name).
+fn run_columns(
+    run_id: &str,
+    record: &RunRecord,
+    summary: &Summary,
+    folder: &Path,
+) -> Result<Vec<(&'static str, Bound)>, StoreError> {
+    use Bound::{Int, Real, Text};
+    let text = |s: &str| Text(Some(s.to_string()));
+    let int = |n: u64| Int(Some(big(n)));
+    let source = record.source.clone().unwrap_or_default();
+    let scored = summary.variants.iter().any(|v| v.mean_score.is_some());
+    let cost = summary
+        .variants
+        .iter()
+        .map(|v| v.spent_usd.or(v.cost_usd))
+        .sum::<Option<f64>>();
+    let ci = (!source.ci.is_empty()).then(|| serde_json::to_string(&source.ci).unwrap_or_default());
+    let started_unix_ms = record
+        .started_unix_ms
+        .unwrap_or_else(|| unix_ms(&record.started_at));
+    Ok(vec![
+        ("run_id", text(run_id)),
+        ("bench", text(&record.bench.name)),
+        ("fingerprint", Text(Some(fingerprint(record)))),
+        ("model", text(&record.endpoint.model)),
+        ("base_url", text(&record.endpoint.base_url)),
+        ("simulated", Int(Some(record.endpoint.simulated as i64))),
+        ("tool_version", text(&record.tool.version)),
+        ("git_commit", Text(source.commit.clone())),
+        ("git_branch", Text(source.branch.clone())),
+        ("git_dirty", Int(source.dirty.map(i64::from))),
+        ("ci", Text(ci)),
+        ("started_at", text(&record.started_at)),
+        ("finished_at", Text(record.finished_at.clone())),
+        ("started_unix_ms", Int(Some(started_unix_ms))),
+        ("complete", Int(Some(summary.complete as i64))),
+        (
+            "stopped",
+            Text(record.stopped.as_ref().map(ToString::to_string)),
+        ),
+        ("kind", text(run_kind(record).as_str())),
+        ("shard", Text(record.plan.shard.map(|s| s.to_string()))),
+        ("cases", int(summary.run.cases as u64)),
+        ("repeats", Int(Some(i64::from(record.plan.repeats)))),
+        ("confidence", Real(Some(record.bench.confidence))),
+        ("jobs_planned", int(summary.run.jobs_planned as u64)),
+        ("jobs_finished", int(summary.jobs_finished as u64)),
+        ("jobs_failed", int(summary.jobs_failed as u64)),
+        ("scored", Int(Some(scored as i64))),
+        ("cost_usd", Real(cost)),
+        ("folder", Text(Some(folder.display().to_string()))),
+        // The case ids and hashes are in the job rows: kept once.
+        (
+            "record",
+            Text(Some(serde_json::to_string(&record.without_cases())?)),
+        ),
+        ("summary", Text(Some(serde_json::to_string(summary)?))),
+        ("recorded_at", Text(Some(crate::clock::utc_now()))),
+        ("allowed_failures", int(record.allowed_failures)),
+    ])
+}
+
 /// `run_variants`' columns and one variant's values: the one list its INSERT is built from
 /// (its SELECT reads every column by name). A new figure in `history` is a migration that
 /// adds its column, one line here, and its field in `VariantRow`.
@@ -1059,7 +1078,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_variant_columns_written_are_the_table_s_columns() {
+    async fn the_columns_written_are_the_tables_columns() {
         // A migration that adds a column without its value in `variant_columns` (or a
         // value without its migration) fails here, not in a user's store.
         let dir = tempfile::tempdir().unwrap();
@@ -1074,6 +1093,22 @@ mod tests {
         let summary: Summary =
             serde_json::from_str(include_str!("../../tests/golden/example/summary.json")).unwrap();
         let mut written: Vec<String> = variant_columns("r", 0, &summary.variants[0])
+            .into_iter()
+            .map(|(name, _)| name.to_string())
+            .collect();
+        table.sort();
+        written.sort();
+        assert_eq!(table, written);
+        // And `runs`, from a record as the first release wrote it.
+        let rows = sqlx::query("SELECT name FROM pragma_table_info('runs')")
+            .fetch_all(&mut *store.conn.lock().await)
+            .await
+            .unwrap();
+        let mut table: Vec<String> = rows.iter().map(|r| r.try_get(0).unwrap()).collect();
+        let record: RunRecord =
+            serde_json::from_str(include_str!("../../tests/fixtures/run-0.1.0/run.json")).unwrap();
+        let mut written: Vec<String> = run_columns("r", &record, &summary, Path::new("/r"))
+            .unwrap()
             .into_iter()
             .map(|(name, _)| name.to_string())
             .collect();

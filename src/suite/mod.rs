@@ -1,6 +1,7 @@
 //! The bench: its YAML file, its cases, its variants and templates, and the job plan.
 
 pub mod cases;
+pub mod endpoints;
 pub mod error;
 pub mod grading;
 pub mod plan;
@@ -278,6 +279,8 @@ struct RawBench {
     #[serde(default)]
     endpoint: EndpointSpec,
     #[serde(default)]
+    endpoints: Vec<endpoints::RawNamedEndpoint>,
+    #[serde(default)]
     params: Map<String, Value>,
     #[serde(default)]
     limits: RawLimits,
@@ -385,6 +388,8 @@ pub struct Bench {
     /// One scorer per case, in case order (cases without their own share the bench's).
     pub grade: GradeSpec,
     pub endpoint: EndpointSpec,
+    /// `endpoints:`, each named (empty when the bench has the single `endpoint:`).
+    pub endpoints: Vec<endpoints::NamedEndpoint>,
     pub params: Map<String, Value>,
     pub limits: Limits,
     pub price: Option<Price>,
@@ -409,6 +414,15 @@ impl Bench {
         let case_paths = check_named(&raw, dir, &here)?;
         let limits = resolve_limits(raw.limits, &Limits::default(), &here)?;
         let judge = judge_settings(raw.judge, &limits, &here)?;
+        if !raw.endpoints.is_empty() && raw.endpoint != EndpointSpec::default() {
+            return Err(InputError::new(
+                here("endpoints"),
+                "the bench has both `endpoint:` and `endpoints:`",
+            )
+            .fix("move the `endpoint:` block into `endpoints:` as one more named entry")
+            .into());
+        }
+        let endpoints = endpoints::named_endpoints(raw.endpoints, &limits, &here)?;
         let repeats = repeats_of(raw.repeats, &here)?;
         let confidence = confidence_of(raw.confidence, &here)?;
         let sequential = raw.sequential.unwrap_or_default();
@@ -437,6 +451,7 @@ impl Bench {
             variants,
             grade,
             endpoint: raw.endpoint,
+            endpoints,
             params: raw.params,
             limits,
             price: raw.price,

@@ -85,6 +85,7 @@ async fn run_and_report(setup: &Setup, out: &Path) {
             api_key_env: None,
             replicas: Vec::new(),
             protocol: Default::default(),
+            endpoint: None,
         },
         judge: None,
         bench: BenchRecord::of(&bench, &variants),

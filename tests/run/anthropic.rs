@@ -10,6 +10,10 @@ use serde_json::Value;
 
 const KEY: &str = "sk-ant-e2e-0123456789abcdef";
 
+/// The bench's endpoint: Anthropic messages, the key in `$ANTHROPIC_API_KEY`.
+const ENDPOINT: &str =
+    "endpoint: { protocol: anthropic-messages, api_key_env: ANTHROPIC_API_KEY }\n";
+
 /// Runs the binary in `d` with the key in `$ANTHROPIC_API_KEY`; returns what it wrote to
 /// stderr, once its exit code is `code`.
 fn run_with_key(d: &Path, args: &[&str], code: i32) -> String {
@@ -78,8 +82,7 @@ fn a_bench_over_anthropic_messages_is_graded_as_over_chat_completions_and_keeps_
         api_key: Some(KEY.into()),
         ..MockConfig::default()
     });
-    let dir =
-        bench_dir("endpoint: { protocol: anthropic-messages, api_key_env: ANTHROPIC_API_KEY }\n");
+    let dir = bench_dir(ENDPOINT);
     let d = dir.path();
     run_bench(d, &server.base_url());
 
@@ -91,6 +94,19 @@ fn a_bench_over_anthropic_messages_is_graded_as_over_chat_completions_and_keeps_
         (24, 24, 0)
     );
     assert_eq!(stats.generations, 24);
+    for headers in server.provider.headers() {
+        let header = |name: &str| {
+            headers
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(
+            (header("x-api-key"), header("anthropic-version")),
+            (Some(KEY), Some("2023-06-01"))
+        );
+        assert_eq!(header("authorization"), None, "no bearer");
+    }
     let bodies = server.provider.bodies();
     for b in &bodies {
         assert_eq!(
@@ -175,11 +191,7 @@ fn a_judge_at_an_anthropic_endpoint_is_read_from_its_reply_without_json_mode() {
         judge_error: 0.0,
         ..MockConfig::default()
     });
-    let dir = arithmetic_bench(
-        6,
-        2,
-        "endpoint: { protocol: anthropic-messages, api_key_env: ANTHROPIC_API_KEY }\n",
-    );
+    let dir = arithmetic_bench(6, 2, ENDPOINT);
     let d = dir.path();
     let bench = std::fs::read_to_string(d.join("bench.yaml"))
         .unwrap()
@@ -203,4 +215,25 @@ fn a_judge_at_an_anthropic_endpoint_is_read_from_its_reply_without_json_mode() {
         assert_eq!(r["status"], "graded", "{r}");
         assert!(r["score"].is_number(), "{r}");
     }
+}
+
+#[test]
+fn a_refused_key_stops_the_run_at_the_models_list_before_any_job() {
+    let (_rt, server) = start_mock(MockConfig {
+        api_key: Some("sk-ant-another-key-0000".into()),
+        ..MockConfig::default()
+    });
+    let dir = bench_dir(ENDPOINT);
+    let url = server.base_url();
+    let args = [
+        "run",
+        "bench.yaml",
+        "--base-url",
+        &url,
+        "--model",
+        "mock-model",
+    ];
+    let e = run_with_key(dir.path(), &args, 4);
+    assert!(e.contains("$ANTHROPIC_API_KEY") && !e.contains(KEY), "{e}");
+    assert_eq!(server.provider.stats().requests, 0);
 }

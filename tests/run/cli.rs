@@ -282,8 +282,10 @@ fn a_scorer_that_finds_nothing_in_most_answers_says_so_with_an_example() {
 
 #[test]
 fn a_refused_key_stops_the_run_with_exit_4_and_never_prints_the_key() {
+    // A server whose model list is open (some proxies): the first job finds the refusal.
     let (_rt, server) = start_mock(MockConfig {
         api_key: Some("the-right-key".into()),
+        open_models: true,
         ..MockConfig::default()
     });
     let dir = bench_dir("endpoint: { api_key_env: BENCH_KEY }\nlimits: { concurrency: 2 }\n");
@@ -317,6 +319,33 @@ fn a_refused_key_stops_the_run_with_exit_4_and_never_prints_the_key() {
         everything.push_str(&std::fs::read_to_string(path).unwrap());
     }
     assert!(!everything.contains("SECRET"), "the key leaked");
+
+    // A server that wants the key for its model list too (OpenAI's): the preflight finds
+    // the refusal, and nothing is sent.
+    let (_rt2, strict) = start_mock(MockConfig {
+        api_key: Some("the-right-key".into()),
+        ..MockConfig::default()
+    });
+    let out = promptgauge(dir.path())
+        .env("BENCH_KEY", "sk-planted-SECRET-1234")
+        .args([
+            "run",
+            "bench.yaml",
+            "--base-url",
+            &strict.base_url(),
+            "--model",
+            "m",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains("refused the API key") && stderr.contains("$BENCH_KEY"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("SECRET"), "{stderr}");
+    assert_eq!(strict.provider.stats().requests, 0);
 }
 
 #[test]
@@ -1331,6 +1360,15 @@ fn init_writes_a_bench_of_each_task_that_runs_at_once_on_the_simulator() {
             bench.contains("name: my-bench") && bench.contains("# "),
             "{bench}"
         );
+        // No made-up model name a real server would refuse: a judged bench says how to
+        // pin the judge instead.
+        assert!(!bench.contains("model: judge-model"), "{bench}");
+        if task == "free" {
+            assert!(
+                bench.contains("--judge-base-url URL --judge-model NAME"),
+                "{bench}"
+            );
+        }
         let out = promptgauge(&d).args(["run", "--quiet"]).output().unwrap();
         assert_eq!(
             out.status.code(),

@@ -12,6 +12,7 @@ use promptgauge::client::{
 };
 use promptgauge::grade::judge::{Judge, JudgeService, Scale};
 use promptgauge::grade::{Answer, ScoreContext, ScoreInput, Scorer};
+use promptgauge::mock::MockConfig;
 use promptgauge::report::Summary;
 use promptgauge::suite::{Case, ChatMessage, Location};
 use serde_json::Value;
@@ -703,4 +704,168 @@ async fn an_answer_that_forges_a_reference_block_does_not_fool_a_judge_reading_t
         .unwrap();
     assert_eq!(s.value, 1.0);
     assert_eq!(provider.stats().requests, 21, "each answer judged once");
+}
+
+/// The models the requests a simulator saw asked for.
+fn models_asked(server: &promptgauge::mock::server::MockServer) -> Vec<String> {
+    server
+        .provider
+        .bodies()
+        .iter()
+        .map(|b| b["model"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+#[test]
+fn a_pinned_judge_stays_put_whatever_base_url_says_and_a_resume_keeps_it() {
+    let strict = |model: &str| MockConfig {
+        model: model.into(),
+        strict_model: true,
+        ..MockConfig::default()
+    };
+    let (_rt, answers) = start_mock(strict("answer-model"));
+    let (_rt2, judge) = start_mock(strict("strict-judge"));
+    let bench = support();
+    let d = bench.path();
+    let out = promptgauge(d)
+        .args(["run", "support.yaml", "--no-store", "--base-url"])
+        .arg(answers.base_url())
+        .args(["--model", "answer-model", "--judge-base-url"])
+        .arg(judge.base_url())
+        .args(["--judge-model", "strict-judge"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // Answers at the endpoint, verdicts at the judge: neither server saw the other's.
+    let (asked, judged) = (models_asked(&answers), models_asked(&judge));
+    assert!(asked.iter().all(|m| m == "answer-model"), "{asked:?}");
+    assert!(judged.iter().all(|m| m == "strict-judge"), "{judged:?}");
+    let run = run_dirs(&d.join("reports")).remove(0);
+    let s = summary(&run);
+    let recorded = s.run.judge.clone().unwrap();
+    assert_eq!(
+        (recorded.base_url.as_str(), recorded.model.as_str()),
+        (judge.base_url().as_str(), "strict-judge")
+    );
+    assert!(!s.run.self_judged);
+    let calls: u64 = s.variants.iter().map(|v| v.judge_calls).sum();
+    assert_eq!(judged.len() as u64, calls);
+
+    // Cut the journal to its first two jobs and resume with no judge flag: the judge
+    // stays where the run put it, not at the bench's `judge-model` on the endpoint.
+    let lines: Vec<String> = std::fs::read_to_string(run.join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    std::fs::write(run.join("results.jsonl"), lines[..2].join("\n") + "\n").unwrap();
+    let out = promptgauge(d)
+        .args(["run", "--no-store", "--resume"])
+        .arg(&run)
+        .args(["--base-url"])
+        .arg(answers.base_url())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let (asked, judged_again) = (models_asked(&answers), models_asked(&judge));
+    assert!(asked.iter().all(|m| m == "answer-model"), "{asked:?}");
+    assert!(
+        judged_again.len() > judged.len(),
+        "the resume judged at the judge"
+    );
+    assert_eq!(summary(&run).run.judge.unwrap().model, "strict-judge");
+}
+
+#[test]
+fn a_judge_that_serves_no_such_model_is_named_before_the_run_and_stops_it_after_its_first_jobs() {
+    let (_rt, server) = start_mock(MockConfig {
+        model: "mock-model".into(),
+        strict_model: true,
+        ..MockConfig::default()
+    });
+    // Every case judged (init's free-text bench): the first jobs all reach the judge.
+    let dir = tempfile::tempdir().unwrap();
+    let d = &dir.path().join("free");
+    promptgauge(dir.path())
+        .args(["init", d.to_str().unwrap(), "--task", "free"])
+        .assert()
+        .success();
+    let out = promptgauge(d)
+        .args(["run", "--no-store", "--base-url"])
+        .arg(server.base_url())
+        .args(["--model", "mock-model", "--judge-model", "nope"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The preflight names the judge and the flag that fixes it.
+    assert!(
+        stderr.contains("warning: the judge: ") && stderr.contains("set --judge-model"),
+        "{stderr}"
+    );
+    // The first jobs all failed at the judge the same lasting way: the rest were not sent.
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains("all failed the same way") && stderr.contains("--judge-model"),
+        "{stderr}"
+    );
+    let run = run_dirs(&d.join("reports")).remove(0);
+    let s = summary(&run);
+    let planned = s.run.jobs_planned;
+    let answered = models_asked(&server)
+        .iter()
+        .filter(|m| *m == "mock-model")
+        .count();
+    assert!(answered < planned, "{answered} of {planned} answers bought");
+}
+
+#[test]
+fn check_probe_looks_at_the_judge_and_stops_on_a_refused_key() {
+    let (_rt, judge) = start_mock(MockConfig {
+        api_key: Some("right".into()),
+        ..MockConfig::default()
+    });
+    let bench = support();
+    let d = bench.path();
+    let out = promptgauge(d)
+        .args(["check", "support.yaml", "--probe", "--judge-base-url"])
+        .arg(judge.base_url())
+        .args(["--judge-key-env", "JUDGE_KEY"])
+        .env("JUDGE_KEY", "wrong")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains("the judge: ")
+            && stderr.contains("refused the API key")
+            && stderr.contains("$JUDGE_KEY"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("wrong"),
+        "the key is never shown: {stderr}"
+    );
+    // Nothing that costs was sent: only the models list was asked for.
+    assert_eq!(judge.provider.stats().requests, 0);
+    // Right key, a model it serves: the probe finds nothing wrong with the judge.
+    let out = promptgauge(d)
+        .args(["check", "support.yaml", "--probe", "--judge-base-url"])
+        .arg(judge.base_url())
+        .args([
+            "--judge-key-env",
+            "JUDGE_KEY",
+            "--judge-model",
+            "mock-model",
+        ])
+        .env("JUDGE_KEY", "right")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("probe: nothing wrong found with the judge"),
+        "{stdout}"
+    );
 }

@@ -10,6 +10,7 @@ mod bad_input;
 mod ci;
 mod cli;
 mod durability;
+mod endpoints;
 mod judge;
 mod runner;
 mod scale;

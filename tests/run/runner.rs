@@ -105,6 +105,7 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
             api_key_env: None,
             replicas: vec![],
             protocol: Default::default(),
+            endpoint: None,
         },
         confidence: 0.95,
         repeats: 1,

@@ -1,0 +1,266 @@
+//! `endpoints:` — the models a bench can run on, each named, with its own server, key,
+//! protocol, price, parameters, limits and headers (docs/endpoints.md). A bench with the
+//! single `endpoint:` block has none: that block is its one endpoint, as before.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::error::{InputError, Location};
+use super::{EndpointSpec, Limits, Price, RawLimits, UrlList, check_base_url, resolve_limits};
+use crate::client::ProtocolKind;
+
+/// One of `endpoints:` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawNamedEndpoint {
+    name: String,
+    #[serde(default)]
+    base_url: Option<UrlList>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    api_key_env: Option<String>,
+    #[serde(default)]
+    protocol: Option<ProtocolKind>,
+    #[serde(default)]
+    price: Option<Price>,
+    #[serde(default)]
+    params: Map<String, Value>,
+    #[serde(default)]
+    limits: RawLimits,
+    #[serde(default)]
+    headers: Map<String, Value>,
+}
+
+/// A named endpoint: where one model answers, what it costs, how fast to send to it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NamedEndpoint {
+    pub name: String,
+    pub spec: EndpointSpec,
+    /// Its price; the bench's `price` where unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<Price>,
+    /// Request parameters over the bench's `params`.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub params: Map<String, Value>,
+    /// Its own gate, rate limits and deadlines (the bench's `limits` where unset).
+    pub limits: Limits,
+    /// Extra request headers, as written: a value `${VAR}` is read from that variable
+    /// when the run starts (and scrubbed from everything shown, like a key).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<(String, String)>,
+}
+
+/// Headers an endpoint may not set: the key goes by `api_key_env` (sent the protocol's
+/// way), and the client owns the body's framing.
+const OWNED_HEADERS: [&str; 7] = [
+    "authorization",
+    "api-key",
+    "x-api-key",
+    "content-type",
+    "content-length",
+    "host",
+    "idempotency-key",
+];
+
+/// Whether `name` can name an endpoint: it appears in flags (`--endpoints a,b`), folder
+/// names and reports.
+fn valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && name.len() <= 64
+}
+
+/// Checks and resolves `endpoints:`, each over the bench's `limits`.
+pub(super) fn named_endpoints(
+    raw: Vec<RawNamedEndpoint>,
+    limits: &Limits,
+    here: &dyn Fn(&str) -> Location,
+) -> Result<Vec<NamedEndpoint>, InputError> {
+    let mut out: Vec<NamedEndpoint> = Vec::with_capacity(raw.len());
+    for e in raw {
+        let at = || here("endpoints");
+        if !valid_name(&e.name) {
+            return Err(InputError::new(
+                at(),
+                format!("endpoints: `{}` is not a usable name", e.name),
+            )
+            .fix("name endpoints with letters, digits, `-`, `_` or `.` (at most 64), e.g. hosted, local-qwen"));
+        }
+        if out.iter().any(|o| o.name == e.name) {
+            return Err(
+                InputError::new(at(), format!("endpoints: `{}` is named twice", e.name))
+                    .fix("give each endpoint its own name"),
+            );
+        }
+        for url in e.base_url.iter().flat_map(UrlList::urls) {
+            check_base_url(&url, e.protocol.unwrap_or_default()).map_err(|err| {
+                InputError::new(at(), format!("endpoint {}: {err}", e.name))
+                    .fix("write the full URL, e.g. http://127.0.0.1:8000/v1, or `mock`")
+            })?;
+        }
+        if let Some(p) = &e.price {
+            super::check_price(Some(p), here).map_err(|_| {
+                InputError::new(
+                    at(),
+                    format!("endpoint {}: prices must be numbers ≥ 0", e.name),
+                )
+                .fix("prices are USD per million tokens, e.g. input_per_mtok: 0.40")
+            })?;
+        }
+        let headers = headers(&e.name, e.headers, &at)?;
+        out.push(NamedEndpoint {
+            name: e.name,
+            spec: EndpointSpec {
+                base_url: e.base_url,
+                model: e.model,
+                api_key_env: e.api_key_env,
+                protocol: e.protocol,
+            },
+            price: e.price,
+            params: e.params,
+            limits: resolve_limits(e.limits, limits, here)?,
+            headers,
+        });
+    }
+    Ok(out)
+}
+
+/// An endpoint's `headers:`: text values, names a request can carry, none the client owns.
+fn headers(
+    endpoint: &str,
+    raw: Map<String, Value>,
+    at: &dyn Fn() -> Location,
+) -> Result<Vec<(String, String)>, InputError> {
+    let mut out = Vec::with_capacity(raw.len());
+    for (name, value) in raw {
+        let lower = name.to_ascii_lowercase();
+        if OWNED_HEADERS.contains(&lower.as_str()) {
+            return Err(InputError::new(
+                at(),
+                format!("endpoint {endpoint}: headers.{name} is set by promptgauge"),
+            )
+            .fix("the key goes in the variable api_key_env names, and is sent the way the endpoint's protocol expects"));
+        }
+        if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+            return Err(InputError::new(
+                at(),
+                format!("endpoint {endpoint}: `{name}` is not a header name"),
+            )
+            .fix("header names are letters, digits and `-`, e.g. OpenAI-Organization"));
+        }
+        let Value::String(text) = value else {
+            return Err(InputError::new(
+                at(),
+                format!("endpoint {endpoint}: headers.{name} must be text"),
+            )
+            .fix("quote it, or read it from a variable: \"${VAR}\""));
+        };
+        if text.contains(['\r', '\n']) {
+            return Err(InputError::new(
+                at(),
+                format!("endpoint {endpoint}: headers.{name} holds a line break"),
+            )
+            .fix("a header value is one line"));
+        }
+        out.push((name, text));
+    }
+    Ok(out)
+}
+
+/// What a header value names: the variable of `${VAR}`, else `None` (the text itself).
+pub fn variable_of(value: &str) -> Option<&str> {
+    value
+        .strip_prefix("${")
+        .and_then(|v| v.strip_suffix('}'))
+        .filter(|v| !v.is_empty() && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+}
+
+/// An endpoint added on the command line: `--endpoint NAME=URL[,model=M][,key_env=VAR]
+/// [,protocol=P]`. It takes the bench's price, parameters and limits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdHocEndpoint {
+    pub name: String,
+    pub spec: EndpointSpec,
+}
+
+impl std::str::FromStr for AdHocEndpoint {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let usage = "write NAME=URL[,model=M][,key_env=VAR][,protocol=P], e.g. local=http://127.0.0.1:8000/v1,model=qwen";
+        let mut parts = text.split(',');
+        let (name, url) = parts
+            .next()
+            .and_then(|first| first.split_once('='))
+            .ok_or_else(|| format!("`{text}` names no endpoint: {usage}"))?;
+        let name = name.trim();
+        if !valid_name(name) {
+            return Err(format!(
+                "`{name}` is not a usable endpoint name (letters, digits, `-`, `_`, `.`): {usage}"
+            ));
+        }
+        let mut spec = EndpointSpec {
+            base_url: Some(UrlList::One(url.trim().to_string())),
+            ..EndpointSpec::default()
+        };
+        for part in parts {
+            let (key, value) = part
+                .split_once('=')
+                .ok_or_else(|| format!("`{part}` is not key=value: {usage}"))?;
+            let value = value.trim().to_string();
+            match key.trim() {
+                "model" => spec.model = Some(value),
+                "key_env" | "api_key_env" => spec.api_key_env = Some(value),
+                "protocol" => spec.protocol = Some(value.parse()?),
+                other => return Err(format!("unknown endpoint field `{other}`: {usage}")),
+            }
+        }
+        check_base_url(url.trim(), spec.protocol.unwrap_or_default())
+            .map_err(|e| format!("endpoint {name}: {e}"))?;
+        Ok(AdHocEndpoint {
+            name: name.to_string(),
+            spec,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_variables() {
+        assert!(valid_name("local-qwen") && valid_name("gpt4.1_mini"));
+        assert!(!valid_name("") && !valid_name("-a") && !valid_name("a b") && !valid_name("a/b"));
+        assert_eq!(variable_of("${OPENAI_ORG}"), Some("OPENAI_ORG"));
+        assert_eq!(variable_of("org-123"), None);
+        assert_eq!(variable_of("${}"), None);
+        assert_eq!(variable_of("${A B}"), None);
+    }
+
+    #[test]
+    fn an_endpoint_reads_naturally_on_the_command_line() {
+        let e: AdHocEndpoint = "local=http://127.0.0.1:8000/v1,model=qwen,key_env=LOCAL_KEY"
+            .parse()
+            .unwrap();
+        assert_eq!(e.name, "local");
+        assert_eq!(
+            e.spec.base_url,
+            Some(UrlList::One("http://127.0.0.1:8000/v1".into()))
+        );
+        assert_eq!(e.spec.model.as_deref(), Some("qwen"));
+        assert_eq!(e.spec.api_key_env.as_deref(), Some("LOCAL_KEY"));
+        for bad in [
+            "http://127.0.0.1:8000/v1",
+            "lo cal=http://x/v1",
+            "local=127.0.0.1:8000/v1",
+            "local=http://x/v1,colour=red",
+            "local=http://x/v1,protocol=smoke-signals",
+        ] {
+            let e = bad.parse::<AdHocEndpoint>().unwrap_err();
+            assert!(!e.is_empty(), "{bad}");
+        }
+    }
+}

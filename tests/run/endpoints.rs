@@ -1,0 +1,201 @@
+//! Named endpoints (`endpoints:` in a bench, `--endpoints`, `--endpoint`): each with its own
+//! server, key, price, parameters, limits and headers.
+
+use promptgauge::mock::MockConfig;
+use promptgauge::report::Summary;
+
+use crate::common::*;
+
+const ENDPOINTS: &str = r#"endpoints:
+  - name: hosted
+    base_url: "@HOSTED@"
+    model: big-model
+    api_key_env: HOSTED_KEY
+    price: { input_per_mtok: 10.0, output_per_mtok: 30.0 }
+    headers: { OpenAI-Organization: org-42, X-Team-Token: "${TEAM_TOKEN}" }
+  - name: local
+    base_url: "@LOCAL@"
+    model: small-model
+    price: { input_per_mtok: 0.0, output_per_mtok: 0.0 }
+    params: { max_tokens: 50 }
+    limits: { concurrency: 2 }
+"#;
+
+fn summary(run: &std::path::Path) -> Summary {
+    serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap()
+}
+
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+#[test]
+fn a_named_endpoint_runs_with_its_own_server_key_price_params_limits_and_headers() {
+    let strict = |model: &str, key: Option<&str>| MockConfig {
+        model: model.into(),
+        strict_model: true,
+        api_key: key.map(String::from),
+        ..MockConfig::default()
+    };
+    let (_rt, hosted) = start_mock(strict("big-model", Some("hosted-secret-key")));
+    let (_rt2, local) = start_mock(strict("small-model", None));
+    let extra = ENDPOINTS
+        .replace("@HOSTED@", &hosted.base_url())
+        .replace("@LOCAL@", &local.base_url());
+    let bench = arithmetic_bench(6, 2, &extra);
+    let d = bench.path();
+    let run = |args: &[&str]| {
+        promptgauge(d)
+            .args(["run", "bench.yaml", "--no-store", "--quiet"])
+            .args(args)
+            .env("HOSTED_KEY", "hosted-secret-key")
+            .env("TEAM_TOKEN", "team-token-value-1234")
+            // A named endpoint's URL is its own: the environment's does not move it.
+            .env("PROMPTGAUGE_BASE_URL", "http://127.0.0.1:9/v1")
+            .output()
+            .unwrap()
+    };
+
+    // The first endpoint by default: the hosted one, its key and its headers.
+    let out = run(&[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(local.provider.bodies().len(), 0);
+    let sent = hosted.provider.headers();
+    assert_eq!(sent.len(), 12);
+    for h in &sent {
+        assert_eq!(header(h, "openai-organization"), Some("org-42"));
+        assert_eq!(header(h, "x-team-token"), Some("team-token-value-1234"));
+    }
+    let hosted_run = run_dirs(&d.join("reports")).remove(0);
+    let s = summary(&hosted_run);
+    assert_eq!(s.run.provider.endpoint.as_deref(), Some("hosted"));
+    assert_eq!(s.run.provider.model, "big-model");
+    let hosted_cost = s.variants[0].cost_usd.unwrap();
+    assert!(hosted_cost > 0.0);
+    // A header read from a variable is a secret: never written anywhere.
+    for f in [
+        "run.json",
+        "summary.json",
+        "results.jsonl",
+        "summary.md",
+        "report.html",
+    ] {
+        let text = std::fs::read_to_string(hosted_run.join(f)).unwrap();
+        assert!(!text.contains("team-token-value-1234"), "{f}");
+        assert!(!text.contains("hosted-secret-key"), "{f}");
+    }
+
+    // --endpoints local: its server, its price (free), its params and its gate.
+    let out = run(&["--endpoints", "local"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bodies = local.provider.bodies();
+    assert_eq!(bodies.len(), 12);
+    assert!(
+        bodies
+            .iter()
+            .all(|b| b["model"] == "small-model" && b["max_tokens"] == 50)
+    );
+    assert!(
+        local
+            .provider
+            .headers()
+            .iter()
+            .all(|h| header(h, "x-team-token").is_none())
+    );
+    assert!(local.provider.stats().max_in_flight <= 2);
+    let local_run = run_dirs(&d.join("reports"))
+        .into_iter()
+        .find(|r| r != &hosted_run)
+        .unwrap();
+    let s = summary(&local_run);
+    assert_eq!(s.run.provider.endpoint.as_deref(), Some("local"));
+    assert_eq!(
+        s.variants[0].cost_usd,
+        Some(0.0),
+        "the local price, not the bench's"
+    );
+
+    // An endpoint added on the command line runs at once, at the bench's price.
+    let out = run(&[
+        "--endpoint",
+        &format!("again={},model=small-model", local.base_url()),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(local.provider.bodies().len(), 24);
+
+    // Bad selections are refused before anything is sent.
+    let out = run(&["--endpoints", "nowhere"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("known endpoints: hosted, local"),
+        "{stderr}"
+    );
+    let out = run(&["--endpoints", "hosted,local"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("promptgauge compare"));
+    let out = promptgauge(d)
+        .args(["run", "bench.yaml", "--no-store", "--quiet"])
+        .env("HOSTED_KEY", "hosted-secret-key")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "TEAM_TOKEN is not set");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("$TEAM_TOKEN"));
+    assert_eq!(hosted.provider.bodies().len(), 12, "nothing more was sent");
+}
+
+#[test]
+fn a_bench_with_endpoint_and_endpoints_or_a_bad_header_is_refused_where_it_is_written() {
+    for (extra, says) in [
+        (
+            "endpoint: { model: m }\nendpoints:\n  - { name: a, model: m }\n",
+            "both `endpoint:` and `endpoints:`",
+        ),
+        (
+            "endpoints:\n  - { name: a, model: m }\n  - { name: a, model: n }\n",
+            "`a` is named twice",
+        ),
+        (
+            "endpoints:\n  - { name: \"a b\", model: m }\n",
+            "not a usable name",
+        ),
+        (
+            "endpoints:\n  - { name: a, model: m, headers: { Authorization: x } }\n",
+            "set by promptgauge",
+        ),
+        (
+            "endpoints:\n  - { name: a, model: m, headers: { X-N: 3 } }\n",
+            "must be text",
+        ),
+    ] {
+        let bench = arithmetic_bench(2, 1, extra);
+        let out = promptgauge(bench.path())
+            .args(["check", "bench.yaml"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra}: {stderr}");
+        assert!(
+            stderr.contains(says) && stderr.contains("bench.yaml"),
+            "{extra}: {stderr}"
+        );
+    }
+}
