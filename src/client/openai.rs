@@ -43,7 +43,16 @@ pub struct OpenAiChat;
 /// A `usage` object that is present but cannot be believed (a negative, fractional or
 /// non-numeric count): it is ignored, and the job's usage is estimated instead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct InvalidUsage;
+pub(super) struct InvalidUsage;
+
+/// One token count of a usage object: absent or null is 0; anything but a whole number ≥ 0
+/// cannot be believed.
+pub(super) fn count(v: Option<&Value>) -> Result<u64, InvalidUsage> {
+    match v {
+        None | Some(Value::Null) => Ok(0),
+        Some(v) => v.as_u64().ok_or(InvalidUsage),
+    }
+}
 
 /// `Ok(None)` when there is no usage object; `Err` when its counts are not whole numbers
 /// ≥ 0. Absent counts are 0.
@@ -55,22 +64,18 @@ fn usage(v: &Value) -> Result<Option<Usage>, InvalidUsage> {
             Err(InvalidUsage)
         };
     };
-    let n = |v: Option<&Value>| match v {
-        None | Some(Value::Null) => Ok(0),
-        Some(v) => v.as_u64().ok_or(InvalidUsage),
-    };
     Ok(Some(Usage {
-        prompt_tokens: n(obj.get("prompt_tokens"))?,
-        completion_tokens: n(obj.get("completion_tokens"))?,
-        cached_tokens: n(v.pointer("/prompt_tokens_details/cached_tokens"))?,
-        reasoning_tokens: n(v.pointer("/completion_tokens_details/reasoning_tokens"))?,
+        prompt_tokens: count(obj.get("prompt_tokens"))?,
+        completion_tokens: count(obj.get("completion_tokens"))?,
+        cached_tokens: count(v.pointer("/prompt_tokens_details/cached_tokens"))?,
+        reasoning_tokens: count(v.pointer("/completion_tokens_details/reasoning_tokens"))?,
         estimated: false,
     }))
 }
 
 /// The human part of an OpenAI-style error object (or a bare string), whole: the client
 /// scrubs secrets from it before cutting it to length.
-fn error_message(err: &Value) -> String {
+pub(super) fn error_message(err: &Value) -> String {
     match err {
         Value::String(s) => s.clone(),
         Value::Object(o) => o
@@ -117,18 +122,23 @@ fn tool_call_delta(s: &mut Streamed, call: &Value) {
     }
 }
 
+/// A base URL that already ends in the endpoint's `path`, which the protocol appends.
+pub(super) fn check_not_named(url: &str, path: &'static str) -> Result<(), BaseUrlMistake> {
+    if super::secrets::path_of(url)
+        .trim_end_matches('/')
+        .ends_with(&format!("/{path}"))
+    {
+        return Err(BaseUrlMistake::NamesTheEndpoint {
+            url: url.to_string(),
+            path,
+        });
+    }
+    Ok(())
+}
+
 impl Protocol for OpenAiChat {
     fn check_base_url(&self, url: &str) -> Result<(), BaseUrlMistake> {
-        if super::secrets::path_of(url)
-            .trim_end_matches('/')
-            .ends_with(&format!("/{PATH}"))
-        {
-            return Err(BaseUrlMistake::NamesTheEndpoint {
-                url: url.to_string(),
-                path: PATH,
-            });
-        }
-        Ok(())
+        check_not_named(url, PATH)
     }
 
     fn url(&self, base_url: &str) -> String {

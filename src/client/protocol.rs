@@ -2,8 +2,8 @@
 //! body's events add up to an answer, what rate-limit headers and error bodies say. The
 //! client core ([`super::Client`]: deadlines, retries, gates, replicas) knows no JSON field
 //! names. An endpoint names its protocol ([`ProtocolKind`], `endpoint.protocol` in a bench,
-//! `--protocol` on the command line); OpenAI chat completions
-//! ([`super::openai::OpenAiChat`]) is the one implementation today. A second protocol is one
+//! `--protocol` on the command line): OpenAI chat completions ([`super::openai::OpenAiChat`])
+//! or OpenAI's Responses API ([`super::responses::OpenAiResponses`]). Another protocol is one
 //! new file implementing [`Protocol`] and one variant of [`ProtocolKind`].
 
 use std::sync::Arc;
@@ -22,16 +22,19 @@ pub enum ProtocolKind {
     /// OpenAI chat completions: `POST …/chat/completions`, streamed as server-sent events.
     #[default]
     OpenaiChat,
+    /// OpenAI's Responses API: `POST …/responses`, streamed as named server-sent events.
+    OpenaiResponses,
 }
 
 impl ProtocolKind {
     /// Every protocol this build speaks.
-    pub const ALL: [ProtocolKind; 1] = [ProtocolKind::OpenaiChat];
+    pub const ALL: [ProtocolKind; 2] = [ProtocolKind::OpenaiChat, ProtocolKind::OpenaiResponses];
 
     /// The protocol's implementation.
     pub fn build(self) -> Arc<dyn Protocol> {
         match self {
             ProtocolKind::OpenaiChat => Arc::new(super::OpenAiChat),
+            ProtocolKind::OpenaiResponses => Arc::new(super::responses::OpenAiResponses),
         }
     }
 
@@ -39,6 +42,7 @@ impl ProtocolKind {
     pub fn name(self) -> &'static str {
         match self {
             ProtocolKind::OpenaiChat => "openai-chat",
+            ProtocolKind::OpenaiResponses => "openai-responses",
         }
     }
 
@@ -47,7 +51,7 @@ impl ProtocolKind {
         *self == ProtocolKind::default()
     }
 
-    /// The names this build knows, for an error message: `openai-chat`.
+    /// The names this build knows, for an error message: `openai-chat`, `openai-responses`.
     pub fn known() -> String {
         Self::ALL
             .iter()
@@ -143,6 +147,9 @@ pub struct Streamed {
     pub text: String,
     /// Tool calls, in the order the model made them.
     pub tool_calls: Vec<ToolCall>,
+    /// The protocol's own name for each of `tool_calls`, in the same order (a Responses
+    /// item id), so that a later fragment finds its call.
+    pub tool_call_items: Vec<String>,
     /// Reasoning deltas, kept apart from the answer.
     pub reasoning: String,
     /// The first real finish: it ends the answer. Later duplicates, and any text after it,
@@ -157,7 +164,10 @@ pub struct Streamed {
     pub model: Option<String>,
     /// The server reported an error inside the stream.
     pub error: Option<String>,
-    /// The stream said it is over (`data: [DONE]`).
+    /// The error says the request itself is at fault (an invalid prompt or parameter):
+    /// trying again would fail the same way, so the job fails at once.
+    pub error_is_final: bool,
+    /// The stream said it is over (`data: [DONE]`, or the protocol's terminal event).
     pub done: bool,
     /// Events that were ignored, counted for the journal: payloads that did not parse, text
     /// sent after the finish, usage with impossible counts.
