@@ -643,6 +643,10 @@ pub struct MockArgs {
     /// Probability of an error event mid-stream.
     #[arg(long, default_value_t = 0.0, value_name = "P")]
     pub error_event: f64,
+    /// Probability of a failed ending mid-stream (`response.failed` on /v1/responses, an
+    /// error chunk on /v1/chat/completions).
+    #[arg(long, default_value_t = 0.0, value_name = "P")]
+    pub failed: f64,
     /// Probability of ending mid-answer with finish_reason: content_filter (the answer is
     /// withheld: counted apart, never graded).
     #[arg(long, default_value_t = 0.0, value_name = "P")]
@@ -714,6 +718,7 @@ impl MockArgs {
             ("--cut", self.cut),
             ("--stall", self.stall),
             ("--error-event", self.error_event),
+            ("--failed", self.failed),
             ("--content-filter", self.content_filter),
             ("--abort", self.abort),
         ];
@@ -755,6 +760,7 @@ impl MockArgs {
                 cut: self.cut,
                 stall: self.stall,
                 error_event: self.error_event,
+                failed: self.failed,
                 content_filter: self.content_filter,
                 abort: self.abort,
             },

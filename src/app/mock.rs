@@ -30,6 +30,7 @@ pub async fn mock(args: &MockArgs) -> Result<Exit, Failure> {
         .before_send()?;
     out!("simulated provider listening on {}", server.base_url());
     out!("  chat:  POST {}/chat/completions", server.base_url());
+    out!("  responses: POST {}/responses", server.base_url());
     out!("  stats: GET http://{}/stats", server.addr);
     let _ = tokio::signal::ctrl_c().await;
     Ok(Exit::Success)

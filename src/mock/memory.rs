@@ -47,10 +47,22 @@ impl Transport for MemoryTransport {
             let Some(provider) = provider else {
                 return Err(TransportError(format!("no route to {}", request.url)));
             };
-            let reply = provider.respond(&MockRequest {
+            // Each protocol on its own path, as on the TCP server.
+            let responses = request
+                .url
+                .split('?')
+                .next()
+                .unwrap_or("")
+                .ends_with("/responses");
+            let request = MockRequest {
                 headers: request.headers,
                 body: request.body,
-            });
+            };
+            let reply = if responses {
+                provider.respond_responses(&request)
+            } else {
+                provider.respond(&request)
+            };
             let (status, headers, steps, in_flight) = match reply {
                 Reply::Hang(_in_flight) => return std::future::pending().await,
                 Reply::Respond {

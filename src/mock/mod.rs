@@ -8,6 +8,7 @@
 pub mod answers;
 pub mod memory;
 pub mod model;
+mod responses;
 pub mod server;
 
 use std::collections::{HashMap, HashSet};
@@ -54,6 +55,9 @@ pub struct Faults {
     pub cut: f64,
     pub stall: f64,
     pub error_event: f64,
+    /// Ends mid-answer with the protocol's failed ending: `response.failed` in the
+    /// Responses API, an error chunk in chat completions.
+    pub failed: f64,
     /// Ends mid-answer with `finish_reason: content_filter`.
     pub content_filter: f64,
     /// Ends mid-answer with `finish_reason: abort` (as vLLM does when it drops a request):
@@ -140,6 +144,8 @@ pub struct Stats {
     pub cuts: AtomicU64,
     pub stalls: AtomicU64,
     pub error_events: AtomicU64,
+    /// Requests on the Responses API's path (`POST /v1/responses`).
+    pub responses_requests: AtomicU64,
     pub content_filters: AtomicU64,
     pub aborts: AtomicU64,
     /// Generations streamed to the end with a `finish_reason`.
@@ -162,6 +168,8 @@ pub struct StatsSnapshot {
     pub cuts: u64,
     pub stalls: u64,
     pub error_events: u64,
+    #[serde(default)]
+    pub responses_requests: u64,
     #[serde(default)]
     pub content_filters: u64,
     #[serde(default)]
@@ -186,6 +194,7 @@ impl Stats {
             cuts: g(&self.cuts),
             stalls: g(&self.stalls),
             error_events: g(&self.error_events),
+            responses_requests: g(&self.responses_requests),
             content_filters: g(&self.content_filters),
             aborts: g(&self.aborts),
             generations: g(&self.generations),
@@ -257,6 +266,13 @@ impl MockRequest {
     }
 }
 
+/// The protocol a request came in on (by its path): it is read and answered in its shapes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wire {
+    Chat,
+    Responses,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fault {
     TooMany,
@@ -266,6 +282,7 @@ enum Fault {
     Cut,
     Stall,
     ErrorEvent,
+    Failed,
     ContentFilter,
     Abort,
 }
@@ -381,7 +398,6 @@ impl Provider {
         self.error(400, message, "invalid_request_error", vec![], in_flight)
     }
 
-    /// Decides how to answer one chat-completions request.
     /// Whether a request's headers carry the key the simulator requires (any, without one).
     pub(crate) fn accepts_key(&self, headers: &[(String, String)]) -> bool {
         let Some(key) = &self.config.api_key else {
@@ -393,7 +409,20 @@ impl Provider {
             .any(|(n, v)| n.eq_ignore_ascii_case("authorization") && *v == expected)
     }
 
+    /// Decides how to answer one chat-completions request (`POST /v1/chat/completions`).
     pub(crate) fn respond(&self, request: &MockRequest) -> Reply {
+        self.answer(Wire::Chat, request)
+    }
+
+    /// Decides how to answer one Responses API request (`POST /v1/responses`).
+    pub(crate) fn respond_responses(&self, request: &MockRequest) -> Reply {
+        self.stats.responses_requests.fetch_add(1, Ordering::SeqCst);
+        self.answer(Wire::Responses, request)
+    }
+
+    /// Answers a request that came in speaking `wire`: read into the chat-completions form
+    /// the model answers, and streamed back in the wire's own events.
+    fn answer(&self, wire: Wire, request: &MockRequest) -> Reply {
         let stats = &self.stats;
         stats.requests.fetch_add(1, Ordering::SeqCst);
         let in_flight = InFlight::new(stats);
@@ -424,6 +453,13 @@ impl Provider {
             Err(e) => {
                 return self.bad_request(&format!("invalid JSON body: {e}"), in_flight);
             }
+        };
+        let body = match wire {
+            Wire::Chat => body,
+            Wire::Responses => match responses::as_chat(&body) {
+                Ok(chat) => chat,
+                Err(e) => return self.bad_request(&e, in_flight),
+            },
         };
         let messages: Vec<ChatMessage> =
             match body.get("messages").cloned().map(serde_json::from_value) {
@@ -629,14 +665,19 @@ impl Provider {
             if replayed.is_none() {
                 self.generated(key, text.clone());
             }
-            let reply = json!({
-                "id": format!("chatcmpl-mock-{serial}"),
-                "object": "chat.completion",
-                "created": 0,
-                "model": self.config.model,
-                "choices": [{"index": 0, "message": message_json(&text, &calls), "finish_reason": finish}],
-                "usage": usage,
-            });
+            let reply = match wire {
+                Wire::Chat => json!({
+                    "id": format!("chatcmpl-mock-{serial}"),
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": self.config.model,
+                    "choices": [{"index": 0, "message": message_json(&text, &calls), "finish_reason": finish}],
+                    "usage": usage,
+                }),
+                Wire::Responses => {
+                    responses::whole(&self.config, serial, &text, &calls, finish, &usage)
+                }
+            };
             return self.json_reply(200, reply, extra, in_flight);
         }
 
@@ -645,7 +686,7 @@ impl Provider {
             id: format!("chatcmpl-mock-{serial}"),
             steps: Vec::new(),
         };
-        let steps = script.stream(StreamPlan {
+        let plan = StreamPlan {
             reasoning,
             pieces,
             calls,
@@ -656,12 +697,18 @@ impl Provider {
             replay: replayed.is_some(),
             key,
             text,
-        });
+        };
+        let steps = match wire {
+            Wire::Chat => script.stream(plan),
+            Wire::Responses => responses::stream(script, serial, plan),
+        };
         match fault {
             Some(Fault::Reset) => stats.resets.fetch_add(1, Ordering::SeqCst),
             Some(Fault::Cut) => stats.cuts.fetch_add(1, Ordering::SeqCst),
             Some(Fault::Stall) => stats.stalls.fetch_add(1, Ordering::SeqCst),
-            Some(Fault::ErrorEvent) => stats.error_events.fetch_add(1, Ordering::SeqCst),
+            Some(Fault::ErrorEvent | Fault::Failed) => {
+                stats.error_events.fetch_add(1, Ordering::SeqCst)
+            }
             Some(Fault::ContentFilter) => stats.content_filters.fetch_add(1, Ordering::SeqCst),
             Some(Fault::Abort) => stats.aborts.fetch_add(1, Ordering::SeqCst),
             _ => 0,
@@ -722,6 +769,7 @@ impl Provider {
             (f.cut, Fault::Cut),
             (f.stall, Fault::Stall),
             (f.error_event, Fault::ErrorEvent),
+            (f.failed, Fault::Failed),
             (f.content_filter, Fault::ContentFilter),
             (f.abort, Fault::Abort),
         ] {
@@ -839,7 +887,8 @@ impl Script<'_> {
         chunk.to_string()
     }
 
-    fn stream(mut self, plan: StreamPlan) -> Vec<Step> {
+    /// What comes before a stream's first event: the delay, and a ping with keep-alives.
+    fn begin(&mut self) {
         if !self.config.first_token_delay.is_zero() {
             self.steps.push(Step::Sleep(self.config.first_token_delay));
         }
@@ -847,6 +896,10 @@ impl Script<'_> {
             self.steps
                 .push(Step::Write(Bytes::from_static(b": ping\n\n")));
         }
+    }
+
+    fn stream(mut self, plan: StreamPlan) -> Vec<Step> {
+        self.begin();
         let role = self.chunk(json!({"role": "assistant", "content": ""}), None, None);
         self.event(&role);
         for piece in &plan.reasoning {
@@ -917,7 +970,7 @@ impl Script<'_> {
             Fault::Reset => self.steps.push(Step::Reset),
             Fault::Cut => {}
             Fault::Stall => self.steps.push(Step::Stall),
-            Fault::ErrorEvent => self.event(
+            Fault::ErrorEvent | Fault::Failed => self.event(
                 r#"{"error":{"message":"The model overloaded mid-stream.","type":"server_error"}}"#,
             ),
             // A finish reason mid-answer, then the stream's proper end.
