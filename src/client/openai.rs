@@ -122,6 +122,25 @@ fn tool_call_delta(s: &mut Streamed, call: &Value) {
     }
 }
 
+/// An event's data as JSON, after what OpenAI's streams share: `[DONE]` ends the stream;
+/// data that is not JSON is the error of an `error` event, or else skipped and counted.
+pub(super) fn event_json(s: &mut Streamed, event_type: &str, data: &str) -> Option<Value> {
+    let data = data.trim();
+    if data == "[DONE]" {
+        s.done = true;
+        return None;
+    }
+    let parsed = serde_json::from_str::<Value>(data);
+    if parsed.is_err() {
+        if event_type == "error" {
+            s.error = Some(data.to_string());
+        } else {
+            s.ignored += 1;
+        }
+    }
+    parsed.ok()
+}
+
 /// A base URL that already ends in the endpoint's `path`, which the protocol appends.
 pub(super) fn check_not_named(url: &str, path: &'static str) -> Result<(), BaseUrlMistake> {
     if super::secrets::path_of(url)
@@ -218,16 +237,7 @@ impl Protocol for OpenAiChat {
 
     fn decode(&self, s: &mut Streamed, event_type: &str, data: &str) -> bool {
         let data = data.trim();
-        if data == "[DONE]" {
-            s.done = true;
-            return false;
-        }
-        let Ok(v) = serde_json::from_str::<Value>(data) else {
-            if event_type == "error" {
-                s.error = Some(data.to_string());
-            } else {
-                s.ignored += 1;
-            }
+        let Some(v) = event_json(s, event_type, data) else {
             return false;
         };
         if let Some(err) = v.get("error").filter(|e| !e.is_null()) {

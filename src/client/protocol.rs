@@ -15,8 +15,8 @@ use serde_json::{Map, Value};
 use super::{ApiKey, JobRequest};
 
 /// The wire protocol an endpoint speaks, as a bench (`endpoint.protocol`) and `run.json`
-/// name it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// name it (read by its name, so an unknown one is told the names this build knows).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ProtocolKind {
     /// OpenAI chat completions: `POST …/chat/completions`, streamed as server-sent events.
@@ -74,6 +74,14 @@ impl std::str::FromStr for ProtocolKind {
                     Self::known()
                 )
             })
+    }
+}
+
+impl<'de> Deserialize<'de> for ProtocolKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -269,7 +277,16 @@ mod tests {
         for p in ProtocolKind::ALL {
             assert_eq!(p.name().parse::<ProtocolKind>(), Ok(p));
             assert_eq!(serde_json::to_value(p).unwrap(), p.name());
+            assert_eq!(
+                serde_json::from_value::<ProtocolKind>(p.name().into()).ok(),
+                Some(p)
+            );
         }
+        let e = serde_json::from_str::<ProtocolKind>(r#""smoke-signals""#).unwrap_err();
+        assert!(
+            e.to_string().contains("`openai-chat`, `openai-responses`"),
+            "{e}"
+        );
         let e = "anthropic".parse::<ProtocolKind>().unwrap_err();
         assert!(
             e.contains("unknown protocol `anthropic`") && e.contains("`openai-chat`"),

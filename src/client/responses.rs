@@ -435,17 +435,7 @@ impl Protocol for OpenAiResponses {
     }
 
     fn decode(&self, s: &mut Streamed, event: &str, data: &str) -> bool {
-        let data = data.trim();
-        if data == "[DONE]" {
-            s.done = true;
-            return false;
-        }
-        let Ok(v) = serde_json::from_str::<Value>(data) else {
-            if event == "error" {
-                s.error = Some(data.to_string());
-            } else {
-                s.ignored += 1;
-            }
+        let Some(v) = openai::event_json(s, event, data) else {
             return false;
         };
         let name = v.get("type").and_then(Value::as_str).unwrap_or(event);
