@@ -377,7 +377,8 @@ pub struct PlanArgs {
     #[arg(long)]
     pub model: Option<String>,
     /// The wire protocol the endpoint speaks (overrides endpoint.protocol) [default:
-    /// openai-chat: POST …/chat/completions, streamed]. A resume keeps the run's.
+    /// openai-chat: POST …/chat/completions, streamed; or openai-responses: POST
+    /// …/responses, OpenAI's Responses API]. A resume keeps the run's.
     #[arg(long, value_name = "NAME")]
     pub protocol: Option<crate::client::ProtocolKind>,
     /// Run on this of the bench's named `endpoints:` [default: the first; or the one

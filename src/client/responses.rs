@@ -19,6 +19,20 @@ use super::{ApiKey, ChatMessage, JobRequest};
 /// The path appended to the base URL.
 const PATH: &str = "responses";
 
+/// Events carrying the answer's text (a refusal is the model's answer too).
+const TEXT: [&str; 2] = ["response.output_text.delta", "response.refusal.delta"];
+/// Events carrying reasoning, kept apart from the answer.
+const REASONING: [&str; 2] = [
+    "response.reasoning_text.delta",
+    "response.reasoning_summary_text.delta",
+];
+/// Events that end a response; its `status` says how.
+const TERMINAL: [&str; 3] = [
+    "response.completed",
+    "response.incomplete",
+    "response.failed",
+];
+
 /// As the bench asks, structured output included.
 const FULL: Dialect = Dialect(0);
 /// Without `text.format` (JSON mode or a schema), for servers that refuse it with a 400.
@@ -439,40 +453,36 @@ impl Protocol for OpenAiResponses {
             return false;
         };
         let name = v.get("type").and_then(Value::as_str).unwrap_or(event);
-        let after_finish = s.finish.is_some();
-        let answer = |s: &mut Streamed, carries: &dyn Fn(&mut Streamed) -> bool| {
-            // The first finish ends the answer: what comes after it is not part of it.
-            if after_finish {
-                s.ignored += 1;
-                false
-            } else {
-                carries(s)
+        let function_item =
+            v.pointer("/item/type").and_then(Value::as_str) == Some("function_call");
+        let part_of_the_answer = match name {
+            "response.output_item.added" | "response.output_item.done" => function_item,
+            _ => {
+                TEXT.contains(&name)
+                    || REASONING.contains(&name)
+                    || name.starts_with("response.function_call_arguments.")
+                    || TERMINAL.contains(&name)
+                    || name == "error"
+                    || v.get("error").is_some_and(Value::is_object)
             }
         };
+        // The first finish ends the answer: what comes after it is not part of it.
+        if part_of_the_answer && s.finish.is_some() {
+            s.ignored += 1;
+            return false;
+        }
         match name {
-            "response.output_text.delta" | "response.refusal.delta" => {
-                answer(s, &|s| text(s, &v, false))
-            }
-            "response.reasoning_text.delta" | "response.reasoning_summary_text.delta" => {
-                answer(s, &|s| text(s, &v, true))
-            }
-            "response.output_item.added" | "response.output_item.done" => match v.get("item") {
-                Some(item) if item.get("type").and_then(Value::as_str) == Some("function_call") => {
-                    let added = name.ends_with("added");
-                    answer(s, &|s| function_call(s, &v, item, added))
-                }
-                _ => false,
-            },
-            "response.function_call_arguments.delta" => answer(s, &|s| arguments(s, &v, false)),
-            "response.function_call_arguments.done" => answer(s, &|s| arguments(s, &v, true)),
-            "response.completed" | "response.incomplete" | "response.failed" => {
-                if after_finish {
-                    s.ignored += 1;
-                } else {
-                    ended(s, name, v.get("response").unwrap_or(&Value::Null));
-                }
+            _ if TEXT.contains(&name) => text(s, &v, false),
+            _ if REASONING.contains(&name) => text(s, &v, true),
+            _ if TERMINAL.contains(&name) => {
+                ended(s, name, v.get("response").unwrap_or(&Value::Null));
                 false
             }
+            "response.output_item.added" | "response.output_item.done" if function_item => {
+                function_call(s, &v, &v["item"], name.ends_with("added"))
+            }
+            "response.function_call_arguments.delta" => arguments(s, &v, false),
+            "response.function_call_arguments.done" => arguments(s, &v, true),
             "response.created" | "response.in_progress" | "response.queued" => {
                 if s.model.is_none() {
                     s.model = v
@@ -779,8 +789,13 @@ mod tests {
             r#"{"type":"response.completed","response":{"status":"completed","usage":{"input_tokens":-1}}}"#,
             r#"{"type":"response.output_text.delta","delta":" and more"}"#,
             r#"{"type":"response.incomplete","response":{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"}}}"#,
+            r#"{"type":"error","code":"server_error","message":"late"}"#,
         ]);
-        assert_eq!((s.text.as_str(), s.usage, s.ignored), ("B", None, 3));
+        assert_eq!((s.text.as_str(), s.usage, s.ignored), ("B", None, 4));
+        assert_eq!(
+            s.error, None,
+            "an error after the finish does not undo the answer"
+        );
         assert_eq!(s.finish.map(|f| f.reason).as_deref(), Some("completed"));
     }
 

@@ -61,6 +61,11 @@ fn a_bench_speaking_the_responses_api_is_answered_graded_and_resumed_only_throug
         ),
         (24, 24, 24, 0)
     );
+    let bearer = ("authorization".to_string(), format!("Bearer {KEY}"));
+    assert_eq!(server.provider.headers().len(), 24);
+    for headers in server.provider.headers() {
+        assert!(headers.contains(&bearer), "{headers:?}");
+    }
     for body in server.provider.bodies() {
         assert!(
             body["input"].is_array() && body.get("messages").is_none(),
