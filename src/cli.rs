@@ -377,7 +377,9 @@ pub struct PlanArgs {
     #[arg(long)]
     pub model: Option<String>,
     /// The wire protocol the endpoint speaks (overrides endpoint.protocol) [default:
-    /// openai-chat: POST …/chat/completions, streamed]. A resume keeps the run's.
+    /// openai-chat: POST …/chat/completions, streamed; or openai-responses: POST
+    /// …/responses, OpenAI's Responses API; or anthropic-messages: POST …/messages,
+    /// Anthropic's Messages API]. A resume keeps the run's.
     #[arg(long, value_name = "NAME")]
     pub protocol: Option<crate::client::ProtocolKind>,
     /// Run on this of the bench's named `endpoints:` [default: the first; or the one
@@ -643,6 +645,10 @@ pub struct MockArgs {
     /// Probability of an error event mid-stream.
     #[arg(long, default_value_t = 0.0, value_name = "P")]
     pub error_event: f64,
+    /// Probability of a failed ending mid-stream (`response.failed` on /v1/responses, an
+    /// error chunk on /v1/chat/completions).
+    #[arg(long, default_value_t = 0.0, value_name = "P")]
+    pub failed: f64,
     /// Probability of ending mid-answer with finish_reason: content_filter (the answer is
     /// withheld: counted apart, never graded).
     #[arg(long, default_value_t = 0.0, value_name = "P")]
@@ -721,6 +727,7 @@ impl MockArgs {
             ("--cut", self.cut),
             ("--stall", self.stall),
             ("--error-event", self.error_event),
+            ("--failed", self.failed),
             ("--content-filter", self.content_filter),
             ("--abort", self.abort),
             ("--overloaded", self.overloaded),
@@ -764,6 +771,7 @@ impl MockArgs {
                 cut: self.cut,
                 stall: self.stall,
                 error_event: self.error_event,
+                failed: self.failed,
                 content_filter: self.content_filter,
                 abort: self.abort,
                 overloaded: self.overloaded,

@@ -29,9 +29,10 @@ pub async fn mock(args: &MockArgs) -> Result<Exit, Failure> {
         .with_context(|| format!("cannot listen on {addr}"))
         .before_send()?;
     out!("simulated provider listening on {}", server.base_url());
-    out!("  chat:     POST {}/chat/completions", server.base_url());
-    out!("  messages: POST {}/messages", server.base_url());
-    out!("  stats:    GET http://{}/stats", server.addr);
+    out!("  chat:      POST {}/chat/completions", server.base_url());
+    out!("  responses: POST {}/responses", server.base_url());
+    out!("  messages:  POST {}/messages", server.base_url());
+    out!("  stats:     GET http://{}/stats", server.addr);
     let _ = tokio::signal::ctrl_c().await;
     Ok(Exit::Success)
 }

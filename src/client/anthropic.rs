@@ -97,6 +97,21 @@ fn error_message(err: &Value) -> String {
     }
 }
 
+/// Whether an error event's type says the request itself is at fault, so another attempt
+/// would fail the same way; `overloaded_error`, `api_error` and any other are worth one.
+fn blames_the_request(err: &Value) -> bool {
+    matches!(
+        err.get("type").and_then(Value::as_str),
+        Some(
+            "invalid_request_error"
+                | "request_too_large"
+                | "not_found_error"
+                | "permission_error"
+                | "authentication_error"
+        )
+    )
+}
+
 /// The bench's system (and developer) messages, joined, and the conversation in Anthropic's
 /// turns: an assistant turn's tool calls become `tool_use` blocks, and tool results
 /// `tool_result` blocks in a user turn (the results of one turn's calls in one user turn).
@@ -296,17 +311,10 @@ fn block_delta(s: &mut Streamed, delta: &Value) -> bool {
     }
 }
 
-/// Adds answer (or reasoning) text; true when there was some.
+/// Adds a block's answer (or reasoning) text, if it has some.
 fn add_text(s: &mut Streamed, text: Option<&Value>, reasoning: bool) -> bool {
-    let Some(t) = text.and_then(Value::as_str).filter(|t| !t.is_empty()) else {
-        return false;
-    };
-    if reasoning {
-        s.reasoning.push_str(t);
-    } else {
-        s.text.push_str(t);
-    }
-    true
+    text.and_then(Value::as_str)
+        .is_some_and(|t| s.add_text(t, reasoning))
 }
 
 /// Notes a `stop_reason`: one on the list awaits `message_stop` to count; any other is no
@@ -340,7 +348,7 @@ fn message_stop(s: &mut Streamed) {
 
 impl Protocol for AnthropicMessages {
     fn check_base_url(&self, url: &str) -> Result<(), BaseUrlMistake> {
-        protocol::check_path_not_named(url, PATH)
+        protocol::check_not_named(url, PATH)
     }
 
     fn url(&self, base_url: &str) -> String {
@@ -404,10 +412,9 @@ impl Protocol for AnthropicMessages {
         let answered = s.finish.is_some() || s.unconfirmed_finish.is_some();
         match kind {
             "error" => {
-                s.error = Some(
-                    v.get("error")
-                        .map_or_else(|| data.to_string(), error_message),
-                );
+                let err = v.get("error");
+                s.error = Some(err.map_or_else(|| data.to_string(), error_message));
+                s.error_is_final = err.is_some_and(blames_the_request);
                 false
             }
             "message_start" => {
@@ -738,6 +745,12 @@ mod tests {
             r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
         )]);
         assert_eq!(s.error.as_deref(), Some("overloaded_error: Overloaded"));
+        assert!(!s.error_is_final, "overloaded: worth another attempt");
+        let s = decode(&[(
+            "error",
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long"}}"#,
+        )]);
+        assert!(s.error_is_final, "the request is at fault");
         let s = decode(&[("error", "boom")]);
         assert_eq!(s.error.as_deref(), Some("boom"));
         let s = decode(&[

@@ -11,6 +11,7 @@ mod message;
 mod openai;
 pub mod pool;
 pub mod protocol;
+mod responses;
 pub(crate) mod retry;
 pub(crate) mod secrets;
 pub mod sse;
@@ -33,6 +34,7 @@ pub use cache::Cache;
 pub use message::ChatMessage;
 pub use openai::OpenAiChat;
 pub use protocol::{Dialect, FinishKind, Protocol, ProtocolKind, Streamed, ToolCall, Usage};
+pub use responses::OpenAiResponses;
 pub use retry::Outcome;
 pub use secrets::Secrets;
 pub use transport::{HttpRequest, HttpResponse, ReqwestTransport, Transport, TransportError};
@@ -839,13 +841,17 @@ impl Client {
         attempt.ttft_ms = read.ttft_ms;
         if let Some(e) = read.stream.error.clone() {
             let latency_ms = clock.latency_ms(None);
-            return AttemptResult::ended(
+            let retryable = !read.stream.error_is_final;
+            let mut result = AttemptResult::ended(
                 attempt,
                 read.stream,
                 Outcome::StreamError,
                 Some(e),
                 latency_ms,
             );
+            // The provider said the request is at fault: it would fail the same way again.
+            result.retryable = retryable;
+            return result;
         }
         let (outcome, error) = outcome_of(&read.stream, end);
         let oversized =

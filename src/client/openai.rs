@@ -59,7 +59,7 @@ fn usage(v: &Value) -> Result<Option<Usage>, InvalidUsage> {
 
 /// The human part of an OpenAI-style error object (or a bare string), whole: the client
 /// scrubs secrets from it before cutting it to length.
-fn error_message(err: &Value) -> String {
+pub(super) fn error_message(err: &Value) -> String {
     match err {
         Value::String(s) => s.clone(),
         Value::Object(o) => o
@@ -106,9 +106,28 @@ fn tool_call_delta(s: &mut Streamed, call: &Value) {
     }
 }
 
+/// An event's data as JSON, after what OpenAI's streams share: `[DONE]` ends the stream;
+/// data that is not JSON is the error of an `error` event, or else skipped and counted.
+pub(super) fn event_json(s: &mut Streamed, event_type: &str, data: &str) -> Option<Value> {
+    let data = data.trim();
+    if data == "[DONE]" {
+        s.done = true;
+        return None;
+    }
+    let parsed = serde_json::from_str::<Value>(data);
+    if parsed.is_err() {
+        if event_type == "error" {
+            s.error = Some(data.to_string());
+        } else {
+            s.ignored += 1;
+        }
+    }
+    parsed.ok()
+}
+
 impl Protocol for OpenAiChat {
     fn check_base_url(&self, url: &str) -> Result<(), BaseUrlMistake> {
-        protocol::check_path_not_named(url, PATH)
+        protocol::check_not_named(url, PATH)
     }
 
     fn url(&self, base_url: &str) -> String {
@@ -172,16 +191,7 @@ impl Protocol for OpenAiChat {
 
     fn decode(&self, s: &mut Streamed, event_type: &str, data: &str) -> bool {
         let data = data.trim();
-        if data == "[DONE]" {
-            s.done = true;
-            return false;
-        }
-        let Ok(v) = serde_json::from_str::<Value>(data) else {
-            if event_type == "error" {
-                s.error = Some(data.to_string());
-            } else {
-                s.ignored += 1;
-            }
+        let Some(v) = event_json(s, event_type, data) else {
             return false;
         };
         if let Some(err) = v.get("error").filter(|e| !e.is_null()) {

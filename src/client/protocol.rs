@@ -2,9 +2,10 @@
 //! body's events add up to an answer, what rate-limit headers and error bodies say. The
 //! client core ([`super::Client`]: deadlines, retries, gates, replicas) knows no JSON field
 //! names. An endpoint names its protocol ([`ProtocolKind`], `endpoint.protocol` in a bench,
-//! `--protocol` on the command line): OpenAI chat completions ([`super::openai::OpenAiChat`])
-//! and Anthropic messages ([`super::anthropic::AnthropicMessages`]). A further protocol is
-//! one new file implementing [`Protocol`] and one variant of [`ProtocolKind`].
+//! `--protocol` on the command line): OpenAI chat completions ([`super::openai::OpenAiChat`]),
+//! OpenAI's Responses API ([`super::responses::OpenAiResponses`]) or Anthropic messages
+//! ([`super::anthropic::AnthropicMessages`]). Another protocol is one new file implementing
+//! [`Protocol`] and one variant of [`ProtocolKind`].
 
 use std::sync::Arc;
 
@@ -15,25 +16,32 @@ use serde_json::{Map, Value};
 use super::{ApiKey, JobRequest};
 
 /// The wire protocol an endpoint speaks, as a bench (`endpoint.protocol`) and `run.json`
-/// name it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// name it (read by its name, so an unknown one is told the names this build knows).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ProtocolKind {
     /// OpenAI chat completions: `POST …/chat/completions`, streamed as server-sent events.
     #[default]
     OpenaiChat,
+    /// OpenAI's Responses API: `POST …/responses`, streamed as named server-sent events.
+    OpenaiResponses,
     /// Anthropic messages: `POST …/messages`, streamed as named server-sent events.
     AnthropicMessages,
 }
 
 impl ProtocolKind {
     /// Every protocol this build speaks.
-    pub const ALL: [ProtocolKind; 2] = [ProtocolKind::OpenaiChat, ProtocolKind::AnthropicMessages];
+    pub const ALL: [ProtocolKind; 3] = [
+        ProtocolKind::OpenaiChat,
+        ProtocolKind::OpenaiResponses,
+        ProtocolKind::AnthropicMessages,
+    ];
 
     /// The protocol's implementation.
     pub fn build(self) -> Arc<dyn Protocol> {
         match self {
             ProtocolKind::OpenaiChat => Arc::new(super::OpenAiChat),
+            ProtocolKind::OpenaiResponses => Arc::new(super::responses::OpenAiResponses),
             ProtocolKind::AnthropicMessages => Arc::new(super::AnthropicMessages),
         }
     }
@@ -42,6 +50,7 @@ impl ProtocolKind {
     pub fn name(self) -> &'static str {
         match self {
             ProtocolKind::OpenaiChat => "openai-chat",
+            ProtocolKind::OpenaiResponses => "openai-responses",
             ProtocolKind::AnthropicMessages => "anthropic-messages",
         }
     }
@@ -51,7 +60,8 @@ impl ProtocolKind {
         *self == ProtocolKind::default()
     }
 
-    /// The names this build knows, for an error message: `openai-chat`, ….
+    /// The names this build knows, for an error message: `openai-chat`, `openai-responses`,
+    /// `anthropic-messages`.
     pub fn known() -> String {
         Self::ALL
             .iter()
@@ -74,6 +84,14 @@ impl std::str::FromStr for ProtocolKind {
                     Self::known()
                 )
             })
+    }
+}
+
+impl<'de> Deserialize<'de> for ProtocolKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -147,6 +165,9 @@ pub struct Streamed {
     pub text: String,
     /// Tool calls, in the order the model made them.
     pub tool_calls: Vec<ToolCall>,
+    /// The protocol's own name for each of `tool_calls`, in the same order (a Responses
+    /// item id), so that a later fragment finds its call.
+    pub tool_call_items: Vec<String>,
     /// Reasoning deltas, kept apart from the answer.
     pub reasoning: String,
     /// The first real finish: it ends the answer. Later duplicates, and any text after it,
@@ -165,7 +186,10 @@ pub struct Streamed {
     pub model: Option<String>,
     /// The server reported an error inside the stream.
     pub error: Option<String>,
-    /// The stream said it is over (`data: [DONE]`).
+    /// The error says the request itself is at fault (an invalid prompt or parameter):
+    /// trying again would fail the same way, so the job fails at once.
+    pub error_is_final: bool,
+    /// The stream said it is over (`data: [DONE]`, or the protocol's terminal event).
     pub done: bool,
     /// Events that were ignored, counted for the journal: payloads that did not parse, text
     /// sent after the finish, usage with impossible counts.
@@ -173,6 +197,20 @@ pub struct Streamed {
 }
 
 impl Streamed {
+    /// Adds answer text, or (with `reasoning`) the model's reasoning, kept apart; true when
+    /// there was some.
+    pub(crate) fn add_text(&mut self, text: &str, reasoning: bool) -> bool {
+        if text.is_empty() {
+            return false;
+        }
+        if reasoning {
+            self.reasoning.push_str(text);
+        } else {
+            self.text.push_str(text);
+        }
+        true
+    }
+
     /// Keeps what a `usage` object said; one with impossible counts is ignored and counted
     /// (the job's usage is then estimated, unless a later one is believable).
     pub(crate) fn note_usage(&mut self, read: Result<Option<Usage>, InvalidUsage>) {
@@ -297,7 +335,7 @@ pub trait Protocol: Send + Sync {
 
 /// Refuses a base URL that already ends in the endpoint's `path`, which the protocol
 /// appends.
-pub(crate) fn check_path_not_named(url: &str, path: &'static str) -> Result<(), BaseUrlMistake> {
+pub(crate) fn check_not_named(url: &str, path: &'static str) -> Result<(), BaseUrlMistake> {
     if super::secrets::path_of(url)
         .trim_end_matches('/')
         .ends_with(&format!("/{path}"))
@@ -360,7 +398,16 @@ mod tests {
         for p in ProtocolKind::ALL {
             assert_eq!(p.name().parse::<ProtocolKind>(), Ok(p));
             assert_eq!(serde_json::to_value(p).unwrap(), p.name());
+            assert_eq!(
+                serde_json::from_value::<ProtocolKind>(p.name().into()).ok(),
+                Some(p)
+            );
         }
+        let e = serde_json::from_str::<ProtocolKind>(r#""smoke-signals""#).unwrap_err();
+        assert!(
+            e.to_string().contains("`openai-chat`, `openai-responses`"),
+            "{e}"
+        );
         let e = "anthropic".parse::<ProtocolKind>().unwrap_err();
         assert!(
             e.contains("unknown protocol `anthropic`") && e.contains("`openai-chat`"),

@@ -8,7 +8,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Fault, MockRequest, Script, Step, StreamPlan, UsageMode};
+use super::{Fault, MockConfig, MockRequest, Script, Step, StreamPlan, UsageMode, answers};
 
 /// Whether request headers carry `key` as Anthropic sends it: `x-api-key`, never a bearer.
 pub(super) fn carries_key(headers: &[(String, String)], key: &str) -> bool {
@@ -121,51 +121,37 @@ fn usage(common: &Value, output: u64) -> Value {
     })
 }
 
-/// The message id for the simulator's completion id.
-fn message_id(id: &str) -> String {
-    id.replacen("chatcmpl-", "msg_", 1)
-}
-
-/// A whole (unstreamed) answer: the chat completion the simulator made, as a message.
-pub(super) fn whole_message(completion: &Value) -> Value {
-    let choice = &completion["choices"][0];
-    let text = choice
-        .pointer("/message/content")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let calls = choice
-        .pointer("/message/tool_calls")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-        .map(|(i, call)| {
-            let input = call
-                .pointer("/function/arguments")
-                .and_then(Value::as_str)
-                .and_then(|a| serde_json::from_str::<Value>(a).ok())
-                .unwrap_or_else(|| json!({}));
-            json!({"type": "tool_use", "id": format!("toolu_mock_{i}"), "name": call.pointer("/function/name"), "input": input})
-        });
+/// A whole (unstreamed) answer: the message, its text and tool calls as content blocks.
+pub(super) fn whole(
+    config: &MockConfig,
+    serial: u64,
+    text: &str,
+    calls: &[answers::Call],
+    finish: &str,
+    chat_usage: &Value,
+) -> Value {
+    let calls = calls.iter().enumerate().map(|(i, call)| {
+        let input = serde_json::from_str::<Value>(&call.arguments).unwrap_or_else(|_| json!({}));
+        json!({"type": "tool_use", "id": format!("toolu_mock_{i}"), "name": call.name, "input": input})
+    });
     let content: Vec<Value> = (!text.is_empty())
         .then(|| json!({"type": "text", "text": text}))
         .into_iter()
         .chain(calls)
         .collect();
-    let finish = choice["finish_reason"].as_str().unwrap_or_default();
-    let output = completion
-        .pointer("/usage/completion_tokens")
+    let output = chat_usage
+        .get("completion_tokens")
         .and_then(Value::as_u64)
         .unwrap_or(0);
     json!({
-        "id": message_id(completion["id"].as_str().unwrap_or_default()),
+        "id": format!("msg_mock_{serial}"),
         "type": "message",
         "role": "assistant",
-        "model": completion["model"],
+        "model": config.model,
         "content": content,
         "stop_reason": stop_reason(finish),
         "stop_sequence": null,
-        "usage": usage(&completion["usage"], output),
+        "usage": usage(chat_usage, output),
     })
 }
 
@@ -235,10 +221,10 @@ impl Events<'_> {
     /// Ends the stream early the way the fault says; `None` lets it go on.
     fn fault_mid_stream(&mut self, fault: Option<Fault>) -> Option<Vec<Step>> {
         match fault? {
-            Fault::Reset => self.script.steps.push(Step::Reset),
-            Fault::Cut => {}
-            Fault::Stall => self.script.steps.push(Step::Stall),
+            f @ (Fault::Reset | Fault::Cut | Fault::Stall) => self.script.break_off(f),
             Fault::ErrorEvent => self.send(json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})),
+            // Anthropic's stream fails only by an error event.
+            Fault::Failed => self.send(json!({"type": "error", "error": {"type": "api_error", "message": "Internal server error"}})),
             // A stop reason mid-answer (`refusal`, or `abort`: no word of Anthropic's), then
             // the stream's proper end.
             Fault::ContentFilter | Fault::Abort => {
@@ -250,11 +236,8 @@ impl Events<'_> {
                 self.end(reason, None);
                 self.send(json!({"type": "message_stop"}));
             }
-            Fault::TooMany
-            | Fault::ServerError
-            | Fault::Hang
-            | Fault::Overloaded
-            | Fault::CutBeforeEnd => return None,
+            // Faults that strike before the stream, or after the answer.
+            _ => return None,
         }
         Some(std::mem::take(&mut self.script.steps))
     }
@@ -264,19 +247,16 @@ impl Events<'_> {
 /// input's usage), a `ping`, a thinking block (with `--reasoning`), the text block, a
 /// `tool_use` block per call (its input in many pieces), `message_delta` (the stop reason
 /// and the output's usage), `message_stop`.
-pub(super) fn stream(script: Script<'_>, plan: StreamPlan) -> Vec<Step> {
+pub(super) fn stream(mut script: Script<'_>, serial: u64, plan: StreamPlan) -> Vec<Step> {
+    script.begin();
     let config = script.config;
-    let id = message_id(&script.id);
     let mut out = Events {
         script,
         index: 0,
         open: false,
     };
-    if !config.first_token_delay.is_zero() {
-        out.script.steps.push(Step::Sleep(config.first_token_delay));
-    }
     let reported = config.usage != UsageMode::None;
-    let mut message = json!({"id": id, "type": "message", "role": "assistant", "content": [], "model": config.model, "stop_reason": null, "stop_sequence": null});
+    let mut message = json!({"id": format!("msg_mock_{serial}"), "type": "message", "role": "assistant", "content": [], "model": config.model, "stop_reason": null, "stop_sequence": null});
     if reported {
         message["usage"] = usage(&plan.usage, 1);
     }
@@ -352,7 +332,6 @@ mod tests {
     #[test]
     fn a_request_needs_its_version_messages_and_max_tokens() {
         let request = |headers: &[(&str, &str)]| MockRequest {
-            wire: super::super::Wire::AnthropicMessages,
             headers: headers
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))

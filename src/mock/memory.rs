@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use futures_util::stream;
 
-use super::{InFlight, MockRequest, Provider, Reply, Step, Wire};
+use super::{InFlight, MockRequest, Provider, Reply, Step};
 use crate::client::transport::{BoxFuture, HttpRequest, HttpResponse, Transport, TransportError};
 
 /// The simulator as a transport, without sockets.
@@ -47,11 +47,19 @@ impl Transport for MemoryTransport {
             let Some(provider) = provider else {
                 return Err(TransportError(format!("no route to {}", request.url)));
             };
-            let reply = provider.respond(&MockRequest {
-                wire: Wire::of_path(crate::client::secrets::path_of(&request.url)),
+            // Each protocol on its own path, as on the TCP server.
+            let path = crate::client::secrets::path_of(&request.url).to_string();
+            let request = MockRequest {
                 headers: request.headers,
                 body: request.body,
-            });
+            };
+            let reply = if path.ends_with("/responses") {
+                provider.respond_responses(&request)
+            } else if path.ends_with("/messages") {
+                provider.respond_messages(&request)
+            } else {
+                provider.respond(&request)
+            };
             let (status, headers, steps, in_flight) = match reply {
                 Reply::Hang(_in_flight) => return std::future::pending().await,
                 Reply::Respond {

@@ -1,6 +1,6 @@
 //! The simulated provider (README.md, "The simulator"): an OpenAI-compatible chat endpoint
-//! (and an Anthropic messages one, [`anthropic`]) with a deterministic model that misbehaves
-//! on demand and counts what it did.
+//! (and the Responses API's, and Anthropic messages', [`anthropic`]) with a deterministic
+//! model that misbehaves on demand and counts what it did.
 //!
 //! [`Provider::respond`] turns a request into a [`Reply`]: a script of writes, pauses, stalls,
 //! resets and ends. The TCP server ([`server`]) plays scripts onto sockets; the in-memory
@@ -10,6 +10,7 @@ pub mod answers;
 pub mod anthropic;
 pub mod memory;
 pub mod model;
+mod responses;
 pub mod server;
 
 use std::collections::{HashMap, HashSet};
@@ -35,48 +36,6 @@ pub enum RetryAfter {
     Millis(u64),
 }
 
-/// The wire protocol a request came in on, by its path: how it is read and answered.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Wire {
-    /// `POST /v1/chat/completions`.
-    #[default]
-    OpenAiChat,
-    /// `POST /v1/messages` ([`anthropic`]).
-    AnthropicMessages,
-}
-
-impl Wire {
-    /// The wire of a request path (query left off): `…/messages` is Anthropic's, any other
-    /// OpenAI's.
-    pub fn of_path(path: &str) -> Wire {
-        if path.trim_end_matches('/').ends_with("/messages") {
-            Wire::AnthropicMessages
-        } else {
-            Wire::OpenAiChat
-        }
-    }
-
-    /// The wire of a request on a path both share (the models list): Anthropic's when it
-    /// names an `anthropic-version`.
-    pub fn of_headers(headers: &[(String, String)]) -> Wire {
-        if headers.iter().any(|(n, _)| n == "anthropic-version") {
-            Wire::AnthropicMessages
-        } else {
-            Wire::OpenAiChat
-        }
-    }
-
-    /// An error body as this wire writes it.
-    pub(crate) fn error_body(self, status: u16, message: &str, kind: &str) -> Value {
-        match self {
-            Wire::OpenAiChat => {
-                json!({"error": {"message": message, "type": kind, "code": status}})
-            }
-            Wire::AnthropicMessages => anthropic::error_body(status, message),
-        }
-    }
-}
-
 /// Where usage is reported, if at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UsageMode {
@@ -98,6 +57,9 @@ pub struct Faults {
     pub cut: f64,
     pub stall: f64,
     pub error_event: f64,
+    /// Ends mid-answer with the protocol's failed ending: `response.failed` in the
+    /// Responses API, an error chunk in chat completions.
+    pub failed: f64,
     /// Ends mid-answer with `finish_reason: content_filter`.
     pub content_filter: f64,
     /// Ends mid-answer with `finish_reason: abort` (as vLLM does when it drops a request):
@@ -105,8 +67,9 @@ pub struct Faults {
     pub abort: f64,
     /// HTTP 529 with an `overloaded_error`, Anthropic's answer when it is busy.
     pub overloaded: f64,
-    /// Breaks the stream right after its finish, before the event that ends it: no usage
-    /// chunk and no `[DONE]` (still a whole answer), no `message_stop` (a cut one).
+    /// Breaks the stream after the whole answer, before the event that ends it: no usage
+    /// chunk and no `[DONE]` (still a whole answer, its finish_reason out); no
+    /// `response.completed`, no `message_stop` (cut ones).
     pub cut_before_end: f64,
 }
 
@@ -189,6 +152,8 @@ pub struct Stats {
     pub cuts: AtomicU64,
     pub stalls: AtomicU64,
     pub error_events: AtomicU64,
+    /// Requests on the Responses API's path (`POST /v1/responses`).
+    pub responses_requests: AtomicU64,
     pub content_filters: AtomicU64,
     pub aborts: AtomicU64,
     /// Requests on `POST /v1/messages` (Anthropic's wire).
@@ -213,6 +178,8 @@ pub struct StatsSnapshot {
     pub cuts: u64,
     pub stalls: u64,
     pub error_events: u64,
+    #[serde(default)]
+    pub responses_requests: u64,
     #[serde(default)]
     pub content_filters: u64,
     #[serde(default)]
@@ -239,6 +206,7 @@ impl Stats {
             cuts: g(&self.cuts),
             stalls: g(&self.stalls),
             error_events: g(&self.error_events),
+            responses_requests: g(&self.responses_requests),
             content_filters: g(&self.content_filters),
             aborts: g(&self.aborts),
             anthropic_messages: g(&self.anthropic_messages),
@@ -305,8 +273,6 @@ pub enum Reply {
 /// A request as the provider sees it. Header names are lowercase.
 #[derive(Debug, Clone)]
 pub struct MockRequest {
-    /// The wire it came on (by its path).
-    pub wire: Wire,
     pub headers: Vec<(String, String)>,
     pub body: Bytes,
 }
@@ -320,6 +286,39 @@ impl MockRequest {
     }
 }
 
+/// The protocol a request came in on (by its path): it is read and answered in its shapes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wire {
+    /// `POST /v1/chat/completions`.
+    Chat,
+    /// `POST /v1/responses`.
+    Responses,
+    /// `POST /v1/messages`: Anthropic's ([`anthropic`]).
+    Anthropic,
+}
+
+impl Wire {
+    /// The wire of a request on a path they share (the models list): Anthropic's when it
+    /// names an `anthropic-version`, else chat completions'.
+    fn of_headers(headers: &[(String, String)]) -> Wire {
+        if headers.iter().any(|(n, _)| n == "anthropic-version") {
+            Wire::Anthropic
+        } else {
+            Wire::Chat
+        }
+    }
+
+    /// An error body as this wire writes it (the Responses API writes OpenAI's).
+    fn error_body(self, status: u16, message: &str, kind: &str) -> Value {
+        match self {
+            Wire::Chat | Wire::Responses => {
+                json!({"error": {"message": message, "type": kind, "code": status}})
+            }
+            Wire::Anthropic => anthropic::error_body(status, message),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fault {
     TooMany,
@@ -329,6 +328,7 @@ enum Fault {
     Cut,
     Stall,
     ErrorEvent,
+    Failed,
     ContentFilter,
     Abort,
     Overloaded,
@@ -444,32 +444,47 @@ impl Provider {
 
     /// Whether a request's headers carry the key the simulator requires (any, without one),
     /// where `wire` sends it.
-    pub(crate) fn accepts_key(&self, wire: Wire, headers: &[(String, String)]) -> bool {
+    fn accepts_key(&self, wire: Wire, headers: &[(String, String)]) -> bool {
         let Some(key) = &self.config.api_key else {
             return true;
         };
         match wire {
-            Wire::OpenAiChat => {
+            Wire::Chat | Wire::Responses => {
                 let expected = format!("Bearer {key}");
                 headers
                     .iter()
                     .any(|(n, v)| n.eq_ignore_ascii_case("authorization") && *v == expected)
             }
-            Wire::AnthropicMessages => anthropic::carries_key(headers, key),
+            Wire::Anthropic => anthropic::carries_key(headers, key),
         }
     }
 
-    /// Decides how to answer one chat-completions (or messages) request.
+    /// Decides how to answer one chat-completions request (`POST /v1/chat/completions`).
     pub(crate) fn respond(&self, request: &MockRequest) -> Reply {
+        self.answer(Wire::Chat, request)
+    }
+
+    /// Decides how to answer one Responses API request (`POST /v1/responses`).
+    pub(crate) fn respond_responses(&self, request: &MockRequest) -> Reply {
+        self.stats.responses_requests.fetch_add(1, Ordering::SeqCst);
+        self.answer(Wire::Responses, request)
+    }
+
+    /// Decides how to answer one Anthropic messages request (`POST /v1/messages`).
+    pub(crate) fn respond_messages(&self, request: &MockRequest) -> Reply {
+        self.stats.anthropic_messages.fetch_add(1, Ordering::SeqCst);
+        self.answer(Wire::Anthropic, request)
+    }
+
+    /// Answers a request that came in speaking `wire`: read into the chat-completions form
+    /// the model answers, and streamed back in the wire's own events.
+    fn answer(&self, wire: Wire, request: &MockRequest) -> Reply {
         let stats = &self.stats;
         stats.requests.fetch_add(1, Ordering::SeqCst);
-        if request.wire == Wire::AnthropicMessages {
-            stats.anthropic_messages.fetch_add(1, Ordering::SeqCst);
-        }
-        let in_flight = InFlight::new(stats, request.wire);
+        let in_flight = InFlight::new(stats, wire);
         let serial = self.serial.fetch_add(1, Ordering::SeqCst);
 
-        if !self.accepts_key(request.wire, &request.headers) {
+        if !self.accepts_key(wire, &request.headers) {
             stats.status_401.fetch_add(1, Ordering::SeqCst);
             return self.error(
                 401,
@@ -495,9 +510,13 @@ impl Provider {
                 return self.bad_request(&format!("invalid JSON body: {e}"), in_flight);
             }
         };
-        let body = match request.wire {
-            Wire::OpenAiChat => body,
-            Wire::AnthropicMessages => match anthropic::common_form(request, &body) {
+        let body = match wire {
+            Wire::Chat => body,
+            Wire::Responses => match responses::as_chat(&body) {
+                Ok(chat) => chat,
+                Err(e) => return self.bad_request(&e, in_flight),
+            },
+            Wire::Anthropic => match anthropic::common_form(request, &body) {
                 Ok(common) => common,
                 Err(e) => return self.bad_request(&e, in_flight),
             },
@@ -710,17 +729,21 @@ impl Provider {
             if replayed.is_none() {
                 self.generated(key, text.clone());
             }
-            let reply = json!({
-                "id": format!("chatcmpl-mock-{serial}"),
-                "object": "chat.completion",
-                "created": 0,
-                "model": self.config.model,
-                "choices": [{"index": 0, "message": message_json(&text, &calls), "finish_reason": finish}],
-                "usage": usage,
-            });
-            let reply = match request.wire {
-                Wire::OpenAiChat => reply,
-                Wire::AnthropicMessages => anthropic::whole_message(&reply),
+            let reply = match wire {
+                Wire::Chat => json!({
+                    "id": format!("chatcmpl-mock-{serial}"),
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": self.config.model,
+                    "choices": [{"index": 0, "message": message_json(&text, &calls), "finish_reason": finish}],
+                    "usage": usage,
+                }),
+                Wire::Responses => {
+                    responses::whole(&self.config, serial, &text, &calls, finish, &usage)
+                }
+                Wire::Anthropic => {
+                    anthropic::whole(&self.config, serial, &text, &calls, finish, &usage)
+                }
             };
             return self.json_reply(200, reply, extra, in_flight);
         }
@@ -742,15 +765,18 @@ impl Provider {
             key,
             text,
         };
-        let steps = match request.wire {
-            Wire::OpenAiChat => script.stream(plan),
-            Wire::AnthropicMessages => anthropic::stream(script, plan),
+        let steps = match wire {
+            Wire::Chat => script.stream(plan),
+            Wire::Responses => responses::stream(script, serial, plan),
+            Wire::Anthropic => anthropic::stream(script, serial, plan),
         };
         match fault {
             Some(Fault::Reset) => stats.resets.fetch_add(1, Ordering::SeqCst),
             Some(Fault::Cut | Fault::CutBeforeEnd) => stats.cuts.fetch_add(1, Ordering::SeqCst),
             Some(Fault::Stall) => stats.stalls.fetch_add(1, Ordering::SeqCst),
-            Some(Fault::ErrorEvent) => stats.error_events.fetch_add(1, Ordering::SeqCst),
+            Some(Fault::ErrorEvent | Fault::Failed) => {
+                stats.error_events.fetch_add(1, Ordering::SeqCst)
+            }
             Some(Fault::ContentFilter) => stats.content_filters.fetch_add(1, Ordering::SeqCst),
             Some(Fault::Abort) => stats.aborts.fetch_add(1, Ordering::SeqCst),
             _ => 0,
@@ -811,6 +837,7 @@ impl Provider {
             (f.cut, Fault::Cut),
             (f.stall, Fault::Stall),
             (f.error_event, Fault::ErrorEvent),
+            (f.failed, Fault::Failed),
             (f.content_filter, Fault::ContentFilter),
             (f.abort, Fault::Abort),
             (f.overloaded, Fault::Overloaded),
@@ -940,7 +967,8 @@ impl Script<'_> {
         chunk.to_string()
     }
 
-    fn stream(mut self, plan: StreamPlan) -> Vec<Step> {
+    /// What comes before a stream's first event: the delay, and a ping with keep-alives.
+    fn begin(&mut self) {
         if !self.config.first_token_delay.is_zero() {
             self.steps.push(Step::Sleep(self.config.first_token_delay));
         }
@@ -948,6 +976,10 @@ impl Script<'_> {
             self.steps
                 .push(Step::Write(Bytes::from_static(b": ping\n\n")));
         }
+    }
+
+    fn stream(mut self, plan: StreamPlan) -> Vec<Step> {
+        self.begin();
         let role = self.chunk(json!({"role": "assistant", "content": ""}), None, None);
         self.event(&role);
         for piece in &plan.reasoning {
@@ -1015,13 +1047,20 @@ impl Script<'_> {
         self.steps
     }
 
+    /// Breaks the stream off as it breaks on every wire: a reset, a clean end, or silence.
+    fn break_off(&mut self, fault: Fault) {
+        match fault {
+            Fault::Reset => self.steps.push(Step::Reset),
+            Fault::Stall => self.steps.push(Step::Stall),
+            _ => {}
+        }
+    }
+
     /// Ends the stream early the way the fault says; `None` lets it go on.
     fn fault_mid_stream(&mut self, fault: Option<Fault>) -> Option<Vec<Step>> {
         match fault? {
-            Fault::Reset => self.steps.push(Step::Reset),
-            Fault::Cut => {}
-            Fault::Stall => self.steps.push(Step::Stall),
-            Fault::ErrorEvent => self.event(
+            f @ (Fault::Reset | Fault::Cut | Fault::Stall) => self.break_off(f),
+            Fault::ErrorEvent | Fault::Failed => self.event(
                 r#"{"error":{"message":"The model overloaded mid-stream.","type":"server_error"}}"#,
             ),
             // A finish reason mid-answer, then the stream's proper end.
@@ -1037,11 +1076,8 @@ impl Script<'_> {
                     self.event("[DONE]");
                 }
             }
-            Fault::TooMany
-            | Fault::ServerError
-            | Fault::Hang
-            | Fault::Overloaded
-            | Fault::CutBeforeEnd => return None,
+            // Faults that strike before the stream, or after the answer.
+            _ => return None,
         }
         Some(std::mem::take(&mut self.steps))
     }

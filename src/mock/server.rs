@@ -133,8 +133,15 @@ async fn connection(mut stream: TcpStream, provider: Arc<Provider>) -> std::io::
         let reply = match (head.method.as_str(), path) {
             // Where an OpenAI-compatible (or Anthropic) server answers: a base URL without
             // /v1 gets 404, as from vLLM, OpenAI or Anthropic.
-            ("POST", "/v1/chat/completions" | "/v1/messages") => provider.respond(&MockRequest {
-                wire: Wire::of_path(path),
+            ("POST", "/v1/chat/completions") => provider.respond(&MockRequest {
+                headers: head.headers,
+                body,
+            }),
+            ("POST", "/v1/responses") => provider.respond_responses(&MockRequest {
+                headers: head.headers,
+                body,
+            }),
+            ("POST", "/v1/messages") => provider.respond_messages(&MockRequest {
                 headers: head.headers,
                 body,
             }),
@@ -171,7 +178,7 @@ fn plain(status: u16, body: String) -> Reply {
         status,
         headers: vec![("content-type".into(), "application/json".into())],
         steps: vec![Step::Write(Bytes::from(body))],
-        in_flight: super::InFlight::new(&stats, Wire::default()),
+        in_flight: super::InFlight::new(&stats, Wire::Chat),
     }
 }
 

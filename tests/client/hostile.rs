@@ -20,15 +20,15 @@ mod anthropic;
 /// One scripted answer: a status, headers and these chunks; then the body ends, or (with
 /// `hang`) stays open forever.
 #[derive(Clone, Default)]
-struct Reply {
-    status: u16,
-    headers: Vec<(String, String)>,
-    chunks: Vec<Vec<u8>>,
-    hang: bool,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) chunks: Vec<Vec<u8>>,
+    pub(crate) hang: bool,
 }
 
 impl Reply {
-    fn ok(chunks: Vec<Vec<u8>>) -> Reply {
+    pub(crate) fn ok(chunks: Vec<Vec<u8>>) -> Reply {
         Reply {
             status: 200,
             chunks,
@@ -40,9 +40,9 @@ impl Reply {
 /// Answers each attempt with the next reply (the last one repeats), and keeps the URLs
 /// and headers it was sent.
 #[derive(Default)]
-struct Scripted {
-    replies: Mutex<Vec<Reply>>,
-    seen: Mutex<Vec<HttpRequest>>,
+pub(crate) struct Scripted {
+    pub(crate) replies: Mutex<Vec<Reply>>,
+    pub(crate) seen: Mutex<Vec<HttpRequest>>,
 }
 
 impl Transport for Scripted {

@@ -1,4 +1,4 @@
-//! Whole runs: the binary end to end (`cli`), kills, signals, locks and resumes (`durability`), malformed input (`bad_input`), the runner under every fault (`runner`), rate limits, replicas and the cache (`scale`), CI gates (`ci`), and a bench over Anthropic messages (`anthropic`).
+//! Whole runs: the binary end to end (`cli`), kills, signals, locks and resumes (`durability`), malformed input (`bad_input`), the runner under every fault (`runner`), rate limits, replicas and the cache (`scale`), a bench through OpenAI's Responses API (`responses`) and over Anthropic messages (`anthropic`), and CI gates (`ci`).
 //!
 //! One test crate per area: each links the whole library, so fewer crates build faster.
 
@@ -12,6 +12,7 @@ mod cli;
 mod durability;
 mod endpoints;
 mod judge;
+mod responses;
 mod runner;
 mod scale;
 mod sequential;

@@ -59,6 +59,7 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
             cut: 0.08,
             stall: 0.08,
             error_event: 0.08,
+            failed: 0.04,
             // vLLM's `abort` is no finish (retried); a content filter withholds the answer.
             abort: 0.08,
             content_filter: 0.01,

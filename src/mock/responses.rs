@@ -1,0 +1,406 @@
+//! The simulator speaking OpenAI's Responses API (`POST /v1/responses`): a request is read
+//! into the chat-completions form the simulated model answers, and the answer goes back as
+//! the API's named events — with the same faults, ended this API's ways (`error`,
+//! `response.failed`, `response.incomplete`, a status that is no finish).
+
+use serde_json::{Map, Value, json};
+
+use super::{Fault, MockConfig, Script, Step, StreamPlan, UsageMode, answers};
+
+/// A Responses request as the chat-completions body the simulator answers: `input` (and
+/// `instructions`) as messages, `max_output_tokens` as `max_tokens`, flat tools nested,
+/// `text.format` as `response_format`. `Err` says why it is not one.
+pub(super) fn as_chat(body: &Value) -> Result<Value, String> {
+    let mut messages = Vec::new();
+    if let Some(instructions) = body.get("instructions").and_then(Value::as_str) {
+        messages.push(json!({"role": "system", "content": instructions}));
+    }
+    match body.get("input") {
+        Some(Value::String(text)) => messages.push(json!({"role": "user", "content": text})),
+        Some(Value::Array(items)) => {
+            for item in items {
+                messages.push(message(item)?);
+            }
+        }
+        _ => return Err("`input` must be a string or a list of items".into()),
+    }
+    let mut chat = Map::new();
+    chat.insert("messages".into(), Value::Array(messages));
+    for key in ["model", "stream", "seed"] {
+        if let Some(v) = body.get(key) {
+            chat.insert(key.into(), v.clone());
+        }
+    }
+    if let Some(max) = body.get("max_output_tokens") {
+        chat.insert("max_tokens".into(), max.clone());
+    }
+    if let Some(Value::Array(tools)) = body.get("tools") {
+        let nested = tools.iter().map(|t| {
+            let mut function = t.as_object().cloned().unwrap_or_default();
+            function.remove("type");
+            json!({"type": "function", "function": function})
+        });
+        chat.insert("tools".into(), nested.collect());
+    }
+    if let Some(Value::Object(format)) = body.pointer("/text/format") {
+        let mut schema = format.clone();
+        let kind = schema.remove("type").unwrap_or(Value::Null);
+        let response_format = if kind == "json_schema" {
+            json!({"type": "json_schema", "json_schema": schema})
+        } else {
+            json!({"type": kind})
+        };
+        chat.insert("response_format".into(), response_format);
+    }
+    Ok(Value::Object(chat))
+}
+
+/// One input item as a chat message: a message (its text parts joined), a function call
+/// (an assistant turn calling it) or a function call's output (a tool turn).
+fn message(item: &Value) -> Result<Value, String> {
+    let field = |key: &str| item.get(key).and_then(Value::as_str).unwrap_or("");
+    match item
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("message")
+    {
+        "message" => {
+            let role = match field("role") {
+                "" => return Err("an input message needs a `role`".into()),
+                "developer" => "system",
+                role => role,
+            };
+            let content = match item.get("content") {
+                Some(Value::String(text)) => text.clone(),
+                Some(Value::Array(parts)) => parts
+                    .iter()
+                    .filter_map(|p| p.get("text").and_then(Value::as_str))
+                    .collect(),
+                _ => {
+                    return Err(
+                        "an input message's `content` must be text or a list of parts".into(),
+                    );
+                }
+            };
+            Ok(json!({"role": role, "content": content}))
+        }
+        "function_call" => Ok(json!({
+            "role": "assistant", "content": "",
+            "tool_calls": [{"id": field("call_id"), "type": "function",
+                            "function": {"name": field("name"), "arguments": field("arguments")}}],
+        })),
+        "function_call_output" => Ok(json!({
+            "role": "tool", "tool_call_id": field("call_id"), "content": field("output"),
+        })),
+        other => Err(format!(
+            "the simulator takes no input items of type `{other}`"
+        )),
+    }
+}
+
+/// The response object, before it has output.
+fn response(config: &MockConfig, serial: u64) -> Value {
+    json!({
+        "id": format!("resp_mock_{serial}"), "object": "response", "created_at": 0,
+        "status": "in_progress", "model": config.model, "output": [], "usage": null,
+        "error": null, "incomplete_details": null,
+    })
+}
+
+/// The simulator's usage (chat completions' counts) in this API's words.
+fn usage(chat: &Value) -> Value {
+    json!({
+        "input_tokens": chat["prompt_tokens"],
+        "input_tokens_details": {"cached_tokens": chat.pointer("/prompt_tokens_details/cached_tokens")},
+        "output_tokens": chat["completion_tokens"],
+        "output_tokens_details": {"reasoning_tokens": chat.pointer("/completion_tokens_details/reasoning_tokens")},
+        "total_tokens": chat["total_tokens"],
+    })
+}
+
+fn message_item(serial: u64, text: Option<&str>) -> Value {
+    let (status, content) = match text {
+        Some(t) => (
+            "completed",
+            json!([{"type": "output_text", "text": t, "annotations": []}]),
+        ),
+        None => ("in_progress", json!([])),
+    };
+    json!({"type": "message", "id": format!("msg_mock_{serial}"), "role": "assistant", "status": status, "content": content})
+}
+
+fn call_item(i: usize, call: &answers::Call, arguments: Option<&str>) -> Value {
+    json!({
+        "type": "function_call", "id": format!("fc_{i}"), "call_id": format!("call_{i}"),
+        "name": call.name, "arguments": arguments.unwrap_or(""),
+        "status": if arguments.is_some() { "completed" } else { "in_progress" },
+    })
+}
+
+/// How a finished answer ends: `length` (the token ceiling) leaves it incomplete.
+fn ending(finish: &str) -> (&'static str, &'static str, Value) {
+    if finish == "length" {
+        let details = json!({"reason": "max_output_tokens"});
+        ("response.incomplete", "incomplete", details)
+    } else {
+        ("response.completed", "completed", Value::Null)
+    }
+}
+
+/// A non-streamed answer: the whole response object.
+pub(super) fn whole(
+    config: &MockConfig,
+    serial: u64,
+    text: &str,
+    calls: &[answers::Call],
+    finish: &str,
+    chat_usage: &Value,
+) -> Value {
+    let mut output = Vec::new();
+    if !text.is_empty() || calls.is_empty() {
+        output.push(message_item(serial, Some(text)));
+    }
+    for (i, call) in calls.iter().enumerate() {
+        output.push(call_item(i, call, Some(&call.arguments)));
+    }
+    let (_, status, details) = ending(finish);
+    let mut r = response(config, serial);
+    r["status"] = json!(status);
+    r["incomplete_details"] = details;
+    r["output"] = Value::Array(output);
+    r["usage"] = usage(chat_usage);
+    r
+}
+
+/// A call's arguments in pieces of three characters: servers stream them token by token.
+fn pieces(arguments: &str) -> Vec<String> {
+    let chars: Vec<char> = arguments.chars().collect();
+    chars.chunks(3).map(|c| c.iter().collect()).collect()
+}
+
+/// The events of one streamed response, numbered as they are sent.
+struct Events<'a> {
+    script: Script<'a>,
+    sequence: u64,
+    /// The response as it stands.
+    response: Value,
+}
+
+impl Events<'_> {
+    /// One event: its name on an `event:` line, and its data with `type` and number.
+    fn send(&mut self, kind: &str, mut event: Value) {
+        event["type"] = json!(kind);
+        event["sequence_number"] = json!(self.sequence);
+        self.sequence += 1;
+        self.script.named_event(kind, &event.to_string());
+    }
+
+    /// A lifecycle event carrying the response, in `status` and with `fields` set.
+    fn lifecycle(&mut self, kind: &str, status: &str, fields: Value) {
+        let mut response = self.response.clone();
+        response["status"] = json!(status);
+        for (k, v) in fields.as_object().into_iter().flatten() {
+            response[k] = v.clone();
+        }
+        self.send(kind, json!({"response": response}));
+    }
+
+    fn text_delta(&mut self, serial: u64, output_index: usize, piece: &str) {
+        self.send(
+            "response.output_text.delta",
+            json!({"item_id": format!("msg_mock_{serial}"), "output_index": output_index, "content_index": 0, "delta": piece, "logprobs": []}),
+        );
+    }
+
+    /// Ends the stream early the way the fault says; `None` lets it go on.
+    fn fault(&mut self, fault: Option<Fault>) -> Option<Vec<Step>> {
+        match fault? {
+            f @ (Fault::Reset | Fault::Cut | Fault::Stall) => self.script.break_off(f),
+            Fault::ErrorEvent => self.send(
+                "error",
+                json!({"code": "server_error", "message": "The model is overloaded mid-stream.", "param": null}),
+            ),
+            Fault::Failed => self.lifecycle(
+                "response.failed",
+                "failed",
+                json!({"error": {"code": "server_error", "message": "The server had an error while processing your request."}}),
+            ),
+            Fault::ContentFilter => self.lifecycle(
+                "response.incomplete",
+                "incomplete",
+                json!({"incomplete_details": {"reason": "content_filter"}}),
+            ),
+            // A terminal event whose status is no finish (a dropped request).
+            Fault::Abort => self.lifecycle("response.completed", "cancelled", json!({})),
+            // Faults that strike before the stream, or after the answer.
+            _ => return None,
+        }
+        Some(std::mem::take(&mut self.script.steps))
+    }
+}
+
+/// A streamed answer: `response.created`, the reasoning, the message's text deltas, each
+/// function call (its arguments in many pieces), then `response.completed` (or
+/// `response.incomplete` at the token ceiling) with the output and usage. Faults strike
+/// after the first half of the text, as in chat completions.
+pub(super) fn stream(mut script: Script<'_>, serial: u64, plan: StreamPlan) -> Vec<Step> {
+    script.begin();
+    let config = script.config;
+    let mut e = Events {
+        script,
+        sequence: 0,
+        response: response(config, serial),
+    };
+    e.lifecycle("response.created", "in_progress", json!({}));
+    e.lifecycle("response.in_progress", "in_progress", json!({}));
+    let mut output = Vec::new();
+    if !plan.reasoning.is_empty() {
+        let at = output.len();
+        let item = json!({"type": "reasoning", "id": format!("rs_mock_{serial}"), "summary": []});
+        e.send(
+            "response.output_item.added",
+            json!({"output_index": at, "item": item}),
+        );
+        for piece in &plan.reasoning {
+            e.send(
+                "response.reasoning_text.delta",
+                json!({"item_id": format!("rs_mock_{serial}"), "output_index": at, "content_index": 0, "delta": piece}),
+            );
+        }
+        let mut item = item;
+        item["content"] = json!([{"type": "reasoning_text", "text": plan.reasoning.concat()}]);
+        e.send(
+            "response.output_item.done",
+            json!({"output_index": at, "item": item}),
+        );
+        output.push(item);
+    }
+    let message = (!plan.pieces.is_empty() || plan.calls.is_empty()).then_some(output.len());
+    if let Some(at) = message {
+        e.send(
+            "response.output_item.added",
+            json!({"output_index": at, "item": message_item(serial, None)}),
+        );
+        e.send(
+            "response.content_part.added",
+            json!({"item_id": format!("msg_mock_{serial}"), "output_index": at, "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}}),
+        );
+    }
+    let at = message.unwrap_or(0);
+    let cut_at = (plan.pieces.len() / 2).max(1).min(plan.pieces.len());
+    for piece in &plan.pieces[..cut_at] {
+        e.text_delta(serial, at, piece);
+    }
+    if let Some(end) = e.fault(plan.fault) {
+        return end;
+    }
+    for piece in &plan.pieces[cut_at..] {
+        e.text_delta(serial, at, piece);
+    }
+    if message.is_some() {
+        let item = message_item(serial, Some(&plan.text));
+        e.send(
+            "response.output_text.done",
+            json!({"item_id": format!("msg_mock_{serial}"), "output_index": at, "content_index": 0, "text": plan.text}),
+        );
+        e.send(
+            "response.output_item.done",
+            json!({"output_index": at, "item": item}),
+        );
+        output.push(item);
+    }
+    for (i, call) in plan.calls.iter().enumerate() {
+        let at = output.len();
+        e.send(
+            "response.output_item.added",
+            json!({"output_index": at, "item": call_item(i, call, None)}),
+        );
+        for piece in pieces(&call.arguments) {
+            e.send(
+                "response.function_call_arguments.delta",
+                json!({"item_id": format!("fc_{i}"), "output_index": at, "delta": piece}),
+            );
+        }
+        e.send(
+            "response.function_call_arguments.done",
+            json!({"item_id": format!("fc_{i}"), "output_index": at, "name": call.name, "arguments": call.arguments}),
+        );
+        let item = call_item(i, call, Some(&call.arguments));
+        e.send(
+            "response.output_item.done",
+            json!({"output_index": at, "item": item}),
+        );
+        output.push(item);
+    }
+    // The answer is out, but the event that ends the response never comes: a cut one.
+    if plan.fault == Some(Fault::CutBeforeEnd) {
+        return e.script.steps;
+    }
+    let (kind, status, details) = ending(plan.finish);
+    let reported = match config.usage {
+        UsageMode::None => Value::Null,
+        UsageMode::Separate | UsageMode::InLastChunk => usage(&plan.usage),
+    };
+    e.lifecycle(
+        kind,
+        status,
+        json!({"output": output, "usage": reported, "incomplete_details": details}),
+    );
+    // The answer is whole once its terminal event is out.
+    if !plan.replay {
+        e.script.steps.push(Step::Generated {
+            key: plan.key,
+            text: plan.text,
+        });
+    }
+    e.script.steps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_reads_as_the_chat_body_the_model_answers() {
+        let chat = as_chat(&json!({
+            "model": "m", "stream": true, "instructions": "Be brief.", "max_output_tokens": 9,
+            "input": [
+                {"role": "developer", "content": [{"type": "input_text", "text": "Sum."}]},
+                {"type": "message", "role": "user", "content": "1+1"},
+                {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "c", "output": "2"},
+            ],
+            "tools": [{"type": "function", "name": "f", "parameters": {}}],
+            "text": {"format": {"type": "json_schema", "name": "s", "schema": {}}},
+        }))
+        .unwrap();
+        assert_eq!(
+            chat,
+            json!({
+                "model": "m", "stream": true, "max_tokens": 9,
+                "messages": [
+                    {"role": "system", "content": "Be brief."},
+                    {"role": "system", "content": "Sum."},
+                    {"role": "user", "content": "1+1"},
+                    {"role": "assistant", "content": "", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+                    {"role": "tool", "tool_call_id": "c", "content": "2"},
+                ],
+                "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}],
+                "response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": {}}},
+            })
+        );
+        assert!(as_chat(&json!({"messages": []})).is_err());
+        assert!(as_chat(&json!({"input": [{"type": "image"}]})).is_err());
+        assert_eq!(
+            as_chat(&json!({"input": "hi", "text": {"format": {"type": "json_object"}}})).unwrap()
+                ["response_format"],
+            json!({"type": "json_object"})
+        );
+    }
+
+    #[test]
+    fn arguments_go_in_pieces() {
+        assert_eq!(pieces(r#"{"a":"é"}"#), [r#"{"a"#, r#"":""#, r#"é"}"#]);
+        assert!(pieces("").is_empty());
+    }
+}
