@@ -964,6 +964,18 @@ pub(crate) fn resolve_endpoint(
             ));
         }
     };
+    if model.trim().is_empty() {
+        return Err(UsageError::with_fix(
+            format!(
+                "the model name of {} is empty",
+                bench.named.map_or_else(
+                    || "the endpoint".to_string(),
+                    |n| format!("endpoint {}", n.name)
+                )
+            ),
+            "name the model the server serves: --model NAME, the endpoint's `model:`, or model= in --endpoint",
+        ));
+    }
     let (api_key_env, api_key) = match bench.api_key_env {
         Some(name) => (name.to_string(), env.get(name).map(String::from)),
         None => match (env.get("OPENAI_API_KEY"), env.get("LLM_API_KEY")) {

@@ -46,6 +46,9 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
     let judge = super::judge::resolve(&p, &args.plan, env)?;
     if let Some(judge) = &judge {
         say_judge(&p, judge);
+        for w in &judge.warnings {
+            out!("  warning: the judge: {w}");
+        }
     }
     if let Some(w) = p.greedy_repeats_warning() {
         out!("  warning: {w}");

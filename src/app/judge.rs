@@ -24,6 +24,8 @@ pub(super) struct Judge {
     pub limits: Limits,
     /// The endpoint's extra headers when the judge answers there (none elsewhere).
     pub headers: Vec<(String, String, bool)>,
+    /// Worth saying before the run (a key variable that is not set).
+    pub warnings: Vec<String>,
     /// As shown and stored.
     pub info: ProviderInfo,
 }
@@ -104,6 +106,8 @@ pub(super) fn resolve(
         Some(m) => m,
         None => run.model.clone(),
     };
+    let mut warnings = Vec::new();
+    let at_the_endpoint = base_urls == run.base_urls;
     let (api_key_env, api_key) = match settings.as_ref().and_then(|j| j.api_key_env.clone()) {
         Some(name) => {
             let key = match env.get(&name) {
@@ -113,12 +117,26 @@ pub(super) fn resolve(
                     })?;
                     Some(ApiKey::new(k))
                 }
+                None if !base_urls.is_empty() => {
+                    warnings.push(format!(
+                        "${name} is not set: the judge is sent no key (fine for most self-hosted servers)"
+                    ));
+                    None
+                }
                 _ => None,
             };
             (name, key)
         }
-        None => (run.api_key_env.clone(), run.api_key.clone()),
+        // The run's key goes to the run's endpoint only: never to another server.
+        None if at_the_endpoint => (run.api_key_env.clone(), run.api_key.clone()),
+        None => (String::new(), None),
     };
+    if model.trim().is_empty() {
+        return Err(UsageError::with_fix(
+            "the judge's model name is empty",
+            "name the model that judges: --judge-model NAME, or judge.model",
+        ));
+    }
     // A judge answers with a verdict: deterministic, and in JSON where the server can.
     let mut params = Map::new();
     params.insert("temperature".into(), json!(0));
@@ -137,6 +155,7 @@ pub(super) fn resolve(
         params,
         limits: settings.map_or_else(|| p.bench.limits.clone(), |j| j.limits),
         headers,
+        warnings,
         info,
     }))
 }

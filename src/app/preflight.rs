@@ -231,6 +231,18 @@ async fn probe(target: &Target<'_>, connect_timeout: Duration, wait: Duration) -
                 return out;
             }
             Answer::Dead(why) => out.push(Found::Dead(i, format!("{shown_base} {why}"))),
+            Answer::Refused(status) if key_env.is_empty() => {
+                out.push(Found::Stop(format!(
+                    "{shown} wants a key (HTTP {status}), and none is sent there: name the variable that holds it with --judge-key-env VAR (or judge.api_key_env); nothing was sent"
+                )));
+                return out;
+            }
+            Answer::Refused(status) if key.is_none() => {
+                out.push(Found::Stop(format!(
+                    "{shown} wants a key (HTTP {status}), and ${key_env} is not set; nothing was sent"
+                )));
+                return out;
+            }
             Answer::Refused(status) => {
                 out.push(Found::Stop(format!(
                     "{shown} refused the API key (HTTP {status}): check the key in ${key_env} (its value is not shown); nothing was sent"

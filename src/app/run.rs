@@ -312,6 +312,9 @@ async fn resolve(args: &RunArgs, env: &Env) -> Result<Resolved, Failure> {
     }
     let provider = provider_info(&p);
     let judge = super::judge::resolve(&p, &plan_args, env)?;
+    for w in judge.iter().flat_map(|j| &j.warnings) {
+        note!("warning: the judge: {w}");
+    }
     check_gates(&p, &args.gates)?;
     // Every report file must be writable, and the baseline run readable, before a single
     // request is paid for.
@@ -808,9 +811,11 @@ async fn look_at_server(
     Ok(Some(pre.dead))
 }
 
-/// Flags a resume cannot take: another protocol, `--retry-failed` on a run
-/// `--until-decided`, another `--max-drop` than its plan's.
+/// Flags a resume cannot take: another protocol, another judge or endpoint,
+/// `--retry-failed` on a run `--until-decided`, another `--max-drop` than its plan's.
 fn check_resume_flags(args: &RunArgs, dir: &RunDir, record: &RunRecord) -> Result<(), Failure> {
+    check_same_judge(&args.plan, record)?;
+    check_same_endpoint(&args.plan, record)?;
     if args.retry_failed.is_some() && record.plan.sequential.is_some() {
         return Err(UsageError::with_fix(
             "--retry-failed cannot resume a run --until-decided: its sequential tests have already seen which jobs failed, and a resend would change what they tested",
@@ -1179,6 +1184,68 @@ fn resumed_plan(flags: &PlanArgs, record: &RunRecord) -> PlanArgs {
             .map_or_else(|| flags.endpoints.clone(), |n| vec![n]),
         ..judged_as_before(flags, record)
     }
+}
+
+/// A resume keeps the run's judge: a flag naming another model, protocol or server is
+/// refused (half the run would be graded by one judge, half by another).
+fn check_same_judge(flags: &PlanArgs, record: &RunRecord) -> Result<(), Failure> {
+    let Some(j) = &record.judge else {
+        return Ok(());
+    };
+    let same_url = |u: &str| {
+        if u == "mock" {
+            return j.simulated;
+        }
+        let shown = crate::client::secrets::redact_url(u);
+        let shown = shown.trim_end_matches('/');
+        !j.simulated
+            && (j.base_url.trim_end_matches('/') == shown
+                || j.replicas.iter().any(|r| r.trim_end_matches('/') == shown)
+                || j.base_url
+                    .split(", ")
+                    .any(|r| r.trim_end_matches('/') == shown))
+    };
+    let other = flags.judge_model.as_ref().is_some_and(|m| *m != j.model)
+        || flags.judge_protocol.is_some_and(|p| p != j.protocol)
+        || flags
+            .judge_base_url
+            .as_deref()
+            .is_some_and(|u| !same_url(u));
+    if other {
+        return Err(UsageError::with_fix(
+            format!(
+                "a resume keeps the run's judge ({} at {}): the --judge-* flags cannot name another",
+                j.model, j.base_url
+            ),
+            "resume without them (--judge-key-env may change: the key, not the judge), or start a new run",
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// A resume runs on the run's endpoint: `--endpoints` or `--endpoint` naming another is
+/// refused.
+fn check_same_endpoint(flags: &PlanArgs, record: &RunRecord) -> Result<(), Failure> {
+    let recorded = record.endpoint.endpoint.as_deref();
+    let named = flags
+        .endpoints
+        .iter()
+        .map(String::as_str)
+        .chain(flags.endpoint.iter().map(|e| e.name.as_str()));
+    for name in named {
+        if Some(name.trim()) != recorded {
+            return Err(UsageError::with_fix(
+                format!(
+                    "a resume runs on the run's endpoint ({}): --endpoints and --endpoint cannot name `{name}`",
+                    recorded.unwrap_or("the bench's `endpoint:`")
+                ),
+                "resume without them, or start a new run on that endpoint",
+            )
+            .into());
+        }
+    }
+    Ok(())
 }
 
 /// The `--judge-*` flags of a resume: the run's own judge where a flag does not say

@@ -537,7 +537,14 @@ impl Client {
             }
             let (replica, permit) = self.unless_winding_down(self.pool.acquire()).await?;
             let request = self.request(&self.pool.replicas[replica].url, run.job, run.dialect);
-            let shown_headers = self.wants_attempts().then(|| request.redacted_headers());
+            // Keys by name, and every value a variable gave (an endpoint's `${VAR}` header).
+            let shown_headers = self.wants_attempts().then(|| {
+                let mut headers = request.redacted_headers();
+                for (_, value) in &mut headers {
+                    self.secrets.scrub_in_place(value);
+                }
+                headers
+            });
             run.sending();
             // Winding down lets an attempt in flight finish; only a stop abandons it.
             let sent = tokio::select! {

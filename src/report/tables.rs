@@ -301,7 +301,8 @@ pub(crate) fn comparison(c: &RunComparison) -> Table {
             Column::right("p90 A / B").drop(6).not_in(Syntax::Html),
             Column::right("cost A / B").drop(5),
         ],
-    );
+    )
+    .elsewhere("compare.md has every column");
     for v in &c.variants {
         let [.., difference, ci, p, verdict] = v.comparison.cells();
         let pair = |a: String, b: String| Cell::figure(format!("{a} / {b}"));

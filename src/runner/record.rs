@@ -411,7 +411,7 @@ impl ProviderInfo {
             },
             model: model.to_string(),
             simulated,
-            api_key_env: (!simulated).then(|| api_key_env.to_string()),
+            api_key_env: (!simulated && !api_key_env.is_empty()).then(|| api_key_env.to_string()),
             replicas: Vec::new(),
             protocol,
             endpoint: None,

@@ -137,11 +137,28 @@ fn headers(
     for (name, value) in raw {
         let lower = name.to_ascii_lowercase();
         if OWNED_HEADERS.contains(&lower.as_str()) {
+            let fix = if OWNED_HEADERS[..3].contains(&lower.as_str()) {
+                "the key goes in the variable api_key_env names, and is sent the way the endpoint's protocol expects"
+            } else {
+                "leave it out: promptgauge sends it itself"
+            };
             return Err(InputError::new(
                 at(),
                 format!("endpoint {endpoint}: headers.{name} is set by promptgauge"),
             )
-            .fix("the key goes in the variable api_key_env names, and is sent the way the endpoint's protocol expects"));
+            .fix(fix));
+        }
+        if out
+            .iter()
+            .any(|(n, _): &(String, String)| n.eq_ignore_ascii_case(&name))
+        {
+            return Err(InputError::new(
+                at(),
+                format!(
+                    "endpoint {endpoint}: headers.{name} is given twice (header names ignore case)"
+                ),
+            )
+            .fix("keep one"));
         }
         if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
             return Err(InputError::new(

@@ -141,6 +141,32 @@ fn a_named_endpoint_runs_with_its_own_server_key_price_params_limits_and_headers
     );
     assert_eq!(local.provider.bodies().len(), 24);
 
+    // -v shows each attempt's headers: a value read from a variable is scrubbed there too.
+    let out = promptgauge(d)
+        .args(["run", "bench.yaml", "--no-store", "-v", "--limit", "1"])
+        .env("HOSTED_KEY", "hosted-secret-key")
+        .env("TEAM_TOKEN", "team-token-value-1234")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("OpenAI-Organization: org-42"), "{stderr}");
+    assert!(!stderr.contains("team-token-value-1234"), "{stderr}");
+
+    // A resume runs on the run's endpoint: naming another is refused.
+    let out = run(&[
+        "--resume",
+        hosted_run.to_str().unwrap(),
+        "--endpoints",
+        "local",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("a resume runs on the run's endpoint"));
+
+    // An empty model name is refused, not sent.
+    let out = run(&["--endpoint", &format!("x={},model=", local.base_url())]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("model name of endpoint x is empty"));
+
     // Bad selections are refused before anything is sent.
     let out = run(&["--endpoints", "nowhere"]);
     assert_eq!(out.status.code(), Some(2));
@@ -159,7 +185,7 @@ fn a_named_endpoint_runs_with_its_own_server_key_price_params_limits_and_headers
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "TEAM_TOKEN is not set");
     assert!(String::from_utf8_lossy(&out.stderr).contains("$TEAM_TOKEN"));
-    assert_eq!(hosted.provider.bodies().len(), 12, "nothing more was sent");
+    assert_eq!(hosted.provider.bodies().len(), 14, "nothing more was sent");
 }
 
 #[test]

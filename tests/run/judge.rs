@@ -776,6 +776,71 @@ fn a_pinned_judge_stays_put_whatever_base_url_says_and_a_resume_keeps_it() {
         "the resume judged at the judge"
     );
     assert_eq!(summary(&run).run.judge.unwrap().model, "strict-judge");
+
+    // A resume naming another judge is refused: half the run would be judged otherwise.
+    let out = promptgauge(d)
+        .args(["run", "--no-store", "--resume"])
+        .arg(&run)
+        .args(["--judge-model", "another-judge"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("a resume keeps the run's judge"),
+        "{stderr}"
+    );
+    assert_eq!(
+        models_asked(&judge).len(),
+        judged_again.len(),
+        "nothing sent"
+    );
+}
+
+#[test]
+fn the_run_s_key_goes_to_the_run_s_endpoint_and_never_to_a_judge_elsewhere() {
+    let (_rt, answers) = start_mock(MockConfig {
+        api_key: Some("run-key-0123456789".into()),
+        ..MockConfig::default()
+    });
+    let (_rt2, judge) = start_mock(MockConfig::default());
+    let bench = support();
+    let d = bench.path();
+    let out = promptgauge(d)
+        .args([
+            "run",
+            "support.yaml",
+            "--no-store",
+            "--limit",
+            "6",
+            "--base-url",
+        ])
+        .arg(answers.base_url())
+        .args(["--model", "mock-model", "--judge-base-url"])
+        .arg(judge.base_url())
+        .env("OPENAI_API_KEY", "run-key-0123456789")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let authorization = |h: &Vec<(String, String)>| {
+        h.iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("authorization"))
+            .map(|(_, v)| v.clone())
+    };
+    let judged = judge.provider.headers();
+    assert!(!judged.is_empty());
+    assert!(
+        judged.iter().all(|h| authorization(h).is_none()),
+        "{judged:?}"
+    );
+    assert!(
+        answers
+            .provider
+            .headers()
+            .iter()
+            .all(|h| authorization(h).as_deref() == Some("Bearer run-key-0123456789"))
+    );
 }
 
 #[test]
