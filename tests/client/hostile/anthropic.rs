@@ -305,6 +305,30 @@ async fn an_overloaded_error_event_mid_stream_is_a_stream_error_and_retried() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_error_event_that_blames_the_request_fails_the_job_at_once() {
+    let blamed = [
+        ev(START),
+        ev(
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long"}}"#,
+        ),
+    ];
+    let r = play(
+        vec![script(&blamed), script(&message(&["B"], "end_turn", true))],
+        |c| {
+            anthropic(c);
+            c.max_attempts = 3;
+        },
+    )
+    .await;
+    assert_eq!(outcomes(&r), [Outcome::StreamError], "not retried");
+    assert!(
+        r.failure
+            .unwrap()
+            .contains("invalid_request_error: prompt is too long")
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn error_bodies_are_read_and_triaged_by_status() {
     let refused = |status: u16, kind: &str, headers: Vec<(String, String)>| Reply {
         status,
