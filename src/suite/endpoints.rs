@@ -53,7 +53,7 @@ pub struct NamedEndpoint {
 
 /// Headers an endpoint may not set: the key goes by `api_key_env` (sent the protocol's
 /// way), and the client owns the body's framing.
-const OWNED_HEADERS: [&str; 7] = [
+const OWNED_HEADERS: [&str; 8] = [
     "authorization",
     "api-key",
     "x-api-key",
@@ -61,6 +61,7 @@ const OWNED_HEADERS: [&str; 7] = [
     "content-length",
     "host",
     "idempotency-key",
+    "anthropic-version",
 ];
 
 /// Whether `name` can name an endpoint: it appears in flags (`--endpoints a,b`), folder
