@@ -1000,7 +1000,7 @@ pub(crate) fn resolve_endpoint(
         None => None,
     };
     let headers = match bench.named {
-        Some(n) => headers_of(n, env)?,
+        Some(n) => read_headers(&format!("endpoint {}", n.name), &n.headers, env)?,
         None => Vec::new(),
     };
     Ok(Endpoint {
@@ -1016,13 +1016,14 @@ pub(crate) fn resolve_endpoint(
     })
 }
 
-/// A named endpoint's headers with their variables read; a variable that is not set is an
-/// error before anything is sent.
-fn headers_of(
-    n: &crate::suite::endpoints::NamedEndpoint,
+/// Headers with their variables read (each with whether it came from one); a variable
+/// that is not set is an error before anything is sent. `owner` names whose they are.
+pub(crate) fn read_headers(
+    owner: &str,
+    headers: &[(String, String)],
     env: &Env,
 ) -> Result<Vec<(String, String, bool)>, UsageError> {
-    n.headers
+    headers
         .iter()
         .map(|(name, value)| match crate::suite::endpoints::variable_of(value) {
             None => Ok((name.clone(), value.clone(), false)),
@@ -1032,8 +1033,7 @@ fn headers_of(
                 }
                 _ => Err(UsageError::with_fix(
                     format!(
-                        "endpoint {}: header {name} reads ${var}, which is not set (or is empty, or holds a line break)",
-                        n.name
+                        "{owner}: header {name} reads ${var}, which is not set (or is empty, or holds a line break)"
                     ),
                     format!("export {var}=…, or write the header's value in the bench"),
                 )),

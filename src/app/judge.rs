@@ -39,6 +39,8 @@ fn pinned(p: &Prepared, flags: &PlanArgs) -> Result<Option<JudgeSettings>, Usage
         || flags.judge_protocol.is_some();
     let Some(mut settings) = p.bench.judge.clone().or_else(|| {
         any_flag.then(|| JudgeSettings {
+            endpoint: None,
+            headers: Vec::new(),
             base_url: None,
             model: None,
             api_key_env: None,
@@ -99,7 +101,14 @@ pub(super) fn resolve(
     };
     let (base_urls, headers) = match own_url {
         Some(url) if url == "mock" => (Vec::new(), Vec::new()),
-        Some(url) => (vec![url], Vec::new()),
+        Some(url) => (
+            vec![url],
+            crate::cli::read_headers(
+                "the judge",
+                settings.as_ref().map_or(&[][..], |s| &s.headers),
+                env,
+            )?,
+        ),
         None => (run.base_urls.clone(), run.headers.clone()),
     };
     let model = match settings.as_ref().and_then(|j| j.model.clone()) {
@@ -146,7 +155,10 @@ pub(super) fn resolve(
             params.insert(k.clone(), v.clone());
         }
     }
-    let info = ProviderInfo::of(shown_urls(&base_urls), &model, &api_key_env, protocol);
+    let info = ProviderInfo {
+        endpoint: settings.as_ref().and_then(|s| s.endpoint.clone()),
+        ..ProviderInfo::of(shown_urls(&base_urls), &model, &api_key_env, protocol)
+    };
     Ok(Some(Judge {
         base_urls,
         model,

@@ -345,6 +345,9 @@ impl Default for SequentialSpec {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawJudge {
+    /// One of `endpoints:`, by name: its server, model, key, protocol, price, parameters,
+    /// limits and headers, under the fields given here.
+    endpoint: Option<String>,
     base_url: Option<String>,
     model: Option<String>,
     api_key_env: Option<String>,
@@ -360,6 +363,9 @@ struct RawJudge {
 /// Who judges (`judge:`): fields left unset come from the run's endpoint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JudgeSettings {
+    /// The endpoint (of `endpoints:`) it judges at, when it names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
     pub base_url: Option<String>,
     pub model: Option<String>,
     pub api_key_env: Option<String>,
@@ -374,6 +380,9 @@ pub struct JudgeSettings {
     /// What the judge's tokens cost; without it, the bench's `price` when the judge is the
     /// model under test, else unknown.
     pub price: Option<Price>,
+    /// Extra request headers, from the endpoint it names (`${VAR}` read at the start).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<(String, String)>,
 }
 
 /// A loaded and fully checked bench. Holding one means no input error remains.
@@ -413,7 +422,6 @@ impl Bench {
         let dir = path.parent().unwrap_or(Path::new("."));
         let case_paths = check_named(&raw, dir, &here)?;
         let limits = resolve_limits(raw.limits, &Limits::default(), &here)?;
-        let judge = judge_settings(raw.judge, &limits, &here)?;
         if !raw.endpoints.is_empty() && raw.endpoint != EndpointSpec::default() {
             return Err(InputError::new(
                 here("endpoints"),
@@ -423,6 +431,7 @@ impl Bench {
             .into());
         }
         let endpoints = endpoints::named_endpoints(raw.endpoints, &limits, &here)?;
+        let judge = judge_settings(raw.judge, &limits, &endpoints, &here)?;
         let repeats = repeats_of(raw.repeats, &here)?;
         let confidence = confidence_of(raw.confidence, &here)?;
         let sequential = raw.sequential.unwrap_or_default();
@@ -515,11 +524,49 @@ impl Bench {
 fn judge_settings(
     raw: Option<RawJudge>,
     limits: &Limits,
+    endpoints: &[endpoints::NamedEndpoint],
     here: &dyn Fn(&str) -> Location,
 ) -> Result<Option<JudgeSettings>, InputErrors> {
     Ok(match raw {
         None => None,
-        Some(j) => {
+        Some(mut j) => {
+            let named = match &j.endpoint {
+                None => None,
+                Some(name) => Some(endpoints.iter().find(|e| &e.name == name).ok_or_else(|| {
+                    InputError::new(
+                        here("judge"),
+                        format!("judge.endpoint names `{name}`, which is not one of `endpoints:`"),
+                    )
+                    .fix(if endpoints.is_empty() {
+                        "list it under `endpoints:`, or give the judge its own base_url and model".to_string()
+                    } else {
+                        format!(
+                            "name one of: {}",
+                            endpoints.iter().map(|e| e.name.as_str()).collect::<Vec<_>>().join(", ")
+                        )
+                    })
+                })?),
+            };
+            // The named endpoint's settings, under what the block says itself.
+            let mut params = Map::new();
+            let mut base_limits = limits.clone();
+            let mut headers = Vec::new();
+            if let Some(e) = named {
+                j.base_url = j.base_url.or_else(|| {
+                    e.spec
+                        .base_url
+                        .as_ref()
+                        .and_then(|u| u.urls().first().cloned())
+                });
+                j.model = j.model.or_else(|| e.spec.model.clone());
+                j.api_key_env = j.api_key_env.or_else(|| e.spec.api_key_env.clone());
+                j.protocol = j.protocol.or(e.spec.protocol);
+                j.price = j.price.or_else(|| e.price.clone());
+                params = e.params.clone();
+                base_limits = e.limits.clone();
+                headers = e.headers.clone();
+            }
+            params.extend(j.params);
             if let Some(url) = &j.base_url {
                 check_base_url(url, j.protocol.unwrap_or_default()).map_err(|m| {
                     InputError::new(here("judge"), format!("judge.base_url: {m}"))
@@ -527,15 +574,17 @@ fn judge_settings(
                 })?;
             }
             Some(JudgeSettings {
+                endpoint: j.endpoint,
                 base_url: j.base_url,
                 model: j.model,
                 api_key_env: j.api_key_env,
                 protocol: j.protocol,
-                params: j.params,
-                limits: resolve_limits(j.limits, limits, &|key| {
+                params,
+                limits: resolve_limits(j.limits, &base_limits, &|key| {
                     here(&format!("judge.limits.{key}"))
                 })?,
                 price: j.price,
+                headers,
             })
         }
     })

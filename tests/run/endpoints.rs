@@ -225,3 +225,107 @@ fn a_bench_with_endpoint_and_endpoints_or_a_bad_header_is_refused_where_it_is_wr
         );
     }
 }
+
+#[test]
+fn a_judge_named_by_endpoint_judges_there_with_its_model_key_price_and_headers() {
+    let (_rt, hosted) = start_mock(MockConfig {
+        model: "judge-m".into(),
+        strict_model: true,
+        api_key: Some("judge-secret-key".into()),
+        ..MockConfig::default()
+    });
+    let (_rt2, local) = start_mock(MockConfig {
+        model: "small-model".into(),
+        strict_model: true,
+        ..MockConfig::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cases: String = (1..=4)
+        .map(|i| format!("{{\"id\": \"q{i}\", \"vars\": {{\"q\": \"Is shipping free ({i})?\"}}, \"expected\": \"Free over $50\"}}\n"))
+        .collect();
+    std::fs::write(d.join("cases.jsonl"), cases).unwrap();
+    std::fs::write(d.join("p.txt"), "{{ q }}").unwrap();
+    let bench = format!(
+        r#"name: judged
+cases: cases.jsonl
+variants: [p.txt]
+grade: {{ kind: judge, rubric: "Right and polite." }}
+endpoints:
+  - name: hosted
+    base_url: "{}"
+    model: judge-m
+    api_key_env: HOSTED_KEY
+    price: {{ input_per_mtok: 100.0, output_per_mtok: 100.0 }}
+    headers: {{ X-Team: team-a }}
+  - name: local
+    base_url: "{}"
+    model: small-model
+judge: {{ endpoint: hosted }}
+"#,
+        hosted.base_url(),
+        local.base_url()
+    );
+    std::fs::write(d.join("bench.yaml"), bench).unwrap();
+    let out = promptgauge(d)
+        .args(["run", "bench.yaml", "--no-store", "--endpoints", "local"])
+        .env("HOSTED_KEY", "judge-secret-key")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // Answers at local, verdicts at hosted: with the judge's model, key and headers.
+    assert!(
+        local
+            .provider
+            .bodies()
+            .iter()
+            .all(|b| b["model"] == "small-model")
+    );
+    let judged = hosted.provider.headers();
+    assert_eq!(judged.len(), 4);
+    for h in &judged {
+        assert_eq!(header(h, "x-team"), Some("team-a"));
+        assert_eq!(header(h, "authorization"), Some("Bearer judge-secret-key"));
+    }
+    assert!(
+        hosted
+            .provider
+            .bodies()
+            .iter()
+            .all(|b| b["model"] == "judge-m")
+    );
+    let run = run_dirs(&d.join("reports")).remove(0);
+    let s = summary(&run);
+    let judge = s.run.judge.clone().unwrap();
+    assert_eq!(
+        (judge.endpoint.as_deref(), judge.model.as_str()),
+        (Some("hosted"), "judge-m")
+    );
+    assert!(!s.run.self_judged);
+    assert!(
+        s.variants[0].judge_cost_usd.unwrap() > 0.0,
+        "the hosted price"
+    );
+
+    // A judge naming no such endpoint is refused where it is written.
+    let text = std::fs::read_to_string(d.join("bench.yaml")).unwrap();
+    std::fs::write(
+        d.join("bench.yaml"),
+        text.replace(
+            "judge: { endpoint: hosted }",
+            "judge: { endpoint: nowhere }",
+        ),
+    )
+    .unwrap();
+    let out = promptgauge(d)
+        .args(["check", "bench.yaml"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("judge.endpoint names `nowhere`") && stderr.contains("hosted, local"),
+        "{stderr}"
+    );
+}
