@@ -916,6 +916,8 @@ pub struct BenchEndpoint<'a> {
     pub model: Option<&'a str>,
     pub api_key_env: Option<&'a str>,
     pub protocol: Option<crate::client::ProtocolKind>,
+    /// `api-key`: the key goes in that header (Azure OpenAI).
+    pub key_header: Option<crate::client::KeyHeader>,
     /// One of the bench's named `endpoints:`: its base URL is its own, beating the
     /// environment's (only --base-url overrides it).
     pub named: Option<&'a crate::suite::endpoints::NamedEndpoint>,
@@ -995,7 +997,7 @@ pub(crate) fn resolve_endpoint(
                     )
                 })?;
             warnings.extend(warning);
-            Some(crate::client::ApiKey::new(key))
+            Some(crate::client::ApiKey::new(key).in_header(bench.key_header.unwrap_or_default()))
         }
         None => None,
     };

@@ -223,6 +223,7 @@ fn endpoint_of(
             model: bench.endpoint.model.as_deref(),
             api_key_env: bench.endpoint.api_key_env.as_deref(),
             protocol: bench.endpoint.protocol,
+            key_header: bench.endpoint.key_header,
             named,
         },
     )

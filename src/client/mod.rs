@@ -41,12 +41,32 @@ pub use transport::{HttpRequest, HttpResponse, ReqwestTransport, Transport, Tran
 
 /// An API key. It is sent in one header and shown nowhere else.
 #[derive(Clone)]
-pub struct ApiKey(String);
+pub struct ApiKey(String, KeyHeader);
+
+/// Which header carries the key: the protocol's own (a bearer `Authorization` for the
+/// OpenAI protocols, `x-api-key` for Anthropic's), or `api-key` (Azure OpenAI's keys).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeyHeader {
+    #[default]
+    Protocol,
+    ApiKey,
+}
 
 impl ApiKey {
     /// Wraps a key read from the environment.
     pub fn new(key: String) -> Self {
-        ApiKey(key)
+        ApiKey(key, KeyHeader::Protocol)
+    }
+
+    /// The same key, sent in `header`.
+    pub fn in_header(self, header: KeyHeader) -> Self {
+        ApiKey(self.0, header)
+    }
+
+    /// The header that carries it.
+    pub fn header(&self) -> KeyHeader {
+        self.1
     }
 
     /// The value, for the one header that carries it and for [`Secrets`].

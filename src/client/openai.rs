@@ -151,11 +151,13 @@ impl Protocol for OpenAiChat {
     }
 
     fn key_headers(&self, key: Option<&ApiKey>) -> Vec<(String, String)> {
-        key.map(|key| {
-            (
+        key.map(|key| match key.header() {
+            // Azure OpenAI's keys go in their own header.
+            super::KeyHeader::ApiKey => ("api-key".to_string(), key.expose().to_string()),
+            super::KeyHeader::Protocol => (
                 "authorization".to_string(),
                 format!("Bearer {}", key.expose()),
-            )
+            ),
         })
         .into_iter()
         .collect()

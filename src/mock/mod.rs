@@ -449,11 +449,13 @@ impl Provider {
             return true;
         };
         match wire {
+            // A bearer key, or Azure OpenAI's `api-key` header.
             Wire::Chat | Wire::Responses => {
                 let expected = format!("Bearer {key}");
-                headers
-                    .iter()
-                    .any(|(n, v)| n.eq_ignore_ascii_case("authorization") && *v == expected)
+                headers.iter().any(|(n, v)| {
+                    (n.eq_ignore_ascii_case("authorization") && *v == expected)
+                        || (n.eq_ignore_ascii_case("api-key") && v == key)
+                })
             }
             Wire::Anthropic => anthropic::carries_key(headers, key),
         }

@@ -23,6 +23,8 @@ pub(super) struct RawNamedEndpoint {
     #[serde(default)]
     protocol: Option<ProtocolKind>,
     #[serde(default)]
+    key_header: Option<crate::client::KeyHeader>,
+    #[serde(default)]
     price: Option<Price>,
     #[serde(default)]
     params: Map<String, Value>,
@@ -118,6 +120,7 @@ pub(super) fn named_endpoints(
                 model: e.model,
                 api_key_env: e.api_key_env,
                 protocol: e.protocol,
+                key_header: e.key_header,
             },
             price: e.price,
             params: e.params,
@@ -207,7 +210,7 @@ impl std::str::FromStr for AdHocEndpoint {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, String> {
-        let usage = "write NAME=URL[,model=M][,key_env=VAR][,protocol=P], e.g. local=http://127.0.0.1:8000/v1,model=qwen";
+        let usage = "write NAME=URL[,model=M][,key_env=VAR][,protocol=P][,key_header=api-key], e.g. local=http://127.0.0.1:8000/v1,model=qwen";
         let mut parts = text.split(',');
         let (name, url) = parts
             .next()
@@ -232,6 +235,13 @@ impl std::str::FromStr for AdHocEndpoint {
                 "model" => spec.model = Some(value),
                 "key_env" | "api_key_env" => spec.api_key_env = Some(value),
                 "protocol" => spec.protocol = Some(value.parse()?),
+                "key_header" => {
+                    spec.key_header = Some(
+                        serde_json::from_value(serde_json::Value::String(value.clone())).map_err(
+                            |_| format!("key_header is `protocol` or `api-key`, not `{value}`"),
+                        )?,
+                    )
+                }
                 other => return Err(format!("unknown endpoint field `{other}`: {usage}")),
             }
         }

@@ -34,6 +34,10 @@ pub struct EndpointSpec {
     /// The wire protocol it speaks (`openai-chat` when unset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<ProtocolKind>,
+    /// `api-key`: the key goes in the `api-key` header (Azure OpenAI) instead of the
+    /// protocol's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_header: Option<crate::client::KeyHeader>,
 }
 
 /// `base_url: http://…/v1` or `base_url: [http://a/v1, http://b/v1]`.

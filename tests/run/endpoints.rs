@@ -329,3 +329,36 @@ judge: {{ endpoint: hosted }}
         "{stderr}"
     );
 }
+
+#[test]
+fn an_azure_style_key_goes_in_the_api_key_header_and_nowhere_else() {
+    let (_rt, azure) = start_mock(MockConfig {
+        api_key: Some("azure-key-0123456789".into()),
+        ..MockConfig::default()
+    });
+    let bench = arithmetic_bench(
+        2,
+        1,
+        &format!(
+            "endpoints:\n  - {{ name: azure, base_url: \"{}\", model: mock-model, api_key_env: AZURE_KEY, key_header: api-key }}\n",
+            azure.base_url()
+        ),
+    );
+    let out = promptgauge(bench.path())
+        .args(["run", "bench.yaml", "--no-store", "--quiet"])
+        .env("AZURE_KEY", "azure-key-0123456789")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sent = azure.provider.headers();
+    assert_eq!(sent.len(), 2);
+    for h in &sent {
+        assert_eq!(header(h, "api-key"), Some("azure-key-0123456789"));
+        assert_eq!(header(h, "authorization"), None);
+    }
+}
