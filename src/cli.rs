@@ -960,10 +960,16 @@ pub(crate) fn resolve_endpoint(
         (None, Some(m), _) => m.to_string(),
         (None, None, true) => "mock-model".to_string(),
         (None, None, false) => {
-            return Err(UsageError::with_fix(
-                "no model is named for this endpoint",
-                "set endpoint.model in the bench, or pass --model NAME",
-            ));
+            return Err(match bench.named {
+                Some(n) => UsageError::with_fix(
+                    format!("endpoint {} names no model", n.name),
+                    "add `model:` to it in the bench's endpoints, model= to --endpoint, or pass --model NAME",
+                ),
+                None => UsageError::with_fix(
+                    "no model is named for this endpoint",
+                    "set endpoint.model in the bench, or pass --model NAME",
+                ),
+            });
         }
     };
     if model.trim().is_empty() {

@@ -147,7 +147,16 @@ fn choose_endpoint(
             headers: Vec::new(),
         };
         match known.iter_mut().find(|k| k.name == e.name) {
-            Some(k) => *k = e,
+            // The bench's endpoint, moved for this run: what the flag says over what the
+            // bench says (its price, parameters, limits and headers stay).
+            Some(k) => {
+                let given = &added.spec;
+                k.spec.base_url = given.base_url.clone().or(k.spec.base_url.take());
+                k.spec.model = given.model.clone().or(k.spec.model.take());
+                k.spec.api_key_env = given.api_key_env.clone().or(k.spec.api_key_env.take());
+                k.spec.protocol = given.protocol.or(k.spec.protocol);
+                k.spec.key_header = given.key_header.or(k.spec.key_header);
+            }
             None => known.push(e),
         }
     }

@@ -141,6 +141,40 @@ fn a_named_endpoint_runs_with_its_own_server_key_price_params_limits_and_headers
     );
     assert_eq!(local.provider.bodies().len(), 24);
 
+    // Naming a bench's endpoint moves it for the run: its price and headers stay.
+    let out = run(&[
+        "--endpoint",
+        &format!("hosted={},model=small-model", local.base_url()),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let moved = &local.provider.headers()[24..];
+    assert_eq!(moved.len(), 12);
+    assert!(
+        moved
+            .iter()
+            .all(|h| header(h, "openai-organization") == Some("org-42"))
+    );
+    let newest = run_dirs(&d.join("reports"))
+        .into_iter()
+        .max_by_key(|r| {
+            std::fs::metadata(r.join("summary.json"))
+                .unwrap()
+                .modified()
+                .unwrap()
+        })
+        .unwrap();
+    let s = summary(&newest);
+    assert_eq!(s.run.provider.endpoint.as_deref(), Some("hosted"));
+    assert!(
+        s.variants[0].cost_usd.unwrap() > 0.0,
+        "the hosted price stays"
+    );
+
     // -v shows each attempt's headers: a value read from a variable is scrubbed there too.
     let out = promptgauge(d)
         .args(["run", "bench.yaml", "--no-store", "-v", "--limit", "1"])
