@@ -1019,12 +1019,8 @@ impl Listener for Outage {
             return Ok(());
         }
         let entry = record.failed_transiently().then(|| {
-            let last = record.attempts.last();
-            let signature = format!(
-                "{:?}/{}",
-                last.and_then(|a| a.status),
-                last.map_or("", |a| a.outcome.as_str())
-            );
+            let (outcome, status) = record.failure_outcome();
+            let signature = format!("{status:?}/{}", outcome.map_or("", |o| o.as_str()));
             (
                 signature,
                 tokio::time::Instant::now(),

@@ -513,6 +513,7 @@ impl Judge {
             attempts: 0,
             cached: false,
             status: None,
+            outcome: None,
         };
         let cached = match (&service.cache, &cache_key) {
             (Some(c), Some(k)) => c.lock().ok().and_then(|c| c.get(k).cloned()),
@@ -539,6 +540,7 @@ impl Judge {
             }
             if !result.answered() {
                 call.status = result.attempts.last().and_then(|a| a.status);
+                call.outcome = result.attempts.last().map(|a| a.outcome);
                 call.error = Some(result.failure.unwrap_or_else(|| "no answer".into()));
                 return Err(call);
             }

@@ -81,6 +81,10 @@ pub struct JudgeCall {
     /// refuses its key, fails every job the same lasting way).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
+    /// How the failed call's last attempt ended (a judge down or overloaded fails every
+    /// job the same passing way, as an endpoint's outage does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<crate::client::Outcome>,
     /// The reply came from the response cache.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cached: bool,

@@ -198,6 +198,19 @@ pub struct ReadStats {
     pub decided: Vec<super::sequential::Decided>,
 }
 
+/// Whether an attempt that ended so failed for a reason that passes (a server down,
+/// overloaded or unreachable).
+fn passing(outcome: crate::client::Outcome, status: Option<u16>) -> bool {
+    use crate::client::Outcome;
+    match outcome {
+        Outcome::Cut | Outcome::Stalled | Outcome::NoFirstToken | Outcome::StreamError => true,
+        Outcome::HttpError => {
+            status.is_none_or(|s| s == 408 || s == 429 || (500..600).contains(&s))
+        }
+        _ => false,
+    }
+}
+
 /// Event lines start with this; job records never do.
 const EVENT_PREFIX: &[u8] = b"{\"event\":";
 /// A decision's event line starts with this.
@@ -230,24 +243,34 @@ impl JobRecord {
     }
 
     /// Whether the job failed for a reason that passes — a server down, overloaded or
-    /// unreachable: its last attempt was refused with 408, 429 or a 5xx, found no server,
-    /// or its stream was cut, stalled, never started or broke with an error event. A 4xx
-    /// such as a wrong model, a template or a judge that failed, is not.
+    /// unreachable, the endpoint's or the judge's: the last attempt (of the answer, or of
+    /// the judge's failed call) was refused with 408, 429 or a 5xx, found no server, or its
+    /// stream was cut, stalled, never started or broke with an error event. A 4xx such as a
+    /// wrong model, a template, or a judge reply that could not be read, is not.
     pub fn failed_transiently(&self) -> bool {
-        use crate::client::Outcome;
         if self.status != JobStatus::Failed {
             return false;
         }
-        let Some(last) = self.attempts.last() else {
-            return false;
-        };
-        match last.outcome {
-            Outcome::Cut | Outcome::Stalled | Outcome::NoFirstToken | Outcome::StreamError => true,
-            Outcome::HttpError => last
-                .status
-                .is_none_or(|s| s == 408 || s == 429 || (500..600).contains(&s)),
-            _ => false,
+        let (outcome, status) = self.failure_outcome();
+        match outcome {
+            Some(o) => passing(o, status),
+            None => false,
         }
+    }
+
+    /// How the attempt the job failed on ended, with its status: the judge's failed call's,
+    /// when the answer came and the judge's call failed, else the answer's last attempt's.
+    pub fn failure_outcome(&self) -> (Option<crate::client::Outcome>, Option<u16>) {
+        if let Some(call) = self
+            .judge
+            .iter()
+            .rev()
+            .find(|c| c.error.is_some() && c.outcome.is_some())
+        {
+            return (call.outcome, call.status);
+        }
+        let last = self.attempts.last();
+        (last.map(|a| a.outcome), last.and_then(|a| a.status))
     }
 
     /// The job's score: its `score`, or 1/0 from `correct` in older journals.

@@ -934,3 +934,55 @@ fn check_probe_looks_at_the_judge_and_stops_on_a_refused_key() {
         "{stdout}"
     );
 }
+
+#[test]
+fn a_judge_that_goes_down_mid_run_stops_it_as_an_outage() {
+    let (_rt, answers) = start_mock(MockConfig::default());
+    // The judge answers its first three calls, then every call gets 503.
+    let (_rt2, judge) = start_mock(MockConfig {
+        outage_after: Some(3),
+        ..MockConfig::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let d = &dir.path().join("free");
+    promptgauge(dir.path())
+        .args(["init", d.to_str().unwrap(), "--task", "free"])
+        .assert()
+        .success();
+    // More cases, so that the outage has a window to fill; one attempt per judge call, so
+    // no backoff waits for real.
+    let cases: String = (1..=40)
+        .map(|i| format!("{{\"id\": \"q{i}\", \"vars\": {{\"request\": \"Question {i}?\"}}, \"expected\": \"Answer {i}\"}}\n"))
+        .collect();
+    std::fs::write(d.join("cases.jsonl"), cases).unwrap();
+    let bench = std::fs::read_to_string(d.join("promptgauge.yaml")).unwrap();
+    std::fs::write(
+        d.join("promptgauge.yaml"),
+        bench.replace(
+            "# judge:\n",
+            "judge: { limits: { max_attempts: 1, concurrency: 2 } }\n# judge:\n",
+        ),
+    )
+    .unwrap();
+    let out = promptgauge(d)
+        .args(["run", "--no-store", "--concurrency", "2", "--base-url"])
+        .arg(answers.base_url())
+        .args(["--model", "mock-model", "--judge-base-url"])
+        .arg(judge.base_url())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Stopped as an outage (exit 3, resumable), not every answer bought and failed.
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("the server looks down"), "{stderr}");
+    assert!(stderr.contains("--retry-failed"), "{stderr}");
+    let bought = answers.provider.bodies().len();
+    assert!(bought < 80, "{bought} of 80 answers bought");
+    let run = run_dirs(&d.join("reports")).remove(0);
+    let records = journal(&run);
+    let failed_at_judge = records
+        .iter()
+        .filter(|r| r["status"] == "failed" && r["judge"][0]["outcome"] == "http_error")
+        .count();
+    assert!(failed_at_judge >= 8, "{failed_at_judge}");
+}
