@@ -938,10 +938,10 @@ pub(crate) fn resolve_endpoint(
                 .filter(|u| *u != "mock")
                 .cloned()
                 .collect(),
-            source: if n.spec.base_url.is_some() {
-                "the bench's endpoints"
-            } else {
+            source: if args.endpoint.iter().any(|e| e.name == n.name) {
                 "--endpoint"
+            } else {
+                "the bench's endpoints"
             },
         },
         _ => resolve_base_url(&args.base_url, env, &bench.base_urls),

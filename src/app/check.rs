@@ -37,7 +37,11 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
     match p.endpoint.base_urls.as_slice() {
         [] => out!("  endpoint: the built-in SIMULATOR (no base URL configured)"),
         urls => out!(
-            "  endpoint {} (from {}), model {}",
+            "  endpoint {}{} (from {}), model {}",
+            p.endpoint
+                .name
+                .as_ref()
+                .map_or_else(String::new, |n| format!("{n} at ")),
             shown_urls(urls).join(", "),
             p.endpoint.source,
             p.endpoint.model
