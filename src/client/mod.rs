@@ -789,6 +789,14 @@ impl Client {
             .chain(stream.error.as_mut())
             .chain(stream.finish.as_mut().map(|f| &mut f.reason))
             .chain(stream.unrecognised_finish.as_mut())
+            // A key echoed into a tool call's arguments may span the pieces it came in:
+            // each event was scrubbed, the assembled call is scrubbed again.
+            .chain(
+                stream
+                    .tool_calls
+                    .iter_mut()
+                    .flat_map(|c| [&mut c.arguments, &mut c.name, &mut c.id]),
+            )
         {
             s.scrub_in_place(text);
         }

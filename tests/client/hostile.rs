@@ -633,6 +633,38 @@ async fn a_key_echoed_by_the_server_is_scrubbed_from_everything_kept() {
     assert_eq!(r.text, "your key is [redacted]");
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_key_echoed_into_a_tool_call_across_its_pieces_is_scrubbed() {
+    const KEY: &str = "sk-test-echo-0123456789abcdef";
+    let piece = |args: &str, first: bool| {
+        let call = if first {
+            format!(
+                r#"{{"index":0,"id":"c1","type":"function","function":{{"name":"f","arguments":"{args}"}}}}"#
+            )
+        } else {
+            format!(r#"{{"index":0,"function":{{"arguments":"{args}"}}}}"#)
+        };
+        chunk(&format!(r#"{{"tool_calls":[{call}]}}"#), None)
+    };
+    let (r, _) = play_replies(
+        vec![Reply::ok(vec![
+            lines(&[
+                &piece(&format!(r#"{{\"key\": \"{}"#, &KEY[..10]), true),
+                &piece(&format!(r#"{}\"}}"#, &KEY[10..]), false),
+                &chunk("{}", Some("tool_calls")),
+                "data: [DONE]",
+            ])
+            .remove(0)
+            .into_bytes(),
+        ])],
+        |c| c.api_key = Some(promptgauge::client::ApiKey::new(KEY.into())),
+    )
+    .await;
+    assert_eq!(outcomes(&r), [Outcome::Complete]);
+    assert_eq!(r.tool_calls.len(), 1);
+    assert_eq!(r.tool_calls[0].arguments, r#"{"key": "[redacted]"}"#);
+}
+
 // ---- URLs ----
 
 #[tokio::test(start_paused = true)]
