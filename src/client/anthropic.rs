@@ -33,13 +33,15 @@ pub(crate) const DEFAULT_MAX_TOKENS: u64 = 4096;
 const MAX_TOOL_CALLS: usize = 256;
 
 /// What a `stop_reason` means: a closed list. `end_turn`, `stop_sequence` and `tool_use` end
-/// an answer; `max_tokens` truncates it; `refusal` withholds it. Anything else — `pause_turn`
-/// (the server paused a long turn, to be continued), a word this version does not know — is
-/// not a finish: the text so far is never graded.
+/// an answer; `max_tokens` and `model_context_window_exceeded` (the model ran out of its
+/// context window while writing: the same ceiling, reached another way) truncate it;
+/// `refusal` withholds it. Anything else — `pause_turn` (the server paused a long turn, to
+/// be continued), a word this version does not know — is not a finish: the text so far is
+/// never graded.
 fn finish_kind(reason: &str) -> Option<FinishKind> {
     match reason {
         "end_turn" | "stop_sequence" | "tool_use" => Some(FinishKind::Stopped),
-        "max_tokens" => Some(FinishKind::Truncated),
+        "max_tokens" | "model_context_window_exceeded" => Some(FinishKind::Truncated),
         "refusal" => Some(FinishKind::Filtered),
         _ => None,
     }
@@ -465,6 +467,23 @@ mod tests {
     use super::*;
 
     const P: AnthropicMessages = AnthropicMessages;
+
+    #[test]
+    fn stop_reasons_are_a_closed_list() {
+        for (reason, kind) in [
+            ("end_turn", Some(FinishKind::Stopped)),
+            ("stop_sequence", Some(FinishKind::Stopped)),
+            ("tool_use", Some(FinishKind::Stopped)),
+            ("max_tokens", Some(FinishKind::Truncated)),
+            ("model_context_window_exceeded", Some(FinishKind::Truncated)),
+            ("refusal", Some(FinishKind::Filtered)),
+            ("pause_turn", None),
+            ("", None),
+            ("something_new", None),
+        ] {
+            assert_eq!(finish_kind(reason), kind, "{reason}");
+        }
+    }
 
     fn job(messages: Vec<ChatMessage>, params: Value) -> JobRequest {
         JobRequest {
