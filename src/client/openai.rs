@@ -44,17 +44,15 @@ pub struct OpenAiChat;
 /// `Ok(None)` when there is no usage object; `Err` when its counts are not whole numbers
 /// ≥ 0. Absent counts are 0.
 fn usage(v: &Value) -> Result<Option<Usage>, InvalidUsage> {
-    let Some(counts) = UsageCounts::of(v)? else {
-        return Ok(None);
-    };
-    let n = |pointer: &str| counts.get(pointer).map(Option::unwrap_or_default);
-    Ok(Some(Usage {
-        prompt_tokens: n("/prompt_tokens")?,
-        completion_tokens: n("/completion_tokens")?,
-        cached_tokens: n("/prompt_tokens_details/cached_tokens")?,
-        reasoning_tokens: n("/completion_tokens_details/reasoning_tokens")?,
-        estimated: false,
-    }))
+    UsageCounts::read(
+        v,
+        [
+            "/prompt_tokens",
+            "/completion_tokens",
+            "/prompt_tokens_details/cached_tokens",
+            "/completion_tokens_details/reasoning_tokens",
+        ],
+    )
 }
 
 /// The human part of an OpenAI-style error object (or a bare string), whole: the client

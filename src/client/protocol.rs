@@ -248,6 +248,26 @@ impl<'a> UsageCounts<'a> {
             Some(v) => v.as_u64().map(Some).ok_or(InvalidUsage),
         }
     }
+
+    /// The usage a server reported, its four counts read at these pointers (prompt,
+    /// completion, cached, reasoning); absent counts are 0. `Ok(None)` when there is no
+    /// usage object; `Err` when a count is not a whole number ≥ 0.
+    pub(crate) fn read(
+        v: &'a Value,
+        [prompt, completion, cached, reasoning]: [&str; 4],
+    ) -> Result<Option<Usage>, InvalidUsage> {
+        let Some(counts) = UsageCounts::of(v)? else {
+            return Ok(None);
+        };
+        let n = |pointer: &str| counts.get(pointer).map(Option::unwrap_or_default);
+        Ok(Some(Usage {
+            prompt_tokens: n(prompt)?,
+            completion_tokens: n(completion)?,
+            cached_tokens: n(cached)?,
+            reasoning_tokens: n(reasoning)?,
+            estimated: false,
+        }))
+    }
 }
 
 /// A form of request a server may refuse, richest first: a protocol may fall back to a

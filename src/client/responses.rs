@@ -195,17 +195,15 @@ fn error_event(s: &mut Streamed, event: &Value) {
 /// A response's `usage`: `Ok(None)` when there is none, `Err` when its counts cannot be
 /// believed.
 fn usage(v: &Value) -> Result<Option<Usage>, InvalidUsage> {
-    let Some(counts) = UsageCounts::of(v)? else {
-        return Ok(None);
-    };
-    let n = |pointer: &str| counts.get(pointer).map(Option::unwrap_or_default);
-    Ok(Some(Usage {
-        prompt_tokens: n("/input_tokens")?,
-        completion_tokens: n("/output_tokens")?,
-        cached_tokens: n("/input_tokens_details/cached_tokens")?,
-        reasoning_tokens: n("/output_tokens_details/reasoning_tokens")?,
-        estimated: false,
-    }))
+    UsageCounts::read(
+        v,
+        [
+            "/input_tokens",
+            "/output_tokens",
+            "/input_tokens_details/cached_tokens",
+            "/output_tokens_details/reasoning_tokens",
+        ],
+    )
 }
 
 /// The item an event is about: its id, else its place in the output (`#2`).
