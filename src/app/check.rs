@@ -118,36 +118,12 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
 /// `check --probe`: the run's preflight, said: the endpoint and (when it answers
 /// elsewhere) the judge, each asked for its models once.
 async fn probe(p: &super::Prepared, judge: Option<&super::judge::Judge>) -> Result<Exit, Failure> {
-    let limits = &p.bench.limits;
-    let endpoint = (!p.endpoint.base_urls.is_empty()).then(|| super::preflight::Target {
-        protocol: p.endpoint.protocol,
-        base_urls: &p.endpoint.base_urls,
-        model: &p.endpoint.model,
-        key: p.endpoint.api_key.as_ref(),
-        key_env: &p.endpoint.api_key_env,
-        role: None,
-        model_flag: "--model",
-    });
-    let judge = judge.filter(|j| !j.info.simulated && !j.is_endpoint(p));
-    let looked = [
-        (
-            "endpoint",
-            endpoint,
-            (limits.connect_timeout, limits.first_token_timeout),
-        ),
-        (
-            "judge",
-            judge.map(super::judge::Judge::target),
-            judge.map_or((limits.connect_timeout, limits.first_token_timeout), |j| {
-                (j.limits.connect_timeout, j.limits.first_token_timeout)
-            }),
-        ),
-    ];
-    for (what, target, timeouts) in looked {
-        let Some(target) = target else {
+    let (endpoint, judge) = super::preflight::looks(p, judge);
+    for (what, look) in [("endpoint", endpoint), ("judge", judge)] {
+        if look.is_none() {
             continue;
-        };
-        let found = super::preflight::check_if(Some(target), timeouts).await;
+        }
+        let found = super::preflight::check_if(look).await;
         for (_, why) in &found.dead {
             out!("  warning: {why}: it did not answer");
         }

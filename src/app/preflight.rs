@@ -157,13 +157,45 @@ pub(crate) async fn check(
     out
 }
 
-/// [`check`] of `target` when there is one, within (connect, wait); else nothing found.
-pub(crate) async fn check_if(
-    target: Option<Target<'_>>,
-    (connect_timeout, wait): (Duration, Duration),
-) -> Preflight {
-    match target {
-        Some(t) => check(&t, connect_timeout, wait).await,
+/// One look: a target, within its (connect, wait) timeouts.
+pub(crate) struct Look<'a> {
+    pub target: Target<'a>,
+    pub timeouts: (Duration, Duration),
+}
+
+/// What a run looks at before its first job (and `check --probe` says): its endpoint,
+/// unless the simulator answers, and its judge, when the judge answers elsewhere or with
+/// another model. Each within its own limits' timeouts.
+pub(crate) fn looks<'a>(
+    p: &'a super::Prepared,
+    judge: Option<&'a super::judge::Judge>,
+) -> (Option<Look<'a>>, Option<Look<'a>>) {
+    let limits = &p.bench.limits;
+    let endpoint = (!p.endpoint.base_urls.is_empty()).then(|| Look {
+        target: Target {
+            protocol: p.endpoint.protocol,
+            base_urls: &p.endpoint.base_urls,
+            model: &p.endpoint.model,
+            key: p.endpoint.api_key.as_ref(),
+            key_env: &p.endpoint.api_key_env,
+            role: None,
+            model_flag: "--model",
+        },
+        timeouts: (limits.connect_timeout, limits.first_token_timeout),
+    });
+    let judge = judge
+        .filter(|j| !j.info.simulated && !j.is_endpoint(p))
+        .map(|j| Look {
+            target: j.target(),
+            timeouts: (j.limits.connect_timeout, j.limits.first_token_timeout),
+        });
+    (endpoint, judge)
+}
+
+/// [`check`] of a look when there is one; else nothing found.
+pub(crate) async fn check_if(look: Option<Look<'_>>) -> Preflight {
+    match look {
+        Some(l) => check(&l.target, l.timeouts.0, l.timeouts.1).await,
         None => Preflight::default(),
     }
 }

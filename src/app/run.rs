@@ -41,8 +41,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     let judge_info = judge.as_ref().map(|j| j.info.clone());
 
     let mut signals = Signals::watch().before_send()?;
-    let Some(dead_replicas) =
-        look_at_server(&p, &provider, judge.as_ref(), args.quiet, &mut signals).await?
+    let Some(dead_replicas) = look_at_server(&p, judge.as_ref(), args.quiet, &mut signals).await?
     else {
         return Ok(Exit::Interrupted);
     };
@@ -752,37 +751,18 @@ fn open_folder(
 /// first (nothing was sent).
 async fn look_at_server(
     p: &Prepared,
-    provider: &ProviderInfo,
     judge: Option<&super::judge::Judge>,
     quiet: bool,
     signals: &mut Signals,
 ) -> Result<Option<Vec<(usize, String)>>, Failure> {
-    let limits = &p.bench.limits;
-    let endpoint = (!provider.simulated).then(|| super::preflight::Target {
-        protocol: p.endpoint.protocol,
-        base_urls: &p.endpoint.base_urls,
-        model: &p.endpoint.model,
-        key: p.endpoint.api_key.as_ref(),
-        key_env: &p.endpoint.api_key_env,
-        role: None,
-        model_flag: "--model",
-    });
-    let judged_apart = judge.filter(|j| !j.info.simulated && !j.is_endpoint(p));
-    let judge = judged_apart.map(super::judge::Judge::target);
+    let (endpoint, judge) = super::preflight::looks(p, judge);
     if endpoint.is_none() && judge.is_none() {
         return Ok(Some(Vec::new()));
     }
-    let judge_timeouts = judged_apart
-        .map_or((limits.connect_timeout, limits.first_token_timeout), |j| {
-            (j.limits.connect_timeout, j.limits.first_token_timeout)
-        });
     let checking = async {
         let (run, judged) = tokio::join!(
-            super::preflight::check_if(
-                endpoint,
-                (limits.connect_timeout, limits.first_token_timeout)
-            ),
-            super::preflight::check_if(judge, judge_timeouts)
+            super::preflight::check_if(endpoint),
+            super::preflight::check_if(judge)
         );
         super::preflight::Preflight::both(run, judged)
     };

@@ -447,7 +447,7 @@ fn figures(b: &mut String, s: &super::Summary, conf: f64, names: &[&str]) {
             esc(&judge.model),
             esc(&judge.base_url)
         );
-        b.push_str(&tables::judge(s, judge).html());
+        b.push_str(&tables::judge(s).html());
     }
 
     comparisons(b, s, names);

@@ -80,7 +80,7 @@ impl Exporter for Markdown {
                 md_code(&judge.model),
                 md_code(&judge.base_url),
             ));
-            out.push_str(&tables::judge(s, judge).markdown());
+            out.push_str(&tables::judge(s).markdown());
         }
         if !s.replicas.is_empty() {
             out.push_str("\n### Replicas\n\n");

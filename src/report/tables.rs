@@ -6,7 +6,7 @@ use super::compare::{Comparison, RunComparison, Verdict, ci_header};
 use super::history::{History, short_time, source_label, step_cell};
 use super::rows::RunRow;
 use super::table::{Cell, Column, Row, Syntax, Table};
-use super::{ProviderInfo, Summary, interval, millis, pct, usd};
+use super::{Summary, interval, millis, pct, usd};
 
 /// The verdict's HTML class: its name in summary.json (`not_distinguishable`).
 fn verdict_class(c: &Comparison) -> String {
@@ -130,7 +130,7 @@ pub(crate) fn paired(s: &Summary) -> Table {
 
 /// What the judge cost per variant and, once people labelled answers, how it fared against
 /// them (a terminal leaves the label columns out until there are labels).
-pub(crate) fn judge(s: &Summary, _judge: &ProviderInfo) -> Table {
+pub(crate) fn judge(s: &Summary) -> Table {
     let labelled = s.variants.iter().any(|v| v.labelled.is_some());
     let label_column = |c: Column| {
         if labelled {

@@ -212,7 +212,7 @@ fn judge_table(s: &Summary, judge: &super::ProviderInfo, width: Option<usize>) -
         "judged by {} at {}:\n{}",
         judge.model,
         judge.base_url,
-        tables::judge(s, judge).terminal(width)
+        tables::judge(s).terminal(width)
     )
 }
 

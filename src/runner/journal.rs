@@ -224,11 +224,7 @@ impl JobRecord {
     /// the judge's call failed (a judge that is not there fails every job the same way),
     /// else its answer's last attempt's.
     pub fn failure_status(&self) -> Option<u16> {
-        self.judge
-            .iter()
-            .rev()
-            .find_map(|c| c.error.as_ref().and(c.status))
-            .or_else(|| self.attempts.last().and_then(|a| a.status))
+        self.failure_outcome().1
     }
 
     /// The first line of the job's error (empty when it has none): what tells failures
