@@ -517,13 +517,14 @@ impl OutputArgs {
     /// summary).
     pub fn sinks(
         &self,
-        price: Option<&crate::suite::Price>,
+        record: &crate::runner::record::RunRecord,
     ) -> Vec<Box<dyn crate::report::sinks::Sink>> {
         let mut sinks: Vec<Box<dyn crate::report::sinks::Sink>> = Vec::new();
         if let Some(path) = &self.jobs_csv {
             sinks.push(Box::new(crate::report::jobs_csv::JobsCsv::create(
                 path,
-                price.cloned(),
+                record.arm_prices(),
+                !record.plan.endpoints.is_empty(),
             )));
         }
         sinks

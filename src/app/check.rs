@@ -118,8 +118,15 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
 /// `check --probe`: the run's preflight, said: the endpoint and (when it answers
 /// elsewhere) the judge, each asked for its models once.
 async fn probe(p: &super::Prepared, judge: Option<&super::judge::Judge>) -> Result<Exit, Failure> {
-    let (endpoint, judge) = super::preflight::looks(p, judge);
-    for (what, look) in [("endpoint", endpoint), ("judge", judge)] {
+    let (endpoints, judge) = super::preflight::looks(p, judge);
+    let names = p.endpoint_names();
+    let whats = endpoints.into_iter().enumerate().map(|(i, look)| {
+        let what = names
+            .get(i)
+            .map_or_else(|| "endpoint".to_string(), |n| format!("endpoint {n}"));
+        (what, look)
+    });
+    for (what, look) in whats.chain([("judge".to_string(), judge)]) {
         if look.is_none() {
             continue;
         }

@@ -199,21 +199,23 @@ pub(super) fn aggregator_with(
             ..record.info()
         },
         variants: record.plan.variants.clone(),
+        endpoints: record.plan.endpoints.clone(),
         price: record.bench.price.clone(),
+        arm_prices: record.arm_prices(),
         planned: record.plan_keys().planned(),
         junit_spool: outputs.junit.is_some().then(|| dir.junit_spool()),
         judge_price: record.judge_price(),
         labels,
     });
     // The run's other outputs, as the flags ask for them.
-    for sink in outputs.sinks(record.bench.price.as_ref()) {
+    for sink in outputs.sinks(record) {
         agg.add_sink(sink);
     }
     let tests = record.plan.sequential.as_ref().map(|plan| {
         crate::runner::sequential::Sequential::new(
             plan,
             &record.bench.case_ids,
-            &record.plan.variants,
+            &record.plan.arms(),
             record.plan.repeats,
             record.bench.confidence,
             live,

@@ -163,33 +163,47 @@ pub(crate) struct Look<'a> {
     pub timeouts: (Duration, Duration),
 }
 
-/// What a run looks at before its first job (and `check --probe` says): its endpoint,
-/// unless the simulator answers, and its judge, when the judge answers elsewhere or with
-/// another model. Each within its own limits' timeouts.
+/// What a run looks at before its first job (and `check --probe` says): each of its
+/// endpoints the simulator does not answer (the baseline first; in a run of several, each
+/// named), and its judge, when the judge answers elsewhere or with another model. Each
+/// within its own limits' timeouts.
 pub(crate) fn looks<'a>(
     p: &'a super::Prepared,
     judge: Option<&'a super::judge::Judge>,
-) -> (Option<Look<'a>>, Option<Look<'a>>) {
-    let limits = &p.bench.limits;
-    let endpoint = (!p.endpoint.base_urls.is_empty()).then(|| Look {
-        target: Target {
-            protocol: p.endpoint.protocol,
-            base_urls: &p.endpoint.base_urls,
-            model: &p.endpoint.model,
-            key: p.endpoint.api_key.as_ref(),
-            key_env: &p.endpoint.api_key_env,
-            role: None,
-            model_flag: "--model",
-        },
-        timeouts: (limits.connect_timeout, limits.first_token_timeout),
-    });
+) -> (Vec<Option<Look<'a>>>, Option<Look<'a>>) {
+    let one = |e: &'a crate::cli::Endpoint, limits: &crate::suite::Limits, role| {
+        (!e.base_urls.is_empty()).then(|| Look {
+            target: Target {
+                protocol: e.protocol,
+                base_urls: &e.base_urls,
+                model: &e.model,
+                key: e.api_key.as_ref(),
+                key_env: &e.api_key_env,
+                role,
+                model_flag: if role.is_some() {
+                    "its `model:` (or model= in --endpoint NAME=URL,model=M)"
+                } else {
+                    "--model"
+                },
+            },
+            timeouts: (limits.connect_timeout, limits.first_token_timeout),
+        })
+    };
+    let endpoints = if p.grid.is_empty() {
+        vec![one(&p.endpoint, &p.bench.limits, None)]
+    } else {
+        p.grid
+            .iter()
+            .map(|g| one(&g.endpoint, &g.limits, Some(g.role())))
+            .collect()
+    };
     let judge = judge
         .filter(|j| !j.info.simulated && !j.is_endpoint(p))
         .map(|j| Look {
             target: j.target(),
             timeouts: (j.limits.connect_timeout, j.limits.first_token_timeout),
         });
-    (endpoint, judge)
+    (endpoints, judge)
 }
 
 /// [`check`] of a look when there is one; else nothing found.

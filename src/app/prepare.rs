@@ -16,9 +16,39 @@ pub(crate) struct Prepared {
     /// Indices into the bench's variants, baseline first.
     pub variants: Vec<usize>,
     pub jobs: Vec<Job>,
+    /// The run's endpoint; in a run of several, the baseline endpoint (`grid[0]`'s).
     pub endpoint: Endpoint,
+    /// A run of several endpoints: each, the baseline first, with what it brings (empty
+    /// when the run has one endpoint, whose price, parameters and limits are the bench's).
+    pub grid: Vec<GridEndpoint>,
     /// `--until-decided`: the case order and when to stop.
     pub sequential: Option<SequentialPlan>,
+}
+
+/// One endpoint of a run of several: where it is and what it costs, adds to each request
+/// and may be sent.
+#[derive(Clone)]
+pub(crate) struct GridEndpoint {
+    pub endpoint: Endpoint,
+    /// Its own, or the bench's.
+    pub price: Option<crate::suite::Price>,
+    /// Over the bench's request parameters, under each variant's.
+    pub params: serde_json::Map<String, serde_json::Value>,
+    pub limits: crate::suite::Limits,
+    /// `endpoint NAME`: how messages about it begin.
+    role: String,
+}
+
+impl GridEndpoint {
+    /// Its name (every endpoint of a grid has one).
+    pub(crate) fn name(&self) -> &str {
+        self.endpoint.name.as_deref().unwrap_or_default()
+    }
+
+    /// How messages about it begin: `endpoint NAME`.
+    pub(crate) fn role(&self) -> &str {
+        &self.role
+    }
 }
 
 impl Prepared {
@@ -61,6 +91,20 @@ impl Prepared {
             .map(|&v| self.bench.variants[v].name.clone())
             .collect()
     }
+
+    /// The endpoints' names in a run of several, the baseline first; empty with one.
+    pub(crate) fn endpoint_names(&self) -> Vec<String> {
+        self.grid.iter().map(|g| g.name().to_string()).collect()
+    }
+
+    /// The name of the arm a job belongs to: its variant's, or `ENDPOINT/VARIANT` in a run
+    /// of several endpoints.
+    pub(crate) fn arm_name(&self, job: &Job) -> String {
+        crate::suite::plan::arm_name(
+            &self.bench.variants[job.variant].name,
+            self.grid.get(job.endpoint).map(GridEndpoint::name),
+        )
+    }
 }
 
 /// Loads and checks everything; no network. Every error is exit 2.
@@ -77,21 +121,35 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
         bench.cases.truncate(limit);
         scorers.truncate(limit);
     }
-    let named = choose_endpoint(&mut bench, args)?;
+    let mut chosen = choose_endpoints(&mut bench, args)?;
     if let Some(r) = args.repeats {
         bench.repeats = r;
     }
     if let Some(c) = args.concurrency {
         bench.limits.concurrency = c as usize;
+        for e in &mut chosen {
+            e.limits.concurrency = c as usize;
+        }
     }
     let variants = pick_variants(&bench, &args.variants)?;
-    let endpoint = endpoint_of(&bench, named.as_ref(), args, env)?;
+    let grid = grid_of(&bench, &chosen, args, env)?;
+    let endpoint = match grid.first() {
+        Some(g) => g.endpoint.clone(),
+        None => endpoint_of(&bench, chosen.first(), args, env)?,
+    };
     let sequential = match (&args.sequential, args.until_decided) {
         (Some(recorded), _) => Some(recorded.clone()),
+        (None, true) if grid.len() > 1 => {
+            return Err(UsageError::with_fix(
+                "--until-decided with several endpoints is not supported yet: its sequential tests stop a variant's jobs on one axis, and a run of several endpoints compares on two",
+                "run --until-decided on one endpoint at a time (--endpoints NAME), or run the grid without it",
+            )
+            .into());
+        }
         (None, true) => Some(sequential_plan(&bench, variants.len(), args.max_drop)?),
         (None, false) => None,
     };
-    let jobs = plan_jobs(&bench, &variants, sequential.as_ref(), args);
+    let jobs = plan_jobs(&bench, &variants, grid.len(), sequential.as_ref(), args);
     if let Some(tpm) = bench.limits.tokens_per_minute {
         check_reservations(&bench, &jobs, tpm)?;
     }
@@ -101,8 +159,67 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
         variants,
         jobs,
         endpoint,
+        grid,
         sequential,
     })
+}
+
+/// A run of several endpoints: each resolved (its key read, its headers' variables, its
+/// base URL checked), with its price, parameters and limits. Empty for one endpoint. The
+/// flags that override one endpoint's server (`--base-url`, `--model`, `--protocol`) are
+/// refused: which of the endpoints would they move?
+fn grid_of(
+    bench: &Bench,
+    chosen: &[crate::suite::endpoints::NamedEndpoint],
+    args: &PlanArgs,
+    env: &Env,
+) -> Result<Vec<GridEndpoint>, UsageError> {
+    if chosen.len() < 2 {
+        return Ok(Vec::new());
+    }
+    let overriding = [
+        (!args.base_url.is_empty(), "--base-url"),
+        (args.model.is_some(), "--model"),
+        (args.protocol.is_some(), "--protocol"),
+    ];
+    if let Some((_, flag)) = overriding.iter().find(|(given, _)| *given) {
+        return Err(UsageError::with_fix(
+            format!(
+                "{flag} moves the run's one endpoint, and this run has {} ({})",
+                chosen.len(),
+                chosen
+                    .iter()
+                    .map(|e| e.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            "move one endpoint with --endpoint NAME=URL,model=M (its name as in the bench), or run one endpoint (--endpoints NAME)",
+        ));
+    }
+    chosen
+        .iter()
+        .map(|e| {
+            let endpoint = resolve_endpoint(
+                args,
+                env,
+                BenchEndpoint {
+                    base_urls: e.spec.base_url.iter().flat_map(|u| u.urls()).collect(),
+                    model: e.spec.model.as_deref(),
+                    api_key_env: e.spec.api_key_env.as_deref(),
+                    protocol: e.spec.protocol,
+                    key_header: e.spec.key_header,
+                    named: Some(e),
+                },
+            )?;
+            Ok(GridEndpoint {
+                role: format!("endpoint {}", e.name),
+                endpoint,
+                price: e.price.clone().or_else(|| bench.price.clone()),
+                params: e.params.clone(),
+                limits: e.limits.clone(),
+            })
+        })
+        .collect()
 }
 
 /// `--variants`: the bench's variants it names, in its order without repeats (every
@@ -128,14 +245,16 @@ fn pick_variants(bench: &Bench, names: &[String]) -> Result<Vec<usize>, Failure>
     Ok(picked)
 }
 
-/// The endpoint this run is on, among the bench's `endpoints:` and those `--endpoint`
-/// adds: the one `--endpoints` names, else the one `--endpoint` added, else the first. Its
-/// price, parameters (over the bench's) and limits become the run's. `None` when the bench
-/// has the single `endpoint:` and no flag names one.
-fn choose_endpoint(
+/// The endpoints this run is on, among the bench's `endpoints:` and those `--endpoint`
+/// adds (or moves): the ones `--endpoints` names, in its order; else the ones `--endpoint`
+/// names; else every one the bench lists. The first is the baseline endpoint; its spec
+/// becomes the bench's `endpoint`, its price and limits the bench's, and — when it runs
+/// alone — its parameters join the bench's (in a run of several each endpoint keeps its own
+/// parameters). Empty when the bench has the single `endpoint:` and no flag names one.
+fn choose_endpoints(
     bench: &mut Bench,
     args: &PlanArgs,
-) -> Result<Option<crate::suite::endpoints::NamedEndpoint>, UsageError> {
+) -> Result<Vec<crate::suite::endpoints::NamedEndpoint>, UsageError> {
     let mut known = bench.endpoints.clone();
     for added in &args.endpoint {
         let e = crate::suite::endpoints::NamedEndpoint {
@@ -160,55 +279,59 @@ fn choose_endpoint(
             None => known.push(e),
         }
     }
-    let wanted: Vec<&str> = args.endpoints.iter().map(|n| n.trim()).collect();
-    let names = || {
-        known
-            .iter()
-            .map(|k| k.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let chosen = match wanted.as_slice() {
-        [] => args
-            .endpoint
-            .last()
-            .and_then(|a| known.iter().find(|k| k.name == a.name))
-            .or_else(|| known.first()),
-        [one] => Some(known.iter().find(|k| k.name == *one).ok_or_else(|| {
-            UsageError::with_fix(
-                format!("--endpoints names `{one}`, which is not an endpoint of this bench"),
-                if known.is_empty() {
-                    "the bench has no `endpoints:` list: add one, or add an endpoint with --endpoint NAME=URL,model=M".to_string()
-                } else {
-                    format!("known endpoints: {}", names())
-                },
-            )
-        })?),
-        [..] => {
-            return Err(UsageError::with_fix(
-                format!(
-                    "--endpoints names {} endpoints: one run measures one endpoint for now",
-                    wanted.len()
-                ),
-                format!(
-                    "run each (--endpoints {}, then the next), and compare the runs: promptgauge compare RUN_A RUN_B",
-                    wanted[0]
-                ),
-            ));
+    let mut wanted: Vec<&str> = Vec::new();
+    for name in args.endpoints.iter().map(|n| n.trim()) {
+        if !wanted.contains(&name) {
+            wanted.push(name);
         }
-    };
-    let Some(chosen) = chosen.cloned() else {
-        return Ok(None);
-    };
-    bench.endpoint = chosen.spec.clone();
-    if chosen.price.is_some() {
-        bench.price = chosen.price.clone();
     }
-    for (k, v) in &chosen.params {
-        bench.params.insert(k.clone(), v.clone());
+    if wanted.is_empty() {
+        for added in &args.endpoint {
+            if !wanted.contains(&added.name.as_str()) {
+                wanted.push(&added.name);
+            }
+        }
     }
-    bench.limits = chosen.limits.clone();
-    Ok(Some(chosen))
+    let chosen: Vec<crate::suite::endpoints::NamedEndpoint> = if wanted.is_empty() {
+        known.clone()
+    } else {
+        let names = || {
+            known
+                .iter()
+                .map(|k| k.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        wanted
+            .iter()
+            .map(|one| {
+                known.iter().find(|k| k.name == *one).cloned().ok_or_else(|| {
+                    UsageError::with_fix(
+                        format!("--endpoints names `{one}`, which is not an endpoint of this bench"),
+                        if known.is_empty() {
+                            "the bench has no `endpoints:` list: add one, or add an endpoint with --endpoint NAME=URL,model=M".to_string()
+                        } else {
+                            format!("known endpoints: {}", names())
+                        },
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let Some(first) = chosen.first() else {
+        return Ok(chosen);
+    };
+    bench.endpoint = first.spec.clone();
+    if first.price.is_some() {
+        bench.price = first.price.clone();
+    }
+    if chosen.len() == 1 {
+        for (k, v) in &first.params {
+            bench.params.insert(k.clone(), v.clone());
+        }
+    }
+    bench.limits = first.limits.clone();
+    Ok(chosen)
 }
 
 /// Where to send: the flags and the environment over the chosen endpoint (or the bench's
@@ -238,23 +361,25 @@ fn endpoint_of(
     )
 }
 
-/// The jobs to send: every case × variant × repeat (in the sequential plan's order when
+/// The jobs to send: every case × variant × endpoint × repeat (in the sequential plan's order when
 /// there is one), then only `--shard`'s share.
 fn plan_jobs(
     bench: &Bench,
     variants: &[usize],
+    endpoints: usize,
     sequential: Option<&SequentialPlan>,
     args: &PlanArgs,
 ) -> Vec<Job> {
-    let mut plan = match sequential {
+    let order: Vec<usize> = match sequential {
         // A seeded random order, cut at max_cases: later cases are never planned.
         Some(s) => {
             let mut order = case_order(bench.cases.len(), s.seed);
             order.truncate(s.max_cases as usize);
-            Plan::in_order(&order, variants, bench.repeats)
+            order
         }
-        None => Plan::new(bench.cases.len(), variants, bench.repeats),
+        None => (0..bench.cases.len()).collect(),
     };
+    let mut plan = Plan::grid(&order, variants, endpoints, bench.repeats);
     if let Some(shard) = args.shard {
         plan.jobs.retain(|j| shard.holds(j));
     }

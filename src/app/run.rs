@@ -56,7 +56,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     )?;
     let continued = continue_journal(&p, args, &dir, &record)?;
 
-    let (simulator, client) = start_client(
+    let (simulator, lanes) = start_client(
         &p,
         &record,
         &provider,
@@ -75,7 +75,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         args,
         env,
         (&dir, &record),
-        (&client, simulator.as_ref(), judge.as_ref()),
+        (&lanes, simulator.as_ref(), judge.as_ref()),
         signals,
         continued,
     )
@@ -85,7 +85,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     let (ending, stopped) = ending_of(
         &sent.tally,
         &sent.dispatch,
-        (&client, sent.judge.as_deref()),
+        (&lanes, sent.judge.as_deref()),
         (&sent.first, &sent.outage),
         &dir,
     );
@@ -139,8 +139,8 @@ async fn send_jobs(
     args: &RunArgs,
     env: &Env,
     (dir, record): (&RunDir, &RunRecord),
-    (client, simulator, judge): (
-        &Arc<Client>,
+    (lanes, simulator, judge): (
+        &[runner::Lane],
         Option<&MockServer>,
         Option<&super::judge::Judge>,
     ),
@@ -157,10 +157,11 @@ async fn send_jobs(
         horizon,
         per_case,
     } = continued;
+    let client = &lanes[0].client;
     let dispatch = client.drain_token();
     let signals = watch_signals(signals, dispatch.clone(), client.stop_token(), args.grace);
     let live = !args.quiet && std::io::stderr().is_terminal() && !env.is_ci();
-    let mut progress = Progress::new(p.jobs.len(), already, record.plan.variants.clone(), live);
+    let mut progress = Progress::new(p.jobs.len(), already, record.plan.arms(), live);
     let cache = open_cache(args.cache, dir, args.quiet)?;
     let judge = judge_service_for(
         judge,
@@ -194,7 +195,7 @@ async fn send_jobs(
     let tally = runner::run(
         p.bench.clone(),
         jobs,
-        client.clone(),
+        lanes,
         &options,
         dispatch.clone(),
         &mut Fanout(listeners),
@@ -251,7 +252,6 @@ fn run_options(
     runner::RunOptions {
         scorers: p.scorers.clone(),
         run_id: record.run_id.clone(),
-        endpoint: record.endpoint.base_url.clone(),
         attempts: verbose,
         already,
         ..Default::default()
@@ -261,7 +261,14 @@ fn run_options(
 /// The listeners that stop sending early: when the first jobs all fail the same way
 /// (a wrong model, URL or key), and when most jobs fail the same passing way (an outage).
 fn watchers(p: &Prepared, dispatch: &CancellationToken) -> (FirstFailures, Outage) {
-    let gates = p.bench.limits.concurrency * p.endpoint.base_urls.len().max(1);
+    let gates: usize = if p.grid.is_empty() {
+        p.bench.limits.concurrency * p.endpoint.base_urls.len().max(1)
+    } else {
+        p.grid
+            .iter()
+            .map(|g| g.limits.concurrency * g.endpoint.base_urls.len().max(1))
+            .sum()
+    };
     (
         FirstFailures::new(gates.clamp(3, 32), dispatch.clone()),
         Outage::new((2 * gates).clamp(8, 32), dispatch.clone()),
@@ -353,34 +360,92 @@ async fn resolve(args: &RunArgs, env: &Env) -> Result<Resolved, Failure> {
     })
 }
 
-/// The client the jobs go through (to the built-in simulator when the run or its judge
-/// has no server), with the replicas the preflight found dead benched; said first: a judge
-/// that is the model under test, a key that is not set.
+/// The clients the jobs go through, one lane per endpoint (to the built-in simulator when
+/// an endpoint or the judge has no server), with the replicas the preflight found dead
+/// benched; said first: a judge that is the model under test, a key that is not set. The
+/// lanes stop together: a key refused anywhere stops the run, and Ctrl-C drains them all.
 async fn start_client(
     p: &Prepared,
     record: &RunRecord,
     provider: &ProviderInfo,
     judge: Option<&super::judge::Judge>,
-    dead_replicas: &[(usize, String)],
+    dead_replicas: &[Vec<(usize, String)>],
     quiet: bool,
-) -> Result<(Option<MockServer>, Arc<Client>), Failure> {
+) -> Result<(Option<MockServer>, Vec<runner::Lane>), Failure> {
     if record.self_judged() {
         note!(
             "warning: the judge is the model under test ({}): models tend to favour their own answers (self-preference bias); set judge.model (and judge.base_url) to another model",
             provider.model
         );
     }
-    let simulator = start_simulator(p, record, provider, judge).await?;
-    let base_urls = match &simulator {
-        Some(s) => vec![s.base_url()],
-        None => p.endpoint.base_urls.clone(),
+    let simulator = start_simulator(p, record, judge).await?;
+    let simulated = |urls: &[String]| match &simulator {
+        Some(s) if urls.is_empty() => vec![s.base_url()],
+        _ => urls.to_vec(),
     };
     say_before_sending(p, provider, quiet);
-    let client = Arc::new(build_client(p, &base_urls).before_send()?);
-    for (i, why) in dead_replicas {
-        client.bench_replica(*i, &format!("no answer to the preflight: {why}"));
+    let lanes: Vec<runner::Lane> = if p.grid.is_empty() {
+        let client = build_client(p, &simulated(&p.endpoint.base_urls)).before_send()?;
+        vec![runner::Lane::single(
+            Arc::new(client),
+            record.endpoint.base_url.clone(),
+        )]
+    } else {
+        p.grid
+            .iter()
+            .map(|g| {
+                let e = &g.endpoint;
+                let client = super::client_for(
+                    &g.limits,
+                    &simulated(&e.base_urls),
+                    &e.model,
+                    e.protocol,
+                    (e.api_key.clone(), &e.api_key_env),
+                    &e.headers,
+                )?;
+                let shown = shown_urls(&e.base_urls);
+                Ok(runner::Lane {
+                    client: Arc::new(client),
+                    name: Some(g.name().to_string()),
+                    params: Arc::new(g.params.clone()),
+                    cache_key: if shown.is_empty() {
+                        ProviderInfo::SIMULATED.to_string()
+                    } else {
+                        shown.join(", ")
+                    },
+                })
+            })
+            .collect::<anyhow::Result<_>>()
+            .before_send()?
+    };
+    for (lane, dead) in lanes.iter().zip(dead_replicas) {
+        for (i, why) in dead {
+            lane.client
+                .bench_replica(*i, &format!("no answer to the preflight: {why}"));
+        }
     }
-    Ok((simulator, client))
+    link_lanes(&lanes);
+    Ok((simulator, lanes))
+}
+
+/// The lanes stop as one: the first's stop and drain reach the others, and any other's
+/// stop (a refused key) reaches the first, and so every lane.
+fn link_lanes(lanes: &[runner::Lane]) {
+    let Some((first, rest)) = lanes.split_first() else {
+        return;
+    };
+    for lane in rest {
+        for (from, to) in [
+            (first.client.stop_token(), lane.client.stop_token()),
+            (lane.client.stop_token(), first.client.stop_token()),
+            (first.client.drain_token(), lane.client.drain_token()),
+        ] {
+            tokio::spawn(async move {
+                from.cancelled().await;
+                to.cancel()
+            });
+        }
+    }
 }
 
 /// How the sending ended, and why the run stopped early (as run.json and the summary
@@ -388,12 +453,13 @@ async fn start_client(
 fn ending_of(
     tally: &runner::RunTally,
     dispatch: &CancellationToken,
-    (client, judge): (&Client, Option<&crate::grade::judge::JudgeService>),
+    (lanes, judge): (&[runner::Lane], Option<&crate::grade::judge::JudgeService>),
     (first, outage): (&FirstFailures, &Outage),
     dir: &RunDir,
 ) -> (Ending, Option<StopReason>) {
-    let fatal = client
-        .fatal()
+    let fatal = lanes
+        .iter()
+        .find_map(|l| l.client.fatal())
         .or_else(|| judge.and_then(|j| j.client.fatal()))
         .map(|f| StopReason::Refused(f.to_string()))
         .or_else(|| first.stopped.clone());
@@ -489,12 +555,16 @@ fn open_cache(
 async fn start_simulator(
     p: &Prepared,
     record: &RunRecord,
-    provider: &ProviderInfo,
     judge: Option<&super::judge::Judge>,
 ) -> Result<Option<MockServer>, Failure> {
     let judge_simulated = judge.as_ref().is_some_and(|j| j.base_urls.is_empty());
-    Ok(if provider.simulated || judge_simulated {
-        if provider.simulated {
+    let simulated = if p.grid.is_empty() {
+        p.endpoint.base_urls.is_empty()
+    } else {
+        p.grid.iter().any(|g| g.endpoint.base_urls.is_empty())
+    };
+    Ok(if simulated || judge_simulated {
+        if simulated {
             note!("{SIMULATED_BANNER}");
         } else {
             note!("note: the built-in SIMULATOR judges the answers (judge.base_url: mock)");
@@ -537,7 +607,7 @@ fn continue_journal(
     record: &RunRecord,
 ) -> Result<Continued, Failure> {
     let keys = record.plan_keys();
-    let per_case = p.variants.len() * p.bench.repeats as usize;
+    let per_case = p.variants.len() * p.grid.len().max(1) * p.bench.repeats as usize;
     let until = UntilDecided::of(p, per_case);
     let mut agg = super::aggregator_with(dir, record, &args.outputs, until.live(p))?;
     if !args.store.no_store {
@@ -658,14 +728,7 @@ fn jobs_left(
     keys: &crate::runner::journal::PlanKeys,
     audit: &crate::runner::journal::Audit,
 ) -> (Vec<Job>, HashMap<usize, u32>) {
-    let bench = &p.bench;
-    let slot = |j: &Job| {
-        keys.slot(
-            &bench.cases[j.case].id,
-            &bench.variants[j.variant].name,
-            j.repeat,
-        )
-    };
+    let slot = |j: &Job| keys.slot(&p.bench.cases[j.case].id, &p.arm_name(j), j.repeat);
     let jobs: Vec<Job> = p
         .jobs
         .iter()
@@ -710,6 +773,7 @@ fn open_folder(
             record.finished_at = None;
             record.stopped = None;
             record.endpoint = provider.clone();
+            record.endpoints = grid_infos(p);
             record.judge = judge_info.cloned();
             record.allowed_failures = args.gates.allow_failures;
             (dir, record, lock)
@@ -754,41 +818,53 @@ async fn look_at_server(
     judge: Option<&super::judge::Judge>,
     quiet: bool,
     signals: &mut Signals,
-) -> Result<Option<Vec<(usize, String)>>, Failure> {
-    let (endpoint, judge) = super::preflight::looks(p, judge);
-    if endpoint.is_none() && judge.is_none() {
-        return Ok(Some(Vec::new()));
+) -> Result<Option<Vec<Vec<(usize, String)>>>, Failure> {
+    let (endpoints, judge) = super::preflight::looks(p, judge);
+    let nothing = vec![Vec::new(); endpoints.len()];
+    if endpoints.iter().all(Option::is_none) && judge.is_none() {
+        return Ok(Some(nothing));
     }
     let checking = async {
-        let (run, judged) = tokio::join!(
-            super::preflight::check_if(endpoint),
+        let (runs, judged) = tokio::join!(
+            futures_util::future::join_all(endpoints.into_iter().map(super::preflight::check_if)),
             super::preflight::check_if(judge)
         );
-        super::preflight::Preflight::both(run, judged)
+        (runs, judged)
     };
     // Ctrl-C or SIGTERM while the server is being looked at: nothing was sent, and the
     // run says so (the signal watcher proper starts with the first job).
-    let pre = tokio::select! {
+    let (runs, judged) = tokio::select! {
         pre = checking => pre,
         why = signals.next() => {
             note!("{why} during the preflight: nothing was sent");
             return Ok(None);
         }
     };
-    for w in pre.warnings.iter().filter(|_| !quiet) {
-        note!("warning: {w}");
+    let mut dead = Vec::with_capacity(runs.len());
+    let mut judged = Some(judged);
+    for (i, run) in runs.into_iter().enumerate() {
+        // The judge's findings are said once, with the first endpoint's.
+        let pre = super::preflight::Preflight::both(run, judged.take().unwrap_or_default());
+        for w in pre.warnings.iter().filter(|_| !quiet) {
+            note!("warning: {w}");
+        }
+        if let Some(why) = pre.stop {
+            return Err(Failure::Provider(anyhow::anyhow!(why)));
+        }
+        let urls = p
+            .grid
+            .get(i)
+            .map_or(&p.endpoint.base_urls, |g| &g.endpoint.base_urls);
+        let live = urls.len() - pre.dead.len();
+        for (_, why) in pre.dead.iter().filter(|_| !quiet) {
+            note!(
+                "warning: replica {why}: benched; jobs go to the {} that answered, and it is tried again when its rest ends",
+                super::count(live as u64, "replica", "replicas")
+            );
+        }
+        dead.push(pre.dead);
     }
-    if let Some(why) = pre.stop {
-        return Err(Failure::Provider(anyhow::anyhow!(why)));
-    }
-    let live = p.endpoint.base_urls.len() - pre.dead.len();
-    for (_, why) in pre.dead.iter().filter(|_| !quiet) {
-        note!(
-            "warning: replica {why}: benched; jobs go to the {} that answered, and it is tried again when its rest ends",
-            super::count(live as u64, "replica", "replicas")
-        );
-    }
-    Ok(Some(pre.dead))
+    Ok(Some(dead))
 }
 
 /// Flags a resume cannot take: another protocol, another judge or endpoint,
@@ -1251,9 +1327,15 @@ fn judged_as_before(flags: &PlanArgs, record: &RunRecord) -> PlanArgs {
     }
 }
 
-/// Where the answers come from, as shown and stored (no credentials).
+/// Where the answers come from, as shown and stored (no credentials): in a run of several
+/// endpoints, the baseline endpoint.
 fn provider_info(p: &Prepared) -> ProviderInfo {
-    let shown = shown_urls(&p.endpoint.base_urls);
+    endpoint_info(&p.endpoint)
+}
+
+/// An endpoint as shown and stored (no credentials).
+fn endpoint_info(e: &crate::cli::Endpoint) -> ProviderInfo {
+    let shown = shown_urls(&e.base_urls);
     let replicas = if shown.len() > 1 {
         shown.clone()
     } else {
@@ -1261,14 +1343,20 @@ fn provider_info(p: &Prepared) -> ProviderInfo {
     };
     ProviderInfo {
         replicas,
-        endpoint: p.endpoint.name.clone(),
-        ..ProviderInfo::of(
-            shown,
-            &p.endpoint.model,
-            &p.endpoint.api_key_env,
-            p.endpoint.protocol,
-        )
+        endpoint: e.name.clone(),
+        ..ProviderInfo::of(shown, &e.model, &e.api_key_env, e.protocol)
     }
+}
+
+/// Each endpoint of a run of several, with its price, as run.json records them.
+fn grid_infos(p: &Prepared) -> Vec<ProviderInfo> {
+    p.grid
+        .iter()
+        .map(|g| ProviderInfo {
+            price: g.price.clone(),
+            ..endpoint_info(&g.endpoint)
+        })
+        .collect()
 }
 
 fn new_record(
@@ -1307,10 +1395,12 @@ fn new_record(
             repeats: bench.repeats,
             shard: args.plan.shard,
             sequential: p.sequential.clone(),
+            endpoints: p.endpoint_names(),
         },
         fingerprint: Fingerprint::of(bench, &p.variants),
         jobs_planned: p.jobs.len(),
         endpoint,
+        endpoints: grid_infos(p),
         judge: None,
         bench: BenchRecord::of(bench, &p.variants),
         source: None,

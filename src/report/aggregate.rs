@@ -21,7 +21,8 @@ use super::labels::{JudgedScores, Labels, corrected_difference, judged_pairs};
 use super::shown::ShownAnswers;
 use super::sinks::Sink;
 use super::summary::{
-    Acc, Latencies, Percentiles, ReplicaSummary, SCHEMA, SCHEMA_SCORED, Summary, slices,
+    Acc, Latencies, Percentiles, ReplicaSummary, SCHEMA, SCHEMA_GRID, SCHEMA_SCORED, Summary,
+    slices,
 };
 use super::{RunInfo, VariantSummary};
 use crate::runner::journal::{Audit, JobRecord, JobStatus};
@@ -94,8 +95,14 @@ pub struct RunResult {
 /// What the aggregator needs to know before the first record.
 pub struct AggregatorSettings {
     pub run: RunInfo,
+    /// The run's variants, the baseline first.
     pub variants: Vec<String>,
+    /// A run of several endpoints: their names, the baseline first (empty: one endpoint).
+    /// The figures are then per arm, `ENDPOINT/VARIANT`.
+    pub endpoints: Vec<String>,
     pub price: Option<Price>,
+    /// Each arm's price, when arms differ (a run of several endpoints); empty: `price`.
+    pub arm_prices: Vec<Option<Price>>,
     /// Jobs the plan holds: the run is complete when each has a record.
     pub planned: usize,
     /// Collect JUnit test cases into a spool at this path.
@@ -112,9 +119,15 @@ pub struct AggregatorSettings {
 /// tests (`runner::sequential::Decider`), which decide which records it counts.
 pub struct Aggregator {
     run: RunInfo,
+    /// What the figures are kept for: the variants, or each (variant, endpoint) by
+    /// `ENDPOINT/VARIANT`.
     variants: Vec<String>,
+    /// A run of several endpoints: the grid's shape, for the arms' names and the two
+    /// families of comparisons.
+    grid: Option<Grid>,
     arm: HashMap<String, usize>,
-    price: Option<Price>,
+    /// Each arm's price.
+    prices: Vec<Option<Price>>,
     planned: usize,
     accs: Vec<Acc>,
     cases: CaseTable,
@@ -141,12 +154,24 @@ impl Aggregator {
         let AggregatorSettings {
             run,
             variants,
+            endpoints,
             price,
+            arm_prices,
             planned,
             junit_spool,
             judge_price,
             labels,
         } = settings;
+        let grid = (!endpoints.is_empty()).then(|| Grid {
+            variants: variants.clone(),
+            endpoints: endpoints.clone(),
+        });
+        let variants = crate::suite::plan::arm_names(&variants, &endpoints);
+        let prices = if arm_prices.len() == variants.len() {
+            arm_prices
+        } else {
+            vec![price; variants.len()]
+        };
         let replicas = run.provider.replicas.len();
         let mut sinks: Vec<Box<dyn Sink>> = vec![
             Box::new(ShownAnswers::new(variants.len())),
@@ -168,7 +193,8 @@ impl Aggregator {
             accs: variants.iter().map(|_| Acc::default()).collect(),
             cases: CaseTable::new(variants.len()),
             variants,
-            price,
+            grid,
+            prices,
             planned,
             replica_latency: vec![Vec::new(); replicas],
             replica_counts: vec![(0, 0); replicas],
@@ -218,8 +244,8 @@ impl Aggregator {
     /// A job no decision needed: what it cost is spent; it is in no figure.
     fn unused(&mut self, r: &JobRecord) {
         self.finished += 1;
-        if let Some(&arm) = self.arm.get(&r.variant) {
-            self.accs[arm].add_unused(r, self.price.as_ref());
+        if let Some(arm) = self.arm_of(r) {
+            self.accs[arm].add_unused(r, self.prices[arm].as_ref());
         }
     }
 
@@ -238,7 +264,7 @@ impl Aggregator {
             }
         }
         self.finished += 1;
-        let arm = self.arm.get(&r.variant).copied();
+        let arm = self.arm_of(r);
         for sink in &mut self.sinks {
             sink.counted(arm, r);
         }
@@ -258,7 +284,16 @@ impl Aggregator {
                 self.judged_by(arm, r, score);
             }
         }
-        self.accs[arm].add(r, self.price.as_ref(), self.judge_price.as_ref());
+        self.accs[arm].add(r, self.prices[arm].as_ref(), self.judge_price.as_ref());
+    }
+
+    /// The record's arm: its variant's, or in a run of several endpoints its
+    /// `ENDPOINT/VARIANT`'s (`None` for a record of no arm the run has).
+    fn arm_of(&self, r: &JobRecord) -> Option<usize> {
+        match &r.endpoint {
+            None => self.arm.get(&r.variant).copied(),
+            Some(_) => self.arm.get(&r.arm()).copied(),
+        }
     }
 
     /// Keeps a judged score for comparing the judge with people's labels.
@@ -283,15 +318,20 @@ impl Aggregator {
         let cases = self.cases;
         let answers_total = cases.cases.len();
         let scored = self.scored;
-        let priced = (self.price.as_ref(), self.judge_price.as_ref());
         let mut summaries: Vec<VariantSummary> = Vec::with_capacity(variants.len());
         let mut latencies = Vec::with_capacity(variants.len());
         for (i, (name, acc)) in variants.iter().zip(self.accs).enumerate() {
             let arm = cases.arm(i);
             let units = cases.arm_by_group(i);
             let grouped = !cases.groups.is_empty();
+            let priced = (self.prices[i].as_ref(), self.judge_price.as_ref());
             let (mut summary, lat) =
                 acc.finish(name, i == 0, &arm, (&units, grouped), confidence, priced);
+            if let Some(g) = &self.grid {
+                let (e, v) = (i / g.variants.len(), i % g.variants.len());
+                summary.variant = Some(g.variants[v].clone());
+                summary.endpoint = Some(g.endpoints[e].clone());
+            }
             if scored {
                 score_summary(&mut summary, cases.arm_means(i), confidence);
             }
@@ -299,24 +339,46 @@ impl Aggregator {
             summaries.push(summary);
             latencies.push(lat);
         }
-        let mut comparisons: Vec<Comparison> = (1..variants.len())
-            .map(|i| {
-                let (pairs, groups) = cases.paired(i, 0);
-                let paired = Paired {
-                    pairs: &pairs,
-                    groups: groups.as_deref(),
-                    scored,
-                };
-                let mut c = compare(&variants[i], &variants[0], paired, confidence);
-                let shown = |v: &VariantSummary| v.accuracy.or(v.mean_score);
-                c.explain_against(shown(&summaries[i]), shown(&summaries[0]));
-                if !self.judged.is_empty() {
-                    correct_with_labels(&mut c, &self.judged, &cases, i, scored, confidence);
-                }
-                c
-            })
-            .collect();
-        decide(&mut comparisons, confidence);
+        let families = match &self.grid {
+            Some(g) => g.families(),
+            None => vec![Family {
+                pairs: (1..variants.len()).map(|i| (i, 0)).collect(),
+                axis: None,
+            }],
+        };
+        let mut comparisons: Vec<Comparison> = Vec::new();
+        for family in families {
+            let mut made: Vec<Comparison> = family
+                .pairs
+                .iter()
+                .map(|&(i, against)| {
+                    let (pairs, groups) = cases.paired(i, against);
+                    let paired = Paired {
+                        pairs: &pairs,
+                        groups: groups.as_deref(),
+                        scored,
+                    };
+                    let mut c = compare(&variants[i], &variants[against], paired, confidence);
+                    let shown = |v: &VariantSummary| v.accuracy.or(v.mean_score);
+                    c.explain_against(shown(&summaries[i]), shown(&summaries[against]));
+                    if !self.judged.is_empty() {
+                        correct_with_labels(
+                            &mut c,
+                            &self.judged,
+                            &cases,
+                            (i, against),
+                            scored,
+                            confidence,
+                        );
+                    }
+                    c.family = family.axis.clone();
+                    c
+                })
+                .collect();
+            // Holm over the family: the comparisons that answer one question together.
+            decide(&mut made, confidence);
+            comparisons.extend(made);
+        }
         for c in &mut comparisons {
             // People's scores compared by the usual test: the corrected figures are its own
             // (none without an interval, never a point).
@@ -354,7 +416,12 @@ impl Aggregator {
             .filter(|_| !scored && fixed)
             .and_then(|b| {
                 let n = cases.arm(0).len() as u64;
-                let m = variants.len().saturating_sub(1);
+                // The largest family a verdict is adjusted in (in a run of several
+                // endpoints, per axis; else every variant against the baseline).
+                let m = match &self.grid {
+                    Some(g) => (g.variants.len().max(g.endpoints.len())).saturating_sub(1),
+                    None => variants.len().saturating_sub(1),
+                };
                 let repeats = self.run.repeats;
                 let icc = crate::stats::cluster::icc(&cases.arm(0));
                 b.accuracy
@@ -368,7 +435,13 @@ impl Aggregator {
             .saturating_sub(self.finished)
             .saturating_sub(not_needed);
         let summary = Summary {
-            schema: if scored { SCHEMA_SCORED } else { SCHEMA }.to_string(),
+            schema: match (&self.grid, scored) {
+                (Some(_), _) => SCHEMA_GRID,
+                (None, true) => SCHEMA_SCORED,
+                (None, false) => SCHEMA,
+            }
+            .to_string(),
+            scored: scored && self.grid.is_some(),
             complete: self.failed == 0 && missing == 0 && self.run.stopped.is_none(),
             jobs_finished: self.finished,
             jobs_failed: self.failed,
@@ -418,6 +491,44 @@ impl Aggregator {
     }
 }
 
+/// The shape of a run of several endpoints: arm `e × variants + v` is variant `v` at
+/// endpoint `e`.
+struct Grid {
+    variants: Vec<String>,
+    endpoints: Vec<String>,
+}
+
+/// Comparisons made and Holm-adjusted together: (arm, the arm it is compared with).
+struct Family {
+    pairs: Vec<(usize, usize)>,
+    axis: Option<super::compare::Family>,
+}
+
+impl Grid {
+    /// The two axes' families, each paired by case: per endpoint, its variants against
+    /// the baseline variant ("which prompt", the endpoints in order); then per variant, the
+    /// endpoints against the baseline endpoint ("which model"). A family is one question
+    /// answered by itself, so Holm adjusts within it (docs/statistics.md).
+    fn families(&self) -> Vec<Family> {
+        let v = self.variants.len();
+        let arm = |e: usize, i: usize| e * v + i;
+        let prompts = self.endpoints.iter().enumerate().map(|(e, name)| Family {
+            pairs: (1..v).map(|i| (arm(e, i), arm(e, 0))).collect(),
+            axis: Some(super::compare::Family::variants_at(name)),
+        });
+        let models = self.variants.iter().enumerate().map(|(i, name)| Family {
+            pairs: (1..self.endpoints.len())
+                .map(|e| (arm(e, i), arm(0, i)))
+                .collect(),
+            axis: Some(super::compare::Family::endpoints_for(name)),
+        });
+        prompts
+            .chain(models)
+            .filter(|f| !f.pairs.is_empty())
+            .collect()
+    }
+}
+
 /// A scored run's variant: the mean of its case means with its interval, in place of
 /// accuracy and Wilson's interval.
 fn score_summary(
@@ -450,18 +561,18 @@ fn correct_with_labels(
     c: &mut Comparison,
     judged: &[JudgedScores],
     cases: &CaseTable,
-    arm: usize,
+    (arm, base): (usize, usize),
     scored: bool,
     confidence: f64,
 ) {
-    let pairs = judged_pairs(&judged[arm], &judged[0]);
+    let pairs = judged_pairs(&judged[arm], &judged[base]);
     if pairs.labelled.is_empty() {
         return;
     }
     if pairs.unlabelled.is_empty() {
-        let (v, b) = (&judged[arm].cases, &judged[0].cases);
-        let ids = cases.paired_ids(arm, 0);
-        let (mut people, groups) = cases.paired(arm, 0);
+        let (v, b) = (&judged[arm].cases, &judged[base].cases);
+        let ids = cases.paired_ids(arm, base);
+        let (mut people, groups) = cases.paired(arm, base);
         for (pair, id) in people.iter_mut().zip(&ids) {
             if let (Some(vp), Some(bp)) = (
                 v.get(*id).and_then(|x| x.people()),
@@ -566,18 +677,22 @@ mod tests {
                     replicas: vec![],
                     protocol: Default::default(),
                     endpoint: None,
+                    price: None,
                 },
                 confidence: 0.95,
                 repeats: 1,
                 cases: 64,
                 jobs_planned: 128,
                 stopped: None,
+                endpoints: vec![],
                 judge: None,
                 self_judged: false,
                 folder: None,
             },
             variants: vec!["base".into(), "v".into()],
+            endpoints: vec![],
             price: None,
+            arm_prices: vec![],
             planned: 128,
             junit_spool: None,
             judge_price: None,

@@ -137,6 +137,10 @@ pub struct Comparison {
     pub note: Option<String>,
     /// The verdict as a sentence.
     pub sentence: String,
+    /// In a run of several endpoints: which question it answers, and so with which
+    /// comparisons Holm adjusted it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<Family>,
     #[serde(skip)]
     units: Units,
     #[serde(skip)]
@@ -146,6 +150,72 @@ pub struct Comparison {
     /// The standard error of a labels-corrected difference (normal interval).
     #[serde(skip)]
     corrected_se: Option<f64>,
+}
+
+/// One question a run of several endpoints answers, with its own Holm family: the variants
+/// against the baseline variant at one endpoint ("which prompt"), or the endpoints against
+/// the baseline endpoint for one variant ("which model").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Family {
+    /// `variants` or `endpoints`: what is compared.
+    pub axis: Axis,
+    /// Where the comparison is held still: the endpoint (axis `variants`) or the variant
+    /// (axis `endpoints`).
+    pub within: String,
+}
+
+/// What a family compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Axis {
+    /// Which prompt: variants at one endpoint.
+    Variants,
+    /// Which model: endpoints for one variant.
+    Endpoints,
+}
+
+impl Axis {
+    /// Both axes, "which prompt" first.
+    pub const BOTH: [Axis; 2] = [Axis::Variants, Axis::Endpoints];
+
+    /// What the axis asks, and how its Holm families are formed.
+    pub fn heading(self) -> &'static str {
+        match self {
+            Axis::Variants => {
+                "Which prompt: each variant against the baseline variant at the same endpoint (Holm within each endpoint)"
+            }
+            Axis::Endpoints => {
+                "Which model: each endpoint against the baseline endpoint with the same variant (Holm within each variant)"
+            }
+        }
+    }
+}
+
+impl Family {
+    /// The variants at endpoint `name`.
+    pub fn variants_at(name: &str) -> Family {
+        Family {
+            axis: Axis::Variants,
+            within: name.to_string(),
+        }
+    }
+
+    /// The endpoints for variant `name`.
+    pub fn endpoints_for(name: &str) -> Family {
+        Family {
+            axis: Axis::Endpoints,
+            within: name.to_string(),
+        }
+    }
+
+    /// The question, as a heading says it: `which prompt, at hosted`, `which model, for
+    /// concise`.
+    pub fn question(&self) -> String {
+        match self.axis {
+            Axis::Variants => format!("which prompt, at {}", self.within),
+            Axis::Endpoints => format!("which model, for {}", self.within),
+        }
+    }
 }
 
 impl Comparison {
@@ -392,6 +462,7 @@ pub fn compare(variant: &str, against: &str, paired: Paired<'_>, confidence: f64
         corrected: None,
         note: None,
         sentence: String::new(),
+        family: None,
         units: Units::default(),
         basis: Basis::None,
         spread: Spread::None,

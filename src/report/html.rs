@@ -383,6 +383,25 @@ pub fn render_run(result: &RunResult, bench_text: &str) -> String {
 
 /// The title, the notes, why jobs failed, and the headline.
 fn header(b: &mut String, s: &super::Summary, names: &[&str]) {
+    if s.is_grid() {
+        let _ = write!(
+            b,
+            "<h1>promptgauge: {}</h1><p class=\"muted\">{} · {} · {} to {} · promptgauge {}</p>",
+            esc(&s.run.bench),
+            esc(&s.shape()),
+            esc(&s.endpoint_list().join("; ")),
+            esc(&s.run.started_at),
+            esc(s.run.finished_at.as_deref().unwrap_or("unfinished")),
+            esc(&s.run.tool_version)
+        );
+    } else {
+        header_line(b, s);
+    }
+    header_rest(b, s, names);
+}
+
+/// The line under a one-endpoint run's title.
+fn header_line(b: &mut String, s: &super::Summary) {
     let _ = write!(
         b,
         "<h1>promptgauge: {}</h1><p class=\"muted\">{} cases × {} variants · model <b>{}</b> at {} · {} to {} · promptgauge {}</p>",
@@ -395,6 +414,10 @@ fn header(b: &mut String, s: &super::Summary, names: &[&str]) {
         esc(s.run.finished_at.as_deref().unwrap_or("unfinished")),
         esc(&s.run.tool_version)
     );
+}
+
+/// The notes, why jobs failed, and the headline.
+fn header_rest(b: &mut String, s: &super::Summary, names: &[&str]) {
     for note in super::notes(s) {
         let _ = write!(b, "<div class=\"banner\">{}</div>", esc(&note));
     }
@@ -439,6 +462,14 @@ fn figures(b: &mut String, s: &super::Summary, conf: f64, names: &[&str]) {
         })
         .collect();
     b.push_str(&accuracy_chart(&rows, false));
+    if s.is_grid() {
+        let _ = write!(
+            b,
+            "<h2>Variants × endpoints</h2><p class=\"muted\">{}.</p>",
+            esc(&s.endpoint_list().join("; "))
+        );
+        b.push_str(&tables::grid(s).html());
+    }
     b.push_str(&tables::variants(s).html());
     if let Some(judge) = &s.run.judge {
         let _ = write!(
@@ -455,7 +486,30 @@ fn figures(b: &mut String, s: &super::Summary, conf: f64, names: &[&str]) {
 
 /// Each variant against the baseline: the verdicts, the levels and what the bench could detect.
 fn comparisons(b: &mut String, s: &super::Summary, names: &[&str]) {
-    if !s.comparisons.is_empty() {
+    if s.is_grid() {
+        for axis in super::compare::Axis::BOTH {
+            if s.on_axis(axis).next().is_none() {
+                continue;
+            }
+            let _ = write!(b, "<h2>{}</h2>", esc(axis.heading()));
+            b.push_str(&tables::paired_axis(s, axis).html());
+            b.push_str("<ul>");
+            for c in s.on_axis(axis) {
+                let _ = write!(b, "<li>{}</li>", esc(&c.sentence));
+            }
+            b.push_str("</ul>");
+        }
+        if let Some(note) = super::compare::levels_note(&s.comparisons, s.run.confidence) {
+            let _ = write!(b, "<p class=\"muted\">{}</p>", esc(&note));
+        }
+        if let Some(d) = &s.detectable {
+            let _ = write!(
+                b,
+                "<p class=\"muted\">{}</p>",
+                esc(&d.sentence(s.run.confidence))
+            );
+        }
+    } else if !s.comparisons.is_empty() {
         let base = names.first().copied().unwrap_or("baseline");
         let _ = write!(b, "<h2>Paired against {} (case by case)</h2>", esc(base));
         b.push_str(&tables::paired(s).html());

@@ -1,4 +1,4 @@
-//! `--jobs-csv FILE`: one row per job — case, variant, repeat, status, cached, score, tokens, cost,
+//! `--jobs-csv FILE`: one row per job — case, variant (and endpoint, in a run of several), repeat, status, cached, score, tokens, cost,
 //! latency — for a spreadsheet or another tool's statistics. Rows are written as the jobs
 //! are counted, to a file beside FILE that is renamed over it at the end: a run killed
 //! half-way leaves the old file (or none), never half of the new one.
@@ -34,14 +34,18 @@ pub struct JobsCsv {
     path: PathBuf,
     tmp: PathBuf,
     writer: Option<csv::Writer<BufWriter<File>>>,
-    price: Option<Price>,
+    /// Each arm's price.
+    prices: Vec<Option<Price>>,
+    /// A run of several endpoints: an `endpoint` column after `variant`.
+    endpoints: bool,
     /// The first write that failed; the file is then not renamed into place.
     error: Option<std::io::Error>,
 }
 
 impl JobsCsv {
-    /// A CSV at `path`, costed at `price` (no cost column values without one).
-    pub fn create(path: &Path, price: Option<Price>) -> JobsCsv {
+    /// A CSV at `path`, each job costed at its arm's price (no cost without one); with an
+    /// `endpoint` column when `endpoints` (a run of several).
+    pub fn create(path: &Path, prices: Vec<Option<Price>>, endpoints: bool) -> JobsCsv {
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -50,7 +54,11 @@ impl JobsCsv {
         let (writer, error) = match File::create(&tmp) {
             Ok(f) => {
                 let mut w = csv::Writer::from_writer(BufWriter::new(f));
-                match w.write_record(HEADER) {
+                let mut header = HEADER.to_vec();
+                if endpoints {
+                    header.insert(2, "endpoint");
+                }
+                match w.write_record(header) {
                     Ok(()) => (Some(w), None),
                     Err(e) => (None, Some(e.into())),
                 }
@@ -61,26 +69,27 @@ impl JobsCsv {
             path: path.to_path_buf(),
             tmp,
             writer,
-            price,
+            prices,
+            endpoints,
             error,
         }
     }
 }
 
 impl super::sinks::Sink for JobsCsv {
-    fn counted(&mut self, _: Option<usize>, r: &JobRecord) {
+    fn counted(&mut self, arm: Option<usize>, r: &JobRecord) {
         let Some(w) = &mut self.writer else { return };
         let status = match r.status {
             JobStatus::Graded => "graded",
             JobStatus::Failed => "failed",
             JobStatus::Filtered => "filtered",
         };
-        // What the answer costs at the bench's prices (a cached one was paid for once).
-        let cost = self
-            .price
-            .as_ref()
+        // What the answer costs at its arm's prices (a cached one was paid for once).
+        let cost = arm
+            .and_then(|a| self.prices.get(a))
+            .and_then(Option::as_ref)
             .map(|p| super::summary::cost(&r.usage, p));
-        let row = [
+        let mut row = vec![
             r.case_id.clone(),
             r.variant.clone(),
             r.repeat.to_string(),
@@ -95,6 +104,9 @@ impl super::sinks::Sink for JobsCsv {
             num(r.ttft_ms),
             r.attempts.len().to_string(),
         ];
+        if self.endpoints {
+            row.insert(2, r.endpoint.clone().unwrap_or_default());
+        }
         if let Err(e) = w.write_record(&row) {
             self.error = Some(e.into());
             self.writer = None;

@@ -14,16 +14,27 @@ impl Exporter for Markdown {
     fn render(&self, s: &Summary) -> Result<String, super::ReportError> {
         // A level-2 title and level-3 sections: the file goes into step summaries and pull
         // request comments beside other content, and a baseline comparison nests inside.
-        let mut out = format!(
-            "## promptgauge: {}\n\n{} cases × {} variants on {} at {} ({} to {}).\n\n",
-            md_text(&s.run.bench),
-            s.run.cases,
-            s.variants.len(),
-            md_code(&s.run.provider.model),
-            md_code(&s.run.provider.base_url),
-            s.run.started_at,
-            s.run.finished_at.as_deref().unwrap_or("unfinished"),
-        );
+        let mut out = if s.is_grid() {
+            format!(
+                "## promptgauge: {}\n\n{}: {} ({} to {}).\n\n",
+                md_text(&s.run.bench),
+                s.shape(),
+                md_text(&s.endpoint_list().join("; ")),
+                s.run.started_at,
+                s.run.finished_at.as_deref().unwrap_or("unfinished"),
+            )
+        } else {
+            format!(
+                "## promptgauge: {}\n\n{} cases × {} variants on {} at {} ({} to {}).\n\n",
+                md_text(&s.run.bench),
+                s.run.cases,
+                s.variants.len(),
+                md_code(&s.run.provider.model),
+                md_code(&s.run.provider.base_url),
+                s.run.started_at,
+                s.run.finished_at.as_deref().unwrap_or("unfinished"),
+            )
+        };
         // What a reviewer needs first: did the gates pass, and what was decided.
         if !s.gates.is_empty() {
             out.push_str("### Gates\n\n");
@@ -41,7 +52,18 @@ impl Exporter for Markdown {
             }
             out.push('\n');
         }
-        if !s.comparisons.is_empty() {
+        if s.is_grid() {
+            for axis in super::compare::Axis::BOTH {
+                if s.on_axis(axis).next().is_none() {
+                    continue;
+                }
+                out.push_str(&format!("### {}\n\n", axis.heading()));
+                for c in s.on_axis(axis) {
+                    out.push_str(&format!("- {}\n", md_text(&c.sentence)));
+                }
+                out.push('\n');
+            }
+        } else if !s.comparisons.is_empty() {
             out.push_str("### Verdicts\n\n");
             for c in &s.comparisons {
                 out.push_str(&format!("- {}\n", md_text(&c.sentence)));
@@ -51,9 +73,24 @@ impl Exporter for Markdown {
         for note in notes(s) {
             out.push_str(&format!("> **{}**\n\n", md_text(&note)));
         }
+        if s.is_grid() {
+            out.push_str("### Variants × endpoints\n\n");
+            out.push_str(&tables::grid(s).markdown());
+            out.push('\n');
+        }
         out.push_str("### Variants\n\n");
         out.push_str(&tables::variants(s).markdown());
-        if !s.comparisons.is_empty() {
+        if s.is_grid() {
+            for axis in super::compare::Axis::BOTH {
+                if s.on_axis(axis).next().is_some() {
+                    out.push_str(&format!("\n#### {}\n\n", axis.heading()));
+                    out.push_str(&tables::paired_axis(s, axis).markdown());
+                }
+            }
+            if let Some(note) = super::compare::levels_note(&s.comparisons, s.run.confidence) {
+                out.push_str(&format!("\n{note}\n"));
+            }
+        } else if !s.comparisons.is_empty() {
             let baseline = s.variants.first().map_or("baseline", |v| v.name.as_str());
             let baseline = md_cell(baseline);
             out.push_str(&format!("\n### Paired against {baseline}\n\n"));

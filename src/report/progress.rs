@@ -66,7 +66,14 @@ impl Progress {
             JobStatus::Failed => self.failed += 1,
             JobStatus::Filtered => {}
             JobStatus::Graded => {
-                if let Some(i) = self.variants.iter().position(|v| *v == record.variant) {
+                let arm = match &record.endpoint {
+                    None => self.variants.iter().position(|v| *v == record.variant),
+                    Some(_) => {
+                        let name = record.arm();
+                        self.variants.iter().position(|v| *v == name)
+                    }
+                };
+                if let Some(i) = arm {
                     self.scores[i].1 += 1;
                     self.scores[i].0 += u64::from(record.score() == Some(1.0));
                 }

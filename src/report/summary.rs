@@ -18,6 +18,12 @@ pub const SCHEMA: &str = "promptgauge.summary/1";
 /// accuracy fields are empty and `mean_score` carries the result.
 pub const SCHEMA_SCORED: &str = "promptgauge.summary/2";
 
+/// The schema id of a run of several endpoints: its `variants` are arms (a variant at an
+/// endpoint, `ENDPOINT/VARIANT`, each naming its `variant` and `endpoint`), `run.endpoints`
+/// lists the endpoints, each comparison names its `family`, and `scored` says what schema
+/// 2 says by its id.
+pub const SCHEMA_GRID: &str = "promptgauge.summary/3";
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
@@ -84,7 +90,13 @@ impl Tokens {
 /// One variant's results.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VariantSummary {
+    /// The variant's name; in a run of several endpoints its arm's, `ENDPOINT/VARIANT`.
     pub name: String,
+    /// In a run of several endpoints: the variant and the endpoint of this arm.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
     pub baseline: bool,
     /// Jobs finished (graded + failed + filtered + unused).
     pub jobs: usize,
@@ -205,6 +217,9 @@ pub struct Slice {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub schema: String,
+    /// Schema 3 (several endpoints): some score was neither 0 nor 1.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub scored: bool,
     pub run: RunInfo,
     pub jobs_finished: usize,
     pub jobs_failed: usize,
@@ -408,6 +423,8 @@ impl Acc {
         let cost = priced.then_some(self.cost);
         let summary = VariantSummary {
             name: name.to_string(),
+            variant: None,
+            endpoint: None,
             baseline,
             jobs: self.jobs,
             n: self.n,
@@ -458,9 +475,58 @@ impl Acc {
 }
 
 impl Summary {
+    /// A run of several endpoints: its `variants` are arms, its comparisons on two axes.
+    pub fn is_grid(&self) -> bool {
+        !self.run.endpoints.is_empty()
+    }
+
+    /// What was run: `30 cases × 2 variants × 3 endpoints`, or `… × 2 variants` on one
+    /// endpoint.
+    pub fn shape(&self) -> String {
+        let count =
+            |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let endpoints = self.run.endpoints.len();
+        let variants = self.variants.len() / endpoints.max(1);
+        let mut out = format!(
+            "{} × {}",
+            count(self.run.cases, "case", "cases"),
+            count(variants, "variant", "variants")
+        );
+        if endpoints > 0 {
+            out.push_str(&format!(" × {}", count(endpoints, "endpoint", "endpoints")));
+        }
+        out
+    }
+
+    /// A run of several endpoints: each as `NAME (MODEL at URL)`, the baseline first.
+    pub fn endpoint_list(&self) -> Vec<String> {
+        self.run
+            .endpoints
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} ({} at {})",
+                    e.endpoint.as_deref().unwrap_or("?"),
+                    e.model,
+                    e.base_url
+                )
+            })
+            .collect()
+    }
+
+    /// The comparisons on one axis of a run of several endpoints.
+    pub fn on_axis(
+        &self,
+        axis: super::compare::Axis,
+    ) -> impl Iterator<Item = &super::compare::Comparison> {
+        self.comparisons
+            .iter()
+            .filter(move |c| c.family.as_ref().is_some_and(|f| f.axis == axis))
+    }
+
     /// Some score was neither 0 nor 1: mean scores, not accuracy.
     pub fn is_scored(&self) -> bool {
-        self.schema == SCHEMA_SCORED
+        self.schema == SCHEMA_SCORED || self.scored
     }
 
     /// What the count column is called: answers fully right over graded (on a scored run

@@ -2,7 +2,7 @@
 //! draws it in the terminal, summary.md, the HTML pages and CSV). A column one syntax leaves
 //! out or heads differently says so here, beside the column.
 
-use super::compare::{Comparison, RunComparison, Verdict, ci_header};
+use super::compare::{Axis, Comparison, RunComparison, Verdict, ci_header};
 use super::history::{History, short_time, source_label, step_cell};
 use super::rows::RunRow;
 use super::table::{Cell, Column, Row, Syntax, Table};
@@ -113,6 +113,90 @@ pub(crate) fn paired(s: &Summary) -> Table {
         t.push(
             Row::new([
                 Cell::text(&c.variant),
+                Cell::figure(both),
+                Cell::figure(only_v),
+                Cell::figure(only_r),
+                Cell::figure(neither),
+                Cell::figure(difference),
+                Cell::figure(ci),
+                Cell::figure(p),
+                Cell::figure(verdict).strong().class(verdict_class(c)),
+            ])
+            .data("data-variant", &c.variant),
+        );
+    }
+    t
+}
+
+/// A run of several endpoints: each variant (a row) at each endpoint (a column), its
+/// headline figure with its interval, the baseline endpoint first. Cost, tokens and latency
+/// per cell are in [`variants`], one row per cell (`ENDPOINT/VARIANT`).
+pub(crate) fn grid(s: &Summary) -> Table {
+    let mut endpoints: Vec<&str> = Vec::new();
+    let mut variants: Vec<&str> = Vec::new();
+    for v in &s.variants {
+        if let (Some(e), Some(name)) = (v.endpoint.as_deref(), v.variant.as_deref()) {
+            if !endpoints.contains(&e) {
+                endpoints.push(e);
+            }
+            if !variants.contains(&name) {
+                variants.push(name);
+            }
+        }
+    }
+    let mut columns = vec![Column::left("variant")];
+    columns.extend(endpoints.iter().map(|e| Column::right(*e)));
+    let mut t = Table::new("grid", columns);
+    for (i, name) in variants.iter().enumerate() {
+        let mut cells = vec![Cell::text(*name)];
+        for e in &endpoints {
+            let arm = s
+                .variants
+                .iter()
+                .find(|v| v.variant.as_deref() == Some(name) && v.endpoint.as_deref() == Some(e));
+            cells.push(Cell::figure(arm.map_or_else(String::new, |v| {
+                let (m, lo, hi) = v.headline();
+                format!("{} {}", pct(m), interval(lo, hi))
+            })));
+        }
+        t.push(Row::new(cells).data("data-variant", *name).baseline(i == 0));
+    }
+    t
+}
+
+/// A run of several endpoints: the verdicts on one axis, each against its own reference —
+/// which prompt (each variant against the baseline variant at the same endpoint) or which
+/// model (each endpoint against the baseline endpoint, for the same variant).
+pub(crate) fn paired_axis(s: &Summary, axis: Axis) -> Table {
+    let on_axis: Vec<&Comparison> = s
+        .comparisons
+        .iter()
+        .filter(|c| c.family.as_ref().is_some_and(|f| f.axis == axis))
+        .collect();
+    let mut t = Table::new(
+        match axis {
+            Axis::Variants => "verdicts-prompt",
+            Axis::Endpoints => "verdicts-model",
+        },
+        vec![
+            Column::left("variant"),
+            Column::left("against"),
+            Column::right("both right").drop(6),
+            Column::right("only variant").drop(4),
+            Column::right("only against").drop(4),
+            Column::right("both wrong").drop(6),
+            Column::right("difference"),
+            Column::right(ci_header(on_axis.iter().copied(), s.run.confidence)),
+            Column::right("p (Holm)").drop(3),
+            Column::left("verdict"),
+        ],
+    );
+    for c in on_axis {
+        let [both, only_v, only_r, neither, difference, ci, p, verdict] = c.cells();
+        t.push(
+            Row::new([
+                Cell::text(&c.variant),
+                Cell::text(&c.against),
                 Cell::figure(both),
                 Cell::figure(only_v),
                 Cell::figure(only_r),

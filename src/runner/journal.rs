@@ -17,6 +17,10 @@ pub struct JobRecord {
     pub job: usize,
     pub case_id: String,
     pub variant: String,
+    /// The endpoint that answered, by name, when the run has several (absent: the run's
+    /// one endpoint).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
     pub repeat: u32,
     /// `graded` (an answer was scored), `failed` (no answer; never counted as wrong) or
     /// `filtered` (the provider withheld the answer; counted apart).
@@ -275,9 +279,15 @@ impl JobRecord {
             .or_else(|| self.correct.map(|c| if c { 1.0 } else { 0.0 }))
     }
 
-    /// The job's key in the plan: (case, variant, repeat).
+    /// The job's key in the plan: (case, arm, repeat).
     pub fn key(&self) -> JobKey {
-        (self.case_id.clone(), self.variant.clone(), self.repeat)
+        (self.case_id.clone(), self.arm(), self.repeat)
+    }
+
+    /// The (variant, endpoint) cell the job belongs to, by name: its variant, or
+    /// `ENDPOINT/VARIANT` in a run of several endpoints.
+    pub fn arm(&self) -> String {
+        crate::suite::plan::arm_name(&self.variant, self.endpoint.as_deref())
     }
 }
 
@@ -295,7 +305,8 @@ pub struct PlanKeys {
 }
 
 impl PlanKeys {
-    /// The jobs of a plan: its cases (in bench order), variants, repeats and shard.
+    /// The jobs of a plan: its cases (in bench order), arms (its variants, or each
+    /// (variant, endpoint) by `ENDPOINT/VARIANT`), repeats and shard.
     pub fn new(
         case_ids: &[String],
         variants: &[String],
@@ -325,14 +336,14 @@ impl PlanKeys {
     }
 
     /// A job's slot in the plan, `None` when the plan does not hold it.
-    pub(crate) fn slot(&self, case_id: &str, variant: &str, repeat: u32) -> Option<usize> {
+    pub(crate) fn slot(&self, case_id: &str, arm: &str, repeat: u32) -> Option<usize> {
         let &case = self.cases.get(case_id)?;
         if let Some(s) = self.shard
             && case as u64 % u64::from(s.count) != u64::from(s.index - 1)
         {
             return None;
         }
-        let v = self.variants.iter().position(|n| n == variant)?;
+        let v = self.variants.iter().position(|n| n == arm)?;
         (repeat < self.repeats)
             .then(|| (case * self.repeats as usize + repeat as usize) * self.variants.len() + v)
     }
@@ -454,7 +465,7 @@ pub fn read_planned_resending(
             return;
         }
         seq += 1;
-        match keys.slot(&r.case_id, &r.variant, r.repeat) {
+        match keys.slot(&r.case_id, &r.arm(), r.repeat) {
             None => {
                 audit.outside_plan += 1;
                 if audit.outside_examples.len() < 3 {
@@ -554,6 +565,7 @@ mod tests {
             job: 0,
             case_id: case.into(),
             variant: "v".into(),
+            endpoint: None,
             repeat: 0,
             status: JobStatus::Graded,
             outcome: Some(Outcome::Complete),

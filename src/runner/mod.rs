@@ -36,8 +36,6 @@ pub struct RunOptions {
     pub run_id: String,
     /// `--cache`: answers already paid for, and where new ones go.
     pub cache: Option<Arc<Mutex<Cache>>>,
-    /// The endpoint as the user named it (not the simulator's port), for cache keys.
-    pub endpoint: String,
     /// Observe every attempt (`--verbose`); otherwise only pool changes are events.
     pub attempts: bool,
     /// Jobs of the plan already finished before this process (a resume), for `Started`.
@@ -59,6 +57,34 @@ pub struct RunOptions {
     pub sources: Vec<Arc<dyn source::AnswerSource>>,
 }
 
+/// One endpoint of a run, with its own workers: its client (its gate, limits, replicas and
+/// protocol), the request parameters it adds, and its name. A run of several endpoints
+/// sends each one's jobs from its own workers, so a slow endpoint holds back none of the
+/// others.
+#[derive(Clone)]
+pub struct Lane {
+    pub client: Arc<Client>,
+    /// The endpoint's name in job records; `None` when the run has one endpoint (its records
+    /// name none, as they always have).
+    pub name: Option<String>,
+    /// The endpoint's request parameters: over the bench's, under each variant's.
+    pub params: Arc<serde_json::Map<String, serde_json::Value>>,
+    /// The endpoint as the user named it (not the simulator's port), for cache keys.
+    pub cache_key: String,
+}
+
+impl Lane {
+    /// The one endpoint of a run that has one.
+    pub fn single(client: Arc<Client>, cache_key: impl Into<String>) -> Lane {
+        Lane {
+            client,
+            name: None,
+            params: Default::default(),
+            cache_key: cache_key.into(),
+        }
+    }
+}
+
 /// What the workers send the event loop.
 enum Message {
     Started(Job),
@@ -66,14 +92,14 @@ enum Message {
     Client(ClientEvent),
 }
 
-/// Runs `jobs` through the client, telling `listener` everything in order. `dispatch`
-/// stops new jobs from starting (first Ctrl-C); the client's stop token aborts in-flight
-/// ones. A listener error (the journal cannot be written) stops the run: what it cannot
-/// keep would be lost; it is returned in the tally.
+/// Runs `jobs` through their endpoints' clients (`lanes`, by `Job::endpoint`), telling
+/// `listener` everything in order. `dispatch` stops new jobs from starting (first Ctrl-C);
+/// the clients' stop tokens abort in-flight ones. A listener error (the journal cannot be
+/// written) stops the run: what it cannot keep would be lost; it is returned in the tally.
 pub async fn run(
     bench: Arc<Bench>,
     jobs: Vec<Job>,
-    client: Arc<Client>,
+    lanes: &[Lane],
     options: &RunOptions,
     dispatch: CancellationToken,
     listener: &mut dyn Listener,
@@ -89,102 +115,45 @@ pub async fn run(
         tally.not_run = total;
         return tally;
     }
-    let jobs = Arc::new(jobs);
-    let next = Arc::new(AtomicUsize::new(0));
     let active = Arc::new(AtomicUsize::new(0));
     let (tx, mut rx) = mpsc::unbounded_channel::<Message>();
-    // The client's events travel on the same channel as its worker's own messages, so a
-    // job's attempts come after its start and before its end.
-    let client_tx = tx.clone();
-    client.subscribe(
-        Some(Arc::new(move |e| {
-            let _ = client_tx.send(Message::Client(e));
-        })),
-        options.attempts,
-    );
-    // The cache first (a paid answer is never bought again), then the run's own sources,
-    // then the streamed client, which always answers.
-    let mut sources: Vec<Arc<dyn source::AnswerSource>> = Vec::new();
-    if let Some(cache) = &options.cache {
-        sources.push(Arc::new(source::Cached {
-            cache: cache.clone(),
-            endpoint: options.endpoint.clone(),
-        }));
-    }
-    sources.extend(options.sources.iter().cloned());
-    sources.push(Arc::new(source::Streamed(client.clone())));
-    let sources: Arc<[Arc<dyn source::AnswerSource>]> = sources.into();
-    let workers = client.capacity().max(1).min(total.max(1));
+    let stop_all = || {
+        for lane in lanes {
+            lane.client.stop_token().cancel();
+        }
+    };
     let mut tasks = tokio::task::JoinSet::new();
-    for _ in 0..workers {
-        let (bench, jobs, next, active, client, tx, dispatch) = (
-            bench.clone(),
-            jobs.clone(),
-            next.clone(),
-            active.clone(),
-            client.clone(),
-            tx.clone(),
-            dispatch.clone(),
+    let mut by_lane: Vec<Vec<Job>> = vec![Vec::new(); lanes.len()];
+    for job in jobs {
+        if let Some(list) = by_lane.get_mut(job.endpoint) {
+            list.push(job);
+        }
+    }
+    for (lane, jobs) in lanes.iter().zip(by_lane) {
+        // The client's events travel on the same channel as its workers' own messages, so
+        // a job's attempts come after its start and before its end.
+        let client_tx = tx.clone();
+        lane.client.subscribe(
+            Some(Arc::new(move |e| {
+                let _ = client_tx.send(Message::Client(e));
+            })),
+            options.attempts,
         );
-        let options = options.clone();
-        let sources = sources.clone();
-        tasks.spawn(async move {
-            let stop = client.stop_token();
-            while !dispatch.is_cancelled() && !stop.is_cancelled() {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                let Some(job) = jobs.get(i) else { break };
-                let skipped = || {
-                    options
-                        .skip
-                        .as_ref()
-                        .and_then(|s| s.get(job.variant))
-                        .is_some_and(|f| f.load(Ordering::SeqCst))
-                };
-                if let Some((h, per_case)) = &options.horizon {
-                    let position = job.index / (*per_case).max(1);
-                    loop {
-                        let waiting = h.notify.notified();
-                        tokio::pin!(waiting);
-                        waiting.as_mut().enable();
-                        if position <= h.limit.load(Ordering::SeqCst)
-                            || dispatch.is_cancelled()
-                            || stop.is_cancelled()
-                        {
-                            break;
-                        }
-                        tokio::select! {
-                            _ = waiting => {}
-                            _ = dispatch.cancelled() => {}
-                            _ = stop.cancelled() => {}
-                        }
-                    }
-                    if dispatch.is_cancelled() || stop.is_cancelled() {
-                        break;
-                    }
-                }
-                if skipped() {
-                    continue;
-                }
-                active.fetch_add(1, Ordering::SeqCst);
-                let _ = tx.send(Message::Started(*job));
-                let record = run_job(
-                    &bench,
-                    job,
-                    &sources,
-                    client.config().model.as_str(),
-                    &options,
-                )
-                .await;
-                active.fetch_sub(1, Ordering::SeqCst);
-                let Some(mut record) = record else {
-                    break;
-                };
-                record.resent = options.resend.get(&job.index).copied().unwrap_or(0);
-                if tx.send(Message::Finished(Box::new(record))).is_err() {
-                    break;
-                }
-            }
-        });
+        let workers = Workers {
+            bench: bench.clone(),
+            sources: sources_of(lane, options),
+            jobs: Arc::new(jobs),
+            next: Arc::new(AtomicUsize::new(0)),
+            active: active.clone(),
+            lane: lane.clone(),
+            tx: tx.clone(),
+            dispatch: dispatch.clone(),
+            options: options.clone(),
+        };
+        let count = lane.client.capacity().max(1).min(workers.jobs.len().max(1));
+        for _ in 0..count {
+            tasks.spawn(workers.clone().work());
+        }
     }
     drop(tx);
     let mut deliver = |message: Message, tally: &mut RunTally| -> std::io::Result<()> {
@@ -211,10 +180,15 @@ pub async fn run(
             }
         }
     };
+    let unsubscribe = || {
+        for lane in lanes {
+            lane.client.subscribe(None, false);
+        }
+    };
     let mut workers_done = false;
     loop {
-        // The client holds a sender while subscribed: once every worker is done, let it go,
-        // and the channel ends after its last message.
+        // The clients hold a sender while subscribed: once every worker is done, let them
+        // go, and the channel ends after their last message.
         let message = tokio::select! {
             m = rx.recv() => match m {
                 Some(m) => m,
@@ -222,7 +196,7 @@ pub async fn run(
             },
             _ = all_done(&mut tasks), if !workers_done => {
                 workers_done = true;
-                client.subscribe(None, false);
+                unsubscribe();
                 continue;
             }
         };
@@ -232,12 +206,12 @@ pub async fn run(
         if let Err(e) = deliver(message, &mut tally) {
             // Nothing more can be kept: stop sending, abandon what is in flight.
             dispatch.cancel();
-            client.stop_token().cancel();
+            stop_all();
             tally.journal_error = Some(e);
         }
     }
     while tasks.join_next().await.is_some() {}
-    client.subscribe(None, false);
+    unsubscribe();
     while let Ok(m) = rx.try_recv() {
         if tally.journal_error.is_none()
             && let Err(err) = deliver(m, &mut tally)
@@ -248,6 +222,97 @@ pub async fn run(
     tally.not_run = total - tally.finished;
     let _ = listener.on(&RunEvent::Finished { tally: &tally });
     tally
+}
+
+/// Where a lane's answers come from: the cache first (a paid answer is never bought again),
+/// then the run's own sources, then the lane's streamed client, which always answers.
+fn sources_of(lane: &Lane, options: &RunOptions) -> Arc<[Arc<dyn source::AnswerSource>]> {
+    let mut sources: Vec<Arc<dyn source::AnswerSource>> = Vec::new();
+    if let Some(cache) = &options.cache {
+        sources.push(Arc::new(source::Cached {
+            cache: cache.clone(),
+            endpoint: lane.cache_key.clone(),
+        }));
+    }
+    sources.extend(options.sources.iter().cloned());
+    sources.push(Arc::new(source::Streamed(lane.client.clone())));
+    sources.into()
+}
+
+/// One lane's workers: each pulls the lane's next job until none is left or the run stops.
+#[derive(Clone)]
+struct Workers {
+    bench: Arc<Bench>,
+    sources: Arc<[Arc<dyn source::AnswerSource>]>,
+    jobs: Arc<Vec<Job>>,
+    next: Arc<AtomicUsize>,
+    active: Arc<AtomicUsize>,
+    lane: Lane,
+    tx: mpsc::UnboundedSender<Message>,
+    dispatch: CancellationToken,
+    options: RunOptions,
+}
+
+impl Workers {
+    async fn work(self) {
+        let (dispatch, options) = (&self.dispatch, &self.options);
+        let stop = self.lane.client.stop_token();
+        while !dispatch.is_cancelled() && !stop.is_cancelled() {
+            let i = self.next.fetch_add(1, Ordering::SeqCst);
+            let Some(job) = self.jobs.get(i) else { break };
+            if let Some((h, per_case)) = &options.horizon
+                && !wait_for_horizon(h, job.index / (*per_case).max(1), dispatch, &stop).await
+            {
+                break;
+            }
+            let skipped = options
+                .skip
+                .as_ref()
+                .and_then(|s| s.get(job.variant))
+                .is_some_and(|f| f.load(Ordering::SeqCst));
+            if skipped {
+                continue;
+            }
+            self.active.fetch_add(1, Ordering::SeqCst);
+            let _ = self.tx.send(Message::Started(*job));
+            let record = run_job(&self.bench, job, &self.sources, &self.lane, options).await;
+            self.active.fetch_sub(1, Ordering::SeqCst);
+            let Some(mut record) = record else {
+                break;
+            };
+            record.resent = options.resend.get(&job.index).copied().unwrap_or(0);
+            if self.tx.send(Message::Finished(Box::new(record))).is_err() {
+                break;
+            }
+        }
+    }
+}
+
+/// `--until-decided`: waits until the tests let a job at case `position` go; `false` when
+/// the run stopped meanwhile.
+async fn wait_for_horizon(
+    h: &crate::runner::sequential::Horizon,
+    position: usize,
+    dispatch: &CancellationToken,
+    stop: &CancellationToken,
+) -> bool {
+    loop {
+        let waiting = h.notify.notified();
+        tokio::pin!(waiting);
+        waiting.as_mut().enable();
+        if position <= h.limit.load(Ordering::SeqCst)
+            || dispatch.is_cancelled()
+            || stop.is_cancelled()
+        {
+            break;
+        }
+        tokio::select! {
+            _ = waiting => {}
+            _ = dispatch.cancelled() => {}
+            _ = stop.cancelled() => {}
+        }
+    }
+    !(dispatch.is_cancelled() || stop.is_cancelled())
 }
 
 /// Waits for every worker.
@@ -261,9 +326,10 @@ async fn run_job(
     bench: &Bench,
     job: &Job,
     sources: &[Arc<dyn source::AnswerSource>],
-    model: &str,
+    lane: &Lane,
     options: &RunOptions,
 ) -> Option<JobRecord> {
+    let model = lane.client.config().model.as_str();
     // A resend is a new logical request: a key of its own, the same on its retries.
     let job_key = match options.resend.get(&job.index) {
         Some(round) => format!("pg-{}-{}-resend{round}", options.run_id, job.index),
@@ -274,12 +340,9 @@ async fn run_job(
     let messages = match bench.templates.render(job.variant, case, variant) {
         Ok(m) => m,
         Err(e) => {
-            return Some(failed_record(
-                bench,
-                job,
-                format!("template failed: {e}"),
-                None,
-            ));
+            let mut r = failed_record(bench, job, format!("template failed: {e}"), None);
+            r.endpoint = lane.name.clone();
+            return Some(r);
         }
     };
     let prompt_chars: usize = messages.iter().map(|m| m.content.chars().count()).sum();
@@ -289,7 +352,7 @@ async fn run_job(
     let request = JobRequest {
         reserve_tokens,
         messages,
-        params: bench.params_for(job.variant),
+        params: bench.params_at(job.variant, &lane.params),
         idempotency_key: job_key,
     };
     let ask = source::Ask {
@@ -309,7 +372,9 @@ async fn run_job(
         prompt_chars,
         context: &options.scoring,
     };
-    record(bench, job, answer, &scoring).await
+    let mut r = record(bench, job, answer, &scoring).await?;
+    r.endpoint = lane.name.clone();
+    Some(r)
 }
 
 /// What scoring a job needs besides its answer.
@@ -336,6 +401,7 @@ fn failed_record(bench: &Bench, job: &Job, error: String, result: Option<JobResu
         job: job.index,
         case_id: case.id.clone(),
         variant: bench.variants[job.variant].name.clone(),
+        endpoint: None,
         repeat: job.repeat,
         status: JobStatus::Failed,
         outcome: attempts.last().map(|a| a.outcome),
@@ -455,6 +521,7 @@ async fn graded_record(
         job: job.index,
         case_id: case.id.clone(),
         variant: bench.variants[job.variant].name.clone(),
+        endpoint: None,
         repeat: job.repeat,
         status: JobStatus::Graded,
         outcome: last.map(|a| a.outcome),

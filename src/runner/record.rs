@@ -24,6 +24,18 @@ pub struct PlanSettings {
     /// Set for `run --until-decided`: the case order and when to stop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequential: Option<crate::suite::plan::SequentialPlan>,
+    /// A run of several endpoints: their names, the baseline endpoint first (absent: the
+    /// run has one endpoint).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub endpoints: Vec<String>,
+}
+
+impl PlanSettings {
+    /// What the run compares: its variants, or with several endpoints each
+    /// `ENDPOINT/VARIANT` (see `suite::plan::arm_names`), the baseline first.
+    pub fn arms(&self) -> Vec<String> {
+        crate::suite::plan::arm_names(&self.variants, &self.endpoints)
+    }
 }
 
 /// The tool that wrote a run folder.
@@ -119,7 +131,11 @@ pub struct RunRecord {
     pub plan: PlanSettings,
     pub fingerprint: Fingerprint,
     pub jobs_planned: usize,
+    /// Where the answers came from; in a run of several endpoints, the baseline endpoint.
     pub endpoint: ProviderInfo,
+    /// A run of several endpoints: each (with its price), in `plan.endpoints`' order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub endpoints: Vec<ProviderInfo>,
     /// Who judged, when a scorer asked a model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge: Option<ProviderInfo>,
@@ -186,6 +202,7 @@ impl RunRecord {
             fingerprint: self.fingerprint.clone(),
             jobs_planned: self.jobs_planned,
             endpoint: self.endpoint.clone(),
+            endpoints: self.endpoints.clone(),
             judge: self.judge.clone(),
             bench: BenchRecord {
                 name: b.name.clone(),
@@ -223,6 +240,7 @@ impl RunRecord {
             cases: self.planned_cases(),
             jobs_planned: self.jobs_planned,
             stopped: self.stopped.clone(),
+            endpoints: self.endpoints.clone(),
             judge: self.judge.clone(),
             self_judged: self.self_judged(),
             folder: None,
@@ -267,10 +285,31 @@ impl RunRecord {
         };
         crate::runner::journal::PlanKeys::new(
             ids,
-            &self.plan.variants,
+            &self.plan.arms(),
             self.plan.repeats,
             self.plan.shard,
         )
+    }
+
+    /// What each arm's answers cost (in `plan.arms()`' order): its endpoint's price in a run
+    /// of several, else the bench's.
+    pub fn arm_prices(&self) -> Vec<Option<Price>> {
+        if self.plan.endpoints.is_empty() {
+            return vec![self.bench.price.clone(); self.plan.variants.len()];
+        }
+        self.plan
+            .endpoints
+            .iter()
+            .flat_map(|name| {
+                let price = self
+                    .endpoints
+                    .iter()
+                    .find(|e| e.endpoint.as_deref() == Some(name.as_str()))
+                    .and_then(|e| e.price.clone())
+                    .or_else(|| self.bench.price.clone());
+                std::iter::repeat_n(price, self.plan.variants.len())
+            })
+            .collect()
     }
 
     /// The cases the plan holds: a shard's share, a sequential plan's max_cases, else all.
@@ -389,6 +428,9 @@ pub struct ProviderInfo {
     /// the same one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<String>,
+    /// What its answers cost, in a run of several endpoints (each has its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<Price>,
 }
 
 impl ProviderInfo {
@@ -415,6 +457,7 @@ impl ProviderInfo {
             replicas: Vec::new(),
             protocol,
             endpoint: None,
+            price: None,
         }
     }
 }
@@ -434,6 +477,10 @@ pub struct RunInfo {
     pub jobs_planned: usize,
     /// Why the run stopped early, if it did (Ctrl-C, a refused key, no credit).
     pub stopped: Option<StopReason>,
+    /// A run of several endpoints: each (with its price), the baseline first; `provider`
+    /// is the first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub endpoints: Vec<ProviderInfo>,
     /// Who judged the answers, when a scorer asked a model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge: Option<ProviderInfo>,

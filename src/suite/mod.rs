@@ -516,8 +516,14 @@ impl Bench {
 
     /// Request parameters for a variant: the bench's, overridden by the variant's.
     pub(crate) fn params_for(&self, variant: usize) -> Map<String, Value> {
+        self.params_at(variant, &Map::new())
+    }
+
+    /// A variant's request parameters at an endpoint: the bench's, then the endpoint's
+    /// over them, then the variant's over both (a variant's own setting always wins).
+    pub fn params_at(&self, variant: usize, endpoint: &Map<String, Value>) -> Map<String, Value> {
         let mut params = self.params.clone();
-        for (k, v) in &self.variants[variant].params {
+        for (k, v) in endpoint.iter().chain(&self.variants[variant].params) {
             params.insert(k.clone(), v.clone());
         }
         params

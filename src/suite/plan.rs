@@ -9,7 +9,41 @@ pub struct Job {
     pub index: usize,
     pub case: usize,
     pub variant: usize,
+    /// Which of the run's endpoints answers it (its position; 0 when the run has one).
+    #[serde(default)]
+    pub endpoint: usize,
     pub repeat: u32,
+}
+
+/// What a (variant, endpoint) cell of a run is called wherever one name must say which: the
+/// variant's own name when the run has one endpoint, else `ENDPOINT/VARIANT` (endpoint names
+/// hold no `/`).
+pub fn arm_name(variant: &str, endpoint: Option<&str>) -> String {
+    match endpoint {
+        Some(e) => format!("{e}/{variant}"),
+        None => variant.to_string(),
+    }
+}
+
+/// A run's arms: every (variant, endpoint) it measures, named by [`arm_name`], endpoint by
+/// endpoint (the baseline endpoint's variants first), the baseline variant first in each.
+/// With no endpoints named (one endpoint), the variants themselves.
+pub fn arm_names(variants: &[String], endpoints: &[String]) -> Vec<String> {
+    if endpoints.is_empty() {
+        return variants.to_vec();
+    }
+    endpoints
+        .iter()
+        .flat_map(|e| variants.iter().map(move |v| arm_name(v, Some(e))))
+        .collect()
+}
+
+impl Job {
+    /// The job's arm: its position in [`arm_names`], when its variant is at
+    /// `variant_position` among the `variants` the run selected.
+    pub fn arm(&self, variant_position: usize, variants: usize) -> usize {
+        self.endpoint * variants + variant_position
+    }
 }
 
 /// Every job of a run, in dispatch order.
@@ -123,35 +157,36 @@ pub fn case_order(cases: usize, seed: u64) -> Vec<usize> {
 impl Plan {
     /// [`Plan::new`] over the cases in `order` (indices into the bench's cases).
     pub fn in_order(order: &[usize], variants: &[usize], repeats: u32) -> Plan {
-        let mut jobs = Vec::with_capacity(order.len() * variants.len() * repeats as usize);
-        for &case in order {
-            for repeat in 0..repeats {
-                for &variant in variants {
-                    jobs.push(Job {
-                        index: jobs.len(),
-                        case,
-                        variant,
-                        repeat,
-                    });
-                }
-            }
-        }
-        Plan { jobs }
+        Plan::grid(order, variants, 1, repeats)
     }
 
     /// Case-major order: all variants of a case run close together, so a run stopped early
     /// still has paired answers to compare.
     pub fn new(cases: usize, variants: &[usize], repeats: u32) -> Plan {
-        let mut jobs = Vec::with_capacity(cases * variants.len() * repeats as usize);
-        for case in 0..cases {
+        let order: Vec<usize> = (0..cases).collect();
+        Plan::grid(&order, variants, 1, repeats)
+    }
+
+    /// The cases in `order`, each with every repeat, variant and endpoint (of `endpoints`),
+    /// in that nesting: a case's cells are sent close together, so a run stopped early still
+    /// has pairs on both axes. A job's position among its case's jobs is its arm's (see
+    /// [`arm_names`]) only with one endpoint; [`Job::arm`] says which arm it is.
+    pub fn grid(order: &[usize], variants: &[usize], endpoints: usize, repeats: u32) -> Plan {
+        let endpoints = endpoints.max(1);
+        let mut jobs =
+            Vec::with_capacity(order.len() * variants.len() * endpoints * repeats as usize);
+        for &case in order {
             for repeat in 0..repeats {
                 for &variant in variants {
-                    jobs.push(Job {
-                        index: jobs.len(),
-                        case,
-                        variant,
-                        repeat,
-                    });
+                    for endpoint in 0..endpoints {
+                        jobs.push(Job {
+                            index: jobs.len(),
+                            case,
+                            variant,
+                            endpoint,
+                            repeat,
+                        });
+                    }
                 }
             }
         }

@@ -75,6 +75,7 @@ async fn run_and_report(setup: &Setup, out: &Path) {
             repeats: bench.repeats,
             shard: None,
             sequential: None,
+            endpoints: Vec::new(),
         },
         fingerprint: Fingerprint::of(&bench, &variants),
         jobs_planned: planned,
@@ -86,7 +87,9 @@ async fn run_and_report(setup: &Setup, out: &Path) {
             replicas: Vec::new(),
             protocol: Default::default(),
             endpoint: None,
+            price: None,
         },
+        endpoints: Vec::new(),
         judge: None,
         bench: BenchRecord::of(&bench, &variants),
         source: None,
@@ -100,7 +103,9 @@ async fn run_and_report(setup: &Setup, out: &Path) {
         let mut agg = Aggregator::new(AggregatorSettings {
             run: record.info(),
             variants: record.plan.variants.clone(),
+            endpoints: vec![],
             price: record.bench.price.clone(),
+            arm_prices: vec![],
             planned: record.plan_keys().planned(),
             junit_spool: Some(dir.junit_spool()),
             judge_price: None,
@@ -119,7 +124,7 @@ async fn run_and_report(setup: &Setup, out: &Path) {
     let tally = runner::run(
         bench.clone(),
         jobs,
-        client,
+        &[runner::Lane::single(client, "simulated")],
         &runner::RunOptions {
             scorers: std::sync::Arc::new(promptgauge::grade::scorers_for(&bench).unwrap()),
             run_id: record.run_id.clone(),

@@ -59,8 +59,8 @@ fn a_named_endpoint_runs_with_its_own_server_key_price_params_limits_and_headers
             .unwrap()
     };
 
-    // The first endpoint by default: the hosted one, its key and its headers.
-    let out = run(&[]);
+    // The hosted one alone: its key and its headers.
+    let out = run(&["--endpoints", "hosted"]);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -177,7 +177,16 @@ fn a_named_endpoint_runs_with_its_own_server_key_price_params_limits_and_headers
 
     // -v shows each attempt's headers: a value read from a variable is scrubbed there too.
     let out = promptgauge(d)
-        .args(["run", "bench.yaml", "--no-store", "-v", "--limit", "1"])
+        .args([
+            "run",
+            "bench.yaml",
+            "--no-store",
+            "-v",
+            "--limit",
+            "1",
+            "--endpoints",
+            "hosted",
+        ])
         .env("HOSTED_KEY", "hosted-secret-key")
         .env("TEAM_TOKEN", "team-token-value-1234")
         .output()
@@ -209,9 +218,15 @@ fn a_named_endpoint_runs_with_its_own_server_key_price_params_limits_and_headers
         stderr.contains("known endpoints: hosted, local"),
         "{stderr}"
     );
-    let out = run(&["--endpoints", "hosted,local"]);
+    // --model moves one endpoint: with two, which? Refused, with the way to move one.
+    let out = run(&["--endpoints", "hosted,local", "--model", "other"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("promptgauge compare"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--model moves the run's one endpoint, and this run has 2 (hosted, local)")
+            && stderr.contains("--endpoint NAME=URL,model=M"),
+        "{stderr}"
+    );
     let out = promptgauge(d)
         .args(["run", "bench.yaml", "--no-store", "--quiet"])
         .env("HOSTED_KEY", "hosted-secret-key")
@@ -395,4 +410,151 @@ fn an_azure_style_key_goes_in_the_api_key_header_and_nowhere_else() {
         assert_eq!(header(h, "api-key"), Some("azure-key-0123456789"));
         assert_eq!(header(h, "authorization"), None);
     }
+}
+
+/// Three endpoints, one per protocol, each with its price and gate.
+const GRID: &str = r#"endpoints:
+  - name: hosted
+    base_url: "@CHAT@"
+    model: big-model
+    price: { input_per_mtok: 10.0, output_per_mtok: 30.0 }
+  - name: responses
+    base_url: "@RESPONSES@"
+    model: mid-model
+    protocol: openai-responses
+    price: { input_per_mtok: 1.0, output_per_mtok: 2.0 }
+    limits: { concurrency: 3 }
+  - name: local
+    base_url: "@MESSAGES@"
+    model: tiny-model
+    protocol: anthropic-messages
+    price: { input_per_mtok: 0.0, output_per_mtok: 0.0 }
+    limits: { concurrency: 2 }
+"#;
+
+#[test]
+fn three_endpoints_run_as_one_grid_paired_on_both_axes() {
+    let (_a, chat) = start_mock(MockConfig::default());
+    let (_b, responses) = start_mock(MockConfig::default());
+    let (_c, messages) = start_mock(MockConfig::default());
+    let extra = GRID
+        .replace("@CHAT@", &chat.base_url())
+        .replace("@RESPONSES@", &responses.base_url())
+        .replace("@MESSAGES@", &messages.base_url());
+    let bench = arithmetic_bench(30, 2, &extra);
+    let d = bench.path();
+    let out = promptgauge(d)
+        .args(["run", "bench.yaml", "--no-store", "--jobs-csv", "jobs.csv"])
+        .args(["--junit", "junit.xml"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.code().is_some_and(|c| c <= 1),
+        "{stderr}\n{stdout}"
+    );
+    // Each server saw its own 60 jobs, on its own protocol's path, within its own gate.
+    let (c, r, m) = (
+        chat.provider.stats(),
+        responses.provider.stats(),
+        messages.provider.stats(),
+    );
+    assert_eq!((c.requests, r.requests, m.requests), (60, 60, 60));
+    assert_eq!((c.responses_requests, r.responses_requests), (0, 60));
+    assert_eq!(m.anthropic_messages, 60);
+    assert!(r.max_in_flight <= 3 && m.max_in_flight <= 2, "{r:?} {m:?}");
+    for (server, model) in [
+        (&chat, "big-model"),
+        (&responses, "mid-model"),
+        (&messages, "tiny-model"),
+    ] {
+        assert!(server.provider.bodies().iter().all(|b| b["model"] == model));
+    }
+    let run = run_dirs(&d.join("reports")).remove(0);
+    let s = summary(&run);
+    assert_eq!(s.schema, "promptgauge.summary/3");
+    let arms: Vec<&str> = s.variants.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(
+        arms,
+        [
+            "hosted/plain",
+            "hosted/careful",
+            "responses/plain",
+            "responses/careful",
+            "local/plain",
+            "local/careful"
+        ]
+    );
+    assert_eq!(s.run.endpoints.len(), 3);
+    for v in &s.variants {
+        assert_eq!(v.n, 30, "{}", v.name);
+        assert_eq!(
+            v.name,
+            format!(
+                "{}/{}",
+                v.endpoint.as_deref().unwrap(),
+                v.variant.as_deref().unwrap()
+            )
+        );
+    }
+    // Each arm's cost at its endpoint's price: the local one is free, the hosted one dearest.
+    let cost = |arm: &str| {
+        s.variants
+            .iter()
+            .find(|v| v.name == arm)
+            .unwrap()
+            .cost_usd
+            .unwrap()
+    };
+    assert_eq!(cost("local/plain"), 0.0);
+    assert!(cost("hosted/plain") > 5.0 * cost("responses/plain"));
+    // Both axes, each paired by case: which prompt at each endpoint (3), which model for each
+    // variant (2 × 2); Holm within each family.
+    use promptgauge::report::compare::Axis;
+    let family = |axis: Axis| {
+        s.comparisons
+            .iter()
+            .filter(|c| c.family.as_ref().is_some_and(|f| f.axis == axis))
+            .map(|c| (c.variant.as_str(), c.against.as_str()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        family(Axis::Variants),
+        [
+            ("hosted/careful", "hosted/plain"),
+            ("responses/careful", "responses/plain"),
+            ("local/careful", "local/plain")
+        ]
+    );
+    assert_eq!(
+        family(Axis::Endpoints),
+        [
+            ("responses/plain", "hosted/plain"),
+            ("local/plain", "hosted/plain"),
+            ("responses/careful", "hosted/careful"),
+            ("local/careful", "hosted/careful")
+        ]
+    );
+    for c in &s.comparisons {
+        assert_eq!(c.cases, 30, "{} paired on every case", c.variant);
+    }
+    // The tiny model errs more: the verdict says which model is worse.
+    let tiny = s
+        .comparisons
+        .iter()
+        .find(|c| c.variant == "local/plain")
+        .unwrap();
+    assert!(tiny.difference.unwrap() < 0.0, "{tiny:?}");
+    // Journal records name their endpoint; the per-job CSV has an endpoint column.
+    let journal = std::fs::read_to_string(run.join("results.jsonl")).unwrap();
+    assert_eq!(journal.matches("\"endpoint\":\"local\"").count(), 60);
+    let csv = std::fs::read_to_string(d.join("jobs.csv")).unwrap();
+    assert!(csv.starts_with("case_id,variant,endpoint,repeat"), "{csv}");
+    assert_eq!(csv.lines().filter(|l| l.contains(",local,")).count(), 60);
+    eprintln!("{stdout}");
+    eprintln!(
+        "{}",
+        std::fs::read_to_string(run.join("summary.md")).unwrap()
+    );
 }

@@ -107,12 +107,14 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
             replicas: vec![],
             protocol: Default::default(),
             endpoint: None,
+            price: None,
         },
         confidence: 0.95,
         repeats: 1,
         cases: JOBS,
         jobs_planned: JOBS,
         stopped: None,
+        endpoints: vec![],
         judge: None,
         self_judged: false,
         folder: None,
@@ -120,7 +122,9 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
     let settings = || AggregatorSettings {
         run: run_info.clone(),
         variants: vec!["echo".to_string()],
+        endpoints: vec![],
         price: None,
+        arm_prices: vec![],
         planned: JOBS,
         junit_spool: None,
         judge_price: None,
@@ -132,7 +136,7 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
     let tally = runner::run(
         bench.clone(),
         jobs,
-        client,
+        &[runner::Lane::single(client, "sim")],
         &runner::RunOptions {
             scorers: Arc::new(promptgauge::grade::scorers_for(&bench).unwrap()),
             run_id: "soak".into(),
@@ -343,7 +347,7 @@ async fn all_failing(replicas: usize) -> (Duration, usize) {
     let tally = runner::run(
         bench.clone(),
         Plan::new(20, &[0], 1).jobs,
-        client,
+        &[runner::Lane::single(client, "sim")],
         &runner::RunOptions::default(),
         CancellationToken::new(),
         &mut journal,
@@ -428,7 +432,7 @@ async fn an_answer_source_beside_the_client_answers_jobs_that_are_scored_the_sam
     let tally = runner::run(
         bench.clone(),
         Plan::new(bench.cases.len(), &[0], 1).jobs,
-        client,
+        &[runner::Lane::single(client, "sim")],
         &runner::RunOptions {
             scorers: Arc::new(promptgauge::grade::scorers_for(&bench).unwrap()),
             run_id: "src".into(),
@@ -456,4 +460,84 @@ async fn an_answer_source_beside_the_client_answers_jobs_that_are_scored_the_sam
         assert_eq!(r.score, Some(want), "{r:?}");
     }
     assert_eq!(records[2].model.as_deref(), Some("batch"));
+}
+
+/// A run of two endpoints: the slow one's jobs wait on its own gate, and the fast one's
+/// are sent by their own workers meanwhile — every fast job is answered while the slow
+/// server has finished none (with one queue for both, the slow jobs would hold every
+/// worker).
+#[tokio::test(start_paused = true)]
+async fn a_slow_endpoint_holds_back_none_of_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let bench = Arc::new(echo_bench(dir.path(), 24));
+    let fast = Arc::new(Provider::new(MockConfig {
+        first_token_delay: Duration::from_millis(20),
+        ..MockConfig::default()
+    }));
+    let slow = Arc::new(Provider::new(MockConfig {
+        first_token_delay: Duration::from_secs(50),
+        ..MockConfig::default()
+    }));
+    let lane = |name: &str, provider: &Arc<Provider>, gate: usize| {
+        let url = format!("http://{name}/v1");
+        let mut config = ClientConfig::new(&url, "mock-model");
+        config.concurrency = gate;
+        config.first_token_timeout = Duration::from_secs(120);
+        config.total_timeout = Duration::from_secs(600);
+        let transport = MemoryTransport::new(provider.clone());
+        runner::Lane {
+            client: Arc::new(Client::new(Arc::new(transport), config)),
+            name: Some(name.to_string()),
+            params: Default::default(),
+            cache_key: url,
+        }
+    };
+    let lanes = [lane("slow", &slow, 2), lane("fast", &fast, 4)];
+    // Every case on both endpoints, the slow one's jobs first in each case.
+    let jobs = Plan::grid(&(0..24).collect::<Vec<_>>(), &[0], 2, 1).jobs;
+    let mut seen_when_fast_done = None;
+    let mut fast_done = 0;
+    let mut records = Vec::new();
+    let mut listener = OnEvent(|e: &RunEvent<'_>| {
+        if let RunEvent::JobFinished { record, .. } = e {
+            if record.endpoint.as_deref() == Some("fast") {
+                fast_done += 1;
+                if fast_done == 24 {
+                    seen_when_fast_done = Some(slow.stats());
+                }
+            }
+            records.push((record.endpoint.clone(), record.arm(), record.status));
+        }
+    });
+    let options = runner::RunOptions {
+        scorers: Arc::new(promptgauge::grade::scorers_for(&bench).unwrap()),
+        ..Default::default()
+    };
+    let tally = runner::run(
+        bench,
+        jobs,
+        &lanes,
+        &options,
+        CancellationToken::new(),
+        &mut listener,
+    )
+    .await;
+    assert_eq!((tally.finished, tally.graded), (48, 48));
+    let slow_then = seen_when_fast_done.expect("every fast job finished");
+    assert_eq!(
+        slow_then.generations, 0,
+        "the slow server had finished nothing when the fast one was done"
+    );
+    assert!(slow_then.in_flight <= 2, "{slow_then:?}");
+    // Each server saw its own jobs, within its own gate.
+    let (f, s) = (fast.stats(), slow.stats());
+    assert_eq!((f.requests, s.requests), (24, 24));
+    assert_eq!(f.max_in_flight, 4, "the fast gate was used in full");
+    assert_eq!(s.max_in_flight, 2);
+    // Records name their endpoint, and their arm is ENDPOINT/VARIANT.
+    assert!(
+        records
+            .iter()
+            .all(|(e, arm, _)| arm == &format!("{}/echo", e.as_deref().unwrap()))
+    );
 }
