@@ -85,7 +85,7 @@ pub(super) fn compare_results(
     );
     comparison.cases_changed = changed;
     for pair in &mut comparison.variants {
-        let arm = |r: &RunRecord| r.plan.variants.iter().position(|v| *v == pair.name);
+        let arm = |r: &RunRecord| r.plan.arms().iter().position(|v| *v == pair.name);
         let (Some(ia), Some(ib)) = (arm(a.1), arm(b.1)) else {
             continue;
         };
@@ -105,8 +105,8 @@ pub(super) fn compare_results(
         return Err(UsageError::with_fix(
             format!(
                 "the two runs share no variant (A: {}; B: {})",
-                a.1.plan.variants.join(", "),
-                b.1.plan.variants.join(", ")
+                a.1.plan.arms().join(", "),
+                b.1.plan.arms().join(", ")
             ),
             "compare runs of the same bench",
         )
@@ -135,7 +135,7 @@ fn case_tables(
 ) -> BTreeMap<String, CaseTable> {
     let mut cases: BTreeMap<String, CaseTable> = BTreeMap::new();
     for (arm, (_, record, result)) in [(0, a), (1, b)] {
-        for (v, name) in record.plan.variants.iter().enumerate() {
+        for (v, name) in record.plan.arms().iter().enumerate() {
             let table = cases
                 .entry(name.clone())
                 .or_insert_with(|| CaseTable::new(2));

@@ -518,14 +518,24 @@ fn say_what_runs(
     } else {
         "resuming:"
     };
+    let (endpoints, against) = if p.grid.is_empty() {
+        (String::new(), provider.base_url.clone())
+    } else {
+        (
+            format!(
+                " × {}",
+                super::count(p.grid.len() as u64, "endpoint", "endpoints")
+            ),
+            p.endpoint_names().join(", "),
+        )
+    };
     note!(
-        "{verb} {} of {} ({} × {} × {}) against {}\n  writing {}",
+        "{verb} {} of {} ({} × {}{endpoints} × {}) against {against}\n  writing {}",
         to_send,
         super::count(p.jobs.len() as u64, "job", "jobs"),
         super::count(p.bench.cases.len() as u64, "case", "cases"),
         super::count(p.variants.len() as u64, "variant", "variants"),
         super::count(p.bench.repeats, "repeat", "repeats"),
-        provider.base_url,
         dir.path().display()
     );
 }
@@ -1124,24 +1134,39 @@ impl Listener for Outage {
 
 /// Every gate asked for must be one the run can evaluate: known before anything is sent.
 fn check_gates(p: &Prepared, gates: &crate::cli::GateArgs) -> Result<(), UsageError> {
-    if gates.max_cost.is_some() && p.bench.price.is_none() {
+    let priced = p.bench.price.is_some() || p.grid.iter().any(|g| g.price.is_some());
+    if gates.max_cost.is_some() && !priced {
         return Err(UsageError::with_fix(
             "--max-cost needs the cost, and the bench has no `price`",
             "add `price: { input_per_mtok: …, output_per_mtok: … }` (USD per million tokens) to the bench, or drop --max-cost",
         ));
     }
     let names = p.variant_names();
+    let endpoints = p.endpoint_names();
+    // In a run of several endpoints a gate may name a cell, a variant or an endpoint.
+    let arms = crate::suite::plan::arm_names(&names, &endpoints);
     for min in &gates.min_accuracy {
         if let Some(v) = &min.variant
             && !names.contains(v)
+            && !arms.contains(v)
+            && !endpoints.contains(v)
         {
             return Err(UsageError::with_fix(
                 format!("--min-accuracy names `{v}`, which is not a variant of this run"),
-                format!("variants: {}", names.join(", ")),
+                if endpoints.is_empty() {
+                    format!("variants: {}", names.join(", "))
+                } else {
+                    format!(
+                        "name a variant ({}), an endpoint ({}) or one of them at one endpoint (e.g. {})",
+                        names.join(", "),
+                        endpoints.join(", "),
+                        arms.last().map_or("", String::as_str)
+                    )
+                },
             ));
         }
     }
-    let compared = names.len() > 1 || gates.baseline.is_some();
+    let compared = arms.len() > 1 || gates.baseline.is_some();
     for (flag, asked) in [
         ("--max-drop", gates.max_drop.is_some()),
         ("--fail-if-worse", gates.fail_if_worse),
@@ -1197,6 +1222,9 @@ fn oracle(p: &Prepared, run_id: &str) -> crate::mock::answers::Oracle {
 /// unless a flag says otherwise, and its judge (where and with which model it judged,
 /// whatever the bench or --base-url now say); only where and how fast to send may change.
 fn resumed_plan(flags: &PlanArgs, record: &RunRecord) -> PlanArgs {
+    if !record.plan.endpoints.is_empty() {
+        return resumed_grid(flags, record);
+    }
     let e = &record.endpoint;
     let recorded_urls = if e.simulated {
         vec!["mock".to_string()]
@@ -1234,6 +1262,60 @@ fn resumed_plan(flags: &PlanArgs, record: &RunRecord) -> PlanArgs {
             .endpoint
             .clone()
             .map_or_else(|| flags.endpoints.clone(), |n| vec![n]),
+        ..judged_as_before(flags, record)
+    }
+}
+
+/// [`resumed_plan`] of a run of several endpoints: the same endpoints, in the same order,
+/// each where and with the model and protocol it was answered by (`--endpoint NAME=URL`
+/// may move one, as when the run started; its price, parameters and limits stay the
+/// bench's).
+fn resumed_grid(flags: &PlanArgs, record: &RunRecord) -> PlanArgs {
+    let recorded = record.endpoints.iter().filter_map(|e| {
+        let name = e.endpoint.clone()?;
+        let urls = if e.simulated {
+            vec!["mock".to_string()]
+        } else if e.replicas.is_empty() {
+            vec![e.base_url.clone()]
+        } else {
+            e.replicas.clone()
+        };
+        // Credentials are never stored: such an endpoint is found in the bench again.
+        if urls
+            .iter()
+            .any(|u| u.contains(crate::client::secrets::REDACTED))
+        {
+            return None;
+        }
+        Some(crate::suite::endpoints::AdHocEndpoint {
+            name,
+            spec: crate::suite::EndpointSpec {
+                base_url: Some(match urls.len() {
+                    1 => crate::suite::UrlList::One(urls[0].clone()),
+                    _ => crate::suite::UrlList::Many(urls),
+                }),
+                model: Some(e.model.clone()),
+                api_key_env: e.api_key_env.clone(),
+                protocol: Some(e.protocol),
+                key_header: None,
+            },
+        })
+    });
+    PlanArgs {
+        bench: Some(
+            flags
+                .bench
+                .clone()
+                .unwrap_or_else(|| record.bench_path.clone()),
+        ),
+        limit: record.plan.limit,
+        variants: record.plan.variants.clone(),
+        repeats: Some(record.plan.repeats),
+        shard: record.plan.shard,
+        until_decided: record.plan.sequential.is_some(),
+        sequential: record.plan.sequential.clone(),
+        endpoints: record.plan.endpoints.clone(),
+        endpoint: recorded.chain(flags.endpoint.iter().cloned()).collect(),
         ..judged_as_before(flags, record)
     }
 }
@@ -1279,23 +1361,50 @@ fn check_same_judge(flags: &PlanArgs, record: &RunRecord) -> Result<(), Failure>
 /// A resume runs on the run's endpoint: `--endpoints` or `--endpoint` naming another is
 /// refused.
 fn check_same_endpoint(flags: &PlanArgs, record: &RunRecord) -> Result<(), Failure> {
-    let recorded = record.endpoint.endpoint.as_deref();
+    let recorded: Vec<&str> = if record.plan.endpoints.is_empty() {
+        record.endpoint.endpoint.as_deref().into_iter().collect()
+    } else {
+        record.plan.endpoints.iter().map(String::as_str).collect()
+    };
     let named = flags
         .endpoints
         .iter()
         .map(String::as_str)
         .chain(flags.endpoint.iter().map(|e| e.name.as_str()));
     for name in named {
-        if Some(name.trim()) != recorded {
+        if !recorded.contains(&name.trim()) {
             return Err(UsageError::with_fix(
                 format!(
-                    "a resume runs on the run's endpoint ({}): --endpoints and --endpoint cannot name `{name}`",
-                    recorded.unwrap_or("the bench's `endpoint:`")
+                    "a resume runs on the run's {} ({}): --endpoints and --endpoint cannot name `{name}`",
+                    if recorded.len() > 1 {
+                        "endpoints"
+                    } else {
+                        "endpoint"
+                    },
+                    if recorded.is_empty() {
+                        "the bench's `endpoint:`".to_string()
+                    } else {
+                        recorded.join(", ")
+                    }
                 ),
                 "resume without them, or start a new run on that endpoint",
             )
             .into());
         }
+    }
+    // A run of several endpoints resumes on all of them: --endpoints cannot narrow it.
+    if record.plan.endpoints.len() > 1
+        && !flags.endpoints.is_empty()
+        && flags.endpoints.len() != record.plan.endpoints.len()
+    {
+        return Err(UsageError::with_fix(
+            format!(
+                "a resume runs on every endpoint of the run ({}): --endpoints cannot leave some out",
+                recorded.join(", ")
+            ),
+            "resume without --endpoints",
+        )
+        .into());
     }
     Ok(())
 }
@@ -1436,23 +1545,61 @@ fn check_resumable(
             "start a new run (without --resume), or restore the bench as it was",
         ));
     }
+    if record.plan.endpoints != p.endpoint_names() {
+        return Err(UsageError::with_fix(
+            format!(
+                "this run was answered by {}; resuming on {} would mix two grids",
+                describe_endpoints(&record.plan.endpoints),
+                describe_endpoints(&p.endpoint_names())
+            ),
+            "resume without --endpoints, or start a new run",
+        ));
+    }
+    if record.plan.endpoints.is_empty() {
+        return check_same_provider(&record.endpoint, provider);
+    }
+    for (was, now) in record.endpoints.iter().zip(grid_infos(p)) {
+        check_same_provider(was, &now).map_err(|e| {
+            UsageError(format!(
+                "endpoint {}: {}",
+                now.endpoint.as_deref().unwrap_or("?"),
+                e.0
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+/// `endpoints hosted, local`, or `its one endpoint`.
+fn describe_endpoints(names: &[String]) -> String {
+    if names.is_empty() {
+        "its one endpoint".to_string()
+    } else {
+        format!("endpoints {}", names.join(", "))
+    }
+}
+
+/// Refuses to resume an endpoint on another model, or one whose credentials in its URL
+/// would be lost.
+fn check_same_provider(was: &ProviderInfo, provider: &ProviderInfo) -> Result<(), UsageError> {
+    let record_endpoint = was;
     let redacted = crate::client::secrets::REDACTED;
-    if record.endpoint.base_url.contains(redacted) && provider.base_url != record.endpoint.base_url
+    if record_endpoint.base_url.contains(redacted) && provider.base_url != record_endpoint.base_url
     {
         return Err(UsageError::with_fix(
             format!(
                 "this run was sent to {}, whose credentials are never stored; resuming would send to {}",
-                record.endpoint.base_url, provider.base_url
+                record_endpoint.base_url, provider.base_url
             ),
             "resume with --base-url and the URL with its credentials (or set them in the environment as before)",
         ));
     }
-    if provider.model != record.endpoint.model || provider.simulated != record.endpoint.simulated {
+    if provider.model != record_endpoint.model || provider.simulated != record_endpoint.simulated {
         return Err(UsageError::with_fix(
             format!(
                 "this run was answered by `{}`{}; resuming with `{}`{} would mix two models' answers",
-                record.endpoint.model,
-                if record.endpoint.simulated {
+                record_endpoint.model,
+                if record_endpoint.simulated {
                     " (simulated)"
                 } else {
                     ""
@@ -1466,7 +1613,7 @@ fn check_resumable(
             ),
             format!(
                 "resume with --model {} and the same provider, or start a new run",
-                record.endpoint.model
+                record_endpoint.model
             ),
         ));
     }

@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 use super::Summary;
 use super::compare::{RunComparison, Verdict};
 
-/// `--min-accuracy [VARIANT=]P`
+/// `--min-accuracy [VARIANT=]P`; in a run of several endpoints VARIANT may be
+/// `ENDPOINT/VARIANT` (one cell), a variant (at every endpoint) or an endpoint (every
+/// variant at it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MinAccuracy {
     /// `None`: every variant.
@@ -272,7 +274,7 @@ pub(crate) fn evaluate(
         let variants: Vec<_> = s
             .variants
             .iter()
-            .filter(|v| min.variant.as_ref().is_none_or(|name| &v.name == name))
+            .filter(|v| min.variant.as_ref().is_none_or(|name| v.answers_to(name)))
             .collect();
         let gate = format!(
             "min-accuracy {}{:.1}%",

@@ -79,10 +79,15 @@ impl JunitSpool {
             r.case_id.clone()
         };
         let time = r.latency_ms.unwrap_or(0.0) / 1000.0;
+        // A run of several endpoints: `promptgauge.BENCH.ENDPOINT.VARIANT`, so a dashboard
+        // groups each endpoint's cases apart.
+        let class = match &r.endpoint {
+            Some(e) => format!("{}.{}", escape(e), escape(&r.variant)),
+            None => escape(&r.variant),
+        };
         let mut case = format!(
-            "    <testcase classname=\"promptgauge.{}.{}\" name=\"{}\" time=\"{time:.3}\"",
+            "    <testcase classname=\"promptgauge.{}.{class}\" name=\"{}\" time=\"{time:.3}\"",
             escape(&self.bench),
-            escape(&r.variant),
             escape(&name)
         );
         let mut mark = Mark::Passed;

@@ -118,6 +118,10 @@ pub struct VariantRow {
     pub latency_p99_ms: Option<f64>,
     pub ttft_p50_ms: Option<f64>,
     pub ttft_p90_ms: Option<f64>,
+    /// In a run of several endpoints: the endpoint of this row (its `variant` is then
+    /// `ENDPOINT/VARIANT`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
 }
 
 impl VariantRow {

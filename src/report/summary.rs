@@ -550,6 +550,14 @@ impl Summary {
 }
 
 impl VariantSummary {
+    /// Whether a gate naming `name` means it: its own name (`ENDPOINT/VARIANT` in a run of
+    /// several endpoints), or there its variant's or its endpoint's.
+    pub fn answers_to(&self, name: &str) -> bool {
+        self.name == name
+            || self.variant.as_deref() == Some(name)
+            || self.endpoint.as_deref() == Some(name)
+    }
+
     /// The headline figure and its interval: accuracy with Wilson's, or (scored) the mean
     /// score with its interval.
     pub fn headline(&self) -> (Option<f64>, Option<f64>, Option<f64>) {

@@ -122,6 +122,14 @@ CREATE TABLE run_jobs (
     r#"
 ALTER TABLE runs ADD COLUMN allowed_failures BIGINT NOT NULL DEFAULT 0
 "#,
+    // 3: a run of several endpoints records one row per (variant, endpoint), its `variant`
+    // named `ENDPOINT/VARIANT`; these say which (both null for a run of one endpoint).
+    r#"
+ALTER TABLE run_variants ADD COLUMN endpoint TEXT
+"#,
+    r#"
+ALTER TABLE run_variants ADD COLUMN variant_only TEXT
+"#,
 ];
 
 /// Where the store is: a SQLite file, or a PostgreSQL database.
@@ -487,8 +495,10 @@ impl Store {
         const COLUMNS: usize = 16;
         // Many rows a statement, within both databases' parameter limits.
         const BATCH: usize = 500;
-        let variants = &record.plan.variants;
-        let price = record.bench.price.as_ref();
+        // Rows name their arm: the variant, or `ENDPOINT/VARIANT` in a run of several
+        // endpoints, each costed at its endpoint's price.
+        let variants = record.plan.arms();
+        let prices = record.arm_prices();
         let (ids, hashes) = (&record.bench.case_ids, &record.bench.case_hashes);
         let mut reader = jobs.reader()?;
         let mut read = 0;
@@ -545,7 +555,7 @@ impl Store {
                     .bind(big(row.tokens_out))
                     .bind(row.latency_ms())
                     .bind(row.ttft_ms())
-                    .bind(row.cost_usd(price))
+                    .bind(row.cost_usd(prices.get(row.variant as usize).and_then(Option::as_ref)))
                     .bind(row.cached as i64)
                     .bind(i64::from(row.attempts));
             }
@@ -832,6 +842,7 @@ impl VariantRow {
             latency_p99_ms: r.try_get("latency_p99_ms")?,
             ttft_p50_ms: r.try_get("ttft_p50_ms")?,
             ttft_p90_ms: r.try_get("ttft_p90_ms")?,
+            endpoint: r.try_get("endpoint")?,
         })
     }
 }
@@ -975,6 +986,8 @@ fn variant_columns(
         ("latency_p99_ms", Real(v.latency_ms.p99)),
         ("ttft_p50_ms", Real(v.ttft_ms.p50)),
         ("ttft_p90_ms", Real(v.ttft_ms.p90)),
+        ("endpoint", Text(v.endpoint.clone())),
+        ("variant_only", Text(v.variant.clone())),
     ]
 }
 
@@ -1119,14 +1132,16 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_version_1_store_is_migrated_to_version_2_and_its_runs_read() {
+    async fn a_version_1_store_is_migrated_to_the_latest_and_its_runs_read() {
         let dir = tempfile::tempdir().unwrap();
         let location = Location::Sqlite(dir.path().join("h.db"));
         let store = Store::open(&location).await.unwrap();
         // Back to version 1, as a store written by the previous release.
         for sql in [
             "ALTER TABLE runs DROP COLUMN allowed_failures",
-            "DELETE FROM promptgauge_migrations WHERE version = 2",
+            "ALTER TABLE run_variants DROP COLUMN endpoint",
+            "ALTER TABLE run_variants DROP COLUMN variant_only",
+            "DELETE FROM promptgauge_migrations WHERE version >= 2",
             "INSERT INTO runs (run_id, bench, fingerprint, model, base_url, simulated, \
              tool_version, started_at, started_unix_ms, complete, kind, cases, repeats, \
              confidence, jobs_planned, jobs_finished, jobs_failed, scored, folder, record, \

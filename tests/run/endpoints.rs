@@ -539,6 +539,28 @@ fn three_endpoints_run_as_one_grid_paired_on_both_axes() {
     for c in &s.comparisons {
         assert_eq!(c.cases, 30, "{} paired on every case", c.variant);
     }
+    // Holm within each family, by hand: sorted p-values times (m − rank), made monotone.
+    let mut families: Vec<Vec<&promptgauge::report::compare::Comparison>> = Vec::new();
+    for c in &s.comparisons {
+        match families.iter_mut().find(|f| f[0].family == c.family) {
+            Some(f) => f.push(c),
+            None => families.push(vec![c]),
+        }
+    }
+    assert_eq!(families.len(), 5, "3 endpoints + 2 variants");
+    for f in &families {
+        let mut ps: Vec<(f64, f64)> = f
+            .iter()
+            .map(|c| (c.p_value.unwrap(), c.p_holm.unwrap()))
+            .collect();
+        ps.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let m = ps.len();
+        let mut running: f64 = 0.0;
+        for (rank, (p, holm)) in ps.iter().enumerate() {
+            running = running.max((p * (m - rank) as f64).min(1.0));
+            assert!((running - holm).abs() < 1e-12, "{p} → {holm}, by hand {running}");
+        }
+    }
     // The tiny model errs more: the verdict says which model is worse.
     let tiny = s
         .comparisons
@@ -552,9 +574,282 @@ fn three_endpoints_run_as_one_grid_paired_on_both_axes() {
     let csv = std::fs::read_to_string(d.join("jobs.csv")).unwrap();
     assert!(csv.starts_with("case_id,variant,endpoint,repeat"), "{csv}");
     assert_eq!(csv.lines().filter(|l| l.contains(",local,")).count(), 60);
-    eprintln!("{stdout}");
-    eprintln!(
-        "{}",
-        std::fs::read_to_string(run.join("summary.md")).unwrap()
+    // Both axes in every report.
+    let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    for text in [&md, &html, &stdout.to_string()] {
+        assert!(text.contains("Which prompt: each variant against the baseline variant"));
+        assert!(text.contains("Which model: each endpoint against the baseline endpoint"));
+        assert!(text.contains("local/plain is not distinguishable from hosted/plain"));
+    }
+    assert!(
+        md.contains("| plain (baseline) | 76.7% [59.1, 88.2] |"),
+        "{md}"
     );
+    let junit = std::fs::read_to_string(d.join("junit.xml")).unwrap();
+    assert!(junit.contains("classname=\"promptgauge.arithmetic.local.careful\""));
+
+    // A killed run resumes on the same grid: only the jobs missing from the journal are
+    // sent, each to its own endpoint, and the figures come out the same.
+    let lines: Vec<&str> = journal.lines().collect();
+    let kept: Vec<&str> = lines[..lines.len() - 50].to_vec();
+    let lost_local = lines[lines.len() - 50..]
+        .iter()
+        .filter(|l| l.contains("\"endpoint\":\"local\""))
+        .count();
+    std::fs::write(run.join("results.jsonl"), kept.join("\n") + "\n").unwrap();
+    let out = promptgauge(d)
+        .args([
+            "run",
+            "--resume",
+            run.to_str().unwrap(),
+            "--no-store",
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.code().is_some_and(|c| c <= 1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sent = |p: &promptgauge::mock::StatsSnapshot| p.requests;
+    let after = [
+        chat.provider.stats(),
+        responses.provider.stats(),
+        messages.provider.stats(),
+    ];
+    assert_eq!(after.iter().map(sent).sum::<u64>(), 180 + 50);
+    assert_eq!(sent(&after[2]), 60 + lost_local as u64);
+    let resumed = summary(&run);
+    assert_eq!(resumed.schema, "promptgauge.summary/3");
+    for (a, b) in resumed.variants.iter().zip(&s.variants) {
+        assert_eq!((&a.name, a.n, a.correct), (&b.name, b.n, b.correct));
+    }
+    // --endpoints cannot narrow the grid of a run being resumed.
+    let out = promptgauge(d)
+        .args(["run", "--resume", run.to_str().unwrap(), "--no-store"])
+        .args(["--endpoints", "hosted"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot leave some out"));
+}
+
+/// Two endpoints serving the same model at different servers, each with its own price.
+const PAIR: &str = r#"endpoints:
+  - name: big
+    base_url: "@BIG@"
+    model: big-model
+    price: { input_per_mtok: 5.0, output_per_mtok: 15.0 }
+  - name: mini
+    base_url: "@MINI@"
+    model: mini-model
+    protocol: anthropic-messages
+    price: { input_per_mtok: 0.1, output_per_mtok: 0.2 }
+"#;
+
+#[test]
+fn a_grid_is_gated_stored_compared_cached_sharded_and_merged_by_its_cells() {
+    let (_a, big) = start_mock(MockConfig::default());
+    let (_b, mini) = start_mock(MockConfig::default());
+    let extra = PAIR
+        .replace("@BIG@", &big.base_url())
+        .replace("@MINI@", &mini.base_url());
+    let bench = arithmetic_bench(20, 2, &extra);
+    let d = bench.path();
+    let pg = |args: &[&str]| promptgauge(d).args(args).output().unwrap();
+    let sent = || {
+        (
+            big.provider.stats().requests,
+            mini.provider.stats().requests,
+        )
+    };
+
+    // Twice with the cache: the second run buys nothing, each endpoint's answers its own.
+    for _ in 0..2 {
+        let o = pg(&["run", "bench.yaml", "--cache", "--quiet"]);
+        assert!(
+            o.status.code().is_some_and(|c| c <= 1),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    assert_eq!(sent(), (40, 40));
+    let runs = run_dirs(&d.join("reports"));
+    assert_eq!(runs.len(), 2);
+    let (first, second) = (summary(&runs[0]), summary(&runs[1]));
+    for (a, b) in first.variants.iter().zip(&second.variants) {
+        assert_eq!((&a.name, a.correct, a.n), (&b.name, b.correct, b.n));
+        assert_eq!(b.cached, 20, "{}: every answer from the cache", b.name);
+    }
+
+    // The store holds a row per cell, with its endpoint; history and compare read them.
+    let o = pg(&["runs", "--json"]);
+    let listed: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(listed.len(), 2);
+    let cells = listed[0]["variants"].as_array().unwrap();
+    let named: Vec<(&str, &str)> = cells
+        .iter()
+        .map(|v| {
+            (
+                v["variant"].as_str().unwrap(),
+                v["endpoint"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        named,
+        [
+            ("big/plain", "big"),
+            ("big/careful", "big"),
+            ("mini/plain", "mini"),
+            ("mini/careful", "mini")
+        ]
+    );
+    let o = pg(&["history"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("mini/careful"), "{text}");
+    let (a, b) = (runs[0].to_str().unwrap(), runs[1].to_str().unwrap());
+    let o = pg(&["compare", a, b, "--out", "cmp"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let c: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("cmp/compare.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        c["variants"].as_array().unwrap().len(),
+        4,
+        "every cell paired with itself"
+    );
+
+    // Gates name a cell, a variant or an endpoint.
+    let o = pg(&[
+        "run",
+        "bench.yaml",
+        "--no-store",
+        "--cache",
+        "--min-accuracy",
+        "mini=0.99",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let gated = summary(
+        &run_dirs(&d.join("reports"))
+            .into_iter()
+            .max_by_key(|r| {
+                std::fs::metadata(r.join("summary.json"))
+                    .unwrap()
+                    .modified()
+                    .unwrap()
+            })
+            .unwrap(),
+    );
+    let reasons: Vec<&str> = gated.gates.iter().map(|g| g.reason.as_str()).collect();
+    assert!(
+        reasons.iter().any(|r| r.contains("mini/plain")),
+        "{reasons:?}"
+    );
+    assert!(!reasons.iter().any(|r| r.contains("big/")), "{reasons:?}");
+    let o = pg(&[
+        "run",
+        "bench.yaml",
+        "--no-store",
+        "--min-accuracy",
+        "nowhere=0.5",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("an endpoint (big, mini)"));
+    assert_eq!(sent(), (40, 40), "nothing was bought again");
+
+    // Shards of a grid merge into the grid.
+    for i in 1..=2 {
+        let o = pg(&[
+            "run",
+            "bench.yaml",
+            "--cache",
+            "--no-store",
+            "--quiet",
+            "--out",
+            "shards",
+            "--shard",
+            &format!("{i}/2"),
+        ]);
+        assert!(
+            o.status.code().is_some_and(|c| c <= 1),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let shards: Vec<String> = run_dirs(&d.join("shards"))
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let o = promptgauge(d)
+        .arg("merge")
+        .args(&shards)
+        .args(["--out", "merged", "--no-store"])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.code().is_some_and(|c| c <= 1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let merged = summary(&run_dirs(&d.join("merged"))[0]);
+    assert_eq!(merged.schema, "promptgauge.summary/3");
+    for (w, m) in first.variants.iter().zip(&merged.variants) {
+        assert_eq!((&w.name, w.n, w.correct), (&m.name, m.n, m.correct));
+    }
+    assert_eq!(merged.comparisons.len(), first.comparisons.len());
+}
+
+/// The example a user starts from: one prompt, a hosted and a self-hosted endpoint side by
+/// side, a pinned judge; the report answers "which model".
+#[test]
+fn the_which_model_example_runs_and_answers_which_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let src = repo().join("examples/which-model");
+    std::fs::create_dir_all(d.join("prompts")).unwrap();
+    for f in ["which-model.yaml", "cases.jsonl", "prompts/answer.yaml"] {
+        std::fs::copy(src.join(f), d.join(f)).unwrap();
+    }
+    let out = promptgauge(d)
+        .args(["run", "which-model.yaml", "--no-store"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = run_dirs(&d.join("reports")).remove(0);
+    let s = summary(&run);
+    let names: Vec<&str> = s.variants.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, ["hosted/answer", "local/answer"]);
+    assert_eq!(s.variants[1].cost_usd, Some(0.0), "the local model is free");
+    assert!(s.variants[0].cost_usd.unwrap() > 0.0);
+    // One question: which model. Paired on every case.
+    assert_eq!(s.comparisons.len(), 1);
+    let c = &s.comparisons[0];
+    let family = c.family.as_ref().unwrap();
+    assert_eq!(family.question(), "which model, for answer");
+    assert_eq!((c.cases, c.against.as_str()), (40, "hosted/answer"));
+    // The judge stayed put: the same model judged both endpoints' answers.
+    assert_eq!(s.run.judge.as_ref().unwrap().model, "judge-large");
+    assert!(s.variants.iter().all(|v| v.judge_calls == 40));
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    for text in [&stdout.to_string(), &html] {
+        assert!(text.contains("Which model: each endpoint against the baseline endpoint"));
+        assert!(text.contains("local/answer is"));
+    }
 }
