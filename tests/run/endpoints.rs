@@ -474,6 +474,19 @@ fn three_endpoints_run_as_one_grid_paired_on_both_axes() {
     let run = run_dirs(&d.join("reports")).remove(0);
     let s = summary(&run);
     assert_eq!(s.schema, "promptgauge.summary/3");
+    // The committed schema describes it.
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("docs/summary.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let instance: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&instance)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
     let arms: Vec<&str> = s.variants.iter().map(|v| v.name.as_str()).collect();
     assert_eq!(
         arms,
@@ -558,7 +571,10 @@ fn three_endpoints_run_as_one_grid_paired_on_both_axes() {
         let mut running: f64 = 0.0;
         for (rank, (p, holm)) in ps.iter().enumerate() {
             running = running.max((p * (m - rank) as f64).min(1.0));
-            assert!((running - holm).abs() < 1e-12, "{p} → {holm}, by hand {running}");
+            assert!(
+                (running - holm).abs() < 1e-12,
+                "{p} → {holm}, by hand {running}"
+            );
         }
     }
     // The tiny model errs more: the verdict says which model is worse.
