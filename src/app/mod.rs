@@ -212,14 +212,18 @@ pub(super) fn aggregator_with(
         agg.add_sink(sink);
     }
     let tests = record.plan.sequential.as_ref().map(|plan| {
-        crate::runner::sequential::Sequential::new(
+        let tests = crate::runner::sequential::Sequential::new(
             plan,
             &record.bench.case_ids,
             &record.plan.arms(),
             record.plan.repeats,
             record.bench.confidence,
             live,
-        )
+        );
+        match record.plan.endpoints.len() {
+            0 => tests,
+            endpoints => tests.grid(record.plan.variants.len(), endpoints),
+        }
     });
     Ok(crate::runner::sequential::Decider::new(tests, agg))
 }

@@ -139,14 +139,11 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
     };
     let sequential = match (&args.sequential, args.until_decided) {
         (Some(recorded), _) => Some(recorded.clone()),
-        (None, true) if grid.len() > 1 => {
-            return Err(UsageError::with_fix(
-                "--until-decided with several endpoints is not supported yet: its sequential tests stop a variant's jobs on one axis, and a run of several endpoints compares on two",
-                "run --until-decided on one endpoint at a time (--endpoints NAME), or run the grid without it",
-            )
-            .into());
-        }
-        (None, true) => Some(sequential_plan(&bench, variants.len(), args.max_drop)?),
+        (None, true) => Some(sequential_plan(
+            &bench,
+            (variants.len(), grid.len().max(1)),
+            args.max_drop,
+        )?),
         (None, false) => None,
     };
     let jobs = plan_jobs(&bench, &variants, grid.len(), sequential.as_ref(), args);
@@ -416,10 +413,10 @@ fn check_reservations(bench: &Bench, jobs: &[Job], tpm: u32) -> Result<(), Failu
 /// The sequential plan of a new `--until-decided` run, from the bench's `sequential:`.
 fn sequential_plan(
     bench: &Bench,
-    variants: usize,
+    (variants, endpoints): (usize, usize),
     max_drop: Option<f64>,
 ) -> Result<SequentialPlan, Failure> {
-    if variants < 2 {
+    if variants * endpoints < 2 {
         return Err(UsageError::with_fix(
             "--until-decided stops when each variant's comparison with the baseline is decided, and this run has one variant",
             "select a baseline and at least one variant to compare (--variants a,b)",
@@ -427,7 +424,9 @@ fn sequential_plan(
         .into());
     }
     let spec = &bench.sequential;
-    let comparisons = variants - 1;
+    // The largest family a verdict is adjusted in: every variant against the baseline, or
+    // in a run of several endpoints the larger axis (docs/statistics.md, 2a).
+    let comparisons = (variants.max(endpoints) - 1).max(1);
     let detect = spec.detect / 100.0;
     // Counted against the fixed design for a baseline at ½, the most demanding.
     let fixed = crate::stats::sequential::fixed_design_cases(

@@ -59,8 +59,11 @@ pub fn report(args: &ReportArgs) -> Result<Exit, Failure> {
     if record.plan.sequential.is_some() {
         for d in &audit.stats.decided {
             note!(
-                "decided live: {} {} after {} cases ({} jobs heard)",
+                "decided live: {}{} {} after {} cases ({} jobs heard)",
                 d.variant,
+                d.against
+                    .as_ref()
+                    .map_or_else(String::new, |a| format!(" (against {a})")),
                 d.verdict.replace('_', " "),
                 d.cases,
                 d.jobs_heard

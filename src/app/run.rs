@@ -655,15 +655,23 @@ impl UntilDecided {
     /// `per_case` is the jobs per case (variants × repeats).
     fn of(p: &Prepared, per_case: usize) -> Self {
         let bench = &p.bench;
+        let endpoints = p.grid.len().max(1);
         let stop = p.sequential.as_ref().map(|_| {
             Arc::new(
-                (0..bench.variants.len())
+                (0..bench.variants.len() * endpoints)
                     .map(|_| std::sync::atomic::AtomicBool::new(false))
                     .collect(),
             )
         });
         let horizon = p.sequential.as_ref().map(|_| {
-            let workers = bench.limits.concurrency * p.endpoint.base_urls.len().max(1);
+            let workers: usize = if p.grid.is_empty() {
+                bench.limits.concurrency * p.endpoint.base_urls.len().max(1)
+            } else {
+                p.grid
+                    .iter()
+                    .map(|g| g.limits.concurrency * g.endpoint.base_urls.len().max(1))
+                    .sum()
+            };
             crate::runner::sequential::Horizon::new(workers.div_ceil(per_case.max(1)) + 1)
         });
         UntilDecided {
@@ -678,7 +686,14 @@ impl UntilDecided {
         match (&self.stop, &self.horizon) {
             (Some(stop), Some(horizon)) => Some(crate::runner::sequential::Live {
                 stop: stop.clone(),
-                bench_index: p.variants.clone(),
+                // Each arm's flag: its bench variant, endpoint by endpoint.
+                bench_index: (0..p.grid.len().max(1))
+                    .flat_map(|e| {
+                        p.variants
+                            .iter()
+                            .map(move |&v| e * p.bench.variants.len() + v)
+                    })
+                    .collect(),
                 horizon: horizon.clone(),
                 decisions: self.decisions.clone(),
             }),
@@ -714,7 +729,11 @@ fn replay_journal(
     if p.sequential.is_some() {
         let kept = &audit.stats.decided;
         if let Ok(mut queue) = until.decisions.lock() {
-            queue.retain(|d| !kept.iter().any(|k| k.variant == d.variant));
+            queue.retain(|d| {
+                !kept
+                    .iter()
+                    .any(|k| k.variant == d.variant && k.against == d.against)
+            });
         }
         journal.keep_decisions(until.decisions.clone());
     }

@@ -6,7 +6,11 @@ pub use crate::runner::sequential::{DropSummary, SequentialSummary, SequentialVe
 /// sequential one; the difference and interval stay, as a description of the cases run.
 pub(crate) fn apply(c: &mut super::compare::Comparison, s: &SequentialSummary) {
     use super::compare::{Verdict, points};
-    let Some(v) = s.variants.iter().find(|v| v.variant == c.variant) else {
+    let Some(v) = s
+        .variants
+        .iter()
+        .find(|v| v.variant == c.variant && v.against.as_ref().is_none_or(|a| *a == c.against))
+    else {
         return;
     };
     let described = match (c.difference, c.ci_low, c.ci_high) {
@@ -81,21 +85,37 @@ fn s_binary(c: &super::compare::Comparison) -> bool {
     c.table.is_some()
 }
 
+/// A verdict's subject: the variant, and in a run of several endpoints what it was tested
+/// against (`local/careful against local/plain`).
+fn named(v: &crate::runner::sequential::SequentialVerdict) -> String {
+    match &v.against {
+        Some(a) => format!("{} against {a}", v.variant),
+        None => v.variant.clone(),
+    }
+}
+
 /// The summary's sentence about stopping early.
 pub(crate) fn note(s: &SequentialSummary) -> String {
     let each: Vec<String> = s
         .variants
         .iter()
-        .map(|v| match v.verdict.as_str() {
-            "better" | "worse" => format!("{} {} after {} cases", v.variant, v.verdict, v.cases),
+        .map(|v| (v, named(v)))
+        .map(|(v, name)| match v.verdict.as_str() {
+            "better" | "worse" => match &v.against {
+                Some(a) => format!(
+                    "{} {} than {a} after {} cases",
+                    v.variant, v.verdict, v.cases
+                ),
+                None => format!("{} {} after {} cases", name, v.verdict, v.cases),
+            },
             "no_difference" => format!(
                 "{}: no difference of {} points or more, after {} cases",
-                v.variant, s.detect, v.cases
+                name, s.detect, v.cases
             ),
-            "undecided" => format!("{} undecided at max_cases ({})", v.variant, v.cases),
+            "undecided" => format!("{} undecided at max_cases ({})", name, v.cases),
             _ => format!(
                 "{} not decided when the run ended ({} cases)",
-                v.variant, v.cases
+                name, v.cases
             ),
         })
         .zip(&s.variants)

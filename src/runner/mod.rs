@@ -42,8 +42,9 @@ pub struct RunOptions {
     pub already: usize,
     /// What scorers may use (a judge's client).
     pub scoring: ScoreContext,
-    /// `--until-decided`: per bench variant, whether its jobs are no longer needed. A
-    /// skipped job is neither sent nor recorded.
+    /// `--until-decided`: per bench variant (endpoint by endpoint: `endpoint × bench
+    /// variants + variant`), whether its jobs are no longer needed. A skipped job is neither
+    /// sent nor recorded.
     pub skip: Option<Arc<Vec<std::sync::atomic::AtomicBool>>>,
     /// `--until-decided`: how far ahead of the tests jobs may be sent, and the jobs per
     /// case (plan positions are `job.index / jobs_per_case`).
@@ -265,10 +266,12 @@ impl Workers {
             {
                 break;
             }
+            // Flags per bench variant, endpoint by endpoint.
+            let flag = job.endpoint * self.bench.variants.len() + job.variant;
             let skipped = options
                 .skip
                 .as_ref()
-                .and_then(|s| s.get(job.variant))
+                .and_then(|s| s.get(flag))
                 .is_some_and(|f| f.load(Ordering::SeqCst));
             if skipped {
                 continue;

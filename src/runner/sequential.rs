@@ -139,6 +139,10 @@ impl Horizon {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SequentialVerdict {
     pub variant: String,
+    /// In a run of several endpoints: what it was tested against (a cell is tested on both
+    /// axes); absent when the baseline is meant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub against: Option<String>,
     /// `better`, `worse`, `no_difference` (none of `detect` points or more), `undecided`
     /// (max_cases reached) or `running` (the run ended before a decision).
     pub verdict: String,
@@ -212,8 +216,14 @@ pub struct SequentialSummary {
 /// The state of every variant's test.
 pub struct Sequential {
     plan: SequentialPlan,
-    /// Variant names, baseline first.
+    /// Variant names (arms: `ENDPOINT/VARIANT` in a run of several endpoints), baseline
+    /// first.
     variants: Vec<String>,
+    /// What is tested: (arm, the arm it is compared with). Each variant against the
+    /// baseline; in a run of several endpoints, both axes (see [`Sequential::grid`]).
+    pairs: Vec<(usize, usize)>,
+    /// The pairs name what they are tested against (a run of several endpoints).
+    named_against: bool,
     arm: HashMap<String, usize>,
     /// Bench variant index per arm, for the stop flags.
     bench_index: Vec<usize>,
@@ -225,8 +235,7 @@ pub struct Sequential {
     scores: Vec<Vec<CaseScore>>,
     /// The next position to feed to the tests.
     next: usize,
-    /// Per arm (index 0 unused): the test, and its decision with the position it was
-    /// reached at.
+    /// Per pair: the test, and its decision with the position it was reached at.
     tests: Vec<Option<SequentialTest>>,
     decided: Vec<Option<(Decision, usize)>>,
     stop: Option<StopFlags>,
@@ -260,6 +269,9 @@ pub struct Decided {
     /// Always `decided` (the journal's event lines start with their kind).
     pub event: String,
     pub variant: String,
+    /// In a run of several endpoints: what it was tested against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub against: Option<String>,
     /// `better`, `worse`, `no_difference` or `undecided`.
     pub verdict: String,
     /// Cases the decision used.
@@ -332,22 +344,63 @@ impl Sequential {
                 .map(|(i, v)| (v.clone(), i))
                 .collect(),
             variants: variants.to_vec(),
+            pairs: (1..arms).map(|a| (a, 0)).collect(),
+            named_against: false,
             bench_index,
             repeats,
             position,
             heard: vec![vec![0; arms]; order.len()],
             scores: vec![vec![CaseScore::default(); arms]; order.len()],
             next: 0,
-            tests: (0..arms)
-                .map(|a| (a > 0).then(|| SequentialTest::new(params).ok()).flatten())
+            tests: (1..arms)
+                .map(|_| SequentialTest::new(params).ok())
                 .collect(),
-            decided: vec![None; arms],
+            decided: vec![None; arms.saturating_sub(1)],
             stop,
             horizon,
             confidence,
             held: Vec::new(),
             decisions,
             jobs_heard: 0,
+        }
+    }
+
+    /// The tests of a run of several endpoints (arm `e × variants + v`): on both axes, as
+    /// the figures compare — each variant against the baseline variant at each endpoint,
+    /// each endpoint against the baseline endpoint for each variant.
+    pub fn grid(mut self, variants: usize, endpoints: usize) -> Sequential {
+        let arm = |e: usize, v: usize| e * variants + v;
+        self.pairs = (0..endpoints)
+            .flat_map(|e| (1..variants).map(move |v| (arm(e, v), arm(e, 0))))
+            .chain((0..variants).flat_map(|v| (1..endpoints).map(move |e| (arm(e, v), arm(0, v)))))
+            .collect();
+        let params = self.params();
+        self.tests = self
+            .pairs
+            .iter()
+            .map(|_| SequentialTest::new(params).ok())
+            .collect();
+        self.decided = vec![None; self.pairs.len()];
+        self.named_against = true;
+        self
+    }
+
+    /// The parameters every test runs with.
+    fn params(&self) -> SequentialParams {
+        let plan = &self.plan;
+        SequentialParams {
+            detect: plan.detect,
+            power: plan.power,
+            confidence: self.confidence,
+            comparisons: plan.comparisons.max(1),
+            min_cases: plan.min_cases,
+            max_cases: plan.max_cases,
+            scores: if plan.binary {
+                ScoreKind::Binary
+            } else {
+                ScoreKind::Scored
+            },
+            max_drop: plan.max_drop,
         }
     }
 
@@ -388,8 +441,7 @@ impl Sequential {
     /// Hears one finished job.
     pub fn add(&mut self, r: &JobRecord) {
         self.jobs_heard += 1;
-        let (Some(&arm), Some(&pos)) = (self.arm.get(&r.variant), self.position.get(&r.case_id))
-        else {
+        let (Some(arm), Some(&pos)) = (self.arm_of(r), self.position.get(&r.case_id)) else {
             return;
         };
         self.heard[pos][arm] += 1;
@@ -406,8 +458,7 @@ impl Sequential {
     /// reports a function of the answers, not of how far the workers ran ahead of the
     /// decision: a resumed run reports what the uninterrupted one does.
     pub fn counts(&self, r: &JobRecord) -> Option<bool> {
-        let (Some(&arm), Some(&pos)) = (self.arm.get(&r.variant), self.position.get(&r.case_id))
-        else {
+        let (Some(arm), Some(&pos)) = (self.arm_of(r), self.position.get(&r.case_id)) else {
             return Some(true);
         };
         // Once a variant is decided, the cases after its decision are never needed again;
@@ -419,24 +470,44 @@ impl Sequential {
     /// [`Sequential::counts`] once every record is in: what is still open counts when a
     /// test would still need it.
     pub fn counts_at_end(&self, r: &JobRecord) -> bool {
-        self.counts(r).unwrap_or_else(|| {
-            match (self.arm.get(&r.variant), self.position.get(&r.case_id)) {
-                (Some(&arm), Some(&pos)) => self.needs(arm, pos),
+        self.counts(r)
+            .unwrap_or_else(|| match (self.arm_of(r), self.position.get(&r.case_id)) {
+                (Some(arm), Some(&pos)) => self.needs(arm, pos),
                 _ => true,
-            }
-        })
+            })
     }
 
-    /// Whether `arm` still needs its jobs of the case at `pos`.
+    /// The record's arm: its variant's, or its `ENDPOINT/VARIANT`'s.
+    fn arm_of(&self, r: &JobRecord) -> Option<usize> {
+        match &r.endpoint {
+            None => self.arm.get(&r.variant).copied(),
+            Some(_) => self.arm.get(&r.arm()).copied(),
+        }
+    }
+
+    /// Whether `arm` still needs its jobs of the case at `pos`: while a test it is in (as
+    /// the variant tested, or what it is tested against) needs that case.
     fn needs(&self, arm: usize, pos: usize) -> bool {
-        if arm == 0 {
-            // The baseline is needed while any variant is open.
-            return (1..self.variants.len()).any(|a| self.needs(a, pos));
-        }
-        match self.decided[arm] {
+        self.pairs
+            .iter()
+            .enumerate()
+            .any(|(i, &(a, b))| (a == arm || b == arm) && self.pair_needs(i, pos))
+    }
+
+    /// Whether pair `i`'s test needs the case at `pos`.
+    fn pair_needs(&self, i: usize, pos: usize) -> bool {
+        match self.decided[i] {
             Some((_, at)) => pos <= at,
-            None => self.tests[arm].is_some(),
+            None => self.tests[i].is_some(),
         }
+    }
+
+    /// Whether every test `arm` is in has decided.
+    fn settled(&self, arm: usize) -> bool {
+        self.pairs
+            .iter()
+            .enumerate()
+            .all(|(i, &(a, b))| (a != arm && b != arm) || self.decided[i].is_some())
     }
 
     /// Feeds every case that has become complete, in plan order.
@@ -448,12 +519,16 @@ impl Sequential {
             if !complete {
                 return;
             }
-            for arm in 1..self.variants.len() {
-                if self.decided[arm].is_some() {
+            for i in 0..self.pairs.len() {
+                if self.decided[i].is_some() {
                     continue;
                 }
-                let (v, b) = (self.scores[pos][arm].mean(), self.scores[pos][0].mean());
-                let Some(test) = self.tests[arm].as_mut() else {
+                let (arm, against) = self.pairs[i];
+                let (v, b) = (
+                    self.scores[pos][arm].mean(),
+                    self.scores[pos][against].mean(),
+                );
+                let Some(test) = self.tests[i].as_mut() else {
                     continue;
                 };
                 // A case with a failed job on either side tells nothing about the pair.
@@ -464,14 +539,19 @@ impl Sequential {
                     && test.finished()
                     && let Some(decision) = test.decision()
                 {
-                    self.decided[arm] = Some((decision, pos));
-                    self.flag(arm);
+                    self.decided[i] = Some((decision, pos));
+                    for side in [arm, against] {
+                        if self.settled(side) {
+                            self.flag(side);
+                        }
+                    }
                     if let Some(queue) = &self.decisions
                         && let Ok(mut queue) = queue.lock()
                     {
                         queue.push(Decided {
                             event: "decided".into(),
                             variant: self.variants[arm].clone(),
+                            against: self.named_against.then(|| self.variants[against].clone()),
                             verdict: verdict_name(decision.verdict).into(),
                             cases: decision.cases,
                             jobs_heard: self.jobs_heard,
@@ -479,7 +559,7 @@ impl Sequential {
                     }
                 }
             }
-            if (1..self.variants.len()).all(|a| self.decided[a].is_some()) {
+            if self.decided.iter().all(Option::is_some) {
                 self.flag(0);
                 if let Some(h) = &self.horizon {
                     // Everything left is skipped: let the waiting workers see it.
@@ -523,12 +603,13 @@ impl Sequential {
     ) -> SequentialSummary {
         let exhausted = self.next >= self.heard.len();
         let drop_at = self.plan.max_drop;
-        let variants = (1..self.variants.len())
-            .map(|arm| {
-                let test = self.tests[arm].as_ref();
+        let variants = (0..self.pairs.len())
+            .map(|i| {
+                let (arm, against) = self.pairs[i];
+                let test = self.tests[i].as_ref();
                 let decided = test.and_then(SequentialTest::decision).or_else(|| {
                     // The difference may be decided while the drop check runs on.
-                    self.decided[arm].map(|(d, _)| d)
+                    self.decided[i].map(|(d, _)| d)
                 });
                 let (verdict, d) = match decided {
                     Some(d) => (verdict_name(d.verdict), Some(d)),
@@ -542,6 +623,7 @@ impl Sequential {
                         .and_then(SequentialTest::drop_check)
                         .map(|check| drop_summary(check, exhausted)),
                     variant: self.variants[arm].clone(),
+                    against: self.named_against.then(|| self.variants[against].clone()),
                     verdict: verdict.to_string(),
                     cases: d.map_or_else(|| test.map_or(0, SequentialTest::cases), |d| d.cases),
                     statistic: d.map_or(0.0, |d| d.statistic),
@@ -576,8 +658,10 @@ impl Sequential {
         };
         let jobs_fixed =
             fixed_cases.map(|n| n * self.variants.len() as u64 * u64::from(self.repeats));
-        let all_decided = (1..self.variants.len())
-            .all(|a| self.decided[a].is_some_and(|(d, _)| d.verdict != SeqVerdict::Undecided));
+        let all_decided = self
+            .decided
+            .iter()
+            .all(|d| d.is_some_and(|(d, _)| d.verdict != SeqVerdict::Undecided));
         // Savings only count when every verdict was reached.
         let saved = jobs_fixed
             .filter(|_| all_decided)

@@ -784,6 +784,46 @@ fn a_grid_is_gated_stored_compared_cached_sharded_and_merged_by_its_cells() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("an endpoint (big, mini)"));
     assert_eq!(sent(), (40, 40), "nothing was bought again");
 
+    // --baseline compares each cell with the same cell of an earlier run.
+    let o = pg(&[
+        "run",
+        "bench.yaml",
+        "--no-store",
+        "--cache",
+        "--baseline",
+        a,
+        "--fail-if-worse",
+        "--max-drop",
+        "50",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let against = summary(
+        &run_dirs(&d.join("reports"))
+            .into_iter()
+            .max_by_key(|r| {
+                std::fs::metadata(r.join("summary.json"))
+                    .unwrap()
+                    .modified()
+                    .unwrap()
+            })
+            .unwrap(),
+    );
+    let gates: Vec<(&str, bool)> = against
+        .gates
+        .iter()
+        .map(|g| (g.gate.as_str(), g.passed))
+        .collect();
+    assert!(
+        gates.contains(&("fail-if-worse --baseline", true)),
+        "{gates:?}"
+    );
+    assert!(gates.contains(&("max-drop --baseline", true)), "{gates:?}");
+
     // Shards of a grid merge into the grid.
     for i in 1..=2 {
         let o = pg(&[

@@ -420,3 +420,112 @@ fn with_max_drop_the_sequential_test_decides_the_drop_itself() {
     );
     assert_eq!(server.provider.stats().requests, sent);
 }
+
+/// `--until-decided` on a grid: every cell tested on both axes (which prompt at each
+/// endpoint, which model for each variant), a cell's jobs stopped once every test it is in
+/// has decided, and the same decisions again from `report`.
+#[test]
+fn a_grid_until_decided_tests_both_axes_and_stops_each_cell_when_settled() {
+    let (_a, big) = start_mock(MockConfig::default());
+    let (_b, tiny) = start_mock(MockConfig::default());
+    let extra = format!(
+        "sequential: {{ seed: 11 }}\nendpoints:\n  - {{ name: big, base_url: \"{}\", model: big-model }}\n  - {{ name: tiny, base_url: \"{}\", model: tiny-model, protocol: openai-responses }}\n",
+        big.base_url(),
+        tiny.base_url()
+    );
+    let dir = arithmetic_bench(400, 2, &extra);
+    let d = dir.path();
+    let out = promptgauge(d)
+        .args(["run", "bench.yaml", "--until-decided", "--no-store"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = run_dirs(&d.join("reports")).pop().unwrap();
+    let s = summary(&run);
+    assert_eq!(s.schema, "promptgauge.summary/3");
+    let seq = s.sequential.clone().expect("a sequential summary");
+    let tested: Vec<(&str, &str)> = seq
+        .variants
+        .iter()
+        .map(|v| (v.variant.as_str(), v.against.as_deref().unwrap()))
+        .collect();
+    assert_eq!(
+        tested,
+        [
+            ("big/careful", "big/plain"),
+            ("tiny/careful", "tiny/plain"),
+            ("tiny/plain", "big/plain"),
+            ("tiny/careful", "big/careful"),
+        ]
+    );
+    // The careful prompt is clearly better on both: decided, long before 400 cases.
+    for v in &seq.variants[..2] {
+        assert_eq!(v.verdict, "better", "{v:?}");
+        assert!(v.cases < 200, "{v:?}");
+    }
+    // Each comparison in the figures carries its own sequential verdict.
+    for c in &s.comparisons {
+        let v = seq
+            .variants
+            .iter()
+            .find(|v| v.variant == c.variant && v.against.as_deref() == Some(c.against.as_str()))
+            .unwrap();
+        assert!(
+            c.sentence.contains("sequential") || c.sentence.contains("log evidence"),
+            "{}: {}",
+            v.verdict,
+            c.sentence
+        );
+    }
+    // Nothing was sent past what the tests needed (and the few cases workers run ahead).
+    let sent = big.provider.stats().generations + tiny.provider.stats().generations;
+    assert_eq!(s.jobs_finished as u64, sent);
+    assert_eq!(s.jobs_finished + seq.jobs_not_needed, 1600);
+    let furthest = seq.variants.iter().map(|v| v.cases).max().unwrap();
+    if seq
+        .variants
+        .iter()
+        .all(|v| v.verdict != "running" && v.verdict != "undecided")
+    {
+        assert!(
+            sent < 4 * (furthest + 20),
+            "{sent} sent, the last decision after {furthest} cases"
+        );
+    }
+    // The journal keeps each decision with what it was against; `report` decides the same.
+    let journal = std::fs::read_to_string(run.join("results.jsonl")).unwrap();
+    assert!(
+        journal.contains("\"against\":\"big/plain\""),
+        "the decisions say against what"
+    );
+    let before = std::fs::read_to_string(run.join("summary.json")).unwrap();
+    let out = promptgauge(d)
+        .args(["report", run.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let again = summary(&run);
+    assert_eq!(again.sequential, s.sequential);
+    assert_eq!(
+        again
+            .variants
+            .iter()
+            .map(|v| (v.n, v.correct))
+            .collect::<Vec<_>>(),
+        s.variants
+            .iter()
+            .map(|v| (v.n, v.correct))
+            .collect::<Vec<_>>()
+    );
+    let _ = before;
+}
