@@ -1,4 +1,5 @@
-//! `summary.csv`: one row per variant, for spreadsheets.
+//! `summary.csv`: one row per variant (per cell of the grid in a run of several endpoints),
+//! for spreadsheets.
 
 use super::{Exporter, Summary};
 
@@ -61,6 +62,21 @@ const JUDGE_HEADER: [&str; 10] = [
     "corrected_high",
 ];
 
+/// Columns added in a run of several endpoints: the cell's endpoint and variant, and its
+/// comparison on the second axis (the same variant at the baseline endpoint: "which
+/// model"). The comparison columns before them are then the first axis' ("which prompt":
+/// the baseline variant at the same endpoint).
+const GRID_HEADER: [&str; 8] = [
+    "endpoint",
+    "variant_only",
+    "vs_baseline_endpoint",
+    "endpoint_difference",
+    "endpoint_ci_low",
+    "endpoint_ci_high",
+    "endpoint_p_holm",
+    "endpoint_verdict",
+];
+
 /// A number as a CSV cell: empty when there is none.
 pub(super) fn num(x: Option<f64>) -> String {
     x.map(|x| format!("{x}")).unwrap_or_default()
@@ -88,9 +104,26 @@ impl Exporter for Csv {
         if judged {
             header.extend(JUDGE_HEADER);
         }
+        let grid = summary.is_grid();
+        if grid {
+            header.extend(GRID_HEADER);
+        }
         w.write_record(&header)?;
+        use super::compare::Axis;
         for v in &summary.variants {
-            let c = summary.comparisons.iter().find(|c| c.variant == v.name);
+            let on = |axis: Axis| {
+                summary.comparisons.iter().find(|c| {
+                    c.variant == v.name && c.family.as_ref().is_none_or(|f| f.axis == axis)
+                })
+            };
+            let c = on(Axis::Variants);
+            // The cell's endpoint's model, in a run of several.
+            let model = summary
+                .run
+                .endpoints
+                .iter()
+                .find(|e| e.endpoint.is_some() && e.endpoint == v.endpoint)
+                .unwrap_or(&summary.run.provider);
             let mut row = vec![
                 v.name.clone(),
                 v.baseline.to_string(),
@@ -117,8 +150,8 @@ impl Exporter for Csv {
                 v.tokens.estimated.to_string(),
                 num(v.cost_usd),
                 num(v.cost_per_correct_usd),
-                summary.run.provider.model.clone(),
-                summary.run.provider.simulated.to_string(),
+                model.model.clone(),
+                model.simulated.to_string(),
                 num(v.design_effect),
                 num(c.and_then(|c| c.difference)),
                 num(c.and_then(|c| c.ci_low)),
@@ -151,6 +184,19 @@ impl Exporter for Csv {
                     num(l.and_then(|l| l.corrected)),
                     num(l.and_then(|l| l.corrected_low)),
                     num(l.and_then(|l| l.corrected_high)),
+                ]);
+            }
+            if grid {
+                let m = on(Axis::Endpoints).filter(|m| m.family.is_some());
+                row.extend([
+                    v.endpoint.clone().unwrap_or_default(),
+                    v.variant.clone().unwrap_or_default(),
+                    m.map(|m| m.against.clone()).unwrap_or_default(),
+                    num(m.and_then(|m| m.difference)),
+                    num(m.and_then(|m| m.ci_low)),
+                    num(m.and_then(|m| m.ci_high)),
+                    num(m.and_then(|m| m.p_holm)),
+                    m.map(|m| m.verdict.words().to_string()).unwrap_or_default(),
                 ]);
             }
             w.write_record(&row)?;

@@ -180,7 +180,8 @@ pub(crate) fn paired_axis(s: &Summary, axis: Axis) -> Table {
         },
         vec![
             Column::left("variant"),
-            Column::left("against"),
+            // The heading says against what; the sentences below name it.
+            Column::left("against").drop(2),
             Column::right("both right").drop(6),
             Column::right("only variant").drop(4),
             Column::right("only against").drop(4),

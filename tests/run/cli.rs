@@ -2138,3 +2138,46 @@ fn the_protocol_is_chosen_per_endpoint_kept_with_the_run_and_checked_on_resume()
     assert!(e.contains("carrier-pigeon"), "{e}");
     assert_eq!(server.provider.stats().requests, sent);
 }
+
+/// A run of several endpoints in a real terminal: the header naming each endpoint, the
+/// per-cell table, the grid and both axes' tables fit 80 and 100 columns.
+#[cfg(unix)]
+#[test]
+fn a_grid_fits_a_real_80_or_100_column_terminal() {
+    let servers: Vec<_> = (0..3).map(|_| start_mock(MockConfig::default())).collect();
+    let extra = format!(
+        "endpoints:\n  - {{ name: hosted-frontier, base_url: \"{}\", model: big-frontier-model-2026-11 }}\n  - {{ name: responses, base_url: \"{}\", model: mid-model, protocol: openai-responses }}\n  - {{ name: local-qwen, base_url: \"{}\", model: Qwen/Qwen2.5-7B-Instruct-tiny, protocol: anthropic-messages }}\n",
+        servers[0].1.base_url(),
+        servers[1].1.base_url(),
+        servers[2].1.base_url()
+    );
+    let bench = arithmetic_bench(30, 3, &extra);
+    let d = bench.path();
+    for columns in [80usize, 100] {
+        let (code, lines) = in_a_terminal(columns, d, &["run", "bench.yaml", "--no-store"]);
+        assert!(code.is_some_and(|c| c <= 1), "{lines:#?}");
+        let over: Vec<&String> = lines
+            .iter()
+            .filter(|l| l.chars().count() > columns)
+            .collect();
+        assert!(over.is_empty(), "at {columns} columns: {over:#?}");
+        let text = lines.join("\n");
+        // No verdict broken over two lines.
+        for line in &lines {
+            let cells: Vec<&str> = line.split(['│', '┆']).map(str::trim).collect();
+            assert!(
+                !cells.contains(&"not"),
+                "a wrapped verdict at {columns}:\n{text}"
+            );
+        }
+        for needed in [
+            "local-qwen",
+            "Which prompt",
+            "Which model",
+            "local-qwen/careful",
+            "hosted-frontier/plain",
+        ] {
+            assert!(text.contains(needed), "{columns}: {needed}\n{text}");
+        }
+    }
+}

@@ -602,6 +602,18 @@ fn three_endpoints_run_as_one_grid_paired_on_both_axes() {
         md.contains("| plain (baseline) | 76.7% [59.1, 88.2] |"),
         "{md}"
     );
+    // summary.csv: a row per cell, its own model, both axes' verdicts.
+    let mut csv = csv::Reader::from_path(run.join("summary.csv")).unwrap();
+    let head = csv.headers().unwrap().clone();
+    let col = |name: &str| head.iter().position(|h| h == name).unwrap();
+    let rows: Vec<csv::StringRecord> = csv.records().map(Result::unwrap).collect();
+    let local = rows.iter().find(|r| &r[0] == "local/plain").unwrap();
+    assert_eq!(&local[col("model")], "tiny-model");
+    assert_eq!(&local[col("endpoint")], "local");
+    assert_eq!(&local[col("vs_baseline_endpoint")], "hosted/plain");
+    assert_eq!(&local[col("endpoint_verdict")], "not distinguishable");
+    let careful = rows.iter().find(|r| &r[0] == "local/careful").unwrap();
+    assert_eq!(&careful[col("verdict")], "better", "against local/plain");
     let junit = std::fs::read_to_string(d.join("junit.xml")).unwrap();
     assert!(junit.contains("classname=\"promptgauge.arithmetic.local.careful\""));
 
