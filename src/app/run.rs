@@ -1245,18 +1245,30 @@ fn resumed_plan(flags: &PlanArgs, record: &RunRecord) -> PlanArgs {
         return resumed_grid(flags, record);
     }
     let e = &record.endpoint;
-    let recorded_urls = if e.simulated {
-        vec!["mock".to_string()]
-    } else if e.replicas.is_empty() {
-        vec![e.base_url.clone()]
-    } else {
-        e.replicas.clone()
-    };
     // Credentials are never stored: such a URL must come from the flags or the
     // environment again.
-    let usable = !recorded_urls
-        .iter()
-        .any(|u| u.contains(crate::client::secrets::REDACTED));
+    let recorded_urls = e.recorded_urls();
+    let usable = recorded_urls.is_some();
+    let recorded_urls = recorded_urls.unwrap_or_default();
+    PlanArgs {
+        base_url: if !flags.base_url.is_empty() || !usable {
+            flags.base_url.clone()
+        } else {
+            recorded_urls
+        },
+        model: flags.model.clone().or_else(|| Some(e.model.clone())),
+        protocol: Some(e.protocol),
+        endpoints: e
+            .endpoint
+            .clone()
+            .map_or_else(|| flags.endpoints.clone(), |n| vec![n]),
+        ..kept_plan(flags, record)
+    }
+}
+
+/// What a resume keeps whatever its flags say: the bench (unless named again), the plan
+/// and the judge.
+fn kept_plan(flags: &PlanArgs, record: &RunRecord) -> PlanArgs {
     PlanArgs {
         bench: Some(
             flags
@@ -1270,17 +1282,6 @@ fn resumed_plan(flags: &PlanArgs, record: &RunRecord) -> PlanArgs {
         shard: record.plan.shard,
         until_decided: record.plan.sequential.is_some(),
         sequential: record.plan.sequential.clone(),
-        base_url: if !flags.base_url.is_empty() || !usable {
-            flags.base_url.clone()
-        } else {
-            recorded_urls
-        },
-        model: flags.model.clone().or_else(|| Some(e.model.clone())),
-        protocol: Some(e.protocol),
-        endpoints: e
-            .endpoint
-            .clone()
-            .map_or_else(|| flags.endpoints.clone(), |n| vec![n]),
         ..judged_as_before(flags, record)
     }
 }
@@ -1292,20 +1293,8 @@ fn resumed_plan(flags: &PlanArgs, record: &RunRecord) -> PlanArgs {
 fn resumed_grid(flags: &PlanArgs, record: &RunRecord) -> PlanArgs {
     let recorded = record.endpoints.iter().filter_map(|e| {
         let name = e.endpoint.clone()?;
-        let urls = if e.simulated {
-            vec!["mock".to_string()]
-        } else if e.replicas.is_empty() {
-            vec![e.base_url.clone()]
-        } else {
-            e.replicas.clone()
-        };
         // Credentials are never stored: such an endpoint is found in the bench again.
-        if urls
-            .iter()
-            .any(|u| u.contains(crate::client::secrets::REDACTED))
-        {
-            return None;
-        }
+        let urls = e.recorded_urls()?;
         Some(crate::suite::endpoints::AdHocEndpoint {
             name,
             spec: crate::suite::EndpointSpec {
@@ -1321,21 +1310,9 @@ fn resumed_grid(flags: &PlanArgs, record: &RunRecord) -> PlanArgs {
         })
     });
     PlanArgs {
-        bench: Some(
-            flags
-                .bench
-                .clone()
-                .unwrap_or_else(|| record.bench_path.clone()),
-        ),
-        limit: record.plan.limit,
-        variants: record.plan.variants.clone(),
-        repeats: Some(record.plan.repeats),
-        shard: record.plan.shard,
-        until_decided: record.plan.sequential.is_some(),
-        sequential: record.plan.sequential.clone(),
         endpoints: record.plan.endpoints.clone(),
         endpoint: recorded.chain(flags.endpoint.iter().cloned()).collect(),
-        ..judged_as_before(flags, record)
+        ..kept_plan(flags, record)
     }
 }
 

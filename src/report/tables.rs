@@ -109,23 +109,30 @@ pub(crate) fn paired(s: &Summary) -> Table {
         ],
     );
     for c in &s.comparisons {
-        let [both, only_v, only_r, neither, difference, ci, p, verdict] = c.cells();
-        t.push(
-            Row::new([
-                Cell::text(&c.variant),
-                Cell::figure(both),
-                Cell::figure(only_v),
-                Cell::figure(only_r),
-                Cell::figure(neither),
-                Cell::figure(difference),
-                Cell::figure(ci),
-                Cell::figure(p),
-                Cell::figure(verdict).strong().class(verdict_class(c)),
-            ])
-            .data("data-variant", &c.variant),
-        );
+        t.push(verdict_row(c, false));
     }
     t
+}
+
+/// A comparison's row: the variant (and, when `against`, what it is compared with), the
+/// four counts, the difference, its interval, the Holm-adjusted p and the verdict.
+fn verdict_row(c: &Comparison, against: bool) -> Row {
+    let [both, only_v, only_r, neither, difference, ci, p, verdict] = c.cells();
+    let mut cells = vec![Cell::text(&c.variant)];
+    if against {
+        cells.push(Cell::text(&c.against));
+    }
+    cells.extend([
+        Cell::figure(both),
+        Cell::figure(only_v),
+        Cell::figure(only_r),
+        Cell::figure(neither),
+        Cell::figure(difference),
+        Cell::figure(ci),
+        Cell::figure(p),
+        Cell::figure(verdict).strong().class(verdict_class(c)),
+    ]);
+    Row::new(cells).data("data-variant", &c.variant)
 }
 
 /// A run of several endpoints: each variant (a row) at each endpoint (a column), its
@@ -193,22 +200,7 @@ pub(crate) fn paired_axis(s: &Summary, axis: Axis) -> Table {
         ],
     );
     for c in on_axis {
-        let [both, only_v, only_r, neither, difference, ci, p, verdict] = c.cells();
-        t.push(
-            Row::new([
-                Cell::text(&c.variant),
-                Cell::text(&c.against),
-                Cell::figure(both),
-                Cell::figure(only_v),
-                Cell::figure(only_r),
-                Cell::figure(neither),
-                Cell::figure(difference),
-                Cell::figure(ci),
-                Cell::figure(p),
-                Cell::figure(verdict).strong().class(verdict_class(c)),
-            ])
-            .data("data-variant", &c.variant),
-        );
+        t.push(verdict_row(c, true));
     }
     t
 }

@@ -434,6 +434,20 @@ pub struct ProviderInfo {
 }
 
 impl ProviderInfo {
+    /// The base URLs as recorded, to send to again (`mock` for the simulator; each
+    /// replica); `None` when one had credentials, which are never stored.
+    pub fn recorded_urls(&self) -> Option<Vec<String>> {
+        let urls = if self.simulated {
+            vec!["mock".to_string()]
+        } else if self.replicas.is_empty() {
+            vec![self.base_url.clone()]
+        } else {
+            self.replicas.clone()
+        };
+        let redacted = crate::client::secrets::REDACTED;
+        (!urls.iter().any(|u| u.contains(redacted))).then_some(urls)
+    }
+
     /// What reports show as the base URL of the built-in simulated provider.
     pub const SIMULATED: &'static str = "simulated";
 
