@@ -8,19 +8,42 @@ use crate::report::compare::Detectable;
 pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
     let p = prepare(&args.plan, env)?;
     let b = &p.bench;
+    // Each job priced at its endpoint's price (the bench's with one endpoint): the input
+    // estimated, the output at most max_tokens.
+    let price_of = |job: &crate::suite::Job| match p.grid.get(job.endpoint) {
+        Some(g) => g.price.as_ref(),
+        None => b.price.as_ref(),
+    };
     let mut prompt_tokens = 0u64;
+    let (mut input_cost, mut output_cost) = (0.0, Some(0.0));
     for job in &p.jobs {
         let case = &b.cases[job.case];
         let messages = b
             .templates
             .render(job.variant, case, &b.variants[job.variant])
             .map_err(|e| Failure::Input(anyhow::anyhow!("template failed: {e}")))?;
-        prompt_tokens += crate::suite::prompt_tokens(&messages);
+        let tokens = crate::suite::prompt_tokens(&messages);
+        prompt_tokens += tokens;
+        if let Some(price) = price_of(job) {
+            input_cost += tokens as f64 * price.input_per_mtok / 1e6;
+            output_cost = output_cost
+                .zip(b.max_tokens(job.variant))
+                .map(|(sum, max)| sum + max as f64 * price.output_per_mtok / 1e6);
+        }
     }
+    let priced = p.jobs.iter().any(|j| price_of(j).is_some());
     let max_completion: Option<u64> = p.jobs.iter().map(|j| b.max_tokens(j.variant)).sum();
     out!("bench {} ({}): ok", b.name, b.path.display());
+    let endpoints = if p.grid.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " × {}",
+            super::count(p.grid.len() as u64, "endpoint", "endpoints")
+        )
+    };
     out!(
-        "  {} × {} × {} = {}",
+        "  {} × {}{endpoints} × {} = {}",
         super::count(b.cases.len() as u64, "case", "cases"),
         super::count(p.variants.len() as u64, "variant", "variants"),
         super::count(b.repeats, "repeat", "repeats"),
@@ -34,7 +57,31 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
             v.path.display()
         );
     }
+    for (i, g) in p.grid.iter().enumerate() {
+        let e = &g.endpoint;
+        out!(
+            "  endpoint {}{}: model {} at {} ({}), {}, concurrency {}",
+            g.name(),
+            if i == 0 { " (baseline)" } else { "" },
+            e.model,
+            if e.base_urls.is_empty() {
+                "the built-in SIMULATOR".to_string()
+            } else {
+                shown_urls(&e.base_urls).join(", ")
+            },
+            e.protocol,
+            g.price.as_ref().map_or_else(
+                || "no price".to_string(),
+                |p| format!(
+                    "${} / ${} per million tokens in / out",
+                    p.input_per_mtok, p.output_per_mtok
+                )
+            ),
+            g.limits.concurrency
+        );
+    }
     match p.endpoint.base_urls.as_slice() {
+        _ if !p.grid.is_empty() => {}
         [] => out!("  endpoint: the built-in SIMULATOR (no base URL configured)"),
         urls => out!(
             "  endpoint {}{} (from {}), model {}",
@@ -61,12 +108,12 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
     if let Some(max) = max_completion {
         out!("  completion tokens at most: {max}");
     }
-    if let Some(price) = &b.price {
-        let low = prompt_tokens as f64 * price.input_per_mtok / 1e6;
-        match max_completion {
-            Some(max) => out!(
+    if priced {
+        let low = input_cost;
+        match output_cost {
+            Some(high) => out!(
                 "  estimated cost: ${low:.4} for input, at most ${:.4} in all",
-                low + max as f64 * price.output_per_mtok / 1e6
+                low + high
             ),
             None => out!(
                 "  estimated cost: ${low:.4} for input, plus output (set max_tokens to bound it)"
@@ -77,7 +124,8 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
         b.cases.len() as u64,
         0.5,
         b.confidence,
-        p.variants.len().saturating_sub(1),
+        // The largest family a verdict is adjusted in (docs/statistics.md, 2a).
+        p.variants.len().max(p.grid.len()).saturating_sub(1),
     );
     out!("  {}", detectable.sentence(b.confidence));
     if b.repeats > 1 {

@@ -190,7 +190,7 @@ fn ask_labels(
             "\n── {} of {total} ── case {} · variant {} · repeat {}\nQuestion:\n  {}\nExpected:\n  {}\nAnswer:\n  {}\n",
             i + 1,
             r.case_id,
-            r.variant,
+            r.arm(),
             r.repeat,
             question(r).replace('\n', "\n  "),
             r.expected.join("\n  "),
@@ -202,7 +202,8 @@ fn ask_labels(
             Ok(Some(score)) => {
                 write(&Label {
                     case: r.case_id.clone(),
-                    variant: r.variant.clone(),
+                    // Its arm: `ENDPOINT/VARIANT` in a run of several endpoints.
+                    variant: r.arm(),
                     repeat: r.repeat,
                     score,
                 })?;

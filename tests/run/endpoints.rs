@@ -694,6 +694,19 @@ fn a_grid_is_gated_stored_compared_cached_sharded_and_merged_by_its_cells() {
         )
     };
 
+    // check says the grid, each endpoint's price, and a cost at each one's price.
+    let o = pg(&["check", "bench.yaml"]);
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        said.contains("20 cases × 2 variants × 2 endpoints × 1 repeat = 80 jobs"),
+        "{said}"
+    );
+    assert!(
+        said.contains("endpoint mini: model mini-model at"),
+        "{said}"
+    );
+    assert_eq!(sent(), (0, 0), "check sends nothing");
+
     // Twice with the cache: the second run buys nothing, each endpoint's answers its own.
     for _ in 0..2 {
         let o = pg(&["run", "bench.yaml", "--cache", "--quiet"]);
@@ -920,4 +933,32 @@ fn the_which_model_example_runs_and_answers_which_model() {
         assert!(text.contains("Which model: each endpoint against the baseline endpoint"));
         assert!(text.contains("local/answer is"));
     }
+    // People label a cell's answers by its name; the judge's agreement is per cell.
+    let out = promptgauge(d)
+        .args(["label", run.to_str().unwrap(), "--sample", "3"])
+        .write_stdin("y\nn\ny\n")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let labels = std::fs::read_to_string(run.join("labels.jsonl")).unwrap();
+    assert_eq!(labels.lines().count(), 3);
+    let cells = [
+        "\"variant\":\"hosted/answer\"",
+        "\"variant\":\"local/answer\"",
+    ];
+    assert!(
+        labels.lines().all(|l| cells.iter().any(|c| l.contains(c))),
+        "{labels}"
+    );
+    let labelled: u64 = summary(&run)
+        .variants
+        .iter()
+        .map(|v| v.labelled.as_ref().map_or(0, |l| l.labels))
+        .sum();
+    assert_eq!(labelled, 3, "every label found its answer");
 }
