@@ -1,6 +1,7 @@
 //! `import promptfoo CONFIG`: a promptfoo config as a promptgauge bench. Prompts become
 //! variants, tests (inline, YAML/JSON or CSV files) become cases, the asserts promptgauge
-//! has a scorer for become scorers, the first provider becomes the endpoint; whatever has
+//! has a scorer for become scorers, the providers become the endpoint (several: `endpoints:`,
+//! side by side in one run); whatever has
 //! no equivalent is listed, in the terminal and in IMPORT-NOTES.md, never dropped silently.
 
 use std::path::{Path, PathBuf};
@@ -18,6 +19,8 @@ struct Import {
     cases: Vec<Value>,
     endpoint: Map<String, Value>,
     params: Map<String, Value>,
+    /// Several providers: each as a named endpoint (its fields, `params` among them).
+    endpoints: Vec<Map<String, Value>>,
     notes: Vec<String>,
     /// What was carried over and must be reviewed before a run (the endpoint every prompt
     /// will be sent to).
@@ -28,6 +31,31 @@ struct Import {
     ids: std::collections::HashSet<String>,
     /// `defaultTest.vars`: every test's variables start from these.
     default_vars: Map<String, Value>,
+}
+
+/// An endpoint's name from a provider's label or model: letters, digits, `-`, `_`, `.`
+/// (others become `-`), at most 64, starting with a letter or digit.
+fn endpoint_name(label: &str) -> String {
+    let cleaned: String = label
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let trimmed: String = cleaned
+        .trim_start_matches(|c: char| !c.is_ascii_alphanumeric())
+        .chars()
+        .take(64)
+        .collect();
+    if trimmed.is_empty() {
+        "endpoint".to_string()
+    } else {
+        trimmed
+    }
 }
 
 /// A promptfoo value rendered against a test's variables (promptfoo fills `{{var}}` in
@@ -381,20 +409,57 @@ impl Import {
         Ok(())
     }
 
+    /// The config's providers: one becomes the bench's `endpoint:` (its settings the
+    /// bench's `params`); several become `endpoints:`, side by side in one run (each with
+    /// its own `params`), named by their `label` or model.
     fn provider(&mut self, providers: &Value) {
         let list = match providers {
             Value::Array(items) => items.clone(),
             one => vec![one.clone()],
         };
-        let Some(first) = list.first() else { return };
-        if list.len() > 1 {
-            self.notes.push(format!(
-                "{} providers: the first is the endpoint; run the bench again with --base-url/--model for each other one, then `promptgauge compare` the runs",
-                list.len()
-            ));
+        let read: Vec<(String, Map<String, Value>, Map<String, Value>)> =
+            list.iter().filter_map(|p| self.one_provider(p)).collect();
+        match read.as_slice() {
+            [] => {}
+            [(_, endpoint, params)] => {
+                self.endpoint = endpoint.clone();
+                self.params = params.clone();
+            }
+            several => {
+                let mut names = std::collections::HashSet::new();
+                for (label, endpoint, params) in several {
+                    let mut e = Map::new();
+                    let mut name = endpoint_name(label);
+                    let base = name.clone();
+                    let mut n = 1;
+                    while !names.insert(name.clone()) {
+                        n += 1;
+                        name = format!("{base}-{n}");
+                    }
+                    e.insert("name".into(), json!(name));
+                    e.extend(endpoint.clone());
+                    if !params.is_empty() {
+                        e.insert("params".into(), Value::Object(params.clone()));
+                    }
+                    self.endpoints.push(e);
+                }
+                self.review.push(format!(
+                    "{} providers became {} endpoints, measured side by side in one run (each variant at each endpoint, verdicts on both axes: docs/endpoints.md); add each one's `price` to compare costs",
+                    list.len(),
+                    several.len()
+                ));
+            }
         }
-        let (id, config) = match first {
-            Value::String(s) => (s.clone(), Map::new()),
+    }
+
+    /// One provider as (its label, the endpoint's fields, its request parameters); `None`
+    /// (with a note) for a provider promptgauge cannot speak to.
+    fn one_provider(
+        &mut self,
+        provider: &Value,
+    ) -> Option<(String, Map<String, Value>, Map<String, Value>)> {
+        let (id, config, label) = match provider {
+            Value::String(s) => (s.clone(), Map::new(), None),
             Value::Object(o) => (
                 o.get("id")
                     .or_else(|| o.get("provider"))
@@ -405,44 +470,73 @@ impl Import {
                     .and_then(Value::as_object)
                     .cloned()
                     .unwrap_or_default(),
+                o.get("label").and_then(Value::as_str).map(String::from),
             ),
-            _ => return,
+            _ => return None,
         };
         let parts: Vec<&str> = id.split(':').collect();
-        let (kind, model) = match parts.as_slice() {
-            [kind, "chat", model @ ..] | [kind, model @ ..] if !model.is_empty() => {
-                (*kind, model.join(":"))
+        let (kind, api, model) = match parts.as_slice() {
+            [kind, api @ ("chat" | "responses" | "messages"), model @ ..] if !model.is_empty() => {
+                (*kind, *api, model.join(":"))
             }
-            _ => ("", String::new()),
+            [kind, model @ ..] if !model.is_empty() => (*kind, "chat", model.join(":")),
+            _ => ("", "", String::new()),
         };
-        match kind {
-            "openai" => {
-                self.endpoint.insert("model".into(), json!(model));
-                self.endpoint.insert("api_key_env".into(), json!("OPENAI_API_KEY"));
-                let base = config
-                    .get("apiBaseUrl")
-                    .and_then(Value::as_str)
-                    .map(String::from)
-                    .or_else(|| config.get("apiHost").and_then(Value::as_str).map(|h| format!("https://{h}/v1")))
-                    .unwrap_or_else(|| "https://api.openai.com/v1".into());
-                self.endpoint.insert("base_url".into(), json!(base));
+        let mut endpoint = Map::new();
+        let mut params = Map::new();
+        let base_of = |default: &str| {
+            config
+                .get("apiBaseUrl")
+                .and_then(Value::as_str)
+                .map(String::from)
+                .or_else(|| {
+                    config
+                        .get("apiHost")
+                        .and_then(Value::as_str)
+                        .map(|h| format!("https://{h}/v1"))
+                })
+                .unwrap_or_else(|| default.into())
+        };
+        match (kind, api) {
+            ("openai", _) => {
+                endpoint.insert("model".into(), json!(model));
+                endpoint.insert(
+                    "base_url".into(),
+                    json!(base_of("https://api.openai.com/v1")),
+                );
+                endpoint.insert("api_key_env".into(), json!("OPENAI_API_KEY"));
+                if api == "responses" {
+                    endpoint.insert("protocol".into(), json!("openai-responses"));
+                }
             }
-            "ollama" => {
-                self.endpoint.insert("model".into(), json!(model));
-                self.endpoint.insert("base_url".into(), json!("http://127.0.0.1:11434/v1"));
+            ("anthropic", "messages" | "chat") => {
+                endpoint.insert("model".into(), json!(model));
+                endpoint.insert(
+                    "base_url".into(),
+                    json!(base_of("https://api.anthropic.com/v1")),
+                );
+                endpoint.insert("api_key_env".into(), json!("ANTHROPIC_API_KEY"));
+                endpoint.insert("protocol".into(), json!("anthropic-messages"));
             }
-            _ => self.notes.push(format!(
-                "provider `{id}` is not an OpenAI-compatible one promptgauge knows: set endpoint.base_url and endpoint.model for it (any OpenAI-compatible server works)"
-            )),
+            ("ollama", _) => {
+                endpoint.insert("model".into(), json!(model));
+                endpoint.insert("base_url".into(), json!("http://127.0.0.1:11434/v1"));
+            }
+            _ => {
+                self.notes.push(format!(
+                    "provider `{id}` is not one promptgauge knows (it speaks OpenAI chat completions and Responses, and Anthropic messages): set endpoint.base_url and endpoint.model for it (any OpenAI-compatible server works)"
+                ));
+                return None;
+            }
         }
         for (k, v) in &config {
             match k.as_str() {
                 "temperature" | "max_tokens" | "top_p" | "seed" | "stop" | "response_format" => {
-                    self.params.insert(k.clone(), v.clone());
+                    params.insert(k.clone(), v.clone());
                 }
-                "apiKeyEnvar" if !self.endpoint.is_empty() => match v.as_str() {
+                "apiKeyEnvar" => match v.as_str() {
                     Some(var) => {
-                        self.endpoint.insert("api_key_env".into(), json!(var));
+                        endpoint.insert("api_key_env".into(), json!(var));
                     }
                     None => self
                         .notes
@@ -451,21 +545,22 @@ impl Import {
                 "apiKey" => self.notes.push(
                     "the config holds an API key (`apiKey`): it was not copied (a bench names the variable that holds the key, endpoint.api_key_env); put the key in that variable".into(),
                 ),
-                "apiBaseUrl" | "apiHost" if !self.endpoint.is_empty() => {}
+                "apiBaseUrl" | "apiHost" => {}
                 other => self
                     .notes
-                    .push(format!("provider setting `{other}` was not carried over")),
+                    .push(format!("provider `{id}`: setting `{other}` was not carried over")),
             }
         }
         if let (Some(base), Some(model)) = (
-            self.endpoint.get("base_url").and_then(Value::as_str),
-            self.endpoint.get("model").and_then(Value::as_str),
+            endpoint.get("base_url").and_then(Value::as_str),
+            endpoint.get("model").and_then(Value::as_str),
         ) {
             self.review.push(format!(
-                "the endpoint comes from the config's provider `{id}`: model `{model}` at {} — `promptgauge run` sends every prompt and case there",
+                "an endpoint comes from the config's provider `{id}`: model `{model}` at {} — `promptgauge run` sends every prompt and case there",
                 crate::client::secrets::redact_url(base)
             ));
         }
+        Some((label.unwrap_or_else(|| model.clone()), endpoint, params))
     }
 
     /// One promptfoo assert as (scorer, the answers it compares with), its values rendered
@@ -947,6 +1042,14 @@ fn write_bench(out: &Path, name: &str, config_path: &Path, im: &Import) -> Resul
             "endpoint: {}\n",
             Value::Object(im.endpoint.clone())
         ));
+    }
+    if !im.endpoints.is_empty() {
+        bench.push_str(
+            "endpoints:                     # side by side in one run; the first is the baseline\n",
+        );
+        for e in &im.endpoints {
+            bench.push_str(&format!("  - {}\n", Value::Object(e.clone())));
+        }
     }
     if !im.params.is_empty() {
         bench.push_str(&format!("params: {}\n", Value::Object(im.params.clone())));

@@ -164,7 +164,8 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
 /// A run of several endpoints: each resolved (its key read, its headers' variables, its
 /// base URL checked), with its price, parameters and limits. Empty for one endpoint. The
 /// flags that override one endpoint's server (`--base-url`, `--model`, `--protocol`) are
-/// refused: which of the endpoints would they move?
+/// refused: which of the endpoints would they move? — except `--base-url mock`, which puts
+/// every one on the simulator.
 fn grid_of(
     bench: &Bench,
     chosen: &[crate::suite::endpoints::NamedEndpoint],
@@ -174,8 +175,10 @@ fn grid_of(
     if chosen.len() < 2 {
         return Ok(Vec::new());
     }
+    // `--base-url mock` puts every endpoint on the simulator (each keeps its model).
+    let simulated = args.base_url.iter().all(|u| u == "mock");
     let overriding = [
-        (!args.base_url.is_empty(), "--base-url"),
+        (!args.base_url.is_empty() && !simulated, "--base-url"),
         (args.model.is_some(), "--model"),
         (args.protocol.is_some(), "--protocol"),
     ];

@@ -1953,7 +1953,7 @@ tests:
         "assert `javascript`",
         "assert `similar`",
         "test 6 has no assert",
-        "2 providers",
+        "2 providers became 2 endpoints",
         "frequency_penalty",
     ] {
         assert!(stdout.contains(said), "{said}: {stdout}");
@@ -1965,6 +1965,19 @@ tests:
     let bench = std::fs::read_to_string(d.join("bench/promptgauge.yaml")).unwrap();
     assert!(
         bench.contains("gpt-4o-mini") && bench.contains("http://127.0.0.1:9/v1"),
+        "{bench}"
+    );
+    // Both providers, side by side: the Anthropic one through its own protocol, each with
+    // its own parameters.
+    assert!(bench.contains("endpoints:"), "{bench}");
+    assert!(
+        bench.contains("\"name\":\"claude-3-5-haiku\"")
+            && bench.contains("\"protocol\":\"anthropic-messages\"")
+            && bench.contains("\"api_key_env\":\"ANTHROPIC_API_KEY\""),
+        "{bench}"
+    );
+    assert!(
+        bench.contains("\"params\":{\"max_tokens\":200,\"temperature\":0}"),
         "{bench}"
     );
     let cases = std::fs::read_to_string(d.join("bench/cases.jsonl")).unwrap();
@@ -1989,6 +2002,7 @@ tests:
         "{}",
         String::from_utf8_lossy(&check.stderr)
     );
+    // --base-url mock puts every endpoint on the simulator: one run, both providers.
     let run = promptgauge(&d.join("bench"))
         .args(["run", "--quiet", "--base-url", "mock"])
         .output()
@@ -1999,6 +2013,11 @@ tests:
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
+    let ran = run_dirs(&d.join("bench/reports")).remove(0);
+    let s: promptgauge::report::Summary =
+        serde_json::from_str(&std::fs::read_to_string(ran.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s.run.endpoints.len(), 2);
+    assert!(s.run.endpoints.iter().all(|e| e.simulated));
     // Never over an existing bench.
     let again = promptgauge(d)
         .args([
