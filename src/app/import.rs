@@ -33,6 +33,9 @@ struct Import {
     default_vars: Map<String, Value>,
 }
 
+/// A provider read: its label (or model), the endpoint's fields, its request parameters.
+type Provider = (String, Map<String, Value>, Map<String, Value>);
+
 /// An endpoint's name from a provider's label or model: letters, digits, `-`, `_`, `.`
 /// (others become `-`), at most 64, starting with a letter or digit.
 fn endpoint_name(label: &str) -> String {
@@ -417,8 +420,7 @@ impl Import {
             Value::Array(items) => items.clone(),
             one => vec![one.clone()],
         };
-        let read: Vec<(String, Map<String, Value>, Map<String, Value>)> =
-            list.iter().filter_map(|p| self.one_provider(p)).collect();
+        let read: Vec<Provider> = list.iter().filter_map(|p| self.one_provider(p)).collect();
         match read.as_slice() {
             [] => {}
             [(_, endpoint, params)] => {
@@ -454,10 +456,7 @@ impl Import {
 
     /// One provider as (its label, the endpoint's fields, its request parameters); `None`
     /// (with a note) for a provider promptgauge cannot speak to.
-    fn one_provider(
-        &mut self,
-        provider: &Value,
-    ) -> Option<(String, Map<String, Value>, Map<String, Value>)> {
+    fn one_provider(&mut self, provider: &Value) -> Option<Provider> {
         let (id, config, label) = match provider {
             Value::String(s) => (s.clone(), Map::new(), None),
             Value::Object(o) => (
