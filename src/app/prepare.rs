@@ -246,8 +246,8 @@ fn pick_variants(bench: &Bench, names: &[String]) -> Result<Vec<usize>, Failure>
 }
 
 /// The endpoints this run is on, among the bench's `endpoints:` and those `--endpoint`
-/// adds (or moves): the ones `--endpoints` names, in its order; else the ones `--endpoint`
-/// names; else every one the bench lists. The first is the baseline endpoint; its spec
+/// adds (or moves): the ones `--endpoints` names, in its order; else every one (the
+/// bench's in its order, then those `--endpoint` adds; moving one keeps its place). The first is the baseline endpoint; its spec
 /// becomes the bench's `endpoint`, its price and limits the bench's, and — when it runs
 /// alone — its parameters join the bench's (in a run of several each endpoint keeps its own
 /// parameters). Empty when the bench has the single `endpoint:` and no flag names one.
@@ -285,13 +285,6 @@ fn choose_endpoints(
             wanted.push(name);
         }
     }
-    if wanted.is_empty() {
-        for added in &args.endpoint {
-            if !wanted.contains(&added.name.as_str()) {
-                wanted.push(&added.name);
-            }
-        }
-    }
     let chosen: Vec<crate::suite::endpoints::NamedEndpoint> = if wanted.is_empty() {
         known.clone()
     } else {
@@ -322,10 +315,12 @@ fn choose_endpoints(
         return Ok(chosen);
     };
     bench.endpoint = first.spec.clone();
-    if first.price.is_some() {
-        bench.price = first.price.clone();
-    }
+    // One endpoint: its price and parameters become the bench's. Several: each keeps its
+    // own, and one without a price takes the bench's (never the baseline endpoint's).
     if chosen.len() == 1 {
+        if first.price.is_some() {
+            bench.price = first.price.clone();
+        }
         for (k, v) in &first.params {
             bench.params.insert(k.clone(), v.clone());
         }

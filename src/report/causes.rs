@@ -97,7 +97,10 @@ impl Causes {
             hint: hint(status, &cause),
             cause,
             jobs: 1,
-            example: format!("case {}, variant {}", r.case_id, r.variant),
+            example: match &r.endpoint {
+                Some(e) => format!("case {}, variant {}, endpoint {e}", r.case_id, r.variant),
+                None => format!("case {}, variant {}", r.case_id, r.variant),
+            },
         });
     }
 

@@ -604,7 +604,7 @@ fn failed_jobs(b: &mut String, result: &RunResult) {
             b,
             "<details class=\"failed-job\"><summary><b>{}</b> · {} · <span class=\"fail\">{}</span></summary><table><thead><tr><th>#</th><th>outcome</th><th>status</th><th>latency</th><th>wait</th><th>error</th></tr></thead><tbody>",
             esc(&r.case_id),
-            esc(&r.variant),
+            esc(&r.arm()),
             esc(r.error.as_deref().unwrap_or("no answer"))
         );
         for (i, a) in r.attempts.iter().enumerate() {

@@ -266,9 +266,12 @@ impl JobRows {
 
     /// Adds one finished job (jobs of variants or cases outside the plan are skipped).
     pub fn add(&mut self, r: &JobRecord) {
-        let (Some(&variant), Some(case)) =
-            (self.variants.get(&r.variant), self.position(&r.case_id))
-        else {
+        // Its arm: the variant, or `ENDPOINT/VARIANT` in a run of several endpoints.
+        let arm = match &r.endpoint {
+            None => self.variants.get(&r.variant),
+            Some(_) => self.variants.get(&r.arm()),
+        };
+        let (Some(&variant), Some(case)) = (arm, self.position(&r.case_id)) else {
             return;
         };
         if let Some(g) = &r.group {

@@ -128,10 +128,13 @@ fn a_named_endpoint_runs_with_its_own_server_key_price_params_limits_and_headers
         "the local price, not the bench's"
     );
 
-    // An endpoint added on the command line runs at once, at the bench's price.
+    // An endpoint added on the command line runs (alone, as --endpoints names it), at the
+    // bench's price.
     let out = run(&[
         "--endpoint",
         &format!("again={},model=small-model", local.base_url()),
+        "--endpoints",
+        "again",
     ]);
     assert_eq!(
         out.status.code(),
@@ -145,6 +148,8 @@ fn a_named_endpoint_runs_with_its_own_server_key_price_params_limits_and_headers
     let out = run(&[
         "--endpoint",
         &format!("hosted={},model=small-model", local.base_url()),
+        "--endpoints",
+        "hosted",
     ]);
     assert_eq!(
         out.status.code(),
@@ -754,6 +759,18 @@ fn a_grid_is_gated_stored_compared_cached_sharded_and_merged_by_its_cells() {
     let o = pg(&["history"]);
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("mini/careful"), "{text}");
+    // Each cell's jobs are stored, so history steps pair the cell with itself case by case.
+    let o = pg(&["history", "--json"]);
+    let json = String::from_utf8_lossy(&o.stdout);
+    let start = json.find('{').unwrap();
+    let end = json.rfind('}').unwrap();
+    let h: serde_json::Value = serde_json::from_str(&json[start..=end]).unwrap();
+    let steps = h["runs"][1]["variants"].as_array().unwrap();
+    assert_eq!(steps.len(), 4);
+    for v in steps {
+        assert_eq!(v["step"]["cases"], 20, "{v}");
+        assert_eq!(v["step"]["verdict"], "not_distinguishable", "{v}");
+    }
     let (a, b) = (runs[0].to_str().unwrap(), runs[1].to_str().unwrap());
     let o = pg(&["compare", a, b, "--out", "cmp"]);
     assert_eq!(
@@ -961,4 +978,75 @@ fn the_which_model_example_runs_and_answers_which_model() {
         .map(|v| v.labelled.as_ref().map_or(0, |l| l.labels))
         .sum();
     assert_eq!(labelled, 3, "every label found its answer");
+}
+
+/// An endpoint without a price is charged the bench's, never the baseline endpoint's; and
+/// moving one endpoint with --endpoint keeps the grid whole.
+#[test]
+fn an_unpriced_endpoint_takes_the_benchs_price_and_moving_one_keeps_the_grid() {
+    let (_a, first) = start_mock(MockConfig::default());
+    let (_b, second) = start_mock(MockConfig::default());
+    let (_c, elsewhere) = start_mock(MockConfig::default());
+    let extra = format!(
+        "endpoints:\n  - {{ name: dear, base_url: \"{}\", model: m, price: {{ input_per_mtok: 10.0, output_per_mtok: 30.0 }} }}\n  - {{ name: unpriced, base_url: \"{}\", model: m }}\n",
+        first.base_url(),
+        second.base_url()
+    );
+    // The bench's own price is 1/2 (arithmetic_bench).
+    let bench = arithmetic_bench(10, 1, &extra);
+    let d = bench.path();
+    let run = |args: &[&str]| {
+        let out = promptgauge(d)
+            .args(["run", "bench.yaml", "--no-store", "--quiet"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.code().is_some_and(|c| c <= 1),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let newest = run_dirs(&d.join("reports"))
+            .into_iter()
+            .max_by_key(|r| {
+                std::fs::metadata(r.join("summary.json"))
+                    .unwrap()
+                    .modified()
+                    .unwrap()
+            })
+            .unwrap();
+        summary(&newest)
+    };
+    let s = run(&[]);
+    let cell =
+        |s: &Summary, name: &str| s.variants.iter().find(|v| v.name == name).cloned().unwrap();
+    let unpriced = cell(&s, "unpriced/plain");
+    let at_bench =
+        unpriced.tokens.prompt as f64 * 1.0 / 1e6 + unpriced.tokens.completion as f64 * 2.0 / 1e6;
+    assert!(
+        (unpriced.cost_usd.unwrap() - at_bench).abs() < 1e-12,
+        "{unpriced:?}"
+    );
+    let dear = cell(&s, "dear/plain");
+    let at_dear =
+        dear.tokens.prompt as f64 * 10.0 / 1e6 + dear.tokens.completion as f64 * 30.0 / 1e6;
+    assert!((dear.cost_usd.unwrap() - at_dear).abs() < 1e-12);
+    assert_eq!(
+        s.run.endpoints[1].price.as_ref().unwrap().input_per_mtok,
+        1.0
+    );
+    // Moving `unpriced` elsewhere for one run: both endpoints still run.
+    let before = first.provider.stats().requests;
+    let moved = run(&[
+        "--endpoint",
+        &format!("unpriced={},model=m", elsewhere.base_url()),
+    ]);
+    assert_eq!(moved.run.endpoints.len(), 2);
+    assert_eq!(first.provider.stats().requests, before + 10);
+    assert_eq!(elsewhere.provider.stats().requests, 10);
+    assert_eq!(
+        second.provider.stats().requests,
+        10,
+        "only the first run went there"
+    );
 }
