@@ -382,14 +382,16 @@ pub struct PlanArgs {
     /// Anthropic's Messages API]. A resume keeps the run's.
     #[arg(long, value_name = "NAME")]
     pub protocol: Option<crate::client::ProtocolKind>,
-    /// Run on this of the bench's named `endpoints:` [default: the first; or the one
-    /// --endpoint adds]. Its own price, parameters, limits and headers apply. One endpoint
-    /// per run for now: run each, then `promptgauge compare` the runs.
+    /// Run on these of the bench's named `endpoints:`, in this order: the first is the
+    /// baseline endpoint [default: every one, and those --endpoint adds]. Each keeps its
+    /// own price, parameters, limits and headers; with several, every variant runs at every
+    /// endpoint and the reports compare both ways (docs/endpoints.md).
     #[arg(long, value_delimiter = ',', value_name = "NAME")]
     pub endpoints: Vec<String>,
     /// Adds an endpoint for this run, e.g. `local=http://127.0.0.1:8000/v1,model=qwen`
     /// (`NAME=URL[,model=M][,key_env=VAR][,protocol=P]`); it takes the bench's price,
-    /// parameters and limits, and runs unless --endpoints names another.
+    /// parameters and limits, and joins the run's endpoints. A name the bench has moves
+    /// that endpoint for this run.
     #[arg(long, value_name = "NAME=URL,…")]
     pub endpoint: Vec<crate::suite::endpoints::AdHocEndpoint>,
     /// Where the judge answers (overrides judge.base_url); `mock` selects the built-in
@@ -498,8 +500,9 @@ pub struct OutputArgs {
     /// Append the Markdown summary to FILE (e.g. "$GITHUB_STEP_SUMMARY").
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
-    /// Write one CSV row per job: case, variant, repeat, status, score, tokens, cost,
-    /// latency (for a spreadsheet or another tool's statistics).
+    /// Write one CSV row per job: case, variant (and endpoint, with several), repeat,
+    /// status, score, tokens, cost, latency (for a spreadsheet or another tool's
+    /// statistics).
     #[arg(long, value_name = "FILE")]
     pub jobs_csv: Option<PathBuf>,
 }
@@ -561,7 +564,8 @@ pub struct GateArgs {
     /// history store) or `latest:BRANCH` (the newest on that git branch, e.g. latest:main).
     #[arg(long, value_name = "RUN")]
     pub baseline: Option<String>,
-    /// Fail when accuracy is below P (0.8 or 80%), for every variant or VARIANT=P; repeatable.
+    /// Fail when accuracy is below P (0.8 or 80%), for every variant or VARIANT=P; with
+    /// several endpoints also ENDPOINT/VARIANT=P (one cell) or ENDPOINT=P; repeatable.
     #[arg(long, value_name = "[VARIANT=]P")]
     pub min_accuracy: Vec<MinAccuracy>,
     /// Fail when the whole run cost more than USD (needs `price` in the bench).

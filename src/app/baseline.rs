@@ -30,6 +30,18 @@ pub(super) enum Reference {
 }
 
 impl Reference {
+    /// What it measured, as the figures name it (its variants, or `ENDPOINT/VARIANT` for a
+    /// run of several endpoints); `None` when its run.json cannot be read here.
+    pub(super) fn arms(&self) -> Option<Vec<String>> {
+        match self {
+            Reference::Folder(p) => crate::runner::RunDir::at(p)
+                .read_record()
+                .ok()
+                .map(|r| r.plan.arms()),
+            Reference::Stored { documents, .. } => Some(documents.0.plan.arms()),
+        }
+    }
+
     /// As reports name it.
     pub(super) fn shown(&self) -> String {
         match self {

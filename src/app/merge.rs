@@ -244,7 +244,7 @@ fn check_shards(runs: &[PathBuf], records: &[RunRecord]) -> Result<(u32, Vec<boo
         first_plan.shard = None;
         if plan != first_plan || r.endpoint.model != first.endpoint.model {
             return Err(refuse(
-                "its plan (limit, variants, repeats) or model differs".into(),
+                "its plan (limit, variants, endpoints, repeats) or model differs".into(),
             ));
         }
         let Some(shard) = r.plan.shard.filter(|s| s.count == count) else {

@@ -210,7 +210,9 @@ fn grid_of(
                     key_header: e.spec.key_header,
                     named: Some(e),
                 },
-            )?;
+            )
+            // Said with the bench it is written in.
+            .map_err(|err| UsageError(format!("{}: {}", bench.path.display(), err.0)))?;
             Ok(GridEndpoint {
                 role: format!("endpoint {}", e.name),
                 endpoint,
@@ -354,6 +356,11 @@ fn endpoint_of(
             named,
         },
     )
+    // A named endpoint's mistake is said with the bench it is written in.
+    .map_err(|err| match named {
+        Some(_) => UsageError(format!("{}: {}", bench.path.display(), err.0)),
+        None => err,
+    })
 }
 
 /// The jobs to send: every case × variant × endpoint × repeat (in the sequential plan's order when

@@ -350,6 +350,7 @@ async fn resolve(args: &RunArgs, env: &Env) -> Result<Resolved, Failure> {
         &store,
     )
     .await?;
+    check_baseline_pairs(&p, baseline.as_ref())?;
     Ok(Resolved {
         resumed,
         p,
@@ -388,7 +389,7 @@ async fn start_client(
         let client = build_client(p, &simulated(&p.endpoint.base_urls)).before_send()?;
         vec![runner::Lane::single(
             Arc::new(client),
-            record.endpoint.base_url.clone(),
+            cache_key(&record.endpoint.base_url, &p.endpoint),
         )]
     } else {
         p.grid
@@ -404,15 +405,16 @@ async fn start_client(
                     &e.headers,
                 )?;
                 let shown = shown_urls(&e.base_urls);
+                let url = if shown.is_empty() {
+                    ProviderInfo::SIMULATED.to_string()
+                } else {
+                    shown.join(", ")
+                };
                 Ok(runner::Lane {
                     client: Arc::new(client),
                     name: Some(g.name().to_string()),
                     params: Arc::new(g.params.clone()),
-                    cache_key: if shown.is_empty() {
-                        ProviderInfo::SIMULATED.to_string()
-                    } else {
-                        shown.join(", ")
-                    },
+                    cache_key: cache_key(&url, e),
                 })
             })
             .collect::<anyhow::Result<_>>()
@@ -426,6 +428,21 @@ async fn start_client(
     }
     link_lanes(&lanes);
     Ok((simulator, lanes))
+}
+
+/// What `--cache` keys an endpoint's answers on besides the request: its base URL as shown,
+/// and — when they are not the defaults — its protocol and extra headers (another protocol
+/// or a header that picks an adapter may answer differently). The key is hashed before it
+/// is stored, so a header's value is never written.
+fn cache_key(shown_url: &str, e: &crate::cli::Endpoint) -> String {
+    let mut key = shown_url.to_string();
+    if !e.protocol.is_default() {
+        key.push_str(&format!(" protocol={}", e.protocol));
+    }
+    for (name, value, _) in &e.headers {
+        key.push_str(&format!(" {}={value}", name.to_ascii_lowercase()));
+    }
+    key
 }
 
 /// The lanes stop as one: the first's stop and drain reach the others, and any other's
@@ -1200,6 +1217,36 @@ fn check_gates(p: &Prepared, gates: &crate::cli::GateArgs) -> Result<(), UsageEr
     Ok(())
 }
 
+/// A baseline run that shares no cell with this run could never be compared: refused
+/// before anything is bought (a run of several endpoints names its cells
+/// `ENDPOINT/VARIANT`; a run of one names its variants).
+fn check_baseline_pairs(
+    p: &Prepared,
+    baseline: Option<&super::baseline::Reference>,
+) -> Result<(), UsageError> {
+    let Some((b, theirs)) = baseline.and_then(|b| Some((b, b.arms()?))) else {
+        return Ok(());
+    };
+    let ours = crate::suite::plan::arm_names(&p.variant_names(), &p.endpoint_names());
+    if ours.iter().any(|a| theirs.contains(a)) {
+        return Ok(());
+    }
+    let grid = |arms: &[String]| arms.iter().any(|a| a.contains('/'));
+    Err(UsageError::with_fix(
+        format!(
+            "--baseline {} measured {}; this run measures {}: no variant of one is a variant of the other, so nothing could be compared",
+            b.shown(),
+            theirs.join(", "),
+            ours.join(", ")
+        ),
+        if grid(&theirs) != grid(&ours) {
+            "a run of several endpoints names its variants ENDPOINT/VARIANT: compare it with a run of the same endpoints (or a run of one endpoint with another of one endpoint)"
+        } else {
+            "name a baseline run of the same bench and variants"
+        },
+    ))
+}
+
 /// Tells the built-in simulator the case behind each job's idempotency key, so it can
 /// answer any bench in the shape its scorer expects (and the run stays marked simulated).
 fn oracle(p: &Prepared, run_id: &str) -> crate::mock::answers::Oracle {
@@ -1388,14 +1435,19 @@ fn check_same_endpoint(flags: &PlanArgs, record: &RunRecord) -> Result<(), Failu
             .into());
         }
     }
-    // A run of several endpoints resumes on all of them: --endpoints cannot narrow it.
+    // A run of several endpoints resumes on all of them, in their order (the first is
+    // the baseline): --endpoints cannot narrow or reorder it.
     if record.plan.endpoints.len() > 1
         && !flags.endpoints.is_empty()
-        && flags.endpoints.len() != record.plan.endpoints.len()
+        && !flags.endpoints.iter().map(|n| n.trim()).eq(record
+            .plan
+            .endpoints
+            .iter()
+            .map(String::as_str))
     {
         return Err(UsageError::with_fix(
             format!(
-                "a resume runs on every endpoint of the run ({}): --endpoints cannot leave some out",
+                "a resume runs on every endpoint of the run, in its order ({}): --endpoints cannot leave some out or reorder them",
                 recorded.join(", ")
             ),
             "resume without --endpoints",
@@ -1607,10 +1659,16 @@ fn check_same_provider(was: &ProviderInfo, provider: &ProviderInfo) -> Result<()
                     ""
                 },
             ),
-            format!(
-                "resume with --model {} and the same provider, or start a new run",
-                record_endpoint.model
-            ),
+            match &record_endpoint.endpoint {
+                Some(name) => format!(
+                    "resume with --endpoint {name}=URL,model={} (or the bench's endpoint as it was), or start a new run",
+                    record_endpoint.model
+                ),
+                None => format!(
+                    "resume with --model {} and the same provider, or start a new run",
+                    record_endpoint.model
+                ),
+            },
         ));
     }
     Ok(())

@@ -365,17 +365,34 @@ pub fn render_run(result: &RunResult, bench_text: &str) -> String {
 
     failed_jobs(&mut b, result);
 
+    let kind = |p: &super::ProviderInfo| if p.simulated { "SIMULATED" } else { "real" };
+    let endpoints = if s.is_grid() {
+        s.run
+            .endpoints
+            .iter()
+            .map(|e| {
+                format!(
+                    "endpoint {} at {} ({})",
+                    e.endpoint.as_deref().unwrap_or("?"),
+                    e.base_url,
+                    kind(e)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" · ")
+    } else {
+        format!(
+            "endpoint {} ({})",
+            s.run.provider.base_url,
+            kind(&s.run.provider)
+        )
+    };
     let _ = write!(
         b,
-        "<h2>Settings</h2><p class=\"muted\">promptgauge {} · run {} · endpoint {} ({})</p><pre>{}</pre>",
+        "<h2>Settings</h2><p class=\"muted\">promptgauge {} · run {} · {}</p><pre>{}</pre>",
         esc(&s.run.tool_version),
         esc(&s.run.run_id),
-        esc(&s.run.provider.base_url),
-        if s.run.provider.simulated {
-            "SIMULATED"
-        } else {
-            "real"
-        },
+        esc(&endpoints),
         esc(bench_text)
     );
     page(&format!("promptgauge: {}", s.run.bench), &b)

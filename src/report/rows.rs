@@ -122,6 +122,9 @@ pub struct VariantRow {
     /// `ENDPOINT/VARIANT`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<String>,
+    /// ... and the model that answered it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 impl VariantRow {

@@ -13,19 +13,24 @@ pub(crate) fn apply(c: &mut super::compare::Comparison, s: &SequentialSummary) {
     else {
         return;
     };
+    // In a run of several endpoints a cell may be counted for another test after this one
+    // decided: the figures then cover more cases than this test used.
+    let over = if v.against.is_some() && c.cases != v.cases {
+        format!(
+            "over the {} paired cases counted (this test decided on {})",
+            c.cases, v.cases
+        )
+    } else {
+        format!("over the {} paired cases the test used", c.cases)
+    };
     let described = match (c.difference, c.ci_low, c.ci_high) {
         (Some(d), Some(lo), Some(hi)) => format!(
-            "; over the {} paired cases the test used, {} [{}, {}] (a description of those cases, not a confidence interval after stopping early)",
-            c.cases,
+            "; {over}, {} [{}, {}] (a description of those cases, not a confidence interval after stopping early)",
             points(d),
             super::compare::bound(lo),
             super::compare::bound(hi)
         ),
-        (Some(d), ..) => format!(
-            "; over the {} paired cases the test used, {}",
-            c.cases,
-            points(d)
-        ),
+        (Some(d), ..) => format!("; {over}, {}", points(d)),
         _ => String::new(),
     };
     let evidence = format!(

@@ -130,6 +130,10 @@ ALTER TABLE run_variants ADD COLUMN endpoint TEXT
     r#"
 ALTER TABLE run_variants ADD COLUMN variant_only TEXT
 "#,
+    // 5: and which model answered the cell (null for a run of one endpoint: `runs.model`).
+    r#"
+ALTER TABLE run_variants ADD COLUMN model TEXT
+"#,
 ];
 
 /// Where the store is: a SQLite file, or a PostgreSQL database.
@@ -479,7 +483,19 @@ impl Store {
         }
         insert(&mut tx, "runs", run_columns(id, record, summary, &folder)?).await?;
         for (position, v) in summary.variants.iter().enumerate() {
-            insert(&mut tx, "run_variants", variant_columns(id, position, v)).await?;
+            // A cell of a grid: its endpoint's model.
+            let model = summary
+                .run
+                .endpoints
+                .iter()
+                .find(|e| e.endpoint.is_some() && e.endpoint == v.endpoint)
+                .map(|e| e.model.clone());
+            insert(
+                &mut tx,
+                "run_variants",
+                variant_columns(id, position, v, model),
+            )
+            .await?;
         }
         self.insert_jobs(&mut tx, record, run.jobs).await?;
         tx.commit().await?;
@@ -755,7 +771,14 @@ impl Filter {
         text("bench", &self.bench, &mut parts);
         text("run_id", &self.run_id, &mut parts);
         text("git_branch", &self.branch, &mut parts);
-        text("model", &self.model, &mut parts);
+        // A run's model, or in a run of several endpoints any of its cells' models.
+        if let Some(model) = &self.model {
+            args.push(Arg::Text(model.clone()));
+            let n = args.len();
+            parts.push(format!(
+                "(r.model = ${n} OR EXISTS (SELECT 1 FROM run_variants mv WHERE mv.run_id = r.run_id AND mv.model = ${n}))"
+            ));
+        }
         if let Some(since) = self.since_unix_ms {
             args.push(Arg::Int(since));
             parts.push(format!("r.started_unix_ms >= ${}", args.len()));
@@ -843,6 +866,7 @@ impl VariantRow {
             ttft_p50_ms: r.try_get("ttft_p50_ms")?,
             ttft_p90_ms: r.try_get("ttft_p90_ms")?,
             endpoint: r.try_get("endpoint")?,
+            model: r.try_get("model")?,
         })
     }
 }
@@ -960,6 +984,7 @@ fn variant_columns(
     run_id: &str,
     position: usize,
     v: &crate::report::VariantSummary,
+    model: Option<String>,
 ) -> Vec<(&'static str, Bound)> {
     use Bound::{Int, Real, Text};
     let int = |n: u64| Int(Some(big(n)));
@@ -988,6 +1013,7 @@ fn variant_columns(
         ("ttft_p90_ms", Real(v.ttft_ms.p90)),
         ("endpoint", Text(v.endpoint.clone())),
         ("variant_only", Text(v.variant.clone())),
+        ("model", Text(model)),
     ]
 }
 
@@ -1105,7 +1131,7 @@ mod tests {
         let mut table: Vec<String> = rows.iter().map(|r| r.try_get(0).unwrap()).collect();
         let summary: Summary =
             serde_json::from_str(include_str!("../../tests/golden/example/summary.json")).unwrap();
-        let mut written: Vec<String> = variant_columns("r", 0, &summary.variants[0])
+        let mut written: Vec<String> = variant_columns("r", 0, &summary.variants[0], None)
             .into_iter()
             .map(|(name, _)| name.to_string())
             .collect();
@@ -1141,6 +1167,7 @@ mod tests {
             "ALTER TABLE runs DROP COLUMN allowed_failures",
             "ALTER TABLE run_variants DROP COLUMN endpoint",
             "ALTER TABLE run_variants DROP COLUMN variant_only",
+            "ALTER TABLE run_variants DROP COLUMN model",
             "DELETE FROM promptgauge_migrations WHERE version >= 2",
             "INSERT INTO runs (run_id, bench, fingerprint, model, base_url, simulated, \
              tool_version, started_at, started_unix_ms, complete, kind, cases, repeats, \

@@ -283,7 +283,7 @@ struct RawBench {
     #[serde(default)]
     endpoint: EndpointSpec,
     #[serde(default)]
-    endpoints: Vec<endpoints::RawNamedEndpoint>,
+    endpoints: Option<Vec<endpoints::RawNamedEndpoint>>,
     #[serde(default)]
     params: Map<String, Value>,
     #[serde(default)]
@@ -426,7 +426,15 @@ impl Bench {
         let dir = path.parent().unwrap_or(Path::new("."));
         let case_paths = check_named(&raw, dir, &here)?;
         let limits = resolve_limits(raw.limits, &Limits::default(), &here)?;
-        if !raw.endpoints.is_empty() && raw.endpoint != EndpointSpec::default() {
+        if raw.endpoints.as_ref().is_some_and(Vec::is_empty) {
+            return Err(
+                InputError::new(here("endpoints"), "`endpoints:` lists no endpoint")
+                    .fix("list at least one (name, base_url, model), or remove `endpoints:`")
+                    .into(),
+            );
+        }
+        let raw_endpoints = raw.endpoints.unwrap_or_default();
+        if !raw_endpoints.is_empty() && raw.endpoint != EndpointSpec::default() {
             return Err(InputError::new(
                 here("endpoints"),
                 "the bench has both `endpoint:` and `endpoints:`",
@@ -434,7 +442,7 @@ impl Bench {
             .fix("move the `endpoint:` block into `endpoints:` as one more named entry")
             .into());
         }
-        let endpoints = endpoints::named_endpoints(raw.endpoints, &limits, &here)?;
+        let endpoints = endpoints::named_endpoints(raw_endpoints, &limits, &here)?;
         let judge = judge_settings(raw.judge, &limits, &endpoints, &here)?;
         let repeats = repeats_of(raw.repeats, &here)?;
         let confidence = confidence_of(raw.confidence, &here)?;
@@ -455,6 +463,21 @@ impl Bench {
         let templates = Templates::compile(&variants)?;
         templates.check(&variants, &cases)?;
         check_tools(&cases, &grade, &raw.params, &variants)?;
+        // A cell is `ENDPOINT/VARIANT` and a gate may name either: one name, one meaning.
+        if let Some(clash) = endpoints
+            .iter()
+            .find(|e| variants.iter().any(|v| v.name == e.name))
+        {
+            return Err(InputError::new(
+                here("endpoints"),
+                format!(
+                    "endpoint `{}` has the name of a variant: a gate or a report naming `{}` would mean both",
+                    clash.name, clash.name
+                ),
+            )
+            .fix("rename the endpoint (e.g. after its model or server)")
+            .into());
+        }
 
         Ok(Bench {
             path: path.to_path_buf(),

@@ -265,6 +265,19 @@ fn a_bench_with_endpoint_and_endpoints_or_a_bad_header_is_refused_where_it_is_wr
             "endpoints:\n  - { name: a, model: m, headers: { X-N: 3 } }\n",
             "must be text",
         ),
+        ("endpoints: []\n", "`endpoints:` lists no endpoint"),
+        (
+            "endpoints:\n  - { name: plain, base_url: mock, model: m }\n",
+            "endpoint `plain` has the name of a variant",
+        ),
+        (
+            "endpoints:\n  - { name: a, base_url: \"http://127.0.0.1:9/v1\" }\n  - { name: b, base_url: mock, model: m }\n",
+            "endpoint a names no model",
+        ),
+        (
+            "endpoints:\n  - { name: a, base_url: mock, model: m }\n  - { name: b, base_url: mock, model: m, headers: { X-P: \"${PG_UNSET_VARIABLE}\" } }\n",
+            "PG_UNSET_VARIABLE",
+        ),
     ] {
         let bench = arithmetic_bench(2, 1, extra);
         let out = promptgauge(bench.path())
@@ -756,6 +769,11 @@ fn a_grid_is_gated_stored_compared_cached_sharded_and_merged_by_its_cells() {
             ("mini/careful", "mini")
         ]
     );
+    // Each cell keeps its own model, and the runs a cell's model answered are found by it.
+    assert_eq!(cells[3]["model"], "mini-model");
+    let o = pg(&["history", "--model", "mini-model", "--json"]);
+    let json = String::from_utf8_lossy(&o.stdout);
+    assert!(json.contains("mini/careful"), "{json}");
     let o = pg(&["history"]);
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("mini/careful"), "{text}");
@@ -865,6 +883,26 @@ fn a_grid_is_gated_stored_compared_cached_sharded_and_merged_by_its_cells() {
         "{gates:?}"
     );
     assert!(gates.contains(&("max-drop --baseline", true)), "{gates:?}");
+
+    // A baseline sharing no cell is refused before anything is bought.
+    let before = sent();
+    let o = pg(&[
+        "run",
+        "bench.yaml",
+        "--no-store",
+        "--endpoints",
+        "big",
+        "--baseline",
+        a,
+        "--fail-if-worse",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        said.contains("nothing could be compared") && said.contains("ENDPOINT/VARIANT"),
+        "{said}"
+    );
+    assert_eq!(sent(), before, "nothing was sent");
 
     // Shards of a grid merge into the grid.
     for i in 1..=2 {
@@ -1049,4 +1087,41 @@ fn an_unpriced_endpoint_takes_the_benchs_price_and_moving_one_keeps_the_grid() {
         10,
         "only the first run went there"
     );
+}
+
+/// `--cache` keys an answer on its endpoint's protocol and headers too: the same model at
+/// the same URL through another protocol, or with a header that picks an adapter, is asked
+/// again.
+#[test]
+fn the_cache_tells_protocols_and_headers_apart() {
+    let (_a, server) = start_mock(MockConfig::default());
+    let url = server.base_url();
+    let extra = format!(
+        "endpoints:\n  - {{ name: chat, base_url: \"{url}\", model: m }}\n  - {{ name: messages, base_url: \"{url}\", model: m, protocol: anthropic-messages }}\n  - {{ name: adapter, base_url: \"{url}\", model: m, headers: {{ X-Adapter: lora-2 }} }}\n  - {{ name: again, base_url: \"{url}\", model: m }}\n"
+    );
+    let bench = arithmetic_bench(5, 1, &extra);
+    let d = bench.path();
+    let sent = || server.provider.stats().requests;
+    for (name, new) in [("chat", 5), ("messages", 5), ("adapter", 5), ("again", 0)] {
+        let before = sent();
+        let out = promptgauge(d)
+            .args([
+                "run",
+                "bench.yaml",
+                "--no-store",
+                "--quiet",
+                "--cache",
+                "--endpoints",
+                name,
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.code().is_some_and(|c| c <= 1),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(sent() - before, new, "{name}");
+    }
+    assert_eq!(server.provider.stats().anthropic_messages, 5);
 }
