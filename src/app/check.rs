@@ -126,7 +126,8 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
         b.confidence,
         // The largest family a verdict is adjusted in (docs/statistics.md, 2a).
         p.variants.len().max(p.grid.len()).saturating_sub(1),
-    );
+    )
+    .in_grid(!p.grid.is_empty());
     out!("  {}", detectable.sentence(b.confidence));
     if b.repeats > 1 {
         out!(

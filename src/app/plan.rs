@@ -45,11 +45,13 @@ pub fn plan(args: &PowerArgs) -> Result<Exit, Failure> {
     let bench = Bench::load(&path)?;
     // A bench whose scorers cannot be built is not planned for.
     crate::grade::scorers_for(&bench)?;
-    let comparisons = args
-        .comparisons
-        .map_or(bench.variants.len().saturating_sub(1).max(1), |m| {
-            m as usize
-        });
+    // The largest Holm family the run's verdicts are adjusted in: the variants against the
+    // baseline, or with several endpoints the larger axis (docs/statistics.md, 2a).
+    let endpoints = bench.endpoints.len().max(1);
+    let comparisons = args.comparisons.map_or(
+        bench.variants.len().max(endpoints).saturating_sub(1).max(1),
+        |m| m as usize,
+    );
     let (baseline, source) = match args.baseline_accuracy {
         Some(p) => (p, "as given".to_string()),
         None => match last_baseline(Path::new("reports"), &bench.name) {
@@ -81,6 +83,11 @@ pub fn plan(args: &PowerArgs) -> Result<Exit, Failure> {
     let conf = (bench.confidence * 100.0).round();
     let power_pct = (args.power * 100.0).round();
     let family = match (bench.variants.len(), comparisons) {
+        _ if endpoints > 1 => format!(
+            "{} × {}, each question's family of up to {comparisons} compared (Holm within each)",
+            super::count(bench.variants.len() as u64, "variant", "variants"),
+            super::count(endpoints as u64, "endpoint", "endpoints"),
+        ),
         (1, 1) => "1 variant: sizing one comparison with it".to_string(),
         (_, 1) => format!(
             "{} variants, one compared with the baseline",

@@ -424,8 +424,11 @@ impl Aggregator {
                 };
                 let repeats = self.run.repeats;
                 let icc = crate::stats::cluster::icc(&cases.arm(0));
-                b.accuracy
-                    .map(|p| Detectable::new(n, p, confidence, m).with_repeats(repeats, icc))
+                b.accuracy.map(|p| {
+                    Detectable::new(n, p, confidence, m)
+                        .with_repeats(repeats, icc)
+                        .in_grid(self.grid.is_some())
+                })
             });
         let slices = slices(&cases, variants, confidence, scored);
         // Jobs a sequential decision made unnecessary are not missing.

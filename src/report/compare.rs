@@ -299,6 +299,10 @@ pub struct Detectable {
     /// Answers per case, when more than one: the test is then on case means.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeats: Option<u32>,
+    /// A run of several endpoints: the family is the larger axis' comparisons, not only
+    /// variants.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub grid: bool,
     /// With repeats: how alike a case's answers are (the intra-class correlation the figure
     /// assumes, the run's estimate on the baseline).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -323,7 +327,14 @@ impl Detectable {
             difference: power::detectable_difference(cases, POWER, &a),
             repeats: None,
             intra_class_correlation: None,
+            grid: false,
         }
+    }
+
+    /// Said of a run of several endpoints (its family is a question's, not only variants).
+    pub fn in_grid(mut self, grid: bool) -> Self {
+        self.grid = grid;
+        self
     }
 
     /// The same for `k` answers per case, the test being on case means: the case mean of k
@@ -348,6 +359,7 @@ impl Detectable {
         let conf = (confidence * 100.0).round();
         let family = match self.comparisons {
             1 => String::new(),
+            m if self.grid => format!(", Holm over {m} comparisons (the larger question's family)"),
             m => format!(", Holm over {m} variants"),
         };
         let (cases, repeats) = match (self.repeats, self.intra_class_correlation) {

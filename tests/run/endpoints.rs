@@ -620,6 +620,10 @@ fn three_endpoints_run_as_one_grid_paired_on_both_axes() {
         md.contains("| plain (baseline) | 76.7% [59.1, 88.2] |"),
         "{md}"
     );
+    assert!(
+        md.contains("Holm over 2 comparisons (the larger question's family)"),
+        "{md}"
+    );
     // summary.csv: a row per cell, its own model, both axes' verdicts.
     let mut csv = csv::Reader::from_path(run.join("summary.csv")).unwrap();
     let head = csv.headers().unwrap().clone();
