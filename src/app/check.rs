@@ -10,7 +10,7 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
     let b = &p.bench;
     // Each job priced at its endpoint's price (the bench's with one endpoint): the input
     // estimated, the output at most max_tokens.
-    let price_of = |job: &crate::suite::Job| match p.grid.get(job.endpoint) {
+    let price_of = |job: &crate::suite::Job| match p.grid.get(usize::from(job.endpoint)) {
         Some(g) => g.price.as_ref(),
         None => b.price.as_ref(),
     };

@@ -102,7 +102,9 @@ impl Prepared {
     pub(crate) fn arm_name(&self, job: &Job) -> String {
         crate::suite::plan::arm_name(
             &self.bench.variants[job.variant].name,
-            self.grid.get(job.endpoint).map(GridEndpoint::name),
+            self.grid
+                .get(usize::from(job.endpoint))
+                .map(GridEndpoint::name),
         )
     }
 }
@@ -161,6 +163,9 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
     })
 }
 
+/// The most endpoints one run measures side by side.
+const MAX_ENDPOINTS: usize = 64;
+
 /// A run of several endpoints: each resolved (its key read, its headers' variables, its
 /// base URL checked), with its price, parameters and limits. Empty for one endpoint. The
 /// flags that override one endpoint's server (`--base-url`, `--model`, `--protocol`) are
@@ -174,6 +179,15 @@ fn grid_of(
 ) -> Result<Vec<GridEndpoint>, UsageError> {
     if chosen.len() < 2 {
         return Ok(Vec::new());
+    }
+    if chosen.len() > MAX_ENDPOINTS {
+        return Err(UsageError::with_fix(
+            format!(
+                "this run would measure {} endpoints; one run measures at most {MAX_ENDPOINTS}",
+                chosen.len()
+            ),
+            "pick some with --endpoints a,b,…",
+        ));
     }
     // `--base-url mock` puts every endpoint on the simulator (each keeps its model).
     let simulated = args.base_url.iter().all(|u| u == "mock");
@@ -381,6 +395,8 @@ fn plan_jobs(
         }
         None => (0..bench.cases.len()).collect(),
     };
+    // At most MAX_ENDPOINTS (`grid_of` refuses more).
+    let endpoints = u16::try_from(endpoints).unwrap_or(u16::MAX);
     let mut plan = Plan::grid(&order, variants, endpoints, bench.repeats);
     if let Some(shard) = args.shard {
         plan.jobs.retain(|j| shard.holds(j));

@@ -126,7 +126,7 @@ pub async fn run(
     let mut tasks = tokio::task::JoinSet::new();
     let mut by_lane: Vec<Vec<Job>> = vec![Vec::new(); lanes.len()];
     for job in jobs {
-        if let Some(list) = by_lane.get_mut(job.endpoint) {
+        if let Some(list) = by_lane.get_mut(usize::from(job.endpoint)) {
             list.push(job);
         }
     }
@@ -267,7 +267,7 @@ impl Workers {
                 break;
             }
             // Flags per bench variant, endpoint by endpoint.
-            let flag = job.endpoint * self.bench.variants.len() + job.variant;
+            let flag = usize::from(job.endpoint) * self.bench.variants.len() + job.variant;
             let skipped = options
                 .skip
                 .as_ref()
