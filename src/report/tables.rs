@@ -136,8 +136,9 @@ fn verdict_row(c: &Comparison, against: bool) -> Row {
 }
 
 /// A run of several endpoints: each variant (a row) at each endpoint (a column), its
-/// headline figure with its interval, the baseline endpoint first. Cost, tokens and latency
-/// per cell are in [`variants`], one row per cell (`ENDPOINT/VARIANT`).
+/// headline figure with its interval and its cost at that endpoint's price, the baseline
+/// endpoint first. Tokens and latency per cell are in [`variants`], one row per cell
+/// (`ENDPOINT/VARIANT`).
 pub(crate) fn grid(s: &Summary) -> Table {
     let mut endpoints: Vec<&str> = Vec::new();
     let mut variants: Vec<&str> = Vec::new();
@@ -151,8 +152,16 @@ pub(crate) fn grid(s: &Summary) -> Table {
             }
         }
     }
+    // Each endpoint's score with its interval, then (when any cell is priced) what its
+    // answers cost at that endpoint's price; a narrow terminal gives up the costs first.
+    let priced = s.variants.iter().any(|v| v.cost_usd.is_some());
     let mut columns = vec![Column::left("variant")];
-    columns.extend(endpoints.iter().map(|e| Column::right(*e)));
+    for e in &endpoints {
+        columns.push(Column::right(*e));
+        if priced {
+            columns.push(Column::right(format!("{e} cost")).drop(5));
+        }
+    }
     let mut t = Table::new("grid", columns);
     for (i, name) in variants.iter().enumerate() {
         let mut cells = vec![Cell::text(*name)];
@@ -165,6 +174,11 @@ pub(crate) fn grid(s: &Summary) -> Table {
                 let (m, lo, hi) = v.headline();
                 format!("{} {}", pct(m), interval(lo, hi))
             })));
+            if priced {
+                cells.push(Cell::figure(
+                    arm.map_or_else(String::new, |v| usd(v.cost_usd)),
+                ));
+            }
         }
         t.push(Row::new(cells).data("data-variant", *name).baseline(i == 0));
     }

@@ -617,7 +617,8 @@ fn three_endpoints_run_as_one_grid_paired_on_both_axes() {
         assert!(text.contains("local/plain is not distinguishable from hosted/plain"));
     }
     assert!(
-        md.contains("| plain (baseline) | 76.7% [59.1, 88.2] |"),
+        md.contains("| plain (baseline) | 76.7% [59.1, 88.2] |")
+            && md.contains("| variant | hosted | hosted cost | responses | responses cost | local | local cost |"),
         "{md}"
     );
     assert!(
