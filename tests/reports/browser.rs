@@ -381,3 +381,69 @@ fn history_html_draws_every_run_and_links_to_its_report() {
     // The table: a row per run and variant.
     assert_eq!(count(&dom, r#"<tr data-run="#), 4 * 2);
 }
+
+#[test]
+fn a_grid_report_html_shows_every_cell_and_both_axes() {
+    let Some(browser) = chromium() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "chromium is missing: .ci/run installs it (apt-get install chromium)"
+        );
+        eprintln!("skipped: no chromium on this machine (apt-get install chromium)");
+        return;
+    };
+    let bench = arithmetic_bench(
+        16,
+        2,
+        "endpoints:\n  - { name: big, base_url: mock, model: big-model }\n  - { name: mini, base_url: mock, model: mini-model, price: { input_per_mtok: 0, output_per_mtok: 0 } }\n",
+    );
+    let d = bench.path();
+    promptgauge(d)
+        .args(["run", "bench.yaml", "--quiet", "--no-store"])
+        .assert()
+        .success();
+    let run = run_dirs(&d.join("reports")).pop().unwrap();
+    let s: Summary =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let page = run.join("report.html");
+    let (dom, requested) = load(&browser, &page);
+    assert!(requested.is_empty(), "report.html requested {requested:?}");
+    // An interval per cell on the chart, at the summary's numbers.
+    assert_eq!(count(&dom, r#"<g class="interval""#), 4);
+    for v in &s.variants {
+        let mark = format!(
+            r#"<g class="interval" data-variant="{}" data-accuracy="{}""#,
+            v.name,
+            v.accuracy.unwrap()
+        );
+        assert!(dom.contains(&mark), "missing {mark}");
+    }
+    // The grid: a row per variant, a column per endpoint (and its cost).
+    assert!(dom.contains("<h2>Variants × endpoints</h2>"));
+    for name in ["plain", "careful"] {
+        assert!(dom.contains(&format!(r#"data-variant="{name}""#)), "{name}");
+    }
+    assert!(
+        dom.contains("<th>mini cost</th>") || dom.contains(">mini cost<"),
+        "the costs"
+    );
+    // Both axes, each with its table and sentences.
+    for heading in ["Which prompt: each variant", "Which model: each endpoint"] {
+        assert!(dom.contains(heading), "{heading}");
+    }
+    for c in &s.comparisons {
+        assert!(dom.contains(&c.against), "{}", c.against);
+        assert!(dom.contains(c.verdict.words()));
+    }
+    // The settings name both endpoints; `report` rebuilds the same page from the journal.
+    assert!(
+        dom.contains("endpoint big at simulated") && dom.contains("endpoint mini at simulated")
+    );
+    let before = std::fs::read_to_string(&page).unwrap();
+    std::fs::remove_file(&page).unwrap();
+    promptgauge(d)
+        .args(["report", run.to_str().unwrap()])
+        .assert()
+        .success();
+    assert_eq!(std::fs::read_to_string(&page).unwrap(), before);
+}
