@@ -180,7 +180,7 @@ async fn send_jobs(
         ..run_options(p, record, args.verbose, already)
     };
     let mut verbose = VerboseLog;
-    let (mut first, mut outage) = watchers(p, &dispatch);
+    let (mut first, mut outage) = watchers(p, &dispatch, lanes);
     // The journal first: nothing is reported that it did not keep.
     let mut listeners: Vec<&mut dyn Listener> = vec![
         &mut journal,
@@ -260,18 +260,40 @@ fn run_options(
 
 /// The listeners that stop sending early: when the first jobs all fail the same way
 /// (a wrong model, URL or key), and when most jobs fail the same passing way (an outage).
-fn watchers(p: &Prepared, dispatch: &CancellationToken) -> (FirstFailures, Outage) {
+/// In a run of several endpoints an outage is watched per endpoint, and stops only that
+/// endpoint's lane: the others go on.
+fn watchers(
+    p: &Prepared,
+    dispatch: &CancellationToken,
+    lanes: &[runner::Lane],
+) -> (FirstFailures, Outage) {
+    let gates_of =
+        |limits: &crate::suite::Limits, urls: &[String]| limits.concurrency * urls.len().max(1);
     let gates: usize = if p.grid.is_empty() {
-        p.bench.limits.concurrency * p.endpoint.base_urls.len().max(1)
+        gates_of(&p.bench.limits, &p.endpoint.base_urls)
     } else {
         p.grid
             .iter()
-            .map(|g| g.limits.concurrency * g.endpoint.base_urls.len().max(1))
+            .map(|g| gates_of(&g.limits, &g.endpoint.base_urls))
             .sum()
+    };
+    let outage = if p.grid.is_empty() {
+        Outage::new((2 * gates).clamp(8, 32), dispatch.clone())
+    } else {
+        Outage::per_endpoint(
+            p.grid
+                .iter()
+                .zip(lanes)
+                .map(|(g, lane)| {
+                    let window = (2 * gates_of(&g.limits, &g.endpoint.base_urls)).clamp(8, 32);
+                    (g.name().to_string(), window, lane.dispatch.clone())
+                })
+                .collect(),
+        )
     };
     (
         FirstFailures::new(gates.clamp(3, 32), dispatch.clone()),
-        Outage::new((2 * gates).clamp(8, 32), dispatch.clone()),
+        outage,
     )
 }
 
@@ -415,6 +437,7 @@ async fn start_client(
                     name: Some(g.name().to_string()),
                     params: Arc::new(g.params.clone()),
                     cache_key: cache_key(&url, e),
+                    dispatch: CancellationToken::new(),
                 })
             })
             .collect::<anyhow::Result<_>>()
@@ -1093,33 +1116,62 @@ const OUTAGE_SPAN: Duration = Duration::from_secs(120);
 /// five failed the same passing way (the same 5xx, no connection, the same timeout) within
 /// [`OUTAGE_SPAN`]. Otherwise every remaining job would spend its attempts in seconds and
 /// be final; stopped, they are sent by `--resume --retry-failed` once the server is back.
+/// With one endpoint the whole run stops; in a run of several, each endpoint is watched
+/// over its own latest jobs and only its lane stops (the others go on).
 struct Outage {
+    /// Per endpoint (one, unnamed, with one endpoint): its window of latest jobs.
+    watched: Vec<Watched>,
+    /// Each outage seen, as said.
+    whys: Vec<String>,
+    stopped: Option<StopReason>,
+}
+
+/// One endpoint's latest jobs, and what stops its sending.
+struct Watched {
+    /// Its name in records (`None`: the run's one endpoint).
+    endpoint: Option<String>,
     window: usize,
     /// The last jobs: each a transient failure's (signature, when, cause), or `None`.
     recent: std::collections::VecDeque<Option<(String, tokio::time::Instant, String)>>,
     dispatch: CancellationToken,
-    stopped: Option<StopReason>,
+    stopped: bool,
 }
 
 impl Outage {
     fn new(window: usize, dispatch: CancellationToken) -> Self {
         Outage {
-            window,
-            recent: std::collections::VecDeque::new(),
-            dispatch,
+            watched: vec![Watched::new(None, window, dispatch)],
+            whys: Vec::new(),
+            stopped: None,
+        }
+    }
+
+    /// Each endpoint by its name, with its window and its lane's dispatch token.
+    fn per_endpoint(endpoints: Vec<(String, usize, CancellationToken)>) -> Self {
+        Outage {
+            watched: endpoints
+                .into_iter()
+                .map(|(name, window, dispatch)| Watched::new(Some(name), window, dispatch))
+                .collect(),
+            whys: Vec::new(),
             stopped: None,
         }
     }
 }
 
-impl Listener for Outage {
-    fn on(&mut self, event: &runner::RunEvent<'_>) -> std::io::Result<()> {
-        let runner::RunEvent::JobFinished { record, .. } = event else {
-            return Ok(());
-        };
-        if self.stopped.is_some() || record.cached {
-            return Ok(());
+impl Watched {
+    fn new(endpoint: Option<String>, window: usize, dispatch: CancellationToken) -> Self {
+        Watched {
+            endpoint,
+            window,
+            recent: std::collections::VecDeque::new(),
+            dispatch,
+            stopped: false,
         }
+    }
+
+    /// Hears one of its jobs; says why it stopped, when this job showed an outage.
+    fn hear(&mut self, record: &crate::runner::JobRecord) -> Option<String> {
         let entry = record.failed_transiently().then(|| {
             let (outcome, status) = record.failure_outcome();
             let signature = format!("{status:?}/{}", outcome.map_or("", |o| o.as_str()));
@@ -1134,17 +1186,15 @@ impl Listener for Outage {
             self.recent.pop_front();
         }
         if self.recent.len() < self.window {
-            return Ok(());
+            return None;
         }
         let mut counts: HashMap<&str, usize> = HashMap::new();
         for (sig, _, _) in self.recent.iter().flatten() {
             *counts.entry(sig.as_str()).or_default() += 1;
         }
-        let Some((sig, n)) = counts.into_iter().max_by_key(|(_, n)| *n) else {
-            return Ok(());
-        };
+        let (sig, n) = counts.into_iter().max_by_key(|(_, n)| *n)?;
         if 5 * n < 4 * self.window {
-            return Ok(());
+            return None;
         }
         let same: Vec<&(String, tokio::time::Instant, String)> = self
             .recent
@@ -1155,15 +1205,49 @@ impl Listener for Outage {
         let (first, last) = (same[0].1, same[same.len() - 1].1);
         let span = last.duration_since(first);
         if span > OUTAGE_SPAN {
-            return Ok(());
+            return None;
         }
         let cause = same[same.len() - 1].2.clone();
-        self.stopped = Some(StopReason::outage(format_args!(
-            "{n} of the last {} jobs failed the same way within {:.0} s, so the rest were not sent: {cause}",
-            self.window,
-            span.as_secs_f64().ceil()
-        )));
+        self.stopped = true;
         self.dispatch.cancel();
+        Some(match &self.endpoint {
+            None => format!(
+                "{n} of the last {} jobs failed the same way within {:.0} s, so the rest were not sent: {cause}",
+                self.window,
+                span.as_secs_f64().ceil()
+            ),
+            Some(name) => format!(
+                "endpoint {name}: {n} of its last {} jobs failed the same way within {:.0} s, so its other jobs were not sent (the other endpoints' were): {cause}",
+                self.window,
+                span.as_secs_f64().ceil()
+            ),
+        })
+    }
+}
+
+impl Listener for Outage {
+    fn on(&mut self, event: &runner::RunEvent<'_>) -> std::io::Result<()> {
+        let runner::RunEvent::JobFinished { record, .. } = event else {
+            return Ok(());
+        };
+        if record.cached {
+            return Ok(());
+        }
+        let Some(watched) = self
+            .watched
+            .iter_mut()
+            .find(|w| w.endpoint == record.endpoint)
+        else {
+            return Ok(());
+        };
+        if watched.stopped {
+            return Ok(());
+        }
+        if let Some(why) = watched.hear(record) {
+            // Each endpoint's outage is said, the first first.
+            self.whys.push(why);
+            self.stopped = Some(StopReason::outage(self.whys.join("; ")));
+        }
         Ok(())
     }
 }

@@ -72,6 +72,9 @@ pub struct Lane {
     pub params: Arc<serde_json::Map<String, serde_json::Value>>,
     /// The endpoint as the user named it (not the simulator's port), for cache keys.
     pub cache_key: String,
+    /// Stops this lane's workers from taking more jobs (an outage at this endpoint), while
+    /// the other lanes go on; the run's own dispatch token stops them all.
+    pub dispatch: CancellationToken,
 }
 
 impl Lane {
@@ -82,6 +85,7 @@ impl Lane {
             name: None,
             params: Default::default(),
             cache_key: cache_key.into(),
+            dispatch: CancellationToken::new(),
         }
     }
 }
@@ -258,7 +262,8 @@ impl Workers {
     async fn work(self) {
         let (dispatch, options) = (&self.dispatch, &self.options);
         let stop = self.lane.client.stop_token();
-        while !dispatch.is_cancelled() && !stop.is_cancelled() {
+        let lane = self.lane.dispatch.clone();
+        while !dispatch.is_cancelled() && !stop.is_cancelled() && !lane.is_cancelled() {
             let i = self.next.fetch_add(1, Ordering::SeqCst);
             let Some(job) = self.jobs.get(i) else { break };
             if let Some((h, per_case)) = &options.horizon

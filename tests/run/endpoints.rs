@@ -1130,3 +1130,73 @@ fn the_cache_tells_protocols_and_headers_apart() {
     }
     assert_eq!(server.provider.stats().anthropic_messages, 5);
 }
+
+/// One endpoint of a grid goes down mid-run: only its lane stops; the other endpoint's jobs
+/// are all answered, and the run says which endpoint stopped and how to send the rest.
+#[test]
+fn an_outage_at_one_endpoint_stops_its_lane_and_the_others_finish() {
+    let (_a, healthy) = start_mock(MockConfig::default());
+    let (_b, dying) = start_mock(MockConfig {
+        outage_after: Some(20),
+        ..MockConfig::default()
+    });
+    let extra = format!(
+        "limits: {{ concurrency: 4, max_attempts: 2 }}\nendpoints:\n  - {{ name: healthy, base_url: \"{}\", model: m }}\n  - {{ name: dying, base_url: \"{}\", model: m }}\n",
+        healthy.base_url(),
+        dying.base_url()
+    );
+    let bench = arithmetic_bench(100, 2, &extra);
+    let d = bench.path();
+    let out = promptgauge(d)
+        .args(["run", "bench.yaml", "--no-store"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("endpoint dying:") && stderr.contains("the other endpoints' were"),
+        "{stderr}"
+    );
+    // Every healthy job was answered; the dying endpoint was not sent its whole share.
+    assert_eq!(healthy.provider.stats().generations, 200);
+    let sent = dying.provider.stats().requests;
+    assert!(
+        sent < 100,
+        "{sent} requests to the dying endpoint for 200 jobs"
+    );
+    let run = run_dirs(&d.join("reports")).remove(0);
+    let s = summary(&run);
+    for v in &s.variants {
+        match v.endpoint.as_deref() {
+            Some("healthy") => assert_eq!((v.n, v.failed), (100, 0), "{}", v.name),
+            _ => assert!(v.n + v.failed < 100, "{}", v.name),
+        }
+    }
+    // Once it is back, the printed command sends the rest, to it alone.
+    let printed = stderr
+        .lines()
+        .find_map(|l| l.split_once("send the rest and the failed jobs again: "))
+        .map(|(_, c)| c.to_string())
+        .unwrap_or_else(|| panic!("no resume command in {stderr}"));
+    dying.provider.end_outage();
+    let args: Vec<&str> = printed.split(' ').skip(1).collect();
+    let out = promptgauge(d)
+        .args(&args)
+        .args(["--no-store"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        healthy.provider.stats().generations,
+        200,
+        "nothing sent again there"
+    );
+    let s = summary(&run);
+    assert!(s.complete);
+    assert!(s.variants.iter().all(|v| v.n == 100));
+}

@@ -490,6 +490,7 @@ async fn a_slow_endpoint_holds_back_none_of_the_others() {
             name: Some(name.to_string()),
             params: Default::default(),
             cache_key: url,
+            dispatch: CancellationToken::new(),
         }
     };
     let lanes = [lane("slow", &slow, 2), lane("fast", &fast, 4)];
