@@ -373,9 +373,9 @@ pub(crate) fn stored_result(
     summary: Summary,
     jobs: &[crate::store::ScoreRow],
 ) -> RunResult {
-    let arms: HashMap<&str, usize> = record
-        .plan
-        .variants
+    // The stored rows name their arm: the variant, or `ENDPOINT/VARIANT` in a grid.
+    let names = record.plan.arms();
+    let arms: HashMap<&str, usize> = names
         .iter()
         .enumerate()
         .map(|(i, v)| (v.as_str(), i))

@@ -82,7 +82,13 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
     }
     match p.endpoint.base_urls.as_slice() {
         _ if !p.grid.is_empty() => {}
-        [] => out!("  endpoint: the built-in SIMULATOR (no base URL configured)"),
+        [] => match &p.endpoint.name {
+            Some(name) => out!(
+                "  endpoint {name}: model {} at the built-in SIMULATOR",
+                p.endpoint.model
+            ),
+            None => out!("  endpoint: the built-in SIMULATOR (no base URL configured)"),
+        },
         urls => out!(
             "  endpoint {}{} (from {}), model {}",
             p.endpoint
@@ -107,6 +113,19 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
     out!("  estimated prompt tokens: {prompt_tokens}");
     if let Some(max) = max_completion {
         out!("  completion tokens at most: {max}");
+    }
+    let unpriced: Vec<&str> = p
+        .grid
+        .iter()
+        .filter(|g| g.price.is_none())
+        .map(|g| g.name())
+        .collect();
+    if priced && !unpriced.is_empty() {
+        out!(
+            "  note: no price for {}: the estimate leaves {} out",
+            unpriced.join(", "),
+            if unpriced.len() == 1 { "it" } else { "them" }
+        );
     }
     if priced {
         let low = input_cost;

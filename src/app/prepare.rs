@@ -327,6 +327,20 @@ fn choose_endpoints(
             })
             .collect::<Result<_, _>>()?
     };
+    // A cell is `ENDPOINT/VARIANT` and a gate may name either: one name, one meaning (the
+    // bench's own endpoints are checked where they are written).
+    if let Some(clash) = chosen
+        .iter()
+        .find(|e| bench.variants.iter().any(|v| v.name == e.name))
+    {
+        return Err(UsageError::with_fix(
+            format!(
+                "--endpoint names `{}`, which is the name of a variant: a gate or a report naming it would mean both",
+                clash.name
+            ),
+            "give the endpoint another name (e.g. after its model or server)",
+        ));
+    }
     let Some(first) = chosen.first() else {
         return Ok(chosen);
     };

@@ -1255,6 +1255,24 @@ impl Listener for Outage {
 /// Every gate asked for must be one the run can evaluate: known before anything is sent.
 fn check_gates(p: &Prepared, gates: &crate::cli::GateArgs) -> Result<(), UsageError> {
     let priced = p.bench.price.is_some() || p.grid.iter().any(|g| g.price.is_some());
+    let unpriced: Vec<&str> = p
+        .grid
+        .iter()
+        .filter(|g| g.price.is_none())
+        .map(|g| g.name())
+        .collect();
+    if gates.max_cost.is_some() && priced && !unpriced.is_empty() {
+        return Err(UsageError::with_fix(
+            format!(
+                "--max-cost needs the whole run's cost, and {} no price",
+                match unpriced.as_slice() {
+                    [one] => format!("endpoint {one} has"),
+                    many => format!("endpoints {} have", many.join(", ")),
+                }
+            ),
+            "add `price:` to each endpoint (or to the bench, for those without their own), or drop --max-cost",
+        ));
+    }
     if gates.max_cost.is_some() && !priced {
         return Err(UsageError::with_fix(
             "--max-cost needs the cost, and the bench has no `price`",

@@ -949,6 +949,30 @@ fn a_grid_is_gated_stored_compared_cached_sharded_and_merged_by_its_cells() {
         assert_eq!((&w.name, w.n, w.correct), (&m.name, m.n, m.correct));
     }
     assert_eq!(merged.comparisons.len(), first.comparisons.len());
+
+    // Compared by run id from the store, once the folders are gone: each cell paired.
+    let ids: Vec<String> = listed
+        .iter()
+        .map(|r| r["run_id"].as_str().unwrap().to_string())
+        .collect();
+    let away = d.join("away");
+    std::fs::create_dir_all(&away).unwrap();
+    for r in &runs {
+        std::fs::rename(r, away.join(r.file_name().unwrap())).unwrap();
+    }
+    let o = pg(&["compare", &ids[0], &ids[1], "--out", "cmp-stored"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let c: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("cmp-stored/compare.json")).unwrap())
+            .unwrap();
+    for cell in c["variants"].as_array().unwrap() {
+        assert_eq!(cell["comparison"]["cases"], 20, "{cell}");
+    }
 }
 
 /// The example a user starts from: one prompt, a hosted and a self-hosted endpoint side by
@@ -1199,4 +1223,56 @@ fn an_outage_at_one_endpoint_stops_its_lane_and_the_others_finish() {
     let s = summary(&run);
     assert!(s.complete);
     assert!(s.variants.iter().all(|v| v.n == 100));
+}
+
+/// What a grid could not honour is refused before anything is sent: an ad-hoc endpoint
+/// named like a variant, and --max-cost when some endpoint has no price.
+#[test]
+fn a_grid_refuses_an_ambiguous_name_and_a_cost_gate_it_cannot_count() {
+    let (_a, server) = start_mock(MockConfig::default());
+    let extra = format!(
+        "endpoints:\n  - {{ name: priced, base_url: \"{}\", model: m, price: {{ input_per_mtok: 1, output_per_mtok: 1 }} }}\n  - {{ name: free, base_url: \"{}\", model: m }}\n",
+        server.base_url(),
+        server.base_url()
+    );
+    let bench = arithmetic_bench(4, 2, &extra);
+    let d = bench.path();
+    // No bench-wide price: the second endpoint has none.
+    let yaml = std::fs::read_to_string(d.join("bench.yaml")).unwrap();
+    let yaml: String = yaml
+        .lines()
+        .filter(|l| !l.starts_with("price:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(d.join("bench.yaml"), yaml).unwrap();
+    for (args, says) in [
+        (
+            vec!["--endpoint", "plain=mock,model=m"],
+            "`plain`, which is the name of a variant",
+        ),
+        (
+            vec!["--max-cost", "1"],
+            "--max-cost needs the whole run's cost, and endpoint free has no price",
+        ),
+    ] {
+        let out = promptgauge(d)
+            .args(["run", "bench.yaml", "--no-store"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+    assert_eq!(server.provider.stats().requests, 0, "nothing was sent");
+    // check says what its estimate leaves out.
+    let out = promptgauge(d)
+        .args(["check", "bench.yaml"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("no price for free: the estimate leaves it out"),
+        "{said}"
+    );
 }
