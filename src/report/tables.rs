@@ -467,7 +467,12 @@ pub(crate) fn history(h: &History, link: &dyn Fn(&RunRow) -> Option<String>) -> 
                         .link(if first { link(&r.run) } else { None })
                         .aside((first && !r.run.complete).then_some("incomplete")),
                     Cell::text(on_first(source_label(&r.run))).class("text"),
-                    Cell::text(on_first(r.run.model.clone())).class("text"),
+                    // A grid's cell says the model that answered it, on every row.
+                    Cell::text(match &v.result.model {
+                        Some(m) => m.clone(),
+                        None => on_first(r.run.model.clone()),
+                    })
+                    .class("text"),
                     Cell::text(&v.result.variant).class("text"),
                     Cell::figure(pct(x)),
                     Cell::figure(interval(lo, hi)),

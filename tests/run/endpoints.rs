@@ -781,7 +781,11 @@ fn a_grid_is_gated_stored_compared_cached_sharded_and_merged_by_its_cells() {
     assert!(json.contains("mini/careful"), "{json}");
     let o = pg(&["history"]);
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("mini/careful"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.contains("mini-model") && l.contains("mini/careful")),
+        "each cell's row names its model: {text}"
+    );
     // Each cell's jobs are stored, so history steps pair the cell with itself case by case.
     let o = pg(&["history", "--json"]);
     let json = String::from_utf8_lossy(&o.stdout);
