@@ -709,6 +709,12 @@ pub struct MockArgs {
     /// An outage: every request after the first N gets 503 (until the simulator restarts).
     #[arg(long, value_name = "N")]
     pub outage_after: Option<u64>,
+    /// The batch API (`/v1/files`, `/v1/batches`): how long a batch takes to complete.
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_delay)]
+    pub batch_delay: Duration,
+    /// The batch API: batches expire with half their requests answered.
+    #[arg(long)]
+    pub batch_expires: bool,
 }
 
 /// A duration flag: zero allowed, at most a day (longer is a typo, and overflows clocks).
@@ -800,6 +806,8 @@ impl MockArgs {
             judge_error: self.judge_error,
             oracle: None,
             outage_after: self.outage_after,
+            batch_delay: self.batch_delay,
+            batch_expires: self.batch_expires,
         })
     }
 }

@@ -510,6 +510,7 @@ impl Client {
 
     fn request(&self, url: &str, job: &JobRequest, dialect: Dialect) -> HttpRequest {
         HttpRequest {
+            method: Default::default(),
             url: url.to_string(),
             headers: self
                 .protocol

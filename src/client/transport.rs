@@ -16,6 +16,8 @@ pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 /// One HTTP request, as the client made it.
 #[derive(Debug, Clone)]
 pub struct HttpRequest {
+    /// `POST` (every answer) or `GET` (a provider's batch or file, read back).
+    pub method: Method,
     pub url: String,
     /// Lowercase names. May hold the API key: never log this as is.
     pub headers: Vec<(String, String)>,
@@ -35,6 +37,24 @@ impl HttpRequest {
                 }
             })
             .collect()
+    }
+}
+
+/// The HTTP methods the client uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Method {
+    #[default]
+    Post,
+    Get,
+}
+
+impl Method {
+    /// As a request line says it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Post => "POST",
+            Method::Get => "GET",
+        }
     }
 }
 
@@ -129,7 +149,10 @@ impl Transport for ReqwestTransport {
             let mut headers = request.headers;
             let mut hops = 0;
             let response = loop {
-                let mut builder = client.post(url.clone()).body(request.body.clone());
+                let mut builder = match request.method {
+                    Method::Post => client.post(url.clone()).body(request.body.clone()),
+                    Method::Get => client.get(url.clone()),
+                };
                 for (k, v) in &headers {
                     builder = builder.header(k, v);
                 }

@@ -49,11 +49,20 @@ impl Transport for MemoryTransport {
             };
             // Each protocol on its own path, as on the TCP server.
             let path = crate::client::secrets::path_of(&request.url).to_string();
+            let request_method = request.method.as_str();
             let request = MockRequest {
                 headers: request.headers,
                 body: request.body,
             };
-            let reply = if path.ends_with("/responses") {
+            // The batch API's routes want the URL's path alone (after scheme and host).
+            let route = match path.find("://") {
+                Some(i) => path[i + 3..].find('/').map_or("/", |j| &path[i + 3 + j..]),
+                None => path.as_str(),
+            };
+            let batch = provider.batch_api(request_method, route, &request);
+            let reply = if let Some(reply) = batch {
+                reply
+            } else if path.ends_with("/responses") {
                 provider.respond_responses(&request)
             } else if path.ends_with("/messages") {
                 provider.respond_messages(&request)

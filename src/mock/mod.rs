@@ -8,6 +8,7 @@
 
 pub mod answers;
 pub mod anthropic;
+pub mod batch;
 pub mod memory;
 pub mod model;
 mod responses;
@@ -109,6 +110,10 @@ pub struct MockConfig {
     /// An outage: every chat request after the first N gets 503, until
     /// [`Provider::end_outage`].
     pub outage_after: Option<u64>,
+    /// The batch API ([`batch`]): how long a batch takes to complete, on tokio's clock.
+    pub batch_delay: Duration,
+    /// Batches expire with half their requests answered.
+    pub batch_expires: bool,
 }
 
 impl Default for MockConfig {
@@ -135,6 +140,8 @@ impl Default for MockConfig {
             judge_error: 0.0,
             oracle: None,
             outage_after: None,
+            batch_delay: Duration::ZERO,
+            batch_expires: false,
         }
     }
 }
@@ -348,6 +355,8 @@ pub struct Provider {
     headers: Mutex<Vec<Vec<(String, String)>>>,
     /// Set once the outage (`outage_after`) is over.
     outage_over: std::sync::atomic::AtomicBool,
+    /// The batch API's files and batches.
+    batches: batch::Batches,
 }
 
 impl Provider {
@@ -363,6 +372,7 @@ impl Provider {
             bodies: Mutex::new(Vec::new()),
             headers: Mutex::new(Vec::new()),
             outage_over: std::sync::atomic::AtomicBool::new(false),
+            batches: batch::Batches::default(),
         }
     }
 

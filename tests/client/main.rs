@@ -2,6 +2,7 @@
 //!
 //! One test crate per area: each links the whole library, so fewer crates build faster.
 
+mod batch;
 mod client;
 mod hostile;
 mod properties;

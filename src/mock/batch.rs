@@ -1,0 +1,513 @@
+//! OpenAI's batch API, simulated: `POST /v1/files` (a JSONL of requests, purpose `batch`),
+//! `POST /v1/batches`, `GET /v1/batches/{id}` (with its request counts), `GET /v1/batches`
+//! (to find a run's batches by their metadata), `POST /v1/batches/{id}/cancel` and
+//! `GET /v1/files/{id}/content` (the output and error files). A batch completes
+//! [`MockConfig::batch_delay`] after it was created, on tokio's clock (so tests jump through
+//! it); each of its requests is answered by the same code as a streamed one (the
+//! non-streamed reply of [`Provider::answer`], its idempotency key the request's
+//! `custom_id`), so a batched answer is the one streaming would have given.
+//! [`MockConfig::batch_expires`] makes a batch expire with half its requests answered.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use super::{MockRequest, Provider, Reply, Step, Wire};
+
+/// The largest input file the simulator takes (OpenAI's limit), and requests per batch.
+pub const MAX_FILE_BYTES: usize = 200 * 1024 * 1024;
+pub const MAX_REQUESTS: usize = 50_000;
+
+/// Files and batches held by one simulator.
+#[derive(Default)]
+pub(crate) struct Batches {
+    files: Mutex<HashMap<String, File>>,
+    batches: Mutex<HashMap<String, Batch>>,
+    /// Ids handed out, in order.
+    next: AtomicU64,
+    /// Batches created (for tests: a resume must not create one twice).
+    pub(crate) created: AtomicU64,
+}
+
+struct File {
+    purpose: String,
+    bytes: Bytes,
+}
+
+struct Batch {
+    id: String,
+    input_file_id: String,
+    endpoint: String,
+    metadata: Value,
+    created: tokio::time::Instant,
+    /// `in_progress`, `completed`, `expired`, `cancelling`, `cancelled`.
+    status: &'static str,
+    total: usize,
+    completed: usize,
+    failed: usize,
+    output_file_id: Option<String>,
+    error_file_id: Option<String>,
+}
+
+impl Batch {
+    fn json(&self) -> Value {
+        json!({
+            "id": self.id,
+            "object": "batch",
+            "endpoint": self.endpoint,
+            "input_file_id": self.input_file_id,
+            "completion_window": "24h",
+            "status": self.status,
+            "output_file_id": self.output_file_id,
+            "error_file_id": self.error_file_id,
+            "metadata": self.metadata,
+            "request_counts": {
+                "total": self.total,
+                "completed": self.completed,
+                "failed": self.failed,
+            },
+        })
+    }
+}
+
+/// What a route of the batch API answers: status and JSON (or a file's bytes).
+pub(crate) enum Answer {
+    Json(u16, Value),
+    Bytes(Bytes),
+}
+
+impl Answer {
+    fn error(status: u16, message: &str) -> Answer {
+        Answer::Json(
+            status,
+            json!({"error": {"message": message, "type": "invalid_request_error", "code": status}}),
+        )
+    }
+
+    /// As the simulator's reply.
+    pub(crate) fn reply(self) -> Reply {
+        let stats = std::sync::Arc::new(super::Stats::default());
+        let (status, content_type, body) = match self {
+            Answer::Json(status, v) => (status, "application/json", Bytes::from(v.to_string())),
+            Answer::Bytes(b) => (200, "application/jsonl", b),
+        };
+        Reply::Respond {
+            status,
+            headers: vec![("content-type".into(), content_type.into())],
+            steps: vec![Step::Write(body)],
+            in_flight: super::InFlight::new(&stats, Wire::Chat),
+        }
+    }
+}
+
+impl Provider {
+    /// Answers a request on the batch API's paths; `None` for a path it does not own.
+    pub(crate) fn batch_api(
+        &self,
+        method: &str,
+        path: &str,
+        request: &MockRequest,
+    ) -> Option<Reply> {
+        let rest = path.strip_prefix("/v1/")?;
+        let segments: Vec<&str> = rest.split('/').collect();
+        let owned = matches!(
+            (method, segments.as_slice()),
+            ("POST", ["files"])
+                | ("GET", ["files", _, "content"])
+                | ("POST", ["batches"])
+                | ("GET", ["batches"])
+                | ("GET", ["batches", _])
+                | ("POST", ["batches", _, "cancel"])
+        );
+        if !owned {
+            return None;
+        }
+        if !self.accepts_key(Wire::Chat, &request.headers) {
+            return Some(Answer::error(401, "Incorrect API key provided.").reply());
+        }
+        let answer = match (method, segments.as_slice()) {
+            ("POST", ["files"]) => self.upload(request),
+            ("GET", ["files", id, "content"]) => self.file_content(id),
+            ("POST", ["batches"]) => self.create_batch(request),
+            ("GET", ["batches"]) => self.list_batches(),
+            ("GET", ["batches", id]) => self.retrieve_batch(id),
+            (_, [.., id, _]) => self.cancel_batch(id),
+            _ => return None,
+        };
+        Some(answer.reply())
+    }
+
+    fn id(&self, prefix: &str) -> String {
+        format!(
+            "{prefix}-{}",
+            self.batches.next.fetch_add(1, Ordering::SeqCst)
+        )
+    }
+
+    /// `POST /v1/files`: a multipart form with `purpose` and `file`.
+    fn upload(&self, request: &MockRequest) -> Answer {
+        let Some(boundary) = request
+            .header("content-type")
+            .and_then(|t| t.split("boundary=").nth(1))
+            .map(|b| b.trim_matches('"').to_string())
+        else {
+            return Answer::error(400, "expected a multipart/form-data body");
+        };
+        let parts = multipart(&request.body, &boundary);
+        let field = |name: &str| parts.iter().find(|p| p.name == name);
+        let Some(file) = field("file") else {
+            return Answer::error(400, "the form has no `file`");
+        };
+        let purpose = field("purpose")
+            .map(|p| String::from_utf8_lossy(&p.body).trim().to_string())
+            .unwrap_or_default();
+        if purpose != "batch" {
+            return Answer::error(400, "purpose must be `batch`");
+        }
+        if file.body.len() > MAX_FILE_BYTES {
+            return Answer::error(400, "the file is larger than 200 MB");
+        }
+        let id = self.id("file");
+        let object = json!({
+            "id": id, "object": "file", "bytes": file.body.len(), "created_at": 0,
+            "filename": file.filename, "purpose": purpose,
+        });
+        if let Ok(mut files) = self.batches.files.lock() {
+            files.insert(
+                id,
+                File {
+                    purpose,
+                    bytes: file.body.clone(),
+                },
+            );
+        }
+        Answer::Json(200, object)
+    }
+
+    fn file_content(&self, id: &str) -> Answer {
+        match self
+            .batches
+            .files
+            .lock()
+            .ok()
+            .and_then(|f| f.get(id).map(|f| f.bytes.clone()))
+        {
+            Some(bytes) => Answer::Bytes(bytes),
+            None => Answer::error(404, &format!("No such File object: {id}")),
+        }
+    }
+
+    /// `POST /v1/batches`: `{input_file_id, endpoint, completion_window, metadata}`.
+    fn create_batch(&self, request: &MockRequest) -> Answer {
+        let Ok(body) = serde_json::from_slice::<Value>(&request.body) else {
+            return Answer::error(400, "invalid JSON body");
+        };
+        let input = body["input_file_id"].as_str().unwrap_or("").to_string();
+        let endpoint = body["endpoint"].as_str().unwrap_or("").to_string();
+        if !matches!(endpoint.as_str(), "/v1/chat/completions" | "/v1/responses") {
+            return Answer::error(
+                400,
+                "endpoint must be /v1/chat/completions or /v1/responses",
+            );
+        }
+        let lines = match self.batches.files.lock().ok().and_then(|f| {
+            f.get(&input)
+                .filter(|f| f.purpose == "batch")
+                .map(|f| f.bytes.clone())
+        }) {
+            Some(bytes) => bytes,
+            None => return Answer::error(404, &format!("No such File object: {input}")),
+        };
+        let total = lines
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count();
+        if total > MAX_REQUESTS {
+            return Answer::error(400, "a batch holds at most 50,000 requests");
+        }
+        let batch = Batch {
+            id: self.id("batch"),
+            input_file_id: input,
+            endpoint,
+            metadata: body.get("metadata").cloned().unwrap_or(Value::Null),
+            created: tokio::time::Instant::now(),
+            status: "in_progress",
+            total,
+            completed: 0,
+            failed: 0,
+            output_file_id: None,
+            error_file_id: None,
+        };
+        self.batches.created.fetch_add(1, Ordering::SeqCst);
+        let json = batch.json();
+        if let Ok(mut batches) = self.batches.batches.lock() {
+            batches.insert(batch.id.clone(), batch);
+        }
+        Answer::Json(200, json)
+    }
+
+    fn list_batches(&self) -> Answer {
+        let ids: Vec<String> = match self.batches.batches.lock() {
+            Ok(b) => b.keys().cloned().collect(),
+            Err(_) => Vec::new(),
+        };
+        let mut data: Vec<Value> = ids
+            .iter()
+            .filter_map(|id| match self.retrieve_batch(id) {
+                Answer::Json(200, v) => Some(v),
+                _ => None,
+            })
+            .collect();
+        data.sort_by_key(|b| b["id"].as_str().unwrap_or("").to_string());
+        Answer::Json(
+            200,
+            json!({"object": "list", "data": data, "has_more": false}),
+        )
+    }
+
+    /// `GET /v1/batches/{id}`: its state, completing it once its time has come.
+    fn retrieve_batch(&self, id: &str) -> Answer {
+        let due = {
+            let Ok(batches) = self.batches.batches.lock() else {
+                return Answer::error(500, "poisoned");
+            };
+            let Some(b) = batches.get(id) else {
+                return Answer::error(404, &format!("No such Batch object: {id}"));
+            };
+            matches!(b.status, "in_progress" | "cancelling")
+                && (b.status == "cancelling" || b.created.elapsed() >= self.config.batch_delay)
+        };
+        if due {
+            self.finish_batch(id);
+        }
+        match self
+            .batches
+            .batches
+            .lock()
+            .ok()
+            .and_then(|b| b.get(id).map(Batch::json))
+        {
+            Some(v) => Answer::Json(200, v),
+            None => Answer::error(404, &format!("No such Batch object: {id}")),
+        }
+    }
+
+    fn cancel_batch(&self, id: &str) -> Answer {
+        if let Ok(mut batches) = self.batches.batches.lock()
+            && let Some(b) = batches.get_mut(id)
+            && b.status == "in_progress"
+        {
+            b.status = "cancelling";
+        }
+        self.retrieve_batch(id)
+    }
+
+    /// Answers a batch's requests (all of them; half when it expires, none when cancelled)
+    /// and writes its output and error files.
+    fn finish_batch(&self, id: &str) {
+        let Some((input, endpoint, cancelled)) = self.batches.batches.lock().ok().and_then(|b| {
+            b.get(id).map(|b| {
+                (
+                    b.input_file_id.clone(),
+                    b.endpoint.clone(),
+                    b.status == "cancelling",
+                )
+            })
+        }) else {
+            return;
+        };
+        let bytes = self
+            .batches
+            .files
+            .lock()
+            .ok()
+            .and_then(|f| f.get(&input).map(|f| f.bytes.clone()))
+            .unwrap_or_default();
+        let lines: Vec<&[u8]> = bytes
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .collect();
+        let answered = if cancelled {
+            0
+        } else if self.config.batch_expires {
+            lines.len() / 2
+        } else {
+            lines.len()
+        };
+        let (mut output, mut errors) = (String::new(), String::new());
+        let (mut completed, mut failed) = (0, 0);
+        for (i, line) in lines.iter().enumerate() {
+            let request: Value = serde_json::from_slice(line).unwrap_or(Value::Null);
+            let custom_id = request["custom_id"].as_str().unwrap_or("").to_string();
+            if i >= answered {
+                let (code, message) = if cancelled {
+                    (
+                        "batch_cancelled",
+                        "This request was not run: the batch was cancelled.",
+                    )
+                } else {
+                    (
+                        "batch_expired",
+                        "This request could not be executed before the completion window expired.",
+                    )
+                };
+                errors.push_str(&format!(
+                    "{}\n",
+                    json!({"id": format!("batch_req_{i}"), "custom_id": custom_id, "response": null,
+                           "error": {"code": code, "message": message}})
+                ));
+                failed += 1;
+                continue;
+            }
+            let (status, body) = self.answer_one(&endpoint, &custom_id, &request["body"]);
+            let line = json!({
+                "id": format!("batch_req_{i}"), "custom_id": custom_id,
+                "response": {"status_code": status, "request_id": format!("req_{i}"), "body": body},
+                "error": null,
+            });
+            if status == 200 {
+                output.push_str(&format!("{line}\n"));
+                completed += 1;
+            } else {
+                errors.push_str(&format!("{line}\n"));
+                failed += 1;
+            }
+        }
+        let store = |text: String| -> Option<String> {
+            if text.is_empty() {
+                return None;
+            }
+            let id = self.id("file");
+            if let Ok(mut files) = self.batches.files.lock() {
+                files.insert(
+                    id.clone(),
+                    File {
+                        purpose: "batch_output".into(),
+                        bytes: Bytes::from(text),
+                    },
+                );
+            }
+            Some(id)
+        };
+        let output_file_id = store(output);
+        let error_file_id = store(errors);
+        if let Ok(mut batches) = self.batches.batches.lock()
+            && let Some(b) = batches.get_mut(id)
+        {
+            b.status = if cancelled {
+                "cancelled"
+            } else if self.config.batch_expires {
+                "expired"
+            } else {
+                "completed"
+            };
+            b.completed = completed;
+            b.failed = failed;
+            b.output_file_id = output_file_id;
+            b.error_file_id = error_file_id;
+        }
+    }
+
+    /// One request of a batch, answered as the same request streamed would be (not
+    /// streamed; its idempotency key the request's `custom_id`): (status, body).
+    fn answer_one(&self, endpoint: &str, custom_id: &str, body: &Value) -> (u16, Value) {
+        let mut body = body.clone();
+        if let Some(o) = body.as_object_mut() {
+            o.insert("stream".into(), Value::Bool(false));
+            o.remove("stream_options");
+        }
+        let mut headers = vec![("idempotency-key".to_string(), custom_id.to_string())];
+        if let Some(key) = &self.config.api_key {
+            headers.push(("authorization".into(), format!("Bearer {key}")));
+        }
+        let request = MockRequest {
+            headers,
+            body: Bytes::from(body.to_string()),
+        };
+        let wire = if endpoint == "/v1/responses" {
+            Wire::Responses
+        } else {
+            Wire::Chat
+        };
+        match self.answer(wire, &request) {
+            Reply::Respond { status, steps, .. } => {
+                let mut bytes = Vec::new();
+                for step in steps {
+                    match step {
+                        Step::Write(b) => bytes.extend_from_slice(&b),
+                        Step::Generated { key, text } => self.generated(key, text),
+                        _ => {}
+                    }
+                }
+                (
+                    status,
+                    serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+                )
+            }
+            Reply::Hang(_) => (
+                500,
+                json!({"error": {"message": "The request timed out.", "type": "server_error"}}),
+            ),
+        }
+    }
+
+    /// Batches created so far.
+    pub fn batches_created(&self) -> u64 {
+        self.batches.created.load(Ordering::SeqCst)
+    }
+}
+
+/// One part of a multipart form.
+struct Part {
+    name: String,
+    filename: String,
+    body: Bytes,
+}
+
+/// The parts of a `multipart/form-data` body (what the simulator needs: each part's name,
+/// file name and bytes).
+fn multipart(body: &[u8], boundary: &str) -> Vec<Part> {
+    let delimiter = format!("--{boundary}");
+    let mut parts = Vec::new();
+    let mut rest = body;
+    while let Some(start) = find(rest, delimiter.as_bytes()) {
+        rest = &rest[start + delimiter.len()..];
+        if rest.starts_with(b"--") {
+            break;
+        }
+        let Some(head_end) = find(rest, b"\r\n\r\n") else {
+            break;
+        };
+        let head = String::from_utf8_lossy(&rest[..head_end]).to_string();
+        let content = &rest[head_end + 4..];
+        let Some(end) = find(content, format!("\r\n{delimiter}").as_bytes()) else {
+            break;
+        };
+        // Its Content-Disposition line names it (other lines: its Content-Type).
+        let disposition = head
+            .lines()
+            .find(|l| l.to_ascii_lowercase().starts_with("content-disposition"))
+            .unwrap_or("");
+        let attribute = |key: &str| {
+            disposition
+                .split(';')
+                .find_map(|p| p.trim().strip_prefix(&format!("{key}=")))
+                .map(|v| v.trim_matches('"').to_string())
+                .unwrap_or_default()
+        };
+        parts.push(Part {
+            name: attribute("name"),
+            filename: attribute("filename"),
+            body: Bytes::copy_from_slice(&content[..end]),
+        });
+        rest = &content[end + 2..];
+    }
+    parts
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    memchr::memmem::find(haystack, needle)
+}

@@ -1,0 +1,275 @@
+//! The simulator's OpenAI batch API (issue 23's first step), over the in-memory transport
+//! on a paused clock: files, batches, their request counts, output and error files,
+//! cancellation, expiry, the key — and a batched answer equal to the streamed one.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use promptgauge::client::transport::{HttpRequest, Method, Transport};
+use promptgauge::client::{ChatMessage, Client, ClientConfig, JobRequest};
+use promptgauge::mock::memory::MemoryTransport;
+use promptgauge::mock::{MockConfig, Provider};
+use serde_json::{Value, json};
+
+const BASE: &str = "http://sim/v1";
+const BOUNDARY: &str = "pg-boundary-42";
+
+/// Sends one request; (status, body).
+async fn call(
+    t: &MemoryTransport,
+    method: Method,
+    path: &str,
+    body: Bytes,
+    content_type: &str,
+) -> (u16, Bytes) {
+    let response = t
+        .send(HttpRequest {
+            method,
+            url: format!("{BASE}{path}"),
+            headers: vec![
+                ("content-type".into(), content_type.into()),
+                ("authorization".into(), "Bearer sk-batch".into()),
+            ],
+            body,
+        })
+        .await
+        .unwrap();
+    let mut body = Vec::new();
+    let mut stream = response.body;
+    while let Some(chunk) = stream.next().await {
+        body.extend_from_slice(&chunk.unwrap());
+    }
+    (response.status, Bytes::from(body))
+}
+
+async fn json_call(t: &MemoryTransport, method: Method, path: &str, body: Value) -> (u16, Value) {
+    let (status, bytes) = call(
+        t,
+        method,
+        path,
+        Bytes::from(body.to_string()),
+        "application/json",
+    )
+    .await;
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+/// Uploads `lines` as a batch input file; its id.
+async fn upload(t: &MemoryTransport, lines: &[Value]) -> String {
+    let jsonl: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let form = format!(
+        "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\nbatch\r\n--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"jobs.jsonl\"\r\nContent-Type: application/jsonl\r\n\r\n{jsonl}\r\n--{BOUNDARY}--\r\n"
+    );
+    let (status, bytes) = call(
+        t,
+        Method::Post,
+        "/files",
+        Bytes::from(form),
+        &format!("multipart/form-data; boundary={BOUNDARY}"),
+    )
+    .await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
+    let file: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(file["purpose"], "batch");
+    assert_eq!(file["bytes"], jsonl.len());
+    assert_eq!(file["filename"], "jobs.jsonl");
+    file["id"].as_str().unwrap().to_string()
+}
+
+fn question(i: usize) -> String {
+    format!("What is {i} + {i}?")
+}
+
+fn line(i: usize) -> Value {
+    json!({
+        "custom_id": format!("pg-run-{i}"),
+        "method": "POST",
+        "url": "/v1/chat/completions",
+        "body": {"model": "mock-model", "messages": [{"role": "user", "content": question(i)}], "max_tokens": 100},
+    })
+}
+
+fn config(delay: Duration) -> MockConfig {
+    MockConfig {
+        api_key: Some("sk-batch".into()),
+        batch_delay: delay,
+        ..MockConfig::default()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_batch_completes_after_its_delay_with_the_answers_streaming_gives() {
+    let provider = Arc::new(Provider::new(config(Duration::from_secs(600))));
+    let t = MemoryTransport::new(provider.clone());
+    let lines: Vec<Value> = (1..=5).map(line).collect();
+    let file = upload(&t, &lines).await;
+    let (status, batch) = json_call(
+        &t,
+        Method::Post,
+        "/batches",
+        json!({"input_file_id": file, "endpoint": "/v1/chat/completions", "completion_window": "24h", "metadata": {"promptgauge_run": "run-7"}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{batch}");
+    let id = batch["id"].as_str().unwrap().to_string();
+    assert_eq!(batch["status"], "in_progress");
+    assert_eq!(batch["request_counts"]["total"], 5);
+    assert_eq!(provider.batches_created(), 1);
+    // Not before its time.
+    tokio::time::sleep(Duration::from_secs(599)).await;
+    let (_, batch) = json_call(&t, Method::Get, &format!("/batches/{id}"), Value::Null).await;
+    assert_eq!(batch["status"], "in_progress");
+    assert_eq!(provider.stats().generations, 0, "nothing answered yet");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let (_, batch) = json_call(&t, Method::Get, &format!("/batches/{id}"), Value::Null).await;
+    assert_eq!(batch["status"], "completed", "{batch}");
+    assert_eq!(
+        batch["request_counts"],
+        json!({"total": 5, "completed": 5, "failed": 0})
+    );
+    assert!(batch["error_file_id"].is_null());
+    // Found by its metadata in the list.
+    let (_, list) = json_call(&t, Method::Get, "/batches?limit=100", Value::Null).await;
+    assert_eq!(list["data"][0]["metadata"]["promptgauge_run"], "run-7");
+    // The output file: a line per request, by custom_id, as a chat completion.
+    let output = batch["output_file_id"].as_str().unwrap();
+    let (status, bytes) = call(
+        &t,
+        Method::Get,
+        &format!("/files/{output}/content"),
+        Bytes::new(),
+        "application/json",
+    )
+    .await;
+    assert_eq!(status, 200);
+    let answers: Vec<Value> = String::from_utf8_lossy(&bytes)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(answers.len(), 5);
+    // The same requests streamed by the client from a fresh simulator: the same answers.
+    let streamed = Arc::new(Provider::new(config(Duration::ZERO)));
+    let mut c = ClientConfig::new(BASE, "mock-model");
+    c.api_key = Some(promptgauge::client::ApiKey::new("sk-batch".into()));
+    let client = Client::new(Arc::new(MemoryTransport::new(streamed)), c);
+    for (i, a) in (1..=5).zip(&answers) {
+        assert_eq!(a["custom_id"], format!("pg-run-{i}"));
+        assert_eq!(a["response"]["status_code"], 200);
+        let body = &a["response"]["body"];
+        assert_eq!(body["object"], "chat.completion");
+        let result = client
+            .execute(&JobRequest {
+                messages: vec![ChatMessage::new("user", question(i))],
+                params: serde_json::from_value(json!({"max_tokens": 100})).unwrap(),
+                idempotency_key: format!("pg-run-{i}"),
+                reserve_tokens: 0,
+            })
+            .await;
+        assert_eq!(
+            body["choices"][0]["message"]["content"],
+            result.text.as_str()
+        );
+        assert_eq!(
+            body["choices"][0]["finish_reason"],
+            result.finish_reason.as_deref().unwrap()
+        );
+        assert_eq!(
+            body["usage"]["completion_tokens"],
+            result.usage.unwrap().completion_tokens
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_batch_and_an_expired_one_say_which_requests_were_not_run() {
+    let provider = Arc::new(Provider::new(config(Duration::from_secs(60))));
+    let t = MemoryTransport::new(provider.clone());
+    let file = upload(&t, &(1..=4).map(line).collect::<Vec<_>>()).await;
+    let create = json!({"input_file_id": file, "endpoint": "/v1/chat/completions", "completion_window": "24h"});
+    let (_, batch) = json_call(&t, Method::Post, "/batches", create.clone()).await;
+    let id = batch["id"].as_str().unwrap();
+    let (_, cancelled) = json_call(
+        &t,
+        Method::Post,
+        &format!("/batches/{id}/cancel"),
+        Value::Null,
+    )
+    .await;
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    assert_eq!(
+        cancelled["request_counts"],
+        json!({"total": 4, "completed": 0, "failed": 4})
+    );
+    let errors = cancelled["error_file_id"].as_str().unwrap();
+    let (_, bytes) = call(
+        &t,
+        Method::Get,
+        &format!("/files/{errors}/content"),
+        Bytes::new(),
+        "application/json",
+    )
+    .await;
+    let text = String::from_utf8_lossy(&bytes);
+    assert_eq!(text.matches("batch_cancelled").count(), 4, "{text}");
+    assert_eq!(provider.stats().generations, 0);
+
+    // Expiring: half answered, half in the error file.
+    let expiring = Arc::new(Provider::new(MockConfig {
+        batch_expires: true,
+        ..config(Duration::from_secs(60))
+    }));
+    let t = MemoryTransport::new(expiring.clone());
+    let file = upload(&t, &(1..=4).map(line).collect::<Vec<_>>()).await;
+    let create = json!({"input_file_id": file, "endpoint": "/v1/chat/completions", "completion_window": "24h"});
+    let (_, batch) = json_call(&t, Method::Post, "/batches", create).await;
+    let id = batch["id"].as_str().unwrap();
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    let (_, batch) = json_call(&t, Method::Get, &format!("/batches/{id}"), Value::Null).await;
+    assert_eq!(batch["status"], "expired");
+    assert_eq!(
+        batch["request_counts"],
+        json!({"total": 4, "completed": 2, "failed": 2})
+    );
+    assert_eq!(expiring.stats().generations, 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_batch_api_wants_the_key_and_refuses_what_it_cannot_run() {
+    let provider = Arc::new(Provider::new(config(Duration::ZERO)));
+    let t = MemoryTransport::new(provider.clone());
+    let response = t
+        .send(HttpRequest {
+            method: Method::Get,
+            url: format!("{BASE}/batches"),
+            headers: vec![("authorization".into(), "Bearer wrong".into())],
+            body: Bytes::new(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(response.status, 401);
+    let file = upload(&t, &[line(1)]).await;
+    let (status, e) = json_call(
+        &t,
+        Method::Post,
+        "/batches",
+        json!({"input_file_id": file, "endpoint": "/v1/embeddings"}),
+    )
+    .await;
+    assert_eq!(status, 400, "{e}");
+    let (status, _) = json_call(
+        &t,
+        Method::Post,
+        "/batches",
+        json!({"input_file_id": "file-none", "endpoint": "/v1/chat/completions"}),
+    )
+    .await;
+    assert_eq!(status, 404);
+    let (status, _) = json_call(&t, Method::Get, "/batches/batch-none", Value::Null).await;
+    assert_eq!(status, 404);
+    assert_eq!(provider.batches_created(), 0);
+}
