@@ -5,6 +5,7 @@
 //! timeout tests run in milliseconds.
 
 mod anthropic;
+pub mod batch;
 pub mod cache;
 pub(crate) mod limits;
 mod message;

@@ -273,3 +273,91 @@ async fn the_batch_api_wants_the_key_and_refuses_what_it_cannot_run() {
     assert_eq!(status, 404);
     assert_eq!(provider.batches_created(), 0);
 }
+
+/// The client's side: a lane's jobs as a batch's lines, uploaded, submitted with the run's
+/// id, polled until done and read back — each answer by its job's key.
+#[tokio::test(start_paused = true)]
+async fn the_client_submits_polls_and_reads_a_batch_back() {
+    let provider = Arc::new(Provider::new(config(Duration::from_secs(300))));
+    let mut c = ClientConfig::new(BASE, "mock-model");
+    c.api_key = Some(promptgauge::client::ApiKey::new("sk-batch".into()));
+    let client = Client::new(Arc::new(MemoryTransport::new(provider.clone())), c);
+    let jobs: Vec<JobRequest> = (1..=3)
+        .map(|i| JobRequest {
+            messages: vec![ChatMessage::new("user", question(i))],
+            params: serde_json::from_value(json!({"max_tokens": 100})).unwrap(),
+            idempotency_key: format!("pg-run-7-{i}"),
+            reserve_tokens: 0,
+        })
+        .collect();
+    let jsonl: String = jobs
+        .iter()
+        .map(|j| format!("{}\n", client.batch_line(j)))
+        .collect();
+    assert!(
+        !jsonl.contains("\"stream\""),
+        "a batch's requests are not streamed"
+    );
+    let api = client.batches();
+    let file = api.upload("run-7.jsonl", jsonl.as_bytes()).await.unwrap();
+    let batch = api
+        .create(
+            &file,
+            client.batch_endpoint(),
+            json!({"promptgauge_run": "run-7"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(batch.request_counts.total, 3);
+    assert!(!batch.ended());
+    // A resume finds it by the run's id.
+    let found = api.list().await.unwrap();
+    assert!(
+        found
+            .iter()
+            .any(|b| b.id == batch.id && b.metadata["promptgauge_run"] == "run-7")
+    );
+    let mut state = batch;
+    while !state.ended() {
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        state = api.retrieve(&state.id).await.unwrap();
+    }
+    assert_eq!(state.status, "completed");
+    let lines = api
+        .content(state.output_file_id.as_deref().unwrap())
+        .await
+        .unwrap();
+    let mut keys: Vec<&str> = lines
+        .iter()
+        .map(|l| l["custom_id"].as_str().unwrap())
+        .collect();
+    keys.sort();
+    assert_eq!(keys, ["pg-run-7-1", "pg-run-7-2", "pg-run-7-3"]);
+    for l in &lines {
+        let i: usize = l["custom_id"]
+            .as_str()
+            .unwrap()
+            .rsplit('-')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(
+            l["response"]["body"]["choices"][0]["message"]["content"],
+            (2 * i).to_string()
+        );
+    }
+    assert_eq!(provider.batches_created(), 1);
+    // A wrong key is an HTTP error, said with the provider's message.
+    let mut bad = ClientConfig::new(BASE, "mock-model");
+    bad.api_key = Some(promptgauge::client::ApiKey::new("sk-wrong".into()));
+    let wrong = Client::new(Arc::new(MemoryTransport::new(provider)), bad);
+    let e = wrong.batches().retrieve(&state.id).await.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            promptgauge::client::batch::BatchError::Http { status: 401, .. }
+        ),
+        "{e}"
+    );
+}
