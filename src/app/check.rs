@@ -114,12 +114,7 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
     if let Some(max) = max_completion {
         out!("  completion tokens at most: {max}");
     }
-    let unpriced: Vec<&str> = p
-        .grid
-        .iter()
-        .filter(|g| g.price.is_none())
-        .map(|g| g.name())
-        .collect();
+    let unpriced = p.unpriced();
     if priced && !unpriced.is_empty() {
         out!(
             "  note: no price for {}: the estimate leaves {} out",
@@ -143,8 +138,7 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
         b.cases.len() as u64,
         0.5,
         b.confidence,
-        // The largest family a verdict is adjusted in (docs/statistics.md, 2a).
-        p.variants.len().max(p.grid.len()).saturating_sub(1),
+        crate::suite::plan::largest_family(p.variants.len(), p.grid.len()),
     )
     .in_grid(!p.grid.is_empty());
     out!("  {}", detectable.sentence(b.confidence));

@@ -203,7 +203,7 @@ fn ask_labels(
                 write(&Label {
                     case: r.case_id.clone(),
                     // Its arm: `ENDPOINT/VARIANT` in a run of several endpoints.
-                    variant: r.arm(),
+                    variant: r.arm().into_owned(),
                     repeat: r.repeat,
                     score,
                 })?;

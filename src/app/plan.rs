@@ -45,11 +45,9 @@ pub fn plan(args: &PowerArgs) -> Result<Exit, Failure> {
     let bench = Bench::load(&path)?;
     // A bench whose scorers cannot be built is not planned for.
     crate::grade::scorers_for(&bench)?;
-    // The largest Holm family the run's verdicts are adjusted in: the variants against the
-    // baseline, or with several endpoints the larger axis (docs/statistics.md, 2a).
     let endpoints = bench.endpoints.len().max(1);
     let comparisons = args.comparisons.map_or(
-        bench.variants.len().max(endpoints).saturating_sub(1).max(1),
+        crate::suite::plan::largest_family(bench.variants.len(), endpoints).max(1),
         |m| m as usize,
     );
     let (baseline, source) = match args.baseline_accuracy {

@@ -49,6 +49,11 @@ impl GridEndpoint {
     pub(crate) fn role(&self) -> &str {
         &self.role
     }
+
+    /// Its gates: `concurrency` for each of its base URLs.
+    pub(crate) fn gates(&self) -> usize {
+        self.limits.concurrency * self.endpoint.base_urls.len().max(1)
+    }
 }
 
 impl Prepared {
@@ -89,6 +94,24 @@ impl Prepared {
         self.variants
             .iter()
             .map(|&v| self.bench.variants[v].name.clone())
+            .collect()
+    }
+
+    /// Requests the run may have in flight at once: every endpoint's gates.
+    pub(crate) fn gates(&self) -> usize {
+        if self.grid.is_empty() {
+            self.bench.limits.concurrency * self.endpoint.base_urls.len().max(1)
+        } else {
+            self.grid.iter().map(GridEndpoint::gates).sum()
+        }
+    }
+
+    /// A run of several endpoints: those with no price (neither theirs nor the bench's).
+    pub(crate) fn unpriced(&self) -> Vec<&str> {
+        self.grid
+            .iter()
+            .filter(|g| g.price.is_none())
+            .map(GridEndpoint::name)
             .collect()
     }
 
@@ -459,9 +482,7 @@ fn sequential_plan(
         .into());
     }
     let spec = &bench.sequential;
-    // The largest family a verdict is adjusted in: every variant against the baseline, or
-    // in a run of several endpoints the larger axis (docs/statistics.md, 2a).
-    let comparisons = (variants.max(endpoints) - 1).max(1);
+    let comparisons = crate::suite::plan::largest_family(variants, endpoints).max(1);
     let detect = spec.detect / 100.0;
     // Counted against the fixed design for a baseline at ½, the most demanding.
     let fixed = crate::stats::sequential::fixed_design_cases(

@@ -267,16 +267,7 @@ fn watchers(
     dispatch: &CancellationToken,
     lanes: &[runner::Lane],
 ) -> (FirstFailures, Outage) {
-    let gates_of =
-        |limits: &crate::suite::Limits, urls: &[String]| limits.concurrency * urls.len().max(1);
-    let gates: usize = if p.grid.is_empty() {
-        gates_of(&p.bench.limits, &p.endpoint.base_urls)
-    } else {
-        p.grid
-            .iter()
-            .map(|g| gates_of(&g.limits, &g.endpoint.base_urls))
-            .sum()
-    };
+    let gates = p.gates();
     let outage = if p.grid.is_empty() {
         Outage::new((2 * gates).clamp(8, 32), dispatch.clone())
     } else {
@@ -285,7 +276,7 @@ fn watchers(
                 .iter()
                 .zip(lanes)
                 .map(|(g, lane)| {
-                    let window = (2 * gates_of(&g.limits, &g.endpoint.base_urls)).clamp(8, 32);
+                    let window = (2 * g.gates()).clamp(8, 32);
                     (g.name().to_string(), window, lane.dispatch.clone())
                 })
                 .collect(),
@@ -704,15 +695,7 @@ impl UntilDecided {
             )
         });
         let horizon = p.sequential.as_ref().map(|_| {
-            let workers: usize = if p.grid.is_empty() {
-                bench.limits.concurrency * p.endpoint.base_urls.len().max(1)
-            } else {
-                p.grid
-                    .iter()
-                    .map(|g| g.limits.concurrency * g.endpoint.base_urls.len().max(1))
-                    .sum()
-            };
-            crate::runner::sequential::Horizon::new(workers.div_ceil(per_case.max(1)) + 1)
+            crate::runner::sequential::Horizon::new(p.gates().div_ceil(per_case.max(1)) + 1)
         });
         UntilDecided {
             stop,
@@ -1255,12 +1238,7 @@ impl Listener for Outage {
 /// Every gate asked for must be one the run can evaluate: known before anything is sent.
 fn check_gates(p: &Prepared, gates: &crate::cli::GateArgs) -> Result<(), UsageError> {
     let priced = p.bench.price.is_some() || p.grid.iter().any(|g| g.price.is_some());
-    let unpriced: Vec<&str> = p
-        .grid
-        .iter()
-        .filter(|g| g.price.is_none())
-        .map(|g| g.name())
-        .collect();
+    let unpriced = p.unpriced();
     if gates.max_cost.is_some() && priced && !unpriced.is_empty() {
         return Err(UsageError::with_fix(
             format!(

@@ -12,8 +12,8 @@ use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
 use super::protocol::{
-    self, BaseUrlMistake, Dialect, Finish, FinishKind, InvalidUsage, Protocol, Streamed, ToolCall,
-    Usage, UsageCounts,
+    self, Dialect, Finish, FinishKind, InvalidUsage, Protocol, Streamed, ToolCall, Usage,
+    UsageCounts,
 };
 use super::{ApiKey, ChatMessage, JobRequest};
 
@@ -349,12 +349,8 @@ fn message_stop(s: &mut Streamed) {
 }
 
 impl Protocol for AnthropicMessages {
-    fn check_base_url(&self, url: &str) -> Result<(), BaseUrlMistake> {
-        protocol::check_not_named(url, PATH)
-    }
-
-    fn url(&self, base_url: &str) -> String {
-        super::secrets::join_path(base_url, PATH)
+    fn path(&self) -> &'static str {
+        PATH
     }
 
     fn body(&self, model: &str, job: &JobRequest, _dialect: Dialect) -> Bytes {

@@ -6,8 +6,8 @@ use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
 use super::protocol::{
-    self, BaseUrlMistake, Dialect, Finish, FinishKind, InvalidUsage, Protocol, Streamed, ToolCall,
-    Usage, UsageCounts,
+    self, Dialect, Finish, FinishKind, InvalidUsage, Protocol, Streamed, ToolCall, Usage,
+    UsageCounts,
 };
 use super::{ApiKey, JobRequest};
 
@@ -124,12 +124,8 @@ pub(super) fn event_json(s: &mut Streamed, event_type: &str, data: &str) -> Opti
 }
 
 impl Protocol for OpenAiChat {
-    fn check_base_url(&self, url: &str) -> Result<(), BaseUrlMistake> {
-        protocol::check_not_named(url, PATH)
-    }
-
-    fn url(&self, base_url: &str) -> String {
-        super::secrets::join_path(base_url, PATH)
+    fn path(&self) -> &'static str {
+        PATH
     }
 
     fn body(&self, model: &str, job: &JobRequest, dialect: Dialect) -> Bytes {

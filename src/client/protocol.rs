@@ -297,12 +297,19 @@ impl BaseUrlMistake {
 
 /// The wire protocol.
 pub trait Protocol: Send + Sync {
-    /// Checks a user's base URL for mistakes this protocol can recognise (e.g. one that
-    /// already names the endpoint's path).
-    fn check_base_url(&self, url: &str) -> Result<(), BaseUrlMistake>;
+    /// The path its requests go to under a base URL (`chat/completions`).
+    fn path(&self) -> &'static str;
+
+    /// Checks a user's base URL for mistakes this protocol can recognise (one that already
+    /// names the endpoint's path).
+    fn check_base_url(&self, url: &str) -> Result<(), BaseUrlMistake> {
+        check_not_named(url, self.path())
+    }
 
     /// The URL requests are sent to, for a base URL as users paste it.
-    fn url(&self, base_url: &str) -> String;
+    fn url(&self, base_url: &str) -> String {
+        super::secrets::join_path(base_url, self.path())
+    }
 
     /// The request body for a job.
     fn body(&self, model: &str, job: &JobRequest, dialect: Dialect) -> Bytes;

@@ -290,10 +290,7 @@ impl Aggregator {
     /// The record's arm: its variant's, or in a run of several endpoints its
     /// `ENDPOINT/VARIANT`'s (`None` for a record of no arm the run has).
     fn arm_of(&self, r: &JobRecord) -> Option<usize> {
-        match &r.endpoint {
-            None => self.arm.get(&r.variant).copied(),
-            Some(_) => self.arm.get(&r.arm()).copied(),
-        }
+        self.arm.get(r.arm().as_ref()).copied()
     }
 
     /// Keeps a judged score for comparing the judge with people's labels.
@@ -416,11 +413,12 @@ impl Aggregator {
             .filter(|_| !scored && fixed)
             .and_then(|b| {
                 let n = cases.arm(0).len() as u64;
-                // The largest family a verdict is adjusted in (in a run of several
-                // endpoints, per axis; else every variant against the baseline).
+                // The largest family a verdict is adjusted in.
                 let m = match &self.grid {
-                    Some(g) => (g.variants.len().max(g.endpoints.len())).saturating_sub(1),
-                    None => variants.len().saturating_sub(1),
+                    Some(g) => {
+                        crate::suite::plan::largest_family(g.variants.len(), g.endpoints.len())
+                    }
+                    None => crate::suite::plan::largest_family(variants.len(), 1),
                 };
                 let repeats = self.run.repeats;
                 let icc = crate::stats::cluster::icc(&cases.arm(0));

@@ -501,51 +501,58 @@ fn figures(b: &mut String, s: &super::Summary, conf: f64, names: &[&str]) {
     comparisons(b, s, names);
 }
 
-/// Each variant against the baseline: the verdicts, the levels and what the bench could detect.
+/// The verdicts (each variant against the baseline; a grid's per axis), the levels and what
+/// the bench could detect.
 fn comparisons(b: &mut String, s: &super::Summary, names: &[&str]) {
+    if s.comparisons.is_empty() {
+        return;
+    }
     if s.is_grid() {
         for axis in super::compare::Axis::BOTH {
-            if s.on_axis(axis).next().is_none() {
-                continue;
+            if s.on_axis(axis).next().is_some() {
+                verdicts(
+                    b,
+                    axis.heading(),
+                    &tables::paired_axis(s, axis),
+                    s.on_axis(axis),
+                );
             }
-            let _ = write!(b, "<h2>{}</h2>", esc(axis.heading()));
-            b.push_str(&tables::paired_axis(s, axis).html());
-            b.push_str("<ul>");
-            for c in s.on_axis(axis) {
-                let _ = write!(b, "<li>{}</li>", esc(&c.sentence));
-            }
-            b.push_str("</ul>");
         }
-        if let Some(note) = super::compare::levels_note(&s.comparisons, s.run.confidence) {
-            let _ = write!(b, "<p class=\"muted\">{}</p>", esc(&note));
-        }
-        if let Some(d) = &s.detectable {
-            let _ = write!(
-                b,
-                "<p class=\"muted\">{}</p>",
-                esc(&d.sentence(s.run.confidence))
-            );
-        }
-    } else if !s.comparisons.is_empty() {
+    } else {
         let base = names.first().copied().unwrap_or("baseline");
-        let _ = write!(b, "<h2>Paired against {} (case by case)</h2>", esc(base));
-        b.push_str(&tables::paired(s).html());
-        b.push_str("<ul>");
-        for c in &s.comparisons {
-            let _ = write!(b, "<li>{}</li>", esc(&c.sentence));
-        }
-        b.push_str("</ul>");
-        if let Some(note) = super::compare::levels_note(&s.comparisons, s.run.confidence) {
-            let _ = write!(b, "<p class=\"muted\">{}</p>", esc(&note));
-        }
-        if let Some(d) = &s.detectable {
-            let _ = write!(
-                b,
-                "<p class=\"muted\">{}</p>",
-                esc(&d.sentence(s.run.confidence))
-            );
-        }
+        verdicts(
+            b,
+            &format!("Paired against {base} (case by case)"),
+            &tables::paired(s),
+            s.comparisons.iter(),
+        );
     }
+    if let Some(note) = super::compare::levels_note(&s.comparisons, s.run.confidence) {
+        let _ = write!(b, "<p class=\"muted\">{}</p>", esc(&note));
+    }
+    if let Some(d) = &s.detectable {
+        let _ = write!(
+            b,
+            "<p class=\"muted\">{}</p>",
+            esc(&d.sentence(s.run.confidence))
+        );
+    }
+}
+
+/// One table of verdicts under its heading, and their sentences.
+fn verdicts<'a>(
+    b: &mut String,
+    heading: &str,
+    table: &super::table::Table,
+    comparisons: impl Iterator<Item = &'a super::compare::Comparison>,
+) {
+    let _ = write!(b, "<h2>{}</h2>", esc(heading));
+    b.push_str(&table.html());
+    b.push_str("<ul>");
+    for c in comparisons {
+        let _ = write!(b, "<li>{}</li>", esc(&c.sentence));
+    }
+    b.push_str("</ul>");
 }
 
 /// Latency: the chart and the table.

@@ -267,10 +267,7 @@ impl JobRows {
     /// Adds one finished job (jobs of variants or cases outside the plan are skipped).
     pub fn add(&mut self, r: &JobRecord) {
         // Its arm: the variant, or `ENDPOINT/VARIANT` in a run of several endpoints.
-        let arm = match &r.endpoint {
-            None => self.variants.get(&r.variant),
-            Some(_) => self.variants.get(&r.arm()),
-        };
+        let arm = self.variants.get(r.arm().as_ref());
         let (Some(&variant), Some(case)) = (arm, self.position(&r.case_id)) else {
             return;
         };

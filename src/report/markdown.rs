@@ -87,17 +87,14 @@ impl Exporter for Markdown {
                     out.push_str(&tables::paired_axis(s, axis).markdown());
                 }
             }
-            if let Some(note) = super::compare::levels_note(&s.comparisons, s.run.confidence) {
-                out.push_str(&format!("\n{note}\n"));
-            }
         } else if !s.comparisons.is_empty() {
             let baseline = s.variants.first().map_or("baseline", |v| v.name.as_str());
             let baseline = md_cell(baseline);
             out.push_str(&format!("\n### Paired against {baseline}\n\n"));
             out.push_str(&tables::paired(s).markdown());
-            if let Some(note) = super::compare::levels_note(&s.comparisons, s.run.confidence) {
-                out.push_str(&format!("\n{note}\n"));
-            }
+        }
+        if let Some(note) = super::compare::levels_note(&s.comparisons, s.run.confidence) {
+            out.push_str(&format!("\n{note}\n"));
         }
         if let Some(d) = &s.detectable {
             out.push_str(&format!("\n{}\n", d.sentence(s.run.confidence)));

@@ -66,13 +66,8 @@ impl Progress {
             JobStatus::Failed => self.failed += 1,
             JobStatus::Filtered => {}
             JobStatus::Graded => {
-                let arm = match &record.endpoint {
-                    None => self.variants.iter().position(|v| *v == record.variant),
-                    Some(_) => {
-                        let name = record.arm();
-                        self.variants.iter().position(|v| *v == name)
-                    }
-                };
+                let name = record.arm();
+                let arm = self.variants.iter().position(|v| *v == name);
                 if let Some(i) = arm {
                     self.scores[i].1 += 1;
                     self.scores[i].0 += u64::from(record.score() == Some(1.0));

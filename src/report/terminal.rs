@@ -182,10 +182,6 @@ pub(crate) fn render_at(s: &Summary, width: Option<usize>) -> String {
                 out.push('\n');
             }
         }
-        if let Some(note) = super::compare::levels_note(&s.comparisons, s.run.confidence) {
-            out.push_str(&note);
-            out.push('\n');
-        }
     } else if !s.comparisons.is_empty() {
         out.push_str(&tables::paired(s).terminal(width));
         out.push('\n');
@@ -193,10 +189,10 @@ pub(crate) fn render_at(s: &Summary, width: Option<usize>) -> String {
             out.push_str(&c.sentence);
             out.push('\n');
         }
-        if let Some(note) = super::compare::levels_note(&s.comparisons, s.run.confidence) {
-            out.push_str(&note);
-            out.push('\n');
-        }
+    }
+    if let Some(note) = super::compare::levels_note(&s.comparisons, s.run.confidence) {
+        out.push_str(&note);
+        out.push('\n');
     }
     if let Some(d) = &s.detectable {
         out.push_str(&d.sentence(s.run.confidence));

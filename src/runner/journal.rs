@@ -281,13 +281,19 @@ impl JobRecord {
 
     /// The job's key in the plan: (case, arm, repeat).
     pub fn key(&self) -> JobKey {
-        (self.case_id.clone(), self.arm(), self.repeat)
+        (self.case_id.clone(), self.arm().into_owned(), self.repeat)
     }
 
-    /// The (variant, endpoint) cell the job belongs to, by name: its variant, or
+    /// The (variant, endpoint) cell the job belongs to, by name: its variant (borrowed:
+    /// what every reader of a one-endpoint run's records looks up, record by record), or
     /// `ENDPOINT/VARIANT` in a run of several endpoints.
-    pub fn arm(&self) -> String {
-        crate::suite::plan::arm_name(&self.variant, self.endpoint.as_deref())
+    pub fn arm(&self) -> std::borrow::Cow<'_, str> {
+        match &self.endpoint {
+            None => std::borrow::Cow::Borrowed(&self.variant),
+            Some(e) => {
+                std::borrow::Cow::Owned(crate::suite::plan::arm_name(&self.variant, Some(e)))
+            }
+        }
     }
 }
 

@@ -322,21 +322,7 @@ impl Sequential {
             .map(|(pos, &i)| (case_ids[i].clone(), pos))
             .collect();
         let arms = variants.len();
-        let params = SequentialParams {
-            detect: plan.detect,
-            power: plan.power,
-            confidence,
-            comparisons: plan.comparisons.max(1),
-            min_cases: plan.min_cases,
-            max_cases: plan.max_cases,
-            scores: if plan.binary {
-                ScoreKind::Binary
-            } else {
-                ScoreKind::Scored
-            },
-            max_drop: plan.max_drop,
-        };
-        Sequential {
+        let mut tests = Sequential {
             plan: plan.clone(),
             arm: variants
                 .iter()
@@ -344,7 +330,7 @@ impl Sequential {
                 .map(|(i, v)| (v.clone(), i))
                 .collect(),
             variants: variants.to_vec(),
-            pairs: (1..arms).map(|a| (a, 0)).collect(),
+            pairs: Vec::new(),
             named_against: false,
             bench_index,
             repeats,
@@ -352,17 +338,18 @@ impl Sequential {
             heard: vec![vec![0; arms]; order.len()],
             scores: vec![vec![CaseScore::default(); arms]; order.len()],
             next: 0,
-            tests: (1..arms)
-                .map(|_| SequentialTest::new(params).ok())
-                .collect(),
-            decided: vec![None; arms.saturating_sub(1)],
+            tests: Vec::new(),
+            decided: Vec::new(),
             stop,
             horizon,
             confidence,
             held: Vec::new(),
             decisions,
             jobs_heard: 0,
-        }
+        };
+        // Each variant against the baseline.
+        tests.test((1..arms).map(|a| (a, 0)).collect(), false);
+        tests
     }
 
     /// The tests of a run of several endpoints (arm `e × variants + v`): on both axes, as
@@ -370,19 +357,25 @@ impl Sequential {
     /// each endpoint against the baseline endpoint for each variant.
     pub fn grid(mut self, variants: usize, endpoints: usize) -> Sequential {
         let arm = |e: usize, v: usize| e * variants + v;
-        self.pairs = (0..endpoints)
+        let pairs = (0..endpoints)
             .flat_map(|e| (1..variants).map(move |v| (arm(e, v), arm(e, 0))))
             .chain((0..variants).flat_map(|v| (1..endpoints).map(move |e| (arm(e, v), arm(0, v)))))
             .collect();
+        self.test(pairs, true);
+        self
+    }
+
+    /// Tests these pairs (arm, what it is tested against), each from the start;
+    /// `named_against` when the decisions say what they were against.
+    fn test(&mut self, pairs: Vec<(usize, usize)>, named_against: bool) {
         let params = self.params();
-        self.tests = self
-            .pairs
+        self.tests = pairs
             .iter()
             .map(|_| SequentialTest::new(params).ok())
             .collect();
-        self.decided = vec![None; self.pairs.len()];
-        self.named_against = true;
-        self
+        self.decided = vec![None; pairs.len()];
+        self.pairs = pairs;
+        self.named_against = named_against;
     }
 
     /// The parameters every test runs with.
@@ -479,10 +472,7 @@ impl Sequential {
 
     /// The record's arm: its variant's, or its `ENDPOINT/VARIANT`'s.
     fn arm_of(&self, r: &JobRecord) -> Option<usize> {
-        match &r.endpoint {
-            None => self.arm.get(&r.variant).copied(),
-            Some(_) => self.arm.get(&r.arm()).copied(),
-        }
+        self.arm.get(r.arm().as_ref()).copied()
     }
 
     /// Whether `arm` still needs its jobs of the case at `pos`: while a test it is in (as

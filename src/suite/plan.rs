@@ -26,6 +26,13 @@ pub fn arm_name(variant: &str, endpoint: Option<&str>) -> String {
     }
 }
 
+/// The largest family of comparisons a verdict is adjusted in (Holm's): every variant
+/// against the baseline, or in a run of several endpoints the larger axis — the variants at
+/// one endpoint, or the endpoints for one variant (docs/statistics.md, 2a).
+pub fn largest_family(variants: usize, endpoints: usize) -> usize {
+    variants.max(endpoints).saturating_sub(1)
+}
+
 /// A run's arms: every (variant, endpoint) it measures, named by [`arm_name`], endpoint by
 /// endpoint (the baseline endpoint's variants first), the baseline variant first in each.
 /// With no endpoints named (one endpoint), the variants themselves.

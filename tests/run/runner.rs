@@ -507,7 +507,11 @@ async fn a_slow_endpoint_holds_back_none_of_the_others() {
                     seen_when_fast_done = Some(slow.stats());
                 }
             }
-            records.push((record.endpoint.clone(), record.arm(), record.status));
+            records.push((
+                record.endpoint.clone(),
+                record.arm().into_owned(),
+                record.status,
+            ));
         }
     });
     let options = runner::RunOptions {
