@@ -431,6 +431,14 @@ pub struct PlanArgs {
     /// hold at 1 − confidence however early the run stops.
     #[arg(long, conflicts_with = "shard")]
     pub until_decided: bool,
+    /// Send the jobs through the endpoint's batch API instead of streaming them (OpenAI's
+    /// /v1/batches, Anthropic's Message Batches): about half the price, answers within
+    /// 24 hours, no latency figures. Every batch is journaled as it is submitted, so a
+    /// killed run's --resume adopts its batches and pays for nothing twice; with
+    /// --until-decided the cases go out in waves and a decided variant's are never sent
+    /// (docs/batch.md). `batch: true` on an endpoint does the same for it alone.
+    #[arg(long)]
+    pub batch: bool,
     /// A resumed run's own sequential plan (its seed and limits).
     #[arg(skip)]
     pub sequential: Option<crate::suite::plan::SequentialPlan>,
@@ -484,11 +492,51 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_delay)]
     pub grace: Duration,
     #[command(flatten)]
+    pub batch: BatchArgs,
+    #[command(flatten)]
     pub gates: GateArgs,
     #[command(flatten)]
     pub outputs: OutputArgs,
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+/// How `--batch` waits for the provider's batches (docs/batch.md).
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Batches (--batch)")]
+pub struct BatchArgs {
+    /// The first wait between looks at the batches' state; it doubles while none ends, up
+    /// to --batch-poll-max.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_delay)]
+    pub batch_poll: Duration,
+    /// The longest wait between looks at the batches' state.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_delay)]
+    pub batch_poll_max: Duration,
+    /// How long to wait for the batches before stopping: they stay with the provider, and
+    /// `--resume` collects them later without paying again.
+    #[arg(long, value_name = "DURATION", default_value = "26h", value_parser = parse_long_delay)]
+    pub batch_wait: Duration,
+    /// Requests per batch, at most [default: the provider's limit, 50,000 for OpenAI and
+    /// 100,000 for Anthropic; files are split at 200 MB or 256 MB too].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub batch_size: Option<u64>,
+    /// On Ctrl-C, SIGTERM or --batch-wait, cancel the batches still running (by default
+    /// they are left to run, and `--resume` collects them).
+    #[arg(long)]
+    pub batch_cancel: bool,
+}
+
+impl BatchArgs {
+    /// As the runner takes them.
+    pub fn settings(&self) -> crate::runner::batch::BatchSettings {
+        crate::runner::batch::BatchSettings {
+            poll: self.batch_poll.max(Duration::from_millis(1)),
+            poll_max: self.batch_poll_max.max(self.batch_poll),
+            wait: self.batch_wait,
+            max_requests: self.batch_size.map(|n| n.min(usize::MAX as u64) as usize),
+            cancel_on_stop: self.batch_cancel,
+        }
+    }
 }
 
 /// Files a run (or a merged run) writes besides its folder, for CI and other tools.
@@ -715,6 +763,19 @@ pub struct MockArgs {
     /// The batch API: batches expire with half their requests answered.
     #[arg(long)]
     pub batch_expires: bool,
+    /// No batch API: its paths answer 404, as a self-hosted server's do.
+    #[arg(long)]
+    pub no_batch_api: bool,
+}
+
+/// A long wait (a batch's): at most a week.
+fn parse_long_delay(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s)
+        .map_err(|e| format!("`{s}` is not a duration ({e}); e.g. 26h"))?;
+    if d > Duration::from_secs(7 * 24 * 3600) {
+        return Err(format!("`{s}` is longer than a week; e.g. 26h"));
+    }
+    Ok(d)
 }
 
 /// A duration flag: zero allowed, at most a day (longer is a typo, and overflows clocks).
@@ -808,6 +869,7 @@ impl MockArgs {
             outage_after: self.outage_after,
             batch_delay: self.batch_delay,
             batch_expires: self.batch_expires,
+            no_batch_api: self.no_batch_api,
         })
     }
 }
@@ -921,6 +983,8 @@ pub struct Endpoint {
     /// Extra request headers, variables read; each with whether it came from a variable
     /// (then scrubbed from everything shown, like a key).
     pub headers: Vec<(String, String, bool)>,
+    /// Its jobs go through its batch API (`--batch`, or `batch: true`).
+    pub batch: bool,
 }
 
 /// What the bench says about its endpoint, for [`resolve_endpoint`].
@@ -934,6 +998,8 @@ pub struct BenchEndpoint<'a> {
     /// One of the bench's named `endpoints:`: its base URL is its own, beating the
     /// environment's (only --base-url overrides it).
     pub named: Option<&'a crate::suite::endpoints::NamedEndpoint>,
+    /// `batch: true`.
+    pub batch: bool,
 }
 
 /// The endpoint from the flags, the environment and the bench (README.md's precedence ("Running against a real model")),
@@ -1034,6 +1100,7 @@ pub(crate) fn resolve_endpoint(
         warnings,
         name: bench.named.map(|n| n.name.clone()),
         headers,
+        batch: args.batch || bench.batch,
     })
 }
 

@@ -6,3 +6,12 @@ use std::time::SystemTime;
 pub(crate) fn utc_now() -> String {
     humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
 }
+
+/// Seconds since 1970 of an RFC 3339 time (`2026-12-01T07:14:54Z`, fractions allowed).
+pub(crate) fn parse_utc(s: &str) -> Option<f64> {
+    humantime::parse_rfc3339_weak(s.trim_end_matches('Z'))
+        .or_else(|_| humantime::parse_rfc3339(s))
+        .ok()
+        .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+        .map(|d| d.as_secs_f64())
+}

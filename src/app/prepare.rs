@@ -97,6 +97,15 @@ impl Prepared {
             .collect()
     }
 
+    /// Whether any endpoint's jobs go through its batch API.
+    pub(crate) fn batched(&self) -> bool {
+        if self.grid.is_empty() {
+            self.endpoint.batch
+        } else {
+            self.grid.iter().any(|g| g.endpoint.batch)
+        }
+    }
+
     /// Requests the run may have in flight at once: every endpoint's gates.
     pub(crate) fn gates(&self) -> usize {
         if self.grid.is_empty() {
@@ -246,6 +255,7 @@ fn grid_of(
                     protocol: e.spec.protocol,
                     key_header: e.spec.key_header,
                     named: Some(e),
+                    batch: e.spec.batch.unwrap_or(false),
                 },
             )
             // Said with the bench it is written in.
@@ -404,6 +414,9 @@ fn endpoint_of(
             api_key_env: bench.endpoint.api_key_env.as_deref(),
             protocol: bench.endpoint.protocol,
             key_header: bench.endpoint.key_header,
+            batch: named
+                .map_or(bench.endpoint.batch, |n| n.spec.batch)
+                .unwrap_or(false),
             named,
         },
     )

@@ -55,6 +55,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         &store,
     )?;
     let continued = continue_journal(&p, args, &dir, &record)?;
+    mark_batched(&mut record, &p);
 
     let (simulator, lanes) = start_client(
         &p,
@@ -156,6 +157,7 @@ async fn send_jobs(
         stop,
         horizon,
         per_case,
+        batches,
     } = continued;
     let client = &lanes[0].client;
     let dispatch = client.drain_token();
@@ -177,6 +179,8 @@ async fn send_jobs(
         skip: stop,
         horizon: horizon.map(|h| (h, per_case)),
         resend,
+        batch: lanes.iter().any(|l| l.batch).then(|| args.batch.settings()),
+        batches: Arc::new(batches),
         ..run_options(p, record, args.verbose, already)
     };
     let mut verbose = VerboseLog;
@@ -400,14 +404,18 @@ async fn start_client(
     say_before_sending(p, provider, quiet);
     let lanes: Vec<runner::Lane> = if p.grid.is_empty() {
         let client = build_client(p, &simulated(&p.endpoint.base_urls)).before_send()?;
-        vec![runner::Lane::single(
-            Arc::new(client),
-            cache_key(&record.endpoint.base_url, &p.endpoint),
-        )]
+        vec![runner::Lane {
+            batch: record.endpoint.batch,
+            ..runner::Lane::single(
+                Arc::new(client),
+                cache_key(&record.endpoint.base_url, &p.endpoint),
+            )
+        }]
     } else {
         p.grid
             .iter()
-            .map(|g| {
+            .enumerate()
+            .map(|(i, g)| {
                 let e = &g.endpoint;
                 let client = super::client_for(
                     &g.limits,
@@ -429,6 +437,7 @@ async fn start_client(
                     params: Arc::new(g.params.clone()),
                     cache_key: cache_key(&url, e),
                     dispatch: CancellationToken::new(),
+                    batch: record.endpoints.get(i).is_some_and(|info| info.batch),
                 })
             })
             .collect::<anyhow::Result<_>>()
@@ -441,7 +450,55 @@ async fn start_client(
         }
     }
     link_lanes(&lanes);
+    check_batch_apis(p, &lanes).await?;
     Ok((simulator, lanes))
+}
+
+/// A run's record says which endpoints batch: a resume that adds `--batch` says so too
+/// (and a resume of a batched run batches the rest, whatever its flags).
+fn mark_batched(record: &mut RunRecord, p: &Prepared) {
+    if p.grid.is_empty() {
+        record.endpoint.batch |= p.endpoint.batch;
+    } else {
+        for (info, g) in record.endpoints.iter_mut().zip(&p.grid) {
+            info.batch |= g.endpoint.batch;
+        }
+    }
+}
+
+/// Each endpoint that batches must have a batch API: asked (a list of its batches, which
+/// costs nothing) before anything is sent, so `--batch` at a server without one is a clear
+/// error, not a run of failed jobs.
+async fn check_batch_apis(p: &Prepared, lanes: &[runner::Lane]) -> Result<(), Failure> {
+    for (i, lane) in lanes.iter().enumerate().filter(|(_, l)| l.batch) {
+        let api = lane.client.batches();
+        let Err(e) = api.probe().await else { continue };
+        let who = match p.grid.get(i) {
+            Some(g) => format!("{} ({})", g.role(), lane.client.config().base_url),
+            None => format!("the endpoint {}", lane.client.config().base_url),
+        };
+        let path = format!(
+            "{}{}",
+            lane.client.config().base_url.trim_end_matches('/'),
+            api.api.path()
+        );
+        return Err(match e {
+            crate::client::batch::BatchError::Http { status: 401 | 403, message } => {
+                Failure::Provider(anyhow::anyhow!(
+                    "{who} refused the key at its batch API (GET {path}): {message}"
+                ))
+            }
+            crate::client::batch::BatchError::Http { status: 404 | 405, .. } => UsageError::with_fix(
+                format!("{who} has no batch API: GET {path} answered 404, so --batch (or `batch: true`) cannot send its jobs; nothing was sent"),
+                "run without --batch (stream the jobs), or point it at a provider with one: OpenAI's /v1/batches (chat completions, Responses) or Anthropic's /v1/messages/batches. Self-hosted servers (vLLM, llama.cpp, Ollama, text-generation-inference, transformers serve) have none; vLLM's `run-batch` is an offline command, not an HTTP API (docs/batch.md)",
+            )
+            .into(),
+            other => Failure::Provider(anyhow::anyhow!(
+                "{who}: its batch API did not answer as one (GET {path}): {other}; nothing was sent"
+            )),
+        });
+    }
+    Ok(())
 }
 
 /// What `--cache` keys an endpoint's answers on besides the request: its base URL as shown,
@@ -637,6 +694,8 @@ struct Continued {
     horizon: Option<crate::runner::sequential::Horizon>,
     /// Jobs per case (variants × repeats): plan positions are `job.index / per_case`.
     per_case: usize,
+    /// `--batch`: the batches the journal holds, for the lanes to adopt.
+    batches: Vec<crate::runner::batch::BatchRecord>,
 }
 
 /// Reads the journal once, if it exists (the aggregator hears every job it holds), and
@@ -669,6 +728,7 @@ fn continue_journal(
         stop: until.stop,
         horizon: until.horizon,
         per_case,
+        batches: audit.stats.batches.clone(),
     })
 }
 
@@ -694,8 +754,14 @@ impl UntilDecided {
                     .collect(),
             )
         });
-        let horizon = p.sequential.as_ref().map(|_| {
-            crate::runner::sequential::Horizon::new(p.gates().div_ceil(per_case.max(1)) + 1)
+        let horizon = p.sequential.as_ref().map(|plan| {
+            // Batches go out in waves of cases; streamed jobs a little ahead of the tests.
+            let ahead = if p.batched() {
+                plan.wave_cases()
+            } else {
+                p.gates().div_ceil(per_case.max(1)) + 1
+            };
+            crate::runner::sequential::Horizon::new(ahead)
         });
         UntilDecided {
             stop,
@@ -1066,6 +1132,11 @@ impl Listener for FirstFailures {
         let runner::RunEvent::JobFinished { record, .. } = event else {
             return Ok(());
         };
+        // A batch's results come all at once, long after it was sent: its own failures
+        // (a refused batch, an expired one) are said with it.
+        if record.batch.is_some() {
+            return Ok(());
+        }
         if self.seen.len() >= self.watch || self.stopped.is_some() {
             return Ok(());
         }
@@ -1213,7 +1284,7 @@ impl Listener for Outage {
         let runner::RunEvent::JobFinished { record, .. } = event else {
             return Ok(());
         };
-        if record.cached {
+        if record.cached || record.batch.is_some() {
             return Ok(());
         }
         let Some(watched) = self
@@ -1389,6 +1460,8 @@ fn resumed_plan(flags: &PlanArgs, record: &RunRecord) -> PlanArgs {
             .endpoint
             .clone()
             .map_or_else(|| flags.endpoints.clone(), |n| vec![n]),
+        // A batched run's rest goes by batch too (its submitted batches are adopted).
+        batch: flags.batch || e.batch,
         ..kept_plan(flags, record)
     }
 }
@@ -1433,6 +1506,7 @@ fn resumed_grid(flags: &PlanArgs, record: &RunRecord) -> PlanArgs {
                 api_key_env: e.api_key_env.clone(),
                 protocol: Some(e.protocol),
                 key_header: None,
+                batch: e.batch.then_some(true),
             },
         })
     });
@@ -1581,6 +1655,7 @@ fn endpoint_info(e: &crate::cli::Endpoint) -> ProviderInfo {
     ProviderInfo {
         replicas,
         endpoint: e.name.clone(),
+        batch: e.batch,
         ..ProviderInfo::of(shown, &e.model, &e.api_key_env, e.protocol)
     }
 }

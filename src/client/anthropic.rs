@@ -449,6 +449,33 @@ impl Protocol for AnthropicMessages {
         }
     }
 
+    /// A whole message is its stream's events: its start (model and usage), each content
+    /// block whole, its stop reason, and the stop that confirms it.
+    fn whole(&self, s: &mut Streamed, body: &Value) {
+        if body.get("type").and_then(Value::as_str) == Some("error") {
+            self.decode(s, "error", &body.to_string());
+            return;
+        }
+        let mut start = body.clone();
+        let blocks = start
+            .as_object_mut()
+            .and_then(|o| o.remove("content"))
+            .unwrap_or(Value::Null);
+        let mut events = vec![json!({"type": "message_start", "message": start})];
+        for (index, block) in blocks.as_array().into_iter().flatten().enumerate() {
+            events.push(
+                json!({"type": "content_block_start", "index": index, "content_block": block}),
+            );
+        }
+        if let Some(reason) = body.get("stop_reason").filter(|r| !r.is_null()) {
+            events.push(json!({"type": "message_delta", "delta": {"stop_reason": reason}}));
+            events.push(json!({"type": "message_stop"}));
+        }
+        for event in events {
+            self.decode(s, "", &event.to_string());
+        }
+    }
+
     fn error_message(&self, body: &str) -> String {
         protocol::error_in_body(body, error_message)
     }

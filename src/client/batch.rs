@@ -1,8 +1,10 @@
-//! OpenAI's batch API, the client's side (issue 23, docs to come with `--batch`): a lane's
-//! jobs as the lines of a JSONL file (each `custom_id` the job's idempotency key, each body
-//! the request streaming would send, not streamed), uploaded to `/v1/files`, submitted to
-//! `/v1/batches`, polled, and its output and error files read back. Every call has the
-//! endpoint's key and headers, a time limit (the total deadline) and a size limit.
+//! Provider batch APIs, the client's side (docs/batch.md): a lane's jobs as the lines of a
+//! batch (each `custom_id` the job's idempotency key, each body the request streaming would
+//! send, not streamed), submitted, polled, and read back. Two APIs: OpenAI's (a JSONL file
+//! uploaded to `/v1/files`, submitted to `/v1/batches`, its output and error files read
+//! back) and Anthropic's Message Batches (`/v1/messages/batches`, its results read back as
+//! JSONL). Every call has the endpoint's key and headers, a time limit (the total deadline)
+//! and a size limit; results are only ever read from the endpoint's own base URL.
 
 use std::sync::Arc;
 
@@ -12,17 +14,45 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::transport::{HttpRequest, Method, Transport};
-use super::{Client, JobRequest};
+use super::{Client, JobRequest, JobResult, ProtocolKind, Streamed};
 
 /// The most a batch's output or error file may hold when read back.
 pub const MAX_FILE_BYTES: usize = 512 * 1024 * 1024;
 
-/// A batch as the provider describes it.
+/// Which batch API an endpoint speaks (its protocol's provider's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchApi {
+    /// `/v1/files` and `/v1/batches`, for chat completions and Responses.
+    OpenAi,
+    /// `/v1/messages/batches`.
+    Anthropic,
+}
+
+impl BatchApi {
+    /// The most requests one batch may hold, and the most bytes its requests may take.
+    pub fn limits(self) -> (usize, usize) {
+        match self {
+            BatchApi::OpenAi => (50_000, 200 * 1024 * 1024),
+            BatchApi::Anthropic => (100_000, 256 * 1024 * 1024),
+        }
+    }
+
+    /// Where the API lives under the base URL, for messages.
+    pub fn path(self) -> &'static str {
+        match self {
+            BatchApi::OpenAi => "/batches",
+            BatchApi::Anthropic => "/messages/batches",
+        }
+    }
+}
+
+/// A batch as the provider describes it (Anthropic's words mapped to OpenAI's: `ended` is
+/// its one terminal state, `canceling` is `cancelling`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct BatchState {
     pub id: String,
     /// `validating`, `in_progress`, `finalizing`, `completed`, `failed`, `expired`,
-    /// `cancelling`, `cancelled`.
+    /// `cancelling`, `cancelled`; Anthropic's `ended`.
     pub status: String,
     #[serde(default)]
     pub input_file_id: String,
@@ -34,20 +64,72 @@ pub struct BatchState {
     pub request_counts: RequestCounts,
     #[serde(default)]
     pub metadata: Value,
+    /// When the provider created it, in seconds since 1970 (0 when it does not say).
+    #[serde(default, deserialize_with = "seconds")]
+    pub created_at: f64,
+}
+
+/// A time as seconds since 1970: OpenAI writes a number, Anthropic an RFC 3339 string.
+fn seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::Number(n) => n.as_f64().unwrap_or(0.0),
+        Value::String(s) => crate::clock::parse_utc(&s).unwrap_or(0.0),
+        _ => 0.0,
+    })
 }
 
 impl BatchState {
-    /// Whether the provider is done with it (its files are final).
+    /// Whether the provider is done with it (its results are final).
     pub fn ended(&self) -> bool {
         matches!(
             self.status.as_str(),
-            "completed" | "failed" | "expired" | "cancelled"
+            "completed" | "failed" | "expired" | "cancelled" | "ended"
         )
+    }
+
+    /// Anthropic's description, in the words of OpenAI's.
+    fn from_anthropic(v: &Value) -> Result<BatchState, BatchError> {
+        let count = |k: &str| {
+            v.pointer(&format!("/request_counts/{k}"))
+                .and_then(Value::as_u64)
+                .unwrap_or(0)
+        };
+        let (processing, succeeded) = (count("processing"), count("succeeded"));
+        let failed = count("errored") + count("canceled") + count("expired");
+        let status = match v["processing_status"].as_str() {
+            Some("canceling") => "cancelling",
+            Some(s) => s,
+            None => {
+                return Err(BatchError::Invalid(
+                    "not a message batch: no processing_status".into(),
+                ));
+            }
+        };
+        let id = v["id"]
+            .as_str()
+            .ok_or_else(|| BatchError::Invalid("not a message batch: no id".into()))?;
+        Ok(BatchState {
+            id: id.to_string(),
+            status: status.to_string(),
+            input_file_id: String::new(),
+            output_file_id: None,
+            error_file_id: None,
+            request_counts: RequestCounts {
+                total: processing + succeeded + failed,
+                completed: succeeded,
+                failed,
+            },
+            metadata: Value::Null,
+            created_at: v["created_at"]
+                .as_str()
+                .and_then(crate::clock::parse_utc)
+                .unwrap_or(0.0),
+        })
     }
 }
 
 /// How many of a batch's requests are done.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
 pub struct RequestCounts {
     pub total: u64,
     pub completed: u64,
@@ -65,8 +147,21 @@ pub enum BatchError {
     Invalid(String),
 }
 
+impl BatchError {
+    /// Whether asking again cannot help: the request or the key is at fault (400, 401,
+    /// 403, 404, 422), or the answer was not what the API sends.
+    pub fn is_final(&self) -> bool {
+        match self {
+            BatchError::Http { status, .. } => matches!(status, 400 | 401 | 403 | 404 | 422),
+            BatchError::Transport(_) => false,
+            BatchError::Invalid(_) => true,
+        }
+    }
+}
+
 /// The batch API at one endpoint.
 pub struct Batches {
+    pub api: BatchApi,
     transport: Arc<dyn Transport>,
     base_url: String,
     headers: Vec<(String, String)>,
@@ -74,12 +169,22 @@ pub struct Batches {
 }
 
 impl Client {
+    /// The batch API this client's endpoint would have: Anthropic's for the Messages
+    /// protocol, OpenAI's for the other two.
+    pub fn batch_api(&self) -> BatchApi {
+        match self.config.protocol {
+            ProtocolKind::AnthropicMessages => BatchApi::Anthropic,
+            _ => BatchApi::OpenAi,
+        }
+    }
+
     /// The batch API at this client's endpoint (its first base URL), with its key and
     /// headers.
     pub fn batches(&self) -> Batches {
         let mut headers = self.protocol.key_headers(self.config.api_key.as_ref());
         headers.extend(self.config.headers.iter().cloned());
         Batches {
+            api: self.batch_api(),
             transport: self.transport.clone(),
             base_url: self.config.base_url.trim_end_matches('/').to_string(),
             headers,
@@ -87,9 +192,24 @@ impl Client {
         }
     }
 
-    /// A job as one line of a batch's input file: its idempotency key as `custom_id`, the
-    /// body streaming would send (this client's model, protocol and parameters), not
-    /// streamed.
+    /// The `custom_id` a job has in a batch: its idempotency key, unless the API cannot
+    /// take it (Anthropic's are 1–64 of `[A-Za-z0-9_-]`): then a stable hash of it.
+    pub fn batch_custom_id(&self, key: &str) -> String {
+        let fits = key.len() <= 64
+            && !key.is_empty()
+            && key
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if self.batch_api() == BatchApi::OpenAi || fits {
+            return key.to_string();
+        }
+        let mut h = crate::hash::StableHasher::default();
+        h.write(key.as_bytes());
+        format!("pg-{:016x}", h.finish())
+    }
+
+    /// A job as one request of a batch: its `custom_id` (the idempotency key), and the body
+    /// streaming would send (this client's model, protocol and parameters), not streamed.
     pub fn batch_line(&self, job: &JobRequest) -> Value {
         let body = self
             .protocol
@@ -99,20 +219,113 @@ impl Client {
             o.remove("stream");
             o.remove("stream_options");
         }
-        json!({
-            "custom_id": job.idempotency_key,
-            "method": "POST",
-            "url": self.batch_endpoint(),
-            "body": body,
-        })
+        let custom_id = self.batch_custom_id(&job.idempotency_key);
+        match self.batch_api() {
+            BatchApi::OpenAi => json!({
+                "custom_id": custom_id,
+                "method": "POST",
+                "url": self.batch_endpoint(),
+                "body": body,
+            }),
+            BatchApi::Anthropic => json!({"custom_id": custom_id, "params": body}),
+        }
     }
 
-    /// The path a batch's requests go to: the protocol's, under `/v1`.
+    /// The path an OpenAI batch's requests go to: the protocol's, under `/v1`.
     pub fn batch_endpoint(&self) -> &'static str {
         match self.config.protocol {
-            super::ProtocolKind::OpenaiResponses => "/v1/responses",
+            ProtocolKind::OpenaiResponses => "/v1/responses",
             _ => "/v1/chat/completions",
         }
+    }
+
+    /// A job a batch did not answer, with `why` as its cause.
+    pub fn batch_failure(&self, why: &str) -> JobResult {
+        self.failed_result(None, why.to_string())
+    }
+
+    /// One line of a batch's results (output or error file, or Anthropic's results) as
+    /// the job's result: its `custom_id`, and the answer read by the protocol's own decoder
+    /// (the same closed list of finishes as a stream's), or the failure the provider gave.
+    /// A batched answer has one attempt, with no latency.
+    pub fn batch_result(&self, line: &Value) -> (String, JobResult) {
+        let custom_id = line["custom_id"].as_str().unwrap_or_default().to_string();
+        let failed = |status, error| self.failed_result(status, error);
+        let body = match self.batch_api() {
+            BatchApi::OpenAi => {
+                if let Some(err) = line.get("error").filter(|e| !e.is_null()) {
+                    let code = err["code"].as_str().unwrap_or("error");
+                    let message = err["message"].as_str().unwrap_or_default();
+                    return (
+                        custom_id,
+                        failed(
+                            None,
+                            format!("the batch did not run it ({code}): {message}"),
+                        ),
+                    );
+                }
+                let status = line
+                    .pointer("/response/status_code")
+                    .and_then(Value::as_u64)
+                    .map_or(0, |s| s.min(999) as u16);
+                let body = line.pointer("/response/body").unwrap_or(&Value::Null);
+                if status != 200 {
+                    let message = self.protocol.error_message(&body.to_string());
+                    return (
+                        custom_id,
+                        failed(Some(status), format!("HTTP {status}: {message}")),
+                    );
+                }
+                body
+            }
+            BatchApi::Anthropic => match line.pointer("/result/type").and_then(Value::as_str) {
+                Some("succeeded") => line.pointer("/result/message").unwrap_or(&Value::Null),
+                Some("errored") => {
+                    let err = line
+                        .pointer("/result/error/error")
+                        .or_else(|| line.pointer("/result/error"))
+                        .unwrap_or(&Value::Null);
+                    let message = self
+                        .protocol
+                        .error_message(&json!({"error": err}).to_string());
+                    // The status the error's type stands for, so a request at fault is
+                    // not taken for an outage.
+                    let status = match err["type"].as_str() {
+                        Some("invalid_request_error") => Some(400),
+                        Some("authentication_error") => Some(401),
+                        Some("permission_error") => Some(403),
+                        Some("not_found_error") => Some(404),
+                        Some("request_too_large") => Some(413),
+                        Some("rate_limit_error") => Some(429),
+                        Some("api_error") => Some(500),
+                        Some("overloaded_error") => Some(529),
+                        _ => None,
+                    };
+                    return (
+                        custom_id,
+                        failed(status, format!("the batch's request failed: {message}")),
+                    );
+                }
+                Some(kind @ ("canceled" | "expired")) => {
+                    return (
+                        custom_id,
+                        failed(None, format!("the batch did not run it ({kind})")),
+                    );
+                }
+                other => {
+                    return (
+                        custom_id,
+                        failed(
+                            None,
+                            format!("the batch gave no result ({})", other.unwrap_or("no type")),
+                        ),
+                    );
+                }
+            },
+        };
+        let mut s = Streamed::default();
+        self.protocol.whole(&mut s, body);
+        (custom_id, self.whole_result(s))
     }
 }
 
@@ -185,8 +398,67 @@ impl Batches {
         serde_json::from_slice(&bytes).map_err(|e| BatchError::Invalid(format!("{path}: {e}")))
     }
 
-    fn state(v: Value) -> Result<BatchState, BatchError> {
-        serde_json::from_value(v).map_err(|e| BatchError::Invalid(format!("not a batch: {e}")))
+    fn state(&self, v: Value) -> Result<BatchState, BatchError> {
+        match self.api {
+            BatchApi::OpenAi => serde_json::from_value(v)
+                .map_err(|e| BatchError::Invalid(format!("not a batch: {e}"))),
+            BatchApi::Anthropic => BatchState::from_anthropic(&v),
+        }
+    }
+
+    /// Whether the endpoint has this batch API: a list of its batches answers (a 404 or
+    /// 405 says it has none). Asked before anything is sent.
+    pub async fn probe(&self) -> Result<(), BatchError> {
+        self.json(
+            Method::Get,
+            &format!("{}?limit=1", self.api.path()),
+            Value::Null,
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Uploads a batch's input file (JSONL) where the API takes one (OpenAI's): its id.
+    /// Anthropic's takes the requests in the batch itself: `None`.
+    pub async fn prepare(&self, name: &str, jsonl: &[u8]) -> Result<Option<String>, BatchError> {
+        match self.api {
+            BatchApi::OpenAi => self.upload(name, jsonl).await.map(Some),
+            BatchApi::Anthropic => Ok(None),
+        }
+    }
+
+    /// Submits a batch: OpenAI's from its uploaded `file`, to `endpoint`, with `metadata`
+    /// (the run's id, so a resume finds it); Anthropic's with its `jsonl` requests (it
+    /// keeps no metadata).
+    pub async fn submit(
+        &self,
+        file: Option<&str>,
+        jsonl: &[u8],
+        endpoint: &str,
+        metadata: Value,
+    ) -> Result<BatchState, BatchError> {
+        match (self.api, file) {
+            (BatchApi::OpenAi, Some(file)) => self.create(file, endpoint, metadata).await,
+            (BatchApi::OpenAi, None) => Err(BatchError::Invalid("no input file to submit".into())),
+            (BatchApi::Anthropic, _) => {
+                let requests = jsonl
+                    .split(|&b| b == b'\n')
+                    .filter(|l| !l.is_empty())
+                    .map(|l| {
+                        serde_json::from_slice::<Value>(l)
+                            .map_err(|e| BatchError::Invalid(e.to_string()))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                let v = self
+                    .json(
+                        Method::Post,
+                        "/messages/batches",
+                        json!({"requests": requests}),
+                    )
+                    .await?;
+                self.state(v)
+            }
+        }
     }
 
     /// Uploads a batch's input file (JSONL); its id.
@@ -218,8 +490,7 @@ impl Batches {
             .ok_or_else(|| BatchError::Invalid("/files answered no file id".into()))
     }
 
-    /// Submits an uploaded file as a batch to `endpoint`, with `metadata` (the run's id, so
-    /// a resume finds it).
+    /// Submits an uploaded file as an OpenAI batch to `endpoint`, with `metadata`.
     pub async fn create(
         &self,
         file_id: &str,
@@ -233,32 +504,79 @@ impl Batches {
                 json!({"input_file_id": file_id, "endpoint": endpoint, "completion_window": "24h", "metadata": metadata}),
             )
             .await?;
-        Self::state(v)
+        self.state(v)
     }
 
     /// A batch's state now.
     pub async fn retrieve(&self, id: &str) -> Result<BatchState, BatchError> {
-        Self::state(
-            self.json(Method::Get, &format!("/batches/{id}"), Value::Null)
-                .await?,
-        )
+        let v = self
+            .json(
+                Method::Get,
+                &format!("{}/{id}", self.api.path()),
+                Value::Null,
+            )
+            .await?;
+        self.state(v)
     }
 
     /// The batches the provider lists (the newest page).
     pub async fn list(&self) -> Result<Vec<BatchState>, BatchError> {
         let v = self
-            .json(Method::Get, "/batches?limit=100", Value::Null)
+            .json(
+                Method::Get,
+                &format!("{}?limit=100", self.api.path()),
+                Value::Null,
+            )
             .await?;
-        serde_json::from_value(v["data"].clone())
-            .map_err(|e| BatchError::Invalid(format!("not a list of batches: {e}")))
+        v["data"]
+            .as_array()
+            .ok_or_else(|| BatchError::Invalid("not a list of batches".into()))?
+            .iter()
+            .map(|b| self.state(b.clone()))
+            .collect()
     }
 
     /// Asks the provider to cancel a batch.
     pub async fn cancel(&self, id: &str) -> Result<BatchState, BatchError> {
-        Self::state(
-            self.json(Method::Post, &format!("/batches/{id}/cancel"), Value::Null)
-                .await?,
-        )
+        let v = self
+            .json(
+                Method::Post,
+                &format!("{}/{id}/cancel", self.api.path()),
+                Value::Null,
+            )
+            .await?;
+        self.state(v)
+    }
+
+    /// An ended batch's results, one value per request: OpenAI's output and error files,
+    /// Anthropic's results (read at the endpoint's own base URL, never at a URL the
+    /// provider names: the key goes nowhere else).
+    pub async fn results(&self, batch: &BatchState) -> Result<Vec<Value>, BatchError> {
+        match self.api {
+            BatchApi::OpenAi => {
+                let mut lines = Vec::new();
+                for file in [&batch.output_file_id, &batch.error_file_id]
+                    .into_iter()
+                    .flatten()
+                {
+                    lines.extend(self.content(file).await?);
+                }
+                Ok(lines)
+            }
+            BatchApi::Anthropic => {
+                let path = format!("/messages/batches/{}/results", batch.id);
+                let bytes = self
+                    .call(
+                        Method::Get,
+                        &path,
+                        "application/json",
+                        Bytes::new(),
+                        MAX_FILE_BYTES,
+                    )
+                    .await?;
+                lines(&bytes, &batch.id)
+            }
+        }
     }
 
     /// An output or error file's lines.
@@ -272,13 +590,18 @@ impl Batches {
                 MAX_FILE_BYTES,
             )
             .await?;
-        bytes
-            .split(|&b| b == b'\n')
-            .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
-            .map(|l| {
-                serde_json::from_slice(l)
-                    .map_err(|e| BatchError::Invalid(format!("a line of {file_id}: {e}")))
-            })
-            .collect()
+        lines(&bytes, file_id)
     }
+}
+
+/// The JSON values of a JSONL body.
+fn lines(bytes: &[u8], what: &str) -> Result<Vec<Value>, BatchError> {
+    bytes
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
+        .map(|l| {
+            serde_json::from_slice(l)
+                .map_err(|e| BatchError::Invalid(format!("a line of {what}: {e}")))
+        })
+        .collect()
 }

@@ -765,6 +765,68 @@ impl Client {
         }
     }
 
+    /// A whole, non-streamed answer's result (a batch's), judged like a stream's end: one
+    /// attempt, with no latency (nothing was waited for by anyone), scrubbed of secrets.
+    pub(crate) fn whole_result(&self, mut stream: Streamed) -> JobResult {
+        let end = match stream.error.clone() {
+            Some(e) => Err((Outcome::StreamError, e)),
+            None => Ok(()),
+        };
+        let (outcome, error) = outcome_of(&stream, end);
+        let mut attempt = Attempt {
+            outcome,
+            status: Some(200),
+            error,
+            ttft_ms: None,
+            latency_ms: 0.0,
+            retry_after_ms: None,
+            wait_ms: None,
+            stream_options: false,
+            replica: None,
+            ignored_events: stream.ignored,
+            usage: stream.usage,
+        };
+        self.scrub(&mut attempt, &mut stream);
+        let failure = (!outcome.answered() && outcome != Outcome::Filtered)
+            .then(|| attempt.error.clone().unwrap_or_else(|| "no answer".into()));
+        JobResult {
+            attempts: vec![attempt],
+            text: stream.text,
+            reasoning: stream.reasoning,
+            tool_calls: stream.tool_calls,
+            finish_reason: stream.finish.map(|f| f.reason),
+            usage: stream.usage,
+            model: stream.model,
+            answer_ms: None,
+            failure,
+            aborted: false,
+        }
+    }
+
+    /// A job a batch did not answer: `error` (scrubbed) is its cause, `status` the HTTP
+    /// status the provider gave the request, when it gave one.
+    pub(crate) fn failed_result(&self, status: Option<u16>, error: String) -> JobResult {
+        let mut attempt = Attempt {
+            outcome: Outcome::HttpError,
+            status,
+            error: Some(error),
+            ttft_ms: None,
+            latency_ms: 0.0,
+            retry_after_ms: None,
+            wait_ms: None,
+            stream_options: false,
+            replica: None,
+            ignored_events: 0,
+            usage: None,
+        };
+        self.scrub(&mut attempt, &mut Streamed::default());
+        JobResult {
+            failure: attempt.error.clone(),
+            attempts: vec![attempt],
+            ..JobResult::default()
+        }
+    }
+
     /// Removes every secret from what an attempt brought back, then cuts error messages to
     /// length (after, so no fragment of a secret survives the cut).
     fn scrub(&self, attempt: &mut Attempt, stream: &mut Streamed) {

@@ -274,6 +274,38 @@ impl Protocol for OpenAiChat {
         token
     }
 
+    /// A chat completion is one chunk whose choices hold a `message` where a stream's hold
+    /// a `delta` (its tool calls numbered in order).
+    fn whole(&self, s: &mut Streamed, body: &Value) {
+        let mut chunk = body.clone();
+        for choice in chunk
+            .get_mut("choices")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            let Some(choice) = choice.as_object_mut() else {
+                continue;
+            };
+            if let Some(mut message) = choice.remove("message") {
+                for (i, call) in message
+                    .get_mut("tool_calls")
+                    .and_then(Value::as_array_mut)
+                    .into_iter()
+                    .flatten()
+                    .enumerate()
+                {
+                    if let Some(call) = call.as_object_mut() {
+                        call.insert("index".into(), Value::from(i));
+                    }
+                }
+                choice.insert("delta".into(), message);
+            }
+        }
+        self.decode(s, "", &chunk.to_string());
+        s.done = true;
+    }
+
     fn error_message(&self, body: &str) -> String {
         protocol::error_in_body(body, error_message)
     }

@@ -337,6 +337,11 @@ pub trait Protocol: Send + Sync {
     /// reasoning text (the first such event is the first token).
     fn decode(&self, streamed: &mut Streamed, event: &str, data: &str) -> bool;
 
+    /// Adds a whole, non-streamed answer (a provider batch's result) as its stream would
+    /// have added up: it goes through [`Protocol::decode`], so the same closed list of
+    /// finishes applies and an answer without one is no answer.
+    fn whole(&self, streamed: &mut Streamed, body: &Value);
+
     /// The human part of an error response body, whole (the client scrubs secrets from
     /// it, then cuts it to length).
     fn error_message(&self, body: &str) -> String;

@@ -482,6 +482,13 @@ impl Protocol for OpenAiResponses {
         }
     }
 
+    /// A whole response is the object its stream's terminal event carries.
+    fn whole(&self, s: &mut Streamed, body: &Value) {
+        let event = json!({"type": "response.completed", "response": body});
+        self.decode(s, "response.completed", &event.to_string());
+        s.done = true;
+    }
+
     fn error_message(&self, body: &str) -> String {
         OpenAiChat.error_message(body)
     }

@@ -7,6 +7,10 @@
 //! non-streamed reply of [`Provider::answer`], its idempotency key the request's
 //! `custom_id`), so a batched answer is the one streaming would have given.
 //! [`MockConfig::batch_expires`] makes a batch expire with half its requests answered.
+//!
+//! Anthropic's Message Batches too: `POST /v1/messages/batches` (the requests in the body),
+//! `GET /v1/messages/batches[/{id}]`, `POST …/{id}/cancel` and `GET …/{id}/results`, in
+//! Anthropic's words (`processing_status`, `succeeded`/`errored`/`canceled`/`expired`).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -30,6 +34,10 @@ pub(crate) struct Batches {
     next: AtomicU64,
     /// Batches created (for tests: a resume must not create one twice).
     pub(crate) created: AtomicU64,
+    /// Requests answered in batches, by `custom_id`: how many times each.
+    answered: Mutex<HashMap<String, u32>>,
+    /// Every batch is due now, whatever its delay ([`Provider::release_batches`]).
+    released: std::sync::atomic::AtomicBool,
 }
 
 struct File {
@@ -38,6 +46,10 @@ struct File {
 }
 
 struct Batch {
+    /// Anthropic's Message Batches (else OpenAI's).
+    anthropic: bool,
+    /// When it was created, as the provider writes it.
+    created_at: String,
     id: String,
     input_file_id: String,
     endpoint: String,
@@ -54,12 +66,16 @@ struct Batch {
 
 impl Batch {
     fn json(&self) -> Value {
+        if self.anthropic {
+            return self.anthropic_json();
+        }
         json!({
             "id": self.id,
             "object": "batch",
             "endpoint": self.endpoint,
             "input_file_id": self.input_file_id,
             "completion_window": "24h",
+            "created_at": crate::clock::parse_utc(&self.created_at).map_or(0, |t| t as u64),
             "status": self.status,
             "output_file_id": self.output_file_id,
             "error_file_id": self.error_file_id,
@@ -73,10 +89,51 @@ impl Batch {
     }
 }
 
+impl Batch {
+    /// As Anthropic describes a message batch.
+    fn anthropic_json(&self) -> Value {
+        let status = match self.status {
+            "in_progress" => "in_progress",
+            "cancelling" => "canceling",
+            _ => "ended",
+        };
+        let ended = status == "ended";
+        let (expired, canceled) = match self.status {
+            "expired" => (self.failed, 0),
+            "cancelled" => (0, self.failed),
+            _ => (0, 0),
+        };
+        let errored = if ended {
+            self.failed - expired - canceled
+        } else {
+            0
+        };
+        json!({
+            "id": self.id,
+            "type": "message_batch",
+            "processing_status": status,
+            "request_counts": {
+                "processing": if ended { 0 } else { self.total },
+                "succeeded": self.completed,
+                "errored": errored,
+                "canceled": canceled,
+                "expired": expired,
+            },
+            "created_at": self.created_at,
+            "results_url": ended.then(|| format!("/v1/messages/batches/{}/results", self.id)),
+        })
+    }
+}
+
 /// What a route of the batch API answers: status and JSON (or a file's bytes).
 pub(crate) enum Answer {
     Json(u16, Value),
     Bytes(Bytes),
+}
+
+/// What a path nobody serves answers.
+pub(crate) fn not_found(path: &str) -> Reply {
+    Answer::error(404, &format!("Invalid URL (GET {path})")).reply()
 }
 
 impl Answer {
@@ -111,8 +168,15 @@ impl Provider {
         path: &str,
         request: &MockRequest,
     ) -> Option<Reply> {
+        if self.config.no_batch_api {
+            return None;
+        }
+        let path = path.split('?').next().unwrap_or(path);
         let rest = path.strip_prefix("/v1/")?;
         let segments: Vec<&str> = rest.split('/').collect();
+        if let ["messages", "batches", rest @ ..] = segments.as_slice() {
+            return self.message_batches(method, rest, request);
+        }
         let owned = matches!(
             (method, segments.as_slice()),
             ("POST", ["files"])
@@ -132,12 +196,116 @@ impl Provider {
             ("POST", ["files"]) => self.upload(request),
             ("GET", ["files", id, "content"]) => self.file_content(id),
             ("POST", ["batches"]) => self.create_batch(request),
-            ("GET", ["batches"]) => self.list_batches(),
+            ("GET", ["batches"]) => self.list_batches(false),
             ("GET", ["batches", id]) => self.retrieve_batch(id),
             (_, [.., id, _]) => self.cancel_batch(id),
             _ => return None,
         };
         Some(answer.reply())
+    }
+
+    /// Anthropic's Message Batches (`/v1/messages/batches/…`, `rest` after it).
+    fn message_batches(&self, method: &str, rest: &[&str], request: &MockRequest) -> Option<Reply> {
+        if !matches!(
+            (method, rest),
+            ("POST", [])
+                | ("GET", [])
+                | ("GET", [_])
+                | ("POST", [_, "cancel"])
+                | ("GET", [_, "results"])
+        ) {
+            return None;
+        }
+        if !self.accepts_key(Wire::Anthropic, &request.headers) {
+            return Some(
+                Answer::Json(
+                    401,
+                    json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}),
+                )
+                .reply(),
+            );
+        }
+        let answer = match (method, rest) {
+            ("POST", []) => self.create_message_batch(request),
+            ("GET", []) => self.list_batches(true),
+            ("GET", [id]) => self.retrieve_batch(id),
+            ("POST", [id, "cancel"]) => self.cancel_batch(id),
+            (_, [id, _]) => self.message_batch_results(id),
+            _ => return None,
+        };
+        Some(answer.reply())
+    }
+
+    /// `POST /v1/messages/batches`: `{requests: [{custom_id, params}]}`, kept as an input
+    /// file of OpenAI-shaped lines so one code answers both.
+    fn create_message_batch(&self, request: &MockRequest) -> Answer {
+        let Ok(body) = serde_json::from_slice::<Value>(&request.body) else {
+            return Answer::error(400, "invalid JSON body");
+        };
+        let Some(requests) = body["requests"].as_array() else {
+            return Answer::error(400, "requests: Field required");
+        };
+        if requests.is_empty() || requests.len() > 100_000 {
+            return Answer::error(400, "requests: a batch holds 1 to 100,000 requests");
+        }
+        let mut lines = String::new();
+        for r in requests {
+            let id = r["custom_id"].as_str().unwrap_or("");
+            let fits = !id.is_empty()
+                && id.len() <= 64
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+            if !fits {
+                return Answer::error(400, "custom_id: must match ^[a-zA-Z0-9_-]{1,64}$");
+            }
+            lines.push_str(&json!({"custom_id": id, "body": r["params"]}).to_string());
+            lines.push('\n');
+        }
+        let input = self.id("file");
+        if let Ok(mut files) = self.batches.files.lock() {
+            files.insert(
+                input.clone(),
+                File {
+                    purpose: "anthropic_batch".into(),
+                    bytes: Bytes::from(lines),
+                },
+            );
+        }
+        let batch = Batch {
+            anthropic: true,
+            created_at: crate::clock::utc_now(),
+            id: self.id("msgbatch"),
+            input_file_id: input,
+            endpoint: "/v1/messages".into(),
+            metadata: Value::Null,
+            created: tokio::time::Instant::now(),
+            status: "in_progress",
+            total: requests.len(),
+            completed: 0,
+            failed: 0,
+            output_file_id: None,
+            error_file_id: None,
+        };
+        self.batches.created.fetch_add(1, Ordering::SeqCst);
+        let json = batch.json();
+        if let Ok(mut batches) = self.batches.batches.lock() {
+            batches.insert(batch.id.clone(), batch);
+        }
+        Answer::Json(200, json)
+    }
+
+    /// `GET /v1/messages/batches/{id}/results`: one line per request, in Anthropic's words.
+    fn message_batch_results(&self, id: &str) -> Answer {
+        let file = self.batches.batches.lock().ok().and_then(|b| {
+            b.get(id)
+                .filter(|b| b.anthropic && b.output_file_id.is_some())
+                .and_then(|b| b.output_file_id.clone())
+        });
+        match file {
+            Some(file) => self.file_content(&file),
+            None => Answer::error(404, &format!("no results for {id} (yet)")),
+        }
     }
 
     fn id(&self, prefix: &str) -> String {
@@ -229,6 +397,8 @@ impl Provider {
             return Answer::error(400, "a batch holds at most 50,000 requests");
         }
         let batch = Batch {
+            anthropic: false,
+            created_at: crate::clock::utc_now(),
             id: self.id("batch"),
             input_file_id: input,
             endpoint,
@@ -249,9 +419,13 @@ impl Provider {
         Answer::Json(200, json)
     }
 
-    fn list_batches(&self) -> Answer {
+    fn list_batches(&self, anthropic: bool) -> Answer {
         let ids: Vec<String> = match self.batches.batches.lock() {
-            Ok(b) => b.keys().cloned().collect(),
+            Ok(b) => b
+                .values()
+                .filter(|b| b.anthropic == anthropic)
+                .map(|b| b.id.clone())
+                .collect(),
             Err(_) => Vec::new(),
         };
         let mut data: Vec<Value> = ids
@@ -278,7 +452,9 @@ impl Provider {
                 return Answer::error(404, &format!("No such Batch object: {id}"));
             };
             matches!(b.status, "in_progress" | "cancelling")
-                && (b.status == "cancelling" || b.created.elapsed() >= self.config.batch_delay)
+                && (b.status == "cancelling"
+                    || b.created.elapsed() >= self.config.batch_delay
+                    || self.batches.released.load(Ordering::SeqCst))
         };
         if due {
             self.finish_batch(id);
@@ -308,15 +484,18 @@ impl Provider {
     /// Answers a batch's requests (all of them; half when it expires, none when cancelled)
     /// and writes its output and error files.
     fn finish_batch(&self, id: &str) {
-        let Some((input, endpoint, cancelled)) = self.batches.batches.lock().ok().and_then(|b| {
-            b.get(id).map(|b| {
-                (
-                    b.input_file_id.clone(),
-                    b.endpoint.clone(),
-                    b.status == "cancelling",
-                )
+        let Some((input, endpoint, cancelled, anthropic)) =
+            self.batches.batches.lock().ok().and_then(|b| {
+                b.get(id).map(|b| {
+                    (
+                        b.input_file_id.clone(),
+                        b.endpoint.clone(),
+                        b.status == "cancelling",
+                        b.anthropic,
+                    )
+                })
             })
-        }) else {
+        else {
             return;
         };
         let bytes = self
@@ -342,6 +521,29 @@ impl Provider {
         for (i, line) in lines.iter().enumerate() {
             let request: Value = serde_json::from_slice(line).unwrap_or(Value::Null);
             let custom_id = request["custom_id"].as_str().unwrap_or("").to_string();
+            if anthropic {
+                let result = if i >= answered {
+                    json!({"type": if cancelled { "canceled" } else { "expired" }})
+                } else {
+                    if let Ok(mut a) = self.batches.answered.lock() {
+                        *a.entry(custom_id.clone()).or_default() += 1;
+                    }
+                    match self.answer_one(&endpoint, &custom_id, &request["body"]) {
+                        (200, message) => json!({"type": "succeeded", "message": message}),
+                        (_, error) => json!({"type": "errored", "error": error}),
+                    }
+                };
+                if result["type"] == "succeeded" {
+                    completed += 1;
+                } else {
+                    failed += 1;
+                }
+                output.push_str(&format!(
+                    "{}\n",
+                    json!({"custom_id": custom_id, "result": result})
+                ));
+                continue;
+            }
             if i >= answered {
                 let (code, message) = if cancelled {
                     (
@@ -363,6 +565,9 @@ impl Provider {
                 continue;
             }
             let (status, body) = self.answer_one(&endpoint, &custom_id, &request["body"]);
+            if let Ok(mut a) = self.batches.answered.lock() {
+                *a.entry(custom_id.clone()).or_default() += 1;
+            }
             let line = json!({
                 "id": format!("batch_req_{i}"), "custom_id": custom_id,
                 "response": {"status_code": status, "request_id": format!("req_{i}"), "body": body},
@@ -419,18 +624,23 @@ impl Provider {
             o.insert("stream".into(), Value::Bool(false));
             o.remove("stream_options");
         }
-        let mut headers = vec![("idempotency-key".to_string(), custom_id.to_string())];
+        // The batch's own request carried the version: each request inside it has it too.
+        let mut headers = vec![
+            ("idempotency-key".to_string(), custom_id.to_string()),
+            ("anthropic-version".to_string(), "2023-06-01".to_string()),
+        ];
         if let Some(key) = &self.config.api_key {
             headers.push(("authorization".into(), format!("Bearer {key}")));
+            headers.push(("x-api-key".into(), key.clone()));
         }
         let request = MockRequest {
             headers,
             body: Bytes::from(body.to_string()),
         };
-        let wire = if endpoint == "/v1/responses" {
-            Wire::Responses
-        } else {
-            Wire::Chat
+        let wire = match endpoint {
+            "/v1/responses" => Wire::Responses,
+            "/v1/messages" => Wire::Anthropic,
+            _ => Wire::Chat,
         };
         match self.answer(wire, &request) {
             Reply::Respond { status, steps, .. } => {
@@ -457,6 +667,22 @@ impl Provider {
     /// Batches created so far.
     pub fn batches_created(&self) -> u64 {
         self.batches.created.load(Ordering::SeqCst)
+    }
+
+    /// Ends every batch at its next look, whatever `batch_delay` says (a test's way to let
+    /// a long batch finish once the run that submitted it was killed).
+    pub fn release_batches(&self) {
+        self.batches.released.store(true, Ordering::SeqCst);
+    }
+
+    /// Requests answered inside batches so far, by their `custom_id`s, with how often each
+    /// was answered (a job paid for twice shows 2).
+    pub fn batched_requests(&self) -> HashMap<String, u32> {
+        self.batches
+            .answered
+            .lock()
+            .map(|a| a.clone())
+            .unwrap_or_default()
     }
 }
 

@@ -62,6 +62,9 @@ impl Transport for MemoryTransport {
             let batch = provider.batch_api(request_method, route, &request);
             let reply = if let Some(reply) = batch {
                 reply
+            } else if route.contains("/batches") || route.starts_with("/v1/files") {
+                // No batch API here (`--no-batch-api`), as on the TCP server.
+                super::batch::not_found(route)
             } else if path.ends_with("/responses") {
                 provider.respond_responses(&request)
             } else if path.ends_with("/messages") {

@@ -114,6 +114,8 @@ pub struct MockConfig {
     pub batch_delay: Duration,
     /// Batches expire with half their requests answered.
     pub batch_expires: bool,
+    /// No batch API: its paths answer 404 (a self-hosted server).
+    pub no_batch_api: bool,
 }
 
 impl Default for MockConfig {
@@ -142,6 +144,7 @@ impl Default for MockConfig {
             outage_after: None,
             batch_delay: Duration::ZERO,
             batch_expires: false,
+            no_batch_api: false,
         }
     }
 }

@@ -131,7 +131,10 @@ async fn connection(mut stream: TcpStream, provider: Arc<Provider>) -> std::io::
         let body = Bytes::from(buf.drain(..head.content_length).collect::<Vec<u8>>());
         let path = head.path.split('?').next().unwrap_or("");
         // The batch API's files and batches (`batch.rs`).
-        let batch = if path.starts_with("/v1/files") || path.starts_with("/v1/batches") {
+        let batch = if path.starts_with("/v1/files")
+            || path.starts_with("/v1/batches")
+            || path.starts_with("/v1/messages/batches")
+        {
             provider.batch_api(
                 &head.method,
                 path,

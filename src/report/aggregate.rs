@@ -679,6 +679,7 @@ mod tests {
                     protocol: Default::default(),
                     endpoint: None,
                     price: None,
+                    batch: false,
                 },
                 confidence: 0.95,
                 repeats: 1,

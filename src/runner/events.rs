@@ -40,6 +40,8 @@ pub enum RunEvent<'a> {
     AttemptFinished(&'a AttemptEvent),
     /// A gate resized or a replica benched.
     PoolChanged(&'a PoolEvent),
+    /// `--batch`: a provider batch was submitted, polled or ended (docs/batch.md).
+    Batch(&'a super::batch::BatchRecord),
     JobFinished {
         record: &'a JobRecord,
         /// Jobs finished so far in this process (live) or in the journal (replayed).

@@ -86,6 +86,10 @@ pub struct JobRecord {
     /// journal as its history; 0 (not written) for a job's first record.
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub resent: u32,
+    /// The provider batch that answered it (`--batch`), by the provider's id: priced at the
+    /// batch price, and in no latency figure (nobody waited on it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<String>,
 }
 
 fn is_zero_u32(n: &u32) -> bool {
@@ -133,6 +137,14 @@ impl Journal {
         self.file.flush()
     }
 
+    /// Writes one event line (a provider batch's step) and flushes it to the OS.
+    fn append_line(&mut self, event: &impl Serialize) -> std::io::Result<()> {
+        let mut line = serde_json::to_vec(event)?;
+        line.push(b'\n');
+        self.file.write_all(&line)?;
+        self.file.flush()
+    }
+
     /// Writes one record as one line in a single write, then flushes it to the OS.
     pub fn append(&mut self, record: &JobRecord) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(record)?;
@@ -168,6 +180,11 @@ pub fn read(path: &Path, mut f: impl FnMut(JobRecord)) -> std::io::Result<ReadSt
             {
                 stats.decided.push(d);
             }
+            if line.starts_with(BATCH_PREFIX)
+                && let Ok(b) = serde_json::from_slice(&line)
+            {
+                stats.batches.push(b);
+            }
             continue;
         }
         match serde_json::from_slice::<JobRecord>(&line) {
@@ -200,6 +217,8 @@ pub struct ReadStats {
     pub events: usize,
     /// `--until-decided`'s decisions as they were journaled, in the order reached.
     pub decided: Vec<super::sequential::Decided>,
+    /// `--batch`: the provider batches submitted, polled to their end, in journal order.
+    pub batches: Vec<super::batch::BatchRecord>,
 }
 
 /// Whether an attempt that ended so failed for a reason that passes (a server down,
@@ -219,6 +238,8 @@ fn passing(outcome: crate::client::Outcome, status: Option<u16>) -> bool {
 const EVENT_PREFIX: &[u8] = b"{\"event\":";
 /// A decision's event line starts with this.
 const DECIDED_PREFIX: &[u8] = b"{\"event\":\"decided\"";
+/// A provider batch's event line starts with this.
+const BATCH_PREFIX: &[u8] = b"{\"event\":\"batch\"";
 
 /// Identifies a job within a plan, across the runs that resume it.
 pub type JobKey = (String, String, u32);
@@ -556,6 +577,7 @@ impl super::events::Listener for Journal {
         match event {
             super::events::RunEvent::JobFinished { record, .. } => self.append(record)?,
             super::events::RunEvent::PoolChanged(change) => self.append_event(change)?,
+            super::events::RunEvent::Batch(b) if b.journaled() => self.append_line(b)?,
             _ => {}
         }
         self.append_decisions()
@@ -599,6 +621,7 @@ mod tests {
             group: None,
             cached: false,
             resent: 0,
+            batch: None,
         }
     }
 

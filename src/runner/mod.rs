@@ -3,6 +3,7 @@
 //! from one task, to the run's listeners: the journal, the progress line, the verbose log
 //! and the aggregator that builds the reports. The runner knows none of them.
 
+pub mod batch;
 pub mod events;
 pub mod folder;
 pub mod journal;
@@ -56,6 +57,11 @@ pub struct RunOptions {
     /// Answer sources asked after the cache and before the streamed client (a provider's
     /// batch results): see [`source`].
     pub sources: Vec<Arc<dyn source::AnswerSource>>,
+    /// `--batch`: how batch lanes poll and wait.
+    pub batch: Option<batch::BatchSettings>,
+    /// `--resume` of a batch run: the batch lines its journal holds, for the lanes to adopt
+    /// what they had submitted.
+    pub batches: Arc<Vec<batch::BatchRecord>>,
 }
 
 /// One endpoint of a run, with its own workers: its client (its gate, limits, replicas and
@@ -75,6 +81,9 @@ pub struct Lane {
     /// Stops this lane's workers from taking more jobs (an outage at this endpoint), while
     /// the other lanes go on; the run's own dispatch token stops them all.
     pub dispatch: CancellationToken,
+    /// `--batch` (or `batch: true` on its endpoint): its jobs go through the endpoint's
+    /// batch API ([`batch`]), not streamed.
+    pub batch: bool,
 }
 
 impl Lane {
@@ -86,6 +95,7 @@ impl Lane {
             params: Default::default(),
             cache_key: cache_key.into(),
             dispatch: CancellationToken::new(),
+            batch: false,
         }
     }
 }
@@ -95,6 +105,14 @@ enum Message {
     Started(Job),
     Finished(Box<JobRecord>),
     Client(ClientEvent),
+    /// A provider batch's step; a journaled one is acknowledged once the listeners have it
+    /// (`true`) or could not keep it (`false`), since what follows depends on it.
+    Batch(
+        Box<batch::BatchRecord>,
+        Option<tokio::sync::oneshot::Sender<bool>>,
+    ),
+    /// Acknowledged once everything sent before it was delivered.
+    Barrier(tokio::sync::oneshot::Sender<()>),
 }
 
 /// Runs `jobs` through their endpoints' clients (`lanes`, by `Job::endpoint`), telling
@@ -144,6 +162,19 @@ pub async fn run(
             })),
             options.attempts,
         );
+        if lane.batch {
+            let driver = batch::Driver {
+                bench: bench.clone(),
+                lane: lane.clone(),
+                jobs,
+                options: options.clone(),
+                tx: tx.clone(),
+                dispatch: dispatch.clone(),
+                active: active.clone(),
+            };
+            tasks.spawn(driver.drive());
+            continue;
+        }
         let workers = Workers {
             bench: bench.clone(),
             sources: sources_of(lane, options),
@@ -166,6 +197,17 @@ pub async fn run(
             Message::Started(job) => listener.on(&RunEvent::JobStarted { job: &job }),
             Message::Client(ClientEvent::Attempt(a)) => listener.on(&RunEvent::AttemptFinished(&a)),
             Message::Client(ClientEvent::Pool(p)) => listener.on(&RunEvent::PoolChanged(&p)),
+            Message::Batch(b, ack) => {
+                let kept = listener.on(&RunEvent::Batch(&b));
+                if let Some(ack) = ack {
+                    let _ = ack.send(kept.is_ok());
+                }
+                kept
+            }
+            Message::Barrier(ack) => {
+                let _ = ack.send(());
+                Ok(())
+            }
             Message::Finished(record) => {
                 listener.on(&RunEvent::JobFinished {
                     record: &record,
@@ -285,10 +327,9 @@ impl Workers {
             let _ = self.tx.send(Message::Started(*job));
             let record = run_job(&self.bench, job, &self.sources, &self.lane, options).await;
             self.active.fetch_sub(1, Ordering::SeqCst);
-            let Some(mut record) = record else {
+            let Some(record) = record else {
                 break;
             };
-            record.resent = options.resend.get(&job.index).copied().unwrap_or(0);
             if self.tx.send(Message::Finished(Box::new(record))).is_err() {
                 break;
             }
@@ -337,12 +378,49 @@ async fn run_job(
     lane: &Lane,
     options: &RunOptions,
 ) -> Option<JobRecord> {
-    let model = lane.client.config().model.as_str();
-    // A resend is a new logical request: a key of its own, the same on its retries.
-    let job_key = match options.resend.get(&job.index) {
+    let request = match request_of(bench, job, lane, options) {
+        Ok(r) => r,
+        Err(failed) => return Some(*failed),
+    };
+    let ask = request.ask(lane, job);
+    let answer = source::answer(sources, &ask).await?;
+    score(bench, job, &request, answer, lane, options).await
+}
+
+/// A job's request as its lane sends it, and the length of its prompt.
+struct Rendered {
+    request: JobRequest,
+    prompt_chars: usize,
+}
+
+impl Rendered {
+    /// What the answer sources are asked.
+    fn ask<'a>(&'a self, lane: &'a Lane, job: &Job) -> source::Ask<'a> {
+        source::Ask {
+            request: &self.request,
+            model: lane.client.config().model.as_str(),
+            repeat: job.repeat,
+            cache_key: Default::default(),
+        }
+    }
+}
+
+/// A job's idempotency key: one per logical request, the same on its retries (and its
+/// `custom_id` in a provider batch). A resend is a new logical request: a key of its own.
+fn job_key(job: &Job, options: &RunOptions) -> String {
+    match options.resend.get(&job.index) {
         Some(round) => format!("pg-{}-{}-resend{round}", options.run_id, job.index),
         None => format!("pg-{}-{}", options.run_id, job.index),
-    };
+    }
+}
+
+/// Renders a job's request at its lane; a template that fails is the job's failed record.
+fn request_of(
+    bench: &Bench,
+    job: &Job,
+    lane: &Lane,
+    options: &RunOptions,
+) -> Result<Rendered, Box<JobRecord>> {
     let case = &bench.cases[job.case];
     let variant = &bench.variants[job.variant];
     let messages = match bench.templates.render(job.variant, case, variant) {
@@ -350,38 +428,48 @@ async fn run_job(
         Err(e) => {
             let mut r = failed_record(bench, job, format!("template failed: {e}"), None);
             r.endpoint = lane.name.clone();
-            return Some(r);
+            r.resent = options.resend.get(&job.index).copied().unwrap_or(0);
+            return Err(Box::new(r));
         }
     };
     let prompt_chars: usize = messages.iter().map(|m| m.content.chars().count()).sum();
     let reserve_tokens = bench
         .reservation(job.variant, &messages)
         .min(u64::from(u32::MAX)) as u32;
-    let request = JobRequest {
-        reserve_tokens,
-        messages,
-        params: bench.params_at(job.variant, &lane.params),
-        idempotency_key: job_key,
-    };
-    let ask = source::Ask {
-        request: &request,
-        model,
-        repeat: job.repeat,
-        cache_key: Default::default(),
-    };
-    let answer = source::answer(sources, &ask).await?;
+    Ok(Rendered {
+        request: JobRequest {
+            reserve_tokens,
+            messages,
+            params: bench.params_at(job.variant, &lane.params),
+            idempotency_key: job_key(job, options),
+        },
+        prompt_chars,
+    })
+}
+
+/// Scores an answer, whatever its source, into the job's record; `None` when the run was
+/// stopped before it was scored (or the answer was aborted).
+async fn score(
+    bench: &Bench,
+    job: &Job,
+    rendered: &Rendered,
+    answer: source::Sourced,
+    lane: &Lane,
+    options: &RunOptions,
+) -> Option<JobRecord> {
     if answer.result.aborted {
         return None;
     }
     let scoring = Scoring {
         scorers: &options.scorers,
-        key: &request.idempotency_key,
-        messages: &request.messages,
-        prompt_chars,
+        key: &rendered.request.idempotency_key,
+        messages: &rendered.request.messages,
+        prompt_chars: rendered.prompt_chars,
         context: &options.scoring,
     };
     let mut r = record(bench, job, answer, &scoring).await?;
     r.endpoint = lane.name.clone();
+    r.resent = options.resend.get(&job.index).copied().unwrap_or(0);
     Some(r)
 }
 
@@ -437,6 +525,7 @@ fn failed_record(bench: &Bench, job: &Job, error: String, result: Option<JobResu
         group: case.group.clone(),
         cached: false,
         resent: 0,
+        batch: None,
     }
 }
 
@@ -560,5 +649,6 @@ async fn graded_record(
         group: case.group.clone(),
         cached: false,
         resent: 0,
+        batch: None,
     })
 }

@@ -431,6 +431,9 @@ pub struct ProviderInfo {
     /// What its answers cost, in a run of several endpoints (each has its own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub price: Option<Price>,
+    /// Its jobs went through its batch API (a resume sends the rest the same way).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub batch: bool,
 }
 
 impl ProviderInfo {
@@ -472,6 +475,7 @@ impl ProviderInfo {
             protocol,
             endpoint: None,
             price: None,
+            batch: false,
         }
     }
 }

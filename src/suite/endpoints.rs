@@ -25,6 +25,8 @@ pub(super) struct RawNamedEndpoint {
     #[serde(default)]
     key_header: Option<crate::client::KeyHeader>,
     #[serde(default)]
+    batch: Option<bool>,
+    #[serde(default)]
     price: Option<Price>,
     #[serde(default)]
     params: Map<String, Value>,
@@ -121,6 +123,7 @@ pub(super) fn named_endpoints(
                 api_key_env: e.api_key_env,
                 protocol: e.protocol,
                 key_header: e.key_header,
+                batch: e.batch,
             },
             price: e.price,
             params: e.params,

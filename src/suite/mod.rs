@@ -38,6 +38,10 @@ pub struct EndpointSpec {
     /// protocol's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_header: Option<crate::client::KeyHeader>,
+    /// `batch: true`: its jobs go through the provider's batch API, not streamed
+    /// (docs/batch.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<bool>,
 }
 
 /// `base_url: http://…/v1` or `base_url: [http://a/v1, http://b/v1]`.

@@ -153,6 +153,22 @@ pub struct SequentialPlan {
     pub max_drop: Option<f64>,
 }
 
+impl SequentialPlan {
+    /// `--until-decided --batch`: the cases of one wave. Each wave is a provider batch
+    /// that may take hours, so waves are few: a fifth of the cases the fixed design would
+    /// need (at least `min_cases`, at most the plan's), so a clear difference stops after a
+    /// wave or two and a run that goes to the fixed design's size takes about five
+    /// (docs/batch.md, "Waves").
+    pub fn wave_cases(&self) -> usize {
+        let fixed = self.fixed_design_cases.unwrap_or(self.max_cases);
+        fixed
+            .div_ceil(5)
+            .max(self.min_cases)
+            .min(self.max_cases)
+            .max(1) as usize
+    }
+}
+
 /// A seeded random order of `cases` case positions.
 pub fn case_order(cases: usize, seed: u64) -> Vec<usize> {
     use rand::SeedableRng;

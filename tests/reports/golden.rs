@@ -88,6 +88,7 @@ async fn run_and_report(setup: &Setup, out: &Path) {
             protocol: Default::default(),
             endpoint: None,
             price: None,
+            batch: false,
         },
         endpoints: Vec::new(),
         judge: None,

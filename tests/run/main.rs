@@ -7,6 +7,7 @@ mod common;
 
 mod anthropic;
 mod bad_input;
+mod batch;
 mod ci;
 mod cli;
 mod durability;

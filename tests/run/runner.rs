@@ -108,6 +108,7 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
             protocol: Default::default(),
             endpoint: None,
             price: None,
+            batch: false,
         },
         confidence: 0.95,
         repeats: 1,
@@ -491,6 +492,7 @@ async fn a_slow_endpoint_holds_back_none_of_the_others() {
             params: Default::default(),
             cache_key: url,
             dispatch: CancellationToken::new(),
+            batch: false,
         }
     };
     let lanes = [lane("slow", &slow, 2), lane("fast", &fast, 4)];

@@ -1,0 +1,832 @@
+//! `--batch`: a lane's jobs through its endpoint's batch API instead of streamed
+//! (docs/batch.md). The lane's jobs are rendered as streaming would send them, split at
+//! the provider's limits, and submitted; every submission is journaled before anything
+//! depends on it (a `submitting` line with the batch's job keys before the batch is
+//! created, a `submitted` line with the provider's id after), so a killed run's `--resume`
+//! adopts what it had submitted — found in the journal, or by its name in the provider's
+//! list when the crash fell between the two lines — and never pays for a job twice. Batches
+//! are polled with a growing interval until they end or the wall-clock limit passes; their
+//! results are scored by the same function as streamed answers and journaled job by job.
+//!
+//! With `--until-decided`, jobs go out in waves: a wave is the cases up to the sequential
+//! tests' horizon; between waves the tests decide, and a decided variant's cases are never
+//! submitted.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use super::source::AnswerSource;
+use super::{JobRecord, Lane, Message, RunOptions, job_key, request_of, score, source};
+use crate::client::batch::{BatchError, BatchState, Batches};
+use crate::suite::{Bench, Job};
+
+/// How a run's batches are sent and waited for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchSettings {
+    /// The first wait between polls; it doubles while nothing ends, up to `poll_max`.
+    pub poll: Duration,
+    pub poll_max: Duration,
+    /// How long to poll before leaving the batches to a later `--resume`.
+    pub wait: Duration,
+    /// Requests per batch, at most (under the provider's own limit).
+    pub max_requests: Option<usize>,
+    /// On a stop (Ctrl-C, SIGTERM, the wall-clock limit), cancel the batches still
+    /// running rather than leave them to a resume.
+    pub cancel_on_stop: bool,
+}
+
+impl Default for BatchSettings {
+    fn default() -> Self {
+        BatchSettings {
+            poll: Duration::from_secs(10),
+            poll_max: Duration::from_secs(300),
+            wait: Duration::from_secs(26 * 3600),
+            max_requests: None,
+            cancel_on_stop: false,
+        }
+    }
+}
+
+/// What a batch's journal line says it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BatchStep {
+    /// About to be created (its input file uploaded, if the API takes one): the job keys
+    /// it holds. Journaled before the provider is asked to create it.
+    Submitting,
+    /// Created: the provider's id.
+    Submitted,
+    /// Polled: its state and counts (for the live line; not journaled).
+    Polled,
+    /// Ended (completed, expired, cancelled, failed), its results read back.
+    Ended,
+}
+
+/// A provider batch's event: `{"event":"batch","step":"submitting",…}` (docs/batch.md,
+/// "The journal's batch lines").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchRecord {
+    /// Always `batch` (the journal's event lines start with their kind).
+    pub event: String,
+    pub step: BatchStep,
+    /// promptgauge's name for the batch, also in its metadata (OpenAI) so a resume finds
+    /// it in the provider's list.
+    pub name: String,
+    /// The endpoint it went to, when the run has several.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// The provider's id (from `submitted` on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Its input file (OpenAI).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// The `custom_id`s of its requests (`submitting`): the jobs' idempotency keys.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keys: Vec<String>,
+    /// The provider's word for its state (`polled`, `ended`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// Requests done and failed of its total (`polled`, `ended`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts: Option<[u64; 3]>,
+    /// When, in UTC.
+    pub at: String,
+}
+
+impl BatchRecord {
+    fn new(step: BatchStep, name: &str, endpoint: Option<&String>) -> Self {
+        BatchRecord {
+            event: "batch".into(),
+            step,
+            name: name.to_string(),
+            endpoint: endpoint.cloned(),
+            id: None,
+            file: None,
+            keys: Vec::new(),
+            status: None,
+            counts: None,
+            at: crate::clock::utc_now(),
+        }
+    }
+
+    fn of(step: BatchStep, name: &str, endpoint: Option<&String>, state: &BatchState) -> Self {
+        let c = state.request_counts;
+        BatchRecord {
+            id: Some(state.id.clone()),
+            status: Some(state.status.clone()),
+            counts: Some([c.completed, c.failed, c.total]),
+            ..BatchRecord::new(step, name, endpoint)
+        }
+    }
+
+    /// Whether the journal keeps it (every step but a poll).
+    pub fn journaled(&self) -> bool {
+        self.step != BatchStep::Polled
+    }
+}
+
+/// A batch the provider holds for this lane, until it ends and its results are read.
+struct Open {
+    name: String,
+    id: String,
+    /// Its requests' `custom_id`s still without a record.
+    keys: Vec<String>,
+    /// Its state when last polled.
+    last: Option<BatchState>,
+}
+
+/// Why the lane stopped before every batch ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Halt {
+    /// Ctrl-C, SIGTERM, a refused key elsewhere, or an outage: stop at once.
+    Stopped,
+    /// The wall-clock limit passed.
+    OutOfTime,
+    /// The journal could not keep a batch's line: nothing more may depend on it.
+    Journal,
+}
+
+/// One batch lane's sending, from the runner's event loop's point of view: it sends the
+/// same messages as a lane's workers (a job started, a job finished) and the batches'
+/// events, journaled ones acknowledged before it goes on.
+pub(super) struct Driver {
+    pub bench: Arc<Bench>,
+    pub lane: Lane,
+    pub jobs: Vec<Job>,
+    pub options: RunOptions,
+    pub tx: mpsc::UnboundedSender<Message>,
+    pub dispatch: CancellationToken,
+    pub active: Arc<AtomicUsize>,
+}
+
+impl Driver {
+    pub(super) async fn drive(self) {
+        let settings = self.options.batch.clone().unwrap_or_default();
+        let api = self.lane.client.batches();
+        let started = tokio::time::Instant::now();
+        let deadline = started + settings.wait;
+        // Every job of the lane by its `custom_id`, until it has a record.
+        let mut waiting: HashMap<String, Job> =
+            self.jobs.iter().map(|j| (self.custom_id(j), *j)).collect();
+        let mut sent: HashSet<usize> = HashSet::new();
+        let mut open = match self.adopt(&api, &waiting, &mut sent).await {
+            Ok(open) => open,
+            Err(_) => return,
+        };
+        let mut halt = None;
+        loop {
+            if self.stopped() {
+                halt = Some(Halt::Stopped);
+                break;
+            }
+            let wave = self.wave(&sent);
+            if !wave.is_empty() {
+                match self
+                    .submit(&api, &settings, wave, &mut sent, &mut waiting)
+                    .await
+                {
+                    Ok(mut batches) => open.append(&mut batches),
+                    Err(h) => {
+                        halt = Some(h);
+                        break;
+                    }
+                }
+            }
+            if open.is_empty() {
+                if self
+                    .jobs
+                    .iter()
+                    .all(|j| sent.contains(&j.index) || self.skipped(j))
+                {
+                    break;
+                }
+                // Nothing out and the horizon has not moved (the tests wait on records
+                // that will not come): let the next cases go anyway.
+                if let Some((h, per_case)) = &self.options.horizon {
+                    let next = self
+                        .jobs
+                        .iter()
+                        .filter(|j| !sent.contains(&j.index) && !self.skipped(j))
+                        .map(|j| j.index / (*per_case).max(1))
+                        .min()
+                        .unwrap_or(0);
+                    let limit = h.limit.load(Ordering::SeqCst);
+                    if next > limit {
+                        h.limit.store(next + h.ahead, Ordering::SeqCst);
+                    }
+                }
+                continue;
+            }
+            if let Err(h) = self
+                .poll(&api, &settings, &mut open, &mut waiting, deadline)
+                .await
+            {
+                halt = Some(h);
+                break;
+            }
+            // Every record of the wave reaches the tests before the next wave is drawn.
+            self.barrier().await;
+        }
+        if let Some(h) = halt
+            && h != Halt::Journal
+            && settings.cancel_on_stop
+        {
+            for batch in &open {
+                // Best effort: what the provider ran is adopted by a resume all the same.
+                let _ = tokio::time::timeout(Duration::from_secs(10), api.cancel(&batch.id)).await;
+            }
+        }
+        if halt == Some(Halt::OutOfTime) {
+            for batch in &open {
+                let mut record =
+                    BatchRecord::new(BatchStep::Polled, &batch.name, self.lane.name.as_ref());
+                record.id = Some(batch.id.clone());
+                record.status = Some("left for a resume (the wall-clock limit passed)".into());
+                let _ = self.tx.send(Message::Batch(Box::new(record), None));
+            }
+        }
+    }
+
+    fn custom_id(&self, job: &Job) -> String {
+        self.lane
+            .client
+            .batch_custom_id(&job_key(job, &self.options))
+    }
+
+    fn stopped(&self) -> bool {
+        self.dispatch.is_cancelled()
+            || self.lane.dispatch.is_cancelled()
+            || self.lane.client.stop_token().is_cancelled()
+    }
+
+    /// Waits until the run stops (a signal, a refused key, an outage).
+    async fn until_stopped(&self) {
+        let stop = self.lane.client.stop_token();
+        tokio::select! {
+            _ = self.dispatch.cancelled() => {}
+            _ = self.lane.dispatch.cancelled() => {}
+            _ = stop.cancelled() => {}
+        }
+    }
+
+    /// `--until-decided`: the job's variant is decided, so it is never sent.
+    fn skipped(&self, job: &Job) -> bool {
+        let flag = usize::from(job.endpoint) * self.bench.variants.len() + job.variant;
+        self.options
+            .skip
+            .as_ref()
+            .and_then(|s| s.get(flag))
+            .is_some_and(|f| f.load(Ordering::SeqCst))
+    }
+
+    /// The jobs to submit now: every one not yet sent, or (`--until-decided`) those up to
+    /// the tests' horizon whose variant is still undecided.
+    fn wave(&self, sent: &HashSet<usize>) -> Vec<Job> {
+        let limit = self
+            .options
+            .horizon
+            .as_ref()
+            .map(|(h, per_case)| (h.limit.load(Ordering::SeqCst), (*per_case).max(1)));
+        self.jobs
+            .iter()
+            .filter(|j| !sent.contains(&j.index) && !self.skipped(j))
+            .filter(|j| limit.is_none_or(|(limit, per_case)| j.index / per_case <= limit))
+            .copied()
+            .collect()
+    }
+
+    /// Sends a message to the event loop and waits until its listeners have it (the
+    /// journal wrote the line); `false` when they could not.
+    async fn journaled(&self, record: BatchRecord) -> bool {
+        let (ack, heard) = oneshot::channel();
+        if self
+            .tx
+            .send(Message::Batch(Box::new(record), Some(ack)))
+            .is_err()
+        {
+            return false;
+        }
+        matches!(heard.await, Ok(true))
+    }
+
+    /// Waits until the event loop has delivered everything sent before.
+    async fn barrier(&self) {
+        let (ack, heard) = oneshot::channel();
+        if self.tx.send(Message::Barrier(ack)).is_ok() {
+            let _ = heard.await;
+        }
+    }
+
+    /// The batches a resumed run had submitted that still hold jobs without a record: from
+    /// the journal, or — for one journaled as `submitting` with no `submitted` after it (a
+    /// crash between the provider's accept and the journal's write) — found in the
+    /// provider's list by its name (OpenAI's metadata) or, where the API keeps none
+    /// (Anthropic's), by its size and time. One not found was never created: its jobs are
+    /// submitted again.
+    async fn adopt(
+        &self,
+        api: &Batches,
+        waiting: &HashMap<String, Job>,
+        sent: &mut HashSet<usize>,
+    ) -> Result<Vec<Open>, Halt> {
+        let mine = self
+            .options
+            .batches
+            .iter()
+            .filter(|b| b.endpoint == self.lane.name);
+        let mut named: Vec<(String, Vec<String>, Option<String>, String)> = Vec::new();
+        for b in mine {
+            match b.step {
+                BatchStep::Submitting => {
+                    named.push((b.name.clone(), b.keys.clone(), None, b.at.clone()))
+                }
+                BatchStep::Submitted => {
+                    if let Some(n) = named.iter_mut().find(|n| n.0 == b.name) {
+                        n.2 = b.id.clone();
+                    }
+                }
+                _ => {}
+            }
+        }
+        named.retain(|n| n.1.iter().any(|k| waiting.contains_key(k)));
+        if named.is_empty() {
+            return Ok(Vec::new());
+        }
+        let known: HashSet<String> = named.iter().filter_map(|n| n.2.clone()).collect();
+        let mut listed: Option<Vec<BatchState>> = None;
+        let mut open = Vec::new();
+        for (name, keys, id, at) in named {
+            let id = match id {
+                Some(id) => Some(id),
+                None => {
+                    if listed.is_none() {
+                        listed = Some(self.list(api).await?);
+                    }
+                    let found = listed.iter().flatten().find(|s| {
+                        s.metadata.get("promptgauge_batch").and_then(Value::as_str)
+                            == Some(name.as_str())
+                            || (s.metadata.is_null()
+                                && !known.contains(&s.id)
+                                && s.request_counts.total == keys.len() as u64
+                                && crate::clock::parse_utc(&at)
+                                    .is_some_and(|t| s.created_at + 120.0 >= t))
+                    });
+                    match found {
+                        Some(state) => {
+                            let mut r = BatchRecord::of(
+                                BatchStep::Submitted,
+                                &name,
+                                self.lane.name.as_ref(),
+                                state,
+                            );
+                            r.status = None;
+                            r.counts = None;
+                            if !self.journaled(r).await {
+                                return Err(Halt::Journal);
+                            }
+                            Some(state.id.clone())
+                        }
+                        None => None,
+                    }
+                }
+            };
+            let Some(id) = id else { continue };
+            let keys: Vec<String> = keys
+                .into_iter()
+                .filter(|k| waiting.contains_key(k))
+                .collect();
+            for k in &keys {
+                if let Some(job) = waiting.get(k) {
+                    sent.insert(job.index);
+                    self.active.fetch_add(1, Ordering::SeqCst);
+                    let _ = self.tx.send(Message::Started(*job));
+                }
+            }
+            open.push(Open {
+                name,
+                id,
+                keys,
+                last: None,
+            });
+        }
+        Ok(open)
+    }
+
+    /// The provider's list of batches, asked again while it does not answer.
+    async fn list(&self, api: &Batches) -> Result<Vec<BatchState>, Halt> {
+        let mut wait = Duration::from_secs(1);
+        loop {
+            match api.list().await {
+                Ok(list) => return Ok(list),
+                Err(e) if self.refused(&e) => return Err(Halt::Stopped),
+                Err(e) if e.is_final() => return Ok(Vec::new()),
+                Err(_) => {}
+            }
+            if !self.sleep(wait).await {
+                return Err(Halt::Stopped);
+            }
+            wait = (wait * 2).min(Duration::from_secs(60));
+        }
+    }
+
+    /// A refused key (401, 403) stops the whole run at once, as a streamed job's would.
+    fn refused(&self, e: &BatchError) -> bool {
+        let refused = matches!(
+            e,
+            BatchError::Http {
+                status: 401 | 403,
+                ..
+            }
+        );
+        if refused {
+            self.lane.client.stop_token().cancel();
+        }
+        refused
+    }
+
+    /// Sleeps `d` unless the run stops first; `false` when it stopped.
+    async fn sleep(&self, d: Duration) -> bool {
+        tokio::select! {
+            _ = tokio::time::sleep(d) => true,
+            _ = self.until_stopped() => false,
+        }
+    }
+
+    /// Renders `wave`, answers what the cache already holds, and submits the rest in
+    /// batches no larger than the provider takes.
+    async fn submit(
+        &self,
+        api: &Batches,
+        settings: &BatchSettings,
+        wave: Vec<Job>,
+        sent: &mut HashSet<usize>,
+        waiting: &mut HashMap<String, Job>,
+    ) -> Result<Vec<Open>, Halt> {
+        let (most_requests, most_bytes) = api.api.limits();
+        let most_requests = settings
+            .max_requests
+            .map_or(most_requests, |n| n.clamp(1, most_requests));
+        let client = &self.lane.client;
+        let cache = self.cache();
+        let mut open = Vec::new();
+        let mut lines: Vec<u8> = Vec::new();
+        let mut jobs: Vec<(String, Job)> = Vec::new();
+        for job in wave {
+            sent.insert(job.index);
+            let rendered = match request_of(&self.bench, &job, &self.lane, &self.options) {
+                Ok(r) => r,
+                Err(failed) => {
+                    waiting.remove(&self.custom_id(&job));
+                    self.finished(*failed);
+                    continue;
+                }
+            };
+            if let Some(cache) = &cache {
+                let ask = rendered.ask(&self.lane, &job);
+                if let Some(answer) = cache.answer(&ask).await {
+                    waiting.remove(&self.custom_id(&job));
+                    if let Some(r) = score(
+                        &self.bench,
+                        &job,
+                        &rendered,
+                        answer,
+                        &self.lane,
+                        &self.options,
+                    )
+                    .await
+                    {
+                        self.finished(r);
+                    }
+                    continue;
+                }
+            }
+            let mut line =
+                serde_json::to_vec(&client.batch_line(&rendered.request)).unwrap_or_default();
+            line.push(b'\n');
+            if !jobs.is_empty()
+                && (jobs.len() >= most_requests || lines.len() + line.len() > most_bytes)
+            {
+                open.push(
+                    self.create(api, std::mem::take(&mut lines), std::mem::take(&mut jobs))
+                        .await?,
+                );
+            }
+            lines.extend_from_slice(&line);
+            jobs.push((
+                client.batch_custom_id(&rendered.request.idempotency_key),
+                job,
+            ));
+        }
+        if !jobs.is_empty() {
+            open.push(self.create(api, lines, jobs).await?);
+        }
+        open.retain(|o: &Open| !o.id.is_empty());
+        Ok(open)
+    }
+
+    /// The run's response cache, as a source, when it has one.
+    fn cache(&self) -> Option<source::Cached> {
+        self.options.cache.as_ref().map(|c| source::Cached {
+            cache: c.clone(),
+            endpoint: self.lane.cache_key.clone(),
+        })
+    }
+
+    /// Sends a finished job's record to the event loop.
+    fn finished(&self, record: JobRecord) {
+        let _ = self.tx.send(Message::Finished(Box::new(record)));
+    }
+
+    /// Creates one batch of `jobs` (their requests in `lines`): uploads its input where
+    /// the API takes a file, journals `submitting`, creates it, journals `submitted`. A
+    /// request the API refuses fails its jobs with the cause; one it did not answer is
+    /// asked again — after looking in its list, so a batch created whose answer was lost
+    /// is adopted, not created twice.
+    async fn create(
+        &self,
+        api: &Batches,
+        lines: Vec<u8>,
+        jobs: Vec<(String, Job)>,
+    ) -> Result<Open, Halt> {
+        let name = format!("pg-{:016x}", rand::random::<u64>());
+        let endpoint = self.lane.name.as_ref();
+        let fail_all = |why: String| {
+            for (_, job) in &jobs {
+                let result = self.lane.client.batch_failure(&why);
+                self.fail(job, result, None);
+            }
+            Ok(Open {
+                name: name.clone(),
+                id: String::new(),
+                keys: Vec::new(),
+                last: None,
+            })
+        };
+        let mut wait = Duration::from_secs(1);
+        let file = loop {
+            match api.prepare(&format!("{name}.jsonl"), &lines).await {
+                Ok(file) => break file,
+                Err(e) if self.refused(&e) => return Err(Halt::Stopped),
+                Err(e) if e.is_final() => {
+                    return fail_all(format!("the batch API refused the input file: {e}"));
+                }
+                Err(_) if self.sleep(wait).await => wait = (wait * 2).min(Duration::from_secs(60)),
+                Err(_) => return Err(Halt::Stopped),
+            }
+        };
+        let mut record = BatchRecord::new(BatchStep::Submitting, &name, endpoint);
+        record.file = file.clone();
+        record.keys = jobs.iter().map(|(k, _)| k.clone()).collect();
+        if !self.journaled(record).await {
+            return Err(Halt::Journal);
+        }
+        let metadata = json!({"promptgauge_run": self.options.run_id, "promptgauge_batch": name});
+        let endpoint_path = self.lane.client.batch_endpoint();
+        let mut wait = Duration::from_secs(1);
+        let state = loop {
+            match api
+                .submit(file.as_deref(), &lines, endpoint_path, metadata.clone())
+                .await
+            {
+                Ok(state) => break state,
+                Err(e) if self.refused(&e) => return Err(Halt::Stopped),
+                Err(e) if e.is_final() => {
+                    return fail_all(format!("the batch API refused the batch: {e}"));
+                }
+                Err(_) => {
+                    if !self.sleep(wait).await {
+                        return Err(Halt::Stopped);
+                    }
+                    wait = (wait * 2).min(Duration::from_secs(60));
+                    // It may have been created: look before creating it again.
+                    let listed = self.list(api).await?;
+                    if let Some(s) = listed.iter().find(|s| {
+                        s.metadata.get("promptgauge_batch").and_then(Value::as_str) == Some(&name)
+                    }) {
+                        break s.clone();
+                    }
+                }
+            }
+        };
+        let mut record = BatchRecord::of(BatchStep::Submitted, &name, endpoint, &state);
+        record.status = None;
+        record.counts = None;
+        if !self.journaled(record).await {
+            return Err(Halt::Journal);
+        }
+        for (_, job) in &jobs {
+            self.active.fetch_add(1, Ordering::SeqCst);
+            let _ = self.tx.send(Message::Started(*job));
+        }
+        Ok(Open {
+            name,
+            id: state.id.clone(),
+            keys: jobs.into_iter().map(|(k, _)| k).collect(),
+            last: None,
+        })
+    }
+
+    /// A job without an answer, as its failed record (with the batch it was in, if any).
+    fn fail(&self, job: &Job, result: crate::client::JobResult, batch: Option<&str>) {
+        let error = result.failure.clone().unwrap_or_else(|| "no answer".into());
+        let mut r = super::failed_record(&self.bench, job, error, Some(result));
+        r.endpoint = self.lane.name.clone();
+        r.batch = batch.map(String::from);
+        r.resent = self.options.resend.get(&job.index).copied().unwrap_or(0);
+        self.finished(r);
+    }
+
+    /// Polls the open batches until each has ended and its results are recorded, the run
+    /// stops, or the wall-clock limit passes. The wait between polls doubles while no
+    /// batch ends, up to `poll_max`.
+    async fn poll(
+        &self,
+        api: &Batches,
+        settings: &BatchSettings,
+        open: &mut Vec<Open>,
+        waiting: &mut HashMap<String, Job>,
+        deadline: tokio::time::Instant,
+    ) -> Result<(), Halt> {
+        let mut wait = settings.poll;
+        while !open.is_empty() {
+            let mut ended_any = false;
+            let mut i = 0;
+            while i < open.len() {
+                if self.stopped() {
+                    return Err(Halt::Stopped);
+                }
+                let state = match api.retrieve(&open[i].id).await {
+                    Ok(s) => s,
+                    Err(e) if self.refused(&e) => return Err(Halt::Stopped),
+                    Err(e @ BatchError::Http { status: 404, .. }) => {
+                        // The provider no longer knows it: its jobs fail, for a retry.
+                        let batch = open.remove(i);
+                        let why = format!("the provider no longer knows batch {}: {e}", batch.id);
+                        self.fail_rest(&batch, waiting, &why);
+                        ended_any = true;
+                        continue;
+                    }
+                    Err(_) => {
+                        i += 1;
+                        continue;
+                    }
+                };
+                let changed = open[i].last.as_ref() != Some(&state);
+                if changed {
+                    let record = BatchRecord::of(
+                        BatchStep::Polled,
+                        &open[i].name,
+                        self.lane.name.as_ref(),
+                        &state,
+                    );
+                    let _ = self.tx.send(Message::Batch(Box::new(record), None));
+                    open[i].last = Some(state.clone());
+                }
+                if !state.ended() {
+                    i += 1;
+                    continue;
+                }
+                match self.read_back(api, &open[i], &state, waiting).await {
+                    Ok(()) => {}
+                    Err(ReadBack::Halt(h)) => return Err(h),
+                    // Not read this time: polled again.
+                    Err(ReadBack::Later) => {
+                        i += 1;
+                        continue;
+                    }
+                }
+                let batch = open.remove(i);
+                let why = format!(
+                    "batch {} ended {} without an answer to this request",
+                    batch.id, state.status
+                );
+                self.fail_rest(&batch, waiting, &why);
+                let record = BatchRecord::of(
+                    BatchStep::Ended,
+                    &batch.name,
+                    self.lane.name.as_ref(),
+                    &state,
+                );
+                if !self.journaled(record).await {
+                    return Err(Halt::Journal);
+                }
+                ended_any = true;
+            }
+            if open.is_empty() {
+                break;
+            }
+            wait = if ended_any {
+                settings.poll
+            } else {
+                (wait * 2).min(settings.poll_max)
+            };
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return Err(Halt::OutOfTime);
+            }
+            if !self.sleep(wait.min(deadline - now)).await {
+                return Err(Halt::Stopped);
+            }
+        }
+        Ok(())
+    }
+
+    /// Fails the jobs of `batch` still without a record.
+    fn fail_rest(&self, batch: &Open, waiting: &mut HashMap<String, Job>, why: &str) {
+        for key in &batch.keys {
+            if let Some(job) = waiting.remove(key) {
+                self.active.fetch_sub(1, Ordering::SeqCst);
+                self.fail(&job, self.lane.client.batch_failure(why), Some(&batch.id));
+            }
+        }
+    }
+
+    /// Reads an ended batch's results back and scores each (as many at once as the lane's
+    /// gate lets workers score), each job's record sent as it is made.
+    async fn read_back(
+        &self,
+        api: &Batches,
+        batch: &Open,
+        state: &BatchState,
+        waiting: &mut HashMap<String, Job>,
+    ) -> Result<(), ReadBack> {
+        let lines = match api.results(state).await {
+            Ok(lines) => lines,
+            Err(e) if self.refused(&e) => return Err(ReadBack::Halt(Halt::Stopped)),
+            Err(_) => return Err(ReadBack::Later),
+        };
+        let mine: HashSet<&str> = batch.keys.iter().map(String::as_str).collect();
+        let mut answered = Vec::new();
+        for line in lines {
+            let (custom_id, result) = self.lane.client.batch_result(&line);
+            if !mine.contains(custom_id.as_str()) {
+                continue;
+            }
+            if let Some(job) = waiting.remove(&custom_id) {
+                answered.push((job, result));
+            }
+        }
+        let cache = self.cache();
+        let id = &batch.id;
+        let scored = futures_util::stream::iter(answered)
+            .map(|(job, result)| {
+                let cache = &cache;
+                async move {
+                    let rendered = match request_of(&self.bench, &job, &self.lane, &self.options) {
+                        Ok(r) => r,
+                        Err(failed) => return Some(*failed),
+                    };
+                    let answer = source::Sourced {
+                        result,
+                        cached: false,
+                    };
+                    if let Some(cache) = cache {
+                        cache.heard(&rendered.ask(&self.lane, &job), &answer);
+                    }
+                    let mut r = score(
+                        &self.bench,
+                        &job,
+                        &rendered,
+                        answer,
+                        &self.lane,
+                        &self.options,
+                    )
+                    .await?;
+                    r.batch = Some(id.clone());
+                    r.latency_ms = None;
+                    r.ttft_ms = None;
+                    r.answer_ms = None;
+                    Some(r)
+                }
+            })
+            .buffer_unordered(self.lane.client.capacity().max(1));
+        tokio::pin!(scored);
+        while let Some(record) = scored.next().await {
+            match record {
+                Some(r) => {
+                    self.active.fetch_sub(1, Ordering::SeqCst);
+                    self.finished(r);
+                }
+                // Stopped while a judge was asked: left for a resume.
+                None => return Err(ReadBack::Halt(Halt::Stopped)),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why an ended batch's results were not all recorded.
+enum ReadBack {
+    Halt(Halt),
+    /// They could not be read this time (the provider did not answer): try again.
+    Later,
+}

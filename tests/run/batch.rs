@@ -1,0 +1,468 @@
+//! `run --batch` end to end on the simulator's batch APIs: a batched run answers as the
+//! streamed run does, job for job; a run killed at any point of a batch's life resumes
+//! without paying twice; expired jobs are sent again only when asked; waves stop sending a
+//! decided variant's cases; an endpoint without a batch API is refused before anything is
+//! sent. Assertions are on what the simulator saw (batches created, requests answered in
+//! batches and how often each) as well as on what the tool wrote.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use promptgauge::mock::MockConfig;
+use promptgauge::mock::server::MockServer;
+use serde_json::Value;
+
+fn run(d: &Path, server: &MockServer, out: &str, extra: &[&str]) -> std::process::Output {
+    let url = server.base_url();
+    let mut args = vec![
+        "run",
+        "bench.yaml",
+        "--quiet",
+        "--out",
+        out,
+        "--base-url",
+        &url,
+        "--model",
+        "m",
+    ];
+    args.extend_from_slice(extra);
+    promptgauge(d).args(&args).output().unwrap()
+}
+
+fn said(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn only_run(root: &Path) -> PathBuf {
+    let dirs = run_dirs(root);
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs[0].clone()
+}
+
+/// The journal's job records (its event lines aside).
+fn records(run: &Path) -> Vec<Value> {
+    journal(run)
+        .into_iter()
+        .filter(|r| r.get("event").is_none())
+        .collect()
+}
+
+/// The journal's batch lines.
+fn batch_lines(run: &Path) -> Vec<Value> {
+    journal(run)
+        .into_iter()
+        .filter(|r| r["event"] == "batch")
+        .collect()
+}
+
+/// (case, variant) → (status, score, output, prompt tokens, completion tokens), each once.
+fn answers(run: &Path) -> HashMap<(String, String), [Value; 5]> {
+    let mut out = HashMap::new();
+    for r in records(run) {
+        let key = (
+            r["case_id"].as_str().unwrap().to_string(),
+            r["variant"].as_str().unwrap().to_string(),
+        );
+        let value = [
+            r["status"].clone(),
+            r["score"].clone(),
+            r["output"].clone(),
+            r["usage"]["prompt_tokens"].clone(),
+            r["usage"]["completion_tokens"].clone(),
+        ];
+        assert!(out.insert(key.clone(), value).is_none(), "{key:?} twice");
+    }
+    out
+}
+
+/// No request was answered twice in a batch: nothing was paid for twice.
+fn each_paid_once(server: &MockServer) -> usize {
+    let answered = server.provider.batched_requests();
+    let twice: Vec<_> = answered.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "answered more than once: {twice:?}");
+    answered.len()
+}
+
+#[test]
+fn a_batched_run_answers_as_the_streamed_run_job_for_job_in_each_protocol() {
+    for protocol in ["openai-chat", "openai-responses", "anthropic-messages"] {
+        let (_rt, server) = start_mock(MockConfig::default());
+        let bench = arithmetic_bench(12, 2, "");
+        let d = bench.path();
+        let p = ["--protocol", protocol];
+        let streamed = run(d, &server, "streamed", &p);
+        assert!(streamed.status.success(), "{}", said(&streamed));
+        let streamed_generations = server.provider.stats().generations;
+        assert_eq!(server.provider.batches_created(), 0);
+
+        let batched = run(
+            d,
+            &server,
+            "batched",
+            &[&p[..], &["--batch", "--batch-poll", "10ms"]].concat(),
+        );
+        assert!(batched.status.success(), "{protocol}: {}", said(&batched));
+        // One batch of 24 requests, each answered once, and nothing streamed.
+        assert_eq!(server.provider.batches_created(), 1, "{protocol}");
+        assert_eq!(each_paid_once(&server), 24, "{protocol}");
+        assert_eq!(
+            server.provider.stats().generations,
+            streamed_generations + 24,
+            "{protocol}: the batch's answers are generations; no job was streamed"
+        );
+        let (s, b) = (only_run(&d.join("streamed")), only_run(&d.join("batched")));
+        assert_eq!(answers(&s), answers(&b), "{protocol}");
+        for r in records(&b) {
+            assert!(r["batch"].as_str().is_some_and(|id| !id.is_empty()), "{r}");
+            assert!(r["latency_ms"].is_null() && r["ttft_ms"].is_null(), "{r}");
+        }
+        // Every report reads the run the same way: the same accuracy as streamed.
+        let summary = |run: &Path| -> Value {
+            serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap())
+                .unwrap()
+        };
+        let (ss, bs) = (summary(&s), summary(&b));
+        for (a, b) in ss["variants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(bs["variants"].as_array().unwrap())
+        {
+            assert_eq!(a["accuracy"], b["accuracy"], "{protocol}");
+            // Cached prompt tokens aside: the simulator's prompt cache was warmed by the
+            // streamed run.
+            for t in ["prompt", "completion"] {
+                assert_eq!(a["tokens"][t], b["tokens"][t], "{protocol}");
+            }
+        }
+        let lines = batch_lines(&b);
+        let steps: Vec<&str> = lines.iter().map(|l| l["step"].as_str().unwrap()).collect();
+        assert_eq!(steps, ["submitting", "submitted", "ended"], "{protocol}");
+        assert_eq!(lines[0]["keys"].as_array().unwrap().len(), 24);
+    }
+}
+
+#[test]
+fn batches_are_split_at_the_size_asked_for() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let bench = arithmetic_bench(15, 2, "");
+    let d = bench.path();
+    let out = run(
+        d,
+        &server,
+        "r",
+        &["--batch", "--batch-poll", "10ms", "--batch-size", "8"],
+    );
+    assert!(out.status.success(), "{}", said(&out));
+    // 30 jobs in batches of at most 8: four batches.
+    assert_eq!(server.provider.batches_created(), 4);
+    assert_eq!(each_paid_once(&server), 30);
+    let lines = batch_lines(&only_run(&d.join("r")));
+    let sizes: Vec<usize> = lines
+        .iter()
+        .filter(|l| l["step"] == "submitting")
+        .map(|l| l["keys"].as_array().unwrap().len())
+        .collect();
+    assert_eq!(sizes, [8, 8, 8, 6]);
+}
+
+/// Copies a run folder, keeping its journal's first `lines` lines: what a `kill -9` leaves
+/// (the journal is appended in order and flushed line by line, so a killed run's journal
+/// is a prefix of the uninterrupted run's).
+fn cut(run: &Path, to: &Path, lines: usize) {
+    copy_dir(run, to);
+    let text = std::fs::read_to_string(run.join("results.jsonl")).unwrap();
+    let kept: String = text.lines().take(lines).map(|l| format!("{l}\n")).collect();
+    std::fs::write(to.join("results.jsonl"), kept).unwrap();
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let target = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_dir(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).unwrap();
+        }
+    }
+}
+
+fn resume(d: &Path, run: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["run", "--quiet", "--resume", run.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    promptgauge(d).args(&args).output().unwrap()
+}
+
+#[test]
+fn a_run_killed_at_any_point_of_its_batch_resumes_without_paying_twice() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let bench = arithmetic_bench(10, 2, "");
+    let d = bench.path();
+    let out = run(d, &server, "whole", &["--batch", "--batch-poll", "10ms"]);
+    assert!(out.status.success(), "{}", said(&out));
+    let whole = only_run(&d.join("whole"));
+    let expected = answers(&whole);
+    let total = journal(&whole).len();
+    // submitting, submitted, 20 records, ended.
+    assert_eq!(total, 23);
+    assert_eq!(server.provider.batches_created(), 1);
+
+    // Killed after the journal said `submitting`: the provider had accepted the batch but
+    // its id never reached the journal (found by its name in the provider's list);
+    // after `submitted` (polling); after 7 of its answers were recorded (downloading);
+    // after all of them, before `ended`.
+    for (lines, moment) in [
+        (1, "between the provider's accept and the journal's write"),
+        (2, "while polling"),
+        (9, "while downloading"),
+        (22, "after the last answer"),
+    ] {
+        let killed = d.join(format!("killed-{lines}"));
+        cut(&whole, &killed, lines);
+        let out = resume(d, &killed, &["--batch-poll", "10ms"]);
+        assert!(out.status.success(), "{moment}: {}", said(&out));
+        assert_eq!(
+            server.provider.batches_created(),
+            1,
+            "{moment}: no batch created again"
+        );
+        assert_eq!(each_paid_once(&server), 20, "{moment}");
+        assert_eq!(answers(&killed), expected, "{moment}");
+    }
+
+    // Killed before the provider had it: no batch of that name in its list (another
+    // simulator, which has seen none), so the resume submits one, once.
+    let (_rt2, fresh) = start_mock(MockConfig::default());
+    let killed = d.join("killed-before");
+    cut(&whole, &killed, 1);
+    let out = promptgauge(d)
+        .args([
+            "run",
+            "--quiet",
+            "--resume",
+            killed.to_str().unwrap(),
+            "--base-url",
+            &fresh.base_url(),
+            "--batch-poll",
+            "10ms",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", said(&out));
+    assert_eq!(fresh.provider.batches_created(), 1);
+    assert_eq!(each_paid_once(&fresh), 20);
+    assert_eq!(answers(&killed), expected);
+}
+
+#[test]
+fn kill_9_while_a_batch_runs_then_resume_collects_it() {
+    // A batch that takes an hour: the run is killed while it polls, the batch then ends,
+    // and the resume collects it without submitting anything again.
+    let (_rt, server) = start_mock(MockConfig {
+        batch_delay: Duration::from_secs(3600),
+        ..MockConfig::default()
+    });
+    let bench = arithmetic_bench(20, 2, "");
+    let d = bench.path();
+    let url = server.base_url();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("promptgauge"))
+        .current_dir(d)
+        .args([
+            "run",
+            "bench.yaml",
+            "--quiet",
+            "--out",
+            "killed",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--batch",
+            "--batch-size",
+            "15",
+            "--batch-poll",
+            "10ms",
+        ])
+        .env("CI", "true")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let killed = loop {
+        assert!(
+            Instant::now() < deadline,
+            "the batches were never submitted"
+        );
+        if let Some(run) = run_dirs(&d.join("killed")).pop() {
+            let text = std::fs::read_to_string(run.join("results.jsonl")).unwrap_or_default();
+            if text.matches("\"step\":\"submitted\"").count() == 3 {
+                break run;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    child.kill().unwrap(); // SIGKILL: no handler runs
+    child.wait().unwrap();
+    assert_eq!(server.provider.batches_created(), 3);
+    assert!(records(&killed).is_empty(), "nothing had ended");
+    server.provider.release_batches();
+    let out = resume(d, &killed, &["--batch-poll", "10ms"]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert_eq!(
+        server.provider.batches_created(),
+        3,
+        "adopted, not created again"
+    );
+    assert_eq!(each_paid_once(&server), 40);
+    let got = answers(&killed);
+    assert_eq!(got.len(), 40);
+    // The same answers streaming gives.
+    let streamed = run(d, &server, "streamed", &[]);
+    assert!(streamed.status.success());
+    assert_eq!(got, answers(&only_run(&d.join("streamed"))));
+}
+
+#[test]
+fn an_expired_batch_s_jobs_fail_with_their_cause_and_are_sent_again_only_when_asked() {
+    let (_rt, server) = start_mock(MockConfig {
+        batch_expires: true,
+        ..MockConfig::default()
+    });
+    let bench = arithmetic_bench(10, 2, "");
+    let d = bench.path();
+    let out = run(d, &server, "r", &["--batch", "--batch-poll", "10ms"]);
+    let run_dir = only_run(&d.join("r"));
+    assert!(
+        !out.status.success(),
+        "failed jobs fail the run: {}",
+        said(&out)
+    );
+    let failed: Vec<Value> = records(&run_dir)
+        .into_iter()
+        .filter(|r| r["status"] == "failed")
+        .collect();
+    assert_eq!(failed.len(), 10, "half the batch expired");
+    for r in &failed {
+        let error = r["error"].as_str().unwrap();
+        assert!(error.contains("batch_expired"), "{error}");
+        assert!(r["batch"].as_str().is_some(), "{r}");
+    }
+    assert_eq!(server.provider.batches_created(), 1);
+
+    // A resume without the retry flag sends nothing again.
+    let out = resume(d, &run_dir, &["--batch-poll", "10ms"]);
+    assert_eq!(server.provider.batches_created(), 1, "{}", said(&out));
+    assert_eq!(records(&run_dir).len(), 20);
+
+    // With it, one batch of exactly the failed jobs, each a new request.
+    let out = resume(d, &run_dir, &["--retry-failed", "--batch-poll", "10ms"]);
+    assert_eq!(server.provider.batches_created(), 2, "{}", said(&out));
+    let submitted: Vec<Value> = batch_lines(&run_dir)
+        .into_iter()
+        .filter(|l| l["step"] == "submitting")
+        .collect();
+    let keys = submitted[1]["keys"].as_array().unwrap();
+    assert_eq!(keys.len(), 10);
+    assert!(
+        keys.iter()
+            .all(|k| k.as_str().unwrap().ends_with("-resend1"))
+    );
+    each_paid_once(&server);
+}
+
+#[test]
+fn waves_stop_sending_a_decided_variant_s_cases() {
+    // 600 cases, three variants: on the simulator "careful" is about 11 points better than
+    // "plain" (decided within a wave or two), "polite" about the same (it takes longer).
+    let (_rt, server) = start_mock(MockConfig::default());
+    let bench = arithmetic_bench(600, 3, "sequential: { seed: 7 }\n");
+    let d = bench.path();
+    let out = run(
+        d,
+        &server,
+        "r",
+        &["--batch", "--batch-poll", "10ms", "--until-decided"],
+    );
+    assert!(out.status.success(), "{}", said(&out));
+    let run_dir = only_run(&d.join("r"));
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("summary.json")).unwrap())
+            .unwrap();
+    let seq = &summary["sequential"];
+    assert_eq!(seq["variants"][0]["verdict"], "better", "{seq}");
+    let lines = journal(&run_dir);
+    let submitted: usize = lines
+        .iter()
+        .filter(|l| l["step"] == "submitting")
+        .map(|l| l["keys"].as_array().unwrap().len())
+        .sum();
+    let waves = server.provider.batches_created();
+    assert!(waves >= 2, "the cases went out in waves: {waves}");
+    // Each wave's batch, and the variants it asked for.
+    let mut asked: Vec<(String, std::collections::BTreeSet<String>)> = Vec::new();
+    for r in records(&run_dir) {
+        let batch = r["batch"].as_str().unwrap().to_string();
+        let variant = r["variant"].as_str().unwrap().to_string();
+        match asked.iter_mut().find(|(b, _)| *b == batch) {
+            Some((_, v)) => {
+                v.insert(variant);
+            }
+            None => asked.push((batch, [variant].into())),
+        }
+    }
+    // A decided variant is in no wave after its decision.
+    let decided_at = |variant: &str| {
+        lines
+            .iter()
+            .position(|l| l["event"] == "decided" && l["variant"] == variant)
+    };
+    let careful = decided_at("careful").expect("careful decided");
+    let later_waves = lines[careful..]
+        .iter()
+        .filter(|l| l["step"] == "submitting")
+        .count();
+    assert!(
+        later_waves >= 1,
+        "the run went on after careful was decided: {asked:?}"
+    );
+    for (batch, variants) in asked.iter().rev().take(later_waves) {
+        assert!(
+            !variants.contains("careful"),
+            "{batch} asked careful after its decision"
+        );
+    }
+    // Only the waves the decisions needed were sent, each job paid for once.
+    assert_eq!(each_paid_once(&server), submitted);
+    assert!(submitted < 1800, "{submitted} of 1800 jobs submitted");
+    assert_eq!(
+        summary["jobs_finished"].as_u64().unwrap() as usize,
+        submitted
+    );
+}
+
+#[test]
+fn batch_at_an_endpoint_without_a_batch_api_is_refused_before_anything_is_sent() {
+    let (_rt, server) = start_mock(MockConfig {
+        no_batch_api: true,
+        ..MockConfig::default()
+    });
+    let bench = arithmetic_bench(5, 2, "");
+    let d = bench.path();
+    let out = run(d, &server, "r", &["--batch"]);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    let text = said(&out);
+    assert!(text.contains("has no batch API"), "{text}");
+    assert!(text.contains("vLLM"), "{text}");
+    assert_eq!(server.provider.stats().generations, 0);
+    assert_eq!(server.provider.batches_created(), 0);
+}
