@@ -10,9 +10,20 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
     let b = &p.bench;
     // Each job priced at its endpoint's price (the bench's with one endpoint): the input
     // estimated, the output at most max_tokens.
-    let price_of = |job: &crate::suite::Job| match p.grid.get(usize::from(job.endpoint)) {
-        Some(g) => g.price.as_ref(),
-        None => b.price.as_ref(),
+    // Batched jobs (`--batch`, `batch: true`) at the batch price.
+    let priced_at = |job: &crate::suite::Job| match p.grid.get(usize::from(job.endpoint)) {
+        Some(g) => (g.price.as_ref(), g.endpoint.batch),
+        None => (b.price.as_ref(), p.endpoint.batch),
+    };
+    let price_of = |job: &crate::suite::Job| {
+        let (price, batched) = priced_at(job);
+        price.map(|price| {
+            if batched {
+                price.batched()
+            } else {
+                price.clone()
+            }
+        })
     };
     let mut prompt_tokens = 0u64;
     let (mut input_cost, mut output_cost) = (0.0, Some(0.0));
@@ -121,6 +132,19 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
             unpriced.join(", "),
             if unpriced.len() == 1 { "it" } else { "them" }
         );
+    }
+    if p.batched() {
+        let unbatched_price = p.jobs.iter().any(|j| {
+            let (price, batched) = priced_at(j);
+            batched && price.is_some_and(|p| !p.has_batch_price())
+        });
+        if unbatched_price {
+            out!(
+                "  note: batched jobs are costed at the streaming price: the price gives no batch price (set price.batch_discount: 0.5, or batch_input_per_mtok and batch_output_per_mtok)"
+            );
+        } else {
+            out!("  batched: jobs go through the provider's batch API, costed at its price");
+        }
     }
     if priced {
         let low = input_cost;

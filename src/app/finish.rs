@@ -66,6 +66,8 @@ pub(super) enum Ending {
     Outage,
     /// The journal could not be written (a full disk).
     JournalFailed,
+    /// `--batch`: batches still running when `--batch-wait` passed, for a resume.
+    BatchesRunning,
 }
 
 /// The prompts report.html shows beside the answers, rendered again from the bench file
@@ -282,6 +284,14 @@ fn exit_of(
         note!("error: {}", stop_reason(record));
         note!(
             "once the server is back, send the rest and the failed jobs again: {} --retry-failed",
+            resume_command(dir.path())
+        );
+        return Exit::Incomplete;
+    }
+    if ending == Ending::BatchesRunning {
+        note!("{}", stop_reason(record));
+        note!(
+            "collect them later (nothing is sent or paid again): {}",
             resume_command(dir.path())
         );
         return Exit::Incomplete;

@@ -89,6 +89,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         (&lanes, sent.judge.as_deref()),
         (&sent.first, &sent.outage),
         &dir,
+        Some(args.batch.batch_wait),
     );
     record.finished_at = Some(utc_now());
     record.stopped = stopped;
@@ -184,6 +185,9 @@ async fn send_jobs(
         ..run_options(p, record, args.verbose, already)
     };
     let mut verbose = VerboseLog;
+    // Without the live line (not a terminal, or CI), each batch's submission and end are
+    // said as they happen: batches take hours, and a log should show them.
+    let mut batch_notes = BatchNotes;
     let (mut first, mut outage) = watchers(p, &dispatch, lanes);
     // The journal first: nothing is reported that it did not keep.
     let mut listeners: Vec<&mut dyn Listener> = vec![
@@ -195,6 +199,9 @@ async fn send_jobs(
     ];
     if args.verbose {
         listeners.push(&mut verbose);
+    }
+    if !live && !args.quiet && lanes.iter().any(|l| l.batch) {
+        listeners.push(&mut batch_notes);
     }
     let tally = runner::run(
         p.bench.clone(),
@@ -544,6 +551,7 @@ fn ending_of(
     (lanes, judge): (&[runner::Lane], Option<&crate::grade::judge::JudgeService>),
     (first, outage): (&FirstFailures, &Outage),
     dir: &RunDir,
+    batch_wait: Option<Duration>,
 ) -> (Ending, Option<StopReason>) {
     let fatal = lanes
         .iter()
@@ -555,11 +563,26 @@ fn ending_of(
         && tally.journal_error.is_none()
         && first.stopped.is_none()
         && outage.stopped.is_none();
+    // A batch lane stops on its own only when --batch-wait passed.
+    let waited = batch_wait.filter(|_| {
+        tally.batches_left > 0
+            && !interrupted
+            && fatal.is_none()
+            && outage.stopped.is_none()
+            && tally.journal_error.is_none()
+    });
     let stopped = match (&tally.journal_error, &fatal, interrupted) {
         (Some(e), _, _) => Some(StopReason::journal_failed(&dir.journal_path(), e)),
         (None, Some(f), _) => Some(f.clone()),
         (None, None, true) => Some(StopReason::Interrupted),
-        _ => outage.stopped.clone(),
+        _ => outage.stopped.clone().or_else(|| {
+            waited.map(|w| {
+                StopReason::batches_running(
+                    tally.not_run,
+                    &humantime::format_duration(w).to_string(),
+                )
+            })
+        }),
     };
     let ending = if fatal.is_some() {
         Ending::Aborted
@@ -569,6 +592,8 @@ fn ending_of(
         Ending::Outage
     } else if tally.journal_error.is_some() {
         Ending::JournalFailed
+    } else if waited.is_some() {
+        Ending::BatchesRunning
     } else {
         Ending::Finished
     };
@@ -1104,6 +1129,37 @@ pub(super) async fn baseline_of(
         .into());
     }
     Ok(Some(reference))
+}
+
+/// Says each provider batch's submission and end on stderr.
+struct BatchNotes;
+
+impl Listener for BatchNotes {
+    fn on(&mut self, event: &runner::RunEvent<'_>) -> std::io::Result<()> {
+        use crate::runner::batch::BatchStep;
+        let runner::RunEvent::Batch(b) = event else {
+            return Ok(());
+        };
+        let id = crate::report::visible(b.id.as_deref().unwrap_or(&b.name), 80);
+        let at = b
+            .endpoint
+            .as_ref()
+            .map(|e| format!(" at endpoint {e}"))
+            .unwrap_or_default();
+        match b.step {
+            BatchStep::Submitted => note!("batch {id}{at}: submitted"),
+            BatchStep::Ended => {
+                let [done, failed, total] = b.counts.unwrap_or_default();
+                let status = crate::report::visible(b.status.as_deref().unwrap_or(""), 40);
+                note!("batch {id}{at}: {status}, {done} of {total} answered, {failed} failed");
+            }
+            BatchStep::Left => {
+                note!("batch {id}{at}: still running when --batch-wait passed; left for a resume")
+            }
+            BatchStep::Polled | BatchStep::Submitting => {}
+        }
+        Ok(())
+    }
 }
 
 /// Stops a run whose first jobs all failed the same way for a reason waiting will not

@@ -34,6 +34,8 @@ pub(crate) struct Batches {
     next: AtomicU64,
     /// Batches created (for tests: a resume must not create one twice).
     pub(crate) created: AtomicU64,
+    /// Looks at one batch's state (`GET …/batches/{id}`).
+    polls: AtomicU64,
     /// Requests answered in batches, by `custom_id`: how many times each.
     answered: Mutex<HashMap<String, u32>>,
     /// Every batch is due now, whatever its delay ([`Provider::release_batches`]).
@@ -444,6 +446,7 @@ impl Provider {
 
     /// `GET /v1/batches/{id}`: its state, completing it once its time has come.
     fn retrieve_batch(&self, id: &str) -> Answer {
+        self.batches.polls.fetch_add(1, Ordering::SeqCst);
         let due = {
             let Ok(batches) = self.batches.batches.lock() else {
                 return Answer::error(500, "poisoned");
@@ -667,6 +670,27 @@ impl Provider {
     /// Batches created so far.
     pub fn batches_created(&self) -> u64 {
         self.batches.created.load(Ordering::SeqCst)
+    }
+
+    /// Looks at a batch's state so far (each list entry counts one too).
+    pub fn batch_polls(&self) -> u64 {
+        self.batches.polls.load(Ordering::SeqCst)
+    }
+
+    /// Each batch's status now, by id (in the order created).
+    pub fn batch_statuses(&self) -> Vec<(String, String)> {
+        let mut all: Vec<(String, String)> = self
+            .batches
+            .batches
+            .lock()
+            .map(|b| {
+                b.values()
+                    .map(|b| (b.id.clone(), b.status.to_string()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        all.sort_by_key(|(id, _)| id.rsplit('-').next().and_then(|n| n.parse::<u64>().ok()));
+        all
     }
 
     /// Ends every batch at its next look, whatever `batch_delay` says (a test's way to let

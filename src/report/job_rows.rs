@@ -23,6 +23,8 @@ pub struct JobRow {
     pub attempts: u16,
     pub graded: bool,
     pub cached: bool,
+    /// Answered through the provider's batch API: costed at the batch price.
+    pub batched: bool,
     pub outcome: Option<Outcome>,
     /// Token counts in full (64 bits, as summary.json keeps them): the store's cost and the
     /// summary's agree however large a server's counts.
@@ -70,9 +72,13 @@ impl JobRow {
             cached_tokens: self.tokens_cached,
             ..Usage::default()
         };
-        price
-            .filter(|_| self.graded)
-            .map(|p| super::summary::cost(&usage, p))
+        price.filter(|_| self.graded).map(|p| {
+            if self.batched {
+                super::summary::cost(&usage, &p.batched())
+            } else {
+                super::summary::cost(&usage, p)
+            }
+        })
     }
 }
 
@@ -119,7 +125,8 @@ impl JobRow {
         b[4..8].copy_from_slice(&self.repeat.to_le_bytes());
         b[8..10].copy_from_slice(&self.variant.to_le_bytes());
         b[10..12].copy_from_slice(&self.attempts.to_le_bytes());
-        b[12] = u8::from(self.graded) | (u8::from(self.cached) << 1);
+        b[12] =
+            u8::from(self.graded) | (u8::from(self.cached) << 1) | (u8::from(self.batched) << 2);
         b[13] = self.outcome.map_or(0, |o| {
             Outcome::ALL
                 .iter()
@@ -151,6 +158,7 @@ impl JobRow {
             attempts: u16_at(10),
             graded: b[12] & 1 != 0,
             cached: b[12] & 2 != 0,
+            batched: b[12] & 4 != 0,
             outcome: (b[13] as usize)
                 .checked_sub(1)
                 .and_then(|i| Outcome::ALL.get(i).copied()),
@@ -281,6 +289,7 @@ impl JobRows {
             attempts: u16::try_from(r.attempts.len()).unwrap_or(u16::MAX),
             graded: r.status == JobStatus::Graded,
             cached: r.cached,
+            batched: r.batch.is_some(),
             outcome: r.outcome,
             tokens_in: r.usage.prompt_tokens,
             tokens_cached: r.usage.cached_tokens,
@@ -420,6 +429,7 @@ mod tests {
             input_per_mtok: 1.0,
             output_per_mtok: 10.0,
             cached_input_per_mtok: Some(0.5),
+            ..Price::streaming(0.0, 0.0)
         };
         let want = (60.0 + 40.0 * 0.5 + 70.0) / 1e6;
         assert!((r.cost_usd(Some(&price)).unwrap() - want).abs() < 1e-15);
@@ -469,6 +479,7 @@ mod tests {
             input_per_mtok: 1.0,
             output_per_mtok: 2.0,
             cached_input_per_mtok: Some(0.5),
+            ..Price::streaming(0.0, 0.0)
         };
         let summary_cost = crate::report::summary::cost(&record.usage, &price);
         assert_eq!(r.cost_usd(Some(&price)), Some(summary_cost));

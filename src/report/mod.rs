@@ -309,6 +309,24 @@ pub(crate) fn notes(summary: &Summary) -> Vec<String> {
             each.join(", ")
         ));
     }
+    let batched: u64 = summary.variants.iter().map(|v| v.batched).sum();
+    if batched > 0 {
+        let sum = |f: fn(&VariantSummary) -> Option<f64>| -> Option<f64> {
+            summary.variants.iter().map(f).sum()
+        };
+        let costs = sum(|v| v.batched_cost_usd).zip(sum(|v| v.batched_streaming_cost_usd));
+        notes.push(match costs {
+            Some((paid, streamed)) if paid < streamed => format!(
+                "{batched} answers came through the provider's batch API (--batch): they cost ${paid:.4} at the batch price, where streaming them would have cost ${streamed:.4}. Nobody waited on them: they are in no latency figure."
+            ),
+            Some((paid, _)) => format!(
+                "{batched} answers came through the provider's batch API (--batch): they cost ${paid:.4}, costed at the streaming price because the price gives no batch price (set price.batch_discount: 0.5, or batch_input_per_mtok and batch_output_per_mtok). They are in no latency figure."
+            ),
+            None => format!(
+                "{batched} answers came through the provider's batch API (--batch): nobody waited on them, so they are in no latency figure."
+            ),
+        });
+    }
     let cached: u64 = summary.variants.iter().map(|v| v.cached).sum();
     if cached > 0 {
         notes.push(format!("{cached} answers came from the response cache (--cache): nothing was sent for them, and they are not in the latency figures."));

@@ -13,6 +13,9 @@ pub(crate) struct Progress {
     failed: u64,
     retries: u64,
     throttled: u64,
+    /// `--batch`: each batch's last known state and counts (done, failed, total), by name.
+    batches: Vec<(String, String, [u64; 3])>,
+    in_flight: usize,
 }
 
 impl Progress {
@@ -46,16 +49,42 @@ impl Progress {
             failed: 0,
             retries: 0,
             throttled: 0,
+            batches: Vec::new(),
+            in_flight: 0,
         }
     }
 
     pub(crate) fn update(&mut self, event: &RunEvent<'_>) {
+        if let RunEvent::Batch(b) = event {
+            let at = match self.batches.iter().position(|(n, ..)| *n == b.name) {
+                Some(i) => i,
+                None => {
+                    self.batches.push((b.name.clone(), String::new(), [0; 3]));
+                    self.batches.len() - 1
+                }
+            };
+            let entry = &mut self.batches[at];
+            if let Some(status) = &b.status {
+                // The provider's word: shown as text, never as terminal control.
+                entry.1 = super::visible(status, 40);
+            } else if entry.1.is_empty() {
+                entry.1 = "submitted".into();
+            }
+            if let Some(c) = b.counts {
+                entry.2 = c;
+            }
+            if let Some(bar) = &self.bar {
+                bar.set_message(self.message(self.in_flight));
+            }
+            return;
+        }
         let RunEvent::JobFinished {
             record, in_flight, ..
         } = event
         else {
             return;
         };
+        self.in_flight = *in_flight;
         self.retries += record.attempts.len().saturating_sub(1) as u64;
         self.throttled += record
             .attempts
@@ -88,6 +117,26 @@ impl Progress {
             .filter(|(_, (_, n))| *n > 0)
             .map(|(v, (c, n))| format!("{v} {:.0}%", *c as f64 * 100.0 / *n as f64))
             .collect();
+        if !self.batches.is_empty() {
+            // Batches: how many in each state, and their requests done of all.
+            let mut states: Vec<(&str, usize)> = Vec::new();
+            let (mut done, mut total) = (0, 0);
+            for (_, status, [completed, failed, all]) in &self.batches {
+                match states.iter_mut().find(|(s, _)| s == status) {
+                    Some((_, n)) => *n += 1,
+                    None => states.push((status, 1)),
+                }
+                done += completed + failed;
+                total += all;
+            }
+            let states: Vec<String> = states.iter().map(|(s, n)| format!("{n} {s}")).collect();
+            return format!(
+                "batches: {} · {done}/{total} requests done · {} failed · {}",
+                states.join(", "),
+                self.failed,
+                accuracy.join(" ")
+            );
+        }
         format!(
             "{in_flight} in flight · {} retries · {} 429s · {} failed · {}",
             self.retries,

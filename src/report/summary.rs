@@ -144,6 +144,16 @@ pub struct VariantSummary {
     /// Some attempt's usage was estimated (the server reported none).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub spent_estimated: bool,
+    /// Graded jobs answered through the provider's batch API (`--batch`), costed at the
+    /// batch price in `cost_usd`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub batched: u64,
+    /// What those batched answers cost (at the batch price).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batched_cost_usd: Option<f64>,
+    /// What those batched answers would have cost streamed (at the streaming price).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batched_streaming_cost_usd: Option<f64>,
     /// With repeats: Kish's design effect behind the interval (1 = samples independent).
     pub design_effect: Option<f64>,
     /// With repeats: the share of cases whose samples all agree.
@@ -274,7 +284,13 @@ pub(crate) struct Acc {
     latency: Vec<f64>,
     answer: Vec<f64>,
     spent: Billed,
+    /// What batched jobs' attempts billed (priced at the batch price).
+    spent_batched: Billed,
     spent_estimated: bool,
+    /// Graded jobs answered through a batch, and what they would have cost streamed.
+    batched: u64,
+    batched_cost: f64,
+    batched_at_streaming: f64,
     gen_tokens: u64,
     gen_seconds: f64,
     tokens: Tokens,
@@ -293,11 +309,17 @@ impl Acc {
         self.add_spent(r, price);
     }
 
-    /// What the provider billed for a job: every attempt it answered.
+    /// What the provider billed for a job: every attempt it answered (a batched job's at
+    /// the batch price).
     fn add_spent(&mut self, r: &JobRecord, price: Option<&Price>) {
         if r.cached {
             return;
         }
+        let spent = if r.batch.is_some() {
+            &mut self.spent_batched
+        } else {
+            &mut self.spent
+        };
         // Every attempt the server answered is billed; a journal from before attempts
         // carried usage has only the answer's.
         let billed: Vec<&crate::client::Usage> =
@@ -310,7 +332,7 @@ impl Acc {
         for u in billed {
             self.spent_estimated |= u.estimated;
             if price.is_some() {
-                self.spent.add(u);
+                spent.add(u);
             }
         }
     }
@@ -392,8 +414,18 @@ impl Acc {
         }
         let u = &r.usage;
         self.tokens.add(u);
+        if r.batch.is_some() {
+            self.batched += 1;
+        }
         if let Some(p) = price {
-            self.cost += cost(u, p);
+            if r.batch.is_some() {
+                let c = cost(u, &p.batched());
+                self.cost += c;
+                self.batched_cost += c;
+                self.batched_at_streaming += cost(u, p);
+            } else {
+                self.cost += cost(u, p);
+            }
         }
     }
 
@@ -448,7 +480,18 @@ impl Acc {
             cost_per_correct_usd: cost
                 .filter(|_| self.correct > 0)
                 .map(|c| c / self.correct as f64),
-            spent_usd: prices.0.map(|p| self.spent.cost(p)),
+            spent_usd: prices
+                .0
+                .map(|p| self.spent.cost(p) + self.spent_batched.cost(&p.batched())),
+            batched: self.batched,
+            batched_cost_usd: prices
+                .0
+                .filter(|_| self.batched > 0)
+                .map(|_| self.batched_cost),
+            batched_streaming_cost_usd: prices
+                .0
+                .filter(|_| self.batched > 0)
+                .map(|_| self.batched_at_streaming),
             spent_estimated: self.spent_estimated,
             design_effect: clustered.filter(|_| repeated || grouped).map(|c| c.3),
             consistency: consistency(scores),

@@ -68,6 +68,8 @@ pub enum BatchStep {
     Polled,
     /// Ended (completed, expired, cancelled, failed), its results read back.
     Ended,
+    /// Still running when the run stopped waiting (`--batch-wait`): left to a resume.
+    Left,
 }
 
 /// A provider batch's event: `{"event":"batch","step":"submitting",…}` (docs/batch.md,
@@ -248,9 +250,8 @@ impl Driver {
         if halt == Some(Halt::OutOfTime) {
             for batch in &open {
                 let mut record =
-                    BatchRecord::new(BatchStep::Polled, &batch.name, self.lane.name.as_ref());
+                    BatchRecord::new(BatchStep::Left, &batch.name, self.lane.name.as_ref());
                 record.id = Some(batch.id.clone());
-                record.status = Some("left for a resume (the wall-clock limit passed)".into());
                 let _ = self.tx.send(Message::Batch(Box::new(record), None));
             }
         }

@@ -18,6 +18,9 @@ pub struct RunTally {
     pub filtered: usize,
     /// Jobs never finished (stopped by Ctrl-C, a fatal provider error, or the journal).
     pub not_run: usize,
+    /// `--batch`: batches still running at the provider when the run stopped waiting for
+    /// them (`--batch-wait`), left to a resume.
+    pub batches_left: usize,
     /// A listener that keeps the run's record (the journal) could not write (a full disk):
     /// the run stopped there, and every job not in the journal is left for a resume.
     pub journal_error: Option<std::io::Error>,

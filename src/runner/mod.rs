@@ -198,6 +198,9 @@ pub async fn run(
             Message::Client(ClientEvent::Attempt(a)) => listener.on(&RunEvent::AttemptFinished(&a)),
             Message::Client(ClientEvent::Pool(p)) => listener.on(&RunEvent::PoolChanged(&p)),
             Message::Batch(b, ack) => {
+                if b.step == batch::BatchStep::Left {
+                    tally.batches_left += 1;
+                }
                 let kept = listener.on(&RunEvent::Batch(&b));
                 if let Some(ack) = ack {
                     let _ = ack.send(kept.is_ok());

@@ -342,6 +342,9 @@ pub enum StopReason {
     Outage(String),
     /// A merge of shards that lacks some of them: which.
     ShardsMissing(String),
+    /// `--batch`: the wall-clock limit passed with batches still running at the provider
+    /// (a resume collects them, paying nothing again).
+    BatchesRunning(String),
 }
 
 impl StopReason {
@@ -349,6 +352,15 @@ impl StopReason {
     const JOURNAL: &'static str = "the journal ";
     const OUTAGE: &'static str = "the server looks down: ";
     const SHARDS: &'static str = "shards missing from the merge: ";
+    const BATCHES: &'static str = "batches still running at the provider: ";
+
+    /// `jobs` jobs wait in batches still running at the provider after `waited`.
+    pub fn batches_running(jobs: usize, waited: &str) -> Self {
+        StopReason::BatchesRunning(format!(
+            "{}{jobs} jobs wait in them after {waited} (--batch-wait)",
+            Self::BATCHES
+        ))
+    }
 
     /// The journal at `path` could not be written.
     pub fn journal_failed(path: &std::path::Path, error: impl std::fmt::Display) -> Self {
@@ -377,7 +389,8 @@ impl std::fmt::Display for StopReason {
             StopReason::JournalFailed(s)
             | StopReason::Refused(s)
             | StopReason::Outage(s)
-            | StopReason::ShardsMissing(s) => f.write_str(s),
+            | StopReason::ShardsMissing(s)
+            | StopReason::BatchesRunning(s) => f.write_str(s),
         }
     }
 }
@@ -399,6 +412,8 @@ impl From<String> for StopReason {
             StopReason::Outage(s)
         } else if s.starts_with(Self::SHARDS) {
             StopReason::ShardsMissing(s)
+        } else if s.starts_with(Self::BATCHES) {
+            StopReason::BatchesRunning(s)
         } else {
             StopReason::Refused(s)
         }

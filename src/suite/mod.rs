@@ -267,6 +267,64 @@ pub struct Price {
     pub output_per_mtok: f64,
     #[serde(default)]
     pub cached_input_per_mtok: Option<f64>,
+    /// Through the provider's batch API (`--batch`): its own prices, or `batch_discount`
+    /// (the share taken off, 0.5 for half price) off the streaming ones. Neither: batched
+    /// jobs are costed at the streaming price, and `check` says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_input_per_mtok: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_output_per_mtok: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_discount: Option<f64>,
+}
+
+impl Price {
+    /// USD per million tokens, at the streaming price.
+    pub fn streaming(input_per_mtok: f64, output_per_mtok: f64) -> Price {
+        Price {
+            input_per_mtok,
+            output_per_mtok,
+            cached_input_per_mtok: None,
+            batch_input_per_mtok: None,
+            batch_output_per_mtok: None,
+            batch_discount: None,
+        }
+    }
+
+    /// Whether it says what batched jobs cost.
+    pub fn has_batch_price(&self) -> bool {
+        self.batch_discount.is_some()
+            || self.batch_input_per_mtok.is_some()
+            || self.batch_output_per_mtok.is_some()
+    }
+
+    /// The prices batched jobs are costed at: the batch prices where given, else the
+    /// streaming ones less `batch_discount` (cached input tokens too), else the streaming
+    /// ones.
+    pub fn batched(&self) -> Price {
+        let off = 1.0 - self.batch_discount.unwrap_or(0.0);
+        let input = self
+            .batch_input_per_mtok
+            .unwrap_or(self.input_per_mtok * off);
+        // Cached input keeps its ratio to fresh input.
+        let cached = self.cached_input_per_mtok.map(|c| {
+            if self.input_per_mtok > 0.0 {
+                c * input / self.input_per_mtok
+            } else {
+                c * off
+            }
+        });
+        Price {
+            input_per_mtok: input,
+            output_per_mtok: self
+                .batch_output_per_mtok
+                .unwrap_or(self.output_per_mtok * off),
+            cached_input_per_mtok: cached,
+            batch_input_per_mtok: None,
+            batch_output_per_mtok: None,
+            batch_discount: None,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -674,6 +732,8 @@ fn check_price(price: Option<&Price>, here: &dyn Fn(&str) -> Location) -> Result
             Some(p.input_per_mtok),
             Some(p.output_per_mtok),
             p.cached_input_per_mtok,
+            p.batch_input_per_mtok,
+            p.batch_output_per_mtok,
         ];
         if prices
             .into_iter()
@@ -683,6 +743,16 @@ fn check_price(price: Option<&Price>, here: &dyn Fn(&str) -> Location) -> Result
             return Err(InputError::new(here("price"), "prices must be numbers ≥ 0")
                 .fix("prices are USD per million tokens, e.g. input_per_mtok: 0.40")
                 .into());
+        }
+        if p.batch_discount
+            .is_some_and(|d| !d.is_finite() || !(0.0..1.0).contains(&d))
+        {
+            return Err(InputError::new(
+                here("price.batch_discount"),
+                "batch_discount is the share taken off the streaming price, from 0 up to (not including) 1",
+            )
+            .fix("write batch_discount: 0.5 for half price")
+            .into());
         }
     }
     Ok(())

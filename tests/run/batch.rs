@@ -466,3 +466,160 @@ fn batch_at_an_endpoint_without_a_batch_api_is_refused_before_anything_is_sent()
     assert_eq!(server.provider.stats().generations, 0);
     assert_eq!(server.provider.batches_created(), 0);
 }
+
+#[test]
+fn batched_jobs_cost_the_batch_price_and_the_reports_say_what_streaming_would_have() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let bench = arithmetic_bench(12, 2, "");
+    let d = bench.path();
+    let yaml = std::fs::read_to_string(d.join("bench.yaml"))
+        .unwrap()
+        .replace(
+            "price: { input_per_mtok: 1.0, output_per_mtok: 2.0 }",
+            "price: { input_per_mtok: 1.0, output_per_mtok: 2.0, batch_discount: 0.5 }",
+        );
+    std::fs::write(d.join("bench.yaml"), yaml).unwrap();
+    let check = promptgauge(d)
+        .args(["check", "bench.yaml", "--batch"])
+        .output()
+        .unwrap();
+    assert!(
+        said(&check).contains("costed at its price"),
+        "{}",
+        said(&check)
+    );
+    assert!(run(d, &server, "s", &[]).status.success());
+    let out = run(d, &server, "b", &["--batch", "--batch-poll", "10ms"]);
+    assert!(out.status.success(), "{}", said(&out));
+    let summary = |run: &Path| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap()
+    };
+    let (s, b) = (only_run(&d.join("s")), only_run(&d.join("b")));
+    let (ss, bs) = (summary(&s), summary(&b));
+    for (streamed, batched) in ss["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(bs["variants"].as_array().unwrap())
+    {
+        assert_eq!(batched["batched"], 12);
+        assert!(streamed.get("batched").is_none());
+        let full = batched["batched_streaming_cost_usd"].as_f64().unwrap();
+        let paid = batched["batched_cost_usd"].as_f64().unwrap();
+        let cost = batched["cost_usd"].as_f64().unwrap();
+        assert!((paid - full / 2.0).abs() < 1e-12, "{paid} {full}");
+        assert!((cost - paid).abs() < 1e-12);
+        assert!(paid > 0.0);
+        // Streamed, the same answers (no cached price: cached tokens at the input price)
+        // cost what the batched run says streaming would have.
+        let streamed_cost = streamed["cost_usd"].as_f64().unwrap();
+        assert!(
+            (streamed_cost - full).abs() < 1e-12,
+            "{streamed_cost} {full}"
+        );
+        assert!((batched["spent_usd"].as_f64().unwrap() - paid).abs() < 1e-12);
+    }
+    let md = std::fs::read_to_string(b.join("summary.md")).unwrap();
+    assert!(
+        md.contains("24 answers came through the provider's batch API"),
+        "{md}"
+    );
+    assert!(said(&out).contains("where streaming them would have cost"));
+}
+
+#[test]
+fn batches_still_running_when_the_wait_ends_are_left_for_a_resume() {
+    let (_rt, server) = start_mock(MockConfig {
+        batch_delay: Duration::from_secs(3600),
+        ..MockConfig::default()
+    });
+    let bench = arithmetic_bench(6, 2, "");
+    let d = bench.path();
+    let out = run(
+        d,
+        &server,
+        "r",
+        &["--batch", "--batch-poll", "10ms", "--batch-wait", "200ms"],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", said(&out));
+    let text = said(&out);
+    assert!(
+        text.contains("batches still running at the provider: 12 jobs"),
+        "{text}"
+    );
+    assert!(text.contains("promptgauge run --resume"), "{text}");
+    let dir = only_run(&d.join("r"));
+    assert!(records(&dir).is_empty());
+    server.provider.release_batches();
+    let out = resume(d, &dir, &["--batch-poll", "10ms"]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert_eq!(server.provider.batches_created(), 1);
+    assert_eq!(each_paid_once(&server), 12);
+    assert_eq!(records(&dir).len(), 12);
+}
+
+#[test]
+fn sigterm_stops_polling_at_once_and_batch_cancel_cancels_what_runs() {
+    let (_rt, server) = start_mock(MockConfig {
+        batch_delay: Duration::from_secs(3600),
+        ..MockConfig::default()
+    });
+    let bench = arithmetic_bench(6, 2, "");
+    let d = bench.path();
+    let url = server.base_url();
+    for cancel in [false, true] {
+        let out = format!("r{cancel}");
+        let mut args = vec![
+            "run",
+            "bench.yaml",
+            "--quiet",
+            "--out",
+            &out,
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--batch",
+            "--batch-poll",
+            "10ms",
+        ];
+        if cancel {
+            args.push("--batch-cancel");
+        }
+        let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("promptgauge"))
+            .current_dir(d)
+            .args(&args)
+            .env("CI", "true")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            assert!(Instant::now() < deadline, "never submitted");
+            let submitted = run_dirs(&d.join(&out)).pop().is_some_and(|run| {
+                std::fs::read_to_string(run.join("results.jsonl"))
+                    .unwrap_or_default()
+                    .contains("\"step\":\"submitted\"")
+            });
+            if submitted {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let stopped = Instant::now();
+        std::process::Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(output.status.code(), Some(130), "{cancel}");
+        // Polling stopped at once: no grace period, no wait for the hour-long batch.
+        assert!(stopped.elapsed() < Duration::from_secs(30));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("--resume"), "{stderr}");
+        let status = server.provider.batch_statuses().last().unwrap().1.clone();
+        let want = if cancel { "cancelled" } else { "in_progress" };
+        assert_eq!(status, want, "--batch-cancel {cancel}");
+    }
+}

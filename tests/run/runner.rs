@@ -548,3 +548,72 @@ async fn a_slow_endpoint_holds_back_none_of_the_others() {
             .all(|(e, arm, _)| arm == &format!("{}/echo", e.as_deref().unwrap()))
     );
 }
+
+/// A batch lane on the simulator's batch API, on a paused clock: a batch that takes three
+/// hours is polled with a doubling wait (10 s, 20 s, … up to 5 min), so it is looked at a
+/// few dozen times, not a thousand; its answers are the records, each with its batch and
+/// no latency.
+#[tokio::test(start_paused = true)]
+async fn a_batch_lane_polls_a_slow_batch_with_a_growing_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let bench = Arc::new(echo_bench(dir.path(), 30));
+    let provider = Arc::new(Provider::new(MockConfig {
+        batch_delay: Duration::from_secs(3 * 3600),
+        ..MockConfig::default()
+    }));
+    let url = "http://batch/v1";
+    let transport = MemoryTransport::new(provider.clone());
+    let lane = runner::Lane {
+        batch: true,
+        ..runner::Lane::single(
+            Arc::new(Client::new(
+                Arc::new(transport),
+                ClientConfig::new(url, "mock-model"),
+            )),
+            url,
+        )
+    };
+    let jobs = Plan::new(30, &[0], 1).jobs;
+    let options = runner::RunOptions {
+        scorers: Arc::new(promptgauge::grade::scorers_for(&bench).unwrap()),
+        batch: Some(runner::batch::BatchSettings {
+            poll: Duration::from_secs(10),
+            poll_max: Duration::from_secs(300),
+            max_requests: Some(10),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let started = tokio::time::Instant::now();
+    let mut records = Vec::new();
+    let tally = runner::run(
+        bench,
+        jobs,
+        std::slice::from_ref(&lane),
+        &options,
+        CancellationToken::new(),
+        &mut OnEvent(|e: &RunEvent<'_>| {
+            if let RunEvent::JobFinished { record, .. } = e {
+                records.push((*record).clone());
+            }
+        }),
+    )
+    .await;
+    let waited = started.elapsed();
+    assert_eq!((tally.finished, tally.graded), (30, 30));
+    assert_eq!(provider.batches_created(), 3);
+    assert!(waited >= Duration::from_secs(3 * 3600), "{waited:?}");
+    // Done within one longest wait of the batches' end.
+    assert!(waited <= Duration::from_secs(3 * 3600 + 300), "{waited:?}");
+    // Three batches looked at together, each round: 10+20+40+80+160 s, then every 5 min.
+    let rounds = 5 + (3 * 3600 - 310) / 300 + 2;
+    assert!(
+        provider.batch_polls() <= 3 * rounds,
+        "{} looks",
+        provider.batch_polls()
+    );
+    assert_eq!(provider.stats().generations, 30);
+    for r in &records {
+        assert!(r.batch.is_some() && r.latency_ms.is_none(), "{r:?}");
+    }
+}
