@@ -15,3 +15,10 @@ pub(crate) fn parse_utc(s: &str) -> Option<f64> {
         .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
         .map(|d| d.as_secs_f64())
 }
+
+/// Now, in seconds since 1970.
+pub(crate) fn now_seconds() -> f64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}

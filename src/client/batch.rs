@@ -273,7 +273,10 @@ impl Client {
                     let message = self.protocol.error_message(&body.to_string());
                     return (
                         custom_id,
-                        failed(Some(status), format!("HTTP {status}: {message}")),
+                        failed(
+                            Some(status),
+                            format!("the batch's request failed: HTTP {status}: {message}"),
+                        ),
                     );
                 }
                 body
@@ -352,7 +355,16 @@ impl Batches {
                 .send(request)
                 .await
                 .map_err(|e| BatchError::Transport(e.to_string()))?;
-            let mut bytes = Vec::new();
+            // Sized once from the length the server says (within the limit): a 50 MB
+            // results file is not grown by doubling.
+            let length = response
+                .headers
+                .iter()
+                .find(|(k, _)| k == "content-length")
+                .and_then(|(_, v)| v.parse::<usize>().ok())
+                .unwrap_or(0)
+                .min(limit);
+            let mut bytes = Vec::with_capacity(length);
             let mut stream = response.body;
             while let Some(chunk) = stream.next().await {
                 let chunk = chunk.map_err(|e| BatchError::Transport(e.to_string()))?;
@@ -521,19 +533,47 @@ impl Batches {
 
     /// The batches the provider lists (the newest page).
     pub async fn list(&self) -> Result<Vec<BatchState>, BatchError> {
-        let v = self
-            .json(
-                Method::Get,
-                &format!("{}?limit=100", self.api.path()),
-                Value::Null,
-            )
-            .await?;
-        v["data"]
-            .as_array()
-            .ok_or_else(|| BatchError::Invalid("not a list of batches".into()))?
-            .iter()
-            .map(|b| self.state(b.clone()))
-            .collect()
+        self.list_since(f64::INFINITY).await
+    }
+
+    /// The batches the provider lists, newest first, page after page until one reaches
+    /// back before `since` (seconds since 1970) or the list ends (at most 50 pages).
+    pub async fn list_since(&self, since: f64) -> Result<Vec<BatchState>, BatchError> {
+        let mut all = Vec::new();
+        let mut after: Option<String> = None;
+        for _ in 0..50 {
+            let cursor = match (&after, self.api) {
+                (None, _) => String::new(),
+                (Some(id), BatchApi::OpenAi) => format!("&after={id}"),
+                (Some(id), BatchApi::Anthropic) => format!("&after_id={id}"),
+            };
+            let v = self
+                .json(
+                    Method::Get,
+                    &format!("{}?limit=100{cursor}", self.api.path()),
+                    Value::Null,
+                )
+                .await?;
+            let page = v["data"]
+                .as_array()
+                .ok_or_else(|| BatchError::Invalid("not a list of batches".into()))?
+                .iter()
+                .map(|b| self.state(b.clone()))
+                .collect::<Result<Vec<_>, _>>()?;
+            let reached = page
+                .iter()
+                .any(|b| b.created_at > 0.0 && b.created_at < since);
+            after = v["last_id"]
+                .as_str()
+                .map(String::from)
+                .or_else(|| page.last().map(|b| b.id.clone()));
+            let more = v["has_more"].as_bool().unwrap_or(false) && !page.is_empty();
+            all.extend(page);
+            if !more || reached || since.is_infinite() {
+                break;
+            }
+        }
+        Ok(all)
     }
 
     /// Asks the provider to cancel a batch.
@@ -552,45 +592,103 @@ impl Batches {
     /// Anthropic's results (read at the endpoint's own base URL, never at a URL the
     /// provider names: the key goes nowhere else).
     pub async fn results(&self, batch: &BatchState) -> Result<Vec<Value>, BatchError> {
+        let mut all = Vec::new();
+        for file in self.result_files(batch).await? {
+            all.extend(lines(&file, &batch.id)?);
+        }
+        Ok(all)
+    }
+
+    /// An ended batch's result files as read (JSONL, one line per request), to be read a
+    /// line at a time ([`each_line`]): a batch of 50,000 answers is never held as parsed
+    /// JSON at once.
+    pub async fn result_files(&self, batch: &BatchState) -> Result<Vec<Bytes>, BatchError> {
+        let mut files = Vec::new();
         match self.api {
             BatchApi::OpenAi => {
-                let mut lines = Vec::new();
                 for file in [&batch.output_file_id, &batch.error_file_id]
                     .into_iter()
                     .flatten()
                 {
-                    lines.extend(self.content(file).await?);
+                    files.push(self.file(file).await?);
                 }
-                Ok(lines)
             }
             BatchApi::Anthropic => {
                 let path = format!("/messages/batches/{}/results", batch.id);
-                let bytes = self
-                    .call(
+                files.push(
+                    self.call(
                         Method::Get,
                         &path,
                         "application/json",
                         Bytes::new(),
                         MAX_FILE_BYTES,
                     )
-                    .await?;
-                lines(&bytes, &batch.id)
+                    .await?,
+                );
             }
         }
+        Ok(files)
+    }
+
+    /// A file's bytes.
+    async fn file(&self, file_id: &str) -> Result<Bytes, BatchError> {
+        self.call(
+            Method::Get,
+            &format!("/files/{file_id}/content"),
+            "application/json",
+            Bytes::new(),
+            MAX_FILE_BYTES,
+        )
+        .await
     }
 
     /// An output or error file's lines.
     pub async fn content(&self, file_id: &str) -> Result<Vec<Value>, BatchError> {
-        let bytes = self
-            .call(
-                Method::Get,
-                &format!("/files/{file_id}/content"),
-                "application/json",
-                Bytes::new(),
-                MAX_FILE_BYTES,
-            )
-            .await?;
-        lines(&bytes, file_id)
+        lines(&self.file(file_id).await?, file_id)
+    }
+}
+
+/// The lines of JSONL files, each parsed as it is reached; a line that is not JSON is
+/// skipped (its request then has no result, and its job fails for that).
+pub struct EachLine<'a> {
+    files: &'a [Bytes],
+    /// The file being read, and where in it.
+    file: usize,
+    at: usize,
+}
+
+impl<'a> EachLine<'a> {
+    pub fn new(files: &'a [Bytes]) -> Self {
+        EachLine {
+            files,
+            file: 0,
+            at: 0,
+        }
+    }
+}
+
+impl Iterator for EachLine<'_> {
+    type Item = Value;
+
+    fn next(&mut self) -> Option<Value> {
+        loop {
+            let bytes = self.files.get(self.file)?;
+            if self.at >= bytes.len() {
+                self.file += 1;
+                self.at = 0;
+                continue;
+            }
+            let rest = &bytes[self.at..];
+            let end = rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
+            self.at += end + 1;
+            let line = &rest[..end];
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            if let Ok(v) = serde_json::from_slice(line) {
+                return Some(v);
+            }
+        }
     }
 }
 

@@ -24,6 +24,8 @@ use super::{MockRequest, Provider, Reply, Step, Wire};
 /// The largest input file the simulator takes (OpenAI's limit), and requests per batch.
 pub const MAX_FILE_BYTES: usize = 200 * 1024 * 1024;
 pub const MAX_REQUESTS: usize = 50_000;
+/// How often the simulated provider tries a batch's request that met a passing fault.
+const BATCH_ATTEMPTS: usize = 4;
 
 /// Files and batches held by one simulator.
 #[derive(Default)]
@@ -645,26 +647,35 @@ impl Provider {
             "/v1/messages" => Wire::Anthropic,
             _ => Wire::Chat,
         };
-        match self.answer(wire, &request) {
-            Reply::Respond { status, steps, .. } => {
-                let mut bytes = Vec::new();
-                for step in steps {
-                    match step {
-                        Step::Write(b) => bytes.extend_from_slice(&b),
-                        Step::Generated { key, text } => self.generated(key, text),
-                        _ => {}
+        // A provider retries a batch's request that met a passing fault (a 429, a 5xx, a
+        // hang) itself, a few times: what is left is the batch's partial failures.
+        let mut last = (500, Value::Null);
+        for _ in 0..BATCH_ATTEMPTS {
+            last = match self.answer(wire, &request) {
+                Reply::Respond { status, steps, .. } => {
+                    let mut bytes = Vec::new();
+                    for step in steps {
+                        match step {
+                            Step::Write(b) => bytes.extend_from_slice(&b),
+                            Step::Generated { key, text } => self.generated(key, text),
+                            _ => {}
+                        }
                     }
+                    (
+                        status,
+                        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+                    )
                 }
-                (
-                    status,
-                    serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-                )
+                Reply::Hang(_) => (
+                    500,
+                    json!({"error": {"message": "The request timed out.", "type": "server_error"}}),
+                ),
+            };
+            if !(last.0 == 429 || last.0 >= 500) {
+                break;
             }
-            Reply::Hang(_) => (
-                500,
-                json!({"error": {"message": "The request timed out.", "type": "server_error"}}),
-            ),
         }
+        last
     }
 
     /// Batches created so far.

@@ -54,6 +54,15 @@ pub fn hint(status: Option<u16>, cause: &str) -> Option<String> {
             _ => return None,
         });
     }
+    // A provider batch's request: nothing was retried, and no limit would have helped.
+    if lower.contains("the batch") {
+        return Some(match status {
+            _ if model_problem => "the provider does not serve this model: set --model (or the endpoint's model) to one it does".into(),
+            Some(401) | Some(403) => "the key was refused: check the variable named by endpoint.api_key_env".into(),
+            Some(400) | Some(404) | Some(422) => "the provider refused the request itself: fix it, then send those jobs again with `run --resume DIR --retry-failed all`".into(),
+            _ => "a batch request is not retried by the provider: send those jobs again in a new batch with `run --resume DIR --retry-failed`".into(),
+        });
+    }
     Some(match status {
         _ if model_problem => "the server does not serve this model: GET <base URL>/models lists the models it does; set --model (or endpoint.model) to one of them".into(),
         Some(404) => "404 on every job usually means the base URL lacks its /v1 (promptgauge appends /chat/completions to it): try --base-url http://host:port/v1".into(),

@@ -370,7 +370,8 @@ impl Driver {
                 Some(id) => Some(id),
                 None => {
                     if listed.is_none() {
-                        listed = Some(self.list(api).await?);
+                        let since = crate::clock::parse_utc(&at).unwrap_or(0.0);
+                        listed = Some(self.list(api, since).await?);
                     }
                     let found = listed.iter().flatten().find(|s| {
                         s.metadata.get("promptgauge_batch").and_then(Value::as_str)
@@ -422,11 +423,12 @@ impl Driver {
         Ok(open)
     }
 
-    /// The provider's list of batches, asked again while it does not answer.
-    async fn list(&self, api: &Batches) -> Result<Vec<BatchState>, Halt> {
+    /// The provider's list of batches created since an hour before `since` (seconds since
+    /// 1970), asked again while it does not answer.
+    async fn list(&self, api: &Batches, since: f64) -> Result<Vec<BatchState>, Halt> {
         let mut wait = Duration::from_secs(1);
         loop {
-            match api.list().await {
+            match api.list_since(since - 3600.0).await {
                 Ok(list) => return Ok(list),
                 Err(e) if self.refused(&e) => return Err(Halt::Stopped),
                 Err(e) if e.is_final() => return Ok(Vec::new()),
@@ -609,7 +611,7 @@ impl Driver {
                     }
                     wait = (wait * 2).min(Duration::from_secs(60));
                     // It may have been created: look before creating it again.
-                    let listed = self.list(api).await?;
+                    let listed = self.list(api, crate::clock::now_seconds()).await?;
                     if let Some(s) = listed.iter().find(|s| {
                         s.metadata.get("promptgauge_batch").and_then(Value::as_str) == Some(&name)
                     }) {
@@ -760,22 +762,22 @@ impl Driver {
         state: &BatchState,
         waiting: &mut HashMap<String, Job>,
     ) -> Result<(), ReadBack> {
-        let lines = match api.results(state).await {
-            Ok(lines) => lines,
+        let files = match api.result_files(state).await {
+            Ok(files) => files,
             Err(e) if self.refused(&e) => return Err(ReadBack::Halt(Halt::Stopped)),
             Err(_) => return Err(ReadBack::Later),
         };
         let mine: HashSet<&str> = batch.keys.iter().map(String::as_str).collect();
-        let mut answered = Vec::new();
-        for line in lines {
+        // A line at a time, as the scoring takes them: a batch's answers are never all
+        // held parsed at once. A line that is not JSON answers nothing: its job fails as
+        // unanswered.
+        let answered = crate::client::batch::EachLine::new(&files).filter_map(|line| {
             let (custom_id, result) = self.lane.client.batch_result(&line);
             if !mine.contains(custom_id.as_str()) {
-                continue;
+                return None;
             }
-            if let Some(job) = waiting.remove(&custom_id) {
-                answered.push((job, result));
-            }
-        }
+            waiting.remove(&custom_id).map(|job| (job, result))
+        });
         let cache = self.cache();
         let id = &batch.id;
         let scored = futures_util::stream::iter(answered)
@@ -811,11 +813,18 @@ impl Driver {
             })
             .buffer_unordered(self.lane.client.capacity().max(1));
         tokio::pin!(scored);
+        let mut sent = 0usize;
         while let Some(record) = scored.next().await {
             match record {
                 Some(r) => {
                     self.active.fetch_sub(1, Ordering::SeqCst);
                     self.finished(r);
+                    sent += 1;
+                    // Records go no faster than the journal keeps them: a batch's 50,000
+                    // answers never wait in the channel at once.
+                    if sent.is_multiple_of(256) {
+                        self.barrier().await;
+                    }
                 }
                 // Stopped while a judge was asked: left for a resume.
                 None => return Err(ReadBack::Halt(Halt::Stopped)),

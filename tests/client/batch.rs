@@ -361,3 +361,137 @@ async fn the_client_submits_polls_and_reads_a_batch_back() {
         "{e}"
     );
 }
+
+/// A batch's result lines, read by each protocol's own decoder: the same closed list of
+/// finishes as a stream's (an answer without a real finish is no answer), and the
+/// provider's per-request failures as failures with their cause and status.
+#[test]
+fn a_batch_s_results_are_read_as_streams_are() {
+    use promptgauge::client::{Outcome, ProtocolKind};
+    let client = |protocol: ProtocolKind| {
+        let mut config = ClientConfig::new(BASE, "m");
+        config.protocol = protocol;
+        let provider = Arc::new(Provider::new(MockConfig::default()));
+        Client::new(Arc::new(MemoryTransport::new(provider)), config)
+    };
+    let chat = client(ProtocolKind::OpenaiChat);
+    let ok = |finish: &str| {
+        json!({"custom_id": "k", "response": {"status_code": 200, "body": {
+            "model": "m-1", "choices": [{"index": 0, "message": {"role": "assistant", "content": "42",
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            "finish_reason": finish}], "usage": {"prompt_tokens": 9, "completion_tokens": 2}}}, "error": null})
+    };
+    let (id, r) = chat.batch_result(&ok("stop"));
+    assert_eq!(id, "k");
+    assert!(r.answered() && r.failure.is_none(), "{r:?}");
+    assert_eq!((r.text.as_str(), r.model.as_deref()), ("42", Some("m-1")));
+    assert_eq!(r.tool_calls.len(), 1);
+    assert_eq!(r.usage.unwrap().prompt_tokens, 9);
+    assert_eq!(r.attempts[0].latency_ms, 0.0);
+    assert_eq!(
+        chat.batch_result(&ok("length")).1.outcome(),
+        Some(Outcome::Truncated)
+    );
+    assert!(chat.batch_result(&ok("content_filter")).1.filtered());
+    for no_finish in ["", "abort", "cancelled"] {
+        let (_, r) = chat.batch_result(&ok(no_finish));
+        assert!(!r.answered() && r.failure.is_some(), "{no_finish:?}: {r:?}");
+    }
+    // A request the provider refused, and one the batch never ran.
+    let refused = json!({"custom_id": "k", "response": {"status_code": 400,
+        "body": {"error": {"message": "Invalid 'max_tokens'", "type": "invalid_request_error"}}}, "error": null});
+    let (_, r) = chat.batch_result(&refused);
+    assert_eq!(r.attempts[0].status, Some(400));
+    assert!(
+        r.failure
+            .as_deref()
+            .unwrap()
+            .contains("Invalid 'max_tokens'"),
+        "{r:?}"
+    );
+    let expired = json!({"custom_id": "k", "response": null,
+        "error": {"code": "batch_expired", "message": "not run in time"}});
+    let r = chat.batch_result(&expired).1;
+    assert!(
+        r.failure.as_deref().unwrap().contains("batch_expired"),
+        "{r:?}"
+    );
+
+    // The Responses API: a response object whose status says how it ended.
+    let responses = client(ProtocolKind::OpenaiResponses);
+    let body = |status: &str, reason: &str| {
+        json!({"custom_id": "r", "response": {"status_code": 200, "body": {
+        "status": status, "incomplete_details": {"reason": reason}, "model": "m",
+        "output": [{"type": "message", "content": [{"type": "output_text", "text": "Paris"}]}],
+        "usage": {"input_tokens": 5, "output_tokens": 1}}}})
+    };
+    let r = responses.batch_result(&body("completed", "")).1;
+    assert!(r.answered() && r.text == "Paris", "{r:?}");
+    assert_eq!(
+        responses
+            .batch_result(&body("incomplete", "max_output_tokens"))
+            .1
+            .outcome(),
+        Some(Outcome::Truncated)
+    );
+    assert!(
+        !responses
+            .batch_result(&body("in_progress", ""))
+            .1
+            .answered()
+    );
+
+    // Anthropic's results: a message, an error, an expired or cancelled request.
+    let anthropic = client(ProtocolKind::AnthropicMessages);
+    let message = |stop: Value| {
+        json!({"custom_id": "a", "result": {"type": "succeeded", "message": {
+        "id": "msg", "type": "message", "role": "assistant", "model": "claude",
+        "content": [{"type": "text", "text": "Canberra"}], "stop_reason": stop,
+        "usage": {"input_tokens": 7, "output_tokens": 3}}}})
+    };
+    let r = anthropic.batch_result(&message(json!("end_turn"))).1;
+    assert!(r.answered() && r.text == "Canberra", "{r:?}");
+    assert_eq!(r.usage.unwrap().completion_tokens, 3);
+    assert_eq!(
+        anthropic
+            .batch_result(&message(json!("max_tokens")))
+            .1
+            .outcome(),
+        Some(Outcome::Truncated)
+    );
+    assert!(!anthropic.batch_result(&message(Value::Null)).1.answered());
+    let errored = json!({"custom_id": "a", "result": {"type": "errored", "error": {"type": "error",
+        "error": {"type": "invalid_request_error", "message": "max_tokens: too large"}}}});
+    let r = anthropic.batch_result(&errored).1;
+    assert_eq!(r.attempts[0].status, Some(400));
+    assert!(
+        r.failure
+            .as_deref()
+            .unwrap()
+            .contains("max_tokens: too large"),
+        "{r:?}"
+    );
+    for kind in ["expired", "canceled"] {
+        let r = anthropic
+            .batch_result(&json!({"custom_id": "a", "result": {"type": kind}}))
+            .1;
+        assert!(r.failure.as_deref().unwrap().contains(kind), "{r:?}");
+    }
+    // A key the provider echoes into an answer is scrubbed, as from a stream.
+    let mut config = ClientConfig::new(BASE, "m");
+    config.api_key = Some(promptgauge::client::ApiKey::new(
+        "sk-secret-123456789".into(),
+    ));
+    let provider = Arc::new(Provider::new(MockConfig::default()));
+    let keyed = Client::new(Arc::new(MemoryTransport::new(provider)), config);
+    let leak = json!({"custom_id": "k", "response": {"status_code": 500,
+        "body": {"error": {"message": "bad key sk-secret-123456789"}}}});
+    let r = keyed.batch_result(&leak).1;
+    assert!(
+        !r.failure
+            .as_deref()
+            .unwrap()
+            .contains("sk-secret-123456789"),
+        "{r:?}"
+    );
+}

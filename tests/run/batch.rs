@@ -623,3 +623,59 @@ fn sigterm_stops_polling_at_once_and_batch_cancel_cancels_what_runs() {
         assert_eq!(status, want, "--batch-cancel {cancel}");
     }
 }
+
+#[test]
+fn the_batch_example_runs_every_job_by_batch_at_both_providers() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let src = repo().join("examples/batch");
+    std::fs::create_dir_all(d.join("prompts")).unwrap();
+    for f in [
+        "nightly.yaml",
+        "cases.jsonl",
+        "prompts/plain.yaml",
+        "prompts/careful.yaml",
+    ] {
+        std::fs::copy(src.join(f), d.join(f)).unwrap();
+    }
+    let check = promptgauge(d)
+        .args(["check", "nightly.yaml"])
+        .output()
+        .unwrap();
+    assert!(
+        said(&check).contains("costed at its price"),
+        "{}",
+        said(&check)
+    );
+    let out = promptgauge(d)
+        .args(["run", "nightly.yaml", "--no-store", "--batch-poll", "10ms"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let run = only_run(&d.join("reports"));
+    let all = records(&run);
+    assert_eq!(all.len(), 240);
+    assert!(
+        all.iter().all(|r| r["batch"].is_string()),
+        "every job by batch"
+    );
+    // One batch per endpoint: OpenAI's files and Anthropic's message batches.
+    let lines = batch_lines(&run);
+    let ends: Vec<(&str, &str)> = lines
+        .iter()
+        .filter(|l| l["step"] == "ended")
+        .map(|l| {
+            (
+                l["endpoint"].as_str().unwrap(),
+                l["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(ends.len(), 2, "{ends:?}");
+    assert!(ends.contains(&("gpt", "completed")) && ends.contains(&("claude", "ended")));
+    let text = said(&out);
+    assert!(
+        text.contains("240 answers came through the provider's batch API"),
+        "{text}"
+    );
+}
