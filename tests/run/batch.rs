@@ -204,10 +204,23 @@ fn resume(d: &Path, run: &Path, extra: &[&str]) -> std::process::Output {
 
 #[test]
 fn a_run_killed_at_any_point_of_its_batch_resumes_without_paying_twice() {
+    // OpenAI's batch API keeps the batch's name in its metadata; Anthropic's keeps none, so
+    // a batch whose id never reached the journal is found by its size and time.
+    for protocol in ["openai-chat", "anthropic-messages"] {
+        killed_at_any_point(protocol);
+    }
+}
+
+fn killed_at_any_point(protocol: &str) {
     let (_rt, server) = start_mock(MockConfig::default());
     let bench = arithmetic_bench(10, 2, "");
     let d = bench.path();
-    let out = run(d, &server, "whole", &["--batch", "--batch-poll", "10ms"]);
+    let out = run(
+        d,
+        &server,
+        "whole",
+        &["--batch", "--batch-poll", "10ms", "--protocol", protocol],
+    );
     assert!(out.status.success(), "{}", said(&out));
     let whole = only_run(&d.join("whole"));
     let expected = answers(&whole);
@@ -229,14 +242,14 @@ fn a_run_killed_at_any_point_of_its_batch_resumes_without_paying_twice() {
         let killed = d.join(format!("killed-{lines}"));
         cut(&whole, &killed, lines);
         let out = resume(d, &killed, &["--batch-poll", "10ms"]);
-        assert!(out.status.success(), "{moment}: {}", said(&out));
+        assert!(out.status.success(), "{protocol}, {moment}: {}", said(&out));
         assert_eq!(
             server.provider.batches_created(),
             1,
-            "{moment}: no batch created again"
+            "{protocol}, {moment}: no batch created again"
         );
-        assert_eq!(each_paid_once(&server), 20, "{moment}");
-        assert_eq!(answers(&killed), expected, "{moment}");
+        assert_eq!(each_paid_once(&server), 20, "{protocol}, {moment}");
+        assert_eq!(answers(&killed), expected, "{protocol}, {moment}");
     }
 
     // Killed before the provider had it: no batch of that name in its list (another
@@ -330,6 +343,88 @@ fn kill_9_while_a_batch_runs_then_resume_collects_it() {
     let streamed = run(d, &server, "streamed", &[]);
     assert!(streamed.status.success());
     assert_eq!(got, answers(&only_run(&d.join("streamed"))));
+}
+
+#[test]
+fn kill_9_while_a_batch_s_answers_are_recorded_then_resume_records_the_rest() {
+    // The answers are judged by a slow judge (another simulator, 150 ms a call, one at a
+    // time), so the run is still recording the ended batch's answers when it is killed.
+    let (_rt, server) = start_mock(MockConfig::default());
+    let (_rt2, judge) = start_mock(MockConfig {
+        first_token_delay: Duration::from_millis(150),
+        ..MockConfig::default()
+    });
+    let extra = format!(
+        "judge: {{ base_url: \"{}\", model: judge }}\nlimits: {{ concurrency: 1 }}\n",
+        judge.base_url()
+    );
+    let bench = arithmetic_bench(10, 2, &extra);
+    let d = bench.path();
+    let yaml = std::fs::read_to_string(d.join("bench.yaml"))
+        .unwrap()
+        .replace("grade: { kind: number }", "grade: { kind: judge }");
+    std::fs::write(d.join("bench.yaml"), yaml).unwrap();
+    let url = server.base_url();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("promptgauge"))
+        .current_dir(d)
+        .args([
+            "run",
+            "bench.yaml",
+            "--quiet",
+            "--out",
+            "killed",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--batch",
+            "--batch-poll",
+            "10ms",
+        ])
+        .env("CI", "true")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let killed = loop {
+        assert!(Instant::now() < deadline, "no answer was recorded");
+        // Whole lines only: the journal is read while it is written.
+        if let Some(run) = run_dirs(&d.join("killed")).pop() {
+            let text = std::fs::read_to_string(run.join("results.jsonl")).unwrap_or_default();
+            let whole = text.rsplit_once('\n').map_or("", |(w, _)| w);
+            if whole
+                .lines()
+                .filter(|l| !l.starts_with("{\"event\""))
+                .count()
+                >= 3
+            {
+                break run;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // (A line the kill tore is cut off by the resume, which says so.)
+    let text = std::fs::read_to_string(killed.join("results.jsonl")).unwrap();
+    let before = text.lines().filter(|l| l.starts_with("{\"job\"")).count();
+    assert!(before < 20, "killed while recording: {before} of 20");
+    assert!(!text.contains("\"step\":\"ended\""));
+    let out = resume(d, &killed, &["--batch-poll", "10ms"]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert_eq!(
+        server.provider.batches_created(),
+        1,
+        "the ended batch is read again"
+    );
+    assert_eq!(each_paid_once(&server), 20);
+    let all = records(&killed);
+    assert_eq!(all.len(), 20);
+    assert!(
+        all.iter()
+            .all(|r| r["status"] == "graded" && r["batch"] == all[0]["batch"])
+    );
 }
 
 #[test]

@@ -2200,3 +2200,56 @@ fn a_grid_fits_a_real_80_or_100_column_terminal() {
         }
     }
 }
+
+/// A batched run in a real terminal: the live line shows the batches' state and requests
+/// done, and every line fits 80 and 100 columns.
+#[cfg(unix)]
+#[test]
+fn a_batched_run_s_live_line_shows_its_batches_and_fits_a_real_terminal() {
+    let (_rt, server) = start_mock(MockConfig {
+        batch_delay: std::time::Duration::from_millis(400),
+        ..MockConfig::default()
+    });
+    let bench = arithmetic_bench(30, 2, "");
+    let d = bench.path();
+    let url = server.base_url();
+    for columns in [80usize, 100] {
+        let out = format!("r{columns}");
+        let (code, lines) = in_a_terminal(
+            columns,
+            d,
+            &[
+                "run",
+                "bench.yaml",
+                "--base-url",
+                &url,
+                "--model",
+                "m",
+                "--out",
+                &out,
+                "--batch",
+                "--batch-size",
+                "20",
+                "--batch-poll",
+                "20ms",
+            ],
+        );
+        assert_eq!(code, Some(0), "{lines:#?}");
+        let over: Vec<&String> = lines
+            .iter()
+            .filter(|l| l.chars().count() > columns)
+            .collect();
+        assert!(over.is_empty(), "{columns} columns: {over:#?}");
+        let text = lines.join("\n");
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("batches: ") && l.contains("in_progress")),
+            "the live line shows the batches:\n{text}"
+        );
+        assert!(
+            text.contains("60 answers came through the provider's batch API"),
+            "{text}"
+        );
+    }
+}
