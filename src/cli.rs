@@ -766,6 +766,10 @@ pub struct MockArgs {
     /// No batch API: its paths answer 404, as a self-hosted server's do.
     #[arg(long)]
     pub no_batch_api: bool,
+    /// The batch API: a batch is created but the answer to its creation is a 502, as when a
+    /// proxy loses it (the client must find the batch, not create it twice).
+    #[arg(long)]
+    pub batch_lose_create: bool,
 }
 
 /// A long wait (a batch's): at most a week.
@@ -870,6 +874,7 @@ impl MockArgs {
             batch_delay: self.batch_delay,
             batch_expires: self.batch_expires,
             no_batch_api: self.no_batch_api,
+            batch_lose_create: self.batch_lose_create,
         })
     }
 }

@@ -56,6 +56,9 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     )?;
     let continued = continue_journal(&p, args, &dir, &record)?;
     mark_batched(&mut record, &p);
+    if args.retry_failed.is_none() && !args.quiet {
+        say_open_resends(&continued.batches, &dir);
+    }
 
     let (simulator, lanes) = start_client(
         &p,
@@ -459,6 +462,31 @@ async fn start_client(
     link_lanes(&lanes);
     check_batch_apis(p, &lanes).await?;
     Ok((simulator, lanes))
+}
+
+/// Batches of jobs an earlier `--retry-failed` sent again, still open at the provider: a
+/// resume without the flag does not collect them (their jobs' records are failures), so it
+/// says how to.
+fn say_open_resends(batches: &[crate::runner::batch::BatchRecord], dir: &RunDir) {
+    use crate::runner::batch::BatchStep;
+    let ended = |name: &str| {
+        batches
+            .iter()
+            .any(|b| b.name == name && matches!(b.step, BatchStep::Ended | BatchStep::Disowned))
+    };
+    let resent: usize = batches
+        .iter()
+        .filter(|b| b.step == BatchStep::Submitting && !ended(&b.name))
+        .filter(|b| b.keys.iter().any(|k| k.contains("-resend")))
+        .map(|b| b.keys.len())
+        .sum();
+    if resent > 0 {
+        note!(
+            "note: {} sent again by an earlier --retry-failed wait in batches still open at the provider; collect them (nothing is paid again) with: {} --retry-failed",
+            super::count(resent as u64, "job", "jobs"),
+            super::resume_command(dir.path())
+        );
+    }
 }
 
 /// A run's record says which endpoints batch: a resume that adds `--batch` says so too
@@ -899,6 +927,77 @@ fn say_resending(retry_failed: Option<crate::cli::RetryFailed>, resent: usize) {
     );
 }
 
+/// A resume may not move an endpoint whose batches are still open at the provider: they
+/// are collected where they were submitted (elsewhere they could not be, and their jobs
+/// would be paid for again).
+fn check_batches_stay(
+    dir: &RunDir,
+    record: &RunRecord,
+    provider: &ProviderInfo,
+    grid: &[ProviderInfo],
+) -> Result<(), Failure> {
+    let moved: Vec<(Option<String>, String, String)> = if record.endpoints.is_empty() {
+        vec![(
+            None,
+            record.endpoint.base_url.clone(),
+            provider.base_url.clone(),
+        )]
+    } else {
+        record
+            .endpoints
+            .iter()
+            .filter_map(|was| {
+                let now = grid.iter().find(|g| g.endpoint == was.endpoint)?;
+                Some((
+                    was.endpoint.clone(),
+                    was.base_url.clone(),
+                    now.base_url.clone(),
+                ))
+            })
+            .collect()
+    };
+    let moved: Vec<_> = moved
+        .into_iter()
+        .filter(|(_, was, now)| was != now)
+        .collect();
+    if moved.is_empty() || !dir.journal_path().exists() {
+        return Ok(());
+    }
+    let stats = crate::runner::journal::read(&dir.journal_path(), |_| {})
+        .with_context(|| format!("cannot read the journal {}", dir.journal_path().display()))
+        .before_send()?;
+    use crate::runner::batch::BatchStep;
+    for (endpoint, was, now) in moved {
+        let mine = || stats.batches.iter().filter(|b| b.endpoint == endpoint);
+        let open: Vec<&str> = mine()
+            .filter(|b| b.step == BatchStep::Submitting)
+            .filter(|b| {
+                !mine().any(|e| {
+                    e.name == b.name && matches!(e.step, BatchStep::Ended | BatchStep::Disowned)
+                })
+            })
+            .map(|b| b.name.as_str())
+            .collect();
+        if open.is_empty() {
+            continue;
+        }
+        let who = endpoint.map_or_else(|| "the run".to_string(), |e| format!("endpoint {e}"));
+        return Err(UsageError::with_fix(
+            format!(
+                "{who} has {} still open at {was}: a resume at {now} could not collect {}, and would pay for {} jobs again; nothing was sent",
+                super::count(open.len() as u64, "batch", "batches"),
+                if open.len() == 1 { "it" } else { "them" },
+                if open.len() == 1 { "its" } else { "their" },
+            ),
+            format!(
+                "resume where the batches were submitted (without --base-url or --endpoint for {who}); once they have ended, a later resume may move"
+            ),
+        )
+        .into());
+    }
+    Ok(())
+}
+
 /// The run's folder and record: a resumed run's, brought up to date, or a new one (its
 /// record not written yet: that waits until the client is built).
 fn open_folder(
@@ -912,6 +1011,7 @@ fn open_folder(
     Ok(match resumed {
         Some((dir, mut record, lock)) => {
             check_resumable(&record, p, provider)?;
+            check_batches_stay(&dir, &record, provider, &grid_infos(p))?;
             record.resumed_at.push(utc_now());
             record.finished_at = None;
             record.stopped = None;
@@ -1156,6 +1256,9 @@ impl Listener for BatchNotes {
             BatchStep::Left => {
                 note!("batch {id}{at}: still running when --batch-wait passed; left for a resume")
             }
+            BatchStep::Disowned => note!(
+                "batch {id}{at}: found by its size and time, but its results are not this run's; its jobs are submitted again"
+            ),
             BatchStep::Polled | BatchStep::Submitting => {}
         }
         Ok(())

@@ -239,9 +239,10 @@ impl Client {
         }
     }
 
-    /// A job a batch did not answer, with `why` as its cause.
-    pub fn batch_failure(&self, why: &str) -> JobResult {
-        self.failed_result(None, why.to_string())
+    /// A job a batch did not answer, with `why` as its cause and the HTTP status behind
+    /// it, if any (a 400 or 404 is no passing failure, to `--retry-failed`).
+    pub fn batch_failure(&self, status: Option<u16>, why: &str) -> JobResult {
+        self.failed_result(status, why.to_string())
     }
 
     /// One line of a batch's results (output or error file, or Anthropic's results) as

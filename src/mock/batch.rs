@@ -296,6 +296,9 @@ impl Provider {
         if let Ok(mut batches) = self.batches.batches.lock() {
             batches.insert(batch.id.clone(), batch);
         }
+        if self.config.batch_lose_create {
+            return Answer::error(502, "Bad gateway: the upstream answer was lost");
+        }
         Answer::Json(200, json)
     }
 
@@ -420,6 +423,9 @@ impl Provider {
         if let Ok(mut batches) = self.batches.batches.lock() {
             batches.insert(batch.id.clone(), batch);
         }
+        if self.config.batch_lose_create {
+            return Answer::error(502, "Bad gateway: the upstream answer was lost");
+        }
         Answer::Json(200, json)
     }
 
@@ -439,7 +445,16 @@ impl Provider {
                 _ => None,
             })
             .collect();
-        data.sort_by_key(|b| b["id"].as_str().unwrap_or("").to_string());
+        // Newest first, as OpenAI and Anthropic list them.
+        data.sort_by_key(|b| {
+            std::cmp::Reverse(
+                b["id"]
+                    .as_str()
+                    .and_then(|id| id.rsplit('-').next())
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .unwrap_or(0),
+            )
+        });
         Answer::Json(
             200,
             json!({"object": "list", "data": data, "has_more": false}),

@@ -116,6 +116,9 @@ pub struct MockConfig {
     pub batch_expires: bool,
     /// No batch API: its paths answer 404 (a self-hosted server).
     pub no_batch_api: bool,
+    /// The answer to creating a batch is lost: the batch is created, and the request
+    /// answered 502 (the client must find it rather than create it again).
+    pub batch_lose_create: bool,
 }
 
 impl Default for MockConfig {
@@ -145,6 +148,7 @@ impl Default for MockConfig {
             batch_delay: Duration::ZERO,
             batch_expires: false,
             no_batch_api: false,
+            batch_lose_create: false,
         }
     }
 }

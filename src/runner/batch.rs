@@ -70,6 +70,10 @@ pub enum BatchStep {
     Ended,
     /// Still running when the run stopped waiting (`--batch-wait`): left to a resume.
     Left,
+    /// A batch whose id never reached the journal, and which no batch in the provider's
+    /// list turned out to be (each candidate's results held none of its requests): its
+    /// jobs were submitted anew.
+    Disowned,
 }
 
 /// A provider batch's event: `{"event":"batch","step":"submitting",…}` (docs/batch.md,
@@ -144,6 +148,29 @@ struct Open {
     keys: Vec<String>,
     /// Its state when last polled.
     last: Option<BatchState>,
+    /// One of the batches that may be `name` (an API that keeps no metadata: found by size
+    /// and time): its results say whether it is.
+    guessed: bool,
+}
+
+/// A batch as the journal names it, while a resume adopts it.
+struct Named {
+    name: String,
+    keys: Vec<String>,
+    id: Option<String>,
+    at: String,
+}
+
+/// Where a batch whose id never reached the journal is in the provider's list.
+enum Lost {
+    /// Found by its name (OpenAI's metadata).
+    Named(BatchState),
+    /// Where the API keeps no metadata (Anthropic's): every batch of as many requests,
+    /// created from 30 s before its `submitting` line to 2 min after, that no journal line
+    /// or lane claims. Each one's results say whether it is the one.
+    Candidates(Vec<BatchState>),
+    /// Not there: it was never created.
+    Nowhere,
 }
 
 /// Why the lane stopped before every batch ended.
@@ -229,7 +256,13 @@ impl Driver {
                 continue;
             }
             if let Err(h) = self
-                .poll(&api, &settings, &mut open, &mut waiting, deadline)
+                .poll(
+                    &api,
+                    &settings,
+                    &mut open,
+                    (&mut waiting, &mut sent),
+                    deadline,
+                )
                 .await
             {
                 halt = Some(h);
@@ -330,82 +363,71 @@ impl Driver {
     /// The batches a resumed run had submitted that still hold jobs without a record: from
     /// the journal, or — for one journaled as `submitting` with no `submitted` after it (a
     /// crash between the provider's accept and the journal's write) — found in the
-    /// provider's list by its name (OpenAI's metadata) or, where the API keeps none
-    /// (Anthropic's), by its size and time. One not found was never created: its jobs are
-    /// submitted again.
+    /// provider's list ([`Driver::find_lost`]). One not found was never created: its jobs
+    /// are submitted again.
     async fn adopt(
         &self,
         api: &Batches,
         waiting: &HashMap<String, Job>,
         sent: &mut HashSet<usize>,
     ) -> Result<Vec<Open>, Halt> {
-        let mine = self
+        // Every id the journal knows, at every endpoint, is claimed: never a candidate.
+        if let Ok(mut claimed) = self.options.batch_claims.lock() {
+            claimed.extend(self.options.batches.iter().filter_map(|b| b.id.clone()));
+        }
+        let mut named: Vec<Named> = Vec::new();
+        for b in self
             .options
             .batches
             .iter()
-            .filter(|b| b.endpoint == self.lane.name);
-        let mut named: Vec<(String, Vec<String>, Option<String>, String)> = Vec::new();
-        for b in mine {
+            .filter(|b| b.endpoint == self.lane.name)
+        {
             match b.step {
-                BatchStep::Submitting => {
-                    named.push((b.name.clone(), b.keys.clone(), None, b.at.clone()))
-                }
+                BatchStep::Submitting => named.push(Named {
+                    name: b.name.clone(),
+                    keys: b.keys.clone(),
+                    id: None,
+                    at: b.at.clone(),
+                }),
                 BatchStep::Submitted => {
-                    if let Some(n) = named.iter_mut().find(|n| n.0 == b.name) {
-                        n.2 = b.id.clone();
+                    if let Some(n) = named.iter_mut().find(|n| n.name == b.name) {
+                        n.id = b.id.clone();
                     }
                 }
+                // No batch was it: its jobs went out again in another.
+                BatchStep::Disowned => named.retain(|n| n.name != b.name),
                 _ => {}
             }
         }
-        named.retain(|n| n.1.iter().any(|k| waiting.contains_key(k)));
-        if named.is_empty() {
-            return Ok(Vec::new());
-        }
-        let known: HashSet<String> = named.iter().filter_map(|n| n.2.clone()).collect();
+        named.retain(|n| n.keys.iter().any(|k| waiting.contains_key(k)));
         let mut listed: Option<Vec<BatchState>> = None;
         let mut open = Vec::new();
-        for (name, keys, id, at) in named {
-            let id = match id {
-                Some(id) => Some(id),
-                None => {
-                    if listed.is_none() {
-                        let since = crate::clock::parse_utc(&at).unwrap_or(0.0);
-                        listed = Some(self.list(api, since).await?);
-                    }
-                    let found = listed.iter().flatten().find(|s| {
-                        s.metadata.get("promptgauge_batch").and_then(Value::as_str)
-                            == Some(name.as_str())
-                            || (s.metadata.is_null()
-                                && !known.contains(&s.id)
-                                && s.request_counts.total == keys.len() as u64
-                                && crate::clock::parse_utc(&at)
-                                    .is_some_and(|t| s.created_at + 120.0 >= t))
-                    });
-                    match found {
-                        Some(state) => {
-                            let mut r = BatchRecord::of(
-                                BatchStep::Submitted,
-                                &name,
-                                self.lane.name.as_ref(),
-                                state,
-                            );
-                            r.status = None;
-                            r.counts = None;
-                            if !self.journaled(r).await {
-                                return Err(Halt::Journal);
-                            }
-                            Some(state.id.clone())
-                        }
-                        None => None,
-                    }
-                }
-            };
-            let Some(id) = id else { continue };
-            let keys: Vec<String> = keys
+        for n in named {
+            let keys: Vec<String> = n
+                .keys
                 .into_iter()
                 .filter(|k| waiting.contains_key(k))
                 .collect();
+            let found: Vec<(String, bool)> = match n.id {
+                Some(id) => vec![(id, false)],
+                None => {
+                    let at = crate::clock::parse_utc(&n.at).unwrap_or(0.0);
+                    if listed.is_none() {
+                        listed = Some(self.list(api, at).await?);
+                    }
+                    let list = listed.as_deref().unwrap_or_default();
+                    match self.find_lost(list, &n.name, keys.len(), at) {
+                        Lost::Named(state) => {
+                            if !self.journal_submitted(&n.name, &state.id).await {
+                                return Err(Halt::Journal);
+                            }
+                            vec![(state.id, false)]
+                        }
+                        Lost::Candidates(all) => all.into_iter().map(|s| (s.id, true)).collect(),
+                        Lost::Nowhere => continue,
+                    }
+                }
+            };
             for k in &keys {
                 if let Some(job) = waiting.get(k) {
                     sent.insert(job.index);
@@ -413,14 +435,63 @@ impl Driver {
                     let _ = self.tx.send(Message::Started(*job));
                 }
             }
-            open.push(Open {
-                name,
-                id,
-                keys,
-                last: None,
-            });
+            for (id, guessed) in found {
+                open.push(Open {
+                    name: n.name.clone(),
+                    id,
+                    keys: keys.clone(),
+                    last: None,
+                    guessed,
+                });
+            }
         }
         Ok(open)
+    }
+
+    /// The batch named `name` (of `size` requests, journaled as `submitting` at `at`,
+    /// seconds since 1970) in the provider's `list`, when its id never reached the journal.
+    fn find_lost(&self, list: &[BatchState], name: &str, size: usize, at: f64) -> Lost {
+        let named = |s: &&BatchState| {
+            s.metadata.get("promptgauge_batch").and_then(Value::as_str) == Some(name)
+        };
+        if let Some(s) = list.iter().find(named) {
+            if let Ok(mut claimed) = self.options.batch_claims.lock() {
+                claimed.insert(s.id.clone());
+            }
+            return Lost::Named(s.clone());
+        }
+        let claimed = self
+            .options
+            .batch_claims
+            .lock()
+            .map(|c| c.clone())
+            .unwrap_or_default();
+        let candidates: Vec<BatchState> = list
+            .iter()
+            .filter(|s| {
+                s.metadata.is_null()
+                    && !claimed.contains(&s.id)
+                    && s.request_counts.total == size as u64
+                    && s.created_at >= at - 30.0
+                    && s.created_at <= at + 120.0
+            })
+            .cloned()
+            .collect();
+        if candidates.is_empty() {
+            Lost::Nowhere
+        } else {
+            Lost::Candidates(candidates)
+        }
+    }
+
+    /// Journals that the batch `name` is the provider's `id`, and claims it.
+    async fn journal_submitted(&self, name: &str, id: &str) -> bool {
+        if let Ok(mut claimed) = self.options.batch_claims.lock() {
+            claimed.insert(id.to_string());
+        }
+        let mut r = BatchRecord::new(BatchStep::Submitted, name, self.lane.name.as_ref());
+        r.id = Some(id.to_string());
+        self.journaled(r).await
     }
 
     /// The provider's list of batches created since an hour before `since` (seconds since
@@ -518,7 +589,7 @@ impl Driver {
             if !jobs.is_empty()
                 && (jobs.len() >= most_requests || lines.len() + line.len() > most_bytes)
             {
-                open.push(
+                open.extend(
                     self.create(api, std::mem::take(&mut lines), std::mem::take(&mut jobs))
                         .await?,
                 );
@@ -530,9 +601,8 @@ impl Driver {
             ));
         }
         if !jobs.is_empty() {
-            open.push(self.create(api, lines, jobs).await?);
+            open.extend(self.create(api, lines, jobs).await?);
         }
-        open.retain(|o: &Open| !o.id.is_empty());
         Ok(open)
     }
 
@@ -559,20 +629,20 @@ impl Driver {
         api: &Batches,
         lines: Vec<u8>,
         jobs: Vec<(String, Job)>,
-    ) -> Result<Open, Halt> {
+    ) -> Result<Vec<Open>, Halt> {
         let name = format!("pg-{:016x}", rand::random::<u64>());
         let endpoint = self.lane.name.as_ref();
-        let fail_all = |why: String| {
+        // A refusal fails the jobs with its status (a 400 is no passing failure).
+        let fail_all = |why: String, e: &BatchError| {
+            let status = match e {
+                BatchError::Http { status, .. } => Some(*status),
+                _ => None,
+            };
             for (_, job) in &jobs {
-                let result = self.lane.client.batch_failure(&why);
+                let result = self.lane.client.batch_failure(status, &why);
                 self.fail(job, result, None);
             }
-            Ok(Open {
-                name: name.clone(),
-                id: String::new(),
-                keys: Vec::new(),
-                last: None,
-            })
+            Ok(Vec::new())
         };
         let mut wait = Duration::from_secs(1);
         let file = loop {
@@ -580,7 +650,7 @@ impl Driver {
                 Ok(file) => break file,
                 Err(e) if self.refused(&e) => return Err(Halt::Stopped),
                 Err(e) if e.is_final() => {
-                    return fail_all(format!("the batch API refused the input file: {e}"));
+                    return fail_all(format!("the batch API refused the input file: {e}"), &e);
                 }
                 Err(_) if self.sleep(wait).await => wait = (wait * 2).min(Duration::from_secs(60)),
                 Err(_) => return Err(Halt::Stopped),
@@ -594,6 +664,15 @@ impl Driver {
         }
         let metadata = json!({"promptgauge_run": self.options.run_id, "promptgauge_batch": name});
         let endpoint_path = self.lane.client.batch_endpoint();
+        let asked_at = crate::clock::now_seconds();
+        let keys: Vec<String> = jobs.iter().map(|(k, _)| k.clone()).collect();
+        let started = |opens: Vec<Open>| {
+            for (_, job) in &jobs {
+                self.active.fetch_add(1, Ordering::SeqCst);
+                let _ = self.tx.send(Message::Started(*job));
+            }
+            Ok(opens)
+        };
         let mut wait = Duration::from_secs(1);
         let state = loop {
             match api
@@ -603,39 +682,48 @@ impl Driver {
                 Ok(state) => break state,
                 Err(e) if self.refused(&e) => return Err(Halt::Stopped),
                 Err(e) if e.is_final() => {
-                    return fail_all(format!("the batch API refused the batch: {e}"));
+                    return fail_all(format!("the batch API refused the batch: {e}"), &e);
                 }
                 Err(_) => {
                     if !self.sleep(wait).await {
                         return Err(Halt::Stopped);
                     }
                     wait = (wait * 2).min(Duration::from_secs(60));
-                    // It may have been created: look before creating it again.
-                    let listed = self.list(api, crate::clock::now_seconds()).await?;
-                    if let Some(s) = listed.iter().find(|s| {
-                        s.metadata.get("promptgauge_batch").and_then(Value::as_str) == Some(&name)
-                    }) {
-                        break s.clone();
+                    // It may have been created though its answer was lost: look before
+                    // creating it again.
+                    let listed = self.list(api, asked_at).await?;
+                    match self.find_lost(&listed, &name, jobs.len(), asked_at) {
+                        Lost::Named(state) => break state,
+                        // Where the API keeps no metadata: the batches that may be it,
+                        // each read when it ends; if none is, the jobs go out again.
+                        Lost::Candidates(all) => {
+                            return started(
+                                all.into_iter()
+                                    .map(|s| Open {
+                                        name: name.clone(),
+                                        id: s.id,
+                                        keys: keys.clone(),
+                                        last: None,
+                                        guessed: true,
+                                    })
+                                    .collect(),
+                            );
+                        }
+                        Lost::Nowhere => {}
                     }
                 }
             }
         };
-        let mut record = BatchRecord::of(BatchStep::Submitted, &name, endpoint, &state);
-        record.status = None;
-        record.counts = None;
-        if !self.journaled(record).await {
+        if !self.journal_submitted(&name, &state.id).await {
             return Err(Halt::Journal);
         }
-        for (_, job) in &jobs {
-            self.active.fetch_add(1, Ordering::SeqCst);
-            let _ = self.tx.send(Message::Started(*job));
-        }
-        Ok(Open {
+        started(vec![Open {
             name,
-            id: state.id.clone(),
-            keys: jobs.into_iter().map(|(k, _)| k).collect(),
+            id: state.id,
+            keys,
             last: None,
-        })
+            guessed: false,
+        }])
     }
 
     /// A job without an answer, as its failed record (with the batch it was in, if any).
@@ -656,7 +744,7 @@ impl Driver {
         api: &Batches,
         settings: &BatchSettings,
         open: &mut Vec<Open>,
-        waiting: &mut HashMap<String, Job>,
+        (waiting, sent): (&mut HashMap<String, Job>, &mut HashSet<usize>),
         deadline: tokio::time::Instant,
     ) -> Result<(), Halt> {
         let mut wait = settings.poll;
@@ -671,10 +759,11 @@ impl Driver {
                     Ok(s) => s,
                     Err(e) if self.refused(&e) => return Err(Halt::Stopped),
                     Err(e @ BatchError::Http { status: 404, .. }) => {
-                        // The provider no longer knows it: its jobs fail, for a retry.
+                        // The provider does not know it (not a passing failure: a retry
+                        // pays again for what the batch may have answered).
                         let batch = open.remove(i);
-                        let why = format!("the provider no longer knows batch {}: {e}", batch.id);
-                        self.fail_rest(&batch, waiting, &why);
+                        let why = format!("the provider does not know batch {}: {e}", batch.id);
+                        self.fail_rest(&batch, waiting, Some(404), &why);
                         ended_any = true;
                         continue;
                     }
@@ -698,21 +787,60 @@ impl Driver {
                     i += 1;
                     continue;
                 }
-                match self.read_back(api, &open[i], &state, waiting).await {
-                    Ok(()) => {}
+                let matched = match self.read_back(api, &open[i], &state, waiting).await {
+                    Ok(n) => n,
                     Err(ReadBack::Halt(h)) => return Err(h),
                     // Not read this time: polled again.
                     Err(ReadBack::Later) => {
                         i += 1;
                         continue;
                     }
+                };
+                if open[i].guessed {
+                    let batch = open.remove(i);
+                    ended_any = true;
+                    if matched == 0 {
+                        // Not it. When no candidate is left, the batch was never created:
+                        // its jobs go out again (those no other batch holds).
+                        if !open.iter().any(|o| o.name == batch.name) {
+                            let record = BatchRecord::new(
+                                BatchStep::Disowned,
+                                &batch.name,
+                                self.lane.name.as_ref(),
+                            );
+                            if !self.journaled(record).await {
+                                return Err(Halt::Journal);
+                            }
+                            for key in &batch.keys {
+                                let elsewhere = open.iter().any(|o| o.keys.contains(key));
+                                if let (Some(job), false) = (waiting.get(key), elsewhere) {
+                                    sent.remove(&job.index);
+                                    self.active.fetch_sub(1, Ordering::SeqCst);
+                                }
+                            }
+                        }
+                        continue;
+                    }
+                    // It is the one: journaled as such, the other candidates dropped.
+                    if !self.journal_submitted(&batch.name, &batch.id).await {
+                        return Err(Halt::Journal);
+                    }
+                    open.retain(|o| o.name != batch.name);
+                    i = 0;
+                    open.insert(
+                        0,
+                        Open {
+                            guessed: false,
+                            ..batch
+                        },
+                    );
                 }
                 let batch = open.remove(i);
                 let why = format!(
-                    "batch {} ended {} without an answer to this request",
+                    "batch {} ended (status {}) without an answer to this request",
                     batch.id, state.status
                 );
-                self.fail_rest(&batch, waiting, &why);
+                self.fail_rest(&batch, waiting, None, &why);
                 let record = BatchRecord::of(
                     BatchStep::Ended,
                     &batch.name,
@@ -744,11 +872,18 @@ impl Driver {
     }
 
     /// Fails the jobs of `batch` still without a record.
-    fn fail_rest(&self, batch: &Open, waiting: &mut HashMap<String, Job>, why: &str) {
+    fn fail_rest(
+        &self,
+        batch: &Open,
+        waiting: &mut HashMap<String, Job>,
+        status: Option<u16>,
+        why: &str,
+    ) {
         for key in &batch.keys {
             if let Some(job) = waiting.remove(key) {
                 self.active.fetch_sub(1, Ordering::SeqCst);
-                self.fail(&job, self.lane.client.batch_failure(why), Some(&batch.id));
+                let result = self.lane.client.batch_failure(status, why);
+                self.fail(&job, result, Some(&batch.id));
             }
         }
     }
@@ -761,13 +896,15 @@ impl Driver {
         batch: &Open,
         state: &BatchState,
         waiting: &mut HashMap<String, Job>,
-    ) -> Result<(), ReadBack> {
+    ) -> Result<usize, ReadBack> {
         let files = match api.result_files(state).await {
             Ok(files) => files,
             Err(e) if self.refused(&e) => return Err(ReadBack::Halt(Halt::Stopped)),
             Err(_) => return Err(ReadBack::Later),
         };
         let mine: HashSet<&str> = batch.keys.iter().map(String::as_str).collect();
+        // Results that are this run's requests (none: a guessed batch was another's).
+        let matched = AtomicUsize::new(0);
         // A line at a time, as the scoring takes them: a batch's answers are never all
         // held parsed at once. A line that is not JSON answers nothing: its job fails as
         // unanswered.
@@ -776,6 +913,7 @@ impl Driver {
             if !mine.contains(custom_id.as_str()) {
                 return None;
             }
+            matched.fetch_add(1, Ordering::Relaxed);
             waiting.remove(&custom_id).map(|job| (job, result))
         });
         let cache = self.cache();
@@ -830,7 +968,7 @@ impl Driver {
                 None => return Err(ReadBack::Halt(Halt::Stopped)),
             }
         }
-        Ok(())
+        Ok(matched.load(Ordering::Relaxed))
     }
 }
 

@@ -62,6 +62,9 @@ pub struct RunOptions {
     /// `--resume` of a batch run: the batch lines its journal holds, for the lanes to adopt
     /// what they had submitted.
     pub batches: Arc<Vec<batch::BatchRecord>>,
+    /// Provider batch ids claimed by a lane (journaled, created or adopted): a batch found
+    /// by a guess is never one another lane has.
+    pub batch_claims: Arc<Mutex<std::collections::HashSet<String>>>,
 }
 
 /// One endpoint of a run, with its own workers: its client (its gate, limits, replicas and

@@ -252,24 +252,17 @@ fn killed_at_any_point(protocol: &str) {
         assert_eq!(answers(&killed), expected, "{protocol}, {moment}");
     }
 
-    // Killed before the provider had it: no batch of that name in its list (another
-    // simulator, which has seen none), so the resume submits one, once.
+    // Killed before the provider had it: no batch of that name in its list. The same run,
+    // as if it had been sent to another simulator, which has seen none: the resume submits
+    // one, once.
     let (_rt2, fresh) = start_mock(MockConfig::default());
     let killed = d.join("killed-before");
     cut(&whole, &killed, 1);
-    let out = promptgauge(d)
-        .args([
-            "run",
-            "--quiet",
-            "--resume",
-            killed.to_str().unwrap(),
-            "--base-url",
-            &fresh.base_url(),
-            "--batch-poll",
-            "10ms",
-        ])
-        .output()
-        .unwrap();
+    let record = std::fs::read_to_string(killed.join("run.json"))
+        .unwrap()
+        .replace(&server.base_url(), &fresh.base_url());
+    std::fs::write(killed.join("run.json"), record).unwrap();
+    let out = resume(d, &killed, &["--batch-poll", "10ms"]);
     assert!(out.status.success(), "{}", said(&out));
     assert_eq!(fresh.provider.batches_created(), 1);
     assert_eq!(each_paid_once(&fresh), 20);
@@ -773,4 +766,89 @@ fn the_batch_example_runs_every_job_by_batch_at_both_providers() {
         text.contains("240 answers came through the provider's batch API"),
         "{text}"
     );
+}
+
+#[test]
+fn a_batch_whose_creation_answer_is_lost_is_found_not_created_twice() {
+    // The provider creates each batch but its answer is lost (a 502): the client looks in
+    // the list before creating again — by name in OpenAI's metadata; Anthropic keeps none,
+    // so every batch of the size and time is a candidate until its results say whose it is.
+    // Two Anthropic endpoints at one provider: their batches are alike, and each endpoint
+    // records only its own requests.
+    for protocol in ["openai-chat", "anthropic-messages"] {
+        let (_rt, server) = start_mock(MockConfig {
+            batch_lose_create: true,
+            ..MockConfig::default()
+        });
+        let url = server.base_url();
+        let extra = format!(
+            "endpoints:\n  - {{ name: one, base_url: \"{url}\", model: m, protocol: {protocol}, batch: true }}\n  - {{ name: two, base_url: \"{url}\", model: m, protocol: {protocol}, batch: true }}\n"
+        );
+        let bench = arithmetic_bench(8, 2, &extra);
+        let d = bench.path();
+        let out = promptgauge(d)
+            .args(["run", "bench.yaml", "--quiet", "--batch-poll", "10ms"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{protocol}: {}", said(&out));
+        assert_eq!(
+            server.provider.batches_created(),
+            2,
+            "{protocol}: one per endpoint"
+        );
+        assert_eq!(each_paid_once(&server), 32, "{protocol}");
+        let run = only_run(&d.join("reports"));
+        let all = records(&run);
+        assert_eq!(all.len(), 32, "{protocol}");
+        assert!(all.iter().all(|r| r["status"] == "graded"), "{protocol}");
+        // Each endpoint's answers from its own batch.
+        let batch_of = |e: &str| -> std::collections::BTreeSet<String> {
+            all.iter()
+                .filter(|r| r["endpoint"] == e)
+                .map(|r| r["batch"].as_str().unwrap().to_string())
+                .collect()
+        };
+        let (one, two) = (batch_of("one"), batch_of("two"));
+        assert_eq!((one.len(), two.len()), (1, 1), "{protocol}");
+        assert_ne!(one, two, "{protocol}");
+    }
+}
+
+#[test]
+fn a_resume_may_not_move_an_endpoint_whose_batches_are_still_open() {
+    let (_rt, server) = start_mock(MockConfig {
+        batch_delay: Duration::from_secs(3600),
+        ..MockConfig::default()
+    });
+    let (_rt2, other) = start_mock(MockConfig::default());
+    let bench = arithmetic_bench(4, 2, "");
+    let d = bench.path();
+    let out = run(
+        d,
+        &server,
+        "r",
+        &["--batch", "--batch-poll", "10ms", "--batch-wait", "100ms"],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", said(&out));
+    let dir = only_run(&d.join("r"));
+    let moved = promptgauge(d)
+        .args([
+            "run",
+            "--resume",
+            dir.to_str().unwrap(),
+            "--base-url",
+            &other.base_url(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(moved.status.code(), Some(2), "{}", said(&moved));
+    assert!(said(&moved).contains("still open at"), "{}", said(&moved));
+    assert_eq!(other.provider.stats().requests, 0);
+    assert_eq!(other.provider.batches_created(), 0);
+    // Where they were submitted, they are collected.
+    server.provider.release_batches();
+    let out = resume(d, &dir, &["--batch-poll", "10ms"]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert_eq!(records(&dir).len(), 8);
+    assert_eq!(each_paid_once(&server), 8);
 }
