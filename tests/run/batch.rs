@@ -852,3 +852,39 @@ fn a_resume_may_not_move_an_endpoint_whose_batches_are_still_open() {
     assert_eq!(records(&dir).len(), 8);
     assert_eq!(each_paid_once(&server), 8);
 }
+
+#[test]
+fn batched_answers_go_to_the_cache_and_a_cached_job_is_never_submitted() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let bench = arithmetic_bench(6, 2, "");
+    let d = bench.path();
+    let first = run(
+        d,
+        &server,
+        "r",
+        &["--batch", "--batch-poll", "10ms", "--cache"],
+    );
+    assert!(first.status.success(), "{}", said(&first));
+    assert_eq!(server.provider.batches_created(), 1);
+    let again = run(
+        d,
+        &server,
+        "r",
+        &["--batch", "--batch-poll", "10ms", "--cache"],
+    );
+    assert!(again.status.success(), "{}", said(&again));
+    assert_eq!(
+        server.provider.batches_created(),
+        1,
+        "nothing left to submit"
+    );
+    assert_eq!(each_paid_once(&server), 12);
+    let runs = run_dirs(&d.join("r"));
+    let second = records(runs.last().unwrap());
+    assert_eq!(second.len(), 12);
+    assert!(
+        second
+            .iter()
+            .all(|r| r["cached"] == true && r["batch"].is_null())
+    );
+}
