@@ -770,6 +770,10 @@ pub struct MockArgs {
     /// proxy loses it (the client must find the batch, not create it twice).
     #[arg(long)]
     pub batch_lose_create: bool,
+    /// The batch API: the answer to creating a batch comes this long after the batch was
+    /// created (kill a client meanwhile, and it never learns the batch's id).
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_delay)]
+    pub batch_create_delay: Duration,
 }
 
 /// A long wait (a batch's): at most a week.
@@ -875,6 +879,7 @@ impl MockArgs {
             batch_expires: self.batch_expires,
             no_batch_api: self.no_batch_api,
             batch_lose_create: self.batch_lose_create,
+            batch_create_delay: self.batch_create_delay,
         })
     }
 }

@@ -199,13 +199,25 @@ impl Provider {
         let answer = match (method, segments.as_slice()) {
             ("POST", ["files"]) => self.upload(request),
             ("GET", ["files", id, "content"]) => self.file_content(id),
-            ("POST", ["batches"]) => self.create_batch(request),
+            ("POST", ["batches"]) => return Some(self.created(self.create_batch(request))),
             ("GET", ["batches"]) => self.list_batches(false),
             ("GET", ["batches", id]) => self.retrieve_batch(id),
             (_, [.., id, _]) => self.cancel_batch(id),
             _ => return None,
         };
         Some(answer.reply())
+    }
+
+    /// The answer to creating a batch (created at once), sent after
+    /// [`MockConfig::batch_create_delay`](super::MockConfig::batch_create_delay).
+    fn created(&self, answer: Answer) -> Reply {
+        let mut reply = answer.reply();
+        if let Reply::Respond { steps, .. } = &mut reply
+            && !self.config.batch_create_delay.is_zero()
+        {
+            steps.insert(0, Step::Sleep(self.config.batch_create_delay));
+        }
+        reply
     }
 
     /// Anthropic's Message Batches (`/v1/messages/batches/…`, `rest` after it).
@@ -230,7 +242,7 @@ impl Provider {
             );
         }
         let answer = match (method, rest) {
-            ("POST", []) => self.create_message_batch(request),
+            ("POST", []) => return Some(self.created(self.create_message_batch(request))),
             ("GET", []) => self.list_batches(true),
             ("GET", [id]) => self.retrieve_batch(id),
             ("POST", [id, "cancel"]) => self.cancel_batch(id),

@@ -119,6 +119,9 @@ pub struct MockConfig {
     /// The answer to creating a batch is lost: the batch is created, and the request
     /// answered 502 (the client must find it rather than create it again).
     pub batch_lose_create: bool,
+    /// The answer to creating a batch comes this long after the batch was created (a
+    /// client killed meanwhile never learns its id).
+    pub batch_create_delay: Duration,
 }
 
 impl Default for MockConfig {
@@ -149,6 +152,7 @@ impl Default for MockConfig {
             batch_expires: false,
             no_batch_api: false,
             batch_lose_create: false,
+            batch_create_delay: Duration::ZERO,
         }
     }
 }

@@ -460,6 +460,10 @@ impl Driver {
             }
             return Lost::Named(s.clone());
         }
+        // OpenAI's batches carry their name: one not listed by it was never created.
+        if self.lane.client.batch_api() == crate::client::batch::BatchApi::OpenAi {
+            return Lost::Nowhere;
+        }
         let claimed = self
             .options
             .batch_claims

@@ -339,6 +339,71 @@ fn kill_9_while_a_batch_runs_then_resume_collects_it() {
 }
 
 #[test]
+fn kill_9_while_a_batch_is_submitted_then_resume_finds_it() {
+    // The provider creates the batch at once and answers only 30 s later: the run is
+    // killed in between, its journal saying `submitting` and no id. The resume finds the
+    // batch (by name; at Anthropic, by its results) and creates nothing again.
+    for protocol in ["openai-chat", "anthropic-messages"] {
+        let (_rt, server) = start_mock(MockConfig {
+            batch_create_delay: Duration::from_secs(30),
+            ..MockConfig::default()
+        });
+        let bench = arithmetic_bench(6, 2, "");
+        let d = bench.path();
+        let url = server.base_url();
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("promptgauge"))
+            .current_dir(d)
+            .args([
+                "run",
+                "bench.yaml",
+                "--quiet",
+                "--out",
+                "killed",
+                "--base-url",
+                &url,
+                "--model",
+                "m",
+                "--batch",
+                "--batch-poll",
+                "10ms",
+                "--protocol",
+                protocol,
+            ])
+            .env("CI", "true")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while server.provider.batches_created() == 0 {
+            assert!(Instant::now() < deadline, "{protocol}: never submitted");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let killed = only_run(&d.join("killed"));
+        let text = std::fs::read_to_string(killed.join("results.jsonl")).unwrap();
+        assert!(
+            text.contains("\"step\":\"submitting\""),
+            "{protocol}: {text}"
+        );
+        assert!(
+            !text.contains("\"step\":\"submitted\""),
+            "{protocol}: {text}"
+        );
+        let out = resume(d, &killed, &["--batch-poll", "10ms"]);
+        assert!(out.status.success(), "{protocol}: {}", said(&out));
+        assert_eq!(
+            server.provider.batches_created(),
+            1,
+            "{protocol}: found, not created again"
+        );
+        assert_eq!(each_paid_once(&server), 12, "{protocol}");
+        assert_eq!(records(&killed).len(), 12, "{protocol}");
+    }
+}
+
+#[test]
 fn kill_9_while_a_batch_s_answers_are_recorded_then_resume_records_the_rest() {
     // The answers are judged by a slow judge (another simulator, 150 ms a call, one at a
     // time), so the run is still recording the ended batch's answers when it is killed.
