@@ -57,6 +57,7 @@ pub fn hint(status: Option<u16>, cause: &str) -> Option<String> {
     // A provider batch's request: nothing was retried, and no limit would have helped.
     if lower.contains("the batch") {
         return Some(match status {
+            _ if lower.contains("does not know batch") => "the provider has no such batch (another account or base URL, or it was deleted): its answers cannot be collected; `run --resume DIR --retry-failed all` sends the jobs again".into(),
             _ if model_problem => "the provider does not serve this model: set --model (or the endpoint's model) to one it does".into(),
             Some(401) | Some(403) => "the key was refused: check the variable named by endpoint.api_key_env".into(),
             Some(400) | Some(404) | Some(422) => "the provider refused the request itself: fix it, then send those jobs again with `run --resume DIR --retry-failed all`".into(),

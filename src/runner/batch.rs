@@ -156,6 +156,8 @@ struct Open {
 /// A batch as the journal names it, while a resume adopts it.
 struct Named {
     name: String,
+    /// Its requests, as journaled.
+    size: usize,
     keys: Vec<String>,
     id: Option<String>,
     at: String,
@@ -166,8 +168,9 @@ enum Lost {
     /// Found by its name (OpenAI's metadata).
     Named(BatchState),
     /// Where the API keeps no metadata (Anthropic's): every batch of as many requests,
-    /// created from 30 s before its `submitting` line to 2 min after, that no journal line
-    /// or lane claims. Each one's results say whether it is the one.
+    /// created from 30 s before its `submitting` line to 2 min after its last attempt to
+    /// create it (on a resume: after now), that no journal line or lane claims. Each one's
+    /// results say whether it is the one.
     Candidates(Vec<BatchState>),
     /// Not there: it was never created.
     Nowhere,
@@ -275,19 +278,35 @@ impl Driver {
             && h != Halt::Journal
             && settings.cancel_on_stop
         {
-            for batch in &open {
+            // Only batches known to be this run's: a candidate may be another's.
+            for batch in open.iter().filter(|b| !b.guessed) {
                 // Best effort: what the provider ran is adopted by a resume all the same.
                 let _ = tokio::time::timeout(Duration::from_secs(10), api.cancel(&batch.id)).await;
             }
         }
         if halt == Some(Halt::OutOfTime) {
+            let mut said: HashSet<&str> = HashSet::new();
             for batch in &open {
+                if !said.insert(&batch.name) {
+                    continue;
+                }
                 let mut record =
                     BatchRecord::new(BatchStep::Left, &batch.name, self.lane.name.as_ref());
-                record.id = Some(batch.id.clone());
+                // A candidate's id is not journaled: it may be another's, and a resume
+                // looks for the batch again.
+                record.id = (!batch.guessed).then(|| batch.id.clone());
                 let _ = self.tx.send(Message::Batch(Box::new(record), None));
             }
         }
+    }
+
+    /// The first wait before asking the batch API again (it doubles, up to a minute): a
+    /// second, or the polling interval when that is shorter.
+    fn first_wait(&self) -> Duration {
+        self.options
+            .batch
+            .as_ref()
+            .map_or(Duration::from_secs(1), |s| s.poll.min(Duration::from_secs(1)))
     }
 
     fn custom_id(&self, job: &Job) -> String {
@@ -371,9 +390,16 @@ impl Driver {
         waiting: &HashMap<String, Job>,
         sent: &mut HashSet<usize>,
     ) -> Result<Vec<Open>, Halt> {
-        // Every id the journal knows, at every endpoint, is claimed: never a candidate.
+        // Every batch the journal knows as a run's own, at every endpoint, is claimed:
+        // never a candidate.
         if let Ok(mut claimed) = self.options.batch_claims.lock() {
-            claimed.extend(self.options.batches.iter().filter_map(|b| b.id.clone()));
+            claimed.extend(
+                self.options
+                    .batches
+                    .iter()
+                    .filter(|b| matches!(b.step, BatchStep::Submitted | BatchStep::Ended))
+                    .filter_map(|b| b.id.clone()),
+            );
         }
         let mut named: Vec<Named> = Vec::new();
         for b in self
@@ -385,6 +411,7 @@ impl Driver {
             match b.step {
                 BatchStep::Submitting => named.push(Named {
                     name: b.name.clone(),
+                    size: b.keys.len(),
                     keys: b.keys.clone(),
                     id: None,
                     at: b.at.clone(),
@@ -416,7 +443,10 @@ impl Driver {
                         listed = Some(self.list(api, at).await?);
                     }
                     let list = listed.as_deref().unwrap_or_default();
-                    match self.find_lost(list, &n.name, keys.len(), at) {
+                    // Created at most as late as now (its create may have been retried
+                    // long after the line was written).
+                    let window = (at, crate::clock::now_seconds());
+                    match self.find_lost(list, &n.name, n.size, window) {
                         Lost::Named(state) => {
                             if !self.journal_submitted(&n.name, &state.id).await {
                                 return Err(Halt::Journal);
@@ -450,7 +480,7 @@ impl Driver {
 
     /// The batch named `name` (of `size` requests, journaled as `submitting` at `at`,
     /// seconds since 1970) in the provider's `list`, when its id never reached the journal.
-    fn find_lost(&self, list: &[BatchState], name: &str, size: usize, at: f64) -> Lost {
+    fn find_lost(&self, list: &[BatchState], name: &str, size: usize, window: (f64, f64)) -> Lost {
         let named = |s: &&BatchState| {
             s.metadata.get("promptgauge_batch").and_then(Value::as_str) == Some(name)
         };
@@ -476,8 +506,8 @@ impl Driver {
                 s.metadata.is_null()
                     && !claimed.contains(&s.id)
                     && s.request_counts.total == size as u64
-                    && s.created_at >= at - 30.0
-                    && s.created_at <= at + 120.0
+                    && s.created_at >= window.0 - 30.0
+                    && s.created_at <= window.1 + 120.0
             })
             .cloned()
             .collect();
@@ -501,7 +531,7 @@ impl Driver {
     /// The provider's list of batches created since an hour before `since` (seconds since
     /// 1970), asked again while it does not answer.
     async fn list(&self, api: &Batches, since: f64) -> Result<Vec<BatchState>, Halt> {
-        let mut wait = Duration::from_secs(1);
+        let mut wait = self.first_wait();
         loop {
             match api.list_since(since - 3600.0).await {
                 Ok(list) => return Ok(list),
@@ -648,7 +678,7 @@ impl Driver {
             }
             Ok(Vec::new())
         };
-        let mut wait = Duration::from_secs(1);
+        let mut wait = self.first_wait();
         let file = loop {
             match api.prepare(&format!("{name}.jsonl"), &lines).await {
                 Ok(file) => break file,
@@ -677,7 +707,7 @@ impl Driver {
             }
             Ok(opens)
         };
-        let mut wait = Duration::from_secs(1);
+        let mut wait = self.first_wait();
         let state = loop {
             match api
                 .submit(file.as_deref(), &lines, endpoint_path, metadata.clone())
@@ -696,7 +726,8 @@ impl Driver {
                     // It may have been created though its answer was lost: look before
                     // creating it again.
                     let listed = self.list(api, asked_at).await?;
-                    match self.find_lost(&listed, &name, jobs.len(), asked_at) {
+                    let window = (asked_at, crate::clock::now_seconds());
+                    match self.find_lost(&listed, &name, jobs.len(), window) {
                         Lost::Named(state) => break state,
                         // Where the API keeps no metadata: the batches that may be it,
                         // each read when it ends; if none is, the jobs go out again.
@@ -766,7 +797,7 @@ impl Driver {
                         // The provider does not know it (not a passing failure: a retry
                         // pays again for what the batch may have answered).
                         let batch = open.remove(i);
-                        let why = format!("the provider does not know batch {}: {e}", batch.id);
+                        let why = format!("the batch API does not know batch {}: {e}", batch.id);
                         self.fail_rest(&batch, waiting, Some(404), &why);
                         ended_any = true;
                         continue;
@@ -791,19 +822,21 @@ impl Driver {
                     i += 1;
                     continue;
                 }
-                let matched = match self.read_back(api, &open[i], &state, waiting).await {
-                    Ok(n) => n,
-                    Err(ReadBack::Halt(h)) => return Err(h),
-                    // Not read this time: polled again.
-                    Err(ReadBack::Later) => {
-                        i += 1;
-                        continue;
-                    }
-                };
                 if open[i].guessed {
+                    // A candidate: its results say whether it is the batch, before any of
+                    // them is recorded (the journal names it first, so a kill while its
+                    // answers are recorded leaves a resume that knows it).
+                    let ours = match self.holds_ours(api, &open[i], &state).await {
+                        Ok(ours) => ours,
+                        Err(ReadBack::Halt(h)) => return Err(h),
+                        Err(ReadBack::Later) => {
+                            i += 1;
+                            continue;
+                        }
+                    };
                     let batch = open.remove(i);
                     ended_any = true;
-                    if matched == 0 {
+                    if !ours {
                         // Not it. When no candidate is left, the batch was never created:
                         // its jobs go out again (those no other batch holds).
                         if !open.iter().any(|o| o.name == batch.name) {
@@ -838,6 +871,15 @@ impl Driver {
                             ..batch
                         },
                     );
+                }
+                match self.read_back(api, &open[i], &state, waiting).await {
+                    Ok(_) => {}
+                    Err(ReadBack::Halt(h)) => return Err(h),
+                    // Not read this time: polled again.
+                    Err(ReadBack::Later) => {
+                        i += 1;
+                        continue;
+                    }
                 }
                 let batch = open.remove(i);
                 let why = format!(
@@ -875,6 +917,26 @@ impl Driver {
         Ok(())
     }
 
+    /// Whether an ended candidate's results hold any of `batch`'s requests.
+    async fn holds_ours(
+        &self,
+        api: &Batches,
+        batch: &Open,
+        state: &BatchState,
+    ) -> Result<bool, ReadBack> {
+        let files = match api.result_files(state).await {
+            Ok(files) => files,
+            Err(e) if self.refused(&e) => return Err(ReadBack::Halt(Halt::Stopped)),
+            Err(_) => return Err(ReadBack::Later),
+        };
+        let mine: HashSet<&str> = batch.keys.iter().map(String::as_str).collect();
+        Ok(crate::client::batch::EachLine::new(&files).any(|line| {
+            line["custom_id"]
+                .as_str()
+                .is_some_and(|id| mine.contains(id))
+        }))
+    }
+
     /// Fails the jobs of `batch` still without a record.
     fn fail_rest(
         &self,
@@ -900,15 +962,13 @@ impl Driver {
         batch: &Open,
         state: &BatchState,
         waiting: &mut HashMap<String, Job>,
-    ) -> Result<usize, ReadBack> {
+    ) -> Result<(), ReadBack> {
         let files = match api.result_files(state).await {
             Ok(files) => files,
             Err(e) if self.refused(&e) => return Err(ReadBack::Halt(Halt::Stopped)),
             Err(_) => return Err(ReadBack::Later),
         };
         let mine: HashSet<&str> = batch.keys.iter().map(String::as_str).collect();
-        // Results that are this run's requests (none: a guessed batch was another's).
-        let matched = AtomicUsize::new(0);
         // A line at a time, as the scoring takes them: a batch's answers are never all
         // held parsed at once. A line that is not JSON answers nothing: its job fails as
         // unanswered.
@@ -917,7 +977,6 @@ impl Driver {
             if !mine.contains(custom_id.as_str()) {
                 return None;
             }
-            matched.fetch_add(1, Ordering::Relaxed);
             waiting.remove(&custom_id).map(|job| (job, result))
         });
         let cache = self.cache();
@@ -972,7 +1031,7 @@ impl Driver {
                 None => return Err(ReadBack::Halt(Halt::Stopped)),
             }
         }
-        Ok(matched.load(Ordering::Relaxed))
+        Ok(())
     }
 }
 

@@ -876,7 +876,70 @@ fn a_batch_whose_creation_answer_is_lost_is_found_not_created_twice() {
         let (one, two) = (batch_of("one"), batch_of("two"));
         assert_eq!((one.len(), two.len()), (1, 1), "{protocol}");
         assert_ne!(one, two, "{protocol}");
+        // Each batch is journaled as the run's before any of its answers: a kill while
+        // they are recorded leaves a resume that knows the batch.
+        let lines = journal(&run);
+        for e in ["one", "two"] {
+            let submitted = lines
+                .iter()
+                .position(|l| l["step"] == "submitted" && l["endpoint"] == e)
+                .unwrap_or_else(|| panic!("{protocol}: {e} never submitted"));
+            let first = lines
+                .iter()
+                .position(|l| l.get("event").is_none() && l["endpoint"] == e)
+                .unwrap();
+            assert!(submitted < first, "{protocol}: {e}");
+        }
     }
+}
+
+#[test]
+fn a_candidate_batch_is_never_cancelled_nor_left_under_its_id() {
+    // Anthropic's batches keep no metadata: a batch whose creation's answer was lost is
+    // a candidate until its results say whose it is. Until then it may be another's: a
+    // stop with --batch-cancel leaves it alone, and a run that stops waiting journals no
+    // id for it, so the resume looks for it again (and finds it).
+    let (_rt, server) = start_mock(MockConfig {
+        batch_lose_create: true,
+        batch_delay: Duration::from_secs(3600),
+        ..MockConfig::default()
+    });
+    let bench = arithmetic_bench(5, 2, "");
+    let d = bench.path();
+    let p = [
+        "--protocol",
+        "anthropic-messages",
+        "--batch",
+        "--batch-poll",
+        "10ms",
+    ];
+    let out = run(
+        d,
+        &server,
+        "r",
+        &[&p[..], &["--batch-wait", "300ms", "--batch-cancel"]].concat(),
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", said(&out));
+    assert_eq!(server.provider.batches_created(), 1);
+    let status = server.provider.batch_statuses()[0].1.clone();
+    assert_eq!(status, "in_progress", "a candidate is not cancelled");
+    let dir = only_run(&d.join("r"));
+    let left: Vec<Value> = batch_lines(&dir)
+        .into_iter()
+        .filter(|l| l["step"] == "left")
+        .collect();
+    assert_eq!(left.len(), 1);
+    assert!(left[0]["id"].is_null(), "{}", left[0]);
+    server.provider.release_batches();
+    let out = resume(d, &dir, &["--batch-poll", "10ms"]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert_eq!(
+        server.provider.batches_created(),
+        1,
+        "found again, not created again"
+    );
+    assert_eq!(each_paid_once(&server), 10);
+    assert_eq!(records(&dir).len(), 10);
 }
 
 #[test]
