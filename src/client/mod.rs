@@ -774,17 +774,9 @@ impl Client {
         };
         let (outcome, error) = outcome_of(&stream, end);
         let mut attempt = Attempt {
-            outcome,
-            status: Some(200),
-            error,
-            ttft_ms: None,
-            latency_ms: 0.0,
-            retry_after_ms: None,
-            wait_ms: None,
-            stream_options: false,
-            replica: None,
             ignored_events: stream.ignored,
             usage: stream.usage,
+            ..Attempt::unmeasured(outcome, Some(200), error)
         };
         self.scrub(&mut attempt, &mut stream);
         let failure = (!outcome.answered() && outcome != Outcome::Filtered)
@@ -806,19 +798,7 @@ impl Client {
     /// A job a batch did not answer: `error` (scrubbed) is its cause, `status` the HTTP
     /// status the provider gave the request, when it gave one.
     pub(crate) fn failed_result(&self, status: Option<u16>, error: String) -> JobResult {
-        let mut attempt = Attempt {
-            outcome: Outcome::HttpError,
-            status,
-            error: Some(error),
-            ttft_ms: None,
-            latency_ms: 0.0,
-            retry_after_ms: None,
-            wait_ms: None,
-            stream_options: false,
-            replica: None,
-            ignored_events: 0,
-            usage: None,
-        };
+        let mut attempt = Attempt::unmeasured(Outcome::HttpError, status, Some(error));
         self.scrub(&mut attempt, &mut Streamed::default());
         JobResult {
             failure: attempt.error.clone(),
@@ -1245,6 +1225,16 @@ impl Attempt {
             ignored_events: 0,
             usage: None,
             replica: None,
+        }
+    }
+
+    /// An attempt nobody waited on (a batch's): its outcome, status and error, no latency.
+    fn unmeasured(outcome: Outcome, status: Option<u16>, error: Option<String>) -> Self {
+        Attempt {
+            outcome,
+            status,
+            error,
+            ..Attempt::unsent()
         }
     }
 }

@@ -69,6 +69,32 @@ struct Batch {
 }
 
 impl Batch {
+    /// A batch created now, in progress.
+    fn new(
+        id: String,
+        input_file_id: String,
+        endpoint: String,
+        metadata: Value,
+        total: usize,
+        anthropic: bool,
+    ) -> Self {
+        Batch {
+            anthropic,
+            created_at: crate::clock::utc_now(),
+            id,
+            input_file_id,
+            endpoint,
+            metadata,
+            created: tokio::time::Instant::now(),
+            status: "in_progress",
+            total,
+            completed: 0,
+            failed: 0,
+            output_file_id: None,
+            error_file_id: None,
+        }
+    }
+
     fn json(&self) -> Value {
         if self.anthropic {
             return self.anthropic_json();
@@ -288,30 +314,15 @@ impl Provider {
                 },
             );
         }
-        let batch = Batch {
-            anthropic: true,
-            created_at: crate::clock::utc_now(),
-            id: self.id("msgbatch"),
-            input_file_id: input,
-            endpoint: "/v1/messages".into(),
-            metadata: Value::Null,
-            created: tokio::time::Instant::now(),
-            status: "in_progress",
-            total: requests.len(),
-            completed: 0,
-            failed: 0,
-            output_file_id: None,
-            error_file_id: None,
-        };
-        self.batches.created.fetch_add(1, Ordering::SeqCst);
-        let json = batch.json();
-        if let Ok(mut batches) = self.batches.batches.lock() {
-            batches.insert(batch.id.clone(), batch);
-        }
-        if self.config.batch_lose_create {
-            return Answer::error(502, "Bad gateway: the upstream answer was lost");
-        }
-        Answer::Json(200, json)
+        let id = self.id("msgbatch");
+        self.create(Batch::new(
+            id,
+            input,
+            "/v1/messages".into(),
+            Value::Null,
+            requests.len(),
+            true,
+        ))
     }
 
     /// `GET /v1/messages/batches/{id}/results`: one line per request, in Anthropic's words.
@@ -415,21 +426,13 @@ impl Provider {
         if total > MAX_REQUESTS {
             return Answer::error(400, "a batch holds at most 50,000 requests");
         }
-        let batch = Batch {
-            anthropic: false,
-            created_at: crate::clock::utc_now(),
-            id: self.id("batch"),
-            input_file_id: input,
-            endpoint,
-            metadata: body.get("metadata").cloned().unwrap_or(Value::Null),
-            created: tokio::time::Instant::now(),
-            status: "in_progress",
-            total,
-            completed: 0,
-            failed: 0,
-            output_file_id: None,
-            error_file_id: None,
-        };
+        let metadata = body.get("metadata").cloned().unwrap_or(Value::Null);
+        let id = self.id("batch");
+        self.create(Batch::new(id, input, endpoint, metadata, total, false))
+    }
+
+    /// Keeps a new batch and answers with it (or loses the answer: `batch_lose_create`).
+    fn create(&self, batch: Batch) -> Answer {
         self.batches.created.fetch_add(1, Ordering::SeqCst);
         let json = batch.json();
         if let Ok(mut batches) = self.batches.batches.lock() {

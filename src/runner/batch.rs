@@ -306,7 +306,9 @@ impl Driver {
         self.options
             .batch
             .as_ref()
-            .map_or(Duration::from_secs(1), |s| s.poll.min(Duration::from_secs(1)))
+            .map_or(Duration::from_secs(1), |s| {
+                s.poll.min(Duration::from_secs(1))
+            })
     }
 
     fn custom_id(&self, job: &Job) -> String {
@@ -602,16 +604,7 @@ impl Driver {
                 let ask = rendered.ask(&self.lane, &job);
                 if let Some(answer) = cache.answer(&ask).await {
                     waiting.remove(&self.custom_id(&job));
-                    if let Some(r) = score(
-                        &self.bench,
-                        &job,
-                        &rendered,
-                        answer,
-                        &self.lane,
-                        &self.options,
-                    )
-                    .await
-                    {
+                    if let Some(r) = self.score(&job, &rendered, answer).await {
                         self.finished(r);
                     }
                     continue;
@@ -638,6 +631,24 @@ impl Driver {
             open.extend(self.create(api, lines, jobs).await?);
         }
         Ok(open)
+    }
+
+    /// Scores an answer into its job's record, as streamed answers are.
+    async fn score(
+        &self,
+        job: &Job,
+        rendered: &super::Rendered,
+        answer: source::Sourced,
+    ) -> Option<JobRecord> {
+        score(
+            &self.bench,
+            job,
+            rendered,
+            answer,
+            &self.lane,
+            &self.options,
+        )
+        .await
     }
 
     /// The run's response cache, as a source, when it has one.
@@ -996,15 +1007,7 @@ impl Driver {
                     if let Some(cache) = cache {
                         cache.heard(&rendered.ask(&self.lane, &job), &answer);
                     }
-                    let mut r = score(
-                        &self.bench,
-                        &job,
-                        &rendered,
-                        answer,
-                        &self.lane,
-                        &self.options,
-                    )
-                    .await?;
+                    let mut r = self.score(&job, &rendered, answer).await?;
                     r.batch = Some(id.clone());
                     r.latency_ms = None;
                     r.ttft_ms = None;

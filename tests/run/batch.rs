@@ -40,6 +40,47 @@ fn said(out: &std::process::Output) -> String {
     )
 }
 
+/// Starts `promptgauge ARGS` in `d` as CI would, its stdout dropped (and its stderr, unless
+/// `keep_stderr`), to be killed.
+fn spawn(d: &Path, args: &[&str], keep_stderr: bool) -> std::process::Child {
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("promptgauge"))
+        .current_dir(d)
+        .args(args)
+        .env("CI", "true")
+        .stdout(Stdio::null())
+        .stderr(if keep_stderr {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .spawn()
+        .unwrap()
+}
+
+/// Starts `run` as [`run`] would, to be killed.
+fn start(
+    d: &Path,
+    server: &MockServer,
+    out: &str,
+    extra: &[&str],
+    keep_stderr: bool,
+) -> std::process::Child {
+    let url = server.base_url();
+    let mut args = vec![
+        "run",
+        "bench.yaml",
+        "--quiet",
+        "--out",
+        out,
+        "--base-url",
+        &url,
+        "--model",
+        "m",
+    ];
+    args.extend_from_slice(extra);
+    spawn(d, &args, keep_stderr)
+}
+
 fn only_run(root: &Path) -> PathBuf {
     let dirs = run_dirs(root);
     assert_eq!(dirs.len(), 1, "{dirs:?}");
@@ -279,30 +320,13 @@ fn kill_9_while_a_batch_runs_then_resume_collects_it() {
     });
     let bench = arithmetic_bench(20, 2, "");
     let d = bench.path();
-    let url = server.base_url();
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("promptgauge"))
-        .current_dir(d)
-        .args([
-            "run",
-            "bench.yaml",
-            "--quiet",
-            "--out",
-            "killed",
-            "--base-url",
-            &url,
-            "--model",
-            "m",
-            "--batch",
-            "--batch-size",
-            "15",
-            "--batch-poll",
-            "10ms",
-        ])
-        .env("CI", "true")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = start(
+        d,
+        &server,
+        "killed",
+        &["--batch", "--batch-size", "15", "--batch-poll", "10ms"],
+        false,
+    );
     let deadline = Instant::now() + Duration::from_secs(60);
     let killed = loop {
         assert!(
@@ -350,30 +374,13 @@ fn kill_9_while_a_batch_is_submitted_then_resume_finds_it() {
         });
         let bench = arithmetic_bench(6, 2, "");
         let d = bench.path();
-        let url = server.base_url();
-        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("promptgauge"))
-            .current_dir(d)
-            .args([
-                "run",
-                "bench.yaml",
-                "--quiet",
-                "--out",
-                "killed",
-                "--base-url",
-                &url,
-                "--model",
-                "m",
-                "--batch",
-                "--batch-poll",
-                "10ms",
-                "--protocol",
-                protocol,
-            ])
-            .env("CI", "true")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = start(
+            d,
+            &server,
+            "killed",
+            &["--batch", "--batch-poll", "10ms", "--protocol", protocol],
+            false,
+        );
         let deadline = Instant::now() + Duration::from_secs(60);
         while server.provider.batches_created() == 0 {
             assert!(Instant::now() < deadline, "{protocol}: never submitted");
@@ -422,28 +429,13 @@ fn kill_9_while_a_batch_s_answers_are_recorded_then_resume_records_the_rest() {
         .unwrap()
         .replace("grade: { kind: number }", "grade: { kind: judge }");
     std::fs::write(d.join("bench.yaml"), yaml).unwrap();
-    let url = server.base_url();
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("promptgauge"))
-        .current_dir(d)
-        .args([
-            "run",
-            "bench.yaml",
-            "--quiet",
-            "--out",
-            "killed",
-            "--base-url",
-            &url,
-            "--model",
-            "m",
-            "--batch",
-            "--batch-poll",
-            "10ms",
-        ])
-        .env("CI", "true")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = start(
+        d,
+        &server,
+        "killed",
+        &["--batch", "--batch-poll", "10ms"],
+        false,
+    );
     let deadline = Instant::now() + Duration::from_secs(60);
     let killed = loop {
         assert!(Instant::now() < deadline, "no answer was recorded");
@@ -739,14 +731,7 @@ fn sigterm_stops_polling_at_once_and_batch_cancel_cancels_what_runs() {
         if cancel {
             args.push("--batch-cancel");
         }
-        let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("promptgauge"))
-            .current_dir(d)
-            .args(&args)
-            .env("CI", "true")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = spawn(d, &args, true);
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             assert!(Instant::now() < deadline, "never submitted");
