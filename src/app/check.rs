@@ -142,8 +142,10 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
             out!(
                 "  note: batched jobs are costed at the streaming price: the price gives no batch price (set price.batch_discount: 0.5, or batch_input_per_mtok and batch_output_per_mtok)"
             );
-        } else {
+        } else if priced {
             out!("  batched: jobs go through the provider's batch API, costed at its price");
+        } else {
+            out!("  batched: jobs go through the provider's batch API");
         }
     }
     if priced {
