@@ -79,6 +79,32 @@ pub enum Command {
     /// (Re)build the history store from run folders: each DIR is a run folder or a folder
     /// of them (such as reports/).
     Index(IndexArgs),
+    /// Serve every recorded run in the browser: the runs, newest first and filterable,
+    /// and each run's report (docs/view.md). Listens on 127.0.0.1 only, unless --public.
+    View(ViewArgs),
+}
+
+/// `view`.
+#[derive(Debug, Args)]
+pub struct ViewArgs {
+    #[arg(long, help = STORE_HELP, value_name = "URL")]
+    pub store: Option<String>,
+    /// The folder of run folders, for runs the store records by a relative path.
+    #[arg(long, value_name = "DIR", default_value = "reports")]
+    pub reports: PathBuf,
+    /// The port to listen on (0: any free one).
+    #[arg(long, default_value_t = 8741, value_name = "N")]
+    pub port: u16,
+    /// The address to listen on [default: 127.0.0.1]; another than loopback needs --public.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
+    pub bind: std::net::IpAddr,
+    /// Serve on an address other than loopback: every request then needs the random
+    /// access token in the URL printed at start.
+    #[arg(long)]
+    pub public: bool,
+    /// Open the pages in the default browser.
+    #[arg(long)]
+    pub open: bool,
 }
 
 const STORE_HELP: &str = "The history store: a SQLite file or a postgres:// URL [default: \

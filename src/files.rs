@@ -28,6 +28,20 @@ pub fn read_regular(path: &Path) -> std::io::Result<String> {
     Ok(text)
 }
 
+/// A regular file's bytes, refused when longer than `cap`: see [`open_regular`].
+pub fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    open_regular(path)?.take(cap + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{} is longer than {cap} bytes", path.display()),
+        ));
+    }
+    Ok(bytes)
+}
+
 /// Writes a whole file beside `path` and renames it over `path`: a process killed or a disk
 /// filled mid-write leaves the old file (or none), never half of the new one. A failed
 /// write leaves nothing behind.

@@ -23,5 +23,6 @@ pub mod runner;
 pub mod stats;
 pub mod store;
 pub mod suite;
+pub mod web;
 
 pub use error::{Exit, Failure};

@@ -37,6 +37,7 @@ fn main() -> ExitCode {
             Command::History(args) => app::history(args, &env).await,
             Command::Runs(args) => app::runs(args, &env).await,
             Command::Index(args) => app::index(args, &env).await,
+            Command::View(args) => app::view(args, &env).await,
         }
     });
     // Dropping the runtime would wait for tasks stuck on dead sockets; the work is done.

@@ -17,7 +17,7 @@ pub(super) const REPORTS: &str = "reports";
 
 /// Opens a store that must already exist (reading commands never create one). The
 /// default one missing is the first hour's usual state: it gets its own explanation.
-async fn open_existing(location: &Location, named: bool) -> Result<Store, Failure> {
+pub(super) async fn open_existing(location: &Location, named: bool) -> Result<Store, Failure> {
     if let Some(file) = location.file().filter(|f| !named && !f.is_file()) {
         return Err(UsageError::with_fix(
             format!("there is no history store at {} yet", file.display()),

@@ -49,6 +49,7 @@ mod prepare;
 mod report;
 mod run;
 mod source;
+mod view;
 
 use std::time::Duration;
 
@@ -64,6 +65,7 @@ pub use plan::plan;
 pub(crate) use prepare::{Prepared, prepare};
 pub use report::report;
 pub use run::run;
+pub use view::view;
 
 pub use crate::error::{Exit, Failure};
 use crate::mock::{Faults, MockConfig, RetryAfter};

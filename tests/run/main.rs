@@ -18,3 +18,4 @@ mod runner;
 mod scale;
 mod sequential;
 mod store;
+mod view;
