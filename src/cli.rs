@@ -95,7 +95,7 @@ pub struct ViewArgs {
     /// The port to listen on (0: any free one).
     #[arg(long, default_value_t = 8741, value_name = "N")]
     pub port: u16,
-    /// The address to listen on [default: 127.0.0.1]; another than loopback needs --public.
+    /// The address to listen on; another than loopback needs --public.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
     pub bind: std::net::IpAddr,
     /// Serve on an address other than loopback: every request then needs the random
