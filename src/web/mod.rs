@@ -123,6 +123,7 @@ impl Listening {
         let app = Router::new()
             .route("/", get(runs_page))
             .route("/api/runs", get(runs_json))
+            .route("/api/runs/{run}/jobs", get(run_jobs))
             .route("/runs/{run}/", get(run_report))
             .route("/runs/{run}/{file}", get(run_file))
             .layer(middleware::from_fn_with_state(self.shared.clone(), guard))
@@ -351,6 +352,112 @@ async fn run_file(
     serve_run_file(&shared, &run, &file).await
 }
 
+/// A recorded run's folder, by its run id (the store says where it is).
+async fn folder_of(shared: &Shared, run_id: &str) -> Option<PathBuf> {
+    let filter = Filter {
+        run_id: Some(run_id.to_string()),
+        ..Filter::default()
+    };
+    let runs = shared.store.runs(&filter).await.ok()?;
+    let run = runs.into_iter().find(|r| r.run_id == run_id)?;
+    let folder = PathBuf::from(&run.folder);
+    Some(if folder.is_absolute() {
+        folder
+    } else {
+        shared.reports.join(folder)
+    })
+}
+
+/// A run's answers, filtered and paged server-side.
+#[derive(Debug, Default, Deserialize)]
+struct JobsQuery {
+    variant: Option<String>,
+    endpoint: Option<String>,
+    tag: Option<String>,
+    /// `graded`, `failed` or `filtered`.
+    status: Option<String>,
+    /// Scores from `min` to `max`, both included.
+    min: Option<f64>,
+    max: Option<f64>,
+    /// Words the case id or the answer contains (case aside).
+    q: Option<String>,
+    offset: Option<usize>,
+    limit: Option<usize>,
+}
+
+/// A filter's value, when one was given (an empty field is none).
+fn given(v: &Option<String>) -> Option<&str> {
+    v.as_deref().filter(|s| !s.is_empty())
+}
+
+impl JobsQuery {
+    fn keeps(&self, r: &crate::runner::JobRecord) -> bool {
+        let status = match r.status {
+            crate::runner::JobStatus::Graded => "graded",
+            crate::runner::JobStatus::Failed => "failed",
+            crate::runner::JobStatus::Filtered => "filtered",
+        };
+        given(&self.variant).is_none_or(|v| r.variant == v)
+            && given(&self.endpoint).is_none_or(|e| r.endpoint.as_deref() == Some(e))
+            && given(&self.tag).is_none_or(|t| r.tags.iter().any(|x| x == t))
+            && given(&self.status).is_none_or(|s| s == status)
+            && self.min.is_none_or(|m| r.score().is_some_and(|s| s >= m))
+            && self.max.is_none_or(|m| r.score().is_some_and(|s| s <= m))
+            && given(&self.q).is_none_or(|q| {
+                q.split_whitespace().all(|w| {
+                    let w = w.to_lowercase();
+                    r.case_id.to_lowercase().contains(&w) || r.output.to_lowercase().contains(&w)
+                })
+            })
+    }
+}
+
+/// `/api/runs/ID/jobs`: the run's job records that pass the filters, `limit` (at most 500)
+/// from `offset`, in journal order, with how many pass in all. Each planned job once, as
+/// every report reads the journal (a resend in its failure's place).
+async fn run_jobs(
+    State(shared): State<Arc<Shared>>,
+    Path(run): Path<String>,
+    Query(query): Query<JobsQuery>,
+) -> Response {
+    let not_found = || (StatusCode::NOT_FOUND, "no such run\n").into_response();
+    let Some(folder) = folder_of(&shared, &run).await else {
+        return not_found();
+    };
+    let read = tokio::task::spawn_blocking(move || {
+        let dir = crate::runner::RunDir::at(folder);
+        let record = dir.read_record().map_err(|e| e.to_string())?;
+        let keys = record.plan_keys();
+        let (offset, limit) = (
+            query.offset.unwrap_or(0),
+            query.limit.unwrap_or(50).min(500),
+        );
+        let (mut matched, mut page) = (0usize, Vec::new());
+        dir.replay(&keys, |r| {
+            if query.keeps(&r) {
+                if matched >= offset && page.len() < limit {
+                    page.push(r);
+                }
+                matched += 1;
+            }
+        })
+        .map_err(|e| e.to_string())?;
+        Ok::<_, String>(serde_json::json!({
+            "matched": matched, "offset": offset, "limit": limit, "jobs": page,
+        }))
+    })
+    .await;
+    match read {
+        Ok(Ok(v)) => axum::Json(v).into_response(),
+        Ok(Err(e)) => (StatusCode::INTERNAL_SERVER_ERROR, e).into_response(),
+        Err(_) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the journal could not be read",
+        )
+            .into_response(),
+    }
+}
+
 /// One of a recorded run's reports, by its run id and a name from [`RUN_FILES`]: the only
 /// files ever served.
 async fn serve_run_file(shared: &Shared, run_id: &str, name: &str) -> Response {
@@ -358,21 +465,8 @@ async fn serve_run_file(shared: &Shared, run_id: &str, name: &str) -> Response {
     let Some(&(file, content_type)) = RUN_FILES.iter().find(|(f, _)| *f == name) else {
         return not_found();
     };
-    let filter = Filter {
-        run_id: Some(run_id.to_string()),
-        ..Filter::default()
-    };
-    let Ok(runs) = shared.store.runs(&filter).await else {
+    let Some(folder) = folder_of(shared, run_id).await else {
         return not_found();
-    };
-    let Some(run) = runs.into_iter().find(|r| r.run_id == run_id) else {
-        return not_found();
-    };
-    let folder = PathBuf::from(&run.folder);
-    let folder = if folder.is_absolute() {
-        folder
-    } else {
-        shared.reports.join(folder)
     };
     match crate::files::read_capped(&folder.join(file), 256 * 1024 * 1024) {
         Ok(bytes) => {

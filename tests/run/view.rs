@@ -187,3 +187,48 @@ fn view_refuses_foreign_hosts_paths_outside_the_runs_and_an_open_bind() {
         "links carry the token"
     );
 }
+
+#[test]
+fn a_run_s_answers_are_filtered_and_paged_by_the_server() {
+    let bench = recorded();
+    let d = bench.path();
+    let v = view(d, &[]);
+    let (_, json) = get(&v.url, "/api/runs?model=alpha", None);
+    let runs: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let id = runs[0]["run_id"].as_str().unwrap().to_string();
+    let jobs = |query: &str| -> serde_json::Value {
+        let (status, body) = get(&v.url, &format!("/api/runs/{id}/jobs?{query}"), None);
+        assert_eq!(status, 200, "{query}: {body}");
+        serde_json::from_str(&body).unwrap()
+    };
+    // 6 cases × 2 variants; the careful variant's, three at a time.
+    let all = jobs("");
+    assert_eq!(all["matched"], 12);
+    let first = jobs("variant=careful&limit=3");
+    assert_eq!(first["matched"], 6);
+    let page: Vec<&serde_json::Value> = first["jobs"].as_array().unwrap().iter().collect();
+    assert_eq!(page.len(), 3);
+    assert!(page.iter().all(|j| j["variant"] == "careful"));
+    let second = jobs("variant=careful&limit=3&offset=3");
+    let ids = |v: &serde_json::Value| -> Vec<String> {
+        v["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| j["case_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (a, b) = (ids(&first), ids(&second));
+    assert_eq!(b.len(), 3);
+    assert!(a.iter().all(|c| !b.contains(c)), "{a:?} {b:?}");
+    // By case id or answer text, by score, by status, by tag.
+    assert_eq!(jobs("q=add-01")["matched"], 2);
+    assert_eq!(jobs("status=failed")["matched"], 0);
+    assert_eq!(jobs("tag=add")["matched"], 12);
+    assert_eq!(jobs("tag=nope")["matched"], 0);
+    let right = jobs("min=1")["matched"].as_u64().unwrap();
+    let wrong = jobs("max=0")["matched"].as_u64().unwrap();
+    assert_eq!(right + wrong, 12);
+    let (status, _) = get(&v.url, "/api/runs/no-such-run/jobs", None);
+    assert_eq!(status, 404);
+}
