@@ -124,6 +124,7 @@ impl Listening {
             .route("/", get(runs_page))
             .route("/api/runs", get(runs_json))
             .route("/api/runs/{run}/jobs", get(run_jobs))
+            .route("/runs/{run}/answers", get(answers_page))
             .route("/runs/{run}/", get(run_report))
             .route("/runs/{run}/{file}", get(run_file))
             .layer(middleware::from_fn_with_state(self.shared.clone(), guard))
@@ -420,9 +421,28 @@ async fn run_jobs(
     Path(run): Path<String>,
     Query(query): Query<JobsQuery>,
 ) -> Response {
-    let not_found = || (StatusCode::NOT_FOUND, "no such run\n").into_response();
-    let Some(folder) = folder_of(&shared, &run).await else {
-        return not_found();
+    match page_of(&shared, &run, query).await {
+        Ok(p) => axum::Json(serde_json::json!({
+            "matched": p.matched, "offset": p.offset, "limit": p.limit, "jobs": p.jobs,
+        }))
+        .into_response(),
+        Err(e) => e,
+    }
+}
+
+/// One page of a run's answers that pass the filters.
+struct Page {
+    jobs: Vec<crate::runner::JobRecord>,
+    /// How many pass, in all.
+    matched: usize,
+    offset: usize,
+    limit: usize,
+}
+
+/// Reads `run`'s journal as the reports do, keeping the page `query` asks for.
+async fn page_of(shared: &Shared, run: &str, query: JobsQuery) -> Result<Page, Response> {
+    let Some(folder) = folder_of(shared, run).await else {
+        return Err((StatusCode::NOT_FOUND, "no such run\n").into_response());
     };
     let read = tokio::task::spawn_blocking(move || {
         let dir = crate::runner::RunDir::at(folder);
@@ -432,30 +452,119 @@ async fn run_jobs(
             query.offset.unwrap_or(0),
             query.limit.unwrap_or(50).min(500),
         );
-        let (mut matched, mut page) = (0usize, Vec::new());
+        let (mut matched, mut jobs) = (0usize, Vec::new());
         dir.replay(&keys, |r| {
             if query.keeps(&r) {
-                if matched >= offset && page.len() < limit {
-                    page.push(r);
+                if matched >= offset && jobs.len() < limit {
+                    jobs.push(r);
                 }
                 matched += 1;
             }
         })
         .map_err(|e| e.to_string())?;
-        Ok::<_, String>(serde_json::json!({
-            "matched": matched, "offset": offset, "limit": limit, "jobs": page,
-        }))
+        Ok::<_, String>(Page {
+            jobs,
+            matched,
+            offset,
+            limit,
+        })
     })
     .await;
     match read {
-        Ok(Ok(v)) => axum::Json(v).into_response(),
-        Ok(Err(e)) => (StatusCode::INTERNAL_SERVER_ERROR, e).into_response(),
-        Err(_) => (
+        Ok(Ok(page)) => Ok(page),
+        Ok(Err(e)) => Err((StatusCode::INTERNAL_SERVER_ERROR, e).into_response()),
+        Err(_) => Err((
             StatusCode::INTERNAL_SERVER_ERROR,
             "the journal could not be read",
         )
-            .into_response(),
+            .into_response()),
     }
+}
+
+/// `/runs/ID/answers`: a run's answers as a page, filtered and paged by the server (the
+/// filters of `/api/runs/ID/jobs` as a form). Every answer is shown as text.
+async fn answers_page(
+    State(shared): State<Arc<Shared>>,
+    Path(run): Path<String>,
+    Query(query): Query<JobsQuery>,
+) -> Response {
+    let esc = crate::report::html::esc;
+    let form: Vec<(&str, String)> = vec![
+        ("variant", query.variant.clone().unwrap_or_default()),
+        ("endpoint", query.endpoint.clone().unwrap_or_default()),
+        ("tag", query.tag.clone().unwrap_or_default()),
+        ("status", query.status.clone().unwrap_or_default()),
+        ("q", query.q.clone().unwrap_or_default()),
+    ];
+    let page = match page_of(&shared, &run, query).await {
+        Ok(p) => p,
+        Err(e) => return e,
+    };
+    let token = shared
+        .token
+        .as_ref()
+        .map(|t| {
+            format!(
+                "<input type=\"hidden\" name=\"token\" value=\"{}\">",
+                esc(t)
+            )
+        })
+        .unwrap_or_default();
+    let fields: String = form
+        .iter()
+        .map(|(name, value)| {
+            format!(
+                "<label>{name} <input name=\"{name}\" value=\"{}\"></label>",
+                esc(value)
+            )
+        })
+        .collect();
+    let mut rows = String::new();
+    for j in &page.jobs {
+        rows.push_str(&format!(
+            "<tr><td>{case}</td><td>{arm}</td><td>{status}</td><td class=\"n\">{score}</td><td><pre>{output}</pre></td><td>{why}</td></tr>\n",
+            case = esc(&j.case_id),
+            arm = esc(&j.arm()),
+            status = match j.status {
+                crate::runner::JobStatus::Graded => "graded",
+                crate::runner::JobStatus::Failed => "failed",
+                crate::runner::JobStatus::Filtered => "filtered",
+            },
+            score = j.score().map(|s| format!("{s:.2}")).unwrap_or_default(),
+            output = esc(&crate::report::visible(&j.output, 2000)),
+            why = esc(&crate::report::visible(j.error.as_deref().unwrap_or(""), 300)),
+        ));
+    }
+    let link = |offset: usize| {
+        let mut q: Vec<String> = form
+            .iter()
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(k, v)| format!("{k}={}", url_segment(v)))
+            .collect();
+        q.push(format!("offset={offset}"));
+        q.push(format!("limit={}", page.limit));
+        if let Some(t) = &shared.token {
+            q.push(format!("token={t}"));
+        }
+        format!("answers?{}", q.join("&"))
+    };
+    let mut nav = String::new();
+    if page.offset > 0 {
+        let back = page.offset.saturating_sub(page.limit);
+        nav.push_str(&format!("<a href=\"{}\">previous</a> ", esc(&link(back))));
+    }
+    if page.offset + page.jobs.len() < page.matched {
+        let next = page.offset + page.limit;
+        nav.push_str(&format!("<a href=\"{}\">next</a>", esc(&link(next))));
+    }
+    let html = format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{run} — answers</title>\n<style>body{{font:14px system-ui,sans-serif;margin:1.5em}}table{{border-collapse:collapse}}td,th{{padding:.25em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}}td.n{{text-align:right}}pre{{white-space:pre-wrap;margin:0;max-width:60em}}form label{{margin-right:.8em}}</style></head>\n<body><h1>{run}: answers</h1>\n<form method=\"get\">{token}{fields}<button>Filter</button></form>\n<p>{shown} of {matched} answers that match, from {from}. {nav}</p>\n<table><thead><tr><th>case</th><th>variant</th><th>status</th><th>score</th><th>answer</th><th>why</th></tr></thead><tbody>\n{rows}</tbody></table></body></html>\n",
+        run = esc(&run),
+        shown = page.jobs.len(),
+        matched = page.matched,
+        from = page.offset + 1,
+    );
+    Html(html).into_response()
 }
 
 /// One of a recorded run's reports, by its run id and a name from [`RUN_FILES`]: the only

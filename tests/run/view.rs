@@ -232,3 +232,33 @@ fn a_run_s_answers_are_filtered_and_paged_by_the_server() {
     let (status, _) = get(&v.url, "/api/runs/no-such-run/jobs", None);
     assert_eq!(status, 404);
 }
+
+#[test]
+fn a_run_s_answers_page_pages_and_filters() {
+    let bench = recorded();
+    let d = bench.path();
+    let v = view(d, &[]);
+    let (_, json) = get(&v.url, "/api/runs?model=alpha", None);
+    let runs: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let id = runs[0]["run_id"].as_str().unwrap().to_string();
+    let (status, page) = get(&v.url, &format!("/runs/{id}/answers?limit=5"), None);
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains("5 of 12 answers that match, from 1."),
+        "{page}"
+    );
+    assert!(
+        page.contains("offset=5") && page.contains(">next<"),
+        "{page}"
+    );
+    let (_, page) = get(
+        &v.url,
+        &format!("/runs/{id}/answers?variant=careful&q=add-02"),
+        None,
+    );
+    assert!(page.contains("1 of 1 answers"), "{page}");
+    assert!(
+        page.contains("add-02") && !page.contains("add-03"),
+        "{page}"
+    );
+}
