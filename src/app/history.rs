@@ -168,15 +168,7 @@ fn file_safe(name: &str) -> String {
 /// A relative path as a link: each byte a URL would misread, percent-encoded.
 fn href(path: &Path) -> String {
     let text = path.to_string_lossy().replace('\\', "/");
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    crate::report::html::percent_encode(&text, b"/")
 }
 
 /// `to` as a path relative to the folder `from` (both absolute), for a link.

@@ -468,15 +468,7 @@ async fn start_client(
 /// resume without the flag does not collect them (their jobs' records are failures), so it
 /// says how to.
 fn say_open_resends(batches: &[crate::runner::batch::BatchRecord], dir: &RunDir) {
-    use crate::runner::batch::BatchStep;
-    let ended = |name: &str| {
-        batches
-            .iter()
-            .any(|b| b.name == name && matches!(b.step, BatchStep::Ended | BatchStep::Disowned))
-    };
-    let resent: usize = batches
-        .iter()
-        .filter(|b| b.step == BatchStep::Submitting && !ended(&b.name))
+    let resent: usize = crate::runner::batch::open_batches(batches)
         .filter(|b| b.keys.iter().any(|k| k.contains("-resend")))
         .map(|b| b.keys.len())
         .sum();
@@ -966,16 +958,9 @@ fn check_batches_stay(
     let stats = crate::runner::journal::read(&dir.journal_path(), |_| {})
         .with_context(|| format!("cannot read the journal {}", dir.journal_path().display()))
         .before_send()?;
-    use crate::runner::batch::BatchStep;
     for (endpoint, was, now) in moved {
-        let mine = || stats.batches.iter().filter(|b| b.endpoint == endpoint);
-        let open: Vec<&str> = mine()
-            .filter(|b| b.step == BatchStep::Submitting)
-            .filter(|b| {
-                !mine().any(|e| {
-                    e.name == b.name && matches!(e.step, BatchStep::Ended | BatchStep::Disowned)
-                })
-            })
+        let open: Vec<&str> = crate::runner::batch::open_batches(&stats.batches)
+            .filter(|b| b.endpoint == endpoint)
             .map(|b| b.name.as_str())
             .collect();
         if open.is_empty() {

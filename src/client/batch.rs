@@ -589,20 +589,10 @@ impl Batches {
         self.state(v)
     }
 
-    /// An ended batch's results, one value per request: OpenAI's output and error files,
-    /// Anthropic's results (read at the endpoint's own base URL, never at a URL the
-    /// provider names: the key goes nowhere else).
-    pub async fn results(&self, batch: &BatchState) -> Result<Vec<Value>, BatchError> {
-        let mut all = Vec::new();
-        for file in self.result_files(batch).await? {
-            all.extend(lines(&file, &batch.id)?);
-        }
-        Ok(all)
-    }
-
-    /// An ended batch's result files as read (JSONL, one line per request), to be read a
-    /// line at a time ([`each_line`]): a batch of 50,000 answers is never held as parsed
-    /// JSON at once.
+    /// An ended batch's result files as read (JSONL, one line per request): OpenAI's output
+    /// and error files, Anthropic's results — read at the endpoint's own base URL, never at
+    /// a URL the provider names, so the key goes nowhere else. They are read a line at a
+    /// time ([`EachLine`]): a batch of 50,000 answers is never held as parsed JSON at once.
     pub async fn result_files(&self, batch: &BatchState) -> Result<Vec<Bytes>, BatchError> {
         let mut files = Vec::new();
         match self.api {
@@ -643,9 +633,11 @@ impl Batches {
         .await
     }
 
-    /// An output or error file's lines.
+    /// An output or error file's lines (a line that is not JSON is skipped, as when the
+    /// results are read: [`EachLine`]).
     pub async fn content(&self, file_id: &str) -> Result<Vec<Value>, BatchError> {
-        lines(&self.file(file_id).await?, file_id)
+        let file = [self.file(file_id).await?];
+        Ok(EachLine::new(&file).collect())
     }
 }
 
@@ -691,16 +683,4 @@ impl Iterator for EachLine<'_> {
             }
         }
     }
-}
-
-/// The JSON values of a JSONL body.
-fn lines(bytes: &[u8], what: &str) -> Result<Vec<Value>, BatchError> {
-    bytes
-        .split(|&b| b == b'\n')
-        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
-        .map(|l| {
-            serde_json::from_slice(l)
-                .map_err(|e| BatchError::Invalid(format!("a line of {what}: {e}")))
-        })
-        .collect()
 }

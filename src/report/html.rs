@@ -9,6 +9,20 @@ use super::compare::RunComparison;
 use super::{millis, pct, tables};
 use crate::stats::percentile;
 
+/// `text` for a URL: each byte but letters, digits, `-._~` and those in `keep`
+/// percent-encoded.
+pub(crate) fn percent_encode(text: &str, keep: &[u8]) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) || keep.contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 /// Escapes text for HTML content and attribute values.
 pub(crate) fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());

@@ -140,6 +140,17 @@ impl BatchRecord {
     }
 }
 
+/// The `submitting` lines of a journal's batches that may still be open at the provider:
+/// no `ended` or `disowned` line follows for the same batch.
+pub fn open_batches(records: &[BatchRecord]) -> impl Iterator<Item = &BatchRecord> {
+    records.iter().filter(|b| {
+        b.step == BatchStep::Submitting
+            && !records.iter().any(|e| {
+                e.name == b.name && matches!(e.step, BatchStep::Ended | BatchStep::Disowned)
+            })
+    })
+}
+
 /// A batch the provider holds for this lane, until it ends and its results are read.
 struct Open {
     name: String,
@@ -335,12 +346,7 @@ impl Driver {
 
     /// `--until-decided`: the job's variant is decided, so it is never sent.
     fn skipped(&self, job: &Job) -> bool {
-        let flag = usize::from(job.endpoint) * self.bench.variants.len() + job.variant;
-        self.options
-            .skip
-            .as_ref()
-            .and_then(|s| s.get(flag))
-            .is_some_and(|f| f.load(Ordering::SeqCst))
+        self.options.decided(&self.bench, job)
     }
 
     /// The jobs to submit now: every one not yet sent, or (`--until-decided`) those up to
@@ -360,17 +366,17 @@ impl Driver {
     }
 
     /// Sends a message to the event loop and waits until its listeners have it (the
-    /// journal wrote the line); `false` when they could not.
-    async fn journaled(&self, record: BatchRecord) -> bool {
+    /// journal wrote the line); `Halt::Journal` when they could not.
+    async fn journaled(&self, record: BatchRecord) -> Result<(), Halt> {
         let (ack, heard) = oneshot::channel();
-        if self
+        let sent = self
             .tx
             .send(Message::Batch(Box::new(record), Some(ack)))
-            .is_err()
-        {
-            return false;
+            .is_ok();
+        match (sent, heard.await) {
+            (true, Ok(true)) => Ok(()),
+            _ => Err(Halt::Journal),
         }
-        matches!(heard.await, Ok(true))
     }
 
     /// Waits until the event loop has delivered everything sent before.
@@ -450,9 +456,7 @@ impl Driver {
                     let window = (at, crate::clock::now_seconds());
                     match self.find_lost(list, &n.name, n.size, window) {
                         Lost::Named(state) => {
-                            if !self.journal_submitted(&n.name, &state.id).await {
-                                return Err(Halt::Journal);
-                            }
+                            self.journal_submitted(&n.name, &state.id).await?;
                             vec![(state.id, false)]
                         }
                         Lost::Candidates(all) => all.into_iter().map(|s| (s.id, true)).collect(),
@@ -521,7 +525,7 @@ impl Driver {
     }
 
     /// Journals that the batch `name` is the provider's `id`, and claims it.
-    async fn journal_submitted(&self, name: &str, id: &str) -> bool {
+    async fn journal_submitted(&self, name: &str, id: &str) -> Result<(), Halt> {
         if let Ok(mut claimed) = self.options.batch_claims.lock() {
             claimed.insert(id.to_string());
         }
@@ -704,9 +708,7 @@ impl Driver {
         let mut record = BatchRecord::new(BatchStep::Submitting, &name, endpoint);
         record.file = file.clone();
         record.keys = jobs.iter().map(|(k, _)| k.clone()).collect();
-        if !self.journaled(record).await {
-            return Err(Halt::Journal);
-        }
+        self.journaled(record).await?;
         let metadata = json!({"promptgauge_run": self.options.run_id, "promptgauge_batch": name});
         let endpoint_path = self.lane.client.batch_endpoint();
         let asked_at = crate::clock::now_seconds();
@@ -760,9 +762,7 @@ impl Driver {
                 }
             }
         };
-        if !self.journal_submitted(&name, &state.id).await {
-            return Err(Halt::Journal);
-        }
+        self.journal_submitted(&name, &state.id).await?;
         started(vec![Open {
             name,
             id: state.id,
@@ -856,9 +856,7 @@ impl Driver {
                                 &batch.name,
                                 self.lane.name.as_ref(),
                             );
-                            if !self.journaled(record).await {
-                                return Err(Halt::Journal);
-                            }
+                            self.journaled(record).await?;
                             for key in &batch.keys {
                                 let elsewhere = open.iter().any(|o| o.keys.contains(key));
                                 if let (Some(job), false) = (waiting.get(key), elsewhere) {
@@ -870,9 +868,7 @@ impl Driver {
                         continue;
                     }
                     // It is the one: journaled as such, the other candidates dropped.
-                    if !self.journal_submitted(&batch.name, &batch.id).await {
-                        return Err(Halt::Journal);
-                    }
+                    self.journal_submitted(&batch.name, &batch.id).await?;
                     open.retain(|o| o.name != batch.name);
                     i = 0;
                     open.insert(
@@ -904,9 +900,7 @@ impl Driver {
                     self.lane.name.as_ref(),
                     &state,
                 );
-                if !self.journaled(record).await {
-                    return Err(Halt::Journal);
-                }
+                self.journaled(record).await?;
                 ended_any = true;
             }
             if open.is_empty() {
@@ -928,6 +922,20 @@ impl Driver {
         Ok(())
     }
 
+    /// An ended batch's result files; a refused key stops the run, any other failure is
+    /// tried again at the next poll.
+    async fn result_files(
+        &self,
+        api: &Batches,
+        state: &BatchState,
+    ) -> Result<Vec<bytes::Bytes>, ReadBack> {
+        match api.result_files(state).await {
+            Ok(files) => Ok(files),
+            Err(e) if self.refused(&e) => Err(ReadBack::Halt(Halt::Stopped)),
+            Err(_) => Err(ReadBack::Later),
+        }
+    }
+
     /// Whether an ended candidate's results hold any of `batch`'s requests.
     async fn holds_ours(
         &self,
@@ -935,11 +943,7 @@ impl Driver {
         batch: &Open,
         state: &BatchState,
     ) -> Result<bool, ReadBack> {
-        let files = match api.result_files(state).await {
-            Ok(files) => files,
-            Err(e) if self.refused(&e) => return Err(ReadBack::Halt(Halt::Stopped)),
-            Err(_) => return Err(ReadBack::Later),
-        };
+        let files = self.result_files(api, state).await?;
         let mine: HashSet<&str> = batch.keys.iter().map(String::as_str).collect();
         Ok(crate::client::batch::EachLine::new(&files).any(|line| {
             line["custom_id"]
@@ -974,11 +978,7 @@ impl Driver {
         state: &BatchState,
         waiting: &mut HashMap<String, Job>,
     ) -> Result<(), ReadBack> {
-        let files = match api.result_files(state).await {
-            Ok(files) => files,
-            Err(e) if self.refused(&e) => return Err(ReadBack::Halt(Halt::Stopped)),
-            Err(_) => return Err(ReadBack::Later),
-        };
+        let files = self.result_files(api, state).await?;
         let mine: HashSet<&str> = batch.keys.iter().map(String::as_str).collect();
         // A line at a time, as the scoring takes them: a batch's answers are never all
         // held parsed at once. A line that is not JSON answers nothing: its job fails as

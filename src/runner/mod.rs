@@ -67,6 +67,18 @@ pub struct RunOptions {
     pub batch_claims: Arc<Mutex<std::collections::HashSet<String>>>,
 }
 
+impl RunOptions {
+    /// `--until-decided`: the job's variant (at its endpoint) is decided, so the job is
+    /// never sent. The flags are per bench variant, endpoint by endpoint.
+    pub(crate) fn decided(&self, bench: &Bench, job: &Job) -> bool {
+        let flag = usize::from(job.endpoint) * bench.variants.len() + job.variant;
+        self.skip
+            .as_ref()
+            .and_then(|s| s.get(flag))
+            .is_some_and(|f| f.load(Ordering::SeqCst))
+    }
+}
+
 /// One endpoint of a run, with its own workers: its client (its gate, limits, replicas and
 /// protocol), the request parameters it adds, and its name. A run of several endpoints
 /// sends each one's jobs from its own workers, so a slow endpoint holds back none of the
@@ -319,14 +331,7 @@ impl Workers {
             {
                 break;
             }
-            // Flags per bench variant, endpoint by endpoint.
-            let flag = usize::from(job.endpoint) * self.bench.variants.len() + job.variant;
-            let skipped = options
-                .skip
-                .as_ref()
-                .and_then(|s| s.get(flag))
-                .is_some_and(|f| f.load(Ordering::SeqCst));
-            if skipped {
+            if options.decided(&self.bench, job) {
                 continue;
             }
             self.active.fetch_add(1, Ordering::SeqCst);

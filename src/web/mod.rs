@@ -187,6 +187,29 @@ async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) 
     response
 }
 
+impl Shared {
+    /// A form's hidden field carrying the access token (when public), so a filter keeps it.
+    fn token_field(&self) -> String {
+        self.token
+            .as_ref()
+            .map(|t| {
+                format!(
+                    "<input type=\"hidden\" name=\"token\" value=\"{}\">",
+                    crate::report::html::esc(t)
+                )
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// A filter's text field, labelled with its name.
+fn text_field(name: &str, value: &str) -> String {
+    format!(
+        "<label>{name} <input name=\"{name}\" value=\"{}\"></label>",
+        crate::report::html::esc(value)
+    )
+}
+
 /// The runs list's filters, as query parameters.
 #[derive(Debug, Default, Deserialize)]
 struct RunsQuery {
@@ -266,12 +289,8 @@ async fn runs_page(State(shared): State<Arc<Shared>>, Query(query): Query<RunsQu
         .as_ref()
         .map(|t| format!("?token={t}"))
         .unwrap_or_default();
-    let field = |name: &str, value: &Option<String>| {
-        format!(
-            "<label>{name} <input name=\"{name}\" value=\"{}\"></label>",
-            esc(value.as_deref().unwrap_or(""))
-        )
-    };
+    let field =
+        |name: &str, value: &Option<String>| text_field(name, value.as_deref().unwrap_or(""));
     let status = query.status.as_deref().unwrap_or("");
     let option = |v: &str, label: &str| {
         let selected = if v == status { " selected" } else { "" };
@@ -301,16 +320,7 @@ async fn runs_page(State(shared): State<Arc<Shared>>, Query(query): Query<RunsQu
             failed = r.jobs_failed,
         ));
     }
-    let hidden_token = shared
-        .token
-        .as_ref()
-        .map(|t| {
-            format!(
-                "<input type=\"hidden\" name=\"token\" value=\"{}\">",
-                esc(t)
-            )
-        })
-        .unwrap_or_default();
+    let hidden_token = shared.token_field();
     let page = format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>promptgauge view</title>\n<style>body{{font:14px system-ui,sans-serif;margin:1.5em}}table{{border-collapse:collapse}}td,th{{padding:.25em .6em;border-bottom:1px solid #ddd;text-align:left}}td.n{{text-align:right}}form label{{margin-right:.8em}}</style></head>\n<body><h1>Runs</h1>\n<form method=\"get\" action=\"/\">{hidden_token}{bench}{branch}{model}<label>status <select name=\"status\">{any}{complete}{stopped}{failed}</select></label>{q}<button>Filter</button></form>\n<p>{count}</p>\n<table><thead><tr><th>run</th><th>bench</th><th>model</th><th>branch</th><th>started</th><th>status</th><th>jobs</th><th>failed</th></tr></thead><tbody>\n{rows}</tbody></table></body></html>\n",
         bench = field("bench", &query.bench),
@@ -329,17 +339,9 @@ async fn runs_page(State(shared): State<Arc<Shared>>, Query(query): Query<RunsQu
     Html(page).into_response()
 }
 
-/// A run id as one URL path segment.
+/// A run id (or a filter's value) as one URL path segment or query value.
 fn url_segment(text: &str) -> String {
-    let mut out = String::new();
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    crate::report::html::percent_encode(text, b"")
 }
 
 async fn run_report(State(shared): State<Arc<Shared>>, Path(run): Path<String>) -> Response {
@@ -500,24 +502,10 @@ async fn answers_page(
         Ok(p) => p,
         Err(e) => return e,
     };
-    let token = shared
-        .token
-        .as_ref()
-        .map(|t| {
-            format!(
-                "<input type=\"hidden\" name=\"token\" value=\"{}\">",
-                esc(t)
-            )
-        })
-        .unwrap_or_default();
+    let token = shared.token_field();
     let fields: String = form
         .iter()
-        .map(|(name, value)| {
-            format!(
-                "<label>{name} <input name=\"{name}\" value=\"{}\"></label>",
-                esc(value)
-            )
-        })
+        .map(|(name, value)| text_field(name, value))
         .collect();
     let mut rows = String::new();
     for j in &page.jobs {
