@@ -74,15 +74,9 @@ pub(super) enum Ending {
 /// when it still measures what the run measured (its fingerprint); otherwise none are
 /// shown. (`report` reads the bench again for this; a run passes the bench it ran.)
 pub(super) fn attach_prompts(result: &mut RunResult, record: &crate::runner::record::RunRecord) {
-    let Ok(mut bench) = crate::suite::Bench::load(&record.bench_path) else {
-        return;
-    };
-    // As the run's flags shaped it.
-    if let Some(limit) = record.plan.limit {
-        bench.cases.truncate(limit as usize);
+    if let Some(prompts) = crate::report::prompts::Prompts::of_run(record) {
+        attach(result, &prompts);
     }
-    bench.repeats = record.plan.repeats;
-    attach_prompts_from(result, record, &bench, true);
 }
 
 /// [`attach_prompts`] from a bench in memory; `check` compares its fingerprint with the
@@ -93,56 +87,39 @@ pub(super) fn attach_prompts_from(
     bench: &crate::suite::Bench,
     check: bool,
 ) {
-    let arms: Option<Vec<usize>> = record
-        .plan
-        .variants
-        .iter()
-        .map(|name| bench.variants.iter().position(|v| &v.name == name))
-        .collect();
-    let Some(arms) = arms else { return };
-    if check && crate::suite::Fingerprint::of(bench, &arms) != record.fingerprint {
-        return;
+    let borrowed = crate::report::prompts::Held::Borrowed(bench);
+    if let Some(prompts) = crate::report::prompts::Prompts::new(borrowed, record, check) {
+        attach(result, &prompts);
     }
-    let index: std::collections::HashMap<&str, usize> = bench
-        .cases
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (c.id.as_str(), i))
-        .collect();
-    // Each prompt cut at SHOWN_PROMPT_BYTES; once the page's budget is spent, left out.
+}
+
+/// Each shown answer's prompt, cut at SHOWN_PROMPT_BYTES; once the page's budget is spent,
+/// left out.
+fn attach(result: &mut RunResult, prompts: &crate::report::prompts::Prompts<'_>) {
+    use crate::report::aggregate::{SHOWN_PROMPT_BYTES, SHOWN_PROMPTS_BUDGET};
     let mut spent = 0;
-    for case_id in result.answers.keys() {
-        let Some(&c) = index.get(case_id.as_str()) else {
-            continue;
-        };
-        let case = &bench.cases[c];
-        for (arm, &v) in arms.iter().enumerate() {
-            if spent >= crate::report::aggregate::SHOWN_PROMPTS_BUDGET {
+    let cases: Vec<String> = result.answers.keys().cloned().collect();
+    for case_id in cases {
+        for arm in 0..prompts.variants() {
+            if spent >= SHOWN_PROMPTS_BUDGET {
                 result.prompts_left_out += 1;
                 continue;
             }
-            if let Ok(messages) = bench.templates.render(v, case, &bench.variants[v]) {
-                let text: Vec<String> = messages
-                    .iter()
-                    .map(|m| format!("{}: {}", m.role, m.content))
-                    .collect();
-                let text = text.join("\n\n");
-                let shown = if text.len() > crate::report::aggregate::SHOWN_PROMPT_BYTES {
-                    result.prompts_cut += 1;
-                    format!(
-                        "{}\n[cut here: the prompt is {} bytes; the bench renders it in full]",
-                        crate::client::protocol::truncate(
-                            &text,
-                            crate::report::aggregate::SHOWN_PROMPT_BYTES
-                        ),
-                        text.len()
-                    )
-                } else {
-                    text
-                };
-                spent += shown.len();
-                result.prompts.insert((case_id.clone(), arm), shown);
-            }
+            let Some(text) = prompts.render(&case_id, arm) else {
+                continue;
+            };
+            let shown = if text.len() > SHOWN_PROMPT_BYTES {
+                result.prompts_cut += 1;
+                format!(
+                    "{}\n[cut here: the prompt is {} bytes; the bench renders it in full]",
+                    crate::client::protocol::truncate(&text, SHOWN_PROMPT_BYTES),
+                    text.len()
+                )
+            } else {
+                text
+            };
+            spent += shown.len();
+            result.prompts.insert((case_id.clone(), arm), shown);
         }
     }
 }

@@ -76,19 +76,9 @@ pub async fn history(args: &HistoryArgs, env: &Env) -> Result<Exit, Failure> {
         .await?;
         let mut f = filter(&args.filter, Some(bench.clone()))?;
         f.complete = !args.all;
-        // Shards are parts of a run: their merge stands for them (and their rows stay out).
-        f.whole = true;
-        let runs = store.runs(&f).await.before_send()?;
-        let mut variants = store.variants(&f).await.before_send()?;
-        // Run by run: only the runs a step starts from keep their job rows.
-        let mut history = history::Builder::new(&bench);
-        for run in runs {
-            let jobs = store.jobs(&run.run_id).await.before_send()?;
-            let rows = variants.remove(&run.run_id).unwrap_or_default();
-            history.push(run, rows, jobs);
-        }
+        let history = history_of(&store, &bench, f).await?;
         let several = store.benches().await.before_send()?.len() > 1;
-        Ok::<_, Failure>((history.finish(), several))
+        Ok::<_, Failure>((history, several))
     }
     .await;
     store.close().await;
@@ -150,6 +140,26 @@ pub async fn history(args: &HistoryArgs, env: &Env) -> Result<Exit, Failure> {
         .before_send()?;
     note!("history.html: {}", html.display());
     Ok(Exit::Success)
+}
+
+/// The history of `bench`'s runs that pass `f` (shards left out: their merge stands for
+/// them, and their rows stay out).
+pub(super) async fn history_of(
+    store: &Store,
+    bench: &str,
+    mut f: Filter,
+) -> Result<history::History, Failure> {
+    f.whole = true;
+    let runs = store.runs(&f).await.before_send()?;
+    let mut variants = store.variants(&f).await.before_send()?;
+    // Run by run: only the runs a step starts from keep their job rows.
+    let mut history = history::Builder::new(bench);
+    for run in runs {
+        let jobs = store.jobs(&run.run_id).await.before_send()?;
+        let rows = variants.remove(&run.run_id).unwrap_or_default();
+        history.push(run, rows, jobs);
+    }
+    Ok(history.finish())
 }
 
 /// A bench name as part of a file name.

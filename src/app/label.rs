@@ -6,8 +6,6 @@ use std::collections::HashSet;
 use std::io::{BufRead, Write};
 
 use anyhow::Context;
-use rand::SeedableRng;
-use rand::seq::SliceRandom;
 
 use super::finish::in_use;
 use super::{Exit, Failure};
@@ -16,21 +14,6 @@ use crate::error::BeforeSend;
 use crate::report::labels::{self, Label};
 use crate::runner::RunDir;
 use crate::runner::journal::JobRecord;
-
-/// The question a judged answer was asked, from the judge's prompt.
-fn question(r: &JobRecord) -> String {
-    let prompt = r
-        .judge
-        .first()
-        .and_then(|c| c.request.iter().rev().find(|m| m.role == "user"))
-        .map_or("", |m| m.content.as_str());
-    let part = |tag: &str| crate::grade::judge::part(prompt, tag);
-    match (part("conversation"), part("question")) {
-        (Some(c), Some(q)) => format!("(after this conversation)\n{c}\n{q}"),
-        (None, Some(q)) => q.to_string(),
-        _ => prompt.to_string(),
-    }
-}
 
 /// Reads one answer: 1/0, yes/no, a score in [0, 1]; `None` to skip; `Err` to stop.
 fn ask(input: &mut dyn BufRead, out: &mut dyn Write) -> std::io::Result<Result<Option<f64>, ()>> {
@@ -84,41 +67,23 @@ pub fn label(args: &LabelArgs) -> Result<Exit, Failure> {
         .into());
     }
     let path = dir.labels();
-    let (already, torn) = labels::of_run(&path)
-        .map_err(|m| UsageError::with_fix(m, "fix or remove the line in labels.jsonl"))?;
-    let already: HashSet<_> = already.into_keys().collect();
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .with_context(|| format!("cannot write {}", path.display()))
-        .before_send()?;
-    // A torn last line is cut off, so new labels start on a line of their own; a last line
-    // written by hand without its newline gets one.
-    if let Some(torn) = torn {
-        note!("note: {}", labels::torn_note(&path, torn));
-        file.set_len(torn.offset)
-            .with_context(|| format!("cannot write {}", path.display()))
-            .before_send()?;
-    } else if std::fs::read(&path).is_ok_and(|b| b.last().is_some_and(|&c| c != b'\n')) {
-        file.write_all(b"\n")
-            .with_context(|| format!("cannot write {}", path.display()))
-            .before_send()?;
+    let (mut appender, already, note) = labels::Appender::open(&path).map_err(|e| match e {
+        labels::AppendError::Unreadable(m) => Failure::from(UsageError::with_fix(
+            m,
+            "fix or remove the line in labels.jsonl",
+        )),
+        e => Failure::Input(e.into()),
+    })?;
+    if let Some(note) = note {
+        note!("note: {note}");
     }
-    let mut write = |l: &Label| -> Result<(), Failure> {
-        let line = serde_json::to_string(l).map_err(|e| Failure::Input(e.into()))? + "\n";
-        // One line per label, written at once: a stopped session loses nothing labelled.
-        file.write_all(line.as_bytes())
-            .and_then(|()| file.flush())
-            .with_context(|| format!("cannot write {}", path.display()))
-            .before_send()
-    };
+    let mut write = |l: &Label| -> Result<(), Failure> { appender.append(l).before_send() };
     let added = match &args.from {
         Some(from) => import_labels(from, &judged, &mut write)?,
-        None => {
-            judged.retain(|r| !already.contains(&r.key()));
-            ask_labels(judged, args.seed, args.sample, &mut write)?
-        }
+        None => ask_labels(
+            labels::sample(judged, &already, args.seed, args.sample),
+            &mut write,
+        )?,
     };
     note!("{added} label(s) added to {}", path.display());
     drop(lock);
@@ -166,21 +131,13 @@ fn import_labels(
     Ok(added)
 }
 
-/// A seeded sample of the judged answers not labelled yet, asked one by one in the
-/// terminal (the judge's verdict not shown). How many were labelled.
+/// The sample of judged answers, asked one by one in the terminal (the judge's verdict not
+/// shown). How many were labelled.
 fn ask_labels(
-    mut judged: Vec<JobRecord>,
-    seed: u64,
-    sample: usize,
+    judged: Vec<JobRecord>,
     write: &mut dyn FnMut(&Label) -> Result<(), Failure>,
 ) -> Result<usize, Failure> {
     let mut added = 0usize;
-    // Journal order depends on timing; plan order does not, so the sample is the
-    // same for the same seed.
-    judged.sort_by_key(|r| r.job);
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    judged.shuffle(&mut rng);
-    judged.truncate(sample);
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     let mut out = std::io::stdout();
@@ -192,7 +149,7 @@ fn ask_labels(
             r.case_id,
             r.arm(),
             r.repeat,
-            question(r).replace('\n', "\n  "),
+            labels::question(r).replace('\n', "\n  "),
             r.expected.join("\n  "),
             r.output.replace('\n', "\n  ")
         );
@@ -200,13 +157,7 @@ fn ask_labels(
         let _ = writeln!(out, "{}", crate::report::terminal_safe(&shown));
         match ask(&mut input, &mut out).before_send()? {
             Ok(Some(score)) => {
-                write(&Label {
-                    case: r.case_id.clone(),
-                    // Its arm: `ENDPOINT/VARIANT` in a run of several endpoints.
-                    variant: r.arm().into_owned(),
-                    repeat: r.repeat,
-                    score,
-                })?;
+                write(&labels::label_of(r, score))?;
                 added += 1;
             }
             Ok(None) => {}

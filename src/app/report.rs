@@ -12,35 +12,8 @@ use crate::runner::RunDir;
 
 /// `report DIR`: rebuilds a run folder's reports from its journal, read once.
 pub fn report(args: &ReportArgs) -> Result<Exit, Failure> {
-    let dir = RunDir::at(&args.run);
-    // Its reports are rewritten: the folder must not be in the middle of a run.
-    let _lock = dir.lock().map_err(in_use)?;
-    let record = dir
-        .read_record()
-        .map_err(|e| UsageError(format!("{e:#}")))?;
+    let (result, audit, record) = rebuild(args)?;
     let keys = record.plan_keys();
-    let outputs = crate::cli::OutputArgs {
-        jobs_csv: args.jobs_csv.clone(),
-        ..Default::default()
-    };
-    let mut agg = aggregator(&dir, &record, &outputs)?;
-    let (audit, _) = dir
-        .replay(&keys, |r| agg.add(&r))
-        .with_context(|| format!("cannot read {}", dir.journal_path().display()))
-        .before_send()?;
-    agg.figures().note_audit(&audit);
-    let mut result = agg.finish();
-    // An output the flags asked for that could not be written (`--jobs-csv`).
-    if let Some(e) = result.problems.drain(..).next() {
-        return Err(Failure::Input(e.into()));
-    }
-    super::finish::attach_prompts(&mut result, &record);
-    if let Some(e) = write_reports(&dir, &result, &record.bench.text)
-        .into_iter()
-        .next()
-    {
-        return Err(Failure::Input(e));
-    }
     out!("{}", report::terminal::render(&result.summary));
     note!(
         "journal: {} of {} planned jobs recorded{}",
@@ -75,4 +48,48 @@ pub fn report(args: &ReportArgs) -> Result<Exit, Failure> {
         args.run.display()
     );
     Ok(Exit::Success)
+}
+
+/// Writes a run folder's reports again from its journal (under the folder's lock): what
+/// they add up to, what reading the journal found, and the run's record.
+pub(super) fn rebuild(
+    args: &ReportArgs,
+) -> Result<
+    (
+        crate::report::RunResult,
+        crate::runner::journal::Audit,
+        crate::runner::record::RunRecord,
+    ),
+    Failure,
+> {
+    let dir = RunDir::at(&args.run);
+    // Its reports are rewritten: the folder must not be in the middle of a run.
+    let _lock = dir.lock().map_err(in_use)?;
+    let record = dir
+        .read_record()
+        .map_err(|e| UsageError(format!("{e:#}")))?;
+    let keys = record.plan_keys();
+    let outputs = crate::cli::OutputArgs {
+        jobs_csv: args.jobs_csv.clone(),
+        ..Default::default()
+    };
+    let mut agg = aggregator(&dir, &record, &outputs)?;
+    let (audit, _) = dir
+        .replay(&keys, |r| agg.add(&r))
+        .with_context(|| format!("cannot read {}", dir.journal_path().display()))
+        .before_send()?;
+    agg.figures().note_audit(&audit);
+    let mut result = agg.finish();
+    // An output the flags asked for that could not be written (`--jobs-csv`).
+    if let Some(e) = result.problems.drain(..).next() {
+        return Err(Failure::Input(e.into()));
+    }
+    super::finish::attach_prompts(&mut result, &record);
+    if let Some(e) = write_reports(&dir, &result, &record.bench.text)
+        .into_iter()
+        .next()
+    {
+        return Err(Failure::Input(e));
+    }
+    Ok((result, audit, record))
 }

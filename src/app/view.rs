@@ -20,6 +20,9 @@ pub async fn view(args: &ViewArgs, env: &Env) -> Result<Exit, Failure> {
         bind: SocketAddr::new(args.bind, args.port),
         public: args.public,
         reports: args.reports.clone(),
+        commands: std::sync::Arc::new(Lent {
+            location: location.clone(),
+        }),
     };
     let listening = match crate::web::listen(config, store).await {
         Ok(l) => l,
@@ -71,4 +74,75 @@ pub async fn view(args: &ViewArgs, env: &Env) -> Result<Exit, Failure> {
     });
     listening.serve(stop).await.before_send()?;
     Ok(Exit::Success)
+}
+
+/// What the pages borrow from the commands: `compare`, `history` and `report`, the same
+/// code the command line runs.
+struct Lent {
+    location: crate::store::Location,
+}
+
+impl crate::web::Commands for Lent {
+    fn compare<'a>(&'a self, a: &'a Path, b: &'a Path) -> crate::web::Answer<'a, String> {
+        Box::pin(async move {
+            let message = |f: Failure| f.to_string();
+            let mut sides = Vec::new();
+            for folder in [a, b] {
+                let reference = super::baseline::Reference::Folder(folder.to_path_buf());
+                let side = super::baseline::load_reference(&reference)
+                    .await
+                    .map_err(|e| format!("{e:#}"))?;
+                sides.push(side);
+            }
+            let (pa, ra, sa) = &sides[0];
+            let (pb, rb, sb) = &sides[1];
+            let (side_a, side_b) = ((pa.as_path(), ra, sa), (pb.as_path(), rb, sb));
+            let level =
+                super::compare::confidence(side_a, side_b, None).map_err(|e| message(e.into()))?;
+            let comparison = super::compare::compare_results(side_a, side_b, level)
+                .map_err(|e| format!("{e:#}"))?;
+            Ok(crate::report::html::render_compare(&comparison))
+        })
+    }
+
+    fn history<'a>(
+        &'a self,
+        bench: &'a str,
+        link: &'a (dyn Fn(&str) -> String + Sync),
+    ) -> crate::web::Answer<'a, String> {
+        Box::pin(async move {
+            let store = crate::store::Store::open_existing(&self.location)
+                .await
+                .map_err(|e| e.to_string())?;
+            let filter = crate::store::Filter {
+                bench: Some(bench.to_string()),
+                complete: true,
+                ..crate::store::Filter::default()
+            };
+            let h = super::history::history_of(&store, bench, filter).await;
+            store.close().await;
+            let h = h.map_err(|e| e.to_string())?;
+            if h.runs.is_empty() {
+                return Err(format!(
+                    "no complete run of bench `{bench}` in the history store"
+                ));
+            }
+            Ok(crate::report::history::render_html(&h, &|r| {
+                Some(link(&r.run_id))
+            }))
+        })
+    }
+
+    fn report<'a>(&'a self, folder: &'a Path) -> crate::web::Answer<'a, ()> {
+        Box::pin(async move {
+            let args = crate::cli::ReportArgs {
+                run: folder.to_path_buf(),
+                jobs_csv: None,
+            };
+            tokio::task::spawn_blocking(move || super::report::rebuild(&args).map(|_| ()))
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())
+        })
+    }
 }

@@ -175,6 +175,119 @@ pub fn torn_note(path: &Path, torn: Torn) -> String {
     )
 }
 
+/// A run folder's `labels.jsonl` open for adding labels, as `label` (and `view`'s page)
+/// write it: a torn last line cut off, a last line written by hand without its newline
+/// ended, then one whole line per label, flushed at once (a stopped session loses nothing
+/// labelled). Whoever opens it holds the run folder's lock.
+pub struct Appender {
+    file: std::fs::File,
+    path: std::path::PathBuf,
+}
+
+/// Why labels could not be added.
+#[derive(Debug, thiserror::Error)]
+pub enum AppendError {
+    /// labels.jsonl holds a line that is not a label (the message names it).
+    #[error("{0}")]
+    Unreadable(String),
+    #[error("cannot write {}: {error}", path.display())]
+    Write {
+        path: std::path::PathBuf,
+        error: std::io::Error,
+    },
+}
+
+impl Appender {
+    /// Opens `path` (creating it): the labels it holds, and the note a torn line gets.
+    pub fn open(path: &Path) -> Result<(Appender, Labels, Option<String>), AppendError> {
+        use std::io::Write;
+        let (already, torn) = of_run(path).map_err(AppendError::Unreadable)?;
+        let write_error = |error| AppendError::Write {
+            path: path.to_path_buf(),
+            error,
+        };
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(write_error)?;
+        let mut note = None;
+        if let Some(torn) = torn {
+            note = Some(torn_note(path, torn));
+            file.set_len(torn.offset).map_err(write_error)?;
+        } else if std::fs::read(path).is_ok_and(|b| b.last().is_some_and(|&c| c != b'\n')) {
+            file.write_all(b"\n").map_err(write_error)?;
+        }
+        let appender = Appender {
+            file,
+            path: path.to_path_buf(),
+        };
+        Ok((appender, already, note))
+    }
+
+    /// Adds one label as one line.
+    pub fn append(&mut self, label: &Label) -> Result<(), AppendError> {
+        use std::io::Write;
+        let line = serde_json::to_string(label).map_err(|e| AppendError::Write {
+            path: self.path.clone(),
+            error: e.into(),
+        })? + "\n";
+        self.file
+            .write_all(line.as_bytes())
+            .and_then(|()| self.file.flush())
+            .map_err(|error| AppendError::Write {
+                path: self.path.clone(),
+                error,
+            })
+    }
+}
+
+/// The question a judged answer was asked, from the judge's prompt (what a person labelling
+/// it reads, without the judge's verdict).
+pub fn question(r: &crate::runner::journal::JobRecord) -> String {
+    let prompt = r
+        .judge
+        .first()
+        .and_then(|c| c.request.iter().rev().find(|m| m.role == "user"))
+        .map_or("", |m| m.content.as_str());
+    let part = |tag: &str| crate::grade::judge::part(prompt, tag);
+    match (part("conversation"), part("question")) {
+        (Some(c), Some(q)) => format!("(after this conversation)\n{c}\n{q}"),
+        (None, Some(q)) => q.to_string(),
+        _ => prompt.to_string(),
+    }
+}
+
+/// The answers to label: a seeded sample of `sample` of the judged answers not labelled
+/// yet, the same for the same seed (drawn in plan order, not journal order, which depends
+/// on timing).
+pub fn sample(
+    mut judged: Vec<crate::runner::journal::JobRecord>,
+    already: &Labels,
+    seed: u64,
+    sample: usize,
+) -> Vec<crate::runner::journal::JobRecord> {
+    use rand::SeedableRng;
+    use rand::seq::SliceRandom;
+    judged.retain(|r| !already.contains_key(&r.key()));
+    judged.sort_by_key(|r| r.job);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    judged.shuffle(&mut rng);
+    judged.truncate(sample);
+    judged
+}
+
+/// A judged answer's label for `score`: its arm (`ENDPOINT/VARIANT` in a run of several
+/// endpoints), case and repeat.
+pub fn label_of(r: &crate::runner::journal::JobRecord, score: f64) -> Label {
+    Label {
+        case: r.case_id.clone(),
+        variant: r.arm().into_owned(),
+        repeat: r.repeat,
+        score,
+    }
+}
+
 /// The judge against people, for one variant, and its score as people would give it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Labelled {

@@ -15,6 +15,7 @@ pub mod junit;
 pub mod labels;
 pub mod markdown;
 pub(crate) mod progress;
+pub mod prompts;
 pub mod rows;
 pub mod sequential;
 mod shown;

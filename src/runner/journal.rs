@@ -157,16 +157,43 @@ impl Journal {
 /// Reads every complete record of a journal, in order, calling `f` for each. A last line
 /// without its newline (torn by a crash) is skipped and counted.
 pub fn read(path: &Path, mut f: impl FnMut(JobRecord)) -> std::io::Result<ReadStats> {
-    let mut reader = BufReader::new(crate::files::open_regular(path)?);
+    read_from(path, 0, |_, r| f(r))
+}
+
+/// Where a record's line lies in the journal: read it again with [`read_line_at`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Place {
+    pub offset: u64,
+    pub len: u32,
+}
+
+/// [`read`] from byte `from` (the end of an earlier read: a live journal is followed
+/// without reading it again), each record with its place. `ReadStats::complete_bytes`
+/// counts from `from`.
+pub fn read_from(
+    path: &Path,
+    from: u64,
+    mut f: impl FnMut(Place, JobRecord),
+) -> std::io::Result<ReadStats> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = crate::files::open_regular(path)?;
+    file.seek(SeekFrom::Start(from))?;
+    let mut reader = BufReader::new(file);
     let mut stats = ReadStats::default();
     let mut line = Vec::new();
     let mut number = 0;
+    let mut offset = from;
     loop {
         line.clear();
         if reader.read_until(b'\n', &mut line)? == 0 {
             break;
         }
         number += 1;
+        let place = Place {
+            offset,
+            len: u32::try_from(line.len()).unwrap_or(u32::MAX),
+        };
+        offset += line.len() as u64;
         if line.last() != Some(&b'\n') {
             stats.torn += 1;
             stats.torn_bytes = line.len() as u64;
@@ -190,7 +217,7 @@ pub fn read(path: &Path, mut f: impl FnMut(JobRecord)) -> std::io::Result<ReadSt
         match serde_json::from_slice::<JobRecord>(&line) {
             Ok(record) => {
                 stats.records += 1;
-                f(record);
+                f(place, record);
             }
             Err(_) if line.iter().all(u8::is_ascii_whitespace) => {}
             Err(e) => {
@@ -202,6 +229,33 @@ pub fn read(path: &Path, mut f: impl FnMut(JobRecord)) -> std::io::Result<ReadSt
         }
     }
     Ok(stats)
+}
+
+/// The record whose line is at `place` (from [`read_from`]); `None` when the line there is
+/// not one (the journal was replaced since).
+pub fn read_line_at(file: &File, place: Place) -> std::io::Result<Option<JobRecord>> {
+    let mut line = vec![0u8; place.len as usize];
+    read_exact_at(file, &mut line, place.offset)?;
+    Ok(serde_json::from_slice(&line).ok())
+}
+
+#[cfg(unix)]
+fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+}
+
+#[cfg(windows)]
+fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::Result<()> {
+    while !buf.is_empty() {
+        match std::os::windows::fs::FileExt::seek_read(file, buf, offset)? {
+            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            n => {
+                buf = &mut buf[n..];
+                offset += n as u64;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What reading a journal found besides records.
@@ -468,6 +522,17 @@ pub fn read_planned_resending(
     resend: &dyn Fn(&JobRecord) -> bool,
     mut f: impl FnMut(JobRecord),
 ) -> std::io::Result<Audit> {
+    read_planned_placed(path, keys, resend, |_, r| f(r))
+}
+
+/// [`read_planned_resending`], each record with its place in the journal (for an index
+/// that reads a record again without reading the journal again).
+pub fn read_planned_placed(
+    path: &Path,
+    keys: &PlanKeys,
+    resend: &dyn Fn(&JobRecord) -> bool,
+    mut f: impl FnMut(Place, JobRecord),
+) -> std::io::Result<Audit> {
     let mut audit = Audit {
         done: vec![false; keys.slots()],
         ..Audit::default()
@@ -477,10 +542,10 @@ pub fn read_planned_resending(
     }
     let mut done = std::mem::take(&mut audit.done);
     // Failed records, by slot, until the end of the journal (a resend may replace them).
-    let mut held: std::collections::BTreeMap<usize, (usize, JobRecord)> =
+    let mut held: std::collections::BTreeMap<usize, (usize, Place, JobRecord)> =
         std::collections::BTreeMap::new();
     let mut seq = 0usize;
-    let stats = read(path, |r| {
+    let stats = read_from(path, 0, |place, r| {
         // promptgauge never writes a score outside [0, 1]: such a record was made or
         // changed by something else, and would move every figure. It counts as a record
         // this run did not write; its job is left for a resume.
@@ -503,10 +568,10 @@ pub fn read_planned_resending(
             Some(slot) if r.resent > 0 && held.contains_key(&slot) => {
                 audit.resent += 1;
                 if r.status == JobStatus::Failed {
-                    held.insert(slot, (seq, r));
+                    held.insert(slot, (seq, place, r));
                 } else {
                     held.remove(&slot);
-                    f(r);
+                    f(place, r);
                 }
             }
             Some(slot) if done[slot] => {
@@ -519,25 +584,25 @@ pub fn read_planned_resending(
                 done[slot] = true;
                 audit.finished += 1;
                 if r.status == JobStatus::Failed {
-                    held.insert(slot, (seq, r));
+                    held.insert(slot, (seq, place, r));
                 } else {
-                    f(r);
+                    f(place, r);
                 }
             }
         }
     })?;
-    let mut failed: Vec<(usize, usize, JobRecord)> = held
+    let mut failed: Vec<(usize, usize, Place, JobRecord)> = held
         .into_iter()
-        .map(|(slot, (seq, r))| (seq, slot, r))
+        .map(|(slot, (seq, place, r))| (seq, slot, place, r))
         .collect();
-    failed.sort_by_key(|(seq, _, _)| *seq);
-    for (_, slot, r) in failed {
+    failed.sort_by_key(|(seq, ..)| *seq);
+    for (_, slot, place, r) in failed {
         if resend(&r) {
             done[slot] = false;
             audit.finished -= 1;
             audit.to_resend.push((slot, r.resent + 1));
         } else {
-            f(r);
+            f(place, r);
         }
     }
     audit.done = done;

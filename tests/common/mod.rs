@@ -120,3 +120,19 @@ pub fn start_mock(config: MockConfig) -> (tokio::runtime::Runtime, MockServer) {
         .unwrap();
     (rt, server)
 }
+
+/// Starts `promptgauge ARGS` in `dir` as CI would, its output dropped: a run to watch or
+/// to kill.
+#[allow(dead_code)]
+pub fn spawned(dir: &Path, args: &[&str]) -> std::process::Child {
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("promptgauge"))
+        .current_dir(dir)
+        .args(args)
+        .env("CI", "true")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("PROMPTGAUGE_BASE_URL")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}

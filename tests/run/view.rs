@@ -47,6 +47,19 @@ fn view(d: &Path, args: &[&str]) -> View {
 
 /// `GET path` with a `Host` header: (status, body).
 fn get(url: &str, path: &str, host: Option<&str>) -> (u16, String) {
+    let (status, _, body) = request(url, "GET", path, &[("Host", host)], "");
+    (status, body)
+}
+
+/// One HTTP request; `None` headers take the server's own address (`Host`) or are left
+/// out: (status, response headers, body).
+fn request(
+    url: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, Option<&str>)],
+    body: &str,
+) -> (u16, String, String) {
     let address = url
         .trim_start_matches("http://")
         .split('/')
@@ -54,12 +67,28 @@ fn get(url: &str, path: &str, host: Option<&str>) -> (u16, String) {
         .unwrap()
         .to_string();
     let mut stream = TcpStream::connect(&address).unwrap();
-    let host = host.unwrap_or(&address);
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
+    let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    let mut host_given = false;
+    for (name, value) in headers {
+        match (name.eq_ignore_ascii_case("host"), value) {
+            (true, Some(v)) => {
+                host_given = true;
+                head.push_str(&format!("Host: {v}\r\n"));
+            }
+            (_, Some(v)) => head.push_str(&format!("{name}: {v}\r\n")),
+            _ => {}
+        }
+    }
+    if !host_given {
+        head.push_str(&format!("Host: {address}\r\n"));
+    }
+    if method != "GET" {
+        head.push_str(&format!(
+            "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    write!(stream, "{head}\r\n{body}").unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
     let status = response
@@ -67,11 +96,8 @@ fn get(url: &str, path: &str, host: Option<&str>) -> (u16, String) {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    (status, head.to_string(), body.to_string())
 }
 
 /// Two recorded runs of the arithmetic bench on the simulator, one per model.
@@ -126,7 +152,14 @@ fn view_lists_the_runs_filters_them_and_serves_each_report() {
     let on_disk =
         std::fs::read_to_string(Path::new(runs[0]["folder"].as_str().unwrap()).join("report.html"))
             .unwrap();
-    assert_eq!(report, on_disk);
+    // report.html as the run wrote it, with the application's links after <body>.
+    let nav_start = report.find("<nav>").unwrap();
+    let nav_end = report.find("</nav>").unwrap() + "</nav>".len();
+    assert!(report[nav_start..nav_end].contains("/answers"));
+    assert_eq!(
+        format!("{}{}", &report[..nav_start], &report[nav_end..]),
+        on_disk
+    );
     let (status, summary) = get(&v.url, &format!("/runs/{id}/summary.json"), None);
     assert_eq!(status, 200);
     assert!(summary.contains("\"variants\""));
@@ -182,10 +215,28 @@ fn view_refuses_foreign_hosts_paths_outside_the_runs_and_an_open_bind() {
     assert_eq!(status, 401);
     let (status, page) = get(&v.url, &format!("/?token={token}"), None);
     assert_eq!(status, 200, "{page}");
+    // The browser keeps it (HttpOnly, this site only): every link works without it.
+    let (status, head, _) = request(&v.url, "GET", &format!("/?token={token}"), &[], "");
+    assert_eq!(status, 200);
+    let cookie = head
+        .lines()
+        .find_map(|l| l.strip_prefix("set-cookie: "))
+        .expect("the token is set as a cookie");
     assert!(
-        page.contains(&format!("token={token}")),
-        "links carry the token"
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
     );
+    let pair = cookie.split(';').next().unwrap();
+    let (status, _, _) = request(&v.url, "GET", "/api/runs", &[("Cookie", Some(pair))], "");
+    assert_eq!(status, 200);
+    let (status, _, _) = request(
+        &v.url,
+        "GET",
+        "/api/runs",
+        &[("Cookie", Some("promptgauge_token=0123"))],
+        "",
+    );
+    assert_eq!(status, 401);
 }
 
 #[test]
@@ -244,7 +295,7 @@ fn a_run_s_answers_page_pages_and_filters() {
     let (status, page) = get(&v.url, &format!("/runs/{id}/answers?limit=5"), None);
     assert_eq!(status, 200, "{page}");
     assert!(
-        page.contains("5 of 12 answers that match, from 1."),
+        page.contains("5 of 12 answers that match, from 1 (12 planned jobs have a record)."),
         "{page}"
     );
     assert!(
@@ -261,4 +312,305 @@ fn a_run_s_answers_page_pages_and_filters() {
         page.contains("add-02") && !page.contains("add-03"),
         "{page}"
     );
+}
+
+/// The judged arithmetic bench: the simulator's judge scores each answer.
+fn judged(cases: usize, variants: usize) -> tempfile::TempDir {
+    let bench = arithmetic_bench(cases, variants, "");
+    let d = bench.path();
+    let text = std::fs::read_to_string(d.join("bench.yaml"))
+        .unwrap()
+        .replace("grade: { kind: number }", "grade: { kind: judge }");
+    std::fs::write(d.join("bench.yaml"), text).unwrap();
+    bench
+}
+
+fn run_on(d: &Path, base_url: &str) {
+    let out = promptgauge(d)
+        .args(["run", "bench.yaml", "--quiet", "--model", "alpha"])
+        .args(["--base-url", base_url])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn first_run(v: &View, query: &str) -> (String, String) {
+    let (_, json) = get(&v.url, &format!("/api/runs?{query}"), None);
+    let runs: serde_json::Value = serde_json::from_str(&json).unwrap();
+    (
+        runs[0]["run_id"].as_str().unwrap().to_string(),
+        runs[0]["folder"].as_str().unwrap().to_string(),
+    )
+}
+
+#[test]
+fn a_job_s_page_shows_its_whole_record_and_disagreeing_answers_filter() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let bench = judged(6, 2);
+    let d = bench.path();
+    run_on(d, &server.base_url());
+    let v = view(d, &[]);
+    let (id, folder) = first_run(&v, "");
+    let records = journal(Path::new(&folder));
+    // Cases whose two variants scored differently, from the journal itself.
+    let score = |case: &str, variant: &str| {
+        records
+            .iter()
+            .find(|r| r["case_id"] == case && r["variant"] == variant)
+            .map(|r| r["score"].as_f64())
+    };
+    let split = (1..=6)
+        .map(|i| format!("add-{i:02}"))
+        .filter(|c| score(c, "plain") != score(c, "careful"))
+        .count();
+    assert!(split > 0, "the simulator's variants disagree somewhere");
+    let (status, body) = get(&v.url, &format!("/api/runs/{id}/jobs?disagreeing=1"), None);
+    assert_eq!(status, 200);
+    let page: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(page["matched"], 2 * split as u64, "{body}");
+    // A job's page: the prompt sent, its attempts, the judge's call and reason, the answer.
+    let r = &records[0];
+    let (status, job) = get(&v.url, &format!("/runs/{id}/jobs/{}", r["job"]), None);
+    assert_eq!(status, 200, "{job}");
+    let question = r["case_id"].as_str().unwrap().trim_start_matches("add-");
+    let n: u32 = question.parse().unwrap();
+    assert!(
+        job.contains(&format!("What is {n} + {n}?")),
+        "the prompt: {job}"
+    );
+    assert!(job.contains("id=\"attempts\"") && job.contains("<td>200</td>"));
+    assert!(
+        job.contains("Judge calls (1)") && job.contains("reply:"),
+        "{job}"
+    );
+    let answer = crate::view::html_escaped(r["output"].as_str().unwrap());
+    assert!(job.contains(&answer), "{job}");
+    let (status, _) = get(&v.url, &format!("/runs/{id}/jobs/99999"), None);
+    assert_eq!(status, 404);
+    // A bad filter is said, not guessed at.
+    let (status, body) = get(&v.url, &format!("/api/runs/{id}/jobs?min=high"), None);
+    assert_eq!(status, 400);
+    assert!(body.contains("min=high"), "{body}");
+}
+
+/// Text as the pages escape it.
+pub(crate) fn html_escaped(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
+#[test]
+fn compare_and_history_pages_say_what_the_commands_say() {
+    let bench = recorded();
+    let d = bench.path();
+    let v = view(d, &[]);
+    let (a, folder_a) = first_run(&v, "model=alpha");
+    let (b, folder_b) = first_run(&v, "model=beta");
+    let (status, page) = get(&v.url, &format!("/compare?run={b}&run={a}"), None);
+    assert_eq!(status, 200, "{page}");
+    // The same comparison `compare` writes, word for word.
+    let out = promptgauge(d)
+        .args(["compare", &folder_a, &folder_b, "--out", "cmp"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let written = std::fs::read_to_string(d.join("cmp/compare.html")).unwrap();
+    let verdicts = |html: &str| {
+        let start = html.find("<table").unwrap();
+        html[start..].split("</table>").next().unwrap().to_string()
+    };
+    assert_eq!(verdicts(&page), verdicts(&written));
+    // Neither a run the store does not hold nor a folder by its path.
+    let (status, _) = get(&v.url, &format!("/compare?a={a}&b=..%2F..%2Fetc"), None);
+    assert_eq!(status, 404);
+    let (status, _) = get(&v.url, "/compare?run=only-one", None);
+    assert_eq!(status, 400);
+    // History: history.html's page for the bench, each run linked to its page here.
+    let (status, page) = get(&v.url, "/history/arithmetic", None);
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("arithmetic — history"), "{page}");
+    assert!(page.contains(&format!("/runs/{a}/")), "{page}");
+    let (status, _) = get(&v.url, "/history/no-such-bench", None);
+    assert_eq!(status, 404);
+}
+
+#[test]
+fn labels_from_the_page_are_written_as_label_writes_them_and_need_the_csrf_token() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let bench = judged(4, 1);
+    let d = bench.path();
+    run_on(d, &server.base_url());
+    let v = view(d, &[]);
+    let (id, folder) = first_run(&v, "");
+    let (status, page) = get(&v.url, &format!("/runs/{id}/label"), None);
+    assert_eq!(status, 200, "{page}");
+    // Shown without the judge's verdict.
+    assert!(!page.contains("Judge calls") && !page.contains("score 1.00"));
+    let field = |page: &str, name: &str| -> String {
+        let at = page
+            .find(&format!("name=\"{name}\" value=\""))
+            .unwrap_or_else(|| panic!("{name}: {page}"));
+        let rest = &page[at + name.len() + 15..];
+        rest[..rest.find('"').unwrap()].to_string()
+    };
+    let (csrf, job) = (field(&page, "csrf"), field(&page, "job"));
+    let path = format!("/runs/{id}/label");
+    // Without the page's token, or from another site's page: refused, nothing written.
+    let (status, _, _) = request(&v.url, "POST", &path, &[], &format!("job={job}&score=1"));
+    assert_eq!(status, 403);
+    let (status, _, _) = request(
+        &v.url,
+        "POST",
+        &path,
+        &[],
+        &format!("csrf=0000&job={job}&score=1"),
+    );
+    assert_eq!(status, 403);
+    let (status, _, _) = request(
+        &v.url,
+        "POST",
+        &path,
+        &[("Origin", Some("http://evil.example"))],
+        &format!("csrf={csrf}&job={job}&score=1"),
+    );
+    assert_eq!(status, 403);
+    let labels = Path::new(&folder).join("labels.jsonl");
+    assert!(!labels.exists());
+    // With it: one line, as `promptgauge label` writes it, and the next answer is shown.
+    let (status, head, _) = request(
+        &v.url,
+        "POST",
+        &path,
+        &[],
+        &format!("csrf={csrf}&job={job}&score=0"),
+    );
+    assert_eq!(status, 303, "{head}");
+    let r = journal(Path::new(&folder))
+        .into_iter()
+        .find(|r| r["job"].as_u64().map(|n| n.to_string()).as_deref() == Some(job.as_str()))
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&labels).unwrap(),
+        format!(
+            "{{\"case\":\"{}\",\"variant\":\"plain\",\"repeat\":0,\"score\":0.0}}\n",
+            r["case_id"].as_str().unwrap()
+        )
+    );
+    let (_, page) = get(&v.url, &path, None);
+    assert!(page.contains("1 labelled so far"), "{page}");
+    assert_ne!(
+        field(&page, "job"),
+        job,
+        "the labelled answer is not asked again"
+    );
+    // The reports were written again with it: the judge against one person.
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(&folder).join("summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(summary["variants"][0]["labelled"]["labels"], 1);
+    // A run folder another process writes is not labelled into.
+    let lock = promptgauge::runner::RunDir::at(&folder).lock().unwrap();
+    let next = field(&page, "job");
+    let (status, _, body) = request(
+        &v.url,
+        "POST",
+        &path,
+        &[],
+        &format!("csrf={csrf}&job={next}&score=1"),
+    );
+    assert_eq!(status, 409, "{body}");
+    assert!(body.contains("in use"), "{body}");
+    drop(lock);
+    // Not a judged answer of this run: refused.
+    let (status, _, _) = request(
+        &v.url,
+        "POST",
+        &path,
+        &[],
+        &format!("csrf={csrf}&job=9999&score=1"),
+    );
+    assert_eq!(status, 400);
+    assert_eq!(std::fs::read_to_string(&labels).unwrap().lines().count(), 1);
+}
+
+#[test]
+fn a_run_in_progress_is_listed_and_followed_until_it_ends() {
+    let (_rt, server) = start_mock(MockConfig {
+        first_token_delay: std::time::Duration::from_millis(150),
+        ..MockConfig::default()
+    });
+    let bench = arithmetic_bench(6, 2, "");
+    let d = bench.path();
+    let text = std::fs::read_to_string(d.join("bench.yaml")).unwrap();
+    std::fs::write(
+        d.join("bench.yaml"),
+        format!("{text}limits: {{ concurrency: 1 }}\n"),
+    )
+    .unwrap();
+    // The store exists before the run: view serves it.
+    run_on(d, &server.base_url());
+    let v = view(d, &[]);
+    let mut run = spawned(
+        d,
+        &[
+            "run",
+            "bench.yaml",
+            "--quiet",
+            "--model",
+            "alpha",
+            "--base-url",
+            &server.base_url(),
+        ],
+    );
+    // Listed while it runs.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let live = loop {
+        let (_, json) = get(&v.url, "/api/live", None);
+        let runs: serde_json::Value = serde_json::from_str(&json).unwrap();
+        if let Some(r) = runs.as_array().unwrap().first() {
+            break r.clone();
+        }
+        assert!(std::time::Instant::now() < deadline, "never listed");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(live["planned"], 12);
+    let name = live["name"].as_str().unwrap().to_string();
+    // Its events: progress as the journal grows, then the end with its report's address.
+    let address = v.url.trim_start_matches("http://").trim_end_matches('/');
+    let mut stream = TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "GET /api/live/{name}/events HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut events = String::new();
+    stream.read_to_string(&mut events).unwrap();
+    assert!(run.wait().unwrap().success());
+    let done: Vec<u64> = events
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str::<serde_json::Value>(d).ok())
+        .filter_map(|d| d["done"].as_u64())
+        .collect();
+    assert!(done.len() >= 2, "{events}");
+    assert!(done.windows(2).all(|w| w[0] <= w[1]), "{done:?}");
+    assert_eq!(*done.last().unwrap(), 12, "{events}");
+    let (id, _) = first_run(&v, "");
+    assert!(
+        events.contains("event: end") && events.contains(&format!("/runs/{id}/")),
+        "{events}"
+    );
+    // Once it ended, its live page is its report.
+    let (status, head, _) = request(&v.url, "GET", &format!("/live/{name}"), &[], "");
+    assert_eq!(status, 303, "{head}");
+    let (_, json) = get(&v.url, "/api/live", None);
+    assert_eq!(json, "[]");
 }

@@ -1,0 +1,286 @@
+//! A run's answers as an index: a few bytes per planned job (its arm, case, status, score
+//! and where its line lies in the journal), built in one read of the journal and kept
+//! while the journal stays as it was, so a 200,000-job run is filtered and paged without
+//! reading it again; only the page's records are read back, by their place.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::Path;
+use std::time::SystemTime;
+
+use crate::runner::journal::{self, JobRecord, JobStatus, Place};
+
+/// One planned job.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    place: Place,
+    /// The job's position in the plan (its page's address).
+    job: u32,
+    case: u32,
+    variant: u16,
+    /// 0: the run's one endpoint.
+    endpoint: u16,
+    /// Its case's tags, by index into `tag_sets`.
+    tags: u32,
+    repeat: u32,
+    status: JobStatus,
+    /// NaN: no score.
+    score: f32,
+    /// The arms' scores of this case and repeat are not all the same.
+    disagreeing: bool,
+    /// A judge scored it (people may label it).
+    judged: bool,
+}
+
+/// What a filter asks for, by the index's names.
+#[derive(Debug, Default, Clone)]
+pub(super) struct Wanted {
+    pub(super) variant: Option<String>,
+    pub(super) endpoint: Option<String>,
+    pub(super) tag: Option<String>,
+    pub(super) status: Option<JobStatus>,
+    pub(super) min: Option<f64>,
+    pub(super) max: Option<f64>,
+    pub(super) disagreeing: bool,
+    /// Words the case id or the answer contains, case aside.
+    pub(super) words: Vec<String>,
+}
+
+/// A run's journal, indexed.
+pub(super) struct RunIndex {
+    /// The journal as it was when read: a change makes a new index.
+    pub(super) stamp: Stamp,
+    cases: Vec<String>,
+    variants: Vec<String>,
+    endpoints: Vec<String>,
+    tag_sets: Vec<Vec<String>>,
+    entries: Vec<Entry>,
+    /// Plan position → entry.
+    by_job: HashMap<u32, usize>,
+}
+
+/// A journal's length and time of change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Stamp {
+    pub(super) len: u64,
+    pub(super) modified: Option<SystemTime>,
+}
+
+impl Stamp {
+    pub(super) fn of(path: &Path) -> Stamp {
+        let meta = std::fs::metadata(path).ok();
+        Stamp {
+            len: meta.as_ref().map_or(0, |m| m.len()),
+            modified: meta.and_then(|m| m.modified().ok()),
+        }
+    }
+}
+
+/// Interns `name` in `names`, giving its index.
+fn intern(names: &mut Vec<String>, seen: &mut HashMap<String, usize>, name: &str) -> usize {
+    if let Some(&i) = seen.get(name) {
+        return i;
+    }
+    names.push(name.to_string());
+    seen.insert(name.to_string(), names.len() - 1);
+    names.len() - 1
+}
+
+impl RunIndex {
+    /// Reads `journal` once against the plan (each planned job once, as the reports read
+    /// it: a resend in its failure's place, failures last).
+    pub(super) fn build(journal: &Path, keys: &journal::PlanKeys) -> std::io::Result<RunIndex> {
+        let stamp = Stamp::of(journal);
+        let mut index = RunIndex {
+            stamp,
+            cases: Vec::new(),
+            variants: Vec::new(),
+            endpoints: vec![String::new()],
+            tag_sets: Vec::new(),
+            entries: Vec::new(),
+            by_job: HashMap::new(),
+        };
+        if !journal.exists() {
+            return Ok(index);
+        }
+        let (mut cases, mut variants, mut endpoints, mut tag_sets) = (
+            HashMap::new(),
+            HashMap::new(),
+            HashMap::from([(String::new(), 0)]),
+            HashMap::new(),
+        );
+        journal::read_planned_placed(journal, keys, &|_| false, |place, r| {
+            let tags = r.tags.join("\u{1f}");
+            let tags = match tag_sets.get(&tags) {
+                Some(&i) => i,
+                None => {
+                    index.tag_sets.push(r.tags.clone());
+                    tag_sets.insert(tags, index.tag_sets.len() - 1);
+                    index.tag_sets.len() - 1
+                }
+            };
+            let entry = Entry {
+                place,
+                job: r.job as u32,
+                case: intern(&mut index.cases, &mut cases, &r.case_id) as u32,
+                variant: intern(&mut index.variants, &mut variants, &r.variant) as u16,
+                endpoint: intern(
+                    &mut index.endpoints,
+                    &mut endpoints,
+                    r.endpoint.as_deref().unwrap_or(""),
+                ) as u16,
+                tags: tags as u32,
+                repeat: r.repeat,
+                status: r.status,
+                score: r.score().map_or(f32::NAN, |s| s as f32),
+                disagreeing: false,
+                judged: !r.judge.is_empty() && r.score.is_some(),
+            };
+            index.by_job.insert(entry.job, index.entries.len());
+            index.entries.push(entry);
+        })?;
+        index.mark_disagreements();
+        Ok(index)
+    }
+
+    /// A case and repeat whose graded arms' scores differ is disagreeing, in each arm.
+    fn mark_disagreements(&mut self) {
+        let mut range: HashMap<(u32, u32), (f32, f32)> = HashMap::new();
+        for e in self.entries.iter().filter(|e| !e.score.is_nan()) {
+            let r = range
+                .entry((e.case, e.repeat))
+                .or_insert((e.score, e.score));
+            r.0 = r.0.min(e.score);
+            r.1 = r.1.max(e.score);
+        }
+        for e in &mut self.entries {
+            e.disagreeing = range
+                .get(&(e.case, e.repeat))
+                .is_some_and(|(lo, hi)| hi > lo);
+        }
+    }
+
+    /// How many planned jobs have a record.
+    pub(super) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The names the filters may take: variants, endpoints (none for a one-endpoint run)
+    /// and tags.
+    pub(super) fn names(&self) -> (Vec<&str>, Vec<&str>, Vec<&str>) {
+        let mut tags: Vec<&str> = self.tag_sets.iter().flatten().map(String::as_str).collect();
+        tags.sort_unstable();
+        tags.dedup();
+        (
+            self.variants.iter().map(String::as_str).collect(),
+            self.endpoints
+                .iter()
+                .filter(|e| !e.is_empty())
+                .map(String::as_str)
+                .collect(),
+            tags,
+        )
+    }
+
+    /// The records that pass `wanted`, `limit` from `offset` in journal order, and how
+    /// many pass in all. Only the page's records (and, for words, the candidates') are
+    /// read from `journal`.
+    pub(super) fn page(
+        &self,
+        journal: &Path,
+        wanted: &Wanted,
+        offset: usize,
+        limit: usize,
+    ) -> std::io::Result<(Vec<JobRecord>, usize)> {
+        let index_of = |names: &[String], name: &Option<String>| -> Option<Option<usize>> {
+            name.as_ref()
+                .map(|n| names.iter().position(|x| x == n).or(Some(usize::MAX)))
+        };
+        let variant = index_of(&self.variants, &wanted.variant);
+        let endpoint = index_of(&self.endpoints, &wanted.endpoint);
+        let tags: Option<Vec<bool>> = wanted.tag.as_ref().map(|t| {
+            self.tag_sets
+                .iter()
+                .map(|set| set.iter().any(|x| x == t))
+                .collect()
+        });
+        let file = if self.entries.is_empty() {
+            None
+        } else {
+            Some(File::open(journal)?)
+        };
+        let words: Vec<String> = wanted.words.iter().map(|w| w.to_lowercase()).collect();
+        let (mut matched, mut page) = (0usize, Vec::new());
+        for e in &self.entries {
+            let kept = variant.is_none_or(|v| v == Some(e.variant as usize))
+                && endpoint.is_none_or(|x| x == Some(e.endpoint as usize))
+                && tags.as_ref().is_none_or(|t| t[e.tags as usize])
+                && wanted.status.is_none_or(|s| s == e.status)
+                && wanted
+                    .min
+                    .is_none_or(|m| !e.score.is_nan() && f64::from(e.score) >= m - 1e-6)
+                && wanted
+                    .max
+                    .is_none_or(|m| !e.score.is_nan() && f64::from(e.score) <= m + 1e-6)
+                && (!wanted.disagreeing || e.disagreeing);
+            if !kept {
+                continue;
+            }
+            let wanted_here = matched >= offset && page.len() < limit;
+            if words.is_empty() {
+                if wanted_here && let Some(r) = read(file.as_ref(), e.place)? {
+                    page.push(r);
+                }
+                matched += 1;
+                continue;
+            }
+            let Some(r) = read(file.as_ref(), e.place)? else {
+                continue;
+            };
+            let case = self.cases[e.case as usize].to_lowercase();
+            let output = r.output.to_lowercase();
+            if words
+                .iter()
+                .all(|w| case.contains(w.as_str()) || output.contains(w.as_str()))
+            {
+                if wanted_here {
+                    page.push(r);
+                }
+                matched += 1;
+            }
+        }
+        Ok((page, matched))
+    }
+
+    /// Every judged answer's record (what people may label), in journal order.
+    pub(super) fn judged(&self, journal: &Path) -> std::io::Result<Vec<JobRecord>> {
+        let mut out = Vec::new();
+        let judged: Vec<&Entry> = self.entries.iter().filter(|e| e.judged).collect();
+        if judged.is_empty() {
+            return Ok(out);
+        }
+        let file = File::open(journal)?;
+        for e in judged {
+            if let Some(r) = journal::read_line_at(&file, e.place)? {
+                out.push(r);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The record of the job at plan position `job`.
+    pub(super) fn job(&self, journal: &Path, job: u32) -> std::io::Result<Option<JobRecord>> {
+        let Some(&i) = self.by_job.get(&job) else {
+            return Ok(None);
+        };
+        let file = File::open(journal)?;
+        read(Some(&file), self.entries[i].place)
+    }
+}
+
+fn read(file: Option<&File>, place: Place) -> std::io::Result<Option<JobRecord>> {
+    match file {
+        Some(f) => journal::read_line_at(f, place),
+        None => Ok(None),
+    }
+}

@@ -1,0 +1,254 @@
+//! Labelling in the page: `label`'s workflow in the browser. A seeded sample of a run's
+//! judged answers, each shown without the judge's verdict; a person's score is written to
+//! the run's labels.jsonl exactly as `promptgauge label` writes it (under the run folder's
+//! lock, one line at a time), the run's reports are written again, and the page shows the
+//! judge against people — agreement, kappa, each variant's corrected score — as they now
+//! stand.
+
+use std::fmt::Write;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use serde::Deserialize;
+
+use super::run::indexed;
+use super::{Shared, failed, refuse, shell, url_segment};
+use crate::report::html::esc;
+use crate::report::labels;
+use crate::runner::RunDir;
+
+/// Which sample, and how far into it.
+#[derive(Debug, Deserialize)]
+pub(super) struct LabelQuery {
+    /// The sample's seed (as `label --seed`).
+    #[serde(default)]
+    seed: u64,
+    /// How many answers the sample holds (as `label --sample`).
+    #[serde(default = "default_sample")]
+    sample: usize,
+    /// Answers skipped so far.
+    #[serde(default)]
+    at: usize,
+}
+
+fn default_sample() -> usize {
+    20
+}
+
+/// `/runs/ID/label`: the next answer of the sample not labelled yet, and the judge
+/// against people so far.
+pub(super) async fn page_(
+    shared: Arc<Shared>,
+    run: String,
+    query: LabelQuery,
+) -> Result<Response, Response> {
+    let indexed = indexed(&shared, &run).await?;
+    let (index, journal) = (indexed.index.clone(), indexed.journal());
+    let judged = tokio::task::spawn_blocking(move || index.judged(&journal))
+        .await
+        .map_err(failed)?
+        .map_err(failed)?;
+    let id = url_segment(&run);
+    if judged.is_empty() {
+        let body = format!(
+            "<h1><a href=\"/runs/{id}/\">{}</a>: label</h1><p>This run has no judged answers to label: label a run whose bench scores with <code>kind: judge</code>.</p>",
+            esc(&run)
+        );
+        return Ok(shell(&format!("{run} — label"), &body));
+    }
+    let dir = RunDir::at(&indexed.folder);
+    let (already, _) = labels::of_run(&dir.labels()).map_err(failed)?;
+    let labelled = already.len();
+    let sample = labels::sample(judged, &already, query.seed, query.sample);
+    let mut b = format!(
+        "<h1><a href=\"/runs/{id}/\">{}</a>: label</h1>\n<p class=\"muted\">A seeded sample (seed {}) of the judged answers nobody labelled yet, without the judge's verdict. Keys: <kbd>y</kbd> right, <kbd>n</kbd> wrong, <kbd>0</kbd>–<kbd>9</kbd> a score of 0.0 to 0.9, <kbd>s</kbd> skip. {labelled} labelled so far.</p>\n",
+        esc(&run),
+        query.seed
+    );
+    match sample.get(query.at) {
+        None => b.push_str("<p id=\"done\">Nothing left to label in this sample.</p>"),
+        Some(r) => {
+            let skip = format!(
+                "/runs/{id}/label?seed={}&sample={}&at={}",
+                query.seed,
+                query.sample,
+                query.at + 1
+            );
+            let _ = write!(
+                b,
+                "<div id=\"item\"><p>{} of {} · case {} · variant {} · repeat {}</p><h3>Question</h3><pre id=\"question\">{}</pre><h3>Expected</h3><pre>{}</pre><h3>Answer</h3><pre id=\"answer\">{}</pre>\n<form id=\"label\" method=\"post\" action=\"/runs/{id}/label?seed={}&amp;sample={}&amp;at={}\"><input type=\"hidden\" name=\"csrf\" value=\"{}\"><input type=\"hidden\" name=\"job\" value=\"{}\"><input type=\"hidden\" id=\"score\" name=\"score\" value=\"\"><button type=\"submit\" id=\"yes\" data-score=\"1\">y · right</button> <button type=\"submit\" id=\"no\" data-score=\"0\">n · wrong</button> <a id=\"skip\" href=\"{}\">s · skip</a></form></div>",
+                query.at + 1,
+                sample.len(),
+                esc(&r.case_id),
+                esc(&r.arm()),
+                r.repeat,
+                super::pre_text(&labels::question(r), 100_000),
+                super::pre_text(&r.expected.join("\n"), 100_000),
+                super::pre_text(&r.output, 100_000),
+                query.seed,
+                query.sample,
+                query.at,
+                esc(&shared.csrf),
+                r.job,
+                esc(&skip),
+            );
+        }
+    }
+    b.push_str(&agreement(&dir));
+    b.push_str(&format!("<script>{KEYS}</script>"));
+    Ok(shell(&format!("{run} — label"), &b))
+}
+
+pub(super) async fn page(
+    State(shared): State<Arc<Shared>>,
+    Path(run): Path<String>,
+    Query(query): Query<LabelQuery>,
+) -> Response {
+    page_(shared, run, query).await.unwrap_or_else(|e| e)
+}
+
+/// The judge against people per variant, from the run's summary.json as its reports were
+/// last written.
+fn agreement(dir: &RunDir) -> String {
+    let summary: Option<crate::report::summary::Summary> =
+        crate::files::read_capped(&dir.file("summary.json"), 256 * 1024 * 1024)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+    let Some(summary) = summary else {
+        return String::new();
+    };
+    let pct = |x: Option<f64>| x.map(|v| format!("{:.1}%", v * 100.0)).unwrap_or_default();
+    let mut b = String::from(
+        "<h2>The judge against people</h2>\n<table id=\"agreement\"><thead><tr><th>variant</th><th>labels</th><th>agreement</th><th>kappa</th><th>judge's score</th><th>corrected score</th></tr></thead><tbody>",
+    );
+    for v in &summary.variants {
+        let Some(l) = &v.labelled else {
+            let _ = write!(
+                b,
+                "<tr><td>{}</td><td>0</td><td></td><td></td><td>{}</td><td></td></tr>",
+                esc(&v.name),
+                pct(v.mean_score.or(v.accuracy))
+            );
+            continue;
+        };
+        let _ = write!(
+            b,
+            "<tr><td>{}</td><td class=\"n\">{}</td><td>{} [{}, {}]</td><td>{}</td><td>{}</td><td class=\"corrected\">{} [{}, {}]</td></tr>",
+            esc(&v.name),
+            l.labels,
+            pct(l.agreement),
+            pct(l.agreement_low),
+            pct(l.agreement_high),
+            l.kappa.map(|k| format!("{k:.2}")).unwrap_or_default(),
+            pct(v.mean_score.or(v.accuracy)),
+            pct(l.corrected),
+            pct(l.corrected_low),
+            pct(l.corrected_high),
+        );
+    }
+    b.push_str("</tbody></table>");
+    b
+}
+
+/// The page's keys: y, n, 0–9 submit a score; s skips.
+const KEYS: &str = r#"
+(function(){
+  var form=document.getElementById('label');if(!form)return;
+  var score=document.getElementById('score');
+  form.querySelectorAll('button[data-score]').forEach(function(b){b.addEventListener('click',function(){score.value=b.dataset.score;});});
+  document.addEventListener('keydown',function(e){
+    if(e.ctrlKey||e.metaKey||e.altKey)return;
+    var k=e.key;
+    if(k==='y'){score.value='1';form.submit();}
+    else if(k==='n'){score.value='0';form.submit();}
+    else if(/^[0-9]$/.test(k)){score.value=(Number(k)/10).toString();form.submit();}
+    else if(k==='s'){location.href=document.getElementById('skip').href;}
+  });
+})();
+"#;
+
+/// `POST /runs/ID/label`: one person's score of one judged answer (`job`, `score`), with
+/// the page's CSRF token. Written under the run folder's lock; then the run's reports are
+/// written again, and the page shows the next answer.
+pub(super) async fn save(
+    State(shared): State<Arc<Shared>>,
+    Path(run): Path<String>,
+    Query(query): Query<LabelQuery>,
+    body: String,
+) -> Response {
+    let fields = super::runs::form_urlencoded(&body);
+    let field = |k: &str| {
+        fields
+            .iter()
+            .find(|(name, _)| name == k)
+            .map(|(_, v)| v.as_str())
+    };
+    if field("csrf") != Some(shared.csrf.as_str()) {
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "this request lacks the page's CSRF token: label from the page itself",
+        );
+    }
+    let score = match field("score").map(str::trim).map(str::parse::<f64>) {
+        Some(Ok(s)) if (0.0..=1.0).contains(&s) => s,
+        _ => {
+            return refuse(StatusCode::BAD_REQUEST, "score: give a number from 0 to 1");
+        }
+    };
+    let Some(Ok(job)) = field("job").map(str::parse::<u32>) else {
+        return refuse(StatusCode::BAD_REQUEST, "job: give the answer's job number");
+    };
+    let indexed = match indexed(&shared, &run).await {
+        Ok(i) => i,
+        Err(e) => return e,
+    };
+    let (index, journal) = (indexed.index.clone(), indexed.journal());
+    let record = match tokio::task::spawn_blocking(move || index.job(&journal, job)).await {
+        Ok(Ok(Some(r))) if !r.judge.is_empty() && r.score.is_some() => r,
+        Ok(Ok(_)) => {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                "that job is not a judged answer of this run",
+            );
+        }
+        Ok(Err(e)) => return failed(e),
+        Err(e) => return failed(e),
+    };
+    let _one = shared.labelling.lock().await;
+    let folder = indexed.folder.clone();
+    let label = labels::label_of(&record, score);
+    let written = tokio::task::spawn_blocking(move || {
+        let dir = RunDir::at(&folder);
+        let lock = dir
+            .lock()
+            .map_err(|e| (StatusCode::CONFLICT, e.to_string()))?;
+        let (mut appender, _, _) = labels::Appender::open(&dir.labels())
+            .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+        appender
+            .append(&label)
+            .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+        drop(lock);
+        Ok::<_, (StatusCode, String)>(())
+    })
+    .await;
+    match written {
+        Ok(Ok(())) => {}
+        Ok(Err((status, why))) => return refuse(status, &why),
+        Err(e) => return failed(e),
+    }
+    if let Err(e) = shared.commands.report(&indexed.folder).await {
+        return failed(format!(
+            "the label was written, but the reports could not be: {e}"
+        ));
+    }
+    Redirect::to(&format!(
+        "/runs/{}/label?seed={}&sample={}&at={}",
+        url_segment(&run),
+        query.seed,
+        query.sample,
+        query.at
+    ))
+    .into_response()
+}

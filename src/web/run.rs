@@ -1,0 +1,543 @@
+//! A recorded run: its report (report.html as the run wrote it), its answers filtered and
+//! paged by the server over an index of the journal, and a job's whole record.
+
+use std::fmt::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+
+use super::index::{RunIndex, Stamp, Wanted};
+use super::{Shared, failed, given, no_run, refuse, shell, text_field, url_segment};
+use crate::report::html::esc;
+use crate::runner::journal::{JobRecord, JobStatus};
+use crate::runner::{RunDir, record::RunRecord};
+
+/// The files of a run folder the server shows, and their types: nothing else is served.
+const RUN_FILES: [(&str, &str); 4] = [
+    ("report.html", "text/html; charset=utf-8"),
+    ("summary.json", "application/json"),
+    ("summary.md", "text/markdown; charset=utf-8"),
+    ("summary.csv", "text/csv; charset=utf-8"),
+];
+
+/// How many runs' indexes are kept.
+const INDEXES_KEPT: usize = 8;
+
+/// `/runs/ID/`: the run's report.html, with the application's links put in.
+pub(super) async fn report(State(shared): State<Arc<Shared>>, Path(run): Path<String>) -> Response {
+    let Some(folder) = shared.folder_of(&run).await else {
+        return no_run();
+    };
+    match crate::files::read_capped(&folder.join("report.html"), 256 * 1024 * 1024) {
+        Ok(bytes) => {
+            let html = String::from_utf8_lossy(&bytes).into_owned();
+            let id = url_segment(&run);
+            let links = format!(
+                "<nav><a href=\"/\">Runs</a><a href=\"/runs/{id}/answers\">Answers</a><a href=\"/runs/{id}/label\">Label</a><a href=\"/runs/{id}/summary.json\">summary.json</a></nav>"
+            );
+            let html = match html.find("<body>") {
+                Some(i) => {
+                    let at = i + "<body>".len();
+                    format!("{}{links}{}", &html[..at], &html[at..])
+                }
+                None => html,
+            };
+            axum::response::Html(html).into_response()
+        }
+        Err(_) => refuse(StatusCode::NOT_FOUND, "this run has no report.html"),
+    }
+}
+
+/// `/runs/ID/NAME`: one of a run's summaries, by a name from [`RUN_FILES`]: the only files
+/// ever served.
+pub(super) async fn file(
+    State(shared): State<Arc<Shared>>,
+    Path((run, name)): Path<(String, String)>,
+) -> Response {
+    let not_found = || refuse(StatusCode::NOT_FOUND, "no such run or file");
+    let Some(&(file, content_type)) = RUN_FILES.iter().find(|(f, _)| *f == name) else {
+        return not_found();
+    };
+    let Some(folder) = shared.folder_of(&run).await else {
+        return not_found();
+    };
+    match crate::files::read_capped(&folder.join(file), 256 * 1024 * 1024) {
+        Ok(bytes) => {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+            (headers, bytes).into_response()
+        }
+        Err(_) => not_found(),
+    }
+}
+
+/// A run's folder, record and answer index (built once per state of its journal).
+pub(super) struct Indexed {
+    pub(super) folder: PathBuf,
+    pub(super) record: RunRecord,
+    pub(super) index: Arc<RunIndex>,
+}
+
+impl Indexed {
+    pub(super) fn journal(&self) -> PathBuf {
+        RunDir::at(&self.folder).journal_path()
+    }
+}
+
+/// `run`'s folder, record and index.
+pub(super) async fn indexed(shared: &Arc<Shared>, run: &str) -> Result<Indexed, Response> {
+    let Some(folder) = shared.folder_of(run).await else {
+        return Err(no_run());
+    };
+    let shared = shared.clone();
+    let run = run.to_string();
+    let built = tokio::task::spawn_blocking(move || {
+        let dir = RunDir::at(&folder);
+        let record = dir.read_record().map_err(|e| e.to_string())?;
+        let journal = dir.journal_path();
+        let cached = shared
+            .indexes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&run)
+            .cloned();
+        let index = match cached {
+            Some(i) if i.stamp == Stamp::of(&journal) => i,
+            _ => {
+                let i = Arc::new(
+                    RunIndex::build(&journal, &record.plan_keys()).map_err(|e| e.to_string())?,
+                );
+                let mut kept = shared.indexes.lock().unwrap_or_else(|p| p.into_inner());
+                if kept.len() >= INDEXES_KEPT && !kept.contains_key(&run) {
+                    let some = kept.keys().next().cloned();
+                    if let Some(k) = some {
+                        kept.remove(&k);
+                    }
+                }
+                kept.insert(run, i.clone());
+                i
+            }
+        };
+        Ok::<_, String>(Indexed {
+            folder,
+            record,
+            index,
+        })
+    })
+    .await;
+    match built {
+        Ok(Ok(i)) => Ok(i),
+        Ok(Err(e)) => Err(failed(e)),
+        Err(e) => Err(failed(e)),
+    }
+}
+
+/// A run's answers, filtered and paged server-side.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct JobsQuery {
+    variant: Option<String>,
+    endpoint: Option<String>,
+    tag: Option<String>,
+    /// `graded`, `failed` or `filtered`.
+    status: Option<String>,
+    /// Scores from `min` to `max`, both included.
+    min: Option<String>,
+    max: Option<String>,
+    /// Only the answers of cases whose arms scored differently (`1`, `on`).
+    disagreeing: Option<String>,
+    /// Words the case id or the answer contains (case aside).
+    q: Option<String>,
+    offset: Option<usize>,
+    limit: Option<usize>,
+}
+
+fn status_name(s: JobStatus) -> &'static str {
+    match s {
+        JobStatus::Graded => "graded",
+        JobStatus::Failed => "failed",
+        JobStatus::Filtered => "filtered",
+    }
+}
+
+impl JobsQuery {
+    /// The filters, or what is wrong with one.
+    fn wanted(&self) -> Result<Wanted, String> {
+        let number = |name: &str, v: &Option<String>| -> Result<Option<f64>, String> {
+            match given(v) {
+                None => Ok(None),
+                Some(t) => t
+                    .trim()
+                    .parse::<f64>()
+                    .map(Some)
+                    .map_err(|_| format!("{name}={t}: give a score from 0 to 1")),
+            }
+        };
+        let status = match given(&self.status) {
+            None => None,
+            Some("graded") => Some(JobStatus::Graded),
+            Some("failed") => Some(JobStatus::Failed),
+            Some("filtered") => Some(JobStatus::Filtered),
+            Some(other) => {
+                return Err(format!("status={other}: give graded, failed or filtered"));
+            }
+        };
+        Ok(Wanted {
+            variant: given(&self.variant).map(String::from),
+            endpoint: given(&self.endpoint).map(String::from),
+            tag: given(&self.tag).map(String::from),
+            status,
+            min: number("min", &self.min)?,
+            max: number("max", &self.max)?,
+            disagreeing: given(&self.disagreeing).is_some_and(|d| d != "0" && d != "false"),
+            words: given(&self.q)
+                .unwrap_or("")
+                .split_whitespace()
+                .map(String::from)
+                .collect(),
+        })
+    }
+
+    fn offset(&self) -> usize {
+        self.offset.unwrap_or(0)
+    }
+
+    fn limit(&self) -> usize {
+        self.limit.unwrap_or(50).clamp(1, 500)
+    }
+}
+
+/// One page of a run's answers that pass the filters, and how many pass in all.
+async fn page_of(
+    shared: &Arc<Shared>,
+    run: &str,
+    query: &JobsQuery,
+) -> Result<(Indexed, Vec<JobRecord>, usize), Response> {
+    let wanted = query
+        .wanted()
+        .map_err(|e| refuse(StatusCode::BAD_REQUEST, &e))?;
+    let indexed = indexed(shared, run).await?;
+    let (offset, limit) = (query.offset(), query.limit());
+    let (index, journal) = (indexed.index.clone(), indexed.journal());
+    let read =
+        tokio::task::spawn_blocking(move || index.page(&journal, &wanted, offset, limit)).await;
+    match read {
+        Ok(Ok((jobs, matched))) => Ok((indexed, jobs, matched)),
+        Ok(Err(e)) => Err(failed(e)),
+        Err(e) => Err(failed(e)),
+    }
+}
+
+/// `/api/runs/ID/jobs`: the run's job records that pass the filters, `limit` (at most 500)
+/// from `offset`, in journal order, with how many pass in all. Each planned job once, as
+/// every report reads the journal (a resend in its failure's place).
+pub(super) async fn jobs_json(
+    State(shared): State<Arc<Shared>>,
+    Path(run): Path<String>,
+    Query(query): Query<JobsQuery>,
+) -> Response {
+    match page_of(&shared, &run, &query).await {
+        Ok((_, jobs, matched)) => axum::Json(serde_json::json!({
+            "matched": matched, "offset": query.offset(), "limit": query.limit(), "jobs": jobs,
+        }))
+        .into_response(),
+        Err(e) => e,
+    }
+}
+
+/// A select of `names` (and "any"), `chosen` selected.
+fn select(name: &str, names: &[&str], chosen: Option<&str>) -> String {
+    let mut s = format!("<label>{name} <select name=\"{name}\"><option value=\"\">any</option>");
+    for n in names {
+        let selected = if Some(*n) == chosen { " selected" } else { "" };
+        let _ = write!(
+            s,
+            "<option value=\"{v}\"{selected}>{v}</option>",
+            v = esc(n)
+        );
+    }
+    s + "</select></label>"
+}
+
+/// `/runs/ID/answers`: a run's answers as a page, filtered and paged by the server (the
+/// filters of `/api/runs/ID/jobs` as a form). Every answer is shown as text.
+pub(super) async fn answers(
+    State(shared): State<Arc<Shared>>,
+    Path(run): Path<String>,
+    Query(query): Query<JobsQuery>,
+) -> Response {
+    let (indexed, jobs, matched) = match page_of(&shared, &run, &query).await {
+        Ok(p) => p,
+        Err(e) => return e,
+    };
+    let (variants, endpoints, tags) = indexed.index.names();
+    let mut fields = select("variant", &variants, given(&query.variant));
+    if !endpoints.is_empty() {
+        fields.push_str(&select("endpoint", &endpoints, given(&query.endpoint)));
+    }
+    if !tags.is_empty() {
+        fields.push_str(&select("tag", &tags, given(&query.tag)));
+    }
+    fields.push_str(&select(
+        "status",
+        &["graded", "failed", "filtered"],
+        given(&query.status),
+    ));
+    let _ = write!(
+        fields,
+        "<label>score from <input name=\"min\" size=\"4\" value=\"{}\"></label><label>to <input name=\"max\" size=\"4\" value=\"{}\"></label><label><input type=\"checkbox\" name=\"disagreeing\" value=\"1\"{}> arms disagree</label>",
+        esc(given(&query.min).unwrap_or("")),
+        esc(given(&query.max).unwrap_or("")),
+        if given(&query.disagreeing).is_some() {
+            " checked"
+        } else {
+            ""
+        }
+    );
+    fields.push_str(&text_field("q", given(&query.q).unwrap_or("")));
+    let id = url_segment(&run);
+    let mut rows = String::new();
+    for j in &jobs {
+        let _ = writeln!(
+            rows,
+            "<tr><td><a href=\"/runs/{id}/jobs/{job}\">{case}</a></td><td>{arm}</td><td>{repeat}</td><td>{status}</td><td class=\"n\">{score}</td><td><pre>{output}</pre></td><td>{why}</td></tr>",
+            job = j.job,
+            case = esc(&j.case_id),
+            arm = esc(&j.arm()),
+            repeat = j.repeat,
+            status = status_name(j.status),
+            score = j.score().map(|s| format!("{s:.2}")).unwrap_or_default(),
+            output = super::pre_text(&j.output, 2000),
+            why = esc(&crate::report::visible(
+                j.error.as_deref().unwrap_or(""),
+                300
+            )),
+        );
+    }
+    let (offset, limit) = (query.offset(), query.limit());
+    let link = |offset: usize| {
+        let mut q: Vec<String> = [
+            ("variant", &query.variant),
+            ("endpoint", &query.endpoint),
+            ("tag", &query.tag),
+            ("status", &query.status),
+            ("min", &query.min),
+            ("max", &query.max),
+            ("disagreeing", &query.disagreeing),
+            ("q", &query.q),
+        ]
+        .iter()
+        .filter_map(|(k, v)| given(v).map(|v| format!("{k}={}", url_segment(v))))
+        .collect();
+        q.push(format!("offset={offset}"));
+        q.push(format!("limit={limit}"));
+        format!("answers?{}", q.join("&"))
+    };
+    let mut nav = String::new();
+    if offset > 0 {
+        let back = offset.saturating_sub(limit);
+        let _ = write!(
+            nav,
+            "<a id=\"previous\" href=\"{}\">previous</a> ",
+            esc(&link(back))
+        );
+    }
+    if offset + jobs.len() < matched {
+        let _ = write!(
+            nav,
+            "<a id=\"next\" href=\"{}\">next</a>",
+            esc(&link(offset + limit))
+        );
+    }
+    let body = format!(
+        "<h1><a href=\"/runs/{id}/\">{run}</a>: answers</h1>\n<form method=\"get\">{fields}<button>Filter</button></form>\n<p id=\"count\">{shown} of {matched} answers that match, from {from} ({all} planned jobs have a record). {nav}</p>\n<table id=\"answers\"><thead><tr><th>case</th><th>variant</th><th>repeat</th><th>status</th><th>score</th><th>answer</th><th>why</th></tr></thead><tbody>\n{rows}</tbody></table>",
+        run = esc(&run),
+        shown = jobs.len(),
+        from = if jobs.is_empty() { offset } else { offset + 1 },
+        all = indexed.index.len(),
+    );
+    shell(&format!("{run} — answers"), &body)
+}
+
+/// `/runs/ID/jobs/N`: job N's whole record: what was asked (the prompt sent, rendered
+/// again from the bench while it measures what the run measured), every attempt, the
+/// answer, the score and why, every judge call with its reasons.
+pub(super) async fn job(
+    State(shared): State<Arc<Shared>>,
+    Path((run, job)): Path<(String, u32)>,
+) -> Response {
+    let indexed = match indexed(&shared, &run).await {
+        Ok(i) => i,
+        Err(e) => return e,
+    };
+    let (index, journal) = (indexed.index.clone(), indexed.journal());
+    let record = match tokio::task::spawn_blocking(move || index.job(&journal, job)).await {
+        Ok(Ok(Some(r))) => r,
+        Ok(Ok(None)) => return refuse(StatusCode::NOT_FOUND, "this run has no such job"),
+        Ok(Err(e)) => return failed(e),
+        Err(e) => return failed(e),
+    };
+    let variant = indexed
+        .record
+        .plan
+        .variants
+        .iter()
+        .position(|v| *v == record.variant);
+    let run_record = indexed.record.clone();
+    let case = record.case_id.clone();
+    let prompt = tokio::task::spawn_blocking(move || {
+        let prompts = crate::report::prompts::Prompts::of_run(&run_record)?;
+        prompts.render(&case, variant?)
+    })
+    .await
+    .ok()
+    .flatten();
+    let body = job_body(&run, &record, prompt.as_deref());
+    shell(&format!("{run} — {}", record.case_id), &body)
+}
+
+/// Text as a page shows it: control characters made visible, escaped, scrubbed of URLs'
+/// secrets as the reports are.
+fn shown(text: &str) -> String {
+    super::pre_text(text, 200_000)
+}
+
+fn job_body(run: &str, r: &JobRecord, prompt: Option<&str>) -> String {
+    let id = url_segment(run);
+    let mut b = format!(
+        "<h1><a href=\"/runs/{id}/\">{run}</a> · case {case}</h1>\n<table id=\"job\">",
+        run = esc(run),
+        case = esc(&r.case_id),
+    );
+    let mut row = |k: &str, v: String| {
+        let _ = write!(b, "<tr><th>{k}</th><td>{v}</td></tr>");
+    };
+    row("variant", esc(&r.arm()));
+    row("repeat", r.repeat.to_string());
+    row("status", status_name(r.status).to_string());
+    row(
+        "score",
+        r.score().map(|s| format!("{s:.3}")).unwrap_or_default(),
+    );
+    row("expected", shown(&r.expected.join("\n")));
+    if let Some(x) = &r.extracted {
+        row("extracted", shown(x));
+    }
+    if let Some(x) = &r.not_found {
+        row("not found", shown(x));
+    }
+    row(
+        "finish",
+        shown(
+            r.finish_reason
+                .as_deref()
+                .unwrap_or("(none: the answer did not finish)"),
+        ),
+    );
+    if let Some(e) = &r.error {
+        row("why it failed", shown(e));
+    }
+    if let Some(d) = &r.score_detail {
+        row(
+            "score detail",
+            format!(
+                "<pre>{}</pre>",
+                shown(&serde_json::to_string_pretty(d).unwrap_or_default())
+            ),
+        );
+    }
+    row(
+        "tokens",
+        format!(
+            "{} in, {} out",
+            r.usage.prompt_tokens, r.usage.completion_tokens
+        ),
+    );
+    if let Some(l) = r.latency_ms {
+        row("latency", format!("{l:.0} ms"));
+    }
+    if r.cached {
+        row("from", "the response cache (nothing sent)".to_string());
+    }
+    if let Some(batch) = &r.batch {
+        row("batch", shown(batch));
+    }
+    if !r.tags.is_empty() {
+        row("tags", shown(&r.tags.join(", ")));
+    }
+    b.push_str("</table>\n<h2>Prompt sent</h2>\n");
+    match prompt {
+        Some(p) => {
+            let _ = write!(b, "<pre id=\"prompt\">{}</pre>", shown(p));
+        }
+        None => b.push_str("<p class=\"muted\">The bench file is gone or measures something else now: the prompt cannot be rendered again.</p>"),
+    }
+    let _ = write!(
+        b,
+        "\n<h2>Answer</h2>\n<pre id=\"answer\">{}</pre>",
+        shown(&r.output)
+    );
+    if let Some(p) = &r.partial_output {
+        let _ = write!(
+            b,
+            "\n<h3>Received before the failure (never graded)</h3><pre>{}</pre>",
+            shown(p)
+        );
+    }
+    if !r.reasoning.is_empty() {
+        let _ = write!(b, "\n<h3>Reasoning</h3><pre>{}</pre>", shown(&r.reasoning));
+    }
+    if !r.tool_calls.is_empty() {
+        let calls = serde_json::to_string_pretty(&r.tool_calls).unwrap_or_default();
+        let _ = write!(b, "\n<h3>Tool calls</h3><pre>{}</pre>", shown(&calls));
+    }
+    let _ = write!(
+        b,
+        "\n<h2>Attempts ({})</h2>\n<table id=\"attempts\"><thead><tr><th>#</th><th>outcome</th><th>HTTP</th><th>first token</th><th>latency</th><th>Retry-After</th><th>waited</th><th>error</th></tr></thead><tbody>",
+        r.attempts.len()
+    );
+    let ms = |x: Option<f64>| x.map(|v| format!("{v:.0} ms")).unwrap_or_default();
+    for (i, a) in r.attempts.iter().enumerate() {
+        let _ = write!(
+            b,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0} ms</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            i + 1,
+            shown(&format!("{:?}", a.outcome)),
+            a.status.map(|s| s.to_string()).unwrap_or_default(),
+            ms(a.ttft_ms),
+            a.latency_ms,
+            ms(a.retry_after_ms),
+            ms(a.wait_ms),
+            shown(a.error.as_deref().unwrap_or("")),
+        );
+    }
+    b.push_str("</tbody></table>\n");
+    if !r.judge.is_empty() {
+        let _ = writeln!(b, "<h2>Judge calls ({})</h2>", r.judge.len());
+        for c in &r.judge {
+            let asked: Vec<String> = c
+                .request
+                .iter()
+                .map(|m| format!("{}: {}", m.role, m.content))
+                .collect();
+            let _ = writeln!(
+                b,
+                "<div class=\"judge\"><h3>vote {} · {}</h3><details><summary>the judge's prompt</summary><pre>{}</pre></details><p>reply:</p><pre>{}</pre>{}</div>",
+                c.vote + 1,
+                c.score
+                    .map(|s| format!("score {s:.2}"))
+                    .unwrap_or_else(|| "no score read".to_string()),
+                shown(&asked.join("\n\n")),
+                shown(&c.reply),
+                c.error
+                    .as_deref()
+                    .map(|e| format!("<p>why: {}</p>", shown(e)))
+                    .unwrap_or_default(),
+            );
+        }
+    }
+    b
+}
