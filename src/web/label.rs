@@ -61,14 +61,28 @@ pub(super) async fn page_(
     let dir = RunDir::at(&indexed.folder);
     let (already, _) = labels::of_run(&dir.labels()).map_err(failed)?;
     let labelled = already.len();
-    let sample = labels::sample(judged, &already, query.seed, query.sample);
+    // The sample is drawn once from every judged answer (the same for the same seed, as
+    // the page is reloaded); those labelled since leave it.
+    let drawn = labels::sample(judged, &labels::Labels::new(), query.seed, query.sample);
+    let size = drawn.len();
+    let sample: Vec<_> = drawn
+        .into_iter()
+        .filter(|r| !already.contains_key(&r.key()))
+        .collect();
     let mut b = format!(
-        "<h1><a href=\"/runs/{id}/\">{}</a>: label</h1>\n<p class=\"muted\">A seeded sample (seed {}) of the judged answers nobody labelled yet, without the judge's verdict. Keys: <kbd>y</kbd> right, <kbd>n</kbd> wrong, <kbd>0</kbd>–<kbd>9</kbd> a score of 0.0 to 0.9, <kbd>s</kbd> skip. {labelled} labelled so far.</p>\n",
+        "<h1><a href=\"/runs/{id}/\">{}</a>: label</h1>\n<p class=\"muted\">A seeded sample (seed {}) of the judged answers, without the judge's verdict; each labelled answer leaves it. Keys: <kbd>y</kbd> right, <kbd>n</kbd> wrong, <kbd>0</kbd>–<kbd>9</kbd> a score of 0.0 to 0.9, <kbd>s</kbd> skip. {labelled} labelled so far.</p>\n",
         esc(&run),
         query.seed
     );
     match sample.get(query.at) {
-        None => b.push_str("<p id=\"done\">Nothing left to label in this sample.</p>"),
+        None => {
+            let _ = write!(
+                b,
+                "<p id=\"done\">Nothing left to label in this sample of {size}: <a href=\"/runs/{id}/label?seed={}&amp;sample={}\">a larger sample</a>.</p>",
+                query.seed,
+                query.sample * 2
+            );
+        }
         Some(r) => {
             let skip = format!(
                 "/runs/{id}/label?seed={}&sample={}&at={}",
@@ -78,9 +92,8 @@ pub(super) async fn page_(
             );
             let _ = write!(
                 b,
-                "<div id=\"item\"><p>{} of {} · case {} · variant {} · repeat {}</p><h3>Question</h3><pre id=\"question\">{}</pre><h3>Expected</h3><pre>{}</pre><h3>Answer</h3><pre id=\"answer\">{}</pre>\n<form id=\"label\" method=\"post\" action=\"/runs/{id}/label?seed={}&amp;sample={}&amp;at={}\"><input type=\"hidden\" name=\"csrf\" value=\"{}\"><input type=\"hidden\" name=\"job\" value=\"{}\"><input type=\"hidden\" id=\"score\" name=\"score\" value=\"\"><button type=\"submit\" id=\"yes\" data-score=\"1\">y · right</button> <button type=\"submit\" id=\"no\" data-score=\"0\">n · wrong</button> <a id=\"skip\" href=\"{}\">s · skip</a></form></div>",
-                query.at + 1,
-                sample.len(),
+                "<div id=\"item\"><p>{} left of a sample of {size} · case {} · variant {} · repeat {}</p><h3>Question</h3><pre id=\"question\">{}</pre><h3>Expected</h3><pre>{}</pre><h3>Answer</h3><pre id=\"answer\">{}</pre>\n<form id=\"label\" method=\"post\" action=\"/runs/{id}/label?seed={}&amp;sample={}&amp;at={}\"><input type=\"hidden\" name=\"csrf\" value=\"{}\"><input type=\"hidden\" name=\"job\" value=\"{}\"><input type=\"hidden\" id=\"score\" name=\"score\" value=\"\"><button type=\"submit\" id=\"yes\" data-score=\"1\">y · right</button> <button type=\"submit\" id=\"no\" data-score=\"0\">n · wrong</button> <a id=\"skip\" href=\"{}\">s · skip</a></form></div>",
+                sample.len() - query.at,
                 esc(&r.case_id),
                 esc(&r.arm()),
                 r.repeat,
@@ -124,28 +137,38 @@ fn agreement(dir: &RunDir) -> String {
         "<h2>The judge against people</h2>\n<table id=\"agreement\"><thead><tr><th>variant</th><th>labels</th><th>agreement</th><th>kappa</th><th>judge's score</th><th>corrected score</th></tr></thead><tbody>",
     );
     for v in &summary.variants {
+        let not_yet = format!(
+            "— (needs {} labelled cases, or every judged case labelled)",
+            labels::MIN_LABELS
+        );
         let Some(l) = &v.labelled else {
             let _ = write!(
                 b,
-                "<tr><td>{}</td><td>0</td><td></td><td></td><td>{}</td><td></td></tr>",
+                "<tr><td>{}</td><td class=\"n\">0</td><td></td><td></td><td>{}</td><td class=\"corrected\">{not_yet}</td></tr>",
                 esc(&v.name),
                 pct(v.mean_score.or(v.accuracy))
             );
             continue;
         };
+        let interval = |x: Option<f64>, lo: Option<f64>, hi: Option<f64>| match (x, lo, hi) {
+            (Some(_), Some(lo), Some(hi)) => {
+                format!("{} [{}, {}]", pct(x), pct(Some(lo)), pct(Some(hi)))
+            }
+            (Some(_), _, _) => pct(x),
+            _ => String::new(),
+        };
+        let corrected = match l.corrected {
+            Some(_) => interval(l.corrected, l.corrected_low, l.corrected_high),
+            None => not_yet.clone(),
+        };
         let _ = write!(
             b,
-            "<tr><td>{}</td><td class=\"n\">{}</td><td>{} [{}, {}]</td><td>{}</td><td>{}</td><td class=\"corrected\">{} [{}, {}]</td></tr>",
+            "<tr><td>{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"corrected\">{corrected}</td></tr>",
             esc(&v.name),
             l.labels,
-            pct(l.agreement),
-            pct(l.agreement_low),
-            pct(l.agreement_high),
+            interval(l.agreement, l.agreement_low, l.agreement_high),
             l.kappa.map(|k| format!("{k:.2}")).unwrap_or_default(),
             pct(v.mean_score.or(v.accuracy)),
-            pct(l.corrected),
-            pct(l.corrected_low),
-            pct(l.corrected_high),
         );
     }
     b.push_str("</tbody></table>");

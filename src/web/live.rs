@@ -214,7 +214,8 @@ fn look(reports: &FsPath) -> Vec<(String, PathBuf)> {
 }
 
 impl Shared {
-    /// The live runs, looked for again when the last look is older than half a second.
+    /// The live runs: looked for again when the last look is older than half a second,
+    /// each found then asked again whether it still runs.
     fn live_runs(&self) -> Vec<(String, PathBuf)> {
         let mut scan = self.scan.lock().unwrap_or_else(|p| p.into_inner());
         if scan
@@ -226,7 +227,8 @@ impl Shared {
             let names: Vec<String> = scan.runs.iter().map(|(n, _)| n.clone()).collect();
             scan.tallies.retain(|n, _| names.contains(n));
         }
-        scan.runs.clone()
+        // A run found at the last look may have ended since.
+        scan.runs.iter().filter(|(_, f)| held(f)).cloned().collect()
     }
 
     /// A live run's tally, made on first sight (the journal read once), by its name.
@@ -282,12 +284,21 @@ pub(super) async fn list(State(shared): State<Arc<Shared>>) -> Response {
     axum::Json(out).into_response()
 }
 
+/// Whether `name` is one folder's name (no separator, not `.` or `..`, not hidden): a
+/// request's name is never a path.
+fn plain(name: &str) -> bool {
+    !name.is_empty() && !name.starts_with('.') && !name.contains(['/', '\\', '\0'])
+}
+
 /// `/live/NAME`: a run in progress, updated as its journal grows; its report once it ends.
 pub(super) async fn page_(shared: Arc<Shared>, name: String) -> Response {
-    if shared.tally(&name).is_none() {
+    if !plain(&name) {
+        return refuse(StatusCode::NOT_FOUND, "no run in progress by that name");
+    }
+    let running = shared.tally(&name).is_some_and(|(folder, _)| held(&folder));
+    if !running {
         // Not running (any more): its report, when the store has it.
         if let Ok(record) = RunDir::at(shared.reports.join(&name)).read_record()
-            && shared.live_runs().iter().all(|(n, _)| *n != name)
             && look_up(&shared, &name).await
         {
             return Redirect::to(&format!("/runs/{}/", url_segment(&record.run_id)))

@@ -264,7 +264,9 @@ async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) 
     );
     h.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        // Links to other sites carry no address (nor a token); the pages' own forms keep
+        // their Origin, which a state-changing request must name.
+        HeaderValue::from_static("same-origin"),
     );
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     if set_cookie

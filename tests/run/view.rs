@@ -543,8 +543,9 @@ fn labels_from_the_page_are_written_as_label_writes_them_and_need_the_csrf_token
 
 #[test]
 fn a_run_in_progress_is_listed_and_followed_until_it_ends() {
+    let gate = Gate::default();
     let (_rt, server) = start_mock(MockConfig {
-        first_token_delay: std::time::Duration::from_millis(150),
+        oracle: Some(gate.oracle()),
         ..MockConfig::default()
     });
     let bench = arithmetic_bench(6, 2, "");
@@ -558,6 +559,7 @@ fn a_run_in_progress_is_listed_and_followed_until_it_ends() {
     // The store exists before the run: view serves it.
     run_on(d, &server.base_url());
     let v = view(d, &[]);
+    gate.arm(3);
     let mut run = spawned(
         d,
         &[
@@ -591,8 +593,14 @@ fn a_run_in_progress_is_listed_and_followed_until_it_ends() {
         "GET /api/live/{name}/events HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
+    // The first events, while the simulator holds the rest of the run.
+    let mut reader = BufReader::new(stream);
     let mut events = String::new();
-    stream.read_to_string(&mut events).unwrap();
+    while !events.contains("\"done\":3") {
+        assert!(reader.read_line(&mut events).unwrap() > 0, "{events}");
+    }
+    gate.open();
+    reader.read_to_string(&mut events).unwrap();
     assert!(run.wait().unwrap().success());
     let done: Vec<u64> = events
         .lines()
@@ -613,4 +621,445 @@ fn a_run_in_progress_is_listed_and_followed_until_it_ends() {
     assert_eq!(status, 303, "{head}");
     let (_, json) = get(&v.url, "/api/live", None);
     assert_eq!(json, "[]");
+}
+
+/// A WebDriver session in headless Chromium, driven through Debian's chromedriver (the
+/// W3C protocol is plain JSON over HTTP on loopback: a few calls are all a test needs).
+mod browser {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::TcpStream;
+    use std::process::{Child, Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    use serde_json::{Value, json};
+
+    pub struct Browser {
+        driver: Child,
+        port: u16,
+        session: String,
+        _profile: tempfile::TempDir,
+    }
+
+    /// How the W3C protocol names an element reference (`element-6066-…`).
+    const ELEMENT: &str = "element-6066";
+
+    impl Drop for Browser {
+        fn drop(&mut self) {
+            // Closing the session closes the browser (its answer is not waited for: the
+            // driver may keep the connection open).
+            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) {
+                let _ = write!(
+                    s,
+                    "DELETE /session/{} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n",
+                    self.session
+                );
+                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+                let _ = s.read(&mut [0u8; 256]);
+            }
+            let _ = self.driver.kill();
+            let _ = self.driver.wait();
+        }
+    }
+
+    /// Chromium and chromedriver, when this machine has them (`.ci/run` installs both).
+    pub fn available() -> bool {
+        std::path::Path::new("/usr/bin/chromium").exists()
+            && std::path::Path::new("/usr/bin/chromedriver").exists()
+    }
+
+    impl Browser {
+        pub fn start() -> Browser {
+            let mut driver = Command::new("/usr/bin/chromedriver")
+                .arg("--port=0")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("chromedriver starts");
+            let mut reader = BufReader::new(driver.stdout.take().unwrap());
+            let mut port = None;
+            let mut line = String::new();
+            while port.is_none() && reader.read_line(&mut line).unwrap_or(0) > 0 {
+                port = line
+                    .split("started successfully on port ")
+                    .nth(1)
+                    .and_then(|p| p.trim().trim_end_matches('.').parse().ok());
+                line.clear();
+            }
+            // The rest of its output is drained, so it never blocks on a full pipe.
+            std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+            let port = port.expect("chromedriver says its port");
+            let profile = tempfile::tempdir().unwrap();
+            let mut b = Browser {
+                driver,
+                port,
+                session: String::new(),
+                _profile: profile,
+            };
+            let args = json!([
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--window-size=1280,900",
+                "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+                format!("--user-data-dir={}", b._profile.path().display()),
+            ]);
+            let caps = json!({"capabilities": {"alwaysMatch": {
+                "browserName": "chrome",
+                "goog:chromeOptions": {"binary": "/usr/bin/chromium", "args": args}
+            }}});
+            let v = b.call("POST", "/session", Some(caps));
+            b.session = v["sessionId"]
+                .as_str()
+                .unwrap_or_else(|| panic!("no session: {v}"))
+                .to_string();
+            b
+        }
+
+        /// One WebDriver call: its `value`.
+        fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+            let body = body.map(|b| b.to_string()).unwrap_or_default();
+            let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+            write!(
+                stream,
+                "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                self.port,
+                body.len()
+            )
+            .unwrap();
+            // chromedriver may keep the connection open: read the body by its length.
+            let mut reader = BufReader::new(stream);
+            let mut length = 0usize;
+            let mut line = String::new();
+            while reader.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
+                if let Some((k, v)) = line.split_once(':')
+                    && k.eq_ignore_ascii_case("content-length")
+                {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+                line.clear();
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            let json = String::from_utf8_lossy(&body);
+            let v: Value = serde_json::from_str(&json).unwrap_or(Value::Null);
+            v["value"].clone()
+        }
+
+        fn session(&self, rest: &str) -> String {
+            format!("/session/{}{rest}", self.session)
+        }
+
+        pub fn go(&self, url: &str) {
+            self.call("POST", &self.session("/url"), Some(json!({"url": url})));
+        }
+
+        pub fn url(&self) -> String {
+            self.call("GET", &self.session("/url"), None)
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        }
+
+        /// The first element `css` selects, if any.
+        pub fn find(&self, css: &str) -> Option<String> {
+            let v = self.call(
+                "POST",
+                &self.session("/element"),
+                Some(json!({"using": "css selector", "value": css})),
+            );
+            v.as_object()
+                .and_then(|o| o.iter().find(|(k, _)| k.starts_with(ELEMENT)))
+                .and_then(|(_, id)| id.as_str())
+                .map(String::from)
+        }
+
+        /// The element `css` selects, waited for (the page may still be drawing it).
+        pub fn wait(&self, css: &str) -> String {
+            self.wait_until(css, |_| true)
+        }
+
+        /// Waits until the element `css` selects has a text `ready` accepts.
+        pub fn wait_until(&self, css: &str, ready: impl Fn(&str) -> bool) -> String {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            loop {
+                if let Some(e) = self.find(css)
+                    && ready(&self.text_of(&e))
+                {
+                    return e;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "timed out waiting for {css} on {}: {}",
+                    self.url(),
+                    self.source()
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+
+        pub fn text_of(&self, element: &str) -> String {
+            self.call(
+                "GET",
+                &self.session(&format!("/element/{element}/text")),
+                None,
+            )
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+        }
+
+        pub fn text(&self, css: &str) -> String {
+            let e = self.wait(css);
+            self.text_of(&e)
+        }
+
+        pub fn click(&self, css: &str) {
+            let e = self.wait(css);
+            self.call(
+                "POST",
+                &self.session(&format!("/element/{e}/click")),
+                Some(json!({})),
+            );
+        }
+
+        /// Types `text` into the element `css` selects (keys go where a person's would).
+        pub fn type_into(&self, css: &str, text: &str) {
+            let e = self.wait(css);
+            self.call(
+                "POST",
+                &self.session(&format!("/element/{e}/value")),
+                Some(json!({"text": text})),
+            );
+        }
+
+        pub fn source(&self) -> String {
+            self.call("GET", &self.session("/source"), None)
+                .as_str()
+                .unwrap_or("")
+                .chars()
+                .take(3000)
+                .collect()
+        }
+
+        /// A PNG of the window, saved when `PROMPTGAUGE_SCREENSHOTS` names a folder (the
+        /// pictures under docs/ are made so).
+        pub fn screenshot(&self, name: &str) {
+            let Some(dir) = std::env::var_os("PROMPTGAUGE_SCREENSHOTS") else {
+                return;
+            };
+            let v = self.call("GET", &self.session("/screenshot"), None);
+            let png = base64_decode(v.as_str().unwrap());
+            assert!(png.starts_with(b"\x89PNG"));
+            std::fs::write(std::path::Path::new(&dir).join(name), png).unwrap();
+        }
+    }
+
+    fn base64_decode(text: &str) -> Vec<u8> {
+        let value = |c: u8| match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            _ => 63,
+        };
+        let digits: Vec<u8> = text
+            .bytes()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == b'+' || *c == b'/')
+            .map(value)
+            .collect();
+        let mut out = Vec::with_capacity(digits.len() * 3 / 4);
+        for chunk in digits.chunks(4) {
+            let n = chunk
+                .iter()
+                .enumerate()
+                .fold(0u32, |n, (i, d)| n | (u32::from(*d) << (18 - 6 * i)));
+            let bytes = n.to_be_bytes();
+            out.extend_from_slice(&bytes[1..chunk.len()]);
+        }
+        out
+    }
+}
+
+/// A simulator's gate: once armed with `passes`, it lets that many requests through and
+/// holds every other until it opens — a run that stays in progress until the test lets it
+/// finish, however fast the machine.
+#[derive(Clone, Default)]
+struct Gate(std::sync::Arc<(std::sync::Mutex<Option<usize>>, std::sync::Condvar)>);
+
+impl Gate {
+    /// The oracle that consults the gate (it names no case: answers are as without one).
+    fn oracle(&self) -> promptgauge::mock::answers::Oracle {
+        let gate = self.0.clone();
+        promptgauge::mock::answers::Oracle(std::sync::Arc::new(move |_: &str| {
+            let (passes, turn) = &*gate;
+            let mut passes = passes.lock().unwrap();
+            loop {
+                match *passes {
+                    None => return None,
+                    Some(0) => passes = turn.wait(passes).unwrap(),
+                    Some(n) => {
+                        *passes = Some(n - 1);
+                        return None;
+                    }
+                }
+            }
+        }))
+    }
+
+    fn arm(&self, passes: usize) {
+        *self.0.0.lock().unwrap() = Some(passes);
+    }
+
+    fn open(&self) {
+        *self.0.0.lock().unwrap() = None;
+        self.0.1.notify_all();
+    }
+}
+
+#[test]
+fn in_a_real_browser_the_runs_a_run_its_answers_a_comparison_labels_and_a_live_run() {
+    if !browser::available() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "chromium and chromedriver are missing: .ci/run installs them"
+        );
+        eprintln!(
+            "skipped: no chromium/chromedriver here (apt-get install chromium chromium-driver)"
+        );
+        return;
+    }
+    let gate = Gate::default();
+    let (_rt, server) = start_mock(MockConfig {
+        oracle: Some(gate.oracle()),
+        ..MockConfig::default()
+    });
+    let bench = judged(6, 2);
+    let d = bench.path();
+    for model in ["alpha", "beta"] {
+        let out = promptgauge(d)
+            .args(["run", "bench.yaml", "--quiet", "--model", model])
+            .args(["--base-url", &server.base_url()])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+    }
+    let v = view(d, &[]);
+    let b = browser::Browser::start();
+    let base = v.url.trim_end_matches('/').to_string();
+    // The runs, newest first, each variant's figure with its interval.
+    b.go(&v.url);
+    b.wait_until("#runs tbody", |t| t.contains("alpha") && t.contains("beta"));
+    assert!(b.text("#runs tbody").contains('['), "intervals shown");
+    b.screenshot("view-runs.png");
+    // Filtered by model.
+    b.type_into("input[name=model]", "beta");
+    b.click("form[action='/'] button");
+    b.wait_until("#runs tbody", |t| {
+        t.contains("beta") && !t.contains("alpha")
+    });
+    // A run: its report, as report.html.
+    b.click("#runs tbody a");
+    b.wait("#headline");
+    assert!(b.url().contains("/runs/"), "{}", b.url());
+    b.screenshot("view-run.png");
+    // Its answers, paged and filtered by the server.
+    b.click("nav a[href$='/answers']");
+    b.wait_until("#count", |t| t.contains("12 answers that match"));
+    let run_url = b.url();
+    b.go(&format!("{run_url}?limit=5"));
+    b.wait_until("#count", |t| t.starts_with("5 of 12"));
+    b.click("#next");
+    b.wait_until("#count", |t| t.contains("from 6"));
+    b.go(&run_url);
+    b.type_into("input[name=q]", "add-03");
+    b.click("form button");
+    b.wait_until("#count", |t| t.starts_with("2 of 2"));
+    b.screenshot("view-answers.png");
+    // Two runs compared, ticked in the list.
+    b.go(&v.url);
+    b.wait("#runs tbody input");
+    for i in 1..=2 {
+        b.click(&format!(
+            "#runs tbody tr:nth-child({i}) input[type=checkbox]"
+        ));
+    }
+    b.click("#compare");
+    b.wait_until("h1", |t| t.to_lowercase().contains("compar"));
+    b.screenshot("view-compare.png");
+    // Labels: three answers, by the keys, of a run of three judged cases; once every one
+    // is labelled, the judge's score is corrected by people's.
+    let out = promptgauge(d)
+        .args(["run", "bench.yaml", "--quiet", "--model", "delta"])
+        .args(["--limit", "3", "--variants", "plain"])
+        .args(["--base-url", &server.base_url()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let (id, folder) = first_run(&v, "model=delta");
+    b.go(&format!("{base}/runs/{id}/label?sample=3"));
+    b.wait("#answer");
+    let before = b.text("#agreement td.corrected");
+    assert!(before.starts_with('—'), "{before}");
+    for key in ["n", "n", "n"] {
+        let answer = b.text("#item p");
+        b.type_into("body", key);
+        b.wait_until("body", |t| !t.contains(&answer));
+    }
+    b.wait_until("#done", |t| t.contains("Nothing left"));
+    // People failed all three: the corrected score is theirs, whatever the judge said.
+    let after = b.text("#agreement td.corrected");
+    assert!(after.starts_with("0.0%"), "{after}");
+    let labels = std::fs::read_to_string(Path::new(&folder).join("labels.jsonl")).unwrap();
+    assert_eq!(labels.lines().count(), 3, "{labels}");
+    assert!(
+        labels.lines().all(|l| l.ends_with("\"score\":0.0}")),
+        "{labels}"
+    );
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(&folder).join("summary.json")).unwrap(),
+    )
+    .unwrap();
+    let labelled = &summary["variants"][0]["labelled"];
+    assert_eq!(labelled["labels"], 3);
+    assert_eq!(labelled["corrected"], 0.0, "{labelled}");
+    b.screenshot("view-label.png");
+    // A run started after the page opened: it appears, updates live, then finishes. The
+    // simulator answers its first few requests, then holds the rest until the page showed
+    // them (one at a time: a held request holds the simulator).
+    b.go(&v.url);
+    b.wait("#runs");
+    gate.arm(6);
+    let mut run = spawned(
+        d,
+        &[
+            "run",
+            "bench.yaml",
+            "--quiet",
+            "--model",
+            "gamma",
+            "--concurrency",
+            "1",
+            "--base-url",
+            &server.base_url(),
+        ],
+    );
+    b.click("#live a.live-run");
+    let progress = b.wait_until("#progress", |t| {
+        t.ends_with(" of 12 jobs") && !t.starts_with("0 ")
+    });
+    let shown = b.text_of(&progress);
+    assert!(!b.text("#newest tbody").is_empty(), "the newest answers");
+    b.screenshot("view-live.png");
+    gate.open();
+    b.wait_until("#headline", |_| true);
+    assert!(!shown.starts_with("12 "), "seen while running: {shown}");
+    assert!(run.wait().unwrap().success());
+    assert!(b.url().contains("/runs/"), "{}", b.url());
+    let report = b.text("body");
+    assert!(report.contains("gamma"), "{report:.2000}");
 }
