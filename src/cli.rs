@@ -105,6 +105,14 @@ pub struct ViewArgs {
     /// Open the pages in the default browser.
     #[arg(long)]
     pub open: bool,
+    /// Write the pages as static files into DIR instead of serving them (the runs list,
+    /// each run's report, answers and jobs, each bench's history), to publish as a CI
+    /// artifact or on any static host.
+    #[arg(long, value_name = "DIR")]
+    pub bundle: Option<PathBuf>,
+    /// With --bundle: this run (by id; repeat for more) [default: the newest 20].
+    #[arg(long = "run", value_name = "RUN_ID", requires = "bundle")]
+    pub runs: Vec<String>,
 }
 
 const STORE_HELP: &str = "The history store: a SQLite file or a postgres:// URL [default: \

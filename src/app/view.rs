@@ -16,9 +16,14 @@ pub async fn view(args: &ViewArgs, env: &Env) -> Result<Exit, Failure> {
         Path::new(super::history::REPORTS),
     )?;
     let store = super::history::open_existing(&location, named).await?;
+    let bind = match &args.bundle {
+        // A bundle asks a server of its own, on a free loopback port, for every page.
+        Some(_) => SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), 0),
+        None => SocketAddr::new(args.bind, args.port),
+    };
     let config = crate::web::ViewConfig {
-        bind: SocketAddr::new(args.bind, args.port),
-        public: args.public,
+        bind,
+        public: args.public && args.bundle.is_none(),
         reports: args.reports.clone(),
         commands: std::sync::Arc::new(Lent {
             location: location.clone(),
@@ -35,6 +40,35 @@ pub async fn view(args: &ViewArgs, env: &Env) -> Result<Exit, Failure> {
         }
         Err(e) => return Err(anyhow::anyhow!(e)).before_send(),
     };
+    if let Some(dir) = &args.bundle {
+        let bundled = crate::web::bundle(listening, dir, &args.runs)
+            .await
+            .map_err(|e| match e {
+                e @ (crate::web::BundleError::NoRun(_) | crate::web::BundleError::Empty) => {
+                    Failure::from(UsageError::with_fix(
+                        e.to_string(),
+                        "name runs the store holds (`promptgauge runs` lists them), or leave out --run for the newest 20",
+                    ))
+                }
+                e => Failure::Input(e.into()),
+            })?;
+        out!(
+            "bundle written to {}: {} run(s), {} files; open {}",
+            dir.display(),
+            bundled.runs,
+            bundled.files,
+            dir.join("index.html").display()
+        );
+        if bundled.jobs_left_out > 0 {
+            note!(
+                "note: {} jobs have no page of their own (at most {} per run); their answers are in the answers pages",
+                bundled.jobs_left_out,
+                crate::web::JOB_PAGES
+            );
+        }
+        note!("note: the filters, live runs and labelling need `promptgauge view` itself");
+        return Ok(Exit::Success);
+    }
     out!("promptgauge view: {}", listening.url);
     out!("  the history store {}; Ctrl-C to stop", location.shown());
     if args.open {

@@ -178,7 +178,7 @@ impl Tally {
 }
 
 /// The live runs found at the last look, and when it was (looked again at most every
-/// half second, however many pages ask).
+/// quarter second, however many pages ask).
 #[derive(Default)]
 pub(super) struct Scan {
     at: Option<Instant>,
@@ -214,13 +214,13 @@ fn look(reports: &FsPath) -> Vec<(String, PathBuf)> {
 }
 
 impl Shared {
-    /// The live runs: looked for again when the last look is older than half a second,
+    /// The live runs: looked for again when the last look is older than a quarter second,
     /// each found then asked again whether it still runs.
     fn live_runs(&self) -> Vec<(String, PathBuf)> {
         let mut scan = self.scan.lock().unwrap_or_else(|p| p.into_inner());
         if scan
             .at
-            .is_none_or(|t| t.elapsed() >= Duration::from_millis(500))
+            .is_none_or(|t| t.elapsed() >= Duration::from_millis(250))
         {
             scan.runs = look(&self.reports);
             scan.at = Some(Instant::now());

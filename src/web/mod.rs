@@ -13,6 +13,7 @@
 //! file is served but a run folder's own reports, by a fixed list of names: no path from a
 //! request ever reaches the file system.
 
+mod bundle;
 mod index;
 mod label;
 mod live;
@@ -32,6 +33,8 @@ use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+
+pub use bundle::{BundleError, Bundled, JOB_PAGES, bundle};
 
 use crate::store::{Filter, Store};
 

@@ -334,7 +334,7 @@ pub(super) async fn answers(
         .collect();
         q.push(format!("offset={offset}"));
         q.push(format!("limit={limit}"));
-        format!("answers?{}", q.join("&"))
+        format!("/runs/{id}/answers?{}", q.join("&"))
     };
     let mut nav = String::new();
     if offset > 0 {

@@ -26,6 +26,8 @@ pub(super) struct RunsQuery {
     since: Option<String>,
     /// Words every shown run's bench, model, branch, commit or id contains.
     q: Option<String>,
+    /// Only these runs, by id, comma-separated.
+    ids: Option<String>,
     limit: Option<usize>,
 }
 
@@ -65,7 +67,8 @@ impl RunsQuery {
             .iter()
             .any(|f| f.to_lowercase().contains(&w))
         });
-        status_ok && since_ok && words_ok
+        let ids_ok = given(&self.ids).is_none_or(|ids| ids.split(',').any(|id| id == run.run_id));
+        status_ok && since_ok && words_ok && ids_ok
     }
 }
 
@@ -186,7 +189,7 @@ pub(super) async fn page(
     shell("promptgauge view", &body)
 }
 
-/// The runs page asks every second which runs are in progress, and lists them above the
+/// The runs page asks twice a second which runs are in progress, and lists them above the
 /// recorded ones (text only: names are set as text, never as markup).
 const LIVE_LIST: &str = r#"
 (function(){
@@ -203,7 +206,7 @@ const LIVE_LIST: &str = r#"
     });
   }
   function poll(){fetch('/api/live').then(function(r){return r.json()}).then(show).catch(function(){});}
-  poll();setInterval(poll,1000);
+  poll();setInterval(poll,500);
 })();
 "#;
 
@@ -279,7 +282,7 @@ pub(super) fn form_urlencoded(q: &str) -> Vec<(String, String)> {
 }
 
 /// `%XX` and `+` decoded (bad escapes kept as written).
-fn percent_decode(text: &str) -> String {
+pub(super) fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

@@ -1063,3 +1063,79 @@ fn in_a_real_browser_the_runs_a_run_its_answers_a_comparison_labels_and_a_live_r
     let report = b.text("body");
     assert!(report.contains("gamma"), "{report:.2000}");
 }
+
+#[test]
+fn a_bundle_is_the_pages_as_static_files_every_link_leading_to_one() {
+    let bench = recorded();
+    let d = bench.path();
+    let v = view(d, &[]);
+    let (a, _) = first_run(&v, "model=alpha");
+    let (b, _) = first_run(&v, "model=beta");
+    drop(v);
+    let out = promptgauge(d)
+        .args(["view", "--bundle", "site", "--run", &a, "--run", &b])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let site = d.join("site");
+    for file in [
+        "index.html".to_string(),
+        "compare.html".to_string(),
+        "history/arithmetic.html".to_string(),
+        format!("runs/{a}/index.html"),
+        format!("runs/{a}/answers-1.html"),
+        format!("runs/{a}/summary.json"),
+        format!("runs/{b}/jobs/0.html"),
+    ] {
+        assert!(site.join(&file).is_file(), "{file}");
+    }
+    // Every link of every page leads to a file of the bundle; nothing asks a server.
+    let mut pages = 0;
+    let mut stack = vec![site.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "html") {
+                continue;
+            }
+            pages += 1;
+            let html = std::fs::read_to_string(&path).unwrap();
+            assert!(!html.contains("href=\"/"), "{}", path.display());
+            assert!(!html.contains("/api/"), "{}", path.display());
+            for link in html.split("href=\"").skip(1) {
+                let target = link.split('"').next().unwrap();
+                if target.starts_with('#') || target.starts_with("data:") {
+                    continue;
+                }
+                let file = path
+                    .parent()
+                    .unwrap()
+                    .join(target.split('#').next().unwrap());
+                assert!(file.is_file(), "{}: {target}", path.display());
+            }
+        }
+    }
+    assert!(pages >= 2 * 12 + 6, "{pages} pages");
+    // The list holds the bundled runs, and the comparison is `compare`'s.
+    let index = std::fs::read_to_string(site.join("index.html")).unwrap();
+    assert!(index.contains("2 runs") && index.contains(&a) && index.contains(&b));
+    let compare = std::fs::read_to_string(site.join("compare.html")).unwrap();
+    assert!(compare.contains("paired"), "{compare:.500}");
+    // A run the store does not hold: said, nothing written.
+    let out = promptgauge(d)
+        .args(["view", "--bundle", "other", "--run", "no-such-run"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("no run no-such-run"), "{said}");
+    assert!(!d.join("other").exists());
+}

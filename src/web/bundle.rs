@@ -1,0 +1,274 @@
+//! `view --bundle DIR`: the application's pages as static files. The server is started on
+//! a free loopback port and asked for each page, as a browser would, so the files are the
+//! pages themselves; links between them are made relative, and what needs the server (the
+//! filters, live runs, labelling) is left out.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use super::{Listening, url_segment};
+
+/// Answers per page in a bundle.
+const PAGE: usize = 100;
+/// Job pages written per run, at most (the first in journal order).
+pub const JOB_PAGES: usize = 5_000;
+
+/// What a bundle holds.
+#[derive(Debug, Default)]
+pub struct Bundled {
+    pub runs: usize,
+    pub files: usize,
+    /// Runs with more jobs than [`JOB_PAGES`]: their other jobs have no page.
+    pub jobs_left_out: usize,
+}
+
+/// Why a bundle could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum BundleError {
+    #[error("the history store holds no run {0}")]
+    NoRun(String),
+    #[error("the history store holds no run to bundle")]
+    Empty,
+    #[error("cannot write {}: {error}", path.display())]
+    Write {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("the page {path} could not be made: {why}")]
+    Page { path: String, why: String },
+}
+
+/// A page's address → its file in the bundle (`None`: a page the bundle does not hold).
+fn file_of(path: &str, jobs: &BTreeSet<(String, u64)>) -> Option<String> {
+    let path = path.replace("&amp;", "&");
+    let (path, query) = path.split_once('?').unwrap_or((&path, ""));
+    let decoded: Vec<String> = path
+        .trim_start_matches('/')
+        .split('/')
+        .map(super::runs::percent_decode)
+        .collect();
+    let segments: Vec<&str> = decoded.iter().map(String::as_str).collect();
+    let param = |name: &str| {
+        super::runs::form_urlencoded(query)
+            .into_iter()
+            .find(|(k, _)| k == name)
+            .and_then(|(_, v)| v.parse::<usize>().ok())
+    };
+    match segments.as_slice() {
+        [""] => Some("index.html".into()),
+        ["runs", run, ""] => Some(format!("runs/{}/index.html", safe(run))),
+        ["runs", run, "answers"] => {
+            let page = param("offset").unwrap_or(0) / param("limit").unwrap_or(PAGE).max(1) + 1;
+            Some(format!("runs/{}/answers-{page}.html", safe(run)))
+        }
+        ["runs", run, "jobs", n] => {
+            let n: u64 = n.parse().ok()?;
+            jobs.contains(&(run.to_string(), n))
+                .then(|| format!("runs/{}/jobs/{n}.html", safe(run)))
+        }
+        [
+            "runs",
+            run,
+            file @ ("summary.json" | "summary.md" | "summary.csv"),
+        ] => Some(format!("runs/{}/{file}", safe(run))),
+        ["history", bench] => Some(format!("history/{}.html", safe(bench))),
+        _ => None,
+    }
+}
+
+/// A name as one file name: letters, digits, `-`, `_` and `.` kept, the rest `_`.
+fn safe(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    s.trim_start_matches('.').to_string()
+}
+
+/// `html` as the file `at` holds it: every link to a page of the application made relative
+/// to it (or taken out, for pages that need the server), the filter forms and scripts that
+/// ask the server left out.
+fn relative(html: &str, at: &str, jobs: &BTreeSet<(String, u64)>) -> String {
+    let up = "../".repeat(at.matches('/').count());
+    let links = regex::Regex::new(r#"href="(/[^"]*)""#).expect("a fixed pattern");
+    let html = links.replace_all(html, |c: &regex::Captures<'_>| match file_of(&c[1], jobs) {
+        Some(file) => format!("href=\"{up}{file}\""),
+        None => "title=\"needs promptgauge view\"".to_string(),
+    });
+    // What asks the server: the filters (a GET form to the page itself), the comparison of
+    // two ticked runs, the runs list's live poll.
+    let forms = regex::Regex::new(r#"(?s)<form method="get"( action="/")?>.*?</form>"#)
+        .expect("a fixed pattern");
+    let html = forms.replace_all(&html, "");
+    let compare = regex::Regex::new(r#"<button id="compare">[^<]*</button>"#).expect("fixed");
+    let html = compare.replace_all(&html, "");
+    let live = regex::Regex::new(r#"(?s)<script>\s*\(function\(\)\{\s*var box=document.getElementById\('live'\).*?</script>"#)
+        .expect("fixed");
+    live.replace_all(&html, "").into_owned()
+}
+
+/// Writes the bundle of `runs` (run ids; none: the newest 20) into `dir`.
+pub async fn bundle(
+    listening: Listening,
+    dir: &Path,
+    runs: &[String],
+) -> Result<Bundled, BundleError> {
+    let shared = listening.shared.clone();
+    let address = listening.address;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let server = tokio::spawn(listening.serve(stop.clone()));
+    let base = format!("http://{address}");
+    let client = reqwest::Client::new();
+    let get = |path: String| {
+        let client = client.clone();
+        let base = base.clone();
+        async move {
+            let fail = |why: String| BundleError::Page {
+                path: path.clone(),
+                why,
+            };
+            let response = client
+                .get(format!("{base}{path}"))
+                .send()
+                .await
+                .map_err(|e| fail(e.to_string()))?;
+            let status = response.status();
+            let body = response.bytes().await.map_err(|e| fail(e.to_string()))?;
+            if !status.is_success() {
+                return Err(fail(format!(
+                    "{status}: {}",
+                    String::from_utf8_lossy(&body).trim()
+                )));
+            }
+            Ok(body.to_vec())
+        }
+    };
+    let result = async {
+        // Which runs, newest first.
+        let all = shared
+            .store
+            .runs(&crate::store::Filter::default())
+            .await
+            .map_err(|e| BundleError::Page {
+                path: "/api/runs".into(),
+                why: e.to_string(),
+            })?;
+        let chosen: Vec<crate::report::rows::RunRow> = if runs.is_empty() {
+            all.into_iter().rev().take(20).collect()
+        } else {
+            let mut chosen = Vec::new();
+            for id in runs {
+                match all.iter().find(|r| &r.run_id == id) {
+                    Some(r) => chosen.push(r.clone()),
+                    None => return Err(BundleError::NoRun(id.clone())),
+                }
+            }
+            chosen
+        };
+        if chosen.is_empty() {
+            return Err(BundleError::Empty);
+        }
+        let mut bundled = Bundled {
+            runs: chosen.len(),
+            ..Bundled::default()
+        };
+        // Every job page the bundle holds, known before any link is written.
+        let mut jobs: BTreeSet<(String, u64)> = BTreeSet::new();
+        let mut pages: Vec<(String, String)> = Vec::new();
+        for r in &chosen {
+            let id = url_segment(&r.run_id);
+            let mut offset = 0;
+            let mut kept = 0;
+            loop {
+                let body = get(format!("/api/runs/{id}/jobs?limit=500&offset={offset}")).await?;
+                let page: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                let listed = page["jobs"].as_array().cloned().unwrap_or_default();
+                for j in &listed {
+                    if let Some(n) = j["job"].as_u64() {
+                        if kept < JOB_PAGES {
+                            jobs.insert((r.run_id.clone(), n));
+                            kept += 1;
+                        } else {
+                            bundled.jobs_left_out += 1;
+                        }
+                    }
+                }
+                let matched = page["matched"].as_u64().unwrap_or(0) as usize;
+                offset += listed.len();
+                if listed.is_empty() || offset >= matched {
+                    break;
+                }
+            }
+            pages.push((format!("/runs/{id}/"), String::new()));
+            for file in ["summary.json", "summary.md", "summary.csv"] {
+                pages.push((format!("/runs/{id}/{file}"), String::new()));
+            }
+            let answers = offset.div_ceil(PAGE).max(1);
+            for p in 0..answers {
+                pages.push((
+                    format!("/runs/{id}/answers?offset={}&limit={PAGE}", p * PAGE),
+                    String::new(),
+                ));
+            }
+        }
+        for (run, n) in &jobs {
+            pages.push((
+                format!("/runs/{}/jobs/{n}", url_segment(run)),
+                String::new(),
+            ));
+        }
+        let benches: BTreeSet<&str> = chosen.iter().map(|r| r.bench.as_str()).collect();
+        for b in benches {
+            pages.push((format!("/history/{}", url_segment(b)), String::new()));
+        }
+        let ids: Vec<String> = chosen.iter().map(|r| r.run_id.clone()).collect();
+        pages.push((
+            format!("/?ids={}&limit=10000", url_segment(&ids.join(","))),
+            "index.html".into(),
+        ));
+        if let [b, a] = chosen.as_slice() {
+            pages.push((
+                format!(
+                    "/compare?a={}&b={}",
+                    url_segment(&a.run_id),
+                    url_segment(&b.run_id)
+                ),
+                "compare.html".into(),
+            ));
+        }
+        for (path, named) in pages {
+            let file = if named.is_empty() {
+                file_of(&path, &jobs).unwrap_or_default()
+            } else {
+                named
+            };
+            let body = get(path).await?;
+            let body = if file.ends_with(".html") {
+                relative(&String::from_utf8_lossy(&body), &file, &jobs).into_bytes()
+            } else {
+                body
+            };
+            let target = dir.join(&file);
+            let write = |path: &Path, error| BundleError::Write {
+                path: path.to_path_buf(),
+                error,
+            };
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| write(parent, e))?;
+            }
+            crate::files::write_atomically(&target, body).map_err(|e| write(&target, e))?;
+            bundled.files += 1;
+        }
+        Ok(bundled)
+    }
+    .await;
+    stop.cancel();
+    let _ = server.await;
+    result
+}
