@@ -21,13 +21,17 @@ JOBS=${JOBS:-200000}
 # Seconds one GET takes (the whole answer read).
 took() { curl -s -o /dev/null -w '%{time_total}' "$1"; }
 
+# Starts `view` in DIR on PORT; its PID in $VIEW.
 start_view() { # dir port
-  (cd "$1" && "$PG" view --port "$2" > "$WORK/view.$2.out" 2>&1 &)
+  cd "$1"
+  "$PG" view --port "$2" > "$WORK/view.$2.out" 2>&1 &
+  VIEW=$!
+  echo "$VIEW" >> "$WORK/mock.pids"
+  cd - > /dev/null
   for _ in $(seq 100); do
     grep -q "promptgauge view:" "$WORK/view.$2.out" 2>/dev/null && break
     sleep 0.05
   done
-  pgrep -f "promptgauge view --port $2" | head -1
 }
 
 URL=$(start_mock)
@@ -52,7 +56,7 @@ limits: { concurrency: 32 }
 YAML
 
 # l. RUNS copies of a 20-job run, indexed.
-"$PG" run --quiet --limit 10 --base-url "$URL" > /dev/null 2>&1
+"$PG" run bench.yaml --quiet --limit 10 --model perf --base-url "$URL" > /dev/null
 one=$(ls -d reports/perf-* | head -1)
 mkdir -p copies
 python3 - "$one" "$RUNS" <<'PY'
@@ -71,7 +75,7 @@ t0=$(date +%s.%N)
 "$PG" index copies --store reports/promptgauge.db > /dev/null 2>&1
 t1=$(date +%s.%N)
 echo "l. indexed $RUNS runs in $(echo "$t1 - $t0" | bc) s"
-VIEW=$(start_view "$WORK/l" 8751)
+start_view "$WORK/l" 8751
 B=http://127.0.0.1:8751
 echo "l. runs list (newest 500 of $RUNS): first $(took "$B/") s, again $(took "$B/") s"
 echo "l. all $RUNS as JSON: $(took "$B/api/runs?limit=10000") s"
@@ -79,7 +83,7 @@ echo "l. filtered (q=copy-0999, status=complete): $(took "$B/?q=copy-0999&status
 
 # m. a JOBS-job run.
 t0=$(date +%s.%N)
-"$PG" run --quiet --base-url "$URL" > /dev/null 2>&1 || true
+"$PG" run bench.yaml --quiet --model perf --base-url "$URL" > /dev/null || true
 t1=$(date +%s.%N)
 big=$(curl -s "$B/api/runs?bench=perf&limit=10000" | python3 -c "import json,sys; r=[x for x in json.load(sys.stdin) if x['jobs_planned']>20]; print(r[0]['run_id'])")
 echo "m. the $JOBS-job run took $(echo "$t1 - $t0" | bc) s; journal $(du -m "$(ls -d reports/perf-* | tail -1)/results.jsonl" | cut -f1) MB"
@@ -95,10 +99,10 @@ echo "m. view's RSS after: $(grep VmRSS /proc/"$VIEW"/status | awk '{print $2/10
 kill "$VIEW" 2>/dev/null || true
 
 # n. the server while a JOBS-job run streams in, its live page following.
-VIEW=$(start_view "$WORK/l" 8752)
+start_view "$WORK/l" 8752
 B=http://127.0.0.1:8752
 SLOW=$(start_mock --first-token-delay 2ms)
-"$PG" run --quiet --base-url "$SLOW" > /dev/null 2>&1 &
+"$PG" run bench.yaml --quiet --model perf --base-url "$SLOW" > /dev/null 2>&1 &
 RUN=$!
 name=""
 for _ in $(seq 200); do

@@ -79,8 +79,10 @@ pub enum Command {
     /// (Re)build the history store from run folders: each DIR is a run folder or a folder
     /// of them (such as reports/).
     Index(IndexArgs),
-    /// Serve every recorded run in the browser: the runs, newest first and filterable,
-    /// and each run's report (docs/view.md). Listens on 127.0.0.1 only, unless --public.
+    /// Serve every recorded run in the browser: the runs, newest first and filterable; a
+    /// run's report, answers and jobs; runs in progress, live; two runs compared; a
+    /// bench's history; labelling (docs/view.md). Listens on 127.0.0.1 only, unless
+    /// --public. With --bundle, writes the pages as static files instead.
     View(ViewArgs),
 }
 

@@ -50,6 +50,10 @@ pub async fn view(args: &ViewArgs, env: &Env) -> Result<Exit, Failure> {
                         "name runs the store holds (`promptgauge runs` lists them), or leave out --run for the newest 20",
                     ))
                 }
+                e @ crate::web::BundleError::NotEmpty(_) => Failure::from(UsageError::with_fix(
+                    e.to_string(),
+                    "choose a new or empty folder for --bundle",
+                )),
                 e => Failure::Input(e.into()),
             })?;
         out!(

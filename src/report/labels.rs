@@ -53,7 +53,7 @@ fn score<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
 pub type NumberedLabel = (usize, Label);
 
 impl Label {
-    pub(crate) fn key(&self) -> JobKey {
+    pub fn key(&self) -> JobKey {
         (self.case.clone(), self.variant.clone(), self.repeat)
     }
 }

@@ -29,6 +29,8 @@ pub enum BundleError {
     NoRun(String),
     #[error("the history store holds no run to bundle")]
     Empty,
+    #[error("{} is not empty, and not an earlier bundle: a bundle is written into a folder of its own", .0.display())]
+    NotEmpty(PathBuf),
     #[error("cannot write {}: {error}", path.display())]
     Write {
         path: PathBuf,
@@ -38,8 +40,14 @@ pub enum BundleError {
     Page { path: String, why: String },
 }
 
+/// What the bundle holds: its runs, and the jobs that have a page.
+struct Held {
+    runs: BTreeSet<String>,
+    jobs: BTreeSet<(String, u64)>,
+}
+
 /// A page's address → its file in the bundle (`None`: a page the bundle does not hold).
-fn file_of(path: &str, jobs: &BTreeSet<(String, u64)>) -> Option<String> {
+fn file_of(path: &str, held: &Held) -> Option<String> {
     let path = path.replace("&amp;", "&");
     let (path, query) = path.split_once('?').unwrap_or((&path, ""));
     let decoded: Vec<String> = path
@@ -54,6 +62,11 @@ fn file_of(path: &str, jobs: &BTreeSet<(String, u64)>) -> Option<String> {
             .find(|(k, _)| k == name)
             .and_then(|(_, v)| v.parse::<usize>().ok())
     };
+    if let ["runs", run, ..] = segments.as_slice()
+        && !held.runs.contains(*run)
+    {
+        return None;
+    }
     match segments.as_slice() {
         [""] => Some("index.html".into()),
         ["runs", run, ""] => Some(format!("runs/{}/index.html", safe(run))),
@@ -63,7 +76,8 @@ fn file_of(path: &str, jobs: &BTreeSet<(String, u64)>) -> Option<String> {
         }
         ["runs", run, "jobs", n] => {
             let n: u64 = n.parse().ok()?;
-            jobs.contains(&(run.to_string(), n))
+            held.jobs
+                .contains(&(run.to_string(), n))
                 .then(|| format!("runs/{}/jobs/{n}.html", safe(run)))
         }
         [
@@ -94,10 +108,10 @@ fn safe(name: &str) -> String {
 /// `html` as the file `at` holds it: every link to a page of the application made relative
 /// to it (or taken out, for pages that need the server), the filter forms and scripts that
 /// ask the server left out.
-fn relative(html: &str, at: &str, jobs: &BTreeSet<(String, u64)>) -> String {
+fn relative(html: &str, at: &str, held: &Held) -> String {
     let up = "../".repeat(at.matches('/').count());
     let links = regex::Regex::new(r#"href="(/[^"]*)""#).expect("a fixed pattern");
-    let html = links.replace_all(html, |c: &regex::Captures<'_>| match file_of(&c[1], jobs) {
+    let html = links.replace_all(html, |c: &regex::Captures<'_>| match file_of(&c[1], held) {
         Some(file) => format!("href=\"{up}{file}\""),
         None => "title=\"needs promptgauge view\"".to_string(),
     });
@@ -108,9 +122,41 @@ fn relative(html: &str, at: &str, jobs: &BTreeSet<(String, u64)>) -> String {
     let html = forms.replace_all(&html, "");
     let compare = regex::Regex::new(r#"<button id="compare">[^<]*</button>"#).expect("fixed");
     let html = compare.replace_all(&html, "");
+    let ticks = regex::Regex::new(r#"<input type="checkbox" name="run"[^>]*>"#).expect("fixed");
+    let html = ticks.replace_all(&html, "");
+    let html = html
+        .replace("<form method=\"get\" action=\"/compare\">", "<div>")
+        .replace("</table></form>", "</table></div>");
     let live = regex::Regex::new(r#"(?s)<script>\s*\(function\(\)\{\s*var box=document.getElementById\('live'\).*?</script>"#)
         .expect("fixed");
     live.replace_all(&html, "").into_owned()
+}
+
+/// The file that marks a folder as a bundle (written again, it is emptied first).
+const MARK: &str = ".promptgauge-bundle";
+
+/// Makes `dir` ready: created, or emptied when it holds an earlier bundle; a folder that
+/// holds anything else is refused (nothing of it is touched).
+fn prepare(dir: &Path) -> Result<(), BundleError> {
+    let write = |error| BundleError::Write {
+        path: dir.to_path_buf(),
+        error,
+    };
+    if dir.exists() {
+        let empty = std::fs::read_dir(dir).map_err(write)?.next().is_none();
+        if !empty {
+            if !dir.join(MARK).is_file() {
+                return Err(BundleError::NotEmpty(dir.to_path_buf()));
+            }
+            std::fs::remove_dir_all(dir).map_err(write)?;
+        }
+    }
+    std::fs::create_dir_all(dir).map_err(write)?;
+    std::fs::write(
+        dir.join(MARK),
+        "written by `promptgauge view --bundle`; bundling into this folder again empties it\n",
+    )
+    .map_err(write)
 }
 
 /// Writes the bundle of `runs` (run ids; none: the newest 20) into `dir`.
@@ -174,12 +220,16 @@ pub async fn bundle(
         if chosen.is_empty() {
             return Err(BundleError::Empty);
         }
+        prepare(dir)?;
         let mut bundled = Bundled {
             runs: chosen.len(),
             ..Bundled::default()
         };
         // Every job page the bundle holds, known before any link is written.
-        let mut jobs: BTreeSet<(String, u64)> = BTreeSet::new();
+        let mut held = Held {
+            runs: chosen.iter().map(|r| r.run_id.clone()).collect(),
+            jobs: BTreeSet::new(),
+        };
         let mut pages: Vec<(String, String)> = Vec::new();
         for r in &chosen {
             let id = url_segment(&r.run_id);
@@ -192,7 +242,7 @@ pub async fn bundle(
                 for j in &listed {
                     if let Some(n) = j["job"].as_u64() {
                         if kept < JOB_PAGES {
-                            jobs.insert((r.run_id.clone(), n));
+                            held.jobs.insert((r.run_id.clone(), n));
                             kept += 1;
                         } else {
                             bundled.jobs_left_out += 1;
@@ -217,7 +267,7 @@ pub async fn bundle(
                 ));
             }
         }
-        for (run, n) in &jobs {
+        for (run, n) in &held.jobs {
             pages.push((
                 format!("/runs/{}/jobs/{n}", url_segment(run)),
                 String::new(),
@@ -244,13 +294,22 @@ pub async fn bundle(
         }
         for (path, named) in pages {
             let file = if named.is_empty() {
-                file_of(&path, &jobs).unwrap_or_default()
+                file_of(&path, &held).unwrap_or_default()
             } else {
                 named
             };
             let body = get(path).await?;
             let body = if file.ends_with(".html") {
-                relative(&String::from_utf8_lossy(&body), &file, &jobs).into_bytes()
+                let mut html = relative(&String::from_utf8_lossy(&body), &file, &held);
+                // The two runs' comparison, from the list.
+                if file == "index.html" && chosen.len() == 2 {
+                    html = html.replacen(
+                        "<h1>Runs</h1>",
+                        "<h1>Runs</h1>\n<p><a id=\"compare\" href=\"compare.html\">The two runs compared</a></p>",
+                        1,
+                    );
+                }
+                html.into_bytes()
             } else {
                 body
             };

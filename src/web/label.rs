@@ -8,8 +8,8 @@
 use std::fmt::Write;
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
@@ -21,9 +21,10 @@ use crate::runner::RunDir;
 
 /// Which sample, and how far into it.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(super) struct LabelQuery {
-    /// The sample's seed (as `label --seed`).
-    #[serde(default)]
+    /// The sample's seed (as `label --seed`, 1 by default).
+    #[serde(default = "default_seed")]
     seed: u64,
     /// How many answers the sample holds (as `label --sample`).
     #[serde(default = "default_sample")]
@@ -31,10 +32,18 @@ pub(super) struct LabelQuery {
     /// Answers skipped so far.
     #[serde(default)]
     at: usize,
+    /// `--public`'s access token (read by the guard).
+    #[allow(dead_code)]
+    token: Option<String>,
+}
+
+/// `label`'s defaults.
+fn default_seed() -> u64 {
+    1
 }
 
 fn default_sample() -> usize {
-    20
+    30
 }
 
 /// `/runs/ID/label`: the next answer of the sample not labelled yet, and the judge
@@ -117,8 +126,12 @@ pub(super) async fn page_(
 pub(super) async fn page(
     State(shared): State<Arc<Shared>>,
     Path(run): Path<String>,
-    Query(query): Query<LabelQuery>,
+    uri: Uri,
 ) -> Response {
+    let query: LabelQuery = match super::query(&uri) {
+        Ok(q) => q,
+        Err(e) => return refuse(StatusCode::BAD_REQUEST, &e),
+    };
     page_(shared, run, query).await.unwrap_or_else(|e| e)
 }
 
@@ -198,9 +211,13 @@ const KEYS: &str = r#"
 pub(super) async fn save(
     State(shared): State<Arc<Shared>>,
     Path(run): Path<String>,
-    Query(query): Query<LabelQuery>,
+    uri: Uri,
     body: String,
 ) -> Response {
+    let query: LabelQuery = match super::query(&uri) {
+        Ok(q) => q,
+        Err(e) => return refuse(StatusCode::BAD_REQUEST, &e),
+    };
     let fields = super::runs::form_urlencoded(&body);
     let field = |k: &str| {
         fields
@@ -247,8 +264,15 @@ pub(super) async fn save(
         let lock = dir
             .lock()
             .map_err(|e| (StatusCode::CONFLICT, e.to_string()))?;
-        let (mut appender, _, _) = labels::Appender::open(&dir.labels())
+        let (mut appender, already, _) = labels::Appender::open(&dir.labels())
             .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+        // A second press, or a form sent again after Back: one label per answer.
+        if already.contains_key(&label.key()) {
+            return Err((
+                StatusCode::CONFLICT,
+                "this answer is labelled already (labels.jsonl keeps one label per answer here; `promptgauge label --from FILE` replaces labels)".to_string(),
+            ));
+        }
         appender
             .append(&label)
             .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;

@@ -133,13 +133,17 @@ pub async fn listen(config: ViewConfig, store: Store) -> Result<Listening, ViewE
         .local_addr()
         .map_err(|e| ViewError::Bind(config.bind, e))?;
     let port = address.port();
-    let hosts = vec![
+    let mut hosts = vec![
         format!("127.0.0.1:{port}"),
         format!("localhost:{port}"),
         format!("[::1]:{port}"),
     ];
+    // Bound to another loopback address (127.0.0.2, ::1): it is reached by that one.
+    if !address.ip().is_unspecified() && !hosts.contains(&address.to_string()) {
+        hosts.push(address.to_string());
+    }
     let token = config.public.then(random_token);
-    let shown = if address.ip().is_loopback() || address.ip().is_unspecified() {
+    let shown = if address.ip().is_unspecified() {
         format!("http://127.0.0.1:{port}/")
     } else {
         format!("http://{address}/")
@@ -181,6 +185,7 @@ impl Listening {
             .route("/runs/{run}/answers", get(run::answers))
             .route("/runs/{run}/jobs/{job}", get(run::job))
             .route("/runs/{run}/label", get(label::page).post(label::save))
+            .route("/runs/{run}", get(run::without_slash))
             .route("/runs/{run}/", get(run::report))
             .route("/runs/{run}/{file}", get(run::file))
             .layer(middleware::from_fn_with_state(self.shared.clone(), guard))
@@ -354,6 +359,27 @@ fn pre_text(text: &str, max: usize) -> String {
     };
     let scrubbed = crate::client::secrets::redact_urls_in(&cut);
     crate::report::html::esc(&crate::report::terminal_safe(&scrubbed))
+}
+
+/// A request's query as `T`, or what is wrong with it (for a 400): the parameter and what
+/// it takes.
+fn query<T: serde::de::DeserializeOwned>(uri: &axum::http::Uri) -> Result<T, String> {
+    axum::extract::Query::<T>::try_from_uri(uri)
+        .map(|q| q.0)
+        .map_err(|e| {
+            let text = e.body_text();
+            let why = text
+                .strip_prefix("Failed to deserialize query string: ")
+                .unwrap_or(&text);
+            let why = match why.split_once("unknown field ") {
+                Some((_, rest)) => format!(
+                    "unknown parameter {}",
+                    rest.replace("expected one of", "the parameters are")
+                ),
+                None => format!("{why} (numbers here are whole and at least 0)"),
+            };
+            format!("the query: {why}")
+        })
 }
 
 /// A server error as a response.

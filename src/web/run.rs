@@ -5,8 +5,8 @@ use std::fmt::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
@@ -32,6 +32,9 @@ pub(super) async fn report(State(shared): State<Arc<Shared>>, Path(run): Path<St
     let Some(folder) = shared.folder_of(&run).await else {
         return no_run();
     };
+    if !folder.join("run.json").is_file() {
+        return gone(&folder);
+    }
     match crate::files::read_capped(&folder.join("report.html"), 256 * 1024 * 1024) {
         Ok(bytes) => {
             let html = String::from_utf8_lossy(&bytes).into_owned();
@@ -50,6 +53,11 @@ pub(super) async fn report(State(shared): State<Arc<Shared>>, Path(run): Path<St
         }
         Err(_) => refuse(StatusCode::NOT_FOUND, "this run has no report.html"),
     }
+}
+
+/// `/runs/ID`: its page is `/runs/ID/`.
+pub(super) async fn without_slash(Path(run): Path<String>) -> Response {
+    axum::response::Redirect::permanent(&format!("/runs/{}/", url_segment(&run))).into_response()
 }
 
 /// `/runs/ID/NAME`: one of a run's summaries, by a name from [`RUN_FILES`]: the only files
@@ -75,6 +83,20 @@ pub(super) async fn file(
     }
 }
 
+/// The store records a run whose folder is gone (moved, deleted).
+pub(super) fn gone(folder: &std::path::Path) -> Response {
+    let name = folder
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    refuse(
+        StatusCode::NOT_FOUND,
+        &format!(
+            "the history store records this run, but its folder ({name}) is gone: restore it, or rebuild the store from the folders there are (`promptgauge index`)"
+        ),
+    )
+}
+
 /// A run's folder, record and answer index (built once per state of its journal).
 pub(super) struct Indexed {
     pub(super) folder: PathBuf,
@@ -93,6 +115,9 @@ pub(super) async fn indexed(shared: &Arc<Shared>, run: &str) -> Result<Indexed, 
     let Some(folder) = shared.folder_of(run).await else {
         return Err(no_run());
     };
+    if !folder.join("run.json").is_file() {
+        return Err(gone(&folder));
+    }
     let shared = shared.clone();
     let run = run.to_string();
     let built = tokio::task::spawn_blocking(move || {
@@ -138,6 +163,7 @@ pub(super) async fn indexed(shared: &Arc<Shared>, run: &str) -> Result<Indexed, 
 
 /// A run's answers, filtered and paged server-side.
 #[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(super) struct JobsQuery {
     variant: Option<String>,
     endpoint: Option<String>,
@@ -153,6 +179,9 @@ pub(super) struct JobsQuery {
     q: Option<String>,
     offset: Option<usize>,
     limit: Option<usize>,
+    /// `--public`'s access token (read by the guard).
+    #[allow(dead_code)]
+    token: Option<String>,
 }
 
 fn status_name(s: JobStatus) -> &'static str {
@@ -169,11 +198,10 @@ impl JobsQuery {
         let number = |name: &str, v: &Option<String>| -> Result<Option<f64>, String> {
             match given(v) {
                 None => Ok(None),
-                Some(t) => t
-                    .trim()
-                    .parse::<f64>()
-                    .map(Some)
-                    .map_err(|_| format!("{name}={t}: give a score from 0 to 1")),
+                Some(t) => match t.trim().parse::<f64>() {
+                    Ok(x) if (0.0..=1.0).contains(&x) => Ok(Some(x)),
+                    _ => Err(format!("{name}={t}: give a score from 0 to 1")),
+                },
             }
         };
         let status = match given(&self.status) {
@@ -185,13 +213,19 @@ impl JobsQuery {
                 return Err(format!("status={other}: give graded, failed or filtered"));
             }
         };
+        let (min, max) = (number("min", &self.min)?, number("max", &self.max)?);
+        if let (Some(lo), Some(hi)) = (min, max)
+            && lo > hi
+        {
+            return Err(format!("min={lo} is above max={hi}: no score is both"));
+        }
         Ok(Wanted {
             variant: given(&self.variant).map(String::from),
             endpoint: given(&self.endpoint).map(String::from),
             tag: given(&self.tag).map(String::from),
             status,
-            min: number("min", &self.min)?,
-            max: number("max", &self.max)?,
+            min,
+            max,
             disagreeing: given(&self.disagreeing).is_some_and(|d| d != "0" && d != "false"),
             words: given(&self.q)
                 .unwrap_or("")
@@ -220,6 +254,26 @@ async fn page_of(
         .wanted()
         .map_err(|e| refuse(StatusCode::BAD_REQUEST, &e))?;
     let indexed = indexed(shared, run).await?;
+    let (variants, endpoints, tags) = indexed.index.names();
+    for (what, wanted, known) in [
+        ("variant", &wanted.variant, &variants),
+        ("endpoint", &wanted.endpoint, &endpoints),
+        ("tag", &wanted.tag, &tags),
+    ] {
+        if let Some(w) = wanted
+            && !known.contains(&w.as_str())
+        {
+            let known = if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.join(", ")
+            };
+            return Err(refuse(
+                StatusCode::BAD_REQUEST,
+                &format!("{what}={w}: this run has no such {what} (it has: {known})"),
+            ));
+        }
+    }
     let (offset, limit) = (query.offset(), query.limit());
     let (index, journal) = (indexed.index.clone(), indexed.journal());
     let read =
@@ -237,8 +291,12 @@ async fn page_of(
 pub(super) async fn jobs_json(
     State(shared): State<Arc<Shared>>,
     Path(run): Path<String>,
-    Query(query): Query<JobsQuery>,
+    uri: Uri,
 ) -> Response {
+    let query: JobsQuery = match super::query(&uri) {
+        Ok(q) => q,
+        Err(e) => return refuse(StatusCode::BAD_REQUEST, &e),
+    };
     match page_of(&shared, &run, &query).await {
         Ok((_, jobs, matched)) => axum::Json(serde_json::json!({
             "matched": matched, "offset": query.offset(), "limit": query.limit(), "jobs": jobs,
@@ -267,8 +325,12 @@ fn select(name: &str, names: &[&str], chosen: Option<&str>) -> String {
 pub(super) async fn answers(
     State(shared): State<Arc<Shared>>,
     Path(run): Path<String>,
-    Query(query): Query<JobsQuery>,
+    uri: Uri,
 ) -> Response {
+    let query: JobsQuery = match super::query(&uri) {
+        Ok(q) => q,
+        Err(e) => return refuse(StatusCode::BAD_REQUEST, &e),
+    };
     let (indexed, jobs, matched) = match page_of(&shared, &run, &query).await {
         Ok(p) => p,
         Err(e) => return e,
@@ -367,8 +429,14 @@ pub(super) async fn answers(
 /// answer, the score and why, every judge call with its reasons.
 pub(super) async fn job(
     State(shared): State<Arc<Shared>>,
-    Path((run, job)): Path<(String, u32)>,
+    Path((run, job)): Path<(String, String)>,
 ) -> Response {
+    let Ok(job) = job.parse::<u32>() else {
+        return refuse(
+            StatusCode::NOT_FOUND,
+            "no such job: a job is its place in the plan, a whole number from 0",
+        );
+    };
     let indexed = match indexed(&shared, &run).await {
         Ok(i) => i,
         Err(e) => return e,

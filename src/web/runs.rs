@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, RawQuery, State};
-use axum::http::StatusCode;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{StatusCode, Uri};
 use axum::response::{Html, IntoResponse, Response};
 use serde::Deserialize;
 
@@ -16,6 +16,7 @@ use crate::store::Filter;
 
 /// The runs list's filters, as query parameters.
 #[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(super) struct RunsQuery {
     bench: Option<String>,
     branch: Option<String>,
@@ -24,11 +25,15 @@ pub(super) struct RunsQuery {
     status: Option<String>,
     /// Runs started on or after this day (`2026-11-01`, UTC).
     since: Option<String>,
-    /// Words every shown run's bench, model, branch, commit or id contains.
+    /// Words every shown run's bench, model, endpoint (its base URL), branch, commit or id
+    /// contains.
     q: Option<String>,
     /// Only these runs, by id, comma-separated.
     ids: Option<String>,
     limit: Option<usize>,
+    /// `--public`'s access token (read by the guard).
+    #[allow(dead_code)]
+    token: Option<String>,
 }
 
 impl RunsQuery {
@@ -39,6 +44,30 @@ impl RunsQuery {
             model: given(&self.model).map(String::from),
             ..Filter::default()
         }
+    }
+
+    /// What is wrong with a filter's value, if anything.
+    fn problem(&self) -> Option<String> {
+        if let Some(s) = given(&self.status)
+            && !matches!(s, "complete" | "stopped" | "failed")
+        {
+            return Some(format!(
+                "status={s}: give complete, stopped or failed (with failed jobs)"
+            ));
+        }
+        if let Some(d) = given(&self.since) {
+            let b = d.as_bytes();
+            let day = b.len() == 10
+                && b[4] == b'-'
+                && b[7] == b'-'
+                && b.iter()
+                    .enumerate()
+                    .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit());
+            if !day {
+                return Some(format!("since={d}: give a day, 2026-11-01 (UTC)"));
+            }
+        }
+        None
     }
 
     /// How many runs are shown (500 unless asked).
@@ -60,6 +89,7 @@ impl RunsQuery {
             [
                 run.bench.as_str(),
                 run.model.as_str(),
+                run.base_url.as_str(),
                 run.run_id.as_str(),
                 run.git_branch.as_deref().unwrap_or(""),
                 run.git_commit.as_deref().unwrap_or(""),
@@ -77,6 +107,9 @@ async fn runs_of(
     shared: &Shared,
     query: &RunsQuery,
 ) -> Result<(Vec<RunRow>, HashMap<String, Vec<VariantRow>>), Response> {
+    if let Some(why) = query.problem() {
+        return Err(refuse(StatusCode::BAD_REQUEST, &why));
+    }
     let filter = query.filter();
     let mut runs = shared.store.runs(&filter).await.map_err(failed)?;
     runs.retain(|r| query.keeps(r));
@@ -86,10 +119,11 @@ async fn runs_of(
     Ok((runs, variants))
 }
 
-pub(super) async fn json(
-    State(shared): State<Arc<Shared>>,
-    Query(query): Query<RunsQuery>,
-) -> Response {
+pub(super) async fn json(State(shared): State<Arc<Shared>>, uri: Uri) -> Response {
+    let query: RunsQuery = match super::query(&uri) {
+        Ok(q) => q,
+        Err(e) => return refuse(StatusCode::BAD_REQUEST, &e),
+    };
     match runs_of(&shared, &query).await {
         Ok((runs, _)) => axum::Json(runs).into_response(),
         Err(e) => e,
@@ -134,10 +168,11 @@ fn state(r: &RunRow) -> &'static str {
 
 /// Every run, newest first, with the filters as a form, runs in progress above them, and
 /// two to compare chosen by their boxes.
-pub(super) async fn page(
-    State(shared): State<Arc<Shared>>,
-    Query(query): Query<RunsQuery>,
-) -> Response {
+pub(super) async fn page(State(shared): State<Arc<Shared>>, uri: Uri) -> Response {
+    let query: RunsQuery = match super::query(&uri) {
+        Ok(q) => q,
+        Err(e) => return refuse(StatusCode::BAD_REQUEST, &e),
+    };
     let (runs, variants) = match runs_of(&shared, &query).await {
         Ok(r) => r,
         Err(e) => return e,

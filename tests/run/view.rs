@@ -140,6 +140,18 @@ fn view_lists_the_runs_filters_them_and_serves_each_report() {
         page.contains("1 run") && !page.contains(">alpha<"),
         "{page}"
     );
+    for (query, said) in [
+        (
+            "status=bogus",
+            "status=bogus: give complete, stopped or failed",
+        ),
+        ("since=yesterday", "since=yesterday: give a day"),
+        ("limit=abc", "limit"),
+    ] {
+        let (status, body) = get(&v.url, &format!("/?{query}"), None);
+        assert_eq!(status, 400, "{query}: {body}");
+        assert!(body.contains(said), "{query}: {body}");
+    }
     let (status, json) = get(&v.url, "/api/runs?q=alpha", None);
     assert_eq!(status, 200);
     let runs: serde_json::Value = serde_json::from_str(&json).unwrap();
@@ -207,6 +219,13 @@ fn view_refuses_foreign_hosts_paths_outside_the_runs_and_an_open_bind() {
         said.contains("not a loopback address") && said.contains("--public"),
         "{said}"
     );
+    // Another loopback address: the URL printed is the one it listens on, and it answers
+    // requests for it.
+    let v = view(d, &["--bind", "127.0.0.2"]);
+    assert!(v.url.starts_with("http://127.0.0.2:"), "{}", v.url);
+    let (status, _) = get(&v.url, "/", None);
+    assert_eq!(status, 200);
+    drop(v);
     // With --public: every request needs the token it printed.
     let v = view(d, &["--bind", "0.0.0.0", "--public"]);
     let token = v.url.split("token=").nth(1).unwrap().to_string();
@@ -276,7 +295,8 @@ fn a_run_s_answers_are_filtered_and_paged_by_the_server() {
     assert_eq!(jobs("q=add-01")["matched"], 2);
     assert_eq!(jobs("status=failed")["matched"], 0);
     assert_eq!(jobs("tag=add")["matched"], 12);
-    assert_eq!(jobs("tag=nope")["matched"], 0);
+    let (status, body) = get(&v.url, &format!("/api/runs/{id}/jobs?tag=nope"), None);
+    assert_eq!(status, 400, "a tag the run has not: said, {body}");
     let right = jobs("min=1")["matched"].as_u64().unwrap();
     let wrong = jobs("max=0")["matched"].as_u64().unwrap();
     assert_eq!(right + wrong, 12);
@@ -392,9 +412,40 @@ fn a_job_s_page_shows_its_whole_record_and_disagreeing_answers_filter() {
     let (status, _) = get(&v.url, &format!("/runs/{id}/jobs/99999"), None);
     assert_eq!(status, 404);
     // A bad filter is said, not guessed at.
-    let (status, body) = get(&v.url, &format!("/api/runs/{id}/jobs?min=high"), None);
-    assert_eq!(status, 400);
-    assert!(body.contains("min=high"), "{body}");
+    for (query, said) in [
+        ("min=high", "min=high: give a score from 0 to 1"),
+        ("min=2", "min=2: give a score from 0 to 1"),
+        ("min=NaN", "min=NaN"),
+        ("min=0.5&max=0.2", "is above max"),
+        (
+            "variant=nope",
+            "variant=nope: this run has no such variant (it has: ",
+        ),
+        ("disagree=1", "unknown parameter `disagree`"),
+        ("offset=-5", "offset"),
+    ] {
+        let (status, body) = get(&v.url, &format!("/api/runs/{id}/jobs?{query}"), None);
+        assert_eq!(status, 400, "{query}: {body}");
+        assert!(body.contains(said), "{query}: {body}");
+    }
+    let (status, body) = get(&v.url, &format!("/runs/{id}/jobs/-1"), None);
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains("no such job"), "{body}");
+    // A run's page is at its folder-like address; without the slash it is sent there.
+    let (status, head, _) = request(&v.url, "GET", &format!("/runs/{id}"), &[], "");
+    assert_eq!(status, 308, "{head}");
+    assert!(head.contains(&format!("location: /runs/{id}/")), "{head}");
+    // The store records the run, its folder is gone: said on every page of it.
+    std::fs::rename(&folder, format!("{folder}.moved")).unwrap();
+    for page in ["/", "/answers", "/jobs/0", "/label"] {
+        let (status, body) = get(&v.url, &format!("/runs/{id}{page}"), None);
+        assert_eq!(status, 404, "{page}: {body}");
+        assert!(
+            body.contains("its folder") && body.contains("is gone"),
+            "{body}"
+        );
+        assert!(!body.contains("os error"), "{body}");
+    }
 }
 
 /// Text as the pages escape it.
@@ -503,6 +554,17 @@ fn labels_from_the_page_are_written_as_label_writes_them_and_need_the_csrf_token
             r["case_id"].as_str().unwrap()
         )
     );
+    // Sent again (a second press, Back and resend): refused, one line still.
+    let (status, _, body) = request(
+        &v.url,
+        "POST",
+        &path,
+        &[],
+        &format!("csrf={csrf}&job={job}&score=1"),
+    );
+    assert_eq!(status, 409, "{body}");
+    assert!(body.contains("labelled already"), "{body}");
+    assert_eq!(std::fs::read_to_string(&labels).unwrap().lines().count(), 1);
     let (_, page) = get(&v.url, &path, None);
     assert!(page.contains("1 labelled so far"), "{page}");
     assert_ne!(
@@ -1129,6 +1191,33 @@ fn a_bundle_is_the_pages_as_static_files_every_link_leading_to_one() {
     assert!(index.contains("2 runs") && index.contains(&a) && index.contains(&b));
     let compare = std::fs::read_to_string(site.join("compare.html")).unwrap();
     assert!(compare.contains("paired"), "{compare:.500}");
+    assert!(
+        index.contains("href=\"compare.html\""),
+        "the comparison is linked"
+    );
+    assert!(
+        !index.contains("type=\"checkbox\""),
+        "nothing asks the server to compare"
+    );
+    // Bundled again into the same folder, with one run: the other's pages are gone.
+    let out = promptgauge(d)
+        .args(["view", "--bundle", "site", "--run", &a])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(!site.join(format!("runs/{b}")).exists());
+    assert!(!site.join("compare.html").exists());
+    // A folder holding anything else is not written into.
+    std::fs::create_dir_all(d.join("mine")).unwrap();
+    std::fs::write(d.join("mine/notes.txt"), "mine").unwrap();
+    let out = promptgauge(d)
+        .args(["view", "--bundle", "mine"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("is not empty"), "{said}");
+    assert_eq!(std::fs::read_dir(d.join("mine")).unwrap().count(), 1);
     // A run the store does not hold: said, nothing written.
     let out = promptgauge(d)
         .args(["view", "--bundle", "other", "--run", "no-such-run"])
