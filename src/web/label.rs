@@ -9,7 +9,7 @@ use std::fmt::Write;
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
-use axum::http::{StatusCode, Uri};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
@@ -126,12 +126,8 @@ pub(super) async fn page_(
 pub(super) async fn page(
     State(shared): State<Arc<Shared>>,
     Path(run): Path<String>,
-    uri: Uri,
+    super::Checked(query): super::Checked<LabelQuery>,
 ) -> Response {
-    let query: LabelQuery = match super::query(&uri) {
-        Ok(q) => q,
-        Err(e) => return refuse(StatusCode::BAD_REQUEST, &e),
-    };
     page_(shared, run, query).await.unwrap_or_else(|e| e)
 }
 
@@ -211,13 +207,9 @@ const KEYS: &str = r#"
 pub(super) async fn save(
     State(shared): State<Arc<Shared>>,
     Path(run): Path<String>,
-    uri: Uri,
+    super::Checked(query): super::Checked<LabelQuery>,
     body: String,
 ) -> Response {
-    let query: LabelQuery = match super::query(&uri) {
-        Ok(q) => q,
-        Err(e) => return refuse(StatusCode::BAD_REQUEST, &e),
-    };
     let fields = super::runs::form_urlencoded(&body);
     let field = |k: &str| {
         fields

@@ -361,25 +361,36 @@ fn pre_text(text: &str, max: usize) -> String {
     crate::report::html::esc(&crate::report::terminal_safe(&scrubbed))
 }
 
-/// A request's query as `T`, or what is wrong with it (for a 400): the parameter and what
-/// it takes.
-fn query<T: serde::de::DeserializeOwned>(uri: &axum::http::Uri) -> Result<T, String> {
-    axum::extract::Query::<T>::try_from_uri(uri)
-        .map(|q| q.0)
-        .map_err(|e| {
-            let text = e.body_text();
-            let why = text
-                .strip_prefix("Failed to deserialize query string: ")
-                .unwrap_or(&text);
-            let why = match why.split_once("unknown field ") {
-                Some((_, rest)) => format!(
-                    "unknown parameter {}",
-                    rest.replace("expected one of", "the parameters are")
-                ),
-                None => format!("{why} (numbers here are whole and at least 0)"),
-            };
-            format!("the query: {why}")
-        })
+/// A request's query as `T`; a query that is not one is refused with a 400 that names the
+/// parameter and what it takes (never the framework's own words).
+struct Checked<T>(T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequestParts<S>
+    for Checked<T>
+{
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<Self, Response> {
+        axum::extract::Query::<T>::try_from_uri(&parts.uri)
+            .map(|q| Checked(q.0))
+            .map_err(|e| {
+                let text = e.body_text();
+                let why = text
+                    .strip_prefix("Failed to deserialize query string: ")
+                    .unwrap_or(&text);
+                let why = match why.split_once("unknown field ") {
+                    Some((_, rest)) => format!(
+                        "unknown parameter {}",
+                        rest.replace("expected one of", "the parameters are")
+                    ),
+                    None => format!("{why} (numbers here are whole and at least 0)"),
+                };
+                refuse(StatusCode::BAD_REQUEST, &format!("the query: {why}"))
+            })
+    }
 }
 
 /// A server error as a response.

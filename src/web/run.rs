@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
@@ -291,12 +291,8 @@ async fn page_of(
 pub(super) async fn jobs_json(
     State(shared): State<Arc<Shared>>,
     Path(run): Path<String>,
-    uri: Uri,
+    super::Checked(query): super::Checked<JobsQuery>,
 ) -> Response {
-    let query: JobsQuery = match super::query(&uri) {
-        Ok(q) => q,
-        Err(e) => return refuse(StatusCode::BAD_REQUEST, &e),
-    };
     match page_of(&shared, &run, &query).await {
         Ok((_, jobs, matched)) => axum::Json(serde_json::json!({
             "matched": matched, "offset": query.offset(), "limit": query.limit(), "jobs": jobs,
@@ -325,12 +321,8 @@ fn select(name: &str, names: &[&str], chosen: Option<&str>) -> String {
 pub(super) async fn answers(
     State(shared): State<Arc<Shared>>,
     Path(run): Path<String>,
-    uri: Uri,
+    super::Checked(query): super::Checked<JobsQuery>,
 ) -> Response {
-    let query: JobsQuery = match super::query(&uri) {
-        Ok(q) => q,
-        Err(e) => return refuse(StatusCode::BAD_REQUEST, &e),
-    };
     let (indexed, jobs, matched) = match page_of(&shared, &run, &query).await {
         Ok(p) => p,
         Err(e) => return e,

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{StatusCode, Uri};
+use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
 use serde::Deserialize;
 
@@ -119,11 +119,10 @@ async fn runs_of(
     Ok((runs, variants))
 }
 
-pub(super) async fn json(State(shared): State<Arc<Shared>>, uri: Uri) -> Response {
-    let query: RunsQuery = match super::query(&uri) {
-        Ok(q) => q,
-        Err(e) => return refuse(StatusCode::BAD_REQUEST, &e),
-    };
+pub(super) async fn json(
+    State(shared): State<Arc<Shared>>,
+    super::Checked(query): super::Checked<RunsQuery>,
+) -> Response {
     match runs_of(&shared, &query).await {
         Ok((runs, _)) => axum::Json(runs).into_response(),
         Err(e) => e,
@@ -168,11 +167,10 @@ fn state(r: &RunRow) -> &'static str {
 
 /// Every run, newest first, with the filters as a form, runs in progress above them, and
 /// two to compare chosen by their boxes.
-pub(super) async fn page(State(shared): State<Arc<Shared>>, uri: Uri) -> Response {
-    let query: RunsQuery = match super::query(&uri) {
-        Ok(q) => q,
-        Err(e) => return refuse(StatusCode::BAD_REQUEST, &e),
-    };
+pub(super) async fn page(
+    State(shared): State<Arc<Shared>>,
+    super::Checked(query): super::Checked<RunsQuery>,
+) -> Response {
     let (runs, variants) = match runs_of(&shared, &query).await {
         Ok(r) => r,
         Err(e) => return e,

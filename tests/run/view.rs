@@ -100,6 +100,13 @@ fn request(
     (status, head.to_string(), body.to_string())
 }
 
+/// `GET path` is a 400 whose words include `said`.
+fn refused(v: &View, path: &str, said: &str) {
+    let (status, body) = get(&v.url, path, None);
+    assert_eq!(status, 400, "{path}: {body}");
+    assert!(body.contains(said), "{path}: {body}");
+}
+
 /// Two recorded runs of the arithmetic bench on the simulator, one per model.
 fn recorded() -> tempfile::TempDir {
     let (_rt, server) = start_mock(MockConfig::default());
@@ -148,9 +155,7 @@ fn view_lists_the_runs_filters_them_and_serves_each_report() {
         ("since=yesterday", "since=yesterday: give a day"),
         ("limit=abc", "limit"),
     ] {
-        let (status, body) = get(&v.url, &format!("/?{query}"), None);
-        assert_eq!(status, 400, "{query}: {body}");
-        assert!(body.contains(said), "{query}: {body}");
+        refused(&v, &format!("/?{query}"), said);
     }
     let (status, json) = get(&v.url, "/api/runs?q=alpha", None);
     assert_eq!(status, 200);
@@ -424,9 +429,7 @@ fn a_job_s_page_shows_its_whole_record_and_disagreeing_answers_filter() {
         ("disagree=1", "unknown parameter `disagree`"),
         ("offset=-5", "offset"),
     ] {
-        let (status, body) = get(&v.url, &format!("/api/runs/{id}/jobs?{query}"), None);
-        assert_eq!(status, 400, "{query}: {body}");
-        assert!(body.contains(said), "{query}: {body}");
+        refused(&v, &format!("/api/runs/{id}/jobs?{query}"), said);
     }
     let (status, body) = get(&v.url, &format!("/runs/{id}/jobs/-1"), None);
     assert_eq!(status, 404, "{body}");
