@@ -91,7 +91,8 @@ pub enum Command {
 pub struct ViewArgs {
     #[arg(long, help = STORE_HELP, value_name = "URL")]
     pub store: Option<String>,
-    /// The folder of run folders, for runs the store records by a relative path.
+    /// The folder of run folders: runs the store records by a relative path are found
+    /// there, and runs in progress are looked for there.
     #[arg(long, value_name = "DIR", default_value = "reports")]
     pub reports: PathBuf,
     /// The port to listen on (0: any free one).
