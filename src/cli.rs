@@ -401,6 +401,183 @@ fn parse_confidence(text: &str) -> Result<f64, String> {
     }
 }
 
+/// `--shard`: a shard given, or `auto`: numbered by the scheduler that started the process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShardSpec {
+    Given(Shard),
+    /// `auto`, or `auto/N` when the scheduler gives the index but not the count.
+    Auto(Option<u32>),
+}
+
+impl std::str::FromStr for ShardSpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().strip_prefix("auto") {
+            Some("") => Ok(ShardSpec::Auto(None)),
+            Some(rest) => match rest.strip_prefix('/').map(|n| n.trim().parse::<u32>()) {
+                Some(Ok(n)) if n > 0 => Ok(ShardSpec::Auto(Some(n))),
+                _ => Err(format!(
+                    "`{s}` is not a shard; write i/n (2/4), auto, or auto/n (n ≥ 1: how many shards)"
+                )),
+            },
+            None => s.parse().map(ShardSpec::Given),
+        }
+    }
+}
+
+/// The schedulers `--shard auto` reads, as (who, index variable, its first value, count
+/// variable): the first whose index is set numbers the shard.
+const SCHEDULERS: [(&str, &str, u32, Option<&str>); 6] = [
+    ("a Kubernetes Indexed Job", "JOB_COMPLETION_INDEX", 0, None),
+    (
+        "a SLURM job array",
+        "SLURM_ARRAY_TASK_ID",
+        0,
+        Some("SLURM_ARRAY_TASK_COUNT"),
+    ),
+    (
+        "GitLab CI's parallel:",
+        "CI_NODE_INDEX",
+        1,
+        Some("CI_NODE_TOTAL"),
+    ),
+    (
+        "CircleCI's parallelism",
+        "CIRCLE_NODE_INDEX",
+        0,
+        Some("CIRCLE_NODE_TOTAL"),
+    ),
+    (
+        "Buildkite's parallelism",
+        "BUILDKITE_PARALLEL_JOB",
+        0,
+        Some("BUILDKITE_PARALLEL_JOB_COUNT"),
+    ),
+    (
+        "an AWS Batch array job",
+        "AWS_BATCH_JOB_ARRAY_INDEX",
+        0,
+        None,
+    ),
+];
+
+/// The shard `--shard auto[/N]` names here: the scheduler's index (and count), and a
+/// sentence saying where they came from.
+pub fn auto_shard(count: Option<u32>, env: &Env) -> Result<(Shard, String), UsageError> {
+    let Some(&(who, var, first, total)) = SCHEDULERS.iter().find(|s| env.get(s.1).is_some()) else {
+        let looked: Vec<&str> = SCHEDULERS.iter().map(|s| s.1).collect();
+        return Err(UsageError::with_fix(
+            format!(
+                "--shard auto: no scheduler numbered this process (none of {} is set)",
+                looked.join(", ")
+            ),
+            "start it as one of a scheduler's indexed tasks, or give the shard: --shard 2/4",
+        ));
+    };
+    let number = |name: &str| -> Result<u32, UsageError> {
+        let text = env.get(name).unwrap_or("");
+        text.trim().parse::<u32>().map_err(|_| {
+            UsageError::with_fix(
+                format!("--shard auto: {name}={text} is not a whole number"),
+                "give the shard: --shard 2/4",
+            )
+        })
+    };
+    let mut value = number(var)?;
+    // A SLURM array need not start at 0 (`--array=1-8`): its first task is the first shard.
+    let mut offset = first;
+    if var == "SLURM_ARRAY_TASK_ID" {
+        if let Some(min) = env.get("SLURM_ARRAY_TASK_MIN") {
+            offset = number("SLURM_ARRAY_TASK_MIN").map_err(|_| {
+                UsageError(format!(
+                    "--shard auto: SLURM_ARRAY_TASK_MIN={min} is not a whole number"
+                ))
+            })?;
+        }
+        if env
+            .get("SLURM_ARRAY_TASK_STEP")
+            .is_some_and(|s| s.trim() != "1")
+        {
+            return Err(UsageError::with_fix(
+                "--shard auto: this SLURM array steps by more than 1 (SLURM_ARRAY_TASK_STEP), so its task ids do not number shards one by one".to_string(),
+                "use an array of consecutive ids (--array=0-7), or give the shard: --shard 2/4",
+            ));
+        }
+    }
+    if value < offset {
+        return Err(UsageError(format!(
+            "--shard auto: {var}={value} is below the first task ({offset})"
+        )));
+    }
+    value -= offset;
+    let from_env = match total {
+        Some(t) if env.get(t).is_some() => Some((t, number(t)?)),
+        _ => None,
+    };
+    let n = match (count, from_env) {
+        (Some(n), Some((t, m))) if n != m => {
+            return Err(UsageError::with_fix(
+                format!("--shard auto/{n}, but {who} runs {m} tasks ({t}={m})"),
+                format!("write --shard auto (the count is {t}'s), or auto/{m}"),
+            ));
+        }
+        (Some(n), _) => n,
+        (None, Some((_, m))) => m,
+        (None, None) => {
+            return Err(UsageError::with_fix(
+                format!(
+                    "--shard auto: {who} gives this task's index ({var}={}) but not how many tasks there are",
+                    value + offset
+                ),
+                "write --shard auto/N, N the number of tasks (a Kubernetes Job's `completions`, an AWS Batch array's size)",
+            ));
+        }
+    };
+    let shard: Shard = format!("{}/{n}", value + 1).parse().map_err(|_| {
+        UsageError::with_fix(
+            format!(
+                "--shard auto: {var}={} is task {} of {n}: there is no such shard",
+                value + offset,
+                value + 1
+            ),
+            "the count must cover every task's index (`auto/N` or the scheduler's count)",
+        )
+    })?;
+    let said = format!(
+        "shard {shard} from {who} ({var}={}{})",
+        value + offset,
+        from_env
+            .map(|(t, m)| format!(", {t}={m}"))
+            .unwrap_or_default()
+    );
+    Ok((shard, said))
+}
+
+impl Cli {
+    /// Reads what the flags leave to the environment (`--shard auto`) before any command
+    /// runs; what it says, to print.
+    pub fn resolve(&mut self, env: &Env) -> Result<Vec<String>, UsageError> {
+        let plan = match &mut self.command {
+            Command::Run(args) => &mut args.plan,
+            Command::Check(args) => &mut args.plan,
+            _ => return Ok(Vec::new()),
+        };
+        match plan.shard_spec {
+            None => Ok(Vec::new()),
+            Some(ShardSpec::Given(s)) => {
+                plan.shard = Some(s);
+                Ok(Vec::new())
+            }
+            Some(ShardSpec::Auto(count)) => {
+                let (shard, said) = auto_shard(count, env)?;
+                plan.shard = Some(shard);
+                Ok(vec![said])
+            }
+        }
+    }
+}
+
 /// Flags that shape the plan; shared by `run` and `check`.
 #[derive(Debug, Args, Clone)]
 pub struct PlanArgs {
@@ -460,7 +637,14 @@ pub struct PlanArgs {
     #[arg(long, value_delimiter = ',', value_name = "A,B")]
     pub variants: Vec<String>,
     /// Run only shard I of N (cases split by position); combine shards with `merge`.
-    #[arg(long, value_name = "I/N")]
+    /// `auto` (or `auto/N`) takes I (and N) from the scheduler that started the process:
+    /// a Kubernetes Indexed Job, a SLURM job array, GitLab's `parallel:`, CircleCI,
+    /// Buildkite, an AWS Batch array job.
+    #[arg(long = "shard", id = "shard", value_name = "I/N|auto[/N]")]
+    pub shard_spec: Option<ShardSpec>,
+    /// The shard `--shard` comes to (its `auto` read from the environment): set by
+    /// [`Cli::resolve`] before any command runs.
+    #[arg(skip)]
     pub shard: Option<Shard>,
     /// Run cases in a seeded random order and stop each variant as soon as its comparison
     /// with the baseline is decided (better, worse, or no difference of `sequential.detect`
@@ -1180,6 +1364,100 @@ pub(crate) fn read_headers(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shard_auto_reads_each_scheduler_s_index_and_count() {
+        let shard = |count: Option<u32>, vars: &[(&str, &str)]| {
+            auto_shard(count, &Env::from_pairs(vars.iter().copied()))
+                .map(|(s, _)| s.to_string())
+                .map_err(|e| e.to_string())
+        };
+        let ok = |s: &str| Ok::<String, String>(s.to_string());
+        // Kubernetes and AWS Batch: 0-based, the count from `auto/N`.
+        assert_eq!(shard(Some(8), &[("JOB_COMPLETION_INDEX", "0")]), ok("1/8"));
+        assert_eq!(shard(Some(8), &[("JOB_COMPLETION_INDEX", "7")]), ok("8/8"));
+        assert_eq!(
+            shard(Some(3), &[("AWS_BATCH_JOB_ARRAY_INDEX", "2")]),
+            ok("3/3")
+        );
+        let e = shard(None, &[("JOB_COMPLETION_INDEX", "2")]).unwrap_err();
+        assert!(
+            e.contains("not how many tasks") && e.contains("auto/N"),
+            "{e}"
+        );
+        let e = shard(Some(4), &[("JOB_COMPLETION_INDEX", "4")]).unwrap_err();
+        assert!(e.contains("no such shard"), "{e}");
+        // SLURM: from the array's first id, its count.
+        let slurm = [
+            ("SLURM_ARRAY_TASK_ID", "5"),
+            ("SLURM_ARRAY_TASK_MIN", "1"),
+            ("SLURM_ARRAY_TASK_COUNT", "8"),
+        ];
+        assert_eq!(shard(None, &slurm), ok("5/8"));
+        assert_eq!(
+            shard(
+                None,
+                &[
+                    ("SLURM_ARRAY_TASK_ID", "0"),
+                    ("SLURM_ARRAY_TASK_COUNT", "2")
+                ]
+            ),
+            ok("1/2")
+        );
+        let e = shard(Some(4), &slurm).unwrap_err();
+        assert!(
+            e.contains("auto/4") && e.contains("SLURM_ARRAY_TASK_COUNT=8"),
+            "{e}"
+        );
+        let stepped = [
+            ("SLURM_ARRAY_TASK_ID", "4"),
+            ("SLURM_ARRAY_TASK_COUNT", "4"),
+            ("SLURM_ARRAY_TASK_STEP", "2"),
+        ];
+        assert!(
+            shard(None, &stepped)
+                .unwrap_err()
+                .contains("steps by more than 1")
+        );
+        // GitLab (1-based), CircleCI and Buildkite (0-based), with their totals.
+        assert_eq!(
+            shard(None, &[("CI_NODE_INDEX", "3"), ("CI_NODE_TOTAL", "5")]),
+            ok("3/5")
+        );
+        assert_eq!(
+            shard(
+                None,
+                &[("CIRCLE_NODE_INDEX", "0"), ("CIRCLE_NODE_TOTAL", "2")]
+            ),
+            ok("1/2")
+        );
+        assert_eq!(
+            shard(
+                None,
+                &[
+                    ("BUILDKITE_PARALLEL_JOB", "1"),
+                    ("BUILDKITE_PARALLEL_JOB_COUNT", "2")
+                ]
+            ),
+            ok("2/2")
+        );
+        // Nothing set, or not a number: said, with the fix.
+        let e = shard(None, &[]).unwrap_err();
+        assert!(
+            e.contains("no scheduler numbered") && e.contains("--shard 2/4"),
+            "{e}"
+        );
+        let e = shard(Some(2), &[("JOB_COMPLETION_INDEX", "one")]).unwrap_err();
+        assert!(
+            e.contains("JOB_COMPLETION_INDEX=one is not a whole number"),
+            "{e}"
+        );
+        // The flag's forms.
+        assert_eq!("auto".parse(), Ok(ShardSpec::Auto(None)));
+        assert_eq!("auto/6".parse(), Ok(ShardSpec::Auto(Some(6))));
+        assert!("auto/0".parse::<ShardSpec>().is_err());
+        assert!("2/4".parse::<ShardSpec>().is_ok());
+    }
 
     fn first(b: BaseUrl) -> Option<String> {
         b.urls.first().cloned()

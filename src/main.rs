@@ -5,8 +5,24 @@ use promptgauge::app;
 use promptgauge::cli::{Cli, Command, Env};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
     let env = Env::capture();
+    // What the flags leave to the environment (`--shard auto`), before anything runs.
+    match cli.resolve(&env) {
+        Ok(said) => {
+            for s in said {
+                eprintln!("{}", promptgauge::report::terminal_safe(&s));
+            }
+        }
+        Err(e) => {
+            let failure = promptgauge::error::Failure::from(e);
+            eprintln!(
+                "error: {}",
+                promptgauge::report::terminal_safe(&failure.to_string())
+            );
+            return ExitCode::from(failure.exit() as u8);
+        }
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {

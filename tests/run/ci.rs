@@ -476,19 +476,33 @@ fn four_shards_merge_into_the_unsharded_run() {
         .args(base)
         .assert()
         .success();
-    for i in 1..=4 {
-        promptgauge(d)
-            .args([
-                "run",
-                "bench.yaml",
-                "--out",
-                "shards",
-                "--shard",
-                &format!("{i}/4"),
-            ])
+    // Three shards numbered by a scheduler (`--shard auto`), one given: the four must be
+    // the four shards, or the merge would not equal the whole run.
+    let numbered: [(&str, &[(&str, &str)]); 4] = [
+        ("auto/4", &[("JOB_COMPLETION_INDEX", "0")]),
+        (
+            "auto",
+            &[
+                ("SLURM_ARRAY_TASK_ID", "2"),
+                ("SLURM_ARRAY_TASK_MIN", "1"),
+                ("SLURM_ARRAY_TASK_COUNT", "4"),
+            ],
+        ),
+        ("auto", &[("CI_NODE_INDEX", "3"), ("CI_NODE_TOTAL", "4")]),
+        ("4/4", &[]),
+    ];
+    for (i, (shard, vars)) in numbered.iter().enumerate() {
+        let out = promptgauge(d)
+            .args(["run", "bench.yaml", "--out", "shards", "--shard", shard])
             .args(base)
-            .assert()
-            .success();
+            .envs(vars.iter().copied())
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        if !vars.is_empty() {
+            let said = String::from_utf8_lossy(&out.stderr);
+            assert!(said.contains(&format!("shard {}/4 from", i + 1)), "{said}");
+        }
     }
     let shards = run_dirs(&d.join("shards"));
     assert_eq!(shards.len(), 4);
