@@ -123,7 +123,6 @@ struct Lent {
 impl crate::web::Commands for Lent {
     fn compare<'a>(&'a self, a: &'a Path, b: &'a Path) -> crate::web::Answer<'a, String> {
         Box::pin(async move {
-            let message = |f: Failure| f.to_string();
             let mut sides = Vec::new();
             for folder in [a, b] {
                 let reference = super::baseline::Reference::Folder(folder.to_path_buf());
@@ -136,7 +135,7 @@ impl crate::web::Commands for Lent {
             let (pb, rb, sb) = &sides[1];
             let (side_a, side_b) = ((pa.as_path(), ra, sa), (pb.as_path(), rb, sb));
             let level =
-                super::compare::confidence(side_a, side_b, None).map_err(|e| message(e.into()))?;
+                super::compare::confidence(side_a, side_b, None).map_err(|e| e.to_string())?;
             let comparison = super::compare::compare_results(side_a, side_b, level)
                 .map_err(|e| format!("{e:#}"))?;
             Ok(crate::report::html::render_compare(&comparison))

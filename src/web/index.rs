@@ -77,12 +77,16 @@ impl Stamp {
 }
 
 /// Interns `name` in `names`, giving its index.
-fn intern(names: &mut Vec<String>, seen: &mut HashMap<String, usize>, name: &str) -> usize {
+fn intern<T: Clone + Eq + std::hash::Hash>(
+    names: &mut Vec<T>,
+    seen: &mut HashMap<T, usize>,
+    name: &T,
+) -> usize {
     if let Some(&i) = seen.get(name) {
         return i;
     }
-    names.push(name.to_string());
-    seen.insert(name.to_string(), names.len() - 1);
+    names.push(name.clone());
+    seen.insert(name.clone(), names.len() - 1);
     names.len() - 1
 }
 
@@ -109,16 +113,10 @@ impl RunIndex {
             HashMap::from([(String::new(), 0)]),
             HashMap::new(),
         );
+        // A run's one endpoint has no name in its records.
+        let one_endpoint = String::new();
         journal::read_planned_placed(journal, keys, &|_| false, |place, r| {
-            let tags = r.tags.join("\u{1f}");
-            let tags = match tag_sets.get(&tags) {
-                Some(&i) => i,
-                None => {
-                    index.tag_sets.push(r.tags.clone());
-                    tag_sets.insert(tags, index.tag_sets.len() - 1);
-                    index.tag_sets.len() - 1
-                }
-            };
+            let tags = intern(&mut index.tag_sets, &mut tag_sets, &r.tags);
             let entry = Entry {
                 place,
                 job: r.job as u32,
@@ -127,7 +125,7 @@ impl RunIndex {
                 endpoint: intern(
                     &mut index.endpoints,
                     &mut endpoints,
-                    r.endpoint.as_deref().unwrap_or(""),
+                    r.endpoint.as_ref().unwrap_or(&one_endpoint),
                 ) as u16,
                 tags: tags as u32,
                 repeat: r.repeat,

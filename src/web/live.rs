@@ -249,16 +249,22 @@ impl Shared {
     }
 }
 
-/// Brings a tally up to date (off the async threads); a copy of its figures as JSON.
-async fn advance(folder: PathBuf, tally: Arc<Mutex<Tally>>) -> Option<serde_json::Value> {
+/// Brings a tally up to date (off the async threads): whether it gained records; `None`
+/// when the blocking task could not run.
+async fn advance(folder: PathBuf, tally: Arc<Mutex<Tally>>) -> Option<bool> {
     tokio::task::spawn_blocking(move || {
         let mut t = tally.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = t.advance(&RunDir::at(&folder).journal_path());
-        serde_json::to_value(&*t).ok()
+        t.advance(&RunDir::at(&folder).journal_path())
+            .unwrap_or(false)
     })
     .await
     .ok()
-    .flatten()
+}
+
+/// A tally's figures, as the live page reads them.
+fn figures(tally: &Mutex<Tally>) -> String {
+    let t = tally.lock().unwrap_or_else(|p| p.into_inner());
+    serde_json::to_string(&*t).unwrap_or_default()
 }
 
 /// `/api/live`: the runs in progress.
@@ -291,7 +297,7 @@ fn plain(name: &str) -> bool {
 }
 
 /// `/live/NAME`: a run in progress, updated as its journal grows; its report once it ends.
-pub(super) async fn page_(shared: Arc<Shared>, name: String) -> Response {
+pub(super) async fn page(State(shared): State<Arc<Shared>>, Path(name): Path<String>) -> Response {
     if !plain(&name) {
         return refuse(StatusCode::NOT_FOUND, "no run in progress by that name");
     }
@@ -299,7 +305,7 @@ pub(super) async fn page_(shared: Arc<Shared>, name: String) -> Response {
     if !running {
         // Not running (any more): its report, when the store has it.
         if let Ok(record) = RunDir::at(shared.reports.join(&name)).read_record()
-            && look_up(&shared, &name).await
+            && shared.folder_of(&record.run_id).await.is_some()
         {
             return Redirect::to(&format!("/runs/{}/", url_segment(&record.run_id)))
                 .into_response();
@@ -315,18 +321,6 @@ pub(super) async fn page_(shared: Arc<Shared>, name: String) -> Response {
         id = url_segment(&name),
     );
     shell(&format!("Running: {name}"), &body)
-}
-
-/// Whether the run of folder `name` is recorded in the store.
-async fn look_up(shared: &Shared, name: &str) -> bool {
-    match RunDir::at(shared.reports.join(name)).read_record() {
-        Ok(record) => shared.folder_of(&record.run_id).await.is_some(),
-        Err(_) => false,
-    }
-}
-
-pub(super) async fn page(State(shared): State<Arc<Shared>>, Path(name): Path<String>) -> Response {
-    page_(shared, name).await
 }
 
 /// The live page: each `progress` event redraws the figures (names and answers set as
@@ -382,13 +376,10 @@ pub(super) async fn events(
                         if !first {
                             tokio::time::sleep(TICK).await;
                         }
-                        let before = tally.lock().map(|t| t.offset).unwrap_or(0);
-                        let figures = advance(folder.clone(), tally.clone()).await?;
-                        let after = tally.lock().map(|t| t.offset).unwrap_or(0);
+                        let grew = advance(folder.clone(), tally.clone()).await?;
                         let ended = !held(&folder);
-                        if first || after != before || ended {
-                            let event =
-                                Event::default().event("progress").data(figures.to_string());
+                        if first || grew || ended {
+                            let event = Event::default().event("progress").data(figures(&tally));
                             let next = if ended {
                                 Step::Ending(Instant::now())
                             } else {

@@ -37,19 +37,12 @@ pub(super) async fn report(State(shared): State<Arc<Shared>>, Path(run): Path<St
     }
     match crate::files::read_capped(&folder.join("report.html"), 256 * 1024 * 1024) {
         Ok(bytes) => {
-            let html = String::from_utf8_lossy(&bytes).into_owned();
+            let html = String::from_utf8_lossy(&bytes);
             let id = url_segment(&run);
             let links = format!(
                 "<nav><a href=\"/\">Runs</a><a href=\"/runs/{id}/answers\">Answers</a><a href=\"/runs/{id}/label\">Label</a><a href=\"/runs/{id}/summary.json\">summary.json</a></nav>"
             );
-            let html = match html.find("<body>") {
-                Some(i) => {
-                    let at = i + "<body>".len();
-                    format!("{}{links}{}", &html[..at], &html[at..])
-                }
-                None => html,
-            };
-            axum::response::Html(html).into_response()
+            super::runs::with_nav(&html, &links)
         }
         Err(_) => refuse(StatusCode::NOT_FOUND, "this run has no report.html"),
     }

@@ -273,7 +273,7 @@ pub(super) async fn compare(State(shared): State<Arc<Shared>>, RawQuery(q): RawQ
         return refuse(StatusCode::NOT_FOUND, "no such run in the history store");
     };
     match shared.commands.compare(&fa, &fb).await {
-        Ok(html) => with_nav(html),
+        Ok(html) => with_nav(&html, super::NAV),
         Err(e) => refuse(StatusCode::UNPROCESSABLE_ENTITY, &e),
     }
 }
@@ -285,20 +285,20 @@ pub(super) async fn history(
 ) -> Response {
     let link = |run: &str| format!("/runs/{}/", url_segment(run));
     match shared.commands.history(&bench, &link).await {
-        Ok(html) => with_nav(html),
+        Ok(html) => with_nav(&html, super::NAV),
         Err(e) => refuse(StatusCode::NOT_FOUND, &e),
     }
 }
 
 /// A page a command rendered whole (report.html, compare.html, history.html), with the
-/// application's way back put in after its `<body>`: the page itself is the command's.
-pub(super) fn with_nav(html: String) -> Response {
+/// application's links (`nav`) put in after its `<body>`: the page itself is the command's.
+pub(super) fn with_nav(html: &str, nav: &str) -> Response {
     let html = match html.find("<body>") {
         Some(i) => {
             let at = i + "<body>".len();
-            format!("{}{}{}", &html[..at], super::NAV, &html[at..])
+            format!("{}{nav}{}", &html[..at], &html[at..])
         }
-        None => html,
+        None => html.to_string(),
     };
     Html(html).into_response()
 }

@@ -17,19 +17,10 @@ use serde_json::Value;
 
 fn run(d: &Path, server: &MockServer, out: &str, extra: &[&str]) -> std::process::Output {
     let url = server.base_url();
-    let mut args = vec![
-        "run",
-        "bench.yaml",
-        "--quiet",
-        "--out",
-        out,
-        "--base-url",
-        &url,
-        "--model",
-        "m",
-    ];
-    args.extend_from_slice(extra);
-    promptgauge(d).args(&args).output().unwrap()
+    promptgauge(d)
+        .args(run_args(&url, out, extra))
+        .output()
+        .unwrap()
 }
 
 fn said(out: &std::process::Output) -> String {
@@ -57,6 +48,23 @@ fn spawn(d: &Path, args: &[&str], keep_stderr: bool) -> std::process::Child {
         .unwrap()
 }
 
+/// `run`'s arguments in these tests: the bench, quiet, into `out`, at `url` as model `m`.
+fn run_args<'a>(url: &'a str, out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "run",
+        "bench.yaml",
+        "--quiet",
+        "--out",
+        out,
+        "--base-url",
+        url,
+        "--model",
+        "m",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
 /// Starts `run` as [`run`] would, to be killed.
 fn start(
     d: &Path,
@@ -66,19 +74,7 @@ fn start(
     keep_stderr: bool,
 ) -> std::process::Child {
     let url = server.base_url();
-    let mut args = vec![
-        "run",
-        "bench.yaml",
-        "--quiet",
-        "--out",
-        out,
-        "--base-url",
-        &url,
-        "--model",
-        "m",
-    ];
-    args.extend_from_slice(extra);
-    spawn(d, &args, keep_stderr)
+    spawn(d, &run_args(&url, out, extra), keep_stderr)
 }
 
 fn only_run(root: &Path) -> PathBuf {

@@ -11,18 +11,6 @@ use promptgauge::mock::{Faults, MockConfig};
 use promptgauge::report::Summary;
 use serde_json::Value;
 
-fn spawn(dir: &Path, args: &[&str]) -> Child {
-    std::process::Command::new(assert_cmd::cargo::cargo_bin("promptgauge"))
-        .current_dir(dir)
-        .args(args)
-        .env("CI", "true")
-        .env_remove("OPENAI_API_KEY")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
-}
-
 /// Waits until `ready` holds, failing the test after a generous bound.
 fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -89,7 +77,7 @@ fn kill_9_halfway_then_resume_matches_an_uninterrupted_run() {
         .success();
     let whole = only_run(&d.join("whole"));
 
-    let mut child = spawn(
+    let mut child = spawned(
         d,
         &[
             "run",
@@ -284,7 +272,7 @@ fn a_second_interrupt_aborts_jobs_in_flight_and_still_reports() {
     let bench = bench_dir("limits: { concurrency: 2, first_token_timeout: 600s }\n");
     let d = bench.path();
     let url = server.base_url();
-    let mut child = spawn(
+    let mut child = spawned(
         d,
         &["run", "bench.yaml", "--base-url", &url, "--model", "m"],
     );
@@ -320,7 +308,7 @@ fn sigterm_stops_like_a_first_interrupt() {
     });
     let bench = bench_dir("limits: { concurrency: 1 }\n");
     let d = bench.path();
-    let mut child = spawn(
+    let mut child = spawned(
         d,
         &[
             "run",
@@ -414,7 +402,7 @@ fn a_second_process_cannot_write_a_run_folder_that_is_being_written() {
     let bench = bench_dir("limits: { concurrency: 1 }\n");
     let d = bench.path();
     let url = server.base_url();
-    let mut first = spawn(
+    let mut first = spawned(
         d,
         &["run", "bench.yaml", "--base-url", &url, "--model", "m"],
     );
@@ -568,7 +556,7 @@ fn the_first_signal_ends_retry_waits_at_once_and_starts_no_new_attempt() {
     let bench = bench_dir("limits: { concurrency: 2 }\n");
     let d = bench.path();
     let url = server.base_url();
-    let mut child = spawn(
+    let mut child = spawned(
         d,
         &["run", "bench.yaml", "--base-url", &url, "--model", "m"],
     );
@@ -609,7 +597,7 @@ fn attempts_in_flight_are_abandoned_after_the_grace_period() {
     let bench = bench_dir("limits: { concurrency: 2, first_token_timeout: 600s }\n");
     let d = bench.path();
     let url = server.base_url();
-    let mut child = spawn(
+    let mut child = spawned(
         d,
         &[
             "run",

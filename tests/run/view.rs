@@ -112,22 +112,7 @@ fn recorded() -> tempfile::TempDir {
     let (_rt, server) = start_mock(MockConfig::default());
     let bench = arithmetic_bench(6, 2, "");
     for model in ["alpha", "beta"] {
-        let out = promptgauge(bench.path())
-            .args([
-                "run",
-                "bench.yaml",
-                "--quiet",
-                "--base-url",
-                &server.base_url(),
-            ])
-            .args(["--model", model])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        run_on(bench.path(), &server.base_url(), model, &[]);
     }
     bench
 }
@@ -193,9 +178,7 @@ fn view_refuses_foreign_hosts_paths_outside_the_runs_and_an_open_bind() {
     let (status, _) = get(&v.url, "/api/runs", Some("evil.example"));
     assert_eq!(status, 403);
     // Only a run's own reports, by name: nothing else of its folder, nothing outside it.
-    let (_, json) = get(&v.url, "/api/runs", None);
-    let runs: serde_json::Value = serde_json::from_str(&json).unwrap();
-    let id = runs[0]["run_id"].as_str().unwrap().to_string();
+    let (id, _) = first_run(&v, "");
     for path in [
         format!("/runs/{id}/results.jsonl"),
         format!("/runs/{id}/run.json"),
@@ -268,9 +251,7 @@ fn a_run_s_answers_are_filtered_and_paged_by_the_server() {
     let bench = recorded();
     let d = bench.path();
     let v = view(d, &[]);
-    let (_, json) = get(&v.url, "/api/runs?model=alpha", None);
-    let runs: serde_json::Value = serde_json::from_str(&json).unwrap();
-    let id = runs[0]["run_id"].as_str().unwrap().to_string();
+    let (id, _) = first_run(&v, "model=alpha");
     let jobs = |query: &str| -> serde_json::Value {
         let (status, body) = get(&v.url, &format!("/api/runs/{id}/jobs?{query}"), None);
         assert_eq!(status, 200, "{query}: {body}");
@@ -314,9 +295,7 @@ fn a_run_s_answers_page_pages_and_filters() {
     let bench = recorded();
     let d = bench.path();
     let v = view(d, &[]);
-    let (_, json) = get(&v.url, "/api/runs?model=alpha", None);
-    let runs: serde_json::Value = serde_json::from_str(&json).unwrap();
-    let id = runs[0]["run_id"].as_str().unwrap().to_string();
+    let (id, _) = first_run(&v, "model=alpha");
     let (status, page) = get(&v.url, &format!("/runs/{id}/answers?limit=5"), None);
     assert_eq!(status, 200, "{page}");
     assert!(
@@ -350,10 +329,12 @@ fn judged(cases: usize, variants: usize) -> tempfile::TempDir {
     bench
 }
 
-fn run_on(d: &Path, base_url: &str) {
+/// `run` of the bench in `d` as `model` at `base_url` (with `extra` flags), which succeeds.
+fn run_on(d: &Path, base_url: &str, model: &str, extra: &[&str]) {
     let out = promptgauge(d)
-        .args(["run", "bench.yaml", "--quiet", "--model", "alpha"])
+        .args(["run", "bench.yaml", "--quiet", "--model", model])
         .args(["--base-url", base_url])
+        .args(extra)
         .output()
         .unwrap();
     assert!(
@@ -377,7 +358,7 @@ fn a_job_s_page_shows_its_whole_record_and_disagreeing_answers_filter() {
     let (_rt, server) = start_mock(MockConfig::default());
     let bench = judged(6, 2);
     let d = bench.path();
-    run_on(d, &server.base_url());
+    run_on(d, &server.base_url(), "alpha", &[]);
     let v = view(d, &[]);
     let (id, folder) = first_run(&v, "");
     let records = journal(Path::new(&folder));
@@ -500,7 +481,7 @@ fn labels_from_the_page_are_written_as_label_writes_them_and_need_the_csrf_token
     let (_rt, server) = start_mock(MockConfig::default());
     let bench = judged(4, 1);
     let d = bench.path();
-    run_on(d, &server.base_url());
+    run_on(d, &server.base_url(), "alpha", &[]);
     let v = view(d, &[]);
     let (id, folder) = first_run(&v, "");
     let (status, page) = get(&v.url, &format!("/runs/{id}/label"), None);
@@ -622,7 +603,7 @@ fn a_run_in_progress_is_listed_and_followed_until_it_ends() {
     )
     .unwrap();
     // The store exists before the run: view serves it.
-    run_on(d, &server.base_url());
+    run_on(d, &server.base_url(), "alpha", &[]);
     let v = view(d, &[]);
     gate.arm(3);
     let mut run = spawned(
@@ -1006,12 +987,7 @@ fn in_a_real_browser_the_runs_a_run_its_answers_a_comparison_labels_and_a_live_r
     let bench = judged(6, 2);
     let d = bench.path();
     for model in ["alpha", "beta"] {
-        let out = promptgauge(d)
-            .args(["run", "bench.yaml", "--quiet", "--model", model])
-            .args(["--base-url", &server.base_url()])
-            .output()
-            .unwrap();
-        assert!(out.status.success());
+        run_on(d, &server.base_url(), model, &[]);
     }
     let v = view(d, &[]);
     let b = browser::Browser::start();
@@ -1058,13 +1034,8 @@ fn in_a_real_browser_the_runs_a_run_its_answers_a_comparison_labels_and_a_live_r
     b.screenshot("view-compare.png");
     // Labels: three answers, by the keys, of a run of three judged cases; once every one
     // is labelled, the judge's score is corrected by people's.
-    let out = promptgauge(d)
-        .args(["run", "bench.yaml", "--quiet", "--model", "delta"])
-        .args(["--limit", "3", "--variants", "plain"])
-        .args(["--base-url", &server.base_url()])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    let limited = ["--limit", "3", "--variants", "plain"];
+    run_on(d, &server.base_url(), "delta", &limited);
     let (id, folder) = first_run(&v, "model=delta");
     b.go(&format!("{base}/runs/{id}/label?sample=3"));
     b.wait("#answer");
