@@ -316,6 +316,16 @@ fn parse_points(text: &str) -> Result<f64, String> {
     }
 }
 
+/// A budget in USD: a number above 0, with or without a `$`.
+fn parse_usd(text: &str) -> Result<f64, String> {
+    match text.trim().trim_start_matches('$').parse::<f64>() {
+        Ok(usd) if usd.is_finite() && usd > 0.0 => Ok(usd),
+        _ => Err(format!(
+            "`{text}` is not an amount in USD: write a number above 0, such as 5 or 0.50"
+        )),
+    }
+}
+
 fn parse_unit(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(p) if p > 0.0 && p < 1.0 => Ok(p),
@@ -660,6 +670,18 @@ pub struct PlanArgs {
     /// (docs/batch.md). `batch: true` on an endpoint does the same for it alone.
     #[arg(long)]
     pub batch: bool,
+    /// Stop sending once what the run spent, and what its requests in flight may still
+    /// cost (each at its prompt and its max_tokens, its judge's calls too), would pass USD:
+    /// the jobs not sent are "not run" and the run exits incomplete (3) with the resume
+    /// command; a resume keeps the budget or takes a new one. A plan whose estimate is over
+    /// the budget is refused before anything is sent (see --run-to-budget). Needs `price`
+    /// (and the judge's, when a judge scores) (docs/budget.md).
+    #[arg(long, value_name = "USD", value_parser = parse_usd)]
+    pub budget: Option<f64>,
+    /// With a budget: start even when the plan may cost more, and send until the budget
+    /// is reached.
+    #[arg(long)]
+    pub run_to_budget: bool,
     /// A resumed run's own sequential plan (its seed and limits).
     #[arg(skip)]
     pub sequential: Option<crate::suite::plan::SequentialPlan>,

@@ -8,42 +8,6 @@ use crate::report::compare::Detectable;
 pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
     let p = prepare(&args.plan, env)?;
     let b = &p.bench;
-    // Each job priced at its endpoint's price (the bench's with one endpoint): the input
-    // estimated, the output at most max_tokens.
-    // Batched jobs (`--batch`, `batch: true`) at the batch price.
-    let priced_at = |job: &crate::suite::Job| match p.grid.get(usize::from(job.endpoint)) {
-        Some(g) => (g.price.as_ref(), g.endpoint.batch),
-        None => (b.price.as_ref(), p.endpoint.batch),
-    };
-    let price_of = |job: &crate::suite::Job| {
-        let (price, batched) = priced_at(job);
-        price.map(|price| {
-            if batched {
-                price.batched()
-            } else {
-                price.clone()
-            }
-        })
-    };
-    let mut prompt_tokens = 0u64;
-    let (mut input_cost, mut output_cost) = (0.0, Some(0.0));
-    for job in &p.jobs {
-        let case = &b.cases[job.case];
-        let messages = b
-            .templates
-            .render(job.variant, case, &b.variants[job.variant])
-            .map_err(|e| Failure::Input(anyhow::anyhow!("template failed: {e}")))?;
-        let tokens = crate::suite::prompt_tokens(&messages);
-        prompt_tokens += tokens;
-        if let Some(price) = price_of(job) {
-            input_cost += tokens as f64 * price.input_per_mtok / 1e6;
-            output_cost = output_cost
-                .zip(b.max_tokens(job.variant))
-                .map(|(sum, max)| sum + max as f64 * price.output_per_mtok / 1e6);
-        }
-    }
-    let priced = p.jobs.iter().any(|j| price_of(j).is_some());
-    let max_completion: Option<u64> = p.jobs.iter().map(|j| b.max_tokens(j.variant)).sum();
     out!("bench {} ({}): ok", b.name, b.path.display());
     let endpoints = if p.grid.is_empty() {
         String::new()
@@ -121,10 +85,13 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
     if let Some(w) = p.greedy_repeats_warning() {
         out!("  warning: {w}");
     }
-    out!("  estimated prompt tokens: {prompt_tokens}");
-    if let Some(max) = max_completion {
+    let prices = super::budget::prices(&p, judge.as_ref());
+    let estimate = super::budget::estimate(&p, &p.jobs, &prices)?;
+    out!("  estimated prompt tokens: {}", estimate.prompt_tokens);
+    if let Some(max) = estimate.completion_tokens {
         out!("  completion tokens at most: {max}");
     }
+    let priced = estimate.priced;
     let unpriced = p.unpriced();
     if priced && !unpriced.is_empty() {
         out!(
@@ -134,10 +101,13 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
         );
     }
     if p.batched() {
-        let unbatched_price = p.jobs.iter().any(|j| {
-            let (price, batched) = priced_at(j);
-            batched && price.is_some_and(|p| !p.has_batch_price())
-        });
+        let unbatched_price = if p.grid.is_empty() {
+            p.endpoint.batch && b.price.as_ref().is_some_and(|p| !p.has_batch_price())
+        } else {
+            p.grid
+                .iter()
+                .any(|g| g.endpoint.batch && g.price.as_ref().is_some_and(|p| !p.has_batch_price()))
+        };
         if unbatched_price {
             out!(
                 "  note: batched jobs are costed at the streaming price: the price gives no batch price (set price.batch_discount: 0.5, or batch_input_per_mtok and batch_output_per_mtok)"
@@ -149,15 +119,29 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
         }
     }
     if priced {
-        let low = input_cost;
-        match output_cost {
-            Some(high) => out!(
-                "  estimated cost: ${low:.4} for input, at most ${:.4} in all",
-                low + high
-            ),
+        let low = estimate.input;
+        let judged = if estimate.judge > 0.0 {
+            " (the judge's calls included)"
+        } else {
+            ""
+        };
+        match estimate.at_most() {
+            Some(high) => {
+                out!("  estimated cost: ${low:.4} for input, at most ${high:.4} in all{judged}")
+            }
             None => out!(
                 "  estimated cost: ${low:.4} for input, plus output (set max_tokens to bound it)"
             ),
+        }
+    }
+    if estimate.judge_unpriced && priced {
+        out!("  note: the judge has no price: the estimate leaves its calls out");
+    }
+    if let Some(budget) = args.plan.budget {
+        super::budget::check_priced(&p, &prices, estimate.judge_unpriced)?;
+        match super::budget::check_estimate(&estimate, budget, 0.0, args.plan.run_to_budget) {
+            Ok(line) => out!("  {line}"),
+            Err(e) => return Err(e.into()),
         }
     }
     let detectable = Detectable::new(

@@ -68,6 +68,8 @@ pub(super) enum Ending {
     JournalFailed,
     /// `--batch`: batches still running when `--batch-wait` passed, for a resume.
     BatchesRunning,
+    /// `--budget`: the next job could have passed it; the rest were not sent.
+    BudgetReached,
 }
 
 /// The prompts report.html shows beside the answers, rendered again from the bench file
@@ -269,6 +271,14 @@ fn exit_of(
         note!("{}", stop_reason(record));
         note!(
             "collect them later (nothing is sent or paid again): {}",
+            resume_command(dir.path())
+        );
+        return Exit::Incomplete;
+    }
+    if ending == Ending::BudgetReached {
+        note!("{}", stop_reason(record));
+        note!(
+            "send the rest with a larger budget (the run's spending so far counts): {} --budget USD",
             resume_command(dir.path())
         );
         return Exit::Incomplete;

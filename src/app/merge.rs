@@ -275,6 +275,8 @@ fn merged_record(records: &[RunRecord], missing: &[String]) -> RunRecord {
     record.started_unix_ms = records.iter().filter_map(|r| r.started_unix_ms).min();
     record.finished_at = records.iter().filter_map(|r| r.finished_at.clone()).max();
     record.resumed_at = Vec::new();
+    // Each shard kept its own budget: the whole run's is their sum.
+    record.budget_usd = records.iter().map(|r| r.budget_usd).sum();
     record.stopped = if missing.is_empty() {
         records.iter().find_map(|r| r.stopped.clone())
     } else {

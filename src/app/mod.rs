@@ -33,6 +33,7 @@ macro_rules! note {
 }
 
 mod baseline;
+mod budget;
 mod check;
 mod compare;
 mod finish;

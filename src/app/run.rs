@@ -39,6 +39,12 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         baseline,
     } = resolve(args, env).await?;
     let judge_info = judge.as_ref().map(|j| j.info.clone());
+    let budget = plan_budget(
+        args,
+        resumed.as_ref().map(|(_, record, _)| record),
+        &p,
+        judge.as_ref(),
+    )?;
 
     let mut signals = Signals::watch().before_send()?;
     let Some(dead_replicas) = look_at_server(&p, judge.as_ref(), args.quiet, &mut signals).await?
@@ -54,7 +60,23 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         (&provider, judge_info.as_ref()),
         &store,
     )?;
-    let continued = continue_journal(&p, args, &dir, &record)?;
+    let continued = continue_journal(&p, args, &dir, &record, budget.as_ref().map(|b| &b.1))?;
+    if let Some((limit, prices)) = &budget {
+        record.budget_usd = Some(*limit);
+        if !record.resumed_at.is_empty() {
+            // A resume weighs what is left against what is left of the budget.
+            let e = super::budget::estimate(&p, &continued.jobs, prices)?;
+            let line = super::budget::check_estimate(
+                &e,
+                *limit,
+                continued.spent,
+                args.plan.run_to_budget,
+            )?;
+            if !args.quiet {
+                note!("{line}");
+            }
+        }
+    }
     mark_batched(&mut record, &p);
     if args.retry_failed.is_none() && !args.quiet {
         say_open_resends(&continued.batches, &dir);
@@ -74,6 +96,9 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         say_what_runs(&p, &provider, &record, &dir, continued.jobs.len());
     }
 
+    let budget = budget.map(|(limit, prices)| {
+        Arc::new(runner::budget::Budget::new(limit, continued.spent, prices))
+    });
     let sent = send_jobs(
         &p,
         args,
@@ -81,7 +106,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         (&dir, &record),
         (&lanes, simulator.as_ref(), judge.as_ref()),
         signals,
-        continued,
+        (continued, budget.clone()),
     )
     .await?;
     drop(simulator);
@@ -92,7 +117,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         (&lanes, sent.judge.as_deref()),
         (&sent.first, &sent.outage),
         &dir,
-        Some(args.batch.batch_wait),
+        (Some(args.batch.batch_wait), budget.as_deref()),
     );
     record.finished_at = Some(utc_now());
     record.stopped = stopped;
@@ -150,7 +175,7 @@ async fn send_jobs(
         Option<&super::judge::Judge>,
     ),
     signals: Signals,
-    continued: Continued,
+    (continued, budget): (Continued, Option<Arc<runner::budget::Budget>>),
 ) -> Result<Sent, Failure> {
     let Continued {
         mut agg,
@@ -162,6 +187,7 @@ async fn send_jobs(
         horizon,
         per_case,
         batches,
+        spent: _,
     } = continued;
     let client = &lanes[0].client;
     let dispatch = client.drain_token();
@@ -185,6 +211,7 @@ async fn send_jobs(
         resend,
         batch: lanes.iter().any(|l| l.batch).then(|| args.batch.settings()),
         batches: Arc::new(batches),
+        budget,
         ..run_options(p, record, args.verbose, already)
     };
     let mut verbose = VerboseLog;
@@ -571,7 +598,7 @@ fn ending_of(
     (lanes, judge): (&[runner::Lane], Option<&crate::grade::judge::JudgeService>),
     (first, outage): (&FirstFailures, &Outage),
     dir: &RunDir,
-    batch_wait: Option<Duration>,
+    (batch_wait, budget): (Option<Duration>, Option<&runner::budget::Budget>),
 ) -> (Ending, Option<StopReason>) {
     let fatal = lanes
         .iter()
@@ -591,18 +618,36 @@ fn ending_of(
             && outage.stopped.is_none()
             && tally.journal_error.is_none()
     });
+    // The budget stops the sending on its own only when nothing else did.
+    let spent_out = budget.filter(|b| {
+        b.reached()
+            && tally.not_run > 0
+            && !interrupted
+            && fatal.is_none()
+            && outage.stopped.is_none()
+            && tally.journal_error.is_none()
+    });
     let stopped = match (&tally.journal_error, &fatal, interrupted) {
         (Some(e), _, _) => Some(StopReason::journal_failed(&dir.journal_path(), e)),
         (None, Some(f), _) => Some(f.clone()),
         (None, None, true) => Some(StopReason::Interrupted),
-        _ => outage.stopped.clone().or_else(|| {
-            waited.map(|w| {
-                StopReason::batches_running(
-                    tally.not_run,
-                    &humantime::format_duration(w).to_string(),
-                )
+        _ => outage
+            .stopped
+            .clone()
+            .or_else(|| {
+                waited.map(|w| {
+                    StopReason::batches_running(
+                        tally.not_run,
+                        &humantime::format_duration(w).to_string(),
+                    )
+                })
             })
-        }),
+            .or_else(|| {
+                spent_out.map(|b| {
+                    let usd = |x| crate::report::usd(Some(x));
+                    StopReason::budget(&usd(b.spent()), &usd(b.limit()), tally.not_run)
+                })
+            }),
     };
     let ending = if fatal.is_some() {
         Ending::Aborted
@@ -614,6 +659,8 @@ fn ending_of(
         Ending::JournalFailed
     } else if waited.is_some() {
         Ending::BatchesRunning
+    } else if spent_out.is_some() {
+        Ending::BudgetReached
     } else {
         Ending::Finished
     };
@@ -741,6 +788,8 @@ struct Continued {
     per_case: usize,
     /// `--batch`: the batches the journal holds, for the lanes to adopt.
     batches: Vec<crate::runner::batch::BatchRecord>,
+    /// `--budget`: what the jobs in the journal cost (earlier sessions of the run).
+    spent: f64,
 }
 
 /// Reads the journal once, if it exists (the aggregator hears every job it holds), and
@@ -750,6 +799,7 @@ fn continue_journal(
     args: &RunArgs,
     dir: &RunDir,
     record: &RunRecord,
+    budget: Option<&crate::runner::budget::Prices>,
 ) -> Result<Continued, Failure> {
     let keys = record.plan_keys();
     let per_case = p.variants.len() * p.grid.len().max(1) * p.bench.repeats as usize;
@@ -759,7 +809,15 @@ fn continue_journal(
         agg.figures()
             .keep_rows(&record.bench.case_ids, Some(dir.store_spool()));
     }
-    let (audit, journal) = replay_journal(p, args.retry_failed, dir, &keys, &mut agg, &until)?;
+    let mut spent = budget.map(|prices| (prices, 0.0));
+    let (audit, journal) = replay_journal(
+        p,
+        args.retry_failed,
+        dir,
+        &keys,
+        (&mut agg, &mut spent),
+        &until,
+    )?;
     let (jobs, resend) = jobs_left(p, &keys, &audit);
     if args.retry_failed.is_some() && !args.quiet {
         say_resending(args.retry_failed, resend.len());
@@ -774,6 +832,7 @@ fn continue_journal(
         horizon: until.horizon,
         per_case,
         batches: audit.stats.batches.clone(),
+        spent: spent.map_or(0.0, |(_, usd)| usd),
     })
 }
 
@@ -844,7 +903,10 @@ fn replay_journal(
     retry_failed: Option<crate::cli::RetryFailed>,
     dir: &RunDir,
     keys: &crate::runner::journal::PlanKeys,
-    agg: &mut super::Figures,
+    (agg, spent): (
+        &mut super::Figures,
+        &mut Option<(&crate::runner::budget::Prices, f64)>,
+    ),
     until: &UntilDecided,
 ) -> Result<(crate::runner::journal::Audit, crate::runner::Journal), Failure> {
     let pick = |r: &crate::runner::JobRecord| match retry_failed {
@@ -853,7 +915,12 @@ fn replay_journal(
         None => false,
     };
     let (audit, mut journal) = dir
-        .resume_resending(keys, &pick, |r| agg.add(&r))
+        .resume_resending(keys, &pick, |r| {
+            if let Some((prices, usd)) = spent.as_mut() {
+                *usd += prices.billed(&r, lane_of(p, &r));
+            }
+            agg.add(&r)
+        })
         .with_context(|| format!("cannot read the journal {}", dir.journal_path().display()))
         .before_send()?;
     agg.figures().note_audit(&audit);
@@ -882,6 +949,51 @@ fn replay_journal(
         note!("note: {}: {found}", dir.journal_path().display());
     }
     Ok((audit, journal))
+}
+
+/// `--budget` (or the budget the resumed run was started with): its limit and the prices
+/// it holds jobs at, once every price it needs is known; a new run whose plan may cost
+/// more is refused here, before its folder is made.
+fn plan_budget(
+    args: &RunArgs,
+    resumed: Option<&RunRecord>,
+    p: &Prepared,
+    judge: Option<&super::judge::Judge>,
+) -> Result<Option<(f64, runner::budget::Prices)>, Failure> {
+    let Some(limit) = args
+        .plan
+        .budget
+        .or_else(|| resumed.and_then(|r| r.budget_usd))
+    else {
+        if args.plan.run_to_budget {
+            return Err(UsageError::with_fix(
+                "--run-to-budget says what to do when the plan may cost more than the budget, and there is no budget",
+                "add --budget USD, or drop --run-to-budget",
+            )
+            .into());
+        }
+        return Ok(None);
+    };
+    let prices = super::budget::prices(p, judge);
+    let judged = p.scorers.iter().any(|s| s.uses_judge());
+    super::budget::check_priced(p, &prices, judged)?;
+    if resumed.is_none() {
+        let e = super::budget::estimate(p, &p.jobs, &prices)?;
+        let line = super::budget::check_estimate(&e, limit, 0.0, args.plan.run_to_budget)?;
+        if !args.quiet {
+            note!("{line}");
+        }
+    }
+    Ok(Some((limit, prices)))
+}
+
+/// The lane (endpoint) a job's record was answered at: its position among the run's
+/// endpoints, the first when the run has one.
+fn lane_of(p: &Prepared, r: &crate::runner::JobRecord) -> usize {
+    r.endpoint
+        .as_deref()
+        .and_then(|name| p.grid.iter().position(|g| g.name() == name))
+        .unwrap_or(0)
 }
 
 /// The plan's jobs the journal does not hold as done, and of those the ones sent again
@@ -1784,7 +1896,7 @@ fn judged_as_before(flags: &PlanArgs, record: &RunRecord) -> PlanArgs {
 
 /// Where the answers come from, as shown and stored (no credentials): in a run of several
 /// endpoints, the baseline endpoint.
-fn provider_info(p: &Prepared) -> ProviderInfo {
+pub(super) fn provider_info(p: &Prepared) -> ProviderInfo {
     endpoint_info(&p.endpoint)
 }
 
@@ -1863,6 +1975,7 @@ fn new_record(
         store: None,
         merged_from: Vec::new(),
         allowed_failures: args.gates.allow_failures,
+        budget_usd: args.plan.budget,
     }
 }
 

@@ -36,6 +36,18 @@ fn add_usage(total: &mut Option<Usage>, more: Option<Usage>) {
 }
 
 impl Scorer for Combined {
+    fn calls(
+        &self,
+        case: &Case,
+        messages: &[crate::client::ChatMessage],
+        answer_tokens: u64,
+    ) -> super::scorer::Calls {
+        self.parts
+            .iter()
+            .map(|p| p.calls(case, messages, answer_tokens))
+            .fold(Default::default(), |a, b| a + b)
+    }
+
     fn looks_for(&self, case: &Case) -> Option<&'static str> {
         // Its answer yields nothing only when every part's does: name what the parts look
         // for only when every part looks for the same thing.

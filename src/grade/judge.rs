@@ -584,6 +584,22 @@ impl Scorer for Judge {
         true
     }
 
+    /// Each vote once (an unreadable reply is asked again: rare, and counted when it comes).
+    fn calls(
+        &self,
+        case: &Case,
+        messages: &[ChatMessage],
+        answer_tokens: u64,
+    ) -> super::scorer::Calls {
+        let prompt = self
+            .prompt(case, messages, "")
+            .map_or(0, |p| crate::suite::prompt_tokens(&p));
+        super::scorer::Calls {
+            count: u64::from(self.votes),
+            prompt_tokens: u64::from(self.votes) * (prompt + answer_tokens),
+        }
+    }
+
     fn check(&self, case: &Case) -> Result<(), CaseError> {
         if case.expected.is_empty()
             && self.template.is_none()

@@ -173,6 +173,24 @@ pub enum CaseError {
     },
 }
 
+/// The model calls a scorer makes for one answer, at most (what `--budget` holds back for
+/// a job in flight): how many, and their prompt tokens in all.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Calls {
+    pub count: u64,
+    pub prompt_tokens: u64,
+}
+
+impl std::ops::Add for Calls {
+    type Output = Calls;
+    fn add(self, other: Calls) -> Calls {
+        Calls {
+            count: self.count + other.count,
+            prompt_tokens: self.prompt_tokens + other.prompt_tokens,
+        }
+    }
+}
+
 /// Scores answers.
 pub trait Scorer: Send + Sync + std::fmt::Debug {
     /// Scores one whole answer to one case.
@@ -188,6 +206,13 @@ pub trait Scorer: Send + Sync + std::fmt::Debug {
     /// Whether this scorer (or one it combines) calls a judge model.
     fn uses_judge(&self) -> bool {
         false
+    }
+
+    /// The judge calls it makes for one answer to `case` at most, the answer counted at
+    /// `answer_tokens` (none for a scorer that asks no model).
+    fn calls(&self, case: &Case, messages: &[ChatMessage], answer_tokens: u64) -> Calls {
+        let _ = (case, messages, answer_tokens);
+        Calls::default()
     }
 
     /// What the scorer reads out of an answer before comparing (a number, an option

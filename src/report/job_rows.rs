@@ -74,9 +74,9 @@ impl JobRow {
         };
         price.filter(|_| self.graded).map(|p| {
             if self.batched {
-                super::summary::cost(&usage, &p.batched())
+                p.batched().cost(&usage)
             } else {
-                super::summary::cost(&usage, p)
+                p.cost(&usage)
             }
         })
     }
@@ -481,7 +481,7 @@ mod tests {
             cached_input_per_mtok: Some(0.5),
             ..Price::streaming(0.0, 0.0)
         };
-        let summary_cost = crate::report::summary::cost(&record.usage, &price);
+        let summary_cost = price.cost(&record.usage);
         assert_eq!(r.cost_usd(Some(&price)), Some(summary_cost));
         assert_eq!(got[1].status(), "filtered");
     }

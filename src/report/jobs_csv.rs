@@ -88,7 +88,7 @@ impl super::sinks::Sink for JobsCsv {
         let cost = arm
             .and_then(|a| self.prices.get(a))
             .and_then(Option::as_ref)
-            .map(|p| super::summary::cost(&r.usage, p));
+            .map(|p| p.cost(&r.usage));
         let mut row = vec![
             r.case_id.clone(),
             r.variant.clone(),

@@ -312,24 +312,12 @@ impl Acc {
     /// What the provider billed for a job: every attempt it answered (a batched job's at
     /// the batch price).
     fn add_spent(&mut self, r: &JobRecord, price: Option<&Price>) {
-        if r.cached {
-            return;
-        }
         let spent = if r.batch.is_some() {
             &mut self.spent_batched
         } else {
             &mut self.spent
         };
-        // Every attempt the server answered is billed; a journal from before attempts
-        // carried usage has only the answer's.
-        let billed: Vec<&crate::client::Usage> =
-            r.attempts.iter().filter_map(|a| a.usage.as_ref()).collect();
-        let billed = if billed.is_empty() && r.status == JobStatus::Graded {
-            vec![&r.usage]
-        } else {
-            billed
-        };
-        for u in billed {
+        for u in r.billed() {
             self.spent_estimated |= u.estimated;
             if price.is_some() {
                 spent.add(u);
@@ -346,18 +334,8 @@ impl Acc {
         self.jobs += 1;
         self.attempts += r.attempts.len() as u64;
         // Calls the judge answered from the cache were not made again and cost nothing.
-        let sent: Vec<&crate::grade::scorer::JudgeCall> =
-            r.judge.iter().filter(|c| !c.cached).collect();
-        self.judge_calls += sent.len() as u64;
-        let per_call = sent.iter().any(|c| c.usage.is_some());
-        if per_call {
-            for u in sent.iter().filter_map(|c| c.usage.as_ref()) {
-                self.judge_tokens.get_or_insert_with(Tokens::default).add(u);
-                if judge_price.is_some() {
-                    self.judge_cost.add(u);
-                }
-            }
-        } else if let Some(u) = r.judge_usage.as_ref().filter(|_| !sent.is_empty()) {
+        self.judge_calls += r.judge.iter().filter(|c| !c.cached).count() as u64;
+        for u in r.judge_billed() {
             self.judge_tokens.get_or_insert_with(Tokens::default).add(u);
             if judge_price.is_some() {
                 self.judge_cost.add(u);
@@ -419,12 +397,12 @@ impl Acc {
         }
         if let Some(p) = price {
             if r.batch.is_some() {
-                let c = cost(u, &p.batched());
+                let c = p.batched().cost(u);
                 self.cost += c;
                 self.batched_cost += c;
-                self.batched_at_streaming += cost(u, p);
+                self.batched_at_streaming += p.cost(u);
             } else {
-                self.cost += cost(u, p);
+                self.cost += p.cost(u);
             }
         }
     }
@@ -636,16 +614,6 @@ impl Billed {
             + self.completion as f64 * p.output_per_mtok)
             / 1e6
     }
-}
-
-pub(crate) fn cost(u: &crate::client::Usage, p: &Price) -> f64 {
-    let cached = u.cached_tokens.min(u.prompt_tokens) as f64;
-    let fresh = u.prompt_tokens as f64 - cached;
-    let cached_price = p.cached_input_per_mtok.unwrap_or(p.input_per_mtok);
-    (fresh * p.input_per_mtok
-        + cached * cached_price
-        + u.completion_tokens as f64 * p.output_per_mtok)
-        / 1e6
 }
 
 /// A variant's measured latencies, ascending: what the charts draw.

@@ -245,10 +245,11 @@ impl Driver {
                 }
             }
             if open.is_empty() {
-                if self
-                    .jobs
-                    .iter()
-                    .all(|j| sent.contains(&j.index) || self.skipped(j))
+                if self.options.out_of_budget()
+                    || self
+                        .jobs
+                        .iter()
+                        .all(|j| sent.contains(&j.index) || self.skipped(j))
                 {
                     break;
                 }
@@ -352,6 +353,9 @@ impl Driver {
     /// The jobs to submit now: every one not yet sent, or (`--until-decided`) those up to
     /// the tests' horizon whose variant is still undecided.
     fn wave(&self, sent: &HashSet<usize>) -> Vec<Job> {
+        if self.options.out_of_budget() {
+            return Vec::new();
+        }
         let limit = self
             .options
             .horizon
@@ -614,6 +618,14 @@ impl Driver {
                     continue;
                 }
             }
+            if !self
+                .options
+                .afford(&self.bench, &job, &rendered.request.messages)
+            {
+                // The budget is reached: this job and the rest of the wave are not sent.
+                sent.remove(&job.index);
+                break;
+            }
             let mut line =
                 serde_json::to_vec(&client.batch_line(&rendered.request)).unwrap_or_default();
             line.push(b'\n');
@@ -665,6 +677,7 @@ impl Driver {
 
     /// Sends a finished job's record to the event loop.
     fn finished(&self, record: JobRecord) {
+        self.options.settle(&record);
         let _ = self.tx.send(Message::Finished(Box::new(record)));
     }
 

@@ -299,6 +299,61 @@ const BATCH_PREFIX: &[u8] = b"{\"event\":\"batch\"";
 pub type JobKey = (String, String, u32);
 
 impl JobRecord {
+    /// The usage the provider billed for the job's answer: every attempt it answered (a
+    /// journal from before attempts carried usage has only the answer's); none when it
+    /// came from the cache.
+    pub fn billed(&self) -> Vec<&Usage> {
+        if self.cached {
+            return Vec::new();
+        }
+        let billed: Vec<&Usage> = self
+            .attempts
+            .iter()
+            .filter_map(|a| a.usage.as_ref())
+            .collect();
+        if billed.is_empty() && self.status == JobStatus::Graded {
+            vec![&self.usage]
+        } else {
+            billed
+        }
+    }
+
+    /// The usage of the calls its scorer made to a model (a judge's) that were sent, not
+    /// answered from the cache: per call when the calls say, else the job's judge usage.
+    pub fn judge_billed(&self) -> Vec<&Usage> {
+        let sent: Vec<&crate::grade::JudgeCall> = self.judge.iter().filter(|c| !c.cached).collect();
+        if sent.iter().any(|c| c.usage.is_some()) {
+            sent.iter().filter_map(|c| c.usage.as_ref()).collect()
+        } else {
+            self.judge_usage
+                .as_ref()
+                .filter(|_| !sent.is_empty())
+                .into_iter()
+                .collect()
+        }
+    }
+
+    /// What the job cost in USD: its billed answer at `price` (the batch price when it was
+    /// batched), and its scorer's model calls at `judge_price`; an unknown price counts 0.
+    pub fn cost_usd(
+        &self,
+        price: Option<&crate::suite::Price>,
+        judge_price: Option<&crate::suite::Price>,
+    ) -> f64 {
+        let answer = price.map_or(0.0, |p| {
+            let p = if self.batch.is_some() {
+                p.batched()
+            } else {
+                p.clone()
+            };
+            self.billed().into_iter().map(|u| p.cost(u)).sum()
+        });
+        let judged = judge_price.map_or(0.0, |p| {
+            self.judge_billed().into_iter().map(|u| p.cost(u)).sum()
+        });
+        answer + judged
+    }
+
     /// The HTTP status the job's failure came with: its judge's, when the answer came and
     /// the judge's call failed (a judge that is not there fails every job the same way),
     /// else its answer's last attempt's.

@@ -4,6 +4,7 @@
 //! and the aggregator that builds the reports. The runner knows none of them.
 
 pub mod batch;
+pub mod budget;
 pub mod events;
 pub mod folder;
 pub mod journal;
@@ -65,9 +66,34 @@ pub struct RunOptions {
     /// Provider batch ids claimed by a lane (journaled, created or adopted): a batch found
     /// by a guess is never one another lane has.
     pub batch_claims: Arc<Mutex<std::collections::HashSet<String>>>,
+    /// `--budget`: what the run may still spend; a job that does not fit is not sent.
+    pub budget: Option<Arc<budget::Budget>>,
 }
 
 impl RunOptions {
+    /// `--budget`: holds back the most `job` may cost before it is sent; `false` when it
+    /// does not fit (the budget is reached, and nothing more is sent).
+    pub(crate) fn afford(&self, bench: &Bench, job: &Job, messages: &[ChatMessage]) -> bool {
+        self.budget.as_ref().is_none_or(|b| {
+            let ceiling = b
+                .prices()
+                .ceiling(bench, job, messages, self.scorers[job.case].as_ref());
+            b.hold(job.index, usize::from(job.endpoint), ceiling)
+        })
+    }
+
+    /// `--budget`: a finished job's bill takes the place of what was held back for it.
+    pub(crate) fn settle(&self, record: &JobRecord) {
+        if let Some(b) = &self.budget {
+            b.settle(record);
+        }
+    }
+
+    /// Whether the budget was reached: nothing more is sent.
+    pub(crate) fn out_of_budget(&self) -> bool {
+        self.budget.as_ref().is_some_and(|b| b.reached())
+    }
+
     /// `--until-decided`: the job's variant (at its endpoint) is decided, so the job is
     /// never sent. The flags are per bench variant, endpoint by endpoint.
     pub(crate) fn decided(&self, bench: &Bench, job: &Job) -> bool {
@@ -323,7 +349,11 @@ impl Workers {
         let (dispatch, options) = (&self.dispatch, &self.options);
         let stop = self.lane.client.stop_token();
         let lane = self.lane.dispatch.clone();
-        while !dispatch.is_cancelled() && !stop.is_cancelled() && !lane.is_cancelled() {
+        while !dispatch.is_cancelled()
+            && !stop.is_cancelled()
+            && !lane.is_cancelled()
+            && !options.out_of_budget()
+        {
             let i = self.next.fetch_add(1, Ordering::SeqCst);
             let Some(job) = self.jobs.get(i) else { break };
             if let Some((h, per_case)) = &options.horizon
@@ -334,13 +364,34 @@ impl Workers {
             if options.decided(&self.bench, job) {
                 continue;
             }
-            self.active.fetch_add(1, Ordering::SeqCst);
-            let _ = self.tx.send(Message::Started(*job));
-            let record = run_job(&self.bench, job, &self.sources, &self.lane, options).await;
-            self.active.fetch_sub(1, Ordering::SeqCst);
+            let record = match request_of(&self.bench, job, &self.lane, options) {
+                Ok(request) => {
+                    if !options.afford(&self.bench, job, &request.request.messages) {
+                        break;
+                    }
+                    self.active.fetch_add(1, Ordering::SeqCst);
+                    let _ = self.tx.send(Message::Started(*job));
+                    let record = run_job(
+                        &self.bench,
+                        job,
+                        &request,
+                        &self.sources,
+                        &self.lane,
+                        options,
+                    )
+                    .await;
+                    self.active.fetch_sub(1, Ordering::SeqCst);
+                    record
+                }
+                Err(failed) => {
+                    let _ = self.tx.send(Message::Started(*job));
+                    Some(*failed)
+                }
+            };
             let Some(record) = record else {
                 break;
             };
+            options.settle(&record);
             if self.tx.send(Message::Finished(Box::new(record))).is_err() {
                 break;
             }
@@ -385,17 +436,14 @@ async fn all_done(tasks: &mut tokio::task::JoinSet<()>) {
 async fn run_job(
     bench: &Bench,
     job: &Job,
+    request: &Rendered,
     sources: &[Arc<dyn source::AnswerSource>],
     lane: &Lane,
     options: &RunOptions,
 ) -> Option<JobRecord> {
-    let request = match request_of(bench, job, lane, options) {
-        Ok(r) => r,
-        Err(failed) => return Some(*failed),
-    };
     let ask = request.ask(lane, job);
     let answer = source::answer(sources, &ask).await?;
-    score(bench, job, &request, answer, lane, options).await
+    score(bench, job, request, answer, lane, options).await
 }
 
 /// A job's request as its lane sends it, and the length of its prompt.

@@ -154,6 +154,10 @@ pub struct RunRecord {
     /// baseline a gate can trust (`--baseline latest` passes it over).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub allowed_failures: u64,
+    /// `--budget`: what the run may spend in all, in USD (a resume keeps it, or takes a
+    /// new one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_usd: Option<f64>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -223,6 +227,7 @@ impl RunRecord {
             store: self.store.clone(),
             merged_from: self.merged_from.clone(),
             allowed_failures: self.allowed_failures,
+            budget_usd: self.budget_usd,
         }
     }
 
@@ -249,11 +254,9 @@ impl RunRecord {
 
     /// The judge is the model under test (same model at the same endpoint).
     pub fn self_judged(&self) -> bool {
-        self.judge.as_ref().is_some_and(|j| {
-            j.model == self.endpoint.model
-                && j.simulated == self.endpoint.simulated
-                && (j.simulated || j.base_url == self.endpoint.base_url)
-        })
+        self.judge
+            .as_ref()
+            .is_some_and(|j| j.same_model(&self.endpoint))
     }
 
     /// What the judge's tokens cost: the judge's own price, or the bench's when the judge
@@ -345,6 +348,8 @@ pub enum StopReason {
     /// `--batch`: the wall-clock limit passed with batches still running at the provider
     /// (a resume collects them, paying nothing again).
     BatchesRunning(String),
+    /// `--budget`: the next job would have passed it; the rest were not sent.
+    Budget(String),
 }
 
 impl StopReason {
@@ -353,6 +358,15 @@ impl StopReason {
     const OUTAGE: &'static str = "the server looks down: ";
     const SHARDS: &'static str = "shards missing from the merge: ";
     const BATCHES: &'static str = "batches still running at the provider: ";
+    const BUDGET: &'static str = "the budget is reached: ";
+
+    /// `--budget`: `spent` of `limit` spent (as written: `$0.0125`), `not_sent` jobs not sent.
+    pub fn budget(spent: &str, limit: &str, not_sent: usize) -> Self {
+        StopReason::Budget(format!(
+            "{}{spent} of {limit} spent, and the next job could cost more than is left; {not_sent} jobs were not sent",
+            Self::BUDGET
+        ))
+    }
 
     /// `jobs` jobs wait in batches still running at the provider after `waited`.
     pub fn batches_running(jobs: usize, waited: &str) -> Self {
@@ -390,7 +404,8 @@ impl std::fmt::Display for StopReason {
             | StopReason::Refused(s)
             | StopReason::Outage(s)
             | StopReason::ShardsMissing(s)
-            | StopReason::BatchesRunning(s) => f.write_str(s),
+            | StopReason::BatchesRunning(s)
+            | StopReason::Budget(s) => f.write_str(s),
         }
     }
 }
@@ -414,6 +429,8 @@ impl From<String> for StopReason {
             StopReason::ShardsMissing(s)
         } else if s.starts_with(Self::BATCHES) {
             StopReason::BatchesRunning(s)
+        } else if s.starts_with(Self::BUDGET) {
+            StopReason::Budget(s)
         } else {
             StopReason::Refused(s)
         }
@@ -452,6 +469,14 @@ pub struct ProviderInfo {
 }
 
 impl ProviderInfo {
+    /// The same model at the same server (both the simulator, or the same base URL): a
+    /// judge that is the model under test.
+    pub fn same_model(&self, other: &ProviderInfo) -> bool {
+        self.model == other.model
+            && self.simulated == other.simulated
+            && (self.simulated || self.base_url == other.base_url)
+    }
+
     /// The base URLs as recorded, to send to again (`mock` for the simulator; each
     /// replica); `None` when one had credentials, which are never stored.
     pub fn recorded_urls(&self) -> Option<Vec<String>> {

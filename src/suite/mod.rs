@@ -291,6 +291,17 @@ impl Price {
         }
     }
 
+    /// What `u` cost at this price, in USD: cached prompt tokens at the cached price.
+    pub fn cost(&self, u: &crate::client::Usage) -> f64 {
+        let cached = u.cached_tokens.min(u.prompt_tokens) as f64;
+        let fresh = u.prompt_tokens as f64 - cached;
+        let cached_price = self.cached_input_per_mtok.unwrap_or(self.input_per_mtok);
+        (fresh * self.input_per_mtok
+            + cached * cached_price
+            + u.completion_tokens as f64 * self.output_per_mtok)
+            / 1e6
+    }
+
     /// Whether it says what batched jobs cost.
     pub fn has_batch_price(&self) -> bool {
         self.batch_discount.is_some()

@@ -98,6 +98,7 @@ async fn run_and_report(setup: &Setup, out: &Path) {
         store: None,
         merged_from: Vec::new(),
         allowed_failures: 0,
+        budget_usd: None,
     };
     let dir = RunDir::at(out);
     let aggregator = |spool: bool| {

@@ -8,6 +8,7 @@ mod common;
 mod anthropic;
 mod bad_input;
 mod batch;
+mod budget;
 mod ci;
 mod cli;
 mod durability;

@@ -1,0 +1,229 @@
+//! What a plan may cost, before anything is sent (`check`, and `--budget` at the start of a
+//! run), and the prices a run's budget holds its jobs at (docs/budget.md).
+
+use super::{Failure, Prepared};
+use crate::cli::UsageError;
+use crate::report::usd as shown;
+use crate::runner::budget::{Prices, UNBOUNDED_COMPLETION, UNBOUNDED_JUDGE_COMPLETION};
+use crate::suite::{Job, Price};
+
+/// The cost of a plan's jobs, estimated: the prompts exactly as rendered (tokens estimated
+/// from their length), the completions at most their `max_tokens`, the judge's calls at
+/// most theirs.
+#[derive(Debug, Default)]
+pub(super) struct Estimate {
+    pub prompt_tokens: u64,
+    /// The sum of the jobs' completion ceilings; `None` when a variant has no `max_tokens`.
+    pub completion_tokens: Option<u64>,
+    /// Whether any job has a price.
+    pub priced: bool,
+    /// The prompts' cost.
+    pub input: f64,
+    /// The completions' at most; `None` when a variant has no `max_tokens`.
+    pub output: Option<f64>,
+    /// The judge's calls at most (their prompts with the answers at their ceilings, their
+    /// replies at the judge's `max_tokens`, or 1,024 tokens).
+    pub judge: f64,
+    /// Judge calls are made and the judge has no price.
+    pub judge_unpriced: bool,
+}
+
+impl Estimate {
+    /// The most the plan may cost; `None` when a completion has no ceiling.
+    pub(super) fn at_most(&self) -> Option<f64> {
+        self.output.map(|o| self.input + o + self.judge)
+    }
+}
+
+/// The prices the run's jobs are costed at, lane by lane (each endpoint's own, or the
+/// bench's; a batching endpoint's at its batch price), and the judge's: its own, or the
+/// bench's when it is the model under test.
+pub(super) fn prices(p: &Prepared, judge: Option<&super::judge::Judge>) -> Prices {
+    let at = |price: Option<&Price>, batch: bool| {
+        price.map(|price| {
+            if batch {
+                price.batched()
+            } else {
+                price.clone()
+            }
+        })
+    };
+    let lanes = if p.grid.is_empty() {
+        vec![at(p.bench.price.as_ref(), p.endpoint.batch)]
+    } else {
+        p.grid
+            .iter()
+            .map(|g| at(g.price.as_ref(), g.endpoint.batch))
+            .collect()
+    };
+    let judge_price = judge.and_then(|j| {
+        let own = p.bench.judge.as_ref().and_then(|s| s.price.clone());
+        own.or_else(|| {
+            j.info
+                .same_model(&super::run::provider_info(p))
+                .then(|| p.bench.price.clone())
+                .flatten()
+        })
+    });
+    let judge_completion = judge
+        .and_then(|j| {
+            j.params
+                .get("max_completion_tokens")
+                .or_else(|| j.params.get("max_tokens"))
+                .and_then(serde_json::Value::as_u64)
+        })
+        .unwrap_or(UNBOUNDED_JUDGE_COMPLETION);
+    Prices {
+        lanes,
+        judge: judge_price,
+        judge_completion,
+    }
+}
+
+/// The estimate of `jobs` at `prices`.
+pub(super) fn estimate(p: &Prepared, jobs: &[Job], prices: &Prices) -> Result<Estimate, Failure> {
+    let b = &p.bench;
+    let mut e = Estimate {
+        completion_tokens: Some(0),
+        output: Some(0.0),
+        ..Estimate::default()
+    };
+    for job in jobs {
+        let case = &b.cases[job.case];
+        let messages = b
+            .templates
+            .render(job.variant, case, &b.variants[job.variant])
+            .map_err(|e| Failure::Input(anyhow::anyhow!("template failed: {e}")))?;
+        let tokens = crate::suite::prompt_tokens(&messages);
+        e.prompt_tokens += tokens;
+        let ceiling = b.max_tokens(job.variant);
+        e.completion_tokens = e.completion_tokens.zip(ceiling).map(|(a, b)| a + b);
+        if let Some(price) = prices
+            .lanes
+            .get(usize::from(job.endpoint))
+            .cloned()
+            .flatten()
+        {
+            e.priced = true;
+            e.input += tokens as f64 * price.input_per_mtok / 1e6;
+            e.output = e
+                .output
+                .zip(ceiling)
+                .map(|(sum, max)| sum + max as f64 * price.output_per_mtok / 1e6);
+        }
+        let calls =
+            p.scorers[job.case].calls(case, &messages, ceiling.unwrap_or(UNBOUNDED_COMPLETION));
+        if calls.count > 0 {
+            match &prices.judge {
+                Some(price) => {
+                    e.judge += price.cost(&crate::client::Usage {
+                        prompt_tokens: calls.prompt_tokens,
+                        completion_tokens: calls.count * prices.judge_completion,
+                        ..Default::default()
+                    })
+                }
+                None => e.judge_unpriced = true,
+            }
+        }
+    }
+    Ok(e)
+}
+
+/// `--budget`: what the run needs to keep one — a price for every endpoint, and for the
+/// judge when one scores — or an error that says which to add.
+pub(super) fn check_priced(p: &Prepared, prices: &Prices, judged: bool) -> Result<(), UsageError> {
+    let unpriced: Vec<String> = if p.grid.is_empty() {
+        if prices.lanes.iter().all(Option::is_none) {
+            vec!["the bench".to_string()]
+        } else {
+            Vec::new()
+        }
+    } else {
+        p.unpriced()
+            .iter()
+            .map(|n| format!("endpoint {n}"))
+            .collect()
+    };
+    if !unpriced.is_empty() {
+        return Err(UsageError::with_fix(
+            format!(
+                "--budget needs to know what each request costs, and {} no price",
+                if unpriced.len() == 1 {
+                    format!("{} has", unpriced[0])
+                } else {
+                    format!("{} have", unpriced.join(", "))
+                }
+            ),
+            "add `price: { input_per_mtok: …, output_per_mtok: … }` (USD per million tokens) to the bench or the endpoint, or drop --budget",
+        ));
+    }
+    if judged && prices.judge.is_none() {
+        return Err(UsageError::with_fix(
+            "--budget counts the judge's calls, and the judge has no price",
+            "add `price: { input_per_mtok: …, output_per_mtok: … }` to the bench's `judge:`, or drop --budget",
+        ));
+    }
+    Ok(())
+}
+
+/// `--budget`: refuses a plan that may cost more than is left of the budget (`spent` went
+/// to earlier sessions of the run), unless `--run-to-budget` says to start anyway; else the
+/// line that says what it found.
+pub(super) fn check_estimate(
+    e: &Estimate,
+    budget: f64,
+    spent: f64,
+    run_to_budget: bool,
+) -> Result<String, UsageError> {
+    let usd = |x: f64| shown(Some(x));
+    let left = budget - spent;
+    let earlier = if spent > 0.0 {
+        format!(" ({} of it spent already)", usd(spent))
+    } else {
+        String::new()
+    };
+    let (over, what) = match e.at_most() {
+        Some(most) => (
+            most > left,
+            format!(
+                "the jobs left may cost up to {} ({} for their prompts, at most {} for their answers{})",
+                usd(most),
+                usd(e.input),
+                usd(e.output.unwrap_or_default()),
+                if e.judge > 0.0 {
+                    format!(", {} for the judge's calls", usd(e.judge))
+                } else {
+                    String::new()
+                }
+            ),
+        ),
+        None => (
+            e.input + e.judge > left,
+            format!(
+                "the jobs left cost {} for their prompts{} and their answers have no ceiling (set max_tokens to bound them)",
+                usd(e.input),
+                if e.judge > 0.0 {
+                    format!(", up to {} for the judge's calls", usd(e.judge))
+                } else {
+                    String::new()
+                }
+            ),
+        ),
+    };
+    if !over {
+        return Ok(format!("budget {}{earlier}: {what}", usd(budget)));
+    }
+    if run_to_budget {
+        return Ok(format!(
+            "budget {}{earlier}: {what}; --run-to-budget: sending until the budget is reached, the rest not run",
+            usd(budget)
+        ));
+    }
+    Err(UsageError::with_fix(
+        format!(
+            "{what}, over the budget of {}{earlier}; nothing was sent",
+            usd(budget)
+        ),
+        "raise --budget, run fewer jobs (--limit, --variants, --shard), lower max_tokens, or add --run-to-budget to send until the budget is reached",
+    ))
+}

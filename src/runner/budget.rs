@@ -1,0 +1,218 @@
+//! `--budget USD`: a spending cap the run keeps while it sends (docs/budget.md). Before a
+//! job is sent its most possible cost is held back — its prompt at the input price, its
+//! completion ceiling (`max_tokens`) at the output price, and its judge's calls at the
+//! judge's price — and once it finishes, what it was billed takes the hold's place. A job
+//! whose hold would take the spent and the held past the budget is not sent, nor is any
+//! after it: the run ends with them not run, for a resume with a larger budget.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::client::ChatMessage;
+use crate::grade::Scorer;
+use crate::runner::JobRecord;
+use crate::suite::{Bench, Job, Price};
+
+/// The completion a request without `max_tokens` is held back for: such a request has no
+/// ceiling, and `check` says to set one.
+pub const UNBOUNDED_COMPLETION: u64 = 4096;
+
+/// The completion a judge call without `max_tokens` is held back for.
+pub const UNBOUNDED_JUDGE_COMPLETION: u64 = 1024;
+
+/// The prices a run's jobs are costed at.
+#[derive(Debug, Clone, Default)]
+pub struct Prices {
+    /// Each endpoint's (lane's) price, by `Job::endpoint`: the batch price for a batching
+    /// lane.
+    pub lanes: Vec<Option<Price>>,
+    /// The judge's.
+    pub judge: Option<Price>,
+    /// The judge's completion ceiling.
+    pub judge_completion: u64,
+}
+
+impl Prices {
+    /// The most one job may cost: its prompt, its completion ceiling and its judge's calls.
+    pub fn ceiling(
+        &self,
+        bench: &Bench,
+        job: &Job,
+        messages: &[ChatMessage],
+        scorer: &dyn Scorer,
+    ) -> f64 {
+        let prompt = crate::suite::prompt_tokens(messages);
+        let completion = bench
+            .max_tokens(job.variant)
+            .unwrap_or(UNBOUNDED_COMPLETION);
+        let answer = self
+            .lanes
+            .get(usize::from(job.endpoint))
+            .cloned()
+            .flatten()
+            .map_or(0.0, |p| {
+                p.cost(&crate::client::Usage {
+                    prompt_tokens: prompt,
+                    completion_tokens: completion,
+                    ..Default::default()
+                })
+            });
+        let calls = scorer.calls(&bench.cases[job.case], messages, completion);
+        let judged = self.judge.as_ref().map_or(0.0, |p| {
+            p.cost(&crate::client::Usage {
+                prompt_tokens: calls.prompt_tokens,
+                completion_tokens: calls.count * self.judge_completion,
+                ..Default::default()
+            })
+        });
+        answer + judged
+    }
+
+    /// What a finished job was billed, at the price of its endpoint (`lane`).
+    pub fn billed(&self, record: &JobRecord, lane: usize) -> f64 {
+        let price = self.lanes.get(lane).cloned().flatten();
+        record.cost_usd(price.as_ref(), self.judge.as_ref())
+    }
+}
+
+/// The budget of a run: what it may spend, what it has, and what its jobs in flight hold.
+#[derive(Debug)]
+pub struct Budget {
+    limit: f64,
+    prices: Prices,
+    ledger: Mutex<Ledger>,
+    reached: AtomicBool,
+}
+
+#[derive(Debug, Default)]
+struct Ledger {
+    spent: f64,
+    /// Each job in flight's hold, and its lane, by plan position.
+    held: HashMap<usize, (f64, usize)>,
+    holding: f64,
+    /// The hold that did not fit, when one did not.
+    refused: Option<f64>,
+}
+
+impl Budget {
+    /// A budget of `limit` USD of which `spent` went to earlier sessions of the run.
+    pub fn new(limit: f64, spent: f64, prices: Prices) -> Budget {
+        Budget {
+            limit,
+            prices,
+            ledger: Mutex::new(Ledger {
+                spent,
+                ..Default::default()
+            }),
+            reached: AtomicBool::new(false),
+        }
+    }
+
+    pub fn prices(&self) -> &Prices {
+        &self.prices
+    }
+
+    pub fn limit(&self) -> f64 {
+        self.limit
+    }
+
+    /// Holds back `usd` for job `index` at `lane` before it is sent; `false` (and the
+    /// budget is reached: nothing more is sent) when the spent, the held and this would go
+    /// past the budget.
+    pub fn hold(&self, index: usize, lane: usize, usd: f64) -> bool {
+        if self.reached() {
+            return false;
+        }
+        let mut l = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
+        if l.spent + l.holding + usd > self.limit {
+            l.refused = Some(usd);
+            self.reached.store(true, Ordering::SeqCst);
+            return false;
+        }
+        l.holding += usd;
+        l.held.insert(index, (usd, lane));
+        true
+    }
+
+    /// A finished job's bill takes its hold's place.
+    pub fn settle(&self, record: &JobRecord) {
+        let mut l = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
+        let lane = match l.held.remove(&record.job) {
+            Some((usd, lane)) => {
+                l.holding = (l.holding - usd).max(0.0);
+                lane
+            }
+            None => return,
+        };
+        l.spent += self.prices.billed(record, lane);
+    }
+
+    /// Whether a job was refused: nothing more is sent.
+    pub fn reached(&self) -> bool {
+        self.reached.load(Ordering::SeqCst)
+    }
+
+    /// What the run has spent, its earlier sessions' included.
+    pub fn spent(&self) -> f64 {
+        self.ledger.lock().unwrap_or_else(|e| e.into_inner()).spent
+    }
+
+    /// The hold that did not fit.
+    pub fn refused(&self) -> Option<f64> {
+        self.ledger
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .refused
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn budget(limit: f64) -> Budget {
+        Budget::new(
+            limit,
+            0.25,
+            Prices {
+                lanes: vec![Some(Price::streaming(1.0, 2.0))],
+                ..Default::default()
+            },
+        )
+    }
+
+    #[test]
+    fn a_hold_that_would_pass_the_budget_stops_the_sending() {
+        let b = budget(1.0);
+        assert!(b.hold(0, 0, 0.5));
+        // 0.25 spent + 0.5 held + 0.3 > 1.0.
+        assert!(!b.hold(1, 0, 0.3));
+        assert!(b.reached());
+        assert_eq!(b.refused(), Some(0.3));
+        // Once reached, even a hold that fits is refused: jobs go in plan order.
+        assert!(!b.hold(2, 0, 0.0001));
+    }
+
+    #[test]
+    fn a_finished_job_s_bill_takes_its_hold_s_place() {
+        let b = budget(1.0);
+        assert!(b.hold(7, 0, 0.7));
+        let record: JobRecord = serde_json::from_value(serde_json::json!({
+            "job": 7, "case_id": "c", "variant": "v", "repeat": 0,
+            "status": "graded", "outcome": "complete", "output": "x", "finish_reason": "stop",
+            "expected": ["x"], "extracted": null, "correct": true, "score": 1.0,
+            "error": null, "attempts": [], "ttft_ms": null, "latency_ms": null, "model": null,
+            "usage": {"prompt_tokens": 100_000, "completion_tokens": 50_000, "cached_tokens": 0,
+                      "reasoning_tokens": 0, "estimated": false}
+        }))
+        .unwrap();
+        b.settle(&record);
+        // 0.1 for the input, 0.1 for the output.
+        assert!((b.spent() - 0.45).abs() < 1e-12, "{}", b.spent());
+        assert!(b.hold(8, 0, 0.55));
+        // A record with no hold (replayed, or never held) is not counted twice.
+        b.settle(&record);
+        assert!((b.spent() - 0.45).abs() < 1e-12);
+    }
+}

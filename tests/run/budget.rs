@@ -1,0 +1,279 @@
+//! `--budget USD`: the run stops sending before it can pass the budget, judge calls
+//! counted; a plan whose estimate is over it is refused before anything is sent; a resume
+//! may raise it and sends only the rest.
+
+use std::path::Path;
+
+use crate::common::*;
+use promptgauge::mock::MockConfig;
+use promptgauge::report::Summary;
+
+/// The arithmetic bench's price is $1 / $2 per million tokens in / out, and each request
+/// carries max_tokens 100: a job may cost about $0.00021, and costs about $0.00001.
+fn bench(extra: &str) -> tempfile::TempDir {
+    arithmetic_bench(40, 2, extra)
+}
+
+fn run(d: &Path, url: &str, args: &[&str]) -> std::process::Output {
+    promptgauge(d)
+        .args(["run", "--base-url", url, "--model", "m", "--quiet"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn summary(dir: &Path) -> Summary {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
+}
+
+/// What the run spent in all: every variant's answers and the judge's calls.
+fn spent(s: &Summary) -> f64 {
+    s.variants
+        .iter()
+        .map(|v| v.spent_usd.unwrap_or(0.0) + v.judge_cost_usd.unwrap_or(0.0))
+        .sum()
+}
+
+#[test]
+fn the_run_stops_sending_at_the_budget_and_a_resume_with_more_sends_only_the_rest() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let url = server.base_url();
+    let b = bench("");
+    let d = b.path();
+    let budget = 0.0012;
+    let o = run(
+        d,
+        &url,
+        &[
+            "bench.yaml",
+            "--budget",
+            "0.0012",
+            "--run-to-budget",
+            "--concurrency",
+            "2",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{stderr}");
+    let dir = run_dirs(&d.join("reports")).pop().unwrap();
+    let kept = journal(&dir).len();
+    let seen = server.provider.stats().requests;
+    // Every request sent is a finished job: nothing was sent and dropped.
+    assert_eq!(seen as usize, kept, "{stderr}");
+    assert!(kept > 10 && kept < 80, "{kept} jobs: {stderr}");
+    let s = summary(&dir);
+    let paid = spent(&s);
+    assert!(paid <= budget, "spent {paid} of {budget}");
+    // It stopped because the next job could not fit: what was spent and one job's most
+    // (0.00021) and what the other request in flight held is past the budget.
+    assert!(paid + 2.0 * 0.00021 > budget, "stopped early at {paid}");
+    assert!(!s.complete);
+    let record = std::fs::read_to_string(dir.join("run.json")).unwrap();
+    assert!(record.contains("the budget is reached"), "{record}");
+    assert!(record.contains("\"budget_usd\": 0.0012"), "{record}");
+    assert!(
+        stderr.contains(&format!("{} jobs were not sent", 80 - kept)),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("promptgauge run --resume") && stderr.contains("--budget USD"),
+        "{stderr}"
+    );
+
+    // A resume keeps the run's budget: what is left of it cannot pay for the rest.
+    let resume = ["run", "--resume", dir.to_str().unwrap()];
+    let o = promptgauge(d).args(resume).arg("--quiet").output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("of it spent already"), "{stderr}");
+    assert_eq!(server.provider.stats().requests, seen, "nothing sent");
+
+    // A larger budget sends the rest, each once.
+    let o = promptgauge(d)
+        .args(resume)
+        .args(["--quiet", "--budget", "1"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(server.provider.stats().requests, 80);
+    assert_eq!(journal(&dir).len(), 80);
+    let s = summary(&dir);
+    assert!(s.complete);
+    let record = std::fs::read_to_string(dir.join("run.json")).unwrap();
+    assert!(record.contains("\"budget_usd\": 1.0"), "{record}");
+}
+
+#[test]
+fn a_plan_whose_estimate_is_over_the_budget_is_refused_before_anything_is_sent() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let url = server.base_url();
+    let b = bench("");
+    let d = b.path();
+    // 80 jobs of at most about $0.00021: $0.0169.
+    let o = run(d, &url, &["bench.yaml", "--budget", "0.01"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("may cost up to $0.0169")
+            && stderr.contains("over the budget of $0.0100")
+            && stderr.contains("--run-to-budget"),
+        "{stderr}"
+    );
+    assert_eq!(server.provider.stats().requests, 0);
+    assert!(run_dirs(&d.join("reports")).is_empty(), "no run folder");
+
+    let check = |args: &[&str]| {
+        promptgauge(d)
+            .args(["check", "bench.yaml"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let o = check(&["--budget", "0.01"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("over the budget"));
+    let o = check(&["--budget", "0.01", "--run-to-budget"]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("sending until the budget is reached"));
+    let o = check(&["--budget", "0.02"]);
+    assert!(o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stdout)
+            .contains("budget $0.0200: the jobs left may cost up to $0.0169")
+    );
+
+    // Within the budget, the whole run is sent.
+    let o = run(d, &url, &["bench.yaml", "--budget", "0.02"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(server.provider.stats().requests, 80);
+}
+
+#[test]
+fn judge_calls_count_against_the_budget() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let url = server.base_url();
+    // The judge costs 100× the model: its calls are most of the spending.
+    let b = bench(
+        "judge: { model: judge-model, params: { max_tokens: 50 }, price: { input_per_mtok: 100, output_per_mtok: 100 } }\n",
+    );
+    let d = b.path();
+    let text = std::fs::read_to_string(d.join("bench.yaml"))
+        .unwrap()
+        .replace("grade: { kind: number }", "grade: { kind: judge }");
+    std::fs::write(d.join("bench.yaml"), text).unwrap();
+    let o = promptgauge(d)
+        .args(["check", "bench.yaml", "--budget", "5"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains("for the judge's calls"), "{stdout}");
+
+    let budget = 0.5;
+    let o = run(
+        d,
+        &url,
+        &["bench.yaml", "--budget", "0.5", "--run-to-budget"],
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{stderr}");
+    let dir = run_dirs(&d.join("reports")).pop().unwrap();
+    let s = summary(&dir);
+    let judged: f64 = s.variants.iter().filter_map(|v| v.judge_cost_usd).sum();
+    let answers: f64 = s.variants.iter().filter_map(|v| v.spent_usd).sum();
+    assert!(judged + answers <= budget, "{judged} + {answers}");
+    // Counted without its judge, the run would have had money for every job.
+    assert!(answers < budget / 100.0, "{answers}");
+    let jobs = journal(&dir).len();
+    assert!(jobs < 80, "{jobs}");
+    // Each job's answer and its judge's call, nothing more.
+    assert_eq!(server.provider.stats().requests as usize, 2 * jobs);
+
+    // Without a price for the judge, --budget cannot count its calls.
+    let text = std::fs::read_to_string(d.join("bench.yaml"))
+        .unwrap()
+        .replace(", price: { input_per_mtok: 100, output_per_mtok: 100 }", "");
+    std::fs::write(d.join("bench.yaml"), text).unwrap();
+    let o = run(d, &url, &["bench.yaml", "--budget", "1"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("the judge has no price"), "{stderr}");
+}
+
+#[test]
+fn a_budget_needs_a_price_and_run_to_budget_needs_a_budget() {
+    let b = bench("");
+    let d = b.path();
+    let text = std::fs::read_to_string(d.join("bench.yaml"))
+        .unwrap()
+        .replace("price: { input_per_mtok: 1.0, output_per_mtok: 2.0 }\n", "");
+    std::fs::write(d.join("bench.yaml"), text).unwrap();
+    let o = run(d, "mock", &["bench.yaml", "--budget", "5"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("the bench has no price") && stderr.contains("add `price:"),
+        "{stderr}"
+    );
+    let o = run(d, "mock", &["bench.yaml", "--run-to-budget"]);
+    assert_eq!(o.status.code(), Some(2));
+    for bad in ["0", "-1", "five", "NaN"] {
+        let o = run(d, "mock", &["bench.yaml", &format!("--budget={bad}")]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {stderr}");
+        assert!(stderr.contains("is not an amount in USD"), "{stderr}");
+    }
+}
+
+#[test]
+fn a_batch_holds_only_the_jobs_the_budget_can_pay_for() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let url = server.base_url();
+    let b = bench("");
+    let d = b.path();
+    // Each job may cost about $0.00021: five fit in $0.0012, the sixth does not.
+    let batch = ["--batch", "--batch-poll", "10ms"];
+    let o = run(
+        d,
+        &url,
+        &[
+            &["bench.yaml", "--budget", "0.0012", "--run-to-budget"],
+            &batch[..],
+        ]
+        .concat(),
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{stderr}");
+    assert_eq!(server.provider.batches_created(), 1);
+    let dir = run_dirs(&d.join("reports")).pop().unwrap();
+    let records: Vec<_> = journal(&dir)
+        .into_iter()
+        .filter(|r| r.get("case_id").is_some())
+        .collect();
+    assert_eq!(records.len(), 5, "{stderr}");
+    assert_eq!(server.provider.batched_requests().len(), 5);
+    assert!(stderr.contains("75 jobs were not sent"), "{stderr}");
+    let o = promptgauge(d)
+        .args([
+            "run",
+            "--resume",
+            dir.to_str().unwrap(),
+            "--quiet",
+            "--budget",
+            "1",
+        ])
+        .args(batch)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(server.provider.batches_created(), 2);
+    let records = journal(&dir)
+        .into_iter()
+        .filter(|r| r.get("case_id").is_some())
+        .count();
+    assert_eq!(records, 80);
+    // Each job answered once, in one of the two batches.
+    let answered = server.provider.batched_requests();
+    assert_eq!(answered.len(), 80);
+    assert!(answered.values().all(|n| *n == 1));
+}
