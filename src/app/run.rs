@@ -1362,9 +1362,13 @@ impl Listener for BatchNotes {
     }
 }
 
+/// How a job's error begins when its `command` scorer failed it.
+const COMMAND_SCORER_FAILED: &str = "could not be scored: the scorer `";
+
 /// Stops a run whose first jobs all failed the same way for a reason waiting will not
-/// cure (a 4xx other than 408/429: a wrong model, a wrong path, a bad parameter): the rest
-/// would fail the same way, at the same cost in time.
+/// cure (a 4xx other than 408/429: a wrong model, a wrong path, a bad parameter; a
+/// `command` scorer that fails every answer alike): the rest would fail the same way, at
+/// the same cost in time (and, for the scorer, in answers paid for and thrown away).
 struct FirstFailures {
     watch: usize,
     seen: Vec<(Option<u16>, String)>,
@@ -1397,7 +1401,11 @@ impl Listener for FirstFailures {
             return Ok(());
         }
         let status = record.failure_status();
-        let lasting = matches!(status, Some(s) if (400..500).contains(&s) && s != 408 && s != 429);
+        // A scorer of the bench's own that cannot score (a `command` that crashes at
+        // start) fails every answer after it was paid for.
+        let scorer_broken = record.error_line().starts_with(COMMAND_SCORER_FAILED);
+        let lasting = scorer_broken
+            || matches!(status, Some(s) if (400..500).contains(&s) && s != 408 && s != 429);
         if record.status != crate::runner::journal::JobStatus::Failed || !lasting {
             // One job that got through (or failed for a passing reason) ends the watch.
             self.watch = 0;

@@ -2,6 +2,7 @@
 //! records what it extracted, so a person can see why a job failed.
 
 pub mod combine;
+pub mod command;
 pub mod judge;
 pub mod scorer;
 pub mod structured;
@@ -209,6 +210,8 @@ pub enum SpecError {
         backticked(&judge::PROMPT_VARIABLES)
     )]
     JudgePromptVariables { path: PathBuf, unknown: Vec<String> },
+    #[error("{0}")]
+    Command(#[from] command::CommandError),
 }
 
 impl SpecError {
@@ -287,6 +290,19 @@ impl SpecExt for GradeSpec {
                     case_sensitive: *case_sensitive,
                     tolerance: *tolerance,
                 })
+            }
+            GradeSpec::Command {
+                run,
+                workers,
+                timeout,
+                binary,
+            } => {
+                let timeout = match timeout {
+                    None => command::DEFAULT_TIMEOUT,
+                    Some(t) => crate::suite::parse_duration(t)
+                        .map_err(|e| command::CommandError::Timeout(e.to_string()))?,
+                };
+                Arc::new(command::Command::new(run, dir, *workers, timeout, *binary)?)
             }
             GradeSpec::ToolCall { exact, order } => Arc::new(structured::ToolCalls {
                 exact: *exact,

@@ -321,6 +321,10 @@ impl JobRecord {
     /// The usage of the calls its scorer made to a model (a judge's) that were sent, not
     /// answered from the cache: per call when the calls say, else the job's judge usage.
     pub fn judge_billed(&self) -> Vec<&Usage> {
+        if self.judge.is_empty() {
+            // A scorer that called a model of its own (a `command` reporting `usage`).
+            return self.judge_usage.iter().collect();
+        }
         let sent: Vec<&crate::grade::JudgeCall> = self.judge.iter().filter(|c| !c.cached).collect();
         if sent.iter().any(|c| c.usage.is_some()) {
             sent.iter().filter_map(|c| c.usage.as_ref()).collect()

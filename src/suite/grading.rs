@@ -66,6 +66,22 @@ pub enum GradeSpec {
         #[serde(default)]
         order: CallOrder,
     },
+    /// A program of yours scores each answer: a small pool of long-lived processes, one
+    /// JSON request per line in, one JSON reply per line out (docs/scorers.md).
+    Command {
+        /// The program and its arguments, run in the bench's folder: `[python3, score.py]`.
+        run: Vec<String>,
+        /// Processes at most, each scoring one answer at a time.
+        #[serde(default = "four", skip_serializing_if = "is_four")]
+        workers: u32,
+        /// How long one reply may take (`30s`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout: Option<String>,
+        /// Its scores are 0 or 1 (a pass or a fail): any other is an error, and the
+        /// statistics are those of pass/fail answers.
+        #[serde(default)]
+        binary: bool,
+    },
     /// Every part passes (the lowest score).
     All {
         of: Vec<GradeSpec>,
@@ -88,6 +104,14 @@ fn one() -> u32 {
 
 fn is_one(n: &u32) -> bool {
     *n == 1
+}
+
+fn four() -> u32 {
+    4
+}
+
+fn is_four(n: &u32) -> bool {
+    *n == 4
 }
 
 impl Default for GradeSpec {
@@ -142,6 +166,7 @@ impl GradeSpec {
         match self {
             GradeSpec::Judge { scale, .. } => *scale == Scale::Binary,
             GradeSpec::Fields { .. } | GradeSpec::Mean { .. } => false,
+            GradeSpec::Command { binary, .. } => *binary,
             GradeSpec::All { of } | GradeSpec::Any { of } => of.iter().all(GradeSpec::binary),
             _ => true,
         }

@@ -17,6 +17,7 @@ mod judge;
 mod responses;
 mod runner;
 mod scale;
+mod scorers;
 mod sequential;
 mod store;
 mod view;

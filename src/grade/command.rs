@@ -1,0 +1,478 @@
+//! The `command` scorer: a program of yours, in any language, scores each answer
+//! (docs/scorers.md). A small pool of long-lived processes, each reading one JSON request
+//! per line on stdin and writing one JSON reply per line on stdout, one request at a time.
+//! A process that crashes, does not reply in time, or replies with a line that is not
+//! JSON fails that job with the cause (never a 0) and is replaced; what it wrote on stderr
+//! while it scored is kept in the job's record.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout};
+
+use super::scorer::{Score, ScoreContext, ScoreError, ScoreFuture, ScoreInput, Scorer};
+use crate::client::Usage;
+
+/// The longest reply line read: a longer one is not a reply.
+pub const MAX_REPLY_BYTES: usize = 1 << 20;
+
+/// What is kept of a process's stderr for one job: its last bytes.
+pub const KEPT_STDERR_BYTES: usize = 8 * 1024;
+
+/// How long one reply may take unless the spec says.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The command scorer.
+pub struct Command {
+    /// The program and its arguments, as written.
+    argv: Vec<String>,
+    /// The bench's folder: the processes run there, so `score.py` names the bench's file.
+    dir: PathBuf,
+    timeout: Duration,
+    /// Replies must be 0 or 1.
+    binary: bool,
+    /// Processes waiting for a request.
+    idle: Mutex<Vec<Process>>,
+    /// One request per process, `workers` processes at most.
+    permits: tokio::sync::Semaphore,
+    /// Processes started so far (a restart counts).
+    started: AtomicU64,
+    next_id: AtomicU64,
+}
+
+impl std::fmt::Debug for Command {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Command")
+            .field("argv", &self.argv)
+            .field("dir", &self.dir)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+/// Why a `command` spec cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    #[error("`run` names no program: write it as a list, e.g. run: [python3, score.py]")]
+    Empty,
+    #[error("`workers` must be between 1 and 256, found {0}")]
+    Workers(u32),
+    #[error("`timeout` {0}")]
+    Timeout(String),
+    #[error("cannot find the program `{program}`{where_}")]
+    NotFound { program: String, where_: String },
+}
+
+/// One running scorer process.
+struct Process {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    /// Its stderr, read without waiting: what it wrote before its reply is in the pipe
+    /// when the reply is read, so it is kept with the job it was scoring.
+    stderr: Stderr,
+}
+
+/// A process's stderr, non-blocking, and what was read of it for the current job (its
+/// last bytes).
+struct Stderr {
+    pipe: std::fs::File,
+    kept: Vec<u8>,
+}
+
+impl Stderr {
+    /// Reads what the pipe holds now, keeping the last [`KEPT_STDERR_BYTES`].
+    fn drain(&mut self) {
+        use std::io::Read;
+        let mut buf = [0u8; 8192];
+        loop {
+            match self.pipe.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    self.kept.extend_from_slice(&buf[..n]);
+                    if self.kept.len() > KEPT_STDERR_BYTES {
+                        let cut = self.kept.len() - KEPT_STDERR_BYTES;
+                        self.kept.drain(..cut);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+    }
+
+    /// What was kept for this job, emptied for the next.
+    fn take(&mut self) -> String {
+        self.drain();
+        let text = String::from_utf8_lossy(&self.kept).into_owned();
+        self.kept.clear();
+        text
+    }
+}
+
+/// How one request went wrong.
+enum Fault {
+    /// The process is no use any more (crashed, hung, out of step): it is replaced.
+    Broken(String),
+    /// It replied, but not a score: the process is kept.
+    Reply(String),
+}
+
+impl Command {
+    /// A pool of at most `workers` processes of `argv`, run in `dir`. The program is looked
+    /// for now (a path relative to `dir`, or on PATH): a scorer that cannot start would
+    /// fail every job after its answer was paid for.
+    pub fn new(
+        argv: &[String],
+        dir: &Path,
+        workers: u32,
+        timeout: Duration,
+        binary: bool,
+    ) -> Result<Command, CommandError> {
+        let program = argv.first().ok_or(CommandError::Empty)?;
+        if program.trim().is_empty() {
+            return Err(CommandError::Empty);
+        }
+        if !(1..=256).contains(&workers) {
+            return Err(CommandError::Workers(workers));
+        }
+        if timeout.is_zero() {
+            return Err(CommandError::Timeout("must be longer than 0".into()));
+        }
+        // A bench named by a bare file name lies in the current folder.
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        find_program(program, dir)?;
+        Ok(Command {
+            argv: argv.to_vec(),
+            dir: std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()),
+            timeout,
+            binary,
+            idle: Mutex::new(Vec::new()),
+            permits: tokio::sync::Semaphore::new(workers as usize),
+            started: AtomicU64::new(0),
+            next_id: AtomicU64::new(0),
+        })
+    }
+
+    /// Processes started so far, restarts included.
+    pub fn started(&self) -> u64 {
+        self.started.load(Ordering::SeqCst)
+    }
+
+    /// The command as the messages name it.
+    fn shown(&self) -> String {
+        self.argv.join(" ")
+    }
+
+    fn spawn(&self) -> Result<Process, String> {
+        let mut child = tokio::process::Command::new(&self.argv[0])
+            .args(&self.argv[1..])
+            .current_dir(&self.dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("cannot start `{}`: {e}", self.shown()))?;
+        self.started.fetch_add(1, Ordering::SeqCst);
+        let (Some(stdin), Some(stdout), Some(err)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(format!("cannot talk to `{}`: no pipes", self.shown()));
+        };
+        // Read as a plain file that never waits.
+        let pipe = err
+            .into_owned_fd()
+            .and_then(nonblocking)
+            .map(std::fs::File::from)
+            .map_err(|e| format!("cannot read the stderr of `{}`: {e}", self.shown()))?;
+        Ok(Process {
+            child,
+            stdin,
+            stdout: BufReader::new(stdout),
+            stderr: Stderr {
+                pipe,
+                kept: Vec::new(),
+            },
+        })
+    }
+
+    /// The request line for one answer.
+    fn request(&self, id: u64, input: &ScoreInput<'_>) -> Vec<u8> {
+        let case = input.case;
+        let a = input.answer;
+        let mut line = serde_json::to_vec(&json!({
+            "id": id,
+            "case": {
+                "id": case.id,
+                "vars": case.vars,
+                "expected": case.expected,
+                "expected_json": case.expected_json,
+                "history": case.messages,
+                "tags": case.tags,
+            },
+            "messages": input.messages,
+            "answer": a.text,
+            "reasoning": a.reasoning,
+            "finish_reason": a.finish_reason,
+            "tool_calls": a.tool_calls.iter().map(|c| json!({
+                "id": c.id,
+                "name": c.name,
+                "arguments": c.arguments,
+            })).collect::<Vec<_>>(),
+        }))
+        .unwrap_or_default();
+        line.push(b'\n');
+        line
+    }
+
+    /// Sends one request and reads its reply line; a fault says whether the process is
+    /// still of use.
+    async fn exchange(&self, p: &mut Process, line: &[u8]) -> Result<Vec<u8>, Fault> {
+        let talk = async {
+            p.stdin.write_all(line).await?;
+            p.stdin.flush().await?;
+            let mut reply = Vec::new();
+            let n = (&mut p.stdout)
+                .take(MAX_REPLY_BYTES as u64 + 1)
+                .read_until(b'\n', &mut reply)
+                .await?;
+            Ok::<_, std::io::Error>((n, reply))
+        };
+        // Its stderr is read as the request waits, so a chatty scorer never blocks on a
+        // full pipe.
+        let stderr = &mut p.stderr;
+        let talk = async {
+            tokio::pin!(talk);
+            let mut tick = tokio::time::interval(Duration::from_millis(20));
+            loop {
+                tokio::select! {
+                    done = &mut talk => break done,
+                    _ = tick.tick() => stderr.drain(),
+                }
+            }
+        };
+        match tokio::time::timeout(self.timeout, talk).await {
+            Err(_) => Err(Fault::Broken(format!(
+                "did not reply within {}; it was stopped",
+                humantime::format_duration(self.timeout)
+            ))),
+            Ok(Ok((0, _))) | Ok(Err(_)) => Err(Fault::Broken(self.ended(p).await)),
+            Ok(Ok((_, reply))) if reply.len() > MAX_REPLY_BYTES => Err(Fault::Broken(format!(
+                "replied with a line longer than {} bytes",
+                MAX_REPLY_BYTES
+            ))),
+            Ok(Ok((_, reply))) if !reply.ends_with(b"\n") => {
+                Err(Fault::Broken(self.ended(p).await))
+            }
+            Ok(Ok((_, reply))) => Ok(reply),
+        }
+    }
+
+    /// Why a process stopped replying: how it ended, once it has (a second at most).
+    async fn ended(&self, p: &mut Process) -> String {
+        match tokio::time::timeout(Duration::from_secs(1), p.child.wait()).await {
+            Ok(Ok(status)) => {
+                // It wrote all it will: the last of its stderr is in the pipe.
+                p.stderr.drain();
+                match status.code() {
+                    Some(code) => format!("exited with status {code} before replying"),
+                    None => format!("was killed ({status}) before replying"),
+                }
+            }
+            _ => "closed its stdout before replying".to_string(),
+        }
+    }
+
+    /// Reads a reply line into a score.
+    fn read(&self, id: u64, line: &[u8]) -> Result<Score, Fault> {
+        let text = String::from_utf8_lossy(line);
+        let text = text.trim();
+        let reply: Value = serde_json::from_str(text).map_err(|e| {
+            Fault::Broken(format!(
+                "replied with a line that is not JSON ({e}): {}",
+                crate::client::protocol::truncate(text, 200)
+            ))
+        })?;
+        let Some(obj) = reply.as_object() else {
+            return Err(Fault::Broken(format!(
+                "replied with JSON that is not an object: {}",
+                crate::client::protocol::truncate(text, 200)
+            )));
+        };
+        if let Some(got) = obj.get("id").filter(|v| !v.is_null())
+            && got.as_u64() != Some(id)
+        {
+            return Err(Fault::Broken(format!(
+                "replied to request {got} while request {id} was asked: the process is out of step"
+            )));
+        }
+        if let Some(why) = obj.get("error").filter(|v| !v.is_null()) {
+            let why = why.as_str().map_or_else(|| why.to_string(), String::from);
+            return Err(Fault::Reply(format!(
+                "said it cannot score this answer: {why}"
+            )));
+        }
+        let score = match obj.get("score") {
+            None => return Err(Fault::Reply("replied without a `score`".into())),
+            Some(Value::Bool(b)) => f64::from(u8::from(*b)),
+            Some(v) => v.as_f64().ok_or_else(|| {
+                Fault::Reply(format!("replied with a `score` that is not a number: {v}"))
+            })?,
+        };
+        if !(0.0..=1.0).contains(&score) {
+            return Err(Fault::Reply(format!(
+                "replied with score {score}, outside [0, 1]"
+            )));
+        }
+        if self.binary && !super::scorer::is_binary(score) {
+            return Err(Fault::Reply(format!(
+                "replied with score {score}, and the scorer is `binary: true` (0 or 1)"
+            )));
+        }
+        let usage = match obj.get("usage").filter(|v| !v.is_null()) {
+            None => None,
+            Some(u) => Some(read_usage(u).map_err(Fault::Reply)?),
+        };
+        let extracted = obj.get("extracted").and_then(|v| match v {
+            Value::Null => None,
+            Value::String(s) => Some(s.clone()),
+            other => Some(other.to_string()),
+        });
+        Ok(Score {
+            value: score,
+            extracted,
+            usage,
+            detail: obj.get("detail").filter(|v| !v.is_null()).cloned(),
+            judge: Vec::new(),
+        })
+    }
+}
+
+/// The pipe made non-blocking: a read of an empty pipe returns at once.
+fn nonblocking(fd: std::os::fd::OwnedFd) -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::AsRawFd;
+    let raw = fd.as_raw_fd();
+    // SAFETY: `raw` is an open descriptor owned by `fd` for the length of both calls.
+    let flags = unsafe { libc::fcntl(raw, libc::F_GETFL) };
+    if flags < 0 || unsafe { libc::fcntl(raw, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
+/// A reply's `usage`: `prompt_tokens` and `completion_tokens` (or `input_tokens` and
+/// `output_tokens`), whole numbers.
+fn read_usage(u: &Value) -> Result<Usage, String> {
+    let field = |names: [&str; 2]| -> Result<u64, String> {
+        match names.iter().find_map(|n| u.get(*n)) {
+            None => Ok(0),
+            Some(v) => v.as_u64().ok_or_else(|| {
+                format!(
+                    "replied with a `usage.{}` that is not a whole number: {v}",
+                    names[0]
+                )
+            }),
+        }
+    };
+    if !u.is_object() {
+        return Err(format!("replied with a `usage` that is not an object: {u}"));
+    }
+    Ok(Usage {
+        prompt_tokens: field(["prompt_tokens", "input_tokens"])?,
+        completion_tokens: field(["completion_tokens", "output_tokens"])?,
+        ..Usage::default()
+    })
+}
+
+/// Finds `program` as a process would be started with it: a path (relative to `dir`), or
+/// a name on PATH.
+fn find_program(program: &str, dir: &Path) -> Result<(), CommandError> {
+    let not_found = |where_: String| CommandError::NotFound {
+        program: program.to_string(),
+        where_,
+    };
+    if program.contains('/') {
+        return if dir.join(program).is_file() {
+            Ok(())
+        } else {
+            Err(not_found(
+                " (no such file; a path is taken from the bench's folder)".to_string(),
+            ))
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    if std::env::split_paths(&path).any(|d| d.join(program).is_file()) {
+        Ok(())
+    } else {
+        Err(not_found(" on PATH".to_string()))
+    }
+}
+
+impl Scorer for Command {
+    fn score<'a>(&'a self, input: ScoreInput<'a>, _: &'a ScoreContext) -> ScoreFuture<'a> {
+        Box::pin(async move {
+            let _permit = self
+                .permits
+                .acquire()
+                .await
+                .map_err(|_| ScoreError::new("the scorer's pool was closed"))?;
+            let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+            let mut p = match idle {
+                Some(p) => p,
+                None => self
+                    .spawn()
+                    .map_err(|e| ScoreError::new(format!("the scorer {e}")))?,
+            };
+            // What it wrote between jobs belongs to none.
+            p.stderr.take();
+            let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+            let line = self.request(id, &input);
+            let outcome = match self.exchange(&mut p, &line).await {
+                Ok(reply) => self.read(id, &reply),
+                Err(f) => Err(f),
+            };
+            let stderr = p.stderr.take();
+            let keep = !matches!(outcome, Err(Fault::Broken(_)));
+            if keep {
+                self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(p);
+            }
+            // A broken process is dropped: killed, and the next request starts another.
+            match outcome {
+                Ok(mut score) => {
+                    if !stderr.is_empty() {
+                        let mut detail = serde_json::Map::new();
+                        if let Some(d) = score.detail.take() {
+                            detail.insert("detail".into(), d);
+                        }
+                        detail.insert("stderr".into(), Value::String(stderr));
+                        score.detail = Some(Value::Object(detail));
+                    } else if let Some(d) = score.detail.take() {
+                        score.detail = Some(json!({ "detail": d }));
+                    }
+                    Ok(score)
+                }
+                Err(Fault::Broken(why) | Fault::Reply(why)) => {
+                    let said = if stderr.trim().is_empty() {
+                        String::new()
+                    } else {
+                        format!("\nits stderr:\n{}", stderr.trim_end())
+                    };
+                    Err(ScoreError::new(format!(
+                        "the scorer `{}` {why}{said}",
+                        self.shown()
+                    )))
+                }
+            }
+        })
+    }
+}
