@@ -113,7 +113,7 @@ pub(super) fn estimate(p: &Prepared, jobs: &[Job], prices: &Prices) -> Result<Es
         }
         let calls =
             p.scorers[job.case].calls(case, &messages, ceiling.unwrap_or(UNBOUNDED_COMPLETION));
-        if calls.count > 0 {
+        if calls.count > 0 || calls.prompt_tokens > 0 {
             match &prices.judge {
                 Some(price) => {
                     e.judge += price.cost(&crate::client::Usage {

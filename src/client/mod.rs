@@ -7,6 +7,7 @@
 mod anthropic;
 pub mod batch;
 pub mod cache;
+pub mod embeddings;
 pub(crate) mod limits;
 mod message;
 mod openai;

@@ -3,6 +3,7 @@
 
 pub mod combine;
 pub mod command;
+pub mod embedding;
 pub mod judge;
 pub mod scorer;
 pub mod structured;
@@ -212,6 +213,8 @@ pub enum SpecError {
     JudgePromptVariables { path: PathBuf, unknown: Vec<String> },
     #[error("{0}")]
     Command(#[from] command::CommandError),
+    #[error("`threshold` must be a number between -1 and 1 (a cosine similarity), found {0}")]
+    Threshold(f64),
 }
 
 impl SpecError {
@@ -303,6 +306,19 @@ impl SpecExt for GradeSpec {
                         .map_err(|e| command::CommandError::Timeout(e.to_string()))?,
                 };
                 Arc::new(command::Command::new(run, dir, *workers, timeout, *binary)?)
+            }
+            GradeSpec::Embedding {
+                threshold,
+                endpoint,
+                model,
+            } => {
+                if !threshold.is_finite() || !(-1.0..=1.0).contains(threshold) {
+                    return Err(SpecError::Threshold(*threshold));
+                }
+                Arc::new(embedding::Embedding {
+                    threshold: *threshold,
+                    service: (endpoint.clone(), model.clone()),
+                })
             }
             GradeSpec::ToolCall { exact, order } => Arc::new(structured::ToolCalls {
                 exact: *exact,

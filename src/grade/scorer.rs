@@ -41,6 +41,8 @@ pub struct ScoreInput<'a> {
 pub struct ScoreContext {
     /// The judge model-graded scorers ask, through its own client.
     pub judge: Option<Arc<super::judge::JudgeService>>,
+    /// Where `embedding` scorers get their vectors, by their `endpoint` and `model`.
+    pub embeddings: super::embedding::EmbeddingServices,
 }
 
 /// One job's score.
@@ -154,6 +156,8 @@ pub enum CaseError {
     /// The judge prompt does not render for this case.
     #[error("{0}")]
     JudgePrompt(#[from] super::judge::PromptError),
+    #[error("`embedding` compares the answer with `expected`, and the case has no expected answer")]
+    NothingToEmbed,
     #[error("`fields` needs `expected` to be a JSON object of the fields to extract")]
     FieldsNotObject,
     #[error("required field `{field}` is not among the expected fields ({expected})")]

@@ -9,6 +9,7 @@
 pub mod answers;
 pub mod anthropic;
 pub mod batch;
+pub mod embeddings;
 pub mod memory;
 pub mod model;
 mod responses;
@@ -181,6 +182,9 @@ pub struct Stats {
     pub replays: AtomicU64,
     pub in_flight: AtomicU64,
     pub max_in_flight: AtomicU64,
+    /// Requests on `POST /v1/embeddings`, and the texts they asked for.
+    pub embedding_requests: AtomicU64,
+    pub embedded_inputs: AtomicU64,
 }
 
 /// What the simulator did so far, for tests and `GET /stats`.
@@ -208,6 +212,10 @@ pub struct StatsSnapshot {
     pub replays: u64,
     pub in_flight: u64,
     pub max_in_flight: u64,
+    #[serde(default)]
+    pub embedding_requests: u64,
+    #[serde(default)]
+    pub embedded_inputs: u64,
 }
 
 impl Stats {
@@ -232,6 +240,8 @@ impl Stats {
             replays: g(&self.replays),
             in_flight: g(&self.in_flight),
             max_in_flight: g(&self.max_in_flight),
+            embedding_requests: g(&self.embedding_requests),
+            embedded_inputs: g(&self.embedded_inputs),
         }
     }
 }

@@ -162,6 +162,10 @@ async fn connection(mut stream: TcpStream, provider: Arc<Provider>) -> std::io::
                 headers: head.headers,
                 body,
             }),
+            ("POST", "/v1/embeddings") => {
+                let (status, body) = provider.embeddings(&head.headers, &body);
+                plain(status, body)
+            }
             ("GET", "/stats") => plain(200, serde_json::to_string(&provider.stats()).unwrap_or_default()),
             // The models list wants the key too, as OpenAI's and Anthropic's do: a
             // preflight with a wrong key is refused before any job is sent.

@@ -82,6 +82,18 @@ pub enum GradeSpec {
         #[serde(default)]
         binary: bool,
     },
+    /// The answer passes when its embedding's cosine similarity to an expected answer's
+    /// reaches `threshold`, through an OpenAI-compatible `/v1/embeddings`.
+    Embedding {
+        threshold: f64,
+        /// One of the run's endpoints (`endpoints:`) [default: the run's endpoint, or its
+        /// first].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        endpoint: Option<String>,
+        /// The embedding model [default: the endpoint's model].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+    },
     /// Every part passes (the lowest score).
     All {
         of: Vec<GradeSpec>,
@@ -132,6 +144,19 @@ impl GradeSpec {
                 of.iter().map(GradeSpec::judge_calls).sum()
             }
             _ => 0,
+        }
+    }
+
+    /// The `embedding` scorers it holds (alone or as parts): their `endpoint` and `model`.
+    pub fn embeddings(&self) -> Vec<(Option<String>, Option<String>)> {
+        match self {
+            GradeSpec::Embedding {
+                endpoint, model, ..
+            } => vec![(endpoint.clone(), model.clone())],
+            GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
+                of.iter().flat_map(GradeSpec::embeddings).collect()
+            }
+            _ => Vec::new(),
         }
     }
 

@@ -88,7 +88,10 @@ async fn judge(
         text: "Paris, of course.".into(),
         ..Answer::default()
     };
-    let context = ScoreContext { judge: Some(svc) };
+    let context = ScoreContext {
+        judge: Some(svc),
+        ..Default::default()
+    };
     let out = j
         .score(
             ScoreInput {
@@ -654,7 +657,10 @@ async fn an_answer_that_forges_a_reference_block_does_not_fool_a_judge_reading_t
         endpoint: "http://judge/v1".into(),
         cache: None,
     });
-    let context = ScoreContext { judge: Some(svc) };
+    let context = ScoreContext {
+        judge: Some(svc),
+        ..Default::default()
+    };
     let messages = [ChatMessage::new("user", "What is the capital of France?")];
     let j = Judge::new(None, Scale::Binary, 1, None).unwrap();
     let mut passed = Vec::new();

@@ -276,3 +276,223 @@ fn a_scorer_that_fails_every_answer_alike_stops_the_run_early() {
         "{seen} answers bought for a scorer that cannot score"
     );
 }
+
+/// The cosine of two texts as the simulator embeds them.
+fn simulated_cosine(a: &str, b: &str) -> f64 {
+    use promptgauge::mock::embeddings::vector;
+    promptgauge::grade::embedding::cosine(&vector(a), &vector(b)).unwrap()
+}
+
+/// A bench whose answers are known: the simulator echoes what follows `Echo:`, so each
+/// answer is the case's `say` (and, for the second variant, one word more).
+fn echo_bench(grade: &str) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "same",
+            "Refunds reach your card within 5 business days.",
+            "Refunds reach your card within 5 business days.",
+        ),
+        (
+            "close",
+            "Refunds reach your card in 5 business days.",
+            "Refunds reach your card within 5 business days.",
+        ),
+        (
+            "other",
+            "The warranty covers defects for two years.",
+            "Exchanges are free within 30 days.",
+        ),
+        (
+            "half",
+            "Print the return label from your order page.",
+            "The return label is free: print it from your order page.",
+        ),
+        (
+            "apart",
+            "We ship to 30 countries.",
+            "Store credit never expires.",
+        ),
+        (
+            "twice",
+            "Refunds reach your card within 5 business days.",
+            "Refunds reach your card within 5 business days.",
+        ),
+    ];
+    let lines: String = cases
+        .iter()
+        .map(|(id, say, expected)| {
+            format!(
+                "{}\n",
+                serde_json::json!({"id": id, "vars": {"say": say}, "expected": expected})
+            )
+        })
+        .collect();
+    std::fs::write(d.path().join("cases.jsonl"), lines).unwrap();
+    std::fs::write(d.path().join("plain.txt"), "Echo: {{ say }}").unwrap();
+    std::fs::write(d.path().join("more.txt"), "Echo: {{ say }} Indeed").unwrap();
+    std::fs::write(
+        d.path().join("bench.yaml"),
+        format!("name: echo\ncases: cases.jsonl\nvariants: [plain.txt, more.txt]\ngrade: {grade}\nparams: {{ max_tokens: 50 }}\n"),
+    )
+    .unwrap();
+    d
+}
+
+#[test]
+fn the_embedding_scorer_compares_by_meaning_journals_each_call_and_buys_each_vector_once() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let b = echo_bench("{ kind: embedding, threshold: 0.8, model: embedder-1 }");
+    let run = || {
+        let o = promptgauge(b.path())
+            .args([
+                "run",
+                "bench.yaml",
+                "--quiet",
+                "--cache",
+                "--concurrency",
+                "1",
+            ])
+            .args(["--model", "m", "--base-url"])
+            .arg(server.base_url())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        run_dirs(&b.path().join("reports")).pop().unwrap()
+    };
+    let dir = run();
+    let records = journal(&dir);
+    assert_eq!(records.len(), 12);
+    let mut passed = HashSet::new();
+    for r in &records {
+        let (answer, expected) = (
+            r["output"].as_str().unwrap(),
+            r["expected"][0].as_str().unwrap(),
+        );
+        // The score is the simulator's cosine of the two texts against the threshold.
+        let similarity = simulated_cosine(answer, expected);
+        let detail = &r["score_detail"];
+        assert!(
+            (detail["similarity"].as_f64().unwrap() - similarity).abs() < 1e-9,
+            "{r}"
+        );
+        assert_eq!(detail["threshold"], 0.8);
+        assert_eq!(detail["model"], "embedder-1");
+        assert_eq!(r["score"], if similarity >= 0.8 { 1.0 } else { 0.0 }, "{r}");
+        if similarity >= 0.8 {
+            passed.insert(format!(
+                "{}/{}",
+                r["case_id"].as_str().unwrap(),
+                r["variant"].as_str().unwrap()
+            ));
+        }
+        // Journaled like a judge's call: what was embedded, the verdict, the tokens.
+        let call = &r["judge"][0];
+        assert_eq!(call["request"][0]["content"], answer);
+        assert_eq!(call["request"][1]["content"], expected);
+        assert!(
+            call["reply"]
+                .as_str()
+                .unwrap()
+                .starts_with("cosine similarity")
+        );
+        if call["cached"] != true {
+            assert!(call["usage"]["prompt_tokens"].as_u64().unwrap() > 0, "{r}");
+        }
+    }
+    let mut passed: Vec<String> = passed.into_iter().collect();
+    passed.sort();
+    assert_eq!(
+        passed,
+        [
+            "close/more",
+            "close/plain",
+            "half/more",
+            "half/plain",
+            "same/more",
+            "same/plain",
+            "twice/more",
+            "twice/plain"
+        ]
+    );
+    // Each distinct text was embedded once: an expected answer once for both variants
+    // and for both cases that share it (the run's memory, then the cache).
+    let texts: HashSet<&str> = records
+        .iter()
+        .flat_map(|r| {
+            [
+                r["output"].as_str().unwrap(),
+                r["expected"][0].as_str().unwrap(),
+            ]
+        })
+        .collect();
+    let stats = server.provider.stats();
+    assert_eq!(stats.embedded_inputs as usize, texts.len());
+    let sent = records
+        .iter()
+        .filter(|r| r["judge"][0]["cached"] != true)
+        .count();
+    assert_eq!(stats.embedding_requests as usize, sent);
+    assert!(sent >= 8, "{sent}");
+    // Again with --cache: no vector is bought twice.
+    let again = run();
+    assert_ne!(again, dir);
+    assert_eq!(
+        server.provider.stats().embedding_requests as usize,
+        sent,
+        "every vector came from the cache"
+    );
+    assert!(
+        journal(&again)
+            .iter()
+            .all(|r| r["judge"][0]["cached"] == true),
+        "the calls say they were cached"
+    );
+}
+
+#[test]
+fn the_embedding_example_runs_on_the_simulator() {
+    let out = tempfile::tempdir().unwrap();
+    let o = promptgauge(&repo().join("examples/scorers"))
+        .args([
+            "run",
+            "embedding.yaml",
+            "--base-url",
+            "mock",
+            "--quiet",
+            "--out",
+        ])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let records = journal(&run_dirs(out.path()).pop().unwrap());
+    assert!(records.iter().all(|r| r["status"] == "graded"));
+    assert!(records.iter().any(|r| r["score"] == 1.0));
+}
+
+#[test]
+fn an_embedding_scorer_naming_an_endpoint_the_run_does_not_use_is_refused() {
+    let examples = repo().join("examples/scorers");
+    let d = tempfile::tempdir().unwrap();
+    for f in ["cases.jsonl", "prompts/terse.txt", "prompts/policy.yaml"] {
+        let to = d.path().join(f);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(examples.join(f), to).unwrap();
+    }
+    let text = std::fs::read_to_string(examples.join("embedding.yaml"))
+        .unwrap()
+        .replace("# endpoint: embedder ", "endpoint: embedder ");
+    std::fs::write(d.path().join("bench.yaml"), text).unwrap();
+    let o = promptgauge(d.path())
+        .args(["run", "bench.yaml", "--base-url", "mock"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("asks endpoint `embedder` for its vectors"),
+        "{stderr}"
+    );
+    assert!(run_dirs(&d.path().join("reports")).is_empty());
+}
