@@ -52,6 +52,12 @@ pub enum Command {
     Init(InitArgs),
     /// Turn another tool's config into a bench: `import promptfoo promptfooconfig.yaml`.
     Import(ImportArgs),
+    /// Turn another tool's per-sample results into a run folder, so `compare`, `history`,
+    /// the gates, the reports and the store work on them: inspect_ai eval logs (.eval,
+    /// .json), lm-evaluation-harness `--log_samples` files, promptfoo's `--output
+    /// results.json`. Each file given is a variant, paired with the others by case.
+    #[command(name = "import-results")]
+    ImportResults(ImportResultsArgs),
     /// Run every variant of a bench over its cases and report accuracy, cost and latency.
     Run(RunArgs),
     /// Validate the bench, its cases and prompts, and print the plan; no network calls.
@@ -237,6 +243,56 @@ pub struct ImportArgs {
     /// otherwise copy any file you can read into the bench it writes.
     #[arg(long)]
     pub allow_outside_files: bool,
+}
+
+/// `import-results FORMAT FILE…`.
+#[derive(Debug, Args)]
+pub struct ImportResultsArgs {
+    /// The tool that wrote the files.
+    #[arg(value_enum)]
+    pub format: ResultsFormat,
+    /// Its result files: inspect_ai logs (one per variant), lm-eval `samples_TASK_DATE.jsonl`
+    /// files (one per model; the `results_DATE.json` beside each is read too), or
+    /// promptfoo results.json files (each prompt × provider column a variant).
+    #[arg(required = true, num_args = 1..)]
+    pub files: Vec<PathBuf>,
+    /// Name the variants, in the order the files (or a promptfoo file's columns) give them
+    /// [default: the model, or what tells the files apart].
+    #[arg(long, value_delimiter = ',', value_name = "A,B")]
+    pub variants: Vec<String>,
+    /// The score to take when a sample has several: an inspect_ai scorer, an lm-eval
+    /// metric (`acc`, `acc_norm`, `exact_match`) [default: inspect's headline scorer, the
+    /// task's first metric].
+    #[arg(long, value_name = "NAME")]
+    pub score: Option<String>,
+    /// lm-eval: the filter whose lines to take (`strict-match`, `flexible-extract`)
+    /// [default: the first in the file].
+    #[arg(long, value_name = "NAME")]
+    pub filter: Option<String>,
+    /// Root folder for the run folder.
+    #[arg(long, default_value = "reports", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Print only the final table.
+    #[arg(short, long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub gates: GateArgs,
+    #[command(flatten)]
+    pub outputs: OutputArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// Tools whose results `import-results` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ResultsFormat {
+    /// inspect_ai eval logs: `.eval` archives or `.json` logs.
+    Inspect,
+    /// lm-evaluation-harness `--log_samples` output.
+    #[value(name = "lm-eval")]
+    LmEval,
+    /// promptfoo `eval --output results.json`.
+    Promptfoo,
 }
 
 /// Tools `import` reads.

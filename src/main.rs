@@ -42,6 +42,7 @@ fn main() -> ExitCode {
         match &cli.command {
             Command::Init(args) => app::init(args),
             Command::Import(args) => app::import(args),
+            Command::ImportResults(args) => app::import_results(args, &env).await,
             Command::Run(args) => app::run(args, &env).await,
             Command::Check(args) => app::check(args, &env).await,
             Command::Plan(args) => app::plan(args),

@@ -48,6 +48,7 @@ mod plan;
 mod preflight;
 mod prepare;
 mod report;
+mod results;
 mod run;
 mod source;
 mod view;
@@ -65,6 +66,7 @@ pub use mock::mock;
 pub use plan::plan;
 pub(crate) use prepare::{Prepared, prepare};
 pub use report::report;
+pub use results::import_results;
 pub use run::run;
 pub use view::view;
 

@@ -167,8 +167,8 @@ impl EmbeddingService {
     }
 }
 
-/// The cosine similarity of two vectors; 0 when either is all zeros, `None` when their
-/// lengths differ.
+/// The cosine similarity of two vectors, to 12 decimals; 0 when either is all zeros,
+/// `None` when their lengths differ.
 pub fn cosine(a: &[f64], b: &[f64]) -> Option<f64> {
     if a.len() != b.len() {
         return None;
@@ -179,7 +179,9 @@ pub fn cosine(a: &[f64], b: &[f64]) -> Option<f64> {
     Some(if na == 0.0 || nb == 0.0 {
         0.0
     } else {
-        (dot / (na * nb)).clamp(-1.0, 1.0)
+        // Rounded at 1e-12: a text against itself is 1, not 0.9999999999999998 (a
+        // threshold of 1 then means "the same meaning", as written).
+        ((dot / (na * nb)).clamp(-1.0, 1.0) * 1e12).round() / 1e12
     })
 }
 

@@ -13,6 +13,7 @@ mod ci;
 mod cli;
 mod durability;
 mod endpoints;
+mod import_results;
 mod judge;
 mod responses;
 mod runner;

@@ -1,0 +1,494 @@
+//! `import-results FORMAT FILE…`: another tool's per-sample results as a run folder —
+//! run.json, the journal, the reports, the history store — so `compare`, `history`, the
+//! gates and every report work on them unchanged (docs/import-results.md). Each reader
+//! turns its files into [`Imported`]: variants (a file each, or a promptfoo file's
+//! columns), each with its samples by case and repeat; whatever it cannot carry over is a
+//! note, said and written to IMPORT-NOTES.md in the run folder.
+
+mod inspect;
+mod lmeval;
+mod promptfoo;
+mod read;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use super::finish::{Ending, Outputs, conclude};
+use super::{Exit, Failure, aggregator};
+use crate::cli::{ImportResultsArgs, ResultsFormat, UsageError};
+use crate::client::{Outcome, Usage};
+use crate::clock::utc_now;
+use crate::error::BeforeSend;
+use crate::runner::RunDir;
+use crate::runner::journal::{JobRecord, JobStatus};
+use crate::runner::record::{BenchRecord, PlanSettings, ProviderInfo, RunRecord, Tool};
+use crate::suite::{Fingerprint, GradeSpec, Limits, Variant};
+
+/// Another tool's results, read.
+#[derive(Debug, Default)]
+pub(super) struct Imported {
+    /// The task (the bench's name).
+    pub name: String,
+    /// The tool and version that wrote them, as said: `inspect_ai 0.3.285`.
+    pub tool: String,
+    /// When the earliest of them was made (RFC 3339), if they say.
+    pub started_at: Option<String>,
+    pub arms: Vec<Arm>,
+    /// What could not be carried over.
+    pub notes: Vec<String>,
+}
+
+/// One variant: a file, or a promptfoo column.
+#[derive(Debug, Default)]
+pub(super) struct Arm {
+    /// What tells it apart, as found (the model, a task argument, a prompt's label).
+    pub name: String,
+    pub model: String,
+    /// Where it came from.
+    pub file: PathBuf,
+    /// Its prompt as the tool recorded it (a system prompt, a template), shown as the
+    /// variant's message.
+    pub prompt: String,
+    pub samples: Vec<Sample>,
+}
+
+/// One answer and its score.
+#[derive(Debug, Clone)]
+pub(super) struct Sample {
+    pub case: String,
+    /// 0-based (an inspect epoch, a promptfoo repeat).
+    pub repeat: u32,
+    /// The input as the tool recorded it.
+    pub input: String,
+    pub expected: Vec<String>,
+    pub output: String,
+    /// The score in [0, 1]; `Err`: the tool did not score it (an error, an unscored
+    /// sample), why.
+    pub score: Result<f64, String>,
+    pub usage: Option<Usage>,
+    pub latency_ms: Option<f64>,
+    pub tags: Vec<String>,
+}
+
+/// `import-results`: reads the files, writes the run folder, its reports and (unless
+/// `--no-store`) its row in the history store; the gates decide the exit code as a run's.
+pub async fn import_results(
+    args: &ImportResultsArgs,
+    env: &crate::cli::Env,
+) -> Result<Exit, Failure> {
+    let mut imported = match args.format {
+        ResultsFormat::Inspect => inspect::read(args)?,
+        ResultsFormat::LmEval => lmeval::read(args)?,
+        ResultsFormat::Promptfoo => promptfoo::read(args)?,
+    };
+    name_arms(&mut imported, &args.variants)?;
+    let store =
+        crate::cli::store_location(args.store.store.as_deref(), env, &args.out).map(|s| s.0);
+    if let (false, Err(e)) = (args.store.no_store, &store) {
+        return Err(e.clone().into());
+    }
+    let baseline =
+        super::run::baseline_of(args.gates.baseline.as_deref(), &imported.name, 0.95, &store)
+            .await?;
+    let dir = RunDir::create(
+        &args.out,
+        &format!("{}-imported", imported.name),
+        &utc_now(),
+    )
+    .before_send()?;
+    let _lock = dir.lock().map_err(super::finish::in_use)?;
+    let (mut record, records) = run_of(&imported, &dir);
+    record.allowed_failures = args.gates.allow_failures;
+    let mut journal = dir
+        .append_journal()
+        .with_context(|| format!("cannot create the journal in {}", dir.path().display()))
+        .before_send()?;
+    let mut agg = aggregator(&dir, &record, &args.outputs)?;
+    if !args.store.no_store {
+        agg.figures()
+            .keep_rows(&record.bench.case_ids, Some(dir.store_spool()));
+    }
+    for r in &records {
+        journal
+            .append(r)
+            .with_context(|| format!("cannot write {}", dir.journal_path().display()))
+            .before_send()?;
+        agg.add(r);
+    }
+    drop(journal);
+    dir.write_record(&record).before_send()?;
+    write_notes(&dir, &imported, args)?;
+    if !args.quiet {
+        for n in &imported.notes {
+            note!("not carried over: {n}");
+        }
+    }
+    agg.figures().set_run(record.info());
+    let outputs = Outputs {
+        store: if args.store.no_store {
+            None
+        } else {
+            Some(store?)
+        },
+        sent: false,
+        ..Outputs::of(&args.gates, &args.outputs, baseline.as_ref(), args.quiet)
+    };
+    Ok(conclude(
+        &dir,
+        &record,
+        agg.finish(),
+        Ending::default(),
+        &outputs,
+        Vec::new(),
+        None,
+    )
+    .await)
+}
+
+/// The variants' names: `--variants` in order, else what was found, made unique; names
+/// that cannot be told apart are refused with the fix.
+fn name_arms(imported: &mut Imported, given: &[String]) -> Result<(), UsageError> {
+    if !given.is_empty() {
+        if given.len() != imported.arms.len() {
+            return Err(UsageError::with_fix(
+                format!(
+                    "--variants names {} variants, and the files hold {}: {}",
+                    given.len(),
+                    imported.arms.len(),
+                    imported
+                        .arms
+                        .iter()
+                        .map(|a| format!("{} ({})", a.name, a.file.display()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                "give one name per variant, in that order",
+            ));
+        }
+        for (arm, name) in imported.arms.iter_mut().zip(given) {
+            arm.name = name.clone();
+        }
+    }
+    for arm in &mut imported.arms {
+        arm.name = clean_name(&arm.name);
+    }
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for arm in &imported.arms {
+        *seen.entry(arm.name.clone()).or_default() += 1;
+    }
+    if let Some((name, _)) = seen.iter().find(|(_, n)| **n > 1) {
+        return Err(UsageError::with_fix(
+            format!(
+                "two variants would be named `{name}`: nothing in the files tells them apart ({})",
+                imported
+                    .arms
+                    .iter()
+                    .map(|a| a.file.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            "name them with --variants A,B (in the order of the files)",
+        ));
+    }
+    Ok(())
+}
+
+/// A variant name as the reports and the command line take it: letters, digits, `-`, `_`,
+/// `.`, `/` (others become `-`), at most 48.
+fn clean_name(name: &str) -> String {
+    let cleaned: String = name
+        .trim()
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '/') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(48)
+        .collect();
+    let mut collapsed = String::with_capacity(cleaned.len());
+    for c in cleaned.chars() {
+        if !(c == '-' && collapsed.ends_with('-')) {
+            collapsed.push(c);
+        }
+    }
+    let cleaned = collapsed.trim_matches('-').to_string();
+    if cleaned.is_empty() {
+        "variant".into()
+    } else {
+        cleaned
+    }
+}
+
+/// The run's record and its jobs' records: the cases in the order the first variant gives
+/// them (then any others'), every variant over every case and repeat.
+fn run_of(imported: &Imported, dir: &RunDir) -> (RunRecord, Vec<JobRecord>) {
+    let mut case_ids: Vec<String> = Vec::new();
+    let mut position: HashMap<String, usize> = HashMap::new();
+    let mut first_of: HashMap<String, &Sample> = HashMap::new();
+    for arm in &imported.arms {
+        for s in &arm.samples {
+            if !position.contains_key(&s.case) {
+                position.insert(s.case.clone(), case_ids.len());
+                case_ids.push(s.case.clone());
+                first_of.insert(s.case.clone(), s);
+            }
+        }
+    }
+    let repeats = imported
+        .arms
+        .iter()
+        .flat_map(|a| a.samples.iter().map(|s| s.repeat + 1))
+        .max()
+        .unwrap_or(1);
+    let arms = imported.arms.len();
+    let per_case = arms * repeats as usize;
+    let mut records = Vec::new();
+    for (a, arm) in imported.arms.iter().enumerate() {
+        for s in &arm.samples {
+            let job = position[&s.case] * per_case + a * repeats as usize + s.repeat as usize;
+            records.push(job_record(job, arm, s));
+        }
+    }
+    records.sort_by_key(|r| r.job);
+    let case_hashes: Vec<u64> = case_ids
+        .iter()
+        .map(|id| {
+            let s = first_of[id];
+            digest(&(id, &s.input, &s.expected))
+        })
+        .collect();
+    let variants: Vec<Variant> = imported
+        .arms
+        .iter()
+        .map(|a| Variant {
+            name: a.name.clone(),
+            messages: vec![crate::suite::prompts::MessageTemplate {
+                role: "user".into(),
+                content: if a.prompt.is_empty() {
+                    format!("(imported from {})", a.file.display())
+                } else {
+                    a.prompt.clone()
+                },
+                line: None,
+                history: false,
+            }],
+            params: Default::default(),
+            path: a.file.clone(),
+        })
+        .collect();
+    let models: Vec<&str> = imported.arms.iter().map(|a| a.model.as_str()).collect();
+    let started = imported.started_at.clone().unwrap_or_else(utc_now);
+    let record = RunRecord {
+        tool: Tool {
+            name: "promptgauge".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+        run_id: format!(
+            "{}-{:04x}",
+            dir.path()
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("imported"),
+            rand::random::<u16>()
+        ),
+        started_at: started,
+        started_unix_ms: None,
+        finished_at: Some(utc_now()),
+        stopped: None,
+        resumed_at: Vec::new(),
+        bench_path: imported
+            .arms
+            .first()
+            .map(|a| a.file.clone())
+            .unwrap_or_default(),
+        plan: PlanSettings {
+            limit: None,
+            variants: imported.arms.iter().map(|a| a.name.clone()).collect(),
+            repeats,
+            shard: None,
+            sequential: None,
+            endpoints: Vec::new(),
+        },
+        fingerprint: Fingerprint {
+            cases: format!("{:016x}", digest(&case_hashes)),
+            variants: format!(
+                "{:016x}",
+                digest(
+                    &imported
+                        .arms
+                        .iter()
+                        .map(|a| (&a.name, &a.model, &a.prompt))
+                        .collect::<Vec<_>>()
+                )
+            ),
+            settings: format!("{:016x}", digest(&(&imported.tool, repeats))),
+        },
+        jobs_planned: case_ids.len() * per_case,
+        endpoint: ProviderInfo {
+            base_url: format!("imported from {}", imported.tool),
+            model: if models.windows(2).all(|w| w[0] == w[1]) {
+                models.first().map_or(String::new(), |m| m.to_string())
+            } else {
+                models.join(", ")
+            },
+            simulated: false,
+            api_key_env: None,
+            replicas: Vec::new(),
+            protocol: Default::default(),
+            endpoint: None,
+            price: None,
+            batch: false,
+        },
+        endpoints: Vec::new(),
+        judge: None,
+        bench: BenchRecord {
+            name: imported.name.clone(),
+            text: String::new(),
+            cases: case_ids.len(),
+            case_ids,
+            case_hashes,
+            variants,
+            params: Default::default(),
+            limits: Limits::default(),
+            price: None,
+            repeats,
+            confidence: 0.95,
+            grade: GradeSpec::default(),
+            judge: None,
+        },
+        source: None,
+        store: None,
+        merged_from: Vec::new(),
+        allowed_failures: 0,
+        budget_usd: None,
+    };
+    (record, records)
+}
+
+/// A sample as a job's record: graded with its score, or failed with why it has none.
+fn job_record(job: usize, arm: &Arm, s: &Sample) -> JobRecord {
+    let (status, score, error) = match &s.score {
+        Ok(v) => (JobStatus::Graded, Some(*v), None),
+        Err(why) => (JobStatus::Failed, None, Some(why.clone())),
+    };
+    JobRecord {
+        job,
+        case_id: s.case.clone(),
+        variant: arm.name.clone(),
+        endpoint: None,
+        repeat: s.repeat,
+        status,
+        outcome: (status == JobStatus::Graded).then_some(Outcome::Complete),
+        output: if status == JobStatus::Graded {
+            s.output.clone()
+        } else {
+            String::new()
+        },
+        partial_output: (status != JobStatus::Graded && !s.output.is_empty())
+            .then(|| s.output.clone()),
+        reasoning: String::new(),
+        finish_reason: None,
+        tool_calls: Vec::new(),
+        expected: s.expected.clone(),
+        extracted: None,
+        not_found: None,
+        correct: None,
+        score,
+        score_detail: None,
+        judge: Vec::new(),
+        judge_usage: None,
+        error,
+        attempts: Vec::new(),
+        ttft_ms: None,
+        latency_ms: s.latency_ms,
+        answer_ms: None,
+        usage: s.usage.unwrap_or_default(),
+        model: Some(arm.model.clone()).filter(|m| !m.is_empty()),
+        tags: s.tags.clone(),
+        group: None,
+        cached: false,
+        resent: 0,
+        batch: None,
+    }
+}
+
+/// IMPORT-NOTES.md in the run folder: where the results came from, and everything not
+/// carried over.
+fn write_notes(dir: &RunDir, imported: &Imported, args: &ImportResultsArgs) -> Result<(), Failure> {
+    let mut text = format!(
+        "# Imported results\n\n{} results of `{}`, imported by `promptgauge import-results` into this run folder.\n\nVariants:\n\n",
+        imported.tool, imported.name
+    );
+    for a in &imported.arms {
+        text.push_str(&format!(
+            "- `{}`: {} ({} samples, model `{}`)\n",
+            a.name,
+            a.file.display(),
+            a.samples.len(),
+            a.model
+        ));
+    }
+    if let Some(score) = &args.score {
+        text.push_str(&format!("\nScore taken: `{score}`.\n"));
+    }
+    text.push_str("\n## Not carried over\n\n");
+    if imported.notes.is_empty() {
+        text.push_str(
+            "Nothing: every sample's answer, score, tokens and time were carried over.\n",
+        );
+    }
+    for n in &imported.notes {
+        text.push_str(&format!("- {n}\n"));
+    }
+    let path = dir.file("IMPORT-NOTES.md");
+    crate::files::write_atomically(&path, text)
+        .with_context(|| format!("cannot write {}", path.display()))
+        .before_send()?;
+    Ok(())
+}
+
+/// A stable hash of what identifies a case or a variant.
+fn digest<T: serde::Serialize + ?Sized>(value: &T) -> u64 {
+    let mut h = crate::hash::StableHasher::default();
+    let _ = serde_json::to_writer(&mut h, value);
+    h.finish()
+}
+
+/// The first file's path, for messages about the files as a whole.
+pub(super) fn shown(files: &[PathBuf]) -> String {
+    files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A score read from a number or a boolean; `None` when it is neither or outside [0, 1].
+pub(super) fn unit_score(v: &serde_json::Value) -> Option<f64> {
+    match v {
+        serde_json::Value::Bool(b) => Some(f64::from(u8::from(*b))),
+        serde_json::Value::Number(n) => n.as_f64().filter(|x| (0.0..=1.0).contains(x)),
+        _ => None,
+    }
+}
+
+/// Refuses files whose variants are of different tasks.
+pub(super) fn one_task(tasks: &[(String, &Path)]) -> Result<String, UsageError> {
+    let first = tasks.first().map(|t| t.0.clone()).unwrap_or_default();
+    if let Some((other, file)) = tasks.iter().find(|t| t.0 != first) {
+        return Err(UsageError::with_fix(
+            format!(
+                "{} is of task `{other}`, and {} of task `{first}`: a run compares variants of one task",
+                file.display(),
+                tasks[0].1.display()
+            ),
+            "import each task's files apart",
+        ));
+    }
+    Ok(first)
+}
