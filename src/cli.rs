@@ -227,14 +227,24 @@ pub fn store_location(
     }
 }
 
-/// `import promptfoo CONFIG`.
+/// `import promptfoo CONFIG` or `import openai-evals EVAL.json --run RUN.json`.
 #[derive(Debug, Args)]
 pub struct ImportArgs {
     /// The tool the config is for.
     #[arg(value_enum)]
     pub from: ImportFrom,
-    /// Its config file (promptfooconfig.yaml).
+    /// Its config file: promptfooconfig.yaml, or the OpenAI eval's JSON (as `GET
+    /// /v1/evals/ID` returned it, or as it was created).
     pub config: PathBuf,
+    /// openai-evals: a run of the eval, as exported (`GET …/runs/ID`, or the body it was
+    /// created with): its data source holds the prompt template, the model and its
+    /// sampling parameters. Repeat it for several runs: each is a variant.
+    #[arg(long = "run", value_name = "RUN.json")]
+    pub runs: Vec<PathBuf>,
+    /// openai-evals: the items, one JSON object per line (`{"item": {…}}`, as uploaded)
+    /// [default: those the run holds inline].
+    #[arg(long, value_name = "ITEMS.jsonl")]
+    pub items: Option<PathBuf>,
     /// Where to write the bench (nothing is overwritten).
     #[arg(long, default_value = "imported", value_name = "DIR")]
     pub out: PathBuf,
@@ -299,6 +309,10 @@ pub enum ResultsFormat {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ImportFrom {
     Promptfoo,
+    /// An OpenAI Evals export: the eval (its data source and testing criteria), with the
+    /// run(s) that hold the prompt (--run) and the items (--items, or the run's own).
+    #[value(name = "openai-evals")]
+    OpenaiEvals,
 }
 
 /// `init [DIR]`.

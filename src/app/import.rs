@@ -4,6 +4,8 @@
 //! side by side in one run); whatever has
 //! no equivalent is listed, in the terminal and in IMPORT-NOTES.md, never dropped silently.
 
+mod openai_evals;
+
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
@@ -31,6 +33,15 @@ struct Import {
     ids: std::collections::HashSet<String>,
     /// `defaultTest.vars`: every test's variables start from these.
     default_vars: Map<String, Value>,
+    /// The bench's scorer, when the import has one for every case (else each case carries
+    /// its own).
+    grade: Option<Value>,
+    /// The bench's `judge:` block.
+    judge: Option<Map<String, Value>>,
+    /// Other files to write, by their path in the bench's folder (judge prompts, scorers).
+    files: Vec<(String, String)>,
+    /// The tool imported from, as the bench's first line names it.
+    tool: &'static str,
 }
 
 /// A provider read: its label (or model), the endpoint's fields, its request parameters.
@@ -859,12 +870,23 @@ impl Import {
     }
 }
 
-/// `import promptfoo CONFIG`: writes the bench into `--out`; nothing is overwritten.
+/// `import TOOL CONFIG`: writes the bench into `--out`; nothing is overwritten.
 pub fn import(args: &ImportArgs) -> Result<Exit, Failure> {
+    match args.from {
+        crate::cli::ImportFrom::Promptfoo => import_promptfoo(args),
+        crate::cli::ImportFrom::OpenaiEvals => openai_evals::import(args),
+    }
+}
+
+/// `import promptfoo CONFIG`.
+fn import_promptfoo(args: &ImportArgs) -> Result<Exit, Failure> {
     let config_path = &args.config;
     let config = read_config(config_path)?;
     let files = Reader::beside(config_path, args.allow_outside_files);
-    let mut im = Import::default();
+    let mut im = Import {
+        tool: "promptfoo",
+        ..Import::default()
+    };
     let bad = |m: String| -> Failure {
         UsageError::with_fix(m, "fix the promptfoo config, or import its parts by hand").into()
     };
@@ -1024,18 +1046,28 @@ fn write_bench(out: &Path, name: &str, config_path: &Path, im: &Import) -> Resul
     for (file, text) in &im.variants {
         write(&format!("prompts/{file}"), text)?;
     }
+    for (file, text) in &im.files {
+        write(file, text)?;
+    }
     let cases: String = im.cases.iter().map(|c| format!("{c}\n")).collect();
     write("cases.jsonl", &cases)?;
     let mut bench = format!(
-        "# Imported from {} by `promptgauge import promptfoo`; see IMPORT-NOTES.md for what was not carried over.\nname: {name}\ncases: cases.jsonl\nvariants:                      # the first is the baseline\n",
-        config_path.display()
+        "# Imported from {} by `promptgauge import {}`; see IMPORT-NOTES.md for what was not carried over.\nname: {name}\ncases: cases.jsonl\nvariants:                      # the first is the baseline\n",
+        config_path.display(),
+        im.tool
     );
     for (file, _) in &im.variants {
         bench.push_str(&format!("  - prompts/{file}\n"));
     }
-    bench.push_str(
-        "grade: { kind: exact }         # each case carries its own scorer, from its asserts\n",
-    );
+    match &im.grade {
+        Some(grade) => bench.push_str(&format!("grade: {grade}\n")),
+        None => bench.push_str(
+            "grade: { kind: exact }         # each case carries its own scorer, from its asserts\n",
+        ),
+    }
+    if let Some(judge) = &im.judge {
+        bench.push_str(&format!("judge: {}\n", Value::Object(judge.clone())));
+    }
     if !im.endpoint.is_empty() {
         bench.push_str(&format!(
             "endpoint: {}\n",

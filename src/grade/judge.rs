@@ -60,6 +60,25 @@ pub struct Judge {
     votes: u32,
     /// A custom prompt template (its file, for errors), replacing the built-in one.
     template: Option<(std::path::PathBuf, String)>,
+    reading: Reading,
+}
+
+/// How a judge's reply is read: a verdict or a 0–10 score (what the built-in prompts ask
+/// for), one label of a list (OpenAI's `label_model`: the answer passes when it is one of
+/// the passing labels), or a number in a range that passes at a threshold (`score_model`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Reading {
+    #[default]
+    Scale,
+    Labels {
+        labels: Vec<String>,
+        passing: Vec<String>,
+    },
+    Range {
+        low: f64,
+        high: f64,
+        pass: f64,
+    },
 }
 
 /// Variables a custom judge prompt may use, besides the case's own (under `vars`).
@@ -183,7 +202,47 @@ impl Judge {
             scale,
             votes,
             template,
+            reading: Reading::Scale,
         })
+    }
+
+    /// The judge reading its replies as `reading` says; labels and ranges need a prompt of
+    /// their own that asks for them (the built-in ones ask for a verdict or a 0–10 score).
+    pub fn reading(mut self, reading: Reading) -> Result<Judge, SpecError> {
+        let bad = |why: String| Err(SpecError::Reading(why));
+        match &reading {
+            Reading::Scale => {}
+            _ if self.template.is_none() => {
+                return bad(
+                    "`labels` and `range` need a `prompt` of your own that asks for a label or a number: the built-in prompt asks for a verdict".into(),
+                );
+            }
+            Reading::Labels { labels, passing } => {
+                if labels.iter().any(|l| l.trim().is_empty()) || labels.is_empty() {
+                    return bad("`labels` must list the labels, none empty".into());
+                }
+                if passing.is_empty() {
+                    return bad("`passing_labels` must name the labels that pass".into());
+                }
+                if let Some(p) = passing.iter().find(|p| !labels.contains(p)) {
+                    return bad(format!("the passing label `{p}` is not among `labels`"));
+                }
+            }
+            Reading::Range { low, high, pass } => {
+                if !(low.is_finite() && high.is_finite() && low < high) {
+                    return bad(format!(
+                        "`range` [{low}, {high}] must be two numbers, the first lower"
+                    ));
+                }
+                if !(pass.is_finite() && (*low..=*high).contains(pass)) {
+                    return bad(format!(
+                        "`pass_threshold` {pass} must lie in the range [{low}, {high}]"
+                    ));
+                }
+            }
+        }
+        self.reading = reading;
+        Ok(self)
     }
 
     /// The judge's prompt for one answer.
@@ -312,6 +371,29 @@ impl Judge {
     /// two different verdicts anywhere (it quotes one and ends with another, or reasons
     /// through both) is ambiguous: an error, so the judge is asked again.
     pub fn read(&self, reply: &str) -> Result<(f64, Option<String>), String> {
+        match &self.reading {
+            Reading::Scale => {}
+            Reading::Labels { labels, passing } => {
+                let label = read_label(reply, labels)?;
+                let pass = passing.iter().any(|p| p.eq_ignore_ascii_case(&label));
+                return Ok((
+                    if pass { 1.0 } else { 0.0 },
+                    Some(format!("label: {label}")),
+                ));
+            }
+            Reading::Range { low, high, pass } => {
+                let n = read_number(reply)?;
+                if !(*low..=*high).contains(&n) {
+                    return Err(format!(
+                        "the score {n} is outside the range [{low}, {high}]"
+                    ));
+                }
+                return Ok((
+                    if n >= *pass { 1.0 } else { 0.0 },
+                    Some(format!("score {n} (passes at {pass} or more)")),
+                ));
+            }
+        }
         let (key, line) = match self.scale {
             Scale::Binary => ("verdict", "VERDICT"),
             Scale::TenPoint => ("score", "SCORE"),
@@ -441,6 +523,106 @@ fn shown_score(scale: Scale, s: f64) -> String {
         Scale::Binary => "no".into(),
         Scale::TenPoint => format!("{}/10", s * 10.0),
     }
+}
+
+/// The label a reply gives: a JSON object's `label` (or the reply as a JSON string), else
+/// its last line when that line is a label, else the one label it names as a word.
+fn read_label(reply: &str, labels: &[String]) -> Result<String, String> {
+    let known = |t: &str| {
+        let t = t
+            .trim()
+            .trim_matches(|c: char| !c.is_alphanumeric() && c != '_' && c != '-');
+        labels.iter().find(|l| l.eq_ignore_ascii_case(t)).cloned()
+    };
+    match serde_json::from_str::<Value>(super::strip_code_fence(reply.trim())) {
+        Ok(Value::Object(o)) => {
+            let given = o
+                .get("label")
+                .or_else(|| o.get("result"))
+                .and_then(Value::as_str);
+            return given.and_then(known).ok_or_else(|| {
+                format!(
+                    "the JSON reply gives no `label` among {}",
+                    labels.join(", ")
+                )
+            });
+        }
+        Ok(Value::String(t)) => {
+            return known(&t).ok_or_else(|| format!("`{t}` is not among {}", labels.join(", ")));
+        }
+        _ => {}
+    }
+    let last = reply
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    if let Some(l) = known(last.rsplit(':').next().unwrap_or(last)) {
+        return Ok(l);
+    }
+    let words: Vec<&str> = reply
+        .split(|c: char| !c.is_alphanumeric() && c != '_' && c != '-')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let named: Vec<&String> = labels
+        .iter()
+        .filter(|l| words.iter().any(|w| w.eq_ignore_ascii_case(l)))
+        .collect();
+    match named.as_slice() {
+        [one] => Ok((*one).clone()),
+        [] => Err(format!(
+            "the reply names none of the labels ({})",
+            labels.join(", ")
+        )),
+        several => Err(format!(
+            "the reply names several labels ({}): ambiguous",
+            several
+                .iter()
+                .map(|l| l.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// The number a reply gives: a JSON object's `score` (or `result`), the reply as a number,
+/// or its last line's (`SCORE: 7`, `7/10`, `7`).
+fn read_number(reply: &str) -> Result<f64, String> {
+    let from = |v: &Value| match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().split('/').next()?.trim().parse().ok(),
+        _ => None,
+    };
+    match serde_json::from_str::<Value>(super::strip_code_fence(reply.trim())) {
+        Ok(Value::Object(o)) => {
+            return o
+                .get("score")
+                .or_else(|| o.get("result"))
+                .and_then(from)
+                .ok_or_else(|| "the JSON reply gives no number as `score`".to_string());
+        }
+        Ok(v @ Value::Number(_)) => return from(&v).ok_or_else(|| "no number".to_string()),
+        _ => {}
+    }
+    let last = reply
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    let value = last
+        .rsplit(':')
+        .next()
+        .unwrap_or(last)
+        .trim()
+        .trim_matches(['*', '`', '.']);
+    from(&Value::String(value.to_string()))
+        .filter(|n: &f64| n.is_finite())
+        .ok_or_else(|| {
+            format!(
+                "the reply does not end with a number: `{}`",
+                crate::client::protocol::truncate(last.trim(), 80)
+            )
+        })
 }
 
 fn verdict(v: &Value) -> Result<f64, String> {
@@ -708,6 +890,64 @@ impl Scorer for Judge {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn judge_reading(reading: Reading) -> Judge {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.j2");
+        std::fs::write(&path, "Grade {{ answer }}").unwrap();
+        Judge::new(None, Scale::Binary, 1, Some(&path))
+            .unwrap()
+            .reading(reading)
+            .unwrap()
+    }
+
+    #[test]
+    fn a_label_judge_passes_the_passing_labels_and_refuses_what_names_none_or_several() {
+        let j = judge_reading(Reading::Labels {
+            labels: vec!["polite".into(), "neutral".into(), "rude".into()],
+            passing: vec!["polite".into(), "neutral".into()],
+        });
+        let score = |reply: &str| j.read(reply).map(|r| r.0);
+        assert_eq!(score("polite"), Ok(1.0));
+        assert_eq!(score("Rude."), Ok(0.0));
+        assert_eq!(score("The reply is curt.\nLabel: rude"), Ok(0.0));
+        assert_eq!(score("{\"label\": \"neutral\"}"), Ok(1.0));
+        assert_eq!(score("I would call this rude, overall."), Ok(0.0));
+        assert!(
+            score("Somewhere between polite and rude.")
+                .unwrap_err()
+                .contains("several")
+        );
+        assert!(score("unclear").unwrap_err().contains("none of the labels"));
+        assert!(score("{\"label\": \"angry\"}").is_err());
+    }
+
+    #[test]
+    fn a_range_judge_passes_at_its_threshold_and_refuses_numbers_outside() {
+        let j = judge_reading(Reading::Range {
+            low: 0.0,
+            high: 10.0,
+            pass: 7.0,
+        });
+        let score = |reply: &str| j.read(reply).map(|r| r.0);
+        assert_eq!(score("7"), Ok(1.0));
+        assert_eq!(score("Mostly right.\nSCORE: 6.5"), Ok(0.0));
+        assert_eq!(score("{\"score\": 9, \"reason\": \"fine\"}"), Ok(1.0));
+        assert_eq!(score("8/10"), Ok(1.0));
+        assert!(score("11").unwrap_err().contains("outside the range"));
+        assert!(score("good").is_err());
+        // A range or labels without a prompt of one's own: the built-in prompt asks for a verdict.
+        let built_in = Judge::new(None, Scale::Binary, 1, None).unwrap();
+        assert!(
+            built_in
+                .reading(Reading::Range {
+                    low: 0.0,
+                    high: 10.0,
+                    pass: 7.0
+                })
+                .is_err()
+        );
+    }
 
     #[test]
     fn replies_are_read_strictly() {

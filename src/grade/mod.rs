@@ -215,6 +215,9 @@ pub enum SpecError {
     Command(#[from] command::CommandError),
     #[error("`threshold` must be a number between -1 and 1 (a cosine similarity), found {0}")]
     Threshold(f64),
+    /// A judge's `labels` or `range` that cannot be read by.
+    #[error("{0}")]
+    Reading(String),
 }
 
 impl SpecError {
@@ -261,12 +264,44 @@ impl SpecExt for GradeSpec {
                 scale,
                 votes,
                 prompt,
-            } => Arc::new(judge::Judge::new(
-                rubric.clone(),
-                *scale,
-                *votes,
-                prompt.as_deref().map(|p| dir.join(p)).as_deref(),
-            )?),
+                labels,
+                passing_labels,
+                range,
+                pass_threshold,
+            } => {
+                let reading = match (labels.is_empty(), range) {
+                    (false, None) => judge::Reading::Labels {
+                        labels: labels.clone(),
+                        passing: passing_labels.clone(),
+                    },
+                    (true, Some([low, high])) => judge::Reading::Range {
+                        low: *low,
+                        high: *high,
+                        pass: pass_threshold.unwrap_or(*high),
+                    },
+                    (false, Some(_)) => {
+                        return Err(SpecError::Reading(
+                            "a judge reads either `labels` or a `range`, not both".into(),
+                        ));
+                    }
+                    (true, None) if pass_threshold.is_some() || !passing_labels.is_empty() => {
+                        return Err(SpecError::Reading(
+                            "`pass_threshold` goes with a `range`, `passing_labels` with `labels`"
+                                .into(),
+                        ));
+                    }
+                    (true, None) => judge::Reading::Scale,
+                };
+                Arc::new(
+                    judge::Judge::new(
+                        rubric.clone(),
+                        *scale,
+                        *votes,
+                        prompt.as_deref().map(|p| dir.join(p)).as_deref(),
+                    )?
+                    .reading(reading)?,
+                )
+            }
             GradeSpec::JsonSchema { schema } => {
                 let schema = match schema {
                     serde_json::Value::String(file) => {

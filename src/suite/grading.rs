@@ -43,6 +43,18 @@ pub enum GradeSpec {
         /// A template file replacing the built-in prompt (relative to the bench).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         prompt: Option<String>,
+        /// The judge answers with one of these labels (its `prompt` asks for one)...
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        labels: Vec<String>,
+        /// ...and the answer passes when it is one of these.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        passing_labels: Vec<String>,
+        /// The judge answers with a number in this range (its `prompt` asks for one)...
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        range: Option<[f64; 2]>,
+        /// ...and the answer passes at this number or more (default: the range's top).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pass_threshold: Option<f64>,
     },
     /// The answer is JSON that validates against a schema (a file, or inline).
     JsonSchema {
@@ -189,7 +201,12 @@ impl GradeSpec {
     /// Whether every score it gives is 0 or 1 (no partial credit).
     pub fn binary(&self) -> bool {
         match self {
-            GradeSpec::Judge { scale, .. } => *scale == Scale::Binary,
+            GradeSpec::Judge {
+                scale,
+                labels,
+                range,
+                ..
+            } => *scale == Scale::Binary || !labels.is_empty() || range.is_some(),
             GradeSpec::Fields { .. } | GradeSpec::Mean { .. } => false,
             GradeSpec::Command { binary, .. } => *binary,
             GradeSpec::All { of } | GradeSpec::Any { of } => of.iter().all(GradeSpec::binary),

@@ -514,3 +514,274 @@ fn what_is_not_a_result_file_is_refused_with_the_fix() {
         "nothing written"
     );
 }
+
+fn openai(file: &str) -> PathBuf {
+    fixtures().join("openai-evals").join(file)
+}
+
+fn import_evals(out: &Path, args: &[&str]) -> std::process::Output {
+    promptgauge(out)
+        .args(["import", "openai-evals"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn an_openai_eval_export_becomes_a_bench_with_each_criterion_translated_or_listed() {
+    let d = tempfile::tempdir().unwrap();
+    let eval = openai("eval.json");
+    let run = openai("run_create_request.completions.json");
+    let o = import_evals(
+        d.path(),
+        &[
+            eval.to_str().unwrap(),
+            "--run",
+            run.to_str().unwrap(),
+            "--out",
+            "bench",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let bench = d.path().join("bench");
+    let yaml = std::fs::read_to_string(bench.join("promptgauge.yaml")).unwrap();
+    // Every item passes only when every criterion does, as OpenAI counts it: string_check
+    // `ilike` → contains; label_model → a judge with its labels; score_model → a judge with
+    // its range and threshold; python → the grader's own code as a command scorer.
+    let grade: Value = serde_json::from_str(
+        yaml.lines()
+            .find_map(|l| l.strip_prefix("grade: "))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(grade["kind"], "all");
+    let kinds: Vec<&str> = grade["of"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["contains", "judge", "judge", "command"]);
+    assert_eq!(grade["of"][0]["case_sensitive"], false);
+    assert_eq!(
+        grade["of"][1]["labels"],
+        serde_json::json!(["polite", "neutral", "rude"])
+    );
+    assert_eq!(
+        grade["of"][1]["passing_labels"],
+        serde_json::json!(["polite", "neutral"])
+    );
+    assert_eq!(grade["of"][2]["range"], serde_json::json!([0.0, 10.0]));
+    assert_eq!(grade["of"][2]["pass_threshold"], 7.0);
+    // The judge is the first grader's model; the endpoint the run's, its parameters the
+    // variant's.
+    assert!(
+        yaml.contains("\"model\":\"gpt-4o-mini-2024-07-18\""),
+        "{yaml}"
+    );
+    assert!(
+        yaml.contains("\"model\":\"gpt-4.1-mini-2025-04-14\""),
+        "{yaml}"
+    );
+    let prompt = std::fs::read_to_string(bench.join("prompts/gpt-4-1-mini-prompt-v3.yaml"))
+        .or_else(|_| {
+            let dir = std::fs::read_dir(bench.join("prompts")).unwrap();
+            std::fs::read_to_string(dir.map(|e| e.unwrap().path()).next().unwrap())
+        })
+        .unwrap();
+    assert!(
+        prompt.contains("\"{{ question }}\"") && prompt.contains("\"temperature\": 0.2"),
+        "{prompt}"
+    );
+    let judge = std::fs::read_to_string(bench.join("judges/Tone.j2")).unwrap();
+    assert!(
+        judge.contains("Customer question: {{ vars.question }}\nReply: {{ answer }}"),
+        "{judge}"
+    );
+    // Each item is a case; the string_check's reference, `{{ item.product }}`, its expected.
+    let cases: Vec<Value> = std::fs::read_to_string(bench.join("cases.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(cases.len(), 5);
+    assert_eq!(cases[0]["id"], "t-001");
+    assert_eq!(cases[0]["expected"], "Acme Cloud Billing");
+    assert_eq!(
+        cases[0]["vars"]["question"],
+        "How do I download last month's invoice?"
+    );
+    // Dropped, and said: fuzzy_match has no equivalent; the second grader model.
+    let notes = std::fs::read_to_string(bench.join("IMPORT-NOTES.md")).unwrap();
+    assert!(notes.contains("text_similarity `Close to reference` (fuzzy_match ≥ 0.6): promptgauge has no fuzzy_match; left out"), "{notes}");
+    assert!(
+        notes.contains("graded with `o4-mini-2025-04-16`"),
+        "{notes}"
+    );
+    assert!(
+        stdout.contains("runs the eval's own grader code on your machine"),
+        "{stdout}"
+    );
+    // The bench is valid as written.
+    let o = promptgauge(d.path())
+        .args(["check", "bench/promptgauge.yaml"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    // The python grader runs as OpenAI ran it: grade(sample, item) ≥ pass_threshold.
+    let scorer = bench.join("scorers/Under-400-characters.py");
+    let ask = |answer: &str| -> Value {
+        let mut child = std::process::Command::new("python3")
+            .arg(&scorer)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let request = serde_json::json!({"id": 3, "case": {"vars": cases[0]["vars"]}, "answer": answer,
+            "finish_reason": "stop", "tool_calls": []});
+        std::io::Write::write_all(
+            child.stdin.as_mut().unwrap(),
+            format!("{request}\n").as_bytes(),
+        )
+        .unwrap();
+        drop(child.stdin.take());
+        let out = child.wait_with_output().unwrap();
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    assert_eq!(ask("Short.")["score"], 1.0);
+    assert_eq!(ask(&"x".repeat(401))["score"], 0.0);
+    assert_eq!(ask("Short.")["id"], 3);
+}
+
+#[test]
+fn an_export_in_either_shape_gives_the_same_bench_and_what_it_lacks_is_asked_for() {
+    let d = tempfile::tempdir().unwrap();
+    let path = |p: &Path| p.to_str().unwrap().to_string();
+    // The run as exported (GET) reads its items from a file at OpenAI: --items gives them.
+    let o = import_evals(
+        d.path(),
+        &[
+            &path(&openai("eval.json")),
+            "--run",
+            &path(&openai("run.json")),
+            "--out",
+            "a",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("reads its items from the file file-7QmXb2kLd9TfHs4RzPq1Vw at OpenAI")
+            && stderr.contains("--items"),
+        "{stderr}"
+    );
+    assert!(!d.path().join("a").exists());
+    let o = import_evals(
+        d.path(),
+        &[
+            &path(&openai("eval.json")),
+            "--run",
+            &path(&openai("run.json")),
+            "--items",
+            &path(&openai("items.jsonl")),
+            "--out",
+            "a",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The eval as it was created (item_schema, plain messages) and the run's create body.
+    let o = import_evals(
+        d.path(),
+        &[
+            &path(&openai("eval_create_request.json")),
+            "--run",
+            &path(&openai("run_create_request.completions.json")),
+            "--out",
+            "b",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let read = |dir: &str, f: &str| {
+        std::fs::read_to_string(d.path().join(dir).join(f))
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    for f in [
+        "promptgauge.yaml",
+        "cases.jsonl",
+        "judges/Tone.j2",
+        "judges/Helpfulness.j2",
+    ] {
+        assert_eq!(read("a", f), read("b", f), "{f}");
+    }
+    // No run: the prompt is not in an eval.
+    let o = import_evals(d.path(), &[&path(&openai("eval.json")), "--out", "c"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("add --run RUN.json"));
+    // A jsonl run has answers, not a prompt.
+    let o = import_evals(
+        d.path(),
+        &[
+            &path(&openai("eval.json")),
+            "--run",
+            &path(&openai("run_create_request.jsonl.json")),
+            "--out",
+            "c",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("import-results"));
+}
+
+#[test]
+fn an_imported_string_check_eval_runs_on_the_simulator() {
+    let d = tempfile::tempdir().unwrap();
+    let mut eval: Value =
+        serde_json::from_str(&std::fs::read_to_string(openai("eval.json")).unwrap()).unwrap();
+    // The string checks alone: `ilike` the product, and a `ne` that cannot carry over.
+    let first = eval["testing_criteria"][0].clone();
+    let mut ne = first.clone();
+    ne["name"] = "Not empty".into();
+    ne["operation"] = "ne".into();
+    ne["reference"] = "".into();
+    eval["testing_criteria"] = serde_json::json!([first, ne]);
+    std::fs::write(d.path().join("eval.json"), eval.to_string()).unwrap();
+    let run = openai("run_create_request.completions.json");
+    let o = import_evals(
+        d.path(),
+        &[
+            "eval.json",
+            "--run",
+            run.to_str().unwrap(),
+            "--out",
+            "bench",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let notes = std::fs::read_to_string(d.path().join("bench/IMPORT-NOTES.md")).unwrap();
+    assert!(
+        notes.contains("`ne`: the answer must differ): promptgauge has no negated scorer"),
+        "{notes}"
+    );
+    let o = promptgauge(d.path())
+        .args([
+            "run",
+            "bench/promptgauge.yaml",
+            "--base-url",
+            "mock",
+            "--quiet",
+            "--model",
+            "mock-model",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let records = journal(&run_dirs(&d.path().join("reports")).pop().unwrap());
+    assert_eq!(records.len(), 5);
+    assert!(records.iter().all(|r| r["status"] == "graded"));
+}
