@@ -441,6 +441,9 @@ pub struct MergeArgs {
     /// Root folder for the merged run folder [default: the first shard's parent].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Print only the final table.
+    #[arg(short, long)]
+    pub quiet: bool,
     #[command(flatten)]
     pub gates: GateArgs,
     #[command(flatten)]

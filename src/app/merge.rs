@@ -81,7 +81,7 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
         },
         // Merging sends nothing: a report it cannot write is an input error.
         sent: false,
-        ..Outputs::of(&args.gates, &args.outputs, baseline.as_ref(), false)
+        ..Outputs::of(&args.gates, &args.outputs, baseline.as_ref(), args.quiet)
     };
     let exit = conclude(
         &dir,
