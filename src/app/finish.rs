@@ -49,6 +49,23 @@ impl<'a> Outputs<'a> {
             sent: true,
         }
     }
+
+    /// [`Outputs::of`] for a command that sends nothing (`merge`, `import-results`): its
+    /// store, unless `--no-store` (an unusable one is the error it was); a report it cannot
+    /// write is an input error.
+    pub(super) fn offline(
+        gates: &'a GateArgs,
+        files: &'a crate::cli::OutputArgs,
+        baseline: Option<&'a Reference>,
+        quiet: bool,
+        (no_store, store): (bool, Result<crate::store::Location, UsageError>),
+    ) -> Result<Outputs<'a>, UsageError> {
+        Ok(Outputs {
+            store: if no_store { None } else { Some(store?) },
+            sent: false,
+            ..Outputs::of(gates, files, baseline, quiet)
+        })
+    }
 }
 
 /// How the sending ended: one of these, decided once from what the run saw.

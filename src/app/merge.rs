@@ -73,16 +73,13 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
         );
     }
     agg.figures().set_run(record.info());
-    let outputs = Outputs {
-        store: if args.store.no_store {
-            None
-        } else {
-            Some(store?)
-        },
-        // Merging sends nothing: a report it cannot write is an input error.
-        sent: false,
-        ..Outputs::of(&args.gates, &args.outputs, baseline.as_ref(), args.quiet)
-    };
+    let outputs = Outputs::offline(
+        &args.gates,
+        &args.outputs,
+        baseline.as_ref(),
+        args.quiet,
+        (args.store.no_store, store),
+    )?;
     let exit = conclude(
         &dir,
         &record,

@@ -377,15 +377,7 @@ impl Batches {
                 bytes.extend_from_slice(&chunk);
             }
             if response.status != 200 {
-                let text = String::from_utf8_lossy(&bytes);
-                let message = serde_json::from_str::<Value>(&text)
-                    .ok()
-                    .and_then(|v| {
-                        v.pointer("/error/message")
-                            .and_then(Value::as_str)
-                            .map(String::from)
-                    })
-                    .unwrap_or_else(|| text.chars().take(300).collect());
+                let message = super::error_message(&bytes);
                 return Err(BatchError::Http {
                     status: response.status,
                     message,

@@ -129,15 +129,7 @@ impl Client {
             }
         }
         if status != 200 {
-            let text = String::from_utf8_lossy(&bytes);
-            let message = serde_json::from_str::<Value>(&text)
-                .ok()
-                .and_then(|v| {
-                    v.pointer("/error/message")
-                        .and_then(Value::as_str)
-                        .map(String::from)
-                })
-                .unwrap_or_else(|| super::protocol::truncate(text.trim(), 300).to_string());
+            let message = super::error_message(&bytes);
             let why = format!("the embeddings endpoint answered {status}: {message}");
             return match status {
                 408 | 429 | 500..=599 => Tried::Again(why, Some(status), asked),

@@ -1309,6 +1309,20 @@ async fn read_error_body(mut body: transport::BodyStream, deadline: Instant) -> 
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
+/// What an error body says: its `error.message` (OpenAI's and Anthropic's shape), else its
+/// first 300 characters.
+pub(crate) fn error_message(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| {
+            v.pointer("/error/message")
+                .and_then(serde_json::Value::as_str)
+                .map(String::from)
+        })
+        .unwrap_or_else(|| protocol::truncate(text.trim(), 300).to_string())
+}
+
 /// A duration in milliseconds.
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0

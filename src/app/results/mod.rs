@@ -126,15 +126,13 @@ pub async fn import_results(
         }
     }
     agg.figures().set_run(record.info());
-    let outputs = Outputs {
-        store: if args.store.no_store {
-            None
-        } else {
-            Some(store?)
-        },
-        sent: false,
-        ..Outputs::of(&args.gates, &args.outputs, baseline.as_ref(), args.quiet)
-    };
+    let outputs = Outputs::offline(
+        &args.gates,
+        &args.outputs,
+        baseline.as_ref(),
+        args.quiet,
+        (args.store.no_store, store),
+    )?;
     Ok(conclude(
         &dir,
         &record,
