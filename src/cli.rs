@@ -749,7 +749,7 @@ pub struct PlanArgs {
     /// command; a resume keeps the budget or takes a new one. A plan whose estimate is over
     /// the budget is refused before anything is sent (see --run-to-budget). Needs `price`
     /// (and the judge's, when a judge scores) (docs/budget.md).
-    #[arg(long, value_name = "USD", value_parser = parse_usd)]
+    #[arg(long, value_name = "USD", value_parser = parse_usd, allow_negative_numbers = true)]
     pub budget: Option<f64>,
     /// With a budget: start even when the plan may cost more, and send until the budget
     /// is reached.

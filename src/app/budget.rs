@@ -56,14 +56,13 @@ pub(super) fn prices(p: &Prepared, judge: Option<&super::judge::Judge>) -> Price
             .map(|g| at(g.price.as_ref(), g.endpoint.batch))
             .collect()
     };
-    let judge_price = judge.and_then(|j| {
-        let own = p.bench.judge.as_ref().and_then(|s| s.price.clone());
-        own.or_else(|| {
-            j.info
-                .same_model(&super::run::provider_info(p))
-                .then(|| p.bench.price.clone())
-                .flatten()
-        })
+    // The judge's own price counts whatever scorer spends it (a judge, embeddings, a
+    // command reporting usage); the bench's, when the judge is the model under test.
+    let own = p.bench.judge.as_ref().and_then(|s| s.price.clone());
+    let judge_price = own.or_else(|| {
+        judge
+            .filter(|j| j.info.same_model(&super::run::provider_info(p)))
+            .and_then(|_| p.bench.price.clone())
     });
     let judge_completion = judge
         .and_then(|j| {
@@ -159,8 +158,8 @@ pub(super) fn check_priced(p: &Prepared, prices: &Prices, judged: bool) -> Resul
     }
     if judged && prices.judge.is_none() {
         return Err(UsageError::with_fix(
-            "--budget counts the judge's calls, and the judge has no price",
-            "add `price: { input_per_mtok: …, output_per_mtok: … }` to the bench's `judge:`, or drop --budget",
+            "--budget counts what the scorers spend calling models (a judge's calls, embeddings), and the judge has no price",
+            "add `price: { input_per_mtok: …, output_per_mtok: … }` to the bench's `judge:` (its price is the one scorers' calls are costed at), or drop --budget",
         ));
     }
     Ok(())

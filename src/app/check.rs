@@ -75,6 +75,7 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
             p.endpoint.model
         ),
     }
+    super::run::check_embedding_endpoints(&p)?;
     let judge = super::judge::resolve(&p, &args.plan, env)?;
     if let Some(judge) = &judge {
         say_judge(&p, judge);

@@ -64,6 +64,17 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     if let Some((limit, prices)) = &budget {
         record.budget_usd = Some(*limit);
         if !record.resumed_at.is_empty() {
+            if continued.spent >= *limit && !continued.jobs.is_empty() {
+                return Err(UsageError::with_fix(
+                    format!(
+                        "the run has spent {} already, and the budget is {}: nothing more could be sent",
+                        crate::report::usd(Some(continued.spent)),
+                        crate::report::usd(Some(*limit))
+                    ),
+                    "resume with a larger --budget",
+                )
+                .into());
+            }
             // A resume weighs what is left against what is left of the budget.
             let e = super::budget::estimate(&p, &continued.jobs, prices)?;
             let line = super::budget::check_estimate(
@@ -207,6 +218,7 @@ async fn send_jobs(
         scoring: crate::grade::ScoreContext {
             judge: judge.clone(),
             embeddings,
+            stop: Some(client.stop_token()),
         },
         skip: stop,
         horizon: horizon.map(|h| (h, per_case)),
@@ -289,7 +301,7 @@ fn embedding_lane<'a>(
 
 /// Refuses, before anything is sent, an `embedding` scorer naming an endpoint the run does
 /// not use.
-fn check_embedding_endpoints(p: &Prepared) -> Result<(), UsageError> {
+pub(super) fn check_embedding_endpoints(p: &Prepared) -> Result<(), UsageError> {
     for (endpoint, _) in embedding_specs(p) {
         let Some(name) = endpoint else { continue };
         let used = if p.grid.is_empty() {
@@ -1054,10 +1066,10 @@ fn plan_budget(
         return Ok(None);
     };
     let prices = super::budget::prices(p, judge);
-    let judged = p.scorers.iter().any(|s| s.uses_judge());
-    super::budget::check_priced(p, &prices, judged)?;
+    // The whole plan's estimate says whether scorers call models (as `check` reads it).
+    let e = super::budget::estimate(p, &p.jobs, &prices)?;
+    super::budget::check_priced(p, &prices, e.judge_unpriced)?;
     if resumed.is_none() {
-        let e = super::budget::estimate(p, &p.jobs, &prices)?;
         let line = super::budget::check_estimate(&e, limit, 0.0, args.plan.run_to_budget)?;
         if !args.quiet {
             note!("{line}");

@@ -66,11 +66,18 @@ pub enum CommandError {
     Timeout(String),
     #[error("cannot find the program `{program}`{where_}")]
     NotFound { program: String, where_: String },
+    #[error(
+        "`{0}` is not executable: make it so (chmod +x), or run it through its interpreter (run: [python3, {0}])"
+    )]
+    NotExecutable(String),
 }
 
 /// One running scorer process.
 struct Process {
     child: Child,
+    /// Its process group (its pid at the start): what it started is in it, and outlives
+    /// the child's own exit.
+    group: Option<i32>,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     /// Its stderr, read without waiting: what it wrote before its reply is in the pipe
@@ -78,21 +85,50 @@ struct Process {
     stderr: Stderr,
 }
 
+impl Process {
+    /// Whether it wrote on stdout with no request outstanding.
+    fn wrote_unasked(&mut self) -> bool {
+        use futures_util::FutureExt;
+        !self.stdout.buffer().is_empty()
+            || matches!(self.stdout.fill_buf().now_or_never(), Some(Ok(b)) if !b.is_empty())
+    }
+}
+
+impl Drop for Process {
+    /// Kills the process and whatever it started (its process group): a scorer that
+    /// forked leaves nothing behind.
+    fn drop(&mut self) {
+        if let Some(pid) = self.group.filter(|p| *p > 1) {
+            // SAFETY: a plain signal to the group the child leads.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
 /// A process's stderr, non-blocking, and what was read of it for the current job (its
 /// last bytes).
 struct Stderr {
-    pipe: std::fs::File,
+    /// Registered with the runtime: a request waits for its reply and reads stderr as it
+    /// comes, never on a timer.
+    pipe: tokio::io::unix::AsyncFd<std::fs::File>,
     kept: Vec<u8>,
+    /// The process closed it (it exited): nothing more will come.
+    closed: bool,
 }
 
 impl Stderr {
     /// Reads what the pipe holds now, keeping the last [`KEPT_STDERR_BYTES`].
     fn drain(&mut self) {
         use std::io::Read;
-        let mut buf = [0u8; 8192];
+        let mut buf = [0u8; 64 * 1024];
         loop {
-            match self.pipe.read(&mut buf) {
-                Ok(0) => break,
+            match self.pipe.get_mut().read(&mut buf) {
+                Ok(0) => {
+                    self.closed = true;
+                    break;
+                }
                 Ok(n) => {
                     self.kept.extend_from_slice(&buf[..n]);
                     if self.kept.len() > KEPT_STDERR_BYTES {
@@ -117,6 +153,8 @@ impl Stderr {
 
 /// How one request went wrong.
 enum Fault {
+    /// The run abandoned its work in flight: the job did not finish.
+    Stopped,
     /// The process is no use any more (crashed, hung, out of step): it is replaced.
     Broken(String),
     /// It replied, but not a score: the process is kept.
@@ -181,27 +219,42 @@ impl Command {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
+            // Its own process group: what it starts is stopped with it.
+            .process_group(0)
             .spawn()
-            .map_err(|e| format!("cannot start `{}`: {e}", self.shown()))?;
+            .map_err(|e| format!("`{}` cannot start: {e}", self.shown()))?;
         self.started.fetch_add(1, Ordering::SeqCst);
         let (Some(stdin), Some(stdout), Some(err)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
             return Err(format!("cannot talk to `{}`: no pipes", self.shown()));
         };
-        // Read as a plain file that never waits.
+        // Read as a plain file that never waits, told by the runtime when it can be.
         let pipe = err
             .into_owned_fd()
             .and_then(nonblocking)
             .map(std::fs::File::from)
+            .and_then(|file| {
+                // SAFETY: the File owns its descriptor, and the AsyncFd owns the File for
+                // as long as it lives: the descriptor stays open and the same.
+                unsafe {
+                    tokio::io::unix::AsyncFd::register_with_interest(
+                        file,
+                        tokio::io::Interest::READABLE,
+                    )
+                }
+                .map_err(std::io::Error::from)
+            })
             .map_err(|e| format!("cannot read the stderr of `{}`: {e}", self.shown()))?;
         Ok(Process {
+            group: child.id().and_then(|p| i32::try_from(p).ok()),
             child,
             stdin,
             stdout: BufReader::new(stdout),
             stderr: Stderr {
                 pipe,
                 kept: Vec::new(),
+                closed: false,
             },
         })
     }
@@ -253,19 +306,30 @@ impl Command {
         let stderr = &mut p.stderr;
         let talk = async {
             tokio::pin!(talk);
-            let mut tick = tokio::time::interval(Duration::from_millis(20));
             loop {
                 tokio::select! {
                     done = &mut talk => break done,
-                    _ = tick.tick() => stderr.drain(),
+                    ready = stderr.pipe.readable(), if !stderr.closed => match ready {
+                        Ok(mut guard) => {
+                            guard.clear_ready();
+                            stderr.drain();
+                        }
+                        Err(_) => stderr.closed = true,
+                    },
                 }
             }
         };
         match tokio::time::timeout(self.timeout, talk).await {
-            Err(_) => Err(Fault::Broken(format!(
-                "did not reply within {}; it was stopped",
-                humantime::format_duration(self.timeout)
-            ))),
+            Err(_) => Err(Fault::Broken(match p.child.try_wait() {
+                Ok(Some(status)) => format!(
+                    "exited ({status}) without replying, and a process it started held its stdout open for {}; they were stopped",
+                    humantime::format_duration(self.timeout)
+                ),
+                _ => format!(
+                    "did not reply within {}; it was stopped",
+                    humantime::format_duration(self.timeout)
+                ),
+            })),
             Ok(Ok((0, _))) | Ok(Err(_)) => Err(Fault::Broken(self.ended(p).await)),
             Ok(Ok((_, reply))) if reply.len() > MAX_REPLY_BYTES => Err(Fault::Broken(format!(
                 "replied with a line longer than {} bytes",
@@ -402,13 +466,18 @@ fn find_program(program: &str, dir: &Path) -> Result<(), CommandError> {
         where_,
     };
     if program.contains('/') {
-        return if dir.join(program).is_file() {
-            Ok(())
-        } else {
-            Err(not_found(
+        let path = dir.join(program);
+        if !path.is_file() {
+            return Err(not_found(
                 " (no such file; a path is taken from the bench's folder)".to_string(),
-            ))
-        };
+            ));
+        }
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).map_or(0, |m| m.permissions().mode());
+        if mode & 0o111 == 0 {
+            return Err(CommandError::NotExecutable(program.to_string()));
+        }
+        return Ok(());
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
     if std::env::split_paths(&path).any(|d| d.join(program).is_file()) {
@@ -419,14 +488,26 @@ fn find_program(program: &str, dir: &Path) -> Result<(), CommandError> {
 }
 
 impl Scorer for Command {
-    fn score<'a>(&'a self, input: ScoreInput<'a>, _: &'a ScoreContext) -> ScoreFuture<'a> {
+    fn score<'a>(&'a self, input: ScoreInput<'a>, context: &'a ScoreContext) -> ScoreFuture<'a> {
         Box::pin(async move {
-            let _permit = self
-                .permits
-                .acquire()
-                .await
-                .map_err(|_| ScoreError::new("the scorer's pool was closed"))?;
-            let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+            let stop = context.stop.clone().unwrap_or_default();
+            let stopped = || ScoreError {
+                stopped: true,
+                ..ScoreError::new("the run stopped")
+            };
+            let _permit = tokio::select! {
+                p = self.permits.acquire() => p.map_err(|_| ScoreError::new("the scorer's pool was closed"))?,
+                _ = stop.cancelled() => return Err(stopped()),
+            };
+            let idle = self
+                .idle
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .pop()
+                // A process that wrote more than its reply (a second line for the last
+                // request) is out of step: what it writes next would answer the wrong
+                // job. It is replaced.
+                .and_then(|mut p| (!p.wrote_unasked()).then_some(p));
             let mut p = match idle {
                 Some(p) => p,
                 None => self
@@ -437,12 +518,15 @@ impl Scorer for Command {
             p.stderr.take();
             let id = self.next_id.fetch_add(1, Ordering::SeqCst);
             let line = self.request(id, &input);
-            let outcome = match self.exchange(&mut p, &line).await {
-                Ok(reply) => self.read(id, &reply),
-                Err(f) => Err(f),
+            let outcome = tokio::select! {
+                exchanged = self.exchange(&mut p, &line) => match exchanged {
+                    Ok(reply) => self.read(id, &reply),
+                    Err(f) => Err(f),
+                },
+                _ = stop.cancelled() => Err(Fault::Stopped),
             };
             let stderr = p.stderr.take();
-            let keep = !matches!(outcome, Err(Fault::Broken(_)));
+            let keep = !matches!(outcome, Err(Fault::Broken(_) | Fault::Stopped));
             if keep {
                 self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(p);
             }
@@ -461,6 +545,7 @@ impl Scorer for Command {
                     }
                     Ok(score)
                 }
+                Err(Fault::Stopped) => Err(stopped()),
                 Err(Fault::Broken(why) | Fault::Reply(why)) => {
                     let said = if stderr.trim().is_empty() {
                         String::new()

@@ -350,6 +350,13 @@ impl SpecExt for GradeSpec {
                 if !threshold.is_finite() || !(-1.0..=1.0).contains(threshold) {
                     return Err(SpecError::Threshold(*threshold));
                 }
+                if model.as_deref().is_some_and(|m| m.trim().is_empty())
+                    || endpoint.as_deref().is_some_and(|e| e.trim().is_empty())
+                {
+                    return Err(SpecError::Reading(
+                        "`model` and `endpoint` name something when given: leave them out to use the run's endpoint and its model".into(),
+                    ));
+                }
                 Arc::new(embedding::Embedding {
                     threshold: *threshold,
                     service: (endpoint.clone(), model.clone()),

@@ -43,6 +43,9 @@ pub struct ScoreContext {
     pub judge: Option<Arc<super::judge::JudgeService>>,
     /// Where `embedding` scorers get their vectors, by their `endpoint` and `model`.
     pub embeddings: super::embedding::EmbeddingServices,
+    /// Cancelled when the run abandons its work in flight (a second Ctrl-C, the grace
+    /// over): a scorer waiting on something of its own stops waiting.
+    pub stop: Option<tokio_util::sync::CancellationToken>,
 }
 
 /// One job's score.

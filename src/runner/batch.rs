@@ -620,7 +620,7 @@ impl Driver {
             }
             if !self
                 .options
-                .afford(&self.bench, &job, &rendered.request.messages)
+                .afford(&self.bench, &job, &rendered, &self.lane)
             {
                 // The budget is reached: this job and the rest of the wave are not sent.
                 sent.remove(&job.index);

@@ -34,30 +34,28 @@ pub struct Prices {
 }
 
 impl Prices {
-    /// The most one job may cost: its prompt, its completion ceiling and its judge's calls.
+    /// The most one job may cost: its prompt, its completion ceiling and its judge's calls
+    /// (only the judge's when its answer is `cached`).
     pub fn ceiling(
         &self,
         bench: &Bench,
         job: &Job,
         messages: &[ChatMessage],
         scorer: &dyn Scorer,
+        cached: bool,
     ) -> f64 {
         let prompt = crate::suite::prompt_tokens(messages);
         let completion = bench
             .max_tokens(job.variant)
             .unwrap_or(UNBOUNDED_COMPLETION);
-        let answer = self
-            .lanes
-            .get(usize::from(job.endpoint))
-            .cloned()
-            .flatten()
-            .map_or(0.0, |p| {
-                p.cost(&crate::client::Usage {
-                    prompt_tokens: prompt,
-                    completion_tokens: completion,
-                    ..Default::default()
-                })
-            });
+        let answer = match self.lanes.get(usize::from(job.endpoint)) {
+            Some(Some(p)) if !cached => p.cost(&crate::client::Usage {
+                prompt_tokens: prompt,
+                completion_tokens: completion,
+                ..Default::default()
+            }),
+            _ => 0.0,
+        };
         let calls = scorer.calls(&bench.cases[job.case], messages, completion);
         let judged = self.judge.as_ref().map_or(0.0, |p| {
             p.cost(&crate::client::Usage {

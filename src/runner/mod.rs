@@ -73,11 +73,23 @@ pub struct RunOptions {
 impl RunOptions {
     /// `--budget`: holds back the most `job` may cost before it is sent; `false` when it
     /// does not fit (the budget is reached, and nothing more is sent).
-    pub(crate) fn afford(&self, bench: &Bench, job: &Job, messages: &[ChatMessage]) -> bool {
+    fn afford(&self, bench: &Bench, job: &Job, request: &Rendered, lane: &Lane) -> bool {
         self.budget.as_ref().is_none_or(|b| {
-            let ceiling = b
-                .prices()
-                .ceiling(bench, job, messages, self.scorers[job.case].as_ref());
+            // An answer the cache holds costs nothing: only its scorer's calls are held.
+            let cached = self.cache.as_ref().is_some_and(|cache| {
+                source::Cached {
+                    cache: cache.clone(),
+                    endpoint: lane.cache_key.clone(),
+                }
+                .holds(&request.ask(lane, job))
+            });
+            let ceiling = b.prices().ceiling(
+                bench,
+                job,
+                &request.request.messages,
+                self.scorers[job.case].as_ref(),
+                cached,
+            );
             b.hold(job.index, usize::from(job.endpoint), ceiling)
         })
     }
@@ -366,7 +378,7 @@ impl Workers {
             }
             let record = match request_of(&self.bench, job, &self.lane, options) {
                 Ok(request) => {
-                    if !options.afford(&self.bench, job, &request.request.messages) {
+                    if !options.afford(&self.bench, job, &request, &self.lane) {
                         break;
                     }
                     self.active.fetch_add(1, Ordering::SeqCst);

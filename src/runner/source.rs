@@ -96,6 +96,14 @@ impl Cached {
     }
 }
 
+impl Cached {
+    /// Whether it holds the answer to `ask` (nothing to buy).
+    pub fn holds(&self, ask: &Ask<'_>) -> bool {
+        let key = self.key(ask);
+        self.cache.lock().is_ok_and(|c| c.get(key).is_some())
+    }
+}
+
 impl AnswerSource for Cached {
     fn answer<'a>(&'a self, ask: &'a Ask<'a>) -> SourceFuture<'a> {
         let key = self.key(ask);

@@ -88,6 +88,20 @@ fn the_run_stops_sending_at_the_budget_and_a_resume_with_more_sends_only_the_res
     assert!(stderr.contains("of it spent already"), "{stderr}");
     assert_eq!(server.provider.stats().requests, seen, "nothing sent");
 
+    // A budget below what the run already spent: refused, nothing sent.
+    let o = promptgauge(d)
+        .args(resume)
+        .args(["--quiet", "--budget", "0.00001", "--run-to-budget"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("has spent") && stderr.contains("already"),
+        "{stderr}"
+    );
+    assert_eq!(server.provider.stats().requests, seen, "nothing sent");
+
     // A larger budget sends the rest, each once.
     let o = promptgauge(d)
         .args(resume)
@@ -276,4 +290,46 @@ fn a_batch_holds_only_the_jobs_the_budget_can_pay_for() {
     let answered = server.provider.batched_requests();
     assert_eq!(answered.len(), 80);
     assert!(answered.values().all(|n| *n == 1));
+}
+
+#[test]
+fn embeddings_count_too_and_check_and_run_agree_on_what_a_budget_needs() {
+    let b = bench("");
+    let d = b.path();
+    let text = std::fs::read_to_string(d.join("bench.yaml"))
+        .unwrap()
+        .replace(
+            "grade: { kind: number }",
+            "grade: { kind: embedding, threshold: 0.8 }",
+        );
+    std::fs::write(d.join("bench.yaml"), &text).unwrap();
+    // The embeddings' tokens are costed at the judge's price: without one, both refuse.
+    for command in ["check", "run"] {
+        let o = promptgauge(d)
+            .args([command, "bench.yaml", "--base-url", "mock", "--budget", "5"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{command}: {stderr}");
+        assert!(
+            stderr.contains("the judge has no price"),
+            "{command}: {stderr}"
+        );
+    }
+    std::fs::write(
+        d.join("bench.yaml"),
+        format!("{text}judge: {{ price: {{ input_per_mtok: 1.0, output_per_mtok: 1.0 }} }}\n"),
+    )
+    .unwrap();
+    for command in ["check", "run"] {
+        let o = promptgauge(d)
+            .args([command, "bench.yaml", "--base-url", "mock", "--budget", "5"])
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{command}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
 }

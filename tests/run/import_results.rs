@@ -785,3 +785,81 @@ fn an_imported_string_check_eval_runs_on_the_simulator() {
     assert_eq!(records.len(), 5);
     assert!(records.iter().all(|r| r["status"] == "graded"));
 }
+
+#[test]
+fn a_task_or_sample_id_from_a_file_never_names_a_path_nor_counts_twice() {
+    let d = tempfile::tempdir().unwrap();
+    let edge = files("inspect/edge", |n| n.ends_with(".json"));
+    let mut log: Value = serde_json::from_str(
+        &std::fs::read_to_string(&edge[0])
+            .unwrap()
+            .replace("NaN", "null"),
+    )
+    .unwrap();
+    // A task named as a path: the run folder stays under --out.
+    log["eval"]["task"] = "../../escaped/<b>x</b>".into();
+    let hostile = d.path().join("hostile.json");
+    std::fs::write(&hostile, log.to_string()).unwrap();
+    let deep = d.path().join("a/b");
+    std::fs::create_dir_all(&deep).unwrap();
+    let r = import(
+        &deep,
+        "inspect",
+        std::slice::from_ref(&hostile),
+        &["--allow-failures", "1"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let dir = r.dir.unwrap();
+    assert_eq!(dir.parent().unwrap(), deep.join("reports"));
+    assert!(
+        dir.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("escaped-b-x-b-imported-"),
+        "{}",
+        dir.display()
+    );
+    assert!(!d.path().join("escaped").exists());
+    // A sample id twice: refused, nothing written.
+    log["eval"]["task"] = "capitals".into();
+    log["samples"][1]["id"] = log["samples"][0]["id"].clone();
+    std::fs::write(&hostile, log.to_string()).unwrap();
+    let other = d.path().join("c");
+    std::fs::create_dir_all(&other).unwrap();
+    let r = import(&other, "inspect", &[hostile], &[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("holds case `1` twice"), "{}", r.stderr);
+    assert!(run_dirs(&other.join("reports")).is_empty());
+}
+
+#[test]
+fn an_openai_prompt_promptgauge_cannot_fill_is_refused_not_kept_as_text() {
+    let d = tempfile::tempdir().unwrap();
+    let mut run: Value = serde_json::from_str(
+        &std::fs::read_to_string(openai("run_create_request.completions.json")).unwrap(),
+    )
+    .unwrap();
+    let eval = openai("eval.json");
+    for (template, said) in [
+        ("{{ item.missing_field }}", "cannot be filled from item"),
+        (r#"{{ item["question"] }}"#, "which is neither"),
+        ("{{ not_an_item }}", "which is neither"),
+    ] {
+        run["data_source"]["input_messages"]["template"][1]["content"] = template.into();
+        std::fs::write(d.path().join("run.json"), run.to_string()).unwrap();
+        let o = import_evals(
+            d.path(),
+            &[
+                eval.to_str().unwrap(),
+                "--run",
+                "run.json",
+                "--out",
+                "bench",
+            ],
+        );
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{template}: {stderr}");
+        assert!(stderr.contains(said), "{template}: {stderr}");
+        assert!(!d.path().join("bench").exists());
+    }
+}

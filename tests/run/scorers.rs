@@ -496,3 +496,193 @@ fn an_embedding_scorer_naming_an_endpoint_the_run_does_not_use_is_refused() {
     );
     assert!(run_dirs(&d.path().join("reports")).is_empty());
 }
+
+/// Runs the arithmetic bench scored by `script` as `spec`, against the simulator in this
+/// process; the records.
+fn scored_run(script: &str, spec: &str, cases: usize, extra: &[&str]) -> (Vec<Value>, String) {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let b = arithmetic_bench(cases, 1, "");
+    scored_by(b.path(), script, spec);
+    let o = promptgauge(b.path())
+        .args(["run", "bench.yaml", "--quiet", "--model", "m", "--base-url"])
+        .arg(server.base_url())
+        .args(extra)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    let records = run_dirs(&b.path().join("reports"))
+        .pop()
+        .map(|d| journal(&d))
+        .unwrap_or_default();
+    (records, stderr)
+}
+
+#[test]
+fn a_scorer_out_of_step_is_replaced_and_what_it_started_is_stopped_with_it() {
+    // Each request answered twice, without ids: the second line would answer the next job.
+    let twice = r#"
+import json, sys
+for line in sys.stdin:
+    req = json.loads(line)
+    right = req["case"]["expected"][0] in req["answer"]
+    for _ in range(2):
+        print(json.dumps({"score": 1 if right else 0, "detail": {"case": req["case"]["id"]}}), flush=True)
+"#;
+    let (records, stderr) = scored_run(
+        twice,
+        "{ kind: command, run: [python3, score.py], workers: 1 }",
+        8,
+        &["--concurrency", "1"],
+    );
+    assert_eq!(records.len(), 8, "{stderr}");
+    for r in &records {
+        assert_eq!(r["score_detail"]["detail"]["case"], r["case_id"], "{r}");
+    }
+    // A scorer that starts a process of its own and exits: the job fails with what
+    // happened, and the process it started does not outlive the run.
+    let forks = r#"
+import json, subprocess, sys
+for line in sys.stdin:
+    subprocess.Popen(["sleep", "7771"])
+    sys.exit(0)
+"#;
+    let (records, stderr) = scored_run(
+        forks,
+        "{ kind: command, run: [python3, score.py], workers: 1, timeout: 1s }",
+        2,
+        &["--concurrency", "1", "--allow-failures", "5"],
+    );
+    assert!(!records.is_empty(), "{stderr}");
+    let error = records[0]["error"].as_str().unwrap();
+    assert!(error.contains("exited"), "{error}");
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", "sleep 7771"])
+        .output()
+        .unwrap();
+    assert!(
+        left.stdout.is_empty(),
+        "left running: {}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+}
+
+#[test]
+fn a_scorer_that_is_not_executable_is_refused_before_anything_is_sent() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let b = arithmetic_bench(4, 1, "");
+    scored_by(
+        b.path(),
+        "print('hi')\n",
+        "{ kind: command, run: [./score.py] }",
+    );
+    let o = promptgauge(b.path())
+        .args(["run", "bench.yaml", "--model", "m", "--base-url"])
+        .arg(server.base_url())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("`./score.py` is not executable"),
+        "{stderr}"
+    );
+    assert_eq!(server.provider.stats().requests, 0);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_second_ctrl_c_abandons_a_scorer_that_is_still_thinking() {
+    let b = arithmetic_bench(6, 1, "");
+    scored_by(
+        b.path(),
+        "import sys, time\nfor line in sys.stdin:\n    time.sleep(600)\n",
+        "{ kind: command, run: [python3, score.py], workers: 1, timeout: 600s }",
+    );
+    let mut child = spawned(
+        b.path(),
+        &[
+            "run",
+            "bench.yaml",
+            "--base-url",
+            "mock",
+            "--concurrency",
+            "1",
+            "--grace",
+            "1s",
+        ],
+    );
+    // The first answer is being scored once the scorer has started.
+    let started = std::time::Instant::now();
+    while std::process::Command::new("pgrep")
+        .args(["-f", "score.py"])
+        .output()
+        .is_ok_and(|o| o.stdout.is_empty())
+        && started.elapsed() < std::time::Duration::from_secs(30)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let kill = |name: &str| {
+        std::process::Command::new("kill")
+            .args([&format!("-{name}"), &child.id().to_string()])
+            .status()
+            .unwrap();
+    };
+    kill("INT");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    kill("INT");
+    let waited = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            waited.elapsed() < std::time::Duration::from_secs(20),
+            "still scoring after two Ctrl-Cs"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130));
+}
+
+#[test]
+fn what_a_command_scorer_spends_counts_against_the_budget() {
+    // A scorer that calls a model of its own: 1,000,000 tokens an answer, at the judge's
+    // price of $1 a million: $1 an answer, against a budget of $2.5.
+    let spends = r#"
+import json, sys
+for line in sys.stdin:
+    req = json.loads(line)
+    print(json.dumps({"id": req["id"], "score": 1, "usage": {"prompt_tokens": 1000000, "completion_tokens": 0}}), flush=True)
+"#;
+    let (_rt, server) = start_mock(MockConfig::default());
+    let b = arithmetic_bench(
+        12,
+        1,
+        "judge: { price: { input_per_mtok: 1.0, output_per_mtok: 1.0 } }\n",
+    );
+    scored_by(
+        b.path(),
+        spends,
+        "{ kind: command, run: [python3, score.py], workers: 1 }",
+    );
+    let o = promptgauge(b.path())
+        .args([
+            "run",
+            "bench.yaml",
+            "--quiet",
+            "--model",
+            "m",
+            "--concurrency",
+            "1",
+        ])
+        .args(["--budget", "2.5", "--base-url"])
+        .arg(server.base_url())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{stderr}");
+    let dir = run_dirs(&b.path().join("reports")).pop().unwrap();
+    // The third answer's scorer spending took it past $2.5: nothing after it was sent.
+    assert_eq!(journal(&dir).len(), 3, "{stderr}");
+    assert_eq!(server.provider.stats().requests, 3);
+}

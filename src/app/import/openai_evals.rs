@@ -58,7 +58,24 @@ pub(super) fn import(args: &ImportArgs) -> Result<Exit, Failure> {
     };
     let items = items(args, &runs)?;
     for (path, run) in &runs {
-        variant(&mut im, path, run)?;
+        let messages = variant(&mut im, path, run)?;
+        // Every item must fill the prompt, as every case must fill its variant.
+        for (n, item) in items.iter().enumerate() {
+            for m in &messages {
+                if let Err(e) = super::render(m, item) {
+                    return Err(UsageError::with_fix(
+                        format!(
+                            "the prompt of the run {} cannot be filled from item {}: {e}",
+                            path.display(),
+                            item.get("id")
+                                .map_or_else(|| (n + 1).to_string(), |v| v.to_string())
+                        ),
+                        "give every item the fields the prompt names",
+                    )
+                    .into());
+                }
+            }
+        }
     }
     let (grade, expected) = grades(&mut im, &criteria)?;
     for (i, item) in items.iter().enumerate() {
@@ -171,7 +188,7 @@ fn items(
 
 /// A run's data source as a variant: its template's messages, its model and sampling
 /// parameters (the first run's the endpoint; another model makes the runs endpoints).
-fn variant(im: &mut Import, path: &Path, run: &Value) -> Result<(), Failure> {
+fn variant(im: &mut Import, path: &Path, run: &Value) -> Result<Vec<String>, Failure> {
     let source = run.get("data_source").unwrap_or(&Value::Null);
     let kind = source.get("type").and_then(Value::as_str).unwrap_or("");
     if kind == "jsonl" {
@@ -200,6 +217,7 @@ fn variant(im: &mut Import, path: &Path, run: &Value) -> Result<(), Failure> {
         .into());
     }
     let mut messages = Vec::new();
+    let mut contents = Vec::new();
     for m in input
         .get("template")
         .and_then(Value::as_array)
@@ -219,6 +237,7 @@ fn variant(im: &mut Import, path: &Path, run: &Value) -> Result<(), Failure> {
                 path.display()
             ))
         })?;
+        contents.push(content.clone());
         messages.push(json!({"role": role, "content": content}));
     }
     if messages.is_empty() {
@@ -303,7 +322,7 @@ fn variant(im: &mut Import, path: &Path, run: &Value) -> Result<(), Failure> {
             "runs of several models: each model is an endpoint and every variant runs on each (OpenAI ran each run's prompt on its own model only)".into(),
         );
     }
-    Ok(())
+    Ok(contents)
 }
 
 /// Where a template is used: the prompt sent to the model, or a grader's.
@@ -360,6 +379,18 @@ fn template(text: &str, side: Side) -> Result<String, String> {
         }
     }
     out.push_str(&literal(&text[at..]));
+    // What OpenAI would have filled and promptgauge cannot read (`{{ item["x"] }}`,
+    // `{{ other }}`) is not kept as literal text.
+    let unread = re.replace_all(text, "");
+    if let Some(at) = unread.find("{{")
+        && unread[at..].contains("}}")
+    {
+        let end = unread[at..].find("}}").map_or(unread.len(), |e| at + e + 2);
+        return Err(format!(
+            "uses `{}`, which is neither `{{{{ item.NAME }}}}` nor `{{{{ sample.output_text }}}}`",
+            &unread[at..end]
+        ));
+    }
     Ok(out)
 }
 
@@ -790,6 +821,8 @@ mod tests {
             template("Use {% raw %} and {{ literally", Side::Prompt).unwrap(),
             "Use {{ '{%' }} raw %} and {{ '{{' }} literally"
         );
+        assert!(template(r#"{{ item["category"] }}"#, Side::Prompt).is_err());
+        assert!(template("{{ not_an_item }}", Side::Prompt).is_err());
         assert!(template("{{ sample.output_json.x }}", Side::Grader).is_err());
         assert!(template("{{ sample.output_text }}", Side::Prompt).is_err());
         assert!(template("{{ other.x }}", Side::Prompt).is_err());

@@ -84,6 +84,9 @@ pub async fn import_results(
         ResultsFormat::Promptfoo => promptfoo::read(args)?,
     };
     name_arms(&mut imported, &args.variants)?;
+    check_samples(&imported)?;
+    // The task names the run's folder: never a path (`../x`, `/abs`), never markup.
+    imported.name = folder_name(&imported.name);
     let store =
         crate::cli::store_location(args.store.store.as_deref(), env, &args.out).map(|s| s.0);
     if let (false, Err(e)) = (args.store.no_store, &store) {
@@ -189,6 +192,57 @@ fn name_arms(imported: &mut Imported, given: &[String]) -> Result<(), UsageError
             ),
             "name them with --variants A,B (in the order of the files)",
         ));
+    }
+    Ok(())
+}
+
+/// A run folder's name from a task's: letters, digits, `-`, `_` (others become `-`), at
+/// most 48, never empty.
+fn folder_name(name: &str) -> String {
+    let plain: String = name
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    match clean_name(&plain).trim_matches(['-', '.']) {
+        "" => "imported".into(),
+        n => n.to_string(),
+    }
+}
+
+/// Refuses a variant holding one case and repeat twice (a sample id given twice, a
+/// document twice) or a case without an id: each would count twice, or pair with nothing.
+fn check_samples(imported: &Imported) -> Result<(), UsageError> {
+    for arm in &imported.arms {
+        let mut seen = std::collections::HashSet::new();
+        for s in &arm.samples {
+            if s.case.is_empty() || s.case == "null" {
+                return Err(UsageError::with_fix(
+                    format!("{} has a sample without an id", arm.file.display()),
+                    "give every sample an id (the case it answers)",
+                ));
+            }
+            if !seen.insert((s.case.as_str(), s.repeat)) {
+                return Err(UsageError::with_fix(
+                    format!(
+                        "{} holds case `{}`{} twice",
+                        arm.file.display(),
+                        s.case,
+                        if s.repeat > 0 {
+                            format!(" (repeat {})", s.repeat + 1)
+                        } else {
+                            String::new()
+                        }
+                    ),
+                    "each sample id (or document) once per epoch: import files that were not appended to or merged",
+                ));
+            }
+        }
     }
     Ok(())
 }
