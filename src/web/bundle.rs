@@ -44,6 +44,9 @@ pub enum BundleError {
 struct Held {
     runs: BTreeSet<String>,
     jobs: BTreeSet<(String, u64)>,
+    /// Benches whose history page is bundled: those with a complete run among the runs
+    /// (a history shows complete runs only; a bench without one has no page).
+    histories: BTreeSet<String>,
 }
 
 /// A page's address → its file in the bundle (`None`: a page the bundle does not hold).
@@ -85,7 +88,10 @@ fn file_of(path: &str, held: &Held) -> Option<String> {
             run,
             file @ ("summary.json" | "summary.md" | "summary.csv"),
         ] => Some(format!("runs/{}/{file}", safe(run))),
-        ["history", bench] => Some(format!("history/{}.html", safe(bench))),
+        ["history", bench] => held
+            .histories
+            .contains(*bench)
+            .then(|| format!("history/{}.html", safe(bench))),
         _ => None,
     }
 }
@@ -229,6 +235,11 @@ pub async fn bundle(
         let mut held = Held {
             runs: chosen.iter().map(|r| r.run_id.clone()).collect(),
             jobs: BTreeSet::new(),
+            histories: chosen
+                .iter()
+                .filter(|r| r.complete)
+                .map(|r| r.bench.clone())
+                .collect(),
         };
         let mut pages: Vec<(String, String)> = Vec::new();
         for r in &chosen {
@@ -273,16 +284,20 @@ pub async fn bundle(
                 String::new(),
             ));
         }
-        let benches: BTreeSet<&str> = chosen.iter().map(|r| r.bench.as_str()).collect();
-        for b in benches {
-            pages.push((format!("/history/{}", url_segment(b)), String::new()));
+        for b in held.histories.clone() {
+            pages.push((format!("/history/{}", url_segment(&b)), String::new()));
         }
         let ids: Vec<String> = chosen.iter().map(|r| r.run_id.clone()).collect();
         pages.push((
             format!("/?ids={}&limit=10000", url_segment(&ids.join(","))),
             "index.html".into(),
         ));
-        if let [b, a] = chosen.as_slice() {
+        // Two runs of one bench: their comparison too (runs of two benches share no
+        // case to compare).
+        let compared = matches!(chosen.as_slice(), [b, a] if a.bench == b.bench);
+        if let [b, a] = chosen.as_slice()
+            && compared
+        {
             pages.push((
                 format!(
                     "/compare?a={}&b={}",
@@ -302,7 +317,7 @@ pub async fn bundle(
             let body = if file.ends_with(".html") {
                 let mut html = relative(&String::from_utf8_lossy(&body), &file, &held);
                 // The two runs' comparison, from the list.
-                if file == "index.html" && chosen.len() == 2 {
+                if file == "index.html" && compared {
                     html = html.replacen(
                         "<h1>Runs</h1>",
                         "<h1>Runs</h1>\n<p><a id=\"compare\" href=\"compare.html\">The two runs compared</a></p>",

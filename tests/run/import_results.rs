@@ -863,3 +863,47 @@ fn an_openai_prompt_promptgauge_cannot_fill_is_refused_not_kept_as_text() {
         assert!(!d.path().join("bench").exists());
     }
 }
+
+#[test]
+fn imported_runs_bundle_for_the_browser_as_runs_do() {
+    let d = tempfile::tempdir().unwrap();
+    let store = d.path().join("history.db");
+    let evals = files("inspect", |n| n.ends_with(".eval"));
+    let promptfoo = vec![fixtures().join("promptfoo/results.json")];
+    // Two runs of two benches, neither complete (failed samples): no history page and no
+    // comparison to bundle, and the bundle is written all the same.
+    for (format, files) in [("inspect", &evals), ("promptfoo", &promptfoo)] {
+        let o = promptgauge(d.path())
+            .args(["import-results", format])
+            .args(files.iter())
+            .args(["--quiet", "--store"])
+            .arg(&store)
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(3),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let o = promptgauge(d.path())
+        .args(["view", "--bundle", "out", "--reports", "reports", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = d.path().join("out");
+    assert!(out.join("index.html").is_file());
+    assert!(!out.join("compare.html").exists());
+    // Every link of the runs list leads to a file of the bundle.
+    let index = std::fs::read_to_string(out.join("index.html")).unwrap();
+    let links = regex::Regex::new(r##"href="([^"#]+)""##).unwrap();
+    for c in links.captures_iter(&index) {
+        let target = &c[1];
+        if target.starts_with("http") {
+            continue;
+        }
+        assert!(out.join(target).exists(), "{target} is not in the bundle");
+    }
+}
