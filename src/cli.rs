@@ -50,7 +50,8 @@ pub enum Command {
     /// Write a small working bench (bench, ten cases, two variants, every key commented)
     /// that runs at once on the built-in simulator.
     Init(InitArgs),
-    /// Turn another tool's config into a bench: `import promptfoo promptfooconfig.yaml`.
+    /// Turn another tool's config into a bench: `import promptfoo promptfooconfig.yaml`, or
+    /// an OpenAI Evals export: `import openai-evals eval.json --run run.json`.
     Import(ImportArgs),
     /// Turn another tool's per-sample results into a run folder, so `compare`, `history`,
     /// the gates, the reports and the store work on them: inspect_ai eval logs (.eval,
@@ -270,9 +271,10 @@ pub struct ImportResultsArgs {
     /// [default: the model, or what tells the files apart].
     #[arg(long, value_delimiter = ',', value_name = "A,B")]
     pub variants: Vec<String>,
-    /// The score to take when a sample has several: an inspect_ai scorer, an lm-eval
-    /// metric (`acc`, `acc_norm`, `exact_match`) [default: inspect's headline scorer, the
-    /// task's first metric].
+    /// The score to take when a sample has several: an inspect_ai scorer (or a key of a
+    /// scorer's dict), an lm-eval metric (`acc`, `acc_norm`, `exact_match`), promptfoo's
+    /// `success`, `score` (its fractional one) or a named score [default: inspect's
+    /// headline scorer, the line's first metric, promptfoo's `success`].
     #[arg(long, value_name = "NAME")]
     pub score: Option<String>,
     /// lm-eval: the filter whose lines to take (`strict-match`, `flexible-extract`)

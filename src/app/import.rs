@@ -873,6 +873,13 @@ impl Import {
 /// `import TOOL CONFIG`: writes the bench into `--out`; nothing is overwritten.
 pub fn import(args: &ImportArgs) -> Result<Exit, Failure> {
     match args.from {
+        crate::cli::ImportFrom::Promptfoo if !args.runs.is_empty() || args.items.is_some() => {
+            Err(UsageError::with_fix(
+                "--run and --items are for `import openai-evals`: a promptfoo config names its own prompts and tests",
+                "drop them",
+            )
+            .into())
+        }
         crate::cli::ImportFrom::Promptfoo => import_promptfoo(args),
         crate::cli::ImportFrom::OpenaiEvals => openai_evals::import(args),
     }
