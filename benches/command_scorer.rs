@@ -2,6 +2,7 @@
 //! command_scorer`): a trivial scorer process (it replies `{"score": 1}` to each line) is
 //! asked N answers, and promptgauge's CPU time (user + system of this process alone, from
 //! getrusage: the scorer's own time is another process's) is divided by N. Prints one line.
+//! The scorer parses each request for its id, as every scorer does.
 
 use std::path::Path;
 use std::time::Instant;
@@ -24,7 +25,7 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("trivial.py"),
-        "import sys\nfor line in sys.stdin:\n    sys.stdout.write('{\"score\": 1}\\n')\n    sys.stdout.flush()\n",
+        "import json, sys\nfor line in sys.stdin:\n    sys.stdout.write('{\"id\": %d, \"score\": 1}\\n' % json.loads(line)[\"id\"])\n    sys.stdout.flush()\n",
     )
     .unwrap();
     let case = Case {

@@ -373,12 +373,20 @@ impl Command {
                 crate::client::protocol::truncate(text, 200)
             )));
         };
-        if let Some(got) = obj.get("id").filter(|v| !v.is_null())
-            && got.as_u64() != Some(id)
-        {
-            return Err(Fault::Broken(format!(
-                "replied to request {got} while request {id} was asked: the process is out of step"
-            )));
+        // The request's id, echoed: what keeps a reply with its answer (a reply without it,
+        // or for another request, means the process is out of step).
+        match obj.get("id") {
+            Some(got) if got.as_u64() == Some(id) => {}
+            None | Some(Value::Null) => {
+                return Err(Fault::Broken(format!(
+                    "replied without the request's `id` ({id}): a reply carries the id of the request it answers"
+                )));
+            }
+            Some(got) => {
+                return Err(Fault::Broken(format!(
+                    "replied to request {got} while request {id} was asked: the process is out of step"
+                )));
+            }
         }
         if let Some(why) = obj.get("error").filter(|v| !v.is_null()) {
             let why = why.as_str().map_or_else(|| why.to_string(), String::from);

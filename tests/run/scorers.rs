@@ -519,25 +519,50 @@ fn scored_run(script: &str, spec: &str, cases: usize, extra: &[&str]) -> (Vec<Va
 
 #[test]
 fn a_scorer_out_of_step_is_replaced_and_what_it_started_is_stopped_with_it() {
-    // Each request answered twice, without ids: the second line would answer the next job.
+    // Each request answered twice: the second line would answer the next job. It never
+    // does: a reply carries its request's id; the process is replaced (before the next
+    // request when its line is already there, else when its reply names another).
     let twice = r#"
 import json, sys
 for line in sys.stdin:
     req = json.loads(line)
     right = req["case"]["expected"][0] in req["answer"]
     for _ in range(2):
-        print(json.dumps({"score": 1 if right else 0, "detail": {"case": req["case"]["id"]}}), flush=True)
+        print(json.dumps({"id": req["id"], "score": 1 if right else 0, "detail": {"case": req["case"]["id"]}}), flush=True)
 "#;
     let (records, stderr) = scored_run(
         twice,
         "{ kind: command, run: [python3, score.py], workers: 1 }",
         8,
-        &["--concurrency", "1"],
+        &["--concurrency", "1", "--allow-failures", "8"],
     );
     assert_eq!(records.len(), 8, "{stderr}");
+    let mut graded = 0;
     for r in &records {
-        assert_eq!(r["score_detail"]["detail"]["case"], r["case_id"], "{r}");
+        if r["status"] == "graded" {
+            graded += 1;
+            assert_eq!(r["score_detail"]["detail"]["case"], r["case_id"], "{r}");
+        } else {
+            assert!(r["error"].as_str().unwrap().contains("out of step"), "{r}");
+        }
     }
+    assert!(graded >= 4, "{graded} graded");
+    // A reply without the request's id: the job fails, and says why.
+    let no_id = "import json, sys\nfor line in sys.stdin:\n    print(json.dumps({'score': 1}), flush=True)\n";
+    let (records, _) = scored_run(
+        no_id,
+        "{ kind: command, run: [python3, score.py], workers: 1 }",
+        2,
+        &["--allow-failures", "2"],
+    );
+    assert!(
+        records[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("replied without the request's `id`"),
+        "{}",
+        records[0]
+    );
     // A scorer that starts a process of its own and exits: the job fails with what
     // happened, and the process it started does not outlive the run.
     let forks = r#"
