@@ -618,9 +618,10 @@ fn a_scorer_that_is_not_executable_is_refused_before_anything_is_sent() {
 #[test]
 fn a_second_ctrl_c_abandons_a_scorer_that_is_still_thinking() {
     let b = arithmetic_bench(6, 1, "");
+    // It says when it has a request (a file beside the bench), then thinks for ten minutes.
     scored_by(
         b.path(),
-        "import sys, time\nfor line in sys.stdin:\n    time.sleep(600)\n",
+        "import sys, time\nfor line in sys.stdin:\n    open('scoring', 'w').close()\n    time.sleep(600)\n",
         "{ kind: command, run: [python3, score.py], workers: 1, timeout: 600s }",
     );
     let mut child = spawned(
@@ -636,15 +637,14 @@ fn a_second_ctrl_c_abandons_a_scorer_that_is_still_thinking() {
             "1s",
         ],
     );
-    // The first answer is being scored once the scorer has started.
+    // The first answer is being scored.
     let started = std::time::Instant::now();
-    while std::process::Command::new("pgrep")
-        .args(["-f", "score.py"])
-        .output()
-        .is_ok_and(|o| o.stdout.is_empty())
-        && started.elapsed() < std::time::Duration::from_secs(30)
-    {
-        std::thread::sleep(std::time::Duration::from_millis(50));
+    while !b.path().join("scoring").exists() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the scorer was never asked"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let kill = |name: &str| {
         std::process::Command::new("kill")
