@@ -79,8 +79,17 @@ pub(super) fn prices(p: &Prepared, judge: Option<&super::judge::Judge>) -> Price
     }
 }
 
-/// The estimate of `jobs` at `prices`.
-pub(super) fn estimate(p: &Prepared, jobs: &[Job], prices: &Prices) -> Result<Estimate, Failure> {
+/// Whether a job's answer is in the response cache (`--cache`): it costs nothing.
+pub(super) type Cached<'a> = &'a dyn Fn(&Job, &[crate::client::ChatMessage]) -> bool;
+
+/// The estimate of `jobs` at `prices`; an answer `cached` holds costs nothing (its
+/// scorer's calls still count).
+pub(super) fn estimate(
+    p: &Prepared,
+    jobs: &[Job],
+    prices: &Prices,
+    cached: Cached<'_>,
+) -> Result<Estimate, Failure> {
     let b = &p.bench;
     let mut e = Estimate {
         completion_tokens: Some(0),
@@ -93,15 +102,24 @@ pub(super) fn estimate(p: &Prepared, jobs: &[Job], prices: &Prices) -> Result<Es
             .templates
             .render(job.variant, case, &b.variants[job.variant])
             .map_err(|e| Failure::Input(anyhow::anyhow!("template failed: {e}")))?;
-        let tokens = crate::suite::prompt_tokens(&messages);
-        e.prompt_tokens += tokens;
         let ceiling = b.max_tokens(job.variant);
-        e.completion_tokens = e.completion_tokens.zip(ceiling).map(|(a, b)| a + b);
+        let bought = !cached(job, &messages);
+        let tokens = if bought {
+            crate::suite::prompt_tokens(&messages)
+        } else {
+            0
+        };
+        e.prompt_tokens += tokens;
+        e.completion_tokens = e
+            .completion_tokens
+            .zip(ceiling)
+            .map(|(a, b)| if bought { a + b } else { a });
         if let Some(price) = prices
             .lanes
             .get(usize::from(job.endpoint))
             .cloned()
             .flatten()
+            .filter(|_| bought)
         {
             e.priced = true;
             e.input += tokens as f64 * price.input_per_mtok / 1e6;

@@ -87,7 +87,7 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
         out!("  warning: {w}");
     }
     let prices = super::budget::prices(&p, judge.as_ref());
-    let estimate = super::budget::estimate(&p, &p.jobs, &prices)?;
+    let estimate = super::budget::estimate(&p, &p.jobs, &prices, &|_, _| false)?;
     out!("  estimated prompt tokens: {}", estimate.prompt_tokens);
     if let Some(max) = estimate.completion_tokens {
         out!("  completion tokens at most: {max}");

@@ -76,7 +76,14 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
                 .into());
             }
             // A resume weighs what is left against what is left of the budget.
-            let e = super::budget::estimate(&p, &continued.jobs, prices)?;
+            let root = dir.path().parent().unwrap_or(Path::new("."));
+            let cached = cached_answers(&p, args.cache, root, &record.endpoint.base_url)?;
+            let none = |_: &Job, _: &[crate::client::ChatMessage]| false;
+            let cached: super::budget::Cached<'_> = match &cached {
+                Some(c) => c,
+                None => &none,
+            };
+            let e = super::budget::estimate(&p, &continued.jobs, prices, cached)?;
             let line = super::budget::check_estimate(
                 &e,
                 *limit,
@@ -530,14 +537,12 @@ async fn start_client(
         _ => urls.to_vec(),
     };
     say_before_sending(p, provider, quiet);
+    let keys = lane_cache_keys(p, &record.endpoint.base_url);
     let lanes: Vec<runner::Lane> = if p.grid.is_empty() {
         let client = build_client(p, &simulated(&p.endpoint.base_urls)).before_send()?;
         vec![runner::Lane {
             batch: record.endpoint.batch,
-            ..runner::Lane::single(
-                Arc::new(client),
-                cache_key(&record.endpoint.base_url, &p.endpoint),
-            )
+            ..runner::Lane::single(Arc::new(client), keys[0].clone())
         }]
     } else {
         p.grid
@@ -553,17 +558,11 @@ async fn start_client(
                     (e.api_key.clone(), &e.api_key_env),
                     &e.headers,
                 )?;
-                let shown = shown_urls(&e.base_urls);
-                let url = if shown.is_empty() {
-                    ProviderInfo::SIMULATED.to_string()
-                } else {
-                    shown.join(", ")
-                };
                 Ok(runner::Lane {
                     client: Arc::new(client),
                     name: Some(g.name().to_string()),
                     params: Arc::new(g.params.clone()),
-                    cache_key: cache_key(&url, e),
+                    cache_key: keys[i].clone(),
                     dispatch: CancellationToken::new(),
                     batch: record.endpoints.get(i).is_some_and(|info| info.batch),
                 })
@@ -650,6 +649,69 @@ async fn check_batch_apis(p: &Prepared, lanes: &[runner::Lane]) -> Result<(), Fa
 /// and — when they are not the defaults — its protocol and extra headers (another protocol
 /// or a header that picks an adapter may answer differently). The key is hashed before it
 /// is stored, so a header's value is never written.
+/// Each lane's endpoint as the response cache keys it, in lane order; `base_url` is the
+/// run's endpoint as recorded (a run of one endpoint).
+fn lane_cache_keys(p: &Prepared, base_url: &str) -> Vec<String> {
+    if p.grid.is_empty() {
+        return vec![cache_key(base_url, &p.endpoint)];
+    }
+    p.grid
+        .iter()
+        .map(|g| {
+            let shown = shown_urls(&g.endpoint.base_urls);
+            let url = if shown.is_empty() {
+                ProviderInfo::SIMULATED.to_string()
+            } else {
+                shown.join(", ")
+            };
+            cache_key(&url, &g.endpoint)
+        })
+        .collect()
+}
+
+/// `--budget --cache`: a test of whether the response cache (under `root`) holds a job's
+/// answer, for the estimate to count it free; `None` without `--cache`.
+fn cached_answers(
+    p: &Prepared,
+    cache: bool,
+    root: &Path,
+    base_url: &str,
+) -> Result<Option<impl Fn(&Job, &[crate::client::ChatMessage]) -> bool + use<>>, Failure> {
+    if !cache {
+        return Ok(None);
+    }
+    let path = crate::client::Cache::path_under(root);
+    let cache = crate::client::Cache::open(&path)
+        .with_context(|| format!("cannot open the response cache {}", path.display()))
+        .before_send()?;
+    let keys = lane_cache_keys(p, base_url);
+    let lanes: Vec<(String, serde_json::Map<String, serde_json::Value>)> = if p.grid.is_empty() {
+        vec![(p.endpoint.model.clone(), Default::default())]
+    } else {
+        p.grid
+            .iter()
+            .map(|g| (g.endpoint.model.clone(), g.params.clone()))
+            .collect()
+    };
+    let bench = p.bench.clone();
+    Ok(Some(
+        move |job: &Job, messages: &[crate::client::ChatMessage]| {
+            let lane = usize::from(job.endpoint);
+            let (Some(endpoint), Some((model, params))) = (keys.get(lane), lanes.get(lane)) else {
+                return false;
+            };
+            let key = crate::client::cache::key(
+                endpoint,
+                model,
+                messages,
+                &bench.params_at(job.variant, params),
+                job.repeat,
+            );
+            cache.get(&key).is_some()
+        },
+    ))
+}
+
 fn cache_key(shown_url: &str, e: &crate::cli::Endpoint) -> String {
     let mut key = shown_url.to_string();
     if !e.protocol.is_default() {
@@ -1066,8 +1128,18 @@ fn plan_budget(
         return Ok(None);
     };
     let prices = super::budget::prices(p, judge);
+    // Answers the cache holds cost nothing (a fresh run's cache is under --out).
+    let cached = match resumed {
+        None => cached_answers(p, args.cache, &args.out, &provider_info(p).base_url)?,
+        Some(_) => None,
+    };
+    let none = |_: &Job, _: &[crate::client::ChatMessage]| false;
+    let cached: super::budget::Cached<'_> = match &cached {
+        Some(c) => c,
+        None => &none,
+    };
     // The whole plan's estimate says whether scorers call models (as `check` reads it).
-    let e = super::budget::estimate(p, &p.jobs, &prices)?;
+    let e = super::budget::estimate(p, &p.jobs, &prices, cached)?;
     super::budget::check_priced(p, &prices, e.judge_unpriced)?;
     if resumed.is_none() {
         let line = super::budget::check_estimate(&e, limit, 0.0, args.plan.run_to_budget)?;

@@ -333,3 +333,25 @@ fn embeddings_count_too_and_check_and_run_agree_on_what_a_budget_needs() {
         );
     }
 }
+
+#[test]
+fn answers_the_cache_holds_cost_nothing_to_a_budget() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let url = server.base_url();
+    let b = bench("");
+    let d = b.path();
+    let o = run(d, &url, &["bench.yaml", "--cache"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(server.provider.stats().requests, 80);
+    // Every answer is in the cache: a budget far below the plan's price starts, and
+    // nothing is bought.
+    let o = run(d, &url, &["bench.yaml", "--cache", "--budget", "0.0001"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert_eq!(server.provider.stats().requests, 80);
+    let dir = run_dirs(&d.join("reports")).pop().unwrap();
+    assert_eq!(journal(&dir).len(), 80);
+    // Without the cache the same budget refuses the plan.
+    let o = run(d, &url, &["bench.yaml", "--budget", "0.0001"]);
+    assert_eq!(o.status.code(), Some(2));
+}
