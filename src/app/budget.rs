@@ -82,6 +82,9 @@ pub(super) fn prices(p: &Prepared, judge: Option<&super::judge::Judge>) -> Price
 /// Whether a job's answer is in the response cache (`--cache`): it costs nothing.
 pub(super) type Cached<'a> = &'a dyn Fn(&Job, &[crate::client::ChatMessage]) -> bool;
 
+/// [`Cached`], owned: what a run builds from its response cache.
+pub(super) type CachedTest = Box<dyn Fn(&Job, &[crate::client::ChatMessage]) -> bool>;
+
 /// The estimate of `jobs` at `prices`; an answer `cached` holds costs nothing (its
 /// scorer's calls still count).
 pub(super) fn estimate(
@@ -99,8 +102,7 @@ pub(super) fn estimate(
     for job in jobs {
         let case = &b.cases[job.case];
         let messages = b
-            .templates
-            .render(job.variant, case, &b.variants[job.variant])
+            .render_job(job)
             .map_err(|e| Failure::Input(anyhow::anyhow!("template failed: {e}")))?;
         let ceiling = b.max_tokens(job.variant);
         let bought = !cached(job, &messages);
@@ -131,14 +133,8 @@ pub(super) fn estimate(
         let calls =
             p.scorers[job.case].calls(case, &messages, ceiling.unwrap_or(UNBOUNDED_COMPLETION));
         if calls.count > 0 || calls.prompt_tokens > 0 {
-            match &prices.judge {
-                Some(price) => {
-                    e.judge += price.cost(&crate::client::Usage {
-                        prompt_tokens: calls.prompt_tokens,
-                        completion_tokens: calls.count * prices.judge_completion,
-                        ..Default::default()
-                    })
-                }
+            match prices.calls_cost(calls) {
+                Some(cost) => e.judge += cost,
                 None => e.judge_unpriced = true,
             }
         }

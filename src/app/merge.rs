@@ -50,14 +50,7 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
     .await?;
     let (dir, _lock, mut journal) = create_folder(&root, &first.bench.name)?;
     // The merged run is a run of its own.
-    record.run_id = format!(
-        "{}-{:04x}",
-        dir.path()
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("merged"),
-        rand::random::<u16>()
-    );
+    record.run_id = dir.new_run_id("merged");
     let mut agg = aggregator(&dir, &record, &args.outputs)?;
     if !args.store.no_store {
         agg.figures()

@@ -460,8 +460,7 @@ fn check_reservations(bench: &Bench, jobs: &[Job], tpm: u32) -> Result<(), Failu
     for job in jobs {
         let case = &bench.cases[job.case];
         let messages = bench
-            .templates
-            .render(job.variant, case, &bench.variants[job.variant])
+            .render_job(job)
             .map_err(|e| Failure::Input(anyhow::anyhow!("template failed: {e}")))?;
         let need = bench.reservation(job.variant, &messages);
         if need > u64::from(tpm) {

@@ -78,12 +78,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
             // A resume weighs what is left against what is left of the budget.
             let root = dir.path().parent().unwrap_or(Path::new("."));
             let cached = cached_answers(&p, args.cache, root, &record.endpoint.base_url)?;
-            let none = |_: &Job, _: &[crate::client::ChatMessage]| false;
-            let cached: super::budget::Cached<'_> = match &cached {
-                Some(c) => c,
-                None => &none,
-            };
-            let e = super::budget::estimate(&p, &continued.jobs, prices, cached)?;
+            let e = super::budget::estimate(&p, &continued.jobs, prices, &*cached)?;
             let line = super::budget::check_estimate(
                 &e,
                 *limit,
@@ -670,15 +665,15 @@ fn lane_cache_keys(p: &Prepared, base_url: &str) -> Vec<String> {
 }
 
 /// `--budget --cache`: a test of whether the response cache (under `root`) holds a job's
-/// answer, for the estimate to count it free; `None` without `--cache`.
+/// answer, for the estimate to count it free; one that says no without `--cache`.
 fn cached_answers(
     p: &Prepared,
     cache: bool,
     root: &Path,
     base_url: &str,
-) -> Result<Option<impl Fn(&Job, &[crate::client::ChatMessage]) -> bool + use<>>, Failure> {
+) -> Result<super::budget::CachedTest, Failure> {
     if !cache {
-        return Ok(None);
+        return Ok(Box::new(|_, _| false));
     }
     let path = crate::client::Cache::path_under(root);
     let cache = crate::client::Cache::open(&path)
@@ -694,7 +689,7 @@ fn cached_answers(
             .collect()
     };
     let bench = p.bench.clone();
-    Ok(Some(
+    Ok(Box::new(
         move |job: &Job, messages: &[crate::client::ChatMessage]| {
             let lane = usize::from(job.endpoint);
             let (Some(endpoint), Some((model, params))) = (keys.get(lane), lanes.get(lane)) else {
@@ -1128,18 +1123,16 @@ fn plan_budget(
         return Ok(None);
     };
     let prices = super::budget::prices(p, judge);
-    // Answers the cache holds cost nothing (a fresh run's cache is under --out).
-    let cached = match resumed {
-        None => cached_answers(p, args.cache, &args.out, &provider_info(p).base_url)?,
-        Some(_) => None,
-    };
-    let none = |_: &Job, _: &[crate::client::ChatMessage]| false;
-    let cached: super::budget::Cached<'_> = match &cached {
-        Some(c) => c,
-        None => &none,
-    };
+    // Answers the cache holds cost nothing (a fresh run's cache is under --out; a resume
+    // weighs its own once its journal is read).
+    let cached = cached_answers(
+        p,
+        args.cache && resumed.is_none(),
+        &args.out,
+        &provider_info(p).base_url,
+    )?;
     // The whole plan's estimate says whether scorers call models (as `check` reads it).
-    let e = super::budget::estimate(p, &p.jobs, &prices, cached)?;
+    let e = super::budget::estimate(p, &p.jobs, &prices, &*cached)?;
     super::budget::check_priced(p, &prices, e.judge_unpriced)?;
     if resumed.is_none() {
         let line = super::budget::check_estimate(&e, limit, 0.0, args.plan.run_to_budget)?;
@@ -2107,18 +2100,8 @@ fn new_record(
 ) -> RunRecord {
     let bench = &p.bench;
     RunRecord {
-        tool: Tool {
-            name: "promptgauge".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-        },
-        run_id: format!(
-            "{}-{:04x}",
-            dir.path()
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or("run"),
-            rand::random::<u16>()
-        ),
+        tool: Tool::promptgauge(),
+        run_id: dir.new_run_id("run"),
         started_at,
         started_unix_ms: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

@@ -106,20 +106,14 @@ impl EmbeddingService {
             .collect();
         let missing: Vec<usize> = (0..texts.len()).filter(|&i| known[i].is_none()).collect();
         let mut call = JudgeCall {
-            vote: 0,
-            request: texts
-                .iter()
-                .map(|t| ChatMessage::new("embedding", *t))
-                .collect(),
-            reply: String::new(),
-            score: None,
-            error: None,
-            usage: None,
-            latency_ms: None,
-            attempts: 0,
-            status: None,
-            outcome: None,
             cached: missing.is_empty(),
+            ..JudgeCall::new(
+                0,
+                texts
+                    .iter()
+                    .map(|t| ChatMessage::new("embedding", *t))
+                    .collect(),
+            )
         };
         if !missing.is_empty() {
             // Each text once (an answer that is its expected answer word for word).

@@ -525,6 +525,15 @@ fn shown_score(scale: Scale, s: f64) -> String {
     }
 }
 
+/// A reply's last line that is not blank.
+fn last_line(reply: &str) -> &str {
+    reply
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+}
+
 /// The label a reply gives: a JSON object's `label` (or the reply as a JSON string), else
 /// its last line when that line is a label, else the one label it names as a word.
 fn read_label(reply: &str, labels: &[String]) -> Result<String, String> {
@@ -552,11 +561,7 @@ fn read_label(reply: &str, labels: &[String]) -> Result<String, String> {
         }
         _ => {}
     }
-    let last = reply
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("");
+    let last = last_line(reply);
     if let Some(l) = known(last.rsplit(':').next().unwrap_or(last)) {
         return Ok(l);
     }
@@ -604,11 +609,7 @@ fn read_number(reply: &str) -> Result<f64, String> {
         Ok(v @ Value::Number(_)) => return from(&v).ok_or_else(|| "no number".to_string()),
         _ => {}
     }
-    let last = reply
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("");
+    let last = last_line(reply);
     let value = last
         .rsplit(':')
         .next()
@@ -684,19 +685,7 @@ impl Judge {
                 vote,
             )
         });
-        let mut call = JudgeCall {
-            vote,
-            request: request.clone(),
-            reply: String::new(),
-            score: None,
-            error: None,
-            usage: None,
-            latency_ms: None,
-            attempts: 0,
-            cached: false,
-            status: None,
-            outcome: None,
-        };
+        let mut call = JudgeCall::new(vote, request.clone());
         let cached = match (&service.cache, &cache_key) {
             (Some(c), Some(k)) => c.lock().ok().and_then(|c| c.get(k).cloned()),
             _ => None,

@@ -95,6 +95,25 @@ pub struct JudgeCall {
     pub cached: bool,
 }
 
+impl JudgeCall {
+    /// A call about to be made: its vote and request, nothing heard yet.
+    pub fn new(vote: u32, request: Vec<ChatMessage>) -> JudgeCall {
+        JudgeCall {
+            vote,
+            request,
+            reply: String::new(),
+            score: None,
+            error: None,
+            usage: None,
+            latency_ms: None,
+            attempts: 0,
+            status: None,
+            outcome: None,
+            cached: false,
+        }
+    }
+}
+
 impl Score {
     /// A pass/fail verdict as a score.
     pub fn binary(pass: bool, extracted: Option<String>) -> Score {

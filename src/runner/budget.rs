@@ -57,14 +57,19 @@ impl Prices {
             _ => 0.0,
         };
         let calls = scorer.calls(&bench.cases[job.case], messages, completion);
-        let judged = self.judge.as_ref().map_or(0.0, |p| {
+        answer + self.calls_cost(calls).unwrap_or(0.0)
+    }
+
+    /// The most a scorer's model calls cost at the judge's price (each reply at the
+    /// judge's completion ceiling); `None` when the judge has no price.
+    pub fn calls_cost(&self, calls: crate::grade::scorer::Calls) -> Option<f64> {
+        self.judge.as_ref().map(|p| {
             p.cost(&crate::client::Usage {
                 prompt_tokens: calls.prompt_tokens,
                 completion_tokens: calls.count * self.judge_completion,
                 ..Default::default()
             })
-        });
-        answer + judged
+        })
     }
 
     /// What a finished job was billed, at the price of its endpoint (`lane`).

@@ -111,6 +111,19 @@ pub struct RunDir {
 }
 
 impl RunDir {
+    /// A new run id for the run this folder holds: its name and four random hex digits
+    /// (`fallback` for the name when it is not UTF-8).
+    pub fn new_run_id(&self, fallback: &str) -> String {
+        format!(
+            "{}-{:04x}",
+            self.path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or(fallback),
+            rand::random::<u16>()
+        )
+    }
+
     /// An existing folder (nothing is checked until something is read).
     pub fn at(path: impl Into<PathBuf>) -> RunDir {
         RunDir { path: path.into() }

@@ -492,9 +492,7 @@ fn request_of(
     lane: &Lane,
     options: &RunOptions,
 ) -> Result<Rendered, Box<JobRecord>> {
-    let case = &bench.cases[job.case];
-    let variant = &bench.variants[job.variant];
-    let messages = match bench.templates.render(job.variant, case, variant) {
+    let messages = match bench.render_job(job) {
         Ok(m) => m,
         Err(e) => {
             let mut r = failed_record(bench, job, format!("template failed: {e}"), None);

@@ -45,6 +45,16 @@ pub struct Tool {
     pub version: String,
 }
 
+impl Tool {
+    /// This promptgauge, as the run folders it writes name it.
+    pub fn promptgauge() -> Tool {
+        Tool {
+            name: "promptgauge".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        }
+    }
+}
+
 /// The bench as loaded: its text, cases, variants and settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchRecord {

@@ -588,6 +588,15 @@ impl Bench {
         prompt_tokens(messages) + self.max_tokens(variant).unwrap_or(0)
     }
 
+    /// The messages a job sends: its variant rendered for its case.
+    pub fn render_job(&self, job: &Job) -> Result<Vec<ChatMessage>, minijinja::Error> {
+        self.templates.render(
+            job.variant,
+            &self.cases[job.case],
+            &self.variants[job.variant],
+        )
+    }
+
     /// The completion ceiling a variant's requests carry, if any.
     pub fn max_tokens(&self, variant: usize) -> Option<u64> {
         let params = self.params_for(variant);

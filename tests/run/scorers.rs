@@ -74,27 +74,21 @@ fn by_case(records: &[Value]) -> HashMap<(String, String), &Value> {
 
 #[test]
 fn a_scorer_that_crashes_hangs_or_replies_garbage_fails_that_job_and_is_replaced() {
-    let (_rt, server) = start_mock(MockConfig::default());
-    let b = arithmetic_bench(12, 2, "");
-    let d = b.path();
-    scored_by(
-        d,
+    let Scored {
+        records,
+        stderr,
+        code,
+        requests,
+    } = scored_run(
         FAULTY,
         "{ kind: command, run: [python3, score.py], workers: 2, timeout: 1s, binary: true }",
+        (12, 2, ""),
+        &["--allow-failures", "10"],
     );
-    let o = promptgauge(d)
-        .args(["run", "bench.yaml", "--quiet", "--base-url"])
-        .arg(server.base_url())
-        .args(["--model", "m", "--allow-failures", "10"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{stderr}");
-    let dir = run_dirs(&d.join("reports")).pop().unwrap();
-    let records = journal(&dir);
+    assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(records.len(), 24);
     // Every answer was asked for once, whatever its scorer did.
-    assert_eq!(server.provider.stats().requests, 24);
+    assert_eq!(requests, 24);
     let jobs = by_case(&records);
     for variant in ["plain", "careful"] {
         let job = |case: &str| jobs[&(case.to_string(), variant.to_string())];
@@ -233,47 +227,31 @@ fn the_python_and_javascript_examples_score_a_run_alike() {
 
 #[test]
 fn a_scorer_that_fails_every_answer_alike_stops_the_run_early() {
-    let (_rt, server) = start_mock(MockConfig::default());
-    let b = arithmetic_bench(60, 1, "");
-    let d = b.path();
     // A scorer with a syntax error dies before reading a line.
-    scored_by(
-        d,
+    let r = scored_run(
         "import sys\ndef broken(:\n",
         "{ kind: command, run: [python3, score.py] }",
+        (60, 1, ""),
+        &["--concurrency", "4"],
     );
-    let o = promptgauge(d)
-        .args([
-            "run",
-            "bench.yaml",
-            "--quiet",
-            "--model",
-            "m",
-            "--concurrency",
-            "4",
-            "--base-url",
-        ])
-        .arg(server.base_url())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(4), "{stderr}");
+    assert_eq!(r.code, Some(4), "{}", r.stderr);
     assert!(
-        stderr.contains("the first 4 jobs all failed the same way")
-            && stderr.contains("exited with status 1 before replying"),
-        "{stderr}"
+        r.stderr
+            .contains("the first 4 jobs all failed the same way")
+            && r.stderr.contains("exited with status 1 before replying"),
+        "{}",
+        r.stderr
     );
-    let dir = run_dirs(&d.join("reports")).pop().unwrap();
-    let first = &journal(&dir)[0];
+    let first = &r.records[0];
     assert!(
         first["error"].as_str().unwrap().contains("SyntaxError"),
         "its stderr is kept: {first}"
     );
     // The answers after those in flight were never bought.
-    let seen = server.provider.stats().requests;
     assert!(
-        seen < 20,
-        "{seen} answers bought for a scorer that cannot score"
+        r.requests < 20,
+        "{} answers bought for a scorer that cannot score",
+        r.requests
     );
 }
 
@@ -497,11 +475,25 @@ fn an_embedding_scorer_naming_an_endpoint_the_run_does_not_use_is_refused() {
     assert!(run_dirs(&d.path().join("reports")).is_empty());
 }
 
-/// Runs the arithmetic bench scored by `script` as `spec`, against the simulator in this
-/// process; the records.
-fn scored_run(script: &str, spec: &str, cases: usize, extra: &[&str]) -> (Vec<Value>, String) {
+/// A run of the arithmetic bench scored by a script, against the simulator in this process.
+struct Scored {
+    records: Vec<Value>,
+    stderr: String,
+    code: Option<i32>,
+    /// The requests the simulator saw.
+    requests: u64,
+}
+
+/// Runs the arithmetic bench (`cases` × `variants`, `bench_extra` added to it) scored by
+/// `script` as `spec`, with `extra` flags.
+fn scored_run(
+    script: &str,
+    spec: &str,
+    (cases, variants, bench_extra): (usize, usize, &str),
+    extra: &[&str],
+) -> Scored {
     let (_rt, server) = start_mock(MockConfig::default());
-    let b = arithmetic_bench(cases, 1, "");
+    let b = arithmetic_bench(cases, variants, bench_extra);
     scored_by(b.path(), script, spec);
     let o = promptgauge(b.path())
         .args(["run", "bench.yaml", "--quiet", "--model", "m", "--base-url"])
@@ -509,12 +501,16 @@ fn scored_run(script: &str, spec: &str, cases: usize, extra: &[&str]) -> (Vec<Va
         .args(extra)
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
     let records = run_dirs(&b.path().join("reports"))
         .pop()
         .map(|d| journal(&d))
         .unwrap_or_default();
-    (records, stderr)
+    Scored {
+        records,
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        code: o.status.code(),
+        requests: server.provider.stats().requests,
+    }
 }
 
 #[test]
@@ -530,10 +526,12 @@ for line in sys.stdin:
     for _ in range(2):
         print(json.dumps({"id": req["id"], "score": 1 if right else 0, "detail": {"case": req["case"]["id"]}}), flush=True)
 "#;
-    let (records, stderr) = scored_run(
+    let Scored {
+        records, stderr, ..
+    } = scored_run(
         twice,
         "{ kind: command, run: [python3, score.py], workers: 1 }",
-        8,
+        (8, 1, ""),
         &["--concurrency", "1", "--allow-failures", "8"],
     );
     assert_eq!(records.len(), 8, "{stderr}");
@@ -549,10 +547,10 @@ for line in sys.stdin:
     assert!(graded >= 4, "{graded} graded");
     // A reply without the request's id: the job fails, and says why.
     let no_id = "import json, sys\nfor line in sys.stdin:\n    print(json.dumps({'score': 1}), flush=True)\n";
-    let (records, _) = scored_run(
+    let Scored { records, .. } = scored_run(
         no_id,
         "{ kind: command, run: [python3, score.py], workers: 1 }",
-        2,
+        (2, 1, ""),
         &["--allow-failures", "2"],
     );
     assert!(
@@ -571,10 +569,12 @@ for line in sys.stdin:
     subprocess.Popen(["sleep", "7771"])
     sys.exit(0)
 "#;
-    let (records, stderr) = scored_run(
+    let Scored {
+        records, stderr, ..
+    } = scored_run(
         forks,
         "{ kind: command, run: [python3, score.py], workers: 1, timeout: 1s }",
-        2,
+        (2, 1, ""),
         &["--concurrency", "1", "--allow-failures", "5"],
     );
     assert!(!records.is_empty(), "{stderr}");
@@ -593,25 +593,19 @@ for line in sys.stdin:
 
 #[test]
 fn a_scorer_that_is_not_executable_is_refused_before_anything_is_sent() {
-    let (_rt, server) = start_mock(MockConfig::default());
-    let b = arithmetic_bench(4, 1, "");
-    scored_by(
-        b.path(),
+    let r = scored_run(
         "print('hi')\n",
         "{ kind: command, run: [./score.py] }",
+        (4, 1, ""),
+        &[],
     );
-    let o = promptgauge(b.path())
-        .args(["run", "bench.yaml", "--model", "m", "--base-url"])
-        .arg(server.base_url())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
     assert!(
-        stderr.contains("`./score.py` is not executable"),
-        "{stderr}"
+        r.stderr.contains("`./score.py` is not executable"),
+        "{}",
+        r.stderr
     );
-    assert_eq!(server.provider.stats().requests, 0);
+    assert_eq!(r.requests, 0);
 }
 
 #[cfg(unix)]
@@ -679,35 +673,18 @@ for line in sys.stdin:
     req = json.loads(line)
     print(json.dumps({"id": req["id"], "score": 1, "usage": {"prompt_tokens": 1000000, "completion_tokens": 0}}), flush=True)
 "#;
-    let (_rt, server) = start_mock(MockConfig::default());
-    let b = arithmetic_bench(
-        12,
-        1,
-        "judge: { price: { input_per_mtok: 1.0, output_per_mtok: 1.0 } }\n",
-    );
-    scored_by(
-        b.path(),
+    let r = scored_run(
         spends,
         "{ kind: command, run: [python3, score.py], workers: 1 }",
+        (
+            12,
+            1,
+            "judge: { price: { input_per_mtok: 1.0, output_per_mtok: 1.0 } }\n",
+        ),
+        &["--concurrency", "1", "--budget", "2.5"],
     );
-    let o = promptgauge(b.path())
-        .args([
-            "run",
-            "bench.yaml",
-            "--quiet",
-            "--model",
-            "m",
-            "--concurrency",
-            "1",
-        ])
-        .args(["--budget", "2.5", "--base-url"])
-        .arg(server.base_url())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(3), "{stderr}");
-    let dir = run_dirs(&b.path().join("reports")).pop().unwrap();
+    assert_eq!(r.code, Some(3), "{}", r.stderr);
     // The third answer's scorer spending took it past $2.5: nothing after it was sent.
-    assert_eq!(journal(&dir).len(), 3, "{stderr}");
-    assert_eq!(server.provider.stats().requests, 3);
+    assert_eq!(r.records.len(), 3, "{}", r.stderr);
+    assert_eq!(r.requests, 3);
 }

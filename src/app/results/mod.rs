@@ -336,18 +336,8 @@ fn run_of(imported: &Imported, dir: &RunDir) -> (RunRecord, Vec<JobRecord>) {
     let models: Vec<&str> = imported.arms.iter().map(|a| a.model.as_str()).collect();
     let started = imported.started_at.clone().unwrap_or_else(utc_now);
     let record = RunRecord {
-        tool: Tool {
-            name: "promptgauge".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-        },
-        run_id: format!(
-            "{}-{:04x}",
-            dir.path()
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or("imported"),
-            rand::random::<u16>()
-        ),
+        tool: Tool::promptgauge(),
+        run_id: dir.new_run_id("imported"),
         started_at: started,
         started_unix_ms: None,
         finished_at: Some(utc_now()),
