@@ -30,7 +30,7 @@ impl HttpRequest {
         self.headers
             .iter()
             .map(|(k, v)| {
-                if k == "authorization" || k == "x-api-key" || k == "api-key" {
+                if is_credential(k) {
                     (k.clone(), "[redacted]".to_string())
                 } else {
                     (k.clone(), v.clone())
@@ -114,7 +114,7 @@ fn describe(e: &reqwest::Error) -> String {
 /// Redirects followed for one request, at most.
 const MAX_REDIRECTS: usize = 5;
 
-/// Headers that carry credentials: never sent to another origin.
+/// Headers that carry credentials: redacted wherever a request is shown.
 const CREDENTIALS: [&str; 5] = [
     "authorization",
     "x-api-key",
@@ -122,6 +122,25 @@ const CREDENTIALS: [&str; 5] = [
     "cookie",
     "proxy-authorization",
 ];
+
+/// Whether a header (named in any case) carries a credential.
+fn is_credential(name: &str) -> bool {
+    CREDENTIALS.iter().any(|c| c.eq_ignore_ascii_case(name))
+}
+
+/// The only headers a redirect to another origin carries: what the protocol needs to be
+/// understood, none of them secret. An endpoint's own `headers:` (which may hold values
+/// read from variables), its key and any cookie stay with the origin they were given for.
+const CROSS_ORIGIN: [&str; 4] = [
+    "content-type",
+    "accept",
+    "idempotency-key",
+    "anthropic-version",
+];
+
+fn crosses_origins(name: &str) -> bool {
+    CROSS_ORIGIN.iter().any(|c| c.eq_ignore_ascii_case(name))
+}
 
 /// Where a 307 or 308 sends the request next: the same POST with the same body. `None`
 /// for any other status (a 301, 302 or 303 would turn the POST into a GET without the
@@ -166,9 +185,8 @@ impl Transport for ReqwestTransport {
                 if !matches!(next.scheme(), "http" | "https") {
                     break response;
                 }
-                // Credentials stay with the origin they were given for.
                 if !same_origin(&url, &next) {
-                    headers.retain(|(k, _)| !CREDENTIALS.contains(&k.as_str()));
+                    headers.retain(|(k, _)| crosses_origins(k));
                 }
                 hops += 1;
                 url = next;

@@ -374,6 +374,13 @@ async fn a_307_or_308_keeps_the_post_and_its_body_and_credentials_stay_with_thei
             c.api_key = Some(promptgauge::client::ApiKey::new(
                 "sk-the-secret-key-1".into(),
             ));
+            // An endpoint's own headers, named in any case: one filled from a variable,
+            // a cookie, and a credential header spelled as a user might.
+            c.headers = vec![
+                ("OpenAI-Organization".into(), "org-from-a-variable".into()),
+                ("Cookie".into(), "session=the-cookie".into()),
+                ("X-Api-Key".into(), "sk-the-second-key".into()),
+            ];
         })
         .execute(&job("the prompt", "k"))
         .await;
@@ -396,5 +403,24 @@ async fn a_307_or_308_keeps_the_post_and_its_body_and_credentials_stay_with_thei
             "same origin keeps the key"
         );
         assert!(!auth(&there), "another origin never sees it");
+        let named =
+            |s: &Seen, name: &str| s.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
+        for name in ["openai-organization", "cookie", "x-api-key"] {
+            assert!(named(&here[1], name), "{status}: same origin keeps {name}");
+            assert!(!named(&there, name), "{status}: another origin got {name}");
+        }
+        let raw = format!("{:?}", there.headers);
+        for secret in [
+            "org-from-a-variable",
+            "the-cookie",
+            "sk-the-second-key",
+            "sk-the-secret",
+        ] {
+            assert!(!raw.contains(secret), "{status}: {secret} reached {raw}");
+        }
+        assert!(
+            named(&there, "idempotency-key"),
+            "{status}: the key of the job follows"
+        );
     }
 }
