@@ -60,6 +60,7 @@ fn main() {
     for workers in [1u32, 4] {
         let scorer = Command::new(
             &["python3".into(), "trivial.py".into()],
+            &[],
             dir.path(),
             workers,
             std::time::Duration::from_secs(30),

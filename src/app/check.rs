@@ -75,6 +75,9 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
             p.endpoint.model
         ),
     }
+    for line in b.programs_said() {
+        out!("  {line}");
+    }
     super::run::check_embedding_endpoints(&p)?;
     let judge = super::judge::resolve(&p, &args.plan, env)?;
     if let Some(judge) = &judge {

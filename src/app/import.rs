@@ -981,6 +981,16 @@ fn say_imported(im: &Import, out: &Path) {
         im.cases.len(),
         out.display()
     );
+    let programs = im.programs();
+    if !programs.is_empty() {
+        out!("programs the bench will run to score answers (read them before a run):");
+        for p in &programs {
+            out!(
+                "  - `{p}` (it sees {} and no other variable)",
+                crate::suite::grading::PASSED_ENV.join(", ")
+            );
+        }
+    }
     if !im.review.is_empty() {
         out!("review before running (also in IMPORT-NOTES.md):");
         for n in &im.review {
@@ -997,6 +1007,35 @@ fn say_imported(im: &Import, out: &Path) {
         "next: promptgauge check {0}, then promptgauge run {0}",
         crate::report::shell_path(&out.join("promptgauge.yaml"))
     );
+}
+
+impl Import {
+    /// Every program a `command` scorer of the imported bench runs (its `grade:` and each
+    /// case's), as written, once each.
+    fn programs(&self) -> Vec<String> {
+        fn walk(v: &Value, found: &mut Vec<String>) {
+            match v {
+                Value::Object(m) => {
+                    if m.get("kind").and_then(Value::as_str) == Some("command")
+                        && let Some(run) = m.get("run").and_then(Value::as_array)
+                    {
+                        let argv: Vec<&str> = run.iter().filter_map(Value::as_str).collect();
+                        let shown = argv.join(" ");
+                        if !found.contains(&shown) {
+                            found.push(shown);
+                        }
+                    }
+                    m.values().for_each(|v| walk(v, found));
+                }
+                Value::Array(a) => a.iter().for_each(|v| walk(v, found)),
+                _ => {}
+            }
+        }
+        let mut found = Vec::new();
+        self.grade.iter().for_each(|g| walk(g, &mut found));
+        self.cases.iter().for_each(|c| walk(c, &mut found));
+        found
+    }
 }
 
 /// Notes said by many tests alike (`test 3: …`, `test 4: …`) become one, with the count.

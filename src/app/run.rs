@@ -831,6 +831,11 @@ fn say_before_sending(p: &Prepared, provider: &ProviderInfo, quiet: bool) {
     if let Some(w) = p.greedy_repeats_warning().filter(|_| !quiet) {
         note!("warning: {w}");
     }
+    if !quiet {
+        for line in p.bench.programs_said() {
+            note!("{line}");
+        }
+    }
 }
 
 /// The line that says what runs, against what, and where it is written.

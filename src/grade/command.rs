@@ -27,10 +27,14 @@ pub const KEPT_STDERR_BYTES: usize = 8 * 1024;
 /// How long one reply may take unless the spec says.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
+pub use crate::suite::grading::PASSED_ENV;
+
 /// The command scorer.
 pub struct Command {
     /// The program and its arguments, as written.
     argv: Vec<String>,
+    /// The environment its processes get: [`PASSED_ENV`] and the bench's `env:`, as set now.
+    env: Vec<(String, std::ffi::OsString)>,
     /// The bench's folder: the processes run there, so `score.py` names the bench's file.
     dir: PathBuf,
     timeout: Duration,
@@ -70,6 +74,10 @@ pub enum CommandError {
         "`{0}` is not executable: make it so (chmod +x), or run it through its interpreter (run: [python3, {0}])"
     )]
     NotExecutable(String),
+    #[error(
+        "`env` names `{0}`, which is not a variable's name: list names only (env: [HF_HOME]), their values are read from promptgauge's environment"
+    )]
+    EnvName(String),
 }
 
 /// One running scorer process.
@@ -95,16 +103,80 @@ impl Process {
 }
 
 impl Drop for Process {
-    /// Kills the process and whatever it started (its process group): a scorer that
-    /// forked leaves nothing behind.
+    /// Kills the process and everything it started: its process group, and every
+    /// descendant that left it (`setsid`, a daemon's double fork). The process is a child
+    /// subreaper (see [`Command::spawn`]), so a descendant whose parent exited is still
+    /// its descendant; each is stopped before any is killed, so none forks away meanwhile.
     fn drop(&mut self) {
         if let Some(pid) = self.group.filter(|p| *p > 1) {
-            // SAFETY: a plain signal to the group the child leads.
+            let tree = freeze_descendants(pid);
+            // SAFETY: plain signals, to the group the child leads and to the processes
+            // found under it (stopped: their pids cannot be reused before this kill).
             unsafe {
                 libc::kill(-pid, libc::SIGKILL);
+                for p in tree {
+                    libc::kill(p, libc::SIGKILL);
+                }
             }
         }
     }
+}
+
+/// Every process under `root` (by parent links in /proc), each stopped with SIGSTOP,
+/// found again until no new one appears: a stopped process cannot start another.
+fn freeze_descendants(root: i32) -> Vec<i32> {
+    let mut frozen: Vec<i32> = Vec::new();
+    for _ in 0..16 {
+        let found: Vec<i32> = descendants(root)
+            .into_iter()
+            .filter(|p| !frozen.contains(p))
+            .collect();
+        if found.is_empty() {
+            break;
+        }
+        for &p in &found {
+            // SAFETY: a plain signal to a process found under the scorer just now.
+            unsafe {
+                libc::kill(p, libc::SIGSTOP);
+            }
+        }
+        frozen.extend(found);
+    }
+    frozen
+}
+
+/// The processes under `root`, from each one's parent in /proc/PID/stat (empty where
+/// there is no /proc: the process group is then all that is stopped).
+fn descendants(root: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let parents: Vec<(i32, i32)> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            // `pid (comm) state ppid …`: comm may hold spaces and parentheses.
+            let after = &stat[stat.rfind(')')? + 1..];
+            let ppid = after.split_whitespace().nth(1)?.parse().ok()?;
+            Some((pid, ppid))
+        })
+        .collect();
+    let mut tree = vec![root];
+    let mut i = 0;
+    while i < tree.len() {
+        let parent = tree[i];
+        tree.extend(
+            parents
+                .iter()
+                .filter(|(pid, ppid)| *ppid == parent && !tree.contains(pid))
+                .map(|(pid, _)| *pid)
+                .collect::<Vec<_>>(),
+        );
+        i += 1;
+    }
+    tree.remove(0);
+    tree
 }
 
 /// A process's stderr, non-blocking, and what was read of it for the current job (its
@@ -167,6 +239,7 @@ impl Command {
     /// fail every job after its answer was paid for.
     pub fn new(
         argv: &[String],
+        env: &[String],
         dir: &Path,
         workers: u32,
         timeout: Duration,
@@ -189,8 +262,21 @@ impl Command {
             dir
         };
         find_program(program, dir)?;
+        if let Some(bad) = env
+            .iter()
+            .find(|n| n.is_empty() || n.contains(['=', '\0']) || n.chars().any(char::is_whitespace))
+        {
+            return Err(CommandError::EnvName(bad.clone()));
+        }
+        let env = PASSED_ENV
+            .iter()
+            .map(|n| n.to_string())
+            .chain(env.iter().cloned())
+            .filter_map(|n| std::env::var_os(&n).map(|v| (n, v)))
+            .collect();
         Ok(Command {
             argv: argv.to_vec(),
+            env,
             dir: std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()),
             timeout,
             binary,
@@ -212,8 +298,24 @@ impl Command {
     }
 
     fn spawn(&self) -> Result<Process, String> {
-        let mut child = tokio::process::Command::new(&self.argv[0])
+        let mut command = tokio::process::Command::new(&self.argv[0]);
+        #[cfg(target_os = "linux")]
+        // SAFETY: prctl is async-signal-safe, and this closure allocates nothing. The
+        // scorer becomes a child subreaper (kept across exec): what its children start and
+        // leave behind stays under it, where `Drop for Process` finds it.
+        unsafe {
+            command.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            });
+        }
+        let mut child = command
             .args(&self.argv[1..])
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .current_dir(&self.dir)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -331,6 +331,7 @@ impl SpecExt for GradeSpec {
             }
             GradeSpec::Command {
                 run,
+                env,
                 workers,
                 timeout,
                 binary,
@@ -340,7 +341,9 @@ impl SpecExt for GradeSpec {
                     Some(t) => crate::suite::parse_duration(t)
                         .map_err(|e| command::CommandError::Timeout(e.to_string()))?,
                 };
-                Arc::new(command::Command::new(run, dir, *workers, timeout, *binary)?)
+                Arc::new(command::Command::new(
+                    run, env, dir, *workers, timeout, *binary,
+                )?)
             }
             GradeSpec::Embedding {
                 threshold,

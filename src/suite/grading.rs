@@ -3,6 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The variables every `command` scorer's processes see, when they are set: nothing else
+/// of promptgauge's environment (an API key, a token) reaches them unless the bench names
+/// it under the scorer's `env:`.
+pub const PASSED_ENV: [&str; 4] = ["PATH", "HOME", "LANG", "TMPDIR"];
+
 /// A scorer as written in a bench or case file (the kinds README.md's "Files in brief" lists).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
@@ -83,6 +88,10 @@ pub enum GradeSpec {
     Command {
         /// The program and its arguments, run in the bench's folder: `[python3, score.py]`.
         run: Vec<String>,
+        /// Variables of promptgauge's environment it sees beside PATH, HOME, LANG and
+        /// TMPDIR: no other (an API key, a token) reaches it.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        env: Vec<String>,
         /// Processes at most, each scoring one answer at a time.
         #[serde(default = "four", skip_serializing_if = "is_four")]
         workers: u32,
@@ -195,6 +204,18 @@ impl GradeSpec {
                 of.iter().any(GradeSpec::needs_expected)
             }
             _ => true,
+        }
+    }
+
+    /// The programs it runs (a `command` scorer's `run`, within `all`/`any`/`mean` too),
+    /// each with the variables its `env:` passes on.
+    pub fn programs(&self) -> Vec<(&[String], &[String])> {
+        match self {
+            GradeSpec::Command { run, env, .. } => vec![(run.as_slice(), env.as_slice())],
+            GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
+                of.iter().flat_map(GradeSpec::programs).collect()
+            }
+            _ => Vec::new(),
         }
     }
 

@@ -606,6 +606,43 @@ impl Bench {
             .and_then(Value::as_u64)
     }
 
+    /// Each program its scorers will run (the bench's `grade:` and every case's own), once,
+    /// in a sentence that says where it is named and what of the environment it sees:
+    /// "scores with `python3 score.py` (promptgauge.yaml line 7); it sees PATH, HOME, …".
+    pub fn programs_said(&self) -> Vec<String> {
+        let mut said: Vec<(Vec<String>, String)> = Vec::new();
+        let named = std::iter::once((&self.grade, self.location_of("run"))).chain(
+            self.cases
+                .iter()
+                .filter_map(|c| c.grade.as_ref().map(|g| (g, c.location.clone()))),
+        );
+        for (grade, at) in named {
+            for (argv, env) in grade.programs() {
+                if said.iter().any(|(a, _)| a.as_slice() == argv) {
+                    continue;
+                }
+                let place = match at.line {
+                    Some(l) => format!("{} line {l}", at.file.display()),
+                    None => at.file.display().to_string(),
+                };
+                let sees = grading::PASSED_ENV
+                    .iter()
+                    .map(|s| s.to_string())
+                    .chain(env.iter().cloned())
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                said.push((
+                    argv.to_vec(),
+                    format!(
+                        "scores with `{}` ({place}); it sees {sees} and no other variable",
+                        argv.join(" ")
+                    ),
+                ));
+            }
+        }
+        said.into_iter().map(|(_, s)| s).collect()
+    }
+
     /// Where `key` is written in the bench file (its line, when it is there).
     pub fn location_of(&self, key: &str) -> Location {
         match error::line_of_key(&self.text, key) {

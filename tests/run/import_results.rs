@@ -623,6 +623,14 @@ fn an_openai_eval_export_becomes_a_bench_with_each_criterion_translated_or_liste
         stdout.contains("runs the eval's own grader code on your machine"),
         "{stdout}"
     );
+    // Every program the bench will run is named, with what it sees of the environment.
+    assert!(
+        stdout.contains("programs the bench will run to score answers")
+            && stdout.contains(
+                "  - `python3 scorers/Under-400-characters.py` (it sees PATH, HOME, LANG, TMPDIR and no other variable)"
+            ),
+        "{stdout}"
+    );
     // The bench is valid as written.
     let o = promptgauge(d.path())
         .args(["check", "bench/promptgauge.yaml"])

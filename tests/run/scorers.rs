@@ -688,3 +688,139 @@ for line in sys.stdin:
     assert_eq!(r.records.len(), 3, "{}", r.stderr);
     assert_eq!(r.requests, 3);
 }
+
+#[test]
+fn a_scorer_sees_only_the_variables_it_is_given_and_check_says_what_runs() {
+    // It replies with the names of the variables it sees.
+    let tells = r#"
+import json, os, sys
+for line in sys.stdin:
+    req = json.loads(line)
+    print(json.dumps({"id": req["id"], "score": 1, "detail": {"env": sorted(os.environ)}}), flush=True)
+"#;
+    let (_rt, server) = start_mock(MockConfig::default());
+    let b = arithmetic_bench(2, 1, "");
+    scored_by(
+        b.path(),
+        tells,
+        "{ kind: command, run: [python3, score.py], env: [PG_GIVEN_TO_SCORER] }",
+    );
+    let line = std::fs::read_to_string(b.path().join("bench.yaml"))
+        .unwrap()
+        .lines()
+        .position(|l| l.starts_with("grade:"))
+        .unwrap()
+        + 1;
+    let check = promptgauge(b.path())
+        .args(["check", "bench.yaml"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&check.stdout);
+    assert!(
+        said.contains(&format!(
+            "scores with `python3 score.py` (bench.yaml line {line}); it sees PATH, HOME, LANG, TMPDIR, PG_GIVEN_TO_SCORER and no other variable"
+        )),
+        "{said}"
+    );
+    let o = promptgauge(b.path())
+        .args(["run", "bench.yaml", "--model", "m", "--base-url"])
+        .arg(server.base_url())
+        .env("OPENAI_API_KEY", "sk-never-for-the-scorer")
+        .env("PG_SECRET_TOKEN", "t")
+        .env("PG_GIVEN_TO_SCORER", "yes")
+        .env("PATH", std::env::var("PATH").unwrap())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("scores with `python3 score.py` (bench.yaml line"),
+        "{stderr}"
+    );
+    let records = journal(&run_dirs(&b.path().join("reports")).pop().unwrap());
+    assert_eq!(records.len(), 2);
+    for r in &records {
+        let env: Vec<&str> = r["score_detail"]["detail"]["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert!(
+            env.contains(&"PG_GIVEN_TO_SCORER") && env.contains(&"PATH"),
+            "{env:?}"
+        );
+        for hidden in ["OPENAI_API_KEY", "PG_SECRET_TOKEN", "CI"] {
+            assert!(
+                !env.contains(&hidden),
+                "{hidden} reached the scorer: {env:?}"
+            );
+        }
+        // What an interpreter or its wrapper adds on its own (LC_CTYPE, PWD, SHLVL, _, a
+        // pyenv shim's PYENV_*), and
+        // nothing else beyond the allow-list.
+        let own = ["LC_CTYPE", "PWD", "OLDPWD", "SHLVL", "_"];
+        for name in &env {
+            assert!(
+                ["PATH", "HOME", "LANG", "TMPDIR", "PG_GIVEN_TO_SCORER"].contains(name)
+                    || own.contains(name)
+                    || name.trim_start_matches('_').starts_with("PYENV"),
+                "{name} reached the scorer"
+            );
+        }
+    }
+    // A name that is not a variable's is refused at load, with nothing sent.
+    scored_by(
+        b.path(),
+        tells,
+        "{ kind: command, run: [python3, score.py], env: [\"A=1\"] }",
+    );
+    let o = promptgauge(b.path())
+        .args(["check", "bench.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("is not a variable's name"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn what_a_scorer_starts_in_a_session_of_its_own_ends_with_the_run() {
+    // Each answer starts two processes that leave the scorer's process group: one as its
+    // own child in a new session, one whose parent (a shell) exits at once.
+    let escapes = r#"
+import json, subprocess, sys
+for line in sys.stdin:
+    req = json.loads(line)
+    subprocess.Popen(["setsid", "sleep", "7772"])
+    subprocess.run(["sh", "-c", "setsid sleep 7773 &"])
+    print(json.dumps({"id": req["id"], "score": 1}), flush=True)
+"#;
+    let Scored {
+        records,
+        stderr,
+        code,
+        ..
+    } = scored_run(
+        escapes,
+        "{ kind: command, run: [python3, score.py], workers: 2 }",
+        (3, 1, ""),
+        &[],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(records.len(), 3, "{stderr}");
+    for pattern in ["sleep 7772", "sleep 7773"] {
+        let left = std::process::Command::new("pgrep")
+            .args(["-f", pattern])
+            .output()
+            .unwrap();
+        assert!(
+            left.stdout.is_empty(),
+            "{pattern} left running: {}",
+            String::from_utf8_lossy(&left.stdout)
+        );
+    }
+}
