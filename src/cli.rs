@@ -108,10 +108,25 @@ pub struct ViewArgs {
     /// The address to listen on; another than loopback needs --public.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
     pub bind: std::net::IpAddr,
-    /// Serve on an address other than loopback: every request then needs the random
-    /// access token in the URL printed at start.
+    /// Serve on an address other than loopback. It needs HTTPS (--tls-cert and --tls-key)
+    /// or --insecure-http, and every request the random access token.
     #[arg(long)]
     pub public: bool,
+    /// Serve without the access token every request otherwise carries (in the URL printed
+    /// at start, then a cookie): any user of this machine can then read every run and
+    /// write labels. Loopback only.
+    #[arg(long, conflicts_with = "public")]
+    pub no_token: bool,
+    /// Serve HTTPS with this certificate chain (a PEM file); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (a PEM file).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// With --public and no certificate: serve plain HTTP anyway. The token and every page
+    /// then travel in clear; use it only on a network you trust.
+    #[arg(long, requires = "public", conflicts_with = "tls_cert")]
+    pub insecure_http: bool,
     /// Open the pages in the default browser.
     #[arg(long)]
     pub open: bool,

@@ -24,6 +24,17 @@ pub async fn view(args: &ViewArgs, env: &Env) -> Result<Exit, Failure> {
     let config = crate::web::ViewConfig {
         bind,
         public: args.public && args.bundle.is_none(),
+        token: !args.no_token,
+        tls: match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key)) if args.bundle.is_none() => Some(crate::web::TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+            }),
+            _ => None,
+        },
+        insecure_http: args.insecure_http,
+        header_timeout: crate::web::HEADER_TIMEOUT,
+        max_connections: crate::web::MAX_CONNECTIONS,
         reports: args.reports.clone(),
         commands: std::sync::Arc::new(Lent {
             location: location.clone(),
@@ -35,6 +46,20 @@ pub async fn view(args: &ViewArgs, env: &Env) -> Result<Exit, Failure> {
             return Err(UsageError::with_fix(
                 e.to_string(),
                 "serve on 127.0.0.1 (the default), or pass --public to serve on the network with an access token",
+            )
+            .into());
+        }
+        Err(e @ crate::web::ViewError::PlainPublic) => {
+            return Err(UsageError::with_fix(
+                e.to_string(),
+                "give a certificate and its key (--tls-cert cert.pem --tls-key key.pem), or pass --insecure-http on a network you trust",
+            )
+            .into());
+        }
+        Err(e @ crate::web::ViewError::Tls(_)) => {
+            return Err(UsageError::with_fix(
+                e.to_string(),
+                "name a PEM certificate chain and its private key, e.g. made by `openssl req -x509 -newkey rsa:2048 -nodes -keyout key.pem -out cert.pem -subj /CN=localhost`",
             )
             .into());
         }

@@ -177,9 +177,11 @@ pub async fn bundle(
     let server = tokio::spawn(listening.serve(stop.clone()));
     let base = format!("http://{address}");
     let client = reqwest::Client::new();
+    let token = shared.token.clone().unwrap_or_default();
     let get = |path: String| {
         let client = client.clone();
         let base = base.clone();
+        let token = token.clone();
         async move {
             let fail = |why: String| BundleError::Page {
                 path: path.clone(),
@@ -187,6 +189,7 @@ pub async fn bundle(
             };
             let response = client
                 .get(format!("{base}{path}"))
+                .header("x-promptgauge-token", token)
                 .send()
                 .await
                 .map_err(|e| fail(e.to_string()))?;

@@ -217,7 +217,7 @@ pub(super) async fn save(
             .find(|(name, _)| name == k)
             .map(|(_, v)| v.as_str())
     };
-    if field("csrf") != Some(shared.csrf.as_str()) {
+    if !field("csrf").is_some_and(|f| super::same_secret(f, &shared.csrf)) {
         return refuse(
             StatusCode::FORBIDDEN,
             "this request lacks the page's CSRF token: label from the page itself",

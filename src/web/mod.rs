@@ -6,9 +6,13 @@
 //! same code as `compare` and `history`, which `app` lends it: [`Commands`]); and people's
 //! labels of judged answers, written as `label` writes them.
 //!
-//! Safe by default: it binds loopback; another address needs `--public`, and then every
-//! request carries a random access token. Every request's `Host` must name the server
-//! itself (a page on another site that resolves its name to 127.0.0.1 — DNS rebinding — is
+//! Safe by default: it binds loopback, and every request carries a random access token
+//! (in the URL it prints, then a cookie) unless `--no-token` is asked on loopback; another
+//! address needs `--public`, and then TLS (a certificate and key given) or
+//! `--insecure-http` said out loud. Each connection has a deadline for its request's
+//! headers, their size and its body are bounded, and connections beyond a cap are closed
+//! at once: slow clients cannot hold the server. Every request's `Host` must name the
+//! server itself (a page on another site that resolves its name to 127.0.0.1 — DNS rebinding — is
 //! refused), every request that changes something carries the page's CSRF token, and no
 //! file is served but a run folder's own reports, by a fixed list of names: no path from a
 //! request ever reaches the file system.
@@ -65,12 +69,43 @@ pub trait Commands: Send + Sync {
 /// What a [`Commands`] call comes to: a value, or the message a person reads.
 pub type Answer<'a, T> = Pin<Box<dyn Future<Output = Result<T, String>> + Send + 'a>>;
 
+/// How long a connection may take to send a request's headers (the first, or the next on
+/// a kept-alive connection) before it is closed.
+pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Connections served at once; one more is closed as soon as it is accepted.
+pub const MAX_CONNECTIONS: usize = 256;
+
+/// The largest request body (a label's form is a few hundred bytes).
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// The largest request head (its line and headers).
+const MAX_HEAD_BYTES: usize = 64 * 1024;
+
+/// A certificate chain and its private key, PEM files, to serve HTTPS.
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
 /// How `view` serves.
 pub struct ViewConfig {
     /// Where to listen; loopback unless `public`.
     pub bind: SocketAddr,
-    /// Listen on an address other than loopback (then every request needs `token`).
+    /// Listen on an address other than loopback (every request then needs the token, and
+    /// the server needs `tls` or `insecure_http`).
     pub public: bool,
+    /// Every request carries the random access token (refused off with `public`).
+    pub token: bool,
+    /// Serve HTTPS with these files.
+    pub tls: Option<TlsFiles>,
+    /// `--public` over plain HTTP, asked for by name: the token travels in clear.
+    pub insecure_http: bool,
+    /// See [`HEADER_TIMEOUT`].
+    pub header_timeout: std::time::Duration,
+    /// See [`MAX_CONNECTIONS`].
+    pub max_connections: usize,
     /// The folder of run folders: runs the store records by a relative path are found
     /// under it, and runs in progress are looked for in it.
     pub reports: PathBuf,
@@ -83,8 +118,15 @@ struct Shared {
     reports: PathBuf,
     /// Every `Host` a request may name.
     hosts: Vec<String>,
-    /// `--public`: the access token every request carries.
+    /// The access token every request carries (none: `--no-token` on loopback).
     token: Option<String>,
+    /// On the network: reached by names it cannot know, so the token stands in for the
+    /// `Host` and `Origin` checks.
+    public: bool,
+    /// `https` or `http`.
+    scheme: &'static str,
+    /// The port it listens on (its cookie's name holds it).
+    port: u16,
     /// The token every state-changing request carries (from the page that makes it).
     csrf: String,
     commands: Arc<dyn Commands>,
@@ -105,12 +147,25 @@ pub enum ViewError {
     NotLoopback(SocketAddr),
     #[error("cannot listen on {0}: {1}")]
     Bind(SocketAddr, std::io::Error),
+    #[error(
+        "--public over plain HTTP would send the access token and every page in clear to anyone on the network"
+    )]
+    PlainPublic,
+    #[error(
+        "--no-token cannot go with --public: on the network the token is all that keeps the pages private"
+    )]
+    PublicWithoutToken,
+    #[error("TLS: {0}")]
+    Tls(String),
 }
 
 /// A server listening, not yet serving: its address, and the URL to open (with the token
-/// when public).
+/// when it has one).
 pub struct Listening {
     listener: tokio::net::TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    header_timeout: std::time::Duration,
+    max_connections: usize,
     shared: Arc<Shared>,
     pub address: SocketAddr,
     pub url: String,
@@ -121,11 +176,61 @@ fn random_token() -> String {
     format!("{:032x}", rand::random::<u128>())
 }
 
-/// Binds the server (refusing a non-loopback address without `public`).
+/// Whether two secrets are equal, in a time that depends on their length only.
+pub(crate) fn same_secret(given: &str, secret: &str) -> bool {
+    given.len() == secret.len()
+        && given
+            .bytes()
+            .zip(secret.bytes())
+            .fold(0u8, |differ, (a, b)| differ | (a ^ b))
+            == 0
+}
+
+/// The TLS acceptor for a certificate chain and key in PEM files.
+fn tls_acceptor(files: &TlsFiles) -> Result<tokio_rustls::TlsAcceptor, ViewError> {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&files.cert)
+        .and_then(|certs| certs.collect())
+        .map_err(|e| ViewError::Tls(format!("{}: {e}", files.cert.display())))?;
+    if certs.is_empty() {
+        return Err(ViewError::Tls(format!(
+            "{} holds no certificate (a PEM file, -----BEGIN CERTIFICATE-----)",
+            files.cert.display()
+        )));
+    }
+    let key = PrivateKeyDer::from_pem_file(&files.key)
+        .map_err(|e| ViewError::Tls(format!("{}: {e}", files.key.display())))?;
+    let config = tokio_rustls::rustls::ServerConfig::builder_with_provider(Arc::new(
+        tokio_rustls::rustls::crypto::aws_lc_rs::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| ViewError::Tls(e.to_string()))?
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .map_err(|e| {
+        ViewError::Tls(format!(
+            "{} and {} do not make a certificate and its key: {e}",
+            files.cert.display(),
+            files.key.display()
+        ))
+    })?;
+    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
+}
+
+/// Binds the server (refusing a non-loopback address without `public`, a public one
+/// without TLS or `insecure_http`, or without its token).
 pub async fn listen(config: ViewConfig, store: Store) -> Result<Listening, ViewError> {
     if !config.bind.ip().is_loopback() && !config.public {
         return Err(ViewError::NotLoopback(config.bind));
     }
+    if config.public && !config.token {
+        return Err(ViewError::PublicWithoutToken);
+    }
+    if config.public && config.tls.is_none() && !config.insecure_http {
+        return Err(ViewError::PlainPublic);
+    }
+    let tls = config.tls.as_ref().map(tls_acceptor).transpose()?;
     let listener = tokio::net::TcpListener::bind(config.bind)
         .await
         .map_err(|e| ViewError::Bind(config.bind, e))?;
@@ -142,11 +247,12 @@ pub async fn listen(config: ViewConfig, store: Store) -> Result<Listening, ViewE
     if !address.ip().is_unspecified() && !hosts.contains(&address.to_string()) {
         hosts.push(address.to_string());
     }
-    let token = config.public.then(random_token);
+    let token = (config.token || config.public).then(random_token);
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let shown = if address.ip().is_unspecified() {
-        format!("http://127.0.0.1:{port}/")
+        format!("{scheme}://127.0.0.1:{port}/")
     } else {
-        format!("http://{address}/")
+        format!("{scheme}://{address}/")
     };
     let url = match &token {
         Some(t) => format!("{shown}?token={t}"),
@@ -154,11 +260,17 @@ pub async fn listen(config: ViewConfig, store: Store) -> Result<Listening, ViewE
     };
     Ok(Listening {
         listener,
+        tls,
+        header_timeout: config.header_timeout,
+        max_connections: config.max_connections.max(1),
         shared: Arc::new(Shared {
             store,
             reports: config.reports,
             hosts,
             token,
+            public: config.public,
+            scheme,
+            port,
             csrf: random_token(),
             commands: config.commands,
             indexes: Mutex::new(HashMap::new()),
@@ -188,26 +300,99 @@ impl Listening {
             .route("/runs/{run}", get(run::without_slash))
             .route("/runs/{run}/", get(run::report))
             .route("/runs/{run}/{file}", get(run::file))
+            .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
             .layer(middleware::from_fn_with_state(self.shared.clone(), guard))
             .with_state(self.shared);
-        let stopping = stop.clone();
-        axum::serve(self.listener, app)
-            .with_graceful_shutdown(async move { stopping.cancelled().await })
-            .await
+        let open = Arc::new(tokio::sync::Semaphore::new(self.max_connections));
+        let mut connections = tokio::task::JoinSet::new();
+        loop {
+            let stream = tokio::select! {
+                accepted = self.listener.accept() => match accepted {
+                    Ok((stream, _)) => stream,
+                    // Out of descriptors, a connection reset before it was taken: the
+                    // next one may do.
+                    Err(_) => {
+                        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                        continue;
+                    }
+                },
+                _ = stop.cancelled() => break,
+            };
+            // Beyond the cap: closed at once, never queued.
+            let Ok(permit) = open.clone().try_acquire_owned() else {
+                drop(stream);
+                continue;
+            };
+            let _ = stream.set_nodelay(true);
+            let app = app.clone();
+            let tls = self.tls.clone();
+            let header_timeout = self.header_timeout;
+            let stop = stop.clone();
+            connections.spawn(async move {
+                let _permit = permit;
+                match tls {
+                    None => serve_connection(stream, app, header_timeout, stop).await,
+                    Some(tls) => {
+                        // The handshake has the headers' deadline too.
+                        let Ok(Ok(stream)) =
+                            tokio::time::timeout(header_timeout, tls.accept(stream)).await
+                        else {
+                            return;
+                        };
+                        serve_connection(stream, app, header_timeout, stop).await
+                    }
+                }
+            });
+            // Ended connections are let go of as they end.
+            while connections.try_join_next().is_some() {}
+        }
+        connections.shutdown().await;
+        Ok(())
     }
 }
 
-/// The cookie a public server's browser keeps its token in, once it came in the URL.
-const TOKEN_COOKIE: &str = "promptgauge_token";
+/// One connection, HTTP/1.1: its request heads within `header_timeout` and bounded in
+/// size; shut down gracefully when the server stops.
+async fn serve_connection<S>(
+    stream: S,
+    app: Router,
+    header_timeout: std::time::Duration,
+    stop: tokio_util::sync::CancellationToken,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = hyper_util::service::TowerToHyperService::new(app);
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(header_timeout)
+        .max_buf_size(MAX_HEAD_BYTES);
+    let connection = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+    tokio::pin!(connection);
+    tokio::select! {
+        _ = connection.as_mut() => {}
+        _ = stop.cancelled() => {
+            connection.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(1), connection).await;
+        }
+    }
+}
 
-/// Refuses a request whose `Host` is not the server's own (DNS rebinding) and, when
-/// public, one without the token (in `?token=`, the `x-promptgauge-token` header, or the
-/// cookie a first visit with it sets): a public server is reached by names it cannot
-/// know, and the token, which no other site has, stands in for the `Host` check. A request
-/// that changes something must come from the server's own pages (`Origin`, when sent, is
-/// the server; its handler checks the CSRF token).
+/// The cookie a browser keeps a server's token in, once it came in the URL; named by the
+/// port, since a browser keeps one jar for every port of 127.0.0.1.
+fn token_cookie(shared: &Shared) -> String {
+    format!("promptgauge_token_{}", shared.port)
+}
+
+/// Refuses, in this order: a request without the token (in `?token=`, the
+/// `x-promptgauge-token` header, or the cookie a first visit with it sets), compared in
+/// constant time and before anything else is looked at; one whose `Host` is not the
+/// server's own (DNS rebinding); one that changes something from another site's page
+/// (`Origin`, when sent, is the server; its handler checks the CSRF token). A public
+/// server is reached by names it cannot know: there the token stands in for the `Host`
+/// and `Origin` checks.
 async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
-    let headers = request.headers().clone();
+    let headers = request.headers();
     let header = |name: header::HeaderName| {
         headers
             .get(name)
@@ -215,28 +400,23 @@ async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) 
             .unwrap_or("")
             .to_string()
     };
-    let host = header(header::HOST);
-    if shared.token.is_none() && !shared.hosts.iter().any(|h| h.eq_ignore_ascii_case(&host)) {
-        return refuse(
-            StatusCode::FORBIDDEN,
-            "promptgauge view answers only requests for its own address (Host header)",
-        );
-    }
     let mut set_cookie = false;
     if let Some(token) = &shared.token {
+        let cookie_name = token_cookie(&shared);
         let from_query = request.uri().query().is_some_and(|q| {
             q.split('&')
-                .any(|kv| kv.strip_prefix("token=") == Some(token.as_str()))
+                .filter_map(|kv| kv.strip_prefix("token="))
+                .any(|t| same_secret(t, token))
         });
         let from_header = headers
             .get("x-promptgauge-token")
             .and_then(|h| h.to_str().ok())
-            == Some(token.as_str());
+            .is_some_and(|t| same_secret(t, token));
         let from_cookie = header(header::COOKIE).split(';').any(|c| {
             c.trim()
-                .strip_prefix(TOKEN_COOKIE)
+                .strip_prefix(cookie_name.as_str())
                 .and_then(|v| v.strip_prefix('='))
-                == Some(token.as_str())
+                .is_some_and(|t| same_secret(t, token))
         });
         if !from_query && !from_header && !from_cookie {
             return refuse(
@@ -246,13 +426,20 @@ async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) 
         }
         set_cookie = from_query && !from_cookie;
     }
+    let host = header(header::HOST);
+    if !shared.public && !shared.hosts.iter().any(|h| h.eq_ignore_ascii_case(&host)) {
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "promptgauge view answers only requests for its own address (Host header)",
+        );
+    }
     let changes = !matches!(*request.method(), Method::GET | Method::HEAD);
     let origin = header(header::ORIGIN);
-    if changes && !origin.is_empty() && shared.token.is_none() {
+    if changes && !origin.is_empty() && !shared.public {
         let own = shared
             .hosts
             .iter()
-            .any(|h| origin.eq_ignore_ascii_case(&format!("http://{h}")));
+            .any(|h| origin.eq_ignore_ascii_case(&format!("{}://{h}", shared.scheme)));
         if !own {
             return refuse(
                 StatusCode::FORBIDDEN,
@@ -280,7 +467,13 @@ async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) 
     if set_cookie
         && let Some(token) = &shared.token
         && let Ok(v) = HeaderValue::from_str(&format!(
-            "{TOKEN_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict"
+            "{}={token}; Path=/; HttpOnly; SameSite=Strict{}",
+            token_cookie(&shared),
+            if shared.scheme == "https" {
+                "; Secure"
+            } else {
+                ""
+            }
         ))
     {
         h.insert(header::SET_COOKIE, v);

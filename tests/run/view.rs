@@ -52,7 +52,8 @@ fn get(url: &str, path: &str, host: Option<&str>) -> (u16, String) {
 }
 
 /// One HTTP request; `None` headers take the server's own address (`Host`) or are left
-/// out: (status, response headers, body).
+/// out. The token of the URL goes in `x-promptgauge-token` unless the headers name it
+/// (`None`: sent without): (status, response headers, body).
 fn request(
     url: &str,
     method: &str,
@@ -69,6 +70,13 @@ fn request(
     let mut stream = TcpStream::connect(&address).unwrap();
     let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
     let mut host_given = false;
+    if let Some(token) = url.split("token=").nth(1)
+        && !headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("x-promptgauge-token"))
+    {
+        head.push_str(&format!("x-promptgauge-token: {token}\r\n"));
+    }
     for (name, value) in headers {
         match (name.eq_ignore_ascii_case("host"), value) {
             (true, Some(v)) => {
@@ -215,15 +223,16 @@ fn view_refuses_foreign_hosts_paths_outside_the_runs_and_an_open_bind() {
     assert_eq!(status, 200);
     drop(v);
     // With --public: every request needs the token it printed.
-    let v = view(d, &["--bind", "0.0.0.0", "--public"]);
+    let v = view(d, &["--bind", "0.0.0.0", "--public", "--insecure-http"]);
     let token = v.url.split("token=").nth(1).unwrap().to_string();
     assert_eq!(token.len(), 32);
-    let (status, _) = get(&v.url, "/", None);
+    let bare = ("x-promptgauge-token", None);
+    let (status, _, _) = request(&v.url, "GET", "/", &[bare], "");
     assert_eq!(status, 401);
-    let (status, page) = get(&v.url, &format!("/?token={token}"), None);
+    let (status, _, page) = request(&v.url, "GET", &format!("/?token={token}"), &[bare], "");
     assert_eq!(status, 200, "{page}");
     // The browser keeps it (HttpOnly, this site only): every link works without it.
-    let (status, head, _) = request(&v.url, "GET", &format!("/?token={token}"), &[], "");
+    let (status, head, _) = request(&v.url, "GET", &format!("/?token={token}"), &[bare], "");
     assert_eq!(status, 200);
     let cookie = head
         .lines()
@@ -234,13 +243,20 @@ fn view_refuses_foreign_hosts_paths_outside_the_runs_and_an_open_bind() {
         "{cookie}"
     );
     let pair = cookie.split(';').next().unwrap();
-    let (status, _, _) = request(&v.url, "GET", "/api/runs", &[("Cookie", Some(pair))], "");
-    assert_eq!(status, 200);
     let (status, _, _) = request(
         &v.url,
         "GET",
         "/api/runs",
-        &[("Cookie", Some("promptgauge_token=0123"))],
+        &[("Cookie", Some(pair)), bare],
+        "",
+    );
+    assert_eq!(status, 200);
+    let wrong = format!("{}=0123", pair.split('=').next().unwrap());
+    let (status, _, _) = request(
+        &v.url,
+        "GET",
+        "/api/runs",
+        &[("Cookie", Some(&wrong)), bare],
         "",
     );
     assert_eq!(status, 401);
@@ -632,11 +648,17 @@ fn a_run_in_progress_is_listed_and_followed_until_it_ends() {
     assert_eq!(live["planned"], 12);
     let name = live["name"].as_str().unwrap().to_string();
     // Its events: progress as the journal grows, then the end with its report's address.
-    let address = v.url.trim_start_matches("http://").trim_end_matches('/');
+    let address = v
+        .url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap();
+    let token = v.url.split("token=").nth(1).unwrap();
     let mut stream = TcpStream::connect(address).unwrap();
     write!(
         stream,
-        "GET /api/live/{name}/events HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+        "GET /api/live/{name}/events HTTP/1.1\r\nHost: {address}\r\nx-promptgauge-token: {token}\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
     // The first events, while the simulator holds the rest of the run.
@@ -1201,4 +1223,245 @@ fn a_bundle_is_the_pages_as_static_files_every_link_leading_to_one() {
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("no run no-such-run"), "{said}");
     assert!(!d.join("other").exists());
+}
+
+#[test]
+fn the_view_needs_its_token_on_loopback_too_unless_asked_and_the_network_needs_tls() {
+    let bench = recorded();
+    let d = bench.path();
+    // Loopback: the URL printed carries the token; without it nothing is served.
+    let v = view(d, &[]);
+    let token = v
+        .url
+        .split("token=")
+        .nth(1)
+        .expect("a token in the URL")
+        .to_string();
+    assert_eq!(token.len(), 32, "{}", v.url);
+    let bare = ("x-promptgauge-token", None);
+    for path in ["/", "/api/runs", "/api/live"] {
+        let (status, _, _) = request(&v.url, "GET", path, &[bare], "");
+        assert_eq!(status, 401, "{path}");
+    }
+    // A token one character off, or of another length: refused alike.
+    let mut off = token.clone();
+    off.replace_range(31.., if token.ends_with('0') { "1" } else { "0" });
+    for wrong in [off.as_str(), &token[..31], "x"] {
+        let (status, _, _) = request(
+            &v.url,
+            "GET",
+            "/api/runs",
+            &[("x-promptgauge-token", Some(wrong))],
+            "",
+        );
+        assert_eq!(status, 401, "{wrong}");
+    }
+    // The token is checked first: a foreign Host without it learns nothing more.
+    let (status, _, _) = request(
+        &v.url,
+        "GET",
+        "/",
+        &[bare, ("Host", Some("evil.example"))],
+        "",
+    );
+    assert_eq!(status, 401);
+    // With it, the Host check still holds on loopback.
+    let (status, _) = get(&v.url, "/", Some("evil.example"));
+    assert_eq!(status, 403);
+    let (status, _, _) = request(&v.url, "GET", &format!("/?token={token}"), &[bare], "");
+    assert_eq!(status, 200);
+    drop(v);
+    // --no-token: asked by name, loopback only.
+    let v = view(d, &["--no-token"]);
+    assert!(!v.url.contains("token="), "{}", v.url);
+    let (status, _, _) = request(&v.url, "GET", "/", &[bare], "");
+    assert_eq!(status, 200);
+    drop(v);
+    let out = promptgauge(d)
+        .args([
+            "view",
+            "--port",
+            "0",
+            "--public",
+            "--no-token",
+            "--insecure-http",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    // On the network: plain HTTP only when asked for by name.
+    let out = promptgauge(d)
+        .args(["view", "--port", "0", "--bind", "0.0.0.0", "--public"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("in clear")
+            && said.contains("--tls-cert")
+            && said.contains("--insecure-http"),
+        "{said}"
+    );
+    let help = promptgauge(d).args(["view", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    for flag in ["--tls-cert", "--tls-key", "--insecure-http", "--no-token"] {
+        assert!(help.contains(flag), "{flag} in --help: {help}");
+    }
+    // A key that is not a key: an input error naming the file.
+    let tls = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
+    let (cert, key) = (tls.join("cert.pem"), tls.join("key.pem"));
+    let out = promptgauge(d)
+        .args(["view", "--port", "0", "--tls-cert"])
+        .arg(&cert)
+        .arg("--tls-key")
+        .arg(&cert)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cert.pem"));
+    // HTTPS from a certificate and its key: the pages answer over TLS, the token with them,
+    // and the cookie is Secure.
+    let v = view(
+        d,
+        &[
+            "--bind",
+            "0.0.0.0",
+            "--public",
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ],
+    );
+    assert!(v.url.starts_with("https://127.0.0.1:"), "{}", v.url);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let client = reqwest::Client::builder()
+            .tls_certs_only([reqwest::Certificate::from_pem(
+                &std::fs::read(tls.join("ca.pem")).unwrap(),
+            )
+            .unwrap()])
+            .build()
+            .unwrap();
+        let r = client.get(&v.url).send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+        let cookie = r.headers()["set-cookie"].to_str().unwrap().to_string();
+        assert!(
+            cookie.contains("Secure") && cookie.contains("HttpOnly"),
+            "{cookie}"
+        );
+        assert!(r.text().await.unwrap().contains("<table"));
+        let bare = v.url.split('?').next().unwrap().to_string();
+        let r = client.get(&bare).send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 401);
+        // Plain HTTP to the same port is no page.
+        let plain = bare.replace("https://", "http://");
+        let r = reqwest::Client::new().get(&plain).send().await;
+        assert!(r.map_or(true, |r| !r.status().is_success()));
+    });
+}
+
+#[test]
+fn slow_connections_are_cut_and_capped_and_the_page_still_answers() {
+    use std::time::{Duration, Instant};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let bench = recorded();
+    let store = bench.path().join("reports/promptgauge.db");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let store = promptgauge::store::Store::open_existing(
+            &promptgauge::store::Location::Sqlite(store),
+        )
+        .await
+        .unwrap();
+        struct NoCommands;
+        impl promptgauge::web::Commands for NoCommands {
+            fn compare<'a>(&'a self, _: &'a Path, _: &'a Path) -> promptgauge::web::Answer<'a, String> {
+                Box::pin(async { Err("no".to_string()) })
+            }
+            fn history<'a>(
+                &'a self,
+                _: &'a str,
+                _: &'a (dyn Fn(&str) -> String + Sync),
+            ) -> promptgauge::web::Answer<'a, String> {
+                Box::pin(async { Err("no".to_string()) })
+            }
+            fn report<'a>(&'a self, _: &'a Path) -> promptgauge::web::Answer<'a, ()> {
+                Box::pin(async { Err("no".to_string()) })
+            }
+        }
+        let header_timeout = Duration::from_millis(300);
+        let listening = promptgauge::web::listen(
+            promptgauge::web::ViewConfig {
+                bind: "127.0.0.1:0".parse().unwrap(),
+                public: false,
+                token: true,
+                tls: None,
+                insecure_http: false,
+                header_timeout,
+                max_connections: 16,
+                reports: bench.path().join("reports"),
+                commands: std::sync::Arc::new(NoCommands),
+            },
+            store,
+        )
+        .await
+        .unwrap();
+        let address = listening.address;
+        let url = listening.url.clone();
+        let stop = tokio_util::sync::CancellationToken::new();
+        let server = tokio::spawn(listening.serve(stop.clone()));
+        // Twice the cap in connections that never finish their headers, and some that
+        // send nothing at all.
+        let mut slow = Vec::new();
+        for i in 0..40 {
+            let mut s = tokio::net::TcpStream::connect(address).await.unwrap();
+            if i % 2 == 0 {
+                s.write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ").await.unwrap();
+            }
+            slow.push(s);
+        }
+        // The page answers, within a few header deadlines, while they are held open.
+        let token = url.split("token=").nth(1).unwrap().to_string();
+        let started = Instant::now();
+        let answered = loop {
+            let mut s = tokio::net::TcpStream::connect(address).await.unwrap();
+            let ask = format!(
+                "GET /api/runs HTTP/1.1\r\nHost: {address}\r\nx-promptgauge-token: {token}\r\nConnection: close\r\n\r\n"
+            );
+            let mut reply = Vec::new();
+            let ok = s.write_all(ask.as_bytes()).await.is_ok()
+                && tokio::time::timeout(Duration::from_secs(2), s.read_to_end(&mut reply))
+                    .await
+                    .is_ok_and(|r| r.is_ok());
+            if ok && reply.starts_with(b"HTTP/1.1 200") {
+                break true;
+            }
+            if started.elapsed() > Duration::from_secs(10) {
+                break false;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert!(answered, "the page never answered past the slow connections");
+        // Every slow one was closed by the server: at its header deadline, or at once
+        // beyond the cap.
+        for (i, mut s) in slow.into_iter().enumerate() {
+            let mut rest = Vec::new();
+            let closed = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut rest)).await;
+            assert!(closed.is_ok(), "slow connection {i} still open");
+        }
+        // A body beyond the limit is refused, not read to its end.
+        let mut s = tokio::net::TcpStream::connect(address).await.unwrap();
+        let big = promptgauge::web::MAX_BODY_BYTES + 1;
+        let ask = format!(
+            "POST /runs/x/label HTTP/1.1\r\nHost: {address}\r\nx-promptgauge-token: {token}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {big}\r\nConnection: close\r\n\r\n{}",
+            "a".repeat(big)
+        );
+        let _ = s.write_all(ask.as_bytes()).await;
+        let mut reply = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut reply)).await;
+        assert!(reply.starts_with(b"HTTP/1.1 413"), "{}", String::from_utf8_lossy(&reply));
+        stop.cancel();
+        server.await.unwrap().unwrap();
+    });
 }
