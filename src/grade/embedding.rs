@@ -161,22 +161,33 @@ impl EmbeddingService {
     }
 }
 
-/// The cosine similarity of two vectors, to 12 decimals; 0 when either is all zeros,
-/// `None` when their lengths differ.
-pub fn cosine(a: &[f64], b: &[f64]) -> Option<f64> {
+/// Why two vectors have no cosine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoCosine {
+    /// Their lengths differ.
+    Lengths(usize, usize),
+    /// The first (0) or the second (1) is all zeros (or not a number): it has no
+    /// direction, so no angle to measure — a failed answer, never a similarity of 0.
+    Zero(usize),
+}
+
+/// The cosine similarity of two vectors, to 12 decimals.
+pub fn cosine(a: &[f64], b: &[f64]) -> Result<f64, NoCosine> {
     if a.len() != b.len() {
-        return None;
+        return Err(NoCosine::Lengths(a.len(), b.len()));
     }
     let dot: f64 = a.iter().zip(b).map(|(x, y)| x * y).sum();
     let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
     let (na, nb) = (norm(a), norm(b));
-    Some(if na == 0.0 || nb == 0.0 {
-        0.0
-    } else {
-        // Rounded at 1e-12: a text against itself is 1, not 0.9999999999999998 (a
-        // threshold of 1 then means "the same meaning", as written).
-        ((dot / (na * nb)).clamp(-1.0, 1.0) * 1e12).round() / 1e12
-    })
+    if !(na > 0.0 && na.is_finite()) {
+        return Err(NoCosine::Zero(0));
+    }
+    if !(nb > 0.0 && nb.is_finite()) {
+        return Err(NoCosine::Zero(1));
+    }
+    // Rounded at 1e-12: a text against itself is 1, not 0.9999999999999998 (a threshold
+    // of 1 then means "the same meaning", as written).
+    Ok(((dot / (na * nb)).clamp(-1.0, 1.0) * 1e12).round() / 1e12)
 }
 
 /// The scorer: passes when the answer's similarity to an expected answer reaches
@@ -233,12 +244,28 @@ impl Scorer for Embedding {
             let answer = &vectors[0];
             let mut best: Option<(usize, f64)> = None;
             for (i, v) in vectors[1..].iter().enumerate() {
-                let Some(s) = cosine(answer, v) else {
-                    return Err(ScoreError::new(format!(
-                        "the embeddings have different lengths ({} and {}): the model changed mid-run, or the cache holds another model's",
-                        answer.len(),
-                        v.len()
-                    )));
+                let s = match cosine(answer, v) {
+                    Ok(s) => s,
+                    Err(NoCosine::Lengths(a, b)) => {
+                        return Err(ScoreError::new(format!(
+                            "the embeddings have different lengths ({a} and {b}): the model changed mid-run, or the cache holds another model's"
+                        )));
+                    }
+                    Err(NoCosine::Zero(which)) => {
+                        let whose = if which == 0 {
+                            "the answer's".to_string()
+                        } else {
+                            format!("expected answer {}'s", i + 1)
+                        };
+                        return Err(ScoreError {
+                            message: format!(
+                                "{whose} embedding is all zeros: it has no direction, so no similarity (an answer with no words, or an embeddings server that returned no vector); the answer is failed, not scored 0"
+                            ),
+                            usage: call.usage,
+                            judge: vec![call],
+                            stopped: false,
+                        });
+                    }
                 };
                 if best.is_none_or(|(_, b)| s > b) {
                     best = Some((i, s));
@@ -274,11 +301,16 @@ mod tests {
 
     #[test]
     fn cosine_is_the_angle_and_refuses_vectors_of_different_lengths() {
-        assert_eq!(cosine(&[1.0, 0.0], &[2.0, 0.0]), Some(1.0));
-        assert_eq!(cosine(&[1.0, 0.0], &[0.0, 3.0]), Some(0.0));
-        assert_eq!(cosine(&[1.0, 1.0], &[-1.0, -1.0]), Some(-1.0));
+        assert_eq!(cosine(&[1.0, 0.0], &[2.0, 0.0]), Ok(1.0));
+        assert_eq!(cosine(&[1.0, 0.0], &[0.0, 3.0]), Ok(0.0));
+        assert_eq!(cosine(&[1.0, 1.0], &[-1.0, -1.0]), Ok(-1.0));
         assert!((cosine(&[1.0, 1.0], &[1.0, 0.0]).unwrap() - 0.5f64.sqrt()).abs() < 1e-12);
-        assert_eq!(cosine(&[0.0, 0.0], &[1.0, 0.0]), Some(0.0));
-        assert_eq!(cosine(&[1.0], &[1.0, 0.0]), None);
+        assert_eq!(cosine(&[0.0, 0.0], &[1.0, 0.0]), Err(NoCosine::Zero(0)));
+        assert_eq!(cosine(&[1.0, 0.0], &[0.0, 0.0]), Err(NoCosine::Zero(1)));
+        assert_eq!(
+            cosine(&[f64::NAN, 0.0], &[1.0, 0.0]),
+            Err(NoCosine::Zero(0))
+        );
+        assert_eq!(cosine(&[1.0], &[1.0, 0.0]), Err(NoCosine::Lengths(1, 2)));
     }
 }

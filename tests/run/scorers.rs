@@ -824,3 +824,48 @@ for line in sys.stdin:
         );
     }
 }
+
+#[test]
+fn an_all_zero_embedding_fails_the_answer_with_its_own_cause_never_a_zero() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let b = echo_bench("{ kind: embedding, threshold: 0.8 }");
+    // An answer with no words: the simulator's vector for it is all zeros.
+    std::fs::write(
+        b.path().join("cases.jsonl"),
+        "{\"id\": \"words\", \"vars\": {\"say\": \"Refunds take 5 days.\"}, \"expected\": \"Refunds take 5 days.\"}\n{\"id\": \"none\", \"vars\": {\"say\": \"?!\"}, \"expected\": \"Refunds take 5 days.\"}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        b.path().join("bench.yaml"),
+        "name: echo\ncases: cases.jsonl\nvariants: [plain.txt]\ngrade: { kind: embedding, threshold: 0.8 }\n",
+    )
+    .unwrap();
+    let o = promptgauge(b.path())
+        .args([
+            "run",
+            "bench.yaml",
+            "--quiet",
+            "--allow-failures",
+            "1",
+            "--model",
+            "m",
+            "--base-url",
+        ])
+        .arg(server.base_url())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let records = journal(&run_dirs(&b.path().join("reports")).pop().unwrap());
+    let by_id = |id: &str| records.iter().find(|r| r["case_id"] == id).unwrap().clone();
+    assert_eq!(by_id("words")["status"], "graded", "{stderr}");
+    let none = by_id("none");
+    assert_eq!(none["status"], "failed", "{none}");
+    assert!(none.get("score").is_none_or(Value::is_null), "{none}");
+    let error = none["error"].as_str().unwrap();
+    assert!(
+        error.contains("the answer's embedding is all zeros") && error.contains("not scored 0"),
+        "{error}"
+    );
+    // The call it paid for is kept with it.
+    assert_eq!(none["judge"].as_array().map(Vec::len), Some(1), "{none}");
+}
