@@ -1107,6 +1107,10 @@ pub struct MockArgs {
     /// created (kill a client meanwhile, and it never learns the batch's id).
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_delay)]
     pub batch_create_delay: Duration,
+    /// The batch API: each batch's results give its first request twice, as a provider
+    /// that duplicated a line would (the job must fail, neither answer scored).
+    #[arg(long)]
+    pub batch_duplicate: bool,
 }
 
 /// A long wait (a batch's): at most a week.
@@ -1213,6 +1217,7 @@ impl MockArgs {
             no_batch_api: self.no_batch_api,
             batch_lose_create: self.batch_lose_create,
             batch_create_delay: self.batch_create_delay,
+            batch_duplicate: self.batch_duplicate,
         })
     }
 }

@@ -166,6 +166,8 @@ pub struct Batches {
     base_url: String,
     headers: Vec<(String, String)>,
     deadline: std::time::Duration,
+    /// The most a batch's result files may hold, all together.
+    file_limit: usize,
 }
 
 impl Client {
@@ -189,6 +191,7 @@ impl Client {
             base_url: self.config.base_url.trim_end_matches('/').to_string(),
             headers,
             deadline: self.config.total_timeout,
+            file_limit: MAX_FILE_BYTES,
         }
     }
 
@@ -589,11 +592,16 @@ impl Batches {
         let mut files = Vec::new();
         match self.api {
             BatchApi::OpenAi => {
+                // The output and error files share one limit: two files never hold twice
+                // what one may.
+                let mut left = self.file_limit;
                 for file in [&batch.output_file_id, &batch.error_file_id]
                     .into_iter()
                     .flatten()
                 {
-                    files.push(self.file(file).await?);
+                    let bytes = self.file_within(file, left).await?;
+                    left -= bytes.len();
+                    files.push(bytes);
                 }
             }
             BatchApi::Anthropic => {
@@ -604,7 +612,7 @@ impl Batches {
                         &path,
                         "application/json",
                         Bytes::new(),
-                        MAX_FILE_BYTES,
+                        self.file_limit,
                     )
                     .await?,
                 );
@@ -613,14 +621,26 @@ impl Batches {
         Ok(files)
     }
 
+    /// The same API with another limit on what a batch's result files may hold (the
+    /// default is [`MAX_FILE_BYTES`]).
+    pub fn with_file_limit(mut self, bytes: usize) -> Batches {
+        self.file_limit = bytes;
+        self
+    }
+
     /// A file's bytes.
     async fn file(&self, file_id: &str) -> Result<Bytes, BatchError> {
+        self.file_within(file_id, self.file_limit).await
+    }
+
+    /// A file's bytes, refused beyond `limit`.
+    async fn file_within(&self, file_id: &str, limit: usize) -> Result<Bytes, BatchError> {
         self.call(
             Method::Get,
             &format!("/files/{file_id}/content"),
             "application/json",
             Bytes::new(),
-            MAX_FILE_BYTES,
+            limit,
         )
         .await
     }

@@ -616,6 +616,11 @@ impl Provider {
                 failed += 1;
             }
         }
+        if self.config.batch_duplicate
+            && let Some(first) = output.lines().next().map(|l| format!("{l}\n"))
+        {
+            output.push_str(&first);
+        }
         let store = |text: String| -> Option<String> {
             if text.is_empty() {
                 return None;

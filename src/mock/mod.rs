@@ -123,6 +123,8 @@ pub struct MockConfig {
     /// The answer to creating a batch comes this long after the batch was created (a
     /// client killed meanwhile never learns its id).
     pub batch_create_delay: Duration,
+    /// A batch's results give its first request twice (a provider's duplicated line).
+    pub batch_duplicate: bool,
 }
 
 impl Default for MockConfig {
@@ -154,6 +156,7 @@ impl Default for MockConfig {
             no_batch_api: false,
             batch_lose_create: false,
             batch_create_delay: Duration::ZERO,
+            batch_duplicate: false,
         }
     }
 }

@@ -853,6 +853,8 @@ impl Driver {
                     let ours = match self.holds_ours(api, &open[i], &state).await {
                         Ok(ours) => ours,
                         Err(ReadBack::Halt(h)) => return Err(h),
+                        // A candidate whose results cannot be read is not taken for ours.
+                        Err(ReadBack::Unreadable(_)) => false,
                         Err(ReadBack::Later) => {
                             i += 1;
                             continue;
@@ -892,9 +894,18 @@ impl Driver {
                         },
                     );
                 }
+                let mut why = format!(
+                    "batch {} ended (status {}) without an answer to this request",
+                    state.id, state.status
+                );
                 match self.read_back(api, &open[i], &state, waiting).await {
                     Ok(_) => {}
                     Err(ReadBack::Halt(h)) => return Err(h),
+                    // Never readable (too large, or refused for good): its jobs fail
+                    // with the cause, and the batch is done with.
+                    Err(ReadBack::Unreadable(e)) => {
+                        why = format!("batch {}'s results cannot be read: {e}", state.id);
+                    }
                     // Not read this time: polled again.
                     Err(ReadBack::Later) => {
                         i += 1;
@@ -902,10 +913,6 @@ impl Driver {
                     }
                 }
                 let batch = open.remove(i);
-                let why = format!(
-                    "batch {} ended (status {}) without an answer to this request",
-                    batch.id, state.status
-                );
                 self.fail_rest(&batch, waiting, None, &why);
                 let record = BatchRecord::of(
                     BatchStep::Ended,
@@ -935,8 +942,9 @@ impl Driver {
         Ok(())
     }
 
-    /// An ended batch's result files; a refused key stops the run, any other failure is
-    /// tried again at the next poll.
+    /// An ended batch's result files; a refused key stops the run, results that can never
+    /// be read (beyond the size limit, a 404) are unreadable, any other failure (no answer
+    /// within the deadline, a 5xx) is tried again at the next poll.
     async fn result_files(
         &self,
         api: &Batches,
@@ -945,6 +953,7 @@ impl Driver {
         match api.result_files(state).await {
             Ok(files) => Ok(files),
             Err(e) if self.refused(&e) => Err(ReadBack::Halt(Halt::Stopped)),
+            Err(e) if e.is_final() => Err(ReadBack::Unreadable(e.to_string())),
             Err(_) => Err(ReadBack::Later),
         }
     }
@@ -993,6 +1002,7 @@ impl Driver {
     ) -> Result<(), ReadBack> {
         let files = self.result_files(api, state).await?;
         let mine: HashSet<&str> = batch.keys.iter().map(String::as_str).collect();
+        self.fail_answered_twice(&files, &mine, &batch.id, waiting);
         // A line at a time, as the scoring takes them: a batch's answers are never all
         // held parsed at once. A line that is not JSON answers nothing: its job fails as
         // unanswered.
@@ -1051,9 +1061,76 @@ impl Driver {
     }
 }
 
+impl Driver {
+    /// Fails each job the results answer more than once: which line is the answer is not
+    /// for promptgauge to guess (the first is not more true than the second). The job's
+    /// record holds every line given for it (`score_detail.results`) and the usage of all
+    /// of them (each may be billed).
+    fn fail_answered_twice(
+        &self,
+        files: &[bytes::Bytes],
+        mine: &HashSet<&str>,
+        batch: &str,
+        waiting: &mut HashMap<String, Job>,
+    ) {
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        for line in crate::client::batch::EachLine::new(files) {
+            if let Some(id) = line["custom_id"].as_str().filter(|id| mine.contains(id)) {
+                *seen.entry(id.to_string()).or_default() += 1;
+            }
+        }
+        seen.retain(|_, n| *n > 1);
+        if seen.is_empty() {
+            return;
+        }
+        let mut lines: HashMap<String, Vec<serde_json::Value>> = HashMap::new();
+        for line in crate::client::batch::EachLine::new(files) {
+            if let Some(id) = line["custom_id"]
+                .as_str()
+                .filter(|id| seen.contains_key(*id))
+            {
+                lines.entry(id.to_string()).or_default().push(line);
+            }
+        }
+        for (id, given) in lines {
+            let Some(job) = waiting.remove(&id) else {
+                continue;
+            };
+            self.active.fetch_sub(1, Ordering::SeqCst);
+            let mut usage: Option<crate::client::Usage> = None;
+            for line in &given {
+                if let Some(u) = self.lane.client.batch_result(line).1.usage {
+                    let sum = usage.get_or_insert_with(Default::default);
+                    sum.prompt_tokens += u.prompt_tokens;
+                    sum.completion_tokens += u.completion_tokens;
+                    sum.cached_tokens += u.cached_tokens;
+                    sum.reasoning_tokens += u.reasoning_tokens;
+                }
+            }
+            let result = self.lane.client.batch_failure(
+                None,
+                &format!(
+                    "the provider returned two results for this request ({} lines with custom_id {id}): neither is scored",
+                    given.len()
+                ),
+            );
+            let error = result.failure.clone().unwrap_or_default();
+            let mut r = super::failed_record(&self.bench, &job, error, Some(result));
+            r.usage = usage.unwrap_or_default();
+            r.endpoint = self.lane.name.clone();
+            r.batch = Some(batch.to_string());
+            r.resent = self.options.resend.get(&job.index).copied().unwrap_or(0);
+            r.score_detail = Some(serde_json::json!({ "results": given }));
+            self.finished(r);
+        }
+    }
+}
+
 /// Why an ended batch's results were not all recorded.
 enum ReadBack {
     Halt(Halt),
+    /// They can never be read (the reason): the batch's jobs fail with it.
+    Unreadable(String),
     /// They could not be read this time (the provider did not answer): try again.
     Later,
 }

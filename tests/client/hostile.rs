@@ -690,3 +690,47 @@ async fn a_query_string_stays_after_the_path() {
         "https://x.openai.azure.com/openai/deployments/gpt/chat/completions?api-version=2024-06-01"
     );
 }
+
+/// A batch that ended with an output file, as the provider describes it.
+fn ended_batch() -> promptgauge::client::batch::BatchState {
+    serde_json::from_value(serde_json::json!({
+        "id": "batch-1", "status": "completed",
+        "output_file_id": "file-out", "error_file_id": "file-err",
+    }))
+    .unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_batch_s_result_files_are_read_within_a_size_limit_and_a_deadline() {
+    // Each file is 6 KB; together they pass the limit of 10 KB, though neither alone does.
+    let line = format!("{}\n", "x".repeat(1023));
+    let (client, seen) = scripted_client(vec![Reply::ok(vec![line.into_bytes(); 6])], |_| {});
+    let e = client
+        .batches()
+        .with_file_limit(10 * 1024)
+        .result_files(&ended_batch())
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("answered more than"), "{e}");
+    assert!(
+        e.is_final(),
+        "never readable: its jobs fail, it is not polled forever"
+    );
+    assert_eq!(seen.seen.lock().unwrap().len(), 2);
+    // A file that never ends: the endpoint's total deadline ends the read.
+    let (client, _) = scripted_client(
+        vec![Reply {
+            hang: true,
+            ..Reply::ok(vec![b"{\"custom_id\": \"a\"}\n".to_vec()])
+        }],
+        |c| c.total_timeout = Duration::from_secs(30),
+    );
+    let started = tokio::time::Instant::now();
+    let e = client
+        .batches()
+        .result_files(&ended_batch())
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("no answer within"), "{e}");
+    assert_eq!(started.elapsed(), Duration::from_secs(30));
+}

@@ -997,3 +997,57 @@ fn batched_answers_go_to_the_cache_and_a_cached_job_is_never_submitted() {
             .all(|r| r["cached"] == true && r["batch"].is_null())
     );
 }
+
+#[test]
+fn two_results_for_one_request_fail_that_job_and_both_are_kept() {
+    for protocol in ["openai-chat", "anthropic-messages"] {
+        let (_rt, server) = start_mock(MockConfig {
+            batch_duplicate: true,
+            ..MockConfig::default()
+        });
+        let bench = arithmetic_bench(6, 1, "");
+        let d = bench.path();
+        let out = run(
+            d,
+            &server,
+            "r",
+            &[
+                "--protocol",
+                protocol,
+                "--batch",
+                "--batch-poll",
+                "10ms",
+                "--allow-failures",
+                "1",
+            ],
+        );
+        assert!(out.status.success(), "{protocol}: {}", said(&out));
+        let all = records(&only_run(&d.join("r")));
+        assert_eq!(all.len(), 6, "{protocol}: one record per job");
+        let failed: Vec<&Value> = all.iter().filter(|r| r["status"] == "failed").collect();
+        assert_eq!(failed.len(), 1, "{protocol}: {all:?}");
+        let r = failed[0];
+        let error = r["error"].as_str().unwrap();
+        assert!(
+            error.contains("provider returned two results"),
+            "{protocol}: {error}"
+        );
+        assert!(r.get("score").is_none_or(Value::is_null), "{r}");
+        let given = r["score_detail"]["results"].as_array().unwrap();
+        assert_eq!(given.len(), 2, "{protocol}: both lines kept");
+        // Each is billed: the usage of both.
+        let one = &given[0];
+        let tokens = if protocol == "openai-chat" {
+            one["response"]["body"]["usage"]["completion_tokens"].as_u64()
+        } else {
+            one["result"]["message"]["usage"]["output_tokens"].as_u64()
+        }
+        .unwrap();
+        assert_eq!(
+            r["usage"]["completion_tokens"].as_u64(),
+            Some(2 * tokens),
+            "{r}"
+        );
+        assert_eq!(all.iter().filter(|r| r["status"] == "graded").count(), 5);
+    }
+}
