@@ -564,8 +564,15 @@ const SCHEDULERS: [(&str, &str, u32, Option<&str>); 6] = [
 
 /// The shard `--shard auto[/N]` names here: the scheduler's index (and count), and a
 /// sentence saying where they came from.
+/// Two schedulers' variables that number the process differently (a GitLab job inside a
+/// Kubernetes Indexed Job, a variable left over in a runner's image) stop it: picking one
+/// would run a shard twice and another never.
 pub fn auto_shard(count: Option<u32>, env: &Env) -> Result<(Shard, String), UsageError> {
-    let Some(&(who, var, first, total)) = SCHEDULERS.iter().find(|s| env.get(s.1).is_some()) else {
+    let set: Vec<_> = SCHEDULERS
+        .iter()
+        .filter(|s| env.get(s.1).is_some())
+        .collect();
+    let Some(&&first) = set.first() else {
         let looked: Vec<&str> = SCHEDULERS.iter().map(|s| s.1).collect();
         return Err(UsageError::with_fix(
             format!(
@@ -575,6 +582,45 @@ pub fn auto_shard(count: Option<u32>, env: &Env) -> Result<(Shard, String), Usag
             "start it as one of a scheduler's indexed tasks, or give the shard: --shard 2/4",
         ));
     };
+    let chosen = shard_of(&first, count, env);
+    for &&other in &set[1..] {
+        let theirs = shard_of(&other, count, env);
+        let same = matches!((&chosen, &theirs), (Ok((a, _)), Ok((b, _))) if a == b);
+        if !same {
+            let says = |s: &(&str, &str, u32, Option<&str>), r: &Result<(Shard, String), UsageError>| {
+                let vars = std::iter::once(s.1)
+                    .chain(s.3)
+                    .filter_map(|v| env.get(v).map(|x| format!("{v}={x}")))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                match r {
+                    Ok((shard, _)) => format!("{} ({vars}) says shard {shard}", s.0),
+                    Err(_) => format!("{} ({vars}) gives no shard", s.0),
+                }
+            };
+            return Err(UsageError::with_fix(
+                format!(
+                    "--shard auto: two schedulers number this process differently: {}, {}",
+                    says(&first, &chosen),
+                    says(&other, &theirs)
+                ),
+                format!(
+                    "unset the variables of the scheduler that did not start this process ({} or {}), or give the shard: --shard 2/4",
+                    first.1, other.1
+                ),
+            ));
+        }
+    }
+    chosen
+}
+
+/// The shard one scheduler's variables name.
+fn shard_of(
+    scheduler: &(&str, &str, u32, Option<&str>),
+    count: Option<u32>,
+    env: &Env,
+) -> Result<(Shard, String), UsageError> {
+    let &(who, var, first, total) = scheduler;
     let number = |name: &str| -> Result<u32, UsageError> {
         let text = env.get(name).unwrap_or("");
         text.trim().parse::<u32>().map_err(|_| {
@@ -1535,6 +1581,41 @@ mod tests {
             shard(None, &stepped)
                 .unwrap_err()
                 .contains("steps by more than 1")
+        );
+        // Two schedulers that disagree stop it, naming both; two that agree do not.
+        let e = shard(
+            None,
+            &[
+                ("JOB_COMPLETION_INDEX", "0"),
+                ("CI_NODE_INDEX", "3"),
+                ("CI_NODE_TOTAL", "4"),
+            ],
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("two schedulers")
+                && e.contains("a Kubernetes Indexed Job (JOB_COMPLETION_INDEX=0) gives no shard")
+                && e.contains("GitLab CI's parallel: (CI_NODE_INDEX=3, CI_NODE_TOTAL=4) says shard 3/4")
+                && e.contains("unset"),
+            "{e}"
+        );
+        let e = shard(
+            Some(4),
+            &[("JOB_COMPLETION_INDEX", "0"), ("CI_NODE_INDEX", "3")],
+        )
+        .unwrap_err();
+        assert!(e.contains("says shard 1/4") && e.contains("says shard 3/4"), "{e}");
+        assert_eq!(
+            shard(
+                None,
+                &[
+                    ("CI_NODE_INDEX", "2"),
+                    ("CI_NODE_TOTAL", "4"),
+                    ("CIRCLE_NODE_INDEX", "1"),
+                    ("CIRCLE_NODE_TOTAL", "4")
+                ]
+            ),
+            ok("2/4")
         );
         // GitLab (1-based), CircleCI and Buildkite (0-based), with their totals.
         assert_eq!(

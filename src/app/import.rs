@@ -190,16 +190,16 @@ impl Reader {
     fn read(&self, reference: &str) -> Result<(PathBuf, String), String> {
         let path = self.base.join(reference.trim_start_matches("file://"));
         if !self.anywhere {
-            let (p, b) = match (path.canonicalize(), self.base.canonicalize()) {
-                (Ok(p), Ok(b)) => (p, b),
-                (Err(e), _) | (_, Err(e)) => {
-                    return Err(format!("cannot read {}: {e}", path.display()));
-                }
+            // One message for a file that is missing and one that is outside: two would
+            // tell whoever wrote the config which paths exist on this machine.
+            let inside = match (path.canonicalize(), self.base.canonicalize()) {
+                (Ok(p), Ok(b)) => p.starts_with(&b),
+                _ => false,
             };
-            if !p.starts_with(&b) {
+            if !inside {
                 return Err(format!(
-                    "{reference} is outside the config's folder ({}): import reads only files beside the config; pass --allow-outside-files if you trust this config to copy it into the bench",
-                    b.display()
+                    "{reference} is not a file inside the config's folder ({}) once `..` and links are followed, or does not exist: import reads only files beside the config; check the path, or pass --allow-outside-files if you trust this config to copy any file of this machine into the bench",
+                    self.base.display()
                 ));
             }
         }

@@ -991,10 +991,22 @@ fn check_named(
     dir: &Path,
     here: &dyn Fn(&str) -> Location,
 ) -> Result<Vec<PathBuf>, InputError> {
-    if raw.name.trim().is_empty() || raw.name.contains(['/', '\\']) {
+    // The name becomes a folder name, a line of the CI step's outputs and a terminal
+    // title: no separators, no control characters (a newline would split `run-dir`).
+    let name = &raw.name;
+    if name.trim().is_empty()
+        || name.trim() != name
+        || name.contains(['/', '\\'])
+        || name.starts_with('.')
+        || name.chars().any(char::is_control)
+        || name.len() > 100
+    {
         return Err(InputError::new(
             here("name"),
-            format!("bench name `{}` is empty or contains a slash", raw.name),
+            format!(
+                "bench name `{}` is empty, too long (over 100 bytes), starts with `.`, has spaces at an end, or contains a slash or a control character",
+                name.escape_debug()
+            ),
         )
         .fix("the name is used in report folder names; use e.g. `routing`"));
     }

@@ -275,6 +275,15 @@ const ROWS: &[Row] = &[
         expect: &["careful.yaml:3", "unknown role `sytem`"],
     },
     Row {
+        name: "a bench name with a newline (it would split the CI step's outputs)",
+        setup: |d| {
+            edit(&d.join("bench.yaml"), |t| {
+                t.replace("name: arithmetic", "name: \"arith\\nexit-code=0\"")
+            })
+        },
+        expect: &["bench.yaml:1", "bench name `arith\\nexit-code=0`", "control character"],
+    },
+    Row {
         name: "two variants with one name",
         setup: |d| {
             fs::write(

@@ -990,6 +990,69 @@ fn the_action_installs_only_a_release_that_matches_its_published_checksum() {
     assert!(!asked.iter().any(|p| p.contains("latest")), "{asked:?}");
 }
 
+/// The outputs a step wrote to `$GITHUB_OUTPUT`, read as GitHub reads them: `name=value`,
+/// or `name<<DELIM` then lines up to one that is exactly `DELIM`.
+fn step_outputs(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if let Some((name, delim)) = line.split_once("<<") {
+            let value: Vec<&str> = lines.by_ref().take_while(|l| *l != delim).collect();
+            out.push((name.to_string(), value.join("\n")));
+        } else if let Some((name, value)) = line.split_once('=') {
+            out.push((name.to_string(), value.to_string()));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_action_s_outputs_hold_a_folder_name_with_a_newline_as_one_value() {
+    let action: serde_json::Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(repo().join("action.yml")).unwrap())
+            .unwrap();
+    let step = action["runs"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == "run")
+        .expect("the run step")["run"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // A promptgauge that leaves a folder whose name would add an output of its own.
+    let temp = tempfile::tempdir().unwrap();
+    let bin = temp.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let fake = bin.join("promptgauge");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\nmkdir -p 'reports/x\nexit-code=0'\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let outputs = temp.path().join("github_output");
+    let status = std::process::Command::new("bash")
+        .args(["-e", "-c", &step])
+        .current_dir(temp.path())
+        .env("PATH", format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()))
+        .env("GITHUB_OUTPUT", &outputs)
+        .env("GITHUB_STEP_SUMMARY", temp.path().join("summary.md"))
+        .env("BENCH", "bench.yaml")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let written = std::fs::read_to_string(&outputs).unwrap();
+    assert_eq!(
+        step_outputs(&written),
+        vec![
+            ("run-dir".to_string(), "reports/x\nexit-code=0".to_string()),
+            ("exit-code".to_string(), "1".to_string()),
+        ],
+        "{written}"
+    );
+}
+
 #[test]
 fn the_release_workflow_gives_write_access_only_to_the_job_that_runs_no_build() {
     let read = |p: &str| std::fs::read_to_string(repo().join(p)).unwrap();
