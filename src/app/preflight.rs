@@ -2,7 +2,8 @@
 //! models list: [`Protocol::models_url`]), so a dead server, a
 //! refused key or a model the server does not list is said at once, not after every job
 //! has spent its retries. A server without `/models` (some proxies) is not an error: the
-//! first jobs then tell, and a run whose first jobs all fail the same way stops.
+//! first jobs then tell, and a run whose first jobs all fail the same way stops; but one
+//! whose request URL answers 404 to an empty request (no route at all) stops here.
 
 use std::time::Duration;
 
@@ -105,6 +106,30 @@ async fn ask(
             ),
         },
         other => Answer::Status(other),
+    }
+}
+
+/// The status of an empty request (`{}`) to the URL jobs are sent to: a server with the
+/// route refuses it (400, 422) without generating or billing anything; one without answers
+/// 404. `None` when nothing answered within `wait`.
+async fn knock(
+    client: &reqwest::Client,
+    protocol: &dyn Protocol,
+    url: &str,
+    key: Option<&ApiKey>,
+    wait: Duration,
+) -> Option<u16> {
+    let mut request = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json")
+        .body("{}");
+    for (name, value) in protocol.key_headers(key) {
+        request = request.header(name, value);
+    }
+    match tokio::time::timeout(wait, request.send()).await {
+        Ok(Ok(r)) => Some(r.status().as_u16()),
+        _ => None,
     }
 }
 
@@ -310,12 +335,33 @@ async fn probe(target: &Target<'_>, connect_timeout: Duration, wait: Duration) -
                     )));
                 }
             }
-            Answer::Status(404) if !base.trim_end_matches('/').ends_with("/v1") => {
-                out.push(Found::Warning(format!(
-                    "{shown} answered 404: if the jobs fail with 404 too, the base URL probably lacks /v1"
-                )))
+            Answer::Status(status) => {
+                // No models list (some proxies have none): the request's own URL tells
+                // whether there is anything there, with a body no server bills for.
+                let url = protocol.url(base);
+                match knock(&client, protocol.as_ref(), &url, key, wait).await {
+                    Some(404) => {
+                        let hint = if base.trim_end_matches('/').ends_with("/v1") {
+                            "is the base URL right?"
+                        } else {
+                            "the base URL probably lacks /v1"
+                        };
+                        out.push(Found::Stop(format!(
+                            "{} answered 404 (and {shown} answered {status}): there is no {} there, {hint} Nothing was sent",
+                            crate::client::secrets::redact_url(&url),
+                            protocol.path().trim_start_matches('/'),
+                        )));
+                        return out;
+                    }
+                    None if status == 404 && !base.trim_end_matches('/').ends_with("/v1") => {
+                        out.push(Found::Warning(format!(
+                            "{shown} answered 404: if the jobs fail with 404 too, the base URL probably lacks /v1"
+                        )))
+                    }
+                    _ => {}
+                }
             }
-            Answer::Status(_) | Answer::Other => {}
+            Answer::Other => {}
         }
     }
     out

@@ -1320,7 +1320,8 @@ fn a_dead_server_or_a_wrong_model_is_said_at_once() {
     let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
     assert!(md.contains("## Why jobs failed"), "{md}");
 
-    // A base URL without its /v1: the preflight suspects it, the first 404s confirm it.
+    // A base URL without its /v1: no models list and no chat/completions there, so the
+    // preflight stops the run before any job.
     let (_rt2, plain) = start_mock(MockConfig::default());
     let bare = plain.base_url().trim_end_matches("/v1").to_string();
     let dir = arithmetic_bench(30, 2, "limits: { concurrency: 3 }\n");
@@ -1337,11 +1338,13 @@ fn a_dead_server_or_a_wrong_model_is_said_at_once() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{stderr}");
-    assert!(stderr.contains("probably lacks /v1"), "{stderr}");
     assert!(
-        stderr.contains("the first 3 jobs all failed the same way") && stderr.contains("/v1"),
+        stderr.contains("chat/completions answered 404 (and")
+            && stderr.contains("probably lacks /v1")
+            && stderr.contains("Nothing was sent"),
         "{stderr}"
     );
+    assert_eq!(plain.provider.stats().requests, 0, "no job was sent");
 }
 
 #[test]

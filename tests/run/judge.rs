@@ -892,6 +892,35 @@ fn a_judge_that_serves_no_such_model_is_named_before_the_run_and_stops_it_after_
 }
 
 #[test]
+fn a_judge_whose_url_answers_404_stops_the_run_before_any_answer_is_bought() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let d = &dir.path().join("free");
+    promptgauge(dir.path())
+        .args(["init", d.to_str().unwrap(), "--task", "free"])
+        .assert()
+        .success();
+    // A judge base URL with nothing behind it: no models list, no chat/completions.
+    let wrong = format!("{}/nope/v1", server.base_url().trim_end_matches("/v1"));
+    let out = promptgauge(d)
+        .args(["run", "--no-store", "--base-url"])
+        .arg(server.base_url())
+        .args(["--model", "mock-model", "--judge-base-url", &wrong])
+        .args(["--judge-model", "mock-model"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains("the judge: ")
+            && stderr.contains("/nope/v1/chat/completions answered 404")
+            && stderr.contains("Nothing was sent"),
+        "{stderr}"
+    );
+    assert_eq!(server.provider.stats().requests, 0, "no answer bought");
+}
+
+#[test]
 fn check_probe_looks_at_the_judge_and_stops_on_a_refused_key() {
     let (_rt, judge) = start_mock(MockConfig {
         api_key: Some("right".into()),
