@@ -587,7 +587,8 @@ pub fn auto_shard(count: Option<u32>, env: &Env) -> Result<(Shard, String), Usag
         let theirs = shard_of(&other, count, env);
         let same = matches!((&chosen, &theirs), (Ok((a, _)), Ok((b, _))) if a == b);
         if !same {
-            let says = |s: &(&str, &str, u32, Option<&str>), r: &Result<(Shard, String), UsageError>| {
+            let says = |s: &(&str, &str, u32, Option<&str>),
+                        r: &Result<(Shard, String), UsageError>| {
                 let vars = std::iter::once(s.1)
                     .chain(s.3)
                     .filter_map(|v| env.get(v).map(|x| format!("{v}={x}")))
@@ -1157,6 +1158,10 @@ pub struct MockArgs {
     /// that duplicated a line would (the job must fail, neither answer scored).
     #[arg(long)]
     pub batch_duplicate: bool,
+    /// Refuse every prompt holding WORD, in each wire's own way (chat completions'
+    /// `refusal` field, a Responses refusal part, Anthropic's `stop_reason: refusal`).
+    #[arg(long, value_name = "WORD")]
+    pub refuse_on: Option<String>,
 }
 
 /// A long wait (a batch's): at most a week.
@@ -1264,6 +1269,7 @@ impl MockArgs {
             batch_lose_create: self.batch_lose_create,
             batch_create_delay: self.batch_create_delay,
             batch_duplicate: self.batch_duplicate,
+            refuse_on: self.refuse_on.clone(),
         })
     }
 }
@@ -1595,7 +1601,9 @@ mod tests {
         assert!(
             e.contains("two schedulers")
                 && e.contains("a Kubernetes Indexed Job (JOB_COMPLETION_INDEX=0) gives no shard")
-                && e.contains("GitLab CI's parallel: (CI_NODE_INDEX=3, CI_NODE_TOTAL=4) says shard 3/4")
+                && e.contains(
+                    "GitLab CI's parallel: (CI_NODE_INDEX=3, CI_NODE_TOTAL=4) says shard 3/4"
+                )
                 && e.contains("unset"),
             "{e}"
         );
@@ -1604,7 +1612,10 @@ mod tests {
             &[("JOB_COMPLETION_INDEX", "0"), ("CI_NODE_INDEX", "3")],
         )
         .unwrap_err();
-        assert!(e.contains("says shard 1/4") && e.contains("says shard 3/4"), "{e}");
+        assert!(
+            e.contains("says shard 1/4") && e.contains("says shard 3/4"),
+            "{e}"
+        );
         assert_eq!(
             shard(
                 None,

@@ -220,6 +220,10 @@ pub struct JobResult {
     /// The final attempt's stream; only trustworthy when `answered()`.
     pub text: String,
     pub reasoning: String,
+    /// The model declined to answer: what it said (chat completions' `refusal`, a Responses
+    /// refusal part, the text before Anthropic's `stop_reason: refusal`). Such an answer is
+    /// scored as failed with the cause `refused`, on every protocol and the batch path.
+    pub refusal: Option<String>,
     /// Tool calls the final attempt's stream made.
     pub tool_calls: Vec<ToolCall>,
     pub finish_reason: Option<String>,
@@ -356,6 +360,16 @@ fn health_of(
     }
 }
 
+/// What the model said in declining, when it declined: a protocol's refusal text, or the
+/// text before a refusal finish.
+fn refusal_of(stream: &Streamed) -> Option<String> {
+    match (&stream.refusal, &stream.finish) {
+        (Some(r), _) => Some(r.clone()),
+        (None, Some(f)) if f.kind == FinishKind::Refused => Some(stream.text.clone()),
+        _ => None,
+    }
+}
+
 /// What an attempt's stream came to. A finish_reason means the answer is whole, whatever
 /// broke after it (e.g. before [DONE]); without one, the way the stream ended is the
 /// outcome. A reason the protocol does not count as a finish (`abort`, `error`, …) is named
@@ -367,7 +381,7 @@ fn outcome_of(stream: &Streamed, end: Result<(), (Outcome, String)>) -> (Outcome
     };
     match (&stream.finish, end) {
         (Some(f), _) => match f.kind {
-            FinishKind::Stopped => (Outcome::Complete, None),
+            FinishKind::Stopped | FinishKind::Refused => (Outcome::Complete, None),
             FinishKind::Truncated => (Outcome::Truncated, None),
             FinishKind::Filtered => (
                 Outcome::Filtered,
@@ -784,6 +798,7 @@ impl Client {
             .then(|| attempt.error.clone().unwrap_or_else(|| "no answer".into()));
         JobResult {
             attempts: vec![attempt],
+            refusal: refusal_of(&stream),
             text: stream.text,
             reasoning: stream.reasoning,
             tool_calls: stream.tool_calls,
@@ -829,6 +844,7 @@ impl Client {
         let s = &self.secrets;
         for text in [&mut stream.text, &mut stream.reasoning]
             .into_iter()
+            .chain(stream.refusal.as_mut())
             .chain(attempt.error.as_mut())
             .chain(stream.model.as_mut())
             .chain(stream.error.as_mut())
@@ -1072,6 +1088,7 @@ impl<'a> JobRun<'a> {
 
     /// Keeps what an attempt's stream said: the job's answer, if it is the last.
     fn keep(&mut self, stream: Streamed) {
+        self.result.refusal = refusal_of(&stream);
         self.result.text = stream.text;
         self.result.reasoning = stream.reasoning;
         self.result.tool_calls = stream.tool_calls;

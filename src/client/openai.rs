@@ -239,6 +239,16 @@ impl Protocol for OpenAiChat {
                         s.text.push_str(t);
                     }
                 }
+                // The model declined (`refusal` in place of `content`): one rule for every
+                // protocol, docs/design-notes.md "Refusals".
+                if let Some(t) = delta.get("refusal").and_then(Value::as_str) {
+                    if s.finish.is_some() {
+                        s.ignored += 1;
+                    } else {
+                        token |= !t.is_empty();
+                        s.refusal.get_or_insert_with(String::new).push_str(t);
+                    }
+                }
             }
             if let Some(calls) = delta
                 .and_then(|d| d.get("tool_calls"))

@@ -138,6 +138,9 @@ pub enum FinishKind {
     Truncated,
     /// The provider withheld the answer (`content_filter`): counted apart, never graded.
     Filtered,
+    /// The model declined to answer (Anthropic's `refusal`): an answer, scored as failed
+    /// with the cause `refused` (the text so far is [`Streamed::refusal`]).
+    Refused,
 }
 
 /// Why the model stopped, in the protocol's own word (kept as sent, for the journal).
@@ -170,6 +173,9 @@ pub struct Streamed {
     pub tool_call_items: Vec<String>,
     /// Reasoning deltas, kept apart from the answer.
     pub reasoning: String,
+    /// What the model said in declining to answer (chat completions' `refusal`, a
+    /// Responses refusal part): set when it refused, whatever `text` holds.
+    pub refusal: Option<String>,
     /// The first real finish: it ends the answer. Later duplicates, and any text after it,
     /// are ignored.
     pub finish: Option<Finish>,

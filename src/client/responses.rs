@@ -22,6 +22,8 @@ const PATH: &str = "responses";
 
 /// Events carrying the answer's text (a refusal is the model's answer too).
 const TEXT: [&str; 2] = ["response.output_text.delta", "response.refusal.delta"];
+/// The event carrying a refusal's text (the model declined: scored as failed, `refused`).
+const REFUSAL: &str = "response.refusal.delta";
 /// Events carrying reasoning, kept apart from the answer.
 const REASONING: [&str; 2] = [
     "response.reasoning_text.delta",
@@ -297,7 +299,7 @@ fn text(s: &mut Streamed, event: &Value, reasoning: bool) -> bool {
 /// When nothing was streamed, the answer the final response object holds (its messages'
 /// text and its function calls): some servers send only that.
 fn take_output(s: &mut Streamed, response: &Value) {
-    if !s.text.is_empty() || !s.tool_calls.is_empty() {
+    if !s.text.is_empty() || !s.tool_calls.is_empty() || s.refusal.is_some() {
         return;
     }
     for (i, item) in response
@@ -315,7 +317,10 @@ fn take_output(s: &mut Streamed, response: &Value) {
                     .into_iter()
                     .flatten()
                 {
-                    if let Some(t) = part.get("text").and_then(Value::as_str) {
+                    if part.get("type").and_then(Value::as_str) == Some("refusal") {
+                        let t = part.get("refusal").and_then(Value::as_str).unwrap_or("");
+                        s.refusal.get_or_insert_with(String::new).push_str(t);
+                    } else if let Some(t) = part.get("text").and_then(Value::as_str) {
                         s.text.push_str(t);
                     }
                 }
@@ -449,6 +454,11 @@ impl Protocol for OpenAiResponses {
             return false;
         }
         match name {
+            REFUSAL => {
+                let delta = v.get("delta").and_then(Value::as_str).unwrap_or("");
+                s.refusal.get_or_insert_with(String::new).push_str(delta);
+                !delta.is_empty()
+            }
             _ if TEXT.contains(&name) => text(s, &v, false),
             _ if REASONING.contains(&name) => text(s, &v, true),
             _ if TERMINAL.contains(&name) => {

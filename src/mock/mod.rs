@@ -125,6 +125,9 @@ pub struct MockConfig {
     pub batch_create_delay: Duration,
     /// A batch's results give its first request twice (a provider's duplicated line).
     pub batch_duplicate: bool,
+    /// A prompt holding this word is refused, in each wire's own way: chat completions'
+    /// `refusal` field, the Responses API's refusal part, Anthropic's `stop_reason: refusal`.
+    pub refuse_on: Option<String>,
 }
 
 impl Default for MockConfig {
@@ -132,6 +135,7 @@ impl Default for MockConfig {
         MockConfig {
             model: "mock-model".into(),
             strict_model: false,
+            refuse_on: None,
             api_key: None,
             open_models: false,
             capacity: None,
@@ -737,13 +741,32 @@ impl Provider {
         } else {
             generation
         };
+        // A refusal: the model's words, and the wire's refusal mark (finish `refusal`
+        // here, written in each wire's way).
+        let refused = replayed.is_none()
+            && self
+                .config
+                .refuse_on
+                .as_deref()
+                .is_some_and(|w| !answers::is_judge_prompt(&prompt) && prompt.contains(w));
+        let generation = if refused {
+            calls.clear();
+            model::Generation {
+                reasoning: String::new(),
+                text: REFUSAL.to_string(),
+            }
+        } else {
+            generation
+        };
         let mut pieces = split_tokens(&generation.text);
         let reasoning = if self.config.reasoning {
             split_tokens(&generation.reasoning)
         } else {
             Vec::new()
         };
-        let mut finish = if calls.is_empty() {
+        let mut finish = if refused {
+            "refusal"
+        } else if calls.is_empty() {
             "stop"
         } else {
             "tool_calls"
@@ -771,7 +794,7 @@ impl Provider {
                     "object": "chat.completion",
                     "created": 0,
                     "model": self.config.model,
-                    "choices": [{"index": 0, "message": message_json(&text, &calls), "finish_reason": finish}],
+                    "choices": [{"index": 0, "message": message_json(&text, &calls, refused), "finish_reason": chat_finish(finish)}],
                     "usage": usage,
                 }),
                 Wire::Responses => {
@@ -1024,15 +1047,20 @@ impl Script<'_> {
         }
         // Faults strike after the first half of the answer, so partial text exists.
         let cut_at = (plan.pieces.len() / 2).max(1).min(plan.pieces.len());
+        let field = if plan.finish == "refusal" {
+            "refusal"
+        } else {
+            "content"
+        };
         for piece in &plan.pieces[..cut_at] {
-            let c = self.chunk(json!({"content": piece}), None, None);
+            let c = self.chunk(json!({ field: piece }), None, None);
             self.event(&c);
         }
         if let Some(end) = self.fault_mid_stream(plan.fault) {
             return end;
         }
         for piece in &plan.pieces[cut_at..] {
-            let c = self.chunk(json!({"content": piece}), None, None);
+            let c = self.chunk(json!({ field: piece }), None, None);
             self.event(&c);
         }
         for (i, call) in plan.calls.iter().enumerate() {
@@ -1058,7 +1086,7 @@ impl Script<'_> {
             }
         }
         let last_usage = (self.config.usage == UsageMode::InLastChunk).then_some(&plan.usage);
-        let finish = self.chunk(json!({}), Some(plan.finish), last_usage);
+        let finish = self.chunk(json!({}), Some(chat_finish(plan.finish)), last_usage);
         self.event(&finish);
         // The answer is whole once its finish_reason is out.
         if !plan.replay {
@@ -1120,7 +1148,18 @@ impl Script<'_> {
 }
 
 /// A non-streamed answer's `message`: its text and tool calls.
-fn message_json(text: &str, calls: &[answers::Call]) -> Value {
+/// What the simulated model says when it refuses.
+pub const REFUSAL: &str = "I can't help with that request.";
+
+/// A finish in chat completions' words: a refusal ends with `stop`, its text in `refusal`.
+fn chat_finish(finish: &str) -> &str {
+    if finish == "refusal" { "stop" } else { finish }
+}
+
+fn message_json(text: &str, calls: &[answers::Call], refused: bool) -> Value {
+    if refused {
+        return json!({"role": "assistant", "content": null, "refusal": text});
+    }
     let mut m = json!({"role": "assistant", "content": text});
     if !calls.is_empty() {
         m["tool_calls"] = calls

@@ -118,8 +118,9 @@ fn usage(chat: &Value) -> Value {
     })
 }
 
-fn message_item(serial: u64, text: Option<&str>) -> Value {
+fn message_item(serial: u64, text: Option<&str>, refused: bool) -> Value {
     let (status, content) = match text {
+        Some(t) if refused => ("completed", json!([{"type": "refusal", "refusal": t}])),
         Some(t) => (
             "completed",
             json!([{"type": "output_text", "text": t, "annotations": []}]),
@@ -158,7 +159,7 @@ pub(super) fn whole(
 ) -> Value {
     let mut output = Vec::new();
     if !text.is_empty() || calls.is_empty() {
-        output.push(message_item(serial, Some(text)));
+        output.push(message_item(serial, Some(text), finish == "refusal"));
     }
     for (i, call) in calls.iter().enumerate() {
         output.push(call_item(i, call, Some(&call.arguments)));
@@ -205,7 +206,13 @@ impl Events<'_> {
         self.send(kind, json!({"response": response}));
     }
 
-    fn text_delta(&mut self, serial: u64, output_index: usize, piece: &str) {
+    fn text_delta(&mut self, serial: u64, output_index: usize, piece: &str, refused: bool) {
+        if refused {
+            return self.send(
+                "response.refusal.delta",
+                json!({"item_id": format!("msg_mock_{serial}"), "output_index": output_index, "content_index": 0, "delta": piece}),
+            );
+        }
         self.send(
             "response.output_text.delta",
             json!({"item_id": format!("msg_mock_{serial}"), "output_index": output_index, "content_index": 0, "delta": piece, "logprobs": []}),
@@ -275,34 +282,42 @@ pub(super) fn stream(mut script: Script<'_>, serial: u64, plan: StreamPlan) -> V
         );
         output.push(item);
     }
+    let refused = plan.finish == "refusal";
     let message = (!plan.pieces.is_empty() || plan.calls.is_empty()).then_some(output.len());
     if let Some(at) = message {
         e.send(
             "response.output_item.added",
-            json!({"output_index": at, "item": message_item(serial, None)}),
+            json!({"output_index": at, "item": message_item(serial, None, refused)}),
         );
         e.send(
             "response.content_part.added",
-            json!({"item_id": format!("msg_mock_{serial}"), "output_index": at, "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}}),
+            json!({"item_id": format!("msg_mock_{serial}"), "output_index": at, "content_index": 0, "part": if refused { json!({"type": "refusal", "refusal": ""}) } else { json!({"type": "output_text", "text": "", "annotations": []}) }}),
         );
     }
     let at = message.unwrap_or(0);
     let cut_at = (plan.pieces.len() / 2).max(1).min(plan.pieces.len());
     for piece in &plan.pieces[..cut_at] {
-        e.text_delta(serial, at, piece);
+        e.text_delta(serial, at, piece, refused);
     }
     if let Some(end) = e.fault(plan.fault) {
         return end;
     }
     for piece in &plan.pieces[cut_at..] {
-        e.text_delta(serial, at, piece);
+        e.text_delta(serial, at, piece, refused);
     }
     if message.is_some() {
-        let item = message_item(serial, Some(&plan.text));
-        e.send(
-            "response.output_text.done",
-            json!({"item_id": format!("msg_mock_{serial}"), "output_index": at, "content_index": 0, "text": plan.text}),
-        );
+        let item = message_item(serial, Some(&plan.text), refused);
+        if refused {
+            e.send(
+                "response.refusal.done",
+                json!({"item_id": format!("msg_mock_{serial}"), "output_index": at, "content_index": 0, "refusal": plan.text}),
+            );
+        } else {
+            e.send(
+                "response.output_text.done",
+                json!({"item_id": format!("msg_mock_{serial}"), "output_index": at, "content_index": 0, "text": plan.text}),
+            );
+        }
         e.send(
             "response.output_item.done",
             json!({"output_index": at, "item": item}),

@@ -310,6 +310,19 @@ pub(crate) fn notes(summary: &Summary) -> Vec<String> {
             each.join(", ")
         ));
     }
+    let refused: u64 = summary.variants.iter().map(|v| v.refused).sum();
+    if refused > 0 {
+        let each: Vec<String> = summary
+            .variants
+            .iter()
+            .filter(|v| v.refused > 0)
+            .map(|v| format!("{} {} of {}", v.name, v.refused, v.n))
+            .collect();
+        notes.push(format!(
+            "{refused} answers were refusals (the model declined; {}): each is an answer that failed with the cause \"refused\", scored 0 and counted in every figure, on every protocol alike.",
+            each.join(", ")
+        ));
+    }
     let batched: u64 = summary.variants.iter().map(|v| v.batched).sum();
     if batched > 0 {
         let sum = |f: fn(&VariantSummary) -> Option<f64>| -> Option<f64> {

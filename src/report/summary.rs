@@ -112,6 +112,10 @@ pub struct VariantSummary {
     /// wrong nor failed, and left out of the comparisons.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub filtered: u64,
+    /// Graded answers the model declined to give (a protocol's refusal): scored 0, in
+    /// every figure; counted here per variant (and per endpoint, in a run of several).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub refused: u64,
     /// `--until-decided`: jobs answered after the variant was decided (sent before the
     /// decision reached the workers). No decision used them: they count in what was
     /// spent, not in any figure, so the figures do not depend on timing.
@@ -277,6 +281,7 @@ pub(crate) struct Acc {
     correct: u64,
     failed: u64,
     filtered: u64,
+    refused: u64,
     truncated: u64,
     cached: u64,
     attempts: u64,
@@ -376,6 +381,7 @@ impl Acc {
             self.answer.push(t);
         }
         self.cached += u64::from(r.cached);
+        self.refused += u64::from(r.refused);
         self.correct += u64::from(r.score() == Some(1.0));
         self.truncated += u64::from(r.outcome == Some(Outcome::Truncated));
         if let Some(t) = r.ttft_ms {
@@ -444,6 +450,7 @@ impl Acc {
             ci_high: ci.map(|c| c.1),
             failed: self.failed,
             filtered: self.filtered,
+            refused: self.refused,
             unused: self.unused,
             truncated: self.truncated,
             cached: self.cached,

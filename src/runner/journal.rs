@@ -90,6 +90,10 @@ pub struct JobRecord {
     /// batch price, and in no latency figure (nobody waited on it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<String>,
+    /// The model declined to answer (a protocol's refusal): graded, scored 0 whatever the
+    /// scorer would say, and counted per variant and endpoint. `output` holds what it said.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub refused: bool,
 }
 
 fn is_zero_u32(n: &u32) -> bool {
@@ -746,6 +750,7 @@ mod tests {
             cached: false,
             resent: 0,
             batch: None,
+            refused: false,
         }
     }
 

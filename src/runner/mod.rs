@@ -595,6 +595,7 @@ fn failed_record(bench: &Bench, job: &Job, error: String, result: Option<JobResu
         cached: false,
         resent: 0,
         batch: None,
+        refused: false,
     }
 }
 
@@ -633,7 +634,44 @@ async fn record(
             .unwrap_or_else(|| "no answer".to_string());
         return Some(failed_record(bench, job, error, Some(result)));
     }
+    if let Some(said) = result.refusal.clone() {
+        return Some(refused_record(bench, job, result, said, s));
+    }
     graded_record(bench, job, result, s).await
+}
+
+/// A refusal, on any protocol: an answer that failed with the cause `refused` (score 0,
+/// never passed to the scorer: a refusal that happens to contain the expected words is no
+/// pass). It stays in every figure, so a variant that makes the model refuse scores lower;
+/// leaving it out, as a filtered answer is, would raise it. docs/design-notes.md "Refusals".
+fn refused_record(
+    bench: &Bench,
+    job: &Job,
+    result: JobResult,
+    said: String,
+    s: &Scoring<'_>,
+) -> JobRecord {
+    let mut r = failed_record(bench, job, String::new(), None);
+    let last = result.attempts.last();
+    r.status = JobStatus::Graded;
+    r.outcome = last.map(|a| a.outcome);
+    r.ttft_ms = last.and_then(|a| a.ttft_ms);
+    r.latency_ms = last.map(|a| a.latency_ms);
+    r.answer_ms = result.answer_ms;
+    r.usage = result
+        .usage
+        .unwrap_or_else(|| Usage::estimate(s.prompt_chars, &said, &result.reasoning));
+    r.output = if said.is_empty() { result.text } else { said };
+    r.reasoning = result.reasoning;
+    r.finish_reason = result.finish_reason;
+    r.tool_calls = result.tool_calls;
+    r.model = result.model;
+    r.attempts = result.attempts;
+    r.error = None;
+    r.score = Some(0.0);
+    r.score_detail = Some(serde_json::json!({"refused": true}));
+    r.refused = true;
+    r
 }
 
 /// Scores an answer known to be whole (streamed to its finish_reason, or cached); `None`
@@ -719,5 +757,6 @@ async fn graded_record(
         cached: false,
         resent: 0,
         batch: None,
+        refused: false,
     })
 }

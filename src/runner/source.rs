@@ -113,6 +113,7 @@ impl AnswerSource for Cached {
             Some(Sourced {
                 result: JobResult {
                     attempts: Vec::new(),
+                    refusal: None,
                     text: answer.text,
                     reasoning: answer.reasoning,
                     tool_calls: answer.tool_calls,
@@ -128,10 +129,16 @@ impl AnswerSource for Cached {
         })
     }
 
-    /// Keeps a complete answer bought from elsewhere (never a truncated one, nor a failure).
+    /// Keeps a complete answer bought from elsewhere (never a truncated one, a refusal, nor a
+    /// failure).
     fn heard(&self, ask: &Ask<'_>, answer: &Sourced) {
         let r = &answer.result;
-        if answer.cached || !r.answered() || r.outcome() != Some(Outcome::Complete) {
+        // A refusal is not kept: asked again, the model may answer.
+        if answer.cached
+            || !r.answered()
+            || r.outcome() != Some(Outcome::Complete)
+            || r.refusal.is_some()
+        {
             return;
         }
         if let Ok(mut cache) = self.cache.lock() {

@@ -281,7 +281,11 @@ const ROWS: &[Row] = &[
                 t.replace("name: arithmetic", "name: \"arith\\nexit-code=0\"")
             })
         },
-        expect: &["bench.yaml:1", "bench name `arith\\nexit-code=0`", "control character"],
+        expect: &[
+            "bench.yaml:1",
+            "bench name `arith\\nexit-code=0`",
+            "control character",
+        ],
     },
     Row {
         name: "two variants with one name",

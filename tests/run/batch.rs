@@ -1051,3 +1051,42 @@ fn two_results_for_one_request_fail_that_job_and_both_are_kept() {
         assert_eq!(all.iter().filter(|r| r["status"] == "graded").count(), 5);
     }
 }
+
+#[test]
+fn a_refusal_through_a_batch_is_the_answer_that_failed_it_is_when_streamed() {
+    for protocol in ["openai-chat", "openai-responses", "anthropic-messages"] {
+        let (_rt, server) = start_mock(MockConfig {
+            refuse_on: Some("is 3 + 3?".into()),
+            ..MockConfig::default()
+        });
+        let bench = arithmetic_bench(6, 1, "");
+        let d = bench.path();
+        let out = run(
+            d,
+            &server,
+            "r",
+            &["--protocol", protocol, "--batch", "--batch-poll", "10ms"],
+        );
+        assert!(
+            out.status.code().is_some_and(|c| c <= 1),
+            "{protocol}: {}",
+            said(&out)
+        );
+        let all = records(&only_run(&d.join("r")));
+        assert_eq!(all.len(), 6, "{protocol}");
+        let refused: Vec<&Value> = all.iter().filter(|r| r["refused"] == true).collect();
+        assert_eq!(refused.len(), 1, "{protocol}: {all:?}");
+        let r = refused[0];
+        assert_eq!(r["case_id"], "add-03", "{protocol}");
+        assert_eq!(r["status"], "graded", "{protocol}: {r}");
+        assert_eq!(r["score"], 0.0, "{protocol}: {r}");
+        assert_eq!(r["output"], promptgauge::mock::REFUSAL, "{protocol}: {r}");
+        assert!(r["batch"].is_string(), "{protocol}: answered by the batch");
+        let s: Value = serde_json::from_str(
+            &std::fs::read_to_string(only_run(&d.join("r")).join("summary.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(s["variants"][0]["refused"], 1, "{protocol}");
+        assert_eq!(s["variants"][0]["n"], 6, "{protocol}");
+    }
+}

@@ -1035,7 +1035,10 @@ fn the_action_s_outputs_hold_a_folder_name_with_a_newline_as_one_value() {
     let status = std::process::Command::new("bash")
         .args(["-e", "-c", &step])
         .current_dir(temp.path())
-        .env("PATH", format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()))
+        .env(
+            "PATH",
+            format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+        )
         .env("GITHUB_OUTPUT", &outputs)
         .env("GITHUB_STEP_SUMMARY", temp.path().join("summary.md"))
         .env("BENCH", "bench.yaml")

@@ -1807,7 +1807,11 @@ fn an_import_reads_only_regular_files_beside_the_config_unless_told_otherwise() 
         assert!(!out.exists(), "{prompt}: nothing written");
         said.insert(stderr.replace(prompt, "REF"));
     }
-    assert_eq!(said.len(), 1, "one message for every refused path: {said:#?}");
+    assert_eq!(
+        said.len(),
+        1,
+        "one message for every refused path: {said:#?}"
+    );
     let (o, _) = import("file://../secret.txt", &[]);
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("--allow-outside-files"),

@@ -1280,3 +1280,62 @@ fn a_grid_refuses_an_ambiguous_name_and_a_cost_gate_it_cannot_count() {
         "{said}"
     );
 }
+
+/// The simulator refuses "What is 7 + 7?" on every wire, each in its own way.
+fn refusing() -> MockConfig {
+    MockConfig {
+        refuse_on: Some("is 7 + 7?".into()),
+        ..MockConfig::default()
+    }
+}
+
+#[test]
+fn a_refusal_counts_alike_on_every_protocol_as_an_answer_that_failed() {
+    let (_a, chat) = start_mock(refusing());
+    let (_b, responses) = start_mock(refusing());
+    let (_c, messages) = start_mock(refusing());
+    let extra = GRID
+        .replace("@CHAT@", &chat.base_url())
+        .replace("@RESPONSES@", &responses.base_url())
+        .replace("@MESSAGES@", &messages.base_url());
+    let bench = arithmetic_bench(10, 1, &extra);
+    let d = bench.path();
+    let out = promptgauge(d)
+        .args(["run", "bench.yaml", "--no-store"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.code().is_some_and(|c| c <= 1),
+        "{stderr}\n{stdout}"
+    );
+    let run = run_dirs(&d.join("reports")).remove(0);
+    let s = summary(&run);
+    // Each endpoint: ten answers, one of them the refusal, scored 0 and in the figure.
+    for v in &s.variants {
+        assert_eq!(
+            (v.n, v.refused, v.filtered, v.failed),
+            (10, 1, 0, 0),
+            "{}",
+            v.name
+        );
+    }
+    let journal = std::fs::read_to_string(run.join("results.jsonl")).unwrap();
+    let refused: Vec<serde_json::Value> = journal
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["case_id"] == "add-07")
+        .collect();
+    assert_eq!(refused.len(), 3);
+    for r in &refused {
+        assert_eq!(r["status"], "graded", "{r}");
+        assert_eq!(r["refused"], true, "{r}");
+        assert_eq!(r["score"], 0.0, "{r}");
+        assert_eq!(r["output"], promptgauge::mock::REFUSAL, "{r}");
+    }
+    assert!(
+        stdout.contains("3 answers were refusals") && stdout.contains("hosted/plain 1 of 10"),
+        "{stdout}"
+    );
+}

@@ -391,6 +391,7 @@ impl runner::source::AnswerSource for EveryOther {
             job.is_multiple_of(2).then(|| runner::source::Sourced {
                 result: promptgauge::client::JobResult {
                     attempts: Vec::new(),
+                    refusal: None,
                     // Wrong on purpose for job 0: scored like any answer.
                     text: if job == 0 {
                         "nope".into()

@@ -456,6 +456,7 @@ fn job_record(job: usize, arm: &Arm, s: &Sample) -> JobRecord {
         cached: false,
         resent: 0,
         batch: None,
+        refused: false,
     }
 }
 

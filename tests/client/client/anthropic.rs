@@ -141,7 +141,7 @@ async fn an_unknown_stop_reason_is_no_finish_and_retried() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn max_tokens_truncates_and_a_refusal_withholds() {
+async fn max_tokens_truncates_and_a_refusal_is_an_answer_marked_refused() {
     let p = provider(MockConfig::default());
     let mut j = job("Echo: one two three four five", "k");
     j.params.insert("max_tokens".into(), json!(2));
@@ -157,7 +157,9 @@ async fn max_tokens_truncates_and_a_refusal_withholds() {
         ..Faults::default()
     };
     let (_, r) = echo_after(refusal, ProtocolKind::AnthropicMessages).await;
-    assert_eq!(outcomes(&r), [Outcome::Filtered]);
+    assert_eq!(outcomes(&r), [Outcome::Complete]);
+    assert!(r.answered() && !r.filtered());
+    assert_eq!(r.refusal.as_deref(), Some(r.text.as_str()));
     assert_eq!(r.finish_reason.as_deref(), Some("refusal"));
 }
 

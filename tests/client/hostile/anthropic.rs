@@ -167,7 +167,7 @@ async fn max_tokens_is_a_truncated_answer_and_graded() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_refusal_is_filtered_never_graded_and_never_retried() {
+async fn a_refusal_is_an_answer_marked_refused_and_never_retried() {
     let r = play(
         vec![
             script(&message(&["Here is how"], "refusal", true)),
@@ -179,8 +179,10 @@ async fn a_refusal_is_filtered_never_graded_and_never_retried() {
         },
     )
     .await;
-    assert_eq!(outcomes(&r), [Outcome::Filtered]);
-    assert!(!r.answered() && r.filtered() && r.failure.is_none());
+    // The model's answer, marked: the runner scores it 0 with the cause `refused`.
+    assert_eq!(outcomes(&r), [Outcome::Complete]);
+    assert!(r.answered() && !r.filtered() && r.failure.is_none());
+    assert_eq!(r.refusal.as_deref(), Some("Here is how"));
 }
 
 #[tokio::test(start_paused = true)]
