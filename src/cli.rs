@@ -1015,6 +1015,7 @@ impl GateArgs {
             max_drop: self.max_drop.map(|p| p / 100.0),
             min_accuracy: self.min_accuracy.clone(),
             max_cost_usd: self.max_cost,
+            budget_usd: None,
             max_p90_latency: self.max_p90_latency,
             allow_failures: self.allow_failures,
         }
@@ -1162,6 +1163,10 @@ pub struct MockArgs {
     /// `refusal` field, a Responses refusal part, Anthropic's `stop_reason: refusal`).
     #[arg(long, value_name = "WORD")]
     pub refuse_on: Option<String>,
+    /// Report N output tokens for every answer, whatever `max_tokens` allowed (a provider
+    /// whose accounting went wrong: the run flags it, and a budget says what it cost).
+    #[arg(long, value_name = "N")]
+    pub report_output_tokens: Option<u64>,
 }
 
 /// A long wait (a batch's): at most a week.
@@ -1270,6 +1275,7 @@ impl MockArgs {
             batch_create_delay: self.batch_create_delay,
             batch_duplicate: self.batch_duplicate,
             refuse_on: self.refuse_on.clone(),
+            report_output_tokens: self.report_output_tokens,
         })
     }
 }

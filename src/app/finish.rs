@@ -186,7 +186,8 @@ pub(super) async fn conclude(
     problems.extend(result.problems.drain(..).map(anyhow::Error::new));
     let baseline =
         compare_with_baseline(outputs.baseline, dir, record, &result, &mut problems).await;
-    let gates = outputs.gates.gates();
+    let mut gates = outputs.gates.gates();
+    gates.budget_usd = record.budget_usd;
     result.summary.gates = report::gates::evaluate(&gates, &result.summary, baseline.as_ref());
     // A run renders the prompts from the bench it ran (never read twice: a large bench is
     // the run's largest allocation); a merge has no bench in memory and shows none.

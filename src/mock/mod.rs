@@ -128,6 +128,9 @@ pub struct MockConfig {
     /// A prompt holding this word is refused, in each wire's own way: chat completions'
     /// `refusal` field, the Responses API's refusal part, Anthropic's `stop_reason: refusal`.
     pub refuse_on: Option<String>,
+    /// Reports this many output tokens for every answer, whatever it generated and
+    /// whatever `max_tokens` allowed (a provider's accounting gone wrong).
+    pub report_output_tokens: Option<u64>,
 }
 
 impl Default for MockConfig {
@@ -136,6 +139,7 @@ impl Default for MockConfig {
             model: "mock-model".into(),
             strict_model: false,
             refuse_on: None,
+            report_output_tokens: None,
             api_key: None,
             open_models: false,
             capacity: None,
@@ -911,6 +915,10 @@ impl Provider {
     }
 
     fn usage(&self, messages: &[ChatMessage], completion: usize, reasoning: usize) -> Value {
+        let completion = self
+            .config
+            .report_output_tokens
+            .map_or(completion, |n| n as usize);
         let tokens = |s: &str| s.chars().count().div_ceil(4) as u64;
         let prompt: u64 = messages.iter().map(|m| tokens(&m.content) + 3).sum();
         // Prefix caching: a system prompt seen before is served from cache.

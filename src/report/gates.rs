@@ -51,6 +51,8 @@ pub struct Gates {
     pub max_drop: Option<f64>,
     pub min_accuracy: Vec<MinAccuracy>,
     pub max_cost_usd: Option<f64>,
+    /// `--budget` (or the resumed run's): spending past it fails the `budget` gate.
+    pub budget_usd: Option<f64>,
     pub max_p90_latency: Option<Duration>,
     /// Failed jobs tolerated before the run counts as incomplete.
     pub allow_failures: u64,
@@ -64,6 +66,57 @@ impl Gates {
             || self.max_cost_usd.is_some()
             || self.max_p90_latency.is_some()
     }
+}
+
+/// What the run spent: every billed attempt of the answers, and the judge's calls.
+fn spent_usd(s: &Summary) -> (f64, f64) {
+    let answers: f64 = s
+        .variants
+        .iter()
+        .filter_map(|v| v.spent_usd.or(v.cost_usd))
+        .sum();
+    let judge: f64 = s.variants.iter().filter_map(|v| v.judge_cost_usd).sum();
+    (answers, judge)
+}
+
+/// `--budget`: a run that spent past its budget fails the `budget` gate, saying by how
+/// much, how many times over, and what took it there (holds bound everything else):
+/// usage the provider reported beyond `max_tokens`, retries billed twice, a judge asked
+/// again or a `command` scorer's own calls. `None` within the budget.
+fn overspent(s: &Summary, limit: f64) -> Option<GateResult> {
+    let (answers, judge) = spent_usd(s);
+    let total = answers + judge;
+    if total <= limit {
+        return None;
+    }
+    let over = total - limit;
+    let ratio = if limit > 0.0 {
+        format!("{:.1}×", total / limit)
+    } else {
+        "any spending is over a budget of $0".to_string()
+    };
+    let anomalies: u64 = s.variants.iter().map(|v| v.usage_anomalies).sum();
+    let why = if anomalies > 0 {
+        format!(
+            "{anomalies} jobs were billed for more output tokens than their max_tokens allows (a provider accounting anomaly: see the note)"
+        )
+    } else {
+        "what no hold bounds: retries billed again, a judge asked again, a command scorer's own calls".to_string()
+    };
+    Some(result(
+        "budget",
+        false,
+        format!(
+            "the run spent {}, over its --budget of {} by {} ({ratio}): {why}",
+            usd(total),
+            usd(limit),
+            usd(over)
+        ),
+    ))
+}
+
+fn usd(x: f64) -> String {
+    super::usd(Some(x))
 }
 
 /// One gate's outcome.
@@ -334,15 +387,13 @@ pub(crate) fn evaluate(
             });
         }
     }
+    if let Some(limit) = gates.budget_usd {
+        out.extend(overspent(s, limit));
+    }
     if let Some(max) = gates.max_cost_usd {
         // What the run spent: every billed attempt (retries included, cache hits free),
         // and the judge's calls.
-        let answers: f64 = s
-            .variants
-            .iter()
-            .filter_map(|v| v.spent_usd.or(v.cost_usd))
-            .sum();
-        let judge: f64 = s.variants.iter().filter_map(|v| v.judge_cost_usd).sum();
+        let (answers, judge) = spent_usd(s);
         let total = answers + judge;
         let priced = s.variants.iter().any(|v| v.cost_usd.is_some());
         let parts = if judge > 0.0 {

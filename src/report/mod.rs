@@ -323,6 +323,24 @@ pub(crate) fn notes(summary: &Summary) -> Vec<String> {
             each.join(", ")
         ));
     }
+    let anomalies: u64 = summary.variants.iter().map(|v| v.usage_anomalies).sum();
+    if anomalies > 0 {
+        let each: Vec<String> = summary
+            .variants
+            .iter()
+            .filter(|v| v.usage_anomalies > 0)
+            .map(|v| format!("{} {}", v.name, v.usage_anomalies))
+            .collect();
+        let example = summary
+            .variants
+            .iter()
+            .find_map(|v| v.usage_anomaly_example.as_deref())
+            .unwrap_or_default();
+        notes.push(format!(
+            "provider accounting anomaly: {anomalies} jobs were billed for usage their requests could not have produced ({}; e.g. {example}). What the provider reported is counted as spent, since it is what it says it billed: check its bill before trusting these costs.",
+            each.join(", ")
+        ));
+    }
     let batched: u64 = summary.variants.iter().map(|v| v.batched).sum();
     if batched > 0 {
         let sum = |f: fn(&VariantSummary) -> Option<f64>| -> Option<f64> {

@@ -116,6 +116,13 @@ pub struct VariantSummary {
     /// every figure; counted here per variant (and per endpoint, in a run of several).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub refused: u64,
+    /// Jobs billed for more output tokens than their `max_tokens` allows (a provider
+    /// accounting anomaly): their reported usage is in what was spent, flagged.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub usage_anomalies: u64,
+    /// The first of them, with its case: `add-03: the provider billed …`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_anomaly_example: Option<String>,
     /// `--until-decided`: jobs answered after the variant was decided (sent before the
     /// decision reached the workers). No decision used them: they count in what was
     /// spent, not in any figure, so the figures do not depend on timing.
@@ -282,6 +289,9 @@ pub(crate) struct Acc {
     failed: u64,
     filtered: u64,
     refused: u64,
+    usage_anomalies: u64,
+    /// The first anomaly's words and its case, for the note.
+    anomaly_example: Option<(String, String)>,
     truncated: u64,
     cached: u64,
     attempts: u64,
@@ -357,6 +367,11 @@ impl Acc {
             self.agreement.1 += 1;
         }
         self.add_spent(r, price);
+        if let Some(why) = &r.usage_anomaly {
+            self.usage_anomalies += 1;
+            self.anomaly_example
+                .get_or_insert_with(|| (r.case_id.clone(), why.clone()));
+        }
         match r.status {
             JobStatus::Failed => {
                 self.failed += 1;
@@ -451,6 +466,11 @@ impl Acc {
             failed: self.failed,
             filtered: self.filtered,
             refused: self.refused,
+            usage_anomalies: self.usage_anomalies,
+            usage_anomaly_example: self
+                .anomaly_example
+                .as_ref()
+                .map(|(case, why)| format!("{case}: {why}")),
             unused: self.unused,
             truncated: self.truncated,
             cached: self.cached,

@@ -94,6 +94,10 @@ pub struct JobRecord {
     /// scorer would say, and counted per variant and endpoint. `output` holds what it said.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub refused: bool,
+    /// The provider billed usage the request could not have produced (more output tokens
+    /// than its `max_tokens`): what it reported is kept and spent, and flagged with this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_anomaly: Option<String>,
 }
 
 fn is_zero_u32(n: &u32) -> bool {
@@ -751,6 +755,7 @@ mod tests {
             resent: 0,
             batch: None,
             refused: false,
+            usage_anomaly: None,
         }
     }
 

@@ -537,9 +537,23 @@ async fn score(
         context: &options.scoring,
     };
     let mut r = record(bench, job, answer, &scoring).await?;
+    r.usage_anomaly = usage_anomaly(&r, bench.max_tokens(job.variant));
     r.endpoint = lane.name.clone();
     r.resent = options.resend.get(&job.index).copied().unwrap_or(0);
     Some(r)
+}
+
+/// Usage no request of this job could have produced: an attempt billed for more output
+/// tokens than its `max_tokens` (reasoning included, as every protocol counts it). The
+/// provider's word is what is spent; this says it cannot be right.
+fn usage_anomaly(r: &JobRecord, max_tokens: Option<u64>) -> Option<String> {
+    let max = max_tokens?;
+    let most = r.billed().iter().map(|u| u.completion_tokens).max()?;
+    (most > max).then(|| {
+        format!(
+            "the provider billed {most} output tokens for a request capped at max_tokens {max}: a provider accounting anomaly"
+        )
+    })
 }
 
 /// What scoring a job needs besides its answer.
@@ -596,6 +610,7 @@ fn failed_record(bench: &Bench, job: &Job, error: String, result: Option<JobResu
         resent: 0,
         batch: None,
         refused: false,
+        usage_anomaly: None,
     }
 }
 
@@ -758,5 +773,6 @@ async fn graded_record(
         resent: 0,
         batch: None,
         refused: false,
+        usage_anomaly: None,
     })
 }

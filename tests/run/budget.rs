@@ -355,3 +355,76 @@ fn answers_the_cache_holds_cost_nothing_to_a_budget() {
     let o = run(d, &url, &["bench.yaml", "--budget", "0.0001"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn usage_past_max_tokens_is_flagged_and_every_overspend_is_said_with_its_size() {
+    // Every answer billed a billion output tokens, though its request allows 100.
+    let (_rt, server) = start_mock(MockConfig {
+        report_output_tokens: Some(1_000_000_000),
+        ..MockConfig::default()
+    });
+    let url = server.base_url();
+    let b = bench("");
+    let d = b.path();
+    // One job, all of it sent: the run finished, and spent $2,000 of $1. Exit 1: the
+    // budget's gate failed, with the amount, the ratio and why.
+    let o = promptgauge(d)
+        .args(["run", "bench.yaml", "--base-url", &url, "--model", "m"])
+        .args(["--limit", "1", "--variants", "plain", "--budget", "1"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "gate failed: budget: the run spent $2000.00, over its --budget of $1.00 by $1999.00 (2000.0×)"
+        ) && stderr.contains("provider accounting anomaly"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("provider accounting anomaly: 1 jobs were billed")
+            && stdout
+                .contains("billed 1000000000 output tokens for a request capped at max_tokens 100"),
+        "{stdout}"
+    );
+    let dir = run_dirs(&d.join("reports")).pop().unwrap();
+    let s = summary(&dir);
+    assert_eq!(s.variants[0].usage_anomalies, 1);
+    assert!(s.gates.iter().any(|g| g.gate == "budget" && !g.passed));
+    let records = journal(&dir);
+    assert!(
+        records[0]["usage_anomaly"].as_str().is_some(),
+        "{records:?}"
+    );
+
+    // Many jobs: the first one's bill stops the sending (exit 3, incomplete), and the
+    // overspend is said too.
+    let o = promptgauge(d)
+        .args([
+            "run",
+            "bench.yaml",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--concurrency",
+            "1",
+        ])
+        .args(["--budget", "1"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("the budget is reached")
+            && stderr.contains("gate failed: budget: the run spent $2000.00")
+            && stderr.contains("(2000.0×)"),
+        "{stderr}"
+    );
+    assert_eq!(
+        server.provider.stats().requests,
+        2,
+        "nothing sent after the bill"
+    );
+}

@@ -457,6 +457,7 @@ fn job_record(job: usize, arm: &Arm, s: &Sample) -> JobRecord {
         resent: 0,
         batch: None,
         refused: false,
+        usage_anomaly: None,
     }
 }
 
