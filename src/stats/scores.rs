@@ -4,9 +4,10 @@
 //! variant's score is the mean of its case means (every case weighs one, as in the paired
 //! comparison, which works on case means too), with a floored quasi-binomial Wilson
 //! interval on them ([`mean_score`]): Wilson's for 0/1 scores, near the t interval for
-//! scores spread inside [0, 1], and bounded like Wilson's near 0 and 1, where the t interval
-//! undercovers. Cases in groups: Wilson's at the cluster-robust effective size
-//! ([`mean_score_clustered`]).
+//! scores spread widely inside [0, 1], bounded like Wilson's near 0 and 1, where the t
+//! interval undercovers, and never narrower than an outcome the cases have not shown
+//! allows (cases that all scored 0.9 are not proof that no case scores 0). Cases in
+//! groups: Wilson's at the cluster-robust effective size ([`mean_score_clustered`]).
 //!
 //! Paired: the mean of the per-case differences with a paired t interval and p-value
 //! (scipy `ttest_rel`), and the sign-flip test and interval of [`crate::stats::permutation`], whose
@@ -44,12 +45,18 @@ fn t_critical(confidence: f64, df: f64) -> Option<f64> {
     Some(t.inverse_cdf(1.0 - (1.0 - confidence) / 2.0))
 }
 
-/// A pseudo between-case spread (as if one more case lay about 0.22 from the mean): it keeps
-/// the interval's width above 0 when every case scored the same, and pulls it to plain
-/// Wilson when the only spread is a few cases just off 0 or 1. Chosen by simulation
-/// (tests/fixtures/bounded_interval.py): 0.02 undercovers scores near 0 (92.6% for
-/// Beta(0.2, 3) at 20 cases), 0.1 widens concentrated scores more than needed.
-pub const SPREAD_FLOOR: f64 = 0.05;
+/// The spread an outcome the cases have not shown could add, as a sum over cases:
+/// K = z²·d², d = max(m, 1 − m) the distance from the mean to the far end of [0, 1]. n cases
+/// can all miss an outcome of probability up to about z²/n (Wilson's upper bound for 0 of n);
+/// one at the far end adds about d²·z²/n to a case's variance, z²·d² to the sum of squares.
+/// Without it, cases that all scored 0.9 (a pass scored 0.9, the fails not drawn) gave an
+/// interval a few points wide around 0.9 and covered 46–92% (tests/fixtures/
+/// bounded_coverage.py); the fixed floor it replaces (0.05, "one more case 0.22 from the
+/// mean") could not see that far.
+pub fn unseen_spread(mean: f64, z: f64) -> f64 {
+    let d = mean.max(1.0 - mean);
+    z * z * d * d
+}
 
 /// (n, mean clamped to [0, 1], Σ (x − m)², Σ x(1 − x)) of scores in [0, 1]; `None` when
 /// empty or when a score is not finite or outside [0, 1].
@@ -64,28 +71,37 @@ fn parts(values: &[f64]) -> Option<(usize, f64, f64, f64)> {
     Some((n, m, between, within))
 }
 
-/// The mean of per-case mean scores with an interval that keeps its coverage near 0 and 1
-/// (where a t interval undercovers: 87% for Beta(0.2, 3) at 20 cases) and never has zero
-/// width: Wilson's score interval at the mean over an effective number of cases
-/// n / φ, φ = (SS + K) / (SS + W + K), where SS = Σ (xᵢ − m)² is the spread between cases,
-/// W = Σ xᵢ(1 − xᵢ) what scores inside [0, 1] add, and K = [`SPREAD_FLOOR`]; the critical
-/// value runs from z (φ = 1: 0/1 scores, where this is exactly Wilson's interval) to
-/// t with n − 1 degrees of freedom as φ → 0 (scores spread inside [0, 1], as the t interval
-/// does). φ is continuous in SS, so rounding (ten cases at 0.7 sum to 7.000000000000001)
-/// changes nothing. Checked against tests/fixtures/bounded_interval_ref.py; coverage in
+/// The effective size and critical value of [`mean_score`]'s interval for these case means:
+/// (mean, n/φ, c). `None` as [`mean_score`]'s interval is.
+pub(crate) fn effective_cases(case_means: &[f64], confidence: f64) -> Option<(f64, f64, f64)> {
+    let (n, m, between, within) = parts(case_means)?;
+    if n < 2 || !(confidence > 0.0 && confidence < 1.0) {
+        return None;
+    }
+    let z = crate::stats::z_for(confidence);
+    let floor = unseen_spread(m, z);
+    let phi = (between + floor) / (between + within + floor);
+    let t = t_critical(confidence, (n - 1) as f64)?;
+    let c = (z * z + (t * t - z * z) * (1.0 - phi)).sqrt();
+    Some((m, n as f64 / phi, c))
+}
+
+/// The mean of per-case mean scores with an interval valid for any scores in [0, 1]:
+/// Wilson's score interval at the mean over an effective number of cases n / φ,
+/// φ = (SS + K) / (SS + W + K), where SS = Σ (xᵢ − m)² is the spread between cases,
+/// W = Σ xᵢ(1 − xᵢ) what scores inside [0, 1] could spread at most beyond it (the variance
+/// of a score in [0, 1] is at most m(1 − m): φ = 1 is that bound), and K =
+/// [`unseen_spread`], what an outcome the cases have not shown could add. The critical value
+/// runs from z (φ = 1: 0/1 scores, where this is exactly Wilson's interval) to t with n − 1
+/// degrees of freedom as φ → 0 (scores spread inside [0, 1], as the t interval does). φ is
+/// continuous in SS, so rounding (ten cases at 0.7 sum to 7.000000000000001) changes
+/// nothing. Checked against tests/fixtures/bounded_interval_ref.py; coverage in
 /// docs/statistics.md §3. `None` for no cases, a confidence outside (0, 1) (no interval),
 /// or a score that is not in [0, 1]; the interval is `None` with one case.
 pub fn mean_score(case_means: &[f64], confidence: f64) -> Option<MeanScore> {
-    let (n, m, between, within) = parts(case_means)?;
-    let interval = if n < 2 || !(confidence > 0.0 && confidence < 1.0) {
-        None
-    } else {
-        let phi = (between + SPREAD_FLOOR) / (between + within + SPREAD_FLOOR);
-        let z = crate::stats::z_for(confidence);
-        let t = t_critical(confidence, (n - 1) as f64)?;
-        let c = (z * z + (t * t - z * z) * (1.0 - phi)).sqrt();
-        Some(crate::stats::wilson_c(m, n as f64 / phi, c))
-    };
+    let (n, m, _, _) = parts(case_means)?;
+    let interval =
+        effective_cases(case_means, confidence).map(|(m, ne, c)| crate::stats::wilson_c(m, ne, c));
     Some(MeanScore {
         cases: n,
         mean: m,
@@ -121,10 +137,10 @@ pub fn mean_score_clustered(
     }
     // Never narrower than the cases alone would give: the ungrouped effective size n/φ
     // caps the grouped one (and stands in where the groups show no spread).
-    let (n, _, between, within) = parts(case_means)?;
-    let cap = n as f64 * (between + within + SPREAD_FLOOR) / (between + SPREAD_FLOOR);
-    let interval = crate::stats::cluster::ClusterMean::of(by.into_values())
-        .and_then(|c| c.wilson(confidence, Some(cap)))
+    let interval = effective_cases(case_means, confidence)
+        .and_then(|(_, cap, _)| {
+            crate::stats::cluster::ClusterMean::of(by.into_values())?.wilson(confidence, Some(cap))
+        })
         .map(|(lo, hi, _)| (lo, hi));
     Some(MeanScore { interval, ..plain })
 }
