@@ -165,7 +165,8 @@ pub struct VariantSummary {
     /// What those batched answers would have cost streamed (at the streaming price).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batched_streaming_cost_usd: Option<f64>,
-    /// With repeats: Kish's design effect behind the interval (1 = samples independent).
+    /// With repeats: the design effect behind the interval, N/n_eff (Kish's, or more where
+    /// the case means bound the effective size; 1 = samples independent).
     pub design_effect: Option<f64>,
     /// With repeats: the share of cases whose samples all agree.
     pub consistency: Option<f64>,
@@ -442,8 +443,8 @@ impl Acc {
         self.ttft.sort_by(f64::total_cmp);
         self.latency.sort_by(f64::total_cmp);
         // The case (or the group of cases, when cases carry `group:`) is the unit: repeats
-        // widen the interval by Kish's design effect (cases of one size); groups, of any
-        // sizes, by the cluster-robust effective size.
+        // widen the interval by Kish's design effect (cases of one size), bounded by what the
+        // case means support; groups, of any sizes, by the cluster-robust effective size.
         let clustered = if grouped {
             grouped_wilson(units, confidence)
         } else {
