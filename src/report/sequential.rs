@@ -181,11 +181,12 @@ pub(crate) fn note(s: &SequentialSummary) -> String {
         None => String::new(),
     };
     format!(
-        "Stopped when decided (--until-decided: detect {} points, {:.0}% power, cases in a seeded random order): {}.{saved} A better or worse verdict holds at the run's confidence however early it came; \"no difference of {} points\" is wrong at most {:.0}% of the time (1 − power) when the true difference is that large, whatever the correlation of the variants.{drop} The differences and intervals beside them describe the cases the tests used and are not confidence intervals after stopping early.",
+        "Stopped when decided (--until-decided: detect {} points, {:.0}% power, cases in a seeded random order): {}.{saved} A better or worse verdict holds at the run's confidence however early it came; \"no difference of {} points\" is wrong at most {:.0}% of the time when the true difference is that large (about {:.0}% in simulation), whatever the correlation of the variants.{drop} The differences and intervals beside them describe the cases the tests used and are not confidence intervals after stopping early.",
         s.detect,
         s.power * 100.0,
         each.join("; "),
         s.detect,
+        crate::stats::sequential::FUTILITY_SLACK * (1.0 - s.power) * 100.0,
         (1.0 - s.power) * 100.0
     )
 }
