@@ -2,7 +2,7 @@
 //! finishes, write the reports, return the exit code. With `--resume DIR`, continue that
 //! run: its journal is read once, through the same aggregator.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -64,7 +64,23 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     if let Some((limit, prices)) = &budget {
         record.budget_usd = Some(*limit);
         if !record.resumed_at.is_empty() {
-            if continued.spent >= *limit && !continued.jobs.is_empty() {
+            // Jobs in batches the provider already holds are collected whatever the budget
+            // says; what they were held for counts against it before anything new.
+            let (adopted, reserved, collecting) = in_open_batches(&continued, &record.run_id);
+            let fresh: Vec<Job> = continued
+                .jobs
+                .iter()
+                .filter(|j| !adopted.contains(&j.index))
+                .copied()
+                .collect();
+            if collecting && !args.quiet {
+                note!(
+                    "collecting {} already submitted in batches the provider holds ({} held for them): never refused by the budget",
+                    super::count(adopted.len() as u64, "job", "jobs"),
+                    crate::report::usd(Some(reserved))
+                );
+            }
+            if continued.spent >= *limit && !fresh.is_empty() && !collecting {
                 return Err(UsageError::with_fix(
                     format!(
                         "the run has spent {} already, and the budget is {}: nothing more could be sent",
@@ -78,12 +94,14 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
             // A resume weighs what is left against what is left of the budget.
             let root = dir.path().parent().unwrap_or(Path::new("."));
             let cached = cached_answers(&p, args.cache, root, &record.endpoint.base_url)?;
-            let e = super::budget::estimate(&p, &continued.jobs, prices, &*cached)?;
+            let e = super::budget::estimate(&p, &fresh, prices, &*cached)?;
+            // With batches to collect the resume goes on, the rest sent only while the
+            // budget lasts (as with --run-to-budget).
             let line = super::budget::check_estimate(
                 &e,
                 *limit,
-                continued.spent,
-                args.plan.run_to_budget,
+                continued.spent + reserved,
+                args.plan.run_to_budget || collecting,
             )?;
             if !args.quiet {
                 note!("{line}");
@@ -943,6 +961,34 @@ struct Continued {
     batches: Vec<crate::runner::batch::BatchRecord>,
     /// `--budget`: what the jobs in the journal cost (earlier sessions of the run).
     spent: f64,
+}
+
+/// The jobs still without a record that wait in batches the journal holds open (by plan
+/// position), what those batches were held back for (`reserved_usd`, the share of their
+/// jobs still waiting), and whether any batch holds such a job. A `custom_id` made from a
+/// key too long for the API (a hash) names no job here: its job is estimated as one to
+/// send, which errs on the side of the budget.
+fn in_open_batches(continued: &Continued, run_id: &str) -> (HashSet<usize>, f64, bool) {
+    let waiting: HashSet<usize> = continued.jobs.iter().map(|j| j.index).collect();
+    let mut adopted = HashSet::new();
+    let mut reserved = 0.0;
+    for b in crate::runner::batch::open_batches(&continued.batches) {
+        let jobs: Vec<usize> = b
+            .keys
+            .iter()
+            .filter_map(|k| runner::job_of_key(k, run_id))
+            .filter(|i| waiting.contains(i))
+            .collect();
+        if let Some(usd) = b.reserved_usd.filter(|_| !b.keys.is_empty()) {
+            reserved += usd * jobs.len() as f64 / b.keys.len() as f64;
+        }
+        adopted.extend(jobs);
+    }
+    // Any open batch may hold jobs the resume collects, named or hashed.
+    let collecting = !adopted.is_empty()
+        || (!waiting.is_empty()
+            && crate::runner::batch::open_batches(&continued.batches).any(|b| !b.keys.is_empty()));
+    (adopted, reserved, collecting)
 }
 
 /// Reads the journal once, if it exists (the aggregator hears every job it holds), and

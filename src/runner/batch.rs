@@ -78,7 +78,7 @@ pub enum BatchStep {
 
 /// A provider batch's event: `{"event":"batch","step":"submitting",…}` (docs/batch.md,
 /// "The journal's batch lines").
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BatchRecord {
     /// Always `batch` (the journal's event lines start with their kind).
     pub event: String,
@@ -98,6 +98,10 @@ pub struct BatchRecord {
     /// The `custom_id`s of its requests (`submitting`): the jobs' idempotency keys.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub keys: Vec<String>,
+    /// `--budget` (`submitting`): what its jobs were held back for, in USD — the most it
+    /// may cost. A resume counts it against the budget before sending anything new.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserved_usd: Option<f64>,
     /// The provider's word for its state (`polled`, `ended`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
@@ -107,6 +111,9 @@ pub struct BatchRecord {
     /// When, in UTC.
     pub at: String,
 }
+
+// Its one float, `reserved_usd`, is a finite sum of prices (never NaN): equality is total.
+impl Eq for BatchRecord {}
 
 impl BatchRecord {
     fn new(step: BatchStep, name: &str, endpoint: Option<&String>) -> Self {
@@ -118,6 +125,7 @@ impl BatchRecord {
             id: None,
             file: None,
             keys: Vec::new(),
+            reserved_usd: None,
             status: None,
             counts: None,
             at: crate::clock::utc_now(),
@@ -470,6 +478,12 @@ impl Driver {
             };
             for k in &keys {
                 if let Some(job) = waiting.get(k) {
+                    // Paid for already: held whatever the budget says, so that what is
+                    // sent after it counts it (docs/budget.md, "Batches").
+                    if let Ok(rendered) = request_of(&self.bench, job, &self.lane, &self.options) {
+                        self.options
+                            .reserve(&self.bench, job, &rendered, &self.lane);
+                    }
                     sent.insert(job.index);
                     self.active.fetch_add(1, Ordering::SeqCst);
                     let _ = self.tx.send(Message::Started(*job));
@@ -721,6 +735,11 @@ impl Driver {
         let mut record = BatchRecord::new(BatchStep::Submitting, &name, endpoint);
         record.file = file.clone();
         record.keys = jobs.iter().map(|(k, _)| k.clone()).collect();
+        let held: Option<f64> = jobs
+            .iter()
+            .map(|(_, j)| self.options.held_for(j.index))
+            .sum();
+        record.reserved_usd = held;
         self.journaled(record).await?;
         let metadata = json!({"promptgauge_run": self.options.run_id, "promptgauge_batch": name});
         let endpoint_path = self.lane.client.batch_endpoint();

@@ -138,6 +138,22 @@ impl Budget {
         true
     }
 
+    /// Holds back `usd` for job `index` whatever is left: a job already sent and paid for
+    /// (in a provider batch a resume adopts) is collected whatever the budget says, and
+    /// what it may cost counts against what may still be sent.
+    pub fn reserve(&self, index: usize, lane: usize, usd: f64) {
+        let mut l = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
+        if l.held.insert(index, (usd, lane)).is_none() {
+            l.holding += usd;
+        }
+    }
+
+    /// What is held for job `index` now, if anything.
+    pub fn held_for(&self, index: usize) -> Option<f64> {
+        let l = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
+        l.held.get(&index).map(|(usd, _)| *usd)
+    }
+
     /// A finished job's bill takes its hold's place.
     pub fn settle(&self, record: &JobRecord) {
         let mut l = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
@@ -194,6 +210,19 @@ mod tests {
         assert!(b.reached());
         assert_eq!(b.refused(), Some(0.3));
         // Once reached, even a hold that fits is refused: jobs go in plan order.
+        assert!(!b.hold(2, 0, 0.0001));
+    }
+
+    #[test]
+    fn a_reservation_is_held_past_the_limit_and_stops_what_would_follow() {
+        let b = budget(1.0);
+        // An adopted batch's jobs: held though they pass the budget.
+        b.reserve(0, 0, 0.5);
+        b.reserve(1, 0, 0.5);
+        b.reserve(1, 0, 0.5);
+        assert_eq!(b.held_for(1), Some(0.5));
+        assert!(!b.reached());
+        // 0.25 spent + 1.0 held: no new job fits.
         assert!(!b.hold(2, 0, 0.0001));
     }
 

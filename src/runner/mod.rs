@@ -75,23 +75,49 @@ impl RunOptions {
     /// does not fit (the budget is reached, and nothing more is sent).
     fn afford(&self, bench: &Bench, job: &Job, request: &Rendered, lane: &Lane) -> bool {
         self.budget.as_ref().is_none_or(|b| {
-            // An answer the cache holds costs nothing: only its scorer's calls are held.
-            let cached = self.cache.as_ref().is_some_and(|cache| {
-                source::Cached {
-                    cache: cache.clone(),
-                    endpoint: lane.cache_key.clone(),
-                }
-                .holds(&request.ask(lane, job))
-            });
-            let ceiling = b.prices().ceiling(
-                bench,
-                job,
-                &request.request.messages,
-                self.scorers[job.case].as_ref(),
-                cached,
-            );
+            let ceiling = self.ceiling(b, bench, job, request, lane);
             b.hold(job.index, usize::from(job.endpoint), ceiling)
         })
+    }
+
+    /// `--budget`: holds what a job already sent may cost, whatever is left (a batch a
+    /// resume adopts is collected, never refused).
+    fn reserve(&self, bench: &Bench, job: &Job, request: &Rendered, lane: &Lane) {
+        if let Some(b) = &self.budget {
+            let ceiling = self.ceiling(b, bench, job, request, lane);
+            b.reserve(job.index, usize::from(job.endpoint), ceiling);
+        }
+    }
+
+    /// What job may cost at most (its answer nothing when the cache holds it).
+    fn ceiling(
+        &self,
+        b: &budget::Budget,
+        bench: &Bench,
+        job: &Job,
+        request: &Rendered,
+        lane: &Lane,
+    ) -> f64 {
+        // An answer the cache holds costs nothing: only its scorer's calls are held.
+        let cached = self.cache.as_ref().is_some_and(|cache| {
+            source::Cached {
+                cache: cache.clone(),
+                endpoint: lane.cache_key.clone(),
+            }
+            .holds(&request.ask(lane, job))
+        });
+        b.prices().ceiling(
+            bench,
+            job,
+            &request.request.messages,
+            self.scorers[job.case].as_ref(),
+            cached,
+        )
+    }
+
+    /// What the budget holds for job `index`, when there is a budget.
+    fn held_for(&self, index: usize) -> Option<f64> {
+        self.budget.as_ref().and_then(|b| b.held_for(index))
     }
 
     /// `--budget`: a finished job's bill takes the place of what was held back for it.
@@ -474,6 +500,17 @@ impl Rendered {
             cache_key: Default::default(),
         }
     }
+}
+
+/// The job (plan position) whose idempotency key is `key` in run `run_id`, resends
+/// included; `None` for a key of another form.
+pub fn job_of_key(key: &str, run_id: &str) -> Option<usize> {
+    let rest = key
+        .strip_prefix("pg-")?
+        .strip_prefix(run_id)?
+        .strip_prefix('-')?;
+    let index = rest.split_once("-resend").map_or(rest, |(i, _)| i);
+    index.parse().ok()
 }
 
 /// A job's idempotency key: one per logical request, the same on its retries (and its

@@ -1090,3 +1090,77 @@ fn a_refusal_through_a_batch_is_the_answer_that_failed_it_is_when_streamed() {
         assert_eq!(s["variants"][0]["n"], 6, "{protocol}");
     }
 }
+
+#[test]
+fn a_budget_resume_counts_the_batch_it_adopts_and_never_refuses_to_collect_it() {
+    // A batch that takes an hour, under a budget that pays for about half the plan: the
+    // run is killed while it polls. The resume (without --run-to-budget) collects the
+    // batch, counts what it was held for, and sends nothing the budget cannot pay.
+    let (_rt, server) = start_mock(MockConfig {
+        batch_delay: Duration::from_secs(3600),
+        ..MockConfig::default()
+    });
+    let bench = arithmetic_bench(40, 2, "");
+    let d = bench.path();
+    let mut child = start(
+        d,
+        &server,
+        "killed",
+        &[
+            "--batch",
+            "--batch-poll",
+            "10ms",
+            "--budget",
+            "0.009",
+            "--run-to-budget",
+        ],
+        false,
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let killed = loop {
+        assert!(Instant::now() < deadline, "the batch was never submitted");
+        if let Some(run) = run_dirs(&d.join("killed")).pop() {
+            let text = std::fs::read_to_string(run.join("results.jsonl")).unwrap_or_default();
+            if text.contains("\"step\":\"submitted\"") {
+                break run;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    child.kill().unwrap(); // SIGKILL: no handler runs
+    child.wait().unwrap();
+    let submitting: Vec<Value> = batch_lines(&killed)
+        .into_iter()
+        .filter(|l| l["step"] == "submitting")
+        .collect();
+    assert_eq!(submitting.len(), 1);
+    let first = submitting[0]["keys"].as_array().unwrap().len();
+    assert!(first > 20 && first < 80, "{first} jobs fit the budget");
+    // The journal holds what the batch was held back for: about $0.00021 a job.
+    let reserved = submitting[0]["reserved_usd"].as_f64().unwrap();
+    assert!(
+        reserved > 0.0002 * first as f64 && reserved <= 0.009,
+        "{reserved}"
+    );
+    server.provider.release_batches();
+    let out = promptgauge(d)
+        .args(["run", "--resume", killed.to_str().unwrap()])
+        .args(["--batch-poll", "10ms"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Collected (not refused), the rest not sent: the budget was held by the batch.
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains(&format!("collecting {first} jobs already submitted")),
+        "{stderr}"
+    );
+    assert_eq!(
+        server.provider.batches_created(),
+        1,
+        "nothing new: {stderr}"
+    );
+    assert_eq!(each_paid_once(&server), first);
+    assert_eq!(records(&killed).len(), first);
+    assert!(stderr.contains("the budget is reached"), "{stderr}");
+}
