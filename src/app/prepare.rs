@@ -23,6 +23,8 @@ pub(crate) struct Prepared {
     pub grid: Vec<GridEndpoint>,
     /// `--until-decided`: the case order and when to stop.
     pub sequential: Option<SequentialPlan>,
+    /// A run that may stop early (`--budget`): the seed of its cases' random order.
+    pub order_seed: Option<u64>,
 }
 
 /// One endpoint of a run of several: where it is and what it costs, adds to each request
@@ -177,10 +179,21 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
             &bench,
             (variants.len(), grid.len().max(1)),
             args.max_drop,
+            args.seed,
         )?),
         (None, false) => None,
     };
-    let jobs = plan_jobs(&bench, &variants, grid.len(), sequential.as_ref(), args);
+    // A run that may stop early sends its cases in a seeded random order: stopped by
+    // its budget, it has measured a random sample, not the first cases of the file.
+    let order_seed = (sequential.is_none() && (args.budget.is_some() || args.seed.is_some()))
+        .then(|| args.seed.unwrap_or_else(rand::random));
+    let jobs = plan_jobs(
+        &bench,
+        &variants,
+        grid.len(),
+        (sequential.as_ref(), order_seed),
+        args,
+    );
     if let Some(tpm) = bench.limits.tokens_per_minute {
         check_reservations(&bench, &jobs, tpm)?;
     }
@@ -192,6 +205,7 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
         endpoint,
         grid,
         sequential,
+        order_seed,
     })
 }
 
@@ -433,17 +447,18 @@ fn plan_jobs(
     bench: &Bench,
     variants: &[usize],
     endpoints: usize,
-    sequential: Option<&SequentialPlan>,
+    (sequential, order_seed): (Option<&SequentialPlan>, Option<u64>),
     args: &PlanArgs,
 ) -> Vec<Job> {
-    let order: Vec<usize> = match sequential {
+    let order: Vec<usize> = match (sequential, order_seed) {
         // A seeded random order, cut at max_cases: later cases are never planned.
-        Some(s) => {
+        (Some(s), _) => {
             let mut order = case_order(bench.cases.len(), s.seed);
             order.truncate(s.max_cases as usize);
             order
         }
-        None => (0..bench.cases.len()).collect(),
+        (None, Some(seed)) => case_order(bench.cases.len(), seed),
+        (None, None) => (0..bench.cases.len()).collect(),
     };
     // At most MAX_ENDPOINTS (`grid_of` refuses more).
     let endpoints = u16::try_from(endpoints).unwrap_or(u16::MAX);
@@ -485,6 +500,7 @@ fn sequential_plan(
     bench: &Bench,
     (variants, endpoints): (usize, usize),
     max_drop: Option<f64>,
+    seed: Option<u64>,
 ) -> Result<SequentialPlan, Failure> {
     if variants * endpoints < 2 {
         return Err(UsageError::with_fix(
@@ -529,7 +545,7 @@ fn sequential_plan(
         .into());
     }
     Ok(SequentialPlan {
-        seed: spec.seed.unwrap_or_else(rand::random),
+        seed: seed.or(spec.seed).unwrap_or_else(rand::random),
         detect,
         power: spec.power,
         min_cases: spec.min_cases,

@@ -1953,6 +1953,7 @@ fn kept_plan(flags: &PlanArgs, record: &RunRecord) -> PlanArgs {
         shard: record.plan.shard,
         until_decided: record.plan.sequential.is_some(),
         sequential: record.plan.sequential.clone(),
+        seed: record.plan.order_seed,
         ..judged_as_before(flags, record)
     }
 }
@@ -2169,6 +2170,7 @@ fn new_record(
             shard: args.plan.shard,
             sequential: p.sequential.clone(),
             endpoints: p.endpoint_names(),
+            order_seed: p.order_seed,
         },
         fingerprint: Fingerprint::of(bench, &p.variants),
         jobs_planned: p.jobs.len(),

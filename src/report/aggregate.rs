@@ -449,6 +449,7 @@ impl Aggregator {
             torn_lines: self.torn,
             duplicate_records: self.duplicates,
             records_outside_plan: self.outside_plan,
+            cases_measured: self.run.order_seed.map(|_| answers_total),
             replicas: self
                 .run
                 .provider
@@ -689,6 +690,7 @@ mod tests {
                 endpoints: vec![],
                 judge: None,
                 self_judged: false,
+                order_seed: None,
                 folder: None,
             },
             variants: vec!["base".into(), "v".into()],

@@ -310,6 +310,14 @@ pub(crate) fn notes(summary: &Summary) -> Vec<String> {
             each.join(", ")
         ));
     }
+    if let (Some(seed), Some(n)) = (summary.run.order_seed, summary.cases_measured)
+        && n < summary.run.cases
+    {
+        notes.push(format!(
+            "{n} of {} cases, drawn at random (seed {seed}): a run that may stop early sends its cases in a seeded random order, so the cases measured are a random sample of the bench's, not its first (the same seed draws the same; a resume keeps it).",
+            summary.run.cases
+        ));
+    }
     let refused: u64 = summary.variants.iter().map(|v| v.refused).sum();
     if refused > 0 {
         let each: Vec<String> = summary

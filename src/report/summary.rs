@@ -256,6 +256,10 @@ pub struct Summary {
     /// [0, 1]): ignored.
     #[serde(default)]
     pub records_outside_plan: usize,
+    /// A run whose cases went out in a seeded random order (`run.order_seed`): how many
+    /// cases it measured (of `run.cases`), a random sample of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cases_measured: Option<usize>,
     pub variants: Vec<VariantSummary>,
     /// Each variant against the baseline, paired by case.
     pub comparisons: Vec<Comparison>,

@@ -28,6 +28,11 @@ pub struct PlanSettings {
     /// run has one endpoint).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub endpoints: Vec<String>,
+    /// A run that may stop early (`--budget`): its cases go out in this seeded random
+    /// order, so the cases it measured are a random sample (`--until-decided` keeps its
+    /// own in `sequential`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order_seed: Option<u64>,
 }
 
 impl PlanSettings {
@@ -258,6 +263,10 @@ impl RunRecord {
             endpoints: self.endpoints.clone(),
             judge: self.judge.clone(),
             self_judged: self.self_judged(),
+            order_seed: self
+                .plan
+                .order_seed
+                .or(self.plan.sequential.as_ref().map(|s| s.seed)),
             folder: None,
         }
     }
@@ -555,6 +564,10 @@ pub struct RunInfo {
     /// The judge is the model under test: it may favour its own answers.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub self_judged: bool,
+    /// The seed of the random order its cases were sent in (a run that may stop early:
+    /// `--budget`, `--until-decided`); absent: the order of the file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order_seed: Option<u64>,
     /// The run's folder as a command names it (shell-quoted), for the commands the reports
     /// suggest (`promptgauge label DIR`); not stored: a folder can move.
     #[serde(skip)]

@@ -76,6 +76,7 @@ async fn run_and_report(setup: &Setup, out: &Path) {
             shard: None,
             sequential: None,
             endpoints: Vec::new(),
+            order_seed: None,
         },
         fingerprint: Fingerprint::of(&bench, &variants),
         jobs_planned: planned,

@@ -428,3 +428,70 @@ fn usage_past_max_tokens_is_flagged_and_every_overspend_is_said_with_its_size() 
         "nothing sent after the bill"
     );
 }
+
+#[test]
+fn a_run_that_may_stop_at_its_budget_sends_its_cases_in_a_seeded_random_order() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let url = server.base_url();
+    let b = bench("");
+    let d = b.path();
+    let o = promptgauge(d)
+        .args(["run", "bench.yaml", "--base-url", &url, "--model", "m"])
+        .args([
+            "--budget",
+            "0.0012",
+            "--run-to-budget",
+            "--concurrency",
+            "1",
+        ])
+        .args(["--seed", "7"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{stderr}");
+    let dir = run_dirs(&d.join("reports")).pop().unwrap();
+    let s = summary(&dir);
+    assert_eq!(s.run.order_seed, Some(7));
+    // The cases measured are the first of the seeded order, not of the file.
+    let mut seen: Vec<String> = journal(&dir)
+        .iter()
+        .filter_map(|r| r["case_id"].as_str().map(String::from))
+        .collect();
+    seen.sort();
+    seen.dedup();
+    let n = seen.len();
+    assert!(n > 2 && n < 40, "{n}");
+    assert_eq!(s.cases_measured, Some(n));
+    let order = promptgauge::suite::plan::case_order(40, 7);
+    let mut drawn: Vec<String> = order[..n]
+        .iter()
+        .map(|i| format!("add-{:02}", i + 1))
+        .collect();
+    drawn.sort();
+    assert_eq!(seen, drawn);
+    let first: Vec<String> = (1..=n).map(|i| format!("add-{i:02}")).collect();
+    assert_ne!(seen, first, "not the first cases of the file");
+    assert!(
+        stdout.contains(&format!("{n} of 40 cases, drawn at random (seed 7)")),
+        "{stdout}"
+    );
+    let record = std::fs::read_to_string(dir.join("run.json")).unwrap();
+    assert!(record.contains("\"order_seed\": 7"), "{record}");
+    // A run without a budget keeps the file's order, and says nothing of a draw.
+    let o = promptgauge(d)
+        .args([
+            "run",
+            "bench.yaml",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--limit",
+            "3",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("drawn at random"));
+}

@@ -355,6 +355,7 @@ fn run_of(imported: &Imported, dir: &RunDir) -> (RunRecord, Vec<JobRecord>) {
             shard: None,
             sequential: None,
             endpoints: Vec::new(),
+            order_seed: None,
         },
         fingerprint: Fingerprint {
             cases: format!("{:016x}", digest(&case_hashes)),
