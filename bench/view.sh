@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# view's figures for docs/performance.md (l, m, n). Not part of `cargo test`.
+# view's figures for docs/performance.md (l, m, n, p). Not part of `cargo test`.
 #
 #   bench/view.sh               10,000 recorded runs; a 200,000-job run
 #   RUNS=1000 JOBS=20000 bench/view.sh   smaller
@@ -7,7 +7,8 @@
 # l. the runs list over RUNS recorded runs (copies of one small run, indexed into the store);
 # m. a JOBS-job run's pages: its report, its answers (the first read builds the index,
 #    later ones use it), a filter, a word search, a job;
-# n. the server's peak RSS while a JOBS-job run streams into it, its live page following.
+# n. the server's peak RSS while a JOBS-job run streams into it, its live page following;
+# p. what the server holds after a second JOBS-job run, the two compared and the history.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet
@@ -97,6 +98,13 @@ echo "m. answers, arms disagree: $(took "$B/runs/$big/answers?disagreeing=1") s"
 echo "m. answers, words (c12345): $(took "$B/runs/$big/answers?q=c12345") s"
 echo "m. a job's page: $(took "$B/runs/$big/jobs/150000") s"
 echo "m. view's RSS after: $(grep VmRSS /proc/"$VIEW"/status | awk '{print $2/1024 " MB"}'), peak $(grep VmHWM /proc/"$VIEW"/status | awk '{print $2/1024 " MB"}')"
+
+# p. a second JOBS-job run, the two compared, the bench's history: what view holds after.
+"$PG" run bench.yaml --quiet --model perf2 --base-url "$URL" > /dev/null || true
+second=$(curl -s "$B/api/runs?bench=perf&limit=10000" | python3 -c "import json,sys; r=[x for x in json.load(sys.stdin) if x['jobs_planned']>20]; print(r[0]['run_id'])")
+echo "p. compare of two $JOBS-job runs: $(took "$B/compare?run=$big&run=$second") s"
+echo "p. the bench's history: $(took "$B/history/perf") s"
+echo "p. view's RSS after: $(grep VmRSS /proc/"$VIEW"/status | awk '{print $2/1024 " MB"}'), peak $(grep VmHWM /proc/"$VIEW"/status | awk '{print $2/1024 " MB"}')"
 kill "$VIEW" 2>/dev/null || true
 
 # n. the server while a JOBS-job run streams in, its live page following.

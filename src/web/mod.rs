@@ -282,6 +282,18 @@ pub async fn listen(config: ViewConfig, store: Store) -> Result<Listening, ViewE
     })
 }
 
+/// After a page is made, the memory its making freed goes back to the system: glibc keeps
+/// freed memory in each thread's arena, so a server that once compared two 200,000-job runs
+/// would hold their peak for good (docs/performance.md, "p").
+async fn give_back(response: axum::response::Response) -> axum::response::Response {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free pages of the allocator's own heaps.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+    response
+}
+
 impl Listening {
     /// Serves until `stop` is cancelled.
     pub async fn serve(self, stop: tokio_util::sync::CancellationToken) -> std::io::Result<()> {
@@ -301,6 +313,7 @@ impl Listening {
             .route("/runs/{run}/", get(run::report))
             .route("/runs/{run}/{file}", get(run::file))
             .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
+            .layer(middleware::map_response(give_back))
             .layer(middleware::from_fn_with_state(self.shared.clone(), guard))
             .with_state(self.shared);
         let open = Arc::new(tokio::sync::Semaphore::new(self.max_connections));
