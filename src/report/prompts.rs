@@ -44,6 +44,26 @@ impl Prompts<'static> {
     }
 }
 
+impl Prompts<'static> {
+    /// The prompts of one case of `record`'s run (`view`'s page of a job): the bench read
+    /// with that case alone, the same when the case's content hash and the variants'
+    /// fingerprint are the run's. `None` otherwise, or when the run kept no case hashes.
+    pub fn of_case(record: &RunRecord, case_id: &str) -> Option<Prompts<'static>> {
+        let at = record.bench.case_ids.iter().position(|c| c == case_id)?;
+        let hash = *record.bench.case_hashes.get(at)?;
+        let mut bench = Bench::load_case(&record.bench_path, case_id).ok()?;
+        bench.repeats = record.plan.repeats;
+        let case = bench.cases.first()?;
+        if crate::suite::plan::case_hash(case) != hash {
+            return None;
+        }
+        let prompts = Prompts::new(Held::Read(Box::new(bench)), record, false)?;
+        let f = crate::suite::Fingerprint::of(&prompts.bench, &prompts.arms);
+        (f.variants == record.fingerprint.variants && f.settings == record.fingerprint.settings)
+            .then_some(prompts)
+    }
+}
+
 impl<'a> Prompts<'a> {
     /// `bench`'s prompts for `record`'s variants; with `check`, only when its fingerprint
     /// is the run's (a bench read again from disk may have changed).

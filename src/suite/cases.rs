@@ -427,6 +427,52 @@ fn history_turn(
     })
 }
 
+/// The cases of a bench's files whose id `keep` takes (`view`'s page of one job renders
+/// one case's prompt). A JSON Lines file is filtered line by line, so a large one is never
+/// held whole as cases; other formats are read, then filtered. Unchecked for duplicates:
+/// the bench was checked when it ran.
+pub(crate) fn load_some(
+    paths: &[std::path::PathBuf],
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<Vec<Case>, InputError> {
+    let mut kept = Vec::new();
+    for path in paths {
+        let jsonl = matches!(
+            path.extension()
+                .and_then(|e| e.to_str())
+                .map(str::to_ascii_lowercase)
+                .as_deref(),
+            Some("jsonl" | "ndjson")
+        );
+        if !jsonl {
+            kept.extend(load(path)?.into_iter().filter(|c| keep(&c.id)));
+            continue;
+        }
+        let text = read_text(path, "case")?;
+        let file: std::sync::Arc<Path> = std::sync::Arc::from(path.as_path());
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() {
+                continue;
+            }
+            let Ok(value) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            if !value
+                .get("id")
+                .and_then(scalar_text)
+                .is_some_and(|id| keep(&id))
+            {
+                continue;
+            }
+            let raw: RawCase = serde_json::from_value(value)
+                .map_err(|e| shape_error(path, i + 1, &e.to_string()))?;
+            kept.push(finish(raw, Location::line_in(&file, i + 1), i)?);
+        }
+    }
+    Ok(kept)
+}
+
 /// Loads every case file of a bench; ids must be unique across all of them.
 pub(crate) fn load_all(paths: &[std::path::PathBuf]) -> Result<Vec<Case>, InputError> {
     let mut all: Vec<Case> = Vec::new();

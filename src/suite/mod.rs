@@ -491,6 +491,16 @@ pub struct Bench {
 impl Bench {
     /// Loads the bench and everything it names, and checks every template against every case.
     pub fn load(path: &Path) -> Result<Bench, InputErrors> {
+        Bench::load_cases(path, None)
+    }
+
+    /// [`Bench::load`] with only the case `id` (none if it has no such case): what one
+    /// case's prompt needs, without a large bench's every case in memory.
+    pub fn load_case(path: &Path, id: &str) -> Result<Bench, InputErrors> {
+        Bench::load_cases(path, Some(&|c: &str| c == id))
+    }
+
+    fn load_cases(path: &Path, keep: Option<&dyn Fn(&str) -> bool>) -> Result<Bench, InputErrors> {
         let (text, raw) = read_raw(path)?;
         let here = |key: &str| match error::line_of_key(&text, key) {
             Some(l) => Location::line(path, l),
@@ -529,7 +539,10 @@ impl Bench {
             })?;
         }
         let grade = raw.grade.unwrap_or_default();
-        let cases = cases::load_all(&case_paths)?;
+        let cases = match keep {
+            None => cases::load_all(&case_paths)?,
+            Some(keep) => cases::load_some(&case_paths, keep)?,
+        };
         check_expected_given(&cases, &grade)?;
 
         let variants = load_variants(dir, &raw.variants)?;

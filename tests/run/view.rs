@@ -411,6 +411,31 @@ fn a_job_s_page_shows_its_whole_record_and_disagreeing_answers_filter() {
     );
     let answer = crate::view::html_escaped(r["output"].as_str().unwrap());
     assert!(job.contains(&answer), "{job}");
+    // Its prompt is rendered from its case read alone, and only while that case is what
+    // the run sent: another case changed does not matter, this one changed hides it.
+    let cases = d.join("cases.jsonl");
+    let text = std::fs::read_to_string(&cases).unwrap();
+    let other = if n == 1 { 2 } else { 1 };
+    let edit = |from: String, to: String| {
+        std::fs::write(&cases, text.replace(&from, &to)).unwrap();
+    };
+    edit(
+        format!("What is {other} + {other}?"),
+        format!("What is {other} plus {other}?"),
+    );
+    let (_, job) = get(&v.url, &format!("/runs/{id}/jobs/{}", r["job"]), None);
+    assert!(job.contains("<pre id=\"prompt\">"), "{job}");
+    edit(
+        format!("What is {n} + {n}?"),
+        format!("What is {n} plus {n}?"),
+    );
+    let (status, job) = get(&v.url, &format!("/runs/{id}/jobs/{}", r["job"]), None);
+    assert_eq!(status, 200);
+    assert!(
+        !job.contains("<pre id=\"prompt\">") && job.contains("cannot be rendered again"),
+        "a changed case's prompt is not shown as the one sent: {job}"
+    );
+    std::fs::write(&cases, &text).unwrap();
     let (status, _) = get(&v.url, &format!("/runs/{id}/jobs/99999"), None);
     assert_eq!(status, 404);
     // A bad filter is said, not guessed at.
