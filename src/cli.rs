@@ -828,6 +828,10 @@ pub struct PlanArgs {
     /// A resumed run's own sequential plan (its seed and limits).
     #[arg(skip)]
     pub sequential: Option<crate::suite::plan::SequentialPlan>,
+    /// A resume: the case order is the run's own (`seed`, or the file's when it had none),
+    /// never drawn again: jobs, their keys and their batches' ids are numbered by it.
+    #[arg(skip)]
+    pub order_kept: bool,
     /// `run --max-drop` (a share), for a new `--until-decided` plan's drop check.
     #[arg(skip)]
     pub max_drop: Option<f64>,

@@ -109,13 +109,14 @@ async fn ask(
     }
 }
 
-/// The status of an empty request (`{}`) to the URL jobs are sent to: a server with the
-/// route refuses it (400, 422) without generating or billing anything; one without answers
-/// 404. `None` when nothing answered within `wait`.
+/// The status of an empty request (`{"model": M}`, no messages) to the URL jobs are sent
+/// to: a server with the route refuses it (400, 422) without generating or billing
+/// anything; one without answers 404. `None` when nothing answered within `wait`.
 async fn knock(
     client: &reqwest::Client,
     protocol: &dyn Protocol,
     url: &str,
+    model: &str,
     key: Option<&ApiKey>,
     wait: Duration,
 ) -> Option<u16> {
@@ -123,7 +124,7 @@ async fn knock(
         .post(url)
         .header("content-type", "application/json")
         .header("accept", "application/json")
-        .body("{}");
+        .body(serde_json::json!({ "model": model }).to_string());
     for (name, value) in protocol.key_headers(key) {
         request = request.header(name, value);
     }
@@ -291,6 +292,8 @@ async fn probe(target: &Target<'_>, connect_timeout: Duration, wait: Duration) -
         .iter()
         .filter(|a| matches!(a, Answer::Dead(_)))
         .count();
+    // Replicas with no route at all: the run stops only when every one is.
+    let mut missing: Vec<(usize, String)> = Vec::new();
     for (i, (base, answer)) in base_urls.iter().zip(answers).enumerate() {
         let shown_base = crate::client::secrets::redact_url(base);
         let shown = crate::client::secrets::redact_url(&urls[i]);
@@ -337,21 +340,24 @@ async fn probe(target: &Target<'_>, connect_timeout: Duration, wait: Duration) -
             }
             Answer::Status(status) => {
                 // No models list (some proxies have none): the request's own URL tells
-                // whether there is anything there, with a body no server bills for.
+                // whether there is anything there, with a body no server bills for (the
+                // model named, for gateways that route by it).
                 let url = protocol.url(base);
-                match knock(&client, protocol.as_ref(), &url, key, wait).await {
+                match knock(&client, protocol.as_ref(), &url, model, key, wait).await {
                     Some(404) => {
                         let hint = if base.trim_end_matches('/').ends_with("/v1") {
-                            "is the base URL right?"
+                            "is the base URL (or the model) right?"
                         } else {
-                            "the base URL probably lacks /v1"
+                            "the base URL probably lacks /v1."
                         };
-                        out.push(Found::Stop(format!(
-                            "{} answered 404 (and {shown} answered {status}): there is no {} there, {hint} Nothing was sent",
-                            crate::client::secrets::redact_url(&url),
-                            protocol.path().trim_start_matches('/'),
-                        )));
-                        return out;
+                        missing.push((
+                            i,
+                            format!(
+                                "{} answered 404 to an empty request for `{model}` (and {shown} answered {status}): there is no {} there, {hint}",
+                                crate::client::secrets::redact_url(&url),
+                                protocol.path().trim_start_matches('/'),
+                            ),
+                        ));
                     }
                     None if status == 404 && !base.trim_end_matches('/').ends_with("/v1") => {
                         out.push(Found::Warning(format!(
@@ -364,5 +370,12 @@ async fn probe(target: &Target<'_>, connect_timeout: Duration, wait: Duration) -
             Answer::Other => {}
         }
     }
+    if missing.len() == base_urls.len()
+        && let Some((_, why)) = missing.first()
+    {
+        out.push(Found::Stop(format!("{why} Nothing was sent")));
+        return out;
+    }
+    out.extend(missing.into_iter().map(|(i, why)| Found::Dead(i, why)));
     out
 }

@@ -185,8 +185,12 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
     };
     // A run that may stop early sends its cases in a seeded random order: stopped by
     // its budget, it has measured a random sample, not the first cases of the file.
-    let order_seed = (sequential.is_none() && (args.budget.is_some() || args.seed.is_some()))
-        .then(|| args.seed.unwrap_or_else(rand::random));
+    let order_seed = if args.order_kept {
+        args.seed.filter(|_| sequential.is_none())
+    } else {
+        (sequential.is_none() && (args.budget.is_some() || args.seed.is_some()))
+            .then(|| args.seed.unwrap_or_else(rand::random))
+    };
     let jobs = plan_jobs(
         &bench,
         &variants,

@@ -1954,6 +1954,7 @@ fn kept_plan(flags: &PlanArgs, record: &RunRecord) -> PlanArgs {
         until_decided: record.plan.sequential.is_some(),
         sequential: record.plan.sequential.clone(),
         seed: record.plan.order_seed,
+        order_kept: true,
         ..judged_as_before(flags, record)
     }
 }

@@ -241,11 +241,16 @@ impl Protocol for OpenAiChat {
                 }
                 // The model declined (`refusal` in place of `content`): one rule for every
                 // protocol, docs/design-notes.md "Refusals".
-                if let Some(t) = delta.get("refusal").and_then(Value::as_str) {
+                // (`"refusal": ""` or null, sent beside every answer by some servers, is none.)
+                if let Some(t) = delta
+                    .get("refusal")
+                    .and_then(Value::as_str)
+                    .filter(|t| !t.is_empty())
+                {
                     if s.finish.is_some() {
                         s.ignored += 1;
                     } else {
-                        token |= !t.is_empty();
+                        token = true;
                         s.refusal.get_or_insert_with(String::new).push_str(t);
                     }
                 }
@@ -328,6 +333,24 @@ impl Protocol for OpenAiChat {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_empty_refusal_beside_the_answer_is_no_refusal() {
+        let mut s = Streamed::default();
+        P.decode(
+            &mut s,
+            "",
+            r#"{"choices":[{"delta":{"content":"B","refusal":""},"finish_reason":"stop"}]}"#,
+        );
+        assert_eq!((s.text.as_str(), s.refusal.as_deref()), ("B", None));
+        let mut s = Streamed::default();
+        P.decode(
+            &mut s,
+            "",
+            r#"{"choices":[{"delta":{"content":null,"refusal":"No."},"finish_reason":"stop"}]}"#,
+        );
+        assert_eq!(s.refusal.as_deref(), Some("No."));
+    }
 
     const P: OpenAiChat = OpenAiChat;
 

@@ -456,7 +456,9 @@ impl Protocol for OpenAiResponses {
         match name {
             REFUSAL => {
                 let delta = v.get("delta").and_then(Value::as_str).unwrap_or("");
-                s.refusal.get_or_insert_with(String::new).push_str(delta);
+                if !delta.is_empty() {
+                    s.refusal.get_or_insert_with(String::new).push_str(delta);
+                }
                 !delta.is_empty()
             }
             _ if TEXT.contains(&name) => text(s, &v, false),

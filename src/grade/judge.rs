@@ -715,6 +715,16 @@ impl Judge {
                 call.error = Some(result.failure.unwrap_or_else(|| "no answer".into()));
                 return Err(call);
             }
+            // A judge that declines gave no verdict: its words are not read as one, nor kept.
+            if let Some(said) = &result.refusal {
+                call.status = result.attempts.last().and_then(|a| a.status);
+                call.outcome = result.attempts.last().map(|a| a.outcome);
+                call.error = Some(format!(
+                    "the judge refused to judge: {}",
+                    crate::client::protocol::truncate(said, 200)
+                ));
+                return Err(call);
+            }
             call.usage = Some(result.usage.unwrap_or_else(|| {
                 Usage::estimate(
                     job.messages.iter().map(|m| m.content.chars().count()).sum(),

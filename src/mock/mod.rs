@@ -752,7 +752,7 @@ impl Provider {
                 .config
                 .refuse_on
                 .as_deref()
-                .is_some_and(|w| !answers::is_judge_prompt(&prompt) && prompt.contains(w));
+                .is_some_and(|w| prompt.contains(w));
         let generation = if refused {
             calls.clear();
             model::Generation {

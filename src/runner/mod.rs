@@ -574,7 +574,7 @@ async fn score(
         context: &options.scoring,
     };
     let mut r = record(bench, job, answer, &scoring).await?;
-    r.usage_anomaly = usage_anomaly(&r, bench.max_tokens(job.variant));
+    r.usage_anomaly = usage_anomaly(&r, max_tokens_at(bench, job.variant, lane));
     r.endpoint = lane.name.clone();
     r.resent = options.resend.get(&job.index).copied().unwrap_or(0);
     Some(r)
@@ -585,12 +585,28 @@ async fn score(
 /// provider's word is what is spent; this says it cannot be right.
 fn usage_anomaly(r: &JobRecord, max_tokens: Option<u64>) -> Option<String> {
     let max = max_tokens?;
-    let most = r.billed().iter().map(|u| u.completion_tokens).max()?;
+    // Only what the provider reported: an estimate (no usage sent) is no accounting.
+    let most = r
+        .billed()
+        .iter()
+        .filter(|u| !u.estimated)
+        .map(|u| u.completion_tokens)
+        .max()?;
     (most > max).then(|| {
         format!(
             "the provider billed {most} output tokens for a request capped at max_tokens {max}: a provider accounting anomaly"
         )
     })
+}
+
+/// The completion ceiling of a variant's requests at a lane (its endpoint's parameters
+/// over the bench's).
+fn max_tokens_at(bench: &Bench, variant: usize, lane: &Lane) -> Option<u64> {
+    let params = bench.params_at(variant, &lane.params);
+    params
+        .get("max_completion_tokens")
+        .or_else(|| params.get("max_tokens"))
+        .and_then(serde_json::Value::as_u64)
 }
 
 /// What scoring a job needs besides its answer.

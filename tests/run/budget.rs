@@ -495,3 +495,39 @@ fn a_run_that_may_stop_at_its_budget_sends_its_cases_in_a_seeded_random_order() 
     assert!(o.status.success());
     assert!(!String::from_utf8_lossy(&o.stdout).contains("drawn at random"));
 }
+
+#[test]
+fn a_resume_with_a_budget_keeps_the_order_the_run_was_planned_in() {
+    // A run without a budget (its cases in the file's order), cut short as a kill leaves
+    // it, resumed with one: the jobs keep their numbers (keys and batch ids depend on
+    // them), so each record's job is still its case's.
+    let (_rt, server) = start_mock(MockConfig::default());
+    let url = server.base_url();
+    let b = bench("");
+    let d = b.path();
+    let o = run(d, &url, &["bench.yaml", "--limit", "10"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dir = run_dirs(&d.join("reports")).pop().unwrap();
+    let text = std::fs::read_to_string(dir.join("results.jsonl")).unwrap();
+    let kept: String = text.lines().take(6).map(|l| format!("{l}\n")).collect();
+    std::fs::write(dir.join("results.jsonl"), kept).unwrap();
+    let o = promptgauge(d)
+        .args(["run", "--resume", dir.to_str().unwrap(), "--quiet"])
+        .args(["--budget", "1"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let records = journal(&dir);
+    let jobs: Vec<_> = records
+        .iter()
+        .filter(|r| r.get("case_id").is_some())
+        .collect();
+    assert_eq!(jobs.len(), 20);
+    for r in jobs {
+        let job = r["job"].as_u64().unwrap();
+        let case = format!("add-{:02}", job / 2 + 1);
+        assert_eq!(r["case_id"], case.as_str(), "{r}");
+    }
+    let record = std::fs::read_to_string(dir.join("run.json")).unwrap();
+    assert!(!record.contains("order_seed"), "{record}");
+}

@@ -1339,7 +1339,7 @@ fn a_dead_server_or_a_wrong_model_is_said_at_once() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{stderr}");
     assert!(
-        stderr.contains("chat/completions answered 404 (and")
+        stderr.contains("chat/completions answered 404 to an empty request for `mock-model` (and")
             && stderr.contains("probably lacks /v1")
             && stderr.contains("Nothing was sent"),
         "{stderr}"

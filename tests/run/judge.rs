@@ -892,6 +892,46 @@ fn a_judge_that_serves_no_such_model_is_named_before_the_run_and_stops_it_after_
 }
 
 #[test]
+fn a_judge_that_refuses_gives_no_verdict_and_its_words_are_not_read_as_one() {
+    let (_a, answers) = start_mock(MockConfig::default());
+    // The judge declines every call: its prompt holds `<reference`.
+    let (_j, judge) = start_mock(MockConfig {
+        refuse_on: Some("<reference".into()),
+        ..MockConfig::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let d = &dir.path().join("free");
+    promptgauge(dir.path())
+        .args(["init", d.to_str().unwrap(), "--task", "free"])
+        .assert()
+        .success();
+    let out = promptgauge(d)
+        .args(["run", "--no-store", "--base-url"])
+        .arg(answers.base_url())
+        .args(["--model", "mock-model", "--judge-base-url"])
+        .arg(judge.base_url())
+        .args(["--judge-model", "mock-model"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    let run = run_dirs(&d.join("reports")).remove(0);
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(run.join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &serde_json::Value| r.get("case_id").is_some())
+        .collect();
+    assert!(!records.is_empty());
+    for r in &records {
+        assert_eq!(r["status"], "failed", "{r}");
+        assert!(r.get("score").is_none_or(|s| s.is_null()), "{r}");
+        let error = r["error"].as_str().unwrap_or_default();
+        assert!(error.contains("the judge refused to judge"), "{r}");
+    }
+}
+
+#[test]
 fn a_judge_whose_url_answers_404_stops_the_run_before_any_answer_is_bought() {
     let (_rt, server) = start_mock(MockConfig::default());
     let dir = tempfile::tempdir().unwrap();
