@@ -596,7 +596,7 @@ pub fn auto_shard(count: Option<u32>, env: &Env) -> Result<(Shard, String), Usag
                     .join(", ");
                 match r {
                     Ok((shard, _)) => format!("{} ({vars}) says shard {shard}", s.0),
-                    Err(_) => format!("{} ({vars}) gives no shard", s.0),
+                    Err(e) => format!("{} ({vars}) gives no shard ({})", s.0, e.0),
                 }
             };
             return Err(UsageError::with_fix(
