@@ -128,6 +128,11 @@ impl Budget {
             return false;
         }
         let mut l = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
+        // Reserved already (a batch a resume adopts, then submitted anew when it was never
+        // created): held once.
+        if l.held.contains_key(&index) {
+            return true;
+        }
         if l.spent + l.holding + usd > self.limit {
             l.refused = Some(usd);
             self.reached.store(true, Ordering::SeqCst);
@@ -222,6 +227,9 @@ mod tests {
         b.reserve(1, 0, 0.5);
         assert_eq!(b.held_for(1), Some(0.5));
         assert!(!b.reached());
+        // A reserved job sent anew is held once.
+        assert!(b.hold(1, 0, 0.5));
+        assert_eq!(b.held_for(1), Some(0.5));
         // 0.25 spent + 1.0 held: no new job fits.
         assert!(!b.hold(2, 0, 0.0001));
     }

@@ -231,6 +231,7 @@ pub async fn run(
             list.push(job);
         }
     }
+    reserve_adopted(&bench, lanes, &by_lane, &options);
     for (lane, jobs) in lanes.iter().zip(by_lane) {
         // The client's events travel on the same channel as its workers' own messages, so
         // a job's attempts come after its start and before its end.
@@ -498,6 +499,30 @@ impl Rendered {
             model: lane.client.config().model.as_str(),
             repeat: job.repeat,
             cache_key: Default::default(),
+        }
+    }
+}
+
+/// `--budget` on a resume: the jobs in batches the journal holds open are held back
+/// before any lane starts, so that a streaming lane beside a batching one cannot spend
+/// what the batches being collected will cost (the batch's driver holds them again, once).
+fn reserve_adopted(bench: &Bench, lanes: &[Lane], by_lane: &[Vec<Job>], options: &RunOptions) {
+    if options.budget.is_none() || options.batches.is_empty() {
+        return;
+    }
+    for (lane, jobs) in lanes.iter().zip(by_lane).filter(|(l, _)| l.batch) {
+        let open: std::collections::HashSet<&str> = batch::open_batches(&options.batches)
+            .filter(|b| b.endpoint == lane.name)
+            .flat_map(|b| b.keys.iter().map(String::as_str))
+            .collect();
+        for job in jobs {
+            let id = lane.client.batch_custom_id(&job_key(job, options));
+            if !open.contains(id.as_str()) {
+                continue;
+            }
+            if let Ok(rendered) = request_of(bench, job, lane, options) {
+                options.reserve(bench, job, &rendered, lane);
+            }
         }
     }
 }
