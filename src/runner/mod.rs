@@ -231,7 +231,7 @@ pub async fn run(
             list.push(job);
         }
     }
-    reserve_adopted(&bench, lanes, &by_lane, &options);
+    reserve_adopted(&bench, lanes, &by_lane, options);
     for (lane, jobs) in lanes.iter().zip(by_lane) {
         // The client's events travel on the same channel as its workers' own messages, so
         // a job's attempts come after its start and before its end.
