@@ -48,6 +48,17 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
         &store,
     )
     .await?;
+    // run.json is a file like any other: its name makes a folder only if it can.
+    if !crate::suite::is_folder_safe(&first.bench.name) {
+        return Err(crate::cli::UsageError::with_fix(
+            format!(
+                "the shards' run.json names the bench `{}`, which cannot name a folder (a slash, a leading `.`, a control character, or over 100 bytes)",
+                first.bench.name.escape_debug()
+            ),
+            "merge shards of a bench run by promptgauge, whose names are checked when it loads",
+        )
+        .into());
+    }
     let (dir, _lock, mut journal) = create_folder(&root, &first.bench.name)?;
     // The merged run is a run of its own.
     record.run_id = dir.new_run_id("merged");

@@ -999,6 +999,18 @@ fn read_raw(path: &Path) -> Result<(String, RawBench), InputError> {
 }
 
 /// A usable name, at least one cases file (returned, from `dir`) and at least one variant.
+/// Whether a bench name can name a run folder, a line of a CI step's outputs and a terminal
+/// title: not empty, no spaces at an end, no slash, no leading `.`, no control character,
+/// at most 100 bytes.
+pub fn is_folder_safe(name: &str) -> bool {
+    !(name.trim().is_empty()
+        || name.trim() != name
+        || name.contains(['/', '\\'])
+        || name.starts_with('.')
+        || name.chars().any(char::is_control)
+        || name.len() > 100)
+}
+
 fn check_named(
     raw: &RawBench,
     dir: &Path,
@@ -1007,13 +1019,7 @@ fn check_named(
     // The name becomes a folder name, a line of the CI step's outputs and a terminal
     // title: no separators, no control characters (a newline would split `run-dir`).
     let name = &raw.name;
-    if name.trim().is_empty()
-        || name.trim() != name
-        || name.contains(['/', '\\'])
-        || name.starts_with('.')
-        || name.chars().any(char::is_control)
-        || name.len() > 100
-    {
+    if !is_folder_safe(name) {
         return Err(InputError::new(
             here("name"),
             format!(

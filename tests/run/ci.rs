@@ -1237,3 +1237,43 @@ fn jobs_csv_writes_one_row_per_job_with_what_the_journal_holds() {
     );
     assert_eq!(server.provider.stats().requests, sent);
 }
+
+#[test]
+fn merge_refuses_a_bench_name_from_run_json_that_cannot_name_a_folder() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let url = server.base_url();
+    let bench = arithmetic_bench(4, 1, "");
+    let d = bench.path();
+    for shard in ["1/2", "2/2"] {
+        promptgauge(d)
+            .args(["run", "bench.yaml", "--out", "shards", "--shard", shard])
+            .args([
+                "--base-url",
+                url.as_str(),
+                "--model",
+                "m",
+                "--quiet",
+                "--no-store",
+            ])
+            .assert()
+            .success();
+    }
+    let shards = run_dirs(&d.join("shards"));
+    for s in &shards {
+        let path = s.join("run.json");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let tampered = text.replacen("\"name\": \"arithmetic\"", "\"name\": \"../../escaped\"", 1);
+        assert_ne!(text, tampered, "the record names its bench");
+        std::fs::write(&path, tampered).unwrap();
+    }
+    let out = promptgauge(d)
+        .arg("merge")
+        .args(&shards)
+        .args(["--out", "merged", "--no-store"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("cannot name a folder"), "{stderr}");
+    assert!(!d.join("escaped-merged").exists() && !d.parent().unwrap().join("escaped").exists());
+}
