@@ -478,12 +478,7 @@ impl Driver {
             };
             for k in &keys {
                 if let Some(job) = waiting.get(k) {
-                    // Paid for already: held whatever the budget says, so that what is
-                    // sent after it counts it (docs/budget.md, "Batches").
-                    if let Ok(rendered) = request_of(&self.bench, job, &self.lane, &self.options) {
-                        self.options
-                            .reserve(&self.bench, job, &rendered, &self.lane);
-                    }
+                    // Its hold was reserved before any lane started (`reserve_adopted`).
                     sent.insert(job.index);
                     self.active.fetch_add(1, Ordering::SeqCst);
                     let _ = self.tx.send(Message::Started(*job));

@@ -26,7 +26,7 @@ pub use journal::{JobRecord, JobStatus, Journal};
 
 use crate::client::ChatMessage;
 use crate::client::{Client, ClientEvent, JobRequest, JobResult, Usage};
-use crate::grade::{Answer, ScoreContext, ScoreInput};
+use crate::grade::{Answer, Score, ScoreContext, ScoreInput};
 use crate::suite::{Bench, Job};
 
 /// What the workers share besides the client.
@@ -503,9 +503,10 @@ impl Rendered {
     }
 }
 
-/// `--budget` on a resume: the jobs in batches the journal holds open are held back
-/// before any lane starts, so that a streaming lane beside a batching one cannot spend
-/// what the batches being collected will cost (the batch's driver holds them again, once).
+/// `--budget` on a resume: the jobs in batches the journal holds open are paid for
+/// already, so they are held whatever the budget says, and before any lane starts: what is
+/// sent after them, by a streaming lane beside a batching one too, counts them
+/// (docs/budget.md, "Batches").
 fn reserve_adopted(bench: &Bench, lanes: &[Lane], by_lane: &[Vec<Job>], options: &RunOptions) {
     if options.budget.is_none() || options.batches.is_empty() {
         return;
@@ -599,7 +600,7 @@ async fn score(
         context: &options.scoring,
     };
     let mut r = record(bench, job, answer, &scoring).await?;
-    r.usage_anomaly = usage_anomaly(&r, max_tokens_at(bench, job.variant, lane));
+    r.usage_anomaly = usage_anomaly(&r, bench.max_tokens_at(job.variant, &lane.params));
     r.endpoint = lane.name.clone();
     r.resent = options.resend.get(&job.index).copied().unwrap_or(0);
     Some(r)
@@ -622,16 +623,6 @@ fn usage_anomaly(r: &JobRecord, max_tokens: Option<u64>) -> Option<String> {
             "the provider billed {most} output tokens for a request capped at max_tokens {max}: a provider accounting anomaly"
         )
     })
-}
-
-/// The completion ceiling of a variant's requests at a lane (its endpoint's parameters
-/// over the bench's).
-fn max_tokens_at(bench: &Bench, variant: usize, lane: &Lane) -> Option<u64> {
-    let params = bench.params_at(variant, &lane.params);
-    params
-        .get("max_completion_tokens")
-        .or_else(|| params.get("max_tokens"))
-        .and_then(serde_json::Value::as_u64)
 }
 
 /// What scoring a job needs besides its answer.
@@ -727,48 +718,17 @@ async fn record(
             .unwrap_or_else(|| "no answer".to_string());
         return Some(failed_record(bench, job, error, Some(result)));
     }
-    if let Some(said) = result.refusal.clone() {
-        return Some(refused_record(bench, job, result, said, s));
-    }
     graded_record(bench, job, result, s).await
-}
-
-/// A refusal, on any protocol: an answer that failed with the cause `refused` (score 0,
-/// never passed to the scorer: a refusal that happens to contain the expected words is no
-/// pass). It stays in every figure, so a variant that makes the model refuse scores lower;
-/// leaving it out, as a filtered answer is, would raise it. docs/design-notes.md "Refusals".
-fn refused_record(
-    bench: &Bench,
-    job: &Job,
-    result: JobResult,
-    said: String,
-    s: &Scoring<'_>,
-) -> JobRecord {
-    let mut r = failed_record(bench, job, String::new(), None);
-    let last = result.attempts.last();
-    r.status = JobStatus::Graded;
-    r.outcome = last.map(|a| a.outcome);
-    r.ttft_ms = last.and_then(|a| a.ttft_ms);
-    r.latency_ms = last.map(|a| a.latency_ms);
-    r.answer_ms = result.answer_ms;
-    r.usage = result
-        .usage
-        .unwrap_or_else(|| Usage::estimate(s.prompt_chars, &said, &result.reasoning));
-    r.output = if said.is_empty() { result.text } else { said };
-    r.reasoning = result.reasoning;
-    r.finish_reason = result.finish_reason;
-    r.tool_calls = result.tool_calls;
-    r.model = result.model;
-    r.attempts = result.attempts;
-    r.error = None;
-    r.score = Some(0.0);
-    r.score_detail = Some(serde_json::json!({"refused": true}));
-    r.refused = true;
-    r
 }
 
 /// Scores an answer known to be whole (streamed to its finish_reason, or cached); `None`
 /// when the run stopped while a judge was being asked.
+///
+/// A refusal, on any protocol, is an answer that failed with the cause `refused`: score 0,
+/// never passed to the scorer (a refusal that happens to contain the expected words is no
+/// pass), its words the output. It stays in every figure, so a variant that makes the
+/// model refuse scores lower; leaving it out, as a filtered answer is, would raise it
+/// (docs/design-notes.md, "Refusals").
 async fn graded_record(
     bench: &Bench,
     job: &Job,
@@ -776,8 +736,12 @@ async fn graded_record(
     s: &Scoring<'_>,
 ) -> Option<JobRecord> {
     let case = &bench.cases[job.case];
+    let refused = result.refusal.is_some();
     let answer = Answer {
-        text: result.text,
+        text: match result.refusal {
+            Some(said) if !said.is_empty() => said,
+            _ => result.text,
+        },
         reasoning: result.reasoning,
         finish_reason: result.finish_reason,
         tool_calls: result.tool_calls,
@@ -789,7 +753,18 @@ async fn graded_record(
         answer: &answer,
     };
     let scorer = &s.scorers[job.case];
-    let score = match scorer.score(input, s.context).await {
+    let scored = if refused {
+        Ok(Score {
+            value: 0.0,
+            extracted: None,
+            usage: None,
+            detail: Some(serde_json::json!({"refused": true})),
+            judge: Vec::new(),
+        })
+    } else {
+        scorer.score(input, s.context).await
+    };
+    let score = match scored {
         Ok(score) => score,
         Err(e) if e.stopped => return None,
         Err(e) => {
@@ -838,7 +813,7 @@ async fn graded_record(
         judge_usage: score.usage,
         not_found: scorer
             .looks_for(case)
-            .filter(|_| score.extracted.is_none())
+            .filter(|_| score.extracted.is_none() && !refused)
             .map(String::from),
         extracted: score.extracted,
         error: None,
@@ -850,7 +825,7 @@ async fn graded_record(
         cached: false,
         resent: 0,
         batch: None,
-        refused: false,
+        refused,
         usage_anomaly: None,
     })
 }

@@ -612,7 +612,13 @@ impl Bench {
 
     /// The completion ceiling a variant's requests carry, if any.
     pub fn max_tokens(&self, variant: usize) -> Option<u64> {
-        let params = self.params_for(variant);
+        self.max_tokens_at(variant, &Map::new())
+    }
+
+    /// The completion ceiling a variant's requests carry at an endpoint (its parameters
+    /// over the bench's), if any.
+    pub fn max_tokens_at(&self, variant: usize, endpoint: &Map<String, Value>) -> Option<u64> {
+        let params = self.params_at(variant, endpoint);
         params
             .get("max_completion_tokens")
             .or_else(|| params.get("max_tokens"))
@@ -998,7 +1004,6 @@ fn read_raw(path: &Path) -> Result<(String, RawBench), InputError> {
     Ok((text, raw))
 }
 
-/// A usable name, at least one cases file (returned, from `dir`) and at least one variant.
 /// Whether a bench name can name a run folder, a line of a CI step's outputs and a terminal
 /// title: not empty, no spaces at an end, no slash, no leading `.`, no control character,
 /// at most 100 bytes.
@@ -1011,6 +1016,7 @@ pub fn is_folder_safe(name: &str) -> bool {
         || name.len() > 100)
 }
 
+/// A usable name, at least one cases file (returned, from `dir`) and at least one variant.
 fn check_named(
     raw: &RawBench,
     dir: &Path,
