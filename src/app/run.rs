@@ -972,7 +972,10 @@ fn in_open_batches(continued: &Continued, run_id: &str) -> (HashSet<usize>, f64,
     let waiting: HashSet<usize> = continued.jobs.iter().map(|j| j.index).collect();
     let mut adopted = HashSet::new();
     let mut reserved = 0.0;
+    // Any open batch may hold jobs the resume collects, named or hashed.
+    let mut collecting = false;
     for b in crate::runner::batch::open_batches(&continued.batches) {
+        collecting |= !waiting.is_empty() && !b.keys.is_empty();
         let jobs: Vec<usize> = b
             .keys
             .iter()
@@ -984,10 +987,6 @@ fn in_open_batches(continued: &Continued, run_id: &str) -> (HashSet<usize>, f64,
         }
         adopted.extend(jobs);
     }
-    // Any open batch may hold jobs the resume collects, named or hashed.
-    let collecting = !adopted.is_empty()
-        || (!waiting.is_empty()
-            && crate::runner::batch::open_batches(&continued.batches).any(|b| !b.keys.is_empty()));
     (adopted, reserved, collecting)
 }
 

@@ -103,11 +103,7 @@ pub fn load(path: &Path) -> Result<Vec<Case>, InputError> {
 
 /// Parses a case file's text; `path` names it in errors and chooses the format.
 pub fn parse(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or("")
-        .to_ascii_lowercase();
+    let ext = extension_of(path);
     let loader = match ext.as_str() {
         "jsonl" | "ndjson" => load_jsonl,
         "yaml" | "yml" => load_yaml,
@@ -128,6 +124,14 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
         );
     }
     Ok(cases)
+}
+
+/// A case file's extension, lower-cased: what chooses its format.
+fn extension_of(path: &Path) -> String {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase()
 }
 
 fn load_jsonl(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
@@ -437,14 +441,7 @@ pub(crate) fn load_some(
 ) -> Result<Vec<Case>, InputError> {
     let mut kept = Vec::new();
     for path in paths {
-        let jsonl = matches!(
-            path.extension()
-                .and_then(|e| e.to_str())
-                .map(str::to_ascii_lowercase)
-                .as_deref(),
-            Some("jsonl" | "ndjson")
-        );
-        if !jsonl {
+        if !matches!(extension_of(path).as_str(), "jsonl" | "ndjson") {
             kept.extend(load(path)?.into_iter().filter(|c| keep(&c.id)));
             continue;
         }
