@@ -35,9 +35,9 @@ const MAX_TOOL_CALLS: usize = 256;
 /// What a `stop_reason` means: a closed list. `end_turn`, `stop_sequence` and `tool_use` end
 /// an answer; `max_tokens` and `model_context_window_exceeded` (the model ran out of its
 /// context window while writing: the same ceiling, reached another way) truncate it;
-/// `refusal` is the model declining: an answer scored as failed, `refused`. Anything else — `pause_turn` (the server paused a long turn, to
-/// be continued), a word this version does not know — is not a finish: the text so far is
-/// never graded.
+/// `refusal` is the model declining: an answer scored as failed, `refused`. Anything
+/// else — `pause_turn` (the server paused a long turn, to be continued), a word this
+/// version does not know — is not a finish: the text so far is never graded.
 fn finish_kind(reason: &str) -> Option<FinishKind> {
     match reason {
         "end_turn" | "stop_sequence" | "tool_use" => Some(FinishKind::Stopped),

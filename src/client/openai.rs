@@ -241,7 +241,7 @@ impl Protocol for OpenAiChat {
                 }
                 // The model declined (`refusal` in place of `content`): one rule for every
                 // protocol, docs/design-notes.md "Refusals".
-                // (`"refusal": ""` or null, sent beside every answer by some servers, is none.)
+                // (`"refusal": ""`, sent beside every answer by some servers, is none.)
                 if let Some(t) = delta
                     .get("refusal")
                     .and_then(Value::as_str)
@@ -250,8 +250,7 @@ impl Protocol for OpenAiChat {
                     if s.finish.is_some() {
                         s.ignored += 1;
                     } else {
-                        token = true;
-                        s.refusal.get_or_insert_with(String::new).push_str(t);
+                        token |= s.add_refusal(t);
                     }
                 }
             }

@@ -217,6 +217,16 @@ impl Streamed {
         true
     }
 
+    /// Adds to what the model said in declining; true when there was some (an empty
+    /// refusal, sent beside every answer by some servers, is none).
+    pub(crate) fn add_refusal(&mut self, text: &str) -> bool {
+        if text.is_empty() {
+            return false;
+        }
+        self.refusal.get_or_insert_with(String::new).push_str(text);
+        true
+    }
+
     /// Keeps what a `usage` object said; one with impossible counts is ignored and counted
     /// (the job's usage is then estimated, unless a later one is believable).
     pub(crate) fn note_usage(&mut self, read: Result<Option<Usage>, InvalidUsage>) {

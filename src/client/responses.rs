@@ -454,13 +454,7 @@ impl Protocol for OpenAiResponses {
             return false;
         }
         match name {
-            REFUSAL => {
-                let delta = v.get("delta").and_then(Value::as_str).unwrap_or("");
-                if !delta.is_empty() {
-                    s.refusal.get_or_insert_with(String::new).push_str(delta);
-                }
-                !delta.is_empty()
-            }
+            REFUSAL => s.add_refusal(v.get("delta").and_then(Value::as_str).unwrap_or("")),
             _ if TEXT.contains(&name) => text(s, &v, false),
             _ if REASONING.contains(&name) => text(s, &v, true),
             _ if TERMINAL.contains(&name) => {
