@@ -77,6 +77,22 @@ fn start(
     spawn(d, &run_args(&url, out, extra), keep_stderr)
 }
 
+/// The newest run folder under `root` once its journal says `ready` (within 60 s, else
+/// `what` fails the test): for a test that kills or signals a run at a chosen moment.
+fn run_when(root: &Path, what: &str, ready: impl Fn(&str) -> bool) -> PathBuf {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(Instant::now() < deadline, "{what}");
+        if let Some(run) = run_dirs(root).pop() {
+            let text = std::fs::read_to_string(run.join("results.jsonl")).unwrap_or_default();
+            if ready(&text) {
+                return run;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 fn only_run(root: &Path) -> PathBuf {
     let dirs = run_dirs(root);
     assert_eq!(dirs.len(), 1, "{dirs:?}");
@@ -323,20 +339,11 @@ fn kill_9_while_a_batch_runs_then_resume_collects_it() {
         &["--batch", "--batch-size", "15", "--batch-poll", "10ms"],
         false,
     );
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let killed = loop {
-        assert!(
-            Instant::now() < deadline,
-            "the batches were never submitted"
-        );
-        if let Some(run) = run_dirs(&d.join("killed")).pop() {
-            let text = std::fs::read_to_string(run.join("results.jsonl")).unwrap_or_default();
-            if text.matches("\"step\":\"submitted\"").count() == 3 {
-                break run;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
+    let killed = run_when(
+        &d.join("killed"),
+        "the batches were never submitted",
+        |text| text.matches("\"step\":\"submitted\"").count() == 3,
+    );
     child.kill().unwrap(); // SIGKILL: no handler runs
     child.wait().unwrap();
     assert_eq!(server.provider.batches_created(), 3);
@@ -432,24 +439,15 @@ fn kill_9_while_a_batch_s_answers_are_recorded_then_resume_records_the_rest() {
         &["--batch", "--batch-poll", "10ms"],
         false,
     );
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let killed = loop {
-        assert!(Instant::now() < deadline, "no answer was recorded");
+    let killed = run_when(&d.join("killed"), "no answer was recorded", |text| {
         // Whole lines only: the journal is read while it is written.
-        if let Some(run) = run_dirs(&d.join("killed")).pop() {
-            let text = std::fs::read_to_string(run.join("results.jsonl")).unwrap_or_default();
-            let whole = text.rsplit_once('\n').map_or("", |(w, _)| w);
-            if whole
-                .lines()
-                .filter(|l| !l.starts_with("{\"event\""))
-                .count()
-                >= 3
-            {
-                break run;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
+        let whole = text.rsplit_once('\n').map_or("", |(w, _)| w);
+        whole
+            .lines()
+            .filter(|l| !l.starts_with("{\"event\""))
+            .count()
+            >= 3
+    });
     child.kill().unwrap();
     child.wait().unwrap();
     // (A line the kill tore is cut off by the resume, which says so.)
@@ -728,19 +726,9 @@ fn sigterm_stops_polling_at_once_and_batch_cancel_cancels_what_runs() {
             args.push("--batch-cancel");
         }
         let child = spawn(d, &args, true);
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            assert!(Instant::now() < deadline, "never submitted");
-            let submitted = run_dirs(&d.join(&out)).pop().is_some_and(|run| {
-                std::fs::read_to_string(run.join("results.jsonl"))
-                    .unwrap_or_default()
-                    .contains("\"step\":\"submitted\"")
-            });
-            if submitted {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        run_when(&d.join(&out), "never submitted", |text| {
+            text.contains("\"step\":\"submitted\"")
+        });
         let stopped = Instant::now();
         std::process::Command::new("kill")
             .args(["-TERM", &child.id().to_string()])
@@ -1116,17 +1104,9 @@ fn a_budget_resume_counts_the_batch_it_adopts_and_never_refuses_to_collect_it() 
         ],
         false,
     );
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let killed = loop {
-        assert!(Instant::now() < deadline, "the batch was never submitted");
-        if let Some(run) = run_dirs(&d.join("killed")).pop() {
-            let text = std::fs::read_to_string(run.join("results.jsonl")).unwrap_or_default();
-            if text.contains("\"step\":\"submitted\"") {
-                break run;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
+    let killed = run_when(&d.join("killed"), "the batch was never submitted", |text| {
+        text.contains("\"step\":\"submitted\"")
+    });
     child.kill().unwrap(); // SIGKILL: no handler runs
     child.wait().unwrap();
     let submitting: Vec<Value> = batch_lines(&killed)
