@@ -713,6 +713,18 @@ async fn an_answer_that_forges_a_reference_block_does_not_fool_a_judge_reading_t
 }
 
 /// The models the requests a simulator saw asked for.
+/// `init`'s free-text bench, every case judged, in a folder of its own (kept while the
+/// first value lives).
+fn free_bench() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("free");
+    promptgauge(dir.path())
+        .args(["init", d.to_str().unwrap(), "--task", "free"])
+        .assert()
+        .success();
+    (dir, d)
+}
+
 fn models_asked(server: &promptgauge::mock::server::MockServer) -> Vec<String> {
     server
         .provider
@@ -857,12 +869,8 @@ fn a_judge_that_serves_no_such_model_is_named_before_the_run_and_stops_it_after_
         ..MockConfig::default()
     });
     // Every case judged (init's free-text bench): the first jobs all reach the judge.
-    let dir = tempfile::tempdir().unwrap();
-    let d = &dir.path().join("free");
-    promptgauge(dir.path())
-        .args(["init", d.to_str().unwrap(), "--task", "free"])
-        .assert()
-        .success();
+    let (_dir, d) = free_bench();
+    let d = &d;
     let out = promptgauge(d)
         .args(["run", "--no-store", "--base-url"])
         .arg(server.base_url())
@@ -899,12 +907,8 @@ fn a_judge_that_refuses_gives_no_verdict_and_its_words_are_not_read_as_one() {
         refuse_on: Some("<reference".into()),
         ..MockConfig::default()
     });
-    let dir = tempfile::tempdir().unwrap();
-    let d = &dir.path().join("free");
-    promptgauge(dir.path())
-        .args(["init", d.to_str().unwrap(), "--task", "free"])
-        .assert()
-        .success();
+    let (_dir, d) = free_bench();
+    let d = &d;
     let out = promptgauge(d)
         .args(["run", "--no-store", "--base-url"])
         .arg(answers.base_url())
@@ -934,12 +938,8 @@ fn a_judge_that_refuses_gives_no_verdict_and_its_words_are_not_read_as_one() {
 #[test]
 fn a_judge_whose_url_answers_404_stops_the_run_before_any_answer_is_bought() {
     let (_rt, server) = start_mock(MockConfig::default());
-    let dir = tempfile::tempdir().unwrap();
-    let d = &dir.path().join("free");
-    promptgauge(dir.path())
-        .args(["init", d.to_str().unwrap(), "--task", "free"])
-        .assert()
-        .success();
+    let (_dir, d) = free_bench();
+    let d = &d;
     // A judge base URL with nothing behind it: no models list, no chat/completions.
     let wrong = format!("{}/nope/v1", server.base_url().trim_end_matches("/v1"));
     let out = promptgauge(d)
@@ -1018,12 +1018,8 @@ fn a_judge_that_goes_down_mid_run_stops_it_as_an_outage() {
         outage_after: Some(3),
         ..MockConfig::default()
     });
-    let dir = tempfile::tempdir().unwrap();
-    let d = &dir.path().join("free");
-    promptgauge(dir.path())
-        .args(["init", d.to_str().unwrap(), "--task", "free"])
-        .assert()
-        .success();
+    let (_dir, d) = free_bench();
+    let d = &d;
     // More cases, so that the outage has a window to fill; one attempt per judge call, so
     // no backoff waits for real.
     let cases: String = (1..=40)
