@@ -15,6 +15,7 @@ pub mod error;
 pub mod files;
 pub mod grade;
 pub(crate) mod hash;
+pub mod ids;
 #[cfg(test)]
 mod layering;
 pub mod mock;

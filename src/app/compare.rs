@@ -1,7 +1,6 @@
 //! `compare RUN_A RUN_B`: the same cases on two runs, variant by variant, paired by case.
 //! Also what `--baseline RUN_DIR` checks a run against.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::Context;
@@ -10,7 +9,7 @@ use super::{Exit, Failure};
 use crate::cli::{CompareArgs, UsageError};
 use crate::clock::utc_now;
 use crate::error::BeforeSend;
-use crate::report::compare::{CaseTable, RunComparison, RunSide};
+use crate::report::compare::{CaseSide, RunComparison, RunSide};
 use crate::report::{self, RunResult};
 use crate::runner::RunDir;
 use crate::runner::record::RunRecord;
@@ -74,12 +73,22 @@ pub(super) fn compare_results(
     // A case whose content changed pairs two different questions: it is left out (and
     // named), as in `history`.
     let changed = changed_cases(a.1, b.1);
-    let cases = case_tables(a, b, &changed.iter().cloned().collect());
+    let (arms_a, arms_b) = (a.1.plan.arms(), b.1.plan.arms());
     let mut comparison = RunComparison::build(
         run_side(a),
         run_side(b),
         (&a.2.summary, &b.2.summary),
-        &cases,
+        (
+            CaseSide {
+                table: &a.2.cases,
+                arms: &arms_a,
+            },
+            CaseSide {
+                table: &b.2.cases,
+                arms: &arms_b,
+            },
+        ),
+        &changed.iter().cloned().collect(),
         (&a.1.bench.case_ids, &b.1.bench.case_ids),
         confidence,
     );
@@ -125,40 +134,6 @@ fn run_side((dir, r, _): Side<'_>) -> RunSide {
         simulated: r.endpoint.simulated,
         started_at: r.started_at.clone(),
     }
-}
-
-/// Per shared variant: arm 0 = A's per-case scores, arm 1 = B's.
-fn case_tables(
-    a: Side<'_>,
-    b: Side<'_>,
-    changed: &std::collections::HashSet<String>,
-) -> BTreeMap<String, CaseTable> {
-    let mut cases: BTreeMap<String, CaseTable> = BTreeMap::new();
-    for (arm, (_, record, result)) in [(0, a), (1, b)] {
-        for (v, name) in record.plan.arms().iter().enumerate() {
-            let table = cases
-                .entry(name.clone())
-                .or_insert_with(|| CaseTable::new(2));
-            for (case, (tags, scores)) in &result.cases.cases {
-                if scores[v].graded == 0 {
-                    continue;
-                }
-                // A changed case goes in under a name of its own per run: it counts in each
-                // run's figures, and pairs with nothing.
-                let key = if changed.contains(case) {
-                    format!("{case}\u{1f}{arm}")
-                } else {
-                    case.clone()
-                };
-                table.set(&key, tags, arm, scores[v]);
-                // Grouped cases are tested by group, as in each run's own report.
-                if let Some(g) = result.cases.groups.get(case) {
-                    table.set_group(&key, g);
-                }
-            }
-        }
-    }
-    cases
 }
 
 /// What report.html kept of each run's answers for one variant (at its place in each

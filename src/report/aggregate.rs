@@ -312,15 +312,16 @@ impl Aggregator {
     fn figures(self, tests: Option<&Sequential>) -> RunResult {
         let confidence = self.run.confidence;
         let variants = &self.variants;
-        let cases = self.cases;
-        let answers_total = cases.cases.len();
+        let mut cases = self.cases;
+        cases.shrink_to_fit();
+        let answers_total = cases.len();
         let scored = self.scored;
         let mut summaries: Vec<VariantSummary> = Vec::with_capacity(variants.len());
         let mut latencies = Vec::with_capacity(variants.len());
         for (i, (name, acc)) in variants.iter().zip(self.accs).enumerate() {
             let arm = cases.arm(i);
             let units = cases.arm_by_group(i);
-            let grouped = !cases.groups.is_empty();
+            let grouped = cases.grouped();
             let priced = (self.prices[i].as_ref(), self.judge_price.as_ref());
             let (mut summary, lat) =
                 acc.finish(name, i == 0, &arm, (&units, grouped), confidence, priced);

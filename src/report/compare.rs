@@ -7,10 +7,11 @@
 //! when cases carry `group:`, Holm across the comparisons made together, and the interval
 //! that inverts the same test at the level where it agrees with Holm's verdict.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
+use crate::ids::Ids;
 use crate::stats::cluster::CaseScore;
 use crate::stats::holm::{holm, holm_level};
 use crate::stats::paired::Table;
@@ -842,59 +843,191 @@ pub(crate) fn p_cell(p: Option<f64>) -> String {
 }
 
 /// Per-case scores of several arms, keyed by case id, for pairing.
+///
+/// Compact, since `compare` and `view` hold several of these for runs of 100,000 cases:
+/// the case ids in one [`Ids`] (a case's number is its row), every case's scores in one
+/// flat vector, its tags and group as numbers into the few distinct sets a bench has.
 #[derive(Debug, Default, Clone)]
 pub struct CaseTable {
-    /// case id → (tags, one score per arm)
-    pub cases: BTreeMap<String, (Vec<String>, Vec<CaseScore>)>,
-    pub arms: usize,
-    /// case id → group, for the cases that have one.
-    pub groups: std::collections::HashMap<String, String>,
+    arms: usize,
+    /// Case ids; case r's number is its row.
+    ids: Ids,
+    /// The rows in case id order, made when first read after a case was added.
+    order: std::sync::OnceLock<Vec<u32>>,
+    /// Row r's scores: `scores[r * arms..(r + 1) * arms]`.
+    scores: Vec<CaseScore>,
+    /// Row r's tag set (in `tag_sets`), [`UNSET`] until a graded sample brings it.
+    row_tags: Vec<u32>,
+    /// Row r's group (in `group_names`), or [`UNSET`].
+    row_groups: Vec<u32>,
+    tag_sets: Vec<Vec<String>>,
+    tag_ids: HashMap<Vec<String>, u32>,
+    group_names: Vec<Box<str>>,
+    group_ids: HashMap<Box<str>, u32>,
+}
+
+/// No tag set or group (yet).
+const UNSET: u32 = u32::MAX;
+
+/// Names `s` by a number, the same number each time it is given.
+fn intern<K, Q>(ids: &mut HashMap<K, u32>, names: &mut Vec<K>, s: &Q, own: fn(&Q) -> K) -> u32
+where
+    K: std::borrow::Borrow<Q> + std::hash::Hash + Eq + Clone,
+    Q: std::hash::Hash + Eq + ?Sized,
+{
+    if let Some(&id) = ids.get(s) {
+        return id;
+    }
+    let id = names.len() as u32;
+    let owned = own(s);
+    names.push(owned.clone());
+    ids.insert(owned, id);
+    id
 }
 
 impl CaseTable {
     /// An empty table with `arms` arms (variants, or runs).
     pub fn new(arms: usize) -> Self {
         CaseTable {
-            cases: BTreeMap::new(),
             arms,
-            groups: Default::default(),
+            ..CaseTable::default()
+        }
+    }
+
+    /// `case`'s row, made (with no score) when it has none.
+    fn row(&mut self, case: &str) -> usize {
+        let r = self.ids.intern(case) as usize;
+        if r < self.row_tags.len() {
+            return r;
+        }
+        self.order = std::sync::OnceLock::new();
+        self.scores
+            .extend(std::iter::repeat_n(CaseScore::default(), self.arms));
+        self.row_tags.push(UNSET);
+        self.row_groups.push(UNSET);
+        r
+    }
+
+    /// The row's tags, from the first graded sample that brings any.
+    fn tag_row(&mut self, r: usize, tags: &[String]) {
+        if self.row_tags[r] == UNSET {
+            self.row_tags[r] = intern(
+                &mut self.tag_ids,
+                &mut self.tag_sets,
+                tags,
+                <[String]>::to_vec,
+            );
         }
     }
 
     /// Records one graded sample of `arm` for `case`, with its score.
     pub fn add(&mut self, case: &str, tags: &[String], arm: usize, score: f64) {
-        let arms = self.arms;
-        let entry = self
-            .cases
-            .entry(case.to_string())
-            .or_insert_with(|| (tags.to_vec(), vec![CaseScore::default(); arms]));
-        entry.1[arm].add(score);
+        let r = self.row(case);
+        self.tag_row(r, tags);
+        self.scores[r * self.arms + arm].add(score);
     }
 
-    /// Sets `arm`'s scores for `case` at once (pairing two runs' tables).
-    pub(crate) fn set(&mut self, case: &str, tags: &[String], arm: usize, score: CaseScore) {
-        let arms = self.arms;
-        let entry = self
-            .cases
-            .entry(case.to_string())
-            .or_insert_with(|| (tags.to_vec(), vec![CaseScore::default(); arms]));
-        entry.1[arm] = score;
+    /// Puts `case` in `group` (cases without one are each their own); the first group
+    /// given stays.
+    pub fn set_group(&mut self, case: &str, group: &str) {
+        let r = self.row(case);
+        if self.row_groups[r] == UNSET {
+            self.row_groups[r] = intern(&mut self.group_ids, &mut self.group_names, group, |g| {
+                g.into()
+            });
+        }
+    }
+
+    /// Gives back the room kept for more cases (a table kept after its run is read).
+    pub fn shrink_to_fit(&mut self) {
+        self.ids.shrink_to_fit();
+        self.scores.shrink_to_fit();
+        self.row_tags.shrink_to_fit();
+        self.row_groups.shrink_to_fit();
+    }
+
+    /// How many arms the table has.
+    pub fn arms(&self) -> usize {
+        self.arms
+    }
+
+    /// Whether any case has a group.
+    pub fn grouped(&self) -> bool {
+        !self.group_names.is_empty()
+    }
+
+    /// `case`'s group, if it has one.
+    pub fn group(&self, case: &str) -> Option<&str> {
+        let r = self.ids.get(case)?;
+        self.group_names
+            .get(self.row_groups[r as usize] as usize)
+            .map(|g| &**g)
+    }
+
+    /// Every case with a graded sample, in id order: its id, tags and per-arm scores.
+    pub fn rows(&self) -> impl Iterator<Item = (&str, &[String], &[CaseScore])> + '_ {
+        self.all_rows()
+            .filter(|(_, _, s)| s.iter().any(|s| s.graded > 0))
+    }
+
+    /// Every case, graded or not (a group given alone makes a row), in id order.
+    fn all_rows(&self) -> impl Iterator<Item = (&str, &[String], &[CaseScore])> + '_ {
+        self.in_order().map(|(id, r)| {
+            let tags = self
+                .tag_sets
+                .get(self.row_tags[r] as usize)
+                .map_or(&[][..], Vec::as_slice);
+            (id, tags, &self.scores[r * self.arms..(r + 1) * self.arms])
+        })
+    }
+
+    /// Every case's id and row, in id order.
+    fn in_order(&self) -> impl Iterator<Item = (&str, usize)> + '_ {
+        let order = self.order.get_or_init(|| self.ids.sorted());
+        order.iter().map(|&r| (self.ids.id(r), r as usize))
+    }
+
+    /// Every case in id order: its id, per-arm scores and group.
+    fn entries(&self) -> impl Iterator<Item = (&str, &[CaseScore], Option<&str>)> + '_ {
+        self.in_order().map(|(id, r)| {
+            let group = self
+                .group_names
+                .get(self.row_groups[r] as usize)
+                .map(|g| &**g);
+            (id, &self.scores[r * self.arms..(r + 1) * self.arms], group)
+        })
+    }
+
+    /// How many cases have a graded sample.
+    pub fn len(&self) -> usize {
+        self.rows().count()
+    }
+
+    /// Whether no case has a graded sample.
+    pub fn is_empty(&self) -> bool {
+        self.rows().next().is_none()
+    }
+
+    /// The tags any case carries, sorted, each once.
+    pub fn tags(&self) -> Vec<&String> {
+        let mut tags: Vec<&String> = self.tag_sets.iter().flatten().collect();
+        tags.sort();
+        tags.dedup();
+        tags
+    }
+
+    /// The unit a case is counted in when cases are grouped: `group:G`, or `case:ID`.
+    fn unit(&self, id: &str) -> String {
+        self.group(id)
+            .map_or_else(|| format!("case:{id}"), |g| format!("group:{g}"))
     }
 
     /// One arm's scores over the cases it graded.
     pub(crate) fn arm(&self, arm: usize) -> Vec<CaseScore> {
-        self.cases
-            .values()
-            .map(|(_, s)| s[arm])
+        self.all_rows()
+            .map(|(_, _, s)| s[arm])
             .filter(|s| s.graded > 0)
             .collect()
-    }
-
-    /// Puts `case` in `group` (cases without one are each their own).
-    pub fn set_group(&mut self, case: &str, group: &str) {
-        if !self.groups.contains_key(case) {
-            self.groups.insert(case.to_string(), group.to_string());
-        }
     }
 
     /// Cases graded in both arms, with each one's group when any case has one (a case
@@ -904,20 +1037,14 @@ impl CaseTable {
         arm: usize,
         reference: usize,
     ) -> (Vec<(CaseScore, CaseScore)>, Option<Vec<String>>) {
-        let both = |s: &[CaseScore]| s[arm].graded > 0 && s[reference].graded > 0;
         let pairs = self.pairs(arm, reference);
-        if self.groups.is_empty() {
+        if !self.grouped() {
             return (pairs, None);
         }
         let groups = self
-            .cases
-            .iter()
-            .filter(|(_, (_, s))| both(s))
-            .map(|(id, _)| {
-                self.groups
-                    .get(id)
-                    .map_or_else(|| format!("case:{id}"), |g| format!("group:{g}"))
-            })
+            .paired_ids(arm, reference)
+            .into_iter()
+            .map(|id| self.unit(id))
             .collect();
         (pairs, Some(groups))
     }
@@ -925,20 +1052,16 @@ impl CaseTable {
     /// One arm's scores by group: each group's cases pooled into one unit (cases without a
     /// group are their own). The same as [`CaseTable::arm`] when no case has a group.
     pub(crate) fn arm_by_group(&self, arm: usize) -> Vec<CaseScore> {
-        if self.groups.is_empty() {
+        if !self.grouped() {
             return self.arm(arm);
         }
         let mut by: BTreeMap<String, CaseScore> = BTreeMap::new();
-        for (id, (_, s)) in &self.cases {
+        for (id, _, s) in self.all_rows() {
             let s = s[arm];
             if s.graded == 0 {
                 continue;
             }
-            let key = self
-                .groups
-                .get(id)
-                .map_or_else(|| format!("case:{id}"), |g| format!("group:{g}"));
-            let unit = by.entry(key).or_default();
+            let unit = by.entry(self.unit(id)).or_default();
             unit.score += s.score;
             unit.squares += s.squares;
             unit.graded += s.graded;
@@ -948,38 +1071,27 @@ impl CaseTable {
 
     /// One arm's case means, with each case's group when any case has one.
     pub(crate) fn arm_means(&self, arm: usize) -> (Vec<f64>, Option<Vec<String>>) {
-        let graded = self.cases.iter().filter(|(_, (_, s))| s[arm].graded > 0);
-        let means = graded
-            .clone()
-            .filter_map(|(_, (_, s))| s[arm].mean())
-            .collect();
-        if self.groups.is_empty() {
+        let graded = || self.all_rows().filter(move |(_, _, s)| s[arm].graded > 0);
+        let means = graded().filter_map(|(_, _, s)| s[arm].mean()).collect();
+        if !self.grouped() {
             return (means, None);
         }
-        let groups = graded
-            .map(|(id, _)| {
-                self.groups
-                    .get(id)
-                    .map_or_else(|| format!("case:{id}"), |g| format!("group:{g}"))
-            })
-            .collect();
+        let groups = graded().map(|(id, _, _)| self.unit(id)).collect();
         (means, Some(groups))
     }
 
     /// The ids of the cases graded in both arms, aligned with [`CaseTable::pairs`].
     pub(crate) fn paired_ids(&self, arm: usize, reference: usize) -> Vec<&str> {
-        self.cases
-            .iter()
-            .filter(|(_, (_, s))| s[arm].graded > 0 && s[reference].graded > 0)
-            .map(|(id, _)| id.as_str())
+        self.all_rows()
+            .filter(|(_, _, s)| s[arm].graded > 0 && s[reference].graded > 0)
+            .map(|(id, _, _)| id)
             .collect()
     }
 
     /// Cases graded in both arms.
     pub fn pairs(&self, arm: usize, reference: usize) -> Vec<(CaseScore, CaseScore)> {
-        self.cases
-            .values()
-            .map(|(_, s)| (s[arm], s[reference]))
+        self.all_rows()
+            .map(|(_, _, s)| (s[arm], s[reference]))
             .filter(|(a, r)| a.graded > 0 && r.graded > 0)
             .collect()
     }
@@ -992,6 +1104,96 @@ mod tests {
 
     fn one(correct: bool) -> CaseScore {
         CaseScore::binary(u64::from(correct), 1)
+    }
+
+    /// Two runs' tables walked side by side: only cases both graded pair, a changed case
+    /// pairs with nothing, a case's unit is A's group, else B's, else its own.
+    #[test]
+    fn two_runs_pair_by_case_without_a_third_table() {
+        let (mut a, mut b) = (CaseTable::new(2), CaseTable::new(1));
+        for (case, score) in [("c1", 1.0), ("c2", 0.0), ("c3", 1.0), ("c5", 1.0)] {
+            a.add(case, &[], 1, score);
+        }
+        a.add("c4", &[], 0, 1.0);
+        a.set_group("c2", "ga");
+        for (case, score) in [
+            ("c0", 1.0),
+            ("c2", 1.0),
+            ("c3", 0.0),
+            ("c4", 1.0),
+            ("c5", 0.0),
+        ] {
+            b.add(case, &[], 0, score);
+        }
+        b.set_group("c2", "gb");
+        b.set_group("c3", "gb");
+        let changed = std::collections::HashSet::from(["c5".to_string()]);
+        let (pairs, units) = pair_runs((&a, 1), (&b, 0), &changed);
+        // c2 and c3 pair; c1 and c0 are in one run only, c4 A never graded in arm 1.
+        assert_eq!(
+            pairs,
+            vec![(one(true), one(false)), (one(false), one(true))]
+        );
+        assert_eq!(units.unwrap(), vec!["group:ga", "group:gb"]);
+        let (_, units) = pair_runs((&a, 0), (&CaseTable::new(1), 0), &changed);
+        assert_eq!(units, None);
+    }
+
+    /// The compact table keeps the old map's meaning: a group given alone counts no case,
+    /// the first graded sample's tags and the first group stay, rows come in id order.
+    #[test]
+    fn a_case_table_counts_graded_cases_with_their_first_tags_and_group() {
+        let tags = |t: &[&str]| t.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let mut t = CaseTable::new(2);
+        t.set_group("c3", "g1");
+        assert!(t.is_empty() && t.grouped());
+        t.add("c2", &tags(&["x"]), 0, 1.0);
+        t.add("c2", &tags(&["y"]), 1, 0.0);
+        t.add("c1", &tags(&["x", "z"]), 1, 1.0);
+        t.set_group("c2", "g1");
+        t.set_group("c2", "g2");
+        t.add("c3", &[], 0, 1.0);
+        t.add("c3", &[], 1, 0.5);
+        let rows: Vec<(&str, Vec<String>)> = t.rows().map(|(id, t, _)| (id, t.to_vec())).collect();
+        assert_eq!(
+            rows,
+            vec![
+                ("c1", tags(&["x", "z"])),
+                ("c2", tags(&["x"])),
+                ("c3", vec![])
+            ]
+        );
+        // "y" came after c2 had its tags: no case carries it.
+        assert_eq!(t.len(), 3);
+        assert_eq!(t.tags(), tags(&["x", "z"]).iter().collect::<Vec<_>>());
+        assert_eq!(t.group("c2"), Some("g1"));
+        assert_eq!(t.group("c1"), None);
+        let (pairs, units) = t.paired(1, 0);
+        assert_eq!(
+            pairs,
+            vec![
+                (one(false), one(true)),
+                (
+                    CaseScore {
+                        score: 0.5,
+                        squares: 0.25,
+                        graded: 1
+                    },
+                    one(true)
+                )
+            ]
+        );
+        assert_eq!(
+            units,
+            Some(vec!["group:g1".to_string(), "group:g1".to_string()])
+        );
+        assert_eq!(t.paired_ids(1, 0), vec!["c2", "c3"]);
+        // Arm 0 graded c2 and c3, both in g1: one unit of two samples.
+        assert_eq!(t.arm(0).len(), 2);
+        assert_eq!(t.arm_by_group(0), vec![CaseScore::binary(2, 2)]);
+        let (means, units) = t.arm_means(1);
+        assert_eq!(means, vec![1.0, 0.0, 0.5]);
+        assert_eq!(units.unwrap(), vec!["case:c1", "group:g1", "group:g1"]);
     }
 
     /// A 2×2 table as pairs: both right, only the variant, only the reference, both wrong;
@@ -1303,10 +1505,73 @@ mod tests {
     }
 }
 
+/// One variant in two runs' tables (its arm in A's, its arm in B's), paired by case in id
+/// order: (B, A) for each case both graded, with each one's unit when any case either run
+/// graded has a group (A's group first, as each run's own report counts it). Cases in
+/// `changed` pair with nothing. Walks the two tables side by side: a comparison of two
+/// 100,000-case runs makes no third table.
+pub fn pair_runs(
+    (ta, va): (&CaseTable, usize),
+    (tb, vb): (&CaseTable, usize),
+    changed: &std::collections::HashSet<String>,
+) -> (Vec<(CaseScore, CaseScore)>, Option<Vec<String>>) {
+    fn graded(
+        t: &CaseTable,
+        v: usize,
+    ) -> impl Iterator<Item = (&str, CaseScore, Option<&str>)> + '_ {
+        t.entries()
+            .filter(move |(_, s, _)| s[v].graded > 0)
+            .map(move |(id, s, g)| (id, s[v], g))
+    }
+    let grouped = graded(ta, va).any(|e| e.2.is_some()) || graded(tb, vb).any(|e| e.2.is_some());
+    let (mut a, mut b) = (graded(ta, va).peekable(), graded(tb, vb).peekable());
+    let (mut pairs, mut units) = (Vec::new(), Vec::new());
+    while let (Some(x), Some(y)) = (a.peek(), b.peek()) {
+        match x.0.cmp(y.0) {
+            std::cmp::Ordering::Less => {
+                a.next();
+            }
+            std::cmp::Ordering::Greater => {
+                b.next();
+            }
+            std::cmp::Ordering::Equal => {
+                if !changed.contains(x.0) {
+                    pairs.push((y.1, x.1));
+                    if grouped {
+                        units.push(
+                            x.2.or(y.2)
+                                .map_or_else(|| format!("case:{}", x.0), |g| format!("group:{g}")),
+                        );
+                    }
+                }
+                a.next();
+                b.next();
+            }
+        }
+    }
+    (pairs, grouped.then_some(units))
+}
+
 /// Whether a case of one id is the same question in two runs: its content hashes agree,
 /// or a run does not know its hash (runs from before hashes were kept pair as before).
 pub fn same_case(a: Option<u64>, b: Option<u64>) -> bool {
     !matches!((a, b), (Some(x), Some(y)) if x != y)
+}
+
+/// One run's per-case scores, as a comparison of two runs reads them: its table, and the
+/// name of each of the table's arms.
+#[derive(Clone, Copy)]
+pub struct CaseSide<'a> {
+    pub table: &'a CaseTable,
+    pub arms: &'a [String],
+}
+
+impl<'a> CaseSide<'a> {
+    /// The table and the arm of `variant` in it.
+    fn arm(&self, variant: &str) -> Option<(&'a CaseTable, usize)> {
+        let i = self.arms.iter().position(|a| a == variant)?;
+        Some((self.table, i))
+    }
 }
 
 /// Two runs over the same cases, variant by variant (`promptgauge compare`).
@@ -1373,12 +1638,14 @@ pub struct Flip {
 
 impl RunComparison {
     /// Pairs the per-variant summaries of two runs and compares B with A case by case.
-    /// `cases` holds, per shared variant, the per-case scores with arm 0 = A, arm 1 = B.
+    /// `cases` are the two runs' per-case scores, `changed` the cases whose content
+    /// differs between them.
     pub fn build(
         run_a: RunSide,
         run_b: RunSide,
         summaries: (&super::Summary, &super::Summary),
-        cases: &BTreeMap<String, CaseTable>,
+        cases: (CaseSide<'_>, CaseSide<'_>),
+        changed: &std::collections::HashSet<String>,
         planned: (&[String], &[String]),
         confidence: f64,
     ) -> RunComparison {
@@ -1391,10 +1658,11 @@ impl RunComparison {
             let Some(vb) = sb.variants.iter().find(|v| v.name == va.name) else {
                 continue;
             };
-            let (pairs, groups) = cases
-                .get(&va.name)
-                .map(|t| t.paired(1, 0))
-                .unwrap_or_default();
+            let arms = (cases.0.arm(&va.name), cases.1.arm(&va.name));
+            let (pairs, groups) = match arms {
+                (Some(a), Some(b)) => pair_runs(a, b, changed),
+                _ => Default::default(),
+            };
             let scored = va.mean_score.is_some() || vb.mean_score.is_some();
             let mut c = compare(
                 &format!("{} in B", va.name),
@@ -1413,10 +1681,11 @@ impl RunComparison {
             // recomputed at the comparison's confidence when the run used another.
             let at_level = |v: &super::summary::VariantSummary, own: f64, arm: usize| {
                 let mut v = v.clone();
+                let side = [arms.0, arms.1][arm];
                 if (own - confidence).abs() > 1e-12
-                    && let Some(table) = cases.get(&v.name)
+                    && let Some((table, i)) = side
                 {
-                    let scores = table.arm(arm);
+                    let scores = table.arm(i);
                     if v.mean_score.is_some() {
                         let means: Vec<f64> = scores.iter().filter_map(CaseScore::mean).collect();
                         let m = crate::stats::scores::mean_score(&means, confidence);

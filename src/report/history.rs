@@ -8,10 +8,11 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::compare::{CaseTable, Comparison, Paired, Verdict, compare, decide_with};
+use super::compare::{Comparison, Paired, Verdict, compare, decide_with};
 use super::html::{colour, esc, page};
 use super::rows::{RunRow, ScoreRow, VariantRow};
 use super::{interval, pct, usd};
+use crate::stats::cluster::CaseScore;
 
 /// The JSON schema name of `history --json`.
 pub const SCHEMA: &str = "promptgauge.history/1";
@@ -83,22 +84,112 @@ impl Step {
     }
 }
 
-/// One run's graded jobs, indexed for pairing.
-struct Scores<'a> {
-    /// Each case's content hash.
-    hashes: HashMap<&'a str, Option<u64>>,
-    by_variant: HashMap<&'a str, Vec<&'a ScoreRow>>,
+/// One run's graded jobs, compact and sorted by case, for pairing with the runs beside it
+/// in the history: what a 100,000-case run keeps is a few dozen bytes a case.
+pub struct RunScores {
+    variants: Vec<String>,
+    /// Each case: its id, content hash and group (in `groups`, or [`NO_GROUP`]); sorted by
+    /// id once every row is in.
+    cases: Vec<(Box<str>, Option<u64>, u32)>,
+    groups: Vec<Box<str>>,
+    group_ids: HashMap<Box<str>, u32>,
+    /// Case-major: case c's score for variant v at `c * variants.len() + v`.
+    scores: Vec<CaseScore>,
+    sorted: bool,
 }
 
-impl<'a> Scores<'a> {
-    fn of(rows: &'a [ScoreRow]) -> Scores<'a> {
-        let mut hashes = HashMap::new();
-        let mut by_variant: HashMap<&str, Vec<&ScoreRow>> = HashMap::new();
-        for r in rows {
-            hashes.insert(r.case_id.as_str(), r.case_hash);
-            by_variant.entry(r.variant.as_str()).or_default().push(r);
+/// A case in no group.
+const NO_GROUP: u32 = u32::MAX;
+
+impl RunScores {
+    /// No job yet of a run with these variants (rows of other variants are not kept).
+    pub fn new(variants: &[VariantRow]) -> RunScores {
+        RunScores {
+            variants: variants.iter().map(|v| v.variant.clone()).collect(),
+            cases: Vec::new(),
+            groups: Vec::new(),
+            group_ids: HashMap::new(),
+            scores: Vec::new(),
+            sorted: true,
         }
-        Scores { hashes, by_variant }
+    }
+
+    /// Adds one job row. Rows of a case one after another (as the store gives them) cost
+    /// one entry; any order is right.
+    pub fn add(&mut self, row: ScoreRow) {
+        let Some(v) = self.variants.iter().position(|n| *n == row.variant) else {
+            return;
+        };
+        let n = self.variants.len();
+        let c = match self.cases.last() {
+            Some((id, _, _)) if **id == *row.case_id => self.cases.len() - 1,
+            last => {
+                if last.is_some_and(|(id, _, _)| **id > *row.case_id) {
+                    self.sorted = false;
+                }
+                self.cases
+                    .push((row.case_id.into(), row.case_hash, NO_GROUP));
+                self.scores
+                    .extend(std::iter::repeat_n(CaseScore::default(), n));
+                self.cases.len() - 1
+            }
+        };
+        if let Some(g) = row.group
+            && self.cases[c].2 == NO_GROUP
+        {
+            let next = self.groups.len() as u32;
+            let at = *self.group_ids.entry(g.as_str().into()).or_insert(next);
+            if at == next {
+                self.groups.push(g.into());
+            }
+            self.cases[c].2 = at;
+        }
+        if let Some(score) = row.score {
+            self.scores[c * n + v].add(score);
+        }
+    }
+
+    /// Sorted by case id, each case once (rows given out of order are merged).
+    fn finish(&mut self) {
+        if self.sorted {
+            return;
+        }
+        let n = self.variants.len();
+        let mut order: Vec<usize> = (0..self.cases.len()).collect();
+        order.sort_by(|&x, &y| self.cases[x].0.cmp(&self.cases[y].0));
+        let mut cases: Vec<(Box<str>, Option<u64>, u32)> = Vec::with_capacity(order.len());
+        let mut scores: Vec<CaseScore> = Vec::with_capacity(self.scores.len());
+        for i in order {
+            let (id, hash, group) = std::mem::take(&mut self.cases[i]);
+            let row = &self.scores[i * n..(i + 1) * n];
+            match cases.last_mut() {
+                Some(last) if last.0 == id => {
+                    let at = scores.len() - n;
+                    for (pooled, s) in scores[at..].iter_mut().zip(row) {
+                        pooled.score += s.score;
+                        pooled.squares += s.squares;
+                        pooled.graded += s.graded;
+                    }
+                    if last.2 == NO_GROUP {
+                        last.2 = group;
+                    }
+                }
+                _ => {
+                    cases.push((id, hash, group));
+                    scores.extend_from_slice(row);
+                }
+            }
+        }
+        (self.cases, self.scores, self.sorted) = (cases, scores, true);
+    }
+
+    fn variant(&self, name: &str) -> Option<usize> {
+        self.variants.iter().position(|n| n == name)
+    }
+
+    /// `case`'s group name.
+    fn group(&self, group: u32) -> Option<&str> {
+        self.groups.get(group as usize).map(|g| &**g)
     }
 }
 
@@ -110,7 +201,7 @@ pub struct Builder {
     names: Vec<String>,
     runs: Vec<HistoryRun>,
     /// Per confidence level and line: the last complete run's position and its job rows.
-    previous: HashMap<(u64, Option<String>), (usize, Vec<ScoreRow>)>,
+    previous: HashMap<(u64, Option<String>), (usize, RunScores)>,
 }
 
 /// Branches whose runs make the main line; a run without a branch (no git) is on it too.
@@ -138,7 +229,8 @@ impl Builder {
     }
 
     /// Adds the next run (later than every run added), its variants and its job rows.
-    pub fn push(&mut self, run: RunRow, rows: Vec<VariantRow>, jobs: Vec<ScoreRow>) {
+    pub fn push(&mut self, run: RunRow, rows: Vec<VariantRow>, mut jobs: RunScores) {
+        jobs.finish();
         for v in &rows {
             if !self.names.contains(&v.variant) {
                 self.names.push(v.variant.clone());
@@ -157,14 +249,14 @@ impl Builder {
             })
             .filter(|_| run.complete);
         let mut steps: Vec<Option<(Comparison, usize)>> = vec![None; rows.len()];
-        if let Some((p, before_jobs)) = prev {
-            let (before, after) = (Scores::of(before_jobs), Scores::of(&jobs));
+        if let Some((p, before)) = prev {
+            let after = &jobs;
             let earlier = &self.runs[*p].variants;
             for (slot, v) in steps.iter_mut().zip(&rows) {
                 let Some(b) = earlier.iter().find(|b| b.result.variant == v.variant) else {
                     continue;
                 };
-                *slot = Some(step(&before, &after, &b.result, v, run.confidence));
+                *slot = Some(step(before, after, &b.result, v, run.confidence));
             }
             // Holm across the variants of the step.
             let mut made: Vec<Comparison> = steps.iter().flatten().map(|s| s.0.clone()).collect();
@@ -206,53 +298,52 @@ impl Builder {
 
 /// One variant's change from `before` to `after`, paired by unchanged case.
 fn step(
-    before: &Scores<'_>,
-    after: &Scores<'_>,
+    before: &RunScores,
+    after: &RunScores,
     a: &VariantRow,
     b: &VariantRow,
     confidence: f64,
 ) -> (Comparison, usize) {
-    // The cases both runs graded, paired only where they are the same question.
-    let same = |case: &str| match (before.hashes.get(case), after.hashes.get(case)) {
-        (Some(x), Some(y)) => super::compare::same_case(*x, *y),
-        _ => false,
-    };
-    let changed = after
-        .hashes
-        .iter()
-        .filter(|(case, h)| {
-            before
-                .hashes
-                .get(*case)
-                .is_some_and(|x| !super::compare::same_case(*x, **h))
-        })
-        .count();
-    let mut table = CaseTable::new(2);
-    for (arm, side) in [(0, before), (1, after)] {
-        for r in side
-            .by_variant
-            .get(a.variant.as_str())
-            .into_iter()
-            .flatten()
-        {
-            if !same(&r.case_id) {
-                continue;
-            }
-            if let Some(g) = &r.group {
-                table.set_group(&r.case_id, g);
-            }
-            if let Some(s) = r.score {
-                table.add(&r.case_id, &[], arm, s);
+    // The cases both runs have, walked in id order; paired only where they are the same
+    // question and both runs graded the variant.
+    let (va, vb) = (before.variant(&a.variant), after.variant(&a.variant));
+    let (na, nb) = (before.variants.len(), after.variants.len());
+    let mut pairs = Vec::new();
+    let mut units = Vec::new();
+    let mut grouped = false;
+    let mut changed = 0;
+    let (mut i, mut j) = (0, 0);
+    while i < before.cases.len() && j < after.cases.len() {
+        let (x, y) = (&before.cases[i], &after.cases[j]);
+        match x.0.cmp(&y.0) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                if !super::compare::same_case(x.1, y.1) {
+                    changed += 1;
+                } else if let (Some(va), Some(vb)) = (va, vb) {
+                    // The first run's group, else the second's.
+                    let group = before.group(x.2).or_else(|| after.group(y.2));
+                    grouped |= group.is_some();
+                    let (s, t) = (before.scores[i * na + va], after.scores[j * nb + vb]);
+                    if s.graded > 0 && t.graded > 0 {
+                        pairs.push((t, s));
+                        units.push(
+                            group.map_or_else(|| format!("case:{}", x.0), |g| format!("group:{g}")),
+                        );
+                    }
+                }
+                i += 1;
+                j += 1;
             }
         }
     }
-    let (pairs, groups) = table.paired(1, 0);
     let mut c = compare(
         &format!("{} now", b.variant),
         &format!("{} before", a.variant),
         Paired {
             pairs: &pairs,
-            groups: groups.as_deref(),
+            groups: grouped.then_some(units.as_slice()),
             scored: a.mean_score.is_some() || b.mean_score.is_some(),
         },
         confidence,
@@ -691,4 +782,65 @@ fn time_chart(
     }
     svg.push_str("</svg>");
     svg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(case: &str, variant: &str, score: Option<f64>, group: Option<&str>) -> ScoreRow {
+        ScoreRow {
+            case_id: case.into(),
+            variant: variant.into(),
+            case_hash: Some(case.len() as u64),
+            group: group.map(String::from),
+            score,
+            latency_ms: None,
+        }
+    }
+
+    fn scores(rows: impl IntoIterator<Item = ScoreRow>) -> RunScores {
+        let mut s = RunScores {
+            variants: vec!["a".into(), "b".into()],
+            cases: Vec::new(),
+            groups: Vec::new(),
+            group_ids: HashMap::new(),
+            scores: Vec::new(),
+            sorted: true,
+        };
+        rows.into_iter().for_each(|r| s.add(r));
+        s.finish();
+        s
+    }
+
+    /// The store gives a run's rows by case; a caller may not. Either way each case is one
+    /// entry, in id order, its repeats pooled, rows of other variants left out.
+    #[test]
+    fn job_rows_in_any_order_make_the_same_run_scores() {
+        let rows = vec![
+            row("c1", "a", Some(1.0), None),
+            row("c1", "a", Some(0.0), None),
+            row("c1", "b", Some(1.0), None),
+            row("c1", "other", Some(1.0), None),
+            row("c2", "a", None, None),
+            row("c3", "b", Some(1.0), Some("g")),
+            row("c10", "a", Some(0.0), Some("h")),
+        ];
+        let ordered = scores({
+            let mut r = rows.clone();
+            r.sort_by(|x, y| x.case_id.cmp(&y.case_id));
+            r
+        });
+        let shuffled = scores(rows.into_iter().rev());
+        for s in [&ordered, &shuffled] {
+            let ids: Vec<&str> = s.cases.iter().map(|c| &*c.0).collect();
+            assert_eq!(ids, vec!["c1", "c10", "c2", "c3"]);
+            let groups: Vec<Option<&str>> = s.cases.iter().map(|c| s.group(c.2)).collect();
+            assert_eq!(groups, vec![None, Some("h"), None, Some("g")]);
+            assert_eq!(s.scores[0], CaseScore::binary(1, 2));
+            assert_eq!(s.scores[1], CaseScore::binary(1, 1));
+            assert_eq!(s.scores[4].graded, 0);
+        }
+        assert_eq!(ordered.scores, shuffled.scores);
+    }
 }

@@ -663,17 +663,13 @@ pub(crate) fn slices(
     confidence: f64,
     scored: bool,
 ) -> Vec<Slice> {
-    let mut tags: Vec<&String> = cases.cases.values().flat_map(|(t, _)| t).collect();
-    tags.sort();
-    tags.dedup();
     let mut out = Vec::new();
-    for tag in tags {
+    for tag in cases.tags() {
         for (i, variant) in variants.iter().enumerate() {
             let scores: Vec<CaseScore> = cases
-                .cases
-                .values()
-                .filter(|(t, _)| t.contains(tag))
-                .map(|(_, s)| s[i])
+                .rows()
+                .filter(|(_, t, _)| t.contains(tag))
+                .map(|(_, _, s)| s[i])
                 .filter(|s| s.graded > 0)
                 .collect();
             let n: u64 = scores.iter().map(|s| s.graded).sum();

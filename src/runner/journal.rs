@@ -1,7 +1,6 @@
 //! The journal: one JSON line per finished job, appended and flushed as each finishes, so a
 //! killed run loses nothing that had finished.
 
-use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -444,8 +443,11 @@ impl JobRecord {
 /// in for a job that never ran.
 #[derive(Debug, Clone)]
 pub struct PlanKeys {
-    /// Case id → position in the bench (after `--limit`).
-    cases: HashMap<String, usize>,
+    /// The case ids, and each one's position in the bench (after `--limit`) by its number
+    /// (a repeated id: its last position). Compact: a 100,000-case plan is read by each
+    /// page `view` makes of a run.
+    cases: crate::ids::Ids,
+    positions: Vec<u32>,
     variants: Vec<String>,
     repeats: u32,
     shard: Option<crate::suite::Shard>,
@@ -465,12 +467,19 @@ impl PlanKeys {
             shard.is_none_or(|s| i as u64 % u64::from(s.count) == u64::from(s.index - 1))
         };
         let planned_cases = (0..case_ids.len()).filter(|&i| holds(i)).count();
+        let mut cases = crate::ids::Ids::with_capacity(case_ids.len());
+        let mut positions = Vec::with_capacity(case_ids.len());
+        for (i, id) in case_ids.iter().enumerate() {
+            let n = cases.intern(id) as usize;
+            if n == positions.len() {
+                positions.push(i as u32);
+            } else {
+                positions[n] = i as u32;
+            }
+        }
         PlanKeys {
-            cases: case_ids
-                .iter()
-                .enumerate()
-                .map(|(i, id)| (id.clone(), i))
-                .collect(),
+            cases,
+            positions,
             variants: variants.to_vec(),
             repeats,
             shard,
@@ -485,7 +494,7 @@ impl PlanKeys {
 
     /// A job's slot in the plan, `None` when the plan does not hold it.
     pub(crate) fn slot(&self, case_id: &str, arm: &str, repeat: u32) -> Option<usize> {
-        let &case = self.cases.get(case_id)?;
+        let case = self.positions[self.cases.get(case_id)? as usize] as usize;
         if let Some(s) = self.shard
             && case as u64 % u64::from(s.count) != u64::from(s.index - 1)
         {

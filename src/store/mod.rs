@@ -654,6 +654,17 @@ impl Store {
     /// Read row by row, never as the driver's rows all at once: a 200,000-job run's rows
     /// held together took 90 MB for a moment in every `history` and compare.
     pub async fn jobs(&self, run_id: &str) -> Result<Vec<ScoreRow>, StoreError> {
+        let mut out = Vec::new();
+        self.jobs_each(run_id, |row| out.push(row)).await?;
+        Ok(out)
+    }
+
+    /// A run's job rows one at a time, in the order of [`Store::jobs`], none kept.
+    pub async fn jobs_each(
+        &self,
+        run_id: &str,
+        mut each: impl FnMut(ScoreRow),
+    ) -> Result<(), StoreError> {
         use futures_util::TryStreamExt;
         let query = sqlx::query(
             "SELECT case_id, variant, case_hash, case_group, score, latency_ms \
@@ -662,13 +673,12 @@ impl Store {
         .bind(run_id);
         let mut conn = self.conn.lock().await;
         let mut rows = query.fetch(&mut *conn);
-        let mut out = Vec::new();
         while let Some(row) = rows
             .try_next()
             .await
             .doing(|| format!("cannot read the store {}", self.shown))?
         {
-            out.push(ScoreRow {
+            each(ScoreRow {
                 case_id: row.try_get(0)?,
                 variant: row.try_get(1)?,
                 case_hash: row.try_get::<Option<i64>, _>(2)?.map(|h| h as u64),
@@ -677,7 +687,7 @@ impl Store {
                 latency_ms: row.try_get(5)?,
             });
         }
-        Ok(out)
+        Ok(())
     }
 
     /// A run's run.json and summary.json as recorded (run.json without its case ids and

@@ -50,14 +50,18 @@ pub(super) struct Wanted {
 pub(super) struct RunIndex {
     /// The journal as it was when read: a change makes a new index.
     pub(super) stamp: Stamp,
-    cases: Vec<String>,
+    /// The case ids (compact: the viewer keeps a 100,000-case run indexed).
+    cases: crate::ids::Ids,
     variants: Vec<String>,
     endpoints: Vec<String>,
     tag_sets: Vec<Vec<String>>,
     entries: Vec<Entry>,
-    /// Plan position → entry.
-    by_job: HashMap<u32, usize>,
+    /// Plan position → entry ([`NO_ENTRY`]: no record).
+    by_job: Vec<u32>,
 }
+
+/// A plan position without a record.
+const NO_ENTRY: u32 = u32::MAX;
 
 /// A journal's length and time of change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,18 +101,17 @@ impl RunIndex {
         let stamp = Stamp::of(journal);
         let mut index = RunIndex {
             stamp,
-            cases: Vec::new(),
+            cases: crate::ids::Ids::new(),
             variants: Vec::new(),
             endpoints: vec![String::new()],
             tag_sets: Vec::new(),
             entries: Vec::new(),
-            by_job: HashMap::new(),
+            by_job: Vec::new(),
         };
         if !journal.exists() {
             return Ok(index);
         }
-        let (mut cases, mut variants, mut endpoints, mut tag_sets) = (
-            HashMap::new(),
+        let (mut variants, mut endpoints, mut tag_sets) = (
             HashMap::new(),
             HashMap::from([(String::new(), 0)]),
             HashMap::new(),
@@ -120,7 +123,7 @@ impl RunIndex {
             let entry = Entry {
                 place,
                 job: r.job as u32,
-                case: intern(&mut index.cases, &mut cases, &r.case_id) as u32,
+                case: index.cases.intern(&r.case_id),
                 variant: intern(&mut index.variants, &mut variants, &r.variant) as u16,
                 endpoint: intern(
                     &mut index.endpoints,
@@ -134,10 +137,17 @@ impl RunIndex {
                 disagreeing: false,
                 judged: !r.judge.is_empty() && r.score.is_some(),
             };
-            index.by_job.insert(entry.job, index.entries.len());
+            let at = entry.job as usize;
+            if index.by_job.len() <= at {
+                index.by_job.resize(at + 1, NO_ENTRY);
+            }
+            index.by_job[at] = index.entries.len() as u32;
             index.entries.push(entry);
         })?;
         index.mark_disagreements();
+        // Kept while the journal stays as it was: no room to grow.
+        index.entries.shrink_to_fit();
+        index.cases.shrink_to_fit();
         Ok(index)
     }
 
@@ -235,7 +245,7 @@ impl RunIndex {
             let Some(r) = read(file.as_ref(), e.place)? else {
                 continue;
             };
-            let case = self.cases[e.case as usize].to_lowercase();
+            let case = self.cases.id(e.case).to_lowercase();
             let output = r.output.to_lowercase();
             if words
                 .iter()
@@ -268,11 +278,11 @@ impl RunIndex {
 
     /// The record of the job at plan position `job`.
     pub(super) fn job(&self, journal: &Path, job: u32) -> std::io::Result<Option<JobRecord>> {
-        let Some(&i) = self.by_job.get(&job) else {
+        let Some(&i) = self.by_job.get(job as usize).filter(|&&i| i != NO_ENTRY) else {
             return Ok(None);
         };
         let file = File::open(journal)?;
-        read(Some(&file), self.entries[i].place)
+        read(Some(&file), self.entries[i as usize].place)
     }
 }
 

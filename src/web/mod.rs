@@ -230,6 +230,7 @@ pub async fn listen(config: ViewConfig, store: Store) -> Result<Listening, ViewE
     if config.public && config.tls.is_none() && !config.insecure_http {
         return Err(ViewError::PlainPublic);
     }
+    map_large_blocks();
     let tls = config.tls.as_ref().map(tls_acceptor).transpose()?;
     let listener = tokio::net::TcpListener::bind(config.bind)
         .await
@@ -280,6 +281,19 @@ pub async fn listen(config: ViewConfig, store: Store) -> Result<Listening, ViewE
         address,
         url,
     })
+}
+
+/// Blocks of 256 KiB and more (a 200,000-job run's score vectors) are mapped each on its own
+/// and unmapped when freed. glibc otherwise raises this threshold after the first such free,
+/// so later large blocks land in the heap among small ones that outlive them and pin their
+/// pages: after a compare and a history the server held 60 MB where it now holds 31
+/// (docs/performance.md, "p").
+fn map_large_blocks() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt sets one of the allocator's parameters; any value is valid for it.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
+    }
 }
 
 /// After a page is made, the memory its making freed goes back to the system: glibc keeps
