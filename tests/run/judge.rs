@@ -551,8 +551,20 @@ fn judge_replies_are_cached_with_the_answers() {
         assert_eq!(r["cached"], true, "the answer came from the cache");
         assert_eq!(r["judge"][0]["cached"], true, "and so did the verdict: {r}");
     }
-    let first = std::fs::read_to_string(runs[0].join("summary.json")).unwrap();
-    assert!(first.contains("\"judge_calls\": 5"), "{first}");
+    // The first run paid for each verdict it did not find in the cache. Two variants that
+    // give one case the same answer ask the judge the same question: whichever finishes
+    // first pays and the other may find its verdict, so which variant pays is timing; what
+    // was paid is not.
+    let first: Summary =
+        serde_json::from_str(&std::fs::read_to_string(runs[0].join("summary.json")).unwrap())
+            .unwrap();
+    let paid = journal(&runs[0])
+        .iter()
+        .filter(|r| r.get("judge").is_some() && r["judge"][0]["cached"] != true)
+        .count();
+    let calls: u64 = first.variants.iter().map(|v| v.judge_calls).sum();
+    assert!((5..=10).contains(&paid), "{paid} verdicts paid for");
+    assert_eq!(calls, paid as u64, "judge calls counted as paid");
     // The second run asked the judge nothing: no calls, and nothing spent on it.
     let again: Summary =
         serde_json::from_str(&std::fs::read_to_string(runs[1].join("summary.json")).unwrap())
