@@ -190,6 +190,7 @@ impl Judge {
             model: &self.model,
             key: self.api_key.as_ref(),
             key_env: &self.api_key_env,
+            headers: &self.headers,
             role: Some("the judge"),
             model_flag: "--judge-model",
         }

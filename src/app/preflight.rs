@@ -53,17 +53,46 @@ async fn bounded_body(mut response: reqwest::Response) -> Result<Option<Vec<u8>>
     Ok(Some(body))
 }
 
+/// The key's headers, then the endpoint's own (`headers:`), as every job sends them: a
+/// gateway that wants one of its own for the model list too must not refuse the preflight.
+fn credentials(
+    mut request: reqwest::RequestBuilder,
+    protocol: &dyn Protocol,
+    key: Option<&ApiKey>,
+    headers: &[(String, String, bool)],
+) -> reqwest::RequestBuilder {
+    for (name, value) in protocol.key_headers(key) {
+        request = request.header(name, value);
+    }
+    for (name, value, _) in headers {
+        request = request.header(name.as_str(), value.as_str());
+    }
+    request
+}
+
+/// Redirects are followed within the origin only: the key and the endpoint's headers are
+/// never sent to another (reqwest drops `Authorization` there, not `x-api-key` nor a
+/// header of the endpoint's own). A redirect elsewhere ends the look; the jobs then tell.
+fn same_origin_only() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let first = attempt.previous().first().map(|u| u.origin());
+        if attempt.previous().len() > 5 || first.is_some_and(|o| o != attempt.url().origin()) {
+            attempt.stop()
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
 async fn ask(
     client: &reqwest::Client,
     protocol: &dyn Protocol,
     url: &str,
-    key: Option<&ApiKey>,
+    (key, headers): (Option<&ApiKey>, &[(String, String, bool)]),
     wait: Duration,
 ) -> Answer {
-    let mut request = client.get(url).header("accept", "application/json");
-    for (name, value) in protocol.key_headers(key) {
-        request = request.header(name, value);
-    }
+    let request = client.get(url).header("accept", "application/json");
+    let request = credentials(request, protocol, key, headers);
     let deadline = tokio::time::Instant::now() + wait;
     let response = match tokio::time::timeout_at(deadline, request.send()).await {
         Err(_) => {
@@ -117,17 +146,15 @@ async fn knock(
     protocol: &dyn Protocol,
     url: &str,
     model: &str,
-    key: Option<&ApiKey>,
+    (key, headers): (Option<&ApiKey>, &[(String, String, bool)]),
     wait: Duration,
 ) -> Option<u16> {
-    let mut request = client
+    let request = client
         .post(url)
         .header("content-type", "application/json")
         .header("accept", "application/json")
         .body(serde_json::json!({ "model": model }).to_string());
-    for (name, value) in protocol.key_headers(key) {
-        request = request.header(name, value);
-    }
+    let request = credentials(request, protocol, key, headers);
     match tokio::time::timeout(wait, request.send()).await {
         Ok(Ok(r)) => Some(r.status().as_u16()),
         _ => None,
@@ -156,6 +183,8 @@ pub(crate) struct Target<'a> {
     pub model: &'a str,
     pub key: Option<&'a ApiKey>,
     pub key_env: &'a str,
+    /// Its own request headers (`headers:`), variables read.
+    pub headers: &'a [(String, String, bool)],
     /// How messages name it when it is not the run's endpoint (`the judge`).
     pub role: Option<&'a str>,
     /// The flag that sets its model (`--model`, `--judge-model`).
@@ -205,6 +234,7 @@ pub(crate) fn looks<'a>(
                 model: &e.model,
                 key: e.api_key.as_ref(),
                 key_env: &e.api_key_env,
+                headers: &e.headers,
                 role,
                 model_flag: if role.is_some() {
                     "its `model:` (or model= in --endpoint NAME=URL,model=M)"
@@ -262,6 +292,7 @@ async fn probe(target: &Target<'_>, connect_timeout: Duration, wait: Duration) -
         model,
         key,
         key_env,
+        headers,
         model_flag,
         ..
     } = *target;
@@ -269,6 +300,7 @@ async fn probe(target: &Target<'_>, connect_timeout: Duration, wait: Duration) -
     let wait = wait.min(MAX_WAIT);
     let client = match reqwest::Client::builder()
         .connect_timeout(connect_timeout.min(wait))
+        .redirect(same_origin_only())
         .build()
     {
         Ok(c) => c,
@@ -285,7 +317,7 @@ async fn probe(target: &Target<'_>, connect_timeout: Duration, wait: Duration) -
     };
     let answers = futures_util::future::join_all(
         urls.iter()
-            .map(|u| ask(&client, protocol.as_ref(), u, key, wait)),
+            .map(|u| ask(&client, protocol.as_ref(), u, (key, headers), wait)),
     )
     .await;
     let dead = answers
@@ -343,7 +375,7 @@ async fn probe(target: &Target<'_>, connect_timeout: Duration, wait: Duration) -
                 // whether there is anything there, with a body no server bills for (the
                 // model named, for gateways that route by it).
                 let url = protocol.url(base);
-                match knock(&client, protocol.as_ref(), &url, model, key, wait).await {
+                match knock(&client, protocol.as_ref(), &url, model, (key, headers), wait).await {
                     Some(404) => {
                         let hint = if base.trim_end_matches('/').ends_with("/v1") {
                             "is the base URL (or the model) right?"

@@ -1339,3 +1339,188 @@ fn a_refusal_counts_alike_on_every_protocol_as_an_answer_that_failed() {
         "{stdout}"
     );
 }
+
+/// What a scripted server saw: each request's first line and headers (names lowercased).
+type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<(String, String)>)>>>;
+
+/// A plain HTTP server on a free port answering each request from its first line with
+/// `reply`, and keeping what it saw.
+fn scripted(
+    reply: impl Fn(&str, &[(String, String)]) -> String + Send + Sync + 'static,
+) -> (String, Seen) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    let seen: Seen = Default::default();
+    let (log, reply) = (seen.clone(), std::sync::Arc::new(reply));
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let (log, reply) = (log.clone(), reply.clone());
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut first = String::new();
+                let _ = reader.read_line(&mut first);
+                let (mut headers, mut length) = (Vec::new(), 0usize);
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some((k, v)) = line.trim_end().split_once(':') {
+                        let k = k.trim().to_ascii_lowercase();
+                        if k == "content-length" {
+                            length = v.trim().parse().unwrap_or(0);
+                        }
+                        headers.push((k, v.trim().to_string()));
+                    }
+                }
+                let _ = reader.read_exact(&mut vec![0; length]);
+                let answer = reply(first.trim_end(), &headers);
+                log.lock()
+                    .unwrap()
+                    .push((first.trim_end().to_string(), headers));
+                let _ = stream.write_all(answer.as_bytes());
+            });
+        }
+    });
+    (origin, seen)
+}
+
+fn reply(status: &str, extra: &str, content_type: &str, body: &str) -> String {
+    format!(
+        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n{extra}connection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+const GATEWAY: &str = r#"endpoints:
+  - name: gw
+    base_url: "@URL@"
+    model: m
+    api_key_env: GW_KEY
+    protocol: anthropic-messages
+    headers: { X-Team-Token: "${TEAM_TOKEN}" }
+"#;
+
+fn gateway_run(url: &str) -> std::process::Output {
+    let bench = arithmetic_bench(2, 1, &GATEWAY.replace("@URL@", url));
+    promptgauge(bench.path())
+        .args(["run", "bench.yaml", "--no-store", "--quiet"])
+        .env("GW_KEY", "sk-gateway-key-1")
+        .env("TEAM_TOKEN", "team-token-value-1234")
+        .output()
+        .unwrap()
+}
+
+/// A gateway that wants its own header on the model list too: the preflight sends the
+/// endpoint's `headers:` with the key, as every job does, and is not refused.
+#[test]
+fn the_preflight_sends_the_endpoints_own_headers() {
+    let (origin, seen) = scripted(|first, headers| {
+        let has = |k: &str, v: &str| headers.iter().any(|(n, x)| n == k && x == v);
+        if !first.starts_with("GET") {
+            return answer_messages();
+        }
+        if has("x-team-token", "team-token-value-1234") && has("x-api-key", "sk-gateway-key-1") {
+            reply(
+                "200 OK",
+                "",
+                "application/json",
+                r#"{"data": [{"id": "m"}]}"#,
+            )
+        } else {
+            reply(
+                "401 Unauthorized",
+                "",
+                "application/json",
+                r#"{"error": {"message": "no team token"}}"#,
+            )
+        }
+    });
+    let out = gateway_run(&format!("{origin}/v1"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let seen = seen.lock().unwrap().clone();
+    let gets: Vec<_> = seen
+        .iter()
+        .filter(|(f, _)| f.starts_with("GET /v1/models"))
+        .collect();
+    assert_eq!(gets.len(), 1, "{seen:?}");
+    assert_eq!(seen.len(), 3, "the model list, then the two jobs: {seen:?}");
+}
+
+/// A model list that redirects to another origin: the preflight does not follow it there,
+/// so the key and the endpoint's headers never reach it; the run goes on, its jobs sent
+/// where they belong.
+#[test]
+fn the_preflight_never_carries_credentials_to_another_origin() {
+    for status in [
+        "307 Temporary Redirect",
+        "308 Permanent Redirect",
+        "302 Found",
+    ] {
+        let (far, far_seen) = scripted(|_, _| {
+            reply(
+                "200 OK",
+                "",
+                "application/json",
+                r#"{"data": [{"id": "m"}]}"#,
+            )
+        });
+        let to = format!("{far}/v1/models");
+        let (origin, seen) = scripted(move |first, _| {
+            if first.starts_with("GET") {
+                reply(
+                    status,
+                    &format!("location: {to}\r\n"),
+                    "application/json",
+                    "",
+                )
+            } else {
+                answer_messages()
+            }
+        });
+        let out = gateway_run(&format!("{origin}/v1"));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{status}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            far_seen.lock().unwrap().is_empty(),
+            "{status}: {:?}",
+            far_seen.lock().unwrap()
+        );
+        let here = seen.lock().unwrap().clone();
+        assert!(
+            here.iter().any(|(f, _)| f.starts_with("POST /v1/messages")),
+            "{here:?}"
+        );
+    }
+}
+
+/// An Anthropic Messages stream answering `4`.
+fn answer_messages() -> String {
+    let events = [
+        r#"event: message_start
+data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"m","usage":{"input_tokens":5,"output_tokens":0}}}"#,
+        r#"event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+        r#"event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"4"}}"#,
+        r#"event: content_block_stop
+data: {"type":"content_block_stop","index":0}"#,
+        r#"event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":1}}"#,
+        r#"event: message_stop
+data: {"type":"message_stop"}"#,
+    ];
+    reply(
+        "200 OK",
+        "",
+        "text/event-stream",
+        &(events.join("\n\n") + "\n\n"),
+    )
+}
