@@ -821,8 +821,9 @@ pub struct PlanArgs {
     pub run_to_budget: bool,
     /// The seed of the random order cases are sent in when the run may stop early
     /// (--budget, --until-decided): what it measures is then a random sample of the
-    /// bench's cases, not its first ones [default: drawn at random, recorded in run.json
-    /// and the reports; a resume keeps the run's].
+    /// bench's cases, not its first ones [default: drawn at random (with --shard, from the
+    /// bench, so every shard draws one order), recorded in run.json and the reports; a
+    /// resume keeps the run's].
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
     /// A resumed run's own sequential plan (its seed and limits).

@@ -188,8 +188,12 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
     let order_seed = if args.order_kept {
         args.seed.filter(|_| sequential.is_none())
     } else {
-        (sequential.is_none() && (args.budget.is_some() || args.seed.is_some()))
-            .then(|| args.seed.unwrap_or_else(rand::random))
+        (sequential.is_none() && (args.budget.is_some() || args.seed.is_some())).then(|| {
+            args.seed.unwrap_or_else(|| match args.shard {
+                Some(_) => shared_seed(&bench, &variants),
+                None => rand::random(),
+            })
+        })
     };
     let jobs = plan_jobs(
         &bench,
@@ -447,6 +451,20 @@ fn endpoint_of(
 
 /// The jobs to send: every case × variant × endpoint × repeat (in the sequential plan's order when
 /// there is one), then only `--shard`'s share.
+/// The order seed of a sharded run not given `--seed`: the shards of one run are started
+/// each on its own (one per CI job), yet must draw one order (`merge` takes only shards of
+/// one plan), so it comes from what they share: the bench and its selected variants. Every
+/// sharded run of an unchanged bench then draws the same sample, as one `--seed` would.
+fn shared_seed(bench: &Bench, variants: &[usize]) -> u64 {
+    let f = crate::suite::Fingerprint::of(bench, variants);
+    let mut h = crate::hash::StableHasher::default();
+    let _ = std::io::Write::write_all(
+        &mut h,
+        format!("order\0{}\0{}\0{}", f.cases, f.variants, f.settings).as_bytes(),
+    );
+    h.finish()
+}
+
 fn plan_jobs(
     bench: &Bench,
     variants: &[usize],

@@ -531,3 +531,59 @@ fn a_resume_with_a_budget_keeps_the_order_the_run_was_planned_in() {
     let record = std::fs::read_to_string(dir.join("run.json")).unwrap();
     assert!(!record.contains("order_seed"), "{record}");
 }
+
+/// Shards started on their own with a budget and no `--seed` draw one order (from the
+/// bench they share), so `merge` takes them as one run; two unsharded runs still draw
+/// orders of their own.
+#[test]
+fn shards_with_a_budget_draw_one_order_and_merge() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let url = server.base_url();
+    let b = bench("");
+    let d = b.path();
+    let seed_of = |dir: &Path| summary(dir).run.order_seed.expect("a seeded order");
+    let mut seeds = Vec::new();
+    for shard in ["1/2", "2/2"] {
+        let o = run(
+            d,
+            &url,
+            &[
+                "bench.yaml",
+                "--out",
+                "shards",
+                "--shard",
+                shard,
+                "--budget",
+                "1",
+            ],
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        seeds.push(seed_of(&run_dirs(&d.join("shards")).pop().unwrap()));
+    }
+    assert_eq!(seeds[0], seeds[1], "one order for the shards of one run");
+    let shards: Vec<String> = run_dirs(&d.join("shards"))
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    let o = promptgauge(d)
+        .args(["merge", "--out", "merged"])
+        .args(&shards)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let merged = run_dirs(&d.join("merged")).pop().unwrap();
+    let s = summary(&merged);
+    assert!(s.complete, "{stderr}");
+    assert_eq!(s.run.order_seed, Some(seeds[0]));
+    assert_eq!(journal(&merged).len(), 80);
+    for _ in 0..2 {
+        let o = run(d, &url, &["bench.yaml", "--out", "whole", "--budget", "1"]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let whole: Vec<u64> = run_dirs(&d.join("whole"))
+        .iter()
+        .map(|p| seed_of(p))
+        .collect();
+    assert_ne!(whole[0], whole[1], "unsharded runs draw their own");
+}
