@@ -121,6 +121,71 @@ pub fn start_mock(config: MockConfig) -> (tokio::runtime::Runtime, MockServer) {
     (rt, server)
 }
 
+/// What a spawned run writes to its standard error, line by line as it comes (read on a
+/// thread of its own): a test waits for the line that says a moment has come instead of
+/// sleeping until it probably has.
+#[allow(dead_code)]
+pub struct Heard {
+    lines: std::sync::mpsc::Receiver<String>,
+    seen: std::cell::RefCell<Vec<String>>,
+}
+
+#[allow(dead_code)]
+impl Heard {
+    /// Waits (at most a minute) for a line containing `text`; panics naming what was heard.
+    pub fn wait_for(&self, text: &str) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.borrow_mut().push(line.clone());
+                    if line.contains(text) {
+                        return line;
+                    }
+                }
+                Err(_) => panic!(
+                    "no line with {text:?} on the run's standard error; it said: {:?}",
+                    self.seen.borrow()
+                ),
+            }
+        }
+    }
+}
+
+/// [`spawned`], its standard error heard.
+#[allow(dead_code)]
+pub fn spawned_heard(dir: &Path, args: &[&str]) -> (std::process::Child, Heard) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("promptgauge"))
+        .current_dir(dir)
+        .args(args)
+        .env("CI", "true")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("PROMPTGAUGE_BASE_URL")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (send, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines() {
+            let Ok(line) = line else { return };
+            if send.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    (
+        child,
+        Heard {
+            lines,
+            seen: Default::default(),
+        },
+    )
+}
+
 /// Starts `promptgauge ARGS` in `dir` as CI would, its output dropped: a run to watch or
 /// to kill.
 #[allow(dead_code)]

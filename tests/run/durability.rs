@@ -272,7 +272,7 @@ fn a_second_interrupt_aborts_jobs_in_flight_and_still_reports() {
     let bench = bench_dir("limits: { concurrency: 2, first_token_timeout: 600s }\n");
     let d = bench.path();
     let url = server.base_url();
-    let mut child = spawned(
+    let (mut child, heard) = spawned_heard(
         d,
         &["run", "bench.yaml", "--base-url", &url, "--model", "m"],
     );
@@ -280,7 +280,7 @@ fn a_second_interrupt_aborts_jobs_in_flight_and_still_reports() {
         server.provider.stats().in_flight >= 2
     });
     signal(&child, "INT");
-    std::thread::sleep(Duration::from_millis(50));
+    heard.wait_for("interrupt again to abort them");
     assert!(
         child.try_wait().unwrap().is_none(),
         "the first interrupt waits for jobs in flight"

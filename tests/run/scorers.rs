@@ -618,7 +618,7 @@ fn a_second_ctrl_c_abandons_a_scorer_that_is_still_thinking() {
         "import sys, time\nfor line in sys.stdin:\n    open('scoring', 'w').close()\n    time.sleep(600)\n",
         "{ kind: command, run: [python3, score.py], workers: 1, timeout: 600s }",
     );
-    let mut child = spawned(
+    let (mut child, heard) = spawned_heard(
         b.path(),
         &[
             "run",
@@ -647,7 +647,8 @@ fn a_second_ctrl_c_abandons_a_scorer_that_is_still_thinking() {
             .unwrap();
     };
     kill("INT");
-    std::thread::sleep(std::time::Duration::from_millis(200));
+    // The first is heard (the run says so) before the second is sent.
+    heard.wait_for("interrupt again to abort them");
     kill("INT");
     let waited = std::time::Instant::now();
     let status = loop {
