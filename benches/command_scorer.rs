@@ -14,8 +14,9 @@ use promptgauge::suite::{Case, Location};
 
 /// CPU seconds this process has used (all its threads).
 fn cpu_seconds() -> f64 {
-    // SAFETY: getrusage fills the struct it is given.
+    // SAFETY: a zeroed `rusage` is a valid one (integers and timevals).
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage fills the struct it is given.
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
     let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
     t(u.ru_utime) + t(u.ru_stime)

@@ -538,7 +538,11 @@ fn nonblocking(fd: std::os::fd::OwnedFd) -> std::io::Result<std::os::fd::OwnedFd
     let raw = fd.as_raw_fd();
     // SAFETY: `raw` is an open descriptor owned by `fd` for the length of both calls.
     let flags = unsafe { libc::fcntl(raw, libc::F_GETFL) };
-    if flags < 0 || unsafe { libc::fcntl(raw, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+    if flags < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: as above; F_SETFL only changes the descriptor's status flags.
+    if unsafe { libc::fcntl(raw, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
         return Err(std::io::Error::last_os_error());
     }
     Ok(fd)

@@ -41,6 +41,7 @@ fn columns_of(stream: Stream) -> Option<usize> {
     // SAFETY: TIOCGWINSZ writes one `winsize` into the struct passed; `fd` is a descriptor
     // this process has open (a failed call leaves the zeroed struct and returns -1).
     let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    // SAFETY: as above: `size` is a `winsize` the call may write whole.
     let ok = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut size) } == 0;
     (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
 }
