@@ -374,7 +374,7 @@ async fn probe(target: &Target<'_>, connect_timeout: Duration, wait: Duration) -
                 // No models list (some proxies have none): the request's own URL tells
                 // whether there is anything there, with a body no server bills for (the
                 // model named, for gateways that route by it).
-                let url = protocol.url(base);
+                let url = protocol.url(base, model);
                 match knock(&client, protocol.as_ref(), &url, model, (key, headers), wait).await {
                     Some(404) => {
                         let hint = if base.trim_end_matches('/').ends_with("/v1") {

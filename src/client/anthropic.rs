@@ -618,7 +618,7 @@ mod tests {
     #[test]
     fn urls_error_bodies_and_rate_limit_headers() {
         assert_eq!(
-            P.url("https://api.anthropic.com/v1"),
+            P.url("https://api.anthropic.com/v1", "m"),
             "https://api.anthropic.com/v1/messages"
         );
         assert!(

@@ -174,9 +174,10 @@ impl Client {
     /// The batch API this client's endpoint would have: Anthropic's for the Messages
     /// protocol, OpenAI's for the other two.
     pub fn batch_api(&self) -> BatchApi {
+        // Every protocol decides (no wildcard): a new one must say which batch API it has.
         match self.config.protocol {
             ProtocolKind::AnthropicMessages => BatchApi::Anthropic,
-            _ => BatchApi::OpenAi,
+            ProtocolKind::OpenaiChat | ProtocolKind::OpenaiResponses => BatchApi::OpenAi,
         }
     }
 
@@ -238,7 +239,9 @@ impl Client {
     pub fn batch_endpoint(&self) -> &'static str {
         match self.config.protocol {
             ProtocolKind::OpenaiResponses => "/v1/responses",
-            _ => "/v1/chat/completions",
+            ProtocolKind::OpenaiChat => "/v1/chat/completions",
+            // Its batches are Anthropic's, whose requests name no URL.
+            ProtocolKind::AnthropicMessages => "/v1/messages",
         }
     }
 

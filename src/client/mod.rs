@@ -438,7 +438,7 @@ impl Client {
             pool: pool::Pool::new(
                 &base_urls
                     .iter()
-                    .map(|b| (b.clone(), protocol.url(b)))
+                    .map(|b| (b.clone(), protocol.url(b, &config.model)))
                     .collect::<Vec<_>>(),
                 config.concurrency,
                 config.adaptive,

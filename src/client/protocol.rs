@@ -322,8 +322,11 @@ pub trait Protocol: Send + Sync {
         check_not_named(url, self.path())
     }
 
-    /// The URL requests are sent to, for a base URL as users paste it.
-    fn url(&self, base_url: &str) -> String {
+    /// The URL requests for `model` are sent to, for a base URL as users paste it. The
+    /// three protocols here put the model in the body, not the URL; a protocol that routes
+    /// by it in the path (Gemini's `models/{model}:streamGenerateContent`) overrides this.
+    fn url(&self, base_url: &str, model: &str) -> String {
+        let _ = model;
         super::secrets::join_path(base_url, self.path())
     }
 

@@ -794,7 +794,7 @@ mod tests {
         assert!(P.check_base_url("http://h/v1").is_ok());
         assert!(P.check_base_url("http://h/v1/responses/").is_err());
         assert_eq!(
-            P.url("http://h/v1?api-version=1"),
+            P.url("http://h/v1?api-version=1", "m"),
             "http://h/v1/responses?api-version=1"
         );
     }

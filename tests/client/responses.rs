@@ -674,7 +674,7 @@ async fn the_simulator_streams_a_call_s_arguments_in_many_pieces() {
     let response = transport
         .send(HttpRequest {
             method: Default::default(),
-            url: protocol.url("http://sim/v1"),
+            url: protocol.url("http://sim/v1", "m"),
             headers: protocol.headers(&request, None),
             body: protocol.body("mock-model", &request, Default::default()),
         })
