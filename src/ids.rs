@@ -20,6 +20,13 @@ pub struct Ids {
     hasher: RandomState,
 }
 
+/// Id `i` of `text`, where id i ends at `ends[i]` and starts where id i − 1 ends.
+fn nth<'a>(text: &'a str, ends: &[u32], i: u32) -> &'a str {
+    let i = i as usize;
+    let start = if i == 0 { 0 } else { ends[i - 1] as usize };
+    &text[start..ends[i] as usize]
+}
+
 impl Ids {
     /// No id yet.
     pub fn new() -> Ids {
@@ -40,9 +47,7 @@ impl Ids {
     /// # Panics
     /// When there is no id `i`.
     pub fn id(&self, i: u32) -> &str {
-        let i = i as usize;
-        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
-        &self.text[start..self.ends[i] as usize]
+        nth(&self.text, &self.ends, i)
     }
 
     /// `id`'s number, if it has one.
@@ -60,23 +65,13 @@ impl Ids {
             table,
             hasher,
         } = self;
-        let same = |i: &u32| {
-            let i = *i as usize;
-            let start = if i == 0 { 0 } else { ends[i - 1] as usize };
-            &text[start..ends[i] as usize] == id
-        };
-        if let Some(&i) = table.find(hash, same) {
+        if let Some(&i) = table.find(hash, |&i| nth(text, ends, i) == id) {
             return i;
         }
         let i = ends.len() as u32;
         text.push_str(id);
         ends.push(text.len() as u32);
-        let rehash = |&j: &u32| {
-            let j = j as usize;
-            let start = if j == 0 { 0 } else { ends[j - 1] as usize };
-            hasher.hash_one(&text[start..ends[j] as usize])
-        };
-        table.insert_unique(hash, i, rehash);
+        table.insert_unique(hash, i, |&j| hasher.hash_one(nth(text, ends, j)));
         i
     }
 
@@ -102,14 +97,12 @@ impl Ids {
         self.text.shrink_to_fit();
         self.ends.shrink_to_fit();
         let Ids {
-            text, ends, table, ..
+            text,
+            ends,
+            table,
+            hasher,
         } = self;
-        let hasher = &self.hasher;
-        table.shrink_to_fit(|&j| {
-            let j = j as usize;
-            let start = if j == 0 { 0 } else { ends[j - 1] as usize };
-            hasher.hash_one(&text[start..ends[j] as usize])
-        });
+        table.shrink_to_fit(|&j| hasher.hash_one(nth(text, ends, j)));
     }
 }
 

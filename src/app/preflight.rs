@@ -74,9 +74,13 @@ fn credentials(
 /// never sent to another (reqwest drops `Authorization` there, not `x-api-key` nor a
 /// header of the endpoint's own). A redirect elsewhere ends the look; the jobs then tell.
 fn same_origin_only() -> reqwest::redirect::Policy {
+    use crate::client::transport::{MAX_REDIRECTS, same_origin};
     reqwest::redirect::Policy::custom(|attempt| {
-        let first = attempt.previous().first().map(|u| u.origin());
-        if attempt.previous().len() > 5 || first.is_some_and(|o| o != attempt.url().origin()) {
+        let elsewhere = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| !same_origin(first, attempt.url()));
+        if attempt.previous().len() > MAX_REDIRECTS || elsewhere {
             attempt.stop()
         } else {
             attempt.follow()

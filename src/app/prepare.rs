@@ -449,8 +449,6 @@ fn endpoint_of(
     })
 }
 
-/// The jobs to send: every case × variant × endpoint × repeat (in the sequential plan's order when
-/// there is one), then only `--shard`'s share.
 /// The order seed of a sharded run not given `--seed`: the shards of one run are started
 /// each on its own (one per CI job), yet must draw one order (`merge` takes only shards of
 /// one plan), so it comes from what they share: the bench and its selected variants. Every
@@ -465,6 +463,8 @@ fn shared_seed(bench: &Bench, variants: &[usize]) -> u64 {
     h.finish()
 }
 
+/// The jobs to send: every case × variant × endpoint × repeat (in the sequential plan's order when
+/// there is one), then only `--shard`'s share.
 fn plan_jobs(
     bench: &Bench,
     variants: &[usize],

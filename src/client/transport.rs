@@ -111,8 +111,8 @@ fn describe(e: &reqwest::Error) -> String {
     text
 }
 
-/// Redirects followed for one request, at most.
-const MAX_REDIRECTS: usize = 5;
+/// Redirects followed for one request, at most (the preflight's too).
+pub(crate) const MAX_REDIRECTS: usize = 5;
 
 /// Headers that carry credentials: redacted wherever a request is shown.
 const CREDENTIALS: [&str; 5] = [
@@ -153,7 +153,8 @@ fn redirect_target(response: &reqwest::Response) -> Option<reqwest::Url> {
     response.url().join(location.to_str().ok()?).ok()
 }
 
-fn same_origin(a: &reqwest::Url, b: &reqwest::Url) -> bool {
+/// Whether two URLs share scheme, host and port: what a credential may follow.
+pub(crate) fn same_origin(a: &reqwest::Url, b: &reqwest::Url) -> bool {
     a.scheme() == b.scheme()
         && a.host_str() == b.host_str()
         && a.port_or_known_default() == b.port_or_known_default()

@@ -858,31 +858,19 @@ pub struct CaseTable {
     scores: Vec<CaseScore>,
     /// Row r's tag set (in `tag_sets`), [`UNSET`] until a graded sample brings it.
     row_tags: Vec<u32>,
-    /// Row r's group (in `group_names`), or [`UNSET`].
+    /// Row r's group (its number in `groups`), or [`UNSET`].
     row_groups: Vec<u32>,
     tag_sets: Vec<Vec<String>>,
     tag_ids: HashMap<Vec<String>, u32>,
-    group_names: Vec<Box<str>>,
-    group_ids: HashMap<Box<str>, u32>,
+    groups: Ids,
 }
 
 /// No tag set or group (yet).
 const UNSET: u32 = u32::MAX;
 
-/// Names `s` by a number, the same number each time it is given.
-fn intern<K, Q>(ids: &mut HashMap<K, u32>, names: &mut Vec<K>, s: &Q, own: fn(&Q) -> K) -> u32
-where
-    K: std::borrow::Borrow<Q> + std::hash::Hash + Eq + Clone,
-    Q: std::hash::Hash + Eq + ?Sized,
-{
-    if let Some(&id) = ids.get(s) {
-        return id;
-    }
-    let id = names.len() as u32;
-    let owned = own(s);
-    names.push(owned.clone());
-    ids.insert(owned, id);
-    id
+/// The unit a case is counted in when cases are grouped: `group:G`, or `case:ID`.
+pub(crate) fn unit_of(id: &str, group: Option<&str>) -> String {
+    group.map_or_else(|| format!("case:{id}"), |g| format!("group:{g}"))
 }
 
 impl CaseTable {
@@ -910,14 +898,18 @@ impl CaseTable {
 
     /// The row's tags, from the first graded sample that brings any.
     fn tag_row(&mut self, r: usize, tags: &[String]) {
-        if self.row_tags[r] == UNSET {
-            self.row_tags[r] = intern(
-                &mut self.tag_ids,
-                &mut self.tag_sets,
-                tags,
-                <[String]>::to_vec,
-            );
+        if self.row_tags[r] != UNSET {
+            return;
         }
+        self.row_tags[r] = match self.tag_ids.get(tags) {
+            Some(&id) => id,
+            None => {
+                let id = self.tag_sets.len() as u32;
+                self.tag_sets.push(tags.to_vec());
+                self.tag_ids.insert(tags.to_vec(), id);
+                id
+            }
+        };
     }
 
     /// Records one graded sample of `arm` for `case`, with its score.
@@ -932,9 +924,7 @@ impl CaseTable {
     pub fn set_group(&mut self, case: &str, group: &str) {
         let r = self.row(case);
         if self.row_groups[r] == UNSET {
-            self.row_groups[r] = intern(&mut self.group_ids, &mut self.group_names, group, |g| {
-                g.into()
-            });
+            self.row_groups[r] = self.groups.intern(group);
         }
     }
 
@@ -953,15 +943,18 @@ impl CaseTable {
 
     /// Whether any case has a group.
     pub fn grouped(&self) -> bool {
-        !self.group_names.is_empty()
+        !self.groups.is_empty()
+    }
+
+    /// Row r's group, if it has one.
+    fn group_of_row(&self, r: usize) -> Option<&str> {
+        let g = self.row_groups[r];
+        (g != UNSET).then(|| self.groups.id(g))
     }
 
     /// `case`'s group, if it has one.
     pub fn group(&self, case: &str) -> Option<&str> {
-        let r = self.ids.get(case)?;
-        self.group_names
-            .get(self.row_groups[r as usize] as usize)
-            .map(|g| &**g)
+        self.group_of_row(self.ids.get(case)? as usize)
     }
 
     /// Every case with a graded sample, in id order: its id, tags and per-arm scores.
@@ -990,11 +983,8 @@ impl CaseTable {
     /// Every case in id order: its id, per-arm scores and group.
     fn entries(&self) -> impl Iterator<Item = (&str, &[CaseScore], Option<&str>)> + '_ {
         self.in_order().map(|(id, r)| {
-            let group = self
-                .group_names
-                .get(self.row_groups[r] as usize)
-                .map(|g| &**g);
-            (id, &self.scores[r * self.arms..(r + 1) * self.arms], group)
+            let scores = &self.scores[r * self.arms..(r + 1) * self.arms];
+            (id, scores, self.group_of_row(r))
         })
     }
 
@@ -1016,10 +1006,9 @@ impl CaseTable {
         tags
     }
 
-    /// The unit a case is counted in when cases are grouped: `group:G`, or `case:ID`.
+    /// `id`'s unit when cases are grouped ([`unit_of`]).
     fn unit(&self, id: &str) -> String {
-        self.group(id)
-            .map_or_else(|| format!("case:{id}"), |g| format!("group:{g}"))
+        unit_of(id, self.group(id))
     }
 
     /// One arm's scores over the cases it graded.
@@ -1061,10 +1050,7 @@ impl CaseTable {
             if s.graded == 0 {
                 continue;
             }
-            let unit = by.entry(self.unit(id)).or_default();
-            unit.score += s.score;
-            unit.squares += s.squares;
-            unit.graded += s.graded;
+            by.entry(self.unit(id)).or_default().pool(s);
         }
         by.into_values().collect()
     }
@@ -1538,10 +1524,7 @@ pub fn pair_runs(
                 if !changed.contains(x.0) {
                     pairs.push((y.1, x.1));
                     if grouped {
-                        units.push(
-                            x.2.or(y.2)
-                                .map_or_else(|| format!("case:{}", x.0), |g| format!("group:{g}")),
-                        );
+                        units.push(unit_of(x.0, x.2.or(y.2)));
                     }
                 }
                 a.next();

@@ -88,11 +88,10 @@ impl Step {
 /// in the history: what a 100,000-case run keeps is a few dozen bytes a case.
 pub struct RunScores {
     variants: Vec<String>,
-    /// Each case: its id, content hash and group (in `groups`, or [`NO_GROUP`]); sorted by
-    /// id once every row is in.
+    /// Each case: its id, content hash and group (its number in `groups`, or
+    /// [`NO_GROUP`]); sorted by id once every row is in.
     cases: Vec<(Box<str>, Option<u64>, u32)>,
-    groups: Vec<Box<str>>,
-    group_ids: HashMap<Box<str>, u32>,
+    groups: crate::ids::Ids,
     /// Case-major: case c's score for variant v at `c * variants.len() + v`.
     scores: Vec<CaseScore>,
     sorted: bool,
@@ -107,8 +106,7 @@ impl RunScores {
         RunScores {
             variants: variants.iter().map(|v| v.variant.clone()).collect(),
             cases: Vec::new(),
-            groups: Vec::new(),
-            group_ids: HashMap::new(),
+            groups: crate::ids::Ids::new(),
             scores: Vec::new(),
             sorted: true,
         }
@@ -137,12 +135,7 @@ impl RunScores {
         if let Some(g) = row.group
             && self.cases[c].2 == NO_GROUP
         {
-            let next = self.groups.len() as u32;
-            let at = *self.group_ids.entry(g.as_str().into()).or_insert(next);
-            if at == next {
-                self.groups.push(g.into());
-            }
-            self.cases[c].2 = at;
+            self.cases[c].2 = self.groups.intern(&g);
         }
         if let Some(score) = row.score {
             self.scores[c * n + v].add(score);
@@ -166,9 +159,7 @@ impl RunScores {
                 Some(last) if last.0 == id => {
                     let at = scores.len() - n;
                     for (pooled, s) in scores[at..].iter_mut().zip(row) {
-                        pooled.score += s.score;
-                        pooled.squares += s.squares;
-                        pooled.graded += s.graded;
+                        pooled.pool(*s);
                     }
                     if last.2 == NO_GROUP {
                         last.2 = group;
@@ -189,7 +180,7 @@ impl RunScores {
 
     /// `case`'s group name.
     fn group(&self, group: u32) -> Option<&str> {
-        self.groups.get(group as usize).map(|g| &**g)
+        (group != NO_GROUP).then(|| self.groups.id(group))
     }
 }
 
@@ -328,9 +319,7 @@ fn step(
                     let (s, t) = (before.scores[i * na + va], after.scores[j * nb + vb]);
                     if s.graded > 0 && t.graded > 0 {
                         pairs.push((t, s));
-                        units.push(
-                            group.map_or_else(|| format!("case:{}", x.0), |g| format!("group:{g}")),
-                        );
+                        units.push(super::compare::unit_of(&x.0, group));
                     }
                 }
                 i += 1;
@@ -803,8 +792,7 @@ mod tests {
         let mut s = RunScores {
             variants: vec!["a".into(), "b".into()],
             cases: Vec::new(),
-            groups: Vec::new(),
-            group_ids: HashMap::new(),
+            groups: crate::ids::Ids::new(),
             scores: Vec::new(),
             sorted: true,
         };

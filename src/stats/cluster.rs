@@ -34,6 +34,13 @@ impl CaseScore {
         self.graded += 1;
     }
 
+    /// Adds another's samples (a group's cases pooled into one unit, repeats merged).
+    pub fn pool(&mut self, other: CaseScore) {
+        self.score += other.score;
+        self.squares += other.squares;
+        self.graded += other.graded;
+    }
+
     /// The mean score over the samples; `None` without any.
     pub fn mean(&self) -> Option<f64> {
         (self.graded > 0).then(|| self.score / self.graded as f64)

@@ -157,13 +157,7 @@ impl Heard {
 #[allow(dead_code)]
 pub fn spawned_heard(dir: &Path, args: &[&str]) -> (std::process::Child, Heard) {
     use std::io::BufRead;
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("promptgauge"))
-        .current_dir(dir)
-        .args(args)
-        .env("CI", "true")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("PROMPTGAUGE_BASE_URL")
-        .stdout(std::process::Stdio::null())
+    let mut child = as_ci(dir, args)
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -190,14 +184,22 @@ pub fn spawned_heard(dir: &Path, args: &[&str]) -> (std::process::Child, Heard) 
 /// to kill.
 #[allow(dead_code)]
 pub fn spawned(dir: &Path, args: &[&str]) -> std::process::Child {
-    std::process::Command::new(assert_cmd::cargo::cargo_bin("promptgauge"))
+    as_ci(dir, args)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// `promptgauge ARGS` in `dir` as CI would start it, its standard output dropped.
+#[allow(dead_code)]
+fn as_ci(dir: &Path, args: &[&str]) -> std::process::Command {
+    let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("promptgauge"));
+    command
         .current_dir(dir)
         .args(args)
         .env("CI", "true")
         .env_remove("OPENAI_API_KEY")
         .env_remove("PROMPTGAUGE_BASE_URL")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap()
+        .stdout(std::process::Stdio::null());
+    command
 }
