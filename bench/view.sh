@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# view's figures for docs/performance.md (l, m, n, p). Not part of `cargo test`.
+# view's figures for docs/dev/performance.md (l, m, n, p). Not part of `cargo test`.
 #
 #   bench/view.sh               10,000 recorded runs; a 200,000-job run
 #   RUNS=1000 JOBS=20000 bench/view.sh   smaller

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The saving of waves (`run --until-decided --batch`, docs/batch.md "Waves"), measured on
+# The saving of waves (`run --until-decided --batch`, docs/guide/batch.md, "Waves"), measured on
 # the simulator over seeded case orders: for each seed, the jobs (and dollars) waves send,
 # against one batch of the fixed design, one batch of every case, and streaming with and
-# without --until-decided. Not part of `cargo test`; figures in docs/performance.md.
+# without --until-decided. Not part of `cargo test`; figures in docs/dev/performance.md.
 #
 #   bench/waves.sh            10 seeds, 600 cases × 3 variants
 #   SEEDS=3 bench/waves.sh    fewer

@@ -1,4 +1,4 @@
-//! Wall-clock of the heavier calls, for docs/statistics.md:  cargo bench --bench stats_timing > tests/fixtures/timing.txt
+//! Wall-clock of the heavier calls, for docs/dev/statistics.md:  cargo bench --bench stats_timing > tests/fixtures/timing.txt
 
 use promptgauge::stats::permutation::{sign_flip_interval, sign_flip_test};
 use promptgauge::stats::power::{Assumptions, cases_needed, detectable_difference};

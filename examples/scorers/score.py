@@ -2,7 +2,7 @@
 """A promptgauge `command` scorer: the share of the terms a case says its answer must
 mention (vars.must_mention) that the answer mentions.
 
-The protocol (docs/scorers.md): one JSON request per line on stdin, one JSON reply per
+The protocol (docs/guide/scorers.md): one JSON request per line on stdin, one JSON reply per
 line on stdout, in order, flushed. This process lives for the whole run and scores many
 answers; anything it prints on stderr is kept with the answer it was scoring.
 """

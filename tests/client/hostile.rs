@@ -1,5 +1,5 @@
 //! Streams that lie, stutter or overflow, played byte for byte by a scripted server: each has
-//! one defined outcome (documented in README.md, "Hostile streams").
+//! one defined outcome (documented in docs/guide/client.md, "Hostile streams").
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

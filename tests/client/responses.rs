@@ -1,5 +1,5 @@
 //! OpenAI's Responses API (`protocol: openai-responses`): streams scripted byte by byte (each
-//! way a stream can end, README.md "Hostile streams"), and the simulator answering on
+//! way a stream can end, docs/guide/client.md, "Hostile streams"), and the simulator answering on
 //! `/v1/responses` in memory. Time is tokio's paused clock.
 
 use std::sync::{Arc, Mutex};

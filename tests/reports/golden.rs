@@ -1,7 +1,7 @@
 //! Golden files: every report of two runs on a paused clock, byte for byte, built live from
 //! the run's events and again from its journal. Written once by the code before "One run,
 //! one pass" reshaped how reports are built (they re-read the journal then), so the
-//! reshaping is proved not to change a number. Regenerate (`GOLDEN=write cargo test --test golden`) only
+//! reshaping is proved not to change a number. Regenerate (`GOLDEN=write cargo test --test reports golden`) only
 //! when an output is meant to change, and say why in the commit.
 //!
 //! - `example`: the example bench (64 cases × 4 variants) on the demo simulator.

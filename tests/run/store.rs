@@ -1097,16 +1097,16 @@ fn the_store_works_on_postgresql() {
         &[("PROMPTGAUGE_STORE", db.as_str())],
     ));
     assert_eq!(json_lines(&stdout(&o)).len(), 8);
-    // docs/store.md's queries run as written.
+    // docs/guide/store.md's queries run as written.
     for q in documented_queries() {
         sql(&db, &q);
         sql(&sqlite_url(&d.join("copy.db")), &q);
     }
 }
 
-/// The ```sql blocks of docs/store.md.
+/// The ```sql blocks of docs/guide/store.md.
 fn documented_queries() -> Vec<String> {
-    let doc = std::fs::read_to_string(repo().join("docs/store.md")).unwrap();
+    let doc = std::fs::read_to_string(repo().join("docs/guide/store.md")).unwrap();
     let mut out = Vec::new();
     let mut rest = doc.as_str();
     while let Some(start) = rest.find("```sql\n") {
@@ -1115,7 +1115,7 @@ fn documented_queries() -> Vec<String> {
         out.push(body[..end].trim().trim_end_matches(';').to_string());
         rest = &body[end + 3..];
     }
-    assert!(out.len() >= 3, "docs/store.md shows its queries");
+    assert!(out.len() >= 3, "docs/guide/store.md shows its queries");
     out
 }
 

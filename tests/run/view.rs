@@ -940,7 +940,7 @@ mod browser {
         }
 
         /// A PNG of the window, saved when `PROMPTGAUGE_SCREENSHOTS` names a folder (the
-        /// pictures under docs/ are made so).
+        /// pictures under docs/guide/view/ are made so).
         pub fn screenshot(&self, name: &str) {
             let Some(dir) = std::env::var_os("PROMPTGAUGE_SCREENSHOTS") else {
                 return;

@@ -1,5 +1,5 @@
 //! Anthropic messages streams, scripted byte for byte (`protocol: anthropic-messages`): each
-//! has one defined outcome (README.md, "Hostile streams").
+//! has one defined outcome (docs/guide/client.md, "Hostile streams").
 
 use super::*;
 use promptgauge::client::{ApiKey, ClientEvent, ProtocolKind};
