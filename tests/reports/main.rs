@@ -1,4 +1,4 @@
-//! What the reports say: verdicts (`verdicts`), statistics against their references (`stats`, `stats_*`: scipy, statsmodels, ppi-python, seeded simulations), golden files of every report (`golden`), and the HTML in headless Chromium (`browser`).
+//! What the reports say: verdicts (`verdicts`), statistics against their references (`stats`, `stats_*`: scipy, statsmodels, ppi-python, seeded simulations), golden files of every report (`golden`), the HTML in headless Chromium (`browser`), and the docs' links and the code's citations of them (`links`).
 //!
 //! One test crate per area: each links the whole library, so fewer crates build faster.
 
@@ -7,6 +7,7 @@ mod common;
 
 mod browser;
 mod golden;
+mod links;
 mod stats;
 mod stats_permutation;
 mod stats_power;
