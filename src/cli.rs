@@ -88,7 +88,7 @@ pub enum Command {
     Index(IndexArgs),
     /// Serve every recorded run in the browser: the runs, newest first and filterable; a
     /// run's report, answers and jobs; runs in progress, live; two runs compared; a
-    /// bench's history; labelling (docs/view.md). Listens on 127.0.0.1 only, unless
+    /// bench's history; labelling (docs/guide/view.md). Listens on 127.0.0.1 only, unless
     /// --public. With --bundle, writes the pages as static files instead.
     View(ViewArgs),
 }
@@ -746,7 +746,7 @@ pub struct PlanArgs {
     /// Run on these of the bench's named `endpoints:`, in this order: the first is the
     /// baseline endpoint [default: every one, and those --endpoint adds]. Each keeps its
     /// own price, parameters, limits and headers; with several, every variant runs at every
-    /// endpoint and the reports compare both ways (docs/endpoints.md).
+    /// endpoint and the reports compare both ways (docs/guide/endpoints.md).
     #[arg(long, value_delimiter = ',', value_name = "NAME")]
     pub endpoints: Vec<String>,
     /// Adds an endpoint for this run, e.g. `local=http://127.0.0.1:8000/v1,model=qwen`
@@ -804,7 +804,7 @@ pub struct PlanArgs {
     /// 24 hours, no latency figures. Every batch is journaled as it is submitted, so a
     /// killed run's --resume adopts its batches and pays for nothing twice; with
     /// --until-decided the cases go out in waves and a decided variant's are never sent
-    /// (docs/batch.md). `batch: true` on an endpoint does the same for it alone.
+    /// (docs/guide/batch.md). `batch: true` on an endpoint does the same for it alone.
     #[arg(long)]
     pub batch: bool,
     /// Stop sending once what the run spent, and what its requests in flight may still
@@ -812,7 +812,7 @@ pub struct PlanArgs {
     /// the jobs not sent are "not run" and the run exits incomplete (3) with the resume
     /// command; a resume keeps the budget or takes a new one. A plan whose estimate is over
     /// the budget is refused before anything is sent (see --run-to-budget). Needs `price`
-    /// (and the judge's, when a judge scores) (docs/budget.md).
+    /// (and the judge's, when a judge scores) (docs/guide/budget.md).
     #[arg(long, value_name = "USD", value_parser = parse_usd, allow_negative_numbers = true)]
     pub budget: Option<f64>,
     /// With a budget: start even when the plan may cost more, and send until the budget
@@ -892,7 +892,7 @@ pub struct RunArgs {
     pub store: StoreArgs,
 }
 
-/// How `--batch` waits for the provider's batches (docs/batch.md).
+/// How `--batch` waits for the provider's batches (docs/guide/batch.md).
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Batches (--batch)")]
 pub struct BatchArgs {
@@ -1337,7 +1337,7 @@ pub struct BaseUrl {
     pub source: &'static str,
 }
 
-/// README.md's precedence ("Running against a real model"): flags, PROMPTGAUGE_BASE_URL, bench, OPENAI_BASE_URL, LLM_BASE_URL.
+/// docs/guide/real-model.md, "Base URL precedence": flags, PROMPTGAUGE_BASE_URL, bench, OPENAI_BASE_URL, LLM_BASE_URL.
 /// The value `mock` selects the simulator.
 pub(crate) fn resolve_base_url(flags: &[String], env: &Env, bench: &[String]) -> BaseUrl {
     let one = |v: Option<&str>| v.map(|u| vec![u.to_string()]).unwrap_or_default();
@@ -1419,7 +1419,7 @@ pub struct BenchEndpoint<'a> {
     pub batch: bool,
 }
 
-/// The endpoint from the flags, the environment and the bench (README.md's precedence ("Running against a real model")),
+/// The endpoint from the flags, the environment and the bench (docs/guide/real-model.md, "Base URL precedence"),
 /// with the key read from its variable and checked. Errors are usage errors with a fix.
 pub(crate) fn resolve_endpoint(
     args: &PlanArgs,

@@ -1,8 +1,8 @@
-//! Why a command failed. The type of the failure decides the exit code (README.md, "Interrupting, crashing and resuming": exit codes): a
+//! Why a command failed. The type of the failure decides the exit code (docs/guide/resume.md, "Exit codes"): a
 //! failure before any request was sent is exit 2; once requests were sent it is exit 3, and
 //! the run can be resumed.
 
-/// The process exit codes (README.md, "Interrupting, crashing and resuming": exit codes).
+/// The process exit codes (docs/guide/resume.md, "Exit codes").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
     Success = 0,

@@ -2,7 +2,7 @@
 //! string and two small vectors: for a run of 100,000 cases about 16 bytes an id, where a
 //! map of `String`s takes about 70 (each id its own allocation, each entry its own slot).
 //! The pages `view` makes and the comparisons `compare` makes hold several runs' ids at
-//! once (docs/performance.md, "p").
+//! once (docs/dev/performance.md, figure p).
 
 use std::hash::{BuildHasher, RandomState};
 

@@ -3,7 +3,7 @@
 //! Data flows one way: [`suite`] → [`runner`] (through [`client`]) → [`grade`] → [`stats`]
 //! → [`report`]. [`mock`] is the simulated provider used for demos and tests; [`cli`] turns
 //! flags and environment into plain settings; [`app`] holds one file per command. See
-//! docs/architecture.md.
+//! docs/dev/architecture.md.
 
 #![warn(unreachable_pub)]
 

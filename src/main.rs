@@ -61,7 +61,7 @@ fn main() -> ExitCode {
     runtime.shutdown_background();
     match result {
         Ok(exit) => ExitCode::from(exit as u8),
-        // The failure's type says whether anything was sent (README.md, "Interrupting, crashing and resuming": exit codes).
+        // The failure's type says whether anything was sent (docs/guide/resume.md, "Exit codes").
         Err(failure) => {
             // A failure may quote a server: shown, never obeyed.
             eprintln!(

@@ -1,5 +1,5 @@
 //! What a plan may cost, before anything is sent (`check`, and `--budget` at the start of a
-//! run), and the prices a run's budget holds its jobs at (docs/budget.md).
+//! run), and the prices a run's budget holds its jobs at (docs/guide/budget.md).
 
 use super::{Failure, Prepared};
 use crate::cli::UsageError;

@@ -457,7 +457,7 @@ impl Import {
                     self.endpoints.push(e);
                 }
                 self.review.push(format!(
-                    "{} providers became {} endpoints, measured side by side in one run (each variant at each endpoint, verdicts on both axes: docs/endpoints.md); add each one's `price` to compare costs",
+                    "{} providers became {} endpoints, measured side by side in one run (each variant at each endpoint, verdicts on both axes: docs/guide/endpoints.md); add each one's `price` to compare costs",
                     list.len(),
                     several.len()
                 ));

@@ -647,7 +647,7 @@ async fn check_batch_apis(p: &Prepared, lanes: &[runner::Lane]) -> Result<(), Fa
             }
             crate::client::batch::BatchError::Http { status: 404 | 405, .. } => UsageError::with_fix(
                 format!("{who} has no batch API: GET {path} answered 404, so --batch (or `batch: true`) cannot send its jobs; nothing was sent"),
-                "run without --batch (stream the jobs), or point it at a provider with one: OpenAI's /v1/batches (chat completions, Responses) or Anthropic's /v1/messages/batches. Self-hosted servers (vLLM, llama.cpp, Ollama, text-generation-inference, transformers serve) have none; vLLM's `run-batch` is an offline command, not an HTTP API (docs/batch.md)",
+                "run without --batch (stream the jobs), or point it at a provider with one: OpenAI's /v1/batches (chat completions, Responses) or Anthropic's /v1/messages/batches. Self-hosted servers (vLLM, llama.cpp, Ollama, text-generation-inference, transformers serve) have none; vLLM's `run-batch` is an offline command, not an HTTP API (docs/guide/batch.md)",
             )
             .into(),
             other => Failure::Provider(anyhow::anyhow!(

@@ -5,7 +5,7 @@
 //! A stream is `message_start`, then content blocks (`content_block_start`, its
 //! `content_block_delta`s, `content_block_stop`; one block at a time), then `message_delta`
 //! with the `stop_reason`, then `message_stop`. The answer is whole only at `message_stop`:
-//! a stream that breaks after the `stop_reason` and before it is cut (README.md, "Hostile
+//! a stream that breaks after the `stop_reason` and before it is cut (docs/guide/client.md, "Hostile
 //! streams").
 
 use bytes::Bytes;
@@ -25,7 +25,7 @@ const PATH: &str = "messages";
 const VERSION: &str = "2023-06-01";
 
 /// The API requires `max_tokens`; a bench that sets none (nor `max_completion_tokens`) gets
-/// this, the most every current Claude model may write (README.md, "Running against a real
+/// this, the most every current Claude model may write (docs/guide/real-model.md, "Running against a real
 /// model").
 pub(crate) const DEFAULT_MAX_TOKENS: u64 = 4096;
 

@@ -1,4 +1,4 @@
-//! Provider batch APIs, the client's side (docs/batch.md): a lane's jobs as the lines of a
+//! Provider batch APIs, the client's side (docs/guide/batch.md): a lane's jobs as the lines of a
 //! batch (each `custom_id` the job's idempotency key, each body the request streaming would
 //! send, not streamed), submitted, polled, and read back. Two APIs: OpenAI's (a JSONL file
 //! uploaded to `/v1/files`, submitted to `/v1/batches`, its output and error files read

@@ -123,7 +123,7 @@ pub struct ClientConfig {
 }
 
 impl ClientConfig {
-    /// Defaults (the limits README.md's "Files in brief" lists) for a base URL and model.
+    /// Defaults (the limits docs/guide/files.md's "The bench" lists) for a base URL and model.
     pub fn new(base_url: &str, model: &str) -> Self {
         ClientConfig {
             base_url: base_url.trim_end_matches('/').to_string(),

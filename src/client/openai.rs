@@ -240,7 +240,7 @@ impl Protocol for OpenAiChat {
                     }
                 }
                 // The model declined (`refusal` in place of `content`): one rule for every
-                // protocol, docs/design-notes.md "Refusals".
+                // protocol, docs/dev/design-notes.md, "Client", on refusals.
                 // (`"refusal": ""`, sent beside every answer by some servers, is none.)
                 if let Some(t) = delta
                     .get("refusal")

@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-/// The outcome of one attempt (README.md, "The client's rules"), exactly one of these.
+/// The outcome of one attempt (docs/guide/client.md, "The client's rules"), exactly one of these.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
@@ -77,7 +77,7 @@ pub(crate) enum Next {
     StopRun,
 }
 
-/// Status triage (README.md, "The client's rules"). `status` is `None` when no response arrived at all.
+/// Status triage (docs/guide/client.md, "The client's rules"). `status` is `None` when no response arrived at all.
 pub(crate) fn next_step(outcome: Outcome, status: Option<u16>) -> Next {
     match outcome {
         Outcome::Complete | Outcome::Truncated | Outcome::Filtered => Next::Done,

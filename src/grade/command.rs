@@ -1,5 +1,5 @@
 //! The `command` scorer: a program of yours, in any language, scores each answer
-//! (docs/scorers.md). A small pool of long-lived processes, each reading one JSON request
+//! (docs/guide/scorers.md). A small pool of long-lived processes, each reading one JSON request
 //! per line on stdin and writing one JSON reply per line on stdout, one request at a time.
 //! A process that crashes, does not reply in time, or replies with a line that is not
 //! JSON fails that job with the cause (never a 0) and is replaced; what it wrote on stderr

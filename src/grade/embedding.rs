@@ -1,5 +1,5 @@
 //! The `embedding` scorer: the cosine similarity of the answer and the expected answer
-//! through an OpenAI-compatible `/v1/embeddings`, passing at a threshold (docs/scorers.md).
+//! through an OpenAI-compatible `/v1/embeddings`, passing at a threshold (docs/guide/scorers.md).
 //! Each call is journaled with the job as a judge's is (what was embedded, the similarity,
 //! its tokens) and, with `--cache`, each text's vector is kept and never bought twice; an
 //! expected answer is embedded once per run however many variants are scored against it.

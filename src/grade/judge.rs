@@ -965,7 +965,7 @@ mod tests {
             binary.read("VERDICT: yes\nbut then again, no").is_err(),
             "only the last line counts"
         );
-        // The README's rule: the whole reply as one JSON object, else the last line.
+        // The rule of docs/guide/judge.md, "How the reply is read": the whole reply as one JSON object, else the last line.
         assert_eq!(
             binary
                 .read("```json\n{\"verdict\": \"no\", \"reason\": \"off\"}\n```")

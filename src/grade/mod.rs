@@ -1,4 +1,4 @@
-//! Graders (README.md, "Files in brief": `grade`) and the [`Scorer`] shape they share with every other scorer. Each
+//! Graders (docs/guide/scorers.md, "The mechanical scorers") and the [`Scorer`] shape they share with every other scorer. Each
 //! records what it extracted, so a person can see why a job failed.
 
 pub mod combine;

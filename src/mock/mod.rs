@@ -1,4 +1,4 @@
-//! The simulated provider (README.md, "The simulator"): an OpenAI-compatible chat endpoint
+//! The simulated provider (docs/guide/simulator.md, "The simulator"): an OpenAI-compatible chat endpoint
 //! (and the Responses API's, and Anthropic messages', [`anthropic`]) with a deterministic
 //! model that misbehaves on demand and counts what it did.
 //!

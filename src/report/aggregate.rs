@@ -511,7 +511,7 @@ impl Grid {
     /// The two axes' families, each paired by case: per endpoint, its variants against
     /// the baseline variant ("which prompt", the endpoints in order); then per variant, the
     /// endpoints against the baseline endpoint ("which model"). A family is one question
-    /// answered by itself, so Holm adjusts within it (docs/statistics.md).
+    /// answered by itself, so Holm adjusts within it (docs/dev/statistics.md).
     fn families(&self) -> Vec<Family> {
         let v = self.variants.len();
         let arm = |e: usize, i: usize| e * v + i;

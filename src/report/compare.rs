@@ -1,7 +1,7 @@
 //! Paired comparisons and verdicts in words, from per-case scores. Used for each variant
 //! against the baseline of a run, and for the same variant across two runs (`compare`).
 //!
-//! One test for every kind of run (docs/statistics.md §1): the sign-flip permutation test
+//! One test for every kind of run (docs/dev/statistics.md §1): the sign-flip permutation test
 //! on the per-case differences of mean score (exact McNemar with one 0/1 answer per case;
 //! the same numbers however often every answer is repeated), its signs flipped by group
 //! when cases carry `group:`, Holm across the comparisons made together, and the interval

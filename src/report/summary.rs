@@ -170,7 +170,7 @@ pub struct VariantSummary {
     pub design_effect: Option<f64>,
     /// With repeats: the share of cases whose samples all agree.
     pub consistency: Option<f64>,
-    /// Scored runs: the mean of the per-case mean scores, with its interval (docs/statistics.md §3).
+    /// Scored runs: the mean of the per-case mean scores, with its interval (docs/dev/statistics.md §3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mean_score: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

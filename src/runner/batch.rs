@@ -1,5 +1,5 @@
 //! `--batch`: a lane's jobs through its endpoint's batch API instead of streamed
-//! (docs/batch.md). The lane's jobs are rendered as streaming would send them, split at
+//! (docs/guide/batch.md). The lane's jobs are rendered as streaming would send them, split at
 //! the provider's limits, and submitted; every submission is journaled before anything
 //! depends on it (a `submitting` line with the batch's job keys before the batch is
 //! created, a `submitted` line with the provider's id after), so a killed run's `--resume`
@@ -76,7 +76,7 @@ pub enum BatchStep {
     Disowned,
 }
 
-/// A provider batch's event: `{"event":"batch","step":"submitting",…}` (docs/batch.md,
+/// A provider batch's event: `{"event":"batch","step":"submitting",…}` (docs/guide/batch.md,
 /// "The journal's batch lines").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BatchRecord {

@@ -1,4 +1,4 @@
-//! `--budget USD`: a spending cap the run keeps while it sends (docs/budget.md). Before a
+//! `--budget USD`: a spending cap the run keeps while it sends (docs/guide/budget.md). Before a
 //! job is sent its most possible cost is held back — its prompt at the input price, its
 //! completion ceiling (`max_tokens`) at the output price, and its judge's calls at the
 //! judge's price — and once it finishes, what it was billed takes the hold's place. A job

@@ -43,7 +43,7 @@ pub enum RunEvent<'a> {
     AttemptFinished(&'a AttemptEvent),
     /// A gate resized or a replica benched.
     PoolChanged(&'a PoolEvent),
-    /// `--batch`: a provider batch was submitted, polled or ended (docs/batch.md).
+    /// `--batch`: a provider batch was submitted, polled or ended (docs/guide/batch.md).
     Batch(&'a super::batch::BatchRecord),
     JobFinished {
         record: &'a JobRecord,

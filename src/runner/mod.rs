@@ -506,7 +506,7 @@ impl Rendered {
 /// `--budget` on a resume: the jobs in batches the journal holds open are paid for
 /// already, so they are held whatever the budget says, and before any lane starts: what is
 /// sent after them, by a streaming lane beside a batching one too, counts them
-/// (docs/budget.md, "Batches").
+/// (docs/guide/budget.md, "Batches").
 fn reserve_adopted(bench: &Bench, lanes: &[Lane], by_lane: &[Vec<Job>], options: &RunOptions) {
     if options.budget.is_none() || options.batches.is_empty() {
         return;
@@ -728,7 +728,7 @@ async fn record(
 /// never passed to the scorer (a refusal that happens to contain the expected words is no
 /// pass), its words the output. It stays in every figure, so a variant that makes the
 /// model refuse scores lower; leaving it out, as a filtered answer is, would raise it
-/// (docs/design-notes.md, "Refusals").
+/// (docs/dev/design-notes.md, "Client", on refusals).
 async fn graded_record(
     bench: &Bench,
     job: &Job,

@@ -1,4 +1,4 @@
-//! Intervals that agree with Holm's verdicts (docs/statistics.md, "Intervals that agree with Holm").
+//! Intervals that agree with Holm's verdicts (docs/dev/statistics.md, "Intervals that agree with Holm").
 //!
 //! Holm rejects comparison i at α when its adjusted p-value p̃ᵢ < α. Since p̃ᵢ ≥ pᵢ, that is
 //! the same as pᵢ < αᵢ with αᵢ = α·pᵢ/p̃ᵢ. An interval that inverts the same test at level

@@ -1,6 +1,6 @@
 //! Statistics: Wilson intervals, percentiles, the paired comparison and clustering; the
 //! sign-flip test and its interval, Holm-consistent levels, scored runs, prediction-powered
-//! inference, exact power, and sequential tests. docs/statistics.md explains each in words;
+//! inference, exact power, and sequential tests. docs/dev/statistics.md explains each in words;
 //! every figure is checked against scipy, statsmodels, ppi-python or a seeded simulation
 //! committed with its script (tests/fixtures/).
 

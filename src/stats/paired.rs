@@ -1,4 +1,4 @@
-//! Paired comparison of a variant with the baseline, case by case (docs/statistics.md §1–2).
+//! Paired comparison of a variant with the baseline, case by case (docs/dev/statistics.md §1–2).
 
 use statrs::function::beta::beta_reg;
 

@@ -1,5 +1,5 @@
 //! The paired sign-flip permutation test on per-case differences, and the interval that
-//! inverts it (docs/statistics.md §1: at one answer per case, the paired sign-flip test is exact McNemar).
+//! inverts it (docs/dev/statistics.md §1: at one answer per case, the paired sign-flip test is exact McNemar).
 //!
 //! Input: one difference per case, dᵢ = (variant's mean score over its repeats) − (the
 //! baseline's mean score over its repeats), so repeats never count as extra cases. Under the
@@ -113,7 +113,7 @@ pub struct Interval {
 /// that p-value is below 1 − confidence. Shifted data leave the grid, so the other shifts
 /// are tested on all 2ⁿ patterns (n ≤ 20 cases) or on common random sign patterns (Monte
 /// Carlo); where the acceptance set is not an interval (possible, rare), a bound is one of
-/// its edges. No published reference computes this; see docs/statistics.md for the checks.
+/// its edges. No published reference computes this; see docs/dev/statistics.md for the checks.
 pub fn sign_flip_interval(differences: &[f64], confidence: f64) -> Option<Interval> {
     let test = sign_flip_test(differences)?;
     if !(confidence > 0.0 && confidence < 1.0) {

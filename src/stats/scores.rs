@@ -1,4 +1,4 @@
-//! Mean scores for scored runs (scores anywhere in [0, 1]; docs/statistics.md §3).
+//! Mean scores for scored runs (scores anywhere in [0, 1]; docs/dev/statistics.md §3).
 //!
 //! The case is the unit. Each case's repeats are first averaged into one case mean; the
 //! variant's score is the mean of its case means (every case weighs one, as in the paired
@@ -96,7 +96,7 @@ pub(crate) fn effective_cases(case_means: &[f64], confidence: f64) -> Option<(f6
 /// degrees of freedom as φ → 0 (scores spread inside [0, 1], as the t interval does). φ is
 /// continuous in SS, so rounding (ten cases at 0.7 sum to 7.000000000000001) changes
 /// nothing. Checked against tests/fixtures/bounded_interval_ref.py; coverage in
-/// docs/statistics.md §3. `None` for no cases, a confidence outside (0, 1) (no interval),
+/// docs/dev/statistics.md §3. `None` for no cases, a confidence outside (0, 1) (no interval),
 /// or a score that is not in [0, 1]; the interval is `None` with one case.
 pub fn mean_score(case_means: &[f64], confidence: f64) -> Option<MeanScore> {
     let (n, m, _, _) = parts(case_means)?;

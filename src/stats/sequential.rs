@@ -1,5 +1,5 @@
 //! Sequential stopping for `run --until-decided`: one variant against the baseline, case by
-//! case, deciding as soon as the evidence allows (see docs/statistics.md, "Sequential stopping").
+//! case, deciding as soon as the evidence allows (see docs/dev/statistics.md §6).
 //!
 //! Per case t the pair (variant score, baseline score) gives dₜ = variant − baseline in
 //! [−1, 1]. Two one-sided tests of "no difference" run side by side, one for a gain and one

@@ -2,7 +2,7 @@
 //! results and one row per job, in SQLite (one machine: `reports/promptgauge.db`) or
 //! PostgreSQL (a team's CI). Run folders stay the source of truth; the store is an index of
 //! them, fed by the run's own records as they are aggregated, and rebuilt from folders by
-//! `promptgauge index`. The schema is docs/store.md.
+//! `promptgauge index`. The schema is docs/guide/store.md.
 //!
 //! One code path serves both databases through sqlx's `Any` driver: portable SQL only
 //! (BIGINT, DOUBLE PRECISION, TEXT; booleans as 0/1; `$n` placeholders, `?` in SQLite's

@@ -1,4 +1,4 @@
-//! Case files: `.jsonl`, `.yaml`/`.yml` and `.csv` (README.md, "Files in brief").
+//! Case files: `.jsonl`, `.yaml`/`.yml` and `.csv` (docs/guide/files.md, "Cases").
 
 use std::collections::HashMap;
 use std::path::Path;

@@ -1,5 +1,5 @@
 //! `endpoints:` — the models a bench can run on, each named, with its own server, key,
-//! protocol, price, parameters, limits and headers (docs/endpoints.md). A bench with the
+//! protocol, price, parameters, limits and headers (docs/guide/endpoints.md). A bench with the
 //! single `endpoint:` block has none: that block is its one endpoint, as before.
 
 use serde::{Deserialize, Serialize};

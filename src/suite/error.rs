@@ -311,7 +311,7 @@ pub(crate) fn yaml_error(path: &Path, what: &str, err: &serde_saphyr::Error) -> 
             .fix(format!("keep one `{key}:` line"));
     }
     InputError::new(location, format!("invalid {what}: {first}"))
-        .fix(format!("see the {what} format in README.md"))
+        .fix(format!("see the {what} format in docs/guide/files.md"))
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 /// it under the scorer's `env:`.
 pub const PASSED_ENV: [&str; 4] = ["PATH", "HOME", "LANG", "TMPDIR"];
 
-/// A scorer as written in a bench or case file (the kinds README.md's "Files in brief" lists).
+/// A scorer as written in a bench or case file (the kinds docs/guide/scorers.md lists).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum GradeSpec {
@@ -84,7 +84,7 @@ pub enum GradeSpec {
         order: CallOrder,
     },
     /// A program of yours scores each answer: a small pool of long-lived processes, one
-    /// JSON request per line in, one JSON reply per line out (docs/scorers.md).
+    /// JSON request per line in, one JSON reply per line out (docs/guide/scorers.md).
     Command {
         /// The program and its arguments, run in the bench's folder: `[python3, score.py]`.
         run: Vec<String>,

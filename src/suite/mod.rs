@@ -39,7 +39,7 @@ pub struct EndpointSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_header: Option<crate::client::KeyHeader>,
     /// `batch: true`: its jobs go through the provider's batch API, not streamed
-    /// (docs/batch.md).
+    /// (docs/guide/batch.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<bool>,
 }
@@ -62,7 +62,7 @@ impl UrlList {
     }
 }
 
-/// Client limits, with the defaults README.md's "Files in brief" lists. Recorded in `run.json`; a field missing there
+/// Client limits, with the defaults docs/guide/files.md's "The bench" lists. Recorded in `run.json`; a field missing there
 /// (a run folder from an older version) reads as its default.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -996,7 +996,7 @@ fn read_raw(path: &Path) -> Result<(String, RawBench), InputError> {
     if text.trim().is_empty() {
         return Err(
             InputError::new(Location::file(path), "the bench file is empty")
-                .fix("a bench needs at least `name:`, `cases:` and `variants:`; see README.md"),
+                .fix("a bench needs `name:`, `cases:` and `variants:`; see docs/guide/files.md"),
         );
     }
     let raw =

@@ -28,7 +28,7 @@ pub fn arm_name(variant: &str, endpoint: Option<&str>) -> String {
 
 /// The largest family of comparisons a verdict is adjusted in (Holm's): every variant
 /// against the baseline, or in a run of several endpoints the larger axis — the variants at
-/// one endpoint, or the endpoints for one variant (docs/statistics.md, 2a).
+/// one endpoint, or the endpoints for one variant (docs/dev/statistics.md §2a).
 pub fn largest_family(variants: usize, endpoints: usize) -> usize {
     variants.max(endpoints).saturating_sub(1)
 }
@@ -158,7 +158,7 @@ impl SequentialPlan {
     /// that may take hours, so waves are few: a fifth of the cases the fixed design would
     /// need (at least `min_cases`, at most the plan's), so a clear difference stops after a
     /// wave or two and a run that goes to the fixed design's size takes about five
-    /// (docs/batch.md, "Waves").
+    /// (docs/guide/batch.md, "Waves").
     pub fn wave_cases(&self) -> usize {
         let fixed = self.fixed_design_cases.unwrap_or(self.max_cases);
         fixed

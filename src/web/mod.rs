@@ -1,5 +1,5 @@
 //! `promptgauge view`: a local web application over the history store and the run folders
-//! it records (docs/view.md). It serves the runs, newest first and filterable; each run's
+//! it records (docs/guide/view.md). It serves the runs, newest first and filterable; each run's
 //! own report (the page `report.html` is, rendered by the same code, never a fork); its
 //! answers, filtered and paged by the server from an index of the journal; a job's whole
 //! record; runs in progress, live; any two runs compared and a bench's history (by the
@@ -287,7 +287,7 @@ pub async fn listen(config: ViewConfig, store: Store) -> Result<Listening, ViewE
 /// and unmapped when freed. glibc otherwise raises this threshold after the first such free,
 /// so later large blocks land in the heap among small ones that outlive them and pin their
 /// pages: after a compare and a history the server held 60 MB where it now holds 31
-/// (docs/performance.md, "p").
+/// (docs/dev/performance.md, figure p).
 fn map_large_blocks() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt sets one of the allocator's parameters; any value is valid for it.
@@ -298,7 +298,7 @@ fn map_large_blocks() {
 
 /// After a page is made, the memory its making freed goes back to the system: glibc keeps
 /// freed memory in each thread's arena, so a server that once compared two 200,000-job runs
-/// would hold their peak for good (docs/performance.md, "p").
+/// would hold their peak for good (docs/dev/performance.md, figure p).
 async fn give_back(response: axum::response::Response) -> axum::response::Response {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only returns free pages of the allocator's own heaps.

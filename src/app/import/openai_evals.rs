@@ -6,7 +6,7 @@
 //! scorer, `label_model` and `score_model` a judge with the same messages and labels (or
 //! range and threshold), `python` a `command` scorer running the grader's own code. An item
 //! passes when every criterion does (`all`), as OpenAI counts it. What has no equivalent
-//! is listed in IMPORT-NOTES.md, never translated loosely (docs/import-openai-evals.md).
+//! is listed in IMPORT-NOTES.md, never translated loosely (docs/guide/import-openai-evals.md).
 
 use std::path::Path;
 
@@ -750,7 +750,7 @@ fn python(im: &mut Import, c: &Value, name: &str) -> Option<Value> {
     im.files.push((
         file.clone(),
         format!(
-            "# The eval's python grader `{name}`, as written, run by promptgauge's `command` scorer\n# (docs/scorers.md): one JSON request per line in, one reply per line out.\n\n{source}\n\nPASS_THRESHOLD = {}\n{PYTHON_RUNNER}",
+            "# The eval's python grader `{name}`, as written, run by promptgauge's `command` scorer\n# (docs/guide/scorers.md): one JSON request per line in, one reply per line out.\n\n{source}\n\nPASS_THRESHOLD = {}\n{PYTHON_RUNNER}",
             pass.map_or("None".to_string(), |p| format!("{p:?}"))
         ),
     ));

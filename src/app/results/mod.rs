@@ -1,6 +1,6 @@
 //! `import-results FORMAT FILE…`: another tool's per-sample results as a run folder —
 //! run.json, the journal, the reports, the history store — so `compare`, `history`, the
-//! gates and every report work on them unchanged (docs/import-results.md). Each reader
+//! gates and every report work on them unchanged (docs/guide/import-results.md). Each reader
 //! turns its files into [`Imported`]: variants (a file each, or a promptfoo file's
 //! columns), each with its samples by case and repeat; whatever it cannot carry over is a
 //! note, said and written to IMPORT-NOTES.md in the run folder.
