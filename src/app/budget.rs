@@ -1,8 +1,9 @@
 //! What a plan may cost, before anything is sent (`check`, and `--budget` at the start of a
 //! run), and the prices a run's budget holds its jobs at (docs/guide/budget.md).
 
-use super::{Failure, Prepared};
+use super::{Failure, Prepared, shown_urls};
 use crate::cli::UsageError;
+use crate::report::ProviderInfo;
 use crate::report::usd as shown;
 use crate::runner::budget::{Prices, UNBOUNDED_COMPLETION, UNBOUNDED_JUDGE_COMPLETION};
 use crate::suite::{Job, Price};
@@ -61,7 +62,7 @@ pub(super) fn prices(p: &Prepared, judge: Option<&super::judge::Judge>) -> Price
     let own = p.bench.judge.as_ref().and_then(|s| s.price.clone());
     let judge_price = own.or_else(|| {
         judge
-            .filter(|j| j.info.same_model(&super::run::provider_info(p)))
+            .filter(|j| j.info.same_model(&provider_info(p)))
             .and_then(|_| p.bench.price.clone())
     });
     let judge_completion = judge
@@ -239,4 +240,26 @@ pub(super) fn check_estimate(
         ),
         "raise --budget, run fewer jobs (--limit, --variants, --shard), lower max_tokens, or add --run-to-budget to send until the budget is reached",
     ))
+}
+
+/// Where the answers come from, as shown and stored (no credentials): in a run of several
+/// endpoints, the baseline endpoint.
+pub(super) fn provider_info(p: &Prepared) -> ProviderInfo {
+    endpoint_info(&p.endpoint)
+}
+
+/// An endpoint as shown and stored (no credentials).
+pub(super) fn endpoint_info(e: &crate::cli::Endpoint) -> ProviderInfo {
+    let shown = shown_urls(&e.base_urls);
+    let replicas = if shown.len() > 1 {
+        shown.clone()
+    } else {
+        Vec::new()
+    };
+    ProviderInfo {
+        replicas,
+        endpoint: e.name.clone(),
+        batch: e.batch,
+        ..ProviderInfo::of(shown, &e.model, &e.api_key_env, e.protocol)
+    }
 }

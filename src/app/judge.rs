@@ -182,20 +182,6 @@ impl Judge {
             && self.info.protocol == p.endpoint.protocol
     }
 
-    /// What the preflight looks at for the judge.
-    pub(super) fn target(&self) -> super::preflight::Target<'_> {
-        super::preflight::Target {
-            protocol: self.info.protocol,
-            base_urls: &self.base_urls,
-            model: &self.model,
-            key: self.api_key.as_ref(),
-            key_env: &self.api_key_env,
-            headers: &self.headers,
-            role: Some("the judge"),
-            model_flag: "--judge-model",
-        }
-    }
-
     /// The judge's client and how to ask it. `simulator` is the built-in simulator's URL
     /// (when it runs); `cache` is `--cache`'s.
     pub(super) fn service(

@@ -195,6 +195,22 @@ pub(crate) struct Target<'a> {
     pub model_flag: &'a str,
 }
 
+impl super::judge::Judge {
+    /// What the preflight looks at for the judge.
+    pub(super) fn target(&self) -> Target<'_> {
+        Target {
+            protocol: self.info.protocol,
+            base_urls: &self.base_urls,
+            model: &self.model,
+            key: self.api_key.as_ref(),
+            key_env: &self.api_key_env,
+            headers: &self.headers,
+            role: Some("the judge"),
+            model_flag: "--judge-model",
+        }
+    }
+}
+
 /// Asks each base URL for its models, all at once, each within `wait` (at most
 /// [`MAX_WAIT`]) and [`MAX_MODELS_BYTES`].
 pub(crate) async fn check(

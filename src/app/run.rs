@@ -480,7 +480,7 @@ async fn resolve(args: &RunArgs, env: &Env) -> Result<Resolved, Failure> {
     for w in &p.endpoint.warnings {
         note!("warning: {w}");
     }
-    let provider = provider_info(&p);
+    let provider = super::budget::provider_info(&p);
     let judge = super::judge::resolve(&p, &plan_args, env)?;
     for w in judge.iter().flat_map(|j| &j.warnings) {
         note!("warning: the judge: {w}");
@@ -1179,7 +1179,7 @@ fn plan_budget(
         p,
         args.cache && resumed.is_none(),
         &args.out,
-        &provider_info(p).base_url,
+        &super::budget::provider_info(p).base_url,
     )?;
     // The whole plan's estimate says whether scorers call models (as `check` reads it).
     let e = super::budget::estimate(p, &p.jobs, &prices, &*cached)?;
@@ -2110,35 +2110,13 @@ fn judged_as_before(flags: &PlanArgs, record: &RunRecord) -> PlanArgs {
     }
 }
 
-/// Where the answers come from, as shown and stored (no credentials): in a run of several
-/// endpoints, the baseline endpoint.
-pub(super) fn provider_info(p: &Prepared) -> ProviderInfo {
-    endpoint_info(&p.endpoint)
-}
-
-/// An endpoint as shown and stored (no credentials).
-fn endpoint_info(e: &crate::cli::Endpoint) -> ProviderInfo {
-    let shown = shown_urls(&e.base_urls);
-    let replicas = if shown.len() > 1 {
-        shown.clone()
-    } else {
-        Vec::new()
-    };
-    ProviderInfo {
-        replicas,
-        endpoint: e.name.clone(),
-        batch: e.batch,
-        ..ProviderInfo::of(shown, &e.model, &e.api_key_env, e.protocol)
-    }
-}
-
 /// Each endpoint of a run of several, with its price, as run.json records them.
 fn grid_infos(p: &Prepared) -> Vec<ProviderInfo> {
     p.grid
         .iter()
         .map(|g| ProviderInfo {
             price: g.price.clone(),
-            ..endpoint_info(&g.endpoint)
+            ..super::budget::endpoint_info(&g.endpoint)
         })
         .collect()
 }

@@ -118,7 +118,7 @@ pub fn clustered_wilson(cases: &[CaseScore], confidence: f64) -> Option<(f64, f6
     let kish = n as f64 / design_effect(cases);
     let means: Vec<f64> = cases.iter().filter_map(CaseScore::mean).collect();
     let repeated = cases.iter().any(|c| c.graded > 1);
-    let (lo, hi, n_eff) = match crate::stats::scores::effective_cases(&means, confidence) {
+    let (lo, hi, n_eff) = match crate::stats::bounded::effective_cases(&means, confidence) {
         Some((_, cases_eff, c)) if repeated => {
             let n_eff = kish.min(cases_eff);
             let (lo, hi) = super::wilson_c(p, n_eff, c);

@@ -1,0 +1,52 @@
+//! What scores in [0, 1] allow a mean's interval: the spread an unseen outcome could add and
+//! the effective number of cases (docs/dev/statistics.md §3). Below both the mean scores of
+//! [`crate::stats::scores`] and the clustered ones of [`crate::stats::cluster`], which share it.
+
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+/// The two-sided t critical value for `confidence` with `df` degrees of freedom.
+pub(crate) fn t_critical(confidence: f64, df: f64) -> Option<f64> {
+    let t = StudentsT::new(0.0, 1.0, df).ok()?;
+    Some(t.inverse_cdf(1.0 - (1.0 - confidence) / 2.0))
+}
+
+/// The spread an outcome the cases have not shown could add, as a sum over cases:
+/// K = z²·d², d = max(m, 1 − m) the distance from the mean to the far end of [0, 1]. n cases
+/// can all miss an outcome of probability up to about z²/n (Wilson's upper bound for 0 of n);
+/// one at the far end adds about d²·z²/n to a case's variance, z²·d² to the sum of squares.
+/// Without it, cases that all scored 0.9 (a pass scored 0.9, the fails not drawn) gave an
+/// interval a few points wide around 0.9 and covered 46–92% (tests/fixtures/
+/// bounded_coverage.py); the fixed floor it replaces (0.05, "one more case 0.22 from the
+/// mean") could not see that far.
+pub fn unseen_spread(mean: f64, z: f64) -> f64 {
+    let d = mean.max(1.0 - mean);
+    z * z * d * d
+}
+
+/// (n, mean clamped to [0, 1], Σ (x − m)², Σ x(1 − x)) of scores in [0, 1]; `None` when
+/// empty or when a score is not finite or outside [0, 1].
+pub(crate) fn parts(values: &[f64]) -> Option<(usize, f64, f64, f64)> {
+    if values.is_empty() || values.iter().any(|v| !(0.0..=1.0).contains(v)) {
+        return None;
+    }
+    let n = values.len();
+    let m = (values.iter().sum::<f64>() / n as f64).clamp(0.0, 1.0);
+    let between = values.iter().map(|x| (x - m).powi(2)).sum::<f64>();
+    let within = values.iter().map(|x| x * (1.0 - x)).sum::<f64>();
+    Some((n, m, between, within))
+}
+
+/// The effective size and critical value of [`crate::stats::scores::mean_score`]'s interval for these case means:
+/// (mean, n/φ, c). `None` as [`crate::stats::scores::mean_score`]'s interval is.
+pub(crate) fn effective_cases(case_means: &[f64], confidence: f64) -> Option<(f64, f64, f64)> {
+    let (n, m, between, within) = parts(case_means)?;
+    if n < 2 || !(confidence > 0.0 && confidence < 1.0) {
+        return None;
+    }
+    let z = crate::stats::z_for(confidence);
+    let floor = unseen_spread(m, z);
+    let phi = (between + floor) / (between + within + floor);
+    let t = t_critical(confidence, (n - 1) as f64)?;
+    let c = (z * z + (t * t - z * z) * (1.0 - phi)).sqrt();
+    Some((m, n as f64 / phi, c))
+}
