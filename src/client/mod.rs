@@ -13,6 +13,7 @@ mod message;
 mod openai;
 pub mod pool;
 pub mod protocol;
+mod request;
 mod responses;
 pub(crate) mod retry;
 pub(crate) mod secrets;
@@ -27,7 +28,6 @@ use std::time::{Duration, SystemTime};
 use futures_util::StreamExt;
 use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 use tokio::time::{Instant, timeout_at};
 use tokio_util::sync::CancellationToken;
 
@@ -36,50 +36,20 @@ pub use cache::Cache;
 pub use message::ChatMessage;
 pub use openai::OpenAiChat;
 pub use protocol::{Dialect, FinishKind, Protocol, ProtocolKind, Streamed, ToolCall, Usage};
+pub use request::{ApiKey, JobRequest, KeyHeader};
 pub use responses::OpenAiResponses;
 pub use retry::Outcome;
 pub use secrets::Secrets;
 pub use transport::{HttpRequest, HttpResponse, ReqwestTransport, Transport, TransportError};
 
-/// An API key. It is sent in one header and shown nowhere else.
-#[derive(Clone)]
-pub struct ApiKey(String, KeyHeader);
-
-/// Which header carries the key: the protocol's own (a bearer `Authorization` for the
-/// OpenAI protocols, `x-api-key` for Anthropic's), or `api-key` (Azure OpenAI's keys).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum KeyHeader {
-    #[default]
-    Protocol,
-    ApiKey,
-}
-
-impl ApiKey {
-    /// Wraps a key read from the environment.
-    pub fn new(key: String) -> Self {
-        ApiKey(key, KeyHeader::Protocol)
-    }
-
-    /// The same key, sent in `header`.
-    pub fn in_header(self, header: KeyHeader) -> Self {
-        ApiKey(self.0, header)
-    }
-
-    /// The header that carries it.
-    pub fn header(&self) -> KeyHeader {
-        self.1
-    }
-
-    /// The value, for the one header that carries it and for [`Secrets`].
-    pub(crate) fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ApiKey(redacted)")
+impl ProtocolKind {
+    /// The protocol's implementation.
+    pub fn build(self) -> Arc<dyn Protocol> {
+        match self {
+            ProtocolKind::OpenaiChat => Arc::new(OpenAiChat),
+            ProtocolKind::OpenaiResponses => Arc::new(OpenAiResponses),
+            ProtocolKind::AnthropicMessages => Arc::new(AnthropicMessages),
+        }
     }
 }
 
@@ -150,18 +120,6 @@ impl ClientConfig {
             hidden: Vec::new(),
         }
     }
-}
-
-/// One logical request.
-#[derive(Debug, Clone)]
-pub struct JobRequest {
-    pub messages: Vec<ChatMessage>,
-    pub params: Map<String, Value>,
-    /// Reused by every attempt of this job, so a server can deduplicate.
-    pub idempotency_key: String,
-    /// Tokens reserved against tokens_per_minute before each attempt: the estimated
-    /// prompt tokens plus `max_tokens`.
-    pub reserve_tokens: u32,
 }
 
 /// What happened in one attempt, as recorded in the journal.

@@ -7,8 +7,6 @@
 //! ([`super::anthropic::AnthropicMessages`]). Another protocol is one new file implementing
 //! [`Protocol`] and one variant of [`ProtocolKind`].
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -36,15 +34,6 @@ impl ProtocolKind {
         ProtocolKind::OpenaiResponses,
         ProtocolKind::AnthropicMessages,
     ];
-
-    /// The protocol's implementation.
-    pub fn build(self) -> Arc<dyn Protocol> {
-        match self {
-            ProtocolKind::OpenaiChat => Arc::new(super::OpenAiChat),
-            ProtocolKind::OpenaiResponses => Arc::new(super::responses::OpenAiResponses),
-            ProtocolKind::AnthropicMessages => Arc::new(super::AnthropicMessages),
-        }
-    }
 
     /// Its name, as written in a bench.
     pub fn name(self) -> &'static str {
