@@ -621,84 +621,99 @@ fn shard_of(
     count: Option<u32>,
     env: &Env,
 ) -> Result<(Shard, String), UsageError> {
-    let &(who, var, first, total) = scheduler;
-    let number = |name: &str| -> Result<u32, UsageError> {
-        let text = env.get(name).unwrap_or("");
-        text.trim().parse::<u32>().map_err(|_| {
-            UsageError::with_fix(
-                format!("--shard auto: {name}={text} is not a whole number"),
-                "give the shard: --shard 2/4",
-            )
-        })
-    };
-    let mut value = number(var)?;
-    // A SLURM array need not start at 0 (`--array=1-8`): its first task is the first shard.
-    let mut offset = first;
-    if var == "SLURM_ARRAY_TASK_ID" {
-        if let Some(min) = env.get("SLURM_ARRAY_TASK_MIN") {
-            offset = number("SLURM_ARRAY_TASK_MIN").map_err(|_| {
-                UsageError(format!(
-                    "--shard auto: SLURM_ARRAY_TASK_MIN={min} is not a whole number"
-                ))
-            })?;
-        }
-        if env
-            .get("SLURM_ARRAY_TASK_STEP")
-            .is_some_and(|s| s.trim() != "1")
-        {
-            return Err(UsageError::with_fix(
-                "--shard auto: this SLURM array steps by more than 1 (SLURM_ARRAY_TASK_STEP), so its task ids do not number shards one by one".to_string(),
-                "use an array of consecutive ids (--array=0-7), or give the shard: --shard 2/4",
-            ));
-        }
-    }
-    if value < offset {
+    let &(who, var, _, total) = scheduler;
+    let index = whole_number(env, var)?;
+    let offset = first_task(scheduler, env)?;
+    if index < offset {
         return Err(UsageError(format!(
-            "--shard auto: {var}={value} is below the first task ({offset})"
+            "--shard auto: {var}={index} is below the first task ({offset})"
         )));
     }
-    value -= offset;
+    let value = index - offset;
     let from_env = match total {
-        Some(t) if env.get(t).is_some() => Some((t, number(t)?)),
+        Some(t) if env.get(t).is_some() => Some((t, whole_number(env, t)?)),
         _ => None,
     };
-    let n = match (count, from_env) {
-        (Some(n), Some((t, m))) if n != m => {
-            return Err(UsageError::with_fix(
-                format!("--shard auto/{n}, but {who} runs {m} tasks ({t}={m})"),
-                format!("write --shard auto (the count is {t}'s), or auto/{m}"),
-            ));
-        }
-        (Some(n), _) => n,
-        (None, Some((_, m))) => m,
-        (None, None) => {
-            return Err(UsageError::with_fix(
-                format!(
-                    "--shard auto: {who} gives this task's index ({var}={}) but not how many tasks there are",
-                    value + offset
-                ),
-                "write --shard auto/N, N the number of tasks (a Kubernetes Job's `completions`, an AWS Batch array's size)",
-            ));
-        }
-    };
+    let n = task_count(scheduler, count, from_env, index)?;
     let shard: Shard = format!("{}/{n}", value + 1).parse().map_err(|_| {
         UsageError::with_fix(
             format!(
-                "--shard auto: {var}={} is task {} of {n}: there is no such shard",
-                value + offset,
+                "--shard auto: {var}={index} is task {} of {n}: there is no such shard",
                 value + 1
             ),
             "the count must cover every task's index (`auto/N` or the scheduler's count)",
         )
     })?;
     let said = format!(
-        "shard {shard} from {who} ({var}={}{})",
-        value + offset,
+        "shard {shard} from {who} ({var}={index}{})",
         from_env
             .map(|(t, m)| format!(", {t}={m}"))
             .unwrap_or_default()
     );
     Ok((shard, said))
+}
+
+/// A scheduler's variable as a whole number, or why `--shard auto` cannot read it.
+fn whole_number(env: &Env, name: &str) -> Result<u32, UsageError> {
+    let text = env.get(name).unwrap_or("");
+    text.trim().parse::<u32>().map_err(|_| {
+        UsageError::with_fix(
+            format!("--shard auto: {name}={text} is not a whole number"),
+            "give the shard: --shard 2/4",
+        )
+    })
+}
+
+/// The index of a scheduler's first task, the first shard.
+fn first_task(scheduler: &(&str, &str, u32, Option<&str>), env: &Env) -> Result<u32, UsageError> {
+    let &(_, var, first, _) = scheduler;
+    if var != "SLURM_ARRAY_TASK_ID" {
+        return Ok(first);
+    }
+    // A SLURM array need not start at 0 (`--array=1-8`): its first task is the first shard.
+    let mut offset = first;
+    if let Some(min) = env.get("SLURM_ARRAY_TASK_MIN") {
+        offset = whole_number(env, "SLURM_ARRAY_TASK_MIN").map_err(|_| {
+            UsageError(format!(
+                "--shard auto: SLURM_ARRAY_TASK_MIN={min} is not a whole number"
+            ))
+        })?;
+    }
+    if env
+        .get("SLURM_ARRAY_TASK_STEP")
+        .is_some_and(|s| s.trim() != "1")
+    {
+        return Err(UsageError::with_fix(
+            "--shard auto: this SLURM array steps by more than 1 (SLURM_ARRAY_TASK_STEP), so its task ids do not number shards one by one".to_string(),
+            "use an array of consecutive ids (--array=0-7), or give the shard: --shard 2/4",
+        ));
+    }
+    Ok(offset)
+}
+
+/// How many shards: `auto/N`'s N or the scheduler's count (`from_env`), which must agree
+/// when both are given; `index` is this task's, as the scheduler numbers it.
+fn task_count(
+    scheduler: &(&str, &str, u32, Option<&str>),
+    count: Option<u32>,
+    from_env: Option<(&str, u32)>,
+    index: u32,
+) -> Result<u32, UsageError> {
+    let &(who, var, _, _) = scheduler;
+    match (count, from_env) {
+        (Some(n), Some((t, m))) if n != m => Err(UsageError::with_fix(
+            format!("--shard auto/{n}, but {who} runs {m} tasks ({t}={m})"),
+            format!("write --shard auto (the count is {t}'s), or auto/{m}"),
+        )),
+        (Some(n), _) => Ok(n),
+        (None, Some((_, m))) => Ok(m),
+        (None, None) => Err(UsageError::with_fix(
+            format!(
+                "--shard auto: {who} gives this task's index ({var}={index}) but not how many tasks there are"
+            ),
+            "write --shard auto/N, N the number of tasks (a Kubernetes Job's `completions`, an AWS Batch array's size)",
+        )),
+    }
 }
 
 impl Cli {
@@ -1203,39 +1218,13 @@ fn parse_delay(s: &str) -> Result<Duration, String> {
 impl MockArgs {
     /// The simulator's configuration; an error names the flag that is out of range.
     pub fn config(&self) -> Result<MockConfig, String> {
-        let rates = [
-            ("--rate-429", self.rate_429),
-            ("--rate-5xx", self.rate_5xx),
-            ("--hang", self.hang),
-            ("--reset", self.reset),
-            ("--cut", self.cut),
-            ("--stall", self.stall),
-            ("--error-event", self.error_event),
-            ("--failed", self.failed),
-            ("--content-filter", self.content_filter),
-            ("--abort", self.abort),
-            ("--overloaded", self.overloaded),
-            ("--cut-before-end", self.cut_before_end),
-        ];
         if !(0.0..=1.0).contains(&self.judge_error) {
             return Err(format!(
                 "--judge-error is a probability between 0 and 1, found {}",
                 self.judge_error
             ));
         }
-        for (flag, p) in rates {
-            if !(0.0..=1.0).contains(&p) {
-                return Err(format!(
-                    "{flag} is a probability between 0 and 1, found {p}"
-                ));
-            }
-        }
-        let total: f64 = rates.iter().map(|r| r.1).sum();
-        if total > 1.0 {
-            return Err(format!(
-                "the fault probabilities add up to {total}, more than 1"
-            ));
-        }
+        let faults = self.faults()?;
         Ok(MockConfig {
             model: self.model.clone(),
             strict_model: self.strict_model,
@@ -1247,20 +1236,7 @@ impl MockArgs {
                 (_, Some(ms)) => RetryAfter::Millis(ms),
                 _ => RetryAfter::Seconds(self.retry_after),
             },
-            faults: Faults {
-                rate_429: self.rate_429,
-                rate_5xx: self.rate_5xx,
-                hang: self.hang,
-                reset: self.reset,
-                cut: self.cut,
-                stall: self.stall,
-                error_event: self.error_event,
-                failed: self.failed,
-                content_filter: self.content_filter,
-                abort: self.abort,
-                overloaded: self.overloaded,
-                cut_before_end: self.cut_before_end,
-            },
+            faults,
             fault_attempts: self.fault_attempts,
             keepalive: self.keepalive,
             crlf: self.crlf,
@@ -1287,6 +1263,52 @@ impl MockArgs {
             batch_duplicate: self.batch_duplicate,
             refuse_on: self.refuse_on.clone(),
             report_output_tokens: self.report_output_tokens,
+        })
+    }
+
+    /// The fault flags as the simulator's [`Faults`]: each a probability, and together at
+    /// most 1 (one fault an attempt).
+    fn faults(&self) -> Result<Faults, String> {
+        let rates = [
+            ("--rate-429", self.rate_429),
+            ("--rate-5xx", self.rate_5xx),
+            ("--hang", self.hang),
+            ("--reset", self.reset),
+            ("--cut", self.cut),
+            ("--stall", self.stall),
+            ("--error-event", self.error_event),
+            ("--failed", self.failed),
+            ("--content-filter", self.content_filter),
+            ("--abort", self.abort),
+            ("--overloaded", self.overloaded),
+            ("--cut-before-end", self.cut_before_end),
+        ];
+        for (flag, p) in rates {
+            if !(0.0..=1.0).contains(&p) {
+                return Err(format!(
+                    "{flag} is a probability between 0 and 1, found {p}"
+                ));
+            }
+        }
+        let total: f64 = rates.iter().map(|r| r.1).sum();
+        if total > 1.0 {
+            return Err(format!(
+                "the fault probabilities add up to {total}, more than 1"
+            ));
+        }
+        Ok(Faults {
+            rate_429: self.rate_429,
+            rate_5xx: self.rate_5xx,
+            hang: self.hang,
+            reset: self.reset,
+            cut: self.cut,
+            stall: self.stall,
+            error_event: self.error_event,
+            failed: self.failed,
+            content_filter: self.content_filter,
+            abort: self.abort,
+            overloaded: self.overloaded,
+            cut_before_end: self.cut_before_end,
         })
     }
 }

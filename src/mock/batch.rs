@@ -519,18 +519,7 @@ impl Provider {
     /// Answers a batch's requests (all of them; half when it expires, none when cancelled)
     /// and writes its output and error files.
     fn finish_batch(&self, id: &str) {
-        let Some((input, endpoint, cancelled, anthropic)) =
-            self.batches.batches.lock().ok().and_then(|b| {
-                b.get(id).map(|b| {
-                    (
-                        b.input_file_id.clone(),
-                        b.endpoint.clone(),
-                        b.status == "cancelling",
-                        b.anthropic,
-                    )
-                })
-            })
-        else {
+        let Some((input, batch)) = self.finishing(id) else {
             return;
         };
         let bytes = self
@@ -544,101 +533,115 @@ impl Provider {
             .split(|&b| b == b'\n')
             .filter(|l| !l.is_empty())
             .collect();
-        let answered = if cancelled {
+        let answered = if batch.cancelled {
             0
         } else if self.config.batch_expires {
             lines.len() / 2
         } else {
             lines.len()
         };
-        let (mut output, mut errors) = (String::new(), String::new());
-        let (mut completed, mut failed) = (0, 0);
+        let mut results = Results::default();
         for (i, line) in lines.iter().enumerate() {
             let request: Value = serde_json::from_slice(line).unwrap_or(Value::Null);
-            let custom_id = request["custom_id"].as_str().unwrap_or("").to_string();
-            if anthropic {
-                let result = if i >= answered {
-                    json!({"type": if cancelled { "canceled" } else { "expired" }})
-                } else {
-                    if let Ok(mut a) = self.batches.answered.lock() {
-                        *a.entry(custom_id.clone()).or_default() += 1;
-                    }
-                    match self.answer_one(&endpoint, &custom_id, &request["body"]) {
-                        (200, message) => json!({"type": "succeeded", "message": message}),
-                        (_, error) => json!({"type": "errored", "error": error}),
-                    }
-                };
-                if result["type"] == "succeeded" {
-                    completed += 1;
-                } else {
-                    failed += 1;
-                }
-                output.push_str(&format!(
-                    "{}\n",
-                    json!({"custom_id": custom_id, "result": result})
-                ));
-                continue;
-            }
-            if i >= answered {
-                let (code, message) = if cancelled {
-                    (
-                        "batch_cancelled",
-                        "This request was not run: the batch was cancelled.",
-                    )
-                } else {
-                    (
-                        "batch_expired",
-                        "This request could not be executed before the completion window expired.",
-                    )
-                };
-                errors.push_str(&format!(
-                    "{}\n",
-                    json!({"id": format!("batch_req_{i}"), "custom_id": custom_id, "response": null,
-                           "error": {"code": code, "message": message}})
-                ));
-                failed += 1;
-                continue;
-            }
-            let (status, body) = self.answer_one(&endpoint, &custom_id, &request["body"]);
-            if let Ok(mut a) = self.batches.answered.lock() {
-                *a.entry(custom_id.clone()).or_default() += 1;
-            }
-            let line = json!({
-                "id": format!("batch_req_{i}"), "custom_id": custom_id,
-                "response": {"status_code": status, "request_id": format!("req_{i}"), "body": body},
-                "error": null,
-            });
-            if status == 200 {
-                output.push_str(&format!("{line}\n"));
-                completed += 1;
+            let custom_id = request["custom_id"].as_str().unwrap_or("");
+            let body = (i < answered).then_some(&request["body"]);
+            if batch.anthropic {
+                self.message_result(&batch, &mut results, custom_id, body);
             } else {
-                errors.push_str(&format!("{line}\n"));
-                failed += 1;
+                self.batch_result(&batch, &mut results, i, custom_id, body);
             }
         }
         if self.config.batch_duplicate
-            && let Some(first) = output.lines().next().map(|l| format!("{l}\n"))
+            && let Some(first) = results.output.lines().next().map(|l| format!("{l}\n"))
         {
-            output.push_str(&first);
+            results.output.push_str(&first);
         }
-        let store = |text: String| -> Option<String> {
-            if text.is_empty() {
-                return None;
-            }
-            let id = self.id("file");
-            if let Ok(mut files) = self.batches.files.lock() {
-                files.insert(
-                    id.clone(),
-                    File {
-                        purpose: "batch_output".into(),
-                        bytes: Bytes::from(text),
-                    },
-                );
-            }
-            Some(id)
+        self.close_batch(id, batch.cancelled, results);
+    }
+
+    /// The input file of a batch about to be finished, and what finishing it needs.
+    fn finishing(&self, id: &str) -> Option<(String, Finishing)> {
+        let batches = self.batches.batches.lock().ok()?;
+        let b = batches.get(id)?;
+        let finishing = Finishing {
+            endpoint: b.endpoint.clone(),
+            cancelled: b.status == "cancelling",
+            anthropic: b.anthropic,
         };
-        let output_file_id = store(output);
-        let error_file_id = store(errors);
+        Some((b.input_file_id.clone(), finishing))
+    }
+
+    /// One request's line in Anthropic's results: its answer (`body` is there when it is
+    /// run), or why it was not run.
+    fn message_result(
+        &self,
+        batch: &Finishing,
+        results: &mut Results,
+        custom_id: &str,
+        body: Option<&Value>,
+    ) {
+        let result = match body {
+            None => json!({"type": if batch.cancelled { "canceled" } else { "expired" }}),
+            Some(body) => {
+                self.count_answered(custom_id);
+                match self.answer_one(&batch.endpoint, custom_id, body) {
+                    (200, message) => json!({"type": "succeeded", "message": message}),
+                    (_, error) => json!({"type": "errored", "error": error}),
+                }
+            }
+        };
+        if result["type"] == "succeeded" {
+            results.completed += 1;
+        } else {
+            results.failed += 1;
+        }
+        results.output.push_str(&format!(
+            "{}\n",
+            json!({"custom_id": custom_id, "result": result})
+        ));
+    }
+
+    /// The `i`th request's line in OpenAI's output file (answered 200) or error file (any
+    /// other answer, or not run: `body` is there when it is run).
+    fn batch_result(
+        &self,
+        batch: &Finishing,
+        results: &mut Results,
+        i: usize,
+        custom_id: &str,
+        body: Option<&Value>,
+    ) {
+        let Some(body) = body else {
+            results.not_run(i, custom_id, batch.cancelled);
+            return;
+        };
+        let (status, body) = self.answer_one(&batch.endpoint, custom_id, body);
+        self.count_answered(custom_id);
+        let line = json!({
+            "id": format!("batch_req_{i}"), "custom_id": custom_id,
+            "response": {"status_code": status, "request_id": format!("req_{i}"), "body": body},
+            "error": null,
+        });
+        if status == 200 {
+            results.output.push_str(&format!("{line}\n"));
+            results.completed += 1;
+        } else {
+            results.errors.push_str(&format!("{line}\n"));
+            results.failed += 1;
+        }
+    }
+
+    /// Counts a request answered in a batch, by its `custom_id` ([`Provider::batched_requests`]).
+    fn count_answered(&self, custom_id: &str) {
+        if let Ok(mut a) = self.batches.answered.lock() {
+            *a.entry(custom_id.to_string()).or_default() += 1;
+        }
+    }
+
+    /// Writes a finished batch's files and gives it its final status and counts.
+    fn close_batch(&self, id: &str, cancelled: bool, results: Results) {
+        let output_file_id = self.store_output(results.output);
+        let error_file_id = self.store_output(results.errors);
         if let Ok(mut batches) = self.batches.batches.lock()
             && let Some(b) = batches.get_mut(id)
         {
@@ -649,11 +652,29 @@ impl Provider {
             } else {
                 "completed"
             };
-            b.completed = completed;
-            b.failed = failed;
+            b.completed = results.completed;
+            b.failed = results.failed;
             b.output_file_id = output_file_id;
             b.error_file_id = error_file_id;
         }
+    }
+
+    /// Keeps a batch's output (or error) file, and gives its id; none for an empty one.
+    fn store_output(&self, text: String) -> Option<String> {
+        if text.is_empty() {
+            return None;
+        }
+        let id = self.id("file");
+        if let Ok(mut files) = self.batches.files.lock() {
+            files.insert(
+                id.clone(),
+                File {
+                    purpose: "batch_output".into(),
+                    bytes: Bytes::from(text),
+                },
+            );
+        }
+        Some(id)
     }
 
     /// One request of a batch, answered as the same request streamed would be (not
@@ -753,6 +774,45 @@ impl Provider {
             .lock()
             .map(|a| a.clone())
             .unwrap_or_default()
+    }
+}
+
+/// A batch being finished: where its requests go, and whether it was cancelled.
+struct Finishing {
+    endpoint: String,
+    cancelled: bool,
+    anthropic: bool,
+}
+
+/// A finished batch's result lines, for its output and error files, and their counts.
+#[derive(Default)]
+struct Results {
+    output: String,
+    errors: String,
+    completed: usize,
+    failed: usize,
+}
+
+impl Results {
+    /// The `i`th request's error line when the batch was cancelled or expired before it ran.
+    fn not_run(&mut self, i: usize, custom_id: &str, cancelled: bool) {
+        let (code, message) = if cancelled {
+            (
+                "batch_cancelled",
+                "This request was not run: the batch was cancelled.",
+            )
+        } else {
+            (
+                "batch_expired",
+                "This request could not be executed before the completion window expired.",
+            )
+        };
+        self.errors.push_str(&format!(
+            "{}\n",
+            json!({"id": format!("batch_req_{i}"), "custom_id": custom_id, "response": null,
+                   "error": {"code": code, "message": message}})
+        ));
+        self.failed += 1;
     }
 }
 

@@ -478,12 +478,6 @@ impl Provider {
         self.json_reply(status, body, extra, in_flight)
     }
 
-    /// A 400, counted.
-    fn bad_request(&self, message: &str, in_flight: InFlight) -> Reply {
-        self.stats.status_400.fetch_add(1, Ordering::SeqCst);
-        self.error(400, message, "invalid_request_error", vec![], in_flight)
-    }
-
     /// Whether a request's headers carry the key the simulator requires (any, without one),
     /// where `wire` sends it.
     fn accepts_key(&self, wire: Wire, headers: &[(String, String)]) -> bool {
@@ -523,221 +517,184 @@ impl Provider {
     /// Answers a request that came in speaking `wire`: read into the chat-completions form
     /// the model answers, and streamed back in the wire's own events.
     fn answer(&self, wire: Wire, request: &MockRequest) -> Reply {
-        let stats = &self.stats;
-        stats.requests.fetch_add(1, Ordering::SeqCst);
-        let in_flight = InFlight::new(stats, wire);
+        self.stats.requests.fetch_add(1, Ordering::SeqCst);
+        let in_flight = InFlight::new(&self.stats, wire);
         let serial = self.serial.fetch_add(1, Ordering::SeqCst);
-
-        if !self.accepts_key(wire, &request.headers) {
-            stats.status_401.fetch_add(1, Ordering::SeqCst);
-            return self.error(
-                401,
-                "Incorrect API key provided.",
-                "invalid_request_error",
-                vec![],
-                in_flight,
-            );
-        }
-        let body: Value = match serde_json::from_slice::<Value>(&request.body) {
-            Ok(v) => {
-                if let Ok(mut bodies) = self.bodies.lock()
-                    && bodies.len() < KEPT_BODIES
-                {
-                    bodies.push(v.clone());
-                    if let Ok(mut headers) = self.headers.lock() {
-                        headers.push(request.headers.clone());
-                    }
-                }
-                v
-            }
-            Err(e) => {
-                return self.bad_request(&format!("invalid JSON body: {e}"), in_flight);
-            }
+        let key = request.header("idempotency-key").map(String::from);
+        let asked = match self.read(wire, request) {
+            Ok(asked) => asked,
+            Err(rejection) => return self.reject(rejection, in_flight),
         };
+        let fault = match self.admit(key.as_deref(), serial) {
+            Ok(fault) => fault,
+            Err(rejection) => return self.reject(rejection, in_flight),
+        };
+        let said = self.say(&asked, key.as_deref());
+        let refused = said.refused;
+        let plan = self.plan(&asked, said, key, fault);
+        if asked.stream {
+            self.streamed(wire, serial, plan, in_flight)
+        } else {
+            self.whole(wire, serial, plan, refused, in_flight)
+        }
+    }
+
+    /// Reads a request into the chat-completions form the model answers, keeping its body
+    /// for tests, or turns it away when the key is wrong or the body unreadable.
+    fn read(&self, wire: Wire, request: &MockRequest) -> Result<Asked, Rejection> {
+        if !self.accepts_key(wire, &request.headers) {
+            return Err(Rejection::Unauthorized);
+        }
+        let body = serde_json::from_slice::<Value>(&request.body)
+            .map_err(|e| Rejection::BadRequest(format!("invalid JSON body: {e}")))?;
+        self.keep(&body, request);
         let body = match wire {
             Wire::Chat => body,
-            Wire::Responses => match responses::as_chat(&body) {
-                Ok(chat) => chat,
-                Err(e) => return self.bad_request(&e, in_flight),
-            },
-            Wire::Anthropic => match anthropic::common_form(request, &body) {
-                Ok(common) => common,
-                Err(e) => return self.bad_request(&e, in_flight),
-            },
+            Wire::Responses => responses::as_chat(&body).map_err(Rejection::BadRequest)?,
+            Wire::Anthropic => {
+                anthropic::common_form(request, &body).map_err(Rejection::BadRequest)?
+            }
         };
         let messages: Vec<ChatMessage> =
             match body.get("messages").cloned().map(serde_json::from_value) {
                 Some(Ok(m)) => m,
                 _ => {
-                    return self
-                        .bad_request("`messages` must be a list of {role, content}", in_flight);
+                    return Err(Rejection::BadRequest(
+                        "`messages` must be a list of {role, content}".into(),
+                    ));
                 }
             };
+        self.check(&body)?;
+        Ok(Asked::of(&body, messages))
+    }
+
+    /// Keeps the first [`KEPT_BODIES`] bodies, and their headers, for tests to read.
+    fn keep(&self, body: &Value, request: &MockRequest) {
+        if let Ok(mut bodies) = self.bodies.lock()
+            && bodies.len() < KEPT_BODIES
+        {
+            bodies.push(body.clone());
+            if let Ok(mut headers) = self.headers.lock() {
+                headers.push(request.headers.clone());
+            }
+        }
+    }
+
+    /// Turns away what a real server refuses: another model under `strict_model`,
+    /// `stream_options` where they are rejected, a `max_tokens` that is not positive.
+    fn check(&self, body: &Value) -> Result<(), Rejection> {
         if self.config.strict_model {
             let asked = body.get("model").and_then(Value::as_str).unwrap_or("");
             if asked != self.config.model {
-                return self.error(
-                    404,
-                    &format!("The model `{asked}` does not exist or you do not have access to it."),
-                    "invalid_request_error",
-                    vec![],
-                    in_flight,
-                );
+                return Err(Rejection::UnknownModel(asked.to_string()));
             }
         }
         if self.config.reject_stream_options && body.get("stream_options").is_some() {
-            return self.bad_request(
-                "Unrecognized request argument supplied: stream_options",
-                in_flight,
-            );
+            return Err(Rejection::BadRequest(
+                "Unrecognized request argument supplied: stream_options".into(),
+            ));
         }
-
         if let Some(max) = body
             .get("max_tokens")
             .or_else(|| body.get("max_completion_tokens"))
             && max.as_u64().is_none_or(|m| m == 0)
         {
-            return self.bad_request("max_tokens must be a positive integer", in_flight);
+            return Err(Rejection::BadRequest(
+                "max_tokens must be a positive integer".into(),
+            ));
         }
-        let key = request.header("idempotency-key").map(String::from);
+        Ok(())
+    }
+
+    /// Counts the attempt, then turns it away as a full, down or failing server does; a
+    /// fault it lets through strikes mid-stream.
+    fn admit(&self, key: Option<&str>, serial: u64) -> Result<Option<Fault>, Rejection> {
         let attempt = {
-            let id = key.clone().unwrap_or_else(|| format!("serial-{serial}"));
+            let id = key.map_or_else(|| format!("serial-{serial}"), String::from);
             let mut attempts = self.attempts.lock().unwrap_or_else(|p| p.into_inner());
             let n = attempts.entry(id).or_insert(0);
             *n += 1;
             *n
         };
         if let Some(cap) = self.config.capacity
-            && stats.in_flight.load(Ordering::SeqCst) > cap as u64
+            && self.stats.in_flight.load(Ordering::SeqCst) > cap as u64
         {
-            stats.status_429.fetch_add(1, Ordering::SeqCst);
-            return self.too_many(in_flight);
+            return Err(Rejection::TooMany);
         }
         let down = self.config.outage_after.is_some_and(|n| serial > n)
             && !self.outage_over.load(Ordering::SeqCst);
         if down {
-            stats.status_5xx.fetch_add(1, Ordering::SeqCst);
-            return self.error(
-                503,
-                "The service is temporarily unavailable.",
-                "server_error",
-                vec![],
-                in_flight,
-            );
+            return Err(Rejection::Outage);
         }
-        let fault = self.pick_fault(key.as_deref().unwrap_or(""), attempt, serial);
-        match fault {
-            Some(Fault::TooMany) => {
-                stats.status_429.fetch_add(1, Ordering::SeqCst);
-                return self.too_many(in_flight);
-            }
-            Some(Fault::ServerError) => {
-                stats.status_5xx.fetch_add(1, Ordering::SeqCst);
-                let status = [500, 502, 503][(serial % 3) as usize];
-                return self.error(
-                    status,
-                    "The server had an error while processing your request.",
-                    "server_error",
-                    vec![],
-                    in_flight,
-                );
-            }
-            Some(Fault::Hang) => {
-                stats.hangs.fetch_add(1, Ordering::SeqCst);
-                return Reply::Hang(in_flight);
-            }
-            Some(Fault::Overloaded) => {
-                stats.status_5xx.fetch_add(1, Ordering::SeqCst);
-                return self.error(529, "Overloaded", "overloaded_error", vec![], in_flight);
-            }
-            _ => {}
+        match self.pick_fault(key.unwrap_or(""), attempt, serial) {
+            Some(Fault::TooMany) => Err(Rejection::TooMany),
+            Some(Fault::ServerError) => Err(Rejection::ServerError(
+                [500, 502, 503][(serial % 3) as usize],
+            )),
+            Some(Fault::Hang) => Err(Rejection::Hang),
+            Some(Fault::Overloaded) => Err(Rejection::Overloaded),
+            fault => Ok(fault),
         }
+    }
 
-        let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
-        let include_usage = body
-            .pointer("/stream_options/include_usage")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
-        let max_tokens = body
-            .get("max_completion_tokens")
-            .or_else(|| body.get("max_tokens"))
-            .and_then(Value::as_u64);
-        let seed = body.get("seed").map(|s| s.to_string()).unwrap_or_default();
-        let tools = body
-            .get("tools")
-            .filter(|t| t.as_array().is_some_and(|a| !a.is_empty()));
-        let json_mode = body
-            .pointer("/response_format/type")
-            .and_then(Value::as_str)
-            == Some("json_object");
-        let model_name = body.get("model").and_then(Value::as_str).unwrap_or("");
+    /// Answers a request turned away, on its wire, and counts it.
+    fn reject(&self, rejection: Rejection, in_flight: InFlight) -> Reply {
+        let count = |counter: &AtomicU64| counter.fetch_add(1, Ordering::SeqCst);
+        let stats = &self.stats;
+        let invalid = "invalid_request_error";
+        match rejection {
+            Rejection::Unauthorized => {
+                count(&stats.status_401);
+                let message = "Incorrect API key provided.";
+                self.error(401, message, invalid, vec![], in_flight)
+            }
+            Rejection::BadRequest(message) => {
+                count(&stats.status_400);
+                self.error(400, &message, invalid, vec![], in_flight)
+            }
+            Rejection::UnknownModel(asked) => {
+                let message =
+                    format!("The model `{asked}` does not exist or you do not have access to it.");
+                self.error(404, &message, invalid, vec![], in_flight)
+            }
+            Rejection::TooMany => {
+                count(&stats.status_429);
+                self.too_many(in_flight)
+            }
+            Rejection::Outage => {
+                count(&stats.status_5xx);
+                let message = "The service is temporarily unavailable.";
+                self.error(503, message, "server_error", vec![], in_flight)
+            }
+            Rejection::ServerError(status) => {
+                count(&stats.status_5xx);
+                let message = "The server had an error while processing your request.";
+                self.error(status, message, "server_error", vec![], in_flight)
+            }
+            Rejection::Overloaded => {
+                count(&stats.status_5xx);
+                self.error(529, "Overloaded", "overloaded_error", vec![], in_flight)
+            }
+            Rejection::Hang => {
+                count(&stats.hangs);
+                Reply::Hang(in_flight)
+            }
+        }
+    }
 
-        let replayed = key
-            .as_ref()
-            .and_then(|k| self.completed.lock().ok().and_then(|c| c.get(k).cloned()));
-        let prompt: String = messages
-            .iter()
-            .map(|m| m.content.as_str())
-            .collect::<Vec<_>>()
-            .join("\n");
-        let hint = key
-            .as_deref()
-            .and_then(|k| self.config.oracle.as_ref().and_then(|o| (o.0)(k)));
-        let mut calls = Vec::new();
-        let generation = match &replayed {
+    /// What the model says: a finished answer again for a key it has seen, else a new one
+    /// — in JSON when asked for, and refused when the prompt holds `refuse_on`.
+    fn say(&self, asked: &Asked, key: Option<&str>) -> Said {
+        let replayed = key.and_then(|k| self.completed.lock().ok().and_then(|c| c.get(k).cloned()));
+        let replay = replayed.is_some();
+        let (generation, mut calls) = match replayed {
             Some(text) => {
-                stats.replays.fetch_add(1, Ordering::SeqCst);
-                model::Generation {
-                    reasoning: String::new(),
-                    text: text.clone(),
-                }
+                self.stats.replays.fetch_add(1, Ordering::SeqCst);
+                (plain(text), Vec::new())
             }
-            None if answers::is_judge_prompt(&prompt) => model::Generation {
-                reasoning: String::new(),
-                text: answers::judge(&prompt, self.config.judge_error, json_mode),
-            },
-            // A judge call (its key says so) whose prompt the simulator cannot read.
-            None if key.as_deref().is_some_and(|k| k.contains("-judge-")) => model::Generation {
-                reasoning: String::new(),
-                text: "The promptgauge simulator judges a prompt only when it marks the reference answer with <reference>…</reference> and the answer to grade with <answer>…</answer>, as the built-in judge prompt does; add them to your judge prompt to run it on the simulator.".into(),
-            },
-            None => match (model::generate(&messages, model_name, &seed), &hint) {
-                // The model knows the task (the example's routing, arithmetic, echo) —
-                // unless the case asks for another shape: a date in an extraction task is
-                // not a sum to work out.
-                (g, h)
-                    if g.text != model::UNKNOWN
-                        && tools.is_none()
-                        && h.as_ref().is_none_or(|h| {
-                            matches!(
-                                h.shape,
-                                crate::grade::Shape::Number | crate::grade::Shape::Choice
-                            )
-                        }) =>
-                {
-                    g
-                }
-                // It does not, but it is told the case: an answer of the expected shape.
-                (_, Some(h)) => {
-                    let wrong = model::wrong(&prompt, &h.case, model_name, &seed);
-                    let made = answers::answer(h, wrong, tools);
-                    calls = made.calls;
-                    model::Generation {
-                        reasoning: String::new(),
-                        text: made.text,
-                    }
-                }
-                (_, None) if tools.is_some() => {
-                    calls = answers::first_tool(tools).calls;
-                    model::Generation {
-                        reasoning: String::new(),
-                        text: String::new(),
-                    }
-                }
-                (g, None) => g,
-            },
+            None => self.generate(asked, key),
         };
-        let generation = if json_mode && calls.is_empty() && !generation.text.is_empty() {
+        let generation = if asked.json_mode && calls.is_empty() && !generation.text.is_empty() {
             model::Generation {
                 text: answers::as_json(&generation.text),
                 ..generation
@@ -747,114 +704,202 @@ impl Provider {
         };
         // A refusal: the model's words, and the wire's refusal mark (finish `refusal`
         // here, written in each wire's way).
-        let refused = replayed.is_none()
+        let refused = !replay
             && self
                 .config
                 .refuse_on
                 .as_deref()
-                .is_some_and(|w| prompt.contains(w));
+                .is_some_and(|w| asked.prompt.contains(w));
         let generation = if refused {
             calls.clear();
-            model::Generation {
-                reasoning: String::new(),
-                text: REFUSAL.to_string(),
-            }
+            plain(REFUSAL.to_string())
         } else {
             generation
         };
-        let mut pieces = split_tokens(&generation.text);
+        Said {
+            generation,
+            calls,
+            refused,
+            replay,
+        }
+    }
+
+    /// A new answer and its tool calls: a judge's verdict, the model's own answer to a task
+    /// it knows, or one of the shape the case expects (its oracle's hint).
+    fn generate(
+        &self,
+        asked: &Asked,
+        key: Option<&str>,
+    ) -> (model::Generation, Vec<answers::Call>) {
+        let hint = key.and_then(|k| self.config.oracle.as_ref().and_then(|o| (o.0)(k)));
+        let tools = asked.tools.as_ref();
+        let (prompt, model_name, seed) = (&asked.prompt, asked.model.as_str(), &asked.seed);
+        if answers::is_judge_prompt(prompt) {
+            let verdict = answers::judge(prompt, self.config.judge_error, asked.json_mode);
+            return (plain(verdict), Vec::new());
+        }
+        // A judge call (its key says so) whose prompt the simulator cannot read.
+        if key.is_some_and(|k| k.contains("-judge-")) {
+            return (plain("The promptgauge simulator judges a prompt only when it marks the reference answer with <reference>…</reference> and the answer to grade with <answer>…</answer>, as the built-in judge prompt does; add them to your judge prompt to run it on the simulator.".into()), Vec::new());
+        }
+        match (model::generate(&asked.messages, model_name, seed), &hint) {
+            // The model knows the task (the example's routing, arithmetic, echo) —
+            // unless the case asks for another shape: a date in an extraction task is
+            // not a sum to work out.
+            (g, h)
+                if g.text != model::UNKNOWN
+                    && tools.is_none()
+                    && h.as_ref().is_none_or(|h| {
+                        matches!(
+                            h.shape,
+                            crate::grade::Shape::Number | crate::grade::Shape::Choice
+                        )
+                    }) =>
+            {
+                (g, Vec::new())
+            }
+            // It does not, but it is told the case: an answer of the expected shape.
+            (_, Some(h)) => {
+                let wrong = model::wrong(prompt, &h.case, model_name, seed);
+                let made = answers::answer(h, wrong, tools);
+                (plain(made.text), made.calls)
+            }
+            (_, None) if tools.is_some() => {
+                (plain(String::new()), answers::first_tool(tools).calls)
+            }
+            (g, None) => (g, Vec::new()),
+        }
+    }
+
+    /// Cuts what the model said into tokens, stopping at `max_tokens`, and counts its usage:
+    /// the plan each wire streams, or sends whole.
+    fn plan(
+        &self,
+        asked: &Asked,
+        said: Said,
+        key: Option<String>,
+        fault: Option<Fault>,
+    ) -> StreamPlan {
+        let mut pieces = split_tokens(&said.generation.text);
         let reasoning = if self.config.reasoning {
-            split_tokens(&generation.reasoning)
+            split_tokens(&said.generation.reasoning)
         } else {
             Vec::new()
         };
-        let mut finish = if refused {
+        let mut finish = if said.refused {
             "refusal"
-        } else if calls.is_empty() {
+        } else if said.calls.is_empty() {
             "stop"
         } else {
             "tool_calls"
         };
-        if let Some(max) = max_tokens.map(|m| m as usize)
+        if let Some(max) = asked.max_tokens.map(|m| m as usize)
             && reasoning.len() + pieces.len() > max
         {
             pieces.truncate(max.saturating_sub(reasoning.len()));
             finish = "length";
         }
         let text: String = pieces.concat();
-        let usage = self.usage(&messages, reasoning.len() + pieces.len(), reasoning.len());
-        let mut extra = Vec::new();
-        if replayed.is_some() {
-            extra.push(("idempotent-replayed".to_string(), "true".to_string()));
+        let usage = self.usage(
+            &asked.messages,
+            reasoning.len() + pieces.len(),
+            reasoning.len(),
+        );
+        StreamPlan {
+            reasoning,
+            pieces,
+            calls: said.calls,
+            finish,
+            usage,
+            include_usage: asked.include_usage,
+            fault,
+            replay: said.replay,
+            key,
+            text,
         }
+    }
 
-        if !stream {
-            if replayed.is_none() {
-                self.generated(key, text.clone());
+    /// Sends the answer in one JSON body, in the wire's shape; it is generated once sent.
+    fn whole(
+        &self,
+        wire: Wire,
+        serial: u64,
+        plan: StreamPlan,
+        refused: bool,
+        in_flight: InFlight,
+    ) -> Reply {
+        let extra = replayed_header(plan.replay);
+        let StreamPlan {
+            calls,
+            finish,
+            usage,
+            replay,
+            key,
+            text,
+            ..
+        } = plan;
+        if !replay {
+            self.generated(key, text.clone());
+        }
+        let reply = match wire {
+            Wire::Chat => json!({
+                "id": format!("chatcmpl-mock-{serial}"),
+                "object": "chat.completion",
+                "created": 0,
+                "model": self.config.model,
+                "choices": [{"index": 0, "message": message_json(&text, &calls, refused), "finish_reason": chat_finish(finish)}],
+                "usage": usage,
+            }),
+            Wire::Responses => {
+                responses::whole(&self.config, serial, &text, &calls, finish, &usage)
             }
-            let reply = match wire {
-                Wire::Chat => json!({
-                    "id": format!("chatcmpl-mock-{serial}"),
-                    "object": "chat.completion",
-                    "created": 0,
-                    "model": self.config.model,
-                    "choices": [{"index": 0, "message": message_json(&text, &calls, refused), "finish_reason": chat_finish(finish)}],
-                    "usage": usage,
-                }),
-                Wire::Responses => {
-                    responses::whole(&self.config, serial, &text, &calls, finish, &usage)
-                }
-                Wire::Anthropic => {
-                    anthropic::whole(&self.config, serial, &text, &calls, finish, &usage)
-                }
-            };
-            return self.json_reply(200, reply, extra, in_flight);
-        }
+            Wire::Anthropic => {
+                anthropic::whole(&self.config, serial, &text, &calls, finish, &usage)
+            }
+        };
+        self.json_reply(200, reply, extra, in_flight)
+    }
 
+    /// Streams the answer in the wire's events, broken off where its fault strikes.
+    fn streamed(&self, wire: Wire, serial: u64, plan: StreamPlan, in_flight: InFlight) -> Reply {
+        let mut headers = vec![
+            ("content-type".to_string(), "text/event-stream".to_string()),
+            ("cache-control".to_string(), "no-cache".to_string()),
+        ];
+        headers.extend(replayed_header(plan.replay));
+        let fault = plan.fault;
         let script = Script {
             config: &self.config,
             id: format!("chatcmpl-mock-{serial}"),
             steps: Vec::new(),
-        };
-        let plan = StreamPlan {
-            reasoning,
-            pieces,
-            calls,
-            finish,
-            usage,
-            include_usage,
-            fault,
-            replay: replayed.is_some(),
-            key,
-            text,
         };
         let steps = match wire {
             Wire::Chat => script.stream(plan),
             Wire::Responses => responses::stream(script, serial, plan),
             Wire::Anthropic => anthropic::stream(script, serial, plan),
         };
-        match fault {
-            Some(Fault::Reset) => stats.resets.fetch_add(1, Ordering::SeqCst),
-            Some(Fault::Cut | Fault::CutBeforeEnd) => stats.cuts.fetch_add(1, Ordering::SeqCst),
-            Some(Fault::Stall) => stats.stalls.fetch_add(1, Ordering::SeqCst),
-            Some(Fault::ErrorEvent | Fault::Failed) => {
-                stats.error_events.fetch_add(1, Ordering::SeqCst)
-            }
-            Some(Fault::ContentFilter) => stats.content_filters.fetch_add(1, Ordering::SeqCst),
-            Some(Fault::Abort) => stats.aborts.fetch_add(1, Ordering::SeqCst),
-            _ => 0,
-        };
-        let mut headers = vec![
-            ("content-type".to_string(), "text/event-stream".to_string()),
-            ("cache-control".to_string(), "no-cache".to_string()),
-        ];
-        headers.extend(extra);
+        self.count_stream_fault(fault);
         Reply::Respond {
             status: 200,
             headers,
             steps,
             in_flight,
         }
+    }
+
+    /// Counts a fault that struck a stream, under its kind.
+    fn count_stream_fault(&self, fault: Option<Fault>) {
+        let stats = &self.stats;
+        let counter = match fault {
+            Some(Fault::Reset) => &stats.resets,
+            Some(Fault::Cut | Fault::CutBeforeEnd) => &stats.cuts,
+            Some(Fault::Stall) => &stats.stalls,
+            Some(Fault::ErrorEvent | Fault::Failed) => &stats.error_events,
+            Some(Fault::ContentFilter) => &stats.content_filters,
+            Some(Fault::Abort) => &stats.aborts,
+            _ => return,
+        };
+        counter.fetch_add(1, Ordering::SeqCst);
     }
 
     fn too_many(&self, in_flight: InFlight) -> Reply {
@@ -961,6 +1006,104 @@ fn split_tokens(text: &str) -> Vec<String> {
         pieces.push(current);
     }
     pieces
+}
+
+/// Why a request is answered before the model is asked, and how: an error, or silence.
+enum Rejection {
+    /// 401: no key, or not the one required.
+    Unauthorized,
+    /// 400: a body the simulator cannot read, or a setting it refuses.
+    BadRequest(String),
+    /// 404: another model than the one `strict_model` serves.
+    UnknownModel(String),
+    /// 429: over `capacity`, or the fault.
+    TooMany,
+    /// 503: the outage `outage_after` began.
+    Outage,
+    /// 500, 502 or 503: the fault.
+    ServerError(u16),
+    /// 529: Anthropic's busy answer.
+    Overloaded,
+    /// Accepted and never answered.
+    Hang,
+}
+
+/// A request in chat-completions form: what the model reads, and how it is asked to answer.
+struct Asked {
+    messages: Vec<ChatMessage>,
+    /// The messages' contents, one a line: what the judge and refusals look at.
+    prompt: String,
+    model: String,
+    seed: String,
+    tools: Option<Value>,
+    json_mode: bool,
+    max_tokens: Option<u64>,
+    stream: bool,
+    include_usage: bool,
+}
+
+impl Asked {
+    /// The settings a chat-completions body asks for, around its messages.
+    fn of(body: &Value, messages: Vec<ChatMessage>) -> Self {
+        let prompt = messages
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        Asked {
+            prompt,
+            messages,
+            model: body
+                .get("model")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            seed: body.get("seed").map(|s| s.to_string()).unwrap_or_default(),
+            tools: body
+                .get("tools")
+                .filter(|t| t.as_array().is_some_and(|a| !a.is_empty()))
+                .cloned(),
+            json_mode: body
+                .pointer("/response_format/type")
+                .and_then(Value::as_str)
+                == Some("json_object"),
+            max_tokens: body
+                .get("max_completion_tokens")
+                .or_else(|| body.get("max_tokens"))
+                .and_then(Value::as_u64),
+            stream: body.get("stream").and_then(Value::as_bool).unwrap_or(false),
+            include_usage: body
+                .pointer("/stream_options/include_usage")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        }
+    }
+}
+
+/// What the model says to one request, before it is cut into tokens.
+struct Said {
+    generation: model::Generation,
+    calls: Vec<answers::Call>,
+    refused: bool,
+    /// A finished answer given again: nothing new is generated.
+    replay: bool,
+}
+
+/// A generation with no reasoning before its text.
+fn plain(text: String) -> model::Generation {
+    model::Generation {
+        reasoning: String::new(),
+        text,
+    }
+}
+
+/// The header that marks an answer given again for an idempotency key, when it is one.
+fn replayed_header(replay: bool) -> Vec<(String, String)> {
+    if replay {
+        vec![("idempotent-replayed".to_string(), "true".to_string())]
+    } else {
+        Vec::new()
+    }
 }
 
 struct StreamPlan {
@@ -1155,7 +1298,6 @@ impl Script<'_> {
     }
 }
 
-/// A non-streamed answer's `message`: its text and tool calls.
 /// What the simulated model says when it refuses.
 pub const REFUSAL: &str = "I can't help with that request.";
 
@@ -1164,6 +1306,7 @@ fn chat_finish(finish: &str) -> &str {
     if finish == "refusal" { "stop" } else { finish }
 }
 
+/// A non-streamed answer's `message`: its text and tool calls.
 fn message_json(text: &str, calls: &[answers::Call], refused: bool) -> Value {
     if refused {
         return json!({"role": "assistant", "content": null, "refusal": text});

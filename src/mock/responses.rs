@@ -185,6 +185,9 @@ struct Events<'a> {
     sequence: u64,
     /// The response as it stands.
     response: Value,
+    /// The output items finished so far, for the terminal event.
+    output: Vec<Value>,
+    serial: u64,
 }
 
 impl Events<'_> {
@@ -206,7 +209,63 @@ impl Events<'_> {
         self.send(kind, json!({"response": response}));
     }
 
-    fn text_delta(&mut self, serial: u64, output_index: usize, piece: &str, refused: bool) {
+    /// An output item announced, at the next index (which it returns).
+    fn add_item(&mut self, item: Value) -> usize {
+        let at = self.output.len();
+        self.send(
+            "response.output_item.added",
+            json!({"output_index": at, "item": item}),
+        );
+        at
+    }
+
+    /// An output item finished at `at`, kept for the terminal event.
+    fn finish_item(&mut self, at: usize, item: Value) {
+        self.send(
+            "response.output_item.done",
+            json!({"output_index": at, "item": item}),
+        );
+        self.output.push(item);
+    }
+
+    /// The reasoning item, its text in deltas; none without reasoning.
+    fn reasoning(&mut self, reasoning: &[String]) {
+        if reasoning.is_empty() {
+            return;
+        }
+        let id = format!("rs_mock_{}", self.serial);
+        let item = json!({"type": "reasoning", "id": id, "summary": []});
+        let at = self.add_item(item.clone());
+        for piece in reasoning {
+            self.send(
+                "response.reasoning_text.delta",
+                json!({"item_id": id, "output_index": at, "content_index": 0, "delta": piece}),
+            );
+        }
+        let mut item = item;
+        item["content"] = json!([{"type": "reasoning_text", "text": reasoning.concat()}]);
+        self.finish_item(at, item);
+    }
+
+    /// The message item and its empty content part (a refusal's, when `refused`), before
+    /// its text; gives its index.
+    fn open_message(&mut self, refused: bool) -> usize {
+        let serial = self.serial;
+        let at = self.add_item(message_item(serial, None, refused));
+        let part = if refused {
+            json!({"type": "refusal", "refusal": ""})
+        } else {
+            json!({"type": "output_text", "text": "", "annotations": []})
+        };
+        self.send(
+            "response.content_part.added",
+            json!({"item_id": format!("msg_mock_{serial}"), "output_index": at, "content_index": 0, "part": part}),
+        );
+        at
+    }
+
+    fn text_delta(&mut self, output_index: usize, piece: &str, refused: bool) {
+        let serial = self.serial;
         if refused {
             return self.send(
                 "response.refusal.delta",
@@ -217,6 +276,40 @@ impl Events<'_> {
             "response.output_text.delta",
             json!({"item_id": format!("msg_mock_{serial}"), "output_index": output_index, "content_index": 0, "delta": piece, "logprobs": []}),
         );
+    }
+
+    /// The message's whole text (or refusal), then the finished message item.
+    fn close_message(&mut self, at: usize, text: &str, refused: bool) {
+        let serial = self.serial;
+        let item = message_item(serial, Some(text), refused);
+        if refused {
+            self.send(
+                "response.refusal.done",
+                json!({"item_id": format!("msg_mock_{serial}"), "output_index": at, "content_index": 0, "refusal": text}),
+            );
+        } else {
+            self.send(
+                "response.output_text.done",
+                json!({"item_id": format!("msg_mock_{serial}"), "output_index": at, "content_index": 0, "text": text}),
+            );
+        }
+        self.finish_item(at, item);
+    }
+
+    /// The `i`th function call: its item, its arguments in many pieces, the finished item.
+    fn call(&mut self, i: usize, call: &answers::Call) {
+        let at = self.add_item(call_item(i, call, None));
+        for piece in pieces(&call.arguments) {
+            self.send(
+                "response.function_call_arguments.delta",
+                json!({"item_id": format!("fc_{i}"), "output_index": at, "delta": piece}),
+            );
+        }
+        self.send(
+            "response.function_call_arguments.done",
+            json!({"item_id": format!("fc_{i}"), "output_index": at, "name": call.name, "arguments": call.arguments}),
+        );
+        self.finish_item(at, call_item(i, call, Some(&call.arguments)));
     }
 
     /// Ends the stream early the way the fault says; `None` lets it go on.
@@ -244,6 +337,29 @@ impl Events<'_> {
         }
         Some(std::mem::take(&mut self.script.steps))
     }
+
+    /// The terminal event, with the output and usage (none under `UsageMode::None`); the
+    /// answer is whole once it is out.
+    fn end(mut self, plan: StreamPlan) -> Vec<Step> {
+        let (kind, status, details) = ending(plan.finish);
+        let reported = match self.script.config.usage {
+            UsageMode::None => Value::Null,
+            UsageMode::Separate | UsageMode::InLastChunk => usage(&plan.usage),
+        };
+        let output = std::mem::take(&mut self.output);
+        self.lifecycle(
+            kind,
+            status,
+            json!({"output": output, "usage": reported, "incomplete_details": details}),
+        );
+        if !plan.replay {
+            self.script.steps.push(Step::Generated {
+                key: plan.key,
+                text: plan.text,
+            });
+        }
+        self.script.steps
+    }
 }
 
 /// A streamed answer: `response.created`, the reasoning, the message's text deltas, each
@@ -252,123 +368,42 @@ impl Events<'_> {
 /// after the first half of the text, as in chat completions.
 pub(super) fn stream(mut script: Script<'_>, serial: u64, plan: StreamPlan) -> Vec<Step> {
     script.begin();
-    let config = script.config;
+    let response = response(script.config, serial);
     let mut e = Events {
         script,
         sequence: 0,
-        response: response(config, serial),
+        response,
+        output: Vec::new(),
+        serial,
     };
     e.lifecycle("response.created", "in_progress", json!({}));
     e.lifecycle("response.in_progress", "in_progress", json!({}));
-    let mut output = Vec::new();
-    if !plan.reasoning.is_empty() {
-        let at = output.len();
-        let item = json!({"type": "reasoning", "id": format!("rs_mock_{serial}"), "summary": []});
-        e.send(
-            "response.output_item.added",
-            json!({"output_index": at, "item": item}),
-        );
-        for piece in &plan.reasoning {
-            e.send(
-                "response.reasoning_text.delta",
-                json!({"item_id": format!("rs_mock_{serial}"), "output_index": at, "content_index": 0, "delta": piece}),
-            );
-        }
-        let mut item = item;
-        item["content"] = json!([{"type": "reasoning_text", "text": plan.reasoning.concat()}]);
-        e.send(
-            "response.output_item.done",
-            json!({"output_index": at, "item": item}),
-        );
-        output.push(item);
-    }
+    e.reasoning(&plan.reasoning);
     let refused = plan.finish == "refusal";
-    let message = (!plan.pieces.is_empty() || plan.calls.is_empty()).then_some(output.len());
-    if let Some(at) = message {
-        e.send(
-            "response.output_item.added",
-            json!({"output_index": at, "item": message_item(serial, None, refused)}),
-        );
-        e.send(
-            "response.content_part.added",
-            json!({"item_id": format!("msg_mock_{serial}"), "output_index": at, "content_index": 0, "part": if refused { json!({"type": "refusal", "refusal": ""}) } else { json!({"type": "output_text", "text": "", "annotations": []}) }}),
-        );
-    }
+    let message =
+        (!plan.pieces.is_empty() || plan.calls.is_empty()).then(|| e.open_message(refused));
     let at = message.unwrap_or(0);
     let cut_at = (plan.pieces.len() / 2).max(1).min(plan.pieces.len());
     for piece in &plan.pieces[..cut_at] {
-        e.text_delta(serial, at, piece, refused);
+        e.text_delta(at, piece, refused);
     }
     if let Some(end) = e.fault(plan.fault) {
         return end;
     }
     for piece in &plan.pieces[cut_at..] {
-        e.text_delta(serial, at, piece, refused);
+        e.text_delta(at, piece, refused);
     }
-    if message.is_some() {
-        let item = message_item(serial, Some(&plan.text), refused);
-        if refused {
-            e.send(
-                "response.refusal.done",
-                json!({"item_id": format!("msg_mock_{serial}"), "output_index": at, "content_index": 0, "refusal": plan.text}),
-            );
-        } else {
-            e.send(
-                "response.output_text.done",
-                json!({"item_id": format!("msg_mock_{serial}"), "output_index": at, "content_index": 0, "text": plan.text}),
-            );
-        }
-        e.send(
-            "response.output_item.done",
-            json!({"output_index": at, "item": item}),
-        );
-        output.push(item);
+    if let Some(at) = message {
+        e.close_message(at, &plan.text, refused);
     }
     for (i, call) in plan.calls.iter().enumerate() {
-        let at = output.len();
-        e.send(
-            "response.output_item.added",
-            json!({"output_index": at, "item": call_item(i, call, None)}),
-        );
-        for piece in pieces(&call.arguments) {
-            e.send(
-                "response.function_call_arguments.delta",
-                json!({"item_id": format!("fc_{i}"), "output_index": at, "delta": piece}),
-            );
-        }
-        e.send(
-            "response.function_call_arguments.done",
-            json!({"item_id": format!("fc_{i}"), "output_index": at, "name": call.name, "arguments": call.arguments}),
-        );
-        let item = call_item(i, call, Some(&call.arguments));
-        e.send(
-            "response.output_item.done",
-            json!({"output_index": at, "item": item}),
-        );
-        output.push(item);
+        e.call(i, call);
     }
     // The answer is out, but the event that ends the response never comes: a cut one.
     if plan.fault == Some(Fault::CutBeforeEnd) {
         return e.script.steps;
     }
-    let (kind, status, details) = ending(plan.finish);
-    let reported = match config.usage {
-        UsageMode::None => Value::Null,
-        UsageMode::Separate | UsageMode::InLastChunk => usage(&plan.usage),
-    };
-    e.lifecycle(
-        kind,
-        status,
-        json!({"output": output, "usage": reported, "incomplete_details": details}),
-    );
-    // The answer is whole once its terminal event is out.
-    if !plan.replay {
-        e.script.steps.push(Step::Generated {
-            key: plan.key,
-            text: plan.text,
-        });
-    }
-    e.script.steps
+    e.end(plan)
 }
 
 #[cfg(test)]

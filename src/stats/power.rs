@@ -185,67 +185,119 @@ pub fn power(cases: u64, delta: f64, a: &Assumptions) -> Option<f64> {
     if discordance <= 0.0 {
         return Some(0.0);
     }
-    let q = pv / discordance;
     let level = a.alpha / a.comparisons as f64;
     let n = cases as f64;
     let sd = (n * discordance * (1.0 - discordance)).sqrt();
     let mean = n * discordance;
     let lo = (mean - 9.0 * sd - 1.0).floor().max(0.0) as u64;
     let hi = ((mean + 9.0 * sd + 1.0).ceil() as u64).min(cases);
-    // k(d): largest k with 2·P(Bin(d, ½) ≤ k) < level; nondecreasing in d. None = no k.
-    let rejects = |d: u64, k: u64| 2.0 * binomial_cdf(d, k, 0.5) < level;
-    let mut k: Option<u64> = None;
-    // Start the walk at d = lo by bisection.
-    if lo > 0 && rejects(lo, 0) {
-        let (mut good, mut bad) = (0, lo / 2 + 1);
-        while bad - good > 1 {
-            let mid = (good + bad) / 2;
-            if rejects(lo, mid) {
-                good = mid;
-            } else {
-                bad = mid;
-            }
-        }
-        k = Some(good);
-    }
-    // P(Bin(d, ½) ≤ k(d) + 1), and the tails' P(Bin(d, q) ≤ k(d)), P(Bin(d, 1 − q) ≤ k(d)),
-    // walked along d once k(d) exists (the tails only where 0 < q < 1).
-    let walked = q > 0.0 && q < 1.0;
-    let mut next_half: Option<CdfWalk> = None;
-    let mut tails: Option<(CdfWalk, CdfWalk)> = None;
-    // The pmf of D at d, as a logarithm walked along d.
-    let mut ln_weight = ln_binomial_pmf(n, lo as f64, discordance);
-    let weight_step = (discordance / (1.0 - discordance)).ln();
+    let mut sum = PowerSum::new(n, discordance, pv / discordance, level, lo);
     let mut total = 0.0;
     for d in lo..=hi {
         if d > lo {
-            if discordance < 1.0 {
-                let x = (d - 1) as f64;
-                ln_weight += ((n - x) / (x + 1.0)).ln() + weight_step;
-            }
-            if let Some(w) = &mut next_half {
-                w.next_d();
-            }
-            if let Some((x, y)) = &mut tails {
-                x.next_d();
-                y.next_d();
-            }
+            sum.next_d(d);
         }
+        sum.raise_bound(d);
+        if let Some(term) = sum.term(d) {
+            total += term;
+        }
+    }
+    Some(total.clamp(0.0, 1.0))
+}
+
+/// Whether the test on `d` discordant pairs rejects when the variant wins `k` of them (or
+/// loses them): 2·P(Bin(d, ½) ≤ k) < level.
+fn rejects(d: u64, k: u64, level: f64) -> bool {
+    2.0 * binomial_cdf(d, k, 0.5) < level
+}
+
+/// k(lo), by bisection: where the walk of k(d) along d starts. None = no k.
+fn first_bound(lo: u64, level: f64) -> Option<u64> {
+    if lo == 0 || !rejects(lo, 0, level) {
+        return None;
+    }
+    let (mut good, mut bad) = (0, lo / 2 + 1);
+    while bad - good > 1 {
+        let mid = (good + bad) / 2;
+        if rejects(lo, mid, level) {
+            good = mid;
+        } else {
+            bad = mid;
+        }
+    }
+    Some(good)
+}
+
+/// The terms of [`power`]'s sum as d steps up: the weight of D = d, the bound k(d), and
+/// the distribution functions walked along d (see the module note).
+struct PowerSum {
+    n: f64,
+    discordance: f64,
+    /// The variant's share of the discordant pairs.
+    q: f64,
+    level: f64,
+    /// k(d): largest k with 2·P(Bin(d, ½) ≤ k) < level; nondecreasing in d. None = no k.
+    k: Option<u64>,
+    /// P(Bin(d, ½) ≤ k(d) + 1), and the tails' P(Bin(d, q) ≤ k(d)), P(Bin(d, 1 − q) ≤ k(d)),
+    /// walked along d once k(d) exists (the tails only where 0 < q < 1).
+    next_half: Option<CdfWalk>,
+    tails: Option<(CdfWalk, CdfWalk)>,
+    /// The pmf of D at d, as a logarithm walked along d.
+    ln_weight: f64,
+    weight_step: f64,
+}
+
+impl PowerSum {
+    /// The sum's state at d = `lo`.
+    fn new(n: f64, discordance: f64, q: f64, level: f64, lo: u64) -> Self {
+        PowerSum {
+            n,
+            discordance,
+            q,
+            level,
+            k: first_bound(lo, level),
+            next_half: None,
+            tails: None,
+            ln_weight: ln_binomial_pmf(n, lo as f64, discordance),
+            weight_step: (discordance / (1.0 - discordance)).ln(),
+        }
+    }
+
+    /// d − 1 → d: the weight and every walk moved one step.
+    fn next_d(&mut self, d: u64) {
+        if self.discordance < 1.0 {
+            let x = (d - 1) as f64;
+            self.ln_weight += ((self.n - x) / (x + 1.0)).ln() + self.weight_step;
+        }
+        if let Some(w) = &mut self.next_half {
+            w.next_d();
+        }
+        if let Some((x, y)) = &mut self.tails {
+            x.next_d();
+            y.next_d();
+        }
+    }
+
+    /// Raises k to k(d), one step at a time, the tails' walks with it.
+    fn raise_bound(&mut self, d: u64) {
+        let level = self.level;
         loop {
-            let next = k.map_or(0, |k| k + 1);
+            let next = self.k.map_or(0, |k| k + 1);
             if 2 * next >= d {
                 break;
             }
             // The walk of P(Bin(d, ½) ≤ next), made where it is first needed.
-            let half = next_half.get_or_insert_with(|| CdfWalk::new(d, next, 0.5));
+            let half = self
+                .next_half
+                .get_or_insert_with(|| CdfWalk::new(d, next, 0.5));
             if 2.0 * half.value_near(level / 2.0, 1e-9 * level) < level {
-                k = Some(next);
+                self.k = Some(next);
                 if next + 1 < d {
                     half.next_k();
                 } else {
-                    next_half = None;
+                    self.next_half = None;
                 }
-                if let Some((x, y)) = &mut tails {
+                if let Some((x, y)) = &mut self.tails {
                     x.next_k();
                     y.next_k();
                 }
@@ -253,26 +305,32 @@ pub fn power(cases: u64, delta: f64, a: &Assumptions) -> Option<f64> {
                 break;
             }
         }
-        let Some(k) = k else { continue };
-        let weight = if discordance < 1.0 {
-            ln_weight.exp()
+    }
+
+    /// P(D = d) · P(the test rejects | D = d); none when it cannot reject or D = d has no
+    /// weight.
+    fn term(&mut self, d: u64) -> Option<f64> {
+        let k = self.k?;
+        let weight = if self.discordance < 1.0 {
+            self.ln_weight.exp()
         } else {
-            ln_binomial_pmf(n, d as f64, discordance).exp()
+            ln_binomial_pmf(self.n, d as f64, self.discordance).exp()
         };
         if weight == 0.0 {
-            continue;
+            return None;
         }
+        let q = self.q;
         // Wins B ~ Bin(d, q): P(B ≤ k) + P(B ≥ d − k) = P(B ≤ k) + P(Bin(d, 1 − q) ≤ k).
-        let both = if walked {
-            let (x, y) =
-                tails.get_or_insert_with(|| (CdfWalk::new(d, k, q), CdfWalk::new(d, k, 1.0 - q)));
+        let both = if q > 0.0 && q < 1.0 {
+            let (x, y) = self
+                .tails
+                .get_or_insert_with(|| (CdfWalk::new(d, k, q), CdfWalk::new(d, k, 1.0 - q)));
             x.cdf + y.cdf
         } else {
             binomial_cdf(d, k, q) + binomial_cdf(d, k, 1.0 - q)
         };
-        total += weight * both;
+        Some(weight * both)
     }
-    Some(total.clamp(0.0, 1.0))
 }
 
 /// The direction with more room from the baseline: up from p₀ ≤ ½, down from p₀ > ½ (as

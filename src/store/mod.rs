@@ -222,105 +222,25 @@ impl Store {
         Store::open_as(location, false).await
     }
 
+    /// Opens the store at `location` (`create`: a missing SQLite file is made), refuses
+    /// another program's database, and brings the schema up to date where it can be written.
     async fn open_as(location: &Location, create: bool) -> Result<Store, StoreError> {
         sqlx::any::install_default_drivers();
         let shown = location.shown();
-        let mut read_only_mode = false;
-        let (options, backend) = match location {
+        let (options, backend, read_only_mode) = match location {
             Location::Sqlite(path) => {
-                if path.is_dir() {
-                    return Err(StoreError::new(format!(
-                        "the store {shown} is a folder\n  fix: name a file in it, e.g. --store {}",
-                        path.join(DEFAULT_FILE).display()
-                    )));
-                }
-                if !create && !path.is_file() {
-                    return Err(StoreError::new(format!(
-                        "there is no history store at {shown}\n  fix: name the file runs recorded into (--store, $PROMPTGAUGE_STORE), or build one: promptgauge index reports"
-                    )));
-                }
-                let path = std::path::absolute(path)
-                    .doing(|| format!("cannot resolve {}", path.display()))?;
-                // A store on a read-only mount (a CI cache, a shared volume) can be read,
-                // never recorded into: said as such, not as "is it a database?".
-                let folder = path.parent().unwrap_or(Path::new("/"));
-                let read_only_here = if path.is_file() {
-                    read_only(&path) || read_only(folder)
-                } else {
-                    folder.is_dir() && read_only(folder)
-                };
-                if read_only_here && create {
-                    return Err(StoreError::new(format!(
-                        "the store {shown} is read-only (a read-only file or file system): a run cannot be recorded in it\n  fix: record into a writable store (--store FILE), or pass --no-store; the run folder keeps everything, and `promptgauge index` adds it later"
-                    )));
-                }
-                read_only_mode = read_only_here;
-                if let Some(parent) = path.parent().filter(|_| create) {
-                    std::fs::create_dir_all(parent)
-                        .doing(|| format!("cannot create {}", parent.display()))?;
-                }
-                // The driver reads the file name from a URL and decodes `%XX` in it: a
-                // `%` in the path goes in encoded.
-                let encoded = path.to_string_lossy().replace('%', "%25");
-                // Read-only, a WAL store is opened as immutable: nothing can change it there,
-                // and SQLite then needs no `-shm` file beside it.
-                let url = sqlx::sqlite::SqliteConnectOptions::new()
-                    .filename(&encoded)
-                    .create_if_missing(create)
-                    .read_only(read_only_mode)
-                    .immutable(read_only_mode)
-                    .to_url_lossy();
-                (AnyConnectOptions::from_url(&url), Backend::Sqlite)
+                let (options, read_only) = sqlite_options(path, &shown, create)?;
+                (options, Backend::Sqlite, read_only)
             }
-            Location::Postgres(url) => (url.parse::<AnyConnectOptions>(), Backend::Postgres),
-        };
-        let options = options.doing(|| format!("cannot read the store's address {shown}"))?;
-        let connecting = tokio::time::timeout(CONNECT_TIMEOUT, options.connect());
-        let mut conn = match connecting.await {
-            Ok(connected) => connected.map_err(|e| e.to_string()),
-            Err(_) => Err(format!("no answer within {} s", CONNECT_TIMEOUT.as_secs())),
-        }
-        .doing(|| {
-            format!(
-                "cannot open the store {shown}\n  fix: check the address (--store, $PROMPTGAUGE_STORE) and that the server is up, or pass --no-store"
-            )
-        })?;
-        if backend == Backend::Sqlite {
-            // Wait for another writer (a run finishing at the same moment) rather than fail.
-            let pragmas =
-                format!("PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}; PRAGMA synchronous = NORMAL");
-            sqlx::raw_sql(AssertSqlSafe(pragmas))
-                .execute(&mut conn)
-                .await
-                .doing(|| format!("cannot read the store {shown}: is it a database?"))?;
-        }
-        let tables = match backend {
-            Backend::Sqlite => {
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
-            }
-            Backend::Postgres => {
-                "SELECT CAST(table_name AS TEXT) FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY table_name"
+            Location::Postgres(url) => {
+                let options = url
+                    .parse::<AnyConnectOptions>()
+                    .doing(|| format!("cannot read the store's address {shown}"))?;
+                (options, Backend::Postgres, false)
             }
         };
-        let found: Vec<String> = sqlx::query_scalar(tables)
-            .fetch_all(&mut conn)
-            .await
-            .doing(|| format!("cannot read the store {shown}: is it a database?"))?;
-        let ours = found.iter().any(|t| t == "promptgauge_migrations");
-        // Another program's database: promptgauge never adds its tables to it.
-        if !ours && !found.is_empty() {
-            let named: Vec<String> = found.iter().take(5).map(|t| format!("`{t}`")).collect();
-            return Err(StoreError::new(format!(
-                "{shown} holds tables promptgauge did not make ({}{}): it is not a promptgauge history store, and promptgauge does not add its tables to another program's database\n  fix: name another file, or an empty database, with --store",
-                named.join(", "),
-                if found.len() > 5 { ", …" } else { "" }
-            )));
-        }
-        if !ours && !create {
-            return Err(StoreError::new(format!(
-                "{shown} holds no promptgauge history yet\n  fix: record runs into it (run --store), or build it from run folders: promptgauge index reports --store ..."
-            )));
-        }
+        let mut conn = connect(&options, backend, &shown).await?;
+        check_ours(&mut conn, backend, &shown, create).await?;
         let store = Store {
             conn: tokio::sync::Mutex::new(conn),
             backend,
@@ -508,14 +428,9 @@ impl Store {
         record: &RunRecord,
         jobs: &JobRows,
     ) -> Result<(), StoreError> {
-        const COLUMNS: usize = 16;
         // Many rows a statement, within both databases' parameter limits.
         const BATCH: usize = 500;
-        // Rows name their arm: the variant, or `ENDPOINT/VARIANT` in a run of several
-        // endpoints, each costed at its endpoint's price.
-        let variants = record.plan.arms();
-        let prices = record.arm_prices();
-        let (ids, hashes) = (&record.bench.case_ids, &record.bench.case_hashes);
+        let columns = JobColumns::of(record, jobs);
         let mut reader = jobs.reader()?;
         let mut read = 0;
         loop {
@@ -524,56 +439,9 @@ impl Store {
                 break;
             }
             read += chunk.len();
-            let mut sql = String::with_capacity(100 + chunk.len() * COLUMNS * 6);
-            sql.push_str(
-                "INSERT INTO run_jobs (run_id, case_id, variant, repeat, case_hash, case_group, \
-                 status, outcome, score, tokens_in, tokens_out, latency_ms, ttft_ms, cost_usd, \
-                 cached, attempts) VALUES ",
-            );
-            for i in 0..chunk.len() {
-                if i > 0 {
-                    sql.push(',');
-                }
-                sql.push('(');
-                for c in 0..COLUMNS {
-                    if c > 0 {
-                        sql.push(',');
-                    }
-                    match self.backend {
-                        // SQLite finds a numbered parameter's name by a linear search,
-                        // for each parameter: anonymous ones keep a long statement fast.
-                        Backend::Sqlite => sql.push('?'),
-                        Backend::Postgres => sql.push_str(&format!("${}", i * COLUMNS + c + 1)),
-                    }
-                }
-                sql.push(')');
-            }
-            let mut query = sqlx::query(AssertSqlSafe(sql));
+            let mut query = sqlx::query(AssertSqlSafe(self.insert_jobs_sql(chunk.len())));
             for row in &chunk {
-                let case = ids.get(row.case as usize).map_or("", String::as_str);
-                query = query
-                    .bind(record.run_id.as_str())
-                    .bind(case)
-                    .bind(
-                        variants
-                            .get(row.variant as usize)
-                            .map(String::as_str)
-                            .unwrap_or_default(),
-                    )
-                    .bind(i64::from(row.repeat))
-                    // Stored as its bits: a u64 does not fit BIGINT, its bits do.
-                    .bind(hashes.get(row.case as usize).map(|h| *h as i64))
-                    .bind(jobs.group(row.case))
-                    .bind(row.status())
-                    .bind(row.outcome.map(crate::client::Outcome::as_str))
-                    .bind(row.score())
-                    .bind(big(row.tokens_in))
-                    .bind(big(row.tokens_out))
-                    .bind(row.latency_ms())
-                    .bind(row.ttft_ms())
-                    .bind(row.cost_usd(prices.get(row.variant as usize).and_then(Option::as_ref)))
-                    .bind(row.cached as i64)
-                    .bind(i64::from(row.attempts));
+                query = columns.bind(query, row);
             }
             query.execute(&mut **tx).await?;
         }
@@ -585,6 +453,35 @@ impl Store {
             )));
         }
         Ok(())
+    }
+
+    /// The statement that inserts `rows` job rows, with a placeholder for each value.
+    fn insert_jobs_sql(&self, rows: usize) -> String {
+        let mut sql = String::with_capacity(100 + rows * JOB_COLUMNS * 6);
+        sql.push_str(
+            "INSERT INTO run_jobs (run_id, case_id, variant, repeat, case_hash, case_group, \
+             status, outcome, score, tokens_in, tokens_out, latency_ms, ttft_ms, cost_usd, \
+             cached, attempts) VALUES ",
+        );
+        for i in 0..rows {
+            if i > 0 {
+                sql.push(',');
+            }
+            sql.push('(');
+            for c in 0..JOB_COLUMNS {
+                if c > 0 {
+                    sql.push(',');
+                }
+                match self.backend {
+                    // SQLite finds a numbered parameter's name by a linear search,
+                    // for each parameter: anonymous ones keep a long statement fast.
+                    Backend::Sqlite => sql.push('?'),
+                    Backend::Postgres => sql.push_str(&format!("${}", i * JOB_COLUMNS + c + 1)),
+                }
+            }
+            sql.push(')');
+        }
+        sql
     }
 
     /// The rows a query returns, its failure said as the store's.
@@ -904,6 +801,187 @@ impl Bound {
             Bound::Int(v) => query.bind(v),
             Bound::Real(v) => query.bind(v),
         }
+    }
+}
+
+/// How to open a SQLite store at `path`, and whether it is read-only (then opened so);
+/// its folder is created when `create`. A folder, a missing file when reading, and a
+/// read-only store to record in are refused, each with its fix.
+fn sqlite_options(
+    path: &Path,
+    shown: &str,
+    create: bool,
+) -> Result<(AnyConnectOptions, bool), StoreError> {
+    if path.is_dir() {
+        return Err(StoreError::new(format!(
+            "the store {shown} is a folder\n  fix: name a file in it, e.g. --store {}",
+            path.join(DEFAULT_FILE).display()
+        )));
+    }
+    if !create && !path.is_file() {
+        return Err(StoreError::new(format!(
+            "there is no history store at {shown}\n  fix: name the file runs recorded into (--store, $PROMPTGAUGE_STORE), or build one: promptgauge index reports"
+        )));
+    }
+    let path = std::path::absolute(path).doing(|| format!("cannot resolve {}", path.display()))?;
+    // A store on a read-only mount (a CI cache, a shared volume) can be read,
+    // never recorded into: said as such, not as "is it a database?".
+    let folder = path.parent().unwrap_or(Path::new("/"));
+    let read_only_here = if path.is_file() {
+        read_only(&path) || read_only(folder)
+    } else {
+        folder.is_dir() && read_only(folder)
+    };
+    if read_only_here && create {
+        return Err(StoreError::new(format!(
+            "the store {shown} is read-only (a read-only file or file system): a run cannot be recorded in it\n  fix: record into a writable store (--store FILE), or pass --no-store; the run folder keeps everything, and `promptgauge index` adds it later"
+        )));
+    }
+    if let Some(parent) = path.parent().filter(|_| create) {
+        std::fs::create_dir_all(parent).doing(|| format!("cannot create {}", parent.display()))?;
+    }
+    // The driver reads the file name from a URL and decodes `%XX` in it: a
+    // `%` in the path goes in encoded.
+    let encoded = path.to_string_lossy().replace('%', "%25");
+    // Read-only, a WAL store is opened as immutable: nothing can change it there,
+    // and SQLite then needs no `-shm` file beside it.
+    let url = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(&encoded)
+        .create_if_missing(create)
+        .read_only(read_only_here)
+        .immutable(read_only_here)
+        .to_url_lossy();
+    let options = AnyConnectOptions::from_url(&url)
+        .doing(|| format!("cannot read the store's address {shown}"))?;
+    Ok((options, read_only_here))
+}
+
+/// A connection to the store, within [`CONNECT_TIMEOUT`]; SQLite's waits for another
+/// writer rather than fail.
+async fn connect(
+    options: &AnyConnectOptions,
+    backend: Backend,
+    shown: &str,
+) -> Result<AnyConnection, StoreError> {
+    let connecting = tokio::time::timeout(CONNECT_TIMEOUT, options.connect());
+    let mut conn = match connecting.await {
+        Ok(connected) => connected.map_err(|e| e.to_string()),
+        Err(_) => Err(format!("no answer within {} s", CONNECT_TIMEOUT.as_secs())),
+    }
+    .doing(|| {
+        format!(
+            "cannot open the store {shown}\n  fix: check the address (--store, $PROMPTGAUGE_STORE) and that the server is up, or pass --no-store"
+        )
+    })?;
+    if backend == Backend::Sqlite {
+        // Wait for another writer (a run finishing at the same moment) rather than fail.
+        let pragmas =
+            format!("PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}; PRAGMA synchronous = NORMAL");
+        sqlx::raw_sql(AssertSqlSafe(pragmas))
+            .execute(&mut conn)
+            .await
+            .doing(|| format!("cannot read the store {shown}: is it a database?"))?;
+    }
+    Ok(conn)
+}
+
+/// Refuses another program's database (promptgauge never adds its tables to one), and,
+/// unless `create`, an empty one.
+async fn check_ours(
+    conn: &mut AnyConnection,
+    backend: Backend,
+    shown: &str,
+    create: bool,
+) -> Result<(), StoreError> {
+    let tables = match backend {
+        Backend::Sqlite => {
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+        }
+        Backend::Postgres => {
+            "SELECT CAST(table_name AS TEXT) FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY table_name"
+        }
+    };
+    let found: Vec<String> = sqlx::query_scalar(tables)
+        .fetch_all(&mut *conn)
+        .await
+        .doing(|| format!("cannot read the store {shown}: is it a database?"))?;
+    let ours = found.iter().any(|t| t == "promptgauge_migrations");
+    // Another program's database: promptgauge never adds its tables to it.
+    if !ours && !found.is_empty() {
+        let named: Vec<String> = found.iter().take(5).map(|t| format!("`{t}`")).collect();
+        return Err(StoreError::new(format!(
+            "{shown} holds tables promptgauge did not make ({}{}): it is not a promptgauge history store, and promptgauge does not add its tables to another program's database\n  fix: name another file, or an empty database, with --store",
+            named.join(", "),
+            if found.len() > 5 { ", …" } else { "" }
+        )));
+    }
+    if !ours && !create {
+        return Err(StoreError::new(format!(
+            "{shown} holds no promptgauge history yet\n  fix: record runs into it (run --store), or build it from run folders: promptgauge index reports --store ..."
+        )));
+    }
+    Ok(())
+}
+
+/// The values of a `run_jobs` row, in [`Store::insert_jobs_sql`]'s order.
+const JOB_COLUMNS: usize = 16;
+
+/// What a run's job rows are written with besides the rows: the run, its cases, its arms.
+struct JobColumns<'a> {
+    record: &'a RunRecord,
+    jobs: &'a JobRows,
+    /// Rows name their arm: the variant, or `ENDPOINT/VARIANT` in a run of several
+    /// endpoints, each costed at its endpoint's price.
+    arms: Vec<String>,
+    prices: Vec<Option<crate::suite::Price>>,
+}
+
+impl<'a> JobColumns<'a> {
+    /// The run's arms and prices, read once for all its rows.
+    fn of(record: &'a RunRecord, jobs: &'a JobRows) -> Self {
+        JobColumns {
+            record,
+            jobs,
+            arms: record.plan.arms(),
+            prices: record.arm_prices(),
+        }
+    }
+
+    /// Binds one row's [`JOB_COLUMNS`] values.
+    fn bind<'q>(
+        &'q self,
+        query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
+        row: &JobRow,
+    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
+        let (ids, hashes) = (&self.record.bench.case_ids, &self.record.bench.case_hashes);
+        let case = ids.get(row.case as usize).map_or("", String::as_str);
+        let price = self
+            .prices
+            .get(row.variant as usize)
+            .and_then(Option::as_ref);
+        query
+            .bind(self.record.run_id.as_str())
+            .bind(case)
+            .bind(
+                self.arms
+                    .get(row.variant as usize)
+                    .map(String::as_str)
+                    .unwrap_or_default(),
+            )
+            .bind(i64::from(row.repeat))
+            // Stored as its bits: a u64 does not fit BIGINT, its bits do.
+            .bind(hashes.get(row.case as usize).map(|h| *h as i64))
+            .bind(self.jobs.group(row.case))
+            .bind(row.status())
+            .bind(row.outcome.map(crate::client::Outcome::as_str))
+            .bind(row.score())
+            .bind(big(row.tokens_in))
+            .bind(big(row.tokens_out))
+            .bind(row.latency_ms())
+            .bind(row.ttft_ms())
+            .bind(row.cost_usd(price))
+            .bind(row.cached as i64)
+            .bind(i64::from(row.attempts))
     }
 }
 

@@ -304,13 +304,37 @@ fn scalar_text(v: &Value) -> Option<String> {
 
 /// Validates a raw case; `index` names cases that have no id yet.
 fn finish(raw: RawCase, here: Location, index: usize) -> Result<Case, InputError> {
-    let id = match &raw.id {
-        None => {
-            return Err(
-                InputError::new(here, format!("case #{} has no `id`", index + 1))
-                    .fix("give every case a unique \"id\", e.g. \"c-001\""),
-            );
-        }
+    let id = case_id(raw.id.as_ref(), &here, index)?;
+    let (expected, expected_json) = expected_of(raw.expected, &id, &here)?;
+    let group = group_of(raw.group.as_ref(), &id, &here)?;
+    let messages = match raw.messages {
+        None => Vec::new(),
+        Some(turns) => turns
+            .into_iter()
+            .enumerate()
+            .map(|(n, turn)| history_turn(&id, n, turn, &here))
+            .collect::<Result<Vec<_>, _>>()?,
+    };
+    Ok(Case {
+        id,
+        vars: raw.vars.unwrap_or_default().into(),
+        expected,
+        expected_json,
+        messages,
+        grade: raw.grade,
+        tags: raw.tags.unwrap_or_default(),
+        group,
+        location: here,
+    })
+}
+
+/// A case's `id`: required, a non-empty string (or a number).
+fn case_id(id: Option<&Value>, here: &Location, index: usize) -> Result<String, InputError> {
+    match id {
+        None => Err(
+            InputError::new(here.clone(), format!("case #{} has no `id`", index + 1))
+                .fix("give every case a unique \"id\", e.g. \"c-001\""),
+        ),
         Some(v) => scalar_text(v)
             .filter(|s| !s.trim().is_empty())
             .ok_or_else(|| {
@@ -319,10 +343,19 @@ fn finish(raw: RawCase, here: Location, index: usize) -> Result<Case, InputError
                     format!("`id` must be a non-empty string, found {}", kind_of(v)),
                 )
                 .fix("use a string like \"c-001\"")
-            })?,
-    };
+            }),
+    }
+}
+
+/// A case's accepted answers as text, and the structured `expected` whole (fields to
+/// extract, tool calls to make) when it is one.
+fn expected_of(
+    expected: Option<Value>,
+    id: &str,
+    here: &Location,
+) -> Result<(Vec<String>, Option<Value>), InputError> {
     let mut expected_json = None;
-    let mut expected = match raw.expected {
+    let mut expected = match expected {
         // Some scorers need none (a schema to validate against); the bench checks that
         // the case's scorer is one of them.
         None => Vec::new(),
@@ -360,42 +393,31 @@ fn finish(raw: RawCase, here: Location, index: usize) -> Result<Case, InputError
         })?],
     };
     expected.shrink_to_fit();
-    let group = match &raw.group {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(
-            scalar_text(v)
-                .filter(|g| !g.trim().is_empty())
-                .ok_or_else(|| {
-                    InputError::new(
-                here.clone(),
-                format!(
-                    "case `{id}`: `group` must be a non-empty string or a number, found {}",
-                    kind_of(v)
-                ),
-            )
-            .fix("give cases that share a passage, template or user the same \"group\": \"p-17\"")
-                })?,
-        ),
-    };
-    let messages = match raw.messages {
-        None => Vec::new(),
-        Some(turns) => turns
-            .into_iter()
-            .enumerate()
-            .map(|(n, turn)| history_turn(&id, n, turn, &here))
-            .collect::<Result<Vec<_>, _>>()?,
-    };
-    Ok(Case {
-        id,
-        vars: raw.vars.unwrap_or_default().into(),
-        expected,
-        expected_json,
-        messages,
-        grade: raw.grade,
-        tags: raw.tags.unwrap_or_default(),
-        group,
-        location: here,
-    })
+    Ok((expected, expected_json))
+}
+
+/// A case's `group` (cases that share a passage, template or user), when it has one.
+fn group_of(
+    group: Option<&Value>,
+    id: &str,
+    here: &Location,
+) -> Result<Option<String>, InputError> {
+    match group {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => scalar_text(v)
+            .filter(|g| !g.trim().is_empty())
+            .map(Some)
+            .ok_or_else(|| {
+                InputError::new(
+                    here.clone(),
+                    format!(
+                        "case `{id}`: `group` must be a non-empty string or a number, found {}",
+                        kind_of(v)
+                    ),
+                )
+                .fix("give cases that share a passage, template or user the same \"group\": \"p-17\"")
+            }),
+    }
 }
 
 /// Roles a turn of a case's history may have.

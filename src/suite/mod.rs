@@ -500,6 +500,8 @@ impl Bench {
         Bench::load_cases(path, Some(&|c: &str| c == id))
     }
 
+    /// Loads the bench at `path` with the cases `keep` takes (all, without it), checking
+    /// each part as it is read and the parts against each other.
     fn load_cases(path: &Path, keep: Option<&dyn Fn(&str) -> bool>) -> Result<Bench, InputErrors> {
         let (text, raw) = read_raw(path)?;
         let here = |key: &str| match error::line_of_key(&text, key) {
@@ -509,35 +511,14 @@ impl Bench {
         let dir = path.parent().unwrap_or(Path::new("."));
         let case_paths = check_named(&raw, dir, &here)?;
         let limits = resolve_limits(raw.limits, &Limits::default(), &here)?;
-        if raw.endpoints.as_ref().is_some_and(Vec::is_empty) {
-            return Err(
-                InputError::new(here("endpoints"), "`endpoints:` lists no endpoint")
-                    .fix("list at least one (name, base_url, model), or remove `endpoints:`")
-                    .into(),
-            );
-        }
-        let raw_endpoints = raw.endpoints.unwrap_or_default();
-        if !raw_endpoints.is_empty() && raw.endpoint != EndpointSpec::default() {
-            return Err(InputError::new(
-                here("endpoints"),
-                "the bench has both `endpoint:` and `endpoints:`",
-            )
-            .fix("move the `endpoint:` block into `endpoints:` as one more named entry")
-            .into());
-        }
-        let endpoints = endpoints::named_endpoints(raw_endpoints, &limits, &here)?;
+        let endpoints = bench_endpoints(raw.endpoints, &raw.endpoint, &limits, &here)?;
         let judge = judge_settings(raw.judge, &limits, &endpoints, &here)?;
         let repeats = repeats_of(raw.repeats, &here)?;
         let confidence = confidence_of(raw.confidence, &here)?;
         let sequential = raw.sequential.unwrap_or_default();
         check_sequential(&sequential, &here)?;
         check_price(raw.price.as_ref(), &here)?;
-        for url in raw.endpoint.base_url.iter().flat_map(UrlList::urls) {
-            check_base_url(&url, raw.endpoint.protocol.unwrap_or_default()).map_err(|e| {
-                InputError::new(here("base_url"), e.to_string())
-                    .fix("write the full URL, e.g. http://127.0.0.1:8000/v1")
-            })?;
-        }
+        check_base_urls(&raw.endpoint, &here)?;
         let grade = raw.grade.unwrap_or_default();
         let cases = match keep {
             None => cases::load_all(&case_paths)?,
@@ -549,21 +530,7 @@ impl Bench {
         let templates = Templates::compile(&variants)?;
         templates.check(&variants, &cases)?;
         check_tools(&cases, &grade, &raw.params, &variants)?;
-        // A cell is `ENDPOINT/VARIANT` and a gate may name either: one name, one meaning.
-        if let Some(clash) = endpoints
-            .iter()
-            .find(|e| variants.iter().any(|v| v.name == e.name))
-        {
-            return Err(InputError::new(
-                here("endpoints"),
-                format!(
-                    "endpoint `{}` has the name of a variant: a gate or a report naming `{}` would mean both",
-                    clash.name, clash.name
-                ),
-            )
-            .fix("rename the endpoint (e.g. after its model or server)")
-            .into());
-        }
+        check_names_apart(&endpoints, &variants, &here)?;
 
         Ok(Bench {
             path: path.to_path_buf(),
@@ -759,6 +726,68 @@ fn judge_settings(
             })
         }
     })
+}
+
+/// The bench's named endpoints: `endpoints:` lists at least one, and is not given beside
+/// `endpoint:`.
+fn bench_endpoints(
+    raw: Option<Vec<endpoints::RawNamedEndpoint>>,
+    endpoint: &EndpointSpec,
+    limits: &Limits,
+    here: &dyn Fn(&str) -> Location,
+) -> Result<Vec<endpoints::NamedEndpoint>, InputError> {
+    if raw.as_ref().is_some_and(Vec::is_empty) {
+        return Err(
+            InputError::new(here("endpoints"), "`endpoints:` lists no endpoint")
+                .fix("list at least one (name, base_url, model), or remove `endpoints:`"),
+        );
+    }
+    let raw = raw.unwrap_or_default();
+    if !raw.is_empty() && *endpoint != EndpointSpec::default() {
+        return Err(InputError::new(
+            here("endpoints"),
+            "the bench has both `endpoint:` and `endpoints:`",
+        )
+        .fix("move the `endpoint:` block into `endpoints:` as one more named entry"));
+    }
+    endpoints::named_endpoints(raw, limits, here)
+}
+
+/// Every `base_url` of `endpoint:` is a whole URL its protocol can be sent to.
+fn check_base_urls(
+    endpoint: &EndpointSpec,
+    here: &dyn Fn(&str) -> Location,
+) -> Result<(), InputError> {
+    for url in endpoint.base_url.iter().flat_map(UrlList::urls) {
+        check_base_url(&url, endpoint.protocol.unwrap_or_default()).map_err(|e| {
+            InputError::new(here("base_url"), e.to_string())
+                .fix("write the full URL, e.g. http://127.0.0.1:8000/v1")
+        })?;
+    }
+    Ok(())
+}
+
+/// No endpoint has a variant's name: a cell is `ENDPOINT/VARIANT` and a gate may name
+/// either, so one name has one meaning.
+fn check_names_apart(
+    endpoints: &[endpoints::NamedEndpoint],
+    variants: &[Variant],
+    here: &dyn Fn(&str) -> Location,
+) -> Result<(), InputError> {
+    match endpoints
+        .iter()
+        .find(|e| variants.iter().any(|v| v.name == e.name))
+    {
+        Some(clash) => Err(InputError::new(
+            here("endpoints"),
+            format!(
+                "endpoint `{}` has the name of a variant: a gate or a report naming `{}` would mean both",
+                clash.name, clash.name
+            ),
+        )
+        .fix("rename the endpoint (e.g. after its model or server)")),
+        None => Ok(()),
+    }
 }
 
 /// `sequential:` makes sense: a difference in points, a power, at least as many cases at

@@ -68,90 +68,106 @@ pub fn parse(path: &Path, text: String) -> Result<Variant, InputError> {
         .unwrap_or("")
         .to_ascii_lowercase();
     match ext.as_str() {
-        "txt" | "md" => {
-            if text.trim().is_empty() {
-                return Err(
-                    InputError::new(Location::file(path), "the prompt file is empty")
-                        .fix("write the user message, with {{ variables }} from the cases"),
-                );
-            }
-            check_name(path, &stem, "the file name")?;
-            Ok(Variant {
-                name: stem,
-                messages: vec![MessageTemplate {
-                    role: "user".into(),
-                    content: text,
-                    line: Some(1),
-                    history: false,
-                }],
-                params: Map::new(),
-                path: path.to_path_buf(),
-            })
-        }
-        "yaml" | "yml" => {
-            if text.trim().is_empty() {
-                return Err(
-                    InputError::new(Location::file(path), "the prompt file is empty")
-                        .fix("write `name:` and `messages:` (a list of {role, content})"),
-                );
-            }
-            let raw: RawPrompt =
-                serde_saphyr::from_str(&text).map_err(|e| yaml_error(path, "prompt file", &e))?;
-            let mut messages = Vec::new();
-            for m in raw.messages {
-                let line = Some(m.referenced.line() as usize).filter(|&l| l > 0);
-                let here = line.map_or_else(|| Location::file(path), |l| Location::line(path, l));
-                let message = match m.value {
-                    RawMessage::Word(w) if w.trim() == "history" => {
-                        if messages.iter().any(|m: &MessageTemplate| m.history) {
-                            return Err(InputError::new(here, "`history` is listed twice")
-                                .fix("splice the case's earlier turns in one place"));
-                        }
-                        MessageTemplate {
-                            role: String::new(),
-                            content: String::new(),
-                            line,
-                            history: true,
-                        }
-                    }
-                    RawMessage::Word(w) => {
-                        return Err(InputError::new(
-                            here,
-                            format!("`{w}` is not a message"),
-                        )
-                        .fix("write a message as { role: user, content: \"…\" }, or `- history` where the case's earlier turns go"));
-                    }
-                    RawMessage::Message(map) => message(map, here)?,
-                };
-                messages.push(MessageTemplate { line, ..message });
-            }
-            if !messages.iter().any(|m| m.role == "user" || m.history) {
-                return Err(InputError::new(
-                    Location::file(path),
-                    "the prompt has no user message",
-                )
-                .fix("add `- { role: user, content: \"{{ question }}\" }` to messages"));
-            }
-            let from = if raw.name.is_some() {
-                "`name:`"
-            } else {
-                "the file name"
-            };
-            let name = raw.name.unwrap_or(stem);
-            check_name(path, &name, from)?;
-            Ok(Variant {
-                name,
-                messages,
-                params: raw.params.unwrap_or_default(),
-                path: path.to_path_buf(),
-            })
-        }
+        "txt" | "md" => parse_text(path, stem, text),
+        "yaml" | "yml" => parse_yaml(path, stem, &text),
         _ => Err(InputError::new(
             Location::file(path),
             format!("unknown prompt file type `.{ext}`"),
         )
         .fix("use .yaml (chat messages), or .txt / .md (one user message)")),
     }
+}
+
+/// A `.txt` or `.md` prompt: the whole text is the user message, the file name the
+/// variant's name.
+fn parse_text(path: &Path, stem: String, text: String) -> Result<Variant, InputError> {
+    if text.trim().is_empty() {
+        return Err(
+            InputError::new(Location::file(path), "the prompt file is empty")
+                .fix("write the user message, with {{ variables }} from the cases"),
+        );
+    }
+    check_name(path, &stem, "the file name")?;
+    Ok(Variant {
+        name: stem,
+        messages: vec![MessageTemplate {
+            role: "user".into(),
+            content: text,
+            line: Some(1),
+            history: false,
+        }],
+        params: Map::new(),
+        path: path.to_path_buf(),
+    })
+}
+
+/// A YAML prompt: `name:` (else the file name), `messages:` with a user message among
+/// them, and `params:`.
+fn parse_yaml(path: &Path, stem: String, text: &str) -> Result<Variant, InputError> {
+    if text.trim().is_empty() {
+        return Err(
+            InputError::new(Location::file(path), "the prompt file is empty")
+                .fix("write `name:` and `messages:` (a list of {role, content})"),
+        );
+    }
+    let raw: RawPrompt =
+        serde_saphyr::from_str(text).map_err(|e| yaml_error(path, "prompt file", &e))?;
+    let messages = read_messages(path, raw.messages)?;
+    if !messages.iter().any(|m| m.role == "user" || m.history) {
+        return Err(
+            InputError::new(Location::file(path), "the prompt has no user message")
+                .fix("add `- { role: user, content: \"{{ question }}\" }` to messages"),
+        );
+    }
+    let from = if raw.name.is_some() {
+        "`name:`"
+    } else {
+        "the file name"
+    };
+    let name = raw.name.unwrap_or(stem);
+    check_name(path, &name, from)?;
+    Ok(Variant {
+        name,
+        messages,
+        params: raw.params.unwrap_or_default(),
+        path: path.to_path_buf(),
+    })
+}
+
+/// A YAML prompt's messages, each with its line: `{role, content}`, or `history` once.
+fn read_messages(
+    path: &Path,
+    raw: Vec<serde_saphyr::Spanned<RawMessage>>,
+) -> Result<Vec<MessageTemplate>, InputError> {
+    let mut messages = Vec::new();
+    for m in raw {
+        let line = Some(m.referenced.line() as usize).filter(|&l| l > 0);
+        let here = line.map_or_else(|| Location::file(path), |l| Location::line(path, l));
+        let message = match m.value {
+            RawMessage::Word(w) if w.trim() == "history" => {
+                if messages.iter().any(|m: &MessageTemplate| m.history) {
+                    return Err(InputError::new(here, "`history` is listed twice")
+                        .fix("splice the case's earlier turns in one place"));
+                }
+                MessageTemplate {
+                    role: String::new(),
+                    content: String::new(),
+                    line,
+                    history: true,
+                }
+            }
+            RawMessage::Word(w) => {
+                return Err(InputError::new(
+                    here,
+                    format!("`{w}` is not a message"),
+                )
+                .fix("write a message as { role: user, content: \"…\" }, or `- history` where the case's earlier turns go"));
+            }
+            RawMessage::Message(map) => message(map, here)?,
+        };
+        messages.push(MessageTemplate { line, ..message });
+    }
+    Ok(messages)
 }
 
 /// One `{role, content}` message of a prompt file.

@@ -165,6 +165,39 @@ fn prepare(dir: &Path) -> Result<(), BundleError> {
     .map_err(write)
 }
 
+/// The running server, asked for pages as a browser would (with its token).
+struct Pages {
+    client: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+impl Pages {
+    /// The page at `path`, or why it could not be had (a status that is no success too).
+    async fn get(&self, path: String) -> Result<Vec<u8>, BundleError> {
+        let fail = |why: String| BundleError::Page {
+            path: path.clone(),
+            why,
+        };
+        let response = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .header("x-promptgauge-token", self.token.as_str())
+            .send()
+            .await
+            .map_err(|e| fail(e.to_string()))?;
+        let status = response.status();
+        let body = response.bytes().await.map_err(|e| fail(e.to_string()))?;
+        if !status.is_success() {
+            return Err(fail(format!(
+                "{status}: {}",
+                String::from_utf8_lossy(&body).trim()
+            )));
+        }
+        Ok(body.to_vec())
+    }
+}
+
 /// Writes the bundle of `runs` (run ids; none: the newest 20) into `dir`.
 pub async fn bundle(
     listening: Listening,
@@ -172,180 +205,213 @@ pub async fn bundle(
     runs: &[String],
 ) -> Result<Bundled, BundleError> {
     let shared = listening.shared.clone();
-    let address = listening.address;
+    let pages = Pages {
+        client: reqwest::Client::new(),
+        base: format!("http://{}", listening.address),
+        token: shared.token.clone().unwrap_or_default(),
+    };
     let stop = tokio_util::sync::CancellationToken::new();
     let server = tokio::spawn(listening.serve(stop.clone()));
-    let base = format!("http://{address}");
-    let client = reqwest::Client::new();
-    let token = shared.token.clone().unwrap_or_default();
-    let get = |path: String| {
-        let client = client.clone();
-        let base = base.clone();
-        let token = token.clone();
-        async move {
-            let fail = |why: String| BundleError::Page {
-                path: path.clone(),
-                why,
-            };
-            let response = client
-                .get(format!("{base}{path}"))
-                .header("x-promptgauge-token", token)
-                .send()
-                .await
-                .map_err(|e| fail(e.to_string()))?;
-            let status = response.status();
-            let body = response.bytes().await.map_err(|e| fail(e.to_string()))?;
-            if !status.is_success() {
-                return Err(fail(format!(
-                    "{status}: {}",
-                    String::from_utf8_lossy(&body).trim()
-                )));
-            }
-            Ok(body.to_vec())
-        }
-    };
-    let result = async {
-        // Which runs, newest first.
-        let all = shared
-            .store
-            .runs(&crate::store::Filter::default())
-            .await
-            .map_err(|e| BundleError::Page {
-                path: "/api/runs".into(),
-                why: e.to_string(),
-            })?;
-        let chosen: Vec<crate::report::rows::RunRow> = if runs.is_empty() {
-            all.into_iter().rev().take(20).collect()
-        } else {
-            let mut chosen = Vec::new();
-            for id in runs {
-                match all.iter().find(|r| &r.run_id == id) {
-                    Some(r) => chosen.push(r.clone()),
-                    None => return Err(BundleError::NoRun(id.clone())),
-                }
-            }
-            chosen
-        };
-        if chosen.is_empty() {
-            return Err(BundleError::Empty);
-        }
-        prepare(dir)?;
-        let mut bundled = Bundled {
-            runs: chosen.len(),
-            ..Bundled::default()
-        };
-        // Every job page the bundle holds, known before any link is written.
-        let mut held = Held {
-            runs: chosen.iter().map(|r| r.run_id.clone()).collect(),
-            jobs: BTreeSet::new(),
-            histories: chosen
-                .iter()
-                .filter(|r| r.complete)
-                .map(|r| r.bench.clone())
-                .collect(),
-        };
-        let mut pages: Vec<(String, String)> = Vec::new();
-        for r in &chosen {
-            let id = url_segment(&r.run_id);
-            let mut offset = 0;
-            let mut kept = 0;
-            loop {
-                let body = get(format!("/api/runs/{id}/jobs?limit=500&offset={offset}")).await?;
-                let page: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-                let listed = page["jobs"].as_array().cloned().unwrap_or_default();
-                for j in &listed {
-                    if let Some(n) = j["job"].as_u64() {
-                        if kept < JOB_PAGES {
-                            held.jobs.insert((r.run_id.clone(), n));
-                            kept += 1;
-                        } else {
-                            bundled.jobs_left_out += 1;
-                        }
-                    }
-                }
-                let matched = page["matched"].as_u64().unwrap_or(0) as usize;
-                offset += listed.len();
-                if listed.is_empty() || offset >= matched {
-                    break;
-                }
-            }
-            pages.push((format!("/runs/{id}/"), String::new()));
-            for file in ["summary.json", "summary.md", "summary.csv"] {
-                pages.push((format!("/runs/{id}/{file}"), String::new()));
-            }
-            let answers = offset.div_ceil(PAGE).max(1);
-            for p in 0..answers {
-                pages.push((
-                    format!("/runs/{id}/answers?offset={}&limit={PAGE}", p * PAGE),
-                    String::new(),
-                ));
-            }
-        }
-        for (run, n) in &held.jobs {
-            pages.push((
-                format!("/runs/{}/jobs/{n}", url_segment(run)),
-                String::new(),
-            ));
-        }
-        for b in held.histories.clone() {
-            pages.push((format!("/history/{}", url_segment(&b)), String::new()));
-        }
-        let ids: Vec<String> = chosen.iter().map(|r| r.run_id.clone()).collect();
-        pages.push((
-            format!("/?ids={}&limit=10000", url_segment(&ids.join(","))),
-            "index.html".into(),
-        ));
-        // Two runs of one bench: their comparison too (runs of two benches share no
-        // case to compare).
-        let compared = matches!(chosen.as_slice(), [b, a] if a.bench == b.bench);
-        if let [b, a] = chosen.as_slice()
-            && compared
-        {
-            pages.push((
-                format!(
-                    "/compare?a={}&b={}",
-                    url_segment(&a.run_id),
-                    url_segment(&b.run_id)
-                ),
-                "compare.html".into(),
-            ));
-        }
-        for (path, named) in pages {
-            let file = if named.is_empty() {
-                file_of(&path, &held).unwrap_or_default()
-            } else {
-                named
-            };
-            let body = get(path).await?;
-            let body = if file.ends_with(".html") {
-                let mut html = relative(&String::from_utf8_lossy(&body), &file, &held);
-                // The two runs' comparison, from the list.
-                if file == "index.html" && compared {
-                    html = html.replacen(
-                        "<h1>Runs</h1>",
-                        "<h1>Runs</h1>\n<p><a id=\"compare\" href=\"compare.html\">The two runs compared</a></p>",
-                        1,
-                    );
-                }
-                html.into_bytes()
-            } else {
-                body
-            };
-            let target = dir.join(&file);
-            let write = |path: &Path, error| BundleError::Write {
-                path: path.to_path_buf(),
-                error,
-            };
-            if let Some(parent) = target.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| write(parent, e))?;
-            }
-            crate::files::write_atomically(&target, body).map_err(|e| write(&target, e))?;
-            bundled.files += 1;
-        }
-        Ok(bundled)
-    }
-    .await;
+    let result = write_bundle(&shared, &pages, dir, runs).await;
     stop.cancel();
     let _ = server.await;
     result
+}
+
+/// Asks the server for every page the bundle holds, and writes each as its file.
+async fn write_bundle(
+    shared: &super::Shared,
+    pages: &Pages,
+    dir: &Path,
+    runs: &[String],
+) -> Result<Bundled, BundleError> {
+    let chosen = choose(shared, runs).await?;
+    prepare(dir)?;
+    let mut bundled = Bundled {
+        runs: chosen.len(),
+        ..Bundled::default()
+    };
+    // Every job page the bundle holds, known before any link is written.
+    let mut held = Held {
+        runs: chosen.iter().map(|r| r.run_id.clone()).collect(),
+        jobs: BTreeSet::new(),
+        histories: chosen
+            .iter()
+            .filter(|r| r.complete)
+            .map(|r| r.bench.clone())
+            .collect(),
+    };
+    let mut paths: Vec<(String, String)> = Vec::new();
+    for r in &chosen {
+        let jobs = list_jobs(pages, &r.run_id, &mut held, &mut bundled).await?;
+        paths.extend(run_paths(&r.run_id, jobs));
+    }
+    // Two runs of one bench: their comparison too (runs of two benches share no
+    // case to compare).
+    let compared = matches!(chosen.as_slice(), [b, a] if a.bench == b.bench);
+    paths.extend(held_paths(&chosen, &held, compared));
+    for (path, named) in paths {
+        let file = if named.is_empty() {
+            file_of(&path, &held).unwrap_or_default()
+        } else {
+            named
+        };
+        let body = pages.get(path).await?;
+        let body = as_file(body, &file, &held, compared);
+        write_file(&dir.join(&file), body)?;
+        bundled.files += 1;
+    }
+    Ok(bundled)
+}
+
+/// The runs to bundle, newest first: those named (each must be in the store), or the
+/// newest 20.
+async fn choose(
+    shared: &super::Shared,
+    runs: &[String],
+) -> Result<Vec<crate::report::rows::RunRow>, BundleError> {
+    let all = shared
+        .store
+        .runs(&crate::store::Filter::default())
+        .await
+        .map_err(|e| BundleError::Page {
+            path: "/api/runs".into(),
+            why: e.to_string(),
+        })?;
+    let chosen: Vec<crate::report::rows::RunRow> = if runs.is_empty() {
+        all.into_iter().rev().take(20).collect()
+    } else {
+        let mut chosen = Vec::new();
+        for id in runs {
+            match all.iter().find(|r| &r.run_id == id) {
+                Some(r) => chosen.push(r.clone()),
+                None => return Err(BundleError::NoRun(id.clone())),
+            }
+        }
+        chosen
+    };
+    if chosen.is_empty() {
+        return Err(BundleError::Empty);
+    }
+    Ok(chosen)
+}
+
+/// Lists a run's jobs, 500 at a time: the first [`JOB_PAGES`] are held (they get a page),
+/// the others counted as left out. Gives how many jobs the run has.
+async fn list_jobs(
+    pages: &Pages,
+    run_id: &str,
+    held: &mut Held,
+    bundled: &mut Bundled,
+) -> Result<usize, BundleError> {
+    let id = url_segment(run_id);
+    let mut offset = 0;
+    let mut kept = 0;
+    loop {
+        let body = pages
+            .get(format!("/api/runs/{id}/jobs?limit=500&offset={offset}"))
+            .await?;
+        let page: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        let listed = page["jobs"].as_array().cloned().unwrap_or_default();
+        for j in &listed {
+            if let Some(n) = j["job"].as_u64() {
+                if kept < JOB_PAGES {
+                    held.jobs.insert((run_id.to_string(), n));
+                    kept += 1;
+                } else {
+                    bundled.jobs_left_out += 1;
+                }
+            }
+        }
+        let matched = page["matched"].as_u64().unwrap_or(0) as usize;
+        offset += listed.len();
+        if listed.is_empty() || offset >= matched {
+            return Ok(offset);
+        }
+    }
+}
+
+/// A run's pages (each with no file name: its address gives it): the run, its summary in
+/// each format, and its answers, [`PAGE`] to a page.
+fn run_paths(run_id: &str, jobs: usize) -> Vec<(String, String)> {
+    let id = url_segment(run_id);
+    let mut paths = vec![(format!("/runs/{id}/"), String::new())];
+    for file in ["summary.json", "summary.md", "summary.csv"] {
+        paths.push((format!("/runs/{id}/{file}"), String::new()));
+    }
+    let answers = jobs.div_ceil(PAGE).max(1);
+    for p in 0..answers {
+        paths.push((
+            format!("/runs/{id}/answers?offset={}&limit={PAGE}", p * PAGE),
+            String::new(),
+        ));
+    }
+    paths
+}
+
+/// The pages across runs: each held job's, each bench history's, the runs list (as
+/// `index.html`), and the two runs' comparison when they are `compared`.
+fn held_paths(
+    chosen: &[crate::report::rows::RunRow],
+    held: &Held,
+    compared: bool,
+) -> Vec<(String, String)> {
+    let mut paths = Vec::new();
+    for (run, n) in &held.jobs {
+        paths.push((
+            format!("/runs/{}/jobs/{n}", url_segment(run)),
+            String::new(),
+        ));
+    }
+    for b in &held.histories {
+        paths.push((format!("/history/{}", url_segment(b)), String::new()));
+    }
+    let ids: Vec<String> = chosen.iter().map(|r| r.run_id.clone()).collect();
+    paths.push((
+        format!("/?ids={}&limit=10000", url_segment(&ids.join(","))),
+        "index.html".into(),
+    ));
+    if let [b, a] = chosen
+        && compared
+    {
+        paths.push((
+            format!(
+                "/compare?a={}&b={}",
+                url_segment(&a.run_id),
+                url_segment(&b.run_id)
+            ),
+            "compare.html".into(),
+        ));
+    }
+    paths
+}
+
+/// A page as the bundle's `file` holds it: an HTML page's links made relative, and the
+/// runs list linking the two runs' comparison when there is one.
+fn as_file(body: Vec<u8>, file: &str, held: &Held, compared: bool) -> Vec<u8> {
+    if !file.ends_with(".html") {
+        return body;
+    }
+    let mut html = relative(&String::from_utf8_lossy(&body), file, held);
+    // The two runs' comparison, from the list.
+    if file == "index.html" && compared {
+        html = html.replacen(
+            "<h1>Runs</h1>",
+            "<h1>Runs</h1>\n<p><a id=\"compare\" href=\"compare.html\">The two runs compared</a></p>",
+            1,
+        );
+    }
+    html.into_bytes()
+}
+
+/// Writes one file of the bundle, and the folders it goes in.
+fn write_file(target: &Path, body: Vec<u8>) -> Result<(), BundleError> {
+    let write = |path: &Path, error| BundleError::Write {
+        path: path.to_path_buf(),
+        error,
+    };
+    if let Some(parent) = target.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| write(parent, e))?;
+    }
+    crate::files::write_atomically(target, body).map_err(|e| write(target, e))
 }

@@ -13,11 +13,12 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::run::indexed;
+use super::run::{Indexed, indexed};
 use super::{Shared, failed, refuse, shell, url_segment};
 use crate::report::html::esc;
 use crate::report::labels;
 use crate::runner::RunDir;
+use crate::runner::journal::JobRecord;
 
 /// Which sample, and how far into it.
 #[derive(Debug, Deserialize)]
@@ -210,7 +211,41 @@ pub(super) async fn save(
     super::Checked(query): super::Checked<LabelQuery>,
     body: String,
 ) -> Response {
-    let fields = super::runs::form_urlencoded(&body);
+    let (job, score) = match read_form(&shared, &body) {
+        Ok(form) => form,
+        Err((status, why)) => return refuse(status, why),
+    };
+    let indexed = match indexed(&shared, &run).await {
+        Ok(i) => i,
+        Err(e) => return e,
+    };
+    let record = match judged(&indexed, job).await {
+        Ok(record) => record,
+        Err(refused) => return refused,
+    };
+    let _one = shared.labelling.lock().await;
+    let label = labels::label_of(&record, score);
+    if let Err(refused) = append(indexed.folder.clone(), label).await {
+        return refused;
+    }
+    if let Err(e) = shared.commands.report(&indexed.folder).await {
+        return failed(format!(
+            "the label was written, but the reports could not be: {e}"
+        ));
+    }
+    Redirect::to(&format!(
+        "/runs/{}/label?seed={}&sample={}&at={}",
+        url_segment(&run),
+        query.seed,
+        query.sample,
+        query.at
+    ))
+    .into_response()
+}
+
+/// The form's job and score, once its CSRF token is the page's; or why it is refused.
+fn read_form(shared: &Shared, body: &str) -> Result<(u32, f64), super::Refused> {
+    let fields = super::runs::form_urlencoded(body);
     let field = |k: &str| {
         fields
             .iter()
@@ -218,39 +253,40 @@ pub(super) async fn save(
             .map(|(_, v)| v.as_str())
     };
     if !field("csrf").is_some_and(|f| super::same_secret(f, &shared.csrf)) {
-        return refuse(
+        return Err((
             StatusCode::FORBIDDEN,
             "this request lacks the page's CSRF token: label from the page itself",
-        );
+        ));
     }
     let score = match field("score").map(str::trim).map(str::parse::<f64>) {
         Some(Ok(s)) if (0.0..=1.0).contains(&s) => s,
         _ => {
-            return refuse(StatusCode::BAD_REQUEST, "score: give a number from 0 to 1");
+            return Err((StatusCode::BAD_REQUEST, "score: give a number from 0 to 1"));
         }
     };
     let Some(Ok(job)) = field("job").map(str::parse::<u32>) else {
-        return refuse(StatusCode::BAD_REQUEST, "job: give the answer's job number");
+        return Err((StatusCode::BAD_REQUEST, "job: give the answer's job number"));
     };
-    let indexed = match indexed(&shared, &run).await {
-        Ok(i) => i,
-        Err(e) => return e,
-    };
+    Ok((job, score))
+}
+
+/// Job `job` of the run, when it is a judged answer (only those are labelled).
+async fn judged(indexed: &Indexed, job: u32) -> Result<JobRecord, Response> {
     let (index, journal) = (indexed.index.clone(), indexed.journal());
-    let record = match tokio::task::spawn_blocking(move || index.job(&journal, job)).await {
-        Ok(Ok(Some(r))) if !r.judge.is_empty() && r.score.is_some() => r,
-        Ok(Ok(_)) => {
-            return refuse(
-                StatusCode::BAD_REQUEST,
-                "that job is not a judged answer of this run",
-            );
-        }
-        Ok(Err(e)) => return failed(e),
-        Err(e) => return failed(e),
-    };
-    let _one = shared.labelling.lock().await;
-    let folder = indexed.folder.clone();
-    let label = labels::label_of(&record, score);
+    match tokio::task::spawn_blocking(move || index.job(&journal, job)).await {
+        Ok(Ok(Some(r))) if !r.judge.is_empty() && r.score.is_some() => Ok(r),
+        Ok(Ok(_)) => Err(refuse(
+            StatusCode::BAD_REQUEST,
+            "that job is not a judged answer of this run",
+        )),
+        Ok(Err(e)) => Err(failed(e)),
+        Err(e) => Err(failed(e)),
+    }
+}
+
+/// Appends the label to the run's labels.jsonl under the run folder's lock, as
+/// `promptgauge label` does; an answer labelled already is refused.
+async fn append(folder: std::path::PathBuf, label: labels::Label) -> Result<(), Response> {
     let written = tokio::task::spawn_blocking(move || {
         let dir = RunDir::at(&folder);
         let lock = dir
@@ -273,21 +309,8 @@ pub(super) async fn save(
     })
     .await;
     match written {
-        Ok(Ok(())) => {}
-        Ok(Err((status, why))) => return refuse(status, &why),
-        Err(e) => return failed(e),
+        Ok(Ok(())) => Ok(()),
+        Ok(Err((status, why))) => Err(refuse(status, &why)),
+        Err(e) => Err(failed(e)),
     }
-    if let Err(e) = shared.commands.report(&indexed.folder).await {
-        return failed(format!(
-            "the label was written, but the reports could not be: {e}"
-        ));
-    }
-    Redirect::to(&format!(
-        "/runs/{}/label?seed={}&sample={}&at={}",
-        url_segment(&run),
-        query.seed,
-        query.sample,
-        query.at
-    ))
-    .into_response()
 }

@@ -419,62 +419,89 @@ fn token_cookie(shared: &Shared) -> String {
 /// server is reached by names it cannot know: there the token stands in for the `Host`
 /// and `Origin` checks.
 async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
-    let headers = request.headers();
-    let header = |name: header::HeaderName| {
-        headers
-            .get(name)
-            .and_then(|h| h.to_str().ok())
-            .unwrap_or("")
-            .to_string()
+    let set_cookie = match carries_token(&shared, &request) {
+        Ok(set_cookie) => set_cookie,
+        Err((status, why)) => return refuse(status, why),
     };
-    let mut set_cookie = false;
-    if let Some(token) = &shared.token {
-        let cookie_name = token_cookie(&shared);
-        let from_query = request.uri().query().is_some_and(|q| {
-            q.split('&')
-                .filter_map(|kv| kv.strip_prefix("token="))
-                .any(|t| same_secret(t, token))
-        });
-        let from_header = headers
-            .get("x-promptgauge-token")
-            .and_then(|h| h.to_str().ok())
-            .is_some_and(|t| same_secret(t, token));
-        let from_cookie = header(header::COOKIE).split(';').any(|c| {
-            c.trim()
-                .strip_prefix(cookie_name.as_str())
-                .and_then(|v| v.strip_prefix('='))
-                .is_some_and(|t| same_secret(t, token))
-        });
-        if !from_query && !from_header && !from_cookie {
-            return refuse(
-                StatusCode::UNAUTHORIZED,
-                "this promptgauge view needs its access token (the URL it printed at start)",
-            );
-        }
-        set_cookie = from_query && !from_cookie;
+    if let Err((status, why)) = from_own_address(&shared, &request) {
+        return refuse(status, why);
     }
-    let host = header(header::HOST);
-    if !shared.public && !shared.hosts.iter().any(|h| h.eq_ignore_ascii_case(&host)) {
-        return refuse(
+    let mut response = next.run(request).await;
+    secure(&shared, &mut response, set_cookie);
+    response
+}
+
+/// A header's value as text ("" when absent or not text).
+fn header_text(headers: &axum::http::HeaderMap, name: header::HeaderName) -> &str {
+    headers
+        .get(name)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("")
+}
+
+/// Whether the request carries the server's token (always, without one), in constant
+/// time; `Ok(true)` when it came in the URL only, so the answer sets the cookie.
+fn carries_token(shared: &Shared, request: &Request) -> Result<bool, Refused> {
+    let Some(token) = &shared.token else {
+        return Ok(false);
+    };
+    let headers = request.headers();
+    let cookie_name = token_cookie(shared);
+    let from_query = request.uri().query().is_some_and(|q| {
+        q.split('&')
+            .filter_map(|kv| kv.strip_prefix("token="))
+            .any(|t| same_secret(t, token))
+    });
+    let from_header = headers
+        .get("x-promptgauge-token")
+        .and_then(|h| h.to_str().ok())
+        .is_some_and(|t| same_secret(t, token));
+    let from_cookie = header_text(headers, header::COOKIE).split(';').any(|c| {
+        c.trim()
+            .strip_prefix(cookie_name.as_str())
+            .and_then(|v| v.strip_prefix('='))
+            .is_some_and(|t| same_secret(t, token))
+    });
+    if !from_query && !from_header && !from_cookie {
+        return Err((
+            StatusCode::UNAUTHORIZED,
+            "this promptgauge view needs its access token (the URL it printed at start)",
+        ));
+    }
+    Ok(from_query && !from_cookie)
+}
+
+/// Refuses a request for another `Host` (DNS rebinding), and a change asked from another
+/// site's page (`Origin`); a public server checks neither.
+fn from_own_address(shared: &Shared, request: &Request) -> Result<(), Refused> {
+    let headers = request.headers();
+    let host = header_text(headers, header::HOST);
+    if !shared.public && !shared.hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
+        return Err((
             StatusCode::FORBIDDEN,
             "promptgauge view answers only requests for its own address (Host header)",
-        );
+        ));
     }
     let changes = !matches!(*request.method(), Method::GET | Method::HEAD);
-    let origin = header(header::ORIGIN);
+    let origin = header_text(headers, header::ORIGIN);
     if changes && !origin.is_empty() && !shared.public {
         let own = shared
             .hosts
             .iter()
             .any(|h| origin.eq_ignore_ascii_case(&format!("{}://{h}", shared.scheme)));
         if !own {
-            return refuse(
+            return Err((
                 StatusCode::FORBIDDEN,
                 "a request from another site's page was refused (Origin)",
-            );
+            ));
         }
     }
-    let mut response = next.run(request).await;
+    Ok(())
+}
+
+/// The headers every answer carries (no scripts from elsewhere, no sniffing, no framing,
+/// no address in a referrer), and the token's cookie when `set_cookie`.
+fn secure(shared: &Shared, response: &mut Response, set_cookie: bool) {
     let h = response.headers_mut();
     h.insert(
         header::CONTENT_SECURITY_POLICY,
@@ -495,7 +522,7 @@ async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) 
         && let Some(token) = &shared.token
         && let Ok(v) = HeaderValue::from_str(&format!(
             "{}={token}; Path=/; HttpOnly; SameSite=Strict{}",
-            token_cookie(&shared),
+            token_cookie(shared),
             if shared.scheme == "https" {
                 "; Secure"
             } else {
@@ -505,8 +532,10 @@ async fn guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) 
     {
         h.insert(header::SET_COOKIE, v);
     }
-    response
 }
+
+/// A refusal not yet answered: its status and a sentence, for [`refuse`].
+type Refused = (StatusCode, &'static str);
 
 /// A refusal: its status and a sentence.
 fn refuse(status: StatusCode, why: &str) -> Response {

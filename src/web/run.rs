@@ -320,34 +320,100 @@ pub(super) async fn answers(
         Ok(p) => p,
         Err(e) => return e,
     };
-    let (variants, endpoints, tags) = indexed.index.names();
-    let mut fields = select("variant", &variants, given(&query.variant));
-    if !endpoints.is_empty() {
-        fields.push_str(&select("endpoint", &endpoints, given(&query.endpoint)));
-    }
-    if !tags.is_empty() {
-        fields.push_str(&select("tag", &tags, given(&query.tag)));
-    }
-    fields.push_str(&select(
-        "status",
-        &["graded", "failed", "filtered"],
-        given(&query.status),
-    ));
-    let _ = write!(
-        fields,
-        "<label>score from <input name=\"min\" size=\"4\" value=\"{}\"></label><label>to <input name=\"max\" size=\"4\" value=\"{}\"></label><label><input type=\"checkbox\" name=\"disagreeing\" value=\"1\"{}> arms disagree</label>",
-        esc(given(&query.min).unwrap_or("")),
-        esc(given(&query.max).unwrap_or("")),
-        if given(&query.disagreeing).is_some() {
-            " checked"
-        } else {
-            ""
-        }
-    );
-    fields.push_str(&text_field("q", given(&query.q).unwrap_or("")));
+    let fields = query.form_fields(&indexed.index);
     let id = url_segment(&run);
+    let rows = answer_rows(&id, &jobs);
+    let nav = query.nav(&id, jobs.len(), matched);
+    let offset = query.offset();
+    let body = format!(
+        "<h1><a href=\"/runs/{id}/\">{run}</a>: answers</h1>\n<form method=\"get\">{fields}<button>Filter</button></form>\n<p id=\"count\">{shown} of {matched} answers that match, from {from} ({all} planned jobs have a record). {nav}</p>\n<table id=\"answers\"><thead><tr><th>case</th><th>variant</th><th>repeat</th><th>status</th><th>score</th><th>answer</th><th>why</th></tr></thead><tbody>\n{rows}</tbody></table>",
+        run = esc(&run),
+        shown = jobs.len(),
+        from = if jobs.is_empty() { offset } else { offset + 1 },
+        all = indexed.index.len(),
+    );
+    shell(&format!("{run} — answers"), &body)
+}
+
+impl JobsQuery {
+    /// The filter form's fields, each showing what this query asks for (a select only for
+    /// the endpoints and tags the run has).
+    fn form_fields(&self, index: &RunIndex) -> String {
+        let (variants, endpoints, tags) = index.names();
+        let mut fields = select("variant", &variants, given(&self.variant));
+        if !endpoints.is_empty() {
+            fields.push_str(&select("endpoint", &endpoints, given(&self.endpoint)));
+        }
+        if !tags.is_empty() {
+            fields.push_str(&select("tag", &tags, given(&self.tag)));
+        }
+        fields.push_str(&select(
+            "status",
+            &["graded", "failed", "filtered"],
+            given(&self.status),
+        ));
+        let _ = write!(
+            fields,
+            "<label>score from <input name=\"min\" size=\"4\" value=\"{}\"></label><label>to <input name=\"max\" size=\"4\" value=\"{}\"></label><label><input type=\"checkbox\" name=\"disagreeing\" value=\"1\"{}> arms disagree</label>",
+            esc(given(&self.min).unwrap_or("")),
+            esc(given(&self.max).unwrap_or("")),
+            if given(&self.disagreeing).is_some() {
+                " checked"
+            } else {
+                ""
+            }
+        );
+        fields.push_str(&text_field("q", given(&self.q).unwrap_or("")));
+        fields
+    }
+
+    /// The answers page of run `id` (a URL segment) from `offset`, with this query's filters.
+    fn link(&self, id: &str, offset: usize) -> String {
+        let mut q: Vec<String> = [
+            ("variant", &self.variant),
+            ("endpoint", &self.endpoint),
+            ("tag", &self.tag),
+            ("status", &self.status),
+            ("min", &self.min),
+            ("max", &self.max),
+            ("disagreeing", &self.disagreeing),
+            ("q", &self.q),
+        ]
+        .iter()
+        .filter_map(|(k, v)| given(v).map(|v| format!("{k}={}", url_segment(v))))
+        .collect();
+        q.push(format!("offset={offset}"));
+        q.push(format!("limit={}", self.limit()));
+        format!("/runs/{id}/answers?{}", q.join("&"))
+    }
+
+    /// The links to the previous and next pages, where there are such pages.
+    fn nav(&self, id: &str, shown: usize, matched: usize) -> String {
+        let (offset, limit) = (self.offset(), self.limit());
+        let mut nav = String::new();
+        if offset > 0 {
+            let back = offset.saturating_sub(limit);
+            let _ = write!(
+                nav,
+                "<a id=\"previous\" href=\"{}\">previous</a> ",
+                esc(&self.link(id, back))
+            );
+        }
+        if offset + shown < matched {
+            let _ = write!(
+                nav,
+                "<a id=\"next\" href=\"{}\">next</a>",
+                esc(&self.link(id, offset + limit))
+            );
+        }
+        nav
+    }
+}
+
+/// The answers table's rows: one job each, linked to its page.
+fn answer_rows(id: &str, jobs: &[JobRecord]) -> String {
     let mut rows = String::new();
-    for j in &jobs {
+    for j in jobs {
         let _ = writeln!(
             rows,
             "<tr><td><a href=\"/runs/{id}/jobs/{job}\">{case}</a></td><td>{arm}</td><td>{repeat}</td><td>{status}</td><td class=\"n\">{score}</td><td><pre>{output}</pre></td><td>{why}</td></tr>",
@@ -364,49 +430,7 @@ pub(super) async fn answers(
             )),
         );
     }
-    let (offset, limit) = (query.offset(), query.limit());
-    let link = |offset: usize| {
-        let mut q: Vec<String> = [
-            ("variant", &query.variant),
-            ("endpoint", &query.endpoint),
-            ("tag", &query.tag),
-            ("status", &query.status),
-            ("min", &query.min),
-            ("max", &query.max),
-            ("disagreeing", &query.disagreeing),
-            ("q", &query.q),
-        ]
-        .iter()
-        .filter_map(|(k, v)| given(v).map(|v| format!("{k}={}", url_segment(v))))
-        .collect();
-        q.push(format!("offset={offset}"));
-        q.push(format!("limit={limit}"));
-        format!("/runs/{id}/answers?{}", q.join("&"))
-    };
-    let mut nav = String::new();
-    if offset > 0 {
-        let back = offset.saturating_sub(limit);
-        let _ = write!(
-            nav,
-            "<a id=\"previous\" href=\"{}\">previous</a> ",
-            esc(&link(back))
-        );
-    }
-    if offset + jobs.len() < matched {
-        let _ = write!(
-            nav,
-            "<a id=\"next\" href=\"{}\">next</a>",
-            esc(&link(offset + limit))
-        );
-    }
-    let body = format!(
-        "<h1><a href=\"/runs/{id}/\">{run}</a>: answers</h1>\n<form method=\"get\">{fields}<button>Filter</button></form>\n<p id=\"count\">{shown} of {matched} answers that match, from {from} ({all} planned jobs have a record). {nav}</p>\n<table id=\"answers\"><thead><tr><th>case</th><th>variant</th><th>repeat</th><th>status</th><th>score</th><th>answer</th><th>why</th></tr></thead><tbody>\n{rows}</tbody></table>",
-        run = esc(&run),
-        shown = jobs.len(),
-        from = if jobs.is_empty() { offset } else { offset + 1 },
-        all = indexed.index.len(),
-    );
-    shell(&format!("{run} — answers"), &body)
+    rows
 }
 
 /// `/runs/ID/jobs/N`: job N's whole record: what was asked (the prompt sent, rendered
@@ -464,6 +488,8 @@ fn shown(text: &str) -> String {
     super::pre_text(text, 200_000)
 }
 
+/// Job N's page: its record as a table, the prompt sent (when it can be rendered again),
+/// the answer, every attempt and every judge call.
 fn job_body(run: &str, r: &JobRecord, prompt: Option<&str>) -> String {
     let id = url_segment(run);
     let mut b = format!(
@@ -471,6 +497,22 @@ fn job_body(run: &str, r: &JobRecord, prompt: Option<&str>) -> String {
         run = esc(run),
         case = esc(&r.case_id),
     );
+    record_rows(&mut b, r);
+    b.push_str("</table>\n<h2>Prompt sent</h2>\n");
+    match prompt {
+        Some(p) => {
+            let _ = write!(b, "<pre id=\"prompt\">{}</pre>", shown(p));
+        }
+        None => b.push_str("<p class=\"muted\">The bench file is gone or measures something else now: the prompt cannot be rendered again.</p>"),
+    }
+    answer_sections(&mut b, r);
+    attempts_table(&mut b, r);
+    judge_calls(&mut b, r);
+    b
+}
+
+/// The job table's rows: how it was asked, how it was graded, what it cost.
+fn record_rows(b: &mut String, r: &JobRecord) {
     let mut row = |k: &str, v: String| {
         let _ = write!(b, "<tr><th>{k}</th><td>{v}</td></tr>");
     };
@@ -527,13 +569,10 @@ fn job_body(run: &str, r: &JobRecord, prompt: Option<&str>) -> String {
     if !r.tags.is_empty() {
         row("tags", shown(&r.tags.join(", ")));
     }
-    b.push_str("</table>\n<h2>Prompt sent</h2>\n");
-    match prompt {
-        Some(p) => {
-            let _ = write!(b, "<pre id=\"prompt\">{}</pre>", shown(p));
-        }
-        None => b.push_str("<p class=\"muted\">The bench file is gone or measures something else now: the prompt cannot be rendered again.</p>"),
-    }
+}
+
+/// The answer, and what came with it: text received before a failure, reasoning, tool calls.
+fn answer_sections(b: &mut String, r: &JobRecord) {
     let _ = write!(
         b,
         "\n<h2>Answer</h2>\n<pre id=\"answer\">{}</pre>",
@@ -553,6 +592,10 @@ fn job_body(run: &str, r: &JobRecord, prompt: Option<&str>) -> String {
         let calls = serde_json::to_string_pretty(&r.tool_calls).unwrap_or_default();
         let _ = write!(b, "\n<h3>Tool calls</h3><pre>{}</pre>", shown(&calls));
     }
+}
+
+/// Every attempt: its outcome, status, timings and error.
+fn attempts_table(b: &mut String, r: &JobRecord) {
     let _ = write!(
         b,
         "\n<h2>Attempts ({})</h2>\n<table id=\"attempts\"><thead><tr><th>#</th><th>outcome</th><th>HTTP</th><th>first token</th><th>latency</th><th>Retry-After</th><th>waited</th><th>error</th></tr></thead><tbody>",
@@ -574,29 +617,33 @@ fn job_body(run: &str, r: &JobRecord, prompt: Option<&str>) -> String {
         );
     }
     b.push_str("</tbody></table>\n");
-    if !r.judge.is_empty() {
-        let _ = writeln!(b, "<h2>Judge calls ({})</h2>", r.judge.len());
-        for c in &r.judge {
-            let asked: Vec<String> = c
-                .request
-                .iter()
-                .map(|m| format!("{}: {}", m.role, m.content))
-                .collect();
-            let _ = writeln!(
-                b,
-                "<div class=\"judge\"><h3>vote {} · {}</h3><details><summary>the judge's prompt</summary><pre>{}</pre></details><p>reply:</p><pre>{}</pre>{}</div>",
-                c.vote + 1,
-                c.score
-                    .map(|s| format!("score {s:.2}"))
-                    .unwrap_or_else(|| "no score read".to_string()),
-                shown(&asked.join("\n\n")),
-                shown(&c.reply),
-                c.error
-                    .as_deref()
-                    .map(|e| format!("<p>why: {}</p>", shown(e)))
-                    .unwrap_or_default(),
-            );
-        }
+}
+
+/// Every judge call: the judge's prompt, its reply, the score read and why not.
+fn judge_calls(b: &mut String, r: &JobRecord) {
+    if r.judge.is_empty() {
+        return;
     }
-    b
+    let _ = writeln!(b, "<h2>Judge calls ({})</h2>", r.judge.len());
+    for c in &r.judge {
+        let asked: Vec<String> = c
+            .request
+            .iter()
+            .map(|m| format!("{}: {}", m.role, m.content))
+            .collect();
+        let _ = writeln!(
+            b,
+            "<div class=\"judge\"><h3>vote {} · {}</h3><details><summary>the judge's prompt</summary><pre>{}</pre></details><p>reply:</p><pre>{}</pre>{}</div>",
+            c.vote + 1,
+            c.score
+                .map(|s| format!("score {s:.2}"))
+                .unwrap_or_else(|| "no score read".to_string()),
+            shown(&asked.join("\n\n")),
+            shown(&c.reply),
+            c.error
+                .as_deref()
+                .map(|e| format!("<p>why: {}</p>", shown(e)))
+                .unwrap_or_default(),
+        );
+    }
 }
