@@ -304,16 +304,7 @@ impl Provider {
             lines.push_str(&json!({"custom_id": id, "body": r["params"]}).to_string());
             lines.push('\n');
         }
-        let input = self.id("file");
-        if let Ok(mut files) = self.batches.files.lock() {
-            files.insert(
-                input.clone(),
-                File {
-                    purpose: "anthropic_batch".into(),
-                    bytes: Bytes::from(lines),
-                },
-            );
-        }
+        let input = self.keep_file("anthropic_batch".into(), Bytes::from(lines));
         let id = self.id("msgbatch");
         self.create(Batch::new(
             id,
@@ -336,6 +327,15 @@ impl Provider {
             Some(file) => self.file_content(&file),
             None => Answer::error(404, &format!("no results for {id} (yet)")),
         }
+    }
+
+    /// Keeps a file (an upload, a batch's input or output) under a new id, and gives the id.
+    fn keep_file(&self, purpose: String, bytes: Bytes) -> String {
+        let id = self.id("file");
+        if let Ok(mut files) = self.batches.files.lock() {
+            files.insert(id.clone(), File { purpose, bytes });
+        }
+        id
     }
 
     fn id(&self, prefix: &str) -> String {
@@ -368,20 +368,11 @@ impl Provider {
         if file.body.len() > MAX_FILE_BYTES {
             return Answer::error(400, "the file is larger than 200 MB");
         }
-        let id = self.id("file");
+        let id = self.keep_file(purpose.clone(), file.body.clone());
         let object = json!({
             "id": id, "object": "file", "bytes": file.body.len(), "created_at": 0,
             "filename": file.filename, "purpose": purpose,
         });
-        if let Ok(mut files) = self.batches.files.lock() {
-            files.insert(
-                id,
-                File {
-                    purpose,
-                    bytes: file.body.clone(),
-                },
-            );
-        }
         Answer::Json(200, object)
     }
 
@@ -664,17 +655,7 @@ impl Provider {
         if text.is_empty() {
             return None;
         }
-        let id = self.id("file");
-        if let Ok(mut files) = self.batches.files.lock() {
-            files.insert(
-                id.clone(),
-                File {
-                    purpose: "batch_output".into(),
-                    bytes: Bytes::from(text),
-                },
-            );
-        }
-        Some(id)
+        Some(self.keep_file("batch_output".into(), Bytes::from(text)))
     }
 
     /// One request of a batch, answered as the same request streamed would be (not
