@@ -69,7 +69,7 @@ fn code_only(code: &str) -> String {
 }
 
 /// `r"…"`, `r#"…"#`, `br"…"`: how many `#` the raw string opens with.
-fn raw_string_start(s: &str) -> Option<usize> {
+pub(super) fn raw_string_start(s: &str) -> Option<usize> {
     let s = s.strip_prefix('b').unwrap_or(s);
     let s = s.strip_prefix('r')?;
     let hashes = s.len() - s.trim_start_matches('#').len();
@@ -77,7 +77,7 @@ fn raw_string_start(s: &str) -> Option<usize> {
 }
 
 /// `'x'`, `'\n'`, `'\u{1F600}'`: the literal's length; `None` for a lifetime (`'a`).
-fn char_literal_len(s: &str) -> Option<usize> {
+pub(super) fn char_literal_len(s: &str) -> Option<usize> {
     let mut chars = s.char_indices().skip(1);
     let (_, c) = chars.next()?;
     if c == '\\' {
@@ -89,7 +89,7 @@ fn char_literal_len(s: &str) -> Option<usize> {
 
 /// The length of the item that starts `s` (after an attribute): up to its `;` or the brace
 /// that closes its body, whichever ends it.
-fn item_len(s: &str) -> usize {
+pub(super) fn item_len(s: &str) -> usize {
     let mut depth = 0usize;
     for (j, c) in s.char_indices() {
         match c {
@@ -107,7 +107,7 @@ fn item_len(s: &str) -> usize {
     s.len()
 }
 
-fn is_ident(c: char) -> bool {
+pub(super) fn is_ident(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
 }
 

@@ -235,3 +235,4 @@ fn code_and_docs_cite_only_the_project_s_own_docs() {
 }
 
 mod files;
+mod lengths;

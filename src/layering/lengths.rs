@@ -1,0 +1,237 @@
+//! No function of `src/` runs over [`MAX_LINES`] lines (docs/dev/CONTRIBUTING.md, "Short
+//! functions"): a function that long does several things, and each deserves a name. Code
+//! under `#[cfg(test)]` is left out. Functions still longer are listed in [`STANDING`];
+//! the list only shrinks: a new long function, or a listed one that grows, fails the test,
+//! and one that has been split must leave the list.
+
+use std::path::Path;
+
+/// The most lines a function may take, from its `fn` line to its closing brace.
+const MAX_LINES: usize = 80;
+
+/// Functions over [`MAX_LINES`] today: the file, the function's name and its length. A
+/// listed function may shrink but not grow; one at [`MAX_LINES`] or under must leave.
+const STANDING: &[(&str, &str, usize)] = &[
+    ("src/app/check.rs", "check", 183),
+    ("src/app/finish.rs", "exit_of", 100),
+    ("src/app/history.rs", "index", 84),
+    ("src/app/import.rs", "case", 87),
+    ("src/app/import.rs", "one_provider", 105),
+    ("src/app/import/openai_evals.rs", "grades", 144),
+    ("src/app/import/openai_evals.rs", "judge", 103),
+    ("src/app/import/openai_evals.rs", "variant", 136),
+    ("src/app/init.rs", "files", 97),
+    ("src/app/judge.rs", "resolve", 89),
+    ("src/app/merge.rs", "merge", 87),
+    ("src/app/plan.rs", "plan", 101),
+    ("src/app/preflight.rs", "probe", 126),
+    ("src/app/prepare.rs", "choose_endpoints", 91),
+    ("src/app/results/inspect.rs", "arm_names", 105),
+    ("src/app/results/inspect.rs", "read", 85),
+    ("src/app/results/lmeval.rs", "read", 161),
+    ("src/app/results/mod.rs", "run_of", 134),
+    ("src/app/results/promptfoo.rs", "columns", 181),
+    ("src/app/run.rs", "run", 150),
+    ("src/app/run.rs", "send_jobs", 93),
+    ("src/app/view.rs", "view", 129),
+    ("src/cli.rs", "resolve_endpoint", 99),
+    ("src/client/batch.rs", "batch_result", 82),
+    ("src/client/openai.rs", "decode", 102),
+    ("src/grade/judge.rs", "ask", 90),
+    ("src/grade/judge.rs", "prompt", 118),
+    ("src/grade/judge.rs", "score", 91),
+    ("src/grade/mod.rs", "grade", 92),
+    ("src/grade/mod.rs", "scorer", 154),
+    ("src/report/aggregate.rs", "figures", 183),
+    ("src/report/compare.rs", "build", 104),
+    ("src/report/compare.rs", "compare", 105),
+    ("src/report/csv.rs", "render", 119),
+    ("src/report/gates.rs", "evaluate", 169),
+    ("src/report/history.rs", "time_chart", 223),
+    ("src/report/html.rs", "answers_section", 111),
+    ("src/report/junit.rs", "add", 86),
+    ("src/report/junit.rs", "assemble", 100),
+    ("src/report/markdown.rs", "render", 115),
+    ("src/report/mod.rs", "notes", 169),
+    ("src/report/sequential.rs", "apply", 81),
+    ("src/report/sequential.rs", "note", 90),
+    ("src/report/summary.rs", "add", 87),
+    ("src/report/summary.rs", "finish", 91),
+    ("src/report/terminal.rs", "render_at", 86),
+    ("src/runner/batch.rs", "adopt", 92),
+    ("src/runner/batch.rs", "create", 103),
+    ("src/runner/batch.rs", "drive", 99),
+    ("src/runner/batch.rs", "poll", 143),
+    ("src/runner/journal.rs", "read_planned_placed", 82),
+    ("src/runner/mod.rs", "graded_record", 100),
+    ("src/runner/mod.rs", "run", 155),
+    ("src/runner/sequential.rs", "summary", 89),
+];
+
+/// `code` with comments, string and character literals, and items under `#[cfg(test)]`
+/// blanked to spaces, every line break kept: what is left is the code's shape, line for
+/// line with the file.
+fn blanked(code: &str) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut i = 0;
+    while i < code.len() {
+        let rest = &code[i..];
+        let skip = if rest.starts_with("//") {
+            rest.find('\n').unwrap_or(rest.len())
+        } else if rest.starts_with("/*") {
+            rest.find("*/").map_or(rest.len(), |e| e + 2)
+        } else if let Some(hashes) = super::files::raw_string_start(rest) {
+            let close = format!("\"{}", "#".repeat(hashes));
+            let body = rest.find('"').unwrap_or(0) + 1;
+            rest[body..]
+                .find(&close)
+                .map_or(rest.len(), |e| body + e + close.len())
+        } else if rest.starts_with('"') {
+            let b = rest.as_bytes();
+            let mut j = 1;
+            while j < b.len() && b[j] != b'"' {
+                j += if b[j] == b'\\' { 2 } else { 1 };
+            }
+            (j + 1).min(rest.len())
+        } else if rest.starts_with('\'')
+            && let Some(n) = super::files::char_literal_len(rest)
+        {
+            n
+        } else if let Some(item) = rest.strip_prefix("#[cfg(test)]") {
+            "#[cfg(test)]".len() + super::files::item_len(&blanked(item))
+        } else {
+            0
+        };
+        if skip == 0 {
+            let c = rest.chars().next().unwrap_or(' ');
+            out.push(c);
+            i += c.len_utf8();
+        } else {
+            let end = (i + skip).min(code.len());
+            out.extend(code[i..end].chars().map(|c| if c == '\n' { '\n' } else { ' ' }));
+            i = end;
+        }
+    }
+    out
+}
+
+/// Every function of `code` (already [`blanked`]) with a body: its name and its length in
+/// lines, from the line of `fn` to the line of the brace that closes it.
+fn function_lengths(code: &str) -> Vec<(String, usize)> {
+    let mut found = Vec::new();
+    let bytes = code.as_bytes();
+    let mut at = 0;
+    while let Some(k) = code[at..].find("fn ") {
+        let start = at + k;
+        at = start + 3;
+        let word_start = start == 0 || !super::files::is_ident(bytes[start - 1] as char);
+        if !word_start {
+            continue;
+        }
+        let name: String = code[at..]
+            .trim_start()
+            .chars()
+            .take_while(|&c| super::files::is_ident(c))
+            .collect();
+        if name.is_empty() {
+            continue;
+        }
+        // The body: the first `{` before any `;` (a declaration without one has none).
+        let Some(open) = body_start(&code[at..]).map(|o| at + o) else {
+            continue;
+        };
+        let len = super::files::item_len(&code[open..]);
+        let lines = code[start..open + len].matches('\n').count() + 1;
+        found.push((name, lines));
+    }
+    found
+}
+
+/// Where a function's body opens in `s` (its signature onwards): the first `{` outside
+/// brackets, or `None` when a `;` ends a declaration first (`[u8; 4]` is inside brackets).
+fn body_start(s: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    for (j, c) in s.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth = depth.saturating_sub(1),
+            '{' if depth == 0 => return Some(j),
+            ';' if depth == 0 => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Every function of `src/` over [`MAX_LINES`]: its file (from the crate's root), its name
+/// and its length.
+fn long_functions(src: &Path) -> Vec<(String, String, usize)> {
+    let mut files = Vec::new();
+    super::rust_files(src, &mut files);
+    files.sort();
+    let root = src.parent().unwrap_or(src);
+    let mut long = Vec::new();
+    for path in files {
+        let Ok(code) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let name = path.strip_prefix(root).unwrap_or(&path).display().to_string();
+        for (function, lines) in function_lengths(&blanked(&code)) {
+            if lines > MAX_LINES {
+                long.push((name.clone(), function, lines));
+            }
+        }
+    }
+    long
+}
+
+#[test]
+fn no_function_runs_over_eighty_lines_but_those_still_listed() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let long = long_functions(&src);
+    let mut told = Vec::new();
+    for (file, function, lines) in &long {
+        match STANDING.iter().find(|s| s.0 == file && s.1 == function) {
+            Some(&(_, _, was)) if *lines <= was => {}
+            Some(&(_, _, was)) => told.push(format!(
+                "{file}: fn {function} grew from {was} to {lines} lines: split it into steps \
+                 that each have a name"
+            )),
+            None => told.push(format!(
+                "{file}: fn {function} is {lines} lines (at most {MAX_LINES}): split it into \
+                 steps that each have a name"
+            )),
+        }
+    }
+    for &(file, function, _) in STANDING {
+        if !long.iter().any(|l| l.0 == file && l.1 == function) {
+            told.push(format!(
+                "{file}: fn {function} is {MAX_LINES} lines or fewer now (or gone): take it \
+                 out of STANDING in src/layering/lengths.rs"
+            ));
+        }
+    }
+    assert!(told.is_empty(), "{}", told.join("\n"));
+}
+
+#[test]
+fn the_length_reader_counts_bodies_only_and_skips_what_is_not_code() {
+    let code = "fn short() {\n    let s = \"fn fake() {\";\n}\n\
+                // fn commented() {\n\
+                fn declared();\n\
+                pub(crate) async fn long<T>(x: T) -> T where T: Copy {\n    let c = '{';\n\n\n    x\n}\n\
+                #[cfg(test)]\nmod tests {\n    fn hidden() {\n\n    }\n}\n\
+                fn after() { r#\"}\"#; }\n\
+                fn array(x: [u8; 4]) {\n}\n";
+    let found = function_lengths(&blanked(code));
+    assert_eq!(
+        found,
+        vec![
+            ("short".to_string(), 3),
+            ("long".to_string(), 6),
+            ("after".to_string(), 1),
+            ("array".to_string(), 2),
+        ]
+    );
+    assert_eq!(blanked(code).matches('\n').count(), code.matches('\n').count());
+}
