@@ -18,6 +18,7 @@ pub(crate) mod hash;
 pub mod ids;
 #[cfg(test)]
 mod layering;
+pub mod memory;
 pub mod mock;
 pub mod report;
 pub mod runner;

@@ -5,6 +5,7 @@ use promptgauge::app;
 use promptgauge::cli::{Cli, Command, Env};
 
 fn main() -> ExitCode {
+    promptgauge::memory::map_large_blocks();
     let mut cli = Cli::parse();
     let env = Env::capture();
     // What the flags leave to the environment (`--shard auto`), before anything runs.
