@@ -7,7 +7,8 @@
 
 use serde_json::Value;
 
-use super::{Arm, Imported, Sample, read};
+use super::imported::{self, Imported, ImportedArm, Sample};
+use super::read;
 use crate::cli::{ImportResultsArgs, UsageError};
 use crate::client::Usage;
 
@@ -39,9 +40,9 @@ pub(super) fn read(args: &ImportResultsArgs) -> Result<Imported, UsageError> {
             )
         })
         .collect();
-    let task = super::one_task(&tasks)?;
+    let task = imported::one_task(&tasks)?;
     let mut imported = Imported {
-        name: super::clean_name(&task),
+        name: imported::clean_name(&task),
         tool: "inspect_ai".into(),
         ..Imported::default()
     };
@@ -72,7 +73,7 @@ pub(super) fn read(args: &ImportResultsArgs) -> Result<Imported, UsageError> {
             .pointer("/results/scores")
             .and_then(Value::as_array)
             .is_some_and(|s| s.len() > 1);
-        let mut arm = Arm {
+        let mut arm = ImportedArm {
             name,
             model: log
                 .header

@@ -9,7 +9,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{Arm, Imported, Sample, read};
+use super::imported::{self, Imported, ImportedArm, Sample};
+use super::read;
 use crate::cli::{ImportResultsArgs, UsageError};
 
 pub(super) fn read(args: &ImportResultsArgs) -> Result<Imported, UsageError> {
@@ -20,9 +21,9 @@ pub(super) fn read(args: &ImportResultsArgs) -> Result<Imported, UsageError> {
         tasks.push((task, file.as_path()));
         files.push((file.clone(), lines(file)?));
     }
-    let task = super::one_task(&tasks)?;
+    let task = imported::one_task(&tasks)?;
     let mut imported = Imported {
-        name: super::clean_name(&task),
+        name: imported::clean_name(&task),
         tool: "lm-evaluation-harness".into(),
         ..Imported::default()
     };
@@ -57,7 +58,7 @@ pub(super) fn read(args: &ImportResultsArgs) -> Result<Imported, UsageError> {
                 .iter()
                 .find_map(|l| l.get("filter")?.as_str().map(String::from))
         });
-        let mut arm = Arm {
+        let mut arm = ImportedArm {
             name: model.clone(),
             model,
             file: file.clone(),
@@ -106,7 +107,7 @@ pub(super) fn read(args: &ImportResultsArgs) -> Result<Imported, UsageError> {
                         format!("--score takes one of: {}", metric_names(l).join(", ")),
                     ));
                 }
-                Some(v) => super::unit_score(v).ok_or_else(|| {
+                Some(v) => imported::unit_score(v).ok_or_else(|| {
                     format!("lm-eval's `{metric}` is {v}: not a score in [0, 1] per document")
                 }),
             };

@@ -7,7 +7,8 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::{Arm, Imported, Sample, read, shown};
+use super::imported::{self, Imported, ImportedArm, Sample, shown};
+use super::read;
 use crate::cli::{ImportResultsArgs, UsageError};
 use crate::client::Usage;
 
@@ -58,7 +59,7 @@ pub(super) fn read(args: &ImportResultsArgs) -> Result<Imported, UsageError> {
     }
     imported.name = names
         .first()
-        .map(|n| super::clean_name(n))
+        .map(|n| imported::clean_name(n))
         .unwrap_or_else(|| "promptfoo".into());
     if imported.arms.is_empty() {
         return Err(UsageError(format!(
@@ -126,7 +127,7 @@ fn columns(
             } else {
                 label.to_string()
             };
-            imported.arms.push(Arm {
+            imported.arms.push(ImportedArm {
                 name,
                 model: provider.to_string(),
                 file: file.to_path_buf(),
@@ -193,10 +194,10 @@ fn columns(
                 ))),
                 Some("score") => r
                     .get("score")
-                    .and_then(super::unit_score)
+                    .and_then(imported::unit_score)
                     .ok_or_else(|| "promptfoo gave no score in [0, 1]".to_string()),
                 Some(metric) => match r.get("namedScores").and_then(|m| m.get(metric)) {
-                    Some(v) => super::unit_score(v)
+                    Some(v) => imported::unit_score(v)
                         .ok_or_else(|| format!("the named score `{metric}` is {v}, not in [0, 1]")),
                     None => {
                         named_missing += 1;
