@@ -12,11 +12,12 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use super::{
-    Exit, Failure, Import, MAX_IMPORT_BYTES, UsageError, check_importable, say_imported, slug,
+use super::bench::{
+    Import, MAX_IMPORT_BYTES, check_importable, collapse_notes, render, say_imported, slug,
     write_bench,
 };
-use crate::cli::ImportArgs;
+use crate::app::{Exit, Failure};
+use crate::cli::{ImportArgs, UsageError};
 
 /// Where OpenAI's API answers: the endpoint and judge of an imported eval.
 const OPENAI: &str = "https://api.openai.com/v1";
@@ -62,7 +63,7 @@ pub(super) fn import(args: &ImportArgs) -> Result<Exit, Failure> {
         // Every item must fill the prompt, as every case must fill its variant.
         for (n, item) in items.iter().enumerate() {
             for m in &messages {
-                if let Err(e) = super::render(m, item) {
+                if let Err(e) = render(m, item) {
                     return Err(UsageError::with_fix(
                         format!(
                             "the prompt of the run {} cannot be filled from item {}: {e}",
@@ -91,7 +92,7 @@ pub(super) fn import(args: &ImportArgs) -> Result<Exit, Failure> {
             "the eval's data source is `{kind}` (completions stored at OpenAI): its items were read from the run or --items, not from OpenAI's logs"
         ));
     }
-    im.notes = super::collapse_notes(std::mem::take(&mut im.notes));
+    im.notes = collapse_notes(std::mem::take(&mut im.notes));
     check_importable(&im, &args.config, &args.out)?;
     let name = eval
         .get("name")
@@ -784,7 +785,7 @@ fn case(
     if let Some(reference) = expected {
         let rendered = template(reference, Side::Prompt)
             .ok()
-            .and_then(|t| super::render(&t, item).ok());
+            .and_then(|t| render(&t, item).ok());
         match rendered {
             Some(text) => case["expected"] = json!(text),
             None => {
