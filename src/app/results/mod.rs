@@ -205,66 +205,27 @@ fn check_samples(imported: &Imported) -> Result<(), UsageError> {
 /// The run's record and its jobs' records: the cases in the order the first variant gives
 /// them (then any others'), every variant over every case and repeat.
 fn run_of(imported: &Imported, dir: &RunDir) -> (RunRecord, Vec<JobRecord>) {
-    let mut case_ids: Vec<String> = Vec::new();
-    let mut position: HashMap<String, usize> = HashMap::new();
-    let mut first_of: HashMap<String, &Sample> = HashMap::new();
-    for arm in &imported.arms {
-        for s in &arm.samples {
-            if !position.contains_key(&s.case) {
-                position.insert(s.case.clone(), case_ids.len());
-                case_ids.push(s.case.clone());
-                first_of.insert(s.case.clone(), s);
-            }
-        }
-    }
+    let cases = Cases::of(imported);
     let repeats = imported
         .arms
         .iter()
         .flat_map(|a| a.samples.iter().map(|s| s.repeat + 1))
         .max()
         .unwrap_or(1);
-    let arms = imported.arms.len();
-    let per_case = arms * repeats as usize;
-    let mut records = Vec::new();
-    for (a, arm) in imported.arms.iter().enumerate() {
-        for s in &arm.samples {
-            let job = position[&s.case] * per_case + a * repeats as usize + s.repeat as usize;
-            records.push(job_record(job, arm, s));
-        }
-    }
-    records.sort_by_key(|r| r.job);
-    let case_hashes: Vec<u64> = case_ids
+    let per_case = imported.arms.len() * repeats as usize;
+    let records = job_records(imported, &cases, repeats);
+    let case_hashes: Vec<u64> = cases
+        .ids
         .iter()
         .map(|id| {
-            let s = first_of[id];
+            let s = cases.first_of[id];
             digest(&(id, &s.input, &s.expected))
         })
         .collect();
-    let variants: Vec<Variant> = imported
-        .arms
-        .iter()
-        .map(|a| Variant {
-            name: a.name.clone(),
-            messages: vec![crate::suite::prompts::MessageTemplate {
-                role: "user".into(),
-                content: if a.prompt.is_empty() {
-                    format!("(imported from {})", a.file.display())
-                } else {
-                    a.prompt.clone()
-                },
-                line: None,
-                history: false,
-            }],
-            params: Default::default(),
-            path: a.file.clone(),
-        })
-        .collect();
-    let models: Vec<&str> = imported.arms.iter().map(|a| a.model.as_str()).collect();
-    let started = imported.started_at.clone().unwrap_or_else(utc_now);
     let record = RunRecord {
         tool: Tool::promptgauge(),
         run_id: dir.new_run_id("imported"),
-        started_at: started,
+        started_at: imported.started_at.clone().unwrap_or_else(utc_now),
         started_unix_ms: None,
         finished_at: Some(utc_now()),
         stopped: None,
@@ -283,45 +244,18 @@ fn run_of(imported: &Imported, dir: &RunDir) -> (RunRecord, Vec<JobRecord>) {
             endpoints: Vec::new(),
             order_seed: None,
         },
-        fingerprint: Fingerprint {
-            cases: format!("{:016x}", digest(&case_hashes)),
-            variants: format!(
-                "{:016x}",
-                digest(
-                    &imported
-                        .arms
-                        .iter()
-                        .map(|a| (&a.name, &a.model, &a.prompt))
-                        .collect::<Vec<_>>()
-                )
-            ),
-            settings: format!("{:016x}", digest(&(&imported.tool, repeats))),
-        },
-        jobs_planned: case_ids.len() * per_case,
-        endpoint: ProviderInfo {
-            base_url: format!("imported from {}", imported.tool),
-            model: if models.windows(2).all(|w| w[0] == w[1]) {
-                models.first().map_or(String::new(), |m| m.to_string())
-            } else {
-                models.join(", ")
-            },
-            simulated: false,
-            api_key_env: None,
-            replicas: Vec::new(),
-            protocol: Default::default(),
-            endpoint: None,
-            price: None,
-            batch: false,
-        },
+        fingerprint: fingerprint_of(imported, &case_hashes, repeats),
+        jobs_planned: cases.ids.len() * per_case,
+        endpoint: provider_of(imported),
         endpoints: Vec::new(),
         judge: None,
         bench: BenchRecord {
             name: imported.name.clone(),
             text: String::new(),
-            cases: case_ids.len(),
-            case_ids,
+            cases: cases.ids.len(),
+            case_ids: cases.ids,
             case_hashes,
-            variants,
+            variants: variants_of(imported),
             params: Default::default(),
             limits: Limits::default(),
             price: None,
@@ -337,6 +271,107 @@ fn run_of(imported: &Imported, dir: &RunDir) -> (RunRecord, Vec<JobRecord>) {
         budget_usd: None,
     };
     (record, records)
+}
+
+/// The run's cases, in the order the variants first give them.
+struct Cases<'a> {
+    ids: Vec<String>,
+    /// A case's place in `ids`.
+    position: HashMap<String, usize>,
+    /// The first sample of each case: what its hash is made of.
+    first_of: HashMap<String, &'a Sample>,
+}
+
+impl<'a> Cases<'a> {
+    fn of(imported: &'a Imported) -> Self {
+        let mut cases = Cases {
+            ids: Vec::new(),
+            position: HashMap::new(),
+            first_of: HashMap::new(),
+        };
+        for s in imported.arms.iter().flat_map(|a| &a.samples) {
+            if !cases.position.contains_key(&s.case) {
+                cases.position.insert(s.case.clone(), cases.ids.len());
+                cases.ids.push(s.case.clone());
+                cases.first_of.insert(s.case.clone(), s);
+            }
+        }
+        cases
+    }
+}
+
+/// Every sample as a job's record, numbered as the plan numbers jobs (case, then variant,
+/// then repeat), in that order.
+fn job_records(imported: &Imported, cases: &Cases, repeats: u32) -> Vec<JobRecord> {
+    let per_case = imported.arms.len() * repeats as usize;
+    let mut records = Vec::new();
+    for (a, arm) in imported.arms.iter().enumerate() {
+        for s in &arm.samples {
+            let job = cases.position[&s.case] * per_case + a * repeats as usize + s.repeat as usize;
+            records.push(job_record(job, arm, s));
+        }
+    }
+    records.sort_by_key(|r| r.job);
+    records
+}
+
+/// The variants as the bench holds them: each a user message of its prompt (or where it
+/// came from, when the tool recorded none).
+fn variants_of(imported: &Imported) -> Vec<Variant> {
+    imported
+        .arms
+        .iter()
+        .map(|a| Variant {
+            name: a.name.clone(),
+            messages: vec![crate::suite::prompts::MessageTemplate {
+                role: "user".into(),
+                content: if a.prompt.is_empty() {
+                    format!("(imported from {})", a.file.display())
+                } else {
+                    a.prompt.clone()
+                },
+                line: None,
+                history: false,
+            }],
+            params: Default::default(),
+            path: a.file.clone(),
+        })
+        .collect()
+}
+
+/// What identifies the import: its cases, its variants (name, model, prompt), the tool
+/// and the repeats.
+fn fingerprint_of(imported: &Imported, case_hashes: &[u64], repeats: u32) -> Fingerprint {
+    let variants: Vec<_> = imported
+        .arms
+        .iter()
+        .map(|a| (&a.name, &a.model, &a.prompt))
+        .collect();
+    Fingerprint {
+        cases: format!("{:016x}", digest(case_hashes)),
+        variants: format!("{:016x}", digest(&variants)),
+        settings: format!("{:016x}", digest(&(&imported.tool, repeats))),
+    }
+}
+
+/// The endpoint the run names: the tool, and the variants' model (or their models).
+fn provider_of(imported: &Imported) -> ProviderInfo {
+    let models: Vec<&str> = imported.arms.iter().map(|a| a.model.as_str()).collect();
+    ProviderInfo {
+        base_url: format!("imported from {}", imported.tool),
+        model: if models.windows(2).all(|w| w[0] == w[1]) {
+            models.first().map_or(String::new(), |m| m.to_string())
+        } else {
+            models.join(", ")
+        },
+        simulated: false,
+        api_key_env: None,
+        replicas: Vec::new(),
+        protocol: Default::default(),
+        endpoint: None,
+        price: None,
+        batch: false,
+    }
 }
 
 /// A sample as a job's record: graded with its score, or failed with why it has none.
