@@ -261,6 +261,69 @@ fn yaml(text: &str, what: &str) -> Result<Value, String> {
     serde_saphyr::from_str::<Value>(text).map_err(|e| format!("{what} is not valid YAML: {e}"))
 }
 
+/// The endpoint of a provider promptgauge speaks to (`openai:…`, `anthropic:…`,
+/// `ollama:…`): its model, base URL (the config's `apiBaseUrl` or `apiHost`, else the
+/// provider's own), key variable and protocol; `None` for any other.
+fn known_endpoint(
+    kind: &str,
+    api: &str,
+    model: &str,
+    config: &Map<String, Value>,
+) -> Option<Map<String, Value>> {
+    let base_of = |default: &str| {
+        config
+            .get("apiBaseUrl")
+            .and_then(Value::as_str)
+            .map(String::from)
+            .or_else(|| {
+                config
+                    .get("apiHost")
+                    .and_then(Value::as_str)
+                    .map(|h| format!("https://{h}/v1"))
+            })
+            .unwrap_or_else(|| default.into())
+    };
+    let mut endpoint = Map::new();
+    match (kind, api) {
+        ("openai", _) => {
+            endpoint.insert("model".into(), json!(model));
+            endpoint.insert(
+                "base_url".into(),
+                json!(base_of("https://api.openai.com/v1")),
+            );
+            endpoint.insert("api_key_env".into(), json!("OPENAI_API_KEY"));
+            if api == "responses" {
+                endpoint.insert("protocol".into(), json!("openai-responses"));
+            }
+        }
+        ("anthropic", "messages" | "chat") => {
+            endpoint.insert("model".into(), json!(model));
+            endpoint.insert(
+                "base_url".into(),
+                json!(base_of("https://api.anthropic.com/v1")),
+            );
+            endpoint.insert("api_key_env".into(), json!("ANTHROPIC_API_KEY"));
+            endpoint.insert("protocol".into(), json!("anthropic-messages"));
+        }
+        ("ollama", _) => {
+            endpoint.insert("model".into(), json!(model));
+            endpoint.insert("base_url".into(), json!("http://127.0.0.1:11434/v1"));
+        }
+        _ => return None,
+    }
+    Some(endpoint)
+}
+
+/// A test's asserts as scorers.
+#[derive(Default)]
+struct Scorers {
+    scorers: Vec<Value>,
+    /// The answers they compare with.
+    expected: Option<Vec<String>>,
+    /// A `regex` passes on a match, with no answer to compare.
+    pattern_only: bool,
+}
+
 impl Import {
     /// `defaultTest`: its variables start every test's, its asserts are returned (added to
     /// every test's); its other settings are noted.
@@ -434,54 +497,35 @@ impl Import {
             [kind, model @ ..] if !model.is_empty() => (*kind, "chat", model.join(":")),
             _ => ("", "", String::new()),
         };
-        let mut endpoint = Map::new();
-        let mut params = Map::new();
-        let base_of = |default: &str| {
-            config
-                .get("apiBaseUrl")
-                .and_then(Value::as_str)
-                .map(String::from)
-                .or_else(|| {
-                    config
-                        .get("apiHost")
-                        .and_then(Value::as_str)
-                        .map(|h| format!("https://{h}/v1"))
-                })
-                .unwrap_or_else(|| default.into())
+        let Some(mut endpoint) = known_endpoint(kind, api, &model, &config) else {
+            self.notes.push(format!(
+                "provider `{id}` is not one promptgauge knows (it speaks OpenAI chat completions and Responses, and Anthropic messages): set endpoint.base_url and endpoint.model for it (any OpenAI-compatible server works)"
+            ));
+            return None;
         };
-        match (kind, api) {
-            ("openai", _) => {
-                endpoint.insert("model".into(), json!(model));
-                endpoint.insert(
-                    "base_url".into(),
-                    json!(base_of("https://api.openai.com/v1")),
-                );
-                endpoint.insert("api_key_env".into(), json!("OPENAI_API_KEY"));
-                if api == "responses" {
-                    endpoint.insert("protocol".into(), json!("openai-responses"));
-                }
-            }
-            ("anthropic", "messages" | "chat") => {
-                endpoint.insert("model".into(), json!(model));
-                endpoint.insert(
-                    "base_url".into(),
-                    json!(base_of("https://api.anthropic.com/v1")),
-                );
-                endpoint.insert("api_key_env".into(), json!("ANTHROPIC_API_KEY"));
-                endpoint.insert("protocol".into(), json!("anthropic-messages"));
-            }
-            ("ollama", _) => {
-                endpoint.insert("model".into(), json!(model));
-                endpoint.insert("base_url".into(), json!("http://127.0.0.1:11434/v1"));
-            }
-            _ => {
-                self.notes.push(format!(
-                    "provider `{id}` is not one promptgauge knows (it speaks OpenAI chat completions and Responses, and Anthropic messages): set endpoint.base_url and endpoint.model for it (any OpenAI-compatible server works)"
-                ));
-                return None;
-            }
+        let params = self.provider_settings(&id, &config, &mut endpoint);
+        if let (Some(base), Some(model)) = (
+            endpoint.get("base_url").and_then(Value::as_str),
+            endpoint.get("model").and_then(Value::as_str),
+        ) {
+            self.review.push(format!(
+                "an endpoint comes from the config's provider `{id}`: model `{model}` at {} — `promptgauge run` sends every prompt and case there",
+                crate::client::secrets::redact_url(base)
+            ));
         }
-        for (k, v) in &config {
+        Some((label.unwrap_or_else(|| model.clone()), endpoint, params))
+    }
+
+    /// A provider's `config`: the request parameters it sets (returned), the key's
+    /// variable (into `endpoint`); an API key is never copied, and the rest is noted.
+    fn provider_settings(
+        &mut self,
+        id: &str,
+        config: &Map<String, Value>,
+        endpoint: &mut Map<String, Value>,
+    ) -> Map<String, Value> {
+        let mut params = Map::new();
+        for (k, v) in config {
             match k.as_str() {
                 "temperature" | "max_tokens" | "top_p" | "seed" | "stop" | "response_format" => {
                     params.insert(k.clone(), v.clone());
@@ -503,16 +547,7 @@ impl Import {
                     .push(format!("provider `{id}`: setting `{other}` was not carried over")),
             }
         }
-        if let (Some(base), Some(model)) = (
-            endpoint.get("base_url").and_then(Value::as_str),
-            endpoint.get("model").and_then(Value::as_str),
-        ) {
-            self.review.push(format!(
-                "an endpoint comes from the config's provider `{id}`: model `{model}` at {} — `promptgauge run` sends every prompt and case there",
-                crate::client::secrets::redact_url(base)
-            ));
-        }
-        Some((label.unwrap_or_else(|| model.clone()), endpoint, params))
+        params
     }
 
     /// One promptfoo assert as (scorer, the answers it compares with), its values rendered
@@ -594,6 +629,9 @@ impl Import {
         ))
     }
 
+    /// A test as a case: its asserts' scorers (`all` of them, when several) and the one set
+    /// of answers they compare with; a test none of whose asserts can score is skipped,
+    /// with a note.
     fn case(
         &mut self,
         vars: Map<String, Value>,
@@ -603,31 +641,11 @@ impl Import {
     ) {
         self.tests_seen += 1;
         let n = self.tests_seen;
-        let mut scorers = Vec::new();
-        let mut expected: Option<Vec<String>> = None;
-        let mut pattern_only = false;
-        for a in asserts {
-            let Some((scorer, value)) = self.assertion(a, n, &vars) else {
-                continue;
-            };
-            if scorer["kind"] == "regex" && value.is_none() {
-                pattern_only = true;
-            }
-            match (&expected, value) {
-                (None, Some(v)) => expected = Some(v),
-                (Some(e), Some(v)) if *e != v => {
-                    self.notes.push(format!(
-                        "test {n}: asserts compare with different values ({}, {}); a promptgauge case has one set of expected answers: the assert using {} was left out",
-                        quoted(e),
-                        quoted(&v),
-                        quoted(&v)
-                    ));
-                    continue;
-                }
-                _ => {}
-            }
-            scorers.push(scorer);
-        }
+        let Scorers {
+            mut scorers,
+            expected,
+            pattern_only,
+        } = self.scorers(asserts, n, &vars);
         if scorers.is_empty() {
             self.notes.push(format!(
                 "test {n} has no assert promptgauge can score: skipped"
@@ -649,18 +667,7 @@ impl Import {
             json!({"kind": "all", "of": scorers})
         };
         let mut case = Map::new();
-        let id = match id {
-            Some(id) if !self.ids.contains(&id) => id,
-            Some(id) => {
-                self.notes.push(format!(
-                    "test {n}: its id `{id}` was used before; it became t-{n:03}"
-                ));
-                format!("t-{n:03}")
-            }
-            None => format!("t-{n:03}"),
-        };
-        self.ids.insert(id.clone());
-        case.insert("id".into(), json!(id));
+        case.insert("id".into(), json!(self.case_id(id, n)));
         case.insert("vars".into(), Value::Object(vars));
         match expected {
             Some(e) if e.len() == 1 => {
@@ -680,6 +687,51 @@ impl Import {
             case.insert("tags".into(), json!([slug(d)]));
         }
         self.cases.push(Value::Object(case));
+    }
+
+    /// Test `n`'s asserts as scorers; an assert comparing with other answers than the
+    /// first one's is left out (with a note): a case has one set of expected answers.
+    fn scorers(&mut self, asserts: &[Value], n: usize, vars: &Map<String, Value>) -> Scorers {
+        let mut found = Scorers::default();
+        for a in asserts {
+            let Some((scorer, value)) = self.assertion(a, n, vars) else {
+                continue;
+            };
+            if scorer["kind"] == "regex" && value.is_none() {
+                found.pattern_only = true;
+            }
+            match (&found.expected, value) {
+                (None, Some(v)) => found.expected = Some(v),
+                (Some(e), Some(v)) if *e != v => {
+                    self.notes.push(format!(
+                        "test {n}: asserts compare with different values ({}, {}); a promptgauge case has one set of expected answers: the assert using {} was left out",
+                        quoted(e),
+                        quoted(&v),
+                        quoted(&v)
+                    ));
+                    continue;
+                }
+                _ => {}
+            }
+            found.scorers.push(scorer);
+        }
+        found
+    }
+
+    /// Test `n`'s case id: the one it gives, unless used before; else `t-NNN`.
+    fn case_id(&mut self, id: Option<String>, n: usize) -> String {
+        let id = match id {
+            Some(id) if !self.ids.contains(&id) => id,
+            Some(id) => {
+                self.notes.push(format!(
+                    "test {n}: its id `{id}` was used before; it became t-{n:03}"
+                ));
+                format!("t-{n:03}")
+            }
+            None => format!("t-{n:03}"),
+        };
+        self.ids.insert(id.clone());
+        id
     }
 
     fn tests(

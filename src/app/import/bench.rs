@@ -229,6 +229,12 @@ pub(super) fn write_bench(
     }
     let cases: String = im.cases.iter().map(|c| format!("{c}\n")).collect();
     write("cases.jsonl", &cases)?;
+    write("promptgauge.yaml", &bench_yaml(name, config_path, im))?;
+    write("IMPORT-NOTES.md", &notes_md(im))
+}
+
+/// The imported bench's promptgauge.yaml.
+fn bench_yaml(name: &str, config_path: &Path, im: &Import) -> String {
     let mut bench = format!(
         "# Imported from {} by `promptgauge import {}`; see IMPORT-NOTES.md for what was not carried over.\nname: {name}\ncases: cases.jsonl\nvariants:                      # the first is the baseline\n",
         config_path.display(),
@@ -263,7 +269,11 @@ pub(super) fn write_bench(
     if !im.params.is_empty() {
         bench.push_str(&format!("params: {}\n", Value::Object(im.params.clone())));
     }
-    write("promptgauge.yaml", &bench)?;
+    bench
+}
+
+/// IMPORT-NOTES.md: what to review before a run, and what was not carried over.
+fn notes_md(im: &Import) -> String {
     let review: String = if im.review.is_empty() {
         String::new()
     } else {
@@ -276,8 +286,5 @@ pub(super) fn write_bench(
         let items: String = im.notes.iter().map(|n| format!("- {n}\n")).collect();
         format!("## Not carried over\n\n{items}")
     };
-    write(
-        "IMPORT-NOTES.md",
-        &format!("# Import notes\n\n{review}{notes}"),
-    )
+    format!("# Import notes\n\n{review}{notes}")
 }
