@@ -19,7 +19,7 @@ use super::{Exit, Failure};
 use crate::cli::{ImportArgs, UsageError};
 
 /// A provider read: its label (or model), the endpoint's fields, its request parameters.
-type Provider = (String, Map<String, Value>, Map<String, Value>);
+type ProviderRead = (String, Map<String, Value>, Map<String, Value>);
 
 /// An endpoint's name from a provider's label or model: letters, digits, `-`, `_`, `.`
 /// (others become `-`), at most 64, starting with a letter or digit.
@@ -316,7 +316,7 @@ fn known_endpoint(
 
 /// A test's asserts as scorers.
 #[derive(Default)]
-struct Scorers {
+struct AssertScorers {
     scorers: Vec<Value>,
     /// The answers they compare with.
     expected: Option<Vec<String>>,
@@ -436,7 +436,7 @@ impl Import {
             Value::Array(items) => items.clone(),
             one => vec![one.clone()],
         };
-        let read: Vec<Provider> = list.iter().filter_map(|p| self.one_provider(p)).collect();
+        let read: Vec<ProviderRead> = list.iter().filter_map(|p| self.one_provider(p)).collect();
         match read.as_slice() {
             [] => {}
             [(_, endpoint, params)] => {
@@ -472,7 +472,7 @@ impl Import {
 
     /// One provider as (its label, the endpoint's fields, its request parameters); `None`
     /// (with a note) for a provider promptgauge cannot speak to.
-    fn one_provider(&mut self, provider: &Value) -> Option<Provider> {
+    fn one_provider(&mut self, provider: &Value) -> Option<ProviderRead> {
         let (id, config, label) = match provider {
             Value::String(s) => (s.clone(), Map::new(), None),
             Value::Object(o) => (
@@ -641,7 +641,7 @@ impl Import {
     ) {
         self.tests_seen += 1;
         let n = self.tests_seen;
-        let Scorers {
+        let AssertScorers {
             mut scorers,
             expected,
             pattern_only,
@@ -691,8 +691,8 @@ impl Import {
 
     /// Test `n`'s asserts as scorers; an assert comparing with other answers than the
     /// first one's is left out (with a note): a case has one set of expected answers.
-    fn scorers(&mut self, asserts: &[Value], n: usize, vars: &Map<String, Value>) -> Scorers {
-        let mut found = Scorers::default();
+    fn scorers(&mut self, asserts: &[Value], n: usize, vars: &Map<String, Value>) -> AssertScorers {
+        let mut found = AssertScorers::default();
         for a in asserts {
             let Some((scorer, value)) = self.assertion(a, n, vars) else {
                 continue;

@@ -8,7 +8,7 @@ use crate::cli::{InitArgs, Task, UsageError};
 use crate::error::BeforeSend;
 
 /// One file of a new bench.
-struct File {
+struct StarterFile {
     path: &'static str,
     text: String,
 }
@@ -66,7 +66,7 @@ struct Starter {
     careful: Messages,
 }
 
-fn files(task: Task, name: &str) -> Vec<File> {
+fn files(task: Task, name: &str) -> Vec<StarterFile> {
     let s = match task {
         Task::Choice => choice(),
         Task::Number => number(),
@@ -74,19 +74,19 @@ fn files(task: Task, name: &str) -> Vec<File> {
         Task::Free => free(),
     };
     vec![
-        File {
+        StarterFile {
             path: "promptgauge.yaml",
             text: bench_yaml(name, s.grade, s.extra),
         },
-        File {
+        StarterFile {
             path: "cases.jsonl",
             text: s.cases.join("\n") + "\n",
         },
-        File {
+        StarterFile {
             path: "prompts/plain.yaml",
             text: prompt("plain", s.plain.0, s.plain.1),
         },
-        File {
+        StarterFile {
             path: "prompts/careful.yaml",
             text: prompt("careful", s.careful.0, s.careful.1),
         },

@@ -266,7 +266,7 @@ fn template_of(path: &Path, source: &Value) -> Result<(Vec<Value>, Vec<String>),
     {
         let role = m.get("role").and_then(Value::as_str).unwrap_or("user");
         let content = text_of(m.get("content").unwrap_or(&Value::Null))
-            .and_then(|content| template(&content, Side::Prompt))
+            .and_then(|content| template(&content, TemplateSide::Prompt))
             .map_err(|why| {
                 UsageError(format!(
                     "the run {}: a {role} message {why}",
@@ -346,7 +346,7 @@ fn add_endpoint(im: &mut Import, model: &str) {
 
 /// Where a template is used: the prompt sent to the model, or a grader's.
 #[derive(Clone, Copy, PartialEq)]
-enum Side {
+enum TemplateSide {
     Prompt,
     Grader,
 }
@@ -354,7 +354,7 @@ enum Side {
 /// An OpenAI template as a promptgauge (Jinja) one: `{{ item.x }}` becomes the case's
 /// variable `{{ x }}` (`{{ vars.x }}` in a judge prompt), `{{ sample.output_text }}` the
 /// answer; anything that would read as Jinja is kept as text.
-fn template(text: &str, side: Side) -> Result<String, String> {
+fn template(text: &str, side: TemplateSide) -> Result<String, String> {
     let re = regex::Regex::new(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\.([^{}]*?)\s*\}\}")
         .map_err(|e| e.to_string())?;
     // Text between the placeholders: `{%`, `{#` and a stray `{{` are literal in OpenAI's.
@@ -379,15 +379,17 @@ fn template(text: &str, side: Side) -> Result<String, String> {
                     "uses `item.{path}`, which promptgauge cannot read as a variable"
                 ));
             }
-            ("item", Side::Prompt) => out.push_str(&format!("{{{{ {path} }}}}")),
-            ("item", Side::Grader) => out.push_str(&format!("{{{{ vars.{path} }}}}")),
-            ("sample", Side::Grader) if path == "output_text" => out.push_str("{{ answer }}"),
-            ("sample", Side::Grader) => {
+            ("item", TemplateSide::Prompt) => out.push_str(&format!("{{{{ {path} }}}}")),
+            ("item", TemplateSide::Grader) => out.push_str(&format!("{{{{ vars.{path} }}}}")),
+            ("sample", TemplateSide::Grader) if path == "output_text" => {
+                out.push_str("{{ answer }}")
+            }
+            ("sample", TemplateSide::Grader) => {
                 return Err(format!(
                     "uses `sample.{path}`; a promptgauge judge sees the answer's text (`sample.output_text`) only"
                 ));
             }
-            ("sample", Side::Prompt) => {
+            ("sample", TemplateSide::Prompt) => {
                 return Err(format!("uses `sample.{path}` before there is an answer"));
             }
             (other, _) => {
@@ -435,22 +437,22 @@ fn text_of(content: &Value) -> Result<String, String> {
 
 /// The reference a criterion compares with: a pure `{{ item.x }}` (the case's expected
 /// answer is then that field), or literal text.
-enum Reference {
+enum CriterionReference {
     Field(String),
     Literal(String),
     /// A template mixing text and fields: rendered per item into the expected answer.
     Mixed(String),
 }
 
-fn reference(text: &str) -> Reference {
+fn reference(text: &str) -> CriterionReference {
     let re = regex::Regex::new(r"^\s*\{\{\s*item\.([A-Za-z0-9_.]+)\s*\}\}\s*$").ok();
     if let Some(c) = re.as_ref().and_then(|r| r.captures(text)) {
-        return Reference::Field(c[1].to_string());
+        return CriterionReference::Field(c[1].to_string());
     }
     if text.contains("{{") {
-        Reference::Mixed(text.to_string())
+        CriterionReference::Mixed(text.to_string())
     } else {
-        Reference::Literal(text.to_string())
+        CriterionReference::Literal(text.to_string())
     }
 }
 
@@ -546,7 +548,7 @@ fn string_check(im: &mut Import, c: &Value, name: &str, expected: &mut Expected)
             ));
             return None;
         }
-        ("eq" | "like" | "ilike", Reference::Literal(lit)) => {
+        ("eq" | "like" | "ilike", CriterionReference::Literal(lit)) => {
             let escaped = regex::escape(&lit);
             let pattern = match operation {
                 "eq" => format!(r"\A\s*{escaped}\s*\z"),
@@ -555,13 +557,13 @@ fn string_check(im: &mut Import, c: &Value, name: &str, expected: &mut Expected)
             };
             json!({"kind": "regex", "pattern": pattern, "case_sensitive": true})
         }
-        ("eq" | "like" | "ilike", Reference::Field(f)) => {
+        ("eq" | "like" | "ilike", CriterionReference::Field(f)) => {
             if !expected.claim(im, name, &format!("{{{{ item.{f} }}}}")) {
                 return None;
             }
             scorer_for(operation, case_sensitive)
         }
-        ("eq" | "like" | "ilike", Reference::Mixed(t)) => {
+        ("eq" | "like" | "ilike", CriterionReference::Mixed(t)) => {
             if !expected.claim(im, name, &t) {
                 return None;
             }
@@ -611,8 +613,8 @@ fn text_similarity(
         return None;
     }
     let text = match reference(reference_text) {
-        Reference::Field(f) => format!("{{{{ item.{f} }}}}"),
-        Reference::Literal(t) | Reference::Mixed(t) => t,
+        CriterionReference::Field(f) => format!("{{{{ item.{f} }}}}"),
+        CriterionReference::Literal(t) | CriterionReference::Mixed(t) => t,
     };
     if !expected.claim(im, name, &text) {
         return None;
@@ -715,7 +717,7 @@ fn judge_prompt(im: &mut Import, c: &Value, name: &str, kind: &str) -> Option<St
     {
         let role = m.get("role").and_then(Value::as_str).unwrap_or("user");
         let text = match text_of(m.get("content").unwrap_or(&Value::Null))
-            .and_then(|t| template(&t, Side::Grader))
+            .and_then(|t| template(&t, TemplateSide::Grader))
         {
             Ok(t) => t,
             Err(why) => {
@@ -845,7 +847,7 @@ fn case(
     }
     let mut case = json!({"id": id, "vars": item});
     if let Some(reference) = expected {
-        let rendered = template(reference, Side::Prompt)
+        let rendered = template(reference, TemplateSide::Prompt)
             .ok()
             .and_then(|t| render(&t, item).ok());
         match rendered {
@@ -869,25 +871,29 @@ mod tests {
     #[test]
     fn openai_templates_become_promptgauge_ones_and_literal_text_stays_literal() {
         assert_eq!(
-            template("Q: {{item.question}} / {{ item.meta.lang }}", Side::Prompt).unwrap(),
+            template(
+                "Q: {{item.question}} / {{ item.meta.lang }}",
+                TemplateSide::Prompt
+            )
+            .unwrap(),
             "Q: {{ question }} / {{ meta.lang }}"
         );
         assert_eq!(
             template(
                 "Reply: {{ sample.output_text }} for {{item.q}}",
-                Side::Grader
+                TemplateSide::Grader
             )
             .unwrap(),
             "Reply: {{ answer }} for {{ vars.q }}"
         );
         assert_eq!(
-            template("Use {% raw %} and {{ literally", Side::Prompt).unwrap(),
+            template("Use {% raw %} and {{ literally", TemplateSide::Prompt).unwrap(),
             "Use {{ '{%' }} raw %} and {{ '{{' }} literally"
         );
-        assert!(template(r#"{{ item["category"] }}"#, Side::Prompt).is_err());
-        assert!(template("{{ not_an_item }}", Side::Prompt).is_err());
-        assert!(template("{{ sample.output_json.x }}", Side::Grader).is_err());
-        assert!(template("{{ sample.output_text }}", Side::Prompt).is_err());
-        assert!(template("{{ other.x }}", Side::Prompt).is_err());
+        assert!(template(r#"{{ item["category"] }}"#, TemplateSide::Prompt).is_err());
+        assert!(template("{{ not_an_item }}", TemplateSide::Prompt).is_err());
+        assert!(template("{{ sample.output_json.x }}", TemplateSide::Grader).is_err());
+        assert!(template("{{ sample.output_text }}", TemplateSide::Prompt).is_err());
+        assert!(template("{{ other.x }}", TemplateSide::Prompt).is_err());
     }
 }

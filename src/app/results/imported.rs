@@ -11,46 +11,46 @@ use crate::client::Usage;
 #[derive(Debug, Default)]
 pub(super) struct Imported {
     /// The task (the bench's name).
-    pub name: String,
+    pub(super) name: String,
     /// The tool and version that wrote them, as said: `inspect_ai 0.3.285`.
-    pub tool: String,
+    pub(super) tool: String,
     /// When the earliest of them was made (RFC 3339), if they say.
-    pub started_at: Option<String>,
-    pub arms: Vec<ImportedArm>,
+    pub(super) started_at: Option<String>,
+    pub(super) arms: Vec<ImportedArm>,
     /// What could not be carried over.
-    pub notes: Vec<String>,
+    pub(super) notes: Vec<String>,
 }
 
 /// One variant: a file, or a promptfoo column.
 #[derive(Debug, Default)]
 pub(super) struct ImportedArm {
     /// What tells it apart, as found (the model, a task argument, a prompt's label).
-    pub name: String,
-    pub model: String,
+    pub(super) name: String,
+    pub(super) model: String,
     /// Where it came from.
-    pub file: PathBuf,
+    pub(super) file: PathBuf,
     /// Its prompt as the tool recorded it (a system prompt, a template), shown as the
     /// variant's message.
-    pub prompt: String,
-    pub samples: Vec<Sample>,
+    pub(super) prompt: String,
+    pub(super) samples: Vec<Sample>,
 }
 
 /// One answer and its score.
 #[derive(Debug, Clone)]
 pub(super) struct Sample {
-    pub case: String,
+    pub(super) case: String,
     /// 0-based (an inspect epoch, a promptfoo repeat).
-    pub repeat: u32,
+    pub(super) repeat: u32,
     /// The input as the tool recorded it.
-    pub input: String,
-    pub expected: Vec<String>,
-    pub output: String,
+    pub(super) input: String,
+    pub(super) expected: Vec<String>,
+    pub(super) output: String,
     /// The score in [0, 1]; `Err`: the tool did not score it (an error, an unscored
     /// sample), why.
-    pub score: Result<f64, String>,
-    pub usage: Option<Usage>,
-    pub latency_ms: Option<f64>,
-    pub tags: Vec<String>,
+    pub(super) score: Result<f64, String>,
+    pub(super) usage: Option<Usage>,
+    pub(super) latency_ms: Option<f64>,
+    pub(super) tags: Vec<String>,
 }
 
 /// A variant name as the reports and the command line take it: letters, digits, `-`, `_`,

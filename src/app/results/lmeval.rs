@@ -27,7 +27,7 @@ pub(super) fn read(args: &ImportResultsArgs) -> Result<Imported, UsageError> {
         tool: "lm-evaluation-harness".into(),
         ..Imported::default()
     };
-    let mut reading = Reading::default();
+    let mut reading = FilesRead::default();
     for (file, lines) in &files {
         let results = results_beside(file, &task);
         if let Some(v) = results
@@ -72,7 +72,7 @@ pub(super) fn read(args: &ImportResultsArgs) -> Result<Imported, UsageError> {
 
 /// What reading the files learns across them.
 #[derive(Default)]
-struct Reading {
+struct FilesRead {
     /// Each document's `doc_hash`, and the file that first gave it.
     hashes: HashMap<String, (String, PathBuf)>,
     /// Whether some answer was a choice's log-likelihood, not a text.
@@ -81,7 +81,7 @@ struct Reading {
     filters_left: BTreeSet<String>,
 }
 
-impl Reading {
+impl FilesRead {
     /// One samples file as a variant of `model`, its lines under one filter (`--filter`,
     /// else the file's first) scored by one metric (`--score`, else the first line's);
     /// that metric is returned with it.
