@@ -7,6 +7,41 @@ use crate::report::compare::Detectable;
 /// `check`: validates everything a run would and prints the plan; sends nothing.
 pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
     let p = prepare(&args.plan, env)?;
+    say_plan(&p);
+    say_endpoints(&p);
+    for line in p.bench.programs_said() {
+        out!("  {line}");
+    }
+    super::run::check_embedding_endpoints(&p)?;
+    let judge = super::judge::resolve(&p, &args.plan, env)?;
+    if let Some(judge) = &judge {
+        say_judge(&p, judge);
+        for w in &judge.warnings {
+            out!("  warning: the judge: {w}");
+        }
+    }
+    if let Some(w) = p.greedy_repeats_warning() {
+        out!("  warning: {w}");
+    }
+    say_cost(&p, judge.as_ref(), args)?;
+    say_power(&p);
+    let limits = &p.bench.limits;
+    out!(
+        "  limits: concurrency {}, max_attempts {}, timeouts: first token {}, idle {}, total {}",
+        limits.concurrency,
+        limits.max_attempts,
+        humantime::format_duration(limits.first_token_timeout),
+        humantime::format_duration(limits.idle_timeout),
+        humantime::format_duration(limits.total_timeout)
+    );
+    if args.probe {
+        return probe(&p, judge.as_ref()).await;
+    }
+    Ok(Exit::Success)
+}
+
+/// The bench, its jobs (cases × variants × endpoints × repeats) and its variants.
+fn say_plan(p: &super::Prepared) {
     let b = &p.bench;
     out!("bench {} ({}): ok", b.name, b.path.display());
     let endpoints = if p.grid.is_empty() {
@@ -32,6 +67,11 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
             v.path.display()
         );
     }
+}
+
+/// Where the jobs go: each endpoint of a grid (its model, URLs, protocol, price and
+/// concurrency), or the one endpoint.
+fn say_endpoints(p: &super::Prepared) {
     for (i, g) in p.grid.iter().enumerate() {
         let e = &g.endpoint;
         out!(
@@ -75,22 +115,17 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
             p.endpoint.model
         ),
     }
-    for line in b.programs_said() {
-        out!("  {line}");
-    }
-    super::run::check_embedding_endpoints(&p)?;
-    let judge = super::judge::resolve(&p, &args.plan, env)?;
-    if let Some(judge) = &judge {
-        say_judge(&p, judge);
-        for w in &judge.warnings {
-            out!("  warning: the judge: {w}");
-        }
-    }
-    if let Some(w) = p.greedy_repeats_warning() {
-        out!("  warning: {w}");
-    }
-    let prices = super::budget::prices(&p, judge.as_ref());
-    let estimate = super::budget::estimate(&p, &p.jobs, &prices, &|_, _| false)?;
+}
+
+/// The plan's tokens and cost, estimated (what has no price said), how batched jobs are
+/// costed, and `--budget` checked against the estimate.
+fn say_cost(
+    p: &super::Prepared,
+    judge: Option<&super::judge::Judge>,
+    args: &CheckArgs,
+) -> Result<(), Failure> {
+    let prices = super::budget::prices(p, judge);
+    let estimate = super::budget::estimate(p, &p.jobs, &prices, &|_, _| false)?;
     out!("  estimated prompt tokens: {}", estimate.prompt_tokens);
     if let Some(max) = estimate.completion_tokens {
         out!("  completion tokens at most: {max}");
@@ -105,22 +140,7 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
         );
     }
     if p.batched() {
-        let unbatched_price = if p.grid.is_empty() {
-            p.endpoint.batch && b.price.as_ref().is_some_and(|p| !p.has_batch_price())
-        } else {
-            p.grid
-                .iter()
-                .any(|g| g.endpoint.batch && g.price.as_ref().is_some_and(|p| !p.has_batch_price()))
-        };
-        if unbatched_price {
-            out!(
-                "  note: batched jobs are costed at the streaming price: the price gives no batch price (set price.batch_discount: 0.5, or batch_input_per_mtok and batch_output_per_mtok)"
-            );
-        } else if priced {
-            out!("  batched: jobs go through the provider's batch API, costed at its price");
-        } else {
-            out!("  batched: jobs go through the provider's batch API");
-        }
+        say_batched(p, priced);
     }
     if priced {
         let low = estimate.input;
@@ -142,12 +162,40 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
         out!("  note: the judge has no price: the estimate leaves its calls out");
     }
     if let Some(budget) = args.plan.budget {
-        super::budget::check_priced(&p, &prices, estimate.judge_unpriced)?;
+        super::budget::check_priced(p, &prices, estimate.judge_unpriced)?;
         match super::budget::check_estimate(&estimate, budget, 0.0, args.plan.run_to_budget) {
             Ok(line) => out!("  {line}"),
             Err(e) => return Err(e.into()),
         }
     }
+    Ok(())
+}
+
+/// How batched jobs go and are costed: at the batch price, or (a price without one) at
+/// the streaming price, said.
+fn say_batched(p: &super::Prepared, priced: bool) {
+    let unbatched_price = if p.grid.is_empty() {
+        p.endpoint.batch && p.bench.price.as_ref().is_some_and(|p| !p.has_batch_price())
+    } else {
+        p.grid
+            .iter()
+            .any(|g| g.endpoint.batch && g.price.as_ref().is_some_and(|p| !p.has_batch_price()))
+    };
+    if unbatched_price {
+        out!(
+            "  note: batched jobs are costed at the streaming price: the price gives no batch price (set price.batch_discount: 0.5, or batch_input_per_mtok and batch_output_per_mtok)"
+        );
+    } else if priced {
+        out!("  batched: jobs go through the provider's batch API, costed at its price");
+    } else {
+        out!("  batched: jobs go through the provider's batch API");
+    }
+}
+
+/// What the plan can detect: the smallest difference at its cases, what repeats change,
+/// and `--until-decided`'s design.
+fn say_power(p: &super::Prepared) {
+    let b = &p.bench;
     let detectable = Detectable::new(
         b.cases.len() as u64,
         0.5,
@@ -175,22 +223,8 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
             )
         );
     }
-    out!(
-        "  limits: concurrency {}, max_attempts {}, timeouts: first token {}, idle {}, total {}",
-        b.limits.concurrency,
-        b.limits.max_attempts,
-        humantime::format_duration(b.limits.first_token_timeout),
-        humantime::format_duration(b.limits.idle_timeout),
-        humantime::format_duration(b.limits.total_timeout)
-    );
-    if args.probe {
-        return probe(&p, judge.as_ref()).await;
-    }
-    Ok(Exit::Success)
 }
 
-/// Who judges, how many calls that takes, how they are priced, and a warning when the judge
-/// is the model under test.
 /// `check --probe`: the run's preflight, said: the endpoint and (when it answers
 /// elsewhere) the judge, each asked for its models once.
 async fn probe(p: &super::Prepared, judge: Option<&super::judge::Judge>) -> Result<Exit, Failure> {
@@ -223,6 +257,8 @@ async fn probe(p: &super::Prepared, judge: Option<&super::judge::Judge>) -> Resu
     Ok(Exit::Success)
 }
 
+/// Who judges, how many calls that takes, how they are priced, and a warning when the judge
+/// is the model under test.
 fn say_judge(p: &super::Prepared, judge: &super::judge::Judge) {
     let b = &p.bench;
     let calls: u64 = p

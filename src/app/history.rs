@@ -245,8 +245,48 @@ pub async fn runs(args: &RunsArgs, env: &Env) -> Result<Exit, Failure> {
 
 /// `index DIR…`: records every run folder found (a DIR, or the folders in it) again.
 pub async fn index(args: &IndexArgs, env: &Env) -> Result<Exit, Failure> {
+    let folders = run_folders(&args.dirs)?;
+    // Beside the first folder of run folders, where `run` records.
+    let root = match args.dirs.first() {
+        Some(d) if RunDir::at(d).record_path().is_file() => {
+            d.parent().unwrap_or(Path::new(".")).to_path_buf()
+        }
+        Some(d) => d.clone(),
+        None => PathBuf::from(REPORTS),
+    };
+    let (location, _) = crate::cli::store_location(args.store.as_deref(), env, &root)?;
+    if folders.is_empty() {
+        return Err(UsageError::with_fix(
+            "no run folder was found to index",
+            "name run folders (with a run.json), or the folder that holds them, e.g. promptgauge index reports",
+        )
+        .into());
+    }
+    let store = Store::open(&location).await.before_send()?;
+    let (recorded, skipped) = index_all(&store, &folders).await;
+    store.close().await;
+    note!(
+        "{recorded} run{} recorded in {}{}",
+        if recorded == 1 { "" } else { "s" },
+        location.shown(),
+        if skipped > 0 {
+            format!("; {skipped} skipped")
+        } else {
+            String::new()
+        }
+    );
+    Ok(if recorded == 0 {
+        Exit::Input
+    } else {
+        Exit::Success
+    })
+}
+
+/// The run folders `dirs` name: each a run folder (with a run.json), or a folder whose
+/// run folders are taken in name order.
+fn run_folders(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
     let mut folders = Vec::new();
-    for dir in &args.dirs {
+    for dir in dirs {
         if RunDir::at(dir).record_path().is_file() {
             folders.push(dir.clone());
             continue;
@@ -266,27 +306,16 @@ pub async fn index(args: &IndexArgs, env: &Env) -> Result<Exit, Failure> {
         }
         folders.extend(found);
     }
-    // Beside the first folder of run folders, where `run` records.
-    let root = match args.dirs.first() {
-        Some(d) if RunDir::at(d).record_path().is_file() => {
-            d.parent().unwrap_or(Path::new(".")).to_path_buf()
-        }
-        Some(d) => d.clone(),
-        None => PathBuf::from(REPORTS),
-    };
-    let (location, _) = crate::cli::store_location(args.store.as_deref(), env, &root)?;
-    if folders.is_empty() {
-        return Err(UsageError::with_fix(
-            "no run folder was found to index",
-            "name run folders (with a run.json), or the folder that holds them, e.g. promptgauge index reports",
-        )
-        .into());
-    }
-    let store = Store::open(&location).await.before_send()?;
+    Ok(folders)
+}
+
+/// Records each folder's run in `store`, each said; returns how many were recorded and
+/// how many skipped (unreadable, or a copy of a run already recorded).
+async fn index_all(store: &Store, folders: &[PathBuf]) -> (usize, usize) {
     let (mut recorded, mut skipped) = (0usize, 0usize);
     // A copied run folder holds the same run: the store keeps one, and so does the count.
     let mut seen: std::collections::HashMap<String, PathBuf> = std::collections::HashMap::new();
-    for folder in &folders {
+    for folder in folders {
         if let Ok(record) = RunDir::at(folder).read_record() {
             if let Some(first) = seen.get(&record.run_id) {
                 skipped += 1;
@@ -300,7 +329,7 @@ pub async fn index(args: &IndexArgs, env: &Env) -> Result<Exit, Failure> {
             }
             seen.insert(record.run_id.clone(), folder.clone());
         }
-        match index_one(&store, folder).await {
+        match index_one(store, folder).await {
             Ok(jobs) => {
                 recorded += 1;
                 note!("indexed {} ({jobs} jobs)", folder.display());
@@ -311,22 +340,7 @@ pub async fn index(args: &IndexArgs, env: &Env) -> Result<Exit, Failure> {
             }
         }
     }
-    store.close().await;
-    note!(
-        "{recorded} run{} recorded in {}{}",
-        if recorded == 1 { "" } else { "s" },
-        location.shown(),
-        if skipped > 0 {
-            format!("; {skipped} skipped")
-        } else {
-            String::new()
-        }
-    );
-    Ok(if recorded == 0 {
-        Exit::Input
-    } else {
-        Exit::Success
-    })
+    (recorded, skipped)
 }
 
 /// Replays one run folder's journal and records it: the same rows the run recorded.

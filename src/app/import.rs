@@ -4,48 +4,22 @@
 //! side by side in one run); whatever has
 //! no equivalent is listed, in the terminal and in IMPORT-NOTES.md, never dropped silently.
 
+mod bench;
 mod openai_evals;
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
+use self::bench::{
+    Import, MAX_IMPORT_BYTES, check_importable, collapse_notes, render, say_imported, slug,
+    write_bench,
+};
 use super::{Exit, Failure};
 use crate::cli::{ImportArgs, UsageError};
-use crate::error::BeforeSend;
-
-/// What the import produced, and what it could not carry over.
-#[derive(Default)]
-struct Import {
-    variants: Vec<(String, String)>,
-    cases: Vec<Value>,
-    endpoint: Map<String, Value>,
-    params: Map<String, Value>,
-    /// Several providers: each as a named endpoint (its fields, `params` among them).
-    endpoints: Vec<Map<String, Value>>,
-    notes: Vec<String>,
-    /// What was carried over and must be reviewed before a run (the endpoint every prompt
-    /// will be sent to).
-    review: Vec<String>,
-    /// Tests read so far (skipped ones included), to name them in the notes.
-    tests_seen: usize,
-    /// Case ids given so far.
-    ids: std::collections::HashSet<String>,
-    /// `defaultTest.vars`: every test's variables start from these.
-    default_vars: Map<String, Value>,
-    /// The bench's scorer, when the import has one for every case (else each case carries
-    /// its own).
-    grade: Option<Value>,
-    /// The bench's `judge:` block.
-    judge: Option<Map<String, Value>>,
-    /// Other files to write, by their path in the bench's folder (judge prompts, scorers).
-    files: Vec<(String, String)>,
-    /// The tool imported from, as the bench's first line names it.
-    tool: &'static str,
-}
 
 /// A provider read: its label (or model), the endpoint's fields, its request parameters.
-type Provider = (String, Map<String, Value>, Map<String, Value>);
+type ProviderRead = (String, Map<String, Value>, Map<String, Value>);
 
 /// An endpoint's name from a provider's label or model: letters, digits, `-`, `_`, `.`
 /// (others become `-`), at most 64, starting with a letter or digit.
@@ -70,20 +44,6 @@ fn endpoint_name(label: &str) -> String {
     } else {
         trimmed
     }
-}
-
-/// A promptfoo value rendered against a test's variables (promptfoo fills `{{var}}` in
-/// assert values with nunjucks; the subset tests use is Jinja's). Text without a tag is
-/// taken as it is.
-fn render(text: &str, vars: &Map<String, Value>) -> Result<String, String> {
-    if !text.contains("{{") && !text.contains("{%") {
-        return Ok(text.to_string());
-    }
-    let mut env = minijinja::Environment::new();
-    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-    env.set_fuel(Some(100_000));
-    env.render_str(text, minijinja::value::Serde(vars))
-        .map_err(|e| e.to_string())
 }
 
 /// A regex with every capturing group made non-capturing: the same matches, no capture
@@ -153,9 +113,6 @@ fn quoted(answers: &[String]) -> String {
         .collect::<Vec<_>>()
         .join(" or ")
 }
-
-/// The largest file an import reads (the config, a prompt, a CSV of tests).
-const MAX_IMPORT_BYTES: u64 = 16 << 20;
 
 /// What one import reads in all: a config naming one large file a thousand times would
 /// otherwise write gigabytes of prompts.
@@ -304,19 +261,67 @@ fn yaml(text: &str, what: &str) -> Result<Value, String> {
     serde_saphyr::from_str::<Value>(text).map_err(|e| format!("{what} is not valid YAML: {e}"))
 }
 
-/// A variant name from a label or a file name: letters, digits, `-` and `_`.
-fn slug(text: &str) -> String {
-    let s: String = text
-        .chars()
-        .map(|c| {
-            if c.is_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '-'
+/// The endpoint of a provider promptgauge speaks to (`openai:…`, `anthropic:…`,
+/// `ollama:…`): its model, base URL (the config's `apiBaseUrl` or `apiHost`, else the
+/// provider's own), key variable and protocol; `None` for any other.
+fn known_endpoint(
+    kind: &str,
+    api: &str,
+    model: &str,
+    config: &Map<String, Value>,
+) -> Option<Map<String, Value>> {
+    let base_of = |default: &str| {
+        config
+            .get("apiBaseUrl")
+            .and_then(Value::as_str)
+            .map(String::from)
+            .or_else(|| {
+                config
+                    .get("apiHost")
+                    .and_then(Value::as_str)
+                    .map(|h| format!("https://{h}/v1"))
+            })
+            .unwrap_or_else(|| default.into())
+    };
+    let mut endpoint = Map::new();
+    match (kind, api) {
+        ("openai", _) => {
+            endpoint.insert("model".into(), json!(model));
+            endpoint.insert(
+                "base_url".into(),
+                json!(base_of("https://api.openai.com/v1")),
+            );
+            endpoint.insert("api_key_env".into(), json!("OPENAI_API_KEY"));
+            if api == "responses" {
+                endpoint.insert("protocol".into(), json!("openai-responses"));
             }
-        })
-        .collect();
-    s.trim_matches('-').chars().take(40).collect()
+        }
+        ("anthropic", "messages" | "chat") => {
+            endpoint.insert("model".into(), json!(model));
+            endpoint.insert(
+                "base_url".into(),
+                json!(base_of("https://api.anthropic.com/v1")),
+            );
+            endpoint.insert("api_key_env".into(), json!("ANTHROPIC_API_KEY"));
+            endpoint.insert("protocol".into(), json!("anthropic-messages"));
+        }
+        ("ollama", _) => {
+            endpoint.insert("model".into(), json!(model));
+            endpoint.insert("base_url".into(), json!("http://127.0.0.1:11434/v1"));
+        }
+        _ => return None,
+    }
+    Some(endpoint)
+}
+
+/// A test's asserts as scorers.
+#[derive(Default)]
+struct AssertScorers {
+    scorers: Vec<Value>,
+    /// The answers they compare with.
+    expected: Option<Vec<String>>,
+    /// A `regex` passes on a match, with no answer to compare.
+    pattern_only: bool,
 }
 
 impl Import {
@@ -431,7 +436,7 @@ impl Import {
             Value::Array(items) => items.clone(),
             one => vec![one.clone()],
         };
-        let read: Vec<Provider> = list.iter().filter_map(|p| self.one_provider(p)).collect();
+        let read: Vec<ProviderRead> = list.iter().filter_map(|p| self.one_provider(p)).collect();
         match read.as_slice() {
             [] => {}
             [(_, endpoint, params)] => {
@@ -467,7 +472,7 @@ impl Import {
 
     /// One provider as (its label, the endpoint's fields, its request parameters); `None`
     /// (with a note) for a provider promptgauge cannot speak to.
-    fn one_provider(&mut self, provider: &Value) -> Option<Provider> {
+    fn one_provider(&mut self, provider: &Value) -> Option<ProviderRead> {
         let (id, config, label) = match provider {
             Value::String(s) => (s.clone(), Map::new(), None),
             Value::Object(o) => (
@@ -492,54 +497,35 @@ impl Import {
             [kind, model @ ..] if !model.is_empty() => (*kind, "chat", model.join(":")),
             _ => ("", "", String::new()),
         };
-        let mut endpoint = Map::new();
-        let mut params = Map::new();
-        let base_of = |default: &str| {
-            config
-                .get("apiBaseUrl")
-                .and_then(Value::as_str)
-                .map(String::from)
-                .or_else(|| {
-                    config
-                        .get("apiHost")
-                        .and_then(Value::as_str)
-                        .map(|h| format!("https://{h}/v1"))
-                })
-                .unwrap_or_else(|| default.into())
+        let Some(mut endpoint) = known_endpoint(kind, api, &model, &config) else {
+            self.notes.push(format!(
+                "provider `{id}` is not one promptgauge knows (it speaks OpenAI chat completions and Responses, and Anthropic messages): set endpoint.base_url and endpoint.model for it (any OpenAI-compatible server works)"
+            ));
+            return None;
         };
-        match (kind, api) {
-            ("openai", _) => {
-                endpoint.insert("model".into(), json!(model));
-                endpoint.insert(
-                    "base_url".into(),
-                    json!(base_of("https://api.openai.com/v1")),
-                );
-                endpoint.insert("api_key_env".into(), json!("OPENAI_API_KEY"));
-                if api == "responses" {
-                    endpoint.insert("protocol".into(), json!("openai-responses"));
-                }
-            }
-            ("anthropic", "messages" | "chat") => {
-                endpoint.insert("model".into(), json!(model));
-                endpoint.insert(
-                    "base_url".into(),
-                    json!(base_of("https://api.anthropic.com/v1")),
-                );
-                endpoint.insert("api_key_env".into(), json!("ANTHROPIC_API_KEY"));
-                endpoint.insert("protocol".into(), json!("anthropic-messages"));
-            }
-            ("ollama", _) => {
-                endpoint.insert("model".into(), json!(model));
-                endpoint.insert("base_url".into(), json!("http://127.0.0.1:11434/v1"));
-            }
-            _ => {
-                self.notes.push(format!(
-                    "provider `{id}` is not one promptgauge knows (it speaks OpenAI chat completions and Responses, and Anthropic messages): set endpoint.base_url and endpoint.model for it (any OpenAI-compatible server works)"
-                ));
-                return None;
-            }
+        let params = self.provider_settings(&id, &config, &mut endpoint);
+        if let (Some(base), Some(model)) = (
+            endpoint.get("base_url").and_then(Value::as_str),
+            endpoint.get("model").and_then(Value::as_str),
+        ) {
+            self.review.push(format!(
+                "an endpoint comes from the config's provider `{id}`: model `{model}` at {} — `promptgauge run` sends every prompt and case there",
+                crate::client::secrets::redact_url(base)
+            ));
         }
-        for (k, v) in &config {
+        Some((label.unwrap_or_else(|| model.clone()), endpoint, params))
+    }
+
+    /// A provider's `config`: the request parameters it sets (returned), the key's
+    /// variable (into `endpoint`); an API key is never copied, and the rest is noted.
+    fn provider_settings(
+        &mut self,
+        id: &str,
+        config: &Map<String, Value>,
+        endpoint: &mut Map<String, Value>,
+    ) -> Map<String, Value> {
+        let mut params = Map::new();
+        for (k, v) in config {
             match k.as_str() {
                 "temperature" | "max_tokens" | "top_p" | "seed" | "stop" | "response_format" => {
                     params.insert(k.clone(), v.clone());
@@ -561,16 +547,7 @@ impl Import {
                     .push(format!("provider `{id}`: setting `{other}` was not carried over")),
             }
         }
-        if let (Some(base), Some(model)) = (
-            endpoint.get("base_url").and_then(Value::as_str),
-            endpoint.get("model").and_then(Value::as_str),
-        ) {
-            self.review.push(format!(
-                "an endpoint comes from the config's provider `{id}`: model `{model}` at {} — `promptgauge run` sends every prompt and case there",
-                crate::client::secrets::redact_url(base)
-            ));
-        }
-        Some((label.unwrap_or_else(|| model.clone()), endpoint, params))
+        params
     }
 
     /// One promptfoo assert as (scorer, the answers it compares with), its values rendered
@@ -652,6 +629,9 @@ impl Import {
         ))
     }
 
+    /// A test as a case: its asserts' scorers (`all` of them, when several) and the one set
+    /// of answers they compare with; a test none of whose asserts can score is skipped,
+    /// with a note.
     fn case(
         &mut self,
         vars: Map<String, Value>,
@@ -661,31 +641,11 @@ impl Import {
     ) {
         self.tests_seen += 1;
         let n = self.tests_seen;
-        let mut scorers = Vec::new();
-        let mut expected: Option<Vec<String>> = None;
-        let mut pattern_only = false;
-        for a in asserts {
-            let Some((scorer, value)) = self.assertion(a, n, &vars) else {
-                continue;
-            };
-            if scorer["kind"] == "regex" && value.is_none() {
-                pattern_only = true;
-            }
-            match (&expected, value) {
-                (None, Some(v)) => expected = Some(v),
-                (Some(e), Some(v)) if *e != v => {
-                    self.notes.push(format!(
-                        "test {n}: asserts compare with different values ({}, {}); a promptgauge case has one set of expected answers: the assert using {} was left out",
-                        quoted(e),
-                        quoted(&v),
-                        quoted(&v)
-                    ));
-                    continue;
-                }
-                _ => {}
-            }
-            scorers.push(scorer);
-        }
+        let AssertScorers {
+            mut scorers,
+            expected,
+            pattern_only,
+        } = self.scorers(asserts, n, &vars);
         if scorers.is_empty() {
             self.notes.push(format!(
                 "test {n} has no assert promptgauge can score: skipped"
@@ -707,18 +667,7 @@ impl Import {
             json!({"kind": "all", "of": scorers})
         };
         let mut case = Map::new();
-        let id = match id {
-            Some(id) if !self.ids.contains(&id) => id,
-            Some(id) => {
-                self.notes.push(format!(
-                    "test {n}: its id `{id}` was used before; it became t-{n:03}"
-                ));
-                format!("t-{n:03}")
-            }
-            None => format!("t-{n:03}"),
-        };
-        self.ids.insert(id.clone());
-        case.insert("id".into(), json!(id));
+        case.insert("id".into(), json!(self.case_id(id, n)));
         case.insert("vars".into(), Value::Object(vars));
         match expected {
             Some(e) if e.len() == 1 => {
@@ -738,6 +687,51 @@ impl Import {
             case.insert("tags".into(), json!([slug(d)]));
         }
         self.cases.push(Value::Object(case));
+    }
+
+    /// Test `n`'s asserts as scorers; an assert comparing with other answers than the
+    /// first one's is left out (with a note): a case has one set of expected answers.
+    fn scorers(&mut self, asserts: &[Value], n: usize, vars: &Map<String, Value>) -> AssertScorers {
+        let mut found = AssertScorers::default();
+        for a in asserts {
+            let Some((scorer, value)) = self.assertion(a, n, vars) else {
+                continue;
+            };
+            if scorer["kind"] == "regex" && value.is_none() {
+                found.pattern_only = true;
+            }
+            match (&found.expected, value) {
+                (None, Some(v)) => found.expected = Some(v),
+                (Some(e), Some(v)) if *e != v => {
+                    self.notes.push(format!(
+                        "test {n}: asserts compare with different values ({}, {}); a promptgauge case has one set of expected answers: the assert using {} was left out",
+                        quoted(e),
+                        quoted(&v),
+                        quoted(&v)
+                    ));
+                    continue;
+                }
+                _ => {}
+            }
+            found.scorers.push(scorer);
+        }
+        found
+    }
+
+    /// Test `n`'s case id: the one it gives, unless used before; else `t-NNN`.
+    fn case_id(&mut self, id: Option<String>, n: usize) -> String {
+        let id = match id {
+            Some(id) if !self.ids.contains(&id) => id,
+            Some(id) => {
+                self.notes.push(format!(
+                    "test {n}: its id `{id}` was used before; it became t-{n:03}"
+                ));
+                format!("t-{n:03}")
+            }
+            None => format!("t-{n:03}"),
+        };
+        self.ids.insert(id.clone());
+        id
     }
 
     fn tests(
@@ -944,210 +938,6 @@ fn read_config(path: &Path) -> Result<Value, Failure> {
             )
         })?;
     yaml(&text, &path.display().to_string()).map_err(|e| UsageError(e).into())
-}
-
-/// A bench needs a prompt and a case, and import never overwrites one.
-fn check_importable(im: &Import, config_path: &Path, out: &Path) -> Result<(), Failure> {
-    if im.variants.is_empty() || im.cases.is_empty() {
-        return Err(UsageError::with_fix(
-            format!(
-                "{} gives {} prompts and {} tests promptgauge can use: nothing to import",
-                config_path.display(),
-                im.variants.len(),
-                im.cases.len()
-            ),
-            "a bench needs at least one prompt and one test with an assert promptgauge can score",
-        )
-        .into());
-    }
-    if std::fs::symlink_metadata(out.join("promptgauge.yaml")).is_ok() {
-        return Err(UsageError::with_fix(
-            format!(
-                "{} already holds a promptgauge.yaml: import never overwrites",
-                out.display()
-            ),
-            "choose another --out folder",
-        )
-        .into());
-    }
-    Ok(())
-}
-
-/// What was imported, what to review, what was not carried over, and what to do next.
-fn say_imported(im: &Import, out: &Path) {
-    out!(
-        "imported {} prompts and {} tests into {} (promptgauge.yaml, cases.jsonl, prompts/)",
-        im.variants.len(),
-        im.cases.len(),
-        out.display()
-    );
-    let programs = im.programs();
-    if !programs.is_empty() {
-        out!("programs the bench will run to score answers (read them before a run):");
-        for p in &programs {
-            out!(
-                "  - `{p}` (it sees {} and no other variable)",
-                crate::suite::grading::PASSED_ENV.join(", ")
-            );
-        }
-    }
-    if !im.review.is_empty() {
-        out!("review before running (also in IMPORT-NOTES.md):");
-        for n in &im.review {
-            out!("  - {n}");
-        }
-    }
-    if !im.notes.is_empty() {
-        out!("not carried over (also in IMPORT-NOTES.md):");
-        for n in &im.notes {
-            out!("  - {n}");
-        }
-    }
-    out!(
-        "next: promptgauge check {0}, then promptgauge run {0}",
-        crate::report::shell_path(&out.join("promptgauge.yaml"))
-    );
-}
-
-impl Import {
-    /// Every program a `command` scorer of the imported bench runs (its `grade:` and each
-    /// case's), as written, once each.
-    fn programs(&self) -> Vec<String> {
-        fn walk(v: &Value, found: &mut Vec<String>) {
-            match v {
-                Value::Object(m) => {
-                    if m.get("kind").and_then(Value::as_str) == Some("command")
-                        && let Some(run) = m.get("run").and_then(Value::as_array)
-                    {
-                        let argv: Vec<&str> = run.iter().filter_map(Value::as_str).collect();
-                        let shown = argv.join(" ");
-                        if !found.contains(&shown) {
-                            found.push(shown);
-                        }
-                    }
-                    m.values().for_each(|v| walk(v, found));
-                }
-                Value::Array(a) => a.iter().for_each(|v| walk(v, found)),
-                _ => {}
-            }
-        }
-        let mut found = Vec::new();
-        self.grade.iter().for_each(|g| walk(g, &mut found));
-        self.cases.iter().for_each(|c| walk(c, &mut found));
-        found
-    }
-}
-
-/// Notes said by many tests alike (`test 3: …`, `test 4: …`) become one, with the count.
-fn collapse_notes(notes: Vec<String>) -> Vec<String> {
-    // (what is said, the first note as written, how many tests said it)
-    let mut collapsed: Vec<(String, String, usize)> = Vec::new();
-    for n in notes {
-        let key = match n.split_once(": ") {
-            Some((head, rest))
-                if head
-                    .strip_prefix("test ")
-                    .is_some_and(|d| d.chars().all(|c| c.is_ascii_digit())) =>
-            {
-                rest.to_string()
-            }
-            _ => n.clone(),
-        };
-        match collapsed.iter_mut().find(|(k, _, _)| *k == key) {
-            Some((_, _, count)) => *count += 1,
-            None => collapsed.push((key, n, 1)),
-        }
-    }
-    collapsed
-        .into_iter()
-        .map(|(k, first, count)| {
-            if count > 1 {
-                format!("{count} tests: {k}")
-            } else {
-                first
-            }
-        })
-        .collect()
-}
-
-/// Writes the imported bench into `out`: its prompts, its cases, promptgauge.yaml and
-/// IMPORT-NOTES.md, each a new file (import never overwrites, nor writes through a symlink).
-fn write_bench(out: &Path, name: &str, config_path: &Path, im: &Import) -> Result<(), Failure> {
-    let write = |rel: &str, text: &str| -> Result<(), Failure> {
-        let path = out.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", parent.display()))
-                .before_send()?;
-        }
-        // A new file only: import never overwrites, nor writes through a symlink.
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .and_then(|mut file| std::io::Write::write_all(&mut file, text.as_bytes()))
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
-            .before_send()
-    };
-    for (file, text) in &im.variants {
-        write(&format!("prompts/{file}"), text)?;
-    }
-    for (file, text) in &im.files {
-        write(file, text)?;
-    }
-    let cases: String = im.cases.iter().map(|c| format!("{c}\n")).collect();
-    write("cases.jsonl", &cases)?;
-    let mut bench = format!(
-        "# Imported from {} by `promptgauge import {}`; see IMPORT-NOTES.md for what was not carried over.\nname: {name}\ncases: cases.jsonl\nvariants:                      # the first is the baseline\n",
-        config_path.display(),
-        im.tool
-    );
-    for (file, _) in &im.variants {
-        bench.push_str(&format!("  - prompts/{file}\n"));
-    }
-    match &im.grade {
-        Some(grade) => bench.push_str(&format!("grade: {grade}\n")),
-        None => bench.push_str(
-            "grade: { kind: exact }         # each case carries its own scorer, from its asserts\n",
-        ),
-    }
-    if let Some(judge) = &im.judge {
-        bench.push_str(&format!("judge: {}\n", Value::Object(judge.clone())));
-    }
-    if !im.endpoint.is_empty() {
-        bench.push_str(&format!(
-            "endpoint: {}\n",
-            Value::Object(im.endpoint.clone())
-        ));
-    }
-    if !im.endpoints.is_empty() {
-        bench.push_str(
-            "endpoints:                     # side by side in one run; the first is the baseline\n",
-        );
-        for e in &im.endpoints {
-            bench.push_str(&format!("  - {}\n", Value::Object(e.clone())));
-        }
-    }
-    if !im.params.is_empty() {
-        bench.push_str(&format!("params: {}\n", Value::Object(im.params.clone())));
-    }
-    write("promptgauge.yaml", &bench)?;
-    let review: String = if im.review.is_empty() {
-        String::new()
-    } else {
-        let items: String = im.review.iter().map(|n| format!("- {n}\n")).collect();
-        format!("## Review before running\n\n{items}\n")
-    };
-    let notes = if im.notes.is_empty() {
-        "Everything else was carried over.\n".to_string()
-    } else {
-        let items: String = im.notes.iter().map(|n| format!("- {n}\n")).collect();
-        format!("## Not carried over\n\n{items}")
-    };
-    write(
-        "IMPORT-NOTES.md",
-        &format!("# Import notes\n\n{review}{notes}"),
-    )
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use crate::cli::{InitArgs, Task, UsageError};
 use crate::error::BeforeSend;
 
 /// One file of a new bench.
-struct File {
+struct StarterFile {
     path: &'static str,
     text: String,
 }
@@ -54,43 +54,102 @@ fn prompt(name: &str, system: &str, user: &str) -> String {
 /// (system, user) messages of a variant.
 type Messages = (&'static str, &'static str);
 
-fn files(task: Task, name: &str) -> Vec<File> {
-    let (grade, extra, cases, plain, careful): (&str, &str, Vec<String>, Messages, Messages) = match task {
-        Task::Choice => (
-            "{ kind: choice }               # the option letter in the answer must equal `expected`",
-            "",
-            [
-                ("I was charged twice for my subscription.", "A"),
-                ("The app crashes when I open settings.", "B"),
-                ("My parcel has not arrived yet.", "C"),
-                ("How do I change my password?", "D"),
-                ("Please refund my last order.", "A"),
-                ("I get an error 500 when I log in.", "B"),
-                ("The courier left my package at the wrong door.", "C"),
-                ("I want to delete my account.", "D"),
-                ("Why was my card declined?", "A"),
-                ("Tracking says delivered but nothing came.", "C"),
-            ]
-            .iter()
-            .enumerate()
-            .map(|(i, (m, e))| format!("{{\"id\": \"c-{:02}\", \"vars\": {{\"message\": {}}}, \"expected\": \"{e}\"}}", i + 1, serde_json::to_string(m).unwrap_or_default()))
-            .collect(),
-            ("Route the message to a team: A billing, B technical, C shipping, D account. Answer with the letter.", "{{ message }}"),
-            ("Route the message to a team: A billing, B technical, C shipping, D account. Think step by step, then end with 'Answer: <letter>'.", "<message>{{ message }}</message>"),
+/// What a task's starter bench is made of.
+struct Starter {
+    /// The bench's `grade:` (with its comment).
+    grade: &'static str,
+    /// Lines the bench holds before `endpoint:` (a judge's, commented).
+    extra: &'static str,
+    /// cases.jsonl's lines.
+    cases: Vec<String>,
+    plain: Messages,
+    careful: Messages,
+}
+
+fn files(task: Task, name: &str) -> Vec<StarterFile> {
+    let s = match task {
+        Task::Choice => choice(),
+        Task::Number => number(),
+        Task::Json => json(),
+        Task::Free => free(),
+    };
+    vec![
+        StarterFile {
+            path: "promptgauge.yaml",
+            text: bench_yaml(name, s.grade, s.extra),
+        },
+        StarterFile {
+            path: "cases.jsonl",
+            text: s.cases.join("\n") + "\n",
+        },
+        StarterFile {
+            path: "prompts/plain.yaml",
+            text: prompt("plain", s.plain.0, s.plain.1),
+        },
+        StarterFile {
+            path: "prompts/careful.yaml",
+            text: prompt("careful", s.careful.0, s.careful.1),
+        },
+    ]
+}
+
+/// `--task choice`: route a support message to a team by its letter.
+fn choice() -> Starter {
+    Starter {
+        grade: "{ kind: choice }               # the option letter in the answer must equal `expected`",
+        extra: "",
+        cases: [
+            ("I was charged twice for my subscription.", "A"),
+            ("The app crashes when I open settings.", "B"),
+            ("My parcel has not arrived yet.", "C"),
+            ("How do I change my password?", "D"),
+            ("Please refund my last order.", "A"),
+            ("I get an error 500 when I log in.", "B"),
+            ("The courier left my package at the wrong door.", "C"),
+            ("I want to delete my account.", "D"),
+            ("Why was my card declined?", "A"),
+            ("Tracking says delivered but nothing came.", "C"),
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, (m, e))| {
+            format!(
+                "{{\"id\": \"c-{:02}\", \"vars\": {{\"message\": {}}}, \"expected\": \"{e}\"}}",
+                i + 1,
+                serde_json::to_string(m).unwrap_or_default()
+            )
+        })
+        .collect(),
+        plain: (
+            "Route the message to a team: A billing, B technical, C shipping, D account. Answer with the letter.",
+            "{{ message }}",
         ),
-        Task::Number => (
-            "{ kind: number, tolerance: 0 }  # the last number in the answer must equal `expected`",
-            "",
-            (1..=10)
+        careful: (
+            "Route the message to a team: A billing, B technical, C shipping, D account. Think step by step, then end with 'Answer: <letter>'.",
+            "<message>{{ message }}</message>",
+        ),
+    }
+}
+
+/// `--task number`: sums, scored by the last number.
+fn number() -> Starter {
+    Starter {
+        grade: "{ kind: number, tolerance: 0 }  # the last number in the answer must equal `expected`",
+        extra: "",
+        cases: (1..=10)
                 .map(|i| format!("{{\"id\": \"n-{i:02}\", \"vars\": {{\"question\": \"What is {} + {}?\"}}, \"expected\": \"{}\"}}", 7 * i, 3 * i + 1, 10 * i + 1))
                 .collect(),
-            ("Answer with a number only.", "{{ question }}"),
-            ("Work it out step by step, then give the final number on the last line.", "{{ question }}"),
-        ),
-        Task::Json => (
-            "{ kind: fields, required: [order_id] }   # the share of expected fields the JSON answer gets right; a wrong order_id scores 0",
-            "",
-            [
+        plain: ("Answer with a number only.", "{{ question }}"),
+        careful: ("Work it out step by step, then give the final number on the last line.", "{{ question }}"),
+    }
+}
+
+/// `--task json`: the fields of an order, extracted as JSON.
+fn json() -> Starter {
+    Starter {
+        grade: "{ kind: fields, required: [order_id] }   # the share of expected fields the JSON answer gets right; a wrong order_id scores 0",
+        extra: "",
+        cases: [
                 ("Dana Lee", "A-1042", 89.9),
                 ("Omar Haddad", "B-77", 12.0),
                 ("Mia Wong", "C-3", 250.0),
@@ -106,50 +165,60 @@ fn files(task: Task, name: &str) -> Vec<File> {
             .enumerate()
             .map(|(i, (n, o, a))| format!("{{\"id\": \"x-{:02}\", \"vars\": {{\"text\": \"Hi, {n} here: order {o} was charged {a} twice.\"}}, \"expected\": {{\"name\": \"{n}\", \"order_id\": \"{o}\", \"amount\": {a}}}}}", i + 1))
             .collect(),
-            ("Extract name, order_id and amount from the message as a JSON object.", "{{ text }}"),
-            ("Reply with one JSON object only, keys name (string), order_id (string, as written), amount (number).", "<message>{{ text }}</message>"),
+        plain: ("Extract name, order_id and amount from the message as a JSON object.", "{{ text }}"),
+        careful: ("Reply with one JSON object only, keys name (string), order_id (string, as written), amount (number).", "<message>{{ text }}</message>"),
+    }
+}
+
+/// `--task free`: a support answer in words, judged against the expected one.
+fn free() -> Starter {
+    Starter {
+        grade: "{ kind: judge, rubric: \"Short and polite.\" }   # a model compares the answer with `expected`",
+        extra: "# Who judges the answers. Unset, the model under test judges its own, and the reports say\n# so (a model tends to favour its own answers). Pin another model here, or for one run with\n#   --judge-base-url URL --judge-model NAME --judge-key-env VAR\n# judge:\n#   base_url: https://api.openai.com/v1   # unset: wherever the answers come from\n#   model: gpt-4.1\n#   api_key_env: OPENAI_API_KEY\n",
+        cases: [
+            ("How many days do I have to return an item?", "30 days"),
+            ("Is shipping free?", "Free on orders over $50"),
+            ("How long is the warranty?", "Two years"),
+            (
+                "When can I call support?",
+                "Monday to Friday, 9:00 to 17:00",
+            ),
+            (
+                "Can I change my delivery address?",
+                "Yes, until the order ships",
+            ),
+            ("Do you ship abroad?", "To the EU and the UK"),
+            (
+                "How do I track my order?",
+                "With the link in the shipping email",
+            ),
+            ("Can I pay by invoice?", "Only business customers can"),
+            (
+                "Where do I find my receipt?",
+                "Under Orders in your account",
+            ),
+            ("Can I cancel an order?", "Within one hour of ordering"),
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, (q, a))| {
+            format!(
+                "{{\"id\": \"f-{:02}\", \"vars\": {{\"request\": {}}}, \"expected\": {}}}",
+                i + 1,
+                serde_json::to_string(q).unwrap_or_default(),
+                serde_json::to_string(a).unwrap_or_default()
+            )
+        })
+        .collect(),
+        plain: (
+            "You are a support assistant. Answer the customer's question.",
+            "{{ request }}",
         ),
-        Task::Free => (
-            "{ kind: judge, rubric: \"Short and polite.\" }   # a model compares the answer with `expected`",
-            "# Who judges the answers. Unset, the model under test judges its own, and the reports say\n# so (a model tends to favour its own answers). Pin another model here, or for one run with\n#   --judge-base-url URL --judge-model NAME --judge-key-env VAR\n# judge:\n#   base_url: https://api.openai.com/v1   # unset: wherever the answers come from\n#   model: gpt-4.1\n#   api_key_env: OPENAI_API_KEY\n",
-            [
-                ("How many days do I have to return an item?", "30 days"),
-                ("Is shipping free?", "Free on orders over $50"),
-                ("How long is the warranty?", "Two years"),
-                ("When can I call support?", "Monday to Friday, 9:00 to 17:00"),
-                ("Can I change my delivery address?", "Yes, until the order ships"),
-                ("Do you ship abroad?", "To the EU and the UK"),
-                ("How do I track my order?", "With the link in the shipping email"),
-                ("Can I pay by invoice?", "Only business customers can"),
-                ("Where do I find my receipt?", "Under Orders in your account"),
-                ("Can I cancel an order?", "Within one hour of ordering"),
-            ]
-            .iter()
-            .enumerate()
-            .map(|(i, (q, a))| format!("{{\"id\": \"f-{:02}\", \"vars\": {{\"request\": {}}}, \"expected\": {}}}", i + 1, serde_json::to_string(q).unwrap_or_default(), serde_json::to_string(a).unwrap_or_default()))
-            .collect(),
-            ("You are a support assistant. Answer the customer's question.", "{{ request }}"),
-            ("You are the support assistant of a shop. Answer in one short, polite sentence.", "{{ request }}"),
+        careful: (
+            "You are the support assistant of a shop. Answer in one short, polite sentence.",
+            "{{ request }}",
         ),
-    };
-    vec![
-        File {
-            path: "promptgauge.yaml",
-            text: bench_yaml(name, grade, extra),
-        },
-        File {
-            path: "cases.jsonl",
-            text: cases.join("\n") + "\n",
-        },
-        File {
-            path: "prompts/plain.yaml",
-            text: prompt("plain", plain.0, plain.1),
-        },
-        File {
-            path: "prompts/careful.yaml",
-            text: prompt("careful", careful.0, careful.1),
-        },
-    ]
+    }
 }
 
 /// `init`: writes a working bench into DIR; refuses to overwrite anything.

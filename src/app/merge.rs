@@ -25,13 +25,7 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
     let (_locks, records) = read_shards(&shards)?;
     let first = &records[0];
     let (count, seen) = check_shards(&args.runs, &records)?;
-    let root = match &args.out {
-        Some(d) => d.clone(),
-        None => args.runs[0]
-            .parent()
-            .unwrap_or(Path::new("."))
-            .to_path_buf(),
-    };
+    let root = root_of(args);
     let missing = missing_shards(count, &seen);
     let mut record = merged_record(&records, &missing);
     record.allowed_failures = args.gates.allow_failures;
@@ -48,17 +42,7 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
         &store,
     )
     .await?;
-    // run.json is a file like any other: its name makes a folder only if it can.
-    if !crate::suite::is_folder_safe(&first.bench.name) {
-        return Err(crate::cli::UsageError::with_fix(
-            format!(
-                "the shards' run.json names the bench `{}`, which cannot name a folder (a slash, a leading `.`, a control character, or over 100 bytes)",
-                first.bench.name.escape_debug()
-            ),
-            "merge shards of a bench run by promptgauge, whose names are checked when it loads",
-        )
-        .into());
-    }
+    check_folder_name(&first.bench.name)?;
     let (dir, _lock, mut journal) = create_folder(&root, &first.bench.name)?;
     // The merged run is a run of its own.
     record.run_id = dir.new_run_id("merged");
@@ -100,6 +84,32 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
     } else {
         Exit::Incomplete
     })
+}
+
+/// Where the merged run's folder goes: `--out`, else beside the first shard's.
+fn root_of(args: &MergeArgs) -> PathBuf {
+    match &args.out {
+        Some(d) => d.clone(),
+        None => args.runs[0]
+            .parent()
+            .unwrap_or(Path::new("."))
+            .to_path_buf(),
+    }
+}
+
+/// Refuses a bench name that cannot name the merged folder: run.json is a file like any
+/// other, and its name makes a folder only if it can.
+fn check_folder_name(name: &str) -> Result<(), UsageError> {
+    if crate::suite::is_folder_safe(name) {
+        return Ok(());
+    }
+    Err(UsageError::with_fix(
+        format!(
+            "the shards' run.json names the bench `{}`, which cannot name a folder (a slash, a leading `.`, a control character, or over 100 bytes)",
+            name.escape_debug()
+        ),
+        "merge shards of a bench run by promptgauge, whose names are checked when it loads",
+    ))
 }
 
 /// Each shard's record, its folder read-locked (the locks are held as long as they are

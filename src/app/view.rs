@@ -16,12 +16,32 @@ pub async fn view(args: &ViewArgs, env: &Env) -> Result<Exit, Failure> {
         Path::new(super::history::REPORTS),
     )?;
     let store = super::history::open_existing(&location, named).await?;
+    let config = config_of(args, &location);
+    let listening = crate::web::listen(config, store)
+        .await
+        .map_err(not_listening)?;
+    if let Some(dir) = &args.bundle {
+        return write_bundle(listening, dir, &args.runs).await;
+    }
+    out!("promptgauge view: {}", listening.url);
+    out!("  the history store {}; Ctrl-C to stop", location.shown());
+    if args.open {
+        open_browser(&listening.url);
+    }
+    let stop = tokio_util::sync::CancellationToken::new();
+    tokio::spawn(cancel_on_signal(stop.clone()));
+    listening.serve(stop).await.before_send()?;
+    Ok(Exit::Success)
+}
+
+/// The server's settings from the flags; a bundle asks a server of its own, on a free
+/// loopback port without TLS, for every page.
+fn config_of(args: &ViewArgs, location: &crate::store::Location) -> crate::web::ViewConfig {
     let bind = match &args.bundle {
-        // A bundle asks a server of its own, on a free loopback port, for every page.
         Some(_) => SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), 0),
         None => SocketAddr::new(args.bind, args.port),
     };
-    let config = crate::web::ViewConfig {
+    crate::web::ViewConfig {
         bind,
         public: args.public && args.bundle.is_none(),
         token: !args.no_token,
@@ -39,104 +59,99 @@ pub async fn view(args: &ViewArgs, env: &Env) -> Result<Exit, Failure> {
         commands: std::sync::Arc::new(Lent {
             location: location.clone(),
         }),
+    }
+}
+
+/// Why the server could not listen, with the fix for what the flags can mend.
+fn not_listening(e: crate::web::ViewError) -> Failure {
+    let fix = match &e {
+        crate::web::ViewError::NotLoopback(_) => {
+            "serve on 127.0.0.1 (the default), or pass --public to serve on the network with an access token"
+        }
+        crate::web::ViewError::PlainPublic => {
+            "give a certificate and its key (--tls-cert cert.pem --tls-key key.pem), or pass --insecure-http on a network you trust"
+        }
+        crate::web::ViewError::Tls(_) => {
+            "name a PEM certificate chain and its private key, e.g. made by `openssl req -x509 -newkey rsa:2048 -nodes -keyout key.pem -out cert.pem -subj /CN=localhost`"
+        }
+        _ => return Failure::Input(anyhow::anyhow!(e)),
     };
-    let listening = match crate::web::listen(config, store).await {
-        Ok(l) => l,
-        Err(e @ crate::web::ViewError::NotLoopback(_)) => {
-            return Err(UsageError::with_fix(
-                e.to_string(),
-                "serve on 127.0.0.1 (the default), or pass --public to serve on the network with an access token",
-            )
-            .into());
-        }
-        Err(e @ crate::web::ViewError::PlainPublic) => {
-            return Err(UsageError::with_fix(
-                e.to_string(),
-                "give a certificate and its key (--tls-cert cert.pem --tls-key key.pem), or pass --insecure-http on a network you trust",
-            )
-            .into());
-        }
-        Err(e @ crate::web::ViewError::Tls(_)) => {
-            return Err(UsageError::with_fix(
-                e.to_string(),
-                "name a PEM certificate chain and its private key, e.g. made by `openssl req -x509 -newkey rsa:2048 -nodes -keyout key.pem -out cert.pem -subj /CN=localhost`",
-            )
-            .into());
-        }
-        Err(e) => return Err(anyhow::anyhow!(e)).before_send(),
-    };
-    if let Some(dir) = &args.bundle {
-        let bundled = crate::web::bundle(listening, dir, &args.runs)
-            .await
-            .map_err(|e| match e {
-                e @ (crate::web::BundleError::NoRun(_) | crate::web::BundleError::Empty) => {
-                    Failure::from(UsageError::with_fix(
-                        e.to_string(),
-                        "name runs the store holds (`promptgauge runs` lists them), or leave out --run for the newest 20",
-                    ))
-                }
-                e @ crate::web::BundleError::NotEmpty(_) => Failure::from(UsageError::with_fix(
+    UsageError::with_fix(e.to_string(), fix).into()
+}
+
+/// `view --bundle DIR`: the pages of `runs` (else the newest) written as files into `dir`.
+async fn write_bundle(
+    listening: crate::web::Listening,
+    dir: &Path,
+    runs: &[String],
+) -> Result<Exit, Failure> {
+    let bundled = crate::web::bundle(listening, dir, runs)
+        .await
+        .map_err(|e| match e {
+            e @ (crate::web::BundleError::NoRun(_) | crate::web::BundleError::Empty) => {
+                Failure::from(UsageError::with_fix(
                     e.to_string(),
-                    "choose a new or empty folder for --bundle",
-                )),
-                e => Failure::Input(e.into()),
-            })?;
-        out!(
-            "bundle written to {}: {} run(s), {} files; open {}",
-            dir.display(),
-            bundled.runs,
-            bundled.files,
-            dir.join("index.html").display()
+                    "name runs the store holds (`promptgauge runs` lists them), or leave out --run for the newest 20",
+                ))
+            }
+            e @ crate::web::BundleError::NotEmpty(_) => Failure::from(UsageError::with_fix(
+                e.to_string(),
+                "choose a new or empty folder for --bundle",
+            )),
+            e => Failure::Input(e.into()),
+        })?;
+    out!(
+        "bundle written to {}: {} run(s), {} files; open {}",
+        dir.display(),
+        bundled.runs,
+        bundled.files,
+        dir.join("index.html").display()
+    );
+    if bundled.jobs_left_out > 0 {
+        note!(
+            "note: {} jobs have no page of their own (at most {} per run); their answers are in the answers pages",
+            bundled.jobs_left_out,
+            crate::web::JOB_PAGES
         );
-        if bundled.jobs_left_out > 0 {
-            note!(
-                "note: {} jobs have no page of their own (at most {} per run); their answers are in the answers pages",
-                bundled.jobs_left_out,
-                crate::web::JOB_PAGES
-            );
-        }
-        note!("note: the filters, live runs and labelling need `promptgauge view` itself");
-        return Ok(Exit::Success);
     }
-    out!("promptgauge view: {}", listening.url);
-    out!("  the history store {}; Ctrl-C to stop", location.shown());
-    if args.open {
-        // Best effort: the URL is printed above either way.
-        let opener = if cfg!(target_os = "macos") {
-            "open"
-        } else {
-            "xdg-open"
-        };
-        let _ = std::process::Command::new(opener)
-            .arg(&listening.url)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn();
-    }
-    let stop = tokio_util::sync::CancellationToken::new();
-    let stopper = stop.clone();
-    tokio::spawn(async move {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            match signal(SignalKind::terminate()) {
-                Ok(mut term) => {
-                    tokio::select! {
-                        _ = tokio::signal::ctrl_c() => {}
-                        _ = term.recv() => {}
-                    }
-                }
-                Err(_) => {
-                    let _ = tokio::signal::ctrl_c().await;
+    note!("note: the filters, live runs and labelling need `promptgauge view` itself");
+    Ok(Exit::Success)
+}
+
+/// `view --open`: the URL in the browser, at best effort (it is printed either way).
+fn open_browser(url: &str) {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    let _ = std::process::Command::new(opener)
+        .arg(url)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+}
+
+/// Cancels `stop` on Ctrl-C (or, on unix, SIGTERM).
+async fn cancel_on_signal(stop: tokio_util::sync::CancellationToken) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
                 }
             }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
         }
-        #[cfg(not(unix))]
-        let _ = tokio::signal::ctrl_c().await;
-        stopper.cancel();
-    });
-    listening.serve(stop).await.before_send()?;
-    Ok(Exit::Success)
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+    stop.cancel();
 }
 
 /// What the pages borrow from the commands: `compare`, `history` and `report`, the same

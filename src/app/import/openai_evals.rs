@@ -12,11 +12,12 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use super::{
-    Exit, Failure, Import, MAX_IMPORT_BYTES, UsageError, check_importable, say_imported, slug,
+use super::bench::{
+    Import, MAX_IMPORT_BYTES, check_importable, collapse_notes, render, say_imported, slug,
     write_bench,
 };
-use crate::cli::ImportArgs;
+use crate::app::{Exit, Failure};
+use crate::cli::{ImportArgs, UsageError};
 
 /// Where OpenAI's API answers: the endpoint and judge of an imported eval.
 const OPENAI: &str = "https://api.openai.com/v1";
@@ -62,7 +63,7 @@ pub(super) fn import(args: &ImportArgs) -> Result<Exit, Failure> {
         // Every item must fill the prompt, as every case must fill its variant.
         for (n, item) in items.iter().enumerate() {
             for m in &messages {
-                if let Err(e) = super::render(m, item) {
+                if let Err(e) = render(m, item) {
                     return Err(UsageError::with_fix(
                         format!(
                             "the prompt of the run {} cannot be filled from item {}: {e}",
@@ -91,7 +92,7 @@ pub(super) fn import(args: &ImportArgs) -> Result<Exit, Failure> {
             "the eval's data source is `{kind}` (completions stored at OpenAI): its items were read from the run or --items, not from OpenAI's logs"
         ));
     }
-    im.notes = super::collapse_notes(std::mem::take(&mut im.notes));
+    im.notes = collapse_notes(std::mem::take(&mut im.notes));
     check_importable(&im, &args.config, &args.out)?;
     let name = eval
         .get("name")
@@ -188,8 +189,47 @@ fn items(
 
 /// A run's data source as a variant: its template's messages, its model and sampling
 /// parameters (the first run's the endpoint; another model makes the runs endpoints).
+/// Returns the messages' contents, which every item must fill.
 fn variant(im: &mut Import, path: &Path, run: &Value) -> Result<Vec<String>, Failure> {
     let source = run.get("data_source").unwrap_or(&Value::Null);
+    let (messages, contents) = template_of(path, source)?;
+    let name = run
+        .get("name")
+        .and_then(Value::as_str)
+        .map(slug)
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| format!("run-{}", im.variants.len() + 1));
+    let params = sampling_params(im, &name, source);
+    let prompt = json!({"name": name, "messages": messages, "params": params});
+    let file = format!("{name}.yaml");
+    if im.variants.iter().any(|(f, _)| *f == file) {
+        return Err(UsageError::with_fix(
+            format!("two runs are named `{name}`"),
+            "give each run its own `name` in its JSON",
+        )
+        .into());
+    }
+    im.variants.push((
+        file,
+        format!(
+            "# The prompt of the run {} (its data source's template).\n{}\n",
+            path.display(),
+            serde_json::to_string_pretty(&prompt).unwrap_or_default()
+        ),
+    ));
+    let model = source
+        .get("model")
+        .or_else(|| run.get("model"))
+        .and_then(Value::as_str)
+        .unwrap_or("gpt-4.1-mini");
+    add_endpoint(im, model);
+    Ok(contents)
+}
+
+/// A run's prompt template as messages (and their contents), each made a promptgauge
+/// template; a run whose answers came with its items, or whose prompt is no template, is
+/// refused.
+fn template_of(path: &Path, source: &Value) -> Result<(Vec<Value>, Vec<String>), Failure> {
     let kind = source.get("type").and_then(Value::as_str).unwrap_or("");
     if kind == "jsonl" {
         return Err(UsageError::with_fix(
@@ -225,69 +265,49 @@ fn variant(im: &mut Import, path: &Path, run: &Value) -> Result<Vec<String>, Fai
         .flatten()
     {
         let role = m.get("role").and_then(Value::as_str).unwrap_or("user");
-        let content = text_of(m.get("content").unwrap_or(&Value::Null)).map_err(|why| {
-            UsageError(format!(
-                "the run {}: a {role} message {why}",
-                path.display()
-            ))
-        })?;
-        let content = template(&content, Side::Prompt).map_err(|why| {
-            UsageError(format!(
-                "the run {}: a {role} message {why}",
-                path.display()
-            ))
-        })?;
+        let content = text_of(m.get("content").unwrap_or(&Value::Null))
+            .and_then(|content| template(&content, TemplateSide::Prompt))
+            .map_err(|why| {
+                UsageError(format!(
+                    "the run {}: a {role} message {why}",
+                    path.display()
+                ))
+            })?;
         contents.push(content.clone());
         messages.push(json!({"role": role, "content": content}));
     }
     if messages.is_empty() {
         return Err(UsageError(format!("the run {} has an empty template", path.display())).into());
     }
-    let name = run
-        .get("name")
-        .and_then(Value::as_str)
-        .map(slug)
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| format!("run-{}", im.variants.len() + 1));
+    Ok((messages, contents))
+}
+
+/// The sampling parameters of the run `name` that a request takes; the others are noted.
+fn sampling_params(im: &mut Import, name: &str, source: &Value) -> Map<String, Value> {
     let mut params = Map::new();
-    if let Some(sp) = source.get("sampling_params").and_then(Value::as_object) {
-        for (k, v) in sp {
-            match k.as_str() {
-                "temperature" | "top_p" | "seed" | "max_completion_tokens" | "reasoning_effort"
-                | "response_format" => {
-                    params.insert(k.clone(), v.clone());
-                }
-                "tools" => im.notes.push(format!(
-                    "the run `{name}`'s tools: promptgauge takes them as `params.tools` in the chat API's shape; add them by hand"
-                )),
-                other => im.notes.push(format!(
-                    "the run `{name}`'s sampling parameter `{other}` was left out"
-                )),
+    let Some(sp) = source.get("sampling_params").and_then(Value::as_object) else {
+        return params;
+    };
+    for (k, v) in sp {
+        match k.as_str() {
+            "temperature" | "top_p" | "seed" | "max_completion_tokens" | "reasoning_effort"
+            | "response_format" => {
+                params.insert(k.clone(), v.clone());
             }
+            "tools" => im.notes.push(format!(
+                "the run `{name}`'s tools: promptgauge takes them as `params.tools` in the chat API's shape; add them by hand"
+            )),
+            other => im.notes.push(format!(
+                "the run `{name}`'s sampling parameter `{other}` was left out"
+            )),
         }
     }
-    let prompt = json!({"name": name, "messages": messages, "params": params});
-    let file = format!("{name}.yaml");
-    if im.variants.iter().any(|(f, _)| *f == file) {
-        return Err(UsageError::with_fix(
-            format!("two runs are named `{name}`"),
-            "give each run its own `name` in its JSON",
-        )
-        .into());
-    }
-    im.variants.push((
-        file,
-        format!(
-            "# The prompt of the run {} (its data source's template).\n{}\n",
-            path.display(),
-            serde_json::to_string_pretty(&prompt).unwrap_or_default()
-        ),
-    ));
-    let model = source
-        .get("model")
-        .or_else(|| run.get("model"))
-        .and_then(Value::as_str)
-        .unwrap_or("gpt-4.1-mini");
+    params
+}
+
+/// A run's model as the bench's endpoint at OpenAI: the first run's is `endpoint:`; a
+/// second model makes every model one of `endpoints:`.
+fn add_endpoint(im: &mut Import, model: &str) {
     let endpoint = |m: &str| {
         let mut e = Map::new();
         e.insert("base_url".into(), json!(OPENAI));
@@ -322,12 +342,11 @@ fn variant(im: &mut Import, path: &Path, run: &Value) -> Result<Vec<String>, Fai
             "runs of several models: each model is an endpoint and every variant runs on each (OpenAI ran each run's prompt on its own model only)".into(),
         );
     }
-    Ok(contents)
 }
 
 /// Where a template is used: the prompt sent to the model, or a grader's.
 #[derive(Clone, Copy, PartialEq)]
-enum Side {
+enum TemplateSide {
     Prompt,
     Grader,
 }
@@ -335,7 +354,7 @@ enum Side {
 /// An OpenAI template as a promptgauge (Jinja) one: `{{ item.x }}` becomes the case's
 /// variable `{{ x }}` (`{{ vars.x }}` in a judge prompt), `{{ sample.output_text }}` the
 /// answer; anything that would read as Jinja is kept as text.
-fn template(text: &str, side: Side) -> Result<String, String> {
+fn template(text: &str, side: TemplateSide) -> Result<String, String> {
     let re = regex::Regex::new(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\.([^{}]*?)\s*\}\}")
         .map_err(|e| e.to_string())?;
     // Text between the placeholders: `{%`, `{#` and a stray `{{` are literal in OpenAI's.
@@ -360,15 +379,17 @@ fn template(text: &str, side: Side) -> Result<String, String> {
                     "uses `item.{path}`, which promptgauge cannot read as a variable"
                 ));
             }
-            ("item", Side::Prompt) => out.push_str(&format!("{{{{ {path} }}}}")),
-            ("item", Side::Grader) => out.push_str(&format!("{{{{ vars.{path} }}}}")),
-            ("sample", Side::Grader) if path == "output_text" => out.push_str("{{ answer }}"),
-            ("sample", Side::Grader) => {
+            ("item", TemplateSide::Prompt) => out.push_str(&format!("{{{{ {path} }}}}")),
+            ("item", TemplateSide::Grader) => out.push_str(&format!("{{{{ vars.{path} }}}}")),
+            ("sample", TemplateSide::Grader) if path == "output_text" => {
+                out.push_str("{{ answer }}")
+            }
+            ("sample", TemplateSide::Grader) => {
                 return Err(format!(
                     "uses `sample.{path}`; a promptgauge judge sees the answer's text (`sample.output_text`) only"
                 ));
             }
-            ("sample", Side::Prompt) => {
+            ("sample", TemplateSide::Prompt) => {
                 return Err(format!("uses `sample.{path}` before there is an answer"));
             }
             (other, _) => {
@@ -416,22 +437,22 @@ fn text_of(content: &Value) -> Result<String, String> {
 
 /// The reference a criterion compares with: a pure `{{ item.x }}` (the case's expected
 /// answer is then that field), or literal text.
-enum Reference {
+enum CriterionReference {
     Field(String),
     Literal(String),
     /// A template mixing text and fields: rendered per item into the expected answer.
     Mixed(String),
 }
 
-fn reference(text: &str) -> Reference {
+fn reference(text: &str) -> CriterionReference {
     let re = regex::Regex::new(r"^\s*\{\{\s*item\.([A-Za-z0-9_.]+)\s*\}\}\s*$").ok();
     if let Some(c) = re.as_ref().and_then(|r| r.captures(text)) {
-        return Reference::Field(c[1].to_string());
+        return CriterionReference::Field(c[1].to_string());
     }
     if text.contains("{{") {
-        Reference::Mixed(text.to_string())
+        CriterionReference::Mixed(text.to_string())
     } else {
-        Reference::Literal(text.to_string())
+        CriterionReference::Literal(text.to_string())
     }
 }
 
@@ -445,22 +466,7 @@ fn is_answer(input: &str) -> bool {
 /// cases' expected answers come from (one per bench: the first criterion that needs one).
 fn grades(im: &mut Import, criteria: &[Value]) -> Result<(Option<Value>, Option<String>), Failure> {
     let mut parts: Vec<Value> = Vec::new();
-    let mut expected: Option<String> = None;
-    let mut claim = |im: &mut Import, name: &str, text: &str| -> bool {
-        match &expected {
-            None => {
-                expected = Some(text.to_string());
-                true
-            }
-            Some(e) if e == text => true,
-            Some(e) => {
-                im.notes.push(format!(
-                    "criterion `{name}` compares with `{text}`, and the cases' expected answer is already `{e}` (for an earlier criterion): promptgauge's text scorers compare with one expected answer per case; left out"
-                ));
-                false
-            }
-        }
-    };
+    let mut expected = Expected::default();
     for c in criteria {
         let kind = c.get("type").and_then(Value::as_str).unwrap_or("");
         let name = c
@@ -468,110 +474,19 @@ fn grades(im: &mut Import, criteria: &[Value]) -> Result<(Option<Value>, Option<
             .and_then(Value::as_str)
             .unwrap_or(kind)
             .to_string();
-        let input = c.get("input").and_then(Value::as_str).unwrap_or("");
-        match kind {
-            "string_check" => {
-                let operation = c.get("operation").and_then(Value::as_str).unwrap_or("");
-                if !is_answer(input) {
-                    im.notes.push(format!(
-                        "string_check `{name}` checks `{input}`, not the answer's text: left out"
-                    ));
-                    continue;
-                }
-                let reference_text = c.get("reference").and_then(Value::as_str).unwrap_or("");
-                let case_sensitive = operation != "ilike";
-                let part = match (operation, reference(reference_text)) {
-                    ("ne", _) => {
-                        im.notes.push(format!(
-                            "string_check `{name}` (`ne`: the answer must differ): promptgauge has no negated scorer; left out"
-                        ));
-                        continue;
-                    }
-                    ("eq" | "like" | "ilike", Reference::Literal(lit)) => {
-                        let escaped = regex::escape(&lit);
-                        let pattern = match operation {
-                            "eq" => format!(r"\A\s*{escaped}\s*\z"),
-                            "ilike" => format!("(?i){escaped}"),
-                            _ => escaped,
-                        };
-                        json!({"kind": "regex", "pattern": pattern, "case_sensitive": true})
-                    }
-                    ("eq" | "like" | "ilike", Reference::Field(f)) => {
-                        if !claim(im, &name, &format!("{{{{ item.{f} }}}}")) {
-                            continue;
-                        }
-                        scorer_for(operation, case_sensitive)
-                    }
-                    ("eq" | "like" | "ilike", Reference::Mixed(t)) => {
-                        if !claim(im, &name, &t) {
-                            continue;
-                        }
-                        scorer_for(operation, case_sensitive)
-                    }
-                    (other, _) => {
-                        im.notes.push(format!(
-                            "string_check `{name}`: the operation `{other}` is unknown; left out"
-                        ));
-                        continue;
-                    }
-                };
-                if operation == "eq" {
-                    im.notes.push(format!(
-                        "string_check `{name}` (`eq`): promptgauge compares after trimming the answer's surrounding whitespace"
-                    ));
-                }
-                parts.push(part);
-            }
-            "text_similarity" => {
-                let metric = c
-                    .get("evaluation_metric")
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                let threshold = c.get("pass_threshold").and_then(Value::as_f64);
-                let reference_text = c.get("reference").and_then(Value::as_str).unwrap_or("");
-                if metric != "cosine" {
-                    im.notes.push(format!(
-                        "text_similarity `{name}` ({metric}{}): promptgauge has no {metric}; left out. An `embedding` scorer measures closeness by meaning instead — add {{kind: embedding, threshold: …}} yourself, its threshold chosen on labelled answers (a {metric} threshold does not carry over)",
-                        threshold.map(|t| format!(" ≥ {t}")).unwrap_or_default()
-                    ));
-                    continue;
-                }
-                if !is_answer(input) {
-                    im.notes.push(format!(
-                        "text_similarity `{name}` compares `{input}`, not the answer: left out"
-                    ));
-                    continue;
-                }
-                let text = match reference(reference_text) {
-                    Reference::Field(f) => format!("{{{{ item.{f} }}}}"),
-                    Reference::Literal(t) | Reference::Mixed(t) => t,
-                };
-                if !claim(im, &name, &text) {
-                    continue;
-                }
-                parts.push(json!({
-                    "kind": "embedding",
-                    "threshold": threshold.unwrap_or(0.8),
-                    "model": OPENAI_EMBEDDING_MODEL,
-                }));
-                im.review.push(format!(
-                    "text_similarity `{name}` (cosine) embeds through the endpoint's /v1/embeddings with {OPENAI_EMBEDDING_MODEL}, as OpenAI's does: a self-hosted endpoint needs an embedding model there (the scorer's `model`)"
+        let part = match kind {
+            "string_check" => string_check(im, c, &name, &mut expected),
+            "text_similarity" => text_similarity(im, c, &name, &mut expected),
+            "label_model" | "score_model" => judge(im, c, &name, kind),
+            "python" => python(im, c, &name),
+            other => {
+                im.notes.push(format!(
+                    "criterion `{name}` of type `{other}`: promptgauge has no equivalent; left out"
                 ));
+                None
             }
-            "label_model" | "score_model" => {
-                if let Some(part) = judge(im, c, &name, kind) {
-                    parts.push(part);
-                }
-            }
-            "python" => {
-                if let Some(part) = python(im, c, &name) {
-                    parts.push(part);
-                }
-            }
-            other => im.notes.push(format!(
-                "criterion `{name}` of type `{other}`: promptgauge has no equivalent; left out"
-            )),
-        }
+        };
+        parts.extend(part);
     }
     let grade = match parts.len() {
         0 => None,
@@ -585,7 +500,133 @@ fn grades(im: &mut Import, criteria: &[Value]) -> Result<(Option<Value>, Option<
         )
         .into());
     }
-    Ok((grade, expected))
+    Ok((grade, expected.0))
+}
+
+/// The reference the cases' expected answers come from, claimed by the first criterion
+/// that needs one.
+#[derive(Default)]
+struct Expected(Option<String>);
+
+impl Expected {
+    /// Whether criterion `name` may compare with `text`: the first claim takes it, a later
+    /// one only the same text (another is noted and left out).
+    fn claim(&mut self, im: &mut Import, name: &str, text: &str) -> bool {
+        match &self.0 {
+            None => {
+                self.0 = Some(text.to_string());
+                true
+            }
+            Some(e) if e == text => true,
+            Some(e) => {
+                im.notes.push(format!(
+                    "criterion `{name}` compares with `{text}`, and the cases' expected answer is already `{e}` (for an earlier criterion): promptgauge's text scorers compare with one expected answer per case; left out"
+                ));
+                false
+            }
+        }
+    }
+}
+
+/// A string_check of the answer's text as a text scorer: against a literal, a pattern;
+/// against an item's field, the expected answer; `ne` and unknown operations left out.
+fn string_check(im: &mut Import, c: &Value, name: &str, expected: &mut Expected) -> Option<Value> {
+    let operation = c.get("operation").and_then(Value::as_str).unwrap_or("");
+    let input = c.get("input").and_then(Value::as_str).unwrap_or("");
+    if !is_answer(input) {
+        im.notes.push(format!(
+            "string_check `{name}` checks `{input}`, not the answer's text: left out"
+        ));
+        return None;
+    }
+    let reference_text = c.get("reference").and_then(Value::as_str).unwrap_or("");
+    let case_sensitive = operation != "ilike";
+    let part = match (operation, reference(reference_text)) {
+        ("ne", _) => {
+            im.notes.push(format!(
+                "string_check `{name}` (`ne`: the answer must differ): promptgauge has no negated scorer; left out"
+            ));
+            return None;
+        }
+        ("eq" | "like" | "ilike", CriterionReference::Literal(lit)) => {
+            let escaped = regex::escape(&lit);
+            let pattern = match operation {
+                "eq" => format!(r"\A\s*{escaped}\s*\z"),
+                "ilike" => format!("(?i){escaped}"),
+                _ => escaped,
+            };
+            json!({"kind": "regex", "pattern": pattern, "case_sensitive": true})
+        }
+        ("eq" | "like" | "ilike", CriterionReference::Field(f)) => {
+            if !expected.claim(im, name, &format!("{{{{ item.{f} }}}}")) {
+                return None;
+            }
+            scorer_for(operation, case_sensitive)
+        }
+        ("eq" | "like" | "ilike", CriterionReference::Mixed(t)) => {
+            if !expected.claim(im, name, &t) {
+                return None;
+            }
+            scorer_for(operation, case_sensitive)
+        }
+        (other, _) => {
+            im.notes.push(format!(
+                "string_check `{name}`: the operation `{other}` is unknown; left out"
+            ));
+            return None;
+        }
+    };
+    if operation == "eq" {
+        im.notes.push(format!(
+            "string_check `{name}` (`eq`): promptgauge compares after trimming the answer's surrounding whitespace"
+        ));
+    }
+    Some(part)
+}
+
+/// A text_similarity by `cosine` as the embedding scorer against the expected answer; any
+/// other metric left out, with what to use instead.
+fn text_similarity(
+    im: &mut Import,
+    c: &Value,
+    name: &str,
+    expected: &mut Expected,
+) -> Option<Value> {
+    let input = c.get("input").and_then(Value::as_str).unwrap_or("");
+    let metric = c
+        .get("evaluation_metric")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let threshold = c.get("pass_threshold").and_then(Value::as_f64);
+    let reference_text = c.get("reference").and_then(Value::as_str).unwrap_or("");
+    if metric != "cosine" {
+        im.notes.push(format!(
+            "text_similarity `{name}` ({metric}{}): promptgauge has no {metric}; left out. An `embedding` scorer measures closeness by meaning instead — add {{kind: embedding, threshold: …}} yourself, its threshold chosen on labelled answers (a {metric} threshold does not carry over)",
+            threshold.map(|t| format!(" ≥ {t}")).unwrap_or_default()
+        ));
+        return None;
+    }
+    if !is_answer(input) {
+        im.notes.push(format!(
+            "text_similarity `{name}` compares `{input}`, not the answer: left out"
+        ));
+        return None;
+    }
+    let text = match reference(reference_text) {
+        CriterionReference::Field(f) => format!("{{{{ item.{f} }}}}"),
+        CriterionReference::Literal(t) | CriterionReference::Mixed(t) => t,
+    };
+    if !expected.claim(im, name, &text) {
+        return None;
+    }
+    im.review.push(format!(
+        "text_similarity `{name}` (cosine) embeds through the endpoint's /v1/embeddings with {OPENAI_EMBEDDING_MODEL}, as OpenAI's does: a self-hosted endpoint needs an embedding model there (the scorer's `model`)"
+    ));
+    Some(json!({
+        "kind": "embedding",
+        "threshold": threshold.unwrap_or(0.8),
+        "model": OPENAI_EMBEDDING_MODEL,
+    }))
 }
 
 /// The text scorer for a string_check against the case's expected answer.
@@ -600,67 +641,29 @@ fn scorer_for(operation: &str, case_sensitive: bool) -> Value {
 /// (each headed by its role), its labels or range and threshold; its model the bench's
 /// judge (the first such criterion's).
 fn judge(im: &mut Import, c: &Value, name: &str, kind: &str) -> Option<Value> {
-    let mut prompt = String::new();
-    for m in c
-        .get("input")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let role = m.get("role").and_then(Value::as_str).unwrap_or("user");
-        let text = match text_of(m.get("content").unwrap_or(&Value::Null))
-            .and_then(|t| template(&t, Side::Grader))
-        {
-            Ok(t) => t,
-            Err(why) => {
-                im.notes
-                    .push(format!("{kind} `{name}`: a {role} message {why}; left out"));
-                return None;
-            }
-        };
-        prompt.push_str(&format!("{}:\n{text}\n\n", role.to_uppercase()));
-    }
+    let prompt = judge_prompt(im, c, name, kind)?;
     let file = format!("judges/{}.j2", slug(name));
     im.files.push((file.clone(), prompt));
     im.notes.push(format!(
         "{kind} `{name}`: its messages are sent to the judge as one user message, each part headed by its role ({file})"
     ));
     let model = c.get("model").and_then(Value::as_str).unwrap_or("");
-    match &mut im.judge {
+    match &im.judge {
         None => {
-            let mut j = Map::new();
-            j.insert("base_url".into(), json!(OPENAI));
-            j.insert("model".into(), json!(model));
-            j.insert("api_key_env".into(), json!("OPENAI_API_KEY"));
-            if let Some(sp) = c.get("sampling_params").and_then(Value::as_object) {
-                let mut params = Map::new();
-                for (k, v) in sp {
-                    match k.as_str() {
-                        "temperature" | "top_p" | "seed" | "reasoning_effort" => {
-                            params.insert(k.clone(), v.clone());
-                        }
-                        // OpenAI's name for it in graders.
-                        "max_completions_tokens" | "max_completion_tokens" => {
-                            params.insert("max_completion_tokens".into(), v.clone());
-                        }
-                        other => im.notes.push(format!(
-                            "{kind} `{name}`'s sampling parameter `{other}` was left out"
-                        )),
-                    }
-                }
-                if !params.is_empty() {
-                    j.insert("params".into(), Value::Object(params));
-                }
-            }
-            im.judge = Some(j);
+            let judge = bench_judge(im, c, name, kind, model);
+            im.judge = Some(judge);
             im.review.push(format!(
                 "the judge is `{model}` at {OPENAI} (the key from $OPENAI_API_KEY), as the eval's `{name}` grader was"
             ));
         }
         Some(j) if j.get("model").and_then(Value::as_str) != Some(model) => {
+            let theirs = j
+                .get("model")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
             im.notes.push(format!(
-                "{kind} `{name}` graded with `{model}`; promptgauge has one judge per bench, `{}`, which grades it instead",
-                j.get("model").and_then(Value::as_str).unwrap_or("")
+                "{kind} `{name}` graded with `{model}`; promptgauge has one judge per bench, `{theirs}`, which grades it instead"
             ));
         }
         Some(_) => {}
@@ -672,35 +675,97 @@ fn judge(im: &mut Import, c: &Value, name: &str, kind: &str) -> Option<Value> {
                 .cloned()
                 .unwrap_or_default()
         };
-        Some(json!({
+        return Some(json!({
             "kind": "judge",
             "prompt": file,
             "labels": list("labels"),
             "passing_labels": list("passing_labels"),
-        }))
-    } else {
-        let range = c
-            .get("range")
-            .and_then(Value::as_array)
-            .and_then(|r| Some([r.first()?.as_f64()?, r.get(1)?.as_f64()?]))
-            .unwrap_or([0.0, 1.0]);
-        let pass = c.get("pass_threshold").and_then(Value::as_f64);
-        if pass.is_none() {
-            im.notes.push(format!(
-                "score_model `{name}` has no pass_threshold: it passes at the top of its range, {}",
-                range[1]
-            ));
-        }
-        im.notes.push(format!(
-            "score_model `{name}`: its number is kept as pass/fail at its threshold (the number is in each judge call's reply)"
-        ));
-        Some(json!({
-            "kind": "judge",
-            "prompt": file,
-            "range": range,
-            "pass_threshold": pass.unwrap_or(range[1]),
-        }))
+        }));
     }
+    let range = c
+        .get("range")
+        .and_then(Value::as_array)
+        .and_then(|r| Some([r.first()?.as_f64()?, r.get(1)?.as_f64()?]))
+        .unwrap_or([0.0, 1.0]);
+    let pass = c.get("pass_threshold").and_then(Value::as_f64);
+    if pass.is_none() {
+        im.notes.push(format!(
+            "score_model `{name}` has no pass_threshold: it passes at the top of its range, {}",
+            range[1]
+        ));
+    }
+    im.notes.push(format!(
+        "score_model `{name}`: its number is kept as pass/fail at its threshold (the number is in each judge call's reply)"
+    ));
+    Some(json!({
+        "kind": "judge",
+        "prompt": file,
+        "range": range,
+        "pass_threshold": pass.unwrap_or(range[1]),
+    }))
+}
+
+/// A grader's messages as one judge prompt, each headed by its role; `None` (with a note)
+/// when one is not text or names what a judge cannot see.
+fn judge_prompt(im: &mut Import, c: &Value, name: &str, kind: &str) -> Option<String> {
+    let mut prompt = String::new();
+    for m in c
+        .get("input")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let role = m.get("role").and_then(Value::as_str).unwrap_or("user");
+        let text = match text_of(m.get("content").unwrap_or(&Value::Null))
+            .and_then(|t| template(&t, TemplateSide::Grader))
+        {
+            Ok(t) => t,
+            Err(why) => {
+                im.notes
+                    .push(format!("{kind} `{name}`: a {role} message {why}; left out"));
+                return None;
+            }
+        };
+        prompt.push_str(&format!("{}:\n{text}\n\n", role.to_uppercase()));
+    }
+    Some(prompt)
+}
+
+/// The bench's `judge:` from the first model grader: `model` at OpenAI, with the sampling
+/// parameters a judge's request takes (the others noted).
+fn bench_judge(
+    im: &mut Import,
+    c: &Value,
+    name: &str,
+    kind: &str,
+    model: &str,
+) -> Map<String, Value> {
+    let mut j = Map::new();
+    j.insert("base_url".into(), json!(OPENAI));
+    j.insert("model".into(), json!(model));
+    j.insert("api_key_env".into(), json!("OPENAI_API_KEY"));
+    let Some(sp) = c.get("sampling_params").and_then(Value::as_object) else {
+        return j;
+    };
+    let mut params = Map::new();
+    for (k, v) in sp {
+        match k.as_str() {
+            "temperature" | "top_p" | "seed" | "reasoning_effort" => {
+                params.insert(k.clone(), v.clone());
+            }
+            // OpenAI's name for it in graders.
+            "max_completions_tokens" | "max_completion_tokens" => {
+                params.insert("max_completion_tokens".into(), v.clone());
+            }
+            other => im.notes.push(format!(
+                "{kind} `{name}`'s sampling parameter `{other}` was left out"
+            )),
+        }
+    }
+    if !params.is_empty() {
+        j.insert("params".into(), Value::Object(params));
+    }
+    j
 }
 
 /// The protocol around an OpenAI python grader: each request becomes `grade(sample, item)`
@@ -782,9 +847,9 @@ fn case(
     }
     let mut case = json!({"id": id, "vars": item});
     if let Some(reference) = expected {
-        let rendered = template(reference, Side::Prompt)
+        let rendered = template(reference, TemplateSide::Prompt)
             .ok()
-            .and_then(|t| super::render(&t, item).ok());
+            .and_then(|t| render(&t, item).ok());
         match rendered {
             Some(text) => case["expected"] = json!(text),
             None => {
@@ -806,25 +871,29 @@ mod tests {
     #[test]
     fn openai_templates_become_promptgauge_ones_and_literal_text_stays_literal() {
         assert_eq!(
-            template("Q: {{item.question}} / {{ item.meta.lang }}", Side::Prompt).unwrap(),
+            template(
+                "Q: {{item.question}} / {{ item.meta.lang }}",
+                TemplateSide::Prompt
+            )
+            .unwrap(),
             "Q: {{ question }} / {{ meta.lang }}"
         );
         assert_eq!(
             template(
                 "Reply: {{ sample.output_text }} for {{item.q}}",
-                Side::Grader
+                TemplateSide::Grader
             )
             .unwrap(),
             "Reply: {{ answer }} for {{ vars.q }}"
         );
         assert_eq!(
-            template("Use {% raw %} and {{ literally", Side::Prompt).unwrap(),
+            template("Use {% raw %} and {{ literally", TemplateSide::Prompt).unwrap(),
             "Use {{ '{%' }} raw %} and {{ '{{' }} literally"
         );
-        assert!(template(r#"{{ item["category"] }}"#, Side::Prompt).is_err());
-        assert!(template("{{ not_an_item }}", Side::Prompt).is_err());
-        assert!(template("{{ sample.output_json.x }}", Side::Grader).is_err());
-        assert!(template("{{ sample.output_text }}", Side::Prompt).is_err());
-        assert!(template("{{ other.x }}", Side::Prompt).is_err());
+        assert!(template(r#"{{ item["category"] }}"#, TemplateSide::Prompt).is_err());
+        assert!(template("{{ not_an_item }}", TemplateSide::Prompt).is_err());
+        assert!(template("{{ sample.output_json.x }}", TemplateSide::Grader).is_err());
+        assert!(template("{{ sample.output_text }}", TemplateSide::Prompt).is_err());
+        assert!(template("{{ other.x }}", TemplateSide::Prompt).is_err());
     }
 }

@@ -7,7 +7,8 @@
 
 use serde_json::Value;
 
-use super::{Arm, Imported, Sample, read};
+use super::imported::{self, Imported, ImportedArm, Sample};
+use super::read;
 use crate::cli::{ImportResultsArgs, UsageError};
 use crate::client::Usage;
 
@@ -26,71 +27,24 @@ pub(super) fn read(args: &ImportResultsArgs) -> Result<Imported, UsageError> {
         .iter()
         .map(|f| open(f))
         .collect::<Result<_, _>>()?;
-    let tasks: Vec<(String, &std::path::Path)> = logs
-        .iter()
-        .map(|l| {
-            (
-                l.header
-                    .pointer("/eval/task")
-                    .and_then(Value::as_str)
-                    .unwrap_or("inspect")
-                    .to_string(),
-                l.file.as_path(),
-            )
-        })
-        .collect();
-    let task = super::one_task(&tasks)?;
-    let mut imported = Imported {
-        name: super::clean_name(&task),
-        tool: "inspect_ai".into(),
-        ..Imported::default()
-    };
-    if let Some(v) = logs[0]
-        .header
-        .pointer("/eval/packages/inspect_ai")
-        .and_then(Value::as_str)
-    {
-        imported.tool = format!("inspect_ai {v}");
-    }
-    imported.started_at = logs
-        .iter()
-        .filter_map(|l| l.header.pointer("/eval/created").and_then(Value::as_str))
-        .min()
-        .map(String::from);
-    let names = arm_names(&logs);
-    let mut multi_scorer = false;
-    for (log, name) in logs.iter().zip(names) {
+    let mut imported = task_of(&logs)?;
+    for (log, name) in logs.iter().zip(arm_names(&logs)) {
         if log.unfinished {
             imported.notes.push(format!(
                 "{} was written by a run that had not finished (no header.json): only its samples are read, and its variant may lack cases",
                 log.file.display()
             ));
         }
-        let score = score_name(log, args.score.as_deref())?;
-        multi_scorer |= log
-            .header
+        imported
+            .arms
+            .push(arm_of(log, name, args.score.as_deref())?);
+    }
+    let multi_scorer = logs.iter().any(|log| {
+        log.header
             .pointer("/results/scores")
             .and_then(Value::as_array)
-            .is_some_and(|s| s.len() > 1);
-        let mut arm = Arm {
-            name,
-            model: log
-                .header
-                .pointer("/eval/model")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
-            file: log.file.clone(),
-            prompt: system_prompt(&log.header).unwrap_or_default(),
-            samples: Vec::new(),
-        };
-        for s in &log.samples {
-            arm.samples.push(sample(s, &score));
-        }
-        arm.samples
-            .sort_by(|a, b| (a.case.as_str(), a.repeat).cmp(&(b.case.as_str(), b.repeat)));
-        imported.arms.push(arm);
-    }
+            .is_some_and(|s| s.len() > 1)
+    });
     if multi_scorer {
         imported.notes.push(format!(
             "inspect's other scores: one score per sample is kept (`{}`; --score names another)",
@@ -104,6 +58,58 @@ pub(super) fn read(args: &ImportResultsArgs) -> Result<Imported, UsageError> {
         "inspect's transcripts (messages, tool calls, events) and its solver chain: the final completion is kept as the answer, and a `system_message` step's template as the variant's prompt".into(),
     );
     Ok(imported)
+}
+
+/// The logs' task (one for all), the inspect_ai that wrote them and when the first began.
+fn task_of(logs: &[Log]) -> Result<Imported, UsageError> {
+    let tasks: Vec<(String, &std::path::Path)> = logs
+        .iter()
+        .map(|l| {
+            (
+                l.header
+                    .pointer("/eval/task")
+                    .and_then(Value::as_str)
+                    .unwrap_or("inspect")
+                    .to_string(),
+                l.file.as_path(),
+            )
+        })
+        .collect();
+    let task = imported::one_task(&tasks)?;
+    let version = logs[0]
+        .header
+        .pointer("/eval/packages/inspect_ai")
+        .and_then(Value::as_str);
+    Ok(Imported {
+        name: imported::clean_name(&task),
+        tool: version.map_or_else(|| "inspect_ai".into(), |v| format!("inspect_ai {v}")),
+        started_at: logs
+            .iter()
+            .filter_map(|l| l.header.pointer("/eval/created").and_then(Value::as_str))
+            .min()
+            .map(String::from),
+        ..Imported::default()
+    })
+}
+
+/// One log as a variant named `name`: its model, its system prompt, its samples by case
+/// and epoch, each scored by the score `asked` (or the headline's).
+fn arm_of(log: &Log, name: String, asked: Option<&str>) -> Result<ImportedArm, UsageError> {
+    let score = score_name(log, asked)?;
+    let mut samples: Vec<Sample> = log.samples.iter().map(|s| sample(s, &score)).collect();
+    samples.sort_by(|a, b| (a.case.as_str(), a.repeat).cmp(&(b.case.as_str(), b.repeat)));
+    Ok(ImportedArm {
+        name,
+        model: log
+            .header
+            .pointer("/eval/model")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+        file: log.file.clone(),
+        prompt: system_prompt(&log.header).unwrap_or_default(),
+        samples,
+    })
 }
 
 /// Reads a `.eval` archive or a `.json` log.
@@ -162,19 +168,51 @@ fn open(file: &std::path::Path) -> Result<Log, UsageError> {
 /// What tells the logs apart: their models, else their tags, else the first task argument
 /// that differs (its value), else the log's id.
 fn arm_names(logs: &[Log]) -> Vec<String> {
-    let get = |l: &Log, p: &str| l.header.pointer(p).cloned().unwrap_or(Value::Null);
-    let models: Vec<Value> = logs.iter().map(|l| get(l, "/eval/model")).collect();
-    if models.iter().all(|m| m.is_string()) && distinct(&models) {
-        return models
-            .iter()
-            .map(|m| m.as_str().unwrap_or_default().to_string())
-            .collect();
-    }
-    let tags: Vec<Value> = logs
+    let args: Vec<serde_json::Map<String, Value>> = logs
         .iter()
         .map(|l| {
-            let t = get(l, "/eval/tags");
-            let joined = t
+            header_at(l, "/eval/task_args")
+                .as_object()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect();
+    by_model(logs)
+        .or_else(|| by_tags(logs))
+        .or_else(|| by_task_args(&args))
+        .unwrap_or_else(|| {
+            logs.iter()
+                .map(|l| {
+                    header_at(l, "/eval/eval_id")
+                        .as_str()
+                        .map_or_else(|| "log".to_string(), |id| id.chars().take(8).collect())
+                })
+                .collect()
+        })
+}
+
+/// A value of a log's header, `null` where it has none.
+fn header_at(l: &Log, pointer: &str) -> Value {
+    l.header.pointer(pointer).cloned().unwrap_or(Value::Null)
+}
+
+/// The logs' models, when each names one and no two the same.
+fn by_model(logs: &[Log]) -> Option<Vec<String>> {
+    let models: Vec<Value> = logs.iter().map(|l| header_at(l, "/eval/model")).collect();
+    (models.iter().all(|m| m.is_string()) && distinct(&models)).then(|| {
+        models
+            .iter()
+            .map(|m| m.as_str().unwrap_or_default().to_string())
+            .collect()
+    })
+}
+
+/// The logs' tags (joined by `+`), when each has some and no two the same.
+fn by_tags(logs: &[Log]) -> Option<Vec<String>> {
+    let tags: Vec<String> = logs
+        .iter()
+        .map(|l| {
+            header_at(l, "/eval/tags")
                 .as_array()
                 .map(|t| {
                     t.iter()
@@ -182,29 +220,15 @@ fn arm_names(logs: &[Log]) -> Vec<String> {
                         .collect::<Vec<_>>()
                         .join("+")
                 })
-                .unwrap_or_default();
-            Value::String(joined)
-        })
-        .collect();
-    if tags
-        .iter()
-        .all(|t| t.as_str().is_some_and(|t| !t.is_empty()))
-        && distinct(&tags)
-    {
-        return tags
-            .iter()
-            .map(|t| t.as_str().unwrap_or_default().to_string())
-            .collect();
-    }
-    let args: Vec<serde_json::Map<String, Value>> = logs
-        .iter()
-        .map(|l| {
-            get(l, "/eval/task_args")
-                .as_object()
-                .cloned()
                 .unwrap_or_default()
         })
         .collect();
+    (tags.iter().all(|t| !t.is_empty()) && distinct_names(&tags)).then_some(tags)
+}
+
+/// The task arguments that differ between the logs: the one whose values tell them apart
+/// in the fewest characters, else all of them as `key=value,…`.
+fn by_task_args(args: &[serde_json::Map<String, Value>]) -> Option<Vec<String>> {
     let mut keys: Vec<&String> = args.iter().flat_map(|a| a.keys()).collect();
     keys.sort();
     keys.dedup();
@@ -212,59 +236,43 @@ fn arm_names(logs: &[Log]) -> Vec<String> {
         .into_iter()
         .filter(|k| args.iter().any(|a| a.get(*k) != args[0].get(*k)))
         .collect();
-    // The argument whose values tell the logs apart in the fewest characters.
+    let arg_text = |a: &serde_json::Map<String, Value>, k: &str, at_most: usize| {
+        let v = a.get(k).cloned().unwrap_or(Value::Null);
+        let v = v.as_str().map_or_else(|| v.to_string(), String::from);
+        v.chars().take(at_most).collect::<String>()
+    };
     let mut candidates: Vec<Vec<String>> = differing
         .iter()
-        .map(|k| {
-            args.iter()
-                .map(|a| {
-                    let v = a.get(*k).cloned().unwrap_or(Value::Null);
-                    let v = v.as_str().map_or_else(|| v.to_string(), String::from);
-                    v.chars().take(32).collect::<String>()
-                })
-                .collect()
-        })
+        .map(|k| args.iter().map(|a| arg_text(a, k, 32)).collect())
         .filter(|names: &Vec<String>| {
-            names.iter().all(|n| !n.trim().is_empty())
-                && distinct(
-                    &names
-                        .iter()
-                        .map(|n| Value::String(n.clone()))
-                        .collect::<Vec<_>>(),
-                )
+            names.iter().all(|n| !n.trim().is_empty()) && distinct_names(names)
         })
         .collect();
     candidates.sort_by_key(|names| names.iter().map(String::len).sum::<usize>());
     if let Some(names) = candidates.into_iter().next() {
-        return names;
+        return Some(names);
     }
-    if !differing.is_empty() {
-        let names: Vec<String> = args
-            .iter()
-            .map(|a| {
-                differing
-                    .iter()
-                    .map(|k| {
-                        let v = a.get(*k).cloned().unwrap_or(Value::Null);
-                        let v = v.as_str().map_or_else(|| v.to_string(), String::from);
-                        format!("{k}={}", v.chars().take(24).collect::<String>())
-                    })
-                    .collect::<Vec<_>>()
-                    .join(",")
-            })
-            .collect();
-        let as_values: Vec<Value> = names.iter().map(|n| Value::String(n.clone())).collect();
-        if distinct(&as_values) {
-            return names;
-        }
+    if differing.is_empty() {
+        return None;
     }
-    logs.iter()
-        .map(|l| {
-            get(l, "/eval/eval_id")
-                .as_str()
-                .map_or_else(|| "log".to_string(), |id| id.chars().take(8).collect())
+    let names: Vec<String> = args
+        .iter()
+        .map(|a| {
+            differing
+                .iter()
+                .map(|k| format!("{k}={}", arg_text(a, k, 24)))
+                .collect::<Vec<_>>()
+                .join(",")
         })
-        .collect()
+        .collect();
+    distinct_names(&names).then_some(names)
+}
+
+fn distinct_names(names: &[String]) -> bool {
+    names
+        .iter()
+        .enumerate()
+        .all(|(i, n)| !names[..i].contains(n))
 }
 
 fn distinct(values: &[Value]) -> bool {

@@ -4,12 +4,13 @@
 //! the same document in every file by its `doc_hash`; the score is one metric (`--score`,
 //! else the line's first) under one filter (`--filter`, else the file's first).
 
-use std::collections::HashMap;
-use std::path::Path;
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{Arm, Imported, Sample, read};
+use super::imported::{self, Imported, ImportedArm, Sample};
+use super::read;
 use crate::cli::{ImportResultsArgs, UsageError};
 
 pub(super) fn read(args: &ImportResultsArgs) -> Result<Imported, UsageError> {
@@ -20,15 +21,13 @@ pub(super) fn read(args: &ImportResultsArgs) -> Result<Imported, UsageError> {
         tasks.push((task, file.as_path()));
         files.push((file.clone(), lines(file)?));
     }
-    let task = super::one_task(&tasks)?;
+    let task = imported::one_task(&tasks)?;
     let mut imported = Imported {
-        name: super::clean_name(&task),
+        name: imported::clean_name(&task),
         tool: "lm-evaluation-harness".into(),
         ..Imported::default()
     };
-    let mut hashes: HashMap<String, (String, std::path::PathBuf)> = HashMap::new();
-    let mut no_text = false;
-    let mut filters_left = std::collections::BTreeSet::new();
+    let mut reading = FilesRead::default();
     for (file, lines) in &files {
         let results = results_beside(file, &task);
         if let Some(v) = results
@@ -38,29 +37,71 @@ pub(super) fn read(args: &ImportResultsArgs) -> Result<Imported, UsageError> {
         {
             imported.tool = format!("lm-evaluation-harness {v}");
         }
-        let model = results
-            .as_ref()
-            .and_then(|r| {
-                r.get("model_name")
-                    .and_then(Value::as_str)
-                    .map(String::from)
-                    .or_else(|| model_from_args(r.pointer("/config/model_args")?))
-            })
-            .unwrap_or_else(|| {
-                file.parent()
-                    .and_then(Path::file_name)
-                    .map(|n| n.to_string_lossy().replace("__", "/"))
-                    .unwrap_or_default()
-            });
+        let model = model_of(file, results.as_ref());
+        let (arm, metric) = reading.arm(file, lines, model, &task, args)?;
+        if let Some(m) = &metric {
+            imported
+                .notes
+                .retain(|n| !n.starts_with("lm-eval's metrics other than"));
+            imported.notes.push(format!(
+                "lm-eval's metrics other than `{m}` (each document's line holds them all; --score names another)"
+            ));
+        }
+        imported.arms.push(arm);
+    }
+    if !reading.filters_left.is_empty() {
+        imported.notes.push(format!(
+            "lm-eval's other filters' lines ({}): one filter is kept (--filter names another)",
+            reading
+                .filters_left
+                .into_iter()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if reading.no_text {
+        imported.notes.push(
+            "lm-eval's log-likelihood answers: a multiple-choice document has no text answer, only each choice's log-likelihood; the answer shown is the choice with the highest".into(),
+        );
+    }
+    imported
+        .notes
+        .push("tokens, latency and cost: lm-eval records none per document".into());
+    Ok(imported)
+}
+
+/// What reading the files learns across them.
+#[derive(Default)]
+struct FilesRead {
+    /// Each document's `doc_hash`, and the file that first gave it.
+    hashes: HashMap<String, (String, PathBuf)>,
+    /// Whether some answer was a choice's log-likelihood, not a text.
+    no_text: bool,
+    /// The filters whose lines were left out.
+    filters_left: BTreeSet<String>,
+}
+
+impl FilesRead {
+    /// One samples file as a variant of `model`, its lines under one filter (`--filter`,
+    /// else the file's first) scored by one metric (`--score`, else the first line's);
+    /// that metric is returned with it.
+    fn arm(
+        &mut self,
+        file: &Path,
+        lines: &[Value],
+        model: String,
+        task: &str,
+        args: &ImportResultsArgs,
+    ) -> Result<(ImportedArm, Option<String>), UsageError> {
         let filter = args.filter.clone().or_else(|| {
             lines
                 .iter()
                 .find_map(|l| l.get("filter")?.as_str().map(String::from))
         });
-        let mut arm = Arm {
+        let mut arm = ImportedArm {
             name: model.clone(),
             model,
-            file: file.clone(),
+            file: file.to_path_buf(),
             prompt: String::new(),
             samples: Vec::new(),
         };
@@ -70,7 +111,7 @@ pub(super) fn read(args: &ImportResultsArgs) -> Result<Imported, UsageError> {
             if let (Some(f), Some(want)) = (line_filter, &filter)
                 && f != want
             {
-                filters_left.insert(f.to_string());
+                self.filters_left.insert(f.to_string());
                 continue;
             }
             let metric = metric.get_or_insert_with(|| first_metric(l).unwrap_or_default());
@@ -78,38 +119,8 @@ pub(super) fn read(args: &ImportResultsArgs) -> Result<Imported, UsageError> {
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
             });
-            if let Some(hash) = l.get("doc_hash").and_then(Value::as_str) {
-                match hashes.get(&doc) {
-                    Some((seen, other)) if seen != hash => {
-                        return Err(UsageError::with_fix(
-                            format!(
-                                "document {doc} of {} is not the document {doc} of {}: the files were made from different data",
-                                file.display(),
-                                other.display()
-                            ),
-                            "import the files of one task over the same documents (the same --limit and dataset)",
-                        ));
-                    }
-                    Some(_) => {}
-                    None => {
-                        hashes.insert(doc.clone(), (hash.to_string(), file.clone()));
-                    }
-                }
-            }
-            let score = match l.get(metric.as_str()) {
-                None => {
-                    return Err(UsageError::with_fix(
-                        format!(
-                            "{}: document {doc} has no metric `{metric}`",
-                            file.display()
-                        ),
-                        format!("--score takes one of: {}", metric_names(l).join(", ")),
-                    ));
-                }
-                Some(v) => super::unit_score(v).ok_or_else(|| {
-                    format!("lm-eval's `{metric}` is {v}: not a score in [0, 1] per document")
-                }),
-            };
+            self.check_document(l, &doc, file)?;
+            let score = score_of(l, metric, &doc, file)?;
             if arm.prompt.is_empty() {
                 arm.prompt = format!(
                     "(lm-eval task `{task}`, filter `{}`)",
@@ -117,25 +128,8 @@ pub(super) fn read(args: &ImportResultsArgs) -> Result<Imported, UsageError> {
                 );
             }
             let (output, text) = answer(l);
-            no_text |= !text;
-            arm.samples.push(Sample {
-                case: doc,
-                repeat: 0,
-                input: l
-                    .pointer("/arguments/gen_args_0/arg_0")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string(),
-                expected: l
-                    .get("target")
-                    .map(|t| vec![t.as_str().map_or_else(|| t.to_string(), String::from)])
-                    .unwrap_or_default(),
-                output,
-                score,
-                usage: None,
-                latency_ms: None,
-                tags: Vec::new(),
-            });
+            self.no_text |= !text;
+            arm.samples.push(sample_of(l, doc, output, score));
         }
         if arm.samples.is_empty() {
             return Err(UsageError::with_fix(
@@ -147,31 +141,93 @@ pub(super) fn read(args: &ImportResultsArgs) -> Result<Imported, UsageError> {
                 "name one of the file's filters with --filter",
             ));
         }
-        if let Some(m) = &metric {
-            imported
-                .notes
-                .retain(|n| !n.starts_with("lm-eval's metrics other than"));
-            imported.notes.push(format!(
-                "lm-eval's metrics other than `{m}` (each document's line holds them all; --score names another)"
-            ));
+        Ok((arm, metric))
+    }
+
+    /// Refuses a document whose `doc_hash` differs from the one another file gave it.
+    fn check_document(&mut self, l: &Value, doc: &str, file: &Path) -> Result<(), UsageError> {
+        let Some(hash) = l.get("doc_hash").and_then(Value::as_str) else {
+            return Ok(());
+        };
+        match self.hashes.get(doc) {
+            Some((seen, other)) if seen != hash => Err(UsageError::with_fix(
+                format!(
+                    "document {doc} of {} is not the document {doc} of {}: the files were made from different data",
+                    file.display(),
+                    other.display()
+                ),
+                "import the files of one task over the same documents (the same --limit and dataset)",
+            )),
+            Some(_) => Ok(()),
+            None => {
+                self.hashes
+                    .insert(doc.to_string(), (hash.to_string(), file.to_path_buf()));
+                Ok(())
+            }
         }
-        imported.arms.push(arm);
     }
-    if !filters_left.is_empty() {
-        imported.notes.push(format!(
-            "lm-eval's other filters' lines ({}): one filter is kept (--filter names another)",
-            filters_left.into_iter().collect::<Vec<_>>().join(", ")
-        ));
+}
+
+/// The model that wrote a samples file: `results_DATE.json`'s `model_name` or its
+/// `model_args`, else the folder lm-eval named after it (`org__model`).
+fn model_of(file: &Path, results: Option<&Value>) -> String {
+    results
+        .and_then(|r| {
+            r.get("model_name")
+                .and_then(Value::as_str)
+                .map(String::from)
+                .or_else(|| model_from_args(r.pointer("/config/model_args")?))
+        })
+        .unwrap_or_else(|| {
+            file.parent()
+                .and_then(Path::file_name)
+                .map(|n| n.to_string_lossy().replace("__", "/"))
+                .unwrap_or_default()
+        })
+}
+
+/// A document's score: its `metric`, or why it has none in [0, 1]; a line without the
+/// metric is refused with the metrics it has.
+fn score_of(
+    l: &Value,
+    metric: &str,
+    doc: &str,
+    file: &Path,
+) -> Result<Result<f64, String>, UsageError> {
+    match l.get(metric) {
+        None => Err(UsageError::with_fix(
+            format!(
+                "{}: document {doc} has no metric `{metric}`",
+                file.display()
+            ),
+            format!("--score takes one of: {}", metric_names(l).join(", ")),
+        )),
+        Some(v) => Ok(imported::unit_score(v).ok_or_else(|| {
+            format!("lm-eval's `{metric}` is {v}: not a score in [0, 1] per document")
+        })),
     }
-    if no_text {
-        imported.notes.push(
-            "lm-eval's log-likelihood answers: a multiple-choice document has no text answer, only each choice's log-likelihood; the answer shown is the choice with the highest".into(),
-        );
+}
+
+/// A document's line as a sample: its prompt, its target, the answer.
+fn sample_of(l: &Value, doc: String, output: String, score: Result<f64, String>) -> Sample {
+    Sample {
+        case: doc,
+        repeat: 0,
+        input: l
+            .pointer("/arguments/gen_args_0/arg_0")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+        expected: l
+            .get("target")
+            .map(|t| vec![t.as_str().map_or_else(|| t.to_string(), String::from)])
+            .unwrap_or_default(),
+        output,
+        score,
+        usage: None,
+        latency_ms: None,
+        tags: Vec::new(),
     }
-    imported
-        .notes
-        .push("tokens, latency and cost: lm-eval records none per document".into());
-    Ok(imported)
 }
 
 /// The task a samples file is of, from its name: `samples_TASK_DATE.jsonl`.

@@ -5,72 +5,27 @@
 //! columns), each with its samples by case and repeat; whatever it cannot carry over is a
 //! note, said and written to IMPORT-NOTES.md in the run folder.
 
+mod imported;
 mod inspect;
 mod lmeval;
 mod promptfoo;
 mod read;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+use self::imported::{Imported, ImportedArm, Sample, clean_name};
 use super::finish::{Ending, Outputs, conclude};
 use super::{Exit, Failure, aggregator};
 use crate::cli::{ImportResultsArgs, ResultsFormat, UsageError};
-use crate::client::{Outcome, Usage};
+use crate::client::Outcome;
 use crate::clock::utc_now;
 use crate::error::BeforeSend;
 use crate::runner::RunDir;
 use crate::runner::journal::{JobRecord, JobStatus};
 use crate::runner::record::{BenchRecord, PlanSettings, ProviderInfo, RunRecord, Tool};
 use crate::suite::{Fingerprint, GradeSpec, Limits, Variant};
-
-/// Another tool's results, read.
-#[derive(Debug, Default)]
-pub(super) struct Imported {
-    /// The task (the bench's name).
-    pub name: String,
-    /// The tool and version that wrote them, as said: `inspect_ai 0.3.285`.
-    pub tool: String,
-    /// When the earliest of them was made (RFC 3339), if they say.
-    pub started_at: Option<String>,
-    pub arms: Vec<Arm>,
-    /// What could not be carried over.
-    pub notes: Vec<String>,
-}
-
-/// One variant: a file, or a promptfoo column.
-#[derive(Debug, Default)]
-pub(super) struct Arm {
-    /// What tells it apart, as found (the model, a task argument, a prompt's label).
-    pub name: String,
-    pub model: String,
-    /// Where it came from.
-    pub file: PathBuf,
-    /// Its prompt as the tool recorded it (a system prompt, a template), shown as the
-    /// variant's message.
-    pub prompt: String,
-    pub samples: Vec<Sample>,
-}
-
-/// One answer and its score.
-#[derive(Debug, Clone)]
-pub(super) struct Sample {
-    pub case: String,
-    /// 0-based (an inspect epoch, a promptfoo repeat).
-    pub repeat: u32,
-    /// The input as the tool recorded it.
-    pub input: String,
-    pub expected: Vec<String>,
-    pub output: String,
-    /// The score in [0, 1]; `Err`: the tool did not score it (an error, an unscored
-    /// sample), why.
-    pub score: Result<f64, String>,
-    pub usage: Option<Usage>,
-    pub latency_ms: Option<f64>,
-    pub tags: Vec<String>,
-}
 
 /// `import-results`: reads the files, writes the run folder, its reports and (unless
 /// `--no-store`) its row in the history store; the gates decide the exit code as a run's.
@@ -247,98 +202,30 @@ fn check_samples(imported: &Imported) -> Result<(), UsageError> {
     Ok(())
 }
 
-/// A variant name as the reports and the command line take it: letters, digits, `-`, `_`,
-/// `.`, `/` (others become `-`), at most 48.
-fn clean_name(name: &str) -> String {
-    let cleaned: String = name
-        .trim()
-        .chars()
-        .map(|c| {
-            if c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '/') {
-                c
-            } else {
-                '-'
-            }
-        })
-        .take(48)
-        .collect();
-    let mut collapsed = String::with_capacity(cleaned.len());
-    for c in cleaned.chars() {
-        if !(c == '-' && collapsed.ends_with('-')) {
-            collapsed.push(c);
-        }
-    }
-    let cleaned = collapsed.trim_matches('-').to_string();
-    if cleaned.is_empty() {
-        "variant".into()
-    } else {
-        cleaned
-    }
-}
-
 /// The run's record and its jobs' records: the cases in the order the first variant gives
 /// them (then any others'), every variant over every case and repeat.
 fn run_of(imported: &Imported, dir: &RunDir) -> (RunRecord, Vec<JobRecord>) {
-    let mut case_ids: Vec<String> = Vec::new();
-    let mut position: HashMap<String, usize> = HashMap::new();
-    let mut first_of: HashMap<String, &Sample> = HashMap::new();
-    for arm in &imported.arms {
-        for s in &arm.samples {
-            if !position.contains_key(&s.case) {
-                position.insert(s.case.clone(), case_ids.len());
-                case_ids.push(s.case.clone());
-                first_of.insert(s.case.clone(), s);
-            }
-        }
-    }
+    let cases = Cases::of(imported);
     let repeats = imported
         .arms
         .iter()
         .flat_map(|a| a.samples.iter().map(|s| s.repeat + 1))
         .max()
         .unwrap_or(1);
-    let arms = imported.arms.len();
-    let per_case = arms * repeats as usize;
-    let mut records = Vec::new();
-    for (a, arm) in imported.arms.iter().enumerate() {
-        for s in &arm.samples {
-            let job = position[&s.case] * per_case + a * repeats as usize + s.repeat as usize;
-            records.push(job_record(job, arm, s));
-        }
-    }
-    records.sort_by_key(|r| r.job);
-    let case_hashes: Vec<u64> = case_ids
+    let per_case = imported.arms.len() * repeats as usize;
+    let records = job_records(imported, &cases, repeats);
+    let case_hashes: Vec<u64> = cases
+        .ids
         .iter()
         .map(|id| {
-            let s = first_of[id];
+            let s = cases.first_of[id];
             digest(&(id, &s.input, &s.expected))
         })
         .collect();
-    let variants: Vec<Variant> = imported
-        .arms
-        .iter()
-        .map(|a| Variant {
-            name: a.name.clone(),
-            messages: vec![crate::suite::prompts::MessageTemplate {
-                role: "user".into(),
-                content: if a.prompt.is_empty() {
-                    format!("(imported from {})", a.file.display())
-                } else {
-                    a.prompt.clone()
-                },
-                line: None,
-                history: false,
-            }],
-            params: Default::default(),
-            path: a.file.clone(),
-        })
-        .collect();
-    let models: Vec<&str> = imported.arms.iter().map(|a| a.model.as_str()).collect();
-    let started = imported.started_at.clone().unwrap_or_else(utc_now);
     let record = RunRecord {
         tool: Tool::promptgauge(),
         run_id: dir.new_run_id("imported"),
-        started_at: started,
+        started_at: imported.started_at.clone().unwrap_or_else(utc_now),
         started_unix_ms: None,
         finished_at: Some(utc_now()),
         stopped: None,
@@ -357,45 +244,18 @@ fn run_of(imported: &Imported, dir: &RunDir) -> (RunRecord, Vec<JobRecord>) {
             endpoints: Vec::new(),
             order_seed: None,
         },
-        fingerprint: Fingerprint {
-            cases: format!("{:016x}", digest(&case_hashes)),
-            variants: format!(
-                "{:016x}",
-                digest(
-                    &imported
-                        .arms
-                        .iter()
-                        .map(|a| (&a.name, &a.model, &a.prompt))
-                        .collect::<Vec<_>>()
-                )
-            ),
-            settings: format!("{:016x}", digest(&(&imported.tool, repeats))),
-        },
-        jobs_planned: case_ids.len() * per_case,
-        endpoint: ProviderInfo {
-            base_url: format!("imported from {}", imported.tool),
-            model: if models.windows(2).all(|w| w[0] == w[1]) {
-                models.first().map_or(String::new(), |m| m.to_string())
-            } else {
-                models.join(", ")
-            },
-            simulated: false,
-            api_key_env: None,
-            replicas: Vec::new(),
-            protocol: Default::default(),
-            endpoint: None,
-            price: None,
-            batch: false,
-        },
+        fingerprint: fingerprint_of(imported, &case_hashes, repeats),
+        jobs_planned: cases.ids.len() * per_case,
+        endpoint: provider_of(imported),
         endpoints: Vec::new(),
         judge: None,
         bench: BenchRecord {
             name: imported.name.clone(),
             text: String::new(),
-            cases: case_ids.len(),
-            case_ids,
+            cases: cases.ids.len(),
+            case_ids: cases.ids,
             case_hashes,
-            variants,
+            variants: variants_of(imported),
             params: Default::default(),
             limits: Limits::default(),
             price: None,
@@ -413,8 +273,109 @@ fn run_of(imported: &Imported, dir: &RunDir) -> (RunRecord, Vec<JobRecord>) {
     (record, records)
 }
 
+/// The run's cases, in the order the variants first give them.
+struct Cases<'a> {
+    ids: Vec<String>,
+    /// A case's place in `ids`.
+    position: HashMap<String, usize>,
+    /// The first sample of each case: what its hash is made of.
+    first_of: HashMap<String, &'a Sample>,
+}
+
+impl<'a> Cases<'a> {
+    fn of(imported: &'a Imported) -> Self {
+        let mut cases = Cases {
+            ids: Vec::new(),
+            position: HashMap::new(),
+            first_of: HashMap::new(),
+        };
+        for s in imported.arms.iter().flat_map(|a| &a.samples) {
+            if !cases.position.contains_key(&s.case) {
+                cases.position.insert(s.case.clone(), cases.ids.len());
+                cases.ids.push(s.case.clone());
+                cases.first_of.insert(s.case.clone(), s);
+            }
+        }
+        cases
+    }
+}
+
+/// Every sample as a job's record, numbered as the plan numbers jobs (case, then variant,
+/// then repeat), in that order.
+fn job_records(imported: &Imported, cases: &Cases, repeats: u32) -> Vec<JobRecord> {
+    let per_case = imported.arms.len() * repeats as usize;
+    let mut records = Vec::new();
+    for (a, arm) in imported.arms.iter().enumerate() {
+        for s in &arm.samples {
+            let job = cases.position[&s.case] * per_case + a * repeats as usize + s.repeat as usize;
+            records.push(job_record(job, arm, s));
+        }
+    }
+    records.sort_by_key(|r| r.job);
+    records
+}
+
+/// The variants as the bench holds them: each a user message of its prompt (or where it
+/// came from, when the tool recorded none).
+fn variants_of(imported: &Imported) -> Vec<Variant> {
+    imported
+        .arms
+        .iter()
+        .map(|a| Variant {
+            name: a.name.clone(),
+            messages: vec![crate::suite::prompts::MessageTemplate {
+                role: "user".into(),
+                content: if a.prompt.is_empty() {
+                    format!("(imported from {})", a.file.display())
+                } else {
+                    a.prompt.clone()
+                },
+                line: None,
+                history: false,
+            }],
+            params: Default::default(),
+            path: a.file.clone(),
+        })
+        .collect()
+}
+
+/// What identifies the import: its cases, its variants (name, model, prompt), the tool
+/// and the repeats.
+fn fingerprint_of(imported: &Imported, case_hashes: &[u64], repeats: u32) -> Fingerprint {
+    let variants: Vec<_> = imported
+        .arms
+        .iter()
+        .map(|a| (&a.name, &a.model, &a.prompt))
+        .collect();
+    Fingerprint {
+        cases: format!("{:016x}", digest(case_hashes)),
+        variants: format!("{:016x}", digest(&variants)),
+        settings: format!("{:016x}", digest(&(&imported.tool, repeats))),
+    }
+}
+
+/// The endpoint the run names: the tool, and the variants' model (or their models).
+fn provider_of(imported: &Imported) -> ProviderInfo {
+    let models: Vec<&str> = imported.arms.iter().map(|a| a.model.as_str()).collect();
+    ProviderInfo {
+        base_url: format!("imported from {}", imported.tool),
+        model: if models.windows(2).all(|w| w[0] == w[1]) {
+            models.first().map_or(String::new(), |m| m.to_string())
+        } else {
+            models.join(", ")
+        },
+        simulated: false,
+        api_key_env: None,
+        replicas: Vec::new(),
+        protocol: Default::default(),
+        endpoint: None,
+        price: None,
+        batch: false,
+    }
+}
+
 /// A sample as a job's record: graded with its score, or failed with why it has none.
-fn job_record(job: usize, arm: &Arm, s: &Sample) -> JobRecord {
+fn job_record(job: usize, arm: &ImportedArm, s: &Sample) -> JobRecord {
     let (status, score, error) = match &s.score {
         Ok(v) => (JobStatus::Graded, Some(*v), None),
         Err(why) => (JobStatus::Failed, None, Some(why.clone())),
@@ -502,38 +463,4 @@ fn digest<T: serde::Serialize + ?Sized>(value: &T) -> u64 {
     let mut h = crate::hash::StableHasher::default();
     let _ = serde_json::to_writer(&mut h, value);
     h.finish()
-}
-
-/// The first file's path, for messages about the files as a whole.
-pub(super) fn shown(files: &[PathBuf]) -> String {
-    files
-        .iter()
-        .map(|f| f.display().to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// A score read from a number or a boolean; `None` when it is neither or outside [0, 1].
-pub(super) fn unit_score(v: &serde_json::Value) -> Option<f64> {
-    match v {
-        serde_json::Value::Bool(b) => Some(f64::from(u8::from(*b))),
-        serde_json::Value::Number(n) => n.as_f64().filter(|x| (0.0..=1.0).contains(x)),
-        _ => None,
-    }
-}
-
-/// Refuses files whose variants are of different tasks.
-pub(super) fn one_task(tasks: &[(String, &Path)]) -> Result<String, UsageError> {
-    let first = tasks.first().map(|t| t.0.clone()).unwrap_or_default();
-    if let Some((other, file)) = tasks.iter().find(|t| t.0 != first) {
-        return Err(UsageError::with_fix(
-            format!(
-                "{} is of task `{other}`, and {} of task `{first}`: a run compares variants of one task",
-                file.display(),
-                tasks[0].1.display()
-            ),
-            "import each task's files apart",
-        ));
-    }
-    Ok(first)
 }

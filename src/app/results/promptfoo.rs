@@ -3,11 +3,12 @@
 //! test's copies its repeats), `success` the score (or, with `--score score`, the
 //! fractional `score`; `--score METRIC`, a named score), a provider error a failed job.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde_json::Value;
 
-use super::{Arm, Imported, Sample, read, shown};
+use super::imported::{self, Imported, ImportedArm, Sample, shown};
+use super::read;
 use crate::cli::{ImportResultsArgs, UsageError};
 use crate::client::Usage;
 
@@ -58,7 +59,7 @@ pub(super) fn read(args: &ImportResultsArgs) -> Result<Imported, UsageError> {
     }
     imported.name = names
         .first()
-        .map(|n| super::clean_name(n))
+        .map(|n| imported::clean_name(n))
         .unwrap_or_else(|| "promptfoo".into());
     if imported.arms.is_empty() {
         return Err(UsageError(format!(
@@ -96,123 +97,28 @@ fn columns(
                 file.display()
             ))
         })?;
-    let providers: std::collections::HashSet<&str> = list
+    let providers: HashSet<&str> = list
         .iter()
         .filter_map(|r| r.pointer("/provider/id").and_then(Value::as_str))
         .collect();
     let first = imported.arms.len();
-    let mut arms: HashMap<u64, usize> = HashMap::new();
-    // Within a column, the copies of one test (a `--repeat`) are its repeats, in order.
-    let mut copies: HashMap<(usize, String), u32> = HashMap::new();
-    let mut ids: HashMap<String, String> = HashMap::new();
-    let mut used: std::collections::HashSet<String> = Default::default();
+    let mut file_columns = Columns::default();
     let mut named_missing = 0usize;
     for (n, r) in list.iter().enumerate() {
         let column = r.get("promptIdx").and_then(Value::as_u64).unwrap_or(0);
-        let arm = *arms.entry(column).or_insert_with(|| {
+        let arm = *file_columns.arms.entry(column).or_insert_with(|| {
             let p = prompts.get(column as usize);
-            let label = p
-                .and_then(|p| p.get("label"))
-                .and_then(Value::as_str)
-                .or_else(|| r.pointer("/prompt/label").and_then(Value::as_str))
-                .unwrap_or("prompt");
-            let provider = r
-                .pointer("/provider/label")
-                .and_then(Value::as_str)
-                .or_else(|| r.pointer("/provider/id").and_then(Value::as_str))
-                .unwrap_or("");
-            let name = if providers.len() > 1 {
-                format!("{label}/{provider}")
-            } else {
-                label.to_string()
-            };
-            imported.arms.push(Arm {
-                name,
-                model: provider.to_string(),
-                file: file.to_path_buf(),
-                prompt: p
-                    .and_then(|p| p.get("raw"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string(),
-                samples: Vec::new(),
-            });
+            imported
+                .arms
+                .push(column_arm(file, r, p, providers.len() > 1));
             imported.arms.len() - 1
         });
-        // The test's identity: its description and variables.
-        let description = r
-            .pointer("/testCase/description")
-            .and_then(Value::as_str)
-            .unwrap_or("");
         let vars = r.get("vars").cloned().unwrap_or(Value::Null);
-        let identity = format!("{description}\u{0}{vars}");
-        let case = match ids.get(&identity) {
-            Some(id) => id.clone(),
-            None => {
-                let base = if description.trim().is_empty() {
-                    format!(
-                        "test-{}",
-                        r.get("testIdx").and_then(Value::as_u64).unwrap_or(n as u64)
-                    )
-                } else {
-                    description.trim().to_string()
-                };
-                let mut id = base.clone();
-                let mut k = 2;
-                while used.contains(&id) {
-                    id = format!("{base}-{k}");
-                    k += 1;
-                }
-                used.insert(id.clone());
-                ids.insert(identity.clone(), id.clone());
-                id
-            }
-        };
-        let repeat = {
-            let c = copies.entry((arm, identity)).or_insert(0);
-            *c += 1;
-            *c - 1
-        };
-        let output = match r.pointer("/response/output") {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Null) | None => String::new(),
-            Some(other) => other.to_string(),
-        };
-        let failure = r.get("failureReason").and_then(Value::as_u64).unwrap_or(0);
-        let score = if failure == 2 {
-            Err(format!(
-                "the provider failed (in promptfoo): {}",
-                r.get("error")
-                    .and_then(Value::as_str)
-                    .unwrap_or("no answer")
-            ))
-        } else {
-            match args.score.as_deref() {
-                None | Some("success") | Some("pass") => Ok(f64::from(u8::from(
-                    r.get("success").and_then(Value::as_bool).unwrap_or(false),
-                ))),
-                Some("score") => r
-                    .get("score")
-                    .and_then(super::unit_score)
-                    .ok_or_else(|| "promptfoo gave no score in [0, 1]".to_string()),
-                Some(metric) => match r.get("namedScores").and_then(|m| m.get(metric)) {
-                    Some(v) => super::unit_score(v)
-                        .ok_or_else(|| format!("the named score `{metric}` is {v}, not in [0, 1]")),
-                    None => {
-                        named_missing += 1;
-                        Err(format!("promptfoo gave no named score `{metric}`"))
-                    }
-                },
-            }
-        };
-        let tokens = r.pointer("/response/tokenUsage");
-        let count = |k: &str| tokens.and_then(|t| t.get(k)).and_then(Value::as_u64);
-        let usage = count("prompt").map(|prompt| Usage {
-            prompt_tokens: prompt,
-            completion_tokens: count("completion").unwrap_or(0),
-            cached_tokens: count("cached").unwrap_or(0),
-            ..Usage::default()
-        });
+        let (case, repeat) = file_columns.case_of(r, n, &vars, arm);
+        let score = score_of(r, args.score.as_deref());
+        if matches!(&score, Err(Missing::NamedScore(_))) {
+            named_missing += 1;
+        }
         let expected = ["expected", "answer"]
             .iter()
             .find_map(|k| vars.get(*k).and_then(Value::as_str))
@@ -227,33 +133,186 @@ fn columns(
                 .unwrap_or("")
                 .to_string(),
             expected,
-            output,
-            score,
-            usage: usage.filter(|u| u.prompt_tokens + u.completion_tokens > 0),
+            output: match r.pointer("/response/output") {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Null) | None => String::new(),
+                Some(other) => other.to_string(),
+            },
+            score: score.map_err(Missing::into_reason),
+            usage: usage_of(r),
             latency_ms: r.get("latencyMs").and_then(Value::as_f64),
             tags: Vec::new(),
         });
     }
     if named_missing == list.len() && !list.is_empty() {
-        let known: std::collections::BTreeSet<&str> = list
-            .iter()
-            .filter_map(|r| r.get("namedScores").and_then(Value::as_object))
-            .flat_map(|m| m.keys().map(String::as_str))
-            .collect();
-        return Err(UsageError::with_fix(
-            format!(
-                "{}: no result has a named score `{}`",
-                file.display(),
-                args.score.as_deref().unwrap_or_default()
-            ),
-            format!(
-                "--score takes `success` (the default), `score`, or a named score: {}",
-                known.into_iter().collect::<Vec<_>>().join(", ")
-            ),
-        ));
+        return Err(no_named_score(file, list, args));
     }
     if imported.arms.len() == first {
         return Err(UsageError(format!("{} holds no results", file.display())));
     }
     Ok(())
+}
+
+/// What a file's results have been sorted into so far.
+#[derive(Default)]
+struct Columns {
+    /// Each column's variant (its place in `Imported::arms`).
+    arms: HashMap<u64, usize>,
+    /// Within a column, the copies of one test (a `--repeat`) are its repeats, in order.
+    copies: HashMap<(usize, String), u32>,
+    /// Each test's case id, by its identity.
+    ids: HashMap<String, String>,
+    used: HashSet<String>,
+}
+
+impl Columns {
+    /// The case and repeat of the `n`th result, in the column of variant `arm`: a test is
+    /// known by its description and variables, its id its description (made unique) or
+    /// `test-N`.
+    fn case_of(&mut self, r: &Value, n: usize, vars: &Value, arm: usize) -> (String, u32) {
+        let description = r
+            .pointer("/testCase/description")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let identity = format!("{description}\u{0}{vars}");
+        let case = match self.ids.get(&identity) {
+            Some(id) => id.clone(),
+            None => {
+                let base = if description.trim().is_empty() {
+                    format!(
+                        "test-{}",
+                        r.get("testIdx").and_then(Value::as_u64).unwrap_or(n as u64)
+                    )
+                } else {
+                    description.trim().to_string()
+                };
+                let mut id = base.clone();
+                let mut k = 2;
+                while self.used.contains(&id) {
+                    id = format!("{base}-{k}");
+                    k += 1;
+                }
+                self.used.insert(id.clone());
+                self.ids.insert(identity.clone(), id.clone());
+                id
+            }
+        };
+        let c = self.copies.entry((arm, identity)).or_insert(0);
+        *c += 1;
+        (case, *c - 1)
+    }
+}
+
+/// A column's variant, from its first result: named by the prompt's label (and the
+/// provider's, when the file holds several), its prompt the prompt's text.
+fn column_arm(
+    file: &std::path::Path,
+    r: &Value,
+    prompt: Option<&Value>,
+    several_providers: bool,
+) -> ImportedArm {
+    let label = prompt
+        .and_then(|p| p.get("label"))
+        .and_then(Value::as_str)
+        .or_else(|| r.pointer("/prompt/label").and_then(Value::as_str))
+        .unwrap_or("prompt");
+    let provider = r
+        .pointer("/provider/label")
+        .and_then(Value::as_str)
+        .or_else(|| r.pointer("/provider/id").and_then(Value::as_str))
+        .unwrap_or("");
+    ImportedArm {
+        name: if several_providers {
+            format!("{label}/{provider}")
+        } else {
+            label.to_string()
+        },
+        model: provider.to_string(),
+        file: file.to_path_buf(),
+        prompt: prompt
+            .and_then(|p| p.get("raw"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+        samples: Vec::new(),
+    }
+}
+
+/// Why a result has no score.
+enum Missing {
+    /// Its named score is not there: counted, since a name no result has is refused.
+    NamedScore(String),
+    Other(String),
+}
+
+impl Missing {
+    fn into_reason(self) -> String {
+        match self {
+            Missing::NamedScore(why) | Missing::Other(why) => why,
+        }
+    }
+}
+
+/// A result's score: `success` (the default), the fractional `score`, or a named score.
+fn score_of(r: &Value, asked: Option<&str>) -> Result<f64, Missing> {
+    let failure = r.get("failureReason").and_then(Value::as_u64).unwrap_or(0);
+    if failure == 2 {
+        return Err(Missing::Other(format!(
+            "the provider failed (in promptfoo): {}",
+            r.get("error")
+                .and_then(Value::as_str)
+                .unwrap_or("no answer")
+        )));
+    }
+    match asked {
+        None | Some("success") | Some("pass") => Ok(f64::from(u8::from(
+            r.get("success").and_then(Value::as_bool).unwrap_or(false),
+        ))),
+        Some("score") => r
+            .get("score")
+            .and_then(imported::unit_score)
+            .ok_or_else(|| Missing::Other("promptfoo gave no score in [0, 1]".to_string())),
+        Some(metric) => match r.get("namedScores").and_then(|m| m.get(metric)) {
+            Some(v) => imported::unit_score(v).ok_or_else(|| {
+                Missing::Other(format!("the named score `{metric}` is {v}, not in [0, 1]"))
+            }),
+            None => Err(Missing::NamedScore(format!(
+                "promptfoo gave no named score `{metric}`"
+            ))),
+        },
+    }
+}
+
+/// A result's tokens, when it counts any.
+fn usage_of(r: &Value) -> Option<Usage> {
+    let tokens = r.pointer("/response/tokenUsage");
+    let count = |k: &str| tokens.and_then(|t| t.get(k)).and_then(Value::as_u64);
+    count("prompt")
+        .map(|prompt| Usage {
+            prompt_tokens: prompt,
+            completion_tokens: count("completion").unwrap_or(0),
+            cached_tokens: count("cached").unwrap_or(0),
+            ..Usage::default()
+        })
+        .filter(|u| u.prompt_tokens + u.completion_tokens > 0)
+}
+
+/// `--score METRIC` that no result of the file has, refused with the names it has.
+fn no_named_score(file: &std::path::Path, list: &[Value], args: &ImportResultsArgs) -> UsageError {
+    let known: BTreeSet<&str> = list
+        .iter()
+        .filter_map(|r| r.get("namedScores").and_then(Value::as_object))
+        .flat_map(|m| m.keys().map(String::as_str))
+        .collect();
+    UsageError::with_fix(
+        format!(
+            "{}: no result has a named score `{}`",
+            file.display(),
+            args.score.as_deref().unwrap_or_default()
+        ),
+        format!(
+            "--score takes `success` (the default), `score`, or a named score: {}",
+            known.into_iter().collect::<Vec<_>>().join(", ")
+        ),
+    )
 }

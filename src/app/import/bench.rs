@@ -1,0 +1,290 @@
+//! The bench an import builds ([`Import`]: its variants, cases, endpoints, scorers and
+//! notes), and what every import does with it at the end: checks there is a bench to write,
+//! writes it (never over another) and says what was and was not carried over. Below
+//! `import.rs` (promptfoo) and `openai_evals.rs`, which both build one.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use crate::app::Failure;
+use crate::cli::UsageError;
+use crate::error::BeforeSend;
+
+/// What the import produced, and what it could not carry over.
+#[derive(Default)]
+pub(super) struct Import {
+    pub(super) variants: Vec<(String, String)>,
+    pub(super) cases: Vec<Value>,
+    pub(super) endpoint: Map<String, Value>,
+    pub(super) params: Map<String, Value>,
+    /// Several providers: each as a named endpoint (its fields, `params` among them).
+    pub(super) endpoints: Vec<Map<String, Value>>,
+    pub(super) notes: Vec<String>,
+    /// What was carried over and must be reviewed before a run (the endpoint every prompt
+    /// will be sent to).
+    pub(super) review: Vec<String>,
+    /// Tests read so far (skipped ones included), to name them in the notes.
+    pub(super) tests_seen: usize,
+    /// Case ids given so far.
+    pub(super) ids: std::collections::HashSet<String>,
+    /// `defaultTest.vars`: every test's variables start from these.
+    pub(super) default_vars: Map<String, Value>,
+    /// The bench's scorer, when the import has one for every case (else each case carries
+    /// its own).
+    pub(super) grade: Option<Value>,
+    /// The bench's `judge:` block.
+    pub(super) judge: Option<Map<String, Value>>,
+    /// Other files to write, by their path in the bench's folder (judge prompts, scorers).
+    pub(super) files: Vec<(String, String)>,
+    /// The tool imported from, as the bench's first line names it.
+    pub(super) tool: &'static str,
+}
+
+/// A promptfoo value rendered against a test's variables (promptfoo fills `{{var}}` in
+/// assert values with nunjucks; the subset tests use is Jinja's). Text without a tag is
+/// taken as it is.
+pub(super) fn render(text: &str, vars: &Map<String, Value>) -> Result<String, String> {
+    if !text.contains("{{") && !text.contains("{%") {
+        return Ok(text.to_string());
+    }
+    let mut env = minijinja::Environment::new();
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    env.set_fuel(Some(100_000));
+    env.render_str(text, minijinja::value::Serde(vars))
+        .map_err(|e| e.to_string())
+}
+
+/// The largest file an import reads (the config, a prompt, a CSV of tests).
+pub(super) const MAX_IMPORT_BYTES: u64 = 16 << 20;
+
+/// A variant name from a label or a file name: letters, digits, `-` and `_`.
+pub(super) fn slug(text: &str) -> String {
+    let s: String = text
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    s.trim_matches('-').chars().take(40).collect()
+}
+
+/// A bench needs a prompt and a case, and import never overwrites one.
+pub(super) fn check_importable(im: &Import, config_path: &Path, out: &Path) -> Result<(), Failure> {
+    if im.variants.is_empty() || im.cases.is_empty() {
+        return Err(UsageError::with_fix(
+            format!(
+                "{} gives {} prompts and {} tests promptgauge can use: nothing to import",
+                config_path.display(),
+                im.variants.len(),
+                im.cases.len()
+            ),
+            "a bench needs at least one prompt and one test with an assert promptgauge can score",
+        )
+        .into());
+    }
+    if std::fs::symlink_metadata(out.join("promptgauge.yaml")).is_ok() {
+        return Err(UsageError::with_fix(
+            format!(
+                "{} already holds a promptgauge.yaml: import never overwrites",
+                out.display()
+            ),
+            "choose another --out folder",
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// What was imported, what to review, what was not carried over, and what to do next.
+pub(super) fn say_imported(im: &Import, out: &Path) {
+    out!(
+        "imported {} prompts and {} tests into {} (promptgauge.yaml, cases.jsonl, prompts/)",
+        im.variants.len(),
+        im.cases.len(),
+        out.display()
+    );
+    let programs = im.programs();
+    if !programs.is_empty() {
+        out!("programs the bench will run to score answers (read them before a run):");
+        for p in &programs {
+            out!(
+                "  - `{p}` (it sees {} and no other variable)",
+                crate::suite::grading::PASSED_ENV.join(", ")
+            );
+        }
+    }
+    if !im.review.is_empty() {
+        out!("review before running (also in IMPORT-NOTES.md):");
+        for n in &im.review {
+            out!("  - {n}");
+        }
+    }
+    if !im.notes.is_empty() {
+        out!("not carried over (also in IMPORT-NOTES.md):");
+        for n in &im.notes {
+            out!("  - {n}");
+        }
+    }
+    out!(
+        "next: promptgauge check {0}, then promptgauge run {0}",
+        crate::report::shell_path(&out.join("promptgauge.yaml"))
+    );
+}
+
+impl Import {
+    /// Every program a `command` scorer of the imported bench runs (its `grade:` and each
+    /// case's), as written, once each.
+    fn programs(&self) -> Vec<String> {
+        fn walk(v: &Value, found: &mut Vec<String>) {
+            match v {
+                Value::Object(m) => {
+                    if m.get("kind").and_then(Value::as_str) == Some("command")
+                        && let Some(run) = m.get("run").and_then(Value::as_array)
+                    {
+                        let argv: Vec<&str> = run.iter().filter_map(Value::as_str).collect();
+                        let shown = argv.join(" ");
+                        if !found.contains(&shown) {
+                            found.push(shown);
+                        }
+                    }
+                    m.values().for_each(|v| walk(v, found));
+                }
+                Value::Array(a) => a.iter().for_each(|v| walk(v, found)),
+                _ => {}
+            }
+        }
+        let mut found = Vec::new();
+        self.grade.iter().for_each(|g| walk(g, &mut found));
+        self.cases.iter().for_each(|c| walk(c, &mut found));
+        found
+    }
+}
+
+/// Notes said by many tests alike (`test 3: …`, `test 4: …`) become one, with the count.
+pub(super) fn collapse_notes(notes: Vec<String>) -> Vec<String> {
+    // (what is said, the first note as written, how many tests said it)
+    let mut collapsed: Vec<(String, String, usize)> = Vec::new();
+    for n in notes {
+        let key = match n.split_once(": ") {
+            Some((head, rest))
+                if head
+                    .strip_prefix("test ")
+                    .is_some_and(|d| d.chars().all(|c| c.is_ascii_digit())) =>
+            {
+                rest.to_string()
+            }
+            _ => n.clone(),
+        };
+        match collapsed.iter_mut().find(|(k, _, _)| *k == key) {
+            Some((_, _, count)) => *count += 1,
+            None => collapsed.push((key, n, 1)),
+        }
+    }
+    collapsed
+        .into_iter()
+        .map(|(k, first, count)| {
+            if count > 1 {
+                format!("{count} tests: {k}")
+            } else {
+                first
+            }
+        })
+        .collect()
+}
+
+/// Writes the imported bench into `out`: its prompts, its cases, promptgauge.yaml and
+/// IMPORT-NOTES.md, each a new file (import never overwrites, nor writes through a symlink).
+pub(super) fn write_bench(
+    out: &Path,
+    name: &str,
+    config_path: &Path,
+    im: &Import,
+) -> Result<(), Failure> {
+    let write = |rel: &str, text: &str| -> Result<(), Failure> {
+        let path = out.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", parent.display()))
+                .before_send()?;
+        }
+        // A new file only: import never overwrites, nor writes through a symlink.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .and_then(|mut file| std::io::Write::write_all(&mut file, text.as_bytes()))
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
+            .before_send()
+    };
+    for (file, text) in &im.variants {
+        write(&format!("prompts/{file}"), text)?;
+    }
+    for (file, text) in &im.files {
+        write(file, text)?;
+    }
+    let cases: String = im.cases.iter().map(|c| format!("{c}\n")).collect();
+    write("cases.jsonl", &cases)?;
+    write("promptgauge.yaml", &bench_yaml(name, config_path, im))?;
+    write("IMPORT-NOTES.md", &notes_md(im))
+}
+
+/// The imported bench's promptgauge.yaml.
+fn bench_yaml(name: &str, config_path: &Path, im: &Import) -> String {
+    let mut bench = format!(
+        "# Imported from {} by `promptgauge import {}`; see IMPORT-NOTES.md for what was not carried over.\nname: {name}\ncases: cases.jsonl\nvariants:                      # the first is the baseline\n",
+        config_path.display(),
+        im.tool
+    );
+    for (file, _) in &im.variants {
+        bench.push_str(&format!("  - prompts/{file}\n"));
+    }
+    match &im.grade {
+        Some(grade) => bench.push_str(&format!("grade: {grade}\n")),
+        None => bench.push_str(
+            "grade: { kind: exact }         # each case carries its own scorer, from its asserts\n",
+        ),
+    }
+    if let Some(judge) = &im.judge {
+        bench.push_str(&format!("judge: {}\n", Value::Object(judge.clone())));
+    }
+    if !im.endpoint.is_empty() {
+        bench.push_str(&format!(
+            "endpoint: {}\n",
+            Value::Object(im.endpoint.clone())
+        ));
+    }
+    if !im.endpoints.is_empty() {
+        bench.push_str(
+            "endpoints:                     # side by side in one run; the first is the baseline\n",
+        );
+        for e in &im.endpoints {
+            bench.push_str(&format!("  - {}\n", Value::Object(e.clone())));
+        }
+    }
+    if !im.params.is_empty() {
+        bench.push_str(&format!("params: {}\n", Value::Object(im.params.clone())));
+    }
+    bench
+}
+
+/// IMPORT-NOTES.md: what to review before a run, and what was not carried over.
+fn notes_md(im: &Import) -> String {
+    let review: String = if im.review.is_empty() {
+        String::new()
+    } else {
+        let items: String = im.review.iter().map(|n| format!("- {n}\n")).collect();
+        format!("## Review before running\n\n{items}\n")
+    };
+    let notes = if im.notes.is_empty() {
+        "Everything else was carried over.\n".to_string()
+    } else {
+        let items: String = im.notes.iter().map(|n| format!("- {n}\n")).collect();
+        format!("## Not carried over\n\n{items}")
+    };
+    format!("# Import notes\n\n{review}{notes}")
+}
