@@ -108,7 +108,11 @@ fn blanked(code: &str) -> String {
             i += c.len_utf8();
         } else {
             let end = (i + skip).min(code.len());
-            out.extend(code[i..end].chars().map(|c| if c == '\n' { '\n' } else { ' ' }));
+            out.extend(
+                code[i..end]
+                    .chars()
+                    .map(|c| if c == '\n' { '\n' } else { ' ' }),
+            );
             i = end;
         }
     }
@@ -175,7 +179,11 @@ fn long_functions(src: &Path) -> Vec<(String, String, usize)> {
         let Ok(code) = std::fs::read_to_string(&path) else {
             continue;
         };
-        let name = path.strip_prefix(root).unwrap_or(&path).display().to_string();
+        let name = path
+            .strip_prefix(root)
+            .unwrap_or(&path)
+            .display()
+            .to_string();
         for (function, lines) in function_lengths(&blanked(&code)) {
             if lines > MAX_LINES {
                 long.push((name.clone(), function, lines));
@@ -233,5 +241,8 @@ fn the_length_reader_counts_bodies_only_and_skips_what_is_not_code() {
             ("array".to_string(), 2),
         ]
     );
-    assert_eq!(blanked(code).matches('\n').count(), code.matches('\n').count());
+    assert_eq!(
+        blanked(code).matches('\n').count(),
+        code.matches('\n').count()
+    );
 }
