@@ -197,9 +197,11 @@ mod tests {
     use crate::client::{ClientConfig, HttpRequest};
     use std::sync::{Arc, Mutex};
 
-    /// Answers each request with the next reply, (status, headers, body); with none left,
-    /// it never answers.
-    struct Scripted(Mutex<Vec<(u16, Vec<(String, String)>, &'static str)>>);
+    /// A reply: its status, headers and body.
+    type Reply = (u16, Vec<(String, String)>, &'static str);
+
+    /// Answers each request with the next reply; with none left, it never answers.
+    struct Scripted(Mutex<Vec<Reply>>);
 
     impl Transport for Scripted {
         fn send(&self, _: HttpRequest) -> BoxFuture<Result<HttpResponse, TransportError>> {
@@ -221,7 +223,7 @@ mod tests {
         }
     }
 
-    fn client(replies: Vec<(u16, Vec<(String, String)>, &'static str)>) -> Client {
+    fn client(replies: Vec<Reply>) -> Client {
         let mut config = ClientConfig::new("http://scripted/v1", "m");
         config.max_attempts = 2;
         config.total_timeout = Duration::from_secs(60);

@@ -1,7 +1,8 @@
 //! Runs in progress: a run folder under the folder of run folders whose lock another
 //! process holds. Each is followed from where it was last read (its journal only grows
 //! while the run holds it): its progress, running figures and newest answers reach the
-//! page as server-sent events, and the page turns into the run's report when it ends.
+//! page as server-sent events, and the page turns into the run's report when it ends. Its
+//! looks and waits are on tokio's clock, so a test follows a run on a paused one.
 
 use std::future::Future;
 use std::path::PathBuf;
