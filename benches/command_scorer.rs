@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use promptgauge::client::ChatMessage;
-use promptgauge::grade::command::Command;
+use promptgauge::grade::command::CommandScorer;
 use promptgauge::grade::{Answer, ScoreContext, ScoreInput, Scorer};
 use promptgauge::suite::{Case, Location};
 
@@ -59,7 +59,7 @@ fn main() {
     let context = ScoreContext::default();
     let n = 20_000;
     for workers in [1u32, 4] {
-        let scorer = Command::new(
+        let scorer = CommandScorer::new(
             &["python3".into(), "trivial.py".into()],
             &[],
             dir.path(),

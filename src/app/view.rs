@@ -161,7 +161,7 @@ struct Lent {
 }
 
 impl crate::web::Commands for Lent {
-    fn compare<'a>(&'a self, a: &'a Path, b: &'a Path) -> crate::web::Answer<'a, String> {
+    fn compare<'a>(&'a self, a: &'a Path, b: &'a Path) -> crate::web::Reply<'a, String> {
         Box::pin(async move {
             let mut sides = Vec::new();
             for folder in [a, b] {
@@ -186,7 +186,7 @@ impl crate::web::Commands for Lent {
         &'a self,
         bench: &'a str,
         link: &'a (dyn Fn(&str) -> String + Sync),
-    ) -> crate::web::Answer<'a, String> {
+    ) -> crate::web::Reply<'a, String> {
         Box::pin(async move {
             let store = crate::store::Store::open_existing(&self.location)
                 .await
@@ -210,7 +210,7 @@ impl crate::web::Commands for Lent {
         })
     }
 
-    fn report<'a>(&'a self, folder: &'a Path) -> crate::web::Answer<'a, ()> {
+    fn report<'a>(&'a self, folder: &'a Path) -> crate::web::Reply<'a, ()> {
         Box::pin(async move {
             let args = crate::cli::ReportArgs {
                 run: folder.to_path_buf(),

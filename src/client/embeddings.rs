@@ -2,12 +2,15 @@
 //! simulator speak it too): vectors for texts, sent with the client's key and headers,
 //! retried as answers are (full-jitter backoff, `Retry-After` a floor; 400/401/403/404/422
 //! never retried), within the endpoint's total deadline, its reply read up to a size limit.
+//! Its waits, deadlines and latencies are on tokio's clock, and a `Retry-After` date is
+//! read against [`crate::clock`], as the client's answers are.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
+use tokio::time::Instant;
 
 use super::transport::{HttpRequest, Method};
 use super::{Client, Usage, retry};
@@ -111,7 +114,7 @@ impl Client {
             Err(e) => return Tried::Again(format!("no answer: {e}"), None, None),
         };
         let status = response.status;
-        let asked = retry::retry_after(&response.headers, std::time::SystemTime::now());
+        let asked = retry::retry_after(&response.headers, crate::clock::now());
         let mut bytes = Vec::new();
         let mut stream = response.body;
         while let Some(chunk) = stream.next().await {
@@ -190,6 +193,87 @@ fn read_vectors(bytes: &[u8], count: usize) -> Result<(Vec<Vec<f64>>, Option<Usa
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::transport::{BoxFuture, HttpResponse, Transport, TransportError};
+    use crate::client::{ClientConfig, HttpRequest};
+    use std::sync::{Arc, Mutex};
+
+    /// A reply: its status, headers and body.
+    type Reply = (u16, Vec<(String, String)>, &'static str);
+
+    /// Answers each request with the next reply; with none left, it never answers.
+    struct Scripted(Mutex<Vec<Reply>>);
+
+    impl Transport for Scripted {
+        fn send(&self, _: HttpRequest) -> BoxFuture<Result<HttpResponse, TransportError>> {
+            let next = {
+                let mut replies = self.0.lock().unwrap();
+                (!replies.is_empty()).then(|| replies.remove(0))
+            };
+            Box::pin(async move {
+                let Some((status, headers, body)) = next else {
+                    return std::future::pending().await;
+                };
+                let chunk: Result<Bytes, TransportError> = Ok(Bytes::from_static(body.as_bytes()));
+                Ok(HttpResponse {
+                    status,
+                    headers,
+                    body: Box::pin(futures_util::stream::iter([chunk])),
+                })
+            })
+        }
+    }
+
+    fn client(replies: Vec<Reply>) -> Client {
+        let mut config = ClientConfig::new("http://scripted/v1", "m");
+        config.max_attempts = 2;
+        config.total_timeout = Duration::from_secs(60);
+        Client::new(Arc::new(Scripted(Mutex::new(replies))), config)
+    }
+
+    const VECTORS: &str = r#"{"data": [{"index": 0, "embedding": [1, 0]}]}"#;
+
+    /// Embeds one text; the result, and how long it took on tokio's clock (paused: no test
+    /// sleeps for real).
+    async fn embed(client: &Client) -> (Result<Embedded, EmbedError>, Duration) {
+        let start = Instant::now();
+        let real = std::time::Instant::now();
+        let got = client.embed("e", &["x".to_string()]).await;
+        assert!(real.elapsed() < Duration::from_secs(2), "slept for real");
+        (got, start.elapsed())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_retry_after_date_is_read_on_the_injected_clock_and_waited_on_tokio_s() {
+        // Tokio's clock an hour on: a date 45 s after it is 45 s away, not an hour and 45 s
+        // (which limits.max_retry_after would refuse).
+        tokio::time::advance(Duration::from_secs(3600)).await;
+        let date = httpdate::fmt_http_date(crate::clock::now() + Duration::from_secs(45));
+        let client = client(vec![
+            (503, vec![("retry-after".into(), date)], "{}"),
+            (200, Vec::new(), VECTORS),
+        ]);
+        let (got, took) = embed(&client).await;
+        let got = got.unwrap();
+        assert_eq!((got.attempts, got.vectors.len()), (2, 1));
+        assert!(
+            took >= Duration::from_secs(44) && took < Duration::from_secs(47),
+            "{took:?}"
+        );
+        assert!(got.latency_ms >= 44_000.0, "{}", got.latency_ms);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_embeddings_endpoint_that_never_answers_fails_at_its_deadline_each_attempt() {
+        let (got, took) = embed(&client(Vec::new())).await;
+        let e = got.unwrap_err();
+        assert_eq!(e.attempts, 2);
+        assert!(e.message.contains("no answer within 1m"), "{}", e.message);
+        // Two deadlines of a minute, and a backoff between them.
+        assert!(
+            took >= Duration::from_secs(120) && took < Duration::from_secs(145),
+            "{took:?}"
+        );
+    }
 
     #[test]
     fn vectors_are_read_by_index_and_checked() {

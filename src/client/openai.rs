@@ -69,6 +69,94 @@ pub(super) fn error_message(err: &Value) -> String {
     }
 }
 
+/// One chunk's choice: its text, reasoning, refusal and tool calls added to the answer, and
+/// its finish noted; whether it carried a token.
+fn decode_choice(s: &mut Streamed, choice: &Value) -> bool {
+    let delta = choice.get("delta");
+    let mut token = delta.is_some_and(|d| delta_text(s, d));
+    if let Some(calls) = delta
+        .and_then(|d| d.get("tool_calls"))
+        .and_then(Value::as_array)
+    {
+        if s.finish.is_some() {
+            s.ignored += 1;
+        } else {
+            token |= !calls.is_empty();
+            for call in calls {
+                tool_call_delta(s, call);
+            }
+        }
+    }
+    note_finish(s, choice);
+    token
+}
+
+/// A delta's text, reasoning and refusal, added to the answer unless it already finished;
+/// whether it carried any.
+fn delta_text(s: &mut Streamed, delta: &Value) -> bool {
+    let mut token = false;
+    let texts = [
+        ("content", false),
+        ("reasoning_content", true),
+        ("reasoning", true),
+    ];
+    for (key, reasoning) in texts {
+        let Some(t) = delta.get(key).and_then(Value::as_str) else {
+            continue;
+        };
+        if t.is_empty() {
+            continue;
+        }
+        // The first finish ends the answer: text after it is not part of it.
+        if s.finish.is_some() {
+            s.ignored += 1;
+            continue;
+        }
+        token = true;
+        if reasoning {
+            s.reasoning.push_str(t);
+        } else {
+            s.text.push_str(t);
+        }
+    }
+    // The model declined (`refusal` in place of `content`): one rule for every
+    // protocol, docs/dev/design-notes.md, "Client", on refusals.
+    // (`"refusal": ""`, sent beside every answer by some servers, is none.)
+    if let Some(t) = delta
+        .get("refusal")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+    {
+        if s.finish.is_some() {
+            s.ignored += 1;
+        } else {
+            token |= s.add_refusal(t);
+        }
+    }
+    token
+}
+
+/// A choice's finish reason, the first one only; `""` (sent on every chunk by some
+/// servers) is none.
+fn note_finish(s: &mut Streamed, choice: &Value) {
+    if s.finish.is_none()
+        && let Some(r) = choice
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .filter(|r| !r.is_empty())
+    {
+        match finish_kind(r) {
+            Some(kind) => {
+                s.finish = Some(Finish {
+                    reason: r.to_string(),
+                    kind,
+                })
+            }
+            None => s.unrecognised_finish = Some(protocol::truncate(r, 64)),
+        }
+    }
+}
+
 /// Adds one streamed tool-call fragment: `{index, id?, function: {name?, arguments?}}`.
 /// The first fragment of a call names it; later ones append to its arguments.
 fn tool_call_delta(s: &mut Streamed, call: &Value) {
@@ -204,86 +292,16 @@ impl Protocol for OpenAiChat {
         if let Some(u) = v.get("usage") {
             s.note_usage(usage(u));
         }
-        let mut token = false;
         let Some(choices) = v.get("choices").and_then(Value::as_array) else {
             return false;
         };
         // One choice is requested; a server that sends more has them indexed, and 0 is ours.
+        let mut token = false;
         for choice in choices
             .iter()
             .filter(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
         {
-            let delta = choice.get("delta");
-            if let Some(delta) = delta {
-                let texts = [
-                    ("content", false),
-                    ("reasoning_content", true),
-                    ("reasoning", true),
-                ];
-                for (key, reasoning) in texts {
-                    let Some(t) = delta.get(key).and_then(Value::as_str) else {
-                        continue;
-                    };
-                    if t.is_empty() {
-                        continue;
-                    }
-                    // The first finish ends the answer: text after it is not part of it.
-                    if s.finish.is_some() {
-                        s.ignored += 1;
-                        continue;
-                    }
-                    token = true;
-                    if reasoning {
-                        s.reasoning.push_str(t);
-                    } else {
-                        s.text.push_str(t);
-                    }
-                }
-                // The model declined (`refusal` in place of `content`): one rule for every
-                // protocol, docs/dev/design-notes.md, "Client", on refusals.
-                // (`"refusal": ""`, sent beside every answer by some servers, is none.)
-                if let Some(t) = delta
-                    .get("refusal")
-                    .and_then(Value::as_str)
-                    .filter(|t| !t.is_empty())
-                {
-                    if s.finish.is_some() {
-                        s.ignored += 1;
-                    } else {
-                        token |= s.add_refusal(t);
-                    }
-                }
-            }
-            if let Some(calls) = delta
-                .and_then(|d| d.get("tool_calls"))
-                .and_then(Value::as_array)
-            {
-                if s.finish.is_some() {
-                    s.ignored += 1;
-                } else {
-                    token |= !calls.is_empty();
-                    for call in calls {
-                        tool_call_delta(s, call);
-                    }
-                }
-            }
-            // `""` (sent on every chunk by some servers) is no finish reason.
-            if s.finish.is_none()
-                && let Some(r) = choice
-                    .get("finish_reason")
-                    .and_then(Value::as_str)
-                    .filter(|r| !r.is_empty())
-            {
-                match finish_kind(r) {
-                    Some(kind) => {
-                        s.finish = Some(Finish {
-                            reason: r.to_string(),
-                            kind,
-                        })
-                    }
-                    None => s.unrecognised_finish = Some(protocol::truncate(r, 64)),
-                }
-            }
+            token |= decode_choice(s, choice);
         }
         token
     }

@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use super::scorer::{Score, ScoreContext, ScoreError, ScoreFuture, ScoreInput, Scorer};
+use super::scorer::{CaseError, Score, ScoreContext, ScoreError, ScoreFuture, ScoreInput, Scorer};
+use super::spec_error::SpecError;
 use crate::client::Usage;
 use crate::suite::Case;
 
@@ -22,6 +23,22 @@ pub struct Combined {
     pub parts: Vec<Arc<dyn Scorer>>,
     /// For `mean`: one weight per part (all 1 when not given).
     pub weights: Vec<f64>,
+}
+
+/// `mean`'s weights: one per part of `parts` (all 1 when not `given`), none negative nor
+/// all 0.
+pub fn weights(given: Option<&[f64]>, parts: usize) -> Result<Vec<f64>, SpecError> {
+    match given {
+        None => Ok(vec![1.0; parts]),
+        Some(w) if w.len() != parts => Err(SpecError::WeightCount {
+            weights: w.len(),
+            parts,
+        }),
+        Some(w) if w.iter().any(|x| !x.is_finite() || *x < 0.0) || w.iter().sum::<f64>() <= 0.0 => {
+            Err(SpecError::Weights)
+        }
+        Some(w) => Ok(w.to_vec()),
+    }
 }
 
 fn add_usage(total: &mut Option<Usage>, more: Option<Usage>) {
@@ -117,7 +134,7 @@ impl Scorer for Combined {
         })
     }
 
-    fn check(&self, case: &Case) -> Result<(), super::CaseError> {
+    fn check(&self, case: &Case) -> Result<(), CaseError> {
         self.parts.iter().try_for_each(|p| p.check(case))
     }
 

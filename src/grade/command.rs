@@ -29,8 +29,19 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub use crate::suite::grading::PASSED_ENV;
 
+/// How long one reply may take: the spec's `timeout` (`10s`, `2m`), else
+/// [`DEFAULT_TIMEOUT`].
+pub fn timeout_of(timeout: Option<&str>) -> Result<Duration, CommandError> {
+    match timeout {
+        None => Ok(DEFAULT_TIMEOUT),
+        Some(t) => {
+            crate::suite::parse_duration(t).map_err(|e| CommandError::Timeout(e.to_string()))
+        }
+    }
+}
+
 /// The command scorer.
-pub struct Command {
+pub struct CommandScorer {
     /// The program and its arguments, as written.
     argv: Vec<String>,
     /// The environment its processes get: [`PASSED_ENV`] and the bench's `env:`, as set now.
@@ -49,9 +60,9 @@ pub struct Command {
     next_id: AtomicU64,
 }
 
-impl std::fmt::Debug for Command {
+impl std::fmt::Debug for CommandScorer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Command")
+        f.debug_struct("CommandScorer")
             .field("argv", &self.argv)
             .field("dir", &self.dir)
             .field("timeout", &self.timeout)
@@ -105,7 +116,7 @@ impl Process {
 impl Drop for Process {
     /// Kills the process and everything it started: its process group, and every
     /// descendant that left it (`setsid`, a daemon's double fork). The process is a child
-    /// subreaper (see [`Command::spawn`]), so a descendant whose parent exited is still
+    /// subreaper (see [`CommandScorer::spawn`]), so a descendant whose parent exited is still
     /// its descendant; each is stopped before any is killed, so none forks away meanwhile.
     fn drop(&mut self) {
         if let Some(pid) = self.group.filter(|p| *p > 1) {
@@ -233,7 +244,7 @@ enum Fault {
     Reply(String),
 }
 
-impl Command {
+impl CommandScorer {
     /// A pool of at most `workers` processes of `argv`, run in `dir`. The program is looked
     /// for now (a path relative to `dir`, or on PATH): a scorer that cannot start would
     /// fail every job after its answer was paid for.
@@ -244,7 +255,7 @@ impl Command {
         workers: u32,
         timeout: Duration,
         binary: bool,
-    ) -> Result<Command, CommandError> {
+    ) -> Result<CommandScorer, CommandError> {
         let program = argv.first().ok_or(CommandError::Empty)?;
         if program.trim().is_empty() {
             return Err(CommandError::Empty);
@@ -274,7 +285,7 @@ impl Command {
             .chain(env.iter().cloned())
             .filter_map(|n| std::env::var_os(&n).map(|v| (n, v)))
             .collect();
-        Ok(Command {
+        Ok(CommandScorer {
             argv: argv.to_vec(),
             env,
             dir: std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()),
@@ -601,7 +612,7 @@ fn find_program(program: &str, dir: &Path) -> Result<(), CommandError> {
     }
 }
 
-impl Scorer for Command {
+impl Scorer for CommandScorer {
     fn score<'a>(&'a self, input: ScoreInput<'a>, context: &'a ScoreContext) -> ScoreFuture<'a> {
         Box::pin(async move {
             let stop = context.stop.clone().unwrap_or_default();

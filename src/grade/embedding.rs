@@ -4,162 +4,15 @@
 //! its tokens) and, with `--cache`, each text's vector is kept and never bought twice; an
 //! expected answer is embedded once per run however many variants are scored against it.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-
 use serde_json::json;
 
+pub use super::context::{EmbeddingService, EmbeddingServices};
 use super::scorer::{
-    Calls, CaseError, JudgeCall, Score, ScoreContext, ScoreError, ScoreFuture, ScoreInput, Scorer,
+    Calls, CaseError, Score, ScoreContext, ScoreError, ScoreFuture, ScoreInput, Scorer,
 };
-use crate::client::cache::{self, Cache};
-use crate::client::{ChatMessage, Client, Usage};
+use super::spec_error::SpecError;
+use crate::client::ChatMessage;
 use crate::suite::Case;
-
-/// Where an `embedding` scorer's vectors come from: an endpoint of the run and a model.
-pub struct EmbeddingService {
-    pub client: Arc<Client>,
-    pub model: String,
-    /// The endpoint as the user named it, for cache keys.
-    pub endpoint: String,
-    /// `--cache`: vectors already paid for.
-    pub cache: Option<Arc<Mutex<Cache>>>,
-    /// Expected answers' vectors, this run.
-    references: Mutex<HashMap<String, Arc<Vec<f64>>>>,
-    /// Requests in flight at once: the endpoint's capacity.
-    gate: tokio::sync::Semaphore,
-}
-
-/// The services of a run, by the scorer's `endpoint` and `model` as written (`None`: the
-/// run's endpoint, its model).
-pub type EmbeddingServices = HashMap<(Option<String>, Option<String>), Arc<EmbeddingService>>;
-
-impl EmbeddingService {
-    pub fn new(
-        client: Arc<Client>,
-        model: String,
-        endpoint: String,
-        cache: Option<Arc<Mutex<Cache>>>,
-    ) -> EmbeddingService {
-        let gate = tokio::sync::Semaphore::new(client.capacity().max(1));
-        EmbeddingService {
-            client,
-            model,
-            endpoint,
-            cache,
-            references: Mutex::new(HashMap::new()),
-            gate,
-        }
-    }
-
-    fn cache_key(&self, text: &str) -> String {
-        cache::key(
-            &self.endpoint,
-            &self.model,
-            &[ChatMessage::new("embedding", text)],
-            &serde_json::Map::new(),
-            0,
-        )
-    }
-
-    fn cached(&self, text: &str) -> Option<Vec<f64>> {
-        let c = self.cache.as_ref()?.lock().ok()?;
-        let hit = c.get(&self.cache_key(text))?;
-        serde_json::from_str(&hit.text).ok()
-    }
-
-    fn keep(&self, text: &str, vector: &[f64], usage: Option<Usage>) {
-        if let Some(c) = &self.cache
-            && let Ok(mut c) = c.lock()
-        {
-            let _ = c.put(cache::CachedAnswer {
-                key: self.cache_key(text),
-                text: serde_json::to_string(vector).unwrap_or_default(),
-                reasoning: String::new(),
-                tool_calls: Vec::new(),
-                finish_reason: Some("embedding".into()),
-                usage,
-                model: Some(self.model.clone()),
-            });
-        }
-    }
-
-    /// The vectors of `answer` and of each of `references`, and the call that fetched what
-    /// was not known (its usage, attempts and latency; `cached` when nothing was sent).
-    async fn vectors(
-        &self,
-        answer: &str,
-        references: &[String],
-    ) -> Result<(Vec<Arc<Vec<f64>>>, JudgeCall), JudgeCall> {
-        let texts: Vec<&str> = std::iter::once(answer)
-            .chain(references.iter().map(String::as_str))
-            .collect();
-        let mut known: Vec<Option<Arc<Vec<f64>>>> = texts
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                let memo = (i > 0)
-                    .then(|| self.references.lock().ok()?.get(*t).cloned())
-                    .flatten();
-                memo.or_else(|| self.cached(t).map(Arc::new))
-            })
-            .collect();
-        let missing: Vec<usize> = (0..texts.len()).filter(|&i| known[i].is_none()).collect();
-        let mut call = JudgeCall {
-            cached: missing.is_empty(),
-            ..JudgeCall::new(
-                0,
-                texts
-                    .iter()
-                    .map(|t| ChatMessage::new("embedding", *t))
-                    .collect(),
-            )
-        };
-        if !missing.is_empty() {
-            // Each text once (an answer that is its expected answer word for word).
-            let mut asked: Vec<String> = Vec::new();
-            for &i in &missing {
-                if !asked.iter().any(|a| a == texts[i]) {
-                    asked.push(texts[i].to_string());
-                }
-            }
-            let _permit = self.gate.acquire().await;
-            match self.client.embed(&self.model, &asked).await {
-                Ok(got) => {
-                    call.usage = got.usage;
-                    call.attempts = got.attempts;
-                    call.latency_ms = Some(got.latency_ms);
-                    for (text, v) in asked.iter().zip(got.vectors) {
-                        self.keep(text, &v, None);
-                        let v = Arc::new(v);
-                        for &i in &missing {
-                            if texts[i] == text {
-                                known[i] = Some(v.clone());
-                            }
-                        }
-                    }
-                }
-                Err(e) => {
-                    call.attempts = e.attempts;
-                    call.status = e.status;
-                    call.error = Some(if e.stopped {
-                        "the run stopped".to_string()
-                    } else {
-                        e.message
-                    });
-                    return Err(call);
-                }
-            }
-        }
-        let vectors: Vec<Arc<Vec<f64>>> = known.into_iter().flatten().collect();
-        if let Ok(mut memo) = self.references.lock() {
-            for (t, v) in texts.iter().zip(&vectors).skip(1) {
-                memo.entry((*t).to_string()).or_insert_with(|| v.clone());
-            }
-        }
-        Ok((vectors, call))
-    }
-}
 
 /// Why two vectors have no cosine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,6 +50,31 @@ pub struct Embedding {
     pub threshold: f64,
     /// The spec's `endpoint` and `model`, as written: which service it asks.
     pub service: (Option<String>, Option<String>),
+}
+
+impl Embedding {
+    /// An `embedding` scorer: `threshold` a cosine similarity, `endpoint` and `model` (when
+    /// given) naming something.
+    pub fn new(
+        threshold: f64,
+        endpoint: Option<&str>,
+        model: Option<&str>,
+    ) -> Result<Embedding, SpecError> {
+        if !threshold.is_finite() || !(-1.0..=1.0).contains(&threshold) {
+            return Err(SpecError::Threshold(threshold));
+        }
+        if model.is_some_and(|m| m.trim().is_empty())
+            || endpoint.is_some_and(|e| e.trim().is_empty())
+        {
+            return Err(SpecError::Reading(
+                "`model` and `endpoint` name something when given: leave them out to use the run's endpoint and its model".into(),
+            ));
+        }
+        Ok(Embedding {
+            threshold,
+            service: (endpoint.map(String::from), model.map(String::from)),
+        })
+    }
 }
 
 impl Scorer for Embedding {

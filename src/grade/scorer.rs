@@ -1,13 +1,15 @@
 //! The `Scorer` shape: a scorer sees the case (its variables and expected answers), the
 //! messages the variant rendered for it, and the whole answer, and returns a score in
 //! [0, 1] with what it extracted. It is async and gets a [`ScoreContext`], so a scorer may
-//! call a model (a judge) through the same client as the run; today's graders
+//! call a model (a judge) through the same client as the run; the text graders
 //! ([`super::Grader`]) are scorers that return 0 or 1 at once.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 
+pub use super::call::JudgeCall;
+pub use super::context::ScoreContext;
+use super::judge_prompt::PromptError;
 use crate::client::ChatMessage;
 use crate::client::{ToolCall, Usage};
 use crate::suite::Case;
@@ -36,18 +38,6 @@ pub struct ScoreInput<'a> {
     pub answer: &'a Answer,
 }
 
-/// What the run lends its scorers.
-#[derive(Clone, Default)]
-pub struct ScoreContext {
-    /// The judge model-graded scorers ask, through its own client.
-    pub judge: Option<Arc<super::judge::JudgeService>>,
-    /// Where `embedding` scorers get their vectors, by their `endpoint` and `model`.
-    pub embeddings: super::embedding::EmbeddingServices,
-    /// Cancelled when the run abandons its work in flight (a second Ctrl-C, the grace
-    /// over): a scorer waiting on something of its own stops waiting.
-    pub stop: Option<tokio_util::sync::CancellationToken>,
-}
-
 /// One job's score.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Score {
@@ -62,56 +52,6 @@ pub struct Score {
     pub detail: Option<serde_json::Value>,
     /// Every call a model-graded scorer made, journaled under the job.
     pub judge: Vec<JudgeCall>,
-}
-
-/// One call a judge made for a job: what it was asked and what it said.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct JudgeCall {
-    /// Which vote (0-based); a retry after an unparseable reply keeps its vote.
-    pub vote: u32,
-    /// The judge's prompt as sent.
-    pub request: Vec<ChatMessage>,
-    /// The judge's reply; empty when the call failed.
-    pub reply: String,
-    /// The verdict or score read from the reply, in [0, 1]; `None` when it could not be read.
-    pub score: Option<f64>,
-    /// Why the reply could not be read, or why the call failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    pub usage: Option<Usage>,
-    pub latency_ms: Option<f64>,
-    /// Attempts the call took (retries of the client).
-    pub attempts: usize,
-    /// The HTTP status the failed call's last attempt got (a judge that is not there, or
-    /// refuses its key, fails every job the same lasting way).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<u16>,
-    /// How the failed call's last attempt ended (a judge down or overloaded fails every
-    /// job the same passing way, as an endpoint's outage does).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub outcome: Option<crate::client::Outcome>,
-    /// The reply came from the response cache.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub cached: bool,
-}
-
-impl JudgeCall {
-    /// A call about to be made: its vote and request, nothing heard yet.
-    pub fn new(vote: u32, request: Vec<ChatMessage>) -> JudgeCall {
-        JudgeCall {
-            vote,
-            request,
-            reply: String::new(),
-            score: None,
-            error: None,
-            usage: None,
-            latency_ms: None,
-            attempts: 0,
-            status: None,
-            outcome: None,
-            cached: false,
-        }
-    }
 }
 
 impl Score {
@@ -177,7 +117,7 @@ pub enum CaseError {
     NothingToJudge,
     /// The judge prompt does not render for this case.
     #[error("{0}")]
-    JudgePrompt(#[from] super::judge::PromptError),
+    JudgePrompt(#[from] PromptError),
     #[error("`embedding` compares the answer with `expected`, and the case has no expected answer")]
     NothingToEmbed,
     #[error("`fields` needs `expected` to be a JSON object of the fields to extract")]
@@ -250,39 +190,5 @@ pub trait Scorer: Send + Sync + std::fmt::Debug {
     fn looks_for(&self, case: &Case) -> Option<&'static str> {
         let _ = case;
         None
-    }
-}
-
-impl Scorer for super::Grader {
-    fn looks_for(&self, _: &Case) -> Option<&'static str> {
-        match self {
-            super::Grader::Number { .. } => Some("a number"),
-            super::Grader::Choice => Some("an option letter"),
-            super::Grader::Json { .. } => Some("JSON with a value at the path"),
-            super::Grader::Regex { regex, .. } if regex.captures_len() > 1 => {
-                Some("a match of the pattern")
-            }
-            _ => None,
-        }
-    }
-
-    fn score<'a>(&'a self, input: ScoreInput<'a>, _: &'a ScoreContext) -> ScoreFuture<'a> {
-        let grade = self.grade(&input.answer.text, &input.case.expected);
-        Box::pin(std::future::ready(Ok(Score {
-            value: grade.score,
-            extracted: grade.extracted,
-            usage: None,
-            detail: None,
-            judge: Vec::new(),
-        })))
-    }
-
-    fn check(&self, case: &Case) -> Result<(), CaseError> {
-        if case.expected_json.is_some() {
-            return Err(CaseError::ExpectedJson);
-        }
-        case.expected
-            .iter()
-            .try_for_each(|e| self.check_expected(e))
     }
 }

@@ -2,12 +2,14 @@
 //! (`json_schema`), the share of expected fields an extraction got right (`fields`), and the
 //! tool calls a model made (`tool_call`).
 
+use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::scorer::{Score, ScoreContext, ScoreFuture, ScoreInput, Scorer};
-use super::{CaseError, SpecError, parse_number, strip_code_fence};
+use super::scorer::{CaseError, Score, ScoreContext, ScoreFuture, ScoreInput, Scorer};
+use super::spec_error::SpecError;
+use super::text::{parse_number, strip_code_fence};
 use crate::client::ToolCall;
 use crate::suite::Case;
 
@@ -61,6 +63,22 @@ impl std::fmt::Debug for JsonSchema {
 }
 
 impl JsonSchema {
+    /// A scorer for the spec's `schema`: the schema itself, or the name of its file under
+    /// `dir`.
+    pub fn read(schema: &Value, dir: &Path) -> Result<JsonSchema, SpecError> {
+        let schema = match schema {
+            Value::String(file) => {
+                let path = dir.join(file);
+                let text = crate::suite::error::read_text(&path, "schema")
+                    .map_err(SpecError::ReadSchema)?;
+                serde_json::from_str(&text)
+                    .map_err(|error| SpecError::SchemaNotJson { path, error })?
+            }
+            inline => inline.clone(),
+        };
+        JsonSchema::new(&schema)
+    }
+
     /// A scorer for `schema` (already read from its file, if it came from one).
     pub fn new(schema: &Value) -> Result<JsonSchema, SpecError> {
         let validator = jsonschema::validator_for(schema)
@@ -149,6 +167,22 @@ fn at<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
 }
 
 impl Fields {
+    /// A `fields` scorer; numbers compare within `tolerance` (≥ 0).
+    pub fn new(
+        required: Vec<String>,
+        case_sensitive: bool,
+        tolerance: f64,
+    ) -> Result<Fields, SpecError> {
+        if !tolerance.is_finite() || tolerance < 0.0 {
+            return Err(SpecError::Tolerance(tolerance));
+        }
+        Ok(Fields {
+            required,
+            case_sensitive,
+            tolerance,
+        })
+    }
+
     fn same(&self, want: &Value, got: &Value) -> bool {
         let number = |v: &Value| match v {
             Value::Number(n) => n.as_f64(),

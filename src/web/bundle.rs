@@ -6,7 +6,9 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use super::{Listening, url_segment};
+use super::Listening;
+use super::page::url_segment;
+use super::shared::Shared;
 
 /// Answers per page in a bundle.
 const PAGE: usize = 100;
@@ -220,7 +222,7 @@ pub async fn bundle(
 
 /// Asks the server for every page the bundle holds, and writes each as its file.
 async fn write_bundle(
-    shared: &super::Shared,
+    shared: &Shared,
     pages: &Pages,
     dir: &Path,
     runs: &[String],
@@ -267,7 +269,7 @@ async fn write_bundle(
 /// The runs to bundle, newest first: those named (each must be in the store), or the
 /// newest 20.
 async fn choose(
-    shared: &super::Shared,
+    shared: &Shared,
     runs: &[String],
 ) -> Result<Vec<crate::report::rows::RunRow>, BundleError> {
     let all = shared

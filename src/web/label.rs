@@ -13,8 +13,10 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
+use super::guard::same_secret;
+use super::page::{Checked, Refused, failed, pre_text, refuse, shell, url_segment};
 use super::run::{Indexed, indexed};
-use super::{Shared, failed, refuse, shell, url_segment};
+use super::shared::Shared;
 use crate::report::html::esc;
 use crate::report::labels;
 use crate::runner::RunDir;
@@ -107,9 +109,9 @@ pub(super) async fn page_(
                 esc(&r.case_id),
                 esc(&r.arm()),
                 r.repeat,
-                super::pre_text(&labels::question(r), 100_000),
-                super::pre_text(&r.expected.join("\n"), 100_000),
-                super::pre_text(&r.output, 100_000),
+                pre_text(&labels::question(r), 100_000),
+                pre_text(&r.expected.join("\n"), 100_000),
+                pre_text(&r.output, 100_000),
                 query.seed,
                 query.sample,
                 query.at,
@@ -127,7 +129,7 @@ pub(super) async fn page_(
 pub(super) async fn page(
     State(shared): State<Arc<Shared>>,
     Path(run): Path<String>,
-    super::Checked(query): super::Checked<LabelQuery>,
+    Checked(query): Checked<LabelQuery>,
 ) -> Response {
     page_(shared, run, query).await.unwrap_or_else(|e| e)
 }
@@ -208,7 +210,7 @@ const KEYS: &str = r#"
 pub(super) async fn save(
     State(shared): State<Arc<Shared>>,
     Path(run): Path<String>,
-    super::Checked(query): super::Checked<LabelQuery>,
+    Checked(query): Checked<LabelQuery>,
     body: String,
 ) -> Response {
     let (job, score) = match read_form(&shared, &body) {
@@ -244,7 +246,7 @@ pub(super) async fn save(
 }
 
 /// The form's job and score, once its CSRF token is the page's; or why it is refused.
-fn read_form(shared: &Shared, body: &str) -> Result<(u32, f64), super::Refused> {
+fn read_form(shared: &Shared, body: &str) -> Result<(u32, f64), Refused> {
     let fields = super::runs::form_urlencoded(body);
     let field = |k: &str| {
         fields
@@ -252,7 +254,7 @@ fn read_form(shared: &Shared, body: &str) -> Result<(u32, f64), super::Refused> 
             .find(|(name, _)| name == k)
             .map(|(_, v)| v.as_str())
     };
-    if !field("csrf").is_some_and(|f| super::same_secret(f, &shared.csrf)) {
+    if !field("csrf").is_some_and(|f| same_secret(f, &shared.csrf)) {
         return Err((
             StatusCode::FORBIDDEN,
             "this request lacks the page's CSRF token: label from the page itself",

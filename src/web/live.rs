@@ -1,28 +1,30 @@
 //! Runs in progress: a run folder under the folder of run folders whose lock another
 //! process holds. Each is followed from where it was last read (its journal only grows
 //! while the run holds it): its progress, running figures and newest answers reach the
-//! page as server-sent events, and the page turns into the run's report when it ends.
+//! page as server-sent events, and the page turns into the run's report when it ends. Its
+//! looks and waits are on tokio's clock, so a test follows a run on a paused one.
 
-use std::collections::{HashMap, VecDeque};
-use std::path::{Path as FsPath, PathBuf};
+use std::future::Future;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
+use futures_util::StreamExt;
 use serde::Serialize;
+use tokio::time::Instant;
 
-use super::{Shared, refuse, shell, url_segment};
+use super::page::{refuse, shell, url_segment};
+use super::shared::Shared;
+use super::tally::{Tally, held, look};
 use crate::report::html::esc;
 use crate::runner::RunDir;
-use crate::runner::journal::{self, JobRecord, JobStatus};
 
 /// How often a live run's journal is looked at.
 const TICK: Duration = Duration::from_millis(250);
-/// How many of the newest answers a live page shows.
-const NEWEST: usize = 8;
 
 /// A run in progress, as the runs page lists it.
 #[derive(Debug, Clone, Serialize)]
@@ -34,183 +36,6 @@ pub(super) struct LiveRun {
     pub started_at: String,
     pub done: usize,
     pub planned: usize,
-}
-
-/// One arm's running figures.
-#[derive(Debug, Clone, Default, Serialize)]
-struct ArmTally {
-    name: String,
-    graded: u64,
-    failed: u64,
-    filtered: u64,
-    score_sum: f64,
-    /// Mean score and its running Wilson interval, once something was graded.
-    mean: Option<f64>,
-    low: Option<f64>,
-    high: Option<f64>,
-}
-
-/// One of the newest answers (text cut short; shown as text).
-#[derive(Debug, Clone, Serialize)]
-struct Newest {
-    job: usize,
-    case: String,
-    arm: String,
-    status: &'static str,
-    score: Option<f64>,
-    answer: String,
-}
-
-/// A live run's journal, read so far.
-#[derive(Debug, Serialize)]
-pub(super) struct Tally {
-    run_id: String,
-    bench: String,
-    started_at: String,
-    planned: usize,
-    done: usize,
-    confidence: f64,
-    arms: Vec<ArmTally>,
-    newest: VecDeque<Newest>,
-    /// Where the next read starts.
-    #[serde(skip)]
-    offset: u64,
-    /// Each job's record so far, by (case, arm, repeat): its status and score.
-    #[serde(skip)]
-    seen: HashMap<(String, String, u32), (JobStatus, Option<f64>)>,
-    #[serde(skip)]
-    arm_of: HashMap<String, usize>,
-}
-
-impl Tally {
-    fn new(record: &crate::runner::record::RunRecord) -> Tally {
-        let arms = record.plan.arms();
-        Tally {
-            run_id: record.run_id.clone(),
-            bench: record.bench.name.clone(),
-            started_at: record.started_at.clone(),
-            planned: record.plan_keys().planned(),
-            done: 0,
-            confidence: record.bench.confidence,
-            arm_of: arms
-                .iter()
-                .enumerate()
-                .map(|(i, a)| (a.clone(), i))
-                .collect(),
-            arms: arms
-                .into_iter()
-                .map(|name| ArmTally {
-                    name,
-                    ..ArmTally::default()
-                })
-                .collect(),
-            newest: VecDeque::new(),
-            offset: 0,
-            seen: HashMap::new(),
-        }
-    }
-
-    /// Reads what the journal gained since the last read; whether anything was.
-    fn advance(&mut self, path: &FsPath) -> std::io::Result<bool> {
-        if !path.exists() {
-            return Ok(false);
-        }
-        let mut records = Vec::new();
-        let stats = journal::read_from(path, self.offset, |_, r| records.push(r))?;
-        self.offset += stats.complete_bytes;
-        let changed = !records.is_empty();
-        for r in records {
-            self.add(r);
-        }
-        if changed {
-            for a in &mut self.arms {
-                a.mean = (a.graded > 0).then(|| a.score_sum / a.graded as f64);
-                let bounds =
-                    crate::stats::wilson(a.score_sum.round() as u64, a.graded, self.confidence);
-                a.low = bounds.map(|b| b.0);
-                a.high = bounds.map(|b| b.1);
-            }
-        }
-        Ok(changed)
-    }
-
-    /// One record, as the reports count it: a job's first record, or a resend in place of
-    /// its failure; a duplicate is left out.
-    fn add(&mut self, r: JobRecord) {
-        let arm = r.arm().into_owned();
-        let Some(&i) = self.arm_of.get(&arm) else {
-            return;
-        };
-        let key = (r.case_id.clone(), arm.clone(), r.repeat);
-        match self.seen.get(&key) {
-            Some((JobStatus::Failed, _)) if r.resent > 0 => {
-                self.arms[i].failed -= 1;
-                self.done -= 1;
-            }
-            Some(_) => return,
-            None => {}
-        }
-        self.seen.insert(key, (r.status, r.score()));
-        self.done += 1;
-        let a = &mut self.arms[i];
-        match r.status {
-            JobStatus::Graded => {
-                a.graded += 1;
-                a.score_sum += r.score().unwrap_or(0.0);
-            }
-            JobStatus::Failed => a.failed += 1,
-            JobStatus::Filtered => a.filtered += 1,
-        }
-        self.newest.push_front(Newest {
-            job: r.job,
-            case: r.case_id.clone(),
-            arm,
-            status: match r.status {
-                JobStatus::Graded => "graded",
-                JobStatus::Failed => "failed",
-                JobStatus::Filtered => "filtered",
-            },
-            score: r.score(),
-            answer: crate::report::visible(&r.output, 300),
-        });
-        self.newest.truncate(NEWEST);
-    }
-}
-
-/// The live runs found at the last look, and when it was (looked again at most every
-/// quarter second, however many pages ask).
-#[derive(Default)]
-pub(super) struct Scan {
-    at: Option<Instant>,
-    runs: Vec<(String, PathBuf)>,
-    tallies: HashMap<String, Arc<Mutex<Tally>>>,
-}
-
-/// Whether another process holds `folder` (a run writing it).
-fn held(folder: &FsPath) -> bool {
-    folder.join(crate::runner::lock::FILE).is_file()
-        && matches!(
-            RunDir::at(folder).read_lock(),
-            Err(crate::runner::lock::LockError::InUse { .. })
-        )
-}
-
-/// The run folders under `reports` another process holds, by name.
-fn look(reports: &FsPath) -> Vec<(String, PathBuf)> {
-    let Ok(entries) = std::fs::read_dir(reports) else {
-        return Vec::new();
-    };
-    let mut found: Vec<(String, PathBuf)> = entries
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            let path = e.path();
-            (path.join("run.json").is_file() && held(&path)).then_some((name, path))
-        })
-        .collect();
-    found.sort();
-    found
 }
 
 impl Shared {
@@ -359,52 +184,120 @@ pub(super) async fn events(
     let Some((folder, tally)) = shared.tally(&name) else {
         return refuse(StatusCode::NOT_FOUND, "no run in progress by that name");
     };
+    let told = follow(LiveFolder {
+        shared,
+        folder,
+        tally,
+    });
+    let stream = told.map(|told| {
+        Ok::<_, std::convert::Infallible>(match told {
+            Told::Progress(figures) => Event::default().event("progress").data(figures),
+            Told::End(report) => Event::default()
+                .event("end")
+                .data(serde_json::json!({ "report": report }).to_string()),
+        })
+    });
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+/// How long a run that ended is waited for in the store before its page is told it ended
+/// without a report (a run with --no-store is never recorded).
+const RECORDED_WITHIN: Duration = Duration::from_secs(10);
+
+/// What a live page's events follow: a run's figures, whether it still runs, and where
+/// its report is once the store records it. A run folder and the store ([`LiveFolder`]),
+/// or a test's script on tokio's paused clock.
+trait Followed: Send + Sync + 'static {
+    /// Brings the figures up to date: whether they grew; `None` when they cannot be read.
+    fn grow(&self) -> impl Future<Output = Option<bool>> + Send;
+    /// Whether the run still holds its folder.
+    fn running(&self) -> bool;
+    /// The figures, as the live page reads them.
+    fn figures(&self) -> String;
+    /// The address of its report, once the store records the run.
+    fn report(&self) -> impl Future<Output = Option<String>> + Send;
+}
+
+/// A run in progress: its folder, its tally, and the store it is recorded in as it ends.
+struct LiveFolder {
+    shared: Arc<Shared>,
+    folder: PathBuf,
+    tally: Arc<Mutex<Tally>>,
+}
+
+impl Followed for LiveFolder {
+    async fn grow(&self) -> Option<bool> {
+        advance(self.folder.clone(), self.tally.clone()).await
+    }
+
+    fn running(&self) -> bool {
+        held(&self.folder)
+    }
+
+    fn figures(&self) -> String {
+        figures(&self.tally)
+    }
+
+    async fn report(&self) -> Option<String> {
+        let run_id = self
+            .tally
+            .lock()
+            .map(|t| t.run_id.clone())
+            .unwrap_or_default();
+        self.shared.folder_of(&run_id).await?;
+        Some(format!("/runs/{}/", url_segment(&run_id)))
+    }
+}
+
+/// What a live page is told: the figures (`progress`), or that the run ended (`end`),
+/// with its report's address when the store records it.
+#[derive(Debug, Clone, PartialEq)]
+enum Told {
+    Progress(String),
+    End(Option<String>),
+}
+
+/// The events of a followed run, on tokio's clock: its figures at once and whenever they
+/// grew (looked at every [`TICK`]); once the run lets go of its folder, its figures a last
+/// time and its end, as soon as the store records it or after [`RECORDED_WITHIN`].
+fn follow<F: Followed>(followed: F) -> impl futures_util::Stream<Item = Told> + Send {
     enum Step {
-        Follow,
+        Follow { first: bool },
         Ending(Instant),
         Done,
     }
-    let stream = futures_util::stream::unfold(
-        (shared, folder, tally, Step::Follow, true),
-        move |(shared, folder, tally, step, first)| async move {
+    futures_util::stream::unfold(
+        (followed, Step::Follow { first: true }),
+        |(followed, step)| async move {
             let mut step = step;
-            let mut first = first;
             loop {
                 match step {
                     Step::Done => return None,
-                    Step::Follow => {
+                    Step::Follow { first } => {
                         if !first {
                             tokio::time::sleep(TICK).await;
                         }
-                        let grew = advance(folder.clone(), tally.clone()).await?;
-                        let ended = !held(&folder);
+                        let grew = followed.grow().await?;
+                        let ended = !followed.running();
                         if first || grew || ended {
-                            let event = Event::default().event("progress").data(figures(&tally));
                             let next = if ended {
                                 Step::Ending(Instant::now())
                             } else {
-                                Step::Follow
+                                Step::Follow { first: false }
                             };
-                            return Some((
-                                Ok::<_, std::convert::Infallible>(event),
-                                (shared, folder, tally, next, false),
-                            ));
+                            return Some((Told::Progress(followed.figures()), (followed, next)));
                         }
                         // Nothing new: look again (the keep-alive speaks meanwhile).
-                        step = Step::Follow;
-                        first = false;
+                        step = Step::Follow { first: false };
                     }
                     Step::Ending(since) => {
                         // The run records itself in the store as it ends: its report is
-                        // shown once there (a run with --no-store never is).
-                        let run_id = tally.lock().map(|t| t.run_id.clone()).unwrap_or_default();
-                        let recorded = shared.folder_of(&run_id).await.is_some();
-                        if recorded || since.elapsed() > Duration::from_secs(10) {
-                            let data = serde_json::json!({
-                                "report": recorded.then(|| format!("/runs/{}/", url_segment(&run_id))),
-                            });
-                            let event = Event::default().event("end").data(data.to_string());
-                            return Some((Ok(event), (shared, folder, tally, Step::Done, false)));
+                        // shown once there.
+                        let report = followed.report().await;
+                        if report.is_some() || since.elapsed() > RECORDED_WITHIN {
+                            return Some((Told::End(report), (followed, Step::Done)));
                         }
                         tokio::time::sleep(TICK).await;
                         step = Step::Ending(since);
@@ -412,8 +305,86 @@ pub(super) async fn events(
                 }
             }
         },
-    );
-    Sse::new(stream)
-        .keep_alive(KeepAlive::default())
-        .into_response()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::StreamExt;
+
+    /// A run that grows every look until `ends`, recorded in the store at `recorded` (or
+    /// never), on tokio's clock.
+    struct Script {
+        ends: Instant,
+        recorded: Option<Instant>,
+    }
+
+    impl Followed for Script {
+        async fn grow(&self) -> Option<bool> {
+            Some(self.running())
+        }
+
+        fn running(&self) -> bool {
+            Instant::now() < self.ends
+        }
+
+        fn figures(&self) -> String {
+            "{}".into()
+        }
+
+        async fn report(&self) -> Option<String> {
+            self.recorded
+                .filter(|at| Instant::now() >= *at)
+                .map(|_| "/runs/r/".to_string())
+        }
+    }
+
+    /// Everything a followed run tells, and how long it took on tokio's clock (paused:
+    /// it advances only while every task waits, so no test sleeps for real).
+    async fn told(script: Script) -> (Vec<Told>, Duration) {
+        let start = Instant::now();
+        let real = std::time::Instant::now();
+        let told: Vec<Told> = follow(script).collect().await;
+        assert!(real.elapsed() < Duration::from_secs(2), "slept for real");
+        (told, start.elapsed())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_run_that_ends_unrecorded_is_told_its_end_after_ten_seconds_of_tokio_s_clock() {
+        let now = Instant::now();
+        let (told, took) = told(Script {
+            ends: now + Duration::from_secs(1),
+            recorded: None,
+        })
+        .await;
+        // At once, each look while it grew, and once more as it ended: 0, ¼, ½, ¾, 1 s.
+        let progress = vec![Told::Progress("{}".into()); 5];
+        assert_eq!(told[..5], progress[..], "{told:?}");
+        assert_eq!(told[5..], [Told::End(None)], "{told:?}");
+        let waited = took - Duration::from_secs(1);
+        assert!(
+            waited > RECORDED_WITHIN && waited <= RECORDED_WITHIN + TICK,
+            "{took:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_run_the_store_records_as_it_ends_is_told_where_its_report_is() {
+        let now = Instant::now();
+        let (told, took) = told(Script {
+            ends: now + Duration::from_secs(1),
+            recorded: Some(now + Duration::from_secs(2)),
+        })
+        .await;
+        assert_eq!(
+            told.last(),
+            Some(&Told::End(Some("/runs/r/".into()))),
+            "{told:?}"
+        );
+        assert!(
+            took >= Duration::from_secs(2) && took <= Duration::from_secs(2) + TICK,
+            "{took:?}"
+        );
+    }
 }

@@ -11,7 +11,10 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use super::index::{RunIndex, Stamp, Wanted};
-use super::{Shared, failed, given, no_run, refuse, shell, text_field, url_segment};
+use super::page::{
+    Checked, failed, given, no_run, pre_text, refuse, shell, text_field, url_segment,
+};
+use super::shared::Shared;
 use crate::report::html::esc;
 use crate::runner::journal::{JobRecord, JobStatus};
 use crate::runner::{RunDir, record::RunRecord};
@@ -284,7 +287,7 @@ async fn page_of(
 pub(super) async fn jobs_json(
     State(shared): State<Arc<Shared>>,
     Path(run): Path<String>,
-    super::Checked(query): super::Checked<JobsQuery>,
+    Checked(query): Checked<JobsQuery>,
 ) -> Response {
     match page_of(&shared, &run, &query).await {
         Ok((_, jobs, matched)) => axum::Json(serde_json::json!({
@@ -314,7 +317,7 @@ fn select(name: &str, names: &[&str], chosen: Option<&str>) -> String {
 pub(super) async fn answers(
     State(shared): State<Arc<Shared>>,
     Path(run): Path<String>,
-    super::Checked(query): super::Checked<JobsQuery>,
+    Checked(query): Checked<JobsQuery>,
 ) -> Response {
     let (indexed, jobs, matched) = match page_of(&shared, &run, &query).await {
         Ok(p) => p,
@@ -423,7 +426,7 @@ fn answer_rows(id: &str, jobs: &[JobRecord]) -> String {
             repeat = j.repeat,
             status = status_name(j.status),
             score = j.score().map(|s| format!("{s:.2}")).unwrap_or_default(),
-            output = super::pre_text(&j.output, 2000),
+            output = pre_text(&j.output, 2000),
             why = esc(&crate::report::visible(
                 j.error.as_deref().unwrap_or(""),
                 300
@@ -485,7 +488,7 @@ pub(super) async fn job(
 /// Text as a page shows it: control characters made visible, escaped, scrubbed of URLs'
 /// secrets as the reports are.
 fn shown(text: &str) -> String {
-    super::pre_text(text, 200_000)
+    pre_text(text, 200_000)
 }
 
 /// Job N's page: its record as a table, the prompt sent (when it can be rendered again),

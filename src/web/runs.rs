@@ -9,7 +9,8 @@ use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
 use serde::Deserialize;
 
-use super::{Shared, failed, given, refuse, shell, text_field, url_segment};
+use super::page::{Checked, NAV, failed, given, refuse, shell, text_field, url_segment};
+use super::shared::Shared;
 use crate::report::html::esc;
 use crate::report::rows::{RunRow, VariantRow};
 use crate::store::Filter;
@@ -121,7 +122,7 @@ async fn runs_of(
 
 pub(super) async fn json(
     State(shared): State<Arc<Shared>>,
-    super::Checked(query): super::Checked<RunsQuery>,
+    Checked(query): Checked<RunsQuery>,
 ) -> Response {
     match runs_of(&shared, &query).await {
         Ok((runs, _)) => axum::Json(runs).into_response(),
@@ -169,7 +170,7 @@ fn state(r: &RunRow) -> &'static str {
 /// two to compare chosen by their boxes.
 pub(super) async fn page(
     State(shared): State<Arc<Shared>>,
-    super::Checked(query): super::Checked<RunsQuery>,
+    Checked(query): Checked<RunsQuery>,
 ) -> Response {
     let (runs, variants) = match runs_of(&shared, &query).await {
         Ok(r) => r,
@@ -273,7 +274,7 @@ pub(super) async fn compare(State(shared): State<Arc<Shared>>, RawQuery(q): RawQ
         return refuse(StatusCode::NOT_FOUND, "no such run in the history store");
     };
     match shared.commands.compare(&fa, &fb).await {
-        Ok(html) => with_nav(&html, super::NAV),
+        Ok(html) => with_nav(&html, NAV),
         Err(e) => refuse(StatusCode::UNPROCESSABLE_ENTITY, &e),
     }
 }
@@ -285,7 +286,7 @@ pub(super) async fn history(
 ) -> Response {
     let link = |run: &str| format!("/runs/{}/", url_segment(run));
     match shared.commands.history(&bench, &link).await {
-        Ok(html) => with_nav(&html, super::NAV),
+        Ok(html) => with_nav(&html, NAV),
         Err(e) => refuse(StatusCode::NOT_FOUND, &e),
     }
 }

@@ -1409,17 +1409,17 @@ fn slow_connections_are_cut_and_capped_and_the_page_still_answers() {
         .unwrap();
         struct NoCommands;
         impl promptgauge::web::Commands for NoCommands {
-            fn compare<'a>(&'a self, _: &'a Path, _: &'a Path) -> promptgauge::web::Answer<'a, String> {
+            fn compare<'a>(&'a self, _: &'a Path, _: &'a Path) -> promptgauge::web::Reply<'a, String> {
                 Box::pin(async { Err("no".to_string()) })
             }
             fn history<'a>(
                 &'a self,
                 _: &'a str,
                 _: &'a (dyn Fn(&str) -> String + Sync),
-            ) -> promptgauge::web::Answer<'a, String> {
+            ) -> promptgauge::web::Reply<'a, String> {
                 Box::pin(async { Err("no".to_string()) })
             }
-            fn report<'a>(&'a self, _: &'a Path) -> promptgauge::web::Answer<'a, ()> {
+            fn report<'a>(&'a self, _: &'a Path) -> promptgauge::web::Reply<'a, ()> {
                 Box::pin(async { Err("no".to_string()) })
             }
         }

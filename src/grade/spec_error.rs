@@ -1,0 +1,88 @@
+//! Why a `grade:` spec cannot become a scorer: [`SpecError`], in the user's terms.
+
+use std::path::PathBuf;
+
+use super::command::CommandError;
+use super::judge_prompt::{PROMPT_VARIABLES, at_line};
+use crate::suite::InputError;
+
+/// Why a `grade:` spec cannot become a scorer, in the user's terms.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    #[error("`of` lists no scorers")]
+    NoParts,
+    #[error("tolerance must be a number ≥ 0, found {0}")]
+    Tolerance(f64),
+    #[error("`weights` has {weights} numbers for {parts} scorers in `of`")]
+    WeightCount { weights: usize, parts: usize },
+    #[error("`weights` must be numbers ≥ 0, not all 0")]
+    Weights,
+    #[error("the regex `{pattern}` does not compile: {error}")]
+    Regex {
+        pattern: String,
+        error: regex::Error,
+    },
+    #[error("json path `{0}` names nothing; write it like `answer` or `result.items[0].name`")]
+    EmptyPath(String),
+    /// A structured or model-graded kind asked for as a text grader.
+    #[error("`{0}` is not a text grader")]
+    NotText(String),
+    #[error("cannot read the schema: {0}")]
+    ReadSchema(InputError),
+    #[error("the schema {} is not JSON: {error}", path.display())]
+    SchemaNotJson {
+        path: PathBuf,
+        error: serde_json::Error,
+    },
+    /// What the JSON Schema validator found wrong with the schema.
+    #[error("the JSON schema is not valid: {0}")]
+    InvalidSchema(String),
+    #[error("votes must be between 1 and 15, found {0}")]
+    Votes(u32),
+    #[error("{0}")]
+    ReadJudgePrompt(InputError),
+    #[error(
+        "the judge prompt {}{} does not compile: {error}",
+        path.display(),
+        at_line(*line)
+    )]
+    JudgePromptSyntax {
+        path: PathBuf,
+        line: Option<usize>,
+        error: minijinja::Error,
+    },
+    #[error(
+        "the judge prompt {} uses {}; it may use {} (case variables are under `vars`)",
+        path.display(),
+        backticked(unknown),
+        backticked(&PROMPT_VARIABLES)
+    )]
+    JudgePromptVariables { path: PathBuf, unknown: Vec<String> },
+    #[error("{0}")]
+    Command(#[from] CommandError),
+    #[error("`threshold` must be a number between -1 and 1 (a cosine similarity), found {0}")]
+    Threshold(f64),
+    /// A judge's `labels` or `range` that cannot be read by.
+    #[error("{0}")]
+    Reading(String),
+}
+
+impl SpecError {
+    /// Whether the judge prompt file's text is at fault (it does not compile, or uses
+    /// variables a judge prompt does not have).
+    pub(super) fn in_judge_prompt(&self) -> bool {
+        matches!(
+            self,
+            SpecError::JudgePromptSyntax { .. } | SpecError::JudgePromptVariables { .. }
+        )
+    }
+}
+
+/// Names as the messages list them: `a`, `b`.
+fn backticked(names: &[impl AsRef<str>]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{}`", n.as_ref()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
