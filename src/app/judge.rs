@@ -5,13 +5,15 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
 
+use super::settings::ClientSettings;
 use super::{Prepared, shown_urls};
 use crate::cli::{Env, PlanArgs, UsageError};
 use crate::client::ApiKey;
 use crate::client::Cache;
+use crate::client::Limits;
 use crate::grade::judge::JudgeService;
 use crate::report::ProviderInfo;
-use crate::suite::{JudgeSettings, Limits};
+use crate::suite::JudgeSettings;
 
 /// The judge, resolved.
 pub(super) struct Judge {
@@ -194,14 +196,15 @@ impl Judge {
             (true, Some(sim)) => vec![sim.to_string()],
             (true, None) => anyhow::bail!("the judge needs the simulator, which is not running"),
         };
-        let client = super::client_for(
-            &self.limits,
-            &urls,
-            &self.model,
-            self.info.protocol,
-            (self.api_key.clone(), &self.api_key_env),
-            &self.headers,
-        )?;
+        let client = ClientSettings {
+            limits: &self.limits,
+            base_urls: &urls,
+            model: &self.model,
+            protocol: self.info.protocol,
+            api_key: (self.api_key.clone(), &self.api_key_env),
+            headers: &self.headers,
+        }
+        .client()?;
         Ok(Arc::new(JudgeService {
             client: Arc::new(client),
             params: self.params.clone(),

@@ -36,7 +36,7 @@ pub(crate) struct GridEndpoint {
     pub price: Option<crate::suite::Price>,
     /// Over the bench's request parameters, under each variant's.
     pub params: serde_json::Map<String, serde_json::Value>,
-    pub limits: crate::suite::Limits,
+    pub limits: crate::client::Limits,
     /// `endpoint NAME`: how messages about it begin.
     role: String,
 }
@@ -161,12 +161,7 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
     if let Some(r) = args.repeats {
         bench.repeats = r;
     }
-    if let Some(c) = args.concurrency {
-        bench.limits.concurrency = c as usize;
-        for e in &mut chosen {
-            e.limits.concurrency = c as usize;
-        }
-    }
+    super::settings::apply_limit_flags(&mut bench, &mut chosen, &args.limits);
     let variants = pick_variants(&bench, &args.variants)?;
     let grid = grid_of(&bench, &chosen, args, env)?;
     let endpoint = match grid.first() {

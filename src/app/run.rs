@@ -13,6 +13,7 @@ use anyhow::Context;
 use tokio_util::sync::CancellationToken;
 
 use super::finish::{Ending, Outputs, conclude, in_use};
+use super::settings::ClientSettings;
 use super::{Exit, Failure, Prepared, SIMULATED_BANNER, demo_mock_config, prepare, shown_urls};
 use crate::cli::{Env, PlanArgs, RunArgs, UsageError};
 use crate::client::Client;
@@ -552,7 +553,10 @@ async fn start_client(
     say_before_sending(p, provider, quiet);
     let keys = lane_cache_keys(p, &record.endpoint.base_url);
     let lanes: Vec<runner::Lane> = if p.grid.is_empty() {
-        let client = build_client(p, &simulated(&p.endpoint.base_urls)).before_send()?;
+        let urls = simulated(&p.endpoint.base_urls);
+        let client = ClientSettings::of(&p.endpoint, &p.bench.limits, &urls)
+            .client()
+            .before_send()?;
         vec![runner::Lane {
             batch: record.endpoint.batch,
             ..runner::Lane::single(Arc::new(client), keys[0].clone())
@@ -563,14 +567,8 @@ async fn start_client(
             .enumerate()
             .map(|(i, g)| {
                 let e = &g.endpoint;
-                let client = super::client_for(
-                    &g.limits,
-                    &simulated(&e.base_urls),
-                    &e.model,
-                    e.protocol,
-                    (e.api_key.clone(), &e.api_key_env),
-                    &e.headers,
-                )?;
+                let urls = simulated(&e.base_urls);
+                let client = ClientSettings::of(e, &g.limits, &urls).client()?;
                 Ok(runner::Lane {
                     client: Arc::new(client),
                     name: Some(g.name().to_string()),
@@ -2285,17 +2283,6 @@ fn check_writable(path: &Path) -> anyhow::Result<()> {
                 path.display()
             )
         })
-}
-
-fn build_client(p: &Prepared, base_urls: &[String]) -> anyhow::Result<Client> {
-    super::client_for(
-        &p.bench.limits,
-        base_urls,
-        &p.endpoint.model,
-        p.endpoint.protocol,
-        (p.endpoint.api_key.clone(), &p.endpoint.api_key_env),
-        &p.endpoint.headers,
-    )
 }
 
 /// Listens for SIGINT and SIGTERM. The first stops dispatch and drains the client: no new

@@ -56,10 +56,10 @@ impl Client {
         loop {
             attempts += 1;
             let tried = tokio::select! {
-                t = tokio::time::timeout(self.config.total_timeout, self.embed_once(body.clone(), inputs.len())) => {
+                t = tokio::time::timeout(self.config.limits.total_timeout, self.embed_once(body.clone(), inputs.len())) => {
                     t.unwrap_or_else(|_| Tried::Again(format!(
                         "no answer within {}",
-                        humantime::format_duration(self.config.total_timeout)
+                        humantime::format_duration(self.config.limits.total_timeout)
                     ), None, None))
                 }
                 _ = stop.cancelled() => Tried::Fail("the run stopped".into(), None),
@@ -80,7 +80,9 @@ impl Client {
                     });
                 }
                 Tried::Fail(why, status) => return Err(fail(why, status)),
-                Tried::Again(why, status, _) if attempts >= self.config.max_attempts as usize => {
+                Tried::Again(why, status, _)
+                    if attempts >= self.config.limits.max_attempts as usize =>
+                {
                     return Err(fail(format!("{why} (after {attempts} attempts)"), status));
                 }
                 Tried::Again(why, status, asked) => {

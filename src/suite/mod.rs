@@ -9,9 +9,8 @@ pub mod prompts;
 pub mod template;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use cases::Case;
@@ -22,6 +21,9 @@ pub use prompts::Variant;
 pub use template::{ChatMessage, Templates};
 
 use crate::client::ProtocolKind;
+use crate::client::limits::RawLimits;
+pub(crate) use crate::client::limits::parse_duration;
+pub use crate::client::limits::{DurationError, Limits, MAX_DURATION, SizeError};
 
 /// Where the bench's endpoint settings point; resolved against flags and env by `cli`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -60,203 +62,6 @@ impl UrlList {
             UrlList::Many(us) => us.clone(),
         }
     }
-}
-
-/// Client limits, with the defaults docs/guide/files.md's "The bench" lists. Recorded in `run.json`; a field missing there
-/// (a run folder from an older version) reads as its default.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Limits {
-    pub concurrency: usize,
-    pub requests_per_minute: Option<u32>,
-    pub tokens_per_minute: Option<u32>,
-    pub max_attempts: u32,
-    #[serde(with = "humantime_serde_lite")]
-    pub connect_timeout: Duration,
-    #[serde(with = "humantime_serde_lite")]
-    pub first_token_timeout: Duration,
-    #[serde(with = "humantime_serde_lite")]
-    pub idle_timeout: Duration,
-    #[serde(with = "humantime_serde_lite")]
-    pub total_timeout: Duration,
-    /// A streamed response larger than this fails its job.
-    pub max_response_bytes: usize,
-    /// A `Retry-After` longer than this fails the job instead of waiting.
-    #[serde(with = "humantime_serde_lite")]
-    pub max_retry_after: Duration,
-    /// Halve a replica's concurrency on 429s, grow it back after sustained success.
-    pub adaptive: bool,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            concurrency: 8,
-            requests_per_minute: None,
-            tokens_per_minute: None,
-            max_attempts: 6,
-            connect_timeout: Duration::from_secs(10),
-            first_token_timeout: Duration::from_secs(60),
-            idle_timeout: Duration::from_secs(30),
-            total_timeout: Duration::from_secs(300),
-            max_response_bytes: 4 * 1024 * 1024,
-            max_retry_after: Duration::from_secs(300),
-            adaptive: false,
-        }
-    }
-}
-
-mod humantime_serde_lite {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use std::time::Duration;
-
-    pub(super) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&humantime::format_duration(*d).to_string())
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        let text = String::deserialize(d)?;
-        humantime::parse_duration(&text).map_err(serde::de::Error::custom)
-    }
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawLimits {
-    concurrency: Option<i64>,
-    requests_per_minute: Option<i64>,
-    tokens_per_minute: Option<i64>,
-    max_attempts: Option<i64>,
-    #[serde(default, deserialize_with = "duration")]
-    connect_timeout: Option<Duration>,
-    #[serde(default, deserialize_with = "duration")]
-    first_token_timeout: Option<Duration>,
-    #[serde(default, deserialize_with = "duration")]
-    idle_timeout: Option<Duration>,
-    #[serde(default, deserialize_with = "duration")]
-    total_timeout: Option<Duration>,
-    #[serde(default, deserialize_with = "byte_size")]
-    max_response_bytes: Option<usize>,
-    #[serde(default, deserialize_with = "duration")]
-    max_retry_after: Option<Duration>,
-    #[serde(default)]
-    adaptive: Option<bool>,
-}
-
-/// `4MiB`, `512KiB`, `1MB`, or a bare number of bytes.
-fn byte_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Raw {
-        Bytes(u64),
-        Text(String),
-    }
-    let bytes = match Raw::deserialize(d)? {
-        Raw::Bytes(b) => b,
-        Raw::Text(t) => parse_bytes(&t).map_err(serde::de::Error::custom)?,
-    };
-    if bytes == 0 {
-        return Err(serde::de::Error::custom("a size must be positive"));
-    }
-    Ok(Some(bytes as usize))
-}
-
-/// Why a size (`4MiB`) could not be read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SizeError {
-    #[error("`{0}` is not a size; write e.g. 4MiB, 512KiB or 1000000")]
-    NotASize(String),
-    #[error("unknown size unit `{unit}` in `{text}`; use KiB, MiB or GiB")]
-    Unit { unit: String, text: String },
-    #[error("`{0}` is too large")]
-    TooLarge(String),
-}
-
-pub(crate) fn parse_bytes(text: &str) -> Result<u64, SizeError> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let n: u64 = number
-        .parse()
-        .map_err(|_| SizeError::NotASize(text.to_string()))?;
-    let scale = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "kb" => 1_000,
-        "kib" | "k" => 1 << 10,
-        "mb" => 1_000_000,
-        "mib" | "m" => 1 << 20,
-        "gib" | "g" => 1 << 30,
-        other => {
-            return Err(SizeError::Unit {
-                unit: other.to_string(),
-                text: text.to_string(),
-            });
-        }
-    };
-    n.checked_mul(scale)
-        .ok_or_else(|| SizeError::TooLarge(text.to_string()))
-}
-
-/// `10s`, `500ms`, `2m`, or a bare number of seconds.
-fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Raw {
-        Seconds(f64),
-        Text(String),
-    }
-    match Raw::deserialize(d)? {
-        Raw::Seconds(s) if s.is_finite() && s > 0.0 && s <= MAX_DURATION.as_secs_f64() => {
-            Ok(Some(Duration::from_secs_f64(s)))
-        }
-        Raw::Seconds(s) if s > 0.0 => Err(serde::de::Error::custom(DurationError::TooLong(
-            s.to_string(),
-        ))),
-        Raw::Seconds(s) => Err(serde::de::Error::custom(format!(
-            "a duration must be positive, found {s}"
-        ))),
-        Raw::Text(t) => parse_duration(&t)
-            .map(Some)
-            .map_err(serde::de::Error::custom),
-    }
-}
-
-/// The longest duration a bench or flag may set: a day. Longer is a typo, and would
-/// overflow the clock's arithmetic.
-pub const MAX_DURATION: Duration = Duration::from_secs(86_400);
-
-/// Why a user's duration (`30s`) could not be taken.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum DurationError {
-    #[error(
-        "`{0}` is longer than a day, the longest duration promptgauge accepts; write e.g. 30s, 10m or 2h"
-    )]
-    TooLong(String),
-    #[error("`{text}` is not a duration ({reason}); write e.g. 30s, 500ms or 2m")]
-    NotADuration {
-        text: String,
-        reason: humantime::DurationError,
-    },
-    #[error("a duration must be positive, found `{0}`")]
-    Zero(String),
-}
-
-/// Parses a user's duration such as `30s` or `1m30s`: positive, at most [`MAX_DURATION`].
-pub(crate) fn parse_duration(text: &str) -> Result<Duration, DurationError> {
-    let d = humantime::parse_duration(text.trim()).map_err(|e| match e {
-        humantime::DurationError::NumberOverflow => DurationError::TooLong(text.to_string()),
-        reason => DurationError::NotADuration {
-            text: text.to_string(),
-            reason,
-        },
-    })?;
-    if d.is_zero() {
-        return Err(DurationError::Zero(text.to_string()));
-    }
-    if d > MAX_DURATION {
-        return Err(DurationError::TooLong(text.to_string()));
-    }
-    Ok(d)
 }
 
 /// Prices in USD per million tokens.
@@ -1138,41 +943,17 @@ fn resolve_limits(
     base: &Limits,
     here: &dyn Fn(&str) -> Location,
 ) -> Result<Limits, InputError> {
-    let d = base.clone();
-    let positive = |key: &str, v: Option<i64>, max: i64| -> Result<Option<i64>, InputError> {
-        match v {
-            Some(x) if x < 1 || x > max => Err(InputError::new(
-                here(key),
-                format!("limits.{key} must be between 1 and {max}, found {x}"),
-            )
-            .fix(format!("set limits.{key} to a positive whole number"))),
-            v => Ok(v),
-        }
-    };
-    let limits = Limits {
-        concurrency: positive("concurrency", raw.concurrency, 4096)?
-            .map_or(d.concurrency, |x| x as usize),
-        requests_per_minute: positive("requests_per_minute", raw.requests_per_minute, 10_000_000)?
-            .map(|x| x as u32),
-        tokens_per_minute: positive("tokens_per_minute", raw.tokens_per_minute, 4_000_000_000)?
-            .map(|x| x as u32),
-        max_attempts: positive("max_attempts", raw.max_attempts, 100)?
-            .map_or(d.max_attempts, |x| x as u32),
-        connect_timeout: raw.connect_timeout.unwrap_or(d.connect_timeout),
-        first_token_timeout: raw.first_token_timeout.unwrap_or(d.first_token_timeout),
-        idle_timeout: raw.idle_timeout.unwrap_or(d.idle_timeout),
-        total_timeout: raw.total_timeout.unwrap_or(d.total_timeout),
-        max_response_bytes: raw.max_response_bytes.unwrap_or(d.max_response_bytes),
-        max_retry_after: raw.max_retry_after.unwrap_or(d.max_retry_after),
-        adaptive: raw.adaptive.unwrap_or(d.adaptive),
-    };
-    Ok(limits)
+    raw.over(base).map_err(|e| {
+        InputError::new(here(e.key), e.to_string())
+            .fix(format!("set limits.{} to a positive whole number", e.key))
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::fs;
+    use std::time::Duration;
 
     fn bench_dir(bench: &str) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
@@ -1237,15 +1018,6 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("not a duration"), "{e}");
-    }
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_bytes("4MiB"), Ok(4 << 20));
-        assert_eq!(parse_bytes("512 KiB"), Ok(512 << 10));
-        assert_eq!(parse_bytes("1000"), Ok(1000));
-        assert!(parse_bytes("lots").is_err());
-        assert!(parse_bytes("3 parsecs").is_err());
     }
 
     #[test]
