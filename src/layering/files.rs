@@ -552,7 +552,6 @@ const STANDING: [&[&str]; 8] = [
         "src/runner/mod.rs",
         "src/runner/sequential.rs",
     ],
-    &["src/suite/endpoints.rs", "src/suite/mod.rs"],
     &[
         "src/web/label.rs",
         "src/web/live.rs",
