@@ -193,7 +193,10 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
 /// is the model under test.
 /// `check --probe`: the run's preflight, said: the endpoint and (when it answers
 /// elsewhere) the judge, each asked for its models once.
-async fn probe(p: &super::Prepared, judge: Option<&super::judge::Judge>) -> Result<Exit, Failure> {
+async fn probe(
+    p: &super::Prepared,
+    judge: Option<&super::judge::ResolvedJudge>,
+) -> Result<Exit, Failure> {
     let (endpoints, judge) = super::preflight::looks(p, judge);
     let names = p.endpoint_names();
     let whats = endpoints.into_iter().enumerate().map(|(i, look)| {
@@ -223,7 +226,7 @@ async fn probe(p: &super::Prepared, judge: Option<&super::judge::Judge>) -> Resu
     Ok(Exit::Success)
 }
 
-fn say_judge(p: &super::Prepared, judge: &super::judge::Judge) {
+fn say_judge(p: &super::Prepared, judge: &super::judge::ResolvedJudge) {
     let b = &p.bench;
     let calls: u64 = p
         .jobs

@@ -26,7 +26,7 @@ pub(super) async fn start_client(
     p: &Prepared,
     record: &RunRecord,
     provider: &ProviderInfo,
-    judge: Option<&crate::app::judge::Judge>,
+    judge: Option<&crate::app::judge::ResolvedJudge>,
     dead_replicas: &[Vec<(usize, String)>],
     quiet: bool,
 ) -> Result<(Option<MockServer>, Vec<runner::Lane>), Failure> {
@@ -87,7 +87,7 @@ pub(super) async fn start_client(
 pub(super) async fn start_simulator(
     p: &Prepared,
     record: &RunRecord,
-    judge: Option<&crate::app::judge::Judge>,
+    judge: Option<&crate::app::judge::ResolvedJudge>,
 ) -> Result<Option<MockServer>, Failure> {
     let judge_simulated = judge.as_ref().is_some_and(|j| j.base_urls.is_empty());
     let simulated = if p.grid.is_empty() {

@@ -97,7 +97,7 @@ pub(super) struct Resolved {
     pub(super) resumed: Option<(RunDir, RunRecord, crate::runner::lock::RunLock)>,
     pub(super) p: Prepared,
     pub(super) provider: ProviderInfo,
-    pub(super) judge: Option<crate::app::judge::Judge>,
+    pub(super) judge: Option<crate::app::judge::ResolvedJudge>,
     pub(super) store: Result<crate::store::Location, UsageError>,
     pub(super) baseline: Option<crate::app::baseline::Reference>,
 }

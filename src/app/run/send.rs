@@ -45,7 +45,7 @@ pub(super) async fn send_jobs(
     (lanes, simulator, judge): (
         &[runner::Lane],
         Option<&MockServer>,
-        Option<&crate::app::judge::Judge>,
+        Option<&crate::app::judge::ResolvedJudge>,
     ),
     signals: Signals,
     (mut continued, budget): (Continued, Option<Arc<runner::budget::Budget>>),
@@ -119,7 +119,7 @@ pub(super) async fn send_jobs(
 /// The judge's client and how to ask it, when a scorer asks a model; it stops with the
 /// run's client, and the run's client with it.
 pub(super) fn judge_service_for(
-    judge: Option<&crate::app::judge::Judge>,
+    judge: Option<&crate::app::judge::ResolvedJudge>,
     simulator: Option<&str>,
     cache: Option<Arc<std::sync::Mutex<crate::client::Cache>>>,
     client: &Client,

@@ -19,7 +19,7 @@ pub(super) fn plan_budget(
     args: &RunArgs,
     resumed: Option<&RunRecord>,
     p: &Prepared,
-    judge: Option<&crate::app::judge::Judge>,
+    judge: Option<&crate::app::judge::ResolvedJudge>,
 ) -> Result<Option<(f64, runner::budget::Prices)>, Failure> {
     let Some(limit) = args
         .plan
