@@ -67,7 +67,8 @@ pub(super) async fn send_jobs(
         (args, record),
         lanes,
         &mut continued,
-        (judge.clone(), cache, budget),
+        (judge.clone(), cache),
+        budget,
     );
     let Continued {
         mut agg,
@@ -152,11 +153,11 @@ fn run_options(
     (args, record): (&RunArgs, &RunRecord),
     lanes: &[runner::Lane],
     continued: &mut Continued,
-    (judge, cache, budget): (
+    (judge, cache): (
         Option<Arc<crate::grade::judge::JudgeService>>,
         Option<Arc<std::sync::Mutex<crate::client::Cache>>>,
-        Option<Arc<runner::budget::Budget>>,
     ),
+    budget: Option<Arc<runner::budget::Budget>>,
 ) -> runner::RunOptions {
     runner::RunOptions {
         scorers: p.scorers.clone(),
