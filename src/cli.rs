@@ -740,6 +740,25 @@ impl Cli {
     }
 }
 
+/// Flags over the client's limits (the bench's `limits:`, and each endpoint's): a new one
+/// is its field here and its line in [`LimitArgs::apply`] (docs/dev/architecture.md,
+/// "Where the next capabilities land").
+#[derive(Debug, Args, Clone)]
+pub struct LimitArgs {
+    /// Requests in flight at once, per replica (overrides limits.concurrency).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub concurrency: Option<u32>,
+}
+
+impl LimitArgs {
+    /// What the flags say, over `limits`.
+    pub fn apply(&self, limits: &mut crate::client::Limits) {
+        if let Some(c) = self.concurrency {
+            limits.concurrency = c as usize;
+        }
+    }
+}
+
 /// Flags that shape the plan; shared by `run` and `check`.
 #[derive(Debug, Args, Clone)]
 pub struct PlanArgs {
@@ -786,9 +805,9 @@ pub struct PlanArgs {
     /// The wire protocol of the judge's endpoint (overrides judge.protocol).
     #[arg(long, value_name = "NAME")]
     pub judge_protocol: Option<crate::client::ProtocolKind>,
-    /// Requests in flight at once, per replica (overrides limits.concurrency).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub concurrency: Option<u32>,
+    /// The client's limits as the flags set them.
+    #[command(flatten)]
+    pub limits: LimitArgs,
     /// Samples per (case, variant) (overrides repeats).
     #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=10000))]
     pub repeats: Option<u32>,

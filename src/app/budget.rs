@@ -39,7 +39,7 @@ impl Estimate {
 /// The prices the run's jobs are costed at, lane by lane (each endpoint's own, or the
 /// bench's; a batching endpoint's at its batch price), and the judge's: its own, or the
 /// bench's when it is the model under test.
-pub(super) fn prices(p: &Prepared, judge: Option<&super::judge::Judge>) -> Prices {
+pub(super) fn prices(p: &Prepared, judge: Option<&super::judge::ResolvedJudge>) -> Prices {
     let at = |price: Option<&Price>, batch: bool| {
         price.map(|price| {
             if batch {
@@ -81,9 +81,9 @@ pub(super) fn prices(p: &Prepared, judge: Option<&super::judge::Judge>) -> Price
 }
 
 /// Whether a job's answer is in the response cache (`--cache`): it costs nothing.
-pub(super) type Cached<'a> = &'a dyn Fn(&Job, &[crate::client::ChatMessage]) -> bool;
+pub(super) type IsCached<'a> = &'a dyn Fn(&Job, &[crate::client::ChatMessage]) -> bool;
 
-/// [`Cached`], owned: what a run builds from its response cache.
+/// [`IsCached`], owned: what a run builds from its response cache.
 pub(super) type CachedTest = Box<dyn Fn(&Job, &[crate::client::ChatMessage]) -> bool>;
 
 /// The estimate of `jobs` at `prices`; an answer `cached` holds costs nothing (its
@@ -92,7 +92,7 @@ pub(super) fn estimate(
     p: &Prepared,
     jobs: &[Job],
     prices: &Prices,
-    cached: Cached<'_>,
+    cached: IsCached<'_>,
 ) -> Result<Estimate, Failure> {
     let b = &p.bench;
     let mut e = Estimate {

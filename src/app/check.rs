@@ -121,7 +121,7 @@ fn say_endpoints(p: &super::Prepared) {
 /// costed, and `--budget` checked against the estimate.
 fn say_cost(
     p: &super::Prepared,
-    judge: Option<&super::judge::Judge>,
+    judge: Option<&super::judge::ResolvedJudge>,
     args: &CheckArgs,
 ) -> Result<(), Failure> {
     let prices = super::budget::prices(p, judge);
@@ -227,7 +227,10 @@ fn say_power(p: &super::Prepared) {
 
 /// `check --probe`: the run's preflight, said: the endpoint and (when it answers
 /// elsewhere) the judge, each asked for its models once.
-async fn probe(p: &super::Prepared, judge: Option<&super::judge::Judge>) -> Result<Exit, Failure> {
+async fn probe(
+    p: &super::Prepared,
+    judge: Option<&super::judge::ResolvedJudge>,
+) -> Result<Exit, Failure> {
     let (endpoints, judge) = super::preflight::looks(p, judge);
     let names = p.endpoint_names();
     let whats = endpoints.into_iter().enumerate().map(|(i, look)| {
@@ -259,7 +262,7 @@ async fn probe(p: &super::Prepared, judge: Option<&super::judge::Judge>) -> Resu
 
 /// Who judges, how many calls that takes, how they are priced, and a warning when the judge
 /// is the model under test.
-fn say_judge(p: &super::Prepared, judge: &super::judge::Judge) {
+fn say_judge(p: &super::Prepared, judge: &super::judge::ResolvedJudge) {
     let b = &p.bench;
     let calls: u64 = p
         .jobs

@@ -5,16 +5,18 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
 
+use super::settings::ClientSettings;
 use super::{Prepared, shown_urls};
 use crate::cli::{Env, PlanArgs, UsageError};
 use crate::client::ApiKey;
 use crate::client::Cache;
+use crate::client::Limits;
 use crate::grade::judge::JudgeService;
 use crate::report::ProviderInfo;
-use crate::suite::{JudgeSettings, Limits};
+use crate::suite::JudgeSettings;
 
 /// The judge, resolved.
-pub(super) struct Judge {
+pub(super) struct ResolvedJudge {
     /// Empty: the built-in simulator answers.
     pub base_urls: Vec<String>,
     pub model: String,
@@ -86,7 +88,7 @@ pub(super) fn resolve(
     p: &Prepared,
     flags: &PlanArgs,
     env: &Env,
-) -> Result<Option<Judge>, UsageError> {
+) -> Result<Option<ResolvedJudge>, UsageError> {
     if !p.scorers.iter().any(|s| s.uses_judge()) {
         return Ok(None);
     }
@@ -119,21 +121,7 @@ pub(super) fn resolve(
     let at_the_endpoint = base_urls == run.base_urls;
     let (api_key_env, api_key) = match settings.as_ref().and_then(|j| j.api_key_env.clone()) {
         Some(name) => {
-            let key = match env.get(&name) {
-                Some(k) if !base_urls.is_empty() => {
-                    let (k, _) = crate::client::secrets::clean_api_key(k, &name).map_err(|m| {
-                        UsageError::with_fix(m, format!("set ${name} to the judge's key alone"))
-                    })?;
-                    Some(ApiKey::new(k))
-                }
-                None if !base_urls.is_empty() => {
-                    warnings.push(format!(
-                        "${name} is not set: the judge is sent no key (fine for most self-hosted servers)"
-                    ));
-                    None
-                }
-                _ => None,
-            };
+            let key = own_key(&name, env, !base_urls.is_empty(), &mut warnings)?;
             (name, key)
         }
         // The run's key goes to the run's endpoint only: never to another server.
@@ -159,7 +147,7 @@ pub(super) fn resolve(
         endpoint: settings.as_ref().and_then(|s| s.endpoint.clone()),
         ..ProviderInfo::of(shown_urls(&base_urls), &model, &api_key_env, protocol)
     };
-    Ok(Some(Judge {
+    Ok(Some(ResolvedJudge {
         base_urls,
         model,
         api_key: if info.simulated { None } else { api_key },
@@ -172,7 +160,32 @@ pub(super) fn resolve(
     }))
 }
 
-impl Judge {
+/// The key in the judge's own variable `name`, when it is sent to a server (`sent`); a
+/// variable that is not set is a warning: no key is sent.
+fn own_key(
+    name: &str,
+    env: &Env,
+    sent: bool,
+    warnings: &mut Vec<String>,
+) -> Result<Option<ApiKey>, UsageError> {
+    Ok(match env.get(name) {
+        Some(k) if sent => {
+            let (k, _) = crate::client::secrets::clean_api_key(k, name).map_err(|m| {
+                UsageError::with_fix(m, format!("set ${name} to the judge's key alone"))
+            })?;
+            Some(ApiKey::new(k))
+        }
+        None if sent => {
+            warnings.push(format!(
+                "${name} is not set: the judge is sent no key (fine for most self-hosted servers)"
+            ));
+            None
+        }
+        _ => None,
+    })
+}
+
+impl ResolvedJudge {
     /// Whether the judge asks the run's own endpoint (the same URLs and key): then the
     /// endpoint's preflight already looked at it.
     pub(super) fn is_endpoint(&self, p: &Prepared) -> bool {
@@ -194,14 +207,15 @@ impl Judge {
             (true, Some(sim)) => vec![sim.to_string()],
             (true, None) => anyhow::bail!("the judge needs the simulator, which is not running"),
         };
-        let client = super::client_for(
-            &self.limits,
-            &urls,
-            &self.model,
-            self.info.protocol,
-            (self.api_key.clone(), &self.api_key_env),
-            &self.headers,
-        )?;
+        let client = ClientSettings {
+            limits: &self.limits,
+            base_urls: &urls,
+            model: &self.model,
+            protocol: self.info.protocol,
+            api_key: (self.api_key.clone(), &self.api_key_env),
+            headers: &self.headers,
+        }
+        .client()?;
         Ok(Arc::new(JudgeService {
             client: Arc::new(client),
             params: self.params.clone(),

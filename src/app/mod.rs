@@ -50,6 +50,7 @@ mod prepare;
 mod report;
 mod results;
 mod run;
+mod settings;
 mod source;
 mod view;
 
@@ -111,53 +112,6 @@ fn shown_urls(urls: &[String]) -> Vec<String> {
     urls.iter()
         .map(|u| crate::client::secrets::redact_url(u))
         .collect()
-}
-
-/// A client for an endpoint, under a bench's (or a judge's) limits: one gate of
-/// `concurrency` per base URL (replicas after the first), the key sent as the protocol
-/// sends it.
-fn client_for(
-    limits: &crate::suite::Limits,
-    base_urls: &[String],
-    model: &str,
-    protocol: crate::client::ProtocolKind,
-    (api_key, api_key_env): (Option<crate::client::ApiKey>, &str),
-    headers: &[(String, String, bool)],
-) -> anyhow::Result<crate::client::Client> {
-    let first = base_urls.first().map_or("", String::as_str);
-    let mut config = crate::client::ClientConfig::new(first, model);
-    config.protocol = protocol;
-    config.replicas = base_urls.iter().skip(1).cloned().collect();
-    config.adaptive = limits.adaptive;
-    config.api_key = api_key;
-    config.api_key_env = api_key_env.to_string();
-    config.concurrency = limits.concurrency;
-    config.max_attempts = limits.max_attempts;
-    config.first_token_timeout = limits.first_token_timeout;
-    config.idle_timeout = limits.idle_timeout;
-    config.total_timeout = limits.total_timeout;
-    config.max_response_bytes = limits.max_response_bytes;
-    config.max_retry_after = limits.max_retry_after;
-    config.requests_per_minute = limits.requests_per_minute;
-    config.tokens_per_minute = limits.tokens_per_minute;
-    config.headers = headers
-        .iter()
-        .map(|(name, value, _)| (name.clone(), value.clone()))
-        .collect();
-    config.hidden = headers
-        .iter()
-        .filter(|(_, _, hidden)| *hidden)
-        .map(|(_, value, _)| value.clone())
-        .collect();
-    let transport = crate::client::ReqwestTransport::new(
-        limits.connect_timeout,
-        limits.concurrency * base_urls.len().max(1),
-    )
-    .map_err(|e| anyhow::anyhow!(e))?;
-    Ok(crate::client::Client::new(
-        std::sync::Arc::new(transport),
-        config,
-    ))
 }
 
 /// The command that continues a run folder.

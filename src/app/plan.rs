@@ -50,20 +50,7 @@ pub fn plan(args: &PowerArgs) -> Result<Exit, Failure> {
         crate::suite::plan::largest_family(bench.variants.len(), endpoints).max(1),
         |m| m as usize,
     );
-    let (baseline, source) = match args.baseline_accuracy {
-        Some(p) => (p, "as given".to_string()),
-        None => match last_baseline(Path::new("reports"), &bench.name) {
-            Some((p, run)) => (
-                p,
-                format!("the baseline's accuracy in {}", run.display()),
-            ),
-            None => (
-                0.5,
-                "assumed, which needs the most cases: no earlier run of this bench under reports/; set --baseline-accuracy P"
-                    .to_string(),
-            ),
-        },
-    };
+    let (baseline, source) = baseline_accuracy(args.baseline_accuracy, &bench.name);
     let mut a = Assumptions::new(baseline, 1.0 - bench.confidence);
     a.comparisons = comparisons;
     a.correlation = args.correlation;
@@ -80,19 +67,7 @@ pub fn plan(args: &PowerArgs) -> Result<Exit, Failure> {
     }
     let conf = (bench.confidence * 100.0).round();
     let power_pct = (args.power * 100.0).round();
-    let family = match (bench.variants.len(), comparisons) {
-        _ if endpoints > 1 => format!(
-            "{} × {}, each question's family of up to {comparisons} compared (Holm within each)",
-            super::count(bench.variants.len() as u64, "variant", "variants"),
-            super::count(endpoints as u64, "endpoint", "endpoints"),
-        ),
-        (1, 1) => "1 variant: sizing one comparison with it".to_string(),
-        (_, 1) => format!(
-            "{} variants, one compared with the baseline",
-            bench.variants.len()
-        ),
-        (n, m) => format!("{n} variants, {m} compared with the baseline (Holm over {m})"),
-    };
+    let family = family_line(bench.variants.len(), endpoints, comparisons);
     out!(
         "plan for {}: {family}, {conf}% confidence, {power_pct}% power",
         bench.name
@@ -106,7 +81,53 @@ pub fn plan(args: &PowerArgs) -> Result<Exit, Failure> {
             format!("correlated at phi = {}", args.correlation)
         }
     );
-    let need = |points: f64| match power::cases_either_way(points / 100.0, args.power, &a) {
+    say_cases_needed(args, &a, bench.cases.len() as u64);
+    if bench.repeats > 1 {
+        out!(
+            "  repeats ({}): these figures count cases, one answer each. Repeats add information only where answers to the same case vary (a run's reports give the detectable difference at the agreement they measure); they never stand in for cases.",
+            bench.repeats
+        );
+    }
+    Ok(Exit::Success)
+}
+
+/// The baseline's accuracy the plan sizes at, and where it comes from: `--baseline-accuracy`,
+/// else the latest run of the bench under `reports/`, else 50% (which needs the most cases).
+fn baseline_accuracy(given: Option<f64>, bench: &str) -> (f64, String) {
+    match given {
+    Some(p) => (p, "as given".to_string()),
+    None => match last_baseline(Path::new("reports"), bench) {
+        Some((p, run)) => (
+            p,
+            format!("the baseline's accuracy in {}", run.display()),
+        ),
+        None => (
+            0.5,
+            "assumed, which needs the most cases: no earlier run of this bench under reports/; set --baseline-accuracy P"
+                .to_string(),
+        ),
+    },
+}
+}
+
+/// What the plan compares: the variants (at each endpoint), and how many of them.
+fn family_line(variants: usize, endpoints: usize, comparisons: usize) -> String {
+    match (variants, comparisons) {
+        _ if endpoints > 1 => format!(
+            "{} × {}, each question's family of up to {comparisons} compared (Holm within each)",
+            super::count(variants as u64, "variant", "variants"),
+            super::count(endpoints as u64, "endpoint", "endpoints"),
+        ),
+        (1, 1) => "1 variant: sizing one comparison with it".to_string(),
+        (_, 1) => format!("{variants} variants, one compared with the baseline"),
+        (n, m) => format!("{n} variants, {m} compared with the baseline (Holm over {m})"),
+    }
+}
+
+/// The cases needed: to detect `--detect`'s difference, what `--cases` detects, or a table
+/// of differences and what the bench's `cases` detect.
+fn say_cases_needed(args: &PowerArgs, a: &Assumptions, cases: u64) {
+    let need = |points: f64| match power::cases_either_way(points / 100.0, args.power, a) {
         Some(n) => format!("{n} cases"),
         None => "out of reach (more than 1,000,000 cases, or past 0% or 100%)".to_string(),
     };
@@ -117,7 +138,7 @@ pub fn plan(args: &PowerArgs) -> Result<Exit, Failure> {
                 need(points)
             );
         }
-        (None, Some(n)) => out!("  {}", detectable_line(n, args.power, &a)),
+        (None, Some(n)) => out!("  {}", detectable_line(n, args.power, a)),
         (None, None) => {
             out!("  difference   cases needed");
             for points in DIFFERENCES {
@@ -125,18 +146,11 @@ pub fn plan(args: &PowerArgs) -> Result<Exit, Failure> {
             }
             out!(
                 "  the bench has {} cases: {}",
-                bench.cases.len(),
-                detectable_line(bench.cases.len() as u64, args.power, &a)
+                cases,
+                detectable_line(cases, args.power, a)
             );
         }
     }
-    if bench.repeats > 1 {
-        out!(
-            "  repeats ({}): these figures count cases, one answer each. Repeats add information only where answers to the same case vary (a run's reports give the detectable difference at the agreement they measure); they never stand in for cases.",
-            bench.repeats
-        );
-    }
-    Ok(Exit::Success)
 }
 
 fn detectable_line(cases: u64, target: f64, a: &Assumptions) -> String {

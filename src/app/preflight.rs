@@ -195,7 +195,7 @@ pub(crate) struct Target<'a> {
     pub model_flag: &'a str,
 }
 
-impl super::judge::Judge {
+impl super::judge::ResolvedJudge {
     /// What the preflight looks at for the judge.
     pub(super) fn target(&self) -> Target<'_> {
         Target {
@@ -244,9 +244,9 @@ pub(crate) struct Look<'a> {
 /// within its own limits' timeouts.
 pub(crate) fn looks<'a>(
     p: &'a super::Prepared,
-    judge: Option<&'a super::judge::Judge>,
+    judge: Option<&'a super::judge::ResolvedJudge>,
 ) -> (Vec<Option<Look<'a>>>, Option<Look<'a>>) {
-    let one = |e: &'a crate::cli::Endpoint, limits: &crate::suite::Limits, role| {
+    let one = |e: &'a crate::cli::Endpoint, limits: &crate::client::Limits, role| {
         (!e.base_urls.is_empty()).then(|| Look {
             target: Target {
                 protocol: e.protocol,
@@ -305,17 +305,10 @@ enum Found {
     Dead(usize, String),
 }
 
+/// Asks each base URL for its models (and, at one without a list, the request's own URL):
+/// what that finds, in order; a finding that stops the run ends the list.
 async fn probe(target: &Target<'_>, connect_timeout: Duration, wait: Duration) -> Vec<Found> {
-    let Target {
-        protocol,
-        base_urls,
-        model,
-        key,
-        key_env,
-        headers,
-        model_flag,
-        ..
-    } = *target;
+    let base_urls = target.base_urls;
     let mut out = Vec::new();
     let wait = wait.min(MAX_WAIT);
     let client = match reqwest::Client::builder()
@@ -326,7 +319,7 @@ async fn probe(target: &Target<'_>, connect_timeout: Duration, wait: Duration) -
         Ok(c) => c,
         Err(_) => return out,
     };
-    let protocol = protocol.build();
+    let protocol = target.protocol.build();
     // A protocol without a models list: the first jobs tell.
     let Some(urls) = base_urls
         .iter()
@@ -335,10 +328,15 @@ async fn probe(target: &Target<'_>, connect_timeout: Duration, wait: Duration) -
     else {
         return out;
     };
-    let answers = futures_util::future::join_all(
-        urls.iter()
-            .map(|u| ask(&client, protocol.as_ref(), u, (key, headers), wait)),
-    )
+    let answers = futures_util::future::join_all(urls.iter().map(|u| {
+        ask(
+            &client,
+            protocol.as_ref(),
+            u,
+            (target.key, target.headers),
+            wait,
+        )
+    }))
     .await;
     let dead = answers
         .iter()
@@ -357,66 +355,19 @@ async fn probe(target: &Target<'_>, connect_timeout: Duration, wait: Duration) -
                 return out;
             }
             Answer::Dead(why) => out.push(Found::Dead(i, format!("{shown_base} {why}"))),
-            Answer::Refused(status) if key_env.is_empty() => {
-                out.push(Found::Stop(format!(
-                    "{shown} wants a key (HTTP {status}), and none is sent there: name the variable that holds it with --judge-key-env VAR (or judge.api_key_env); nothing was sent"
-                )));
-                return out;
-            }
-            Answer::Refused(status) if key.is_none() => {
-                out.push(Found::Stop(format!(
-                    "{shown} wants a key (HTTP {status}), and ${key_env} is not set; nothing was sent"
-                )));
-                return out;
-            }
             Answer::Refused(status) => {
-                out.push(Found::Stop(format!(
-                    "{shown} refused the API key (HTTP {status}): check the key in ${key_env} (its value is not shown); nothing was sent"
-                )));
+                out.push(Found::Stop(refused(target, &shown, status)));
                 return out;
             }
             Answer::Listed(listed, note) => {
-                if let Some(note) = note {
-                    out.push(Found::Warning(format!("{shown_base}: {note}")));
-                }
-                let listed = listed.unwrap_or_default();
-                if !listed.is_empty() && !listed.iter().any(|m| m == model) {
-                    let shown_models: Vec<&str> =
-                        listed.iter().take(10).map(String::as_str).collect();
-                    out.push(Found::Warning(format!(
-                        "{shown_base} lists the models {}{}, not `{model}`: if the jobs fail, set {model_flag} to one of them (some servers answer to any name)",
-                        shown_models.join(", "),
-                        if listed.len() > 10 { ", …" } else { "" }
-                    )));
-                }
+                out.extend(listed_findings(target, &shown_base, listed, note));
             }
             Answer::Status(status) => {
-                // No models list (some proxies have none): the request's own URL tells
-                // whether there is anything there, with a body no server bills for (the
-                // model named, for gateways that route by it).
-                let url = protocol.url(base, model);
-                match knock(&client, protocol.as_ref(), &url, model, (key, headers), wait).await {
-                    Some(404) => {
-                        let hint = if base.trim_end_matches('/').ends_with("/v1") {
-                            "is the base URL (or the model) right?"
-                        } else {
-                            "the base URL probably lacks /v1."
-                        };
-                        missing.push((
-                            i,
-                            format!(
-                                "{} answered 404 to an empty request for `{model}` (and {shown} answered {status}): there is no {} there, {hint}",
-                                crate::client::secrets::redact_url(&url),
-                                protocol.path().trim_start_matches('/'),
-                            ),
-                        ));
-                    }
-                    None if status == 404 && !base.trim_end_matches('/').ends_with("/v1") => {
-                        out.push(Found::Warning(format!(
-                            "{shown} answered 404: if the jobs fail with 404 too, the base URL probably lacks /v1"
-                        )))
-                    }
-                    _ => {}
+                let asked = (&client, protocol.as_ref());
+                match unlisted(asked, target, (i, base), (&shown, status), wait).await {
+                    Some(Found::Dead(i, why)) => missing.push((i, why)),
+                    Some(found) => out.push(found),
+                    None => {}
                 }
             }
             Answer::Other => {}
@@ -430,4 +381,90 @@ async fn probe(target: &Target<'_>, connect_timeout: Duration, wait: Duration) -
     }
     out.extend(missing.into_iter().map(|(i, why)| Found::Dead(i, why)));
     out
+}
+
+/// Why a models list that wants a key stops the run: no key is sent there, its variable is
+/// not set, or the key was refused.
+fn refused(target: &Target<'_>, shown: &str, status: u16) -> String {
+    let key_env = target.key_env;
+    if key_env.is_empty() {
+        format!(
+            "{shown} wants a key (HTTP {status}), and none is sent there: name the variable that holds it with --judge-key-env VAR (or judge.api_key_env); nothing was sent"
+        )
+    } else if target.key.is_none() {
+        format!("{shown} wants a key (HTTP {status}), and ${key_env} is not set; nothing was sent")
+    } else {
+        format!(
+            "{shown} refused the API key (HTTP {status}): check the key in ${key_env} (its value is not shown); nothing was sent"
+        )
+    }
+}
+
+/// What a models list says: the server's note, and a model it does not list.
+fn listed_findings(
+    target: &Target<'_>,
+    shown_base: &str,
+    listed: Option<Vec<String>>,
+    note: Option<String>,
+) -> Vec<Found> {
+    let (model, model_flag) = (target.model, target.model_flag);
+    let mut out = Vec::new();
+    if let Some(note) = note {
+        out.push(Found::Warning(format!("{shown_base}: {note}")));
+    }
+    let listed = listed.unwrap_or_default();
+    if !listed.is_empty() && !listed.iter().any(|m| m == model) {
+        let shown_models: Vec<&str> = listed.iter().take(10).map(String::as_str).collect();
+        out.push(Found::Warning(format!(
+            "{shown_base} lists the models {}{}, not `{model}`: if the jobs fail, set {model_flag} to one of them (some servers answer to any name)",
+            shown_models.join(", "),
+            if listed.len() > 10 { ", …" } else { "" }
+        )));
+    }
+    out
+}
+
+/// No models list at base URL `i` (some proxies have none; its URL answered `status`): the
+/// request's own URL tells whether there is anything there, with a body no server bills for
+/// (the model named, for gateways that route by it). Nothing there is `Found::Dead`.
+async fn unlisted(
+    (client, protocol): (&reqwest::Client, &dyn crate::client::Protocol),
+    target: &Target<'_>,
+    (i, base): (usize, &str),
+    (shown, status): (&str, u16),
+    wait: Duration,
+) -> Option<Found> {
+    let model = target.model;
+    let url = protocol.url(base, model);
+    let without_v1 = !base.trim_end_matches('/').ends_with("/v1");
+    match knock(
+        client,
+        protocol,
+        &url,
+        model,
+        (target.key, target.headers),
+        wait,
+    )
+    .await
+    {
+        Some(404) => {
+            let hint = if without_v1 {
+                "the base URL probably lacks /v1."
+            } else {
+                "is the base URL (or the model) right?"
+            };
+            Some(Found::Dead(
+                i,
+                format!(
+                    "{} answered 404 to an empty request for `{model}` (and {shown} answered {status}): there is no {} there, {hint}",
+                    crate::client::secrets::redact_url(&url),
+                    protocol.path().trim_start_matches('/'),
+                ),
+            ))
+        }
+        None if status == 404 && without_v1 => Some(Found::Warning(format!(
+            "{shown} answered 404: if the jobs fail with 404 too, the base URL probably lacks /v1"
+        ))),
+        _ => None,
+    }
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::{DEFAULT_BENCH, Failure};
 use crate::cli::{BenchEndpoint, Endpoint, Env, PlanArgs, UsageError, resolve_endpoint};
+use crate::suite::endpoints::NamedEndpoint;
 use crate::suite::plan::{SequentialPlan, case_order};
 use crate::suite::{Bench, InputError, Job, Plan};
 
@@ -36,7 +37,7 @@ pub(crate) struct GridEndpoint {
     pub price: Option<crate::suite::Price>,
     /// Over the bench's request parameters, under each variant's.
     pub params: serde_json::Map<String, serde_json::Value>,
-    pub limits: crate::suite::Limits,
+    pub limits: crate::client::Limits,
     /// `endpoint NAME`: how messages about it begin.
     role: String,
 }
@@ -161,12 +162,7 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
     if let Some(r) = args.repeats {
         bench.repeats = r;
     }
-    if let Some(c) = args.concurrency {
-        bench.limits.concurrency = c as usize;
-        for e in &mut chosen {
-            e.limits.concurrency = c as usize;
-        }
-    }
+    super::settings::apply_limit_flags(&mut bench, &mut chosen, &args.limits);
     let variants = pick_variants(&bench, &args.variants)?;
     let grid = grid_of(&bench, &chosen, args, env)?;
     let endpoint = match grid.first() {
@@ -322,66 +318,9 @@ fn pick_variants(bench: &Bench, names: &[String]) -> Result<Vec<usize>, Failure>
 /// becomes the bench's `endpoint`, its price and limits the bench's, and — when it runs
 /// alone — its parameters join the bench's (in a run of several each endpoint keeps its own
 /// parameters). Empty when the bench has the single `endpoint:` and no flag names one.
-fn choose_endpoints(
-    bench: &mut Bench,
-    args: &PlanArgs,
-) -> Result<Vec<crate::suite::endpoints::NamedEndpoint>, UsageError> {
-    let mut known = bench.endpoints.clone();
-    for added in &args.endpoint {
-        let e = crate::suite::endpoints::NamedEndpoint {
-            name: added.name.clone(),
-            spec: added.spec.clone(),
-            price: None,
-            params: Default::default(),
-            limits: bench.limits.clone(),
-            headers: Vec::new(),
-        };
-        match known.iter_mut().find(|k| k.name == e.name) {
-            // The bench's endpoint, moved for this run: what the flag says over what the
-            // bench says (its price, parameters, limits and headers stay).
-            Some(k) => {
-                let given = &added.spec;
-                k.spec.base_url = given.base_url.clone().or(k.spec.base_url.take());
-                k.spec.model = given.model.clone().or(k.spec.model.take());
-                k.spec.api_key_env = given.api_key_env.clone().or(k.spec.api_key_env.take());
-                k.spec.protocol = given.protocol.or(k.spec.protocol);
-                k.spec.key_header = given.key_header.or(k.spec.key_header);
-            }
-            None => known.push(e),
-        }
-    }
-    let mut wanted: Vec<&str> = Vec::new();
-    for name in args.endpoints.iter().map(|n| n.trim()) {
-        if !wanted.contains(&name) {
-            wanted.push(name);
-        }
-    }
-    let chosen: Vec<crate::suite::endpoints::NamedEndpoint> = if wanted.is_empty() {
-        known.clone()
-    } else {
-        let names = || {
-            known
-                .iter()
-                .map(|k| k.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        wanted
-            .iter()
-            .map(|one| {
-                known.iter().find(|k| k.name == *one).cloned().ok_or_else(|| {
-                    UsageError::with_fix(
-                        format!("--endpoints names `{one}`, which is not an endpoint of this bench"),
-                        if known.is_empty() {
-                            "the bench has no `endpoints:` list: add one, or add an endpoint with --endpoint NAME=URL,model=M".to_string()
-                        } else {
-                            format!("known endpoints: {}", names())
-                        },
-                    )
-                })
-            })
-            .collect::<Result<_, _>>()?
-    };
+fn choose_endpoints(bench: &mut Bench, args: &PlanArgs) -> Result<Vec<NamedEndpoint>, UsageError> {
+    let known = known_endpoints(bench, args);
+    let chosen = pick_endpoints(known, &args.endpoints)?;
     // A cell is `ENDPOINT/VARIANT` and a gate may name either: one name, one meaning (the
     // bench's own endpoints are checked where they are written).
     if let Some(clash) = chosen
@@ -412,6 +351,67 @@ fn choose_endpoints(
     }
     bench.limits = first.limits.clone();
     Ok(chosen)
+}
+
+/// The bench's `endpoints:` with what `--endpoint` adds (at the bench's price, parameters
+/// and limits) or moves (where the flag says, its price, parameters, limits and headers
+/// staying the bench's).
+fn known_endpoints(bench: &Bench, args: &PlanArgs) -> Vec<NamedEndpoint> {
+    let mut known = bench.endpoints.clone();
+    for added in &args.endpoint {
+        match known.iter_mut().find(|k| k.name == added.name) {
+            Some(k) => {
+                let given = &added.spec;
+                k.spec.base_url = given.base_url.clone().or(k.spec.base_url.take());
+                k.spec.model = given.model.clone().or(k.spec.model.take());
+                k.spec.api_key_env = given.api_key_env.clone().or(k.spec.api_key_env.take());
+                k.spec.protocol = given.protocol.or(k.spec.protocol);
+                k.spec.key_header = given.key_header.or(k.spec.key_header);
+            }
+            None => known.push(NamedEndpoint {
+                name: added.name.clone(),
+                spec: added.spec.clone(),
+                price: None,
+                params: Default::default(),
+                limits: bench.limits.clone(),
+                headers: Vec::new(),
+            }),
+        }
+    }
+    known
+}
+
+/// `--endpoints`: the known endpoints it names, in its order without repeats (every one
+/// when it names none).
+fn pick_endpoints(
+    known: Vec<NamedEndpoint>,
+    names: &[String],
+) -> Result<Vec<NamedEndpoint>, UsageError> {
+    let mut wanted: Vec<&str> = Vec::new();
+    for name in names.iter().map(|n| n.trim()) {
+        if !wanted.contains(&name) {
+            wanted.push(name);
+        }
+    }
+    if wanted.is_empty() {
+        return Ok(known);
+    }
+    wanted
+        .iter()
+        .map(|one| {
+            known.iter().find(|k| k.name == *one).cloned().ok_or_else(|| {
+                UsageError::with_fix(
+                    format!("--endpoints names `{one}`, which is not an endpoint of this bench"),
+                    if known.is_empty() {
+                        "the bench has no `endpoints:` list: add one, or add an endpoint with --endpoint NAME=URL,model=M".to_string()
+                    } else {
+                        let names: Vec<&str> = known.iter().map(|k| k.name.as_str()).collect();
+                        format!("known endpoints: {}", names.join(", "))
+                    },
+                )
+            })
+        })
+        .collect()
 }
 
 /// Where to send: the flags and the environment over the chosen endpoint (or the bench's

@@ -191,7 +191,7 @@ impl Client {
             transport: self.transport.clone(),
             base_url: self.config.base_url.trim_end_matches('/').to_string(),
             headers,
-            deadline: self.config.total_timeout,
+            deadline: self.config.limits.total_timeout,
             file_limit: MAX_FILE_BYTES,
         }
     }

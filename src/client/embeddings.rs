@@ -59,10 +59,10 @@ impl Client {
         loop {
             attempts += 1;
             let tried = tokio::select! {
-                t = tokio::time::timeout(self.config.total_timeout, self.embed_once(body.clone(), inputs.len())) => {
+                t = tokio::time::timeout(self.config.limits.total_timeout, self.embed_once(body.clone(), inputs.len())) => {
                     t.unwrap_or_else(|_| Tried::Again(format!(
                         "no answer within {}",
-                        humantime::format_duration(self.config.total_timeout)
+                        humantime::format_duration(self.config.limits.total_timeout)
                     ), None, None))
                 }
                 _ = stop.cancelled() => Tried::Fail("the run stopped".into(), None),
@@ -83,7 +83,9 @@ impl Client {
                     });
                 }
                 Tried::Fail(why, status) => return Err(fail(why, status)),
-                Tried::Again(why, status, _) if attempts >= self.config.max_attempts as usize => {
+                Tried::Again(why, status, _)
+                    if attempts >= self.config.limits.max_attempts as usize =>
+                {
                     return Err(fail(format!("{why} (after {attempts} attempts)"), status));
                 }
                 Tried::Again(why, status, asked) => {
@@ -225,8 +227,8 @@ mod tests {
 
     fn client(replies: Vec<Reply>) -> Client {
         let mut config = ClientConfig::new("http://scripted/v1", "m");
-        config.max_attempts = 2;
-        config.total_timeout = Duration::from_secs(60);
+        config.limits.max_attempts = 2;
+        config.limits.total_timeout = Duration::from_secs(60);
         Client::new(Arc::new(Scripted(Mutex::new(replies))), config)
     }
 

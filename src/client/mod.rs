@@ -33,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use anthropic::AnthropicMessages;
 pub use cache::Cache;
+pub use limits::Limits;
 pub use message::ChatMessage;
 pub use openai::OpenAiChat;
 pub use protocol::{Dialect, FinishKind, Protocol, ProtocolKind, Streamed, ToolCall, Usage};
@@ -62,28 +63,18 @@ pub struct ClientConfig {
     pub protocol: ProtocolKind,
     /// Further replicas serving the same model; each gets its own gate of `concurrency`.
     pub replicas: Vec<String>,
-    /// Shrink a replica's gate on 429s and grow it back after sustained success.
-    pub adaptive: bool,
     pub model: String,
     pub api_key: Option<ApiKey>,
     /// Name of the variable the key came from, for error messages.
     pub api_key_env: String,
-    pub concurrency: usize,
-    pub max_attempts: u32,
-    pub first_token_timeout: Duration,
-    pub idle_timeout: Duration,
-    pub total_timeout: Duration,
+    /// Its gate per replica, deadlines, attempts, rate limits and the largest answer (the
+    /// bench's `limits:` under the flags).
+    pub limits: Limits,
     pub backoff_base: Duration,
     pub backoff_cap: Duration,
-    /// A `Retry-After` longer than this fails the job instead of waiting.
-    pub max_retry_after: Duration,
     /// After a `finish_reason`, how long to wait for a usage chunk or the end of the stream;
     /// the answer is complete either way.
     pub finish_grace: Duration,
-    /// A streamed response larger than this fails the job (a runaway generation).
-    pub max_response_bytes: usize,
-    pub requests_per_minute: Option<u32>,
-    pub tokens_per_minute: Option<u32>,
     /// Seed for the backoff jitter; `None` draws one from the OS.
     pub seed: Option<u64>,
     /// Extra headers on every request (an endpoint's `headers:`, e.g. OpenAI-Organization).
@@ -99,22 +90,13 @@ impl ClientConfig {
             base_url: base_url.trim_end_matches('/').to_string(),
             protocol: ProtocolKind::default(),
             replicas: Vec::new(),
-            adaptive: false,
             model: model.to_string(),
             api_key: None,
             api_key_env: "OPENAI_API_KEY".into(),
-            concurrency: 8,
-            max_attempts: 6,
-            first_token_timeout: Duration::from_secs(60),
-            idle_timeout: Duration::from_secs(30),
-            total_timeout: Duration::from_secs(300),
+            limits: Limits::default(),
             backoff_base: Duration::from_millis(250),
             backoff_cap: Duration::from_secs(20),
-            max_retry_after: Duration::from_secs(300),
             finish_grace: FINISH_GRACE,
-            max_response_bytes: 4 * 1024 * 1024,
-            requests_per_minute: None,
-            tokens_per_minute: None,
             seed: None,
             headers: Vec::new(),
             hidden: Vec::new(),
@@ -250,7 +232,7 @@ pub struct Client {
     protocol: Arc<dyn Protocol>,
     config: ClientConfig,
     pool: pool::Pool,
-    limits: limits::Limits,
+    throttle: limits::Throttle,
     /// The dialect every job starts with: plainer once a server refused an optional feature
     /// and accepted the request without it.
     dialect: AtomicU8,
@@ -398,11 +380,14 @@ impl Client {
                     .iter()
                     .map(|b| (b.clone(), protocol.url(b, &config.model)))
                     .collect::<Vec<_>>(),
-                config.concurrency,
-                config.adaptive,
+                config.limits.concurrency,
+                config.limits.adaptive,
             ),
             protocol,
-            limits: limits::Limits::new(config.requests_per_minute, config.tokens_per_minute),
+            throttle: limits::Throttle::new(
+                config.limits.requests_per_minute,
+                config.limits.tokens_per_minute,
+            ),
             transport,
             config,
             dialect: AtomicU8::new(0),
@@ -522,9 +507,9 @@ impl Client {
             if self.drain.is_cancelled() || self.stop.is_cancelled() {
                 return Err(Aborted);
             }
-            if !self.limits.is_empty()
+            if !self.throttle.is_empty()
                 && let Err(e) = self
-                    .unless_winding_down(self.limits.reserve(run.job.reserve_tokens))
+                    .unless_winding_down(self.throttle.reserve(run.job.reserve_tokens))
                     .await?
             {
                 run.result.failure = Some(e.to_string());
@@ -679,7 +664,7 @@ impl Client {
             retry::Next::Done => Ok(None),
             retry::Next::StopRun => Err(self.stop_for(attempt)),
             retry::Next::Fail => Err(describe_failure(attempt)),
-            retry::Next::Retry if number as u32 >= self.config.max_attempts => Err(format!(
+            retry::Next::Retry if number as u32 >= self.config.limits.max_attempts => Err(format!(
                 "gave up after {number} attempts; last: {}",
                 describe_failure(attempt)
             )),
@@ -713,14 +698,14 @@ impl Client {
         immediate: bool,
     ) -> Result<Duration, String> {
         match retry_after {
-            Some(ra) if ra > self.config.max_retry_after => Err(format!(
+            Some(ra) if ra > self.config.limits.max_retry_after => Err(format!(
                 "the provider asked to wait {}, more than limits.max_retry_after ({})",
                 if ra >= Duration::from_secs(86_400 * 365) {
                     "more than a year".to_string()
                 } else {
                     human(ra)
                 },
-                human(self.config.max_retry_after)
+                human(self.config.limits.max_retry_after)
             )),
             _ if immediate => Ok(Duration::ZERO),
             ra => {
@@ -873,7 +858,10 @@ impl Client {
         if !(200..300).contains(&response.status) {
             let read_until = clock
                 .first
-                .max(deadline_after(Instant::now(), self.config.idle_timeout))
+                .max(deadline_after(
+                    Instant::now(),
+                    self.config.limits.idle_timeout,
+                ))
                 .min(clock.total);
             let (e, retry_after) = self.refusal(response, read_until).await;
             attempt.retry_after_ms = retry_after.map(ms);
@@ -908,8 +896,8 @@ impl Client {
             return result;
         }
         let (outcome, error) = outcome_of(&read.stream, end);
-        let oversized =
-            outcome == Outcome::StreamError && read.received > self.config.max_response_bytes;
+        let oversized = outcome == Outcome::StreamError
+            && read.received > self.config.limits.max_response_bytes;
         let whole = outcome.finished() && !read.ended;
         let latency_ms = clock.latency_ms(read.complete_at);
         let mut result = AttemptResult::ended(attempt, read.stream, outcome, error, latency_ms);
@@ -965,12 +953,12 @@ impl Client {
                 Ok(Some(Ok(chunk))) => chunk,
             };
             read.received += chunk.len();
-            if read.received > self.config.max_response_bytes {
+            if read.received > self.config.limits.max_response_bytes {
                 return Err((
                     Outcome::StreamError,
                     format!(
                         "the response exceeded max_response_bytes ({} bytes); not retried",
-                        self.config.max_response_bytes
+                        self.config.limits.max_response_bytes
                     ),
                 ));
             }
@@ -1081,10 +1069,10 @@ impl AttemptClock {
     /// The deadlines of an attempt sent now.
     fn start(config: &ClientConfig) -> Self {
         let sent = Instant::now();
-        let total = deadline_after(sent, config.total_timeout);
+        let total = deadline_after(sent, config.limits.total_timeout);
         AttemptClock {
             sent,
-            first: deadline_after(sent, config.first_token_timeout).min(total),
+            first: deadline_after(sent, config.limits.first_token_timeout).min(total),
             total,
         }
     }
@@ -1128,10 +1116,10 @@ impl StreamRead {
         match self.complete_at {
             // The answer is whole; wait only a moment for its usage or its end.
             Some(at) => deadline_after(at, config.finish_grace)
-                .min(deadline_after(self.last_event, config.idle_timeout))
+                .min(deadline_after(self.last_event, config.limits.idle_timeout))
                 .min(clock.total),
             None if self.first_event => {
-                deadline_after(self.last_event, config.idle_timeout).min(clock.total)
+                deadline_after(self.last_event, config.limits.idle_timeout).min(clock.total)
             }
             None => clock.first,
         }
@@ -1157,13 +1145,13 @@ impl StreamRead {
                 Outcome::Stalled,
                 format!(
                     "attempt exceeded total_timeout {}",
-                    human(config.total_timeout)
+                    human(config.limits.total_timeout)
                 ),
             ))
         } else {
             Err((
                 Outcome::Stalled,
-                format!("no event for {}", human(config.idle_timeout)),
+                format!("no event for {}", human(config.limits.idle_timeout)),
             ))
         }
     }

@@ -5,9 +5,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::endpoint::{EndpointSpec, Price, UrlList, check_base_url, check_price, resolve_limits};
 use super::error::{InputError, Location};
-use super::{EndpointSpec, Limits, Price, RawLimits, UrlList, check_base_url, resolve_limits};
+use crate::client::Limits;
 use crate::client::ProtocolKind;
+use crate::client::limits::RawLimits;
 
 /// One of `endpoints:` as written.
 #[derive(Debug, Deserialize)]
@@ -106,7 +108,7 @@ pub(super) fn named_endpoints(
             })?;
         }
         if let Some(p) = &e.price {
-            super::check_price(Some(p), here).map_err(|_| {
+            check_price(Some(p), here).map_err(|_| {
                 InputError::new(
                     at(),
                     format!("endpoint {}: prices must be numbers ≥ 0", e.name),

@@ -20,9 +20,9 @@ fn provider(config: MockConfig) -> Arc<Provider> {
 
 fn client(p: &Arc<Provider>, tweak: impl FnOnce(&mut ClientConfig)) -> Client {
     let mut config = ClientConfig::new("http://sim/v1", "mock-model");
-    config.first_token_timeout = Duration::from_secs(10);
-    config.idle_timeout = Duration::from_secs(5);
-    config.total_timeout = Duration::from_secs(60);
+    config.limits.first_token_timeout = Duration::from_secs(10);
+    config.limits.idle_timeout = Duration::from_secs(5);
+    config.limits.total_timeout = Duration::from_secs(60);
     config.seed = Some(7);
     tweak(&mut config);
     Client::new(Arc::new(MemoryTransport::new(p.clone())), config)
@@ -92,7 +92,7 @@ async fn a_job_whose_every_attempt_is_cut_fails_without_an_answer() {
         },
         ..MockConfig::default()
     });
-    let r = client(&p, |c| c.max_attempts = 3)
+    let r = client(&p, |c| c.limits.max_attempts = 3)
         .execute(&job("Echo: a b c d", "k"))
         .await;
     assert!(!r.answered());
@@ -127,7 +127,7 @@ async fn a_stall_hits_the_idle_timeout_in_virtual_time() {
         ..Faults::default()
     }));
     let started = Instant::now();
-    let r = client(&p, |c| c.idle_timeout = Duration::from_secs(30))
+    let r = client(&p, |c| c.limits.idle_timeout = Duration::from_secs(30))
         .execute(&job("Echo: a b c d", "k"))
         .await;
     assert_eq!(outcomes(&r), [Outcome::Stalled, Outcome::Complete]);
@@ -143,9 +143,11 @@ async fn a_server_that_never_answers_hits_the_first_token_timeout() {
         hang: 1.0,
         ..Faults::default()
     }));
-    let r = client(&p, |c| c.first_token_timeout = Duration::from_secs(45))
-        .execute(&job("Echo: x", "k"))
-        .await;
+    let r = client(&p, |c| {
+        c.limits.first_token_timeout = Duration::from_secs(45)
+    })
+    .execute(&job("Echo: x", "k"))
+    .await;
     assert_eq!(outcomes(&r), [Outcome::NoFirstToken, Outcome::Complete]);
     assert!(
         (r.attempts[0].latency_ms - 45_000.0).abs() < 1.0,
@@ -163,9 +165,11 @@ async fn a_slow_first_token_is_not_a_stall() {
         token_delay: Duration::from_secs(1),
         ..MockConfig::default()
     });
-    let r = client(&p, |c| c.first_token_timeout = Duration::from_secs(60))
-        .execute(&job("Echo: a b", "k"))
-        .await;
+    let r = client(&p, |c| {
+        c.limits.first_token_timeout = Duration::from_secs(60)
+    })
+    .execute(&job("Echo: a b", "k"))
+    .await;
     assert_eq!(outcomes(&r), [Outcome::Complete]);
     assert!(r.attempts[0].ttft_ms.unwrap() >= 20_000.0);
 }
@@ -177,8 +181,8 @@ async fn total_timeout_bounds_a_slow_trickle() {
         ..MockConfig::default()
     });
     let r = client(&p, |c| {
-        c.total_timeout = Duration::from_secs(10);
-        c.max_attempts = 1;
+        c.limits.total_timeout = Duration::from_secs(10);
+        c.limits.max_attempts = 1;
     })
     .execute(&job("Echo: a b c d e f g h", "k"))
     .await;
@@ -247,7 +251,7 @@ async fn server_errors_back_off_with_full_jitter_under_the_cap() {
         },
         ..MockConfig::default()
     });
-    let r = client(&p, |c| c.max_attempts = 6)
+    let r = client(&p, |c| c.limits.max_attempts = 6)
         .execute(&job("Echo: x", "k"))
         .await;
     assert!(!r.answered());
@@ -425,7 +429,7 @@ async fn the_gate_caps_requests_in_flight() {
         first_token_delay: Duration::from_secs(1),
         ..MockConfig::default()
     });
-    let c = Arc::new(client(&p, |c| c.concurrency = 3));
+    let c = Arc::new(client(&p, |c| c.limits.concurrency = 3));
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..20 {
         let c = c.clone();
@@ -484,9 +488,9 @@ async fn out_of_credit_and_forbidden_stop_the_run_and_404_fails_the_job() {
 async fn rate_limits_space_requests_and_the_wait_is_not_latency() {
     let p = provider(MockConfig::default());
     let c = Arc::new(client(&p, |c| {
-        c.requests_per_minute = Some(30);
-        c.tokens_per_minute = Some(100_000);
-        c.concurrency = 8;
+        c.limits.requests_per_minute = Some(30);
+        c.limits.tokens_per_minute = Some(100_000);
+        c.limits.concurrency = 8;
     }));
     let start = Instant::now();
     let mut tasks = tokio::task::JoinSet::new();

@@ -106,7 +106,7 @@ fn scripted_client(
     tweak: impl FnOnce(&mut ClientConfig),
 ) -> (Client, Arc<Scripted>) {
     let mut config = ClientConfig::new("http://scripted/v1", "m");
-    config.max_attempts = 2;
+    config.limits.max_attempts = 2;
     config.backoff_base = Duration::from_millis(1);
     tweak(&mut config);
     let transport = Arc::new(Scripted {
@@ -238,7 +238,7 @@ async fn a_final_chunk_without_its_blank_line_is_discarded() {
         chunk(r#"{"content":"B"}"#, None),
         chunk("{}", Some("stop"))
     );
-    let r = play(vec![vec![body]], |c| c.max_attempts = 1).await;
+    let r = play(vec![vec![body]], |c| c.limits.max_attempts = 1).await;
     assert_eq!(outcomes(&r), [Outcome::Cut]);
     assert!(!r.answered());
 }
@@ -285,8 +285,8 @@ async fn an_oversized_response_fails_the_job_without_retrying() {
     let r = play(
         vec![lines(&[&big, &big, &big, &chunk("{}", Some("stop"))])],
         |c| {
-            c.max_response_bytes = 4096;
-            c.max_attempts = 5;
+            c.limits.max_response_bytes = 4096;
+            c.limits.max_attempts = 5;
         },
     )
     .await;
@@ -326,7 +326,7 @@ async fn an_empty_finish_reason_is_no_finish_so_a_broken_stream_is_cut() {
             &chunk(r#"{"content":"4"}"#, Some("")),
             &chunk(r#"{"content":"2"}"#, Some("")),
         ])],
-        |c| c.max_attempts = 1,
+        |c| c.limits.max_attempts = 1,
     )
     .await;
     assert_eq!(outcomes(&r), [Outcome::Cut]);
@@ -370,7 +370,7 @@ async fn a_finish_reason_outside_the_closed_list_is_no_finish_and_is_retried_lik
             &chunk(r#"{"content":"4"}"#, None),
             &chunk("{}", Some("abort")),
         ])],
-        |c| c.max_attempts = 1,
+        |c| c.limits.max_attempts = 1,
     )
     .await;
     assert_eq!(outcomes(&r), [Outcome::Cut]);
@@ -392,7 +392,7 @@ async fn after_a_reason_that_is_no_finish_the_first_real_one_ends_the_answer() {
             &chunk(r#"{"content":"!"}"#, Some("length")),
             "data: [DONE]",
         ])],
-        |c| c.max_attempts = 1,
+        |c| c.limits.max_attempts = 1,
     )
     .await;
     assert_eq!(outcomes(&r), [Outcome::Complete]);
@@ -418,7 +418,7 @@ async fn every_finish_on_the_list_ends_an_answer() {
                 &chunk("{}", Some(reason)),
                 "data: [DONE]",
             ])],
-            |c| c.max_attempts = 1,
+            |c| c.limits.max_attempts = 1,
         )
         .await;
         assert_eq!(outcomes(&r), [outcome], "{reason}");
@@ -438,7 +438,7 @@ async fn a_content_filter_is_its_own_outcome_never_graded_and_never_retried() {
             ]),
             lines(&[&chunk(r#"{"content":"B"}"#, Some("stop")), "data: [DONE]"]),
         ],
-        |c| c.max_attempts = 3,
+        |c| c.limits.max_attempts = 3,
     )
     .await;
     assert_eq!(outcomes(&r), [Outcome::Filtered], "not retried");
@@ -496,7 +496,7 @@ async fn a_finish_then_an_open_connection_completes_at_once() {
                 .into_bytes(),
             ])
         }],
-        |c| c.idle_timeout = Duration::from_secs(30),
+        |c| c.limits.idle_timeout = Duration::from_secs(30),
     )
     .await;
     assert_eq!(outcomes(&r), [Outcome::Complete]);
@@ -542,7 +542,7 @@ async fn an_absurd_retry_after_fails_the_job_with_the_reason_instead_of_panickin
                 headers: vec![(name.to_string(), value.to_string())],
                 ..Reply::default()
             }],
-            |c| c.max_attempts = 5,
+            |c| c.limits.max_attempts = 5,
         )
         .await;
         assert_eq!(seen.len(), 1, "{name}: no second attempt");
@@ -562,9 +562,9 @@ async fn timeouts_too_long_for_the_clock_do_not_overflow() {
             "data: [DONE]",
         ])],
         |c| {
-            c.first_token_timeout = Duration::MAX;
-            c.idle_timeout = Duration::MAX;
-            c.total_timeout = Duration::MAX;
+            c.limits.first_token_timeout = Duration::MAX;
+            c.limits.idle_timeout = Duration::MAX;
+            c.limits.total_timeout = Duration::MAX;
         },
     )
     .await;
@@ -614,7 +614,7 @@ async fn a_key_echoed_by_the_server_is_scrubbed_from_everything_kept() {
             ]),
         ],
         |c| {
-            c.max_attempts = 3;
+            c.limits.max_attempts = 3;
             c.api_key = Some(promptgauge::client::ApiKey::new(KEY.into()));
         },
     )
@@ -723,7 +723,7 @@ async fn a_batch_s_result_files_are_read_within_a_size_limit_and_a_deadline() {
             hang: true,
             ..Reply::ok(vec![b"{\"custom_id\": \"a\"}\n".to_vec()])
         }],
-        |c| c.total_timeout = Duration::from_secs(30),
+        |c| c.limits.total_timeout = Duration::from_secs(30),
     );
     let started = tokio::time::Instant::now();
     let e = client

@@ -96,7 +96,7 @@ fn scripted(replies: Vec<Reply>, tweak: impl FnOnce(&mut ClientConfig)) -> (Clie
     let mut config = ClientConfig::new("http://scripted/v1", "m");
     config.protocol = ProtocolKind::OpenaiResponses;
     config.api_key = Some(ApiKey::new(KEY.into()));
-    config.max_attempts = 3;
+    config.limits.max_attempts = 3;
     config.backoff_base = Duration::from_secs(1);
     tweak(&mut config);
     let transport = Arc::new(Scripted {
@@ -479,8 +479,8 @@ async fn responses_rate_limit_headers_ease_the_gate_before_any_429() {
     let mut spent = whole(&[delta("ok"), completed()]);
     spent.headers = vec![("x-ratelimit-remaining-requests".into(), "0".into())];
     let (client, _) = scripted(vec![spent], |c| {
-        c.concurrency = 8;
-        c.adaptive = true;
+        c.limits.concurrency = 8;
+        c.limits.adaptive = true;
     });
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     client.subscribe(
@@ -509,7 +509,7 @@ fn simulated_with_key(config: MockConfig, key: Option<&str>) -> (Arc<Provider>, 
     config.protocol = ProtocolKind::OpenaiResponses;
     config.api_key = key.map(|k| ApiKey::new(k.into()));
     config.seed = Some(7);
-    config.idle_timeout = Duration::from_secs(5);
+    config.limits.idle_timeout = Duration::from_secs(5);
     let client = Client::new(Arc::new(MemoryTransport::new(provider.clone())), config);
     (provider, client)
 }

@@ -22,8 +22,8 @@ async fn start(config: MockConfig) -> MockServer {
 
 fn client(base_url: &str, tweak: impl FnOnce(&mut ClientConfig)) -> Client {
     let mut config = ClientConfig::new(base_url, "m");
-    config.first_token_timeout = Duration::from_secs(10);
-    config.idle_timeout = Duration::from_secs(10);
+    config.limits.first_token_timeout = Duration::from_secs(10);
+    config.limits.idle_timeout = Duration::from_secs(10);
     config.backoff_base = Duration::from_millis(1);
     tweak(&mut config);
     let transport = ReqwestTransport::new(Duration::from_secs(2), 8).unwrap();
@@ -113,7 +113,7 @@ async fn an_accepted_socket_that_never_answers_times_out() {
     }))
     .await;
     let r = client(&server.base_url(), |c| {
-        c.first_token_timeout = Duration::from_millis(300)
+        c.limits.first_token_timeout = Duration::from_millis(300)
     })
     .execute(&job("x", "k"))
     .await;
@@ -129,7 +129,7 @@ async fn a_stall_after_some_text_times_out_on_idle() {
     }))
     .await;
     let r = client(&server.base_url(), |c| {
-        c.idle_timeout = Duration::from_millis(300)
+        c.limits.idle_timeout = Duration::from_millis(300)
     })
     .execute(&job("a b c d", "k"))
     .await;
@@ -146,8 +146,8 @@ async fn rate_limits_with_retry_after_ms_and_capacity() {
     })
     .await;
     let c = Arc::new(client(&server.base_url(), |c| {
-        c.concurrency = 4;
-        c.max_attempts = 20;
+        c.limits.concurrency = 4;
+        c.limits.max_attempts = 20;
     }));
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..12 {
@@ -212,7 +212,7 @@ async fn a_refused_connection_is_retried_then_fails() {
         .unwrap()
         .port();
     let r = client(&format!("http://127.0.0.1:{port}/v1"), |c| {
-        c.max_attempts = 3
+        c.limits.max_attempts = 3
     })
     .execute(&job("x", "k"))
     .await;
@@ -336,7 +336,7 @@ async fn a_301_302_or_303_is_not_followed_and_fails_the_job_naming_where_it_poin
             }
         })
         .await;
-        let r = client(&format!("{origin}/old/v1"), |c| c.max_attempts = 3)
+        let r = client(&format!("{origin}/old/v1"), |c| c.limits.max_attempts = 3)
             .execute(&job("x", "k"))
             .await;
         assert_eq!(outcomes(&r), [Outcome::HttpError], "{status}: not retried");

@@ -49,8 +49,8 @@ async fn run_and_report(setup: &Setup, out: &Path) {
 
     let provider = Arc::new(Provider::new(setup.mock.clone()));
     let mut config = ClientConfig::new("http://simulator/v1", "mock-model");
-    config.concurrency = bench.limits.concurrency;
-    config.max_attempts = bench.limits.max_attempts;
+    config.limits.concurrency = bench.limits.concurrency;
+    config.limits.max_attempts = bench.limits.max_attempts;
     config.seed = Some(7);
     (setup.client)(&mut config);
     let client = Arc::new(Client::new(
@@ -332,8 +332,8 @@ async fn a_2000_job_run_under_faults_reports_match_their_golden_files() {
             ..MockConfig::default()
         },
         client: |c| {
-            c.first_token_timeout = Duration::from_secs(5);
-            c.idle_timeout = Duration::from_secs(2);
+            c.limits.first_token_timeout = Duration::from_secs(5);
+            c.limits.idle_timeout = Duration::from_secs(2);
         },
     })
     .await;

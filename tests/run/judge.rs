@@ -48,8 +48,8 @@ impl Transport for Replies {
 fn service(replies: Vec<&'static str>) -> (Arc<JudgeService>, Arc<Replies>) {
     let transport = Arc::new(Replies(Mutex::new(replies), Mutex::new(0)));
     let mut config = ClientConfig::new("http://judge/v1", "judge-model");
-    config.max_attempts = 2;
-    config.first_token_timeout = Duration::from_secs(5);
+    config.limits.max_attempts = 2;
+    config.limits.first_token_timeout = Duration::from_secs(5);
     config.backoff_base = Duration::from_millis(1);
     let service = JudgeService {
         client: Arc::new(Client::new(transport.clone(), config)),

@@ -76,10 +76,10 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
         ..MockConfig::default()
     }));
     let mut config = ClientConfig::new("http://sim/v1", "mock-model");
-    config.concurrency = 16;
-    config.max_attempts = 8;
-    config.first_token_timeout = Duration::from_secs(20);
-    config.idle_timeout = Duration::from_secs(10);
+    config.limits.concurrency = 16;
+    config.limits.max_attempts = 8;
+    config.limits.first_token_timeout = Duration::from_secs(20);
+    config.limits.idle_timeout = Duration::from_secs(10);
     config.seed = Some(3);
     let client = Arc::new(Client::new(
         Arc::new(MemoryTransport::new(provider.clone())),
@@ -340,7 +340,7 @@ async fn all_failing(replicas: usize) -> (Duration, usize) {
     let transport = MemoryTransport::routes(urls.iter().map(|u| (u.clone(), broken())).collect());
     let mut config = ClientConfig::new(&urls[0], "mock-model");
     config.replicas = urls[1..].to_vec();
-    config.concurrency = 4;
+    config.limits.concurrency = 4;
     config.seed = Some(5);
     let client = Arc::new(Client::new(Arc::new(transport), config));
     let path = dir.path().join("results.jsonl");
@@ -484,9 +484,9 @@ async fn a_slow_endpoint_holds_back_none_of_the_others() {
     let lane = |name: &str, provider: &Arc<Provider>, gate: usize| {
         let url = format!("http://{name}/v1");
         let mut config = ClientConfig::new(&url, "mock-model");
-        config.concurrency = gate;
-        config.first_token_timeout = Duration::from_secs(120);
-        config.total_timeout = Duration::from_secs(600);
+        config.limits.concurrency = gate;
+        config.limits.first_token_timeout = Duration::from_secs(120);
+        config.limits.total_timeout = Duration::from_secs(600);
         let transport = MemoryTransport::new(provider.clone());
         runner::Lane {
             client: Arc::new(Client::new(Arc::new(transport), config)),

@@ -193,7 +193,7 @@ mod library {
     #[tokio::test(start_paused = true)]
     async fn a_slow_replica_never_holds_a_backlog() {
         // Alone, the fast replica does 42 jobs two at a time in 21 × 100 ms = 2.1 s.
-        let (fast, slow, client) = replicas(delay(100), delay(1000), |c| c.concurrency = 2);
+        let (fast, slow, client) = replicas(delay(100), delay(1000), |c| c.limits.concurrency = 2);
         let start = Instant::now();
         let results = run_all(client.clone(), 42).await;
         let wall = start.elapsed();
@@ -220,7 +220,7 @@ mod library {
             ..MockConfig::default()
         };
         let (good, bad, client) = replicas(delay(50), broken, |c| {
-            c.concurrency = 2;
+            c.limits.concurrency = 2;
             c.backoff_base = Duration::from_millis(10);
         });
         let mut rx = listen(&client);
@@ -256,9 +256,9 @@ mod library {
             ..MockConfig::default()
         }));
         let mut config = ClientConfig::new("http://sim/v1", "m");
-        config.concurrency = 16;
-        config.max_attempts = 30;
-        config.adaptive = adaptive;
+        config.limits.concurrency = 16;
+        config.limits.max_attempts = 30;
+        config.limits.adaptive = adaptive;
         config.seed = Some(3);
         let client = Arc::new(Client::new(
             Arc::new(MemoryTransport::new(provider.clone())),
@@ -360,8 +360,8 @@ mod library {
     #[tokio::test(start_paused = true)]
     async fn a_spent_rate_limit_window_cuts_the_gate_before_any_429() {
         let mut config = ClientConfig::new("http://x/v1", "m");
-        config.concurrency = 8;
-        config.adaptive = true;
+        config.limits.concurrency = 8;
+        config.limits.adaptive = true;
         let client = Client::new(Arc::new(Spent), config);
         let mut rx = listen(&client);
         assert!(client.execute(&job(0)).await.answered());

@@ -145,7 +145,7 @@ async fn a_stream_cut_after_its_stop_reason_but_before_message_stop_is_cut() {
     // With no attempt left the job fails: "Fo" is not an answer.
     let r = play(vec![script(&message(&["Fo"], "end_turn", false))], |c| {
         anthropic(c);
-        c.max_attempts = 1;
+        c.limits.max_attempts = 1;
     })
     .await;
     assert!(!r.answered() && r.failure.is_some());
@@ -157,7 +157,7 @@ async fn max_tokens_is_a_truncated_answer_and_graded() {
         vec![script(&message(&["The answer is"], "max_tokens", true))],
         |c| {
             anthropic(c);
-            c.max_attempts = 1;
+            c.limits.max_attempts = 1;
         },
     )
     .await;
@@ -175,7 +175,7 @@ async fn a_refusal_is_an_answer_marked_refused_and_never_retried() {
         ],
         |c| {
             anthropic(c);
-            c.max_attempts = 3;
+            c.limits.max_attempts = 3;
         },
     )
     .await;
@@ -318,7 +318,7 @@ async fn an_error_event_that_blames_the_request_fails_the_job_at_once() {
         vec![script(&blamed), script(&message(&["B"], "end_turn", true))],
         |c| {
             anthropic(c);
-            c.max_attempts = 3;
+            c.limits.max_attempts = 3;
         },
     )
     .await;
@@ -352,7 +352,7 @@ async fn error_bodies_are_read_and_triaged_by_status() {
         ],
         |c| {
             anthropic(c);
-            c.max_attempts = 3;
+            c.limits.max_attempts = 3;
         },
     )
     .await;
@@ -369,7 +369,7 @@ async fn error_bodies_are_read_and_triaged_by_status() {
     for (status, kind) in [(400, "invalid_request_error"), (404, "not_found_error")] {
         let (r, seen) = play_replies(vec![refused(status, kind, vec![])], |c| {
             anthropic(c);
-            c.max_attempts = 5;
+            c.limits.max_attempts = 5;
         })
         .await;
         assert_eq!(seen.len(), 1, "{status}: no second attempt");
@@ -397,7 +397,7 @@ async fn a_refused_key_stops_the_run_and_an_echoed_one_is_scrubbed() {
         ],
         |c| {
             anthropic(c);
-            c.max_attempts = 6;
+            c.limits.max_attempts = 6;
             c.api_key = Some(ApiKey::new(KEY.into()));
             c.api_key_env = "ANTHROPIC_API_KEY".into();
         },
@@ -428,8 +428,8 @@ async fn a_spent_rate_limit_window_eases_the_gate() {
     };
     let (client, _) = scripted_client(vec![spent], |c| {
         anthropic(c);
-        c.concurrency = 8;
-        c.adaptive = true;
+        c.limits.concurrency = 8;
+        c.limits.adaptive = true;
     });
     let heard = Arc::new(Mutex::new(Vec::new()));
     let sink = heard.clone();

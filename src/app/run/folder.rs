@@ -1,0 +1,146 @@
+//! The run's folder and its `run.json`: a resumed run's brought up to date, or a new one.
+
+use std::path::Path;
+
+use super::resume::{check_batches_stay, check_resumable};
+use crate::app::finish::in_use;
+use crate::app::{Failure, Prepared};
+use crate::cli::{Env, RunArgs, UsageError};
+use crate::clock::utc_now;
+use crate::report::ProviderInfo;
+use crate::runner::RunDir;
+use crate::runner::record::{BenchRecord, PlanSettings, RunRecord, Tool};
+use crate::suite::Fingerprint;
+
+/// The run's folder and record: a resumed run's, brought up to date, or a new one (its
+/// record not written yet: that waits until the client is built).
+pub(super) fn open_folder(
+    resumed: Option<(RunDir, RunRecord, crate::runner::lock::RunLock)>,
+    p: &Prepared,
+    args: &RunArgs,
+    env: &Env,
+    (provider, judge_info): (&ProviderInfo, Option<&ProviderInfo>),
+    store: &Result<crate::store::Location, UsageError>,
+) -> Result<(RunDir, RunRecord, crate::runner::lock::RunLock), Failure> {
+    Ok(match resumed {
+        Some((dir, mut record, lock)) => {
+            let grid = grid_infos(p);
+            check_resumable(&record, p, provider, &grid)?;
+            check_batches_stay(&dir, &record, provider, &grid)?;
+            record.resumed_at.push(utc_now());
+            record.finished_at = None;
+            record.stopped = None;
+            record.endpoint = provider.clone();
+            record.endpoints = grid;
+            record.judge = judge_info.cloned();
+            record.allowed_failures = args.gates.allow_failures;
+            (dir, record, lock)
+        }
+        None => {
+            let started_at = utc_now();
+            let name = match args.plan.shard {
+                Some(s) => format!("{}-shard{}of{}", p.bench.name, s.index, s.count),
+                None => p.bench.name.clone(),
+            };
+            let dir = RunDir::create(&args.out, &name, &started_at).map_err(|e| {
+                if e.permission_denied() {
+                    // The usual cause: a container's user in a folder mounted from the host.
+                    Failure::from(UsageError::with_fix(
+                        e.to_string(),
+                        "write the reports where you may (--out DIR); in Docker, run as your own user so the mounted folder is writable: docker run --user \"$(id -u):$(id -g)\" -v \"$PWD:/work\" …",
+                    ))
+                } else {
+                    Failure::Input(e.into())
+                }
+            })?;
+            let lock = dir.lock().map_err(in_use)?;
+            let mut record = new_record(p, &dir, args, started_at, provider.clone());
+            record.judge = judge_info.cloned();
+            let bench_dir = record.bench_path.parent().unwrap_or(Path::new("."));
+            record.source = crate::app::source::capture(bench_dir, env);
+            record.store = match (&store, args.store.no_store) {
+                (Ok(location), false) => Some(stored_as(location)),
+                _ => None,
+            };
+            (dir, record, lock)
+        }
+    })
+}
+
+pub(super) fn new_record(
+    p: &Prepared,
+    dir: &RunDir,
+    args: &RunArgs,
+    started_at: String,
+    endpoint: ProviderInfo,
+) -> RunRecord {
+    let bench = &p.bench;
+    RunRecord {
+        tool: Tool::promptgauge(),
+        run_id: dir.new_run_id("run"),
+        started_at,
+        started_unix_ms: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()
+            .map(|d| d.as_millis() as i64),
+        finished_at: None,
+        stopped: None,
+        resumed_at: Vec::new(),
+        bench_path: std::fs::canonicalize(&bench.path).unwrap_or_else(|_| bench.path.clone()),
+        plan: PlanSettings {
+            limit: args.plan.limit,
+            variants: p.variant_names(),
+            repeats: bench.repeats,
+            shard: args.plan.shard,
+            sequential: p.sequential.clone(),
+            endpoints: p.endpoint_names(),
+            order_seed: p.order_seed,
+        },
+        fingerprint: Fingerprint::of(bench, &p.variants),
+        jobs_planned: p.jobs.len(),
+        endpoint,
+        endpoints: grid_infos(p),
+        judge: None,
+        bench: BenchRecord::of(bench, &p.variants),
+        source: None,
+        store: None,
+        merged_from: Vec::new(),
+        allowed_failures: args.gates.allow_failures,
+        budget_usd: args.plan.budget,
+    }
+}
+
+/// Each endpoint of a run of several, with its price, as run.json records them.
+pub(super) fn grid_infos(p: &Prepared) -> Vec<ProviderInfo> {
+    p.grid
+        .iter()
+        .map(|g| ProviderInfo {
+            price: g.price.clone(),
+            ..crate::app::budget::endpoint_info(&g.endpoint)
+        })
+        .collect()
+}
+
+/// The store as run.json remembers it: a SQLite file by its absolute path, a PostgreSQL
+/// URL without its password.
+pub(super) fn stored_as(location: &crate::store::Location) -> String {
+    match location {
+        crate::store::Location::Sqlite(p) => std::path::absolute(p)
+            .unwrap_or_else(|_| p.clone())
+            .display()
+            .to_string(),
+        crate::store::Location::Postgres(_) => location.shown(),
+    }
+}
+
+/// A run's record says which endpoints batch: a resume that adds `--batch` says so too
+/// (and a resume of a batched run batches the rest, whatever its flags).
+pub(super) fn mark_batched(record: &mut RunRecord, p: &Prepared) {
+    if p.grid.is_empty() {
+        record.endpoint.batch |= p.endpoint.batch;
+    } else {
+        for (info, g) in record.endpoints.iter_mut().zip(&p.grid) {
+            info.batch |= g.endpoint.batch;
+        }
+    }
+}

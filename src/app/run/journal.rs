@@ -1,0 +1,254 @@
+//! Where the run stands: the journal read once (its jobs heard by the aggregator) and
+//! opened to append, and the jobs still to send.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use crate::app::{Failure, Prepared};
+use crate::cli::RunArgs;
+use crate::error::BeforeSend;
+use crate::runner::RunDir;
+use crate::runner::record::RunRecord;
+use crate::suite::Job;
+
+/// Where the run stands: the journal read once (its jobs heard by the aggregator) and
+/// opened to append, the jobs still to send, and `--until-decided`'s stop flags and horizon.
+pub(super) struct Continued {
+    pub(super) agg: crate::app::Figures,
+    pub(super) journal: crate::runner::Journal,
+    pub(super) jobs: Vec<Job>,
+    /// Jobs of the plan the journal already holds.
+    pub(super) already: usize,
+    /// `--retry-failed`: jobs sent again, by plan position, with their round.
+    pub(super) resend: HashMap<usize, u32>,
+    pub(super) stop: Option<crate::runner::sequential::StopFlags>,
+    pub(super) horizon: Option<crate::runner::sequential::Horizon>,
+    /// Jobs per case (variants × repeats): plan positions are `job.index / per_case`.
+    pub(super) per_case: usize,
+    /// `--batch`: the batches the journal holds, for the lanes to adopt.
+    pub(super) batches: Vec<crate::runner::batch::BatchRecord>,
+    /// `--budget`: what the jobs in the journal cost (earlier sessions of the run).
+    pub(super) spent: f64,
+}
+
+/// Reads the journal once, if it exists (the aggregator hears every job it holds), and
+/// opens it to append; works out the jobs still to send.
+pub(super) fn continue_journal(
+    p: &Prepared,
+    args: &RunArgs,
+    dir: &RunDir,
+    record: &RunRecord,
+    budget: Option<&crate::runner::budget::Prices>,
+) -> Result<Continued, Failure> {
+    let keys = record.plan_keys();
+    let per_case = p.variants.len() * p.grid.len().max(1) * p.bench.repeats as usize;
+    let until = UntilDecided::of(p, per_case);
+    let mut agg = crate::app::aggregator_with(dir, record, &args.outputs, until.live(p))?;
+    if !args.store.no_store {
+        agg.figures()
+            .keep_rows(&record.bench.case_ids, Some(dir.store_spool()));
+    }
+    let mut spent = budget.map(|prices| (prices, 0.0));
+    let (audit, journal) = replay_journal(
+        p,
+        args.retry_failed,
+        dir,
+        &keys,
+        (&mut agg, &mut spent),
+        &until,
+    )?;
+    let (jobs, resend) = jobs_left(p, &keys, &audit);
+    if args.retry_failed.is_some() && !args.quiet {
+        say_resending(args.retry_failed, resend.len());
+    }
+    Ok(Continued {
+        agg,
+        already: p.jobs.len() - jobs.len(),
+        journal,
+        jobs,
+        resend,
+        stop: until.stop,
+        horizon: until.horizon,
+        per_case,
+        batches: audit.stats.batches.clone(),
+        spent: spent.map_or(0.0, |(_, usd)| usd),
+    })
+}
+
+/// What `--until-decided` shares with the workers and the journal while the run goes on.
+pub(super) struct UntilDecided {
+    /// A decided variant's jobs are not sent (flags by bench variant).
+    stop: Option<crate::runner::sequential::StopFlags>,
+    /// None is sent far ahead of the cases the tests have seen.
+    horizon: Option<crate::runner::sequential::Horizon>,
+    /// The decisions the tests reach, for the journal to write.
+    decisions: crate::runner::sequential::Decisions,
+}
+
+impl UntilDecided {
+    /// `per_case` is the jobs per case (variants × repeats).
+    fn of(p: &Prepared, per_case: usize) -> Self {
+        let bench = &p.bench;
+        let endpoints = p.grid.len().max(1);
+        let stop = p.sequential.as_ref().map(|_| {
+            Arc::new(
+                (0..bench.variants.len() * endpoints)
+                    .map(|_| std::sync::atomic::AtomicBool::new(false))
+                    .collect(),
+            )
+        });
+        let horizon = p.sequential.as_ref().map(|plan| {
+            // Batches go out in waves of cases; streamed jobs a little ahead of the tests.
+            let ahead = if p.batched() {
+                plan.wave_cases()
+            } else {
+                p.gates().div_ceil(per_case.max(1)) + 1
+            };
+            crate::runner::sequential::Horizon::new(ahead)
+        });
+        UntilDecided {
+            stop,
+            horizon,
+            decisions: Default::default(),
+        }
+    }
+
+    /// What the live sequential tests use, when the run goes until decided.
+    fn live(&self, p: &Prepared) -> Option<crate::runner::sequential::Live> {
+        match (&self.stop, &self.horizon) {
+            (Some(stop), Some(horizon)) => Some(crate::runner::sequential::Live {
+                stop: stop.clone(),
+                // Each arm's flag: its bench variant, endpoint by endpoint.
+                bench_index: (0..p.grid.len().max(1))
+                    .flat_map(|e| {
+                        p.variants
+                            .iter()
+                            .map(move |&v| e * p.bench.variants.len() + v)
+                    })
+                    .collect(),
+                horizon: horizon.clone(),
+                decisions: self.decisions.clone(),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// Replays the journal into the aggregator and reopens it to append; says what the
+/// replay found (a torn last line, anything odd). `--retry-failed`: the failed jobs it
+/// picks are left open, to be sent again.
+pub(super) fn replay_journal(
+    p: &Prepared,
+    retry_failed: Option<crate::cli::RetryFailed>,
+    dir: &RunDir,
+    keys: &crate::runner::journal::PlanKeys,
+    (agg, spent): (
+        &mut crate::app::Figures,
+        &mut Option<(&crate::runner::budget::Prices, f64)>,
+    ),
+    until: &UntilDecided,
+) -> Result<(crate::runner::journal::Audit, crate::runner::Journal), Failure> {
+    let pick = |r: &crate::runner::JobRecord| match retry_failed {
+        Some(crate::cli::RetryFailed::All) => true,
+        Some(crate::cli::RetryFailed::Transient) => r.failed_transiently(),
+        None => false,
+    };
+    let (audit, mut journal) = dir
+        .resume_resending(keys, &pick, |r| {
+            if let Some((prices, usd)) = spent.as_mut() {
+                *usd += prices.billed(&r, lane_of(p, &r));
+            }
+            agg.add(&r)
+        })
+        .with_context(|| format!("cannot read the journal {}", dir.journal_path().display()))
+        .before_send()?;
+    agg.figures().note_audit(&audit);
+    // A resume's replay reaches again the decisions the journal already holds (read in
+    // the same pass): only those it lacks (the process stopped before writing them) are
+    // written.
+    if p.sequential.is_some() {
+        let kept = &audit.stats.decided;
+        if let Ok(mut queue) = until.decisions.lock() {
+            queue.retain(|d| {
+                !kept
+                    .iter()
+                    .any(|k| k.variant == d.variant && k.against == d.against)
+            });
+        }
+        journal.keep_decisions(until.decisions.clone());
+    }
+    if audit.stats.torn_bytes > 0 {
+        note!(
+            "note: {} ended in a torn line ({} bytes, from a crash); it was not a finished job and was removed",
+            dir.journal_path().display(),
+            audit.stats.torn_bytes
+        );
+    }
+    if let Some(found) = audit.findings() {
+        note!("note: {}: {found}", dir.journal_path().display());
+    }
+    Ok((audit, journal))
+}
+
+/// The lane (endpoint) a job's record was answered at: its position among the run's
+/// endpoints, the first when the run has one.
+pub(super) fn lane_of(p: &Prepared, r: &crate::runner::JobRecord) -> usize {
+    r.endpoint
+        .as_deref()
+        .and_then(|name| p.grid.iter().position(|g| g.name() == name))
+        .unwrap_or(0)
+}
+
+/// The plan's jobs the journal does not hold as done, and of those the ones sent again
+/// (`--retry-failed`), by plan position, with their round.
+pub(super) fn jobs_left(
+    p: &Prepared,
+    keys: &crate::runner::journal::PlanKeys,
+    audit: &crate::runner::journal::Audit,
+) -> (Vec<Job>, HashMap<usize, u32>) {
+    let slot = |j: &Job| keys.slot(&p.bench.cases[j.case].id, &p.arm_name(j), j.repeat);
+    let jobs: Vec<Job> = p
+        .jobs
+        .iter()
+        .filter(|j| slot(j).is_none_or(|slot| !audit.done[slot]))
+        .copied()
+        .collect();
+    let rounds: HashMap<usize, u32> = audit.to_resend.iter().copied().collect();
+    let resend = jobs
+        .iter()
+        .filter_map(|j| rounds.get(&slot(j)?).map(|&round| (j.index, round)))
+        .collect();
+    (jobs, resend)
+}
+
+/// `--retry-failed`: how many failed jobs are sent again, and which.
+pub(super) fn say_resending(retry_failed: Option<crate::cli::RetryFailed>, resent: usize) {
+    note!(
+        "sending again {} that failed ({}); their failures stay in the journal",
+        crate::app::count(resent as u64, "job", "jobs"),
+        match retry_failed {
+            Some(crate::cli::RetryFailed::All) => "all of them",
+            _ =>
+                "those a server outage, overload or timeout failed; --retry-failed all sends every one",
+        }
+    );
+}
+
+/// Batches of jobs an earlier `--retry-failed` sent again, still open at the provider: a
+/// resume without the flag does not collect them (their jobs' records are failures), so it
+/// says how to.
+pub(super) fn say_open_resends(batches: &[crate::runner::batch::BatchRecord], dir: &RunDir) {
+    let resent: usize = crate::runner::batch::open_batches(batches)
+        .filter(|b| b.keys.iter().any(|k| k.contains("-resend")))
+        .map(|b| b.keys.len())
+        .sum();
+    if resent > 0 {
+        note!(
+            "note: {} sent again by an earlier --retry-failed wait in batches still open at the provider; collect them (nothing is paid again) with: {} --retry-failed",
+            crate::app::count(resent as u64, "job", "jobs"),
+            crate::app::resume_command(dir.path())
+        );
+    }
+}

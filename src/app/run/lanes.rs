@@ -1,0 +1,230 @@
+//! The clients the jobs go through, one lane per endpoint, and the built-in simulator when
+//! an endpoint or the judge has no server.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context;
+use tokio_util::sync::CancellationToken;
+
+use super::cache::lane_cache_keys;
+use crate::app::settings::ClientSettings;
+use crate::app::{Failure, Prepared, SIMULATED_BANNER, demo_mock_config};
+use crate::cli::UsageError;
+use crate::error::BeforeSend;
+use crate::mock::Provider;
+use crate::mock::server::MockServer;
+use crate::report::ProviderInfo;
+use crate::runner;
+use crate::runner::record::RunRecord;
+
+/// The clients the jobs go through, one lane per endpoint (to the built-in simulator when
+/// an endpoint or the judge has no server), with the replicas the preflight found dead
+/// benched; said first: a judge that is the model under test, a key that is not set. The
+/// lanes stop together: a key refused anywhere stops the run, and Ctrl-C drains them all.
+pub(super) async fn start_client(
+    p: &Prepared,
+    record: &RunRecord,
+    provider: &ProviderInfo,
+    judge: Option<&crate::app::judge::ResolvedJudge>,
+    dead_replicas: &[Vec<(usize, String)>],
+    quiet: bool,
+) -> Result<(Option<MockServer>, Vec<runner::Lane>), Failure> {
+    if record.self_judged() {
+        note!(
+            "warning: the judge is the model under test ({}): models tend to favour their own answers (self-preference bias); set judge.model (and judge.base_url) to another model",
+            provider.model
+        );
+    }
+    let simulator = start_simulator(p, record, judge).await?;
+    let simulated = |urls: &[String]| match &simulator {
+        Some(s) if urls.is_empty() => vec![s.base_url()],
+        _ => urls.to_vec(),
+    };
+    say_before_sending(p, provider, quiet);
+    let keys = lane_cache_keys(p, &record.endpoint.base_url);
+    let lanes: Vec<runner::Lane> = if p.grid.is_empty() {
+        let urls = simulated(&p.endpoint.base_urls);
+        let client = ClientSettings::of(&p.endpoint, &p.bench.limits, &urls)
+            .client()
+            .before_send()?;
+        vec![runner::Lane {
+            batch: record.endpoint.batch,
+            ..runner::Lane::single(Arc::new(client), keys[0].clone())
+        }]
+    } else {
+        p.grid
+            .iter()
+            .enumerate()
+            .map(|(i, g)| {
+                let e = &g.endpoint;
+                let urls = simulated(&e.base_urls);
+                let client = ClientSettings::of(e, &g.limits, &urls).client()?;
+                Ok(runner::Lane {
+                    client: Arc::new(client),
+                    name: Some(g.name().to_string()),
+                    params: Arc::new(g.params.clone()),
+                    cache_key: keys[i].clone(),
+                    dispatch: CancellationToken::new(),
+                    batch: record.endpoints.get(i).is_some_and(|info| info.batch),
+                })
+            })
+            .collect::<anyhow::Result<_>>()
+            .before_send()?
+    };
+    for (lane, dead) in lanes.iter().zip(dead_replicas) {
+        for (i, why) in dead {
+            lane.client
+                .bench_replica(*i, &format!("no answer to the preflight: {why}"));
+        }
+    }
+    link_lanes(&lanes);
+    check_batch_apis(p, &lanes).await?;
+    Ok((simulator, lanes))
+}
+
+/// The built-in simulator, started when the run or its judge has no server (said loudly).
+pub(super) async fn start_simulator(
+    p: &Prepared,
+    record: &RunRecord,
+    judge: Option<&crate::app::judge::ResolvedJudge>,
+) -> Result<Option<MockServer>, Failure> {
+    let judge_simulated = judge.as_ref().is_some_and(|j| j.base_urls.is_empty());
+    let simulated = if p.grid.is_empty() {
+        p.endpoint.base_urls.is_empty()
+    } else {
+        p.grid.iter().any(|g| g.endpoint.base_urls.is_empty())
+    };
+    Ok(if simulated || judge_simulated {
+        if simulated {
+            note!("{SIMULATED_BANNER}");
+        } else {
+            note!("note: the built-in SIMULATOR judges the answers (judge.base_url: mock)");
+        }
+        let mut config = demo_mock_config();
+        config.oracle = Some(oracle(p, &record.run_id));
+        let sim = Arc::new(Provider::new(config));
+        let server = MockServer::start(sim, SocketAddr::from(([127, 0, 0, 1], 0)))
+            .await
+            .context("cannot start the built-in simulator")
+            .before_send()?;
+        Some(server)
+    } else {
+        None
+    })
+}
+
+/// Tells the built-in simulator the case behind each job's idempotency key, so it can
+/// answer any bench in the shape its scorer expects (and the run stays marked simulated).
+pub(super) fn oracle(p: &Prepared, run_id: &str) -> crate::mock::answers::Oracle {
+    use crate::mock::answers::{Hint, Oracle};
+    let bench = p.bench.clone();
+    let mut case_of = vec![usize::MAX; p.jobs.iter().map(|j| j.index + 1).max().unwrap_or(0)];
+    for j in &p.jobs {
+        case_of[j.index] = j.case;
+    }
+    let others: Arc<Vec<String>> = Arc::new(
+        bench
+            .cases
+            .iter()
+            .filter_map(|c| c.expected.first().cloned())
+            .collect(),
+    );
+    let prefix = format!("pg-{run_id}-");
+    Oracle(Arc::new(move |key: &str| {
+        // Judge calls (`…-judge-0`) are answered from their prompt, not from the case.
+        // A resend's key ends `-resendN`; a judge call's (`…-judge-0`) is not a job's.
+        let rest = key.strip_prefix(prefix.as_str())?;
+        let index = match rest.split_once("-resend") {
+            Some((i, round)) if round.bytes().all(|b| b.is_ascii_digit()) => i,
+            _ => rest,
+        };
+        let index: usize = index.parse().ok()?;
+        let case = bench.cases.get(*case_of.get(index)?)?;
+        Some(Hint {
+            case: case.id.clone(),
+            expected: case.expected.clone(),
+            expected_json: case.expected_json.clone(),
+            shape: crate::grade::SpecExt::shape(case.grade.as_ref().unwrap_or(&bench.grade)),
+            others: others.clone(),
+        })
+    }))
+}
+
+/// The lanes stop as one: the first's stop and drain reach the others, and any other's
+/// stop (a refused key) reaches the first, and so every lane.
+pub(super) fn link_lanes(lanes: &[runner::Lane]) {
+    let Some((first, rest)) = lanes.split_first() else {
+        return;
+    };
+    for lane in rest {
+        for (from, to) in [
+            (first.client.stop_token(), lane.client.stop_token()),
+            (lane.client.stop_token(), first.client.stop_token()),
+            (first.client.drain_token(), lane.client.drain_token()),
+        ] {
+            tokio::spawn(async move {
+                from.cancelled().await;
+                to.cancel()
+            });
+        }
+    }
+}
+
+/// Each endpoint that batches must have a batch API: asked (a list of its batches, which
+/// costs nothing) before anything is sent, so `--batch` at a server without one is a clear
+/// error, not a run of failed jobs.
+pub(super) async fn check_batch_apis(p: &Prepared, lanes: &[runner::Lane]) -> Result<(), Failure> {
+    for (i, lane) in lanes.iter().enumerate().filter(|(_, l)| l.batch) {
+        let api = lane.client.batches();
+        let Err(e) = api.probe().await else { continue };
+        let who = match p.grid.get(i) {
+            Some(g) => format!("{} ({})", g.role(), lane.client.config().base_url),
+            None => format!("the endpoint {}", lane.client.config().base_url),
+        };
+        let path = format!(
+            "{}{}",
+            lane.client.config().base_url.trim_end_matches('/'),
+            api.api.path()
+        );
+        return Err(match e {
+            crate::client::batch::BatchError::Http { status: 401 | 403, message } => {
+                Failure::Provider(anyhow::anyhow!(
+                    "{who} refused the key at its batch API (GET {path}): {message}"
+                ))
+            }
+            crate::client::batch::BatchError::Http { status: 404 | 405, .. } => UsageError::with_fix(
+                format!("{who} has no batch API: GET {path} answered 404, so --batch (or `batch: true`) cannot send its jobs; nothing was sent"),
+                "run without --batch (stream the jobs), or point it at a provider with one: OpenAI's /v1/batches (chat completions, Responses) or Anthropic's /v1/messages/batches. Self-hosted servers (vLLM, llama.cpp, Ollama, text-generation-inference, transformers serve) have none; vLLM's `run-batch` is an offline command, not an HTTP API (docs/guide/batch.md)",
+            )
+            .into(),
+            other => Failure::Provider(anyhow::anyhow!(
+                "{who}: its batch API did not answer as one (GET {path}): {other}; nothing was sent"
+            )),
+        });
+    }
+    Ok(())
+}
+
+/// Notes said before anything is sent: a key that is not set, repeats that measure little.
+pub(super) fn say_before_sending(p: &Prepared, provider: &ProviderInfo, quiet: bool) {
+    let userinfo = p
+        .endpoint
+        .base_urls
+        .iter()
+        .any(|u| crate::client::secrets::redact_url(u) != *u);
+    if !provider.simulated && p.endpoint.api_key.is_none() && !userinfo && !quiet {
+        note!(
+            "note: ${} is not set; sending no Authorization header (fine for most self-hosted servers)",
+            p.endpoint.api_key_env
+        );
+    }
+    if let Some(w) = p.greedy_repeats_warning().filter(|_| !quiet) {
+        note!("warning: {w}");
+    }
+    if !quiet {
+        for line in p.bench.programs_said() {
+            note!("{line}");
+        }
+    }
+}

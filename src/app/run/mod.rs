@@ -1,0 +1,176 @@
+//! `run`: send every job not yet in the journal, let every listener hear each as it
+//! finishes, write the reports, return the exit code. With `--resume DIR`, continue that
+//! run: its journal is read once, through the same aggregator. [`run`] reads as its steps,
+//! one file each: `resolve` (flags, bench, endpoints, judge, store, baseline; `resume.rs`
+//! what a resume keeps and refuses), `look_at_server` (`server.rs`), `open_folder`
+//! (`folder.rs`), `continue_journal` (`journal.rs`; `spend.rs` the budget), `start_client`
+//! (`lanes.rs`: the lanes and the simulator; `cache.rs` the response cache), the sending
+//! (`send.rs`, with the listeners that stop it early in `watch.rs` and the signals in
+//! `signals.rs`; `embeddings.rs` the `embedding` scorers' clients), `ending_of`
+//! (`ending.rs`), then `finish::conclude`.
+
+mod cache;
+mod embeddings;
+mod ending;
+mod folder;
+mod journal;
+mod lanes;
+mod resolve;
+mod resume;
+mod send;
+mod server;
+mod signals;
+mod spend;
+mod watch;
+
+pub(super) use embeddings::check_embedding_endpoints;
+pub(super) use resolve::baseline_of;
+
+use std::sync::Arc;
+
+use crate::app::finish::{Outputs, conclude};
+use crate::app::{Exit, Failure, Prepared};
+use crate::cli::{Env, RunArgs, UsageError};
+use crate::clock::utc_now;
+use crate::error::BeforeSend;
+use crate::runner::record::RunRecord;
+use crate::runner::{self, RunDir};
+use ending::ending_of;
+use folder::{mark_batched, open_folder};
+use journal::{continue_journal, say_open_resends};
+use lanes::start_client;
+use resolve::{Resolved, resolve};
+use send::{Sent, say_what_runs, send_jobs};
+use server::look_at_server;
+use signals::Signals;
+use spend::{hold_to_budget, plan_budget};
+
+/// `run`: runs a bench (or resumes one with `--resume`) and reports on it.
+pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
+    let Resolved {
+        resumed,
+        p,
+        provider,
+        judge,
+        store,
+        baseline,
+    } = resolve(args, env).await?;
+    let judge_info = judge.as_ref().map(|j| j.info.clone());
+    let budget = plan_budget(
+        args,
+        resumed.as_ref().map(|(_, record, _)| record),
+        &p,
+        judge.as_ref(),
+    )?;
+
+    let mut signals = Signals::watch().before_send()?;
+    let Some(dead_replicas) = look_at_server(&p, judge.as_ref(), args.quiet, &mut signals).await?
+    else {
+        return Ok(Exit::Interrupted);
+    };
+
+    let (dir, mut record, _lock) = open_folder(
+        resumed,
+        &p,
+        args,
+        env,
+        (&provider, judge_info.as_ref()),
+        &store,
+    )?;
+    let continued = continue_journal(&p, args, &dir, &record, budget.as_ref().map(|b| &b.1))?;
+    hold_to_budget(&p, args, (&dir, &mut record), &continued, budget.as_ref())?;
+    mark_batched(&mut record, &p);
+    if args.retry_failed.is_none() && !args.quiet {
+        say_open_resends(&continued.batches, &dir);
+    }
+
+    let (simulator, lanes) = start_client(
+        &p,
+        &record,
+        &provider,
+        judge.as_ref(),
+        &dead_replicas,
+        args.quiet,
+    )
+    .await?;
+    dir.write_record(&record).before_send()?;
+    if !args.quiet {
+        say_what_runs(&p, &provider, &record, &dir, continued.jobs.len());
+    }
+
+    let budget = budget.map(|(limit, prices)| {
+        Arc::new(runner::budget::Budget::new(limit, continued.spent, prices))
+    });
+    let sent = send_jobs(
+        &p,
+        args,
+        env,
+        (&dir, &record),
+        (&lanes, simulator.as_ref(), judge.as_ref()),
+        signals,
+        (continued, budget.clone()),
+    )
+    .await?;
+    drop(simulator);
+
+    finish_run(
+        args,
+        (&dir, record),
+        sent,
+        (&lanes, budget.as_deref()),
+        (store, baseline),
+        &p,
+    )
+    .await
+}
+
+/// How the sending ended, in the record and every report, and the exit code that says so.
+/// A record that cannot be written is one of the problems the ending says.
+async fn finish_run(
+    args: &RunArgs,
+    (dir, mut record): (&RunDir, RunRecord),
+    sent: Sent,
+    (lanes, budget): (&[runner::Lane], Option<&runner::budget::Budget>),
+    (store, baseline): (
+        Result<crate::store::Location, UsageError>,
+        Option<crate::app::baseline::Reference>,
+    ),
+    p: &Prepared,
+) -> Result<Exit, Failure> {
+    let (ending, stopped) = ending_of(
+        &sent.tally,
+        &sent.dispatch,
+        (lanes, sent.judge.as_deref()),
+        (&sent.first, &sent.outage),
+        dir,
+        (Some(args.batch.batch_wait), budget),
+    );
+    record.finished_at = Some(utc_now());
+    record.stopped = stopped;
+    let mut problems = Vec::new();
+    if let Err(e) = dir.write_record(&record) {
+        problems.push(e.into());
+    }
+    // The summary says when and why the run ended.
+    let mut agg = sent.agg;
+    agg.figures().set_run(record.info());
+    let result = agg.finish();
+    let outputs = Outputs {
+        store: if args.store.no_store {
+            None
+        } else {
+            Some(store?)
+        },
+        ..Outputs::of(&args.gates, &args.outputs, baseline.as_ref(), args.quiet)
+    };
+    Ok(conclude(
+        dir,
+        &record,
+        result,
+        ending,
+        &outputs,
+        problems,
+        Some(&p.bench),
+    )
+    .await)
+}

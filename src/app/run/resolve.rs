@@ -1,0 +1,273 @@
+//! A run resolved before anything is sent: the plan, the endpoint, the judge, the history
+//! store and the baseline, every mistake an input error.
+
+use std::path::Path;
+
+use anyhow::Context;
+
+use super::embeddings::check_embedding_endpoints;
+use super::resume::{check_resume_flags, resumed_plan};
+use crate::app::finish::in_use;
+use crate::app::{Failure, Prepared, prepare};
+use crate::cli::{Env, PlanArgs, RunArgs, UsageError};
+use crate::error::BeforeSend;
+use crate::report::ProviderInfo;
+use crate::runner::RunDir;
+use crate::runner::record::RunRecord;
+
+/// Resolves flags, bench, environment and the run folder being resumed into [`Resolved`];
+/// every error is an input error (nothing sent).
+pub(super) async fn resolve(args: &RunArgs, env: &Env) -> Result<Resolved, Failure> {
+    // A run folder is written by one process: take it before reading anything in it.
+    let resumed = match &args.resume {
+        Some(path) => {
+            let dir = RunDir::at(path);
+            let lock = dir.lock().map_err(in_use)?;
+            let record = dir
+                .read_record()
+                .map_err(|e| UsageError(format!("{e:#}")))?;
+            Some((dir, record, lock))
+        }
+        None => None,
+    };
+    let plan_args = match &resumed {
+        Some((_, record, _)) => resumed_plan(&args.plan, record),
+        None => PlanArgs {
+            // Points on the command line; a share in the plan.
+            max_drop: args.gates.max_drop.map(|p| p / 100.0),
+            ..args.plan.clone()
+        },
+    };
+    if let Some((dir, record, _)) = &resumed {
+        check_resume_flags(args, dir, record)?;
+    }
+    let p = prepare(&plan_args, env)?;
+    for w in &p.endpoint.warnings {
+        note!("warning: {w}");
+    }
+    let provider = crate::app::budget::provider_info(&p);
+    let judge = crate::app::judge::resolve(&p, &plan_args, env)?;
+    for w in judge.iter().flat_map(|j| &j.warnings) {
+        note!("warning: the judge: {w}");
+    }
+    check_gates(&p, &args.gates)?;
+    check_embedding_endpoints(&p)?;
+    // Every report file must be writable, and the baseline run readable, before a single
+    // request is paid for.
+    for path in args.outputs.files() {
+        check_writable(path).before_send()?;
+    }
+    // The history store: beside the run folders unless named.
+    let root = match &args.resume {
+        Some(path) => path.parent().unwrap_or(Path::new(".")).to_path_buf(),
+        None => args.out.clone(),
+    };
+    let store = crate::cli::store_location(args.store.store.as_deref(), env, &root).map(
+        |(location, named)| match (&resumed, named) {
+            // A resumed run goes where it was first recorded, unless told otherwise.
+            (Some((_, record, _)), false) => recorded_store(record).unwrap_or(location),
+            _ => location,
+        },
+    );
+    // A store that cannot be named right is said before anything is done.
+    if let (false, Err(e)) = (args.store.no_store, &store) {
+        return Err(e.clone().into());
+    }
+    let baseline = baseline_of(
+        args.gates.baseline.as_deref(),
+        &p.bench.name,
+        p.bench.confidence,
+        &store,
+    )
+    .await?;
+    check_baseline_pairs(&p, baseline.as_ref())?;
+    Ok(Resolved {
+        resumed,
+        p,
+        provider,
+        judge,
+        store,
+        baseline,
+    })
+}
+
+/// What a run is, resolved before anything is sent: the folder to resume (locked), the
+/// plan, the endpoint, the judge, the history store and the baseline.
+pub(super) struct Resolved {
+    pub(super) resumed: Option<(RunDir, RunRecord, crate::runner::lock::RunLock)>,
+    pub(super) p: Prepared,
+    pub(super) provider: ProviderInfo,
+    pub(super) judge: Option<crate::app::judge::ResolvedJudge>,
+    pub(super) store: Result<crate::store::Location, UsageError>,
+    pub(super) baseline: Option<crate::app::baseline::Reference>,
+}
+
+/// Every gate asked for must be one the run can evaluate: known before anything is sent.
+pub(super) fn check_gates(p: &Prepared, gates: &crate::cli::GateArgs) -> Result<(), UsageError> {
+    let priced = p.bench.price.is_some() || p.grid.iter().any(|g| g.price.is_some());
+    let unpriced = p.unpriced();
+    if gates.max_cost.is_some() && priced && !unpriced.is_empty() {
+        return Err(UsageError::with_fix(
+            format!(
+                "--max-cost needs the whole run's cost, and {} no price",
+                match unpriced.as_slice() {
+                    [one] => format!("endpoint {one} has"),
+                    many => format!("endpoints {} have", many.join(", ")),
+                }
+            ),
+            "add `price:` to each endpoint (or to the bench, for those without their own), or drop --max-cost",
+        ));
+    }
+    if gates.max_cost.is_some() && !priced {
+        return Err(UsageError::with_fix(
+            "--max-cost needs the cost, and the bench has no `price`",
+            "add `price: { input_per_mtok: …, output_per_mtok: … }` (USD per million tokens) to the bench, or drop --max-cost",
+        ));
+    }
+    let names = p.variant_names();
+    let endpoints = p.endpoint_names();
+    // In a run of several endpoints a gate may name a cell, a variant or an endpoint.
+    let arms = crate::suite::plan::arm_names(&names, &endpoints);
+    for min in &gates.min_accuracy {
+        if let Some(v) = &min.variant
+            && !names.contains(v)
+            && !arms.contains(v)
+            && !endpoints.contains(v)
+        {
+            return Err(UsageError::with_fix(
+                format!("--min-accuracy names `{v}`, which is not a variant of this run"),
+                if endpoints.is_empty() {
+                    format!("variants: {}", names.join(", "))
+                } else {
+                    format!(
+                        "name a variant ({}), an endpoint ({}) or one of them at one endpoint (e.g. {})",
+                        names.join(", "),
+                        endpoints.join(", "),
+                        arms.last().map_or("", String::as_str)
+                    )
+                },
+            ));
+        }
+    }
+    let compared = arms.len() > 1 || gates.baseline.is_some();
+    for (flag, asked) in [
+        ("--max-drop", gates.max_drop.is_some()),
+        ("--fail-if-worse", gates.fail_if_worse),
+    ] {
+        if asked && !compared {
+            return Err(UsageError::with_fix(
+                format!("{flag} compares variants with the baseline, and this run has one variant"),
+                "run two or more variants (the first is the baseline), or give --baseline RUN_DIR",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A baseline run that shares no cell with this run could never be compared: refused
+/// before anything is bought (a run of several endpoints names its cells
+/// `ENDPOINT/VARIANT`; a run of one names its variants).
+pub(super) fn check_baseline_pairs(
+    p: &Prepared,
+    baseline: Option<&crate::app::baseline::Reference>,
+) -> Result<(), UsageError> {
+    let Some((b, theirs)) = baseline.and_then(|b| Some((b, b.arms()?))) else {
+        return Ok(());
+    };
+    let ours = crate::suite::plan::arm_names(&p.variant_names(), &p.endpoint_names());
+    if ours.iter().any(|a| theirs.contains(a)) {
+        return Ok(());
+    }
+    let grid = |arms: &[String]| arms.iter().any(|a| a.contains('/'));
+    Err(UsageError::with_fix(
+        format!(
+            "--baseline {} measured {}; this run measures {}: no variant of one is a variant of the other, so nothing could be compared",
+            b.shown(),
+            theirs.join(", "),
+            ours.join(", ")
+        ),
+        if grid(&theirs) != grid(&ours) {
+            "a run of several endpoints names its variants ENDPOINT/VARIANT: compare it with a run of the same endpoints (or a run of one endpoint with another of one endpoint)"
+        } else {
+            "name a baseline run of the same bench and variants"
+        },
+    ))
+}
+
+/// Fails when a report file cannot be written (its folder is missing or read-only), so the
+/// run is refused before anything is sent rather than losing the report after.
+pub(super) fn check_writable(path: &Path) -> anyhow::Result<()> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map(drop)
+        .with_context(|| {
+            format!(
+                "cannot write {}\n  fix: create its folder, or name a file you can write",
+                path.display()
+            )
+        })
+}
+
+/// The store a run was first recorded in, when a resume can record there again: a SQLite
+/// file. A PostgreSQL store's password was not kept: the resume says how to name it.
+pub(super) fn recorded_store(record: &RunRecord) -> Option<crate::store::Location> {
+    let text = record.store.as_deref()?;
+    match crate::store::Location::parse(text) {
+        Ok(crate::store::Location::Sqlite(p)) => Some(crate::store::Location::Sqlite(p)),
+        _ => {
+            note!(
+                "note: this run was recorded in {text}; pass --store URL (or set $PROMPTGAUGE_STORE) to record the resumed run there too"
+            );
+            None
+        }
+    }
+}
+
+/// The run `--baseline NAME` means (`None` without the flag), found and checked before
+/// anything is sent: it must be readable and measured at this run's confidence level.
+pub(in crate::app) async fn baseline_of(
+    name: Option<&str>,
+    bench: &str,
+    confidence: f64,
+    store: &Result<crate::store::Location, UsageError>,
+) -> Result<Option<crate::app::baseline::Reference>, Failure> {
+    use crate::app::baseline::Reference;
+    let Some(name) = name else {
+        return Ok(None);
+    };
+    let what = "--baseline";
+    let reference = crate::app::baseline::resolve(name, Some(bench), store, what).await?;
+    let earlier = match &reference {
+        Reference::Folder(path) => {
+            let dir = RunDir::at(path);
+            let _reading = dir.read_lock().map_err(|e| UsageError(e.to_string()))?;
+            dir.read_record()
+                .map_err(|e| {
+                    UsageError::with_fix(
+                        format!("{what}: {e:#}"),
+                        "name the folder of an earlier run of this bench",
+                    )
+                })?
+                .bench
+                .confidence
+        }
+        Reference::Stored { run, .. } => run.confidence,
+    };
+    if (earlier - confidence).abs() > 1e-12 {
+        return Err(UsageError::with_fix(
+            format!(
+                "{what} {} was run at {}% confidence and this bench is at {}%: a comparison needs one level",
+                reference.shown(),
+                earlier * 100.0,
+                confidence * 100.0
+            ),
+            format!(
+                "set `confidence: {earlier}` in the bench, or compare later with `promptgauge compare --confidence`"
+            ),
+        )
+        .into());
+    }
+    Ok(Some(reference))
+}

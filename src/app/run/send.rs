@@ -1,0 +1,216 @@
+//! The sending: every job left, every listener hearing each as it finishes.
+
+use std::io::IsTerminal;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::cache::open_cache;
+use super::embeddings::embedding_services;
+use super::journal::Continued;
+use super::signals::{Signals, watch_signals};
+use super::watch::{BatchNotes, FirstFailures, Outage, watchers};
+use crate::app::{Failure, Prepared};
+use crate::cli::{Env, RunArgs};
+use crate::client::Client;
+use crate::error::BeforeSend;
+use crate::mock::server::MockServer;
+use crate::report::ProviderInfo;
+use crate::report::progress::Progress;
+use crate::report::verbose::VerboseLog;
+use crate::runner::events::{Fanout, Listener};
+use crate::runner::record::RunRecord;
+use crate::runner::{self, RunDir};
+
+/// What the sending leaves: its tally, the listeners that may have stopped it, the
+/// aggregator that heard every job, and the judge's client (a refused judge key stops the
+/// run too).
+pub(super) struct Sent {
+    pub(super) tally: runner::RunTally,
+    pub(super) dispatch: CancellationToken,
+    pub(super) first: FirstFailures,
+    pub(super) outage: Outage,
+    pub(super) agg: crate::app::Figures,
+    pub(super) judge: Option<Arc<crate::grade::judge::JudgeService>>,
+}
+
+/// Sends every job left, every listener hearing each as it finishes, until all are sent
+/// or the sending is stopped: by a signal, by the first jobs all failing alike, by an
+/// outage, or by the provider.
+pub(super) async fn send_jobs(
+    p: &Prepared,
+    args: &RunArgs,
+    env: &Env,
+    (dir, record): (&RunDir, &RunRecord),
+    (lanes, simulator, judge): (
+        &[runner::Lane],
+        Option<&MockServer>,
+        Option<&crate::app::judge::ResolvedJudge>,
+    ),
+    signals: Signals,
+    (mut continued, budget): (Continued, Option<Arc<runner::budget::Budget>>),
+) -> Result<Sent, Failure> {
+    let client = &lanes[0].client;
+    let dispatch = client.drain_token();
+    let signals = watch_signals(signals, dispatch.clone(), client.stop_token(), args.grace);
+    let live = !args.quiet && std::io::stderr().is_terminal() && !env.is_ci();
+    let mut progress = Progress::new(p.jobs.len(), continued.already, record.plan.arms(), live);
+    let cache = open_cache(args.cache, dir, args.quiet)?;
+    let judge = judge_service_for(
+        judge,
+        simulator.map(|s| s.base_url()).as_deref(),
+        cache.clone(),
+        client,
+    )?;
+    let options = run_options(
+        p,
+        (args, record),
+        lanes,
+        &mut continued,
+        (judge.clone(), cache),
+        budget,
+    );
+    let Continued {
+        mut agg,
+        mut journal,
+        jobs,
+        ..
+    } = continued;
+    let mut verbose = VerboseLog;
+    // Without the live line (not a terminal, or CI), each batch's submission and end are
+    // said as they happen: batches take hours, and a log should show them.
+    let mut batch_notes = BatchNotes;
+    let (mut first, mut outage) = watchers(p, &dispatch, lanes);
+    // The journal first: nothing is reported that it did not keep.
+    let mut listeners: Vec<&mut dyn Listener> = vec![
+        &mut journal,
+        &mut agg,
+        &mut progress,
+        &mut first,
+        &mut outage,
+    ];
+    if args.verbose {
+        listeners.push(&mut verbose);
+    }
+    if !live && !args.quiet && lanes.iter().any(|l| l.batch) {
+        listeners.push(&mut batch_notes);
+    }
+    let tally = runner::run(
+        p.bench.clone(),
+        jobs,
+        lanes,
+        &options,
+        dispatch.clone(),
+        &mut Fanout(listeners),
+    )
+    .await;
+    signals.abort();
+    progress.finish();
+    drop(journal);
+    Ok(Sent {
+        tally,
+        dispatch,
+        first,
+        outage,
+        agg,
+        judge,
+    })
+}
+
+/// The judge's client and how to ask it, when a scorer asks a model; it stops with the
+/// run's client, and the run's client with it.
+pub(super) fn judge_service_for(
+    judge: Option<&crate::app::judge::ResolvedJudge>,
+    simulator: Option<&str>,
+    cache: Option<Arc<std::sync::Mutex<crate::client::Cache>>>,
+    client: &Client,
+) -> Result<Option<Arc<crate::grade::judge::JudgeService>>, Failure> {
+    Ok(match judge {
+        Some(j) => {
+            let service = j.service(simulator, cache).before_send()?;
+            // One stop for both: a refused judge key stops the run, and so do two Ctrl-Cs.
+            let (main, judged) = (client.stop_token(), service.client.stop_token());
+            let (m2, j2) = (main.clone(), judged.clone());
+            tokio::spawn(async move {
+                m2.cancelled().await;
+                j2.cancel()
+            });
+            tokio::spawn(async move {
+                judged.cancelled().await;
+                main.cancel()
+            });
+            Some(service)
+        }
+        None => None,
+    })
+}
+
+/// What the workers share: the plan's scorers, what the run's record, flags and journal
+/// decide (the jobs decided or sent again, the batches to adopt, the budget), the response
+/// cache and the clients the scorers call (the judge's, the embeddings').
+fn run_options(
+    p: &Prepared,
+    (args, record): (&RunArgs, &RunRecord),
+    lanes: &[runner::Lane],
+    continued: &mut Continued,
+    (judge, cache): (
+        Option<Arc<crate::grade::judge::JudgeService>>,
+        Option<Arc<std::sync::Mutex<crate::client::Cache>>>,
+    ),
+    budget: Option<Arc<runner::budget::Budget>>,
+) -> runner::RunOptions {
+    runner::RunOptions {
+        scorers: p.scorers.clone(),
+        run_id: record.run_id.clone(),
+        attempts: args.verbose,
+        already: continued.already,
+        scoring: crate::grade::ScoreContext {
+            judge,
+            embeddings: embedding_services(p, lanes, cache.clone()),
+            stop: Some(lanes[0].client.stop_token()),
+        },
+        cache,
+        skip: continued.stop.take(),
+        horizon: continued.horizon.take().map(|h| (h, continued.per_case)),
+        resend: std::mem::take(&mut continued.resend),
+        batch: lanes.iter().any(|l| l.batch).then(|| args.batch.settings()),
+        batches: Arc::new(std::mem::take(&mut continued.batches)),
+        budget,
+        ..Default::default()
+    }
+}
+
+/// The line that says what runs, against what, and where it is written.
+pub(super) fn say_what_runs(
+    p: &Prepared,
+    provider: &ProviderInfo,
+    record: &RunRecord,
+    dir: &RunDir,
+    to_send: usize,
+) {
+    let verb = if record.resumed_at.is_empty() {
+        "running"
+    } else {
+        "resuming:"
+    };
+    let (endpoints, against) = if p.grid.is_empty() {
+        (String::new(), provider.base_url.clone())
+    } else {
+        (
+            format!(
+                " × {}",
+                crate::app::count(p.grid.len() as u64, "endpoint", "endpoints")
+            ),
+            p.endpoint_names().join(", "),
+        )
+    };
+    note!(
+        "{verb} {} of {} ({} × {}{endpoints} × {}) against {against}\n  writing {}",
+        to_send,
+        crate::app::count(p.jobs.len() as u64, "job", "jobs"),
+        crate::app::count(p.bench.cases.len() as u64, "case", "cases"),
+        crate::app::count(p.variants.len() as u64, "variant", "variants"),
+        crate::app::count(p.bench.repeats, "repeat", "repeats"),
+        dir.path().display()
+    );
+}
