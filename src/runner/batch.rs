@@ -510,7 +510,7 @@ impl Driver {
             return Lost::Named(s.clone());
         }
         // OpenAI's batches carry their name: one not listed by it was never created.
-        if self.lane.client.batch_api() == crate::client::batch::BatchApi::OpenAi {
+        if self.lane.client.batch_api().keeps_names() {
             return Lost::Nowhere;
         }
         let claimed = self
