@@ -29,7 +29,7 @@ const BATCH_ATTEMPTS: usize = 4;
 
 /// Files and batches held by one simulator.
 #[derive(Default)]
-pub(crate) struct Batches {
+pub(crate) struct BatchStore {
     files: Mutex<HashMap<String, File>>,
     batches: Mutex<HashMap<String, Batch>>,
     /// Ids handed out, in order.
@@ -156,19 +156,19 @@ impl Batch {
 }
 
 /// What a route of the batch API answers: status and JSON (or a file's bytes).
-pub(crate) enum Answer {
+pub(crate) enum BatchReply {
     Json(u16, Value),
     Bytes(Bytes),
 }
 
 /// What a path nobody serves answers.
 pub(crate) fn not_found(path: &str) -> Reply {
-    Answer::error(404, &format!("Invalid URL (GET {path})")).reply()
+    BatchReply::error(404, &format!("Invalid URL (GET {path})")).reply()
 }
 
-impl Answer {
-    fn error(status: u16, message: &str) -> Answer {
-        Answer::Json(
+impl BatchReply {
+    fn error(status: u16, message: &str) -> BatchReply {
+        BatchReply::Json(
             status,
             json!({"error": {"message": message, "type": "invalid_request_error", "code": status}}),
         )
@@ -178,8 +178,8 @@ impl Answer {
     pub(crate) fn reply(self) -> Reply {
         let stats = std::sync::Arc::new(super::Stats::default());
         let (status, content_type, body) = match self {
-            Answer::Json(status, v) => (status, "application/json", Bytes::from(v.to_string())),
-            Answer::Bytes(b) => (200, "application/jsonl", b),
+            BatchReply::Json(status, v) => (status, "application/json", Bytes::from(v.to_string())),
+            BatchReply::Bytes(b) => (200, "application/jsonl", b),
         };
         Reply::Respond {
             status,
@@ -220,7 +220,7 @@ impl Provider {
             return None;
         }
         if !self.accepts_key(Wire::Chat, &request.headers) {
-            return Some(Answer::error(401, "Incorrect API key provided.").reply());
+            return Some(BatchReply::error(401, "Incorrect API key provided.").reply());
         }
         let answer = match (method, segments.as_slice()) {
             ("POST", ["files"]) => self.upload(request),
@@ -236,7 +236,7 @@ impl Provider {
 
     /// The answer to creating a batch (created at once), sent after
     /// [`MockConfig::batch_create_delay`](super::MockConfig::batch_create_delay).
-    fn created(&self, answer: Answer) -> Reply {
+    fn created(&self, answer: BatchReply) -> Reply {
         let mut reply = answer.reply();
         if let Reply::Respond { steps, .. } = &mut reply
             && !self.config.batch_create_delay.is_zero()
@@ -260,7 +260,7 @@ impl Provider {
         }
         if !self.accepts_key(Wire::Anthropic, &request.headers) {
             return Some(
-                Answer::Json(
+                BatchReply::Json(
                     401,
                     json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}),
                 )
@@ -280,15 +280,15 @@ impl Provider {
 
     /// `POST /v1/messages/batches`: `{requests: [{custom_id, params}]}`, kept as an input
     /// file of OpenAI-shaped lines so one code answers both.
-    fn create_message_batch(&self, request: &MockRequest) -> Answer {
+    fn create_message_batch(&self, request: &MockRequest) -> BatchReply {
         let Ok(body) = serde_json::from_slice::<Value>(&request.body) else {
-            return Answer::error(400, "invalid JSON body");
+            return BatchReply::error(400, "invalid JSON body");
         };
         let Some(requests) = body["requests"].as_array() else {
-            return Answer::error(400, "requests: Field required");
+            return BatchReply::error(400, "requests: Field required");
         };
         if requests.is_empty() || requests.len() > 100_000 {
-            return Answer::error(400, "requests: a batch holds 1 to 100,000 requests");
+            return BatchReply::error(400, "requests: a batch holds 1 to 100,000 requests");
         }
         let mut lines = String::new();
         for r in requests {
@@ -299,7 +299,7 @@ impl Provider {
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
             if !fits {
-                return Answer::error(400, "custom_id: must match ^[a-zA-Z0-9_-]{1,64}$");
+                return BatchReply::error(400, "custom_id: must match ^[a-zA-Z0-9_-]{1,64}$");
             }
             lines.push_str(&json!({"custom_id": id, "body": r["params"]}).to_string());
             lines.push('\n');
@@ -317,7 +317,7 @@ impl Provider {
     }
 
     /// `GET /v1/messages/batches/{id}/results`: one line per request, in Anthropic's words.
-    fn message_batch_results(&self, id: &str) -> Answer {
+    fn message_batch_results(&self, id: &str) -> BatchReply {
         let file = self.batches.batches.lock().ok().and_then(|b| {
             b.get(id)
                 .filter(|b| b.anthropic && b.output_file_id.is_some())
@@ -325,7 +325,7 @@ impl Provider {
         });
         match file {
             Some(file) => self.file_content(&file),
-            None => Answer::error(404, &format!("no results for {id} (yet)")),
+            None => BatchReply::error(404, &format!("no results for {id} (yet)")),
         }
     }
 
@@ -346,37 +346,37 @@ impl Provider {
     }
 
     /// `POST /v1/files`: a multipart form with `purpose` and `file`.
-    fn upload(&self, request: &MockRequest) -> Answer {
+    fn upload(&self, request: &MockRequest) -> BatchReply {
         let Some(boundary) = request
             .header("content-type")
             .and_then(|t| t.split("boundary=").nth(1))
             .map(|b| b.trim_matches('"').to_string())
         else {
-            return Answer::error(400, "expected a multipart/form-data body");
+            return BatchReply::error(400, "expected a multipart/form-data body");
         };
         let parts = multipart(&request.body, &boundary);
         let field = |name: &str| parts.iter().find(|p| p.name == name);
         let Some(file) = field("file") else {
-            return Answer::error(400, "the form has no `file`");
+            return BatchReply::error(400, "the form has no `file`");
         };
         let purpose = field("purpose")
             .map(|p| String::from_utf8_lossy(&p.body).trim().to_string())
             .unwrap_or_default();
         if purpose != "batch" {
-            return Answer::error(400, "purpose must be `batch`");
+            return BatchReply::error(400, "purpose must be `batch`");
         }
         if file.body.len() > MAX_FILE_BYTES {
-            return Answer::error(400, "the file is larger than 200 MB");
+            return BatchReply::error(400, "the file is larger than 200 MB");
         }
         let id = self.keep_file(purpose.clone(), file.body.clone());
         let object = json!({
             "id": id, "object": "file", "bytes": file.body.len(), "created_at": 0,
             "filename": file.filename, "purpose": purpose,
         });
-        Answer::Json(200, object)
+        BatchReply::Json(200, object)
     }
 
-    fn file_content(&self, id: &str) -> Answer {
+    fn file_content(&self, id: &str) -> BatchReply {
         match self
             .batches
             .files
@@ -384,20 +384,20 @@ impl Provider {
             .ok()
             .and_then(|f| f.get(id).map(|f| f.bytes.clone()))
         {
-            Some(bytes) => Answer::Bytes(bytes),
-            None => Answer::error(404, &format!("No such File object: {id}")),
+            Some(bytes) => BatchReply::Bytes(bytes),
+            None => BatchReply::error(404, &format!("No such File object: {id}")),
         }
     }
 
     /// `POST /v1/batches`: `{input_file_id, endpoint, completion_window, metadata}`.
-    fn create_batch(&self, request: &MockRequest) -> Answer {
+    fn create_batch(&self, request: &MockRequest) -> BatchReply {
         let Ok(body) = serde_json::from_slice::<Value>(&request.body) else {
-            return Answer::error(400, "invalid JSON body");
+            return BatchReply::error(400, "invalid JSON body");
         };
         let input = body["input_file_id"].as_str().unwrap_or("").to_string();
         let endpoint = body["endpoint"].as_str().unwrap_or("").to_string();
         if !matches!(endpoint.as_str(), "/v1/chat/completions" | "/v1/responses") {
-            return Answer::error(
+            return BatchReply::error(
                 400,
                 "endpoint must be /v1/chat/completions or /v1/responses",
             );
@@ -408,14 +408,14 @@ impl Provider {
                 .map(|f| f.bytes.clone())
         }) {
             Some(bytes) => bytes,
-            None => return Answer::error(404, &format!("No such File object: {input}")),
+            None => return BatchReply::error(404, &format!("No such File object: {input}")),
         };
         let total = lines
             .split(|&b| b == b'\n')
             .filter(|l| !l.is_empty())
             .count();
         if total > MAX_REQUESTS {
-            return Answer::error(400, "a batch holds at most 50,000 requests");
+            return BatchReply::error(400, "a batch holds at most 50,000 requests");
         }
         let metadata = body.get("metadata").cloned().unwrap_or(Value::Null);
         let id = self.id("batch");
@@ -423,19 +423,19 @@ impl Provider {
     }
 
     /// Keeps a new batch and answers with it (or loses the answer: `batch_lose_create`).
-    fn create(&self, batch: Batch) -> Answer {
+    fn create(&self, batch: Batch) -> BatchReply {
         self.batches.created.fetch_add(1, Ordering::SeqCst);
         let json = batch.json();
         if let Ok(mut batches) = self.batches.batches.lock() {
             batches.insert(batch.id.clone(), batch);
         }
         if self.config.batch_lose_create {
-            return Answer::error(502, "Bad gateway: the upstream answer was lost");
+            return BatchReply::error(502, "Bad gateway: the upstream answer was lost");
         }
-        Answer::Json(200, json)
+        BatchReply::Json(200, json)
     }
 
-    fn list_batches(&self, anthropic: bool) -> Answer {
+    fn list_batches(&self, anthropic: bool) -> BatchReply {
         let ids: Vec<String> = match self.batches.batches.lock() {
             Ok(b) => b
                 .values()
@@ -447,7 +447,7 @@ impl Provider {
         let mut data: Vec<Value> = ids
             .iter()
             .filter_map(|id| match self.retrieve_batch(id) {
-                Answer::Json(200, v) => Some(v),
+                BatchReply::Json(200, v) => Some(v),
                 _ => None,
             })
             .collect();
@@ -461,21 +461,21 @@ impl Provider {
                     .unwrap_or(0),
             )
         });
-        Answer::Json(
+        BatchReply::Json(
             200,
             json!({"object": "list", "data": data, "has_more": false}),
         )
     }
 
     /// `GET /v1/batches/{id}`: its state, completing it once its time has come.
-    fn retrieve_batch(&self, id: &str) -> Answer {
+    fn retrieve_batch(&self, id: &str) -> BatchReply {
         self.batches.polls.fetch_add(1, Ordering::SeqCst);
         let due = {
             let Ok(batches) = self.batches.batches.lock() else {
-                return Answer::error(500, "poisoned");
+                return BatchReply::error(500, "poisoned");
             };
             let Some(b) = batches.get(id) else {
-                return Answer::error(404, &format!("No such Batch object: {id}"));
+                return BatchReply::error(404, &format!("No such Batch object: {id}"));
             };
             matches!(b.status, "in_progress" | "cancelling")
                 && (b.status == "cancelling"
@@ -492,12 +492,12 @@ impl Provider {
             .ok()
             .and_then(|b| b.get(id).map(Batch::json))
         {
-            Some(v) => Answer::Json(200, v),
-            None => Answer::error(404, &format!("No such Batch object: {id}")),
+            Some(v) => BatchReply::Json(200, v),
+            None => BatchReply::error(404, &format!("No such Batch object: {id}")),
         }
     }
 
-    fn cancel_batch(&self, id: &str) -> Answer {
+    fn cancel_batch(&self, id: &str) -> BatchReply {
         if let Ok(mut batches) = self.batches.batches.lock()
             && let Some(b) = batches.get_mut(id)
             && b.status == "in_progress"

@@ -388,7 +388,7 @@ pub struct Provider {
     /// Set once the outage (`outage_after`) is over.
     outage_over: std::sync::atomic::AtomicBool,
     /// The batch API's files and batches.
-    batches: batch::Batches,
+    batches: batch::BatchStore,
 }
 
 impl Provider {
@@ -404,7 +404,7 @@ impl Provider {
             bodies: Mutex::new(Vec::new()),
             headers: Mutex::new(Vec::new()),
             outage_over: std::sync::atomic::AtomicBool::new(false),
-            batches: batch::Batches::default(),
+            batches: batch::BatchStore::default(),
         }
     }
 

@@ -61,9 +61,9 @@ pub async fn answer(sources: &[Arc<dyn AnswerSource>], ask: &Ask<'_>) -> Option<
 }
 
 /// The streamed client: it always answers (with the failure, when every attempt failed).
-pub struct Streamed(pub Arc<Client>);
+pub struct Live(pub Arc<Client>);
 
-impl AnswerSource for Streamed {
+impl AnswerSource for Live {
     fn answer<'a>(&'a self, ask: &'a Ask<'a>) -> SourceFuture<'a> {
         Box::pin(async move {
             Some(Sourced {
