@@ -4,7 +4,7 @@
 //! `GET /v1/files/{id}/content` (the output and error files). A batch completes
 //! [`MockConfig::batch_delay`] after it was created, on tokio's clock (so tests jump through
 //! it); each of its requests is answered by the same code as a streamed one (the
-//! non-streamed reply of [`Provider::answer`], its idempotency key the request's
+//! non-streamed reply of `Provider::answer`, its idempotency key the request's
 //! `custom_id`), so a batched answer is the one streaming would have given.
 //! [`MockConfig::batch_expires`] makes a batch expire with half its requests answered.
 //!
@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-use super::{MockRequest, Provider, Reply, Step, Wire};
+use super::wire::{Answers, InFlight, MockRequest, Reply, Stats, Step, Wire};
 
 /// The largest input file the simulator takes (OpenAI's limit), and requests per batch.
 pub const MAX_FILE_BYTES: usize = 200 * 1024 * 1024;
@@ -40,7 +40,7 @@ pub(crate) struct BatchStore {
     polls: AtomicU64,
     /// Requests answered in batches, by `custom_id`: how many times each.
     answered: Mutex<HashMap<String, u32>>,
-    /// Every batch is due now, whatever its delay ([`Provider::release_batches`]).
+    /// Every batch is due now, whatever its delay (`Provider::release_batches`).
     released: std::sync::atomic::AtomicBool,
 }
 
@@ -176,7 +176,7 @@ impl BatchReply {
 
     /// As the simulator's reply.
     pub(crate) fn reply(self) -> Reply {
-        let stats = std::sync::Arc::new(super::Stats::default());
+        let stats = std::sync::Arc::new(Stats::default());
         let (status, content_type, body) = match self {
             BatchReply::Json(status, v) => (status, "application/json", Bytes::from(v.to_string())),
             BatchReply::Bytes(b) => (200, "application/jsonl", b),
@@ -185,12 +185,18 @@ impl BatchReply {
             status,
             headers: vec![("content-type".into(), content_type.into())],
             steps: vec![Step::Write(body)],
-            in_flight: super::InFlight::new(&stats, Wire::Chat),
+            in_flight: InFlight::new(&stats, Wire::Chat),
         }
     }
 }
 
-impl Provider {
+/// The batch API of one provider: its store, and the provider its requests are answered by.
+pub(crate) struct Batching<'a> {
+    pub(crate) store: &'a BatchStore,
+    pub(crate) provider: &'a dyn Answers,
+}
+
+impl Batching<'_> {
     /// Answers a request on the batch API's paths; `None` for a path it does not own.
     pub(crate) fn batch_api(
         &self,
@@ -198,7 +204,7 @@ impl Provider {
         path: &str,
         request: &MockRequest,
     ) -> Option<Reply> {
-        if self.config.no_batch_api {
+        if self.provider.config().no_batch_api {
             return None;
         }
         let path = path.split('?').next().unwrap_or(path);
@@ -219,7 +225,7 @@ impl Provider {
         if !owned {
             return None;
         }
-        if !self.accepts_key(Wire::Chat, &request.headers) {
+        if !self.provider.accepts_key(Wire::Chat, &request.headers) {
             return Some(BatchReply::error(401, "Incorrect API key provided.").reply());
         }
         let answer = match (method, segments.as_slice()) {
@@ -235,13 +241,13 @@ impl Provider {
     }
 
     /// The answer to creating a batch (created at once), sent after
-    /// [`MockConfig::batch_create_delay`](super::MockConfig::batch_create_delay).
+    /// [`MockConfig::batch_create_delay`](super::wire::MockConfig::batch_create_delay).
     fn created(&self, answer: BatchReply) -> Reply {
         let mut reply = answer.reply();
         if let Reply::Respond { steps, .. } = &mut reply
-            && !self.config.batch_create_delay.is_zero()
+            && !self.provider.config().batch_create_delay.is_zero()
         {
-            steps.insert(0, Step::Sleep(self.config.batch_create_delay));
+            steps.insert(0, Step::Sleep(self.provider.config().batch_create_delay));
         }
         reply
     }
@@ -258,7 +264,7 @@ impl Provider {
         ) {
             return None;
         }
-        if !self.accepts_key(Wire::Anthropic, &request.headers) {
+        if !self.provider.accepts_key(Wire::Anthropic, &request.headers) {
             return Some(
                 BatchReply::Json(
                     401,
@@ -318,7 +324,7 @@ impl Provider {
 
     /// `GET /v1/messages/batches/{id}/results`: one line per request, in Anthropic's words.
     fn message_batch_results(&self, id: &str) -> BatchReply {
-        let file = self.batches.batches.lock().ok().and_then(|b| {
+        let file = self.store.batches.lock().ok().and_then(|b| {
             b.get(id)
                 .filter(|b| b.anthropic && b.output_file_id.is_some())
                 .and_then(|b| b.output_file_id.clone())
@@ -332,7 +338,7 @@ impl Provider {
     /// Keeps a file (an upload, a batch's input or output) under a new id, and gives the id.
     fn keep_file(&self, purpose: String, bytes: Bytes) -> String {
         let id = self.id("file");
-        if let Ok(mut files) = self.batches.files.lock() {
+        if let Ok(mut files) = self.store.files.lock() {
             files.insert(id.clone(), File { purpose, bytes });
         }
         id
@@ -341,7 +347,7 @@ impl Provider {
     fn id(&self, prefix: &str) -> String {
         format!(
             "{prefix}-{}",
-            self.batches.next.fetch_add(1, Ordering::SeqCst)
+            self.store.next.fetch_add(1, Ordering::SeqCst)
         )
     }
 
@@ -378,7 +384,7 @@ impl Provider {
 
     fn file_content(&self, id: &str) -> BatchReply {
         match self
-            .batches
+            .store
             .files
             .lock()
             .ok()
@@ -402,7 +408,7 @@ impl Provider {
                 "endpoint must be /v1/chat/completions or /v1/responses",
             );
         }
-        let lines = match self.batches.files.lock().ok().and_then(|f| {
+        let lines = match self.store.files.lock().ok().and_then(|f| {
             f.get(&input)
                 .filter(|f| f.purpose == "batch")
                 .map(|f| f.bytes.clone())
@@ -424,19 +430,19 @@ impl Provider {
 
     /// Keeps a new batch and answers with it (or loses the answer: `batch_lose_create`).
     fn create(&self, batch: Batch) -> BatchReply {
-        self.batches.created.fetch_add(1, Ordering::SeqCst);
+        self.store.created.fetch_add(1, Ordering::SeqCst);
         let json = batch.json();
-        if let Ok(mut batches) = self.batches.batches.lock() {
+        if let Ok(mut batches) = self.store.batches.lock() {
             batches.insert(batch.id.clone(), batch);
         }
-        if self.config.batch_lose_create {
+        if self.provider.config().batch_lose_create {
             return BatchReply::error(502, "Bad gateway: the upstream answer was lost");
         }
         BatchReply::Json(200, json)
     }
 
     fn list_batches(&self, anthropic: bool) -> BatchReply {
-        let ids: Vec<String> = match self.batches.batches.lock() {
+        let ids: Vec<String> = match self.store.batches.lock() {
             Ok(b) => b
                 .values()
                 .filter(|b| b.anthropic == anthropic)
@@ -469,9 +475,9 @@ impl Provider {
 
     /// `GET /v1/batches/{id}`: its state, completing it once its time has come.
     fn retrieve_batch(&self, id: &str) -> BatchReply {
-        self.batches.polls.fetch_add(1, Ordering::SeqCst);
+        self.store.polls.fetch_add(1, Ordering::SeqCst);
         let due = {
-            let Ok(batches) = self.batches.batches.lock() else {
+            let Ok(batches) = self.store.batches.lock() else {
                 return BatchReply::error(500, "poisoned");
             };
             let Some(b) = batches.get(id) else {
@@ -479,14 +485,14 @@ impl Provider {
             };
             matches!(b.status, "in_progress" | "cancelling")
                 && (b.status == "cancelling"
-                    || b.created.elapsed() >= self.config.batch_delay
-                    || self.batches.released.load(Ordering::SeqCst))
+                    || b.created.elapsed() >= self.provider.config().batch_delay
+                    || self.store.released.load(Ordering::SeqCst))
         };
         if due {
             self.finish_batch(id);
         }
         match self
-            .batches
+            .store
             .batches
             .lock()
             .ok()
@@ -498,7 +504,7 @@ impl Provider {
     }
 
     fn cancel_batch(&self, id: &str) -> BatchReply {
-        if let Ok(mut batches) = self.batches.batches.lock()
+        if let Ok(mut batches) = self.store.batches.lock()
             && let Some(b) = batches.get_mut(id)
             && b.status == "in_progress"
         {
@@ -514,7 +520,7 @@ impl Provider {
             return;
         };
         let bytes = self
-            .batches
+            .store
             .files
             .lock()
             .ok()
@@ -526,7 +532,7 @@ impl Provider {
             .collect();
         let answered = if batch.cancelled {
             0
-        } else if self.config.batch_expires {
+        } else if self.provider.config().batch_expires {
             lines.len() / 2
         } else {
             lines.len()
@@ -542,7 +548,7 @@ impl Provider {
                 self.batch_result(&batch, &mut results, i, custom_id, body);
             }
         }
-        if self.config.batch_duplicate
+        if self.provider.config().batch_duplicate
             && let Some(first) = results.output.lines().next().map(|l| format!("{l}\n"))
         {
             results.output.push_str(&first);
@@ -552,7 +558,7 @@ impl Provider {
 
     /// The input file of a batch about to be finished, and what finishing it needs.
     fn finishing(&self, id: &str) -> Option<(String, Finishing)> {
-        let batches = self.batches.batches.lock().ok()?;
+        let batches = self.store.batches.lock().ok()?;
         let b = batches.get(id)?;
         let finishing = Finishing {
             endpoint: b.endpoint.clone(),
@@ -622,9 +628,9 @@ impl Provider {
         }
     }
 
-    /// Counts a request answered in a batch, by its `custom_id` ([`Provider::batched_requests`]).
+    /// Counts a request answered in a batch, by its `custom_id` (`Provider::batched_requests`).
     fn count_answered(&self, custom_id: &str) {
-        if let Ok(mut a) = self.batches.answered.lock() {
+        if let Ok(mut a) = self.store.answered.lock() {
             *a.entry(custom_id.to_string()).or_default() += 1;
         }
     }
@@ -633,12 +639,12 @@ impl Provider {
     fn close_batch(&self, id: &str, cancelled: bool, results: Results) {
         let output_file_id = self.store_output(results.output);
         let error_file_id = self.store_output(results.errors);
-        if let Ok(mut batches) = self.batches.batches.lock()
+        if let Ok(mut batches) = self.store.batches.lock()
             && let Some(b) = batches.get_mut(id)
         {
             b.status = if cancelled {
                 "cancelled"
-            } else if self.config.batch_expires {
+            } else if self.provider.config().batch_expires {
                 "expired"
             } else {
                 "completed"
@@ -671,7 +677,7 @@ impl Provider {
             ("idempotency-key".to_string(), custom_id.to_string()),
             ("anthropic-version".to_string(), "2023-06-01".to_string()),
         ];
-        if let Some(key) = &self.config.api_key {
+        if let Some(key) = &self.provider.config().api_key {
             headers.push(("authorization".into(), format!("Bearer {key}")));
             headers.push(("x-api-key".into(), key.clone()));
         }
@@ -688,13 +694,13 @@ impl Provider {
         // hang) itself, a few times: what is left is the batch's partial failures.
         let mut last = (500, Value::Null);
         for _ in 0..BATCH_ATTEMPTS {
-            last = match self.answer(wire, &request) {
+            last = match self.provider.answer(wire, &request) {
                 Reply::Respond { status, steps, .. } => {
                     let mut bytes = Vec::new();
                     for step in steps {
                         match step {
                             Step::Write(b) => bytes.extend_from_slice(&b),
-                            Step::Generated { key, text } => self.generated(key, text),
+                            Step::Generated { key, text } => self.provider.generated(key, text),
                             _ => {}
                         }
                     }
@@ -714,21 +720,22 @@ impl Provider {
         }
         last
     }
+}
 
+impl BatchStore {
     /// Batches created so far.
-    pub fn batches_created(&self) -> u64 {
-        self.batches.created.load(Ordering::SeqCst)
+    pub(crate) fn batches_created(&self) -> u64 {
+        self.created.load(Ordering::SeqCst)
     }
 
     /// Looks at a batch's state so far (each list entry counts one too).
-    pub fn batch_polls(&self) -> u64 {
-        self.batches.polls.load(Ordering::SeqCst)
+    pub(crate) fn batch_polls(&self) -> u64 {
+        self.polls.load(Ordering::SeqCst)
     }
 
     /// Each batch's status now, by id (in the order created).
-    pub fn batch_statuses(&self) -> Vec<(String, String)> {
+    pub(crate) fn batch_statuses(&self) -> Vec<(String, String)> {
         let mut all: Vec<(String, String)> = self
-            .batches
             .batches
             .lock()
             .map(|b| {
@@ -743,18 +750,14 @@ impl Provider {
 
     /// Ends every batch at its next look, whatever `batch_delay` says (a test's way to let
     /// a long batch finish once the run that submitted it was killed).
-    pub fn release_batches(&self) {
-        self.batches.released.store(true, Ordering::SeqCst);
+    pub(crate) fn release_batches(&self) {
+        self.released.store(true, Ordering::SeqCst);
     }
 
     /// Requests answered inside batches so far, by their `custom_id`s, with how often each
     /// was answered (a job paid for twice shows 2).
-    pub fn batched_requests(&self) -> HashMap<String, u32> {
-        self.batches
-            .answered
-            .lock()
-            .map(|a| a.clone())
-            .unwrap_or_default()
+    pub(crate) fn batched_requests(&self) -> HashMap<String, u32> {
+        self.answered.lock().map(|a| a.clone()).unwrap_or_default()
     }
 }
 
