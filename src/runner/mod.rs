@@ -57,68 +57,179 @@ pub async fn run(
         return tally;
     }
     let active = Arc::new(AtomicUsize::new(0));
-    let (tx, mut rx) = mpsc::unbounded_channel::<Message>();
-    let stop_all = || {
-        for lane in lanes {
-            lane.client.stop_token().cancel();
-        }
+    let (tx, rx) = mpsc::unbounded_channel::<Message>();
+    let by_lane = by_lane(jobs, lanes.len());
+    reserve_adopted(&bench, lanes, &by_lane, options);
+    let start = Start {
+        bench,
+        options,
+        tx,
+        dispatch: dispatch.clone(),
+        active: active.clone(),
     };
-    let mut tasks = tokio::task::JoinSet::new();
-    let mut by_lane: Vec<Vec<Job>> = vec![Vec::new(); lanes.len()];
+    let tasks = start.lanes(lanes, by_lane);
+    let mut delivery = Delivery {
+        listener,
+        options,
+        total,
+        active,
+        tally,
+    };
+    delivery.until_done(rx, tasks, lanes, &dispatch).await;
+    let mut tally = delivery.tally;
+    tally.not_run = total - tally.finished;
+    let _ = delivery.listener.on(&RunEvent::Finished { tally: &tally });
+    tally
+}
+
+/// The run's jobs, lane by lane (by `Job::endpoint`).
+fn by_lane(jobs: Vec<Job>, lanes: usize) -> Vec<Vec<Job>> {
+    let mut by_lane: Vec<Vec<Job>> = vec![Vec::new(); lanes];
     for job in jobs {
         if let Some(list) = by_lane.get_mut(usize::from(job.endpoint)) {
             list.push(job);
         }
     }
-    reserve_adopted(&bench, lanes, &by_lane, options);
-    for (lane, jobs) in lanes.iter().zip(by_lane) {
-        // The client's events travel on the same channel as its workers' own messages, so
-        // a job's attempts come after its start and before its end.
-        let client_tx = tx.clone();
-        lane.client.subscribe(
-            Some(Arc::new(move |e| {
-                let _ = client_tx.send(Message::Client(e));
-            })),
-            options.attempts,
-        );
-        if lane.batch {
-            let driver = batch::Driver {
-                bench: bench.clone(),
-                lane: lane.clone(),
-                jobs,
-                options: options.clone(),
-                tx: tx.clone(),
-                dispatch: dispatch.clone(),
-                active: active.clone(),
-            };
-            tasks.spawn(driver.drive());
-            continue;
+    by_lane
+}
+
+/// What every lane's tasks are started with.
+struct Start<'a> {
+    bench: Arc<Bench>,
+    options: &'a RunOptions,
+    tx: mpsc::UnboundedSender<Message>,
+    dispatch: CancellationToken,
+    active: Arc<AtomicUsize>,
+}
+
+impl Start<'_> {
+    /// Starts each lane's tasks: its batch driver (`--batch`), or its workers; each
+    /// client's events are sent on the run's channel.
+    fn lanes(self, lanes: &[Lane], by_lane: Vec<Vec<Job>>) -> tokio::task::JoinSet<()> {
+        let mut tasks = tokio::task::JoinSet::new();
+        for (lane, jobs) in lanes.iter().zip(by_lane) {
+            // The client's events travel on the same channel as its workers' own messages,
+            // so a job's attempts come after its start and before its end.
+            let client_tx = self.tx.clone();
+            lane.client.subscribe(
+                Some(Arc::new(move |e| {
+                    let _ = client_tx.send(Message::Client(e));
+                })),
+                self.options.attempts,
+            );
+            if lane.batch {
+                tasks.spawn(self.driver(lane, jobs).drive());
+                continue;
+            }
+            let workers = self.workers(lane, jobs);
+            let count = lane.client.capacity().max(1).min(workers.jobs.len().max(1));
+            for _ in 0..count {
+                tasks.spawn(workers.clone().work());
+            }
         }
-        let workers = Workers {
-            bench: bench.clone(),
-            sources: sources_of(lane, options),
-            jobs: Arc::new(jobs),
-            next: Arc::new(AtomicUsize::new(0)),
-            active: active.clone(),
+        tasks
+    }
+
+    fn driver(&self, lane: &Lane, jobs: Vec<Job>) -> batch::Driver {
+        batch::Driver {
+            bench: self.bench.clone(),
             lane: lane.clone(),
-            tx: tx.clone(),
-            dispatch: dispatch.clone(),
-            options: options.clone(),
-        };
-        let count = lane.client.capacity().max(1).min(workers.jobs.len().max(1));
-        for _ in 0..count {
-            tasks.spawn(workers.clone().work());
+            jobs,
+            options: self.options.clone(),
+            tx: self.tx.clone(),
+            dispatch: self.dispatch.clone(),
+            active: self.active.clone(),
         }
     }
-    drop(tx);
-    let mut deliver = |message: Message, tally: &mut RunTally| -> std::io::Result<()> {
+
+    fn workers(&self, lane: &Lane, jobs: Vec<Job>) -> Workers {
+        Workers {
+            bench: self.bench.clone(),
+            sources: sources_of(lane, self.options),
+            jobs: Arc::new(jobs),
+            next: Arc::new(AtomicUsize::new(0)),
+            active: self.active.clone(),
+            lane: lane.clone(),
+            tx: self.tx.clone(),
+            dispatch: self.dispatch.clone(),
+            options: self.options.clone(),
+        }
+    }
+}
+
+/// The run's one event loop: every message the lanes send, delivered to the listener in
+/// order, and counted in the tally.
+struct Delivery<'a> {
+    listener: &'a mut dyn Listener,
+    options: &'a RunOptions,
+    total: usize,
+    active: Arc<AtomicUsize>,
+    tally: RunTally,
+}
+
+impl Delivery<'_> {
+    /// Delivers messages until every task is done and the channel is empty. A message the
+    /// listener cannot keep stops the run: nothing more is delivered.
+    async fn until_done(
+        &mut self,
+        mut rx: mpsc::UnboundedReceiver<Message>,
+        mut tasks: tokio::task::JoinSet<()>,
+        lanes: &[Lane],
+        dispatch: &CancellationToken,
+    ) {
+        let unsubscribe = || {
+            for lane in lanes {
+                lane.client.subscribe(None, false);
+            }
+        };
+        let mut workers_done = false;
+        loop {
+            // The clients hold a sender while subscribed: once every worker is done, let
+            // them go, and the channel ends after their last message.
+            let message = tokio::select! {
+                m = rx.recv() => match m {
+                    Some(m) => m,
+                    None => break,
+                },
+                _ = all_done(&mut tasks), if !workers_done => {
+                    workers_done = true;
+                    unsubscribe();
+                    continue;
+                }
+            };
+            if self.tally.journal_error.is_some() {
+                continue;
+            }
+            if let Err(e) = self.deliver(message) {
+                // Nothing more can be kept: stop sending, abandon what is in flight.
+                dispatch.cancel();
+                for lane in lanes {
+                    lane.client.stop_token().cancel();
+                }
+                self.tally.journal_error = Some(e);
+            }
+        }
+        while tasks.join_next().await.is_some() {}
+        unsubscribe();
+        while let Ok(m) = rx.try_recv() {
+            if self.tally.journal_error.is_none()
+                && let Err(err) = self.deliver(m)
+            {
+                self.tally.journal_error = Some(err);
+            }
+        }
+    }
+
+    /// One message, to the listener.
+    fn deliver(&mut self, message: Message) -> std::io::Result<()> {
+        let listener = &mut *self.listener;
         match message {
             Message::Started(job) => listener.on(&RunEvent::JobStarted { job: &job }),
             Message::Client(ClientEvent::Attempt(a)) => listener.on(&RunEvent::AttemptFinished(&a)),
             Message::Client(ClientEvent::Pool(p)) => listener.on(&RunEvent::PoolChanged(&p)),
             Message::Batch(b, ack) => {
                 if b.step == batch::BatchStep::Left {
-                    tally.batches_left += 1;
+                    self.tally.batches_left += 1;
                 }
                 let kept = listener.on(&RunEvent::Batch(&b));
                 if let Some(ack) = ack {
@@ -130,67 +241,28 @@ pub async fn run(
                 let _ = ack.send(());
                 Ok(())
             }
-            Message::Finished(record) => {
-                listener.on(&RunEvent::JobFinished {
-                    record: &record,
-                    done: options.already + tally.finished + 1,
-                    total: total + options.already,
-                    in_flight: active.load(Ordering::SeqCst),
-                })?;
-                // Counted once its listeners have it: a record the journal could not keep
-                // did not finish, as far as anyone will ever know.
-                tally.finished += 1;
-                match record.status {
-                    JobStatus::Graded => tally.graded += 1,
-                    JobStatus::Failed => tally.failed += 1,
-                    JobStatus::Filtered => tally.filtered += 1,
-                }
-                Ok(())
-            }
-        }
-    };
-    let unsubscribe = || {
-        for lane in lanes {
-            lane.client.subscribe(None, false);
-        }
-    };
-    let mut workers_done = false;
-    loop {
-        // The clients hold a sender while subscribed: once every worker is done, let them
-        // go, and the channel ends after their last message.
-        let message = tokio::select! {
-            m = rx.recv() => match m {
-                Some(m) => m,
-                None => break,
-            },
-            _ = all_done(&mut tasks), if !workers_done => {
-                workers_done = true;
-                unsubscribe();
-                continue;
-            }
-        };
-        if tally.journal_error.is_some() {
-            continue;
-        }
-        if let Err(e) = deliver(message, &mut tally) {
-            // Nothing more can be kept: stop sending, abandon what is in flight.
-            dispatch.cancel();
-            stop_all();
-            tally.journal_error = Some(e);
+            Message::Finished(record) => self.finished(&record),
         }
     }
-    while tasks.join_next().await.is_some() {}
-    unsubscribe();
-    while let Ok(m) = rx.try_recv() {
-        if tally.journal_error.is_none()
-            && let Err(err) = deliver(m, &mut tally)
-        {
-            tally.journal_error = Some(err);
+
+    /// A finished job's record, counted once its listeners have it: a record the journal
+    /// could not keep did not finish, as far as anyone will ever know.
+    fn finished(&mut self, record: &JobRecord) -> std::io::Result<()> {
+        let tally = &mut self.tally;
+        self.listener.on(&RunEvent::JobFinished {
+            record,
+            done: self.options.already + tally.finished + 1,
+            total: self.total + self.options.already,
+            in_flight: self.active.load(Ordering::SeqCst),
+        })?;
+        tally.finished += 1;
+        match record.status {
+            JobStatus::Graded => tally.graded += 1,
+            JobStatus::Failed => tally.failed += 1,
+            JobStatus::Filtered => tally.filtered += 1,
         }
+        Ok(())
     }
-    tally.not_run = total - tally.finished;
-    let _ = listener.on(&RunEvent::Finished { tally: &tally });
-    tally
 }
 
 /// Where a lane's answers come from: the cache first (a paid answer is never bought again),

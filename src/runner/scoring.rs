@@ -230,50 +230,47 @@ async fn graded_record(
         finish_reason: result.finish_reason,
         tool_calls: result.tool_calls,
     };
-    let input = ScoreInput {
-        key: s.key,
-        case,
-        messages: s.messages,
-        answer: &answer,
-    };
     let scorer = &s.scorers[job.case];
     let scored = if refused {
-        Ok(Score {
-            value: 0.0,
-            extracted: None,
-            usage: None,
-            detail: Some(serde_json::json!({"refused": true})),
-            judge: Vec::new(),
-        })
+        Ok(refusal_score())
     } else {
+        let input = ScoreInput {
+            key: s.key,
+            case,
+            messages: s.messages,
+            answer: &answer,
+        };
         scorer.score(input, s.context).await
     };
-    let score = match scored {
-        Ok(score) => score,
-        Err(e) if e.stopped => return None,
-        Err(e) => {
-            let mut failed = failed_record(bench, job, format!("could not be scored: {e}"), None);
-            // The answer itself arrived whole and was paid for: keep what it cost and took.
-            failed.usage = result.usage.unwrap_or_else(|| {
-                Usage::estimate(s.prompt_chars, &answer.text, &answer.reasoning)
-            });
-            failed.ttft_ms = result.attempts.last().and_then(|a| a.ttft_ms);
-            failed.latency_ms = result.attempts.last().map(|a| a.latency_ms);
-            failed.answer_ms = result.answer_ms;
-            failed.model = result.model.clone();
-            failed.attempts = result.attempts;
-            failed.partial_output = Some(answer.text).filter(|t| !t.is_empty());
-            failed.judge = e.judge;
-            failed.judge_usage = e.usage;
-            return Some(failed);
-        }
+    let answered = Answered {
+        usage: result.usage,
+        attempts: result.attempts,
+        answer_ms: result.answer_ms,
+        model: result.model,
     };
-    let result_attempts = result.attempts;
-    let last = result_attempts.last();
-    let usage = result
+    match scored {
+        Ok(score) => Some(graded_of(bench, job, answer, answered, score, refused, s)),
+        Err(e) if e.stopped => None,
+        Err(e) => Some(unscored_record(bench, job, answer, answered, e, s)),
+    }
+}
+
+/// The record of a whole answer and its score.
+fn graded_of(
+    bench: &Bench,
+    job: &Job,
+    answer: Answer,
+    answered: Answered,
+    score: Score,
+    refused: bool,
+    s: &Scoring<'_>,
+) -> JobRecord {
+    let case = &bench.cases[job.case];
+    let last = answered.attempts.last();
+    let usage = answered
         .usage
         .unwrap_or_else(|| Usage::estimate(s.prompt_chars, &answer.text, &answer.reasoning));
-    Some(JobRecord {
+    JobRecord {
         job: job.index,
         case_id: case.id.clone(),
         variant: bench.variants[job.variant].name.clone(),
@@ -283,7 +280,7 @@ async fn graded_record(
         outcome: last.map(|a| a.outcome),
         ttft_ms: last.and_then(|a| a.ttft_ms),
         latency_ms: last.map(|a| a.latency_ms),
-        answer_ms: result.answer_ms,
+        answer_ms: answered.answer_ms,
         output: answer.text,
         partial_output: None,
         reasoning: answer.reasoning,
@@ -295,15 +292,15 @@ async fn graded_record(
         score_detail: score.detail,
         judge: score.judge,
         judge_usage: score.usage,
-        not_found: scorer
+        not_found: s.scorers[job.case]
             .looks_for(case)
             .filter(|_| score.extracted.is_none() && !refused)
             .map(String::from),
         extracted: score.extracted,
         error: None,
-        attempts: result_attempts,
+        attempts: answered.attempts,
         usage,
-        model: result.model,
+        model: answered.model,
         tags: case.tags.clone(),
         group: case.group.clone(),
         cached: false,
@@ -311,5 +308,49 @@ async fn graded_record(
         batch: None,
         refused,
         usage_anomaly: None,
-    })
+    }
+}
+
+/// A refusal's score: 0, never asked of the scorer.
+fn refusal_score() -> Score {
+    Score {
+        value: 0.0,
+        extracted: None,
+        usage: None,
+        detail: Some(serde_json::json!({"refused": true})),
+        judge: Vec::new(),
+    }
+}
+
+/// What a whole answer came with besides its words.
+struct Answered {
+    usage: Option<Usage>,
+    attempts: Vec<crate::client::Attempt>,
+    answer_ms: Option<f64>,
+    model: Option<String>,
+}
+
+/// The failed record of an answer that arrived whole but could not be scored: it keeps
+/// what the answer cost and took, and the judge's calls.
+fn unscored_record(
+    bench: &Bench,
+    job: &Job,
+    answer: Answer,
+    answered: Answered,
+    e: crate::grade::ScoreError,
+    s: &Scoring<'_>,
+) -> JobRecord {
+    let mut failed = failed_record(bench, job, format!("could not be scored: {e}"), None);
+    failed.usage = answered
+        .usage
+        .unwrap_or_else(|| Usage::estimate(s.prompt_chars, &answer.text, &answer.reasoning));
+    failed.ttft_ms = answered.attempts.last().and_then(|a| a.ttft_ms);
+    failed.latency_ms = answered.attempts.last().map(|a| a.latency_ms);
+    failed.answer_ms = answered.answer_ms;
+    failed.model = answered.model;
+    failed.attempts = answered.attempts;
+    failed.partial_output = Some(answer.text).filter(|t| !t.is_empty());
+    failed.judge = e.judge;
+    failed.judge_usage = e.usage;
+    failed
 }
