@@ -372,18 +372,14 @@ pub fn read_planned_placed(
         // this run did not write; its job is left for a resume.
         if r.score.is_some_and(|s| !(0.0..=1.0).contains(&s)) {
             audit.foreign += 1;
-            if audit.foreign_examples.len() < 3 {
-                audit.foreign_examples.push(r.key());
-            }
+            first_three(&mut audit.foreign_examples, &r);
             return;
         }
         seq += 1;
         match keys.slot(&r.case_id, &r.arm(), r.repeat) {
             None => {
                 audit.outside_plan += 1;
-                if audit.outside_examples.len() < 3 {
-                    audit.outside_examples.push(r.key());
-                }
+                first_three(&mut audit.outside_examples, &r);
             }
             // A resend of a job whose record so far is a failure: it takes its place.
             Some(slot) if r.resent > 0 && held.contains_key(&slot) => {
@@ -397,9 +393,7 @@ pub fn read_planned_placed(
             }
             Some(slot) if done[slot] => {
                 audit.duplicates += 1;
-                if audit.duplicate_examples.len() < 3 {
-                    audit.duplicate_examples.push(r.key());
-                }
+                first_three(&mut audit.duplicate_examples, &r);
             }
             Some(slot) => {
                 done[slot] = true;
@@ -429,6 +423,13 @@ pub fn read_planned_placed(
     audit.done = done;
     audit.stats = stats;
     Ok(audit)
+}
+
+/// Keeps a record's key among the first three examples of its kind.
+fn first_three(examples: &mut Vec<JobKey>, r: &JobRecord) {
+    if examples.len() < 3 {
+        examples.push(r.key());
+    }
 }
 
 impl Journal {
