@@ -153,6 +153,20 @@ pub struct Lane {
 }
 
 impl Lane {
+    /// The sources of answers already held, asked before anything is bought: the cache
+    /// first (a paid answer is never bought again), then the run's own sources.
+    pub(super) fn held_sources(&self, options: &RunOptions) -> Vec<Arc<dyn source::AnswerSource>> {
+        let mut sources: Vec<Arc<dyn source::AnswerSource>> = Vec::new();
+        if let Some(cache) = &options.cache {
+            sources.push(Arc::new(source::Cached {
+                cache: cache.clone(),
+                endpoint: self.cache_key.clone(),
+            }));
+        }
+        sources.extend(options.sources.iter().cloned());
+        sources
+    }
+
     /// The one endpoint of a run that has one.
     pub fn single(client: Arc<Client>, cache_key: impl Into<String>) -> Lane {
         Lane {

@@ -265,17 +265,10 @@ impl Delivery<'_> {
     }
 }
 
-/// Where a lane's answers come from: the cache first (a paid answer is never bought again),
-/// then the run's own sources, then the lane's streamed client, which always answers.
+/// Where a lane's answers come from: the answers already held (the cache, the run's own
+/// sources), then the lane's streamed client, which always answers.
 fn sources_of(lane: &Lane, options: &RunOptions) -> Arc<[Arc<dyn source::AnswerSource>]> {
-    let mut sources: Vec<Arc<dyn source::AnswerSource>> = Vec::new();
-    if let Some(cache) = &options.cache {
-        sources.push(Arc::new(source::Cached {
-            cache: cache.clone(),
-            endpoint: lane.cache_key.clone(),
-        }));
-    }
-    sources.extend(options.sources.iter().cloned());
+    let mut sources = lane.held_sources(options);
     sources.push(Arc::new(source::Live(lane.client.clone())));
     sources.into()
 }

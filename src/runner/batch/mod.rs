@@ -6,7 +6,11 @@
 //! adopts what it had submitted — found in the journal, or by its name in the provider's
 //! list when the crash fell between the two lines — and never pays for a job twice. Batches
 //! are polled with a growing interval until they end or the wall-clock limit passes; their
-//! results are scored by the same function as streamed answers and journaled job by job.
+//! results are scored by the same function as streamed answers (`scoring::record`) and
+//! journaled job by job. A batch lane asks the same answer sources as a streaming lane's
+//! workers before it buys anything (the cache, the run's own sources: `source::answer`),
+//! and each batched answer is heard by them all, as a streamed one is: the provider's
+//! batch takes the streamed client's place as the last source.
 //!
 //! With `--until-decided`, jobs go out in waves: a wave is the cases up to the sequential
 //! tests' horizon; between waves the tests decide, and a decided variant's cases are never
@@ -30,7 +34,7 @@ use crate::client::batch::{BatchError, BatchState, Batches, EachLine};
 use crate::runner::job_record::JobRecord;
 use crate::runner::lane::{Lane, Message, Rendered, RunOptions, job_key};
 use crate::runner::scoring::{failed_record, request_of, score};
-use crate::runner::source::{self, AnswerSource};
+use crate::runner::source;
 use crate::suite::{Bench, Job};
 
 /// A batch the provider holds for this lane, until it ends and its results are read.
@@ -512,7 +516,7 @@ impl Driver {
             .max_requests
             .map_or(most_requests, |n| n.clamp(1, most_requests));
         let client = &self.lane.client;
-        let cache = self.cache();
+        let held = self.lane.held_sources(&self.options);
         let mut open = Vec::new();
         let mut lines: Vec<u8> = Vec::new();
         let mut jobs: Vec<(String, Job)> = Vec::new();
@@ -526,15 +530,12 @@ impl Driver {
                     continue;
                 }
             };
-            if let Some(cache) = &cache {
-                let ask = rendered.ask(&self.lane, &job);
-                if let Some(answer) = cache.answer(&ask).await {
-                    waiting.remove(&self.custom_id(&job));
-                    if let Some(r) = self.score(&job, &rendered, answer).await {
-                        self.finished(r);
-                    }
-                    continue;
+            if let Some(answer) = source::answer(&held, &rendered.ask(&self.lane, &job)).await {
+                waiting.remove(&self.custom_id(&job));
+                if let Some(r) = self.score(&job, &rendered, answer).await {
+                    self.finished(r);
                 }
+                continue;
             }
             if !self
                 .options
@@ -583,14 +584,6 @@ impl Driver {
             &self.options,
         )
         .await
-    }
-
-    /// The run's response cache, as a source, when it has one.
-    fn cache(&self) -> Option<source::Cached> {
-        self.options.cache.as_ref().map(|c| source::Cached {
-            cache: c.clone(),
-            endpoint: self.lane.cache_key.clone(),
-        })
     }
 
     /// Sends a finished job's record to the event loop.
@@ -988,11 +981,11 @@ impl Driver {
             }
             waiting.remove(&custom_id).map(|job| (job, result))
         });
-        let cache = self.cache();
+        let held = self.lane.held_sources(&self.options);
         let id = &batch.id;
         let scored = futures_util::stream::iter(answered)
             .map(|(job, result)| {
-                let cache = &cache;
+                let held = &held;
                 async move {
                     let rendered = match request_of(&self.bench, &job, &self.lane, &self.options) {
                         Ok(r) => r,
@@ -1002,9 +995,7 @@ impl Driver {
                         result,
                         cached: false,
                     };
-                    if let Some(cache) = cache {
-                        cache.heard(&rendered.ask(&self.lane, &job), &answer);
-                    }
+                    source::heard(held, &rendered.ask(&self.lane, &job), &answer);
                     let mut r = self.score(&job, &rendered, answer).await?;
                     r.batch = Some(id.clone());
                     r.latency_ms = None;
