@@ -11,6 +11,9 @@
 //! Anthropic's Message Batches too: `POST /v1/messages/batches` (the requests in the body),
 //! `GET /v1/messages/batches[/{id}]`, `POST …/{id}/cancel` and `GET …/{id}/results`, in
 //! Anthropic's words (`processing_status`, `succeeded`/`errored`/`canceled`/`expired`).
+//!
+//! [`MockConfig::batch_delay`]: super::MockConfig::batch_delay
+//! [`MockConfig::batch_expires`]: super::MockConfig::batch_expires
 
 use std::collections::HashMap;
 use std::sync::Mutex;

@@ -92,9 +92,10 @@ pub struct MockConfig {
     /// then answers any bench (see [`answers`]).
     pub oracle: Option<answers::Oracle>,
     /// An outage: every chat request after the first N gets 503, until
-    /// [`Provider::end_outage`].
+    /// [`Provider::end_outage`](super::Provider::end_outage).
     pub outage_after: Option<u64>,
-    /// The batch API ([`batch`]): how long a batch takes to complete, on tokio's clock.
+    /// The batch API ([`batch`](super::batch)): how long a batch takes to complete, on
+    /// tokio's clock.
     pub batch_delay: Duration,
     /// Batches expire with half their requests answered.
     pub batch_expires: bool,

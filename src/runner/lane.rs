@@ -148,7 +148,7 @@ pub struct Lane {
     /// the other lanes go on; the run's own dispatch token stops them all.
     pub dispatch: CancellationToken,
     /// `--batch` (or `batch: true` on its endpoint): its jobs go through the endpoint's
-    /// batch API ([`batch`]), not streamed.
+    /// batch API ([`batch`](super::batch)), not streamed.
     pub batch: bool,
 }
 
