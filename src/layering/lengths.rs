@@ -14,7 +14,6 @@ const MAX_LINES: usize = 80;
 const STANDING: &[(&str, &str, usize)] = &[
     ("src/app/finish.rs", "exit_of", 100),
     ("src/cli.rs", "resolve_endpoint", 99),
-    ("src/client/batch.rs", "batch_result", 82),
     ("src/report/aggregate.rs", "figures", 183),
     ("src/report/compare.rs", "build", 104),
     ("src/report/compare.rs", "compare", 105),
@@ -31,14 +30,6 @@ const STANDING: &[(&str, &str, usize)] = &[
     ("src/report/summary.rs", "add", 87),
     ("src/report/summary.rs", "finish", 91),
     ("src/report/terminal.rs", "render_at", 86),
-    ("src/runner/batch.rs", "adopt", 92),
-    ("src/runner/batch.rs", "create", 103),
-    ("src/runner/batch.rs", "drive", 99),
-    ("src/runner/batch.rs", "poll", 143),
-    ("src/runner/journal.rs", "read_planned_placed", 82),
-    ("src/runner/mod.rs", "graded_record", 100),
-    ("src/runner/mod.rs", "run", 155),
-    ("src/runner/sequential.rs", "summary", 89),
 ];
 
 /// `code` with comments, string and character literals, and items under `#[cfg(test)]`

@@ -8,7 +8,9 @@
 
 use serde_json::{Value, json};
 
-use super::{Fault, MockConfig, MockRequest, Script, Step, StreamPlan, UsageMode, answers};
+use super::answers;
+use super::script::{Script, StreamPlan};
+use super::wire::{Fault, MockConfig, MockRequest, Step, UsageMode};
 
 /// Whether request headers carry `key` as Anthropic sends it: `x-api-key`, never a bearer.
 pub(super) fn carries_key(headers: &[(String, String)], key: &str) -> bool {

@@ -4,13 +4,16 @@
 //! `GET /v1/files/{id}/content` (the output and error files). A batch completes
 //! [`MockConfig::batch_delay`] after it was created, on tokio's clock (so tests jump through
 //! it); each of its requests is answered by the same code as a streamed one (the
-//! non-streamed reply of [`Provider::answer`], its idempotency key the request's
+//! non-streamed reply of `Provider::answer`, its idempotency key the request's
 //! `custom_id`), so a batched answer is the one streaming would have given.
 //! [`MockConfig::batch_expires`] makes a batch expire with half its requests answered.
 //!
 //! Anthropic's Message Batches too: `POST /v1/messages/batches` (the requests in the body),
 //! `GET /v1/messages/batches[/{id}]`, `POST …/{id}/cancel` and `GET …/{id}/results`, in
 //! Anthropic's words (`processing_status`, `succeeded`/`errored`/`canceled`/`expired`).
+//!
+//! [`MockConfig::batch_delay`]: super::MockConfig::batch_delay
+//! [`MockConfig::batch_expires`]: super::MockConfig::batch_expires
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -19,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-use super::{MockRequest, Provider, Reply, Step, Wire};
+use super::wire::{Answers, InFlight, MockRequest, Reply, Stats, Step, Wire};
 
 /// The largest input file the simulator takes (OpenAI's limit), and requests per batch.
 pub const MAX_FILE_BYTES: usize = 200 * 1024 * 1024;
@@ -29,7 +32,7 @@ const BATCH_ATTEMPTS: usize = 4;
 
 /// Files and batches held by one simulator.
 #[derive(Default)]
-pub(crate) struct Batches {
+pub(crate) struct BatchStore {
     files: Mutex<HashMap<String, File>>,
     batches: Mutex<HashMap<String, Batch>>,
     /// Ids handed out, in order.
@@ -40,7 +43,7 @@ pub(crate) struct Batches {
     polls: AtomicU64,
     /// Requests answered in batches, by `custom_id`: how many times each.
     answered: Mutex<HashMap<String, u32>>,
-    /// Every batch is due now, whatever its delay ([`Provider::release_batches`]).
+    /// Every batch is due now, whatever its delay (`Provider::release_batches`).
     released: std::sync::atomic::AtomicBool,
 }
 
@@ -156,19 +159,19 @@ impl Batch {
 }
 
 /// What a route of the batch API answers: status and JSON (or a file's bytes).
-pub(crate) enum Answer {
+pub(crate) enum BatchReply {
     Json(u16, Value),
     Bytes(Bytes),
 }
 
 /// What a path nobody serves answers.
 pub(crate) fn not_found(path: &str) -> Reply {
-    Answer::error(404, &format!("Invalid URL (GET {path})")).reply()
+    BatchReply::error(404, &format!("Invalid URL (GET {path})")).reply()
 }
 
-impl Answer {
-    fn error(status: u16, message: &str) -> Answer {
-        Answer::Json(
+impl BatchReply {
+    fn error(status: u16, message: &str) -> BatchReply {
+        BatchReply::Json(
             status,
             json!({"error": {"message": message, "type": "invalid_request_error", "code": status}}),
         )
@@ -176,21 +179,27 @@ impl Answer {
 
     /// As the simulator's reply.
     pub(crate) fn reply(self) -> Reply {
-        let stats = std::sync::Arc::new(super::Stats::default());
+        let stats = std::sync::Arc::new(Stats::default());
         let (status, content_type, body) = match self {
-            Answer::Json(status, v) => (status, "application/json", Bytes::from(v.to_string())),
-            Answer::Bytes(b) => (200, "application/jsonl", b),
+            BatchReply::Json(status, v) => (status, "application/json", Bytes::from(v.to_string())),
+            BatchReply::Bytes(b) => (200, "application/jsonl", b),
         };
         Reply::Respond {
             status,
             headers: vec![("content-type".into(), content_type.into())],
             steps: vec![Step::Write(body)],
-            in_flight: super::InFlight::new(&stats, Wire::Chat),
+            in_flight: InFlight::new(&stats, Wire::Chat),
         }
     }
 }
 
-impl Provider {
+/// The batch API of one provider: its store, and the provider its requests are answered by.
+pub(crate) struct Batching<'a> {
+    pub(crate) store: &'a BatchStore,
+    pub(crate) provider: &'a dyn Answers,
+}
+
+impl Batching<'_> {
     /// Answers a request on the batch API's paths; `None` for a path it does not own.
     pub(crate) fn batch_api(
         &self,
@@ -198,7 +207,7 @@ impl Provider {
         path: &str,
         request: &MockRequest,
     ) -> Option<Reply> {
-        if self.config.no_batch_api {
+        if self.provider.config().no_batch_api {
             return None;
         }
         let path = path.split('?').next().unwrap_or(path);
@@ -219,8 +228,8 @@ impl Provider {
         if !owned {
             return None;
         }
-        if !self.accepts_key(Wire::Chat, &request.headers) {
-            return Some(Answer::error(401, "Incorrect API key provided.").reply());
+        if !self.provider.accepts_key(Wire::Chat, &request.headers) {
+            return Some(BatchReply::error(401, "Incorrect API key provided.").reply());
         }
         let answer = match (method, segments.as_slice()) {
             ("POST", ["files"]) => self.upload(request),
@@ -235,13 +244,13 @@ impl Provider {
     }
 
     /// The answer to creating a batch (created at once), sent after
-    /// [`MockConfig::batch_create_delay`](super::MockConfig::batch_create_delay).
-    fn created(&self, answer: Answer) -> Reply {
+    /// [`MockConfig::batch_create_delay`](super::wire::MockConfig::batch_create_delay).
+    fn created(&self, answer: BatchReply) -> Reply {
         let mut reply = answer.reply();
         if let Reply::Respond { steps, .. } = &mut reply
-            && !self.config.batch_create_delay.is_zero()
+            && !self.provider.config().batch_create_delay.is_zero()
         {
-            steps.insert(0, Step::Sleep(self.config.batch_create_delay));
+            steps.insert(0, Step::Sleep(self.provider.config().batch_create_delay));
         }
         reply
     }
@@ -258,9 +267,9 @@ impl Provider {
         ) {
             return None;
         }
-        if !self.accepts_key(Wire::Anthropic, &request.headers) {
+        if !self.provider.accepts_key(Wire::Anthropic, &request.headers) {
             return Some(
-                Answer::Json(
+                BatchReply::Json(
                     401,
                     json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}),
                 )
@@ -280,15 +289,15 @@ impl Provider {
 
     /// `POST /v1/messages/batches`: `{requests: [{custom_id, params}]}`, kept as an input
     /// file of OpenAI-shaped lines so one code answers both.
-    fn create_message_batch(&self, request: &MockRequest) -> Answer {
+    fn create_message_batch(&self, request: &MockRequest) -> BatchReply {
         let Ok(body) = serde_json::from_slice::<Value>(&request.body) else {
-            return Answer::error(400, "invalid JSON body");
+            return BatchReply::error(400, "invalid JSON body");
         };
         let Some(requests) = body["requests"].as_array() else {
-            return Answer::error(400, "requests: Field required");
+            return BatchReply::error(400, "requests: Field required");
         };
         if requests.is_empty() || requests.len() > 100_000 {
-            return Answer::error(400, "requests: a batch holds 1 to 100,000 requests");
+            return BatchReply::error(400, "requests: a batch holds 1 to 100,000 requests");
         }
         let mut lines = String::new();
         for r in requests {
@@ -299,7 +308,7 @@ impl Provider {
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
             if !fits {
-                return Answer::error(400, "custom_id: must match ^[a-zA-Z0-9_-]{1,64}$");
+                return BatchReply::error(400, "custom_id: must match ^[a-zA-Z0-9_-]{1,64}$");
             }
             lines.push_str(&json!({"custom_id": id, "body": r["params"]}).to_string());
             lines.push('\n');
@@ -317,22 +326,22 @@ impl Provider {
     }
 
     /// `GET /v1/messages/batches/{id}/results`: one line per request, in Anthropic's words.
-    fn message_batch_results(&self, id: &str) -> Answer {
-        let file = self.batches.batches.lock().ok().and_then(|b| {
+    fn message_batch_results(&self, id: &str) -> BatchReply {
+        let file = self.store.batches.lock().ok().and_then(|b| {
             b.get(id)
                 .filter(|b| b.anthropic && b.output_file_id.is_some())
                 .and_then(|b| b.output_file_id.clone())
         });
         match file {
             Some(file) => self.file_content(&file),
-            None => Answer::error(404, &format!("no results for {id} (yet)")),
+            None => BatchReply::error(404, &format!("no results for {id} (yet)")),
         }
     }
 
     /// Keeps a file (an upload, a batch's input or output) under a new id, and gives the id.
     fn keep_file(&self, purpose: String, bytes: Bytes) -> String {
         let id = self.id("file");
-        if let Ok(mut files) = self.batches.files.lock() {
+        if let Ok(mut files) = self.store.files.lock() {
             files.insert(id.clone(), File { purpose, bytes });
         }
         id
@@ -341,81 +350,81 @@ impl Provider {
     fn id(&self, prefix: &str) -> String {
         format!(
             "{prefix}-{}",
-            self.batches.next.fetch_add(1, Ordering::SeqCst)
+            self.store.next.fetch_add(1, Ordering::SeqCst)
         )
     }
 
     /// `POST /v1/files`: a multipart form with `purpose` and `file`.
-    fn upload(&self, request: &MockRequest) -> Answer {
+    fn upload(&self, request: &MockRequest) -> BatchReply {
         let Some(boundary) = request
             .header("content-type")
             .and_then(|t| t.split("boundary=").nth(1))
             .map(|b| b.trim_matches('"').to_string())
         else {
-            return Answer::error(400, "expected a multipart/form-data body");
+            return BatchReply::error(400, "expected a multipart/form-data body");
         };
         let parts = multipart(&request.body, &boundary);
         let field = |name: &str| parts.iter().find(|p| p.name == name);
         let Some(file) = field("file") else {
-            return Answer::error(400, "the form has no `file`");
+            return BatchReply::error(400, "the form has no `file`");
         };
         let purpose = field("purpose")
             .map(|p| String::from_utf8_lossy(&p.body).trim().to_string())
             .unwrap_or_default();
         if purpose != "batch" {
-            return Answer::error(400, "purpose must be `batch`");
+            return BatchReply::error(400, "purpose must be `batch`");
         }
         if file.body.len() > MAX_FILE_BYTES {
-            return Answer::error(400, "the file is larger than 200 MB");
+            return BatchReply::error(400, "the file is larger than 200 MB");
         }
         let id = self.keep_file(purpose.clone(), file.body.clone());
         let object = json!({
             "id": id, "object": "file", "bytes": file.body.len(), "created_at": 0,
             "filename": file.filename, "purpose": purpose,
         });
-        Answer::Json(200, object)
+        BatchReply::Json(200, object)
     }
 
-    fn file_content(&self, id: &str) -> Answer {
+    fn file_content(&self, id: &str) -> BatchReply {
         match self
-            .batches
+            .store
             .files
             .lock()
             .ok()
             .and_then(|f| f.get(id).map(|f| f.bytes.clone()))
         {
-            Some(bytes) => Answer::Bytes(bytes),
-            None => Answer::error(404, &format!("No such File object: {id}")),
+            Some(bytes) => BatchReply::Bytes(bytes),
+            None => BatchReply::error(404, &format!("No such File object: {id}")),
         }
     }
 
     /// `POST /v1/batches`: `{input_file_id, endpoint, completion_window, metadata}`.
-    fn create_batch(&self, request: &MockRequest) -> Answer {
+    fn create_batch(&self, request: &MockRequest) -> BatchReply {
         let Ok(body) = serde_json::from_slice::<Value>(&request.body) else {
-            return Answer::error(400, "invalid JSON body");
+            return BatchReply::error(400, "invalid JSON body");
         };
         let input = body["input_file_id"].as_str().unwrap_or("").to_string();
         let endpoint = body["endpoint"].as_str().unwrap_or("").to_string();
         if !matches!(endpoint.as_str(), "/v1/chat/completions" | "/v1/responses") {
-            return Answer::error(
+            return BatchReply::error(
                 400,
                 "endpoint must be /v1/chat/completions or /v1/responses",
             );
         }
-        let lines = match self.batches.files.lock().ok().and_then(|f| {
+        let lines = match self.store.files.lock().ok().and_then(|f| {
             f.get(&input)
                 .filter(|f| f.purpose == "batch")
                 .map(|f| f.bytes.clone())
         }) {
             Some(bytes) => bytes,
-            None => return Answer::error(404, &format!("No such File object: {input}")),
+            None => return BatchReply::error(404, &format!("No such File object: {input}")),
         };
         let total = lines
             .split(|&b| b == b'\n')
             .filter(|l| !l.is_empty())
             .count();
         if total > MAX_REQUESTS {
-            return Answer::error(400, "a batch holds at most 50,000 requests");
+            return BatchReply::error(400, "a batch holds at most 50,000 requests");
         }
         let metadata = body.get("metadata").cloned().unwrap_or(Value::Null);
         let id = self.id("batch");
@@ -423,20 +432,20 @@ impl Provider {
     }
 
     /// Keeps a new batch and answers with it (or loses the answer: `batch_lose_create`).
-    fn create(&self, batch: Batch) -> Answer {
-        self.batches.created.fetch_add(1, Ordering::SeqCst);
+    fn create(&self, batch: Batch) -> BatchReply {
+        self.store.created.fetch_add(1, Ordering::SeqCst);
         let json = batch.json();
-        if let Ok(mut batches) = self.batches.batches.lock() {
+        if let Ok(mut batches) = self.store.batches.lock() {
             batches.insert(batch.id.clone(), batch);
         }
-        if self.config.batch_lose_create {
-            return Answer::error(502, "Bad gateway: the upstream answer was lost");
+        if self.provider.config().batch_lose_create {
+            return BatchReply::error(502, "Bad gateway: the upstream answer was lost");
         }
-        Answer::Json(200, json)
+        BatchReply::Json(200, json)
     }
 
-    fn list_batches(&self, anthropic: bool) -> Answer {
-        let ids: Vec<String> = match self.batches.batches.lock() {
+    fn list_batches(&self, anthropic: bool) -> BatchReply {
+        let ids: Vec<String> = match self.store.batches.lock() {
             Ok(b) => b
                 .values()
                 .filter(|b| b.anthropic == anthropic)
@@ -447,7 +456,7 @@ impl Provider {
         let mut data: Vec<Value> = ids
             .iter()
             .filter_map(|id| match self.retrieve_batch(id) {
-                Answer::Json(200, v) => Some(v),
+                BatchReply::Json(200, v) => Some(v),
                 _ => None,
             })
             .collect();
@@ -461,44 +470,44 @@ impl Provider {
                     .unwrap_or(0),
             )
         });
-        Answer::Json(
+        BatchReply::Json(
             200,
             json!({"object": "list", "data": data, "has_more": false}),
         )
     }
 
     /// `GET /v1/batches/{id}`: its state, completing it once its time has come.
-    fn retrieve_batch(&self, id: &str) -> Answer {
-        self.batches.polls.fetch_add(1, Ordering::SeqCst);
+    fn retrieve_batch(&self, id: &str) -> BatchReply {
+        self.store.polls.fetch_add(1, Ordering::SeqCst);
         let due = {
-            let Ok(batches) = self.batches.batches.lock() else {
-                return Answer::error(500, "poisoned");
+            let Ok(batches) = self.store.batches.lock() else {
+                return BatchReply::error(500, "poisoned");
             };
             let Some(b) = batches.get(id) else {
-                return Answer::error(404, &format!("No such Batch object: {id}"));
+                return BatchReply::error(404, &format!("No such Batch object: {id}"));
             };
             matches!(b.status, "in_progress" | "cancelling")
                 && (b.status == "cancelling"
-                    || b.created.elapsed() >= self.config.batch_delay
-                    || self.batches.released.load(Ordering::SeqCst))
+                    || b.created.elapsed() >= self.provider.config().batch_delay
+                    || self.store.released.load(Ordering::SeqCst))
         };
         if due {
             self.finish_batch(id);
         }
         match self
-            .batches
+            .store
             .batches
             .lock()
             .ok()
             .and_then(|b| b.get(id).map(Batch::json))
         {
-            Some(v) => Answer::Json(200, v),
-            None => Answer::error(404, &format!("No such Batch object: {id}")),
+            Some(v) => BatchReply::Json(200, v),
+            None => BatchReply::error(404, &format!("No such Batch object: {id}")),
         }
     }
 
-    fn cancel_batch(&self, id: &str) -> Answer {
-        if let Ok(mut batches) = self.batches.batches.lock()
+    fn cancel_batch(&self, id: &str) -> BatchReply {
+        if let Ok(mut batches) = self.store.batches.lock()
             && let Some(b) = batches.get_mut(id)
             && b.status == "in_progress"
         {
@@ -514,7 +523,7 @@ impl Provider {
             return;
         };
         let bytes = self
-            .batches
+            .store
             .files
             .lock()
             .ok()
@@ -526,7 +535,7 @@ impl Provider {
             .collect();
         let answered = if batch.cancelled {
             0
-        } else if self.config.batch_expires {
+        } else if self.provider.config().batch_expires {
             lines.len() / 2
         } else {
             lines.len()
@@ -542,7 +551,7 @@ impl Provider {
                 self.batch_result(&batch, &mut results, i, custom_id, body);
             }
         }
-        if self.config.batch_duplicate
+        if self.provider.config().batch_duplicate
             && let Some(first) = results.output.lines().next().map(|l| format!("{l}\n"))
         {
             results.output.push_str(&first);
@@ -552,7 +561,7 @@ impl Provider {
 
     /// The input file of a batch about to be finished, and what finishing it needs.
     fn finishing(&self, id: &str) -> Option<(String, Finishing)> {
-        let batches = self.batches.batches.lock().ok()?;
+        let batches = self.store.batches.lock().ok()?;
         let b = batches.get(id)?;
         let finishing = Finishing {
             endpoint: b.endpoint.clone(),
@@ -622,9 +631,9 @@ impl Provider {
         }
     }
 
-    /// Counts a request answered in a batch, by its `custom_id` ([`Provider::batched_requests`]).
+    /// Counts a request answered in a batch, by its `custom_id` (`Provider::batched_requests`).
     fn count_answered(&self, custom_id: &str) {
-        if let Ok(mut a) = self.batches.answered.lock() {
+        if let Ok(mut a) = self.store.answered.lock() {
             *a.entry(custom_id.to_string()).or_default() += 1;
         }
     }
@@ -633,12 +642,12 @@ impl Provider {
     fn close_batch(&self, id: &str, cancelled: bool, results: Results) {
         let output_file_id = self.store_output(results.output);
         let error_file_id = self.store_output(results.errors);
-        if let Ok(mut batches) = self.batches.batches.lock()
+        if let Ok(mut batches) = self.store.batches.lock()
             && let Some(b) = batches.get_mut(id)
         {
             b.status = if cancelled {
                 "cancelled"
-            } else if self.config.batch_expires {
+            } else if self.provider.config().batch_expires {
                 "expired"
             } else {
                 "completed"
@@ -671,7 +680,7 @@ impl Provider {
             ("idempotency-key".to_string(), custom_id.to_string()),
             ("anthropic-version".to_string(), "2023-06-01".to_string()),
         ];
-        if let Some(key) = &self.config.api_key {
+        if let Some(key) = &self.provider.config().api_key {
             headers.push(("authorization".into(), format!("Bearer {key}")));
             headers.push(("x-api-key".into(), key.clone()));
         }
@@ -688,13 +697,13 @@ impl Provider {
         // hang) itself, a few times: what is left is the batch's partial failures.
         let mut last = (500, Value::Null);
         for _ in 0..BATCH_ATTEMPTS {
-            last = match self.answer(wire, &request) {
+            last = match self.provider.answer(wire, &request) {
                 Reply::Respond { status, steps, .. } => {
                     let mut bytes = Vec::new();
                     for step in steps {
                         match step {
                             Step::Write(b) => bytes.extend_from_slice(&b),
-                            Step::Generated { key, text } => self.generated(key, text),
+                            Step::Generated { key, text } => self.provider.generated(key, text),
                             _ => {}
                         }
                     }
@@ -714,21 +723,22 @@ impl Provider {
         }
         last
     }
+}
 
+impl BatchStore {
     /// Batches created so far.
-    pub fn batches_created(&self) -> u64 {
-        self.batches.created.load(Ordering::SeqCst)
+    pub(crate) fn batches_created(&self) -> u64 {
+        self.created.load(Ordering::SeqCst)
     }
 
     /// Looks at a batch's state so far (each list entry counts one too).
-    pub fn batch_polls(&self) -> u64 {
-        self.batches.polls.load(Ordering::SeqCst)
+    pub(crate) fn batch_polls(&self) -> u64 {
+        self.polls.load(Ordering::SeqCst)
     }
 
     /// Each batch's status now, by id (in the order created).
-    pub fn batch_statuses(&self) -> Vec<(String, String)> {
+    pub(crate) fn batch_statuses(&self) -> Vec<(String, String)> {
         let mut all: Vec<(String, String)> = self
-            .batches
             .batches
             .lock()
             .map(|b| {
@@ -743,18 +753,14 @@ impl Provider {
 
     /// Ends every batch at its next look, whatever `batch_delay` says (a test's way to let
     /// a long batch finish once the run that submitted it was killed).
-    pub fn release_batches(&self) {
-        self.batches.released.store(true, Ordering::SeqCst);
+    pub(crate) fn release_batches(&self) {
+        self.released.store(true, Ordering::SeqCst);
     }
 
     /// Requests answered inside batches so far, by their `custom_id`s, with how often each
     /// was answered (a job paid for twice shows 2).
-    pub fn batched_requests(&self) -> HashMap<String, u32> {
-        self.batches
-            .answered
-            .lock()
-            .map(|a| a.clone())
-            .unwrap_or_default()
+    pub(crate) fn batched_requests(&self) -> HashMap<String, u32> {
+        self.answered.lock().map(|a| a.clone()).unwrap_or_default()
     }
 }
 

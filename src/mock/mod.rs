@@ -13,7 +13,9 @@ pub mod embeddings;
 pub mod memory;
 pub mod model;
 mod responses;
+mod script;
 pub mod server;
+mod wire;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,320 +23,18 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
-use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::client::ChatMessage;
+use script::{Script, StreamPlan, chat_finish};
+use wire::{Fault, Wire};
+pub use wire::{
+    Faults, InFlight, MockConfig, MockRequest, Reply, RetryAfter, Stats, StatsSnapshot, Step,
+    UsageMode,
+};
 
 /// Request bodies kept for tests; later ones are not kept, so long runs stay small.
 const KEPT_BODIES: usize = 10_000;
-
-/// How a 429 says when to come back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RetryAfter {
-    Seconds(u64),
-    /// An HTTP date this many seconds ahead.
-    Date(u64),
-    Millis(u64),
-}
-
-/// Where usage is reported, if at all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UsageMode {
-    /// A final chunk with empty `choices`, when the client asked with `stream_options`.
-    Separate,
-    /// Inside the chunk that carries `finish_reason`.
-    InLastChunk,
-    /// Never while streaming.
-    None,
-}
-
-/// Per-attempt probabilities of each fault; they are tried in this order.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Faults {
-    pub rate_429: f64,
-    pub rate_5xx: f64,
-    pub hang: f64,
-    pub reset: f64,
-    pub cut: f64,
-    pub stall: f64,
-    pub error_event: f64,
-    /// Ends mid-answer with the protocol's failed ending: `response.failed` in the
-    /// Responses API, an error chunk in chat completions.
-    pub failed: f64,
-    /// Ends mid-answer with `finish_reason: content_filter`.
-    pub content_filter: f64,
-    /// Ends mid-answer with `finish_reason: abort` (as vLLM does when it drops a request):
-    /// not a finish. On `/v1/messages`, `stop_reason: abort`, a word off Anthropic's list.
-    pub abort: f64,
-    /// HTTP 529 with an `overloaded_error`, Anthropic's answer when it is busy.
-    pub overloaded: f64,
-    /// Breaks the stream after the whole answer, before the event that ends it: no usage
-    /// chunk and no `[DONE]` (still a whole answer, its finish_reason out); no
-    /// `response.completed`, no `message_stop` (cut ones).
-    pub cut_before_end: f64,
-}
-
-/// How the simulator answers and misbehaves.
-#[derive(Debug, Clone)]
-pub struct MockConfig {
-    pub model: String,
-    /// Serve only `model`: a request for another gets 404, as vLLM and OpenAI answer.
-    pub strict_model: bool,
-    /// When set, a request without `Authorization: Bearer <key>` gets 401.
-    pub api_key: Option<String>,
-    /// Serve `/v1/models` without the key (as some proxies do): a refused key is then
-    /// found by the first job, not by the preflight.
-    pub open_models: bool,
-    /// At most this many requests in flight; more get 429.
-    pub capacity: Option<usize>,
-    pub retry_after: RetryAfter,
-    pub faults: Faults,
-    /// Faults strike only the first N attempts of each idempotency key (None: every attempt).
-    pub fault_attempts: Option<u32>,
-    pub keepalive: bool,
-    pub crlf: bool,
-    pub split_utf8: bool,
-    pub usage: UsageMode,
-    pub no_done: bool,
-    pub reject_stream_options: bool,
-    /// Emit `reasoning_content` deltas before the answer.
-    pub reasoning: bool,
-    pub first_token_delay: Duration,
-    pub token_delay: Duration,
-    pub seed: u64,
-    /// How often the simulated judge gets a verdict wrong.
-    pub judge_error: f64,
-    /// The cases behind the requests, when the simulator runs inside `promptgauge run`: it
-    /// then answers any bench (see [`answers`]).
-    pub oracle: Option<answers::Oracle>,
-    /// An outage: every chat request after the first N gets 503, until
-    /// [`Provider::end_outage`].
-    pub outage_after: Option<u64>,
-    /// The batch API ([`batch`]): how long a batch takes to complete, on tokio's clock.
-    pub batch_delay: Duration,
-    /// Batches expire with half their requests answered.
-    pub batch_expires: bool,
-    /// No batch API: its paths answer 404 (a self-hosted server).
-    pub no_batch_api: bool,
-    /// The answer to creating a batch is lost: the batch is created, and the request
-    /// answered 502 (the client must find it rather than create it again).
-    pub batch_lose_create: bool,
-    /// The answer to creating a batch comes this long after the batch was created (a
-    /// client killed meanwhile never learns its id).
-    pub batch_create_delay: Duration,
-    /// A batch's results give its first request twice (a provider's duplicated line).
-    pub batch_duplicate: bool,
-    /// A prompt holding this word is refused, in each wire's own way: chat completions'
-    /// `refusal` field, the Responses API's refusal part, Anthropic's `stop_reason: refusal`.
-    pub refuse_on: Option<String>,
-    /// Reports this many output tokens for every answer, whatever it generated and
-    /// whatever `max_tokens` allowed (a provider's accounting gone wrong).
-    pub report_output_tokens: Option<u64>,
-}
-
-impl Default for MockConfig {
-    fn default() -> Self {
-        MockConfig {
-            model: "mock-model".into(),
-            strict_model: false,
-            refuse_on: None,
-            report_output_tokens: None,
-            api_key: None,
-            open_models: false,
-            capacity: None,
-            retry_after: RetryAfter::Seconds(1),
-            faults: Faults::default(),
-            fault_attempts: None,
-            keepalive: false,
-            crlf: false,
-            split_utf8: false,
-            usage: UsageMode::Separate,
-            no_done: false,
-            reject_stream_options: false,
-            reasoning: false,
-            first_token_delay: Duration::ZERO,
-            token_delay: Duration::ZERO,
-            seed: 0,
-            judge_error: 0.0,
-            oracle: None,
-            outage_after: None,
-            batch_delay: Duration::ZERO,
-            batch_expires: false,
-            no_batch_api: false,
-            batch_lose_create: false,
-            batch_create_delay: Duration::ZERO,
-            batch_duplicate: false,
-        }
-    }
-}
-
-/// What the provider did, for tests and `GET /stats`.
-#[derive(Debug, Default)]
-pub struct Stats {
-    pub requests: AtomicU64,
-    pub status_429: AtomicU64,
-    pub status_5xx: AtomicU64,
-    pub status_401: AtomicU64,
-    pub status_400: AtomicU64,
-    pub hangs: AtomicU64,
-    pub resets: AtomicU64,
-    pub cuts: AtomicU64,
-    pub stalls: AtomicU64,
-    pub error_events: AtomicU64,
-    /// Requests on the Responses API's path (`POST /v1/responses`).
-    pub responses_requests: AtomicU64,
-    pub content_filters: AtomicU64,
-    pub aborts: AtomicU64,
-    /// Requests on `POST /v1/messages` (Anthropic's wire).
-    pub anthropic_messages: AtomicU64,
-    /// Generations streamed to the end with a `finish_reason`.
-    pub generations: AtomicU64,
-    pub replays: AtomicU64,
-    pub in_flight: AtomicU64,
-    pub max_in_flight: AtomicU64,
-    /// Requests on `POST /v1/embeddings`, and the texts they asked for.
-    pub embedding_requests: AtomicU64,
-    pub embedded_inputs: AtomicU64,
-}
-
-/// What the simulator did so far, for tests and `GET /stats`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct StatsSnapshot {
-    pub requests: u64,
-    pub status_429: u64,
-    pub status_5xx: u64,
-    pub status_401: u64,
-    pub status_400: u64,
-    pub hangs: u64,
-    pub resets: u64,
-    pub cuts: u64,
-    pub stalls: u64,
-    pub error_events: u64,
-    #[serde(default)]
-    pub responses_requests: u64,
-    #[serde(default)]
-    pub content_filters: u64,
-    #[serde(default)]
-    pub aborts: u64,
-    #[serde(default)]
-    pub anthropic_messages: u64,
-    pub generations: u64,
-    pub replays: u64,
-    pub in_flight: u64,
-    pub max_in_flight: u64,
-    #[serde(default)]
-    pub embedding_requests: u64,
-    #[serde(default)]
-    pub embedded_inputs: u64,
-}
-
-impl Stats {
-    pub(crate) fn snapshot(&self) -> StatsSnapshot {
-        let g = |a: &AtomicU64| a.load(Ordering::SeqCst);
-        StatsSnapshot {
-            requests: g(&self.requests),
-            status_429: g(&self.status_429),
-            status_5xx: g(&self.status_5xx),
-            status_401: g(&self.status_401),
-            status_400: g(&self.status_400),
-            hangs: g(&self.hangs),
-            resets: g(&self.resets),
-            cuts: g(&self.cuts),
-            stalls: g(&self.stalls),
-            error_events: g(&self.error_events),
-            responses_requests: g(&self.responses_requests),
-            content_filters: g(&self.content_filters),
-            aborts: g(&self.aborts),
-            anthropic_messages: g(&self.anthropic_messages),
-            generations: g(&self.generations),
-            replays: g(&self.replays),
-            in_flight: g(&self.in_flight),
-            max_in_flight: g(&self.max_in_flight),
-            embedding_requests: g(&self.embedding_requests),
-            embedded_inputs: g(&self.embedded_inputs),
-        }
-    }
-}
-
-/// A request being answered: counted as in flight until dropped, and answered (its errors
-/// too) on the wire it came on.
-pub struct InFlight {
-    stats: Arc<Stats>,
-    wire: Wire,
-}
-
-impl InFlight {
-    fn new(stats: &Arc<Stats>, wire: Wire) -> Self {
-        let now = stats.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-        stats.max_in_flight.fetch_max(now, Ordering::SeqCst);
-        InFlight {
-            stats: stats.clone(),
-            wire,
-        }
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.stats.in_flight.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// One step of a scripted response body.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Step {
-    Write(Bytes),
-    Sleep(Duration),
-    /// Send nothing more, but keep the connection open.
-    Stall,
-    /// Drop the connection abruptly (TCP RST).
-    Reset,
-    /// The generation reached its end; counted, and remembered for idempotent replay.
-    Generated {
-        key: Option<String>,
-        text: String,
-    },
-}
-
-/// How the simulator answers one request: a script to play, or silence.
-pub enum Reply {
-    /// Accept the request and never answer.
-    Hang(InFlight),
-    Respond {
-        status: u16,
-        headers: Vec<(String, String)>,
-        steps: Vec<Step>,
-        in_flight: InFlight,
-    },
-}
-
-/// A request as the provider sees it. Header names are lowercase.
-#[derive(Debug, Clone)]
-pub struct MockRequest {
-    pub headers: Vec<(String, String)>,
-    pub body: Bytes,
-}
-
-impl MockRequest {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// The protocol a request came in on (by its path): it is read and answered in its shapes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Wire {
-    /// `POST /v1/chat/completions`.
-    Chat,
-    /// `POST /v1/responses`.
-    Responses,
-    /// `POST /v1/messages`: Anthropic's ([`anthropic`]).
-    Anthropic,
-}
 
 impl Wire {
     /// The wire of a request on a path they share (the models list): Anthropic's when it
@@ -358,22 +58,6 @@ impl Wire {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Fault {
-    TooMany,
-    ServerError,
-    Hang,
-    Reset,
-    Cut,
-    Stall,
-    ErrorEvent,
-    Failed,
-    ContentFilter,
-    Abort,
-    Overloaded,
-    CutBeforeEnd,
-}
-
 /// The simulated provider: answers requests and counts what it did.
 pub struct Provider {
     config: MockConfig,
@@ -388,7 +72,7 @@ pub struct Provider {
     /// Set once the outage (`outage_after`) is over.
     outage_over: std::sync::atomic::AtomicBool,
     /// The batch API's files and batches.
-    batches: batch::Batches,
+    batches: batch::BatchStore,
 }
 
 impl Provider {
@@ -404,7 +88,7 @@ impl Provider {
             bodies: Mutex::new(Vec::new()),
             headers: Mutex::new(Vec::new()),
             outage_over: std::sync::atomic::AtomicBool::new(false),
-            batches: batch::Batches::default(),
+            batches: batch::BatchStore::default(),
         }
     }
 
@@ -439,6 +123,52 @@ impl Provider {
     /// The headers of the requests [`Provider::bodies`] holds, in the same order.
     pub fn headers(&self) -> Vec<Vec<(String, String)>> {
         self.headers.lock().map(|h| h.clone()).unwrap_or_default()
+    }
+
+    /// Answers a request on the batch API's paths ([`batch`]); `None` for a path it does
+    /// not own.
+    pub(crate) fn batch_api(
+        &self,
+        method: &str,
+        path: &str,
+        request: &MockRequest,
+    ) -> Option<Reply> {
+        self.batching().batch_api(method, path, request)
+    }
+
+    /// The batch API, answering its requests through this provider.
+    fn batching(&self) -> batch::Batching<'_> {
+        batch::Batching {
+            store: &self.batches,
+            provider: self,
+        }
+    }
+
+    /// Batches created so far.
+    pub fn batches_created(&self) -> u64 {
+        self.batches.batches_created()
+    }
+
+    /// Looks at a batch's state so far (each list entry counts one too).
+    pub fn batch_polls(&self) -> u64 {
+        self.batches.batch_polls()
+    }
+
+    /// Each batch's status now, by id (in the order created).
+    pub fn batch_statuses(&self) -> Vec<(String, String)> {
+        self.batches.batch_statuses()
+    }
+
+    /// Ends every batch at its next look, whatever `batch_delay` says (a test's way to let
+    /// a long batch finish once the run that submitted it was killed).
+    pub fn release_batches(&self) {
+        self.batches.release_batches()
+    }
+
+    /// Requests answered inside batches so far, by their `custom_id`s, with how often each
+    /// was answered (a job paid for twice shows 2).
+    pub fn batched_requests(&self) -> HashMap<String, u32> {
+        self.batches.batched_requests()
     }
 
     /// A generation was streamed to its end.
@@ -1106,205 +836,26 @@ fn replayed_header(replay: bool) -> Vec<(String, String)> {
     }
 }
 
-struct StreamPlan {
-    reasoning: Vec<String>,
-    pieces: Vec<String>,
-    /// Tool calls, streamed after the text in fragments.
-    calls: Vec<answers::Call>,
-    finish: &'static str,
-    usage: Value,
-    include_usage: bool,
-    fault: Option<Fault>,
-    /// A replay of a finished generation: nothing new is generated.
-    replay: bool,
-    key: Option<String>,
-    text: String,
-}
-
-struct Script<'a> {
-    config: &'a MockConfig,
-    id: String,
-    steps: Vec<Step>,
-}
-
-impl Script<'_> {
-    fn event(&mut self, data: &str) {
-        self.named_event("", data);
+impl wire::Answers for Provider {
+    fn config(&self) -> &MockConfig {
+        &self.config
     }
 
-    /// Writes one event, with an `event:` line when it has a `name`.
-    fn named_event(&mut self, name: &str, data: &str) {
-        let eol = if self.config.crlf { "\r\n" } else { "\n" };
-        let field = if name.is_empty() {
-            String::new()
-        } else {
-            format!("event: {name}{eol}")
-        };
-        let bytes = format!("{field}data: {data}{eol}{eol}").into_bytes();
-        if self.config.split_utf8
-            && let Some(at) = bytes.iter().position(|&b| b >= 0xC0)
-        {
-            // Split inside the first multi-byte character.
-            self.steps
-                .push(Step::Write(Bytes::copy_from_slice(&bytes[..at + 1])));
-            self.steps
-                .push(Step::Write(Bytes::copy_from_slice(&bytes[at + 1..])));
-        } else {
-            self.steps.push(Step::Write(Bytes::from(bytes)));
-        }
-        if self.config.keepalive {
-            let eol = if self.config.crlf { "\r\n" } else { "\n" };
-            self.steps
-                .push(Step::Write(Bytes::from(format!(": keep-alive{eol}"))));
-        }
-        if !self.config.token_delay.is_zero() {
-            self.steps.push(Step::Sleep(self.config.token_delay));
-        }
+    fn accepts_key(&self, wire: Wire, headers: &[(String, String)]) -> bool {
+        Provider::accepts_key(self, wire, headers)
     }
 
-    fn chunk(&self, delta: Value, finish: Option<&str>, usage: Option<&Value>) -> String {
-        let mut chunk = json!({
-            "id": self.id,
-            "object": "chat.completion.chunk",
-            "created": 0,
-            "model": self.config.model,
-            "system_fingerprint": "fp_mock",
-            "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}],
-        });
-        if let Some(u) = usage {
-            chunk["usage"] = u.clone();
-        }
-        chunk.to_string()
+    fn answer(&self, wire: Wire, request: &MockRequest) -> Reply {
+        Provider::answer(self, wire, request)
     }
 
-    /// What comes before a stream's first event: the delay, and a ping with keep-alives.
-    fn begin(&mut self) {
-        if !self.config.first_token_delay.is_zero() {
-            self.steps.push(Step::Sleep(self.config.first_token_delay));
-        }
-        if self.config.keepalive {
-            self.steps
-                .push(Step::Write(Bytes::from_static(b": ping\n\n")));
-        }
-    }
-
-    fn stream(mut self, plan: StreamPlan) -> Vec<Step> {
-        self.begin();
-        let role = self.chunk(json!({"role": "assistant", "content": ""}), None, None);
-        self.event(&role);
-        for piece in &plan.reasoning {
-            let c = self.chunk(json!({"reasoning_content": piece}), None, None);
-            self.event(&c);
-        }
-        // Faults strike after the first half of the answer, so partial text exists.
-        let cut_at = (plan.pieces.len() / 2).max(1).min(plan.pieces.len());
-        let field = if plan.finish == "refusal" {
-            "refusal"
-        } else {
-            "content"
-        };
-        for piece in &plan.pieces[..cut_at] {
-            let c = self.chunk(json!({ field: piece }), None, None);
-            self.event(&c);
-        }
-        if let Some(end) = self.fault_mid_stream(plan.fault) {
-            return end;
-        }
-        for piece in &plan.pieces[cut_at..] {
-            let c = self.chunk(json!({ field: piece }), None, None);
-            self.event(&c);
-        }
-        for (i, call) in plan.calls.iter().enumerate() {
-            // The name first, then the arguments in two fragments, as real servers stream.
-            let head = self.chunk(
-                json!({"tool_calls": [{"index": i, "id": format!("call_{i}"), "type": "function", "function": {"name": call.name, "arguments": ""}}]}),
-                None,
-                None,
-            );
-            self.event(&head);
-            let mid = call.arguments.len() / 2;
-            let mid = (0..=mid)
-                .rev()
-                .find(|&m| call.arguments.is_char_boundary(m))
-                .unwrap_or(0);
-            for part in [&call.arguments[..mid], &call.arguments[mid..]] {
-                let c = self.chunk(
-                    json!({"tool_calls": [{"index": i, "function": {"arguments": part}}]}),
-                    None,
-                    None,
-                );
-                self.event(&c);
-            }
-        }
-        let last_usage = (self.config.usage == UsageMode::InLastChunk).then_some(&plan.usage);
-        let finish = self.chunk(json!({}), Some(chat_finish(plan.finish)), last_usage);
-        self.event(&finish);
-        // The answer is whole once its finish_reason is out.
-        if !plan.replay {
-            self.steps.push(Step::Generated {
-                key: plan.key,
-                text: plan.text,
-            });
-        }
-        if plan.fault == Some(Fault::CutBeforeEnd) {
-            return self.steps;
-        }
-        if self.config.usage == UsageMode::Separate && plan.include_usage {
-            let usage = json!({
-                "id": self.id, "object": "chat.completion.chunk", "created": 0,
-                "model": self.config.model, "choices": [], "usage": plan.usage,
-            });
-            self.event(&usage.to_string());
-        }
-        if !self.config.no_done {
-            self.event("[DONE]");
-        }
-        self.steps
-    }
-
-    /// Breaks the stream off as it breaks on every wire: a reset, a clean end, or silence.
-    fn break_off(&mut self, fault: Fault) {
-        match fault {
-            Fault::Reset => self.steps.push(Step::Reset),
-            Fault::Stall => self.steps.push(Step::Stall),
-            _ => {}
-        }
-    }
-
-    /// Ends the stream early the way the fault says; `None` lets it go on.
-    fn fault_mid_stream(&mut self, fault: Option<Fault>) -> Option<Vec<Step>> {
-        match fault? {
-            f @ (Fault::Reset | Fault::Cut | Fault::Stall) => self.break_off(f),
-            Fault::ErrorEvent | Fault::Failed => self.event(
-                r#"{"error":{"message":"The model overloaded mid-stream.","type":"server_error"}}"#,
-            ),
-            // A finish reason mid-answer, then the stream's proper end.
-            Fault::ContentFilter | Fault::Abort => {
-                let reason = if fault == Some(Fault::Abort) {
-                    "abort"
-                } else {
-                    "content_filter"
-                };
-                let end = self.chunk(json!({}), Some(reason), None);
-                self.event(&end);
-                if !self.config.no_done {
-                    self.event("[DONE]");
-                }
-            }
-            // Faults that strike before the stream, or after the answer.
-            _ => return None,
-        }
-        Some(std::mem::take(&mut self.steps))
+    fn generated(&self, key: Option<String>, text: String) {
+        Provider::generated(self, key, text)
     }
 }
 
 /// What the simulated model says when it refuses.
 pub const REFUSAL: &str = "I can't help with that request.";
-
-/// A finish in chat completions' words: a refusal ends with `stop`, its text in `refusal`.
-fn chat_finish(finish: &str) -> &str {
-    if finish == "refusal" { "stop" } else { finish }
-}
 
 /// A non-streamed answer's `message`: its text and tool calls.
 fn message_json(text: &str, calls: &[answers::Call], refused: bool) -> Value {

@@ -5,7 +5,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Fault, MockConfig, Script, Step, StreamPlan, UsageMode, answers};
+use super::answers;
+use super::script::{Script, StreamPlan};
+use super::wire::{Fault, MockConfig, Step, UsageMode};
 
 /// A Responses request as the chat-completions body the simulator answers: `input` (and
 /// `instructions`) as messages, `max_output_tokens` as `max_tokens`, flat tools nested,

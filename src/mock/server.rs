@@ -130,22 +130,15 @@ async fn connection(mut stream: TcpStream, provider: Arc<Provider>) -> std::io::
         }
         let body = Bytes::from(buf.drain(..head.content_length).collect::<Vec<u8>>());
         let path = head.path.split('?').next().unwrap_or("");
-        // The batch API's files and batches (`batch.rs`).
-        let batch = if path.starts_with("/v1/files")
-            || path.starts_with("/v1/batches")
-            || path.starts_with("/v1/messages/batches")
-        {
-            provider.batch_api(
-                &head.method,
-                path,
-                &MockRequest {
-                    headers: head.headers.clone(),
-                    body: body.clone(),
-                },
-            )
-        } else {
-            None
-        };
+        // The batch APIs' paths (`batch.rs` says which it owns).
+        let batch = provider.batch_api(
+            &head.method,
+            path,
+            &MockRequest {
+                headers: head.headers.clone(),
+                body: body.clone(),
+            },
+        );
         let reply = match (head.method.as_str(), path) {
             _ if batch.is_some() => batch.unwrap_or_else(|| plain(500, String::new())),
             // Where an OpenAI-compatible (or Anthropic) server answers: a base URL without

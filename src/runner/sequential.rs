@@ -591,61 +591,14 @@ impl Sequential {
         cost: Option<f64>,
         baseline_accuracy: Option<f64>,
     ) -> SequentialSummary {
-        let exhausted = self.next >= self.heard.len();
         let drop_at = self.plan.max_drop;
-        let variants = (0..self.pairs.len())
-            .map(|i| {
-                let (arm, against) = self.pairs[i];
-                let test = self.tests[i].as_ref();
-                let decided = test.and_then(SequentialTest::decision).or_else(|| {
-                    // The difference may be decided while the drop check runs on.
-                    self.decided[i].map(|(d, _)| d)
-                });
-                let (verdict, d) = match decided {
-                    Some(d) => (verdict_name(d.verdict), Some(d)),
-                    // Every planned case was heard and none decided it (failed jobs can
-                    // leave a test short of max_cases).
-                    None if exhausted => ("undecided", None),
-                    None => ("running", None),
-                };
-                SequentialVerdict {
-                    drop: test
-                        .and_then(SequentialTest::drop_check)
-                        .map(|check| drop_summary(check, exhausted)),
-                    variant: self.variants[arm].clone(),
-                    against: self.named_against.then(|| self.variants[against].clone()),
-                    verdict: verdict.to_string(),
-                    cases: d.map_or_else(|| test.map_or(0, SequentialTest::cases), |d| d.cases),
-                    statistic: d.map_or(0.0, |d| d.statistic),
-                    threshold: d.map_or_else(
-                        || test.map_or(0.0, SequentialTest::reject_threshold),
-                        |d| d.threshold,
-                    ),
-                }
-            })
-            .collect();
+        let variants = (0..self.pairs.len()).map(|i| self.verdict(i)).collect();
         // The fixed design exactly as `plan` sizes it after this run: a difference of
         // `detect` either way at the baseline accuracy this run measured (½ when none).
         let p0 = baseline_accuracy
             .filter(|a| *a > 0.0 && *a < 1.0)
             .unwrap_or(0.5);
-        let m = self.plan.comparisons.max(1);
-        let difference_cases = crate::stats::sequential::fixed_design_cases(
-            self.plan.detect,
-            p0,
-            self.plan.power,
-            self.confidence,
-            m,
-        );
-        let drop_cases = drop_at.and_then(|max_drop| {
-            let mut a = crate::stats::power::Assumptions::new(p0, 1.0 - self.confidence);
-            a.comparisons = m;
-            crate::stats::power::non_inferiority_cases(max_drop, self.plan.power, &a)
-        });
-        let fixed_cases = match (difference_cases, drop_cases) {
-            (Some(f), Some(d)) => Some(f.max(d)),
-            (f, d) => f.or(d),
-        };
+        let fixed_cases = self.fixed_design_cases(p0);
         let jobs_fixed =
             fixed_cases.map(|n| n * self.variants.len() as u64 * u64::from(self.repeats));
         let all_decided = self
@@ -672,6 +625,61 @@ impl Sequential {
                 (Some(c), Some(s)) if jobs_run > 0 => Some(c / jobs_run as f64 * s as f64),
                 _ => None,
             },
+        }
+    }
+
+    /// Pair `i`'s verdict as the summary states it.
+    fn verdict(&self, i: usize) -> SequentialVerdict {
+        let exhausted = self.next >= self.heard.len();
+        let (arm, against) = self.pairs[i];
+        let test = self.tests[i].as_ref();
+        let decided = test.and_then(SequentialTest::decision).or_else(|| {
+            // The difference may be decided while the drop check runs on.
+            self.decided[i].map(|(d, _)| d)
+        });
+        let (verdict, d) = match decided {
+            Some(d) => (verdict_name(d.verdict), Some(d)),
+            // Every planned case was heard and none decided it (failed jobs can leave a
+            // test short of max_cases).
+            None if exhausted => ("undecided", None),
+            None => ("running", None),
+        };
+        SequentialVerdict {
+            drop: test
+                .and_then(SequentialTest::drop_check)
+                .map(|check| drop_summary(check, exhausted)),
+            variant: self.variants[arm].clone(),
+            against: self.named_against.then(|| self.variants[against].clone()),
+            verdict: verdict.to_string(),
+            cases: d.map_or_else(|| test.map_or(0, SequentialTest::cases), |d| d.cases),
+            statistic: d.map_or(0.0, |d| d.statistic),
+            threshold: d.map_or_else(
+                || test.map_or(0.0, SequentialTest::reject_threshold),
+                |d| d.threshold,
+            ),
+        }
+    }
+
+    /// The cases a fixed design needs (the larger of the difference's and the drop
+    /// check's) at baseline accuracy `p0`.
+    fn fixed_design_cases(&self, p0: f64) -> Option<u64> {
+        let drop_at = self.plan.max_drop;
+        let m = self.plan.comparisons.max(1);
+        let difference_cases = crate::stats::sequential::fixed_design_cases(
+            self.plan.detect,
+            p0,
+            self.plan.power,
+            self.confidence,
+            m,
+        );
+        let drop_cases = drop_at.and_then(|max_drop| {
+            let mut a = crate::stats::power::Assumptions::new(p0, 1.0 - self.confidence);
+            a.comparisons = m;
+            crate::stats::power::non_inferiority_cases(max_drop, self.plan.power, &a)
+        });
+        match (difference_cases, drop_cases) {
+            (Some(f), Some(d)) => Some(f.max(d)),
+            (f, d) => f.or(d),
         }
     }
 }

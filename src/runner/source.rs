@@ -2,7 +2,9 @@
 //! cache (`--cache`), then any others a run adds, then the streamed client — and the first
 //! that has an answer gives it; every source then hears the answer, so the cache keeps what
 //! the client bought. Whatever its source, an answer is scored and recorded by one function
-//! (`runner::record`): a provider batch is one more source, nothing else changes.
+//! (`scoring.rs`'s `record`). A batch lane (`batch/`) asks the same sources before it buys
+//! anything and lets them all hear each batched answer ([`heard`]): its provider's batch
+//! stands where the streamed client ([`Live`]) stands in a streaming lane.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -51,19 +53,24 @@ pub trait AnswerSource: Send + Sync {
 pub async fn answer(sources: &[Arc<dyn AnswerSource>], ask: &Ask<'_>) -> Option<Sourced> {
     for source in sources {
         if let Some(answer) = source.answer(ask).await {
-            for s in sources {
-                s.heard(ask, &answer);
-            }
+            heard(sources, ask, &answer);
             return Some(answer);
         }
     }
     None
 }
 
-/// The streamed client: it always answers (with the failure, when every attempt failed).
-pub struct Streamed(pub Arc<Client>);
+/// Tells every source the answer a job got (from one of them, or from a provider's batch).
+pub fn heard(sources: &[Arc<dyn AnswerSource>], ask: &Ask<'_>, answer: &Sourced) {
+    for s in sources {
+        s.heard(ask, answer);
+    }
+}
 
-impl AnswerSource for Streamed {
+/// The streamed client: it always answers (with the failure, when every attempt failed).
+pub struct Live(pub Arc<Client>);
+
+impl AnswerSource for Live {
     fn answer<'a>(&'a self, ask: &'a Ask<'a>) -> SourceFuture<'a> {
         Box::pin(async move {
             Some(Sourced {

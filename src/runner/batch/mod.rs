@@ -6,7 +6,11 @@
 //! adopts what it had submitted — found in the journal, or by its name in the provider's
 //! list when the crash fell between the two lines — and never pays for a job twice. Batches
 //! are polled with a growing interval until they end or the wall-clock limit passes; their
-//! results are scored by the same function as streamed answers and journaled job by job.
+//! results are scored by the same function as streamed answers (`scoring::record`) and
+//! journaled job by job. A batch lane asks the same answer sources as a streaming lane's
+//! workers before it buys anything (the cache, the run's own sources: `source::answer`),
+//! and each batched answer is heard by them all, as a streamed one is: the provider's
+//! batch takes the streamed client's place as the last source.
 //!
 //! With `--until-decided`, jobs go out in waves: a wave is the cases up to the sequential
 //! tests' horizon; between waves the tests decide, and a decided variant's cases are never
@@ -18,146 +22,20 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::source::AnswerSource;
-use super::{JobRecord, Lane, Message, RunOptions, job_key, request_of, score, source};
-use crate::client::batch::{BatchError, BatchState, Batches};
+mod record;
+
+pub use record::{BatchRecord, BatchSettings, BatchStep, open_batches};
+
+use crate::client::batch::{BatchError, BatchState, Batches, EachLine};
+use crate::runner::job_record::JobRecord;
+use crate::runner::lane::{Lane, Message, Rendered, RunOptions, job_key};
+use crate::runner::scoring::{failed_record, request_of, score};
+use crate::runner::source;
 use crate::suite::{Bench, Job};
-
-/// How a run's batches are sent and waited for.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BatchSettings {
-    /// The first wait between polls; it doubles while nothing ends, up to `poll_max`.
-    pub poll: Duration,
-    pub poll_max: Duration,
-    /// How long to poll before leaving the batches to a later `--resume`.
-    pub wait: Duration,
-    /// Requests per batch, at most (under the provider's own limit).
-    pub max_requests: Option<usize>,
-    /// On a stop (Ctrl-C, SIGTERM, the wall-clock limit), cancel the batches still
-    /// running rather than leave them to a resume.
-    pub cancel_on_stop: bool,
-}
-
-impl Default for BatchSettings {
-    fn default() -> Self {
-        BatchSettings {
-            poll: Duration::from_secs(10),
-            poll_max: Duration::from_secs(300),
-            wait: Duration::from_secs(26 * 3600),
-            max_requests: None,
-            cancel_on_stop: false,
-        }
-    }
-}
-
-/// What a batch's journal line says it did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BatchStep {
-    /// About to be created (its input file uploaded, if the API takes one): the job keys
-    /// it holds. Journaled before the provider is asked to create it.
-    Submitting,
-    /// Created: the provider's id.
-    Submitted,
-    /// Polled: its state and counts (for the live line; not journaled).
-    Polled,
-    /// Ended (completed, expired, cancelled, failed), its results read back.
-    Ended,
-    /// Still running when the run stopped waiting (`--batch-wait`): left to a resume.
-    Left,
-    /// A batch whose id never reached the journal, and which no batch in the provider's
-    /// list turned out to be (each candidate's results held none of its requests): its
-    /// jobs were submitted anew.
-    Disowned,
-}
-
-/// A provider batch's event: `{"event":"batch","step":"submitting",…}` (docs/guide/batch.md,
-/// "The journal's batch lines").
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BatchRecord {
-    /// Always `batch` (the journal's event lines start with their kind).
-    pub event: String,
-    pub step: BatchStep,
-    /// promptgauge's name for the batch, also in its metadata (OpenAI) so a resume finds
-    /// it in the provider's list.
-    pub name: String,
-    /// The endpoint it went to, when the run has several.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub endpoint: Option<String>,
-    /// The provider's id (from `submitted` on).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
-    /// Its input file (OpenAI).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub file: Option<String>,
-    /// The `custom_id`s of its requests (`submitting`): the jobs' idempotency keys.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub keys: Vec<String>,
-    /// `--budget` (`submitting`): what its jobs were held back for, in USD — the most it
-    /// may cost. A resume counts it against the budget before sending anything new.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reserved_usd: Option<f64>,
-    /// The provider's word for its state (`polled`, `ended`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<String>,
-    /// Requests done and failed of its total (`polled`, `ended`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub counts: Option<[u64; 3]>,
-    /// When, in UTC.
-    pub at: String,
-}
-
-// Its one float, `reserved_usd`, is a finite sum of prices (never NaN): equality is total.
-impl Eq for BatchRecord {}
-
-impl BatchRecord {
-    fn new(step: BatchStep, name: &str, endpoint: Option<&String>) -> Self {
-        BatchRecord {
-            event: "batch".into(),
-            step,
-            name: name.to_string(),
-            endpoint: endpoint.cloned(),
-            id: None,
-            file: None,
-            keys: Vec::new(),
-            reserved_usd: None,
-            status: None,
-            counts: None,
-            at: crate::clock::utc_now(),
-        }
-    }
-
-    fn of(step: BatchStep, name: &str, endpoint: Option<&String>, state: &BatchState) -> Self {
-        let c = state.request_counts;
-        BatchRecord {
-            id: Some(state.id.clone()),
-            status: Some(state.status.clone()),
-            counts: Some([c.completed, c.failed, c.total]),
-            ..BatchRecord::new(step, name, endpoint)
-        }
-    }
-
-    /// Whether the journal keeps it (every step but a poll).
-    pub fn journaled(&self) -> bool {
-        self.step != BatchStep::Polled
-    }
-}
-
-/// The `submitting` lines of a journal's batches that may still be open at the provider:
-/// no `ended` or `disowned` line follows for the same batch.
-pub fn open_batches(records: &[BatchRecord]) -> impl Iterator<Item = &BatchRecord> {
-    records.iter().filter(|b| {
-        b.step == BatchStep::Submitting
-            && !records.iter().any(|e| {
-                e.name == b.name && matches!(e.step, BatchStep::Ended | BatchStep::Disowned)
-            })
-    })
-}
 
 /// A batch the provider holds for this lane, until it ends and its results are read.
 struct Open {
@@ -253,29 +131,10 @@ impl Driver {
                 }
             }
             if open.is_empty() {
-                if self.options.out_of_budget()
-                    || self
-                        .jobs
-                        .iter()
-                        .all(|j| sent.contains(&j.index) || self.skipped(j))
-                {
+                if self.all_sent(&sent) {
                     break;
                 }
-                // Nothing out and the horizon has not moved (the tests wait on records
-                // that will not come): let the next cases go anyway.
-                if let Some((h, per_case)) = &self.options.horizon {
-                    let next = self
-                        .jobs
-                        .iter()
-                        .filter(|j| !sent.contains(&j.index) && !self.skipped(j))
-                        .map(|j| j.index / (*per_case).max(1))
-                        .min()
-                        .unwrap_or(0);
-                    let limit = h.limit.load(Ordering::SeqCst);
-                    if next > limit {
-                        h.limit.store(next + h.ahead, Ordering::SeqCst);
-                    }
-                }
+                self.move_horizon(&sent);
                 continue;
             }
             if let Err(h) = self
@@ -294,19 +153,52 @@ impl Driver {
             // Every record of the wave reaches the tests before the next wave is drawn.
             self.barrier().await;
         }
-        if let Some(h) = halt
-            && h != Halt::Journal
-            && settings.cancel_on_stop
-        {
+        if let Some(h) = halt {
+            self.halted(h, &api, &settings, &open).await;
+        }
+    }
+
+    /// Whether nothing is left to send: every job sent or decided, or the budget reached.
+    fn all_sent(&self, sent: &HashSet<usize>) -> bool {
+        self.options.out_of_budget()
+            || self
+                .jobs
+                .iter()
+                .all(|j| sent.contains(&j.index) || self.skipped(j))
+    }
+
+    /// `--until-decided`, with nothing out and the horizon unmoved (the tests wait on
+    /// records that will not come): lets the next cases go anyway.
+    fn move_horizon(&self, sent: &HashSet<usize>) {
+        if let Some((h, per_case)) = &self.options.horizon {
+            let next = self
+                .jobs
+                .iter()
+                .filter(|j| !sent.contains(&j.index) && !self.skipped(j))
+                .map(|j| j.index / (*per_case).max(1))
+                .min()
+                .unwrap_or(0);
+            let limit = h.limit.load(Ordering::SeqCst);
+            if next > limit {
+                h.limit.store(next + h.ahead, Ordering::SeqCst);
+            }
+        }
+    }
+
+    /// The lane stopped before its batches ended: with `--batch-cancel` they are
+    /// cancelled (unless the journal failed); out of time, each is journaled as left to a
+    /// resume.
+    async fn halted(&self, halt: Halt, api: &Batches, settings: &BatchSettings, open: &[Open]) {
+        if halt != Halt::Journal && settings.cancel_on_stop {
             // Only batches known to be this run's: a candidate may be another's.
             for batch in open.iter().filter(|b| !b.guessed) {
                 // Best effort: what the provider ran is adopted by a resume all the same.
                 let _ = tokio::time::timeout(Duration::from_secs(10), api.cancel(&batch.id)).await;
             }
         }
-        if halt == Some(Halt::OutOfTime) {
+        if halt == Halt::OutOfTime {
             let mut said: HashSet<&str> = HashSet::new();
-            for batch in &open {
+            for batch in open {
                 if !said.insert(&batch.name) {
                     continue;
                 }
@@ -410,72 +302,18 @@ impl Driver {
         waiting: &HashMap<String, Job>,
         sent: &mut HashSet<usize>,
     ) -> Result<Vec<Open>, Halt> {
-        // Every batch the journal knows as a run's own, at every endpoint, is claimed:
-        // never a candidate.
-        if let Ok(mut claimed) = self.options.batch_claims.lock() {
-            claimed.extend(
-                self.options
-                    .batches
-                    .iter()
-                    .filter(|b| matches!(b.step, BatchStep::Submitted | BatchStep::Ended))
-                    .filter_map(|b| b.id.clone()),
-            );
-        }
-        let mut named: Vec<Named> = Vec::new();
-        for b in self
-            .options
-            .batches
-            .iter()
-            .filter(|b| b.endpoint == self.lane.name)
-        {
-            match b.step {
-                BatchStep::Submitting => named.push(Named {
-                    name: b.name.clone(),
-                    size: b.keys.len(),
-                    keys: b.keys.clone(),
-                    id: None,
-                    at: b.at.clone(),
-                }),
-                BatchStep::Submitted => {
-                    if let Some(n) = named.iter_mut().find(|n| n.name == b.name) {
-                        n.id = b.id.clone();
-                    }
-                }
-                // No batch was it: its jobs went out again in another.
-                BatchStep::Disowned => named.retain(|n| n.name != b.name),
-                _ => {}
-            }
-        }
-        named.retain(|n| n.keys.iter().any(|k| waiting.contains_key(k)));
+        self.claim_journaled();
         let mut listed: Option<Vec<BatchState>> = None;
         let mut open = Vec::new();
-        for n in named {
+        for n in self.named(waiting) {
+            let Some(found) = self.found(api, &n, &mut listed).await? else {
+                continue;
+            };
             let keys: Vec<String> = n
                 .keys
                 .into_iter()
                 .filter(|k| waiting.contains_key(k))
                 .collect();
-            let found: Vec<(String, bool)> = match n.id {
-                Some(id) => vec![(id, false)],
-                None => {
-                    let at = crate::clock::parse_utc(&n.at).unwrap_or(0.0);
-                    if listed.is_none() {
-                        listed = Some(self.list(api, at).await?);
-                    }
-                    let list = listed.as_deref().unwrap_or_default();
-                    // Created at most as late as now (its create may have been retried
-                    // long after the line was written).
-                    let window = (at, crate::clock::now_seconds());
-                    match self.find_lost(list, &n.name, n.size, window) {
-                        Lost::Named(state) => {
-                            self.journal_submitted(&n.name, &state.id).await?;
-                            vec![(state.id, false)]
-                        }
-                        Lost::Candidates(all) => all.into_iter().map(|s| (s.id, true)).collect(),
-                        Lost::Nowhere => continue,
-                    }
-                }
-            };
             for k in &keys {
                 if let Some(job) = waiting.get(k) {
                     // Its hold was reserved before any lane started (`reserve_adopted`).
@@ -497,6 +335,81 @@ impl Driver {
         Ok(open)
     }
 
+    /// Claims every batch the journal knows as a run's own, at every endpoint: never a
+    /// candidate.
+    fn claim_journaled(&self) {
+        if let Ok(mut claimed) = self.options.batch_claims.lock() {
+            claimed.extend(
+                self.options
+                    .batches
+                    .iter()
+                    .filter(|b| matches!(b.step, BatchStep::Submitted | BatchStep::Ended))
+                    .filter_map(|b| b.id.clone()),
+            );
+        }
+    }
+
+    /// The batches the journal holds for this lane that still hold jobs without a record
+    /// (a disowned one's jobs went out again in another).
+    fn named(&self, waiting: &HashMap<String, Job>) -> Vec<Named> {
+        let mut named: Vec<Named> = Vec::new();
+        for b in self
+            .options
+            .batches
+            .iter()
+            .filter(|b| b.endpoint == self.lane.name)
+        {
+            match b.step {
+                BatchStep::Submitting => named.push(Named {
+                    name: b.name.clone(),
+                    size: b.keys.len(),
+                    keys: b.keys.clone(),
+                    id: None,
+                    at: b.at.clone(),
+                }),
+                BatchStep::Submitted => {
+                    if let Some(n) = named.iter_mut().find(|n| n.name == b.name) {
+                        n.id = b.id.clone();
+                    }
+                }
+                BatchStep::Disowned => named.retain(|n| n.name != b.name),
+                _ => {}
+            }
+        }
+        named.retain(|n| n.keys.iter().any(|k| waiting.contains_key(k)));
+        named
+    }
+
+    /// The provider's ids a journaled batch may be (each with whether it is a guess): its
+    /// journaled id, or — never journaled — the one found in the provider's list (`listed`,
+    /// asked once for all), or the candidates; `None` when it was never created.
+    async fn found(
+        &self,
+        api: &Batches,
+        n: &Named,
+        listed: &mut Option<Vec<BatchState>>,
+    ) -> Result<Option<Vec<(String, bool)>>, Halt> {
+        if let Some(id) = &n.id {
+            return Ok(Some(vec![(id.clone(), false)]));
+        }
+        let at = crate::clock::parse_utc(&n.at).unwrap_or(0.0);
+        if listed.is_none() {
+            *listed = Some(self.list(api, at).await?);
+        }
+        let list = listed.as_deref().unwrap_or_default();
+        // Created at most as late as now (its create may have been retried long after the
+        // line was written).
+        let window = (at, crate::clock::now_seconds());
+        Ok(match self.find_lost(list, &n.name, n.size, window) {
+            Lost::Named(state) => {
+                self.journal_submitted(&n.name, &state.id).await?;
+                Some(vec![(state.id, false)])
+            }
+            Lost::Candidates(all) => Some(all.into_iter().map(|s| (s.id, true)).collect()),
+            Lost::Nowhere => None,
+        })
+    }
+
     /// The batch named `name` (of `size` requests, journaled as `submitting` at `at`,
     /// seconds since 1970) in the provider's `list`, when its id never reached the journal.
     fn find_lost(&self, list: &[BatchState], name: &str, size: usize, window: (f64, f64)) -> Lost {
@@ -510,7 +423,7 @@ impl Driver {
             return Lost::Named(s.clone());
         }
         // OpenAI's batches carry their name: one not listed by it was never created.
-        if self.lane.client.batch_api() == crate::client::batch::BatchApi::OpenAi {
+        if self.lane.client.batch_api().keeps_names() {
             return Lost::Nowhere;
         }
         let claimed = self
@@ -603,7 +516,7 @@ impl Driver {
             .max_requests
             .map_or(most_requests, |n| n.clamp(1, most_requests));
         let client = &self.lane.client;
-        let cache = self.cache();
+        let held = self.lane.held_sources(&self.options);
         let mut open = Vec::new();
         let mut lines: Vec<u8> = Vec::new();
         let mut jobs: Vec<(String, Job)> = Vec::new();
@@ -617,15 +530,12 @@ impl Driver {
                     continue;
                 }
             };
-            if let Some(cache) = &cache {
-                let ask = rendered.ask(&self.lane, &job);
-                if let Some(answer) = cache.answer(&ask).await {
-                    waiting.remove(&self.custom_id(&job));
-                    if let Some(r) = self.score(&job, &rendered, answer).await {
-                        self.finished(r);
-                    }
-                    continue;
+            if let Some(answer) = source::answer(&held, &rendered.ask(&self.lane, &job)).await {
+                waiting.remove(&self.custom_id(&job));
+                if let Some(r) = self.score(&job, &rendered, answer).await {
+                    self.finished(r);
                 }
+                continue;
             }
             if !self
                 .options
@@ -662,7 +572,7 @@ impl Driver {
     async fn score(
         &self,
         job: &Job,
-        rendered: &super::Rendered,
+        rendered: &Rendered,
         answer: source::Sourced,
     ) -> Option<JobRecord> {
         score(
@@ -674,14 +584,6 @@ impl Driver {
             &self.options,
         )
         .await
-    }
-
-    /// The run's response cache, as a source, when it has one.
-    fn cache(&self) -> Option<source::Cached> {
-        self.options.cache.as_ref().map(|c| source::Cached {
-            cache: c.clone(),
-            endpoint: self.lane.cache_key.clone(),
-        })
     }
 
     /// Sends a finished job's record to the event loop.
@@ -702,61 +604,88 @@ impl Driver {
         jobs: Vec<(String, Job)>,
     ) -> Result<Vec<Open>, Halt> {
         let name = format!("pg-{:016x}", rand::random::<u64>());
-        let endpoint = self.lane.name.as_ref();
-        // A refusal fails the jobs with its status (a 400 is no passing failure).
-        let fail_all = |why: String, e: &BatchError| {
-            let status = match e {
-                BatchError::Http { status, .. } => Some(*status),
-                _ => None,
-            };
-            for (_, job) in &jobs {
-                let result = self.lane.client.batch_failure(status, &why);
-                self.fail(job, result, None);
-            }
-            Ok(Vec::new())
+        let file = match self.input(api, &name, &lines).await? {
+            Ok(file) => file,
+            Err((why, e)) => return Ok(self.refused_all(&jobs, why, &e)),
         };
+        let mut record = BatchRecord::new(BatchStep::Submitting, &name, self.lane.name.as_ref());
+        record.file = file.clone();
+        record.keys = jobs.iter().map(|(k, _)| k.clone()).collect();
+        record.reserved_usd = jobs
+            .iter()
+            .map(|(_, j)| self.options.held_for(j.index))
+            .sum();
+        self.journaled(record).await?;
+        let opens = match self
+            .created(api, &name, file.as_deref(), &lines, &jobs)
+            .await?
+        {
+            Ok(opens) => opens,
+            Err((why, e)) => return Ok(self.refused_all(&jobs, why, &e)),
+        };
+        for (_, job) in &jobs {
+            self.active.fetch_add(1, Ordering::SeqCst);
+            let _ = self.tx.send(Message::Started(*job));
+        }
+        Ok(opens)
+    }
+
+    /// A batch's input uploaded where the API takes a file (its id), asked again while the
+    /// API does not answer; the API's refusal (why, and its error) when it refuses it.
+    async fn input(
+        &self,
+        api: &Batches,
+        name: &str,
+        lines: &[u8],
+    ) -> Result<Result<Option<String>, Refusal>, Halt> {
         let mut wait = self.first_wait();
-        let file = loop {
-            match api.prepare(&format!("{name}.jsonl"), &lines).await {
-                Ok(file) => break file,
+        loop {
+            match api.prepare(&format!("{name}.jsonl"), lines).await {
+                Ok(file) => return Ok(Ok(file)),
                 Err(e) if self.refused(&e) => return Err(Halt::Stopped),
                 Err(e) if e.is_final() => {
-                    return fail_all(format!("the batch API refused the input file: {e}"), &e);
+                    let why = format!("the batch API refused the input file: {e}");
+                    return Ok(Err((why, e)));
                 }
                 Err(_) if self.sleep(wait).await => wait = (wait * 2).min(Duration::from_secs(60)),
                 Err(_) => return Err(Halt::Stopped),
             }
-        };
-        let mut record = BatchRecord::new(BatchStep::Submitting, &name, endpoint);
-        record.file = file.clone();
-        record.keys = jobs.iter().map(|(k, _)| k.clone()).collect();
-        let held: Option<f64> = jobs
-            .iter()
-            .map(|(_, j)| self.options.held_for(j.index))
-            .sum();
-        record.reserved_usd = held;
-        self.journaled(record).await?;
+        }
+    }
+
+    /// The batch `name` created and journaled as `submitted` (its one open batch), asked
+    /// again while the API does not answer — after looking in its list each time: where
+    /// the API keeps no metadata, the batches that may be it (each read when it ends; if
+    /// none is, the jobs go out again). The API's refusal when it refuses it.
+    async fn created(
+        &self,
+        api: &Batches,
+        name: &str,
+        file: Option<&str>,
+        lines: &[u8],
+        jobs: &[(String, Job)],
+    ) -> Result<Result<Vec<Open>, Refusal>, Halt> {
         let metadata = json!({"promptgauge_run": self.options.run_id, "promptgauge_batch": name});
         let endpoint_path = self.lane.client.batch_endpoint();
         let asked_at = crate::clock::now_seconds();
         let keys: Vec<String> = jobs.iter().map(|(k, _)| k.clone()).collect();
-        let started = |opens: Vec<Open>| {
-            for (_, job) in &jobs {
-                self.active.fetch_add(1, Ordering::SeqCst);
-                let _ = self.tx.send(Message::Started(*job));
-            }
-            Ok(opens)
+        let open = |id: String, guessed: bool| Open {
+            name: name.to_string(),
+            id,
+            keys: keys.clone(),
+            last: None,
+            guessed,
         };
         let mut wait = self.first_wait();
         let state = loop {
             match api
-                .submit(file.as_deref(), &lines, endpoint_path, metadata.clone())
+                .submit(file, lines, endpoint_path, metadata.clone())
                 .await
             {
                 Ok(state) => break state,
                 Err(e) if self.refused(&e) => return Err(Halt::Stopped),
                 Err(e) if e.is_final() => {
-                    return fail_all(format!("the batch API refused the batch: {e}"), &e);
+                    return Ok(Err((format!("the batch API refused the batch: {e}"), e)));
                 }
                 Err(_) => {
                     if !self.sleep(wait).await {
@@ -767,42 +696,37 @@ impl Driver {
                     // creating it again.
                     let listed = self.list(api, asked_at).await?;
                     let window = (asked_at, crate::clock::now_seconds());
-                    match self.find_lost(&listed, &name, jobs.len(), window) {
+                    match self.find_lost(&listed, name, jobs.len(), window) {
                         Lost::Named(state) => break state,
-                        // Where the API keeps no metadata: the batches that may be it,
-                        // each read when it ends; if none is, the jobs go out again.
                         Lost::Candidates(all) => {
-                            return started(
-                                all.into_iter()
-                                    .map(|s| Open {
-                                        name: name.clone(),
-                                        id: s.id,
-                                        keys: keys.clone(),
-                                        last: None,
-                                        guessed: true,
-                                    })
-                                    .collect(),
-                            );
+                            return Ok(Ok(all.into_iter().map(|s| open(s.id, true)).collect()));
                         }
                         Lost::Nowhere => {}
                     }
                 }
             }
         };
-        self.journal_submitted(&name, &state.id).await?;
-        started(vec![Open {
-            name,
-            id: state.id,
-            keys,
-            last: None,
-            guessed: false,
-        }])
+        self.journal_submitted(name, &state.id).await?;
+        Ok(Ok(vec![open(state.id, false)]))
+    }
+
+    /// Fails `jobs` the batch API refused, with its status (a 400 is no passing failure).
+    fn refused_all(&self, jobs: &[(String, Job)], why: String, e: &BatchError) -> Vec<Open> {
+        let status = match e {
+            BatchError::Http { status, .. } => Some(*status),
+            _ => None,
+        };
+        for (_, job) in jobs {
+            let result = self.lane.client.batch_failure(status, &why);
+            self.fail(job, result, None);
+        }
+        Vec::new()
     }
 
     /// A job without an answer, as its failed record (with the batch it was in, if any).
     fn fail(&self, job: &Job, result: crate::client::JobResult, batch: Option<&str>) {
         let error = result.failure.clone().unwrap_or_else(|| "no answer".into());
-        let mut r = super::failed_record(&self.bench, job, error, Some(result));
+        let mut r = failed_record(&self.bench, job, error, Some(result));
         r.endpoint = self.lane.name.clone();
         r.batch = batch.map(String::from);
         r.resent = self.options.resend.get(&job.index).copied().unwrap_or(0);
@@ -828,114 +752,9 @@ impl Driver {
                 if self.stopped() {
                     return Err(Halt::Stopped);
                 }
-                let state = match api.retrieve(&open[i].id).await {
-                    Ok(s) => s,
-                    Err(e) if self.refused(&e) => return Err(Halt::Stopped),
-                    Err(e @ BatchError::Http { status: 404, .. }) => {
-                        // The provider does not know it (not a passing failure: a retry
-                        // pays again for what the batch may have answered).
-                        let batch = open.remove(i);
-                        let why = format!("the batch API does not know batch {}: {e}", batch.id);
-                        self.fail_rest(&batch, waiting, Some(404), &why);
-                        ended_any = true;
-                        continue;
-                    }
-                    Err(_) => {
-                        i += 1;
-                        continue;
-                    }
-                };
-                let changed = open[i].last.as_ref() != Some(&state);
-                if changed {
-                    let record = BatchRecord::of(
-                        BatchStep::Polled,
-                        &open[i].name,
-                        self.lane.name.as_ref(),
-                        &state,
-                    );
-                    let _ = self.tx.send(Message::Batch(Box::new(record), None));
-                    open[i].last = Some(state.clone());
-                }
-                if !state.ended() {
-                    i += 1;
-                    continue;
-                }
-                if open[i].guessed {
-                    // A candidate: its results say whether it is the batch, before any of
-                    // them is recorded (the journal names it first, so a kill while its
-                    // answers are recorded leaves a resume that knows it).
-                    let ours = match self.holds_ours(api, &open[i], &state).await {
-                        Ok(ours) => ours,
-                        Err(ReadBack::Halt(h)) => return Err(h),
-                        // A candidate whose results cannot be read is not taken for ours.
-                        Err(ReadBack::Unreadable(_)) => false,
-                        Err(ReadBack::Later) => {
-                            i += 1;
-                            continue;
-                        }
-                    };
-                    let batch = open.remove(i);
-                    ended_any = true;
-                    if !ours {
-                        // Not it. When no candidate is left, the batch was never created:
-                        // its jobs go out again (those no other batch holds).
-                        if !open.iter().any(|o| o.name == batch.name) {
-                            let record = BatchRecord::new(
-                                BatchStep::Disowned,
-                                &batch.name,
-                                self.lane.name.as_ref(),
-                            );
-                            self.journaled(record).await?;
-                            for key in &batch.keys {
-                                let elsewhere = open.iter().any(|o| o.keys.contains(key));
-                                if let (Some(job), false) = (waiting.get(key), elsewhere) {
-                                    sent.remove(&job.index);
-                                    self.active.fetch_sub(1, Ordering::SeqCst);
-                                }
-                            }
-                        }
-                        continue;
-                    }
-                    // It is the one: journaled as such, the other candidates dropped.
-                    self.journal_submitted(&batch.name, &batch.id).await?;
-                    open.retain(|o| o.name != batch.name);
-                    i = 0;
-                    open.insert(
-                        0,
-                        Open {
-                            guessed: false,
-                            ..batch
-                        },
-                    );
-                }
-                let mut why = format!(
-                    "batch {} ended (status {}) without an answer to this request",
-                    state.id, state.status
-                );
-                match self.read_back(api, &open[i], &state, waiting).await {
-                    Ok(_) => {}
-                    Err(ReadBack::Halt(h)) => return Err(h),
-                    // Never readable (too large, or refused for good): its jobs fail
-                    // with the cause, and the batch is done with.
-                    Err(ReadBack::Unreadable(e)) => {
-                        why = format!("batch {}'s results cannot be read: {e}", state.id);
-                    }
-                    // Not read this time: polled again.
-                    Err(ReadBack::Later) => {
-                        i += 1;
-                        continue;
-                    }
-                }
-                let batch = open.remove(i);
-                self.fail_rest(&batch, waiting, None, &why);
-                let record = BatchRecord::of(
-                    BatchStep::Ended,
-                    &batch.name,
-                    self.lane.name.as_ref(),
-                    &state,
-                );
-                self.journaled(record).await?;
-                ended_any = true;
+                let polled = self.poll_one(api, open, i, waiting, sent).await?;
+                ended_any |= polled.ended;
+                i = polled.next;
             }
             if open.is_empty() {
                 break;
@@ -954,6 +773,141 @@ impl Driver {
             }
         }
         Ok(())
+    }
+
+    /// Looks at the open batch `i` once: an ended one's results are recorded (a candidate's
+    /// first tell whether it is the batch) and it leaves `open`.
+    async fn poll_one(
+        &self,
+        api: &Batches,
+        open: &mut Vec<Open>,
+        mut i: usize,
+        waiting: &mut HashMap<String, Job>,
+        sent: &mut HashSet<usize>,
+    ) -> Result<Polled, Halt> {
+        let state = match api.retrieve(&open[i].id).await {
+            Ok(s) => s,
+            Err(e) if self.refused(&e) => return Err(Halt::Stopped),
+            Err(e @ BatchError::Http { status: 404, .. }) => {
+                // The provider does not know it (not a passing failure: a retry pays again
+                // for what the batch may have answered).
+                let batch = open.remove(i);
+                let why = format!("the batch API does not know batch {}: {e}", batch.id);
+                self.fail_rest(&batch, waiting, Some(404), &why);
+                return Ok(Polled::ended(i));
+            }
+            Err(_) => return Ok(Polled::running(i)),
+        };
+        if open[i].last.as_ref() != Some(&state) {
+            let record = BatchRecord::of(
+                BatchStep::Polled,
+                &open[i].name,
+                self.lane.name.as_ref(),
+                &state,
+            );
+            let _ = self.tx.send(Message::Batch(Box::new(record), None));
+            open[i].last = Some(state.clone());
+        }
+        if !state.ended() {
+            return Ok(Polled::running(i));
+        }
+        if open[i].guessed {
+            match self.candidate(api, open, i, &state, waiting, sent).await? {
+                Candidate::Later => return Ok(Polled::running(i)),
+                Candidate::NotOurs => return Ok(Polled::ended(i)),
+                // It is now the first open batch.
+                Candidate::Ours => i = 0,
+            }
+        }
+        self.ended(api, open, i, &state, waiting).await
+    }
+
+    /// An ended candidate: its results say whether it is the batch, before any of them is
+    /// recorded (the journal names it first, so a kill while its answers are recorded
+    /// leaves a resume that knows it). Ours, it is journaled as such and put first in
+    /// `open`, the other candidates dropped; not ours, it leaves `open`, and when no
+    /// candidate is left the batch was never created: its jobs go out again (those no
+    /// other batch holds).
+    async fn candidate(
+        &self,
+        api: &Batches,
+        open: &mut Vec<Open>,
+        i: usize,
+        state: &BatchState,
+        waiting: &HashMap<String, Job>,
+        sent: &mut HashSet<usize>,
+    ) -> Result<Candidate, Halt> {
+        let ours = match self.holds_ours(api, &open[i], state).await {
+            Ok(ours) => ours,
+            Err(ReadBack::Halt(h)) => return Err(h),
+            // A candidate whose results cannot be read is not taken for ours.
+            Err(ReadBack::Unreadable(_)) => false,
+            Err(ReadBack::Later) => return Ok(Candidate::Later),
+        };
+        let batch = open.remove(i);
+        if !ours {
+            if !open.iter().any(|o| o.name == batch.name) {
+                let record =
+                    BatchRecord::new(BatchStep::Disowned, &batch.name, self.lane.name.as_ref());
+                self.journaled(record).await?;
+                for key in &batch.keys {
+                    let elsewhere = open.iter().any(|o| o.keys.contains(key));
+                    if let (Some(job), false) = (waiting.get(key), elsewhere) {
+                        sent.remove(&job.index);
+                        self.active.fetch_sub(1, Ordering::SeqCst);
+                    }
+                }
+            }
+            return Ok(Candidate::NotOurs);
+        }
+        self.journal_submitted(&batch.name, &batch.id).await?;
+        open.retain(|o| o.name != batch.name);
+        open.insert(
+            0,
+            Open {
+                guessed: false,
+                ..batch
+            },
+        );
+        Ok(Candidate::Ours)
+    }
+
+    /// An ended batch of ours: its results recorded (or, never readable, its jobs failed
+    /// with the cause), the rest of its jobs failed as unanswered, `ended` journaled, and
+    /// it leaves `open`. Results not readable this time leave it for the next poll.
+    async fn ended(
+        &self,
+        api: &Batches,
+        open: &mut Vec<Open>,
+        i: usize,
+        state: &BatchState,
+        waiting: &mut HashMap<String, Job>,
+    ) -> Result<Polled, Halt> {
+        let mut why = format!(
+            "batch {} ended (status {}) without an answer to this request",
+            state.id, state.status
+        );
+        match self.read_back(api, &open[i], state, waiting).await {
+            Ok(_) => {}
+            Err(ReadBack::Halt(h)) => return Err(h),
+            // Never readable (too large, or refused for good): its jobs fail with the
+            // cause, and the batch is done with.
+            Err(ReadBack::Unreadable(e)) => {
+                why = format!("batch {}'s results cannot be read: {e}", state.id);
+            }
+            // Not read this time: polled again.
+            Err(ReadBack::Later) => return Ok(Polled::running(i)),
+        }
+        let batch = open.remove(i);
+        self.fail_rest(&batch, waiting, None, &why);
+        let record = BatchRecord::of(
+            BatchStep::Ended,
+            &batch.name,
+            self.lane.name.as_ref(),
+            state,
+        );
+        self.journaled(record).await?;
+        Ok(Polled::ended(i))
     }
 
     /// An ended batch's result files; a refused key stops the run, results that can never
@@ -981,7 +935,7 @@ impl Driver {
     ) -> Result<bool, ReadBack> {
         let files = self.result_files(api, state).await?;
         let mine: HashSet<&str> = batch.keys.iter().map(String::as_str).collect();
-        Ok(crate::client::batch::EachLine::new(&files).any(|line| {
+        Ok(EachLine::new(&files).any(|line| {
             line["custom_id"]
                 .as_str()
                 .is_some_and(|id| mine.contains(id))
@@ -1020,18 +974,18 @@ impl Driver {
         // A line at a time, as the scoring takes them: a batch's answers are never all
         // held parsed at once. A line that is not JSON answers nothing: its job fails as
         // unanswered.
-        let answered = crate::client::batch::EachLine::new(&files).filter_map(|line| {
+        let answered = EachLine::new(&files).filter_map(|line| {
             let (custom_id, result) = self.lane.client.batch_result(&line);
             if !mine.contains(custom_id.as_str()) {
                 return None;
             }
             waiting.remove(&custom_id).map(|job| (job, result))
         });
-        let cache = self.cache();
+        let held = self.lane.held_sources(&self.options);
         let id = &batch.id;
         let scored = futures_util::stream::iter(answered)
             .map(|(job, result)| {
-                let cache = &cache;
+                let held = &held;
                 async move {
                     let rendered = match request_of(&self.bench, &job, &self.lane, &self.options) {
                         Ok(r) => r,
@@ -1041,9 +995,7 @@ impl Driver {
                         result,
                         cached: false,
                     };
-                    if let Some(cache) = cache {
-                        cache.heard(&rendered.ask(&self.lane, &job), &answer);
-                    }
+                    source::heard(held, &rendered.ask(&self.lane, &job), &answer);
                     let mut r = self.score(&job, &rendered, answer).await?;
                     r.batch = Some(id.clone());
                     r.latency_ms = None;
@@ -1088,7 +1040,7 @@ impl Driver {
         waiting: &mut HashMap<String, Job>,
     ) {
         let mut seen: HashMap<String, usize> = HashMap::new();
-        for line in crate::client::batch::EachLine::new(files) {
+        for line in EachLine::new(files) {
             if let Some(id) = line["custom_id"].as_str().filter(|id| mine.contains(id)) {
                 *seen.entry(id.to_string()).or_default() += 1;
             }
@@ -1098,7 +1050,7 @@ impl Driver {
             return;
         }
         let mut lines: HashMap<String, Vec<serde_json::Value>> = HashMap::new();
-        for line in crate::client::batch::EachLine::new(files) {
+        for line in EachLine::new(files) {
             if let Some(id) = line["custom_id"]
                 .as_str()
                 .filter(|id| seen.contains_key(*id))
@@ -1129,7 +1081,7 @@ impl Driver {
                 ),
             );
             let error = result.failure.clone().unwrap_or_default();
-            let mut r = super::failed_record(&self.bench, &job, error, Some(result));
+            let mut r = failed_record(&self.bench, &job, error, Some(result));
             r.usage = usage.unwrap_or_default();
             r.endpoint = self.lane.name.clone();
             r.batch = Some(batch.to_string());
@@ -1139,6 +1091,42 @@ impl Driver {
         }
     }
 }
+
+/// What one look at an open batch did: the next one to look at, and whether this one
+/// ended (and left the open batches).
+struct Polled {
+    next: usize,
+    ended: bool,
+}
+
+impl Polled {
+    /// Still running (or not read this time): the next batch is the one after it.
+    fn running(i: usize) -> Polled {
+        Polled {
+            next: i + 1,
+            ended: false,
+        }
+    }
+
+    /// Ended and gone from the open batches: the next one took its place.
+    fn ended(i: usize) -> Polled {
+        Polled {
+            next: i,
+            ended: true,
+        }
+    }
+}
+
+/// What an ended candidate's results said.
+enum Candidate {
+    /// They could not be read this time.
+    Later,
+    NotOurs,
+    Ours,
+}
+
+/// The batch API's refusal of a batch: why, in the jobs' words, and its error.
+type Refusal = (String, BatchError);
 
 /// Why an ended batch's results were not all recorded.
 enum ReadBack {

@@ -1,0 +1,352 @@
+//! What the simulator's files share: its configuration ([`MockConfig`]), its counters
+//! ([`Stats`]), a request as it arrives ([`MockRequest`]), the wire it came in on
+//! ([`Wire`]), the reply it gets ([`Reply`], a script of [`Step`]s), the faults a reply may
+//! meet, and what the batch API asks of the provider it is part of ([`Answers`]).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde::Serialize;
+
+use super::answers;
+
+/// How a 429 says when to come back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryAfter {
+    Seconds(u64),
+    /// An HTTP date this many seconds ahead.
+    Date(u64),
+    Millis(u64),
+}
+
+/// Where usage is reported, if at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UsageMode {
+    /// A final chunk with empty `choices`, when the client asked with `stream_options`.
+    Separate,
+    /// Inside the chunk that carries `finish_reason`.
+    InLastChunk,
+    /// Never while streaming.
+    None,
+}
+
+/// Per-attempt probabilities of each fault; they are tried in this order.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Faults {
+    pub rate_429: f64,
+    pub rate_5xx: f64,
+    pub hang: f64,
+    pub reset: f64,
+    pub cut: f64,
+    pub stall: f64,
+    pub error_event: f64,
+    /// Ends mid-answer with the protocol's failed ending: `response.failed` in the
+    /// Responses API, an error chunk in chat completions.
+    pub failed: f64,
+    /// Ends mid-answer with `finish_reason: content_filter`.
+    pub content_filter: f64,
+    /// Ends mid-answer with `finish_reason: abort` (as vLLM does when it drops a request):
+    /// not a finish. On `/v1/messages`, `stop_reason: abort`, a word off Anthropic's list.
+    pub abort: f64,
+    /// HTTP 529 with an `overloaded_error`, Anthropic's answer when it is busy.
+    pub overloaded: f64,
+    /// Breaks the stream after the whole answer, before the event that ends it: no usage
+    /// chunk and no `[DONE]` (still a whole answer, its finish_reason out); no
+    /// `response.completed`, no `message_stop` (cut ones).
+    pub cut_before_end: f64,
+}
+
+/// How the simulator answers and misbehaves.
+#[derive(Debug, Clone)]
+pub struct MockConfig {
+    pub model: String,
+    /// Serve only `model`: a request for another gets 404, as vLLM and OpenAI answer.
+    pub strict_model: bool,
+    /// When set, a request without `Authorization: Bearer <key>` gets 401.
+    pub api_key: Option<String>,
+    /// Serve `/v1/models` without the key (as some proxies do): a refused key is then
+    /// found by the first job, not by the preflight.
+    pub open_models: bool,
+    /// At most this many requests in flight; more get 429.
+    pub capacity: Option<usize>,
+    pub retry_after: RetryAfter,
+    pub faults: Faults,
+    /// Faults strike only the first N attempts of each idempotency key (None: every attempt).
+    pub fault_attempts: Option<u32>,
+    pub keepalive: bool,
+    pub crlf: bool,
+    pub split_utf8: bool,
+    pub usage: UsageMode,
+    pub no_done: bool,
+    pub reject_stream_options: bool,
+    /// Emit `reasoning_content` deltas before the answer.
+    pub reasoning: bool,
+    pub first_token_delay: Duration,
+    pub token_delay: Duration,
+    pub seed: u64,
+    /// How often the simulated judge gets a verdict wrong.
+    pub judge_error: f64,
+    /// The cases behind the requests, when the simulator runs inside `promptgauge run`: it
+    /// then answers any bench (see [`answers`]).
+    pub oracle: Option<answers::Oracle>,
+    /// An outage: every chat request after the first N gets 503, until
+    /// [`Provider::end_outage`](super::Provider::end_outage).
+    pub outage_after: Option<u64>,
+    /// The batch API ([`batch`](super::batch)): how long a batch takes to complete, on
+    /// tokio's clock.
+    pub batch_delay: Duration,
+    /// Batches expire with half their requests answered.
+    pub batch_expires: bool,
+    /// No batch API: its paths answer 404 (a self-hosted server).
+    pub no_batch_api: bool,
+    /// The answer to creating a batch is lost: the batch is created, and the request
+    /// answered 502 (the client must find it rather than create it again).
+    pub batch_lose_create: bool,
+    /// The answer to creating a batch comes this long after the batch was created (a
+    /// client killed meanwhile never learns its id).
+    pub batch_create_delay: Duration,
+    /// A batch's results give its first request twice (a provider's duplicated line).
+    pub batch_duplicate: bool,
+    /// A prompt holding this word is refused, in each wire's own way: chat completions'
+    /// `refusal` field, the Responses API's refusal part, Anthropic's `stop_reason: refusal`.
+    pub refuse_on: Option<String>,
+    /// Reports this many output tokens for every answer, whatever it generated and
+    /// whatever `max_tokens` allowed (a provider's accounting gone wrong).
+    pub report_output_tokens: Option<u64>,
+}
+
+impl Default for MockConfig {
+    fn default() -> Self {
+        MockConfig {
+            model: "mock-model".into(),
+            strict_model: false,
+            refuse_on: None,
+            report_output_tokens: None,
+            api_key: None,
+            open_models: false,
+            capacity: None,
+            retry_after: RetryAfter::Seconds(1),
+            faults: Faults::default(),
+            fault_attempts: None,
+            keepalive: false,
+            crlf: false,
+            split_utf8: false,
+            usage: UsageMode::Separate,
+            no_done: false,
+            reject_stream_options: false,
+            reasoning: false,
+            first_token_delay: Duration::ZERO,
+            token_delay: Duration::ZERO,
+            seed: 0,
+            judge_error: 0.0,
+            oracle: None,
+            outage_after: None,
+            batch_delay: Duration::ZERO,
+            batch_expires: false,
+            no_batch_api: false,
+            batch_lose_create: false,
+            batch_create_delay: Duration::ZERO,
+            batch_duplicate: false,
+        }
+    }
+}
+
+/// What the provider did, for tests and `GET /stats`.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub requests: AtomicU64,
+    pub status_429: AtomicU64,
+    pub status_5xx: AtomicU64,
+    pub status_401: AtomicU64,
+    pub status_400: AtomicU64,
+    pub hangs: AtomicU64,
+    pub resets: AtomicU64,
+    pub cuts: AtomicU64,
+    pub stalls: AtomicU64,
+    pub error_events: AtomicU64,
+    /// Requests on the Responses API's path (`POST /v1/responses`).
+    pub responses_requests: AtomicU64,
+    pub content_filters: AtomicU64,
+    pub aborts: AtomicU64,
+    /// Requests on `POST /v1/messages` (Anthropic's wire).
+    pub anthropic_messages: AtomicU64,
+    /// Generations streamed to the end with a `finish_reason`.
+    pub generations: AtomicU64,
+    pub replays: AtomicU64,
+    pub in_flight: AtomicU64,
+    pub max_in_flight: AtomicU64,
+    /// Requests on `POST /v1/embeddings`, and the texts they asked for.
+    pub embedding_requests: AtomicU64,
+    pub embedded_inputs: AtomicU64,
+}
+
+/// What the simulator did so far, for tests and `GET /stats`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct StatsSnapshot {
+    pub requests: u64,
+    pub status_429: u64,
+    pub status_5xx: u64,
+    pub status_401: u64,
+    pub status_400: u64,
+    pub hangs: u64,
+    pub resets: u64,
+    pub cuts: u64,
+    pub stalls: u64,
+    pub error_events: u64,
+    #[serde(default)]
+    pub responses_requests: u64,
+    #[serde(default)]
+    pub content_filters: u64,
+    #[serde(default)]
+    pub aborts: u64,
+    #[serde(default)]
+    pub anthropic_messages: u64,
+    pub generations: u64,
+    pub replays: u64,
+    pub in_flight: u64,
+    pub max_in_flight: u64,
+    #[serde(default)]
+    pub embedding_requests: u64,
+    #[serde(default)]
+    pub embedded_inputs: u64,
+}
+
+impl Stats {
+    pub(crate) fn snapshot(&self) -> StatsSnapshot {
+        let g = |a: &AtomicU64| a.load(Ordering::SeqCst);
+        StatsSnapshot {
+            requests: g(&self.requests),
+            status_429: g(&self.status_429),
+            status_5xx: g(&self.status_5xx),
+            status_401: g(&self.status_401),
+            status_400: g(&self.status_400),
+            hangs: g(&self.hangs),
+            resets: g(&self.resets),
+            cuts: g(&self.cuts),
+            stalls: g(&self.stalls),
+            error_events: g(&self.error_events),
+            responses_requests: g(&self.responses_requests),
+            content_filters: g(&self.content_filters),
+            aborts: g(&self.aborts),
+            anthropic_messages: g(&self.anthropic_messages),
+            generations: g(&self.generations),
+            replays: g(&self.replays),
+            in_flight: g(&self.in_flight),
+            max_in_flight: g(&self.max_in_flight),
+            embedding_requests: g(&self.embedding_requests),
+            embedded_inputs: g(&self.embedded_inputs),
+        }
+    }
+}
+
+/// A request being answered: counted as in flight until dropped, and answered (its errors
+/// too) on the wire it came on.
+pub struct InFlight {
+    stats: Arc<Stats>,
+    pub(crate) wire: Wire,
+}
+
+impl InFlight {
+    pub(crate) fn new(stats: &Arc<Stats>, wire: Wire) -> Self {
+        let now = stats.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        stats.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        InFlight {
+            stats: stats.clone(),
+            wire,
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.stats.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// One step of a scripted response body.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    Write(Bytes),
+    Sleep(Duration),
+    /// Send nothing more, but keep the connection open.
+    Stall,
+    /// Drop the connection abruptly (TCP RST).
+    Reset,
+    /// The generation reached its end; counted, and remembered for idempotent replay.
+    Generated {
+        key: Option<String>,
+        text: String,
+    },
+}
+
+/// How the simulator answers one request: a script to play, or silence.
+pub enum Reply {
+    /// Accept the request and never answer.
+    Hang(InFlight),
+    Respond {
+        status: u16,
+        headers: Vec<(String, String)>,
+        steps: Vec<Step>,
+        in_flight: InFlight,
+    },
+}
+
+/// A request as the provider sees it. Header names are lowercase.
+#[derive(Debug, Clone)]
+pub struct MockRequest {
+    pub headers: Vec<(String, String)>,
+    pub body: Bytes,
+}
+
+impl MockRequest {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The protocol a request came in on (by its path): it is read and answered in its shapes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wire {
+    /// `POST /v1/chat/completions`.
+    Chat,
+    /// `POST /v1/responses`.
+    Responses,
+    /// `POST /v1/messages`: Anthropic's ([`anthropic`]).
+    Anthropic,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fault {
+    TooMany,
+    ServerError,
+    Hang,
+    Reset,
+    Cut,
+    Stall,
+    ErrorEvent,
+    Failed,
+    ContentFilter,
+    Abort,
+    Overloaded,
+    CutBeforeEnd,
+}
+
+/// What the batch API (`batch.rs`) asks of the provider it is part of: its configuration,
+/// its key check, and each batched request answered as its streamed twin would be.
+pub(crate) trait Answers: Send + Sync {
+    fn config(&self) -> &MockConfig;
+
+    /// Whether a request's headers carry the key, where `wire` sends it.
+    fn accepts_key(&self, wire: Wire, headers: &[(String, String)]) -> bool;
+
+    /// Answers a request that came in speaking `wire`.
+    fn answer(&self, wire: Wire, request: &MockRequest) -> Reply;
+
+    /// A generation reached its end (counted, and kept for an idempotent replay).
+    fn generated(&self, key: Option<String>, text: String);
+}

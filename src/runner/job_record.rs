@@ -1,0 +1,261 @@
+//! A finished job's record, as the journal keeps it (`results.jsonl`, a line each), and
+//! what every reader asks of it: what it cost, why it failed, its key in the plan.
+
+use serde::{Deserialize, Serialize};
+
+use crate::client::{Attempt, Outcome, Usage};
+
+/// One finished job, as written to `results.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobRecord {
+    /// Position in the plan.
+    pub job: usize,
+    pub case_id: String,
+    pub variant: String,
+    /// The endpoint that answered, by name, when the run has several (absent: the run's
+    /// one endpoint).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    pub repeat: u32,
+    /// `graded` (an answer was scored), `failed` (no answer; never counted as wrong) or
+    /// `filtered` (the provider withheld the answer; counted apart).
+    pub status: JobStatus,
+    /// The final attempt's outcome.
+    pub outcome: Option<Outcome>,
+    /// The answer that was graded; empty when the job failed.
+    pub output: String,
+    /// Text received before a failure, for diagnosis only; never graded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial_output: Option<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reasoning: String,
+    pub finish_reason: Option<String>,
+    /// Tool calls the model made, assembled from the stream.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<crate::client::ToolCall>,
+    pub expected: Vec<String>,
+    pub extracted: Option<String>,
+    /// What the scorer looked for and found none of in this answer (`a number`, `an
+    /// option letter`, `JSON`): a graded answer with nothing to compare.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_found: Option<String>,
+    /// Whether the answer passed, as journals written before scores existed say it (read,
+    /// never written: [`JobRecord::score`] is the one figure).
+    #[serde(default, skip_serializing)]
+    pub correct: Option<bool>,
+    /// The score in [0, 1]; `None` when the job failed. Journals written before scores
+    /// existed lack it: [`JobRecord::score`] reads `correct` then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+    /// Why, in the scorer's terms (per-field results, a schema violation, judges' reasons).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score_detail: Option<serde_json::Value>,
+    /// Every call a judge made for this job.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub judge: Vec<crate::grade::scorer::JudgeCall>,
+    /// Tokens the judge spent on this job, costed apart from the answer's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_usage: Option<Usage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub attempts: Vec<Attempt>,
+    pub ttft_ms: Option<f64>,
+    pub latency_ms: Option<f64>,
+    /// From the first attempt sent to the answer, retries and backoff included (the last
+    /// attempt alone is `latency_ms`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_ms: Option<f64>,
+    pub usage: Usage,
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// The case's group (`group:`), when it has one: tests treat the group as the unit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// The answer came from the response cache (`--cache`): nothing was sent, and its
+    /// latency is not measured.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
+    /// Sent again after it failed (`run --resume --retry-failed`): the round, 1 for the first
+    /// resend. Such a record takes the place of the job's failed one, which stays in the
+    /// journal as its history; 0 (not written) for a job's first record.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub resent: u32,
+    /// The provider batch that answered it (`--batch`), by the provider's id: priced at the
+    /// batch price, and in no latency figure (nobody waited on it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<String>,
+    /// The model declined to answer (a protocol's refusal): graded, scored 0 whatever the
+    /// scorer would say, and counted per variant and endpoint. `output` holds what it said.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub refused: bool,
+    /// The provider billed usage the request could not have produced (more output tokens
+    /// than its `max_tokens`): what it reported is kept and spent, and flagged with this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_anomaly: Option<String>,
+}
+
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
+}
+
+/// Whether a job was scored, failed, or withheld by the provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobStatus {
+    Graded,
+    Failed,
+    /// The provider's content filter withheld the answer (`finish_reason: content_filter`):
+    /// the job finished, but there is nothing to grade. Counted apart: neither right, wrong
+    /// nor failed.
+    Filtered,
+}
+
+/// Whether an attempt that ended so failed for a reason that passes (a server down,
+/// overloaded or unreachable).
+fn passing(outcome: crate::client::Outcome, status: Option<u16>) -> bool {
+    use crate::client::Outcome;
+    match outcome {
+        Outcome::Cut | Outcome::Stalled | Outcome::NoFirstToken | Outcome::StreamError => true,
+        Outcome::HttpError => {
+            status.is_none_or(|s| s == 408 || s == 429 || (500..600).contains(&s))
+        }
+        _ => false,
+    }
+}
+
+/// Identifies a job within a plan, across the runs that resume it.
+pub type JobKey = (String, String, u32);
+
+impl JobRecord {
+    /// The usage the provider billed for the job's answer: every attempt it answered (a
+    /// journal from before attempts carried usage has only the answer's); none when it
+    /// came from the cache.
+    pub fn billed(&self) -> Vec<&Usage> {
+        if self.cached {
+            return Vec::new();
+        }
+        let billed: Vec<&Usage> = self
+            .attempts
+            .iter()
+            .filter_map(|a| a.usage.as_ref())
+            .collect();
+        if billed.is_empty() && self.status == JobStatus::Graded {
+            vec![&self.usage]
+        } else {
+            billed
+        }
+    }
+
+    /// The usage of the calls its scorer made to a model (a judge's) that were sent, not
+    /// answered from the cache: per call when the calls say, else the job's judge usage.
+    pub fn judge_billed(&self) -> Vec<&Usage> {
+        if self.judge.is_empty() {
+            // A scorer that called a model of its own (a `command` reporting `usage`).
+            return self.judge_usage.iter().collect();
+        }
+        let sent: Vec<&crate::grade::JudgeCall> = self.judge.iter().filter(|c| !c.cached).collect();
+        if sent.iter().any(|c| c.usage.is_some()) {
+            sent.iter().filter_map(|c| c.usage.as_ref()).collect()
+        } else {
+            self.judge_usage
+                .as_ref()
+                .filter(|_| !sent.is_empty())
+                .into_iter()
+                .collect()
+        }
+    }
+
+    /// What the job cost in USD: its billed answer at `price` (the batch price when it was
+    /// batched), and its scorer's model calls at `judge_price`; an unknown price counts 0.
+    pub fn cost_usd(
+        &self,
+        price: Option<&crate::suite::Price>,
+        judge_price: Option<&crate::suite::Price>,
+    ) -> f64 {
+        let answer = price.map_or(0.0, |p| {
+            let p = if self.batch.is_some() {
+                p.batched()
+            } else {
+                p.clone()
+            };
+            self.billed().into_iter().map(|u| p.cost(u)).sum()
+        });
+        let judged = judge_price.map_or(0.0, |p| {
+            self.judge_billed().into_iter().map(|u| p.cost(u)).sum()
+        });
+        answer + judged
+    }
+
+    /// The HTTP status the job's failure came with: its judge's, when the answer came and
+    /// the judge's call failed (a judge that is not there fails every job the same way),
+    /// else its answer's last attempt's.
+    pub fn failure_status(&self) -> Option<u16> {
+        self.failure_outcome().1
+    }
+
+    /// The first line of the job's error (empty when it has none): what tells failures
+    /// apart when they are grouped or compared.
+    pub fn error_line(&self) -> &str {
+        self.error
+            .as_deref()
+            .unwrap_or("")
+            .lines()
+            .next()
+            .unwrap_or("")
+    }
+
+    /// Whether the job failed for a reason that passes — a server down, overloaded or
+    /// unreachable, the endpoint's or the judge's: the last attempt (of the answer, or of
+    /// the judge's failed call) was refused with 408, 429 or a 5xx, found no server, or its
+    /// stream was cut, stalled, never started or broke with an error event. A 4xx such as a
+    /// wrong model, a template, or a judge reply that could not be read, is not.
+    pub fn failed_transiently(&self) -> bool {
+        if self.status != JobStatus::Failed {
+            return false;
+        }
+        let (outcome, status) = self.failure_outcome();
+        match outcome {
+            Some(o) => passing(o, status),
+            None => false,
+        }
+    }
+
+    /// How the attempt the job failed on ended, with its status: the judge's failed call's,
+    /// when the answer came and the judge's call failed, else the answer's last attempt's.
+    pub fn failure_outcome(&self) -> (Option<crate::client::Outcome>, Option<u16>) {
+        if let Some(call) = self
+            .judge
+            .iter()
+            .rev()
+            .find(|c| c.error.is_some() && c.outcome.is_some())
+        {
+            return (call.outcome, call.status);
+        }
+        let last = self.attempts.last();
+        (last.map(|a| a.outcome), last.and_then(|a| a.status))
+    }
+
+    /// The job's score: its `score`, or 1/0 from `correct` in older journals.
+    pub fn score(&self) -> Option<f64> {
+        self.score
+            .or_else(|| self.correct.map(|c| if c { 1.0 } else { 0.0 }))
+    }
+
+    /// The job's key in the plan: (case, arm, repeat).
+    pub fn key(&self) -> JobKey {
+        (self.case_id.clone(), self.arm().into_owned(), self.repeat)
+    }
+
+    /// The (variant, endpoint) cell the job belongs to, by name: its variant (borrowed:
+    /// what every reader of a one-endpoint run's records looks up, record by record), or
+    /// `ENDPOINT/VARIANT` in a run of several endpoints.
+    pub fn arm(&self) -> std::borrow::Cow<'_, str> {
+        match &self.endpoint {
+            None => std::borrow::Cow::Borrowed(&self.variant),
+            Some(e) => {
+                std::borrow::Cow::Owned(crate::suite::plan::arm_name(&self.variant, Some(e)))
+            }
+        }
+    }
+}

@@ -1,0 +1,356 @@
+//! An answer, whatever its source, into its job's record: the job's request rendered at
+//! its lane, the answer scored (a refusal scores 0, a filtered answer is withheld, a
+//! failure is a failed record), and the record marked with its endpoint and round. Every
+//! answer — streamed, cached or batched — is recorded by one function, [`record`].
+
+use std::sync::Arc;
+
+use super::job_record::{JobRecord, JobStatus};
+use super::lane::{Lane, Rendered, RunOptions, job_key};
+use super::source;
+use crate::client::{ChatMessage, JobRequest, JobResult, Usage};
+use crate::grade::{Answer, Score, ScoreContext, ScoreInput};
+use crate::suite::{Bench, Job};
+
+/// Asks the sources for one job's answer and scores it; `None` when the run was stopped
+/// before it finished.
+pub(super) async fn run_job(
+    bench: &Bench,
+    job: &Job,
+    request: &Rendered,
+    sources: &[Arc<dyn source::AnswerSource>],
+    lane: &Lane,
+    options: &RunOptions,
+) -> Option<JobRecord> {
+    let ask = request.ask(lane, job);
+    let answer = source::answer(sources, &ask).await?;
+    score(bench, job, request, answer, lane, options).await
+}
+
+/// Renders a job's request at its lane; a template that fails is the job's failed record.
+pub(super) fn request_of(
+    bench: &Bench,
+    job: &Job,
+    lane: &Lane,
+    options: &RunOptions,
+) -> Result<Rendered, Box<JobRecord>> {
+    let messages = match bench.render_job(job) {
+        Ok(m) => m,
+        Err(e) => {
+            let mut r = failed_record(bench, job, format!("template failed: {e}"), None);
+            r.endpoint = lane.name.clone();
+            r.resent = options.resend.get(&job.index).copied().unwrap_or(0);
+            return Err(Box::new(r));
+        }
+    };
+    let prompt_chars: usize = messages.iter().map(|m| m.content.chars().count()).sum();
+    let reserve_tokens = bench
+        .reservation(job.variant, &messages)
+        .min(u64::from(u32::MAX)) as u32;
+    Ok(Rendered {
+        request: JobRequest {
+            reserve_tokens,
+            messages,
+            params: bench.params_at(job.variant, &lane.params),
+            idempotency_key: job_key(job, options),
+        },
+        prompt_chars,
+    })
+}
+
+/// Scores an answer, whatever its source, into the job's record; `None` when the run was
+/// stopped before it was scored (or the answer was aborted).
+pub(super) async fn score(
+    bench: &Bench,
+    job: &Job,
+    rendered: &Rendered,
+    answer: source::Sourced,
+    lane: &Lane,
+    options: &RunOptions,
+) -> Option<JobRecord> {
+    if answer.result.aborted {
+        return None;
+    }
+    let scoring = Scoring {
+        scorers: &options.scorers,
+        key: &rendered.request.idempotency_key,
+        messages: &rendered.request.messages,
+        prompt_chars: rendered.prompt_chars,
+        context: &options.scoring,
+    };
+    let mut r = record(bench, job, answer, &scoring).await?;
+    r.usage_anomaly = usage_anomaly(&r, bench.max_tokens_at(job.variant, &lane.params));
+    r.endpoint = lane.name.clone();
+    r.resent = options.resend.get(&job.index).copied().unwrap_or(0);
+    Some(r)
+}
+
+/// Usage no request of this job could have produced: an attempt billed for more output
+/// tokens than its `max_tokens` (reasoning included, as every protocol counts it). The
+/// provider's word is what is spent; this says it cannot be right.
+fn usage_anomaly(r: &JobRecord, max_tokens: Option<u64>) -> Option<String> {
+    let max = max_tokens?;
+    // Only what the provider reported: an estimate (no usage sent) is no accounting.
+    let most = r
+        .billed()
+        .iter()
+        .filter(|u| !u.estimated)
+        .map(|u| u.completion_tokens)
+        .max()?;
+    (most > max).then(|| {
+        format!(
+            "the provider billed {most} output tokens for a request capped at max_tokens {max}: a provider accounting anomaly"
+        )
+    })
+}
+
+/// What scoring a job needs besides its answer.
+struct Scoring<'a> {
+    scorers: &'a crate::grade::Scorers,
+    key: &'a str,
+    messages: &'a [ChatMessage],
+    prompt_chars: usize,
+    context: &'a ScoreContext,
+}
+
+pub(super) fn failed_record(
+    bench: &Bench,
+    job: &Job,
+    error: String,
+    result: Option<JobResult>,
+) -> JobRecord {
+    let case = &bench.cases[job.case];
+    let (attempts, partial, model, answer_ms) = match result {
+        Some(r) => (
+            r.attempts,
+            Some(r.text).filter(|t| !t.is_empty()),
+            r.model,
+            r.answer_ms,
+        ),
+        None => (Vec::new(), None, None, None),
+    };
+    JobRecord {
+        job: job.index,
+        case_id: case.id.clone(),
+        variant: bench.variants[job.variant].name.clone(),
+        endpoint: None,
+        repeat: job.repeat,
+        status: JobStatus::Failed,
+        outcome: attempts.last().map(|a| a.outcome),
+        output: String::new(),
+        partial_output: partial,
+        reasoning: String::new(),
+        finish_reason: None,
+        tool_calls: Vec::new(),
+        expected: case.expected.clone(),
+        extracted: None,
+        not_found: None,
+        correct: None,
+        score: None,
+        score_detail: None,
+        judge: Vec::new(),
+        judge_usage: None,
+        error: Some(error),
+        attempts,
+        ttft_ms: None,
+        latency_ms: None,
+        answer_ms,
+        usage: Usage::default(),
+        model,
+        tags: case.tags.clone(),
+        group: case.group.clone(),
+        cached: false,
+        resent: 0,
+        batch: None,
+        refused: false,
+        usage_anomaly: None,
+    }
+}
+
+/// The record of a finished job, whatever source answered it; `None` when the run stopped
+/// before it was scored.
+async fn record(
+    bench: &Bench,
+    job: &Job,
+    answer: source::Sourced,
+    s: &Scoring<'_>,
+) -> Option<JobRecord> {
+    let result = answer.result;
+    if answer.cached {
+        // Kept only when it came whole: it is scored as the complete answer it was.
+        let mut r = graded_record(bench, job, result, s).await?;
+        r.cached = true;
+        r.outcome = Some(crate::client::Outcome::Complete);
+        return Some(r);
+    }
+    if result.filtered() {
+        let error = result
+            .attempts
+            .last()
+            .and_then(|a| a.error.clone())
+            .unwrap_or_else(|| "the provider withheld the answer".to_string());
+        let finish = result.finish_reason.clone();
+        let mut r = failed_record(bench, job, error, Some(result));
+        r.status = JobStatus::Filtered;
+        r.finish_reason = finish;
+        return Some(r);
+    }
+    if !result.answered() {
+        let error = result
+            .failure
+            .clone()
+            .unwrap_or_else(|| "no answer".to_string());
+        return Some(failed_record(bench, job, error, Some(result)));
+    }
+    graded_record(bench, job, result, s).await
+}
+
+/// Scores an answer known to be whole (streamed to its finish_reason, or cached); `None`
+/// when the run stopped while a judge was being asked.
+///
+/// A refusal, on any protocol, is an answer that failed with the cause `refused`: score 0,
+/// never passed to the scorer (a refusal that happens to contain the expected words is no
+/// pass), its words the output. It stays in every figure, so a variant that makes the
+/// model refuse scores lower; leaving it out, as a filtered answer is, would raise it
+/// (docs/dev/design-notes.md, "Client", on refusals).
+async fn graded_record(
+    bench: &Bench,
+    job: &Job,
+    result: JobResult,
+    s: &Scoring<'_>,
+) -> Option<JobRecord> {
+    let case = &bench.cases[job.case];
+    let refused = result.refusal.is_some();
+    let answer = Answer {
+        text: match result.refusal {
+            Some(said) if !said.is_empty() => said,
+            _ => result.text,
+        },
+        reasoning: result.reasoning,
+        finish_reason: result.finish_reason,
+        tool_calls: result.tool_calls,
+    };
+    let scorer = &s.scorers[job.case];
+    let scored = if refused {
+        Ok(refusal_score())
+    } else {
+        let input = ScoreInput {
+            key: s.key,
+            case,
+            messages: s.messages,
+            answer: &answer,
+        };
+        scorer.score(input, s.context).await
+    };
+    let answered = Answered {
+        usage: result.usage,
+        attempts: result.attempts,
+        answer_ms: result.answer_ms,
+        model: result.model,
+    };
+    match scored {
+        Ok(score) => Some(graded_of(bench, job, answer, answered, score, refused, s)),
+        Err(e) if e.stopped => None,
+        Err(e) => Some(unscored_record(bench, job, answer, answered, e, s)),
+    }
+}
+
+/// The record of a whole answer and its score.
+fn graded_of(
+    bench: &Bench,
+    job: &Job,
+    answer: Answer,
+    answered: Answered,
+    score: Score,
+    refused: bool,
+    s: &Scoring<'_>,
+) -> JobRecord {
+    let case = &bench.cases[job.case];
+    let last = answered.attempts.last();
+    let usage = answered
+        .usage
+        .unwrap_or_else(|| Usage::estimate(s.prompt_chars, &answer.text, &answer.reasoning));
+    JobRecord {
+        job: job.index,
+        case_id: case.id.clone(),
+        variant: bench.variants[job.variant].name.clone(),
+        endpoint: None,
+        repeat: job.repeat,
+        status: JobStatus::Graded,
+        outcome: last.map(|a| a.outcome),
+        ttft_ms: last.and_then(|a| a.ttft_ms),
+        latency_ms: last.map(|a| a.latency_ms),
+        answer_ms: answered.answer_ms,
+        output: answer.text,
+        partial_output: None,
+        reasoning: answer.reasoning,
+        finish_reason: answer.finish_reason,
+        tool_calls: answer.tool_calls,
+        expected: case.expected.clone(),
+        correct: None,
+        score: Some(score.value),
+        score_detail: score.detail,
+        judge: score.judge,
+        judge_usage: score.usage,
+        not_found: s.scorers[job.case]
+            .looks_for(case)
+            .filter(|_| score.extracted.is_none() && !refused)
+            .map(String::from),
+        extracted: score.extracted,
+        error: None,
+        attempts: answered.attempts,
+        usage,
+        model: answered.model,
+        tags: case.tags.clone(),
+        group: case.group.clone(),
+        cached: false,
+        resent: 0,
+        batch: None,
+        refused,
+        usage_anomaly: None,
+    }
+}
+
+/// A refusal's score: 0, never asked of the scorer.
+fn refusal_score() -> Score {
+    Score {
+        value: 0.0,
+        extracted: None,
+        usage: None,
+        detail: Some(serde_json::json!({"refused": true})),
+        judge: Vec::new(),
+    }
+}
+
+/// What a whole answer came with besides its words.
+struct Answered {
+    usage: Option<Usage>,
+    attempts: Vec<crate::client::Attempt>,
+    answer_ms: Option<f64>,
+    model: Option<String>,
+}
+
+/// The failed record of an answer that arrived whole but could not be scored: it keeps
+/// what the answer cost and took, and the judge's calls.
+fn unscored_record(
+    bench: &Bench,
+    job: &Job,
+    answer: Answer,
+    answered: Answered,
+    e: crate::grade::ScoreError,
+    s: &Scoring<'_>,
+) -> JobRecord {
+    let mut failed = failed_record(bench, job, format!("could not be scored: {e}"), None);
+    failed.usage = answered
+        .usage
+        .unwrap_or_else(|| Usage::estimate(s.prompt_chars, &answer.text, &answer.reasoning));
+    failed.ttft_ms = answered.attempts.last().and_then(|a| a.ttft_ms);
+    failed.latency_ms = answered.attempts.last().map(|a| a.latency_ms);
+    failed.answer_ms = answered.answer_ms;
+    failed.model = answered.model;
+    failed.attempts = answered.attempts;
+    failed.partial_output = Some(answer.text).filter(|t| !t.is_empty());
+    failed.judge = e.judge;
+    failed.judge_usage = e.usage;
+    failed
+}
