@@ -1467,7 +1467,40 @@ pub(crate) fn resolve_endpoint(
     env: &Env,
     bench: BenchEndpoint<'_>,
 ) -> Result<Endpoint, UsageError> {
-    let base = match bench.named {
+    let base = endpoint_base_url(args, env, &bench);
+    let protocol = args.protocol.or(bench.protocol).unwrap_or_default();
+    for url in &base.urls {
+        crate::suite::check_base_url(url, protocol).map_err(|m| {
+            UsageError::with_fix(
+                format!("{m} (from {})", base.source),
+                "write the full URL, e.g. http://127.0.0.1:8000/v1",
+            )
+        })?;
+    }
+    let model = endpoint_model(args, &bench, base.urls.is_empty())?;
+    let key = endpoint_key(env, &bench, !base.urls.is_empty())?;
+    let headers = match bench.named {
+        Some(n) => read_headers(&format!("endpoint {}", n.name), &n.headers, env)?,
+        None => Vec::new(),
+    };
+    Ok(Endpoint {
+        base_urls: base.urls,
+        source: base.source,
+        model,
+        protocol,
+        api_key: key.key,
+        api_key_env: key.env,
+        warnings: key.warning.into_iter().collect(),
+        name: bench.named.map(|n| n.name.clone()),
+        headers,
+        batch: args.batch || bench.batch,
+    })
+}
+
+/// Where the endpoint sends: a named endpoint's own URLs (only --base-url overrides them),
+/// else --base-url, the environment, the bench.
+fn endpoint_base_url(args: &PlanArgs, env: &Env, bench: &BenchEndpoint<'_>) -> BaseUrl {
+    match bench.named {
         Some(n) if args.base_url.is_empty() && !bench.base_urls.is_empty() => BaseUrl {
             urls: bench
                 .base_urls
@@ -1482,17 +1515,17 @@ pub(crate) fn resolve_endpoint(
             },
         },
         _ => resolve_base_url(&args.base_url, env, &bench.base_urls),
-    };
-    let protocol = args.protocol.or(bench.protocol).unwrap_or_default();
-    for url in &base.urls {
-        crate::suite::check_base_url(url, protocol).map_err(|m| {
-            UsageError::with_fix(
-                format!("{m} (from {})", base.source),
-                "write the full URL, e.g. http://127.0.0.1:8000/v1",
-            )
-        })?;
     }
-    let model = match (&args.model, bench.model, base.urls.is_empty()) {
+}
+
+/// The model: --model, else the bench's, else the simulator's own when nothing is sent to
+/// a server; a server with no model named, or an empty name, is an error with its fix.
+fn endpoint_model(
+    args: &PlanArgs,
+    bench: &BenchEndpoint<'_>,
+    simulated: bool,
+) -> Result<String, UsageError> {
+    let model = match (&args.model, bench.model, simulated) {
         (Some(m), _, _) => m.clone(),
         (None, Some(m), _) => m.to_string(),
         (None, None, true) => "mock-model".to_string(),
@@ -1521,6 +1554,19 @@ pub(crate) fn resolve_endpoint(
             "name the model the server serves: --model NAME, the endpoint's `model:`, or model= in --endpoint",
         ));
     }
+    Ok(model)
+}
+
+/// An endpoint's key as read: the variable it comes from, the key (checked, sent as the
+/// endpoint says), and what was said when it had to be cleaned.
+struct ReadKey {
+    env: String,
+    key: Option<crate::client::ApiKey>,
+    warning: Option<String>,
+}
+
+/// The key's variable and the key read from it; no key when nothing is sent to a server.
+fn endpoint_key(env: &Env, bench: &BenchEndpoint<'_>, sent: bool) -> Result<ReadKey, UsageError> {
     let (api_key_env, api_key) = match bench.api_key_env {
         Some(name) => (name.to_string(), env.get(name).map(String::from)),
         None => match (env.get("OPENAI_API_KEY"), env.get("LLM_API_KEY")) {
@@ -1529,36 +1575,24 @@ pub(crate) fn resolve_endpoint(
             (None, None) => ("OPENAI_API_KEY".to_string(), None),
         },
     };
-    let mut warnings = Vec::new();
-    let api_key = match api_key.filter(|_| !base.urls.is_empty()) {
-        Some(key) => {
-            let (key, warning) = crate::client::secrets::clean_api_key(&key, &api_key_env)
-                .map_err(|m| {
-                    UsageError::with_fix(
-                        m,
-                        format!("set ${api_key_env} to the key alone, e.g. export {api_key_env}=\"$(tr -d '[:space:]' < key.txt)\""),
-                    )
-                })?;
-            warnings.extend(warning);
-            Some(crate::client::ApiKey::new(key).in_header(bench.key_header.unwrap_or_default()))
-        }
-        None => None,
+    let Some(key) = api_key.filter(|_| sent) else {
+        return Ok(ReadKey {
+            env: api_key_env,
+            key: None,
+            warning: None,
+        });
     };
-    let headers = match bench.named {
-        Some(n) => read_headers(&format!("endpoint {}", n.name), &n.headers, env)?,
-        None => Vec::new(),
-    };
-    Ok(Endpoint {
-        base_urls: base.urls,
-        source: base.source,
-        model,
-        protocol,
-        api_key,
-        api_key_env,
-        warnings,
-        name: bench.named.map(|n| n.name.clone()),
-        headers,
-        batch: args.batch || bench.batch,
+    let (key, warning) = crate::client::secrets::clean_api_key(&key, &api_key_env).map_err(|m| {
+        UsageError::with_fix(
+            m,
+            format!("set ${api_key_env} to the key alone, e.g. export {api_key_env}=\"$(tr -d '[:space:]' < key.txt)\""),
+        )
+    })?;
+    let key = crate::client::ApiKey::new(key).in_header(bench.key_header.unwrap_or_default());
+    Ok(ReadKey {
+        env: api_key_env,
+        key: Some(key),
+        warning,
     })
 }
 

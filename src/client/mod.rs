@@ -23,7 +23,7 @@ pub mod transport;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use rand::{RngExt, SeedableRng};
@@ -814,7 +814,7 @@ impl Client {
         response: HttpResponse,
         read_until: Instant,
     ) -> (String, Option<Duration>) {
-        let retry_after = retry::retry_after(&response.headers, SystemTime::now());
+        let retry_after = retry::retry_after(&response.headers, crate::clock::now());
         let body = read_error_body(response.body, read_until).await;
         let body = self.secrets.scrub(&body);
         let message = match redirect_message(response.status, &response.headers) {

@@ -13,7 +13,6 @@ const MAX_LINES: usize = 80;
 /// listed function may shrink but not grow; one at [`MAX_LINES`] or under must leave.
 const STANDING: &[(&str, &str, usize)] = &[
     ("src/app/finish.rs", "exit_of", 100),
-    ("src/cli.rs", "resolve_endpoint", 99),
     ("src/report/aggregate.rs", "figures", 183),
     ("src/report/compare.rs", "build", 104),
     ("src/report/compare.rs", "compare", 105),

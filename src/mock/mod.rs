@@ -639,7 +639,7 @@ impl Provider {
                 "retry-after".to_string(),
                 // A date beyond what the clock holds is sent as the furthest one it can.
                 httpdate::fmt_http_date(
-                    SystemTime::now()
+                    crate::clock::now()
                         .checked_add(Duration::from_secs(s))
                         .unwrap_or(SystemTime::UNIX_EPOCH + Duration::from_secs(253_402_300_799)),
                 ),
