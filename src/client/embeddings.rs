@@ -12,7 +12,7 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use super::transport::{HttpRequest, Method};
+use super::transport::{HttpMethod, HttpRequest};
 use super::{Client, Usage, retry};
 
 /// The largest reply read: 1,000 vectors of 3,072 numbers fit.
@@ -106,7 +106,7 @@ impl Client {
         headers.extend(self.config.headers.iter().cloned());
         headers.push(("content-type".into(), "application/json".into()));
         let request = HttpRequest {
-            method: Method::Post,
+            method: HttpMethod::Post,
             url: format!("{}/embeddings", self.config.base_url.trim_end_matches('/')),
             headers,
             body,

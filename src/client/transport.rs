@@ -17,7 +17,7 @@ pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 #[derive(Debug, Clone)]
 pub struct HttpRequest {
     /// `POST` (every answer) or `GET` (a provider's batch or file, read back).
-    pub method: Method,
+    pub method: HttpMethod,
     pub url: String,
     /// Lowercase names. May hold the API key: never log this as is.
     pub headers: Vec<(String, String)>,
@@ -42,18 +42,18 @@ impl HttpRequest {
 
 /// The HTTP methods the client uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Method {
+pub enum HttpMethod {
     #[default]
     Post,
     Get,
 }
 
-impl Method {
+impl HttpMethod {
     /// As a request line says it.
     pub fn as_str(self) -> &'static str {
         match self {
-            Method::Post => "POST",
-            Method::Get => "GET",
+            HttpMethod::Post => "POST",
+            HttpMethod::Get => "GET",
         }
     }
 }
@@ -170,8 +170,8 @@ impl Transport for ReqwestTransport {
             let mut hops = 0;
             let response = loop {
                 let mut builder = match request.method {
-                    Method::Post => client.post(url.clone()).body(request.body.clone()),
-                    Method::Get => client.get(url.clone()),
+                    HttpMethod::Post => client.post(url.clone()).body(request.body.clone()),
+                    HttpMethod::Get => client.get(url.clone()),
                 };
                 for (k, v) in &headers {
                     builder = builder.header(k, v);

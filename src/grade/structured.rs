@@ -423,7 +423,7 @@ pub fn shared<S: Scorer + 'static>(s: S) -> Arc<dyn Scorer> {
 mod tests {
     use super::*;
     use crate::grade::Answer;
-    use crate::suite::Location;
+    use crate::suite::Place;
     use serde_json::json;
 
     fn case(expected: Value) -> Case {
@@ -436,7 +436,7 @@ mod tests {
             grade: None,
             tags: vec![],
             group: None,
-            location: Location::line(std::path::Path::new("c.jsonl"), 1),
+            location: Place::line(std::path::Path::new("c.jsonl"), 1),
         }
     }
 

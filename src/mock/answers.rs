@@ -159,8 +159,8 @@ fn change_one_field(doc: &mut Value, case: &str) {
     let mut target = &mut *doc;
     for step in &leaves[i] {
         target = match step {
-            Step::Key(k) => &mut target[k.as_str()],
-            Step::Index(n) => &mut target[*n],
+            ReplyStep::Key(k) => &mut target[k.as_str()],
+            ReplyStep::Index(n) => &mut target[*n],
         };
     }
     *target = match target.take() {
@@ -171,23 +171,23 @@ fn change_one_field(doc: &mut Value, case: &str) {
     };
 }
 
-enum Step {
+enum ReplyStep {
     Key(String),
     Index(usize),
 }
 
-fn collect(v: &Value, path: &mut Vec<Step>, out: &mut Vec<Vec<Step>>) {
+fn collect(v: &Value, path: &mut Vec<ReplyStep>, out: &mut Vec<Vec<ReplyStep>>) {
     match v {
         Value::Object(m) if !m.is_empty() => {
             for (k, child) in m {
-                path.push(Step::Key(k.clone()));
+                path.push(ReplyStep::Key(k.clone()));
                 collect(child, path, out);
                 path.pop();
             }
         }
         Value::Array(items) if !items.is_empty() => {
             for (i, child) in items.iter().enumerate() {
-                path.push(Step::Index(i));
+                path.push(ReplyStep::Index(i));
                 collect(child, path, out);
                 path.pop();
             }
@@ -195,8 +195,8 @@ fn collect(v: &Value, path: &mut Vec<Step>, out: &mut Vec<Vec<Step>>) {
         _ => out.push(
             path.iter()
                 .map(|s| match s {
-                    Step::Key(k) => Step::Key(k.clone()),
-                    Step::Index(i) => Step::Index(*i),
+                    ReplyStep::Key(k) => ReplyStep::Key(k.clone()),
+                    ReplyStep::Index(i) => ReplyStep::Index(*i),
                 })
                 .collect(),
         ),

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::answers;
 use super::script::{Script, StreamPlan};
-use super::wire::{Fault, MockConfig, MockRequest, Step, UsageMode};
+use super::wire::{Fault, MockConfig, MockRequest, ReplyStep, UsageMode};
 
 /// Whether request headers carry `key` as Anthropic sends it: `x-api-key`, never a bearer.
 pub(super) fn carries_key(headers: &[(String, String)], key: &str) -> bool {
@@ -221,7 +221,7 @@ impl Events<'_> {
     }
 
     /// Ends the stream early the way the fault says; `None` lets it go on.
-    fn fault_mid_stream(&mut self, fault: Option<Fault>) -> Option<Vec<Step>> {
+    fn fault_mid_stream(&mut self, fault: Option<Fault>) -> Option<Vec<ReplyStep>> {
         match fault? {
             f @ (Fault::Reset | Fault::Cut | Fault::Stall) => self.script.break_off(f),
             Fault::ErrorEvent => self.send(json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})),
@@ -249,7 +249,7 @@ impl Events<'_> {
 /// input's usage), a `ping`, a thinking block (with `--reasoning`), the text block, a
 /// `tool_use` block per call (its input in many pieces), `message_delta` (the stop reason
 /// and the output's usage), `message_stop`.
-pub(super) fn stream(mut script: Script<'_>, serial: u64, plan: StreamPlan) -> Vec<Step> {
+pub(super) fn stream(mut script: Script<'_>, serial: u64, plan: StreamPlan) -> Vec<ReplyStep> {
     script.begin();
     let config = script.config;
     let mut out = Events {
@@ -310,7 +310,7 @@ pub(super) fn stream(mut script: Script<'_>, serial: u64, plan: StreamPlan) -> V
     out.send(json!({"type": "message_stop"}));
     // The answer is whole once `message_stop` is out.
     if !plan.replay {
-        out.script.steps.push(Step::Generated {
+        out.script.steps.push(ReplyStep::Generated {
             key: plan.key,
             text: plan.text,
         });

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-use super::wire::{Answers, InFlight, MockRequest, Reply, Stats, Step, Wire};
+use super::wire::{Answers, InFlight, MockReply, MockRequest, ReplyStep, Stats, Wire};
 
 /// The largest input file the simulator takes (OpenAI's limit), and requests per batch.
 pub const MAX_FILE_BYTES: usize = 200 * 1024 * 1024;
@@ -165,7 +165,7 @@ pub(crate) enum BatchReply {
 }
 
 /// What a path nobody serves answers.
-pub(crate) fn not_found(path: &str) -> Reply {
+pub(crate) fn not_found(path: &str) -> MockReply {
     BatchReply::error(404, &format!("Invalid URL (GET {path})")).reply()
 }
 
@@ -178,16 +178,16 @@ impl BatchReply {
     }
 
     /// As the simulator's reply.
-    pub(crate) fn reply(self) -> Reply {
+    pub(crate) fn reply(self) -> MockReply {
         let stats = std::sync::Arc::new(Stats::default());
         let (status, content_type, body) = match self {
             BatchReply::Json(status, v) => (status, "application/json", Bytes::from(v.to_string())),
             BatchReply::Bytes(b) => (200, "application/jsonl", b),
         };
-        Reply::Respond {
+        MockReply::Respond {
             status,
             headers: vec![("content-type".into(), content_type.into())],
-            steps: vec![Step::Write(body)],
+            steps: vec![ReplyStep::Write(body)],
             in_flight: InFlight::new(&stats, Wire::Chat),
         }
     }
@@ -206,7 +206,7 @@ impl Batching<'_> {
         method: &str,
         path: &str,
         request: &MockRequest,
-    ) -> Option<Reply> {
+    ) -> Option<MockReply> {
         if self.provider.config().no_batch_api {
             return None;
         }
@@ -245,18 +245,26 @@ impl Batching<'_> {
 
     /// The answer to creating a batch (created at once), sent after
     /// [`MockConfig::batch_create_delay`](super::wire::MockConfig::batch_create_delay).
-    fn created(&self, answer: BatchReply) -> Reply {
+    fn created(&self, answer: BatchReply) -> MockReply {
         let mut reply = answer.reply();
-        if let Reply::Respond { steps, .. } = &mut reply
+        if let MockReply::Respond { steps, .. } = &mut reply
             && !self.provider.config().batch_create_delay.is_zero()
         {
-            steps.insert(0, Step::Sleep(self.provider.config().batch_create_delay));
+            steps.insert(
+                0,
+                ReplyStep::Sleep(self.provider.config().batch_create_delay),
+            );
         }
         reply
     }
 
     /// Anthropic's Message Batches (`/v1/messages/batches/…`, `rest` after it).
-    fn message_batches(&self, method: &str, rest: &[&str], request: &MockRequest) -> Option<Reply> {
+    fn message_batches(
+        &self,
+        method: &str,
+        rest: &[&str],
+        request: &MockRequest,
+    ) -> Option<MockReply> {
         if !matches!(
             (method, rest),
             ("POST", [])
@@ -698,12 +706,14 @@ impl Batching<'_> {
         let mut last = (500, Value::Null);
         for _ in 0..BATCH_ATTEMPTS {
             last = match self.provider.answer(wire, &request) {
-                Reply::Respond { status, steps, .. } => {
+                MockReply::Respond { status, steps, .. } => {
                     let mut bytes = Vec::new();
                     for step in steps {
                         match step {
-                            Step::Write(b) => bytes.extend_from_slice(&b),
-                            Step::Generated { key, text } => self.provider.generated(key, text),
+                            ReplyStep::Write(b) => bytes.extend_from_slice(&b),
+                            ReplyStep::Generated { key, text } => {
+                                self.provider.generated(key, text)
+                            }
                             _ => {}
                         }
                     }
@@ -712,7 +722,7 @@ impl Batching<'_> {
                         serde_json::from_slice(&bytes).unwrap_or(Value::Null),
                     )
                 }
-                Reply::Hang(_) => (
+                MockReply::Hang(_) => (
                     500,
                     json!({"error": {"message": "The request timed out.", "type": "server_error"}}),
                 ),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use futures_util::stream;
 
-use super::{InFlight, MockRequest, Provider, Reply, Step};
+use super::{InFlight, MockReply, MockRequest, Provider, ReplyStep};
 use crate::client::transport::{BoxFuture, HttpRequest, HttpResponse, Transport, TransportError};
 
 /// The simulator as a transport, without sockets.
@@ -30,7 +30,7 @@ impl MemoryTransport {
 }
 
 struct Body {
-    steps: VecDeque<Step>,
+    steps: VecDeque<ReplyStep>,
     provider: Arc<Provider>,
     /// Held until the body is dropped, like a connection.
     _in_flight: InFlight,
@@ -73,8 +73,8 @@ impl Transport for MemoryTransport {
                 provider.respond(&request)
             };
             let (status, headers, steps, in_flight) = match reply {
-                Reply::Hang(_in_flight) => return std::future::pending().await,
-                Reply::Respond {
+                MockReply::Hang(_in_flight) => return std::future::pending().await,
+                MockReply::Respond {
                     status,
                     headers,
                     steps,
@@ -89,17 +89,17 @@ impl Transport for MemoryTransport {
             let body = stream::unfold(body, |mut body| async move {
                 loop {
                     match body.steps.pop_front()? {
-                        Step::Write(bytes) => return Some((Ok(bytes), body)),
-                        Step::Sleep(d) => tokio::time::sleep(d).await,
-                        Step::Stall => std::future::pending::<()>().await,
-                        Step::Reset => {
+                        ReplyStep::Write(bytes) => return Some((Ok(bytes), body)),
+                        ReplyStep::Sleep(d) => tokio::time::sleep(d).await,
+                        ReplyStep::Stall => std::future::pending::<()>().await,
+                        ReplyStep::Reset => {
                             body.steps.clear();
                             return Some((
                                 Err(TransportError("connection reset by peer".into())),
                                 body,
                             ));
                         }
-                        Step::Generated { key, text } => body.provider.generated(key, text),
+                        ReplyStep::Generated { key, text } => body.provider.generated(key, text),
                     }
                 }
             });

@@ -2,7 +2,7 @@
 //! (and the Responses API's, and Anthropic messages', [`anthropic`]) with a deterministic
 //! model that misbehaves on demand and counts what it did.
 //!
-//! [`Provider::respond`] turns a request into a [`Reply`]: a script of writes, pauses, stalls,
+//! [`Provider::respond`] turns a request into a [`MockReply`]: a script of writes, pauses, stalls,
 //! resets and ends. The TCP server ([`server`]) plays scripts onto sockets; the in-memory
 //! transport ([`memory`]) plays them into the client directly, on tokio's (pausable) clock.
 
@@ -29,8 +29,8 @@ use crate::client::ChatMessage;
 use script::{Script, StreamPlan, chat_finish};
 use wire::{Fault, Wire};
 pub use wire::{
-    Faults, InFlight, MockConfig, MockRequest, Reply, RetryAfter, Stats, StatsSnapshot, Step,
-    UsageMode,
+    Faults, InFlight, MockConfig, MockReply, MockRequest, ReplyStep, RetryAfter, Stats,
+    StatsSnapshot, UsageMode,
 };
 
 /// Request bodies kept for tests; later ones are not kept, so long runs stay small.
@@ -132,7 +132,7 @@ impl Provider {
         method: &str,
         path: &str,
         request: &MockRequest,
-    ) -> Option<Reply> {
+    ) -> Option<MockReply> {
         self.batching().batch_api(method, path, request)
     }
 
@@ -185,13 +185,13 @@ impl Provider {
         body: Value,
         extra: Vec<(String, String)>,
         in_flight: InFlight,
-    ) -> Reply {
+    ) -> MockReply {
         let mut headers = vec![("content-type".to_string(), "application/json".to_string())];
         headers.extend(extra);
-        Reply::Respond {
+        MockReply::Respond {
             status,
             headers,
-            steps: vec![Step::Write(Bytes::from(body.to_string()))],
+            steps: vec![ReplyStep::Write(Bytes::from(body.to_string()))],
             in_flight,
         }
     }
@@ -203,7 +203,7 @@ impl Provider {
         kind: &str,
         extra: Vec<(String, String)>,
         in_flight: InFlight,
-    ) -> Reply {
+    ) -> MockReply {
         let body = in_flight.wire.error_body(status, message, kind);
         self.json_reply(status, body, extra, in_flight)
     }
@@ -228,25 +228,25 @@ impl Provider {
     }
 
     /// Decides how to answer one chat-completions request (`POST /v1/chat/completions`).
-    pub(crate) fn respond(&self, request: &MockRequest) -> Reply {
+    pub(crate) fn respond(&self, request: &MockRequest) -> MockReply {
         self.answer(Wire::Chat, request)
     }
 
     /// Decides how to answer one Responses API request (`POST /v1/responses`).
-    pub(crate) fn respond_responses(&self, request: &MockRequest) -> Reply {
+    pub(crate) fn respond_responses(&self, request: &MockRequest) -> MockReply {
         self.stats.responses_requests.fetch_add(1, Ordering::SeqCst);
         self.answer(Wire::Responses, request)
     }
 
     /// Decides how to answer one Anthropic messages request (`POST /v1/messages`).
-    pub(crate) fn respond_messages(&self, request: &MockRequest) -> Reply {
+    pub(crate) fn respond_messages(&self, request: &MockRequest) -> MockReply {
         self.stats.anthropic_messages.fetch_add(1, Ordering::SeqCst);
         self.answer(Wire::Anthropic, request)
     }
 
     /// Answers a request that came in speaking `wire`: read into the chat-completions form
     /// the model answers, and streamed back in the wire's own events.
-    fn answer(&self, wire: Wire, request: &MockRequest) -> Reply {
+    fn answer(&self, wire: Wire, request: &MockRequest) -> MockReply {
         self.stats.requests.fetch_add(1, Ordering::SeqCst);
         let in_flight = InFlight::new(&self.stats, wire);
         let serial = self.serial.fetch_add(1, Ordering::SeqCst);
@@ -368,7 +368,7 @@ impl Provider {
     }
 
     /// Answers a request turned away, on its wire, and counts it.
-    fn reject(&self, rejection: Rejection, in_flight: InFlight) -> Reply {
+    fn reject(&self, rejection: Rejection, in_flight: InFlight) -> MockReply {
         let count = |counter: &AtomicU64| counter.fetch_add(1, Ordering::SeqCst);
         let stats = &self.stats;
         let invalid = "invalid_request_error";
@@ -407,7 +407,7 @@ impl Provider {
             }
             Rejection::Hang => {
                 count(&stats.hangs);
-                Reply::Hang(in_flight)
+                MockReply::Hang(in_flight)
             }
         }
     }
@@ -557,7 +557,7 @@ impl Provider {
         plan: StreamPlan,
         refused: bool,
         in_flight: InFlight,
-    ) -> Reply {
+    ) -> MockReply {
         let extra = replayed_header(plan.replay);
         let StreamPlan {
             calls,
@@ -591,7 +591,13 @@ impl Provider {
     }
 
     /// Streams the answer in the wire's events, broken off where its fault strikes.
-    fn streamed(&self, wire: Wire, serial: u64, plan: StreamPlan, in_flight: InFlight) -> Reply {
+    fn streamed(
+        &self,
+        wire: Wire,
+        serial: u64,
+        plan: StreamPlan,
+        in_flight: InFlight,
+    ) -> MockReply {
         let mut headers = vec![
             ("content-type".to_string(), "text/event-stream".to_string()),
             ("cache-control".to_string(), "no-cache".to_string()),
@@ -609,7 +615,7 @@ impl Provider {
             Wire::Anthropic => anthropic::stream(script, serial, plan),
         };
         self.count_stream_fault(fault);
-        Reply::Respond {
+        MockReply::Respond {
             status: 200,
             headers,
             steps,
@@ -632,7 +638,7 @@ impl Provider {
         counter.fetch_add(1, Ordering::SeqCst);
     }
 
-    fn too_many(&self, in_flight: InFlight) -> Reply {
+    fn too_many(&self, in_flight: InFlight) -> MockReply {
         let header = match self.config.retry_after {
             RetryAfter::Seconds(s) => ("retry-after".to_string(), s.to_string()),
             RetryAfter::Date(s) => (
@@ -845,7 +851,7 @@ impl wire::Answers for Provider {
         Provider::accepts_key(self, wire, headers)
     }
 
-    fn answer(&self, wire: Wire, request: &MockRequest) -> Reply {
+    fn answer(&self, wire: Wire, request: &MockRequest) -> MockReply {
         Provider::answer(self, wire, request)
     }
 

@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 
 use super::answers;
 use super::script::{Script, StreamPlan};
-use super::wire::{Fault, MockConfig, Step, UsageMode};
+use super::wire::{Fault, MockConfig, ReplyStep, UsageMode};
 
 /// A Responses request as the chat-completions body the simulator answers: `input` (and
 /// `instructions`) as messages, `max_output_tokens` as `max_tokens`, flat tools nested,
@@ -315,7 +315,7 @@ impl Events<'_> {
     }
 
     /// Ends the stream early the way the fault says; `None` lets it go on.
-    fn fault(&mut self, fault: Option<Fault>) -> Option<Vec<Step>> {
+    fn fault(&mut self, fault: Option<Fault>) -> Option<Vec<ReplyStep>> {
         match fault? {
             f @ (Fault::Reset | Fault::Cut | Fault::Stall) => self.script.break_off(f),
             Fault::ErrorEvent => self.send(
@@ -342,7 +342,7 @@ impl Events<'_> {
 
     /// The terminal event, with the output and usage (none under `UsageMode::None`); the
     /// answer is whole once it is out.
-    fn end(mut self, plan: StreamPlan) -> Vec<Step> {
+    fn end(mut self, plan: StreamPlan) -> Vec<ReplyStep> {
         let (kind, status, details) = ending(plan.finish);
         let reported = match self.script.config.usage {
             UsageMode::None => Value::Null,
@@ -355,7 +355,7 @@ impl Events<'_> {
             json!({"output": output, "usage": reported, "incomplete_details": details}),
         );
         if !plan.replay {
-            self.script.steps.push(Step::Generated {
+            self.script.steps.push(ReplyStep::Generated {
                 key: plan.key,
                 text: plan.text,
             });
@@ -368,7 +368,7 @@ impl Events<'_> {
 /// function call (its arguments in many pieces), then `response.completed` (or
 /// `response.incomplete` at the token ceiling) with the output and usage. Faults strike
 /// after the first half of the text, as in chat completions.
-pub(super) fn stream(mut script: Script<'_>, serial: u64, plan: StreamPlan) -> Vec<Step> {
+pub(super) fn stream(mut script: Script<'_>, serial: u64, plan: StreamPlan) -> Vec<ReplyStep> {
     script.begin();
     let response = response(script.config, serial);
     let mut e = Events {

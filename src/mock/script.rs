@@ -6,7 +6,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use super::answers;
-use super::wire::{Fault, MockConfig, Step, UsageMode};
+use super::wire::{Fault, MockConfig, ReplyStep, UsageMode};
 
 pub(crate) struct StreamPlan {
     pub(crate) reasoning: Vec<String>,
@@ -26,7 +26,7 @@ pub(crate) struct StreamPlan {
 pub(crate) struct Script<'a> {
     pub(crate) config: &'a MockConfig,
     pub(crate) id: String,
-    pub(crate) steps: Vec<Step>,
+    pub(crate) steps: Vec<ReplyStep>,
 }
 
 impl Script<'_> {
@@ -48,19 +48,19 @@ impl Script<'_> {
         {
             // Split inside the first multi-byte character.
             self.steps
-                .push(Step::Write(Bytes::copy_from_slice(&bytes[..at + 1])));
+                .push(ReplyStep::Write(Bytes::copy_from_slice(&bytes[..at + 1])));
             self.steps
-                .push(Step::Write(Bytes::copy_from_slice(&bytes[at + 1..])));
+                .push(ReplyStep::Write(Bytes::copy_from_slice(&bytes[at + 1..])));
         } else {
-            self.steps.push(Step::Write(Bytes::from(bytes)));
+            self.steps.push(ReplyStep::Write(Bytes::from(bytes)));
         }
         if self.config.keepalive {
             let eol = if self.config.crlf { "\r\n" } else { "\n" };
             self.steps
-                .push(Step::Write(Bytes::from(format!(": keep-alive{eol}"))));
+                .push(ReplyStep::Write(Bytes::from(format!(": keep-alive{eol}"))));
         }
         if !self.config.token_delay.is_zero() {
-            self.steps.push(Step::Sleep(self.config.token_delay));
+            self.steps.push(ReplyStep::Sleep(self.config.token_delay));
         }
     }
 
@@ -87,15 +87,16 @@ impl Script<'_> {
     /// What comes before a stream's first event: the delay, and a ping with keep-alives.
     pub(crate) fn begin(&mut self) {
         if !self.config.first_token_delay.is_zero() {
-            self.steps.push(Step::Sleep(self.config.first_token_delay));
+            self.steps
+                .push(ReplyStep::Sleep(self.config.first_token_delay));
         }
         if self.config.keepalive {
             self.steps
-                .push(Step::Write(Bytes::from_static(b": ping\n\n")));
+                .push(ReplyStep::Write(Bytes::from_static(b": ping\n\n")));
         }
     }
 
-    pub(crate) fn stream(mut self, plan: StreamPlan) -> Vec<Step> {
+    pub(crate) fn stream(mut self, plan: StreamPlan) -> Vec<ReplyStep> {
         self.begin();
         let role = self.chunk(json!({"role": "assistant", "content": ""}), None, None);
         self.event(&role);
@@ -148,7 +149,7 @@ impl Script<'_> {
         self.event(&finish);
         // The answer is whole once its finish_reason is out.
         if !plan.replay {
-            self.steps.push(Step::Generated {
+            self.steps.push(ReplyStep::Generated {
                 key: plan.key,
                 text: plan.text,
             });
@@ -172,14 +173,14 @@ impl Script<'_> {
     /// Breaks the stream off as it breaks on every wire: a reset, a clean end, or silence.
     pub(crate) fn break_off(&mut self, fault: Fault) {
         match fault {
-            Fault::Reset => self.steps.push(Step::Reset),
-            Fault::Stall => self.steps.push(Step::Stall),
+            Fault::Reset => self.steps.push(ReplyStep::Reset),
+            Fault::Stall => self.steps.push(ReplyStep::Stall),
             _ => {}
         }
     }
 
     /// Ends the stream early the way the fault says; `None` lets it go on.
-    pub(crate) fn fault_mid_stream(&mut self, fault: Option<Fault>) -> Option<Vec<Step>> {
+    pub(crate) fn fault_mid_stream(&mut self, fault: Option<Fault>) -> Option<Vec<ReplyStep>> {
         match fault? {
             f @ (Fault::Reset | Fault::Cut | Fault::Stall) => self.break_off(f),
             Fault::ErrorEvent | Fault::Failed => self.event(

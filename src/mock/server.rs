@@ -10,7 +10,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
-use super::{MockRequest, Provider, Reply, Step, Wire};
+use super::{MockReply, MockRequest, Provider, ReplyStep, Wire};
 
 /// A running simulator; stops when dropped.
 pub struct MockServer {
@@ -186,12 +186,12 @@ async fn connection(mut stream: TcpStream, provider: Arc<Provider>) -> std::io::
     Ok(())
 }
 
-fn plain(status: u16, body: String) -> Reply {
+fn plain(status: u16, body: String) -> MockReply {
     let stats = Arc::new(super::Stats::default());
-    Reply::Respond {
+    MockReply::Respond {
         status,
         headers: vec![("content-type".into(), "application/json".into())],
-        steps: vec![Step::Write(Bytes::from(body))],
+        steps: vec![ReplyStep::Write(Bytes::from(body))],
         in_flight: super::InFlight::new(&stats, Wire::Chat),
     }
 }
@@ -212,15 +212,19 @@ fn reason(status: u16) -> &'static str {
 }
 
 /// Plays a reply onto the socket; false when the connection must not be reused.
-async fn play(stream: &mut TcpStream, reply: Reply, provider: &Provider) -> std::io::Result<bool> {
+async fn play(
+    stream: &mut TcpStream,
+    reply: MockReply,
+    provider: &Provider,
+) -> std::io::Result<bool> {
     let (status, headers, steps, _in_flight) = match reply {
-        Reply::Hang(_in_flight) => {
+        MockReply::Hang(_in_flight) => {
             // Hold the socket open and say nothing, until the client gives up.
             let mut sink = [0u8; 1024];
             while stream.read(&mut sink).await? > 0 {}
             return Ok(false);
         }
-        Reply::Respond {
+        MockReply::Respond {
             status,
             headers,
             steps,
@@ -235,7 +239,7 @@ async fn play(stream: &mut TcpStream, reply: Reply, provider: &Provider) -> std:
     stream.write_all(head.as_bytes()).await?;
     for step in steps {
         match step {
-            Step::Write(bytes) => {
+            ReplyStep::Write(bytes) => {
                 let mut chunk = Vec::with_capacity(bytes.len() + 16);
                 chunk.extend_from_slice(format!("{:x}\r\n", bytes.len()).as_bytes());
                 chunk.extend_from_slice(&bytes);
@@ -243,17 +247,17 @@ async fn play(stream: &mut TcpStream, reply: Reply, provider: &Provider) -> std:
                 stream.write_all(&chunk).await?;
                 stream.flush().await?;
             }
-            Step::Sleep(d) => tokio::time::sleep(d).await,
-            Step::Stall => {
+            ReplyStep::Sleep(d) => tokio::time::sleep(d).await,
+            ReplyStep::Stall => {
                 let mut sink = [0u8; 1024];
                 while stream.read(&mut sink).await? > 0 {}
                 return Ok(false);
             }
-            Step::Reset => {
+            ReplyStep::Reset => {
                 stream.set_zero_linger()?;
                 return Ok(false);
             }
-            Step::Generated { key, text } => provider.generated(key, text),
+            ReplyStep::Generated { key, text } => provider.generated(key, text),
         }
     }
     stream.write_all(b"0\r\n\r\n").await?;

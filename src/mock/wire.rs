@@ -1,6 +1,6 @@
 //! What the simulator's files share: its configuration ([`MockConfig`]), its counters
 //! ([`Stats`]), a request as it arrives ([`MockRequest`]), the wire it came in on
-//! ([`Wire`]), the reply it gets ([`Reply`], a script of [`Step`]s), the faults a reply may
+//! ([`Wire`]), the reply it gets ([`MockReply`], a script of [`ReplyStep`]s), the faults a reply may
 //! meet, and what the batch API asks of the provider it is part of ([`Answers`]).
 
 use std::sync::Arc;
@@ -267,7 +267,7 @@ impl Drop for InFlight {
 
 /// One step of a scripted response body.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Step {
+pub enum ReplyStep {
     Write(Bytes),
     Sleep(Duration),
     /// Send nothing more, but keep the connection open.
@@ -282,13 +282,13 @@ pub enum Step {
 }
 
 /// How the simulator answers one request: a script to play, or silence.
-pub enum Reply {
+pub enum MockReply {
     /// Accept the request and never answer.
     Hang(InFlight),
     Respond {
         status: u16,
         headers: Vec<(String, String)>,
-        steps: Vec<Step>,
+        steps: Vec<ReplyStep>,
         in_flight: InFlight,
     },
 }
@@ -345,7 +345,7 @@ pub(crate) trait Answers: Send + Sync {
     fn accepts_key(&self, wire: Wire, headers: &[(String, String)]) -> bool;
 
     /// Answers a request that came in speaking `wire`.
-    fn answer(&self, wire: Wire, request: &MockRequest) -> Reply;
+    fn answer(&self, wire: Wire, request: &MockRequest) -> MockReply;
 
     /// A generation reached its end (counted, and kept for an idempotent replay).
     fn generated(&self, key: Option<String>, text: String);

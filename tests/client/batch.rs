@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
-use promptgauge::client::transport::{HttpRequest, Method, Transport};
+use promptgauge::client::transport::{HttpMethod, HttpRequest, Transport};
 use promptgauge::client::{ChatMessage, Client, ClientConfig, JobRequest};
 use promptgauge::mock::memory::MemoryTransport;
 use promptgauge::mock::{MockConfig, Provider};
@@ -19,7 +19,7 @@ const BOUNDARY: &str = "pg-boundary-42";
 /// Sends one request; (status, body).
 async fn call(
     t: &MemoryTransport,
-    method: Method,
+    method: HttpMethod,
     path: &str,
     body: Bytes,
     content_type: &str,
@@ -44,7 +44,12 @@ async fn call(
     (response.status, Bytes::from(body))
 }
 
-async fn json_call(t: &MemoryTransport, method: Method, path: &str, body: Value) -> (u16, Value) {
+async fn json_call(
+    t: &MemoryTransport,
+    method: HttpMethod,
+    path: &str,
+    body: Value,
+) -> (u16, Value) {
     let (status, bytes) = call(
         t,
         method,
@@ -67,7 +72,7 @@ async fn upload(t: &MemoryTransport, lines: &[Value]) -> String {
     );
     let (status, bytes) = call(
         t,
-        Method::Post,
+        HttpMethod::Post,
         "/files",
         Bytes::from(form),
         &format!("multipart/form-data; boundary={BOUNDARY}"),
@@ -110,7 +115,7 @@ async fn a_batch_completes_after_its_delay_with_the_answers_streaming_gives() {
     let file = upload(&t, &lines).await;
     let (status, batch) = json_call(
         &t,
-        Method::Post,
+        HttpMethod::Post,
         "/batches",
         json!({"input_file_id": file, "endpoint": "/v1/chat/completions", "completion_window": "24h", "metadata": {"promptgauge_run": "run-7"}}),
     )
@@ -122,11 +127,11 @@ async fn a_batch_completes_after_its_delay_with_the_answers_streaming_gives() {
     assert_eq!(provider.batches_created(), 1);
     // Not before its time.
     tokio::time::sleep(Duration::from_secs(599)).await;
-    let (_, batch) = json_call(&t, Method::Get, &format!("/batches/{id}"), Value::Null).await;
+    let (_, batch) = json_call(&t, HttpMethod::Get, &format!("/batches/{id}"), Value::Null).await;
     assert_eq!(batch["status"], "in_progress");
     assert_eq!(provider.stats().generations, 0, "nothing answered yet");
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let (_, batch) = json_call(&t, Method::Get, &format!("/batches/{id}"), Value::Null).await;
+    let (_, batch) = json_call(&t, HttpMethod::Get, &format!("/batches/{id}"), Value::Null).await;
     assert_eq!(batch["status"], "completed", "{batch}");
     assert_eq!(
         batch["request_counts"],
@@ -134,13 +139,13 @@ async fn a_batch_completes_after_its_delay_with_the_answers_streaming_gives() {
     );
     assert!(batch["error_file_id"].is_null());
     // Found by its metadata in the list.
-    let (_, list) = json_call(&t, Method::Get, "/batches?limit=100", Value::Null).await;
+    let (_, list) = json_call(&t, HttpMethod::Get, "/batches?limit=100", Value::Null).await;
     assert_eq!(list["data"][0]["metadata"]["promptgauge_run"], "run-7");
     // The output file: a line per request, by custom_id, as a chat completion.
     let output = batch["output_file_id"].as_str().unwrap();
     let (status, bytes) = call(
         &t,
-        Method::Get,
+        HttpMethod::Get,
         &format!("/files/{output}/content"),
         Bytes::new(),
         "application/json",
@@ -191,11 +196,11 @@ async fn a_cancelled_batch_and_an_expired_one_say_which_requests_were_not_run() 
     let t = MemoryTransport::new(provider.clone());
     let file = upload(&t, &(1..=4).map(line).collect::<Vec<_>>()).await;
     let create = json!({"input_file_id": file, "endpoint": "/v1/chat/completions", "completion_window": "24h"});
-    let (_, batch) = json_call(&t, Method::Post, "/batches", create.clone()).await;
+    let (_, batch) = json_call(&t, HttpMethod::Post, "/batches", create.clone()).await;
     let id = batch["id"].as_str().unwrap();
     let (_, cancelled) = json_call(
         &t,
-        Method::Post,
+        HttpMethod::Post,
         &format!("/batches/{id}/cancel"),
         Value::Null,
     )
@@ -208,7 +213,7 @@ async fn a_cancelled_batch_and_an_expired_one_say_which_requests_were_not_run() 
     let errors = cancelled["error_file_id"].as_str().unwrap();
     let (_, bytes) = call(
         &t,
-        Method::Get,
+        HttpMethod::Get,
         &format!("/files/{errors}/content"),
         Bytes::new(),
         "application/json",
@@ -226,10 +231,10 @@ async fn a_cancelled_batch_and_an_expired_one_say_which_requests_were_not_run() 
     let t = MemoryTransport::new(expiring.clone());
     let file = upload(&t, &(1..=4).map(line).collect::<Vec<_>>()).await;
     let create = json!({"input_file_id": file, "endpoint": "/v1/chat/completions", "completion_window": "24h"});
-    let (_, batch) = json_call(&t, Method::Post, "/batches", create).await;
+    let (_, batch) = json_call(&t, HttpMethod::Post, "/batches", create).await;
     let id = batch["id"].as_str().unwrap();
     tokio::time::sleep(Duration::from_secs(61)).await;
-    let (_, batch) = json_call(&t, Method::Get, &format!("/batches/{id}"), Value::Null).await;
+    let (_, batch) = json_call(&t, HttpMethod::Get, &format!("/batches/{id}"), Value::Null).await;
     assert_eq!(batch["status"], "expired");
     assert_eq!(
         batch["request_counts"],
@@ -244,7 +249,7 @@ async fn the_batch_api_wants_the_key_and_refuses_what_it_cannot_run() {
     let t = MemoryTransport::new(provider.clone());
     let response = t
         .send(HttpRequest {
-            method: Method::Get,
+            method: HttpMethod::Get,
             url: format!("{BASE}/batches"),
             headers: vec![("authorization".into(), "Bearer wrong".into())],
             body: Bytes::new(),
@@ -255,7 +260,7 @@ async fn the_batch_api_wants_the_key_and_refuses_what_it_cannot_run() {
     let file = upload(&t, &[line(1)]).await;
     let (status, e) = json_call(
         &t,
-        Method::Post,
+        HttpMethod::Post,
         "/batches",
         json!({"input_file_id": file, "endpoint": "/v1/embeddings"}),
     )
@@ -263,13 +268,13 @@ async fn the_batch_api_wants_the_key_and_refuses_what_it_cannot_run() {
     assert_eq!(status, 400, "{e}");
     let (status, _) = json_call(
         &t,
-        Method::Post,
+        HttpMethod::Post,
         "/batches",
         json!({"input_file_id": "file-none", "endpoint": "/v1/chat/completions"}),
     )
     .await;
     assert_eq!(status, 404);
-    let (status, _) = json_call(&t, Method::Get, "/batches/batch-none", Value::Null).await;
+    let (status, _) = json_call(&t, HttpMethod::Get, "/batches/batch-none", Value::Null).await;
     assert_eq!(status, 404);
     assert_eq!(provider.batches_created(), 0);
 }

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::api::{BatchApi, Pending};
 use super::wire::{BatchError, BatchState, Http, RequestCounts};
 use crate::client::protocol::Protocol;
-use crate::client::transport::Method;
+use crate::client::transport::HttpMethod;
 
 /// `/v1/messages/batches`.
 pub struct AnthropicBatches;
@@ -121,7 +121,7 @@ impl BatchApi for AnthropicBatches {
                 .collect::<Result<Vec<_>, _>>()?;
             let v = http
                 .json(
-                    Method::Post,
+                    HttpMethod::Post,
                     "/messages/batches",
                     json!({"requests": requests}),
                 )

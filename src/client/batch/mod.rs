@@ -21,7 +21,7 @@ pub use api::{BatchApi, Pending};
 pub use openai::OpenAiBatches;
 pub use wire::{BatchError, BatchState, EachLine, Http, MAX_FILE_BYTES, RequestCounts};
 
-use super::transport::Method;
+use super::transport::HttpMethod;
 use super::{Client, JobRequest, JobResult, ProtocolKind, Streamed};
 
 /// The batch API at one endpoint.
@@ -122,7 +122,7 @@ impl Batches {
     pub async fn probe(&self) -> Result<(), BatchError> {
         self.http
             .json(
-                Method::Get,
+                HttpMethod::Get,
                 &format!("{}?limit=1", self.api.path()),
                 Value::Null,
             )
@@ -171,7 +171,7 @@ impl Batches {
         let v = self
             .http
             .json(
-                Method::Get,
+                HttpMethod::Get,
                 &format!("{}/{id}", self.api.path()),
                 Value::Null,
             )
@@ -196,7 +196,7 @@ impl Batches {
             let v = self
                 .http
                 .json(
-                    Method::Get,
+                    HttpMethod::Get,
                     &format!("{}?limit=100{cursor}", self.api.path()),
                     Value::Null,
                 )
@@ -228,7 +228,7 @@ impl Batches {
         let v = self
             .http
             .json(
-                Method::Post,
+                HttpMethod::Post,
                 &format!("{}/{id}/cancel", self.api.path()),
                 Value::Null,
             )

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::api::{BatchApi, Pending};
 use super::wire::{BatchError, BatchState, Http};
 use crate::client::protocol::Protocol;
-use crate::client::transport::Method;
+use crate::client::transport::HttpMethod;
 
 /// `/v1/files` and `/v1/batches`, for chat completions and Responses.
 pub struct OpenAiBatches;
@@ -137,7 +137,7 @@ pub(super) async fn upload(http: &Http, name: &str, jsonl: &[u8]) -> Result<Stri
     form.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
     let bytes = http
         .call(
-            Method::Post,
+            HttpMethod::Post,
             "/files",
             &format!("multipart/form-data; boundary={boundary}"),
             Bytes::from(form),
@@ -161,7 +161,7 @@ pub(super) async fn create(
 ) -> Result<BatchState, BatchError> {
     let v = http
         .json(
-            Method::Post,
+            HttpMethod::Post,
             "/batches",
             json!({"input_file_id": file_id, "endpoint": endpoint, "completion_window": "24h", "metadata": metadata}),
         )

@@ -9,7 +9,7 @@ use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::client::transport::{HttpRequest, Method, Transport};
+use crate::client::transport::{HttpMethod, HttpRequest, Transport};
 
 /// The most a batch's output or error file may hold when read back.
 pub const MAX_FILE_BYTES: usize = 512 * 1024 * 1024;
@@ -100,7 +100,7 @@ impl Http {
     /// One call's answer, refused beyond `limit` bytes or when it is not a 200.
     pub async fn call(
         &self,
-        method: Method,
+        method: HttpMethod,
         path: &str,
         content_type: &str,
         body: Bytes,
@@ -157,7 +157,12 @@ impl Http {
     }
 
     /// A JSON call (no body for `Value::Null`), its answer parsed.
-    pub async fn json(&self, method: Method, path: &str, body: Value) -> Result<Value, BatchError> {
+    pub async fn json(
+        &self,
+        method: HttpMethod,
+        path: &str,
+        body: Value,
+    ) -> Result<Value, BatchError> {
         let body = match body {
             Value::Null => Bytes::new(),
             v => Bytes::from(v.to_string()),
@@ -170,8 +175,14 @@ impl Http {
 
     /// A file read at `path`, refused beyond `limit`.
     pub async fn read(&self, path: &str, limit: usize) -> Result<Bytes, BatchError> {
-        self.call(Method::Get, path, "application/json", Bytes::new(), limit)
-            .await
+        self.call(
+            HttpMethod::Get,
+            path,
+            "application/json",
+            Bytes::new(),
+            limit,
+        )
+        .await
     }
 }
 
