@@ -18,7 +18,7 @@ pub(crate) fn t_critical(confidence: f64, df: f64) -> Option<f64> {
 /// interval a few points wide around 0.9 and covered 46–92% (tests/fixtures/
 /// bounded_coverage.py); the fixed floor it replaces (0.05, "one more case 0.22 from the
 /// mean") could not see that far.
-pub fn unseen_spread(mean: f64, z: f64) -> f64 {
+pub(crate) fn unseen_spread(mean: f64, z: f64) -> f64 {
     let d = mean.max(1.0 - mean);
     z * z * d * d
 }
