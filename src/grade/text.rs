@@ -34,7 +34,7 @@ fn first_group(pattern: &str, case_sensitive: bool) -> Option<(String, Regex)> {
 
 /// A grader ready to use: its regex compiled once, its path parsed once.
 #[derive(Debug, Clone)]
-pub enum Grader {
+pub(crate) enum Grader {
     Exact {
         case_sensitive: bool,
     },
@@ -57,18 +57,18 @@ pub enum Grader {
 
 /// One step of a JSON path: a key or an index.
 #[derive(Debug, Clone, PartialEq)]
-pub enum PathStep {
+pub(crate) enum PathStep {
     Key(String),
     Index(usize),
 }
 
 /// The verdict on one output: a text grader's score is full marks or none.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Grade {
+pub(crate) struct Grade {
     /// 1 when the output matches an expected answer, else 0.
-    pub score: f64,
+    pub(crate) score: f64,
     /// What the grader took from the output; `None` when it found nothing to compare.
-    pub extracted: Option<String>,
+    pub(crate) extracted: Option<String>,
 }
 
 /// Full marks (1) when `pass`, else none (0).
@@ -78,7 +78,8 @@ fn marks(pass: bool) -> f64 {
 
 impl Grade {
     /// Whether it has full marks.
-    pub fn passed(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn passed(&self) -> bool {
         self.score == 1.0
     }
 }
@@ -157,7 +158,7 @@ impl Grader {
     }
 
     /// Whether `output` matches one of `expected`, and what was extracted from it.
-    pub fn grade(&self, output: &str, expected: &[String]) -> Grade {
+    pub(crate) fn grade(&self, output: &str, expected: &[String]) -> Grade {
         match self {
             Grader::Exact { case_sensitive } => {
                 let got = output.trim();
