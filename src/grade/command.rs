@@ -19,13 +19,13 @@ use super::scorer::{Score, ScoreContext, ScoreError, ScoreFuture, ScoreInput, Sc
 use crate::client::Usage;
 
 /// The longest reply line read: a longer one is not a reply.
-pub(crate) const MAX_REPLY_BYTES: usize = 1 << 20;
+const MAX_REPLY_BYTES: usize = 1 << 20;
 
 /// What is kept of a process's stderr for one job: its last bytes.
-pub(crate) const KEPT_STDERR_BYTES: usize = 8 * 1024;
+const KEPT_STDERR_BYTES: usize = 8 * 1024;
 
 /// How long one reply may take unless the spec says.
-pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub(crate) use crate::suite::grading::PASSED_ENV;
 

@@ -133,7 +133,7 @@ impl Grader {
     }
 
     /// Checks that an expected answer can ever match, so a typo is caught before the run.
-    pub(crate) fn check_expected(&self, expected: &str) -> Result<(), CaseError> {
+    fn check_expected(&self, expected: &str) -> Result<(), CaseError> {
         match self {
             Grader::Number { .. } if parse_number(expected).is_none() => {
                 Err(CaseError::NotANumber(expected.to_string()))
@@ -328,7 +328,7 @@ static BRACKETED: LazyLock<Regex> =
 
 /// The option letter a model chose. In order of trust: an explicit "Answer: X" (the last
 /// one, as models revise), the whole output being a letter, a leading "X)", a bracketed "(X)".
-pub(crate) fn extract_choice(output: &str) -> Option<char> {
+fn extract_choice(output: &str) -> Option<char> {
     let text = output.replace(['*', '`'], "");
     let text = text.trim();
     let letter = |m: Option<regex::Match>| m.and_then(|m| m.as_str().chars().next());

@@ -62,7 +62,7 @@ fn beta_quantile(a: f64, b: f64, target: f64) -> f64 {
 }
 
 /// Clopper–Pearson interval for a binomial proportion: `k` of `n` at `confidence`.
-pub(crate) fn clopper_pearson(k: u64, n: u64, confidence: f64) -> Option<(f64, f64)> {
+fn clopper_pearson(k: u64, n: u64, confidence: f64) -> Option<(f64, f64)> {
     if n == 0 || k > n || !(confidence > 0.0 && confidence < 1.0) {
         return None;
     }

@@ -418,7 +418,7 @@ pub(crate) fn non_inferiority_cases(max_drop: f64, target: f64, a: &Assumptions)
 
 /// Above this many cases (by the normal approximation) [`cases_needed`] returns the
 /// approximation instead of searching the exact power.
-pub(crate) const EXACT_UP_TO: u64 = 20_000;
+const EXACT_UP_TO: u64 = 20_000;
 
 /// Connor's (1987) normal approximation of the cases the exact McNemar test needs at level
 /// α/m, from the discordant cells the assumptions imply.

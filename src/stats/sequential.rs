@@ -30,15 +30,15 @@
 //! variant at most M worse than the baseline?
 
 /// Cases of prior weight given to the independent-errors guess of the discordance.
-pub(crate) const PRIOR_CASES: f64 = 60.0;
+const PRIOR_CASES: f64 = 60.0;
 /// Discordant pairs of prior weight holding the rejecting bet to the planned alternative.
-pub(crate) const ADAPT_PAIRS: f64 = 30.0;
+const ADAPT_PAIRS: f64 = 30.0;
 /// Default floor on the cases of any verdict: early futility crossings made on a handful of
 /// discordant pairs are forgiven (simulated: +0.6 to +1.3 points of power at the planned
 /// difference, under 1 point more cases under no difference).
 pub(crate) const DEFAULT_MIN_CASES: u64 = 40;
 /// Largest bet: the wealth never moves by more than this share of itself in one case.
-pub(crate) const MAX_BET: f64 = 0.8;
+const MAX_BET: f64 = 0.8;
 /// The futility tests close at 1/(FUTILITY_SLACK·(1 − power)): a real difference of `detect`
 /// ends in futility with probability ≤ 1.2·(1 − power) by Ville (24% at 80% power), 18.2% in
 /// simulation (power 81.8% at +10 points from 70%; tests/fixtures/sequential.py parts 3
@@ -48,7 +48,7 @@ pub(crate) const FUTILITY_SLACK: f64 = 1.2;
 /// The futility bet as a share of the growth-optimal one under no difference,
 /// detect/(m̂₂ + detect²): smaller bets lose less when a real difference looks null early
 /// (power +0.9 points at the same slack, for 2.3% more cases under no difference).
-pub(crate) const FUTILITY_BET: f64 = 0.7;
+const FUTILITY_BET: f64 = 0.7;
 
 /// The fixed design's cases for these settings, exactly as `promptgauge plan` sizes them:
 /// the fewest cases with which the exact McNemar test (Holm over `comparisons`) has `power`
@@ -69,7 +69,7 @@ pub(crate) fn fixed_design_cases(
 
 /// Prior weight (in cases) of the non-inferiority bets' second moment: the 0/1 guess
 /// overstates the spread of case means, so it weighs less than [`PRIOR_CASES`].
-pub(crate) const NI_PRIOR_CASES: f64 = 5.0;
+const NI_PRIOR_CASES: f64 = 5.0;
 
 /// Whether per-case scores are 0/1 (one answer per case) or anywhere in [0, 1].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -382,7 +382,7 @@ impl SequentialTest {
     }
 
     /// The log threshold of the futility tests: ln(1/([`FUTILITY_SLACK`]·(1 − power))).
-    pub(crate) fn futility_threshold(&self) -> f64 {
+    fn futility_threshold(&self) -> f64 {
         (1.0 / (FUTILITY_SLACK * (1.0 - self.params.power))).ln()
     }
 

@@ -30,7 +30,7 @@ use crate::runner::record::RunRecord;
 
 /// The schema this version writes (the number of migrations); a store at a newer version
 /// is refused.
-pub(crate) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// The store's file when none is named: beside the run folders.
 pub(crate) const DEFAULT_FILE: &str = "promptgauge.db";
@@ -1131,7 +1131,7 @@ fn run_kind(r: &RunRecord) -> RunKind {
 }
 
 /// An RFC 3339 time in Unix milliseconds (0 when unreadable).
-pub(crate) fn unix_ms(time: &str) -> i64 {
+fn unix_ms(time: &str) -> i64 {
     humantime::parse_rfc3339_weak(time)
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
