@@ -18,7 +18,7 @@ pub(crate) enum Combine {
 
 /// Several scorers on one answer.
 #[derive(Debug)]
-pub(crate) struct Combined {
+pub(super) struct Combined {
     pub(crate) how: Combine,
     pub(crate) parts: Vec<Arc<dyn Scorer>>,
     /// For `mean`: one weight per part (all 1 when not given).

@@ -31,7 +31,7 @@ pub(crate) use crate::suite::grading::PASSED_ENV;
 
 /// How long one reply may take: the spec's `timeout` (`10s`, `2m`), else
 /// [`DEFAULT_TIMEOUT`].
-pub(crate) fn timeout_of(timeout: Option<&str>) -> Result<Duration, CommandError> {
+pub(super) fn timeout_of(timeout: Option<&str>) -> Result<Duration, CommandError> {
     match timeout {
         None => Ok(DEFAULT_TIMEOUT),
         Some(t) => {

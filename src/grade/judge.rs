@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 pub use super::context::JudgeService;
-use super::judge_prompt::{self, Parts};
-pub(crate) use super::judge_prompt::{PROMPT_VARIABLES, PromptError, part};
+use super::judge_prompt::{self, PROMPT_VARIABLES, Parts};
+pub(crate) use super::judge_prompt::{PromptError, part};
 use super::scorer::{
     CaseError, JudgeCall, Score, ScoreContext, ScoreError, ScoreFuture, ScoreInput, Scorer,
 };

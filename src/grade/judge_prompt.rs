@@ -29,7 +29,7 @@ pub(crate) fn part<'a>(prompt: &'a str, tag: &str) -> Option<&'a str> {
 }
 
 /// Variables a custom judge prompt may use, besides the case's own (under `vars`).
-pub(crate) const PROMPT_VARIABLES: [&str; 8] = [
+pub(super) const PROMPT_VARIABLES: [&str; 8] = [
     "conversation",
     "question",
     "reference",
@@ -98,7 +98,7 @@ pub enum PromptError {
 }
 
 /// `:LINE` after a file name, when the line is known.
-pub(crate) fn at_line(line: Option<usize>) -> String {
+pub(super) fn at_line(line: Option<usize>) -> String {
     line.map(|l| format!(":{l}")).unwrap_or_default()
 }
 

@@ -15,7 +15,7 @@ use crate::client::{ToolCall, Usage};
 use crate::suite::Case;
 
 /// What a scorer returns: a score, later.
-pub(crate) type ScoreFuture<'a> =
+pub(super) type ScoreFuture<'a> =
     Pin<Box<dyn Future<Output = Result<Score, ScoreError>> + Send + 'a>>;
 
 /// A whole answer: streamed to its finish (or taken from the cache).

@@ -291,7 +291,7 @@ pub(crate) use crate::suite::CallOrder;
 
 /// The tool calls the model made against the expected `{name, arguments}` (or a list).
 #[derive(Debug)]
-pub(crate) struct ToolCalls {
+pub(super) struct ToolCalls {
     /// Arguments must equal the expected ones exactly (else: the expected ones are a subset).
     pub(crate) exact: bool,
     pub(crate) order: CallOrder,

@@ -388,7 +388,7 @@ fn json_value_at(output: &str, path: &[PathStep]) -> Option<String> {
 }
 
 /// Models often wrap JSON in a Markdown fence; the JSON inside is still the answer.
-pub(crate) fn strip_code_fence(text: &str) -> &str {
+pub(super) fn strip_code_fence(text: &str) -> &str {
     let Some(rest) = text.strip_prefix("```") else {
         return text;
     };
