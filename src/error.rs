@@ -53,7 +53,7 @@ impl std::fmt::Display for Failure {
 impl std::error::Error for Failure {}
 
 /// Marks where an error happened: before anything was sent.
-pub trait BeforeSend<T> {
+pub(crate) trait BeforeSend<T> {
     /// Marks an error as one that happened before anything was sent (exit 2).
     fn before_send(self) -> Result<T, Failure>;
 }

@@ -10,7 +10,7 @@ use crate::suite::Case;
 
 /// How the parts' scores become one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Combine {
+pub(crate) enum Combine {
     All,
     Any,
     Mean,
@@ -18,16 +18,16 @@ pub enum Combine {
 
 /// Several scorers on one answer.
 #[derive(Debug)]
-pub struct Combined {
-    pub how: Combine,
-    pub parts: Vec<Arc<dyn Scorer>>,
+pub(super) struct Combined {
+    pub(crate) how: Combine,
+    pub(crate) parts: Vec<Arc<dyn Scorer>>,
     /// For `mean`: one weight per part (all 1 when not given).
-    pub weights: Vec<f64>,
+    pub(crate) weights: Vec<f64>,
 }
 
 /// `mean`'s weights: one per part of `parts` (all 1 when not `given`), none negative nor
 /// all 0.
-pub fn weights(given: Option<&[f64]>, parts: usize) -> Result<Vec<f64>, SpecError> {
+pub(crate) fn weights(given: Option<&[f64]>, parts: usize) -> Result<Vec<f64>, SpecError> {
     match given {
         None => Ok(vec![1.0; parts]),
         Some(w) if w.len() != parts => Err(SpecError::WeightCount {

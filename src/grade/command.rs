@@ -19,19 +19,19 @@ use super::scorer::{Score, ScoreContext, ScoreError, ScoreFuture, ScoreInput, Sc
 use crate::client::Usage;
 
 /// The longest reply line read: a longer one is not a reply.
-pub const MAX_REPLY_BYTES: usize = 1 << 20;
+const MAX_REPLY_BYTES: usize = 1 << 20;
 
 /// What is kept of a process's stderr for one job: its last bytes.
-pub const KEPT_STDERR_BYTES: usize = 8 * 1024;
+const KEPT_STDERR_BYTES: usize = 8 * 1024;
 
 /// How long one reply may take unless the spec says.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
-pub use crate::suite::grading::PASSED_ENV;
+pub(crate) use crate::suite::grading::PASSED_ENV;
 
 /// How long one reply may take: the spec's `timeout` (`10s`, `2m`), else
 /// [`DEFAULT_TIMEOUT`].
-pub fn timeout_of(timeout: Option<&str>) -> Result<Duration, CommandError> {
+pub(super) fn timeout_of(timeout: Option<&str>) -> Result<Duration, CommandError> {
     match timeout {
         None => Ok(DEFAULT_TIMEOUT),
         Some(t) => {

@@ -36,12 +36,12 @@ pub struct JudgeService {
 
 /// Where an `embedding` scorer's vectors come from: an endpoint of the run and a model.
 pub struct EmbeddingService {
-    pub client: Arc<Client>,
-    pub model: String,
+    pub(crate) client: Arc<Client>,
+    pub(crate) model: String,
     /// The endpoint as the user named it, for cache keys.
-    pub endpoint: String,
+    pub(crate) endpoint: String,
     /// `--cache`: vectors already paid for.
-    pub cache: Option<Arc<Mutex<Cache>>>,
+    pub(crate) cache: Option<Arc<Mutex<Cache>>>,
     /// Expected answers' vectors, this run.
     references: Mutex<HashMap<String, Arc<Vec<f64>>>>,
     /// Requests in flight at once: the endpoint's capacity.
@@ -50,10 +50,11 @@ pub struct EmbeddingService {
 
 /// The services of a run, by the scorer's `endpoint` and `model` as written (`None`: the
 /// run's endpoint, its model).
-pub type EmbeddingServices = HashMap<(Option<String>, Option<String>), Arc<EmbeddingService>>;
+pub(crate) type EmbeddingServices =
+    HashMap<(Option<String>, Option<String>), Arc<EmbeddingService>>;
 
 impl EmbeddingService {
-    pub fn new(
+    pub(crate) fn new(
         client: Arc<Client>,
         model: String,
         endpoint: String,

@@ -6,7 +6,7 @@
 
 use serde_json::json;
 
-pub use super::context::{EmbeddingService, EmbeddingServices};
+pub(crate) use super::context::{EmbeddingService, EmbeddingServices};
 use super::scorer::{
     Calls, CaseError, Score, ScoreContext, ScoreError, ScoreFuture, ScoreInput, Scorer,
 };
@@ -46,16 +46,16 @@ pub fn cosine(a: &[f64], b: &[f64]) -> Result<f64, NoCosine> {
 /// The scorer: passes when the answer's similarity to an expected answer reaches
 /// `threshold`.
 #[derive(Debug)]
-pub struct Embedding {
-    pub threshold: f64,
+pub(crate) struct Embedding {
+    pub(crate) threshold: f64,
     /// The spec's `endpoint` and `model`, as written: which service it asks.
-    pub service: (Option<String>, Option<String>),
+    pub(crate) service: (Option<String>, Option<String>),
 }
 
 impl Embedding {
     /// An `embedding` scorer: `threshold` a cosine similarity, `endpoint` and `model` (when
     /// given) naming something.
-    pub fn new(
+    pub(crate) fn new(
         threshold: f64,
         endpoint: Option<&str>,
         model: Option<&str>,

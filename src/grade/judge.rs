@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 pub use super::context::JudgeService;
-use super::judge_prompt::{self, Parts};
-pub use super::judge_prompt::{PROMPT_VARIABLES, PromptError, marker, part};
+use super::judge_prompt::{self, PROMPT_VARIABLES, Parts};
+pub(crate) use super::judge_prompt::{PromptError, part};
 use super::scorer::{
     CaseError, JudgeCall, Score, ScoreContext, ScoreError, ScoreFuture, ScoreInput, Scorer,
 };
@@ -38,7 +38,7 @@ pub struct Judge {
 /// for), one label of a list (OpenAI's `label_model`: the answer passes when it is one of
 /// the passing labels), or a number in a range that passes at a threshold (`score_model`).
 #[derive(Debug, Clone, PartialEq, Default)]
-pub enum Reading {
+pub(crate) enum Reading {
     #[default]
     Scale,
     Labels {
@@ -56,7 +56,7 @@ impl Reading {
     /// The reading a `judge` spec asks for: its `labels` (and the `passing_labels`), its
     /// `range` (passing at `pass_threshold`, else at its top), or neither (a verdict or a
     /// 0–10 score).
-    pub fn of(
+    pub(crate) fn of(
         labels: &[String],
         passing_labels: &[String],
         range: Option<[f64; 2]>,
@@ -139,7 +139,7 @@ impl Judge {
 
     /// The judge reading its replies as `reading` says; labels and ranges need a prompt of
     /// their own that asks for them (the built-in ones ask for a verdict or a 0–10 score).
-    pub fn reading(mut self, reading: Reading) -> Result<Judge, SpecError> {
+    pub(crate) fn reading(mut self, reading: Reading) -> Result<Judge, SpecError> {
         let bad = |why: String| Err(SpecError::Reading(why));
         match &reading {
             Reading::Scale => {}
@@ -177,7 +177,7 @@ impl Judge {
     }
 
     /// The judge's prompt for one answer: the template of the user's, else the built-in one.
-    pub fn prompt(
+    pub(crate) fn prompt(
         &self,
         case: &Case,
         messages: &[ChatMessage],
@@ -197,7 +197,7 @@ impl Judge {
     /// its last line: a JSON object, or `VERDICT: yes|no` (`SCORE: n`). A reply that states
     /// two different verdicts anywhere (it quotes one and ends with another, or reasons
     /// through both) is ambiguous: an error, so the judge is asked again.
-    pub fn read(&self, reply: &str) -> Result<(f64, Option<String>), String> {
+    pub(crate) fn read(&self, reply: &str) -> Result<(f64, Option<String>), String> {
         match &self.reading {
             Reading::Scale => {}
             Reading::Labels { labels, passing } => {

@@ -16,7 +16,7 @@ const RUBRIC_SYSTEM: &str = "You are a careful, strict grader. You judge whether
 /// The text of one part (`question`, `conversation`, `reference`, `answer`, `criteria`) of a
 /// built-in judge prompt: between the tags carrying the marker its first sentence names, or
 /// between plain tags in a prompt written before markers (an old run's journal).
-pub fn part<'a>(prompt: &'a str, tag: &str) -> Option<&'a str> {
+pub(crate) fn part<'a>(prompt: &'a str, tag: &str) -> Option<&'a str> {
     let marker = prompt
         .split_once("enclosed in tags marked with ")
         .and_then(|(_, rest)| rest.split([',', ' ']).next())
@@ -29,7 +29,7 @@ pub fn part<'a>(prompt: &'a str, tag: &str) -> Option<&'a str> {
 }
 
 /// Variables a custom judge prompt may use, besides the case's own (under `vars`).
-pub const PROMPT_VARIABLES: [&str; 8] = [
+pub(super) const PROMPT_VARIABLES: [&str; 8] = [
     "conversation",
     "question",
     "reference",
@@ -45,7 +45,7 @@ pub const PROMPT_VARIABLES: [&str; 8] = [
 /// cannot contain the marker the tags carry. Derived from the parts (the same request on a
 /// resume, a retry and a cache lookup), then changed until no part contains it; whatever the
 /// model wrote, the check makes the marker unforgeable, not the hash.
-pub fn marker(parts: &[&str]) -> String {
+pub(crate) fn marker(parts: &[&str]) -> String {
     let mut seed = 0u64;
     loop {
         let mut h = crate::hash::StableHasher::default();
@@ -98,7 +98,7 @@ pub enum PromptError {
 }
 
 /// `:LINE` after a file name, when the line is known.
-pub(crate) fn at_line(line: Option<usize>) -> String {
+pub(super) fn at_line(line: Option<usize>) -> String {
     line.map(|l| format!(":{l}")).unwrap_or_default()
 }
 

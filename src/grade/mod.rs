@@ -6,23 +6,23 @@
 //! graders and their readers (`text.rs`), the judge's prompt (`judge_prompt.rs`).
 
 mod call;
-pub mod combine;
+pub(crate) mod combine;
 pub mod command;
 mod context;
 pub mod embedding;
 pub mod judge;
 mod judge_prompt;
-pub mod scorer;
+pub(crate) mod scorer;
 mod spec_error;
-pub mod structured;
+pub(crate) mod structured;
 mod text;
 
-pub use crate::suite::GradeSpec;
+pub(crate) use crate::suite::GradeSpec;
 pub use scorer::{
     Answer, CaseError, JudgeCall, Score, ScoreContext, ScoreError, ScoreInput, Scorer,
 };
-pub use spec_error::SpecError;
-pub use text::{Grade, Grader, PathStep};
+pub(crate) use spec_error::SpecError;
+pub(crate) use text::Grader;
 pub(crate) use text::{last_number, parse_number};
 
 use std::path::Path;
@@ -31,7 +31,7 @@ use std::sync::Arc;
 use crate::suite::{Bench, InputError, InputErrors};
 
 /// Each case's scorer, in the bench's case order: its own `grade`, or the bench's.
-pub type Scorers = Vec<Arc<dyn Scorer>>;
+pub(crate) type Scorers = Vec<Arc<dyn Scorer>>;
 
 /// Builds every case's scorer, and checks each case's expected answer against it: a
 /// scorer that cannot be built (a regex that does not compile, a judge prompt with an
@@ -97,9 +97,10 @@ pub fn scorers_for(bench: &Bench) -> Result<Scorers, InputErrors> {
 
 /// What the grade layer adds to a spec: the scorer it describes, and what the simulator
 /// makes of it.
-pub trait SpecExt {
+pub(crate) trait SpecExt {
     fn scorer(&self, dir: &Path) -> Result<Arc<dyn Scorer>, SpecError>;
     fn shape(&self) -> Shape;
+    #[cfg(test)]
     fn compile(&self) -> Result<Grader, SpecError>;
 }
 
@@ -202,6 +203,7 @@ impl SpecExt for GradeSpec {
 
     /// A text grader: its regex compiled once, its path parsed once. Errors for the
     /// structured and model-graded kinds (use [`GradeSpec::scorer`]).
+    #[cfg(test)]
     fn compile(&self) -> Result<Grader, SpecError> {
         Grader::new(self)
     }

@@ -15,7 +15,8 @@ use crate::client::{ToolCall, Usage};
 use crate::suite::Case;
 
 /// What a scorer returns: a score, later.
-pub type ScoreFuture<'a> = Pin<Box<dyn Future<Output = Result<Score, ScoreError>> + Send + 'a>>;
+pub(super) type ScoreFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Score, ScoreError>> + Send + 'a>>;
 
 /// A whole answer: streamed to its finish (or taken from the cache).
 #[derive(Debug, Clone, Default)]
@@ -44,9 +45,9 @@ pub struct Score {
     /// In [0, 1]; binary scorers give exactly 0 or 1.
     pub value: f64,
     /// What the scorer took from the answer; `None` when it found nothing to compare.
-    pub extracted: Option<String>,
+    pub(crate) extracted: Option<String>,
     /// Tokens the scorer itself spent (a judge's), costed apart from the answer's.
-    pub usage: Option<Usage>,
+    pub(crate) usage: Option<Usage>,
     /// Why, in the scorer's terms: per-field results, the first schema violation, each
     /// judge's verdict and reason. Journaled with the job.
     pub detail: Option<serde_json::Value>,
@@ -56,7 +57,7 @@ pub struct Score {
 
 impl Score {
     /// A pass/fail verdict as a score.
-    pub fn binary(pass: bool, extracted: Option<String>) -> Score {
+    pub(crate) fn binary(pass: bool, extracted: Option<String>) -> Score {
         Score {
             value: if pass { 1.0 } else { 0.0 },
             extracted,
@@ -82,12 +83,12 @@ pub struct ScoreError {
     pub usage: Option<Usage>,
     /// The run was stopped while the scorer waited: the job did not finish (a resume
     /// scores it again); it is not a failure.
-    pub stopped: bool,
+    pub(crate) stopped: bool,
 }
 
 impl ScoreError {
     /// A failure with no judge calls behind it.
-    pub fn new(message: impl Into<String>) -> ScoreError {
+    pub(crate) fn new(message: impl Into<String>) -> ScoreError {
         ScoreError {
             message: message.into(),
             judge: Vec::new(),
@@ -143,8 +144,8 @@ pub enum CaseError {
 /// a job in flight): how many, and their prompt tokens in all.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Calls {
-    pub count: u64,
-    pub prompt_tokens: u64,
+    pub(crate) count: u64,
+    pub(crate) prompt_tokens: u64,
 }
 
 impl std::ops::Add for Calls {

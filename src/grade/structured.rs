@@ -3,7 +3,6 @@
 //! tool calls a model made (`tool_call`).
 
 use std::path::Path;
-use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -15,7 +14,7 @@ use crate::suite::Case;
 
 /// The JSON document in an answer: the whole answer, or inside a Markdown fence, or the first
 /// object or array that parses.
-pub fn extract_json(text: &str) -> Option<Value> {
+fn extract_json(text: &str) -> Option<Value> {
     let body = strip_code_fence(text.trim());
     if let Ok(v) = serde_json::from_str::<Value>(body) {
         return Some(v);
@@ -52,7 +51,7 @@ fn shown(v: &Value) -> String {
 // ---- json_schema ----
 
 /// The answer is JSON that validates against a schema: 1, else 0 with the first violation.
-pub struct JsonSchema {
+pub(crate) struct JsonSchema {
     validator: jsonschema::Validator,
 }
 
@@ -65,7 +64,7 @@ impl std::fmt::Debug for JsonSchema {
 impl JsonSchema {
     /// A scorer for the spec's `schema`: the schema itself, or the name of its file under
     /// `dir`.
-    pub fn read(schema: &Value, dir: &Path) -> Result<JsonSchema, SpecError> {
+    pub(crate) fn read(schema: &Value, dir: &Path) -> Result<JsonSchema, SpecError> {
         let schema = match schema {
             Value::String(file) => {
                 let path = dir.join(file);
@@ -80,7 +79,7 @@ impl JsonSchema {
     }
 
     /// A scorer for `schema` (already read from its file, if it came from one).
-    pub fn new(schema: &Value) -> Result<JsonSchema, SpecError> {
+    pub(crate) fn new(schema: &Value) -> Result<JsonSchema, SpecError> {
         let validator = jsonschema::validator_for(schema)
             .map_err(|e| SpecError::InvalidSchema(e.to_string()))?;
         Ok(JsonSchema { validator })
@@ -118,12 +117,12 @@ impl Scorer for JsonSchema {
 
 /// The share of the expected object's leaf fields the answer's JSON gets right.
 #[derive(Debug)]
-pub struct Fields {
+pub(crate) struct Fields {
     /// Leaf paths that zero the score when wrong.
-    pub required: Vec<String>,
-    pub case_sensitive: bool,
+    pub(crate) required: Vec<String>,
+    pub(crate) case_sensitive: bool,
     /// Numbers within this of the expected value match.
-    pub tolerance: f64,
+    pub(crate) tolerance: f64,
 }
 
 /// Every leaf of a JSON value with its path: `name`, `address.city`, `items[0].sku`.
@@ -168,7 +167,7 @@ fn at<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
 
 impl Fields {
     /// A `fields` scorer; numbers compare within `tolerance` (≥ 0).
-    pub fn new(
+    pub(crate) fn new(
         required: Vec<String>,
         case_sensitive: bool,
         tolerance: f64,
@@ -288,14 +287,14 @@ impl Scorer for Fields {
 
 // ---- tool_call ----
 
-pub use crate::suite::CallOrder;
+pub(crate) use crate::suite::CallOrder;
 
 /// The tool calls the model made against the expected `{name, arguments}` (or a list).
 #[derive(Debug)]
-pub struct ToolCalls {
+pub(super) struct ToolCalls {
     /// Arguments must equal the expected ones exactly (else: the expected ones are a subset).
-    pub exact: bool,
-    pub order: CallOrder,
+    pub(crate) exact: bool,
+    pub(crate) order: CallOrder,
 }
 
 /// `want` is contained in `got`: every key of an expected object is there with a matching
@@ -412,11 +411,6 @@ impl Scorer for ToolCalls {
             ..Score::binary(pass, (!made.is_empty()).then(|| made.join("; ")))
         })
     }
-}
-
-/// A shared handle, as the bench keeps its scorers.
-pub fn shared<S: Scorer + 'static>(s: S) -> Arc<dyn Scorer> {
-    Arc::new(s)
 }
 
 #[cfg(test)]

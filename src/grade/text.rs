@@ -34,7 +34,7 @@ fn first_group(pattern: &str, case_sensitive: bool) -> Option<(String, Regex)> {
 
 /// A grader ready to use: its regex compiled once, its path parsed once.
 #[derive(Debug, Clone)]
-pub enum Grader {
+pub(crate) enum Grader {
     Exact {
         case_sensitive: bool,
     },
@@ -57,18 +57,18 @@ pub enum Grader {
 
 /// One step of a JSON path: a key or an index.
 #[derive(Debug, Clone, PartialEq)]
-pub enum PathStep {
+pub(crate) enum PathStep {
     Key(String),
     Index(usize),
 }
 
 /// The verdict on one output: a text grader's score is full marks or none.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Grade {
+pub(crate) struct Grade {
     /// 1 when the output matches an expected answer, else 0.
-    pub score: f64,
+    pub(crate) score: f64,
     /// What the grader took from the output; `None` when it found nothing to compare.
-    pub extracted: Option<String>,
+    pub(crate) extracted: Option<String>,
 }
 
 /// Full marks (1) when `pass`, else none (0).
@@ -78,7 +78,8 @@ fn marks(pass: bool) -> f64 {
 
 impl Grade {
     /// Whether it has full marks.
-    pub fn passed(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn passed(&self) -> bool {
         self.score == 1.0
     }
 }
@@ -132,7 +133,7 @@ impl Grader {
     }
 
     /// Checks that an expected answer can ever match, so a typo is caught before the run.
-    pub(crate) fn check_expected(&self, expected: &str) -> Result<(), CaseError> {
+    fn check_expected(&self, expected: &str) -> Result<(), CaseError> {
         match self {
             Grader::Number { .. } if parse_number(expected).is_none() => {
                 Err(CaseError::NotANumber(expected.to_string()))
@@ -157,7 +158,7 @@ impl Grader {
     }
 
     /// Whether `output` matches one of `expected`, and what was extracted from it.
-    pub fn grade(&self, output: &str, expected: &[String]) -> Grade {
+    pub(crate) fn grade(&self, output: &str, expected: &[String]) -> Grade {
         match self {
             Grader::Exact { case_sensitive } => {
                 let got = output.trim();
@@ -327,7 +328,7 @@ static BRACKETED: LazyLock<Regex> =
 
 /// The option letter a model chose. In order of trust: an explicit "Answer: X" (the last
 /// one, as models revise), the whole output being a letter, a leading "X)", a bracketed "(X)".
-pub(crate) fn extract_choice(output: &str) -> Option<char> {
+fn extract_choice(output: &str) -> Option<char> {
     let text = output.replace(['*', '`'], "");
     let text = text.trim();
     let letter = |m: Option<regex::Match>| m.and_then(|m| m.as_str().chars().next());
@@ -387,7 +388,7 @@ fn json_value_at(output: &str, path: &[PathStep]) -> Option<String> {
 }
 
 /// Models often wrap JSON in a Markdown fence; the JSON inside is still the answer.
-pub(crate) fn strip_code_fence(text: &str) -> &str {
+pub(super) fn strip_code_fence(text: &str) -> &str {
     let Some(rest) = text.strip_prefix("```") else {
         return text;
     };

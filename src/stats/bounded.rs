@@ -5,7 +5,7 @@
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// The two-sided t critical value for `confidence` with `df` degrees of freedom.
-pub(crate) fn t_critical(confidence: f64, df: f64) -> Option<f64> {
+pub(super) fn t_critical(confidence: f64, df: f64) -> Option<f64> {
     let t = StudentsT::new(0.0, 1.0, df).ok()?;
     Some(t.inverse_cdf(1.0 - (1.0 - confidence) / 2.0))
 }
@@ -18,7 +18,7 @@ pub(crate) fn t_critical(confidence: f64, df: f64) -> Option<f64> {
 /// interval a few points wide around 0.9 and covered 46–92% (tests/fixtures/
 /// bounded_coverage.py); the fixed floor it replaces (0.05, "one more case 0.22 from the
 /// mean") could not see that far.
-pub fn unseen_spread(mean: f64, z: f64) -> f64 {
+pub(super) fn unseen_spread(mean: f64, z: f64) -> f64 {
     let d = mean.max(1.0 - mean);
     z * z * d * d
 }
@@ -38,7 +38,7 @@ pub(crate) fn parts(values: &[f64]) -> Option<(usize, f64, f64, f64)> {
 
 /// The effective size and critical value of [`crate::stats::scores::mean_score`]'s interval for these case means:
 /// (mean, n/φ, c). `None` as [`crate::stats::scores::mean_score`]'s interval is.
-pub(crate) fn effective_cases(case_means: &[f64], confidence: f64) -> Option<(f64, f64, f64)> {
+pub(super) fn effective_cases(case_means: &[f64], confidence: f64) -> Option<(f64, f64, f64)> {
     let (n, m, between, within) = parts(case_means)?;
     if n < 2 || !(confidence > 0.0 && confidence < 1.0) {
         return None;

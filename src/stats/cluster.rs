@@ -12,9 +12,9 @@ use super::wilson_n;
 /// the sum of their squares, and how many were graded.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct CaseScore {
-    pub score: f64,
-    pub squares: f64,
-    pub graded: u64,
+    pub(crate) score: f64,
+    pub(crate) squares: f64,
+    pub(crate) graded: u64,
 }
 
 impl CaseScore {
@@ -28,21 +28,21 @@ impl CaseScore {
     }
 
     /// Adds one sample's score.
-    pub fn add(&mut self, value: f64) {
+    pub(crate) fn add(&mut self, value: f64) {
         self.score += value;
         self.squares += value * value;
         self.graded += 1;
     }
 
     /// Adds another's samples (a group's cases pooled into one unit, repeats merged).
-    pub fn pool(&mut self, other: CaseScore) {
+    pub(crate) fn pool(&mut self, other: CaseScore) {
         self.score += other.score;
         self.squares += other.squares;
         self.graded += other.graded;
     }
 
     /// The mean score over the samples; `None` without any.
-    pub fn mean(&self) -> Option<f64> {
+    pub(crate) fn mean(&self) -> Option<f64> {
         (self.graded > 0).then(|| self.score / self.graded as f64)
     }
 }
@@ -139,7 +139,7 @@ pub fn clustered_wilson(cases: &[CaseScore], confidence: f64) -> Option<(f64, f6
 /// (h_g = n_g/N), which lie in [1, G − 1] and equal G − 1 for equal sizes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ClusterMean {
-    pub groups: usize,
+    pub(crate) groups: usize,
     pub cases: f64,
     pub mean: f64,
     pub variance: f64,
@@ -230,7 +230,7 @@ pub fn grouped_wilson(units: &[CaseScore], confidence: f64) -> Option<(f64, f64,
 }
 
 /// The share of cases whose graded samples all agree (all right or all wrong).
-pub fn consistency(cases: &[CaseScore]) -> Option<f64> {
+pub(crate) fn consistency(cases: &[CaseScore]) -> Option<f64> {
     let multi: Vec<&CaseScore> = cases.iter().filter(|c| c.graded > 1).collect();
     if multi.is_empty() {
         return None;

@@ -15,12 +15,12 @@ pub struct Table {
 
 impl Table {
     /// How many cases the table holds.
-    pub fn n(&self) -> u64 {
+    pub(crate) fn n(&self) -> u64 {
         self.both_right + self.only_variant + self.only_baseline + self.both_wrong
     }
 
     /// Adds one case.
-    pub fn add(&mut self, variant_right: bool, baseline_right: bool) {
+    pub(crate) fn add(&mut self, variant_right: bool, baseline_right: bool) {
         match (variant_right, baseline_right) {
             (true, true) => self.both_right += 1,
             (true, false) => self.only_variant += 1,
@@ -62,7 +62,7 @@ fn beta_quantile(a: f64, b: f64, target: f64) -> f64 {
 }
 
 /// Clopper–Pearson interval for a binomial proportion: `k` of `n` at `confidence`.
-pub fn clopper_pearson(k: u64, n: u64, confidence: f64) -> Option<(f64, f64)> {
+fn clopper_pearson(k: u64, n: u64, confidence: f64) -> Option<(f64, f64)> {
     if n == 0 || k > n || !(confidence > 0.0 && confidence < 1.0) {
         return None;
     }

@@ -27,13 +27,13 @@ use statrs::function::gamma::ln_gamma;
 
 /// Largest common denominator L for which differences are treated as lying on a grid j/L
 /// (5040 = lcm(1..=10): any mix of repeat counts up to 10, and scores in tenths).
-pub const MAX_GRID: u64 = 5040;
+const MAX_GRID: u64 = 5040;
 /// Largest number of non-zero differences whose sign patterns are enumerated (2²⁰ patterns).
-pub const MAX_ENUMERATED: usize = 20;
+const MAX_ENUMERATED: usize = 20;
 /// Random sign patterns drawn when neither exact method applies.
-pub const MONTE_CARLO_DRAWS: u64 = 200_000;
+const MONTE_CARLO_DRAWS: u64 = 200_000;
 /// The fixed seed of every Monte Carlo draw here, so a report is reproducible.
-pub const SEED: u64 = 0x5eed_f11b;
+const SEED: u64 = 0x5eed_f11b;
 /// Work budget of the grid convolution (multiply-adds); above it the next method is used.
 const GRID_WORK: f64 = 1e9;
 /// Work budget of the Monte Carlo draws (groups of equal values visited, summed over draws).
@@ -54,7 +54,7 @@ pub enum Method {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SignFlip {
     /// Mean of the per-case differences.
-    pub mean: f64,
+    pub(crate) mean: f64,
     /// Two-sided p-value P(|S*| ≥ |S|).
     pub p_value: f64,
     pub method: Method,
@@ -98,7 +98,7 @@ pub fn sign_flip_test(differences: &[f64]) -> Option<SignFlip> {
 /// A difference in means with an interval.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Interval {
-    pub estimate: f64,
+    pub(crate) estimate: f64,
     pub low: f64,
     pub high: f64,
     /// How the p-values of the shifted data were computed (the test at 0 may be exact).
@@ -175,7 +175,7 @@ pub fn sign_flip_interval(differences: &[f64], confidence: f64) -> Option<Interv
 /// below 1 − confidence. All 2^G patterns for G ≤ 20 groups, else Monte Carlo draws that
 /// flip equal (sum, size) units together. Bisection to 1e-10. Returns (estimate, low,
 /// high); `None` for no units, unequal lengths, non-finite values or sizes ≤ 0.
-pub fn grouped_sign_flip_interval(
+fn grouped_sign_flip_interval(
     sums: &[f64],
     sizes: &[f64],
     p_value: f64,
@@ -482,7 +482,7 @@ impl Bits {
 }
 
 /// Monte Carlo draws used for `distinct` distinct values of a null set.
-pub fn draws_for(distinct: usize) -> u64 {
+fn draws_for(distinct: usize) -> u64 {
     let affordable = (MONTE_CARLO_WORK / distinct.max(1) as f64) as u64;
     MONTE_CARLO_DRAWS.min(affordable.max(10_000))
 }

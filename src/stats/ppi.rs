@@ -31,8 +31,8 @@ pub struct PpiMean {
     pub high: f64,
     /// The weight λ given to the judge (1 for `Classic`).
     pub lambda: f64,
-    pub labelled: usize,
-    pub unlabelled: usize,
+    pub(crate) labelled: usize,
+    pub(crate) unlabelled: usize,
 }
 
 fn mean(x: &[f64]) -> f64 {
@@ -115,10 +115,10 @@ pub fn ppi_mean(
 /// cases, and the judge's scores on the unlabelled ones, in the same case order for both
 /// arms.
 #[derive(Debug, Clone, Copy)]
-pub struct Arm<'a> {
-    pub labels: &'a [f64],
-    pub judged: &'a [f64],
-    pub unlabelled: &'a [f64],
+pub(crate) struct Arm<'a> {
+    pub(crate) labels: &'a [f64],
+    pub(crate) judged: &'a [f64],
+    pub(crate) unlabelled: &'a [f64],
 }
 
 /// The prediction-powered estimate of the difference `variant − baseline` when both arms
@@ -127,7 +127,7 @@ pub struct Arm<'a> {
 /// pairing: the covariance between the arms on a case is inside Var(Y_A − Y_B), so nothing
 /// is assumed independent (coverage simulated in tests/fixtures/ppi_sim.txt). `None` when the
 /// arms' lengths differ or [`ppi_mean`] would be `None`.
-pub fn ppi_difference(
+pub(crate) fn ppi_difference(
     variant: Arm,
     baseline: Arm,
     confidence: f64,

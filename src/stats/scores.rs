@@ -15,14 +15,13 @@
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-pub use crate::stats::bounded::unseen_spread;
 use crate::stats::bounded::{effective_cases, parts, t_critical};
 use crate::stats::permutation::{Interval, SignFlip, sign_flip_interval, sign_flip_test};
 
 /// A mean of case means with its interval (`None` with fewer than two cases).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MeanScore {
-    pub cases: usize,
+    pub(crate) cases: usize,
     pub mean: f64,
     pub interval: Option<(f64, f64)>,
 }
@@ -46,7 +45,8 @@ fn mean_and_se(values: &[f64]) -> Option<(f64, f64, f64)> {
 /// φ = (SS + K) / (SS + W + K), where SS = Σ (xᵢ − m)² is the spread between cases,
 /// W = Σ xᵢ(1 − xᵢ) what scores inside [0, 1] could spread at most beyond it (the variance
 /// of a score in [0, 1] is at most m(1 − m): φ = 1 is that bound), and K =
-/// [`unseen_spread`], what an outcome the cases have not shown could add. The critical value
+/// [`unseen_spread`](crate::stats::bounded::unseen_spread), what an outcome the cases have not
+/// shown could add. The critical value
 /// runs from z (φ = 1: 0/1 scores, where this is exactly Wilson's interval) to t with n − 1
 /// degrees of freedom as φ → 0 (scores spread inside [0, 1], as the t interval does). φ is
 /// continuous in SS, so rounding (ten cases at 0.7 sum to 7.000000000000001) changes
@@ -132,7 +132,7 @@ pub fn paired_interval(differences: &[f64], confidence: f64) -> Option<(f64, f64
 /// A variant against the baseline on per-case mean scores.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PairedScores {
-    pub cases: usize,
+    pub(crate) cases: usize,
     /// Mean of the per-case differences (variant − baseline).
     pub mean: f64,
     /// Paired t interval, clipped to [−1, 1] (`None` with one case).
@@ -165,14 +165,14 @@ pub fn paired_scores(variant: &[f64], baseline: &[f64], confidence: f64) -> Opti
 
 /// The paired t-test alone.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PairedT {
-    pub mean: f64,
-    pub t_interval: Option<(f64, f64)>,
-    pub t_p_value: Option<f64>,
+pub(crate) struct PairedT {
+    pub(crate) mean: f64,
+    pub(crate) t_interval: Option<(f64, f64)>,
+    pub(crate) t_p_value: Option<f64>,
 }
 
 /// The paired t-test and interval of [`paired_scores`], without the sign-flip test.
-pub fn paired_t(variant: &[f64], baseline: &[f64], confidence: f64) -> Option<PairedT> {
+pub(crate) fn paired_t(variant: &[f64], baseline: &[f64], confidence: f64) -> Option<PairedT> {
     if variant.len() != baseline.len() {
         return None;
     }

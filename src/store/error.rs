@@ -71,7 +71,7 @@ impl From<serde_json::Error> for StoreError {
 }
 
 /// Says what was being done when a step failed.
-pub(crate) trait Doing<T> {
+pub(super) trait Doing<T> {
     /// The error becomes the cause of a [`StoreError`] saying `what`.
     fn doing(self, what: impl FnOnce() -> String) -> Result<T, StoreError>;
 }

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 mod error;
 use error::Doing;
-pub use error::StoreError;
+pub(crate) use error::StoreError;
 
 use sqlx::any::{AnyConnectOptions, AnyRow};
 use sqlx::{AnyConnection, Connection};
@@ -25,15 +25,15 @@ use sqlx::{AssertSqlSafe, ConnectOptions, Row};
 pub use crate::report::job_rows::{JobRow, JobRows};
 
 use crate::report::Summary;
-pub use crate::report::rows::{RunKind, RunRow, ScoreRow, VariantRow};
+pub(crate) use crate::report::rows::{RunKind, RunRow, ScoreRow, VariantRow};
 use crate::runner::record::RunRecord;
 
 /// The schema this version writes (the number of migrations); a store at a newer version
 /// is refused.
-pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// The store's file when none is named: beside the run folders.
-pub const DEFAULT_FILE: &str = "promptgauge.db";
+pub(crate) const DEFAULT_FILE: &str = "promptgauge.db";
 
 /// The migrations, in order: version n is `MIGRATIONS[n - 1]`. Never edit one that has
 /// shipped; add the next.
@@ -145,7 +145,7 @@ pub enum Location {
 
 impl Location {
     /// `postgres://…`, `sqlite://PATH`, `sqlite:PATH`, or a plain file path (SQLite).
-    pub fn parse(text: &str) -> Result<Location, String> {
+    pub(crate) fn parse(text: &str) -> Result<Location, String> {
         let text = text.trim();
         if text.is_empty() {
             return Err("the store is empty: name a file or a postgres:// URL".into());
@@ -172,7 +172,7 @@ impl Location {
     }
 
     /// As messages show it: a path, or the URL without its password.
-    pub fn shown(&self) -> String {
+    pub(crate) fn shown(&self) -> String {
         match self {
             Location::Sqlite(p) => p.display().to_string(),
             Location::Postgres(url) => crate::client::secrets::redact_url(url),
@@ -180,7 +180,7 @@ impl Location {
     }
 
     /// The SQLite file, when it is one.
-    pub fn file(&self) -> Option<&Path> {
+    pub(crate) fn file(&self) -> Option<&Path> {
         match self {
             Location::Sqlite(p) => Some(p),
             Location::Postgres(_) => None,
@@ -212,7 +212,7 @@ const BUSY_TIMEOUT_MS: u64 = 60_000;
 impl Store {
     /// Opens the store to record runs in: a SQLite file and its folder are created when
     /// missing. Its schema is brought up to date; a newer one is refused.
-    pub async fn open(location: &Location) -> Result<Store, StoreError> {
+    pub(crate) async fn open(location: &Location) -> Result<Store, StoreError> {
         Store::open_as(location, true).await
     }
 
@@ -258,7 +258,7 @@ impl Store {
     }
 
     /// The store as messages name it.
-    pub fn shown(&self) -> &str {
+    pub(crate) fn shown(&self) -> &str {
         &self.shown
     }
 
@@ -377,7 +377,7 @@ impl Store {
 
     /// Records a run: its metadata, each variant's results and one row per job, replacing
     /// whatever the store held for its run id. All or nothing.
-    pub async fn record(&self, run: &Recording<'_>) -> Result<(), StoreError> {
+    pub(crate) async fn record(&self, run: &Recording<'_>) -> Result<(), StoreError> {
         self.record_inner(run)
             .await
             .doing(|| format!("cannot record the run in the store {}", self.shown))
@@ -505,7 +505,7 @@ impl Store {
     }
 
     /// The stored runs that pass `filter`, oldest first.
-    pub async fn runs(&self, filter: &Filter) -> Result<Vec<RunRow>, StoreError> {
+    pub(crate) async fn runs(&self, filter: &Filter) -> Result<Vec<RunRow>, StoreError> {
         let (clause, args) = filter.clause();
         let sql = format!(
             "SELECT {RUN_COLUMNS} FROM runs r{clause} ORDER BY r.started_unix_ms, r.run_id"
@@ -525,7 +525,7 @@ impl Store {
     }
 
     /// The variants of the runs that pass `filter`, by run id, in plan order.
-    pub async fn variants(
+    pub(crate) async fn variants(
         &self,
         filter: &Filter,
     ) -> Result<HashMap<String, Vec<VariantRow>>, StoreError> {
@@ -550,14 +550,14 @@ impl Store {
     ///
     /// Read row by row, never as the driver's rows all at once: a 200,000-job run's rows
     /// held together took 90 MB for a moment in every `history` and compare.
-    pub async fn jobs(&self, run_id: &str) -> Result<Vec<ScoreRow>, StoreError> {
+    pub(crate) async fn jobs(&self, run_id: &str) -> Result<Vec<ScoreRow>, StoreError> {
         let mut out = Vec::new();
         self.jobs_each(run_id, |row| out.push(row)).await?;
         Ok(out)
     }
 
     /// A run's job rows one at a time, in the order of [`Store::jobs`], none kept.
-    pub async fn jobs_each(
+    pub(crate) async fn jobs_each(
         &self,
         run_id: &str,
         mut each: impl FnMut(ScoreRow),
@@ -589,7 +589,7 @@ impl Store {
 
     /// A run's run.json and summary.json as recorded (run.json without its case ids and
     /// hashes: the job rows hold them).
-    pub async fn documents(&self, run_id: &str) -> Result<(RunRecord, Summary), StoreError> {
+    pub(crate) async fn documents(&self, run_id: &str) -> Result<(RunRecord, Summary), StoreError> {
         let rows = self
             .read(sqlx::query("SELECT record, summary FROM runs WHERE run_id = $1").bind(run_id))
             .await?;
@@ -607,7 +607,7 @@ impl Store {
     }
 
     /// The benches the store holds, with how many runs each.
-    pub async fn benches(&self) -> Result<Vec<(String, i64)>, StoreError> {
+    pub(crate) async fn benches(&self) -> Result<Vec<(String, i64)>, StoreError> {
         let rows = self
             .read(sqlx::query(
                 "SELECT bench, COUNT(*) FROM runs GROUP BY bench",
@@ -622,35 +622,35 @@ impl Store {
     }
 
     /// Closes the connection (SQLite then folds its write-ahead log back into the file).
-    pub async fn close(self) {
+    pub(crate) async fn close(self) {
         let _ = self.conn.into_inner().close().await;
     }
 }
 
 /// A run to record.
-pub struct Recording<'a> {
-    pub record: &'a RunRecord,
-    pub summary: &'a Summary,
-    pub jobs: &'a JobRows,
+pub(crate) struct Recording<'a> {
+    pub(crate) record: &'a RunRecord,
+    pub(crate) summary: &'a Summary,
+    pub(crate) jobs: &'a JobRows,
     /// The run folder, as the run named it (stored absolute).
-    pub folder: &'a Path,
+    pub(crate) folder: &'a Path,
 }
 
 /// Which runs a query covers.
 #[derive(Debug, Clone, Default)]
-pub struct Filter {
-    pub bench: Option<String>,
-    pub run_id: Option<String>,
+pub(crate) struct Filter {
+    pub(crate) bench: Option<String>,
+    pub(crate) run_id: Option<String>,
     /// Runs started at or after this (Unix milliseconds).
-    pub since_unix_ms: Option<i64>,
-    pub branch: Option<String>,
-    pub model: Option<String>,
+    pub(crate) since_unix_ms: Option<i64>,
+    pub(crate) branch: Option<String>,
+    pub(crate) model: Option<String>,
     /// Only complete runs.
-    pub complete: bool,
+    pub(crate) complete: bool,
     /// Whole runs only: no shards (their merge stands for them).
-    pub whole: bool,
+    pub(crate) whole: bool,
     /// The newest this many.
-    pub limit: Option<usize>,
+    pub(crate) limit: Option<usize>,
 }
 
 enum Arg {
@@ -1131,7 +1131,7 @@ fn run_kind(r: &RunRecord) -> RunKind {
 }
 
 /// An RFC 3339 time in Unix milliseconds (0 when unreadable).
-pub fn unix_ms(time: &str) -> i64 {
+fn unix_ms(time: &str) -> i64 {
     humantime::parse_rfc3339_weak(time)
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())

@@ -13,20 +13,20 @@ use super::shared::Shared;
 /// Answers per page in a bundle.
 const PAGE: usize = 100;
 /// Job pages written per run, at most (the first in journal order).
-pub const JOB_PAGES: usize = 5_000;
+pub(crate) const JOB_PAGES: usize = 5_000;
 
 /// What a bundle holds.
 #[derive(Debug, Default)]
-pub struct Bundled {
-    pub runs: usize,
-    pub files: usize,
+pub(crate) struct Bundled {
+    pub(crate) runs: usize,
+    pub(crate) files: usize,
     /// Runs with more jobs than [`JOB_PAGES`]: their other jobs have no page.
-    pub jobs_left_out: usize,
+    pub(crate) jobs_left_out: usize,
 }
 
 /// Why a bundle could not be written.
 #[derive(Debug, thiserror::Error)]
-pub enum BundleError {
+pub(crate) enum BundleError {
     #[error("the history store holds no run {0}")]
     NoRun(String),
     #[error("the history store holds no run to bundle")]
@@ -201,7 +201,7 @@ impl Pages {
 }
 
 /// Writes the bundle of `runs` (run ids; none: the newest 20) into `dir`.
-pub async fn bundle(
+pub(crate) async fn bundle(
     listening: Listening,
     dir: &Path,
     runs: &[String],

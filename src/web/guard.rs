@@ -16,7 +16,7 @@ use super::shared::Shared;
 const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /// Whether two secrets are equal, in a time that depends on their length only.
-pub(crate) fn same_secret(given: &str, secret: &str) -> bool {
+pub(super) fn same_secret(given: &str, secret: &str) -> bool {
     given.len() == secret.len()
         && given
             .bytes()

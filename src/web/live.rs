@@ -30,12 +30,12 @@ const TICK: Duration = Duration::from_millis(250);
 #[derive(Debug, Clone, Serialize)]
 pub(super) struct LiveRun {
     /// Its folder's name under the folder of run folders (its address here).
-    pub name: String,
-    pub run_id: String,
-    pub bench: String,
-    pub started_at: String,
-    pub done: usize,
-    pub planned: usize,
+    pub(crate) name: String,
+    pub(crate) run_id: String,
+    pub(crate) bench: String,
+    pub(crate) started_at: String,
+    pub(crate) done: usize,
+    pub(crate) planned: usize,
 }
 
 impl Shared {

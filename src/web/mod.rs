@@ -37,7 +37,7 @@ use axum::Router;
 use axum::middleware;
 use axum::routing::get;
 
-pub use bundle::{BundleError, Bundled, JOB_PAGES, bundle};
+pub(crate) use bundle::{BundleError, JOB_PAGES, bundle};
 use shared::Shared;
 pub use shared::{Commands, Reply};
 
@@ -45,10 +45,10 @@ use crate::store::Store;
 
 /// How long a connection may take to send a request's headers (the first, or the next on
 /// a kept-alive connection) before it is closed.
-pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+pub(crate) const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Connections served at once; one more is closed as soon as it is accepted.
-pub const MAX_CONNECTIONS: usize = 256;
+pub(crate) const MAX_CONNECTIONS: usize = 256;
 
 /// The largest request body (a label's form is a few hundred bytes).
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -59,8 +59,8 @@ const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// A certificate chain and its private key, PEM files, to serve HTTPS.
 #[derive(Debug, Clone)]
 pub struct TlsFiles {
-    pub cert: PathBuf,
-    pub key: PathBuf,
+    pub(crate) cert: PathBuf,
+    pub(crate) key: PathBuf,
 }
 
 /// How `view` serves.
