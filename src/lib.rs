@@ -12,10 +12,10 @@ pub mod cli;
 pub mod client;
 pub(crate) mod clock;
 pub mod error;
-pub mod files;
+pub(crate) mod files;
 pub mod grade;
 pub(crate) mod hash;
-pub mod ids;
+pub(crate) mod ids;
 #[cfg(test)]
 mod layering;
 pub mod memory;
