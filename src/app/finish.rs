@@ -115,7 +115,7 @@ pub(super) fn attach_prompts_from(
 /// Each shown answer's prompt, cut at SHOWN_PROMPT_BYTES; once the page's budget is spent,
 /// left out.
 fn attach(result: &mut RunResult, prompts: &crate::report::prompts::Prompts<'_>) {
-    use crate::report::aggregate::{SHOWN_PROMPT_BYTES, SHOWN_PROMPTS_BUDGET};
+    use crate::report::result::{SHOWN_PROMPT_BYTES, SHOWN_PROMPTS_BUDGET};
     let mut spent = 0;
     let cases: Vec<String> = result.answers.keys().cloned().collect();
     for case_id in cases {

@@ -8,10 +8,10 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::compare::{Comparison, Paired, Verdict, compare, decide_with};
-use super::html::{colour, esc, page};
-use super::rows::{RunRow, ScoreRow, VariantRow};
-use super::{interval, pct, usd};
+use crate::report::compare::{Comparison, Paired, Verdict, compare, decide_with};
+use crate::report::html::{colour, esc, page};
+use crate::report::rows::{RunRow, ScoreRow, VariantRow};
+use crate::report::{interval, pct, usd};
 use crate::stats::cluster::CaseScore;
 
 /// The JSON schema name of `history --json`.
@@ -310,7 +310,7 @@ fn step(
             std::cmp::Ordering::Less => i += 1,
             std::cmp::Ordering::Greater => j += 1,
             std::cmp::Ordering::Equal => {
-                if !super::compare::same_case(x.1, y.1) {
+                if !crate::report::compare::same_case(x.1, y.1) {
                     changed += 1;
                 } else if let (Some(va), Some(vb)) = (va, vb) {
                     // The first run's group, else the second's.
@@ -319,7 +319,7 @@ fn step(
                     let (s, t) = (before.scores[i * na + va], after.scores[j * nb + vb]);
                     if s.graded > 0 && t.graded > 0 {
                         pairs.push((t, s));
-                        units.push(super::compare::unit_of(&x.0, group));
+                        units.push(crate::report::compare::unit_of(&x.0, group));
                     }
                 }
                 i += 1;
@@ -455,7 +455,7 @@ pub fn step_sentences(h: &History) -> Vec<String> {
                 signed_points(s.difference.map(f64::abs)).trim_start_matches('+'),
                 interval(s.ci_low, s.ci_high),
                 r.previous.as_deref().unwrap_or("?"),
-                super::compare::p_cell(s.p_holm),
+                crate::report::compare::p_cell(s.p_holm),
                 s.cases
             ));
         }
@@ -534,7 +534,7 @@ pub fn render_html(h: &History, link: &dyn Fn(&RunRow) -> Option<String>) -> Str
         b.push_str("</ul>");
     }
     b.push_str("<h2>Runs</h2>");
-    b.push_str(&super::tables::history(h, link).html());
+    b.push_str(&crate::report::tables::history(h, link).html());
     page(&format!("{} — history", h.bench), &b)
 }
 
@@ -595,7 +595,7 @@ fn time_chart(
     let span = (hi_all - lo_all).max(hi_all.abs() * 0.1).max(1e-9);
     let (y0, y1) = ((lo_all - span * 0.1).max(0.0), hi_all + span * 0.1);
     let y = |v: f64| top + height - (v - y0) / (y1 - y0) * height;
-    let step = super::html::nice_step(y1 - y0);
+    let step = crate::report::html::nice_step(y1 - y0);
     let mut tick = (y0 / step).ceil() * step;
     let percent = label == "accuracy" || label == "mean score";
     while tick <= y1 + 1e-12 {

@@ -4,9 +4,9 @@
 
 use std::fmt::Write as _;
 
-use super::aggregate::RunResult;
-use super::compare::RunComparison;
-use super::{millis, pct, tables};
+use crate::report::compare::RunComparison;
+use crate::report::result::RunResult;
+use crate::report::{millis, pct, tables};
 use crate::stats::percentile;
 
 /// `text` for a URL: each byte but letters, digits, `-._~` and those in `keep`
@@ -262,9 +262,9 @@ fn answers_section(b: &mut String, result: &RunResult, names: &[&str]) {
     let cut = if result.prompts_cut + result.prompts_left_out > 0 {
         format!(
             " Answers are cut at {} characters and prompts at {} each; one page holds at most {} of prompts: {} cut, {} left out (the journal has every answer in full, and the bench renders every prompt).",
-            super::aggregate::SHOWN_CHARS,
-            crate::suite::error::shown_size(super::aggregate::SHOWN_PROMPT_BYTES as u64),
-            crate::suite::error::shown_size(super::aggregate::SHOWN_PROMPTS_BUDGET as u64),
+            crate::report::result::SHOWN_CHARS,
+            crate::suite::error::shown_size(crate::report::result::SHOWN_PROMPT_BYTES as u64),
+            crate::suite::error::shown_size(crate::report::result::SHOWN_PROMPTS_BUDGET as u64),
             result.prompts_cut,
             result.prompts_left_out
         )
@@ -332,7 +332,7 @@ fn answers_section(b: &mut String, result: &RunResult, names: &[&str]) {
                 let _ = write!(
                     b,
                     "<div class=\"why muted\">{}</div>",
-                    esc(&super::visible(reason, 300))
+                    esc(&crate::report::visible(reason, 300))
                 );
             }
             let _ = write!(
@@ -379,7 +379,7 @@ pub fn render_run(result: &RunResult, bench_text: &str) -> String {
 
     failed_jobs(&mut b, result);
 
-    let kind = |p: &super::ProviderInfo| if p.simulated { "SIMULATED" } else { "real" };
+    let kind = |p: &crate::report::ProviderInfo| if p.simulated { "SIMULATED" } else { "real" };
     let endpoints = if s.is_grid() {
         s.run
             .endpoints
@@ -413,7 +413,7 @@ pub fn render_run(result: &RunResult, bench_text: &str) -> String {
 }
 
 /// The title, the notes, why jobs failed, and the headline.
-fn header(b: &mut String, s: &super::Summary, names: &[&str]) {
+fn header(b: &mut String, s: &crate::report::Summary, names: &[&str]) {
     if s.is_grid() {
         let _ = write!(
             b,
@@ -432,7 +432,7 @@ fn header(b: &mut String, s: &super::Summary, names: &[&str]) {
 }
 
 /// The line under a one-endpoint run's title.
-fn header_line(b: &mut String, s: &super::Summary) {
+fn header_line(b: &mut String, s: &crate::report::Summary) {
     let _ = write!(
         b,
         "<h1>promptgauge: {}</h1><p class=\"muted\">{} cases × {} variants · model <b>{}</b> at {} · {} to {} · promptgauge {}</p>",
@@ -448,13 +448,13 @@ fn header_line(b: &mut String, s: &super::Summary) {
 }
 
 /// The notes, why jobs failed, and the headline.
-fn header_rest(b: &mut String, s: &super::Summary, names: &[&str]) {
-    for note in super::notes(s) {
+fn header_rest(b: &mut String, s: &crate::report::Summary, names: &[&str]) {
+    for note in crate::report::notes(s) {
         let _ = write!(b, "<div class=\"banner\">{}</div>", esc(&note));
     }
     if !s.failures.is_empty() {
         b.push_str("<h2>Why jobs failed</h2><ul id=\"causes\">");
-        for line in super::causes::lines(&s.failures) {
+        for line in crate::report::causes::lines(&s.failures) {
             let _ = write!(b, "<li>{}</li>", esc(&line.replace("\n    → ", " — ")));
         }
         b.push_str("</ul>");
@@ -462,7 +462,7 @@ fn header_rest(b: &mut String, s: &super::Summary, names: &[&str]) {
     if let Some(best) = s
         .comparisons
         .iter()
-        .find(|c| c.verdict == super::compare::Verdict::Better)
+        .find(|c| c.verdict == crate::report::compare::Verdict::Better)
     {
         let _ = write!(b, "<p id=\"headline\"><b>{}</b></p>", esc(&best.sentence));
     } else if s.comparisons.iter().any(|c| c.cases > 0) {
@@ -477,7 +477,7 @@ fn header_rest(b: &mut String, s: &super::Summary, names: &[&str]) {
 }
 
 /// Each variant's headline figure with its interval, and the comparisons.
-fn figures(b: &mut String, s: &super::Summary, conf: f64, names: &[&str]) {
+fn figures(b: &mut String, s: &crate::report::Summary, conf: f64, names: &[&str]) {
     let title = if s.is_scored() {
         "Mean score"
     } else {
@@ -517,12 +517,12 @@ fn figures(b: &mut String, s: &super::Summary, conf: f64, names: &[&str]) {
 
 /// The verdicts (each variant against the baseline; a grid's per axis), the levels and what
 /// the bench could detect.
-fn comparisons(b: &mut String, s: &super::Summary, names: &[&str]) {
+fn comparisons(b: &mut String, s: &crate::report::Summary, names: &[&str]) {
     if s.comparisons.is_empty() {
         return;
     }
     if s.is_grid() {
-        for axis in super::compare::Axis::BOTH {
+        for axis in crate::report::compare::Axis::BOTH {
             if s.on_axis(axis).next().is_some() {
                 verdicts(
                     b,
@@ -541,7 +541,7 @@ fn comparisons(b: &mut String, s: &super::Summary, names: &[&str]) {
             s.comparisons.iter(),
         );
     }
-    if let Some(note) = super::compare::levels_note(&s.comparisons, s.run.confidence) {
+    if let Some(note) = crate::report::compare::levels_note(&s.comparisons, s.run.confidence) {
         let _ = write!(b, "<p class=\"muted\">{}</p>", esc(&note));
     }
     if let Some(d) = &s.detectable {
@@ -557,8 +557,8 @@ fn comparisons(b: &mut String, s: &super::Summary, names: &[&str]) {
 fn verdicts<'a>(
     b: &mut String,
     heading: &str,
-    table: &super::table::Table,
-    comparisons: impl Iterator<Item = &'a super::compare::Comparison>,
+    table: &crate::report::table::Table,
+    comparisons: impl Iterator<Item = &'a crate::report::compare::Comparison>,
 ) {
     let _ = write!(b, "<h2>{}</h2>", esc(heading));
     b.push_str(&table.html());
@@ -570,7 +570,7 @@ fn verdicts<'a>(
 }
 
 /// Latency: the chart and the table.
-fn latency(b: &mut String, s: &super::Summary, result: &RunResult, names: &[&str]) {
+fn latency(b: &mut String, s: &crate::report::Summary, result: &RunResult, names: &[&str]) {
     b.push_str("<h2>Latency</h2><p class=\"muted\">From the request being sent; box: quartiles, line: median, whiskers: 10th to 90th percentile.</p>");
     let series: Vec<_> = names
         .iter()
@@ -582,7 +582,7 @@ fn latency(b: &mut String, s: &super::Summary, result: &RunResult, names: &[&str
 }
 
 /// Tokens and what they cost.
-fn tokens_and_cost(b: &mut String, s: &super::Summary) {
+fn tokens_and_cost(b: &mut String, s: &crate::report::Summary) {
     b.push_str("<h2>Tokens and cost</h2>");
     b.push_str(&tables::tokens_and_cost(s).html());
 }
@@ -680,7 +680,7 @@ pub(crate) fn render_compare(c: &RunComparison) -> String {
         esc(&c.run_b.model),
         esc(&c.run_b.base_url)
     );
-    for note in super::terminal::coverage_notes(c) {
+    for note in crate::report::terminal::coverage_notes(c) {
         let _ = write!(b, "<div class=\"banner\">{}</div>", esc(&note));
     }
     let mut rows = Vec::new();
@@ -707,7 +707,7 @@ pub(crate) fn render_compare(c: &RunComparison) -> String {
     }
     b.push_str("</ul>");
     if let Some(note) =
-        super::compare::levels_note(c.variants.iter().map(|v| &v.comparison), c.confidence)
+        crate::report::compare::levels_note(c.variants.iter().map(|v| &v.comparison), c.confidence)
     {
         let _ = write!(b, "<p class=\"muted\">{}</p>", esc(&note));
     }

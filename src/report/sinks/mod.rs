@@ -1,13 +1,17 @@
 //! The outputs a run's records feed besides its figures, each a [`Sink`] of its own: the
 //! answers report.html shows (`shown.rs`), the failed jobs and their causes (`causes.rs`),
 //! the JUnit spool (`junit.rs`), the store's rows (`job_rows.rs`), the per-job CSV
-//! (`jobs_csv.rs`). The [`super::Aggregator`] is their fan-out: a live run, `report`,
+//! (`jobs_csv.rs`). The [`crate::report::Aggregator`] is their fan-out: a live run, `report`,
 //! `--resume`, `merge` and `index` all feed records through it, so every output hears the
 //! same records in the same order — those the figures count (after `--until-decided`'s
 //! tests say a decision needed them). A new per-job or per-run output is one file
 //! implementing `Sink` and one line where the run's list is built (`app::aggregator_with`).
 
-use super::aggregate::RunResult;
+pub(crate) mod failed;
+pub mod jobs_csv;
+pub(crate) mod shown;
+
+use crate::report::figures::result::RunResult;
 use crate::runner::journal::JobRecord;
 
 /// One output of a run.
@@ -18,5 +22,5 @@ pub trait Sink: Send {
 
     /// Once every record is in: adds what it kept to the run's result, or writes its file.
     /// A file it cannot write is an error the run reports (exit 3), never a panic.
-    fn finish(self: Box<Self>, result: &mut RunResult) -> Result<(), super::ReportError>;
+    fn finish(self: Box<Self>, result: &mut RunResult) -> Result<(), crate::report::ReportError>;
 }

@@ -1,6 +1,6 @@
 //! `summary.json`: the stable, documented form (schema `promptgauge.summary/1`).
 
-use super::{Exporter, Summary};
+use crate::report::{Exporter, Summary};
 
 pub(super) struct Json;
 
@@ -9,7 +9,7 @@ impl Exporter for Json {
         "summary.json"
     }
 
-    fn render(&self, summary: &Summary) -> Result<String, super::ReportError> {
+    fn render(&self, summary: &Summary) -> Result<String, crate::report::ReportError> {
         Ok(serde_json::to_string_pretty(summary)? + "\n")
     }
 }

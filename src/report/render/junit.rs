@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 
-use super::Summary;
+use crate::report::Summary;
 use crate::runner::journal::{JobRecord, JobStatus};
 
 fn escape(text: &str) -> String {
@@ -103,7 +103,7 @@ impl JunitSpool {
                         r.extracted.as_deref().unwrap_or("nothing")
                     )
                 } else {
-                    let why = super::reason_of(r)
+                    let why = crate::report::reason_of(r)
                         .map(|w| format!(" ({})", w.trim_start_matches("judge: ")))
                         .unwrap_or_default();
                     let against = if r.expected.is_empty() {
@@ -138,7 +138,7 @@ impl JunitSpool {
                 mark = Mark::Error;
                 let mut message = r.error.clone().unwrap_or_else(|| "no answer".into());
                 let status = r.attempts.last().and_then(|a| a.status);
-                if let Some(hint) = super::causes::hint(status, &message) {
+                if let Some(hint) = crate::report::causes::hint(status, &message) {
                     message = format!("{message} — {hint}");
                 }
                 case.push_str(&format!(
@@ -277,7 +277,7 @@ impl JunitSpool {
     }
 }
 
-impl super::sinks::Sink for JunitSpool {
+impl crate::report::sinks::Sink for JunitSpool {
     fn counted(&mut self, arm: Option<usize>, r: &JobRecord) {
         if let Some(arm) = arm {
             self.add(arm, r);
@@ -287,8 +287,8 @@ impl super::sinks::Sink for JunitSpool {
     /// The spool is assembled into the `--junit` file with the summary (app/finish.rs).
     fn finish(
         self: Box<Self>,
-        result: &mut super::aggregate::RunResult,
-    ) -> Result<(), super::ReportError> {
+        result: &mut crate::report::result::RunResult,
+    ) -> Result<(), crate::report::ReportError> {
         result.junit = Some(*self);
         Ok(())
     }

@@ -1,11 +1,11 @@
 //! The summary of a run: what `summary.json` (schema `promptgauge.summary/1`) holds. It is
-//! built by the [`super::aggregate::Aggregator`] from the run's records, live or replayed
+//! built by the [`crate::report::aggregate::Aggregator`] from the run's records, live or replayed
 //! from the journal, so a resumed or re-read run gives the same numbers.
 
 use serde::{Deserialize, Serialize};
 
-use super::compare::{CaseTable, Comparison, Detectable};
 use crate::client::Outcome;
+use crate::report::compare::{CaseTable, Comparison, Detectable};
 use crate::runner::journal::{JobRecord, JobStatus};
 use crate::stats;
 use crate::stats::cluster::{CaseScore, clustered_wilson, consistency, grouped_wilson};
@@ -193,7 +193,7 @@ pub struct VariantSummary {
     /// With labels from people: the judge against them, and the score as people would
     /// give it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub labelled: Option<super::labels::Labelled>,
+    pub labelled: Option<crate::report::labels::Labelled>,
     /// Graded answers in which the scorer found nothing to compare (no number, option
     /// letter, JSON): a format mismatch shows itself here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -272,13 +272,13 @@ pub struct Summary {
     pub replicas: Vec<ReplicaSummary>,
     /// CI gates checked on this run, if any were asked for.
     #[serde(default)]
-    pub gates: Vec<super::gates::GateResult>,
+    pub gates: Vec<crate::report::gates::GateResult>,
     /// `run --until-decided`: each variant's sequential verdict and what stopping saved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sequential: Option<super::sequential::SequentialSummary>,
+    pub sequential: Option<crate::report::sequential::SequentialSummary>,
     /// Why jobs failed, by cause, most frequent first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub failures: Vec<super::causes::FailureCause>,
+    pub failures: Vec<crate::report::causes::FailureCause>,
 }
 
 /// One variant's running totals, as records arrive.
@@ -393,7 +393,7 @@ impl Acc {
             let seen = self.nothing_found.get_or_insert_with(|| NothingFound {
                 answers: 0,
                 looked_for: what.clone(),
-                example: super::visible(&r.output, 120),
+                example: crate::report::visible(&r.output, 120),
             });
             seen.answers += 1;
         }
@@ -570,8 +570,8 @@ impl Summary {
     /// The comparisons on one axis of a run of several endpoints.
     pub fn on_axis(
         &self,
-        axis: super::compare::Axis,
-    ) -> impl Iterator<Item = &super::compare::Comparison> {
+        axis: crate::report::compare::Axis,
+    ) -> impl Iterator<Item = &crate::report::compare::Comparison> {
         self.comparisons
             .iter()
             .filter(move |c| c.family.as_ref().is_some_and(|f| f.axis == axis))

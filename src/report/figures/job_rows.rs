@@ -380,7 +380,7 @@ impl JobRows {
     }
 }
 
-impl super::sinks::Sink for JobRows {
+impl crate::report::sinks::Sink for JobRows {
     fn counted(&mut self, _: Option<usize>, r: &JobRecord) {
         self.add(r);
     }
@@ -388,8 +388,8 @@ impl super::sinks::Sink for JobRows {
     /// The rows go to the store with the run (app/finish.rs).
     fn finish(
         mut self: Box<Self>,
-        result: &mut super::aggregate::RunResult,
-    ) -> Result<(), super::ReportError> {
+        result: &mut crate::report::result::RunResult,
+    ) -> Result<(), crate::report::ReportError> {
         self.flush();
         result.jobs = Some(*self);
         Ok(())

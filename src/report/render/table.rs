@@ -7,8 +7,8 @@
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{CellAlignment, ContentArrangement, Table as Drawn};
 
-use super::html::esc;
-use super::markdown::md_text;
+use crate::report::html::esc;
+use crate::report::markdown::md_text;
 
 /// Where a table is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

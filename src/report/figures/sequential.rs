@@ -4,8 +4,8 @@ pub use crate::runner::sequential::{DropSummary, SequentialSummary, SequentialVe
 
 /// Replaces a comparison's fixed-sample verdict (not valid after stopping early) by the
 /// sequential one; the difference and interval stay, as a description of the cases run.
-pub(crate) fn apply(c: &mut super::compare::Comparison, s: &SequentialSummary) {
-    use super::compare::{Verdict, points};
+pub(crate) fn apply(c: &mut crate::report::compare::Comparison, s: &SequentialSummary) {
+    use crate::report::compare::{Verdict, points};
     let Some(v) = s
         .variants
         .iter()
@@ -27,8 +27,8 @@ pub(crate) fn apply(c: &mut super::compare::Comparison, s: &SequentialSummary) {
         (Some(d), Some(lo), Some(hi)) => format!(
             "; {over}, {} [{}, {}] (a description of those cases, not a confidence interval after stopping early)",
             points(d),
-            super::compare::bound(lo),
-            super::compare::bound(hi)
+            crate::report::compare::bound(lo),
+            crate::report::compare::bound(hi)
         ),
         (Some(d), ..) => format!("; {over}, {}", points(d)),
         _ => String::new(),
@@ -86,7 +86,7 @@ pub(crate) fn apply(c: &mut super::compare::Comparison, s: &SequentialSummary) {
     c.cases_needed = None;
 }
 
-fn s_binary(c: &super::compare::Comparison) -> bool {
+fn s_binary(c: &crate::report::compare::Comparison) -> bool {
     c.table.is_some()
 }
 
@@ -153,7 +153,7 @@ pub(crate) fn note(s: &SequentialSummary) -> String {
         (Some(fixed), Some(saved), Some(cases)) if all_decided => {
             let money = s
                 .cost_saved_usd
-                .map(|c| format!(", about {}", super::usd(Some(c))))
+                .map(|c| format!(", about {}", crate::report::usd(Some(c))))
                 .unwrap_or_default();
             let beyond = if cases > s.max_cases {
                 " (more cases than the bench has)"

@@ -1,7 +1,7 @@
 //! `summary.csv`: one row per variant (per cell of the grid in a run of several endpoints),
 //! for spreadsheets.
 
-use super::{Exporter, Summary};
+use crate::report::{Exporter, Summary};
 
 pub(super) struct Csv;
 
@@ -78,7 +78,7 @@ const GRID_HEADER: [&str; 8] = [
 ];
 
 /// A number as a CSV cell: empty when there is none.
-pub(super) fn num(x: Option<f64>) -> String {
+pub(crate) fn num(x: Option<f64>) -> String {
     x.map(|x| format!("{x}")).unwrap_or_default()
 }
 
@@ -87,7 +87,7 @@ impl Exporter for Csv {
         "summary.csv"
     }
 
-    fn render(&self, summary: &Summary) -> Result<String, super::ReportError> {
+    fn render(&self, summary: &Summary) -> Result<String, crate::report::ReportError> {
         let mut w = csv::Writer::from_writer(Vec::new());
         // A scored run's headline is the mean score, not accuracy: the column says which.
         let judged = summary.run.judge.is_some();
@@ -109,7 +109,7 @@ impl Exporter for Csv {
             header.extend(GRID_HEADER);
         }
         w.write_record(&header)?;
-        use super::compare::Axis;
+        use crate::report::compare::Axis;
         for v in &summary.variants {
             let on = |axis: Axis| {
                 summary.comparisons.iter().find(|c| {
@@ -203,7 +203,7 @@ impl Exporter for Csv {
         }
         let bytes = w
             .into_inner()
-            .map_err(|e| super::ReportError::Encode(e.error().to_string()))?;
-        String::from_utf8(bytes).map_err(|e| super::ReportError::Encode(e.to_string()))
+            .map_err(|e| crate::report::ReportError::Encode(e.error().to_string()))?;
+        String::from_utf8(bytes).map_err(|e| crate::report::ReportError::Encode(e.to_string()))
     }
 }

@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::Summary;
-use super::compare::{RunComparison, Verdict};
+use crate::report::Summary;
+use crate::report::compare::{RunComparison, Verdict};
 
 /// `--min-accuracy [VARIANT=]P`; in a run of several endpoints VARIANT may be
 /// `ENDPOINT/VARIANT` (one cell), a variant (at every endpoint) or an endpoint (every
@@ -116,7 +116,7 @@ fn overspent(s: &Summary, limit: f64) -> Option<GateResult> {
 }
 
 fn usd(x: f64) -> String {
-    super::usd(Some(x))
+    crate::report::usd(Some(x))
 }
 
 /// One gate's outcome.
@@ -140,7 +140,7 @@ fn result(gate: &str, passed: bool, reason: String) -> GateResult {
 /// stopping early; the sequential drop check decides. A variant passes when its check
 /// passed: a drop of `max` or more passes that way with probability at most
 /// (1 − confidence)/(2m), however early it came.
-fn sequential_drop(max: f64, seq: &super::sequential::SequentialSummary) -> GateResult {
+fn sequential_drop(max: f64, seq: &crate::report::sequential::SequentialSummary) -> GateResult {
     let limit = max * 100.0;
     let mut shown = Vec::new();
     let mut unshown = Vec::new();
@@ -190,7 +190,7 @@ fn sequential_drop(max: f64, seq: &super::sequential::SequentialSummary) -> Gate
 fn non_inferior<'a>(
     gate: &str,
     max: f64,
-    comparisons: impl Iterator<Item = &'a super::compare::Comparison>,
+    comparisons: impl Iterator<Item = &'a crate::report::compare::Comparison>,
     against: &str,
 ) -> GateResult {
     let limit = max * 100.0;
@@ -245,7 +245,7 @@ fn non_inferior<'a>(
 /// nothing dropped, and a gate that compared nothing has not passed.
 fn not_worse<'a>(
     gate: &str,
-    comparisons: impl Iterator<Item = &'a super::compare::Comparison>,
+    comparisons: impl Iterator<Item = &'a crate::report::compare::Comparison>,
     against: &str,
     passed: String,
 ) -> GateResult {

@@ -1594,8 +1594,8 @@ pub struct RunSide {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VariantPair {
     pub name: String,
-    pub a: super::summary::VariantSummary,
-    pub b: super::summary::VariantSummary,
+    pub a: crate::report::summary::VariantSummary,
+    pub b: crate::report::summary::VariantSummary,
     /// B against A, paired by case.
     pub comparison: Comparison,
     /// Of the cases whose answers both runs' reports kept: how many answers were the same
@@ -1626,7 +1626,7 @@ impl RunComparison {
     pub fn build(
         run_a: RunSide,
         run_b: RunSide,
-        summaries: (&super::Summary, &super::Summary),
+        summaries: (&crate::report::Summary, &crate::report::Summary),
         cases: (CaseSide<'_>, CaseSide<'_>),
         changed: &std::collections::HashSet<String>,
         planned: (&[String], &[String]),
@@ -1657,12 +1657,12 @@ impl RunComparison {
                 },
                 confidence,
             );
-            let shown = |v: &super::summary::VariantSummary| v.accuracy.or(v.mean_score);
+            let shown = |v: &crate::report::summary::VariantSummary| v.accuracy.or(v.mean_score);
             c.explain_against(shown(vb), shown(va));
             comparisons.push(c);
             // Every interval in one table at one level: each run's own accuracy interval is
             // recomputed at the comparison's confidence when the run used another.
-            let at_level = |v: &super::summary::VariantSummary, own: f64, arm: usize| {
+            let at_level = |v: &crate::report::summary::VariantSummary, own: f64, arm: usize| {
                 let mut v = v.clone();
                 let side = [arms.0, arms.1][arm];
                 if (own - confidence).abs() > 1e-12

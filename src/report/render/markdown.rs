@@ -1,7 +1,7 @@
 //! `summary.md`: the table as Markdown, for pull requests and step summaries.
 
-use super::compare::RunComparison;
-use super::{Exporter, Summary, notes, tables};
+use crate::report::compare::RunComparison;
+use crate::report::{Exporter, Summary, notes, tables};
 
 /// `summary.md`, also what `--markdown` appends.
 pub struct Markdown;
@@ -11,7 +11,7 @@ impl Exporter for Markdown {
         "summary.md"
     }
 
-    fn render(&self, s: &Summary) -> Result<String, super::ReportError> {
+    fn render(&self, s: &Summary) -> Result<String, crate::report::ReportError> {
         // A level-2 title and level-3 sections: the file goes into step summaries and pull
         // request comments beside other content, and a baseline comparison nests inside.
         let mut out = if s.is_grid() {
@@ -53,7 +53,7 @@ impl Exporter for Markdown {
             out.push('\n');
         }
         if s.is_grid() {
-            for axis in super::compare::Axis::BOTH {
+            for axis in crate::report::compare::Axis::BOTH {
                 if s.on_axis(axis).next().is_none() {
                     continue;
                 }
@@ -81,7 +81,7 @@ impl Exporter for Markdown {
         out.push_str("### Variants\n\n");
         out.push_str(&tables::variants(s).markdown());
         if s.is_grid() {
-            for axis in super::compare::Axis::BOTH {
+            for axis in crate::report::compare::Axis::BOTH {
                 if s.on_axis(axis).next().is_some() {
                     out.push_str(&format!("\n#### {}\n\n", axis.heading()));
                     out.push_str(&tables::paired_axis(s, axis).markdown());
@@ -93,7 +93,7 @@ impl Exporter for Markdown {
             out.push_str(&format!("\n### Paired against {baseline}\n\n"));
             out.push_str(&tables::paired(s).markdown());
         }
-        if let Some(note) = super::compare::levels_note(&s.comparisons, s.run.confidence) {
+        if let Some(note) = crate::report::compare::levels_note(&s.comparisons, s.run.confidence) {
             out.push_str(&format!("\n{note}\n"));
         }
         if let Some(d) = &s.detectable {
@@ -101,7 +101,7 @@ impl Exporter for Markdown {
         }
         if !s.failures.is_empty() {
             out.push_str("\n### Why jobs failed\n\n");
-            for line in super::causes::lines(&s.failures) {
+            for line in crate::report::causes::lines(&s.failures) {
                 out.push_str(&format!(
                     "- {}\n",
                     md_text(&line.replace("\n    → ", " — "))
@@ -151,10 +151,10 @@ pub(crate) fn comparison_body(c: &RunComparison) -> String {
     for v in &c.variants {
         out.push_str(&format!("- {}\n", md_text(&v.comparison.sentence)));
     }
-    if let Some(note) = super::compare::levels_note(comparisons(), c.confidence) {
+    if let Some(note) = crate::report::compare::levels_note(comparisons(), c.confidence) {
         out.push_str(&format!("\n{note}\n"));
     }
-    for note in super::terminal::coverage_notes(c) {
+    for note in crate::report::terminal::coverage_notes(c) {
         out.push_str(&format!("\n> {note}\n"));
     }
     out
@@ -197,7 +197,7 @@ fn md_cell(text: &str) -> String {
 
 /// A code span holding `text` literally: fenced with more backticks than it contains.
 pub fn md_code(text: &str) -> String {
-    let shown = super::visible(text, 300);
+    let shown = crate::report::visible(text, 300);
     let longest = shown.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest + 1);
     let pad = if shown.starts_with('`') || shown.ends_with('`') {

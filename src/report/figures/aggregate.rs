@@ -11,86 +11,23 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
-use super::causes::FailedJobs;
-use super::compare::{
+use crate::report::compare::{
     CaseTable, Comparison, CorrectedDifference, Detectable, Paired, compare, decide,
 };
-use super::job_rows::JobRows;
-use super::junit::JunitSpool;
-use super::labels::{JudgedScores, Labels, corrected_difference, judged_pairs};
-use super::shown::ShownAnswers;
-use super::sinks::Sink;
-use super::summary::{
-    Acc, Latencies, Percentiles, ReplicaSummary, SCHEMA, SCHEMA_GRID, SCHEMA_SCORED, Summary,
-    slices,
+use crate::report::job_rows::JobRows;
+use crate::report::junit::JunitSpool;
+use crate::report::labels::{JudgedScores, Labels, corrected_difference, judged_pairs};
+use crate::report::result::RunResult;
+use crate::report::sinks::Sink;
+use crate::report::sinks::failed::FailedJobs;
+use crate::report::sinks::shown::ShownAnswers;
+use crate::report::summary::{
+    Acc, Percentiles, ReplicaSummary, SCHEMA, SCHEMA_GRID, SCHEMA_SCORED, Summary, slices,
 };
-use super::{RunInfo, VariantSummary};
+use crate::report::{RunInfo, VariantSummary};
 use crate::runner::journal::{Audit, JobRecord, JobStatus};
 use crate::runner::sequential::{Counts, Sequential};
 use crate::suite::Price;
-
-/// Failed jobs shown in full in report.html; the rest are counted.
-pub const FAILED_SHOWN: usize = 500;
-
-/// Cases whose answers report.html shows in full (the first this many heard).
-pub const SHOWN_CASES: usize = 2000;
-/// Characters of one answer shown in report.html.
-pub const SHOWN_CHARS: usize = 4000;
-/// Bytes of one rendered prompt shown in report.html (a few-shot prompt fits; a 4 MB
-/// document pasted into every case does not, 200 times over).
-pub const SHOWN_PROMPT_BYTES: usize = 16 << 10;
-/// Bytes of prompts one report.html holds in all; the rest are left out, and the page says
-/// so. With the answers' own caps, a page stays within tens of megabytes at any size.
-pub const SHOWN_PROMPTS_BUDGET: usize = 8 << 20;
-
-/// One variant's answer to a case, as report.html shows it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ShownAnswer {
-    pub output: String,
-    pub extracted: Option<String>,
-    pub score: Option<f64>,
-    /// Why: the judge's reasons, a schema violation, the error of a failed job.
-    pub reason: Option<String>,
-    /// The provider withheld the answer (`content_filter`): no score, and no failure.
-    pub filtered: bool,
-}
-
-/// A case's expected answers and each variant's first answer.
-pub type ShownCase = (Vec<String>, Vec<Option<ShownAnswer>>);
-
-/// Per case: the expected answers and, per variant, (extracted, score) of its first
-/// scored sample.
-pub type CaseAnswers = (Vec<String>, Vec<Option<(String, f64)>>);
-
-/// What a run folder's reports are made of.
-pub struct RunResult {
-    pub summary: Summary,
-    /// Per case and variant: the scores behind the paired comparisons.
-    pub cases: CaseTable,
-    /// Per variant, in order: latencies for the charts.
-    pub latencies: Vec<Latencies>,
-    /// Cases where the variants disagree, by case id.
-    pub disagreements: BTreeMap<String, CaseAnswers>,
-    /// The first failed jobs, in journal order, and how many failed in all.
-    pub failed: Vec<JobRecord>,
-    pub failed_total: usize,
-    /// The JUnit test cases, when asked for.
-    pub junit: Option<JunitSpool>,
-    /// Full answers of the first [`SHOWN_CASES`] cases, by case id, and how many cases
-    /// there were in all.
-    pub answers: BTreeMap<String, ShownCase>,
-    pub answers_total: usize,
-    /// Each shown (case, variant)'s rendered prompt, when the bench could be read again,
-    /// each cut at [`SHOWN_PROMPT_BYTES`] and all within [`SHOWN_PROMPTS_BUDGET`].
-    pub prompts: HashMap<(String, usize), String>,
-    /// Prompts cut short, and prompts left out once the page's budget was spent.
-    pub prompts_cut: usize,
-    pub prompts_left_out: usize,
-    /// One row per job for the history store, when asked for ([`Aggregator::keep_rows`]).
-    pub jobs: Option<JobRows>,
-    /// Outputs that could not be written (a `--jobs-csv` file on a full disk).
-    pub problems: Vec<super::ReportError>,
-}
 
 /// What the aggregator needs to know before the first record.
 pub struct AggregatorSettings {
@@ -115,7 +52,7 @@ pub struct AggregatorSettings {
 
 /// Builds a [`RunResult`] from finished jobs: the run's figures (the summary, the case
 /// table behind the paired statistics, the latencies), and the fan-out to its other
-/// outputs ([`super::sinks`]). With `--until-decided`, it stands behind the sequential
+/// outputs ([`crate::report::sinks`]). With `--until-decided`, it stands behind the sequential
 /// tests (`runner::sequential::Decider`), which decide which records it counts.
 pub struct Aggregator {
     run: RunInfo,
@@ -404,7 +341,7 @@ impl Aggregator {
         });
         if let Some(seq) = &sequential {
             for c in &mut comparisons {
-                super::sequential::apply(c, seq);
+                crate::report::sequential::apply(c, seq);
             }
         }
         // After stopping early the fixed design's power figure does not apply.
@@ -504,7 +441,7 @@ struct Grid {
 /// Comparisons made and Holm-adjusted together: (arm, the arm it is compared with).
 struct Family {
     pairs: Vec<(usize, usize)>,
-    axis: Option<super::compare::Family>,
+    axis: Option<crate::report::compare::Family>,
 }
 
 impl Grid {
@@ -517,13 +454,13 @@ impl Grid {
         let arm = |e: usize, i: usize| e * v + i;
         let prompts = self.endpoints.iter().enumerate().map(|(e, name)| Family {
             pairs: (1..v).map(|i| (arm(e, i), arm(e, 0))).collect(),
-            axis: Some(super::compare::Family::variants_at(name)),
+            axis: Some(crate::report::compare::Family::variants_at(name)),
         });
         let models = self.variants.iter().enumerate().map(|(i, name)| Family {
             pairs: (1..self.endpoints.len())
                 .map(|e| (arm(e, i), arm(0, i)))
                 .collect(),
-            axis: Some(super::compare::Family::endpoints_for(name)),
+            axis: Some(crate::report::compare::Family::endpoints_for(name)),
         });
         prompts
             .chain(models)
@@ -765,7 +702,7 @@ mod tests {
         assert!((c.p_value.unwrap() - exact).abs() < 1e-12, "{c:?}");
         assert_eq!(
             c.verdict,
-            super::super::compare::Verdict::NotDistinguishable
+            crate::report::compare::Verdict::NotDistinguishable
         );
         assert!((c.difference.unwrap() - 5.0 / 64.0).abs() < 1e-12);
         assert!(c.sentence.contains("as people scored it"), "{}", c.sentence);
