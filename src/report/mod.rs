@@ -18,11 +18,10 @@ pub(crate) use figures::gates;
 pub use figures::result::RunResult;
 pub use figures::summary::{ProviderInfo, RunInfo, Summary, VariantSummary};
 pub use figures::{
-    aggregate, causes, compare, history, job_rows, labels, prompts, result, rows, sequential,
-    summary,
+    aggregate, causes, compare, job_rows, labels, prompts, result, rows, sequential, summary,
 };
 pub(crate) use listeners::{progress, verbose};
-pub use render::{Exporter, exporters, html, junit, markdown};
+pub use render::{Exporter, exporters, history, html, junit, markdown};
 pub(crate) use render::{notes::notes, table, tables, terminal};
 pub use sinks::jobs_csv;
 pub use text::{interval, shell_path, shell_quote, terminal_safe};

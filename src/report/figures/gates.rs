@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::report::Summary;
 use crate::report::compare::{RunComparison, Verdict};
+pub(crate) use crate::report::summary::GateResult;
 
 /// `--min-accuracy [VARIANT=]P`; in a run of several endpoints VARIANT may be
 /// `ENDPOINT/VARIANT` (one cell), a variant (at every endpoint) or an endpoint (every
@@ -117,15 +118,6 @@ fn overspent(s: &Summary, limit: f64) -> Option<GateResult> {
 
 fn usd(x: f64) -> String {
     crate::report::usd(Some(x))
-}
-
-/// One gate's outcome.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GateResult {
-    pub gate: String,
-    pub passed: bool,
-    /// One line: why it passed or failed.
-    pub reason: String,
 }
 
 fn result(gate: &str, passed: bool, reason: String) -> GateResult {

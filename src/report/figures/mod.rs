@@ -12,5 +12,6 @@ pub mod labels;
 pub mod prompts;
 pub mod result;
 pub mod rows;
+pub mod run_comparison;
 pub mod sequential;
 pub mod summary;

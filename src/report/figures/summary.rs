@@ -272,7 +272,7 @@ pub struct Summary {
     pub replicas: Vec<ReplicaSummary>,
     /// CI gates checked on this run, if any were asked for.
     #[serde(default)]
-    pub gates: Vec<crate::report::gates::GateResult>,
+    pub gates: Vec<GateResult>,
     /// `run --until-decided`: each variant's sequential verdict and what stopping saved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequential: Option<crate::report::sequential::SequentialSummary>,
@@ -693,6 +693,15 @@ pub(crate) fn slices(
         }
     }
     out
+}
+
+/// One gate's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GateResult {
+    pub gate: String,
+    pub passed: bool,
+    /// One line: why it passed or failed.
+    pub reason: String,
 }
 
 #[cfg(test)]

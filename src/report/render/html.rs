@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+pub(crate) use super::escape::esc;
 use crate::report::compare::RunComparison;
 use crate::report::result::RunResult;
 use crate::report::{millis, pct, tables};
@@ -18,22 +19,6 @@ pub(crate) fn percent_encode(text: &str, keep: &[u8]) -> String {
             out.push(b as char);
         } else {
             out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-/// Escapes text for HTML content and attribute values.
-pub(crate) fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
         }
     }
     out

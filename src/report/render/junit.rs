@@ -277,23 +277,6 @@ impl JunitSpool {
     }
 }
 
-impl crate::report::sinks::Sink for JunitSpool {
-    fn counted(&mut self, arm: Option<usize>, r: &JobRecord) {
-        if let Some(arm) = arm {
-            self.add(arm, r);
-        }
-    }
-
-    /// The spool is assembled into the `--junit` file with the summary (app/finish.rs).
-    fn finish(
-        self: Box<Self>,
-        result: &mut crate::report::result::RunResult,
-    ) -> Result<(), crate::report::ReportError> {
-        result.junit = Some(*self);
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::{JobRecord, JunitSpool, escape};

@@ -3,6 +3,8 @@
 //! (`tables.rs`).
 
 pub mod csv;
+pub(crate) mod escape;
+pub mod history;
 pub mod html;
 pub mod json;
 pub mod junit;

@@ -8,7 +8,9 @@
 //! implementing `Sink` and one line where the run's list is built (`app::aggregator_with`).
 
 pub(crate) mod failed;
+pub(crate) mod job_rows;
 pub mod jobs_csv;
+pub(crate) mod junit;
 pub(crate) mod shown;
 
 use crate::report::figures::result::RunResult;
