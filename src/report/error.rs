@@ -8,6 +8,11 @@ pub enum ReportError {
         path: std::path::PathBuf,
         source: std::io::Error,
     },
+    /// A file to append to could not be opened.
+    Open {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
     /// A summary could not be encoded (JSON or CSV).
     Encode(String),
 }
@@ -20,6 +25,14 @@ impl ReportError {
             source: source.into(),
         }
     }
+
+    /// `path` could not be opened to append to.
+    pub fn open(path: &std::path::Path, source: std::io::Error) -> Self {
+        ReportError::Open {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
 }
 
 impl std::fmt::Display for ReportError {
@@ -27,6 +40,9 @@ impl std::fmt::Display for ReportError {
         match self {
             ReportError::Write { path, source } => {
                 write!(f, "cannot write {}: {source}", path.display())
+            }
+            ReportError::Open { path, source } => {
+                write!(f, "cannot open {}: {source}", path.display())
             }
             ReportError::Encode(e) => write!(f, "cannot encode the summary: {e}"),
         }

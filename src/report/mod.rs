@@ -21,7 +21,9 @@ pub use figures::{
     aggregate, causes, compare, job_rows, labels, prompts, result, rows, sequential, summary,
 };
 pub(crate) use listeners::{progress, verbose};
-pub use render::{Exporter, exporters, history, html, junit, markdown};
+pub use render::{
+    Asked, Exporter, Output, RunReport, exporters, history, html, junit, markdown, outputs,
+};
 pub(crate) use render::{notes::notes, table, tables, terminal};
 pub use sinks::jobs_csv;
 pub use text::{interval, shell_path, shell_quote, terminal_safe};

@@ -342,6 +342,23 @@ fn answers_section(b: &mut String, result: &RunResult, names: &[&str]) {
     b.push_str("</tbody></table>");
 }
 
+/// `report.html`, from the run's figures and its bench as written.
+pub(super) struct ReportHtml;
+
+impl super::output::Output for ReportHtml {
+    fn place(&self) -> super::output::Place {
+        super::output::Place::Folder(crate::runner::RunDir::report_html)
+    }
+
+    fn render<'r>(
+        &self,
+        run: &'r mut super::output::RunReport<'_>,
+    ) -> Result<Option<super::output::Body<'r>>, crate::report::ReportError> {
+        let page = render_run(run.result, run.bench_text);
+        Ok(Some(super::output::Body::Text(page)))
+    }
+}
+
 /// `report.html` for a run, from its aggregated result; `bench_text` is the bench file
 /// as written, shown under Settings.
 pub fn render_run(result: &RunResult, bench_text: &str) -> String {

@@ -129,6 +129,28 @@ impl Exporter for Markdown {
     }
 }
 
+/// `--markdown FILE`: the summary (and the baseline comparison) appended, as
+/// `$GITHUB_STEP_SUMMARY` expects.
+pub(super) struct Appended(pub(super) std::path::PathBuf);
+
+impl super::output::Output for Appended {
+    fn place(&self) -> super::output::Place {
+        super::output::Place::Append(self.0.clone())
+    }
+
+    fn render<'r>(
+        &self,
+        run: &'r mut super::output::RunReport<'_>,
+    ) -> Result<Option<super::output::Body<'r>>, crate::report::ReportError> {
+        let mut md = Markdown.render(&run.result.summary)?;
+        if let Some(b) = run.baseline {
+            md.push_str("\n### Against the baseline run\n\n");
+            md.push_str(&comparison_body(b));
+        }
+        Ok(Some(super::output::Body::Text(md)))
+    }
+}
+
 /// `compare.md`: two runs side by side.
 pub(crate) fn render_comparison(c: &RunComparison) -> String {
     format!("## promptgauge compare\n\n{}", comparison_body(c))

@@ -15,7 +15,7 @@ pub(crate) mod table;
 pub(crate) mod tables;
 pub(crate) mod terminal;
 
-pub use output::Exporter;
+pub use output::{Asked, Body, Exporter, Output, Place, RunReport, write};
 
 /// Every summary format written into a run folder.
 pub fn exporters() -> Vec<Box<dyn Exporter>> {
@@ -24,4 +24,23 @@ pub fn exporters() -> Vec<Box<dyn Exporter>> {
         Box::new(csv::Csv),
         Box::new(markdown::Markdown),
     ]
+}
+
+/// Every output of a run, in the order they are written: the summary formats and
+/// report.html in the run folder (with `--baseline`, baseline.json), then the files the
+/// flags name. A new output is its file and one line here.
+pub fn outputs(asked: &Asked) -> Vec<Box<dyn Output>> {
+    let mut outputs: Vec<Box<dyn Output>> = exporters()
+        .into_iter()
+        .map(|e| Box::new(output::SummaryFile(e)) as Box<dyn Output>)
+        .collect();
+    outputs.push(Box::new(html::ReportHtml));
+    outputs.push(Box::new(json::BaselineJson));
+    if let Some(path) = &asked.junit {
+        outputs.push(Box::new(junit::JunitFile(path.clone())));
+    }
+    if let Some(path) = &asked.markdown {
+        outputs.push(Box::new(markdown::Appended(path.clone())));
+    }
+    outputs
 }
