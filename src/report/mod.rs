@@ -22,7 +22,8 @@ pub use figures::{
 };
 pub(crate) use listeners::{progress, verbose};
 pub use render::{
-    Asked, Exporter, Output, RunReport, exporters, history, html, junit, markdown, outputs,
+    Asked, Exporter, Output, RunReport, comparison_files, exporters, history, html, junit,
+    markdown, outputs,
 };
 pub(crate) use render::{notes::notes, table, tables, terminal};
 pub use sinks::jobs_csv;

@@ -44,3 +44,16 @@ pub fn outputs(asked: &Asked) -> Vec<Box<dyn Output>> {
     }
     outputs
 }
+
+/// Every file `compare` writes, by name, rendered from the two runs' comparison.
+pub fn comparison_files(
+    c: &crate::report::compare::RunComparison,
+) -> Result<[(&'static str, String); 4], serde_json::Error> {
+    Ok([
+        ("compare.json", serde_json::to_string_pretty(c)? + "\n"),
+        ("compare.md", markdown::render_comparison(c)),
+        ("compare.html", html::render_compare(c)),
+        // The table compare.md shows, for a spreadsheet.
+        ("compare.csv", tables::comparison(c).csv()),
+    ])
+}
