@@ -8,6 +8,34 @@ use crate::report::{Summary, VariantSummary};
 /// Lines that qualify the table: the simulator, failures, estimates.
 pub(crate) fn notes(summary: &Summary) -> Vec<String> {
     let mut notes = Vec::new();
+    run_notes(summary, &mut notes);
+    answer_notes(summary, &mut notes);
+    source_notes(summary, &mut notes);
+    judge_notes(summary, &mut notes);
+    if summary.variants.iter().any(|v| v.tokens.estimated) {
+        notes.push("~ Some token counts are estimates: the server sent no usage.".to_string());
+    }
+    if summary.run.repeats > 1 {
+        notes.push(format!(
+            "With repeats: {} the case is the unit: intervals are widened by the design effect, and comparisons test the per-case mean scores (the same verdict as one answer per case when the repeats agree).",
+            summary.run.repeats
+        ));
+    }
+    if let Some(s) = &summary.sequential {
+        notes.push(sequential::note(s));
+    }
+    if let Some(line) = spent_note(summary) {
+        notes.push(line);
+    }
+    if let Some(line) = answer_time_note(summary) {
+        notes.push(line);
+    }
+    notes
+}
+
+/// What the run was: simulated, stopped early, incomplete; answers cut at max_tokens,
+/// or in which the scorer found nothing.
+fn run_notes(summary: &Summary, notes: &mut Vec<String>) {
     if summary.run.provider.simulated {
         notes.push("SIMULATED PROVIDER: these numbers come from promptgauge's built-in fake model, not a real one. Set --base-url to measure a real model.".to_string());
     }
@@ -44,6 +72,11 @@ pub(crate) fn notes(summary: &Summary) -> Vec<String> {
             ));
         }
     }
+}
+
+/// Answers apart from the others: withheld, a random sample of the cases, refusals, usage
+/// the provider could not have billed.
+fn answer_notes(summary: &Summary, notes: &mut Vec<String>) {
     let filtered: u64 = summary.variants.iter().map(|v| v.filtered).sum();
     if filtered > 0 {
         let each: Vec<String> = summary
@@ -96,6 +129,11 @@ pub(crate) fn notes(summary: &Summary) -> Vec<String> {
             each.join(", ")
         ));
     }
+}
+
+/// Where answers came from (the batch API, the cache) and what the journal held twice
+/// or did not plan.
+fn source_notes(summary: &Summary, notes: &mut Vec<String>) {
     let batched: u64 = summary.variants.iter().map(|v| v.batched).sum();
     if batched > 0 {
         let sum = |f: fn(&VariantSummary) -> Option<f64>| -> Option<f64> {
@@ -127,6 +165,10 @@ pub(crate) fn notes(summary: &Summary) -> Vec<String> {
     if summary.variants.iter().any(|v| v.tokens.saturated) {
         notes.push("Some token totals reached 2^64 − 1 and stopped there: the server reported impossible counts.".to_string());
     }
+}
+
+/// A judge: whether it judges itself, and what people's labels say of it.
+fn judge_notes(summary: &Summary, notes: &mut Vec<String>) {
     if let Some(judge) = &summary.run.judge {
         if summary.run.self_judged {
             notes.push(format!(
@@ -155,25 +197,6 @@ pub(crate) fn notes(summary: &Summary) -> Vec<String> {
             ));
         }
     }
-    if summary.variants.iter().any(|v| v.tokens.estimated) {
-        notes.push("~ Some token counts are estimates: the server sent no usage.".to_string());
-    }
-    if summary.run.repeats > 1 {
-        notes.push(format!(
-            "With repeats: {} the case is the unit: intervals are widened by the design effect, and comparisons test the per-case mean scores (the same verdict as one answer per case when the repeats agree).",
-            summary.run.repeats
-        ));
-    }
-    if let Some(s) = &summary.sequential {
-        notes.push(sequential::note(s));
-    }
-    if let Some(line) = spent_note(summary) {
-        notes.push(line);
-    }
-    if let Some(line) = answer_time_note(summary) {
-        notes.push(line);
-    }
-    notes
 }
 
 /// What the run paid against the list price of its answers, when they differ.
