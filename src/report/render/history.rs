@@ -87,12 +87,51 @@ pub fn render_html(h: &History, link: &dyn Fn(&RunRow) -> Option<String>) -> Str
 
 /// A chart's point: the run's position, the run, its variant, and the value with its
 /// interval.
-type Point<'a> = (
-    usize,
-    &'a HistoryRun,
-    &'a HistoryVariant,
-    (f64, Option<f64>, Option<f64>),
-);
+type Point<'a> = (usize, &'a HistoryRun, &'a HistoryVariant, Value);
+
+/// A value on a chart with its interval, when it has one.
+type Value = (f64, Option<f64>, Option<f64>);
+
+/// A chart's plot area, and where run `i` and value `v` fall in it.
+struct Frame {
+    left: f64,
+    top: f64,
+    width: f64,
+    height: f64,
+    /// Runs across.
+    n: usize,
+    /// The values at the bottom and the top.
+    y0: f64,
+    y1: f64,
+}
+
+impl Frame {
+    fn x(&self, i: usize) -> f64 {
+        if self.n == 1 {
+            self.left + self.width / 2.0
+        } else {
+            self.left + self.width * i as f64 / (self.n - 1) as f64
+        }
+    }
+
+    fn y(&self, v: f64) -> f64 {
+        self.top + self.height - (v - self.y0) / (self.y1 - self.y0) * self.height
+    }
+}
+
+/// How a chart shows its points: `label` names the figure, `marks` puts the tested
+/// steps on it, `link` gives each run's report.
+struct Look<'a> {
+    label: &'a str,
+    marks: bool,
+    link: &'a dyn Fn(&RunRow) -> Option<String>,
+}
+
+impl Look<'_> {
+    fn percent(&self) -> bool {
+        self.label == "accuracy" || self.label == "mean score"
+    }
+}
 
 /// One chart over the runs: per variant, a line through its points (with interval bars
 /// when `value` gives them), each point a link to its run's report.
@@ -102,17 +141,52 @@ fn time_chart(
     label: &str,
     marks: bool,
     link: &dyn Fn(&RunRow) -> Option<String>,
-    value: impl Fn(&HistoryVariant) -> Option<(f64, Option<f64>, Option<f64>)>,
+    value: impl Fn(&HistoryVariant) -> Option<Value>,
 ) -> String {
     let (left, top, width, height) = (70.0, 12.0, 820.0, 220.0);
-    let n = h.runs.len().max(1);
-    let x = |i: usize| {
-        if n == 1 {
-            left + width / 2.0
+    let Some((lo_all, hi_all)) = value_range(h, &value) else {
+        let why = if label.starts_with("cost") {
+            "no cost: the bench sets no price"
         } else {
-            left + width * i as f64 / (n - 1) as f64
-        }
+            "no data"
+        };
+        return format!("<p class=\"muted\" id=\"{id}\">{why}</p>");
     };
+    let total_h = top + height + 44.0;
+    let mut svg = format!(
+        "<svg id=\"{id}\" role=\"img\" aria-label=\"{} over time\" width=\"{}\" height=\"{total_h}\" viewBox=\"0 0 {} {total_h}\">",
+        esc(label),
+        left + width + 90.0,
+        left + width + 90.0
+    );
+    // A little room around the data; a flat series gets a band of its own.
+    let span = (hi_all - lo_all).max(hi_all.abs() * 0.1).max(1e-9);
+    let (y0, y1) = ((lo_all - span * 0.1).max(0.0), hi_all + span * 0.1);
+    let frame = Frame {
+        left,
+        top,
+        width,
+        height,
+        n: h.runs.len().max(1),
+        y0,
+        y1,
+    };
+    let look = Look { label, marks, link };
+    value_axis(&mut svg, &frame, label);
+    time_axis(&mut svg, &frame, h);
+    for (k, name) in h.variants.iter().enumerate() {
+        series(&mut svg, &frame, h, (k, name), &look, &value);
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+/// The lowest and highest values the chart shows, intervals included; `None`: no run has
+/// one.
+fn value_range(
+    h: &History,
+    value: &impl Fn(&HistoryVariant) -> Option<Value>,
+) -> Option<(f64, f64)> {
     let mut lo_all = f64::INFINITY;
     let mut hi_all = f64::NEG_INFINITY;
     for r in &h.runs {
@@ -123,25 +197,18 @@ fn time_chart(
             }
         }
     }
-    let total_h = top + height + 44.0;
-    let mut svg = format!(
-        "<svg id=\"{id}\" role=\"img\" aria-label=\"{} over time\" width=\"{}\" height=\"{total_h}\" viewBox=\"0 0 {} {total_h}\">",
-        esc(label),
-        left + width + 90.0,
-        left + width + 90.0
-    );
-    if !lo_all.is_finite() {
-        let why = if label.starts_with("cost") {
-            "no cost: the bench sets no price"
-        } else {
-            "no data"
-        };
-        return format!("<p class=\"muted\" id=\"{id}\">{why}</p>");
-    }
-    // A little room around the data; a flat series gets a band of its own.
-    let span = (hi_all - lo_all).max(hi_all.abs() * 0.1).max(1e-9);
-    let (y0, y1) = ((lo_all - span * 0.1).max(0.0), hi_all + span * 0.1);
-    let y = |v: f64| top + height - (v - y0) / (y1 - y0) * height;
+    lo_all.is_finite().then_some((lo_all, hi_all))
+}
+
+/// The value axis: a grid line and a label at each round step.
+fn value_axis(svg: &mut String, frame: &Frame, label: &str) {
+    let Frame {
+        left,
+        width,
+        y0,
+        y1,
+        ..
+    } = *frame;
     let step = nice_step(y1 - y0);
     let mut tick = (y0 / step).ceil() * step;
     let percent = label == "accuracy" || label == "mean score";
@@ -159,15 +226,19 @@ fn time_chart(
             svg,
             "<line class=\"grid\" x1=\"{left}\" x2=\"{0}\" y1=\"{1:.1}\" y2=\"{1:.1}\"/><text x=\"{2}\" y=\"{3:.1}\" text-anchor=\"end\">{4}</text>",
             left + width,
-            y(tick),
+            frame.y(tick),
             left - 6.0,
-            y(tick) + 4.0,
+            frame.y(tick) + 4.0,
             esc(&text)
         );
         tick += step;
     }
-    // Dates under the first, last and a few runs between, as precise as it takes to tell
-    // them apart (runs of one CI job start in the same minute).
+}
+
+/// Dates under the first, last and a few runs between, as precise as it takes to tell
+/// them apart (runs of one CI job start in the same minute).
+fn time_axis(svg: &mut String, frame: &Frame, h: &History) {
+    let n = frame.n;
     let every = n.div_ceil(6).max(1);
     let shown: Vec<usize> = (0..n)
         .filter(|&i| i % every == 0 || i + 1 == n)
@@ -183,139 +254,168 @@ fn time_chart(
         let _ = write!(
             svg,
             "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-            x(i),
-            top + height + 18.0,
+            frame.x(i),
+            frame.top + frame.height + 18.0,
             esc(&label)
         );
     }
+}
+
+/// Variant `k`'s series: its lines, one per branch, and its points.
+fn series(
+    svg: &mut String,
+    frame: &Frame,
+    h: &History,
+    (k, name): (usize, &String),
+    look: &Look<'_>,
+    value: &impl Fn(&HistoryVariant) -> Option<Value>,
+) {
+    let c = colour(k);
     let variants = h.variants.len().max(1) as f64;
-    for (k, name) in h.variants.iter().enumerate() {
-        let c = colour(k);
-        // Variants side by side at each run, so their intervals do not hide each other.
-        let dodge = (k as f64 - (variants - 1.0) / 2.0) * 7.0;
-        let x = |i: usize| x(i) + dodge;
-        let points: Vec<Point<'_>> = h
-            .runs
-            .iter()
-            .enumerate()
-            .filter_map(|(i, r)| {
-                let v = r.variants.iter().find(|v| &v.result.variant == name)?;
-                Some((i, r, v, value(v)?))
-            })
-            .collect();
-        // One line per branch: the main line solid, a pull request's branch dashed from its
-        // base (the run its first step was measured from), never drawn into the main line.
-        let mut lines: Vec<(Option<String>, Vec<String>)> = Vec::new();
-        for (i, r, _, (v, _, _)) in &points {
-            let line = line_of(&r.run);
-            let at = format!("{:.1},{:.1}", x(*i), y(*v));
-            match lines.iter_mut().find(|(l, _)| *l == line) {
-                Some((_, path)) => path.push(at),
-                None => {
-                    let mut path = Vec::new();
-                    // A branch starts from its base on the main line.
-                    if line.is_some()
-                        && let Some((bi, _, _, (bv, _, _))) = r
-                            .previous
-                            .as_ref()
-                            .and_then(|p| points.iter().find(|(_, pr, _, _)| &pr.run.run_id == p))
-                    {
-                        path.push(format!("{:.1},{:.1}", x(*bi), y(*bv)));
-                    }
-                    path.push(at);
-                    lines.push((line, path));
-                }
-            }
-        }
-        for (line, path) in &lines {
-            if path.len() > 1 {
-                let _ = write!(
-                    svg,
-                    "<polyline class=\"line\" data-line=\"{}\" fill=\"none\" stroke=\"{c}\" stroke-width=\"1.5\" opacity=\"0.6\"{} points=\"{}\"/>",
-                    esc(line.as_deref().unwrap_or("main")),
-                    if line.is_some() {
-                        " stroke-dasharray=\"4 3\""
-                    } else {
-                        ""
-                    },
-                    path.join(" ")
-                );
-            }
-        }
-        for (i, r, v, (val, lo, hi)) in &points {
-            // Steps are marked where they were tested: on the accuracy (or score) chart.
-            let mark = v
-                .step
-                .as_ref()
-                .filter(|s| marks && s.significant())
-                .map(|s| {
-                    if s.verdict == Verdict::Better {
-                        "▲"
-                    } else {
-                        "▼"
-                    }
-                });
-            let mut g = format!(
-                "<g class=\"point\" data-run=\"{}\" data-variant=\"{}\" data-value=\"{val}\"{}>",
-                esc(&r.run.run_id),
-                esc(name),
-                mark.map(|m| format!(" data-step=\"{m}\""))
-                    .unwrap_or_default()
-            );
-            if let (Some(lo), Some(hi)) = (lo, hi) {
-                let _ = write!(
-                    g,
-                    "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{1:.1}\" y2=\"{2:.1}\" stroke=\"{c}\" stroke-width=\"5\" opacity=\"0.3\" stroke-linecap=\"round\"/>",
-                    x(*i),
-                    y(*lo),
-                    y(*hi)
-                );
-            }
+    // Variants side by side at each run, so their intervals do not hide each other.
+    let dodge = (k as f64 - (variants - 1.0) / 2.0) * 7.0;
+    let x = |i: usize| frame.x(i) + dodge;
+    let points: Vec<Point<'_>> = h
+        .runs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| {
+            let v = r.variants.iter().find(|v| &v.result.variant == name)?;
+            Some((i, r, v, value(v)?))
+        })
+        .collect();
+    for (line, path) in &branch_lines(&points, &x, frame) {
+        if path.len() > 1 {
             let _ = write!(
-                g,
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4.5\" fill=\"{}\" stroke=\"{c}\"{}><title>{} · {} · {}{}</title></circle>",
-                x(*i),
-                y(*val),
-                // A branch's runs are hollow: off the main line.
-                if line_of(&r.run).is_some() {
-                    "white"
+                svg,
+                "<polyline class=\"line\" data-line=\"{}\" fill=\"none\" stroke=\"{c}\" stroke-width=\"1.5\" opacity=\"0.6\"{} points=\"{}\"/>",
+                esc(line.as_deref().unwrap_or("main")),
+                if line.is_some() {
+                    " stroke-dasharray=\"4 3\""
                 } else {
-                    c
-                },
-                if r.run.complete {
                     ""
-                } else {
-                    " fill-opacity=\"0.3\""
                 },
-                esc(name),
-                esc(&r.run.run_id),
-                esc(&if percent {
-                    pct(Some(*val))
-                } else {
-                    format!("{val:.4}")
-                }),
-                esc(&line_of(&r.run)
-                    .map(|b| format!(" · branch {b}"))
-                    .unwrap_or_default())
+                path.join(" ")
             );
-            if let Some(m) = mark {
-                let _ = write!(
-                    g,
-                    "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" class=\"{}\">{m}</text>",
-                    x(*i),
-                    y(*val) - 9.0,
-                    if m == "▲" { "better" } else { "worse" }
-                );
+        }
+    }
+    for point in &points {
+        let g = point_mark(point, (name, c), look, &x, frame);
+        match (look.link)(&point.1.run) {
+            Some(href) => {
+                let _ = write!(svg, "<a href=\"{}\">{g}</a>", esc(&href));
             }
-            g.push_str("</g>");
-            match link(&r.run) {
-                Some(href) => {
-                    let _ = write!(svg, "<a href=\"{}\">{g}</a>", esc(&href));
+            None => svg.push_str(&g),
+        }
+    }
+}
+
+/// One line per branch, as its points: the main line, and a pull request's branch from its
+/// base (the run its first step was measured from), never drawn into the main line.
+fn branch_lines(
+    points: &[Point<'_>],
+    x: &dyn Fn(usize) -> f64,
+    frame: &Frame,
+) -> Vec<(Option<String>, Vec<String>)> {
+    let mut lines: Vec<(Option<String>, Vec<String>)> = Vec::new();
+    for (i, r, _, (v, _, _)) in points {
+        let line = line_of(&r.run);
+        let at = format!("{:.1},{:.1}", x(*i), frame.y(*v));
+        match lines.iter_mut().find(|(l, _)| *l == line) {
+            Some((_, path)) => path.push(at),
+            None => {
+                let mut path = Vec::new();
+                // A branch starts from its base on the main line.
+                if line.is_some()
+                    && let Some((bi, _, _, (bv, _, _))) = r
+                        .previous
+                        .as_ref()
+                        .and_then(|p| points.iter().find(|(_, pr, _, _)| &pr.run.run_id == p))
+                {
+                    path.push(format!("{:.1},{:.1}", x(*bi), frame.y(*bv)));
                 }
-                None => svg.push_str(&g),
+                path.push(at);
+                lines.push((line, path));
             }
         }
     }
-    svg.push_str("</svg>");
-    svg
+    lines
+}
+
+/// A point of variant `name` (drawn in colour `c`): its interval bar, its dot with what it
+/// says on hover, and the step it marks.
+fn point_mark(
+    (i, r, v, (val, lo, hi)): &Point<'_>,
+    (name, c): (&str, &str),
+    look: &Look<'_>,
+    x: &dyn Fn(usize) -> f64,
+    frame: &Frame,
+) -> String {
+    let y = |v: f64| frame.y(v);
+    // Steps are marked where they were tested: on the accuracy (or score) chart.
+    let mark = v
+        .step
+        .as_ref()
+        .filter(|s| look.marks && s.significant())
+        .map(|s| {
+            if s.verdict == Verdict::Better {
+                "▲"
+            } else {
+                "▼"
+            }
+        });
+    let mut g = format!(
+        "<g class=\"point\" data-run=\"{}\" data-variant=\"{}\" data-value=\"{val}\"{}>",
+        esc(&r.run.run_id),
+        esc(name),
+        mark.map(|m| format!(" data-step=\"{m}\""))
+            .unwrap_or_default()
+    );
+    if let (Some(lo), Some(hi)) = (lo, hi) {
+        let _ = write!(
+            g,
+            "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{1:.1}\" y2=\"{2:.1}\" stroke=\"{c}\" stroke-width=\"5\" opacity=\"0.3\" stroke-linecap=\"round\"/>",
+            x(*i),
+            y(*lo),
+            y(*hi)
+        );
+    }
+    let _ = write!(
+        g,
+        "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4.5\" fill=\"{}\" stroke=\"{c}\"{}><title>{} · {} · {}{}</title></circle>",
+        x(*i),
+        y(*val),
+        // A branch's runs are hollow: off the main line.
+        if line_of(&r.run).is_some() {
+            "white"
+        } else {
+            c
+        },
+        if r.run.complete {
+            ""
+        } else {
+            " fill-opacity=\"0.3\""
+        },
+        esc(name),
+        esc(&r.run.run_id),
+        esc(&if look.percent() {
+            pct(Some(*val))
+        } else {
+            format!("{val:.4}")
+        }),
+        esc(&line_of(&r.run)
+            .map(|b| format!(" · branch {b}"))
+            .unwrap_or_default())
+    );
+    if let Some(m) = mark {
+        let _ = write!(
+            g,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" class=\"{}\">{m}</text>",
+            x(*i),
+            y(*val) - 9.0,
+            if m == "▲" { "better" } else { "worse" }
+        );
+    }
+    g.push_str("</g>");
+    g
 }
