@@ -22,11 +22,12 @@ use crate::report::sinks::Sink;
 use crate::report::sinks::failed::FailedJobs;
 use crate::report::sinks::shown::ShownAnswers;
 use crate::report::summary::{
-    Acc, Percentiles, ReplicaSummary, SCHEMA, SCHEMA_GRID, SCHEMA_SCORED, Summary, slices,
+    Acc, Latencies, Percentiles, ReplicaSummary, SCHEMA, SCHEMA_GRID, SCHEMA_SCORED, Summary,
+    slices,
 };
 use crate::report::{RunInfo, VariantSummary};
 use crate::runner::journal::{Audit, JobRecord, JobStatus};
-use crate::runner::sequential::{Counts, Sequential};
+use crate::runner::sequential::{Counts, Sequential, SequentialSummary};
 use crate::suite::Price;
 
 /// What the aggregator needs to know before the first record.
@@ -246,16 +247,29 @@ impl Aggregator {
     }
 
     /// The figures, once every record is in (the outputs add theirs).
-    fn figures(self, tests: Option<&Sequential>) -> RunResult {
-        let confidence = self.run.confidence;
-        let variants = &self.variants;
-        let mut cases = self.cases;
-        cases.shrink_to_fit();
-        let answers_total = cases.len();
-        let scored = self.scored;
-        let mut summaries: Vec<VariantSummary> = Vec::with_capacity(variants.len());
-        let mut latencies = Vec::with_capacity(variants.len());
-        for (i, (name, acc)) in variants.iter().zip(self.accs).enumerate() {
+    fn figures(mut self, tests: Option<&Sequential>) -> RunResult {
+        self.cases.shrink_to_fit();
+        let accs = std::mem::take(&mut self.accs);
+        let (summaries, latencies) = self.variant_summaries(accs);
+        let mut comparisons = self.comparisons(&summaries);
+        let sequential = tests.map(|s| self.sequential_summary(s, &summaries));
+        if let Some(seq) = &sequential {
+            for c in &mut comparisons {
+                crate::report::sequential::apply(c, seq);
+            }
+        }
+        // After stopping early the fixed design's power figure does not apply.
+        let detectable = self.detectable(&summaries, sequential.is_none());
+        let figures = (summaries, comparisons, detectable, sequential);
+        self.result(figures, latencies)
+    }
+
+    /// Each variant's (each arm's) summary and latencies, in order.
+    fn variant_summaries(&self, accs: Vec<Acc>) -> (Vec<VariantSummary>, Vec<Latencies>) {
+        let (confidence, cases) = (self.run.confidence, &self.cases);
+        let mut summaries: Vec<VariantSummary> = Vec::with_capacity(self.variants.len());
+        let mut latencies = Vec::with_capacity(self.variants.len());
+        for (i, (name, acc)) in self.variants.iter().zip(accs).enumerate() {
             let arm = cases.arm(i);
             let units = cases.arm_by_group(i);
             let grouped = cases.grouped();
@@ -267,17 +281,23 @@ impl Aggregator {
                 summary.variant = Some(g.variants[v].clone());
                 summary.endpoint = Some(g.endpoints[e].clone());
             }
-            if scored {
+            if self.scored {
                 score_summary(&mut summary, cases.arm_means(i), confidence);
             }
             summary.labelled = self.judged.get(i).and_then(|j| j.summarise(confidence));
             summaries.push(summary);
             latencies.push(lat);
         }
+        (summaries, latencies)
+    }
+
+    /// Every comparison the run makes, family by family (Holm over each: the comparisons
+    /// that answer one question together).
+    fn comparisons(&self, summaries: &[VariantSummary]) -> Vec<Comparison> {
         let families = match &self.grid {
             Some(g) => g.families(),
             None => vec![Family {
-                pairs: (1..variants.len()).map(|i| (i, 0)).collect(),
+                pairs: (1..self.variants.len()).map(|i| (i, 0)).collect(),
                 axis: None,
             }],
         };
@@ -286,69 +306,70 @@ impl Aggregator {
             let mut made: Vec<Comparison> = family
                 .pairs
                 .iter()
-                .map(|&(i, against)| {
-                    let (pairs, groups) = cases.paired(i, against);
-                    let paired = Paired {
-                        pairs: &pairs,
-                        groups: groups.as_deref(),
-                        scored,
-                    };
-                    let mut c = compare(&variants[i], &variants[against], paired, confidence);
-                    let shown = |v: &VariantSummary| v.accuracy.or(v.mean_score);
-                    c.explain_against(shown(&summaries[i]), shown(&summaries[against]));
-                    if !self.judged.is_empty() {
-                        correct_with_labels(
-                            &mut c,
-                            &self.judged,
-                            &cases,
-                            (i, against),
-                            scored,
-                            confidence,
-                        );
-                    }
+                .map(|&pair| {
+                    let mut c = self.comparison(pair, summaries);
                     c.family = family.axis.clone();
                     c
                 })
                 .collect();
-            // Holm over the family: the comparisons that answer one question together.
-            decide(&mut made, confidence);
+            decide(&mut made, self.run.confidence);
             comparisons.extend(made);
         }
         for c in &mut comparisons {
-            // People's scores compared by the usual test: the corrected figures are its own
-            // (none without an interval, never a point).
-            if c.corrected.is_some_and(|d| d.all_labelled) {
-                match (c.ci_low, c.ci_high) {
-                    (Some(lo), Some(hi)) => {
-                        if let Some(d) = c.corrected.as_mut() {
-                            d.ci_low = lo;
-                            d.ci_high = hi;
-                        }
-                    }
-                    _ => c.corrected = None,
-                }
-            }
+            people_scores_own_interval(c);
         }
-        let sequential = tests.map(|s| {
-            let cost = summaries
-                .iter()
-                .map(|v| v.spent_usd.or(v.cost_usd))
-                .sum::<Option<f64>>();
-            // The baseline's accuracy, as `plan` reads it from summary.json (none for a
-            // scored run: `plan` then assumes ½, and so does the yardstick).
-            let baseline = summaries.first().and_then(|b| b.accuracy);
-            s.summary(self.finished, cost, baseline)
-        });
-        if let Some(seq) = &sequential {
-            for c in &mut comparisons {
-                crate::report::sequential::apply(c, seq);
-            }
+        comparisons
+    }
+
+    /// Arm `i` against arm `against`, paired by case (corrected by people's labels, when
+    /// there are some).
+    fn comparison(&self, (i, against): (usize, usize), summaries: &[VariantSummary]) -> Comparison {
+        let (confidence, scored) = (self.run.confidence, self.scored);
+        let (pairs, groups) = self.cases.paired(i, against);
+        let paired = Paired {
+            pairs: &pairs,
+            groups: groups.as_deref(),
+            scored,
+        };
+        let variants = &self.variants;
+        let mut c = compare(&variants[i], &variants[against], paired, confidence);
+        let shown = |v: &VariantSummary| v.accuracy.or(v.mean_score);
+        c.explain_against(shown(&summaries[i]), shown(&summaries[against]));
+        if !self.judged.is_empty() {
+            correct_with_labels(
+                &mut c,
+                &self.judged,
+                &self.cases,
+                (i, against),
+                scored,
+                confidence,
+            );
         }
-        // After stopping early the fixed design's power figure does not apply.
-        let fixed = sequential.is_none();
-        let detectable = summaries
+        c
+    }
+
+    /// What the sequential tests decided, with what the run cost.
+    fn sequential_summary(
+        &self,
+        tests: &Sequential,
+        summaries: &[VariantSummary],
+    ) -> SequentialSummary {
+        let cost = summaries
+            .iter()
+            .map(|v| v.spent_usd.or(v.cost_usd))
+            .sum::<Option<f64>>();
+        // The baseline's accuracy, as `plan` reads it from summary.json (none for a
+        // scored run: `plan` then assumes ½, and so does the yardstick).
+        let baseline = summaries.first().and_then(|b| b.accuracy);
+        tests.summary(self.finished, cost, baseline)
+    }
+
+    /// The smallest difference the run could detect, for a fixed design of 0/1 answers.
+    fn detectable(&self, summaries: &[VariantSummary], fixed: bool) -> Option<Detectable> {
+        let cases = &self.cases;
+        summaries
             .first()
-            .filter(|_| !scored && fixed)
+            .filter(|_| !self.scored && fixed)
             .and_then(|b| {
                 let n = cases.arm(0).len() as u64;
                 // The largest family a verdict is adjusted in.
@@ -356,17 +377,51 @@ impl Aggregator {
                     Some(g) => {
                         crate::suite::plan::largest_family(g.variants.len(), g.endpoints.len())
                     }
-                    None => crate::suite::plan::largest_family(variants.len(), 1),
+                    None => crate::suite::plan::largest_family(self.variants.len(), 1),
                 };
                 let repeats = self.run.repeats;
                 let icc = crate::stats::cluster::icc(&cases.arm(0));
                 b.accuracy.map(|p| {
-                    Detectable::new(n, p, confidence, m)
+                    Detectable::new(n, p, self.run.confidence, m)
                         .with_repeats(repeats, icc)
                         .in_grid(self.grid.is_some())
                 })
-            });
-        let slices = slices(&cases, variants, confidence, scored);
+            })
+    }
+
+    /// Each replica's attempts and latencies.
+    fn replica_summaries(&mut self) -> Vec<ReplicaSummary> {
+        let counts = std::mem::take(&mut self.replica_counts);
+        let latency = std::mem::take(&mut self.replica_latency);
+        self.run
+            .provider
+            .replicas
+            .iter()
+            .zip(counts)
+            .zip(latency)
+            .map(|((base_url, (answered, failed)), latency)| ReplicaSummary {
+                base_url: base_url.clone(),
+                attempts: answered + failed,
+                answered,
+                failed,
+                latency_ms: Percentiles::of(latency),
+            })
+            .collect()
+    }
+
+    /// The summary and the result around it, the figures made.
+    fn result(
+        mut self,
+        (summaries, comparisons, detectable, sequential): (
+            Vec<VariantSummary>,
+            Vec<Comparison>,
+            Option<Detectable>,
+            Option<SequentialSummary>,
+        ),
+        latencies: Vec<Latencies>,
+    ) -> RunResult {
+        let (scored, answers_total) = (self.scored, self.cases.len());
+        let slices = slices(&self.cases, &self.variants, self.run.confidence, scored);
         // Jobs a sequential decision made unnecessary are not missing.
         let not_needed = sequential.as_ref().map_or(0, |s| s.jobs_not_needed);
         let missing = self
@@ -388,21 +443,7 @@ impl Aggregator {
             duplicate_records: self.duplicates,
             records_outside_plan: self.outside_plan,
             cases_measured: self.run.order_seed.map(|_| answers_total),
-            replicas: self
-                .run
-                .provider
-                .replicas
-                .iter()
-                .zip(self.replica_counts)
-                .zip(self.replica_latency)
-                .map(|((base_url, (answered, failed)), latency)| ReplicaSummary {
-                    base_url: base_url.clone(),
-                    attempts: answered + failed,
-                    answered,
-                    failed,
-                    latency_ms: Percentiles::of(latency),
-                })
-                .collect(),
+            replicas: self.replica_summaries(),
             run: self.run,
             variants: summaries,
             comparisons,
@@ -414,7 +455,7 @@ impl Aggregator {
         };
         RunResult {
             summary,
-            cases,
+            cases: self.cases,
             latencies,
             disagreements: BTreeMap::new(),
             failed: Vec::new(),
@@ -427,6 +468,22 @@ impl Aggregator {
             prompts_left_out: 0,
             jobs: None,
             problems: Vec::new(),
+        }
+    }
+}
+
+/// People's scores compared by the usual test (every judged answer labelled): the
+/// corrected figures are its own (none without an interval, never a point).
+fn people_scores_own_interval(c: &mut Comparison) {
+    if c.corrected.is_some_and(|d| d.all_labelled) {
+        match (c.ci_low, c.ci_high) {
+            (Some(lo), Some(hi)) => {
+                if let Some(d) = c.corrected.as_mut() {
+                    d.ci_low = lo;
+                    d.ci_high = hi;
+                }
+            }
+            _ => c.corrected = None,
         }
     }
 }
