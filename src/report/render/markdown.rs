@@ -15,117 +15,137 @@ impl Exporter for Markdown {
     fn render(&self, s: &Summary) -> Result<String, crate::report::ReportError> {
         // A level-2 title and level-3 sections: the file goes into step summaries and pull
         // request comments beside other content, and a baseline comparison nests inside.
-        let mut out = if s.is_grid() {
-            format!(
-                "## promptgauge: {}\n\n{}: {} ({} to {}).\n\n",
-                md_text(&s.run.bench),
-                s.shape(),
-                md_text(&s.endpoint_list().join("; ")),
-                s.run.started_at,
-                s.run.finished_at.as_deref().unwrap_or("unfinished"),
-            )
-        } else {
-            format!(
-                "## promptgauge: {}\n\n{} cases × {} variants on {} at {} ({} to {}).\n\n",
-                md_text(&s.run.bench),
-                s.run.cases,
-                s.variants.len(),
-                md_code(&s.run.provider.model),
-                md_code(&s.run.provider.base_url),
-                s.run.started_at,
-                s.run.finished_at.as_deref().unwrap_or("unfinished"),
-            )
-        };
-        // What a reviewer needs first: did the gates pass, and what was decided.
-        if !s.gates.is_empty() {
-            out.push_str("### Gates\n\n");
-            for g in &s.gates {
-                let mark = if g.passed {
-                    "✅ passed"
-                } else {
-                    "❌ **failed**"
-                };
-                out.push_str(&format!(
-                    "- {mark} {}: {}\n",
-                    md_code(&g.gate),
-                    md_text(&g.reason)
-                ));
-            }
-            out.push('\n');
+        let mut out = title(s);
+        decisions(&mut out, s);
+        for note in notes(s) {
+            out.push_str(&format!("> **{}**\n\n", md_text(&note)));
         }
-        if s.is_grid() {
-            for axis in crate::report::compare::Axis::BOTH {
-                if s.on_axis(axis).next().is_none() {
-                    continue;
-                }
-                out.push_str(&format!("### {}\n\n", axis.heading()));
-                for c in s.on_axis(axis) {
-                    out.push_str(&format!("- {}\n", md_text(&c.sentence)));
-                }
-                out.push('\n');
+        figures(&mut out, s);
+        details(&mut out, s);
+        Ok(out)
+    }
+}
+
+/// The title, and what was run where.
+fn title(s: &Summary) -> String {
+    if s.is_grid() {
+        format!(
+            "## promptgauge: {}\n\n{}: {} ({} to {}).\n\n",
+            md_text(&s.run.bench),
+            s.shape(),
+            md_text(&s.endpoint_list().join("; ")),
+            s.run.started_at,
+            s.run.finished_at.as_deref().unwrap_or("unfinished"),
+        )
+    } else {
+        format!(
+            "## promptgauge: {}\n\n{} cases × {} variants on {} at {} ({} to {}).\n\n",
+            md_text(&s.run.bench),
+            s.run.cases,
+            s.variants.len(),
+            md_code(&s.run.provider.model),
+            md_code(&s.run.provider.base_url),
+            s.run.started_at,
+            s.run.finished_at.as_deref().unwrap_or("unfinished"),
+        )
+    }
+}
+
+/// What a reviewer needs first: did the gates pass, and what was decided.
+fn decisions(out: &mut String, s: &Summary) {
+    if !s.gates.is_empty() {
+        out.push_str("### Gates\n\n");
+        for g in &s.gates {
+            let mark = if g.passed {
+                "✅ passed"
+            } else {
+                "❌ **failed**"
+            };
+            out.push_str(&format!(
+                "- {mark} {}: {}\n",
+                md_code(&g.gate),
+                md_text(&g.reason)
+            ));
+        }
+        out.push('\n');
+    }
+    if s.is_grid() {
+        for axis in crate::report::compare::Axis::BOTH {
+            if s.on_axis(axis).next().is_none() {
+                continue;
             }
-        } else if !s.comparisons.is_empty() {
-            out.push_str("### Verdicts\n\n");
-            for c in &s.comparisons {
+            out.push_str(&format!("### {}\n\n", axis.heading()));
+            for c in s.on_axis(axis) {
                 out.push_str(&format!("- {}\n", md_text(&c.sentence)));
             }
             out.push('\n');
         }
-        for note in notes(s) {
-            out.push_str(&format!("> **{}**\n\n", md_text(&note)));
+    } else if !s.comparisons.is_empty() {
+        out.push_str("### Verdicts\n\n");
+        for c in &s.comparisons {
+            out.push_str(&format!("- {}\n", md_text(&c.sentence)));
         }
-        if s.is_grid() {
-            out.push_str("### Variants × endpoints\n\n");
-            out.push_str(&tables::grid(s).markdown());
-            out.push('\n');
-        }
-        out.push_str("### Variants\n\n");
-        out.push_str(&tables::variants(s).markdown());
-        if s.is_grid() {
-            for axis in crate::report::compare::Axis::BOTH {
-                if s.on_axis(axis).next().is_some() {
-                    out.push_str(&format!("\n#### {}\n\n", axis.heading()));
-                    out.push_str(&tables::paired_axis(s, axis).markdown());
-                }
-            }
-        } else if !s.comparisons.is_empty() {
-            let baseline = s.variants.first().map_or("baseline", |v| v.name.as_str());
-            let baseline = md_cell(baseline);
-            out.push_str(&format!("\n### Paired against {baseline}\n\n"));
-            out.push_str(&tables::paired(s).markdown());
-        }
-        if let Some(note) = crate::report::compare::levels_note(&s.comparisons, s.run.confidence) {
-            out.push_str(&format!("\n{note}\n"));
-        }
-        if let Some(d) = &s.detectable {
-            out.push_str(&format!("\n{}\n", d.sentence(s.run.confidence)));
-        }
-        if !s.failures.is_empty() {
-            out.push_str("\n### Why jobs failed\n\n");
-            for line in crate::report::causes::lines(&s.failures) {
-                out.push_str(&format!(
-                    "- {}\n",
-                    md_text(&line.replace("\n    → ", " — "))
-                ));
+        out.push('\n');
+    }
+}
+
+/// The tables of figures: the grid, the variants, the paired comparisons, and what
+/// qualifies them.
+fn figures(out: &mut String, s: &Summary) {
+    if s.is_grid() {
+        out.push_str("### Variants × endpoints\n\n");
+        out.push_str(&tables::grid(s).markdown());
+        out.push('\n');
+    }
+    out.push_str("### Variants\n\n");
+    out.push_str(&tables::variants(s).markdown());
+    if s.is_grid() {
+        for axis in crate::report::compare::Axis::BOTH {
+            if s.on_axis(axis).next().is_some() {
+                out.push_str(&format!("\n#### {}\n\n", axis.heading()));
+                out.push_str(&tables::paired_axis(s, axis).markdown());
             }
         }
-        if let Some(judge) = &s.run.judge {
+    } else if !s.comparisons.is_empty() {
+        let baseline = s.variants.first().map_or("baseline", |v| v.name.as_str());
+        let baseline = md_cell(baseline);
+        out.push_str(&format!("\n### Paired against {baseline}\n\n"));
+        out.push_str(&tables::paired(s).markdown());
+    }
+    if let Some(note) = crate::report::compare::levels_note(&s.comparisons, s.run.confidence) {
+        out.push_str(&format!("\n{note}\n"));
+    }
+    if let Some(d) = &s.detectable {
+        out.push_str(&format!("\n{}\n", d.sentence(s.run.confidence)));
+    }
+}
+
+/// Why jobs failed, the judge, the replicas and the tags.
+fn details(out: &mut String, s: &Summary) {
+    if !s.failures.is_empty() {
+        out.push_str("\n### Why jobs failed\n\n");
+        for line in crate::report::causes::lines(&s.failures) {
             out.push_str(&format!(
-                "\n### Judge\n\nJudged by {} at {}.\n\n",
-                md_code(&judge.model),
-                md_code(&judge.base_url),
+                "- {}\n",
+                md_text(&line.replace("\n    → ", " — "))
             ));
-            out.push_str(&tables::judge(s).markdown());
         }
-        if !s.replicas.is_empty() {
-            out.push_str("\n### Replicas\n\n");
-            out.push_str(&tables::replicas(s).markdown());
-        }
-        if !s.slices.is_empty() {
-            out.push_str("\n### By tag\n\n");
-            out.push_str(&tables::by_tag(s).markdown());
-        }
-        Ok(out)
+    }
+    if let Some(judge) = &s.run.judge {
+        out.push_str(&format!(
+            "\n### Judge\n\nJudged by {} at {}.\n\n",
+            md_code(&judge.model),
+            md_code(&judge.base_url),
+        ));
+        out.push_str(&tables::judge(s).markdown());
+    }
+    if !s.replicas.is_empty() {
+        out.push_str("\n### Replicas\n\n");
+        out.push_str(&tables::replicas(s).markdown());
+    }
+    if !s.slices.is_empty() {
+        out.push_str("\n### By tag\n\n");
+        out.push_str(&tables::by_tag(s).markdown());
     }
 }
 
