@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 pub(crate) use super::escape::esc;
 use crate::report::compare::RunComparison;
-use crate::report::result::RunResult;
+use crate::report::result::{RunResult, ShownAnswer};
 use crate::report::{millis, pct, tables};
 use crate::stats::percentile;
 
@@ -235,6 +235,37 @@ fn answers_section(b: &mut String, result: &RunResult, names: &[&str]) {
     if shown.is_empty() {
         return;
     }
+    answers_intro(b, result);
+    answers_head(b, names);
+    for (case, (expected, answers)) in shown {
+        let marks: Vec<bool> = answers
+            .iter()
+            .flatten()
+            .filter_map(|a| a.score)
+            .map(|s| s >= 1.0)
+            .collect();
+        let disagree = marks.iter().any(|&m| m) && marks.iter().any(|&m| !m);
+        let _ = write!(
+            b,
+            "<tr data-answers=\"{0}\"{1}><td>{0}</td><td class=\"text\">{2}</td>",
+            esc(case),
+            if disagree { " class=\"disagree\"" } else { "" },
+            esc(&expected.join(" | "))
+        );
+        for (arm, a) in answers.iter().enumerate() {
+            match a {
+                Some(a) => answer_cell(b, a, result.prompts.get(&(case.clone(), arm))),
+                None => b.push_str("<td class=\"muted\">–</td>"),
+            }
+        }
+        b.push_str("</tr>");
+    }
+    b.push_str("</tbody></table>");
+}
+
+/// The answers' heading: how many are shown, what is cut, and the filters.
+fn answers_intro(b: &mut String, result: &RunResult) {
+    let shown = &result.answers;
     let more = if result.answers_total > shown.len() {
         format!(
             " (the first {} of {} cases; the journal has the rest)",
@@ -264,6 +295,10 @@ fn answers_section(b: &mut String, result: &RunResult, names: &[&str]) {
          <span class=\"muted\"><span id=\"answers-count\">{}</span> shown</span></p>",
         shown.len()
     );
+}
+
+/// The answers table's head: a column per variant, the baseline first.
+fn answers_head(b: &mut String, names: &[&str]) {
     b.push_str("<table id=\"answers\"><thead><tr><th>case</th><th>expected</th>");
     for (i, n) in names.iter().enumerate() {
         let _ = write!(
@@ -279,67 +314,48 @@ fn answers_section(b: &mut String, result: &RunResult, names: &[&str]) {
         );
     }
     b.push_str("</tr></thead><tbody>");
-    for (case, (expected, answers)) in shown {
-        let marks: Vec<bool> = answers
-            .iter()
-            .flatten()
-            .filter_map(|a| a.score)
-            .map(|s| s >= 1.0)
-            .collect();
-        let disagree = marks.iter().any(|&m| m) && marks.iter().any(|&m| !m);
+}
+
+/// One variant's answer to a case: its mark and what it extracted, why it scored as it
+/// did, and the full answer and prompt inside.
+fn answer_cell(b: &mut String, a: &ShownAnswer, prompt: Option<&String>) {
+    let (class, mark) = match a.score {
+        Some(s) if s >= 1.0 => ("ok", "✓".to_string()),
+        Some(s) if s <= 0.0 => ("no", "✗".to_string()),
+        Some(s) => ("", format!("{:.0}%", s * 100.0)),
+        None if a.filtered => ("fail", "withheld".to_string()),
+        None => ("fail", "failed".to_string()),
+    };
+    let _ = write!(
+        b,
+        "<td class=\"text\"><span class=\"{class}\">{mark}</span> {}",
+        esc(a.extracted.as_deref().unwrap_or(""))
+    );
+    // Why (a judge's reasons, a violation, an error) beside the answer, readable
+    // without opening anything; a long one in full inside.
+    if let Some(reason) = &a.reason {
         let _ = write!(
             b,
-            "<tr data-answers=\"{0}\"{1}><td>{0}</td><td class=\"text\">{2}</td>",
-            esc(case),
-            if disagree { " class=\"disagree\"" } else { "" },
-            esc(&expected.join(" | "))
+            "<div class=\"why muted\">{}</div>",
+            esc(&crate::report::visible(reason, 300))
         );
-        for (arm, a) in answers.iter().enumerate() {
-            let Some(a) = a else {
-                b.push_str("<td class=\"muted\">–</td>");
-                continue;
-            };
-            let (class, mark) = match a.score {
-                Some(s) if s >= 1.0 => ("ok", "✓".to_string()),
-                Some(s) if s <= 0.0 => ("no", "✗".to_string()),
-                Some(s) => ("", format!("{:.0}%", s * 100.0)),
-                None if a.filtered => ("fail", "withheld".to_string()),
-                None => ("fail", "failed".to_string()),
-            };
-            let _ = write!(
-                b,
-                "<td class=\"text\"><span class=\"{class}\">{mark}</span> {}",
-                esc(a.extracted.as_deref().unwrap_or(""))
-            );
-            // Why (a judge's reasons, a violation, an error) beside the answer, readable
-            // without opening anything; a long one in full inside.
-            if let Some(reason) = &a.reason {
-                let _ = write!(
-                    b,
-                    "<div class=\"why muted\">{}</div>",
-                    esc(&crate::report::visible(reason, 300))
-                );
-            }
-            let _ = write!(
-                b,
-                "<details><summary>answer</summary><pre>{}</pre>",
-                esc(&a.output)
-            );
-            if let Some(reason) = a.reason.as_ref().filter(|r| r.chars().count() > 300) {
-                let _ = write!(b, "<p class=\"muted\">{}</p>", esc(reason));
-            }
-            if let Some(prompt) = result.prompts.get(&(case.clone(), arm)) {
-                let _ = write!(
-                    b,
-                    "<details><summary>prompt</summary><pre>{}</pre></details>",
-                    esc(prompt)
-                );
-            }
-            b.push_str("</details></td>");
-        }
-        b.push_str("</tr>");
     }
-    b.push_str("</tbody></table>");
+    let _ = write!(
+        b,
+        "<details><summary>answer</summary><pre>{}</pre>",
+        esc(&a.output)
+    );
+    if let Some(reason) = a.reason.as_ref().filter(|r| r.chars().count() > 300) {
+        let _ = write!(b, "<p class=\"muted\">{}</p>", esc(reason));
+    }
+    if let Some(prompt) = prompt {
+        let _ = write!(
+            b,
+            "<details><summary>prompt</summary><pre>{}</pre></details>",
+            esc(prompt)
+        );
+    }
+    b.push_str("</details></td>");
 }
 
 /// `report.html`, from the run's figures and its bench as written.
