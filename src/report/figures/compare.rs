@@ -455,10 +455,32 @@ impl<'a> Paired<'a> {
 /// interval are set by [`decide`], once every comparison made together is known.
 pub fn compare(variant: &str, against: &str, paired: Paired<'_>, confidence: f64) -> Comparison {
     let pairs = paired.pairs;
-    let mut c = Comparison {
+    let mut c = no_data(variant, against, pairs.len() as u64);
+    if pairs.is_empty() {
+        return c;
+    }
+    let n = pairs.len() as f64;
+    let mean = |s: &CaseScore| s.mean().unwrap_or(0.0);
+    let diffs: Vec<f64> = pairs.iter().map(|(v, r)| mean(v) - mean(r)).collect();
+    let d = diffs.iter().sum::<f64>() / n;
+    c.difference = Some(d);
+    c.variant_mean = Some(pairs.iter().map(|(v, _)| mean(v)).sum::<f64>() / n);
+    c.reference_mean = Some(pairs.iter().map(|(_, r)| mean(r)).sum::<f64>() / n);
+    set_basis(&mut c, pairs, &diffs, d);
+    c.units = units_of(&mut c, paired.groups, &diffs, d);
+    c.p_value = sign_flip_test(&c.units.sums).map(|t| t.p_value);
+    if paired.scored && paired.groups.is_none() {
+        paired_t(&mut c, pairs, confidence);
+    }
+    c
+}
+
+/// A comparison of `variant` with `against` over `cases` paired cases, nothing yet known.
+fn no_data(variant: &str, against: &str, cases: u64) -> Comparison {
+    Comparison {
         variant: variant.to_string(),
         against: against.to_string(),
-        cases: pairs.len() as u64,
+        cases,
         method: String::new(),
         table: None,
         difference: None,
@@ -484,17 +506,14 @@ pub fn compare(variant: &str, against: &str, paired: Paired<'_>, confidence: f64
         basis: Basis::None,
         spread: Spread::None,
         corrected_se: None,
-    };
-    if pairs.is_empty() {
-        return c;
     }
+}
+
+/// What the test rests on: the 2×2 table of case means of 0 or 1 on both sides, else the
+/// means; and the spread the cases needed for a difference are reckoned from.
+fn set_basis(c: &mut Comparison, pairs: &[(CaseScore, CaseScore)], diffs: &[f64], d: f64) {
     let n = pairs.len() as f64;
     let mean = |s: &CaseScore| s.mean().unwrap_or(0.0);
-    let diffs: Vec<f64> = pairs.iter().map(|(v, r)| mean(v) - mean(r)).collect();
-    let d = diffs.iter().sum::<f64>() / n;
-    c.difference = Some(d);
-    c.variant_mean = Some(pairs.iter().map(|(v, _)| mean(v)).sum::<f64>() / n);
-    c.reference_mean = Some(pairs.iter().map(|(_, r)| mean(r)).sum::<f64>() / n);
     // Case means of 0 or 1 on both sides: one answer per case, or repeats that agree (the
     // same evidence, so the same table and numbers).
     let zero_one = |s: &CaseScore| matches!(s.mean(), Some(m) if m == 0.0 || m == 1.0);
@@ -516,10 +535,15 @@ pub fn compare(variant: &str, against: &str, paired: Paired<'_>, confidence: f64
         c.spread = Spread::Variance(var);
         c.basis = Basis::Means;
     }
-    c.units = match paired.groups {
+}
+
+/// The units whose signs the test flips: each case's difference, or each group's sum
+/// (with the design effect of the grouping).
+fn units_of(c: &mut Comparison, groups: Option<&[String]>, diffs: &[f64], d: f64) -> Units {
+    match groups {
         Some(groups) => {
             let mut by: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
-            for (g, x) in groups.iter().zip(&diffs) {
+            for (g, x) in groups.iter().zip(diffs) {
                 let e = by.entry(g.as_str()).or_default();
                 e.0 += x;
                 e.1 += 1.0;
@@ -542,21 +566,22 @@ pub fn compare(variant: &str, against: &str, paired: Paired<'_>, confidence: f64
             c.method = "sign_flip_on_case_means".into();
             Units {
                 sizes: vec![1.0; diffs.len()],
-                sums: diffs.clone(),
+                sums: diffs.to_vec(),
             }
         }
-    };
-    c.p_value = sign_flip_test(&c.units.sums).map(|t| t.p_value);
-    if paired.scored && paired.groups.is_none() {
-        let v: Vec<f64> = pairs.iter().map(|(v, _)| mean(v)).collect();
-        let b: Vec<f64> = pairs.iter().map(|(_, r)| mean(r)).collect();
-        if let Some(p) = crate::stats::scores::paired_t(&v, &b, confidence) {
-            c.t_p_value = p.t_p_value;
-            c.t_ci_low = p.t_interval.map(|i| i.0);
-            c.t_ci_high = p.t_interval.map(|i| i.1);
-        }
     }
-    c
+}
+
+/// A scored run's paired t interval beside the sign-flip test.
+fn paired_t(c: &mut Comparison, pairs: &[(CaseScore, CaseScore)], confidence: f64) {
+    let mean = |s: &CaseScore| s.mean().unwrap_or(0.0);
+    let v: Vec<f64> = pairs.iter().map(|(v, _)| mean(v)).collect();
+    let b: Vec<f64> = pairs.iter().map(|(_, r)| mean(r)).collect();
+    if let Some(p) = crate::stats::scores::paired_t(&v, &b, confidence) {
+        c.t_p_value = p.t_p_value;
+        c.t_ci_low = p.t_interval.map(|i| i.0);
+        c.t_ci_high = p.t_interval.map(|i| i.1);
+    }
 }
 
 /// Adjusts the p-values of comparisons made together (Holm), sets each interval at the
