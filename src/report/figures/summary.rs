@@ -353,24 +353,7 @@ impl Acc {
     ) {
         self.jobs += 1;
         self.attempts += r.attempts.len() as u64;
-        // Calls the judge answered from the cache were not made again and cost nothing.
-        self.judge_calls += r.judge.iter().filter(|c| !c.cached).count() as u64;
-        for u in r.judge_billed() {
-            self.judge_tokens.get_or_insert_with(Tokens::default).add(u);
-            if judge_price.is_some() {
-                self.judge_cost.add(u);
-            }
-        }
-        if let Some(a) = r
-            .score_detail
-            .as_ref()
-            .and_then(|d| d.get("agreement"))
-            .and_then(serde_json::Value::as_f64)
-            .filter(|_| r.judge.len() > 1)
-        {
-            self.agreement.0 += a;
-            self.agreement.1 += 1;
-        }
+        self.add_judge(r, judge_price);
         self.add_spent(r, price);
         if let Some(why) = &r.usage_anomaly {
             self.usage_anomalies += 1;
@@ -388,6 +371,34 @@ impl Acc {
             }
             JobStatus::Graded => {}
         }
+        self.add_graded(r);
+        self.add_cost(r, price);
+    }
+
+    /// The judge's calls (those it answered from the cache cost nothing), its tokens, and
+    /// how far its votes agreed.
+    fn add_judge(&mut self, r: &JobRecord, judge_price: Option<&Price>) {
+        self.judge_calls += r.judge.iter().filter(|c| !c.cached).count() as u64;
+        for u in r.judge_billed() {
+            self.judge_tokens.get_or_insert_with(Tokens::default).add(u);
+            if judge_price.is_some() {
+                self.judge_cost.add(u);
+            }
+        }
+        if let Some(a) = r
+            .score_detail
+            .as_ref()
+            .and_then(|d| d.get("agreement"))
+            .and_then(serde_json::Value::as_f64)
+            .filter(|_| r.judge.len() > 1)
+        {
+            self.agreement.0 += a;
+            self.agreement.1 += 1;
+        }
+    }
+
+    /// A graded answer's counts and times.
+    fn add_graded(&mut self, r: &JobRecord) {
         self.n += 1;
         if let Some(what) = &r.not_found {
             let seen = self.nothing_found.get_or_insert_with(|| NothingFound {
@@ -416,6 +427,10 @@ impl Acc {
                 self.gen_seconds += (l - t) / 1000.0;
             }
         }
+    }
+
+    /// A graded answer's tokens and list price (the batch price for a batched one).
+    fn add_cost(&mut self, r: &JobRecord, price: Option<&Price>) {
         let u = &r.usage;
         self.tokens.add(u);
         if r.batch.is_some() {
@@ -446,17 +461,12 @@ impl Acc {
         let (priced, judge_priced) = (prices.0.is_some(), prices.1.is_some());
         self.ttft.sort_by(f64::total_cmp);
         self.latency.sort_by(f64::total_cmp);
-        // The case (or the group of cases, when cases carry `group:`) is the unit: repeats
-        // widen the interval by Kish's design effect (cases of one size), bounded by what the
-        // case means support; groups, of any sizes, by the cluster-robust effective size.
-        let clustered = if grouped {
-            grouped_wilson(units, confidence)
-        } else {
-            clustered_wilson(units, confidence)
-        };
+        let clustered = clustered(units, grouped, confidence);
         let ci = clustered.map(|(_, lo, hi, _)| (lo, hi));
         let repeated = units.iter().any(|s| s.graded > 1);
         let cost = priced.then_some(self.cost);
+        // Batched answers' costs, when the run has a price and some.
+        let batched = prices.0.filter(|_| self.batched > 0);
         let summary = VariantSummary {
             name: name.to_string(),
             variant: None,
@@ -494,14 +504,8 @@ impl Acc {
                 .0
                 .map(|p| self.spent.cost(p) + self.spent_batched.cost(&p.batched())),
             batched: self.batched,
-            batched_cost_usd: prices
-                .0
-                .filter(|_| self.batched > 0)
-                .map(|_| self.batched_cost),
-            batched_streaming_cost_usd: prices
-                .0
-                .filter(|_| self.batched > 0)
-                .map(|_| self.batched_at_streaming),
+            batched_cost_usd: batched.map(|_| self.batched_cost),
+            batched_streaming_cost_usd: batched.map(|_| self.batched_at_streaming),
             spent_estimated: self.spent_estimated,
             design_effect: clustered.filter(|_| repeated || grouped).map(|c| c.3),
             consistency: consistency(scores),
@@ -524,6 +528,18 @@ impl Acc {
                 latency_ms: self.latency,
             },
         )
+    }
+}
+
+/// A variant's interval and design effect, the case (or the group of cases, when cases
+/// carry `group:`) the unit: repeats widen the interval by Kish's design effect (cases of
+/// one size), bounded by what the case means support; groups, of any sizes, by the
+/// cluster-robust effective size.
+fn clustered(units: &[CaseScore], grouped: bool, confidence: f64) -> Option<(f64, f64, f64, f64)> {
+    if grouped {
+        grouped_wilson(units, confidence)
+    } else {
+        clustered_wilson(units, confidence)
     }
 }
 
