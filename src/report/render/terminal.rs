@@ -145,52 +145,8 @@ pub(crate) fn render(s: &Summary) -> String {
 
 /// [`render`] at a given width (`None`: no limit).
 pub(crate) fn render_at(s: &Summary, width: Option<usize>) -> String {
-    let table = tables::variants(s).terminal(width);
-    let mut out = if s.is_grid() {
-        format!(
-            "{}: {}: {}\n{table}\n* baseline\n{}\n",
-            s.run.bench,
-            s.shape(),
-            s.endpoint_list().join("; "),
-            tables::grid(s).terminal(width)
-        )
-    } else {
-        format!(
-            "{}: {} × {}, {}model {} at {}\n{table}\n* baseline\n",
-            s.run.bench,
-            plural(s.run.cases, "case", "cases"),
-            plural(s.variants.len(), "variant", "variants"),
-            s.run
-                .provider
-                .endpoint
-                .as_ref()
-                .map_or_else(String::new, |n| format!("endpoint {n}: ")),
-            s.run.provider.model,
-            s.run.provider.base_url
-        )
-    };
-    if s.is_grid() {
-        for axis in crate::report::compare::Axis::BOTH {
-            if s.on_axis(axis).next().is_none() {
-                continue;
-            }
-            out.push_str(axis.heading());
-            out.push('\n');
-            out.push_str(&tables::paired_axis(s, axis).terminal(width));
-            out.push('\n');
-            for c in s.on_axis(axis) {
-                out.push_str(&c.sentence);
-                out.push('\n');
-            }
-        }
-    } else if !s.comparisons.is_empty() {
-        out.push_str(&tables::paired(s).terminal(width));
-        out.push('\n');
-        for c in &s.comparisons {
-            out.push_str(&c.sentence);
-            out.push('\n');
-        }
-    }
+    let mut out = headline(s, width);
+    comparisons(&mut out, s, width);
     if let Some(note) = crate::report::compare::levels_note(&s.comparisons, s.run.confidence) {
         out.push_str(&note);
         out.push('\n');
@@ -229,6 +185,61 @@ pub(crate) fn render_at(s: &Summary, width: Option<usize>) -> String {
         }
     }
     wrap(&out, width)
+}
+
+/// What was run where, and the variants' table (and the grid's, in a run of several
+/// endpoints).
+fn headline(s: &Summary, width: Option<usize>) -> String {
+    let table = tables::variants(s).terminal(width);
+    if s.is_grid() {
+        format!(
+            "{}: {}: {}\n{table}\n* baseline\n{}\n",
+            s.run.bench,
+            s.shape(),
+            s.endpoint_list().join("; "),
+            tables::grid(s).terminal(width)
+        )
+    } else {
+        format!(
+            "{}: {} × {}, {}model {} at {}\n{table}\n* baseline\n",
+            s.run.bench,
+            plural(s.run.cases, "case", "cases"),
+            plural(s.variants.len(), "variant", "variants"),
+            s.run
+                .provider
+                .endpoint
+                .as_ref()
+                .map_or_else(String::new, |n| format!("endpoint {n}: ")),
+            s.run.provider.model,
+            s.run.provider.base_url
+        )
+    }
+}
+
+/// The paired comparisons' tables and their verdicts, on each axis of a grid.
+fn comparisons(out: &mut String, s: &Summary, width: Option<usize>) {
+    if s.is_grid() {
+        for axis in crate::report::compare::Axis::BOTH {
+            if s.on_axis(axis).next().is_none() {
+                continue;
+            }
+            out.push_str(axis.heading());
+            out.push('\n');
+            out.push_str(&tables::paired_axis(s, axis).terminal(width));
+            out.push('\n');
+            for c in s.on_axis(axis) {
+                out.push_str(&c.sentence);
+                out.push('\n');
+            }
+        }
+    } else if !s.comparisons.is_empty() {
+        out.push_str(&tables::paired(s).terminal(width));
+        out.push('\n');
+        for c in &s.comparisons {
+            out.push_str(&c.sentence);
+            out.push('\n');
+        }
+    }
 }
 
 /// Who judged, what it cost, and (with labels) how it fared against people.
