@@ -159,50 +159,11 @@ impl RunComparison {
                 continue;
             };
             let arms = (cases.0.arm(&va.name), cases.1.arm(&va.name));
-            let (pairs, groups) = match arms {
-                (Some(a), Some(b)) => pair_runs(a, b, changed),
-                _ => Default::default(),
-            };
-            let scored = va.mean_score.is_some() || vb.mean_score.is_some();
-            let mut c = compare(
-                &format!("{} in B", va.name),
-                &format!("{} in A", va.name),
-                Paired {
-                    pairs: &pairs,
-                    groups: groups.as_deref(),
-                    scored,
-                },
-                confidence,
-            );
-            let shown = |v: &VariantSummary| v.accuracy.or(v.mean_score);
-            c.explain_against(shown(vb), shown(va));
+            let c = compared((va, vb), arms, changed, confidence);
             comparisons.push(c);
-            // Every interval in one table at one level: each run's own accuracy interval is
-            // recomputed at the comparison's confidence when the run used another.
-            let at_level = |v: &VariantSummary, own: f64, arm: usize| {
-                let mut v = v.clone();
-                let side = [arms.0, arms.1][arm];
-                if (own - confidence).abs() > 1e-12
-                    && let Some((table, i)) = side
-                {
-                    let scores = table.arm(i);
-                    if v.mean_score.is_some() {
-                        let means: Vec<f64> = scores.iter().filter_map(CaseScore::mean).collect();
-                        let m = crate::stats::scores::mean_score(&means, confidence);
-                        v.score_ci_low = m.and_then(|m| m.interval.map(|i| i.0));
-                        v.score_ci_high = m.and_then(|m| m.interval.map(|i| i.1));
-                    } else if let Some((_, lo, hi, _)) =
-                        crate::stats::cluster::clustered_wilson(&scores, confidence)
-                    {
-                        v.ci_low = Some(lo);
-                        v.ci_high = Some(hi);
-                    }
-                }
-                v
-            };
             variants.push((
-                at_level(va, sa.run.confidence, 0),
-                at_level(vb, sb.run.confidence, 1),
+                at_level(va, sa.run.confidence, arms.0, confidence),
+                at_level(vb, sb.run.confidence, arms.1, confidence),
             ));
         }
         decide(&mut comparisons, confidence);
@@ -244,4 +205,63 @@ impl RunComparison {
                 .collect(),
         }
     }
+}
+
+/// A variant's arm in a run's case table.
+type Arm<'a> = (&'a CaseTable, usize);
+
+/// Variant B against itself in A, paired by case (`changed` cases left out).
+fn compared(
+    (va, vb): (&VariantSummary, &VariantSummary),
+    arms: (Option<Arm<'_>>, Option<Arm<'_>>),
+    changed: &std::collections::HashSet<String>,
+    confidence: f64,
+) -> Comparison {
+    let (pairs, groups) = match arms {
+        (Some(a), Some(b)) => pair_runs(a, b, changed),
+        _ => Default::default(),
+    };
+    let scored = va.mean_score.is_some() || vb.mean_score.is_some();
+    let mut c = compare(
+        &format!("{} in B", va.name),
+        &format!("{} in A", va.name),
+        Paired {
+            pairs: &pairs,
+            groups: groups.as_deref(),
+            scored,
+        },
+        confidence,
+    );
+    let shown = |v: &VariantSummary| v.accuracy.or(v.mean_score);
+    c.explain_against(shown(vb), shown(va));
+    c
+}
+
+/// Every interval in one table at one level: a run's own accuracy (or mean score)
+/// interval recomputed at the comparison's `confidence` when the run (at `own`) used
+/// another; `side` is the variant's arm in that run's case table.
+fn at_level(
+    v: &VariantSummary,
+    own: f64,
+    side: Option<Arm<'_>>,
+    confidence: f64,
+) -> VariantSummary {
+    let mut v = v.clone();
+    if (own - confidence).abs() > 1e-12
+        && let Some((table, i)) = side
+    {
+        let scores = table.arm(i);
+        if v.mean_score.is_some() {
+            let means: Vec<f64> = scores.iter().filter_map(CaseScore::mean).collect();
+            let m = crate::stats::scores::mean_score(&means, confidence);
+            v.score_ci_low = m.and_then(|m| m.interval.map(|i| i.0));
+            v.score_ci_high = m.and_then(|m| m.interval.map(|i| i.1));
+        } else if let Some((_, lo, hi, _)) =
+            crate::stats::cluster::clustered_wilson(&scores, confidence)
+        {
+            v.ci_low = Some(lo);
+            v.ci_high = Some(hi);
+        }
+    }
+    v
 }
