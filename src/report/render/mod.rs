@@ -1,6 +1,7 @@
 //! Renderers: each draws the figures in one syntax (the terminal, JSON, CSV, Markdown,
 //! JUnit, HTML pages), through one table model (`table.rs`) and every table defined once
-//! (`tables.rs`).
+//! (`tables.rs`). Every file a run writes from its figures is an [`Output`]
+//! (`output.rs`), listed once in [`outputs`].
 
 pub mod csv;
 pub(crate) mod escape;
@@ -15,7 +16,7 @@ pub(crate) mod table;
 pub(crate) mod tables;
 pub(crate) mod terminal;
 
-pub use output::{Asked, Body, Exporter, Output, Place, RunReport, write};
+pub use output::{Body, Exporter, Output, Place, RunReport, write};
 
 /// Every summary format written into a run folder.
 pub fn exporters() -> Vec<Box<dyn Exporter>> {
@@ -26,9 +27,19 @@ pub fn exporters() -> Vec<Box<dyn Exporter>> {
     ]
 }
 
+/// Files the flags name besides the run folder, each an output of its own.
+#[derive(Debug, Clone, Default)]
+pub struct Asked {
+    /// `--junit FILE`.
+    pub junit: Option<std::path::PathBuf>,
+    /// `--markdown FILE`.
+    pub markdown: Option<std::path::PathBuf>,
+}
+
 /// Every output of a run, in the order they are written: the summary formats and
 /// report.html in the run folder (with `--baseline`, baseline.json), then the files the
-/// flags name. A new output is its file and one line here.
+/// flags name. A new output is its file and one line here (with a flag, its field in
+/// [`Asked`] too).
 pub fn outputs(asked: &Asked) -> Vec<Box<dyn Output>> {
     let mut outputs: Vec<Box<dyn Output>> = exporters()
         .into_iter()

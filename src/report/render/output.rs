@@ -69,15 +69,6 @@ pub struct RunReport<'a> {
     pub baseline: Option<&'a RunComparison>,
 }
 
-/// Files the flags name besides the run folder, each an output of its own.
-#[derive(Debug, Clone, Default)]
-pub struct Asked {
-    /// `--junit FILE`.
-    pub junit: Option<PathBuf>,
-    /// `--markdown FILE`.
-    pub markdown: Option<PathBuf>,
-}
-
 /// A summary format as an output: its file in the run folder.
 pub(super) struct SummaryFile(pub(super) Box<dyn Exporter>);
 

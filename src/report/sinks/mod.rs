@@ -1,11 +1,13 @@
 //! The outputs a run's records feed besides its figures, each a [`Sink`] of its own: the
-//! answers report.html shows (`shown.rs`), the failed jobs and their causes (`causes.rs`),
-//! the JUnit spool (`junit.rs`), the store's rows (`job_rows.rs`), the per-job CSV
-//! (`jobs_csv.rs`). The [`crate::report::Aggregator`] is their fan-out: a live run, `report`,
-//! `--resume`, `merge` and `index` all feed records through it, so every output hears the
-//! same records in the same order — those the figures count (after `--until-decided`'s
-//! tests say a decision needed them). A new per-job or per-run output is one file
-//! implementing `Sink` and one line where the run's list is built (`app::aggregator_with`).
+//! answers report.html shows (`shown.rs`), the failed jobs and their causes (`failed.rs`),
+//! the JUnit test cases spooled (`junit.rs`), the store's rows (`job_rows.rs`), the per-job
+//! CSV (`jobs_csv.rs`). The [`crate::report::Aggregator`] is their fan-out: a live run,
+//! `report`, `--resume`, `merge` and `index` all feed records through it, so every output
+//! hears the same records in the same order — those the figures count (after
+//! `--until-decided`'s tests say a decision needed them). A new per-job output is one file
+//! here implementing `Sink`, its module line, and one line where the flags' list is built
+//! (`OutputArgs::sinks`, cli.rs); what it keeps for a per-run file goes into the
+//! `RunResult`, and `render::outputs` writes it.
 
 pub(crate) mod failed;
 pub(crate) mod job_rows;
