@@ -303,29 +303,6 @@ fn write_properties(
     out.write_all(b"    </properties>\n")
 }
 
-/// The `--junit` file: the spooled test cases, one suite per variant.
-pub(super) struct JunitFile(pub(super) PathBuf);
-
-impl super::output::Output for JunitFile {
-    fn place(&self) -> super::output::Place {
-        super::output::Place::File(self.0.clone())
-    }
-
-    /// Takes the spool: the file is written once, copied from it, and the spool removed.
-    fn render<'r>(
-        &self,
-        run: &'r mut super::output::RunReport<'_>,
-    ) -> Result<Option<super::output::Body<'r>>, crate::report::ReportError> {
-        let Some(spool) = run.result.junit.take() else {
-            return Ok(None);
-        };
-        let summary = &run.result.summary;
-        Ok(Some(super::output::Body::Stream(Box::new(move |out| {
-            spool.write_to(summary, out)
-        }))))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::{JobRecord, JunitSpool, escape};

@@ -9,6 +9,7 @@ pub mod history;
 pub mod html;
 pub mod json;
 pub mod junit;
+mod junit_file;
 pub mod markdown;
 pub(crate) mod notes;
 pub mod output;
@@ -48,7 +49,7 @@ pub fn outputs(asked: &Asked) -> Vec<Box<dyn Output>> {
     outputs.push(Box::new(html::ReportHtml));
     outputs.push(Box::new(json::BaselineJson));
     if let Some(path) = &asked.junit {
-        outputs.push(Box::new(junit::JunitFile(path.clone())));
+        outputs.push(Box::new(junit_file::JunitFile(path.clone())));
     }
     if let Some(path) = &asked.markdown {
         outputs.push(Box::new(markdown::Appended(path.clone())));
