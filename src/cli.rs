@@ -988,6 +988,15 @@ impl OutputArgs {
             .flatten()
     }
 
+    /// The files named that are outputs of the run's figures (`report::outputs`), one
+    /// line each.
+    pub fn asked(&self) -> crate::report::Asked {
+        crate::report::Asked {
+            junit: self.junit.clone(),
+            markdown: self.markdown.clone(),
+        }
+    }
+
     /// The outputs that hear every counted job, one line each (the JUnit spool lives in
     /// the run folder and is the aggregator's own; the Markdown is written from the
     /// summary).

@@ -231,19 +231,7 @@ pub async fn compare(args: &CompareArgs, env: &crate::cli::Env) -> Result<Exit, 
     let write = || -> anyhow::Result<()> {
         std::fs::create_dir_all(&out)
             .with_context(|| format!("cannot create {}", out.display()))?;
-        let files = [
-            (
-                "compare.json",
-                serde_json::to_string_pretty(&comparison)? + "\n",
-            ),
-            (
-                "compare.md",
-                report::markdown::render_comparison(&comparison),
-            ),
-            ("compare.html", report::html::render_compare(&comparison)),
-            // The table compare.md shows, for a spreadsheet.
-            ("compare.csv", report::tables::comparison(&comparison).csv()),
-        ];
+        let files = report::comparison_files(&comparison)?;
         for (name, text) in files {
             let path = out.join(name);
             crate::files::write_atomically(&path, text)

@@ -1,16 +1,13 @@
 //! The end of a run (or of `merge`): check the gates, write every report that can be
 //! written, print the table, and decide the exit code.
 
-use std::io::Write;
 use std::path::Path;
-
-use anyhow::Context;
 
 use super::baseline::{Reference, load_reference};
 use super::compare::compare_results;
 use super::{Exit, resume_command};
 use crate::cli::{GateArgs, UsageError};
-use crate::report::{self, Exporter, RunResult};
+use crate::report::{self, Output, RunReport, RunResult};
 use crate::runner::RunDir;
 use crate::runner::record::RunRecord;
 use crate::store::{Location, Recording, Store};
@@ -22,8 +19,8 @@ pub(super) struct Outputs<'a> {
     pub baseline: Option<&'a Reference>,
     /// The history store to record the run in (`None`: `--no-store`).
     pub store: Option<Location>,
-    pub junit: Option<&'a Path>,
-    pub markdown: Option<&'a Path>,
+    /// The files the flags name besides the folder (`--junit`, `--markdown`).
+    pub asked: report::Asked,
     pub quiet: bool,
     /// Whether this command sent requests: a report it cannot write is then exit 3 (the
     /// answers are paid for and journaled), else exit 2.
@@ -43,8 +40,7 @@ impl<'a> Outputs<'a> {
             gates,
             baseline,
             store: None,
-            junit: files.junit.as_deref(),
-            markdown: files.markdown.as_deref(),
+            asked: files.asked(),
             quiet,
             sent: true,
         }
@@ -115,7 +111,7 @@ pub(super) fn attach_prompts_from(
 /// Each shown answer's prompt, cut at SHOWN_PROMPT_BYTES; once the page's budget is spent,
 /// left out.
 fn attach(result: &mut RunResult, prompts: &crate::report::prompts::Prompts<'_>) {
-    use crate::report::aggregate::{SHOWN_PROMPT_BYTES, SHOWN_PROMPTS_BUDGET};
+    use crate::report::result::{SHOWN_PROMPT_BYTES, SHOWN_PROMPTS_BUDGET};
     let mut spent = 0;
     let cases: Vec<String> = result.answers.keys().cloned().collect();
     for case_id in cases {
@@ -143,30 +139,18 @@ fn attach(result: &mut RunResult, prompts: &crate::report::prompts::Prompts<'_>)
     }
 }
 
-/// Writes summary.json/csv/md and report.html into the run folder.
-pub(super) fn write_reports(
+/// Writes each of `outputs` for the run `run` reports: one that cannot be written is a
+/// problem said with the others, and does not stop the rest.
+pub(super) fn write_outputs(
+    outputs: &[Box<dyn Output>],
     dir: &RunDir,
-    result: &RunResult,
-    bench_text: &str,
+    run: &mut RunReport<'_>,
 ) -> Vec<anyhow::Error> {
-    let mut problems = Vec::new();
-    for exporter in report::exporters() {
-        let path = dir.file(exporter.file_name());
-        let written = exporter.render(&result.summary).and_then(|text| {
-            crate::files::write_atomically(&path, text)
-                .map_err(|e| report::ReportError::write(&path, e))
-        });
-        if let Err(e) = written {
-            problems.push(e.into());
-        }
-    }
-    let path = dir.report_html();
-    if let Err(e) =
-        crate::files::write_atomically(&path, report::html::render_run(result, bench_text))
-    {
-        problems.push(anyhow::Error::new(e).context(format!("cannot write {}", path.display())));
-    }
-    problems
+    outputs
+        .iter()
+        .filter_map(|output| report::render::write(output.as_ref(), run, dir).err())
+        .map(anyhow::Error::new)
+        .collect()
 }
 
 /// Checks the gates, writes every report it can, prints the table, and decides the exit
@@ -194,35 +178,29 @@ pub(super) async fn conclude(
     if let Some(bench) = bench {
         attach_prompts_from(&mut result, record, bench, false);
     }
-    problems.extend(write_reports(dir, &result, &record.bench.text));
-    // Recorded once the reports are written (the rows wait in their spool, not in
-    // memory, and the store's buffers never sit beside report.html's); then the spool goes.
-    let mut recorded = None;
-    if let Some(mut jobs) = result.jobs.take() {
-        if let Some(location) = &outputs.store {
-            recorded =
-                Some(record_in_store(location, record, &result.summary, &jobs, dir.path()).await);
-        }
-        jobs.discard();
-    }
-    let summary = &result.summary;
-    out!("{}", report::terminal::render(summary));
+    // The run folder's reports are written before the run is recorded, the files the
+    // flags name once the table is printed.
+    let (in_folder, named): (Vec<_>, Vec<_>) = report::outputs(&outputs.asked)
+        .into_iter()
+        .partition(|o| o.place().in_folder());
+    let mut run = RunReport {
+        result: &mut result,
+        bench_text: &record.bench.text,
+        baseline: baseline.as_ref(),
+    };
+    problems.extend(write_outputs(&in_folder, dir, &mut run));
+    let recorded = record_if_asked(outputs, record, &mut result, dir).await;
+    out!("{}", report::terminal::render(&result.summary));
     if let Some(b) = &baseline {
-        show_baseline(dir, b, &mut problems);
+        show_baseline(b);
     }
-    if let (Some(junit), Some(path)) = (result.junit.take(), outputs.junit) {
-        let written =
-            crate::files::write_atomically_with(path, |file| junit.write_to(summary, file))
-                .with_context(|| format!("cannot write {}", path.display()));
-        if let Err(e) = written {
-            problems.push(e);
-        }
-    }
-    if let Some(path) = outputs.markdown
-        && let Err(e) = append_markdown(path, summary, baseline.as_ref())
-    {
-        problems.push(e);
-    }
+    let mut run = RunReport {
+        result: &mut result,
+        bench_text: &record.bench.text,
+        baseline: baseline.as_ref(),
+    };
+    problems.extend(write_outputs(&named, dir, &mut run));
+    let summary = &result.summary;
     for g in summary.gates.iter().filter(|g| !g.passed) {
         note!("gate failed: {}: {}", g.gate, g.reason);
     }
@@ -248,9 +226,26 @@ pub(super) async fn conclude(
     )
 }
 
-/// The exit code, and the lines that say why and what to do next: the provider stopped
-/// the run (4), it was interrupted (130), incomplete (3: an outage, a full disk, failed or
-/// missing jobs, a report not written), a gate failed (1), else 0.
+/// Records the run in the history store when one is asked for, once the reports are
+/// written (the rows wait in their spool, not in memory, and the store's buffers never sit
+/// beside report.html's); then the spool goes. What to say of it, when it was recorded.
+async fn record_if_asked(
+    outputs: &Outputs<'_>,
+    record: &RunRecord,
+    result: &mut RunResult,
+    dir: &RunDir,
+) -> Option<Result<String, String>> {
+    let mut jobs = result.jobs.take()?;
+    let recorded = match &outputs.store {
+        Some(location) => {
+            Some(record_in_store(location, record, &result.summary, &jobs, dir.path()).await)
+        }
+        None => None,
+    };
+    jobs.discard();
+    recorded
+}
+
 /// Why the run stopped, as said after `error:`.
 fn stop_reason(record: &RunRecord) -> String {
     record
@@ -260,6 +255,9 @@ fn stop_reason(record: &RunRecord) -> String {
         .unwrap_or_default()
 }
 
+/// The exit code, and the lines that say why and what to do next: the provider stopped
+/// the run (4), it was interrupted (130), incomplete (3: an outage, a full disk, failed or
+/// missing jobs, a report not written), a gate failed (1), else 0.
 fn exit_of(
     dir: &RunDir,
     record: &RunRecord,
@@ -268,80 +266,10 @@ fn exit_of(
     (outputs, gates): (&Outputs<'_>, &report::gates::Gates),
     problems: bool,
 ) -> Exit {
-    let summary = &result.summary;
-    if ending == Ending::Aborted {
-        note!("error: {}", stop_reason(record));
-        return Exit::Aborted;
+    if let Some(exit) = exit_of_ending(dir, record, ending) {
+        return exit;
     }
-    if ending == Ending::Interrupted {
-        note!("resume with: {}", resume_command(dir.path()));
-        return Exit::Interrupted;
-    }
-    if ending == Ending::Outage {
-        note!("error: {}", stop_reason(record));
-        note!(
-            "once the server is back, send the rest and the failed jobs again: {} --retry-failed",
-            resume_command(dir.path())
-        );
-        return Exit::Incomplete;
-    }
-    if ending == Ending::BatchesRunning {
-        note!("{}", stop_reason(record));
-        note!(
-            "collect them later (nothing is sent or paid again): {}",
-            resume_command(dir.path())
-        );
-        return Exit::Incomplete;
-    }
-    if ending == Ending::BudgetReached {
-        note!("{}", stop_reason(record));
-        note!(
-            "send the rest with a larger budget (the run's spending so far counts): {} --budget USD",
-            resume_command(dir.path())
-        );
-        return Exit::Incomplete;
-    }
-    if ending == Ending::JournalFailed {
-        note!(
-            "error: {}; the jobs in the journal are kept",
-            stop_reason(record)
-        );
-        note!(
-            "free some space, then resume with: {}",
-            resume_command(dir.path())
-        );
-        return Exit::Incomplete;
-    }
-    let not_needed = summary.sequential.as_ref().map_or(0, |s| s.jobs_not_needed);
-    let missing = summary
-        .run
-        .jobs_planned
-        .saturating_sub(summary.jobs_finished)
-        .saturating_sub(not_needed);
-    if summary.jobs_failed as u64 > gates.allow_failures || missing > 0 {
-        note!(
-            "incomplete: {} jobs failed ({} allowed) and {missing} did not run; see {}",
-            summary.jobs_failed,
-            gates.allow_failures,
-            dir.journal_path().display()
-        );
-        // Jobs a passing cause failed (a 5xx, a timeout, a cut stream) may answer now.
-        let transient = result
-            .failed
-            .iter()
-            .filter(|r| r.failed_transiently())
-            .count();
-        if transient > 0 && summary.sequential.is_none() {
-            let of = if result.failed_total > result.failed.len() {
-                format!("of the first {} failed", result.failed.len())
-            } else {
-                "of them".to_string()
-            };
-            note!(
-                "{transient} {of} failed a passing way (an outage, overload or timeout); send them again with: {} --retry-failed",
-                resume_command(dir.path())
-            );
-        }
+    if incomplete(dir, result, gates) {
         return Exit::Incomplete;
     }
     if problems {
@@ -355,10 +283,95 @@ fn exit_of(
         }
         return Exit::Input;
     }
-    if summary.gates.iter().any(|g| !g.passed) {
+    if result.summary.gates.iter().any(|g| !g.passed) {
         return Exit::GateFailed;
     }
     Exit::Success
+}
+
+/// The exit code of a run whose sending did not finish, and what to do next; `None` for
+/// one that finished.
+fn exit_of_ending(dir: &RunDir, record: &RunRecord, ending: Ending) -> Option<Exit> {
+    let resume = || resume_command(dir.path());
+    match ending {
+        Ending::Finished => return None,
+        Ending::Aborted => {
+            note!("error: {}", stop_reason(record));
+            return Some(Exit::Aborted);
+        }
+        Ending::Interrupted => {
+            note!("resume with: {}", resume());
+            return Some(Exit::Interrupted);
+        }
+        Ending::Outage => {
+            note!("error: {}", stop_reason(record));
+            note!(
+                "once the server is back, send the rest and the failed jobs again: {} --retry-failed",
+                resume()
+            );
+        }
+        Ending::BatchesRunning => {
+            note!("{}", stop_reason(record));
+            note!(
+                "collect them later (nothing is sent or paid again): {}",
+                resume()
+            );
+        }
+        Ending::BudgetReached => {
+            note!("{}", stop_reason(record));
+            note!(
+                "send the rest with a larger budget (the run's spending so far counts): {} --budget USD",
+                resume()
+            );
+        }
+        Ending::JournalFailed => {
+            note!(
+                "error: {}; the jobs in the journal are kept",
+                stop_reason(record)
+            );
+            note!("free some space, then resume with: {}", resume());
+        }
+    }
+    Some(Exit::Incomplete)
+}
+
+/// Whether more jobs failed than `--allow-failures` allows, or some did not run; if so,
+/// says so, and how to send again those that failed a passing way.
+fn incomplete(dir: &RunDir, result: &RunResult, gates: &report::gates::Gates) -> bool {
+    let summary = &result.summary;
+    let not_needed = summary.sequential.as_ref().map_or(0, |s| s.jobs_not_needed);
+    let missing = summary
+        .run
+        .jobs_planned
+        .saturating_sub(summary.jobs_finished)
+        .saturating_sub(not_needed);
+    if summary.jobs_failed as u64 <= gates.allow_failures && missing == 0 {
+        return false;
+    }
+    note!(
+        "incomplete: {} jobs failed ({} allowed) and {missing} did not run; see {}",
+        summary.jobs_failed,
+        gates.allow_failures,
+        dir.journal_path().display()
+    );
+    // Jobs a passing cause failed (a 5xx, a timeout, a cut stream) may answer now.
+    let transient = result
+        .failed
+        .iter()
+        .filter(|r| r.failed_transiently())
+        .count();
+    if transient > 0 && summary.sequential.is_none() {
+        let of = if result.failed_total > result.failed.len() {
+            format!("of the first {} failed", result.failed.len())
+        } else {
+            "of them".to_string()
+        };
+        note!(
+            "{transient} {of} failed a passing way (an outage, overload or timeout); send them again with: {} --retry-failed",
+            resume_command(dir.path())
+        );
+    }
+    true
 }
 
 /// Records a finished run in the history store; says where (`Ok`) or, as a warning, why
@@ -447,12 +460,9 @@ async fn compare_with_baseline(
     }
 }
 
-/// The comparison with the baseline run, in the terminal and in baseline.json.
-fn show_baseline(
-    dir: &RunDir,
-    b: &report::compare::RunComparison,
-    problems: &mut Vec<anyhow::Error>,
-) {
+/// The comparison with the baseline run, in the terminal (baseline.json is one of the
+/// run folder's reports).
+fn show_baseline(b: &report::compare::RunComparison) {
     if b.variants.iter().all(|v| v.comparison.cases == 0) {
         note!(
             "warning: the baseline run {} shares no graded case with this run: nothing was compared",
@@ -461,32 +471,4 @@ fn show_baseline(
     }
     out!("against the baseline run {}:", b.run_a.dir);
     out!("{}", report::terminal::render_comparison(b));
-    let path = dir.baseline_json();
-    if let Err(e) = serde_json::to_string_pretty(b)
-        .map_err(anyhow::Error::from)
-        .and_then(|text| Ok(crate::files::write_atomically(&path, text + "\n")?))
-    {
-        problems.push(e.context(format!("cannot write {}", path.display())));
-    }
-}
-
-/// `--markdown FILE`: the summary (and the baseline comparison) appended, as
-/// `$GITHUB_STEP_SUMMARY` expects.
-fn append_markdown(
-    path: &Path,
-    summary: &report::Summary,
-    baseline: Option<&report::compare::RunComparison>,
-) -> anyhow::Result<()> {
-    let mut md = report::markdown::Markdown.render(summary)?;
-    if let Some(b) = baseline {
-        md.push_str("\n### Against the baseline run\n\n");
-        md.push_str(&report::markdown::comparison_body(b));
-    }
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .with_context(|| format!("cannot open {}", path.display()))?;
-    file.write_all(md.as_bytes())
-        .with_context(|| format!("cannot write {}", path.display()))
 }

@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 
-use super::finish::{in_use, write_reports};
+use super::finish::{in_use, write_outputs};
 use super::{Exit, Failure, aggregator};
 use crate::cli::{ReportArgs, UsageError};
 use crate::error::BeforeSend;
@@ -85,10 +85,14 @@ pub(super) fn rebuild(
         return Err(Failure::Input(e.into()));
     }
     super::finish::attach_prompts(&mut result, &record);
-    if let Some(e) = write_reports(&dir, &result, &record.bench.text)
-        .into_iter()
-        .next()
-    {
+    // The run folder's reports: the flags `report` takes name no other file.
+    let mut run = report::RunReport {
+        result: &mut result,
+        bench_text: &record.bench.text,
+        baseline: None,
+    };
+    let outputs = report::outputs(&report::Asked::default());
+    if let Some(e) = write_outputs(&outputs, &dir, &mut run).into_iter().next() {
         return Err(Failure::Input(e));
     }
     Ok((result, audit, record))

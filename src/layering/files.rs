@@ -1,7 +1,7 @@
 //! The layering test inside each module: the files of `src/` and the paths between them
 //! (`use` trees, `crate::`/`super::`/`self::` paths written out, a child module's or an
-//! imported name's path, glob imports) form a graph with no circles but those still listed
-//! in [`STANDING`] (docs/dev/architecture.md, "Files inside a module"). A re-export is
+//! imported name's path, glob imports) form a graph with no circles (docs/dev/architecture.md,
+//! "Files inside a module"). A re-export is
 //! followed to the file that defines the name, so a folder's `mod.rs` that hands names on
 //! ties no knot; a type two files share lives in a third below them both.
 
@@ -496,47 +496,13 @@ fn circles(edges: &[BTreeMap<usize, BTreeSet<String>>]) -> Vec<Vec<usize>> {
     walk.found
 }
 
-/// The circles between files that stand today, each as the files it ties, until they are
-/// opened (docs/dev/architecture.md, "Files inside a module"). The list only shrinks: a new
-/// circle, or one that grows, fails the test; one that is opened must leave the list.
-const STANDING: [&[&str]; 1] = [&[
-    "src/report/aggregate.rs",
-    "src/report/causes.rs",
-    "src/report/compare.rs",
-    "src/report/csv.rs",
-    "src/report/gates.rs",
-    "src/report/history.rs",
-    "src/report/html.rs",
-    "src/report/job_rows.rs",
-    "src/report/json.rs",
-    "src/report/junit.rs",
-    "src/report/labels.rs",
-    "src/report/markdown.rs",
-    "src/report/mod.rs",
-    "src/report/sequential.rs",
-    "src/report/shown.rs",
-    "src/report/sinks.rs",
-    "src/report/summary.rs",
-    "src/report/table.rs",
-    "src/report/tables.rs",
-    "src/report/terminal.rs",
-]];
-
 #[test]
-fn no_two_files_of_src_use_each_other_round_a_new_circle() {
+fn no_two_files_of_src_use_each_other_round_a_circle() {
     let tree = Tree::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
     let edges = tree.edges();
     let mut told = Vec::new();
-    let mut seen = vec![false; STANDING.len()];
     for circle in circles(&edges) {
         let names: Vec<String> = circle.iter().map(|&i| tree.name(i)).collect();
-        let standing = STANDING
-            .iter()
-            .position(|s| names.iter().all(|n| s.contains(&n.as_str())));
-        if let Some(at) = standing {
-            seen[at] = true;
-            continue;
-        }
         let mut lines = vec![format!(
             "a circle of {} files: {}",
             circle.len(),
@@ -561,17 +527,6 @@ fn no_two_files_of_src_use_each_other_round_a_new_circle() {
         told.is_empty(),
         "files that use each other (move what both need into a file below them):\n{}",
         told.join("\n")
-    );
-    let opened: Vec<String> = STANDING
-        .iter()
-        .zip(&seen)
-        .filter(|(_, seen)| !**seen)
-        .map(|(s, _)| s.join(", "))
-        .collect();
-    assert!(
-        opened.is_empty(),
-        "these circles are open now: take them out of STANDING in src/layering/files.rs:\n{}",
-        opened.join("\n")
     );
 }
 

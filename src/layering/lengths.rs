@@ -1,35 +1,11 @@
 //! No function of `src/` runs over [`MAX_LINES`] lines (docs/dev/CONTRIBUTING.md, "Short
 //! functions"): a function that long does several things, and each deserves a name. Code
-//! under `#[cfg(test)]` is left out. Functions still longer are listed in [`STANDING`];
-//! the list only shrinks: a new long function, or a listed one that grows, fails the test,
-//! and one that has been split must leave the list.
+//! under `#[cfg(test)]` is left out.
 
 use std::path::Path;
 
 /// The most lines a function may take, from its `fn` line to its closing brace.
 const MAX_LINES: usize = 80;
-
-/// Functions over [`MAX_LINES`] today: the file, the function's name and its length. A
-/// listed function may shrink but not grow; one at [`MAX_LINES`] or under must leave.
-const STANDING: &[(&str, &str, usize)] = &[
-    ("src/app/finish.rs", "exit_of", 100),
-    ("src/report/aggregate.rs", "figures", 183),
-    ("src/report/compare.rs", "build", 104),
-    ("src/report/compare.rs", "compare", 105),
-    ("src/report/csv.rs", "render", 119),
-    ("src/report/gates.rs", "evaluate", 169),
-    ("src/report/history.rs", "time_chart", 223),
-    ("src/report/html.rs", "answers_section", 111),
-    ("src/report/junit.rs", "add", 86),
-    ("src/report/junit.rs", "assemble", 100),
-    ("src/report/markdown.rs", "render", 115),
-    ("src/report/mod.rs", "notes", 169),
-    ("src/report/sequential.rs", "apply", 81),
-    ("src/report/sequential.rs", "note", 90),
-    ("src/report/summary.rs", "add", 87),
-    ("src/report/summary.rs", "finish", 91),
-    ("src/report/terminal.rs", "render_at", 86),
-];
 
 /// `code` with comments, string and character literals, and items under `#[cfg(test)]`
 /// blanked to spaces, every line break kept: what is left is the code's shape, line for
@@ -157,31 +133,17 @@ fn long_functions(src: &Path) -> Vec<(String, String, usize)> {
 }
 
 #[test]
-fn no_function_runs_over_eighty_lines_but_those_still_listed() {
+fn no_function_runs_over_eighty_lines() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let long = long_functions(&src);
-    let mut told = Vec::new();
-    for (file, function, lines) in &long {
-        match STANDING.iter().find(|s| s.0 == file && s.1 == function) {
-            Some(&(_, _, was)) if *lines <= was => {}
-            Some(&(_, _, was)) => told.push(format!(
-                "{file}: fn {function} grew from {was} to {lines} lines: split it into steps \
-                 that each have a name"
-            )),
-            None => told.push(format!(
+    let told: Vec<String> = long_functions(&src)
+        .into_iter()
+        .map(|(file, function, lines)| {
+            format!(
                 "{file}: fn {function} is {lines} lines (at most {MAX_LINES}): split it into \
                  steps that each have a name"
-            )),
-        }
-    }
-    for &(file, function, _) in STANDING {
-        if !long.iter().any(|l| l.0 == file && l.1 == function) {
-            told.push(format!(
-                "{file}: fn {function} is {MAX_LINES} lines or fewer now (or gone): take it \
-                 out of STANDING in src/layering/lengths.rs"
-            ));
-        }
-    }
+            )
+        })
+        .collect();
     assert!(told.is_empty(), "{}", told.join("\n"));
 }
 

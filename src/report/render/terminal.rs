@@ -1,8 +1,8 @@
 //! The table printed at the end of a run.
 
-use super::compare::{RunComparison, RunSide};
-use super::table::widest_line;
-use super::{Summary, millis, notes, tables};
+use crate::report::compare::{RunComparison, RunSide};
+use crate::report::table::widest_line;
+use crate::report::{Summary, millis, notes, tables};
 
 /// Where a line is printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +59,7 @@ fn columns_of(stream: Stream) -> Option<usize> {
 /// prose wrapped at spaces to the terminal's width (tables are fitted when drawn; a command
 /// to paste goes whole on a line of its own).
 pub(crate) fn shown(stream: Stream, text: &str) -> String {
-    let safe = super::terminal_safe(text);
+    let safe = crate::report::terminal_safe(text);
     match width_of(stream) {
         Some(w) => {
             let mut wrapped = wrap(&safe, Some(w));
@@ -145,53 +145,9 @@ pub(crate) fn render(s: &Summary) -> String {
 
 /// [`render`] at a given width (`None`: no limit).
 pub(crate) fn render_at(s: &Summary, width: Option<usize>) -> String {
-    let table = tables::variants(s).terminal(width);
-    let mut out = if s.is_grid() {
-        format!(
-            "{}: {}: {}\n{table}\n* baseline\n{}\n",
-            s.run.bench,
-            s.shape(),
-            s.endpoint_list().join("; "),
-            tables::grid(s).terminal(width)
-        )
-    } else {
-        format!(
-            "{}: {} × {}, {}model {} at {}\n{table}\n* baseline\n",
-            s.run.bench,
-            plural(s.run.cases, "case", "cases"),
-            plural(s.variants.len(), "variant", "variants"),
-            s.run
-                .provider
-                .endpoint
-                .as_ref()
-                .map_or_else(String::new, |n| format!("endpoint {n}: ")),
-            s.run.provider.model,
-            s.run.provider.base_url
-        )
-    };
-    if s.is_grid() {
-        for axis in super::compare::Axis::BOTH {
-            if s.on_axis(axis).next().is_none() {
-                continue;
-            }
-            out.push_str(axis.heading());
-            out.push('\n');
-            out.push_str(&tables::paired_axis(s, axis).terminal(width));
-            out.push('\n');
-            for c in s.on_axis(axis) {
-                out.push_str(&c.sentence);
-                out.push('\n');
-            }
-        }
-    } else if !s.comparisons.is_empty() {
-        out.push_str(&tables::paired(s).terminal(width));
-        out.push('\n');
-        for c in &s.comparisons {
-            out.push_str(&c.sentence);
-            out.push('\n');
-        }
-    }
-    if let Some(note) = super::compare::levels_note(&s.comparisons, s.run.confidence) {
+    let mut out = headline(s, width);
+    comparisons(&mut out, s, width);
+    if let Some(note) = crate::report::compare::levels_note(&s.comparisons, s.run.confidence) {
         out.push_str(&note);
         out.push('\n');
     }
@@ -224,15 +180,70 @@ pub(crate) fn render_at(s: &Summary, width: Option<usize>) -> String {
     }
     if !s.failures.is_empty() {
         out.push_str("Why jobs failed:\n");
-        for line in super::causes::lines(&s.failures) {
+        for line in crate::report::causes::lines(&s.failures) {
             out.push_str(&format!("  {line}\n"));
         }
     }
     wrap(&out, width)
 }
 
+/// What was run where, and the variants' table (and the grid's, in a run of several
+/// endpoints).
+fn headline(s: &Summary, width: Option<usize>) -> String {
+    let table = tables::variants(s).terminal(width);
+    if s.is_grid() {
+        format!(
+            "{}: {}: {}\n{table}\n* baseline\n{}\n",
+            s.run.bench,
+            s.shape(),
+            s.endpoint_list().join("; "),
+            tables::grid(s).terminal(width)
+        )
+    } else {
+        format!(
+            "{}: {} × {}, {}model {} at {}\n{table}\n* baseline\n",
+            s.run.bench,
+            plural(s.run.cases, "case", "cases"),
+            plural(s.variants.len(), "variant", "variants"),
+            s.run
+                .provider
+                .endpoint
+                .as_ref()
+                .map_or_else(String::new, |n| format!("endpoint {n}: ")),
+            s.run.provider.model,
+            s.run.provider.base_url
+        )
+    }
+}
+
+/// The paired comparisons' tables and their verdicts, on each axis of a grid.
+fn comparisons(out: &mut String, s: &Summary, width: Option<usize>) {
+    if s.is_grid() {
+        for axis in crate::report::compare::Axis::BOTH {
+            if s.on_axis(axis).next().is_none() {
+                continue;
+            }
+            out.push_str(axis.heading());
+            out.push('\n');
+            out.push_str(&tables::paired_axis(s, axis).terminal(width));
+            out.push('\n');
+            for c in s.on_axis(axis) {
+                out.push_str(&c.sentence);
+                out.push('\n');
+            }
+        }
+    } else if !s.comparisons.is_empty() {
+        out.push_str(&tables::paired(s).terminal(width));
+        out.push('\n');
+        for c in &s.comparisons {
+            out.push_str(&c.sentence);
+            out.push('\n');
+        }
+    }
+}
+
 /// Who judged, what it cost, and (with labels) how it fared against people.
-fn judge_table(s: &Summary, judge: &super::ProviderInfo, width: Option<usize>) -> String {
+fn judge_table(s: &Summary, judge: &crate::report::ProviderInfo, width: Option<usize>) -> String {
     format!(
         "judged by {} at {}:\n{}",
         judge.model,
@@ -271,7 +282,7 @@ pub(crate) fn render_comparison(c: &RunComparison) -> String {
         out.push('\n');
     }
     if let Some(note) =
-        super::compare::levels_note(c.variants.iter().map(|v| &v.comparison), c.confidence)
+        crate::report::compare::levels_note(c.variants.iter().map(|v| &v.comparison), c.confidence)
     {
         out.push_str(&note);
         out.push('\n');
@@ -335,7 +346,7 @@ pub(crate) fn coverage_notes(c: &RunComparison) -> Vec<String> {
 }
 
 /// `history`: a row per run and variant, with the step from the run before.
-pub(crate) fn render_history(h: &super::history::History) -> String {
+pub(crate) fn render_history(h: &crate::report::history::History) -> String {
     let mut levels: Vec<u64> = h.runs.iter().map(|r| r.run.confidence.to_bits()).collect();
     levels.dedup();
     let level = match (levels.len(), h.runs.first()) {
@@ -348,7 +359,7 @@ pub(crate) fn render_history(h: &super::history::History) -> String {
         plural(h.runs.len(), "run", "runs")
     );
     out.push_str(&tables::history(h, &|_| None).terminal(width()));
-    let steps = super::history::step_sentences(h);
+    let steps = crate::report::history::step_sentences(h);
     if steps.is_empty() {
         out.push_str("\nno significant step between consecutive runs");
     } else {
@@ -362,7 +373,7 @@ pub(crate) fn render_history(h: &super::history::History) -> String {
 }
 
 /// `runs`: one row per stored run, newest last.
-pub(crate) fn render_runs(runs: &[super::rows::RunRow]) -> String {
+pub(crate) fn render_runs(runs: &[crate::report::rows::RunRow]) -> String {
     tables::runs(runs).terminal(width())
 }
 

@@ -158,33 +158,32 @@ pub(crate) fn lines(causes: &[FailureCause]) -> Vec<String> {
         .collect()
 }
 
-/// The failed jobs report.html shows (the first [`super::aggregate::FAILED_SHOWN`]) and
-/// their causes, grouped, for every report.
-#[derive(Default)]
-pub(crate) struct FailedJobs {
-    shown: Vec<JobRecord>,
-    causes: Causes,
-}
-
-impl super::sinks::Sink for FailedJobs {
-    fn counted(&mut self, arm: Option<usize>, r: &JobRecord) {
-        if arm.is_none() || r.status != crate::runner::journal::JobStatus::Failed {
-            return;
-        }
-        self.causes.add(r);
-        if self.shown.len() < super::aggregate::FAILED_SHOWN {
-            self.shown.push(r.clone());
-        }
+/// Why a job scored as it did, in words: the judge's reasons (each vote's), a schema
+/// violation, a scorer's error, or why a job failed.
+pub(crate) fn reason_of(r: &crate::runner::journal::JobRecord) -> Option<String> {
+    use crate::runner::journal::JobStatus;
+    if r.status != JobStatus::Graded {
+        return r.error.clone();
     }
-
-    fn finish(
-        self: Box<Self>,
-        result: &mut super::aggregate::RunResult,
-    ) -> Result<(), super::ReportError> {
-        result.failed = self.shown;
-        result.summary.failures = self.causes.finish();
-        Ok(())
-    }
+    r.score_detail.as_ref().and_then(|d| {
+        let votes: Vec<String> = d
+            .get("votes")
+            .and_then(serde_json::Value::as_array)
+            .map(|v| {
+                v.iter()
+                    .filter_map(|x| x.get("reason").and_then(serde_json::Value::as_str))
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !votes.is_empty() {
+            return Some(format!("judge: {}", votes.join(" / ")));
+        }
+        d.get("violation")
+            .or_else(|| d.get("error"))
+            .and_then(serde_json::Value::as_str)
+            .map(String::from)
+    })
 }
 
 #[cfg(test)]

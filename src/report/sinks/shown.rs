@@ -5,7 +5,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::aggregate::{CaseAnswers, RunResult, SHOWN_CASES, SHOWN_CHARS, ShownAnswer, ShownCase};
+use crate::report::result::{
+    CaseAnswers, RunResult, SHOWN_CASES, SHOWN_CHARS, ShownAnswer, ShownCase,
+};
 use crate::runner::journal::{JobRecord, JobStatus};
 
 /// A sink keeping the answers report.html shows.
@@ -37,7 +39,7 @@ impl ShownAnswers {
         if !self.answers.contains_key(&r.case_id) && self.answers.len() >= SHOWN_CASES {
             return;
         }
-        let reason = super::reason_of(r);
+        let reason = crate::report::reason_of(r);
         let entry = self
             .answers
             .entry(r.case_id.clone())
@@ -79,7 +81,7 @@ impl ShownAnswers {
     }
 }
 
-impl super::sinks::Sink for ShownAnswers {
+impl crate::report::sinks::Sink for ShownAnswers {
     fn counted(&mut self, arm: Option<usize>, r: &JobRecord) {
         let Some(arm) = arm else { return };
         self.show(arm, r);
@@ -88,7 +90,7 @@ impl super::sinks::Sink for ShownAnswers {
         }
     }
 
-    fn finish(self: Box<Self>, result: &mut RunResult) -> Result<(), super::ReportError> {
+    fn finish(self: Box<Self>, result: &mut RunResult) -> Result<(), crate::report::ReportError> {
         let mut disagreements = self.disagreements;
         for (case, answers) in self.pending {
             // Variants that never all answered a case may still disagree among those that did.

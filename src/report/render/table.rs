@@ -7,8 +7,7 @@
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{CellAlignment, ContentArrangement, Table as Drawn};
 
-use super::html::esc;
-use super::markdown::md_text;
+use super::escape::{esc, md_text};
 
 /// Where a table is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

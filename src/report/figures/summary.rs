@@ -1,11 +1,11 @@
 //! The summary of a run: what `summary.json` (schema `promptgauge.summary/1`) holds. It is
-//! built by the [`super::aggregate::Aggregator`] from the run's records, live or replayed
+//! built by the [`crate::report::aggregate::Aggregator`] from the run's records, live or replayed
 //! from the journal, so a resumed or re-read run gives the same numbers.
 
 use serde::{Deserialize, Serialize};
 
-use super::compare::{CaseTable, Comparison, Detectable};
 use crate::client::Outcome;
+use crate::report::compare::{CaseTable, Comparison, Detectable};
 use crate::runner::journal::{JobRecord, JobStatus};
 use crate::stats;
 use crate::stats::cluster::{CaseScore, clustered_wilson, consistency, grouped_wilson};
@@ -193,7 +193,7 @@ pub struct VariantSummary {
     /// With labels from people: the judge against them, and the score as people would
     /// give it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub labelled: Option<super::labels::Labelled>,
+    pub labelled: Option<crate::report::labels::Labelled>,
     /// Graded answers in which the scorer found nothing to compare (no number, option
     /// letter, JSON): a format mismatch shows itself here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -272,13 +272,13 @@ pub struct Summary {
     pub replicas: Vec<ReplicaSummary>,
     /// CI gates checked on this run, if any were asked for.
     #[serde(default)]
-    pub gates: Vec<super::gates::GateResult>,
+    pub gates: Vec<GateResult>,
     /// `run --until-decided`: each variant's sequential verdict and what stopping saved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sequential: Option<super::sequential::SequentialSummary>,
+    pub sequential: Option<crate::report::sequential::SequentialSummary>,
     /// Why jobs failed, by cause, most frequent first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub failures: Vec<super::causes::FailureCause>,
+    pub failures: Vec<crate::report::causes::FailureCause>,
 }
 
 /// One variant's running totals, as records arrive.
@@ -353,24 +353,7 @@ impl Acc {
     ) {
         self.jobs += 1;
         self.attempts += r.attempts.len() as u64;
-        // Calls the judge answered from the cache were not made again and cost nothing.
-        self.judge_calls += r.judge.iter().filter(|c| !c.cached).count() as u64;
-        for u in r.judge_billed() {
-            self.judge_tokens.get_or_insert_with(Tokens::default).add(u);
-            if judge_price.is_some() {
-                self.judge_cost.add(u);
-            }
-        }
-        if let Some(a) = r
-            .score_detail
-            .as_ref()
-            .and_then(|d| d.get("agreement"))
-            .and_then(serde_json::Value::as_f64)
-            .filter(|_| r.judge.len() > 1)
-        {
-            self.agreement.0 += a;
-            self.agreement.1 += 1;
-        }
+        self.add_judge(r, judge_price);
         self.add_spent(r, price);
         if let Some(why) = &r.usage_anomaly {
             self.usage_anomalies += 1;
@@ -388,12 +371,40 @@ impl Acc {
             }
             JobStatus::Graded => {}
         }
+        self.add_graded(r);
+        self.add_cost(r, price);
+    }
+
+    /// The judge's calls (those it answered from the cache cost nothing), its tokens, and
+    /// how far its votes agreed.
+    fn add_judge(&mut self, r: &JobRecord, judge_price: Option<&Price>) {
+        self.judge_calls += r.judge.iter().filter(|c| !c.cached).count() as u64;
+        for u in r.judge_billed() {
+            self.judge_tokens.get_or_insert_with(Tokens::default).add(u);
+            if judge_price.is_some() {
+                self.judge_cost.add(u);
+            }
+        }
+        if let Some(a) = r
+            .score_detail
+            .as_ref()
+            .and_then(|d| d.get("agreement"))
+            .and_then(serde_json::Value::as_f64)
+            .filter(|_| r.judge.len() > 1)
+        {
+            self.agreement.0 += a;
+            self.agreement.1 += 1;
+        }
+    }
+
+    /// A graded answer's counts and times.
+    fn add_graded(&mut self, r: &JobRecord) {
         self.n += 1;
         if let Some(what) = &r.not_found {
             let seen = self.nothing_found.get_or_insert_with(|| NothingFound {
                 answers: 0,
                 looked_for: what.clone(),
-                example: super::visible(&r.output, 120),
+                example: crate::report::visible(&r.output, 120),
             });
             seen.answers += 1;
         }
@@ -416,6 +427,10 @@ impl Acc {
                 self.gen_seconds += (l - t) / 1000.0;
             }
         }
+    }
+
+    /// A graded answer's tokens and list price (the batch price for a batched one).
+    fn add_cost(&mut self, r: &JobRecord, price: Option<&Price>) {
         let u = &r.usage;
         self.tokens.add(u);
         if r.batch.is_some() {
@@ -446,17 +461,12 @@ impl Acc {
         let (priced, judge_priced) = (prices.0.is_some(), prices.1.is_some());
         self.ttft.sort_by(f64::total_cmp);
         self.latency.sort_by(f64::total_cmp);
-        // The case (or the group of cases, when cases carry `group:`) is the unit: repeats
-        // widen the interval by Kish's design effect (cases of one size), bounded by what the
-        // case means support; groups, of any sizes, by the cluster-robust effective size.
-        let clustered = if grouped {
-            grouped_wilson(units, confidence)
-        } else {
-            clustered_wilson(units, confidence)
-        };
+        let clustered = clustered(units, grouped, confidence);
         let ci = clustered.map(|(_, lo, hi, _)| (lo, hi));
         let repeated = units.iter().any(|s| s.graded > 1);
         let cost = priced.then_some(self.cost);
+        // Batched answers' costs, when the run has a price and some.
+        let batched = prices.0.filter(|_| self.batched > 0);
         let summary = VariantSummary {
             name: name.to_string(),
             variant: None,
@@ -494,14 +504,8 @@ impl Acc {
                 .0
                 .map(|p| self.spent.cost(p) + self.spent_batched.cost(&p.batched())),
             batched: self.batched,
-            batched_cost_usd: prices
-                .0
-                .filter(|_| self.batched > 0)
-                .map(|_| self.batched_cost),
-            batched_streaming_cost_usd: prices
-                .0
-                .filter(|_| self.batched > 0)
-                .map(|_| self.batched_at_streaming),
+            batched_cost_usd: batched.map(|_| self.batched_cost),
+            batched_streaming_cost_usd: batched.map(|_| self.batched_at_streaming),
             spent_estimated: self.spent_estimated,
             design_effect: clustered.filter(|_| repeated || grouped).map(|c| c.3),
             consistency: consistency(scores),
@@ -524,6 +528,18 @@ impl Acc {
                 latency_ms: self.latency,
             },
         )
+    }
+}
+
+/// A variant's interval and design effect, the case (or the group of cases, when cases
+/// carry `group:`) the unit: repeats widen the interval by Kish's design effect (cases of
+/// one size), bounded by what the case means support; groups, of any sizes, by the
+/// cluster-robust effective size.
+fn clustered(units: &[CaseScore], grouped: bool, confidence: f64) -> Option<(f64, f64, f64, f64)> {
+    if grouped {
+        grouped_wilson(units, confidence)
+    } else {
+        clustered_wilson(units, confidence)
     }
 }
 
@@ -570,8 +586,8 @@ impl Summary {
     /// The comparisons on one axis of a run of several endpoints.
     pub fn on_axis(
         &self,
-        axis: super::compare::Axis,
-    ) -> impl Iterator<Item = &super::compare::Comparison> {
+        axis: crate::report::compare::Axis,
+    ) -> impl Iterator<Item = &crate::report::compare::Comparison> {
         self.comparisons
             .iter()
             .filter(move |c| c.family.as_ref().is_some_and(|f| f.axis == axis))
@@ -693,6 +709,15 @@ pub(crate) fn slices(
         }
     }
     out
+}
+
+/// One gate's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GateResult {
+    pub gate: String,
+    pub passed: bool,
+    /// One line: why it passed or failed.
+    pub reason: String,
 }
 
 #[cfg(test)]

@@ -4,8 +4,7 @@ pub use crate::runner::sequential::{DropSummary, SequentialSummary, SequentialVe
 
 /// Replaces a comparison's fixed-sample verdict (not valid after stopping early) by the
 /// sequential one; the difference and interval stay, as a description of the cases run.
-pub(crate) fn apply(c: &mut super::compare::Comparison, s: &SequentialSummary) {
-    use super::compare::{Verdict, points};
+pub(crate) fn apply(c: &mut crate::report::compare::Comparison, s: &SequentialSummary) {
     let Some(v) = s
         .variants
         .iter()
@@ -13,6 +12,30 @@ pub(crate) fn apply(c: &mut super::compare::Comparison, s: &SequentialSummary) {
     else {
         return;
     };
+    let (verdict, sentence) = worded(c, s, v);
+    c.method = if s_binary(c) {
+        "sequential_probability_ratio_test".into()
+    } else {
+        "sequential_betting_test".into()
+    };
+    c.verdict = verdict;
+    c.sentence = sentence;
+    // A fixed-sample p-value, and an interval at a level chosen to match it, are not
+    // valid after optional stopping.
+    c.p_value = None;
+    c.p_holm = None;
+    c.ci_level = None;
+    c.cases_needed = None;
+}
+
+/// The sequential verdict on `c` (`v`'s), and the sentence that says it with what the
+/// cases the test used show.
+fn worded(
+    c: &crate::report::compare::Comparison,
+    s: &SequentialSummary,
+    v: &SequentialVerdict,
+) -> (crate::report::compare::Verdict, String) {
+    use crate::report::compare::{Verdict, points};
     // In a run of several endpoints a cell may be counted for another test after this one
     // decided: the figures then cover more cases than this test used.
     let over = if v.against.is_some() && c.cases != v.cases {
@@ -27,8 +50,8 @@ pub(crate) fn apply(c: &mut super::compare::Comparison, s: &SequentialSummary) {
         (Some(d), Some(lo), Some(hi)) => format!(
             "; {over}, {} [{}, {}] (a description of those cases, not a confidence interval after stopping early)",
             points(d),
-            super::compare::bound(lo),
-            super::compare::bound(hi)
+            crate::report::compare::bound(lo),
+            crate::report::compare::bound(hi)
         ),
         (Some(d), ..) => format!("; {over}, {}", points(d)),
         _ => String::new(),
@@ -37,7 +60,7 @@ pub(crate) fn apply(c: &mut super::compare::Comparison, s: &SequentialSummary) {
         "log evidence {:.2} against a threshold of {:.2}",
         v.statistic, v.threshold
     );
-    let (verdict, sentence) = match v.verdict.as_str() {
+    match v.verdict.as_str() {
         "better" | "worse" => (
             if v.verdict == "better" {
                 Verdict::Better
@@ -70,23 +93,10 @@ pub(crate) fn apply(c: &mut super::compare::Comparison, s: &SequentialSummary) {
                 c.variant, c.against, v.cases
             ),
         ),
-    };
-    c.method = if s_binary(c) {
-        "sequential_probability_ratio_test".into()
-    } else {
-        "sequential_betting_test".into()
-    };
-    c.verdict = verdict;
-    c.sentence = sentence;
-    // A fixed-sample p-value, and an interval at a level chosen to match it, are not
-    // valid after optional stopping.
-    c.p_value = None;
-    c.p_holm = None;
-    c.ci_level = None;
-    c.cases_needed = None;
+    }
 }
 
-fn s_binary(c: &super::compare::Comparison) -> bool {
+fn s_binary(c: &crate::report::compare::Comparison) -> bool {
     c.table.is_some()
 }
 
@@ -99,50 +109,45 @@ fn named(v: &crate::runner::sequential::SequentialVerdict) -> String {
     }
 }
 
-/// The summary's sentence about stopping early.
-pub(crate) fn note(s: &SequentialSummary) -> String {
-    let each: Vec<String> = s
-        .variants
-        .iter()
-        .map(|v| (v, named(v)))
-        .map(|(v, name)| match v.verdict.as_str() {
-            "better" | "worse" => match &v.against {
-                Some(a) => format!(
-                    "{} {} than {a} after {} cases",
-                    v.variant, v.verdict, v.cases
-                ),
-                None => format!("{} {} after {} cases", name, v.verdict, v.cases),
-            },
-            "no_difference" => format!(
-                "{}: no difference of {} points or more, after {} cases",
-                name, s.detect, v.cases
+/// What one test decided, in a few words, with its drop check's.
+fn decided(s: &SequentialSummary, v: &SequentialVerdict) -> String {
+    let name = named(v);
+    let line = match v.verdict.as_str() {
+        "better" | "worse" => match &v.against {
+            Some(a) => format!(
+                "{} {} than {a} after {} cases",
+                v.variant, v.verdict, v.cases
             ),
-            "undecided" => format!("{} undecided at max_cases ({})", name, v.cases),
-            _ => format!(
-                "{} not decided when the run ended ({} cases)",
-                name, v.cases
-            ),
-        })
-        .zip(&s.variants)
-        .map(|(line, v)| match (&v.drop, s.max_drop) {
-            (Some(d), Some(m)) => format!(
-                "{line}, {}",
-                match d.verdict.as_str() {
-                    "pass" => format!("at most {m} points worse (shown after {} cases)", d.cases),
-                    "fail" => format!("looks worse than the baseline (after {} cases)", d.cases),
-                    "running" =>
-                        format!("a drop of {m} points not yet ruled out ({} cases)", d.cases),
-                    _ => format!("a drop of {m} points not ruled out ({} cases)", d.cases),
-                }
-            ),
-            _ => line,
-        })
-        .collect();
-    let all_decided = s
-        .variants
-        .iter()
-        .all(|v| matches!(v.verdict.as_str(), "better" | "worse" | "no_difference"));
-    let saved = match (s.jobs_fixed_design, s.jobs_saved, s.fixed_design_cases) {
+            None => format!("{} {} after {} cases", name, v.verdict, v.cases),
+        },
+        "no_difference" => format!(
+            "{}: no difference of {} points or more, after {} cases",
+            name, s.detect, v.cases
+        ),
+        "undecided" => format!("{} undecided at max_cases ({})", name, v.cases),
+        _ => format!(
+            "{} not decided when the run ended ({} cases)",
+            name, v.cases
+        ),
+    };
+    match (&v.drop, s.max_drop) {
+        (Some(d), Some(m)) => format!(
+            "{line}, {}",
+            match d.verdict.as_str() {
+                "pass" => format!("at most {m} points worse (shown after {} cases)", d.cases),
+                "fail" => format!("looks worse than the baseline (after {} cases)", d.cases),
+                "running" => format!("a drop of {m} points not yet ruled out ({} cases)", d.cases),
+                _ => format!("a drop of {m} points not ruled out ({} cases)", d.cases),
+            }
+        ),
+        _ => line,
+    }
+}
+
+/// What stopping early saved against the fixed design for the same power, or why the
+/// bench stopped before every variant was decided.
+fn saved(s: &SequentialSummary, all_decided: bool) -> String {
+    match (s.jobs_fixed_design, s.jobs_saved, s.fixed_design_cases) {
         (_, _, Some(cases)) if !all_decided && s.max_cases < cases => format!(
             " The bench stopped at {} cases (its max_cases) before every variant was decided; the fixed design for the same power needs {cases}: add cases, or raise sequential.detect.",
             s.max_cases
@@ -153,7 +158,7 @@ pub(crate) fn note(s: &SequentialSummary) -> String {
         (Some(fixed), Some(saved), Some(cases)) if all_decided => {
             let money = s
                 .cost_saved_usd
-                .map(|c| format!(", about {}", super::usd(Some(c))))
+                .map(|c| format!(", about {}", crate::report::usd(Some(c))))
                 .unwrap_or_default();
             let beyond = if cases > s.max_cases {
                 " (more cases than the bench has)"
@@ -172,7 +177,17 @@ pub(crate) fn note(s: &SequentialSummary) -> String {
             )
         }
         _ => String::new(),
-    };
+    }
+}
+
+/// The summary's sentence about stopping early.
+pub(crate) fn note(s: &SequentialSummary) -> String {
+    let each: Vec<String> = s.variants.iter().map(|v| decided(s, v)).collect();
+    let all_decided = s
+        .variants
+        .iter()
+        .all(|v| matches!(v.verdict.as_str(), "better" | "worse" | "no_difference"));
+    let saved = saved(s, all_decided);
     let drop = match s.max_drop {
         Some(m) => format!(
             " With --max-drop each variant ran until its drop check was settled too: \"at most {m} points worse\" holds at the run's confidence; a variant as good as the baseline \"looks worse\" at most {:.0}% of the time.",

@@ -380,22 +380,6 @@ impl JobRows {
     }
 }
 
-impl super::sinks::Sink for JobRows {
-    fn counted(&mut self, _: Option<usize>, r: &JobRecord) {
-        self.add(r);
-    }
-
-    /// The rows go to the store with the run (app/finish.rs).
-    fn finish(
-        mut self: Box<Self>,
-        result: &mut super::aggregate::RunResult,
-    ) -> Result<(), super::ReportError> {
-        self.flush();
-        result.jobs = Some(*self);
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,8 +7,8 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
-use super::aggregate::RunResult;
-use super::csv::num;
+use crate::report::render::csv::num;
+use crate::report::result::RunResult;
 use crate::runner::journal::{JobRecord, JobStatus};
 use crate::suite::Price;
 
@@ -76,7 +76,7 @@ impl JobsCsv {
     }
 }
 
-impl super::sinks::Sink for JobsCsv {
+impl crate::report::sinks::Sink for JobsCsv {
     fn counted(&mut self, arm: Option<usize>, r: &JobRecord) {
         let Some(w) = &mut self.writer else { return };
         let status = match r.status {
@@ -113,7 +113,7 @@ impl super::sinks::Sink for JobsCsv {
         }
     }
 
-    fn finish(mut self: Box<Self>, _: &mut RunResult) -> Result<(), super::ReportError> {
+    fn finish(mut self: Box<Self>, _: &mut RunResult) -> Result<(), crate::report::ReportError> {
         let copy = |e: &std::io::Error| std::io::Error::new(e.kind(), e.to_string());
         let written = match (self.writer.take(), self.error.take()) {
             (_, Some(e)) => Err(e),
@@ -128,6 +128,6 @@ impl super::sinks::Sink for JobsCsv {
         if written.is_err() {
             let _ = std::fs::remove_file(&self.tmp);
         }
-        written.map_err(|e| super::ReportError::write(&self.path, e))
+        written.map_err(|e| crate::report::ReportError::write(&self.path, e))
     }
 }

@@ -4,8 +4,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::Summary;
-use super::compare::{RunComparison, Verdict};
+use crate::report::Summary;
+use crate::report::compare::{RunComparison, Verdict};
+pub(crate) use crate::report::summary::GateResult;
 
 /// `--min-accuracy [VARIANT=]P`; in a run of several endpoints VARIANT may be
 /// `ENDPOINT/VARIANT` (one cell), a variant (at every endpoint) or an endpoint (every
@@ -116,16 +117,7 @@ fn overspent(s: &Summary, limit: f64) -> Option<GateResult> {
 }
 
 fn usd(x: f64) -> String {
-    super::usd(Some(x))
-}
-
-/// One gate's outcome.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GateResult {
-    pub gate: String,
-    pub passed: bool,
-    /// One line: why it passed or failed.
-    pub reason: String,
+    crate::report::usd(Some(x))
 }
 
 fn result(gate: &str, passed: bool, reason: String) -> GateResult {
@@ -140,7 +132,7 @@ fn result(gate: &str, passed: bool, reason: String) -> GateResult {
 /// stopping early; the sequential drop check decides. A variant passes when its check
 /// passed: a drop of `max` or more passes that way with probability at most
 /// (1 − confidence)/(2m), however early it came.
-fn sequential_drop(max: f64, seq: &super::sequential::SequentialSummary) -> GateResult {
+fn sequential_drop(max: f64, seq: &crate::report::sequential::SequentialSummary) -> GateResult {
     let limit = max * 100.0;
     let mut shown = Vec::new();
     let mut unshown = Vec::new();
@@ -190,7 +182,7 @@ fn sequential_drop(max: f64, seq: &super::sequential::SequentialSummary) -> Gate
 fn non_inferior<'a>(
     gate: &str,
     max: f64,
-    comparisons: impl Iterator<Item = &'a super::compare::Comparison>,
+    comparisons: impl Iterator<Item = &'a crate::report::compare::Comparison>,
     against: &str,
 ) -> GateResult {
     let limit = max * 100.0;
@@ -245,7 +237,7 @@ fn non_inferior<'a>(
 /// nothing dropped, and a gate that compared nothing has not passed.
 fn not_worse<'a>(
     gate: &str,
-    comparisons: impl Iterator<Item = &'a super::compare::Comparison>,
+    comparisons: impl Iterator<Item = &'a crate::report::compare::Comparison>,
     against: &str,
     passed: String,
 ) -> GateResult {
@@ -285,167 +277,192 @@ pub(crate) fn evaluate(
 ) -> Vec<GateResult> {
     let mut out = Vec::new();
     if gates.fail_if_worse {
-        // With one variant there is nothing within the run to compare: against an earlier
-        // run, that comparison is the gate.
-        if !(s.comparisons.is_empty() && baseline.is_some()) {
-            out.push(not_worse(
-                "fail-if-worse",
-                s.comparisons.iter(),
-                "the baseline",
-                "no variant is significantly worse than the baseline".into(),
-            ));
-        }
-        if let Some(b) = baseline {
-            out.push(not_worse(
-                "fail-if-worse --baseline",
-                b.variants.iter().map(|v| &v.comparison),
-                &format!("its run in {}", b.run_a.dir),
-                format!("no variant dropped significantly against {}", b.run_a.dir),
-            ));
-        }
+        fail_if_worse(s, baseline, &mut out);
     }
     if let Some(max) = gates.max_drop {
-        // With one variant there is nothing within the run to compare: against an earlier
-        // run, that comparison is the gate.
-        let within = !(s.comparisons.is_empty() && baseline.is_some());
-        if within {
-            out.push(match &s.sequential {
-                Some(seq) => sequential_drop(max, seq),
-                None => non_inferior("max-drop", max, s.comparisons.iter(), "the baseline"),
-            });
-        }
-        if let Some(b) = baseline {
-            out.push(non_inferior(
-                "max-drop --baseline",
-                max,
-                b.variants.iter().map(|v| &v.comparison),
-                &format!("its run in {}", b.run_a.dir),
-            ));
-        }
+        max_drop(max, s, baseline, &mut out);
     }
     for min in &gates.min_accuracy {
-        let variants: Vec<_> = s
-            .variants
-            .iter()
-            .filter(|v| min.variant.as_ref().is_none_or(|name| v.answers_to(name)))
-            .collect();
-        let gate = format!(
-            "min-accuracy {}{:.1}%",
-            min.variant
-                .as_ref()
-                .map(|v| format!("{v}="))
-                .unwrap_or_default(),
-            min.threshold * 100.0
-        );
-        if variants.is_empty() {
-            out.push(result(
-                &gate,
-                false,
-                format!(
-                    "no variant is named `{}`",
-                    min.variant.clone().unwrap_or_default()
-                ),
-            ));
-        }
-        for v in variants {
-            let Some(acc) = v.accuracy else {
-                out.push(result(
-                    &gate,
-                    false,
-                    format!("{}: no graded answers", v.name),
-                ));
-                continue;
-            };
-            let ci = format!(
-                "[{:.1}, {:.1}]",
-                v.ci_low.unwrap_or(acc) * 100.0,
-                v.ci_high.unwrap_or(acc) * 100.0
-            );
-            let t = min.threshold;
-            out.push(if acc >= t {
-                result(
-                    &gate,
-                    true,
-                    format!("{}: {:.1}% {ci} ≥ {:.1}%", v.name, acc * 100.0, t * 100.0),
-                )
-            } else {
-                let certainty = if v.ci_high.is_some_and(|hi| hi < t) {
-                    "certain: the whole interval is below it"
-                } else {
-                    "uncertain: the interval straddles it"
-                };
-                result(
-                    &gate,
-                    false,
-                    format!(
-                        "{}: {:.1}% {ci} is below {:.1}% ({certainty})",
-                        v.name,
-                        acc * 100.0,
-                        t * 100.0
-                    ),
-                )
-            });
-        }
+        min_accuracy(min, s, &mut out);
     }
     if let Some(limit) = gates.budget_usd {
         out.extend(overspent(s, limit));
     }
     if let Some(max) = gates.max_cost_usd {
-        // What the run spent: every billed attempt (retries included, cache hits free),
-        // and the judge's calls.
-        let (answers, judge) = spent_usd(s);
-        let total = answers + judge;
-        let priced = s.variants.iter().any(|v| v.cost_usd.is_some());
-        let parts = if judge > 0.0 {
-            format!(" (answers ${answers:.4}, judge ${judge:.4})")
-        } else {
-            String::new()
-        };
-        let estimated = if s.variants.iter().any(|v| v.spent_estimated) {
-            ", partly estimated"
-        } else {
-            ""
-        };
-        out.push(if !priced {
-            result(
-                "max-cost",
+        out.push(max_cost(max, s));
+    }
+    if let Some(max) = gates.max_p90_latency {
+        max_p90_latency(max, s, &mut out);
+    }
+    out
+}
+
+/// `--fail-if-worse`: within the run, and against `--baseline`'s run.
+fn fail_if_worse(s: &Summary, baseline: Option<&RunComparison>, out: &mut Vec<GateResult>) {
+    // With one variant there is nothing within the run to compare: against an earlier
+    // run, that comparison is the gate.
+    if !(s.comparisons.is_empty() && baseline.is_some()) {
+        out.push(not_worse(
+            "fail-if-worse",
+            s.comparisons.iter(),
+            "the baseline",
+            "no variant is significantly worse than the baseline".into(),
+        ));
+    }
+    if let Some(b) = baseline {
+        out.push(not_worse(
+            "fail-if-worse --baseline",
+            b.variants.iter().map(|v| &v.comparison),
+            &format!("its run in {}", b.run_a.dir),
+            format!("no variant dropped significantly against {}", b.run_a.dir),
+        ));
+    }
+}
+
+/// `--max-drop POINTS`: within the run (sequentially, after `--until-decided`), and
+/// against `--baseline`'s run.
+fn max_drop(max: f64, s: &Summary, baseline: Option<&RunComparison>, out: &mut Vec<GateResult>) {
+    // With one variant there is nothing within the run to compare: against an earlier
+    // run, that comparison is the gate.
+    let within = !(s.comparisons.is_empty() && baseline.is_some());
+    if within {
+        out.push(match &s.sequential {
+            Some(seq) => sequential_drop(max, seq),
+            None => non_inferior("max-drop", max, s.comparisons.iter(), "the baseline"),
+        });
+    }
+    if let Some(b) = baseline {
+        out.push(non_inferior(
+            "max-drop --baseline",
+            max,
+            b.variants.iter().map(|v| &v.comparison),
+            &format!("its run in {}", b.run_a.dir),
+        ));
+    }
+}
+
+/// `--min-accuracy [VARIANT=]P`: each variant it names against P.
+fn min_accuracy(min: &MinAccuracy, s: &Summary, out: &mut Vec<GateResult>) {
+    let variants: Vec<_> = s
+        .variants
+        .iter()
+        .filter(|v| min.variant.as_ref().is_none_or(|name| v.answers_to(name)))
+        .collect();
+    let gate = format!(
+        "min-accuracy {}{:.1}%",
+        min.variant
+            .as_ref()
+            .map(|v| format!("{v}="))
+            .unwrap_or_default(),
+        min.threshold * 100.0
+    );
+    if variants.is_empty() {
+        out.push(result(
+            &gate,
+            false,
+            format!(
+                "no variant is named `{}`",
+                min.variant.clone().unwrap_or_default()
+            ),
+        ));
+    }
+    for v in variants {
+        let Some(acc) = v.accuracy else {
+            out.push(result(
+                &gate,
                 false,
-                "the bench has no `price`, so the cost is unknown".into(),
-            )
-        } else if total <= max {
+                format!("{}: no graded answers", v.name),
+            ));
+            continue;
+        };
+        let ci = format!(
+            "[{:.1}, {:.1}]",
+            v.ci_low.unwrap_or(acc) * 100.0,
+            v.ci_high.unwrap_or(acc) * 100.0
+        );
+        let t = min.threshold;
+        out.push(if acc >= t {
             result(
-                "max-cost",
+                &gate,
                 true,
-                format!("spent ${total:.4}{parts}{estimated} ≤ ${max:.4}"),
+                format!("{}: {:.1}% {ci} ≥ {:.1}%", v.name, acc * 100.0, t * 100.0),
             )
         } else {
+            let certainty = if v.ci_high.is_some_and(|hi| hi < t) {
+                "certain: the whole interval is below it"
+            } else {
+                "uncertain: the interval straddles it"
+            };
             result(
-                "max-cost",
+                &gate,
                 false,
-                format!("the run spent ${total:.4}{parts}{estimated}, over ${max:.4}"),
+                format!(
+                    "{}: {:.1}% {ci} is below {:.1}% ({certainty})",
+                    v.name,
+                    acc * 100.0,
+                    t * 100.0
+                ),
             )
         });
     }
-    if let Some(max) = gates.max_p90_latency {
-        let limit = max.as_secs_f64() * 1000.0;
-        for v in &s.variants {
-            let gate = format!("max-p90-latency {}", humantime::format_duration(max));
-            out.push(match v.latency_ms.p90 {
-                None => result(&gate, false, format!("{}: no latency measured", v.name)),
-                Some(p90) if p90 <= limit => result(
-                    &gate,
-                    true,
-                    format!("{}: p90 {p90:.0} ms ≤ {limit:.0} ms", v.name),
-                ),
-                Some(p90) => result(
-                    &gate,
-                    false,
-                    format!("{}: p90 latency {p90:.0} ms is over {limit:.0} ms", v.name),
-                ),
-            });
-        }
+}
+
+/// `--max-cost USD`: what the run spent, every billed attempt (retries included, cache
+/// hits free) and the judge's calls.
+fn max_cost(max: f64, s: &Summary) -> GateResult {
+    let (answers, judge) = spent_usd(s);
+    let total = answers + judge;
+    let priced = s.variants.iter().any(|v| v.cost_usd.is_some());
+    let parts = if judge > 0.0 {
+        format!(" (answers ${answers:.4}, judge ${judge:.4})")
+    } else {
+        String::new()
+    };
+    let estimated = if s.variants.iter().any(|v| v.spent_estimated) {
+        ", partly estimated"
+    } else {
+        ""
+    };
+    if !priced {
+        result(
+            "max-cost",
+            false,
+            "the bench has no `price`, so the cost is unknown".into(),
+        )
+    } else if total <= max {
+        result(
+            "max-cost",
+            true,
+            format!("spent ${total:.4}{parts}{estimated} ≤ ${max:.4}"),
+        )
+    } else {
+        result(
+            "max-cost",
+            false,
+            format!("the run spent ${total:.4}{parts}{estimated}, over ${max:.4}"),
+        )
     }
-    out
+}
+
+/// `--max-p90-latency DURATION`: each variant's p90 end-to-end latency.
+fn max_p90_latency(max: Duration, s: &Summary, out: &mut Vec<GateResult>) {
+    let limit = max.as_secs_f64() * 1000.0;
+    for v in &s.variants {
+        let gate = format!("max-p90-latency {}", humantime::format_duration(max));
+        out.push(match v.latency_ms.p90 {
+            None => result(&gate, false, format!("{}: no latency measured", v.name)),
+            Some(p90) if p90 <= limit => result(
+                &gate,
+                true,
+                format!("{}: p90 {p90:.0} ms ≤ {limit:.0} ms", v.name),
+            ),
+            Some(p90) => result(
+                &gate,
+                false,
+                format!("{}: p90 latency {p90:.0} ms is over {limit:.0} ms", v.name),
+            ),
+        });
+    }
 }
 
 #[cfg(test)]

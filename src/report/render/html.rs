@@ -4,9 +4,10 @@
 
 use std::fmt::Write as _;
 
-use super::aggregate::RunResult;
-use super::compare::RunComparison;
-use super::{millis, pct, tables};
+pub(crate) use super::escape::esc;
+use crate::report::compare::RunComparison;
+use crate::report::result::{RunResult, ShownAnswer};
+use crate::report::{millis, pct, tables};
 use crate::stats::percentile;
 
 /// `text` for a URL: each byte but letters, digits, `-._~` and those in `keep`
@@ -18,22 +19,6 @@ pub(crate) fn percent_encode(text: &str, keep: &[u8]) -> String {
             out.push(b as char);
         } else {
             out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-/// Escapes text for HTML content and attribute values.
-pub(crate) fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
         }
     }
     out
@@ -250,50 +235,8 @@ fn answers_section(b: &mut String, result: &RunResult, names: &[&str]) {
     if shown.is_empty() {
         return;
     }
-    let more = if result.answers_total > shown.len() {
-        format!(
-            " (the first {} of {} cases; the journal has the rest)",
-            shown.len(),
-            result.answers_total
-        )
-    } else {
-        String::new()
-    };
-    let cut = if result.prompts_cut + result.prompts_left_out > 0 {
-        format!(
-            " Answers are cut at {} characters and prompts at {} each; one page holds at most {} of prompts: {} cut, {} left out (the journal has every answer in full, and the bench renders every prompt).",
-            super::aggregate::SHOWN_CHARS,
-            crate::suite::error::shown_size(super::aggregate::SHOWN_PROMPT_BYTES as u64),
-            crate::suite::error::shown_size(super::aggregate::SHOWN_PROMPTS_BUDGET as u64),
-            result.prompts_cut,
-            result.prompts_left_out
-        )
-    } else {
-        String::new()
-    };
-    let _ = write!(
-        b,
-        "<h2>Answers</h2><p class=\"muted\" id=\"answers-limits\">Each variant's answer to each case{more}; open a cell for the full answer, why it scored as it did, and the prompt sent.{cut}</p>\
-         <p><input id=\"answers-filter\" type=\"search\" placeholder=\"search cases and answers…\" oninput=\"filterRows(this, 'answers')\"> \
-         <label><input id=\"answers-disagree\" type=\"checkbox\" onchange=\"filterRows(document.getElementById('answers-filter'), 'answers')\"> only where the variants disagree</label> \
-         <span class=\"muted\"><span id=\"answers-count\">{}</span> shown</span></p>",
-        shown.len()
-    );
-    b.push_str("<table id=\"answers\"><thead><tr><th>case</th><th>expected</th>");
-    for (i, n) in names.iter().enumerate() {
-        let _ = write!(
-            b,
-            "<th><span class=\"swatch\" style=\"background:{}\"></span>{}{}</th>",
-            colour(i),
-            esc(n),
-            if i == 0 {
-                " <span class=\"muted\">(baseline)</span>"
-            } else {
-                ""
-            }
-        );
-    }
-    b.push_str("</tr></thead><tbody>");
+    answers_intro(b, result);
+    answers_head(b, names);
     for (case, (expected, answers)) in shown {
         let marks: Vec<bool> = answers
             .iter()
@@ -310,51 +253,126 @@ fn answers_section(b: &mut String, result: &RunResult, names: &[&str]) {
             esc(&expected.join(" | "))
         );
         for (arm, a) in answers.iter().enumerate() {
-            let Some(a) = a else {
-                b.push_str("<td class=\"muted\">–</td>");
-                continue;
-            };
-            let (class, mark) = match a.score {
-                Some(s) if s >= 1.0 => ("ok", "✓".to_string()),
-                Some(s) if s <= 0.0 => ("no", "✗".to_string()),
-                Some(s) => ("", format!("{:.0}%", s * 100.0)),
-                None if a.filtered => ("fail", "withheld".to_string()),
-                None => ("fail", "failed".to_string()),
-            };
-            let _ = write!(
-                b,
-                "<td class=\"text\"><span class=\"{class}\">{mark}</span> {}",
-                esc(a.extracted.as_deref().unwrap_or(""))
-            );
-            // Why (a judge's reasons, a violation, an error) beside the answer, readable
-            // without opening anything; a long one in full inside.
-            if let Some(reason) = &a.reason {
-                let _ = write!(
-                    b,
-                    "<div class=\"why muted\">{}</div>",
-                    esc(&super::visible(reason, 300))
-                );
+            match a {
+                Some(a) => answer_cell(b, a, result.prompts.get(&(case.clone(), arm))),
+                None => b.push_str("<td class=\"muted\">–</td>"),
             }
-            let _ = write!(
-                b,
-                "<details><summary>answer</summary><pre>{}</pre>",
-                esc(&a.output)
-            );
-            if let Some(reason) = a.reason.as_ref().filter(|r| r.chars().count() > 300) {
-                let _ = write!(b, "<p class=\"muted\">{}</p>", esc(reason));
-            }
-            if let Some(prompt) = result.prompts.get(&(case.clone(), arm)) {
-                let _ = write!(
-                    b,
-                    "<details><summary>prompt</summary><pre>{}</pre></details>",
-                    esc(prompt)
-                );
-            }
-            b.push_str("</details></td>");
         }
         b.push_str("</tr>");
     }
     b.push_str("</tbody></table>");
+}
+
+/// The answers' heading: how many are shown, what is cut, and the filters.
+fn answers_intro(b: &mut String, result: &RunResult) {
+    let shown = &result.answers;
+    let more = if result.answers_total > shown.len() {
+        format!(
+            " (the first {} of {} cases; the journal has the rest)",
+            shown.len(),
+            result.answers_total
+        )
+    } else {
+        String::new()
+    };
+    let cut = if result.prompts_cut + result.prompts_left_out > 0 {
+        format!(
+            " Answers are cut at {} characters and prompts at {} each; one page holds at most {} of prompts: {} cut, {} left out (the journal has every answer in full, and the bench renders every prompt).",
+            crate::report::result::SHOWN_CHARS,
+            crate::suite::error::shown_size(crate::report::result::SHOWN_PROMPT_BYTES as u64),
+            crate::suite::error::shown_size(crate::report::result::SHOWN_PROMPTS_BUDGET as u64),
+            result.prompts_cut,
+            result.prompts_left_out
+        )
+    } else {
+        String::new()
+    };
+    let _ = write!(
+        b,
+        "<h2>Answers</h2><p class=\"muted\" id=\"answers-limits\">Each variant's answer to each case{more}; open a cell for the full answer, why it scored as it did, and the prompt sent.{cut}</p>\
+         <p><input id=\"answers-filter\" type=\"search\" placeholder=\"search cases and answers…\" oninput=\"filterRows(this, 'answers')\"> \
+         <label><input id=\"answers-disagree\" type=\"checkbox\" onchange=\"filterRows(document.getElementById('answers-filter'), 'answers')\"> only where the variants disagree</label> \
+         <span class=\"muted\"><span id=\"answers-count\">{}</span> shown</span></p>",
+        shown.len()
+    );
+}
+
+/// The answers table's head: a column per variant, the baseline first.
+fn answers_head(b: &mut String, names: &[&str]) {
+    b.push_str("<table id=\"answers\"><thead><tr><th>case</th><th>expected</th>");
+    for (i, n) in names.iter().enumerate() {
+        let _ = write!(
+            b,
+            "<th><span class=\"swatch\" style=\"background:{}\"></span>{}{}</th>",
+            colour(i),
+            esc(n),
+            if i == 0 {
+                " <span class=\"muted\">(baseline)</span>"
+            } else {
+                ""
+            }
+        );
+    }
+    b.push_str("</tr></thead><tbody>");
+}
+
+/// One variant's answer to a case: its mark and what it extracted, why it scored as it
+/// did, and the full answer and prompt inside.
+fn answer_cell(b: &mut String, a: &ShownAnswer, prompt: Option<&String>) {
+    let (class, mark) = match a.score {
+        Some(s) if s >= 1.0 => ("ok", "✓".to_string()),
+        Some(s) if s <= 0.0 => ("no", "✗".to_string()),
+        Some(s) => ("", format!("{:.0}%", s * 100.0)),
+        None if a.filtered => ("fail", "withheld".to_string()),
+        None => ("fail", "failed".to_string()),
+    };
+    let _ = write!(
+        b,
+        "<td class=\"text\"><span class=\"{class}\">{mark}</span> {}",
+        esc(a.extracted.as_deref().unwrap_or(""))
+    );
+    // Why (a judge's reasons, a violation, an error) beside the answer, readable
+    // without opening anything; a long one in full inside.
+    if let Some(reason) = &a.reason {
+        let _ = write!(
+            b,
+            "<div class=\"why muted\">{}</div>",
+            esc(&crate::report::visible(reason, 300))
+        );
+    }
+    let _ = write!(
+        b,
+        "<details><summary>answer</summary><pre>{}</pre>",
+        esc(&a.output)
+    );
+    if let Some(reason) = a.reason.as_ref().filter(|r| r.chars().count() > 300) {
+        let _ = write!(b, "<p class=\"muted\">{}</p>", esc(reason));
+    }
+    if let Some(prompt) = prompt {
+        let _ = write!(
+            b,
+            "<details><summary>prompt</summary><pre>{}</pre></details>",
+            esc(prompt)
+        );
+    }
+    b.push_str("</details></td>");
+}
+
+/// `report.html`, from the run's figures and its bench as written.
+pub(super) struct ReportHtml;
+
+impl super::output::Output for ReportHtml {
+    fn place(&self) -> super::output::Place {
+        super::output::Place::Folder(crate::runner::RunDir::report_html)
+    }
+
+    fn render<'r>(
+        &self,
+        run: &'r mut super::output::RunReport<'_>,
+    ) -> Result<Option<super::output::Body<'r>>, crate::report::ReportError> {
+        let page = render_run(run.result, run.bench_text);
+        Ok(Some(super::output::Body::Text(page)))
+    }
 }
 
 /// `report.html` for a run, from its aggregated result; `bench_text` is the bench file
@@ -379,7 +397,7 @@ pub fn render_run(result: &RunResult, bench_text: &str) -> String {
 
     failed_jobs(&mut b, result);
 
-    let kind = |p: &super::ProviderInfo| if p.simulated { "SIMULATED" } else { "real" };
+    let kind = |p: &crate::report::ProviderInfo| if p.simulated { "SIMULATED" } else { "real" };
     let endpoints = if s.is_grid() {
         s.run
             .endpoints
@@ -413,7 +431,7 @@ pub fn render_run(result: &RunResult, bench_text: &str) -> String {
 }
 
 /// The title, the notes, why jobs failed, and the headline.
-fn header(b: &mut String, s: &super::Summary, names: &[&str]) {
+fn header(b: &mut String, s: &crate::report::Summary, names: &[&str]) {
     if s.is_grid() {
         let _ = write!(
             b,
@@ -432,7 +450,7 @@ fn header(b: &mut String, s: &super::Summary, names: &[&str]) {
 }
 
 /// The line under a one-endpoint run's title.
-fn header_line(b: &mut String, s: &super::Summary) {
+fn header_line(b: &mut String, s: &crate::report::Summary) {
     let _ = write!(
         b,
         "<h1>promptgauge: {}</h1><p class=\"muted\">{} cases × {} variants · model <b>{}</b> at {} · {} to {} · promptgauge {}</p>",
@@ -448,13 +466,13 @@ fn header_line(b: &mut String, s: &super::Summary) {
 }
 
 /// The notes, why jobs failed, and the headline.
-fn header_rest(b: &mut String, s: &super::Summary, names: &[&str]) {
-    for note in super::notes(s) {
+fn header_rest(b: &mut String, s: &crate::report::Summary, names: &[&str]) {
+    for note in crate::report::notes(s) {
         let _ = write!(b, "<div class=\"banner\">{}</div>", esc(&note));
     }
     if !s.failures.is_empty() {
         b.push_str("<h2>Why jobs failed</h2><ul id=\"causes\">");
-        for line in super::causes::lines(&s.failures) {
+        for line in crate::report::causes::lines(&s.failures) {
             let _ = write!(b, "<li>{}</li>", esc(&line.replace("\n    → ", " — ")));
         }
         b.push_str("</ul>");
@@ -462,7 +480,7 @@ fn header_rest(b: &mut String, s: &super::Summary, names: &[&str]) {
     if let Some(best) = s
         .comparisons
         .iter()
-        .find(|c| c.verdict == super::compare::Verdict::Better)
+        .find(|c| c.verdict == crate::report::compare::Verdict::Better)
     {
         let _ = write!(b, "<p id=\"headline\"><b>{}</b></p>", esc(&best.sentence));
     } else if s.comparisons.iter().any(|c| c.cases > 0) {
@@ -477,7 +495,7 @@ fn header_rest(b: &mut String, s: &super::Summary, names: &[&str]) {
 }
 
 /// Each variant's headline figure with its interval, and the comparisons.
-fn figures(b: &mut String, s: &super::Summary, conf: f64, names: &[&str]) {
+fn figures(b: &mut String, s: &crate::report::Summary, conf: f64, names: &[&str]) {
     let title = if s.is_scored() {
         "Mean score"
     } else {
@@ -517,12 +535,12 @@ fn figures(b: &mut String, s: &super::Summary, conf: f64, names: &[&str]) {
 
 /// The verdicts (each variant against the baseline; a grid's per axis), the levels and what
 /// the bench could detect.
-fn comparisons(b: &mut String, s: &super::Summary, names: &[&str]) {
+fn comparisons(b: &mut String, s: &crate::report::Summary, names: &[&str]) {
     if s.comparisons.is_empty() {
         return;
     }
     if s.is_grid() {
-        for axis in super::compare::Axis::BOTH {
+        for axis in crate::report::compare::Axis::BOTH {
             if s.on_axis(axis).next().is_some() {
                 verdicts(
                     b,
@@ -541,7 +559,7 @@ fn comparisons(b: &mut String, s: &super::Summary, names: &[&str]) {
             s.comparisons.iter(),
         );
     }
-    if let Some(note) = super::compare::levels_note(&s.comparisons, s.run.confidence) {
+    if let Some(note) = crate::report::compare::levels_note(&s.comparisons, s.run.confidence) {
         let _ = write!(b, "<p class=\"muted\">{}</p>", esc(&note));
     }
     if let Some(d) = &s.detectable {
@@ -557,8 +575,8 @@ fn comparisons(b: &mut String, s: &super::Summary, names: &[&str]) {
 fn verdicts<'a>(
     b: &mut String,
     heading: &str,
-    table: &super::table::Table,
-    comparisons: impl Iterator<Item = &'a super::compare::Comparison>,
+    table: &crate::report::table::Table,
+    comparisons: impl Iterator<Item = &'a crate::report::compare::Comparison>,
 ) {
     let _ = write!(b, "<h2>{}</h2>", esc(heading));
     b.push_str(&table.html());
@@ -570,7 +588,7 @@ fn verdicts<'a>(
 }
 
 /// Latency: the chart and the table.
-fn latency(b: &mut String, s: &super::Summary, result: &RunResult, names: &[&str]) {
+fn latency(b: &mut String, s: &crate::report::Summary, result: &RunResult, names: &[&str]) {
     b.push_str("<h2>Latency</h2><p class=\"muted\">From the request being sent; box: quartiles, line: median, whiskers: 10th to 90th percentile.</p>");
     let series: Vec<_> = names
         .iter()
@@ -582,7 +600,7 @@ fn latency(b: &mut String, s: &super::Summary, result: &RunResult, names: &[&str
 }
 
 /// Tokens and what they cost.
-fn tokens_and_cost(b: &mut String, s: &super::Summary) {
+fn tokens_and_cost(b: &mut String, s: &crate::report::Summary) {
     b.push_str("<h2>Tokens and cost</h2>");
     b.push_str(&tables::tokens_and_cost(s).html());
 }
@@ -680,7 +698,7 @@ pub(crate) fn render_compare(c: &RunComparison) -> String {
         esc(&c.run_b.model),
         esc(&c.run_b.base_url)
     );
-    for note in super::terminal::coverage_notes(c) {
+    for note in crate::report::terminal::coverage_notes(c) {
         let _ = write!(b, "<div class=\"banner\">{}</div>", esc(&note));
     }
     let mut rows = Vec::new();
@@ -707,7 +725,7 @@ pub(crate) fn render_compare(c: &RunComparison) -> String {
     }
     b.push_str("</ul>");
     if let Some(note) =
-        super::compare::levels_note(c.variants.iter().map(|v| &v.comparison), c.confidence)
+        crate::report::compare::levels_note(c.variants.iter().map(|v| &v.comparison), c.confidence)
     {
         let _ = write!(b, "<p class=\"muted\">{}</p>", esc(&note));
     }

@@ -40,7 +40,7 @@ impl Listener for VerboseLog {
         );
         use std::io::Write as _;
         // A closed stderr is no reason to stop the run.
-        let _ = writeln!(std::io::stderr(), "{}", super::terminal_safe(&line));
+        let _ = writeln!(std::io::stderr(), "{}", crate::report::terminal_safe(&line));
         Ok(())
     }
 }

@@ -482,7 +482,7 @@ pub fn judged_pairs(variant: &JudgedScores, baseline: &JudgedScores) -> JudgedPa
 pub fn corrected_difference(
     variant: &JudgedPairs,
     confidence: f64,
-) -> Option<super::compare::CorrectedDifference> {
+) -> Option<crate::report::compare::CorrectedDifference> {
     if variant.unlabelled.is_empty() || variant.labelled.len() < MIN_LABELS {
         return None;
     }
@@ -503,7 +503,7 @@ pub fn corrected_difference(
         confidence,
         Tuning::PowerTuned,
     )?;
-    Some(super::compare::CorrectedDifference {
+    Some(crate::report::compare::CorrectedDifference {
         difference: d.estimate,
         ci_low: d.low,
         ci_high: d.high,

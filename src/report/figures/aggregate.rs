@@ -11,86 +11,24 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
-use super::causes::FailedJobs;
-use super::compare::{
+use crate::report::compare::{
     CaseTable, Comparison, CorrectedDifference, Detectable, Paired, compare, decide,
 };
-use super::job_rows::JobRows;
-use super::junit::JunitSpool;
-use super::labels::{JudgedScores, Labels, corrected_difference, judged_pairs};
-use super::shown::ShownAnswers;
-use super::sinks::Sink;
-use super::summary::{
+use crate::report::job_rows::JobRows;
+use crate::report::junit::JunitSpool;
+use crate::report::labels::{JudgedScores, Labels, corrected_difference, judged_pairs};
+use crate::report::result::RunResult;
+use crate::report::sinks::Sink;
+use crate::report::sinks::failed::FailedJobs;
+use crate::report::sinks::shown::ShownAnswers;
+use crate::report::summary::{
     Acc, Latencies, Percentiles, ReplicaSummary, SCHEMA, SCHEMA_GRID, SCHEMA_SCORED, Summary,
     slices,
 };
-use super::{RunInfo, VariantSummary};
+use crate::report::{RunInfo, VariantSummary};
 use crate::runner::journal::{Audit, JobRecord, JobStatus};
-use crate::runner::sequential::{Counts, Sequential};
+use crate::runner::sequential::{Counts, Sequential, SequentialSummary};
 use crate::suite::Price;
-
-/// Failed jobs shown in full in report.html; the rest are counted.
-pub const FAILED_SHOWN: usize = 500;
-
-/// Cases whose answers report.html shows in full (the first this many heard).
-pub const SHOWN_CASES: usize = 2000;
-/// Characters of one answer shown in report.html.
-pub const SHOWN_CHARS: usize = 4000;
-/// Bytes of one rendered prompt shown in report.html (a few-shot prompt fits; a 4 MB
-/// document pasted into every case does not, 200 times over).
-pub const SHOWN_PROMPT_BYTES: usize = 16 << 10;
-/// Bytes of prompts one report.html holds in all; the rest are left out, and the page says
-/// so. With the answers' own caps, a page stays within tens of megabytes at any size.
-pub const SHOWN_PROMPTS_BUDGET: usize = 8 << 20;
-
-/// One variant's answer to a case, as report.html shows it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ShownAnswer {
-    pub output: String,
-    pub extracted: Option<String>,
-    pub score: Option<f64>,
-    /// Why: the judge's reasons, a schema violation, the error of a failed job.
-    pub reason: Option<String>,
-    /// The provider withheld the answer (`content_filter`): no score, and no failure.
-    pub filtered: bool,
-}
-
-/// A case's expected answers and each variant's first answer.
-pub type ShownCase = (Vec<String>, Vec<Option<ShownAnswer>>);
-
-/// Per case: the expected answers and, per variant, (extracted, score) of its first
-/// scored sample.
-pub type CaseAnswers = (Vec<String>, Vec<Option<(String, f64)>>);
-
-/// What a run folder's reports are made of.
-pub struct RunResult {
-    pub summary: Summary,
-    /// Per case and variant: the scores behind the paired comparisons.
-    pub cases: CaseTable,
-    /// Per variant, in order: latencies for the charts.
-    pub latencies: Vec<Latencies>,
-    /// Cases where the variants disagree, by case id.
-    pub disagreements: BTreeMap<String, CaseAnswers>,
-    /// The first failed jobs, in journal order, and how many failed in all.
-    pub failed: Vec<JobRecord>,
-    pub failed_total: usize,
-    /// The JUnit test cases, when asked for.
-    pub junit: Option<JunitSpool>,
-    /// Full answers of the first [`SHOWN_CASES`] cases, by case id, and how many cases
-    /// there were in all.
-    pub answers: BTreeMap<String, ShownCase>,
-    pub answers_total: usize,
-    /// Each shown (case, variant)'s rendered prompt, when the bench could be read again,
-    /// each cut at [`SHOWN_PROMPT_BYTES`] and all within [`SHOWN_PROMPTS_BUDGET`].
-    pub prompts: HashMap<(String, usize), String>,
-    /// Prompts cut short, and prompts left out once the page's budget was spent.
-    pub prompts_cut: usize,
-    pub prompts_left_out: usize,
-    /// One row per job for the history store, when asked for ([`Aggregator::keep_rows`]).
-    pub jobs: Option<JobRows>,
-    /// Outputs that could not be written (a `--jobs-csv` file on a full disk).
-    pub problems: Vec<super::ReportError>,
-}
 
 /// What the aggregator needs to know before the first record.
 pub struct AggregatorSettings {
@@ -115,7 +53,7 @@ pub struct AggregatorSettings {
 
 /// Builds a [`RunResult`] from finished jobs: the run's figures (the summary, the case
 /// table behind the paired statistics, the latencies), and the fan-out to its other
-/// outputs ([`super::sinks`]). With `--until-decided`, it stands behind the sequential
+/// outputs ([`crate::report::sinks`]). With `--until-decided`, it stands behind the sequential
 /// tests (`runner::sequential::Decider`), which decide which records it counts.
 pub struct Aggregator {
     run: RunInfo,
@@ -309,16 +247,29 @@ impl Aggregator {
     }
 
     /// The figures, once every record is in (the outputs add theirs).
-    fn figures(self, tests: Option<&Sequential>) -> RunResult {
-        let confidence = self.run.confidence;
-        let variants = &self.variants;
-        let mut cases = self.cases;
-        cases.shrink_to_fit();
-        let answers_total = cases.len();
-        let scored = self.scored;
-        let mut summaries: Vec<VariantSummary> = Vec::with_capacity(variants.len());
-        let mut latencies = Vec::with_capacity(variants.len());
-        for (i, (name, acc)) in variants.iter().zip(self.accs).enumerate() {
+    fn figures(mut self, tests: Option<&Sequential>) -> RunResult {
+        self.cases.shrink_to_fit();
+        let accs = std::mem::take(&mut self.accs);
+        let (summaries, latencies) = self.variant_summaries(accs);
+        let mut comparisons = self.comparisons(&summaries);
+        let sequential = tests.map(|s| self.sequential_summary(s, &summaries));
+        if let Some(seq) = &sequential {
+            for c in &mut comparisons {
+                crate::report::sequential::apply(c, seq);
+            }
+        }
+        // After stopping early the fixed design's power figure does not apply.
+        let detectable = self.detectable(&summaries, sequential.is_none());
+        let figures = (summaries, comparisons, detectable, sequential);
+        self.result(figures, latencies)
+    }
+
+    /// Each variant's (each arm's) summary and latencies, in order.
+    fn variant_summaries(&self, accs: Vec<Acc>) -> (Vec<VariantSummary>, Vec<Latencies>) {
+        let (confidence, cases) = (self.run.confidence, &self.cases);
+        let mut summaries: Vec<VariantSummary> = Vec::with_capacity(self.variants.len());
+        let mut latencies = Vec::with_capacity(self.variants.len());
+        for (i, (name, acc)) in self.variants.iter().zip(accs).enumerate() {
             let arm = cases.arm(i);
             let units = cases.arm_by_group(i);
             let grouped = cases.grouped();
@@ -330,17 +281,23 @@ impl Aggregator {
                 summary.variant = Some(g.variants[v].clone());
                 summary.endpoint = Some(g.endpoints[e].clone());
             }
-            if scored {
+            if self.scored {
                 score_summary(&mut summary, cases.arm_means(i), confidence);
             }
             summary.labelled = self.judged.get(i).and_then(|j| j.summarise(confidence));
             summaries.push(summary);
             latencies.push(lat);
         }
+        (summaries, latencies)
+    }
+
+    /// Every comparison the run makes, family by family (Holm over each: the comparisons
+    /// that answer one question together).
+    fn comparisons(&self, summaries: &[VariantSummary]) -> Vec<Comparison> {
         let families = match &self.grid {
             Some(g) => g.families(),
             None => vec![Family {
-                pairs: (1..variants.len()).map(|i| (i, 0)).collect(),
+                pairs: (1..self.variants.len()).map(|i| (i, 0)).collect(),
                 axis: None,
             }],
         };
@@ -349,69 +306,70 @@ impl Aggregator {
             let mut made: Vec<Comparison> = family
                 .pairs
                 .iter()
-                .map(|&(i, against)| {
-                    let (pairs, groups) = cases.paired(i, against);
-                    let paired = Paired {
-                        pairs: &pairs,
-                        groups: groups.as_deref(),
-                        scored,
-                    };
-                    let mut c = compare(&variants[i], &variants[against], paired, confidence);
-                    let shown = |v: &VariantSummary| v.accuracy.or(v.mean_score);
-                    c.explain_against(shown(&summaries[i]), shown(&summaries[against]));
-                    if !self.judged.is_empty() {
-                        correct_with_labels(
-                            &mut c,
-                            &self.judged,
-                            &cases,
-                            (i, against),
-                            scored,
-                            confidence,
-                        );
-                    }
+                .map(|&pair| {
+                    let mut c = self.comparison(pair, summaries);
                     c.family = family.axis.clone();
                     c
                 })
                 .collect();
-            // Holm over the family: the comparisons that answer one question together.
-            decide(&mut made, confidence);
+            decide(&mut made, self.run.confidence);
             comparisons.extend(made);
         }
         for c in &mut comparisons {
-            // People's scores compared by the usual test: the corrected figures are its own
-            // (none without an interval, never a point).
-            if c.corrected.is_some_and(|d| d.all_labelled) {
-                match (c.ci_low, c.ci_high) {
-                    (Some(lo), Some(hi)) => {
-                        if let Some(d) = c.corrected.as_mut() {
-                            d.ci_low = lo;
-                            d.ci_high = hi;
-                        }
-                    }
-                    _ => c.corrected = None,
-                }
-            }
+            people_scores_own_interval(c);
         }
-        let sequential = tests.map(|s| {
-            let cost = summaries
-                .iter()
-                .map(|v| v.spent_usd.or(v.cost_usd))
-                .sum::<Option<f64>>();
-            // The baseline's accuracy, as `plan` reads it from summary.json (none for a
-            // scored run: `plan` then assumes ½, and so does the yardstick).
-            let baseline = summaries.first().and_then(|b| b.accuracy);
-            s.summary(self.finished, cost, baseline)
-        });
-        if let Some(seq) = &sequential {
-            for c in &mut comparisons {
-                super::sequential::apply(c, seq);
-            }
+        comparisons
+    }
+
+    /// Arm `i` against arm `against`, paired by case (corrected by people's labels, when
+    /// there are some).
+    fn comparison(&self, (i, against): (usize, usize), summaries: &[VariantSummary]) -> Comparison {
+        let (confidence, scored) = (self.run.confidence, self.scored);
+        let (pairs, groups) = self.cases.paired(i, against);
+        let paired = Paired {
+            pairs: &pairs,
+            groups: groups.as_deref(),
+            scored,
+        };
+        let variants = &self.variants;
+        let mut c = compare(&variants[i], &variants[against], paired, confidence);
+        let shown = |v: &VariantSummary| v.accuracy.or(v.mean_score);
+        c.explain_against(shown(&summaries[i]), shown(&summaries[against]));
+        if !self.judged.is_empty() {
+            correct_with_labels(
+                &mut c,
+                &self.judged,
+                &self.cases,
+                (i, against),
+                scored,
+                confidence,
+            );
         }
-        // After stopping early the fixed design's power figure does not apply.
-        let fixed = sequential.is_none();
-        let detectable = summaries
+        c
+    }
+
+    /// What the sequential tests decided, with what the run cost.
+    fn sequential_summary(
+        &self,
+        tests: &Sequential,
+        summaries: &[VariantSummary],
+    ) -> SequentialSummary {
+        let cost = summaries
+            .iter()
+            .map(|v| v.spent_usd.or(v.cost_usd))
+            .sum::<Option<f64>>();
+        // The baseline's accuracy, as `plan` reads it from summary.json (none for a
+        // scored run: `plan` then assumes ½, and so does the yardstick).
+        let baseline = summaries.first().and_then(|b| b.accuracy);
+        tests.summary(self.finished, cost, baseline)
+    }
+
+    /// The smallest difference the run could detect, for a fixed design of 0/1 answers.
+    fn detectable(&self, summaries: &[VariantSummary], fixed: bool) -> Option<Detectable> {
+        let cases = &self.cases;
+        summaries
             .first()
-            .filter(|_| !scored && fixed)
+            .filter(|_| !self.scored && fixed)
             .and_then(|b| {
                 let n = cases.arm(0).len() as u64;
                 // The largest family a verdict is adjusted in.
@@ -419,17 +377,51 @@ impl Aggregator {
                     Some(g) => {
                         crate::suite::plan::largest_family(g.variants.len(), g.endpoints.len())
                     }
-                    None => crate::suite::plan::largest_family(variants.len(), 1),
+                    None => crate::suite::plan::largest_family(self.variants.len(), 1),
                 };
                 let repeats = self.run.repeats;
                 let icc = crate::stats::cluster::icc(&cases.arm(0));
                 b.accuracy.map(|p| {
-                    Detectable::new(n, p, confidence, m)
+                    Detectable::new(n, p, self.run.confidence, m)
                         .with_repeats(repeats, icc)
                         .in_grid(self.grid.is_some())
                 })
-            });
-        let slices = slices(&cases, variants, confidence, scored);
+            })
+    }
+
+    /// Each replica's attempts and latencies.
+    fn replica_summaries(&mut self) -> Vec<ReplicaSummary> {
+        let counts = std::mem::take(&mut self.replica_counts);
+        let latency = std::mem::take(&mut self.replica_latency);
+        self.run
+            .provider
+            .replicas
+            .iter()
+            .zip(counts)
+            .zip(latency)
+            .map(|((base_url, (answered, failed)), latency)| ReplicaSummary {
+                base_url: base_url.clone(),
+                attempts: answered + failed,
+                answered,
+                failed,
+                latency_ms: Percentiles::of(latency),
+            })
+            .collect()
+    }
+
+    /// The summary and the result around it, the figures made.
+    fn result(
+        mut self,
+        (summaries, comparisons, detectable, sequential): (
+            Vec<VariantSummary>,
+            Vec<Comparison>,
+            Option<Detectable>,
+            Option<SequentialSummary>,
+        ),
+        latencies: Vec<Latencies>,
+    ) -> RunResult {
+        let (scored, answers_total) = (self.scored, self.cases.len());
+        let slices = slices(&self.cases, &self.variants, self.run.confidence, scored);
         // Jobs a sequential decision made unnecessary are not missing.
         let not_needed = sequential.as_ref().map_or(0, |s| s.jobs_not_needed);
         let missing = self
@@ -451,21 +443,7 @@ impl Aggregator {
             duplicate_records: self.duplicates,
             records_outside_plan: self.outside_plan,
             cases_measured: self.run.order_seed.map(|_| answers_total),
-            replicas: self
-                .run
-                .provider
-                .replicas
-                .iter()
-                .zip(self.replica_counts)
-                .zip(self.replica_latency)
-                .map(|((base_url, (answered, failed)), latency)| ReplicaSummary {
-                    base_url: base_url.clone(),
-                    attempts: answered + failed,
-                    answered,
-                    failed,
-                    latency_ms: Percentiles::of(latency),
-                })
-                .collect(),
+            replicas: self.replica_summaries(),
             run: self.run,
             variants: summaries,
             comparisons,
@@ -477,7 +455,7 @@ impl Aggregator {
         };
         RunResult {
             summary,
-            cases,
+            cases: self.cases,
             latencies,
             disagreements: BTreeMap::new(),
             failed: Vec::new(),
@@ -494,6 +472,22 @@ impl Aggregator {
     }
 }
 
+/// People's scores compared by the usual test (every judged answer labelled): the
+/// corrected figures are its own (none without an interval, never a point).
+fn people_scores_own_interval(c: &mut Comparison) {
+    if c.corrected.is_some_and(|d| d.all_labelled) {
+        match (c.ci_low, c.ci_high) {
+            (Some(lo), Some(hi)) => {
+                if let Some(d) = c.corrected.as_mut() {
+                    d.ci_low = lo;
+                    d.ci_high = hi;
+                }
+            }
+            _ => c.corrected = None,
+        }
+    }
+}
+
 /// The shape of a run of several endpoints: arm `e × variants + v` is variant `v` at
 /// endpoint `e`.
 struct Grid {
@@ -504,7 +498,7 @@ struct Grid {
 /// Comparisons made and Holm-adjusted together: (arm, the arm it is compared with).
 struct Family {
     pairs: Vec<(usize, usize)>,
-    axis: Option<super::compare::Family>,
+    axis: Option<crate::report::compare::Family>,
 }
 
 impl Grid {
@@ -517,13 +511,13 @@ impl Grid {
         let arm = |e: usize, i: usize| e * v + i;
         let prompts = self.endpoints.iter().enumerate().map(|(e, name)| Family {
             pairs: (1..v).map(|i| (arm(e, i), arm(e, 0))).collect(),
-            axis: Some(super::compare::Family::variants_at(name)),
+            axis: Some(crate::report::compare::Family::variants_at(name)),
         });
         let models = self.variants.iter().enumerate().map(|(i, name)| Family {
             pairs: (1..self.endpoints.len())
                 .map(|e| (arm(e, i), arm(0, i)))
                 .collect(),
-            axis: Some(super::compare::Family::endpoints_for(name)),
+            axis: Some(crate::report::compare::Family::endpoints_for(name)),
         });
         prompts
             .chain(models)
@@ -765,7 +759,7 @@ mod tests {
         assert!((c.p_value.unwrap() - exact).abs() < 1e-12, "{c:?}");
         assert_eq!(
             c.verdict,
-            super::super::compare::Verdict::NotDistinguishable
+            crate::report::compare::Verdict::NotDistinguishable
         );
         assert!((c.difference.unwrap() - 5.0 / 64.0).abs() < 1e-12);
         assert!(c.sentence.contains("as people scored it"), "{}", c.sentence);

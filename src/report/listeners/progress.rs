@@ -66,7 +66,7 @@ impl Progress {
             let entry = &mut self.batches[at];
             if let Some(status) = &b.status {
                 // The provider's word: shown as text, never as terminal control.
-                entry.1 = super::visible(status, 40);
+                entry.1 = crate::report::visible(status, 40);
             } else if entry.1.is_empty() {
                 entry.1 = "submitted".into();
             }

@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 
-use super::Summary;
+use crate::report::Summary;
 use crate::runner::journal::{JobRecord, JobStatus};
 
 fn escape(text: &str) -> String {
@@ -90,64 +90,7 @@ impl JunitSpool {
             escape(&self.bench),
             escape(&name)
         );
-        let mut mark = Mark::Passed;
-        match (r.status, r.score()) {
-            (JobStatus::Graded, Some(1.0)) => case.push_str("/>\n"),
-            (JobStatus::Graded, score) => {
-                mark = Mark::Failure;
-                // A judge's verdict is not an extracted answer: say what it said, and why.
-                let mut message = if r.judge.is_empty() {
-                    format!(
-                        "expected {}, extracted {}",
-                        r.expected.join(" or "),
-                        r.extracted.as_deref().unwrap_or("nothing")
-                    )
-                } else {
-                    let why = super::reason_of(r)
-                        .map(|w| format!(" ({})", w.trim_start_matches("judge: ")))
-                        .unwrap_or_default();
-                    let against = if r.expected.is_empty() {
-                        "judged by its criteria".to_string()
-                    } else {
-                        format!("expected {}", r.expected.join(" or "))
-                    };
-                    format!(
-                        "the judge said {}{why}; {against}",
-                        r.extracted.as_deref().unwrap_or("nothing")
-                    )
-                };
-                if let Some(score) = score.filter(|&s| s > 0.0) {
-                    message = format!("score {score:.2}: {message}");
-                }
-                case.push_str(&format!(
-                    ">\n      <failure type=\"wrong_answer\" message=\"{}\">{}</failure>\n    </testcase>\n",
-                    escape(&message),
-                    escape(&short(&r.output))
-                ));
-            }
-            (JobStatus::Filtered, _) => {
-                mark = Mark::Skipped;
-                case.push_str(&format!(
-                    ">\n      <skipped message=\"{}\"/>\n    </testcase>\n",
-                    escape(&short(r.error.as_deref().unwrap_or(
-                        "the provider withheld the answer (content filter)"
-                    )))
-                ));
-            }
-            (JobStatus::Failed, _) => {
-                mark = Mark::Error;
-                let mut message = r.error.clone().unwrap_or_else(|| "no answer".into());
-                let status = r.attempts.last().and_then(|a| a.status);
-                if let Some(hint) = super::causes::hint(status, &message) {
-                    message = format!("{message} — {hint}");
-                }
-                case.push_str(&format!(
-                    ">\n      <error type=\"no_answer\" message=\"{}\">{} attempts</error>\n    </testcase>\n",
-                    escape(&short(&message)),
-                    r.attempts.len()
-                ));
-            }
-        }
+        let mark = close_case(&mut case, r);
         if let Err(e) = file.write_all(case.as_bytes()) {
             self.error = Some(e);
             self.file = None;
@@ -175,6 +118,19 @@ impl JunitSpool {
         result
     }
 
+    /// (tests, failures, errors, skipped) of variant `arm`.
+    fn count(&self, arm: usize) -> (usize, usize, usize, usize) {
+        let mine = self.entries.iter().filter(|e| e.0 == arm);
+        mine.fold((0, 0, 0, 0), |(t, f, e, s), x| {
+            (
+                t + 1,
+                f + usize::from(x.4 == Mark::Failure),
+                e + usize::from(x.4 == Mark::Error),
+                s + usize::from(x.4 == Mark::Skipped),
+            )
+        })
+    }
+
     fn assemble(&mut self, summary: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
         if let Some(e) = self.error.take() {
             return Err(std::io::Error::new(
@@ -191,29 +147,10 @@ impl JunitSpool {
         let mut spool = File::open(&self.path)?;
         self.entries.sort_by_key(|e| (e.0, e.1));
         let arms = summary.variants.len();
-        // (tests, failures, errors, skipped)
-        let count = |arm: usize| {
-            let mine = self.entries.iter().filter(|e| e.0 == arm);
-            mine.fold((0, 0, 0, 0), |(t, f, e, s), x| {
-                (
-                    t + 1,
-                    f + usize::from(x.4 == Mark::Failure),
-                    e + usize::from(x.4 == Mark::Error),
-                    s + usize::from(x.4 == Mark::Skipped),
-                )
-            })
-        };
+        let count = |arm: usize| self.count(arm);
         let totals = (0..arms).map(count).fold((0, 0, 0, 0), |a, b| {
             (a.0 + b.0, a.1 + b.1, a.2 + b.2, a.3 + b.3)
         });
-        // Said only when some were: runs without withheld answers read as before.
-        let skipped = |n: usize| {
-            if n > 0 {
-                format!(" skipped=\"{n}\"")
-            } else {
-                String::new()
-            }
-        };
         let mut out = std::io::BufWriter::new(out);
         write!(
             out,
@@ -233,37 +170,7 @@ impl JunitSpool {
                 escape(&v.name),
                 skipped(s)
             )?;
-            // What a CI dashboard can chart per variant; the judge is costed apart.
-            let mut properties = vec![
-                ("accuracy", v.accuracy.map(|x| format!("{x:.6}"))),
-                ("mean_score", v.mean_score.map(|x| format!("{x:.6}"))),
-                ("cost_usd", v.cost_usd.map(|x| format!("{x:.6}"))),
-            ];
-            if v.judge_calls > 0 {
-                properties.push(("judge_calls", Some(v.judge_calls.to_string())));
-                properties.push((
-                    "judge_cost_usd",
-                    v.judge_cost_usd.map(|x| format!("{x:.6}")),
-                ));
-                if summary.run.self_judged {
-                    properties.push(("self_judged", Some("true".into())));
-                }
-            }
-            let properties: Vec<_> = properties
-                .into_iter()
-                .filter_map(|(k, v)| v.map(|v| (k, v)))
-                .collect();
-            if !properties.is_empty() {
-                out.write_all(b"    <properties>\n")?;
-                for (name, value) in properties {
-                    writeln!(
-                        out,
-                        "      <property name=\"{name}\" value=\"{}\"/>",
-                        escape(&value)
-                    )?;
-                }
-                out.write_all(b"    </properties>\n")?;
-            }
+            write_properties(&mut out, summary, v)?;
             for &(_, _, offset, len, _) in self.entries.iter().filter(|e| e.0 == arm) {
                 buf.resize(len as usize, 0);
                 spool.seek(SeekFrom::Start(offset))?;
@@ -277,21 +184,123 @@ impl JunitSpool {
     }
 }
 
-impl super::sinks::Sink for JunitSpool {
-    fn counted(&mut self, arm: Option<usize>, r: &JobRecord) {
-        if let Some(arm) = arm {
-            self.add(arm, r);
+/// Closes a test case's opening tag in `case` with what became of its job: passed, a
+/// wrong answer, withheld or failed.
+fn close_case(case: &mut String, r: &JobRecord) -> Mark {
+    let mut mark = Mark::Passed;
+    match (r.status, r.score()) {
+        (JobStatus::Graded, Some(1.0)) => case.push_str("/>\n"),
+        (JobStatus::Graded, score) => {
+            mark = Mark::Failure;
+            let message = wrong_answer(r, score);
+            case.push_str(&format!(
+                ">\n      <failure type=\"wrong_answer\" message=\"{}\">{}</failure>\n    </testcase>\n",
+                escape(&message),
+                escape(&short(&r.output))
+            ));
+        }
+        (JobStatus::Filtered, _) => {
+            mark = Mark::Skipped;
+            case.push_str(&format!(
+                ">\n      <skipped message=\"{}\"/>\n    </testcase>\n",
+                escape(&short(r.error.as_deref().unwrap_or(
+                    "the provider withheld the answer (content filter)"
+                )))
+            ));
+        }
+        (JobStatus::Failed, _) => {
+            mark = Mark::Error;
+            let mut message = r.error.clone().unwrap_or_else(|| "no answer".into());
+            let status = r.attempts.last().and_then(|a| a.status);
+            if let Some(hint) = crate::report::causes::hint(status, &message) {
+                message = format!("{message} — {hint}");
+            }
+            case.push_str(&format!(
+                ">\n      <error type=\"no_answer\" message=\"{}\">{} attempts</error>\n    </testcase>\n",
+                escape(&short(&message)),
+                r.attempts.len()
+            ));
         }
     }
+    mark
+}
 
-    /// The spool is assembled into the `--junit` file with the summary (app/finish.rs).
-    fn finish(
-        self: Box<Self>,
-        result: &mut super::aggregate::RunResult,
-    ) -> Result<(), super::ReportError> {
-        result.junit = Some(*self);
-        Ok(())
+/// Why a graded answer failed its test case: what was expected and extracted, or what the
+/// judge said and why; with its score when it has some.
+fn wrong_answer(r: &JobRecord, score: Option<f64>) -> String {
+    // A judge's verdict is not an extracted answer: say what it said, and why.
+    let message = if r.judge.is_empty() {
+        format!(
+            "expected {}, extracted {}",
+            r.expected.join(" or "),
+            r.extracted.as_deref().unwrap_or("nothing")
+        )
+    } else {
+        let why = crate::report::reason_of(r)
+            .map(|w| format!(" ({})", w.trim_start_matches("judge: ")))
+            .unwrap_or_default();
+        let against = if r.expected.is_empty() {
+            "judged by its criteria".to_string()
+        } else {
+            format!("expected {}", r.expected.join(" or "))
+        };
+        format!(
+            "the judge said {}{why}; {against}",
+            r.extracted.as_deref().unwrap_or("nothing")
+        )
+    };
+    match score.filter(|&s| s > 0.0) {
+        Some(score) => format!("score {score:.2}: {message}"),
+        None => message,
     }
+}
+
+/// ` skipped="N"`, said only when some were: runs without withheld answers read as before.
+fn skipped(n: usize) -> String {
+    if n > 0 {
+        format!(" skipped=\"{n}\"")
+    } else {
+        String::new()
+    }
+}
+
+/// What a CI dashboard can chart per variant; the judge is costed apart.
+fn write_properties(
+    out: &mut impl Write,
+    summary: &Summary,
+    v: &crate::report::VariantSummary,
+) -> std::io::Result<()> {
+    let mut properties = vec![
+        ("accuracy", v.accuracy.map(|x| format!("{x:.6}"))),
+        ("mean_score", v.mean_score.map(|x| format!("{x:.6}"))),
+        ("cost_usd", v.cost_usd.map(|x| format!("{x:.6}"))),
+    ];
+    if v.judge_calls > 0 {
+        properties.push(("judge_calls", Some(v.judge_calls.to_string())));
+        properties.push((
+            "judge_cost_usd",
+            v.judge_cost_usd.map(|x| format!("{x:.6}")),
+        ));
+        if summary.run.self_judged {
+            properties.push(("self_judged", Some("true".into())));
+        }
+    }
+    let properties: Vec<_> = properties
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k, v)))
+        .collect();
+    if properties.is_empty() {
+        return Ok(());
+    }
+    out.write_all(b"    <properties>\n")?;
+    for (name, value) in properties {
+        writeln!(
+            out,
+            "      <property name=\"{name}\" value=\"{}\"/>",
+            escape(&value)
+        )?;
+    }
+    out.write_all(b"    </properties>\n")
 }
 
 #[cfg(test)]

@@ -1,12 +1,12 @@
-//! Every table promptgauge shows, each defined once from the figures ([`super::table`]
+//! Every table promptgauge shows, each defined once from the figures ([`crate::report::table`]
 //! draws it in the terminal, summary.md, the HTML pages and CSV). A column one syntax leaves
 //! out or heads differently says so here, beside the column.
 
-use super::compare::{Axis, Comparison, RunComparison, Verdict, ci_header};
-use super::history::{History, short_time, source_label, step_cell};
-use super::rows::RunRow;
-use super::table::{Cell, Column, Row, Syntax, Table};
-use super::{Summary, interval, millis, pct, usd};
+use crate::report::compare::{Axis, Comparison, RunComparison, Verdict, ci_header};
+use crate::report::history::{History, short_time, source_label, step_cell};
+use crate::report::rows::RunRow;
+use crate::report::table::{Cell, Column, Row, Syntax, Table};
+use crate::report::{Summary, interval, millis, pct, usd};
 
 /// The verdict's HTML class: its name in summary.json (`not_distinguishable`).
 fn verdict_class(c: &Comparison) -> String {

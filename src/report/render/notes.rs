@@ -1,0 +1,247 @@
+//! The lines that qualify a run's tables, said under them in the terminal, summary.md and
+//! report.html: the simulator, failures, estimates, what the run paid.
+
+use crate::report::figures::{labels, sequential};
+use crate::report::text::{millis, usd};
+use crate::report::{Summary, VariantSummary};
+
+/// Lines that qualify the table: the simulator, failures, estimates.
+pub(crate) fn notes(summary: &Summary) -> Vec<String> {
+    let mut notes = Vec::new();
+    run_notes(summary, &mut notes);
+    answer_notes(summary, &mut notes);
+    source_notes(summary, &mut notes);
+    judge_notes(summary, &mut notes);
+    if summary.variants.iter().any(|v| v.tokens.estimated) {
+        notes.push("~ Some token counts are estimates: the server sent no usage.".to_string());
+    }
+    if summary.run.repeats > 1 {
+        notes.push(format!(
+            "With repeats: {} the case is the unit: intervals are widened by the design effect, and comparisons test the per-case mean scores (the same verdict as one answer per case when the repeats agree).",
+            summary.run.repeats
+        ));
+    }
+    if let Some(s) = &summary.sequential {
+        notes.push(sequential::note(s));
+    }
+    if let Some(line) = spent_note(summary) {
+        notes.push(line);
+    }
+    if let Some(line) = answer_time_note(summary) {
+        notes.push(line);
+    }
+    notes
+}
+
+/// What the run was: simulated, stopped early, incomplete; answers cut at max_tokens,
+/// or in which the scorer found nothing.
+fn run_notes(summary: &Summary, notes: &mut Vec<String>) {
+    if summary.run.provider.simulated {
+        notes.push("SIMULATED PROVIDER: these numbers come from promptgauge's built-in fake model, not a real one. Set --base-url to measure a real model.".to_string());
+    }
+    if let Some(why) = &summary.run.stopped {
+        notes.push(format!("The run stopped early: {why}"));
+    }
+    if !summary.complete {
+        let missing = summary
+            .run
+            .jobs_planned
+            .saturating_sub(summary.jobs_finished);
+        notes.push(format!(
+            "INCOMPLETE: {} of {} jobs failed and {missing} did not run; failed jobs are not counted as wrong.",
+            summary.jobs_failed, summary.run.jobs_planned
+        ));
+    }
+    let truncated: u64 = summary.variants.iter().map(|v| v.truncated).sum();
+    if truncated > 0 {
+        notes.push(format!(
+            "{truncated} answers hit max_tokens (finish_reason: length); they were graded as given."
+        ));
+    }
+    for v in &summary.variants {
+        // Most answers gave the scorer nothing to compare: a format mismatch (or an
+        // import comparing with the wrong thing), not a bad prompt.
+        if let Some(f) = v.nothing_found.as_ref().filter(|f| f.answers * 2 > v.n) {
+            notes.push(format!(
+                "{}: the scorer found no {} in {} of {} answers, e.g. \"{}\": check that the prompt asks for the format the scorer reads.",
+                v.name,
+                f.looked_for.trim_start_matches("a ").trim_start_matches("an "),
+                f.answers,
+                v.n,
+                f.example
+            ));
+        }
+    }
+}
+
+/// Answers apart from the others: withheld, a random sample of the cases, refusals, usage
+/// the provider could not have billed.
+fn answer_notes(summary: &Summary, notes: &mut Vec<String>) {
+    let filtered: u64 = summary.variants.iter().map(|v| v.filtered).sum();
+    if filtered > 0 {
+        let each: Vec<String> = summary
+            .variants
+            .iter()
+            .filter(|v| v.filtered > 0)
+            .map(|v| format!("{} {}", v.name, v.filtered))
+            .collect();
+        notes.push(format!(
+            "{filtered} answers were withheld by the provider's content filter (finish_reason: content_filter; {}): they are counted apart, neither right, wrong nor failed, and left out of every figure and comparison (a case none of whose answers came back on one side is not paired).",
+            each.join(", ")
+        ));
+    }
+    if let (Some(seed), Some(n)) = (summary.run.order_seed, summary.cases_measured)
+        && n < summary.run.cases
+    {
+        notes.push(format!(
+            "{n} of {} cases, drawn at random (seed {seed}): a run that may stop early sends its cases in a seeded random order, so the cases measured are a random sample of the bench's, not its first (the same seed draws the same; a resume keeps it).",
+            summary.run.cases
+        ));
+    }
+    let refused: u64 = summary.variants.iter().map(|v| v.refused).sum();
+    if refused > 0 {
+        let each: Vec<String> = summary
+            .variants
+            .iter()
+            .filter(|v| v.refused > 0)
+            .map(|v| format!("{} {} of {}", v.name, v.refused, v.n))
+            .collect();
+        notes.push(format!(
+            "{refused} answers were refusals (the model declined; {}): each is an answer that failed with the cause \"refused\", scored 0 and counted in every figure, on every protocol alike.",
+            each.join(", ")
+        ));
+    }
+    let anomalies: u64 = summary.variants.iter().map(|v| v.usage_anomalies).sum();
+    if anomalies > 0 {
+        let each: Vec<String> = summary
+            .variants
+            .iter()
+            .filter(|v| v.usage_anomalies > 0)
+            .map(|v| format!("{} {}", v.name, v.usage_anomalies))
+            .collect();
+        let example = summary
+            .variants
+            .iter()
+            .find_map(|v| v.usage_anomaly_example.as_deref())
+            .unwrap_or_default();
+        notes.push(format!(
+            "provider accounting anomaly: {anomalies} jobs were billed for usage their requests could not have produced ({}; e.g. {example}). What the provider reported is counted as spent, since it is what it says it billed: check its bill before trusting these costs.",
+            each.join(", ")
+        ));
+    }
+}
+
+/// Where answers came from (the batch API, the cache) and what the journal held twice
+/// or did not plan.
+fn source_notes(summary: &Summary, notes: &mut Vec<String>) {
+    let batched: u64 = summary.variants.iter().map(|v| v.batched).sum();
+    if batched > 0 {
+        let sum = |f: fn(&VariantSummary) -> Option<f64>| -> Option<f64> {
+            summary.variants.iter().map(f).sum()
+        };
+        let costs = sum(|v| v.batched_cost_usd).zip(sum(|v| v.batched_streaming_cost_usd));
+        notes.push(match costs {
+            Some((paid, streamed)) if paid < streamed => format!(
+                "{batched} answers came through the provider's batch API (--batch): they cost ${paid:.4} at the batch price, where streaming them would have cost ${streamed:.4}. Nobody waited on them: they are in no latency figure."
+            ),
+            Some((paid, _)) => format!(
+                "{batched} answers came through the provider's batch API (--batch): they cost ${paid:.4}, costed at the streaming price because the price gives no batch price (set price.batch_discount: 0.5, or batch_input_per_mtok and batch_output_per_mtok). They are in no latency figure."
+            ),
+            None => format!(
+                "{batched} answers came through the provider's batch API (--batch): nobody waited on them, so they are in no latency figure."
+            ),
+        });
+    }
+    let cached: u64 = summary.variants.iter().map(|v| v.cached).sum();
+    if cached > 0 {
+        notes.push(format!("{cached} answers came from the response cache (--cache): nothing was sent for them, and they are not in the latency figures."));
+    }
+    if summary.duplicate_records > 0 || summary.records_outside_plan > 0 {
+        notes.push(format!(
+            "The journal held {} duplicate record(s) (the first of each was kept) and {} record(s) of jobs this run did not plan (ignored).",
+            summary.duplicate_records, summary.records_outside_plan
+        ));
+    }
+    if summary.variants.iter().any(|v| v.tokens.saturated) {
+        notes.push("Some token totals reached 2^64 − 1 and stopped there: the server reported impossible counts.".to_string());
+    }
+}
+
+/// A judge: whether it judges itself, and what people's labels say of it.
+fn judge_notes(summary: &Summary, notes: &mut Vec<String>) {
+    if let Some(judge) = &summary.run.judge {
+        if summary.run.self_judged {
+            notes.push(format!(
+                "THE JUDGE IS THE MODEL UNDER TEST ({}): models tend to favour their own answers, so these scores may be too kind. Set judge.model (and judge.base_url) to another model.",
+                judge.model
+            ));
+        }
+        let labels: u64 = summary
+            .variants
+            .iter()
+            .filter_map(|v| v.labelled.as_ref())
+            .map(|l| l.labels)
+            .sum();
+        if labels == 0 {
+            notes.push(format!(
+                "Scores come from a judge ({}): they are its opinion of the answers, and a judge is wrong sometimes. To see how often, label a sample yourself: promptgauge label {} --sample 30; the reports then show how far the judge agrees with you and the {} as people would give it.",
+                judge.model,
+                summary.run.folder.as_deref().unwrap_or("RUN_DIR"),
+                summary.measure()
+            ));
+        } else {
+            notes.push(format!(
+                "People labelled {labels} judged answers: the judge table shows how often the judge agrees with them (a score of ½ or more counts as a pass), and each variant's {} as people would score it (prediction-powered inference, the case as the unit, once a variant has {} labelled cases, or people's scores alone when every judged answer is labelled); comparisons with labels on both sides use it.",
+                summary.measure(),
+                labels::MIN_LABELS
+            ));
+        }
+    }
+}
+
+/// What the run paid against the list price of its answers, when they differ.
+fn spent_note(summary: &Summary) -> Option<String> {
+    let list: f64 = summary.variants.iter().filter_map(|v| v.cost_usd).sum();
+    let spent: f64 = summary.variants.iter().filter_map(|v| v.spent_usd).sum();
+    let priced = summary.variants.iter().any(|v| v.spent_usd.is_some());
+    if !priced || (spent - list).abs() <= 0.005 * list.max(1e-12) {
+        return None;
+    }
+    let estimated = if summary.variants.iter().any(|v| v.spent_estimated) {
+        " (partly estimated: some attempts reported no usage)"
+    } else {
+        ""
+    };
+    Some(format!(
+        "Spent {}{estimated}: every attempt the provider answered, retries and failed jobs included, answers from the cache free. The cost column is the list price of the graded answers, {} in all: what running them again would cost.",
+        usd(Some(spent)),
+        usd(Some(list))
+    ))
+}
+
+/// Time to answer (retries and backoff included) where it differs from the answering
+/// attempt's latency.
+fn answer_time_note(summary: &Summary) -> Option<String> {
+    let slower = summary.variants.iter().any(
+        |v| matches!((v.answer_ms.p90, v.latency_ms.p90), (Some(a), Some(l)) if a > 1.1 * l + 1.0),
+    );
+    if !slower {
+        return None;
+    }
+    let each: Vec<String> = summary
+        .variants
+        .iter()
+        .map(|v| {
+            format!(
+                "{} {} / {}",
+                v.name,
+                millis(v.answer_ms.p50),
+                millis(v.answer_ms.p90)
+            )
+        })
+        .collect();
+    Some(format!(
+        "Time to answer, p50 / p90 (from the first attempt sent, retries and backoff included; the latency column is the answering attempt alone): {}.",
+        each.join("; ")
+    ))
+}
