@@ -10,7 +10,7 @@ use std::time::Instant;
 use promptgauge::client::ChatMessage;
 use promptgauge::grade::command::CommandScorer;
 use promptgauge::grade::{Answer, ScoreContext, ScoreInput, Scorer};
-use promptgauge::suite::{Case, Place};
+use promptgauge::suite::{Case, FilePos};
 
 /// CPU seconds this process has used (all its threads).
 fn cpu_seconds() -> f64 {
@@ -41,7 +41,7 @@ fn main() {
         grade: None,
         tags: vec!["geo".into()],
         group: None,
-        location: Place::line(Path::new("cases.jsonl"), 1),
+        location: FilePos::line(Path::new("cases.jsonl"), 1),
     };
     let messages = vec![
         ChatMessage::new("system", "Answer in one sentence."),

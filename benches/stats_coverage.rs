@@ -6,7 +6,7 @@
 //! About 1–2 minutes on 2 cores (two worker threads).
 
 use promptgauge::stats::holm::{holm, holm_level};
-use promptgauge::stats::paired::{Table, exact_paired_interval};
+use promptgauge::stats::paired::{PairedTable, exact_paired_interval};
 use promptgauge::stats::permutation::{sign_flip_interval, sign_flip_test};
 use promptgauge::stats::scores::paired_interval;
 use rand::rngs::StdRng;
@@ -263,7 +263,7 @@ fn run_with_tables(seed: u64, reps: usize, p0: f64, delta: f64, rho: f64) -> Tal
         t.newcombe_width += nh - nl;
         let excludes = i.low > 0.0 || i.high < 0.0;
         t.mismatches += u64::from(excludes != (p < 0.05));
-        let table = Table {
+        let table = PairedTable {
             both_right: a as u64,
             only_variant: b as u64,
             only_baseline: c as u64,
@@ -324,9 +324,9 @@ fn holm_setting(seed: u64, reps: usize, deltas: &[f64; 3]) -> [f64; 6] {
     for _ in 0..reps {
         let ds = draw(&mut rng, 64, 0.6, deltas, 0.0);
         // As the reports do: exact McNemar, Holm, each interval at its Holm level.
-        let tables: Vec<Table> = ds
+        let tables: Vec<PairedTable> = ds
             .iter()
-            .map(|d| Table {
+            .map(|d| PairedTable {
                 both_right: d.iter().filter(|&&x| x == 0.0).count() as u64,
                 only_variant: d.iter().filter(|&&x| x > 0.0).count() as u64,
                 only_baseline: d.iter().filter(|&&x| x < 0.0).count() as u64,

@@ -147,7 +147,7 @@ impl Scorer for Combined {
 mod tests {
     use super::*;
     use crate::grade::{Answer, GradeSpec, SpecExt};
-    use crate::suite::Place;
+    use crate::suite::FilePos;
 
     #[test]
     fn all_any_and_mean_combine_the_parts() {
@@ -160,7 +160,7 @@ mod tests {
             grade: None,
             tags: vec![],
             group: None,
-            location: Place::line(std::path::Path::new("c.jsonl"), 1),
+            location: FilePos::line(std::path::Path::new("c.jsonl"), 1),
         };
         let number: Arc<dyn Scorer> =
             Arc::new(GradeSpec::Number { tolerance: 0.0 }.compile().unwrap());

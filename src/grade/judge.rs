@@ -876,7 +876,7 @@ mod tests {
 #[cfg(test)]
 mod conversation_tests {
     use super::*;
-    use crate::suite::Place;
+    use crate::suite::FilePos;
 
     /// The marker a built-in prompt names in its first sentence.
     fn marker_of(user: &str) -> String {
@@ -896,7 +896,7 @@ mod conversation_tests {
             grade: None,
             tags: vec![],
             group: None,
-            location: Place::line(std::path::Path::new("c.jsonl"), 1),
+            location: FilePos::line(std::path::Path::new("c.jsonl"), 1),
         }
     }
 
@@ -954,7 +954,7 @@ mod conversation_tests {
             grade: None,
             tags: vec![],
             group: None,
-            location: Place::line(std::path::Path::new("c.jsonl"), 1),
+            location: FilePos::line(std::path::Path::new("c.jsonl"), 1),
         };
         let messages = [
             ChatMessage::new("system", "Be brief."),
@@ -993,7 +993,7 @@ mod conversation_tests {
             grade: None,
             tags: vec![],
             group: None,
-            location: Place::line(std::path::Path::new("c.jsonl"), 1),
+            location: FilePos::line(std::path::Path::new("c.jsonl"), 1),
         };
         let asked = [ChatMessage::new("user", "Why is the sky blue?")];
         let rubric = Judge::new(

@@ -417,7 +417,7 @@ impl Scorer for ToolCalls {
 mod tests {
     use super::*;
     use crate::grade::Answer;
-    use crate::suite::Place;
+    use crate::suite::FilePos;
     use serde_json::json;
 
     fn case(expected: Value) -> Case {
@@ -430,7 +430,7 @@ mod tests {
             grade: None,
             tags: vec![],
             group: None,
-            location: Place::line(std::path::Path::new("c.jsonl"), 1),
+            location: FilePos::line(std::path::Path::new("c.jsonl"), 1),
         }
     }
 

@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use crate::runner::journal::JobRecord;
 use crate::stats::cluster::CaseScore;
 use crate::stats::sequential::{
-    Decision, DropDecision, DropVerdict, NonInferiority, ScoreKind, SequentialParams,
-    SequentialTest, Verdict as SeqVerdict,
+    Conclusion, Decision, DropDecision, DropVerdict, NonInferiority, ScoreKind, SequentialParams,
+    SequentialTest,
 };
 use crate::suite::plan::SequentialPlan;
 
@@ -252,12 +252,12 @@ pub struct Sequential {
 }
 
 /// The name a verdict has in the summary and the journal.
-fn verdict_name(v: SeqVerdict) -> &'static str {
+fn verdict_name(v: Conclusion) -> &'static str {
     match v {
-        SeqVerdict::Better => "better",
-        SeqVerdict::Worse => "worse",
-        SeqVerdict::NoDifferenceOfDetect => "no_difference",
-        SeqVerdict::Undecided => "undecided",
+        Conclusion::Better => "better",
+        Conclusion::Worse => "worse",
+        Conclusion::NoDifferenceOfDetect => "no_difference",
+        Conclusion::Undecided => "undecided",
     }
 }
 
@@ -604,7 +604,7 @@ impl Sequential {
         let all_decided = self
             .decided
             .iter()
-            .all(|d| d.is_some_and(|(d, _)| d.verdict != SeqVerdict::Undecided));
+            .all(|d| d.is_some_and(|(d, _)| d.verdict != Conclusion::Undecided));
         // Savings only count when every verdict was reached.
         let saved = jobs_fixed
             .filter(|_| all_decided)

@@ -6,14 +6,14 @@ use super::wilson;
 
 /// The 2×2 table of one variant against the baseline over the cases both graded.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Table {
+pub struct PairedTable {
     pub both_right: u64,
     pub only_variant: u64,
     pub only_baseline: u64,
     pub both_wrong: u64,
 }
 
-impl Table {
+impl PairedTable {
     /// How many cases the table holds.
     pub(crate) fn n(&self) -> u64 {
         self.both_right + self.only_variant + self.only_baseline + self.both_wrong
@@ -88,7 +88,7 @@ fn clopper_pearson(k: u64, n: u64, confidence: f64) -> Option<(f64, f64)> {
 /// difference is D·(2q − 1) with D the share of discordant cases; each bound takes the end
 /// of D's Wilson interval that makes it widest, so the sign of each bound is q's and the
 /// interval excludes 0 exactly when the exact test rejects. Returns (difference, low, high).
-pub fn exact_paired_interval(t: &Table, confidence: f64) -> Option<(f64, f64, f64)> {
+pub fn exact_paired_interval(t: &PairedTable, confidence: f64) -> Option<(f64, f64, f64)> {
     let n = t.n();
     if n == 0 {
         return None;
@@ -131,7 +131,7 @@ pub fn holm(pvalues: &[f64]) -> Vec<f64> {
 /// The accuracy difference (variant − baseline) with Newcombe's hybrid score interval for
 /// paired proportions (Newcombe 1998, method 10; φ corrected as in Fagerland, Lydersen &
 /// Laake 2014). `None` with no pairs.
-pub fn newcombe_paired(t: &Table, confidence: f64) -> Option<(f64, f64, f64)> {
+pub fn newcombe_paired(t: &PairedTable, confidence: f64) -> Option<(f64, f64, f64)> {
     let n = t.n();
     if n == 0 {
         return None;
@@ -184,7 +184,7 @@ mod tests {
                     if b + c > n {
                         continue;
                     }
-                    let t = Table {
+                    let t = PairedTable {
                         both_right: n - b - c,
                         only_variant: b,
                         only_baseline: c,

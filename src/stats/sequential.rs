@@ -119,7 +119,7 @@ impl SequentialParams {
 
 /// What the comparison concluded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub enum Conclusion {
     Better,
     Worse,
     /// Both directions ruled out a difference of `detect` or more.
@@ -131,7 +131,7 @@ pub enum Verdict {
 /// A verdict, when it was reached, and the evidence that reached it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Decision {
-    pub verdict: Verdict,
+    pub verdict: Conclusion,
     /// Cases observed when it was reached.
     pub cases: u64,
     /// The natural log of the deciding wealth (for `Undecided`: the larger rejecting one).
@@ -459,7 +459,7 @@ impl SequentialTest {
         let reject = self.reject_threshold();
         let futility = self.futility_threshold();
         if cases >= self.params.min_cases {
-            for (side, verdict) in [(0, Verdict::Better), (1, Verdict::Worse)] {
+            for (side, verdict) in [(0, Conclusion::Better), (1, Conclusion::Worse)] {
                 if self.sides[side] == Side::Open && self.reject[side] >= reject {
                     return Some(Decision {
                         verdict,
@@ -476,7 +476,7 @@ impl SequentialTest {
             }
             if self.sides == [Side::Closed; 2] {
                 return Some(Decision {
-                    verdict: Verdict::NoDifferenceOfDetect,
+                    verdict: Conclusion::NoDifferenceOfDetect,
                     cases,
                     statistic: self.futile[0].min(self.futile[1]),
                     threshold: futility,
@@ -485,7 +485,7 @@ impl SequentialTest {
         }
         if cases >= self.params.max_cases {
             return Some(Decision {
-                verdict: Verdict::Undecided,
+                verdict: Conclusion::Undecided,
                 cases,
                 statistic: self.reject[0].max(self.reject[1]),
                 threshold: reject,
@@ -546,7 +546,7 @@ mod tests {
             let s = f64::from(i % 2);
             t.observe(s, s).unwrap()
         });
-        assert_eq!(d.map(|d| d.verdict), Some(Verdict::NoDifferenceOfDetect));
+        assert_eq!(d.map(|d| d.verdict), Some(Conclusion::NoDifferenceOfDetect));
     }
 
     fn drop_params(max_drop: f64) -> SequentialParams {
@@ -598,7 +598,7 @@ mod tests {
             }
         }
         let d = last.unwrap();
-        assert_eq!(d.verdict, Verdict::Better);
+        assert_eq!(d.verdict, Conclusion::Better);
         assert!(d.statistic >= d.threshold && d.cases < 20, "{d:?}");
         // After the decision nothing changes.
         assert_eq!(t.observe(0.0, 1.0).unwrap(), None);
@@ -606,7 +606,7 @@ mod tests {
 
         let mut t = SequentialTest::new(params()).unwrap();
         let d = (0..100).find_map(|_| t.observe(0.0, 1.0).unwrap()).unwrap();
-        assert_eq!(d.verdict, Verdict::Worse);
+        assert_eq!(d.verdict, Conclusion::Worse);
     }
 
     #[test]
@@ -624,7 +624,7 @@ mod tests {
                 break d;
             }
         };
-        assert_eq!(d.verdict, Verdict::NoDifferenceOfDetect, "{d:?}");
+        assert_eq!(d.verdict, Conclusion::NoDifferenceOfDetect, "{d:?}");
     }
 
     #[test]
@@ -633,13 +633,13 @@ mod tests {
         assert_eq!(p.min_cases, DEFAULT_MIN_CASES);
         let mut t = SequentialTest::new(p).unwrap();
         let d = (0..100).find_map(|_| t.observe(1.0, 0.0).unwrap()).unwrap();
-        assert_eq!((d.verdict, d.cases), (Verdict::Better, 40));
+        assert_eq!((d.verdict, d.cases), (Conclusion::Better, 40));
 
         let mut p = params();
         p.max_cases = 5;
         let mut t = SequentialTest::new(p).unwrap();
         let d = (0..10).find_map(|_| t.observe(1.0, 1.0).unwrap()).unwrap();
-        assert_eq!((d.verdict, d.cases), (Verdict::Undecided, 5));
+        assert_eq!((d.verdict, d.cases), (Conclusion::Undecided, 5));
     }
 
     #[test]
@@ -653,6 +653,6 @@ mod tests {
                 t.observe(v, 0.5).unwrap()
             })
             .unwrap();
-        assert_eq!(d.verdict, Verdict::Better);
+        assert_eq!(d.verdict, Conclusion::Better);
     }
 }

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::GradeSpec;
-use super::error::{InputError, Place, read_text, yaml_error};
+use super::error::{FilePos, InputError, read_text, yaml_error};
 use crate::client::ChatMessage;
 
 /// A case's template variables, in file order. A small vector rather than a map: most
@@ -72,7 +72,7 @@ pub struct Case {
     /// Cases that are not independent (the same passage, template or user) share a group;
     /// tests and intervals then treat the group as the unit.
     pub group: Option<String>,
-    pub location: Place,
+    pub location: FilePos,
 }
 
 #[derive(Debug, Deserialize)]
@@ -110,7 +110,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
         "csv" => load_csv,
         _ => {
             return Err(InputError::new(
-                Place::file(path),
+                FilePos::file(path),
                 format!("unknown case file type `.{ext}`"),
             )
             .fix("use .jsonl (one JSON object per line), .yaml (a list) or .csv (header row with id and expected)"));
@@ -119,7 +119,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
     let cases = loader(path, text)?;
     if cases.is_empty() {
         return Err(
-            InputError::new(Place::file(path), "the case file has no cases")
+            InputError::new(FilePos::file(path), "the case file has no cases")
                 .fix(CASE_FIX.to_string()),
         );
     }
@@ -144,19 +144,22 @@ fn load_jsonl(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
             continue;
         }
         let value: Value = serde_json::from_str(line).map_err(|e| {
-            InputError::new(Place::at(path, n, e.column()), format!("invalid JSON: {e}"))
-                .fix("each line must be one complete JSON object")
+            InputError::new(
+                FilePos::at(path, n, e.column()),
+                format!("invalid JSON: {e}"),
+            )
+            .fix("each line must be one complete JSON object")
         })?;
         if !value.is_object() {
             return Err(InputError::new(
-                Place::line(path, n),
+                FilePos::line(path, n),
                 format!("expected a JSON object, found {}", kind_of(&value)),
             )
             .fix(CASE_FIX));
         }
         let raw: RawCase =
             serde_json::from_value(value).map_err(|e| shape_error(path, n, &e.to_string()))?;
-        cases.push(finish(raw, Place::line_in(&file, n), cases.len())?);
+        cases.push(finish(raw, FilePos::line_in(&file, n), cases.len())?);
     }
     Ok(cases)
 }
@@ -173,9 +176,9 @@ fn load_yaml(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
         .map(|(i, s)| {
             let line = s.referenced.line() as usize;
             let here = if line > 0 {
-                Place::line_in(&file, line)
+                FilePos::line_in(&file, line)
             } else {
-                Place::file(path)
+                FilePos::file(path)
             };
             finish(s.value, here, i)
         })
@@ -191,7 +194,7 @@ fn load_csv(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
     for required in ["id", "expected"] {
         if !names.iter().any(|h| h == required) {
             return Err(InputError::new(
-                Place::line(path, 1),
+                FilePos::line(path, 1),
                 format!("the header row has no `{required}` column (found: {})", names.join(", ")),
             )
             .fix("the first row names the columns: id, expected, then one column per template variable"));
@@ -237,7 +240,7 @@ fn load_csv(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
                 }
             }
         }
-        cases.push(finish(raw, Place::line_in(&file, line), cases.len())?);
+        cases.push(finish(raw, FilePos::line_in(&file, line), cases.len())?);
     }
     Ok(cases)
 }
@@ -245,8 +248,8 @@ fn load_csv(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
 fn csv_error(path: &Path, e: &csv::Error) -> InputError {
     let line = e.position().map(|p| p.line() as usize);
     let here = match line {
-        Some(l) => Place::line(path, l),
-        None => Place::file(path),
+        Some(l) => FilePos::line(path, l),
+        None => FilePos::file(path),
     };
     match e.kind() {
         csv::ErrorKind::UnequalLengths {
@@ -264,7 +267,7 @@ fn csv_error(path: &Path, e: &csv::Error) -> InputError {
 
 fn shape_error(path: &Path, line: usize, message: &str) -> InputError {
     if let Some((m, fix)) = super::error::explain_unknown_field(message) {
-        return InputError::new(Place::line(path, line), format!("{m} in case")).fix(fix);
+        return InputError::new(FilePos::line(path, line), format!("{m} in case")).fix(fix);
     }
     // serde names Rust types; say what a person writes instead.
     let message = message
@@ -272,7 +275,11 @@ fn shape_error(path: &Path, line: usize, message: &str) -> InputError {
         .replace("expected u64", "expected a whole number ≥ 0")
         .replace("expected i64", "expected a whole number")
         .replace("expected f64", "expected a number");
-    InputError::new(Place::line(path, line), format!("invalid case: {message}")).fix(CASE_FIX)
+    InputError::new(
+        FilePos::line(path, line),
+        format!("invalid case: {message}"),
+    )
+    .fix(CASE_FIX)
 }
 
 fn kind_of(v: &Value) -> &'static str {
@@ -296,7 +303,7 @@ fn scalar_text(v: &Value) -> Option<String> {
 }
 
 /// Validates a raw case; `index` names cases that have no id yet.
-fn finish(raw: RawCase, here: Place, index: usize) -> Result<Case, InputError> {
+fn finish(raw: RawCase, here: FilePos, index: usize) -> Result<Case, InputError> {
     let id = case_id(raw.id.as_ref(), &here, index)?;
     let (expected, expected_json) = expected_of(raw.expected, &id, &here)?;
     let group = group_of(raw.group.as_ref(), &id, &here)?;
@@ -322,7 +329,7 @@ fn finish(raw: RawCase, here: Place, index: usize) -> Result<Case, InputError> {
 }
 
 /// A case's `id`: required, a non-empty string (or a number).
-fn case_id(id: Option<&Value>, here: &Place, index: usize) -> Result<String, InputError> {
+fn case_id(id: Option<&Value>, here: &FilePos, index: usize) -> Result<String, InputError> {
     match id {
         None => Err(
             InputError::new(here.clone(), format!("case #{} has no `id`", index + 1))
@@ -345,7 +352,7 @@ fn case_id(id: Option<&Value>, here: &Place, index: usize) -> Result<String, Inp
 fn expected_of(
     expected: Option<Value>,
     id: &str,
-    here: &Place,
+    here: &FilePos,
 ) -> Result<(Vec<String>, Option<Value>), InputError> {
     let mut expected_json = None;
     let mut expected = match expected {
@@ -390,7 +397,7 @@ fn expected_of(
 }
 
 /// A case's `group` (cases that share a passage, template or user), when it has one.
-fn group_of(group: Option<&Value>, id: &str, here: &Place) -> Result<Option<String>, InputError> {
+fn group_of(group: Option<&Value>, id: &str, here: &FilePos) -> Result<Option<String>, InputError> {
     match group {
         None | Some(Value::Null) => Ok(None),
         Some(v) => scalar_text(v)
@@ -417,7 +424,7 @@ fn history_turn(
     id: &str,
     n: usize,
     mut turn: Map<String, Value>,
-    here: &Place,
+    here: &FilePos,
 ) -> Result<ChatMessage, InputError> {
     let bad = |what: String| {
         InputError::new(here.clone(), format!("case `{id}`: message {} {what}", n + 1)).fix(
@@ -475,7 +482,7 @@ pub(crate) fn load_some(
             }
             let raw: RawCase = serde_json::from_value(value)
                 .map_err(|e| shape_error(path, i + 1, &e.to_string()))?;
-            kept.push(finish(raw, Place::line_in(&file, i + 1), i)?);
+            kept.push(finish(raw, FilePos::line_in(&file, i + 1), i)?);
         }
     }
     Ok(kept)
@@ -484,7 +491,7 @@ pub(crate) fn load_some(
 /// Loads every case file of a bench; ids must be unique across all of them.
 pub(crate) fn load_all(paths: &[std::path::PathBuf]) -> Result<Vec<Case>, InputError> {
     let mut all: Vec<Case> = Vec::new();
-    let mut seen: HashMap<String, Place> = HashMap::new();
+    let mut seen: HashMap<String, FilePos> = HashMap::new();
     for path in paths {
         for case in load(path)? {
             if let Some(first) = seen.get(&case.id) {

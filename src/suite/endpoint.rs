@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::error::{InputError, InputErrors, Place};
+use super::error::{FilePos, InputError, InputErrors};
 use crate::client::ProtocolKind;
 use crate::client::limits::{Limits, RawLimits};
 
@@ -130,7 +130,7 @@ impl Price {
 /// Prices are numbers ≥ 0.
 pub(super) fn check_price(
     price: Option<&Price>,
-    here: &dyn Fn(&str) -> Place,
+    here: &dyn Fn(&str) -> FilePos,
 ) -> Result<(), InputErrors> {
     if let Some(p) = price {
         let prices = [
@@ -214,7 +214,7 @@ pub(crate) fn check_base_url(url: &str, protocol: ProtocolKind) -> Result<(), Ba
 pub(super) fn resolve_limits(
     raw: RawLimits,
     base: &Limits,
-    here: &dyn Fn(&str) -> Place,
+    here: &dyn Fn(&str) -> FilePos,
 ) -> Result<Limits, InputError> {
     raw.over(base).map_err(|e| {
         InputError::new(here(e.key), e.to_string())

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::endpoint::{EndpointSpec, Price, UrlList, check_base_url, check_price, resolve_limits};
-use super::error::{InputError, Place};
+use super::error::{FilePos, InputError};
 use crate::client::Limits;
 use crate::client::ProtocolKind;
 use crate::client::limits::RawLimits;
@@ -83,7 +83,7 @@ fn valid_name(name: &str) -> bool {
 pub(super) fn named_endpoints(
     raw: Vec<RawNamedEndpoint>,
     limits: &Limits,
-    here: &dyn Fn(&str) -> Place,
+    here: &dyn Fn(&str) -> FilePos,
 ) -> Result<Vec<NamedEndpoint>, InputError> {
     let mut out: Vec<NamedEndpoint> = Vec::with_capacity(raw.len());
     for e in raw {
@@ -140,7 +140,7 @@ pub(super) fn named_endpoints(
 fn headers(
     endpoint: &str,
     raw: Map<String, Value>,
-    at: &dyn Fn() -> Place,
+    at: &dyn Fn() -> FilePos,
 ) -> Result<Vec<(String, String)>, InputError> {
     let mut out = Vec::with_capacity(raw.len());
     for (name, value) in raw {

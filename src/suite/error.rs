@@ -8,16 +8,16 @@ use std::sync::Arc;
 /// A place in a user's file. The path is shared: the 100,000 cases of one file hold one
 /// copy of its name, not one each.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Place {
+pub struct FilePos {
     pub file: Arc<Path>,
     pub line: Option<usize>,
     pub column: Option<usize>,
 }
 
-impl Place {
+impl FilePos {
     /// A whole file.
     pub fn file(file: &Path) -> Self {
-        Place {
+        FilePos {
             file: Arc::from(file),
             line: None,
             column: None,
@@ -26,7 +26,7 @@ impl Place {
 
     /// A line of a file.
     pub fn line(file: &Path, line: usize) -> Self {
-        Place {
+        FilePos {
             file: Arc::from(file),
             line: Some(line),
             column: None,
@@ -35,7 +35,7 @@ impl Place {
 
     /// A line of a file whose path is already shared.
     pub fn line_in(file: &Arc<Path>, line: usize) -> Self {
-        Place {
+        FilePos {
             file: file.clone(),
             line: Some(line),
             column: None,
@@ -44,7 +44,7 @@ impl Place {
 
     /// A line and column of a file.
     pub fn at(file: &Path, line: usize, column: usize) -> Self {
-        Place {
+        FilePos {
             file: Arc::from(file),
             line: Some(line),
             column: Some(column),
@@ -52,7 +52,7 @@ impl Place {
     }
 }
 
-impl fmt::Display for Place {
+impl fmt::Display for FilePos {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.file.display())?;
         if let Some(line) = self.line {
@@ -68,14 +68,14 @@ impl fmt::Display for Place {
 /// One thing wrong with the bench, its cases or its prompts. Nothing is sent while any exists.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InputError {
-    pub location: Place,
+    pub location: FilePos,
     pub message: String,
     pub fix: Option<String>,
 }
 
 impl InputError {
     /// An error at `location`.
-    pub fn new(location: Place, message: impl Into<String>) -> Self {
+    pub fn new(location: FilePos, message: impl Into<String>) -> Self {
         InputError {
             location,
             message: message.into(),
@@ -145,7 +145,7 @@ pub(crate) fn read_text(path: &Path, what: &str) -> Result<String, InputError> {
 /// symlinks): a FIFO would wait forever, a device never ends.
 pub fn read_text_limited(path: &Path, what: &str, limit: u64) -> Result<String, InputError> {
     use std::io::Read;
-    let here = Place::file(path);
+    let here = FilePos::file(path);
     if path.is_dir() {
         return Err(
             InputError::new(here, format!("expected a {what} file, found a directory"))
@@ -158,7 +158,7 @@ pub fn read_text_limited(path: &Path, what: &str, limit: u64) -> Result<String, 
         } else {
             "check the file's permissions"
         };
-        InputError::new(Place::file(path), format!("cannot read {what} file: {e}")).fix(fix)
+        InputError::new(FilePos::file(path), format!("cannot read {what} file: {e}")).fix(fix)
     };
     let meta = std::fs::metadata(path).map_err(cannot)?;
     if !meta.is_file() {
@@ -170,7 +170,7 @@ pub fn read_text_limited(path: &Path, what: &str, limit: u64) -> Result<String, 
     }
     let too_big = || {
         InputError::new(
-            Place::file(path),
+            FilePos::file(path),
             format!(
                 "the {what} file is larger than {}: it is not read",
                 crate::suite::error::shown_size(limit)
@@ -200,10 +200,11 @@ pub fn read_text_limited(path: &Path, what: &str, limit: u64) -> Result<String, 
             let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
             let column =
                 valid.len() - valid.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1) + 1;
-            Err(
-                InputError::new(Place::at(path, line, column), "the file is not valid UTF-8")
-                    .fix("save the file as UTF-8"),
+            Err(InputError::new(
+                FilePos::at(path, line, column),
+                "the file is not valid UTF-8",
             )
+            .fix("save the file as UTF-8"))
         }
     }
 }
@@ -274,8 +275,8 @@ pub(crate) fn explain_unknown_field(message: &str) -> Option<(String, String)> {
 /// Turns a YAML parse or shape error into an input error at the parser's line and column.
 pub(crate) fn yaml_error(path: &Path, what: &str, err: &serde_saphyr::Error) -> InputError {
     let location = match err.location() {
-        Some(l) if l.line() > 0 => Place::at(path, l.line() as usize, l.column() as usize),
-        _ => Place::file(path),
+        Some(l) if l.line() > 0 => FilePos::at(path, l.line() as usize, l.column() as usize),
+        _ => FilePos::file(path),
     };
     let full = err.to_string();
     // The crate's message may carry a rendered snippet; the first line is the message proper.

@@ -18,7 +18,7 @@ pub use cases::Case;
 pub(crate) use endpoint::check_base_url;
 pub use endpoint::{BaseUrlError, EndpointSpec, Price, UrlList};
 use endpoint::{check_price, resolve_limits};
-pub use error::{InputError, InputErrors, Place};
+pub use error::{FilePos, InputError, InputErrors};
 pub use grading::{CallOrder, GradeSpec, Scale};
 pub use plan::{Fingerprint, Job, Plan, Shard};
 pub use prompts::Variant;
@@ -196,8 +196,8 @@ impl Bench {
     fn load_cases(path: &Path, keep: Option<&dyn Fn(&str) -> bool>) -> Result<Bench, InputErrors> {
         let (text, raw) = read_raw(path)?;
         let here = |key: &str| match error::line_of_key(&text, key) {
-            Some(l) => Place::line(path, l),
-            None => Place::file(path),
+            Some(l) => FilePos::line(path, l),
+            None => FilePos::file(path),
         };
         let dir = path.parent().unwrap_or(Path::new("."));
         let case_paths = check_named(&raw, dir, &here)?;
@@ -321,10 +321,10 @@ impl Bench {
     }
 
     /// Where `key` is written in the bench file (its line, when it is there).
-    pub fn location_of(&self, key: &str) -> Place {
+    pub fn location_of(&self, key: &str) -> FilePos {
         match error::line_of_key(&self.text, key) {
-            Some(l) => Place::line(&self.path, l),
-            None => Place::file(&self.path),
+            Some(l) => FilePos::line(&self.path, l),
+            None => FilePos::file(&self.path),
         }
     }
 
@@ -354,7 +354,7 @@ fn judge_settings(
     raw: Option<RawJudge>,
     limits: &Limits,
     endpoints: &[endpoints::NamedEndpoint],
-    here: &dyn Fn(&str) -> Place,
+    here: &dyn Fn(&str) -> FilePos,
 ) -> Result<Option<JudgeSettings>, InputErrors> {
     Ok(match raw {
         None => None,
@@ -425,7 +425,7 @@ fn bench_endpoints(
     raw: Option<Vec<endpoints::RawNamedEndpoint>>,
     endpoint: &EndpointSpec,
     limits: &Limits,
-    here: &dyn Fn(&str) -> Place,
+    here: &dyn Fn(&str) -> FilePos,
 ) -> Result<Vec<endpoints::NamedEndpoint>, InputError> {
     if raw.as_ref().is_some_and(Vec::is_empty) {
         return Err(
@@ -447,7 +447,7 @@ fn bench_endpoints(
 /// Every `base_url` of `endpoint:` is a whole URL its protocol can be sent to.
 fn check_base_urls(
     endpoint: &EndpointSpec,
-    here: &dyn Fn(&str) -> Place,
+    here: &dyn Fn(&str) -> FilePos,
 ) -> Result<(), InputError> {
     for url in endpoint.base_url.iter().flat_map(UrlList::urls) {
         check_base_url(&url, endpoint.protocol.unwrap_or_default()).map_err(|e| {
@@ -463,7 +463,7 @@ fn check_base_urls(
 fn check_names_apart(
     endpoints: &[endpoints::NamedEndpoint],
     variants: &[Variant],
-    here: &dyn Fn(&str) -> Place,
+    here: &dyn Fn(&str) -> FilePos,
 ) -> Result<(), InputError> {
     match endpoints
         .iter()
@@ -483,7 +483,7 @@ fn check_names_apart(
 
 /// `sequential:` makes sense: a difference in points, a power, at least as many cases at
 /// most as at least.
-fn check_sequential(q: &SequentialSpec, here: &dyn Fn(&str) -> Place) -> Result<(), InputErrors> {
+fn check_sequential(q: &SequentialSpec, here: &dyn Fn(&str) -> FilePos) -> Result<(), InputErrors> {
     let bad = |m: String, fix: &str| -> InputErrors {
         InputError::new(here("sequential"), m).fix(fix).into()
     };
@@ -525,7 +525,7 @@ fn load_variants(dir: &Path, files: &[String]) -> Result<Vec<Variant>, InputErro
         let v = prompts::load(&dir.join(p))?;
         if let Some(other) = variants.iter().find(|o| o.name == v.name) {
             return Err(InputError::new(
-                Place::file(&v.path),
+                FilePos::file(&v.path),
                 format!(
                     "variant name `{}` is also used by {}",
                     v.name,
@@ -632,7 +632,7 @@ fn read_raw(path: &Path) -> Result<(String, RawBench), InputError> {
     let text = error::read_text(path, "bench")?;
     if text.trim().is_empty() {
         return Err(
-            InputError::new(Place::file(path), "the bench file is empty")
+            InputError::new(FilePos::file(path), "the bench file is empty")
                 .fix("a bench needs `name:`, `cases:` and `variants:`; see docs/guide/files.md"),
         );
     }
@@ -657,7 +657,7 @@ pub fn is_folder_safe(name: &str) -> bool {
 fn check_named(
     raw: &RawBench,
     dir: &Path,
-    here: &dyn Fn(&str) -> Place,
+    here: &dyn Fn(&str) -> FilePos,
 ) -> Result<Vec<PathBuf>, InputError> {
     // The name becomes a folder name, a line of the CI step's outputs and a terminal
     // title: no separators, no control characters (a newline would split `run-dir`).
@@ -690,7 +690,7 @@ fn check_named(
 }
 
 /// `repeats`: 1 unless set, at most 10000.
-fn repeats_of(repeats: Option<i64>, here: &dyn Fn(&str) -> Place) -> Result<u32, InputError> {
+fn repeats_of(repeats: Option<i64>, here: &dyn Fn(&str) -> FilePos) -> Result<u32, InputError> {
     match repeats {
         None => Ok(1),
         Some(r) if (1..=10_000).contains(&r) => Ok(r as u32),
@@ -703,7 +703,10 @@ fn repeats_of(repeats: Option<i64>, here: &dyn Fn(&str) -> Place) -> Result<u32,
 }
 
 /// `confidence`: 0.95 unless set, strictly between 0.5 and 1.
-fn confidence_of(confidence: Option<f64>, here: &dyn Fn(&str) -> Place) -> Result<f64, InputError> {
+fn confidence_of(
+    confidence: Option<f64>,
+    here: &dyn Fn(&str) -> FilePos,
+) -> Result<f64, InputError> {
     match confidence {
         None => Ok(0.95),
         Some(c) if c > 0.5 && c < 1.0 => Ok(c),

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::error::{InputError, Place, read_text, yaml_error};
+use super::error::{FilePos, InputError, read_text, yaml_error};
 
 /// One chat message whose content is a template.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -71,7 +71,7 @@ pub fn parse(path: &Path, text: String) -> Result<Variant, InputError> {
         "txt" | "md" => parse_text(path, stem, text),
         "yaml" | "yml" => parse_yaml(path, stem, &text),
         _ => Err(InputError::new(
-            Place::file(path),
+            FilePos::file(path),
             format!("unknown prompt file type `.{ext}`"),
         )
         .fix("use .yaml (chat messages), or .txt / .md (one user message)")),
@@ -83,7 +83,7 @@ pub fn parse(path: &Path, text: String) -> Result<Variant, InputError> {
 fn parse_text(path: &Path, stem: String, text: String) -> Result<Variant, InputError> {
     if text.trim().is_empty() {
         return Err(
-            InputError::new(Place::file(path), "the prompt file is empty")
+            InputError::new(FilePos::file(path), "the prompt file is empty")
                 .fix("write the user message, with {{ variables }} from the cases"),
         );
     }
@@ -106,7 +106,7 @@ fn parse_text(path: &Path, stem: String, text: String) -> Result<Variant, InputE
 fn parse_yaml(path: &Path, stem: String, text: &str) -> Result<Variant, InputError> {
     if text.trim().is_empty() {
         return Err(
-            InputError::new(Place::file(path), "the prompt file is empty")
+            InputError::new(FilePos::file(path), "the prompt file is empty")
                 .fix("write `name:` and `messages:` (a list of {role, content})"),
         );
     }
@@ -115,7 +115,7 @@ fn parse_yaml(path: &Path, stem: String, text: &str) -> Result<Variant, InputErr
     let messages = read_messages(path, raw.messages)?;
     if !messages.iter().any(|m| m.role == "user" || m.history) {
         return Err(
-            InputError::new(Place::file(path), "the prompt has no user message")
+            InputError::new(FilePos::file(path), "the prompt has no user message")
                 .fix("add `- { role: user, content: \"{{ question }}\" }` to messages"),
         );
     }
@@ -142,7 +142,7 @@ fn read_messages(
     let mut messages = Vec::new();
     for m in raw {
         let line = Some(m.referenced.line() as usize).filter(|&l| l > 0);
-        let here = line.map_or_else(|| Place::file(path), |l| Place::line(path, l));
+        let here = line.map_or_else(|| FilePos::file(path), |l| FilePos::line(path, l));
         let message = match m.value {
             RawMessage::Word(w) if w.trim() == "history" => {
                 if messages.iter().any(|m: &MessageTemplate| m.history) {
@@ -171,7 +171,7 @@ fn read_messages(
 }
 
 /// One `{role, content}` message of a prompt file.
-fn message(mut map: Map<String, Value>, here: Place) -> Result<MessageTemplate, InputError> {
+fn message(mut map: Map<String, Value>, here: FilePos) -> Result<MessageTemplate, InputError> {
     if let Some(unknown) = map
         .keys()
         .find(|k| !["role", "content"].contains(&k.as_str()))
@@ -224,7 +224,7 @@ fn check_name(path: &Path, name: &str, from: &str) -> Result<(), InputError> {
         || name.chars().any(char::is_control);
     if bad {
         return Err(InputError::new(
-            Place::file(path),
+            FilePos::file(path),
             format!(
                 "variant name `{}` (from {from}) is empty, has spaces at an end, or contains `,`, `/`, `\\` or a control character",
                 name.escape_debug()

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use super::cases::Case;
-use super::error::{InputError, InputErrors, Place};
+use super::error::{FilePos, InputError, InputErrors};
 use super::prompts::Variant;
 
 pub use crate::client::ChatMessage;
@@ -93,8 +93,8 @@ fn template_error(variant: &Variant, message: usize, err: &minijinja::Error) -> 
         (b, _) => b,
     };
     let here = line.map_or_else(
-        || Place::file(&variant.path),
-        |l| Place::line(&variant.path, l),
+        || FilePos::file(&variant.path),
+        |l| FilePos::line(&variant.path, l),
     );
     let detail = err.detail().map(|d| format!(": {d}")).unwrap_or_default();
     InputError::new(
@@ -320,8 +320,8 @@ fn unknown_variable(variant: &Variant, message: usize, name: &str, cases: &[Case
             })
         });
     let location = match line {
-        Some(n) => super::Place::line(&variant.path, n + 1),
-        None => super::Place::file(&variant.path),
+        Some(n) => super::FilePos::line(&variant.path, n + 1),
+        None => super::FilePos::file(&variant.path),
     };
     let nearest = known
         .iter()
@@ -382,7 +382,7 @@ mod tests {
             grade: None,
             tags: vec![],
             group: None,
-            location: Place::line(std::path::Path::new("cases/c.jsonl"), line),
+            location: FilePos::line(std::path::Path::new("cases/c.jsonl"), line),
         }
     }
 

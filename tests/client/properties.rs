@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use promptgauge::client::sse::{Decoder, Event};
-use promptgauge::suite::{Place, Templates, cases, prompts};
+use promptgauge::suite::{FilePos, Templates, cases, prompts};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -138,7 +138,7 @@ proptest! {
                 grade: None,
                 tags: vec![],
                 group: None,
-                location: Place::line(Path::new("c.jsonl"), 1),
+                location: FilePos::line(Path::new("c.jsonl"), 1),
             };
             let _ = t.check(&variants, std::slice::from_ref(&case));
         }

@@ -19,7 +19,7 @@ fn wilson_matches_statsmodels_to_1e_9() {
     assert_eq!(checked, 100);
 }
 
-use promptgauge::stats::paired::{Table, holm, mcnemar_exact, newcombe_paired};
+use promptgauge::stats::paired::{PairedTable, holm, mcnemar_exact, newcombe_paired};
 
 #[test]
 fn paired_statistics_match_the_references() {
@@ -40,7 +40,7 @@ fn paired_statistics_match_the_references() {
         }
         let n: Vec<u64> = f[..4].iter().map(|x| x.parse().unwrap()).collect();
         let x: Vec<f64> = f[4..].iter().map(|x| x.parse().unwrap()).collect();
-        let t = Table {
+        let t = PairedTable {
             both_right: n[0],
             only_variant: n[1],
             only_baseline: n[2],
@@ -61,7 +61,7 @@ fn paired_statistics_match_the_references() {
 fn newcombe_reproduces_the_published_example() {
     // Fagerland, Lydersen & Laake, Statistical Analysis of Contingency Tables (2017), §8:
     // Cavo et al. (2012), estimate -0.0621, 95% CI -0.1186 to -0.0046.
-    let t = Table {
+    let t = PairedTable {
         both_right: 59,
         only_variant: 6,
         only_baseline: 16,

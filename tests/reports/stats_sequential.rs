@@ -4,7 +4,7 @@
 //! (fixtures/sequential.py).
 
 use promptgauge::stats::sequential::{
-    DropVerdict, ScoreKind, SequentialParams, SequentialTest, Verdict,
+    Conclusion, DropVerdict, ScoreKind, SequentialParams, SequentialTest,
 };
 
 fn rows(file: &str) -> Vec<Vec<String>> {
@@ -36,12 +36,12 @@ fn kind(k: &str) -> ScoreKind {
     }
 }
 
-fn verdict(v: Option<Verdict>) -> &'static str {
+fn verdict(v: Option<Conclusion>) -> &'static str {
     match v {
-        Some(Verdict::Better) => "better",
-        Some(Verdict::Worse) => "worse",
-        Some(Verdict::NoDifferenceOfDetect) => "no_difference",
-        Some(Verdict::Undecided) => "undecided",
+        Some(Conclusion::Better) => "better",
+        Some(Conclusion::Worse) => "worse",
+        Some(Conclusion::NoDifferenceOfDetect) => "no_difference",
+        Some(Conclusion::Undecided) => "undecided",
         None => "open",
     }
 }

@@ -14,7 +14,7 @@ use promptgauge::grade::judge::{Judge, JudgeService, Scale};
 use promptgauge::grade::{Answer, ScoreContext, ScoreInput, Scorer};
 use promptgauge::mock::MockConfig;
 use promptgauge::report::Summary;
-use promptgauge::suite::{Case, ChatMessage, Place};
+use promptgauge::suite::{Case, ChatMessage, FilePos};
 use serde_json::Value;
 
 use crate::common::*;
@@ -70,7 +70,7 @@ fn case() -> Case {
         grade: None,
         tags: vec![],
         group: None,
-        location: Place::line(Path::new("cases.jsonl"), 1),
+        location: FilePos::line(Path::new("cases.jsonl"), 1),
     }
 }
 

@@ -18,7 +18,7 @@ pub use super::run_comparison::{
 use crate::ids::Ids;
 use crate::stats::cluster::CaseScore;
 use crate::stats::holm::{holm, holm_level};
-use crate::stats::paired::Table;
+use crate::stats::paired::PairedTable;
 use crate::stats::paired::exact_paired_interval;
 use crate::stats::permutation::sign_flip_test;
 use crate::stats::power::{self, Assumptions};
@@ -65,7 +65,7 @@ enum Basis {
     None,
     /// Every case mean 0 or 1 (one answer per case, or repeats that always agree): the
     /// paired 2×2 table, the interval that inverts exact McNemar.
-    Table(Table),
+    Table(PairedTable),
     /// Case means: the interval that agrees with the sign-flip test on them.
     Means,
     /// Grouped cases: the sign-flip test by group inverted on the group sums.
@@ -518,7 +518,7 @@ fn set_basis(c: &mut Comparison, pairs: &[(CaseScore, CaseScore)], diffs: &[f64]
     // same evidence, so the same table and numbers).
     let zero_one = |s: &CaseScore| matches!(s.mean(), Some(m) if m == 0.0 || m == 1.0);
     if pairs.iter().all(|(v, r)| zero_one(v) && zero_one(r)) {
-        let mut t = Table::default();
+        let mut t = PairedTable::default();
         for (v, r) in pairs {
             t.add(mean(v) == 1.0, mean(r) == 1.0);
         }

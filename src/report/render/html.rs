@@ -362,8 +362,8 @@ fn answer_cell(b: &mut String, a: &ShownAnswer, prompt: Option<&String>) {
 pub(super) struct ReportHtml;
 
 impl super::output::Output for ReportHtml {
-    fn place(&self) -> super::output::Place {
-        super::output::Place::Folder(crate::runner::RunDir::report_html)
+    fn place(&self) -> super::output::Destination {
+        super::output::Destination::Folder(crate::runner::RunDir::report_html)
     }
 
     fn render<'r>(

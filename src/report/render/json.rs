@@ -1,7 +1,7 @@
 //! `summary.json`: the stable, documented form (schema `promptgauge.summary/1`); and
 //! `baseline.json`, the comparison with `--baseline`'s run.
 
-use super::output::{Body, Output, Place, RunReport};
+use super::output::{Body, Destination, Output, RunReport};
 use crate::report::{Exporter, ReportError, Summary};
 use crate::runner::RunDir;
 
@@ -21,8 +21,8 @@ impl Exporter for Json {
 pub(super) struct BaselineJson;
 
 impl Output for BaselineJson {
-    fn place(&self) -> Place {
-        Place::Folder(RunDir::baseline_json)
+    fn place(&self) -> Destination {
+        Destination::Folder(RunDir::baseline_json)
     }
 
     fn render<'r>(&self, run: &'r mut RunReport<'_>) -> Result<Option<Body<'r>>, ReportError> {

@@ -3,15 +3,15 @@
 
 use std::path::PathBuf;
 
-use super::output::{Body, Output, Place, RunReport};
+use super::output::{Body, Destination, Output, RunReport};
 use crate::report::ReportError;
 
 /// The `--junit` file: the spooled test cases, one suite per variant.
 pub(super) struct JunitFile(pub(super) PathBuf);
 
 impl Output for JunitFile {
-    fn place(&self) -> Place {
-        Place::File(self.0.clone())
+    fn place(&self) -> Destination {
+        Destination::File(self.0.clone())
     }
 
     /// Takes the spool: the file is written once, copied from it, and the spool removed.

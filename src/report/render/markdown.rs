@@ -154,8 +154,8 @@ fn details(out: &mut String, s: &Summary) {
 pub(super) struct Appended(pub(super) std::path::PathBuf);
 
 impl super::output::Output for Appended {
-    fn place(&self) -> super::output::Place {
-        super::output::Place::Append(self.0.clone())
+    fn place(&self) -> super::output::Destination {
+        super::output::Destination::Append(self.0.clone())
     }
 
     fn render<'r>(

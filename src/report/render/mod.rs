@@ -17,7 +17,7 @@ pub(crate) mod table;
 pub(crate) mod tables;
 pub(crate) mod terminal;
 
-pub use output::{Body, Exporter, Output, Place, RunReport, write};
+pub use output::{Body, Destination, Exporter, Output, RunReport, write};
 
 /// Every summary format written into a run folder.
 pub fn exporters() -> Vec<Box<dyn Exporter>> {

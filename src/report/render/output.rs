@@ -1,5 +1,5 @@
 //! What every per-run output is: a file rendered from the run's figures ([`RunReport`]),
-//! written where its [`Place`] says. The list of them is `render::outputs`; a command
+//! written where its [`Destination`] says. The list of them is `render::outputs`; a command
 //! writes each through [`write`], so a report that cannot be written is one
 //! [`ReportError`] among the others, never a stop.
 
@@ -23,14 +23,14 @@ pub trait Exporter {
 /// One output of a run, rendered from its figures.
 pub trait Output {
     /// Where it is written.
-    fn place(&self) -> Place;
+    fn place(&self) -> Destination;
     /// The output for this run; `None`: this run has nothing to write there (no baseline,
     /// or no JUnit test cases spooled).
     fn render<'r>(&self, run: &'r mut RunReport<'_>) -> Result<Option<Body<'r>>, ReportError>;
 }
 
 /// Where an output is written.
-pub enum Place {
+pub enum Destination {
     /// A summary format's file in the run folder, by its name.
     Named(&'static str),
     /// A file of the run folder, as the folder names it (`RunDir::report_html`).
@@ -41,11 +41,11 @@ pub enum Place {
     Append(PathBuf),
 }
 
-impl Place {
+impl Destination {
     /// Whether it lies in the run folder (written before the run is recorded, and again
     /// by `report DIR`), not at a path a flag names.
     pub fn in_folder(&self) -> bool {
-        matches!(self, Place::Named(_) | Place::Folder(_))
+        matches!(self, Destination::Named(_) | Destination::Folder(_))
     }
 }
 
@@ -73,8 +73,8 @@ pub struct RunReport<'a> {
 pub(super) struct SummaryFile(pub(super) Box<dyn Exporter>);
 
 impl Output for SummaryFile {
-    fn place(&self) -> Place {
-        Place::Named(self.0.file_name())
+    fn place(&self) -> Destination {
+        Destination::Named(self.0.file_name())
     }
 
     fn render<'r>(&self, run: &'r mut RunReport<'_>) -> Result<Option<Body<'r>>, ReportError> {
@@ -96,10 +96,10 @@ pub fn write(
         return Ok(());
     };
     match place {
-        Place::Named(name) => whole(&dir.file(name), body),
-        Place::Folder(path_in) => whole(&path_in(dir), body),
-        Place::File(path) => whole(&path, body),
-        Place::Append(path) => append(&path, body),
+        Destination::Named(name) => whole(&dir.file(name), body),
+        Destination::Folder(path_in) => whole(&path_in(dir), body),
+        Destination::File(path) => whole(&path, body),
+        Destination::Append(path) => append(&path, body),
     }
 }
 
