@@ -10,7 +10,7 @@ const MAX_LINES: usize = 80;
 /// `code` with comments, string and character literals, and items under `#[cfg(test)]`
 /// blanked to spaces, every line break kept: what is left is the code's shape, line for
 /// line with the file.
-fn blanked(code: &str) -> String {
+pub(super) fn blanked(code: &str) -> String {
     let mut out = String::with_capacity(code.len());
     let mut i = 0;
     while i < code.len() {

@@ -236,3 +236,4 @@ fn code_and_docs_cite_only_the_project_s_own_docs() {
 
 mod files;
 mod lengths;
+mod names;
