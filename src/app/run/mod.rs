@@ -1,8 +1,10 @@
 //! `run`: send every job not yet in the journal, let every listener hear each as it
 //! finishes, write the reports, return the exit code. With `--resume DIR`, continue that
 //! run: its journal is read once, through the same aggregator. [`run`] reads as its steps,
-//! one file each: `resolve` (flags, bench, endpoints, judge, store, baseline; `resume.rs`
-//! what a resume keeps and refuses), `look_at_server` (`server.rs`), `open_folder`
+//! one file each: `resolve` (flags, bench, endpoints and judge once into the run's
+//! `app::settings::RunSettings`, which builds the lanes' clients, the judge's, the runner's
+//! options and the outputs; then the store and the baseline; `resume.rs` what a resume
+//! keeps and refuses), `look_at_server` (`server.rs`), `open_folder`
 //! (`folder.rs`), `continue_journal` (`journal.rs`; `spend.rs` the budget), `start_client`
 //! (`lanes.rs`: the lanes and the simulator; `cache.rs` the response cache), the sending
 //! (`send.rs`, with the listeners that stop it early in `watch.rs` and the signals in

@@ -1,5 +1,5 @@
-//! A run resolved before anything is sent: the plan, the endpoint, the judge, the history
-//! store and the baseline, every mistake an input error.
+//! A run resolved before anything is sent: its settings (the plan, the endpoint, the
+//! judge), the history store and the baseline, every mistake an input error.
 
 use std::path::Path;
 
@@ -16,8 +16,8 @@ use crate::runner::RunDir;
 use crate::runner::record::RunRecord;
 
 /// Resolves flags, bench, environment and the run folder being resumed into [`Resolved`]
-/// (the flags and the bench once, into its [`RunSettings`]), and checks it;
-/// every error is an input error (nothing sent).
+/// (the flags, the bench and its endpoints once, into its [`RunSettings`]) and checks what
+/// it asks; every error is an input error (nothing sent).
 pub(super) async fn resolve(args: &RunArgs, env: &Env) -> Result<Resolved, Failure> {
     // A run folder is written by one process: take it before reading anything in it.
     let resumed = match &args.resume {

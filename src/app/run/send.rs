@@ -10,8 +10,6 @@ use super::signals::{Signals, watch_signals};
 use super::watch::{BatchNotes, FirstFailures, Outage, watchers};
 use crate::app::settings::RunSettings;
 use crate::app::{Failure, Prepared};
-use crate::client::Client;
-use crate::error::BeforeSend;
 use crate::mock::server::MockServer;
 use crate::report::ProviderInfo;
 use crate::report::progress::Progress;
@@ -54,8 +52,7 @@ pub(super) async fn send_jobs(
     let live = settings.live;
     let mut progress = Progress::new(p.jobs.len(), continued.already, record.plan.arms(), live);
     let cache = open_cache(settings.cache, dir, settings.quiet)?;
-    let judge = judge_service_for(
-        settings.judge.as_ref(),
+    let judge = settings.judge_service(
         simulator.map(|s| s.base_url()).as_deref(),
         cache.clone(),
         client,
@@ -111,34 +108,6 @@ pub(super) async fn send_jobs(
         outage,
         agg,
         judge,
-    })
-}
-
-/// The judge's client and how to ask it, when a scorer asks a model; it stops with the
-/// run's client, and the run's client with it.
-pub(super) fn judge_service_for(
-    judge: Option<&crate::app::judge::ResolvedJudge>,
-    simulator: Option<&str>,
-    cache: Option<Arc<std::sync::Mutex<crate::client::Cache>>>,
-    client: &Client,
-) -> Result<Option<Arc<crate::grade::judge::JudgeService>>, Failure> {
-    Ok(match judge {
-        Some(j) => {
-            let service = j.service(simulator, cache).before_send()?;
-            // One stop for both: a refused judge key stops the run, and so do two Ctrl-Cs.
-            let (main, judged) = (client.stop_token(), service.client.stop_token());
-            let (m2, j2) = (main.clone(), judged.clone());
-            tokio::spawn(async move {
-                m2.cancelled().await;
-                j2.cancel()
-            });
-            tokio::spawn(async move {
-                judged.cancelled().await;
-                main.cancel()
-            });
-            Some(service)
-        }
-        None => None,
     })
 }
 

@@ -1,6 +1,7 @@
 //! The settings factory: the flags, the bench and its endpoints resolved once into one
 //! value, [`RunSettings`], that builds every component a run needs — its lanes' clients,
-//! the runner's options, the outputs it writes (as ripgrep resolves its flags once into
+//! the judge's, the runner's options (the scorers' context among them), the outputs it
+//! writes (as ripgrep resolves its flags once into
 //! `HiArgs`, which builds the searcher and the printer). `client.rs`: what one client is
 //! built from ([`ClientSettings`]), for the run's lanes, each endpoint of a grid and the
 //! judge.
@@ -19,6 +20,8 @@ use super::judge::ResolvedJudge;
 use super::run::{Continued, embedding_services};
 use super::{Failure, Prepared, prepare};
 use crate::cli::{BatchArgs, Env, GateArgs, OutputArgs, PlanArgs, RunArgs, UsageError};
+use crate::client::Client;
+use crate::error::BeforeSend;
 use crate::report::ProviderInfo;
 use crate::runner;
 use crate::runner::record::RunRecord;
@@ -120,6 +123,35 @@ impl RunSettings {
                 })
             })
             .collect()
+    }
+
+    /// The judge's client and how to ask it (to `simulator` when the judge has no server),
+    /// when a scorer asks a model; it stops with the run's client, and the run's client with
+    /// it.
+    pub(super) fn judge_service(
+        &self,
+        simulator: Option<&str>,
+        cache: Option<Arc<std::sync::Mutex<crate::client::Cache>>>,
+        client: &Client,
+    ) -> Result<Option<Arc<crate::grade::judge::JudgeService>>, Failure> {
+        Ok(match &self.judge {
+            Some(j) => {
+                let service = j.service(simulator, cache).before_send()?;
+                // One stop for both: a refused judge key stops the run, and so do two Ctrl-Cs.
+                let (main, judged) = (client.stop_token(), service.client.stop_token());
+                let (m2, j2) = (main.clone(), judged.clone());
+                tokio::spawn(async move {
+                    m2.cancelled().await;
+                    j2.cancel()
+                });
+                tokio::spawn(async move {
+                    judged.cancelled().await;
+                    main.cancel()
+                });
+                Some(service)
+            }
+            None => None,
+        })
     }
 
     /// What the workers share: the plan's scorers, what the run's record, flags and journal
