@@ -62,10 +62,9 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     let (p, judge) = (&settings.plan, settings.judge.as_ref());
     let judge_info = judge.map(|j| j.info.clone());
     let budget = plan_budget(
-        args,
+        &settings,
         resumed.as_ref().map(|(_, record, _)| record),
-        p,
-        judge,
+        &args.out,
     )?;
 
     let mut signals = Signals::watch().before_send()?;
@@ -82,7 +81,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         &store,
     )?;
     let continued = continue_journal(p, args, &dir, &record, budget.as_ref().map(|b| &b.1))?;
-    hold_to_budget(p, args, (&dir, &mut record), &continued, budget.as_ref())?;
+    hold_to_budget(&settings, (&dir, &mut record), &continued, budget.as_ref())?;
     mark_batched(&mut record, p);
     if args.retry_failed.is_none() && !settings.quiet {
         say_open_resends(&continued.batches, &dir);

@@ -49,6 +49,10 @@ pub(super) struct RunSettings {
     pub grace: Duration,
     /// How `--batch` waits for the provider's batches.
     pub batch: BatchArgs,
+    /// `--budget`: the most the run may spend, in USD (a resume's, when given again).
+    pub budget: Option<f64>,
+    /// `--run-to-budget`: a plan that may cost more is sent until the budget is reached.
+    pub run_to_budget: bool,
     gates: GateArgs,
     outputs: OutputArgs,
     no_store: bool,
@@ -78,6 +82,8 @@ impl RunSettings {
             cache: flags.cache,
             grace: flags.grace,
             batch: flags.batch.clone(),
+            budget: flags.plan.budget,
+            run_to_budget: flags.plan.run_to_budget,
             gates: flags.gates.clone(),
             outputs: flags.outputs.clone(),
             no_store: flags.store.no_store,
