@@ -60,7 +60,6 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         baseline,
     } = resolve(args, env).await?;
     let (p, judge) = (&settings.plan, settings.judge.as_ref());
-    let judge_info = judge.map(|j| j.info.clone());
     let budget = plan_budget(
         &settings,
         resumed.as_ref().map(|(_, record, _)| record),
@@ -72,14 +71,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         return Ok(Exit::Interrupted);
     };
 
-    let (dir, mut record, _lock) = open_folder(
-        resumed,
-        p,
-        args,
-        env,
-        (&settings.provider, judge_info.as_ref()),
-        &store,
-    )?;
+    let (dir, mut record, _lock) = open_folder(resumed, &settings, (&args.out, env), &store)?;
     let continued = continue_journal(p, args, &dir, &record, budget.as_ref().map(|b| &b.1))?;
     hold_to_budget(&settings, (&dir, &mut record), &continued, budget.as_ref())?;
     mark_batched(&mut record, p);

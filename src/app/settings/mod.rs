@@ -53,9 +53,15 @@ pub(super) struct RunSettings {
     pub budget: Option<f64>,
     /// `--run-to-budget`: a plan that may cost more is sent until the budget is reached.
     pub run_to_budget: bool,
-    gates: GateArgs,
+    /// `--limit`: the first cases only (as the record keeps it).
+    pub limit: Option<u64>,
+    /// `--shard`: this run's share of the jobs (as the record keeps it).
+    pub shard: Option<crate::suite::Shard>,
+    /// The gates asked for (`--allow-failures` recorded with the run).
+    pub gates: GateArgs,
     outputs: OutputArgs,
-    no_store: bool,
+    /// `--no-store`: the run is recorded in no history store.
+    pub no_store: bool,
 }
 
 impl RunSettings {
@@ -84,6 +90,8 @@ impl RunSettings {
             batch: flags.batch.clone(),
             budget: flags.plan.budget,
             run_to_budget: flags.plan.run_to_budget,
+            limit: flags.plan.limit,
+            shard: flags.plan.shard,
             gates: flags.gates.clone(),
             outputs: flags.outputs.clone(),
             no_store: flags.store.no_store,
