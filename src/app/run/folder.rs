@@ -18,7 +18,7 @@ use crate::suite::Fingerprint;
 pub(super) fn open_folder(
     resumed: Option<(RunDir, RunRecord, crate::runner::lock::RunLock)>,
     settings: &RunSettings,
-    (out, env): (&Path, &Env),
+    env: &Env,
     store: &Result<crate::store::Location, UsageError>,
 ) -> Result<(RunDir, RunRecord, crate::runner::lock::RunLock), Failure> {
     let (p, provider) = (&settings.plan, &settings.provider);
@@ -43,7 +43,7 @@ pub(super) fn open_folder(
                 Some(s) => format!("{}-shard{}of{}", p.bench.name, s.index, s.count),
                 None => p.bench.name.clone(),
             };
-            let dir = RunDir::create(out, &name, &started_at).map_err(|e| {
+            let dir = RunDir::create(&settings.out, &name, &started_at).map_err(|e| {
                 if e.permission_denied() {
                     // The usual cause: a container's user in a folder mounted from the host.
                     Failure::from(UsageError::with_fix(

@@ -49,9 +49,9 @@ use server::look_at_server;
 use signals::Signals;
 use spend::{hold_to_budget, plan_budget};
 
-/// `run`: runs a bench (or resumes one with `--resume`) and reports on it. The flags and
-/// the bench are resolved once, into the run's [`RunSettings`], which builds the lanes'
-/// clients, the runner's options and the outputs.
+/// `run`: runs a bench (or resumes one with `--resume`) and reports on it. The flags, the
+/// bench and its endpoints are resolved once, into the run's [`RunSettings`], which the
+/// steps after take: it builds the lanes' clients, the runner's options and the outputs.
 pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     let Resolved {
         resumed,
@@ -60,18 +60,14 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         baseline,
     } = resolve(args, env).await?;
     let (p, judge) = (&settings.plan, settings.judge.as_ref());
-    let budget = plan_budget(
-        &settings,
-        resumed.as_ref().map(|(_, record, _)| record),
-        &args.out,
-    )?;
+    let budget = plan_budget(&settings, resumed.as_ref().map(|(_, record, _)| record))?;
 
     let mut signals = Signals::watch().before_send()?;
     let Some(dead_replicas) = look_at_server(p, judge, settings.quiet, &mut signals).await? else {
         return Ok(Exit::Interrupted);
     };
 
-    let (dir, mut record, _lock) = open_folder(resumed, &settings, (&args.out, env), &store)?;
+    let (dir, mut record, _lock) = open_folder(resumed, &settings, env, &store)?;
     let continued = continue_journal(p, args, &dir, &record, budget.as_ref().map(|b| &b.1))?;
     hold_to_budget(&settings, (&dir, &mut record), &continued, budget.as_ref())?;
     mark_batched(&mut record, p);

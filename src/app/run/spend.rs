@@ -19,7 +19,6 @@ use crate::suite::Job;
 pub(super) fn plan_budget(
     settings: &RunSettings,
     resumed: Option<&RunRecord>,
-    out: &Path,
 ) -> Result<Option<(f64, runner::budget::Prices)>, Failure> {
     let p = &settings.plan;
     let Some(limit) = settings
@@ -41,7 +40,7 @@ pub(super) fn plan_budget(
     let cached = cached_answers(
         p,
         settings.cache && resumed.is_none(),
-        out,
+        &settings.out,
         &settings.provider.base_url,
     )?;
     // The whole plan's estimate says whether scorers call models (as `check` reads it).

@@ -53,6 +53,8 @@ pub(super) struct RunSettings {
     pub budget: Option<f64>,
     /// `--run-to-budget`: a plan that may cost more is sent until the budget is reached.
     pub run_to_budget: bool,
+    /// `--out`: where a new run's folder is made (and its response cache).
+    pub out: std::path::PathBuf,
     /// `--limit`: the first cases only (as the record keeps it).
     pub limit: Option<u64>,
     /// `--shard`: this run's share of the jobs (as the record keeps it).
@@ -90,6 +92,7 @@ impl RunSettings {
             batch: flags.batch.clone(),
             budget: flags.plan.budget,
             run_to_budget: flags.plan.run_to_budget,
+            out: flags.out.clone(),
             limit: flags.plan.limit,
             shard: flags.plan.shard,
             gates: flags.gates.clone(),
