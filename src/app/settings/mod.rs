@@ -1,10 +1,9 @@
 //! The settings factory: the flags, the bench and its endpoints resolved once into one
 //! value, [`RunSettings`], that builds every component a run needs — its lanes' clients,
 //! the judge's, the runner's options (the scorers' context among them), the outputs it
-//! writes (as ripgrep resolves its flags once into
-//! `HiArgs`, which builds the searcher and the printer). `client.rs`: what one client is
-//! built from ([`ClientSettings`]), for the run's lanes, each endpoint of a grid and the
-//! judge.
+//! writes — as ripgrep resolves its flags once into `HiArgs`, which builds the searcher and
+//! the printer. `client.rs`: what one client is built from ([`ClientSettings`]), for the
+//! run's lanes, each endpoint of a grid and the judge.
 
 mod client;
 
@@ -28,7 +27,8 @@ use crate::runner::record::RunRecord;
 
 /// A run's settings, resolved once from the flags, the bench and its endpoints: the plan
 /// (the jobs and where each goes), who judges, and what the flags ask of the components.
-/// Nothing after it reads a flag for what it builds.
+/// The steps of `run` after it read their flags here (but the journal's, which takes
+/// `--retry-failed` and the aggregator's files from the flags themselves).
 pub(super) struct RunSettings {
     /// The bench with the flags applied: the jobs, the endpoint (or the grid's), the
     /// scorers.
@@ -61,6 +61,7 @@ pub(super) struct RunSettings {
     pub shard: Option<crate::suite::Shard>,
     /// The gates asked for (`--allow-failures` recorded with the run).
     pub gates: GateArgs,
+    /// The files the run writes besides its folder (`--junit`, `--markdown`, …).
     outputs: OutputArgs,
     /// `--no-store`: the run is recorded in no history store.
     pub no_store: bool,
