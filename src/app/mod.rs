@@ -141,7 +141,7 @@ pub(super) fn aggregator_with(
     dir: &crate::runner::RunDir,
     record: &crate::runner::record::RunRecord,
     outputs: &crate::cli::OutputArgs,
-    live: Option<crate::runner::sequential::Live>,
+    live: Option<crate::runner::sequential::Steering>,
 ) -> Result<Figures, crate::cli::UsageError> {
     let (labels, torn) = crate::report::labels::of_run(&dir.labels()).map_err(|m| {
         crate::cli::UsageError::with_fix(m, "fix the line, or remove it from labels.jsonl")

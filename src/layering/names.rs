@@ -50,7 +50,11 @@ fn no_two_types_of_src_share_a_name() {
         let Ok(code) = std::fs::read_to_string(&path) else {
             continue;
         };
-        let file = path.strip_prefix(root).unwrap_or(&path).display().to_string();
+        let file = path
+            .strip_prefix(root)
+            .unwrap_or(&path)
+            .display()
+            .to_string();
         for name in shown_types(&super::lengths::blanked(&code)) {
             by_name.entry(name).or_default().push(file.clone());
         }

@@ -286,7 +286,7 @@ pub type Decisions = Arc<std::sync::Mutex<Vec<Decided>>>;
 
 /// What a live run's tests steer: the stop flags (indexed by the bench's variant index,
 /// `bench_index[arm]` for each arm) and the horizon.
-pub struct Live {
+pub struct Steering {
     pub stop: StopFlags,
     pub bench_index: Vec<usize>,
     pub horizon: Horizon,
@@ -303,7 +303,7 @@ impl Sequential {
         variants: &[String],
         repeats: u32,
         confidence: f64,
-        live: Option<Live>,
+        live: Option<Steering>,
     ) -> Sequential {
         let (stop, bench_index, horizon, decisions) = match live {
             Some(l) => (
@@ -753,7 +753,7 @@ mod tests {
                 &names,
                 1,
                 0.95,
-                Some(Live {
+                Some(Steering {
                     stop: flags.clone(),
                     bench_index: vec![0, 1],
                     horizon: Horizon::new(400),

@@ -61,7 +61,7 @@ pub(in crate::app) fn check_embedding_endpoints(p: &Prepared) -> Result<(), Usag
 
 /// Where each `embedding` scorer gets its vectors: its endpoint's client (the run's lane,
 /// the simulator when the lane is), its model or the endpoint's.
-pub(super) fn embedding_services(
+pub(in crate::app) fn embedding_services(
     p: &Prepared,
     lanes: &[runner::Lane],
     cache: Option<Arc<std::sync::Mutex<crate::client::Cache>>>,

@@ -4,8 +4,9 @@ use std::path::Path;
 
 use super::resume::{check_batches_stay, check_resumable};
 use crate::app::finish::in_use;
+use crate::app::settings::RunSettings;
 use crate::app::{Failure, Prepared};
-use crate::cli::{Env, RunArgs, UsageError};
+use crate::cli::{Env, UsageError};
 use crate::clock::utc_now;
 use crate::report::ProviderInfo;
 use crate::runner::RunDir;
@@ -16,12 +17,12 @@ use crate::suite::Fingerprint;
 /// record not written yet: that waits until the client is built).
 pub(super) fn open_folder(
     resumed: Option<(RunDir, RunRecord, crate::runner::lock::RunLock)>,
-    p: &Prepared,
-    args: &RunArgs,
+    settings: &RunSettings,
     env: &Env,
-    (provider, judge_info): (&ProviderInfo, Option<&ProviderInfo>),
     store: &Result<crate::store::Location, UsageError>,
 ) -> Result<(RunDir, RunRecord, crate::runner::lock::RunLock), Failure> {
+    let (p, provider) = (&settings.plan, &settings.provider);
+    let judge_info = settings.judge.as_ref().map(|j| &j.info);
     Ok(match resumed {
         Some((dir, mut record, lock)) => {
             let grid = grid_infos(p);
@@ -33,16 +34,16 @@ pub(super) fn open_folder(
             record.endpoint = provider.clone();
             record.endpoints = grid;
             record.judge = judge_info.cloned();
-            record.allowed_failures = args.gates.allow_failures;
+            record.allowed_failures = settings.gates.allow_failures;
             (dir, record, lock)
         }
         None => {
             let started_at = utc_now();
-            let name = match args.plan.shard {
+            let name = match settings.shard {
                 Some(s) => format!("{}-shard{}of{}", p.bench.name, s.index, s.count),
                 None => p.bench.name.clone(),
             };
-            let dir = RunDir::create(&args.out, &name, &started_at).map_err(|e| {
+            let dir = RunDir::create(&settings.out, &name, &started_at).map_err(|e| {
                 if e.permission_denied() {
                     // The usual cause: a container's user in a folder mounted from the host.
                     Failure::from(UsageError::with_fix(
@@ -54,11 +55,11 @@ pub(super) fn open_folder(
                 }
             })?;
             let lock = dir.lock().map_err(in_use)?;
-            let mut record = new_record(p, &dir, args, started_at, provider.clone());
+            let mut record = new_record(settings, &dir, started_at);
             record.judge = judge_info.cloned();
             let bench_dir = record.bench_path.parent().unwrap_or(Path::new("."));
             record.source = crate::app::source::capture(bench_dir, env);
-            record.store = match (&store, args.store.no_store) {
+            record.store = match (&store, settings.no_store) {
                 (Ok(location), false) => Some(stored_as(location)),
                 _ => None,
             };
@@ -67,13 +68,10 @@ pub(super) fn open_folder(
     })
 }
 
-pub(super) fn new_record(
-    p: &Prepared,
-    dir: &RunDir,
-    args: &RunArgs,
-    started_at: String,
-    endpoint: ProviderInfo,
-) -> RunRecord {
+/// A new run's record, as its settings say: the plan, the bench, where it is sent, the
+/// failures allowed and the budget (`open_folder` adds the judge, the source and the store).
+pub(super) fn new_record(settings: &RunSettings, dir: &RunDir, started_at: String) -> RunRecord {
+    let p = &settings.plan;
     let bench = &p.bench;
     RunRecord {
         tool: Tool::promptgauge(),
@@ -88,25 +86,25 @@ pub(super) fn new_record(
         resumed_at: Vec::new(),
         bench_path: std::fs::canonicalize(&bench.path).unwrap_or_else(|_| bench.path.clone()),
         plan: PlanSettings {
-            limit: args.plan.limit,
+            limit: settings.limit,
             variants: p.variant_names(),
             repeats: bench.repeats,
-            shard: args.plan.shard,
+            shard: settings.shard,
             sequential: p.sequential.clone(),
             endpoints: p.endpoint_names(),
             order_seed: p.order_seed,
         },
         fingerprint: Fingerprint::of(bench, &p.variants),
         jobs_planned: p.jobs.len(),
-        endpoint,
+        endpoint: settings.provider.clone(),
         endpoints: grid_infos(p),
         judge: None,
         bench: BenchRecord::of(bench, &p.variants),
         source: None,
         store: None,
         merged_from: Vec::new(),
-        allowed_failures: args.gates.allow_failures,
-        budget_usd: args.plan.budget,
+        allowed_failures: settings.gates.allow_failures,
+        budget_usd: settings.budget,
     }
 }
 

@@ -15,22 +15,22 @@ use crate::suite::Job;
 
 /// Where the run stands: the journal read once (its jobs heard by the aggregator) and
 /// opened to append, the jobs still to send, and `--until-decided`'s stop flags and horizon.
-pub(super) struct Continued {
-    pub(super) agg: crate::app::Figures,
-    pub(super) journal: crate::runner::Journal,
-    pub(super) jobs: Vec<Job>,
+pub(in crate::app) struct Continued {
+    pub(in crate::app) agg: crate::app::Figures,
+    pub(in crate::app) journal: crate::runner::Journal,
+    pub(in crate::app) jobs: Vec<Job>,
     /// Jobs of the plan the journal already holds.
-    pub(super) already: usize,
+    pub(in crate::app) already: usize,
     /// `--retry-failed`: jobs sent again, by plan position, with their round.
-    pub(super) resend: HashMap<usize, u32>,
-    pub(super) stop: Option<crate::runner::sequential::StopFlags>,
-    pub(super) horizon: Option<crate::runner::sequential::Horizon>,
+    pub(in crate::app) resend: HashMap<usize, u32>,
+    pub(in crate::app) stop: Option<crate::runner::sequential::StopFlags>,
+    pub(in crate::app) horizon: Option<crate::runner::sequential::Horizon>,
     /// Jobs per case (variants × repeats): plan positions are `job.index / per_case`.
-    pub(super) per_case: usize,
+    pub(in crate::app) per_case: usize,
     /// `--batch`: the batches the journal holds, for the lanes to adopt.
-    pub(super) batches: Vec<crate::runner::batch::BatchRecord>,
+    pub(in crate::app) batches: Vec<crate::runner::batch::BatchRecord>,
     /// `--budget`: what the jobs in the journal cost (earlier sessions of the run).
-    pub(super) spent: f64,
+    pub(in crate::app) spent: f64,
 }
 
 /// Reads the journal once, if it exists (the aggregator hears every job it holds), and
@@ -116,9 +116,9 @@ impl UntilDecided {
     }
 
     /// What the live sequential tests use, when the run goes until decided.
-    fn live(&self, p: &Prepared) -> Option<crate::runner::sequential::Live> {
+    fn live(&self, p: &Prepared) -> Option<crate::runner::sequential::Steering> {
         match (&self.stop, &self.horizon) {
-            (Some(stop), Some(horizon)) => Some(crate::runner::sequential::Live {
+            (Some(stop), Some(horizon)) => Some(crate::runner::sequential::Steering {
                 stop: stop.clone(),
                 // Each arm's flag: its bench variant, endpoint by endpoint.
                 bench_index: (0..p.grid.len().max(1))

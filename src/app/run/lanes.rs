@@ -5,10 +5,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::Context;
-use tokio_util::sync::CancellationToken;
 
 use super::cache::lane_cache_keys;
-use crate::app::settings::ClientSettings;
+use crate::app::settings::RunSettings;
 use crate::app::{Failure, Prepared, SIMULATED_BANNER, demo_mock_config};
 use crate::cli::UsageError;
 use crate::error::BeforeSend;
@@ -23,13 +22,11 @@ use crate::runner::record::RunRecord;
 /// benched; said first: a judge that is the model under test, a key that is not set. The
 /// lanes stop together: a key refused anywhere stops the run, and Ctrl-C drains them all.
 pub(super) async fn start_client(
-    p: &Prepared,
+    settings: &RunSettings,
     record: &RunRecord,
-    provider: &ProviderInfo,
-    judge: Option<&crate::app::judge::ResolvedJudge>,
     dead_replicas: &[Vec<(usize, String)>],
-    quiet: bool,
 ) -> Result<(Option<MockServer>, Vec<runner::Lane>), Failure> {
+    let (p, provider, judge) = (&settings.plan, &settings.provider, settings.judge.as_ref());
     if record.self_judged() {
         note!(
             "warning: the judge is the model under test ({}): models tend to favour their own answers (self-preference bias); set judge.model (and judge.base_url) to another model",
@@ -37,41 +34,15 @@ pub(super) async fn start_client(
         );
     }
     let simulator = start_simulator(p, record, judge).await?;
-    let simulated = |urls: &[String]| match &simulator {
-        Some(s) if urls.is_empty() => vec![s.base_url()],
-        _ => urls.to_vec(),
-    };
-    say_before_sending(p, provider, quiet);
+    say_before_sending(p, provider, settings.quiet);
     let keys = lane_cache_keys(p, &record.endpoint.base_url);
-    let lanes: Vec<runner::Lane> = if p.grid.is_empty() {
-        let urls = simulated(&p.endpoint.base_urls);
-        let client = ClientSettings::of(&p.endpoint, &p.bench.limits, &urls)
-            .client()
-            .before_send()?;
-        vec![runner::Lane {
-            batch: record.endpoint.batch,
-            ..runner::Lane::single(Arc::new(client), keys[0].clone())
-        }]
-    } else {
-        p.grid
-            .iter()
-            .enumerate()
-            .map(|(i, g)| {
-                let e = &g.endpoint;
-                let urls = simulated(&e.base_urls);
-                let client = ClientSettings::of(e, &g.limits, &urls).client()?;
-                Ok(runner::Lane {
-                    client: Arc::new(client),
-                    name: Some(g.name().to_string()),
-                    params: Arc::new(g.params.clone()),
-                    cache_key: keys[i].clone(),
-                    dispatch: CancellationToken::new(),
-                    batch: record.endpoints.get(i).is_some_and(|info| info.batch),
-                })
-            })
-            .collect::<anyhow::Result<_>>()
-            .before_send()?
-    };
+    let lanes = settings
+        .lanes(
+            record,
+            simulator.as_ref().map(|s| s.base_url()).as_deref(),
+            &keys,
+        )
+        .before_send()?;
     for (lane, dead) in lanes.iter().zip(dead_replicas) {
         for (i, why) in dead {
             lane.client

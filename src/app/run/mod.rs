@@ -1,8 +1,10 @@
 //! `run`: send every job not yet in the journal, let every listener hear each as it
 //! finishes, write the reports, return the exit code. With `--resume DIR`, continue that
 //! run: its journal is read once, through the same aggregator. [`run`] reads as its steps,
-//! one file each: `resolve` (flags, bench, endpoints, judge, store, baseline; `resume.rs`
-//! what a resume keeps and refuses), `look_at_server` (`server.rs`), `open_folder`
+//! one file each: `resolve` (flags, bench, endpoints and judge once into the run's
+//! `app::settings::RunSettings`, which builds the lanes' clients, the judge's, the runner's
+//! options and the outputs; then the store and the baseline; `resume.rs` what a resume
+//! keeps and refuses), `look_at_server` (`server.rs`), `open_folder`
 //! (`folder.rs`), `continue_journal` (`journal.rs`; `spend.rs` the budget), `start_client`
 //! (`lanes.rs`: the lanes and the simulator; `cache.rs` the response cache), the sending
 //! (`send.rs`, with the listeners that stop it early in `watch.rs` and the signals in
@@ -23,13 +25,15 @@ mod signals;
 mod spend;
 mod watch;
 
-pub(super) use embeddings::check_embedding_endpoints;
+pub(super) use embeddings::{check_embedding_endpoints, embedding_services};
+pub(super) use journal::Continued;
 pub(super) use resolve::baseline_of;
 
 use std::sync::Arc;
 
-use crate::app::finish::{Outputs, conclude};
-use crate::app::{Exit, Failure, Prepared};
+use crate::app::finish::conclude;
+use crate::app::settings::RunSettings;
+use crate::app::{Exit, Failure};
 use crate::cli::{Env, RunArgs, UsageError};
 use crate::clock::utc_now;
 use crate::error::BeforeSend;
@@ -45,68 +49,45 @@ use server::look_at_server;
 use signals::Signals;
 use spend::{hold_to_budget, plan_budget};
 
-/// `run`: runs a bench (or resumes one with `--resume`) and reports on it.
+/// `run`: runs a bench (or resumes one with `--resume`) and reports on it. The flags, the
+/// bench and its endpoints are resolved once, into the run's [`RunSettings`], which the
+/// steps after take: it builds the lanes' clients, the runner's options and the outputs.
 pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     let Resolved {
         resumed,
-        p,
-        provider,
-        judge,
+        settings,
         store,
         baseline,
     } = resolve(args, env).await?;
-    let judge_info = judge.as_ref().map(|j| j.info.clone());
-    let budget = plan_budget(
-        args,
-        resumed.as_ref().map(|(_, record, _)| record),
-        &p,
-        judge.as_ref(),
-    )?;
+    let (p, judge) = (&settings.plan, settings.judge.as_ref());
+    let budget = plan_budget(&settings, resumed.as_ref().map(|(_, record, _)| record))?;
 
     let mut signals = Signals::watch().before_send()?;
-    let Some(dead_replicas) = look_at_server(&p, judge.as_ref(), args.quiet, &mut signals).await?
-    else {
+    let Some(dead_replicas) = look_at_server(p, judge, settings.quiet, &mut signals).await? else {
         return Ok(Exit::Interrupted);
     };
 
-    let (dir, mut record, _lock) = open_folder(
-        resumed,
-        &p,
-        args,
-        env,
-        (&provider, judge_info.as_ref()),
-        &store,
-    )?;
-    let continued = continue_journal(&p, args, &dir, &record, budget.as_ref().map(|b| &b.1))?;
-    hold_to_budget(&p, args, (&dir, &mut record), &continued, budget.as_ref())?;
-    mark_batched(&mut record, &p);
-    if args.retry_failed.is_none() && !args.quiet {
+    let (dir, mut record, _lock) = open_folder(resumed, &settings, env, &store)?;
+    let continued = continue_journal(p, args, &dir, &record, budget.as_ref().map(|b| &b.1))?;
+    hold_to_budget(&settings, (&dir, &mut record), &continued, budget.as_ref())?;
+    mark_batched(&mut record, p);
+    if args.retry_failed.is_none() && !settings.quiet {
         say_open_resends(&continued.batches, &dir);
     }
 
-    let (simulator, lanes) = start_client(
-        &p,
-        &record,
-        &provider,
-        judge.as_ref(),
-        &dead_replicas,
-        args.quiet,
-    )
-    .await?;
+    let (simulator, lanes) = start_client(&settings, &record, &dead_replicas).await?;
     dir.write_record(&record).before_send()?;
-    if !args.quiet {
-        say_what_runs(&p, &provider, &record, &dir, continued.jobs.len());
+    if !settings.quiet {
+        say_what_runs(p, &settings.provider, &record, &dir, continued.jobs.len());
     }
 
     let budget = budget.map(|(limit, prices)| {
         Arc::new(runner::budget::Budget::new(limit, continued.spent, prices))
     });
     let sent = send_jobs(
-        &p,
-        args,
-        env,
+        &settings,
         (&dir, &record),
-        (&lanes, simulator.as_ref(), judge.as_ref()),
+        (&lanes, simulator.as_ref()),
         signals,
         (continued, budget.clone()),
     )
@@ -114,12 +95,11 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     drop(simulator);
 
     finish_run(
-        args,
+        &settings,
         (&dir, record),
         sent,
         (&lanes, budget.as_deref()),
         (store, baseline),
-        &p,
     )
     .await
 }
@@ -127,7 +107,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
 /// How the sending ended, in the record and every report, and the exit code that says so.
 /// A record that cannot be written is one of the problems the ending says.
 async fn finish_run(
-    args: &RunArgs,
+    settings: &RunSettings,
     (dir, mut record): (&RunDir, RunRecord),
     sent: Sent,
     (lanes, budget): (&[runner::Lane], Option<&runner::budget::Budget>),
@@ -135,7 +115,6 @@ async fn finish_run(
         Result<crate::store::Location, UsageError>,
         Option<crate::app::baseline::Reference>,
     ),
-    p: &Prepared,
 ) -> Result<Exit, Failure> {
     let (ending, stopped) = ending_of(
         &sent.tally,
@@ -143,7 +122,7 @@ async fn finish_run(
         (lanes, sent.judge.as_deref()),
         (&sent.first, &sent.outage),
         dir,
-        (Some(args.batch.batch_wait), budget),
+        (Some(settings.batch.batch_wait), budget),
     );
     record.finished_at = Some(utc_now());
     record.stopped = stopped;
@@ -155,14 +134,7 @@ async fn finish_run(
     let mut agg = sent.agg;
     agg.figures().set_run(record.info());
     let result = agg.finish();
-    let outputs = Outputs {
-        store: if args.store.no_store {
-            None
-        } else {
-            Some(store?)
-        },
-        ..Outputs::of(&args.gates, &args.outputs, baseline.as_ref(), args.quiet)
-    };
+    let outputs = settings.outputs(store, baseline.as_ref())?;
     Ok(conclude(
         dir,
         &record,
@@ -170,7 +142,7 @@ async fn finish_run(
         ending,
         &outputs,
         problems,
-        Some(&p.bench),
+        Some(&settings.plan.bench),
     )
     .await)
 }

@@ -1,5 +1,5 @@
-//! A run resolved before anything is sent: the plan, the endpoint, the judge, the history
-//! store and the baseline, every mistake an input error.
+//! A run resolved before anything is sent: its settings (the plan, the endpoint, the
+//! judge), the history store and the baseline, every mistake an input error.
 
 use std::path::Path;
 
@@ -8,15 +8,16 @@ use anyhow::Context;
 use super::embeddings::check_embedding_endpoints;
 use super::resume::{check_resume_flags, resumed_plan};
 use crate::app::finish::in_use;
-use crate::app::{Failure, Prepared, prepare};
+use crate::app::settings::RunSettings;
+use crate::app::{Failure, Prepared};
 use crate::cli::{Env, PlanArgs, RunArgs, UsageError};
 use crate::error::BeforeSend;
-use crate::report::ProviderInfo;
 use crate::runner::RunDir;
 use crate::runner::record::RunRecord;
 
-/// Resolves flags, bench, environment and the run folder being resumed into [`Resolved`];
-/// every error is an input error (nothing sent).
+/// Resolves flags, bench, environment and the run folder being resumed into [`Resolved`]
+/// (the flags, the bench and its endpoints once, into its [`RunSettings`]) and checks what
+/// it asks; every error is an input error (nothing sent).
 pub(super) async fn resolve(args: &RunArgs, env: &Env) -> Result<Resolved, Failure> {
     // A run folder is written by one process: take it before reading anything in it.
     let resumed = match &args.resume {
@@ -41,17 +42,10 @@ pub(super) async fn resolve(args: &RunArgs, env: &Env) -> Result<Resolved, Failu
     if let Some((dir, record, _)) = &resumed {
         check_resume_flags(args, dir, record)?;
     }
-    let p = prepare(&plan_args, env)?;
-    for w in &p.endpoint.warnings {
-        note!("warning: {w}");
-    }
-    let provider = crate::app::budget::provider_info(&p);
-    let judge = crate::app::judge::resolve(&p, &plan_args, env)?;
-    for w in judge.iter().flat_map(|j| &j.warnings) {
-        note!("warning: the judge: {w}");
-    }
-    check_gates(&p, &args.gates)?;
-    check_embedding_endpoints(&p)?;
+    let settings = RunSettings::resolve(&plan_args, args, env)?;
+    let p = &settings.plan;
+    check_gates(p, &args.gates)?;
+    check_embedding_endpoints(p)?;
     // Every report file must be writable, and the baseline run readable, before a single
     // request is paid for.
     for path in args.outputs.files() {
@@ -80,24 +74,20 @@ pub(super) async fn resolve(args: &RunArgs, env: &Env) -> Result<Resolved, Failu
         &store,
     )
     .await?;
-    check_baseline_pairs(&p, baseline.as_ref())?;
+    check_baseline_pairs(p, baseline.as_ref())?;
     Ok(Resolved {
         resumed,
-        p,
-        provider,
-        judge,
+        settings,
         store,
         baseline,
     })
 }
 
 /// What a run is, resolved before anything is sent: the folder to resume (locked), the
-/// plan, the endpoint, the judge, the history store and the baseline.
+/// run's settings (the plan, the endpoint, the judge), the history store and the baseline.
 pub(super) struct Resolved {
     pub(super) resumed: Option<(RunDir, RunRecord, crate::runner::lock::RunLock)>,
-    pub(super) p: Prepared,
-    pub(super) provider: ProviderInfo,
-    pub(super) judge: Option<crate::app::judge::ResolvedJudge>,
+    pub(super) settings: RunSettings,
     pub(super) store: Result<crate::store::Location, UsageError>,
     pub(super) baseline: Option<crate::app::baseline::Reference>,
 }

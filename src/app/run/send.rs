@@ -1,19 +1,15 @@
 //! The sending: every job left, every listener hearing each as it finishes.
 
-use std::io::IsTerminal;
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
 use super::cache::open_cache;
-use super::embeddings::embedding_services;
 use super::journal::Continued;
 use super::signals::{Signals, watch_signals};
 use super::watch::{BatchNotes, FirstFailures, Outage, watchers};
+use crate::app::settings::RunSettings;
 use crate::app::{Failure, Prepared};
-use crate::cli::{Env, RunArgs};
-use crate::client::Client;
-use crate::error::BeforeSend;
 use crate::mock::server::MockServer;
 use crate::report::ProviderInfo;
 use crate::report::progress::Progress;
@@ -38,33 +34,31 @@ pub(super) struct Sent {
 /// or the sending is stopped: by a signal, by the first jobs all failing alike, by an
 /// outage, or by the provider.
 pub(super) async fn send_jobs(
-    p: &Prepared,
-    args: &RunArgs,
-    env: &Env,
+    settings: &RunSettings,
     (dir, record): (&RunDir, &RunRecord),
-    (lanes, simulator, judge): (
-        &[runner::Lane],
-        Option<&MockServer>,
-        Option<&crate::app::judge::ResolvedJudge>,
-    ),
+    (lanes, simulator): (&[runner::Lane], Option<&MockServer>),
     signals: Signals,
     (mut continued, budget): (Continued, Option<Arc<runner::budget::Budget>>),
 ) -> Result<Sent, Failure> {
     let client = &lanes[0].client;
     let dispatch = client.drain_token();
-    let signals = watch_signals(signals, dispatch.clone(), client.stop_token(), args.grace);
-    let live = !args.quiet && std::io::stderr().is_terminal() && !env.is_ci();
+    let signals = watch_signals(
+        signals,
+        dispatch.clone(),
+        client.stop_token(),
+        settings.grace,
+    );
+    let p = &settings.plan;
+    let live = settings.live;
     let mut progress = Progress::new(p.jobs.len(), continued.already, record.plan.arms(), live);
-    let cache = open_cache(args.cache, dir, args.quiet)?;
-    let judge = judge_service_for(
-        judge,
+    let cache = open_cache(settings.cache, dir, settings.quiet)?;
+    let judge = settings.judge_service(
         simulator.map(|s| s.base_url()).as_deref(),
         cache.clone(),
         client,
     )?;
-    let options = run_options(
-        p,
-        (args, record),
+    let options = settings.run_options(
+        record,
         lanes,
         &mut continued,
         (judge.clone(), cache),
@@ -89,10 +83,10 @@ pub(super) async fn send_jobs(
         &mut first,
         &mut outage,
     ];
-    if args.verbose {
+    if settings.verbose {
         listeners.push(&mut verbose);
     }
-    if !live && !args.quiet && lanes.iter().any(|l| l.batch) {
+    if !live && !settings.quiet && lanes.iter().any(|l| l.batch) {
         listeners.push(&mut batch_notes);
     }
     let tally = runner::run(
@@ -115,69 +109,6 @@ pub(super) async fn send_jobs(
         agg,
         judge,
     })
-}
-
-/// The judge's client and how to ask it, when a scorer asks a model; it stops with the
-/// run's client, and the run's client with it.
-pub(super) fn judge_service_for(
-    judge: Option<&crate::app::judge::ResolvedJudge>,
-    simulator: Option<&str>,
-    cache: Option<Arc<std::sync::Mutex<crate::client::Cache>>>,
-    client: &Client,
-) -> Result<Option<Arc<crate::grade::judge::JudgeService>>, Failure> {
-    Ok(match judge {
-        Some(j) => {
-            let service = j.service(simulator, cache).before_send()?;
-            // One stop for both: a refused judge key stops the run, and so do two Ctrl-Cs.
-            let (main, judged) = (client.stop_token(), service.client.stop_token());
-            let (m2, j2) = (main.clone(), judged.clone());
-            tokio::spawn(async move {
-                m2.cancelled().await;
-                j2.cancel()
-            });
-            tokio::spawn(async move {
-                judged.cancelled().await;
-                main.cancel()
-            });
-            Some(service)
-        }
-        None => None,
-    })
-}
-
-/// What the workers share: the plan's scorers, what the run's record, flags and journal
-/// decide (the jobs decided or sent again, the batches to adopt, the budget), the response
-/// cache and the clients the scorers call (the judge's, the embeddings').
-fn run_options(
-    p: &Prepared,
-    (args, record): (&RunArgs, &RunRecord),
-    lanes: &[runner::Lane],
-    continued: &mut Continued,
-    (judge, cache): (
-        Option<Arc<crate::grade::judge::JudgeService>>,
-        Option<Arc<std::sync::Mutex<crate::client::Cache>>>,
-    ),
-    budget: Option<Arc<runner::budget::Budget>>,
-) -> runner::RunOptions {
-    runner::RunOptions {
-        scorers: p.scorers.clone(),
-        run_id: record.run_id.clone(),
-        attempts: args.verbose,
-        already: continued.already,
-        scoring: crate::grade::ScoreContext {
-            judge,
-            embeddings: embedding_services(p, lanes, cache.clone()),
-            stop: Some(lanes[0].client.stop_token()),
-        },
-        cache,
-        skip: continued.stop.take(),
-        horizon: continued.horizon.take().map(|h| (h, continued.per_case)),
-        resend: std::mem::take(&mut continued.resend),
-        batch: lanes.iter().any(|l| l.batch).then(|| args.batch.settings()),
-        batches: Arc::new(std::mem::take(&mut continued.batches)),
-        budget,
-        ..Default::default()
-    }
 }
 
 /// The line that says what runs, against what, and where it is written.

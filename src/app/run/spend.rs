@@ -6,8 +6,9 @@ use std::path::Path;
 
 use super::cache::cached_answers;
 use super::journal::Continued;
-use crate::app::{Failure, Prepared};
-use crate::cli::{RunArgs, UsageError};
+use crate::app::Failure;
+use crate::app::settings::RunSettings;
+use crate::cli::UsageError;
 use crate::runner::record::RunRecord;
 use crate::runner::{self, RunDir};
 use crate::suite::Job;
@@ -16,17 +17,15 @@ use crate::suite::Job;
 /// it holds jobs at, once every price it needs is known; a new run whose plan may cost
 /// more is refused here, before its folder is made.
 pub(super) fn plan_budget(
-    args: &RunArgs,
+    settings: &RunSettings,
     resumed: Option<&RunRecord>,
-    p: &Prepared,
-    judge: Option<&crate::app::judge::ResolvedJudge>,
 ) -> Result<Option<(f64, runner::budget::Prices)>, Failure> {
-    let Some(limit) = args
-        .plan
+    let p = &settings.plan;
+    let Some(limit) = settings
         .budget
         .or_else(|| resumed.and_then(|r| r.budget_usd))
     else {
-        if args.plan.run_to_budget {
+        if settings.run_to_budget {
             return Err(UsageError::with_fix(
                 "--run-to-budget says what to do when the plan may cost more than the budget, and there is no budget",
                 "add --budget USD, or drop --run-to-budget",
@@ -35,21 +34,21 @@ pub(super) fn plan_budget(
         }
         return Ok(None);
     };
-    let prices = crate::app::budget::prices(p, judge);
+    let prices = crate::app::budget::prices(p, settings.judge.as_ref());
     // Answers the cache holds cost nothing (a fresh run's cache is under --out; a resume
     // weighs its own once its journal is read).
     let cached = cached_answers(
         p,
-        args.cache && resumed.is_none(),
-        &args.out,
-        &crate::app::budget::provider_info(p).base_url,
+        settings.cache && resumed.is_none(),
+        &settings.out,
+        &settings.provider.base_url,
     )?;
     // The whole plan's estimate says whether scorers call models (as `check` reads it).
     let e = crate::app::budget::estimate(p, &p.jobs, &prices, &*cached)?;
     crate::app::budget::check_priced(p, &prices, e.judge_unpriced)?;
     if resumed.is_none() {
-        let line = crate::app::budget::check_estimate(&e, limit, 0.0, args.plan.run_to_budget)?;
-        if !args.quiet {
+        let line = crate::app::budget::check_estimate(&e, limit, 0.0, settings.run_to_budget)?;
+        if !settings.quiet {
             note!("{line}");
         }
     }
@@ -86,8 +85,7 @@ fn in_open_batches(continued: &Continued, run_id: &str) -> (HashSet<usize>, f64,
 /// A run under a budget records it; a resume weighs what is left to send against what is
 /// left of it.
 pub(super) fn hold_to_budget(
-    p: &Prepared,
-    args: &RunArgs,
+    settings: &RunSettings,
     (dir, record): (&RunDir, &mut RunRecord),
     continued: &Continued,
     budget: Option<&(f64, runner::budget::Prices)>,
@@ -99,19 +97,19 @@ pub(super) fn hold_to_budget(
     if record.resumed_at.is_empty() {
         return Ok(());
     }
-    weigh_what_is_left(p, args, (dir, record), continued, (*limit, prices))
+    weigh_what_is_left(settings, (dir, record), continued, (*limit, prices))
 }
 
 /// A resume under a budget weighs what is left to send against what is left of it. Jobs in
 /// batches the provider already holds are collected whatever the budget says; what they
 /// were held for counts against it before anything new.
 fn weigh_what_is_left(
-    p: &Prepared,
-    args: &RunArgs,
+    settings: &RunSettings,
     (dir, record): (&RunDir, &RunRecord),
     continued: &Continued,
     (limit, prices): (f64, &runner::budget::Prices),
 ) -> Result<(), Failure> {
+    let p = &settings.plan;
     let (adopted, reserved, collecting) = in_open_batches(continued, &record.run_id);
     let fresh: Vec<Job> = continued
         .jobs
@@ -119,7 +117,7 @@ fn weigh_what_is_left(
         .filter(|j| !adopted.contains(&j.index))
         .copied()
         .collect();
-    if collecting && !args.quiet {
+    if collecting && !settings.quiet {
         note!(
             "collecting {} already submitted in batches the provider holds ({} held for them): never refused by the budget",
             crate::app::count(adopted.len() as u64, "job", "jobs"),
@@ -138,7 +136,7 @@ fn weigh_what_is_left(
         .into());
     }
     let root = dir.path().parent().unwrap_or(Path::new("."));
-    let cached = cached_answers(p, args.cache, root, &record.endpoint.base_url)?;
+    let cached = cached_answers(p, settings.cache, root, &record.endpoint.base_url)?;
     let e = crate::app::budget::estimate(p, &fresh, prices, &*cached)?;
     // With batches to collect the resume goes on, the rest sent only while the budget
     // lasts (as with --run-to-budget).
@@ -146,9 +144,9 @@ fn weigh_what_is_left(
         &e,
         limit,
         continued.spent + reserved,
-        args.plan.run_to_budget || collecting,
+        settings.run_to_budget || collecting,
     )?;
-    if !args.quiet {
+    if !settings.quiet {
         note!("{line}");
     }
     Ok(())

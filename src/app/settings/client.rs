@@ -1,9 +1,9 @@
-//! The settings factory: the flags, the bench and its endpoints resolved once into what
-//! each client is built from (flags over the endpoint over the bench over the defaults),
-//! and every client a command sends through built here — the run's, each endpoint's of a
-//! grid, the judge's. A client's gate per replica (its pool), deadlines, attempts and rate
-//! limits are its `client::Limits`, which the bench's `limits:` and the flags
-//! (`cli::LimitArgs`) both set.
+//! Each client's settings: where it sends, which model, in which protocol, with which key
+//! and headers, under which limits (flags over the endpoint over the bench over the
+//! defaults), and the client built from them — the run's lanes', each endpoint's of a grid,
+//! the judge's. A client's gate per replica (its pool), deadlines, attempts and rate limits
+//! are its `client::Limits`, which the bench's `limits:` and the flags (`cli::LimitArgs`)
+//! both set.
 
 use crate::cli::{Endpoint, LimitArgs};
 use crate::client::{ApiKey, Client, ClientConfig, Limits, ProtocolKind, ReqwestTransport};
@@ -12,7 +12,7 @@ use crate::suite::endpoints::NamedEndpoint;
 
 /// Everything one client is built from: where it sends, which model, in which protocol, with
 /// which key and headers, under which limits.
-pub(super) struct ClientSettings<'a> {
+pub(in crate::app) struct ClientSettings<'a> {
     pub limits: &'a Limits,
     /// Several: replicas of one model, each with its own gate.
     pub base_urls: &'a [String],
@@ -27,7 +27,11 @@ pub(super) struct ClientSettings<'a> {
 impl<'a> ClientSettings<'a> {
     /// An endpoint's client under `limits`, sent to `base_urls` (its own, or the
     /// simulator's when it has none).
-    pub(super) fn of(endpoint: &'a Endpoint, limits: &'a Limits, base_urls: &'a [String]) -> Self {
+    pub(in crate::app) fn of(
+        endpoint: &'a Endpoint,
+        limits: &'a Limits,
+        base_urls: &'a [String],
+    ) -> Self {
         ClientSettings {
             limits,
             base_urls,
@@ -40,7 +44,7 @@ impl<'a> ClientSettings<'a> {
 
     /// The client: one gate of `concurrency` per base URL (replicas after the first), the
     /// key sent as the protocol sends it.
-    pub(super) fn client(&self) -> anyhow::Result<Client> {
+    pub(in crate::app) fn client(&self) -> anyhow::Result<Client> {
         let first = self.base_urls.first().map_or("", String::as_str);
         let mut config = ClientConfig::new(first, self.model);
         config.protocol = self.protocol;
@@ -70,7 +74,7 @@ impl<'a> ClientSettings<'a> {
 
 /// The limit flags over the limits the run's endpoints send under: the bench's (its one
 /// endpoint's) and each chosen endpoint's. The judge keeps its own.
-pub(super) fn apply_limit_flags(
+pub(in crate::app) fn apply_limit_flags(
     bench: &mut Bench,
     chosen: &mut [NamedEndpoint],
     flags: &LimitArgs,

@@ -1,0 +1,224 @@
+//! The settings factory: the flags, the bench and its endpoints resolved once into one
+//! value, [`RunSettings`], that builds every component a run needs — its lanes' clients,
+//! the judge's, the runner's options (the scorers' context among them), the outputs it
+//! writes — as ripgrep resolves its flags once into `HiArgs`, which builds the searcher and
+//! the printer. `client.rs`: what one client is built from ([`ClientSettings`]), for the
+//! run's lanes, each endpoint of a grid and the judge.
+
+mod client;
+
+pub(super) use client::{ClientSettings, apply_limit_flags};
+
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::baseline::Reference;
+use super::finish::Outputs;
+use super::judge::ResolvedJudge;
+use super::run::{Continued, embedding_services};
+use super::{Failure, Prepared, prepare};
+use crate::cli::{BatchArgs, Env, GateArgs, OutputArgs, PlanArgs, RunArgs, UsageError};
+use crate::client::Client;
+use crate::error::BeforeSend;
+use crate::report::ProviderInfo;
+use crate::runner;
+use crate::runner::record::RunRecord;
+
+/// A run's settings, resolved once from the flags, the bench and its endpoints: the plan
+/// (the jobs and where each goes), who judges, and what the flags ask of the components.
+/// The steps of `run` after it read their flags here (but the journal's, which takes
+/// `--retry-failed` and the aggregator's files from the flags themselves).
+pub(super) struct RunSettings {
+    /// The bench with the flags applied: the jobs, the endpoint (or the grid's), the
+    /// scorers.
+    pub plan: Prepared,
+    /// Where the answers come from, as shown and stored (the baseline endpoint's).
+    pub provider: ProviderInfo,
+    /// Who judges, when a scorer asks a model.
+    pub judge: Option<ResolvedJudge>,
+    /// `--quiet`: nothing said but errors.
+    pub quiet: bool,
+    /// `--verbose`: every attempt said.
+    pub verbose: bool,
+    /// The live progress line: not `--quiet`, standard error a terminal, not CI.
+    pub live: bool,
+    /// `--cache`: answers kept and reused.
+    pub cache: bool,
+    /// `--grace`: how long a stop waits for the requests in flight.
+    pub grace: Duration,
+    /// How `--batch` waits for the provider's batches.
+    pub batch: BatchArgs,
+    /// `--budget`: the most the run may spend, in USD (a resume's, when given again).
+    pub budget: Option<f64>,
+    /// `--run-to-budget`: a plan that may cost more is sent until the budget is reached.
+    pub run_to_budget: bool,
+    /// `--out`: where a new run's folder is made (and its response cache).
+    pub out: std::path::PathBuf,
+    /// `--limit`: the first cases only (as the record keeps it).
+    pub limit: Option<u64>,
+    /// `--shard`: this run's share of the jobs (as the record keeps it).
+    pub shard: Option<crate::suite::Shard>,
+    /// The gates asked for (`--allow-failures` recorded with the run).
+    pub gates: GateArgs,
+    /// The files the run writes besides its folder (`--junit`, `--markdown`, …).
+    outputs: OutputArgs,
+    /// `--no-store`: the run is recorded in no history store.
+    pub no_store: bool,
+}
+
+impl RunSettings {
+    /// Resolves `plan` (the command line's plan flags, or a resumed run's) and the rest of
+    /// `flags`: the bench loaded and planned, its endpoint's and the judge's warnings said.
+    /// No network; every error is exit 2.
+    pub(super) fn resolve(plan: &PlanArgs, flags: &RunArgs, env: &Env) -> Result<Self, Failure> {
+        let p = prepare(plan, env)?;
+        for w in &p.endpoint.warnings {
+            note!("warning: {w}");
+        }
+        let provider = super::budget::provider_info(&p);
+        let judge = super::judge::resolve(&p, plan, env)?;
+        for w in judge.iter().flat_map(|j| &j.warnings) {
+            note!("warning: the judge: {w}");
+        }
+        Ok(RunSettings {
+            plan: p,
+            provider,
+            judge,
+            quiet: flags.quiet,
+            verbose: flags.verbose,
+            live: !flags.quiet && std::io::stderr().is_terminal() && !env.is_ci(),
+            cache: flags.cache,
+            grace: flags.grace,
+            batch: flags.batch.clone(),
+            budget: flags.plan.budget,
+            run_to_budget: flags.plan.run_to_budget,
+            out: flags.out.clone(),
+            limit: flags.plan.limit,
+            shard: flags.plan.shard,
+            gates: flags.gates.clone(),
+            outputs: flags.outputs.clone(),
+            no_store: flags.store.no_store,
+        })
+    }
+
+    /// The lanes the jobs go through, one per endpoint, each with its client (sent to
+    /// `simulator` when the endpoint has no server), its parameters and its cache key
+    /// (`keys`, one per lane); batched as the run's record says.
+    pub(super) fn lanes(
+        &self,
+        record: &RunRecord,
+        simulator: Option<&str>,
+        keys: &[String],
+    ) -> anyhow::Result<Vec<runner::Lane>> {
+        let p = &self.plan;
+        let simulated = |urls: &[String]| match simulator {
+            Some(s) if urls.is_empty() => vec![s.to_string()],
+            _ => urls.to_vec(),
+        };
+        if p.grid.is_empty() {
+            let urls = simulated(&p.endpoint.base_urls);
+            let client = ClientSettings::of(&p.endpoint, &p.bench.limits, &urls).client()?;
+            return Ok(vec![runner::Lane {
+                batch: record.endpoint.batch,
+                ..runner::Lane::single(Arc::new(client), keys[0].clone())
+            }]);
+        }
+        p.grid
+            .iter()
+            .enumerate()
+            .map(|(i, g)| {
+                let e = &g.endpoint;
+                let urls = simulated(&e.base_urls);
+                let client = ClientSettings::of(e, &g.limits, &urls).client()?;
+                Ok(runner::Lane {
+                    client: Arc::new(client),
+                    name: Some(g.name().to_string()),
+                    params: Arc::new(g.params.clone()),
+                    cache_key: keys[i].clone(),
+                    dispatch: tokio_util::sync::CancellationToken::new(),
+                    batch: record.endpoints.get(i).is_some_and(|info| info.batch),
+                })
+            })
+            .collect()
+    }
+
+    /// The judge's client and how to ask it (to `simulator` when the judge has no server),
+    /// when a scorer asks a model; it stops with the run's client, and the run's client with
+    /// it.
+    pub(super) fn judge_service(
+        &self,
+        simulator: Option<&str>,
+        cache: Option<Arc<std::sync::Mutex<crate::client::Cache>>>,
+        client: &Client,
+    ) -> Result<Option<Arc<crate::grade::judge::JudgeService>>, Failure> {
+        Ok(match &self.judge {
+            Some(j) => {
+                let service = j.service(simulator, cache).before_send()?;
+                // One stop for both: a refused judge key stops the run, and so do two Ctrl-Cs.
+                let (main, judged) = (client.stop_token(), service.client.stop_token());
+                let (m2, j2) = (main.clone(), judged.clone());
+                tokio::spawn(async move {
+                    m2.cancelled().await;
+                    j2.cancel()
+                });
+                tokio::spawn(async move {
+                    judged.cancelled().await;
+                    main.cancel()
+                });
+                Some(service)
+            }
+            None => None,
+        })
+    }
+
+    /// What the workers share: the plan's scorers, what the run's record, flags and journal
+    /// decide (the jobs decided or sent again, the batches to adopt, the budget), the
+    /// response cache and the clients the scorers call (the judge's, the embeddings').
+    pub(super) fn run_options(
+        &self,
+        record: &RunRecord,
+        lanes: &[runner::Lane],
+        continued: &mut Continued,
+        (judge, cache): (
+            Option<Arc<crate::grade::judge::JudgeService>>,
+            Option<Arc<std::sync::Mutex<crate::client::Cache>>>,
+        ),
+        budget: Option<Arc<runner::budget::Budget>>,
+    ) -> runner::RunOptions {
+        let p = &self.plan;
+        runner::RunOptions {
+            scorers: p.scorers.clone(),
+            run_id: record.run_id.clone(),
+            attempts: self.verbose,
+            already: continued.already,
+            scoring: crate::grade::ScoreContext {
+                judge,
+                embeddings: embedding_services(p, lanes, cache.clone()),
+                stop: Some(lanes[0].client.stop_token()),
+            },
+            cache,
+            skip: continued.stop.take(),
+            horizon: continued.horizon.take().map(|h| (h, continued.per_case)),
+            resend: std::mem::take(&mut continued.resend),
+            batch: lanes.iter().any(|l| l.batch).then(|| self.batch.settings()),
+            batches: Arc::new(std::mem::take(&mut continued.batches)),
+            budget,
+            ..Default::default()
+        }
+    }
+
+    /// What the run writes when it ends: its gates, report files and history store (`None`
+    /// with `--no-store`; a store that cannot be named is the error it was), against the
+    /// `baseline` run.
+    pub(super) fn outputs<'a>(
+        &'a self,
+        store: Result<crate::store::Location, UsageError>,
+        baseline: Option<&'a Reference>,
+    ) -> Result<Outputs<'a>, UsageError> {
+        Ok(Outputs {
+            store: if self.no_store { None } else { Some(store?) },
+            ..Outputs::of(&self.gates, &self.outputs, baseline, self.quiet)
+        })
+    }
+}
