@@ -994,6 +994,7 @@ impl OutputArgs {
         crate::report::Asked {
             junit: self.junit.clone(),
             markdown: self.markdown.clone(),
+            terminal: true,
         }
     }
 

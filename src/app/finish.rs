@@ -178,11 +178,11 @@ pub(super) async fn conclude(
     if let Some(bench) = bench {
         attach_prompts_from(&mut result, record, bench, false);
     }
-    // The run folder's reports are written before the run is recorded, the files the
-    // flags name once the table is printed.
+    // The run folder's reports are written before the run is recorded; then the terminal
+    // table and the files the flags name.
     let (in_folder, named): (Vec<_>, Vec<_>) = report::outputs(&outputs.asked)
         .into_iter()
-        .partition(|o| o.place().in_folder());
+        .partition(|o| o.destination().in_folder());
     let mut run = RunReport {
         result: &mut result,
         bench_text: &record.bench.text,
@@ -190,9 +190,8 @@ pub(super) async fn conclude(
     };
     problems.extend(write_outputs(&in_folder, dir, &mut run));
     let recorded = record_if_asked(outputs, record, &mut result, dir).await;
-    out!("{}", report::terminal::render(&result.summary));
     if let Some(b) = &baseline {
-        show_baseline(b);
+        warn_if_nothing_compared(b);
     }
     let mut run = RunReport {
         result: &mut result,
@@ -460,15 +459,14 @@ async fn compare_with_baseline(
     }
 }
 
-/// The comparison with the baseline run, in the terminal (baseline.json is one of the
-/// run folder's reports).
-fn show_baseline(b: &report::compare::RunComparison) {
+/// A baseline run that shares no graded case compared nothing: said, not left to look
+/// like "no difference" (the comparison itself is the terminal table's, and baseline.json
+/// the run folder's).
+fn warn_if_nothing_compared(b: &report::compare::RunComparison) {
     if b.variants.iter().all(|v| v.comparison.cases == 0) {
         note!(
             "warning: the baseline run {} shares no graded case with this run: nothing was compared",
             b.run_a.dir
         );
     }
-    out!("against the baseline run {}:", b.run_a.dir);
-    out!("{}", report::terminal::render_comparison(b));
 }

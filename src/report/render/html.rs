@@ -362,7 +362,7 @@ fn answer_cell(b: &mut String, a: &ShownAnswer, prompt: Option<&String>) {
 pub(super) struct ReportHtml;
 
 impl super::output::Output for ReportHtml {
-    fn place(&self) -> super::output::Destination {
+    fn destination(&self) -> super::output::Destination {
         super::output::Destination::Folder(crate::runner::RunDir::report_html)
     }
 

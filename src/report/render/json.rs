@@ -21,7 +21,7 @@ impl Exporter for Json {
 pub(super) struct BaselineJson;
 
 impl Output for BaselineJson {
-    fn place(&self) -> Destination {
+    fn destination(&self) -> Destination {
         Destination::Folder(RunDir::baseline_json)
     }
 

@@ -10,7 +10,7 @@ use crate::report::ReportError;
 pub(super) struct JunitFile(pub(super) PathBuf);
 
 impl Output for JunitFile {
-    fn place(&self) -> Destination {
+    fn destination(&self) -> Destination {
         Destination::File(self.0.clone())
     }
 

@@ -154,7 +154,7 @@ fn details(out: &mut String, s: &Summary) {
 pub(super) struct Appended(pub(super) std::path::PathBuf);
 
 impl super::output::Output for Appended {
-    fn place(&self) -> super::output::Destination {
+    fn destination(&self) -> super::output::Destination {
         super::output::Destination::Append(self.0.clone())
     }
 

@@ -35,6 +35,9 @@ pub struct Asked {
     pub junit: Option<std::path::PathBuf>,
     /// `--markdown FILE`.
     pub markdown: Option<std::path::PathBuf>,
+    /// The terminal table on standard output (a run, `merge`; `report DIR` prints its own
+    /// after the folder's files).
+    pub terminal: bool,
 }
 
 /// Every output of a run, in the order they are written: the summary formats and
@@ -48,6 +51,9 @@ pub fn outputs(asked: &Asked) -> Vec<Box<dyn Output>> {
         .collect();
     outputs.push(Box::new(html::ReportHtml));
     outputs.push(Box::new(json::BaselineJson));
+    if asked.terminal {
+        outputs.push(Box::new(terminal::TerminalTable));
+    }
     if let Some(path) = &asked.junit {
         outputs.push(Box::new(junit_file::JunitFile(path.clone())));
     }

@@ -23,7 +23,7 @@ pub trait Exporter {
 /// One output of a run, rendered from its figures.
 pub trait Output {
     /// Where it is written.
-    fn place(&self) -> Destination;
+    fn destination(&self) -> Destination;
     /// The output for this run; `None`: this run has nothing to write there (no baseline,
     /// or no JUnit test cases spooled).
     fn render<'r>(&self, run: &'r mut RunReport<'_>) -> Result<Option<Body<'r>>, ReportError>;
@@ -39,6 +39,9 @@ pub enum Destination {
     File(PathBuf),
     /// A file a flag names, appended to (`--markdown`, as `$GITHUB_STEP_SUMMARY` expects).
     Append(PathBuf),
+    /// Standard output (the terminal table), shown as data: what a server or a model wrote
+    /// in it is never obeyed as terminal control. A closed pipe is not an error.
+    Stdout,
 }
 
 impl Destination {
@@ -73,7 +76,7 @@ pub struct RunReport<'a> {
 pub(super) struct SummaryFile(pub(super) Box<dyn Exporter>);
 
 impl Output for SummaryFile {
-    fn place(&self) -> Destination {
+    fn destination(&self) -> Destination {
         Destination::Named(self.0.file_name())
     }
 
@@ -91,7 +94,7 @@ pub fn write(
     run: &mut RunReport<'_>,
     dir: &RunDir,
 ) -> Result<(), ReportError> {
-    let place = output.place();
+    let place = output.destination();
     let Some(body) = output.render(run)? else {
         return Ok(());
     };
@@ -100,6 +103,25 @@ pub fn write(
         Destination::Folder(path_in) => whole(&path_in(dir), body),
         Destination::File(path) => whole(&path, body),
         Destination::Append(path) => append(&path, body),
+        Destination::Stdout => {
+            print(body);
+            Ok(())
+        }
+    }
+}
+
+/// `body` on standard output, as the commands print every line (`promptgauge run | head`
+/// closing the pipe early is not an error).
+fn print(body: Body<'_>) {
+    let mut out = std::io::stdout();
+    match body {
+        Body::Text(text) => {
+            let shown = super::terminal::shown(super::terminal::Stream::Stdout, &text);
+            let _ = writeln!(out, "{shown}");
+        }
+        Body::Stream(write) => {
+            let _ = write(&mut out);
+        }
     }
 }
 
