@@ -60,17 +60,16 @@ impl Transport for MemoryTransport {
                 None => path.as_str(),
             };
             let batch = provider.batch_api(request_method, route, &request);
-            let reply = if let Some(reply) = batch {
-                reply
-            } else if route.contains("/batches") || route.starts_with("/v1/files") {
-                // No batch API here (`--no-batch-api`), as on the TCP server.
-                super::batch::not_found(route)
-            } else if path.ends_with("/responses") {
-                provider.respond_responses(&request)
-            } else if path.ends_with("/messages") {
-                provider.respond_messages(&request)
-            } else {
-                provider.respond(&request)
+            use super::route::Route;
+            let reply = match batch {
+                Some(reply) => reply,
+                None => match super::route::route(request_method, route, false) {
+                    // No batch API here (`--no-batch-api`), as on the TCP server.
+                    Route::NoBatchApi => super::batch::not_found(route),
+                    Route::Responses => provider.respond_responses(&request),
+                    Route::Messages => provider.respond_messages(&request),
+                    _ => provider.respond(&request),
+                },
             };
             let (status, headers, steps, in_flight) = match reply {
                 MockReply::Hang(_in_flight) => return std::future::pending().await,

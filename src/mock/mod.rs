@@ -13,6 +13,7 @@ pub mod embeddings;
 pub mod memory;
 pub mod model;
 mod responses;
+mod route;
 mod script;
 pub mod server;
 mod wire;

@@ -139,51 +139,53 @@ async fn connection(mut stream: TcpStream, provider: Arc<Provider>) -> std::io::
                 body: body.clone(),
             },
         );
-        let reply = match (head.method.as_str(), path) {
-            _ if batch.is_some() => batch.unwrap_or_else(|| plain(500, String::new())),
-            // Where an OpenAI-compatible (or Anthropic) server answers: a base URL without
-            // /v1 gets 404, as from vLLM, OpenAI or Anthropic.
-            ("POST", "/v1/chat/completions") => provider.respond(&MockRequest {
-                headers: head.headers,
-                body,
-            }),
-            ("POST", "/v1/responses") => provider.respond_responses(&MockRequest {
-                headers: head.headers,
-                body,
-            }),
-            ("POST", "/v1/messages") => provider.respond_messages(&MockRequest {
-                headers: head.headers,
-                body,
-            }),
-            ("POST", "/v1/embeddings") => {
-                let (status, body) = provider.embeddings(&head.headers, &body);
-                plain(status, body)
-            }
-            ("GET", "/stats") => plain(200, serde_json::to_string(&provider.stats()).unwrap_or_default()),
-            // The models list wants the key too, as OpenAI's and Anthropic's do: a
-            // preflight with a wrong key is refused before any job is sent.
-            ("GET", "/v1/models")
-                if !provider.config().open_models
-                    && !provider.accepts_key(Wire::of_headers(&head.headers), &head.headers) =>
-            {
-                let body = Wire::of_headers(&head.headers).error_body(
-                    401,
-                    "Incorrect API key provided.",
-                    "invalid_request_error",
-                );
-                plain(401, body.to_string())
-            }
-            ("GET", "/v1/models") => plain(
-                200,
-                json!({"object": "list", "data": [{"id": provider.config().model, "object": "model", "owned_by": "promptgauge-mock"}]}).to_string(),
-            ),
-            _ => plain(404, json!({"error": {"message": format!("no route for {} {}", head.method, path), "type": "not_found"}}).to_string()),
+        let request = MockRequest {
+            headers: head.headers,
+            body,
+        };
+        let reply = match batch {
+            Some(reply) => reply,
+            None => answer(&provider, &head.method, path, &request),
         };
         if !play(&mut stream, reply, &provider).await? {
             return Ok(());
         }
     }
     Ok(())
+}
+
+/// The reply to a request that is not the batch API's, by its route.
+fn answer(provider: &Provider, method: &str, path: &str, request: &MockRequest) -> MockReply {
+    use super::route::{Route, route};
+    let headers = &request.headers;
+    match route(method, path, true) {
+        Route::Chat => provider.respond(request),
+        Route::Responses => provider.respond_responses(request),
+        Route::Messages => provider.respond_messages(request),
+        Route::Embeddings => {
+            let (status, body) = provider.embeddings(headers, &request.body);
+            plain(status, body)
+        }
+        Route::Stats => plain(200, serde_json::to_string(&provider.stats()).unwrap_or_default()),
+        // The models list wants the key too, as OpenAI's and Anthropic's do: a preflight
+        // with a wrong key is refused before any job is sent.
+        Route::Models
+            if !provider.config().open_models
+                && !provider.accepts_key(Wire::of_headers(headers), headers) =>
+        {
+            let body = Wire::of_headers(headers).error_body(
+                401,
+                "Incorrect API key provided.",
+                "invalid_request_error",
+            );
+            plain(401, body.to_string())
+        }
+        Route::Models => plain(
+            200,
+            json!({"object": "list", "data": [{"id": provider.config().model, "object": "model", "owned_by": "promptgauge-mock"}]}).to_string(),
+        ),
+        Route::NoBatchApi | Route::NotFound => plain(404, json!({"error": {"message": format!("no route for {method} {path}"), "type": "not_found"}}).to_string()),
+    }
 }
 
 fn plain(status: u16, body: String) -> MockReply {

@@ -16,6 +16,7 @@ pub mod output;
 pub(crate) mod table;
 pub(crate) mod tables;
 pub(crate) mod terminal;
+mod terminal_table;
 
 pub use output::{Body, Destination, Exporter, Output, RunReport, write};
 
@@ -52,7 +53,7 @@ pub fn outputs(asked: &Asked) -> Vec<Box<dyn Output>> {
     outputs.push(Box::new(html::ReportHtml));
     outputs.push(Box::new(json::BaselineJson));
     if asked.terminal {
-        outputs.push(Box::new(terminal::TerminalTable));
+        outputs.push(Box::new(terminal_table::TerminalTable));
     }
     if let Some(path) = &asked.junit {
         outputs.push(Box::new(junit_file::JunitFile(path.clone())));

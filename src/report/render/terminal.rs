@@ -138,31 +138,6 @@ pub(crate) fn wrap(text: &str, width: Option<usize>) -> String {
     out
 }
 
-/// The terminal table as an output: the run's figures and, with `--baseline`, the
-/// comparison with that run, on standard output.
-pub(crate) struct TerminalTable;
-
-impl super::output::Output for TerminalTable {
-    fn destination(&self) -> super::output::Destination {
-        super::output::Destination::Stdout
-    }
-
-    fn render<'r>(
-        &self,
-        run: &'r mut super::output::RunReport<'_>,
-    ) -> Result<Option<super::output::Body<'r>>, crate::report::ReportError> {
-        let mut text = render(&run.result.summary);
-        if let Some(b) = run.baseline {
-            text.push_str(&format!(
-                "\nagainst the baseline run {}:\n{}",
-                b.run_a.dir,
-                render_comparison(b)
-            ));
-        }
-        Ok(Some(super::output::Body::Text(text)))
-    }
-}
-
 /// Renders the summary for a terminal (or a log when not one), fitted to its width.
 pub(crate) fn render(s: &Summary) -> String {
     render_at(s, width())
