@@ -12,9 +12,25 @@ use crate::runner::RunDir;
 
 /// `report DIR`: rebuilds a run folder's reports from its journal, read once.
 pub fn report(args: &ReportArgs) -> Result<Exit, Failure> {
-    let (result, audit, record) = rebuild(args)?;
+    let (mut result, audit, record) = rebuild(args)?;
     let keys = record.plan_keys();
-    out!("{}", report::terminal::render(&result.summary));
+    // The terminal table, once the folder's files are rewritten: the one output of the list
+    // that is not a file.
+    let asked = report::Asked {
+        terminal: true,
+        ..Default::default()
+    };
+    let table: Vec<_> = report::outputs(&asked)
+        .into_iter()
+        .filter(|o| !o.destination().in_folder())
+        .collect();
+    let mut run = report::RunReport {
+        result: &mut result,
+        bench_text: &record.bench.text,
+        baseline: None,
+    };
+    // Printing cannot fail (a closed pipe is not an error).
+    let _ = write_outputs(&table, &RunDir::at(&args.run), &mut run);
     note!(
         "journal: {} of {} planned jobs recorded{}",
         audit.finished,

@@ -36,8 +36,8 @@ pub struct Asked {
     pub junit: Option<std::path::PathBuf>,
     /// `--markdown FILE`.
     pub markdown: Option<std::path::PathBuf>,
-    /// The terminal table on standard output (a run, `merge`; `report DIR` prints its own
-    /// after the folder's files).
+    /// The terminal table on standard output (`report DIR` asks for it apart, once the
+    /// folder's files are rewritten).
     pub terminal: bool,
 }
 
