@@ -6,62 +6,43 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
+use super::continued::Continued;
+use crate::app::settings::RunSettings;
 use crate::app::{Failure, Prepared};
-use crate::cli::RunArgs;
 use crate::error::BeforeSend;
 use crate::runner::RunDir;
 use crate::runner::record::RunRecord;
 use crate::suite::Job;
 
-/// Where the run stands: the journal read once (its jobs heard by the aggregator) and
-/// opened to append, the jobs still to send, and `--until-decided`'s stop flags and horizon.
-pub(in crate::app) struct Continued {
-    pub(in crate::app) agg: crate::app::Figures,
-    pub(in crate::app) journal: crate::runner::Journal,
-    pub(in crate::app) jobs: Vec<Job>,
-    /// Jobs of the plan the journal already holds.
-    pub(in crate::app) already: usize,
-    /// `--retry-failed`: jobs sent again, by plan position, with their round.
-    pub(in crate::app) resend: HashMap<usize, u32>,
-    pub(in crate::app) stop: Option<crate::runner::sequential::StopFlags>,
-    pub(in crate::app) horizon: Option<crate::runner::sequential::Horizon>,
-    /// Jobs per case (variants × repeats): plan positions are `job.index / per_case`.
-    pub(in crate::app) per_case: usize,
-    /// `--batch`: the batches the journal holds, for the lanes to adopt.
-    pub(in crate::app) batches: Vec<crate::runner::batch::BatchRecord>,
-    /// `--budget`: what the jobs in the journal cost (earlier sessions of the run).
-    pub(in crate::app) spent: f64,
-}
-
 /// Reads the journal once, if it exists (the aggregator hears every job it holds), and
 /// opens it to append; works out the jobs still to send.
 pub(super) fn continue_journal(
-    p: &Prepared,
-    args: &RunArgs,
+    settings: &RunSettings,
     dir: &RunDir,
     record: &RunRecord,
     budget: Option<&crate::runner::budget::Prices>,
 ) -> Result<Continued, Failure> {
+    let p = &settings.plan;
     let keys = record.plan_keys();
     let per_case = p.variants.len() * p.grid.len().max(1) * p.bench.repeats as usize;
     let until = UntilDecided::of(p, per_case);
-    let mut agg = crate::app::aggregator_with(dir, record, &args.outputs, until.live(p))?;
-    if !args.store.no_store {
+    let mut agg = crate::app::aggregator_with(dir, record, settings.files(), until.live(p))?;
+    if !settings.no_store {
         agg.figures()
             .keep_rows(&record.bench.case_ids, Some(dir.store_spool()));
     }
     let mut spent = budget.map(|prices| (prices, 0.0));
     let (audit, journal) = replay_journal(
         p,
-        args.retry_failed,
+        settings.retry_failed,
         dir,
         &keys,
         (&mut agg, &mut spent),
         &until,
     )?;
     let (jobs, resend) = jobs_left(p, &keys, &audit);
-    if args.retry_failed.is_some() && !args.quiet {
-        say_resending(args.retry_failed, resend.len());
+    if settings.retry_failed.is_some() && !settings.quiet {
+        say_resending(settings.retry_failed, resend.len());
     }
     Ok(Continued {
         agg,

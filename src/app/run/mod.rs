@@ -12,6 +12,7 @@
 //! (`ending.rs`), then `finish::conclude`.
 
 mod cache;
+mod continued;
 mod embeddings;
 mod ending;
 mod folder;
@@ -25,8 +26,8 @@ mod signals;
 mod spend;
 mod watch;
 
+pub(super) use continued::Continued;
 pub(super) use embeddings::{check_embedding_endpoints, embedding_services};
-pub(super) use journal::Continued;
 pub(super) use resolve::baseline_of;
 
 use std::sync::Arc;
@@ -68,10 +69,10 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     };
 
     let (dir, mut record, _lock) = open_folder(resumed, &settings, env, &store)?;
-    let continued = continue_journal(p, args, &dir, &record, budget.as_ref().map(|b| &b.1))?;
+    let continued = continue_journal(&settings, &dir, &record, budget.as_ref().map(|b| &b.1))?;
     hold_to_budget(&settings, (&dir, &mut record), &continued, budget.as_ref())?;
     mark_batched(&mut record, p);
-    if args.retry_failed.is_none() && !settings.quiet {
+    if settings.retry_failed.is_none() && !settings.quiet {
         say_open_resends(&continued.batches, &dir);
     }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::cache::open_cache;
-use super::journal::Continued;
+use super::continued::Continued;
 use super::signals::{Signals, watch_signals};
 use super::watch::{BatchNotes, FirstFailures, Outage, watchers};
 use crate::app::settings::RunSettings;

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::path::Path;
 
 use super::cache::cached_answers;
-use super::journal::Continued;
+use super::continued::Continued;
 use crate::app::Failure;
 use crate::app::settings::RunSettings;
 use crate::cli::UsageError;

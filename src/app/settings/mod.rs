@@ -27,8 +27,7 @@ use crate::runner::record::RunRecord;
 
 /// A run's settings, resolved once from the flags, the bench and its endpoints: the plan
 /// (the jobs and where each goes), who judges, and what the flags ask of the components.
-/// The steps of `run` after it read their flags here (but the journal's, which takes
-/// `--retry-failed` and the aggregator's files from the flags themselves).
+/// The steps of `run` after it read their flags here.
 pub(super) struct RunSettings {
     /// The bench with the flags applied: the jobs, the endpoint (or the grid's), the
     /// scorers.
@@ -65,6 +64,8 @@ pub(super) struct RunSettings {
     outputs: OutputArgs,
     /// `--no-store`: the run is recorded in no history store.
     pub no_store: bool,
+    /// `--retry-failed`: which failed jobs of the journal are sent again.
+    pub retry_failed: Option<crate::cli::RetryFailed>,
 }
 
 impl RunSettings {
@@ -99,6 +100,7 @@ impl RunSettings {
             gates: flags.gates.clone(),
             outputs: flags.outputs.clone(),
             no_store: flags.store.no_store,
+            retry_failed: flags.retry_failed,
         })
     }
 
@@ -206,6 +208,11 @@ impl RunSettings {
             budget,
             ..Default::default()
         }
+    }
+
+    /// The files the run writes besides its folder (`--junit`, `--markdown`, `--jobs-csv`).
+    pub(super) fn files(&self) -> &OutputArgs {
+        &self.outputs
     }
 
     /// What the run writes when it ends: its gates, report files and history store (`None`

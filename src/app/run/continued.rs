@@ -1,0 +1,26 @@
+//! Where a run stands once its journal is read: what `continue_journal` (`journal.rs`)
+//! makes and the run's settings and sending take, below them all.
+
+use std::collections::HashMap;
+
+use crate::suite::Job;
+
+/// Where the run stands: the journal read once (its jobs heard by the aggregator) and
+/// opened to append, the jobs still to send, and `--until-decided`'s stop flags and horizon.
+pub(in crate::app) struct Continued {
+    pub(in crate::app) agg: crate::app::Figures,
+    pub(in crate::app) journal: crate::runner::Journal,
+    pub(in crate::app) jobs: Vec<Job>,
+    /// Jobs of the plan the journal already holds.
+    pub(in crate::app) already: usize,
+    /// `--retry-failed`: jobs sent again, by plan position, with their round.
+    pub(in crate::app) resend: HashMap<usize, u32>,
+    pub(in crate::app) stop: Option<crate::runner::sequential::StopFlags>,
+    pub(in crate::app) horizon: Option<crate::runner::sequential::Horizon>,
+    /// Jobs per case (variants × repeats): plan positions are `job.index / per_case`.
+    pub(in crate::app) per_case: usize,
+    /// `--batch`: the batches the journal holds, for the lanes to adopt.
+    pub(in crate::app) batches: Vec<crate::runner::batch::BatchRecord>,
+    /// `--budget`: what the jobs in the journal cost (earlier sessions of the run).
+    pub(in crate::app) spent: f64,
+}
