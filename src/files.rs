@@ -42,6 +42,22 @@ pub(crate) fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// Writes `bytes` as a new file at `path`, its folders made first. Never over a file that
+/// exists, nor through a symlink made since a caller's check (`create_new` refuses both).
+/// The error is the message a user reads: which folder or file, and why.
+pub(crate) fn write_new(path: &Path, bytes: impl AsRef<[u8]>) -> Result<(), String> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .and_then(|mut file| std::io::Write::write_all(&mut file, bytes.as_ref()))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
 /// Writes a whole file beside `path` and renames it over `path`: a process killed or a disk
 /// filled mid-write leaves the old file (or none), never half of the new one. A failed
 /// write leaves nothing behind.

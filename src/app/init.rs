@@ -254,19 +254,9 @@ pub fn init(args: &InitArgs) -> Result<Exit, Failure> {
         }
     }
     for f in &files {
-        let path = dir.join(f.path);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", parent.display()))
-                .before_send()?;
-        }
         // A new file only: never through a symlink made since the check.
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .and_then(|mut file| std::io::Write::write_all(&mut file, f.text.as_bytes()))
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
+        crate::files::write_new(&dir.join(f.path), &f.text)
+            .map_err(|e| anyhow::anyhow!(e))
             .before_send()?;
     }
     let here = if dir == Path::new(".") {

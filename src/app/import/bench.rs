@@ -205,20 +205,10 @@ pub(super) fn write_bench(
     config_path: &Path,
     im: &Import,
 ) -> Result<(), Failure> {
+    // A new file only: import never overwrites, nor writes through a symlink.
     let write = |rel: &str, text: &str| -> Result<(), Failure> {
-        let path = out.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", parent.display()))
-                .before_send()?;
-        }
-        // A new file only: import never overwrites, nor writes through a symlink.
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .and_then(|mut file| std::io::Write::write_all(&mut file, text.as_bytes()))
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
+        crate::files::write_new(&out.join(rel), text)
+            .map_err(|e| anyhow::anyhow!(e))
             .before_send()
     };
     for (file, text) in &im.variants {
