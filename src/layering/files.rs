@@ -26,50 +26,60 @@ struct File {
     paths: Vec<Vec<String>>,
 }
 
-/// `code` without comments, string and character literals, and items under `#[cfg(test)]`
-/// (tests live beside the code; what they reach is not the code's structure).
-fn code_only(code: &str) -> String {
-    let b = code.as_bytes();
+/// `code` with comments, string and character literals, and items under `#[cfg(test)]`
+/// blanked to spaces, every line break kept: what is left is the code's shape, line for
+/// line with the file (tests live beside the code; what they reach is not the code's
+/// structure). The files' graph, the functions' lengths and the types' names all read it.
+pub(super) fn code_only(code: &str) -> String {
     let mut out = String::with_capacity(code.len());
     let mut i = 0;
-    while i < b.len() {
+    while i < code.len() {
         let rest = &code[i..];
-        if rest.starts_with("//") {
-            i += rest.find('\n').unwrap_or(rest.len());
+        let skip = if rest.starts_with("//") {
+            rest.find('\n').unwrap_or(rest.len())
         } else if rest.starts_with("/*") {
-            i += rest.find("*/").map_or(rest.len(), |e| e + 2);
+            rest.find("*/").map_or(rest.len(), |e| e + 2)
         } else if let Some(hashes) = raw_string_start(rest) {
             let close = format!("\"{}", "#".repeat(hashes));
-            let body = hashes + 2;
-            i += rest[body..]
+            let body = rest.find('"').unwrap_or(0) + 1;
+            rest[body..]
                 .find(&close)
-                .map_or(rest.len(), |e| body + e + close.len());
-            out.push_str("\"\"");
-        } else if b[i] == b'"' {
-            let mut j = i + 1;
+                .map_or(rest.len(), |e| body + e + close.len())
+        } else if rest.starts_with('"') {
+            let b = rest.as_bytes();
+            let mut j = 1;
             while j < b.len() && b[j] != b'"' {
                 j += if b[j] == b'\\' { 2 } else { 1 };
             }
-            i = j + 1;
-            out.push_str("\"\"");
-        } else if b[i] == b'\''
+            (j + 1).min(rest.len())
+        } else if rest.starts_with('\'')
             && let Some(n) = char_literal_len(rest)
         {
-            i += n;
-            out.push_str("' '");
-        } else if rest.starts_with("#[cfg(test)]") {
-            i += "#[cfg(test)]".len() + item_len(&code[i + "#[cfg(test)]".len()..]);
+            n
+        } else if let Some(item) = rest.strip_prefix("#[cfg(test)]") {
+            "#[cfg(test)]".len() + item_len(&code_only(item))
         } else {
-            let c = rest.chars().next().unwrap();
+            0
+        };
+        if skip == 0 {
+            let c = rest.chars().next().unwrap_or(' ');
             out.push(c);
             i += c.len_utf8();
+        } else {
+            let end = (i + skip).min(code.len());
+            out.extend(
+                code[i..end]
+                    .chars()
+                    .map(|c| if c == '\n' { '\n' } else { ' ' }),
+            );
+            i = end;
         }
     }
     out
 }
 
 /// `r"…"`, `r#"…"#`, `br"…"`: how many `#` the raw string opens with.
-pub(super) fn raw_string_start(s: &str) -> Option<usize> {
+fn raw_string_start(s: &str) -> Option<usize> {
     let s = s.strip_prefix('b').unwrap_or(s);
     let s = s.strip_prefix('r')?;
     let hashes = s.len() - s.trim_start_matches('#').len();
@@ -77,7 +87,7 @@ pub(super) fn raw_string_start(s: &str) -> Option<usize> {
 }
 
 /// `'x'`, `'\n'`, `'\u{1F600}'`: the literal's length; `None` for a lifetime (`'a`).
-pub(super) fn char_literal_len(s: &str) -> Option<usize> {
+fn char_literal_len(s: &str) -> Option<usize> {
     let mut chars = s.char_indices().skip(1);
     let (_, c) = chars.next()?;
     if c == '\\' {

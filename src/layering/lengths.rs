@@ -7,58 +7,7 @@ use std::path::Path;
 /// The most lines a function may take, from its `fn` line to its closing brace.
 const MAX_LINES: usize = 80;
 
-/// `code` with comments, string and character literals, and items under `#[cfg(test)]`
-/// blanked to spaces, every line break kept: what is left is the code's shape, line for
-/// line with the file.
-pub(super) fn blanked(code: &str) -> String {
-    let mut out = String::with_capacity(code.len());
-    let mut i = 0;
-    while i < code.len() {
-        let rest = &code[i..];
-        let skip = if rest.starts_with("//") {
-            rest.find('\n').unwrap_or(rest.len())
-        } else if rest.starts_with("/*") {
-            rest.find("*/").map_or(rest.len(), |e| e + 2)
-        } else if let Some(hashes) = super::files::raw_string_start(rest) {
-            let close = format!("\"{}", "#".repeat(hashes));
-            let body = rest.find('"').unwrap_or(0) + 1;
-            rest[body..]
-                .find(&close)
-                .map_or(rest.len(), |e| body + e + close.len())
-        } else if rest.starts_with('"') {
-            let b = rest.as_bytes();
-            let mut j = 1;
-            while j < b.len() && b[j] != b'"' {
-                j += if b[j] == b'\\' { 2 } else { 1 };
-            }
-            (j + 1).min(rest.len())
-        } else if rest.starts_with('\'')
-            && let Some(n) = super::files::char_literal_len(rest)
-        {
-            n
-        } else if let Some(item) = rest.strip_prefix("#[cfg(test)]") {
-            "#[cfg(test)]".len() + super::files::item_len(&blanked(item))
-        } else {
-            0
-        };
-        if skip == 0 {
-            let c = rest.chars().next().unwrap_or(' ');
-            out.push(c);
-            i += c.len_utf8();
-        } else {
-            let end = (i + skip).min(code.len());
-            out.extend(
-                code[i..end]
-                    .chars()
-                    .map(|c| if c == '\n' { '\n' } else { ' ' }),
-            );
-            i = end;
-        }
-    }
-    out
-}
-
-/// Every function of `code` (already [`blanked`]) with a body: its name and its length in
+/// Every function of `code` (already `code_only`) with a body: its name and its length in
 /// lines, from the line of `fn` to the line of the brace that closes it.
 fn function_lengths(code: &str) -> Vec<(String, usize)> {
     let mut found = Vec::new();
@@ -123,7 +72,7 @@ fn long_functions(src: &Path) -> Vec<(String, String, usize)> {
             .unwrap_or(&path)
             .display()
             .to_string();
-        for (function, lines) in function_lengths(&blanked(&code)) {
+        for (function, lines) in function_lengths(&super::files::code_only(&code)) {
             if lines > MAX_LINES {
                 long.push((name.clone(), function, lines));
             }
@@ -156,7 +105,7 @@ fn the_length_reader_counts_bodies_only_and_skips_what_is_not_code() {
                 #[cfg(test)]\nmod tests {\n    fn hidden() {\n\n    }\n}\n\
                 fn after() { r#\"}\"#; }\n\
                 fn array(x: [u8; 4]) {\n}\n";
-    let found = function_lengths(&blanked(code));
+    let found = function_lengths(&super::files::code_only(code));
     assert_eq!(
         found,
         vec![
@@ -167,7 +116,7 @@ fn the_length_reader_counts_bodies_only_and_skips_what_is_not_code() {
         ]
     );
     assert_eq!(
-        blanked(code).matches('\n').count(),
+        super::files::code_only(code).matches('\n').count(),
         code.matches('\n').count()
     );
 }

@@ -55,7 +55,7 @@ fn no_two_types_of_src_share_a_name() {
             .unwrap_or(&path)
             .display()
             .to_string();
-        for name in shown_types(&super::lengths::blanked(&code)) {
+        for name in shown_types(&super::files::code_only(&code)) {
             by_name.entry(name).or_default().push(file.clone());
         }
     }
