@@ -14,23 +14,18 @@ use crate::runner::RunDir;
 pub fn report(args: &ReportArgs) -> Result<Exit, Failure> {
     let (mut result, audit, record) = rebuild(args)?;
     let keys = record.plan_keys();
-    // The terminal table, once the folder's files are rewritten: the one output of the list
-    // that is not a file.
-    let asked = report::Asked {
-        terminal: true,
-        ..Default::default()
-    };
-    let table: Vec<_> = report::outputs(&asked)
-        .into_iter()
-        .filter(|o| !o.destination().in_folder())
-        .collect();
+    // The terminal table, once the folder's files are rewritten: the same output a run
+    // prints, on standard output (printing cannot fail: a closed pipe is not an error).
     let mut run = report::RunReport {
         result: &mut result,
         bench_text: &record.bench.text,
         baseline: None,
     };
-    // Printing cannot fail (a closed pipe is not an error).
-    let _ = write_outputs(&table, &RunDir::at(&args.run), &mut run);
+    let _ = report::render::write(
+        &report::render::TerminalTable,
+        &mut run,
+        &RunDir::at(&args.run),
+    );
     note!(
         "journal: {} of {} planned jobs recorded{}",
         audit.finished,

@@ -19,6 +19,7 @@ pub(crate) mod terminal;
 mod terminal_table;
 
 pub use output::{Body, Destination, Exporter, Output, RunReport, write};
+pub(crate) use terminal_table::TerminalTable;
 
 /// Every summary format written into a run folder.
 pub fn exporters() -> Vec<Box<dyn Exporter>> {
@@ -36,7 +37,7 @@ pub struct Asked {
     pub junit: Option<std::path::PathBuf>,
     /// `--markdown FILE`.
     pub markdown: Option<std::path::PathBuf>,
-    /// The terminal table on standard output (`report DIR` asks for it apart, once the
+    /// The terminal table on standard output (`report DIR` prints it apart, once the
     /// folder's files are rewritten).
     pub terminal: bool,
 }
