@@ -159,6 +159,14 @@ impl Budget {
         l.held.get(&index).map(|(usd, _)| *usd)
     }
 
+    /// Lets go of job `index`'s hold: it was never sent.
+    pub fn release(&self, index: usize) {
+        let mut l = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((usd, _)) = l.held.remove(&index) {
+            l.holding = (l.holding - usd).max(0.0);
+        }
+    }
+
     /// A finished job's bill takes its hold's place.
     pub fn settle(&self, record: &JobRecord) {
         let mut l = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
@@ -254,5 +262,19 @@ mod tests {
         // A record with no hold (replayed, or never held) is not counted twice.
         b.settle(&record);
         assert!((b.spent() - 0.45).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_released_hold_frees_its_room_and_spends_nothing() {
+        // 0.25 spent by earlier sessions: 0.75 left.
+        let b = budget(1.0);
+        assert!(b.hold(1, 0, 0.7));
+        assert!(!budget(1.0).hold(2, 0, 0.7 + 0.1));
+        b.release(1);
+        b.release(1);
+        assert_eq!(b.held_for(1), None);
+        assert_eq!(b.spent(), 0.25);
+        // The room it held is free again.
+        assert!(b.hold(3, 0, 0.74));
     }
 }

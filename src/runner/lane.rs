@@ -102,6 +102,14 @@ impl RunOptions {
         )
     }
 
+    /// `--budget`: lets go of what was held for a job that will not be sent after all (its
+    /// variant was decided while it waited for its batch).
+    pub(super) fn release(&self, job: &Job) {
+        if let Some(b) = &self.budget {
+            b.release(job.index);
+        }
+    }
+
     /// What the budget holds for job `index`, when there is a budget.
     pub(super) fn held_for(&self, index: usize) -> Option<f64> {
         self.budget.as_ref().and_then(|b| b.held_for(index))
@@ -202,9 +210,9 @@ impl Rendered {
     /// What the answer sources are asked.
     pub(super) fn ask<'a>(&'a self, lane: &'a Lane, job: &Job) -> source::Ask<'a> {
         source::Ask {
+            job: *job,
             request: &self.request,
             model: lane.client.config().model.as_str(),
-            repeat: job.repeat,
             cache_key: Default::default(),
         }
     }

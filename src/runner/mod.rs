@@ -15,6 +15,7 @@ pub mod record;
 mod scoring;
 pub mod sequential;
 pub mod source;
+mod workers;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -31,7 +32,8 @@ pub use lane::{Lane, RunOptions};
 use crate::client::ClientEvent;
 use crate::suite::{Bench, Job};
 use lane::{Message, job_key};
-use scoring::{request_of, run_job};
+use scoring::request_of;
+use workers::Workers;
 
 /// Runs `jobs` through their endpoints' clients (`lanes`, by `Job::endpoint`), telling
 /// `listener` everything in order. `dispatch` stops new jobs from starting (first Ctrl-C);
@@ -103,8 +105,9 @@ struct Start<'a> {
 }
 
 impl Start<'_> {
-    /// Starts each lane's tasks: its batch driver (`--batch`), or its workers; each
-    /// client's events are sent on the run's channel.
+    /// Starts each lane's tasks: its workers, asking the lane's sources (a batch lane's
+    /// last source its provider's batch, `--batch`); each client's events are sent on the
+    /// run's channel.
     fn lanes(self, lanes: &[Lane], by_lane: Vec<Vec<Job>>) -> tokio::task::JoinSet<()> {
         let mut tasks = tokio::task::JoinSet::new();
         for (lane, jobs) in lanes.iter().zip(by_lane) {
@@ -118,41 +121,36 @@ impl Start<'_> {
                 self.options.attempts,
             );
             if lane.batch {
-                tasks.spawn(self.driver(lane, jobs).drive());
+                let workers = self.workers(lane, jobs, Arc::new([]), lane.dispatch.child_token());
+                tasks.spawn(batch::run_lane(workers));
                 continue;
             }
-            let workers = self.workers(lane, jobs);
-            let count = lane.client.capacity().max(1).min(workers.jobs.len().max(1));
-            for _ in 0..count {
-                tasks.spawn(workers.clone().work());
-            }
+            let sources = workers::streamed_sources(lane, self.options);
+            self.workers(lane, jobs, sources, lane.dispatch.clone())
+                .spawn(&mut tasks);
         }
         tasks
     }
 
-    fn driver(&self, lane: &Lane, jobs: Vec<Job>) -> batch::Driver {
-        batch::Driver {
-            bench: self.bench.clone(),
-            lane: lane.clone(),
-            jobs,
-            options: self.options.clone(),
-            tx: self.tx.clone(),
-            dispatch: self.dispatch.clone(),
-            active: self.active.clone(),
-        }
-    }
-
-    fn workers(&self, lane: &Lane, jobs: Vec<Job>) -> Workers {
+    fn workers(
+        &self,
+        lane: &Lane,
+        jobs: Vec<Job>,
+        sources: workers::Sources,
+        halt: CancellationToken,
+    ) -> Workers {
         Workers {
             bench: self.bench.clone(),
-            sources: sources_of(lane, self.options),
+            sources,
             jobs: Arc::new(jobs),
             next: Arc::new(AtomicUsize::new(0)),
             active: self.active.clone(),
             lane: lane.clone(),
             tx: self.tx.clone(),
             dispatch: self.dispatch.clone(),
+            halt,
             options: self.options.clone(),
+            parking: Default::default(),
         }
     }
 }
@@ -263,110 +261,6 @@ impl Delivery<'_> {
         }
         Ok(())
     }
-}
-
-/// Where a lane's answers come from: the answers already held (the cache, the run's own
-/// sources), then the lane's streamed client, which always answers.
-fn sources_of(lane: &Lane, options: &RunOptions) -> Arc<[Arc<dyn source::AnswerSource>]> {
-    let mut sources = lane.held_sources(options);
-    sources.push(Arc::new(source::Live(lane.client.clone())));
-    sources.into()
-}
-
-/// One lane's workers: each pulls the lane's next job until none is left or the run stops.
-#[derive(Clone)]
-struct Workers {
-    bench: Arc<Bench>,
-    sources: Arc<[Arc<dyn source::AnswerSource>]>,
-    jobs: Arc<Vec<Job>>,
-    next: Arc<AtomicUsize>,
-    active: Arc<AtomicUsize>,
-    lane: Lane,
-    tx: mpsc::UnboundedSender<Message>,
-    dispatch: CancellationToken,
-    options: RunOptions,
-}
-
-impl Workers {
-    async fn work(self) {
-        let (dispatch, options) = (&self.dispatch, &self.options);
-        let stop = self.lane.client.stop_token();
-        let lane = self.lane.dispatch.clone();
-        while !dispatch.is_cancelled()
-            && !stop.is_cancelled()
-            && !lane.is_cancelled()
-            && !options.out_of_budget()
-        {
-            let i = self.next.fetch_add(1, Ordering::SeqCst);
-            let Some(job) = self.jobs.get(i) else { break };
-            if let Some((h, per_case)) = &options.horizon
-                && !wait_for_horizon(h, job.index / (*per_case).max(1), dispatch, &stop).await
-            {
-                break;
-            }
-            if options.decided(&self.bench, job) {
-                continue;
-            }
-            let record = match request_of(&self.bench, job, &self.lane, options) {
-                Ok(request) => {
-                    if !options.afford(&self.bench, job, &request, &self.lane) {
-                        break;
-                    }
-                    self.active.fetch_add(1, Ordering::SeqCst);
-                    let _ = self.tx.send(Message::Started(*job));
-                    let record = run_job(
-                        &self.bench,
-                        job,
-                        &request,
-                        &self.sources,
-                        &self.lane,
-                        options,
-                    )
-                    .await;
-                    self.active.fetch_sub(1, Ordering::SeqCst);
-                    record
-                }
-                Err(failed) => {
-                    let _ = self.tx.send(Message::Started(*job));
-                    Some(*failed)
-                }
-            };
-            let Some(record) = record else {
-                break;
-            };
-            options.settle(&record);
-            if self.tx.send(Message::Finished(Box::new(record))).is_err() {
-                break;
-            }
-        }
-    }
-}
-
-/// `--until-decided`: waits until the tests let a job at case `position` go; `false` when
-/// the run stopped meanwhile.
-async fn wait_for_horizon(
-    h: &crate::runner::sequential::Horizon,
-    position: usize,
-    dispatch: &CancellationToken,
-    stop: &CancellationToken,
-) -> bool {
-    loop {
-        let waiting = h.notify.notified();
-        tokio::pin!(waiting);
-        waiting.as_mut().enable();
-        if position <= h.limit.load(Ordering::SeqCst)
-            || dispatch.is_cancelled()
-            || stop.is_cancelled()
-        {
-            break;
-        }
-        tokio::select! {
-            _ = waiting => {}
-            _ = dispatch.cancelled() => {}
-            _ = stop.cancelled() => {}
-        }
-    }
-    !(dispatch.is_cancelled() || stop.is_cancelled())
 }
 
 /// Waits for every worker.

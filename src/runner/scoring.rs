@@ -12,8 +12,17 @@ use crate::client::{ChatMessage, JobRequest, JobResult, Usage};
 use crate::grade::{Answer, Score, ScoreContext, ScoreInput};
 use crate::suite::{Bench, Job};
 
-/// Asks the sources for one job's answer and scores it; `None` when the run was stopped
-/// before it finished.
+/// How a job a worker asked its sources about ended, as far as the worker is concerned.
+pub(super) enum JobEnd {
+    /// Answered and scored.
+    Record(Box<JobRecord>),
+    /// A source took it and records it later (a provider batch).
+    Later,
+    /// The run stopped before it finished.
+    Stopped,
+}
+
+/// Asks the sources for one job's answer and scores it.
 pub(super) async fn run_job(
     bench: &Bench,
     job: &Job,
@@ -21,10 +30,15 @@ pub(super) async fn run_job(
     sources: &[Arc<dyn source::AnswerSource>],
     lane: &Lane,
     options: &RunOptions,
-) -> Option<JobRecord> {
+) -> JobEnd {
     let ask = request.ask(lane, job);
-    let answer = source::answer(sources, &ask).await?;
-    score(bench, job, request, answer, lane, options).await
+    match source::answer(sources, &ask).await {
+        source::SourceReply::Answer(answer) => score(bench, job, request, answer, lane, options)
+            .await
+            .map_or(JobEnd::Stopped, |r| JobEnd::Record(Box::new(r))),
+        source::SourceReply::Later => JobEnd::Later,
+        source::SourceReply::Pass => JobEnd::Stopped,
+    }
 }
 
 /// Renders a job's request at its lane; a template that fails is the job's failed record.

@@ -1,10 +1,11 @@
-//! Where a job's answer comes from. The runner asks its sources in order — the response
-//! cache (`--cache`), then any others a run adds, then the streamed client — and the first
-//! that has an answer gives it; every source then hears the answer, so the cache keeps what
-//! the client bought. Whatever its source, an answer is scored and recorded by one function
-//! (`scoring.rs`'s `record`). A batch lane (`batch/`) asks the same sources before it buys
-//! anything and lets them all hear each batched answer ([`heard`]): its provider's batch
-//! stands where the streamed client ([`Live`]) stands in a streaming lane.
+//! Where a job's answer comes from. A lane's workers ask its sources in order — the
+//! response cache (`--cache`), then any others a run adds, then the one that buys: the
+//! streamed client ([`Live`]), or in a batch lane the provider's batch
+//! (`batch::BatchSource`) — and the first that has an answer gives it; every source then
+//! hears the answer, so the cache keeps what the client bought. A source may also take a
+//! job and answer it later ([`SourceReply::Later`]: a provider batch, which answers when the batch
+//! ends); it then records the answer itself, through the same function. Whatever its
+//! source, an answer is scored and recorded by one function (`scoring.rs`'s `record`).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -12,15 +13,17 @@ use std::sync::{Arc, Mutex};
 
 use crate::client::cache::{self, Cache};
 use crate::client::{Client, JobRequest, JobResult, Outcome};
+use crate::suite::Job;
 
 /// What a source is asked: the request as the client would send it, and what else
 /// determines its answer.
 pub struct Ask<'a> {
+    /// The job asking: a source that answers later says which job the answer is for, and
+    /// its repeat index keeps repeats separate samples, never one answer reused.
+    pub job: Job,
     pub request: &'a JobRequest,
     /// The model the run asks (part of what determines the answer).
     pub model: &'a str,
-    /// The job's repeat index: repeats are separate samples, never one answer reused.
-    pub repeat: u32,
     /// The cache's key for this job, hashed once (the run's one cache asks for it when it
     /// looks the answer up and again when it keeps the answer another source bought).
     pub(crate) cache_key: std::sync::OnceLock<String>,
@@ -33,13 +36,30 @@ pub struct Sourced {
     pub cached: bool,
 }
 
+/// What a source says when asked.
+pub enum SourceReply {
+    /// Its answer (a source that tried and failed answers with the failure).
+    Answer(Sourced),
+    /// It has none (a cache miss): the next source is asked.
+    Pass,
+    /// It took the job and will record its answer itself, later (a provider's batch,
+    /// when the batch ends): the worker goes on to its next job.
+    Later,
+}
+
+impl From<Option<Sourced>> for SourceReply {
+    fn from(answer: Option<Sourced>) -> SourceReply {
+        answer.map_or(SourceReply::Pass, SourceReply::Answer)
+    }
+}
+
 /// A future a source returns.
-pub type SourceFuture<'a> = Pin<Box<dyn Future<Output = Option<Sourced>> + Send + 'a>>;
+pub type SourceFuture<'a> = Pin<Box<dyn Future<Output = SourceReply> + Send + 'a>>;
 
 /// A place answers come from.
 pub trait AnswerSource: Send + Sync {
-    /// The answer to `ask`, or `None` when this source has none (a cache miss): the next
-    /// source is asked. A source that tried and failed answers with the failure.
+    /// What this source says to `ask`: its answer, none (the next source is asked), or
+    /// that it took the job and answers later.
     fn answer<'a>(&'a self, ask: &'a Ask<'a>) -> SourceFuture<'a>;
 
     /// Hears the answer the job got (from whichever source): a source that keeps answers
@@ -47,17 +67,27 @@ pub trait AnswerSource: Send + Sync {
     fn heard(&self, ask: &Ask<'_>, answer: &Sourced) {
         let _ = (ask, answer);
     }
+
+    /// Told when every worker of the lane waits (on the sequential tests, or has no job
+    /// left): nothing more is coming until something is answered, so a source that
+    /// gathers jobs (a provider batch) sends what it holds.
+    fn idle(&self) {}
 }
 
-/// Asks `sources` in order; every source hears the answer.
-pub async fn answer(sources: &[Arc<dyn AnswerSource>], ask: &Ask<'_>) -> Option<Sourced> {
+/// Asks `sources` in order; every source hears an answer given now. `Pass` when none
+/// answered (nor took the job).
+pub async fn answer(sources: &[Arc<dyn AnswerSource>], ask: &Ask<'_>) -> SourceReply {
     for source in sources {
-        if let Some(answer) = source.answer(ask).await {
-            heard(sources, ask, &answer);
-            return Some(answer);
+        match source.answer(ask).await {
+            SourceReply::Pass => continue,
+            SourceReply::Answer(answer) => {
+                heard(sources, ask, &answer);
+                return SourceReply::Answer(answer);
+            }
+            SourceReply::Later => return SourceReply::Later,
         }
     }
-    None
+    SourceReply::Pass
 }
 
 /// Tells every source the answer a job got (from one of them, or from a provider's batch).
@@ -73,7 +103,7 @@ pub struct Live(pub Arc<Client>);
 impl AnswerSource for Live {
     fn answer<'a>(&'a self, ask: &'a Ask<'a>) -> SourceFuture<'a> {
         Box::pin(async move {
-            Some(Sourced {
+            SourceReply::Answer(Sourced {
                 result: self.0.execute(ask.request).await,
                 cached: false,
             })
@@ -97,7 +127,7 @@ impl Cached {
                 ask.model,
                 &ask.request.messages,
                 &ask.request.params,
-                ask.repeat,
+                ask.job.repeat,
             )
         })
     }
@@ -116,8 +146,10 @@ impl AnswerSource for Cached {
         let key = self.key(ask);
         let hit = self.cache.lock().ok().and_then(|c| c.get(key).cloned());
         Box::pin(async move {
-            let answer = hit?;
-            Some(Sourced {
+            let Some(answer) = hit else {
+                return SourceReply::Pass;
+            };
+            SourceReply::Answer(Sourced {
                 result: JobResult {
                     attempts: Vec::new(),
                     refusal: None,

@@ -389,27 +389,29 @@ impl runner::source::AnswerSource for EveryOther {
             .trim_start_matches("Echo: ")
             .to_string();
         Box::pin(async move {
-            job.is_multiple_of(2).then(|| runner::source::Sourced {
-                result: promptgauge::client::JobResult {
-                    attempts: Vec::new(),
-                    refusal: None,
-                    // Wrong on purpose for job 0: scored like any answer.
-                    text: if job == 0 {
-                        "nope".into()
-                    } else {
-                        text.trim().to_string()
+            job.is_multiple_of(2)
+                .then(|| runner::source::Sourced {
+                    result: promptgauge::client::JobResult {
+                        attempts: Vec::new(),
+                        refusal: None,
+                        // Wrong on purpose for job 0: scored like any answer.
+                        text: if job == 0 {
+                            "nope".into()
+                        } else {
+                            text.trim().to_string()
+                        },
+                        reasoning: String::new(),
+                        tool_calls: Vec::new(),
+                        finish_reason: Some("stop".into()),
+                        usage: None,
+                        model: Some("batch".into()),
+                        answer_ms: None,
+                        failure: None,
+                        aborted: false,
                     },
-                    reasoning: String::new(),
-                    tool_calls: Vec::new(),
-                    finish_reason: Some("stop".into()),
-                    usage: None,
-                    model: Some("batch".into()),
-                    answer_ms: None,
-                    failure: None,
-                    aborted: false,
-                },
-                cached: true,
-            })
+                    cached: true,
+                })
+                .into()
         })
     }
 
