@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use futures_util::stream;
 
+use super::route::Matching;
 use super::{InFlight, MockReply, MockRequest, Provider, ReplyStep};
 use crate::client::transport::{BoxFuture, HttpRequest, HttpResponse, Transport, TransportError};
 
@@ -59,18 +60,7 @@ impl Transport for MemoryTransport {
                 Some(i) => path[i + 3..].find('/').map_or("/", |j| &path[i + 3 + j..]),
                 None => path.as_str(),
             };
-            let batch = provider.batch_api(request_method, route, &request);
-            use super::route::Route;
-            let reply = match batch {
-                Some(reply) => reply,
-                None => match super::route::route(request_method, route, false) {
-                    // No batch API here (`--no-batch-api`), as on the TCP server.
-                    Route::NoBatchApi => super::batch::not_found(route),
-                    Route::Responses => provider.respond_responses(&request),
-                    Route::Messages => provider.respond_messages(&request),
-                    _ => provider.respond(&request),
-                },
-            };
+            let reply = provider.serve(request_method, route, &request, Matching::End);
             let (status, headers, steps, in_flight) = match reply {
                 MockReply::Hang(_in_flight) => return std::future::pending().await,
                 MockReply::Respond {

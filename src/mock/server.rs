@@ -5,12 +5,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
-use super::{MockReply, MockRequest, Provider, ReplyStep, Wire};
+use super::route::Matching;
+use super::{MockReply, MockRequest, Provider, ReplyStep};
 
 /// A running simulator; stops when dropped.
 pub struct MockServer {
@@ -130,72 +130,16 @@ async fn connection(mut stream: TcpStream, provider: Arc<Provider>) -> std::io::
         }
         let body = Bytes::from(buf.drain(..head.content_length).collect::<Vec<u8>>());
         let path = head.path.split('?').next().unwrap_or("");
-        // The batch APIs' paths (`batch.rs` says which it owns).
-        let batch = provider.batch_api(
-            &head.method,
-            path,
-            &MockRequest {
-                headers: head.headers.clone(),
-                body: body.clone(),
-            },
-        );
         let request = MockRequest {
             headers: head.headers,
             body,
         };
-        let reply = match batch {
-            Some(reply) => reply,
-            None => answer(&provider, &head.method, path, &request),
-        };
+        let reply = provider.serve(&head.method, path, &request, Matching::Exact);
         if !play(&mut stream, reply, &provider).await? {
             return Ok(());
         }
     }
     Ok(())
-}
-
-/// The reply to a request that is not the batch API's, by its route.
-fn answer(provider: &Provider, method: &str, path: &str, request: &MockRequest) -> MockReply {
-    use super::route::{Route, route};
-    let headers = &request.headers;
-    match route(method, path, true) {
-        Route::Chat => provider.respond(request),
-        Route::Responses => provider.respond_responses(request),
-        Route::Messages => provider.respond_messages(request),
-        Route::Embeddings => {
-            let (status, body) = provider.embeddings(headers, &request.body);
-            plain(status, body)
-        }
-        Route::Stats => plain(200, serde_json::to_string(&provider.stats()).unwrap_or_default()),
-        // The models list wants the key too, as OpenAI's and Anthropic's do: a preflight
-        // with a wrong key is refused before any job is sent.
-        Route::Models
-            if !provider.config().open_models
-                && !provider.accepts_key(Wire::of_headers(headers), headers) =>
-        {
-            let body = Wire::of_headers(headers).error_body(
-                401,
-                "Incorrect API key provided.",
-                "invalid_request_error",
-            );
-            plain(401, body.to_string())
-        }
-        Route::Models => plain(
-            200,
-            json!({"object": "list", "data": [{"id": provider.config().model, "object": "model", "owned_by": "promptgauge-mock"}]}).to_string(),
-        ),
-        Route::NoBatchApi | Route::NotFound => plain(404, json!({"error": {"message": format!("no route for {method} {path}"), "type": "not_found"}}).to_string()),
-    }
-}
-
-fn plain(status: u16, body: String) -> MockReply {
-    let stats = Arc::new(super::Stats::default());
-    MockReply::Respond {
-        status,
-        headers: vec![("content-type".into(), "application/json".into())],
-        steps: vec![ReplyStep::Write(Bytes::from(body))],
-        in_flight: super::InFlight::new(&stats, Wire::Chat),
-    }
 }
 
 fn reason(status: u16) -> &'static str {
