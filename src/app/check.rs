@@ -1,19 +1,19 @@
 //! `check`: everything a run would validate, and the plan, without a single request.
 
-use super::{Exit, Failure, prepare, shown_urls};
+use super::settings::Planned;
+use super::{Exit, Failure, shown_urls};
 use crate::cli::{CheckArgs, Env};
 use crate::report::compare::Detectable;
 
 /// `check`: validates everything a run would and prints the plan; sends nothing.
 pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
-    let p = prepare(&args.plan, env)?;
+    let Planned { plan: p, judge, .. } = Planned::resolve(&args.plan, env)?;
     say_plan(&p);
     say_endpoints(&p);
     for line in p.bench.programs_said() {
         out!("  {line}");
     }
     super::run::check_embedding_endpoints(&p)?;
-    let judge = super::judge::resolve(&p, &args.plan, env)?;
     if let Some(judge) = &judge {
         say_judge(&p, judge);
         for w in &judge.warnings {

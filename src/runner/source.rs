@@ -37,6 +37,10 @@ pub struct Sourced {
 }
 
 /// What a source says when asked.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one lives for a moment per job, moved once: boxing would cost an allocation each"
+)]
 pub enum SourceReply {
     /// Its answer (a source that tried and failed answers with the failure).
     Answer(Sourced),

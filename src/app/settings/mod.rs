@@ -25,6 +25,34 @@ use crate::report::ProviderInfo;
 use crate::runner;
 use crate::runner::record::RunRecord;
 
+/// A bench planned from the plan flags, resolved once: the jobs and where each goes, where
+/// the answers come from, and who judges. `check` shows it; `run` resolves it into its
+/// [`RunSettings`] and sends from it.
+pub(super) struct Planned {
+    /// The bench with the flags applied: the jobs, the endpoint (or the grid's), the
+    /// scorers.
+    pub plan: Prepared,
+    /// Where the answers come from, as shown and stored (the baseline endpoint's).
+    pub provider: ProviderInfo,
+    /// Who judges, when a scorer asks a model.
+    pub judge: Option<ResolvedJudge>,
+}
+
+impl Planned {
+    /// Loads and plans the bench the flags name, and resolves its endpoint and judge. No
+    /// network; every error is exit 2.
+    pub(super) fn resolve(plan: &PlanArgs, env: &Env) -> Result<Planned, Failure> {
+        let p = prepare(plan, env)?;
+        let provider = super::budget::provider_info(&p);
+        let judge = super::judge::resolve(&p, plan, env)?;
+        Ok(Planned {
+            plan: p,
+            provider,
+            judge,
+        })
+    }
+}
+
 /// A run's settings, resolved once from the flags, the bench and its endpoints: the plan
 /// (the jobs and where each goes), who judges, and what the flags ask of the components.
 /// The steps of `run` after it read their flags here.
@@ -73,12 +101,14 @@ impl RunSettings {
     /// `flags`: the bench loaded and planned, its endpoint's and the judge's warnings said.
     /// No network; every error is exit 2.
     pub(super) fn resolve(plan: &PlanArgs, flags: &RunArgs, env: &Env) -> Result<Self, Failure> {
-        let p = prepare(plan, env)?;
+        let Planned {
+            plan: p,
+            provider,
+            judge,
+        } = Planned::resolve(plan, env)?;
         for w in &p.endpoint.warnings {
             note!("warning: {w}");
         }
-        let provider = super::budget::provider_info(&p);
-        let judge = super::judge::resolve(&p, plan, env)?;
         for w in judge.iter().flat_map(|j| &j.warnings) {
             note!("warning: the judge: {w}");
         }
