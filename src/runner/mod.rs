@@ -125,9 +125,10 @@ impl Start<'_> {
                 tasks.spawn(batch::run_lane(workers));
                 continue;
             }
+            // As many workers as the lane's gate lets requests be in flight.
             let sources = workers::streamed_sources(lane, self.options);
             self.workers(lane, jobs, sources, lane.dispatch.clone())
-                .spawn(&mut tasks);
+                .spawn(lane.client.capacity(), &mut tasks);
         }
         tasks
     }

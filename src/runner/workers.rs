@@ -46,12 +46,10 @@ pub(super) struct Workers {
 }
 
 impl Workers {
-    /// Starts `count` workers (at least one when there are jobs) into `tasks`.
-    pub(super) fn spawn(self, tasks: &mut tokio::task::JoinSet<()>) {
-        let count = self
-            .lane
-            .client
-            .capacity()
+    /// Starts up to `most` workers (one a job at most, at least one when there are jobs)
+    /// into `tasks`.
+    pub(super) fn spawn(self, most: usize, tasks: &mut tokio::task::JoinSet<()>) {
+        let count = most
             .max(1)
             .min(self.jobs.len())
             .max(usize::from(!self.jobs.is_empty()));

@@ -589,6 +589,57 @@ fn waves_stop_sending_a_decided_variant_s_cases() {
     );
 }
 
+/// Once every variant is decided, no wave goes out after the one the decisions fell in:
+/// what the workers handed over meanwhile (the horizon moved as the wave's answers came
+/// back) is let go, also when the last worker leaves as the decisions land.
+#[test]
+fn no_wave_goes_out_once_every_variant_is_decided() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let mut all_decided = 0;
+    for seed in 1..=4 {
+        let bench = arithmetic_bench(600, 3, &format!("sequential: {{ seed: {seed} }}\n"));
+        let d = bench.path();
+        let flags = ["--batch", "--batch-poll", "10ms", "--until-decided"];
+        let out = run(d, &server, "r", &flags);
+        assert!(out.status.success(), "{}", said(&out));
+        let lines = journal(&only_run(&d.join("r")));
+        let decided: Vec<usize> = (0..lines.len())
+            .filter(|&i| lines[i]["event"] == "decided")
+            .collect();
+        let Some(&last) = decided.last().filter(|_| decided.len() == 2) else {
+            continue;
+        };
+        all_decided += 1;
+        let later: Vec<&Value> = lines[last..]
+            .iter()
+            .filter(|l| l["step"] == "submitting")
+            .collect();
+        assert!(
+            later.is_empty(),
+            "seed {seed}: a wave after every decision: {later:?}"
+        );
+        // Each batch holds the plan's next jobs, in the plan's order.
+        for l in lines.iter().filter(|l| l["step"] == "submitting") {
+            let jobs: Vec<u64> = l["keys"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|k| {
+                    k.as_str()
+                        .unwrap()
+                        .rsplit('-')
+                        .next()
+                        .unwrap()
+                        .parse()
+                        .unwrap()
+                })
+                .collect();
+            assert!(jobs.is_sorted(), "seed {seed}: {jobs:?}");
+        }
+    }
+    assert!(all_decided >= 1, "no seed decided every variant");
+}
+
 #[test]
 fn batch_at_an_endpoint_without_a_batch_api_is_refused_before_anything_is_sent() {
     let (_rt, server) = start_mock(MockConfig {

@@ -95,8 +95,10 @@ pub(super) async fn run_lane(mut workers: Workers) {
         idle: idle.clone(),
     }));
     workers.sources = sources.into();
+    // One worker: the jobs are handed over in the plan's order, so each batch holds the
+    // plan's next jobs, and its answers come back in the order the tests take them.
     let mut tasks = tokio::task::JoinSet::new();
-    workers.spawn(&mut tasks);
+    workers.spawn(1, &mut tasks);
     collector.collect(taken, &idle).await;
     while tasks.join_next().await.is_some() {}
 }
@@ -130,6 +132,7 @@ impl Collector {
     /// when its workers are stopped too.
     async fn collect(&mut self, mut taken: mpsc::Receiver<Want>, idle: &Notify) {
         let mut more = true;
+        let mut wants = Vec::with_capacity(256);
         let halt = loop {
             if self.stopped() {
                 break Some(Halt::Stopped);
@@ -139,13 +142,14 @@ impl Collector {
             }
             let step = tokio::select! {
                 _ = self.until_stopped() => Err(Halt::Stopped),
-                want = taken.recv(), if more => match want {
-                    Some(want) => self.take(want).await,
+                // Many at a time: a job handed over costs the loop one push, not one turn.
+                n = taken.recv_many(&mut wants, 256), if more => match n {
                     // Every worker is done: what is gathered goes out.
-                    None => {
+                    0 => {
                         more = false;
-                        self.cut().await
+                        self.send_gathered().await
                     }
+                    _ => self.take_all(&mut wants).await,
                 },
                 _ = idle.notified(), if more => self.on_idle(&mut taken).await,
                 _ = tokio::time::sleep_until(self.next_poll), if !self.open.is_empty() => {
@@ -169,9 +173,7 @@ impl Collector {
     }
 
     /// Every worker waits: what they handed over goes out as one batch (a wave, with
-    /// `--until-decided`) — once every record sent before has reached the tests, so a job
-    /// whose variant they decided meanwhile is let go instead. With nothing out and nothing
-    /// to send, the tests wait on records that will not come: the next cases may go.
+    /// `--until-decided`), unless the records sent before let a worker go on.
     async fn on_idle(&mut self, taken: &mut mpsc::Receiver<Want>) -> Result<(), Halt> {
         let limit = match &self.options.horizon {
             Some((h, _)) => {
@@ -186,6 +188,17 @@ impl Collector {
         }
         while let Ok(want) = taken.try_recv() {
             self.take(want).await?;
+        }
+        self.send_gathered().await
+    }
+
+    /// Creates the batch being filled, but for the jobs whose variant the tests decided
+    /// meanwhile (every record sent before has reached them first). With nothing out and
+    /// nothing to send, the tests wait on records that will not come: the next cases may
+    /// go.
+    async fn send_gathered(&mut self) -> Result<(), Halt> {
+        if self.options.horizon.is_some() {
+            self.barrier().await;
         }
         self.let_go_decided();
         if self.filling.is_empty() && self.open.is_empty() {

@@ -54,6 +54,14 @@ impl Collector {
         Ok(())
     }
 
+    /// Adds every job of `wants` (emptied) in turn, as [`Collector::take`] does.
+    pub(super) async fn take_all(&mut self, wants: &mut Vec<Want>) -> Result<(), Halt> {
+        for want in wants.drain(..) {
+            self.take(want).await?;
+        }
+        Ok(())
+    }
+
     /// Creates the batch being filled, if it holds anything.
     pub(super) async fn cut(&mut self) -> Result<(), Halt> {
         if self.filling.is_empty() {
