@@ -218,7 +218,7 @@ pub struct StoreArgs {
 
 /// The history store: `--store`, else $PROMPTGAUGE_STORE, else `promptgauge.db` in
 /// `root` (the folder of run folders). The second value says whether it was named.
-pub fn store_location(
+pub(crate) fn store_location(
     flag: Option<&str>,
     env: &Env,
     root: &std::path::Path,
@@ -354,7 +354,7 @@ pub enum Task {
 }
 
 impl Task {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Task::Choice => "multiple-choice",
             Task::Number => "numeric",
@@ -567,7 +567,7 @@ const SCHEDULERS: [(&str, &str, u32, Option<&str>); 6] = [
 /// Two schedulers' variables that number the process differently (a GitLab job inside a
 /// Kubernetes Indexed Job, a variable left over in a runner's image) stop it: picking one
 /// would run a shard twice and another never.
-pub fn auto_shard(count: Option<u32>, env: &Env) -> Result<(Shard, String), UsageError> {
+pub(crate) fn auto_shard(count: Option<u32>, env: &Env) -> Result<(Shard, String), UsageError> {
     let set: Vec<_> = SCHEDULERS
         .iter()
         .filter(|s| env.get(s.1).is_some())
@@ -752,7 +752,7 @@ pub struct LimitArgs {
 
 impl LimitArgs {
     /// What the flags say, over `limits`.
-    pub fn apply(&self, limits: &mut crate::client::Limits) {
+    pub(crate) fn apply(&self, limits: &mut crate::client::Limits) {
         if let Some(c) = self.concurrency {
             limits.concurrency = c as usize;
         }
@@ -953,7 +953,7 @@ pub struct BatchArgs {
 
 impl BatchArgs {
     /// As the runner takes them.
-    pub fn settings(&self) -> crate::runner::batch::BatchSettings {
+    pub(crate) fn settings(&self) -> crate::runner::batch::BatchSettings {
         crate::runner::batch::BatchSettings {
             poll: self.batch_poll.max(Duration::from_millis(1)),
             poll_max: self.batch_poll_max.max(self.batch_poll),
@@ -982,7 +982,7 @@ pub struct OutputArgs {
 
 impl OutputArgs {
     /// Every file named, to check before anything is sent that each can be written.
-    pub fn files(&self) -> impl Iterator<Item = &PathBuf> {
+    pub(crate) fn files(&self) -> impl Iterator<Item = &PathBuf> {
         [&self.junit, &self.markdown, &self.jobs_csv]
             .into_iter()
             .flatten()
@@ -990,7 +990,7 @@ impl OutputArgs {
 
     /// The files named that are outputs of the run's figures (`report::outputs`), one
     /// line each.
-    pub fn asked(&self) -> crate::report::Asked {
+    pub(crate) fn asked(&self) -> crate::report::Asked {
         crate::report::Asked {
             junit: self.junit.clone(),
             markdown: self.markdown.clone(),
@@ -1001,7 +1001,7 @@ impl OutputArgs {
     /// The outputs that hear every counted job, one line each (the JUnit spool lives in
     /// the run folder and is the aggregator's own; the Markdown is written from the
     /// summary).
-    pub fn sinks(
+    pub(crate) fn sinks(
         &self,
         record: &crate::runner::record::RunRecord,
     ) -> Vec<Box<dyn crate::report::sinks::Sink>> {
@@ -1064,7 +1064,7 @@ pub struct GateArgs {
 
 impl GateArgs {
     /// The gates these flags ask for.
-    pub fn gates(&self) -> Gates {
+    pub(crate) fn gates(&self) -> Gates {
         Gates {
             fail_if_worse: self.fail_if_worse,
             max_drop: self.max_drop.map(|p| p / 100.0),
@@ -1246,7 +1246,7 @@ fn parse_delay(s: &str) -> Result<Duration, String> {
 
 impl MockArgs {
     /// The simulator's configuration; an error names the flag that is out of range.
-    pub fn config(&self) -> Result<MockConfig, String> {
+    pub(crate) fn config(&self) -> Result<MockConfig, String> {
         if !(0.0..=1.0).contains(&self.judge_error) {
             return Err(format!(
                 "--judge-error is a probability between 0 and 1, found {}",
@@ -1367,7 +1367,7 @@ impl Env {
     }
 
     /// A set, non-empty variable.
-    pub fn get(&self, name: &str) -> Option<&str> {
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
         self.vars
             .get(name)
             .map(String::as_str)
@@ -1382,7 +1382,7 @@ impl Env {
 
 /// The endpoint's base URLs and where they came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BaseUrl {
+pub(crate) struct BaseUrl {
     /// Empty: the simulator. Several: replicas of one model.
     pub urls: Vec<String>,
     pub source: &'static str,
@@ -1434,7 +1434,7 @@ impl UsageError {
 
 /// The endpoint a run talks to, resolved from flags, environment and bench.
 #[derive(Debug, Clone)]
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     /// Empty: the built-in simulator. Several: replicas of one model.
     pub base_urls: Vec<String>,
     pub source: &'static str,
@@ -1456,7 +1456,7 @@ pub struct Endpoint {
 }
 
 /// What the bench says about its endpoint, for [`resolve_endpoint`].
-pub struct BenchEndpoint<'a> {
+pub(crate) struct BenchEndpoint<'a> {
     pub base_urls: Vec<String>,
     pub model: Option<&'a str>,
     pub api_key_env: Option<&'a str>,

@@ -81,7 +81,7 @@ pub(crate) fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
 }
 
 /// The bench `run` and `check` use when none is named.
-pub const DEFAULT_BENCH: &str = "promptgauge.yaml";
+pub(crate) const DEFAULT_BENCH: &str = "promptgauge.yaml";
 
 const SIMULATED_BANNER: &str = "\
 ================================================================================

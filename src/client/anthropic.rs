@@ -49,7 +49,7 @@ fn finish_kind(reason: &str) -> Option<FinishKind> {
 
 /// The Anthropic messages protocol.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct AnthropicMessages;
+pub(crate) struct AnthropicMessages;
 
 /// The usage so far after a `usage` object (`message_start`'s, or `message_delta`'s, whose
 /// counts are cumulative and may leave the input's out). The prompt is every input token:

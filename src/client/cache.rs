@@ -16,7 +16,7 @@ use crate::hash::StableHasher;
 
 /// A complete answer, as cached.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CachedAnswer {
+pub(crate) struct CachedAnswer {
     pub key: String,
     pub text: String,
     #[serde(default)]
@@ -35,7 +35,7 @@ pub struct Cache {
 }
 
 /// The cache key: two independent 64-bit digests of everything that shapes the answer.
-pub fn key(
+pub(crate) fn key(
     endpoint: &str,
     model: &str,
     messages: &[ChatMessage],
@@ -54,12 +54,12 @@ pub fn key(
 
 impl Cache {
     /// Where `--cache` keeps answers: shared by every run under `reports_root`.
-    pub fn path_under(reports_root: &Path) -> std::path::PathBuf {
+    pub(crate) fn path_under(reports_root: &Path) -> std::path::PathBuf {
         reports_root.join(".cache").join("responses.jsonl")
     }
 
     /// Opens (creating) the cache file; lines that do not parse (a torn write) are skipped.
-    pub fn open(path: &Path) -> std::io::Result<Cache> {
+    pub(crate) fn open(path: &Path) -> std::io::Result<Cache> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
@@ -88,17 +88,12 @@ impl Cache {
     }
 
     /// How many answers it holds.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.answers.len()
     }
 
-    /// Whether it holds none.
-    pub fn is_empty(&self) -> bool {
-        self.answers.is_empty()
-    }
-
     /// The answer cached under `key`.
-    pub fn get(&self, key: &str) -> Option<&CachedAnswer> {
+    pub(crate) fn get(&self, key: &str) -> Option<&CachedAnswer> {
         self.answers.get(key)
     }
 

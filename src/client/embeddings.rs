@@ -16,11 +16,11 @@ use super::transport::{HttpMethod, HttpRequest};
 use super::{Client, Usage, retry};
 
 /// The largest reply read: 1,000 vectors of 3,072 numbers fit.
-pub const MAX_EMBEDDINGS_BYTES: usize = 64 << 20;
+pub(crate) const MAX_EMBEDDINGS_BYTES: usize = 64 << 20;
 
 /// Vectors for texts, in their order.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Embedded {
+pub(crate) struct Embedded {
     pub vectors: Vec<Vec<f64>>,
     pub usage: Option<Usage>,
     /// Attempts it took.
@@ -30,7 +30,7 @@ pub struct Embedded {
 
 /// Why texts got no vectors.
 #[derive(Debug, Clone, PartialEq)]
-pub struct EmbedError {
+pub(crate) struct EmbedError {
     pub message: String,
     /// The last attempt's HTTP status, when it got one.
     pub status: Option<u16>,
@@ -51,7 +51,11 @@ enum Tried {
 
 impl Client {
     /// The vectors of `inputs` from `model` at this client's endpoint (its first base URL).
-    pub async fn embed(&self, model: &str, inputs: &[String]) -> Result<Embedded, EmbedError> {
+    pub(crate) async fn embed(
+        &self,
+        model: &str,
+        inputs: &[String],
+    ) -> Result<Embedded, EmbedError> {
         let started = Instant::now();
         let stop = self.stop_token();
         let body = Bytes::from(json!({"model": model, "input": inputs}).to_string());

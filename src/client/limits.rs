@@ -165,7 +165,7 @@ fn byte_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error>
 
 /// Why a size (`4MiB`) could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SizeError {
+pub(crate) enum SizeError {
     #[error("`{0}` is not a size; write e.g. 4MiB, 512KiB or 1000000")]
     NotASize(String),
     #[error("unknown size unit `{unit}` in `{text}`; use KiB, MiB or GiB")]
@@ -225,11 +225,11 @@ fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Erro
 
 /// The longest duration a bench or flag may set: a day. Longer is a typo, and would
 /// overflow the clock's arithmetic.
-pub const MAX_DURATION: Duration = Duration::from_secs(86_400);
+pub(crate) const MAX_DURATION: Duration = Duration::from_secs(86_400);
 
 /// Why a user's duration (`30s`) could not be taken.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum DurationError {
+pub(crate) enum DurationError {
     #[error(
         "`{0}` is longer than a day, the longest duration promptgauge accepts; write e.g. 30s, 10m or 2h"
     )]

@@ -31,16 +31,16 @@ use serde::{Deserialize, Serialize};
 use tokio::time::{Instant, timeout_at};
 use tokio_util::sync::CancellationToken;
 
-pub use anthropic::AnthropicMessages;
-pub use cache::Cache;
-pub use limits::Limits;
+pub(crate) use anthropic::AnthropicMessages;
+pub(crate) use cache::Cache;
+pub(crate) use limits::Limits;
 pub use message::ChatMessage;
 pub use openai::OpenAiChat;
 pub use protocol::{Dialect, FinishKind, Protocol, ProtocolKind, Streamed, ToolCall, Usage};
 pub use request::{ApiKey, JobRequest, KeyHeader};
-pub use responses::OpenAiResponses;
+pub(crate) use responses::OpenAiResponses;
 pub use retry::Outcome;
-pub use secrets::Secrets;
+pub(crate) use secrets::Secrets;
 pub use transport::{HttpRequest, HttpResponse, ReqwestTransport, Transport, TransportError};
 
 impl ProtocolKind {
@@ -218,7 +218,7 @@ pub enum ClientEvent {
 }
 
 /// Hears the client's events, on the task that made them.
-pub type EventSink = Arc<dyn Fn(ClientEvent) + Send + Sync>;
+pub(crate) type EventSink = Arc<dyn Fn(ClientEvent) + Send + Sync>;
 
 /// Where the client sends its events, and whether attempts are wanted.
 struct Subscriber {
@@ -427,18 +427,18 @@ impl Client {
     }
 
     /// The settings it was made with.
-    pub fn config(&self) -> &ClientConfig {
+    pub(crate) fn config(&self) -> &ClientConfig {
         &self.config
     }
 
     /// How many attempts may be in flight at once, over all replicas.
-    pub fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         self.pool.capacity()
     }
 
     /// Benches replica `i` (by its place in the base URLs) before the first attempt: it did
     /// not answer the preflight while others did. Journaled as a pool event.
-    pub fn bench_replica(&self, i: usize, why: &str) {
+    pub(crate) fn bench_replica(&self, i: usize, why: &str) {
         self.pool.bench(i, why);
     }
 
@@ -1287,7 +1287,7 @@ pub(crate) fn error_message(body: &[u8]) -> String {
 }
 
 /// A duration in milliseconds.
-pub fn ms(d: Duration) -> f64 {
+pub(crate) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 

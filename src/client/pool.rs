@@ -41,7 +41,7 @@ pub struct PoolEvent {
 }
 
 /// A concurrency gate whose size can change while permits are out.
-pub struct Gate {
+pub(crate) struct Gate {
     sem: Semaphore,
     limit: AtomicUsize,
     max: usize,
@@ -52,7 +52,7 @@ pub struct Gate {
 }
 
 /// A permit of a gate; dropping it returns it (or retires it after a cut).
-pub struct Permit<'a> {
+pub(crate) struct Permit<'a> {
     gate: &'a Gate,
     permit: Option<SemaphorePermit<'a>>,
 }
@@ -73,7 +73,7 @@ impl Drop for Permit<'_> {
 
 impl Gate {
     /// A gate of `size` permits (at least one).
-    pub fn new(size: usize) -> Self {
+    pub(crate) fn new(size: usize) -> Self {
         let size = size.max(1);
         Gate {
             sem: Semaphore::new(size),
@@ -86,7 +86,7 @@ impl Gate {
     }
 
     /// How many permits it gives out now.
-    pub fn limit(&self) -> usize {
+    pub(crate) fn limit(&self) -> usize {
         self.limit.load(Ordering::SeqCst)
     }
 
@@ -166,7 +166,7 @@ impl Gate {
 }
 
 /// One endpoint serving the model, with its own gate and health.
-pub struct Replica {
+pub(crate) struct Replica {
     /// As shown and stored: without credentials.
     pub base_url: String,
     /// Where requests go (may carry credentials; never shown).
@@ -181,7 +181,7 @@ pub struct Replica {
 
 /// How an attempt went, as far as the pool cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Health {
+pub(crate) enum Health {
     Ok,
     /// 429, or rate-limit headers running low.
     Throttled,
@@ -192,7 +192,7 @@ pub enum Health {
 }
 
 /// The replicas of one endpoint, and which one an attempt goes to.
-pub struct Pool {
+pub(crate) struct Pool {
     pub replicas: Vec<Replica>,
     adaptive: bool,
     next: AtomicUsize,
@@ -201,7 +201,7 @@ pub struct Pool {
 
 impl Pool {
     /// `endpoints`: each replica's base URL (as the user gave it) and the URL requests go to.
-    pub fn new(endpoints: &[(String, String)], concurrency: usize, adaptive: bool) -> Self {
+    pub(crate) fn new(endpoints: &[(String, String)], concurrency: usize, adaptive: bool) -> Self {
         Pool {
             replicas: endpoints
                 .iter()
@@ -222,7 +222,7 @@ impl Pool {
     }
 
     /// Permits across all replicas: how many attempts may be in flight at once.
-    pub fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         self.replicas.iter().map(|r| r.gate.max).sum()
     }
 
@@ -283,7 +283,7 @@ impl Pool {
     /// Benches replica `i` now, as if it had failed [`BENCH_AFTER`] times in a row (a
     /// replica that did not answer the preflight): attempts go to the others, and it is
     /// tried again when its rest ends. With one replica, nothing changes.
-    pub fn bench(&self, i: usize, why: &str) {
+    pub(crate) fn bench(&self, i: usize, why: &str) {
         if self.replicas.len() < 2 || i >= self.replicas.len() {
             return;
         }
@@ -297,7 +297,7 @@ impl Pool {
     }
 
     /// Records how an attempt on replica `i` went.
-    pub fn report(&self, i: usize, health: Health, why: &str) {
+    pub(crate) fn report(&self, i: usize, health: Health, why: &str) {
         let r = &self.replicas[i];
         match health {
             Health::Ok => {

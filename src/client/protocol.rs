@@ -36,7 +36,7 @@ impl ProtocolKind {
     ];
 
     /// Its name, as written in a bench.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ProtocolKind::OpenaiChat => "openai-chat",
             ProtocolKind::OpenaiResponses => "openai-responses",
@@ -45,13 +45,13 @@ impl ProtocolKind {
     }
 
     /// Whether this is the default (`openai-chat`), which `run.json` leaves unwritten.
-    pub fn is_default(&self) -> bool {
+    pub(crate) fn is_default(&self) -> bool {
         *self == ProtocolKind::default()
     }
 
     /// The names this build knows, for an error message: `openai-chat`, `openai-responses`,
     /// `anthropic-messages`.
-    pub fn known() -> String {
+    pub(crate) fn known() -> String {
         Self::ALL
             .iter()
             .map(|p| format!("`{}`", p.name()))
@@ -103,7 +103,7 @@ pub struct Usage {
 
 impl Usage {
     /// A rough count for servers that report none; marked as estimated.
-    pub fn estimate(prompt_chars: usize, completion: &str, reasoning: &str) -> Usage {
+    pub(crate) fn estimate(prompt_chars: usize, completion: &str, reasoning: &str) -> Usage {
         let tokens = |chars: usize| chars.div_ceil(4) as u64;
         let reasoning_tokens = tokens(reasoning.chars().count());
         Usage {
@@ -290,7 +290,7 @@ pub enum BaseUrlMistake {
 
 impl BaseUrlMistake {
     /// The same mistake, naming the URL as `shown` (without its credentials).
-    pub fn shown_as(self, shown: &str) -> Self {
+    pub(crate) fn shown_as(self, shown: &str) -> Self {
         match self {
             BaseUrlMistake::NamesTheEndpoint { path, .. } => BaseUrlMistake::NamesTheEndpoint {
                 url: shown.to_string(),

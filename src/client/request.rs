@@ -27,12 +27,12 @@ impl ApiKey {
     }
 
     /// The same key, sent in `header`.
-    pub fn in_header(self, header: KeyHeader) -> Self {
+    pub(crate) fn in_header(self, header: KeyHeader) -> Self {
         ApiKey(self.0, header)
     }
 
     /// The header that carries it.
-    pub fn header(&self) -> KeyHeader {
+    pub(crate) fn header(&self) -> KeyHeader {
         self.1
     }
 

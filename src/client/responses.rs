@@ -43,7 +43,7 @@ const NO_TEXT_FORMAT: Dialect = Dialect(1);
 
 /// The Responses API.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct OpenAiResponses;
+pub(crate) struct OpenAiResponses;
 
 /// The request's `input`: each chat message as an input item, in order. System messages
 /// stay items with their role (not `instructions`), so a prompt with several, or one after

@@ -13,7 +13,7 @@ pub(crate) const MIN_SCRUBBED_LEN: usize = 8;
 
 /// The strings to scrub, with what replaces each.
 #[derive(Clone, Default)]
-pub struct Secrets {
+pub(crate) struct Secrets {
     needles: Vec<(String, String)>,
 }
 
@@ -25,7 +25,7 @@ impl std::fmt::Debug for Secrets {
 
 impl Secrets {
     /// The key's value and the userinfo of each base URL.
-    pub fn new(api_key: Option<&str>, base_urls: &[String]) -> Secrets {
+    pub(crate) fn new(api_key: Option<&str>, base_urls: &[String]) -> Secrets {
         let mut s = Secrets::default();
         if let Some(key) = api_key {
             s.add(key, REDACTED);
@@ -67,7 +67,7 @@ impl Secrets {
     }
 
     /// Scrubs `value` too (a header read from a variable), as a key is.
-    pub fn hide(&mut self, value: &str) {
+    pub(crate) fn hide(&mut self, value: &str) {
         self.add(value, REDACTED);
     }
 
@@ -101,7 +101,7 @@ impl Secrets {
     }
 
     /// Whether there is anything to scrub.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.needles.is_empty()
     }
 

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 
 /// A response body: chunks of bytes as they arrive.
-pub type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, TransportError>> + Send>>;
+pub(crate) type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, TransportError>> + Send>>;
 /// A boxed future, for transports as trait objects.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
@@ -50,7 +50,7 @@ pub enum HttpMethod {
 
 impl HttpMethod {
     /// As a request line says it.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             HttpMethod::Post => "POST",
             HttpMethod::Get => "GET",

@@ -18,9 +18,8 @@ pub(crate) mod structured;
 mod text;
 
 pub(crate) use crate::suite::GradeSpec;
-pub use scorer::{
-    Answer, CaseError, JudgeCall, Score, ScoreContext, ScoreError, ScoreInput, Scorer,
-};
+pub use scorer::{Answer, Score, ScoreContext, ScoreError, ScoreInput, Scorer};
+pub(crate) use scorer::{CaseError, JudgeCall};
 pub(crate) use spec_error::SpecError;
 pub(crate) use text::Grader;
 pub(crate) use text::{last_number, parse_number};

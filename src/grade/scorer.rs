@@ -7,7 +7,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
-pub use super::call::JudgeCall;
+pub(crate) use super::call::JudgeCall;
 pub use super::context::ScoreContext;
 use super::judge_prompt::PromptError;
 use crate::client::ChatMessage;
@@ -45,9 +45,9 @@ pub struct Score {
     /// In [0, 1]; binary scorers give exactly 0 or 1.
     pub value: f64,
     /// What the scorer took from the answer; `None` when it found nothing to compare.
-    pub(crate) extracted: Option<String>,
+    pub extracted: Option<String>,
     /// Tokens the scorer itself spent (a judge's), costed apart from the answer's.
-    pub(crate) usage: Option<Usage>,
+    pub usage: Option<Usage>,
     /// Why, in the scorer's terms: per-field results, the first schema violation, each
     /// judge's verdict and reason. Journaled with the job.
     pub detail: Option<serde_json::Value>,

@@ -74,6 +74,6 @@ fn no_two_types_of_src_share_a_name() {
 #[test]
 fn the_type_reader_sees_every_visibility() {
     let code = "pub struct A;\npub(crate) enum B { X }\n  pub(super) trait C {}\n\
-                pub type D<T> = Vec<T>;\npub fn e() {}\nstruct F;\npub(in crate::x) struct G;\n";
+                pub(crate) type D<T> = Vec<T>;\npub fn e() {}\nstruct F;\npub(in crate::x) struct G;\n";
     assert_eq!(shown_types(code), ["A", "B", "C", "D", "G"]);
 }

@@ -25,7 +25,7 @@ pub struct Hint {
 }
 
 /// A lookup from an idempotency key to the case behind it.
-pub type Lookup = dyn Fn(&str) -> Option<Hint> + Send + Sync;
+pub(crate) type Lookup = dyn Fn(&str) -> Option<Hint> + Send + Sync;
 
 /// Looks up the case behind a request by its idempotency key.
 #[derive(Clone)]
@@ -39,20 +39,20 @@ impl std::fmt::Debug for Oracle {
 
 /// A tool call the simulator makes.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Call {
+pub(crate) struct Call {
     pub name: String,
     pub arguments: String,
 }
 
 /// An answer to a case.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Made {
+pub(crate) struct Made {
     pub text: String,
     pub calls: Vec<Call>,
 }
 
 /// Answers the case of `hint`: right unless `wrong`.
-pub fn answer(hint: &Hint, wrong: bool, tools: Option<&Value>) -> Made {
+pub(crate) fn answer(hint: &Hint, wrong: bool, tools: Option<&Value>) -> Made {
     let text = |t: String| Made {
         text: t,
         calls: Vec::new(),
@@ -253,7 +253,7 @@ fn tool_calls(hint: &Hint, wrong: bool, tools: Option<&Value>) -> Made {
 }
 
 /// Without a case to go by: call the first tool offered, with no arguments.
-pub fn first_tool(tools: Option<&Value>) -> Made {
+pub(crate) fn first_tool(tools: Option<&Value>) -> Made {
     let name = tools
         .and_then(|t| t.pointer("/0/function/name"))
         .and_then(Value::as_str)
@@ -269,7 +269,7 @@ pub fn first_tool(tools: Option<&Value>) -> Made {
 
 /// A reference-guided judge prompt, as promptgauge's built-in judge writes it (tags carrying
 /// a marker) or as a custom prompt may (plain `<answer>` tags).
-pub fn is_judge_prompt(prompt: &str) -> bool {
+pub(crate) fn is_judge_prompt(prompt: &str) -> bool {
     let m = tag_marker(prompt);
     let has = |tag: &str| prompt.contains(&format!("<{tag}{m}>"));
     (has("reference") || has("criteria")) && has("answer")
@@ -298,7 +298,7 @@ fn between(text: &str, tag: &str) -> String {
 
 /// What the simulated judge replies: right about the answer except with probability
 /// `judge_error`; JSON when asked for it, else a last `VERDICT:` (or `SCORE:`) line.
-pub fn judge(prompt: &str, judge_error: f64, json_mode: bool) -> String {
+pub(crate) fn judge(prompt: &str, judge_error: f64, json_mode: bool) -> String {
     let reference = between(prompt, "reference");
     let answer = between(prompt, "answer");
     let (reference, answer) = (reference.as_str(), answer.as_str());
@@ -347,7 +347,7 @@ pub fn judge(prompt: &str, judge_error: f64, json_mode: bool) -> String {
 }
 
 /// A JSON reply, when the request asked for one and the text is not JSON already.
-pub fn as_json(text: &str) -> String {
+pub(crate) fn as_json(text: &str) -> String {
     if serde_json::from_str::<Map<String, Value>>(text.trim()).is_ok() {
         text.to_string()
     } else {

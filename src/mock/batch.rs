@@ -25,8 +25,8 @@ use serde_json::{Value, json};
 use super::wire::{Answers, InFlight, MockReply, MockRequest, ReplyStep, Stats, Wire};
 
 /// The largest input file the simulator takes (OpenAI's limit), and requests per batch.
-pub const MAX_FILE_BYTES: usize = 200 * 1024 * 1024;
-pub const MAX_REQUESTS: usize = 50_000;
+pub(crate) const MAX_FILE_BYTES: usize = 200 * 1024 * 1024;
+pub(crate) const MAX_REQUESTS: usize = 50_000;
 /// How often the simulated provider tries a batch's request that met a passing fault.
 const BATCH_ATTEMPTS: usize = 4;
 

@@ -12,7 +12,7 @@ use super::{Provider, Wire};
 use crate::hash::StableHasher;
 
 /// The vectors' length.
-pub const DIMENSIONS: usize = 256;
+pub(crate) const DIMENSIONS: usize = 256;
 
 /// The simulator's vector for `text`.
 pub fn vector(text: &str) -> Vec<f64> {

@@ -29,10 +29,8 @@ use serde_json::{Value, json};
 use crate::client::ChatMessage;
 use script::{Script, StreamPlan, chat_finish};
 use wire::{Fault, Wire};
-pub use wire::{
-    Faults, InFlight, MockConfig, MockReply, MockRequest, ReplyStep, RetryAfter, Stats,
-    StatsSnapshot, UsageMode,
-};
+pub use wire::{Faults, MockConfig, RetryAfter, StatsSnapshot, UsageMode};
+pub(crate) use wire::{InFlight, MockReply, MockRequest, ReplyStep, Stats};
 
 /// Request bodies kept for tests; later ones are not kept, so long runs stay small.
 const KEPT_BODIES: usize = 10_000;
@@ -104,7 +102,7 @@ impl Provider {
     }
 
     /// Its configuration.
-    pub fn config(&self) -> &MockConfig {
+    pub(crate) fn config(&self) -> &MockConfig {
         &self.config
     }
 

@@ -16,7 +16,7 @@ use crate::client::ChatMessage;
 
 /// What the model produces for one request.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Generation {
+pub(crate) struct Generation {
     pub reasoning: String,
     pub text: String,
 }

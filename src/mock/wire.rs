@@ -155,7 +155,7 @@ impl Default for MockConfig {
 
 /// What the provider did, for tests and `GET /stats`.
 #[derive(Debug, Default)]
-pub struct Stats {
+pub(crate) struct Stats {
     pub requests: AtomicU64,
     pub status_429: AtomicU64,
     pub status_5xx: AtomicU64,
@@ -243,7 +243,7 @@ impl Stats {
 
 /// A request being answered: counted as in flight until dropped, and answered (its errors
 /// too) on the wire it came on.
-pub struct InFlight {
+pub(crate) struct InFlight {
     stats: Arc<Stats>,
     pub(crate) wire: Wire,
 }
@@ -267,7 +267,7 @@ impl Drop for InFlight {
 
 /// One step of a scripted response body.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ReplyStep {
+pub(crate) enum ReplyStep {
     Write(Bytes),
     Sleep(Duration),
     /// Send nothing more, but keep the connection open.
@@ -282,7 +282,7 @@ pub enum ReplyStep {
 }
 
 /// How the simulator answers one request: a script to play, or silence.
-pub enum MockReply {
+pub(crate) enum MockReply {
     /// Accept the request and never answer.
     Hang(InFlight),
     Respond {
@@ -295,7 +295,7 @@ pub enum MockReply {
 
 /// A request as the provider sees it. Header names are lowercase.
 #[derive(Debug, Clone)]
-pub struct MockRequest {
+pub(crate) struct MockRequest {
     pub headers: Vec<(String, String)>,
     pub body: Bytes,
 }

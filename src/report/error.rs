@@ -19,7 +19,7 @@ pub enum ReportError {
 
 impl ReportError {
     /// `path` could not be written.
-    pub fn write(path: &std::path::Path, source: impl Into<std::io::Error>) -> Self {
+    pub(crate) fn write(path: &std::path::Path, source: impl Into<std::io::Error>) -> Self {
         ReportError::Write {
             path: path.to_path_buf(),
             source: source.into(),
@@ -27,7 +27,7 @@ impl ReportError {
     }
 
     /// `path` could not be opened to append to.
-    pub fn open(path: &std::path::Path, source: std::io::Error) -> Self {
+    pub(crate) fn open(path: &std::path::Path, source: std::io::Error) -> Self {
         ReportError::Open {
             path: path.to_path_buf(),
             source,

@@ -11,21 +11,20 @@ pub mod render;
 pub mod sinks;
 mod text;
 
-pub use error::ReportError;
+pub(crate) use error::ReportError;
 pub use figures::aggregate::{Aggregator, AggregatorSettings};
 pub(crate) use figures::causes::reason_of;
 pub(crate) use figures::gates;
 pub use figures::result::RunResult;
-pub use figures::summary::{ProviderInfo, RunInfo, Summary, VariantSummary};
-pub use figures::{
-    aggregate, causes, compare, job_rows, labels, prompts, result, rows, sequential, summary,
-};
+pub(crate) use figures::summary::VariantSummary;
+pub use figures::summary::{ProviderInfo, RunInfo, Summary};
+pub(crate) use figures::{causes, job_rows, prompts, result, rows, sequential, summary};
+pub use figures::{compare, labels};
 pub(crate) use listeners::{progress, verbose};
-pub use render::{
-    Asked, Exporter, Output, RunReport, comparison_files, exporters, history, html, junit,
-    markdown, outputs,
-};
+pub(crate) use render::{Asked, Output, RunReport, comparison_files, history, junit, outputs};
+pub use render::{Exporter, exporters, html, markdown};
 pub(crate) use render::{notes::notes, table, tables, terminal};
-pub use sinks::jobs_csv;
-pub use text::{interval, shell_path, shell_quote, terminal_safe};
+pub(crate) use sinks::jobs_csv;
+pub(crate) use text::interval;
 pub(crate) use text::{millis, pct, usd, visible};
+pub use text::{shell_path, shell_quote, terminal_safe};

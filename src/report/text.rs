@@ -7,7 +7,7 @@ pub(crate) fn pct(x: Option<f64>) -> String {
 }
 
 /// `[63.1, 80.2]`
-pub fn interval(lo: Option<f64>, hi: Option<f64>) -> String {
+pub(crate) fn interval(lo: Option<f64>, hi: Option<f64>) -> String {
     match (lo, hi) {
         (Some(lo), Some(hi)) => format!("[{:.1}, {:.1}]", lo * 100.0, hi * 100.0),
         _ => "–".into(),

@@ -16,14 +16,14 @@ use crate::suite::{Bench, Job, Price};
 
 /// The completion a request without `max_tokens` is held back for: such a request has no
 /// ceiling, and `check` says to set one.
-pub const UNBOUNDED_COMPLETION: u64 = 4096;
+pub(crate) const UNBOUNDED_COMPLETION: u64 = 4096;
 
 /// The completion a judge call without `max_tokens` is held back for.
-pub const UNBOUNDED_JUDGE_COMPLETION: u64 = 1024;
+pub(crate) const UNBOUNDED_JUDGE_COMPLETION: u64 = 1024;
 
 /// The prices a run's jobs are costed at.
 #[derive(Debug, Clone, Default)]
-pub struct Prices {
+pub(crate) struct Prices {
     /// Each endpoint's (lane's) price, by `Job::endpoint`: the batch price for a batching
     /// lane.
     pub lanes: Vec<Option<Price>>,
@@ -36,7 +36,7 @@ pub struct Prices {
 impl Prices {
     /// The most one job may cost: its prompt, its completion ceiling and its judge's calls
     /// (only the judge's when its answer is `cached`).
-    pub fn ceiling(
+    pub(crate) fn ceiling(
         &self,
         bench: &Bench,
         job: &Job,
@@ -62,7 +62,7 @@ impl Prices {
 
     /// The most a scorer's model calls cost at the judge's price (each reply at the
     /// judge's completion ceiling); `None` when the judge has no price.
-    pub fn calls_cost(&self, calls: crate::grade::scorer::Calls) -> Option<f64> {
+    pub(crate) fn calls_cost(&self, calls: crate::grade::scorer::Calls) -> Option<f64> {
         self.judge.as_ref().map(|p| {
             p.cost(&crate::client::Usage {
                 prompt_tokens: calls.prompt_tokens,
@@ -73,7 +73,7 @@ impl Prices {
     }
 
     /// What a finished job was billed, at the price of its endpoint (`lane`).
-    pub fn billed(&self, record: &JobRecord, lane: usize) -> f64 {
+    pub(crate) fn billed(&self, record: &JobRecord, lane: usize) -> f64 {
         let price = self.lanes.get(lane).cloned().flatten();
         record.cost_usd(price.as_ref(), self.judge.as_ref())
     }
@@ -100,7 +100,7 @@ struct Ledger {
 
 impl Budget {
     /// A budget of `limit` USD of which `spent` went to earlier sessions of the run.
-    pub fn new(limit: f64, spent: f64, prices: Prices) -> Budget {
+    pub(crate) fn new(limit: f64, spent: f64, prices: Prices) -> Budget {
         Budget {
             limit,
             prices,
@@ -112,18 +112,18 @@ impl Budget {
         }
     }
 
-    pub fn prices(&self) -> &Prices {
+    pub(crate) fn prices(&self) -> &Prices {
         &self.prices
     }
 
-    pub fn limit(&self) -> f64 {
+    pub(crate) fn limit(&self) -> f64 {
         self.limit
     }
 
     /// Holds back `usd` for job `index` at `lane` before it is sent; `false` (and the
     /// budget is reached: nothing more is sent) when the spent, the held and this would go
     /// past the budget.
-    pub fn hold(&self, index: usize, lane: usize, usd: f64) -> bool {
+    pub(crate) fn hold(&self, index: usize, lane: usize, usd: f64) -> bool {
         if self.reached() {
             return false;
         }
@@ -146,7 +146,7 @@ impl Budget {
     /// Holds back `usd` for job `index` whatever is left: a job already sent and paid for
     /// (in a provider batch a resume adopts) is collected whatever the budget says, and
     /// what it may cost counts against what may still be sent.
-    pub fn reserve(&self, index: usize, lane: usize, usd: f64) {
+    pub(crate) fn reserve(&self, index: usize, lane: usize, usd: f64) {
         let mut l = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
         if l.held.insert(index, (usd, lane)).is_none() {
             l.holding += usd;
@@ -154,13 +154,13 @@ impl Budget {
     }
 
     /// What is held for job `index` now, if anything.
-    pub fn held_for(&self, index: usize) -> Option<f64> {
+    pub(crate) fn held_for(&self, index: usize) -> Option<f64> {
         let l = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
         l.held.get(&index).map(|(usd, _)| *usd)
     }
 
     /// Lets go of job `index`'s hold: it was never sent.
-    pub fn release(&self, index: usize) {
+    pub(crate) fn release(&self, index: usize) {
         let mut l = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((usd, _)) = l.held.remove(&index) {
             l.holding = (l.holding - usd).max(0.0);
@@ -168,7 +168,7 @@ impl Budget {
     }
 
     /// A finished job's bill takes its hold's place.
-    pub fn settle(&self, record: &JobRecord) {
+    pub(crate) fn settle(&self, record: &JobRecord) {
         let mut l = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
         let lane = match l.held.remove(&record.job) {
             Some((usd, lane)) => {
@@ -181,17 +181,18 @@ impl Budget {
     }
 
     /// Whether a job was refused: nothing more is sent.
-    pub fn reached(&self) -> bool {
+    pub(crate) fn reached(&self) -> bool {
         self.reached.load(Ordering::SeqCst)
     }
 
     /// What the run has spent, its earlier sessions' included.
-    pub fn spent(&self) -> f64 {
+    pub(crate) fn spent(&self) -> f64 {
         self.ledger.lock().unwrap_or_else(|e| e.into_inner()).spent
     }
 
+    #[cfg(test)]
     /// The hold that did not fit.
-    pub fn refused(&self) -> Option<f64> {
+    pub(crate) fn refused(&self) -> Option<f64> {
         self.ledger
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -4,7 +4,7 @@
 //! records through the same listeners.
 
 use super::journal::JobRecord;
-pub use crate::client::AttemptEvent;
+pub(crate) use crate::client::AttemptEvent;
 use crate::client::pool::PoolEvent;
 use crate::suite::Job;
 

@@ -56,7 +56,7 @@ pub fn journal_opens(path: &Path) -> JournalOpens {
 
 /// Why a run folder could not be made, or its record read or written.
 #[derive(Debug, thiserror::Error)]
-pub enum FolderError {
+pub(crate) enum FolderError {
     #[error("cannot create the report folder {}: {error}", root.display())]
     Root {
         root: PathBuf,
@@ -113,7 +113,7 @@ pub struct RunDir {
 impl RunDir {
     /// A new run id for the run this folder holds: its name and four random hex digits
     /// (`fallback` for the name when it is not UTF-8).
-    pub fn new_run_id(&self, fallback: &str) -> String {
+    pub(crate) fn new_run_id(&self, fallback: &str) -> String {
         format!(
             "{}-{:04x}",
             self.path
@@ -156,22 +156,22 @@ impl RunDir {
     }
 
     /// Where the folder is.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// A file of the folder, for reports that name their own (`summary.json`, …).
-    pub fn file(&self, name: &str) -> PathBuf {
+    pub(crate) fn file(&self, name: &str) -> PathBuf {
         self.path.join(name)
     }
 
     /// `run.json`, the record: a folder with one is a run folder.
-    pub fn record_path(&self) -> PathBuf {
+    pub(crate) fn record_path(&self) -> PathBuf {
         self.path.join(RECORD)
     }
 
     /// `results.jsonl`, the journal.
-    pub fn journal_path(&self) -> PathBuf {
+    pub(crate) fn journal_path(&self) -> PathBuf {
         self.path.join(JOURNAL)
     }
 
@@ -184,7 +184,7 @@ impl RunDir {
     }
 
     /// `labels.jsonl`: people's scores of judged answers.
-    pub fn labels(&self) -> PathBuf {
+    pub(crate) fn labels(&self) -> PathBuf {
         self.path.join(LABELS)
     }
 
@@ -243,8 +243,9 @@ impl RunDir {
         self.replay_with(keys, false, &|_| false, f)
     }
 
+    #[cfg(test)]
     /// Like [`RunDir::replay`], then reopens the journal to continue the run.
-    pub fn resume(
+    pub(crate) fn resume(
         &self,
         keys: &PlanKeys,
         f: impl FnMut(JobRecord),
@@ -254,7 +255,7 @@ impl RunDir {
 
     /// [`RunDir::resume`], leaving open the failed jobs `resend` picks, to be sent again
     /// ([`Audit::to_resend`]).
-    pub fn resume_resending(
+    pub(crate) fn resume_resending(
         &self,
         keys: &PlanKeys,
         resend: &dyn Fn(&JobRecord) -> bool,

@@ -125,13 +125,13 @@ fn passing(outcome: crate::client::Outcome, status: Option<u16>) -> bool {
 }
 
 /// Identifies a job within a plan, across the runs that resume it.
-pub type JobKey = (String, String, u32);
+pub(crate) type JobKey = (String, String, u32);
 
 impl JobRecord {
     /// The usage the provider billed for the job's answer: every attempt it answered (a
     /// journal from before attempts carried usage has only the answer's); none when it
     /// came from the cache.
-    pub fn billed(&self) -> Vec<&Usage> {
+    pub(crate) fn billed(&self) -> Vec<&Usage> {
         if self.cached {
             return Vec::new();
         }
@@ -149,7 +149,7 @@ impl JobRecord {
 
     /// The usage of the calls its scorer made to a model (a judge's) that were sent, not
     /// answered from the cache: per call when the calls say, else the job's judge usage.
-    pub fn judge_billed(&self) -> Vec<&Usage> {
+    pub(crate) fn judge_billed(&self) -> Vec<&Usage> {
         if self.judge.is_empty() {
             // A scorer that called a model of its own (a `command` reporting `usage`).
             return self.judge_usage.iter().collect();
@@ -168,7 +168,7 @@ impl JobRecord {
 
     /// What the job cost in USD: its billed answer at `price` (the batch price when it was
     /// batched), and its scorer's model calls at `judge_price`; an unknown price counts 0.
-    pub fn cost_usd(
+    pub(crate) fn cost_usd(
         &self,
         price: Option<&crate::suite::Price>,
         judge_price: Option<&crate::suite::Price>,
@@ -190,13 +190,13 @@ impl JobRecord {
     /// The HTTP status the job's failure came with: its judge's, when the answer came and
     /// the judge's call failed (a judge that is not there fails every job the same way),
     /// else its answer's last attempt's.
-    pub fn failure_status(&self) -> Option<u16> {
+    pub(crate) fn failure_status(&self) -> Option<u16> {
         self.failure_outcome().1
     }
 
     /// The first line of the job's error (empty when it has none): what tells failures
     /// apart when they are grouped or compared.
-    pub fn error_line(&self) -> &str {
+    pub(crate) fn error_line(&self) -> &str {
         self.error
             .as_deref()
             .unwrap_or("")
@@ -210,7 +210,7 @@ impl JobRecord {
     /// the judge's failed call) was refused with 408, 429 or a 5xx, found no server, or its
     /// stream was cut, stalled, never started or broke with an error event. A 4xx such as a
     /// wrong model, a template, or a judge reply that could not be read, is not.
-    pub fn failed_transiently(&self) -> bool {
+    pub(crate) fn failed_transiently(&self) -> bool {
         if self.status != JobStatus::Failed {
             return false;
         }
@@ -223,7 +223,7 @@ impl JobRecord {
 
     /// How the attempt the job failed on ended, with its status: the judge's failed call's,
     /// when the answer came and the judge's call failed, else the answer's last attempt's.
-    pub fn failure_outcome(&self) -> (Option<crate::client::Outcome>, Option<u16>) {
+    pub(crate) fn failure_outcome(&self) -> (Option<crate::client::Outcome>, Option<u16>) {
         if let Some(call) = self
             .judge
             .iter()
@@ -237,13 +237,13 @@ impl JobRecord {
     }
 
     /// The job's score: its `score`, or 1/0 from `correct` in older journals.
-    pub fn score(&self) -> Option<f64> {
+    pub(crate) fn score(&self) -> Option<f64> {
         self.score
             .or_else(|| self.correct.map(|c| if c { 1.0 } else { 0.0 }))
     }
 
     /// The job's key in the plan: (case, arm, repeat).
-    pub fn key(&self) -> JobKey {
+    pub(crate) fn key(&self) -> JobKey {
         (self.case_id.clone(), self.arm().into_owned(), self.repeat)
     }
 

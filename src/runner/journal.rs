@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-pub use super::job_record::{JobKey, JobRecord, JobStatus};
+pub(crate) use super::job_record::{JobKey, JobRecord, JobStatus};
 
 /// The journal, open for appending.
 pub struct Journal {
@@ -47,7 +47,7 @@ impl Journal {
     }
 
     /// Writes one record as one line in a single write, then flushes it to the OS.
-    pub fn append(&mut self, record: &JobRecord) -> std::io::Result<()> {
+    pub(crate) fn append(&mut self, record: &JobRecord) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(record)?;
         line.push(b'\n');
         self.file.write_all(&line)?;
@@ -63,7 +63,7 @@ pub fn read(path: &Path, mut f: impl FnMut(JobRecord)) -> std::io::Result<ReadSt
 
 /// Where a record's line lies in the journal: read it again with [`read_line_at`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Place {
+pub(crate) struct Place {
     pub offset: u64,
     pub len: u32,
 }
@@ -71,7 +71,7 @@ pub struct Place {
 /// [`read`] from byte `from` (the end of an earlier read: a live journal is followed
 /// without reading it again), each record with its place. `ReadStats::complete_bytes`
 /// counts from `from`.
-pub fn read_from(
+pub(crate) fn read_from(
     path: &Path,
     from: u64,
     mut f: impl FnMut(Place, JobRecord),
@@ -134,7 +134,7 @@ pub fn read_from(
 
 /// The record whose line is at `place` (from [`read_from`]); `None` when the line there is
 /// not one (the journal was replaced since).
-pub fn read_line_at(file: &File, place: Place) -> std::io::Result<Option<JobRecord>> {
+pub(crate) fn read_line_at(file: &File, place: Place) -> std::io::Result<Option<JobRecord>> {
     let mut line = vec![0u8; place.len as usize];
     read_exact_at(file, &mut line, place.offset)?;
     Ok(serde_json::from_slice(&line).ok())
@@ -281,8 +281,9 @@ pub struct Audit {
 }
 
 impl Audit {
+    #[cfg(test)]
     /// Planned jobs without a record.
-    pub fn missing(&self, keys: &PlanKeys) -> usize {
+    pub(crate) fn missing(&self, keys: &PlanKeys) -> usize {
         keys.planned().saturating_sub(self.finished)
     }
 
@@ -337,7 +338,7 @@ pub fn read_planned(
 /// A job's failed record may be followed by a resend's record (`resent` > 0), which takes
 /// its place: failed records are therefore passed on at the end, once no later record can
 /// replace them (in journal order among themselves).
-pub fn read_planned_resending(
+pub(crate) fn read_planned_resending(
     path: &Path,
     keys: &PlanKeys,
     resend: &dyn Fn(&JobRecord) -> bool,
@@ -348,7 +349,7 @@ pub fn read_planned_resending(
 
 /// [`read_planned_resending`], each record with its place in the journal (for an index
 /// that reads a record again without reading the journal again).
-pub fn read_planned_placed(
+pub(crate) fn read_planned_placed(
     path: &Path,
     keys: &PlanKeys,
     resend: &dyn Fn(&JobRecord) -> bool,
@@ -435,7 +436,7 @@ fn first_three(examples: &mut Vec<JobKey>, r: &JobRecord) {
 impl Journal {
     /// Also keeps the sequential tests' decisions as they are reached (an event line each,
     /// `{"event":"decided",…}`), so a later `report` can say when each variant stopped.
-    pub fn keep_decisions(&mut self, decisions: super::sequential::Decisions) {
+    pub(crate) fn keep_decisions(&mut self, decisions: super::sequential::Decisions) {
         self.decisions = Some(decisions);
     }
 

@@ -8,7 +8,7 @@ use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 /// The lock file's name inside a run folder.
-pub const FILE: &str = ".lock";
+pub(crate) const FILE: &str = ".lock";
 
 /// Held while a process writes a run folder; dropping it releases the folder.
 #[derive(Debug)]
@@ -79,7 +79,7 @@ pub(crate) fn acquire(dir: &Path) -> Result<RunLock, LockError> {
 /// Held while a process reads a run folder: no run can take the folder (resume into it)
 /// until it is dropped. Readers share it.
 #[derive(Debug)]
-pub struct ReadLock {
+pub(crate) struct ReadLock {
     _file: Option<File>,
 }
 

@@ -296,7 +296,7 @@ fn reserve_adopted(bench: &Bench, lanes: &[Lane], by_lane: &[Vec<Job>], options:
 
 /// The job (plan position) whose idempotency key is `key` in run `run_id`, resends
 /// included; `None` for a key of another form.
-pub fn job_of_key(key: &str, run_id: &str) -> Option<usize> {
+pub(crate) fn job_of_key(key: &str, run_id: &str) -> Option<usize> {
     let rest = key
         .strip_prefix("pg-")?
         .strip_prefix(run_id)?

@@ -38,7 +38,7 @@ pub struct PlanSettings {
 impl PlanSettings {
     /// What the run compares: its variants, or with several endpoints each
     /// `ENDPOINT/VARIANT` (see `suite::plan::arm_names`), the baseline first.
-    pub fn arms(&self) -> Vec<String> {
+    pub(crate) fn arms(&self) -> Vec<String> {
         crate::suite::plan::arm_names(&self.variants, &self.endpoints)
     }
 }
@@ -52,7 +52,7 @@ pub struct Tool {
 
 impl Tool {
     /// This promptgauge, as the run folders it writes name it.
-    pub fn promptgauge() -> Tool {
+    pub(crate) fn promptgauge() -> Tool {
         Tool {
             name: "promptgauge".into(),
             version: env!("CARGO_PKG_VERSION").into(),
@@ -198,7 +198,7 @@ pub struct Source {
 
 impl Source {
     /// Nothing known.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.commit.is_none() && self.branch.is_none() && self.ci.is_empty()
     }
 }
@@ -206,7 +206,7 @@ impl Source {
 impl RunRecord {
     /// The record without its case ids and hashes (a large bench's largest part), for the
     /// history store, whose per-job rows hold them already.
-    pub fn without_cases(&self) -> RunRecord {
+    pub(crate) fn without_cases(&self) -> RunRecord {
         let b = &self.bench;
         RunRecord {
             tool: self.tool.clone(),
@@ -272,7 +272,7 @@ impl RunRecord {
     }
 
     /// The judge is the model under test (same model at the same endpoint).
-    pub fn self_judged(&self) -> bool {
+    pub(crate) fn self_judged(&self) -> bool {
         self.judge
             .as_ref()
             .is_some_and(|j| j.same_model(&self.endpoint))
@@ -280,7 +280,7 @@ impl RunRecord {
 
     /// What the judge's tokens cost: the judge's own price, or the bench's when the judge
     /// is the model under test.
-    pub fn judge_price(&self) -> Option<Price> {
+    pub(crate) fn judge_price(&self) -> Option<Price> {
         let own = self.bench.judge.as_ref().and_then(|j| j.price.clone());
         own.or_else(|| {
             self.self_judged()
@@ -315,7 +315,7 @@ impl RunRecord {
 
     /// What each arm's answers cost (in `plan.arms()`' order): its endpoint's price in a run
     /// of several, else the bench's.
-    pub fn arm_prices(&self) -> Vec<Option<Price>> {
+    pub(crate) fn arm_prices(&self) -> Vec<Option<Price>> {
         if self.plan.endpoints.is_empty() {
             return vec![self.bench.price.clone(); self.plan.variants.len()];
         }
@@ -335,7 +335,7 @@ impl RunRecord {
     }
 
     /// The cases the plan holds: a shard's share, a sequential plan's max_cases, else all.
-    pub fn planned_cases(&self) -> usize {
+    pub(crate) fn planned_cases(&self) -> usize {
         let n = self.bench.case_ids.len();
         match (&self.plan.sequential, self.plan.shard) {
             (Some(s), _) => n.min(s.max_cases as usize),
@@ -380,7 +380,7 @@ impl StopReason {
     const BUDGET: &'static str = "the budget is reached: ";
 
     /// `--budget`: `spent` of `limit` spent (as written: `$0.0125`), `not_sent` jobs not sent.
-    pub fn budget(spent: &str, limit: &str, not_sent: usize) -> Self {
+    pub(crate) fn budget(spent: &str, limit: &str, not_sent: usize) -> Self {
         StopReason::Budget(format!(
             "{}{spent} of {limit} spent, and the next job could cost more than is left; {not_sent} jobs were not sent",
             Self::BUDGET
@@ -388,7 +388,7 @@ impl StopReason {
     }
 
     /// `jobs` jobs wait in batches still running at the provider after `waited`.
-    pub fn batches_running(jobs: usize, waited: &str) -> Self {
+    pub(crate) fn batches_running(jobs: usize, waited: &str) -> Self {
         StopReason::BatchesRunning(format!(
             "{}{jobs} jobs wait in them after {waited} (--batch-wait)",
             Self::BATCHES
@@ -396,7 +396,7 @@ impl StopReason {
     }
 
     /// The journal at `path` could not be written.
-    pub fn journal_failed(path: &std::path::Path, error: impl std::fmt::Display) -> Self {
+    pub(crate) fn journal_failed(path: &std::path::Path, error: impl std::fmt::Display) -> Self {
         StopReason::JournalFailed(format!(
             "{}{} could not be written: {error}",
             Self::JOURNAL,
@@ -405,12 +405,12 @@ impl StopReason {
     }
 
     /// The server looked down: `detail` says how many failed, how fast, and the cause.
-    pub fn outage(detail: impl std::fmt::Display) -> Self {
+    pub(crate) fn outage(detail: impl std::fmt::Display) -> Self {
         StopReason::Outage(format!("{}{detail}", Self::OUTAGE))
     }
 
     /// A merge lacks these shards (`2/4`).
-    pub fn shards_missing(shards: &[String]) -> Self {
+    pub(crate) fn shards_missing(shards: &[String]) -> Self {
         StopReason::ShardsMissing(format!("{}{}", Self::SHARDS, shards.join(", ")))
     }
 }
@@ -490,7 +490,7 @@ pub struct ProviderInfo {
 impl ProviderInfo {
     /// The same model at the same server (both the simulator, or the same base URL): a
     /// judge that is the model under test.
-    pub fn same_model(&self, other: &ProviderInfo) -> bool {
+    pub(crate) fn same_model(&self, other: &ProviderInfo) -> bool {
         self.model == other.model
             && self.simulated == other.simulated
             && (self.simulated || self.base_url == other.base_url)
@@ -498,7 +498,7 @@ impl ProviderInfo {
 
     /// The base URLs as recorded, to send to again (`mock` for the simulator; each
     /// replica); `None` when one had credentials, which are never stored.
-    pub fn recorded_urls(&self) -> Option<Vec<String>> {
+    pub(crate) fn recorded_urls(&self) -> Option<Vec<String>> {
         let urls = if self.simulated {
             vec!["mock".to_string()]
         } else if self.replicas.is_empty() {
@@ -511,10 +511,10 @@ impl ProviderInfo {
     }
 
     /// What reports show as the base URL of the built-in simulated provider.
-    pub const SIMULATED: &'static str = "simulated";
+    pub(crate) const SIMULATED: &'static str = "simulated";
 
     /// The provider at `shown_urls` (already cleared of credentials; none: the simulator).
-    pub fn of(
+    pub(crate) fn of(
         shown_urls: Vec<String>,
         model: &str,
         api_key_env: &str,

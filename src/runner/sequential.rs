@@ -101,7 +101,7 @@ impl<C: Counts> crate::runner::events::Listener for Decider<C> {
 }
 
 /// Per variant (by bench variant index): stop sending its jobs.
-pub type StopFlags = Arc<Vec<AtomicBool>>;
+pub(crate) type StopFlags = Arc<Vec<AtomicBool>>;
 
 /// How far ahead of the tests the runner may send: a case whose plan position is beyond
 /// `limit` waits until the tests have caught up (a slow or retried early case would
@@ -116,7 +116,7 @@ pub struct Horizon {
 
 impl Horizon {
     /// A horizon `ahead` cases beyond the start.
-    pub fn new(ahead: usize) -> Self {
+    pub(crate) fn new(ahead: usize) -> Self {
         Horizon {
             limit: Arc::new(std::sync::atomic::AtomicUsize::new(ahead)),
             notify: Arc::new(tokio::sync::Notify::new()),
@@ -282,11 +282,11 @@ pub struct Decided {
 
 /// Decisions reached in a live run and not yet journaled (the journal writes them with the
 /// next event it keeps).
-pub type Decisions = Arc<std::sync::Mutex<Vec<Decided>>>;
+pub(crate) type Decisions = Arc<std::sync::Mutex<Vec<Decided>>>;
 
 /// What a live run's tests steer: the stop flags (indexed by the bench's variant index,
 /// `bench_index[arm]` for each arm) and the horizon.
-pub struct Steering {
+pub(crate) struct Steering {
     pub stop: StopFlags,
     pub bench_index: Vec<usize>,
     pub horizon: Horizon,
@@ -297,7 +297,7 @@ pub struct Steering {
 impl Sequential {
     /// The tests of a run whose plan orders `case_ids` (bench order) by `plan.seed`;
     /// `live` when they steer a running run (not when a journal is replayed).
-    pub fn new(
+    pub(crate) fn new(
         plan: &SequentialPlan,
         case_ids: &[String],
         variants: &[String],
@@ -355,7 +355,7 @@ impl Sequential {
     /// The tests of a run of several endpoints (arm `e × variants + v`): on both axes, as
     /// the figures compare — each variant against the baseline variant at each endpoint,
     /// each endpoint against the baseline endpoint for each variant.
-    pub fn grid(mut self, variants: usize, endpoints: usize) -> Sequential {
+    pub(crate) fn grid(mut self, variants: usize, endpoints: usize) -> Sequential {
         let arm = |e: usize, v: usize| e * variants + v;
         let pairs = (0..endpoints)
             .flat_map(|e| (1..variants).map(move |v| (arm(e, v), arm(e, 0))))
@@ -400,7 +400,7 @@ impl Sequential {
     /// Hears a finished job, and says what the run's figures may take now: this record
     /// (`Some(counted)`) when whether a decision needed it is known, and the held records
     /// that became known, in plan order. A record not known yet is held.
-    pub fn hear(&mut self, r: &JobRecord) -> (Option<bool>, Vec<(JobRecord, bool)>) {
+    pub(crate) fn hear(&mut self, r: &JobRecord) -> (Option<bool>, Vec<(JobRecord, bool)>) {
         self.add(r);
         let now = self.counts(r);
         let mut settled = Vec::new();
@@ -420,7 +420,7 @@ impl Sequential {
     }
 
     /// Once every record is in: the held records, in plan order, and whether each counts.
-    pub fn release(&mut self) -> Vec<(JobRecord, bool)> {
+    pub(crate) fn release(&mut self) -> Vec<(JobRecord, bool)> {
         let mut held = std::mem::take(&mut self.held);
         held.sort_by_key(|h| h.job);
         held.into_iter()
@@ -432,7 +432,7 @@ impl Sequential {
     }
 
     /// Hears one finished job.
-    pub fn add(&mut self, r: &JobRecord) {
+    pub(crate) fn add(&mut self, r: &JobRecord) {
         self.jobs_heard += 1;
         let (Some(arm), Some(&pos)) = (self.arm_of(r), self.position.get(&r.case_id)) else {
             return;
@@ -450,7 +450,7 @@ impl Sequential {
     /// case lies beyond the cases fed so far). Counting only what the tests used makes the
     /// reports a function of the answers, not of how far the workers ran ahead of the
     /// decision: a resumed run reports what the uninterrupted one does.
-    pub fn counts(&self, r: &JobRecord) -> Option<bool> {
+    pub(crate) fn counts(&self, r: &JobRecord) -> Option<bool> {
         let (Some(arm), Some(&pos)) = (self.arm_of(r), self.position.get(&r.case_id)) else {
             return Some(true);
         };
@@ -462,7 +462,7 @@ impl Sequential {
 
     /// [`Sequential::counts`] once every record is in: what is still open counts when a
     /// test would still need it.
-    pub fn counts_at_end(&self, r: &JobRecord) -> bool {
+    pub(crate) fn counts_at_end(&self, r: &JobRecord) -> bool {
         self.counts(r)
             .unwrap_or_else(|| match (self.arm_of(r), self.position.get(&r.case_id)) {
                 (Some(arm), Some(&pos)) => self.needs(arm, pos),
@@ -585,7 +585,7 @@ impl Sequential {
     }
 
     /// The summary's account: each variant's verdict, and what stopping saved.
-    pub fn summary(
+    pub(crate) fn summary(
         &self,
         jobs_run: usize,
         cost: Option<f64>,

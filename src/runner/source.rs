@@ -80,7 +80,7 @@ pub trait AnswerSource: Send + Sync {
 
 /// Asks `sources` in order; every source hears an answer given now. `Pass` when none
 /// answered (nor took the job).
-pub async fn answer(sources: &[Arc<dyn AnswerSource>], ask: &Ask<'_>) -> SourceReply {
+pub(crate) async fn answer(sources: &[Arc<dyn AnswerSource>], ask: &Ask<'_>) -> SourceReply {
     for source in sources {
         match source.answer(ask).await {
             SourceReply::Pass => continue,
@@ -95,14 +95,14 @@ pub async fn answer(sources: &[Arc<dyn AnswerSource>], ask: &Ask<'_>) -> SourceR
 }
 
 /// Tells every source the answer a job got (from one of them, or from a provider's batch).
-pub fn heard(sources: &[Arc<dyn AnswerSource>], ask: &Ask<'_>, answer: &Sourced) {
+pub(crate) fn heard(sources: &[Arc<dyn AnswerSource>], ask: &Ask<'_>, answer: &Sourced) {
     for s in sources {
         s.heard(ask, answer);
     }
 }
 
 /// The streamed client: it always answers (with the failure, when every attempt failed).
-pub struct Live(pub Arc<Client>);
+pub(crate) struct Live(pub Arc<Client>);
 
 impl AnswerSource for Live {
     fn answer<'a>(&'a self, ask: &'a Ask<'a>) -> SourceFuture<'a> {
@@ -117,7 +117,7 @@ impl AnswerSource for Live {
 
 /// `--cache`: complete answers already paid for, keyed on the endpoint as the user named it,
 /// the model, the rendered messages, the parameters and the repeat index.
-pub struct Cached {
+pub(crate) struct Cached {
     pub cache: Arc<Mutex<Cache>>,
     /// The endpoint as the user named it (not the simulator's port).
     pub endpoint: String,
@@ -139,7 +139,7 @@ impl Cached {
 
 impl Cached {
     /// Whether it holds the answer to `ask` (nothing to buy).
-    pub fn holds(&self, ask: &Ask<'_>) -> bool {
+    pub(crate) fn holds(&self, ask: &Ask<'_>) -> bool {
         let key = self.key(ask);
         self.cache.lock().is_ok_and(|c| c.get(key).is_some())
     }

@@ -17,7 +17,7 @@ pub struct Vars(pub Vec<(String, Value)>);
 
 impl Vars {
     /// The value of a variable.
-    pub fn get(&self, name: &str) -> Option<&Value> {
+    pub(crate) fn get(&self, name: &str) -> Option<&Value> {
         self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v)
     }
 
@@ -96,7 +96,7 @@ const CASE_FIX: &str =
     r#"each case looks like {"id": "c-001", "vars": {"question": "…"}, "expected": "…"}"#;
 
 /// Loads one case file, choosing the format by extension.
-pub fn load(path: &Path) -> Result<Vec<Case>, InputError> {
+pub(crate) fn load(path: &Path) -> Result<Vec<Case>, InputError> {
     let text = read_text(path, "case")?;
     parse(path, &text)
 }

@@ -40,7 +40,7 @@ pub enum UrlList {
 
 impl UrlList {
     /// The URLs, one or several.
-    pub fn urls(&self) -> Vec<String> {
+    pub(crate) fn urls(&self) -> Vec<String> {
         match self {
             UrlList::One(u) => vec![u.clone()],
             UrlList::Many(us) => us.clone(),
@@ -68,8 +68,9 @@ pub struct Price {
 }
 
 impl Price {
+    #[cfg(test)]
     /// USD per million tokens, at the streaming price.
-    pub fn streaming(input_per_mtok: f64, output_per_mtok: f64) -> Price {
+    pub(crate) fn streaming(input_per_mtok: f64, output_per_mtok: f64) -> Price {
         Price {
             input_per_mtok,
             output_per_mtok,
@@ -81,7 +82,7 @@ impl Price {
     }
 
     /// What `u` cost at this price, in USD: cached prompt tokens at the cached price.
-    pub fn cost(&self, u: &crate::client::Usage) -> f64 {
+    pub(crate) fn cost(&self, u: &crate::client::Usage) -> f64 {
         let cached = u.cached_tokens.min(u.prompt_tokens) as f64;
         let fresh = u.prompt_tokens as f64 - cached;
         let cached_price = self.cached_input_per_mtok.unwrap_or(self.input_per_mtok);
@@ -92,7 +93,7 @@ impl Price {
     }
 
     /// Whether it says what batched jobs cost.
-    pub fn has_batch_price(&self) -> bool {
+    pub(crate) fn has_batch_price(&self) -> bool {
         self.batch_discount.is_some()
             || self.batch_input_per_mtok.is_some()
             || self.batch_output_per_mtok.is_some()
@@ -101,7 +102,7 @@ impl Price {
     /// The prices batched jobs are costed at: the batch prices where given, else the
     /// streaming ones less `batch_discount` (cached input tokens too), else the streaming
     /// ones.
-    pub fn batched(&self) -> Price {
+    pub(crate) fn batched(&self) -> Price {
         let off = 1.0 - self.batch_discount.unwrap_or(0.0);
         let input = self
             .batch_input_per_mtok
@@ -165,7 +166,7 @@ pub(super) fn check_price(
 
 /// Why a base URL cannot be used. Each names the URL without its credentials.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BaseUrlError {
+pub(crate) enum BaseUrlError {
     #[error("base URL `{0}` has no http:// or https:// scheme")]
     NoScheme(String),
     #[error("base URL `{0}` has no host")]

@@ -196,7 +196,7 @@ fn headers(
 }
 
 /// What a header value names: the variable of `${VAR}`, else `None` (the text itself).
-pub fn variable_of(value: &str) -> Option<&str> {
+pub(crate) fn variable_of(value: &str) -> Option<&str> {
     value
         .strip_prefix("${")
         .and_then(|v| v.strip_suffix('}'))

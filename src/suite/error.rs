@@ -16,7 +16,7 @@ pub struct FilePos {
 
 impl FilePos {
     /// A whole file.
-    pub fn file(file: &Path) -> Self {
+    pub(crate) fn file(file: &Path) -> Self {
         FilePos {
             file: Arc::from(file),
             line: None,
@@ -34,7 +34,7 @@ impl FilePos {
     }
 
     /// A line of a file whose path is already shared.
-    pub fn line_in(file: &Arc<Path>, line: usize) -> Self {
+    pub(crate) fn line_in(file: &Arc<Path>, line: usize) -> Self {
         FilePos {
             file: file.clone(),
             line: Some(line),
@@ -43,7 +43,7 @@ impl FilePos {
     }
 
     /// A line and column of a file.
-    pub fn at(file: &Path, line: usize, column: usize) -> Self {
+    pub(crate) fn at(file: &Path, line: usize, column: usize) -> Self {
         FilePos {
             file: Arc::from(file),
             line: Some(line),
@@ -75,7 +75,7 @@ pub struct InputError {
 
 impl InputError {
     /// An error at `location`.
-    pub fn new(location: FilePos, message: impl Into<String>) -> Self {
+    pub(crate) fn new(location: FilePos, message: impl Into<String>) -> Self {
         InputError {
             location,
             message: message.into(),
@@ -84,7 +84,7 @@ impl InputError {
     }
 
     /// Adds how to fix it.
-    pub fn fix(mut self, fix: impl Into<String>) -> Self {
+    pub(crate) fn fix(mut self, fix: impl Into<String>) -> Self {
         self.fix = Some(fix.into());
         self
     }
@@ -134,7 +134,7 @@ impl From<InputError> for InputErrors {
 
 /// The largest bench file read (cases, prompts, a judge's prompt): far above any real one,
 /// and a `/dev/zero` or a runaway generator stops here instead of filling memory.
-pub const MAX_INPUT_BYTES: u64 = 512 << 20;
+pub(crate) const MAX_INPUT_BYTES: u64 = 512 << 20;
 
 /// Reads a user's text file, turning every failure into an error that says what to do.
 pub(crate) fn read_text(path: &Path, what: &str) -> Result<String, InputError> {
@@ -143,7 +143,7 @@ pub(crate) fn read_text(path: &Path, what: &str) -> Result<String, InputError> {
 
 /// [`read_text`] for files no larger than `limit` bytes. Only regular files are read (after
 /// symlinks): a FIFO would wait forever, a device never ends.
-pub fn read_text_limited(path: &Path, what: &str, limit: u64) -> Result<String, InputError> {
+pub(crate) fn read_text_limited(path: &Path, what: &str, limit: u64) -> Result<String, InputError> {
     use std::io::Read;
     let here = FilePos::file(path);
     if path.is_dir() {
@@ -210,7 +210,7 @@ pub fn read_text_limited(path: &Path, what: &str, limit: u64) -> Result<String, 
 }
 
 /// `16 MiB`, `512 KiB`: a byte limit as a person reads it.
-pub fn shown_size(bytes: u64) -> String {
+pub(crate) fn shown_size(bytes: u64) -> String {
     match bytes {
         b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
         b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 /// The variables every `command` scorer's processes see, when they are set: nothing else
 /// of promptgauge's environment (an API key, a token) reaches them unless the bench names
 /// it under the scorer's `env:`.
-pub const PASSED_ENV: [&str; 4] = ["PATH", "HOME", "LANG", "TMPDIR"];
+pub(crate) const PASSED_ENV: [&str; 4] = ["PATH", "HOME", "LANG", "TMPDIR"];
 
 /// A scorer as written in a bench or case file (the kinds docs/guide/scorers.md lists).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -158,7 +158,7 @@ impl Default for GradeSpec {
 impl GradeSpec {
     /// How many calls to a judge scoring one answer takes (its votes, over every judged
     /// part; a retried unreadable reply is not counted).
-    pub fn judge_calls(&self) -> u64 {
+    pub(crate) fn judge_calls(&self) -> u64 {
         match self {
             GradeSpec::Judge { votes, .. } => u64::from(*votes),
             GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
@@ -169,7 +169,7 @@ impl GradeSpec {
     }
 
     /// The `embedding` scorers it holds (alone or as parts): their `endpoint` and `model`.
-    pub fn embeddings(&self) -> Vec<(Option<String>, Option<String>)> {
+    pub(crate) fn embeddings(&self) -> Vec<(Option<String>, Option<String>)> {
         match self {
             GradeSpec::Embedding {
                 endpoint, model, ..
@@ -182,7 +182,7 @@ impl GradeSpec {
     }
 
     /// Whether it scores the tool calls made (alone or as a part).
-    pub fn uses_tool_call(&self) -> bool {
+    pub(crate) fn uses_tool_call(&self) -> bool {
         match self {
             GradeSpec::ToolCall { .. } => true,
             GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
@@ -194,7 +194,7 @@ impl GradeSpec {
 
     /// Whether it compares the answer with the case's `expected` (a schema does not, nor
     /// does a judge given a rubric: it then judges by the rubric alone).
-    pub fn needs_expected(&self) -> bool {
+    pub(crate) fn needs_expected(&self) -> bool {
         match self {
             GradeSpec::JsonSchema { .. } => false,
             GradeSpec::Judge {
@@ -209,7 +209,7 @@ impl GradeSpec {
 
     /// The programs it runs (a `command` scorer's `run`, within `all`/`any`/`mean` too),
     /// each with the variables its `env:` passes on.
-    pub fn programs(&self) -> Vec<(&[String], &[String])> {
+    pub(crate) fn programs(&self) -> Vec<(&[String], &[String])> {
         match self {
             GradeSpec::Command { run, env, .. } => vec![(run.as_slice(), env.as_slice())],
             GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
@@ -220,7 +220,7 @@ impl GradeSpec {
     }
 
     /// Whether every score it gives is 0 or 1 (no partial credit).
-    pub fn binary(&self) -> bool {
+    pub(crate) fn binary(&self) -> bool {
         match self {
             GradeSpec::Judge {
                 scale,

@@ -15,19 +15,23 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use cases::Case;
+pub use endpoint::Price;
 pub(crate) use endpoint::check_base_url;
-pub use endpoint::{BaseUrlError, EndpointSpec, Price, UrlList};
+pub(crate) use endpoint::{EndpointSpec, UrlList};
 use endpoint::{check_price, resolve_limits};
-pub use error::{FilePos, InputError, InputErrors};
-pub use grading::{CallOrder, GradeSpec, Scale};
-pub use plan::{Fingerprint, Job, Plan, Shard};
-pub use prompts::Variant;
+pub use error::FilePos;
+pub(crate) use error::{InputError, InputErrors};
+pub use grading::Scale;
+pub(crate) use grading::{CallOrder, GradeSpec};
+pub use plan::{Fingerprint, Plan};
+pub(crate) use plan::{Job, Shard};
+pub(crate) use prompts::Variant;
 pub use template::{ChatMessage, Templates};
 
 use crate::client::ProtocolKind;
 use crate::client::limits::RawLimits;
 pub(crate) use crate::client::limits::parse_duration;
-pub use crate::client::limits::{DurationError, Limits, MAX_DURATION, SizeError};
+pub(crate) use crate::client::limits::{Limits, MAX_DURATION};
 
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
@@ -187,7 +191,7 @@ impl Bench {
 
     /// [`Bench::load`] with only the case `id` (none if it has no such case): what one
     /// case's prompt needs, without a large bench's every case in memory.
-    pub fn load_case(path: &Path, id: &str) -> Result<Bench, InputErrors> {
+    pub(crate) fn load_case(path: &Path, id: &str) -> Result<Bench, InputErrors> {
         Bench::load_cases(path, Some(&|c: &str| c == id))
     }
 
@@ -245,7 +249,7 @@ impl Bench {
 
     /// Whether every score this bench can give is 0 or 1 with one answer per case: the
     /// sequential test then works on the discordant pairs.
-    pub fn binary(&self) -> bool {
+    pub(crate) fn binary(&self) -> bool {
         self.repeats == 1
             && self
                 .cases
@@ -260,7 +264,7 @@ impl Bench {
     }
 
     /// The messages a job sends: its variant rendered for its case.
-    pub fn render_job(&self, job: &Job) -> Result<Vec<ChatMessage>, minijinja::Error> {
+    pub(crate) fn render_job(&self, job: &Job) -> Result<Vec<ChatMessage>, minijinja::Error> {
         self.templates.render(
             job.variant,
             &self.cases[job.case],
@@ -269,13 +273,17 @@ impl Bench {
     }
 
     /// The completion ceiling a variant's requests carry, if any.
-    pub fn max_tokens(&self, variant: usize) -> Option<u64> {
+    pub(crate) fn max_tokens(&self, variant: usize) -> Option<u64> {
         self.max_tokens_at(variant, &Map::new())
     }
 
     /// The completion ceiling a variant's requests carry at an endpoint (its parameters
     /// over the bench's), if any.
-    pub fn max_tokens_at(&self, variant: usize, endpoint: &Map<String, Value>) -> Option<u64> {
+    pub(crate) fn max_tokens_at(
+        &self,
+        variant: usize,
+        endpoint: &Map<String, Value>,
+    ) -> Option<u64> {
         let params = self.params_at(variant, endpoint);
         params
             .get("max_completion_tokens")
@@ -286,7 +294,7 @@ impl Bench {
     /// Each program its scorers will run (the bench's `grade:` and every case's own), once,
     /// in a sentence that says where it is named and what of the environment it sees:
     /// "scores with `python3 score.py` (promptgauge.yaml line 7); it sees PATH, HOME, …".
-    pub fn programs_said(&self) -> Vec<String> {
+    pub(crate) fn programs_said(&self) -> Vec<String> {
         let mut said: Vec<(Vec<String>, String)> = Vec::new();
         let named = std::iter::once((&self.grade, self.location_of("run"))).chain(
             self.cases
@@ -321,7 +329,7 @@ impl Bench {
     }
 
     /// Where `key` is written in the bench file (its line, when it is there).
-    pub fn location_of(&self, key: &str) -> FilePos {
+    pub(crate) fn location_of(&self, key: &str) -> FilePos {
         match error::line_of_key(&self.text, key) {
             Some(l) => FilePos::line(&self.path, l),
             None => FilePos::file(&self.path),
@@ -329,7 +337,7 @@ impl Bench {
     }
 
     /// The folder the bench's files are named relative to.
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         self.path.parent().unwrap_or(Path::new("."))
     }
 
@@ -340,7 +348,11 @@ impl Bench {
 
     /// A variant's request parameters at an endpoint: the bench's, then the endpoint's
     /// over them, then the variant's over both (a variant's own setting always wins).
-    pub fn params_at(&self, variant: usize, endpoint: &Map<String, Value>) -> Map<String, Value> {
+    pub(crate) fn params_at(
+        &self,
+        variant: usize,
+        endpoint: &Map<String, Value>,
+    ) -> Map<String, Value> {
         let mut params = self.params.clone();
         for (k, v) in endpoint.iter().chain(&self.variants[variant].params) {
             params.insert(k.clone(), v.clone());
@@ -620,7 +632,7 @@ fn check_tools(
 
 /// Estimated prompt tokens of rendered messages: about four characters a token, plus a few
 /// per message for the chat framing.
-pub fn prompt_tokens(messages: &[ChatMessage]) -> u64 {
+pub(crate) fn prompt_tokens(messages: &[ChatMessage]) -> u64 {
     messages
         .iter()
         .map(|m| m.content.chars().count().div_ceil(4) as u64 + 3)
@@ -644,7 +656,7 @@ fn read_raw(path: &Path) -> Result<(String, RawBench), InputError> {
 /// Whether a bench name can name a run folder, a line of a CI step's outputs and a terminal
 /// title: not empty, no spaces at an end, no slash, no leading `.`, no control character,
 /// at most 100 bytes.
-pub fn is_folder_safe(name: &str) -> bool {
+pub(crate) fn is_folder_safe(name: &str) -> bool {
     !(name.trim().is_empty()
         || name.trim() != name
         || name.contains(['/', '\\'])

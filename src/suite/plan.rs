@@ -19,7 +19,7 @@ pub struct Job {
 /// What a (variant, endpoint) cell of a run is called wherever one name must say which: the
 /// variant's own name when the run has one endpoint, else `ENDPOINT/VARIANT` (endpoint names
 /// hold no `/`).
-pub fn arm_name(variant: &str, endpoint: Option<&str>) -> String {
+pub(crate) fn arm_name(variant: &str, endpoint: Option<&str>) -> String {
     match endpoint {
         Some(e) => format!("{e}/{variant}"),
         None => variant.to_string(),
@@ -29,14 +29,14 @@ pub fn arm_name(variant: &str, endpoint: Option<&str>) -> String {
 /// The largest family of comparisons a verdict is adjusted in (Holm's): every variant
 /// against the baseline, or in a run of several endpoints the larger axis — the variants at
 /// one endpoint, or the endpoints for one variant (docs/dev/statistics.md §2a).
-pub fn largest_family(variants: usize, endpoints: usize) -> usize {
+pub(crate) fn largest_family(variants: usize, endpoints: usize) -> usize {
     variants.max(endpoints).saturating_sub(1)
 }
 
 /// A run's arms: every (variant, endpoint) it measures, named by [`arm_name`], endpoint by
 /// endpoint (the baseline endpoint's variants first), the baseline variant first in each.
 /// With no endpoints named (one endpoint), the variants themselves.
-pub fn arm_names(variants: &[String], endpoints: &[String]) -> Vec<String> {
+pub(crate) fn arm_names(variants: &[String], endpoints: &[String]) -> Vec<String> {
     if endpoints.is_empty() {
         return variants.to_vec();
     }
@@ -47,9 +47,10 @@ pub fn arm_names(variants: &[String], endpoints: &[String]) -> Vec<String> {
 }
 
 impl Job {
+    #[cfg(test)]
     /// The job's arm: its position in [`arm_names`], when its variant is at
     /// `variant_position` among the `variants` the run selected.
-    pub fn arm(&self, variant_position: usize, variants: usize) -> usize {
+    pub(crate) fn arm(&self, variant_position: usize, variants: usize) -> usize {
         usize::from(self.endpoint) * variants + variant_position
     }
 }
@@ -80,7 +81,7 @@ struct RawShard {
 /// Not a shard: `i/n` with 1 ≤ i ≤ n.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("`{text}` is not a shard; write i/n with 1 ≤ i ≤ n, e.g. 2/4")]
-pub struct NotAShard {
+pub(crate) struct NotAShard {
     text: String,
 }
 
@@ -95,7 +96,7 @@ impl TryFrom<RawShard> for Shard {
 
 impl Shard {
     /// Whether this shard runs the job.
-    pub fn holds(&self, job: &Job) -> bool {
+    pub(crate) fn holds(&self, job: &Job) -> bool {
         job.case as u64 % u64::from(self.count) == u64::from(self.index - 1)
     }
 }
@@ -159,7 +160,7 @@ impl SequentialPlan {
     /// need (at least `min_cases`, at most the plan's), so a clear difference stops after a
     /// wave or two and a run that goes to the fixed design's size takes about five
     /// (docs/guide/batch.md, "Waves").
-    pub fn wave_cases(&self) -> usize {
+    pub(crate) fn wave_cases(&self) -> usize {
         let fixed = self.fixed_design_cases.unwrap_or(self.max_cases);
         fixed
             .div_ceil(5)
@@ -179,11 +180,6 @@ pub fn case_order(cases: usize, seed: u64) -> Vec<usize> {
 }
 
 impl Plan {
-    /// [`Plan::new`] over the cases in `order` (indices into the bench's cases).
-    pub fn in_order(order: &[usize], variants: &[usize], repeats: u32) -> Plan {
-        Plan::grid(order, variants, 1, repeats)
-    }
-
     /// Case-major order: all variants of a case run close together, so a run stopped early
     /// still has paired answers to compare.
     pub fn new(cases: usize, variants: &[usize], repeats: u32) -> Plan {
@@ -233,7 +229,7 @@ pub struct Fingerprint {
 
 /// One case's content, hashed: what `compare` checks to tell a case that kept its id but
 /// changed (its variables, expected answer, grader, history or group) from the same case.
-pub fn case_hash(c: &super::Case) -> u64 {
+pub(crate) fn case_hash(c: &super::Case) -> u64 {
     let mut h = crate::hash::StableHasher::default();
     let _ = serde_json::to_writer(
         &mut h,

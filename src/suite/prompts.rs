@@ -50,7 +50,7 @@ enum RawMessage {
 const ROLES: [&str; 4] = ["system", "developer", "user", "assistant"];
 
 /// Reads and checks one prompt file.
-pub fn load(path: &Path) -> Result<Variant, InputError> {
+pub(crate) fn load(path: &Path) -> Result<Variant, InputError> {
     let text = read_text(path, "prompt")?;
     parse(path, text)
 }

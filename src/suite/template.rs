@@ -10,11 +10,11 @@ pub use crate::client::ChatMessage;
 
 /// Instructions one rendering of one message may execute: a few-shot prompt looping over
 /// fifty examples uses a few thousand; a loop bomb stops here instead of hanging.
-pub const FUEL: u64 = 1_000_000;
+pub(crate) const FUEL: u64 = 1_000_000;
 
 /// The largest rendered message: beyond any context window, so a template that emits more
 /// is a mistake (or a bomb), stopped before it exhausts memory.
-pub const MAX_RENDERED_BYTES: usize = 8 << 20;
+pub(crate) const MAX_RENDERED_BYTES: usize = 8 << 20;
 
 /// Every variant's message templates, compiled with strict undefined variables.
 pub struct Templates {
@@ -47,7 +47,7 @@ impl std::io::Write for Capped {
 
 /// The environment every template renders in — a variant's messages and a judge's prompt
 /// alike: undefined variables are errors, and each rendering runs on [`FUEL`].
-pub fn strict_environment<'a>() -> minijinja::Environment<'a> {
+pub(crate) fn strict_environment<'a>() -> minijinja::Environment<'a> {
     let mut env = minijinja::Environment::new();
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
     env.set_fuel(Some(FUEL));
@@ -55,7 +55,7 @@ pub fn strict_environment<'a>() -> minijinja::Environment<'a> {
 }
 
 /// Renders one template within the fuel and size limits.
-pub fn render_capped(
+pub(crate) fn render_capped(
     template: &minijinja::Template<'_, '_>,
     context: impl Serialize,
 ) -> Result<String, minijinja::Error> {
@@ -70,7 +70,7 @@ pub fn render_capped(
 }
 
 /// Errors that would repeat for every case: the template itself is at fault.
-pub fn is_template_fault(err: &minijinja::Error) -> bool {
+pub(crate) fn is_template_fault(err: &minijinja::Error) -> bool {
     matches!(
         err.kind(),
         minijinja::ErrorKind::OutOfFuel | minijinja::ErrorKind::WriteFailure
@@ -214,7 +214,7 @@ impl Templates {
     }
 
     /// The chat messages for one variant and case.
-    pub fn render(
+    pub(crate) fn render(
         &self,
         variant: usize,
         case: &Case,

@@ -12,7 +12,7 @@ use crate::client::protocol::Protocol;
 use crate::client::transport::HttpMethod;
 
 /// `/v1/messages/batches`.
-pub struct AnthropicBatches;
+pub(crate) struct AnthropicBatches;
 
 impl BatchApi for AnthropicBatches {
     fn limits(&self) -> (usize, usize) {

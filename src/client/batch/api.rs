@@ -13,7 +13,7 @@ use super::wire::{BatchError, BatchState, Http};
 use crate::client::protocol::Protocol;
 
 /// A call of the batch API that is still under way.
-pub type Pending<'a, T> = Pin<Box<dyn Future<Output = Result<T, BatchError>> + Send + 'a>>;
+pub(crate) type Pending<'a, T> = Pin<Box<dyn Future<Output = Result<T, BatchError>> + Send + 'a>>;
 
 /// A provider's batch API (docs/guide/batch.md): chosen per endpoint by its protocol
 /// (`Client::batch_api`).

@@ -10,7 +10,7 @@ use crate::client::protocol::Protocol;
 use crate::client::transport::HttpMethod;
 
 /// `/v1/files` and `/v1/batches`, for chat completions and Responses.
-pub struct OpenAiBatches;
+pub(crate) struct OpenAiBatches;
 
 impl BatchApi for OpenAiBatches {
     fn limits(&self) -> (usize, usize) {

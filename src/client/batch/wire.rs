@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::client::transport::{HttpMethod, HttpRequest, Transport};
 
 /// The most a batch's output or error file may hold when read back.
-pub const MAX_FILE_BYTES: usize = 512 * 1024 * 1024;
+pub(crate) const MAX_FILE_BYTES: usize = 512 * 1024 * 1024;
 
 /// A batch as the provider describes it (Anthropic's words mapped to OpenAI's: `ended` is
 /// its one terminal state, `canceling` is `cancelling`).
@@ -98,7 +98,7 @@ pub struct Http {
 
 impl Http {
     /// One call's answer, refused beyond `limit` bytes or when it is not a 200.
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         method: HttpMethod,
         path: &str,
@@ -157,7 +157,7 @@ impl Http {
     }
 
     /// A JSON call (no body for `Value::Null`), its answer parsed.
-    pub async fn json(
+    pub(crate) async fn json(
         &self,
         method: HttpMethod,
         path: &str,
@@ -174,7 +174,7 @@ impl Http {
     }
 
     /// A file read at `path`, refused beyond `limit`.
-    pub async fn read(&self, path: &str, limit: usize) -> Result<Bytes, BatchError> {
+    pub(crate) async fn read(&self, path: &str, limit: usize) -> Result<Bytes, BatchError> {
         self.call(
             HttpMethod::Get,
             path,
@@ -188,7 +188,7 @@ impl Http {
 
 /// The lines of JSONL files, each parsed as it is reached; a line that is not JSON is
 /// skipped (its request then has no result, and its job fails for that).
-pub struct EachLine<'a> {
+pub(crate) struct EachLine<'a> {
     files: &'a [Bytes],
     /// The file being read, and where in it.
     file: usize,
@@ -196,7 +196,7 @@ pub struct EachLine<'a> {
 }
 
 impl<'a> EachLine<'a> {
-    pub fn new(files: &'a [Bytes]) -> Self {
+    pub(crate) fn new(files: &'a [Bytes]) -> Self {
         EachLine {
             files,
             file: 0,

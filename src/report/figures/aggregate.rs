@@ -160,7 +160,7 @@ impl Aggregator {
     }
 
     /// Adds an output that hears every counted record from now on (a `--jobs-csv` file).
-    pub fn add_sink(&mut self, sink: Box<dyn Sink>) {
+    pub(crate) fn add_sink(&mut self, sink: Box<dyn Sink>) {
         self.sinks.push(sink);
     }
 
@@ -241,8 +241,9 @@ impl Aggregator {
         self.judged[arm].add(&r.case_id, score, person);
     }
 
+    #[cfg(test)]
     /// The result, once every record is in.
-    pub fn finish(self) -> RunResult {
+    pub(crate) fn finish(self) -> RunResult {
         Counts::finish(self, None)
     }
 

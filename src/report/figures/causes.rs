@@ -31,7 +31,7 @@ fn first_line(error: &str) -> String {
 }
 
 /// The fix for a usual cause, if this is one.
-pub fn hint(status: Option<u16>, cause: &str) -> Option<String> {
+pub(crate) fn hint(status: Option<u16>, cause: &str) -> Option<String> {
     let lower = cause.to_ascii_lowercase();
     let model_problem = lower.contains("model")
         && [

@@ -11,9 +11,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-pub use super::run_comparison::{
-    CaseSide, Flip, RunComparison, RunSide, VariantPair, pair_runs, same_case,
-};
+pub use super::run_comparison::RunComparison;
+pub(crate) use super::run_comparison::{CaseSide, Flip, RunSide, VariantPair, same_case};
 
 use crate::ids::Ids;
 use crate::stats::cluster::CaseScore;
@@ -24,7 +23,7 @@ use crate::stats::permutation::sign_flip_test;
 use crate::stats::power::{self, Assumptions};
 
 /// The power the detectable difference and the cases-needed figures are computed for.
-pub const POWER: f64 = 0.8;
+pub(crate) const POWER: f64 = 0.8;
 
 /// A comparison's verdict, at the run's confidence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -181,10 +180,10 @@ pub enum Axis {
 
 impl Axis {
     /// Both axes, "which prompt" first.
-    pub const BOTH: [Axis; 2] = [Axis::Variants, Axis::Endpoints];
+    pub(crate) const BOTH: [Axis; 2] = [Axis::Variants, Axis::Endpoints];
 
     /// What the axis asks, and how its Holm families are formed.
-    pub fn heading(self) -> &'static str {
+    pub(crate) fn heading(self) -> &'static str {
         match self {
             Axis::Variants => {
                 "Which prompt: each variant against the baseline variant at the same endpoint (Holm within each endpoint)"
@@ -198,7 +197,7 @@ impl Axis {
 
 impl Family {
     /// The variants at endpoint `name`.
-    pub fn variants_at(name: &str) -> Family {
+    pub(crate) fn variants_at(name: &str) -> Family {
         Family {
             axis: Axis::Variants,
             within: name.to_string(),
@@ -206,7 +205,7 @@ impl Family {
     }
 
     /// The endpoints for variant `name`.
-    pub fn endpoints_for(name: &str) -> Family {
+    pub(crate) fn endpoints_for(name: &str) -> Family {
         Family {
             axis: Axis::Endpoints,
             within: name.to_string(),
@@ -321,7 +320,12 @@ fn one() -> usize {
 impl Detectable {
     /// What `cases` cases can detect at 80% power, from a reference accuracy, with the
     /// exact test and Holm's adjustment over `comparisons` variants.
-    pub fn new(cases: u64, reference_accuracy: f64, confidence: f64, comparisons: usize) -> Self {
+    pub(crate) fn new(
+        cases: u64,
+        reference_accuracy: f64,
+        confidence: f64,
+        comparisons: usize,
+    ) -> Self {
         let mut a = Assumptions::new(reference_accuracy, 1.0 - confidence);
         a.comparisons = comparisons.max(1);
         Detectable {
@@ -337,7 +341,7 @@ impl Detectable {
     }
 
     /// Said of a run of several endpoints (its family is a question's, not only variants).
-    pub fn in_grid(mut self, grid: bool) -> Self {
+    pub(crate) fn in_grid(mut self, grid: bool) -> Self {
         self.grid = grid;
         self
     }
@@ -348,7 +352,7 @@ impl Detectable {
     /// repeats that always agree: no change). Checked by simulation of the sign-flip test
     /// on case means (tests/fixtures/detectable_repeats.py: 79–87% power at the figure
     /// over 48 settings, against 87–100% at the one-answer figure).
-    pub fn with_repeats(mut self, k: u32, icc: f64) -> Self {
+    pub(crate) fn with_repeats(mut self, k: u32, icc: f64) -> Self {
         if k > 1 {
             let rho = icc.clamp(0.0, 1.0);
             let shrink = ((1.0 + (f64::from(k) - 1.0) * rho) / f64::from(k)).sqrt();
@@ -410,7 +414,7 @@ fn plural(n: u64, one: &str, many: &str) -> String {
 }
 
 /// `+6.2 points`
-pub fn points(x: f64) -> String {
+pub(crate) fn points(x: f64) -> String {
     format!("{:+.1} points", x * 100.0)
 }
 
@@ -430,7 +434,7 @@ pub struct CorrectedDifference {
 
 /// The cases two arms both graded, as a comparison takes them.
 #[derive(Debug, Clone, Copy)]
-pub struct Paired<'a> {
+pub(crate) struct Paired<'a> {
     /// (variant, reference) per case.
     pub pairs: &'a [(CaseScore, CaseScore)],
     /// Each case's group (a case without one is its own), aligned with `pairs`; `None`
@@ -441,8 +445,9 @@ pub struct Paired<'a> {
 }
 
 impl<'a> Paired<'a> {
+    #[cfg(test)]
     /// Ungrouped, binary.
-    pub fn cases(pairs: &'a [(CaseScore, CaseScore)]) -> Self {
+    pub(crate) fn cases(pairs: &'a [(CaseScore, CaseScore)]) -> Self {
         Paired {
             pairs,
             groups: None,
@@ -453,7 +458,12 @@ impl<'a> Paired<'a> {
 
 /// Compares `variant` with `against` over the cases both graded. The verdict and the
 /// interval are set by [`decide`], once every comparison made together is known.
-pub fn compare(variant: &str, against: &str, paired: Paired<'_>, confidence: f64) -> Comparison {
+pub(crate) fn compare(
+    variant: &str,
+    against: &str,
+    paired: Paired<'_>,
+    confidence: f64,
+) -> Comparison {
     let pairs = paired.pairs;
     let mut c = no_data(variant, against, pairs.len() as u64);
     if pairs.is_empty() {
@@ -904,7 +914,7 @@ pub(crate) fn unit_of(id: &str, group: Option<&str>) -> String {
 
 impl CaseTable {
     /// An empty table with `arms` arms (variants, or runs).
-    pub fn new(arms: usize) -> Self {
+    pub(crate) fn new(arms: usize) -> Self {
         CaseTable {
             arms,
             ..CaseTable::default()
@@ -942,7 +952,7 @@ impl CaseTable {
     }
 
     /// Records one graded sample of `arm` for `case`, with its score.
-    pub fn add(&mut self, case: &str, tags: &[String], arm: usize, score: f64) {
+    pub(crate) fn add(&mut self, case: &str, tags: &[String], arm: usize, score: f64) {
         let r = self.row(case);
         self.tag_row(r, tags);
         self.scores[r * self.arms + arm].add(score);
@@ -950,7 +960,7 @@ impl CaseTable {
 
     /// Puts `case` in `group` (cases without one are each their own); the first group
     /// given stays.
-    pub fn set_group(&mut self, case: &str, group: &str) {
+    pub(crate) fn set_group(&mut self, case: &str, group: &str) {
         let r = self.row(case);
         if self.row_groups[r] == UNSET {
             self.row_groups[r] = self.groups.intern(group);
@@ -958,20 +968,15 @@ impl CaseTable {
     }
 
     /// Gives back the room kept for more cases (a table kept after its run is read).
-    pub fn shrink_to_fit(&mut self) {
+    pub(crate) fn shrink_to_fit(&mut self) {
         self.ids.shrink_to_fit();
         self.scores.shrink_to_fit();
         self.row_tags.shrink_to_fit();
         self.row_groups.shrink_to_fit();
     }
 
-    /// How many arms the table has.
-    pub fn arms(&self) -> usize {
-        self.arms
-    }
-
     /// Whether any case has a group.
-    pub fn grouped(&self) -> bool {
+    pub(crate) fn grouped(&self) -> bool {
         !self.groups.is_empty()
     }
 
@@ -982,12 +987,12 @@ impl CaseTable {
     }
 
     /// `case`'s group, if it has one.
-    pub fn group(&self, case: &str) -> Option<&str> {
+    pub(crate) fn group(&self, case: &str) -> Option<&str> {
         self.group_of_row(self.ids.get(case)? as usize)
     }
 
     /// Every case with a graded sample, in id order: its id, tags and per-arm scores.
-    pub fn rows(&self) -> impl Iterator<Item = (&str, &[String], &[CaseScore])> + '_ {
+    pub(crate) fn rows(&self) -> impl Iterator<Item = (&str, &[String], &[CaseScore])> + '_ {
         self.all_rows()
             .filter(|(_, _, s)| s.iter().any(|s| s.graded > 0))
     }
@@ -1018,17 +1023,18 @@ impl CaseTable {
     }
 
     /// How many cases have a graded sample.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.rows().count()
     }
 
     /// Whether no case has a graded sample.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.rows().next().is_none()
     }
 
     /// The tags any case carries, sorted, each once.
-    pub fn tags(&self) -> Vec<&String> {
+    pub(crate) fn tags(&self) -> Vec<&String> {
         let mut tags: Vec<&String> = self.tag_sets.iter().flatten().collect();
         tags.sort();
         tags.dedup();
@@ -1050,7 +1056,7 @@ impl CaseTable {
 
     /// Cases graded in both arms, with each one's group when any case has one (a case
     /// without a group is its own, named by its id).
-    pub fn paired(
+    pub(crate) fn paired(
         &self,
         arm: usize,
         reference: usize,
@@ -1104,7 +1110,7 @@ impl CaseTable {
     }
 
     /// Cases graded in both arms.
-    pub fn pairs(&self, arm: usize, reference: usize) -> Vec<(CaseScore, CaseScore)> {
+    pub(crate) fn pairs(&self, arm: usize, reference: usize) -> Vec<(CaseScore, CaseScore)> {
         self.all_rows()
             .map(|(_, _, s)| (s[arm], s[reference]))
             .filter(|(a, r)| a.graded > 0 && r.graded > 0)
@@ -1115,6 +1121,7 @@ impl CaseTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::figures::run_comparison::pair_runs;
     use crate::stats::paired::mcnemar_exact;
 
     fn one(correct: bool) -> CaseScore {

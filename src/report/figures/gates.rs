@@ -46,7 +46,7 @@ impl std::str::FromStr for MinAccuracy {
 
 /// The gates a run was asked to pass.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Gates {
+pub(crate) struct Gates {
     pub fail_if_worse: bool,
     /// `--max-drop`: the largest drop (a share) the data must rule out.
     pub max_drop: Option<f64>,
@@ -59,15 +59,7 @@ pub struct Gates {
     pub allow_failures: u64,
 }
 
-impl Gates {
-    pub fn any(&self) -> bool {
-        self.fail_if_worse
-            || self.max_drop.is_some()
-            || !self.min_accuracy.is_empty()
-            || self.max_cost_usd.is_some()
-            || self.max_p90_latency.is_some()
-    }
-}
+impl Gates {}
 
 /// What the run spent: every billed attempt of the answers, and the judge's calls.
 fn spent_usd(s: &Summary) -> (f64, f64) {

@@ -13,11 +13,11 @@ use crate::report::text::interval;
 use crate::stats::cluster::CaseScore;
 
 /// The JSON schema name of `history --json`.
-pub const SCHEMA: &str = "promptgauge.history/1";
+pub(crate) const SCHEMA: &str = "promptgauge.history/1";
 
 /// A bench's runs, oldest first.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct History {
+pub(crate) struct History {
     pub schema: String,
     pub bench: String,
     /// The variants in the order they first appear.
@@ -27,7 +27,7 @@ pub struct History {
 
 /// One run in the history.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct HistoryRun {
+pub(crate) struct HistoryRun {
     #[serde(flatten)]
     pub run: RunRow,
     /// The run its steps are measured from: the complete run before it at the same
@@ -38,7 +38,7 @@ pub struct HistoryRun {
 
 /// One variant of a run, and its step from the previous run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct HistoryVariant {
+pub(crate) struct HistoryVariant {
     #[serde(flatten)]
     pub result: VariantRow,
     pub step: Option<Step>,
@@ -46,7 +46,7 @@ pub struct HistoryVariant {
 
 /// A variant's change from the previous run, paired by case.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Step {
+pub(crate) struct Step {
     /// Cases graded in both runs, with unchanged content.
     pub cases: u64,
     /// Cases in both runs whose content changed: left out of the pairing.
@@ -77,14 +77,14 @@ impl Step {
     }
 
     /// Whether the step is a significant change.
-    pub fn significant(&self) -> bool {
+    pub(crate) fn significant(&self) -> bool {
         matches!(self.verdict, Verdict::Better | Verdict::Worse)
     }
 }
 
 /// One run's graded jobs, compact and sorted by case, for pairing with the runs beside it
 /// in the history: what a 100,000-case run keeps is a few dozen bytes a case.
-pub struct RunScores {
+pub(crate) struct RunScores {
     variants: Vec<String>,
     /// Each case: its id, content hash and group (its number in `groups`, or
     /// [`NO_GROUP`]); sorted by id once every row is in.
@@ -100,7 +100,7 @@ const NO_GROUP: u32 = u32::MAX;
 
 impl RunScores {
     /// No job yet of a run with these variants (rows of other variants are not kept).
-    pub fn new(variants: &[VariantRow]) -> RunScores {
+    pub(crate) fn new(variants: &[VariantRow]) -> RunScores {
         RunScores {
             variants: variants.iter().map(|v| v.variant.clone()).collect(),
             cases: Vec::new(),
@@ -112,7 +112,7 @@ impl RunScores {
 
     /// Adds one job row. Rows of a case one after another (as the store gives them) cost
     /// one entry; any order is right.
-    pub fn add(&mut self, row: ScoreRow) {
+    pub(crate) fn add(&mut self, row: ScoreRow) {
         let Some(v) = self.variants.iter().position(|n| *n == row.variant) else {
             return;
         };
@@ -185,7 +185,7 @@ impl RunScores {
 /// Builds a history run by run, oldest first. Only the job rows of the runs a later step
 /// may start from (the last complete run at each confidence level) are kept, so memory
 /// stays bounded by two runs' jobs however long the history.
-pub struct Builder {
+pub(crate) struct Builder {
     bench: String,
     names: Vec<String>,
     runs: Vec<HistoryRun>,
@@ -194,12 +194,12 @@ pub struct Builder {
 }
 
 /// Branches whose runs make the main line; a run without a branch (no git) is on it too.
-pub const MAIN_BRANCHES: [&str; 4] = ["main", "master", "trunk", "develop"];
+pub(crate) const MAIN_BRANCHES: [&str; 4] = ["main", "master", "trunk", "develop"];
 
 /// The line a run belongs to: `None` for the main line, else its branch (a pull request's
 /// own branch, a feature branch). Each line is measured against itself; a branch's first
 /// run against the main line's run before it (its base).
-pub fn line_of(run: &RunRow) -> Option<String> {
+pub(crate) fn line_of(run: &RunRow) -> Option<String> {
     run.git_branch
         .as_deref()
         .filter(|b| !MAIN_BRANCHES.contains(b))
@@ -208,7 +208,7 @@ pub fn line_of(run: &RunRow) -> Option<String> {
 
 impl Builder {
     /// A history of `bench` with no run yet.
-    pub fn new(bench: &str) -> Builder {
+    pub(crate) fn new(bench: &str) -> Builder {
         Builder {
             bench: bench.into(),
             names: Vec::new(),
@@ -218,7 +218,7 @@ impl Builder {
     }
 
     /// Adds the next run (later than every run added), its variants and its job rows.
-    pub fn push(&mut self, run: RunRow, rows: Vec<VariantRow>, mut jobs: RunScores) {
+    pub(crate) fn push(&mut self, run: RunRow, rows: Vec<VariantRow>, mut jobs: RunScores) {
         jobs.finish();
         for v in &rows {
             if !self.names.contains(&v.variant) {
@@ -275,7 +275,7 @@ impl Builder {
     }
 
     /// The history.
-    pub fn finish(self) -> History {
+    pub(crate) fn finish(self) -> History {
         History {
             schema: SCHEMA.into(),
             bench: self.bench,
@@ -349,7 +349,7 @@ fn signed_points(d: Option<f64>) -> String {
 }
 
 /// A step as a table shows it: `▲ +12.0` (better), `▼ −8.0` (worse), `+1.0` (noise).
-pub fn step_cell(step: Option<&Step>) -> String {
+pub(crate) fn step_cell(step: Option<&Step>) -> String {
     let Some(s) = step else {
         return "–".into();
     };
@@ -367,14 +367,14 @@ pub fn step_cell(step: Option<&Step>) -> String {
 }
 
 /// The date and minute of an RFC 3339 time: `2026-11-30 14:59`.
-pub fn short_time(t: &str) -> String {
+pub(crate) fn short_time(t: &str) -> String {
     t.get(..16).unwrap_or(t).replace('T', " ")
 }
 
 /// Labels for run times on an axis, as precise as it takes to tell them apart: the day, or
 /// the day and minute, or the time to the second (runs of one CI job start in the same
 /// minute), or, for runs that started in the same second, that with the run's place.
-pub fn axis_labels(times: &[&str]) -> Vec<String> {
+pub(crate) fn axis_labels(times: &[&str]) -> Vec<String> {
     let distinct = |labels: &[String]| {
         let mut seen = std::collections::HashSet::new();
         labels.iter().all(|l| seen.insert(l.as_str()))
@@ -400,7 +400,7 @@ pub fn axis_labels(times: &[&str]) -> Vec<String> {
 }
 
 /// The run as a short label: the branch and commit, when known.
-pub fn source_label(r: &RunRow) -> String {
+pub(crate) fn source_label(r: &RunRow) -> String {
     let dirty = if r.git_dirty == Some(true) {
         "+dirty"
     } else {
@@ -419,7 +419,7 @@ pub fn source_label(r: &RunRow) -> String {
 }
 
 /// The significant steps, as sentences, newest last.
-pub fn step_sentences(h: &History) -> Vec<String> {
+pub(crate) fn step_sentences(h: &History) -> Vec<String> {
     let mut out = Vec::new();
     for r in &h.runs {
         for v in &r.variants {

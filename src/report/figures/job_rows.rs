@@ -46,7 +46,7 @@ impl JobRow {
 
     /// The job's status as the journal names it: `graded`, `failed`, or `filtered` (the
     /// provider withheld the answer).
-    pub fn status(&self) -> &'static str {
+    pub(crate) fn status(&self) -> &'static str {
         match (self.graded, self.outcome) {
             (true, _) => "graded",
             (false, Some(Outcome::Filtered)) => "filtered",
@@ -217,7 +217,7 @@ fn id_hash(id: &str) -> u64 {
 
 impl JobRows {
     /// Rows for a run of these variants (in plan order) over these cases.
-    pub fn new(variants: &[String], case_ids: &[String]) -> JobRows {
+    pub(crate) fn new(variants: &[String], case_ids: &[String]) -> JobRows {
         let mut index = HashMap::with_capacity(case_ids.len());
         let mut collided = HashMap::new();
         let mut clashing = std::collections::HashSet::new();
@@ -249,7 +249,7 @@ impl JobRows {
 
     /// [`JobRows::new`], with the rows spooled to a file at `path` (created now; if it
     /// cannot be, they are kept in memory).
-    pub fn spooled(variants: &[String], case_ids: &[String], path: PathBuf) -> JobRows {
+    pub(crate) fn spooled(variants: &[String], case_ids: &[String], path: PathBuf) -> JobRows {
         let mut rows = JobRows::new(variants, case_ids);
         if let Ok(file) = File::create(&path) {
             rows.kept = Kept::Spool {
@@ -273,7 +273,7 @@ impl JobRows {
     }
 
     /// Adds one finished job (jobs of variants or cases outside the plan are skipped).
-    pub fn add(&mut self, r: &JobRecord) {
+    pub(crate) fn add(&mut self, r: &JobRecord) {
         // Its arm: the variant, or `ENDPOINT/VARIANT` in a run of several endpoints.
         let arm = self.variants.get(r.arm().as_ref());
         let (Some(&variant), Some(case)) = (arm, self.position(&r.case_id)) else {
@@ -315,7 +315,7 @@ impl JobRows {
     }
 
     /// Writes out what the spool holds: no row is added after this.
-    pub fn flush(&mut self) {
+    pub(crate) fn flush(&mut self) {
         if let Kept::Spool { file, error, .. } = &mut self.kept
             && let Some(f) = file
             && let Err(e) = f.flush()
@@ -353,7 +353,7 @@ impl JobRows {
 
     /// Removes the spool, if there is one (once the rows are recorded, or not needed; a
     /// run that ends early drops its rows, which removes it too).
-    pub fn discard(&mut self) {
+    pub(crate) fn discard(&mut self) {
         if let Kept::Spool { path, file, .. } = &mut self.kept {
             *file = None;
             let _ = std::fs::remove_file(path);
@@ -367,16 +367,11 @@ impl JobRows {
     }
 
     /// How many jobs.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match &self.kept {
             Kept::Memory(rows) => rows.len(),
             Kept::Spool { count, .. } => *count,
         }
-    }
-
-    /// Whether no job was added.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 

@@ -16,7 +16,7 @@ use crate::stats::ppi::{self, Arm, Tuning};
 /// One person's score of one answer: a line of `labels.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Label {
+pub(crate) struct Label {
     pub case: String,
     pub variant: String,
     #[serde(default)]
@@ -50,36 +50,30 @@ fn score<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
 }
 
 /// A label with the line it came from, for errors.
-pub type NumberedLabel = (usize, Label);
+pub(crate) type NumberedLabel = (usize, Label);
 
 impl Label {
-    pub fn key(&self) -> JobKey {
+    pub(crate) fn key(&self) -> JobKey {
         (self.case.clone(), self.variant.clone(), self.repeat)
     }
 }
 
 /// Labelled cases a variant needs, when some judged cases are unlabelled, before its score
 /// is corrected: fewer estimate the judge's error too poorly to correct anything.
-pub const MIN_LABELS: usize = 10;
+pub(crate) const MIN_LABELS: usize = 10;
 
 /// Labels by job; a later label of the same job replaces an earlier one.
-pub type Labels = HashMap<JobKey, f64>;
-
-/// Reads labels from JSON lines (`labels.jsonl`, or a file to import). Errors name the
-/// file and line.
-pub fn read(path: &Path) -> Result<Vec<Label>, String> {
-    Ok(read_numbered(path)?.into_iter().map(|(_, l)| l).collect())
-}
+pub(crate) type Labels = HashMap<JobKey, f64>;
 
 /// [`read`], keeping each label's line number.
-pub fn read_numbered(path: &Path) -> Result<Vec<NumberedLabel>, String> {
+pub(crate) fn read_numbered(path: &Path) -> Result<Vec<NumberedLabel>, String> {
     read_lines(path, false).map(|(labels, _)| labels)
 }
 
 /// A last line cut short by a stopped `label` (no newline after it, and not a label): its
 /// line number and the byte offset where it starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Torn {
+pub(crate) struct Torn {
     pub line: usize,
     pub offset: u64,
 }
@@ -152,7 +146,7 @@ fn read_lines(
 
 /// The labels of a run folder, if it has any, and a torn last line left out (a `label`
 /// session stopped mid-write): said, never an error, as for the journal.
-pub fn of_run(path: &Path) -> Result<(Labels, Option<Torn>), String> {
+pub(crate) fn of_run(path: &Path) -> Result<(Labels, Option<Torn>), String> {
     if !path.exists() {
         return Ok((Labels::new(), None));
     }
@@ -167,7 +161,7 @@ pub fn of_run(path: &Path) -> Result<(Labels, Option<Torn>), String> {
 }
 
 /// The note a torn last line of labels.jsonl gets.
-pub fn torn_note(path: &Path, torn: Torn) -> String {
+pub(crate) fn torn_note(path: &Path, torn: Torn) -> String {
     format!(
         "{}:{}: a torn last line (from a stopped `label`) was left out; label that answer again",
         path.display(),
@@ -179,14 +173,14 @@ pub fn torn_note(path: &Path, torn: Torn) -> String {
 /// write it: a torn last line cut off, a last line written by hand without its newline
 /// ended, then one whole line per label, flushed at once (a stopped session loses nothing
 /// labelled). Whoever opens it holds the run folder's lock.
-pub struct Appender {
+pub(crate) struct Appender {
     file: std::fs::File,
     path: std::path::PathBuf,
 }
 
 /// Why labels could not be added.
 #[derive(Debug, thiserror::Error)]
-pub enum AppendError {
+pub(crate) enum AppendError {
     /// labels.jsonl holds a line that is not a label (the message names it).
     #[error("{0}")]
     Unreadable(String),
@@ -199,7 +193,7 @@ pub enum AppendError {
 
 impl Appender {
     /// Opens `path` (creating it): the labels it holds, and the note a torn line gets.
-    pub fn open(path: &Path) -> Result<(Appender, Labels, Option<String>), AppendError> {
+    pub(crate) fn open(path: &Path) -> Result<(Appender, Labels, Option<String>), AppendError> {
         use std::io::Write;
         let (already, torn) = of_run(path).map_err(AppendError::Unreadable)?;
         let write_error = |error| AppendError::Write {
@@ -226,7 +220,7 @@ impl Appender {
     }
 
     /// Adds one label as one line.
-    pub fn append(&mut self, label: &Label) -> Result<(), AppendError> {
+    pub(crate) fn append(&mut self, label: &Label) -> Result<(), AppendError> {
         use std::io::Write;
         let line = serde_json::to_string(label).map_err(|e| AppendError::Write {
             path: self.path.clone(),
@@ -244,7 +238,7 @@ impl Appender {
 
 /// The question a judged answer was asked, from the judge's prompt (what a person labelling
 /// it reads, without the judge's verdict).
-pub fn question(r: &crate::runner::journal::JobRecord) -> String {
+pub(crate) fn question(r: &crate::runner::journal::JobRecord) -> String {
     let prompt = r
         .judge
         .first()
@@ -261,7 +255,7 @@ pub fn question(r: &crate::runner::journal::JobRecord) -> String {
 /// The answers to label: a seeded sample of `sample` of the judged answers not labelled
 /// yet, the same for the same seed (drawn in plan order, not journal order, which depends
 /// on timing).
-pub fn sample(
+pub(crate) fn sample(
     mut judged: Vec<crate::runner::journal::JobRecord>,
     already: &Labels,
     seed: u64,
@@ -279,7 +273,7 @@ pub fn sample(
 
 /// A judged answer's label for `score`: its arm (`ENDPOINT/VARIANT` in a run of several
 /// endpoints), case and repeat.
-pub fn label_of(r: &crate::runner::journal::JobRecord, score: f64) -> Label {
+pub(crate) fn label_of(r: &crate::runner::journal::JobRecord, score: f64) -> Label {
     Label {
         case: r.case_id.clone(),
         variant: r.arm().into_owned(),

@@ -8,7 +8,7 @@ use crate::runner::record::RunRecord;
 use crate::suite::Bench;
 
 /// A bench read for a run, or one the caller holds.
-pub enum Held<'a> {
+pub(crate) enum Held<'a> {
     Read(Box<Bench>),
     Borrowed(&'a Bench),
 }
@@ -24,7 +24,7 @@ impl std::ops::Deref for Held<'_> {
 }
 
 /// A run's bench, ready to render any of its jobs' prompts.
-pub struct Prompts<'a> {
+pub(crate) struct Prompts<'a> {
     bench: Held<'a>,
     /// The run's variants, by their place in the bench.
     arms: Vec<usize>,
@@ -34,7 +34,7 @@ pub struct Prompts<'a> {
 impl Prompts<'static> {
     /// Reads the run's bench file again, as the run's flags shaped it; `None` when it is
     /// gone or measures something else now.
-    pub fn of_run(record: &RunRecord) -> Option<Prompts<'static>> {
+    pub(crate) fn of_run(record: &RunRecord) -> Option<Prompts<'static>> {
         let mut bench = Bench::load(&record.bench_path).ok()?;
         if let Some(limit) = record.plan.limit {
             bench.cases.truncate(limit as usize);
@@ -48,7 +48,7 @@ impl Prompts<'static> {
     /// The prompts of one case of `record`'s run (`view`'s page of a job): the bench read
     /// with that case alone, the same when the case's content hash and the variants'
     /// fingerprint are the run's. `None` otherwise, or when the run kept no case hashes.
-    pub fn of_case(record: &RunRecord, case_id: &str) -> Option<Prompts<'static>> {
+    pub(crate) fn of_case(record: &RunRecord, case_id: &str) -> Option<Prompts<'static>> {
         let at = record.bench.case_ids.iter().position(|c| c == case_id)?;
         let hash = *record.bench.case_hashes.get(at)?;
         let mut bench = Bench::load_case(&record.bench_path, case_id).ok()?;
@@ -67,7 +67,7 @@ impl Prompts<'static> {
 impl<'a> Prompts<'a> {
     /// `bench`'s prompts for `record`'s variants; with `check`, only when its fingerprint
     /// is the run's (a bench read again from disk may have changed).
-    pub fn new(bench: Held<'a>, record: &RunRecord, check: bool) -> Option<Prompts<'a>> {
+    pub(crate) fn new(bench: Held<'a>, record: &RunRecord, check: bool) -> Option<Prompts<'a>> {
         let arms: Vec<usize> = record
             .plan
             .variants
@@ -88,7 +88,7 @@ impl<'a> Prompts<'a> {
 
     /// The prompt case `case_id` was sent with under the run's `variant`-th variant, as
     /// `role: text` paragraphs.
-    pub fn render(&self, case_id: &str, variant: usize) -> Option<String> {
+    pub(crate) fn render(&self, case_id: &str, variant: usize) -> Option<String> {
         let case = &self.bench.cases[*self.cases.get(case_id)?];
         let v = *self.arms.get(variant)?;
         let messages = self
@@ -104,7 +104,7 @@ impl<'a> Prompts<'a> {
     }
 
     /// How many variants the run has.
-    pub fn variants(&self) -> usize {
+    pub(crate) fn variants(&self) -> usize {
         self.arms.len()
     }
 }

@@ -12,18 +12,18 @@ use crate::report::summary::{Latencies, Summary};
 use crate::runner::journal::JobRecord;
 
 /// Failed jobs shown in full in report.html; the rest are counted.
-pub const FAILED_SHOWN: usize = 500;
+pub(crate) const FAILED_SHOWN: usize = 500;
 
 /// Cases whose answers report.html shows in full (the first this many heard).
-pub const SHOWN_CASES: usize = 2000;
+pub(crate) const SHOWN_CASES: usize = 2000;
 /// Characters of one answer shown in report.html.
-pub const SHOWN_CHARS: usize = 4000;
+pub(crate) const SHOWN_CHARS: usize = 4000;
 /// Bytes of one rendered prompt shown in report.html (a few-shot prompt fits; a 4 MB
 /// document pasted into every case does not, 200 times over).
-pub const SHOWN_PROMPT_BYTES: usize = 16 << 10;
+pub(crate) const SHOWN_PROMPT_BYTES: usize = 16 << 10;
 /// Bytes of prompts one report.html holds in all; the rest are left out, and the page says
 /// so. With the answers' own caps, a page stays within tens of megabytes at any size.
-pub const SHOWN_PROMPTS_BUDGET: usize = 8 << 20;
+pub(crate) const SHOWN_PROMPTS_BUDGET: usize = 8 << 20;
 
 /// One variant's answer to a case, as report.html shows it.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,11 +38,11 @@ pub struct ShownAnswer {
 }
 
 /// A case's expected answers and each variant's first answer.
-pub type ShownCase = (Vec<String>, Vec<Option<ShownAnswer>>);
+pub(crate) type ShownCase = (Vec<String>, Vec<Option<ShownAnswer>>);
 
 /// Per case: the expected answers and, per variant, (extracted, score) of its first
 /// scored sample.
-pub type CaseAnswers = (Vec<String>, Vec<Option<(String, f64)>>);
+pub(crate) type CaseAnswers = (Vec<String>, Vec<Option<(String, f64)>>);
 
 /// What a run folder's reports are made of.
 pub struct RunResult {

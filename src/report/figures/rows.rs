@@ -7,7 +7,7 @@ use serde::Serialize;
 /// What kind of run a stored run was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum RunKind {
+pub(crate) enum RunKind {
     /// One run, start to end.
     Run,
     /// A run continued with `--resume`.
@@ -20,7 +20,7 @@ pub enum RunKind {
 
 impl RunKind {
     /// As the store writes it.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             RunKind::Run => "run",
             RunKind::Resumed => "resumed",
@@ -54,7 +54,7 @@ impl std::fmt::Display for RunKind {
 
 /// A stored run, as `runs` and `history` show it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RunRow {
+pub(crate) struct RunRow {
     pub run_id: String,
     pub bench: String,
     pub model: String,
@@ -93,7 +93,7 @@ fn is_zero(n: &i64) -> bool {
 
 /// One variant of a stored run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct VariantRow {
+pub(crate) struct VariantRow {
     #[serde(skip)]
     pub run_id: String,
     pub variant: String,
@@ -129,7 +129,7 @@ pub struct VariantRow {
 
 impl VariantRow {
     /// The figure shown: mean score for a scored run, else accuracy; with its interval.
-    pub fn shown(&self) -> (Option<f64>, Option<f64>, Option<f64>) {
+    pub(crate) fn shown(&self) -> (Option<f64>, Option<f64>, Option<f64>) {
         match self.mean_score {
             Some(m) => (Some(m), self.score_ci_low, self.score_ci_high),
             None => (self.accuracy, self.ci_low, self.ci_high),
@@ -139,7 +139,7 @@ impl VariantRow {
 
 /// One stored job's score (graded jobs; failed ones have none).
 #[derive(Debug, Clone, PartialEq)]
-pub struct ScoreRow {
+pub(crate) struct ScoreRow {
     pub case_id: String,
     pub variant: String,
     pub case_hash: Option<u64>,

@@ -13,7 +13,7 @@ use super::summary::{Summary, VariantSummary};
 /// graded has a group (A's group first, as each run's own report counts it). Cases in
 /// `changed` pair with nothing. Walks the two tables side by side: a comparison of two
 /// 100,000-case runs makes no third table.
-pub fn pair_runs(
+pub(crate) fn pair_runs(
     (ta, va): (&CaseTable, usize),
     (tb, vb): (&CaseTable, usize),
     changed: &std::collections::HashSet<String>,
@@ -54,14 +54,14 @@ pub fn pair_runs(
 
 /// Whether a case of one id is the same question in two runs: its content hashes agree,
 /// or a run does not know its hash (runs from before hashes were kept pair as before).
-pub fn same_case(a: Option<u64>, b: Option<u64>) -> bool {
+pub(crate) fn same_case(a: Option<u64>, b: Option<u64>) -> bool {
     !matches!((a, b), (Some(x), Some(y)) if x != y)
 }
 
 /// One run's per-case scores, as a comparison of two runs reads them: its table, and the
 /// name of each of the table's arms.
 #[derive(Clone, Copy)]
-pub struct CaseSide<'a> {
+pub(crate) struct CaseSide<'a> {
     pub table: &'a CaseTable,
     pub arms: &'a [String],
 }
@@ -140,7 +140,7 @@ impl RunComparison {
     /// Pairs the per-variant summaries of two runs and compares B with A case by case.
     /// `cases` are the two runs' per-case scores, `changed` the cases whose content
     /// differs between them.
-    pub fn build(
+    pub(crate) fn build(
         run_a: RunSide,
         run_b: RunSide,
         summaries: (&Summary, &Summary),

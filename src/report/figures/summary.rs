@@ -12,17 +12,17 @@ use crate::stats::cluster::{CaseScore, clustered_wilson, consistency, grouped_wi
 use crate::suite::Price;
 
 /// The schema id of `summary.json` (docs/summary.schema.json).
-pub const SCHEMA: &str = "promptgauge.summary/1";
+pub(crate) const SCHEMA: &str = "promptgauge.summary/1";
 
 /// The schema id of a *scored* run's `summary.json` (some score is neither 0 nor 1): the
 /// accuracy fields are empty and `mean_score` carries the result.
-pub const SCHEMA_SCORED: &str = "promptgauge.summary/2";
+pub(crate) const SCHEMA_SCORED: &str = "promptgauge.summary/2";
 
 /// The schema id of a run of several endpoints: its `variants` are arms (a variant at an
 /// endpoint, `ENDPOINT/VARIANT`, each naming its `variant` and `endpoint`), `run.endpoints`
 /// lists the endpoints, each comparison names its `family`, and `scored` says what schema
 /// 2 says by its id.
-pub const SCHEMA_GRID: &str = "promptgauge.summary/3";
+pub(crate) const SCHEMA_GRID: &str = "promptgauge.summary/3";
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
@@ -70,7 +70,7 @@ pub struct Tokens {
 
 impl Tokens {
     /// Adds one job's usage; totals stop at u64::MAX (and say so) rather than wrap.
-    pub fn add(&mut self, u: &crate::client::Usage) {
+    pub(crate) fn add(&mut self, u: &crate::client::Usage) {
         let mut add = |total: &mut u64, n: u64| match total.checked_add(n) {
             Some(t) => *total = t,
             None => {
@@ -545,13 +545,13 @@ fn clustered(units: &[CaseScore], grouped: bool, confidence: f64) -> Option<(f64
 
 impl Summary {
     /// A run of several endpoints: its `variants` are arms, its comparisons on two axes.
-    pub fn is_grid(&self) -> bool {
+    pub(crate) fn is_grid(&self) -> bool {
         !self.run.endpoints.is_empty()
     }
 
     /// What was run: `30 cases × 2 variants × 3 endpoints`, or `… × 2 variants` on one
     /// endpoint.
-    pub fn shape(&self) -> String {
+    pub(crate) fn shape(&self) -> String {
         let count =
             |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
         let endpoints = self.run.endpoints.len();
@@ -568,7 +568,7 @@ impl Summary {
     }
 
     /// A run of several endpoints: each as `NAME (MODEL at URL)`, the baseline first.
-    pub fn endpoint_list(&self) -> Vec<String> {
+    pub(crate) fn endpoint_list(&self) -> Vec<String> {
         self.run
             .endpoints
             .iter()
@@ -584,7 +584,7 @@ impl Summary {
     }
 
     /// The comparisons on one axis of a run of several endpoints.
-    pub fn on_axis(
+    pub(crate) fn on_axis(
         &self,
         axis: crate::report::compare::Axis,
     ) -> impl Iterator<Item = &crate::report::compare::Comparison> {
@@ -594,13 +594,13 @@ impl Summary {
     }
 
     /// Some score was neither 0 nor 1: mean scores, not accuracy.
-    pub fn is_scored(&self) -> bool {
+    pub(crate) fn is_scored(&self) -> bool {
         self.schema == SCHEMA_SCORED || self.scored
     }
 
     /// What the count column is called: answers fully right over graded (on a scored run
     /// a partial score is not "correct").
-    pub fn count_label(&self) -> &'static str {
+    pub(crate) fn count_label(&self) -> &'static str {
         if self.is_scored() {
             "full marks/n"
         } else {
@@ -609,7 +609,7 @@ impl Summary {
     }
 
     /// What the headline column is called: accuracy, or the mean score.
-    pub fn measure(&self) -> &'static str {
+    pub(crate) fn measure(&self) -> &'static str {
         if self.is_scored() {
             "score"
         } else {
@@ -621,7 +621,7 @@ impl Summary {
 impl VariantSummary {
     /// Whether a gate naming `name` means it: its own name (`ENDPOINT/VARIANT` in a run of
     /// several endpoints), or there its variant's or its endpoint's.
-    pub fn answers_to(&self, name: &str) -> bool {
+    pub(crate) fn answers_to(&self, name: &str) -> bool {
         self.name == name
             || self.variant.as_deref() == Some(name)
             || self.endpoint.as_deref() == Some(name)
@@ -629,7 +629,7 @@ impl VariantSummary {
 
     /// The headline figure and its interval: accuracy with Wilson's, or (scored) the mean
     /// score with its interval.
-    pub fn headline(&self) -> (Option<f64>, Option<f64>, Option<f64>) {
+    pub(crate) fn headline(&self) -> (Option<f64>, Option<f64>, Option<f64>) {
         match self.mean_score {
             Some(m) => (Some(m), self.score_ci_low, self.score_ci_high),
             None => (self.accuracy, self.ci_low, self.ci_high),

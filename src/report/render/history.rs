@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 // `report::history` is this file: the figures it draws, and the page.
-pub use crate::report::figures::history::*;
+pub(crate) use crate::report::figures::history::*;
 
 use super::html::{colour, esc, nice_step, page};
 use crate::report::compare::Verdict;
@@ -13,7 +13,7 @@ use crate::report::text::{pct, usd};
 /// history.html: the shown figure with its interval over time per variant, each point a
 /// link to its run's report.html; cost and p90 latency beneath; then the table.
 /// `link(run)` gives the href of a run's report (`None`: its folder is not here).
-pub fn render_html(h: &History, link: &dyn Fn(&RunRow) -> Option<String>) -> String {
+pub(crate) fn render_html(h: &History, link: &dyn Fn(&RunRow) -> Option<String>) -> String {
     let scored = h.runs.iter().any(|r| r.run.scored);
     let measure = if scored { "mean score" } else { "accuracy" };
     let mut b = String::new();

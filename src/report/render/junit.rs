@@ -71,7 +71,7 @@ impl JunitSpool {
     }
 
     /// Adds the test case of one job of variant `arm`.
-    pub fn add(&mut self, arm: usize, r: &JobRecord) {
+    pub(crate) fn add(&mut self, arm: usize, r: &JobRecord) {
         let Some(file) = &mut self.file else { return };
         let name = if self.repeats {
             format!("{} #{}", r.case_id, r.repeat + 1)
@@ -111,7 +111,11 @@ impl JunitSpool {
 
     /// Writes the JUnit XML to `out`, copying each test case from the spool: memory holds
     /// only the index. Removes the spool.
-    pub fn write_to(mut self, summary: &Summary, out: &mut dyn Write) -> std::io::Result<()> {
+    pub(crate) fn write_to(
+        mut self,
+        summary: &Summary,
+        out: &mut dyn Write,
+    ) -> std::io::Result<()> {
         let result = self.assemble(summary, out);
         drop(self.file.take());
         let _ = std::fs::remove_file(&self.path);

@@ -18,7 +18,8 @@ pub(crate) mod tables;
 pub(crate) mod terminal;
 mod terminal_table;
 
-pub use output::{Body, Destination, Exporter, Output, RunReport, write};
+pub use output::Exporter;
+pub(crate) use output::{Output, RunReport, write};
 pub(crate) use terminal_table::TerminalTable;
 
 /// Every summary format written into a run folder.
@@ -32,7 +33,7 @@ pub fn exporters() -> Vec<Box<dyn Exporter>> {
 
 /// Files the flags name besides the run folder, each an output of its own.
 #[derive(Debug, Clone, Default)]
-pub struct Asked {
+pub(crate) struct Asked {
     /// `--junit FILE`.
     pub junit: Option<std::path::PathBuf>,
     /// `--markdown FILE`.
@@ -46,7 +47,7 @@ pub struct Asked {
 /// report.html in the run folder (with `--baseline`, baseline.json), then the files the
 /// flags name. A new output is its file and one line here (with a flag, its field in
 /// [`Asked`] too).
-pub fn outputs(asked: &Asked) -> Vec<Box<dyn Output>> {
+pub(crate) fn outputs(asked: &Asked) -> Vec<Box<dyn Output>> {
     let mut outputs: Vec<Box<dyn Output>> = exporters()
         .into_iter()
         .map(|e| Box::new(output::SummaryFile(e)) as Box<dyn Output>)
@@ -66,7 +67,7 @@ pub fn outputs(asked: &Asked) -> Vec<Box<dyn Output>> {
 }
 
 /// Every file `compare` writes, by name, rendered from the two runs' comparison.
-pub fn comparison_files(
+pub(crate) fn comparison_files(
     c: &crate::report::compare::RunComparison,
 ) -> Result<[(&'static str, String); 4], serde_json::Error> {
     Ok([

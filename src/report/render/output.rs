@@ -21,7 +21,7 @@ pub trait Exporter {
 }
 
 /// One output of a run, rendered from its figures.
-pub trait Output {
+pub(crate) trait Output {
     /// Where it is written.
     fn destination(&self) -> Destination;
     /// The output for this run; `None`: this run has nothing to write there (no baseline,
@@ -30,7 +30,7 @@ pub trait Output {
 }
 
 /// Where an output is written.
-pub enum Destination {
+pub(crate) enum Destination {
     /// A summary format's file in the run folder, by its name.
     Named(&'static str),
     /// A file of the run folder, as the folder names it (`RunDir::report_html`).
@@ -47,13 +47,13 @@ pub enum Destination {
 impl Destination {
     /// Whether it lies in the run folder (written before the run is recorded, and again
     /// by `report DIR`), not at a path a flag names.
-    pub fn in_folder(&self) -> bool {
+    pub(crate) fn in_folder(&self) -> bool {
         matches!(self, Destination::Named(_) | Destination::Folder(_))
     }
 }
 
 /// An output, rendered.
-pub enum Body<'r> {
+pub(crate) enum Body<'r> {
     Text(String),
     /// Written straight into the file, for an output too large to hold (the JUnit XML,
     /// copied from its spool).
@@ -61,12 +61,12 @@ pub enum Body<'r> {
 }
 
 /// What writes a streamed output into its file.
-pub type Writer<'r> = Box<dyn FnOnce(&mut dyn Write) -> std::io::Result<()> + 'r>;
+pub(crate) type Writer<'r> = Box<dyn FnOnce(&mut dyn Write) -> std::io::Result<()> + 'r>;
 
 /// What a per-run output renders: the run's figures, its bench as written (report.html
 /// shows it), and the comparison with `--baseline`'s run. The result is lent mutably so
 /// that an output written once from what a sink kept (the JUnit spool) can take it.
-pub struct RunReport<'a> {
+pub(crate) struct RunReport<'a> {
     pub result: &'a mut RunResult,
     pub bench_text: &'a str,
     pub baseline: Option<&'a RunComparison>,
@@ -89,7 +89,7 @@ impl Output for SummaryFile {
 
 /// Renders `output` and writes it where it goes (`dir`: the run folder): a whole file
 /// renamed into place, or appended to.
-pub fn write(
+pub(crate) fn write(
     output: &dyn Output,
     run: &mut RunReport<'_>,
     dir: &RunDir,

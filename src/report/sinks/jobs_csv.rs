@@ -30,7 +30,7 @@ const HEADER: [&str; 13] = [
 ];
 
 /// A sink writing one CSV row per counted job.
-pub struct JobsCsv {
+pub(crate) struct JobsCsv {
     path: PathBuf,
     tmp: PathBuf,
     writer: Option<csv::Writer<BufWriter<File>>>,
@@ -45,7 +45,7 @@ pub struct JobsCsv {
 impl JobsCsv {
     /// A CSV at `path`, each job costed at its arm's price (no cost without one); with an
     /// `endpoint` column when `endpoints` (a run of several).
-    pub fn create(path: &Path, prices: Vec<Option<Price>>, endpoints: bool) -> JobsCsv {
+    pub(crate) fn create(path: &Path, prices: Vec<Option<Price>>, endpoints: bool) -> JobsCsv {
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())

@@ -19,7 +19,7 @@ use crate::report::figures::result::RunResult;
 use crate::runner::journal::JobRecord;
 
 /// One output of a run.
-pub trait Sink: Send {
+pub(crate) trait Sink: Send {
     /// Hears a job the figures count (each planned job once); `arm` is its variant's
     /// position in the run (baseline first), `None` for a variant the run does not have.
     fn counted(&mut self, arm: Option<usize>, r: &JobRecord);

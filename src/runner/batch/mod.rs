@@ -27,7 +27,8 @@ mod record;
 mod results;
 mod submit;
 
-pub use record::{BatchRecord, BatchSettings, BatchStep, open_batches};
+pub use record::BatchSettings;
+pub(crate) use record::{BatchRecord, BatchStep, open_batches};
 
 use super::source::{AnswerSource, Ask, SourceFuture, SourceReply};
 use super::workers::Workers;

@@ -128,14 +128,14 @@ impl BatchRecord {
     }
 
     /// Whether the journal keeps it (every step but a poll).
-    pub fn journaled(&self) -> bool {
+    pub(crate) fn journaled(&self) -> bool {
         self.step != BatchStep::Polled
     }
 }
 
 /// The `submitting` lines of a journal's batches that may still be open at the provider:
 /// no `ended` or `disowned` line follows for the same batch.
-pub fn open_batches(records: &[BatchRecord]) -> impl Iterator<Item = &BatchRecord> {
+pub(crate) fn open_batches(records: &[BatchRecord]) -> impl Iterator<Item = &BatchRecord> {
     records.iter().filter(|b| {
         b.step == BatchStep::Submitting
             && !records.iter().any(|e| {
