@@ -54,8 +54,6 @@ mod settings;
 mod source;
 mod view;
 
-use std::time::Duration;
-
 pub use check::check;
 pub use compare::compare;
 pub use history::{history, index, runs};
@@ -72,7 +70,6 @@ pub use run::run;
 pub use view::view;
 
 pub use crate::error::{Exit, Failure};
-use crate::mock::{Faults, MockConfig, RetryAfter};
 
 /// `1 repeat`, `3 repeats`: a count with its noun.
 pub(crate) fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
@@ -90,22 +87,6 @@ const SIMULATED_BANNER: &str = "\
   numbers below do not describe any real model. To measure one, pass
   --base-url URL (or set PROMPTGAUGE_BASE_URL / endpoint.base_url) and --model.
 ================================================================================";
-
-/// The simulator a run uses when no base URL is set: mildly unreliable, so the retries show.
-pub fn demo_mock_config() -> MockConfig {
-    MockConfig {
-        retry_after: RetryAfter::Millis(100),
-        faults: Faults {
-            rate_429: 0.02,
-            cut: 0.01,
-            ..Faults::default()
-        },
-        first_token_delay: Duration::from_millis(30),
-        token_delay: Duration::from_millis(3),
-        judge_error: 0.1,
-        ..MockConfig::default()
-    }
-}
 
 /// Base URLs as they may be shown and stored: without credentials.
 fn shown_urls(urls: &[String]) -> Vec<String> {

@@ -117,6 +117,25 @@ pub struct MockConfig {
     pub report_output_tokens: Option<u64>,
 }
 
+impl MockConfig {
+    /// The simulator a run uses when no base URL is set: mildly unreliable (2% 429s with a
+    /// Retry-After, 1% streams cut), so the retries show.
+    pub fn demo() -> MockConfig {
+        MockConfig {
+            retry_after: RetryAfter::Millis(100),
+            faults: Faults {
+                rate_429: 0.02,
+                cut: 0.01,
+                ..Faults::default()
+            },
+            first_token_delay: Duration::from_millis(30),
+            token_delay: Duration::from_millis(3),
+            judge_error: 0.1,
+            ..MockConfig::default()
+        }
+    }
+}
+
 impl Default for MockConfig {
     fn default() -> Self {
         MockConfig {

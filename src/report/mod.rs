@@ -26,5 +26,6 @@ pub use render::{Exporter, exporters, html, markdown};
 pub(crate) use render::{notes::notes, table, tables, terminal};
 pub(crate) use sinks::jobs_csv;
 pub(crate) use text::interval;
+pub(crate) use text::shell_path;
+pub use text::terminal_safe;
 pub(crate) use text::{millis, pct, usd, visible};
-pub use text::{shell_path, shell_quote, terminal_safe};

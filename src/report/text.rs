@@ -44,7 +44,7 @@ pub(crate) fn usd(x: Option<f64>) -> String {
 /// A word holding control characters (a folder named with an escape sequence) is written
 /// in ANSI-C quotes, `$'…\x1b…'` (bash, zsh, ksh, dash ≥ 0.5.12): pasted, it names the same
 /// folder, and printed, it holds nothing a terminal obeys.
-pub fn shell_quote(word: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn shell_quote(word: &str) -> std::borrow::Cow<'_, str> {
     let plain = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
     if !word.is_empty() && word.chars().all(plain) {
         return std::borrow::Cow::Borrowed(word);
@@ -72,7 +72,7 @@ pub fn shell_quote(word: &str) -> std::borrow::Cow<'_, str> {
 
 /// A path as a shell word: see [`shell_quote`]. A relative path that starts with `-` is
 /// written `./-…`, so the command it is pasted into does not take it for a flag.
-pub fn shell_path(path: &std::path::Path) -> String {
+pub(crate) fn shell_path(path: &std::path::Path) -> String {
     let shown = path.display().to_string();
     if shown.starts_with('-') {
         return shell_quote(&format!("./{shown}")).into_owned();

@@ -272,7 +272,7 @@ async fn the_example_bench_reports_match_their_golden_files() {
         name: "example",
         bench: repo().join("promptgauge.yaml"),
         repeats: 1,
-        mock: promptgauge::app::demo_mock_config(),
+        mock: promptgauge::mock::MockConfig::demo(),
         client: |_| {},
     })
     .await;

@@ -386,22 +386,6 @@ fn a_baseline_comparison_nests_under_the_run_and_server_text_is_not_markup() {
         "no nested title: {md}"
     );
     assert!(md.lines().all(|l| !l.starts_with("# ")), "{md}");
-    // Text from elsewhere renders literally.
-    use promptgauge::report::markdown::{md_code, md_text};
-    let hostile = "boom [click](https://evil.example) ![x](https://evil.example/i.png) <img src=x> @octocat **bold** | cell";
-    let shown = md_text(hostile);
-    for markup in [
-        "[click](",
-        "![x](",
-        "<img",
-        "@octocat",
-        "**bold**",
-        "** | cell",
-    ] {
-        assert!(!shown.contains(markup), "{markup} in {shown}");
-    }
-    assert!(shown.contains("&lt;img src=x&gt;"));
-    assert_eq!(md_code("a`b"), "``a`b``");
 }
 
 #[test]

@@ -1498,17 +1498,20 @@ fn a_container_user_in_a_folder_it_cannot_write_is_told_how_to_run_as_its_own() 
 /// known only from the terminal. Outside CI, so the live progress line draws too. Returns
 /// the exit code and every line the terminal showed: each `\r`-separated frame of the
 /// progress line counts as a line, escape sequences removed.
+/// `word` as one word of a POSIX shell.
+#[cfg(unix)]
+fn sh_word(word: &str) -> String {
+    format!("'{}'", word.replace('\'', "'\\''"))
+}
+
 #[cfg(unix)]
 fn in_a_terminal(columns: usize, dir: &Path, args: &[&str]) -> (Option<i32>, Vec<String>) {
     let bin = assert_cmd::cargo::cargo_bin("promptgauge");
-    let quoted: Vec<String> = args
-        .iter()
-        .map(|a| promptgauge::report::shell_quote(a).into_owned())
-        .collect();
+    let quoted: Vec<String> = args.iter().map(|a| sh_word(a)).collect();
     let rows = if columns == 80 { 0 } else { 50 };
     let script = format!(
         "stty cols {columns} rows {rows}; {} {}",
-        promptgauge::report::shell_path(&bin),
+        sh_word(&bin.display().to_string()),
         quoted.join(" ")
     );
     let mut cmd = std::process::Command::new("script");

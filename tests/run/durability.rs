@@ -814,7 +814,11 @@ fn the_printed_resume_command_is_one_shell_word_per_argument_whatever_the_names(
         .unwrap_or_else(|| panic!("no resume command in {stderr}"));
     // Pasted into a shell, as a person would.
     let binary = assert_cmd::cargo::cargo_bin("promptgauge");
-    let pasted = printed.replacen("promptgauge", &promptgauge::report::shell_path(&binary), 1);
+    let pasted = printed.replacen(
+        "promptgauge",
+        &format!("'{}'", binary.display().to_string().replace('\'', "'\\''")),
+        1,
+    );
     let out = std::process::Command::new("sh")
         .arg("-c")
         .arg(&pasted)

@@ -8,7 +8,7 @@ use anyhow::Context;
 
 use super::cache::lane_cache_keys;
 use crate::app::settings::RunSettings;
-use crate::app::{Failure, Prepared, SIMULATED_BANNER, demo_mock_config};
+use crate::app::{Failure, Prepared, SIMULATED_BANNER};
 use crate::cli::UsageError;
 use crate::error::BeforeSend;
 use crate::mock::Provider;
@@ -72,7 +72,7 @@ pub(super) async fn start_simulator(
         } else {
             note!("note: the built-in SIMULATOR judges the answers (judge.base_url: mock)");
         }
-        let mut config = demo_mock_config();
+        let mut config = crate::mock::MockConfig::demo();
         config.oracle = Some(oracle(p, &record.run_id));
         let sim = Arc::new(Provider::new(config));
         let server = MockServer::start(sim, SocketAddr::from(([127, 0, 0, 1], 0)))

@@ -20,7 +20,7 @@ pub(crate) fn esc(text: &str) -> String {
 /// no HTML, no links or images, no @mentions (a zero-width space after `@`), control
 /// characters shown. summary.md becomes a pull request comment: what an error body says
 /// must not become a link, an image or a mention there.
-pub fn md_text(text: &str) -> String {
+pub(crate) fn md_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 8);
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {

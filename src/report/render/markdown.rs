@@ -1,6 +1,6 @@
 //! `summary.md`: the table as Markdown, for pull requests and step summaries.
 
-pub use super::escape::md_text;
+pub(crate) use super::escape::md_text;
 use crate::report::compare::RunComparison;
 use crate::report::{Exporter, Summary, notes, tables};
 
@@ -209,7 +209,7 @@ fn md_cell(text: &str) -> String {
 }
 
 /// A code span holding `text` literally: fenced with more backticks than it contains.
-pub fn md_code(text: &str) -> String {
+pub(crate) fn md_code(text: &str) -> String {
     let shown = crate::report::visible(text, 300);
     let longest = shown.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest + 1);
@@ -220,4 +220,27 @@ pub fn md_code(text: &str) -> String {
     };
     // In a table a `|` would still end the cell, code span or not.
     format!("{fence}{pad}{}{pad}{fence}", shown.replace('|', "\\|"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_from_elsewhere_renders_literally() {
+        let hostile = "boom [click](https://evil.example) ![x](https://evil.example/i.png) <img src=x> @octocat **bold** | cell";
+        let shown = md_text(hostile);
+        for markup in [
+            "[click](",
+            "![x](",
+            "<img",
+            "@octocat",
+            "**bold**",
+            "** | cell",
+        ] {
+            assert!(!shown.contains(markup), "{markup} in {shown}");
+        }
+        assert!(shown.contains("&lt;img src=x&gt;"));
+        assert_eq!(md_code("a`b"), "``a`b``");
+    }
 }
