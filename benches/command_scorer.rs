@@ -38,6 +38,7 @@ fn main() {
         expected: vec!["Paris".into()],
         expected_json: None,
         messages: vec![],
+        files: vec![],
         grade: None,
         tags: vec!["geo".into()],
         group: None,

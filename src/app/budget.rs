@@ -3,6 +3,7 @@
 
 use super::{Failure, Prepared, shown_urls};
 use crate::cli::UsageError;
+use crate::client::attachment::FileTokens;
 use crate::report::ProviderInfo;
 use crate::report::usd as shown;
 use crate::runner::budget::{Prices, UNBOUNDED_COMPLETION, UNBOUNDED_JUDGE_COMPLETION};
@@ -107,8 +108,18 @@ pub(super) fn estimate(
             .map_err(|e| Failure::Input(anyhow::anyhow!("template failed: {e}")))?;
         let ceiling = b.max_tokens(job.variant);
         let bought = !cached(job, &messages);
+        // Files by the rule of the provider the job's endpoint speaks to.
+        let protocol = p
+            .grid
+            .get(usize::from(job.endpoint))
+            .map_or(p.endpoint.protocol, |g| g.endpoint.protocol);
+        let rule = match protocol {
+            crate::client::ProtocolKind::AnthropicMessages => |t: FileTokens| t.anthropic,
+            crate::client::ProtocolKind::OpenaiChat
+            | crate::client::ProtocolKind::OpenaiResponses => |t: FileTokens| t.openai,
+        };
         let tokens = if bought {
-            crate::suite::prompt_tokens(&messages)
+            crate::suite::prompt_tokens_by(&messages, rule)
         } else {
             0
         };

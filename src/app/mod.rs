@@ -32,6 +32,7 @@ macro_rules! note {
     }};
 }
 
+mod attachments;
 mod baseline;
 mod budget;
 mod check;

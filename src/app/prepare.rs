@@ -201,6 +201,7 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
     if let Some(tpm) = bench.limits.tokens_per_minute {
         check_reservations(&bench, &jobs, tpm)?;
     }
+    check_files(&bench, &variants, &endpoint, &grid)?;
     Ok(Prepared {
         bench: Arc::new(bench),
         scorers: Arc::new(scorers),
@@ -211,6 +212,33 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
         sequential,
         order_seed,
     })
+}
+
+/// Every file the chosen variants place, checked at each endpoint: its protocol has a part
+/// for it there, and it is within the endpoint's limits.
+fn check_files(
+    bench: &Bench,
+    variants: &[usize],
+    endpoint: &Endpoint,
+    grid: &[GridEndpoint],
+) -> Result<(), crate::suite::InputErrors> {
+    use super::attachments::{Recipient, check};
+    let targets: Vec<Recipient<'_>> = match grid {
+        [] => vec![Recipient {
+            said: "the endpoint".into(),
+            protocol: endpoint.protocol,
+            limits: &bench.limits,
+        }],
+        grid => grid
+            .iter()
+            .map(|g| Recipient {
+                said: g.role().to_string(),
+                protocol: g.endpoint.protocol,
+                limits: &g.limits,
+            })
+            .collect(),
+    };
+    check(bench, variants, &targets)
 }
 
 /// The most endpoints one run measures side by side.

@@ -11,6 +11,7 @@
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
+use super::attachment::{FileFamily, Kind, Piece, pieces, where_files_go, with_text_files};
 use super::protocol::{
     self, Dialect, Finish, FinishKind, InvalidUsage, Protocol, Streamed, ToolCall, Usage,
     UsageCounts,
@@ -122,7 +123,7 @@ fn conversation(messages: &[ChatMessage]) -> (Option<String>, Vec<Value>) {
     let mut turns: Vec<Value> = Vec::new();
     for m in messages {
         match m.role.as_str() {
-            "system" | "developer" => system.push(m.content.as_str()),
+            "system" | "developer" => system.push(with_text_files(&m.content, &m.files)),
             "tool" => {
                 let result = json!({
                     "type": "tool_result",
@@ -145,11 +146,34 @@ fn conversation(messages: &[ChatMessage]) -> (Option<String>, Vec<Value>) {
             "assistant" if m.extra.contains_key("tool_calls") => {
                 turns.push(json!({"role": "assistant", "content": tool_use_blocks(m)}));
             }
+            role if !m.files.is_empty() => turns.push(json!({"role": role, "content": blocks(m)})),
             role => turns.push(json!({"role": role, "content": m.content})),
         }
     }
     let system = (!system.is_empty()).then(|| system.join("\n\n"));
     (system, turns)
+}
+
+/// A turn that carries files as Anthropic's blocks: `text`, `image` and `document`, each
+/// file's bytes in base64 (or its URL).
+fn blocks(m: &ChatMessage) -> Vec<Value> {
+    pieces(&m.content, &m.files)
+        .into_iter()
+        .filter_map(|p| match p {
+            // Anthropic refuses an empty text block.
+            Piece::Text("") => None,
+            Piece::Text(t) => Some(json!({"type": "text", "text": t})),
+            Piece::File(f) if f.kind == Kind::Text => Some(json!({"type": "text", "text": f.text()})),
+            Piece::File(f) => {
+                let source = match f.url() {
+                    Some(url) => json!({"type": "url", "url": url}),
+                    None => json!({"type": "base64", "media_type": f.kind.media_type(), "data": f.base64()}),
+                };
+                let block = if f.kind.family() == FileFamily::Image { "image" } else { "document" };
+                Some(json!({"type": block, "source": source}))
+            }
+        })
+        .collect()
 }
 
 /// An assistant turn that called tools, as blocks: its text (if any), then a `tool_use` per
@@ -351,6 +375,16 @@ fn message_stop(s: &mut Streamed) {
 impl Protocol for AnthropicMessages {
     fn path(&self) -> &'static str {
         PATH
+    }
+
+    fn carries(&self, kind: Kind, role: &str, by_url: bool) -> Result<(), String> {
+        if kind.family() == FileFamily::Audio {
+            return Err(format!(
+                "Anthropic messages take no audio ({}): use an OpenAI endpoint (`protocol: openai-chat`) for audio",
+                kind.said()
+            ));
+        }
+        where_files_go("Anthropic messages", kind, role, by_url)
     }
 
     fn body(&self, model: &str, job: &JobRequest, _dialect: Dialect) -> Bytes {

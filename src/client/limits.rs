@@ -36,6 +36,13 @@ pub struct Limits {
     /// A `Retry-After` longer than this fails the job instead of waiting.
     #[serde(with = "humantime_serde_lite")]
     pub max_retry_after: Duration,
+    /// The largest file a case may attach; `None`: the strictest of the major providers'
+    /// limits for its kind (`attachment::Kind::default_limit`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_file_bytes: Option<usize>,
+    /// The most a request's files may add to its body (base64 included): Anthropic's
+    /// 32 MB request limit by default.
+    pub max_request_bytes: usize,
     /// Halve a replica's concurrency on 429s, grow it back after sustained success.
     pub adaptive: bool,
 }
@@ -53,6 +60,8 @@ impl Default for Limits {
             total_timeout: Duration::from_secs(300),
             max_response_bytes: 4 * 1024 * 1024,
             max_retry_after: Duration::from_secs(300),
+            max_file_bytes: None,
+            max_request_bytes: 32 * 1024 * 1024,
             adaptive: false,
         }
     }
@@ -93,6 +102,10 @@ pub(crate) struct RawLimits {
     max_response_bytes: Option<usize>,
     #[serde(default, deserialize_with = "duration")]
     max_retry_after: Option<Duration>,
+    #[serde(default, deserialize_with = "byte_size")]
+    max_file_bytes: Option<usize>,
+    #[serde(default, deserialize_with = "byte_size")]
+    max_request_bytes: Option<usize>,
     #[serde(default)]
     adaptive: Option<bool>,
 }
@@ -130,6 +143,8 @@ impl RawLimits {
             total_timeout: self.total_timeout.unwrap_or(d.total_timeout),
             max_response_bytes: self.max_response_bytes.unwrap_or(d.max_response_bytes),
             max_retry_after: self.max_retry_after.unwrap_or(d.max_retry_after),
+            max_file_bytes: self.max_file_bytes.or(d.max_file_bytes),
+            max_request_bytes: self.max_request_bytes.unwrap_or(d.max_request_bytes),
             adaptive: self.adaptive.unwrap_or(d.adaptive),
         })
     }

@@ -5,6 +5,7 @@
 //! timeout tests run in milliseconds.
 
 mod anthropic;
+pub mod attachment;
 pub mod batch;
 pub mod cache;
 pub mod embeddings;
@@ -45,6 +46,12 @@ pub use transport::{HttpRequest, HttpResponse, ReqwestTransport, Transport, Tran
 
 impl ProtocolKind {
     /// The protocol's implementation.
+    /// Whether this protocol can carry a file of `kind` (by URL when `by_url`) in a turn of
+    /// `role`; why not, in words that name the protocol and what it does take.
+    pub fn carries(self, kind: attachment::Kind, role: &str, by_url: bool) -> Result<(), String> {
+        self.build().carries(kind, role, by_url)
+    }
+
     pub fn build(self) -> Arc<dyn Protocol> {
         match self {
             ProtocolKind::OpenaiChat => Arc::new(OpenAiChat),

@@ -5,11 +5,12 @@
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
+use super::attachment::{Attachment, FileFamily, Kind, Piece, pieces, where_files_go};
 use super::protocol::{
     self, Dialect, Finish, FinishKind, InvalidUsage, Protocol, Streamed, ToolCall, Usage,
     UsageCounts,
 };
-use super::{ApiKey, JobRequest};
+use super::{ApiKey, ChatMessage, JobRequest};
 
 /// The path appended to the base URL.
 const PATH: &str = "chat/completions";
@@ -211,6 +212,50 @@ pub(super) fn event_json(s: &mut Streamed, event_type: &str, data: &str) -> Opti
     parsed.ok()
 }
 
+/// The messages as chat completions takes them: one that carries files has a list of
+/// parts in place of its text (`text`, `image_url`, `input_audio`, `file`).
+fn messages(messages: &[ChatMessage]) -> Value {
+    Value::Array(
+        messages
+            .iter()
+            .map(|m| {
+                let mut v = json!(m);
+                if let (false, Value::Object(o)) = (m.files.is_empty(), &mut v) {
+                    o.remove("files");
+                    let parts = pieces(&m.content, &m.files).into_iter().map(|p| match p {
+                        Piece::Text(t) => json!({"type": "text", "text": t}),
+                        Piece::File(f) => chat_part(f),
+                    });
+                    o.insert("content".into(), parts.collect());
+                }
+                v
+            })
+            .collect(),
+    )
+}
+
+/// A file as a chat-completions part.
+fn chat_part(f: &Attachment) -> Value {
+    match f.kind.family() {
+        FileFamily::Image => {
+            let mut image = json!({"url": f.data_url()});
+            if let Some(detail) = &f.detail {
+                image["detail"] = json!(detail);
+            }
+            json!({"type": "image_url", "image_url": image})
+        }
+        FileFamily::Audio => json!({"type": "input_audio", "input_audio": {
+            "data": f.base64(),
+            "format": if f.kind == Kind::Wav { "wav" } else { "mp3" },
+        }}),
+        FileFamily::Document if f.kind == Kind::Text => json!({"type": "text", "text": f.text()}),
+        FileFamily::Document => json!({"type": "file", "file": {
+            "filename": f.file_name(),
+            "file_data": f.data_url(),
+        }}),
+    }
+}
+
 impl Protocol for OpenAiChat {
     fn path(&self) -> &'static str {
         PATH
@@ -219,7 +264,7 @@ impl Protocol for OpenAiChat {
     fn body(&self, model: &str, job: &JobRequest, dialect: Dialect) -> Bytes {
         let mut body = job.params.clone();
         body.insert("model".into(), json!(model));
-        body.insert("messages".into(), json!(job.messages));
+        body.insert("messages".into(), messages(&job.messages));
         body.insert("stream".into(), json!(true));
         if dialect == FULL {
             body.insert("stream_options".into(), json!({"include_usage": true}));
@@ -230,6 +275,17 @@ impl Protocol for OpenAiChat {
             body.remove("response_format");
         }
         Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
+    }
+
+    fn carries(&self, kind: Kind, role: &str, by_url: bool) -> Result<(), String> {
+        where_files_go("OpenAI chat completions", kind, role, by_url)?;
+        if by_url && kind.family() != FileFamily::Image {
+            return Err(format!(
+                "OpenAI chat completions takes {} only as its bytes, not by URL: give its path, or `fetch: true` to read it first",
+                kind.said()
+            ));
+        }
+        Ok(())
     }
 
     fn key_headers(&self, key: Option<&ApiKey>) -> Vec<(String, String)> {

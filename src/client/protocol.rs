@@ -11,6 +11,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::attachment::Kind;
 use super::{ApiKey, JobRequest};
 
 /// The wire protocol an endpoint speaks, as a bench (`endpoint.protocol`) and `run.json`
@@ -321,6 +322,12 @@ pub trait Protocol: Send + Sync {
 
     /// The request body for a job.
     fn body(&self, model: &str, job: &JobRequest, dialect: Dialect) -> Bytes;
+
+    /// Whether a file of `kind` (by URL when `by_url`) can go in a turn of `role`; why not
+    /// when it cannot, naming what the protocol takes. Asked for every file of every case
+    /// when the bench is loaded, so a file a protocol has no part for is refused before
+    /// anything is sent, never dropped (docs/guide/attachments.md).
+    fn carries(&self, kind: Kind, role: &str, by_url: bool) -> Result<(), String>;
 
     /// The request headers: a JSON body, a stream of events back, the job's idempotency key
     /// (the same on every attempt), and the key as [`Protocol::key_headers`] sends it.

@@ -10,6 +10,7 @@
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
+use super::attachment::{FileFamily, Kind, Piece, pieces, where_files_go};
 use super::openai::{self, OpenAiChat};
 use super::protocol::{
     self, Dialect, Finish, FinishKind, InvalidUsage, Protocol, Streamed, ToolCall, Usage,
@@ -45,6 +46,30 @@ const NO_TEXT_FORMAT: Dialect = Dialect(1);
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct OpenAiResponses;
 
+/// A message that carries files as the Responses API's parts: `input_text`,
+/// `input_image`, `input_file` (its bytes as a data URL, or its URL).
+fn input_parts(m: &ChatMessage) -> Value {
+    pieces(&m.content, &m.files)
+        .into_iter()
+        .map(|p| match p {
+            Piece::Text(t) => json!({"type": "input_text", "text": t}),
+            Piece::File(f) if f.kind == Kind::Text => json!({"type": "input_text", "text": f.text()}),
+            Piece::File(f) if f.kind.family() == FileFamily::Image => {
+                let mut part = json!({"type": "input_image", "image_url": f.data_url()});
+                if let Some(detail) = &f.detail {
+                    part["detail"] = json!(detail);
+                }
+                part
+            }
+            // A PDF (audio is refused when the bench is loaded: this API has no part for it).
+            Piece::File(f) => match f.url() {
+                Some(url) => json!({"type": "input_file", "file_url": url}),
+                None => json!({"type": "input_file", "filename": f.file_name(), "file_data": f.data_url()}),
+            },
+        })
+        .collect()
+}
+
 /// The request's `input`: each chat message as an input item, in order. System messages
 /// stay items with their role (not `instructions`), so a prompt with several, or one after
 /// its examples, reaches the model as it reaches it through chat completions. A case's
@@ -63,7 +88,9 @@ fn input(messages: &[ChatMessage]) -> Value {
             continue;
         }
         let calls = m.extra.get("tool_calls").and_then(Value::as_array);
-        if !m.content.is_empty() || calls.is_none() {
+        if !m.files.is_empty() {
+            items.push(json!({"role": m.role, "content": input_parts(m)}));
+        } else if !m.content.is_empty() || calls.is_none() {
             items.push(json!({"role": m.role, "content": m.content}));
         }
         for call in calls.into_iter().flatten() {
@@ -384,6 +411,16 @@ fn ended(s: &mut Streamed, name: &str, response: &Value) {
 impl Protocol for OpenAiResponses {
     fn path(&self) -> &'static str {
         PATH
+    }
+
+    fn carries(&self, kind: Kind, role: &str, by_url: bool) -> Result<(), String> {
+        if kind.family() == FileFamily::Audio {
+            return Err(format!(
+                "the OpenAI Responses API takes no audio input ({}): use `protocol: openai-chat` (its input_audio part) for audio",
+                kind.said()
+            ));
+        }
+        where_files_go("the OpenAI Responses API", kind, role, by_url)
     }
 
     fn body(&self, model: &str, job: &JobRequest, dialect: Dialect) -> Bytes {

@@ -157,6 +157,7 @@ mod tests {
             expected: vec!["42".into()],
             expected_json: None,
             messages: vec![],
+            files: Vec::new(),
             grade: None,
             tags: vec![],
             group: None,

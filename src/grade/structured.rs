@@ -427,6 +427,7 @@ mod tests {
             expected: vec![expected.to_string()],
             expected_json: Some(expected),
             messages: vec![],
+            files: Vec::new(),
             grade: None,
             tags: vec![],
             group: None,

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::answers;
 use super::script::{Script, StreamPlan};
-use super::wire::{Fault, MockConfig, MockRequest, ReplyStep, UsageMode};
+use super::wire::{Fault, MockConfig, MockRequest, ReplyStep, UsageMode, Wire};
 
 /// Whether request headers carry `key` as Anthropic sends it: `x-api-key`, never a bearer.
 pub(super) fn carries_key(headers: &[(String, String)], key: &str) -> bool {
@@ -34,27 +34,20 @@ pub(super) fn error_body(status: u16, message: &str) -> Value {
     json!({"type": "error", "error": {"type": kind, "message": message}})
 }
 
-/// The text of a message's `content` (or `system`): a string, or its text blocks (and tool
-/// results) joined.
-fn text_of(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .map(|b| match b.get("type").and_then(Value::as_str) {
-                Some("text") => b.get("text").map(text_of).unwrap_or_default(),
-                Some("tool_result") => b.get("content").map(text_of).unwrap_or_default(),
-                _ => String::new(),
-            })
-            .collect(),
-        _ => String::new(),
-    }
+/// The text of a message's `content` (or `system`): a string, or its blocks' text (tool
+/// results', and each image's or document's words) joined.
+fn text_of(content: &Value, files: &mut u64) -> Result<String, String> {
+    super::files::content_text(content, Wire::Anthropic, files)
 }
 
 /// A messages request in the simulator's common form (chat completions' body), or the 400
 /// Anthropic would answer: the `anthropic-version` header, `messages` and `max_tokens` are
 /// required.
-pub(super) fn common_form(request: &MockRequest, body: &Value) -> Result<Value, String> {
+pub(super) fn common_form(
+    request: &MockRequest,
+    body: &Value,
+    files: &mut u64,
+) -> Result<Value, String> {
     if request.header("anthropic-version").is_none() {
         return Err("anthropic-version: header is required".into());
     }
@@ -64,20 +57,19 @@ pub(super) fn common_form(request: &MockRequest, body: &Value) -> Result<Value, 
     let Some(max_tokens) = body.get("max_tokens") else {
         return Err("max_tokens: Field required".into());
     };
-    let system = body
-        .get("system")
-        .map(text_of)
-        .filter(|s| !s.is_empty())
-        .map(|s| json!({"role": "system", "content": s}));
-    let messages: Vec<Value> = system
-        .into_iter()
-        .chain(turns.iter().map(|t| {
-            json!({
-                "role": t.get("role"),
-                "content": t.get("content").map(text_of).unwrap_or_default(),
-            })
-        }))
-        .collect();
+    let system = match body.get("system") {
+        Some(s) => text_of(s, files)?,
+        None => String::new(),
+    };
+    let system = (!system.is_empty()).then(|| json!({"role": "system", "content": system}));
+    let mut messages: Vec<Value> = system.into_iter().collect();
+    for t in turns {
+        let content = match t.get("content") {
+            Some(c) => text_of(c, files)?,
+            None => String::new(),
+        };
+        messages.push(json!({"role": t.get("role"), "content": content}));
+    }
     let mut common = json!({
         "model": body.get("model"),
         "messages": messages,
@@ -344,20 +336,20 @@ mod tests {
         let body = json!({"model": "m", "max_tokens": 5, "system": [{"type": "text", "text": "Be brief."}],
             "messages": [{"role": "user", "content": [{"type": "text", "text": "Echo: hi"}]}],
             "tools": [{"name": "t", "input_schema": {"type": "object"}}]});
-        let common = common_form(&versioned, &body).unwrap();
+        let common = common_form(&versioned, &body, &mut 0).unwrap();
         assert_eq!(
             common["messages"],
             json!([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Echo: hi"}])
         );
         assert_eq!(common["tools"][0]["function"]["name"], "t");
         assert!(
-            common_form(&request(&[]), &body)
+            common_form(&request(&[]), &body, &mut 0)
                 .unwrap_err()
                 .contains("anthropic-version")
         );
         let no_max = json!({"messages": []});
         assert!(
-            common_form(&versioned, &no_max)
+            common_form(&versioned, &no_max, &mut 0)
                 .unwrap_err()
                 .contains("max_tokens")
         );

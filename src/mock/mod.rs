@@ -10,6 +10,7 @@ pub mod answers;
 pub mod anthropic;
 pub mod batch;
 pub mod embeddings;
+mod files;
 pub mod memory;
 pub mod model;
 mod responses;
@@ -277,13 +278,28 @@ impl Provider {
         let body = serde_json::from_slice::<Value>(&request.body)
             .map_err(|e| Rejection::BadRequest(format!("invalid JSON body: {e}")))?;
         self.keep(&body, request);
-        let body = match wire {
+        let mut files = 0;
+        let mut body = match wire {
             Wire::Chat => body,
-            Wire::Responses => responses::as_chat(&body).map_err(Rejection::BadRequest)?,
+            Wire::Responses => {
+                responses::as_chat(&body, &mut files).map_err(Rejection::BadRequest)?
+            }
             Wire::Anthropic => {
-                anthropic::common_form(request, &body).map_err(Rejection::BadRequest)?
+                anthropic::common_form(request, &body, &mut files).map_err(Rejection::BadRequest)?
             }
         };
+        if let Some(Value::Array(messages)) = body.get_mut("messages") {
+            // What is left in parts is chat completions' own: each file read into the text.
+            for m in messages.iter_mut() {
+                if let Some(content @ Value::Array(_)) = m.get_mut("content") {
+                    *content = Value::String(
+                        files::content_text(content, Wire::Chat, &mut files)
+                            .map_err(Rejection::BadRequest)?,
+                    );
+                }
+            }
+        }
+        self.stats.files.fetch_add(files, Ordering::SeqCst);
         let messages: Vec<ChatMessage> =
             match body.get("messages").cloned().map(serde_json::from_value) {
                 Some(Ok(m)) => m,

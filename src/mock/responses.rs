@@ -12,7 +12,7 @@ use super::wire::{Fault, MockConfig, ReplyStep, UsageMode};
 /// A Responses request as the chat-completions body the simulator answers: `input` (and
 /// `instructions`) as messages, `max_output_tokens` as `max_tokens`, flat tools nested,
 /// `text.format` as `response_format`. `Err` says why it is not one.
-pub(super) fn as_chat(body: &Value) -> Result<Value, String> {
+pub(super) fn as_chat(body: &Value, files: &mut u64) -> Result<Value, String> {
     let mut messages = Vec::new();
     if let Some(instructions) = body.get("instructions").and_then(Value::as_str) {
         messages.push(json!({"role": "system", "content": instructions}));
@@ -21,7 +21,7 @@ pub(super) fn as_chat(body: &Value) -> Result<Value, String> {
         Some(Value::String(text)) => messages.push(json!({"role": "user", "content": text})),
         Some(Value::Array(items)) => {
             for item in items {
-                messages.push(message(item)?);
+                messages.push(message(item, files)?);
             }
         }
         _ => return Err("`input` must be a string or a list of items".into()),
@@ -59,7 +59,7 @@ pub(super) fn as_chat(body: &Value) -> Result<Value, String> {
 
 /// One input item as a chat message: a message (its text parts joined), a function call
 /// (an assistant turn calling it) or a function call's output (a tool turn).
-fn message(item: &Value) -> Result<Value, String> {
+fn message(item: &Value, files: &mut u64) -> Result<Value, String> {
     let field = |key: &str| item.get(key).and_then(Value::as_str).unwrap_or("");
     match item
         .get("type")
@@ -73,11 +73,9 @@ fn message(item: &Value) -> Result<Value, String> {
                 role => role,
             };
             let content = match item.get("content") {
-                Some(Value::String(text)) => text.clone(),
-                Some(Value::Array(parts)) => parts
-                    .iter()
-                    .filter_map(|p| p.get("text").and_then(Value::as_str))
-                    .collect(),
+                Some(c @ (Value::String(_) | Value::Array(_))) => {
+                    super::files::content_text(c, super::Wire::Responses, files)?
+                }
                 _ => {
                     return Err(
                         "an input message's `content` must be text or a list of parts".into(),
@@ -414,17 +412,20 @@ mod tests {
 
     #[test]
     fn a_request_reads_as_the_chat_body_the_model_answers() {
-        let chat = as_chat(&json!({
-            "model": "m", "stream": true, "instructions": "Be brief.", "max_output_tokens": 9,
-            "input": [
-                {"role": "developer", "content": [{"type": "input_text", "text": "Sum."}]},
-                {"type": "message", "role": "user", "content": "1+1"},
-                {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
-                {"type": "function_call_output", "call_id": "c", "output": "2"},
-            ],
-            "tools": [{"type": "function", "name": "f", "parameters": {}}],
-            "text": {"format": {"type": "json_schema", "name": "s", "schema": {}}},
-        }))
+        let chat = as_chat(
+            &json!({
+                "model": "m", "stream": true, "instructions": "Be brief.", "max_output_tokens": 9,
+                "input": [
+                    {"role": "developer", "content": [{"type": "input_text", "text": "Sum."}]},
+                    {"type": "message", "role": "user", "content": "1+1"},
+                    {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+                    {"type": "function_call_output", "call_id": "c", "output": "2"},
+                ],
+                "tools": [{"type": "function", "name": "f", "parameters": {}}],
+                "text": {"format": {"type": "json_schema", "name": "s", "schema": {}}},
+            }),
+            &mut 0,
+        )
         .unwrap();
         assert_eq!(
             chat,
@@ -441,11 +442,14 @@ mod tests {
                 "response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": {}}},
             })
         );
-        assert!(as_chat(&json!({"messages": []})).is_err());
-        assert!(as_chat(&json!({"input": [{"type": "image"}]})).is_err());
+        assert!(as_chat(&json!({"messages": []}), &mut 0).is_err());
+        assert!(as_chat(&json!({"input": [{"type": "image"}]}), &mut 0).is_err());
         assert_eq!(
-            as_chat(&json!({"input": "hi", "text": {"format": {"type": "json_object"}}})).unwrap()
-                ["response_format"],
+            as_chat(
+                &json!({"input": "hi", "text": {"format": {"type": "json_object"}}}),
+                &mut 0
+            )
+            .unwrap()["response_format"],
             json!({"type": "json_object"})
         );
     }

@@ -199,6 +199,8 @@ pub(crate) struct Stats {
     /// Requests on `POST /v1/embeddings`, and the texts they asked for.
     pub embedding_requests: AtomicU64,
     pub embedded_inputs: AtomicU64,
+    /// Files requests carried (images, documents, audio), each counted once per request.
+    pub files: AtomicU64,
 }
 
 /// What the simulator did so far, for tests and `GET /stats`.
@@ -230,6 +232,8 @@ pub struct StatsSnapshot {
     pub embedding_requests: u64,
     #[serde(default)]
     pub embedded_inputs: u64,
+    #[serde(default)]
+    pub files: u64,
 }
 
 impl Stats {
@@ -256,6 +260,7 @@ impl Stats {
             max_in_flight: g(&self.max_in_flight),
             embedding_requests: g(&self.embedding_requests),
             embedded_inputs: g(&self.embedded_inputs),
+            files: g(&self.files),
         }
     }
 }

@@ -93,6 +93,50 @@ pub struct JobRecord {
     /// than its `max_tokens`): what it reported is kept and spent, and flagged with this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage_anomaly: Option<String>,
+    /// The files its request carried (docs/guide/attachments.md): where each came from,
+    /// its kind, size and hash — never its bytes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<FileNote>,
+}
+
+/// A file a job's request carried, as the journal keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileNote {
+    /// The case's name for it.
+    pub name: String,
+    /// Its path as the case wrote it (relative to the case file), its URL, or `data:…`.
+    pub origin: String,
+    pub kind: crate::client::attachment::Kind,
+    pub bytes: u64,
+    /// SHA-256 of its bytes; absent for a URL the provider was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+}
+
+impl FileNote {
+    /// The note of each file `messages` carry, in order, each once.
+    pub fn of(messages: &[crate::client::ChatMessage]) -> Vec<FileNote> {
+        let mut notes: Vec<FileNote> = Vec::new();
+        for f in messages
+            .iter()
+            .flat_map(|m| m.files.iter().map(|p| &p.file))
+        {
+            if notes
+                .iter()
+                .any(|n| n.origin == f.origin && n.name == f.name)
+            {
+                continue;
+            }
+            notes.push(FileNote {
+                name: f.name.clone(),
+                origin: f.origin.clone(),
+                kind: f.kind,
+                bytes: f.size,
+                sha256: f.sha256.clone(),
+            });
+        }
+        notes
+    }
 }
 
 fn is_zero_u32(n: &u32) -> bool {

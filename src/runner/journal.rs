@@ -513,6 +513,7 @@ mod tests {
             batch: None,
             refused: false,
             usage_anomaly: None,
+            files: Vec::new(),
         }
     }
 

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::job_record::{JobRecord, JobStatus};
+use super::job_record::{FileNote, JobRecord, JobStatus};
 use super::lane::{Lane, Rendered, RunOptions, job_key};
 use super::source;
 use crate::client::{ChatMessage, JobRequest, JobResult, Usage};
@@ -48,10 +48,15 @@ pub(super) fn request_of(
     lane: &Lane,
     options: &RunOptions,
 ) -> Result<Rendered, Box<JobRecord>> {
-    let messages = match bench.render_job(job) {
+    // A request carries its files' bytes, read now (and checked against the bench's load).
+    let rendered = bench
+        .render_job(job)
+        .map_err(|e| format!("template failed: {e}"))
+        .and_then(|mut m| crate::suite::attachments::load_files(&mut m).map(|()| m));
+    let messages = match rendered {
         Ok(m) => m,
         Err(e) => {
-            let mut r = failed_record(bench, job, format!("template failed: {e}"), None);
+            let mut r = failed_record(bench, job, e, None);
             r.endpoint = lane.name.clone();
             r.resent = options.resend.get(&job.index).copied().unwrap_or(0);
             return Err(Box::new(r));
@@ -94,6 +99,7 @@ pub(super) async fn score(
     };
     let mut r = record(bench, job, answer, &scoring).await?;
     r.usage_anomaly = usage_anomaly(&r, bench.max_tokens_at(job.variant, &lane.params));
+    r.files = FileNote::of(&rendered.request.messages);
     r.endpoint = lane.name.clone();
     r.resent = options.resend.get(&job.index).copied().unwrap_or(0);
     Some(r)
@@ -178,6 +184,7 @@ pub(super) fn failed_record(
         batch: None,
         refused: false,
         usage_anomaly: None,
+        files: Vec::new(),
     }
 }
 
@@ -322,6 +329,7 @@ fn graded_of(
         batch: None,
         refused,
         usage_anomaly: None,
+        files: Vec::new(),
     }
 }
 

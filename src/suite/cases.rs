@@ -7,8 +7,11 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::GradeSpec;
+use super::attachments::files_of;
 use super::error::{FilePos, InputError, read_text, yaml_error};
 use crate::client::ChatMessage;
+use crate::client::attachment::{Attachment, Placed};
+use std::sync::Arc;
 
 /// A case's template variables, in file order. A small vector rather than a map: most
 /// cases have one to three variables, and a bench may hold a hundred thousand cases.
@@ -66,6 +69,9 @@ pub struct Case {
     pub expected_json: Option<Value>,
     /// Earlier turns of a conversation, spliced where a variant lists `- history`.
     pub messages: Vec<ChatMessage>,
+    /// The files it attaches (images, documents, audio), in order; a variant places them
+    /// (docs/guide/attachments.md). Files of its history's turns are in those turns.
+    pub files: Vec<Arc<Attachment>>,
     /// Overrides the bench's grader for this case.
     pub grade: Option<GradeSpec>,
     pub tags: Vec<String>,
@@ -90,6 +96,8 @@ struct RawCase {
     group: Option<Value>,
     #[serde(default)]
     messages: Option<Vec<Map<String, Value>>>,
+    #[serde(default)]
+    files: Option<Value>,
 }
 
 const CASE_FIX: &str =
@@ -213,6 +221,7 @@ fn load_csv(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
             tags: None,
             group: None,
             messages: None,
+            files: None,
         };
         for (name, field) in names.iter().zip(record.iter()) {
             match name.as_str() {
@@ -222,6 +231,16 @@ fn load_csv(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
                     raw.group = Some(Value::String(field.to_string()))
                 }
                 "group" => {}
+                // Paths separated by `;`, as tags are.
+                "files" => {
+                    let paths: Vec<Value> = field
+                        .split(';')
+                        .map(str::trim)
+                        .filter(|p| !p.is_empty())
+                        .map(|p| Value::String(p.to_string()))
+                        .collect();
+                    raw.files = (!paths.is_empty()).then_some(Value::Array(paths));
+                }
                 // Tags are `;`-separated so a CSV can still carry slices.
                 "tags" => {
                     raw.tags = Some(
@@ -315,12 +334,17 @@ fn finish(raw: RawCase, here: FilePos, index: usize) -> Result<Case, InputError>
             .map(|(n, turn)| history_turn(&id, n, turn, &here))
             .collect::<Result<Vec<_>, _>>()?,
     };
+    let files = match &raw.files {
+        Some(v) => files_of(v, &id, &here)?,
+        None => Vec::new(),
+    };
     Ok(Case {
         id,
         vars: raw.vars.unwrap_or_default().into(),
         expected,
         expected_json,
         messages,
+        files,
         grade: raw.grade,
         tags: raw.tags.unwrap_or_default(),
         group,
@@ -436,15 +460,24 @@ fn history_turn(
         Some(Value::String(r)) => return Err(bad(format!("has the unknown role `{r}`"))),
         _ => return Err(bad("has no `role`".into())),
     };
+    let files = match turn.remove("files") {
+        // A turn's files follow its text.
+        Some(v) => files_of(&v, id, here)?,
+        None => Vec::new(),
+    };
     let content = match turn.remove("content") {
         Some(Value::String(c)) => c,
-        // An assistant turn that only calls tools has no text.
-        None | Some(Value::Null) if turn.contains_key("tool_calls") => String::new(),
+        // An assistant turn that only calls tools, or a turn that is only files, has no text.
+        None | Some(Value::Null) if turn.contains_key("tool_calls") || !files.is_empty() => {
+            String::new()
+        }
         _ => return Err(bad("has no text `content`".into())),
     };
+    let at = content.len();
     Ok(ChatMessage {
         role,
         content,
+        files: files.into_iter().map(|file| Placed { at, file }).collect(),
         extra: turn,
     })
 }

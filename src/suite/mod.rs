@@ -1,5 +1,6 @@
 //! The bench: its YAML file, its cases, its variants and templates, and the job plan.
 
+pub mod attachments;
 pub mod cases;
 pub mod endpoint;
 pub mod endpoints;
@@ -9,6 +10,7 @@ pub mod plan;
 pub mod prompts;
 pub mod template;
 
+use crate::client::attachment::FileTokens;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -631,11 +633,20 @@ fn check_tools(
 }
 
 /// Estimated prompt tokens of rendered messages: about four characters a token, plus a few
-/// per message for the chat framing.
+/// per message for the chat framing, plus each file's tokens by the provider's rule that
+/// counts more (what a hold before sending assumes: docs/guide/attachments.md).
 pub(crate) fn prompt_tokens(messages: &[ChatMessage]) -> u64 {
+    prompt_tokens_by(messages, FileTokens::most)
+}
+
+/// [`prompt_tokens`], each file counted by `rule` (one provider's).
+pub(crate) fn prompt_tokens_by(messages: &[ChatMessage], rule: fn(FileTokens) -> u64) -> u64 {
     messages
         .iter()
-        .map(|m| m.content.chars().count().div_ceil(4) as u64 + 3)
+        .map(|m| {
+            let files: u64 = m.files.iter().map(|p| rule(p.file.tokens)).sum();
+            m.content.chars().count().div_ceil(4) as u64 + 3 + files
+        })
         .sum()
 }
 

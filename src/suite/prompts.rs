@@ -28,6 +28,11 @@ pub struct Variant {
     /// Overrides of the bench's request parameters.
     pub params: Map<String, Value>,
     pub path: PathBuf,
+    /// `files: none`: the cases' files are not sent with this variant (the "does the image
+    /// help" comparison); otherwise its templates place them, or they follow its last user
+    /// message (docs/guide/attachments.md).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_files: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -37,6 +42,8 @@ struct RawPrompt {
     messages: Vec<serde_saphyr::Spanned<RawMessage>>,
     #[serde(default)]
     params: Option<Map<String, Value>>,
+    #[serde(default)]
+    files: Option<String>,
 }
 
 /// A message with a template, or the word `history`.
@@ -98,6 +105,7 @@ fn parse_text(path: &Path, stem: String, text: String) -> Result<Variant, InputE
         }],
         params: Map::new(),
         path: path.to_path_buf(),
+        no_files: false,
     })
 }
 
@@ -126,11 +134,23 @@ fn parse_yaml(path: &Path, stem: String, text: &str) -> Result<Variant, InputErr
     };
     let name = raw.name.unwrap_or(stem);
     check_name(path, &name, from)?;
+    let no_files = match raw.files.as_deref() {
+        None => false,
+        Some("none") => true,
+        Some(other) => {
+            return Err(InputError::new(
+                FilePos::file(path),
+                format!("`files: {other}` is not known"),
+            )
+            .fix("write `files: none` to send this variant without the cases' files; place them with {{ file(\"name\") }} or {{ files() }} in a message"));
+        }
+    };
     Ok(Variant {
         name,
         messages,
         params: raw.params.unwrap_or_default(),
         path: path.to_path_buf(),
+        no_files,
     })
 }
 

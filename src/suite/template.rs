@@ -7,6 +7,7 @@ use super::error::{FilePos, InputError, InputErrors};
 use super::prompts::Variant;
 
 pub use crate::client::ChatMessage;
+use crate::client::attachment::Placed;
 
 /// Instructions one rendering of one message may execute: a few-shot prompt looping over
 /// fifty examples uses a few thousand; a loop bomb stops here instead of hanging.
@@ -23,6 +24,91 @@ pub struct Templates {
     names: Vec<Vec<String>>,
     /// Names the engine defines (`range`, `namespace`, `dict`, …): not case variables.
     globals: std::collections::HashSet<String>,
+    /// Per variant, whether its templates place the cases' files themselves.
+    places_files: Vec<bool>,
+    /// What the marks `file()` and `files()` leave in a rendering carry, so a case's text
+    /// cannot pass for one.
+    nonce: String,
+}
+
+/// A mark's ends in a rendered message: `file("name")` renders as OPEN nonce `:` name
+/// CLOSE, `files()` as OPEN nonce `*` CLOSE (private-use characters no prompt holds).
+const OPEN: char = '\u{E000}';
+const CLOSE: char = '\u{E001}';
+
+/// Adds `file(name)` and `files()` to `env`: each renders as a mark, cut out of the message
+/// and turned into the case's file at that place once the message is rendered.
+fn add_file_functions(env: &mut minijinja::Environment<'static>, nonce: &str) {
+    let n = nonce.to_string();
+    env.add_function(
+        "file",
+        move |name: String| -> Result<String, minijinja::Error> {
+            if name.contains([OPEN, CLOSE]) {
+                return Err(minijinja::Error::new(
+                    minijinja::ErrorKind::InvalidOperation,
+                    "a file's name holds a private-use character",
+                ));
+            }
+            Ok(format!("{OPEN}{n}:{name}{CLOSE}"))
+        },
+    );
+    let n = nonce.to_string();
+    env.add_function("files", move || format!("{OPEN}{n}*{CLOSE}"));
+}
+
+/// A rendered message's text with its marks cut out, and each mark's files at its place:
+/// `file(name)` the case's file of that name, `files()` every file of the case.
+fn place(text: &str, nonce: &str, case: &Case) -> Result<(String, Vec<Placed>), String> {
+    if !text.contains(OPEN) {
+        return Ok((text.to_string(), Vec::new()));
+    }
+    let start = format!("{OPEN}{nonce}");
+    let mut out = String::with_capacity(text.len());
+    let mut placed = Vec::new();
+    let mut rest = text;
+    while let Some(i) = rest.find(&start) {
+        out.push_str(&rest[..i]);
+        let mark = &rest[i + start.len()..];
+        let Some(end) = mark.find(CLOSE) else {
+            out.push_str(&rest[i..]);
+            rest = "";
+            break;
+        };
+        let at = out.len();
+        match &mark[..end] {
+            "*" => placed.extend(case.files.iter().map(|f| Placed {
+                at,
+                file: f.clone(),
+            })),
+            name => {
+                let name = name.strip_prefix(':').unwrap_or(name);
+                let Some(file) = case.files.iter().find(|f| f.name == name) else {
+                    let known: Vec<&str> = case.files.iter().map(|f| f.name.as_str()).collect();
+                    return Err(format!(
+                        "file(\"{name}\"): case `{}` has no file named `{name}` (its files: {})",
+                        case.id,
+                        if known.is_empty() {
+                            "none".to_string()
+                        } else {
+                            known.join(", ")
+                        }
+                    ));
+                };
+                placed.push(Placed {
+                    at,
+                    file: file.clone(),
+                });
+            }
+        }
+        rest = &mark[end + CLOSE.len_utf8()..];
+    }
+    out.push_str(rest);
+    Ok((out, placed))
+}
+
+/// A placement that failed, as the engine's error (what a template's other failures are).
+fn placement_error(message: String) -> minijinja::Error {
+    minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, message)
 }
 
 /// Collects a rendering, refusing to grow past [`MAX_RENDERED_BYTES`].
@@ -112,7 +198,17 @@ impl Templates {
     /// Compiles every variant's messages; syntax errors name the prompt file and line.
     pub fn compile(variants: &[Variant]) -> Result<Self, InputErrors> {
         let mut env = strict_environment();
+        let nonce = format!("{:016x}", rand::random::<u64>());
+        add_file_functions(&mut env, &nonce);
         let globals = env.globals().map(|(name, _)| name.to_string()).collect();
+        let places_files = variants
+            .iter()
+            .map(|v| {
+                v.messages
+                    .iter()
+                    .any(|m| m.content.contains("file(") || m.content.contains("files("))
+            })
+            .collect();
         let mut names = Vec::new();
         let mut errors = Vec::new();
         for (v, variant) in variants.iter().enumerate() {
@@ -138,6 +234,8 @@ impl Templates {
             env,
             names,
             globals,
+            places_files,
+            nonce,
         })
     }
 
@@ -202,7 +300,9 @@ impl Templates {
                 errors.push(missing_variables(variant, m, case, &missing));
                 continue;
             }
-            if let Err(e) = render_capped(template, &case.vars) {
+            let rendered = render_capped(template, &case.vars)
+                .and_then(|text| place(&text, &self.nonce, case).map_err(placement_error));
+            if let Err(e) = rendered {
                 let runaway = is_template_fault(&e);
                 errors.push(render_error(variant, m, case, &e));
                 if runaway {
@@ -221,15 +321,46 @@ impl Templates {
         roles: &Variant,
     ) -> Result<Vec<ChatMessage>, minijinja::Error> {
         let mut out = Vec::with_capacity(roles.messages.len() + case.messages.len());
+        // The variant's own last user message (else its last message): where the case's
+        // files go when its templates do not place them.
+        let mut last_own = None;
         for (name, message) in self.names[variant].iter().zip(&roles.messages) {
             if message.history {
-                out.extend(case.messages.iter().cloned());
+                out.extend(case.messages.iter().map(|m| match roles.no_files {
+                    true => ChatMessage {
+                        files: Vec::new(),
+                        ..m.clone()
+                    },
+                    false => m.clone(),
+                }));
                 continue;
             }
-            out.push(ChatMessage::new(
-                message.role.clone(),
-                render_capped(&self.env.get_template(name)?, &case.vars)?,
-            ));
+            let text = render_capped(&self.env.get_template(name)?, &case.vars)?;
+            let (content, files) = match roles.no_files {
+                // Marks and all, nothing is placed: the text alone.
+                true => (
+                    place(&text, &self.nonce, case).map_err(placement_error)?.0,
+                    Vec::new(),
+                ),
+                false => place(&text, &self.nonce, case).map_err(placement_error)?,
+            };
+            if message.role == "user" || last_own.is_none_or(|i: usize| out[i].role != "user") {
+                last_own = Some(out.len());
+            }
+            let mut m = ChatMessage::new(message.role.clone(), content);
+            m.files = files;
+            out.push(m);
+        }
+        if !roles.no_files
+            && !self.places_files[variant]
+            && !case.files.is_empty()
+            && let Some(m) = last_own.and_then(|i| out.get_mut(i))
+        {
+            let at = m.content.len();
+            m.files.extend(case.files.iter().map(|f| Placed {
+                at,
+                file: f.clone(),
+            }));
         }
         Ok(out)
     }
@@ -369,6 +500,7 @@ mod tests {
             }],
             params: Default::default(),
             path: PathBuf::from("prompts/v.yaml"),
+            no_files: false,
         }
     }
 
@@ -379,6 +511,7 @@ mod tests {
             expected: vec!["x".into()],
             expected_json: None,
             messages: vec![],
+            files: Vec::new(),
             grade: None,
             tags: vec![],
             group: None,

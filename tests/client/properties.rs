@@ -135,6 +135,7 @@ proptest! {
                 expected: vec!["x".into()],
                 expected_json: None,
                 messages: vec![],
+                files: vec![],
                 grade: None,
                 tags: vec![],
                 group: None,

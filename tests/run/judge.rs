@@ -67,6 +67,7 @@ fn case() -> Case {
         expected: vec!["Paris".into()],
         expected_json: None,
         messages: vec![],
+        files: vec![],
         grade: None,
         tags: vec![],
         group: None,

@@ -6,6 +6,7 @@
 mod common;
 
 mod anthropic;
+mod attachments;
 mod bad_input;
 mod batch;
 mod budget;

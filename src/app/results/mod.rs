@@ -335,6 +335,7 @@ fn variants_of(imported: &Imported) -> Vec<Variant> {
             }],
             params: Default::default(),
             path: a.file.clone(),
+            no_files: false,
         })
         .collect()
 }
@@ -420,6 +421,7 @@ fn job_record(job: usize, arm: &ImportedArm, s: &Sample) -> JobRecord {
         batch: None,
         refused: false,
         usage_anomaly: None,
+        files: Vec::new(),
     }
 }
 

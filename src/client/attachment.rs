@@ -1,0 +1,644 @@
+//! Files a message carries — images, documents, audio — as promptgauge sends them
+//! (docs/guide/attachments.md). Each one's kind is read from its bytes, never from its
+//! name; its size and SHA-256 are known from the bench's load on, and where it sits in its
+//! message's text is a byte offset. What each protocol makes of a kind is the protocol's
+//! (`Protocol::accepts`, and the parts its body writes); a kind, or a place, a protocol
+//! has no part for is refused when the bench is loaded, never dropped.
+
+use std::sync::Arc;
+
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+
+/// What a file is, as its bytes say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Png,
+    Jpeg,
+    Webp,
+    Gif,
+    Pdf,
+    /// Plain text (UTF-8): sent as text wherever a protocol takes text.
+    Text,
+    Wav,
+    Mp3,
+}
+
+/// The families the protocols tell apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileFamily {
+    Image,
+    Document,
+    Audio,
+}
+
+impl Kind {
+    /// Every kind, in the order the docs list them.
+    pub const ALL: [Kind; 8] = [
+        Kind::Png,
+        Kind::Jpeg,
+        Kind::Webp,
+        Kind::Gif,
+        Kind::Pdf,
+        Kind::Text,
+        Kind::Wav,
+        Kind::Mp3,
+    ];
+
+    /// The kind `bytes` are, from their first bytes; `None` for anything else (an SVG, an
+    /// executable, a Word file, binary data).
+    pub fn sniff(bytes: &[u8]) -> Option<Kind> {
+        let at =
+            |offset: usize, magic: &[u8]| bytes.get(offset..offset + magic.len()) == Some(magic);
+        if at(0, b"\x89PNG\r\n\x1a\n") {
+            Some(Kind::Png)
+        } else if at(0, b"\xff\xd8\xff") {
+            Some(Kind::Jpeg)
+        } else if at(0, b"RIFF") && at(8, b"WEBP") {
+            Some(Kind::Webp)
+        } else if at(0, b"GIF87a") || at(0, b"GIF89a") {
+            Some(Kind::Gif)
+        } else if at(0, b"%PDF-") {
+            Some(Kind::Pdf)
+        } else if at(0, b"RIFF") && at(8, b"WAVE") {
+            Some(Kind::Wav)
+        } else if at(0, b"ID3") || mp3_frame(bytes) {
+            Some(Kind::Mp3)
+        } else if is_text(bytes) {
+            Some(Kind::Text)
+        } else {
+            None
+        }
+    }
+
+    /// The kind a file name's extension promises, when it names one of ours.
+    pub fn of_extension(ext: &str) -> Option<Kind> {
+        Some(match ext.to_ascii_lowercase().as_str() {
+            "png" => Kind::Png,
+            "jpg" | "jpeg" => Kind::Jpeg,
+            "webp" => Kind::Webp,
+            "gif" => Kind::Gif,
+            "pdf" => Kind::Pdf,
+            "txt" | "md" | "text" => Kind::Text,
+            "wav" => Kind::Wav,
+            "mp3" => Kind::Mp3,
+            _ => return None,
+        })
+    }
+
+    /// The kind of a media type (a data URL's, or `kind:` as a case writes it).
+    pub fn of_media_type(media: &str) -> Option<Kind> {
+        let media = media.trim().to_ascii_lowercase();
+        Kind::ALL
+            .into_iter()
+            .find(|k| k.media_type() == media || k.word() == media)
+            .or(match media.as_str() {
+                "image/jpg" => Some(Kind::Jpeg),
+                "audio/wave" | "audio/x-wav" => Some(Kind::Wav),
+                "audio/mp3" => Some(Kind::Mp3),
+                "jpg" => Some(Kind::Jpeg),
+                _ => None,
+            })
+    }
+
+    pub fn media_type(self) -> &'static str {
+        match self {
+            Kind::Png => "image/png",
+            Kind::Jpeg => "image/jpeg",
+            Kind::Webp => "image/webp",
+            Kind::Gif => "image/gif",
+            Kind::Pdf => "application/pdf",
+            Kind::Text => "text/plain",
+            Kind::Wav => "audio/wav",
+            Kind::Mp3 => "audio/mpeg",
+        }
+    }
+
+    /// Its short name, as `kind:` takes it and the journal writes it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Kind::Png => "png",
+            Kind::Jpeg => "jpeg",
+            Kind::Webp => "webp",
+            Kind::Gif => "gif",
+            Kind::Pdf => "pdf",
+            Kind::Text => "text",
+            Kind::Wav => "wav",
+            Kind::Mp3 => "mp3",
+        }
+    }
+
+    /// As a sentence says it: "a PNG image".
+    pub fn said(self) -> &'static str {
+        match self {
+            Kind::Png => "a PNG image",
+            Kind::Jpeg => "a JPEG image",
+            Kind::Webp => "a WebP image",
+            Kind::Gif => "a GIF image",
+            Kind::Pdf => "a PDF document",
+            Kind::Text => "a plain-text document",
+            Kind::Wav => "WAV audio",
+            Kind::Mp3 => "MP3 audio",
+        }
+    }
+
+    pub fn family(self) -> FileFamily {
+        match self {
+            Kind::Png | Kind::Jpeg | Kind::Webp | Kind::Gif => FileFamily::Image,
+            Kind::Pdf | Kind::Text => FileFamily::Document,
+            Kind::Wav | Kind::Mp3 => FileFamily::Audio,
+        }
+    }
+
+    /// The largest file of this kind the strictest of the major providers takes (bytes,
+    /// before base64): Anthropic's 5 MB an image, 32 MB a request for a PDF, OpenAI's
+    /// 25 MB for audio; 1 MiB of plain text. `limits.attachment_bytes` overrides it.
+    pub fn default_limit(self) -> u64 {
+        match self.family() {
+            FileFamily::Image => 5 * 1024 * 1024,
+            FileFamily::Audio => 25 * 1024 * 1024,
+            FileFamily::Document if self == Kind::Text => 1024 * 1024,
+            FileFamily::Document => 32 * 1024 * 1024,
+        }
+    }
+}
+
+/// Whether `bytes` start with an MPEG audio frame header (sync, layer III).
+fn mp3_frame(bytes: &[u8]) -> bool {
+    matches!(bytes, [0xff, b, ..] if b & 0xe0 == 0xe0 && b & 0x06 == 0x02)
+}
+
+/// UTF-8 with no NUL nor other control character but whitespace: text a person wrote.
+fn is_text(bytes: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return false;
+    };
+    text.chars()
+        .all(|c| !c.is_control() || matches!(c, '\n' | '\r' | '\t' | '\u{c}'))
+}
+
+/// Where an attachment's bytes are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileSource {
+    /// In hand: read from a file (verified against its hash when the request is built) or
+    /// decoded from a data URL.
+    Bytes(Arc<[u8]>),
+    /// Not fetched: the provider is given the URL.
+    Url(String),
+}
+
+/// One file a case attaches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attachment {
+    /// The case's name for it (what a template's `file("…")` names).
+    pub name: String,
+    pub kind: Kind,
+    /// Where it came from, as the case wrote it: a path (relative to the case file), a
+    /// URL, or `data:` for a data URL.
+    pub origin: String,
+    /// Its size in bytes; 0 for a URL not fetched.
+    pub size: u64,
+    /// SHA-256 of its bytes, hex; `None` for a URL not fetched.
+    pub sha256: Option<String>,
+    /// An image's `detail` (OpenAI's `low`, `high`, `auto`), when the case asks for one.
+    pub detail: Option<String>,
+    /// Its bytes, or its URL. A file's bytes are read when its job's request is built
+    /// (`None` until then: a bench's files are not all held in memory).
+    pub source: Option<FileSource>,
+    /// The file its bytes are read from, for a path (never part of what is sent, nor of the
+    /// cache key).
+    pub path: Option<std::path::PathBuf>,
+    /// The prompt tokens it costs, by each provider's published rule, measured from its
+    /// bytes when the bench is loaded.
+    pub tokens: FileTokens,
+}
+
+/// What a file costs in prompt tokens, by OpenAI's rule and by Anthropic's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FileTokens {
+    pub openai: u64,
+    pub anthropic: u64,
+}
+
+impl FileTokens {
+    /// The most either provider counts: what a hold before sending assumes.
+    pub fn most(self) -> u64 {
+        self.openai.max(self.anthropic)
+    }
+
+    /// The tokens `bytes` of `kind` cost (`detail`: an image's OpenAI detail); a URL's
+    /// (`bytes` unknown) at the largest image or a ten-page document.
+    pub fn of(kind: Kind, bytes: Option<&[u8]>, detail: Option<&str>) -> FileTokens {
+        match kind.family() {
+            FileFamily::Image => {
+                let (w, h) = bytes
+                    .and_then(|b| imagesize::blob_size(b).ok())
+                    .map_or((2048, 2048), |s| (s.width as u64, s.height as u64));
+                FileTokens {
+                    openai: openai_image(w, h, detail == Some("low")),
+                    anthropic: anthropic_image(w, h),
+                }
+            }
+            FileFamily::Document if kind == Kind::Text => {
+                let n = bytes.map_or(0, |b| String::from_utf8_lossy(b).chars().count()) as u64;
+                FileTokens {
+                    openai: n.div_ceil(4),
+                    anthropic: n.div_ceil(4),
+                }
+            }
+            FileFamily::Document => {
+                // Each page is read as its text and as an image of the page: Anthropic
+                // counts 1,500 to 3,000 tokens a page; the upper figure, for both.
+                let pages = bytes.map_or(10, pdf_pages);
+                FileTokens {
+                    openai: pages * 3_000,
+                    anthropic: pages * 3_000,
+                }
+            }
+            FileFamily::Audio => {
+                // OpenAI's audio input: about ten tokens a second.
+                let seconds = bytes.map_or(60.0, |b| audio_seconds(kind, b));
+                FileTokens {
+                    openai: (seconds * 10.0).ceil() as u64,
+                    anthropic: 0,
+                }
+            }
+        }
+    }
+}
+
+/// OpenAI's rule for an image of `w` × `h`: 85 tokens at low detail; otherwise scaled to
+/// fit 2048 × 2048, then its short side to 768, and 170 tokens a 512-pixel tile plus 85.
+fn openai_image(w: u64, h: u64, low: bool) -> u64 {
+    if low || w == 0 || h == 0 {
+        return 85;
+    }
+    let (mut w, mut h) = (w as f64, h as f64);
+    let fit = (2048.0 / w.max(h)).min(1.0);
+    w *= fit;
+    h *= fit;
+    let short = (768.0 / w.min(h)).min(1.0);
+    w *= short;
+    h *= short;
+    let tiles = (w / 512.0).ceil() * (h / 512.0).ceil();
+    85 + 170 * tiles as u64
+}
+
+/// Anthropic's rule for an image of `w` × `h`: scaled to fit 1568 pixels on its long side,
+/// then width × height / 750 tokens, at most about 1,600.
+fn anthropic_image(w: u64, h: u64) -> u64 {
+    let (mut w, mut h) = (w as f64, h as f64);
+    let fit = (1568.0 / w.max(h).max(1.0)).min(1.0);
+    w *= fit;
+    h *= fit;
+    ((w * h / 750.0).ceil() as u64).min(1_600)
+}
+
+/// A PDF's pages: its `/Type /Page` objects (at least one).
+fn pdf_pages(bytes: &[u8]) -> u64 {
+    let mut n = 0u64;
+    for at in memchr::memmem::find_iter(bytes, b"/Type") {
+        let rest = &bytes[at + 5..];
+        let rest = &rest[rest.iter().take_while(|b| b.is_ascii_whitespace()).count()..];
+        if rest.starts_with(b"/Page") && !rest.starts_with(b"/Pages") {
+            n += 1;
+        }
+    }
+    n.max(1)
+}
+
+/// How long a clip plays: a WAV's data over its byte rate; an MP3's size over its first
+/// frame's bit rate (128 kb/s when it says none).
+fn audio_seconds(kind: Kind, bytes: &[u8]) -> f64 {
+    if kind == Kind::Wav {
+        let rate = bytes
+            .get(28..32)
+            .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        let data = memchr::memmem::find(bytes, b"data")
+            .and_then(|at| bytes.get(at + 4..at + 8))
+            .map_or(bytes.len() as u32, |b| {
+                u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+            });
+        return if rate == 0 {
+            60.0
+        } else {
+            f64::from(data) / f64::from(rate)
+        };
+    }
+    const KBPS: [u32; 15] = [
+        0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320,
+    ];
+    let frame = memchr::memchr_iter(0xff, bytes)
+        .find(|&i| bytes.get(i + 1).is_some_and(|b| b & 0xe0 == 0xe0));
+    let kbps = frame
+        .and_then(|i| bytes.get(i + 2))
+        .and_then(|b| KBPS.get(usize::from(b >> 4)).copied())
+        .filter(|k| *k > 0)
+        .unwrap_or(128);
+    bytes.len() as f64 * 8.0 / (f64::from(kbps) * 1000.0)
+}
+
+impl Attachment {
+    /// The file's name as a document part sends it (OpenAI's `filename`).
+    pub fn file_name(&self) -> &str {
+        let name = self
+            .origin
+            .rsplit(['/', '\\'])
+            .next()
+            .unwrap_or(&self.origin);
+        if name.is_empty() || self.origin.starts_with("data:") {
+            &self.name
+        } else {
+            name
+        }
+    }
+
+    /// Its URL, when it is one the provider is given.
+    pub fn url(&self) -> Option<&str> {
+        match &self.source {
+            Some(FileSource::Url(u)) => Some(u),
+            _ => None,
+        }
+    }
+
+    /// Its bytes, when they are in hand.
+    pub fn bytes(&self) -> Option<&[u8]> {
+        match &self.source {
+            Some(FileSource::Bytes(b)) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// Its bytes in base64.
+    pub fn base64(&self) -> String {
+        base64::engine::general_purpose::STANDARD.encode(self.bytes().unwrap_or_default())
+    }
+
+    /// Its bytes as a data URL, or its URL.
+    pub fn data_url(&self) -> String {
+        match self.url() {
+            Some(u) => u.to_string(),
+            None => format!("data:{};base64,{}", self.kind.media_type(), self.base64()),
+        }
+    }
+
+    /// Its text, for a plain-text document.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(self.bytes().unwrap_or_default()).into_owned()
+    }
+
+    /// How many bytes it adds to a request's body (base64 grows it by a third).
+    pub fn sent_bytes(&self) -> u64 {
+        match (&self.source, self.kind) {
+            (Some(FileSource::Url(u)), _) => u.len() as u64,
+            (_, Kind::Text) => self.size,
+            _ => self.size.div_ceil(3) * 4,
+        }
+    }
+}
+
+/// An attachment placed in a message: before the byte `at` of its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placed {
+    pub at: usize,
+    pub file: Arc<Attachment>,
+}
+
+/// What of a placed attachment shapes the answer, as the cache key and a request's record
+/// see it: its kind, its content (hash, or URL), its place and its detail — never the path
+/// it was read from, so moving a file changes nothing.
+impl Serialize for Placed {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let f = &self.file;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("at", &self.at)?;
+        m.serialize_entry("kind", &f.kind)?;
+        match (&f.sha256, f.url()) {
+            (Some(hash), _) => m.serialize_entry("sha256", hash)?,
+            (None, Some(url)) => m.serialize_entry("url", url)?,
+            (None, None) => {}
+        }
+        if let Some(d) = &f.detail {
+            m.serialize_entry("detail", d)?;
+        }
+        if f.kind.family() == FileFamily::Document {
+            m.serialize_entry("filename", f.file_name())?;
+        }
+        m.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Placed {
+    /// A placed attachment read back (a cache key's text is never parsed; this exists so
+    /// a message that carries none reads as it always did).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Raw {
+            at: usize,
+            kind: Kind,
+            sha256: Option<String>,
+            url: Option<String>,
+            detail: Option<String>,
+        }
+        let r = Raw::deserialize(d)?;
+        Ok(Placed {
+            at: r.at,
+            file: Arc::new(Attachment {
+                name: String::new(),
+                kind: r.kind,
+                origin: r.url.clone().unwrap_or_default(),
+                size: 0,
+                sha256: r.sha256,
+                detail: r.detail,
+                source: r.url.map(FileSource::Url),
+                path: None,
+                tokens: FileTokens::default(),
+            }),
+        })
+    }
+}
+
+/// A piece of a message as sent: text, or a file.
+#[derive(Debug, Clone, Copy)]
+pub enum Piece<'a> {
+    Text(&'a str),
+    File(&'a Attachment),
+}
+
+/// A message's pieces in order: its text cut at each attachment's place (empty text left
+/// out).
+pub fn pieces<'a>(text: &'a str, placed: &'a [Placed]) -> Vec<Piece<'a>> {
+    let mut out = Vec::with_capacity(placed.len() * 2 + 1);
+    let mut from = 0;
+    for p in placed {
+        let at = p.at.clamp(from, text.len());
+        let at = (at..=text.len())
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(text.len());
+        if at > from {
+            out.push(Piece::Text(&text[from..at]));
+        }
+        out.push(Piece::File(&p.file));
+        from = at;
+    }
+    if from < text.len() || out.is_empty() {
+        out.push(Piece::Text(&text[from..]));
+    }
+    out
+}
+
+/// What every protocol here asks of a file's place: plain text goes in any turn (as its
+/// text), but only as bytes (a URL would have to be fetched first); any other file only in
+/// a user turn (system prompts, the assistant's turns and tool results are text).
+pub fn where_files_go(protocol: &str, kind: Kind, role: &str, by_url: bool) -> Result<(), String> {
+    if kind == Kind::Text {
+        return match by_url {
+            true => Err(format!(
+                "{protocol} is sent a text file as its text, which a URL is not: give its path, or `fetch: true` to read it first"
+            )),
+            false => Ok(()),
+        };
+    }
+    if role != "user" {
+        return Err(format!(
+            "{protocol} takes {} only in a user turn, not in a `{role}` turn: place it in a user message",
+            kind.said()
+        ));
+    }
+    Ok(())
+}
+
+/// A message's text with each plain-text file's text at its place (where a protocol takes
+/// only text: a system prompt). Other files are not there: a protocol refuses them in such
+/// a turn when the bench is loaded.
+pub fn with_text_files(text: &str, placed: &[Placed]) -> String {
+    pieces(text, placed)
+        .into_iter()
+        .map(|p| match p {
+            Piece::Text(t) => t.to_string(),
+            Piece::File(f) if f.kind == Kind::Text => f.text(),
+            Piece::File(_) => String::new(),
+        })
+        .collect()
+}
+
+/// SHA-256 of `bytes`, hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(bytes);
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_come_from_the_bytes() {
+        let riff = |form: &[u8]| [b"RIFF".as_slice(), &[0, 0, 0, 0], form].concat();
+        assert_eq!(Kind::sniff(b"\x89PNG\r\n\x1a\n\0\0"), Some(Kind::Png));
+        assert_eq!(Kind::sniff(b"\xff\xd8\xff\xe0"), Some(Kind::Jpeg));
+        assert_eq!(Kind::sniff(&riff(b"WEBPVP8 ")), Some(Kind::Webp));
+        assert_eq!(Kind::sniff(&riff(b"WAVEfmt ")), Some(Kind::Wav));
+        assert_eq!(Kind::sniff(b"GIF89a\x01\0"), Some(Kind::Gif));
+        assert_eq!(Kind::sniff(b"%PDF-1.4\n"), Some(Kind::Pdf));
+        assert_eq!(Kind::sniff(b"ID3\x04\0"), Some(Kind::Mp3));
+        assert_eq!(Kind::sniff(&[0xff, 0xfb, 0x90, 0x00]), Some(Kind::Mp3));
+        assert_eq!(Kind::sniff("Total: 42 €\n".as_bytes()), Some(Kind::Text));
+        // An SVG is text to the sniffer, but never an image: its name says `.svg`, which
+        // no kind has, and it is refused as an image anywhere one is expected.
+        assert_eq!(Kind::sniff(b"\0\x01\x02binary"), None);
+        assert_eq!(Kind::sniff(b"MZ\x90\0"), None);
+        assert_eq!(Kind::sniff(b""), Some(Kind::Text));
+    }
+
+    #[test]
+    fn a_message_is_cut_at_its_files() {
+        let file = |name: &str| {
+            Arc::new(Attachment {
+                name: name.into(),
+                kind: Kind::Png,
+                origin: format!("{name}.png"),
+                size: 3,
+                sha256: Some("ab".into()),
+                detail: None,
+                source: Some(FileSource::Bytes(Arc::from(b"abc".as_slice()))),
+                path: None,
+                tokens: FileTokens::default(),
+            })
+        };
+        let placed = [
+            Placed {
+                at: 0,
+                file: file("a"),
+            },
+            Placed {
+                at: 5,
+                file: file("b"),
+            },
+            Placed {
+                at: 11,
+                file: file("c"),
+            },
+        ];
+        let said: Vec<String> = pieces("Look: here.", &placed)
+            .iter()
+            .map(|p| match p {
+                Piece::Text(t) => format!("text {t:?}"),
+                Piece::File(f) => format!("file {}", f.name),
+            })
+            .collect();
+        assert_eq!(
+            said,
+            [
+                "file a",
+                "text \"Look:\"",
+                "file b",
+                "text \" here.\"",
+                "file c"
+            ]
+        );
+        assert_eq!(placed[0].file.data_url(), "data:image/png;base64,YWJj");
+        assert_eq!(placed[0].file.sent_bytes(), 4);
+        // What the cache key sees: content and place, never the path.
+        let key = serde_json::to_string(&placed[0]).unwrap();
+        assert_eq!(key, r#"{"at":0,"kind":"png","sha256":"ab"}"#);
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    /// The providers' own worked examples: OpenAI's image token counts (a 1024 × 1024
+    /// image at high detail is 765 tokens, 2048 × 4096 is 1,105, any image at low detail
+    /// 85) and Anthropic's table (1092 × 1092 about 1,590, 200 × 200 about 54).
+    #[test]
+    fn image_tokens_follow_each_provider_s_published_rule() {
+        assert_eq!(openai_image(1024, 1024, false), 765);
+        assert_eq!(openai_image(2048, 4096, false), 1105);
+        assert_eq!(openai_image(4096, 8192, true), 85);
+        assert_eq!(anthropic_image(1092, 1092), 1590);
+        assert_eq!(anthropic_image(200, 200), 54);
+        assert_eq!(anthropic_image(4000, 3000), 1600);
+        // From the bytes: a PNG's size is in its header.
+        let png = [
+            b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".as_slice(),
+            &1024u32.to_be_bytes(),
+            &1024u32.to_be_bytes(),
+            &[8, 2, 0, 0, 0],
+        ]
+        .concat();
+        let t = FileTokens::of(Kind::Png, Some(&png), None);
+        assert_eq!((t.openai, t.anthropic, t.most()), (765, 1399, 1399));
+        let pdf = b"%PDF-1.4 1 0 obj << /Type /Pages /Kids [2 0 R 3 0 R] >> 2 0 obj << /Type /Page >> 3 0 obj << /Type/Page >>";
+        assert_eq!(FileTokens::of(Kind::Pdf, Some(pdf), None).openai, 6_000);
+        // A WAV of 2 s at 16 kHz, 16-bit mono: 32,000 bytes a second.
+        let mut wav = b"RIFF\0\0\0\0WAVEfmt \x10\0\0\0\x01\0\x01\0\x80\x3e\0\0".to_vec();
+        wav.extend_from_slice(&32_000u32.to_le_bytes());
+        wav.extend_from_slice(b"\x02\0\x10\0data");
+        wav.extend_from_slice(&64_000u32.to_le_bytes());
+        assert_eq!(FileTokens::of(Kind::Wav, Some(&wav), None).openai, 20);
+    }
+}

@@ -1,0 +1,357 @@
+//! Files in cases end to end (docs/guide/attachments.md): the receipts example on each
+//! protocol and through a batch, asserting on what the simulator was sent (its parts, the
+//! files' bytes, the files it read) as well as on the verdicts; a file a protocol cannot
+//! carry, or one over a limit, refused before anything is sent; the cache following a
+//! file's bytes, not its path.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::*;
+use base64::Engine;
+use promptgauge::mock::MockConfig;
+use promptgauge::mock::server::MockServer;
+use serde_json::Value;
+
+/// The receipts example, copied into a folder of its own.
+fn receipts() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy(&repo().join("examples/receipts"), dir.path());
+    dir
+}
+
+fn copy(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+fn run(d: &Path, server: &MockServer, extra: &[&str]) -> std::process::Output {
+    promptgauge(d)
+        .args([
+            "run",
+            "receipts.yaml",
+            "--quiet",
+            "--no-store",
+            "--out",
+            "r",
+            "--model",
+            "m",
+        ])
+        .args(["--base-url", &server.base_url()])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn said(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn only_run(root: &Path) -> PathBuf {
+    let runs = run_dirs(root);
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    runs[0].clone()
+}
+
+fn summary(run: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap()
+}
+
+fn accuracy(s: &Value, variant: &str) -> f64 {
+    s["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == variant)
+        .unwrap()["accuracy"]
+        .as_f64()
+        .unwrap()
+}
+
+/// The base64 of every receipt's bytes.
+fn receipts_base64(d: &Path) -> Vec<String> {
+    (1..=12)
+        .map(|i| {
+            let bytes = std::fs::read(d.join(format!("receipts/r-{i:03}.png"))).unwrap();
+            base64::engine::general_purpose::STANDARD.encode(bytes)
+        })
+        .collect()
+}
+
+#[test]
+fn the_photo_reaches_each_protocol_and_only_the_variants_that_sent_it_can_answer() {
+    for (protocol, part) in [
+        ("openai-chat", "image_url"),
+        ("openai-responses", "input_image"),
+        ("anthropic-messages", "image"),
+    ] {
+        let (_rt, server) = start_mock(MockConfig::default());
+        let bench = receipts();
+        let d = bench.path();
+        let out = run(d, &server, &["--protocol", protocol]);
+        assert!(out.status.success(), "{protocol}: {}", said(&out));
+        let run = only_run(&d.join("r"));
+        let s = summary(&run);
+        // Only a request that carried the receipt can read its total.
+        assert_eq!(accuracy(&s, "no-photo"), 0.0, "{protocol}");
+        assert!(accuracy(&s, "plain") >= 0.5, "{protocol}: {s}");
+        assert!(accuracy(&s, "photo-first") >= 0.5, "{protocol}: {s}");
+        // The simulator read 24 files: the two variants that place them, 12 cases each.
+        assert_eq!(server.provider.stats().files, 24, "{protocol}");
+        // Each receipt's bytes went in the protocol's own part.
+        let bodies: Vec<String> = server
+            .provider
+            .bodies()
+            .iter()
+            .map(|b| b.to_string())
+            .collect();
+        let typed = format!(r#""type":"{part}""#);
+        assert_eq!(
+            bodies.iter().filter(|b| b.contains(&typed)).count(),
+            24,
+            "{protocol}"
+        );
+        for b64 in receipts_base64(d) {
+            assert_eq!(
+                bodies.iter().filter(|b| b.contains(&b64)).count(),
+                2,
+                "{protocol}"
+            );
+        }
+        // The journal names each file, never its bytes.
+        for r in journal(&run).iter().filter(|r| r["case_id"].is_string()) {
+            let files = r["files"].as_array();
+            if r["variant"] == "no-photo" {
+                assert!(files.is_none(), "{r}");
+                continue;
+            }
+            let f = &files.expect("files in the record")[0];
+            assert_eq!(f["name"], "receipt");
+            assert_eq!(f["kind"], "png");
+            assert!(
+                f["origin"].as_str().unwrap().starts_with("receipts/r-"),
+                "{f}"
+            );
+            assert_eq!(f["sha256"].as_str().unwrap().len(), 64);
+            assert!(
+                !r.to_string().contains("iVBOR"),
+                "no bytes in the journal: {r}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_batch_carries_the_same_parts() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let bench = receipts();
+    let d = bench.path();
+    let out = run(d, &server, &["--batch", "--batch-poll", "10ms"]);
+    assert!(out.status.success(), "{}", said(&out));
+    let s = summary(&only_run(&d.join("r")));
+    assert_eq!(accuracy(&s, "no-photo"), 0.0);
+    assert!(accuracy(&s, "photo-first") >= 0.5, "{s}");
+    assert_eq!(server.provider.batches_created(), 1);
+    assert_eq!(server.provider.stats().files, 24);
+}
+
+#[test]
+fn the_cache_follows_a_file_s_bytes_not_its_path() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let bench = receipts();
+    let d = bench.path();
+    // Every run writes into `r`, where the cache is kept.
+    let first = run(d, &server, &["--cache"]);
+    assert!(first.status.success(), "{}", said(&first));
+    let sent = server.provider.stats().generations;
+    // Moved and renamed: the same bytes, every answer from the cache.
+    std::fs::rename(d.join("receipts"), d.join("photos")).unwrap();
+    let cases = std::fs::read_to_string(d.join("cases.jsonl")).unwrap();
+    std::fs::write(d.join("cases.jsonl"), cases.replace("receipts/", "photos/")).unwrap();
+    let moved = run(d, &server, &["--cache"]);
+    assert!(moved.status.success(), "{}", said(&moved));
+    assert_eq!(
+        server.provider.stats().generations,
+        sent,
+        "nothing sent again"
+    );
+    // One receipt's bytes changed (a byte after its end): the two jobs that carry it are
+    // asked again.
+    let mut png = std::fs::read(d.join("photos/r-001.png")).unwrap();
+    png.push(b'x');
+    std::fs::write(d.join("photos/r-001.png"), png).unwrap();
+    let changed = run(d, &server, &["--cache"]);
+    assert!(changed.status.success(), "{}", said(&changed));
+    assert_eq!(server.provider.stats().generations, sent + 2);
+}
+
+/// A bench of one case with `files` and one variant (`variant`), over `protocol`.
+fn one_case(files: &str, variant: &str, extra: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("f")).unwrap();
+    std::fs::copy(
+        repo().join("examples/receipts/receipts/r-001.png"),
+        d.join("f/r.png"),
+    )
+    .unwrap();
+    std::fs::write(d.join("f/q.pdf"), b"%PDF-1.4\nBT (What is 2 + 3?) Tj ET\n").unwrap();
+    std::fs::write(
+        d.join("f/a.wav"),
+        [b"RIFF\0\0\0\0WAVEfmt ".as_slice(), &[0; 32]].concat(),
+    )
+    .unwrap();
+    std::fs::write(d.join("f/jpeg.png"), b"\xff\xd8\xff\xe0\0\x10JFIF").unwrap();
+    std::fs::write(
+        d.join("cases.jsonl"),
+        format!("{{\"id\": \"c1\", \"vars\": {{\"q\": \"?\"}}, \"files\": {files}, \"expected\": \"5\"}}\n"),
+    )
+    .unwrap();
+    std::fs::write(d.join("v.yaml"), variant).unwrap();
+    std::fs::write(
+        d.join("bench.yaml"),
+        format!("name: files\ncases: cases.jsonl\nvariants: [v.yaml]\ngrade: {{ kind: number }}\n{extra}"),
+    )
+    .unwrap();
+    dir
+}
+
+const USER: &str = "messages:\n  - { role: user, content: \"{{ q }}\" }\n";
+
+#[test]
+fn a_file_the_endpoint_cannot_carry_is_refused_before_anything_is_sent() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let system_image = "messages:\n  - { role: system, content: \"{{ file('r.png') }}\" }\n  - { role: user, content: \"{{ q }}\" }\n";
+    for (files, variant, protocol, expected) in [
+        (
+            r#"["f/a.wav"]"#,
+            USER,
+            "anthropic-messages",
+            "Anthropic messages take no audio",
+        ),
+        (
+            r#"["f/a.wav"]"#,
+            USER,
+            "openai-responses",
+            "Responses API takes no audio",
+        ),
+        (
+            r#"["f/r.png"]"#,
+            system_image,
+            "openai-chat",
+            "only in a user turn, not in a `system` turn",
+        ),
+        (
+            r#"[{"url": "https://files.test/q.pdf"}]"#,
+            USER,
+            "openai-chat",
+            "only as its bytes, not by URL",
+        ),
+        (
+            r#"["f/jpeg.png"]"#,
+            USER,
+            "openai-chat",
+            "named as a PNG image but its bytes are a JPEG image",
+        ),
+        (
+            r#"["f/gone.png"]"#,
+            USER,
+            "openai-chat",
+            "f/gone.png cannot be read",
+        ),
+        (
+            r#"["f/r.png"]"#,
+            "messages:\n  - { role: user, content: \"{{ file('receipt') }}\" }\n",
+            "openai-chat",
+            "has no file named `receipt` (its files: r.png)",
+        ),
+    ] {
+        let bench = one_case(files, variant, "");
+        let d = bench.path();
+        let out = promptgauge(d)
+            .args(["run", "bench.yaml", "--quiet", "--no-store", "--model", "m"])
+            .args(["--base-url", &server.base_url(), "--protocol", protocol])
+            .output()
+            .unwrap();
+        let text = said(&out);
+        assert_eq!(out.status.code(), Some(2), "{protocol} {files}: {text}");
+        assert!(text.contains(expected), "{protocol} {files}: {text}");
+        assert!(
+            text.contains("cases.jsonl") || text.contains("v.yaml"),
+            "{text}"
+        );
+        assert!(
+            text.contains("fix:") || text.contains("hint:") || text.contains("→"),
+            "{text}"
+        );
+    }
+    assert_eq!(server.provider.stats().requests, 0, "nothing was sent");
+}
+
+#[test]
+fn a_file_over_its_endpoint_s_limit_is_refused_and_a_larger_limit_lets_it_go() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let bench = one_case(r#"["f/q.pdf"]"#, USER, "limits: { max_file_bytes: 16 }\n");
+    let d = bench.path();
+    let base = server.base_url();
+    let args = [
+        "run",
+        "bench.yaml",
+        "--quiet",
+        "--no-store",
+        "--model",
+        "m",
+        "--base-url",
+        base.as_str(),
+    ];
+    let out = promptgauge(d).args(args).output().unwrap();
+    let text = said(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("more than the endpoint's limit of 16 bytes for a PDF document"),
+        "{text}"
+    );
+    assert_eq!(server.provider.stats().requests, 0);
+    // The PDF's question, read by the simulator, answered.
+    let bench = one_case(r#"["f/q.pdf"]"#, USER, "");
+    let out = promptgauge(bench.path()).args(args).output().unwrap();
+    assert!(out.status.success(), "{}", said(&out));
+    assert_eq!(server.provider.stats().files, 1);
+    let s = summary(&only_run(&bench.path().join("reports")));
+    assert_eq!(s["variants"][0]["accuracy"], 1.0, "{s}");
+}
+
+/// `check`'s estimate counts each image by the rule of the provider its endpoint speaks
+/// to: a 64 × 32 receipt is 255 tokens to OpenAI (one tile) and 3 to Anthropic.
+#[test]
+fn the_estimate_counts_images_by_each_provider_s_rule() {
+    let bench = receipts();
+    let d = bench.path();
+    let tokens = |protocol: &str| -> u64 {
+        let out = promptgauge(d)
+            .args(["check", "receipts.yaml", "--protocol", protocol])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", said(&out));
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let line = text
+            .lines()
+            .find(|l| l.contains("estimated prompt tokens"))
+            .unwrap_or_else(|| panic!("{text}"))
+            .to_string();
+        line.rsplit(' ').next().unwrap().trim().parse().unwrap()
+    };
+    let (openai, anthropic) = (tokens("openai-chat"), tokens("anthropic-messages"));
+    assert_eq!(openai - anthropic, 24 * (255 - 3), "{openai} {anthropic}");
+}
