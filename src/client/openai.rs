@@ -281,7 +281,7 @@ impl Protocol for OpenAiChat {
         where_files_go("OpenAI chat completions", kind, role, by_url)?;
         if by_url && kind.family() != FileFamily::Image {
             return Err(format!(
-                "OpenAI chat completions takes {} only as its bytes, not by URL: give its path, or `fetch: true` to read it first",
+                "OpenAI chat completions takes {} only as its bytes, not by URL: download it and give its path (promptgauge does not fetch URLs)",
                 kind.said()
             ));
         }

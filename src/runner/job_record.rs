@@ -111,9 +111,21 @@ pub struct FileNote {
     /// SHA-256 of its bytes; absent for a URL the provider was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
+    /// Where it was read from (the whole path), so the reports can show it: read back only
+    /// while its bytes still have this hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
 }
 
 impl FileNote {
+    /// Its bytes, read back from its path while they still have its hash; `None` once the
+    /// file is gone or changed (or for a URL or a data URL, which left no path).
+    pub fn bytes_again(&self, most: u64) -> Option<Vec<u8>> {
+        let bytes =
+            crate::files::read_capped(std::path::Path::new(self.path.as_ref()?), most).ok()?;
+        (Some(crate::client::attachment::sha256_hex(&bytes)) == self.sha256).then_some(bytes)
+    }
+
     /// The note of each file `messages` carry, in order, each once.
     pub fn of(messages: &[crate::client::ChatMessage]) -> Vec<FileNote> {
         let mut notes: Vec<FileNote> = Vec::new();
@@ -133,6 +145,7 @@ impl FileNote {
                 kind: f.kind,
                 bytes: f.size,
                 sha256: f.sha256.clone(),
+                path: f.path.as_ref().map(|p| p.display().to_string()),
             });
         }
         notes

@@ -229,13 +229,24 @@ fn from_path(written: &str, id: &str, here: &FilePos) -> Result<Arc<Attachment>,
         sha256: Some(sha256_hex(&bytes)),
         detail: None,
         source: None,
-        path: Some(path),
+        // Whole, so the reports find it from wherever they are made.
+        path: Some(std::fs::canonicalize(&path).unwrap_or(path)),
         tokens: FileTokens::of(kind, Some(&bytes), None),
     }))
 }
 
-/// The kind `bytes` are, or the error that names the file and the kinds taken.
+/// The kind `bytes` are, or the error that names the file and the kinds taken. An SVG is
+/// text to the sniffer, but it is meant as an image no provider takes: refused, never sent
+/// as its XML.
 fn kind_of(bytes: &[u8], id: &str, here: &FilePos, written: &str) -> Result<Kind, InputError> {
+    let head = String::from_utf8_lossy(&bytes[..bytes.len().min(1024)]).to_ascii_lowercase();
+    if head.contains("<svg") {
+        return Err(InputError::new(
+            here.clone(),
+            format!("case `{id}`: {written} is an SVG image, which no provider takes"),
+        )
+        .fix("convert it to PNG (e.g. rsvg-convert in.svg -o out.png)"));
+    }
     Kind::sniff(bytes).ok_or_else(|| {
         InputError::new(
             here.clone(),
@@ -398,5 +409,14 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("two files are named `r.png`"), "{e}");
+        let svg = b"<?xml version=\"1.0\"?><svg xmlns=\"http://www.w3.org/2000/svg\"/>";
+        std::fs::write(dir.path().join("logo.svg"), svg).unwrap();
+        let e = files_of(&json!(["logo.svg"]), "c1", &here)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("is an SVG image, which no provider takes"),
+            "{e}"
+        );
     }
 }

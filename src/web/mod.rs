@@ -246,6 +246,7 @@ impl Listening {
             .route("/api/runs/{run}/jobs", get(run::jobs_json))
             .route("/runs/{run}/answers", get(run::answers))
             .route("/runs/{run}/jobs/{job}", get(run::job))
+            .route("/runs/{run}/jobs/{job}/files/{n}", get(run::job_file))
             .route("/runs/{run}/label", get(label::page).post(label::save))
             .route("/runs/{run}", get(run::without_slash))
             .route("/runs/{run}/", get(run::report))

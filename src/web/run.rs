@@ -501,7 +501,11 @@ fn job_body(run: &str, r: &JobRecord, prompt: Option<&str>) -> String {
         case = esc(&r.case_id),
     );
     record_rows(&mut b, r);
-    b.push_str("</table>\n<h2>Prompt sent</h2>\n");
+    b.push_str("</table>\n");
+    if !r.files.is_empty() {
+        files_section(&mut b, &id, r);
+    }
+    b.push_str("<h2>Prompt sent</h2>\n");
     match prompt {
         Some(p) => {
             let _ = write!(b, "<pre id=\"prompt\">{}</pre>", shown(p));
@@ -512,6 +516,72 @@ fn job_body(run: &str, r: &JobRecord, prompt: Option<&str>) -> String {
     attempts_table(&mut b, r);
     judge_calls(&mut b, r);
     b
+}
+
+/// The files the job's request carried: thumbnails of its images (data URLs, as
+/// report.html has them), and each file by name, kind, size and hash, linked to its bytes.
+fn files_section(b: &mut String, run: &str, r: &JobRecord) {
+    b.push_str("<h2>Files sent</h2>\n");
+    crate::report::html::files_line(b, &r.files);
+    b.push_str("<ul id=\"files\">");
+    for (i, f) in r.files.iter().enumerate() {
+        let _ = write!(
+            b,
+            "<li><a href=\"/runs/{run}/jobs/{}/files/{i}\">{}</a> — {}, {} bytes{}</li>",
+            r.job,
+            esc(&f.origin),
+            f.kind.said(),
+            f.bytes,
+            f.sha256
+                .as_deref()
+                .map_or(String::new(), |h| format!(", sha256 {h}"))
+        );
+    }
+    b.push_str("</ul>");
+}
+
+/// `/runs/ID/jobs/N/files/I`: the I-th file job N's request carried, read back from where
+/// it was loaded while its bytes still have the journaled hash; served with the type its
+/// bytes are (never HTML nor SVG: no such kind is taken), and as a download but for images.
+pub(super) async fn job_file(
+    State(shared): State<Arc<Shared>>,
+    Path((run, job, n)): Path<(String, String, String)>,
+) -> Response {
+    let not_found = |why: &str| refuse(StatusCode::NOT_FOUND, why);
+    let (Ok(job), Ok(n)) = (job.parse::<u32>(), n.parse::<usize>()) else {
+        return not_found("no such file");
+    };
+    let indexed = match indexed(&shared, &run).await {
+        Ok(i) => i,
+        Err(e) => return e,
+    };
+    let (index, journal) = (indexed.index.clone(), indexed.journal());
+    let record = match tokio::task::spawn_blocking(move || index.job(&journal, job)).await {
+        Ok(Ok(Some(r))) => r,
+        _ => return not_found("this run has no such job"),
+    };
+    let Some(note) = record.files.get(n).cloned() else {
+        return not_found("this job's request carried no such file");
+    };
+    let most = crate::suite::attachments::MAX_FILE_BYTES;
+    let Ok(Some(bytes)) = tokio::task::spawn_blocking(move || note.bytes_again(most)).await else {
+        return not_found(
+            "the file is gone, or its bytes are no longer the ones sent (its hash differs): nothing is shown rather than something else",
+        );
+    };
+    let f = &record.files[n];
+    let mut headers = HeaderMap::new();
+    if let Ok(v) = HeaderValue::from_str(f.kind.media_type()) {
+        headers.insert(header::CONTENT_TYPE, v);
+    }
+    let disposition = match f.kind.family() {
+        crate::client::attachment::FileFamily::Image => "inline",
+        _ => "attachment",
+    };
+    if let Ok(v) = HeaderValue::from_str(disposition) {
+        headers.insert(header::CONTENT_DISPOSITION, v);
+    }
+    (headers, bytes).into_response()
 }
 
 /// The job table's rows: how it was asked, how it was graded, what it cost.

@@ -355,3 +355,36 @@ fn the_estimate_counts_images_by_each_provider_s_rule() {
     let (openai, anthropic) = (tokens("openai-chat"), tokens("anthropic-messages"));
     assert_eq!(openai - anthropic, 24 * (255 - 3), "{openai} {anthropic}");
 }
+
+/// report.html shows each answer's files beside it: the receipt as a thumbnail (a data URL
+/// of its own type, read back from where it was loaded), and nothing for the variant that
+/// sent none; a file changed since shows by name, size and hash only.
+#[test]
+fn report_html_shows_the_files_each_answer_was_given() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let bench = receipts();
+    let d = bench.path();
+    let out = run(d, &server, &[]);
+    assert!(out.status.success(), "{}", said(&out));
+    let run = only_run(&d.join("r"));
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    let b64 = &receipts_base64(d)[0];
+    assert!(
+        html.contains(&format!("src=\"data:image/png;base64,{b64}\"")),
+        "no thumbnail"
+    );
+    assert!(!html.contains("data:image/svg"));
+    // Changed since: named, not shown.
+    std::fs::write(d.join("receipts/r-001.png"), b"\x89PNG\r\n\x1a\nchanged").unwrap();
+    let again = promptgauge(d)
+        .args(["report", run.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "{}", said(&again));
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(!html.contains(b64.as_str()));
+    assert!(
+        html.contains("receipts/r-001.png (a PNG image, 140 bytes, sha256 "),
+        "{html}"
+    );
+}

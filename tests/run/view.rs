@@ -97,8 +97,10 @@ fn request(
         ));
     }
     write!(stream, "{head}\r\n{body}").unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
+    // Bytes, as a served file's are not text: shown as text, invalid bytes replaced.
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let response = String::from_utf8_lossy(&raw).into_owned();
     let status = response
         .split_whitespace()
         .nth(1)
@@ -480,6 +482,69 @@ pub(crate) fn html_escaped(text: &str) -> String {
         .replace('>', "&gt;")
         .replace('"', "&quot;")
         .replace('\'', "&#39;")
+}
+
+/// A job's page shows the files its request carried (the receipt as a thumbnail, each by
+/// name, size and hash), and serves each file with the type its bytes are — while its bytes
+/// are still the ones sent.
+#[test]
+fn a_job_s_page_shows_and_serves_the_files_it_was_sent() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for f in [
+        "receipts.yaml",
+        "cases.jsonl",
+        "prompts/plain.txt",
+        "prompts/photo-first.yaml",
+        "prompts/no-photo.yaml",
+        "receipts/r-001.png",
+    ] {
+        let to = d.join(f);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(repo().join("examples/receipts").join(f), to).unwrap();
+    }
+    // One case: the first receipt.
+    let cases = std::fs::read_to_string(d.join("cases.jsonl")).unwrap();
+    std::fs::write(d.join("cases.jsonl"), cases.lines().next().unwrap()).unwrap();
+    std::fs::rename(d.join("receipts.yaml"), d.join("bench.yaml")).unwrap();
+    run_on(d, &server.base_url(), "m", &[]);
+    let v = view(d, &[]);
+    let (id, _) = first_run(&v, "");
+    // Job 0: the case at the baseline, `plain`, which places the receipt.
+    let (status, page) = get(&v.url, &format!("/runs/{id}/jobs/0"), None);
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("Files sent"), "{page}");
+    assert!(page.contains("src=\"data:image/png;base64,"), "{page}");
+    assert!(
+        page.contains("receipts/r-001.png</a> — a PNG image, 140 bytes, sha256 "),
+        "{page}"
+    );
+    let (status, head, body) = request(
+        &v.url,
+        "GET",
+        &format!("/runs/{id}/jobs/0/files/0"),
+        &[("Host", None)],
+        "",
+    );
+    assert_eq!(status, 200, "{head}");
+    assert!(
+        head.to_lowercase().contains("content-type: image/png"),
+        "{head}"
+    );
+    assert!(
+        head.to_lowercase()
+            .contains("x-content-type-options: nosniff"),
+        "{head}"
+    );
+    assert!(body.starts_with("\u{FFFD}PNG"), "the PNG's bytes");
+    // The no-photo variant's job carried none; a file changed since is not served.
+    let (_, none) = get(&v.url, &format!("/runs/{id}/jobs/2"), None);
+    assert!(!none.contains("Files sent"), "{none}");
+    std::fs::write(d.join("receipts/r-001.png"), b"\x89PNG\r\n\x1a\nother").unwrap();
+    let (status, body) = get(&v.url, &format!("/runs/{id}/jobs/0/files/0"), None);
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains("no longer the ones sent"), "{body}");
 }
 
 #[test]

@@ -35,6 +35,8 @@ pub struct ShownAnswer {
     pub reason: Option<String>,
     /// The provider withheld the answer (`content_filter`): no score, and no failure.
     pub filtered: bool,
+    /// The files its request carried.
+    pub files: Vec<crate::runner::job_record::FileNote>,
 }
 
 /// A case's expected answers and each variant's first answer.

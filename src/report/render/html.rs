@@ -340,6 +340,9 @@ fn answer_cell(b: &mut String, a: &ShownAnswer, prompt: Option<&String>) {
             esc(&crate::report::visible(reason, 300))
         );
     }
+    if !a.files.is_empty() {
+        files_line(b, &a.files);
+    }
     let _ = write!(
         b,
         "<details><summary>answer</summary><pre>{}</pre>",
@@ -356,6 +359,42 @@ fn answer_cell(b: &mut String, a: &ShownAnswer, prompt: Option<&String>) {
         );
     }
     b.push_str("</details></td>");
+}
+
+/// The largest image shown as a thumbnail (read back into the page as a data URL); a
+/// larger one, a document or a clip is named with its size and hash.
+const THUMBNAIL_BYTES: u64 = 256 * 1024;
+
+/// The files a request carried: images as thumbnails (a data URL of the type their bytes
+/// are, never SVG nor HTML), the others by name, size and hash.
+pub(crate) fn files_line(b: &mut String, files: &[crate::runner::job_record::FileNote]) {
+    use crate::client::attachment::FileFamily;
+    b.push_str("<div class=\"files\">");
+    for f in files {
+        let hash = f.sha256.as_deref().map_or(String::new(), |h| {
+            format!(", sha256 {}…", &h[..h.len().min(12)])
+        });
+        let title = format!("{} ({}, {} bytes{hash})", f.origin, f.kind.said(), f.bytes);
+        let thumb = (f.kind.family() == FileFamily::Image)
+            .then(|| f.bytes_again(THUMBNAIL_BYTES))
+            .flatten();
+        match thumb {
+            Some(bytes) => {
+                let _ = write!(
+                    b,
+                    "<img style=\"max-width:96px;max-height:96px;margin:2px\" alt=\"{}\" title=\"{}\" src=\"data:{};base64,{}\">",
+                    esc(&f.name),
+                    esc(&title),
+                    f.kind.media_type(),
+                    base64::Engine::encode(&base64::engine::general_purpose::STANDARD, bytes)
+                );
+            }
+            None => {
+                let _ = write!(b, "<span class=\"file muted\">{}</span> ", esc(&title));
+            }
+        }
+    }
+    b.push_str("</div>");
 }
 
 /// `report.html`, from the run's figures and its bench as written.

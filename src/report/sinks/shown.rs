@@ -50,6 +50,7 @@ impl ShownAnswers {
             score: r.score(),
             reason,
             filtered: r.status == JobStatus::Filtered,
+            files: r.files.clone(),
         });
     }
 
