@@ -83,6 +83,11 @@ impl Workers {
             let record = match request_of(&self.bench, job, &self.lane, &self.options) {
                 Ok(request) => {
                     if !self.options.afford(&self.bench, job, &request, &self.lane) {
+                        // The budget is reached: workers of every lane waiting on the
+                        // tests' horizon look again, and stop.
+                        if let Some((h, _)) = &self.options.horizon {
+                            h.notify.notify_waiters();
+                        }
                         break;
                     }
                     self.active.fetch_add(1, Ordering::SeqCst);
@@ -105,6 +110,10 @@ impl Workers {
                         }
                         JobEnd::Stopped => {
                             self.active.fetch_sub(1, Ordering::SeqCst);
+                            if self.lane.batch {
+                                // Never handed over: its batch lane had stopped.
+                                self.options.release(job);
+                            }
                             break;
                         }
                     }
@@ -143,6 +152,7 @@ impl Workers {
                 || self.dispatch.is_cancelled()
                 || self.halt.is_cancelled()
                 || stop.is_cancelled()
+                || self.options.out_of_budget()
             {
                 break;
             }
@@ -154,7 +164,10 @@ impl Workers {
             }
         }
         self.parking.unpark(position);
-        !(self.dispatch.is_cancelled() || self.halt.is_cancelled() || stop.is_cancelled())
+        !(self.dispatch.is_cancelled()
+            || self.halt.is_cancelled()
+            || stop.is_cancelled()
+            || self.options.out_of_budget())
     }
 }
 

@@ -1195,3 +1195,56 @@ fn a_budget_resume_counts_the_batch_it_adopts_and_never_refuses_to_collect_it() 
     assert_eq!(records(&killed).len(), first);
     assert!(stderr.contains("the budget is reached"), "{stderr}");
 }
+
+/// A batch lane in waves beside a lane that goes down: the cases the dead lane never
+/// answers keep the tests' horizon where it is, so the batch lane's worker, waiting on it
+/// with nothing out, is let go on (as the old driver moved the horizon after each wave),
+/// and the run ends instead of waiting for ever.
+#[test]
+fn a_batch_lane_in_waves_goes_on_when_the_other_lane_goes_down() {
+    let (_a, batched) = start_mock(MockConfig::default());
+    let (_b, dying) = start_mock(MockConfig {
+        outage_after: Some(6),
+        ..MockConfig::default()
+    });
+    let extra = format!(
+        "sequential: {{ seed: 5 }}\nlimits: {{ concurrency: 2, max_attempts: 2 }}\nendpoints:\n  - {{ name: batched, base_url: \"{}\", model: m, batch: true }}\n  - {{ name: dying, base_url: \"{}\", model: m }}\n",
+        batched.base_url(),
+        dying.base_url()
+    );
+    let bench = arithmetic_bench(300, 2, &extra);
+    let d = bench.path();
+    let mut child = spawn(
+        d,
+        &[
+            "run",
+            "bench.yaml",
+            "--quiet",
+            "--no-store",
+            "--out",
+            "r",
+            "--until-decided",
+            "--batch-poll",
+            "10ms",
+        ],
+        false,
+    );
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("the run did not end: the batch lane waits for ever");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(3), "an incomplete run");
+    // The batch lane went past its first wave.
+    assert!(
+        batched.provider.batches_created() >= 2,
+        "{}",
+        batched.provider.batches_created()
+    );
+}

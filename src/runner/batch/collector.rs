@@ -101,8 +101,11 @@ pub(super) struct Collector {
     /// The wait before the open batches are looked at again; it doubles while none ends.
     pub wait: Duration,
     pub next_poll: tokio::time::Instant,
-    /// When the batches still running are left to a resume.
+    /// When the batches still running are left to a resume (once every job was handed
+    /// over and gathered into a batch: nothing is left unsubmitted for lack of time).
     pub deadline: tokio::time::Instant,
+    /// The workers are done: every job was handed over.
+    pub all_handed: bool,
 }
 
 impl Collector {

@@ -33,6 +33,7 @@ pub(crate) use record::{BatchRecord, BatchStep, open_batches};
 use super::source::{AnswerSource, Ask, SourceFuture, SourceReply};
 use super::workers::Workers;
 use crate::client::Client;
+use crate::suite::Job;
 use collector::{Collector, Halt};
 use submit::Want;
 
@@ -121,6 +122,7 @@ fn collector_of(w: &Workers) -> Collector {
         next_poll: now,
         deadline: now + settings.wait,
         settings,
+        all_handed: false,
         waiting: Default::default(),
         filling: Default::default(),
         open: Vec::new(),
@@ -148,6 +150,7 @@ impl Collector {
                     // Every worker is done: what is gathered goes out.
                     0 => {
                         more = false;
+                        self.all_handed = true;
                         self.send_gathered().await
                     }
                     _ => self.take_all(&mut wants).await,
@@ -160,22 +163,67 @@ impl Collector {
             if let Err(h) = step {
                 break Some(h);
             }
-            if !more && !self.filling.is_empty() {
-                // Jobs sent again after every worker was done (a disowned batch's).
-                if let Err(h) = self.cut().await {
-                    break Some(h);
-                }
+            if let Err(h) = self.after_step(more, &mut taken).await {
+                break Some(h);
             }
         };
         if let Some(h) = halt {
             self.halt.cancel();
+            self.let_go_unsent(&mut taken);
             self.halted(h).await;
+        }
+    }
+
+    /// After each step. With every job handed over, what was gathered again (a disowned
+    /// batch's jobs) goes out as a wave's would. With `--until-decided` and nothing out,
+    /// the workers may all be waiting on a horizon nothing else will move (an answer
+    /// another lane will never send, a disowned batch's jobs gathered again): what they
+    /// handed over goes out, or the horizon moves, as when they said they were idle.
+    async fn after_step(
+        &mut self,
+        more: bool,
+        taken: &mut mpsc::Receiver<Want>,
+    ) -> Result<(), Halt> {
+        if !more {
+            return match self.filling.is_empty() {
+                true => Ok(()),
+                false => self.send_gathered().await,
+            };
+        }
+        if self.options.horizon.is_some() && self.open.is_empty() {
+            return self.on_idle(taken).await;
+        }
+        Ok(())
+    }
+
+    /// The lane stopped: the jobs gathered or still in the channel are never sent, so
+    /// their holds are let go and they are no longer in flight.
+    fn let_go_unsent(&mut self, taken: &mut mpsc::Receiver<Want>) {
+        taken.close();
+        let mut unsent: Vec<Job> = std::mem::take(&mut self.filling)
+            .jobs
+            .into_iter()
+            .map(|(_, job, _)| job)
+            .collect();
+        while let Ok(want) = taken.try_recv() {
+            unsent.push(want.job);
+        }
+        for job in unsent {
+            self.waiting.remove(&self.custom_id(&job));
+            self.options.release(&job);
+            self.active.fetch_sub(1, Ordering::SeqCst);
         }
     }
 
     /// Every worker waits: what they handed over goes out as one batch (a wave, with
     /// `--until-decided`), unless the records sent before let a worker go on.
     async fn on_idle(&mut self, taken: &mut mpsc::Receiver<Want>) -> Result<(), Halt> {
+        if self.options.horizon.is_some() && !self.open.is_empty() {
+            // A wave goes once every batch out has ended and its records reached the
+            // tests: a decision they bring keeps the next wave from asking for what it
+            // decided. The step that empties `open` looks again.
+            return Ok(());
+        }
         let limit = match &self.options.horizon {
             Some((h, _)) => {
                 self.barrier().await;

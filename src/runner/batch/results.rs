@@ -42,10 +42,16 @@ impl Collector {
             (self.wait * 2).min(self.settings.poll_max)
         };
         let now = tokio::time::Instant::now();
-        if now >= self.deadline {
+        let submitted_all = self.all_handed && self.filling.is_empty();
+        if now >= self.deadline && submitted_all {
             return Err(Halt::OutOfTime);
         }
-        self.next_poll = now + self.wait.min(self.deadline - now);
+        self.next_poll = now
+            + self.wait.min(
+                self.deadline
+                    .saturating_duration_since(now)
+                    .max(self.settings.poll),
+            );
         Ok(())
     }
 
