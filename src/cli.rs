@@ -339,7 +339,8 @@ pub struct InitArgs {
     #[arg(default_value = ".")]
     pub dir: PathBuf,
     /// What the answers look like: an option letter, a number, a JSON object (scored field by
-    /// field), or free text (scored by a model as judge).
+    /// field), free text (scored by a model as judge), or a count of the shapes in an image
+    /// (vision: ten generated PNGs, and a variant that leaves them out).
     #[arg(long, value_enum, default_value = "choice")]
     pub task: Task,
 }
@@ -351,6 +352,7 @@ pub enum Task {
     Number,
     Json,
     Free,
+    Vision,
 }
 
 impl Task {
@@ -360,6 +362,7 @@ impl Task {
             Task::Number => "numeric",
             Task::Json => "JSON extraction",
             Task::Free => "free-text (judged)",
+            Task::Vision => "vision (images)",
         }
     }
 }
@@ -814,6 +817,11 @@ pub struct PlanArgs {
     /// Use only the first N cases.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub limit: Option<u64>,
+    /// Download every URL the cases attach before anything is sent, and send the files'
+    /// bytes: their kind, cost and cache key from what they hold (each within the file
+    /// limit and 30 s). By default a URL is given to the provider as it is.
+    #[arg(long)]
+    pub fetch_urls: bool,
     /// Only these variants, by name, comma-separated; the first is the baseline.
     #[arg(long, value_delimiter = ',', value_name = "A,B")]
     pub variants: Vec<String>,
@@ -945,6 +953,10 @@ pub struct BatchArgs {
     /// 100,000 for Anthropic; files are split at 200 MB or 256 MB too].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub batch_size: Option<u64>,
+    /// Bytes per batch file, at most (4MiB, 100MB; under the provider's own 200 MB or
+    /// 256 MB): for a server with a smaller limit, or to keep files with images small.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub batch_max_bytes: Option<u64>,
     /// On Ctrl-C, SIGTERM or --batch-wait, cancel the batches still running (by default
     /// they are left to run, and `--resume` collects them).
     #[arg(long)]
@@ -959,6 +971,9 @@ impl BatchArgs {
             poll_max: self.batch_poll_max.max(self.batch_poll),
             wait: self.batch_wait,
             max_requests: self.batch_size.map(|n| n.min(usize::MAX as u64) as usize),
+            max_bytes: self
+                .batch_max_bytes
+                .map(|n| n.min(usize::MAX as u64) as usize),
             cancel_on_stop: self.batch_cancel,
         }
     }
@@ -1232,6 +1247,15 @@ fn parse_long_delay(s: &str) -> Result<Duration, String> {
         return Err(format!("`{s}` is longer than a week; e.g. 26h"));
     }
     Ok(d)
+}
+
+/// A size flag: `4MiB`, `512KiB`, `100MB` or a bare number of bytes, more than 0.
+fn parse_size(s: &str) -> Result<u64, String> {
+    match crate::client::limits::parse_bytes(s) {
+        Ok(0) => Err("a size must be more than 0 bytes; e.g. 100MB".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// A duration flag: zero allowed, at most a day (longer is a typo, and overflows clocks).

@@ -5,6 +5,7 @@
 //! no equivalent is listed, in the terminal and in IMPORT-NOTES.md, never dropped silently.
 
 mod bench;
+mod files;
 mod openai_evals;
 
 use std::path::{Path, PathBuf};
@@ -118,6 +119,9 @@ fn quoted(answers: &[String]) -> String {
 /// otherwise write gigabytes of prompts.
 const MAX_IMPORT_TOTAL: u64 = 64 << 20;
 
+/// What one import copies of attached files (images, PDFs, audio) in all.
+const MAX_ATTACHED_TOTAL: u64 = 4 << 30;
+
 /// Where files may be read from: the config's folder, or anywhere with
 /// `--allow-outside-files`.
 #[derive(Debug, Clone)]
@@ -126,6 +130,9 @@ struct Reader {
     anywhere: bool,
     /// Bytes read so far, shared by the clones (at most [`MAX_IMPORT_TOTAL`]).
     read: std::rc::Rc<std::cell::Cell<u64>>,
+    /// Bytes of attached files to copy, shared by the clones (at most
+    /// [`MAX_ATTACHED_TOTAL`]).
+    attached: std::rc::Rc<std::cell::Cell<u64>>,
 }
 
 impl Reader {
@@ -139,12 +146,60 @@ impl Reader {
             base,
             anywhere,
             read: Default::default(),
+            attached: Default::default(),
         }
     }
 
     /// A `file://` reference's text: a regular file inside the config's folder (after `..`
     /// and symlinks), at most [`MAX_IMPORT_BYTES`].
     fn read(&self, reference: &str) -> Result<(PathBuf, String), String> {
+        let path = self.inside(reference)?;
+        let text = crate::suite::error::read_text_limited(&path, "imported", MAX_IMPORT_BYTES)
+            .map_err(|e| e.to_string())?;
+        self.count(reference, text.len() as u64, MAX_IMPORT_TOTAL)?;
+        Ok((path, text))
+    }
+
+    /// A `file://` reference to a file a case attaches (an image, a PDF, audio): its path,
+    /// inside the config's folder, copied when the bench is written. Its bytes are counted
+    /// against their own total ([`MAX_ATTACHED_TOTAL`]), not the prompts'.
+    fn attachment(&self, reference: &str) -> Result<PathBuf, String> {
+        let path = self.inside(reference)?;
+        let size = crate::files::open_regular(&path)
+            .and_then(|f| f.metadata())
+            .map_err(|e| format!("{reference}: {e}"))?
+            .len();
+        if size > crate::suite::attachments::MAX_FILE_BYTES {
+            return Err(format!(
+                "{reference} is larger than any file a case may attach"
+            ));
+        }
+        self.attached.set(self.attached.get() + size);
+        if self.attached.get() > MAX_ATTACHED_TOTAL {
+            return Err(format!(
+                "{reference} would take the files this import copies past {} GiB",
+                MAX_ATTACHED_TOTAL >> 30
+            ));
+        }
+        Ok(path)
+    }
+
+    /// Adds `bytes` to what this import read, refused past `most`.
+    fn count(&self, reference: &str, bytes: u64, most: u64) -> Result<(), String> {
+        let total = self.read.get() + bytes;
+        if total > most {
+            return Err(format!(
+                "{reference} would take what this import copies past {} MiB in all (the files it names, each as often as it is named); name fewer or smaller files",
+                most >> 20
+            ));
+        }
+        self.read.set(total);
+        Ok(())
+    }
+
+    /// The path of `reference`, if it is inside the config's folder (or anywhere, with
+    /// `--allow-outside-files`).
+    fn inside(&self, reference: &str) -> Result<PathBuf, String> {
         let path = self.base.join(reference.trim_start_matches("file://"));
         if !self.anywhere {
             // One message for a file that is missing and one that is outside: two would
@@ -160,17 +215,7 @@ impl Reader {
                 ));
             }
         }
-        let text = crate::suite::error::read_text_limited(&path, "imported", MAX_IMPORT_BYTES)
-            .map_err(|e| e.to_string())?;
-        let total = self.read.get() + text.len() as u64;
-        if total > MAX_IMPORT_TOTAL {
-            return Err(format!(
-                "{reference} would take what this import copies past {} MiB in all (the files it names, each as often as it is named); name fewer or smaller files",
-                MAX_IMPORT_TOTAL >> 20
-            ));
-        }
-        self.read.set(total);
-        Ok((path, text))
+        Ok(path)
     }
 }
 
@@ -325,6 +370,62 @@ struct AssertScorers {
 }
 
 impl Import {
+    /// The cases' files, once every test is read: a `file://` variable naming an image, a
+    /// PDF or audio is copied into the bench's `files/` folder and becomes a case's file
+    /// of that name; a variable a prompt's image part names becomes one too (its URL,
+    /// data URL or base64); a text prompt's `{{ var }}` of such a variable places it.
+    fn attach_files(&mut self, reader: &Reader) -> Result<(), String> {
+        let mut copied: std::collections::HashMap<String, String> = Default::default();
+        for case in self.cases.iter_mut().filter_map(Value::as_object_mut) {
+            let mut attached = Map::new();
+            if let Some(Value::Object(vars)) = case.get_mut("vars") {
+                let names: Vec<String> = vars
+                    .iter()
+                    .filter(|(_, v)| v.as_str().is_some_and(files::attachable))
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                for name in names {
+                    let Some(Value::String(reference)) = vars.remove(&name) else {
+                        continue;
+                    };
+                    let rel = match copied.get(&reference) {
+                        Some(rel) => rel.clone(),
+                        None => {
+                            let path = reader.attachment(&reference)?;
+                            let file = path
+                                .file_name()
+                                .map(|f| f.to_string_lossy().into_owned())
+                                .unwrap_or_else(|| "file".into());
+                            let mut rel = format!("files/{file}");
+                            if self.copies.iter().any(|(r, _)| *r == rel) {
+                                rel = format!("files/{}-{file}", self.copies.len() + 1);
+                            }
+                            self.copies.push((rel.clone(), path));
+                            copied.insert(reference, rel.clone());
+                            rel
+                        }
+                    };
+                    // The detail the prompt's image part asked for goes with the file.
+                    let entry = match &self.file_vars.entry(name.clone()).or_default().detail {
+                        Some(d) => json!({"path": rel, "detail": d}),
+                        None => json!(rel),
+                    };
+                    attached.insert(name, entry);
+                }
+            }
+            if !attached.is_empty() {
+                case.insert("files".into(), Value::Object(attached));
+            }
+            files::vars_to_files(case, &self.file_vars)?;
+        }
+        for (file, text) in &mut self.variants {
+            if file.ends_with(".txt") {
+                *text = files::place_in_text(text, &self.file_vars);
+            }
+        }
+        Ok(())
+    }
+
     /// `defaultTest`: its variables start every test's, its asserts are returned (added to
     /// every test's); its other settings are noted.
     fn default_test(&mut self, config: &Value) -> Vec<Value> {
@@ -411,12 +512,16 @@ impl Import {
                         "# imported from promptfoo prompt {}\nname: {name}\nmessages:\n",
                         i + 1
                     );
-                    for m in messages {
+                    for (n, m) in messages.iter().enumerate() {
+                        let content =
+                            files::content_template(&m["content"], &mut self.file_vars, &|t| {
+                                Ok(t.to_string())
+                            })
+                            .map_err(|why| format!("prompt {}: message {} {why}", i + 1, n + 1))?;
                         y.push_str(&format!(
                             "  - role: {}\n    content: {}\n",
                             m["role"].as_str().unwrap_or("user"),
-                            serde_json::to_string(m["content"].as_str().unwrap_or(""))
-                                .unwrap_or_default()
+                            serde_json::to_string(&content).unwrap_or_default()
                         ));
                     }
                     (format!("{name}.yaml"), y)
@@ -784,9 +889,13 @@ impl Import {
                         .push(format!("test {test}: its `{key}` was not carried over"));
                 }
             }
-            // promptfoo reads a `file://` variable's file; the case keeps the text as written.
+            // promptfoo reads a `file://` variable's file; the case keeps the text as written
+            // (an image, a PDF or audio becomes one of the case's files, at the end).
             for (name, value) in &vars {
-                if let Some(reference) = value.as_str().filter(|v| v.starts_with("file://")) {
+                if let Some(reference) = value
+                    .as_str()
+                    .filter(|v| v.starts_with("file://") && !files::attachable(v))
+                {
                     self.notes.push(format!(
                         "test {test}: variable `{name}` is `{reference}`, which promptfoo replaces by the file's contents; the case holds the reference as text — paste the file's contents into cases.jsonl"
                     ));
@@ -900,6 +1009,7 @@ fn import_promptfoo(args: &ImportArgs) -> Result<Exit, Failure> {
     if let Some(tests) = config.get("tests") {
         im.tests(&files, tests, &default_asserts).map_err(bad)?;
     }
+    im.attach_files(&files).map_err(bad)?;
     for key in [
         "scenarios",
         "derivedMetrics",

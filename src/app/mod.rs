@@ -37,6 +37,7 @@ mod baseline;
 mod budget;
 mod check;
 mod compare;
+mod fetch;
 mod finish;
 mod history;
 mod import;

@@ -151,6 +151,9 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(DEFAULT_BENCH));
     let mut bench = Bench::load(&path)?;
+    if args.fetch_urls {
+        super::fetch::fetch_urls(&mut bench)?;
+    }
     // Every case's scorer is checked, also those of cases `--limit` leaves out.
     let mut scorers = crate::grade::scorers_for(&bench)?;
     if let Some(limit) = args.limit {

@@ -5,7 +5,7 @@
 //! (`Protocol::accepts`, and the parts its body writes); a kind, or a place, a protocol
 //! has no part for is refused when the bench is loaded, never dropped.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use base64::Engine;
 use serde::{Deserialize, Serialize};
@@ -178,12 +178,98 @@ fn is_text(bytes: &[u8]) -> bool {
         .all(|c| !c.is_control() || matches!(c, '\n' | '\r' | '\t' | '\u{c}'))
 }
 
+/// A file's bytes in hand, with their data URL made once: a run encodes a file once,
+/// however many variants, repeats and attempts send it.
+pub struct Held {
+    bytes: Box<[u8]>,
+    media_type: &'static str,
+    data_url: OnceLock<String>,
+}
+
+impl Held {
+    pub fn new(bytes: impl Into<Box<[u8]>>, kind: Kind) -> Arc<Held> {
+        Arc::new(Held {
+            bytes: bytes.into(),
+            media_type: kind.media_type(),
+            data_url: OnceLock::new(),
+        })
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// `data:{media type};base64,{bytes}`, encoded the first time it is asked for.
+    pub fn data_url(&self) -> &str {
+        self.data_url.get_or_init(|| {
+            let prefix = format!("data:{};base64,", self.media_type);
+            let mut url = String::with_capacity(prefix.len() + self.bytes.len().div_ceil(3) * 4);
+            url.push_str(&prefix);
+            base64::engine::general_purpose::STANDARD.encode_string(&self.bytes, &mut url);
+            url
+        })
+    }
+
+    /// The bytes in base64 (the data URL's tail).
+    pub fn base64(&self) -> &str {
+        let url = self.data_url();
+        url.split_once(',').map_or("", |(_, b)| b)
+    }
+}
+
+impl std::fmt::Debug for Held {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Held({} bytes of {})", self.bytes.len(), self.media_type)
+    }
+}
+
+impl PartialEq for Held {
+    fn eq(&self, other: &Held) -> bool {
+        self.bytes == other.bytes
+    }
+}
+
+impl Eq for Held {}
+
+/// The bytes a bench's file was last read into, while a job still holds them: the jobs of
+/// a case are sent close together (case-major order), so its variants and repeats share
+/// one read, one hash check and one encoding; once none holds them, they are freed.
+#[derive(Default, Clone)]
+pub struct Recent(Arc<Mutex<Weak<Held>>>);
+
+impl Recent {
+    pub fn get(&self) -> Option<Arc<Held>> {
+        self.0.lock().ok()?.upgrade()
+    }
+
+    pub fn set(&self, held: &Arc<Held>) {
+        if let Ok(mut w) = self.0.lock() {
+            *w = Arc::downgrade(held);
+        }
+    }
+}
+
+impl std::fmt::Debug for Recent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Recent")
+    }
+}
+
+/// Two attachments are the same whatever was last read for them.
+impl PartialEq for Recent {
+    fn eq(&self, _: &Recent) -> bool {
+        true
+    }
+}
+
+impl Eq for Recent {}
+
 /// Where an attachment's bytes are.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FileSource {
     /// In hand: read from a file (verified against its hash when the request is built) or
     /// decoded from a data URL.
-    Bytes(Arc<[u8]>),
+    Bytes(Arc<Held>),
     /// Not fetched: the provider is given the URL.
     Url(String),
 }
@@ -209,6 +295,8 @@ pub struct Attachment {
     /// The file its bytes are read from, for a path (never part of what is sent, nor of the
     /// cache key).
     pub path: Option<std::path::PathBuf>,
+    /// Its bytes as last read from `path`, while a job holds them.
+    pub recent: Recent,
     /// The prompt tokens it costs, by each provider's published rule, measured from its
     /// bytes when the bench is loaded.
     pub tokens: FileTokens,
@@ -365,21 +453,25 @@ impl Attachment {
     /// Its bytes, when they are in hand.
     pub fn bytes(&self) -> Option<&[u8]> {
         match &self.source {
-            Some(FileSource::Bytes(b)) => Some(b),
+            Some(FileSource::Bytes(b)) => Some(b.bytes()),
             _ => None,
         }
     }
 
-    /// Its bytes in base64.
-    pub fn base64(&self) -> String {
-        base64::engine::general_purpose::STANDARD.encode(self.bytes().unwrap_or_default())
+    /// Its bytes in base64 (encoded once, however often it is sent).
+    pub fn base64(&self) -> &str {
+        match &self.source {
+            Some(FileSource::Bytes(b)) => b.base64(),
+            _ => "",
+        }
     }
 
     /// Its bytes as a data URL, or its URL.
-    pub fn data_url(&self) -> String {
-        match self.url() {
-            Some(u) => u.to_string(),
-            None => format!("data:{};base64,{}", self.kind.media_type(), self.base64()),
+    pub fn data_url(&self) -> &str {
+        match &self.source {
+            Some(FileSource::Bytes(b)) => b.data_url(),
+            Some(FileSource::Url(u)) => u,
+            None => "",
         }
     }
 
@@ -454,6 +546,7 @@ impl<'de> Deserialize<'de> for Placed {
                 detail: r.detail,
                 source: r.url.map(FileSource::Url),
                 path: None,
+                recent: Recent::default(),
                 tokens: FileTokens::default(),
             }),
         })
@@ -564,8 +657,9 @@ mod tests {
                 size: 3,
                 sha256: Some("ab".into()),
                 detail: None,
-                source: Some(FileSource::Bytes(Arc::from(b"abc".as_slice()))),
+                source: Some(FileSource::Bytes(Held::new(b"abc".as_slice(), Kind::Png))),
                 path: None,
+                recent: Recent::default(),
                 tokens: FileTokens::default(),
             })
         };

@@ -100,7 +100,7 @@ impl ReqwestTransport {
 }
 
 /// The error with its causes, which is where reqwest keeps the useful part.
-fn describe(e: &reqwest::Error) -> String {
+pub(crate) fn describe(e: &reqwest::Error) -> String {
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {

@@ -22,6 +22,9 @@ pub struct Hint {
     pub shape: Shape,
     /// Other cases' answers, for plausible wrong ones.
     pub others: Arc<Vec<String>>,
+    /// The files the case attaches: a request that carried none of them cannot know what
+    /// they show, and is answered wrong.
+    pub files: usize,
 }
 
 /// A lookup from an idempotency key to the case behind it.
@@ -366,6 +369,7 @@ mod tests {
             expected_json: json,
             shape,
             others: Arc::new(vec!["billing".into(), "shipping".into()]),
+            files: 0,
         }
     }
 

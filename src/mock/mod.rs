@@ -310,7 +310,10 @@ impl Provider {
                 }
             };
         self.check(&body)?;
-        Ok(Asked::of(&body, messages))
+        Ok(Asked {
+            files,
+            ..Asked::of(&body, messages)
+        })
     }
 
     /// Keeps the first [`KEPT_BODIES`] bodies, and their headers, for tests to read.
@@ -503,9 +506,11 @@ impl Provider {
             {
                 (g, Vec::new())
             }
-            // It does not, but it is told the case: an answer of the expected shape.
+            // It does not, but it is told the case: an answer of the expected shape —
+            // wrong when the case's files were not sent (what they show cannot be known).
             (_, Some(h)) => {
-                let wrong = model::wrong(prompt, &h.case, model_name, seed);
+                let wrong = model::wrong(prompt, &h.case, model_name, seed)
+                    || (h.files > 0 && asked.files == 0);
                 let made = answers::answer(h, wrong, tools);
                 (plain(made.text), made.calls)
             }
@@ -791,6 +796,8 @@ struct Asked {
     max_tokens: Option<u64>,
     stream: bool,
     include_usage: bool,
+    /// The files its parts carried.
+    files: u64,
 }
 
 impl Asked {
@@ -827,6 +834,7 @@ impl Asked {
                 .pointer("/stream_options/include_usage")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
+            files: 0,
         }
     }
 }

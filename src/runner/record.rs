@@ -33,6 +33,10 @@ pub struct PlanSettings {
     /// own in `sequential`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub order_seed: Option<u64>,
+    /// `--fetch-urls`: the URLs the cases attach were downloaded and sent as bytes (a
+    /// resume does the same, so its requests are the ones the run began with).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fetch_urls: bool,
 }
 
 impl PlanSettings {

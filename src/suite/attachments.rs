@@ -12,7 +12,9 @@ use base64::Engine;
 use serde_json::{Map, Value};
 
 use super::error::{FilePos, InputError};
-use crate::client::attachment::{Attachment, FileSource, FileTokens, Kind, sha256_hex};
+use crate::client::attachment::{
+    Attachment, FileSource, FileTokens, Held, Kind, Recent, sha256_hex,
+};
 
 /// The largest file a case may name at all: the endpoint's `limits.max_file_bytes` (or
 /// its kind's default) is checked against each file once the endpoints are known.
@@ -24,16 +26,24 @@ pub fn loaded(file: &Arc<Attachment>) -> Result<Arc<Attachment>, String> {
     let Some(path) = &file.path else {
         return Ok(file.clone());
     };
-    let bytes = crate::files::read_capped(path, MAX_FILE_BYTES)
-        .map_err(|e| format!("the file {} cannot be read: {e}", file.origin))?;
-    if file.sha256.as_deref() != Some(sha256_hex(&bytes).as_str()) {
-        return Err(format!(
-            "the file {} changed since the bench was loaded: run again to send what it holds now",
-            file.origin
-        ));
-    }
+    let held = match file.recent.get() {
+        Some(held) => held,
+        None => {
+            let bytes = crate::files::read_capped(path, MAX_FILE_BYTES)
+                .map_err(|e| format!("the file {} cannot be read: {e}", file.origin))?;
+            if file.sha256.as_deref() != Some(sha256_hex(&bytes).as_str()) {
+                return Err(format!(
+                    "the file {} changed since the bench was loaded: run again to send what it holds now",
+                    file.origin
+                ));
+            }
+            let held = Held::new(bytes, file.kind);
+            file.recent.set(&held);
+            held
+        }
+    };
     let mut file = (**file).clone();
-    file.source = Some(FileSource::Bytes(Arc::from(bytes)));
+    file.source = Some(FileSource::Bytes(held));
     Ok(Arc::new(file))
 }
 
@@ -231,6 +241,7 @@ fn from_path(written: &str, id: &str, here: &FilePos) -> Result<Arc<Attachment>,
         source: None,
         // Whole, so the reports find it from wherever they are made.
         path: Some(std::fs::canonicalize(&path).unwrap_or(path)),
+        recent: Recent::default(),
         tokens: FileTokens::of(kind, Some(&bytes), None),
     }))
 }
@@ -298,8 +309,9 @@ fn from_data_url(url: &str, id: &str, here: &FilePos) -> Result<Arc<Attachment>,
         sha256: Some(sha256_hex(&bytes)),
         detail: None,
         tokens: FileTokens::of(kind, Some(&bytes), None),
-        source: Some(FileSource::Bytes(Arc::from(bytes))),
+        source: Some(FileSource::Bytes(Held::new(bytes, kind))),
         path: None,
+        recent: Recent::default(),
     }))
 }
 
@@ -323,7 +335,7 @@ fn from_url(
     }
     .ok_or_else(|| {
         InputError::new(here.clone(), format!("case `{id}`: what {url} holds is not known"))
-            .fix("say it: {\"url\": \"…\", \"kind\": \"png\"} (png, jpeg, webp, gif, pdf, text, wav or mp3); a URL is not fetched to find out")
+            .fix("say it: {\"url\": \"…\", \"kind\": \"png\"} (png, jpeg, webp, gif, pdf, text, wav or mp3); the cases are read before --fetch-urls downloads anything")
     })?;
     let name = path
         .rsplit('/')
@@ -339,6 +351,7 @@ fn from_url(
         detail: None,
         source: Some(FileSource::Url(url.to_string())),
         path: None,
+        recent: Recent::default(),
         tokens: FileTokens::of(kind, None, None),
     }))
 }

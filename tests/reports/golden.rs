@@ -77,6 +77,7 @@ async fn run_and_report(setup: &Setup, out: &Path) {
             sequential: None,
             endpoints: Vec::new(),
             order_seed: None,
+            fetch_urls: false,
         },
         fingerprint: Fingerprint::of(&bench, &variants),
         jobs_planned: planned,

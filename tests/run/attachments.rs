@@ -167,6 +167,46 @@ fn a_batch_carries_the_same_parts() {
 }
 
 #[test]
+fn a_batch_over_its_byte_limit_is_split_and_every_job_still_answered() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let bench = receipts();
+    let d = bench.path();
+    // A line is 300-600 bytes (a receipt's base64 and the prompt); 1 KiB holds one to three.
+    let out = run(
+        d,
+        &server,
+        &[
+            "--batch",
+            "--batch-poll",
+            "10ms",
+            "--batch-max-bytes",
+            "1KiB",
+        ],
+    );
+    assert!(out.status.success(), "{}", said(&out));
+    let folder = only_run(&d.join("r"));
+    let s = summary(&folder);
+    assert!(accuracy(&s, "photo-first") >= 0.5, "{s}");
+    let created = server.provider.batches_created();
+    assert!(created >= 12, "36 lines in 1 KiB files: {created} batches");
+    assert_eq!(server.provider.stats().files, 24);
+    // Each batch journaled holds the jobs one file of at most 1 KiB could.
+    let held: Vec<usize> = journal(&folder)
+        .iter()
+        .filter(|r| r["event"] == "batch" && r["step"] == "submitting")
+        .map(|r| r["keys"].as_array().map_or(0, Vec::len))
+        .collect();
+    assert_eq!(held.len() as u64, created, "{held:?}");
+    assert_eq!(held.iter().sum::<usize>(), 36);
+    assert!(held.iter().all(|&n| (1..=3).contains(&n)), "{held:?}");
+    // A size that is none is refused by the flag's parser, before anything is sent.
+    let out = run(d, &server, &["--batch", "--batch-max-bytes", "0"]);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(said(&out).contains("more than 0 bytes"), "{}", said(&out));
+    assert_eq!(server.provider.batches_created(), created);
+}
+
+#[test]
 fn the_cache_follows_a_file_s_bytes_not_its_path() {
     let (_rt, server) = start_mock(MockConfig::default());
     let bench = receipts();
@@ -387,4 +427,330 @@ fn report_html_shows_the_files_each_answer_was_given() {
         html.contains("receipts/r-001.png (a PNG image, 140 bytes, sha256 "),
         "{html}"
     );
+}
+
+/// The first `n` receipts' (file, expected total), from the example's cases.
+fn receipt_cases(d: &Path, n: usize) -> Vec<(String, String)> {
+    std::fs::read_to_string(d.join("cases.jsonl"))
+        .unwrap()
+        .lines()
+        .take(n)
+        .map(|l| {
+            let c: Value = serde_json::from_str(l).unwrap();
+            (
+                c["files"]["receipt"].as_str().unwrap().to_string(),
+                c["expected"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn run_imported(d: &Path, server: &MockServer) -> (std::process::Output, PathBuf) {
+    let out = promptgauge(d)
+        .args(["run", "bench/promptgauge.yaml", "--quiet", "--no-store"])
+        .args([
+            "--out",
+            "r",
+            "--model",
+            "m",
+            "--base-url",
+            &server.base_url(),
+        ])
+        .output()
+        .unwrap();
+    let run = run_dirs(&d.join("r")).pop().unwrap_or_default();
+    (out, run)
+}
+
+#[test]
+fn a_promptfoo_image_variable_imports_as_a_case_file_placed_where_the_part_was() {
+    let bench = receipts();
+    let d = bench.path();
+    let cases = receipt_cases(d, 4);
+    // promptfoo's multimodal shape: a `file://` image variable, used in a chat prompt's
+    // image_url part (as a data URL's base64), and a text prompt that does not show it.
+    std::fs::write(
+        d.join("vision.json"),
+        r#"[{"role": "system", "content": "Read the receipt."},
+            {"role": "user", "content": [
+              {"type": "image_url", "image_url": {"url": "data:image/png;base64,{{image}}", "detail": "low"}},
+              {"type": "text", "text": "{{question}}"}]}]"#,
+    )
+    .unwrap();
+    let tests: String = cases
+        .iter()
+        .map(|(file, total)| {
+            format!(
+                "  - vars: {{ question: \"What is the total?\", image: \"file://{file}\" }}\n    assert: [{{ type: contains, value: \"{total}\" }}]\n"
+            )
+        })
+        .collect();
+    std::fs::write(
+        d.join("promptfooconfig.yaml"),
+        format!(
+            "description: receipts\nprompts:\n  - file://vision.json\n  - \"Answer with the amount only: {{{{question}}}}\"\nproviders: [openai:chat:gpt-4o-mini]\ntests:\n{tests}"
+        ),
+    )
+    .unwrap();
+    let out = promptgauge(d)
+        .args([
+            "import",
+            "promptfoo",
+            "promptfooconfig.yaml",
+            "--out",
+            "bench",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", said(&out));
+    // The images are copied beside the bench, each case naming its own.
+    let imported = std::fs::read_to_string(d.join("bench/cases.jsonl")).unwrap();
+    for (file, _) in &cases {
+        let name = Path::new(file).file_name().unwrap().to_str().unwrap();
+        assert_eq!(
+            std::fs::read(d.join("bench/files").join(name)).unwrap(),
+            std::fs::read(d.join(file)).unwrap()
+        );
+        assert!(
+            imported.contains(&format!(
+                r#""files":{{"image":{{"detail":"low","path":"files/{name}"}}}}"#
+            )),
+            "{imported}"
+        );
+    }
+    assert!(!imported.contains("file://"), "{imported}");
+    let prompt = std::fs::read_to_string(d.join("bench/prompts/vision.yaml")).unwrap();
+    assert!(
+        prompt.contains(r#"{{ file(\"image\") }}{{question}}"#),
+        "{prompt}"
+    );
+    // It runs: the chat prompt sends the image where promptfoo did; the text prompt, which
+    // names no file, has it after its text (as promptfoo's would not: said in the docs).
+    let (_rt, server) = start_mock(MockConfig::default());
+    let (out, run) = run_imported(d, &server);
+    assert!(out.status.success(), "{}", said(&out));
+    assert_eq!(server.provider.stats().files, 8);
+    let s = summary(&run);
+    assert!(accuracy(&s, "vision") > 0.0, "{s}");
+    let bodies: Vec<String> = server
+        .provider
+        .bodies()
+        .iter()
+        .map(|b| b.to_string())
+        .collect();
+    assert_eq!(
+        bodies
+            .iter()
+            .filter(|b| b.contains(r#""detail":"low""#))
+            .count(),
+        8,
+        "the detail the image part asked for is the file's, sent by both prompts"
+    );
+}
+
+#[test]
+fn an_openai_eval_s_input_image_imports_as_a_case_file() {
+    let bench = receipts();
+    let d = bench.path();
+    let cases = receipt_cases(d, 3);
+    // Items carry each receipt as a data URL; the run's template shows it with an
+    // `input_image` part (openai-python's EvalItem content, InputImage: image_url, detail).
+    let items: String = cases
+        .iter()
+        .enumerate()
+        .map(|(i, (file, total))| {
+            let b64 = base64::engine::general_purpose::STANDARD
+                .encode(std::fs::read(d.join(file)).unwrap());
+            format!(
+                "{}\n",
+                serde_json::json!({"item": {"id": format!("r{i}"), "receipt": format!("data:image/png;base64,{b64}"), "total": total}})
+            )
+        })
+        .collect();
+    std::fs::write(d.join("items.jsonl"), items).unwrap();
+    let eval = serde_json::json!({
+        "object": "eval", "id": "eval_1", "name": "Receipt totals",
+        "data_source_config": {"type": "custom", "schema": {"type": "object"}},
+        "testing_criteria": [{"type": "string_check", "name": "Total", "input": "{{ sample.output_text }}",
+                              "operation": "like", "reference": "{{ item.total }}"}]
+    });
+    std::fs::write(d.join("eval.json"), eval.to_string()).unwrap();
+    let run = serde_json::json!({
+        "object": "eval.run", "id": "evalrun_1", "name": "with-image",
+        "data_source": {"type": "completions", "model": "gpt-4.1-mini",
+            "source": {"type": "file_id", "id": "file-1"},
+            "input_messages": {"type": "template", "template": [
+                {"role": "developer", "content": "You read receipts."},
+                {"role": "user", "content": [
+                    {"type": "input_text", "text": "What is the total? "},
+                    {"type": "input_image", "image_url": "{{ item.receipt }}", "detail": "high"}]}]}}
+    });
+    std::fs::write(d.join("run.json"), run.to_string()).unwrap();
+    let out = promptgauge(d)
+        .args(["import", "openai-evals", "eval.json", "--run", "run.json"])
+        .args(["--items", "items.jsonl", "--out", "bench"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", said(&out));
+    let imported = std::fs::read_to_string(d.join("bench/cases.jsonl")).unwrap();
+    assert_eq!(
+        imported.matches(r#""detail":"high""#).count(),
+        3,
+        "{imported}"
+    );
+    assert!(
+        !imported.contains(r#""receipt":"data"#),
+        "moved out of vars: {imported}"
+    );
+    let (_rt, server) = start_mock(MockConfig::default());
+    let (out, run) = run_imported(d, &server);
+    assert!(out.status.success(), "{}", said(&out));
+    assert_eq!(server.provider.stats().files, 3);
+    let records = journal(&run);
+    let graded: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["case_id"].is_string())
+        .collect();
+    assert_eq!(graded.len(), 3);
+    assert!(
+        graded
+            .iter()
+            .all(|r| r["files"][0]["origin"] == "data:image/png")
+    );
+    // A fixed image in a template (not an item's) is refused with the reason.
+    let fixed_run = serde_json::json!({
+        "object": "eval.run", "id": "evalrun_2", "name": "fixed",
+        "data_source": {"type": "completions", "model": "gpt-4.1-mini",
+            "input_messages": {"type": "template", "template": [
+                {"role": "user", "content": [{"type": "input_image", "image_url": "https://x.test/a.png"}]}]}}
+    });
+    std::fs::write(d.join("fixed.json"), fixed_run.to_string()).unwrap();
+    let out = promptgauge(d)
+        .args(["import", "openai-evals", "eval.json", "--run", "fixed.json"])
+        .args(["--items", "items.jsonl", "--out", "bench2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(said(&out).contains("is fixed"), "{}", said(&out));
+    assert!(!d.join("bench2").exists());
+}
+
+/// A web server of files on `rt`: each path's bytes; counts the GETs it answered.
+fn file_server(
+    rt: &tokio::runtime::Runtime,
+    files: Vec<(&'static str, Vec<u8>)>,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let hits = std::sync::Arc::new(AtomicUsize::new(0));
+    let mut app = axum::Router::new();
+    for (path, bytes) in files {
+        let hits = hits.clone();
+        app = app.route(
+            path,
+            axum::routing::get(move || {
+                hits.fetch_add(1, Ordering::SeqCst);
+                let bytes = bytes.clone();
+                async move { bytes }
+            }),
+        );
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    rt.spawn(async move {
+        let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+        axum::serve(listener, app).await.unwrap();
+    });
+    (url, hits)
+}
+
+#[test]
+fn fetch_urls_downloads_each_url_once_and_sends_its_bytes() {
+    let (rt, server) = start_mock(MockConfig::default());
+    let receipt = std::fs::read(repo().join("examples/receipts/receipts/r-001.png")).unwrap();
+    let pdf = b"%PDF-1.4\nBT (What is 2 + 3?) Tj ET\n".to_vec();
+    let (web, hits) = file_server(
+        &rt,
+        vec![
+            ("/r.png", receipt.clone()),
+            ("/q.pdf", pdf.clone()),
+            (
+                "/page.html",
+                b"<!DOCTYPE html><html>Sign in</html>".to_vec(),
+            ),
+        ],
+    );
+    let run_it = |d: &Path, extra: &[&str]| {
+        promptgauge(d)
+            .args(["run", "bench.yaml", "--quiet", "--no-store", "--out", "r"])
+            .args(["--model", "m", "--base-url", &server.base_url()])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    // A PDF by URL: chat completions take it only as bytes, so it is refused as a URL…
+    let bench = one_case(
+        &format!(r#"{{"doc": {{"url": "{web}/q.pdf"}}, "photo": "{web}/r.png"}}"#),
+        USER,
+        "repeats: 2\n",
+    );
+    let d = bench.path();
+    let out = run_it(d, &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(
+        said(&out).contains("only as its bytes, not by URL"),
+        "{}",
+        said(&out)
+    );
+    assert_eq!(
+        hits.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "not fetched unasked"
+    );
+    // …and fetched when asked: each URL once, however many jobs send it; sent as bytes.
+    let out = run_it(d, &["--fetch-urls"]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 2);
+    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    let bodies = server.provider.bodies();
+    assert_eq!(bodies.len(), 2);
+    for body in &bodies {
+        let text = body.to_string();
+        assert!(
+            text.contains(&b64(&receipt)) && text.contains(&b64(&pdf)),
+            "{text}"
+        );
+        assert!(!text.contains(&web), "no URL is sent: {text}");
+    }
+    let run = only_run(&d.join("r"));
+    let record = journal(&run)
+        .into_iter()
+        .find(|r| r["case_id"] == "c1")
+        .unwrap();
+    let photo = &record["files"].as_array().unwrap()[1];
+    assert_eq!(photo["origin"], format!("{web}/r.png"));
+    assert_eq!(photo["kind"], "png");
+    assert_eq!(photo["bytes"], receipt.len());
+    assert_eq!(photo["sha256"].as_str().unwrap().len(), 64);
+    // The PDF's words reached the model: 2 + 3.
+    assert_eq!(record["score"], 1.0, "{record}");
+    // The resume of a fetched run fetches again (run.json keeps the flag).
+    let recorded: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    assert_eq!(recorded["plan"]["fetch_urls"], true);
+    // A page where a file should be is refused, naming the case; nothing is sent.
+    let bench = one_case(
+        &format!(r#"[{{"url": "{web}/page.html", "kind": "png"}}]"#),
+        USER,
+        "",
+    );
+    let before = server.provider.stats().requests;
+    let out = run_it(bench.path(), &["--fetch-urls"]);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(
+        said(&out).contains("case `c1`") && said(&out).contains("HTML page"),
+        "{}",
+        said(&out)
+    );
+    assert_eq!(server.provider.stats().requests, before);
 }

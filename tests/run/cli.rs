@@ -1349,7 +1349,7 @@ fn a_dead_server_or_a_wrong_model_is_said_at_once() {
 
 #[test]
 fn init_writes_a_bench_of_each_task_that_runs_at_once_on_the_simulator() {
-    for task in ["choice", "number", "json", "free"] {
+    for task in ["choice", "number", "json", "free", "vision"] {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().join("my-bench");
         let out = promptgauge(dir.path())
@@ -1392,9 +1392,20 @@ fn init_writes_a_bench_of_each_task_that_runs_at_once_on_the_simulator() {
                 .as_array()
                 .unwrap()
                 .iter()
+                .filter(|v| v["name"] != "no-image")
                 .all(|v| headline(v).unwrap() > 0.0),
             "{task}: {s}"
         );
+        if task == "vision" {
+            // Ten pictures, sent by the two variants that place them, never by no-image.
+            assert_eq!(std::fs::read_dir(d.join("images")).unwrap().count(), 10);
+            for line in journal.lines() {
+                let r: serde_json::Value = serde_json::from_str(line).unwrap();
+                if r["case_id"].is_string() {
+                    assert_eq!(r["files"].is_array(), r["variant"] != "no-image", "{r}");
+                }
+            }
+        }
         // Never over an existing bench.
         let again = promptgauge(dir.path())
             .args(["init", d.to_str().unwrap()])

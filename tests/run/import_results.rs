@@ -322,6 +322,39 @@ fn lm_eval_files_of_other_documents_or_tasks_are_refused() {
 }
 
 #[test]
+fn inspect_image_content_arrives_as_the_files_of_each_job() {
+    // Logs inspect_ai wrote of a vision task (made-by/make_inspect_vision.py): each sample's
+    // input a text and a PNG, which the log keeps as `attachment://HASH`.
+    let logs = files("inspect/vision", |n| n.ends_with(".json"));
+    let r = import_fresh("inspect", &logs, &["--quiet"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let dir = r.dir.clone().unwrap();
+    let s = summary(&dir);
+    assert_eq!(variant(&s, "variant-careful")["correct"].as_u64(), Some(4));
+    assert_eq!(variant(&s, "variant-glance")["correct"].as_u64(), Some(2));
+    let records: Vec<Value> = journal(&dir)
+        .into_iter()
+        .filter(|r| r["case_id"].is_string())
+        .collect();
+    assert_eq!(records.len(), 8);
+    let mut hashes = std::collections::HashSet::new();
+    for r in &records {
+        let files = r["files"].as_array().expect("files in every record");
+        assert_eq!(files.len(), 1, "{r}");
+        let f = &files[0];
+        assert_eq!(
+            (f["name"].as_str(), f["kind"].as_str()),
+            (Some("image-1"), Some("png"))
+        );
+        assert_eq!(f["origin"], "data:image/png");
+        assert!(f["bytes"].as_u64().unwrap() > 60, "{f}");
+        hashes.insert(f["sha256"].as_str().unwrap().to_string());
+    }
+    // One image per receipt, the same in both logs.
+    assert_eq!(hashes.len(), 4);
+}
+
+#[test]
 fn promptfoo_results_become_a_run_of_its_prompt_columns() {
     let out = tempfile::tempdir().unwrap();
     let results = vec![fixtures().join("promptfoo/results.json")];

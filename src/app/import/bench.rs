@@ -37,6 +37,11 @@ pub(super) struct Import {
     pub(super) judge: Option<Map<String, Value>>,
     /// Other files to write, by their path in the bench's folder (judge prompts, scorers).
     pub(super) files: Vec<(String, String)>,
+    /// Files the cases attach, copied into the bench's folder: its path there, and where
+    /// it is read from.
+    pub(super) copies: Vec<(String, std::path::PathBuf)>,
+    /// The variables the prompts send as files (docs/guide/attachments.md).
+    pub(super) file_vars: super::files::FileVars,
     /// The tool imported from, as the bench's first line names it.
     pub(super) tool: &'static str,
 }
@@ -51,6 +56,9 @@ pub(super) fn render(text: &str, vars: &Map<String, Value>) -> Result<String, St
     let mut env = minijinja::Environment::new();
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
     env.set_fuel(Some(100_000));
+    // A case's files are placed when the bench runs; here they only need to exist.
+    env.add_function("file", |_: String| String::new());
+    env.add_function("files", String::new);
     env.render_str(text, minijinja::value::Serde(vars))
         .map_err(|e| e.to_string())
 }
@@ -216,6 +224,14 @@ pub(super) fn write_bench(
     }
     for (file, text) in &im.files {
         write(file, text)?;
+    }
+    for (file, from) in &im.copies {
+        let bytes = crate::files::read_capped(from, crate::suite::attachments::MAX_FILE_BYTES)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", from.display()))
+            .before_send()?;
+        crate::files::write_new(&out.join(file), bytes)
+            .map_err(|e| anyhow::anyhow!(e))
+            .before_send()?;
     }
     let cases: String = im.cases.iter().map(|c| format!("{c}\n")).collect();
     write("cases.jsonl", &cases)?;

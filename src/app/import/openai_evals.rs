@@ -192,7 +192,7 @@ fn items(
 /// Returns the messages' contents, which every item must fill.
 fn variant(im: &mut Import, path: &Path, run: &Value) -> Result<Vec<String>, Failure> {
     let source = run.get("data_source").unwrap_or(&Value::Null);
-    let (messages, contents) = template_of(path, source)?;
+    let (messages, contents) = template_of(path, source, &mut im.file_vars)?;
     let name = run
         .get("name")
         .and_then(Value::as_str)
@@ -229,7 +229,11 @@ fn variant(im: &mut Import, path: &Path, run: &Value) -> Result<Vec<String>, Fai
 /// A run's prompt template as messages (and their contents), each made a promptgauge
 /// template; a run whose answers came with its items, or whose prompt is no template, is
 /// refused.
-fn template_of(path: &Path, source: &Value) -> Result<(Vec<Value>, Vec<String>), Failure> {
+fn template_of(
+    path: &Path,
+    source: &Value,
+    file_vars: &mut super::files::FileVars,
+) -> Result<(Vec<Value>, Vec<String>), Failure> {
     let kind = source.get("type").and_then(Value::as_str).unwrap_or("");
     if kind == "jsonl" {
         return Err(UsageError::with_fix(
@@ -265,14 +269,19 @@ fn template_of(path: &Path, source: &Value) -> Result<(Vec<Value>, Vec<String>),
         .flatten()
     {
         let role = m.get("role").and_then(Value::as_str).unwrap_or("user");
-        let content = text_of(m.get("content").unwrap_or(&Value::Null))
-            .and_then(|content| template(&content, TemplateSide::Prompt))
-            .map_err(|why| {
-                UsageError(format!(
-                    "the run {}: a {role} message {why}",
-                    path.display()
-                ))
-            })?;
+        // Text parts as templates; `input_image` parts naming an item's field as the case's
+        // file of that name (docs/guide/attachments.md).
+        let content = super::files::content_template(
+            m.get("content").unwrap_or(&Value::Null),
+            file_vars,
+            &|text| template(text, TemplateSide::Prompt),
+        )
+        .map_err(|why| {
+            UsageError(format!(
+                "the run {}: a {role} message {why}",
+                path.display()
+            ))
+        })?;
         contents.push(content.clone());
         messages.push(json!({"role": role, "content": content}));
     }
@@ -846,6 +855,9 @@ fn case(
         .into());
     }
     let mut case = json!({"id": id, "vars": item});
+    if let Some(c) = case.as_object_mut() {
+        super::files::vars_to_files(c, &im.file_vars).map_err(UsageError)?;
+    }
     if let Some(reference) = expected {
         let rendered = template(reference, TemplateSide::Prompt)
             .ok()

@@ -51,6 +51,8 @@ pub(super) struct Sample {
     pub(super) usage: Option<Usage>,
     pub(super) latency_ms: Option<f64>,
     pub(super) tags: Vec<String>,
+    /// The files its input carried (inspect's image, audio and document content).
+    pub(super) files: Vec<crate::runner::job_record::FileNote>,
 }
 
 /// A variant name as the reports and the command line take it: letters, digits, `-`, `_`,

@@ -11,6 +11,8 @@ use super::imported::{self, Imported, ImportedArm, Sample};
 use super::read;
 use crate::cli::{ImportResultsArgs, UsageError};
 use crate::client::Usage;
+use crate::client::attachment::{Kind, sha256_hex};
+use crate::runner::job_record::FileNote;
 
 /// One log: its header (eval, plan, results) and its samples.
 struct Log {
@@ -390,13 +392,17 @@ fn sample(s: &Value, at: &ScoreAt) -> Sample {
         .get("epoch")
         .and_then(Value::as_u64)
         .map_or(0, |e| e.saturating_sub(1)) as u32;
+    let mut files = Vec::new();
     let input = match s.get("input") {
         Some(Value::String(t)) => t.clone(),
         Some(Value::Array(messages)) => messages
             .iter()
             .filter_map(|m| {
                 let role = m.get("role")?.as_str()?;
-                Some(format!("{role}: {}", text_of(m.get("content")?)))
+                Some(format!(
+                    "{role}: {}",
+                    text_of(m.get("content")?, s.get("attachments"), &mut files)
+                ))
             })
             .collect::<Vec<_>>()
             .join("\n"),
@@ -451,19 +457,99 @@ fn sample(s: &Value, at: &ScoreAt) -> Sample {
             .and_then(Value::as_f64)
             .map(|t| t * 1000.0),
         tags,
+        files,
     }
 }
 
-/// A message's content as text: a string, or its text parts.
-fn text_of(content: &Value) -> String {
+/// A message's content as text: a string, or its text parts, each image, audio or
+/// document part as `[image: NAME, sha256 …]` where it was (the file itself in `files`).
+fn text_of(content: &Value, attachments: Option<&Value>, files: &mut Vec<FileNote>) -> String {
     match content {
         Value::String(s) => s.clone(),
         Value::Array(parts) => parts
             .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .filter_map(|p| match p.get("type").and_then(Value::as_str) {
+                Some("image" | "audio" | "video" | "document") => {
+                    Some(file_of(p, attachments, files))
+                }
+                _ => p.get("text").and_then(Value::as_str).map(String::from),
+            })
             .collect::<Vec<_>>()
             .join(""),
         _ => String::new(),
+    }
+}
+
+/// inspect's `ContentImage` (`image`), `ContentAudio` (`audio`), `ContentVideo` and
+/// `ContentDocument`: a data URL (decoded, its kind from its bytes), a URL or a path (its
+/// kind from its name), noted in `files`; what the input's text shows in its place. A log
+/// keeps a large one as `attachment://HASH`, the sample's `attachments` holding it.
+fn file_of(part: &Value, attachments: Option<&Value>, files: &mut Vec<FileNote>) -> String {
+    let kind_word = part.get("type").and_then(Value::as_str).unwrap_or("file");
+    let mut held = part
+        .get(kind_word)
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if let Some(hash) = held.strip_prefix("attachment://") {
+        held = attachments
+            .and_then(|a| a.get(hash))
+            .and_then(Value::as_str)
+            .unwrap_or(held);
+    }
+    let name = part
+        .get("filename")
+        .and_then(Value::as_str)
+        .map(String::from)
+        .unwrap_or_else(|| {
+            let n = files
+                .iter()
+                .filter(|f| f.name.starts_with(kind_word))
+                .count();
+            format!("{kind_word}-{}", n + 1)
+        });
+    let note = if let Some(data) = held.strip_prefix("data:") {
+        let bytes = data.split_once(',').and_then(|(head, b64)| {
+            use base64::Engine;
+            head.ends_with(";base64")
+                .then(|| {
+                    base64::engine::general_purpose::STANDARD
+                        .decode(b64.trim())
+                        .ok()
+                })
+                .flatten()
+        });
+        bytes.and_then(|b| {
+            Some(FileNote {
+                name: name.clone(),
+                origin: format!("data:{}", data.split([',', ';']).next().unwrap_or("")),
+                kind: Kind::sniff(&b)?,
+                bytes: b.len() as u64,
+                sha256: Some(sha256_hex(&b)),
+                path: None,
+            })
+        })
+    } else {
+        let ext = held.rsplit_once('.').map_or("", |(_, e)| e);
+        let ext = part.get("format").and_then(Value::as_str).unwrap_or(ext);
+        Kind::of_extension(ext).map(|kind| FileNote {
+            name: name.clone(),
+            origin: held.to_string(),
+            kind,
+            bytes: 0,
+            sha256: None,
+            path: None,
+        })
+    };
+    match note {
+        Some(n) => {
+            let shown = match &n.sha256 {
+                Some(h) => format!("[{kind_word}: {name}, sha256 {}…]", &h[..12]),
+                None => format!("[{kind_word}: {}]", n.origin),
+            };
+            files.push(n);
+            shown
+        }
+        None => format!("[{kind_word}: not a kind promptgauge knows]"),
     }
 }
 

@@ -227,6 +227,7 @@ fn sample_of(l: &Value, doc: String, output: String, score: Result<f64, String>)
         usage: None,
         latency_ms: None,
         tags: Vec::new(),
+        files: Vec::new(),
     }
 }
 

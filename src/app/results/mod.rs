@@ -243,6 +243,7 @@ fn run_of(imported: &Imported, dir: &RunDir) -> (RunRecord, Vec<JobRecord>) {
             sequential: None,
             endpoints: Vec::new(),
             order_seed: None,
+            fetch_urls: false,
         },
         fingerprint: fingerprint_of(imported, &case_hashes, repeats),
         jobs_planned: cases.ids.len() * per_case,
@@ -421,7 +422,7 @@ fn job_record(job: usize, arm: &ImportedArm, s: &Sample) -> JobRecord {
         batch: None,
         refused: false,
         usage_anomaly: None,
-        files: Vec::new(),
+        files: s.files.clone(),
     }
 }
 

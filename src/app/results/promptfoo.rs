@@ -142,6 +142,7 @@ fn columns(
             usage: usage_of(r),
             latency_ms: r.get("latencyMs").and_then(Value::as_f64),
             tags: Vec::new(),
+            files: Vec::new(),
         });
     }
     if named_missing == list.len() && !list.is_empty() {

@@ -93,6 +93,7 @@ pub(super) fn new_record(settings: &RunSettings, dir: &RunDir, started_at: Strin
             sequential: p.sequential.clone(),
             endpoints: p.endpoint_names(),
             order_seed: p.order_seed,
+            fetch_urls: settings.fetch_urls,
         },
         fingerprint: Fingerprint::of(bench, &p.variants),
         jobs_planned: p.jobs.len(),

@@ -118,6 +118,7 @@ pub(super) fn oracle(p: &Prepared, run_id: &str) -> crate::mock::answers::Oracle
             expected_json: case.expected_json.clone(),
             shape: crate::grade::SpecExt::shape(case.grade.as_ref().unwrap_or(&bench.grade)),
             others: others.clone(),
+            files: case.files.len() + case.messages.iter().map(|m| m.files.len()).sum::<usize>(),
         })
     }))
 }

@@ -110,6 +110,7 @@ pub(super) fn kept_plan(flags: &PlanArgs, record: &RunRecord) -> PlanArgs {
         sequential: record.plan.sequential.clone(),
         seed: record.plan.order_seed,
         order_kept: true,
+        fetch_urls: record.plan.fetch_urls || flags.fetch_urls,
         ..judged_as_before(flags, record)
     }
 }

@@ -86,6 +86,8 @@ pub(super) struct RunSettings {
     pub limit: Option<u64>,
     /// `--shard`: this run's share of the jobs (as the record keeps it).
     pub shard: Option<crate::suite::Shard>,
+    /// `--fetch-urls` (a resume's, as the record keeps it).
+    pub fetch_urls: bool,
     /// The gates asked for (`--allow-failures` recorded with the run).
     pub gates: GateArgs,
     /// The files the run writes besides its folder (`--junit`, `--markdown`, …).
@@ -127,6 +129,7 @@ impl RunSettings {
             out: flags.out.clone(),
             limit: flags.plan.limit,
             shard: flags.plan.shard,
+            fetch_urls: plan.fetch_urls,
             gates: flags.gates.clone(),
             outputs: flags.outputs.clone(),
             no_store: flags.store.no_store,

@@ -18,6 +18,8 @@ pub struct BatchSettings {
     pub wait: Duration,
     /// Requests per batch, at most (under the provider's own limit).
     pub max_requests: Option<usize>,
+    /// Bytes per batch file, at most (under the provider's own limit).
+    pub max_bytes: Option<usize>,
     /// On a stop (Ctrl-C, SIGTERM, the wall-clock limit), cancel the batches still
     /// running rather than leave them to a resume.
     pub cancel_on_stop: bool,
@@ -30,6 +32,7 @@ impl Default for BatchSettings {
             poll_max: Duration::from_secs(300),
             wait: Duration::from_secs(26 * 3600),
             max_requests: None,
+            max_bytes: None,
             cancel_on_stop: false,
         }
     }

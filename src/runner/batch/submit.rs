@@ -28,13 +28,14 @@ pub(super) struct Want {
 
 impl Collector {
     /// The most requests and bytes one batch may hold: the provider's limits, and under
-    /// them `--batch-max-requests`.
+    /// them `--batch-size` and `--batch-max-bytes`.
     fn most(&self) -> (usize, usize) {
         let (requests, bytes) = self.api.api.limits();
         let requests = self
             .settings
             .max_requests
             .map_or(requests, |n| n.clamp(1, requests));
+        let bytes = self.settings.max_bytes.map_or(bytes, |n| n.clamp(1, bytes));
         (requests, bytes)
     }
 

@@ -211,6 +211,7 @@ async fn a_tool_call_arrives_in_pieces_and_adds_up() {
         expected_json: Some(expected),
         shape: Shape::ToolCall,
         others: Arc::new(Vec::new()),
+        files: 0,
     };
     let p = provider(MockConfig {
         oracle: Some(Oracle(Arc::new(move |_| Some(hint.clone())))),

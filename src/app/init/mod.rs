@@ -1,5 +1,5 @@
-//! `init [DIR] --task choice|number|json|free`: a small bench that runs at once on the
-//! built-in simulator, every key commented, to edit into your own.
+//! `init [DIR] --task choice|number|json|free|vision`: a small bench that runs at once on
+//! the built-in simulator, every key commented, to edit into your own.
 
 use std::path::Path;
 
@@ -7,13 +7,24 @@ use super::{Exit, Failure};
 use crate::cli::{InitArgs, Task, UsageError};
 use crate::error::BeforeSend;
 
+mod shapes;
+
 /// One file of a new bench.
 struct StarterFile {
-    path: &'static str,
-    text: String,
+    path: String,
+    bytes: Vec<u8>,
 }
 
-fn bench_yaml(name: &str, grade: &str, extra: &str) -> String {
+impl StarterFile {
+    fn new(path: impl Into<String>, bytes: impl Into<Vec<u8>>) -> StarterFile {
+        StarterFile {
+            path: path.into(),
+            bytes: bytes.into(),
+        }
+    }
+}
+
+fn bench_yaml(name: &str, grade: &str, extra: &str, more_variants: &str) -> String {
     format!(
         r#"# A promptgauge bench: every prompt variant runs over every case, and the variants are
 # compared case by case. Edit the cases and prompts; `promptgauge check` validates
@@ -23,7 +34,7 @@ cases: cases.jsonl                 # one JSON object per line: id, vars, expecte
 variants:                          # prompt files; the first is the baseline the others are compared with
   - prompts/plain.yaml
   - prompts/careful.yaml
-grade: {grade}
+{more_variants}grade: {grade}
 {extra}endpoint:
   # base_url: http://127.0.0.1:8000/v1   # your server (vLLM, llama.cpp, …) or https://api.openai.com/v1;
   #                                      # unset: the built-in simulator answers (and says so)
@@ -64,6 +75,9 @@ struct Starter {
     cases: Vec<String>,
     plain: Messages,
     careful: Messages,
+    /// Variants past the two (their lines in the bench's list), and other files.
+    more_variants: &'static str,
+    more_files: Vec<StarterFile>,
 }
 
 fn files(task: Task, name: &str) -> Vec<StarterFile> {
@@ -72,25 +86,22 @@ fn files(task: Task, name: &str) -> Vec<StarterFile> {
         Task::Number => number(),
         Task::Json => json(),
         Task::Free => free(),
+        Task::Vision => shapes::vision(),
     };
-    vec![
-        StarterFile {
-            path: "promptgauge.yaml",
-            text: bench_yaml(name, s.grade, s.extra),
-        },
-        StarterFile {
-            path: "cases.jsonl",
-            text: s.cases.join("\n") + "\n",
-        },
-        StarterFile {
-            path: "prompts/plain.yaml",
-            text: prompt("plain", s.plain.0, s.plain.1),
-        },
-        StarterFile {
-            path: "prompts/careful.yaml",
-            text: prompt("careful", s.careful.0, s.careful.1),
-        },
-    ]
+    let mut files = vec![
+        StarterFile::new(
+            "promptgauge.yaml",
+            bench_yaml(name, s.grade, s.extra, s.more_variants),
+        ),
+        StarterFile::new("cases.jsonl", s.cases.join("\n") + "\n"),
+        StarterFile::new("prompts/plain.yaml", prompt("plain", s.plain.0, s.plain.1)),
+        StarterFile::new(
+            "prompts/careful.yaml",
+            prompt("careful", s.careful.0, s.careful.1),
+        ),
+    ];
+    files.extend(s.more_files);
+    files
 }
 
 /// `--task choice`: route a support message to a team by its letter.
@@ -128,6 +139,8 @@ fn choice() -> Starter {
             "Route the message to a team: A billing, B technical, C shipping, D account. Think step by step, then end with 'Answer: <letter>'.",
             "<message>{{ message }}</message>",
         ),
+        more_variants: "",
+        more_files: Vec::new(),
     }
 }
 
@@ -141,6 +154,8 @@ fn number() -> Starter {
                 .collect(),
         plain: ("Answer with a number only.", "{{ question }}"),
         careful: ("Work it out step by step, then give the final number on the last line.", "{{ question }}"),
+        more_variants: "",
+        more_files: Vec::new(),
     }
 }
 
@@ -167,6 +182,8 @@ fn json() -> Starter {
             .collect(),
         plain: ("Extract name, order_id and amount from the message as a JSON object.", "{{ text }}"),
         careful: ("Reply with one JSON object only, keys name (string), order_id (string, as written), amount (number).", "<message>{{ text }}</message>"),
+        more_variants: "",
+        more_files: Vec::new(),
     }
 }
 
@@ -218,6 +235,8 @@ fn free() -> Starter {
             "You are the support assistant of a shop. Answer in one short, polite sentence.",
             "{{ request }}",
         ),
+        more_variants: "",
+        more_files: Vec::new(),
     }
 }
 
@@ -242,7 +261,7 @@ pub fn init(args: &InitArgs) -> Result<Exit, Failure> {
         .collect::<String>();
     let files = files(args.task, &name);
     for f in &files {
-        let path = dir.join(f.path);
+        let path = dir.join(&f.path);
         // Anything there — a symlink too, even one pointing nowhere, which a write would
         // follow to wherever it points.
         if std::fs::symlink_metadata(&path).is_ok() {
@@ -255,7 +274,7 @@ pub fn init(args: &InitArgs) -> Result<Exit, Failure> {
     }
     for f in &files {
         // A new file only: never through a symlink made since the check.
-        crate::files::write_new(&dir.join(f.path), &f.text)
+        crate::files::write_new(&dir.join(&f.path), &f.bytes)
             .map_err(|e| anyhow::anyhow!(e))
             .before_send()?;
     }
@@ -264,10 +283,24 @@ pub fn init(args: &InitArgs) -> Result<Exit, Failure> {
     } else {
         format!("cd {} && ", crate::report::shell_path(&dir))
     };
+    let written: Vec<&str> = files
+        .iter()
+        .map(|f| f.path.as_str())
+        .filter(|p| !p.starts_with("images/"))
+        .collect();
+    let images = files.len() - written.len();
     out!(
-        "wrote a {} bench in {}: promptgauge.yaml, cases.jsonl (10 cases), prompts/plain.yaml, prompts/careful.yaml",
+        "wrote a {} bench in {}: {}{}",
         args.task.name(),
-        dir.display()
+        dir.display(),
+        written
+            .join(", ")
+            .replace("cases.jsonl", "cases.jsonl (10 cases)"),
+        if images > 0 {
+            format!(", images/ ({images} PNG images)")
+        } else {
+            String::new()
+        }
     );
     out!("next:");
     out!(
