@@ -4,7 +4,11 @@
 # (/v1/responses) and the Anthropic Messages API (/v1/messages) in front of a local
 # OpenAI-compatible server — here promptgauge's own simulator — so a bench's requests and
 # streams go through LiteLLM's code for each protocol, not ours. The same bench must get
-# the same figures over all three.
+# the same figures over all three. Then files (docs/guide/attachments.md): `init --task
+# vision`'s images through the same three paths, and through LiteLLM's translation of
+# OpenAI image parts into an Anthropic Messages backend (the simulator's /v1/messages,
+# which reads image blocks as strictly as Anthropic): the figures must agree again, and
+# the simulator must have read every image sent.
 #
 #   scripts/real-servers.sh          # installs litellm[proxy] into $VENV (.venv-litellm) once
 #
@@ -30,6 +34,11 @@ model_list:
     litellm_params:
       model: openai/mock-model
       api_base: http://127.0.0.1:$MOCK_PORT/v1
+      api_key: none
+  - model_name: local-claude
+    litellm_params:
+      model: anthropic/mock-model
+      api_base: http://127.0.0.1:$MOCK_PORT
       api_key: none
 YAML
 LITELLM_MASTER_KEY=$KEY "$VENV/bin/litellm" --config "$WORK/litellm.yaml" --port "$PROXY_PORT" \
@@ -57,3 +66,34 @@ if [ "${figures[0]}" != "${figures[1]}" ] || [ "${figures[0]}" != "${figures[2]}
   exit 1
 fi
 echo "the same figures over all three protocols"
+
+# Files: the vision bench's images through each protocol, and into an Anthropic backend.
+files_read() {
+  curl -s "http://127.0.0.1:$MOCK_PORT/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["files"])'
+}
+"$PG" init "$WORK/vision" --task vision > /dev/null
+figures=()
+for route in openai-chat:local-model openai-responses:local-model anthropic-messages:local-model openai-chat:local-claude; do
+  protocol=${route%%:*}
+  model=${route#*:}
+  before=$(files_read)
+  OPENAI_API_KEY=$KEY "$PG" run "$WORK/vision/promptgauge.yaml" --quiet --no-store \
+    --base-url "http://127.0.0.1:$PROXY_PORT/v1" --model "$model" \
+    --protocol "$protocol" --out "$WORK/vision-$protocol-$model" > /dev/null
+  summary=$(ls "$WORK/vision-$protocol-$model"/*/summary.json)
+  line=$(python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print(' '.join(f\"{v['name']}={v['accuracy']} n={v['n']} failed={v['failed']}\" for v in s['variants']))" "$summary")
+  read_now=$(( $(files_read) - before ))
+  echo "vision, $protocol to $model: $line; the simulator read $read_now images"
+  if [ "$read_now" != 20 ]; then
+    echo "20 images were sent (plain and careful, 10 cases each), $read_now arrived" >&2
+    exit 1
+  fi
+  figures+=("$line")
+done
+for f in "${figures[@]:1}"; do
+  if [ "$f" != "${figures[0]}" ]; then
+    echo "the paths disagree on the vision bench" >&2
+    exit 1
+  fi
+done
+echo "the same figures, and every image read, over the four paths"

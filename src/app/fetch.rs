@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::client::attachment::{Attachment, FileSource, FileTokens, Held, Kind, sha256_hex};
+use crate::client::attachment::{Attachment, FileBytes, FileSource, FileTokens, Kind, sha256_hex};
 use crate::suite::{Bench, InputError, InputErrors};
 
 /// How long one file may take, from the request to its last byte.
@@ -26,7 +26,47 @@ const AT_ONCE: usize = 8;
 /// Replaces every URL the cases attach (their `files:` and their history's) by its bytes.
 pub(crate) fn fetch_urls(bench: &mut Bench) -> Result<(), InputErrors> {
     let most = bench.limits.max_file_bytes.map_or(MOST_BYTES, |b| b as u64);
-    // Each URL once, with the first case that names it (for the messages).
+    let wanted = wanted(bench);
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let urls: Vec<String> = wanted.iter().map(|(u, _)| u.clone()).collect();
+    let fetched = std::thread::scope(|s| {
+        s.spawn(|| download_all(&urls, most))
+            .join()
+            .unwrap_or_else(|_| vec![Err("the download failed".into()); urls.len()])
+    });
+    let got = checked(bench, &wanted, fetched)?;
+    let fetched = |f: &Arc<Attachment>| -> Arc<Attachment> {
+        let Some(got) = f.url().and_then(|u| got.get(u)) else {
+            return f.clone();
+        };
+        Arc::new(Attachment {
+            kind: got.kind,
+            size: got.size,
+            sha256: Some(got.sha256.clone()),
+            tokens: if f.detail.as_deref() == Some("low") {
+                got.tokens_low
+            } else {
+                got.tokens
+            },
+            source: Some(FileSource::Bytes(got.held.clone())),
+            ..(**f).clone()
+        })
+    };
+    for case in &mut bench.cases {
+        for f in &mut case.files {
+            *f = fetched(f);
+        }
+        for placed in case.messages.iter_mut().flat_map(|m| m.files.iter_mut()) {
+            placed.file = fetched(&placed.file);
+        }
+    }
+    Ok(())
+}
+
+/// Each URL the cases attach once, with the first case that names it (for the messages).
+fn wanted(bench: &Bench) -> Vec<(String, usize)> {
     let mut wanted: Vec<(String, usize)> = Vec::new();
     for (i, case) in bench.cases.iter().enumerate() {
         let history = case
@@ -41,17 +81,18 @@ pub(crate) fn fetch_urls(bench: &mut Bench) -> Result<(), InputErrors> {
             }
         }
     }
-    if wanted.is_empty() {
-        return Ok(());
-    }
-    let urls: Vec<String> = wanted.iter().map(|(u, _)| u.clone()).collect();
-    let fetched = std::thread::scope(|s| {
-        s.spawn(|| download_all(&urls, most))
-            .join()
-            .unwrap_or_else(|_| vec![Err("the download failed".into()); urls.len()])
-    });
+    wanted
+}
+
+/// The downloads, each a file promptgauge sends, within the total held; an error for each
+/// that is not, naming the first case that attaches it.
+fn checked(
+    bench: &Bench,
+    wanted: &[(String, usize)],
+    fetched: Vec<Result<Vec<u8>, String>>,
+) -> Result<HashMap<String, Fetched>, InputErrors> {
     let mut errors = Vec::new();
-    let mut got: HashMap<String, (Kind, Arc<Held>)> = HashMap::new();
+    let mut got: HashMap<String, Fetched> = HashMap::new();
     let mut total = 0u64;
     for ((url, case), result) in wanted.iter().zip(fetched) {
         let case = &bench.cases[*case];
@@ -69,39 +110,39 @@ pub(crate) fn fetch_urls(bench: &mut Bench) -> Result<(), InputErrors> {
                         .fix("download the files and name their paths: they are then read per request, not held"));
                     break;
                 }
-                got.insert(url.clone(), (kind, Held::new(bytes, kind)));
+                got.insert(
+                    url.clone(),
+                    Fetched {
+                        kind,
+                        size: bytes.len() as u64,
+                        sha256: sha256_hex(&bytes),
+                        tokens: FileTokens::of(kind, Some(&bytes), None),
+                        tokens_low: FileTokens::of(kind, Some(&bytes), Some("low")),
+                        held: FileBytes::new(bytes, kind),
+                    },
+                );
             }
             Err(why) => errors.push(fail(why).fix(
                 "check the URL (or download the file and name its path), or run without --fetch-urls to give the provider the URL",
             )),
         }
     }
-    if !errors.is_empty() {
-        return Err(InputErrors(errors));
+    if errors.is_empty() {
+        Ok(got)
+    } else {
+        Err(InputErrors(errors))
     }
-    let fetched = |f: &Arc<Attachment>| -> Arc<Attachment> {
-        let Some((kind, held)) = f.url().and_then(|u| got.get(u)) else {
-            return f.clone();
-        };
-        let bytes = held.bytes();
-        Arc::new(Attachment {
-            kind: *kind,
-            size: bytes.len() as u64,
-            sha256: Some(sha256_hex(bytes)),
-            tokens: FileTokens::of(*kind, Some(bytes), f.detail.as_deref()),
-            source: Some(FileSource::Bytes(held.clone())),
-            ..(**f).clone()
-        })
-    };
-    for case in &mut bench.cases {
-        for f in &mut case.files {
-            *f = fetched(f);
-        }
-        for placed in case.messages.iter_mut().flat_map(|m| m.files.iter_mut()) {
-            placed.file = fetched(&placed.file);
-        }
-    }
-    Ok(())
+}
+
+/// A URL's file, downloaded: what a case's attachment of it becomes.
+struct Fetched {
+    kind: Kind,
+    size: u64,
+    sha256: String,
+    /// Its prompt tokens, and at `detail: low`.
+    tokens: FileTokens,
+    tokens_low: FileTokens,
+    held: Arc<FileBytes>,
 }
 
 /// What a fetched file is, from its bytes; an SVG (text to the sniffer) is refused.

@@ -8,7 +8,7 @@
 //! a stream that breaks after the `stop_reason` and before it is cut (docs/guide/client.md, "Hostile
 //! streams").
 
-use bytes::Bytes;
+use super::transport::RequestBody;
 use serde_json::{Map, Value, json};
 
 use super::attachment::{FileFamily, Kind, Piece, pieces, where_files_go, with_text_files};
@@ -167,7 +167,7 @@ fn blocks(m: &ChatMessage) -> Vec<Value> {
             Piece::File(f) => {
                 let source = match f.url() {
                     Some(url) => json!({"type": "url", "url": url}),
-                    None => json!({"type": "base64", "media_type": f.kind.media_type(), "data": f.base64()}),
+                    None => json!({"type": "base64", "media_type": f.kind.media_type(), "data": f.base64_in_body()}),
                 };
                 let block = if f.kind.family() == FileFamily::Image { "image" } else { "document" };
                 Some(json!({"type": block, "source": source}))
@@ -387,7 +387,7 @@ impl Protocol for AnthropicMessages {
         where_files_go("Anthropic messages", kind, role, by_url)
     }
 
-    fn body(&self, model: &str, job: &JobRequest, _dialect: Dialect) -> Bytes {
+    fn body(&self, model: &str, job: &JobRequest, _dialect: Dialect) -> RequestBody {
         let mut body = params(job);
         let (system, messages) = conversation(&job.messages);
         if let Some(system) = system {
@@ -396,7 +396,7 @@ impl Protocol for AnthropicMessages {
         body.insert("model".into(), json!(model));
         body.insert("messages".into(), json!(messages));
         body.insert("stream".into(), json!(true));
-        Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
+        super::attachment::body_of(&body, job.messages.iter().flat_map(|m| &m.files))
     }
 
     /// The key in `x-api-key`, and the API version, which every request (the models list
@@ -552,7 +552,7 @@ mod tests {
     }
 
     fn body(job: &JobRequest) -> Value {
-        serde_json::from_slice(&P.body("claude", job, Dialect::default())).unwrap()
+        serde_json::from_slice(&P.body("claude", job, Dialect::default()).to_bytes()).unwrap()
     }
 
     #[test]

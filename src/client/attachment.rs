@@ -10,6 +10,8 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 
+use super::transport::RequestBody;
+
 /// What a file is, as its bytes say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -179,70 +181,118 @@ fn is_text(bytes: &[u8]) -> bool {
 }
 
 /// A file's bytes in hand, with their data URL made once: a run encodes a file once,
-/// however many variants, repeats and attempts send it.
-pub struct Held {
-    bytes: Box<[u8]>,
+/// however many variants, repeats and attempts send it, and each request's body carries
+/// that one encoding as a piece of its own ([`body_of`]), not a copy.
+pub struct FileBytes {
+    /// A text file's bytes (sent as text, never encoded).
+    text: Option<Box<[u8]>>,
     media_type: &'static str,
-    data_url: OnceLock<String>,
+    data_url: OnceLock<bytes::Bytes>,
 }
 
-impl Held {
-    pub fn new(bytes: impl Into<Box<[u8]>>, kind: Kind) -> Arc<Held> {
-        Arc::new(Held {
-            bytes: bytes.into(),
+impl FileBytes {
+    /// FileBytes bytes: a text file as it is, any other as its data URL alone (encoded now; the
+    /// raw bytes are not kept beside it).
+    pub fn new(bytes: impl Into<Box<[u8]>>, kind: Kind) -> Arc<FileBytes> {
+        let bytes: Box<[u8]> = bytes.into();
+        let held = FileBytes {
+            text: None,
             media_type: kind.media_type(),
             data_url: OnceLock::new(),
-        })
+        };
+        if kind == Kind::Text {
+            return Arc::new(FileBytes {
+                text: Some(bytes),
+                ..held
+            });
+        }
+        let _ = held.data_url.set(encode(kind.media_type(), &bytes));
+        Arc::new(held)
     }
 
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes
+    /// Its bytes: a text file's as held, any other's decoded from its base64 (a copy).
+    pub fn bytes(&self) -> std::borrow::Cow<'_, [u8]> {
+        match &self.text {
+            Some(t) => std::borrow::Cow::Borrowed(t),
+            None => std::borrow::Cow::Owned(
+                base64::engine::general_purpose::STANDARD
+                    .decode(self.base64())
+                    .unwrap_or_default(),
+            ),
+        }
     }
 
-    /// `data:{media type};base64,{bytes}`, encoded the first time it is asked for.
+    /// `data:{media type};base64,{bytes}`.
+    fn encoded(&self) -> &bytes::Bytes {
+        self.data_url
+            .get_or_init(|| encode(self.media_type, self.text.as_deref().unwrap_or_default()))
+    }
+
+    /// Where the base64 starts in the data URL.
+    fn prefix_len(&self) -> usize {
+        "data:;base64,".len() + self.media_type.len()
+    }
+
     pub fn data_url(&self) -> &str {
-        self.data_url.get_or_init(|| {
-            let prefix = format!("data:{};base64,", self.media_type);
-            let mut url = String::with_capacity(prefix.len() + self.bytes.len().div_ceil(3) * 4);
-            url.push_str(&prefix);
-            base64::engine::general_purpose::STANDARD.encode_string(&self.bytes, &mut url);
-            url
-        })
+        std::str::from_utf8(self.encoded()).unwrap_or_default()
     }
 
     /// The bytes in base64 (the data URL's tail).
     pub fn base64(&self) -> &str {
-        let url = self.data_url();
-        url.split_once(',').map_or("", |(_, b)| b)
+        &self.data_url()[self.prefix_len()..]
+    }
+
+    /// The data URL (`whole`) or its base64, as a piece of a body: shared, not copied.
+    fn piece(&self, whole: bool) -> bytes::Bytes {
+        let url = self.encoded();
+        if whole {
+            url.clone()
+        } else {
+            url.slice(self.prefix_len()..)
+        }
     }
 }
 
-impl std::fmt::Debug for Held {
+/// `bytes` as a data URL of `media_type`.
+fn encode(media_type: &str, bytes: &[u8]) -> bytes::Bytes {
+    let prefix = format!("data:{media_type};base64,");
+    let mut url = String::with_capacity(prefix.len() + bytes.len().div_ceil(3) * 4);
+    url.push_str(&prefix);
+    base64::engine::general_purpose::STANDARD.encode_string(bytes, &mut url);
+    bytes::Bytes::from(url)
+}
+
+impl std::fmt::Debug for FileBytes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Held({} bytes of {})", self.bytes.len(), self.media_type)
+        write!(
+            f,
+            "FileBytes({} encoded bytes of {})",
+            self.encoded().len(),
+            self.media_type
+        )
     }
 }
 
-impl PartialEq for Held {
-    fn eq(&self, other: &Held) -> bool {
-        self.bytes == other.bytes
+impl PartialEq for FileBytes {
+    fn eq(&self, other: &FileBytes) -> bool {
+        self.text == other.text && self.encoded() == other.encoded()
     }
 }
 
-impl Eq for Held {}
+impl Eq for FileBytes {}
 
 /// The bytes a bench's file was last read into, while a job still holds them: the jobs of
 /// a case are sent close together (case-major order), so its variants and repeats share
 /// one read, one hash check and one encoding; once none holds them, they are freed.
 #[derive(Default, Clone)]
-pub struct Recent(Arc<Mutex<Weak<Held>>>);
+pub struct Recent(Arc<Mutex<Weak<FileBytes>>>);
 
 impl Recent {
-    pub fn get(&self) -> Option<Arc<Held>> {
+    pub fn get(&self) -> Option<Arc<FileBytes>> {
         self.0.lock().ok()?.upgrade()
     }
 
-    pub fn set(&self, held: &Arc<Held>) {
+    pub fn set(&self, held: &Arc<FileBytes>) {
         if let Ok(mut w) = self.0.lock() {
             *w = Arc::downgrade(held);
         }
@@ -269,7 +319,7 @@ impl Eq for Recent {}
 pub enum FileSource {
     /// In hand: read from a file (verified against its hash when the request is built) or
     /// decoded from a data URL.
-    Bytes(Arc<Held>),
+    Bytes(Arc<FileBytes>),
     /// Not fetched: the provider is given the URL.
     Url(String),
 }
@@ -450,8 +500,8 @@ impl Attachment {
         }
     }
 
-    /// Its bytes, when they are in hand.
-    pub fn bytes(&self) -> Option<&[u8]> {
+    /// Its bytes, when they are in hand (decoded from their base64, but for a text file's).
+    pub fn bytes(&self) -> Option<std::borrow::Cow<'_, [u8]>> {
         match &self.source {
             Some(FileSource::Bytes(b)) => Some(b.bytes()),
             _ => None,
@@ -466,6 +516,23 @@ impl Attachment {
         }
     }
 
+    /// Its data URL as a request's JSON holds it until [`body_of`] puts the shared
+    /// encoding there (a mark); its URL, for a URL.
+    pub fn data_url_in_body(&self) -> String {
+        match (&self.source, &self.sha256) {
+            (Some(FileSource::Bytes(_)), Some(hash)) => mark(hash, true),
+            _ => self.data_url().to_string(),
+        }
+    }
+
+    /// Its base64 as a request's JSON holds it until [`body_of`] puts it there (a mark).
+    pub fn base64_in_body(&self) -> String {
+        match (&self.source, &self.sha256) {
+            (Some(FileSource::Bytes(_)), Some(hash)) => mark(hash, false),
+            _ => self.base64().to_string(),
+        }
+    }
+
     /// Its bytes as a data URL, or its URL.
     pub fn data_url(&self) -> &str {
         match &self.source {
@@ -477,7 +544,7 @@ impl Attachment {
 
     /// Its text, for a plain-text document.
     pub fn text(&self) -> String {
-        String::from_utf8_lossy(self.bytes().unwrap_or_default()).into_owned()
+        String::from_utf8_lossy(&self.bytes().unwrap_or_default()).into_owned()
     }
 
     /// How many bytes it adds to a request's body (base64 grows it by a third).
@@ -488,6 +555,56 @@ impl Attachment {
             _ => self.size.div_ceil(3) * 4,
         }
     }
+}
+
+/// This process's marks' prefix: random, so no text a case holds is taken for one.
+fn mark_prefix() -> &'static str {
+    static PREFIX: OnceLock<String> = OnceLock::new();
+    PREFIX.get_or_init(|| format!("pgfile{:016x}", rand::random::<u64>()))
+}
+
+/// What a body's JSON holds where a file's data URL (`whole`) or base64 goes: letters and
+/// digits only, so JSON writes it as it is.
+fn mark(hash: &str, whole: bool) -> String {
+    format!("{}{}{hash}", mark_prefix(), if whole { 'u' } else { 'b' })
+}
+
+/// A request's JSON as its body: each mark of a file of `files` (the files its messages
+/// carry) replaced by that file's encoding, as a piece of its own shared with every other
+/// request that sends the file.
+pub fn body_of<'a>(json: &impl Serialize, files: impl Iterator<Item = &'a Placed>) -> RequestBody {
+    let text = serde_json::to_vec(json).unwrap_or_default();
+    let held: Vec<(&str, &Arc<FileBytes>)> = files
+        .filter_map(|p| match (&p.file.source, &p.file.sha256) {
+            (Some(FileSource::Bytes(h)), Some(hash)) => Some((hash.as_str(), h)),
+            _ => None,
+        })
+        .collect();
+    if held.is_empty() {
+        return RequestBody::from(text);
+    }
+    let text = bytes::Bytes::from(text);
+    let prefix = mark_prefix().as_bytes();
+    let finder = memchr::memmem::Finder::new(prefix);
+    let mut pieces = Vec::new();
+    let mut at = 0;
+    while let Some(found) = finder.find(&text[at..]).map(|i| at + i) {
+        let after = found + prefix.len();
+        let whole = text.get(after) == Some(&b'u');
+        let hash = text.get(after + 1..after + 65).unwrap_or_default();
+        let Some((_, h)) = held.iter().find(|(k, _)| k.as_bytes() == hash) else {
+            // Not a mark of this request's files: text, kept.
+            pieces.push(text.slice(at..after));
+            at = after;
+            continue;
+        };
+        pieces.push(text.slice(at..found));
+        pieces.push(h.piece(whole));
+        at = after + 65;
+    }
+    pieces.push(text.slice(at..));
+    pieces.retain(|p| !p.is_empty());
+    RequestBody::new(pieces)
 }
 
 /// An attachment placed in a message: before the byte `at` of its text.
@@ -648,6 +765,31 @@ mod tests {
     }
 
     #[test]
+    fn a_mark_in_a_case_s_text_that_names_no_file_of_the_request_stays_text() {
+        let bytes = b"\x89PNG\r\n\x1a\n".to_vec();
+        let placed = Placed {
+            at: 0,
+            file: Arc::new(Attachment {
+                name: "p".into(),
+                kind: Kind::Png,
+                origin: "p.png".into(),
+                size: 8,
+                sha256: Some(sha256_hex(&bytes)),
+                detail: None,
+                source: Some(FileSource::Bytes(FileBytes::new(bytes, Kind::Png))),
+                path: None,
+                recent: Recent::default(),
+                tokens: FileTokens::default(),
+            }),
+        };
+        let json = serde_json::json!({"t": format!("{}u{}", mark_prefix(), "0".repeat(64))});
+        let body = body_of(&json, std::iter::once(&placed));
+        assert_eq!(body.to_bytes(), serde_json::to_vec(&json).unwrap());
+        let json = serde_json::json!({"t": placed.file.data_url_in_body()});
+        assert_eq!(body_of(&json, std::iter::once(&placed)).pieces().len(), 3);
+    }
+
+    #[test]
     fn a_message_is_cut_at_its_files() {
         let file = |name: &str| {
             Arc::new(Attachment {
@@ -657,7 +799,10 @@ mod tests {
                 size: 3,
                 sha256: Some("ab".into()),
                 detail: None,
-                source: Some(FileSource::Bytes(Held::new(b"abc".as_slice(), Kind::Png))),
+                source: Some(FileSource::Bytes(FileBytes::new(
+                    b"abc".as_slice(),
+                    Kind::Png,
+                ))),
                 path: None,
                 recent: Recent::default(),
                 tokens: FileTokens::default(),

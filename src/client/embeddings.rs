@@ -113,7 +113,7 @@ impl Client {
             method: HttpMethod::Post,
             url: format!("{}/embeddings", self.config.base_url.trim_end_matches('/')),
             headers,
-            body,
+            body: body.into(),
         };
         let response = match self.transport.send(request).await {
             Ok(r) => r,

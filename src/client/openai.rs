@@ -2,7 +2,7 @@
 //! every OpenAI-compatible server speaks: vLLM, llama.cpp, Ollama, SGLang, TGI, LiteLLM and
 //! the commercial endpoints. Every field name of the format lives in this file.
 
-use bytes::Bytes;
+use super::transport::RequestBody;
 use serde_json::{Map, Value, json};
 
 use super::attachment::{Attachment, FileFamily, Kind, Piece, pieces, where_files_go};
@@ -238,20 +238,20 @@ fn messages(messages: &[ChatMessage]) -> Value {
 fn chat_part(f: &Attachment) -> Value {
     match f.kind.family() {
         FileFamily::Image => {
-            let mut image = json!({"url": f.data_url()});
+            let mut image = json!({"url": f.data_url_in_body()});
             if let Some(detail) = &f.detail {
                 image["detail"] = json!(detail);
             }
             json!({"type": "image_url", "image_url": image})
         }
         FileFamily::Audio => json!({"type": "input_audio", "input_audio": {
-            "data": f.base64(),
+            "data": f.base64_in_body(),
             "format": if f.kind == Kind::Wav { "wav" } else { "mp3" },
         }}),
         FileFamily::Document if f.kind == Kind::Text => json!({"type": "text", "text": f.text()}),
         FileFamily::Document => json!({"type": "file", "file": {
             "filename": f.file_name(),
-            "file_data": f.data_url(),
+            "file_data": f.data_url_in_body(),
         }}),
     }
 }
@@ -261,7 +261,7 @@ impl Protocol for OpenAiChat {
         PATH
     }
 
-    fn body(&self, model: &str, job: &JobRequest, dialect: Dialect) -> Bytes {
+    fn body(&self, model: &str, job: &JobRequest, dialect: Dialect) -> RequestBody {
         let mut body = job.params.clone();
         body.insert("model".into(), json!(model));
         body.insert("messages".into(), messages(&job.messages));
@@ -274,7 +274,7 @@ impl Protocol for OpenAiChat {
         if dialect == NO_RESPONSE_FORMAT {
             body.remove("response_format");
         }
-        Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
+        super::attachment::body_of(&body, job.messages.iter().flat_map(|m| &m.files))
     }
 
     fn carries(&self, kind: Kind, role: &str, by_url: bool) -> Result<(), String> {

@@ -7,7 +7,7 @@
 //! ([`super::anthropic::AnthropicMessages`]). Another protocol is one new file implementing
 //! [`Protocol`] and one variant of [`ProtocolKind`].
 
-use bytes::Bytes;
+use super::transport::RequestBody;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -321,7 +321,7 @@ pub trait Protocol: Send + Sync {
     }
 
     /// The request body for a job.
-    fn body(&self, model: &str, job: &JobRequest, dialect: Dialect) -> Bytes;
+    fn body(&self, model: &str, job: &JobRequest, dialect: Dialect) -> RequestBody;
 
     /// Whether a file of `kind` (by URL when `by_url`) can go in a turn of `role`; why not
     /// when it cannot, naming what the protocol takes. Asked for every file of every case

@@ -7,7 +7,7 @@
 //! A bench's params are written for chat completions (`max_tokens`, `response_format`,
 //! tools as `{type, function: {…}}`); the request carries them in this API's words.
 
-use bytes::Bytes;
+use super::transport::RequestBody;
 use serde_json::{Map, Value, json};
 
 use super::attachment::{FileFamily, Kind, Piece, pieces, where_files_go};
@@ -55,7 +55,7 @@ fn input_parts(m: &ChatMessage) -> Value {
             Piece::Text(t) => json!({"type": "input_text", "text": t}),
             Piece::File(f) if f.kind == Kind::Text => json!({"type": "input_text", "text": f.text()}),
             Piece::File(f) if f.kind.family() == FileFamily::Image => {
-                let mut part = json!({"type": "input_image", "image_url": f.data_url()});
+                let mut part = json!({"type": "input_image", "image_url": f.data_url_in_body()});
                 if let Some(detail) = &f.detail {
                     part["detail"] = json!(detail);
                 }
@@ -64,7 +64,7 @@ fn input_parts(m: &ChatMessage) -> Value {
             // A PDF (audio is refused when the bench is loaded: this API has no part for it).
             Piece::File(f) => match f.url() {
                 Some(url) => json!({"type": "input_file", "file_url": url}),
-                None => json!({"type": "input_file", "filename": f.file_name(), "file_data": f.data_url()}),
+                None => json!({"type": "input_file", "filename": f.file_name(), "file_data": f.data_url_in_body()}),
             },
         })
         .collect()
@@ -423,7 +423,7 @@ impl Protocol for OpenAiResponses {
         where_files_go("the OpenAI Responses API", kind, role, by_url)
     }
 
-    fn body(&self, model: &str, job: &JobRequest, dialect: Dialect) -> Bytes {
+    fn body(&self, model: &str, job: &JobRequest, dialect: Dialect) -> RequestBody {
         let mut body = job.params.clone();
         translate(&mut body);
         if dialect == NO_TEXT_FORMAT {
@@ -438,7 +438,7 @@ impl Protocol for OpenAiResponses {
         body.insert("stream".into(), json!(true));
         // Each job stands alone: nothing refers back to a response, so none is kept.
         body.entry("store").or_insert(json!(false));
-        Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
+        super::attachment::body_of(&body, job.messages.iter().flat_map(|m| &m.files))
     }
 
     fn key_headers(&self, key: Option<&ApiKey>) -> Vec<(String, String)> {
@@ -557,7 +557,7 @@ mod tests {
     }
 
     fn body(job: &JobRequest, dialect: Dialect) -> Value {
-        serde_json::from_slice(&P.body("m", job, dialect)).unwrap()
+        serde_json::from_slice(&P.body("m", job, dialect).to_bytes()).unwrap()
     }
 
     fn decode_all(events: &[&str]) -> Streamed {

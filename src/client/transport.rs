@@ -21,7 +21,73 @@ pub struct HttpRequest {
     pub url: String,
     /// Lowercase names. May hold the API key: never log this as is.
     pub headers: Vec<(String, String)>,
-    pub body: Bytes,
+    pub body: RequestBody,
+}
+
+/// A request body, in pieces sent one after another: a file's base64 is a piece of its
+/// own, shared by every request that carries it rather than copied into each
+/// (docs/guide/attachments.md, "Limits").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestBody(Vec<Bytes>);
+
+impl RequestBody {
+    pub fn new(pieces: Vec<Bytes>) -> RequestBody {
+        RequestBody(pieces)
+    }
+
+    /// Its length in bytes.
+    pub fn len(&self) -> usize {
+        self.0.iter().map(Bytes::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Its bytes in one piece (a copy, unless it is one already).
+    pub fn to_bytes(&self) -> Bytes {
+        match self.0.as_slice() {
+            [] => Bytes::new(),
+            [one] => one.clone(),
+            many => Bytes::from(many.concat()),
+        }
+    }
+
+    pub fn pieces(&self) -> &[Bytes] {
+        &self.0
+    }
+
+    /// As reqwest sends it: one piece as it is, several as a stream of them (with their
+    /// length, so no chunked encoding).
+    fn to_reqwest(&self) -> reqwest::Body {
+        match self.0.as_slice() {
+            [] => reqwest::Body::from(Bytes::new()),
+            [one] => reqwest::Body::from(one.clone()),
+            many => {
+                let pieces: Vec<Result<Bytes, std::io::Error>> =
+                    many.iter().cloned().map(Ok).collect();
+                reqwest::Body::wrap_stream(futures_util::stream::iter(pieces))
+            }
+        }
+    }
+}
+
+impl From<Bytes> for RequestBody {
+    fn from(b: Bytes) -> RequestBody {
+        RequestBody(vec![b])
+    }
+}
+
+impl From<Vec<u8>> for RequestBody {
+    fn from(b: Vec<u8>) -> RequestBody {
+        RequestBody(vec![Bytes::from(b)])
+    }
+}
+
+impl From<&'static str> for RequestBody {
+    fn from(b: &'static str) -> RequestBody {
+        RequestBody(vec![Bytes::from_static(b.as_bytes())])
+    }
 }
 
 impl HttpRequest {
@@ -170,7 +236,11 @@ impl Transport for ReqwestTransport {
             let mut hops = 0;
             let response = loop {
                 let mut builder = match request.method {
-                    HttpMethod::Post => client.post(url.clone()).body(request.body.clone()),
+                    HttpMethod::Post if request.body.pieces().len() > 1 => client
+                        .post(url.clone())
+                        .header(reqwest::header::CONTENT_LENGTH, request.body.len())
+                        .body(request.body.to_reqwest()),
+                    HttpMethod::Post => client.post(url.clone()).body(request.body.to_reqwest()),
                     HttpMethod::Get => client.get(url.clone()),
                 };
                 for (k, v) in &headers {

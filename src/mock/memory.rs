@@ -53,7 +53,7 @@ impl Transport for MemoryTransport {
             let request_method = request.method.as_str();
             let request = MockRequest {
                 headers: request.headers,
-                body: request.body,
+                body: request.body.to_bytes(),
             };
             // The batch API's routes want the URL's path alone (after scheme and host).
             let route = match path.find("://") {

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use super::error::{FilePos, InputError};
 use crate::client::attachment::{
-    Attachment, FileSource, FileTokens, Held, Kind, Recent, sha256_hex,
+    Attachment, FileBytes, FileSource, FileTokens, Kind, Recent, sha256_hex,
 };
 
 /// The largest file a case may name at all: the endpoint's `limits.max_file_bytes` (or
@@ -37,7 +37,7 @@ pub fn loaded(file: &Arc<Attachment>) -> Result<Arc<Attachment>, String> {
                     file.origin
                 ));
             }
-            let held = Held::new(bytes, file.kind);
+            let held = FileBytes::new(bytes, file.kind);
             file.recent.set(&held);
             held
         }
@@ -309,7 +309,7 @@ fn from_data_url(url: &str, id: &str, here: &FilePos) -> Result<Arc<Attachment>,
         sha256: Some(sha256_hex(&bytes)),
         detail: None,
         tokens: FileTokens::of(kind, Some(&bytes), None),
-        source: Some(FileSource::Bytes(Held::new(bytes, kind))),
+        source: Some(FileSource::Bytes(FileBytes::new(bytes, kind))),
         path: None,
         recent: Recent::default(),
     }))
@@ -380,9 +380,20 @@ mod tests {
         assert_eq!(files[0].size, PNG.len() as u64);
         assert_eq!(files[1].url(), Some("https://x.test/s.pdf"));
         assert_eq!(files[1].kind, Kind::Pdf);
-        // Read again when sent, and refused once changed.
-        assert!(loaded(&files[0]).unwrap().bytes().is_some());
+        // Read when sent: while a job holds the bytes, another job of the case shares
+        // them (one read, one hash check, one encoding); once none does, they are freed
+        // and read again — refused once changed.
+        let first = loaded(&files[0]).unwrap();
+        let second = loaded(&files[0]).unwrap();
+        let held = |f: &Attachment| match &f.source {
+            Some(FileSource::Bytes(h)) => h.clone(),
+            _ => panic!("no bytes"),
+        };
+        assert!(Arc::ptr_eq(&held(&first), &held(&second)));
+        assert!(std::ptr::eq(first.data_url(), second.data_url()));
         std::fs::write(dir.path().join("r.png"), [PNG, b"x"].concat()).unwrap();
+        assert!(loaded(&files[0]).is_ok(), "still held: not read again");
+        drop((first, second));
         assert!(loaded(&files[0]).unwrap_err().contains("changed since"));
 
         let e = files_of(&json!(["fake.png"]), "c1", &here)

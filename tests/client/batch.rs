@@ -32,7 +32,7 @@ async fn call(
                 ("content-type".into(), content_type.into()),
                 ("authorization".into(), "Bearer sk-batch".into()),
             ],
-            body,
+            body: body.into(),
         })
         .await
         .unwrap();
@@ -252,7 +252,7 @@ async fn the_batch_api_wants_the_key_and_refuses_what_it_cannot_run() {
             method: HttpMethod::Get,
             url: format!("{BASE}/batches"),
             headers: vec![("authorization".into(), "Bearer wrong".into())],
-            body: Bytes::new(),
+            body: Bytes::new().into(),
         })
         .await
         .unwrap();

@@ -4,6 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use base64::Engine;
+use promptgauge::client::attachment::{
+    Attachment, FileBytes, FileSource, FileTokens, Kind, Placed, Recent, sha256_hex,
+};
 use promptgauge::client::{Client, ClientConfig, JobRequest, Outcome, ProtocolKind};
 use promptgauge::mock::memory::MemoryTransport;
 use promptgauge::mock::{Faults, MockConfig, Provider, RetryAfter, UsageMode};
@@ -508,4 +512,70 @@ async fn rate_limits_space_requests_and_the_wait_is_not_latency() {
     let elapsed = start.elapsed().as_secs_f64();
     assert!((6.0..6.5).contains(&elapsed), "{elapsed}");
     assert_eq!(p.stats().max_in_flight, 1);
+}
+
+/// A file's bytes go into a request body once encoded, as a piece of the body shared with
+/// every other request that sends the file (docs/guide/attachments.md, "Limits").
+#[test]
+fn a_body_carries_each_file_s_one_encoding_as_a_piece_of_its_own() {
+    let bytes = b"\x89PNG\r\n\x1a\nsome pixels".to_vec();
+    let file = Arc::new(Attachment {
+        name: "photo".into(),
+        kind: Kind::Png,
+        origin: "p.png".into(),
+        size: bytes.len() as u64,
+        sha256: Some(sha256_hex(&bytes)),
+        detail: None,
+        source: Some(FileSource::Bytes(FileBytes::new(bytes.clone(), Kind::Png))),
+        path: None,
+        recent: Recent::default(),
+        tokens: FileTokens::default(),
+    });
+    let message = promptgauge::client::ChatMessage {
+        role: "user".into(),
+        content: "Look".into(),
+        files: vec![Placed {
+            at: 4,
+            file: file.clone(),
+        }],
+        extra: Default::default(),
+    };
+    for protocol in [
+        promptgauge::client::ProtocolKind::OpenaiChat,
+        promptgauge::client::ProtocolKind::OpenaiResponses,
+        promptgauge::client::ProtocolKind::AnthropicMessages,
+    ] {
+        let job = promptgauge::client::JobRequest {
+            messages: vec![message.clone()],
+            params: Default::default(),
+            idempotency_key: "k".into(),
+            reserve_tokens: 0,
+        };
+        let body = protocol
+            .build()
+            .body("m", &job, promptgauge::client::Dialect::default());
+        // One piece is the file's encoding itself, the one the file holds.
+        let held = match &file.source {
+            Some(FileSource::Bytes(h)) => h.clone(),
+            _ => unreachable!(),
+        };
+        let shared = body
+            .pieces()
+            .iter()
+            .filter(|p| {
+                held.data_url()
+                    .as_bytes()
+                    .as_ptr_range()
+                    .contains(&p.as_ptr())
+            })
+            .count();
+        assert_eq!(shared, 1, "{protocol:?}: {:?}", body.pieces());
+        // Joined, the body is the JSON the provider reads, the file's bytes in it.
+        let json: serde_json::Value = serde_json::from_slice(&body.to_bytes()).unwrap();
+        let text = json.to_string();
+        let b64 = base64::engine::general_purpose::STANDARD.encode(&bytes);
+        assert!(text.contains(&b64), "{protocol:?}: {text}");
+        assert!(!text.contains("pgfile"), "no mark is left: {text}");
+        assert_eq!(body.len(), body.to_bytes().len());
+    }
 }

@@ -115,7 +115,7 @@ async fn play(replies: Vec<Reply>, job: &JobRequest) -> (JobResult, Vec<HttpRequ
 }
 
 fn body(request: &HttpRequest) -> Value {
-    serde_json::from_slice(&request.body).unwrap()
+    serde_json::from_slice(&request.body.to_bytes()).unwrap()
 }
 
 #[tokio::test(start_paused = true)]

@@ -8,21 +8,9 @@ use crate::cli::{InitArgs, Task, UsageError};
 use crate::error::BeforeSend;
 
 mod shapes;
+mod starter;
 
-/// One file of a new bench.
-struct StarterFile {
-    path: String,
-    bytes: Vec<u8>,
-}
-
-impl StarterFile {
-    fn new(path: impl Into<String>, bytes: impl Into<Vec<u8>>) -> StarterFile {
-        StarterFile {
-            path: path.into(),
-            bytes: bytes.into(),
-        }
-    }
-}
+use starter::{Starter, StarterFile};
 
 fn bench_yaml(name: &str, grade: &str, extra: &str, more_variants: &str) -> String {
     format!(
@@ -60,24 +48,6 @@ fn prompt(name: &str, system: &str, user: &str) -> String {
         serde_json::to_string(system).unwrap_or_default(),
         serde_json::to_string(user).unwrap_or_default(),
     )
-}
-
-/// (system, user) messages of a variant.
-type Messages = (&'static str, &'static str);
-
-/// What a task's starter bench is made of.
-struct Starter {
-    /// The bench's `grade:` (with its comment).
-    grade: &'static str,
-    /// Lines the bench holds before `endpoint:` (a judge's, commented).
-    extra: &'static str,
-    /// cases.jsonl's lines.
-    cases: Vec<String>,
-    plain: Messages,
-    careful: Messages,
-    /// Variants past the two (their lines in the bench's list), and other files.
-    more_variants: &'static str,
-    more_files: Vec<StarterFile>,
 }
 
 fn files(task: Task, name: &str) -> Vec<StarterFile> {

@@ -3,7 +3,7 @@
 //! none`), so the first run shows what the image is worth. Each image's `tEXt` chunk says
 //! what it shows, which is what the simulator reads (a real model looks at the pixels).
 
-use super::{Starter, StarterFile};
+use super::starter::{Starter, StarterFile};
 
 /// The shapes of image `i` (1-based): squares, circles.
 fn counts(i: usize) -> (usize, usize) {

@@ -73,7 +73,7 @@ impl Client {
         let body = self
             .protocol
             .body(&self.config.model, job, super::Dialect::default());
-        let mut body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        let mut body: Value = serde_json::from_slice(&body.to_bytes()).unwrap_or(Value::Null);
         if let Some(o) = body.as_object_mut() {
             o.remove("stream");
             o.remove("stream_options");

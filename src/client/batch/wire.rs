@@ -112,7 +112,7 @@ impl Http {
             method,
             url: format!("{}{path}", self.base_url),
             headers,
-            body,
+            body: body.into(),
         };
         let read = async {
             let response = self

@@ -95,7 +95,7 @@ async fn a_whole_message_is_complete_with_cached_tokens_in_the_prompt() {
     assert_eq!(header("x-api-key"), Some("sk-ant-test-0123456789"));
     assert_eq!(header("anthropic-version"), Some("2023-06-01"));
     assert_eq!(header("authorization"), None);
-    let body: serde_json::Value = serde_json::from_slice(&seen[0].body).unwrap();
+    let body: serde_json::Value = serde_json::from_slice(&seen[0].body.to_bytes()).unwrap();
     assert_eq!(
         (&body["max_tokens"], &body["stream"]),
         (&serde_json::json!(4096), &serde_json::json!(true))
