@@ -1189,6 +1189,10 @@ pub struct MockArgs {
     /// Answer 400 to requests that carry stream_options.
     #[arg(long)]
     pub reject_stream_options: bool,
+    /// Answer 400 to a request carrying an image larger than SIZE (5MiB: Anthropic's
+    /// limit), as a provider does.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub max_image_bytes: Option<u64>,
     /// Stream reasoning_content deltas before the answer.
     #[arg(long)]
     pub reasoning: bool,
@@ -1301,6 +1305,9 @@ impl MockArgs {
             },
             no_done: self.no_done,
             reject_stream_options: self.reject_stream_options,
+            max_image_bytes: self
+                .max_image_bytes
+                .map(|b| b.min(usize::MAX as u64) as usize),
             reasoning: self.reasoning,
             first_token_delay: self.first_token_delay,
             token_delay: self.token_delay,

@@ -9,6 +9,7 @@
 use serde_json::{Value, json};
 
 use super::answers;
+use super::files::FilesRead;
 use super::script::{Script, StreamPlan};
 use super::wire::{Fault, MockConfig, MockRequest, ReplyStep, UsageMode, Wire};
 
@@ -36,7 +37,7 @@ pub(super) fn error_body(status: u16, message: &str) -> Value {
 
 /// The text of a message's `content` (or `system`): a string, or its blocks' text (tool
 /// results', and each image's or document's words) joined.
-fn text_of(content: &Value, files: &mut u64) -> Result<String, String> {
+fn text_of(content: &Value, files: &mut FilesRead) -> Result<String, String> {
     super::files::content_text(content, Wire::Anthropic, files)
 }
 
@@ -46,7 +47,7 @@ fn text_of(content: &Value, files: &mut u64) -> Result<String, String> {
 pub(super) fn common_form(
     request: &MockRequest,
     body: &Value,
-    files: &mut u64,
+    files: &mut FilesRead,
 ) -> Result<Value, String> {
     if request.header("anthropic-version").is_none() {
         return Err("anthropic-version: header is required".into());
@@ -336,20 +337,20 @@ mod tests {
         let body = json!({"model": "m", "max_tokens": 5, "system": [{"type": "text", "text": "Be brief."}],
             "messages": [{"role": "user", "content": [{"type": "text", "text": "Echo: hi"}]}],
             "tools": [{"name": "t", "input_schema": {"type": "object"}}]});
-        let common = common_form(&versioned, &body, &mut 0).unwrap();
+        let common = common_form(&versioned, &body, &mut FilesRead::default()).unwrap();
         assert_eq!(
             common["messages"],
             json!([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Echo: hi"}])
         );
         assert_eq!(common["tools"][0]["function"]["name"], "t");
         assert!(
-            common_form(&request(&[]), &body, &mut 0)
+            common_form(&request(&[]), &body, &mut FilesRead::default())
                 .unwrap_err()
                 .contains("anthropic-version")
         );
         let no_max = json!({"messages": []});
         assert!(
-            common_form(&versioned, &no_max, &mut 0)
+            common_form(&versioned, &no_max, &mut FilesRead::default())
                 .unwrap_err()
                 .contains("max_tokens")
         );

@@ -14,7 +14,11 @@ use crate::client::attachment::Kind;
 /// The text a message's `content` holds for the model: a string as it is; a list of parts
 /// with each text part's text and each file's words, in order. The files it held are
 /// counted in `files`.
-pub(super) fn content_text(content: &Value, wire: Wire, files: &mut u64) -> Result<String, String> {
+pub(super) fn content_text(
+    content: &Value,
+    wire: Wire,
+    files: &mut FilesRead,
+) -> Result<String, String> {
     let parts = match content {
         Value::String(s) => return Ok(s.clone()),
         Value::Null => return Ok(String::new()),
@@ -28,8 +32,16 @@ pub(super) fn content_text(content: &Value, wire: Wire, files: &mut u64) -> Resu
     Ok(text)
 }
 
+/// The files a request's parts carried, as the simulator read them.
+#[derive(Debug, Default)]
+pub(super) struct FilesRead {
+    pub count: u64,
+    /// The largest image's bytes (decoded).
+    pub largest_image: usize,
+}
+
 /// One part's text: its own, or the words of the file it carries.
-fn part_text(part: &Value, wire: Wire, files: &mut u64) -> Result<String, String> {
+fn part_text(part: &Value, wire: Wire, files: &mut FilesRead) -> Result<String, String> {
     let kind = part.get("type").and_then(Value::as_str).unwrap_or("");
     let text = |key: &str| part.get(key).and_then(Value::as_str).map(String::from);
     let file = match (wire, kind) {
@@ -61,7 +73,12 @@ fn part_text(part: &Value, wire: Wire, files: &mut u64) -> Result<String, String
             ));
         }
     };
-    *files += 1;
+    files.count += 1;
+    if let Seen::Bytes(kind, bytes) = &file
+        && kind.family() == crate::client::attachment::FileFamily::Image
+    {
+        files.largest_image = files.largest_image.max(bytes.len());
+    }
     Ok(match file {
         Seen::Bytes(kind, bytes) => format!("\n[{}: {}]\n", kind.word(), words(kind, &bytes)),
         // A URL is not fetched: the model is told only that it was given one.
@@ -294,14 +311,14 @@ mod tests {
     fn each_protocol_s_parts_are_read_and_others_refused() {
         let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
         let pdf = b"%PDF-1.4\nBT (What is 2 + 3?) Tj ET\n";
-        let mut n = 0;
+        let mut n = FilesRead::default();
         let chat = json!([
             {"type": "text", "text": "Read it:"},
             {"type": "file", "file": {"filename": "q.pdf", "file_data": format!("data:application/pdf;base64,{}", b64(pdf))}},
         ]);
         let text = content_text(&chat, Wire::Chat, &mut n).unwrap();
         assert_eq!(text, "Read it:\n[pdf: What is 2 + 3?]\n");
-        assert_eq!(n, 1);
+        assert_eq!(n.count, 1);
         // Another protocol's part, or bytes that are not what the media type says.
         let anthropic_block = json!([{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": b64(pdf)}}]);
         assert!(content_text(&anthropic_block, Wire::Chat, &mut n).is_err());

@@ -278,7 +278,7 @@ impl Provider {
         let body = serde_json::from_slice::<Value>(&request.body)
             .map_err(|e| Rejection::BadRequest(format!("invalid JSON body: {e}")))?;
         self.keep(&body, request);
-        let mut files = 0;
+        let mut files = files::FilesRead::default();
         let mut body = match wire {
             Wire::Chat => body,
             Wire::Responses => {
@@ -299,7 +299,17 @@ impl Provider {
                 }
             }
         }
-        self.stats.files.fetch_add(files, Ordering::SeqCst);
+        self.stats.files.fetch_add(files.count, Ordering::SeqCst);
+        if let Some(most) = self.config.max_image_bytes
+            && files.largest_image > most
+        {
+            // As Anthropic words it (OpenAI's is alike): never better on a retry.
+            return Err(Rejection::BadRequest(format!(
+                "image exceeds {} MB maximum: {} bytes > {most} bytes",
+                most as f64 / 1_048_576.0,
+                files.largest_image
+            )));
+        }
         let messages: Vec<ChatMessage> =
             match body.get("messages").cloned().map(serde_json::from_value) {
                 Some(Ok(m)) => m,
@@ -311,7 +321,7 @@ impl Provider {
             };
         self.check(&body)?;
         Ok(Asked {
-            files,
+            files: files.count,
             ..Asked::of(&body, messages)
         })
     }

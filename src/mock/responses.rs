@@ -6,13 +6,14 @@
 use serde_json::{Map, Value, json};
 
 use super::answers;
+use super::files::FilesRead;
 use super::script::{Script, StreamPlan};
 use super::wire::{Fault, MockConfig, ReplyStep, UsageMode};
 
 /// A Responses request as the chat-completions body the simulator answers: `input` (and
 /// `instructions`) as messages, `max_output_tokens` as `max_tokens`, flat tools nested,
 /// `text.format` as `response_format`. `Err` says why it is not one.
-pub(super) fn as_chat(body: &Value, files: &mut u64) -> Result<Value, String> {
+pub(super) fn as_chat(body: &Value, files: &mut FilesRead) -> Result<Value, String> {
     let mut messages = Vec::new();
     if let Some(instructions) = body.get("instructions").and_then(Value::as_str) {
         messages.push(json!({"role": "system", "content": instructions}));
@@ -59,7 +60,7 @@ pub(super) fn as_chat(body: &Value, files: &mut u64) -> Result<Value, String> {
 
 /// One input item as a chat message: a message (its text parts joined), a function call
 /// (an assistant turn calling it) or a function call's output (a tool turn).
-fn message(item: &Value, files: &mut u64) -> Result<Value, String> {
+fn message(item: &Value, files: &mut FilesRead) -> Result<Value, String> {
     let field = |key: &str| item.get(key).and_then(Value::as_str).unwrap_or("");
     match item
         .get("type")
@@ -424,7 +425,7 @@ mod tests {
                 "tools": [{"type": "function", "name": "f", "parameters": {}}],
                 "text": {"format": {"type": "json_schema", "name": "s", "schema": {}}},
             }),
-            &mut 0,
+            &mut FilesRead::default(),
         )
         .unwrap();
         assert_eq!(
@@ -442,12 +443,18 @@ mod tests {
                 "response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": {}}},
             })
         );
-        assert!(as_chat(&json!({"messages": []}), &mut 0).is_err());
-        assert!(as_chat(&json!({"input": [{"type": "image"}]}), &mut 0).is_err());
+        assert!(as_chat(&json!({"messages": []}), &mut FilesRead::default()).is_err());
+        assert!(
+            as_chat(
+                &json!({"input": [{"type": "image"}]}),
+                &mut FilesRead::default()
+            )
+            .is_err()
+        );
         assert_eq!(
             as_chat(
                 &json!({"input": "hi", "text": {"format": {"type": "json_object"}}}),
-                &mut 0
+                &mut FilesRead::default()
             )
             .unwrap()["response_format"],
             json!({"type": "json_object"})

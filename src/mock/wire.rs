@@ -81,6 +81,9 @@ pub struct MockConfig {
     pub usage: UsageMode,
     pub no_done: bool,
     pub reject_stream_options: bool,
+    /// A request carrying an image larger than this (decoded) gets 400, as a provider
+    /// answers one over its limit (Anthropic's 5 MB).
+    pub max_image_bytes: Option<usize>,
     /// Emit `reasoning_content` deltas before the answer.
     pub reasoning: bool,
     pub first_token_delay: Duration,
@@ -155,6 +158,7 @@ impl Default for MockConfig {
             usage: UsageMode::Separate,
             no_done: false,
             reject_stream_options: false,
+            max_image_bytes: None,
             reasoning: false,
             first_token_delay: Duration::ZERO,
             token_delay: Duration::ZERO,

@@ -372,6 +372,46 @@ fn a_file_over_its_endpoint_s_limit_is_refused_and_a_larger_limit_lets_it_go() {
     assert_eq!(s["variants"][0]["accuracy"], 1.0, "{s}");
 }
 
+#[test]
+fn a_provider_that_refuses_an_image_over_its_limit_fails_the_job_without_waiting() {
+    // The simulator's hostile mode: 400 for an image over 100 bytes (the receipt is 140),
+    // as Anthropic answers one over 5 MB. A bench that raised its own limit past the
+    // provider's learns it from the provider, once, and does not wait for it to change.
+    let (_rt, server) = start_mock(MockConfig {
+        max_image_bytes: Some(100),
+        ..MockConfig::default()
+    });
+    // Chat completions tries a 400 once more without `stream_options`, at once (a server may
+    // only not know them, docs/guide/client.md); Anthropic messages never.
+    for (protocol, sent) in [("openai-chat", 2), ("anthropic-messages", 1)] {
+        let before = server.provider.stats().files;
+        let bench = one_case(r#"["f/r.png"]"#, USER, "");
+        let out = promptgauge(bench.path())
+            .args(["run", "bench.yaml", "--quiet", "--no-store", "--model", "m"])
+            .args(["--base-url", &server.base_url(), "--protocol", protocol])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(3), "{protocol}: {}", said(&out));
+        let run = only_run(&bench.path().join("reports"));
+        let record = journal(&run)
+            .into_iter()
+            .find(|r| r["case_id"] == "c1")
+            .unwrap();
+        assert_eq!(record["status"], "failed", "{record}");
+        let error = record["error"].as_str().unwrap();
+        assert!(
+            error.contains("400") && error.contains("image exceeds"),
+            "{protocol}: {error}"
+        );
+        // The requests that carried the image (the look at the server before carries none).
+        assert_eq!(
+            server.provider.stats().files - before,
+            sent,
+            "{protocol}: a 400 is not waited on nor retried as it was"
+        );
+    }
+}
+
 /// `check`'s estimate counts each image by the rule of the provider its endpoint speaks
 /// to: a 64 × 32 receipt is 255 tokens to OpenAI (one tile) and 3 to Anthropic.
 #[test]
