@@ -447,3 +447,59 @@ fn a_grid_report_html_shows_every_cell_and_both_axes() {
         .success();
     assert_eq!(std::fs::read_to_string(&page).unwrap(), before);
 }
+
+/// The receipts example's report in the browser: each thumbnail an `<img>` whose data URL
+/// holds the receipt's bytes as they are (PNG, never SVG), and the page asks for nothing.
+#[test]
+fn report_html_shows_the_thumbnails_of_the_files_an_answer_was_given() {
+    let Some(browser) = chromium() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "chromium is missing: .ci/run installs it (apt-get install chromium)"
+        );
+        eprintln!("skipped: no chromium on this machine (apt-get install chromium)");
+        return;
+    };
+    let (_rt, server) = start_mock(MockConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let example = repo().join("examples/receipts");
+    std::fs::create_dir_all(d.join("receipts")).unwrap();
+    std::fs::create_dir_all(d.join("prompts")).unwrap();
+    for sub in ["", "receipts", "prompts"] {
+        for e in std::fs::read_dir(example.join(sub)).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_file() {
+                std::fs::copy(e.path(), d.join(sub).join(e.file_name())).unwrap();
+            }
+        }
+    }
+    promptgauge(d)
+        .args(["run", "receipts.yaml", "--quiet", "--no-store"])
+        .args(["--base-url", &server.base_url(), "--model", "m"])
+        .assert()
+        .success();
+    let run = run_dirs(&d.join("reports")).pop().unwrap();
+    let (dom, requested) = load(&browser, &run.join("report.html"));
+    assert!(requested.is_empty(), "the page asked for {requested:?}");
+    let img = Regex::new(r#"<img[^>]*src="data:(image/[a-z]+);base64,([A-Za-z0-9+/=]+)""#).unwrap();
+    let shown: Vec<(String, Vec<u8>)> = img
+        .captures_iter(&dom)
+        .map(|c| {
+            use base64::Engine;
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(&c[2])
+                .unwrap();
+            (c[1].to_string(), bytes)
+        })
+        .collect();
+    assert!(!shown.is_empty(), "no thumbnail in the DOM");
+    let receipts: Vec<Vec<u8>> = (1..=12)
+        .map(|i| std::fs::read(d.join(format!("receipts/r-{i:03}.png"))).unwrap())
+        .collect();
+    for (media, bytes) in &shown {
+        assert_eq!(media, "image/png");
+        assert!(receipts.contains(bytes), "a thumbnail that is no receipt");
+    }
+    assert!(!dom.contains("image/svg"));
+}
