@@ -39,6 +39,7 @@ fn main() {
         expected_json: None,
         messages: vec![],
         files: vec![],
+        tool_script: Vec::new(),
         grade: None,
         tags: vec!["geo".into()],
         group: None,

@@ -158,6 +158,7 @@ mod tests {
             expected_json: None,
             messages: vec![],
             files: Vec::new(),
+            tool_script: Vec::new(),
             grade: None,
             tags: vec![],
             group: None,

@@ -428,6 +428,7 @@ mod tests {
             expected_json: Some(expected),
             messages: vec![],
             files: Vec::new(),
+            tool_script: Vec::new(),
             grade: None,
             tags: vec![],
             group: None,

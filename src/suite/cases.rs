@@ -72,6 +72,9 @@ pub struct Case {
     /// The files it attaches (images, documents, audio), in order; a variant places them
     /// (docs/guide/attachments.md). Files of its history's turns are in those turns.
     pub files: Vec<Arc<Attachment>>,
+    /// What each tool call returns in this case's agent loop (`tool_results:`,
+    /// docs/guide/tools.md).
+    pub tool_script: Vec<super::tools::ScriptedCall>,
     /// Overrides the bench's grader for this case.
     pub grade: Option<GradeSpec>,
     pub tags: Vec<String>,
@@ -98,6 +101,8 @@ struct RawCase {
     messages: Option<Vec<Map<String, Value>>>,
     #[serde(default)]
     files: Option<Value>,
+    #[serde(default)]
+    tool_results: Option<Vec<super::tools::ScriptedCall>>,
 }
 
 const CASE_FIX: &str =
@@ -222,6 +227,7 @@ fn load_csv(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
             group: None,
             messages: None,
             files: None,
+            tool_results: None,
         };
         for (name, field) in names.iter().zip(record.iter()) {
             match name.as_str() {
@@ -345,6 +351,7 @@ fn finish(raw: RawCase, here: FilePos, index: usize) -> Result<Case, InputError>
         expected_json,
         messages,
         files,
+        tool_script: raw.tool_results.unwrap_or_default(),
         grade: raw.grade,
         tags: raw.tags.unwrap_or_default(),
         group,

@@ -9,6 +9,7 @@ pub mod grading;
 pub mod plan;
 pub mod prompts;
 pub mod template;
+pub mod tools;
 
 use crate::client::attachment::FileTokens;
 use std::path::{Path, PathBuf};
@@ -68,6 +69,10 @@ struct RawBench {
     judge: Option<RawJudge>,
     #[serde(default)]
     sequential: Option<SequentialSpec>,
+    #[serde(default)]
+    tools: Vec<tools::ToolSpec>,
+    #[serde(default, rename = "loop")]
+    agent_loop: Option<tools::LoopLimits>,
 }
 
 /// `sequential:` — how `run --until-decided` stops (every field optional).
@@ -183,6 +188,11 @@ pub struct Bench {
     pub judge: Option<JudgeSettings>,
     /// How `run --until-decided` stops.
     pub sequential: SequentialSpec,
+    /// The tools an agent loop offers (`tools:`, docs/guide/tools.md): already in
+    /// `params.tools` as the model is offered them.
+    pub tools: Vec<tools::ToolSpec>,
+    /// `loop:` — how far one job's loop may go.
+    pub loop_limits: tools::LoopLimits,
 }
 
 impl Bench {
@@ -222,11 +232,12 @@ impl Bench {
             Some(keep) => cases::load_some(&case_paths, keep)?,
         };
         check_expected_given(&cases, &grade)?;
+        let params = check_agent_tools(&raw.tools, raw.params, &cases, &here)?;
 
         let variants = load_variants(dir, &raw.variants)?;
         let templates = Templates::compile(&variants)?;
         templates.check(&variants, &cases)?;
-        check_tools(&cases, &grade, &raw.params, &variants)?;
+        check_tools(&cases, &grade, &params, &variants)?;
         check_names_apart(&endpoints, &variants, &here)?;
 
         Ok(Bench {
@@ -238,7 +249,7 @@ impl Bench {
             grade,
             endpoint: raw.endpoint,
             endpoints,
-            params: raw.params,
+            params,
             limits,
             price: raw.price,
             repeats,
@@ -246,6 +257,8 @@ impl Bench {
             templates,
             judge,
             sequential,
+            tools: raw.tools,
+            loop_limits: raw.agent_loop.unwrap_or_default(),
         })
     }
 
@@ -552,6 +565,35 @@ fn load_variants(dir: &Path, files: &[String]) -> Result<Vec<Variant>, InputErro
         variants.push(v);
     }
     Ok(variants)
+}
+
+/// The bench's `tools:` (names and schemas every provider takes) and every case's
+/// `tool_results:` (each line a declared tool); returns `params` with the tools offered.
+fn check_agent_tools(
+    declared: &[tools::ToolSpec],
+    params: Map<String, Value>,
+    cases: &[Case],
+    here: &dyn Fn(&str) -> FilePos,
+) -> Result<Map<String, Value>, InputErrors> {
+    let fix =
+        "each tool is {name, description, parameters: {type: object, …}}; see docs/guide/tools.md";
+    tools::check(declared).map_err(|e| InputError::new(here("tools"), e).fix(fix))?;
+    let params =
+        tools::with_tools(params, declared).map_err(|e| InputError::new(here("tools"), e))?;
+    let mut errors = Vec::new();
+    for case in cases.iter().filter(|c| !c.tool_script.is_empty()) {
+        if let Err(e) = tools::check_script(declared, &case.tool_script) {
+            errors.push(
+                InputError::new(case.location.clone(), format!("case `{}`: {e}", case.id))
+                    .fix("each line is {tool, args, match: exact|subset|pattern, result}, naming a tool of the bench's `tools:`"),
+            );
+        }
+    }
+    if errors.is_empty() {
+        Ok(params)
+    } else {
+        Err(InputErrors(errors))
+    }
 }
 
 /// A `tool_call` case can only pass if every variant offers the tools it expects: a case

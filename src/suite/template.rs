@@ -512,6 +512,7 @@ mod tests {
             expected_json: None,
             messages: vec![],
             files: Vec::new(),
+            tool_script: Vec::new(),
             grade: None,
             tags: vec![],
             group: None,

@@ -136,6 +136,7 @@ proptest! {
                 expected_json: None,
                 messages: vec![],
                 files: vec![],
+                tool_script: Vec::new(),
                 grade: None,
                 tags: vec![],
                 group: None,

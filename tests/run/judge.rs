@@ -68,6 +68,7 @@ fn case() -> Case {
         expected_json: None,
         messages: vec![],
         files: vec![],
+        tool_script: Vec::new(),
         grade: None,
         tags: vec![],
         group: None,

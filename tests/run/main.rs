@@ -22,4 +22,5 @@ mod scale;
 mod scorers;
 mod sequential;
 mod store;
+mod tools;
 mod view;

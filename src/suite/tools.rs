@@ -1,0 +1,366 @@
+//! Tools a bench declares for an agent loop (docs/guide/tools.md): `tools:` names each one
+//! (its description and the JSON Schema of its arguments) and `loop:` bounds a job's turns
+//! and calls; a case's `tool_results:` scripts what each call returns. What the model is
+//! offered is the tools' OpenAI function form, which every protocol translates; what a
+//! call gets back is [`reply`]'s.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+/// A tool the model is offered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSpec {
+    /// What the model calls it: letters, digits, `_` and `-`, at most 64 (every provider's
+    /// rule).
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// The JSON Schema of its arguments [default: any object].
+    #[serde(default = "any_object")]
+    pub parameters: Value,
+    /// What a call no line of the case's script matches returns [default: none — the job
+    /// fails with the cause "unscripted tool call"].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<Value>,
+}
+
+fn any_object() -> Value {
+    json!({"type": "object"})
+}
+
+/// `loop:` — how far one job's loop may go; each limit reached is a named outcome, never a
+/// graded answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoopLimits {
+    /// Requests to the model, the first included.
+    #[serde(default = "default_turns")]
+    pub max_turns: u32,
+    /// Tool calls over the whole loop.
+    #[serde(default = "default_calls")]
+    pub max_tool_calls: u32,
+}
+
+fn default_turns() -> u32 {
+    8
+}
+
+fn default_calls() -> u32 {
+    16
+}
+
+impl Default for LoopLimits {
+    fn default() -> Self {
+        LoopLimits {
+            max_turns: default_turns(),
+            max_tool_calls: default_calls(),
+        }
+    }
+}
+
+/// How a scripted line's `args` are compared with a call's arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArgsMatch {
+    /// The same JSON value.
+    #[default]
+    Exact,
+    /// Every field `args` names, with its value (nested objects alike); others may be
+    /// there too.
+    Subset,
+    /// `args` is a regular expression the arguments' JSON text must match.
+    Pattern,
+}
+
+/// One line of a case's script: a call of `tool` whose arguments match `args` (any, when
+/// absent) returns `result`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedCall {
+    pub tool: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Value>,
+    #[serde(default, rename = "match")]
+    pub matching: ArgsMatch,
+    pub result: Value,
+}
+
+/// What a call gets back.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolReply {
+    /// The script's (or the tool's default) result, as the text the model reads.
+    Result(String),
+    /// Given back to the model as the protocol expects, and counted: an unknown tool, or
+    /// arguments that are not a JSON object.
+    Error(String),
+    /// No line matches and the tool has no default: the job fails with this cause.
+    Unscripted(String),
+}
+
+/// The OpenAI function form of `tools`, which each protocol translates into its own.
+pub fn offered(tools: &[ToolSpec]) -> Value {
+    Value::Array(
+        tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "function": {
+                    "name": t.name, "description": t.description, "parameters": t.parameters,
+                }})
+            })
+            .collect(),
+    )
+}
+
+/// What the call `name(arguments)` returns: the first line of `script` that matches it,
+/// else the tool's default.
+pub fn reply(
+    tools: &[ToolSpec],
+    script: &[ScriptedCall],
+    name: &str,
+    arguments: &str,
+) -> ToolReply {
+    let Some(tool) = tools.iter().find(|t| t.name == name) else {
+        let known: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        return ToolReply::Error(format!(
+            "error: there is no tool `{name}`; the tools are: {}",
+            known.join(", ")
+        ));
+    };
+    let args: Value = match serde_json::from_str(if arguments.trim().is_empty() {
+        "{}"
+    } else {
+        arguments
+    }) {
+        Ok(v @ Value::Object(_)) => v,
+        Ok(_) | Err(_) => {
+            return ToolReply::Error(format!(
+                "error: the arguments of `{name}` must be a JSON object; got {}",
+                shortened(arguments)
+            ));
+        }
+    };
+    let found = script
+        .iter()
+        .filter(|line| line.tool == name)
+        .find(|line| matches(line, &args, arguments));
+    match found.map(|line| &line.result).or(tool.default.as_ref()) {
+        Some(result) => ToolReply::Result(as_text(result)),
+        None => ToolReply::Unscripted(format!(
+            "unscripted tool call: {name}({}) matches no line of the case's tool_results, and the tool has no default",
+            shortened(arguments)
+        )),
+    }
+}
+
+/// Whether `line` matches a call with these arguments.
+fn matches(line: &ScriptedCall, args: &Value, text: &str) -> bool {
+    let Some(want) = &line.args else {
+        return true;
+    };
+    match line.matching {
+        ArgsMatch::Exact => want == args,
+        ArgsMatch::Subset => subset(want, args),
+        ArgsMatch::Pattern => want
+            .as_str()
+            .and_then(|p| regex::Regex::new(p).ok())
+            .is_some_and(|re| re.is_match(text)),
+    }
+}
+
+/// Whether every field of `want` is in `got` with its value (objects compared alike).
+fn subset(want: &Value, got: &Value) -> bool {
+    match (want, got) {
+        (Value::Object(w), Value::Object(g)) => w
+            .iter()
+            .all(|(k, v)| g.get(k).is_some_and(|gv| subset(v, gv))),
+        _ => want == got,
+    }
+}
+
+/// A result as the model reads it: text as it is, anything else as JSON.
+fn as_text(result: &Value) -> String {
+    match result {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn shortened(text: &str) -> String {
+    match text.char_indices().nth(200) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
+/// Checks the declared tools: names every provider takes, each once, schemas that are
+/// objects; a pattern line's `args` a regular expression. Returns why not.
+pub(crate) fn check(tools: &[ToolSpec]) -> Result<(), String> {
+    let mut seen = std::collections::HashSet::new();
+    for t in tools {
+        let valid = !t.name.is_empty()
+            && t.name.len() <= 64
+            && t.name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !valid {
+            return Err(format!(
+                "the tool name `{}` is not 1 to 64 letters, digits, `_` or `-` (what every provider takes)",
+                t.name
+            ));
+        }
+        if !seen.insert(&t.name) {
+            return Err(format!("two tools are named `{}`", t.name));
+        }
+        if t.parameters.get("type").and_then(Value::as_str) != Some("object") {
+            return Err(format!(
+                "the parameters of `{}` must be a JSON Schema of `type: object`",
+                t.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks a case's script against the declared tools: each line names one, and a pattern
+/// is a regular expression.
+pub(crate) fn check_script(tools: &[ToolSpec], script: &[ScriptedCall]) -> Result<(), String> {
+    for line in script {
+        if !tools.iter().any(|t| t.name == line.tool) {
+            return Err(format!(
+                "its tool_results script `{}`, which the bench's `tools:` does not declare",
+                line.tool
+            ));
+        }
+        if line.matching == ArgsMatch::Pattern {
+            let pattern = line.args.as_ref().and_then(Value::as_str).ok_or_else(|| {
+                format!(
+                    "a `match: pattern` line for `{}` needs `args` to be a regular expression",
+                    line.tool
+                )
+            })?;
+            regex::Regex::new(pattern).map_err(|e| {
+                format!(
+                    "the pattern for `{}` is not a regular expression: {e}",
+                    line.tool
+                )
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// `params` with the declared tools offered (`params.tools`); a bench that also lists
+/// `params.tools` by hand is refused (which would the model see?).
+pub(crate) fn with_tools(
+    mut params: Map<String, Value>,
+    tools: &[ToolSpec],
+) -> Result<Map<String, Value>, String> {
+    if tools.is_empty() {
+        return Ok(params);
+    }
+    if params.contains_key("tools") {
+        return Err(
+            "the bench declares `tools:` and also `params.tools`: keep one (`tools:`, which scripts what each call returns)"
+                .into(),
+        );
+    }
+    params.insert("tools".into(), offered(tools));
+    Ok(params)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tools() -> Vec<ToolSpec> {
+        serde_json::from_value(json!([
+            {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}},
+            {"name": "search", "default": "no results"}
+        ]))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_call_gets_the_first_matching_line_then_the_default() {
+        let script: Vec<ScriptedCall> = serde_json::from_value(json!([
+            {"tool": "get_weather", "args": {"city": "Oslo"}, "result": "3 °C, rain"},
+            {"tool": "get_weather", "args": {"city": "Lima"}, "match": "subset", "result": {"c": 19}},
+            {"tool": "search", "args": "refund.*polic", "match": "pattern", "result": "30 days"}
+        ]))
+        .unwrap();
+        let t = tools();
+        let r = |name: &str, args: &str| reply(&t, &script, name, args);
+        assert_eq!(
+            r("get_weather", r#"{"city": "Oslo"}"#),
+            ToolReply::Result("3 °C, rain".into())
+        );
+        // Exact: one more field is another call.
+        assert!(matches!(
+            r("get_weather", r#"{"city": "Oslo", "unit": "c"}"#),
+            ToolReply::Unscripted(e) if e.starts_with("unscripted tool call: get_weather(")
+        ));
+        // Subset: the fields named, others free; a result that is not text is its JSON.
+        assert_eq!(
+            r("get_weather", r#"{"unit": "c", "city": "Lima"}"#),
+            ToolReply::Result(r#"{"c":19}"#.into())
+        );
+        assert_eq!(
+            r("search", r#"{"q": "refund policy"}"#),
+            ToolReply::Result("30 days".into())
+        );
+        // No line: the tool's default.
+        assert_eq!(
+            r("search", r#"{"q": "shipping"}"#),
+            ToolReply::Result("no results".into())
+        );
+        // Given back, not failed: an unknown tool, arguments that are no object.
+        assert!(
+            matches!(r("book_flight", "{}"), ToolReply::Error(e) if e.contains("get_weather, search"))
+        );
+        assert!(
+            matches!(r("get_weather", "{city: Oslo"), ToolReply::Error(e) if e.contains("JSON object"))
+        );
+        assert!(matches!(r("get_weather", "[1]"), ToolReply::Error(_)));
+        // No arguments at all read as `{}`.
+        assert_eq!(r("search", ""), ToolReply::Result("no results".into()));
+    }
+
+    #[test]
+    fn declared_tools_and_scripts_are_checked() {
+        assert!(check(&tools()).is_ok());
+        let mut bad = tools();
+        bad[1].name = "get weather".into();
+        assert!(check(&bad).unwrap_err().contains("letters, digits"));
+        let mut twice = tools();
+        twice[1].name = "get_weather".into();
+        assert!(check(&twice).unwrap_err().contains("two tools"));
+        let mut schema = tools();
+        schema[0].parameters = json!({"type": "string"});
+        assert!(check(&schema).unwrap_err().contains("type: object"));
+        let script: Vec<ScriptedCall> =
+            serde_json::from_value(json!([{"tool": "book", "result": 1}])).unwrap();
+        assert!(
+            check_script(&tools(), &script)
+                .unwrap_err()
+                .contains("`book`")
+        );
+        let script: Vec<ScriptedCall> = serde_json::from_value(
+            json!([{"tool": "search", "args": "(", "match": "pattern", "result": 1}]),
+        )
+        .unwrap();
+        assert!(
+            check_script(&tools(), &script)
+                .unwrap_err()
+                .contains("regular expression")
+        );
+        // Offered in OpenAI's function form, and never beside a hand-written list.
+        let params = with_tools(Map::new(), &tools()).unwrap();
+        assert_eq!(params["tools"][0]["function"]["name"], "get_weather");
+        assert_eq!(
+            params["tools"][1]["function"]["parameters"],
+            json!({"type": "object"})
+        );
+        assert!(with_tools(params, &tools()).is_err());
+    }
+}
