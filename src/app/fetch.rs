@@ -96,10 +96,11 @@ fn checked(
     let mut total = 0u64;
     for ((url, case), result) in wanted.iter().zip(fetched) {
         let case = &bench.cases[*case];
+        let shown = crate::client::secrets::redact_url(url);
         let fail = |why: String| {
             InputError::new(
                 case.location.clone(),
-                format!("case `{}`: {url} {why}", case.id),
+                format!("case `{}`: {shown} {why}", case.id),
             )
         };
         match result.and_then(|bytes| kind_of(&bytes).map(|k| (k, bytes))) {
@@ -157,6 +158,13 @@ fn kind_of(bytes: &[u8]) -> Result<Kind, String> {
     })
 }
 
+fn too_large(most: u64) -> String {
+    format!(
+        "is larger than {:.1} MiB, the most a fetched file may be (limits.max_file_bytes raises it)",
+        most as f64 / 1_048_576.0
+    )
+}
+
 /// Downloads `urls`, [`AT_ONCE`] at a time, each within `most` bytes and the timeouts.
 fn download_all(urls: &[String], most: u64) -> Vec<Result<Vec<u8>, String>> {
     use futures_util::StreamExt;
@@ -198,9 +206,7 @@ async fn download(http: &reqwest::Client, url: &str, most: u64) -> Result<Vec<u8
         return Err(format!("answered {status}"));
     }
     if response.content_length().is_some_and(|n| n > most) {
-        return Err(format!(
-            "is larger than {most} bytes, the most a fetched file may be"
-        ));
+        return Err(too_large(most));
     }
     let mut bytes = Vec::new();
     let mut body = response.bytes_stream();
@@ -208,9 +214,7 @@ async fn download(http: &reqwest::Client, url: &str, most: u64) -> Result<Vec<u8
         let chunk =
             chunk.map_err(|e| format!("broke off: {}", crate::client::transport::describe(&e)))?;
         if (bytes.len() + chunk.len()) as u64 > most {
-            return Err(format!(
-                "is larger than {most} bytes, the most a fetched file may be"
-            ));
+            return Err(too_large(most));
         }
         bytes.extend_from_slice(&chunk);
     }

@@ -205,6 +205,7 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
         check_reservations(&bench, &jobs, tpm)?;
     }
     check_files(&bench, &variants, &endpoint, &grid)?;
+    check_loop_not_batched(&bench, &endpoint, &grid)?;
     Ok(Prepared {
         bench: Arc::new(bench),
         scorers: Arc::new(scorers),
@@ -215,6 +216,27 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
         sequential,
         order_seed,
     })
+}
+
+/// An agent loop (the bench's `tools:`) is refused by batch: each step waits on the one
+/// before, and a batch may take a day a step.
+fn check_loop_not_batched(
+    bench: &Bench,
+    endpoint: &Endpoint,
+    grid: &[GridEndpoint],
+) -> Result<(), UsageError> {
+    let batched = if grid.is_empty() {
+        endpoint.batch
+    } else {
+        grid.iter().any(|g| g.endpoint.batch)
+    };
+    if batched && !bench.tools.is_empty() {
+        return Err(UsageError::with_fix(
+            "an agent loop (the bench's `tools:`) cannot go by batch: each step waits on the one before, and a batch may take a day a step",
+            "run it without --batch (and without `batch: true` on its endpoint)",
+        ));
+    }
+    Ok(())
 }
 
 /// Every file the chosen variants place, checked at each endpoint: its protocol has a part

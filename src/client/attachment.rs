@@ -706,7 +706,7 @@ pub fn where_files_go(protocol: &str, kind: Kind, role: &str, by_url: bool) -> R
     if kind == Kind::Text {
         return match by_url {
             true => Err(format!(
-                "{protocol} is sent a text file as its text, which a URL is not: download it and give its path (promptgauge does not fetch URLs)"
+                "{protocol} is sent a text file as its text, which a URL is not: run with --fetch-urls (promptgauge then downloads it and sends its bytes), or download it and give its path"
             )),
             false => Ok(()),
         };

@@ -281,7 +281,7 @@ impl Protocol for OpenAiChat {
         where_files_go("OpenAI chat completions", kind, role, by_url)?;
         if by_url && kind.family() != FileFamily::Image {
             return Err(format!(
-                "OpenAI chat completions takes {} only as its bytes, not by URL: download it and give its path (promptgauge does not fetch URLs)",
+                "OpenAI chat completions takes {} only as its bytes, not by URL: run with --fetch-urls (promptgauge then downloads it and sends its bytes), or download it and give its path",
                 kind.said()
             ));
         }

@@ -25,6 +25,9 @@ pub struct Hint {
     /// The files the case attaches: a request that carried none of them cannot know what
     /// they show, and is answered wrong.
     pub files: usize,
+    /// The tool calls the case's agent loop scripts, in order (`tool_results:`): the
+    /// simulator makes them, one a request, then answers from what they returned.
+    pub tool_script: Vec<(String, Value)>,
 }
 
 /// A lookup from an idempotency key to the case behind it.
@@ -370,6 +373,7 @@ mod tests {
             shape,
             others: Arc::new(vec!["billing".into(), "shipping".into()]),
             files: 0,
+            tool_script: Vec::new(),
         }
     }
 

@@ -65,6 +65,28 @@ pub(super) fn common_form(
     let system = (!system.is_empty()).then(|| json!({"role": "system", "content": system}));
     let mut messages: Vec<Value> = system.into_iter().collect();
     for t in turns {
+        // A user turn's `tool_result` blocks are the common form's `tool` turns.
+        if let Some(Value::Array(blocks)) = t.get("content")
+            && blocks.iter().any(|b| b["type"] == "tool_result")
+        {
+            for b in blocks.iter().filter(|b| b["type"] == "tool_result") {
+                let content = match b.get("content") {
+                    Some(c) => text_of(c, files)?,
+                    None => String::new(),
+                };
+                messages.push(json!({"role": "tool", "tool_call_id": b.get("tool_use_id"), "content": content}));
+            }
+            let rest: Vec<Value> = blocks
+                .iter()
+                .filter(|b| b["type"] != "tool_result")
+                .cloned()
+                .collect();
+            if !rest.is_empty() {
+                let content = text_of(&Value::Array(rest), files)?;
+                messages.push(json!({"role": t.get("role"), "content": content}));
+            }
+            continue;
+        }
         let content = match t.get("content") {
             Some(c) => text_of(c, files)?,
             None => String::new(),

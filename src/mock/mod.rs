@@ -516,6 +516,12 @@ impl Provider {
             {
                 (g, Vec::new())
             }
+            // An agent loop the case scripts: the next scripted call, one a request, then
+            // an answer from what the calls returned.
+            (_, Some(h)) if tools.is_some() && !h.tool_script.is_empty() => {
+                let wrong = model::wrong(prompt, &h.case, model_name, seed);
+                agent_step(h, &asked.messages, wrong)
+            }
             // It does not, but it is told the case: an answer of the expected shape —
             // wrong when the case's files were not sent (what they show cannot be known).
             (_, Some(h)) => {
@@ -847,6 +853,38 @@ impl Asked {
             files: 0,
         }
     }
+}
+
+/// One step of a scripted agent: the case's next tool call while the conversation holds
+/// fewer results than the script has calls; then the last result as the answer (so an
+/// answer is right only when the results flowed back), or another case's when `wrong`.
+fn agent_step(
+    h: &answers::Hint,
+    messages: &[ChatMessage],
+    wrong: bool,
+) -> (model::Generation, Vec<answers::Call>) {
+    let results: Vec<&str> = messages
+        .iter()
+        .filter(|m| m.role == "tool")
+        .map(|m| m.content.as_str())
+        .collect();
+    if let Some((name, args)) = h.tool_script.get(results.len()) {
+        let call = answers::Call {
+            name: name.clone(),
+            arguments: args.to_string(),
+        };
+        return (plain(String::new()), vec![call]);
+    }
+    let text = match (wrong, results.last()) {
+        (false, Some(last)) => last.to_string(),
+        _ => h
+            .others
+            .iter()
+            .find(|o| !h.expected.contains(o))
+            .cloned()
+            .unwrap_or_default(),
+    };
+    (plain(text), Vec::new())
 }
 
 /// What the model says to one request, before it is cut into tokens.

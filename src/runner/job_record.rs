@@ -97,6 +97,25 @@ pub struct JobRecord {
     /// its kind, size and hash — never its bytes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<FileNote>,
+    /// An agent loop's tool calls, in order (docs/guide/tools.md): its trajectory.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<ToolStep>,
+}
+
+/// One tool call of an agent loop, and what it got back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolStep {
+    /// The request (0 the first) whose answer made the call.
+    pub turn: u32,
+    pub tool: String,
+    /// As the model wrote them: JSON text, possibly invalid.
+    pub arguments: String,
+    /// What the model was given back.
+    pub result: String,
+    /// The call was refused (an unknown tool, arguments that are no JSON object) and the
+    /// model told why.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub error: bool,
 }
 
 /// A file a job's request carried, as the journal keeps it.

@@ -514,6 +514,7 @@ mod tests {
             refused: false,
             usage_anomaly: None,
             files: Vec::new(),
+            steps: Vec::new(),
         }
     }
 

@@ -3,6 +3,7 @@
 //! from one task, to the run's listeners: the journal, the progress line, the verbose log
 //! and the aggregator that builds the reports. The runner knows none of them.
 
+mod agent;
 pub mod batch;
 pub mod budget;
 pub mod events;

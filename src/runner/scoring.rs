@@ -185,6 +185,7 @@ pub(super) fn failed_record(
         refused: false,
         usage_anomaly: None,
         files: Vec::new(),
+        steps: Vec::new(),
     }
 }
 
@@ -330,6 +331,7 @@ fn graded_of(
         refused,
         usage_anomaly: None,
         files: Vec::new(),
+        steps: Vec::new(),
     }
 }
 

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::agent::run_loop;
 use super::lane::{Lane, Message, RunOptions};
 use super::scoring::{JobEnd, request_of, run_job};
 use super::source::{self, AnswerSource};
@@ -92,15 +93,14 @@ impl Workers {
                     }
                     self.active.fetch_add(1, Ordering::SeqCst);
                     let _ = self.tx.send(Message::Started(*job));
-                    let end = run_job(
-                        &self.bench,
-                        job,
-                        &request,
-                        &self.sources,
-                        &self.lane,
-                        &self.options,
-                    )
-                    .await;
+                    let (bench, sources) = (&self.bench, &self.sources);
+                    let (lane, options) = (&self.lane, &self.options);
+                    // A bench with tools runs each job as an agent loop of requests.
+                    let end = if bench.tools.is_empty() {
+                        run_job(bench, job, &request, sources, lane, options).await
+                    } else {
+                        run_loop(bench, job, &request, sources, lane, options).await
+                    };
                     match end {
                         // Its source records it, and counts it out of the jobs in flight.
                         JobEnd::Later => continue,

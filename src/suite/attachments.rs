@@ -329,12 +329,21 @@ fn from_url(
         .next()
         .and_then(|last| last.rsplit_once('.'))
         .map(|(_, e)| e);
+    // What is shown and kept of the URL: no password, no query value (a signed URL's
+    // signature is a credential).
+    let shown = crate::client::secrets::redact_url(url);
     let kind = match kind.as_deref() {
-        Some(k) => Kind::of_media_type(k),
+        Some(k) => Some(Kind::of_media_type(k).ok_or_else(|| {
+            InputError::new(
+                here.clone(),
+                format!("case `{id}`: `kind: {k}` on {shown} is not a kind promptgauge sends"),
+            )
+            .fix("write one of png, jpeg, webp, gif, pdf, text, wav, mp3 (or a media type such as image/png)")
+        })?),
         None => ext.and_then(Kind::of_extension),
     }
     .ok_or_else(|| {
-        InputError::new(here.clone(), format!("case `{id}`: what {url} holds is not known"))
+        InputError::new(here.clone(), format!("case `{id}`: what {shown} holds is not known"))
             .fix("say it: {\"url\": \"…\", \"kind\": \"png\"} (png, jpeg, webp, gif, pdf, text, wav or mp3); the cases are read before --fetch-urls downloads anything")
     })?;
     let name = path
@@ -345,7 +354,7 @@ fn from_url(
     Ok(Arc::new(Attachment {
         name: name.to_string(),
         kind,
-        origin: url.to_string(),
+        origin: shown,
         size: 0,
         sha256: None,
         detail: None,

@@ -103,6 +103,12 @@ fn place(text: &str, nonce: &str, case: &Case) -> Result<(String, Vec<Placed>), 
         rest = &mark[end + CLOSE.len_utf8()..];
     }
     out.push_str(rest);
+    if out.contains(OPEN) || out.contains(CLOSE) {
+        return Err(
+            "a file()/files() mark was changed by the template (a filter or a slice over it), so its file cannot be placed: write {{ file(\"name\") }} alone in its braces"
+                .into(),
+        );
+    }
     Ok((out, placed))
 }
 
@@ -194,6 +200,46 @@ fn template_error(variant: &Variant, message: usize, err: &minijinja::Error) -> 
     .fix("templates use Jinja syntax: {{ variable }}, {% if x %}…{% endif %}")
 }
 
+/// A `file()` or `files()` whose mark a template would change (a filter, an index, an
+/// attribute), or one in a variant that sends no files (`files: none`): the file would
+/// not be placed, and the prompt would carry the mark's characters instead.
+fn file_mark_misuse(variant: &Variant, message: usize) -> Option<InputError> {
+    static MISUSE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r#"\bfiles?\(\s*(?:"[^"]*"|'[^']*')?\s*\)\s*[|\[.~+*%-]"#)
+            .expect("a valid pattern")
+    });
+    let text = &variant.messages[message].content;
+    let here = variant.messages[message].line.map_or_else(
+        || FilePos::file(&variant.path),
+        |l| FilePos::line(&variant.path, l),
+    );
+    let places = text.contains("file(") || text.contains("files(");
+    if variant.no_files && places {
+        return Some(
+            InputError::new(
+                here,
+                format!(
+                    "message {} places a case's files, but the variant says `files: none`",
+                    message + 1
+                ),
+            )
+            .fix("remove `files: none` to send them, or the file()/files() call to leave them out"),
+        );
+    }
+    let found = MISUSE.find(text)?;
+    Some(
+        InputError::new(
+            here,
+            format!(
+                "message {}: `{}` changes what file()/files() put there, so no file would be placed",
+                message + 1,
+                found.as_str().trim()
+            ),
+        )
+        .fix("write {{ file(\"name\") }} or {{ files() }} alone in its braces, with no filter, index or operator"),
+    )
+}
+
 impl Templates {
     /// Compiles every variant's messages; syntax errors name the prompt file and line.
     pub fn compile(variants: &[Variant]) -> Result<Self, InputErrors> {
@@ -222,6 +268,8 @@ impl Templates {
                 }
                 if let Err(e) = env.add_template_owned(name.clone(), message.content.clone()) {
                     errors.push(template_error(variant, m, &e));
+                } else if let Some(e) = file_mark_misuse(variant, m) {
+                    errors.push(e);
                 }
                 per.push(name);
             }

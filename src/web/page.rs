@@ -5,7 +5,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
 /// The pages' own style (report.html brings its own).
-const STYLE: &str = "body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}nav{margin-bottom:1em}nav a{margin-right:1em}table{border-collapse:collapse}td,th{padding:.25em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}td.n{text-align:right}pre{white-space:pre-wrap;margin:0;max-width:60em}form label{margin-right:.8em}.muted{color:#777}.live{background:#fff8e0;padding:.5em 1em;border:1px solid #eed}.bar{background:#eee;height:.8em;width:20em;display:inline-block}.bar span{background:#4a7;height:100%;display:block}kbd{border:1px solid #bbb;border-radius:3px;padding:0 .3em}";
+const STYLE: &str = "body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}nav{margin-bottom:1em}nav a{margin-right:1em}table{border-collapse:collapse}td,th{padding:.25em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}td.n{text-align:right}pre{white-space:pre-wrap;margin:0;max-width:60em}form label{margin-right:.8em}.muted{color:#777}.live{background:#fff8e0;padding:.5em 1em;border:1px solid #eed}.bar{background:#eee;height:.8em;width:20em;display:inline-block}.bar span{background:#4a7;height:100%;display:block}kbd{border:1px solid #bbb;border-radius:3px;padding:0 .3em}.thumb{display:inline-block;width:96px;height:96px;margin:2px;background:center/contain no-repeat}";
 
 /// A page of the application: its title, and the body under the navigation.
 pub(super) fn shell(title: &str, body: &str) -> Response {

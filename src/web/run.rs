@@ -522,7 +522,7 @@ fn job_body(run: &str, r: &JobRecord, prompt: Option<&str>) -> String {
 /// report.html has them), and each file by name, kind, size and hash, linked to its bytes.
 fn files_section(b: &mut String, run: &str, r: &JobRecord) {
     b.push_str("<h2>Files sent</h2>\n");
-    crate::report::html::files_line(b, &r.files);
+    crate::report::html::files_line(b, &r.files, &mut Default::default());
     b.push_str("<ul id=\"files\">");
     for (i, f) in r.files.iter().enumerate() {
         let _ = write!(

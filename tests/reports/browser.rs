@@ -448,8 +448,9 @@ fn a_grid_report_html_shows_every_cell_and_both_axes() {
     assert_eq!(std::fs::read_to_string(&page).unwrap(), before);
 }
 
-/// The receipts example's report in the browser: each thumbnail an `<img>` whose data URL
-/// holds the receipt's bytes as they are (PNG, never SVG), and the page asks for nothing.
+/// The receipts example's report in the browser: each thumbnail an element whose class's
+/// background is a data URL holding a receipt's bytes as they are (PNG, never SVG), each
+/// image once in the page, and the page asks for nothing.
 #[test]
 fn report_html_shows_the_thumbnails_of_the_files_an_answer_was_given() {
     let Some(browser) = chromium() else {
@@ -482,18 +483,34 @@ fn report_html_shows_the_thumbnails_of_the_files_an_answer_was_given() {
     let run = run_dirs(&d.join("reports")).pop().unwrap();
     let (dom, requested) = load(&browser, &run.join("report.html"));
     assert!(requested.is_empty(), "the page asked for {requested:?}");
-    let img = Regex::new(r#"<img[^>]*src="data:(image/[a-z]+);base64,([A-Za-z0-9+/=]+)""#).unwrap();
-    let shown: Vec<(String, Vec<u8>)> = img
+    let style =
+        Regex::new(r#"\.(f-[0-9a-f]+)\{background-image:url\("data:(image/[a-z]+);base64,([A-Za-z0-9+/=]+)"\)\}"#)
+            .unwrap();
+    let mut classes = Vec::new();
+    let shown: Vec<(String, Vec<u8>)> = style
         .captures_iter(&dom)
         .map(|c| {
             use base64::Engine;
+            classes.push(c[1].to_string());
             let bytes = base64::engine::general_purpose::STANDARD
-                .decode(&c[2])
+                .decode(&c[3])
                 .unwrap();
-            (c[1].to_string(), bytes)
+            (c[2].to_string(), bytes)
         })
         .collect();
     assert!(!shown.is_empty(), "no thumbnail in the DOM");
+    let mut distinct = classes.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), classes.len(), "each image once");
+    // Every thumbnail shown is of an image the page holds.
+    let thumbs = Regex::new(r#"class="thumb (f-[0-9a-f]+)""#).unwrap();
+    let used: Vec<String> = thumbs
+        .captures_iter(&dom)
+        .map(|c| c[1].to_string())
+        .collect();
+    assert!(used.len() > classes.len(), "{} thumbnails", used.len());
+    assert!(used.iter().all(|c| classes.contains(c)));
     let receipts: Vec<Vec<u8>> = (1..=12)
         .map(|i| std::fs::read(d.join(format!("receipts/r-{i:03}.png"))).unwrap())
         .collect();

@@ -450,8 +450,15 @@ fn report_html_shows_the_files_each_answer_was_given() {
     let html = std::fs::read_to_string(run.join("report.html")).unwrap();
     let b64 = &receipts_base64(d)[0];
     assert!(
-        html.contains(&format!("src=\"data:image/png;base64,{b64}\"")),
+        html.contains(&format!("url(\"data:image/png;base64,{b64}\")")),
         "no thumbnail"
+    );
+    // Each image once however many answers show it: two variants send each receipt.
+    assert_eq!(html.matches(b64.as_str()).count(), 1);
+    assert_eq!(
+        html.matches("class=\"thumb f-").count(),
+        24,
+        "a thumbnail per answer"
     );
     assert!(!html.contains("data:image/svg"));
     // Changed since: named, not shown.
@@ -793,4 +800,90 @@ fn fetch_urls_downloads_each_url_once_and_sends_its_bytes() {
         said(&out)
     );
     assert_eq!(server.provider.stats().requests, before);
+}
+
+#[test]
+fn a_template_that_would_change_a_file_s_mark_is_refused_at_load() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    for (content, no_files, expected) in [
+        (
+            r#"{{ file('r.png') | upper }} {{ q }}"#,
+            "",
+            "file('r.png') |",
+        ),
+        (r#"{{ file('r.png')[0:3] }} {{ q }}"#, "", "file('r.png')["),
+        (r#"{{ files() | length }} {{ q }}"#, "", "files() |"),
+        (
+            r#"{{ file('r.png') }} {{ q }}"#,
+            "files: none\n",
+            "places a case's files, but the variant says `files: none`",
+        ),
+    ] {
+        let variant = format!("{no_files}messages:\n  - role: user\n    content: \"{content}\"\n");
+        let bench = one_case(r#"["f/r.png"]"#, &variant, "");
+        let out = promptgauge(bench.path())
+            .args(["run", "bench.yaml", "--quiet", "--no-store", "--model", "m"])
+            .args(["--base-url", &server.base_url()])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{content}: {}", said(&out));
+        assert!(said(&out).contains("v.yaml:"), "{}", said(&out));
+        assert!(said(&out).contains(expected), "{expected}: {}", said(&out));
+        assert_eq!(server.provider.stats().requests, 0);
+    }
+}
+
+#[test]
+fn a_url_s_password_and_query_are_never_kept_nor_shown() {
+    let (rt, server) = start_mock(MockConfig::default());
+    let receipt = std::fs::read(repo().join("examples/receipts/receipts/r-001.png")).unwrap();
+    let (web, _) = file_server(&rt, vec![("/r.png", receipt)]);
+    let signed =
+        web.replace("http://", "http://alice:s3cretpw@") + "/r.png?X-Amz-Signature=SIGSECRET123";
+    let bench = one_case(&format!(r#"["{signed}"]"#), USER, "");
+    let d = bench.path();
+    let out = promptgauge(d)
+        .args([
+            "run",
+            "bench.yaml",
+            "--quiet",
+            "--no-store",
+            "--model",
+            "m",
+            "--fetch-urls",
+        ])
+        .args(["--base-url", &server.base_url()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", said(&out));
+    let run = only_run(&d.join("reports"));
+    for file in ["results.jsonl", "report.html", "summary.json"] {
+        let text = std::fs::read_to_string(run.join(file)).unwrap();
+        assert!(
+            !text.contains("s3cretpw") && !text.contains("SIGSECRET123"),
+            "{file} keeps a credential"
+        );
+    }
+    // A URL that fails is named the same way.
+    let bench = one_case(
+        &format!(r#"["{}"]"#, signed.replace("/r.png", "/gone.png")),
+        USER,
+        "",
+    );
+    let out = promptgauge(bench.path())
+        .args([
+            "run",
+            "bench.yaml",
+            "--quiet",
+            "--no-store",
+            "--model",
+            "m",
+            "--fetch-urls",
+        ])
+        .args(["--base-url", &server.base_url()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(said(&out).contains("answered 404"), "{}", said(&out));
+    assert!(!said(&out).contains("s3cretpw") && !said(&out).contains("SIGSECRET123"));
 }

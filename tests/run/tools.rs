@@ -71,7 +71,9 @@ fn declared_tools_are_offered_on_every_protocol_in_its_own_form() {
     ] {
         let before = server.provider.bodies().len();
         let out = run(d, &server.base_url(), protocol);
-        assert!(out.status.success(), "{protocol}: {}", said(&out));
+        // This simulator, not told the case, calls the first tool with no arguments, which
+        // the case does not script: the job fails with that cause (exit 3), after sending.
+        assert_eq!(out.status.code(), Some(3), "{protocol}: {}", said(&out));
         let bodies = server.provider.bodies();
         let body: &Value = bodies[before..]
             .iter()
@@ -125,4 +127,215 @@ fn a_bench_s_tool_mistakes_are_said_before_anything_is_sent() {
         assert!(said(&out).contains(expected), "{expected}: {}", said(&out));
         assert_eq!(server.provider.stats().requests, 0, "nothing sent");
     }
+}
+
+/// A loop bench: the weather and a search, the answer the last result (graded exactly).
+const LOOP_BENCH: &str = "name: agent
+cases: cases.jsonl
+variants: [v.yaml]
+grade: { kind: exact }
+tools:
+  - name: get_weather
+    parameters: { type: object, properties: { city: { type: string } } }
+  - name: search
+    default: no results
+loop: { max_turns: 4, max_tool_calls: 6 }
+";
+
+const LOOP_CASES: &str = r#"{"id": "w1", "vars": {"q": "Oslo, then advice?"}, "expected": "bring an umbrella", "tool_results": [{"tool": "get_weather", "args": {"city": "Oslo"}, "result": "3 °C, rain"}, {"tool": "search", "args": {"q": "rain"}, "match": "subset", "result": "bring an umbrella"}]}
+{"id": "w2", "vars": {"q": "Lima?"}, "expected": "19 °C, sun", "tool_results": [{"tool": "get_weather", "args": {"city": "Lima"}, "result": "19 °C, sun"}]}
+"#;
+
+#[test]
+fn a_loop_runs_its_tools_on_the_simulator_and_the_answer_comes_from_their_results() {
+    let b = bench(LOOP_CASES, LOOP_BENCH);
+    let d = b.path();
+    let out = promptgauge(d)
+        .args([
+            "run",
+            "bench.yaml",
+            "--quiet",
+            "--no-store",
+            "--repeats",
+            "3",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", said(&out));
+    let run = run_dirs(&d.join("reports")).pop().unwrap();
+    let records: Vec<Value> = journal(&run)
+        .into_iter()
+        .filter(|r| r["case_id"].is_string())
+        .collect();
+    assert_eq!(records.len(), 6);
+    for r in &records {
+        let steps = r["steps"].as_array().expect("the trajectory");
+        let (calls, answer) = if r["case_id"] == "w1" {
+            (2, "bring an umbrella")
+        } else {
+            (1, "19 °C, sun")
+        };
+        assert_eq!(steps.len(), calls, "{r}");
+        assert_eq!(steps[0]["tool"], "get_weather");
+        assert_eq!(steps[calls - 1]["result"], answer);
+        // One request a step, and the answer's: the attempts of every step are the job's.
+        assert!(r["attempts"].as_array().unwrap().len() > calls, "{r}");
+        if r["score"] == 1.0 {
+            assert_eq!(r["output"], answer);
+        }
+    }
+    assert!(
+        records.iter().filter(|r| r["score"] == 1.0).count() >= 3,
+        "mostly right: {records:?}"
+    );
+}
+
+/// A simulator told every job is case `w1` of LOOP_CASES, with `calls` its agent makes.
+fn scripted_mock(
+    calls: Vec<(&str, Value)>,
+) -> (
+    tokio::runtime::Runtime,
+    promptgauge::mock::server::MockServer,
+) {
+    use promptgauge::mock::answers::{Hint, Oracle};
+    let script: Vec<(String, Value)> = calls.into_iter().map(|(t, a)| (t.to_string(), a)).collect();
+    let hint = Hint {
+        case: "w1".into(),
+        expected: vec!["bring an umbrella".into()],
+        expected_json: None,
+        shape: promptgauge::grade::Shape::Text,
+        others: std::sync::Arc::new(vec!["sunscreen".into()]),
+        files: 0,
+        tool_script: script,
+    };
+    start_mock(MockConfig {
+        oracle: Some(Oracle(std::sync::Arc::new(move |_| Some(hint.clone())))),
+        ..MockConfig::default()
+    })
+}
+
+#[test]
+fn each_protocol_gives_the_results_back_in_its_own_form_one_request_a_step() {
+    let calls = vec![
+        ("get_weather", serde_json::json!({"city": "Oslo"})),
+        ("search", serde_json::json!({"q": "rain", "lang": "en"})),
+    ];
+    for (protocol, result_shape) in [
+        ("openai-chat", r#""role":"tool""#),
+        ("openai-responses", r#""type":"function_call_output""#),
+        ("anthropic-messages", r#""type":"tool_result""#),
+    ] {
+        let (_rt, server) = scripted_mock(calls.clone());
+        let b = bench(LOOP_CASES.lines().next().unwrap(), LOOP_BENCH);
+        let out = run(b.path(), &server.base_url(), protocol);
+        assert!(out.status.success(), "{protocol}: {}", said(&out));
+        let run_dir = run_dirs(&b.path().join("reports")).pop().unwrap();
+        let r = journal(&run_dir)
+            .into_iter()
+            .find(|r| r["case_id"] == "w1")
+            .unwrap();
+        assert_eq!(r["steps"].as_array().unwrap().len(), 2, "{protocol}: {r}");
+        assert_eq!(r["output"], "bring an umbrella", "{protocol}: {r}");
+        assert_eq!(r["score"], 1.0, "{protocol}");
+        // Three answers generated: two calls, then the answer; the last request carried both
+        // results in the protocol's own form, with the ids the calls had.
+        assert_eq!(server.provider.stats().generations, 3, "{protocol}");
+        let bodies = server.provider.bodies();
+        let last = bodies.last().unwrap().to_string();
+        assert_eq!(last.matches(result_shape).count(), 2, "{protocol}: {last}");
+        assert!(
+            last.contains("3 °C, rain") && last.contains("bring an umbrella"),
+            "{protocol}"
+        );
+        // Each step its own idempotency key: the job's, then -step1, -step2.
+        let keys: Vec<String> = server
+            .provider
+            .headers()
+            .iter()
+            .filter_map(|h| {
+                h.iter()
+                    .find(|(k, _)| k == "idempotency-key")
+                    .map(|(_, v)| v.clone())
+            })
+            .collect();
+        assert!(
+            keys.iter().any(|k| k.ends_with("-step2")),
+            "{protocol}: {keys:?}"
+        );
+    }
+}
+
+#[test]
+fn a_loop_that_goes_too_far_or_off_script_fails_with_its_cause_and_its_cost() {
+    // Unscripted: Paris is in no line, and get_weather has no default.
+    let (_rt, server) = scripted_mock(vec![("get_weather", serde_json::json!({"city": "Paris"}))]);
+    let b = bench(LOOP_CASES.lines().next().unwrap(), LOOP_BENCH);
+    let out = run(b.path(), &server.base_url(), "openai-chat");
+    assert_eq!(out.status.code(), Some(3), "{}", said(&out));
+    let r = journal(&run_dirs(&b.path().join("reports")).pop().unwrap())
+        .into_iter()
+        .find(|r| r["case_id"] == "w1")
+        .unwrap();
+    assert_eq!(r["status"], "failed");
+    assert!(
+        r["error"]
+            .as_str()
+            .unwrap()
+            .starts_with(r#"unscripted tool call: get_weather({"city":"Paris"})"#),
+        "{r}"
+    );
+    assert!(
+        r["usage"]["prompt_tokens"].as_u64().unwrap() > 0,
+        "its cost kept: {r}"
+    );
+    // A turn limit: five calls asked of a loop of four requests; an unknown tool is given
+    // back to the model as an error, and counted in the trajectory.
+    let (_rt, server) = scripted_mock(vec![
+        ("search", serde_json::json!({"q": "a"})),
+        ("book_flight", serde_json::json!({})),
+        ("search", serde_json::json!({"q": "b"})),
+        ("search", serde_json::json!({"q": "c"})),
+        ("search", serde_json::json!({"q": "d"})),
+    ]);
+    let b = bench(LOOP_CASES.lines().next().unwrap(), LOOP_BENCH);
+    let out = run(b.path(), &server.base_url(), "anthropic-messages");
+    assert_eq!(out.status.code(), Some(3), "{}", said(&out));
+    let r = journal(&run_dirs(&b.path().join("reports")).pop().unwrap())
+        .into_iter()
+        .find(|r| r["case_id"] == "w1")
+        .unwrap();
+    assert_eq!(
+        r["error"], "turn limit reached (4 requests, loop.max_turns)",
+        "{r}"
+    );
+    let steps = r["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 4);
+    assert_eq!(steps[1]["error"], true);
+    assert!(
+        steps[1]["result"]
+            .as_str()
+            .unwrap()
+            .contains("there is no tool `book_flight`")
+    );
+    assert_eq!(steps[0]["result"], "no results", "search's default");
+    assert_eq!(
+        server.provider.stats().generations,
+        4,
+        "never a fifth request"
+    );
+    // By batch: refused before anything is sent.
+    let out = promptgauge(b.path())
+        .args([
+            "run",
+            "bench.yaml",
+            "--batch",
+            "--base-url",
+            &server.base_url(),
+            "--model",
+            "m",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(said(&out).contains("cannot go by batch"), "{}", said(&out));
 }

@@ -515,7 +515,8 @@ fn a_job_s_page_shows_and_serves_the_files_it_was_sent() {
     let (status, page) = get(&v.url, &format!("/runs/{id}/jobs/0"), None);
     assert_eq!(status, 200, "{page}");
     assert!(page.contains("Files sent"), "{page}");
-    assert!(page.contains("src=\"data:image/png;base64,"), "{page}");
+    assert!(page.contains("url(\"data:image/png;base64,"), "{page}");
+    assert!(page.contains("class=\"thumb f-"), "{page}");
     assert!(
         page.contains("receipts/r-001.png</a> — a PNG image, 140 bytes, sha256 "),
         "{page}"

@@ -423,6 +423,7 @@ fn job_record(job: usize, arm: &ImportedArm, s: &Sample) -> JobRecord {
         refused: false,
         usage_anomaly: None,
         files: s.files.clone(),
+        steps: Vec::new(),
     }
 }
 

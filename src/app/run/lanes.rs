@@ -106,6 +106,11 @@ pub(super) fn oracle(p: &Prepared, run_id: &str) -> crate::mock::answers::Oracle
         // Judge calls (`…-judge-0`) are answered from their prompt, not from the case.
         // A resend's key ends `-resendN`; a judge call's (`…-judge-0`) is not a job's.
         let rest = key.strip_prefix(prefix.as_str())?;
+        // An agent loop's later steps add `-stepN` (docs/guide/tools.md).
+        let rest = match rest.split_once("-step") {
+            Some((r, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => r,
+            _ => rest,
+        };
         let index = match rest.split_once("-resend") {
             Some((i, round)) if round.bytes().all(|b| b.is_ascii_digit()) => i,
             _ => rest,
@@ -119,6 +124,17 @@ pub(super) fn oracle(p: &Prepared, run_id: &str) -> crate::mock::answers::Oracle
             shape: crate::grade::SpecExt::shape(case.grade.as_ref().unwrap_or(&bench.grade)),
             others: others.clone(),
             files: case.files.len() + case.messages.iter().map(|m| m.files.len()).sum::<usize>(),
+            tool_script: case
+                .tool_script
+                .iter()
+                .map(|l| {
+                    let args = l.args.clone().filter(serde_json::Value::is_object);
+                    (
+                        l.tool.clone(),
+                        args.unwrap_or_else(|| serde_json::json!({})),
+                    )
+                })
+                .collect(),
         })
     }))
 }

@@ -41,6 +41,7 @@ pre { background: var(--band); padding: 8px 12px; overflow-x: auto; font-size: 1
 details { margin: 4px 0; } summary { cursor: pointer; }
 #answers td { vertical-align: top; } #answers pre { white-space: pre-wrap; max-width: 420px; margin: 4px 0; }
 .swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 4px; }
+.thumb { display: inline-block; width: 96px; height: 96px; margin: 2px; background: center / contain no-repeat; }
 "#;
 
 const SCRIPT: &str = r#"
@@ -237,6 +238,7 @@ fn answers_section(b: &mut String, result: &RunResult, names: &[&str]) {
     }
     answers_intro(b, result);
     answers_head(b, names);
+    let mut thumbnails = Thumbnails::default();
     for (case, (expected, answers)) in shown {
         let marks: Vec<bool> = answers
             .iter()
@@ -254,7 +256,12 @@ fn answers_section(b: &mut String, result: &RunResult, names: &[&str]) {
         );
         for (arm, a) in answers.iter().enumerate() {
             match a {
-                Some(a) => answer_cell(b, a, result.prompts.get(&(case.clone(), arm))),
+                Some(a) => answer_cell(
+                    b,
+                    a,
+                    result.prompts.get(&(case.clone(), arm)),
+                    &mut thumbnails,
+                ),
                 None => b.push_str("<td class=\"muted\">–</td>"),
             }
         }
@@ -318,7 +325,12 @@ fn answers_head(b: &mut String, names: &[&str]) {
 
 /// One variant's answer to a case: its mark and what it extracted, why it scored as it
 /// did, and the full answer and prompt inside.
-fn answer_cell(b: &mut String, a: &ShownAnswer, prompt: Option<&String>) {
+fn answer_cell(
+    b: &mut String,
+    a: &ShownAnswer,
+    prompt: Option<&String>,
+    thumbnails: &mut Thumbnails,
+) {
     let (class, mark) = match a.score {
         Some(s) if s >= 1.0 => ("ok", "✓".to_string()),
         Some(s) if s <= 0.0 => ("no", "✗".to_string()),
@@ -341,7 +353,7 @@ fn answer_cell(b: &mut String, a: &ShownAnswer, prompt: Option<&String>) {
         );
     }
     if !a.files.is_empty() {
-        files_line(b, &a.files);
+        files_line(b, &a.files, thumbnails);
     }
     let _ = write!(
         b,
@@ -365,9 +377,25 @@ fn answer_cell(b: &mut String, a: &ShownAnswer, prompt: Option<&String>) {
 /// larger one, a document or a clip is named with its size and hash.
 const THUMBNAIL_BYTES: u64 = 256 * 1024;
 
+/// The thumbnails a page holds: each image once, however many answers show it (a class
+/// whose background is its data URL), and at most [`PAGE_IMAGE_BYTES`] of them in all.
+#[derive(Debug, Default)]
+pub(crate) struct Thumbnails {
+    embedded: std::collections::HashSet<String>,
+    bytes: u64,
+}
+
+/// The most image bytes one page embeds; later images are named, not shown.
+const PAGE_IMAGE_BYTES: u64 = 8 * 1024 * 1024;
+
 /// The files a request carried: images as thumbnails (a data URL of the type their bytes
-/// are, never SVG nor HTML), the others by name, size and hash.
-pub(crate) fn files_line(b: &mut String, files: &[crate::runner::job_record::FileNote]) {
+/// are, never SVG nor HTML; each image's bytes once a page), the others by name, size and
+/// hash.
+pub(crate) fn files_line(
+    b: &mut String,
+    files: &[crate::runner::job_record::FileNote],
+    shown: &mut Thumbnails,
+) {
     use crate::client::attachment::FileFamily;
     b.push_str("<div class=\"files\">");
     for f in files {
@@ -375,18 +403,33 @@ pub(crate) fn files_line(b: &mut String, files: &[crate::runner::job_record::Fil
             format!(", sha256 {}…", &h[..h.len().min(12)])
         });
         let title = format!("{} ({}, {} bytes{hash})", f.origin, f.kind.said(), f.bytes);
-        let thumb = (f.kind.family() == FileFamily::Image)
-            .then(|| f.bytes_again(THUMBNAIL_BYTES))
-            .flatten();
-        match thumb {
-            Some(bytes) => {
+        let key = f
+            .sha256
+            .as_deref()
+            .map(|h| h[..h.len().min(16)].to_string());
+        let image = f.kind.family() == FileFamily::Image;
+        let known = key.as_ref().is_some_and(|k| shown.embedded.contains(k));
+        if image
+            && !known
+            && shown.bytes + f.bytes <= PAGE_IMAGE_BYTES
+            && let (Some(bytes), Some(k)) = (f.bytes_again(THUMBNAIL_BYTES), &key)
+        {
+            shown.bytes += bytes.len() as u64;
+            shown.embedded.insert(k.clone());
+            let _ = write!(
+                b,
+                "<style>.f-{k}{{background-image:url(\"data:{};base64,{}\")}}</style>",
+                f.kind.media_type(),
+                base64::Engine::encode(&base64::engine::general_purpose::STANDARD, bytes)
+            );
+        }
+        match key.filter(|k| image && shown.embedded.contains(k)) {
+            Some(k) => {
                 let _ = write!(
                     b,
-                    "<img style=\"max-width:96px;max-height:96px;margin:2px\" alt=\"{}\" title=\"{}\" src=\"data:{};base64,{}\">",
+                    "<span class=\"thumb f-{k}\" role=\"img\" aria-label=\"{}\" title=\"{}\"></span>",
                     esc(&f.name),
-                    esc(&title),
-                    f.kind.media_type(),
-                    base64::Engine::encode(&base64::engine::general_purpose::STANDARD, bytes)
+                    esc(&title)
                 );
             }
             None => {
