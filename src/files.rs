@@ -12,8 +12,13 @@ pub(crate) fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
             format!(
-                "{} is not a regular file (a pipe, a device or a socket): promptgauge reads only files",
-                path.display()
+                "{} is not a regular file ({}): promptgauge reads only files",
+                path.display(),
+                if meta.is_dir() {
+                    "a folder"
+                } else {
+                    "a pipe, a device or a socket"
+                }
             ),
         ));
     }

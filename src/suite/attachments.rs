@@ -145,6 +145,13 @@ fn one_file(
         from_data_url(&text, id, here)?
     } else if text.starts_with("https://") || text.starts_with("http://") {
         from_url(&text, kind, id, here)?
+    } else if let Some((scheme, _)) = text.split_once("://") {
+        return Err(bad(
+            id,
+            here,
+            &format!("`{scheme}://` is not a place promptgauge reads files from"),
+        )
+        .fix("give a path (relative to the case file), an http(s) URL, or a data URL"));
     } else {
         from_path(&text, id, here)?
     };
@@ -227,6 +234,7 @@ fn from_path(written: &str, id: &str, here: &FilePos) -> Result<Arc<Attachment>,
             kind.word()
         )));
     }
+    check_readable(kind, &bytes, id, here, written)?;
     let name = Path::new(written)
         .file_name()
         .and_then(|n| n.to_str())
@@ -250,6 +258,13 @@ fn from_path(written: &str, id: &str, here: &FilePos) -> Result<Arc<Attachment>,
 /// text to the sniffer, but it is meant as an image no provider takes: refused, never sent
 /// as its XML.
 fn kind_of(bytes: &[u8], id: &str, here: &FilePos, written: &str) -> Result<Kind, InputError> {
+    if bytes.is_empty() {
+        return Err(InputError::new(
+            here.clone(),
+            format!("case `{id}`: {written} is empty: it is not a file promptgauge can send"),
+        )
+        .fix("give the file its content, or leave it out of the case"));
+    }
     let head = String::from_utf8_lossy(&bytes[..bytes.len().min(1024)]).to_ascii_lowercase();
     if head.contains("<svg") {
         return Err(InputError::new(
@@ -258,13 +273,69 @@ fn kind_of(bytes: &[u8], id: &str, here: &FilePos, written: &str) -> Result<Kind
         )
         .fix("convert it to PNG (e.g. rsvg-convert in.svg -o out.png)"));
     }
-    Kind::sniff(bytes).ok_or_else(|| {
+    if head.trim_start().starts_with("<!doctype html") || head.trim_start().starts_with("<html") {
+        return Err(InputError::new(
+            here.clone(),
+            format!("case `{id}`: {written} is an HTML page, which promptgauge does not attach (a page is not shown to the model as a browser would show it)"),
+        )
+        .fix("attach what the page shows (a PDF or a PNG of it), or its text as a .txt file"));
+    }
+    let kind = Kind::sniff(bytes).ok_or_else(|| {
         InputError::new(
             here.clone(),
-            format!("case `{id}`: {written} is not a file promptgauge can send"),
+            format!(
+                "case `{id}`: {written} is not a file promptgauge can send{}",
+                why_not_text(bytes)
+            ),
         )
-        .fix("attach PNG, JPEG, WebP or GIF images, PDF or plain-text documents, WAV or MP3 audio")
-    })
+        .fix("attach PNG, JPEG, WebP or GIF images, PDF or plain-text (UTF-8) documents, WAV or MP3 audio")
+    })?;
+    Ok(kind)
+}
+
+/// An image whose header gives no size is cut short or corrupt: a provider refuses it
+/// after it is paid for, so it is refused at load.
+fn check_readable(
+    kind: Kind,
+    bytes: &[u8],
+    id: &str,
+    here: &FilePos,
+    written: &str,
+) -> Result<(), InputError> {
+    let unreadable = kind.family() == crate::client::attachment::FileFamily::Image
+        && !imagesize::blob_size(bytes).is_ok_and(|s| s.width > 0 && s.height > 0);
+    if unreadable {
+        return Err(InputError::new(
+            here.clone(),
+            format!(
+                "case `{id}`: {written} starts as {} but its size cannot be read from it (cut short, or corrupt)",
+                kind.said()
+            ),
+        )
+        .fix("export the image again"));
+    }
+    Ok(())
+}
+
+/// Why bytes that are not a known kind are not text either: not UTF-8, or a control
+/// character (", which …" for the message; empty for bytes that are plainly binary).
+fn why_not_text(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Err(e) if !bytes[..bytes.len().min(1024)].contains(&0) => {
+            format!(" (as text: not UTF-8 at byte {})", e.valid_up_to())
+        }
+        Err(_) => String::new(),
+        Ok(text) => text
+            .char_indices()
+            .find(|(_, c)| c.is_control() && !matches!(c, '\n' | '\r' | '\t' | '\u{c}'))
+            .map(|(at, c)| {
+                format!(
+                    " (as text: it holds the control character U+{:04X} at byte {at})",
+                    c as u32
+                )
+            })
+            .unwrap_or_default(),
+    }
 }
 
 /// `data:MEDIA;base64,DATA`: decoded, and its bytes must be what its media type says.
@@ -301,6 +372,7 @@ fn from_data_url(url: &str, id: &str, here: &FilePos) -> Result<Arc<Attachment>,
         )
         .fix(format!("write data:{};base64,…", kind.media_type())));
     }
+    check_readable(kind, &bytes, id, here, "a data URL")?;
     Ok(Arc::new(Attachment {
         name: "data".into(),
         kind,
@@ -370,7 +442,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\0IEND";
+    const PNG: &[u8] = include_bytes!("../../examples/receipts/receipts/r-001.png");
 
     #[test]
     fn files_are_read_named_and_checked_against_their_names() {

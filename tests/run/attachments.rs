@@ -887,3 +887,59 @@ fn a_url_s_password_and_query_are_never_kept_nor_shown() {
     assert!(said(&out).contains("answered 404"), "{}", said(&out));
     assert!(!said(&out).contains("s3cretpw") && !said(&out).contains("SIGSECRET123"));
 }
+
+#[test]
+fn what_is_no_file_to_send_is_refused_at_load_with_the_reason() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    for (name, bytes, files, expected) in [
+        (
+            "page.txt",
+            b"<!DOCTYPE html><html><script>x</script></html>".to_vec(),
+            r#"["f/page.txt"]"#,
+            "is an HTML page",
+        ),
+        ("empty.png", Vec::new(), r#"["f/empty.png"]"#, "is empty"),
+        (
+            "latin1.txt",
+            b"caf\xe9 au lait".to_vec(),
+            r#"["f/latin1.txt"]"#,
+            "not UTF-8 at byte 3",
+        ),
+        (
+            "esc.txt",
+            b"ok \x1b[2J".to_vec(),
+            r#"["f/esc.txt"]"#,
+            "control character U+001B at byte 3",
+        ),
+        (
+            "cut.png",
+            b"\x89PNG\r\n\x1a\n\0\0\0\rIH".to_vec(),
+            r#"["f/cut.png"]"#,
+            "its size cannot be read from it",
+        ),
+        (
+            "x.bin",
+            Vec::new(),
+            r#"["ftp://host/x.png"]"#,
+            "`ftp://` is not a place",
+        ),
+        ("y.bin", Vec::new(), r#"["f"]"#, "(a folder)"),
+        (
+            "z.bin",
+            Vec::new(),
+            r#"[{"url": "https://x.test/a", "kind": "banana"}]"#,
+            "`kind: banana`",
+        ),
+    ] {
+        let bench = one_case(files, USER, "");
+        std::fs::write(bench.path().join("f").join(name), bytes).unwrap();
+        let out = promptgauge(bench.path())
+            .args(["check", "bench.yaml"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{name}: {}", said(&out));
+        assert!(said(&out).contains(expected), "{expected}: {}", said(&out));
+        assert!(said(&out).contains("cases.jsonl:1"), "{}", said(&out));
+    }
+    assert_eq!(server.provider.stats().requests, 0);
+}
