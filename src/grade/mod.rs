@@ -16,6 +16,7 @@ pub(crate) mod scorer;
 mod spec_error;
 pub(crate) mod structured;
 mod text;
+mod trajectory;
 
 pub(crate) use crate::suite::GradeSpec;
 pub use scorer::{Answer, Score, ScoreContext, ScoreError, ScoreInput, Scorer};
@@ -107,6 +108,9 @@ impl SpecExt for GradeSpec {
     /// The scorer this spec describes; files it names (a schema, a judge prompt) are read
     /// relative to `dir`. The error says what is wrong in the user's terms.
     fn scorer(&self, dir: &Path) -> Result<Arc<dyn Scorer>, SpecError> {
+        if let Some(scorer) = trajectory::scorer_of(self) {
+            return Ok(scorer);
+        }
         let parts = |of: &[GradeSpec]| -> Result<Vec<Arc<dyn Scorer>>, SpecError> {
             if of.is_empty() {
                 return Err(SpecError::NoParts);
@@ -171,10 +175,6 @@ impl SpecExt for GradeSpec {
                 endpoint.as_deref(),
                 model.as_deref(),
             )?),
-            GradeSpec::ToolCall { exact, order } => Arc::new(structured::ToolCalls {
-                exact: *exact,
-                order: *order,
-            }),
             GradeSpec::All { of } => combined(combine::Combine::All, vec![1.0; of.len()], of)?,
             GradeSpec::Any { of } => combined(combine::Combine::Any, vec![1.0; of.len()], of)?,
             GradeSpec::Mean { of, weights } => {

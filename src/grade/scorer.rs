@@ -26,6 +26,9 @@ pub struct Answer {
     pub finish_reason: Option<String>,
     /// The tool calls the model made, assembled from the stream.
     pub tool_calls: Vec<ToolCall>,
+    /// An agent loop's calls before this answer, and what each got back (empty for a job
+    /// that is no loop): what the trajectory scorers read.
+    pub steps: Vec<crate::suite::tools::ToolStep>,
 }
 
 /// What a scorer is given for one job.
@@ -37,6 +40,11 @@ pub struct ScoreInput<'a> {
     /// The messages the variant rendered for this case, as sent.
     pub messages: &'a [ChatMessage],
     pub answer: &'a Answer,
+}
+
+/// A score known at once, as a scorer's future.
+pub(crate) fn ready(score: Score) -> ScoreFuture<'static> {
+    Box::pin(std::future::ready(Ok(score)))
 }
 
 /// One job's score.

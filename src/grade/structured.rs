@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::scorer::{CaseError, Score, ScoreContext, ScoreFuture, ScoreInput, Scorer};
+use super::scorer::{CaseError, Score, ScoreContext, ScoreFuture, ScoreInput, Scorer, ready};
 use super::spec_error::SpecError;
 use super::text::{parse_number, strip_code_fence};
 use crate::client::ToolCall;
@@ -37,10 +37,6 @@ fn expected_json(case: &Case) -> Option<Value> {
             .first()
             .and_then(|t| serde_json::from_str(t.trim()).ok())
     })
-}
-
-fn ready(score: Score) -> ScoreFuture<'static> {
-    Box::pin(std::future::ready(Ok(score)))
 }
 
 /// Compact JSON, cut for the journal's `extracted`.

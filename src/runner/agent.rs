@@ -69,6 +69,7 @@ pub(super) async fn run_loop(
     let mut step = Rendered {
         request: first.request.clone(),
         prompt_chars: first.prompt_chars,
+        steps: Vec::new(),
     };
     for turn in 0..limits.max_turns {
         if turn > 0 {
@@ -86,11 +87,9 @@ pub(super) async fn run_loop(
         if !answer.result.answered() || answer.result.tool_calls.is_empty() {
             // The answer, or the failure, that ends the loop.
             answer.result = trail.onto(answer.result);
+            step.steps = std::mem::take(&mut trail.steps);
             let scored = score(bench, job, &step, answer, lane, options).await;
-            return scored.map_or(JobEnd::Stopped, |mut r| {
-                r.steps = trail.steps;
-                JobEnd::Record(Box::new(r))
-            });
+            return scored.map_or(JobEnd::Stopped, |r| JobEnd::Record(Box::new(r)));
         }
         let mut result = answer.result;
         trail.add(&mut result);

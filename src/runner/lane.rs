@@ -204,6 +204,9 @@ pub(super) enum Message {
 pub(super) struct Rendered {
     pub(super) request: JobRequest,
     pub(super) prompt_chars: usize,
+    /// An agent loop's calls before this request, and what each got back (empty for a job
+    /// that is no loop).
+    pub(super) steps: Vec<crate::suite::tools::ToolStep>,
 }
 
 impl Rendered {

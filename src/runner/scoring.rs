@@ -74,6 +74,7 @@ pub(super) fn request_of(
             idempotency_key: job_key(job, options),
         },
         prompt_chars,
+        steps: Vec::new(),
     })
 }
 
@@ -96,8 +97,10 @@ pub(super) async fn score(
         messages: &rendered.request.messages,
         prompt_chars: rendered.prompt_chars,
         context: &options.scoring,
+        steps: &rendered.steps,
     };
     let mut r = record(bench, job, answer, &scoring).await?;
+    r.steps = rendered.steps.clone();
     r.usage_anomaly = usage_anomaly(&r, bench.max_tokens_at(job.variant, &lane.params));
     r.files = FileNote::of(&rendered.request.messages);
     r.endpoint = lane.name.clone();
@@ -131,6 +134,7 @@ struct Scoring<'a> {
     messages: &'a [ChatMessage],
     prompt_chars: usize,
     context: &'a ScoreContext,
+    steps: &'a [crate::suite::tools::ToolStep],
 }
 
 pub(super) fn failed_record(
@@ -251,6 +255,7 @@ async fn graded_record(
         reasoning: result.reasoning,
         finish_reason: result.finish_reason,
         tool_calls: result.tool_calls,
+        steps: s.steps.to_vec(),
     };
     let scorer = &s.scorers[job.case];
     let scored = if refused {

@@ -83,6 +83,24 @@ pub enum GradeSpec {
         #[serde(default)]
         order: CallOrder,
     },
+    /// The tools an agent loop called (docs/guide/tools.md): `tools` in order
+    /// (`in_order`: as a subsequence of the calls), exactly those in any order
+    /// (`any_order`), or among the calls (`subset`).
+    ToolSequence {
+        tools: Vec<String>,
+        #[serde(default)]
+        order: SequenceOrder,
+    },
+    /// A call of `tool` whose arguments hold `args` (its fields with their values; others
+    /// may be there too) was made in the loop.
+    ToolArgs {
+        tool: String,
+        args: serde_json::Value,
+    },
+    /// The loop made at most `steps` tool calls.
+    MaxSteps {
+        steps: u32,
+    },
     /// A program of yours scores each answer: a small pool of long-lived processes, one
     /// JSON request per line in, one JSON reply per line out (docs/guide/scorers.md).
     Command {
@@ -129,6 +147,19 @@ pub enum GradeSpec {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         weights: Option<Vec<f64>>,
     },
+}
+
+/// How `tool_sequence` compares the calls made with its list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SequenceOrder {
+    /// The tools were called in this order (other calls may come between).
+    #[default]
+    InOrder,
+    /// Exactly these calls were made, in any order.
+    AnyOrder,
+    /// Each of these tools was called.
+    Subset,
 }
 
 fn one() -> u32 {
@@ -196,7 +227,10 @@ impl GradeSpec {
     /// does a judge given a rubric: it then judges by the rubric alone).
     pub(crate) fn needs_expected(&self) -> bool {
         match self {
-            GradeSpec::JsonSchema { .. } => false,
+            GradeSpec::JsonSchema { .. }
+            | GradeSpec::ToolSequence { .. }
+            | GradeSpec::ToolArgs { .. }
+            | GradeSpec::MaxSteps { .. } => false,
             GradeSpec::Judge {
                 rubric: Some(r), ..
             } if !r.trim().is_empty() => false,

@@ -86,6 +86,23 @@ pub struct ScriptedCall {
     pub result: Value,
 }
 
+/// One tool call of an agent loop, and what it got back: the loop's trajectory, as the
+/// journal keeps it and the trajectory scorers read it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolStep {
+    /// The request (0 the first) whose answer made the call.
+    pub turn: u32,
+    pub tool: String,
+    /// As the model wrote them: JSON text, possibly invalid.
+    pub arguments: String,
+    /// What the model was given back.
+    pub result: String,
+    /// The call was refused (an unknown tool, arguments that are no JSON object) and the
+    /// model told why.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub error: bool,
+}
+
 /// What a call gets back.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolReply {

@@ -339,3 +339,65 @@ fn a_loop_that_goes_too_far_or_off_script_fails_with_its_cause_and_its_cost() {
     assert_eq!(out.status.code(), Some(2), "{}", said(&out));
     assert!(said(&out).contains("cannot go by batch"), "{}", said(&out));
 }
+
+#[test]
+fn two_prompts_for_an_agent_are_compared_on_the_answer_and_the_trajectory() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cases: String = (1..=12)
+        .map(|i| {
+            format!(
+                "{{\"id\": \"c{i}\", \"vars\": {{\"q\": \"Weather in city {i}, then what to wear?\"}}, \"expected\": \"wear {i}\", \"tool_results\": [{{\"tool\": \"get_weather\", \"args\": {{\"city\": \"city {i}\"}}, \"result\": \"{i} °C\"}}, {{\"tool\": \"search\", \"args\": {{\"q\": \"{i} °C\"}}, \"match\": \"subset\", \"result\": \"wear {i}\"}}]}}\n"
+            )
+        })
+        .collect();
+    std::fs::write(d.join("cases.jsonl"), cases).unwrap();
+    std::fs::write(
+        d.join("terse.yaml"),
+        "messages:\n  - { role: system, content: \"Use the tools.\" }\n  - { role: user, content: \"{{ q }}\" }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("careful.yaml"),
+        "messages:\n  - { role: system, content: \"Think step by step: look up the weather, then search what to wear, then answer.\" }\n  - { role: user, content: \"{{ q }}\" }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("bench.yaml"),
+        "name: agent
+cases: cases.jsonl
+variants: [terse.yaml, careful.yaml]
+grade:
+  kind: all
+  of:
+    - { kind: exact }
+    - { kind: tool_sequence, tools: [get_weather, search] }
+    - { kind: max_steps, steps: 3 }
+tools:
+  - name: get_weather
+    parameters: { type: object, properties: { city: { type: string } } }
+  - name: search
+    parameters: { type: object, properties: { q: { type: string } } }
+",
+    )
+    .unwrap();
+    let out = promptgauge(d)
+        .args(["run", "bench.yaml", "--quiet", "--no-store"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", said(&out));
+    let run = run_dirs(&d.join("reports")).pop().unwrap();
+    let s: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    // Both variants measured, compared case by case with the usual verdict.
+    assert_eq!(s["variants"].as_array().unwrap().len(), 2);
+    assert!(s["comparisons"][0]["verdict"].is_string(), "{s}");
+    for r in journal(&run).iter().filter(|r| r["case_id"].is_string()) {
+        let steps = r["steps"].as_array().unwrap();
+        assert_eq!(steps.len(), 2, "{r}");
+        // A right answer passes every part: the answer, the sequence, the step count.
+        if r["output"] == r["expected"][0] {
+            assert_eq!(r["score"], 1.0, "{r}");
+        }
+    }
+}

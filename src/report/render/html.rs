@@ -428,7 +428,7 @@ pub(crate) fn files_line(
                 let _ = write!(
                     b,
                     "<span class=\"thumb f-{k}\" role=\"img\" aria-label=\"{}\" title=\"{}\"></span>",
-                    esc(&f.name),
+                    esc(&crate::report::visible(&f.name, 200)),
                     esc(&title)
                 );
             }
