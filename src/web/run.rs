@@ -665,6 +665,14 @@ fn answer_sections(b: &mut String, r: &JobRecord) {
         let calls = serde_json::to_string_pretty(&r.tool_calls).unwrap_or_default();
         let _ = write!(b, "\n<h3>Tool calls</h3><pre>{}</pre>", shown(&calls));
     }
+    if !r.steps.is_empty() {
+        b.push_str("\n<h3>Trajectory</h3>");
+        let first = &r.steps[..r
+            .steps
+            .len()
+            .min(crate::report::figures::result::SHOWN_STEPS)];
+        crate::report::html::trajectory(b, first, r.steps.len(), true);
+    }
 }
 
 /// Every attempt: its outcome, status, timings and error.

@@ -392,6 +392,14 @@ tools:
     // Both variants measured, compared case by case with the usual verdict.
     assert_eq!(s["variants"].as_array().unwrap().len(), 2);
     assert!(s["comparisons"][0]["verdict"].is_string(), "{s}");
+    // report.html shows each shown answer's trajectory: the calls, their arguments, what
+    // they got back — as text, never markup.
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(html.contains("trajectory (2 calls)"), "no trajectory");
+    assert!(
+        html.contains("<code>get_weather({&quot;city&quot;:&quot;city "),
+        "args shown"
+    );
     for r in journal(&run).iter().filter(|r| r["case_id"].is_string()) {
         let steps = r["steps"].as_array().unwrap();
         assert_eq!(steps.len(), 2, "{r}");

@@ -37,7 +37,13 @@ pub struct ShownAnswer {
     pub filtered: bool,
     /// The files its request carried.
     pub files: Vec<crate::runner::job_record::FileNote>,
+    /// An agent loop's first calls (at most [`SHOWN_STEPS`]), and how many it made.
+    pub steps: Vec<crate::suite::tools::ToolStep>,
+    pub steps_made: usize,
 }
+
+/// The calls of an agent loop a page shows, at most.
+pub const SHOWN_STEPS: usize = 50;
 
 /// A case's expected answers and each variant's first answer.
 pub(crate) type ShownCase = (Vec<String>, Vec<Option<ShownAnswer>>);

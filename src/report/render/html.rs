@@ -41,7 +41,6 @@ pre { background: var(--band); padding: 8px 12px; overflow-x: auto; font-size: 1
 details { margin: 4px 0; } summary { cursor: pointer; }
 #answers td { vertical-align: top; } #answers pre { white-space: pre-wrap; max-width: 420px; margin: 4px 0; }
 .swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 4px; }
-.thumb { display: inline-block; width: 96px; height: 96px; margin: 2px; background: center / contain no-repeat; }
 "#;
 
 const SCRIPT: &str = r#"
@@ -355,6 +354,9 @@ fn answer_cell(
     if !a.files.is_empty() {
         files_line(b, &a.files, thumbnails);
     }
+    if a.steps_made > 0 {
+        trajectory(b, &a.steps, a.steps_made, false);
+    }
     let _ = write!(
         b,
         "<details><summary>answer</summary><pre>{}</pre>",
@@ -376,6 +378,45 @@ fn answer_cell(
 /// The largest image shown as a thumbnail (read back into the page as a data URL); a
 /// larger one, a document or a clip is named with its size and hash.
 const THUMBNAIL_BYTES: u64 = 256 * 1024;
+
+/// An agent loop's calls: each tool, its arguments and what it got back (each cut to 300
+/// characters, the first `SHOWN_STEPS` calls), an error marked; `open` shows them
+/// unfolded.
+pub(crate) fn trajectory(
+    b: &mut String,
+    steps: &[crate::suite::tools::ToolStep],
+    made: usize,
+    open: bool,
+) {
+    let _ = write!(
+        b,
+        "<details class=\"trajectory\"{}><summary>trajectory ({made} call{})</summary><ol>",
+        if open { " open" } else { "" },
+        if made == 1 { "" } else { "s" }
+    );
+    for s in steps {
+        let _ = write!(
+            b,
+            "<li><code>{}({})</code> → {}{}</li>",
+            esc(&crate::report::visible(&s.tool, 64)),
+            esc(&crate::report::visible(&s.arguments, 300)),
+            if s.error {
+                "<span class=\"fail\">error</span> "
+            } else {
+                ""
+            },
+            esc(&crate::report::visible(&s.result, 300))
+        );
+    }
+    if made > steps.len() {
+        let _ = write!(
+            b,
+            "<li class=\"muted\">… {} more calls, in results.jsonl</li>",
+            made - steps.len()
+        );
+    }
+    b.push_str("</ol></details>");
+}
 
 /// The thumbnails a page holds: each image once, however many answers show it (a class
 /// whose background is its data URL), and at most [`PAGE_IMAGE_BYTES`] of them in all.
@@ -414,11 +455,18 @@ pub(crate) fn files_line(
             && shown.bytes + f.bytes <= PAGE_IMAGE_BYTES
             && let (Some(bytes), Some(k)) = (f.bytes_again(THUMBNAIL_BYTES), &key)
         {
+            // The thumbnails' own rule comes with the first: a page without files is
+            // unchanged.
+            let rule = if shown.embedded.is_empty() {
+                ".thumb{display:inline-block;width:96px;height:96px;margin:2px;background:center/contain no-repeat}"
+            } else {
+                ""
+            };
             shown.bytes += bytes.len() as u64;
             shown.embedded.insert(k.clone());
             let _ = write!(
                 b,
-                "<style>.f-{k}{{background-image:url(\"data:{};base64,{}\")}}</style>",
+                "<style>{rule}.f-{k}{{background-image:url(\"data:{};base64,{}\")}}</style>",
                 f.kind.media_type(),
                 base64::Engine::encode(&base64::engine::general_purpose::STANDARD, bytes)
             );

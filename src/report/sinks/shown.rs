@@ -51,6 +51,13 @@ impl ShownAnswers {
             reason,
             filtered: r.status == JobStatus::Filtered,
             files: r.files.clone(),
+            steps: r
+                .steps
+                .iter()
+                .take(crate::report::figures::result::SHOWN_STEPS)
+                .cloned()
+                .collect(),
+            steps_made: r.steps.len(),
         });
     }
 
