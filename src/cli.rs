@@ -339,8 +339,9 @@ pub struct InitArgs {
     #[arg(default_value = ".")]
     pub dir: PathBuf,
     /// What the answers look like: an option letter, a number, a JSON object (scored field by
-    /// field), free text (scored by a model as judge), or a count of the shapes in an image
-    /// (vision: ten generated PNGs, and a variant that leaves them out).
+    /// field), free text (scored by a model as judge), a count of the shapes in an image
+    /// (vision: ten generated PNGs, and a variant that leaves them out), or an agent that
+    /// calls two tools before it answers (agent: the tools scripted per case).
     #[arg(long, value_enum, default_value = "choice")]
     pub task: Task,
 }
@@ -353,6 +354,7 @@ pub enum Task {
     Json,
     Free,
     Vision,
+    Agent,
 }
 
 impl Task {
@@ -363,6 +365,7 @@ impl Task {
             Task::Json => "JSON extraction",
             Task::Free => "free-text (judged)",
             Task::Vision => "vision (images)",
+            Task::Agent => "agent (tools)",
         }
     }
 }

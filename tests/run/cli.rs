@@ -1349,7 +1349,7 @@ fn a_dead_server_or_a_wrong_model_is_said_at_once() {
 
 #[test]
 fn init_writes_a_bench_of_each_task_that_runs_at_once_on_the_simulator() {
-    for task in ["choice", "number", "json", "free", "vision"] {
+    for task in ["choice", "number", "json", "free", "vision", "agent"] {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().join("my-bench");
         let out = promptgauge(dir.path())
@@ -1396,6 +1396,16 @@ fn init_writes_a_bench_of_each_task_that_runs_at_once_on_the_simulator() {
                 .all(|v| headline(v).unwrap() > 0.0),
             "{task}: {s}"
         );
+        if task == "agent" {
+            // Each job a loop: the order looked up, then the carrier asked.
+            for line in journal.lines() {
+                let r: serde_json::Value = serde_json::from_str(line).unwrap();
+                if r["case_id"].is_string() {
+                    assert_eq!(r["steps"][0]["tool"], "lookup_order", "{r}");
+                    assert_eq!(r["steps"][1]["tool"], "shipping_eta", "{r}");
+                }
+            }
+        }
         if task == "vision" {
             // Ten pictures, sent by the two variants that place them, never by no-image.
             assert_eq!(std::fs::read_dir(d.join("images")).unwrap().count(), 10);

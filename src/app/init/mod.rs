@@ -1,4 +1,4 @@
-//! `init [DIR] --task choice|number|json|free|vision`: a small bench that runs at once on
+//! `init [DIR] --task choice|number|json|free|vision|agent`: a small bench that runs at once on
 //! the built-in simulator, every key commented, to edit into your own.
 
 use std::path::Path;
@@ -7,6 +7,7 @@ use super::{Exit, Failure};
 use crate::cli::{InitArgs, Task, UsageError};
 use crate::error::BeforeSend;
 
+mod agent;
 mod shapes;
 mod starter;
 
@@ -57,6 +58,7 @@ fn files(task: Task, name: &str) -> Vec<StarterFile> {
         Task::Json => json(),
         Task::Free => free(),
         Task::Vision => shapes::vision(),
+        Task::Agent => agent::agent(),
     };
     let mut files = vec![
         StarterFile::new(
@@ -259,9 +261,14 @@ pub fn init(args: &InitArgs) -> Result<Exit, Failure> {
         .filter(|p| !p.starts_with("images/"))
         .collect();
     let images = files.len() - written.len();
+    let name = args.task.name();
+    let article = if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
     out!(
-        "wrote a {} bench in {}: {}{}",
-        args.task.name(),
+        "wrote {article} {name} bench in {}: {}{}",
         dir.display(),
         written
             .join(", ")
