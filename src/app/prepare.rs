@@ -206,6 +206,7 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
     }
     check_files(&bench, &variants, &endpoint, &grid)?;
     check_loop_not_batched(&bench, &endpoint, &grid)?;
+    check_tool_programs(&bench)?;
     Ok(Prepared {
         bench: Arc::new(bench),
         scorers: Arc::new(scorers),
@@ -216,6 +217,36 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
         sequential,
         order_seed,
     })
+}
+
+/// Every tool a program answers can start, sees only variables by name, and has a
+/// deadline that reads: said before anything is sent, not at the first call.
+fn check_tool_programs(bench: &Bench) -> Result<(), crate::suite::InputErrors> {
+    let dir = bench.path.parent().unwrap_or(std::path::Path::new("."));
+    let here = crate::suite::FilePos::file(&bench.path);
+    let errors: Vec<InputError> = bench
+        .tools
+        .iter()
+        .filter(|t| !t.run.is_empty())
+        .filter_map(|t| {
+            let started = crate::grade::command::program_environment(&t.run[0], &t.env, dir)
+                .map(drop)
+                .map_err(|e| e.to_string());
+            let timed = match &t.timeout {
+                Some(x) => crate::suite::parse_duration(x).map(drop).map_err(|e| e.to_string()),
+                None => Ok(()),
+            };
+            started.and(timed).err().map(|e| {
+                InputError::new(here.clone(), format!("the tool `{}`: {e}", t.name))
+                    .fix("run: [python3, tool.py] names a program the bench's folder or PATH has; env: lists variable names; timeout: 10s")
+            })
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(crate::suite::InputErrors(errors))
+    }
 }
 
 /// An agent loop (the bench's `tools:`) is refused by batch: each step waits on the one

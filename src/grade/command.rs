@@ -272,19 +272,7 @@ impl CommandScorer {
         } else {
             dir
         };
-        find_program(program, dir)?;
-        if let Some(bad) = env
-            .iter()
-            .find(|n| n.is_empty() || n.contains(['=', '\0']) || n.chars().any(char::is_whitespace))
-        {
-            return Err(CommandError::EnvName(bad.clone()));
-        }
-        let env = PASSED_ENV
-            .iter()
-            .map(|n| n.to_string())
-            .chain(env.iter().cloned())
-            .filter_map(|n| std::env::var_os(&n).map(|v| (n, v)))
-            .collect();
+        let env = program_environment(program, env, dir)?;
         Ok(CommandScorer {
             argv: argv.to_vec(),
             env,
@@ -581,6 +569,29 @@ fn read_usage(u: &Value) -> Result<Usage, String> {
         completion_tokens: field(["completion_tokens", "output_tokens"])?,
         ..Usage::default()
     })
+}
+
+/// A program's environment, once it is known to start: [`PASSED_ENV`] and the names of
+/// `env`, as set now — nothing else of promptgauge's (an API key) reaches it. The same for
+/// a command scorer and a program-backed tool.
+pub(crate) fn program_environment(
+    program: &str,
+    env: &[String],
+    dir: &Path,
+) -> Result<Vec<(String, std::ffi::OsString)>, CommandError> {
+    find_program(program, dir)?;
+    if let Some(bad) = env
+        .iter()
+        .find(|n| n.is_empty() || n.contains(['=', '\0']) || n.chars().any(char::is_whitespace))
+    {
+        return Err(CommandError::EnvName(bad.clone()));
+    }
+    Ok(PASSED_ENV
+        .iter()
+        .map(|n| n.to_string())
+        .chain(env.iter().cloned())
+        .filter_map(|n| std::env::var_os(&n).map(|v| (n, v)))
+        .collect())
 }
 
 /// Finds `program` as a process would be started with it: a path (relative to `dir`), or

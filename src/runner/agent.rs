@@ -97,7 +97,7 @@ pub(super) async fn run_loop(
         step.request
             .messages
             .push(assistant_turn(&result.text, &calls));
-        if let Err(cause) = run_calls(bench, job, &mut trail, &mut step, &calls, turn) {
+        if let Err(cause) = run_calls(bench, job, &mut trail, &mut step, &calls, turn).await {
             return ended(bench, job, lane, options, trail, cause, result);
         }
     }
@@ -119,7 +119,7 @@ pub(super) async fn run_loop(
 /// Runs one answer's `calls` against the case's script, each result added to the
 /// conversation and the trajectory; the cause that ends the loop, if one does (the call
 /// limit, an unscripted call).
-fn run_calls(
+async fn run_calls(
     bench: &Bench,
     job: &Job,
     trail: &mut Trail,
@@ -136,12 +136,22 @@ fn run_calls(
                 "tool call limit reached ({most} calls, loop.max_tool_calls)"
             ));
         }
-        let (text, error) =
-            match reply(&bench.tools, &case.tool_script, &call.name, &call.arguments) {
-                ToolReply::Result(t) => (t, false),
-                ToolReply::Error(e) => (e, true),
-                ToolReply::Unscripted(cause) => return Err(cause),
-            };
+        let program = bench
+            .tools
+            .iter()
+            .find(|t| t.name == call.name && !t.run.is_empty());
+        let answered = match program {
+            Some(tool) => {
+                let dir = bench.path.parent().unwrap_or(std::path::Path::new("."));
+                super::tool_program::call(tool, dir, case, &call.arguments).await
+            }
+            None => reply(&bench.tools, &case.tool_script, &call.name, &call.arguments),
+        };
+        let (text, error) = match answered {
+            ToolReply::Result(t) => (t, false),
+            ToolReply::Error(e) => (e, true),
+            ToolReply::Failed(cause) => return Err(cause),
+        };
         trail.steps.push(ToolStep {
             turn,
             tool: call.name.clone(),

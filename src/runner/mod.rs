@@ -16,6 +16,7 @@ pub mod record;
 mod scoring;
 pub mod sequential;
 pub mod source;
+mod tool_program;
 mod workers;
 
 use std::sync::Arc;

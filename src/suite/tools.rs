@@ -23,6 +23,18 @@ pub struct ToolSpec {
     /// fails with the cause "unscripted tool call"].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<Value>,
+    /// A program that answers every call instead of a script: the call as one JSON line
+    /// on its stdin, its result as one JSON object on its stdout (`{"result": …}`, or
+    /// `{"error": …}` given back to the model), run in the bench's folder.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub run: Vec<String>,
+    /// Variables of promptgauge's environment the program sees beside PATH, HOME, LANG and
+    /// TMPDIR.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
+    /// How long one call may take (`10s`) [default: 30s].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
 }
 
 fn any_object() -> Value {
@@ -111,8 +123,9 @@ pub enum ToolReply {
     /// Given back to the model as the protocol expects, and counted: an unknown tool, or
     /// arguments that are not a JSON object.
     Error(String),
-    /// No line matches and the tool has no default: the job fails with this cause.
-    Unscripted(String),
+    /// The job fails with this cause: no line matches and the tool has no default, or a
+    /// tool's program could not answer.
+    Failed(String),
 }
 
 /// The OpenAI function form of `tools`, which each protocol translates into its own.
@@ -163,7 +176,7 @@ pub fn reply(
         .find(|line| matches(line, &args, arguments));
     match found.map(|line| &line.result).or(tool.default.as_ref()) {
         Some(result) => ToolReply::Result(as_text(result)),
-        None => ToolReply::Unscripted(format!(
+        None => ToolReply::Failed(format!(
             "unscripted tool call: {name}({}) matches no line of the case's tool_results, and the tool has no default",
             shortened(arguments)
         )),
@@ -243,9 +256,15 @@ pub(crate) fn check(tools: &[ToolSpec]) -> Result<(), String> {
 /// is a regular expression.
 pub(crate) fn check_script(tools: &[ToolSpec], script: &[ScriptedCall]) -> Result<(), String> {
     for line in script {
-        if !tools.iter().any(|t| t.name == line.tool) {
+        let Some(tool) = tools.iter().find(|t| t.name == line.tool) else {
             return Err(format!(
                 "its tool_results script `{}`, which the bench's `tools:` does not declare",
+                line.tool
+            ));
+        };
+        if !tool.run.is_empty() {
+            return Err(format!(
+                "its tool_results script `{}`, which a program answers (`run:`)",
                 line.tool
             ));
         }
@@ -315,7 +334,7 @@ mod tests {
         // Exact: one more field is another call.
         assert!(matches!(
             r("get_weather", r#"{"city": "Oslo", "unit": "c"}"#),
-            ToolReply::Unscripted(e) if e.starts_with("unscripted tool call: get_weather(")
+            ToolReply::Failed(e) if e.starts_with("unscripted tool call: get_weather(")
         ));
         // Subset: the fields named, others free; a result that is not text is its JSON.
         assert_eq!(

@@ -409,3 +409,86 @@ tools:
         }
     }
 }
+
+#[test]
+fn a_tool_a_program_answers_gets_each_call_and_no_secret_and_is_stopped_at_its_deadline() {
+    let (_rt, server) = scripted_mock(vec![
+        ("calc", serde_json::json!({"a": 2, "b": 3})),
+        ("calc", serde_json::json!({"a": -1, "b": 0})),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // The program adds; it reports which of promptgauge's variables it can see, and gives
+    // back an error the model reads for a negative number.
+    std::fs::write(
+        d.join("calc.py"),
+        "import json, os, sys\ncall = json.loads(sys.stdin.readline())\na, b = call['arguments']['a'], call['arguments']['b']\nif a < 0:\n    print(json.dumps({'error': 'negative numbers are not allowed'}))\nelse:\n    print(json.dumps({'result': f\"{a + b} (case {call['case']}, key seen: {'SECRET_KEY' in os.environ})\"}))\n",
+    )
+    .unwrap();
+    std::fs::write(d.join("cases.jsonl"), LOOP_CASES.lines().next().unwrap()).unwrap();
+    std::fs::write(
+        d.join("v.yaml"),
+        "messages:\n  - { role: user, content: \"{{ q }}\" }\n",
+    )
+    .unwrap();
+    let bench = |timeout: &str| {
+        format!(
+            "name: agent\ncases: cases.jsonl\nvariants: [v.yaml]\ngrade: {{ kind: exact }}\ntools:\n  - name: get_weather\n  - name: search\n  - name: calc\n    run: [python3, calc.py]\n    timeout: {timeout}\n"
+        )
+    };
+    std::fs::write(d.join("bench.yaml"), bench("10s")).unwrap();
+    let out = promptgauge(d)
+        .env("SECRET_KEY", "sk-should-not-leak")
+        .args(["run", "bench.yaml", "--quiet", "--no-store", "--model", "m"])
+        .args(["--base-url", &server.base_url()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let r = journal(&run_dirs(&d.join("reports")).pop().unwrap())
+        .into_iter()
+        .find(|r| r["case_id"] == "w1")
+        .unwrap();
+    let steps = r["steps"].as_array().unwrap();
+    assert_eq!(steps[0]["result"], "5 (case w1, key seen: False)", "{r}");
+    assert_eq!(steps[1]["error"], true);
+    assert_eq!(
+        steps[1]["result"],
+        "error: negative numbers are not allowed"
+    );
+    // A program past its deadline is killed and fails the job with that cause.
+    std::fs::write(d.join("calc.py"), "import time\ntime.sleep(30)\n").unwrap();
+    std::fs::write(d.join("bench.yaml"), bench("300ms")).unwrap();
+    let out = promptgauge(d)
+        .args(["run", "bench.yaml", "--quiet", "--no-store", "--model", "m"])
+        .args(["--base-url", &server.base_url(), "--out", "slow"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", said(&out));
+    let r = journal(&run_dirs(&d.join("slow")).pop().unwrap())
+        .into_iter()
+        .find(|r| r["case_id"] == "w1")
+        .unwrap();
+    assert!(
+        r["error"]
+            .as_str()
+            .unwrap()
+            .contains("took longer than 300ms"),
+        "{r}"
+    );
+    // A program that is not there is said before anything is sent.
+    std::fs::write(
+        d.join("bench.yaml"),
+        bench("1s").replace("[python3, calc.py]", "[./missing.py]"),
+    )
+    .unwrap();
+    let out = promptgauge(d)
+        .args(["check", "bench.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(
+        said(&out).contains("the tool `calc`: cannot find the program `./missing.py`"),
+        "{}",
+        said(&out)
+    );
+}
