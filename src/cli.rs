@@ -1196,6 +1196,10 @@ pub struct MockArgs {
     /// limit), as a provider does.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub max_image_bytes: Option<u64>,
+    /// Play an agent of N steps: a request that offers tools and holds fewer than N tool
+    /// results calls the first tool; then the answer comes (docs/guide/tools.md).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub agent_steps: u32,
     /// Stream reasoning_content deltas before the answer.
     #[arg(long)]
     pub reasoning: bool,
@@ -1311,6 +1315,7 @@ impl MockArgs {
             max_image_bytes: self
                 .max_image_bytes
                 .map(|b| b.min(usize::MAX as u64) as usize),
+            agent_steps: self.agent_steps,
             reasoning: self.reasoning,
             first_token_delay: self.first_token_delay,
             token_delay: self.token_delay,

@@ -516,6 +516,15 @@ impl Provider {
             {
                 (g, Vec::new())
             }
+            // A standalone agent of a fixed number of steps (bench/run's loop figure).
+            (g, None) if tools.is_some() && self.config.agent_steps > 0 => {
+                let results = asked.messages.iter().filter(|m| m.role == "tool").count();
+                if results < self.config.agent_steps as usize {
+                    (plain(String::new()), answers::first_tool(tools).calls)
+                } else {
+                    (g, Vec::new())
+                }
+            }
             // An agent loop the case scripts: the next scripted call, one a request, then
             // an answer from what the calls returned.
             (_, Some(h)) if tools.is_some() && !h.tool_script.is_empty() => {

@@ -84,6 +84,10 @@ pub struct MockConfig {
     /// A request carrying an image larger than this (decoded) gets 400, as a provider
     /// answers one over its limit (Anthropic's 5 MB).
     pub max_image_bytes: Option<usize>,
+    /// Not told the case (a standalone simulator), play an agent of this many steps: while
+    /// a conversation that offers tools holds fewer tool results, call the first tool; then
+    /// answer (0: off).
+    pub agent_steps: u32,
     /// Emit `reasoning_content` deltas before the answer.
     pub reasoning: bool,
     pub first_token_delay: Duration,
@@ -159,6 +163,7 @@ impl Default for MockConfig {
             no_done: false,
             reject_stream_options: false,
             max_image_bytes: None,
+            agent_steps: 0,
             reasoning: false,
             first_token_delay: Duration::ZERO,
             token_delay: Duration::ZERO,

@@ -492,3 +492,26 @@ fn a_tool_a_program_answers_gets_each_call_and_no_secret_and_is_stopped_at_its_d
         said(&out)
     );
 }
+
+#[test]
+fn a_standalone_simulator_plays_an_agent_of_a_fixed_number_of_steps() {
+    // `promptgauge mock --agent-steps 3`, as bench/loops.sh measures loops with.
+    let (_rt, server) = start_mock(MockConfig {
+        agent_steps: 3,
+        ..MockConfig::default()
+    });
+    let b = bench(
+        "{\"id\": \"e1\", \"vars\": {\"q\": \"Echo: hi\"}, \"expected\": \"hi\"}\n",
+        "name: agent\ncases: cases.jsonl\nvariants: [v.yaml]\ngrade: { kind: exact }\ntools:\n  - name: step\n    default: ok\n",
+    );
+    let out = run(b.path(), &server.base_url(), "openai-chat");
+    assert!(out.status.success(), "{}", said(&out));
+    let r = journal(&run_dirs(&b.path().join("reports")).pop().unwrap())
+        .into_iter()
+        .find(|r| r["case_id"] == "e1")
+        .unwrap();
+    assert_eq!(r["steps"].as_array().unwrap().len(), 3, "{r}");
+    assert_eq!(r["output"], "hi");
+    assert_eq!(r["score"], 1.0);
+    assert_eq!(server.provider.stats().generations, 4);
+}
