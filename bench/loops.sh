@@ -47,7 +47,7 @@ read -r user_l sys_l rss_l < <(timed_run "$WORK/loop" "$URL")
 steps=$((JOBS * 4))
 cpu_s=$(echo "$user_s + $sys_s" | bc)
 cpu_l=$(echo "$user_l + $sys_l" | bc)
-calls=$(grep -c '"tool":"step"' "$WORK"/loop/reports/*/results.jsonl || true)
+calls=$(grep -o '"tool":"step"' "$WORK"/loop/reports/*/results.jsonl | wc -l)
 printf 's. agent loops       %d jobs of 4 steps (%d tool calls journaled) against %d single-step jobs: client CPU %.2f s against %.2f s → %+.3f ms a step over a single-step job (target ≤ 0.1); peak RSS %.1f MB against %.1f MB\n' \
   "$JOBS" "$calls" "$steps" "$cpu_l" "$cpu_s" "$(echo "($cpu_l - $cpu_s) * 1000 / $steps" | bc -l)" \
   "$(echo "$rss_l / 1024" | bc -l)" "$(echo "$rss_s / 1024" | bc -l)"
