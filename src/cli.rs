@@ -1200,6 +1200,16 @@ pub struct MockArgs {
     /// results calls the first tool; then the answer comes (docs/guide/tools.md).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub agent_steps: u32,
+    /// The chance an agent's call names a tool that does not exist.
+    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    pub agent_wrong_tool: f64,
+    /// The chance an agent's call has arguments that are not JSON.
+    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    pub agent_bad_json: f64,
+    /// An agent that never answers: it calls a tool at every turn (the loop's turn limit
+    /// ends it).
+    #[arg(long)]
+    pub agent_endless: bool,
     /// Stream reasoning_content deltas before the answer.
     #[arg(long)]
     pub reasoning: bool,
@@ -1288,6 +1298,16 @@ impl MockArgs {
                 self.judge_error
             ));
         }
+        for (flag, p) in [
+            ("--agent-wrong-tool", self.agent_wrong_tool),
+            ("--agent-bad-json", self.agent_bad_json),
+        ] {
+            if !(0.0..=1.0).contains(&p) {
+                return Err(format!(
+                    "{flag} is a probability between 0 and 1, found {p}"
+                ));
+            }
+        }
         let faults = self.faults()?;
         Ok(MockConfig {
             model: self.model.clone(),
@@ -1316,6 +1336,11 @@ impl MockArgs {
                 .max_image_bytes
                 .map(|b| b.min(usize::MAX as u64) as usize),
             agent_steps: self.agent_steps,
+            agent_faults: crate::mock::AgentFaults {
+                wrong_tool: self.agent_wrong_tool,
+                bad_json: self.agent_bad_json,
+                endless: self.agent_endless,
+            },
             reasoning: self.reasoning,
             first_token_delay: self.first_token_delay,
             token_delay: self.token_delay,

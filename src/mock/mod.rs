@@ -29,8 +29,8 @@ use serde_json::{Value, json};
 
 use crate::client::ChatMessage;
 use script::{Script, StreamPlan, chat_finish};
+pub use wire::{AgentFaults, Faults, MockConfig, RetryAfter, StatsSnapshot, UsageMode};
 use wire::{Fault, Wire};
-pub use wire::{Faults, MockConfig, RetryAfter, StatsSnapshot, UsageMode};
 pub(crate) use wire::{InFlight, MockReply, MockRequest, ReplyStep, Stats};
 
 /// Request bodies kept for tests; later ones are not kept, so long runs stay small.
@@ -519,8 +519,9 @@ impl Provider {
             // A standalone agent of a fixed number of steps (bench/run's loop figure).
             (g, None) if tools.is_some() && self.config.agent_steps > 0 => {
                 let results = asked.messages.iter().filter(|m| m.role == "tool").count();
-                if results < self.config.agent_steps as usize {
-                    (plain(String::new()), answers::first_tool(tools).calls)
+                if results < self.config.agent_steps as usize || self.config.agent_faults.endless {
+                    let calls = answers::first_tool(tools).calls;
+                    (plain(String::new()), self.spoiled(calls, seed, results))
                 } else {
                     (g, Vec::new())
                 }
@@ -529,7 +530,10 @@ impl Provider {
             // an answer from what the calls returned.
             (_, Some(h)) if tools.is_some() && !h.tool_script.is_empty() => {
                 let wrong = model::wrong(prompt, &h.case, model_name, seed);
-                agent_step(h, &asked.messages, wrong)
+                let (g, calls) =
+                    agent_step(h, &asked.messages, wrong, self.config.agent_faults.endless);
+                let turn = asked.messages.iter().filter(|m| m.role == "tool").count();
+                (g, self.spoiled(calls, seed, turn))
             }
             // It does not, but it is told the case: an answer of the expected shape —
             // wrong when the case's files were not sent (what they show cannot be known).
@@ -865,19 +869,25 @@ impl Asked {
 }
 
 /// One step of a scripted agent: the case's next tool call while the conversation holds
-/// fewer results than the script has calls; then the last result as the answer (so an
-/// answer is right only when the results flowed back), or another case's when `wrong`.
+/// fewer results than the script has calls (`endless`: its last call, again and again);
+/// then the last result as the answer (so an answer is right only when the results flowed
+/// back), or another case's when `wrong`.
 fn agent_step(
     h: &answers::Hint,
     messages: &[ChatMessage],
     wrong: bool,
+    endless: bool,
 ) -> (model::Generation, Vec<answers::Call>) {
     let results: Vec<&str> = messages
         .iter()
         .filter(|m| m.role == "tool")
         .map(|m| m.content.as_str())
         .collect();
-    if let Some((name, args)) = h.tool_script.get(results.len()) {
+    let next = match h.tool_script.get(results.len()) {
+        None if endless => h.tool_script.last(),
+        next => next,
+    };
+    if let Some((name, args)) = next {
         let call = answers::Call {
             name: name.clone(),
             arguments: args.to_string(),
@@ -894,6 +904,28 @@ fn agent_step(
             .unwrap_or_default(),
     };
     (plain(text), Vec::new())
+}
+
+impl Provider {
+    /// `calls` as a hostile agent makes them: a tool that does not exist, or arguments that
+    /// are not JSON, each with its chance (seeded by the sample and the turn).
+    fn spoiled(&self, calls: Vec<answers::Call>, seed: &str, turn: usize) -> Vec<answers::Call> {
+        let faults = self.config.agent_faults;
+        let turn = turn.to_string();
+        calls
+            .into_iter()
+            .map(|mut c| {
+                if model::unit(&[seed, &turn, "wrong-tool"]) < faults.wrong_tool {
+                    c.name = "no_such_tool".into();
+                }
+                if model::unit(&[seed, &turn, "bad-json"]) < faults.bad_json {
+                    c.arguments = c.arguments.chars().take(c.arguments.len() / 2).collect();
+                    c.arguments.push_str("{,");
+                }
+                c
+            })
+            .collect()
+    }
 }
 
 /// What the model says to one request, before it is cut into tokens.

@@ -58,6 +58,17 @@ pub struct Faults {
     pub cut_before_end: f64,
 }
 
+/// How an agent the simulator plays goes wrong (its hostile modes for tool loops).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct AgentFaults {
+    /// The chance a call names a tool no bench declares (`no_such_tool`).
+    pub wrong_tool: f64,
+    /// The chance a call's arguments are not JSON (cut short).
+    pub bad_json: f64,
+    /// Never answers: once its script is done, it calls its last tool again, every turn.
+    pub endless: bool,
+}
+
 /// How the simulator answers and misbehaves.
 #[derive(Debug, Clone)]
 pub struct MockConfig {
@@ -88,6 +99,8 @@ pub struct MockConfig {
     /// a conversation that offers tools holds fewer tool results, call the first tool; then
     /// answer (0: off).
     pub agent_steps: u32,
+    /// How the agents it plays go wrong.
+    pub agent_faults: AgentFaults,
     /// Emit `reasoning_content` deltas before the answer.
     pub reasoning: bool,
     pub first_token_delay: Duration,
@@ -164,6 +177,7 @@ impl Default for MockConfig {
             reject_stream_options: false,
             max_image_bytes: None,
             agent_steps: 0,
+            agent_faults: AgentFaults::default(),
             reasoning: false,
             first_token_delay: Duration::ZERO,
             token_delay: Duration::ZERO,

@@ -190,13 +190,18 @@ fn a_loop_runs_its_tools_on_the_simulator_and_the_answer_comes_from_their_result
     );
 }
 
-/// A simulator told every job is case `w1` of LOOP_CASES, with `calls` its agent makes.
-fn scripted_mock(
-    calls: Vec<(&str, Value)>,
-) -> (
+type Mock = (
     tokio::runtime::Runtime,
     promptgauge::mock::server::MockServer,
-) {
+);
+
+/// A simulator told every job is case `w1` of LOOP_CASES, with `calls` its agent makes.
+fn scripted_mock(calls: Vec<(&str, Value)>) -> Mock {
+    scripted_mock_with(calls, promptgauge::mock::AgentFaults::default())
+}
+
+/// [`scripted_mock`] whose agent goes wrong as `faults` say.
+fn scripted_mock_with(calls: Vec<(&str, Value)>, faults: promptgauge::mock::AgentFaults) -> Mock {
     use promptgauge::mock::answers::{Hint, Oracle};
     let script: Vec<(String, Value)> = calls.into_iter().map(|(t, a)| (t.to_string(), a)).collect();
     let hint = Hint {
@@ -210,6 +215,7 @@ fn scripted_mock(
     };
     start_mock(MockConfig {
         oracle: Some(Oracle(std::sync::Arc::new(move |_| Some(hint.clone())))),
+        agent_faults: faults,
         ..MockConfig::default()
     })
 }
@@ -513,5 +519,69 @@ fn a_standalone_simulator_plays_an_agent_of_a_fixed_number_of_steps() {
     assert_eq!(r["steps"].as_array().unwrap().len(), 3, "{r}");
     assert_eq!(r["output"], "hi");
     assert_eq!(r["score"], 1.0);
+    assert_eq!(server.provider.stats().generations, 4);
+}
+
+#[test]
+fn a_hostile_agent_s_wrong_tools_bad_json_and_endless_calls_are_given_back_and_bounded() {
+    use promptgauge::mock::AgentFaults;
+    let calls = vec![
+        ("get_weather", serde_json::json!({"city": "Oslo"})),
+        ("search", serde_json::json!({"q": "rain"})),
+    ];
+    for (faults, expected) in [
+        (
+            AgentFaults {
+                wrong_tool: 1.0,
+                ..AgentFaults::default()
+            },
+            "there is no tool `no_such_tool`",
+        ),
+        (
+            AgentFaults {
+                bad_json: 1.0,
+                ..AgentFaults::default()
+            },
+            "must be a JSON object",
+        ),
+    ] {
+        let (_rt, server) = scripted_mock_with(calls.clone(), faults);
+        let b = bench(LOOP_CASES.lines().next().unwrap(), LOOP_BENCH);
+        let out = run(b.path(), &server.base_url(), "openai-chat");
+        assert!(out.status.success(), "{}", said(&out));
+        let r = journal(&run_dirs(&b.path().join("reports")).pop().unwrap())
+            .into_iter()
+            .find(|r| r["case_id"] == "w1")
+            .unwrap();
+        // Every call given back as an error the model reads; the loop goes on, and its
+        // answer (the last error) is graded wrong, not failed.
+        let steps = r["steps"].as_array().unwrap();
+        assert_eq!(steps.len(), 2, "{r}");
+        assert!(steps.iter().all(|s| s["error"] == true), "{r}");
+        assert!(
+            steps[0]["result"].as_str().unwrap().contains(expected),
+            "{r}"
+        );
+        assert_eq!(r["status"], "graded");
+        assert_eq!(r["score"], 0.0);
+    }
+    // An agent that never answers is ended by the turn limit, its calls kept.
+    let endless = AgentFaults {
+        endless: true,
+        ..AgentFaults::default()
+    };
+    let (_rt, server) = scripted_mock_with(calls, endless);
+    let b = bench(LOOP_CASES.lines().next().unwrap(), LOOP_BENCH);
+    let out = run(b.path(), &server.base_url(), "openai-responses");
+    assert_eq!(out.status.code(), Some(3), "{}", said(&out));
+    let r = journal(&run_dirs(&b.path().join("reports")).pop().unwrap())
+        .into_iter()
+        .find(|r| r["case_id"] == "w1")
+        .unwrap();
+    assert_eq!(
+        r["error"],
+        "turn limit reached (4 requests, loop.max_turns)"
+    );
+    assert_eq!(r["steps"].as_array().unwrap().len(), 4);
     assert_eq!(server.provider.stats().generations, 4);
 }
