@@ -1200,6 +1200,9 @@ pub struct MockArgs {
     /// results calls the first tool; then the answer comes (docs/guide/tools.md).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub agent_steps: u32,
+    /// An agent makes all its calls in its first answer (parallel calls), then answers.
+    #[arg(long)]
+    pub agent_parallel: bool,
     /// The chance an agent's call names a tool that does not exist.
     #[arg(long, value_name = "P", default_value_t = 0.0)]
     pub agent_wrong_tool: f64,
@@ -1336,7 +1339,8 @@ impl MockArgs {
                 .max_image_bytes
                 .map(|b| b.min(usize::MAX as u64) as usize),
             agent_steps: self.agent_steps,
-            agent_faults: crate::mock::AgentFaults {
+            agent_modes: crate::mock::AgentModes {
+                parallel: self.agent_parallel,
                 wrong_tool: self.agent_wrong_tool,
                 bad_json: self.agent_bad_json,
                 endless: self.agent_endless,

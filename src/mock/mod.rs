@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 
 use crate::client::ChatMessage;
 use script::{Script, StreamPlan, chat_finish};
-pub use wire::{AgentFaults, Faults, MockConfig, RetryAfter, StatsSnapshot, UsageMode};
+pub use wire::{AgentModes, Faults, MockConfig, RetryAfter, StatsSnapshot, UsageMode};
 use wire::{Fault, Wire};
 pub(crate) use wire::{InFlight, MockReply, MockRequest, ReplyStep, Stats};
 
@@ -519,7 +519,7 @@ impl Provider {
             // A standalone agent of a fixed number of steps (bench/run's loop figure).
             (g, None) if tools.is_some() && self.config.agent_steps > 0 => {
                 let results = asked.messages.iter().filter(|m| m.role == "tool").count();
-                if results < self.config.agent_steps as usize || self.config.agent_faults.endless {
+                if results < self.config.agent_steps as usize || self.config.agent_modes.endless {
                     let calls = answers::first_tool(tools).calls;
                     (plain(String::new()), self.spoiled(calls, seed, results))
                 } else {
@@ -530,8 +530,7 @@ impl Provider {
             // an answer from what the calls returned.
             (_, Some(h)) if tools.is_some() && !h.tool_script.is_empty() => {
                 let wrong = model::wrong(prompt, &h.case, model_name, seed);
-                let (g, calls) =
-                    agent_step(h, &asked.messages, wrong, self.config.agent_faults.endless);
+                let (g, calls) = agent_step(h, &asked.messages, wrong, self.config.agent_modes);
                 let turn = asked.messages.iter().filter(|m| m.role == "tool").count();
                 (g, self.spoiled(calls, seed, turn))
             }
@@ -876,15 +875,26 @@ fn agent_step(
     h: &answers::Hint,
     messages: &[ChatMessage],
     wrong: bool,
-    endless: bool,
+    modes: AgentModes,
 ) -> (model::Generation, Vec<answers::Call>) {
     let results: Vec<&str> = messages
         .iter()
         .filter(|m| m.role == "tool")
         .map(|m| m.content.as_str())
         .collect();
+    if modes.parallel && results.is_empty() {
+        let calls = h
+            .tool_script
+            .iter()
+            .map(|(name, args)| answers::Call {
+                name: name.clone(),
+                arguments: args.to_string(),
+            })
+            .collect();
+        return (plain(String::new()), calls);
+    }
     let next = match h.tool_script.get(results.len()) {
-        None if endless => h.tool_script.last(),
+        None if modes.endless => h.tool_script.last(),
         next => next,
     };
     if let Some((name, args)) = next {
@@ -910,7 +920,7 @@ impl Provider {
     /// `calls` as a hostile agent makes them: a tool that does not exist, or arguments that
     /// are not JSON, each with its chance (seeded by the sample and the turn).
     fn spoiled(&self, calls: Vec<answers::Call>, seed: &str, turn: usize) -> Vec<answers::Call> {
-        let faults = self.config.agent_faults;
+        let faults = self.config.agent_modes;
         let turn = turn.to_string();
         calls
             .into_iter()

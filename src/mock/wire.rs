@@ -58,9 +58,12 @@ pub struct Faults {
     pub cut_before_end: f64,
 }
 
-/// How an agent the simulator plays goes wrong (its hostile modes for tool loops).
+/// How an agent the simulator plays behaves: its hostile modes for tool loops, and
+/// parallel calls.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct AgentFaults {
+pub struct AgentModes {
+    /// Makes every call of its script in its first answer (parallel calls), then answers.
+    pub parallel: bool,
     /// The chance a call names a tool no bench declares (`no_such_tool`).
     pub wrong_tool: f64,
     /// The chance a call's arguments are not JSON (cut short).
@@ -99,8 +102,8 @@ pub struct MockConfig {
     /// a conversation that offers tools holds fewer tool results, call the first tool; then
     /// answer (0: off).
     pub agent_steps: u32,
-    /// How the agents it plays go wrong.
-    pub agent_faults: AgentFaults,
+    /// How the agents it plays behave and go wrong.
+    pub agent_modes: AgentModes,
     /// Emit `reasoning_content` deltas before the answer.
     pub reasoning: bool,
     pub first_token_delay: Duration,
@@ -177,7 +180,7 @@ impl Default for MockConfig {
             reject_stream_options: false,
             max_image_bytes: None,
             agent_steps: 0,
-            agent_faults: AgentFaults::default(),
+            agent_modes: AgentModes::default(),
             reasoning: false,
             first_token_delay: Duration::ZERO,
             token_delay: Duration::ZERO,

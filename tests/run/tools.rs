@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use crate::common::*;
-use promptgauge::mock::MockConfig;
+use promptgauge::mock::{AgentModes, MockConfig};
 use serde_json::Value;
 
 const BENCH: &str = "name: agent
@@ -197,11 +197,11 @@ type Mock = (
 
 /// A simulator told every job is case `w1` of LOOP_CASES, with `calls` its agent makes.
 fn scripted_mock(calls: Vec<(&str, Value)>) -> Mock {
-    scripted_mock_with(calls, promptgauge::mock::AgentFaults::default())
+    scripted_mock_with(calls, promptgauge::mock::AgentModes::default())
 }
 
 /// [`scripted_mock`] whose agent goes wrong as `faults` say.
-fn scripted_mock_with(calls: Vec<(&str, Value)>, faults: promptgauge::mock::AgentFaults) -> Mock {
+fn scripted_mock_with(calls: Vec<(&str, Value)>, faults: promptgauge::mock::AgentModes) -> Mock {
     use promptgauge::mock::answers::{Hint, Oracle};
     let script: Vec<(String, Value)> = calls.into_iter().map(|(t, a)| (t.to_string(), a)).collect();
     let hint = Hint {
@@ -215,7 +215,7 @@ fn scripted_mock_with(calls: Vec<(&str, Value)>, faults: promptgauge::mock::Agen
     };
     start_mock(MockConfig {
         oracle: Some(Oracle(std::sync::Arc::new(move |_| Some(hint.clone())))),
-        agent_faults: faults,
+        agent_modes: faults,
         ..MockConfig::default()
     })
 }
@@ -524,23 +524,22 @@ fn a_standalone_simulator_plays_an_agent_of_a_fixed_number_of_steps() {
 
 #[test]
 fn a_hostile_agent_s_wrong_tools_bad_json_and_endless_calls_are_given_back_and_bounded() {
-    use promptgauge::mock::AgentFaults;
     let calls = vec![
         ("get_weather", serde_json::json!({"city": "Oslo"})),
         ("search", serde_json::json!({"q": "rain"})),
     ];
     for (faults, expected) in [
         (
-            AgentFaults {
+            AgentModes {
                 wrong_tool: 1.0,
-                ..AgentFaults::default()
+                ..AgentModes::default()
             },
             "there is no tool `no_such_tool`",
         ),
         (
-            AgentFaults {
+            AgentModes {
                 bad_json: 1.0,
-                ..AgentFaults::default()
+                ..AgentModes::default()
             },
             "must be a JSON object",
         ),
@@ -566,9 +565,9 @@ fn a_hostile_agent_s_wrong_tools_bad_json_and_endless_calls_are_given_back_and_b
         assert_eq!(r["score"], 0.0);
     }
     // An agent that never answers is ended by the turn limit, its calls kept.
-    let endless = AgentFaults {
+    let endless = AgentModes {
         endless: true,
-        ..AgentFaults::default()
+        ..AgentModes::default()
     };
     let (_rt, server) = scripted_mock_with(calls, endless);
     let b = bench(LOOP_CASES.lines().next().unwrap(), LOOP_BENCH);
@@ -584,4 +583,38 @@ fn a_hostile_agent_s_wrong_tools_bad_json_and_endless_calls_are_given_back_and_b
     );
     assert_eq!(r["steps"].as_array().unwrap().len(), 4);
     assert_eq!(server.provider.stats().generations, 4);
+}
+
+#[test]
+fn parallel_calls_in_one_answer_are_each_answered_in_the_protocol_s_own_form() {
+    let calls = vec![
+        ("get_weather", serde_json::json!({"city": "Oslo"})),
+        ("search", serde_json::json!({"q": "rain"})),
+    ];
+    for (protocol, result_shape) in [
+        ("openai-chat", r#""role":"tool""#),
+        ("openai-responses", r#""type":"function_call_output""#),
+        ("anthropic-messages", r#""type":"tool_result""#),
+    ] {
+        let parallel = AgentModes {
+            parallel: true,
+            ..AgentModes::default()
+        };
+        let (_rt, server) = scripted_mock_with(calls.clone(), parallel);
+        let b = bench(LOOP_CASES.lines().next().unwrap(), LOOP_BENCH);
+        let out = run(b.path(), &server.base_url(), protocol);
+        assert!(out.status.success(), "{protocol}: {}", said(&out));
+        let r = journal(&run_dirs(&b.path().join("reports")).pop().unwrap())
+            .into_iter()
+            .find(|r| r["case_id"] == "w1")
+            .unwrap();
+        // Two calls in the first answer, both on turn 0; then the answer: two requests.
+        let steps = r["steps"].as_array().unwrap();
+        assert_eq!(steps.len(), 2, "{protocol}: {r}");
+        assert!(steps.iter().all(|s| s["turn"] == 0), "{protocol}: {r}");
+        assert_eq!(r["output"], "bring an umbrella", "{protocol}");
+        assert_eq!(server.provider.stats().generations, 2, "{protocol}");
+        let last = server.provider.bodies().last().unwrap().to_string();
+        assert_eq!(last.matches(result_shape).count(), 2, "{protocol}: {last}");
+    }
 }
