@@ -348,11 +348,29 @@ impl Templates {
                 errors.push(missing_variables(variant, m, case, &missing));
                 continue;
             }
+            let content = &variant.messages[m].content;
+            if let Some(name) = ["file", "files"]
+                .into_iter()
+                .find(|n| case.vars.contains_key(n) && content.contains(&format!("{n}(")))
+            {
+                errors.push(
+                    InputError::new(
+                        case.location.clone(),
+                        format!("case `{}` has a variable named `{name}`, which hides the function {name}() that message {} of variant `{}` places files with", case.id, m + 1, variant.name),
+                    )
+                    .fix(format!("rename the case's variable `{name}` (e.g. `{name}_name`)")),
+                );
+                continue;
+            }
             let rendered = render_capped(template, &case.vars)
                 .and_then(|text| place(&text, &self.nonce, case).map_err(placement_error));
             if let Err(e) = rendered {
                 let runaway = is_template_fault(&e);
-                errors.push(render_error(variant, m, case, &e));
+                let mut error = render_error(variant, m, case, &e);
+                if e.detail().is_some_and(|d| d.contains("has no file named")) {
+                    error = error.fix("give the case a file of that name (a map under `files:` names them: {\"receipt\": \"r.png\"}), or place one it has");
+                }
+                errors.push(error);
                 if runaway {
                     // Every other case would fail the same way: say it once.
                     break;

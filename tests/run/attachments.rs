@@ -943,3 +943,37 @@ fn what_is_no_file_to_send_is_refused_at_load_with_the_reason() {
     }
     assert_eq!(server.provider.stats().requests, 0);
 }
+
+#[test]
+fn a_file_name_a_case_lacks_or_a_variable_that_hides_file_is_said_with_its_fix() {
+    for (files, vars, expected_error, expected_fix) in [
+        (
+            r#"{"photo": "f/r.png"}"#,
+            r#"{"q": "?"}"#,
+            "has no file named `r.png`",
+            "give the case a file of that name",
+        ),
+        (
+            r#"{"r.png": "f/r.png"}"#,
+            r#"{"q": "?", "file": "zz"}"#,
+            "has a variable named `file`, which hides the function file()",
+            "rename the case's variable `file`",
+        ),
+    ] {
+        let variant = "messages:\n  - { role: user, content: \"{{ file('r.png') }} {{ q }}\" }\n";
+        let bench = one_case(files, variant, "");
+        let cases = std::fs::read_to_string(bench.path().join("cases.jsonl")).unwrap();
+        std::fs::write(
+            bench.path().join("cases.jsonl"),
+            cases.replace(r#""vars": {"q": "?"}"#, &format!(r#""vars": {vars}"#)),
+        )
+        .unwrap();
+        let out = promptgauge(bench.path())
+            .args(["check", "bench.yaml"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+        assert!(said(&out).contains(expected_error), "{}", said(&out));
+        assert!(said(&out).contains(expected_fix), "{}", said(&out));
+    }
+}
