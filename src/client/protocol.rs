@@ -103,6 +103,15 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Adds `other`'s token counts to these (the parts of one job: a batch's lines, an
+    /// agent loop's steps).
+    pub(crate) fn add_tokens(&mut self, other: &Usage) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.cached_tokens += other.cached_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
+    }
+
     /// A rough count for servers that report none; marked as estimated.
     pub(crate) fn estimate(prompt_chars: usize, completion: &str, reasoning: &str) -> Usage {
         let tokens = |chars: usize| chars.div_ceil(4) as u64;

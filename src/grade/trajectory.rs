@@ -9,6 +9,7 @@ use super::{Score, ScoreContext};
 use std::sync::Arc;
 
 use crate::suite::grading::{GradeSpec, SequenceOrder};
+use crate::suite::tools::subset;
 use serde_json::Value;
 
 /// The scorer of tool calls `spec` describes, if it is one: the answer's calls
@@ -77,7 +78,7 @@ impl Scorer for ToolArgs {
             .collect();
         let pass = calls
             .iter()
-            .any(|a| serde_json::from_str::<Value>(a).is_ok_and(|got| holds(&self.args, &got)));
+            .any(|a| serde_json::from_str::<Value>(a).is_ok_and(|got| subset(&self.args, &got)));
         let extracted = (!calls.is_empty()).then(|| {
             calls
                 .iter()
@@ -86,16 +87,6 @@ impl Scorer for ToolArgs {
                 .join("; ")
         });
         ready(Score::binary(pass, extracted))
-    }
-}
-
-/// Whether `got` holds every field of `want` with its value (objects compared alike).
-fn holds(want: &Value, got: &Value) -> bool {
-    match (want, got) {
-        (Value::Object(w), Value::Object(g)) => w
-            .iter()
-            .all(|(k, v)| g.get(k).is_some_and(|gv| holds(v, gv))),
-        _ => want == got,
     }
 }
 

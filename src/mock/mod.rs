@@ -518,7 +518,7 @@ impl Provider {
             }
             // A standalone agent of a fixed number of steps (bench/run's loop figure).
             (g, None) if tools.is_some() && self.config.agent_steps > 0 => {
-                let results = asked.messages.iter().filter(|m| m.role == "tool").count();
+                let results = tool_results(&asked.messages).len();
                 if results < self.config.agent_steps as usize || self.config.agent_modes.endless {
                     let calls = answers::first_tool(tools).calls;
                     (plain(String::new()), self.spoiled(calls, seed, results))
@@ -531,7 +531,7 @@ impl Provider {
             (_, Some(h)) if tools.is_some() && !h.tool_script.is_empty() => {
                 let wrong = model::wrong(prompt, &h.case, model_name, seed);
                 let (g, calls) = agent_step(h, &asked.messages, wrong, self.config.agent_modes);
-                let turn = asked.messages.iter().filter(|m| m.role == "tool").count();
+                let turn = tool_results(&asked.messages).len();
                 (g, self.spoiled(calls, seed, turn))
             }
             // It does not, but it is told the case: an answer of the expected shape —
@@ -877,11 +877,7 @@ fn agent_step(
     wrong: bool,
     modes: AgentModes,
 ) -> (model::Generation, Vec<answers::Call>) {
-    let results: Vec<&str> = messages
-        .iter()
-        .filter(|m| m.role == "tool")
-        .map(|m| m.content.as_str())
-        .collect();
+    let results = tool_results(messages);
     if modes.parallel && results.is_empty() {
         let calls = h
             .tool_script
@@ -914,6 +910,16 @@ fn agent_step(
             .unwrap_or_default(),
     };
     (plain(text), Vec::new())
+}
+
+/// What the tools returned so far in a conversation, in order (every wire's results are
+/// `tool` turns in the common form).
+fn tool_results(messages: &[ChatMessage]) -> Vec<&str> {
+    messages
+        .iter()
+        .filter(|m| m.role == "tool")
+        .map(|m| m.content.as_str())
+        .collect()
 }
 
 impl Provider {

@@ -34,10 +34,7 @@ impl Trail {
         self.attempts.append(&mut result.attempts);
         if let Some(u) = result.usage {
             let sum = self.usage.get_or_insert_with(Usage::default);
-            sum.prompt_tokens += u.prompt_tokens;
-            sum.completion_tokens += u.completion_tokens;
-            sum.cached_tokens += u.cached_tokens;
-            sum.reasoning_tokens += u.reasoning_tokens;
+            sum.add_tokens(&u);
             sum.estimated |= u.estimated;
         }
         if let Some(ms) = result.answer_ms {

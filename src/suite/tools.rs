@@ -199,7 +199,7 @@ fn matches(line: &ScriptedCall, args: &Value, text: &str) -> bool {
 }
 
 /// Whether every field of `want` is in `got` with its value (objects compared alike).
-fn subset(want: &Value, got: &Value) -> bool {
+pub(crate) fn subset(want: &Value, got: &Value) -> bool {
     match (want, got) {
         (Value::Object(w), Value::Object(g)) => w
             .iter()

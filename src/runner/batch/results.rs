@@ -289,11 +289,7 @@ impl Collector {
             let mut usage: Option<crate::client::Usage> = None;
             for line in &given {
                 if let Some(u) = self.lane.client.batch_result(line).1.usage {
-                    let sum = usage.get_or_insert_with(Default::default);
-                    sum.prompt_tokens += u.prompt_tokens;
-                    sum.completion_tokens += u.completion_tokens;
-                    sum.cached_tokens += u.cached_tokens;
-                    sum.reasoning_tokens += u.reasoning_tokens;
+                    usage.get_or_insert_with(Default::default).add_tokens(&u);
                 }
             }
             let result = self.lane.client.batch_failure(
