@@ -328,6 +328,7 @@ pub(super) fn stream(mut script: Script<'_>, serial: u64, plan: StreamPlan) -> V
         out.script.steps.push(ReplyStep::Generated {
             key: plan.key,
             text: plan.text,
+            calls: plan.calls,
         });
     }
     out.script.steps

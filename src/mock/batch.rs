@@ -711,8 +711,8 @@ impl Batching<'_> {
                     for step in steps {
                         match step {
                             ReplyStep::Write(b) => bytes.extend_from_slice(&b),
-                            ReplyStep::Generated { key, text } => {
-                                self.provider.generated(key, text)
+                            ReplyStep::Generated { key, text, calls } => {
+                                self.provider.generated(key, text, calls)
                             }
                             _ => {}
                         }

@@ -88,7 +88,9 @@ impl Transport for MemoryTransport {
                                 body,
                             ));
                         }
-                        ReplyStep::Generated { key, text } => body.provider.generated(key, text),
+                        ReplyStep::Generated { key, text, calls } => {
+                            body.provider.generated(key, text, calls)
+                        }
                     }
                 }
             });

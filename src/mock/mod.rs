@@ -63,7 +63,7 @@ pub struct Provider {
     config: MockConfig,
     stats: Arc<Stats>,
     attempts: Mutex<HashMap<String, u32>>,
-    completed: Mutex<HashMap<String, String>>,
+    completed: Mutex<HashMap<String, (String, Vec<answers::Call>)>>,
     seen_prefixes: Mutex<HashSet<u64>>,
     serial: AtomicU64,
     bodies: Mutex<Vec<Value>>,
@@ -172,10 +172,10 @@ impl Provider {
     }
 
     /// A generation was streamed to its end.
-    pub(crate) fn generated(&self, key: Option<String>, text: String) {
+    pub(crate) fn generated(&self, key: Option<String>, text: String, calls: Vec<answers::Call>) {
         self.stats.generations.fetch_add(1, Ordering::SeqCst);
         if let (Some(key), Ok(mut done)) = (key, self.completed.lock()) {
-            done.insert(key, text);
+            done.insert(key, (text, calls));
         }
     }
 
@@ -446,9 +446,9 @@ impl Provider {
         let replayed = key.and_then(|k| self.completed.lock().ok().and_then(|c| c.get(k).cloned()));
         let replay = replayed.is_some();
         let (generation, mut calls) = match replayed {
-            Some(text) => {
+            Some((text, calls)) => {
                 self.stats.replays.fetch_add(1, Ordering::SeqCst);
-                (plain(text), Vec::new())
+                (plain(text), calls)
             }
             None => self.generate(asked, key),
         };
@@ -617,7 +617,7 @@ impl Provider {
             ..
         } = plan;
         if !replay {
-            self.generated(key, text.clone());
+            self.generated(key, text.clone(), calls.clone());
         }
         let reply = match wire {
             Wire::Chat => json!({
@@ -983,8 +983,8 @@ impl wire::Answers for Provider {
         Provider::answer(self, wire, request)
     }
 
-    fn generated(&self, key: Option<String>, text: String) {
-        Provider::generated(self, key, text)
+    fn generated(&self, key: Option<String>, text: String, calls: Vec<answers::Call>) {
+        Provider::generated(self, key, text, calls)
     }
 }
 

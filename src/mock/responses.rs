@@ -357,6 +357,7 @@ impl Events<'_> {
             self.script.steps.push(ReplyStep::Generated {
                 key: plan.key,
                 text: plan.text,
+                calls: plan.calls,
             });
         }
         self.script.steps

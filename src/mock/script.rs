@@ -152,6 +152,7 @@ impl Script<'_> {
             self.steps.push(ReplyStep::Generated {
                 key: plan.key,
                 text: plan.text,
+                calls: plan.calls,
             });
         }
         if plan.fault == Some(Fault::CutBeforeEnd) {

@@ -203,7 +203,7 @@ async fn play(
                 stream.set_zero_linger()?;
                 return Ok(false);
             }
-            ReplyStep::Generated { key, text } => provider.generated(key, text),
+            ReplyStep::Generated { key, text, calls } => provider.generated(key, text, calls),
         }
     }
     stream.write_all(b"0\r\n\r\n").await?;

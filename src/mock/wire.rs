@@ -328,6 +328,8 @@ pub(crate) enum ReplyStep {
     Generated {
         key: Option<String>,
         text: String,
+        /// Its tool calls, given again with the text on a replay.
+        calls: Vec<super::answers::Call>,
     },
 }
 
@@ -398,5 +400,5 @@ pub(crate) trait Answers: Send + Sync {
     fn answer(&self, wire: Wire, request: &MockRequest) -> MockReply;
 
     /// A generation reached its end (counted, and kept for an idempotent replay).
-    fn generated(&self, key: Option<String>, text: String);
+    fn generated(&self, key: Option<String>, text: String, calls: Vec<super::answers::Call>);
 }

@@ -9,9 +9,10 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
+use tokio::sync::{mpsc, oneshot};
 
-use super::job_record::{JobRecord, ToolStep};
-use super::lane::{Lane, Rendered, RunOptions};
+use super::job_record::{JobRecord, LoopTurn, StepLine, ToolStep};
+use super::lane::{Lane, Message, Rendered, RunOptions};
 use super::scoring::{JobEnd, failed_record, score};
 use super::source;
 use crate::client::{ChatMessage, JobResult, ToolCall, Usage};
@@ -22,6 +23,7 @@ use crate::suite::{Bench, Job};
 #[derive(Default)]
 struct Trail {
     steps: Vec<ToolStep>,
+    turns: Vec<LoopTurn>,
     attempts: Vec<crate::client::Attempt>,
     usage: Option<Usage>,
     answer_ms: Option<f64>,
@@ -29,8 +31,15 @@ struct Trail {
 }
 
 impl Trail {
-    /// Adds one step's answer.
-    fn add(&mut self, result: &mut JobResult) {
+    /// Adds one request's answer (`cached`: the response cache's; `resumed`: the journal's).
+    fn add(&mut self, result: &mut JobResult, cached: bool, resumed: bool) {
+        self.turns.push(LoopTurn {
+            usage: result.usage,
+            answer_ms: result.answer_ms,
+            attempts: u32::try_from(result.attempts.len()).unwrap_or(u32::MAX),
+            cached,
+            resumed,
+        });
         self.attempts.append(&mut result.attempts);
         if let Some(u) = result.usage {
             let sum = self.usage.get_or_insert_with(Usage::default);
@@ -42,24 +51,56 @@ impl Trail {
         }
     }
 
-    /// `result` (the last step's) carrying the whole loop's attempts, usage and time.
+    /// `result` (the last step's, already added) carrying the whole loop's attempts, usage
+    /// and time.
     fn onto(&mut self, mut result: JobResult) -> JobResult {
-        self.add(&mut result);
         result.attempts = std::mem::take(&mut self.attempts);
         result.usage = self.usage;
         result.answer_ms = self.answer_ms;
         result
     }
+
+    /// Takes a step the journal kept before the run was stopped: its answer and what its
+    /// calls got back go into the conversation as they did then, nothing sent and no tool
+    /// run. `false` when the line does not hold a result for each call: the step is sent.
+    fn resume(&mut self, line: &StepLine, step: &mut Rendered) -> bool {
+        if line.tool_calls.is_empty() || line.tool_calls.len() != line.results.len() {
+            return false;
+        }
+        let mut result = JobResult {
+            text: line.text.clone(),
+            reasoning: line.reasoning.clone(),
+            finish_reason: line.finish_reason.clone(),
+            usage: line.usage,
+            model: line.model.clone(),
+            answer_ms: line.answer_ms,
+            attempts: line.attempts.clone(),
+            ..JobResult::default()
+        };
+        self.add(&mut result, false, true);
+        self.calls += u32::try_from(line.tool_calls.len()).unwrap_or(u32::MAX);
+        step.request
+            .messages
+            .push(assistant_turn(&line.text, &line.tool_calls));
+        for (call, done) in line.tool_calls.iter().zip(&line.results) {
+            self.steps.push(done.clone());
+            step.request
+                .messages
+                .push(tool_turn(&call.id, &done.result));
+        }
+        true
+    }
 }
 
-/// Runs `job`'s loop; its first request is `first`.
+/// Runs `job`'s loop; its first request is `first`. Each step that ends is journaled
+/// (through `tx`) before the next is sent; a step a resumed run's journal holds is taken
+/// from there.
 pub(super) async fn run_loop(
-    bench: &Bench,
-    job: &Job,
-    first: &Rendered,
+    (bench, job, first): (&Bench, &Job, &Rendered),
     sources: &[Arc<dyn source::AnswerSource>],
     lane: &Lane,
     options: &RunOptions,
+    tx: &mpsc::UnboundedSender<Message>,
 ) -> JobEnd {
     let limits = bench.loop_limits;
     let mut trail = Trail::default();
@@ -72,8 +113,13 @@ pub(super) async fn run_loop(
         if turn > 0 {
             step.request.idempotency_key = format!("{}-step{turn}", first.request.idempotency_key);
         }
+        if let Some(done) = options.loop_steps.get(&step.request.idempotency_key)
+            && trail.resume(done, &mut step)
+        {
+            continue;
+        }
         let ask = step.ask(lane, job);
-        let mut answer = match source::answer(sources, &ask).await {
+        let answer = match source::answer(sources, &ask).await {
             source::SourceReply::Answer(a) => a,
             // A batch never answers a loop (refused before the run); nothing else waits.
             source::SourceReply::Later | source::SourceReply::Pass => return JobEnd::Stopped,
@@ -81,21 +127,28 @@ pub(super) async fn run_loop(
         if answer.result.aborted {
             return JobEnd::Stopped;
         }
-        if !answer.result.answered() || answer.result.tool_calls.is_empty() {
-            // The answer, or the failure, that ends the loop.
-            answer.result = trail.onto(answer.result);
-            step.steps = std::mem::take(&mut trail.steps);
-            let scored = score(bench, job, &step, answer, lane, options).await;
-            return scored.map_or(JobEnd::Stopped, |r| JobEnd::Record(Box::new(r)));
+        // The cache keeps only complete answers (with no attempt of this run's).
+        let answered = answer.cached || answer.result.answered();
+        if !answered || answer.result.tool_calls.is_empty() {
+            return last_step(bench, job, step, answer, trail, lane, options).await;
         }
+        let cached = answer.cached;
         let mut result = answer.result;
-        trail.add(&mut result);
-        let calls = named(&result.tool_calls, turn);
+        result.tool_calls = named(&result.tool_calls, turn);
+        let mut line = step_line(&step.request.idempotency_key, turn, &result);
+        trail.add(&mut result, cached, false);
         step.request
             .messages
-            .push(assistant_turn(&result.text, &calls));
+            .push(assistant_turn(&result.text, &result.tool_calls));
+        let before = trail.steps.len();
+        let calls = std::mem::take(&mut result.tool_calls);
         if let Err(cause) = run_calls(bench, job, &mut trail, &mut step, &calls, turn).await {
+            result.tool_calls = calls;
             return ended(bench, job, lane, options, trail, cause, result);
+        }
+        line.results = trail.steps[before..].to_vec();
+        if !journaled(tx, line).await {
+            return JobEnd::Stopped;
         }
     }
     let cause = format!(
@@ -111,6 +164,54 @@ pub(super) async fn run_loop(
         cause,
         JobResult::default(),
     )
+}
+
+/// The answer, or the failure, that ends the loop, scored into its record.
+async fn last_step(
+    bench: &Bench,
+    job: &Job,
+    mut step: Rendered,
+    mut answer: source::Sourced,
+    mut trail: Trail,
+    lane: &Lane,
+    options: &RunOptions,
+) -> JobEnd {
+    trail.add(&mut answer.result, answer.cached, false);
+    answer.result = trail.onto(answer.result);
+    step.steps = std::mem::take(&mut trail.steps);
+    match score(bench, job, &step, answer, lane, options).await {
+        Some(mut r) => {
+            r.turns = trail.turns;
+            JobEnd::Record(Box::new(r))
+        }
+        None => JobEnd::Stopped,
+    }
+}
+
+/// A step's journal line, its calls' results still to come.
+fn step_line(key: &str, turn: u32, result: &JobResult) -> StepLine {
+    StepLine {
+        event: "step".into(),
+        key: key.to_string(),
+        turn,
+        text: result.text.clone(),
+        reasoning: result.reasoning.clone(),
+        tool_calls: result.tool_calls.clone(),
+        finish_reason: result.finish_reason.clone(),
+        usage: result.usage,
+        model: result.model.clone(),
+        answer_ms: result.answer_ms,
+        attempts: result.attempts.clone(),
+        results: Vec::new(),
+    }
+}
+
+/// Hands a finished step to the journal and waits until it is kept: `false` when it could
+/// not be (the run is stopping), and the loop must not go on from a step a resume would
+/// not find.
+async fn journaled(tx: &mpsc::UnboundedSender<Message>, line: StepLine) -> bool {
+    let (ack, kept) = oneshot::channel();
+    tx.send(Message::Step(Box::new(line), ack)).is_ok() && kept.await.unwrap_or(false)
 }
 
 /// Runs one answer's `calls` against the case's script, each result added to the
@@ -173,15 +274,11 @@ fn ended(
     last: JobResult,
 ) -> JobEnd {
     let usage = trail.usage;
-    let result = trail.onto(JobResult {
-        attempts: Vec::new(),
-        usage: None,
-        answer_ms: None,
-        ..last
-    });
+    let result = trail.onto(last);
     let mut r: JobRecord = failed_record(bench, job, cause, Some(result));
     r.usage = usage.unwrap_or_default();
     r.steps = trail.steps;
+    r.turns = trail.turns;
     r.endpoint = lane.name.clone();
     r.resent = options.resend.get(&job.index).copied().unwrap_or(0);
     JobEnd::Record(Box::new(r))

@@ -45,6 +45,9 @@ pub enum RunEvent<'a> {
     PoolChanged(&'a PoolEvent),
     /// `--batch`: a provider batch was submitted, polled or ended (docs/guide/batch.md).
     Batch(&'a super::batch::BatchRecord),
+    /// An agent loop's step ended: its answer, and what its calls got back
+    /// (docs/guide/tools.md).
+    Step(&'a super::job_record::StepLine),
     JobFinished {
         record: &'a JobRecord,
         /// Jobs finished so far in this process (live) or in the journal (replayed).

@@ -100,9 +100,61 @@ pub struct JobRecord {
     /// An agent loop's tool calls, in order (docs/guide/tools.md): its trajectory.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<ToolStep>,
+    /// An agent loop's requests, in order: what each cost (its usage, attempts and time
+    /// are summed above).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<LoopTurn>,
 }
 
 pub use crate::suite::tools::ToolStep;
+
+/// One request of an agent loop, and what it cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoopTurn {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// From the request sent to its answer's end, over its attempts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_ms: Option<f64>,
+    pub attempts: u32,
+    /// Answered by the response cache (`--cache`): paid for by an earlier run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
+    /// Taken from the journal by a resume: sent, and paid for, before the run was stopped.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resumed: bool,
+}
+
+/// An agent loop's step, journaled the moment its calls have their results
+/// (`{"event":"step",…}`): a resumed loop takes its finished steps from here — the model's
+/// answer and what each call got back — and sends, and runs, none of them again
+/// (docs/guide/tools.md, "Killed and resumed").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepLine {
+    /// Always `step` (the journal's event lines start with their kind).
+    pub event: String,
+    /// The idempotency key of the request this step answered: a resume finds it by the
+    /// key its loop would send.
+    pub key: String,
+    pub turn: u32,
+    pub text: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reasoning: String,
+    /// The calls the answer made, each with its id as the conversation carries it.
+    pub tool_calls: Vec<crate::client::ToolCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<Attempt>,
+    /// What each of `tool_calls` got back, in the same order.
+    pub results: Vec<ToolStep>,
+}
 
 /// A file a job's request carried, as the journal keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

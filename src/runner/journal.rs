@@ -176,12 +176,38 @@ pub struct ReadStats {
     pub batches: Vec<super::batch::BatchRecord>,
 }
 
+/// The agent loops' steps a journal holds (`{"event":"step",…}`), by the idempotency key
+/// of the request each answered: what a resume takes rather than send again. Read only
+/// for a bench with tools; a torn or unreadable line is no step.
+pub(crate) fn loop_steps(
+    path: &Path,
+) -> std::io::Result<std::collections::HashMap<String, super::job_record::StepLine>> {
+    let mut steps = std::collections::HashMap::new();
+    let mut reader = BufReader::new(crate::files::open_regular(path)?);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        if line.starts_with(STEP_PREFIX)
+            && line.last() == Some(&b'\n')
+            && let Ok(step) = serde_json::from_slice::<super::job_record::StepLine>(&line)
+        {
+            steps.insert(step.key.clone(), step);
+        }
+    }
+    Ok(steps)
+}
+
 /// Event lines start with this; job records never do.
 const EVENT_PREFIX: &[u8] = b"{\"event\":";
 /// A decision's event line starts with this.
 const DECIDED_PREFIX: &[u8] = b"{\"event\":\"decided\"";
 /// A provider batch's event line starts with this.
 const BATCH_PREFIX: &[u8] = b"{\"event\":\"batch\"";
+/// An agent loop's step line starts with this.
+const STEP_PREFIX: &[u8] = b"{\"event\":\"step\"";
 
 /// The jobs a run planned, by key: what a journal is checked against. A journal is trusted
 /// by key, never by count: a duplicated line or a record from another plan must not stand
@@ -466,6 +492,7 @@ impl super::events::Listener for Journal {
             super::events::RunEvent::JobFinished { record, .. } => self.append(record)?,
             super::events::RunEvent::PoolChanged(change) => self.append_event(change)?,
             super::events::RunEvent::Batch(b) if b.journaled() => self.append_line(b)?,
+            super::events::RunEvent::Step(step) => self.append_line(step)?,
             _ => {}
         }
         self.append_decisions()
@@ -515,6 +542,7 @@ mod tests {
             usage_anomaly: None,
             files: Vec::new(),
             steps: Vec::new(),
+            turns: Vec::new(),
         }
     }
 

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
 use super::batch::{BatchRecord, BatchSettings};
-use super::job_record::JobRecord;
+use super::job_record::{JobRecord, StepLine};
 use super::{budget, source};
 use crate::client::cache::Cache;
 use crate::client::{Client, ClientEvent, JobRequest};
@@ -55,6 +55,9 @@ pub struct RunOptions {
     pub batch_claims: Arc<Mutex<std::collections::HashSet<String>>>,
     /// `--budget`: what the run may still spend; a job that does not fit is not sent.
     pub budget: Option<Arc<budget::Budget>>,
+    /// `--resume` of a run with tools: the agent loops' steps its journal holds, by the
+    /// idempotency key of the request each answered; a loop takes them rather than send.
+    pub loop_steps: Arc<std::collections::HashMap<String, StepLine>>,
 }
 
 impl RunOptions {
@@ -196,6 +199,9 @@ pub(super) enum Message {
     /// A provider batch's step; a journaled one is acknowledged once the listeners have it
     /// (`true`) or could not keep it (`false`), since what follows depends on it.
     Batch(Box<BatchRecord>, Option<tokio::sync::oneshot::Sender<bool>>),
+    /// An agent loop's finished step, acknowledged once the journal kept it (`true`) or
+    /// could not (`false`): its loop goes on only from a step a resume would find.
+    Step(Box<StepLine>, tokio::sync::oneshot::Sender<bool>),
     /// Acknowledged once everything sent before it was delivered.
     Barrier(tokio::sync::oneshot::Sender<()>),
 }

@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use events::{Listener, RunEvent, RunTally};
 pub use folder::RunDir;
-pub use job_record::{JobRecord, JobStatus};
+pub use job_record::{JobRecord, JobStatus, StepLine};
 pub use journal::Journal;
 pub use lane::{Lane, RunOptions};
 
@@ -236,6 +236,11 @@ impl Delivery<'_> {
                 if let Some(ack) = ack {
                     let _ = ack.send(kept.is_ok());
                 }
+                kept
+            }
+            Message::Step(step, ack) => {
+                let kept = listener.on(&RunEvent::Step(&step));
+                let _ = ack.send(kept.is_ok());
                 kept
             }
             Message::Barrier(ack) => {

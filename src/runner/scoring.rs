@@ -190,6 +190,7 @@ pub(super) fn failed_record(
         usage_anomaly: None,
         files: Vec::new(),
         steps: Vec::new(),
+        turns: Vec::new(),
     }
 }
 
@@ -337,6 +338,7 @@ fn graded_of(
         usage_anomaly: None,
         files: Vec::new(),
         steps: Vec::new(),
+        turns: Vec::new(),
     }
 }
 

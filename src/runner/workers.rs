@@ -99,7 +99,7 @@ impl Workers {
                     let end = if bench.tools.is_empty() {
                         run_job(bench, job, &request, sources, lane, options).await
                     } else {
-                        run_loop(bench, job, &request, sources, lane, options).await
+                        run_loop((bench, job, &request), sources, lane, options, &self.tx).await
                     };
                     match end {
                         // Its source records it, and counts it out of the jobs in flight.

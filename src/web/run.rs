@@ -671,7 +671,11 @@ fn answer_sections(b: &mut String, r: &JobRecord) {
             .steps
             .len()
             .min(crate::report::figures::result::SHOWN_STEPS)];
-        crate::report::html::trajectory(b, first, r.steps.len(), true);
+        let turns = &r.turns[..r
+            .turns
+            .len()
+            .min(crate::report::figures::result::SHOWN_STEPS)];
+        crate::report::html::trajectory(b, first, turns, r.steps.len(), true);
     }
 }
 

@@ -401,7 +401,17 @@ tools:
     // report.html shows each shown answer's trajectory: the calls, their arguments, what
     // they got back — as text, never markup.
     let html = std::fs::read_to_string(run.join("report.html")).unwrap();
-    assert!(html.contains("trajectory (2 calls)"), "no trajectory");
+    assert!(
+        html.contains("trajectory (2 calls, 3 requests)"),
+        "no trajectory"
+    );
+    // Each request with its own figures, its calls under it.
+    assert!(
+        regex::Regex::new(r#"<li><span class="muted">\d+ ms · \d+ → \d+ tokens · 1 attempt</span><ul><li><code>get_weather"#)
+            .unwrap()
+            .is_match(&html),
+        "per-request figures"
+    );
     assert!(
         html.contains("<code>get_weather({&quot;city&quot;:&quot;city "),
         "args shown"
@@ -409,6 +419,7 @@ tools:
     for r in journal(&run).iter().filter(|r| r["case_id"].is_string()) {
         let steps = r["steps"].as_array().unwrap();
         assert_eq!(steps.len(), 2, "{r}");
+        assert_eq!(r["turns"].as_array().unwrap().len(), 3, "{r}");
         // A right answer passes every part: the answer, the sequence, the step count.
         if r["output"] == r["expected"][0] {
             assert_eq!(r["score"], 1.0, "{r}");
@@ -616,5 +627,179 @@ fn parallel_calls_in_one_answer_are_each_answered_in_the_protocol_s_own_form() {
         assert_eq!(server.provider.stats().generations, 2, "{protocol}");
         let last = server.provider.bodies().last().unwrap().to_string();
         assert_eq!(last.matches(result_shape).count(), 2, "{protocol}: {last}");
+    }
+}
+
+/// The journal's lines (a torn last one, from a kill, left out).
+fn journal_so_far(run: &Path) -> Vec<Value> {
+    std::fs::read_to_string(run.join("results.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// The job a step line belongs to: its key is `pg-RUN-JOB` or `pg-RUN-JOB-stepN`.
+fn job_of_step(key: &str) -> u64 {
+    let key = key.rsplit_once("-step").map_or(key, |(job, _)| job);
+    key.rsplit('-').next().unwrap().parse().unwrap()
+}
+
+/// The run under `root` once a loop has finished a step but not its last (its step is
+/// journaled and its job has no record), and three jobs have finished.
+fn mid_way(root: &Path) -> Option<std::path::PathBuf> {
+    let run = run_dirs(root).pop()?;
+    let lines = journal_so_far(&run);
+    let done: Vec<u64> = lines.iter().filter_map(|l| l["job"].as_u64()).collect();
+    let mid_way = lines
+        .iter()
+        .filter(|l| l["event"] == "step")
+        .any(|s| !done.contains(&job_of_step(s["key"].as_str().unwrap())));
+    (done.len() >= 3 && mid_way).then_some(run)
+}
+
+#[test]
+fn a_loop_killed_mid_way_resumes_at_its_last_finished_step_and_sends_none_twice() {
+    let (_rt, server) = {
+        use promptgauge::mock::answers::{Hint, Oracle};
+        let hint = Hint {
+            case: "w1".into(),
+            expected: vec!["bring an umbrella".into()],
+            expected_json: None,
+            shape: promptgauge::grade::Shape::Text,
+            others: std::sync::Arc::new(vec!["sunscreen".into()]),
+            files: 0,
+            tool_script: vec![
+                ("get_weather".into(), serde_json::json!({"city": "Oslo"})),
+                ("search".into(), serde_json::json!({"q": "rain"})),
+            ],
+        };
+        start_mock(MockConfig {
+            oracle: Some(Oracle(std::sync::Arc::new(move |_| Some(hint.clone())))),
+            first_token_delay: std::time::Duration::from_millis(40),
+            token_delay: std::time::Duration::from_millis(5),
+            ..MockConfig::default()
+        })
+    };
+    let w1 = LOOP_CASES.lines().next().unwrap();
+    let cases: String = (0..24)
+        .map(|i| w1.replacen(r#""id": "w1""#, &format!(r#""id": "w1-{i}""#), 1) + "\n")
+        .collect();
+    let b = bench(
+        &cases,
+        &format!("{LOOP_BENCH}limits: {{ concurrency: 3 }}\n"),
+    );
+    let d = b.path();
+    let url = server.base_url();
+    let args = ["--base-url", url.as_str(), "--model", "m", "--no-store"];
+    let mut child = spawned(
+        d,
+        &[&["run", "bench.yaml", "--quiet", "--out", "out"], &args[..]].concat(),
+    );
+    // Killed while a loop has finished a step but not its last: its step is journaled and
+    // its job has no record.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut found = mid_way(&d.join("out"));
+    while found.is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        found = mid_way(&d.join("out"));
+    }
+    child.kill().unwrap(); // SIGKILL: nothing runs after it
+    child.wait().unwrap();
+    let run = found.expect("a loop mid-way within a minute");
+    let before = journal_so_far(&run);
+    let steps: Vec<String> = before
+        .iter()
+        .filter(|l| l["event"] == "step")
+        .map(|l| l["key"].as_str().unwrap().to_string())
+        .collect();
+    let sent: Vec<u32> = steps
+        .iter()
+        .map(|k| server.provider.attempts_for(k))
+        .collect();
+    assert!(sent.iter().all(|&n| n >= 1), "{steps:?} {sent:?}");
+
+    let out = promptgauge(d)
+        .args(["run", "--resume", run.to_str().unwrap(), "--quiet"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.code().is_some_and(|c| c < 2), "{}", said(&out));
+    // No finished step was sent again: the simulator heard each key as often as before.
+    let again: Vec<u32> = steps
+        .iter()
+        .map(|k| server.provider.attempts_for(k))
+        .collect();
+    assert_eq!(sent, again, "{steps:?}");
+    let records: Vec<Value> = journal(&run)
+        .into_iter()
+        .filter(|r| r["case_id"].is_string())
+        .collect();
+    assert_eq!(records.len(), 24);
+    let resumed: Vec<&Value> = records
+        .iter()
+        .filter(|r| {
+            r["turns"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t["resumed"] == true)
+        })
+        .collect();
+    assert!(!resumed.is_empty(), "a loop took steps from the journal");
+    for r in &records {
+        // Every loop whole: both calls and their results, one turn a request, as if never
+        // stopped; the usage summed over its turns.
+        let steps = r["steps"].as_array().unwrap();
+        assert_eq!(steps.len(), 2, "{r}");
+        assert_eq!(steps[1]["result"], "bring an umbrella", "{r}");
+        let turns = r["turns"].as_array().unwrap();
+        assert_eq!(turns.len(), 3, "{r}");
+        let summed: u64 = turns
+            .iter()
+            .map(|t| t["usage"]["prompt_tokens"].as_u64().unwrap())
+            .sum();
+        assert_eq!(r["usage"]["prompt_tokens"].as_u64().unwrap(), summed, "{r}");
+    }
+}
+
+#[test]
+fn with_the_cache_each_step_is_kept_and_a_second_run_sends_no_step() {
+    let (_rt, server) = scripted_mock(vec![
+        ("get_weather", serde_json::json!({"city": "Oslo"})),
+        ("search", serde_json::json!({"q": "rain"})),
+    ]);
+    let w1 = LOOP_CASES.lines().next().unwrap();
+    let b = bench(&format!("{w1}\n"), LOOP_BENCH);
+    let d = b.path();
+    let url = server.base_url();
+    let mut seen: Vec<std::path::PathBuf> = Vec::new();
+    let twice: Vec<Vec<Value>> = (0..2)
+        .map(|_| {
+            let out = promptgauge(d)
+                .args(["run", "bench.yaml", "--quiet", "--no-store", "--cache"])
+                .args(["--base-url", &url, "--model", "m", "--repeats", "2"])
+                .output()
+                .unwrap();
+            assert!(out.status.code().is_some_and(|c| c < 2), "{}", said(&out));
+            let run = run_dirs(&d.join("reports"))
+                .into_iter()
+                .find(|r| !seen.contains(r))
+                .unwrap();
+            seen.push(run.clone());
+            journal(&run)
+                .into_iter()
+                .filter(|r| r["case_id"].is_string())
+                .collect()
+        })
+        .collect();
+    // Two repeats of a 3-request loop: 6 requests, once.
+    assert_eq!(server.provider.stats().requests, 6);
+    for r in &twice[1] {
+        let turns = r["turns"].as_array().unwrap();
+        assert_eq!(turns.len(), 3, "{r}");
+        assert!(turns.iter().all(|t| t["cached"] == true), "{r}");
+        assert_eq!(r["steps"].as_array().unwrap().len(), 2, "{r}");
+        assert_eq!(r["output"], twice[0][0]["output"], "{r}");
     }
 }

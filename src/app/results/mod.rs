@@ -424,6 +424,7 @@ fn job_record(job: usize, arm: &ImportedArm, s: &Sample) -> JobRecord {
         usage_anomaly: None,
         files: s.files.clone(),
         steps: Vec::new(),
+        turns: Vec::new(),
     }
 }
 

@@ -21,6 +21,8 @@ pub(in crate::app) struct Continued {
     pub(in crate::app) per_case: usize,
     /// `--batch`: the batches the journal holds, for the lanes to adopt.
     pub(in crate::app) batches: Vec<crate::runner::batch::BatchRecord>,
+    /// A run with tools: the agent loops' steps the journal holds, by their requests' keys.
+    pub(in crate::app) loop_steps: HashMap<String, crate::runner::StepLine>,
     /// `--budget`: what the jobs in the journal cost (earlier sessions of the run).
     pub(in crate::app) spent: f64,
 }

@@ -41,6 +41,14 @@ pub(super) fn continue_journal(
         &until,
     )?;
     let (jobs, resend) = jobs_left(p, &keys, &audit);
+    // A resumed agent loop takes the steps it had finished from the journal.
+    let loop_steps = if p.bench.tools.is_empty() || audit.stats.events == 0 {
+        Default::default()
+    } else {
+        crate::runner::journal::loop_steps(&dir.journal_path())
+            .with_context(|| format!("cannot read the journal {}", dir.journal_path().display()))
+            .before_send()?
+    };
     if settings.retry_failed.is_some() && !settings.quiet {
         say_resending(settings.retry_failed, resend.len());
     }
@@ -54,6 +62,7 @@ pub(super) fn continue_journal(
         horizon: until.horizon,
         per_case,
         batches: audit.stats.batches.clone(),
+        loop_steps,
         spent: spent.map_or(0.0, |(_, usd)| usd),
     })
 }

@@ -238,6 +238,7 @@ impl RunSettings {
             resend: std::mem::take(&mut continued.resend),
             batch: lanes.iter().any(|l| l.batch).then(|| self.batch.settings()),
             batches: Arc::new(std::mem::take(&mut continued.batches)),
+            loop_steps: Arc::new(std::mem::take(&mut continued.loop_steps)),
             budget,
             ..Default::default()
         }

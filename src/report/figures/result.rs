@@ -40,6 +40,8 @@ pub struct ShownAnswer {
     /// An agent loop's first calls (at most [`SHOWN_STEPS`]), and how many it made.
     pub steps: Vec<crate::suite::tools::ToolStep>,
     pub steps_made: usize,
+    /// Its requests' figures (at most [`SHOWN_STEPS`]).
+    pub turns: Vec<crate::runner::job_record::LoopTurn>,
 }
 
 /// The calls of an agent loop a page shows, at most.

@@ -355,7 +355,7 @@ fn answer_cell(
         files_line(b, &a.files, thumbnails);
     }
     if a.steps_made > 0 {
-        trajectory(b, &a.steps, a.steps_made, false);
+        trajectory(b, &a.steps, &a.turns, a.steps_made, false);
     }
     let _ = write!(
         b,
@@ -379,34 +379,45 @@ fn answer_cell(
 /// larger one, a document or a clip is named with its size and hash.
 const THUMBNAIL_BYTES: u64 = 256 * 1024;
 
-/// An agent loop's calls: each tool, its arguments and what it got back (each cut to 300
-/// characters, the first `SHOWN_STEPS` calls), an error marked; `open` shows them
-/// unfolded.
+/// An agent loop's requests and calls: each request with what it cost (time, tokens,
+/// attempts; taken from the cache or, on a resume, the journal) and under it each call —
+/// the tool, its arguments and what it got back (each cut to 300 characters, the first
+/// `SHOWN_STEPS` calls), an error marked; `open` shows them unfolded. A record without
+/// its requests' figures (written before they were kept) shows its calls alone.
 pub(crate) fn trajectory(
     b: &mut String,
     steps: &[crate::suite::tools::ToolStep],
+    turns: &[crate::runner::job_record::LoopTurn],
     made: usize,
     open: bool,
 ) {
     let _ = write!(
         b,
-        "<details class=\"trajectory\"{}><summary>trajectory ({made} call{})</summary><ol>",
+        "<details class=\"trajectory\"{}><summary>trajectory ({made} call{}",
         if open { " open" } else { "" },
         if made == 1 { "" } else { "s" }
     );
-    for s in steps {
+    if !turns.is_empty() {
         let _ = write!(
             b,
-            "<li><code>{}({})</code> → {}{}</li>",
-            esc(&crate::report::visible(&s.tool, 64)),
-            esc(&crate::report::visible(&s.arguments, 300)),
-            if s.error {
-                "<span class=\"fail\">error</span> "
-            } else {
-                ""
-            },
-            esc(&crate::report::visible(&s.result, 300))
+            ", {} request{}",
+            turns.len(),
+            if turns.len() == 1 { "" } else { "s" }
         );
+    }
+    b.push_str(")</summary><ol>");
+    if turns.is_empty() {
+        steps.iter().for_each(|s| call_item(b, s));
+    }
+    for (i, turn) in turns.iter().enumerate() {
+        let _ = write!(b, "<li><span class=\"muted\">{}</span>", turn_figures(turn));
+        let calls: Vec<_> = steps.iter().filter(|s| s.turn as usize == i).collect();
+        if !calls.is_empty() {
+            b.push_str("<ul>");
+            calls.into_iter().for_each(|s| call_item(b, s));
+            b.push_str("</ul>");
+        }
+        b.push_str("</li>");
     }
     if made > steps.len() {
         let _ = write!(
@@ -416,6 +427,50 @@ pub(crate) fn trajectory(
         );
     }
     b.push_str("</ol></details>");
+}
+
+/// One tool call as a list item: `tool(arguments) → result`.
+fn call_item(b: &mut String, s: &crate::suite::tools::ToolStep) {
+    let _ = write!(
+        b,
+        "<li><code>{}({})</code> → {}{}</li>",
+        esc(&crate::report::visible(&s.tool, 64)),
+        esc(&crate::report::visible(&s.arguments, 300)),
+        if s.error {
+            "<span class=\"fail\">error</span> "
+        } else {
+            ""
+        },
+        esc(&crate::report::visible(&s.result, 300))
+    );
+}
+
+/// One request's figures: `812 ms · 120 → 30 tokens · 2 attempts · resumed`.
+pub(crate) fn turn_figures(t: &crate::runner::job_record::LoopTurn) -> String {
+    let mut parts = Vec::new();
+    if let Some(ms) = t.answer_ms {
+        parts.push(format!("{ms:.0} ms"));
+    }
+    if let Some(u) = t.usage {
+        parts.push(format!(
+            "{} → {} tokens{}",
+            u.prompt_tokens,
+            u.completion_tokens,
+            if u.estimated { " (estimated)" } else { "" }
+        ));
+    }
+    parts.push(format!(
+        "{} attempt{}",
+        t.attempts,
+        if t.attempts == 1 { "" } else { "s" }
+    ));
+    if t.cached {
+        parts.push("from the cache".into());
+    }
+    if t.resumed {
+        parts.push("resumed from the journal".into());
+    }
+    parts.join(" · ")
 }
 
 /// The thumbnails a page holds: each image once, however many answers show it (a class

@@ -58,6 +58,12 @@ impl ShownAnswers {
                 .cloned()
                 .collect(),
             steps_made: r.steps.len(),
+            turns: r
+                .turns
+                .iter()
+                .take(crate::report::figures::result::SHOWN_STEPS)
+                .cloned()
+                .collect(),
         });
     }
 
