@@ -7,9 +7,14 @@ use crate::report::compare::Detectable;
 
 /// `check`: validates everything a run would and prints the plan; sends nothing.
 pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
-    let Planned { plan: p, judge, .. } = Planned::resolve(&args.plan, env)?;
+    let Planned {
+        plan: mut p, judge, ..
+    } = Planned::resolve(&args.plan, env)?;
+    let mcp = super::prepare::serve_mcp_tools(&mut p).await?;
     say_plan(&p);
     say_endpoints(&p);
+    say_served_tools(&p);
+    drop(mcp);
     for line in p.bench.programs_said() {
         out!("  {line}");
     }
@@ -38,6 +43,26 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
         return probe(&p, judge.as_ref()).await;
     }
     Ok(Exit::Success)
+}
+
+/// Each MCP server's tools, as it listed them (it was started, asked, and stopped).
+fn say_served_tools(p: &super::Prepared) {
+    for (i, server) in p.bench.mcp.iter().enumerate() {
+        let names: Vec<&str> = p
+            .bench
+            .tools
+            .iter()
+            .filter(|t| t.served_by == Some(i))
+            .map(|t| t.name.as_str())
+            .collect();
+        out!(
+            "  MCP server {} ({}): {} — {}",
+            server.label(),
+            server.run.join(" "),
+            super::count(names.len() as u64, "tool", "tools"),
+            names.join(", ")
+        );
+    }
 }
 
 /// The bench, its jobs (cases × variants × endpoints × repeats) and its variants.

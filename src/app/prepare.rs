@@ -219,6 +219,33 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
     })
 }
 
+/// Starts the bench's MCP servers (`mcp:`) and adds the tools they list to the plan's
+/// bench, offered to the model beside its own; `None` when it has none. A server that does
+/// not start, or lists what the bench cannot offer, is an input error: nothing is sent.
+pub(crate) async fn serve_mcp_tools(
+    p: &mut Prepared,
+) -> Result<Option<Arc<crate::runner::mcp::McpServers>>, Failure> {
+    if p.bench.mcp.is_empty() {
+        return Ok(None);
+    }
+    let fix = "run the server's command by hand in the bench's folder; see docs/guide/tools.md, \"Tools an MCP server answers\"";
+    let Some(bench) = Arc::get_mut(&mut p.bench) else {
+        return Err(UsageError("the bench is shared before its MCP servers started".into()).into());
+    };
+    let dir = bench
+        .path
+        .parent()
+        .unwrap_or(std::path::Path::new("."))
+        .to_path_buf();
+    let (servers, tools) = crate::runner::mcp::McpServers::start(&bench.mcp, &dir)
+        .await
+        .map_err(|e| UsageError::with_fix(e, fix))?;
+    bench
+        .serve_tools(tools)
+        .map_err(|e| UsageError::with_fix(format!("the tools the MCP servers list: {e}"), "list only tools named with letters, digits, `_` and `-`, none a name `tools:` declares, with the server's `tools: [names]`"))?;
+    Ok(Some(Arc::new(servers)))
+}
+
 /// Every tool a program answers can start, sees only variables by name, and has a
 /// deadline that reads: said before anything is sent, not at the first call.
 fn check_tool_programs(bench: &Bench) -> Result<(), crate::suite::InputErrors> {
@@ -261,7 +288,7 @@ fn check_loop_not_batched(
     } else {
         grid.iter().any(|g| g.endpoint.batch)
     };
-    if batched && !bench.tools.is_empty() {
+    if batched && bench.has_tools() {
         return Err(UsageError::with_fix(
             "an agent loop (the bench's `tools:`) cannot go by batch: each step waits on the one before, and a batch may take a day a step",
             "run it without --batch (and without `batch: true` on its endpoint)",

@@ -869,8 +869,9 @@ impl Asked {
 
 /// One step of a scripted agent: the case's next tool call while the conversation holds
 /// fewer results than the script has calls (`endless`: its last call, again and again);
-/// then the last result as the answer (so an answer is right only when the results flowed
-/// back), or another case's when `wrong`.
+/// then a result as the answer — the last that holds the expected answer, else the last
+/// (so an answer is right only when the results flowed back) — or another case's when
+/// `wrong`.
 fn agent_step(
     h: &answers::Hint,
     messages: &[ChatMessage],
@@ -900,7 +901,15 @@ fn agent_step(
         };
         return (plain(String::new()), vec![call]);
     }
-    let text = match (wrong, results.last()) {
+    // The last result that holds the expected answer (the other calls looked things up),
+    // else the last.
+    let holds = |r: &&&str| {
+        h.expected
+            .iter()
+            .any(|e| !e.is_empty() && r.contains(e.as_str()))
+    };
+    let from = results.iter().rev().find(holds).or(results.last());
+    let text = match (wrong, from) {
         (false, Some(last)) => last.to_string(),
         _ => h
             .others

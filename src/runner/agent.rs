@@ -142,7 +142,8 @@ pub(super) async fn run_loop(
             .push(assistant_turn(&result.text, &result.tool_calls));
         let before = trail.steps.len();
         let calls = std::mem::take(&mut result.tool_calls);
-        if let Err(cause) = run_calls(bench, job, &mut trail, &mut step, &calls, turn).await {
+        let ran = run_calls((bench, job, options), &mut trail, &mut step, &calls, turn).await;
+        if let Err(cause) = ran {
             result.tool_calls = calls;
             return ended(bench, job, lane, options, trail, cause, result);
         }
@@ -218,8 +219,7 @@ async fn journaled(tx: &mpsc::UnboundedSender<Message>, line: StepLine) -> bool 
 /// conversation and the trajectory; the cause that ends the loop, if one does (the call
 /// limit, an unscripted call).
 async fn run_calls(
-    bench: &Bench,
-    job: &Job,
+    (bench, job, options): (&Bench, &Job, &RunOptions),
     trail: &mut Trail,
     step: &mut Rendered,
     calls: &[ToolCall],
@@ -234,17 +234,7 @@ async fn run_calls(
                 "tool call limit reached ({most} calls, loop.max_tool_calls)"
             ));
         }
-        let program = bench
-            .tools
-            .iter()
-            .find(|t| t.name == call.name && !t.run.is_empty());
-        let answered = match program {
-            Some(tool) => {
-                let dir = bench.path.parent().unwrap_or(std::path::Path::new("."));
-                super::tool_program::call(tool, dir, case, &call.arguments).await
-            }
-            None => reply(&bench.tools, &case.tool_script, &call.name, &call.arguments),
-        };
+        let answered = answer_call(bench, case, call, options).await;
         let (text, error) = match answered {
             ToolReply::Result(t) => (t, false),
             ToolReply::Error(e) => (e, true),
@@ -260,6 +250,38 @@ async fn run_calls(
         step.request.messages.push(tool_turn(&call.id, &text));
     }
     Ok(())
+}
+
+/// What one call gets back: refused when the tool is not offered or its arguments do not
+/// fit its schema; else what answers it says — the tool's program, its MCP server, or the
+/// case's script.
+async fn answer_call(
+    bench: &Bench,
+    case: &crate::suite::Case,
+    call: &ToolCall,
+    options: &RunOptions,
+) -> ToolReply {
+    let arguments = match bench
+        .argument_checks
+        .refusal(&bench.tools, &call.name, &call.arguments)
+    {
+        Ok(arguments) => arguments,
+        Err(refused) => return ToolReply::Error(refused),
+    };
+    let Some(tool) = bench.tools.iter().find(|t| t.name == call.name) else {
+        return reply(&bench.tools, &case.tool_script, &call.name, &call.arguments);
+    };
+    if let Some(server) = tool.served_by {
+        return match &options.mcp {
+            Some(servers) => servers.call(server, &call.name, arguments).await,
+            None => ToolReply::Failed(format!("the MCP server of `{}` is not running", call.name)),
+        };
+    }
+    if !tool.run.is_empty() {
+        let dir = bench.path.parent().unwrap_or(std::path::Path::new("."));
+        return super::tool_program::call(tool, dir, case, &call.arguments).await;
+    }
+    reply(&bench.tools, &case.tool_script, &call.name, &call.arguments)
 }
 
 /// The failed record of a loop a limit or an unscripted call ended: its cause, and what

@@ -58,6 +58,8 @@ pub struct RunOptions {
     /// `--resume` of a run with tools: the agent loops' steps its journal holds, by the
     /// idempotency key of the request each answered; a loop takes them rather than send.
     pub loop_steps: Arc<std::collections::HashMap<String, StepLine>>,
+    /// The bench's MCP servers, started: they answer the calls of the tools they listed.
+    pub mcp: Option<Arc<super::mcp::McpServers>>,
 }
 
 impl RunOptions {

@@ -12,6 +12,7 @@ pub mod job_record;
 pub mod journal;
 mod lane;
 pub mod lock;
+pub mod mcp;
 pub mod record;
 mod scoring;
 pub mod sequential;

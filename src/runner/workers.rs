@@ -96,7 +96,7 @@ impl Workers {
                     let (bench, sources) = (&self.bench, &self.sources);
                     let (lane, options) = (&self.lane, &self.options);
                     // A bench with tools runs each job as an agent loop of requests.
-                    let end = if bench.tools.is_empty() {
+                    let end = if !bench.has_tools() {
                         run_job(bench, job, &request, sources, lane, options).await
                     } else {
                         run_loop((bench, job, &request), sources, lane, options, &self.tx).await

@@ -187,6 +187,19 @@ impl Default for GradeSpec {
 }
 
 impl GradeSpec {
+    /// The calls its `tool_args` parts expect, in order (inside `all`, `any` and `mean`
+    /// too): what the simulator's agent calls when a case scripts none of those tools
+    /// (a program or an MCP server answers them).
+    pub fn expected_calls(&self) -> Vec<(String, serde_json::Value)> {
+        match self {
+            GradeSpec::ToolArgs { tool, args } => vec![(tool.clone(), args.clone())],
+            GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
+                of.iter().flat_map(GradeSpec::expected_calls).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
     /// How many calls to a judge scoring one answer takes (its votes, over every judged
     /// part; a retried unreadable reply is not counted).
     pub(crate) fn judge_calls(&self) -> u64 {

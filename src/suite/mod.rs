@@ -73,6 +73,8 @@ struct RawBench {
     tools: Vec<tools::ToolSpec>,
     #[serde(default, rename = "loop")]
     agent_loop: Option<tools::LoopLimits>,
+    #[serde(default)]
+    mcp: Vec<tools::McpServerSpec>,
 }
 
 /// `sequential:` — how `run --until-decided` stops (every field optional).
@@ -193,6 +195,10 @@ pub struct Bench {
     pub tools: Vec<tools::ToolSpec>,
     /// `loop:` — how far one job's loop may go.
     pub loop_limits: tools::LoopLimits,
+    /// `mcp:` — servers whose tools a run adds to `tools` once it has started them.
+    pub mcp: Vec<tools::McpServerSpec>,
+    /// Each tool's schema, compiled: what a call's arguments are checked against.
+    pub argument_checks: tools::ArgumentChecks,
 }
 
 impl Bench {
@@ -233,6 +239,9 @@ impl Bench {
         };
         check_expected_given(&cases, &grade)?;
         let params = check_agent_tools(&raw.tools, raw.params, &cases, &here)?;
+        let argument_checks = tools::ArgumentChecks::of(&raw.tools)
+            .map_err(|e| InputError::new(here("tools"), e).fix("parameters: is a JSON Schema: { type: object, properties: { city: { type: string } } }"))?;
+        tools::check_servers(&raw.mcp).map_err(|e| InputError::new(here("mcp"), e).fix("each server is {run: [program, args…], env: [NAMES], timeout: 30s, tools: [names]}; see docs/guide/tools.md"))?;
 
         let variants = load_variants(dir, &raw.variants)?;
         let templates = Templates::compile(&variants)?;
@@ -259,7 +268,29 @@ impl Bench {
             sequential,
             tools: raw.tools,
             loop_limits: raw.agent_loop.unwrap_or_default(),
+            mcp: raw.mcp,
+            argument_checks,
         })
+    }
+
+    /// Whether each job is an agent loop: the bench declares tools, or MCP servers that
+    /// will list them.
+    pub fn has_tools(&self) -> bool {
+        !self.tools.is_empty() || !self.mcp.is_empty()
+    }
+
+    /// Adds the tools the bench's MCP servers list (each marked with its server) to those
+    /// it declares, offered to the model with them; why they cannot be (a name declared
+    /// twice, one a provider refuses, a schema that is none).
+    pub fn serve_tools(&mut self, served: Vec<tools::ToolSpec>) -> Result<(), String> {
+        let mut all = self.tools.clone();
+        all.extend(served);
+        tools::check(&all)?;
+        self.argument_checks = tools::ArgumentChecks::of(&all)?;
+        self.params.remove("tools");
+        self.params = tools::with_tools(std::mem::take(&mut self.params), &all)?;
+        self.tools = all;
+        Ok(())
     }
 
     /// Whether every score this bench can give is 0 or 1 with one answer per case: the

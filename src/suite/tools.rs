@@ -35,6 +35,121 @@ pub struct ToolSpec {
     /// How long one call may take (`10s`) [default: 30s].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<String>,
+    /// The bench's `mcp:` server (by position) that lists this tool and answers its calls;
+    /// never written in a bench: a run fills it from each server's list.
+    #[serde(skip)]
+    pub served_by: Option<usize>,
+}
+
+/// An MCP server (`mcp:`, docs/guide/tools.md): a program speaking the Model Context
+/// Protocol over its stdin and stdout, started once a run; the tools it lists are offered
+/// to the model and their calls forwarded to it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerSpec {
+    /// What reports and errors call it [default: its program's name].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The program and its arguments, run in the bench's folder.
+    pub run: Vec<String>,
+    /// Variables of promptgauge's environment it sees beside PATH, HOME, LANG and TMPDIR.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
+    /// How long starting it, and each call, may take (`10s`) [default: 30s].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+    /// Offer only these of the tools it lists [default: all].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+}
+
+impl McpServerSpec {
+    /// What reports and errors call it.
+    pub fn label(&self) -> String {
+        // `[python3, server.py]` is `server.py`; `[npx, -y, @scope/server-x]` is
+        // `@scope/server-x`; a program alone is its own name.
+        self.name.clone().unwrap_or_else(|| {
+            let named = self.run.iter().skip(1).find(|a| !a.starts_with('-'));
+            match named.or(self.run.first()) {
+                Some(p) if p.contains(".") || !p.starts_with('@') => std::path::Path::new(p)
+                    .file_name()
+                    .map_or(p.clone(), |n| n.to_string_lossy().into_owned()),
+                Some(p) => p.clone(),
+                None => String::new(),
+            }
+        })
+    }
+}
+
+/// Each tool's JSON Schema, compiled once: a call's arguments are checked against it
+/// before anything answers the call.
+#[derive(Debug, Default)]
+pub struct ArgumentChecks(Vec<(String, jsonschema::Validator)>);
+
+impl ArgumentChecks {
+    /// The checks of `tools`; why a tool's `parameters` is no JSON Schema.
+    pub fn of(tools: &[ToolSpec]) -> Result<ArgumentChecks, String> {
+        tools
+            .iter()
+            .map(|t| {
+                jsonschema::validator_for(&t.parameters)
+                    .map(|v| (t.name.clone(), v))
+                    .map_err(|e| {
+                        format!("the parameters of `{}` are not a JSON Schema: {e}", t.name)
+                    })
+            })
+            .collect::<Result<_, _>>()
+            .map(ArgumentChecks)
+    }
+
+    /// Why the call `name(arguments)` is refused, as the model is told: a tool that is not
+    /// offered, arguments that are no JSON object or do not match the tool's schema. The
+    /// arguments, when they are fine.
+    pub fn refusal(
+        &self,
+        tools: &[ToolSpec],
+        name: &str,
+        arguments: &str,
+    ) -> Result<Value, String> {
+        let Some((_, check)) = self.0.iter().find(|(n, _)| n == name) else {
+            let known: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+            return Err(format!(
+                "error: there is no tool `{name}`; the tools are: {}",
+                known.join(", ")
+            ));
+        };
+        let args = object_of(name, arguments)?;
+        let refused = check.iter_errors(&args).next().map(|e| {
+            format!(
+                "error: the arguments of `{name}` do not match its schema: {}{}",
+                shortened(&e.to_string()),
+                match e.instance_path().as_str() {
+                    "" => String::new(),
+                    at => format!(" (at {at})"),
+                }
+            )
+        });
+        match refused {
+            None => Ok(args),
+            Some(e) => Err(e),
+        }
+    }
+}
+
+/// A call's arguments as the JSON object they must be (none written: `{}`); the error the
+/// model is given back otherwise.
+fn object_of(name: &str, arguments: &str) -> Result<Value, String> {
+    match serde_json::from_str(if arguments.trim().is_empty() {
+        "{}"
+    } else {
+        arguments
+    }) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(_) | Err(_) => Err(format!(
+            "error: the arguments of `{name}` must be a JSON object; got {}",
+            shortened(arguments)
+        )),
+    }
 }
 
 fn any_object() -> Value {
@@ -157,18 +272,9 @@ pub fn reply(
             known.join(", ")
         ));
     };
-    let args: Value = match serde_json::from_str(if arguments.trim().is_empty() {
-        "{}"
-    } else {
-        arguments
-    }) {
-        Ok(v @ Value::Object(_)) => v,
-        Ok(_) | Err(_) => {
-            return ToolReply::Error(format!(
-                "error: the arguments of `{name}` must be a JSON object; got {}",
-                shortened(arguments)
-            ));
-        }
+    let args = match object_of(name, arguments) {
+        Ok(args) => args,
+        Err(e) => return ToolReply::Error(e),
     };
     let found = script
         .iter()
@@ -246,6 +352,27 @@ pub(crate) fn check(tools: &[ToolSpec]) -> Result<(), String> {
             return Err(format!(
                 "the parameters of `{}` must be a JSON Schema of `type: object`",
                 t.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks the `mcp:` servers: each names a program, a deadline that reads, and names apart.
+pub(crate) fn check_servers(servers: &[McpServerSpec]) -> Result<(), String> {
+    let mut seen = std::collections::HashSet::new();
+    for (i, server) in servers.iter().enumerate() {
+        if server.run.first().is_none_or(|p| p.trim().is_empty()) {
+            return Err(format!("MCP server {} names no program (`run:`)", i + 1));
+        }
+        if let Some(t) = &server.timeout {
+            super::parse_duration(t)
+                .map_err(|e| format!("MCP server `{}`: {e}", server.label()))?;
+        }
+        if !seen.insert(server.label()) {
+            return Err(format!(
+                "two MCP servers are called `{}`: give each a `name:`",
+                server.label()
             ));
         }
     }

@@ -803,3 +803,192 @@ fn with_the_cache_each_step_is_kept_and_a_second_run_sends_no_step() {
         assert_eq!(r["output"], twice[0][0]["output"], "{r}");
     }
 }
+
+/// A Python with the `mcp` SDK (2.x): `$PROMPTGAUGE_MCP_PYTHON` (`.ci/run` installs one), else
+/// `python3` when it has the SDK. In CI its absence is a failure, elsewhere a skip.
+fn mcp_python() -> Option<String> {
+    let python = std::env::var("PROMPTGAUGE_MCP_PYTHON").unwrap_or_else(|_| "python3".into());
+    let has_sdk = std::process::Command::new(&python)
+        .args(["-c", "import mcp.server.mcpserver"])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if has_sdk {
+        return Some(python);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "no Python with the mcp SDK: .ci/run installs one and sets PROMPTGAUGE_MCP_PYTHON"
+    );
+    eprintln!("skipped: no Python with the mcp SDK (pip install mcp; see .ci/run)");
+    None
+}
+
+/// A bench whose tools a real MCP server (tests/fixtures/mcp/weather_server.py, the
+/// Python SDK) lists and answers.
+const MCP_BENCH: &str = "name: agent
+cases: cases.jsonl
+variants: [v.yaml]
+grade: { kind: exact }
+mcp:
+  - run: [PYTHON, weather_server.py]
+    timeout: 30s
+loop: { max_turns: 5 }
+";
+
+#[test]
+fn a_real_mcp_server_lists_the_tools_and_answers_each_call_on_every_protocol() {
+    let Some(python) = mcp_python() else { return };
+    let (_rt, server) = scripted_mock(vec![
+        ("get_weather", serde_json::json!({"city": "Oslo"})),
+        ("search", serde_json::json!({"q": "snow"})),
+        ("search", serde_json::json!({"q": "rain"})),
+    ]);
+    let case =
+        r#"{"id": "w1", "vars": {"q": "Oslo, then advice?"}, "expected": "bring an umbrella"}"#;
+    let b = bench(&format!("{case}\n"), &MCP_BENCH.replace("PYTHON", &python));
+    let d = b.path();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/weather_server.py"),
+        d.join("weather_server.py"),
+    )
+    .unwrap();
+    let out = promptgauge(d)
+        .args(["check", "bench.yaml"])
+        .output()
+        .unwrap();
+    assert!(
+        said(&out).contains("MCP server weather_server.py")
+            && said(&out).contains("2 tools — get_weather, search"),
+        "{}",
+        said(&out)
+    );
+    for (protocol, city_type) in [
+        (
+            "openai-chat",
+            "/tools/0/function/parameters/properties/city/type",
+        ),
+        (
+            "openai-responses",
+            "/tools/0/parameters/properties/city/type",
+        ),
+        (
+            "anthropic-messages",
+            "/tools/0/input_schema/properties/city/type",
+        ),
+    ] {
+        let before = server.provider.bodies().len();
+        let out = promptgauge(d)
+            .args(["run", "bench.yaml", "--quiet", "--no-store", "--model", "m"])
+            .args(["--base-url", &server.base_url(), "--protocol", protocol])
+            .env("OPENAI_API_KEY", "sk-never-for-a-tool")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{protocol}: {}", said(&out));
+        // The model was offered the tools as the server lists them, schema and all.
+        let bodies = server.provider.bodies();
+        assert_eq!(
+            bodies[before].pointer(city_type).unwrap(),
+            "string",
+            "{protocol}"
+        );
+        let run = run_dirs(&d.join("reports")).pop().unwrap();
+        std::fs::rename(&run, d.join(format!("seen-{protocol}"))).unwrap();
+        let r = journal(&d.join(format!("seen-{protocol}")))
+            .into_iter()
+            .find(|r| r["case_id"].is_string())
+            .unwrap();
+        let steps = r["steps"].as_array().unwrap();
+        assert_eq!(steps.len(), 3, "{r}");
+        assert_eq!(steps[0]["result"], "3 °C, rain", "{r}");
+        // The server's error went back to the model as an error, and the loop went on.
+        assert_eq!(steps[1]["error"], true, "{r}");
+        assert!(
+            steps[1]["result"]
+                .as_str()
+                .unwrap()
+                .contains("no results for snow"),
+            "{r}"
+        );
+        assert_eq!(r["output"], "bring an umbrella", "{r}");
+        assert_eq!(r["score"], 1.0, "{r}");
+    }
+    // The server got each call, with no API key in its environment, and is gone.
+    let log = std::fs::read_to_string(d.join("calls.log")).unwrap();
+    assert_eq!(log.lines().count(), 9, "{log}");
+    assert!(
+        log.lines().all(|l| l.contains(r#""saw_key": false"#)),
+        "{log}"
+    );
+    let pids = std::fs::read_to_string(d.join("server.pid")).unwrap();
+    assert_eq!(pids.lines().count(), 4, "check and three runs: {pids}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    for pid in pids.lines() {
+        // Killed when its run ended; gone once reaped.
+        while Path::new(&format!("/proc/{pid}")).exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "server {pid} still runs"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+}
+
+#[test]
+fn an_mcp_server_that_does_not_start_is_said_with_its_stderr_before_anything_is_sent() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let case = r#"{"id": "w1", "vars": {"q": "?"}, "expected": "x"}"#;
+    for (program, expected) in [
+        (
+            r#"[sh, -c, "echo 'ImportError: no module named mcp' >&2; exit 3"]"#,
+            "ImportError: no module named mcp",
+        ),
+        ("[no-such-mcp-server-program]", "no-such-mcp-server-program"),
+    ] {
+        let bench_text = format!(
+            "name: agent\ncases: cases.jsonl\nvariants: [v.yaml]\nmcp:\n  - run: {program}\n    timeout: 10s\n"
+        );
+        let b = bench(&format!("{case}\n"), &bench_text);
+        let out = run(b.path(), &server.base_url(), "openai-chat");
+        assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+        assert!(said(&out).contains("the MCP server"), "{}", said(&out));
+        assert!(said(&out).contains(expected), "{}", said(&out));
+        assert!(said(&out).contains("fix:"), "{}", said(&out));
+    }
+    assert_eq!(server.provider.stats().requests, 0, "nothing sent");
+}
+
+#[test]
+fn arguments_that_do_not_match_the_tool_s_schema_are_given_back_and_the_loop_goes_on() {
+    let (_rt, server) = scripted_mock(vec![
+        ("get_weather", serde_json::json!({"city": 3})),
+        ("search", serde_json::json!({"q": "rain"})),
+    ]);
+    let w1 = LOOP_CASES.lines().next().unwrap();
+    let b = bench(&format!("{w1}\n"), LOOP_BENCH);
+    let out = run(b.path(), &server.base_url(), "openai-chat");
+    assert!(out.status.success(), "{}", said(&out));
+    let run = run_dirs(&b.path().join("reports")).pop().unwrap();
+    let r = journal(&run)
+        .into_iter()
+        .find(|r| r["case_id"].is_string())
+        .unwrap();
+    let steps = r["steps"].as_array().unwrap();
+    assert_eq!(steps[0]["error"], true, "{r}");
+    assert!(
+        steps[0]["result"]
+            .as_str()
+            .unwrap()
+            .contains("the arguments of `get_weather` do not match its schema"),
+        "{r}"
+    );
+    assert_eq!(r["output"], "bring an umbrella", "{r}");
+    // The model read the refusal: it is in the next request, as the tool's result.
+    let bodies = server.provider.bodies();
+    assert!(
+        bodies[1].to_string().contains("do not match its schema"),
+        "{}",
+        bodies[1]
+    );
+}

@@ -42,7 +42,7 @@ pub(super) fn continue_journal(
     )?;
     let (jobs, resend) = jobs_left(p, &keys, &audit);
     // A resumed agent loop takes the steps it had finished from the journal.
-    let loop_steps = if p.bench.tools.is_empty() || audit.stats.events == 0 {
+    let loop_steps = if !p.bench.has_tools() || audit.stats.events == 0 {
         Default::default()
     } else {
         crate::runner::journal::loop_steps(&dir.journal_path())

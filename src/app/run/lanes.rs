@@ -124,19 +124,35 @@ pub(super) fn oracle(p: &Prepared, run_id: &str) -> crate::mock::answers::Oracle
             shape: crate::grade::SpecExt::shape(case.grade.as_ref().unwrap_or(&bench.grade)),
             others: others.clone(),
             files: case.files.len() + case.messages.iter().map(|m| m.files.len()).sum::<usize>(),
-            tool_script: case
-                .tool_script
-                .iter()
-                .map(|l| {
-                    let args = l.args.clone().filter(serde_json::Value::is_object);
-                    (
-                        l.tool.clone(),
-                        args.unwrap_or_else(|| serde_json::json!({})),
-                    )
-                })
-                .collect(),
+            tool_script: agent_plan(case, case.grade.as_ref().unwrap_or(&bench.grade)),
         })
     }))
+}
+
+/// The calls the simulator's agent makes for `case`: its `tool_results:` lines in order,
+/// then each call its `tool_args` scorers expect of a tool no line scripts (a program's or
+/// an MCP server's tool).
+fn agent_plan(
+    case: &crate::suite::Case,
+    grade: &crate::suite::GradeSpec,
+) -> Vec<(String, serde_json::Value)> {
+    let mut plan: Vec<(String, serde_json::Value)> = case
+        .tool_script
+        .iter()
+        .map(|l| {
+            let args = l.args.clone().filter(serde_json::Value::is_object);
+            (
+                l.tool.clone(),
+                args.unwrap_or_else(|| serde_json::json!({})),
+            )
+        })
+        .collect();
+    for (tool, args) in grade.expected_calls() {
+        if !case.tool_script.iter().any(|l| l.tool == tool) {
+            plan.push((tool, args));
+        }
+    }
+    plan
 }
 
 /// The lanes stop as one: the first's stop and drain reach the others, and any other's

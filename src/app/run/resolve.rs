@@ -42,7 +42,8 @@ pub(super) async fn resolve(args: &RunArgs, env: &Env) -> Result<Resolved, Failu
     if let Some((dir, record, _)) = &resumed {
         check_resume_flags(args, dir, record)?;
     }
-    let settings = RunSettings::resolve(&plan_args, args, env)?;
+    let mut settings = RunSettings::resolve(&plan_args, args, env)?;
+    settings.mcp = crate::app::prepare::serve_mcp_tools(&mut settings.plan).await?;
     let p = &settings.plan;
     check_gates(p, &args.gates)?;
     check_embedding_endpoints(p)?;

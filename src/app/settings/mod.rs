@@ -96,6 +96,8 @@ pub(super) struct RunSettings {
     pub no_store: bool,
     /// `--retry-failed`: which failed jobs of the journal are sent again.
     pub retry_failed: Option<crate::cli::RetryFailed>,
+    /// The bench's MCP servers, once started (their tools are then in the plan's bench).
+    pub mcp: Option<Arc<runner::mcp::McpServers>>,
 }
 
 impl RunSettings {
@@ -134,6 +136,7 @@ impl RunSettings {
             outputs: flags.outputs.clone(),
             no_store: flags.store.no_store,
             retry_failed: flags.retry_failed,
+            mcp: None,
         })
     }
 
@@ -239,6 +242,7 @@ impl RunSettings {
             batch: lanes.iter().any(|l| l.batch).then(|| self.batch.settings()),
             batches: Arc::new(std::mem::take(&mut continued.batches)),
             loop_steps: Arc::new(std::mem::take(&mut continued.loop_steps)),
+            mcp: self.mcp.clone(),
             budget,
             ..Default::default()
         }

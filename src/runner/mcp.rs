@@ -1,0 +1,308 @@
+//! Tools an MCP server answers (`mcp:` in a bench, docs/guide/tools.md). Each server is a
+//! program speaking the Model Context Protocol over its stdin and stdout (the `rmcp`
+//! SDK's client): started once a run, in the bench's folder, with the environment a
+//! command scorer gets (PATH, HOME, LANG, TMPDIR and its `env:`, nothing else — no API
+//! key), in a process group of its own that is killed, whole, when the run ends. The
+//! tools it lists are offered to the model beside the bench's own; each call is forwarded
+//! to it with the server's deadline, and what it sends back is read as text, at most
+//! 1 MiB (rmcp itself reads no message over 16 MiB).
+
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
+use rmcp::service::{RoleClient, RunningService, ServiceExt};
+use serde_json::Value;
+use tokio::io::AsyncReadExt;
+
+use crate::suite::tools::{McpServerSpec, ToolReply, ToolSpec};
+
+/// How long starting a server, or a call, may take unless the server says.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The most of a call's result given to the model.
+const MOST_RESULT_BYTES: usize = 1024 * 1024;
+
+/// The most of a server's stderr kept, to say why it would not start.
+const MOST_STDERR_BYTES: usize = 16 * 1024;
+
+/// A run's MCP servers, started; each killed with its process group when this is dropped.
+pub struct McpServers {
+    servers: Vec<Server>,
+}
+
+struct Server {
+    label: String,
+    service: RunningService<RoleClient, ()>,
+    timeout: Duration,
+    /// Its process group, killed when the run ends.
+    group: Option<i32>,
+    _child: tokio::process::Child,
+}
+
+impl std::fmt::Debug for McpServers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let labels: Vec<&str> = self.servers.iter().map(|s| s.label.as_str()).collect();
+        f.debug_struct("McpServers")
+            .field("servers", &labels)
+            .finish()
+    }
+}
+
+impl McpServers {
+    /// Starts `specs`' servers (in `dir`, the bench's folder) and lists their tools: each
+    /// one marked with the server that answers it, only those a server's `tools:` names.
+    /// Why a server could not start, or list what it was asked to offer.
+    pub async fn start(
+        specs: &[McpServerSpec],
+        dir: &Path,
+    ) -> Result<(McpServers, Vec<ToolSpec>), String> {
+        let mut servers = McpServers {
+            servers: Vec::new(),
+        };
+        let mut tools = Vec::new();
+        for (i, spec) in specs.iter().enumerate() {
+            let label = spec.label();
+            let (server, listed) = start_one(spec, dir)
+                .await
+                .map_err(|e| format!("the MCP server `{label}` ({}) {e}", spec.run.join(" ")))?;
+            servers.servers.push(server);
+            tools.extend(offered(spec, i, listed)?);
+        }
+        Ok((servers, tools))
+    }
+
+    /// What the tool `name` of server `server` returns for `arguments` (already checked
+    /// against its schema): its text, or its error given back to the model. A server that
+    /// stopped, or did not answer in time, fails the job with that cause.
+    pub async fn call(&self, server: usize, name: &str, arguments: Value) -> ToolReply {
+        let Some(s) = self.servers.get(server) else {
+            return ToolReply::Failed(format!("no MCP server answers `{name}`"));
+        };
+        let mut params = CallToolRequestParams::new(name.to_string());
+        params.arguments = match arguments {
+            Value::Object(map) => Some(map),
+            _ => None,
+        };
+        match tokio::time::timeout(s.timeout, s.service.peer().call_tool(params)).await {
+            Err(_) => ToolReply::Failed(format!(
+                "the MCP server `{}` did not answer `{name}` within {:?}",
+                s.label, s.timeout
+            )),
+            Ok(Ok(result)) => reply_of(&result),
+            // The server refused the request (a JSON-RPC error): the model is told, as for
+            // any tool's error.
+            Ok(Err(rmcp::ServiceError::McpError(e))) => {
+                ToolReply::Error(format!("error: {}", e.message))
+            }
+            Ok(Err(e)) => ToolReply::Failed(format!(
+                "the MCP server `{}` could not answer `{name}`: {e}",
+                s.label
+            )),
+        }
+    }
+}
+
+impl Drop for McpServers {
+    fn drop(&mut self) {
+        for s in &self.servers {
+            kill_group(s.group);
+        }
+    }
+}
+
+/// Starts one server and lists its tools, within its deadline.
+async fn start_one(
+    spec: &McpServerSpec,
+    dir: &Path,
+) -> Result<(Server, Vec<rmcp::model::Tool>), String> {
+    let timeout = match &spec.timeout {
+        Some(t) => crate::suite::parse_duration(t).map_err(|e| e.to_string())?,
+        None => DEFAULT_TIMEOUT,
+    };
+    let mut child = spawn(spec, dir)?;
+    let group = child.id().and_then(|p| i32::try_from(p).ok());
+    let (stderr, reading) = keep_stderr(child.stderr.take());
+    let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+        return Err("has no stdin or stdout".into());
+    };
+    let started = async {
+        let service = ().serve((stdout, stdin)).await.map_err(|e| e.to_string())?;
+        let tools = service
+            .peer()
+            .list_all_tools()
+            .await
+            .map_err(|e| format!("listed no tools: {e}"))?;
+        Ok::<_, String>((service, tools))
+    };
+    let (service, tools) = match tokio::time::timeout(timeout, started).await {
+        Ok(Ok(done)) => done,
+        failed => {
+            let e = match failed {
+                Ok(Err(e)) => format!("did not start as an MCP server: {e}"),
+                _ => format!("did not start within {timeout:?}"),
+            };
+            // Killed, its stderr ends: what it wrote is read to the end.
+            kill_group(group);
+            let _ = tokio::time::timeout(Duration::from_secs(2), reading).await;
+            return Err(with_stderr(e, &stderr));
+        }
+    };
+    let server = Server {
+        label: spec.label(),
+        service,
+        timeout,
+        group,
+        _child: child,
+    };
+    Ok((server, tools))
+}
+
+/// The server's process, started in `dir` with the allow-listed environment, in a process
+/// group of its own.
+fn spawn(spec: &McpServerSpec, dir: &Path) -> Result<tokio::process::Child, String> {
+    let program = spec.run.first().ok_or("names no program")?;
+    let env = crate::grade::command::program_environment(program, &spec.env, dir)
+        .map_err(|e| e.to_string())?;
+    tokio::process::Command::new(program)
+        .args(&spec.run[1..])
+        .env_clear()
+        .envs(env)
+        .current_dir(if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        })
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("cannot start: {e}"))
+}
+
+/// Kills a server's process group, and with it whatever it started.
+fn kill_group(group: Option<i32>) {
+    if let Some(g) = group {
+        // SAFETY: kill(2) on the process group the server leads; no memory is touched.
+        unsafe {
+            libc::kill(-g, libc::SIGKILL);
+        }
+    }
+}
+
+/// `e`, with the last lines the server wrote to its stderr (why a program would not start
+/// is usually there).
+fn with_stderr(e: String, stderr: &Mutex<Vec<u8>>) -> String {
+    let err = stderr.lock().map(|b| b.clone()).unwrap_or_default();
+    let err = String::from_utf8_lossy(&err);
+    let mut last: Vec<&str> = err.lines().rev().take(5).collect();
+    if last.is_empty() {
+        return e;
+    }
+    last.reverse();
+    // What a program writes is data: no terminal control reaches the user.
+    let shown: String = last
+        .join(" | ")
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(600)
+        .collect();
+    format!("{e}; its stderr ends: {shown}")
+}
+
+/// Reads a server's stderr as it comes, keeping the first [`MOST_STDERR_BYTES`]; the
+/// task ends with the stream.
+fn keep_stderr(
+    stderr: Option<tokio::process::ChildStderr>,
+) -> (Arc<Mutex<Vec<u8>>>, tokio::task::JoinHandle<()>) {
+    let kept = Arc::new(Mutex::new(Vec::new()));
+    let into = kept.clone();
+    let reading = tokio::spawn(async move {
+        let Some(mut stderr) = stderr else { return };
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stderr.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            if let Ok(mut k) = into.lock()
+                && k.len() < MOST_STDERR_BYTES
+            {
+                let room = MOST_STDERR_BYTES - k.len();
+                k.extend_from_slice(&buf[..n.min(room)]);
+            }
+        }
+    });
+    (kept, reading)
+}
+
+/// The tools of server `index` a bench offers: those its `tools:` names (each must be
+/// listed), or all it lists.
+fn offered(
+    spec: &McpServerSpec,
+    index: usize,
+    listed: Vec<rmcp::model::Tool>,
+) -> Result<Vec<ToolSpec>, String> {
+    if let Some(wanted) = &spec.tools {
+        let names: Vec<&str> = listed.iter().map(|t| t.name.as_ref()).collect();
+        if let Some(missing) = wanted.iter().find(|w| !names.contains(&w.as_str())) {
+            return Err(format!(
+                "the MCP server `{}` lists no tool `{missing}` (it lists: {})",
+                spec.label(),
+                names.join(", ")
+            ));
+        }
+    }
+    Ok(listed
+        .into_iter()
+        .filter(|t| {
+            spec.tools
+                .as_ref()
+                .is_none_or(|w| w.iter().any(|n| n == t.name.as_ref()))
+        })
+        .map(|t| ToolSpec {
+            name: t.name.to_string(),
+            description: t.description.map(|d| d.to_string()).unwrap_or_default(),
+            parameters: Value::Object((*t.input_schema).clone()),
+            default: None,
+            run: Vec::new(),
+            env: Vec::new(),
+            timeout: None,
+            served_by: Some(index),
+        })
+        .collect())
+}
+
+/// What a call's result gives the model: its text parts (other parts named), or its
+/// structured content when it has no parts; an error when the server marks it one.
+fn reply_of(result: &CallToolResult) -> ToolReply {
+    let mut parts: Vec<String> = result
+        .content
+        .iter()
+        .map(|c| match c {
+            ContentBlock::Text(t) => t.text.clone(),
+            ContentBlock::Image(i) => format!("[image, {}]", i.mime_type),
+            ContentBlock::Audio(a) => format!("[audio, {}]", a.mime_type),
+            other => serde_json::to_string(other).unwrap_or_default(),
+        })
+        .collect();
+    if parts.is_empty()
+        && let Some(structured) = &result.structured_content
+    {
+        parts.push(structured.to_string());
+    }
+    let text = parts.join("\n");
+    if text.len() > MOST_RESULT_BYTES {
+        return ToolReply::Failed(format!(
+            "an MCP tool's result held more than {MOST_RESULT_BYTES} bytes"
+        ));
+    }
+    if result.is_error == Some(true) {
+        ToolReply::Error(format!("error: {text}"))
+    } else {
+        ToolReply::Result(text)
+    }
+}
