@@ -94,7 +94,8 @@ impl Trail {
 
 /// Runs `job`'s loop; its first request is `first`. Each step that ends is journaled
 /// (through `tx`) before the next is sent; a step a resumed run's journal holds is taken
-/// from there.
+/// from there. `loop.deadline` bounds the steps (the request in flight then is cancelled),
+/// not the scoring of the answer.
 pub(super) async fn run_loop(
     (bench, job, first): (&Bench, &Job, &Rendered),
     sources: &[Arc<dyn source::AnswerSource>],
@@ -102,8 +103,54 @@ pub(super) async fn run_loop(
     options: &RunOptions,
     tx: &mpsc::UnboundedSender<Message>,
 ) -> JobEnd {
-    let limits = bench.loop_limits;
     let mut trail = Trail::default();
+    let looped = {
+        let steps = steps((bench, job, first), sources, lane, options, tx, &mut trail);
+        match bench.loop_limits.deadline() {
+            None => steps.await,
+            Some(d) => tokio::time::timeout(d, steps).await.unwrap_or_else(|_| {
+                let d = bench.loop_limits.deadline.as_deref().unwrap_or_default();
+                Looped::Ended(
+                    format!("loop deadline reached ({d}, loop.deadline)"),
+                    JobResult::default(),
+                )
+            }),
+        }
+    };
+    match looped {
+        Looped::Last(step, answer) => {
+            last_step(bench, job, step, answer, trail, lane, options).await
+        }
+        Looped::Ended(cause, last) => ended(bench, job, lane, options, trail, cause, last),
+        Looped::Stopped => JobEnd::Stopped,
+    }
+}
+
+/// How a loop's steps ended.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one a job, moved once: boxing would cost an allocation each"
+)]
+enum Looped {
+    /// The answer (or the failure) that ends it, to be scored: the request it answered.
+    Last(Rendered, source::Sourced),
+    /// A limit or an unscripted call ended it: its cause, and the last answer.
+    Ended(String, JobResult),
+    /// The run stopped.
+    Stopped,
+}
+
+/// The loop's steps, each added to `trail`, until an answer without a call, a limit, or a
+/// stop.
+async fn steps(
+    (bench, job, first): (&Bench, &Job, &Rendered),
+    sources: &[Arc<dyn source::AnswerSource>],
+    lane: &Lane,
+    options: &RunOptions,
+    tx: &mpsc::UnboundedSender<Message>,
+    trail: &mut Trail,
+) -> Looped {
+    let limits = &bench.loop_limits;
     let mut step = Rendered {
         request: first.request.clone(),
         prompt_chars: first.prompt_chars,
@@ -122,15 +169,15 @@ pub(super) async fn run_loop(
         let answer = match source::answer(sources, &ask).await {
             source::SourceReply::Answer(a) => a,
             // A batch never answers a loop (refused before the run); nothing else waits.
-            source::SourceReply::Later | source::SourceReply::Pass => return JobEnd::Stopped,
+            source::SourceReply::Later | source::SourceReply::Pass => return Looped::Stopped,
         };
         if answer.result.aborted {
-            return JobEnd::Stopped;
+            return Looped::Stopped;
         }
         // The cache keeps only complete answers (with no attempt of this run's).
         let answered = answer.cached || answer.result.answered();
         if !answered || answer.result.tool_calls.is_empty() {
-            return last_step(bench, job, step, answer, trail, lane, options).await;
+            return Looped::Last(step, answer);
         }
         let cached = answer.cached;
         let mut result = answer.result;
@@ -142,29 +189,21 @@ pub(super) async fn run_loop(
             .push(assistant_turn(&result.text, &result.tool_calls));
         let before = trail.steps.len();
         let calls = std::mem::take(&mut result.tool_calls);
-        let ran = run_calls((bench, job, options), &mut trail, &mut step, &calls, turn).await;
+        let ran = run_calls((bench, job, options), trail, &mut step, &calls, turn).await;
         if let Err(cause) = ran {
             result.tool_calls = calls;
-            return ended(bench, job, lane, options, trail, cause, result);
+            return Looped::Ended(cause, result);
         }
         line.results = trail.steps[before..].to_vec();
         if !journaled(tx, line).await {
-            return JobEnd::Stopped;
+            return Looped::Stopped;
         }
     }
     let cause = format!(
         "turn limit reached ({} requests, loop.max_turns)",
         limits.max_turns
     );
-    ended(
-        bench,
-        job,
-        lane,
-        options,
-        trail,
-        cause,
-        JobResult::default(),
-    )
+    Looped::Ended(cause, JobResult::default())
 }
 
 /// The answer, or the failure, that ends the loop, scored into its record.

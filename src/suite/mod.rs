@@ -241,6 +241,12 @@ impl Bench {
         let params = check_agent_tools(&raw.tools, raw.params, &cases, &here)?;
         let argument_checks = tools::ArgumentChecks::of(&raw.tools)
             .map_err(|e| InputError::new(here("tools"), e).fix("parameters: is a JSON Schema: { type: object, properties: { city: { type: string } } }"))?;
+        if let Some(d) = raw.agent_loop.as_ref().and_then(|l| l.deadline.as_deref()) {
+            parse_duration(d).map_err(|e| {
+                InputError::new(here("loop"), format!("loop.deadline: {e}"))
+                    .fix("deadline: 5m (or 90s, 1h)")
+            })?;
+        }
         tools::check_servers(&raw.mcp).map_err(|e| InputError::new(here("mcp"), e).fix("each server is {run: [program, args…], env: [NAMES], timeout: 30s, tools: [names]}; see docs/guide/tools.md"))?;
 
         let variants = load_variants(dir, &raw.variants)?;

@@ -158,7 +158,7 @@ fn any_object() -> Value {
 
 /// `loop:` — how far one job's loop may go; each limit reached is a named outcome, never a
 /// graded answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LoopLimits {
     /// Requests to the model, the first included.
@@ -167,6 +167,19 @@ pub struct LoopLimits {
     /// Tool calls over the whole loop.
     #[serde(default = "default_calls")]
     pub max_tool_calls: u32,
+    /// How long the whole loop may take, its requests and tools together (`5m`) [default:
+    /// none — each request has its own total timeout, each tool its own].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<String>,
+}
+
+impl LoopLimits {
+    /// `deadline`, read (checked when the bench was loaded).
+    pub fn deadline(&self) -> Option<std::time::Duration> {
+        self.deadline
+            .as_deref()
+            .and_then(|d| super::parse_duration(d).ok())
+    }
 }
 
 fn default_turns() -> u32 {
@@ -182,6 +195,7 @@ impl Default for LoopLimits {
         LoopLimits {
             max_turns: default_turns(),
             max_tool_calls: default_calls(),
+            deadline: None,
         }
     }
 }

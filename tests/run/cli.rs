@@ -1397,12 +1397,21 @@ fn init_writes_a_bench_of_each_task_that_runs_at_once_on_the_simulator() {
             "{task}: {s}"
         );
         if task == "agent" {
-            // Each job a loop: the order looked up, then the carrier asked.
+            // Each job a loop: the order looked up, the carrier asked (both scripted), then
+            // how it delivers, which tools/carrier_info.sh answers.
             for line in journal.lines() {
                 let r: serde_json::Value = serde_json::from_str(line).unwrap();
                 if r["case_id"].is_string() {
                     assert_eq!(r["steps"][0]["tool"], "lookup_order", "{r}");
                     assert_eq!(r["steps"][1]["tool"], "shipping_eta", "{r}");
+                    assert_eq!(r["steps"][2]["tool"], "carrier_info", "{r}");
+                    assert!(
+                        r["steps"][2]["result"]
+                            .as_str()
+                            .unwrap()
+                            .starts_with("DHL delivers"),
+                        "{r}"
+                    );
                 }
             }
         }

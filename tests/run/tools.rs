@@ -967,9 +967,27 @@ fn arguments_that_do_not_match_the_tool_s_schema_are_given_back_and_the_loop_goe
     ]);
     let w1 = LOOP_CASES.lines().next().unwrap();
     let b = bench(&format!("{w1}\n"), LOOP_BENCH);
-    let out = run(b.path(), &server.base_url(), "openai-chat");
+    let out = promptgauge(b.path())
+        .args(["run", "bench.yaml", "--no-store", "--model", "m"])
+        .args(["--base-url", &server.base_url()])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", said(&out));
+    // Counted: in the summary, and said under the table.
+    assert!(
+        said(&out).contains(
+            "Agent loops: v 3.0 requests and 2.0 tool calls a job, 1 given back as errors."
+        ),
+        "{}",
+        said(&out)
+    );
     let run = run_dirs(&b.path().join("reports")).pop().unwrap();
+    let s: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(
+        s["variants"][0]["loops"],
+        serde_json::json!({"jobs": 1, "requests": 3, "calls": 2, "call_errors": 1})
+    );
     let r = journal(&run)
         .into_iter()
         .find(|r| r["case_id"].is_string())
@@ -991,4 +1009,56 @@ fn arguments_that_do_not_match_the_tool_s_schema_are_given_back_and_the_loop_goe
         "{}",
         bodies[1]
     );
+}
+
+#[test]
+fn a_loop_past_its_deadline_fails_with_that_cause_and_keeps_its_steps() {
+    use promptgauge::mock::answers::{Hint, Oracle};
+    let hint = Hint {
+        case: "w1".into(),
+        expected: vec!["bring an umbrella".into()],
+        expected_json: None,
+        shape: promptgauge::grade::Shape::Text,
+        others: std::sync::Arc::new(vec!["sunscreen".into()]),
+        files: 0,
+        tool_script: vec![
+            ("get_weather".into(), serde_json::json!({"city": "Oslo"})),
+            ("search".into(), serde_json::json!({"q": "rain"})),
+        ],
+    };
+    // Each request takes 150 ms: the third cannot end within 400 ms.
+    let (_rt, server) = start_mock(MockConfig {
+        oracle: Some(Oracle(std::sync::Arc::new(move |_| Some(hint.clone())))),
+        first_token_delay: std::time::Duration::from_millis(150),
+        ..MockConfig::default()
+    });
+    let w1 = LOOP_CASES.lines().next().unwrap();
+    let limited = LOOP_BENCH.replace(
+        "loop: { max_turns: 4, max_tool_calls: 6 }",
+        "loop: { max_turns: 4, max_tool_calls: 6, deadline: 400ms }",
+    );
+    let b = bench(&format!("{w1}\n"), &limited);
+    let out = run(b.path(), &server.base_url(), "openai-chat");
+    assert_eq!(out.status.code(), Some(3), "{}", said(&out));
+    let done = run_dirs(&b.path().join("reports")).pop().unwrap();
+    let r = journal(&done)
+        .into_iter()
+        .find(|r| r["case_id"].is_string())
+        .unwrap();
+    assert_eq!(r["status"], "failed", "{r}");
+    assert_eq!(
+        r["error"], "loop deadline reached (400ms, loop.deadline)",
+        "{r}"
+    );
+    assert_eq!(r["steps"].as_array().unwrap().len(), 2, "{r}");
+    assert_eq!(r["turns"].as_array().unwrap().len(), 2, "{r}");
+
+    // A deadline that does not read is said at load.
+    let bad = bench(
+        &format!("{w1}\n"),
+        &LOOP_BENCH.replace("max_tool_calls: 6 }", "max_tool_calls: 6, deadline: soon }"),
+    );
+    let out = run(bad.path(), &server.base_url(), "openai-chat");
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(said(&out).contains("loop.deadline"), "{}", said(&out));
 }

@@ -170,6 +170,10 @@ pub struct VariantSummary {
     pub design_effect: Option<f64>,
     /// With repeats: the share of cases whose samples all agree.
     pub consistency: Option<f64>,
+    /// Agent loops (docs/guide/tools.md): their requests and tool calls, and the calls given
+    /// back to the model as errors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loops: Option<LoopFigures>,
     /// Scored runs: the mean of the per-case mean scores, with its interval (docs/dev/statistics.md §3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mean_score: Option<f64>,
@@ -317,6 +321,22 @@ pub(crate) struct Acc {
     cost: f64,
     nothing_found: Option<NothingFound>,
     unused: u64,
+    loops: Option<LoopFigures>,
+}
+
+/// What a variant's agent loops did, over its jobs (failed ones too: a loop stopped by a
+/// limit made its calls).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoopFigures {
+    /// Jobs that ran as loops.
+    pub jobs: u64,
+    /// Requests to the model, over those jobs.
+    pub requests: u64,
+    /// Tool calls, over those jobs.
+    pub calls: u64,
+    /// Calls given back to the model as errors (an unknown tool, arguments that are no
+    /// JSON object or do not match the schema, a tool's own error).
+    pub call_errors: u64,
 }
 
 impl Acc {
@@ -353,6 +373,13 @@ impl Acc {
     ) {
         self.jobs += 1;
         self.attempts += r.attempts.len() as u64;
+        if !r.turns.is_empty() || !r.steps.is_empty() {
+            let l = self.loops.get_or_insert_with(LoopFigures::default);
+            l.jobs += 1;
+            l.requests += r.turns.len() as u64;
+            l.calls += r.steps.len() as u64;
+            l.call_errors += r.steps.iter().filter(|s| s.error).count() as u64;
+        }
         self.add_judge(r, judge_price);
         self.add_spent(r, price);
         if let Some(why) = &r.usage_anomaly {
@@ -520,6 +547,7 @@ impl Acc {
                 .then(|| self.agreement.0 / self.agreement.1 as f64),
             labelled: None,
             nothing_found: self.nothing_found,
+            loops: self.loops,
         };
         (
             summary,

@@ -27,6 +27,9 @@ pub(crate) fn notes(summary: &Summary) -> Vec<String> {
     if let Some(line) = spent_note(summary) {
         notes.push(line);
     }
+    if let Some(line) = loops_note(summary) {
+        notes.push(line);
+    }
     if let Some(line) = answer_time_note(summary) {
         notes.push(line);
     }
@@ -217,6 +220,27 @@ fn spent_note(summary: &Summary) -> Option<String> {
         usd(Some(spent)),
         usd(Some(list))
     ))
+}
+
+/// What each variant's agent loops did: requests and tool calls a job, and the calls given
+/// back as errors.
+fn loops_note(summary: &Summary) -> Option<String> {
+    let each: Vec<String> = summary
+        .variants
+        .iter()
+        .filter_map(|v| {
+            let l = v.loops.filter(|l| l.jobs > 0)?;
+            let per = |n: u64| n as f64 / l.jobs as f64;
+            Some(format!(
+                "{} {:.1} requests and {:.1} tool calls a job, {} given back as errors",
+                v.name,
+                per(l.requests),
+                per(l.calls),
+                l.call_errors
+            ))
+        })
+        .collect();
+    (!each.is_empty()).then(|| format!("Agent loops: {}.", each.join("; ")))
 }
 
 /// Time to answer (retries and backoff included) where it differs from the answering
