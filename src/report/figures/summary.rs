@@ -475,6 +475,11 @@ impl Acc {
         }
     }
 
+    /// What the run paid at `price` (batched attempts at its batch price).
+    fn spent_usd(&self, price: Option<&Price>) -> Option<f64> {
+        price.map(|p| self.spent.cost(p) + self.spent_batched.cost(&p.batched()))
+    }
+
     /// The variant's summary, and its TTFT and end-to-end latencies, sorted (for charts).
     pub(crate) fn finish(
         mut self,
@@ -494,6 +499,7 @@ impl Acc {
         let cost = priced.then_some(self.cost);
         // Batched answers' costs, when the run has a price and some.
         let batched = prices.0.filter(|_| self.batched > 0);
+        let spent = self.spent_usd(prices.0);
         let summary = VariantSummary {
             name: name.to_string(),
             variant: None,
@@ -512,7 +518,7 @@ impl Acc {
             usage_anomaly_example: self
                 .anomaly_example
                 .as_ref()
-                .map(|(case, why)| format!("{case}: {why}")),
+                .map(|(c, w)| format!("{c}: {w}")),
             unused: self.unused,
             truncated: self.truncated,
             cached: self.cached,
@@ -527,9 +533,7 @@ impl Acc {
             cost_per_correct_usd: cost
                 .filter(|_| self.correct > 0)
                 .map(|c| c / self.correct as f64),
-            spent_usd: prices
-                .0
-                .map(|p| self.spent.cost(p) + self.spent_batched.cost(&p.batched())),
+            spent_usd: spent,
             batched: self.batched,
             batched_cost_usd: batched.map(|_| self.batched_cost),
             batched_streaming_cost_usd: batched.map(|_| self.batched_at_streaming),
@@ -549,13 +553,11 @@ impl Acc {
             nothing_found: self.nothing_found,
             loops: self.loops,
         };
-        (
-            summary,
-            Latencies {
-                ttft_ms: self.ttft,
-                latency_ms: self.latency,
-            },
-        )
+        let latencies = Latencies {
+            ttft_ms: self.ttft,
+            latency_ms: self.latency,
+        };
+        (summary, latencies)
     }
 }
 
