@@ -1062,3 +1062,53 @@ fn a_loop_past_its_deadline_fails_with_that_cause_and_keeps_its_steps() {
     assert_eq!(out.status.code(), Some(2), "{}", said(&out));
     assert!(said(&out).contains("loop.deadline"), "{}", said(&out));
 }
+
+#[test]
+fn the_mcp_example_compares_two_prompts_on_answer_and_trajectory() {
+    let Some(python) = mcp_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/mcp-agent");
+    for name in ["promptgauge.yaml", "cases.jsonl", "library_server.py"] {
+        std::fs::copy(example.join(name), d.join(name)).unwrap();
+    }
+    std::fs::create_dir(d.join("prompts")).unwrap();
+    for name in ["terse.yaml", "procedure.yaml"] {
+        std::fs::copy(
+            example.join("prompts").join(name),
+            d.join("prompts").join(name),
+        )
+        .unwrap();
+    }
+    let bench = std::fs::read_to_string(d.join("promptgauge.yaml")).unwrap();
+    std::fs::write(
+        d.join("promptgauge.yaml"),
+        bench.replace("run: [python3,", &format!("run: [{python},")),
+    )
+    .unwrap();
+    for protocol in ["openai-chat", "anthropic-messages"] {
+        let out = promptgauge(d)
+            .args(["run", "--no-store", "--quiet", "--protocol", protocol])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.code().is_some_and(|c| c < 2),
+            "{protocol}: {}",
+            said(&out)
+        );
+        let run = run_dirs(&d.join("reports")).pop().unwrap();
+        let s: Value =
+            serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap())
+                .unwrap();
+        std::fs::rename(&run, d.join(format!("seen-{protocol}"))).unwrap();
+        assert_eq!(s["comparisons"].as_array().unwrap().len(), 1, "{s}");
+        for v in s["variants"].as_array().unwrap() {
+            // Every job searched the catalogue, then asked for the book: the server's
+            // answers reached the model, and most answers are right.
+            assert_eq!(v["loops"]["requests"], 36, "{v}");
+            assert_eq!(v["loops"]["calls"], 24, "{v}");
+            assert_eq!(v["loops"]["call_errors"], 0, "{v}");
+            assert!(v["accuracy"].as_f64().unwrap() >= 0.5, "{v}");
+        }
+    }
+}
