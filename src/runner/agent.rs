@@ -165,6 +165,11 @@ async fn steps(
         {
             continue;
         }
+        // The first step was held for when the job was taken; each later one is held as
+        // its request now stands (longer by every result so far).
+        if turn > 0 && !options.afford_step(bench, job, &step, lane) {
+            return Looped::Stopped;
+        }
         let ask = step.ask(lane, job);
         let answer = match source::answer(sources, &ask).await {
             source::SourceReply::Answer(a) => a,

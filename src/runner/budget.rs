@@ -143,6 +143,24 @@ impl Budget {
         true
     }
 
+    /// Holds back `usd` more for job `index` (an agent loop's next step, whose request
+    /// carries what the steps before it returned); `false` when it does not fit, and then
+    /// nothing more is sent.
+    pub(crate) fn hold_more(&self, index: usize, lane: usize, usd: f64) -> bool {
+        if self.reached() {
+            return false;
+        }
+        let mut l = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
+        if l.spent + l.holding + usd > self.limit {
+            l.refused = Some(usd);
+            self.reached.store(true, Ordering::SeqCst);
+            return false;
+        }
+        l.holding += usd;
+        l.held.entry(index).or_insert((0.0, lane)).0 += usd;
+        true
+    }
+
     /// Holds back `usd` for job `index` whatever is left: a job already sent and paid for
     /// (in a provider batch a resume adopts) is collected whatever the budget says, and
     /// what it may cost counts against what may still be sent.

@@ -72,6 +72,22 @@ impl RunOptions {
         })
     }
 
+    /// `--budget`: holds what an agent loop's next step may cost, its request as it now
+    /// stands; `false` when it does not fit (the loop stops, to be resumed from its last
+    /// journaled step).
+    pub(super) fn afford_step(
+        &self,
+        bench: &Bench,
+        job: &Job,
+        request: &Rendered,
+        lane: &Lane,
+    ) -> bool {
+        self.budget.as_ref().is_none_or(|b| {
+            let ceiling = self.ceiling(b, bench, job, request, lane);
+            b.hold_more(job.index, usize::from(job.endpoint), ceiling)
+        })
+    }
+
     /// `--budget`: holds what a job already sent may cost, whatever is left (a batch a
     /// resume adopts is collected, never refused).
     pub(super) fn reserve(&self, bench: &Bench, job: &Job, request: &Rendered, lane: &Lane) {

@@ -1112,3 +1112,55 @@ fn the_mcp_example_compares_two_prompts_on_answer_and_trajectory() {
         }
     }
 }
+
+#[test]
+fn a_budget_holds_each_step_and_a_resume_with_more_goes_on_from_the_last_one() {
+    let (_rt, server) = scripted_mock(vec![
+        ("get_weather", serde_json::json!({"city": "Oslo"})),
+        ("search", serde_json::json!({"q": "rain"})),
+    ]);
+    let w1 = LOOP_CASES.lines().next().unwrap();
+    // A request may cost about $0.00021 (max_tokens 100 at $2 a million): the first
+    // step fits in $0.0003, the second does not.
+    let priced = format!(
+        "{LOOP_BENCH}price: {{ input_per_mtok: 1.0, output_per_mtok: 2.0 }}\nparams: {{ max_tokens: 100 }}\n"
+    );
+    let b = bench(&format!("{w1}\n"), &priced);
+    let d = b.path();
+    let url = server.base_url();
+    let out = promptgauge(d)
+        .args(["run", "bench.yaml", "--quiet", "--no-store", "--model", "m"])
+        .args(["--base-url", &url, "--budget", "0.0003", "--run-to-budget"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", said(&out));
+    assert_eq!(server.provider.stats().requests, 1, "one step sent");
+    let run = run_dirs(&d.join("reports")).pop().unwrap();
+    let lines = journal(&run);
+    assert!(
+        lines.iter().all(|l| l["case_id"].is_null()),
+        "no record yet: {lines:?}"
+    );
+    assert_eq!(lines.iter().filter(|l| l["event"] == "step").count(), 1);
+
+    let out = promptgauge(d)
+        .args([
+            "run",
+            "--resume",
+            run.to_str().unwrap(),
+            "--quiet",
+            "--budget",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", said(&out));
+    // The loop went on from its journaled step: two more requests, none twice.
+    assert_eq!(server.provider.stats().requests, 3);
+    let r = journal(&run)
+        .into_iter()
+        .find(|r| r["case_id"].is_string())
+        .unwrap();
+    assert_eq!(r["turns"][0]["resumed"], true, "{r}");
+    assert_eq!(r["output"], "bring an umbrella", "{r}");
+}
