@@ -183,6 +183,12 @@ fn say_cost(
             ),
         }
     }
+    if p.bench.has_tools() {
+        out!(
+            "  note: each job is an agent loop of up to {} requests (loop.max_turns), each carrying the results so far; the estimate counts the first request alone",
+            p.bench.loop_limits.max_turns
+        );
+    }
     if estimate.judge_unpriced && priced {
         out!("  note: the judge has no price: the estimate leaves its calls out");
     }

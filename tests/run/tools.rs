@@ -64,6 +64,11 @@ fn declared_tools_are_offered_on_every_protocol_in_its_own_form() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", said(&out));
+    assert!(
+        said(&out).contains("each job is an agent loop of up to 4 requests (loop.max_turns)"),
+        "{}",
+        said(&out)
+    );
     for (protocol, name_at) in [
         ("openai-chat", "/tools/0/function/name"),
         ("openai-responses", "/tools/0/name"),
