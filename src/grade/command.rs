@@ -297,7 +297,7 @@ impl CommandScorer {
     }
 
     fn spawn(&self) -> Result<Process, String> {
-        let mut command = tokio::process::Command::new(&self.argv[0]);
+        let mut command = program_command(&self.argv, &self.env, &self.dir);
         #[cfg(target_os = "linux")]
         // SAFETY: prctl is async-signal-safe, and this closure allocates nothing. The
         // scorer becomes a child subreaper (kept across exec): what its children start and
@@ -312,16 +312,7 @@ impl CommandScorer {
             });
         }
         let mut child = command
-            .args(&self.argv[1..])
-            .env_clear()
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .current_dir(&self.dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            // Its own process group: what it starts is stopped with it.
-            .process_group(0)
             .spawn()
             .map_err(|e| format!("`{}` cannot start: {e}", self.shown()))?;
         self.started.fetch_add(1, Ordering::SeqCst);
@@ -592,6 +583,44 @@ pub(crate) fn program_environment(
         .chain(env.iter().cloned())
         .filter_map(|n| std::env::var_os(&n).map(|v| (n, v)))
         .collect())
+}
+
+/// Kills a program's process group (`group`, its leader's pid, from [`program_command`]),
+/// and with it whatever it started there.
+pub(crate) fn kill_group(group: Option<i32>) {
+    if let Some(g) = group {
+        // SAFETY: kill(2) on a process group this process started; no memory is touched.
+        unsafe {
+            libc::kill(-g, libc::SIGKILL);
+        }
+    }
+}
+
+/// A program as promptgauge starts each one it runs (a command scorer, a tool a program
+/// answers, an MCP server): `argv` in `dir` (the bench's folder), with `env` alone (from
+/// [`program_environment`]), its stdin and stdout piped, in a process group of its own (what
+/// it starts is stopped with it), killed when dropped. The caller says where its stderr
+/// goes.
+pub(crate) fn program_command(
+    argv: &[String],
+    env: &[(String, std::ffi::OsString)],
+    dir: &Path,
+) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(argv.first().map_or("", String::as_str));
+    command
+        .args(argv.iter().skip(1))
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .current_dir(if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        })
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .process_group(0);
+    command
 }
 
 /// Finds `program` as a process would be started with it: a path (relative to `dir`), or

@@ -108,7 +108,7 @@ impl McpServers {
 impl Drop for McpServers {
     fn drop(&mut self) {
         for s in &self.servers {
-            kill_group(s.group);
+            crate::grade::command::kill_group(s.group);
         }
     }
 }
@@ -145,7 +145,7 @@ async fn start_one(
                 _ => format!("did not start within {timeout:?}"),
             };
             // Killed, its stderr ends: what it wrote is read to the end.
-            kill_group(group);
+            crate::grade::command::kill_group(group);
             let _ = tokio::time::timeout(Duration::from_secs(2), reading).await;
             return Err(with_stderr(e, &stderr));
         }
@@ -166,32 +166,10 @@ fn spawn(spec: &McpServerSpec, dir: &Path) -> Result<tokio::process::Child, Stri
     let program = spec.run.first().ok_or("names no program")?;
     let env = crate::grade::command::program_environment(program, &spec.env, dir)
         .map_err(|e| e.to_string())?;
-    tokio::process::Command::new(program)
-        .args(&spec.run[1..])
-        .env_clear()
-        .envs(env)
-        .current_dir(if dir.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            dir
-        })
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
+    crate::grade::command::program_command(&spec.run, &env, dir)
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .process_group(0)
         .spawn()
         .map_err(|e| format!("cannot start: {e}"))
-}
-
-/// Kills a server's process group, and with it whatever it started.
-fn kill_group(group: Option<i32>) {
-    if let Some(g) = group {
-        // SAFETY: kill(2) on the process group the server leads; no memory is touched.
-        unsafe {
-            libc::kill(-g, libc::SIGKILL);
-        }
-    }
 }
 
 /// `e`, with the last lines the server wrote to its stderr (why a program would not start

@@ -49,20 +49,8 @@ async fn run(
         Some(t) => crate::suite::parse_duration(t).map_err(|e| e.to_string())?,
         None => DEFAULT_TIMEOUT,
     };
-    let mut child = tokio::process::Command::new(program)
-        .args(&tool.run[1..])
-        .env_clear()
-        .envs(env)
-        .current_dir(if dir.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            dir
-        })
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
+    let mut child = crate::grade::command::program_command(&tool.run, &env, dir)
         .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .process_group(0)
         .spawn()
         .map_err(|e| format!("cannot start: {e}"))?;
     let group = child.id().and_then(|p| i32::try_from(p).ok());
@@ -93,24 +81,14 @@ async fn run(
     let (out, status) = match tokio::time::timeout(timeout, talk).await {
         Ok(done) => done?,
         Err(_) => {
-            if let Some(g) = group {
-                // SAFETY: kill(2) on the process group this child leads; no memory is touched.
-                unsafe {
-                    libc::kill(-g, libc::SIGKILL);
-                }
-            }
+            crate::grade::command::kill_group(group);
             return Err(format!(
                 "took longer than {timeout:?} (its process group was killed)"
             ));
         }
     };
-    if let Some(g) = group {
-        // What it started and left behind goes with it.
-        // SAFETY: as above.
-        unsafe {
-            libc::kill(-g, libc::SIGKILL);
-        }
-    }
+    // What it started and left behind goes with it.
+    crate::grade::command::kill_group(group);
     reply_of(&out, status.success())
 }
 
