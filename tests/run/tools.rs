@@ -207,8 +207,16 @@ fn scripted_mock(calls: Vec<(&str, Value)>) -> Mock {
 
 /// [`scripted_mock`] whose agent goes wrong as `faults` say.
 fn scripted_mock_with(calls: Vec<(&str, Value)>, faults: promptgauge::mock::AgentModes) -> Mock {
+    start_mock(MockConfig {
+        agent_modes: faults,
+        ..scripted(calls)
+    })
+}
+
+/// A simulator's configuration told every job is case `w1` of LOOP_CASES, with `calls`
+/// its agent makes.
+fn scripted(calls: Vec<(&str, Value)>) -> MockConfig {
     use promptgauge::mock::answers::{Hint, Oracle};
-    let script: Vec<(String, Value)> = calls.into_iter().map(|(t, a)| (t.to_string(), a)).collect();
     let hint = Hint {
         case: "w1".into(),
         expected: vec!["bring an umbrella".into()],
@@ -216,13 +224,12 @@ fn scripted_mock_with(calls: Vec<(&str, Value)>, faults: promptgauge::mock::Agen
         shape: promptgauge::grade::Shape::Text,
         others: std::sync::Arc::new(vec!["sunscreen".into()]),
         files: 0,
-        tool_script: script,
+        tool_script: calls.into_iter().map(|(t, a)| (t.to_string(), a)).collect(),
     };
-    start_mock(MockConfig {
+    MockConfig {
         oracle: Some(Oracle(std::sync::Arc::new(move |_| Some(hint.clone())))),
-        agent_modes: faults,
         ..MockConfig::default()
-    })
+    }
 }
 
 #[test]
@@ -665,27 +672,14 @@ fn mid_way(root: &Path) -> Option<std::path::PathBuf> {
 
 #[test]
 fn a_loop_killed_mid_way_resumes_at_its_last_finished_step_and_sends_none_twice() {
-    let (_rt, server) = {
-        use promptgauge::mock::answers::{Hint, Oracle};
-        let hint = Hint {
-            case: "w1".into(),
-            expected: vec!["bring an umbrella".into()],
-            expected_json: None,
-            shape: promptgauge::grade::Shape::Text,
-            others: std::sync::Arc::new(vec!["sunscreen".into()]),
-            files: 0,
-            tool_script: vec![
-                ("get_weather".into(), serde_json::json!({"city": "Oslo"})),
-                ("search".into(), serde_json::json!({"q": "rain"})),
-            ],
-        };
-        start_mock(MockConfig {
-            oracle: Some(Oracle(std::sync::Arc::new(move |_| Some(hint.clone())))),
-            first_token_delay: std::time::Duration::from_millis(40),
-            token_delay: std::time::Duration::from_millis(5),
-            ..MockConfig::default()
-        })
-    };
+    let (_rt, server) = start_mock(MockConfig {
+        first_token_delay: std::time::Duration::from_millis(40),
+        token_delay: std::time::Duration::from_millis(5),
+        ..scripted(vec![
+            ("get_weather", serde_json::json!({"city": "Oslo"})),
+            ("search", serde_json::json!({"q": "rain"})),
+        ])
+    });
     let w1 = LOOP_CASES.lines().next().unwrap();
     let cases: String = (0..24)
         .map(|i| w1.replacen(r#""id": "w1""#, &format!(r#""id": "w1-{i}""#), 1) + "\n")
@@ -1018,24 +1012,13 @@ fn arguments_that_do_not_match_the_tool_s_schema_are_given_back_and_the_loop_goe
 
 #[test]
 fn a_loop_past_its_deadline_fails_with_that_cause_and_keeps_its_steps() {
-    use promptgauge::mock::answers::{Hint, Oracle};
-    let hint = Hint {
-        case: "w1".into(),
-        expected: vec!["bring an umbrella".into()],
-        expected_json: None,
-        shape: promptgauge::grade::Shape::Text,
-        others: std::sync::Arc::new(vec!["sunscreen".into()]),
-        files: 0,
-        tool_script: vec![
-            ("get_weather".into(), serde_json::json!({"city": "Oslo"})),
-            ("search".into(), serde_json::json!({"q": "rain"})),
-        ],
-    };
     // Each request takes 150 ms: the third cannot end within 400 ms.
     let (_rt, server) = start_mock(MockConfig {
-        oracle: Some(Oracle(std::sync::Arc::new(move |_| Some(hint.clone())))),
         first_token_delay: std::time::Duration::from_millis(150),
-        ..MockConfig::default()
+        ..scripted(vec![
+            ("get_weather", serde_json::json!({"city": "Oslo"})),
+            ("search", serde_json::json!({"q": "rain"})),
+        ])
     });
     let w1 = LOOP_CASES.lines().next().unwrap();
     let limited = LOOP_BENCH.replace(
