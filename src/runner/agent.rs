@@ -165,9 +165,13 @@ async fn steps(
         {
             continue;
         }
-        // The first step was held for when the job was taken; each later one is held as
-        // its request now stands (longer by every result so far).
-        if turn > 0 && !options.afford_step(bench, job, &step, lane) {
+        // A run winding down (the first Ctrl-C) sends no later step: the loop resumes from
+        // its last journaled one. The first step was held for when the job was taken; each
+        // later one is held as its request now stands (longer by every result so far).
+        if turn > 0
+            && (lane.client.drain_token().is_cancelled()
+                || !options.afford_step(bench, job, &step, lane))
+        {
             return Looped::Stopped;
         }
         let ask = step.ask(lane, job);
@@ -194,7 +198,13 @@ async fn steps(
             .push(assistant_turn(&result.text, &result.tool_calls));
         let before = trail.steps.len();
         let calls = std::mem::take(&mut result.tool_calls);
-        let ran = run_calls((bench, job, options), trail, &mut step, &calls, turn).await;
+        // A run that stops (its grace over) waits for no tool: a program's group is killed,
+        // an MCP call cancelled.
+        let stop = lane.client.stop_token();
+        let ran = tokio::select! {
+            ran = run_calls((bench, job, options), trail, &mut step, &calls, turn) => ran,
+            () = stop.cancelled() => return Looped::Stopped,
+        };
         if let Err(cause) = ran {
             result.tool_calls = calls;
             return Looped::Ended(cause, result);

@@ -53,7 +53,9 @@ async fn run(
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("cannot start: {e}"))?;
-    let group = child.id().and_then(|p| i32::try_from(p).ok());
+    // Killed when the call ends, however it ends: answered, timed out, or dropped by the
+    // loop's deadline or a stopped run.
+    let group = Group(child.id().and_then(|p| i32::try_from(p).ok()));
     let parsed: Value = serde_json::from_str(arguments).unwrap_or(Value::String(arguments.into()));
     let mut line = serde_json::to_vec(&json!({
         "tool": tool.name, "arguments": parsed, "case": case.id, "vars": vars(&case.vars),
@@ -65,31 +67,56 @@ async fn run(
         // A program that exits without reading its input is not an error of the write.
         let _ = stdin.write_all(&line).await;
         drop(stdin);
-        let mut out = Vec::new();
         let stdout = child.stdout.take().ok_or("has no stdout")?;
-        stdout
-            .take(MOST_REPLY_BYTES + 1)
-            .read_to_end(&mut out)
-            .await
-            .map_err(|e| e.to_string())?;
+        // Read while it runs; once it exits, what it left behind is killed, and with it
+        // any copy of its stdout held open (a background child's).
+        let read = async {
+            let mut out = Vec::new();
+            let read = stdout
+                .take(MOST_REPLY_BYTES + 1)
+                .read_to_end(&mut out)
+                .await;
+            if out.len() as u64 > MOST_REPLY_BYTES {
+                group.kill();
+            }
+            read.map(|_| out)
+        };
+        let exit = async {
+            let status = child.wait().await;
+            group.kill();
+            status
+        };
+        let (out, status) = tokio::join!(read, exit);
+        let out = out.map_err(|e| e.to_string())?;
         if out.len() as u64 > MOST_REPLY_BYTES {
             return Err(format!("wrote more than {MOST_REPLY_BYTES} bytes"));
         }
-        let status = child.wait().await.map_err(|e| e.to_string())?;
-        Ok::<_, String>((out, status))
+        Ok::<_, String>((out, status.map_err(|e| e.to_string())?))
     };
     let (out, status) = match tokio::time::timeout(timeout, talk).await {
         Ok(done) => done?,
         Err(_) => {
-            crate::grade::command::kill_group(group);
             return Err(format!(
                 "took longer than {timeout:?} (its process group was killed)"
             ));
         }
     };
-    // What it started and left behind goes with it.
-    crate::grade::command::kill_group(group);
     reply_of(&out, status.success())
+}
+
+/// A program's process group, killed when this is dropped.
+struct Group(Option<i32>);
+
+impl Group {
+    fn kill(&self) {
+        crate::grade::command::kill_group(self.0);
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill();
+    }
 }
 
 /// The call's reply from what the program wrote.

@@ -1152,3 +1152,126 @@ fn a_budget_holds_each_step_and_a_resume_with_more_goes_on_from_the_last_one() {
     assert_eq!(r["turns"][0]["resumed"], true, "{r}");
     assert_eq!(r["output"], "bring an umbrella", "{r}");
 }
+
+/// A bench of case w1 whose `slow` tool `script.sh` answers (a POSIX shell script), with
+/// `extra` lines for the bench.
+fn slow_tool_bench(script: &str, timeout: &str, extra: &str) -> tempfile::TempDir {
+    let w1 = r#"{"id": "w1", "vars": {"q": "Advice?"}, "expected": "bring an umbrella"}"#;
+    let b = bench(
+        &format!("{w1}\n"),
+        &format!(
+            "name: agent\ncases: cases.jsonl\nvariants: [v.yaml]\ngrade: {{ kind: exact }}\ntools:\n  - name: slow\n    run: [sh, script.sh]\n    timeout: {timeout}\n{extra}"
+        ),
+    );
+    std::fs::write(b.path().join("script.sh"), script).unwrap();
+    b
+}
+
+/// Whether the process whose pid the file `at` holds still runs (waits up to 10 s for it
+/// to go).
+fn still_runs(at: &Path) -> bool {
+    let pid = std::fs::read_to_string(at).unwrap();
+    let proc = format!("/proc/{}", pid.trim());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while Path::new(&proc).exists() {
+        let state = std::fs::read_to_string(format!("{proc}/stat")).unwrap_or_default();
+        // A zombie is dead: only its parent has yet to reap it.
+        if state.split_whitespace().nth(2) == Some("Z") || std::time::Instant::now() > deadline {
+            return state.split_whitespace().nth(2) != Some("Z");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    false
+}
+
+#[test]
+fn a_tool_s_leftovers_neither_hold_its_answer_nor_outlive_the_loop_s_deadline() {
+    let (_rt, server) = scripted_mock(vec![("slow", serde_json::json!({}))]);
+    // It answers at once, leaving a child that holds its stdout: the answer is taken when
+    // it exits, and the child killed.
+    let b = slow_tool_bench(
+        "read -r call\nsleep 30 &\necho $! > left.pid\necho '{\"result\": \"bring an umbrella\"}'\n",
+        "20s",
+        "",
+    );
+    let out = run(b.path(), &server.base_url(), "openai-chat");
+    assert!(out.status.success(), "{}", said(&out));
+    let r = journal(&run_dirs(&b.path().join("reports")).pop().unwrap())
+        .into_iter()
+        .find(|r| r["case_id"].is_string())
+        .unwrap();
+    assert_eq!(r["steps"][0]["result"], "bring an umbrella", "{r}");
+    assert!(
+        !still_runs(&b.path().join("left.pid")),
+        "its child outlived the call"
+    );
+
+    // A tool still working at the loop's deadline: its whole group goes with the loop.
+    let b = slow_tool_bench(
+        "read -r call\nsleep 30 &\necho $! > left.pid\nwait\n",
+        "20s",
+        "loop: { deadline: 500ms }\n",
+    );
+    let out = run(b.path(), &server.base_url(), "openai-chat");
+    assert_eq!(out.status.code(), Some(3), "{}", said(&out));
+    let r = journal(&run_dirs(&b.path().join("reports")).pop().unwrap())
+        .into_iter()
+        .find(|r| r["case_id"].is_string())
+        .unwrap();
+    assert_eq!(
+        r["error"], "loop deadline reached (500ms, loop.deadline)",
+        "{r}"
+    );
+    assert!(
+        !still_runs(&b.path().join("left.pid")),
+        "the tool's child outlived the deadline"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_stopped_run_waits_for_no_tool() {
+    let (_rt, server) = scripted_mock(vec![("slow", serde_json::json!({}))]);
+    let b = slow_tool_bench(
+        "read -r call\nsleep 60 &\necho $! > left.pid\nwait\n",
+        "60s",
+        "",
+    );
+    let d = b.path();
+    let url = server.base_url();
+    let started = std::time::Instant::now();
+    let mut child = spawned(
+        d,
+        &[
+            "run",
+            "bench.yaml",
+            "--quiet",
+            "--no-store",
+            "--grace",
+            "200ms",
+            "--model",
+            "m",
+            "--base-url",
+            &url,
+        ],
+    );
+    let deadline = started + std::time::Duration::from_secs(30);
+    while !d.join("left.pid").exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // SAFETY: kill(2) on the child this test started.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let status = child.wait().unwrap();
+    // Stopped after its grace, not after the tool's 60 s.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "{status:?}"
+    );
+    assert!(!status.success(), "{status:?}");
+    assert!(
+        !still_runs(&d.join("left.pid")),
+        "the tool's child outlived the run"
+    );
+}
