@@ -207,6 +207,9 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
     check_files(&bench, &variants, &endpoint, &grid)?;
     check_loop_not_batched(&bench, &endpoint, &grid)?;
     check_tool_programs(&bench)?;
+    if bench.mcp.is_empty() {
+        bench.check_trajectory_tools()?;
+    }
     Ok(Prepared {
         bench: Arc::new(bench),
         scorers: Arc::new(scorers),
@@ -228,7 +231,6 @@ pub(crate) async fn serve_mcp_tools(
     if p.bench.mcp.is_empty() {
         return Ok(None);
     }
-    let fix = "run the server's command by hand in the bench's folder; see docs/guide/tools.md, \"Tools an MCP server answers\"";
     let Some(bench) = Arc::get_mut(&mut p.bench) else {
         return Err(UsageError("the bench is shared before its MCP servers started".into()).into());
     };
@@ -239,10 +241,14 @@ pub(crate) async fn serve_mcp_tools(
         .to_path_buf();
     let (servers, tools) = crate::runner::mcp::McpServers::start(&bench.mcp, &dir)
         .await
-        .map_err(|e| UsageError::with_fix(e, fix))?;
-    bench
-        .serve_tools(tools)
-        .map_err(|e| UsageError::with_fix(format!("the tools the MCP servers list: {e}"), "list only tools named with letters, digits, `_` and `-`, none a name `tools:` declares, with the server's `tools: [names]`"))?;
+        .map_err(|e| UsageError::with_fix(e.message, e.fix))?;
+    bench.serve_tools(tools).map_err(|e| {
+        UsageError::with_fix(
+            format!("the tools the MCP servers list: {e}"),
+            "leave a tool out with its server's `tools: [names]`, or rename the one `tools:` declares",
+        )
+    })?;
+    bench.check_trajectory_tools()?;
     Ok(Some(Arc::new(servers)))
 }
 
@@ -290,7 +296,7 @@ fn check_loop_not_batched(
     };
     if batched && bench.has_tools() {
         return Err(UsageError::with_fix(
-            "an agent loop (the bench's `tools:`) cannot go by batch: each step waits on the one before, and a batch may take a day a step",
+            "an agent loop (the bench's `tools:` or `mcp:`) cannot go by batch: each step waits on the one before, and a batch may take a day a step",
             "run it without --batch (and without `batch: true` on its endpoint)",
         ));
     }

@@ -519,8 +519,13 @@ impl Provider {
             // A standalone agent of a fixed number of steps (bench/run's loop figure).
             (g, None) if tools.is_some() && self.config.agent_steps > 0 => {
                 let results = tool_results(&asked.messages).len();
-                if results < self.config.agent_steps as usize || self.config.agent_modes.endless {
-                    let calls = answers::first_tool(tools).calls;
+                let steps = self.config.agent_steps as usize;
+                if results < steps || self.config.agent_modes.endless {
+                    let mut calls = answers::first_tool(tools).calls;
+                    // `--agent-parallel`: every call in the first answer.
+                    if self.config.agent_modes.parallel && results == 0 {
+                        calls = calls.iter().cycle().take(steps).cloned().collect();
+                    }
                     (plain(String::new()), self.spoiled(calls, seed, results))
                 } else {
                     (g, Vec::new())

@@ -292,7 +292,17 @@ async fn run_calls(
         let (text, error) = match answered {
             ToolReply::Result(t) => (t, false),
             ToolReply::Error(e) => (e, true),
-            ToolReply::Failed(cause) => return Err(cause),
+            ToolReply::Failed(cause) => {
+                // The call was made: it is in the trajectory, with why it ended the loop.
+                trail.steps.push(ToolStep {
+                    turn,
+                    tool: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                    result: cause.clone(),
+                    error: true,
+                });
+                return Err(cause);
+            }
         };
         trail.steps.push(ToolStep {
             turn,

@@ -25,8 +25,24 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// The most of a call's result given to the model.
 const MOST_RESULT_BYTES: usize = 1024 * 1024;
 
-/// The most of a server's stderr kept, to say why it would not start.
+/// The most of a server's stderr kept (its end), to say why it would not start or stopped.
 const MOST_STDERR_BYTES: usize = 16 * 1024;
+
+/// Why a server could not be started, or offered, and what to do.
+#[derive(Debug)]
+pub struct StartError {
+    pub message: String,
+    pub fix: String,
+}
+
+impl From<String> for StartError {
+    fn from(message: String) -> StartError {
+        StartError {
+            message,
+            fix: "run the server's command by hand in the bench's folder: it must speak MCP on its stdin and stdout (docs/guide/tools.md, \"Tools an MCP server answers\")".into(),
+        }
+    }
+}
 
 /// A run's MCP servers, started; each killed with its process group when this is dropped.
 pub struct McpServers {
@@ -39,7 +55,30 @@ struct Server {
     timeout: Duration,
     /// Its process group, killed when the run ends.
     group: Option<i32>,
-    _child: tokio::process::Child,
+    child: Mutex<tokio::process::Child>,
+    /// The end of what it wrote to its stderr: why it stopped, when it does.
+    stderr: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Server {
+    /// Why it could not answer: `e`, and when it has exited, its status and the end of its
+    /// stderr.
+    fn failed(&self, name: &str, e: impl std::fmt::Display) -> ToolReply {
+        let exited = self
+            .child
+            .lock()
+            .ok()
+            .and_then(|mut c| c.try_wait().ok().flatten())
+            .map(|status| format!(" (it exited: {status})"))
+            .unwrap_or_default();
+        ToolReply::Failed(with_stderr(
+            format!(
+                "the MCP server `{}` could not answer `{name}`: {e}{exited}",
+                self.label
+            ),
+            &self.stderr,
+        ))
+    }
 }
 
 impl std::fmt::Debug for McpServers {
@@ -58,18 +97,40 @@ impl McpServers {
     pub async fn start(
         specs: &[McpServerSpec],
         dir: &Path,
-    ) -> Result<(McpServers, Vec<ToolSpec>), String> {
+    ) -> Result<(McpServers, Vec<ToolSpec>), StartError> {
         let mut servers = McpServers {
             servers: Vec::new(),
         };
         let mut tools = Vec::new();
         for (i, spec) in specs.iter().enumerate() {
-            let label = spec.label();
-            let (server, listed) = start_one(spec, dir)
-                .await
-                .map_err(|e| format!("the MCP server `{label}` ({}) {e}", spec.run.join(" ")))?;
+            let named = |e: String| {
+                format!(
+                    "the MCP server `{}` ({}) {e}",
+                    spec.label(),
+                    spec.run.join(" ")
+                )
+            };
+            let (server, listed) = start_one(spec, dir).await.map_err(|e| StartError {
+                message: named(e.message),
+                fix: e.fix,
+            })?;
             servers.servers.push(server);
-            tools.extend(offered(spec, i, listed)?);
+            let offered = offered(spec, i, listed)?;
+            // What it lists must be what every provider takes: said naming the server.
+            crate::suite::tools::check(&offered)
+                .and_then(|()| crate::suite::tools::ArgumentChecks::of(&offered).map(drop))
+                .map_err(|e| StartError {
+                    message: named(format!("lists a tool no provider takes: {e}")),
+                    fix: format!(
+                        "offer only the others with the server's `tools: [{}]`",
+                        offered
+                            .iter()
+                            .map(|t| t.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                })?;
+            tools.extend(offered);
         }
         Ok((servers, tools))
     }
@@ -91,16 +152,18 @@ impl McpServers {
                 "the MCP server `{}` did not answer `{name}` within {:?}",
                 s.label, s.timeout
             )),
-            Ok(Ok(result)) => reply_of(&result),
+            Ok(Ok(result)) => match reply_of(&result) {
+                ToolReply::Failed(e) => {
+                    ToolReply::Failed(format!("`{name}` of the MCP server `{}`: {e}", s.label))
+                }
+                reply => reply,
+            },
             // The server refused the request (a JSON-RPC error): the model is told, as for
             // any tool's error.
             Ok(Err(rmcp::ServiceError::McpError(e))) => {
                 ToolReply::Error(format!("error: {}", e.message))
             }
-            Ok(Err(e)) => ToolReply::Failed(format!(
-                "the MCP server `{}` could not answer `{name}`: {e}",
-                s.label
-            )),
+            Ok(Err(e)) => s.failed(name, e),
         }
     }
 }
@@ -117,16 +180,19 @@ impl Drop for McpServers {
 async fn start_one(
     spec: &McpServerSpec,
     dir: &Path,
-) -> Result<(Server, Vec<rmcp::model::Tool>), String> {
+) -> Result<(Server, Vec<rmcp::model::Tool>), StartError> {
     let timeout = match &spec.timeout {
         Some(t) => crate::suite::parse_duration(t).map_err(|e| e.to_string())?,
         None => DEFAULT_TIMEOUT,
     };
-    let mut child = spawn(spec, dir)?;
+    let mut child = spawn(spec, dir).map_err(|message| StartError {
+        message,
+        fix: "run: [program, args…] names a program the bench's folder or PATH has; env: lists variable names (env: [API_TOKEN])".into(),
+    })?;
     let group = child.id().and_then(|p| i32::try_from(p).ok());
     let (stderr, reading) = keep_stderr(child.stderr.take());
     let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
-        return Err("has no stdin or stdout".into());
+        return Err(String::from("has no stdin or stdout").into());
     };
     let started = async {
         let service = ().serve((stdout, stdin)).await.map_err(|e| e.to_string())?;
@@ -147,7 +213,7 @@ async fn start_one(
             // Killed, its stderr ends: what it wrote is read to the end.
             crate::grade::command::kill_group(group);
             let _ = tokio::time::timeout(Duration::from_secs(2), reading).await;
-            return Err(with_stderr(e, &stderr));
+            return Err(with_stderr(e, &stderr).into());
         }
     };
     let server = Server {
@@ -155,7 +221,8 @@ async fn start_one(
         service,
         timeout,
         group,
-        _child: child,
+        child: Mutex::new(child),
+        stderr,
     };
     Ok((server, tools))
 }
@@ -192,8 +259,8 @@ fn with_stderr(e: String, stderr: &Mutex<Vec<u8>>) -> String {
     format!("{e}; its stderr ends: {shown}")
 }
 
-/// Reads a server's stderr as it comes, keeping the first [`MOST_STDERR_BYTES`]; the
-/// task ends with the stream.
+/// Reads a server's stderr as it comes, keeping the last [`MOST_STDERR_BYTES`]; the task
+/// ends with the stream.
 fn keep_stderr(
     stderr: Option<tokio::process::ChildStderr>,
 ) -> (Arc<Mutex<Vec<u8>>>, tokio::task::JoinHandle<()>) {
@@ -206,11 +273,13 @@ fn keep_stderr(
             if n == 0 {
                 break;
             }
-            if let Ok(mut k) = into.lock()
-                && k.len() < MOST_STDERR_BYTES
-            {
-                let room = MOST_STDERR_BYTES - k.len();
-                k.extend_from_slice(&buf[..n.min(room)]);
+            // The last bytes: why a server stopped is at the end.
+            if let Ok(mut k) = into.lock() {
+                k.extend_from_slice(&buf[..n]);
+                if k.len() > MOST_STDERR_BYTES {
+                    let cut = k.len() - MOST_STDERR_BYTES;
+                    k.drain(..cut);
+                }
             }
         }
     });
@@ -223,15 +292,18 @@ fn offered(
     spec: &McpServerSpec,
     index: usize,
     listed: Vec<rmcp::model::Tool>,
-) -> Result<Vec<ToolSpec>, String> {
+) -> Result<Vec<ToolSpec>, StartError> {
     if let Some(wanted) = &spec.tools {
         let names: Vec<&str> = listed.iter().map(|t| t.name.as_ref()).collect();
         if let Some(missing) = wanted.iter().find(|w| !names.contains(&w.as_str())) {
-            return Err(format!(
-                "the MCP server `{}` lists no tool `{missing}` (it lists: {})",
-                spec.label(),
-                names.join(", ")
-            ));
+            return Err(StartError {
+                message: format!(
+                    "the MCP server `{}` lists no tool `{missing}` (it lists: {})",
+                    spec.label(),
+                    names.join(", ")
+                ),
+                fix: format!("take `{missing}` out of the server's `tools:`, or name one it lists"),
+            });
         }
     }
     Ok(listed

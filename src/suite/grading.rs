@@ -187,6 +187,26 @@ impl Default for GradeSpec {
 }
 
 impl GradeSpec {
+    /// The tools its trajectory parts name (`tool_sequence`'s, `tool_args`'), with why a
+    /// part names none.
+    pub fn named_tools(&self) -> Result<Vec<&str>, String> {
+        match self {
+            GradeSpec::ToolSequence { tools, .. } if tools.is_empty() => {
+                Err("a tool_sequence names no tool (tools: [first, second])".into())
+            }
+            GradeSpec::ToolSequence { tools, .. } => Ok(tools.iter().map(String::as_str).collect()),
+            GradeSpec::ToolArgs { tool, .. } => Ok(vec![tool.as_str()]),
+            GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
+                let mut all = Vec::new();
+                for part in of {
+                    all.extend(part.named_tools()?);
+                }
+                Ok(all)
+            }
+            _ => Ok(Vec::new()),
+        }
+    }
+
     /// The calls its `tool_args` parts expect, in order (inside `all`, `any` and `mean`
     /// too): what the simulator's agent calls when a case scripts none of those tools
     /// (a program or an MCP server answers them).

@@ -197,6 +197,8 @@ pub struct Bench {
     pub loop_limits: tools::LoopLimits,
     /// `mcp:` — servers whose tools a run adds to `tools` once it has started them.
     pub mcp: Vec<tools::McpServerSpec>,
+    /// Where `grade:` is in the bench file.
+    pub(crate) grade_at: FilePos,
     /// Each tool's schema, compiled: what a call's arguments are checked against.
     pub argument_checks: tools::ArgumentChecks,
 }
@@ -239,8 +241,17 @@ impl Bench {
         };
         check_expected_given(&cases, &grade)?;
         let params = check_agent_tools(&raw.tools, raw.params, &cases, &here)?;
+        let grade_at = here("grade");
         let argument_checks = tools::ArgumentChecks::of(&raw.tools)
             .map_err(|e| InputError::new(here("tools"), e).fix("parameters: is a JSON Schema: { type: object, properties: { city: { type: string } } }"))?;
+        if raw.agent_loop.as_ref().is_some_and(|l| l.max_turns == 0) {
+            return Err(InputError::new(
+                here("loop"),
+                "loop.max_turns is 0: no request could be sent",
+            )
+            .fix("max_turns: 8 (the requests to the model a loop may make, the first included)")
+            .into());
+        }
         if let Some(d) = raw.agent_loop.as_ref().and_then(|l| l.deadline.as_deref()) {
             parse_duration(d).map_err(|e| {
                 InputError::new(here("loop"), format!("loop.deadline: {e}"))
@@ -276,7 +287,48 @@ impl Bench {
             loop_limits: raw.agent_loop.unwrap_or_default(),
             mcp: raw.mcp,
             argument_checks,
+            grade_at,
         })
+    }
+
+    /// Every tool a trajectory scorer names (the bench's `grade:`, each case's) is one the
+    /// model is offered: a scorer waiting for a call no model can make would fail every job
+    /// and say nothing. For a bench with MCP servers, once their tools are in.
+    pub fn check_trajectory_tools(&self) -> Result<(), InputErrors> {
+        let offered: Vec<&str> = self.tools.iter().map(|t| t.name.as_str()).collect();
+        let fix = format!(
+            "name tools the model is offered: {}",
+            if offered.is_empty() {
+                "none is (declare them under `tools:`)".to_string()
+            } else {
+                offered.join(", ")
+            }
+        );
+        let grades = std::iter::once((&self.grade, self.grade_at.clone())).chain(
+            self.cases
+                .iter()
+                .filter_map(|c| c.grade.as_ref().map(|g| (g, c.location.clone()))),
+        );
+        let mut errors = Vec::new();
+        for (grade, at) in grades {
+            let named = match grade.named_tools() {
+                Ok(named) => named,
+                Err(e) => {
+                    errors.push(InputError::new(at, e).fix(fix.clone()));
+                    continue;
+                }
+            };
+            if let Some(missing) = named.iter().find(|n| !offered.contains(n)) {
+                errors.push(
+                    InputError::new(at, format!("a trajectory scorer names the tool `{missing}`, which the model is not offered")).fix(fix.clone()),
+                );
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(InputErrors(errors))
+        }
     }
 
     /// Whether each job is an agent loop: the bench declares tools, or MCP servers that
@@ -622,7 +674,7 @@ fn check_agent_tools(
         if let Err(e) = tools::check_script(declared, &case.tool_script) {
             errors.push(
                 InputError::new(case.location.clone(), format!("case `{}`: {e}", case.id))
-                    .fix("each line is {tool, args, match: exact|subset|pattern, result}, naming a tool of the bench's `tools:`"),
+                    .fix("each line is {tool, args, match: exact|subset|pattern, result}, naming a tool of the bench's `tools:` (an MCP server's tools are answered by it, never scripted)"),
             );
         }
     }

@@ -543,6 +543,26 @@ fn a_standalone_simulator_plays_an_agent_of_a_fixed_number_of_steps() {
     assert_eq!(r["output"], "hi");
     assert_eq!(r["score"], 1.0);
     assert_eq!(server.provider.stats().generations, 4);
+    std::fs::remove_dir_all(b.path().join("reports")).unwrap();
+
+    // `--agent-parallel`: the three calls in its first answer, then the answer.
+    let (_rt, server) = start_mock(MockConfig {
+        agent_steps: 3,
+        agent_modes: AgentModes {
+            parallel: true,
+            ..AgentModes::default()
+        },
+        ..MockConfig::default()
+    });
+    let out = run(b.path(), &server.base_url(), "openai-chat");
+    assert!(out.status.success(), "{}", said(&out));
+    let r = journal(&run_dirs(&b.path().join("reports")).pop().unwrap())
+        .into_iter()
+        .find(|r| r["case_id"] == "e1")
+        .unwrap();
+    assert_eq!(r["steps"].as_array().unwrap().len(), 3, "{r}");
+    assert_eq!(r["turns"].as_array().unwrap().len(), 2, "{r}");
+    assert_eq!(server.provider.stats().generations, 2);
 }
 
 #[test]
@@ -1274,4 +1294,89 @@ fn a_stopped_run_waits_for_no_tool() {
         !still_runs(&d.join("left.pid")),
         "the tool's child outlived the run"
     );
+}
+
+#[test]
+fn an_mcp_server_that_dies_fails_its_jobs_with_its_status_and_last_words() {
+    let Some(python) = mcp_python() else { return };
+    let (_rt, server) = scripted_mock(vec![
+        ("get_weather", serde_json::json!({"city": "Oslo"})),
+        ("get_weather", serde_json::json!({"city": "Lima"})),
+    ]);
+    let case = r#"{"id": "w1", "vars": {"q": "?"}, "expected": "bring an umbrella"}"#;
+    let b = bench(&format!("{case}\n"), &MCP_BENCH.replace("PYTHON", &python));
+    let d = b.path();
+    // The weather server, but the second call kills it after a last word on stderr.
+    let source = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/weather_server.py"),
+    )
+    .unwrap();
+    let dying = source.replace(
+        "    log(\"get_weather\", {\"city\": city})\n",
+        "    log(\"get_weather\", {\"city\": city})\n    if city == \"Lima\":\n        import sys\n        print(\"crashing now: out of umbrellas\", file=sys.stderr, flush=True)\n        os._exit(3)\n",
+    );
+    assert_ne!(dying, source);
+    std::fs::write(d.join("weather_server.py"), dying).unwrap();
+    let out = run(d, &server.base_url(), "openai-chat");
+    assert_eq!(out.status.code(), Some(3), "{}", said(&out));
+    let r = journal(&run_dirs(&d.join("reports")).pop().unwrap())
+        .into_iter()
+        .find(|r| r["case_id"].is_string())
+        .unwrap();
+    let error = r["error"].as_str().unwrap();
+    assert!(
+        error.contains("the MCP server `weather_server.py` could not answer `get_weather`"),
+        "{r}"
+    );
+    assert!(error.contains("crashing now: out of umbrellas"), "{r}");
+    // Both calls are in the trajectory, the last with why it ended the loop.
+    let steps = r["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2, "{r}");
+    assert_eq!(steps[1]["error"], true, "{r}");
+}
+
+#[test]
+fn a_trajectory_scorer_naming_a_tool_the_model_is_not_offered_is_said_at_load() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let w1 = LOOP_CASES.lines().next().unwrap();
+    for (grade, expected) in [
+        (
+            "grade: { kind: tool_sequence, tools: [get_weathr] }",
+            "a trajectory scorer names the tool `get_weathr`, which the model is not offered",
+        ),
+        (
+            "grade: { kind: all, of: [{ kind: exact }, { kind: tool_args, tool: serch, args: {} }] }",
+            "names the tool `serch`",
+        ),
+        (
+            "grade: { kind: tool_sequence, tools: [] }",
+            "a tool_sequence names no tool",
+        ),
+    ] {
+        let b = bench(
+            &format!("{w1}\n"),
+            &LOOP_BENCH.replace("grade: { kind: exact }", grade),
+        );
+        let out = run(b.path(), &server.base_url(), "openai-chat");
+        assert_eq!(out.status.code(), Some(2), "{grade}: {}", said(&out));
+        assert!(said(&out).contains(expected), "{grade}: {}", said(&out));
+        assert!(
+            said(&out).contains("bench.yaml:4"),
+            "{grade}: {}",
+            said(&out)
+        );
+        assert!(
+            said(&out).contains("fix: name tools the model is offered: get_weather, search"),
+            "{}",
+            said(&out)
+        );
+    }
+    let b = bench(
+        &format!("{w1}\n"),
+        &LOOP_BENCH.replace("max_turns: 4", "max_turns: 0"),
+    );
+    let out = run(b.path(), &server.base_url(), "openai-chat");
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(said(&out).contains("loop.max_turns is 0"), "{}", said(&out));
+    assert_eq!(server.provider.stats().requests, 0, "nothing sent");
 }
