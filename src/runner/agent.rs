@@ -163,6 +163,9 @@ async fn steps(
         if let Some(done) = options.loop_steps.get(&step.request.idempotency_key)
             && trail.resume(done, &mut step)
         {
+            if let Some(b) = &options.budget {
+                b.step_paid(job.index, usize::from(job.endpoint), &done.attempts, true);
+            }
             continue;
         }
         // A run winding down (the first Ctrl-C) sends no later step: the loop resumes from
@@ -210,6 +213,9 @@ async fn steps(
             return Looped::Ended(cause, result);
         }
         line.results = trail.steps[before..].to_vec();
+        if let Some(b) = &options.budget {
+            b.step_paid(job.index, usize::from(job.endpoint), &line.attempts, false);
+        }
         if !journaled(tx, line).await {
             return Looped::Stopped;
         }

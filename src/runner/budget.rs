@@ -72,6 +72,18 @@ impl Prices {
         })
     }
 
+    /// What these attempts were billed, at the price of endpoint `lane`.
+    pub(crate) fn attempts_billed(&self, attempts: &[crate::client::Attempt], lane: usize) -> f64 {
+        match self.lanes.get(lane).cloned().flatten() {
+            Some(price) => attempts
+                .iter()
+                .filter_map(|a| a.usage.as_ref())
+                .map(|u| price.cost(u))
+                .sum(),
+            None => 0.0,
+        }
+    }
+
     /// What a finished job was billed, at the price of its endpoint (`lane`).
     pub(crate) fn billed(&self, record: &JobRecord, lane: usize) -> f64 {
         let price = self.lanes.get(lane).cloned().flatten();
@@ -96,6 +108,9 @@ struct Ledger {
     holding: f64,
     /// The hold that did not fit, when one did not.
     refused: Option<f64>,
+    /// What the finished steps of agent loops still in flight cost, by plan position: in
+    /// `spent` already, so their job's bill adds only the rest.
+    steps_paid: HashMap<usize, f64>,
 }
 
 impl Budget {
@@ -185,7 +200,8 @@ impl Budget {
         }
     }
 
-    /// A finished job's bill takes its hold's place.
+    /// A finished job's bill takes its hold's place (less what its loop's steps were
+    /// counted for as they ended).
     pub(crate) fn settle(&self, record: &JobRecord) {
         let mut l = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
         let lane = match l.held.remove(&record.job) {
@@ -195,7 +211,26 @@ impl Budget {
             }
             None => return,
         };
-        l.spent += self.prices.billed(record, lane);
+        let counted = l.steps_paid.remove(&record.job).unwrap_or(0.0);
+        l.spent += self.prices.billed(record, lane) - counted;
+    }
+
+    /// An agent loop's step of job `index` ended (`attempts`, at `lane`): what it was
+    /// billed is spent now, whether or not the loop ever finishes. `counted`: already in
+    /// what the run spent (a step a resume took from the journal).
+    pub(crate) fn step_paid(
+        &self,
+        index: usize,
+        lane: usize,
+        attempts: &[crate::client::Attempt],
+        counted: bool,
+    ) {
+        let usd = self.prices.attempts_billed(attempts, lane);
+        let mut l = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
+        *l.steps_paid.entry(index).or_insert(0.0) += usd;
+        if !counted {
+            l.spent += usd;
+        }
     }
 
     /// Whether a job was refused: nothing more is sent.

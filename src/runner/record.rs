@@ -386,8 +386,13 @@ impl StopReason {
     /// `--budget`: `spent` of `limit` spent (as written: `$0.0125`), `not_sent` jobs not sent.
     pub(crate) fn budget(spent: &str, limit: &str, not_sent: usize) -> Self {
         StopReason::Budget(format!(
-            "{}{spent} of {limit} spent, and the next job could cost more than is left; {not_sent} jobs were not sent",
-            Self::BUDGET
+            "{}{spent} of {limit} spent, and the next job could cost more than is left; {not_sent} {} not sent",
+            Self::BUDGET,
+            if not_sent == 1 {
+                "job was"
+            } else {
+                "jobs were"
+            }
         ))
     }
 

@@ -1128,20 +1128,26 @@ fn a_budget_holds_each_step_and_a_resume_with_more_goes_on_from_the_last_one() {
         ("search", serde_json::json!({"q": "rain"})),
     ]);
     let w1 = LOOP_CASES.lines().next().unwrap();
-    // A request may cost about $0.00021 (max_tokens 100 at $2 a million): the first
-    // step fits in $0.0003, the second does not.
+    // A request may cost about $0.11 (max_tokens 100 and a short prompt at $1,000 a
+    // million): the first step fits in $0.15, the second does not.
     let priced = format!(
-        "{LOOP_BENCH}price: {{ input_per_mtok: 1.0, output_per_mtok: 2.0 }}\nparams: {{ max_tokens: 100 }}\n"
+        "{LOOP_BENCH}price: {{ input_per_mtok: 1000, output_per_mtok: 1000 }}\nparams: {{ max_tokens: 100 }}\n"
     );
     let b = bench(&format!("{w1}\n"), &priced);
     let d = b.path();
     let url = server.base_url();
     let out = promptgauge(d)
         .args(["run", "bench.yaml", "--quiet", "--no-store", "--model", "m"])
-        .args(["--base-url", &url, "--budget", "0.0003", "--run-to-budget"])
+        .args(["--base-url", &url, "--budget", "0.15", "--run-to-budget"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", said(&out));
+    // The step it sent was paid for, though the loop has no record yet: the budget says so.
+    assert!(
+        said(&out).contains("$0.00800 of $0.150 spent"),
+        "{}",
+        said(&out)
+    );
     assert_eq!(server.provider.stats().requests, 1, "one step sent");
     let run = run_dirs(&d.join("reports")).pop().unwrap();
     let lines = journal(&run);

@@ -49,6 +49,10 @@ pub(super) fn continue_journal(
             .with_context(|| format!("cannot read the journal {}", dir.journal_path().display()))
             .before_send()?
     };
+    // `--budget`: the finished steps of loops not yet recorded were paid for too.
+    if let Some((prices, usd)) = spent.as_mut() {
+        *usd += unfinished_steps_cost(&loop_steps, &jobs, &resend, (&record.run_id, prices));
+    }
     if settings.retry_failed.is_some() && !settings.quiet {
         say_resending(settings.retry_failed, resend.len());
     }
@@ -65,6 +69,36 @@ pub(super) fn continue_journal(
         loop_steps,
         spent: spent.map_or(0.0, |(_, usd)| usd),
     })
+}
+
+/// What the journaled steps of loops still to finish were billed: their jobs have no
+/// record yet (a failed round's steps are in its record), at each job's endpoint's price.
+fn unfinished_steps_cost(
+    steps: &HashMap<String, crate::runner::StepLine>,
+    jobs: &[Job],
+    resend: &HashMap<usize, u32>,
+    (run_id, prices): (&str, &crate::runner::budget::Prices),
+) -> f64 {
+    let prefix = format!("pg-{run_id}-");
+    let left: HashMap<usize, usize> = jobs
+        .iter()
+        .map(|j| (j.index, usize::from(j.endpoint)))
+        .collect();
+    steps
+        .values()
+        .filter_map(|s| {
+            let rest = s.key.strip_prefix(prefix.as_str())?;
+            let rest = rest.rsplit_once("-step").map_or(rest, |(job, _)| job);
+            let (index, round) = match rest.split_once("-resend") {
+                Some((i, r)) => (i, r.parse::<u32>().ok()),
+                None => (rest, None),
+            };
+            let index: usize = index.parse().ok()?;
+            let lane = left.get(&index)?;
+            (round == resend.get(&index).copied())
+                .then(|| prices.attempts_billed(&s.attempts, *lane))
+        })
+        .sum()
 }
 
 /// What `--until-decided` shares with the workers and the journal while the run goes on.
