@@ -168,13 +168,7 @@ async fn steps(
             }
             continue;
         }
-        // A run winding down (the first Ctrl-C) sends no later step: the loop resumes from
-        // its last journaled one. The first step was held for when the job was taken; each
-        // later one is held as its request now stands (longer by every result so far).
-        if turn > 0
-            && (lane.client.drain_token().is_cancelled()
-                || !options.afford_step(bench, job, &step, lane))
-        {
+        if turn > 0 && !may_send(bench, job, &step, lane, options) {
             return Looped::Stopped;
         }
         let ask = step.ask(lane, job);
@@ -213,10 +207,7 @@ async fn steps(
             return Looped::Ended(cause, result);
         }
         line.results = trail.steps[before..].to_vec();
-        if let Some(b) = &options.budget {
-            b.step_paid(job.index, usize::from(job.endpoint), &line.attempts, false);
-        }
-        if !journaled(tx, line).await {
+        if !step_done(job, options, tx, line).await {
             return Looped::Stopped;
         }
     }
@@ -265,6 +256,28 @@ fn step_line(key: &str, turn: u32, result: &JobResult) -> StepLine {
         attempts: result.attempts.clone(),
         results: Vec::new(),
     }
+}
+
+/// Whether a loop's later step may be sent: not by a run winding down (the first Ctrl-C;
+/// the loop resumes from its last journaled step), nor past the budget. The first step
+/// was held for when the job was taken; each later one is held as its request now stands
+/// (longer by every result so far).
+fn may_send(bench: &Bench, job: &Job, step: &Rendered, lane: &Lane, options: &RunOptions) -> bool {
+    !lane.client.drain_token().is_cancelled() && options.afford_step(bench, job, step, lane)
+}
+
+/// Ends a step whose calls have their results: what it was billed is spent, and its line
+/// journaled; `false` when the journal could not keep it.
+async fn step_done(
+    job: &Job,
+    options: &RunOptions,
+    tx: &mpsc::UnboundedSender<Message>,
+    line: StepLine,
+) -> bool {
+    if let Some(b) = &options.budget {
+        b.step_paid(job.index, usize::from(job.endpoint), &line.attempts, false);
+    }
+    journaled(tx, line).await
 }
 
 /// Hands a finished step to the journal and waits until it is kept: `false` when it could
