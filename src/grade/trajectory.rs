@@ -9,7 +9,7 @@ use super::{Score, ScoreContext};
 use std::sync::Arc;
 
 use crate::suite::grading::{GradeSpec, SequenceOrder};
-use crate::suite::tools::subset;
+use crate::suite::tools::args_hold;
 use serde_json::Value;
 
 /// The scorer of tool calls `spec` describes, if it is one: the answer's calls
@@ -78,7 +78,7 @@ impl Scorer for ToolArgs {
             .collect();
         let pass = calls
             .iter()
-            .any(|a| serde_json::from_str::<Value>(a).is_ok_and(|got| subset(&self.args, &got)));
+            .any(|a| serde_json::from_str::<Value>(a).is_ok_and(|got| args_hold(&self.args, &got)));
         let extracted = (!calls.is_empty()).then(|| {
             calls
                 .iter()
@@ -213,6 +213,23 @@ mod tests {
         assert_eq!(
             value(&args("search", serde_json::json!({"q": "umbrella"})), &made).await,
             1.0
+        );
+        // Paths into the arguments: a JSON Pointer, or a JSONPath.
+        assert_eq!(
+            value(
+                &args("get_weather", serde_json::json!({"/city": "Oslo"})),
+                &made
+            )
+            .await,
+            1.0
+        );
+        assert_eq!(
+            value(
+                &args("get_weather", serde_json::json!({"$.city": "Lima"})),
+                &made
+            )
+            .await,
+            0.0
         );
         assert_eq!(value(&MaxSteps { steps: 3 }, &made).await, 1.0);
         assert_eq!(value(&MaxSteps { steps: 2 }, &made).await, 0.0);

@@ -212,7 +212,9 @@ impl GradeSpec {
     /// (a program or an MCP server answers them).
     pub fn expected_calls(&self) -> Vec<(String, serde_json::Value)> {
         match self {
-            GradeSpec::ToolArgs { tool, args } => vec![(tool.clone(), args.clone())],
+            GradeSpec::ToolArgs { tool, args } => {
+                vec![(tool.clone(), super::tools::args_of(args))]
+            }
             GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
                 of.iter().flat_map(GradeSpec::expected_calls).collect()
             }

@@ -328,6 +328,97 @@ pub(crate) fn subset(want: &Value, got: &Value) -> bool {
     }
 }
 
+/// Whether a call's arguments `got` hold `want` (`tool_args`'): each key of `want` names a
+/// field of `got` — a name, a JSON Pointer (`/address/city`) or a JSONPath (`$.items[0].sku`)
+/// — whose value holds the wanted one as [`subset`] says.
+pub(crate) fn args_hold(want: &Value, got: &Value) -> bool {
+    let Value::Object(fields) = want else {
+        return want == got;
+    };
+    fields.iter().all(|(key, value)| {
+        let found = match pointer_of(key) {
+            Some(pointer) => got.pointer(&pointer),
+            None => got.get(key),
+        };
+        found.is_some_and(|f| subset(value, f))
+    })
+}
+
+/// `tool_args`' arguments as a call would carry them: its paths (`$.a.b`, `/a/b`) spelled
+/// as nested objects (a path through an array is left out). What the simulator's agent
+/// sends.
+pub fn args_of(want: &Value) -> Value {
+    let Value::Object(fields) = want else {
+        return want.clone();
+    };
+    let mut out = Map::new();
+    for (key, value) in fields {
+        let Some(pointer) = pointer_of(key) else {
+            out.insert(key.clone(), value.clone());
+            continue;
+        };
+        let names: Vec<String> = pointer
+            .split('/')
+            .skip(1)
+            .map(|n| n.replace("~1", "/").replace("~0", "~"))
+            .collect();
+        if names.is_empty() || names.iter().any(|n| n.parse::<usize>().is_ok()) {
+            continue;
+        }
+        put(&mut out, &names, value.clone());
+    }
+    Value::Object(out)
+}
+
+/// Sets `value` at the path `names` of `map`, making the objects on the way.
+fn put(map: &mut Map<String, Value>, names: &[String], value: Value) {
+    match names {
+        [] => {}
+        [last] => {
+            map.insert(last.clone(), value);
+        }
+        [first, rest @ ..] => {
+            let next = map
+                .entry(first.clone())
+                .or_insert_with(|| Value::Object(Map::new()));
+            if !next.is_object() {
+                *next = Value::Object(Map::new());
+            }
+            if let Value::Object(next) = next {
+                put(next, rest, value);
+            }
+        }
+    }
+}
+
+/// The JSON Pointer a `tool_args` key names, when it is a path: `/a/b` as it is, `$.a.b[0]`
+/// or `$['a']` turned into one; `None` for a plain field name.
+pub(crate) fn pointer_of(key: &str) -> Option<String> {
+    if key.starts_with('/') {
+        return Some(key.to_string());
+    }
+    let mut rest = key.strip_prefix('$')?;
+    let mut pointer = String::new();
+    let escape = |n: &str| n.replace('~', "~0").replace('/', "~1");
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('.') {
+            let end = r.find(['.', '[']).unwrap_or(r.len());
+            pointer.push('/');
+            pointer.push_str(&escape(&r[..end]));
+            rest = &r[end..];
+        } else if let Some(r) = rest.strip_prefix('[') {
+            let end = r.find(']')?;
+            let inside = r[..end].trim_matches(|c| c == '\'' || c == '"');
+            pointer.push('/');
+            pointer.push_str(&escape(inside));
+            rest = &r[end + 1..];
+        } else {
+            return None;
+        }
+    }
+    Some(pointer)
+}
+
 /// A result as the model reads it: text as it is, anything else as JSON.
 fn as_text(result: &Value) -> String {
     match result {
@@ -456,6 +547,31 @@ mod tests {
             {"name": "search", "default": "no results"}
         ]))
         .unwrap()
+    }
+
+    #[test]
+    fn tool_args_paths_read_as_json_pointers_and_spell_out_as_objects() {
+        assert_eq!(
+            pointer_of("$.items[0].sku").as_deref(),
+            Some("/items/0/sku")
+        );
+        assert_eq!(pointer_of("$['a/b'].c").as_deref(), Some("/a~1b/c"));
+        assert_eq!(
+            pointer_of("/address/city").as_deref(),
+            Some("/address/city")
+        );
+        assert_eq!(pointer_of("city"), None);
+        let got = json!({"address": {"city": "Oslo", "zip": "0150"}, "items": [{"sku": "A1"}]});
+        assert!(args_hold(
+            &json!({"$.address.city": "Oslo", "/items/0/sku": "A1"}),
+            &got
+        ));
+        assert!(!args_hold(&json!({"$.address.city": "Lima"}), &got));
+        assert!(!args_hold(&json!({"$.nowhere": "Oslo"}), &got));
+        assert_eq!(
+            args_of(&json!({"$.address.city": "Oslo", "q": 1, "$.items[0].sku": "A1"})),
+            json!({"address": {"city": "Oslo"}, "q": 1})
+        );
     }
 
     #[test]
