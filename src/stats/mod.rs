@@ -4,6 +4,7 @@
 //! every figure is checked against scipy, statsmodels, ppi-python or a seeded simulation
 //! committed with its script (tests/fixtures/).
 
+pub mod best;
 pub(crate) mod bounded;
 pub mod cluster;
 pub mod holm;

@@ -1,0 +1,499 @@
+//! Best of many (`run --best`, docs/dev/statistics.md §9): K arms — variants, or endpoints —
+//! see the same cases in the same seeded order, and after each case an arm that is clearly
+//! worse than another is eliminated (sent no more cases), until one arm is left, or every arm
+//! left is within ε of the best, or the cases run out ("the best is one of …").
+//!
+//! Each case t gives every arm still in play a score in [0, 1] (a case mean with repeats).
+//! For each ordered pair of arms (i, j) still in play, dₜ = xᵢ − xⱼ ∈ [−1, 1], and two
+//! one-sided tests of a mean run on the pair's cases, each a test supermartingale
+//! (betting wealth) Wₜ = Π (1 + λₛ (dₛ − c)) with λₛ ≥ 0 fixed from the cases before s:
+//!
+//! - **better** (c = 0): "i is no better than j" (E d ≤ 0). Its wealth reaching 1/α
+//!   eliminates j: i is better, at level α, whenever it is looked at (Ville's inequality).
+//! - **within** (c = −ε): "j is more than ε better than i" (E d ≤ −ε). Its wealth reaching
+//!   1/α says j is not: i is *confirmed* against j.
+//!
+//! The run stops when one arm is left, or when an arm left is confirmed against every other
+//! arm left: it is then the best or within ε of it (and so is any other arm confirmed so).
+//!
+//! The guarantee. Let a* be a best arm. A wrong answer needs either a* eliminated — the
+//! better test of some (i, a*) crossed while its null (μᵢ ≤ μₐ*) is true: K − 1 tests — or an
+//! arm b declared within ε of the best while μₐ* − μ_b > ε — the within test of (b, a*)
+//! crossed while its null is true: K − 1 tests. With α = (1 − confidence)/(2(K − 1)) for
+//! each, P(wrong) ≤ 1 − confidence, at whatever case the run stops, for any correlation
+//! between arms and any scores in [0, 1]. (Tests of pairs without a* can only make wrong
+//! calls about arms that are not the answer.)
+//!
+//! The bets are the growth-rate-optimal bet for the mean and second moment of d − c seen so
+//! far (shrunk toward no bet by [`PRIOR_CASES`]), at most [`MAX_BET`]/(1 + c) — a plug-in
+//! of the kind Waudby-Smith and Ramdas (2024, "Estimating means of bounded random variables
+//! by betting", JRSS B) call aGRAPA; any predictable λ keeps the guarantee, the choice only
+//! sets how fast the wealth grows when the null is false. Paired bets on dₜ use what the
+//! arms share: two arms right and wrong on the same cases have d = 0 there, a small second
+//! moment, and large bets.
+//!
+//! How far below the winner an eliminated arm is: the better test runs at a few margins
+//! c ∈ [`MARGINS`] too; the largest c whose wealth crossed is a lower bound on μᵢ − μⱼ at
+//! level α (the tests inverted into a confidence sequence), said with the elimination.
+
+use serde::{Deserialize, Serialize};
+
+/// Cases of prior weight holding the bets toward zero: a bet made on a handful of cases
+/// would swing with each.
+const PRIOR_CASES: f64 = 8.0;
+/// Cases of prior weight holding a within test's bet at the one that is best when the two
+/// arms do not differ (ε over the second moment): its null is ε away, a distance the
+/// early cases' mean cannot tell from noise.
+const WITHIN_PRIOR_CASES: f64 = 200.0;
+/// Largest bet, as a share of what 1 + λ(d − c) ≥ 0 allows.
+const MAX_BET: f64 = 0.8;
+/// Margins (in score units) of the extra better tests that bound an eliminated arm's gap.
+pub const MARGINS: [f64; 6] = [0.0, 0.01, 0.02, 0.05, 0.1, 0.2];
+
+/// What the tests are asked.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BestSettings {
+    /// The arms (variants, endpoints, or variant × endpoint cells).
+    pub arms: usize,
+    /// How close to the best counts as the best (in score units: 0.02 is 2 points).
+    pub epsilon: f64,
+    /// The chance the answer is right (the best arm is in it, or it is within ε of the best).
+    pub confidence: f64,
+    /// Bound each eliminated arm's gap ([`MARGINS`]); a simulation that needs only the
+    /// decisions leaves it off (the decisions are the same).
+    #[serde(default = "yes")]
+    pub gap_bounds: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl BestSettings {
+    /// Each test's level: the error shared over the 2(K − 1) tests a wrong answer needs.
+    pub fn alpha(&self) -> f64 {
+        (1.0 - self.confidence) / (2.0 * (self.arms.max(2) - 1) as f64)
+    }
+}
+
+/// An arm eliminated: after how many cases, by which arm, and by at least how much it is
+/// below that arm (at the tests' level).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Elimination {
+    pub arm: usize,
+    pub by: usize,
+    pub cases: u64,
+    /// The largest of [`MARGINS`] the arm is shown to be below `by` by (0: below, by an
+    /// amount not yet bounded).
+    pub gap_at_least: f64,
+    /// How far below `by` it scored on the cases both were sent.
+    pub gap_seen: f64,
+}
+
+/// Where the search stands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum BestVerdict {
+    /// Arms are still in play and not all confirmed.
+    Open,
+    /// One arm is left: the best, or within ε of it.
+    One(usize),
+    /// These arms (highest mean first; at least one) are each confirmed against every arm
+    /// left: each is the best or within ε of it. The others left may be too, or not.
+    WithinEpsilon(Vec<usize>),
+}
+
+/// One one-sided betting test of "E d ≤ c" on a pair's cases.
+#[derive(Debug, Clone, Copy)]
+struct Bet {
+    c: f64,
+    /// What the mean of d is taken to be before the cases say (and with what weight, in
+    /// cases): a better test assumes no edge (d's mean at c), a within test no difference
+    /// (d's mean at 0, an edge of ε over its null).
+    prior_mean: f64,
+    prior_cases: f64,
+    wealth: f64,
+    crossed: bool,
+}
+
+impl Bet {
+    fn better(c: f64) -> Bet {
+        Bet {
+            c,
+            prior_mean: c,
+            prior_cases: PRIOR_CASES,
+            wealth: 1.0,
+            crossed: false,
+        }
+    }
+
+    fn within(epsilon: f64) -> Bet {
+        Bet {
+            c: -epsilon,
+            prior_mean: 0.0,
+            prior_cases: WITHIN_PRIOR_CASES,
+            wealth: 1.0,
+            crossed: false,
+        }
+    }
+
+    /// The bet on the next case, from the pair's sums so far (n cases, Σd, Σd²).
+    fn size(&self, n: f64, sum: f64, sum2: f64) -> f64 {
+        let c = self.c;
+        // The mean of d − c, shrunk toward the prior; its second moment, toward ¼.
+        let mean = (sum + self.prior_cases * self.prior_mean) / (n + self.prior_cases) - c;
+        let m2 = (sum2 - 2.0 * c * sum + n * c * c + PRIOR_CASES * 0.25) / (n + PRIOR_CASES);
+        if mean <= 0.0 || m2 <= 0.0 {
+            return 0.0;
+        }
+        (mean / m2).min(MAX_BET / (1.0 + c))
+    }
+
+    fn hear(&mut self, lambda: f64, d: f64, threshold: f64) {
+        if self.crossed {
+            return;
+        }
+        self.wealth *= 1.0 + lambda * (d - self.c);
+        if self.wealth >= threshold {
+            self.crossed = true;
+        }
+    }
+}
+
+/// The tests of one ordered pair (i, j), on d = xᵢ − xⱼ.
+#[derive(Debug, Clone)]
+struct Pair {
+    n: f64,
+    sum: f64,
+    sum2: f64,
+    /// "i is no better than j" at each of [`MARGINS`]; the first (c = 0) eliminates j.
+    better: Vec<Bet>,
+    /// "j is more than ε better than i": crossed confirms i against j.
+    within: Bet,
+}
+
+impl Pair {
+    fn new(epsilon: f64, gap_bounds: bool) -> Pair {
+        Pair {
+            n: 0.0,
+            sum: 0.0,
+            sum2: 0.0,
+            better: MARGINS[..if gap_bounds { MARGINS.len() } else { 1 }]
+                .iter()
+                .map(|&c| Bet::better(c))
+                .collect(),
+            within: Bet::within(epsilon),
+        }
+    }
+
+    fn hear(&mut self, d: f64, threshold: f64) {
+        let (n, sum, sum2) = (self.n, self.sum, self.sum2);
+        for bet in self
+            .better
+            .iter_mut()
+            .chain(std::iter::once(&mut self.within))
+        {
+            let lambda = bet.size(n, sum, sum2);
+            bet.hear(lambda, d, threshold);
+        }
+        self.n += 1.0;
+        self.sum += d;
+        self.sum2 += d * d;
+    }
+}
+
+/// The search for the best of K arms, case by case.
+#[derive(Debug, Clone)]
+pub struct BestArm {
+    settings: BestSettings,
+    threshold: f64,
+    alive: Vec<bool>,
+    cases: u64,
+    /// Each arm's score sum and cases heard while it was in play.
+    sums: Vec<(f64, u64)>,
+    pairs: Vec<Pair>,
+    eliminated: Vec<Elimination>,
+}
+
+impl BestArm {
+    pub fn new(settings: BestSettings) -> BestArm {
+        let k = settings.arms;
+        BestArm {
+            settings,
+            threshold: 1.0 / settings.alpha(),
+            alive: vec![true; k],
+            cases: 0,
+            sums: vec![(0.0, 0); k],
+            pairs: (0..k * k)
+                .map(|_| Pair::new(settings.epsilon, settings.gap_bounds))
+                .collect(),
+            eliminated: Vec::new(),
+        }
+    }
+
+    /// Whether `arm` is still sent cases.
+    pub fn alive(&self, arm: usize) -> bool {
+        self.alive.get(arm).copied().unwrap_or(false)
+    }
+
+    /// The arms still in play.
+    pub fn remaining(&self) -> Vec<usize> {
+        (0..self.settings.arms).filter(|&a| self.alive[a]).collect()
+    }
+
+    /// Cases heard.
+    pub fn cases(&self) -> u64 {
+        self.cases
+    }
+
+    /// Each arm's mean score over the cases it was sent (`None` before any).
+    pub fn means(&self) -> Vec<Option<f64>> {
+        self.sums
+            .iter()
+            .map(|&(s, n)| (n > 0).then(|| s / n as f64))
+            .collect()
+    }
+
+    /// The eliminations so far, in order.
+    pub fn eliminated(&self) -> &[Elimination] {
+        &self.eliminated
+    }
+
+    /// Hears one case: each arm in play's score (`scores[arm]`, in [0, 1]; others ignored).
+    /// Returns the arms it eliminated. An arm in play without a score is an error of the
+    /// caller: the case is not heard.
+    pub fn hear(&mut self, scores: &[Option<f64>]) -> Vec<Elimination> {
+        let k = self.settings.arms;
+        let alive = self.remaining();
+        if alive.len() < 2
+            || alive.iter().any(|&a| {
+                !scores
+                    .get(a)
+                    .copied()
+                    .flatten()
+                    .is_some_and(|x| (0.0..=1.0).contains(&x))
+            })
+        {
+            return Vec::new();
+        }
+        self.cases += 1;
+        for &a in &alive {
+            let x = scores[a].unwrap_or(0.0);
+            self.sums[a].0 += x;
+            self.sums[a].1 += 1;
+        }
+        for &i in &alive {
+            for &j in &alive {
+                if i != j {
+                    let d = scores[i].unwrap_or(0.0) - scores[j].unwrap_or(0.0);
+                    self.pairs[i * k + j].hear(d, self.threshold);
+                }
+            }
+        }
+        self.eliminate(&alive)
+    }
+
+    /// Takes out every arm in play that an arm in play is shown better than.
+    fn eliminate(&mut self, alive: &[usize]) -> Vec<Elimination> {
+        let k = self.settings.arms;
+        let mut out = Vec::new();
+        for &j in alive {
+            // The arm in play that beats j by the widest margin shown.
+            let beaten_by = alive
+                .iter()
+                .filter(|&&i| i != j && self.pairs[i * k + j].better[0].crossed)
+                .map(|&i| (i, self.gap_shown(i, j)))
+                .max_by(|a, b| a.1.total_cmp(&b.1));
+            if let Some((by, gap)) = beaten_by {
+                let pair = &self.pairs[by * k + j];
+                out.push(Elimination {
+                    arm: j,
+                    by,
+                    cases: self.cases,
+                    gap_at_least: gap,
+                    gap_seen: pair.sum / pair.n.max(1.0),
+                });
+            }
+        }
+        // Never all: arms eliminated by each other in one case (possible only by error)
+        // leave the one with the best mean.
+        if out.len() == alive.len() {
+            let keep = alive
+                .iter()
+                .copied()
+                .max_by(|&a, &b| {
+                    let m = |x: usize| self.sums[x].0 / self.sums[x].1.max(1) as f64;
+                    m(a).total_cmp(&m(b))
+                })
+                .unwrap_or(alive[0]);
+            out.retain(|e| e.arm != keep);
+        }
+        for e in &out {
+            self.alive[e.arm] = false;
+        }
+        self.eliminated.extend(out.iter().copied());
+        out
+    }
+
+    /// The largest margin by which `i` is shown better than `j`.
+    fn gap_shown(&self, i: usize, j: usize) -> f64 {
+        let pair = &self.pairs[i * self.settings.arms + j];
+        pair.better
+            .iter()
+            .filter(|b| b.crossed)
+            .map(|b| b.c)
+            .fold(0.0, f64::max)
+    }
+
+    /// Where the search stands.
+    pub fn verdict(&self) -> BestVerdict {
+        let alive = self.remaining();
+        if alive.len() == 1 {
+            return BestVerdict::One(alive[0]);
+        }
+        let confirmed = self.confirmed();
+        if confirmed.is_empty() {
+            BestVerdict::Open
+        } else {
+            BestVerdict::WithinEpsilon(confirmed)
+        }
+    }
+
+    /// The arms in play confirmed against every other arm in play: each is the best or
+    /// within ε of it. Highest mean first.
+    pub fn confirmed(&self) -> Vec<usize> {
+        let alive = self.remaining();
+        let k = self.settings.arms;
+        let mut confirmed: Vec<usize> = alive
+            .iter()
+            .copied()
+            .filter(|&i| {
+                alive
+                    .iter()
+                    .all(|&j| i == j || self.pairs[i * k + j].within.crossed)
+            })
+            .collect();
+        let means = self.means();
+        confirmed.sort_by(|&a, &b| means[b].unwrap_or(0.0).total_cmp(&means[a].unwrap_or(0.0)));
+        confirmed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(arms: usize) -> BestSettings {
+        BestSettings {
+            arms,
+            epsilon: 0.02,
+            confidence: 0.95,
+            gap_bounds: true,
+        }
+    }
+
+    #[test]
+    fn a_clearly_better_arm_eliminates_the_others_and_says_by_how_much() {
+        let mut best = BestArm::new(settings(3));
+        // Arm 1 right on every case; arms 0 and 2 right on every other case.
+        let mut t = 0;
+        while best.verdict() == BestVerdict::Open && t < 1000 {
+            let half = if t % 2 == 0 { 1.0 } else { 0.0 };
+            best.hear(&[Some(half), Some(1.0), Some(half)]);
+            t += 1;
+        }
+        assert_eq!(best.verdict(), BestVerdict::One(1));
+        let out = best.eliminated();
+        assert_eq!(out.len(), 2);
+        assert!(
+            out.iter()
+                .all(|e| e.by == 1 && (e.gap_seen - 0.5).abs() < 0.05 && e.gap_at_least > 0.0),
+            "{out:?}"
+        );
+        // Fast: a 50-point gap needs few cases.
+        assert!(best.cases() < 60, "{}", best.cases());
+    }
+
+    #[test]
+    fn equal_arms_that_agree_are_declared_within_epsilon() {
+        let mut best = BestArm::new(settings(4));
+        let mut t = 0;
+        while best.verdict() == BestVerdict::Open && t < 5000 {
+            // Every arm right on the same three cases of four: d = 0 throughout.
+            let x = if t % 4 == 3 { 0.0 } else { 1.0 };
+            best.hear(&[Some(x); 4]);
+            t += 1;
+        }
+        // All agree on every case: each is confirmed against each at the same case.
+        assert_eq!(best.verdict(), BestVerdict::WithinEpsilon(vec![0, 1, 2, 3]));
+        assert!(best.eliminated().is_empty());
+    }
+
+    /// One seeded search on 0/1 answers, arm a right with probability `p[a]`
+    /// (independently): the arms it names, and the cases it took.
+    fn simulated(p: &[f64], epsilon: f64, seed: u64, limit: u64) -> (BestVerdict, u64) {
+        use rand::{RngExt, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let mut best = BestArm::new(BestSettings {
+            arms: p.len(),
+            epsilon,
+            confidence: 0.95,
+            gap_bounds: false,
+        });
+        while best.verdict() == BestVerdict::Open && best.cases() < limit {
+            let case: Vec<Option<f64>> = p
+                .iter()
+                .map(|&p| Some(f64::from(u8::from(rng.random::<f64>() < p))))
+                .collect();
+            best.hear(&case);
+        }
+        (best.verdict(), best.cases())
+    }
+
+    #[test]
+    fn just_outside_epsilon_the_search_is_wrong_at_most_as_often_as_it_says() {
+        // The best 2.5 points ahead of three others, ε = 2: naming any other arm is wrong.
+        // The nearest a bad answer comes; 200 seeded searches (the sweep over K, gaps, base
+        // rates, correlation and repeats is benches/best_arm.rs, its output
+        // tests/fixtures/best_arm_sim.txt).
+        let p = [0.7, 0.675, 0.675, 0.675];
+        let mut wrong = 0;
+        for seed in 0..200 {
+            let (verdict, _) = simulated(&p, 0.02, seed, 200_000);
+            wrong += u32::from(match verdict {
+                BestVerdict::One(a) => a != 0,
+                BestVerdict::WithinEpsilon(arms) => arms.iter().any(|&a| a != 0),
+                BestVerdict::Open => true,
+            });
+        }
+        // At most 5% by the guarantee; 18 of 200 would be 9% (p ≈ 0.01 if it held).
+        assert!(wrong < 18, "{wrong} of 200 wrong");
+    }
+
+    #[test]
+    fn a_clear_winner_is_found_in_far_fewer_cases_than_a_fixed_design_needs() {
+        // +10 points at K = 8 from 70%: the fixed design guaranteeing ε = 2 points needs
+        // z²·Var(d)/ε² ≈ 2.45²·0.44/0.0004 ≈ 6,600 cases an arm (benches/best_arm.rs).
+        let mut p = [0.6; 8];
+        p[3] = 0.7;
+        let mut cases = 0;
+        for seed in 0..20 {
+            let (verdict, n) = simulated(&p, 0.02, seed, 100_000);
+            let named = match verdict {
+                BestVerdict::One(a) => vec![a],
+                BestVerdict::WithinEpsilon(arms) => arms,
+                BestVerdict::Open => Vec::new(),
+            };
+            assert_eq!(named, vec![3], "seed {seed}");
+            cases += n;
+        }
+        assert!(cases / 20 < 2_000, "{} cases on average", cases / 20);
+    }
+
+    #[test]
+    fn a_case_missing_an_arm_in_play_is_not_heard() {
+        let mut best = BestArm::new(settings(2));
+        best.hear(&[Some(1.0), None]);
+        best.hear(&[Some(1.0), Some(1.5)]);
+        assert_eq!(best.cases(), 0);
+    }
+}
