@@ -844,6 +844,16 @@ pub struct PlanArgs {
     /// hold at 1 − confidence however early the run stops.
     #[arg(long, conflicts_with = "shard")]
     pub until_decided: bool,
+    /// Find the best of the variants (or, with several endpoints, of the variant ×
+    /// endpoint cells): cases in a seeded random order, an arm shown worse than another is
+    /// sent no more cases, and the run stops when one arm is left or an arm is shown to be
+    /// the best or within --epsilon points of it, with the bench's confidence however early
+    /// that comes; when the cases run out, "the best is one of …" (docs/guide/best.md).
+    #[arg(long, conflicts_with_all = ["shard", "until_decided"])]
+    pub best: bool,
+    /// With --best: how close to the best counts as the best, in points.
+    #[arg(long, value_name = "POINTS", default_value_t = 2.0)]
+    pub epsilon: f64,
     /// Send the jobs through the endpoint's batch API instead of streaming them (OpenAI's
     /// /v1/batches, Anthropic's Message Batches): about half the price, answers within
     /// 24 hours, no latency figures. Every batch is journaled as it is submitted, so a

@@ -172,16 +172,7 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
         Some(g) => g.endpoint.clone(),
         None => endpoint_of(&bench, chosen.first(), args, env)?,
     };
-    let sequential = match (&args.sequential, args.until_decided) {
-        (Some(recorded), _) => Some(recorded.clone()),
-        (None, true) => Some(sequential_plan(
-            &bench,
-            (variants.len(), grid.len().max(1)),
-            args.max_drop,
-            args.seed,
-        )?),
-        (None, false) => None,
-    };
+    let sequential = sequential_of(args, &bench, variants.len(), grid.len().max(1))?;
     // A run that may stop early sends its cases in a seeded random order: stopped by
     // its budget, it has measured a random sample, not the first cases of the file.
     let order_seed = if args.order_kept {
@@ -206,6 +197,15 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
     }
     check_files(&bench, &variants, &endpoint, &grid)?;
     check_loop_not_batched(&bench, &endpoint, &grid)?;
+    if sequential.as_ref().is_some_and(|s| s.best.is_some())
+        && (endpoint.batch || grid.iter().any(|g| g.endpoint.batch))
+    {
+        return Err(UsageError::with_fix(
+            "--best does not go by batch yet: its waves would each wait on a provider batch, and they are not built",
+            "run --best without --batch (and without `batch: true` on an endpoint)",
+        )
+        .into());
+    }
     check_tool_programs(&bench)?;
     if bench.mcp.is_empty() {
         bench.check_trajectory_tools()?;
@@ -634,6 +634,70 @@ fn check_reservations(bench: &Bench, jobs: &[Job], tpm: u32) -> Result<(), Failu
     Ok(())
 }
 
+/// The plan's sequential part: recorded (a resume), `--best`'s search, `--until-decided`'s
+/// tests, or none.
+fn sequential_of(
+    args: &PlanArgs,
+    bench: &Bench,
+    variants: usize,
+    endpoints: usize,
+) -> Result<Option<SequentialPlan>, Failure> {
+    Ok(match (&args.sequential, args.until_decided) {
+        (Some(recorded), _) => Some(recorded.clone()),
+        (None, false) if args.best => Some(best_plan(
+            bench,
+            variants * endpoints,
+            args.epsilon,
+            args.seed,
+        )?),
+        (None, true) => Some(sequential_plan(
+            bench,
+            (variants, endpoints),
+            args.max_drop,
+            args.seed,
+        )?),
+        (None, false) => None,
+    })
+}
+
+/// The plan of a new `--best` run: its `arms` in a seeded order over every case.
+fn best_plan(
+    bench: &Bench,
+    arms: usize,
+    epsilon: f64,
+    seed: Option<u64>,
+) -> Result<SequentialPlan, Failure> {
+    if arms < 2 {
+        return Err(UsageError::with_fix(
+            "--best finds the best of several variants (or endpoints), and this run has one",
+            "run two or more variants (--variants a,b,c), or endpoints",
+        )
+        .into());
+    }
+    if !(0.0..50.0).contains(&epsilon) || !epsilon.is_finite() {
+        return Err(UsageError::with_fix(
+            format!("--epsilon {epsilon} is not a number of points from 0 to 50"),
+            "--epsilon 2 (two points: an arm within 2 points of the best counts as the best)",
+        )
+        .into());
+    }
+    let cases = bench.cases.len() as u64;
+    Ok(SequentialPlan {
+        seed: seed.or(bench.sequential.seed).unwrap_or_else(rand::random),
+        detect: epsilon / 100.0,
+        power: bench.sequential.power,
+        min_cases: 0,
+        max_cases: cases.max(1),
+        comparisons: arms - 1,
+        binary: bench.binary(),
+        fixed_design_cases: None,
+        max_drop: None,
+        best: Some(crate::suite::plan::BestPlan {
+            epsilon: epsilon / 100.0,
+        }),
+    })
+}
+
 /// The sequential plan of a new `--until-decided` run, from the bench's `sequential:`.
 fn sequential_plan(
     bench: &Bench,
@@ -693,5 +757,6 @@ fn sequential_plan(
         binary: bench.binary(),
         fixed_design_cases: fixed,
         max_drop,
+        best: None,
     })
 }

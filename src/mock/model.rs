@@ -108,6 +108,15 @@ const CATEGORIES: [(&str, &[&str]); 4] = [
 /// The chance of a wrong answer for a prompt's wording.
 pub(crate) fn error_rate(prompt: &str) -> f64 {
     let p = prompt.to_lowercase();
+    // A prompt that says what it should score (for trying `--best` and the statistics on
+    // arms of known accuracy).
+    if let Some(accuracy) = SIMULATED_ACCURACY
+        .captures(&p)
+        .and_then(|c| c[1].parse::<f64>().ok())
+        .filter(|a| (0.0..=100.0).contains(a))
+    {
+        return 1.0 - accuracy / 100.0;
+    }
     if p.contains("step by step") || p.contains("step-by-step") {
         0.08
     } else if p.contains("deep breath") {
@@ -130,6 +139,8 @@ pub(crate) fn unit(parts: &[&str]) -> f64 {
 static INCENTIVE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"\$\d|\b(tip|tipped|fired|or else|penalty|punished)\b").expect("valid regex")
 });
+static SIMULATED_ACCURACY: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"simulated accuracy (\d{1,3}(?:\.\d+)?)%").expect("valid regex"));
 static MESSAGE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?s)<message>(.*?)</message>").expect("valid regex"));
 static OPTION: LazyLock<Regex> =

@@ -211,6 +211,43 @@ pub struct SequentialSummary {
     pub jobs_saved: Option<u64>,
     /// The saving in money at this run's average cost per job.
     pub cost_saved_usd: Option<f64>,
+    /// `--best`: what the search found (the pairwise `variants` are then empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best: Option<BestSummary>,
+}
+
+/// What `--best` found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BestSummary {
+    /// In points.
+    pub epsilon: f64,
+    pub confidence: f64,
+    /// `one` (one arm left), `within_epsilon` (the named arms are each the best or within
+    /// ε of it), `open` (the cases ran out, or the run ended first: the best is one of the
+    /// arms left) .
+    pub outcome: String,
+    /// The arms the answer names: the best (or within ε of it), or — open — those left.
+    pub named: Vec<String>,
+    /// The arms still in play when it ended.
+    pub remaining: Vec<String>,
+    /// Cases the search used.
+    pub cases: u64,
+    pub eliminated: Vec<BestElimination>,
+}
+
+/// An arm `--best` sent no more cases.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BestElimination {
+    pub variant: String,
+    /// The arm shown better than it.
+    pub by: String,
+    /// After how many cases.
+    pub cases: u64,
+    /// Below `by` by at least this many points, at the search's level (0: below, by an
+    /// amount not yet bounded).
+    pub gap_at_least: f64,
+    /// Below `by` by this many points on the cases both were sent.
+    pub gap_seen: f64,
 }
 
 /// The state of every variant's test.
@@ -249,6 +286,17 @@ pub struct Sequential {
     decisions: Option<Decisions>,
     /// Finished jobs heard so far.
     jobs_heard: u64,
+    /// `--best`: the search among the arms (no pairs are tested then).
+    best: Option<Search>,
+}
+
+/// `--best`'s search, and where in the plan's order each arm stopped being needed.
+struct Search {
+    arms: crate::stats::best::BestArm,
+    /// Per arm: the position of the case that eliminated it.
+    out_at: Vec<Option<usize>>,
+    /// The position of the case the search ended on.
+    ended_at: Option<usize>,
 }
 
 /// The name a verdict has in the summary and the journal.
@@ -346,9 +394,21 @@ impl Sequential {
             held: Vec::new(),
             decisions,
             jobs_heard: 0,
+            best: plan.best.map(|b| Search {
+                arms: crate::stats::best::BestArm::new(crate::stats::best::BestSettings {
+                    arms,
+                    epsilon: b.epsilon,
+                    confidence,
+                    gap_bounds: true,
+                }),
+                out_at: vec![None; arms],
+                ended_at: None,
+            }),
         };
-        // Each variant against the baseline.
-        tests.test((1..arms).map(|a| (a, 0)).collect(), false);
+        if tests.best.is_none() {
+            // Each variant against the baseline.
+            tests.test((1..arms).map(|a| (a, 0)).collect(), false);
+        }
         tests
     }
 
@@ -356,6 +416,10 @@ impl Sequential {
     /// the figures compare — each variant against the baseline variant at each endpoint,
     /// each endpoint against the baseline endpoint for each variant.
     pub(crate) fn grid(mut self, variants: usize, endpoints: usize) -> Sequential {
+        // `--best` searches every cell at once.
+        if self.best.is_some() {
+            return self;
+        }
         let arm = |e: usize, v: usize| e * variants + v;
         let pairs = (0..endpoints)
             .flat_map(|e| (1..variants).map(move |v| (arm(e, v), arm(e, 0))))
@@ -478,6 +542,10 @@ impl Sequential {
     /// Whether `arm` still needs its jobs of the case at `pos`: while a test it is in (as
     /// the variant tested, or what it is tested against) needs that case.
     fn needs(&self, arm: usize, pos: usize) -> bool {
+        if let Some(search) = &self.best {
+            let until = |at: Option<usize>| at.is_none_or(|at| pos <= at);
+            return until(search.ended_at) && until(search.out_at.get(arm).copied().flatten());
+        }
         self.pairs
             .iter()
             .enumerate()
@@ -509,57 +577,136 @@ impl Sequential {
             if !complete {
                 return;
             }
-            for i in 0..self.pairs.len() {
-                if self.decided[i].is_some() {
-                    continue;
-                }
-                let (arm, against) = self.pairs[i];
-                let (v, b) = (
-                    self.scores[pos][arm].mean(),
-                    self.scores[pos][against].mean(),
-                );
-                let Some(test) = self.tests[i].as_mut() else {
-                    continue;
-                };
-                // A case with a failed job on either side tells nothing about the pair.
-                let (Some(v), Some(b)) = (v, b) else { continue };
-                // Done when the difference is decided and (with --max-drop) the drop check
-                // settled too.
-                if test.observe(v, b).is_ok()
-                    && test.finished()
-                    && let Some(decision) = test.decision()
-                {
-                    self.decided[i] = Some((decision, pos));
-                    for side in [arm, against] {
-                        if self.settled(side) {
-                            self.flag(side);
-                        }
-                    }
-                    if let Some(queue) = &self.decisions
-                        && let Ok(mut queue) = queue.lock()
-                    {
-                        queue.push(Decided {
-                            event: "decided".into(),
-                            variant: self.variants[arm].clone(),
-                            against: self.named_against.then(|| self.variants[against].clone()),
-                            verdict: verdict_name(decision.verdict).into(),
-                            cases: decision.cases,
-                            jobs_heard: self.jobs_heard,
-                        });
-                    }
-                }
-            }
-            if self.decided.iter().all(Option::is_some) {
-                self.flag(0);
-                if let Some(h) = &self.horizon {
-                    // Everything left is skipped: let the waiting workers see it.
-                    h.open();
-                }
+            if self.best.is_some() {
+                self.feed_best(pos);
+            } else {
+                self.feed_pairs(pos);
             }
             self.next += 1;
             if let Some(h) = &self.horizon {
                 h.advance_to(self.next);
             }
+        }
+    }
+
+    /// Feeds the case at `pos` to every pair's test not yet decided.
+    fn feed_pairs(&mut self, pos: usize) {
+        for i in 0..self.pairs.len() {
+            if self.decided[i].is_some() {
+                continue;
+            }
+            let (arm, against) = self.pairs[i];
+            let (v, b) = (
+                self.scores[pos][arm].mean(),
+                self.scores[pos][against].mean(),
+            );
+            let Some(test) = self.tests[i].as_mut() else {
+                continue;
+            };
+            // A case with a failed job on either side tells nothing about the pair.
+            let (Some(v), Some(b)) = (v, b) else { continue };
+            // Done when the difference is decided and (with --max-drop) the drop check
+            // settled too.
+            if test.observe(v, b).is_ok()
+                && test.finished()
+                && let Some(decision) = test.decision()
+            {
+                self.decided[i] = Some((decision, pos));
+                for side in [arm, against] {
+                    if self.settled(side) {
+                        self.flag(side);
+                    }
+                }
+                if let Some(queue) = &self.decisions
+                    && let Ok(mut queue) = queue.lock()
+                {
+                    queue.push(Decided {
+                        event: "decided".into(),
+                        variant: self.variants[arm].clone(),
+                        against: self.named_against.then(|| self.variants[against].clone()),
+                        verdict: verdict_name(decision.verdict).into(),
+                        cases: decision.cases,
+                        jobs_heard: self.jobs_heard,
+                    });
+                }
+            }
+        }
+        if self.decided.iter().all(Option::is_some) {
+            self.flag(0);
+            if let Some(h) = &self.horizon {
+                // Everything left is skipped: let the waiting workers see it.
+                h.open();
+            }
+        }
+    }
+
+    /// `--best`: feeds the case at `pos` to the search; an arm it eliminates is sent no
+    /// more cases, and once it ends every arm is stopped. Each step is a decision the
+    /// journal keeps.
+    fn feed_best(&mut self, pos: usize) {
+        let arms = self.variants.len();
+        let Some(search) = self.best.as_mut() else {
+            return;
+        };
+        if search.ended_at.is_some() {
+            return;
+        }
+        let scores: Vec<Option<f64>> = (0..arms)
+            .map(|a| {
+                search
+                    .arms
+                    .alive(a)
+                    .then(|| self.scores[pos][a].mean())
+                    .flatten()
+            })
+            .collect();
+        // A case with a failed job of an arm in play tells nothing: it is not heard.
+        let out = search.arms.hear(&scores);
+        for e in &out {
+            search.out_at[e.arm] = Some(pos);
+        }
+        let verdict = search.arms.verdict();
+        let mut decided: Vec<Decided> = out
+            .iter()
+            .map(|e| Decided {
+                event: "decided".into(),
+                variant: self.variants[e.arm].clone(),
+                against: Some(self.variants[e.by].clone()),
+                verdict: "eliminated".into(),
+                cases: e.cases,
+                jobs_heard: self.jobs_heard,
+            })
+            .collect();
+        let named = match &verdict {
+            crate::stats::best::BestVerdict::Open => Vec::new(),
+            crate::stats::best::BestVerdict::One(a) => vec![*a],
+            crate::stats::best::BestVerdict::WithinEpsilon(arms) => arms.clone(),
+        };
+        if !named.is_empty() {
+            search.ended_at = Some(pos);
+            let cases = search.arms.cases();
+            decided.extend(named.iter().map(|&a| Decided {
+                event: "decided".into(),
+                variant: self.variants[a].clone(),
+                against: None,
+                verdict: "best".into(),
+                cases,
+                jobs_heard: self.jobs_heard,
+            }));
+        }
+        for e in &out {
+            self.flag(e.arm);
+        }
+        if !named.is_empty() {
+            (0..arms).for_each(|a| self.flag(a));
+            if let Some(h) = &self.horizon {
+                h.open();
+            }
+        }
+        if let Some(queue) = &self.decisions
+            && let Ok(mut queue) = queue.lock()
+        {
+            queue.extend(decided);
         }
     }
 
@@ -609,6 +756,9 @@ impl Sequential {
         let saved = jobs_fixed
             .filter(|_| all_decided)
             .map(|f| f.saturating_sub(jobs_run as u64));
+        if let Some(search) = &self.best {
+            return self.best_summary(search, jobs_run, cost);
+        }
         SequentialSummary {
             detect: self.plan.detect * 100.0,
             power: self.plan.power,
@@ -625,6 +775,73 @@ impl Sequential {
                 (Some(c), Some(s)) if jobs_run > 0 => Some(c / jobs_run as f64 * s as f64),
                 _ => None,
             },
+            best: None,
+        }
+    }
+
+    /// `--best`'s account: what it found, each elimination, and the jobs against the fixed
+    /// design with the same guarantee (every arm on the cases that make picking the
+    /// highest mean right with the run's confidence when the best is more than ε ahead:
+    /// z²·Var(d)/ε², Var(d) at its largest for 0/1 arms, ½, Bonferroni across the arms).
+    fn best_summary(
+        &self,
+        search: &Search,
+        jobs_run: usize,
+        cost: Option<f64>,
+    ) -> SequentialSummary {
+        use crate::stats::best::BestVerdict;
+        let name = |a: usize| self.variants[a].clone();
+        let (outcome, named) = match search.arms.verdict() {
+            BestVerdict::One(a) => ("one", vec![a]),
+            BestVerdict::WithinEpsilon(arms) => ("within_epsilon", arms),
+            BestVerdict::Open => ("open", search.arms.remaining()),
+        };
+        let arms = self.variants.len();
+        let epsilon = self.plan.best.map_or(0.0, |b| b.epsilon);
+        let fixed_cases = (epsilon > 0.0 && arms > 1).then(|| {
+            let z = crate::stats::z_for(1.0 - 2.0 * (1.0 - self.confidence) / (arms - 1) as f64);
+            (z * z * 0.5 / (epsilon * epsilon)).ceil() as u64
+        });
+        let jobs_fixed = fixed_cases.map(|n| n * arms as u64 * u64::from(self.repeats));
+        let saved = jobs_fixed
+            .filter(|_| outcome != "open")
+            .map(|f| f.saturating_sub(jobs_run as u64));
+        SequentialSummary {
+            detect: epsilon * 100.0,
+            power: self.plan.power,
+            min_cases: 0,
+            max_cases: self.plan.max_cases,
+            seed: self.plan.seed,
+            max_drop: None,
+            fixed_design_cases: fixed_cases,
+            variants: Vec::new(),
+            jobs_not_needed: self.not_needed(),
+            jobs_fixed_design: jobs_fixed,
+            jobs_saved: saved,
+            cost_saved_usd: match (cost, saved) {
+                (Some(c), Some(s)) if jobs_run > 0 => Some(c / jobs_run as f64 * s as f64),
+                _ => None,
+            },
+            best: Some(BestSummary {
+                epsilon: epsilon * 100.0,
+                confidence: self.confidence,
+                outcome: outcome.into(),
+                named: named.into_iter().map(name).collect(),
+                remaining: search.arms.remaining().into_iter().map(name).collect(),
+                cases: search.arms.cases(),
+                eliminated: search
+                    .arms
+                    .eliminated()
+                    .iter()
+                    .map(|e| BestElimination {
+                        variant: name(e.arm),
+                        by: name(e.by),
+                        cases: e.cases,
+                        gap_at_least: e.gap_at_least * 100.0,
+                        gap_seen: e.gap_seen * 100.0,
+                    })
+                    .collect(),
+            }),
         }
     }
 
@@ -731,6 +948,7 @@ mod tests {
             binary: true,
             fixed_design_cases: Some(400),
             max_drop: None,
+            best: None,
         }
     }
 

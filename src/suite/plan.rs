@@ -152,6 +152,17 @@ pub struct SequentialPlan {
     /// check and stops once both it and its difference are settled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_drop: Option<f64>,
+    /// `--best`: the cases find the best of the arms instead of testing each against the
+    /// baseline (docs/guide/best.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best: Option<BestPlan>,
+}
+
+/// `--best`: how close to the best counts as the best.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BestPlan {
+    /// As a share (0.02 is 2 points).
+    pub epsilon: f64,
 }
 
 impl SequentialPlan {

@@ -529,3 +529,234 @@ fn a_grid_until_decided_tests_both_axes_and_stops_each_cell_when_settled() {
     );
     let _ = before;
 }
+
+/// A bench of `cases` sums and one variant per accuracy (the simulator scores a prompt
+/// that says "simulated accuracy N%" about that well).
+fn best_bench(cases: usize, accuracies: &[u32]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lines: String = (0..cases)
+        .map(|i| {
+            let (a, b) = (i % 97 + 3, i / 97 + 11);
+            format!(
+                "{{\"id\": \"s-{i}\", \"vars\": {{\"q\": \"What is {a} + {b}?\"}}, \"expected\": \"{}\"}}\n",
+                a + b
+            )
+        })
+        .collect();
+    std::fs::write(d.join("cases.jsonl"), lines).unwrap();
+    let mut variants = String::new();
+    for (i, acc) in accuracies.iter().enumerate() {
+        std::fs::write(
+            d.join(format!("v{i}.yaml")),
+            format!("name: v{i}\nmessages:\n  - {{ role: system, content: \"Answer with a number only (simulated accuracy {acc}%).\" }}\n  - {{ role: user, content: \"{{{{ q }}}}\" }}\n"),
+        )
+        .unwrap();
+        variants.push_str(&format!("  - v{i}.yaml\n"));
+    }
+    std::fs::write(
+        d.join("bench.yaml"),
+        format!("name: best\ncases: cases.jsonl\nvariants:\n{variants}grade: {{ kind: number }}\nlimits: {{ concurrency: 12 }}\n"),
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn best_of_six_finds_the_best_drops_the_losers_early_and_sends_nothing_twice() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let b = best_bench(2000, &[70, 70, 60, 80, 70, 62]);
+    let d = b.path();
+    let out = promptgauge(d)
+        .args(["run", "bench.yaml", "--best", "--seed", "3", "--no-store"])
+        .args(["--base-url", &server.base_url(), "--model", "m"])
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code().is_some_and(|c| c < 2), "{said}");
+    assert!(
+        said.contains("v3 is the best of 6, or within 2 points of it, with 95% confidence"),
+        "{said}"
+    );
+    let run = run_dirs(&d.join("reports")).pop().unwrap();
+    let s = summary(&run);
+    let seq = s.sequential.as_ref().expect("the search's account");
+    let best = seq.best.as_ref().unwrap();
+    assert_eq!(best.named, vec!["v3".to_string()]);
+    // The two weakest go first.
+    let first: Vec<&str> = best
+        .eliminated
+        .iter()
+        .take(2)
+        .map(|e| e.variant.as_str())
+        .collect();
+    assert!(
+        first.contains(&"v2") && first.contains(&"v5"),
+        "{:?}",
+        best.eliminated
+    );
+    assert!(
+        best.eliminated
+            .iter()
+            .all(|e| e.by == "v3" || e.gap_seen > 0.0)
+    );
+    // Far fewer jobs than the fixed design, and than the bench's 12,000.
+    let records: Vec<serde_json::Value> = journal(&run)
+        .into_iter()
+        .filter(|r| r["case_id"].is_string())
+        .collect();
+    assert!(records.len() < 3000, "{} jobs", records.len());
+    assert!(seq.jobs_fixed_design.unwrap() > 10 * records.len() as u64);
+    // Every request sent is a record, and an eliminated arm got few cases after it went.
+    assert_eq!(server.provider.stats().requests as usize, records.len());
+    for e in &best.eliminated {
+        let sent = records
+            .iter()
+            .filter(|r| r["variant"] == e.variant.as_str())
+            .count() as u64;
+        assert!(
+            sent <= e.cases + 12,
+            "{} sent {sent} after going out at {}",
+            e.variant,
+            e.cases
+        );
+    }
+    // Each step is in the journal, for a resume and the report.
+    let lines = journal(&run);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["event"] == "decided" && l["verdict"] == "eliminated")
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["event"] == "decided" && l["verdict"] == "best" && l["variant"] == "v3")
+    );
+}
+
+#[test]
+fn a_best_of_search_killed_and_resumed_ends_as_an_uninterrupted_one_and_pays_nothing_twice() {
+    let (_rt, server) = start_mock(MockConfig {
+        token_delay: std::time::Duration::from_millis(3),
+        ..MockConfig::default()
+    });
+    let b = best_bench(2000, &[70, 70, 60, 80, 70, 62]);
+    let d = b.path();
+    let url = server.base_url();
+    let args = [
+        "--best",
+        "--seed",
+        "3",
+        "--no-store",
+        "--model",
+        "m",
+        "--base-url",
+        url.as_str(),
+    ];
+    let whole = promptgauge(d)
+        .args(["run", "bench.yaml", "--quiet", "--out", "whole"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(whole.status.code().is_some_and(|c| c < 2));
+    let whole = summary(&run_dirs(&d.join("whole")).pop().unwrap());
+    let sent_whole = server.provider.stats().requests;
+
+    let mut child = spawned(
+        d,
+        &[
+            &["run", "bench.yaml", "--quiet", "--out", "killed"],
+            &args[..],
+        ]
+        .concat(),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut run = None;
+    while run.is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        run = run_dirs(&d.join("killed")).pop().filter(|r| {
+            std::fs::read_to_string(r.join("results.jsonl")).is_ok_and(|t| t.lines().count() >= 150)
+        });
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let run = run.expect("150 jobs within a minute");
+    let before = server.provider.stats().requests;
+    let out = promptgauge(d)
+        .args(["run", "--resume", run.to_str().unwrap(), "--quiet"])
+        .args(["--base-url", &url, "--model", "m"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.code().is_some_and(|c| c < 2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let resumed = summary(&run);
+    let (a, b) = (
+        whole.sequential.as_ref().unwrap().best.as_ref().unwrap(),
+        resumed.sequential.as_ref().unwrap().best.as_ref().unwrap(),
+    );
+    // The same answer, the same eliminations at the same cases.
+    assert_eq!(a.named, b.named);
+    assert_eq!(a.eliminated, b.eliminated);
+    // No job recorded twice, and the two sessions sent about what one run did (the jobs
+    // in flight at the kill are sent again).
+    let records: Vec<serde_json::Value> = journal(&run)
+        .into_iter()
+        .filter(|r| r["case_id"].is_string())
+        .collect();
+    let mut keys: Vec<String> = records
+        .iter()
+        .map(|r| format!("{}/{}", r["case_id"], r["variant"]))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), records.len());
+    let sent = server.provider.stats().requests - sent_whole;
+    assert!(
+        sent <= sent_whole + 24,
+        "{sent} sent against {sent_whole} (resumed at {})",
+        before - sent_whole
+    );
+}
+
+#[test]
+fn best_of_one_a_bad_epsilon_or_by_batch_is_refused_before_anything_is_sent() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let b = best_bench(50, &[70, 80]);
+    let url = server.base_url();
+    for (extra, expected) in [
+        (
+            vec!["--variants", "v0"],
+            "--best finds the best of several variants",
+        ),
+        (
+            vec!["--epsilon", "80"],
+            "--epsilon 80 is not a number of points",
+        ),
+        (vec!["--batch"], "--best does not go by batch yet"),
+        (vec!["--until-decided"], "cannot be used with"),
+    ] {
+        let out = promptgauge(b.path())
+            .args([
+                "run",
+                "bench.yaml",
+                "--best",
+                "--no-store",
+                "--model",
+                "m",
+                "--base-url",
+                &url,
+            ])
+            .args(&extra)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {said}");
+        assert!(said.contains(expected), "{extra:?}: {said}");
+    }
+    assert_eq!(server.provider.stats().requests, 0, "nothing sent");
+}

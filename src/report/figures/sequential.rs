@@ -180,8 +180,73 @@ fn saved(s: &SequentialSummary, all_decided: bool) -> String {
     }
 }
 
+/// `--best`'s sentences: the answer with its guarantee, then where each arm went out.
+fn best_note(s: &SequentialSummary, b: &crate::runner::sequential::BestSummary) -> String {
+    let arms = b.remaining.len() + b.eliminated.len();
+    let confidence = b.confidence * 100.0;
+    let within = if b.epsilon > 0.0 {
+        format!(", or within {} points of it,", b.epsilon)
+    } else {
+        String::new()
+    };
+    let answer = match (b.outcome.as_str(), b.named.as_slice()) {
+        ("one" | "within_epsilon", [one]) => format!(
+            "{one} is the best of {arms}{within} with {confidence:.0}% confidence (after {} cases)",
+            b.cases
+        ),
+        ("within_epsilon", many) => format!(
+            "{} are each the best of {arms}{within} with {confidence:.0}% confidence (after {} cases)",
+            many.join(", "),
+            b.cases
+        ),
+        (_, left) => format!(
+            "the best of {arms} is one of {}, with {confidence:.0}% confidence: the cases ran out after {} before one was shown best",
+            left.join(", "),
+            b.cases
+        ),
+    };
+    let out: Vec<String> = b
+        .eliminated
+        .iter()
+        .map(|e| {
+            let bound = if e.gap_at_least > 0.0 {
+                let points = e.gap_at_least;
+                format!(
+                    " by ≥ {points} point{}",
+                    if points == 1.0 { "" } else { "s" }
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                "{} out after {} cases: below {}{bound} ({:+.1} points on the same cases)",
+                e.variant, e.cases, e.by, -e.gap_seen
+            )
+        })
+        .collect();
+    let saved = match (s.jobs_fixed_design, s.jobs_saved) {
+        (Some(fixed), Some(saved)) => format!(
+            " The fixed design with the same guarantee (every arm on {} cases) would send {fixed} jobs: {saved} fewer were sent.",
+            s.fixed_design_cases.unwrap_or(0)
+        ),
+        _ => String::new(),
+    };
+    format!(
+        "Best of many (--best: ε {} points, cases in a seeded random order): {answer}.{}{saved} The guarantee holds however early the search stopped; the accuracies and intervals in the table describe the cases each arm was sent.",
+        b.epsilon,
+        if out.is_empty() {
+            String::new()
+        } else {
+            format!(" {}.", out.join("; "))
+        }
+    )
+}
+
 /// The summary's sentence about stopping early.
 pub(crate) fn note(s: &SequentialSummary) -> String {
+    if let Some(b) = &s.best {
+        return best_note(s, b);
+    }
     let each: Vec<String> = s.variants.iter().map(|v| decided(s, v)).collect();
     let all_decided = s
         .variants
