@@ -1062,6 +1062,11 @@ pub struct GateArgs {
     /// --baseline, than itself in that earlier run. A lower point estimate alone never fails.
     #[arg(long)]
     pub fail_if_worse: bool,
+    /// With --best: fail when the baseline (the first variant) is not in the answer — not
+    /// the best nor within --epsilon of it, or, when the cases ran out, not among the arms
+    /// left. "Is what we ship still the best of the candidates?"
+    #[arg(long)]
+    pub fail_if_not_best: bool,
     /// Fail unless the data show that no variant is more than POINTS worse than the
     /// baseline (or, with --baseline, than itself in that run): the lower end of the
     /// difference's interval must be above −POINTS. Passing needs evidence; too few cases
@@ -1095,6 +1100,7 @@ impl GateArgs {
     pub(crate) fn gates(&self) -> Gates {
         Gates {
             fail_if_worse: self.fail_if_worse,
+            fail_if_not_best: self.fail_if_not_best,
             max_drop: self.max_drop.map(|p| p / 100.0),
             min_accuracy: self.min_accuracy.clone(),
             max_cost_usd: self.max_cost,

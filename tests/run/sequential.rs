@@ -568,13 +568,26 @@ fn best_of_six_finds_the_best_drops_the_losers_early_and_sends_nothing_twice() {
     let b = best_bench(2000, &[70, 70, 60, 80, 70, 62]);
     let d = b.path();
     let out = promptgauge(d)
-        .args(["run", "bench.yaml", "--best", "--seed", "3", "--no-store"])
+        .args([
+            "run",
+            "bench.yaml",
+            "--best",
+            "--seed",
+            "3",
+            "--no-store",
+            "--fail-if-not-best",
+        ])
         .args(["--base-url", &server.base_url(), "--model", "m"])
         .output()
         .unwrap();
     let said =
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.code().is_some_and(|c| c < 2), "{said}");
+    // The baseline, v0, is not the best: the gate fails, saying where it went.
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("the baseline v0 is not among the best, or within ε of it: v3 (out after"),
+        "{said}"
+    );
     assert!(
         said.contains("v3 is the best of 6, or within 2 points of it, with 95% confidence"),
         "{said}"
@@ -758,5 +771,19 @@ fn best_of_one_a_bad_epsilon_or_by_batch_is_refused_before_anything_is_sent() {
         assert_eq!(out.status.code(), Some(2), "{extra:?}: {said}");
         assert!(said.contains(expected), "{extra:?}: {said}");
     }
+    let out = promptgauge(b.path())
+        .args([
+            "run",
+            "bench.yaml",
+            "--fail-if-not-best",
+            "--no-store",
+            "--model",
+            "m",
+        ])
+        .args(["--base-url", &url])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("add --best"));
     assert_eq!(server.provider.stats().requests, 0, "nothing sent");
 }

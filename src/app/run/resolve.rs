@@ -140,6 +140,12 @@ pub(super) fn check_gates(p: &Prepared, gates: &crate::cli::GateArgs) -> Result<
             ));
         }
     }
+    if gates.fail_if_not_best && p.sequential.as_ref().is_none_or(|s| s.best.is_none()) {
+        return Err(UsageError::with_fix(
+            "--fail-if-not-best asks whether the baseline is in --best's answer, and this run searches nothing",
+            "add --best",
+        ));
+    }
     let compared = arms.len() > 1 || gates.baseline.is_some();
     for (flag, asked) in [
         ("--max-drop", gates.max_drop.is_some()),

@@ -48,6 +48,8 @@ impl std::str::FromStr for MinAccuracy {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Gates {
     pub fail_if_worse: bool,
+    /// `--fail-if-not-best`: the baseline must be in `--best`'s answer.
+    pub fail_if_not_best: bool,
     /// `--max-drop`: the largest drop (a share) the data must rule out.
     pub max_drop: Option<f64>,
     pub min_accuracy: Vec<MinAccuracy>,
@@ -274,6 +276,9 @@ pub(crate) fn evaluate(
     if let Some(max) = gates.max_drop {
         max_drop(max, s, baseline, &mut out);
     }
+    if gates.fail_if_not_best {
+        out.push(baseline_best(s));
+    }
     for min in &gates.min_accuracy {
         min_accuracy(min, s, &mut out);
     }
@@ -287,6 +292,48 @@ pub(crate) fn evaluate(
         max_p90_latency(max, s, &mut out);
     }
     out
+}
+
+/// `--fail-if-not-best`: the baseline arm is in `--best`'s answer (or, the cases run out,
+/// among the arms left). A run that searched nothing has not passed.
+fn baseline_best(s: &Summary) -> GateResult {
+    let best = s.sequential.as_ref().and_then(|q| q.best.as_ref());
+    let baseline = s
+        .variants
+        .first()
+        .map(|v| v.name.as_str())
+        .unwrap_or_default();
+    let Some(b) = best else {
+        return result(
+            "fail-if-not-best",
+            false,
+            "no --best search ran: nothing says what is best".into(),
+        );
+    };
+    let (set, what) = match b.outcome.as_str() {
+        "open" => (&b.remaining, "the arms left when the cases ran out"),
+        _ => (&b.named, "the best, or within ε of it"),
+    };
+    let passed = set.iter().any(|a| a == baseline);
+    let reason = if passed {
+        format!(
+            "the baseline {baseline} is among {what}: {}",
+            set.join(", ")
+        )
+    } else {
+        let out = b
+            .eliminated
+            .iter()
+            .find(|e| e.variant == baseline)
+            .map_or(String::new(), |e| {
+                format!(" (out after {} cases, below {})", e.cases, e.by)
+            });
+        format!(
+            "the baseline {baseline} is not among {what}: {}{out}",
+            set.join(", ")
+        )
+    };
+    result("fail-if-not-best", passed, reason)
 }
 
 /// `--fail-if-worse`: within the run, and against `--baseline`'s run.
