@@ -398,6 +398,14 @@ pub struct PowerArgs {
     /// errors; variants that fail on the same cases (0.3 is common) need fewer cases.
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     pub correlation: f64,
+    /// Size `run --best` over K arms instead: the jobs a search takes (seeded simulations of
+    /// it at the baseline accuracy, the best `--detect` points ahead of the others — 10 by
+    /// default), against the fixed design with the same guarantee (docs/guide/best.md).
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(2..=64))]
+    pub best: Option<u64>,
+    /// With --best: how close to the best counts as the best, in points.
+    #[arg(long, value_name = "POINTS", default_value_t = 2.0)]
+    pub epsilon: f64,
 }
 
 fn parse_points(text: &str) -> Result<f64, String> {

@@ -65,6 +65,10 @@ pub fn plan(args: &PowerArgs) -> Result<Exit, Failure> {
         )
         .into());
     }
+    if let Some(arms) = args.best {
+        say_best(&bench, arms as usize, baseline, &source, args);
+        return Ok(Exit::Success);
+    }
     let conf = (bench.confidence * 100.0).round();
     let power_pct = (args.power * 100.0).round();
     let family = family_line(bench.variants.len(), endpoints, comparisons);
@@ -160,6 +164,71 @@ fn detectable_line(cases: u64, target: f64, a: &Assumptions) -> String {
             d * 100.0
         ),
         None => format!("{cases} cases cannot reliably detect any difference"),
+    }
+}
+
+/// `plan --best K`: the jobs `run --best` takes over K arms — 200 seeded searches on 0/1
+/// answers, the best `--detect` points (10) ahead of K − 1 equal others at the baseline
+/// accuracy, independent errors (correlated arms take fewer) — and the fixed design with
+/// the same guarantee (z²·Var(d)/ε² cases an arm, docs/dev/statistics.md §9).
+fn say_best(bench: &Bench, arms: usize, baseline: f64, source: &str, args: &PowerArgs) {
+    use crate::stats::best::{BestArm, BestSettings, BestVerdict};
+    use rand::{RngExt, SeedableRng};
+    let (gap, epsilon) = (args.detect.unwrap_or(10.0) / 100.0, args.epsilon / 100.0);
+    let best_p = (baseline + gap).min(1.0);
+    let others = best_p - gap;
+    let limit = 1_000_000u64;
+    let mut jobs: Vec<u64> = (0..200u64)
+        .map(|seed| {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+            let mut search = BestArm::new(BestSettings {
+                arms,
+                epsilon,
+                confidence: bench.confidence,
+                gap_bounds: false,
+            });
+            let mut sent = 0u64;
+            while search.verdict() == BestVerdict::Open && search.cases() < limit {
+                sent += search.remaining().len() as u64;
+                let case: Vec<Option<f64>> = (0..arms)
+                    .map(|a| {
+                        let p = if a == 0 { best_p } else { others };
+                        Some(f64::from(u8::from(rng.random::<f64>() < p)))
+                    })
+                    .collect();
+                search.hear(&case);
+            }
+            sent * u64::from(bench.repeats.max(1))
+        })
+        .collect();
+    jobs.sort_unstable();
+    let mean = jobs.iter().sum::<u64>() as f64 / jobs.len() as f64;
+    let p90 = jobs[jobs.len() * 9 / 10];
+    let variance = best_p * (1.0 - best_p) + others * (1.0 - others);
+    let z = crate::stats::z_for(1.0 - 2.0 * (1.0 - bench.confidence) / (arms - 1) as f64);
+    let fixed_cases = (z * z * variance / (epsilon * epsilon)).ceil() as u64;
+    let fixed = fixed_cases * arms as u64 * u64::from(bench.repeats.max(1));
+    out!(
+        "plan for {}: best of {arms} (run --best), ε {} points, {:.0}% confidence",
+        bench.name,
+        args.epsilon,
+        bench.confidence * 100.0
+    );
+    out!("  baseline accuracy {:.1}% ({source})", baseline * 100.0);
+    out!(
+        "  with the best {:.0} points ahead of the others (--detect), independent errors: about {:.0} jobs on average, {p90} in 9 searches of 10 (200 seeded simulations)",
+        gap * 100.0,
+        mean
+    );
+    out!(
+        "  the fixed design with the same guarantee: {fixed} jobs ({fixed_cases} cases an arm): the search's average is {:.0}% of it",
+        100.0 * mean / fixed as f64
+    );
+    if (bench.cases.len() as u64) < jobs[jobs.len() / 2] / arms as u64 {
+        out!(
+            "  the bench has {} cases: a search that needs more ends with \"the best is one of …\"; add cases, or a larger --epsilon",
+            bench.cases.len()
+        );
     }
 }
 

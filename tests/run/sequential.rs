@@ -787,3 +787,35 @@ fn best_of_one_a_bad_epsilon_or_by_batch_is_refused_before_anything_is_sent() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("add --best"));
     assert_eq!(server.provider.stats().requests, 0, "nothing sent");
 }
+
+#[test]
+fn plan_best_sizes_a_search_against_the_fixed_design() {
+    let b = best_bench(50, &[70, 80]);
+    let out = promptgauge(b.path())
+        .args([
+            "plan",
+            "bench.yaml",
+            "--best",
+            "8",
+            "--baseline-accuracy",
+            "0.7",
+        ])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("best of 8 (run --best), ε 2 points, 95% confidence"),
+        "{said}"
+    );
+    // A clear winner costs a small share of the fixed design (the simulation: 9–14%).
+    let share: f64 = said
+        .split("the search's average is ")
+        .nth(1)
+        .and_then(|t| t.split('%').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(100.0);
+    assert!(share < 40.0, "{said}");
+    // 50 cases cannot hold such a search: said.
+    assert!(said.contains("the bench has 50 cases"), "{said}");
+}
