@@ -819,3 +819,24 @@ fn plan_best_sizes_a_search_against_the_fixed_design() {
     // 50 cases cannot hold such a search: said.
     assert!(said.contains("the bench has 50 cases"), "{said}");
 }
+
+#[test]
+fn best_of_a_bench_too_small_says_the_best_is_one_of_the_arms_left() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let b = best_bench(60, &[70, 72, 80, 71]);
+    let out = promptgauge(b.path())
+        .args(["run", "bench.yaml", "--best", "--seed", "5", "--no-store"])
+        .args(["--base-url", &server.base_url(), "--model", "m"])
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code().is_some_and(|c| c < 2), "{said}");
+    let s = summary(&run_dirs(&b.path().join("reports")).pop().unwrap());
+    let best = s.sequential.unwrap().best.unwrap();
+    assert_eq!(best.outcome, "open", "{best:?}");
+    assert_eq!(best.cases, 60);
+    assert_eq!(best.named, best.remaining);
+    assert!(best.remaining.contains(&"v2".to_string()), "{best:?}");
+    assert!(said.contains("none was shown best in 60 cases"), "{said}");
+}

@@ -200,7 +200,7 @@ fn best_note(s: &SequentialSummary, b: &crate::runner::sequential::BestSummary) 
             b.cases
         ),
         (_, left) => format!(
-            "the best of {arms} is one of {}, with {confidence:.0}% confidence: the cases ran out after {} before one was shown best",
+            "the best of {arms} is one of {}, with {confidence:.0}% confidence: none was shown best in {} cases (the cases ran out, or the run ended first)",
             left.join(", "),
             b.cases
         ),
