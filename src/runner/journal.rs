@@ -466,6 +466,12 @@ impl Journal {
         self.decisions = Some(decisions);
     }
 
+    /// The decisions it writes, to be seen as they are reached (each is in the queue from
+    /// the event that reached it until the journal's next event writes it).
+    pub(crate) fn decisions(&self) -> Option<super::sequential::Decisions> {
+        self.decisions.clone()
+    }
+
     /// Writes the decisions reached since the last event.
     fn append_decisions(&mut self) -> std::io::Result<()> {
         let pending = match &self.decisions {

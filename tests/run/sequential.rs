@@ -582,6 +582,17 @@ fn best_of_six_finds_the_best_drops_the_losers_early_and_sends_nothing_twice() {
         .unwrap();
     let said =
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    // Each arm out is said as it goes (a log's line each), then the answer.
+    assert!(
+        said.lines()
+            .any(|l| l.starts_with("v2 out after ") && l.ends_with(" cases: below v3")),
+        "{said}"
+    );
+    assert!(
+        said.lines()
+            .any(|l| l.starts_with("v3: the best, or within ε of it, after ")),
+        "{said}"
+    );
     // The baseline, v0, is not the best: the gate fails, saying where it went.
     assert_eq!(out.status.code(), Some(1), "{said}");
     assert!(

@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 use super::cache::open_cache;
 use super::continued::Continued;
 use super::signals::{Signals, watch_signals};
-use super::watch::{BatchNotes, FirstFailures, Outage, watchers};
+use super::watch::{BatchNotes, FirstFailures, Outage, SearchNotes, watchers};
 use crate::app::settings::RunSettings;
 use crate::app::{Failure, Prepared};
 use crate::mock::server::MockServer;
@@ -74,6 +74,12 @@ pub(super) async fn send_jobs(
     // Without the live line (not a terminal, or CI), each batch's submission and end are
     // said as they happen: batches take hours, and a log should show them.
     let mut batch_notes = BatchNotes;
+    // `--best`: each arm out is said as it goes, on the live line or as a note.
+    let searching = p.sequential.as_ref().is_some_and(|s| s.best.is_some());
+    let mut search_notes = journal.decisions().filter(|_| searching).map(SearchNotes);
+    if let (true, Some(queue)) = (live, journal.decisions().filter(|_| searching)) {
+        progress.follow(queue);
+    }
     let (mut first, mut outage) = watchers(p, &dispatch, lanes);
     // The journal first: nothing is reported that it did not keep.
     let mut listeners: Vec<&mut dyn Listener> = vec![
@@ -88,6 +94,9 @@ pub(super) async fn send_jobs(
     }
     if !live && !settings.quiet && lanes.iter().any(|l| l.batch) {
         listeners.push(&mut batch_notes);
+    }
+    if let Some(notes) = search_notes.as_mut().filter(|_| !live && !settings.quiet) {
+        listeners.push(notes);
     }
     let tally = runner::run(
         p.bench.clone(),

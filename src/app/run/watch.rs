@@ -42,6 +42,23 @@ pub(super) fn watchers(
 }
 
 /// Says each provider batch's submission and end on stderr.
+/// `--best` without the live line: each arm out, and the answer, said as they are reached
+/// (the journal keeps them; a log should show them).
+pub(super) struct SearchNotes(pub(super) crate::runner::sequential::Decisions);
+
+impl Listener for SearchNotes {
+    fn on(&mut self, _: &runner::RunEvent<'_>) -> std::io::Result<()> {
+        let reached: Vec<_> = self.0.lock().map(|q| q.clone()).unwrap_or_default();
+        for line in reached
+            .iter()
+            .filter_map(crate::report::listeners::progress::search_line)
+        {
+            note!("{line}");
+        }
+        Ok(())
+    }
+}
+
 pub(super) struct BatchNotes;
 
 impl Listener for BatchNotes {

@@ -16,6 +16,25 @@ pub(crate) struct Progress {
     /// `--batch`: each batch's last known state and counts (done, failed, total), by name.
     batches: Vec<(String, String, [u64; 3])>,
     in_flight: usize,
+    /// `--best`: the decisions as they are reached, and the arms out so far.
+    search: Option<(crate::runner::sequential::Decisions, Vec<String>)>,
+}
+
+/// A `--best` decision as a line: an arm out, or the answer.
+pub(crate) fn search_line(d: &crate::runner::sequential::Decided) -> Option<String> {
+    let name = crate::report::visible(&d.variant, 80);
+    match d.verdict.as_str() {
+        "eliminated" => Some(format!(
+            "{name} out after {} cases: below {}",
+            d.cases,
+            crate::report::visible(d.against.as_deref().unwrap_or("another arm"), 80)
+        )),
+        "best" => Some(format!(
+            "{name}: the best, or within ε of it, after {} cases",
+            d.cases
+        )),
+        _ => None,
+    }
 }
 
 impl Progress {
@@ -51,6 +70,29 @@ impl Progress {
             throttled: 0,
             batches: Vec::new(),
             in_flight: 0,
+            search: None,
+        }
+    }
+
+    /// `--best`: says each arm out above the line as it goes, and marks it in the line.
+    pub(crate) fn follow(&mut self, decisions: crate::runner::sequential::Decisions) {
+        self.search = Some((decisions, Vec::new()));
+    }
+
+    /// The decisions reached by this event (the journal writes them at the next).
+    fn heard_decisions(&mut self) {
+        let Some((queue, out)) = &mut self.search else {
+            return;
+        };
+        let new: Vec<crate::runner::sequential::Decided> =
+            queue.lock().map(|q| q.clone()).unwrap_or_default();
+        for d in &new {
+            if d.verdict == "eliminated" {
+                out.push(d.variant.clone());
+            }
+            if let (Some(bar), Some(line)) = (&self.bar, search_line(d)) {
+                bar.println(line);
+            }
         }
     }
 
@@ -103,6 +145,7 @@ impl Progress {
                 }
             }
         }
+        self.heard_decisions();
         if let Some(bar) = &self.bar {
             bar.inc(1);
             bar.set_message(self.message(*in_flight));
@@ -115,7 +158,14 @@ impl Progress {
             .iter()
             .zip(&self.scores)
             .filter(|(_, (_, n))| *n > 0)
-            .map(|(v, (c, n))| format!("{v} {:.0}%", *c as f64 * 100.0 / *n as f64))
+            .map(|(v, (c, n))| {
+                let out = self.search.as_ref().is_some_and(|(_, out)| out.contains(v));
+                format!(
+                    "{v} {:.0}%{}",
+                    *c as f64 * 100.0 / *n as f64,
+                    if out { " out" } else { "" }
+                )
+            })
             .collect();
         if !self.batches.is_empty() {
             // Batches: how many in each state, and their requests done of all.
