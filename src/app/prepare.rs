@@ -197,15 +197,6 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
     }
     check_files(&bench, &variants, &endpoint, &grid)?;
     check_loop_not_batched(&bench, &endpoint, &grid)?;
-    if sequential.as_ref().is_some_and(|s| s.best.is_some())
-        && (endpoint.batch || grid.iter().any(|g| g.endpoint.batch))
-    {
-        return Err(UsageError::with_fix(
-            "--best does not go by batch yet: its waves would each wait on a provider batch, and they are not built",
-            "run --best without --batch (and without `batch: true` on an endpoint)",
-        )
-        .into());
-    }
     check_tool_programs(&bench)?;
     if bench.mcp.is_empty() {
         bench.check_trajectory_tools()?;

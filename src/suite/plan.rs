@@ -166,12 +166,20 @@ pub struct BestPlan {
 }
 
 impl SequentialPlan {
-    /// `--until-decided --batch`: the cases of one wave. Each wave is a provider batch
+    /// `--until-decided --batch` (or `--best --batch`): the cases of one wave. Each wave is a provider batch
     /// that may take hours, so waves are few: a fifth of the cases the fixed design would
     /// need (at least `min_cases`, at most the plan's), so a clear difference stops after a
     /// wave or two and a run that goes to the fixed design's size takes about five
     /// (docs/guide/batch.md, "Waves").
     pub(crate) fn wave_cases(&self) -> usize {
+        // `--best`: a tenth of the cases (20 to 200): a clear loser goes out after the
+        // first wave or two, and each later wave leaves it out.
+        if self.best.is_some() {
+            return (self.max_cases / 10)
+                .clamp(20, 200)
+                .min(self.max_cases)
+                .max(1) as usize;
+        }
         let fixed = self.fixed_design_cases.unwrap_or(self.max_cases);
         fixed
             .div_ceil(5)

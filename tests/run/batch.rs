@@ -1248,3 +1248,55 @@ fn a_batch_lane_in_waves_goes_on_when_the_other_lane_goes_down() {
         batched.provider.batches_created()
     );
 }
+
+#[test]
+fn best_of_many_by_batch_goes_out_in_waves_that_leave_the_losers_out() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let bench = crate::sequential::best_bench(600, &[70, 70, 60, 80, 70, 62]);
+    let d = bench.path();
+    let out = run(
+        d,
+        &server,
+        "r",
+        &["--batch", "--batch-poll", "10ms", "--best", "--seed", "3"],
+    );
+    assert!(out.status.success(), "{}", said(&out));
+    let run_dir = only_run(&d.join("r"));
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("summary.json")).unwrap())
+            .unwrap();
+    let best = &summary["sequential"]["best"];
+    assert_eq!(best["named"], serde_json::json!(["v3"]), "{best}");
+    let lines = journal(&run_dir);
+    let waves = server.provider.batches_created();
+    assert!(waves >= 2, "the cases went out in waves: {waves}");
+    // An arm out is in no wave submitted after it went.
+    for e in best["eliminated"].as_array().unwrap() {
+        let variant = e["variant"].as_str().unwrap();
+        let out_at = lines
+            .iter()
+            .position(|l| l["event"] == "decided" && l["variant"] == variant)
+            .expect("journaled");
+        let later: Vec<&Value> = lines[out_at..]
+            .iter()
+            .filter(|l| l["step"] == "submitting")
+            .collect();
+        let later_batches: Vec<&str> = later.iter().filter_map(|l| l["name"].as_str()).collect();
+        for r in records(&run_dir) {
+            let in_later = r["batch"]
+                .as_str()
+                .is_some_and(|b| later_batches.contains(&b));
+            assert!(
+                !(in_later && r["variant"] == variant),
+                "{variant} asked in a wave after it went out"
+            );
+        }
+    }
+    let submitted: usize = lines
+        .iter()
+        .filter(|l| l["step"] == "submitting")
+        .map(|l| l["keys"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(each_paid_once(&server), submitted);
+    assert!(submitted < 3000, "{submitted} of 3600 jobs submitted");
+}

@@ -532,7 +532,7 @@ fn a_grid_until_decided_tests_both_axes_and_stops_each_cell_when_settled() {
 
 /// A bench of `cases` sums and one variant per accuracy (the simulator scores a prompt
 /// that says "simulated accuracy N%" about that well).
-fn best_bench(cases: usize, accuracies: &[u32]) -> tempfile::TempDir {
+pub(crate) fn best_bench(cases: usize, accuracies: &[u32]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let lines: String = (0..cases)
@@ -761,7 +761,6 @@ fn best_of_one_a_bad_epsilon_or_by_batch_is_refused_before_anything_is_sent() {
             vec!["--epsilon", "80"],
             "--epsilon 80 is not a number of points",
         ),
-        (vec!["--batch"], "--best does not go by batch yet"),
         (vec!["--until-decided"], "cannot be used with"),
     ] {
         let out = promptgauge(b.path())
