@@ -71,15 +71,9 @@ pub(super) async fn send_jobs(
         ..
     } = continued;
     let mut verbose = VerboseLog;
-    // Without the live line (not a terminal, or CI), each batch's submission and end are
-    // said as they happen: batches take hours, and a log should show them.
+    // Without the live line, each batch's submission and end are said as they happen.
     let mut batch_notes = BatchNotes;
-    // `--best`: each arm out is said as it goes, on the live line or as a note.
-    let searching = p.sequential.as_ref().is_some_and(|s| s.best.is_some());
-    let mut search_notes = journal.decisions().filter(|_| searching).map(SearchNotes);
-    if let (true, Some(queue)) = (live, journal.decisions().filter(|_| searching)) {
-        progress.follow(queue);
-    }
+    let mut search_notes = follow_search(settings, &journal, &mut progress);
     let (mut first, mut outage) = watchers(p, &dispatch, lanes);
     // The journal first: nothing is reported that it did not keep.
     let mut listeners: Vec<&mut dyn Listener> = vec![
@@ -95,7 +89,7 @@ pub(super) async fn send_jobs(
     if !live && !settings.quiet && lanes.iter().any(|l| l.batch) {
         listeners.push(&mut batch_notes);
     }
-    if let Some(notes) = search_notes.as_mut().filter(|_| !live && !settings.quiet) {
+    if let Some(notes) = search_notes.as_mut() {
         listeners.push(notes);
     }
     let tally = runner::run(
@@ -118,6 +112,26 @@ pub(super) async fn send_jobs(
         agg,
         judge,
     })
+}
+
+/// `--best`: each arm out is said as it goes — above the live line, or (no live line, not
+/// `--quiet`) as a note, by the listener returned.
+fn follow_search(
+    settings: &RunSettings,
+    journal: &runner::Journal,
+    progress: &mut Progress,
+) -> Option<SearchNotes> {
+    let searching = settings
+        .plan
+        .sequential
+        .as_ref()
+        .is_some_and(|s| s.best.is_some());
+    let queue = journal.decisions().filter(|_| searching)?;
+    if settings.live {
+        progress.follow(queue);
+        return None;
+    }
+    (!settings.quiet).then_some(SearchNotes(queue))
 }
 
 /// The line that says what runs, against what, and where it is written.
