@@ -403,9 +403,10 @@ pub struct PowerArgs {
     /// default), against the fixed design with the same guarantee (docs/guide/best.md).
     #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(2..=64))]
     pub best: Option<u64>,
-    /// With --best: how close to the best counts as the best, in points.
-    #[arg(long, value_name = "POINTS", default_value_t = 2.0)]
-    pub epsilon: f64,
+    /// With --best: how close to the best counts as the best, in points [default: the
+    /// bench's `epsilon:`, else 2].
+    #[arg(long, value_name = "POINTS")]
+    pub epsilon: Option<f64>,
 }
 
 fn parse_points(text: &str) -> Result<f64, String> {
@@ -859,9 +860,10 @@ pub struct PlanArgs {
     /// that comes; when the cases run out, "the best is one of …" (docs/guide/best.md).
     #[arg(long, conflicts_with_all = ["shard", "until_decided"])]
     pub best: bool,
-    /// With --best: how close to the best counts as the best, in points.
-    #[arg(long, value_name = "POINTS", default_value_t = 2.0)]
-    pub epsilon: f64,
+    /// With --best: how close to the best counts as the best, in points [default: the
+    /// bench's `epsilon:`, else 2].
+    #[arg(long, value_name = "POINTS")]
+    pub epsilon: Option<f64>,
     /// Send the jobs through the endpoint's batch API instead of streaming them (OpenAI's
     /// /v1/batches, Anthropic's Message Batches): about half the price, answers within
     /// 24 hours, no latency figures. Every batch is journaled as it is submitted, so a

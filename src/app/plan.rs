@@ -174,7 +174,8 @@ fn detectable_line(cases: u64, target: f64, a: &Assumptions) -> String {
 fn say_best(bench: &Bench, arms: usize, baseline: f64, source: &str, args: &PowerArgs) {
     use crate::stats::best::{BestArm, BestSettings, BestVerdict};
     use rand::{RngExt, SeedableRng};
-    let (gap, epsilon) = (args.detect.unwrap_or(10.0) / 100.0, args.epsilon / 100.0);
+    let points = args.epsilon.or(bench.best_epsilon).unwrap_or(2.0);
+    let (gap, epsilon) = (args.detect.unwrap_or(10.0) / 100.0, points / 100.0);
     let best_p = (baseline + gap).min(1.0);
     let others = best_p - gap;
     let limit = 1_000_000u64;
@@ -211,7 +212,7 @@ fn say_best(bench: &Bench, arms: usize, baseline: f64, source: &str, args: &Powe
     out!(
         "plan for {}: best of {arms} (run --best), ε {} points, {:.0}% confidence",
         bench.name,
-        args.epsilon,
+        points,
         bench.confidence * 100.0
     );
     out!("  baseline accuracy {:.1}% ({source})", baseline * 100.0);

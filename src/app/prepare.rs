@@ -635,10 +635,10 @@ fn sequential_of(
 ) -> Result<Option<SequentialPlan>, Failure> {
     Ok(match (&args.sequential, args.until_decided) {
         (Some(recorded), _) => Some(recorded.clone()),
-        (None, false) if args.best => Some(best_plan(
+        (None, false) if args.best || bench.best_epsilon.is_some() => Some(best_plan(
             bench,
             variants * endpoints,
-            args.epsilon,
+            args.epsilon.or(bench.best_epsilon).unwrap_or(2.0),
             args.seed,
         )?),
         (None, true) => Some(sequential_plan(

@@ -75,6 +75,22 @@ struct RawBench {
     agent_loop: Option<tools::LoopLimits>,
     #[serde(default)]
     mcp: Vec<tools::McpServerSpec>,
+    /// `decide: best`: every run is `run --best` (docs/guide/best.md).
+    #[serde(default)]
+    decide: Option<Decide>,
+    /// With `decide: best`: how close to the best counts as the best, in points.
+    #[serde(default)]
+    epsilon: Option<f64>,
+}
+
+/// `decide:` — what a run of the bench decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decide {
+    /// Each variant against the baseline (the default).
+    Pairwise,
+    /// The best of the variants (`run --best`).
+    Best,
 }
 
 /// `sequential:` — how `run --until-decided` stops (every field optional).
@@ -201,6 +217,9 @@ pub struct Bench {
     pub(crate) grade_at: FilePos,
     /// Each tool's schema, compiled: what a call's arguments are checked against.
     pub argument_checks: tools::ArgumentChecks,
+    /// `decide: best`: every run finds the best of the variants, `epsilon` points (2 by
+    /// default) counting as the best.
+    pub best_epsilon: Option<f64>,
 }
 
 impl Bench {
@@ -242,6 +261,7 @@ impl Bench {
         check_expected_given(&cases, &grade)?;
         let params = check_agent_tools(&raw.tools, raw.params, &cases, &here)?;
         let grade_at = here("grade");
+        let best_epsilon = best_epsilon(raw.decide, raw.epsilon, &here)?;
         let argument_checks = tools::ArgumentChecks::of(&raw.tools)
             .map_err(|e| InputError::new(here("tools"), e).fix("parameters: is a JSON Schema: { type: object, properties: { city: { type: string } } }"))?;
         if raw.agent_loop.as_ref().is_some_and(|l| l.max_turns == 0) {
@@ -287,6 +307,7 @@ impl Bench {
             loop_limits: raw.agent_loop.unwrap_or_default(),
             mcp: raw.mcp,
             argument_checks,
+            best_epsilon,
             grade_at,
         })
     }
@@ -654,6 +675,25 @@ fn load_variants(dir: &Path, files: &[String]) -> Result<Vec<Variant>, InputErro
         variants.push(v);
     }
     Ok(variants)
+}
+
+/// `decide: best`'s ε in points (2 unless `epsilon:` says); `epsilon:` without it is a
+/// mistake.
+fn best_epsilon(
+    decide: Option<Decide>,
+    epsilon: Option<f64>,
+    here: &dyn Fn(&str) -> FilePos,
+) -> Result<Option<f64>, InputErrors> {
+    match (decide, epsilon) {
+        (Some(Decide::Best), e) => Ok(Some(e.unwrap_or(2.0))),
+        (_, Some(_)) => Err(InputError::new(
+            here("epsilon"),
+            "`epsilon:` says how close to the best counts as the best, and the bench does not decide the best",
+        )
+        .fix("add `decide: best`, or remove `epsilon:`")
+        .into()),
+        _ => Ok(None),
+    }
 }
 
 /// The bench's `tools:` (names and schemas every provider takes) and every case's

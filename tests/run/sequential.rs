@@ -850,3 +850,35 @@ fn best_of_a_bench_too_small_says_the_best_is_one_of_the_arms_left() {
     assert!(best.remaining.contains(&"v2".to_string()), "{best:?}");
     assert!(said.contains("none was shown best in 60 cases"), "{said}");
 }
+
+#[test]
+fn a_bench_that_decides_the_best_runs_as_best_without_the_flag() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let b = best_bench(600, &[70, 80, 60]);
+    let path = b.path().join("bench.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, format!("{text}decide: best\nepsilon: 3\n")).unwrap();
+    let out = promptgauge(b.path())
+        .args(["run", "bench.yaml", "--seed", "2", "--no-store", "--quiet"])
+        .args(["--base-url", &server.base_url(), "--model", "m"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.code().is_some_and(|c| c < 2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = summary(&run_dirs(&b.path().join("reports")).pop().unwrap());
+    let best = s.sequential.unwrap().best.unwrap();
+    assert_eq!(best.epsilon, 3.0);
+    assert_eq!(best.named, vec!["v1".to_string()]);
+
+    // `epsilon:` alone says nothing: refused with the fix.
+    std::fs::write(&path, format!("{text}epsilon: 3\n")).unwrap();
+    let out = promptgauge(b.path())
+        .args(["check", "bench.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("add `decide: best`"));
+}
