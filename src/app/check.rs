@@ -241,7 +241,14 @@ fn say_power(p: &super::Prepared) {
             b.repeats
         );
     }
-    if let Some(s) = &p.sequential {
+    if let Some(best) = p.sequential.as_ref().and_then(|s| s.best) {
+        out!(
+            "  --best: the best of {} arms (or within {} points of it) at {:.0}% confidence, cases in a seeded random order, an arm shown worse sent no more (docs/guide/best.md)",
+            p.variants.len() * p.grid.len().max(1),
+            best.epsilon * 100.0,
+            b.confidence * 100.0
+        );
+    } else if let Some(s) = &p.sequential {
         out!(
             "  --until-decided: cases in a seeded random order, each variant stopped when decided (detect {} points, {:.0}% power, at least {} and at most {} cases); the fixed design for the same power needs {}",
             s.detect * 100.0,

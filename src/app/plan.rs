@@ -175,6 +175,12 @@ fn say_best(bench: &Bench, arms: usize, baseline: f64, source: &str, args: &Powe
     use crate::stats::best::{BestArm, BestSettings, BestVerdict};
     use rand::{RngExt, SeedableRng};
     let points = args.epsilon.or(bench.best_epsilon).unwrap_or(2.0);
+    if !(points > 0.0 && points < 50.0) {
+        out!(
+            "plan --best sizes a search against the fixed design for an ε above 0 (and below 50): with ε {points} no fixed design can promise the best; give --epsilon 2, for instance"
+        );
+        return;
+    }
     let (gap, epsilon) = (args.detect.unwrap_or(10.0) / 100.0, points / 100.0);
     let best_p = (baseline + gap).min(1.0);
     let others = best_p - gap;

@@ -633,9 +633,30 @@ fn sequential_of(
     variants: usize,
     endpoints: usize,
 ) -> Result<Option<SequentialPlan>, Failure> {
+    let searching = args.best || bench.best_epsilon.is_some();
+    if args.sequential.is_none() {
+        let refused = match (searching, args.until_decided, args.shard.is_some()) {
+            (true, true, _) => Some((
+                "the bench decides the best (`decide: best`), and --until-decided tests each variant against the baseline",
+                "drop --until-decided, or `decide: best` from the bench",
+            )),
+            (true, _, true) => Some((
+                "--best cannot run in shards yet: each shard would search alone",
+                "run it without --shard (or without `decide: best`)",
+            )),
+            (false, _, _) if args.epsilon.is_some() => Some((
+                "--epsilon says how close to the best counts as the best, and this run does not search for the best",
+                "add --best (or `decide: best` in the bench), or drop --epsilon",
+            )),
+            _ => None,
+        };
+        if let Some((what, fix)) = refused {
+            return Err(UsageError::with_fix(what, fix).into());
+        }
+    }
     Ok(match (&args.sequential, args.until_decided) {
         (Some(recorded), _) => Some(recorded.clone()),
-        (None, false) if args.best || bench.best_epsilon.is_some() => Some(best_plan(
+        (None, false) if searching => Some(best_plan(
             bench,
             variants * endpoints,
             args.epsilon.or(bench.best_epsilon).unwrap_or(2.0),

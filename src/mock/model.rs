@@ -167,6 +167,18 @@ pub(crate) const UNKNOWN: &str = "I don't know.";
 /// Whether the model gets this case wrong with this prompt: mostly the case's difficulty,
 /// partly this prompt's luck, against a wording- and model-dependent error rate.
 pub(crate) fn wrong(prompt: &str, case: &str, model: &str, seed: &str) -> bool {
+    // A prompt that says its accuracy gets it: the case's own difficulty (shared by every
+    // prompt: arms are right and wrong on the same cases) 70% of the time, a draw of its
+    // own otherwise — a mixture of uniform draws, so uniform, and right about N% of cases.
+    if SIMULATED_ACCURACY.is_match(&prompt.to_lowercase()) {
+        let shared = unit(&[case, prompt, seed, "shared"]) < 0.7;
+        let difficulty = if shared {
+            unit(&[case])
+        } else {
+            unit(&[case, prompt, seed])
+        };
+        return difficulty < error_rate(prompt) + model_penalty(model);
+    }
     let difficulty = 0.7 * unit(&[case]) + 0.3 * unit(&[case, prompt, seed]);
     difficulty < error_rate(prompt) + model_penalty(model)
 }

@@ -596,7 +596,7 @@ fn best_of_six_finds_the_best_drops_the_losers_early_and_sends_nothing_twice() {
     // The baseline, v0, is not the best: the gate fails, saying where it went.
     assert_eq!(out.status.code(), Some(1), "{said}");
     assert!(
-        said.contains("the baseline v0 is not among the best, or within ε of it: v3 (out after"),
+        said.contains("the baseline v0 is not among the best, or within ε of it: v3 ("),
         "{said}"
     );
     assert!(
@@ -873,7 +873,63 @@ fn a_bench_that_decides_the_best_runs_as_best_without_the_flag() {
     assert_eq!(best.epsilon, 3.0);
     assert_eq!(best.named, vec!["v1".to_string()]);
 
-    // `epsilon:` alone says nothing: refused with the fix.
+    // check says what a run will do; shards, --until-decided and a plan at ε 0 are
+    // refused or said, never a hang or a panic.
+    let check = promptgauge(b.path())
+        .args(["check", "bench.yaml"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&check.stdout)
+            .contains("--best: the best of 3 arms (or within 3 points of it)")
+    );
+    for (extra, expected) in [
+        (vec!["--shard", "1/2"], "--best cannot run in shards yet"),
+        (vec!["--until-decided"], "the bench decides the best"),
+    ] {
+        let out = promptgauge(b.path())
+            .args([
+                "run",
+                "bench.yaml",
+                "--no-store",
+                "--base-url",
+                &server.base_url(),
+                "--model",
+                "m",
+            ])
+            .args(&extra)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(expected),
+            "{extra:?}"
+        );
+    }
+    let plan = promptgauge(b.path())
+        .args([
+            "plan",
+            "bench.yaml",
+            "--best",
+            "4",
+            "--epsilon",
+            "0",
+            "--baseline-accuracy",
+            "0.7",
+        ])
+        .output()
+        .unwrap();
+    assert!(plan.status.success());
+    assert!(String::from_utf8_lossy(&plan.stdout).contains("for an ε above 0"));
+
+    // `epsilon:` alone says nothing: refused with the fix; so is --epsilon without --best.
+    std::fs::write(&path, text.clone()).unwrap();
+    let out = promptgauge(b.path())
+        .args(["run", "bench.yaml", "--epsilon", "3", "--no-store"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("add --best"));
     std::fs::write(&path, format!("{text}epsilon: 3\n")).unwrap();
     let out = promptgauge(b.path())
         .args(["check", "bench.yaml"])

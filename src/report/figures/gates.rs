@@ -321,13 +321,10 @@ fn baseline_best(s: &Summary) -> GateResult {
             set.join(", ")
         )
     } else {
-        let out = b
-            .eliminated
-            .iter()
-            .find(|e| e.variant == baseline)
-            .map_or(String::new(), |e| {
-                format!(" (out after {} cases, below {})", e.cases, e.by)
-            });
+        let out = match b.eliminated.iter().find(|e| e.variant == baseline) {
+            Some(e) => format!(" (out after {} cases, below {})", e.cases, e.by),
+            None => " (still in play: neither shown worse nor within ε of the best)".into(),
+        };
         format!(
             "the baseline {baseline} is not among {what}: {}{out}",
             set.join(", ")

@@ -224,6 +224,22 @@ fn best_note(s: &SequentialSummary, b: &crate::runner::sequential::BestSummary) 
             )
         })
         .collect();
+    let unsettled: Vec<&str> = b
+        .remaining
+        .iter()
+        .filter(|a| !b.named.contains(a))
+        .map(String::as_str)
+        .collect();
+    let unsettled = match (b.outcome.as_str(), unsettled.as_slice()) {
+        ("open", _) | (_, []) => String::new(),
+        (_, [one]) => {
+            format!(" {one} was still in play: neither shown worse nor shown within ε of the best.")
+        }
+        (_, many) => format!(
+            " {} were still in play: neither shown worse nor shown within ε of the best.",
+            many.join(", ")
+        ),
+    };
     let saved = match (s.jobs_fixed_design, s.jobs_saved) {
         (Some(fixed), Some(saved)) => format!(
             " The fixed design with the same guarantee (every arm on {} cases) would send {fixed} jobs: {saved} fewer were sent.",
@@ -232,7 +248,7 @@ fn best_note(s: &SequentialSummary, b: &crate::runner::sequential::BestSummary) 
         _ => String::new(),
     };
     format!(
-        "Best of many (--best: ε {} points, cases in a seeded random order): {answer}.{}{saved} The guarantee holds however early the search stopped; the accuracies and intervals in the table describe the cases each arm was sent.",
+        "Best of many (--best: ε {} points, cases in a seeded random order): {answer}.{unsettled}{}{saved} The guarantee holds however early the search stopped; the accuracies and intervals in the table describe the cases each arm was sent.",
         b.epsilon,
         if out.is_empty() {
             String::new()
