@@ -248,7 +248,7 @@ fn best_note(s: &SequentialSummary, b: &crate::runner::sequential::BestSummary) 
         _ => String::new(),
     };
     format!(
-        "Best of many (--best: ε {} points, cases in a seeded random order): {answer}.{unsettled}{}{saved} The guarantee holds however early the search stopped; the accuracies and intervals in the table describe the cases each arm was sent.",
+        "Best of many (--best: ε {} points, cases in a seeded random order): {answer}.{unsettled}{}{saved} The guarantee holds however early the search stopped; the accuracies and intervals in the table describe the cases each arm was sent, and the comparisons with the baseline are fixed-sample tests on cases the search chose when to stop: read them as descriptions, not verdicts.",
         b.epsilon,
         if out.is_empty() {
             String::new()
