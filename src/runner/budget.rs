@@ -148,13 +148,22 @@ impl Budget {
         if l.held.contains_key(&index) {
             return true;
         }
+        if !self.admits(&mut l, usd) {
+            return false;
+        }
+        l.held.insert(index, (usd, lane));
+        true
+    }
+
+    /// Whether `usd` more fits beside what is spent and held: held when it does; when it
+    /// does not, the budget is reached (nothing more is sent).
+    fn admits(&self, l: &mut Ledger, usd: f64) -> bool {
         if l.spent + l.holding + usd > self.limit {
             l.refused = Some(usd);
             self.reached.store(true, Ordering::SeqCst);
             return false;
         }
         l.holding += usd;
-        l.held.insert(index, (usd, lane));
         true
     }
 
@@ -166,12 +175,9 @@ impl Budget {
             return false;
         }
         let mut l = self.ledger.lock().unwrap_or_else(|e| e.into_inner());
-        if l.spent + l.holding + usd > self.limit {
-            l.refused = Some(usd);
-            self.reached.store(true, Ordering::SeqCst);
+        if !self.admits(&mut l, usd) {
             return false;
         }
-        l.holding += usd;
         l.held.entry(index).or_insert((0.0, lane)).0 += usd;
         true
     }

@@ -302,13 +302,42 @@ fn reserve_adopted(bench: &Bench, lanes: &[Lane], by_lane: &[Vec<Job>], options:
     }
 }
 
-/// The job (plan position) whose idempotency key is `key` in run `run_id`, resends
-/// included; `None` for a key of another form.
-pub(crate) fn job_of_key(key: &str, run_id: &str) -> Option<usize> {
+/// The job (plan position) whose idempotency key is `key` in run `run_id`, and its resend
+/// round — also for one of an agent loop's later steps (`…-stepN`, docs/guide/tools.md);
+/// `None` for a key of another form (another run's, a judge call's `…-judge-0`).
+pub(crate) fn job_of_key(key: &str, run_id: &str) -> Option<(usize, Option<u32>)> {
+    let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
     let rest = key
         .strip_prefix("pg-")?
         .strip_prefix(run_id)?
         .strip_prefix('-')?;
-    let index = rest.split_once("-resend").map_or(rest, |(i, _)| i);
-    index.parse().ok()
+    let rest = match rest.rsplit_once("-step") {
+        Some((r, n)) if digits(n) => r,
+        _ => rest,
+    };
+    let (index, round) = match rest.rsplit_once("-resend") {
+        Some((i, r)) if digits(r) => (i, r.parse().ok()),
+        _ => (rest, None),
+    };
+    Some((index.parse().ok()?, round))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_key_reads_back_as_its_job_round_and_step() {
+        let of = |k: &str| super::job_of_key(k, "bench-20261205T1500Z-ab12");
+        assert_eq!(of("pg-bench-20261205T1500Z-ab12-7"), Some((7, None)));
+        assert_eq!(
+            of("pg-bench-20261205T1500Z-ab12-7-resend2"),
+            Some((7, Some(2)))
+        );
+        assert_eq!(of("pg-bench-20261205T1500Z-ab12-7-step3"), Some((7, None)));
+        assert_eq!(
+            of("pg-bench-20261205T1500Z-ab12-7-resend1-step2"),
+            Some((7, Some(1)))
+        );
+        assert_eq!(of("pg-bench-20261205T1500Z-ab12-7-judge-0"), None);
+        assert_eq!(of("pg-other-run-7"), None);
+    }
 }

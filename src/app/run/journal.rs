@@ -79,7 +79,6 @@ fn unfinished_steps_cost(
     resend: &HashMap<usize, u32>,
     (run_id, prices): (&str, &crate::runner::budget::Prices),
 ) -> f64 {
-    let prefix = format!("pg-{run_id}-");
     let left: HashMap<usize, usize> = jobs
         .iter()
         .map(|j| (j.index, usize::from(j.endpoint)))
@@ -87,13 +86,7 @@ fn unfinished_steps_cost(
     steps
         .values()
         .filter_map(|s| {
-            let rest = s.key.strip_prefix(prefix.as_str())?;
-            let rest = rest.rsplit_once("-step").map_or(rest, |(job, _)| job);
-            let (index, round) = match rest.split_once("-resend") {
-                Some((i, r)) => (i, r.parse::<u32>().ok()),
-                None => (rest, None),
-            };
-            let index: usize = index.parse().ok()?;
+            let (index, round) = crate::runner::job_of_key(&s.key, run_id)?;
             let lane = left.get(&index)?;
             (round == resend.get(&index).copied())
                 .then(|| prices.attempts_billed(&s.attempts, *lane))

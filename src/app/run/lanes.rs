@@ -101,21 +101,10 @@ pub(super) fn oracle(p: &Prepared, run_id: &str) -> crate::mock::answers::Oracle
             .filter_map(|c| c.expected.first().cloned())
             .collect(),
     );
-    let prefix = format!("pg-{run_id}-");
+    let run_id = run_id.to_string();
     Oracle(Arc::new(move |key: &str| {
         // Judge calls (`…-judge-0`) are answered from their prompt, not from the case.
-        // A resend's key ends `-resendN`; a judge call's (`…-judge-0`) is not a job's.
-        let rest = key.strip_prefix(prefix.as_str())?;
-        // An agent loop's later steps add `-stepN` (docs/guide/tools.md).
-        let rest = match rest.split_once("-step") {
-            Some((r, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => r,
-            _ => rest,
-        };
-        let index = match rest.split_once("-resend") {
-            Some((i, round)) if round.bytes().all(|b| b.is_ascii_digit()) => i,
-            _ => rest,
-        };
-        let index: usize = index.parse().ok()?;
+        let (index, _) = crate::runner::job_of_key(key, &run_id)?;
         let case = bench.cases.get(*case_of.get(index)?)?;
         Some(Hint {
             case: case.id.clone(),

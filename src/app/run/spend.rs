@@ -71,7 +71,7 @@ fn in_open_batches(continued: &Continued, run_id: &str) -> (HashSet<usize>, f64,
         let jobs: Vec<usize> = b
             .keys
             .iter()
-            .filter_map(|k| runner::job_of_key(k, run_id))
+            .filter_map(|k| runner::job_of_key(k, run_id).map(|(index, _)| index))
             .filter(|i| waiting.contains(i))
             .collect();
         if let Some(usd) = b.reserved_usd.filter(|_| !b.keys.is_empty()) {
