@@ -44,7 +44,7 @@ pub fn plan(args: &PowerArgs) -> Result<Exit, Failure> {
         .unwrap_or_else(|| PathBuf::from(DEFAULT_BENCH));
     let bench = Bench::load(&path)?;
     // A bench whose scorers cannot be built is not planned for.
-    crate::grade::scorers_for(&bench)?;
+    let scorers = crate::grade::scorers_for(&bench)?;
     let endpoints = bench.endpoints.len().max(1);
     let comparisons = args.comparisons.map_or(
         crate::suite::plan::largest_family(bench.variants.len(), endpoints).max(1),
@@ -66,7 +66,8 @@ pub fn plan(args: &PowerArgs) -> Result<Exit, Failure> {
         .into());
     }
     if let Some(arms) = args.best {
-        say_best(&bench, arms as usize, baseline, &source, args);
+        let job = job_ceiling(&bench, &scorers);
+        say_best(&bench, arms as usize, (baseline, &source), job, args);
         return Ok(Exit::Success);
     }
     let conf = (bench.confidence * 100.0).round();
@@ -171,7 +172,13 @@ fn detectable_line(cases: u64, target: f64, a: &Assumptions) -> String {
 /// answers, the best `--detect` points (10) ahead of K − 1 equal others at the baseline
 /// accuracy, independent errors (correlated arms take fewer) — and the fixed design with
 /// the same guarantee (z²·Var(d)/ε² cases an arm, docs/dev/statistics.md §9).
-fn say_best(bench: &Bench, arms: usize, baseline: f64, source: &str, args: &PowerArgs) {
+fn say_best(
+    bench: &Bench,
+    arms: usize,
+    (baseline, source): (f64, &str),
+    job: JobCost,
+    args: &PowerArgs,
+) {
     use crate::stats::best::{BestArm, BestSettings, BestVerdict};
     use rand::{RngExt, SeedableRng};
     let points = args.epsilon.or(bench.best_epsilon).unwrap_or(2.0);
@@ -231,11 +238,85 @@ fn say_best(bench: &Bench, arms: usize, baseline: f64, source: &str, args: &Powe
         "  the fixed design with the same guarantee: {fixed} jobs ({fixed_cases} cases an arm): the search's average is {:.0}% of it",
         100.0 * mean / fixed as f64
     );
+    out!("  {}", job.dollars(mean, fixed));
     if (bench.cases.len() as u64) < jobs[jobs.len() / 2] / arms as u64 {
         out!(
             "  the bench has {} cases: a search that needs more ends with \"the best is one of …\"; add cases, or a larger --epsilon",
             bench.cases.len()
         );
+    }
+}
+
+/// What one job may cost at most, as `plan --best` prices jobs: the mean of the bench's
+/// jobs' ceilings (prompt as rendered, completion at `max_tokens`, the judge's calls).
+#[derive(Debug, Clone, Copy)]
+enum JobCost {
+    /// At most this many dollars a job, on average.
+    AtMost(f64),
+    /// The bench has no price.
+    Unpriced,
+    /// A variant has no `max_tokens`: the completion has no ceiling.
+    Unbounded(f64),
+}
+
+impl JobCost {
+    /// The line that prices the search's `mean` jobs and the fixed design's `fixed`.
+    fn dollars(self, mean: f64, fixed: u64) -> String {
+        match self {
+            JobCost::AtMost(each) => format!(
+                "in dollars, at the bench's price (prompts as rendered, completions at max_tokens, the judge's calls): at most about {} for the search on average, {} for the fixed design",
+                crate::report::usd(Some(each * mean)),
+                crate::report::usd(Some(each * fixed as f64))
+            ),
+            JobCost::Unbounded(each) => format!(
+                "in dollars: a variant has no max_tokens, so only the prompts are priced: about {} for the search's prompts, {} for the fixed design's (set max_tokens to bound the rest)",
+                crate::report::usd(Some(each * mean)),
+                crate::report::usd(Some(each * fixed as f64))
+            ),
+            JobCost::Unpriced => "in dollars: the bench has no price (add `price: { input_per_mtok: …, output_per_mtok: … }` to see what the search and the fixed design cost)".to_string(),
+        }
+    }
+}
+
+/// The jobs `plan --best` prices at most: a search's cost depends on how many cases it
+/// takes, not which, so an even sample of the bench's jobs stands for them all.
+const PRICED_JOBS: usize = 1_000;
+
+/// What a job of `bench` costs at most, on average over its jobs (an even sample of them).
+fn job_ceiling(bench: &Bench, scorers: &crate::grade::Scorers) -> JobCost {
+    use crate::runner::budget::{Prices, UNBOUNDED_JUDGE_COMPLETION};
+    let Some(price) = bench.price.clone() else {
+        return JobCost::Unpriced;
+    };
+    let bounded = (0..bench.variants.len()).all(|v| bench.max_tokens(v).is_some());
+    let prices = Prices {
+        lanes: vec![Some(price.clone())],
+        judge: bench.judge.as_ref().and_then(|j| j.price.clone()),
+        judge_completion: UNBOUNDED_JUDGE_COMPLETION,
+    };
+    let variants: Vec<usize> = (0..bench.variants.len()).collect();
+    let jobs = crate::suite::Plan::new(bench.cases.len(), &variants, 1).jobs;
+    let step = jobs.len().div_ceil(PRICED_JOBS).max(1);
+    let (mut sum, mut n) = (0.0, 0usize);
+    for job in jobs.iter().step_by(step) {
+        let Ok(messages) = bench.render_job(job) else {
+            continue;
+        };
+        sum += if bounded {
+            prices.ceiling(bench, job, &messages, scorers[job.case].as_ref(), false)
+        } else {
+            price.cost(&crate::client::Usage {
+                prompt_tokens: crate::suite::prompt_tokens(&messages),
+                ..Default::default()
+            })
+        };
+        n += 1;
+    }
+    let each = if n == 0 { 0.0 } else { sum / n as f64 };
+    if bounded {
+        JobCost::AtMost(each)
+    } else {
+        JobCost::Unbounded(each)
     }
 }
 

@@ -828,6 +828,46 @@ fn plan_best_sizes_a_search_against_the_fixed_design() {
     assert!(share < 40.0, "{said}");
     // 50 cases cannot hold such a search: said.
     assert!(said.contains("the bench has 50 cases"), "{said}");
+    assert!(said.contains("the bench has no price"), "{said}");
+
+    // Priced, with a completion ceiling: both designs in dollars, at the same price a job.
+    let bench = b.path().join("bench.yaml");
+    let text = std::fs::read_to_string(&bench).unwrap();
+    std::fs::write(
+        &bench,
+        format!("{text}price: {{ input_per_mtok: 1, output_per_mtok: 10 }}\n"),
+    )
+    .unwrap();
+    for v in ["v0", "v1"] {
+        let file = b.path().join(format!("{v}.yaml"));
+        let text = std::fs::read_to_string(&file).unwrap();
+        std::fs::write(&file, format!("{text}params: {{ max_tokens: 10 }}\n")).unwrap();
+    }
+    let out = promptgauge(b.path())
+        .args(["plan", "bench.yaml", "--best", "8"])
+        .args(["--baseline-accuracy", "0.7"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}");
+    let number = |after: &str, until: char| -> f64 {
+        said.split(after)
+            .nth(1)
+            .and_then(|t| t.split(until).next())
+            .and_then(|n| n.trim_start_matches('$').replace(',', "").parse().ok())
+            .unwrap_or_else(|| panic!("no {after:?} in {said}"))
+    };
+    let fixed_jobs = number("the fixed design with the same guarantee: ", ' ');
+    let search_usd = number("at most about ", ' ');
+    let fixed_usd = number("for the search on average, ", ' ');
+    // A job: its prompt (some tens of tokens at $1/M) and 10 tokens at $10/M.
+    let each = fixed_usd / fixed_jobs;
+    assert!(each > 100e-6 && each < 200e-6, "{each}: {said}");
+    let share = number("the search's average is ", '%');
+    assert!(
+        (100.0 * search_usd / fixed_usd - share).abs() < 2.0,
+        "{search_usd} / {fixed_usd} vs {share}%: {said}"
+    );
 }
 
 #[test]
