@@ -405,7 +405,7 @@ pub struct PowerArgs {
     pub best: Option<u64>,
     /// With --best: how close to the best counts as the best, in points [default: the
     /// bench's `epsilon:`, else 2].
-    #[arg(long, value_name = "POINTS")]
+    #[arg(long, value_name = "POINTS", allow_negative_numbers = true)]
     pub epsilon: Option<f64>,
 }
 
@@ -862,7 +862,7 @@ pub struct PlanArgs {
     pub best: bool,
     /// With --best: how close to the best counts as the best, in points [default: the
     /// bench's `epsilon:`, else 2].
-    #[arg(long, value_name = "POINTS")]
+    #[arg(long, value_name = "POINTS", allow_negative_numbers = true)]
     pub epsilon: Option<f64>,
     /// Send the jobs through the endpoint's batch API instead of streaming them (OpenAI's
     /// /v1/batches, Anthropic's Message Batches): about half the price, answers within

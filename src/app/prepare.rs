@@ -582,11 +582,7 @@ fn plan_jobs(
 ) -> Vec<Job> {
     let order: Vec<usize> = match (sequential, order_seed) {
         // A seeded random order, cut at max_cases: later cases are never planned.
-        (Some(s), _) => {
-            let mut order = case_order(bench.cases.len(), s.seed);
-            order.truncate(s.max_cases as usize);
-            order
-        }
+        (Some(s), _) => s.order(bench.cases.len()),
         (None, Some(seed)) => case_order(bench.cases.len(), seed),
         (None, None) => (0..bench.cases.len()).collect(),
     };
@@ -707,6 +703,7 @@ fn best_plan(
         best: Some(crate::suite::plan::BestPlan {
             epsilon: epsilon / 100.0,
         }),
+        units: crate::suite::plan::units_of(bench.cases.iter().map(|c| c.group.as_deref())),
     })
 }
 
@@ -770,5 +767,6 @@ fn sequential_plan(
         fixed_design_cases: fixed,
         max_drop,
         best: None,
+        units: Vec::new(),
     })
 }

@@ -299,9 +299,8 @@ impl RunRecord {
         let chosen: Vec<String>;
         let ids: &[String] = match &self.plan.sequential {
             Some(s) => {
-                let mut order = crate::suite::plan::case_order(self.bench.case_ids.len(), s.seed);
-                order.truncate(s.max_cases as usize);
-                chosen = order
+                chosen = s
+                    .order(self.bench.case_ids.len())
                     .into_iter()
                     .map(|i| self.bench.case_ids[i].clone())
                     .collect();

@@ -230,8 +230,12 @@ pub struct BestSummary {
     pub named: Vec<String>,
     /// The arms still in play when it ended.
     pub remaining: Vec<String>,
-    /// Cases the search used.
+    /// Cases the search used (groups, when `grouped`).
     pub cases: u64,
+    /// The unit is the group: the cases carry `group:`, and each count here (and each
+    /// elimination's) is of groups.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub grouped: bool,
     pub eliminated: Vec<BestElimination>,
 }
 
@@ -265,9 +269,13 @@ pub struct Sequential {
     /// Bench variant index per arm, for the stop flags.
     bench_index: Vec<usize>,
     repeats: u32,
-    /// Case id → position in the plan's order.
+    /// Case id → position of its unit (the case, or its group under `--best`) in the
+    /// plan's order.
     position: HashMap<String, usize>,
-    /// Per position and arm: records heard and their scores.
+    /// Per unit position, where its cases start in the plan's order, and the end of the
+    /// last: the horizon is counted in cases.
+    starts: Vec<usize>,
+    /// Per unit position and arm: records heard and their scores.
     heard: Vec<Vec<u32>>,
     scores: Vec<Vec<CaseScore>>,
     /// The next position to feed to the tests.
@@ -322,8 +330,11 @@ pub struct Decided {
     pub against: Option<String>,
     /// `better`, `worse`, `no_difference` or `undecided`.
     pub verdict: String,
-    /// Cases the decision used.
+    /// Cases the decision used (groups, when `unit` says so).
     pub cases: u64,
+    /// `groups` when `--best` counts groups of cases (cases that carry `group:`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
     /// Finished jobs the tests had heard when it came.
     pub jobs_heard: u64,
 }
@@ -362,13 +373,18 @@ impl Sequential {
             ),
             None => (None, Vec::new(), None, None),
         };
-        let mut order = crate::suite::plan::case_order(case_ids.len(), plan.seed);
-        order.truncate(plan.max_cases as usize);
-        let position = order
-            .iter()
-            .enumerate()
-            .map(|(pos, &i)| (case_ids[i].clone(), pos))
-            .collect();
+        let order = plan.order(case_ids.len());
+        let grouped = plan.units.len() == case_ids.len();
+        let mut position = HashMap::with_capacity(order.len());
+        let mut starts = Vec::new();
+        for (at, &i) in order.iter().enumerate() {
+            if !grouped || at == 0 || plan.units[i] != plan.units[order[at - 1]] {
+                starts.push(at);
+            }
+            position.insert(case_ids[i].clone(), starts.len() - 1);
+        }
+        let units = starts.len();
+        starts.push(order.len());
         let arms = variants.len();
         let mut tests = Sequential {
             plan: plan.clone(),
@@ -383,8 +399,9 @@ impl Sequential {
             bench_index,
             repeats,
             position,
-            heard: vec![vec![0; arms]; order.len()],
-            scores: vec![vec![CaseScore::default(); arms]; order.len()],
+            starts,
+            heard: vec![vec![0; arms]; units],
+            scores: vec![vec![CaseScore::default(); arms]; units],
             next: 0,
             tests: Vec::new(),
             decided: Vec::new(),
@@ -568,12 +585,23 @@ impl Sequential {
             .all(|(i, &(a, b))| (a != arm && b != arm) || self.decided[i].is_some())
     }
 
+    /// Whether the unit is the group (`--best` over cases that carry `group:`).
+    fn grouped(&self) -> bool {
+        !self.plan.units.is_empty()
+    }
+
+    /// The jobs an arm has at unit position `pos`: each of its cases' repeats.
+    fn jobs_of(&self, pos: usize) -> u32 {
+        let cases = self.starts[pos + 1] - self.starts[pos];
+        self.repeats * u32::try_from(cases).unwrap_or(u32::MAX)
+    }
+
     /// Feeds every case that has become complete, in plan order.
     fn advance(&mut self) {
         while self.next < self.heard.len() {
             let pos = self.next;
             let complete = (0..self.variants.len())
-                .all(|a| !self.needs(a, pos) || self.heard[pos][a] >= self.repeats);
+                .all(|a| !self.needs(a, pos) || self.heard[pos][a] >= self.jobs_of(pos));
             if !complete {
                 return;
             }
@@ -584,7 +612,7 @@ impl Sequential {
             }
             self.next += 1;
             if let Some(h) = &self.horizon {
-                h.advance_to(self.next);
+                h.advance_to(self.starts[self.next]);
             }
         }
     }
@@ -626,6 +654,7 @@ impl Sequential {
                         against: self.named_against.then(|| self.variants[against].clone()),
                         verdict: verdict_name(decision.verdict).into(),
                         cases: decision.cases,
+                        unit: None,
                         jobs_heard: self.jobs_heard,
                     });
                 }
@@ -645,6 +674,7 @@ impl Sequential {
     /// journal keeps.
     fn feed_best(&mut self, pos: usize) {
         let arms = self.variants.len();
+        let unit = self.grouped().then(|| "groups".to_string());
         let Some(search) = self.best.as_mut() else {
             return;
         };
@@ -674,6 +704,7 @@ impl Sequential {
                 against: Some(self.variants[e.by].clone()),
                 verdict: "eliminated".into(),
                 cases: e.cases,
+                unit: unit.clone(),
                 jobs_heard: self.jobs_heard,
             })
             .collect();
@@ -691,6 +722,7 @@ impl Sequential {
                 against: None,
                 verdict: "best".into(),
                 cases,
+                unit: unit.clone(),
                 jobs_heard: self.jobs_heard,
             }));
         }
@@ -724,7 +756,7 @@ impl Sequential {
         for pos in 0..self.heard.len() {
             for arm in 0..self.variants.len() {
                 if !self.needs(arm, pos) {
-                    n += (self.repeats.saturating_sub(self.heard[pos][arm])) as usize;
+                    n += (self.jobs_of(pos).saturating_sub(self.heard[pos][arm])) as usize;
                 }
             }
         }
@@ -757,7 +789,7 @@ impl Sequential {
             .filter(|_| all_decided)
             .map(|f| f.saturating_sub(jobs_run as u64));
         if let Some(search) = &self.best {
-            return self.best_summary(search, jobs_run, cost);
+            return self.best_summary(search, jobs_run, cost, p0);
         }
         SequentialSummary {
             detect: self.plan.detect * 100.0,
@@ -782,12 +814,14 @@ impl Sequential {
     /// `--best`'s account: what it found, each elimination, and the jobs against the fixed
     /// design with the same guarantee (every arm on the cases that make picking the
     /// highest mean right with the run's confidence when the best is more than ε ahead:
-    /// z²·Var(d)/ε², Var(d) at its largest for 0/1 arms, ½, Bonferroni across the arms).
+    /// z²·Var(d)/ε², Bonferroni across the arms; Var(d) = 2·p0(1 − p0) for independent
+    /// arms at the baseline's accuracy `p0`, as `plan --best` sizes it).
     fn best_summary(
         &self,
         search: &Search,
         jobs_run: usize,
         cost: Option<f64>,
+        p0: f64,
     ) -> SequentialSummary {
         use crate::stats::best::BestVerdict;
         let name = |a: usize| self.variants[a].clone();
@@ -798,9 +832,11 @@ impl Sequential {
         };
         let arms = self.variants.len();
         let epsilon = self.plan.best.map_or(0.0, |b| b.epsilon);
-        let fixed_cases = (epsilon > 0.0 && arms > 1).then(|| {
+        // Grouped, the fixed design's size turns on how alike a group's cases are, which
+        // the search does not estimate: none is given.
+        let fixed_cases = (epsilon > 0.0 && arms > 1 && !self.grouped()).then(|| {
             let z = crate::stats::z_for(1.0 - 2.0 * (1.0 - self.confidence) / (arms - 1) as f64);
-            (z * z * 0.5 / (epsilon * epsilon)).ceil() as u64
+            (z * z * 2.0 * p0 * (1.0 - p0) / (epsilon * epsilon)).ceil() as u64
         });
         let jobs_fixed = fixed_cases.map(|n| n * arms as u64 * u64::from(self.repeats));
         let saved = jobs_fixed
@@ -829,6 +865,7 @@ impl Sequential {
                 named: named.into_iter().map(name).collect(),
                 remaining: search.arms.remaining().into_iter().map(name).collect(),
                 cases: search.arms.cases(),
+                grouped: self.grouped(),
                 eliminated: search
                     .arms
                     .eliminated()
@@ -949,6 +986,7 @@ mod tests {
             fixed_design_cases: Some(400),
             max_drop: None,
             best: None,
+            units: Vec::new(),
         }
     }
 
@@ -1018,5 +1056,37 @@ mod tests {
             s.add(&record(&ids[i], "base", false));
         }
         assert_eq!(s.summary(60, None, None).variants[0].verdict, "better");
+    }
+
+    #[test]
+    fn best_over_groups_hears_a_group_once_all_its_cases_are_in() {
+        // 100 cases in 25 groups of 4; the arm "v" wins every case.
+        let ids: Vec<String> = (0..100).map(|i| format!("c{i}")).collect();
+        let names = vec!["base".to_string(), "v".to_string()];
+        let mut p = plan(0);
+        p.max_cases = 100;
+        p.best = Some(crate::suite::plan::BestPlan { epsilon: 0.02 });
+        p.units = (0..100).map(|i| i / 4).collect();
+        let order = p.order(100);
+        let mut s = Sequential::new(&p, &ids, &names, 1, 0.95, None);
+        let best_cases = |s: &Sequential| s.summary(0, None, None).best.unwrap().cases;
+        // Three of the first group's four cases, both arms: nothing is heard yet.
+        for &i in &order[..3] {
+            s.add(&record(&ids[i], "base", false));
+            s.add(&record(&ids[i], "v", true));
+        }
+        assert_eq!(best_cases(&s), 0);
+        let i = order[3];
+        s.add(&record(&ids[i], "base", false));
+        s.add(&record(&ids[i], "v", true));
+        assert_eq!(best_cases(&s), 1, "the whole group is one unit");
+        for &i in &order[4..] {
+            s.add(&record(&ids[i], "base", false));
+            s.add(&record(&ids[i], "v", true));
+        }
+        let best = s.summary(200, None, None).best.unwrap();
+        assert!(best.grouped);
+        assert_eq!(best.named, vec!["v".to_string()]);
+        assert!(best.cases <= 25 && best.eliminated[0].cases == best.cases);
     }
 }

@@ -685,6 +685,14 @@ fn best_epsilon(
     here: &dyn Fn(&str) -> FilePos,
 ) -> Result<Option<f64>, InputErrors> {
     match (decide, epsilon) {
+        (Some(Decide::Best), Some(e)) if !(e.is_finite() && (0.0..50.0).contains(&e)) => {
+            Err(InputError::new(
+                here("epsilon"),
+                format!("`epsilon: {e}` is not a number of points from 0 to 50"),
+            )
+            .fix("`epsilon: 2` (two points: an arm within 2 points of the best counts as the best)")
+            .into())
+        }
         (Some(Decide::Best), e) => Ok(Some(e.unwrap_or(2.0))),
         (_, Some(_)) => Err(InputError::new(
             here("epsilon"),

@@ -156,6 +156,12 @@ pub struct SequentialPlan {
     /// baseline (docs/guide/best.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub best: Option<BestPlan>,
+    /// `--best` over cases that carry `group:`: each case's unit, in bench order (the cases
+    /// of a group share one; a case without a group is a unit of its own). The order draws
+    /// units, and the search hears a unit once all its cases are in; empty when the case
+    /// is the unit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub units: Vec<u32>,
 }
 
 /// `--best`: how close to the best counts as the best.
@@ -187,6 +193,56 @@ impl SequentialPlan {
             .min(self.max_cases)
             .max(1) as usize
     }
+}
+
+impl SequentialPlan {
+    /// The plan's cases (bench positions) in the order they are sent: a seeded random
+    /// order, cut at `max_cases`. With `units`, the units are drawn in that order, each
+    /// unit's cases together in bench order, and the cut falls between units (the first is
+    /// always kept).
+    pub fn order(&self, cases: usize) -> Vec<usize> {
+        let max = usize::try_from(self.max_cases).unwrap_or(usize::MAX);
+        if self.units.len() != cases {
+            let mut order = case_order(cases, self.seed);
+            order.truncate(max);
+            return order;
+        }
+        let count = self.units.iter().max().map_or(0, |&u| u as usize + 1);
+        let mut members = vec![Vec::new(); count];
+        for (case, &unit) in self.units.iter().enumerate() {
+            members[unit as usize].push(case);
+        }
+        let mut order = Vec::with_capacity(cases);
+        for unit in case_order(count, self.seed) {
+            if !order.is_empty() && order.len() + members[unit].len() > max {
+                break;
+            }
+            order.extend_from_slice(&members[unit]);
+        }
+        order
+    }
+}
+
+/// The units of `--best` over cases with `group:` ([`SequentialPlan::units`]): numbered in
+/// order of first appearance; empty when no case has a group.
+pub fn units_of<'a>(groups: impl Iterator<Item = Option<&'a str>> + Clone) -> Vec<u32> {
+    if groups.clone().all(|g| g.is_none()) {
+        return Vec::new();
+    }
+    let mut named = std::collections::HashMap::new();
+    let mut next = 0u32;
+    groups
+        .map(|g| {
+            let mut fresh = || {
+                next += 1;
+                next - 1
+            };
+            match g {
+                Some(g) => *named.entry(g).or_insert_with(fresh),
+                None => fresh(),
+            }
+        })
+        .collect()
 }
 
 /// A seeded random order of `cases` case positions.
@@ -349,6 +405,60 @@ mod tests {
             ["x/a", "x/b", "y/a", "y/b"]
         );
         assert_eq!(arm_names(&["a".into()], &[]), ["a"]);
+    }
+
+    #[test]
+    fn grouped_orders_keep_each_group_together_and_cut_between_groups() {
+        let groups = ["a", "b", "a", "c", "b", "a"];
+        let units = units_of(groups.iter().map(|g| Some(*g)).chain([None, None]));
+        assert_eq!(units, vec![0, 1, 0, 2, 1, 0, 3, 4]);
+        assert!(units_of([None, None].into_iter()).is_empty());
+        let mut plan = SequentialPlan {
+            seed: 3,
+            detect: 0.1,
+            power: 0.8,
+            min_cases: 0,
+            max_cases: 8,
+            comparisons: 1,
+            binary: true,
+            fixed_design_cases: None,
+            max_drop: None,
+            best: None,
+            units,
+        };
+        for seed in 0..20 {
+            plan.seed = seed;
+            let order = plan.order(8);
+            let mut sorted = order.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..8).collect::<Vec<_>>(), "every case once");
+            // A group's cases are next to each other, in bench order.
+            let a: Vec<usize> = order
+                .iter()
+                .copied()
+                .filter(|&c| plan.units[c] == 0)
+                .collect();
+            assert_eq!(a, vec![0, 2, 5]);
+            let at = order.iter().position(|&c| c == 0).unwrap();
+            assert_eq!(&order[at..at + 3], &[0, 2, 5]);
+        }
+        // Cut at 4 cases: whole groups only (the first is kept even if larger).
+        plan.max_cases = 4;
+        for seed in 0..20 {
+            plan.seed = seed;
+            let order = plan.order(8);
+            let kept: std::collections::HashSet<u32> =
+                order.iter().map(|&c| plan.units[c]).collect();
+            let whole: usize = kept
+                .iter()
+                .map(|&u| plan.units.iter().filter(|&&x| x == u).count())
+                .sum();
+            assert_eq!(whole, order.len(), "seed {seed}: {order:?}");
+            assert!(order.len() <= 4 || kept.len() == 1);
+        }
+        // Without units, as before: the seeded case order.
+        plan.units.clear();
+        assert_eq!(plan.order(8)[..4], case_order(8, plan.seed)[..4]);
     }
 
     #[test]

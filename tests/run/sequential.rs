@@ -563,6 +563,81 @@ pub(crate) fn best_bench(cases: usize, accuracies: &[u32]) -> tempfile::TempDir 
 }
 
 #[test]
+fn best_over_grouped_cases_counts_groups_and_sends_each_group_whole() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let b = best_bench(900, &[62, 82, 66]);
+    let d = b.path();
+    // Groups of three cases (cases 0–2 share a passage, and so on).
+    let cases = std::fs::read_to_string(d.join("cases.jsonl")).unwrap();
+    let grouped: String = cases
+        .lines()
+        .enumerate()
+        .map(|(i, l)| format!("{}, \"group\": \"g{}\"}}\n", l.trim_end_matches('}'), i / 3))
+        .collect();
+    std::fs::write(d.join("cases.jsonl"), grouped).unwrap();
+    let out = promptgauge(d)
+        .args(["run", "bench.yaml", "--best", "--seed", "4", "--no-store"])
+        .args(["--base-url", &server.base_url(), "--model", "m"])
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code().is_some_and(|c| c < 2), "{said}");
+    assert!(
+        said.contains("groups of cases, by `group:`, in a seeded random order"),
+        "{said}"
+    );
+    assert!(said.contains("v1 is the best of 3"), "{said}");
+    assert!(
+        said.lines()
+            .any(|l| l.starts_with("v0 out after ") && l.ends_with(" groups: below v1")),
+        "{said}"
+    );
+    let run = run_dirs(&d.join("reports")).pop().unwrap();
+    let best = summary(&run).sequential.unwrap().best.unwrap();
+    assert!(best.grouped);
+    assert_eq!(best.named, vec!["v1".to_string()]);
+    assert!(best.cases < 300, "{best:?}");
+    let lines = journal(&run);
+    let cases_of = |variant: &str| -> std::collections::BTreeMap<String, usize> {
+        let mut groups = std::collections::BTreeMap::new();
+        for r in lines
+            .iter()
+            .filter(|r| r["variant"] == variant && r["case_id"].is_string())
+        {
+            let case: usize = r["case_id"].as_str().unwrap()[2..].parse().unwrap();
+            *groups.entry(format!("g{}", case / 3)).or_insert(0) += 1;
+        }
+        groups
+    };
+    // The answer's arm heard whole groups: each of its groups has its three cases, but for
+    // those still in flight when the search ended (at most the concurrency's worth).
+    let winner = cases_of("v1");
+    let partial = winner.values().filter(|&&n| n != 3).count();
+    assert!(partial <= 4, "{partial} partial groups: {winner:?}");
+    assert!(winner.len() as u64 >= best.cases);
+    for e in &best.eliminated {
+        assert!(e.cases <= best.cases);
+        let groups = cases_of(&e.variant);
+        assert!(
+            groups.len() as u64 <= e.cases + 5,
+            "{}: {}",
+            e.variant,
+            groups.len()
+        );
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["event"] == "decided" && l["unit"] == "groups")
+    );
+    assert_eq!(
+        server.provider.stats().requests as usize,
+        lines.iter().filter(|r| r["case_id"].is_string()).count()
+    );
+}
+
+#[test]
 fn best_of_six_finds_the_best_drops_the_losers_early_and_sends_nothing_twice() {
     let (_rt, server) = start_mock(MockConfig::default());
     let b = best_bench(2000, &[70, 70, 60, 80, 70, 62]);
@@ -977,4 +1052,18 @@ fn a_bench_that_decides_the_best_runs_as_best_without_the_flag() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("add `decide: best`"));
+    // A bad `epsilon:` names its line.
+    std::fs::write(&path, format!("{text}decide: best\nepsilon: -1\n")).unwrap();
+    let out = promptgauge(b.path())
+        .args(["check", "bench.yaml"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    let line = text.lines().count() + 2;
+    assert!(said.contains(&format!("bench.yaml:{line}")), "{said}");
+    assert!(
+        said.contains("`epsilon: -1` is not a number of points from 0 to 50"),
+        "{said}"
+    );
 }

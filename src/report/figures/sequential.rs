@@ -184,6 +184,7 @@ fn saved(s: &SequentialSummary, all_decided: bool) -> String {
 fn best_note(s: &SequentialSummary, b: &crate::runner::sequential::BestSummary) -> String {
     let arms = b.remaining.len() + b.eliminated.len();
     let confidence = b.confidence * 100.0;
+    let unit = if b.grouped { "groups" } else { "cases" };
     let within = if b.epsilon > 0.0 {
         format!(", or within {} points of it,", b.epsilon)
     } else {
@@ -191,16 +192,16 @@ fn best_note(s: &SequentialSummary, b: &crate::runner::sequential::BestSummary) 
     };
     let answer = match (b.outcome.as_str(), b.named.as_slice()) {
         ("one" | "within_epsilon", [one]) => format!(
-            "{one} is the best of {arms}{within} with {confidence:.0}% confidence (after {} cases)",
+            "{one} is the best of {arms}{within} with {confidence:.0}% confidence (after {} {unit})",
             b.cases
         ),
         ("within_epsilon", many) => format!(
-            "{} are each the best of {arms}{within} with {confidence:.0}% confidence (after {} cases)",
+            "{} are each the best of {arms}{within} with {confidence:.0}% confidence (after {} {unit})",
             many.join(", "),
             b.cases
         ),
         (_, left) => format!(
-            "the best of {arms} is one of {}, with {confidence:.0}% confidence: none was shown best in {} cases (the cases ran out, or the run ended first)",
+            "the best of {arms} is one of {}, with {confidence:.0}% confidence: none was shown best in {} {unit} (the cases ran out, or the run ended first)",
             left.join(", "),
             b.cases
         ),
@@ -219,7 +220,7 @@ fn best_note(s: &SequentialSummary, b: &crate::runner::sequential::BestSummary) 
                 String::new()
             };
             format!(
-                "{} out after {} cases: below {}{bound} ({:+.1} points on the same cases)",
+                "{} out after {} {unit}: below {}{bound} ({:+.1} points on the same cases)",
                 e.variant, e.cases, e.by, -e.gap_seen
             )
         })
@@ -242,14 +243,19 @@ fn best_note(s: &SequentialSummary, b: &crate::runner::sequential::BestSummary) 
     };
     let saved = match (s.jobs_fixed_design, s.jobs_saved) {
         (Some(fixed), Some(saved)) => format!(
-            " The fixed design with the same guarantee (every arm on {} cases) would send {fixed} jobs: {saved} fewer were sent.",
+            " The fixed design with the same guarantee (every arm on {} {unit}, at the baseline's accuracy, as `plan --best` sizes it) would send {fixed} jobs: {saved} fewer were sent.",
             s.fixed_design_cases.unwrap_or(0)
         ),
         _ => String::new(),
     };
     format!(
-        "Best of many (--best: ε {} points, cases in a seeded random order): {answer}.{unsettled}{}{saved} The guarantee holds however early the search stopped; the accuracies and intervals in the table describe the cases each arm was sent, and the comparisons with the baseline are fixed-sample tests on cases the search chose when to stop: read them as descriptions, not verdicts.",
+        "Best of many (--best: ε {} points, {} in a seeded random order): {answer}.{unsettled}{}{saved} The guarantee holds however early the search stopped; the accuracies and intervals in the table describe the cases each arm was sent, and the comparisons with the baseline are fixed-sample tests on cases the search chose when to stop: read them as descriptions, not verdicts.",
         b.epsilon,
+        if b.grouped {
+            "groups of cases, by `group:`,"
+        } else {
+            "cases"
+        },
         if out.is_empty() {
             String::new()
         } else {

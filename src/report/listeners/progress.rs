@@ -23,14 +23,15 @@ pub(crate) struct Progress {
 /// A `--best` decision as a line: an arm out, or the answer.
 pub(crate) fn search_line(d: &crate::runner::sequential::Decided) -> Option<String> {
     let name = crate::report::visible(&d.variant, 80);
+    let unit = if d.unit.is_some() { "groups" } else { "cases" };
     match d.verdict.as_str() {
         "eliminated" => Some(format!(
-            "{name} out after {} cases: below {}",
+            "{name} out after {} {unit}: below {}",
             d.cases,
             crate::report::visible(d.against.as_deref().unwrap_or("another arm"), 80)
         )),
         "best" => Some(format!(
-            "{name}: the best, or within ε of it, after {} cases",
+            "{name}: the best, or within ε of it, after {} {unit}",
             d.cases
         )),
         _ => None,
