@@ -858,12 +858,20 @@ pub struct PlanArgs {
     /// sent no more cases, and the run stops when one arm is left or an arm is shown to be
     /// the best or within --epsilon points of it, with the bench's confidence however early
     /// that comes; when the cases run out, "the best is one of …" (docs/guide/best.md).
-    #[arg(long, conflicts_with_all = ["shard", "until_decided"])]
+    /// With --shard each shard runs a block of the seeded order, and `merge` searches.
+    #[arg(long, conflicts_with = "until_decided")]
     pub best: bool,
     /// With --best: how close to the best counts as the best, in points [default: the
     /// bench's `epsilon:`, else 2].
     #[arg(long, value_name = "POINTS", allow_negative_numbers = true)]
     pub epsilon: Option<f64>,
+    /// With --best --shard: the merged run of this search's earlier shards (`merge`); the
+    /// arms it showed out are not sent (docs/guide/best.md, "In shards").
+    #[arg(long, value_name = "MERGED_RUN", requires = "shard")]
+    pub after: Option<PathBuf>,
+    /// The arms `--after`'s merge showed out, or a resumed shard's record kept.
+    #[arg(skip)]
+    pub arms_out: Vec<String>,
     /// Send the jobs through the endpoint's batch API instead of streaming them (OpenAI's
     /// /v1/batches, Anthropic's Message Batches): about half the price, answers within
     /// 24 hours, no latency figures. Every batch is journaled as it is submitted, so a

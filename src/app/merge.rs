@@ -59,6 +59,14 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
             "warning: shards {} were not given; the merged run is incomplete",
             missing.join(", ")
         );
+        if first
+            .plan
+            .sequential
+            .as_ref()
+            .is_some_and(|s| s.shards_in_blocks())
+        {
+            say_search_prefix(&seen, &dir);
+        }
     }
     agg.figures().set_run(record.info());
     let outputs = Outputs::offline(
@@ -251,8 +259,9 @@ fn check_shards(runs: &[PathBuf], records: &[RunRecord]) -> Result<(u32, Vec<boo
             )));
         }
         let (mut plan, mut first_plan) = (r.plan.clone(), first.plan.clone());
-        plan.shard = None;
-        first_plan.shard = None;
+        // A `--best` shard run after a merge of earlier ones sends fewer arms: same plan.
+        (plan.shard, plan.arms_out) = (None, Vec::new());
+        (first_plan.shard, first_plan.arms_out) = (None, Vec::new());
         if plan != first_plan || r.endpoint.model != first.endpoint.model {
             return Err(refuse(
                 "its plan (limit, variants, endpoints, repeats) or model differs".into(),
@@ -275,6 +284,7 @@ fn check_shards(runs: &[PathBuf], records: &[RunRecord]) -> Result<(u32, Vec<boo
 fn merged_record(records: &[RunRecord], missing: &[String]) -> RunRecord {
     let mut record = records[0].clone();
     record.plan.shard = None;
+    record.plan.arms_out = Vec::new();
     record.merged_from = records.iter().map(|r| r.run_id.clone()).collect();
     // The whole plan, missing shards included: their jobs did not run.
     record.jobs_planned = record.plan_keys().planned();
@@ -294,4 +304,85 @@ fn merged_record(records: &[RunRecord], missing: &[String]) -> RunRecord {
         Some(crate::runner::record::StopReason::shards_missing(missing))
     };
     record
+}
+
+/// The largest summary.json `--after` reads.
+const SUMMARY_CAP: u64 = 64 << 20;
+
+/// `run --best --shard i/n --after MERGED`: the arms the merge of this search's earlier
+/// shards showed out, which this shard does not send. Refused when `after` is not a merge
+/// of this plan (the bench, its variants and the search's order must be the same), and
+/// when the search ended there: nothing is left to send.
+pub(super) fn arms_out_after(
+    after: &Path,
+    bench: &crate::suite::Bench,
+    variants: &[usize],
+    plan: &crate::suite::plan::SequentialPlan,
+) -> Result<Vec<String>, Failure> {
+    let refuse = |why: String, fix: &str| -> Failure {
+        UsageError::with_fix(format!("--after {}: {why}", after.display()), fix).into()
+    };
+    let dir = RunDir::at(after);
+    let record = dir
+        .read_record()
+        .map_err(|e| refuse(format!("{e:#}"), "name the folder `merge` wrote"))?;
+    if record.merged_from.is_empty() {
+        return Err(refuse(
+            "it is not a merged run".into(),
+            "merge the earlier shards first (promptgauge merge reports/NAME-shard*), and name the folder it writes",
+        ));
+    }
+    if record.fingerprint != crate::suite::Fingerprint::of(bench, variants)
+        || record.plan.sequential.as_ref() != Some(plan)
+    {
+        return Err(refuse(
+            "it merged another plan (its bench, variants, seed or ε differ from this run's)".into(),
+            "run the shards of one search with the same bench, variants and --seed",
+        ));
+    }
+    let summary: crate::report::Summary =
+        crate::files::read_capped(&dir.file("summary.json"), SUMMARY_CAP)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .ok_or_else(|| {
+                refuse(
+                    "its summary.json is missing or unreadable".into(),
+                    "run `promptgauge report` on it, or merge the shards again",
+                )
+            })?;
+    let Some(best) = summary.sequential.and_then(|s| s.best) else {
+        return Err(refuse(
+            "its summary has no search".into(),
+            "merge the shards again",
+        ));
+    };
+    if best.outcome != "open" {
+        return Err(refuse(
+            format!(
+                "the search already ended there ({} the answer, after {} cases): this shard has nothing to send",
+                best.named.join(", "),
+                best.cases
+            ),
+            "read the answer in that merged run; run no more shards",
+        ));
+    }
+    Ok(best.eliminated.into_iter().map(|e| e.variant).collect())
+}
+
+/// A `--best` merge missing shards: the search reads the blocks in order, so it went as far
+/// as the first shard missing; the next is run `--after` this merge.
+fn say_search_prefix(seen: &[bool], dir: &RunDir) {
+    let through = seen.iter().take_while(|&&s| s).count();
+    let next = through + 1;
+    let count = seen.len();
+    let folder = crate::report::shell_path(dir.path());
+    if through == 0 {
+        note!(
+            "--best: the search reads the shards' blocks in order from shard 1/{count}, which is missing: it has heard nothing yet"
+        );
+    } else {
+        note!(
+            "--best: the search reads the shards' blocks in order, and went through shard {through}/{count}; run the next with what it showed: promptgauge run --best --shard {next}/{count} --after {folder} (with the shards' --seed and --variants, if they had any)"
+        );
+    }
 }

@@ -153,20 +153,27 @@ pub(super) fn aggregator_with(
     for sink in outputs.sinks(record) {
         agg.add_sink(sink);
     }
-    let tests = record.plan.sequential.as_ref().map(|plan| {
-        let tests = crate::runner::sequential::Sequential::new(
-            plan,
-            &record.bench.case_ids,
-            &record.plan.arms(),
-            record.plan.repeats,
-            record.bench.confidence,
-            live,
-        );
-        match record.plan.endpoints.len() {
-            0 => tests,
-            endpoints => tests.grid(record.plan.variants.len(), endpoints),
-        }
-    });
+    // A `--best` shard's records are one block of the search's order: `merge` searches.
+    let searched_elsewhere = record.plan.shard.is_some();
+    let tests = record
+        .plan
+        .sequential
+        .as_ref()
+        .filter(|plan| !(searched_elsewhere && plan.shards_in_blocks()))
+        .map(|plan| {
+            let tests = crate::runner::sequential::Sequential::new(
+                plan,
+                &record.bench.case_ids,
+                &record.plan.arms(),
+                record.plan.repeats,
+                record.bench.confidence,
+                live,
+            );
+            match record.plan.endpoints.len() {
+                0 => tests,
+                endpoints => tests.grid(record.plan.variants.len(), endpoints),
+            }
+        });
     Ok(crate::runner::sequential::Decider::new(tests, agg))
 }
 

@@ -1,5 +1,6 @@
 //! A bench with the flags applied: the jobs to run and where to send them. No network.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -26,6 +27,8 @@ pub(crate) struct Prepared {
     pub sequential: Option<SequentialPlan>,
     /// A run that may stop early (`--budget`): the seed of its cases' random order.
     pub order_seed: Option<u64>,
+    /// A `--best` shard run `--after` a merge: the arms it showed out (none planned).
+    pub arms_out: Vec<String>,
 }
 
 /// One endpoint of a run of several: where it is and what it costs, adds to each request
@@ -172,7 +175,11 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
         Some(g) => g.endpoint.clone(),
         None => endpoint_of(&bench, chosen.first(), args, env)?,
     };
-    let sequential = sequential_of(args, &bench, variants.len(), grid.len().max(1))?;
+    // The shards of one search draw one order (see `shared_seed`).
+    let seed = args
+        .seed
+        .or_else(|| args.shard.map(|_| shared_seed(&bench, &variants)));
+    let sequential = sequential_of(args, &bench, (variants.len(), grid.len().max(1)), seed)?;
     // A run that may stop early sends its cases in a seeded random order: stopped by
     // its budget, it has measured a random sample, not the first cases of the file.
     let order_seed = if args.order_kept {
@@ -185,13 +192,33 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
             })
         })
     };
-    let jobs = plan_jobs(
+    let mut jobs = plan_jobs(
         &bench,
         &variants,
         grid.len(),
         (sequential.as_ref(), order_seed),
         args,
     );
+    let arms_out = match (&args.after, &sequential) {
+        (Some(after), Some(plan)) => super::merge::arms_out_after(after, &bench, &variants, plan)?,
+        // Without a search, `sequential_of` refused --after.
+        _ => args.arms_out.clone(),
+    };
+    if !arms_out.is_empty() {
+        let names = crate::suite::plan::arm_names(
+            &variants
+                .iter()
+                .map(|&v| bench.variants[v].name.clone())
+                .collect::<Vec<_>>(),
+            &grid
+                .iter()
+                .map(|g| g.name().to_string())
+                .collect::<Vec<_>>(),
+        );
+        let position: HashMap<usize, usize> =
+            variants.iter().enumerate().map(|(i, &v)| (v, i)).collect();
+        jobs.retain(|j| !arms_out.contains(&names[j.arm(position[&j.variant], variants.len())]));
+    }
     if let Some(tpm) = bench.limits.tokens_per_minute {
         check_reservations(&bench, &jobs, tpm)?;
     }
@@ -210,6 +237,7 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
         grid,
         sequential,
         order_seed,
+        arms_out,
     })
 }
 
@@ -582,14 +610,17 @@ fn plan_jobs(
 ) -> Vec<Job> {
     let order: Vec<usize> = match (sequential, order_seed) {
         // A seeded random order, cut at max_cases: later cases are never planned.
-        (Some(s), _) => s.order(bench.cases.len()),
+        (Some(s), _) => s.sent(bench.cases.len(), args.shard),
         (None, Some(seed)) => case_order(bench.cases.len(), seed),
         (None, None) => (0..bench.cases.len()).collect(),
     };
     // At most MAX_ENDPOINTS (`grid_of` refuses more).
     let endpoints = u16::try_from(endpoints).unwrap_or(u16::MAX);
     let mut plan = Plan::grid(&order, variants, endpoints, bench.repeats);
-    if let Some(shard) = args.shard {
+    if let Some(shard) = args
+        .shard
+        .filter(|_| !sequential.is_some_and(|s| s.shards_in_blocks()))
+    {
         plan.jobs.retain(|j| shard.holds(j));
     }
     plan.jobs
@@ -626,8 +657,8 @@ fn check_reservations(bench: &Bench, jobs: &[Job], tpm: u32) -> Result<(), Failu
 fn sequential_of(
     args: &PlanArgs,
     bench: &Bench,
-    variants: usize,
-    endpoints: usize,
+    (variants, endpoints): (usize, usize),
+    seed: Option<u64>,
 ) -> Result<Option<SequentialPlan>, Failure> {
     let searching = args.best || bench.best_epsilon.is_some();
     if args.sequential.is_none() {
@@ -636,9 +667,9 @@ fn sequential_of(
                 "the bench decides the best (`decide: best`), and --until-decided tests each variant against the baseline",
                 "drop --until-decided, or `decide: best` from the bench",
             )),
-            (true, _, true) => Some((
-                "--best cannot run in shards yet: each shard would search alone",
-                "run it without --shard (or without `decide: best`)",
+            (false, _, true) if args.after.is_some() => Some((
+                "--after names a merge of a --best search's shards, and this run does not search for the best",
+                "add --best (or `decide: best` in the bench), or drop --after",
             )),
             (false, _, _) if args.epsilon.is_some() => Some((
                 "--epsilon says how close to the best counts as the best, and this run does not search for the best",
@@ -656,13 +687,13 @@ fn sequential_of(
             bench,
             variants * endpoints,
             args.epsilon.or(bench.best_epsilon).unwrap_or(2.0),
-            args.seed,
+            seed,
         )?),
         (None, true) => Some(sequential_plan(
             bench,
             (variants, endpoints),
             args.max_drop,
-            args.seed,
+            seed,
         )?),
         (None, false) => None,
     })

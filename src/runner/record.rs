@@ -37,6 +37,10 @@ pub struct PlanSettings {
     /// resume does the same, so its requests are the ones the run began with).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fetch_urls: bool,
+    /// A `--best` shard run `--after` a merge of earlier shards: the arms that merge showed
+    /// out, none of whose jobs this shard plans.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arms_out: Vec<String>,
 }
 
 impl PlanSettings {
@@ -271,6 +275,19 @@ impl RunRecord {
                 .plan
                 .order_seed
                 .or(self.plan.sequential.as_ref().map(|s| s.seed)),
+            search_shard: self
+                .plan
+                .shard
+                .filter(|_| {
+                    self.plan
+                        .sequential
+                        .as_ref()
+                        .is_some_and(|s| s.shards_in_blocks())
+                })
+                .map(|shard| SearchShard {
+                    shard,
+                    arms_out: self.plan.arms_out.clone(),
+                }),
             folder: None,
         }
     }
@@ -297,10 +314,15 @@ impl RunRecord {
     pub fn plan_keys(&self) -> crate::runner::journal::PlanKeys {
         // `--until-decided` plans only the first max_cases cases of its seeded order.
         let chosen: Vec<String>;
+        let mut shard = self.plan.shard;
         let ids: &[String] = match &self.plan.sequential {
             Some(s) => {
+                // A `--best` shard is a block of the order.
+                if s.shards_in_blocks() {
+                    shard = None;
+                }
                 chosen = s
-                    .order(self.bench.case_ids.len())
+                    .sent(self.bench.case_ids.len(), self.plan.shard)
                     .into_iter()
                     .map(|i| self.bench.case_ids[i].clone())
                     .collect();
@@ -308,12 +330,13 @@ impl RunRecord {
             }
             None => &self.bench.case_ids,
         };
-        crate::runner::journal::PlanKeys::new(
-            ids,
-            &self.plan.arms(),
-            self.plan.repeats,
-            self.plan.shard,
-        )
+        let arms: Vec<String> = self
+            .plan
+            .arms()
+            .into_iter()
+            .filter(|a| !self.plan.arms_out.contains(a))
+            .collect();
+        crate::runner::journal::PlanKeys::new(ids, &arms, self.plan.repeats, shard)
     }
 
     /// What each arm's answers cost (in `plan.arms()`' order): its endpoint's price in a run
@@ -547,6 +570,14 @@ impl ProviderInfo {
     }
 }
 
+/// One shard of a `--best` search, as its reports say it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchShard {
+    pub shard: Shard,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arms_out: Vec<String>,
+}
+
 /// What was run and when.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunInfo {
@@ -576,6 +607,10 @@ pub struct RunInfo {
     /// `--budget`, `--until-decided`); absent: the order of the file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub order_seed: Option<u64>,
+    /// A shard of a `--best` search: which, and the arms it did not send (those the merge
+    /// it ran `--after` had shown out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search_shard: Option<SearchShard>,
     /// The run's folder as a command names it (shell-quoted), for the commands the reports
     /// suggest (`promptgauge label DIR`); not stored: a folder can move.
     #[serde(skip)]

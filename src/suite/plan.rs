@@ -47,7 +47,6 @@ pub(crate) fn arm_names(variants: &[String], endpoints: &[String]) -> Vec<String
 }
 
 impl Job {
-    #[cfg(test)]
     /// The job's arm: its position in [`arm_names`], when its variant is at
     /// `variant_position` among the `variants` the run selected.
     pub(crate) fn arm(&self, variant_position: usize, variants: usize) -> usize {
@@ -220,6 +219,34 @@ impl SequentialPlan {
             order.extend_from_slice(&members[unit]);
         }
         order
+    }
+}
+
+impl SequentialPlan {
+    /// The cases a run of this plan sends, in order: [`SequentialPlan::order`], or with
+    /// `--shard i/n` under `--best`, its i-th block of units (the order cut into n runs of
+    /// whole units): shards 1 to k merged are the order's first k blocks, so a merge of
+    /// the first shards searches a prefix of the order, and a later shard goes on from it.
+    pub fn sent(&self, cases: usize, shard: Option<Shard>) -> Vec<usize> {
+        let order = self.order(cases);
+        let Some(shard) = shard.filter(|_| self.best.is_some()) else {
+            return order;
+        };
+        let grouped = self.units.len() == cases;
+        let starts: Vec<usize> = (0..order.len())
+            .filter(|&at| !grouped || at == 0 || self.units[order[at]] != self.units[order[at - 1]])
+            .chain([order.len()])
+            .collect();
+        let units = starts.len() - 1;
+        let (i, n) = (shard.index as usize, shard.count as usize);
+        let block = starts[(i - 1) * units / n]..starts[i * units / n];
+        order[block].to_vec()
+    }
+
+    /// Whether `--shard` splits this plan into blocks of its order ([`SequentialPlan::sent`])
+    /// rather than by case position.
+    pub fn shards_in_blocks(&self) -> bool {
+        self.best.is_some()
     }
 }
 

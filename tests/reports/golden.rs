@@ -78,6 +78,7 @@ async fn run_and_report(setup: &Setup, out: &Path) {
             endpoints: Vec::new(),
             order_seed: None,
             fetch_urls: false,
+            arms_out: Vec::new(),
         },
         fingerprint: Fingerprint::of(&bench, &variants),
         jobs_planned: planned,

@@ -119,6 +119,7 @@ async fn soak_every_job_is_graded_on_finished_text_or_failed_under_every_fault()
         judge: None,
         self_judged: false,
         order_seed: None,
+        search_shard: None,
         folder: None,
     };
     let settings = || AggregatorSettings {

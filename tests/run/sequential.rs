@@ -637,6 +637,146 @@ fn best_over_grouped_cases_counts_groups_and_sends_each_group_whole() {
     );
 }
 
+/// The answer of a `--best` run's summary: (outcome, named, each elimination as
+/// (variant, by, cases), cases).
+type Search = (String, Vec<String>, Vec<(String, String, u64)>, u64);
+
+fn search_of(run: &Path) -> Search {
+    let best = summary(run).sequential.unwrap().best.unwrap();
+    let out = best
+        .eliminated
+        .iter()
+        .map(|e| (e.variant.clone(), e.by.clone(), e.cases))
+        .collect();
+    (best.outcome, best.named, out, best.cases)
+}
+
+#[test]
+fn best_in_shards_merged_searches_as_one_run_and_a_later_shard_skips_the_arms_out() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let b = best_bench(900, &[70, 80, 60, 72]);
+    let d = b.path();
+    let url = server.base_url();
+    // Runs the command, and returns the run folder it made and what it said.
+    let made = |cmd: &mut assert_cmd::Command| {
+        let before = run_dirs(&d.join("reports"));
+        let out = cmd.output().unwrap();
+        let said = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        let dir = run_dirs(&d.join("reports"))
+            .into_iter()
+            .find(|r| !before.contains(r));
+        (out.status.code(), dir, said)
+    };
+    let run = |extra: &[&str]| {
+        made(
+            promptgauge(d)
+                .args(["run", "bench.yaml", "--best", "--no-store", "--quiet"])
+                .args(["--base-url", &url, "--model", "m"])
+                .args(extra),
+        )
+    };
+    let merge = |shards: &[&Path]| {
+        let (code, dir, said) = made(promptgauge(d).arg("merge").args(shards).arg("--no-store"));
+        assert!(code.is_some_and(|c| c != 2), "{said}");
+        (dir.unwrap(), said)
+    };
+
+    // One run, then the same search in three shards run side by side: the merge searches
+    // their blocks in order and finds what the run found, at the same cases.
+    let (code, whole, said) = run(&["--seed", "7"]);
+    assert!(code.is_some_and(|c| c < 2), "{said}");
+    let whole = search_of(&whole.unwrap());
+    assert_eq!(whole.1, vec!["v1".to_string()], "{whole:?}");
+    assert!(!whole.2.is_empty());
+    let before = server.provider.stats().requests;
+    let mut shards = Vec::new();
+    for i in 1..=3 {
+        let (code, dir, said) = run(&["--seed", "7", "--shard", &format!("{i}/3")]);
+        assert!(code.is_some_and(|c| c < 2), "{said}");
+        shards.push(dir.unwrap());
+    }
+    // Each shard sent its block whole: 300 cases × 4 arms.
+    assert_eq!(server.provider.stats().requests - before, 3600);
+    let note = std::fs::read_to_string(shards[1].join("summary.md")).unwrap();
+    assert!(note.contains("Shard 2/3 of a --best search"), "{note}");
+    let refs: Vec<&Path> = shards.iter().map(|p| p.as_path()).collect();
+    let (merged, _) = merge(&refs);
+    assert_eq!(search_of(&merged), whole);
+
+    // One shard at a time, each after the merge of those before: shard 2 sends no case of
+    // the arm the first merge showed out, and once the search has ended a later shard is
+    // refused before it sends anything.
+    let sixth = |i: u32, after: Option<&Path>| {
+        let shard = format!("{i}/6");
+        let mut args = vec!["--seed", "7", "--shard", &shard];
+        if let Some(after) = after {
+            args.extend(["--after", after.to_str().unwrap()]);
+        }
+        run(&args)
+    };
+    let (code, one, said) = sixth(1, None);
+    assert!(code.is_some_and(|c| c < 2), "{said}");
+    let one = one.unwrap();
+    let (first, said) = merge(&[&one]);
+    assert!(said.contains("went through shard 1/6"), "{said}");
+    assert!(said.contains("--shard 2/6 --after "), "{said}");
+    let (outcome, _, out, _) = search_of(&first);
+    assert_eq!(outcome, "open");
+    assert_eq!(out.len(), 1, "{out:?}");
+    let before = server.provider.stats().requests;
+    let (code, two, said) = sixth(2, Some(&first));
+    assert!(code.is_some_and(|c| c < 2), "{said}");
+    let sent = server.provider.stats().requests - before;
+    assert_eq!(sent, 150 * 3, "the arm out is not sent");
+    let two = two.unwrap();
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(two.join("run.json")).unwrap()).unwrap();
+    assert_eq!(record["plan"]["arms_out"][0], out[0].0.as_str());
+    assert_eq!(record["jobs_planned"], 450);
+    let (both, _) = merge(&[&one, &two]);
+    assert_eq!(search_of(&both), whole, "the same answer as one run");
+    let before = server.provider.stats().requests;
+    let (code, _, said) = sixth(3, Some(&both));
+    assert_eq!(code, Some(2), "{said}");
+    assert!(
+        said.contains("the search already ended there (v1 the answer"),
+        "{said}"
+    );
+
+    // --after names a merge of this search, nothing else.
+    for (after, expected) in [
+        (two.clone(), "it is not a merged run"),
+        (d.join("nowhere"), "--after "),
+    ] {
+        let (code, _, said) = sixth(3, Some(&after));
+        assert_eq!(code, Some(2), "{said}");
+        assert!(said.contains(expected), "{said}");
+    }
+    let (code, _, said) = run(&[
+        "--seed",
+        "8",
+        "--shard",
+        "2/6",
+        "--after",
+        first.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(2), "{said}");
+    assert!(said.contains("it merged another plan"), "{said}");
+    let (code, _, said) = made(
+        promptgauge(d)
+            .args(["run", "bench.yaml", "--no-store", "--shard", "2/6"])
+            .args(["--after", first.to_str().unwrap()])
+            .args(["--base-url", &url, "--model", "m"]),
+    );
+    assert_eq!(code, Some(2), "{said}");
+    assert!(
+        said.contains("this run does not search for the best"),
+        "{said}"
+    );
+    assert_eq!(server.provider.stats().requests, before, "nothing sent");
+}
+
 #[test]
 fn best_of_six_finds_the_best_drops_the_losers_early_and_sends_nothing_twice() {
     let (_rt, server) = start_mock(MockConfig::default());
@@ -988,8 +1128,8 @@ fn a_bench_that_decides_the_best_runs_as_best_without_the_flag() {
     assert_eq!(best.epsilon, 3.0);
     assert_eq!(best.named, vec!["v1".to_string()]);
 
-    // check says what a run will do; shards, --until-decided and a plan at ε 0 are
-    // refused or said, never a hang or a panic.
+    // check says what a run will do; --until-decided, --after without a search and a
+    // plan at ε 0 are refused or said, never a hang or a panic.
     let check = promptgauge(b.path())
         .args(["check", "bench.yaml"])
         .output()
@@ -998,29 +1138,13 @@ fn a_bench_that_decides_the_best_runs_as_best_without_the_flag() {
         String::from_utf8_lossy(&check.stdout)
             .contains("--best: the best of 3 arms (or within 3 points of it)")
     );
-    for (extra, expected) in [
-        (vec!["--shard", "1/2"], "--best cannot run in shards yet"),
-        (vec!["--until-decided"], "the bench decides the best"),
-    ] {
-        let out = promptgauge(b.path())
-            .args([
-                "run",
-                "bench.yaml",
-                "--no-store",
-                "--base-url",
-                &server.base_url(),
-                "--model",
-                "m",
-            ])
-            .args(&extra)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{extra:?}");
-        assert!(
-            String::from_utf8_lossy(&out.stderr).contains(expected),
-            "{extra:?}"
-        );
-    }
+    let out = promptgauge(b.path())
+        .args(["run", "bench.yaml", "--no-store", "--until-decided"])
+        .args(["--base-url", &server.base_url(), "--model", "m"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the bench decides the best"));
     let plan = promptgauge(b.path())
         .args([
             "plan",

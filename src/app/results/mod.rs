@@ -244,6 +244,7 @@ fn run_of(imported: &Imported, dir: &RunDir) -> (RunRecord, Vec<JobRecord>) {
             endpoints: Vec::new(),
             order_seed: None,
             fetch_urls: false,
+            arms_out: Vec::new(),
         },
         fingerprint: fingerprint_of(imported, &case_hashes, repeats),
         jobs_planned: cases.ids.len() * per_case,

@@ -94,6 +94,7 @@ pub(super) fn new_record(settings: &RunSettings, dir: &RunDir, started_at: Strin
             endpoints: p.endpoint_names(),
             order_seed: p.order_seed,
             fetch_urls: settings.fetch_urls,
+            arms_out: p.arms_out.clone(),
         },
         fingerprint: Fingerprint::of(bench, &p.variants),
         jobs_planned: p.jobs.len(),

@@ -25,7 +25,7 @@ pub(super) fn continue_journal(
     let p = &settings.plan;
     let keys = record.plan_keys();
     let per_case = p.variants.len() * p.grid.len().max(1) * p.bench.repeats as usize;
-    let until = UntilDecided::of(p, per_case);
+    let until = UntilDecided::of(p, per_case, record.plan.shard.is_some());
     let mut agg = crate::app::aggregator_with(dir, record, settings.files(), until.live(p))?;
     if !settings.no_store {
         agg.figures()
@@ -105,18 +105,23 @@ pub(super) struct UntilDecided {
 }
 
 impl UntilDecided {
-    /// `per_case` is the jobs per case (variants × repeats).
-    fn of(p: &Prepared, per_case: usize) -> Self {
+    /// `per_case` is the jobs per case (variants × repeats). A `--best` shard does not
+    /// search (`merge` does): it sends its block whole.
+    fn of(p: &Prepared, per_case: usize, sharded: bool) -> Self {
         let bench = &p.bench;
         let endpoints = p.grid.len().max(1);
-        let stop = p.sequential.as_ref().map(|_| {
+        let live = p
+            .sequential
+            .as_ref()
+            .filter(|s| !(sharded && s.shards_in_blocks()));
+        let stop = live.map(|_| {
             Arc::new(
                 (0..bench.variants.len() * endpoints)
                     .map(|_| std::sync::atomic::AtomicBool::new(false))
                     .collect(),
             )
         });
-        let horizon = p.sequential.as_ref().map(|plan| {
+        let horizon = live.map(|plan| {
             // Batches go out in waves of cases; streamed jobs a little ahead of the tests.
             let ahead = if p.batched() {
                 plan.wave_cases()

@@ -106,6 +106,7 @@ pub(super) fn kept_plan(flags: &PlanArgs, record: &RunRecord) -> PlanArgs {
         variants: record.plan.variants.clone(),
         repeats: Some(record.plan.repeats),
         shard: record.plan.shard,
+        arms_out: record.plan.arms_out.clone(),
         until_decided: record.plan.sequential.is_some(),
         sequential: record.plan.sequential.clone(),
         seed: record.plan.order_seed,

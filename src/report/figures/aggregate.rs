@@ -687,6 +687,7 @@ mod tests {
                 judge: None,
                 self_judged: false,
                 order_seed: None,
+                search_shard: None,
                 folder: None,
             },
             variants: vec!["base".into(), "v".into()],

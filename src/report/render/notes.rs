@@ -93,6 +93,20 @@ fn answer_notes(summary: &Summary, notes: &mut Vec<String>) {
             each.join(", ")
         ));
     }
+    if let Some(s) = &summary.run.search_shard {
+        let out = match s.arms_out.as_slice() {
+            [] => String::new(),
+            arms => format!(
+                " It did not send {}: the merge it ran after had shown {} out.",
+                arms.join(", "),
+                if arms.len() == 1 { "it" } else { "them" }
+            ),
+        };
+        notes.push(format!(
+            "Shard {} of a --best search: it sent its block of the search's seeded order whole, and searched nothing itself; `promptgauge merge` over the shards searches them in order and gives the answer (docs/guide/best.md, \"In shards\").{out}",
+            s.shard
+        ));
+    }
     if let (Some(seed), Some(n)) = (summary.run.order_seed, summary.cases_measured)
         && n < summary.run.cases
     {
