@@ -53,8 +53,18 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
     }
     combine_journals(&shards, &records, &dir, &mut journal, &mut agg)?;
     drop(journal);
+    // A search answered in the shards given needs none of the others.
+    let answered = agg.search_ended();
+    if answered {
+        record.stopped = None;
+    }
     dir.write_record(&record).before_send()?;
-    if !missing.is_empty() {
+    if answered && !missing.is_empty() {
+        note!(
+            "--best: the search reached its answer in the shards given; shards {} are not needed",
+            missing.join(", ")
+        );
+    } else if !missing.is_empty() {
         note!(
             "warning: shards {} were not given; the merged run is incomplete",
             missing.join(", ")

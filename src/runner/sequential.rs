@@ -73,6 +73,14 @@ impl<C: Counts> Decider<C> {
         }
     }
 
+    /// Whether `--best`'s search has reached its answer (the jobs after it are not needed).
+    pub fn search_ended(&self) -> bool {
+        self.tests
+            .as_ref()
+            .and_then(|t| t.best.as_ref())
+            .is_some_and(|s| s.ended_at.is_some())
+    }
+
     /// The figures behind the tests, for what is not a record (the audit of a replay, the
     /// run's end). Records go through [`Decider::add`], never to the figures directly.
     pub fn figures(&mut self) -> &mut C {

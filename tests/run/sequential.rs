@@ -734,8 +734,14 @@ fn best_in_shards_merged_searches_as_one_run_and_a_later_shard_skips_the_arms_ou
         serde_json::from_str(&std::fs::read_to_string(two.join("run.json")).unwrap()).unwrap();
     assert_eq!(record["plan"]["arms_out"][0], out[0].0.as_str());
     assert_eq!(record["jobs_planned"], 450);
-    let (both, _) = merge(&[&one, &two]);
+    let (both, said) = merge(&[&one, &two]);
     assert_eq!(search_of(&both), whole, "the same answer as one run");
+    // Answered: the shards not run are not needed, and the merged run is complete.
+    assert!(
+        said.contains("shards 3/6, 4/6, 5/6, 6/6 are not needed"),
+        "{said}"
+    );
+    assert!(summary(&both).complete, "{said}");
     let before = server.provider.stats().requests;
     let (code, _, said) = sixth(3, Some(&both));
     assert_eq!(code, Some(2), "{said}");

@@ -46,10 +46,12 @@ fn run_notes(summary: &Summary, notes: &mut Vec<String>) {
         notes.push(format!("The run stopped early: {why}"));
     }
     if !summary.complete {
+        // Jobs a sequential decision made unnecessary are not missing.
         let missing = summary
             .run
             .jobs_planned
-            .saturating_sub(summary.jobs_finished);
+            .saturating_sub(summary.jobs_finished)
+            .saturating_sub(summary.sequential.as_ref().map_or(0, |s| s.jobs_not_needed));
         notes.push(format!(
             "INCOMPLETE: {} of {} jobs failed and {missing} did not run; failed jobs are not counted as wrong.",
             summary.jobs_failed, summary.run.jobs_planned
