@@ -867,6 +867,25 @@ fn best_of_six_finds_the_best_drops_the_losers_early_and_sends_nothing_twice() {
             e.cases
         );
     }
+    // report.html (and so `view`) leads with the answer and charts where each arm went.
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(
+        html.contains("<p id=\"headline\"><b>v3 is the best of 6, or within 2 points of it"),
+        "{html}"
+    );
+    assert!(html.contains("id=\"search-chart\""));
+    for e in &best.eliminated {
+        let mark = format!(
+            "data-arm=\"{}\" data-state=\"out\" data-cases=\"{}\"",
+            e.variant, e.cases
+        );
+        assert!(html.contains(&mark), "{mark}");
+        assert!(html.contains(&format!("out after {} cases: below {}", e.cases, e.by)));
+    }
+    assert!(html.contains(&format!(
+        "data-arm=\"v3\" data-state=\"best\" data-cases=\"{}\"",
+        best.cases
+    )));
     // Each step is in the journal, for a resume and the report.
     let lines = journal(&run);
     assert!(

@@ -180,8 +180,8 @@ fn saved(s: &SequentialSummary, all_decided: bool) -> String {
     }
 }
 
-/// `--best`'s sentences: the answer with its guarantee, then where each arm went out.
-fn best_note(s: &SequentialSummary, b: &crate::runner::sequential::BestSummary) -> String {
+/// `--best`'s answer with its guarantee, as a sentence without its full stop.
+pub(crate) fn best_answer(b: &crate::runner::sequential::BestSummary) -> String {
     let arms = b.remaining.len() + b.eliminated.len();
     let confidence = b.confidence * 100.0;
     let unit = if b.grouped { "groups" } else { "cases" };
@@ -190,7 +190,7 @@ fn best_note(s: &SequentialSummary, b: &crate::runner::sequential::BestSummary) 
     } else {
         String::new()
     };
-    let answer = match (b.outcome.as_str(), b.named.as_slice()) {
+    match (b.outcome.as_str(), b.named.as_slice()) {
         ("one" | "within_epsilon", [one]) => format!(
             "{one} is the best of {arms}{within} with {confidence:.0}% confidence (after {} {unit})",
             b.cases
@@ -205,7 +205,13 @@ fn best_note(s: &SequentialSummary, b: &crate::runner::sequential::BestSummary) 
             left.join(", "),
             b.cases
         ),
-    };
+    }
+}
+
+/// `--best`'s sentences: the answer with its guarantee, then where each arm went out.
+fn best_note(s: &SequentialSummary, b: &crate::runner::sequential::BestSummary) -> String {
+    let unit = if b.grouped { "groups" } else { "cases" };
+    let answer = best_answer(b);
     let out: Vec<String> = b
         .eliminated
         .iter()

@@ -155,6 +155,104 @@ fn accuracy_chart(rows: &[AccuracyRow], colours_by_pair: bool) -> String {
     svg
 }
 
+/// `--best`: where each arm stopped being sent cases — each a bar over the cases (or
+/// groups) it was searched on, an arm out grey with who put it out, the answer's arms in
+/// their colours — with the answer as the chart's caption.
+fn search_chart(b: &crate::runner::sequential::BestSummary, names: &[&str]) -> String {
+    let unit = if b.grouped { "groups" } else { "cases" };
+    let (left, width, row_h) = (170.0, 560.0, 26.0);
+    let end = b.cases.max(1) as f64;
+    let height = 34.0 + row_h * names.len() as f64;
+    let x = |cases: u64| left + (cases as f64 / end).min(1.0) * width;
+    let mut svg = format!(
+        "<svg id=\"search-chart\" role=\"img\" aria-label=\"where each arm went out of the search\" width=\"{0}\" height=\"{height}\" viewBox=\"0 0 {0} {height}\">",
+        left + width + 230.0
+    );
+    let step = nice_step(end).max(1.0);
+    let mut tick = 0.0;
+    while tick <= end {
+        let _ = write!(
+            svg,
+            "<line class=\"grid\" x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"4\" y2=\"{1}\"/><text x=\"{0:.1}\" y=\"{2}\" text-anchor=\"middle\">{3}</text>",
+            x(tick as u64),
+            height - 20.0,
+            height - 6.0,
+            tick
+        );
+        tick += step;
+    }
+    let _ = write!(
+        svg,
+        "<text x=\"{:.1}\" y=\"{}\">{unit} searched</text>",
+        left + width + 24.0,
+        height - 6.0
+    );
+    for (i, name) in names.iter().enumerate() {
+        let y = 16.0 + row_h * i as f64;
+        let out = b.eliminated.iter().find(|e| e.variant == *name);
+        let (state, cases, fill, label) = match out {
+            Some(e) => (
+                "out",
+                e.cases,
+                "#9ca3af",
+                format!("out after {} {unit}: below {}", e.cases, e.by),
+            ),
+            None if b.named.iter().any(|n| n == name) && b.outcome != "open" => (
+                "best",
+                b.cases,
+                colour(i),
+                if b.named.len() == 1 {
+                    "the best".to_string()
+                } else {
+                    "the best, or within ε of it".to_string()
+                },
+            ),
+            None => ("in-play", b.cases, colour(i), "still in play".to_string()),
+        };
+        let opacity = if state == "in-play" { 0.45 } else { 0.9 };
+        let _ = write!(
+            svg,
+            "<g class=\"arm\" data-arm=\"{0}\" data-state=\"{state}\" data-cases=\"{cases}\">\
+             <text x=\"{1}\" y=\"{2}\" text-anchor=\"end\">{0}</text>\
+             <rect x=\"{left}\" y=\"{3}\" width=\"{4:.1}\" height=\"14\" fill=\"{fill}\" opacity=\"{opacity}\"/>\
+             <text x=\"{5:.1}\" y=\"{2}\">{6}</text></g>",
+            esc(name),
+            left - 10.0,
+            y + 4.0,
+            y - 7.0,
+            (x(cases) - left).max(1.0),
+            x(cases) + 8.0,
+            esc(&label)
+        );
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+/// A sentence that starts with "the …" (not with a variant's name, which keeps its case)
+/// starts with a capital.
+fn sentence_case(text: &str) -> String {
+    match text.strip_prefix("the ") {
+        Some(rest) => format!("The {rest}"),
+        None => text.to_string(),
+    }
+}
+
+/// `--best`: the search's answer and its chart, before the figures.
+fn search(b: &mut String, s: &crate::report::Summary, names: &[&str]) {
+    let Some(best) = s.sequential.as_ref().and_then(|q| q.best.as_ref()) else {
+        return;
+    };
+    let _ = write!(
+        b,
+        "<h2>Best of many</h2><p id=\"search-answer\">{}.</p>",
+        esc(&sentence_case(
+            &crate::report::figures::sequential::best_answer(best)
+        ))
+    );
+    b.push_str(&search_chart(best, names));
+}
+
 /// Box plots (p10–p90 whiskers, quartile box, median) of TTFT and end-to-end latency.
 fn latency_chart(series: &[(String, Vec<f64>, Vec<f64>)]) -> String {
     let max = series
@@ -570,6 +668,8 @@ pub fn render_run(result: &RunResult, bench_text: &str) -> String {
     let mut b = String::new();
     header(&mut b, s, &names);
 
+    search(&mut b, s, &names);
+
     figures(&mut b, s, conf, &names);
 
     latency(&mut b, s, result, &names);
@@ -662,7 +762,16 @@ fn header_rest(b: &mut String, s: &crate::report::Summary, names: &[&str]) {
         }
         b.push_str("</ul>");
     }
-    if let Some(best) = s
+    if let Some(search) = s.sequential.as_ref().and_then(|q| q.best.as_ref()) {
+        // The search's answer is the verdict; the pairwise lines are descriptions.
+        let _ = write!(
+            b,
+            "<p id=\"headline\"><b>{}.</b></p>",
+            esc(&sentence_case(
+                &crate::report::figures::sequential::best_answer(search)
+            ))
+        );
+    } else if let Some(best) = s
         .comparisons
         .iter()
         .find(|c| c.verdict == crate::report::compare::Verdict::Better)
