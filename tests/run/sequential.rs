@@ -784,6 +784,83 @@ fn best_in_shards_merged_searches_as_one_run_and_a_later_shard_skips_the_arms_ou
 }
 
 #[test]
+fn best_by_a_judge_says_so_and_people_s_labels_can_overrule_it() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let b = best_bench(600, &[62, 84, 70]);
+    let d = b.path();
+    let path = d.join("bench.yaml");
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "grade: { kind: number }",
+        "grade: { kind: judge }\njudge: { model: judge-model }",
+    );
+    std::fs::write(&path, text).unwrap();
+    let out = promptgauge(d)
+        .args(["run", "bench.yaml", "--best", "--seed", "3", "--no-store"])
+        .args(["--base-url", &server.base_url(), "--model", "m"])
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code().is_some_and(|c| c < 2), "{said}");
+    assert!(said.contains("v1 is the best of 3"), "{said}");
+    assert!(
+        said.contains("The search ranked the judge's scores: its answer is the judge's best"),
+        "{said}"
+    );
+    let run = run_dirs(&d.join("reports")).pop().unwrap();
+    let records: Vec<serde_json::Value> = journal(&run)
+        .into_iter()
+        .filter(|r| r["case_id"].is_string() && r["score"].is_number())
+        .collect();
+    // People label `n` answers of each arm: `agree` gives the judge's own score, else the
+    // opposite of it.
+    let label = |agree: bool, n: usize| {
+        let mut lines = String::new();
+        for arm in ["v0", "v1", "v2"] {
+            for r in records.iter().filter(|r| r["variant"] == arm).take(n) {
+                let judge = r["score"].as_f64().unwrap();
+                let person = if agree { judge } else { 1.0 - judge };
+                lines.push_str(&format!(
+                    "{{\"case\": {}, \"variant\": \"{arm}\", \"repeat\": 0, \"score\": {person}}}\n",
+                    r["case_id"]
+                ));
+            }
+        }
+        std::fs::write(d.join("people.jsonl"), lines).unwrap();
+        let out = promptgauge(d)
+            .arg("label")
+            .arg(&run)
+            .args(["--from", "people.jsonl"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::read_to_string(run.join("summary.md")).unwrap()
+    };
+    let agreed = label(true, 30);
+    assert!(
+        agreed.contains("As people would score them (corrected by their labels"),
+        "{agreed}"
+    );
+    assert!(
+        agreed.contains("no arm's lies wholly above the answer's"),
+        "{agreed}"
+    );
+    // People who fail what the judge passes (every answer) put the judge's losers above
+    // its best.
+    let overruled = label(false, usize::MAX);
+    assert!(
+        overruled.contains("lies wholly above the answer's: the judge's best is not people's")
+            || overruled
+                .contains("lie wholly above the answer's: the judge's best is not people's"),
+        "{overruled}"
+    );
+}
+
+#[test]
 fn best_of_six_finds_the_best_drops_the_losers_early_and_sends_nothing_twice() {
     let (_rt, server) = start_mock(MockConfig::default());
     let b = best_bench(2000, &[70, 70, 60, 80, 70, 62]);

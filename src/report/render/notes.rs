@@ -23,6 +23,9 @@ pub(crate) fn notes(summary: &Summary) -> Vec<String> {
     }
     if let Some(s) = &summary.sequential {
         notes.push(sequential::note(s));
+        if let Some(line) = s.best.as_ref().and_then(|b| judged_search_note(summary, b)) {
+            notes.push(line);
+        }
     }
     if let Some(line) = spent_note(summary) {
         notes.push(line);
@@ -283,5 +286,71 @@ fn answer_time_note(summary: &Summary) -> Option<String> {
     Some(format!(
         "Time to answer, p50 / p90 (from the first attempt sent, retries and backoff included; the latency column is the answering attempt alone): {}.",
         each.join("; ")
+    ))
+}
+
+/// `--best` over a judge's scores: the answer is the judge's best. With people's labels,
+/// each arm's score as people would give it, and a warning when those put an arm above
+/// the answer's (intervals apart).
+fn judged_search_note(
+    summary: &Summary,
+    best: &crate::runner::sequential::BestSummary,
+) -> Option<String> {
+    if summary.variants.iter().all(|v| v.judge_calls == 0) {
+        return None;
+    }
+    let corrected: Vec<(&str, f64, f64, f64)> = summary
+        .variants
+        .iter()
+        .filter_map(|v| {
+            let l = v.labelled.as_ref()?;
+            Some((
+                v.name.as_str(),
+                l.corrected?,
+                l.corrected_low?,
+                l.corrected_high?,
+            ))
+        })
+        .collect();
+    if corrected.is_empty() {
+        return Some(
+            "The search ranked the judge's scores: its answer is the judge's best. With people's labels, the reports set each arm's score as people would give it beside it.".to_string(),
+        );
+    }
+    let each: Vec<String> = corrected
+        .iter()
+        .map(|(n, c, lo, hi)| {
+            format!(
+                "{n} {:.1}% [{:.1}, {:.1}]",
+                c * 100.0,
+                lo * 100.0,
+                hi * 100.0
+            )
+        })
+        .collect();
+    let named_high = corrected
+        .iter()
+        .filter(|(n, ..)| best.named.iter().any(|b| b == n))
+        .map(|&(_, _, _, hi)| hi)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let above: Vec<&str> = corrected
+        .iter()
+        .filter(|&&(n, _, lo, _)| !best.named.iter().any(|b| b == n) && lo > named_high)
+        .map(|&(n, ..)| n)
+        .collect();
+    let verdict = if named_high == f64::NEG_INFINITY {
+        "the answer's arms have too few labels to set beside them (a correction needs 10 labelled cases)".to_string()
+    } else if above.is_empty() {
+        "no arm's lies wholly above the answer's".to_string()
+    } else {
+        format!(
+            "{} {} wholly above the answer's: the judge's best is not people's; check the judge against the labels (docs/guide/judge.md) before trusting the answer",
+            above.join(", "),
+            if above.len() == 1 { "lies" } else { "lie" }
+        )
+    };
+    Some(format!(
+        "The search ranked the judge's scores. As people would score them (corrected by their labels, fixed-sample intervals): {}; {verdict}.",
+        each.join(", ")
     ))
 }
