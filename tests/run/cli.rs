@@ -1669,6 +1669,82 @@ fn every_line_fits_a_real_80_or_100_column_terminal() {
     assert!(over.is_empty(), "compare at 80 columns: {over:#?}");
 }
 
+#[cfg(unix)]
+#[test]
+fn a_best_run_in_a_terminal_says_each_arm_out_above_the_line_marks_it_and_ends_its_eta() {
+    let (_rt, server) = start_mock(MockConfig {
+        token_delay: std::time::Duration::from_millis(1),
+        ..MockConfig::default()
+    });
+    let b = crate::sequential::best_bench(1500, &[70, 84, 55, 68]);
+    let url = server.base_url();
+    let args = [
+        "run",
+        "bench.yaml",
+        "--best",
+        "--seed",
+        "5",
+        "--no-store",
+        "--base-url",
+        &url,
+        "--model",
+        "m",
+    ];
+    for columns in [80usize, 100] {
+        let (code, lines) = in_a_terminal(columns, b.path(), &args);
+        // A line said above the live bar is padded to the terminal's width, and the bar
+        // drawn after it on the next row (the terminal wraps there): split it there.
+        let lines: Vec<String> = lines
+            .iter()
+            .flat_map(|l| {
+                let chars: Vec<char> = l.chars().collect();
+                if chars.len() > columns && chars[columns - 1] == ' ' {
+                    let head: String = chars[..columns].iter().collect();
+                    vec![
+                        head.trim_end().to_string(),
+                        chars[columns..].iter().collect(),
+                    ]
+                } else {
+                    vec![l.clone()]
+                }
+            })
+            .collect();
+        let text = lines.join("\n");
+        assert!(code.is_some_and(|c| c < 2), "{text}");
+        let over: Vec<&String> = lines
+            .iter()
+            .filter(|l| l.chars().count() > columns)
+            .collect();
+        assert!(over.is_empty(), "at {columns} columns: {over:#?}");
+        // Each arm out is said once, on a line of its own above the live line.
+        let out: Vec<&String> = lines
+            .iter()
+            .filter(|l| l.starts_with("v2 out after ") && l.ends_with(" cases: below v1"))
+            .collect();
+        assert_eq!(out.len(), 1, "{text}");
+        let answer = lines
+            .iter()
+            .position(|l| l.starts_with("v1: the best, or within ε of it, after "))
+            .unwrap_or_else(|| panic!("{text}"));
+        // The live line marks it, and once the answer is in its ETA is spent.
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("· ETA ") && l.contains("v2 ") && l.contains("% out")),
+            "{text}"
+        );
+        let last_frame = lines[answer..]
+            .iter()
+            .filter(|l| l.contains("· ETA "))
+            .last();
+        let frame = last_frame.unwrap_or_else(|| panic!("no frame after the answer: {text}"));
+        assert!(frame.contains("ETA 0s"), "{frame}");
+        // The note wraps to the terminal.
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains("v1 is the best of 4"), "{text}");
+    }
+}
+
 #[test]
 fn a_promptfoo_suite_that_uses_its_vars_in_asserts_imports_exactly_and_says_what_it_did_not() {
     let dir = tempfile::tempdir().unwrap();

@@ -18,6 +18,9 @@ pub(crate) struct Progress {
     in_flight: usize,
     /// `--best`: the decisions as they are reached, and the arms out so far.
     search: Option<(crate::runner::sequential::Decisions, Vec<String>)>,
+    /// Jobs planned for each arm in this session: an arm out takes what it has left off
+    /// the bar's length, so the ETA counts only what will still be sent.
+    per_arm: u64,
 }
 
 /// A `--best` decision as a line: an arm out, or the answer.
@@ -62,6 +65,7 @@ impl Progress {
             bar.set_position(already_done as u64);
             bar
         });
+        let variants_len = variants.len();
         Progress {
             bar,
             scores: vec![(0, 0); variants.len()],
@@ -72,6 +76,7 @@ impl Progress {
             batches: Vec::new(),
             in_flight: 0,
             search: None,
+            per_arm: (total.saturating_sub(already_done) / variants_len.max(1)) as u64,
         }
     }
 
@@ -88,10 +93,23 @@ impl Progress {
         let new: Vec<crate::runner::sequential::Decided> =
             queue.lock().map(|q| q.clone()).unwrap_or_default();
         for d in &new {
+            let Some(bar) = &self.bar else { continue };
             if d.verdict == "eliminated" {
                 out.push(d.variant.clone());
+                // What the arm had left is not sent.
+                let heard = self
+                    .variants
+                    .iter()
+                    .position(|v| *v == d.variant)
+                    .map_or(0, |i| self.scores[i].1);
+                let left = self.per_arm.saturating_sub(heard);
+                let length = bar.length().unwrap_or(0);
+                bar.set_length(length.saturating_sub(left).max(bar.position()));
+            } else if d.verdict == "best" {
+                // The answer: only the jobs in flight are left.
+                bar.set_length(bar.position() + self.in_flight as u64);
             }
-            if let (Some(bar), Some(line)) = (&self.bar, search_line(d)) {
+            if let Some(line) = search_line(d) {
                 bar.println(line);
             }
         }
@@ -186,6 +204,16 @@ impl Progress {
                 states.join(", "),
                 self.failed,
                 accuracy.join(" ")
+            );
+        }
+        if self.search.is_some() {
+            // A search's arms come first: which are out is what a narrow line keeps.
+            return format!(
+                "{} · {in_flight} in flight · {} retries · {} 429s · {} failed",
+                accuracy.join(" "),
+                self.retries,
+                self.throttled,
+                self.failed
             );
         }
         format!(
