@@ -28,6 +28,8 @@ pub(super) struct Estimate {
     pub judge: f64,
     /// Judge calls are made and the judge has no price.
     pub judge_unpriced: bool,
+    /// The plan is a `--best` search, which usually stops well before its last job.
+    pub search: bool,
 }
 
 impl Estimate {
@@ -99,6 +101,7 @@ pub(super) fn estimate(
     let mut e = Estimate {
         completion_tokens: Some(0),
         output: Some(0.0),
+        search: p.sequential.as_ref().is_some_and(|s| s.best.is_some()),
         ..Estimate::default()
     };
     for job in jobs {
@@ -244,12 +247,17 @@ pub(super) fn check_estimate(
             usd(budget)
         ));
     }
+    let fix = if e.search {
+        "a --best search usually stops well before its last job (`promptgauge plan --best K` says how many it takes): add --run-to-budget to send until the budget is reached, the answer then naming the arms still in play; or raise --budget"
+    } else {
+        "raise --budget, run fewer jobs (--limit, --variants, --shard), lower max_tokens, or add --run-to-budget to send until the budget is reached"
+    };
     Err(UsageError::with_fix(
         format!(
             "{what}, over the budget of {}{earlier}; nothing was sent",
             usd(budget)
         ),
-        "raise --budget, run fewer jobs (--limit, --variants, --shard), lower max_tokens, or add --run-to-budget to send until the budget is reached",
+        fix,
     ))
 }
 

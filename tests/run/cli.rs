@@ -1733,10 +1733,8 @@ fn a_best_run_in_a_terminal_says_each_arm_out_above_the_line_marks_it_and_ends_i
                 .any(|l| l.contains("· ETA ") && l.contains("v2 ") && l.contains("% out")),
             "{text}"
         );
-        let last_frame = lines[answer..]
-            .iter()
-            .filter(|l| l.contains("· ETA "))
-            .next_back();
+        let last_frame = lines[answer..].iter().rfind(|l| l.contains("· ETA "));
+
         let frame = last_frame.unwrap_or_else(|| panic!("no frame after the answer: {text}"));
         assert!(frame.contains("ETA 0s"), "{frame}");
         // The note wraps to the terminal.

@@ -1116,6 +1116,45 @@ fn best_of_one_a_bad_epsilon_or_by_batch_is_refused_before_anything_is_sent() {
 }
 
 #[test]
+fn a_best_search_over_its_budget_says_it_may_stop_early_and_runs_to_the_budget() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let b = best_bench(1000, &[70, 80, 60]);
+    let path = b.path().join("bench.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        format!("{text}price: {{ input_per_mtok: 100, output_per_mtok: 100 }}\nparams: {{ max_tokens: 10 }}\n"),
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        promptgauge(b.path())
+            .args(["run", "bench.yaml", "--best", "--seed", "2", "--no-store"])
+            .args(["--budget", "0.5"])
+            .args(["--base-url", &server.base_url(), "--model", "m"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("a --best search usually stops well before its last job"),
+        "{said}"
+    );
+    assert_eq!(server.provider.stats().requests, 0);
+    let out = run(&["--run-to-budget"]);
+    let said =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "stopped at the budget: {said}");
+    let s = summary(&run_dirs(&b.path().join("reports")).pop().unwrap());
+    let best = s.sequential.unwrap().best.unwrap();
+    assert_eq!(best.outcome, "open", "{best:?}");
+    assert!(best.remaining.contains(&"v1".to_string()), "{best:?}");
+    assert!(said.contains("the best of 3 is one of"), "{said}");
+}
+
+#[test]
 fn plan_best_sizes_a_search_against_the_fixed_design() {
     let b = best_bench(50, &[70, 80]);
     let out = promptgauge(b.path())
