@@ -8,6 +8,22 @@ use crate::common::*;
 use promptgauge::mock::MockConfig;
 use promptgauge::report::Summary;
 
+/// The run's summary.json is what the committed schema describes.
+fn assert_follows_schema(run: &Path) {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("docs/summary.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let instance: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let errors: Vec<String> = jsonschema::validator_for(&schema)
+        .unwrap()
+        .iter_errors(&instance)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{}: {errors:#?}", run.display());
+}
+
 fn summary(dir: &Path) -> Summary {
     serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
 }
@@ -138,18 +154,7 @@ fn a_clear_gain_stops_the_run_early_and_the_decision_replays() {
     assert!(!bench_order_prefix);
 
     // The summary with its sequential part is what the committed schema describes.
-    let schema: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(repo().join("docs/summary.schema.json")).unwrap(),
-    )
-    .unwrap();
-    let instance: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
-    let errors: Vec<String> = jsonschema::validator_for(&schema)
-        .unwrap()
-        .iter_errors(&instance)
-        .map(|e| format!("{e} at {}", e.instance_path()))
-        .collect();
-    assert!(errors.is_empty(), "{errors:#?}");
+    assert_follows_schema(&run);
 
     // The decision was journaled when it was reached: one line, after the records the
     // tests had heard then.
@@ -594,6 +599,7 @@ fn best_over_grouped_cases_counts_groups_and_sends_each_group_whole() {
         "{said}"
     );
     let run = run_dirs(&d.join("reports")).pop().unwrap();
+    assert_follows_schema(&run);
     let best = summary(&run).sequential.unwrap().best.unwrap();
     assert!(best.grouped);
     assert_eq!(best.named, vec!["v1".to_string()]);
@@ -698,10 +704,12 @@ fn best_in_shards_merged_searches_as_one_run_and_a_later_shard_skips_the_arms_ou
     }
     // Each shard sent its block whole: 300 cases × 4 arms.
     assert_eq!(server.provider.stats().requests - before, 3600);
+    assert_follows_schema(&shards[1]);
     let note = std::fs::read_to_string(shards[1].join("summary.md")).unwrap();
     assert!(note.contains("Shard 2/3 of a --best search"), "{note}");
     let refs: Vec<&Path> = shards.iter().map(|p| p.as_path()).collect();
     let (merged, _) = merge(&refs);
+    assert_follows_schema(&merged);
     assert_eq!(search_of(&merged), whole);
 
     // One shard at a time, each after the merge of those before: shard 2 sends no case of
@@ -730,6 +738,7 @@ fn best_in_shards_merged_searches_as_one_run_and_a_later_shard_skips_the_arms_ou
     let sent = server.provider.stats().requests - before;
     assert_eq!(sent, 150 * 3, "the arm out is not sent");
     let two = two.unwrap();
+    assert_follows_schema(&two);
     let record: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(two.join("run.json")).unwrap()).unwrap();
     assert_eq!(record["plan"]["arms_out"][0], out[0].0.as_str());
@@ -1152,6 +1161,69 @@ fn a_best_search_over_its_budget_says_it_may_stop_early_and_runs_to_the_budget()
     assert_eq!(best.outcome, "open", "{best:?}");
     assert!(best.remaining.contains(&"v1".to_string()), "{best:?}");
     assert!(said.contains("the best of 3 is one of"), "{said}");
+}
+
+/// The example a user with twelve prompts starts from: `run --best` as its README says.
+#[test]
+fn the_twelve_prompts_example_finds_a_step_by_step_prompt_for_a_fraction_of_the_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let src = repo().join("examples/twelve-prompts");
+    std::fs::create_dir_all(d.join("prompts")).unwrap();
+    for e in std::fs::read_dir(src.join("prompts")).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, d.join("prompts").join(p.file_name().unwrap())).unwrap();
+    }
+    for f in ["invoices-total.yaml", "cases.jsonl"] {
+        std::fs::copy(src.join(f), d.join(f)).unwrap();
+    }
+    let out = promptgauge(d)
+        .args([
+            "run",
+            "invoices-total.yaml",
+            "--best",
+            "--seed",
+            "1",
+            "--no-store",
+        ])
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let run = run_dirs(&d.join("reports")).remove(0);
+    let s = summary(&run);
+    let seq = s.sequential.unwrap();
+    let best = seq.best.as_ref().unwrap();
+    assert_ne!(best.outcome, "open", "{best:?}");
+    assert!(
+        best.named
+            .iter()
+            .all(|n| n == "step-by-step" || n == "show-work"),
+        "{best:?}"
+    );
+    assert!(best.eliminated.len() >= 9, "{best:?}");
+    // Far fewer jobs than the 12 × 900 the bench holds, and than the fixed design.
+    assert!(s.jobs_finished < 2500, "{}", s.jobs_finished);
+    assert!(seq.jobs_fixed_design.unwrap() > 10 * s.jobs_finished as u64);
+    // The terminal keeps the pairwise table but leaves its sentences to summary.md.
+    assert!(
+        said.contains("(--best: the search's answer below is the verdict"),
+        "{said}"
+    );
+    assert!(
+        !said.contains("is not distinguishable from bookkeeper"),
+        "{said}"
+    );
+    let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(
+        md.contains("### Against the baseline (descriptions"),
+        "{md}"
+    );
+    assert!(
+        md.contains("is not distinguishable from bookkeeper"),
+        "{md}"
+    );
 }
 
 #[test]

@@ -81,7 +81,11 @@ fn decisions(out: &mut String, s: &Summary) {
             out.push('\n');
         }
     } else if !s.comparisons.is_empty() {
-        out.push_str("### Verdicts\n\n");
+        out.push_str(if s.sequential.as_ref().is_some_and(|q| q.best.is_some()) {
+            "### Against the baseline (descriptions: the search's answer is the verdict)\n\n"
+        } else {
+            "### Verdicts\n\n"
+        });
         for c in &s.comparisons {
             out.push_str(&format!("- {}\n", md_text(&c.sentence)));
         }

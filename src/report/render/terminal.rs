@@ -216,8 +216,34 @@ fn headline(s: &Summary, width: Option<usize>) -> String {
     }
 }
 
-/// The paired comparisons' tables and their verdicts, on each axis of a grid.
+/// The paired comparisons' tables and their verdicts, on each axis of a grid. Under
+/// `--best` the search's answer is the verdict: the tables stay, their sentences go to
+/// summary.md and report.html.
 fn comparisons(out: &mut String, s: &Summary, width: Option<usize>) {
+    if s.sequential.as_ref().is_some_and(|q| q.best.is_some()) {
+        let tables = if s.is_grid() {
+            crate::report::compare::Axis::BOTH
+                .iter()
+                .filter(|&&axis| s.on_axis(axis).next().is_some())
+                .map(|&axis| {
+                    format!(
+                        "{}\n{}\n",
+                        axis.heading(),
+                        tables::paired_axis(s, axis).terminal(width)
+                    )
+                })
+                .collect()
+        } else if s.comparisons.is_empty() {
+            String::new()
+        } else {
+            format!("{}\n", tables::paired(s).terminal(width))
+        };
+        out.push_str(&tables);
+        if !tables.is_empty() {
+            out.push_str("(--best: the search's answer below is the verdict; these comparisons with the baseline are descriptions, each in words in summary.md)\n");
+        }
+        return;
+    }
     if s.is_grid() {
         for axis in crate::report::compare::Axis::BOTH {
             if s.on_axis(axis).next().is_none() {
