@@ -1174,18 +1174,11 @@ fn the_twelve_prompts_example_finds_a_step_by_step_prompt_for_a_fraction_of_the_
         let p = e.unwrap().path();
         std::fs::copy(&p, d.join("prompts").join(p.file_name().unwrap())).unwrap();
     }
-    for f in ["invoices-total.yaml", "cases.jsonl"] {
+    for f in ["promptgauge.yaml", "cases.jsonl"] {
         std::fs::copy(src.join(f), d.join(f)).unwrap();
     }
     let out = promptgauge(d)
-        .args([
-            "run",
-            "invoices-total.yaml",
-            "--best",
-            "--seed",
-            "1",
-            "--no-store",
-        ])
+        .args(["run", "--best", "--seed", "1", "--no-store"])
         .output()
         .unwrap();
     let said =
