@@ -490,6 +490,43 @@ mod tests {
     }
 
     #[test]
+    fn scores_between_0_and_1_are_searched_as_well_as_0_1_answers() {
+        // Case means of a judge's 0–10 scores, say: each arm's score spread evenly over
+        // ±0.3 around its mean, the best 2.5 points ahead of three others (ε = 2), and a
+        // case's difficulty shared by all arms (correlated). Naming another arm is wrong.
+        use rand::{RngExt, SeedableRng};
+        let means = [0.625, 0.6, 0.6, 0.6];
+        let (mut wrong, mut open) = (0, 0);
+        for seed in 0..100 {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+            let mut best = BestArm::new(BestSettings {
+                arms: 4,
+                epsilon: 0.02,
+                confidence: 0.95,
+                gap_bounds: false,
+            });
+            while best.verdict() == BestVerdict::Open && best.cases() < 100_000 {
+                let shared = rng.random::<f64>() - 0.5;
+                let case: Vec<Option<f64>> = means
+                    .iter()
+                    .map(|m| {
+                        let own = rng.random::<f64>() - 0.5;
+                        Some((m + 0.3 * shared + 0.3 * own).clamp(0.0, 1.0))
+                    })
+                    .collect();
+                best.hear(&case);
+            }
+            match best.verdict() {
+                BestVerdict::One(a) => wrong += u32::from(a != 0),
+                BestVerdict::WithinEpsilon(arms) => wrong += u32::from(arms != vec![0]),
+                BestVerdict::Open => open += 1,
+            }
+        }
+        assert!(wrong <= 5, "{wrong} of 100 wrong");
+        assert_eq!(open, 0, "every search ended");
+    }
+
+    #[test]
     fn a_case_missing_an_arm_in_play_is_not_heard() {
         let mut best = BestArm::new(settings(2));
         best.hear(&[Some(1.0), None]);
