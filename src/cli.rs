@@ -91,6 +91,29 @@ pub enum Command {
     /// bench's history; labelling (docs/guide/view.md). Listens on 127.0.0.1 only, unless
     /// --public. With --bundle, writes the pages as static files instead.
     View(ViewArgs),
+    /// Print the completion script for a shell, built from the same definitions as --help:
+    /// `source <(promptgauge completions bash)` (docs/guide/install.md).
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), built from the same definitions as --help; with
+    /// --out, write one page per command into a folder (docs/guide/install.md).
+    Man(ManArgs),
+}
+
+/// `completions SHELL`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell whose script to print.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write promptgauge.1 and promptgauge-COMMAND.1 for each command into DIR (created
+    /// if missing) instead of printing promptgauge.1.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 /// `view`.

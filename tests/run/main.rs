@@ -21,6 +21,7 @@ mod runner;
 mod scale;
 mod scorers;
 mod sequential;
+mod shell;
 mod store;
 mod tools;
 mod view;
