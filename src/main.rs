@@ -56,6 +56,7 @@ fn main() -> ExitCode {
             Command::Runs(args) => app::runs(args, &env).await,
             Command::Index(args) => app::index(args, &env).await,
             Command::View(args) => app::view(args, &env).await,
+            Command::Schema(args) => app::schema(args),
             Command::Completions(args) => app::completions(args),
             Command::Man(args) => app::man(args),
         }

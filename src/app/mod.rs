@@ -52,6 +52,7 @@ mod prepare;
 mod report;
 mod results;
 mod run;
+mod schema;
 mod settings;
 mod shell;
 mod source;
@@ -70,6 +71,7 @@ pub(crate) use prepare::{Prepared, prepare};
 pub use report::report;
 pub use results::import_results;
 pub use run::run;
+pub use schema::schema;
 pub use shell::{completions, man};
 pub use view::view;
 

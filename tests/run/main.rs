@@ -19,6 +19,7 @@ mod judge;
 mod responses;
 mod runner;
 mod scale;
+mod schema;
 mod scorers;
 mod sequential;
 mod shell;
