@@ -16,6 +16,7 @@ mod durability;
 mod endpoints;
 mod import_results;
 mod judge;
+mod packages;
 mod responses;
 mod runner;
 mod scale;
