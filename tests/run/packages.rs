@@ -216,3 +216,69 @@ fn the_npm_packages_install_offline_and_run_the_readmes_first_command() {
     );
     assert!(String::from_utf8_lossy(&npx.stderr).contains("missing.yaml"));
 }
+
+#[test]
+fn the_release_builds_tries_and_sums_every_package() {
+    let text = std::fs::read_to_string(repo().join(".github/workflows/release.yml")).unwrap();
+    let release: Value = serde_saphyr::from_str(&text).unwrap();
+    let jobs = &release["jobs"];
+    let steps = |job: &str| -> String {
+        jobs[job]["steps"]
+            .as_array()
+            .unwrap_or_else(|| panic!("a job `{job}`"))
+            .iter()
+            .filter_map(|s| s["run"].as_str())
+            .collect()
+    };
+    // Each kind of package is installed from a clean folder and run before it is attached.
+    for job in ["build", "wheels", "npm"] {
+        assert!(
+            steps(job).contains(".ci/first-run"),
+            "{job} tries what it built"
+        );
+    }
+    // A wheel for each platform an npm package is made from.
+    let wheels: Vec<String> = jobs["wheels"]["strategy"]["matrix"]["include"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["name"].as_str().unwrap().to_string())
+        .collect();
+    for name in [
+        "manylinux-x86_64",
+        "manylinux-aarch64",
+        "musllinux-x86_64",
+        "musllinux-aarch64",
+        "macos-arm64",
+        "macos-x86_64",
+    ] {
+        assert!(
+            wheels.iter().any(|w| w == name),
+            "no {name} wheel: {wheels:?}"
+        );
+    }
+    // Every npm/platforms/ package is packed.
+    let pack = steps("npm");
+    for entry in std::fs::read_dir(repo().join("npm/platforms")).unwrap() {
+        let platform = entry.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(
+            pack.lines()
+                .any(|l| l.trim().starts_with(&format!("pack {platform} "))),
+            "the release packs no @promptgauge/{platform}"
+        );
+    }
+    // Everything attached is summed, the schemas among it.
+    assert!(steps("checksums").contains("sha256sum"));
+    let attached = jobs["publish"]["steps"][1]["with"]["files"]
+        .as_str()
+        .unwrap();
+    for file in [
+        "SHA256SUMS",
+        "*.whl",
+        "*.tgz",
+        "*.schema.json",
+        ".tar.gz.sha256",
+    ] {
+        assert!(attached.contains(file), "{file} is not attached");
+    }
+}
