@@ -91,6 +91,67 @@ pub enum Command {
     /// bench's history; labelling (docs/guide/view.md). Listens on 127.0.0.1 only, unless
     /// --public. With --bundle, writes the pages as static files instead.
     View(ViewArgs),
+    /// Print the JSON Schema of a bench file (such as promptgauge.yaml), a case, a prompt
+    /// variant or an `endpoints:` list, for editors to check and complete them
+    /// (docs/guide/files.md); with --out, write every one into a folder.
+    Schema(SchemaArgs),
+    /// Print the completion script for a shell, built from the same definitions as --help:
+    /// `source <(promptgauge completions bash)` (docs/guide/install.md).
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), built from the same definitions as --help; with
+    /// --out, write one page per command into a folder (docs/guide/install.md).
+    Man(ManArgs),
+}
+
+/// `schema [WHICH]`.
+#[derive(Debug, Args)]
+pub struct SchemaArgs {
+    /// Which file's schema to print.
+    #[arg(required_unless_present = "out")]
+    pub which: Option<crate::suite::schema::SchemaOf>,
+    /// Write every schema into DIR (created if missing) as docs/schema/ holds them.
+    #[arg(long, value_name = "DIR", conflicts_with = "which")]
+    pub out: Option<PathBuf>,
+}
+
+impl ValueEnum for crate::suite::schema::SchemaOf {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Self::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        use crate::suite::schema::SchemaOf;
+        use clap::builder::PossibleValue;
+        Some(match self {
+            SchemaOf::Bench => PossibleValue::new("bench")
+                .alias("config")
+                .help("a bench file, such as promptgauge.yaml (also: config)"),
+            SchemaOf::Case => {
+                PossibleValue::new("case").help("a case (a .jsonl line) or a .yaml case file")
+            }
+            SchemaOf::Variant => PossibleValue::new("variant").help("a .yaml prompt file"),
+            SchemaOf::Endpoints => {
+                PossibleValue::new("endpoints").help("a bench's `endpoints:` list")
+            }
+        })
+    }
+}
+
+/// `completions SHELL`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell whose script to print.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write promptgauge.1 and promptgauge-COMMAND.1 for each command into DIR (created
+    /// if missing) instead of printing promptgauge.1.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 /// `view`.

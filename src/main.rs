@@ -56,6 +56,9 @@ fn main() -> ExitCode {
             Command::Runs(args) => app::runs(args, &env).await,
             Command::Index(args) => app::index(args, &env).await,
             Command::View(args) => app::view(args, &env).await,
+            Command::Schema(args) => app::schema(args),
+            Command::Completions(args) => app::completions(args),
+            Command::Man(args) => app::man(args),
         }
     });
     // Dropping the runtime would wait for tasks stuck on dead sockets; the work is done.

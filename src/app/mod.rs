@@ -52,7 +52,9 @@ mod prepare;
 mod report;
 mod results;
 mod run;
+mod schema;
 mod settings;
+mod shell;
 mod source;
 mod view;
 
@@ -69,9 +71,24 @@ pub(crate) use prepare::{Prepared, prepare};
 pub use report::report;
 pub use results::import_results;
 pub use run::run;
+pub use schema::schema;
+pub use shell::{completions, man};
 pub use view::view;
 
 pub use crate::error::{Exit, Failure};
+
+/// Writes generated text (a completion script, a manual page, a schema) to stdout as it
+/// is, neither wrapped nor filtered as messages are; a closed pipe is not an error.
+fn print_verbatim(bytes: &[u8]) -> Result<(), Failure> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::Input(
+            anyhow::anyhow!("cannot write to stdout: {e}"),
+        )),
+        _ => Ok(()),
+    }
+}
 
 /// `1 repeat`, `3 repeats`: a count with its noun.
 pub(crate) fn count(n: impl Into<u64>, one: &str, many: &str) -> String {

@@ -81,33 +81,93 @@ mod humantime_serde_lite {
     }
 }
 
-/// `limits:` as a bench (or its judge, or one of its endpoints) writes it: each field
-/// unset, or as written, checked only for its form.
-#[derive(Debug, Default, Deserialize)]
+/// `limits:` — the client's gate, attempts, deadlines and rate limits, on the bench, its
+/// judge or one of its endpoints (docs/guide/client.md).
+// Each field unset, or as written, checked only for its form.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Limits")]
 pub(crate) struct RawLimits {
+    /// Requests in flight at once, per replica [default: 8].
+    #[schemars(range(min = 1, max = MAX_CONCURRENCY))]
     concurrency: Option<i64>,
+    /// Requests a minute, spaced evenly [default: no limit].
+    #[schemars(range(min = 1, max = MAX_REQUESTS_PER_MINUTE))]
     requests_per_minute: Option<i64>,
+    /// Tokens a minute: each request reserves its prompt's and `max_tokens` [default: no
+    /// limit].
+    #[schemars(range(min = 1, max = MAX_TOKENS_PER_MINUTE))]
     tokens_per_minute: Option<i64>,
+    /// Attempts per job, the first included: retries on 429, 5xx and broken streams, with
+    /// full-jitter backoff [default: 6].
+    #[schemars(range(min = 1, max = MAX_ATTEMPTS))]
     max_attempts: Option<i64>,
+    /// Connecting to the server [default: 10s].
     #[serde(default, deserialize_with = "duration")]
+    #[schemars(schema_with = "duration_schema")]
     connect_timeout: Option<Duration>,
+    /// Request sent to first event [default: 60s].
     #[serde(default, deserialize_with = "duration")]
+    #[schemars(schema_with = "duration_schema")]
     first_token_timeout: Option<Duration>,
+    /// The longest silence between events [default: 30s].
     #[serde(default, deserialize_with = "duration")]
+    #[schemars(schema_with = "duration_schema")]
     idle_timeout: Option<Duration>,
+    /// One whole attempt [default: 300s].
     #[serde(default, deserialize_with = "duration")]
+    #[schemars(schema_with = "duration_schema")]
     total_timeout: Option<Duration>,
+    /// A larger streamed response fails its job [default: 4MiB].
     #[serde(default, deserialize_with = "byte_size")]
+    #[schemars(schema_with = "size_schema")]
     max_response_bytes: Option<usize>,
+    /// The longest `Retry-After` a server may ask for before the job fails instead
+    /// [default: 300s].
     #[serde(default, deserialize_with = "duration")]
+    #[schemars(schema_with = "duration_schema")]
     max_retry_after: Option<Duration>,
+    /// A larger attached file is an error at load [default: its kind's strictest provider
+    /// limit].
     #[serde(default, deserialize_with = "byte_size")]
+    #[schemars(schema_with = "size_schema")]
     max_file_bytes: Option<usize>,
+    /// A request's files together, base64 included [default: 32MiB].
     #[serde(default, deserialize_with = "byte_size")]
+    #[schemars(schema_with = "size_schema")]
     max_request_bytes: Option<usize>,
+    /// Halve the concurrency on 429s and grow it back after sustained success [default:
+    /// false].
     #[serde(default)]
     adaptive: Option<bool>,
+}
+
+/// The largest values the integer limits take (a larger one is a typo).
+const MAX_CONCURRENCY: i64 = 4096;
+const MAX_REQUESTS_PER_MINUTE: i64 = 10_000_000;
+const MAX_TOKENS_PER_MINUTE: i64 = 4_000_000_000;
+const MAX_ATTEMPTS: i64 = 100;
+
+/// What [`duration`] reads, for editors.
+fn duration_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "description": "A duration: `10s`, `500ms`, `2m`, `1h 30m`, or a number of seconds (at most a day).",
+        "anyOf": [
+            { "type": "string", "examples": ["10s", "500ms", "2m"] },
+            { "type": "number", "exclusiveMinimum": 0, "maximum": MAX_DURATION.as_secs() }
+        ]
+    })
+}
+
+/// What [`byte_size`] reads, for editors.
+fn size_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "description": "A size: `4MiB`, `512KiB`, `1GiB`, `5MB`, or a number of bytes.",
+        "anyOf": [
+            { "type": "string", "pattern": "^\\s*[0-9]+\\s*([bB]|[kKmM][bB]|[kKmMgG]([iI][bB])?)?\\s*$", "examples": ["4MiB", "512KiB"] },
+            { "type": "integer", "minimum": 1 }
+        ]
+    })
 }
 
 impl RawLimits {
@@ -121,21 +181,21 @@ impl RawLimits {
             v => Ok(v),
         };
         Ok(Limits {
-            concurrency: positive("concurrency", self.concurrency, 4096)?
+            concurrency: positive("concurrency", self.concurrency, MAX_CONCURRENCY)?
                 .map_or(d.concurrency, |x| x as usize),
             requests_per_minute: positive(
                 "requests_per_minute",
                 self.requests_per_minute,
-                10_000_000,
+                MAX_REQUESTS_PER_MINUTE,
             )?
             .map(|x| x as u32),
             tokens_per_minute: positive(
                 "tokens_per_minute",
                 self.tokens_per_minute,
-                4_000_000_000,
+                MAX_TOKENS_PER_MINUTE,
             )?
             .map(|x| x as u32),
-            max_attempts: positive("max_attempts", self.max_attempts, 100)?
+            max_attempts: positive("max_attempts", self.max_attempts, MAX_ATTEMPTS)?
                 .map_or(d.max_attempts, |x| x as u32),
             connect_timeout: self.connect_timeout.unwrap_or(d.connect_timeout),
             first_token_timeout: self.first_token_timeout.unwrap_or(d.first_token_timeout),

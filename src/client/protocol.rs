@@ -14,9 +14,10 @@ use serde_json::{Map, Value};
 use super::attachment::Kind;
 use super::{ApiKey, JobRequest};
 
-/// The wire protocol an endpoint speaks, as a bench (`endpoint.protocol`) and `run.json`
-/// name it (read by its name, so an unknown one is told the names this build knows).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+/// The wire protocol an endpoint speaks (docs/guide/real-model.md).
+// As a bench (`endpoint.protocol`) and `run.json` name it (read by its name, so an unknown
+// one is told the names this build knows).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ProtocolKind {
     /// OpenAI chat completions: `POST …/chat/completions`, streamed as server-sent events.

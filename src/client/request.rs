@@ -12,11 +12,23 @@ pub struct ApiKey(String, KeyHeader);
 
 /// Which header carries the key: the protocol's own (a bearer `Authorization` for the
 /// OpenAI protocols, `x-api-key` for Anthropic's), or `api-key` (Azure OpenAI's keys).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum KeyHeader {
+    /// The protocol's own: a bearer `Authorization`, or Anthropic's `x-api-key`.
     #[default]
     Protocol,
+    /// Azure OpenAI's `api-key` header.
     ApiKey,
 }
 

@@ -105,6 +105,71 @@ pub(crate) fn files_of(
     Ok(files)
 }
 
+/// What [`files_of`] takes, for editors: a file, a list of files, or names to files.
+pub(super) struct WrittenFiles;
+
+/// One file as a case writes it: a path, a URL or a data URL, or an object with one of them.
+struct WrittenFile;
+
+impl schemars::JsonSchema for WrittenFiles {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Files".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let file = generator.subschema_for::<WrittenFile>();
+        schemars::json_schema!({
+            "description": "A file, a list of files, or names to files ({receipt: r-001.png}).",
+            "anyOf": [
+                file,
+                { "type": "array", "items": file },
+                // Names to files; an object with `path`, `url` or `data` is one file.
+                {
+                    "type": "object",
+                    "additionalProperties": file,
+                    "not": { "anyOf": [
+                        { "required": ["path"] },
+                        { "required": ["url"] },
+                        { "required": ["data"] }
+                    ] }
+                },
+                { "type": "null" }
+            ]
+        })
+    }
+}
+
+impl schemars::JsonSchema for WrittenFile {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "File".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A path (relative to the case file), a URL or a data URL; or {path | url | data, detail, kind}.",
+            "anyOf": [
+                { "type": "string" },
+                {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "properties": {
+                        "path": { "type": "string", "description": "Relative to the case file." },
+                        "url": { "type": "string" },
+                        "data": { "type": "string", "description": "A data URL." },
+                        "detail": { "enum": ["low", "high", "auto"], "description": "An image's detail (OpenAI's)." },
+                        "kind": { "type": "string", "description": "A media type (image/png) or a word (png, pdf), where a URL does not say it." }
+                    },
+                    "oneOf": [
+                        { "required": ["path"] },
+                        { "required": ["url"] },
+                        { "required": ["data"] }
+                    ]
+                }
+            ]
+        })
+    }
+}
+
 /// Whether an object is one file's spec rather than names to files.
 fn is_spec(map: &Map<String, Value>) -> bool {
     ["path", "url", "data"].iter().any(|k| map.contains_key(*k))

@@ -84,25 +84,80 @@ pub struct Case {
     pub location: FilePos,
 }
 
-#[derive(Debug, Deserialize)]
+/// One case as written: an input whose answer is known (docs/guide/files.md, "Cases").
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct RawCase {
+#[schemars(rename = "Case")]
+pub(super) struct RawCase {
+    /// Unique across all the bench's case files.
+    #[schemars(schema_with = "id_schema")]
     id: Option<Value>,
+    /// The template variables the variants' prompts use.
     #[serde(default)]
     vars: Option<Map<String, Value>>,
+    /// The known answer: a string, a list of acceptable strings, or JSON (an object, a list
+    /// of objects) for the structured scorers.
+    #[schemars(schema_with = "expected_schema")]
     expected: Option<Value>,
+    /// This case's scorer, over the bench's `grade:`.
     #[serde(default)]
     grade: Option<GradeSpec>,
+    /// Slices the reports break accuracy down by.
     #[serde(default)]
     tags: Option<Vec<String>>,
+    /// Cases that share a passage, template or user share a group, the unit of the
+    /// statistics.
     #[serde(default)]
+    #[schemars(schema_with = "group_schema")]
     group: Option<Value>,
+    /// Earlier turns of a conversation, spliced where a variant lists `- history`.
     #[serde(default)]
+    #[schemars(schema_with = "history_schema")]
     messages: Option<Vec<Map<String, Value>>>,
+    /// Images, PDFs, documents or audio the case attaches: a path (relative to the case
+    /// file), a URL or a data URL; a list of them; or names to them (docs/guide/attachments.md).
     #[serde(default)]
+    #[schemars(with = "super::attachments::WrittenFiles")]
     files: Option<Value>,
+    /// What each tool call returns in this case's agent loop (docs/guide/tools.md).
     #[serde(default)]
     tool_results: Option<Vec<super::tools::ScriptedCall>>,
+}
+
+/// What [`case_id`] takes.
+fn id_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "type": ["string", "number"], "minLength": 1 })
+}
+
+/// What [`expected_of`] takes (`null`, or none, for scorers that need no answer).
+fn expected_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": ["string", "number", "boolean", "array", "object", "null"],
+        "minItems": 1
+    })
+}
+
+/// What [`group_of`] takes.
+fn group_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "type": ["string", "number", "null"] })
+}
+
+/// What [`history_turn`] takes: a role, its text, and what else the turn carries.
+fn history_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let files = generator.subschema_for::<super::attachments::WrittenFiles>();
+    schemars::json_schema!({
+        "type": "array",
+        "items": {
+            "type": "object",
+            "required": ["role"],
+            "properties": {
+                "role": { "enum": HISTORY_ROLES },
+                "content": { "type": ["string", "null"] },
+                "tool_calls": { "type": "array" },
+                "files": files
+            }
+        }
+    })
 }
 
 const CASE_FIX: &str =

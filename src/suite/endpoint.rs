@@ -9,13 +9,21 @@ use super::error::{FilePos, InputError, InputErrors};
 use crate::client::ProtocolKind;
 use crate::client::limits::{Limits, RawLimits};
 
-/// Where the bench's endpoint settings point; resolved against flags and env by `cli`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// `endpoint:` — where the bench's one model answers; --base-url, --model and the variables
+/// override it (docs/guide/real-model.md).
+// Resolved against flags and env by `cli`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Endpoint")]
 pub struct EndpointSpec {
-    /// One URL, or a list of replicas serving the same model.
+    /// One URL, or a list of replicas serving the same model, ending in `/v1`
+    /// [default: --base-url, $PROMPTGAUGE_BASE_URL, $OPENAI_BASE_URL, $LLM_BASE_URL; none:
+    /// the built-in simulator answers].
     pub base_url: Option<UrlList>,
+    /// The model's name, as the server knows it.
     pub model: Option<String>,
+    /// The NAME of the variable holding the API key, never the key [default:
+    /// OPENAI_API_KEY, then LLM_API_KEY].
     pub api_key_env: Option<String>,
     /// The wire protocol it speaks (`openai-chat` when unset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -31,7 +39,7 @@ pub struct EndpointSpec {
 }
 
 /// `base_url: http://…/v1` or `base_url: [http://a/v1, http://b/v1]`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum UrlList {
     One(String),
@@ -49,11 +57,15 @@ impl UrlList {
 }
 
 /// Prices in USD per million tokens.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Price {
+    /// USD per million prompt tokens.
     pub input_per_mtok: f64,
+    /// USD per million answer tokens.
     pub output_per_mtok: f64,
+    /// USD per million prompt tokens the provider served from its cache [default: the
+    /// input price].
     #[serde(default)]
     pub cached_input_per_mtok: Option<f64>,
     /// Through the provider's batch API (`--batch`): its own prices, or `batch_discount`

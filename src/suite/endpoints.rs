@@ -11,31 +11,54 @@ use crate::client::Limits;
 use crate::client::ProtocolKind;
 use crate::client::limits::RawLimits;
 
-/// One of `endpoints:` as written.
-#[derive(Debug, Deserialize)]
+/// One of `endpoints:` as written: a model the bench can run on (docs/guide/endpoints.md).
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "NamedEndpoint")]
 pub(super) struct RawNamedEndpoint {
+    /// Letters, digits, `-`, `_` and `.`, at most 64: `--endpoints NAME` runs it.
+    #[schemars(regex(pattern = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"))]
     name: String,
+    /// One URL, or a list of replicas serving the same model, ending in `/v1`.
     #[serde(default)]
     base_url: Option<UrlList>,
+    /// The model's name, as the server knows it.
     #[serde(default)]
     model: Option<String>,
+    /// The NAME of the variable holding the API key, never the key.
     #[serde(default)]
     api_key_env: Option<String>,
+    /// The wire protocol it speaks [default: openai-chat].
     #[serde(default)]
     protocol: Option<ProtocolKind>,
+    /// `api-key`: the key goes in Azure OpenAI's `api-key` header.
     #[serde(default)]
     key_header: Option<crate::client::KeyHeader>,
+    /// `true`: its jobs go through the provider's batch API (docs/guide/batch.md).
     #[serde(default)]
     batch: Option<bool>,
+    /// Its price [default: the bench's `price`].
     #[serde(default)]
     price: Option<Price>,
+    /// Request parameters over the bench's `params`, under a variant's.
     #[serde(default)]
     params: Map<String, Value>,
+    /// Its gate, rate limits and deadlines, over the bench's `limits`.
     #[serde(default)]
     limits: RawLimits,
+    /// Extra request headers: a value `${VAR}` is read from that variable when the run
+    /// starts.
     #[serde(default)]
+    #[schemars(schema_with = "header_values")]
     headers: Map<String, Value>,
+}
+
+/// `headers:` as the loader takes them: each value one line of text.
+fn header_values(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "additionalProperties": { "type": "string", "pattern": "^[^\\r\\n]*$" }
+    })
 }
 
 /// A named endpoint: where one model answers, what it costs, how fast to send to it.

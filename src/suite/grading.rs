@@ -9,28 +9,37 @@ use serde::{Deserialize, Serialize};
 pub(crate) const PASSED_ENV: [&str; 4] = ["PATH", "HOME", "LANG", "TMPDIR"];
 
 /// A scorer as written in a bench or case file (the kinds docs/guide/scorers.md lists).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[schemars(rename = "Grade")]
 pub enum GradeSpec {
+    /// The trimmed answer equals an expected value.
     Exact {
         #[serde(default)]
         case_sensitive: bool,
     },
+    /// The answer contains an expected value.
     Contains {
         #[serde(default)]
         case_sensitive: bool,
     },
+    /// The pattern matches; with a capture group, the capture equals an expected value.
     Regex {
+        /// A regular expression: `"Answer: (\\w+)"`.
         pattern: String,
         #[serde(default)]
         case_sensitive: bool,
     },
+    /// The last number in the answer is within `tolerance` of the expected one.
     Number {
         #[serde(default)]
         tolerance: f64,
     },
+    /// The chosen option letter ("Answer: B", a lone "B", "(B)") is the expected one.
     Choice,
+    /// The value at `path` of the answer parsed as JSON is expected.
     Json {
+        /// Where in the answer's JSON: `result.items[0].name`.
         path: String,
         #[serde(default)]
         case_sensitive: bool,
@@ -62,9 +71,7 @@ pub enum GradeSpec {
         pass_threshold: Option<f64>,
     },
     /// The answer is JSON that validates against a schema (a file, or inline).
-    JsonSchema {
-        schema: serde_json::Value,
-    },
+    JsonSchema { schema: serde_json::Value },
     /// The share of `expected`'s fields the answer's JSON gets right.
     Fields {
         /// Fields that zero the score when wrong.
@@ -98,9 +105,7 @@ pub enum GradeSpec {
         args: serde_json::Value,
     },
     /// The loop made at most `steps` tool calls.
-    MaxSteps {
-        steps: u32,
-    },
+    MaxSteps { steps: u32 },
     /// A program of yours scores each answer: a small pool of long-lived processes, one
     /// JSON request per line in, one JSON reply per line out (docs/guide/scorers.md).
     Command {
@@ -134,13 +139,9 @@ pub enum GradeSpec {
         model: Option<String>,
     },
     /// Every part passes (the lowest score).
-    All {
-        of: Vec<GradeSpec>,
-    },
+    All { of: Vec<GradeSpec> },
     /// One part passes (the highest score).
-    Any {
-        of: Vec<GradeSpec>,
-    },
+    Any { of: Vec<GradeSpec> },
     /// The weighted mean of the parts' scores.
     Mean {
         of: Vec<GradeSpec>,
@@ -150,7 +151,9 @@ pub enum GradeSpec {
 }
 
 /// How `tool_sequence` compares the calls made with its list.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum SequenceOrder {
     /// The tools were called in this order (other calls may come between).
@@ -306,7 +309,9 @@ impl GradeSpec {
 }
 
 /// What the judge gives.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub enum Scale {
     /// Yes or no: 1 or 0.
     #[default]
@@ -318,7 +323,9 @@ pub enum Scale {
 }
 
 /// In which order several expected calls must come.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum CallOrder {
     /// Call i is the i-th expected call.

@@ -8,6 +8,7 @@ pub mod error;
 pub mod grading;
 pub mod plan;
 pub mod prompts;
+pub mod schema;
 pub mod template;
 pub mod tools;
 
@@ -36,43 +37,69 @@ use crate::client::limits::RawLimits;
 pub(crate) use crate::client::limits::parse_duration;
 pub(crate) use crate::client::limits::{Limits, MAX_DURATION};
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 enum OneOrMany {
     One(String),
     Many(Vec<String>),
 }
 
-#[derive(Debug, Deserialize)]
+/// A bench: every prompt variant runs over every case, and the variants are compared case
+/// by case (docs/guide/files.md). Paths are relative to the bench file.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Bench")]
 struct RawBench {
+    /// Used in report folder names.
     name: String,
+    /// Case files (.jsonl, .yaml or .csv): a path or a list of paths.
     cases: OneOrMany,
+    /// Prompt files (.yaml, .txt or .md), one variant each; the first is the baseline the
+    /// others are compared with.
+    #[schemars(length(min = 1))]
     variants: Vec<String>,
+    /// How answers are scored (docs/guide/scorers.md); a case may override it [default:
+    /// exact].
     #[serde(default)]
     grade: Option<GradeSpec>,
+    /// The one endpoint the bench runs on (docs/guide/real-model.md).
     #[serde(default)]
     endpoint: EndpointSpec,
+    /// Several models, each named, instead of `endpoint:` (docs/guide/endpoints.md).
     #[serde(default)]
     endpoints: Option<Vec<endpoints::RawNamedEndpoint>>,
+    /// Request parameters passed through in every request (`temperature`, `max_tokens`,
+    /// …); a variant's go over them.
     #[serde(default)]
     params: Map<String, Value>,
+    /// The client's gate, attempts, deadlines and rate limits (docs/guide/client.md).
     #[serde(default)]
     limits: RawLimits,
+    /// What tokens cost, in USD per million: enables cost and $/correct.
     #[serde(default)]
     price: Option<Price>,
+    /// Answers per case and variant (more only with temperature > 0) [default: 1].
     #[serde(default)]
+    #[schemars(range(min = 1, max = MAX_REPEATS))]
     repeats: Option<i64>,
+    /// The confidence of every interval and verdict [default: 0.95].
     #[serde(default)]
+    #[schemars(extend("exclusiveMinimum" = 0.5, "exclusiveMaximum" = 1))]
     confidence: Option<f64>,
+    /// Who judges, when a scorer asks a model (docs/guide/judge.md) [default: the model
+    /// under test].
     #[serde(default)]
     judge: Option<RawJudge>,
+    /// How `run --until-decided` stops (docs/guide/statistics.md).
     #[serde(default)]
     sequential: Option<SequentialSpec>,
+    /// Tools the model is offered in an agent loop (docs/guide/tools.md).
     #[serde(default)]
     tools: Vec<tools::ToolSpec>,
+    /// How far one job's agent loop may go.
     #[serde(default, rename = "loop")]
     agent_loop: Option<tools::LoopLimits>,
+    /// MCP servers whose tools are offered to the model (docs/guide/tools.md).
     #[serde(default)]
     mcp: Vec<tools::McpServerSpec>,
     /// `decide: best`: every run is `run --best` (docs/guide/best.md).
@@ -84,7 +111,7 @@ struct RawBench {
 }
 
 /// `decide:` — what a run of the bench decides.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Decide {
     /// Each variant against the baseline (the default).
@@ -94,8 +121,9 @@ pub enum Decide {
 }
 
 /// `sequential:` — how `run --until-decided` stops (every field optional).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Sequential")]
 pub struct SequentialSpec {
     /// The smallest difference worth detecting, in points.
     #[serde(default = "default_detect")]
@@ -138,21 +166,30 @@ impl Default for SequentialSpec {
     }
 }
 
-/// The bench's `judge:` block as written.
-#[derive(Debug, Default, Deserialize)]
+/// The bench's `judge:` block as written: who judges; fields left unset come from the
+/// run's endpoint.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Judge")]
 struct RawJudge {
     /// One of `endpoints:`, by name: its server, model, key, protocol, price, parameters,
     /// limits and headers, under the fields given here.
     endpoint: Option<String>,
+    /// The judge's server, ending in `/v1`.
     base_url: Option<String>,
+    /// The judge's model.
     model: Option<String>,
+    /// The NAME of the variable holding the judge's API key.
     api_key_env: Option<String>,
+    /// The judge endpoint's wire protocol.
     protocol: Option<ProtocolKind>,
+    /// Request parameters for judge calls, over `temperature: 0` and a JSON reply.
     #[serde(default)]
     params: Map<String, Value>,
+    /// The judge's own gate, timeouts and attempts [default: the bench's `limits`].
     #[serde(default)]
     limits: RawLimits,
+    /// What the judge's tokens cost.
     #[serde(default)]
     price: Option<Price>,
 }
@@ -892,10 +929,13 @@ fn check_named(
 }
 
 /// `repeats`: 1 unless set, at most 10000.
+/// The most `repeats:` a bench may ask for.
+const MAX_REPEATS: i64 = 10_000;
+
 fn repeats_of(repeats: Option<i64>, here: &dyn Fn(&str) -> FilePos) -> Result<u32, InputError> {
     match repeats {
         None => Ok(1),
-        Some(r) if (1..=10_000).contains(&r) => Ok(r as u32),
+        Some(r) if (1..=MAX_REPEATS).contains(&r) => Ok(r as u32),
         Some(r) => Err(InputError::new(
             here("repeats"),
             format!("repeats must be between 1 and 10000, found {r}"),

@@ -35,15 +35,53 @@ pub struct Variant {
     pub no_files: bool,
 }
 
-#[derive(Debug, Deserialize)]
+/// A prompt variant: chat messages whose contents are Jinja templates over each case's
+/// `vars` (docs/guide/files.md, "Variants").
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct RawPrompt {
+#[schemars(rename = "Variant")]
+pub(super) struct RawPrompt {
+    /// Shown in every table and chosen with `--variants` [default: the file's name].
+    #[schemars(regex(pattern = r"^[^\s,/\\]([^,/\\]*[^\s,/\\])?$"))]
     name: Option<String>,
+    /// The chat messages, a user message among them; `- history` where a case's earlier
+    /// turns go.
+    #[schemars(schema_with = "messages_schema")]
     messages: Vec<serde_saphyr::Spanned<RawMessage>>,
+    /// Request parameters over the bench's `params` (`max_tokens`, …).
     #[serde(default)]
     params: Option<Map<String, Value>>,
+    /// `none`: the cases' files are not sent with this variant.
     #[serde(default)]
+    #[schemars(schema_with = "no_files_schema")]
     files: Option<String>,
+}
+
+/// What [`read_messages`] takes: `{role, content}` messages, and `history` once.
+fn messages_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "array",
+        "minItems": 1,
+        "items": {
+            "anyOf": [
+                { "const": "history", "description": "The case's earlier turns (its `messages:`) go here." },
+                {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": ["role", "content"],
+                    "properties": {
+                        "role": { "enum": ROLES },
+                        "content": { "type": "string", "description": "A Jinja template over the case's vars: {{ question }}." }
+                    }
+                }
+            ]
+        }
+    })
+}
+
+/// `files: none`, the one value the loader takes.
+fn no_files_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "enum": ["none", null] })
 }
 
 /// A message with a template, or the word `history`.

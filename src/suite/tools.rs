@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 /// A tool the model is offered.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolSpec {
     /// What the model calls it: letters, digits, `_` and `-`, at most 64 (every provider's
@@ -44,7 +44,7 @@ pub struct ToolSpec {
 /// An MCP server (`mcp:`, docs/guide/tools.md): a program speaking the Model Context
 /// Protocol over its stdin and stdout, started once a run; the tools it lists are offered
 /// to the model and their calls forwarded to it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct McpServerSpec {
     /// What reports and errors call it [default: its program's name].
@@ -158,7 +158,7 @@ fn any_object() -> Value {
 
 /// `loop:` — how far one job's loop may go; each limit reached is a named outcome, never a
 /// graded answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoopLimits {
     /// Requests to the model, the first included.
@@ -201,7 +201,9 @@ impl Default for LoopLimits {
 }
 
 /// How a scripted line's `args` are compared with a call's arguments.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ArgsMatch {
     /// The same JSON value.
@@ -216,7 +218,7 @@ pub enum ArgsMatch {
 
 /// One line of a case's script: a call of `tool` whose arguments match `args` (any, when
 /// absent) returns `result`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptedCall {
     pub tool: String,

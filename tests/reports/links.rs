@@ -33,8 +33,10 @@ impl fmt::Display for Problem {
 }
 
 /// The folders (and files) whose text may cite a doc, relative to the repository.
-const CITING: [&str; 13] = [
+const CITING: [&str; 15] = [
     "src",
+    "npm",
+    "pyproject.toml",
     "tests",
     "bench",
     "benches",

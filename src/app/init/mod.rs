@@ -6,6 +6,7 @@ use std::path::Path;
 use super::{Exit, Failure};
 use crate::cli::{InitArgs, Task, UsageError};
 use crate::error::BeforeSend;
+use crate::suite::schema::SchemaOf;
 
 mod agent;
 mod shapes;
@@ -73,7 +74,23 @@ fn files(task: Task, name: &str) -> Vec<StarterFile> {
         ),
     ];
     files.extend(s.more_files);
+    for f in &mut files {
+        if let Some(which) = schema_of(&f.path) {
+            let line = format!("# yaml-language-server: $schema={}\n", which.url());
+            f.bytes.splice(0..0, line.into_bytes());
+        }
+    }
     files
+}
+
+/// The schema an editor checks a starter YAML file with (named on its first line, which
+/// VS Code's and Neovim's YAML language server read): the bench, or a prompt variant.
+fn schema_of(path: &str) -> Option<SchemaOf> {
+    match path {
+        "promptgauge.yaml" => Some(SchemaOf::Bench),
+        p if p.starts_with("prompts/") && p.ends_with(".yaml") => Some(SchemaOf::Variant),
+        _ => None,
+    }
 }
 
 /// `--task choice`: route a support message to a team by its letter.

@@ -1,0 +1,284 @@
+//! The npm packages (npm/, scripts/npm-pack.sh): their versions are Cargo.toml's, and the
+//! packed tarballs install offline into a scratch project whose `promptgauge` runs the
+//! README's first command. (The Python wheel's check needs a build of its own:
+//! .ci/check-wheel, which .ci/run runs after the tests.)
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::{STORE_VARIABLES, repo};
+
+fn json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn every_npm_package_has_cargo_tomls_version_and_names_its_platform() {
+    let version = env!("CARGO_PKG_VERSION");
+    let main = json(&repo().join("npm/promptgauge/package.json"));
+    assert_eq!(main["name"], "promptgauge");
+    assert_eq!(main["version"], version, "npm/promptgauge/package.json");
+    assert_eq!(main["bin"]["promptgauge"], "bin/promptgauge.js");
+    let optional = main["optionalDependencies"].as_object().unwrap();
+    let mut platforms: Vec<String> = std::fs::read_dir(repo().join("npm/platforms"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    platforms.sort();
+    let mut named: Vec<String> = optional
+        .keys()
+        .map(|k| k.trim_start_matches("@promptgauge/").to_string())
+        .collect();
+    named.sort();
+    assert_eq!(
+        named, platforms,
+        "one optional dependency per npm/platforms/ folder"
+    );
+    assert!(platforms.len() >= 4, "{platforms:?}");
+    for platform in &platforms {
+        assert_eq!(
+            optional[&format!("@promptgauge/{platform}")],
+            version,
+            "an exact version, so the launcher and its binary are one release"
+        );
+        let path = repo()
+            .join("npm/platforms")
+            .join(platform)
+            .join("package.json");
+        let p = json(&path);
+        assert_eq!(
+            p["name"],
+            format!("@promptgauge/{platform}"),
+            "{}",
+            path.display()
+        );
+        assert_eq!(p["version"], version, "{}", path.display());
+        assert!(p.get("bin").is_none(), "only the launcher is `promptgauge`");
+        let mut parts = platform.split('-');
+        assert_eq!(p["os"][0], parts.next().unwrap(), "{platform}");
+        assert_eq!(p["cpu"][0], parts.next().unwrap(), "{platform}");
+        let libc = match (parts.next(), platform.starts_with("linux")) {
+            (Some("musl"), _) => Some("musl"),
+            (None, true) => Some("glibc"),
+            _ => None,
+        };
+        assert_eq!(p["libc"][0].as_str(), libc, "{platform}");
+    }
+}
+
+/// npm and node, when this machine has them; in CI their absence is a failure.
+fn npm() -> Option<()> {
+    let works = |tool: &str| {
+        Command::new(tool)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if works("npm") && works("node") {
+        return Some(());
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "no npm and node: .ci/run installs them"
+    );
+    println!("skipped: no npm and node on this machine");
+    None
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let target = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_dir(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).unwrap();
+        }
+    }
+}
+
+/// A command with no URL, key or store of this machine's.
+fn clean(program: &Path, dir: &Path) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.current_dir(dir);
+    for var in [
+        "PROMPTGAUGE_BASE_URL",
+        "OPENAI_BASE_URL",
+        "LLM_BASE_URL",
+        "OPENAI_API_KEY",
+        "LLM_API_KEY",
+    ]
+    .into_iter()
+    .chain(STORE_VARIABLES)
+    {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+#[test]
+fn the_npm_packages_install_offline_and_run_the_readmes_first_command() {
+    if npm().is_none() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    // The test build's binary, without its debug information where `strip` is at hand: a
+    // fifth of the size to pack and unpack.
+    let binary = tmp.path().join("promptgauge");
+    std::fs::copy(env!("CARGO_BIN_EXE_promptgauge"), &binary).unwrap();
+    let _ = Command::new("strip").arg(&binary).status();
+    let packed = tmp.path().join("packed");
+    let pack = Command::new("bash")
+        .arg(repo().join("scripts/npm-pack.sh"))
+        .arg(&binary)
+        .arg(&packed)
+        .output()
+        .unwrap();
+    assert!(
+        pack.status.success(),
+        "npm-pack.sh: {}",
+        String::from_utf8_lossy(&pack.stderr)
+    );
+    let mut tarballs: Vec<_> = std::fs::read_dir(&packed)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    tarballs.sort();
+    assert_eq!(
+        tarballs.len(),
+        2,
+        "the launcher and this platform's: {tarballs:?}"
+    );
+
+    // A scratch project, the tarballs installed with no registry and an empty cache.
+    let project = tmp.path().join("project");
+    std::fs::create_dir(&project).unwrap();
+    std::fs::write(
+        project.join("package.json"),
+        r#"{"name": "scratch", "private": true}"#,
+    )
+    .unwrap();
+    let install = Command::new("npm")
+        .current_dir(&project)
+        .args(["install", "--offline", "--no-audit", "--no-fund", "--cache"])
+        .arg(tmp.path().join("npm-cache"))
+        .args(&tarballs)
+        .output()
+        .unwrap();
+    assert!(
+        install.status.success(),
+        "npm install: {}",
+        String::from_utf8_lossy(&install.stderr)
+    );
+
+    // The README's first command, from a clean folder, through the launcher npm linked.
+    let installed = project.join("node_modules/.bin/promptgauge");
+    let work = tmp.path().join("work");
+    copy_dir(&repo().join("cases"), &work.join("cases"));
+    copy_dir(&repo().join("prompts"), &work.join("prompts"));
+    std::fs::copy(
+        repo().join("promptgauge.yaml"),
+        work.join("promptgauge.yaml"),
+    )
+    .unwrap();
+    let run = clean(&installed, &work)
+        .args(["run", "--quiet"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let reports: Vec<_> = std::fs::read_dir(work.join("reports"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("summary.json").is_file())
+        .collect();
+    assert_eq!(reports.len(), 1, "one run folder with its summary");
+
+    // `npx` finds it too, and the binary's exit code comes through the launcher.
+    let npx = Command::new("npx")
+        .current_dir(&project)
+        .args(["--offline", "promptgauge", "check", "missing.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        npx.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&npx.stderr)
+    );
+    assert!(String::from_utf8_lossy(&npx.stderr).contains("missing.yaml"));
+}
+
+#[test]
+fn the_release_builds_tries_and_sums_every_package() {
+    let text = std::fs::read_to_string(repo().join(".github/workflows/release.yml")).unwrap();
+    let release: Value = serde_saphyr::from_str(&text).unwrap();
+    let jobs = &release["jobs"];
+    let steps = |job: &str| -> String {
+        jobs[job]["steps"]
+            .as_array()
+            .unwrap_or_else(|| panic!("a job `{job}`"))
+            .iter()
+            .filter_map(|s| s["run"].as_str())
+            .collect()
+    };
+    // Each kind of package is installed from a clean folder and run before it is attached.
+    for job in ["build", "wheels", "npm"] {
+        assert!(
+            steps(job).contains(".ci/first-run"),
+            "{job} tries what it built"
+        );
+    }
+    // A wheel for each platform an npm package is made from.
+    let wheels: Vec<String> = jobs["wheels"]["strategy"]["matrix"]["include"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["name"].as_str().unwrap().to_string())
+        .collect();
+    for name in [
+        "manylinux-x86_64",
+        "manylinux-aarch64",
+        "musllinux-x86_64",
+        "musllinux-aarch64",
+        "macos-arm64",
+        "macos-x86_64",
+    ] {
+        assert!(
+            wheels.iter().any(|w| w == name),
+            "no {name} wheel: {wheels:?}"
+        );
+    }
+    // Every npm/platforms/ package is packed.
+    let pack = steps("npm");
+    for entry in std::fs::read_dir(repo().join("npm/platforms")).unwrap() {
+        let platform = entry.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(
+            pack.lines()
+                .any(|l| l.trim().starts_with(&format!("pack {platform} "))),
+            "the release packs no @promptgauge/{platform}"
+        );
+    }
+    // Everything attached is summed, the schemas among it.
+    assert!(steps("checksums").contains("sha256sum"));
+    let attached = jobs["publish"]["steps"][1]["with"]["files"]
+        .as_str()
+        .unwrap();
+    for file in [
+        "SHA256SUMS",
+        "*.whl",
+        "*.tgz",
+        "*.schema.json",
+        ".tar.gz.sha256",
+    ] {
+        assert!(attached.contains(file), "{file} is not attached");
+    }
+}
