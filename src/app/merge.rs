@@ -59,25 +59,7 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
         record.stopped = None;
     }
     dir.write_record(&record).before_send()?;
-    if answered && !missing.is_empty() {
-        note!(
-            "--best: the search reached its answer in the shards given; shards {} are not needed",
-            missing.join(", ")
-        );
-    } else if !missing.is_empty() {
-        note!(
-            "warning: shards {} were not given; the merged run is incomplete",
-            missing.join(", ")
-        );
-        if first
-            .plan
-            .sequential
-            .as_ref()
-            .is_some_and(|s| s.shards_in_blocks())
-        {
-            say_search_prefix(&seen, &dir);
-        }
-    }
+    say_missing(&missing, answered, first, (&seen, &dir));
     agg.figures().set_run(record.info());
     let outputs = Outputs::offline(
         &args.gates,
@@ -96,8 +78,9 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
         None,
     )
     .await;
-    // A missing shard is an incomplete run, whatever the jobs that ran did.
-    Ok(if missing.is_empty() || exit != Exit::Success {
+    // A missing shard is an incomplete run, whatever the jobs that ran did (unless the
+    // search it was part of had its answer without it).
+    Ok(if missing.is_empty() || answered || exit != Exit::Success {
         exit
     } else {
         Exit::Incomplete
@@ -316,67 +299,36 @@ fn merged_record(records: &[RunRecord], missing: &[String]) -> RunRecord {
     record
 }
 
-/// The largest summary.json `--after` reads.
-const SUMMARY_CAP: u64 = 64 << 20;
-
-/// `run --best --shard i/n --after MERGED`: the arms the merge of this search's earlier
-/// shards showed out, which this shard does not send. Refused when `after` is not a merge
-/// of this plan (the bench, its variants and the search's order must be the same), and
-/// when the search ended there: nothing is left to send.
-pub(super) fn arms_out_after(
-    after: &Path,
-    bench: &crate::suite::Bench,
-    variants: &[usize],
-    plan: &crate::suite::plan::SequentialPlan,
-) -> Result<Vec<String>, Failure> {
-    let refuse = |why: String, fix: &str| -> Failure {
-        UsageError::with_fix(format!("--after {}: {why}", after.display()), fix).into()
-    };
-    let dir = RunDir::at(after);
-    let record = dir
-        .read_record()
-        .map_err(|e| refuse(format!("{e:#}"), "name the folder `merge` wrote"))?;
-    if record.merged_from.is_empty() {
-        return Err(refuse(
-            "it is not a merged run".into(),
-            "merge the earlier shards first (promptgauge merge reports/NAME-shard*), and name the folder it writes",
-        ));
+/// The shards not given: not needed when a search reached its answer without them, else
+/// the merged run is incomplete (and a search says how far it went).
+fn say_missing(
+    missing: &[String],
+    answered: bool,
+    first: &RunRecord,
+    (seen, dir): (&[bool], &RunDir),
+) {
+    if missing.is_empty() {
+        return;
     }
-    if record.fingerprint != crate::suite::Fingerprint::of(bench, variants)
-        || record.plan.sequential.as_ref() != Some(plan)
+    if answered {
+        note!(
+            "--best: the search reached its answer in the shards given; shards {} are not needed",
+            missing.join(", ")
+        );
+        return;
+    }
+    note!(
+        "warning: shards {} were not given; the merged run is incomplete",
+        missing.join(", ")
+    );
+    if first
+        .plan
+        .sequential
+        .as_ref()
+        .is_some_and(|s| s.shards_in_blocks())
     {
-        return Err(refuse(
-            "it merged another plan (its bench, variants, seed or ε differ from this run's)".into(),
-            "run the shards of one search with the same bench, variants and --seed",
-        ));
+        say_search_prefix(seen, dir);
     }
-    let summary: crate::report::Summary =
-        crate::files::read_capped(&dir.file("summary.json"), SUMMARY_CAP)
-            .ok()
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-            .ok_or_else(|| {
-                refuse(
-                    "its summary.json is missing or unreadable".into(),
-                    "run `promptgauge report` on it, or merge the shards again",
-                )
-            })?;
-    let Some(best) = summary.sequential.and_then(|s| s.best) else {
-        return Err(refuse(
-            "its summary has no search".into(),
-            "merge the shards again",
-        ));
-    };
-    if best.outcome != "open" {
-        return Err(refuse(
-            format!(
-                "the search already ended there ({} the answer, after {} cases): this shard has nothing to send",
-                best.named.join(", "),
-                best.cases
-            ),
-            "read the answer in that merged run; run no more shards",
-        ));
-    }
-    Ok(best.eliminated.into_iter().map(|e| e.variant).collect())
 }
 
 /// A `--best` merge missing shards: the search reads the blocks in order, so it went as far

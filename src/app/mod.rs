@@ -32,6 +32,7 @@ macro_rules! note {
     }};
 }
 
+mod after;
 mod attachments;
 mod baseline;
 mod budget;

@@ -200,25 +200,11 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
         args,
     );
     let arms_out = match (&args.after, &sequential) {
-        (Some(after), Some(plan)) => super::merge::arms_out_after(after, &bench, &variants, plan)?,
+        (Some(after), Some(plan)) => super::after::arms_out_after(after, &bench, &variants, plan)?,
         // Without a search, `sequential_of` refused --after.
         _ => args.arms_out.clone(),
     };
-    if !arms_out.is_empty() {
-        let names = crate::suite::plan::arm_names(
-            &variants
-                .iter()
-                .map(|&v| bench.variants[v].name.clone())
-                .collect::<Vec<_>>(),
-            &grid
-                .iter()
-                .map(|g| g.name().to_string())
-                .collect::<Vec<_>>(),
-        );
-        let position: HashMap<usize, usize> =
-            variants.iter().enumerate().map(|(i, &v)| (v, i)).collect();
-        jobs.retain(|j| !arms_out.contains(&names[j.arm(position[&j.variant], variants.len())]));
-    }
+    without_arms(&mut jobs, &arms_out, (&bench, &variants, &grid));
     if let Some(tpm) = bench.limits.tokens_per_minute {
         check_reservations(&bench, &jobs, tpm)?;
     }
@@ -239,6 +225,30 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
         order_seed,
         arms_out,
     })
+}
+
+/// Leaves out the jobs of `arms_out` (a `--best` shard run `--after` a merge).
+fn without_arms(
+    jobs: &mut Vec<Job>,
+    arms_out: &[String],
+    (bench, variants, grid): (&Bench, &[usize], &[GridEndpoint]),
+) {
+    if arms_out.is_empty() {
+        return;
+    }
+    let names = crate::suite::plan::arm_names(
+        &variants
+            .iter()
+            .map(|&v| bench.variants[v].name.clone())
+            .collect::<Vec<_>>(),
+        &grid
+            .iter()
+            .map(|g| g.name().to_string())
+            .collect::<Vec<_>>(),
+    );
+    let position: HashMap<usize, usize> =
+        variants.iter().enumerate().map(|(i, &v)| (v, i)).collect();
+    jobs.retain(|j| !arms_out.contains(&names[j.arm(position[&j.variant], variants.len())]));
 }
 
 /// Starts the bench's MCP servers (`mcp:`) and adds the tools they list to the plan's

@@ -685,7 +685,7 @@ fn best_in_shards_merged_searches_as_one_run_and_a_later_shard_skips_the_arms_ou
     let merge = |shards: &[&Path]| {
         let (code, dir, said) = made(promptgauge(d).arg("merge").args(shards).arg("--no-store"));
         assert!(code.is_some_and(|c| c != 2), "{said}");
-        (dir.unwrap(), said)
+        (dir.unwrap(), format!("exit {code:?}\n{said}"))
     };
 
     // One run, then the same search in three shards run side by side: the merge searches
@@ -727,6 +727,7 @@ fn best_in_shards_merged_searches_as_one_run_and_a_later_shard_skips_the_arms_ou
     assert!(code.is_some_and(|c| c < 2), "{said}");
     let one = one.unwrap();
     let (first, said) = merge(&[&one]);
+    assert!(said.starts_with("exit Some(3)"), "incomplete: {said}");
     assert!(said.contains("went through shard 1/6"), "{said}");
     assert!(said.contains("--shard 2/6 --after "), "{said}");
     let (outcome, _, out, _) = search_of(&first);

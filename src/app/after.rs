@@ -1,0 +1,71 @@
+//! `run --best --shard i/n --after MERGED`: what a merge of a search's earlier shards tells
+//! the next shard (docs/guide/best.md, "In shards").
+
+use std::path::Path;
+
+use super::Failure;
+use crate::cli::UsageError;
+use crate::runner::RunDir;
+
+/// The largest summary.json `--after` reads.
+const SUMMARY_CAP: u64 = 64 << 20;
+
+/// `run --best --shard i/n --after MERGED`: the arms the merge of this search's earlier
+/// shards showed out, which this shard does not send. Refused when `after` is not a merge
+/// of this plan (the bench, its variants and the search's order must be the same), and
+/// when the search ended there: nothing is left to send.
+pub(super) fn arms_out_after(
+    after: &Path,
+    bench: &crate::suite::Bench,
+    variants: &[usize],
+    plan: &crate::suite::plan::SequentialPlan,
+) -> Result<Vec<String>, Failure> {
+    let refuse = |why: String, fix: &str| -> Failure {
+        UsageError::with_fix(format!("--after {}: {why}", after.display()), fix).into()
+    };
+    let dir = RunDir::at(after);
+    let record = dir
+        .read_record()
+        .map_err(|e| refuse(format!("{e:#}"), "name the folder `merge` wrote"))?;
+    if record.merged_from.is_empty() {
+        return Err(refuse(
+            "it is not a merged run".into(),
+            "merge the earlier shards first (promptgauge merge reports/NAME-shard*), and name the folder it writes",
+        ));
+    }
+    if record.fingerprint != crate::suite::Fingerprint::of(bench, variants)
+        || record.plan.sequential.as_ref() != Some(plan)
+    {
+        return Err(refuse(
+            "it merged another plan (its bench, variants, seed or ε differ from this run's)".into(),
+            "run the shards of one search with the same bench, variants and --seed",
+        ));
+    }
+    let summary: crate::report::Summary =
+        crate::files::read_capped(&dir.file("summary.json"), SUMMARY_CAP)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .ok_or_else(|| {
+                refuse(
+                    "its summary.json is missing or unreadable".into(),
+                    "run `promptgauge report` on it, or merge the shards again",
+                )
+            })?;
+    let Some(best) = summary.sequential.and_then(|s| s.best) else {
+        return Err(refuse(
+            "its summary has no search".into(),
+            "merge the shards again",
+        ));
+    };
+    if best.outcome != "open" {
+        return Err(refuse(
+            format!(
+                "the search already ended there ({} the answer, after {} cases): this shard has nothing to send",
+                best.named.join(", "),
+                best.cases
+            ),
+            "read the answer in that merged run; run no more shards",
+        ));
+    }
+    Ok(best.eliminated.into_iter().map(|e| e.variant).collect())
+}
