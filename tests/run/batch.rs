@@ -236,19 +236,6 @@ fn cut(run: &Path, to: &Path, lines: usize) {
     std::fs::write(to.join("results.jsonl"), kept).unwrap();
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let path = entry.unwrap().path();
-        let target = to.join(path.file_name().unwrap());
-        if path.is_dir() {
-            copy_dir(&path, &target);
-        } else {
-            std::fs::copy(&path, &target).unwrap();
-        }
-    }
-}
-
 fn resume(d: &Path, run: &Path, extra: &[&str]) -> std::process::Output {
     let mut args = vec!["run", "--quiet", "--resume", run.to_str().unwrap()];
     args.extend_from_slice(extra);

@@ -192,20 +192,7 @@ fn summary(run: &Path) -> Summary {
 /// The example support bench, copied into a temp folder.
 fn support() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let src = repo().join("examples/support");
-    let mut stack = vec![src.clone()];
-    while let Some(p) = stack.pop() {
-        for e in std::fs::read_dir(&p).unwrap() {
-            let p = e.unwrap().path();
-            let to = dir.path().join(p.strip_prefix(&src).unwrap());
-            if p.is_dir() {
-                std::fs::create_dir_all(&to).unwrap();
-                stack.push(p);
-            } else {
-                std::fs::copy(&p, &to).unwrap();
-            }
-        }
-    }
+    copy_dir(&repo().join("examples/support"), dir.path());
     dir
 }
 

@@ -580,14 +580,8 @@ fn best_over_grouped_cases_counts_groups_and_sends_each_group_whole() {
         .map(|(i, l)| format!("{}, \"group\": \"g{}\"}}\n", l.trim_end_matches('}'), i / 3))
         .collect();
     std::fs::write(d.join("cases.jsonl"), grouped).unwrap();
-    let out = promptgauge(d)
-        .args(["run", "bench.yaml", "--best", "--seed", "4", "--no-store"])
-        .args(["--base-url", &server.base_url(), "--model", "m"])
-        .output()
-        .unwrap();
-    let said =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.code().is_some_and(|c| c < 2), "{said}");
+    let (code, said) = search(d, &server.base_url(), &["--seed", "4"]);
+    assert!(code.is_some_and(|c| c < 2), "{said}");
     assert!(
         said.contains("groups of cases, by `group:`, in a seeded random order"),
         "{said}"
@@ -645,6 +639,20 @@ fn best_over_grouped_cases_counts_groups_and_sends_each_group_whole() {
 
 /// The answer of a `--best` run's summary: (outcome, named, each elimination as
 /// (variant, by, cases), cases).
+/// `run bench.yaml --best` on the simulator at `url`, with `extra`: its exit code and what
+/// it said on both streams.
+fn search(d: &Path, url: &str, extra: &[&str]) -> (Option<i32>, String) {
+    let out = promptgauge(d)
+        .args(["run", "bench.yaml", "--best", "--no-store"])
+        .args(["--base-url", url, "--model", "m"])
+        .args(extra)
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.code(), said)
+}
+
 type Search = (String, Vec<String>, Vec<(String, String, u64)>, u64);
 
 fn search_of(run: &Path) -> Search {
@@ -804,14 +812,8 @@ fn best_by_a_judge_says_so_and_people_s_labels_can_overrule_it() {
         "grade: { kind: judge }\njudge: { model: judge-model }",
     );
     std::fs::write(&path, text).unwrap();
-    let out = promptgauge(d)
-        .args(["run", "bench.yaml", "--best", "--seed", "3", "--no-store"])
-        .args(["--base-url", &server.base_url(), "--model", "m"])
-        .output()
-        .unwrap();
-    let said =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.code().is_some_and(|c| c < 2), "{said}");
+    let (code, said) = search(d, &server.base_url(), &["--seed", "3"]);
+    assert!(code.is_some_and(|c| c < 2), "{said}");
     assert!(said.contains("v1 is the best of 3"), "{said}");
     assert!(
         said.contains("The search ranked the judge's scores: its answer is the judge's best"),
@@ -1169,15 +1171,7 @@ fn a_best_search_over_its_budget_says_it_may_stop_early_and_runs_to_the_budget()
 fn the_twelve_prompts_example_finds_a_step_by_step_prompt_for_a_fraction_of_the_jobs() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let src = repo().join("examples/twelve-prompts");
-    std::fs::create_dir_all(d.join("prompts")).unwrap();
-    for e in std::fs::read_dir(src.join("prompts")).unwrap() {
-        let p = e.unwrap().path();
-        std::fs::copy(&p, d.join("prompts").join(p.file_name().unwrap())).unwrap();
-    }
-    for f in ["promptgauge.yaml", "cases.jsonl"] {
-        std::fs::copy(src.join(f), d.join(f)).unwrap();
-    }
+    copy_dir(&repo().join("examples/twelve-prompts"), d);
     let out = promptgauge(d)
         .args(["run", "--best", "--seed", "1", "--no-store"])
         .output()
@@ -1296,14 +1290,8 @@ fn plan_best_sizes_a_search_against_the_fixed_design() {
 fn best_of_a_bench_too_small_says_the_best_is_one_of_the_arms_left() {
     let (_rt, server) = start_mock(MockConfig::default());
     let b = best_bench(60, &[70, 72, 80, 71]);
-    let out = promptgauge(b.path())
-        .args(["run", "bench.yaml", "--best", "--seed", "5", "--no-store"])
-        .args(["--base-url", &server.base_url(), "--model", "m"])
-        .output()
-        .unwrap();
-    let said =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.code().is_some_and(|c| c < 2), "{said}");
+    let (code, said) = search(b.path(), &server.base_url(), &["--seed", "5"]);
+    assert!(code.is_some_and(|c| c < 2), "{said}");
     let s = summary(&run_dirs(&b.path().join("reports")).pop().unwrap());
     let best = s.sequential.unwrap().best.unwrap();
     assert_eq!(best.outcome, "open", "{best:?}");
