@@ -434,6 +434,7 @@ impl Sequential {
             // Each variant against the baseline.
             tests.test((1..arms).map(|a| (a, 0)).collect(), false);
         }
+        tests.pace();
         tests
     }
 
@@ -593,6 +594,16 @@ impl Sequential {
             .all(|(i, &(a, b))| (a != arm && b != arm) || self.decided[i].is_some())
     }
 
+    /// Lets the workers send up to the last case of the unit the tests wait for next, and
+    /// the horizon's few cases beyond: a group larger than the horizon goes out whole
+    /// (else the tests would wait for cases the workers wait to send).
+    fn pace(&self) {
+        if let Some(h) = &self.horizon {
+            let last = self.starts[(self.next + 1).min(self.starts.len() - 1)];
+            h.advance_to(last.saturating_sub(1).max(self.starts[self.next]));
+        }
+    }
+
     /// Whether the unit is the group (`--best` over cases that carry `group:`).
     fn grouped(&self) -> bool {
         !self.plan.units.is_empty()
@@ -619,9 +630,7 @@ impl Sequential {
                 self.feed_pairs(pos);
             }
             self.next += 1;
-            if let Some(h) = &self.horizon {
-                h.advance_to(self.starts[self.next]);
-            }
+            self.pace();
         }
     }
 

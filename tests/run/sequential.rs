@@ -802,6 +802,53 @@ fn best_in_shards_merged_searches_as_one_run_and_a_later_shard_skips_the_arms_ou
 }
 
 #[test]
+fn best_over_groups_larger_than_the_workers_run_ahead_still_ends() {
+    // Groups of 12 cases at concurrency 3: each group must go out whole, though the
+    // workers otherwise keep only a case or two ahead of the search.
+    let (_rt, server) = start_mock(MockConfig::default());
+    let b = best_bench(1200, &[60, 85]);
+    let d = b.path();
+    let cases = std::fs::read_to_string(d.join("cases.jsonl")).unwrap();
+    let grouped: String = cases
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            format!(
+                "{}, \"group\": \"g{}\"}}\n",
+                l.trim_end_matches('}'),
+                i / 30
+            )
+        })
+        .collect();
+    std::fs::write(d.join("cases.jsonl"), grouped).unwrap();
+    let out = promptgauge(d)
+        .args([
+            "run",
+            "bench.yaml",
+            "--best",
+            "--seed",
+            "2",
+            "--no-store",
+            "--concurrency",
+            "4",
+        ])
+        .args(["--base-url", &server.base_url(), "--model", "m"])
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.code().is_some_and(|c| c < 2), "{said}");
+    let best = summary(&run_dirs(&d.join("reports")).pop().unwrap())
+        .sequential
+        .unwrap()
+        .best
+        .unwrap();
+    assert!(best.grouped);
+    assert_eq!(best.named, vec!["v1".to_string()], "{best:?}");
+}
+
+#[test]
 fn best_by_a_judge_says_so_and_people_s_labels_can_overrule_it() {
     let (_rt, server) = start_mock(MockConfig::default());
     let b = best_bench(600, &[62, 84, 70]);
