@@ -16,8 +16,8 @@ const SUMMARY_CAP: u64 = 64 << 20;
 /// when the search ended there: nothing is left to send.
 pub(super) fn arms_out_after(
     after: &Path,
-    bench: &crate::suite::Bench,
-    variants: &[usize],
+    shard: Option<crate::suite::Shard>,
+    (bench, variants): (&crate::suite::Bench, &[usize]),
     plan: &crate::suite::plan::SequentialPlan,
 ) -> Result<Vec<String>, Failure> {
     let refuse = |why: String, fix: &str| -> Failure {
@@ -41,6 +41,7 @@ pub(super) fn arms_out_after(
             "run the shards of one search with the same bench, variants and --seed",
         ));
     }
+    check_shard(&record.merged_shards, shard).map_err(|(why, fix)| refuse(why, &fix))?;
     let summary: crate::report::Summary =
         crate::files::read_capped(&dir.file("summary.json"), SUMMARY_CAP)
             .ok()
@@ -68,4 +69,35 @@ pub(super) fn arms_out_after(
         ));
     }
     Ok(best.eliminated.into_iter().map(|e| e.variant).collect())
+}
+
+/// This run's shard must be of the same count as the merge's, and not one it combined.
+fn check_shard(
+    merged: &[crate::suite::Shard],
+    shard: Option<crate::suite::Shard>,
+) -> Result<(), (String, String)> {
+    let (Some(shard), Some(first)) = (shard, merged.first()) else {
+        return Ok(());
+    };
+    let next = (1..=first.count)
+        .find(|i| !merged.iter().any(|m| m.index == *i))
+        .map_or_else(String::new, |i| {
+            format!(" (the next is {i}/{})", first.count)
+        });
+    if shard.count != first.count {
+        return Err((
+            format!(
+                "it merged shards of {}, and this run is shard {shard}",
+                first.count
+            ),
+            format!("run a shard of {}{next}", first.count),
+        ));
+    }
+    if merged.iter().any(|m| m.index == shard.index) {
+        return Err((
+            format!("shard {shard} is in that merge already: its cases were searched"),
+            format!("run a shard that merge did not combine{next}"),
+        ));
+    }
+    Ok(())
 }

@@ -59,7 +59,16 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
         record.stopped = None;
     }
     dir.write_record(&record).before_send()?;
-    say_missing(&missing, answered, first, (&seen, &dir));
+    say_missing(&missing, answered);
+    if !answered
+        && first
+            .plan
+            .sequential
+            .as_ref()
+            .is_some_and(|s| s.shards_in_blocks())
+    {
+        say_search_reach(&records, &args.runs, count, &dir);
+    }
     agg.figures().set_run(record.info());
     let outputs = Outputs::offline(
         &args.gates,
@@ -279,6 +288,8 @@ fn merged_record(records: &[RunRecord], missing: &[String]) -> RunRecord {
     record.plan.shard = None;
     record.plan.arms_out = Vec::new();
     record.merged_from = records.iter().map(|r| r.run_id.clone()).collect();
+    record.merged_shards = records.iter().filter_map(|r| r.plan.shard).collect();
+    record.merged_shards.sort_by_key(|s| s.index);
     // The whole plan, missing shards included: their jobs did not run.
     record.jobs_planned = record.plan_keys().planned();
     record.started_at = records
@@ -300,13 +311,8 @@ fn merged_record(records: &[RunRecord], missing: &[String]) -> RunRecord {
 }
 
 /// The shards not given: not needed when a search reached its answer without them, else
-/// the merged run is incomplete (and a search says how far it went).
-fn say_missing(
-    missing: &[String],
-    answered: bool,
-    first: &RunRecord,
-    (seen, dir): (&[bool], &RunDir),
-) {
+/// the merged run is incomplete.
+fn say_missing(missing: &[String], answered: bool) {
     if missing.is_empty() {
         return;
     }
@@ -315,36 +321,44 @@ fn say_missing(
             "--best: the search reached its answer in the shards given; shards {} are not needed",
             missing.join(", ")
         );
-        return;
-    }
-    note!(
-        "warning: shards {} were not given; the merged run is incomplete",
-        missing.join(", ")
-    );
-    if first
-        .plan
-        .sequential
-        .as_ref()
-        .is_some_and(|s| s.shards_in_blocks())
-    {
-        say_search_prefix(seen, dir);
+    } else {
+        note!(
+            "warning: shards {} were not given; the merged run is incomplete",
+            missing.join(", ")
+        );
     }
 }
 
-/// A `--best` merge missing shards: the search reads the blocks in order, so it went as far
-/// as the first shard missing; the next is run `--after` this merge.
-fn say_search_prefix(seen: &[bool], dir: &RunDir) {
-    let through = seen.iter().take_while(|&&s| s).count();
-    let next = through + 1;
-    let count = seen.len();
+/// A `--best` merge whose search has no answer yet: it reads the blocks in order, so it
+/// went as far as the first shard missing or unfinished; that one is resumed, or the next
+/// run `--after` this merge.
+fn say_search_reach(records: &[RunRecord], runs: &[PathBuf], count: u32, dir: &RunDir) {
+    let mut shards: Vec<Option<(bool, &Path)>> = vec![None; count as usize];
+    for (r, path) in records.iter().zip(runs) {
+        if let Some(s) = r.plan.shard {
+            let finished = r.finished_at.is_some() && r.stopped.is_none();
+            shards[s.index as usize - 1] = Some((finished, path.as_path()));
+        }
+    }
+    let through = shards
+        .iter()
+        .take_while(|s| matches!(s, Some((true, _))))
+        .count();
     let folder = crate::report::shell_path(dir.path());
-    if through == 0 {
-        note!(
+    let seed = records[0].plan.sequential.as_ref().map_or(0, |s| s.seed);
+    match shards.get(through) {
+        None => {}
+        Some(Some((_, path))) => note!(
+            "--best: shard {}/{count} did not finish, so the search went through shard {through}/{count} and part of it; resume it (promptgauge run --resume {}), then merge again",
+            through + 1,
+            crate::report::shell_path(path)
+        ),
+        Some(None) if through == 0 => note!(
             "--best: the search reads the shards' blocks in order from shard 1/{count}, which is missing: it has heard nothing yet"
-        );
-    } else {
-        note!(
-            "--best: the search reads the shards' blocks in order, and went through shard {through}/{count}; run the next with what it showed: promptgauge run --best --shard {next}/{count} --after {folder} (with the shards' --seed and --variants, if they had any)"
-        );
+        ),
+        Some(None) => note!(
+            "--best: the search reads the shards' blocks in order, and went through shard {through}/{count}; run the next with what it showed: promptgauge run --best --shard {}/{count} --seed {seed} --after {folder} (with the shards' --variants, if they had any)",
+            through + 1
+        ),
     }
 }

@@ -67,7 +67,7 @@ pub fn plan(args: &PowerArgs) -> Result<Exit, Failure> {
     }
     if let Some(arms) = args.best {
         let job = job_ceiling(&bench, &scorers);
-        say_best(&bench, arms as usize, (baseline, &source), job, args);
+        say_best(&bench, arms as usize, (baseline, &source), job, args)?;
         return Ok(Exit::Success);
     }
     let conf = (bench.confidence * 100.0).round();
@@ -178,19 +178,28 @@ fn say_best(
     (baseline, source): (f64, &str),
     job: JobCost,
     args: &PowerArgs,
-) {
+) -> Result<(), Failure> {
     use crate::stats::best::{BestArm, BestSettings, BestVerdict};
     use rand::{RngExt, SeedableRng};
     let points = args.epsilon.or(bench.best_epsilon).unwrap_or(2.0);
     if !(points > 0.0 && points < 50.0) {
-        out!(
-            "plan --best sizes a search against the fixed design for an ε above 0 (and below 50): with ε {points} no fixed design can promise the best; give --epsilon 2, for instance"
-        );
-        return;
+        return Err(crate::cli::UsageError::with_fix(
+            format!("plan --best sizes a search for an ε above 0 and below 50 points, and ε is {points}: at 0 no fixed design can promise the best"),
+            "--epsilon 2 (two points: an arm within 2 points of the best counts as the best)",
+        )
+        .into());
     }
     let (gap, epsilon) = (args.detect.unwrap_or(10.0) / 100.0, points / 100.0);
     let best_p = (baseline + gap).min(1.0);
     let others = best_p - gap;
+    if baseline + gap > 1.0 {
+        out!(
+            "  note: the best cannot be {:.0} points above {:.1}%: sized with the best at 100% and the others at {:.1}%",
+            gap * 100.0,
+            baseline * 100.0,
+            others * 100.0
+        );
+    }
     let limit = 1_000_000u64;
     let mut jobs: Vec<u64> = (0..200u64)
         .map(|seed| {
@@ -245,14 +254,16 @@ fn say_best(
             bench.cases.len()
         );
     }
+    Ok(())
 }
 
 /// What one job may cost at most, as `plan --best` prices jobs: the mean of the bench's
 /// jobs' ceilings (prompt as rendered, completion at `max_tokens`, the judge's calls).
 #[derive(Debug, Clone, Copy)]
 enum JobCost {
-    /// At most this many dollars a job, on average.
-    AtMost(f64),
+    /// At most this many dollars a job, on average; `true` when a judge scores and has no
+    /// price (its calls are left out).
+    AtMost(f64, bool),
     /// The bench has no price.
     Unpriced,
     /// A variant has no `max_tokens`: the completion has no ceiling.
@@ -263,8 +274,13 @@ impl JobCost {
     /// The line that prices the search's `mean` jobs and the fixed design's `fixed`.
     fn dollars(self, mean: f64, fixed: u64) -> String {
         match self {
-            JobCost::AtMost(each) => format!(
-                "in dollars, at the bench's price (prompts as rendered, completions at max_tokens, the judge's calls): at most about {} for the search on average, {} for the fixed design",
+            JobCost::AtMost(each, judge_unpriced) => format!(
+                "in dollars, at the bench's price (prompts as rendered, completions at max_tokens, {}): at most about {} for the search on average, {} for the fixed design",
+                if judge_unpriced {
+                    "the judge's calls left out: the judge has no price"
+                } else {
+                    "the judge's calls"
+                },
                 crate::report::usd(Some(each * mean)),
                 crate::report::usd(Some(each * fixed as f64))
             ),
@@ -314,7 +330,11 @@ fn job_ceiling(bench: &Bench, scorers: &crate::grade::Scorers) -> JobCost {
     }
     let each = if n == 0 { 0.0 } else { sum / n as f64 };
     if bounded {
-        JobCost::AtMost(each)
+        let judged = scorers
+            .iter()
+            .zip(&bench.cases)
+            .any(|(s, case)| s.calls(case, &[], 0).count > 0);
+        JobCost::AtMost(each, judged && prices.judge.is_none())
     } else {
         JobCost::Unbounded(each)
     }

@@ -200,7 +200,9 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
         args,
     );
     let arms_out = match (&args.after, &sequential) {
-        (Some(after), Some(plan)) => super::after::arms_out_after(after, &bench, &variants, plan)?,
+        (Some(after), Some(plan)) => {
+            super::after::arms_out_after(after, args.shard, (&bench, &variants), plan)?
+        }
         // Without a search, `sequential_of` refused --after.
         _ => args.arms_out.clone(),
     };
@@ -725,7 +727,9 @@ fn best_plan(
     }
     if !(0.0..50.0).contains(&epsilon) || !epsilon.is_finite() {
         return Err(UsageError::with_fix(
-            format!("--epsilon {epsilon} is not a number of points from 0 to 50"),
+            format!(
+                "--epsilon {epsilon} is not a number of points from 0 up to (not including) 50"
+            ),
             "--epsilon 2 (two points: an arm within 2 points of the best counts as the best)",
         )
         .into());

@@ -173,6 +173,9 @@ pub struct RunRecord {
     /// A merged run: the run ids of its shards.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged_from: Vec<String>,
+    /// A merged run: which shards it combined (for `run --best --shard --after` it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_shards: Vec<Shard>,
     /// Failed jobs the run was allowed (`--allow-failures`): a run with more is no
     /// baseline a gate can trust (`--baseline latest` passes it over).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -249,6 +252,7 @@ impl RunRecord {
             source: self.source.clone(),
             store: self.store.clone(),
             merged_from: self.merged_from.clone(),
+            merged_shards: self.merged_shards.clone(),
             allowed_failures: self.allowed_failures,
             budget_usd: self.budget_usd,
         }

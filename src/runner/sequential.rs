@@ -832,7 +832,7 @@ impl Sequential {
     /// design with the same guarantee (every arm on the cases that make picking the
     /// highest mean right with the run's confidence when the best is more than ε ahead:
     /// z²·Var(d)/ε², Bonferroni across the arms; Var(d) = 2·p0(1 − p0) for independent
-    /// arms at the baseline's accuracy `p0`, as `plan --best` sizes it).
+    /// arms at the baseline's accuracy `p0`).
     fn best_summary(
         &self,
         search: &Search,

@@ -725,7 +725,7 @@ fn best_epsilon(
         (Some(Decide::Best), Some(e)) if !(e.is_finite() && (0.0..50.0).contains(&e)) => {
             Err(InputError::new(
                 here("epsilon"),
-                format!("`epsilon: {e}` is not a number of points from 0 to 50"),
+                format!("`epsilon: {e}` is not a number of points from 0 up to (not including) 50"),
             )
             .fix("`epsilon: 2` (two points: an arm within 2 points of the best counts as the best)")
             .into())

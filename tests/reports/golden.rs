@@ -100,6 +100,7 @@ async fn run_and_report(setup: &Setup, out: &Path) {
         started_unix_ms: None,
         store: None,
         merged_from: Vec::new(),
+        merged_shards: Vec::new(),
         allowed_failures: 0,
         budget_usd: None,
     };

@@ -737,7 +737,7 @@ fn best_in_shards_merged_searches_as_one_run_and_a_later_shard_skips_the_arms_ou
     let (first, said) = merge(&[&one]);
     assert!(said.starts_with("exit Some(3)"), "incomplete: {said}");
     assert!(said.contains("went through shard 1/6"), "{said}");
-    assert!(said.contains("--shard 2/6 --after "), "{said}");
+    assert!(said.contains("--shard 2/6 --seed 7 --after "), "{said}");
     let (outcome, _, out, _) = search_of(&first);
     assert_eq!(outcome, "open");
     assert_eq!(out.len(), 1, "{out:?}");
@@ -768,7 +768,8 @@ fn best_in_shards_merged_searches_as_one_run_and_a_later_shard_skips_the_arms_ou
         "{said}"
     );
 
-    // --after names a merge of this search, nothing else.
+    // --after names a merge of this search, nothing else, and this shard is one it did
+    // not combine, of the same count.
     for (after, expected) in [
         (two.clone(), "it is not a merged run"),
         (d.join("nowhere"), "--after "),
@@ -777,6 +778,37 @@ fn best_in_shards_merged_searches_as_one_run_and_a_later_shard_skips_the_arms_ou
         assert_eq!(code, Some(2), "{said}");
         assert!(said.contains(expected), "{said}");
     }
+    let (code, _, said) = sixth(1, Some(&first));
+    assert_eq!(code, Some(2), "{said}");
+    assert!(
+        said.contains("shard 1/6 is in that merge already"),
+        "{said}"
+    );
+    assert!(said.contains("the next is 2/6"), "{said}");
+    let (code, _, said) = run(&[
+        "--seed",
+        "7",
+        "--shard",
+        "2/4",
+        "--after",
+        first.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(2), "{said}");
+    assert!(
+        said.contains("it merged shards of 6, and this run is shard 2/4"),
+        "{said}"
+    );
+
+    // A shard that did not finish (stopped by Ctrl-C, say) is resumed before the next.
+    let record_path = one.join("run.json");
+    let mut record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&record_path).unwrap()).unwrap();
+    record["stopped"] = "interrupted".into();
+    std::fs::write(&record_path, record.to_string()).unwrap();
+    let (_, said) = merge(&[&one]);
+    assert!(said.contains("shard 1/6 did not finish"), "{said}");
+    assert!(said.contains("promptgauge run --resume "), "{said}");
+    assert!(!said.contains("--shard 2/6"), "{said}");
     let (code, _, said) = run(&[
         "--seed",
         "8",
@@ -953,7 +985,8 @@ fn best_of_six_finds_the_best_drops_the_losers_early_and_sends_nothing_twice() {
     // The baseline, v0, is not the best: the gate fails, saying where it went.
     assert_eq!(out.status.code(), Some(1), "{said}");
     assert!(
-        said.contains("the baseline v0 is not among the best, or within ε of it: v3 ("),
+        said.contains("fail-if-not-best: the baseline v0 ")
+            && said.contains("; the best, or within ε of it: v3"),
         "{said}"
     );
     assert!(
@@ -1400,8 +1433,8 @@ fn a_bench_that_decides_the_best_runs_as_best_without_the_flag() {
         ])
         .output()
         .unwrap();
-    assert!(plan.status.success());
-    assert!(String::from_utf8_lossy(&plan.stdout).contains("for an ε above 0"));
+    assert_eq!(plan.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&plan.stderr).contains("for an ε above 0 and below 50"));
 
     // `epsilon:` alone says nothing: refused with the fix; so is --epsilon without --best.
     std::fs::write(&path, text.clone()).unwrap();
@@ -1429,7 +1462,7 @@ fn a_bench_that_decides_the_best_runs_as_best_without_the_flag() {
     let line = text.lines().count() + 2;
     assert!(said.contains(&format!("bench.yaml:{line}")), "{said}");
     assert!(
-        said.contains("`epsilon: -1` is not a number of points from 0 to 50"),
+        said.contains("`epsilon: -1` is not a number of points from 0 up to (not including) 50"),
         "{said}"
     );
 }

@@ -269,6 +269,7 @@ fn run_of(imported: &Imported, dir: &RunDir) -> (RunRecord, Vec<JobRecord>) {
         source: None,
         store: None,
         merged_from: Vec::new(),
+        merged_shards: Vec::new(),
         allowed_failures: 0,
         budget_usd: None,
     };

@@ -105,6 +105,7 @@ pub(super) fn new_record(settings: &RunSettings, dir: &RunDir, started_at: Strin
         source: None,
         store: None,
         merged_from: Vec::new(),
+        merged_shards: Vec::new(),
         allowed_failures: settings.gates.allow_failures,
         budget_usd: settings.budget,
     }

@@ -321,14 +321,12 @@ fn baseline_best(s: &Summary) -> GateResult {
             set.join(", ")
         )
     } else {
+        let unit = if b.grouped { "groups" } else { "cases" };
         let out = match b.eliminated.iter().find(|e| e.variant == baseline) {
-            Some(e) => format!(" (out after {} cases, below {})", e.cases, e.by),
-            None => " (still in play: neither shown worse nor within ε of the best)".into(),
+            Some(e) => format!("went out after {} {unit}, below {}", e.cases, e.by),
+            None => "was not ruled out, nor shown within ε of the answer".into(),
         };
-        format!(
-            "the baseline {baseline} is not among {what}: {}{out}",
-            set.join(", ")
-        )
+        format!("the baseline {baseline} {out}; {what}: {}", set.join(", "))
     };
     result("fail-if-not-best", passed, reason)
 }

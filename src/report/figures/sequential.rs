@@ -240,16 +240,18 @@ fn best_note(s: &SequentialSummary, b: &crate::runner::sequential::BestSummary) 
     let unsettled = match (b.outcome.as_str(), unsettled.as_slice()) {
         ("open", _) | (_, []) => String::new(),
         (_, [one]) => {
-            format!(" {one} was still in play: neither shown worse nor shown within ε of the best.")
+            format!(
+                " {one} was not ruled out: it may be as good, or up to ε better; the answer holds either way (a smaller ε or more cases would tell them apart)."
+            )
         }
         (_, many) => format!(
-            " {} were still in play: neither shown worse nor shown within ε of the best.",
+            " {} were not ruled out: each may be as good, or up to ε better; the answer holds either way (a smaller ε or more cases would tell them apart).",
             many.join(", ")
         ),
     };
     let saved = match (s.jobs_fixed_design, s.jobs_saved) {
         (Some(fixed), Some(saved)) => format!(
-            " The fixed design with the same guarantee (every arm on {} {unit}, at the baseline's accuracy, as `plan --best` sizes it) would send {fixed} jobs: {saved} fewer were sent.",
+            " The fixed design with the same guarantee (every arm on {} {unit}: arms as far apart as ε at the baseline's accuracy seen) would send {fixed} jobs: {saved} fewer were sent.",
             s.fixed_design_cases.unwrap_or(0)
         ),
         _ => String::new(),

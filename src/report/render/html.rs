@@ -207,7 +207,15 @@ fn search_chart(b: &crate::runner::sequential::BestSummary, names: &[&str]) -> S
                     "the best, or within ε of it".to_string()
                 },
             ),
-            None => ("in-play", b.cases, colour(i), "still in play".to_string()),
+            None if b.outcome == "open" => {
+                ("in-play", b.cases, colour(i), "still in play".to_string())
+            }
+            None => (
+                "in-play",
+                b.cases,
+                colour(i),
+                "not ruled out: as good, or up to ε better".to_string(),
+            ),
         };
         let opacity = if state == "in-play" { 0.45 } else { 0.9 };
         let _ = write!(

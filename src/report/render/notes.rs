@@ -108,7 +108,7 @@ fn answer_notes(summary: &Summary, notes: &mut Vec<String>) {
             ),
         };
         notes.push(format!(
-            "Shard {} of a --best search: it sent its block of the search's seeded order whole, and searched nothing itself; `promptgauge merge` over the shards searches them in order and gives the answer (docs/guide/best.md, \"In shards\").{out}",
+            "Shard {} of a --best search: a shard sends its block of the search's seeded order whole and searches nothing itself; `promptgauge merge` over the shards searches them in order and gives the answer (docs/guide/best.md, \"In shards\").{out}",
             s.shard
         ));
     }
