@@ -139,7 +139,7 @@ fn expected_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 
 /// What [`group_of`] takes.
 fn group_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({ "type": ["string", "number", "null"] })
+    schemars::json_schema!({ "type": ["string", "number", "null"], "minLength": 1 })
 }
 
 /// What [`history_turn`] takes: a role, its text, and what else the turn carries.

@@ -61,8 +61,10 @@ impl UrlList {
 #[serde(deny_unknown_fields)]
 pub struct Price {
     /// USD per million prompt tokens.
+    #[schemars(range(min = 0))]
     pub input_per_mtok: f64,
     /// USD per million answer tokens.
+    #[schemars(range(min = 0))]
     pub output_per_mtok: f64,
     /// USD per million prompt tokens the provider served from its cache [default: the
     /// input price].

@@ -33,6 +33,7 @@ pub enum GradeSpec {
     /// The last number in the answer is within `tolerance` of the expected one.
     Number {
         #[serde(default)]
+        #[schemars(range(min = 0))]
         tolerance: f64,
     },
     /// The chosen option letter ("Answer: B", a lone "B", "(B)") is the expected one.
@@ -53,6 +54,7 @@ pub enum GradeSpec {
         scale: Scale,
         /// Ask this many times: the majority (binary) or the mean (0–10) counts.
         #[serde(default = "one", skip_serializing_if = "is_one")]
+        #[schemars(range(min = 1, max = 15))]
         votes: u32,
         /// A template file replacing the built-in prompt (relative to the bench).
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -80,6 +82,7 @@ pub enum GradeSpec {
         #[serde(default)]
         case_sensitive: bool,
         #[serde(default)]
+        #[schemars(range(min = 0))]
         tolerance: f64,
     },
     /// The tool calls the model made, against `expected`'s `{name, arguments}`.

@@ -49,8 +49,10 @@ enum OneOrMany {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(rename = "Bench")]
+#[schemars(extend("dependencies" = { "epsilon": { "required": ["decide"] } }))]
 struct RawBench {
     /// Used in report folder names.
+    #[schemars(length(min = 1))]
     name: String,
     /// Case files (.jsonl, .yaml or .csv): a path or a list of paths.
     cases: OneOrMany,
@@ -105,8 +107,10 @@ struct RawBench {
     /// `decide: best`: every run is `run --best` (docs/guide/best.md).
     #[serde(default)]
     decide: Option<Decide>,
-    /// With `decide: best`: how close to the best counts as the best, in points.
+    /// With `decide: best`: how close to the best counts as the best, in points (0 up to,
+    /// not including, 50) [default: 2].
     #[serde(default)]
+    #[schemars(range(min = 0), extend("exclusiveMaximum" = 50))]
     epsilon: Option<f64>,
 }
 
@@ -127,9 +131,11 @@ pub enum Decide {
 pub struct SequentialSpec {
     /// The smallest difference worth detecting, in points.
     #[serde(default = "default_detect")]
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 100))]
     pub detect: f64,
     /// The chance of calling a real difference of `detect` points.
     #[serde(default = "default_power")]
+    #[schemars(extend("exclusiveMinimum" = 0, "exclusiveMaximum" = 1))]
     pub power: f64,
     /// No verdict before this many cases.
     #[serde(default = "default_min_cases")]

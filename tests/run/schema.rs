@@ -196,12 +196,28 @@ fn what_the_loader_refuses_the_schemas_refuse() {
         with("endpoints", json!([{"name": "has space"}])),
         with("confidence", json!(1.0)),
         with("variants", json!([])),
+        with("name", json!("")),
+        with("epsilon", json!(2)),
+        with("price", json!({"input_per_mtok": -1, "output_per_mtok": 1})),
+        with("grade", json!({"kind": "judge", "votes": 0})),
+        with("grade", json!({"kind": "number", "tolerance": -1})),
+        with("sequential", json!({"detect": -5})),
+        with("sequential", json!({"power": 2})),
+        {
+            let mut b = with("decide", json!("best"));
+            b["epsilon"] = json!(60);
+            b
+        },
     ] {
         assert!(
             !violations(SchemaOf::Bench, &bad).is_empty(),
             "accepted: {bad}"
         );
     }
+    // `epsilon:` goes with `decide: best`, from 0 up to 50.
+    let mut searching = with("decide", json!("best"));
+    searching["epsilon"] = json!(5);
+    assert!(violations(SchemaOf::Bench, &searching).is_empty());
     let case = json!({"id": "c-1", "vars": {"q": "?"}, "expected": "A"});
     assert!(violations(SchemaOf::Case, &case).is_empty());
     assert!(violations(SchemaOf::Case, &json!([case, case])).is_empty());
@@ -210,6 +226,7 @@ fn what_the_loader_refuses_the_schemas_refuse() {
         json!({"id": "c-1", "expected": "A", "tag": ["x"]}),
         json!({"id": "c-1", "expected": "A", "files": {"path": "a.png", "url": "http://x/a.png"}}),
         json!({"id": "c-1", "expected": "A", "messages": [{"role": "robot", "content": "hi"}]}),
+        json!({"id": "c-1", "expected": "A", "group": ""}),
     ] {
         assert!(
             !violations(SchemaOf::Case, &bad).is_empty(),
