@@ -33,12 +33,14 @@ pub(super) fn arms_out_after(
             "merge the earlier shards first (promptgauge merge reports/NAME-shard*), and name the folder it writes",
         ));
     }
-    if record.fingerprint != crate::suite::Fingerprint::of(bench, variants)
-        || record.plan.sequential.as_ref() != Some(plan)
-    {
+    if let Some(why) = another_plan(
+        &record,
+        crate::suite::Fingerprint::of(bench, variants),
+        plan,
+    ) {
         return Err(refuse(
-            "it merged another plan (its bench, variants, seed or ε differ from this run's)".into(),
-            "run the shards of one search with the same bench, variants and --seed",
+            format!("it merged another plan: {why}"),
+            "run the shards of one search with the same bench, variants, --seed and --epsilon",
         ));
     }
     check_shard(&record.merged_shards, shard).map_err(|(why, fix)| refuse(why, &fix))?;
@@ -100,4 +102,35 @@ fn check_shard(
         ));
     }
     Ok(())
+}
+
+/// How the merge's plan differs from this run's, said: `None` when it is the same.
+fn another_plan(
+    merged: &crate::runner::record::RunRecord,
+    fingerprint: crate::suite::Fingerprint,
+    plan: &crate::suite::plan::SequentialPlan,
+) -> Option<String> {
+    let Some(theirs) = merged.plan.sequential.as_ref() else {
+        return Some("it searched nothing".into());
+    };
+    let epsilon =
+        |p: &crate::suite::plan::SequentialPlan| p.best.map_or(0.0, |b| b.epsilon * 100.0);
+    if merged.fingerprint != fingerprint {
+        Some("its bench or variants differ from this run's".into())
+    } else if theirs.seed != plan.seed {
+        Some(format!(
+            "it drew its order with seed {}, this run with {}",
+            theirs.seed, plan.seed
+        ))
+    } else if epsilon(theirs) != epsilon(plan) {
+        Some(format!(
+            "its ε is {} points, this run's {}",
+            epsilon(theirs),
+            epsilon(plan)
+        ))
+    } else if theirs != plan {
+        Some("its search's settings differ from this run's".into())
+    } else {
+        None
+    }
 }

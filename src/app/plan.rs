@@ -248,10 +248,20 @@ fn say_best(
         100.0 * mean / fixed as f64
     );
     out!("  {}", job.dollars(mean, fixed));
-    if (bench.cases.len() as u64) < jobs[jobs.len() / 2] / arms as u64 {
+    // Grouped cases are searched by group: the figures count units, each a group.
+    let units = crate::suite::plan::units_of(bench.cases.iter().map(|c| c.group.as_deref()));
+    let (have, unit) = match units.iter().max() {
+        Some(&last) => {
+            out!(
+                "  the cases carry group:, and a search counts groups: read the figures as groups (a group's mean varies less than a case's, so it may need fewer), each group's cases sent together"
+            );
+            (u64::from(last) + 1, "groups")
+        }
+        None => (bench.cases.len() as u64, "cases"),
+    };
+    if have < jobs[jobs.len() / 2] / arms as u64 {
         out!(
-            "  the bench has {} cases: a search that needs more ends with \"the best is one of …\"; add cases, or a larger --epsilon",
-            bench.cases.len()
+            "  the bench has {have} {unit}: a search that needs more ends with \"the best is one of …\"; add cases, or a larger --epsilon"
         );
     }
     Ok(())

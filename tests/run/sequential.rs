@@ -818,7 +818,10 @@ fn best_in_shards_merged_searches_as_one_run_and_a_later_shard_skips_the_arms_ou
         first.to_str().unwrap(),
     ]);
     assert_eq!(code, Some(2), "{said}");
-    assert!(said.contains("it merged another plan"), "{said}");
+    assert!(
+        said.contains("it merged another plan: it drew its order with seed 7, this run with 8"),
+        "{said}"
+    );
     let (code, _, said) = made(
         promptgauge(d)
             .args(["run", "bench.yaml", "--no-store", "--shard", "2/6"])
@@ -1364,6 +1367,22 @@ fn plan_best_sizes_a_search_against_the_fixed_design() {
         (100.0 * search_usd / fixed_usd - share).abs() < 2.0,
         "{search_usd} / {fixed_usd} vs {share}%: {said}"
     );
+
+    // Grouped cases: the plan counts groups.
+    let cases = std::fs::read_to_string(b.path().join("cases.jsonl")).unwrap();
+    let grouped: String = cases
+        .lines()
+        .enumerate()
+        .map(|(i, l)| format!("{}, \"group\": \"g{}\"}}\n", l.trim_end_matches('}'), i / 5))
+        .collect();
+    std::fs::write(b.path().join("cases.jsonl"), grouped).unwrap();
+    let out = promptgauge(b.path())
+        .args(["plan", "bench.yaml", "--best", "8"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("a search counts groups"), "{said}");
+    assert!(said.contains("the bench has 10 groups"), "{said}");
 }
 
 #[test]

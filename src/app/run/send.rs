@@ -158,6 +158,18 @@ pub(super) fn say_what_runs(
             p.endpoint_names().join(", "),
         )
     };
+    // A search sends what it needs of its plan: `to_send` is a ceiling.
+    let (verb, to_send) = match &p.sequential {
+        Some(s) if s.best.is_some() => (
+            if record.resumed_at.is_empty() {
+                "searching: at most"
+            } else {
+                "resuming the search: at most"
+            },
+            to_send,
+        ),
+        _ => (verb, to_send),
+    };
     note!(
         "{verb} {} of {} ({} × {}{endpoints} × {}) against {against}\n  writing {}",
         to_send,

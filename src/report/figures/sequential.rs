@@ -180,11 +180,20 @@ fn saved(s: &SequentialSummary, all_decided: bool) -> String {
     }
 }
 
+/// `n` cases, or groups of them: "1 case", "35 groups".
+fn units(n: u64, grouped: bool) -> String {
+    match (n, grouped) {
+        (1, false) => "1 case".into(),
+        (1, true) => "1 group".into(),
+        (n, false) => format!("{n} cases"),
+        (n, true) => format!("{n} groups"),
+    }
+}
+
 /// `--best`'s answer with its guarantee, as a sentence without its full stop.
 pub(crate) fn best_answer(b: &crate::runner::sequential::BestSummary) -> String {
     let arms = b.remaining.len() + b.eliminated.len();
     let confidence = b.confidence * 100.0;
-    let unit = if b.grouped { "groups" } else { "cases" };
     let within = if b.epsilon > 0.0 {
         format!(", or within {} points of it,", b.epsilon)
     } else {
@@ -192,25 +201,24 @@ pub(crate) fn best_answer(b: &crate::runner::sequential::BestSummary) -> String 
     };
     match (b.outcome.as_str(), b.named.as_slice()) {
         ("one" | "within_epsilon", [one]) => format!(
-            "{one} is the best of {arms}{within} with {confidence:.0}% confidence (after {} {unit})",
-            b.cases
+            "{one} is the best of {arms}{within} with {confidence:.0}% confidence (after {})",
+            units(b.cases, b.grouped)
         ),
         ("within_epsilon", many) => format!(
-            "{} are each the best of {arms}{within} with {confidence:.0}% confidence (after {} {unit})",
+            "{} are each the best of {arms}{within} with {confidence:.0}% confidence (after {})",
             many.join(", "),
-            b.cases
+            units(b.cases, b.grouped)
         ),
         (_, left) => format!(
-            "the best of {arms} is one of {}, with {confidence:.0}% confidence: none was shown best in {} {unit} (the cases ran out, or the run ended first)",
+            "the best of {arms} is one of {}, with {confidence:.0}% confidence: none was shown best in {} (the cases ran out, or the run ended first)",
             left.join(", "),
-            b.cases
+            units(b.cases, b.grouped)
         ),
     }
 }
 
 /// `--best`'s sentences: the answer with its guarantee, then where each arm went out.
 fn best_note(s: &SequentialSummary, b: &crate::runner::sequential::BestSummary) -> String {
-    let unit = if b.grouped { "groups" } else { "cases" };
     let answer = best_answer(b);
     let out: Vec<String> = b
         .eliminated
@@ -226,8 +234,11 @@ fn best_note(s: &SequentialSummary, b: &crate::runner::sequential::BestSummary) 
                 String::new()
             };
             format!(
-                "{} out after {} {unit}: below {}{bound} ({:+.1} points on the same cases)",
-                e.variant, e.cases, e.by, -e.gap_seen
+                "{} out after {}: below {}{bound} ({:+.1} points on the same cases)",
+                e.variant,
+                units(e.cases, b.grouped),
+                e.by,
+                -e.gap_seen
             )
         })
         .collect();
@@ -251,8 +262,8 @@ fn best_note(s: &SequentialSummary, b: &crate::runner::sequential::BestSummary) 
     };
     let saved = match (s.jobs_fixed_design, s.jobs_saved) {
         (Some(fixed), Some(saved)) => format!(
-            " The fixed design with the same guarantee (every arm on {} {unit}: arms as far apart as ε at the baseline's accuracy seen) would send {fixed} jobs: {saved} fewer were sent.",
-            s.fixed_design_cases.unwrap_or(0)
+            " The fixed design with the same guarantee (every arm on {}: arms as far apart as ε at the baseline's accuracy seen) would send {fixed} jobs: {saved} fewer were sent.",
+            units(s.fixed_design_cases.unwrap_or(0), b.grouped)
         ),
         _ => String::new(),
     };
