@@ -502,6 +502,7 @@ fn parse_unit(text: &str) -> Result<f64, String> {
 #[derive(Debug, Args)]
 pub struct LabelArgs {
     /// The run folder.
+    #[arg(value_hint = clap::ValueHint::DirPath)]
     pub run: PathBuf,
     /// How many judged answers to show (drawn at random, without the judge's verdict;
     /// answers already labelled are skipped).
@@ -529,7 +530,7 @@ pub struct ReportArgs {
 #[derive(Debug, Clone, Args)]
 pub struct MergeArgs {
     /// The shard run folders.
-    #[arg(required = true, num_args = 1..)]
+    #[arg(required = true, num_args = 1.., value_hint = clap::ValueHint::DirPath)]
     pub runs: Vec<PathBuf>,
     /// Root folder for the merged run folder [default: the first shard's parent].
     #[arg(long, value_name = "DIR")]
@@ -928,7 +929,7 @@ pub struct PlanArgs {
     pub epsilon: Option<f64>,
     /// With --best --shard: the merged run of this search's earlier shards (`merge`); the
     /// arms it showed out are not sent (docs/guide/best.md, "In shards").
-    #[arg(long, value_name = "MERGED_RUN", requires = "shard")]
+    #[arg(long, value_name = "MERGED_RUN", requires = "shard", value_hint = clap::ValueHint::DirPath)]
     pub after: Option<PathBuf>,
     /// The arms `--after`'s merge showed out, or a resumed shard's record kept.
     #[arg(skip)]
