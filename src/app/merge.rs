@@ -60,13 +60,7 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
     }
     dir.write_record(&record).before_send()?;
     say_missing(&missing, answered);
-    if !answered
-        && first
-            .plan
-            .sequential
-            .as_ref()
-            .is_some_and(|s| s.shards_in_blocks())
-    {
+    if !answered {
         say_search_reach(&records, &args.runs, count, &dir);
     }
     agg.figures().set_run(record.info());
@@ -333,6 +327,14 @@ fn say_missing(missing: &[String], answered: bool) {
 /// went as far as the first shard missing or unfinished; that one is resumed, or the next
 /// run `--after` this merge.
 fn say_search_reach(records: &[RunRecord], runs: &[PathBuf], count: u32, dir: &RunDir) {
+    let searched = records[0]
+        .plan
+        .sequential
+        .as_ref()
+        .is_some_and(|s| s.shards_in_blocks());
+    if !searched {
+        return;
+    }
     let mut shards: Vec<Option<(bool, &Path)>> = vec![None; count as usize];
     for (r, path) in records.iter().zip(runs) {
         if let Some(s) = r.plan.shard {

@@ -248,6 +248,13 @@ fn say_best(
         100.0 * mean / fixed as f64
     );
     out!("  {}", job.dollars(mean, fixed));
+    say_room(bench, jobs[jobs.len() / 2] / arms as u64);
+    Ok(())
+}
+
+/// Whether the bench holds the units (cases, or groups when its cases carry `group:`) a
+/// typical search takes: `needed`.
+fn say_room(bench: &Bench, needed: u64) {
     // Grouped cases are searched by group: the figures count units, each a group.
     let units = crate::suite::plan::units_of(bench.cases.iter().map(|c| c.group.as_deref()));
     let (have, unit) = match units.iter().max() {
@@ -259,12 +266,11 @@ fn say_best(
         }
         None => (bench.cases.len() as u64, "cases"),
     };
-    if have < jobs[jobs.len() / 2] / arms as u64 {
+    if have < needed {
         out!(
             "  the bench has {have} {unit}: a search that needs more ends with \"the best is one of …\"; add cases, or a larger --epsilon"
         );
     }
-    Ok(())
 }
 
 /// What one job may cost at most, as `plan --best` prices jobs: the mean of the bench's
