@@ -785,19 +785,23 @@ fn best_in_shards_merged_searches_as_one_run_and_a_later_shard_skips_the_arms_ou
         "{said}"
     );
     assert!(said.contains("the next is 2/6"), "{said}");
-    let (code, _, said) = run(&[
-        "--seed",
-        "7",
-        "--shard",
-        "2/4",
-        "--after",
-        first.to_str().unwrap(),
-    ]);
-    assert_eq!(code, Some(2), "{said}");
-    assert!(
-        said.contains("it merged shards of 6, and this run is shard 2/4"),
-        "{said}"
-    );
+    for (seed, shard, expected) in [
+        (
+            "7",
+            "2/4",
+            "it merged shards of 6, and this run is shard 2/4",
+        ),
+        (
+            "8",
+            "2/6",
+            "it merged another plan: it drew its order with seed 7, this run with 8",
+        ),
+    ] {
+        let after = first.to_str().unwrap();
+        let (code, _, said) = run(&["--seed", seed, "--shard", shard, "--after", after]);
+        assert_eq!(code, Some(2), "{said}");
+        assert!(said.contains(expected), "{said}");
+    }
 
     // A shard that did not finish (stopped by Ctrl-C, say) is resumed before the next.
     let record_path = one.join("run.json");
@@ -809,19 +813,6 @@ fn best_in_shards_merged_searches_as_one_run_and_a_later_shard_skips_the_arms_ou
     assert!(said.contains("shard 1/6 did not finish"), "{said}");
     assert!(said.contains("promptgauge run --resume "), "{said}");
     assert!(!said.contains("--shard 2/6"), "{said}");
-    let (code, _, said) = run(&[
-        "--seed",
-        "8",
-        "--shard",
-        "2/6",
-        "--after",
-        first.to_str().unwrap(),
-    ]);
-    assert_eq!(code, Some(2), "{said}");
-    assert!(
-        said.contains("it merged another plan: it drew its order with seed 7, this run with 8"),
-        "{said}"
-    );
     let (code, _, said) = made(
         promptgauge(d)
             .args(["run", "bench.yaml", "--no-store", "--shard", "2/6"])
