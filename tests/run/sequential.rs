@@ -748,6 +748,12 @@ fn best_in_shards_merged_searches_as_one_run_and_a_later_shard_skips_the_arms_ou
     assert_eq!(sent, 150 * 3, "the arm out is not sent");
     let two = two.unwrap();
     assert_follows_schema(&two);
+    // Its pairwise lines are descriptions: the merge gives the verdict.
+    let md = std::fs::read_to_string(two.join("summary.md")).unwrap();
+    assert!(
+        md.contains("### Against the baseline (descriptions"),
+        "{md}"
+    );
     let record: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(two.join("run.json")).unwrap()).unwrap();
     assert_eq!(record["plan"]["arms_out"][0], out[0].0.as_str());

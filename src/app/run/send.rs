@@ -160,7 +160,7 @@ pub(super) fn say_what_runs(
     };
     // A search sends what it needs of its plan: `to_send` is a ceiling.
     let (verb, to_send) = match &p.sequential {
-        Some(s) if s.best.is_some() => (
+        Some(s) if s.best.is_some() && record.plan.shard.is_none() => (
             if record.resumed_at.is_empty() {
                 "searching: at most"
             } else {

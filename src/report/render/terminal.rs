@@ -220,7 +220,8 @@ fn headline(s: &Summary, width: Option<usize>) -> String {
 /// `--best` the search's answer is the verdict: the tables stay, their sentences go to
 /// summary.md and report.html.
 fn comparisons(out: &mut String, s: &Summary, width: Option<usize>) {
-    if s.sequential.as_ref().is_some_and(|q| q.best.is_some()) {
+    let shard = s.run.search_shard.is_some();
+    if shard || s.sequential.as_ref().is_some_and(|q| q.best.is_some()) {
         let tables = if s.is_grid() {
             crate::report::compare::Axis::BOTH
                 .iter()
@@ -240,7 +241,11 @@ fn comparisons(out: &mut String, s: &Summary, width: Option<usize>) {
         };
         out.push_str(&tables);
         if !tables.is_empty() {
-            out.push_str("(--best: the search's answer below is the verdict; these comparisons with the baseline are descriptions, each in words in summary.md)\n");
+            out.push_str(if shard {
+                "(a shard of a --best search: `merge` gives the verdict; these comparisons with the baseline are descriptions, each in words in summary.md)\n"
+            } else {
+                "(--best: the search's answer below is the verdict; these comparisons with the baseline are descriptions, each in words in summary.md)\n"
+            });
         }
         return;
     }
