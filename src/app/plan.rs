@@ -228,8 +228,8 @@ fn say_best(
     let mean = jobs.iter().sum::<u64>() as f64 / jobs.len() as f64;
     let p90 = jobs[jobs.len() * 9 / 10];
     let variance = best_p * (1.0 - best_p) + others * (1.0 - others);
-    let z = crate::stats::z_for(1.0 - 2.0 * (1.0 - bench.confidence) / (arms - 1) as f64);
-    let fixed_cases = (z * z * variance / (epsilon * epsilon)).ceil() as u64;
+    let fixed_cases =
+        crate::stats::best::fixed_design_cases(arms, bench.confidence, variance, epsilon);
     let fixed = fixed_cases * arms as u64 * u64::from(bench.repeats.max(1));
     out!(
         "plan for {}: best of {arms} (run --best), ε {} points, {:.0}% confidence",

@@ -382,17 +382,19 @@ impl Sequential {
             None => (None, Vec::new(), None, None),
         };
         let order = plan.order(case_ids.len());
-        let grouped = plan.units.len() == case_ids.len();
-        let mut position = HashMap::with_capacity(order.len());
-        let mut starts = Vec::new();
-        for (at, &i) in order.iter().enumerate() {
-            if !grouped || at == 0 || plan.units[i] != plan.units[order[at - 1]] {
-                starts.push(at);
-            }
-            position.insert(case_ids[i].clone(), starts.len() - 1);
-        }
-        let units = starts.len();
-        starts.push(order.len());
+        let starts = plan.unit_starts(&order, case_ids.len());
+        let units = starts.len() - 1;
+        // Each case's unit: the last that starts at or before it.
+        let position = order
+            .iter()
+            .enumerate()
+            .map(|(at, &i)| {
+                (
+                    case_ids[i].clone(),
+                    starts.partition_point(|&s| s <= at) - 1,
+                )
+            })
+            .collect();
         let arms = variants.len();
         let mut tests = Sequential {
             plan: plan.clone(),
@@ -787,13 +789,16 @@ impl Sequential {
         cost: Option<f64>,
         baseline_accuracy: Option<f64>,
     ) -> SequentialSummary {
-        let drop_at = self.plan.max_drop;
-        let variants = (0..self.pairs.len()).map(|i| self.verdict(i)).collect();
-        // The fixed design exactly as `plan` sizes it after this run: a difference of
-        // `detect` either way at the baseline accuracy this run measured (½ when none).
+        // The fixed design at the baseline accuracy this run measured (½ when none).
         let p0 = baseline_accuracy
             .filter(|a| *a > 0.0 && *a < 1.0)
             .unwrap_or(0.5);
+        if let Some(search) = &self.best {
+            return self.best_summary(search, jobs_run, cost, p0);
+        }
+        let drop_at = self.plan.max_drop;
+        let variants = (0..self.pairs.len()).map(|i| self.verdict(i)).collect();
+        // Exactly as `plan` sizes it after this run: a difference of `detect` either way.
         let fixed_cases = self.fixed_design_cases(p0);
         let jobs_fixed =
             fixed_cases.map(|n| n * self.variants.len() as u64 * u64::from(self.repeats));
@@ -805,9 +810,6 @@ impl Sequential {
         let saved = jobs_fixed
             .filter(|_| all_decided)
             .map(|f| f.saturating_sub(jobs_run as u64));
-        if let Some(search) = &self.best {
-            return self.best_summary(search, jobs_run, cost, p0);
-        }
         SequentialSummary {
             detect: self.plan.detect * 100.0,
             power: self.plan.power,
@@ -820,10 +822,7 @@ impl Sequential {
             jobs_not_needed: self.not_needed(),
             jobs_fixed_design: jobs_fixed,
             jobs_saved: saved,
-            cost_saved_usd: match (cost, saved) {
-                (Some(c), Some(s)) if jobs_run > 0 => Some(c / jobs_run as f64 * s as f64),
-                _ => None,
-            },
+            cost_saved_usd: cost_saved(cost, saved, jobs_run),
             best: None,
         }
     }
@@ -852,8 +851,12 @@ impl Sequential {
         // Grouped, the fixed design's size turns on how alike a group's cases are, which
         // the search does not estimate: none is given.
         let fixed_cases = (epsilon > 0.0 && arms > 1 && !self.grouped()).then(|| {
-            let z = crate::stats::z_for(1.0 - 2.0 * (1.0 - self.confidence) / (arms - 1) as f64);
-            (z * z * 2.0 * p0 * (1.0 - p0) / (epsilon * epsilon)).ceil() as u64
+            crate::stats::best::fixed_design_cases(
+                arms,
+                self.confidence,
+                2.0 * p0 * (1.0 - p0),
+                epsilon,
+            )
         });
         let jobs_fixed = fixed_cases.map(|n| n * arms as u64 * u64::from(self.repeats));
         let saved = jobs_fixed
@@ -871,10 +874,7 @@ impl Sequential {
             jobs_not_needed: self.not_needed(),
             jobs_fixed_design: jobs_fixed,
             jobs_saved: saved,
-            cost_saved_usd: match (cost, saved) {
-                (Some(c), Some(s)) if jobs_run > 0 => Some(c / jobs_run as f64 * s as f64),
-                _ => None,
-            },
+            cost_saved_usd: cost_saved(cost, saved, jobs_run),
             best: Some(BestSummary {
                 epsilon: epsilon * 100.0,
                 confidence: self.confidence,
@@ -952,6 +952,14 @@ impl Sequential {
             (Some(f), Some(d)) => Some(f.max(d)),
             (f, d) => f.or(d),
         }
+    }
+}
+
+/// What the jobs not sent would have cost, at the mean cost of the `jobs_run` sent.
+fn cost_saved(cost: Option<f64>, saved: Option<u64>, jobs_run: usize) -> Option<f64> {
+    match (cost, saved) {
+        (Some(c), Some(s)) if jobs_run > 0 => Some(c / jobs_run as f64 * s as f64),
+        _ => None,
     }
 }
 

@@ -232,15 +232,21 @@ impl SequentialPlan {
         let Some(shard) = shard.filter(|_| self.best.is_some()) else {
             return order;
         };
-        let grouped = self.units.len() == cases;
-        let starts: Vec<usize> = (0..order.len())
-            .filter(|&at| !grouped || at == 0 || self.units[order[at]] != self.units[order[at - 1]])
-            .chain([order.len()])
-            .collect();
+        let starts = self.unit_starts(&order, cases);
         let units = starts.len() - 1;
         let (i, n) = (shard.index as usize, shard.count as usize);
         let block = starts[(i - 1) * units / n]..starts[i * units / n];
         order[block].to_vec()
+    }
+
+    /// Where each unit starts in `order` (this plan's [`SequentialPlan::order`] of `cases`),
+    /// and its end after the last: every position when the case is the unit.
+    pub fn unit_starts(&self, order: &[usize], cases: usize) -> Vec<usize> {
+        let grouped = self.units.len() == cases;
+        (0..order.len())
+            .filter(|&at| !grouped || at == 0 || self.units[order[at]] != self.units[order[at - 1]])
+            .chain([order.len()])
+            .collect()
     }
 
     /// Whether `--shard` splits this plan into blocks of its order ([`SequentialPlan::sent`])

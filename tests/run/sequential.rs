@@ -573,13 +573,7 @@ fn best_over_grouped_cases_counts_groups_and_sends_each_group_whole() {
     let b = best_bench(900, &[62, 82, 66]);
     let d = b.path();
     // Groups of three cases (cases 0–2 share a passage, and so on).
-    let cases = std::fs::read_to_string(d.join("cases.jsonl")).unwrap();
-    let grouped: String = cases
-        .lines()
-        .enumerate()
-        .map(|(i, l)| format!("{}, \"group\": \"g{}\"}}\n", l.trim_end_matches('}'), i / 3))
-        .collect();
-    std::fs::write(d.join("cases.jsonl"), grouped).unwrap();
+    group_cases(d, 3);
     let (code, said) = search(d, &server.base_url(), &["--seed", "4"]);
     assert!(code.is_some_and(|c| c < 2), "{said}");
     assert!(
@@ -635,6 +629,24 @@ fn best_over_grouped_cases_counts_groups_and_sends_each_group_whole() {
         server.provider.stats().requests as usize,
         lines.iter().filter(|r| r["case_id"].is_string()).count()
     );
+}
+
+/// Puts the cases of `dir`'s cases.jsonl in groups of `size`, in file order (g0, g1, …).
+fn group_cases(dir: &Path, size: usize) {
+    let path = dir.join("cases.jsonl");
+    let grouped: String = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            format!(
+                "{}, \"group\": \"g{}\"}}\n",
+                l.trim_end_matches('}'),
+                i / size
+            )
+        })
+        .collect();
+    std::fs::write(path, grouped).unwrap();
 }
 
 /// The answer of a `--best` run's summary: (outcome, named, each elimination as
@@ -835,24 +847,12 @@ fn best_in_shards_merged_searches_as_one_run_and_a_later_shard_skips_the_arms_ou
 
 #[test]
 fn best_over_groups_larger_than_the_workers_run_ahead_still_ends() {
-    // Groups of 12 cases at concurrency 3: each group must go out whole, though the
+    // Groups of 30 cases at concurrency 3: each group must go out whole, though the
     // workers otherwise keep only a case or two ahead of the search.
     let (_rt, server) = start_mock(MockConfig::default());
     let b = best_bench(1200, &[60, 85]);
     let d = b.path();
-    let cases = std::fs::read_to_string(d.join("cases.jsonl")).unwrap();
-    let grouped: String = cases
-        .lines()
-        .enumerate()
-        .map(|(i, l)| {
-            format!(
-                "{}, \"group\": \"g{}\"}}\n",
-                l.trim_end_matches('}'),
-                i / 30
-            )
-        })
-        .collect();
-    std::fs::write(d.join("cases.jsonl"), grouped).unwrap();
+    group_cases(d, 30);
     let out = promptgauge(d)
         .args([
             "run",
@@ -1366,13 +1366,7 @@ fn plan_best_sizes_a_search_against_the_fixed_design() {
     );
 
     // Grouped cases: the plan counts groups.
-    let cases = std::fs::read_to_string(b.path().join("cases.jsonl")).unwrap();
-    let grouped: String = cases
-        .lines()
-        .enumerate()
-        .map(|(i, l)| format!("{}, \"group\": \"g{}\"}}\n", l.trim_end_matches('}'), i / 5))
-        .collect();
-    std::fs::write(b.path().join("cases.jsonl"), grouped).unwrap();
+    group_cases(b.path(), 5);
     let out = promptgauge(b.path())
         .args(["plan", "bench.yaml", "--best", "8"])
         .output()

@@ -297,7 +297,7 @@ pub(crate) fn evaluate(
 /// `--fail-if-not-best`: the baseline arm is in `--best`'s answer (or, the cases run out,
 /// among the arms left). A run that searched nothing has not passed.
 fn baseline_best(s: &Summary) -> GateResult {
-    let best = s.sequential.as_ref().and_then(|q| q.best.as_ref());
+    let best = s.best();
     let baseline = s
         .variants
         .first()

@@ -574,6 +574,16 @@ fn clustered(units: &[CaseScore], grouped: bool, confidence: f64) -> Option<(f64
 }
 
 impl Summary {
+    /// `--best`'s answer, when the run searched.
+    pub fn best(&self) -> Option<&crate::runner::sequential::BestSummary> {
+        self.sequential.as_ref().and_then(|q| q.best.as_ref())
+    }
+
+    /// A `--best` search, or one of its shards: the pairwise lines are descriptions.
+    pub(crate) fn searched(&self) -> bool {
+        self.best().is_some() || self.run.search_shard.is_some()
+    }
+
     /// A run of several endpoints: its `variants` are arms, its comparisons on two axes.
     pub(crate) fn is_grid(&self) -> bool {
         !self.run.endpoints.is_empty()

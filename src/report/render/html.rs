@@ -248,7 +248,7 @@ fn sentence_case(text: &str) -> String {
 
 /// `--best`: the search's answer and its chart, before the figures.
 fn search(b: &mut String, s: &crate::report::Summary, names: &[&str]) {
-    let Some(best) = s.sequential.as_ref().and_then(|q| q.best.as_ref()) else {
+    let Some(best) = s.best() else {
         return;
     };
     let _ = write!(
@@ -770,7 +770,7 @@ fn header_rest(b: &mut String, s: &crate::report::Summary, names: &[&str]) {
         }
         b.push_str("</ul>");
     }
-    if let Some(search) = s.sequential.as_ref().and_then(|q| q.best.as_ref()) {
+    if let Some(search) = s.best() {
         // The search's answer is the verdict; the pairwise lines are descriptions.
         let _ = write!(
             b,

@@ -81,9 +81,7 @@ fn decisions(out: &mut String, s: &Summary) {
             out.push('\n');
         }
     } else if !s.comparisons.is_empty() {
-        let searched =
-            s.run.search_shard.is_some() || s.sequential.as_ref().is_some_and(|q| q.best.is_some());
-        out.push_str(if searched {
+        out.push_str(if s.searched() {
             "### Against the baseline (descriptions: the search's answer is the verdict)\n\n"
         } else {
             "### Verdicts\n\n"

@@ -220,8 +220,8 @@ fn headline(s: &Summary, width: Option<usize>) -> String {
 /// `--best` the search's answer is the verdict: the tables stay, their sentences go to
 /// summary.md and report.html.
 fn comparisons(out: &mut String, s: &Summary, width: Option<usize>) {
-    let shard = s.run.search_shard.is_some();
-    if shard || s.sequential.as_ref().is_some_and(|q| q.best.is_some()) {
+    if s.searched() {
+        let shard = s.run.search_shard.is_some();
         let tables = if s.is_grid() {
             crate::report::compare::Axis::BOTH
                 .iter()
