@@ -77,7 +77,12 @@ pub(crate) fn fetch_urls(bench: &mut Bench) -> Result<(), NotFetched> {
     let downloads = std::thread::scope(|s| {
         s.spawn(|| download_all(&urls, caps))
             .join()
-            .unwrap_or_else(|_| Ok(vec![Some(Err(Why::Failed("the download failed".into()))); urls.len()]))
+            .unwrap_or_else(|_| {
+                Ok(vec![
+                    Some(Err(Why::Failed("the download failed".into())));
+                    urls.len()
+                ])
+            })
     })
     .map_err(|Interrupted| NotFetched::Interrupted)?;
     let got = checked(bench, &wanted, downloads, caps).map_err(NotFetched::Refused)?;
@@ -406,7 +411,10 @@ mod tests {
 
     /// A loopback server of `count` files of `size` bytes each (`/0` …), sent in 64 KiB
     /// pieces, on a runtime of its own; counts the GETs it answered.
-    fn files_served(count: usize, size: usize) -> (tokio::runtime::Runtime, Vec<String>, Arc<AtomicUsize>) {
+    fn files_served(
+        count: usize,
+        size: usize,
+    ) -> (tokio::runtime::Runtime, Vec<String>, Arc<AtomicUsize>) {
         let rt = tokio::runtime::Runtime::new().unwrap();
         let hits = Arc::new(AtomicUsize::new(0));
         let counted = hits.clone();
@@ -443,7 +451,11 @@ mod tests {
             at_once: 4,
         };
         let done = download_all(&urls, caps).unwrap();
-        let held: Vec<&Fetched> = done.iter().flatten().filter_map(|d| d.as_ref().ok()).collect();
+        let held: Vec<&Fetched> = done
+            .iter()
+            .flatten()
+            .filter_map(|d| d.as_ref().ok())
+            .collect();
         let past = done
             .iter()
             .flatten()

@@ -267,8 +267,8 @@ enum Markup {
 /// The elements whose tag, first in a file, make it an HTML page (the WHATWG MIME
 /// Sniffing Standard's list for `text/html`).
 const HTML_TAGS: [&str; 15] = [
-    "html", "head", "script", "iframe", "h1", "div", "font", "table", "a", "style", "title",
-    "b", "body", "br", "p",
+    "html", "head", "script", "iframe", "h1", "div", "font", "table", "a", "style", "title", "b",
+    "body", "br", "p",
 ];
 
 /// Whether `bytes` are an SVG image or an HTML page: what their first element is, after
@@ -942,7 +942,8 @@ mod tests {
     #[test]
     fn pages_and_svg_images_are_found_by_their_first_element_or_their_content_type() {
         let prolog = format!("<?xml version=\"1.0\"?>\n<!-- {} -->\n", "x".repeat(3000));
-        let late_svg = format!("{prolog}<!DOCTYPE note>\n<svg xmlns=\"http://www.w3.org/2000/svg\"/>");
+        let late_svg =
+            format!("{prolog}<!DOCTYPE note>\n<svg xmlns=\"http://www.w3.org/2000/svg\"/>");
         assert_eq!(Kind::of_file(late_svg.as_bytes(), None), Err(NotAFile::Svg));
         assert_eq!(
             Kind::of_file(format!("\u{feff}  {prolog}<svg:svg/>").as_bytes(), None),

@@ -50,7 +50,10 @@ fn a_page_served_as_html_and_an_svg_past_its_first_kilobytes_are_refused_with_th
             format!(r#"[{{"url": "{web}/total.txt"}}]"#),
             "/total.txt is served as text/html",
         ),
-        (format!(r#"["{web}/logo.png"]"#), "/logo.png is an SVG image"),
+        (
+            format!(r#"["{web}/logo.png"]"#),
+            "/logo.png is an SVG image",
+        ),
     ] {
         let bench = one_case(&files, USER, "");
         for command in ["run", "check"] {
@@ -119,7 +122,10 @@ fn a_signed_url_s_signature_is_in_no_output_when_its_download_fails() {
             let all = said(&out);
             assert_eq!(out.status.code(), Some(2), "{command}: {all}");
             assert!(all.contains(said_there), "{command}: {all}");
-            assert!(all.contains("X-Amz-Signature=[redacted]"), "{command}: {all}");
+            assert!(
+                all.contains("X-Amz-Signature=[redacted]"),
+                "{command}: {all}"
+            );
             for secret in ["SIGSECRET123", "SIGSECRET456", "AKIDSECRET789"] {
                 assert!(!all.contains(secret), "{command} shows {secret}: {all}");
             }
