@@ -188,7 +188,9 @@ pub struct ViewArgs {
     /// then travel in clear; use it only on a network you trust.
     #[arg(long, requires = "public", conflicts_with = "tls_cert")]
     pub insecure_http: bool,
-    /// Open the pages in the default browser.
+    /// Open the pages in the default browser ($BROWSER, else the system's opener), through
+    /// a file only you can read that holds a one-time link: the access token is never on
+    /// the browser's command line.
     #[arg(long)]
     pub open: bool,
     /// Write the pages as static files into DIR instead of serving them (the runs list,
@@ -1536,6 +1538,20 @@ impl Env {
             .get(name)
             .map(String::as_str)
             .filter(|v| !v.trim().is_empty())
+    }
+
+    /// `$BROWSER`: the command `view --open` starts the browser with (as `xdg-open` and
+    /// Python's `webbrowser` read it: the first of a `:`-separated list, `%s` where the
+    /// page goes, else after its words); `None` for the system's opener.
+    pub(crate) fn browser(&self) -> Option<&str> {
+        self.get("BROWSER")
+            .and_then(|b| b.split(':').map(str::trim).find(|c| !c.is_empty()))
+    }
+
+    /// Where temporary files go: `$TMPDIR`, else the system's.
+    pub(crate) fn temp_dir(&self) -> std::path::PathBuf {
+        self.get("TMPDIR")
+            .map_or_else(std::env::temp_dir, std::path::PathBuf::from)
     }
 
     /// Whether output should stay plain: not a terminal, or running in CI.

@@ -25,10 +25,16 @@ impl Drop for View {
 }
 
 fn view(d: &Path, args: &[&str]) -> View {
+    view_with(d, args, &[])
+}
+
+/// [`view`] with these environment variables set.
+fn view_with(d: &Path, args: &[&str], env: &[(&str, &str)]) -> View {
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("promptgauge"))
         .current_dir(d)
         .args(["view", "--port", "0"])
         .args(args)
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -1563,4 +1569,80 @@ fn slow_connections_are_cut_and_capped_and_the_page_still_answers() {
         stop.cancel();
         server.await.unwrap().unwrap();
     });
+}
+
+/// `view --open` with `$BROWSER` a launcher that writes down the command line it was given:
+/// what any local user would read with `ps`.
+#[cfg(unix)]
+#[test]
+fn open_hands_the_browser_a_one_time_link_and_never_the_token() {
+    use std::os::unix::fs::PermissionsExt;
+    let bench = recorded();
+    let d = bench.path();
+    let temp = d.join("tmp");
+    std::fs::create_dir(&temp).unwrap();
+    let launcher = d.join("browser.sh");
+    let argv = d.join("argv.txt");
+    std::fs::write(
+        &launcher,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$0\" \"$@\" > {0}.part && mv {0}.part {0}\n",
+            argv.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut v = view_with(
+        d,
+        &["--open"],
+        &[
+            ("BROWSER", launcher.to_str().unwrap()),
+            ("TMPDIR", temp.to_str().unwrap()),
+        ],
+    );
+    let token = v.url.split("token=").nth(1).unwrap().to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !argv.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let command_line = std::fs::read_to_string(&argv).expect("the browser was started");
+    assert!(!command_line.contains(&token), "{command_line}");
+    // It was given a page only this user can read, in a folder only this user can enter.
+    let page = Path::new(command_line.lines().nth(1).unwrap()).to_path_buf();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&page), 0o600);
+    assert_eq!(mode(page.parent().unwrap()), 0o700);
+    assert!(page.starts_with(&temp), "{}", page.display());
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains(&token), "{html}");
+    let link = html
+        .split("url=")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap();
+    let path = &link[link.find("/open/").expect("a one-time path")..];
+    // Its first visit, without the token, gets the token's cookie and goes on to the runs…
+    let bare = ("x-promptgauge-token", None);
+    let (status, head, body) = request(&v.url, "GET", path, &[bare], "");
+    assert_eq!(status, 200, "{head}{body}");
+    let port = v.url.split(':').nth(2).unwrap().split('/').next().unwrap();
+    let cookie = format!("promptgauge_token_{port}={token}");
+    assert!(head.contains(&cookie), "{head}");
+    assert!(body.contains("content=\"0;url=/\""), "{body}");
+    let (status, _, body) = request(&v.url, "GET", "/", &[bare, ("Cookie", Some(&cookie))], "");
+    assert_eq!(status, 200);
+    assert!(body.contains("arithmetic"), "{body}");
+    // …and it is spent: a second visit (or another code) gets nothing.
+    for again in [path.to_string(), format!("/open/{}", "0".repeat(32))] {
+        let (status, head, _) = request(&v.url, "GET", &again, &[bare], "");
+        assert_eq!(status, 401, "{again}");
+        assert!(!head.contains(&token), "{head}");
+    }
+    // The page goes when the server stops.
+    // SAFETY: kill(2) on the child this test started.
+    unsafe {
+        libc::kill(v.child.id() as i32, libc::SIGTERM);
+    }
+    v.child.wait().unwrap();
+    assert_eq!(std::fs::read_dir(&temp).unwrap().count(), 0);
 }
