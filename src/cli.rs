@@ -1359,6 +1359,10 @@ pub struct MockArgs {
     /// whose accounting went wrong: the run flags it, and a budget says what it cost).
     #[arg(long, value_name = "N")]
     pub report_output_tokens: Option<u64>,
+    /// Bill each PDF given by URL as N pages (3,000 prompt tokens a page): a provider that
+    /// read a document the run could not size before sending it.
+    #[arg(long, value_name = "N")]
+    pub url_document_pages: Option<u64>,
 }
 
 /// A long wait (a batch's): at most a week.
@@ -1458,6 +1462,7 @@ impl MockArgs {
             batch_duplicate: self.batch_duplicate,
             refuse_on: self.refuse_on.clone(),
             report_output_tokens: self.report_output_tokens,
+            url_document_pages: self.url_document_pages,
         })
     }
 

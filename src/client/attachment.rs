@@ -531,25 +531,50 @@ pub struct FileTokens {
     pub anthropic: u64,
 }
 
+/// The most pages of a PDF OpenAI and Anthropic read in one request: what a PDF given by
+/// URL is held at unless an endpoint's `limits.max_pdf_pages` says otherwise.
+pub const PDF_PAGES_READ: u32 = 100;
+
+/// What a PDF costs a page: each page is read as its text and as an image of the page, and
+/// Anthropic counts 1,500 to 3,000 tokens a page; the upper figure, for both providers.
+const PDF_PAGE_TOKENS: u64 = 3_000;
+
 impl FileTokens {
     /// The most either provider counts: what a hold before sending assumes.
     pub fn most(self) -> u64 {
         self.openai.max(self.anthropic)
     }
 
-    /// The tokens `bytes` of `kind` cost (`detail`: an image's OpenAI detail); a URL's
-    /// (`bytes` unknown) at the largest image or a ten-page document.
+    /// A PDF of `pages` pages.
+    pub fn pdf(pages: u64) -> FileTokens {
+        FileTokens {
+            openai: pages * PDF_PAGE_TOKENS,
+            anthropic: pages * PDF_PAGE_TOKENS,
+        }
+    }
+
+    /// The tokens `bytes` of `kind` cost (`detail`: an image's OpenAI detail). A URL's,
+    /// whose bytes are not known before it is sent, at the most the provider may count:
+    /// the image each rule counts most (OpenAI's 768 × 2048 at high detail, Anthropic's
+    /// cap), a PDF of [`PDF_PAGES_READ`] pages (an endpoint's `limits.max_pdf_pages` sets
+    /// it again before a run: [`FileTokens::pdf`]). A URL of audio or text is never sent
+    /// (no protocol takes one: it is fetched or refused), so its figure holds nothing.
     pub fn of(kind: Kind, bytes: Option<&[u8]>, detail: Option<&str>) -> FileTokens {
+        let low = detail == Some("low");
         match kind.family() {
-            FileFamily::Image => {
-                let (w, h) = bytes
-                    .and_then(|b| imagesize::blob_size(b).ok())
-                    .map_or((2048, 2048), |s| (s.width as u64, s.height as u64));
-                FileTokens {
-                    openai: openai_image(w, h, detail == Some("low")),
-                    anthropic: anthropic_image(w, h),
+            FileFamily::Image => match bytes.and_then(|b| imagesize::blob_size(b).ok()) {
+                Some(size) => {
+                    let (w, h) = (size.width as u64, size.height as u64);
+                    FileTokens {
+                        openai: openai_image(w, h, low),
+                        anthropic: anthropic_image(w, h),
+                    }
                 }
-            }
+                None => FileTokens {
+                    openai: openai_image(768, 2048, low),
+                    anthropic: anthropic_image(4096, 4096),
+                },
+            },
             FileFamily::Document if kind == Kind::Text => {
                 let n = bytes.map_or(0, |b| String::from_utf8_lossy(b).chars().count()) as u64;
                 FileTokens {
@@ -558,13 +583,7 @@ impl FileTokens {
                 }
             }
             FileFamily::Document => {
-                // Each page is read as its text and as an image of the page: Anthropic
-                // counts 1,500 to 3,000 tokens a page; the upper figure, for both.
-                let pages = bytes.map_or(10, pdf_pages);
-                FileTokens {
-                    openai: pages * 3_000,
-                    anthropic: pages * 3_000,
-                }
+                FileTokens::pdf(bytes.map_or(u64::from(PDF_PAGES_READ), pdf_pages))
             }
             FileFamily::Audio => {
                 // OpenAI's audio input: about ten tokens a second.
@@ -1095,6 +1114,23 @@ mod tests {
         assert_eq!((t.openai, t.anthropic, t.most()), (765, 1399, 1399));
         let pdf = b"%PDF-1.4 1 0 obj << /Type /Pages /Kids [2 0 R 3 0 R] >> 2 0 obj << /Type /Page >> 3 0 obj << /Type/Page >>";
         assert_eq!(FileTokens::of(Kind::Pdf, Some(pdf), None).openai, 6_000);
+        // A URL's, unread: the most either rule counts. No image costs OpenAI more than
+        // one fitted to 768 × 2048 (8 tiles), nor Anthropic more than its cap; a PDF is
+        // held at the pages a provider reads at most.
+        let url = FileTokens::of(Kind::Png, None, None);
+        assert_eq!((url.openai, url.anthropic), (1445, 1600));
+        for (w, h) in [
+            (2048, 2048),
+            (1024, 1024),
+            (1000, 2700),
+            (4000, 3000),
+            (300, 9000),
+        ] {
+            assert!(openai_image(w, h, false) <= url.openai, "{w} × {h}");
+            assert!(anthropic_image(w, h) <= url.anthropic, "{w} × {h}");
+        }
+        assert_eq!(FileTokens::of(Kind::Png, None, Some("low")).openai, 85);
+        assert_eq!(FileTokens::of(Kind::Pdf, None, None).most(), 300_000);
         // A WAV of 2 s at 16 kHz, 16-bit mono: 32,000 bytes a second.
         let mut wav = b"RIFF\0\0\0\0WAVEfmt \x10\0\0\0\x01\0\x01\0\x80\x3e\0\0".to_vec();
         wav.extend_from_slice(&32_000u32.to_le_bytes());
