@@ -629,8 +629,9 @@ fn a_pdf_given_by_url_is_held_at_the_pages_a_provider_reads_and_the_budget_keeps
     let url = server.base_url();
     let b = url_documents("");
     let d = b.path();
-    // Before: each held as ten pages ($0.09), so $0.50 let all eight go, and the provider
-    // billed $2.88. Now each is held at 100 pages ($0.90): the plan is refused, saying why.
+    // Before, each was held as ten pages ($0.09) while the provider billed forty ($0.36): a
+    // run to its budget passed it. Now each is held at 100 pages ($0.90), the most a
+    // provider reads: a plan over the budget is refused, saying why.
     for command in ["check", "run"] {
         let mut cmd = promptgauge(d);
         cmd.args([command, "bench.yaml", "--budget", "0.5"]);
