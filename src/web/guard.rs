@@ -60,9 +60,10 @@ pub(super) async fn guard(
 
 /// `/open/CODE`, the one-time path `view --open` gives the browser: the first visit with
 /// the code (compared in constant time, then spent) and the server's own `Host` gets the
-/// token's cookie and a page that goes on to the runs (a page, not a redirect: a browser
-/// sends a SameSite=Strict cookie on a navigation the server's own page makes, not on a
-/// redirect from the file the browser was opened at); any other is refused.
+/// token's cookie and a page that goes on to the runs (a page, not a redirect: the way on
+/// is then a navigation of the server's own page, on which a browser sends a
+/// SameSite=Strict cookie, where a redirect in a chain that began at a file may go without
+/// it); any other is refused.
 fn opened(shared: &Shared, request: &Request, code: &str) -> Response {
     let mut opener = shared.opener.lock().unwrap_or_else(|e| e.into_inner());
     if !opener.as_deref().is_some_and(|c| same_secret(code, c)) {
