@@ -188,7 +188,9 @@ pub struct ViewArgs {
     /// then travel in clear; use it only on a network you trust.
     #[arg(long, requires = "public", conflicts_with = "tls_cert")]
     pub insecure_http: bool,
-    /// Open the pages in the default browser.
+    /// Open the pages in the default browser ($BROWSER, else the system's opener), through
+    /// a file only you can read that holds a one-time link: the access token is never on
+    /// the browser's command line.
     #[arg(long)]
     pub open: bool,
     /// Write the pages as static files into DIR instead of serving them (the runs list,
@@ -1357,6 +1359,10 @@ pub struct MockArgs {
     /// whose accounting went wrong: the run flags it, and a budget says what it cost).
     #[arg(long, value_name = "N")]
     pub report_output_tokens: Option<u64>,
+    /// Bill each PDF given by URL as N pages (3,000 prompt tokens a page): a provider that
+    /// read a document the run could not size before sending it.
+    #[arg(long, value_name = "N")]
+    pub url_document_pages: Option<u64>,
 }
 
 /// A long wait (a batch's): at most a week.
@@ -1456,6 +1462,7 @@ impl MockArgs {
             batch_duplicate: self.batch_duplicate,
             refuse_on: self.refuse_on.clone(),
             report_output_tokens: self.report_output_tokens,
+            url_document_pages: self.url_document_pages,
         })
     }
 
@@ -1536,6 +1543,20 @@ impl Env {
             .get(name)
             .map(String::as_str)
             .filter(|v| !v.trim().is_empty())
+    }
+
+    /// `$BROWSER`: the command `view --open` starts the browser with (as `xdg-open` and
+    /// Python's `webbrowser` read it: the first of a `:`-separated list, `%s` where the
+    /// page goes, else after its words); `None` for the system's opener.
+    pub(crate) fn browser(&self) -> Option<&str> {
+        self.get("BROWSER")
+            .and_then(|b| b.split(':').map(str::trim).find(|c| !c.is_empty()))
+    }
+
+    /// Where temporary files go: `$TMPDIR`, else the system's.
+    pub(crate) fn temp_dir(&self) -> std::path::PathBuf {
+        self.get("TMPDIR")
+            .map_or_else(std::env::temp_dir, std::path::PathBuf::from)
     }
 
     /// Whether output should stay plain: not a terminal, or running in CI.

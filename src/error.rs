@@ -29,6 +29,9 @@ pub enum Failure {
     /// The provider cannot serve the run (unreachable, a refused key) and nothing was
     /// sent, or it failed every first job the same way. Exit 4.
     Provider(anyhow::Error),
+    /// Ctrl-C (or SIGTERM) before anything was sent (while `--fetch-urls` downloads):
+    /// nothing was sent, and the command stops at once. Exit 130.
+    Interrupted(anyhow::Error),
 }
 
 impl Failure {
@@ -38,6 +41,7 @@ impl Failure {
             Failure::Input(_) => Exit::Input,
             Failure::AfterSend(_) => Exit::Incomplete,
             Failure::Provider(_) => Exit::Aborted,
+            Failure::Interrupted(_) => Exit::Interrupted,
         }
     }
 }
@@ -45,7 +49,10 @@ impl Failure {
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Failure::Input(e) | Failure::AfterSend(e) | Failure::Provider(e) => write!(f, "{e:#}"),
+            Failure::Input(e)
+            | Failure::AfterSend(e)
+            | Failure::Provider(e)
+            | Failure::Interrupted(e) => write!(f, "{e:#}"),
         }
     }
 }

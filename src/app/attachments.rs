@@ -16,6 +16,26 @@ pub(super) struct Recipient<'a> {
     pub limits: &'a Limits,
 }
 
+/// Every PDF the cases give by URL (not fetched: its pages are not known before it is
+/// sent) counted at `pages`, the most any endpoint of the run reads
+/// (`limits.max_pdf_pages`): what `check`'s estimate, `--budget`'s holds and the
+/// tokens-per-minute reservations assume of it, so none falls short of what the provider
+/// may bill.
+pub(super) fn count_url_documents_at(bench: &mut Bench, pages: u32) {
+    use crate::client::attachment::{FileTokens, Kind};
+    let at_limit = |f: &mut std::sync::Arc<Attachment>| {
+        if f.kind == Kind::Pdf && f.url().is_some() {
+            std::sync::Arc::make_mut(f).tokens = FileTokens::pdf(u64::from(pages));
+        }
+    };
+    for case in &mut bench.cases {
+        case.files.iter_mut().for_each(at_limit);
+        for placed in case.messages.iter_mut().flat_map(|m| m.files.iter_mut()) {
+            at_limit(&mut placed.file);
+        }
+    }
+}
+
 /// The most errors said at once: the rest are of the same kind.
 const MOST: usize = 20;
 

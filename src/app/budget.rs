@@ -9,6 +9,9 @@ use crate::report::usd as shown;
 use crate::runner::budget::{Prices, UNBOUNDED_COMPLETION, UNBOUNDED_JUDGE_COMPLETION};
 use crate::suite::{Job, Price};
 
+/// Why a plan with files given by URL may cost more than its files will.
+pub(super) const BY_URL: &str = "files given by URL are counted at the most a provider bills for them, their bytes being unknown before they are sent (an image at the largest size, a PDF at limits.max_pdf_pages pages)";
+
 /// The cost of a plan's jobs, estimated: the prompts exactly as rendered (tokens estimated
 /// from their length), the completions at most their `max_tokens`, the judge's calls at
 /// most theirs.
@@ -30,6 +33,9 @@ pub(super) struct Estimate {
     pub judge_unpriced: bool,
     /// The plan is a `--best` search, which usually stops well before its last job.
     pub search: bool,
+    /// Some job carries a file given by URL, counted at the most a provider bills for it
+    /// (its bytes are not known before it is sent: a PDF at `limits.max_pdf_pages` pages).
+    pub by_url: bool,
 }
 
 impl Estimate {
@@ -111,6 +117,11 @@ pub(super) fn estimate(
             .map_err(|e| Failure::Input(anyhow::anyhow!("template failed: {e}")))?;
         let ceiling = b.max_tokens(job.variant);
         let bought = !cached(job, &messages);
+        e.by_url |= bought
+            && messages
+                .iter()
+                .flat_map(|m| &m.files)
+                .any(|p| p.file.url().is_some());
         // Files by the rule of the provider the job's endpoint speaks to.
         let protocol = p
             .grid
@@ -251,6 +262,11 @@ pub(super) fn check_estimate(
         "a --best search usually stops well before its last job (`promptgauge plan --best K` says how many it takes): add --run-to-budget to send until the budget is reached, the answer then naming the arms still in play; or raise --budget"
     } else {
         "raise --budget, run fewer jobs (--limit, --variants, --shard), lower max_tokens, or add --run-to-budget to send until the budget is reached"
+    };
+    let fix = if e.by_url {
+        format!("{BY_URL}: --fetch-urls downloads them and counts what they hold; or {fix}")
+    } else {
+        fix.to_string()
     };
     Err(UsageError::with_fix(
         format!(

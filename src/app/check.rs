@@ -192,6 +192,12 @@ fn say_cost(
     if estimate.judge_unpriced && priced {
         out!("  note: the judge has no price: the estimate leaves its calls out");
     }
+    if estimate.by_url {
+        out!(
+            "  note: {} (--fetch-urls counts what they hold)",
+            super::budget::BY_URL
+        );
+    }
     if let Some(budget) = args.plan.budget {
         super::budget::check_priced(p, &prices, estimate.judge_unpriced)?;
         match super::budget::check_estimate(&estimate, budget, 0.0, args.plan.run_to_budget) {

@@ -175,23 +175,18 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
         Some(g) => g.endpoint.clone(),
         None => endpoint_of(&bench, chosen.first(), args, env)?,
     };
+    let pages_read = grid
+        .iter()
+        .map(|g| g.limits.max_pdf_pages)
+        .max()
+        .unwrap_or(bench.limits.max_pdf_pages);
+    super::attachments::count_url_documents_at(&mut bench, pages_read);
     // The shards of one search draw one order (see `shared_seed`).
     let seed = args
         .seed
         .or_else(|| args.shard.map(|_| shared_seed(&bench, &variants)));
     let sequential = sequential_of(args, &bench, (variants.len(), grid.len().max(1)), seed)?;
-    // A run that may stop early sends its cases in a seeded random order: stopped by
-    // its budget, it has measured a random sample, not the first cases of the file.
-    let order_seed = if args.order_kept {
-        args.seed.filter(|_| sequential.is_none())
-    } else {
-        (sequential.is_none() && (args.budget.is_some() || args.seed.is_some())).then(|| {
-            args.seed.unwrap_or_else(|| match args.shard {
-                Some(_) => shared_seed(&bench, &variants),
-                None => rand::random(),
-            })
-        })
-    };
+    let order_seed = order_seed_of(args, &bench, &variants, sequential.is_some());
     let mut jobs = plan_jobs(
         &bench,
         &variants,
@@ -226,6 +221,27 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
         sequential,
         order_seed,
         arms_out,
+    })
+}
+
+/// The seed of the order the cases are sent in, when it is not the file's: a run that may
+/// stop early sends its cases in a seeded random order — stopped by its budget, it has
+/// measured a random sample, not the first cases of the file. A sequential test draws its
+/// own (`sequential_of`).
+fn order_seed_of(
+    args: &PlanArgs,
+    bench: &Bench,
+    variants: &[usize],
+    sequential: bool,
+) -> Option<u64> {
+    if args.order_kept {
+        return args.seed.filter(|_| !sequential);
+    }
+    (!sequential && (args.budget.is_some() || args.seed.is_some())).then(|| {
+        args.seed.unwrap_or_else(|| match args.shard {
+            Some(_) => shared_seed(bench, variants),
+            None => rand::random(),
+        })
     })
 }
 

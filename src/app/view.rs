@@ -25,9 +25,11 @@ pub async fn view(args: &ViewArgs, env: &Env) -> Result<Exit, Failure> {
     }
     out!("promptgauge view: {}", listening.url);
     out!("  the history store {}; Ctrl-C to stop", location.shown());
-    if args.open {
-        open_browser(&listening.url);
-    }
+    // Removed when the server stops (its link is spent at the browser's first visit).
+    let _opener = match args.open {
+        true => open_browser(&listening, env),
+        false => None,
+    };
     let stop = tokio_util::sync::CancellationToken::new();
     tokio::spawn(cancel_on_signal(stop.clone()));
     listening.serve(stop).await.before_send()?;
@@ -118,18 +120,96 @@ async fn write_bundle(
     Ok(Exit::Success)
 }
 
-/// `view --open`: the URL in the browser, at best effort (it is printed either way).
-fn open_browser(url: &str) {
-    let opener = if cfg!(target_os = "macos") {
-        "open"
-    } else {
-        "xdg-open"
+/// `view --open`: the pages in the browser, at best effort (the URL is printed either
+/// way). A browser's command line is any local user's to read (`ps`), so it is given no
+/// secret: a file only this user can read, in a folder of its own, holding the server's
+/// one-time link ([`crate::web::Listening::one_time_url`]), spent at the browser's first
+/// visit. The folder, removed when it is dropped; `None` when nothing was opened.
+fn open_browser(listening: &crate::web::Listening, env: &Env) -> Option<Opener> {
+    let url = listening.one_time_url();
+    let opener = match Opener::write(&env.temp_dir(), &url) {
+        Ok(o) => o,
+        Err(e) => {
+            note!("note: --open: the page to open cannot be written ({e}): open the URL above");
+            return None;
+        }
     };
-    let _ = std::process::Command::new(opener)
-        .arg(url)
+    let page = opener.page().display().to_string();
+    let mut command = match env.browser() {
+        Some(browser) => {
+            let mut words = browser.split_whitespace();
+            let mut command = std::process::Command::new(words.next().unwrap_or(browser));
+            let mut placed = false;
+            for word in words {
+                placed |= word.contains("%s");
+                command.arg(word.replace("%s", &page));
+            }
+            if !placed {
+                command.arg(&page);
+            }
+            command
+        }
+        None => {
+            let mut command = std::process::Command::new(if cfg!(target_os = "macos") {
+                "open"
+            } else {
+                "xdg-open"
+            });
+            command.arg(&page);
+            command
+        }
+    };
+    let started = command
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn();
+    if let Ok(mut child) = started {
+        // Reaped when it ends, whenever that is: no zombie while the server runs.
+        std::thread::spawn(move || child.wait());
+    }
+    Some(opener)
+}
+
+/// The page `view --open` hands the browser: in a folder only this user may enter, a file
+/// only this user may read, forwarding to the one-time link.
+struct Opener {
+    folder: std::path::PathBuf,
+}
+
+impl Opener {
+    fn write(temp: &Path, url: &str) -> std::io::Result<Opener> {
+        let folder = temp.join(format!("promptgauge-view-{:016x}", rand::random::<u64>()));
+        let mut builder = std::fs::DirBuilder::new();
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        // A new folder, never one that was there (nor a link someone left in its place).
+        builder.create(&folder)?;
+        let opener = Opener { folder };
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let esc = crate::report::html::esc;
+        std::io::Write::write_all(
+            &mut options.open(opener.page())?,
+            format!(
+                "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url={url}\"><title>promptgauge view</title></head>\n<body><a href=\"{url}\">Open promptgauge view</a> (a one-time link: once used, open the URL promptgauge view printed)</body></html>\n",
+                url = esc(url)
+            )
+            .as_bytes(),
+        )?;
+        Ok(opener)
+    }
+
+    fn page(&self) -> std::path::PathBuf {
+        self.folder.join("open.html")
+    }
+}
+
+impl Drop for Opener {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.folder);
+    }
 }
 
 /// Cancels `stop` on Ctrl-C (or, on unix, SIGTERM).

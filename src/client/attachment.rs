@@ -74,6 +74,31 @@ impl Kind {
         }
     }
 
+    /// What a file is — a case's file by its path, a data URL's bytes, a URL `--fetch-urls`
+    /// downloaded (`served_as`: its `Content-Type`) — or why it is no file promptgauge
+    /// sends: empty, an HTML page or an SVG image (by what a server said it served, or by
+    /// the first element of bytes that are text), or none of the kinds. The one sniffer
+    /// every file goes through.
+    pub fn of_file(bytes: &[u8], served_as: Option<&str>) -> Result<Kind, NotAFile> {
+        if let Some(not) = served_as.and_then(NotAFile::served) {
+            return Err(not);
+        }
+        if bytes.is_empty() {
+            return Err(NotAFile::Empty);
+        }
+        let sniffed = Kind::sniff(bytes);
+        // Markup is text (or nearly: a page in Latin-1); a file with another kind's magic
+        // bytes is that kind.
+        if matches!(sniffed, None | Some(Kind::Text)) {
+            match markup(bytes) {
+                Some(Markup::Svg) => return Err(NotAFile::Svg),
+                Some(Markup::Html) => return Err(NotAFile::Html),
+                None => {}
+            }
+        }
+        sniffed.ok_or_else(|| NotAFile::Unknown(why_not_text(bytes)))
+    }
+
     /// The kind a file name's extension promises, when it names one of ours.
     pub fn of_extension(ext: &str) -> Option<Kind> {
         Some(match ext.to_ascii_lowercase().as_str() {
@@ -166,6 +191,132 @@ impl Kind {
     }
 }
 
+/// Why bytes are no file promptgauge sends ([`Kind::of_file`]): each says what it found,
+/// and [`NotAFile::fix`] what to attach instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotAFile {
+    Empty,
+    /// An SVG image: text to a byte sniffer, but an image no provider takes.
+    Svg,
+    /// An HTML page: a sign-in or error page where a file should be, or a page that a
+    /// model would read as its markup, not as a browser shows it.
+    Html,
+    /// A server said it served this media type (an HTML page, an SVG image): never sent,
+    /// whatever the bytes look like.
+    ServedAs(String),
+    /// None of the kinds; for bytes that are nearly text, why they are not (", which …").
+    Unknown(String),
+}
+
+impl std::fmt::Display for NotAFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotAFile::Empty => f.write_str("is empty: it is not a file promptgauge can send"),
+            NotAFile::Svg => f.write_str("is an SVG image, which no provider takes"),
+            NotAFile::Html => f.write_str(
+                "is an HTML page, which promptgauge does not attach (a page is not shown to the model as a browser would show it)",
+            ),
+            NotAFile::ServedAs(media) => write!(
+                f,
+                "is served as {media} ({}), which promptgauge does not send",
+                if media.contains("svg") {
+                    "an SVG image"
+                } else {
+                    "a web page: often a sign-in or error page where the file should be"
+                }
+            ),
+            NotAFile::Unknown(why) => write!(f, "is not a file promptgauge can send{why}"),
+        }
+    }
+}
+
+impl NotAFile {
+    /// A response served as `content_type` (an HTML page, an SVG image): refused whatever
+    /// its bytes, before they are read.
+    pub fn served(content_type: &str) -> Option<NotAFile> {
+        let media = content_type.split(';').next()?.trim().to_ascii_lowercase();
+        matches!(
+            media.as_str(),
+            "text/html" | "application/xhtml+xml" | "image/svg+xml"
+        )
+        .then_some(NotAFile::ServedAs(media))
+    }
+
+    /// What to attach instead.
+    pub fn fix(&self) -> &'static str {
+        match self {
+            NotAFile::Empty => "give the file its content, or leave it out of the case",
+            NotAFile::Svg => "convert it to PNG (e.g. rsvg-convert in.svg -o out.png)",
+            NotAFile::Html | NotAFile::ServedAs(_) => {
+                "attach what the page shows (a PDF or a PNG of it), or its text as a .txt file; for a URL, check that it serves the file itself"
+            }
+            NotAFile::Unknown(_) => {
+                "attach PNG, JPEG, WebP or GIF images, PDF or plain-text (UTF-8) documents, WAV or MP3 audio"
+            }
+        }
+    }
+}
+
+/// Markup a byte sniffer would take for plain text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Markup {
+    Svg,
+    Html,
+}
+
+/// The elements whose tag, first in a file, make it an HTML page (the WHATWG MIME
+/// Sniffing Standard's list for `text/html`).
+const HTML_TAGS: [&str; 15] = [
+    "html", "head", "script", "iframe", "h1", "div", "font", "table", "a", "style", "title", "b",
+    "body", "br", "p",
+];
+
+/// Whether `bytes` are an SVG image or an HTML page: what their first element is, after
+/// a byte-order mark, white space, the XML declaration, processing instructions, comments
+/// and the doctype, however long these are (an SVG whose tag comes after kilobytes of
+/// comments is still an SVG). Text that only mentions `<svg` further on is text.
+fn markup(bytes: &[u8]) -> Option<Markup> {
+    let mut rest = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
+    loop {
+        rest = &rest[rest.iter().take_while(|b| b.is_ascii_whitespace()).count()..];
+        let starts = |p: &[u8]| rest.len() >= p.len() && rest[..p.len()].eq_ignore_ascii_case(p);
+        let past = |end: &[u8]| memchr::memmem::find(rest, end).map(|at| &rest[at + end.len()..]);
+        if starts(b"<!--") {
+            rest = past(b"-->")?;
+        } else if starts(b"<?") {
+            rest = past(b"?>")?;
+        } else if starts(b"<!doctype") {
+            let end = memchr::memchr(b'>', rest).unwrap_or(rest.len());
+            let doctype = String::from_utf8_lossy(&rest[9..end]).to_ascii_lowercase();
+            match doctype.split_whitespace().next() {
+                Some("html") => return Some(Markup::Html),
+                Some("svg") => return Some(Markup::Svg),
+                _ => rest = rest.get(end + 1..)?,
+            }
+        } else {
+            break;
+        }
+    }
+    let name = rest.strip_prefix(b"<")?;
+    let len = name
+        .iter()
+        .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b':' | b'.'))
+        .count();
+    // A tag ends its name with white space, `>` or `/` (`<a>`, not `<abc`).
+    if !matches!(name.get(len), Some(b) if b.is_ascii_whitespace() || matches!(b, b'>' | b'/')) {
+        return None;
+    }
+    let name = String::from_utf8_lossy(&name[..len]).to_ascii_lowercase();
+    let local = name.rsplit(':').next().unwrap_or(&name);
+    if local == "svg" {
+        Some(Markup::Svg)
+    } else if HTML_TAGS.contains(&name.as_str()) {
+        Some(Markup::Html)
+    } else {
+        None
+    }
+}
+
 /// Whether `bytes` start with an MPEG audio frame header (sync, layer III).
 fn mp3_frame(bytes: &[u8]) -> bool {
     matches!(bytes, [0xff, b, ..] if b & 0xe0 == 0xe0 && b & 0x06 == 0x02)
@@ -178,6 +329,27 @@ fn is_text(bytes: &[u8]) -> bool {
     };
     text.chars()
         .all(|c| !c.is_control() || matches!(c, '\n' | '\r' | '\t' | '\u{c}'))
+}
+
+/// Why bytes that are not a known kind are not text either: not UTF-8, or a control
+/// character (" (as text: …)" for the message; empty for bytes that are plainly binary).
+fn why_not_text(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Err(e) if !bytes[..bytes.len().min(1024)].contains(&0) => {
+            format!(" (as text: not UTF-8 at byte {})", e.valid_up_to())
+        }
+        Err(_) => String::new(),
+        Ok(text) => text
+            .char_indices()
+            .find(|(_, c)| c.is_control() && !matches!(c, '\n' | '\r' | '\t' | '\u{c}'))
+            .map(|(at, c)| {
+                format!(
+                    " (as text: it holds the control character U+{:04X} at byte {at})",
+                    c as u32
+                )
+            })
+            .unwrap_or_default(),
+    }
 }
 
 /// A file's bytes in hand, with their data URL made once: a run encodes a file once,
@@ -359,25 +531,50 @@ pub struct FileTokens {
     pub anthropic: u64,
 }
 
+/// The most pages of a PDF OpenAI and Anthropic read in one request: what a PDF given by
+/// URL is held at unless an endpoint's `limits.max_pdf_pages` says otherwise.
+pub const PDF_PAGES_READ: u32 = 100;
+
+/// What a PDF costs a page: each page is read as its text and as an image of the page, and
+/// Anthropic counts 1,500 to 3,000 tokens a page; the upper figure, for both providers.
+const PDF_PAGE_TOKENS: u64 = 3_000;
+
 impl FileTokens {
     /// The most either provider counts: what a hold before sending assumes.
     pub fn most(self) -> u64 {
         self.openai.max(self.anthropic)
     }
 
-    /// The tokens `bytes` of `kind` cost (`detail`: an image's OpenAI detail); a URL's
-    /// (`bytes` unknown) at the largest image or a ten-page document.
+    /// A PDF of `pages` pages.
+    pub fn pdf(pages: u64) -> FileTokens {
+        FileTokens {
+            openai: pages * PDF_PAGE_TOKENS,
+            anthropic: pages * PDF_PAGE_TOKENS,
+        }
+    }
+
+    /// The tokens `bytes` of `kind` cost (`detail`: an image's OpenAI detail). A URL's,
+    /// whose bytes are not known before it is sent, at the most the provider may count:
+    /// the image each rule counts most (OpenAI's 768 × 2048 at high detail, Anthropic's
+    /// cap), a PDF of [`PDF_PAGES_READ`] pages (an endpoint's `limits.max_pdf_pages` sets
+    /// it again before a run: [`FileTokens::pdf`]). A URL of audio or text is never sent
+    /// (no protocol takes one: it is fetched or refused), so its figure holds nothing.
     pub fn of(kind: Kind, bytes: Option<&[u8]>, detail: Option<&str>) -> FileTokens {
+        let low = detail == Some("low");
         match kind.family() {
-            FileFamily::Image => {
-                let (w, h) = bytes
-                    .and_then(|b| imagesize::blob_size(b).ok())
-                    .map_or((2048, 2048), |s| (s.width as u64, s.height as u64));
-                FileTokens {
-                    openai: openai_image(w, h, detail == Some("low")),
-                    anthropic: anthropic_image(w, h),
+            FileFamily::Image => match bytes.and_then(|b| imagesize::blob_size(b).ok()) {
+                Some(size) => {
+                    let (w, h) = (size.width as u64, size.height as u64);
+                    FileTokens {
+                        openai: openai_image(w, h, low),
+                        anthropic: anthropic_image(w, h),
+                    }
                 }
-            }
+                None => FileTokens {
+                    openai: openai_image(768, 2048, low),
+                    anthropic: anthropic_image(4096, 4096),
+                },
+            },
             FileFamily::Document if kind == Kind::Text => {
                 let n = bytes.map_or(0, |b| String::from_utf8_lossy(b).chars().count()) as u64;
                 FileTokens {
@@ -386,13 +583,7 @@ impl FileTokens {
                 }
             }
             FileFamily::Document => {
-                // Each page is read as its text and as an image of the page: Anthropic
-                // counts 1,500 to 3,000 tokens a page; the upper figure, for both.
-                let pages = bytes.map_or(10, pdf_pages);
-                FileTokens {
-                    openai: pages * 3_000,
-                    anthropic: pages * 3_000,
-                }
+                FileTokens::pdf(bytes.map_or(u64::from(PDF_PAGES_READ), pdf_pages))
             }
             FileFamily::Audio => {
                 // OpenAI's audio input: about ten tokens a second.
@@ -764,6 +955,56 @@ mod tests {
         assert_eq!(Kind::sniff(b""), Some(Kind::Text));
     }
 
+    /// The one sniffer of every file: markup is found by its first element however long
+    /// its prolog, a server's word that it sends a page is taken, and text that only
+    /// mentions a tag stays text.
+    #[test]
+    fn pages_and_svg_images_are_found_by_their_first_element_or_their_content_type() {
+        let prolog = format!("<?xml version=\"1.0\"?>\n<!-- {} -->\n", "x".repeat(3000));
+        let late_svg =
+            format!("{prolog}<!DOCTYPE note>\n<svg xmlns=\"http://www.w3.org/2000/svg\"/>");
+        assert_eq!(Kind::of_file(late_svg.as_bytes(), None), Err(NotAFile::Svg));
+        assert_eq!(
+            Kind::of_file(format!("\u{feff}  {prolog}<svg:svg/>").as_bytes(), None),
+            Err(NotAFile::Svg)
+        );
+        assert_eq!(
+            Kind::of_file(b"<!DOCTYPE svg PUBLIC \"-//W3C//DTD SVG 1.1//EN\">", None),
+            Err(NotAFile::Svg)
+        );
+        for page in [
+            b"<!doctype html><p>Sign in".as_slice(),
+            b"\n<HTML lang=en>",
+            b"<!-- generated --><div class=x>Total</div>",
+            b"<p>caf\xe9</p>",
+        ] {
+            assert_eq!(Kind::of_file(page, None), Err(NotAFile::Html), "{page:?}");
+        }
+        for text in [
+            b"<!-- markdownlint-disable -->\n# Receipts\nUse <svg> sparingly.".as_slice(),
+            b"An <svg> tag draws vectors; <html> starts a page.",
+            b"<abc>data</abc>",
+            b"<?xml version=\"1.0\"?><note>buy milk</note>",
+        ] {
+            assert_eq!(Kind::of_file(text, None), Ok(Kind::Text), "{text:?}");
+        }
+        assert_eq!(
+            Kind::of_file(b"Total: 42", Some("text/html; charset=utf-8")),
+            Err(NotAFile::ServedAs("text/html".into()))
+        );
+        assert_eq!(
+            Kind::of_file(b"%PDF-1.4\n", Some("Application/PDF")),
+            Ok(Kind::Pdf)
+        );
+        assert_eq!(Kind::of_file(b"", None), Err(NotAFile::Empty));
+        assert_eq!(
+            Kind::of_file(b"caf\xe9", None),
+            Err(NotAFile::Unknown(" (as text: not UTF-8 at byte 3)".into()))
+        );
+        // Another kind's magic bytes win over anything that follows them.
+        assert_eq!(Kind::of_file(b"%PDF-1.4 <svg>", None), Ok(Kind::Pdf));
+    }
+
     #[test]
     fn a_mark_in_a_case_s_text_that_names_no_file_of_the_request_stays_text() {
         let bytes = b"\x89PNG\r\n\x1a\n".to_vec();
@@ -873,6 +1114,23 @@ mod tests {
         assert_eq!((t.openai, t.anthropic, t.most()), (765, 1399, 1399));
         let pdf = b"%PDF-1.4 1 0 obj << /Type /Pages /Kids [2 0 R 3 0 R] >> 2 0 obj << /Type /Page >> 3 0 obj << /Type/Page >>";
         assert_eq!(FileTokens::of(Kind::Pdf, Some(pdf), None).openai, 6_000);
+        // A URL's, unread: the most either rule counts. No image costs OpenAI more than
+        // one fitted to 768 × 2048 (8 tiles), nor Anthropic more than its cap; a PDF is
+        // held at the pages a provider reads at most.
+        let url = FileTokens::of(Kind::Png, None, None);
+        assert_eq!((url.openai, url.anthropic), (1445, 1600));
+        for (w, h) in [
+            (2048, 2048),
+            (1024, 1024),
+            (1000, 2700),
+            (4000, 3000),
+            (300, 9000),
+        ] {
+            assert!(openai_image(w, h, false) <= url.openai, "{w} × {h}");
+            assert!(anthropic_image(w, h) <= url.anthropic, "{w} × {h}");
+        }
+        assert_eq!(FileTokens::of(Kind::Png, None, Some("low")).openai, 85);
+        assert_eq!(FileTokens::of(Kind::Pdf, None, None).most(), 300_000);
         // A WAV of 2 s at 16 kHz, 16-bit mono: 32,000 bytes a second.
         let mut wav = b"RIFF\0\0\0\0WAVEfmt \x10\0\0\0\x01\0\x01\0\x80\x3e\0\0".to_vec();
         wav.extend_from_slice(&32_000u32.to_le_bytes());

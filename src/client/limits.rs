@@ -43,6 +43,10 @@ pub struct Limits {
     /// The most a request's files may add to its body (base64 included): Anthropic's
     /// 32 MB request limit by default.
     pub max_request_bytes: usize,
+    /// The most pages of a PDF the provider reads in one request: what a PDF given by URL
+    /// (whose pages are not known before it is sent) is held and estimated at. OpenAI's and
+    /// Anthropic's 100 by default.
+    pub max_pdf_pages: u32,
     /// Halve a replica's concurrency on 429s, grow it back after sustained success.
     pub adaptive: bool,
 }
@@ -62,6 +66,7 @@ impl Default for Limits {
             max_retry_after: Duration::from_secs(300),
             max_file_bytes: None,
             max_request_bytes: 32 * 1024 * 1024,
+            max_pdf_pages: crate::client::attachment::PDF_PAGES_READ,
             adaptive: false,
         }
     }
@@ -136,6 +141,11 @@ pub(crate) struct RawLimits {
     #[serde(default, deserialize_with = "byte_size")]
     #[schemars(schema_with = "size_schema")]
     max_request_bytes: Option<usize>,
+    /// The most pages of a PDF the provider reads in a request: a PDF given by URL, whose
+    /// pages are not known before it is sent, is held and estimated at this many
+    /// [default: 100, OpenAI's and Anthropic's limit].
+    #[schemars(range(min = 1, max = MAX_PDF_PAGES))]
+    max_pdf_pages: Option<i64>,
     /// Halve the concurrency on 429s and grow it back after sustained success [default:
     /// false].
     #[serde(default)]
@@ -147,6 +157,7 @@ const MAX_CONCURRENCY: i64 = 4096;
 const MAX_REQUESTS_PER_MINUTE: i64 = 10_000_000;
 const MAX_TOKENS_PER_MINUTE: i64 = 4_000_000_000;
 const MAX_ATTEMPTS: i64 = 100;
+const MAX_PDF_PAGES: i64 = 100_000;
 
 /// What [`duration`] reads, for editors.
 fn duration_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
@@ -205,6 +216,8 @@ impl RawLimits {
             max_retry_after: self.max_retry_after.unwrap_or(d.max_retry_after),
             max_file_bytes: self.max_file_bytes.or(d.max_file_bytes),
             max_request_bytes: self.max_request_bytes.unwrap_or(d.max_request_bytes),
+            max_pdf_pages: positive("max_pdf_pages", self.max_pdf_pages, MAX_PDF_PAGES)?
+                .map_or(d.max_pdf_pages, |x| x as u32),
             adaptive: self.adaptive.unwrap_or(d.adaptive),
         })
     }

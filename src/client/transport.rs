@@ -165,7 +165,10 @@ impl ReqwestTransport {
     }
 }
 
-/// The error with its causes, which is where reqwest keeps the useful part.
+/// The error with its causes, which is where reqwest keeps the useful part; every URL in
+/// it (reqwest names the URL it was sending to, a redirect's target too) as
+/// `secrets::redact_urls_in` shows URLs: no password, no query value (a signed URL's
+/// signature is a credential).
 pub(crate) fn describe(e: &reqwest::Error) -> String {
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
@@ -174,7 +177,7 @@ pub(crate) fn describe(e: &reqwest::Error) -> String {
         text.push_str(&s.to_string());
         source = s.source();
     }
-    text
+    super::secrets::redact_urls_in(&text)
 }
 
 /// Redirects followed for one request, at most (the preflight's too).

@@ -36,6 +36,8 @@ pub(super) fn content_text(
 #[derive(Debug, Default)]
 pub(super) struct FilesRead {
     pub count: u64,
+    /// Documents (PDFs) given by URL: not read here, but billed by their pages.
+    pub url_documents: u64,
     /// The largest image's bytes (decoded).
     pub largest_image: usize,
 }
@@ -74,6 +76,14 @@ fn part_text(part: &Value, wire: Wire, files: &mut FilesRead) -> Result<String, 
         }
     };
     files.count += 1;
+    if matches!(file, Seen::Url(_))
+        && matches!(
+            (wire, kind),
+            (Wire::Responses, "input_file") | (Wire::Anthropic, "document")
+        )
+    {
+        files.url_documents += 1;
+    }
     if let Seen::Bytes(kind, bytes) = &file
         && kind.family() == crate::client::attachment::FileFamily::Image
     {

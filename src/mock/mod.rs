@@ -322,6 +322,7 @@ impl Provider {
         self.check(&body)?;
         Ok(Asked {
             files: files.count,
+            url_documents: files.url_documents,
             ..Asked::of(&body, messages)
         })
     }
@@ -583,11 +584,7 @@ impl Provider {
             finish = "length";
         }
         let text: String = pieces.concat();
-        let usage = self.usage(
-            &asked.messages,
-            reasoning.len() + pieces.len(),
-            reasoning.len(),
-        );
+        let usage = self.usage(asked, reasoning.len() + pieces.len(), reasoning.len());
         StreamPlan {
             reasoning,
             pieces,
@@ -748,13 +745,19 @@ impl Provider {
         None
     }
 
-    fn usage(&self, messages: &[ChatMessage], completion: usize, reasoning: usize) -> Value {
+    fn usage(&self, asked: &Asked, completion: usize, reasoning: usize) -> Value {
+        let messages = &asked.messages;
         let completion = self
             .config
             .report_output_tokens
             .map_or(completion, |n| n as usize);
         let tokens = |s: &str| s.chars().count().div_ceil(4) as u64;
-        let prompt: u64 = messages.iter().map(|m| tokens(&m.content) + 3).sum();
+        // A PDF given by URL, read by the provider: billed by its pages.
+        let documents = self
+            .config
+            .url_document_pages
+            .map_or(0, |pages| asked.url_documents * pages * 3_000);
+        let prompt: u64 = messages.iter().map(|m| tokens(&m.content) + 3).sum::<u64>() + documents;
         // Prefix caching: a system prompt seen before is served from cache.
         let cached = match messages.first().filter(|m| m.role == "system") {
             Some(system) => {
@@ -831,6 +834,8 @@ struct Asked {
     include_usage: bool,
     /// The files its parts carried.
     files: u64,
+    /// The PDFs among them given by URL.
+    url_documents: u64,
 }
 
 impl Asked {
@@ -868,6 +873,7 @@ impl Asked {
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
             files: 0,
+            url_documents: 0,
         }
     }
 }

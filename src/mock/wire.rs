@@ -138,6 +138,10 @@ pub struct MockConfig {
     /// Reports this many output tokens for every answer, whatever it generated and
     /// whatever `max_tokens` allowed (a provider's accounting gone wrong).
     pub report_output_tokens: Option<u64>,
+    /// Bills each PDF given by URL as this many pages (3,000 prompt tokens a page, as
+    /// promptgauge counts them): a provider that read a document whose pages the run could
+    /// not know before it was sent.
+    pub url_document_pages: Option<u64>,
 }
 
 impl MockConfig {
@@ -166,6 +170,7 @@ impl Default for MockConfig {
             strict_model: false,
             refuse_on: None,
             report_output_tokens: None,
+            url_document_pages: None,
             api_key: None,
             open_models: false,
             capacity: None,

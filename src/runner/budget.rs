@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::client::ChatMessage;
 use crate::grade::Scorer;
 use crate::runner::JobRecord;
+use crate::runner::job_record::HeldBack;
 use crate::suite::{Bench, Job, Price};
 
 /// The completion a request without `max_tokens` is held back for: such a request has no
@@ -34,8 +35,36 @@ pub(crate) struct Prices {
 }
 
 impl Prices {
-    /// The most one job may cost: its prompt, its completion ceiling and its judge's calls
-    /// (only the judge's when its answer is `cached`).
+    /// What one job is held for, in tokens: its prompt (its files by the rule that counts
+    /// most), its completion ceiling and its scorer's model calls, each reply at the
+    /// judge's ceiling (only the scorer's when its answer is `cached`).
+    pub(crate) fn held(
+        &self,
+        bench: &Bench,
+        job: &Job,
+        messages: &[ChatMessage],
+        scorer: &dyn Scorer,
+        cached: bool,
+    ) -> HeldBack {
+        let completion = bench
+            .max_tokens(job.variant)
+            .unwrap_or(UNBOUNDED_COMPLETION);
+        let calls = scorer.calls(&bench.cases[job.case], messages, completion);
+        HeldBack {
+            prompt_tokens: if cached {
+                0
+            } else {
+                crate::suite::prompt_tokens(messages)
+            },
+            completion_tokens: if cached { 0 } else { completion },
+            scorer_calls: calls.count,
+            scorer_prompt_tokens: calls.prompt_tokens,
+            scorer_completion_tokens: calls.count * self.judge_completion,
+        }
+    }
+
+    /// The most one job may cost: what it is [`Prices::held`] for, at its endpoint's price
+    /// and the judge's.
     pub(crate) fn ceiling(
         &self,
         bench: &Bench,
@@ -44,20 +73,23 @@ impl Prices {
         scorer: &dyn Scorer,
         cached: bool,
     ) -> f64 {
-        let prompt = crate::suite::prompt_tokens(messages);
-        let completion = bench
-            .max_tokens(job.variant)
-            .unwrap_or(UNBOUNDED_COMPLETION);
+        let held = self.held(bench, job, messages, scorer, cached);
         let answer = match self.lanes.get(usize::from(job.endpoint)) {
-            Some(Some(p)) if !cached => p.cost(&crate::client::Usage {
-                prompt_tokens: prompt,
-                completion_tokens: completion,
+            Some(Some(p)) => p.cost(&crate::client::Usage {
+                prompt_tokens: held.prompt_tokens,
+                completion_tokens: held.completion_tokens,
                 ..Default::default()
             }),
             _ => 0.0,
         };
-        let calls = scorer.calls(&bench.cases[job.case], messages, completion);
-        answer + self.calls_cost(calls).unwrap_or(0.0)
+        let scorer = self.judge.as_ref().map_or(0.0, |p| {
+            p.cost(&crate::client::Usage {
+                prompt_tokens: held.scorer_prompt_tokens,
+                completion_tokens: held.scorer_completion_tokens,
+                ..Default::default()
+            })
+        });
+        answer + scorer
     }
 
     /// The most a scorer's model calls cost at the judge's price (each reply at the

@@ -93,6 +93,11 @@ pub struct JobRecord {
     /// than its `max_tokens`): what it reported is kept and spent, and flagged with this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage_anomaly: Option<String>,
+    /// `--budget`: what was held back for it before it was sent, in tokens; an overspend
+    /// is said by what of its bill passed this (docs/guide/budget.md). Absent without a
+    /// budget, and for an agent loop (held step by step).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<HeldBack>,
     /// The files its request carried (docs/guide/attachments.md): where each came from,
     /// its kind, size and hash — never its bytes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -107,6 +112,27 @@ pub struct JobRecord {
 }
 
 pub use crate::suite::tools::ToolStep;
+
+/// What `--budget` held back for a job before it was sent (`runner::budget::Prices::held`),
+/// in tokens: its request's prompt (its files by the rule that counts most, a file by URL
+/// at its endpoint's limit), its answer at its ceiling, and its scorer's model calls with
+/// their replies at the judge's ceiling. A bill past it is what no hold bounded.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldBack {
+    /// Nothing when the cache held the answer.
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub scorer_calls: u64,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub scorer_prompt_tokens: u64,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub scorer_completion_tokens: u64,
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
+}
 
 /// One request of an agent loop, and what it cost.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -546,6 +546,7 @@ mod tests {
             batch: None,
             refused: false,
             usage_anomaly: None,
+            held: None,
             files: Vec::new(),
             steps: Vec::new(),
             turns: Vec::new(),

@@ -102,6 +102,20 @@ pub(super) async fn score(
     let mut r = record(bench, job, answer, &scoring).await?;
     r.steps = rendered.steps.clone();
     r.usage_anomaly = usage_anomaly(&r, bench.max_tokens_at(job.variant, &lane.params));
+    // What the budget held for it (an agent loop is held step by step: not one figure).
+    r.held = options
+        .budget
+        .as_ref()
+        .filter(|_| r.turns.is_empty())
+        .map(|b| {
+            b.prices().held(
+                bench,
+                job,
+                &rendered.request.messages,
+                options.scorers[job.case].as_ref(),
+                r.cached,
+            )
+        });
     r.files = FileNote::of(&rendered.request.messages);
     r.endpoint = lane.name.clone();
     r.resent = options.resend.get(&job.index).copied().unwrap_or(0);
@@ -188,6 +202,7 @@ pub(super) fn failed_record(
         batch: None,
         refused: false,
         usage_anomaly: None,
+        held: None,
         files: Vec::new(),
         steps: Vec::new(),
         turns: Vec::new(),
@@ -336,6 +351,7 @@ fn graded_of(
         batch: None,
         refused,
         usage_anomaly: None,
+        held: None,
         files: Vec::new(),
         steps: Vec::new(),
         turns: Vec::new(),

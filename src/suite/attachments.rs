@@ -319,43 +319,12 @@ fn from_path(written: &str, id: &str, here: &FilePos) -> Result<Arc<Attachment>,
     }))
 }
 
-/// The kind `bytes` are, or the error that names the file and the kinds taken. An SVG is
-/// text to the sniffer, but it is meant as an image no provider takes: refused, never sent
-/// as its XML.
+/// The kind `bytes` are (`client::attachment::Kind::of_file`, the one sniffer), or the
+/// error that names the file, what it is and what to attach instead.
 fn kind_of(bytes: &[u8], id: &str, here: &FilePos, written: &str) -> Result<Kind, InputError> {
-    if bytes.is_empty() {
-        return Err(InputError::new(
-            here.clone(),
-            format!("case `{id}`: {written} is empty: it is not a file promptgauge can send"),
-        )
-        .fix("give the file its content, or leave it out of the case"));
-    }
-    let head = String::from_utf8_lossy(&bytes[..bytes.len().min(1024)]).to_ascii_lowercase();
-    if head.contains("<svg") {
-        return Err(InputError::new(
-            here.clone(),
-            format!("case `{id}`: {written} is an SVG image, which no provider takes"),
-        )
-        .fix("convert it to PNG (e.g. rsvg-convert in.svg -o out.png)"));
-    }
-    if head.trim_start().starts_with("<!doctype html") || head.trim_start().starts_with("<html") {
-        return Err(InputError::new(
-            here.clone(),
-            format!("case `{id}`: {written} is an HTML page, which promptgauge does not attach (a page is not shown to the model as a browser would show it)"),
-        )
-        .fix("attach what the page shows (a PDF or a PNG of it), or its text as a .txt file"));
-    }
-    let kind = Kind::sniff(bytes).ok_or_else(|| {
-        InputError::new(
-            here.clone(),
-            format!(
-                "case `{id}`: {written} is not a file promptgauge can send{}",
-                why_not_text(bytes)
-            ),
-        )
-        .fix("attach PNG, JPEG, WebP or GIF images, PDF or plain-text (UTF-8) documents, WAV or MP3 audio")
-    })?;
-    Ok(kind)
+    Kind::of_file(bytes, None).map_err(|not| {
+        InputError::new(here.clone(), format!("case `{id}`: {written} {not}")).fix(not.fix())
+    })
 }
 
 /// An image whose header gives no size is cut short or corrupt: a provider refuses it
@@ -380,27 +349,6 @@ fn check_readable(
         .fix("export the image again"));
     }
     Ok(())
-}
-
-/// Why bytes that are not a known kind are not text either: not UTF-8, or a control
-/// character (", which …" for the message; empty for bytes that are plainly binary).
-fn why_not_text(bytes: &[u8]) -> String {
-    match std::str::from_utf8(bytes) {
-        Err(e) if !bytes[..bytes.len().min(1024)].contains(&0) => {
-            format!(" (as text: not UTF-8 at byte {})", e.valid_up_to())
-        }
-        Err(_) => String::new(),
-        Ok(text) => text
-            .char_indices()
-            .find(|(_, c)| c.is_control() && !matches!(c, '\n' | '\r' | '\t' | '\u{c}'))
-            .map(|(at, c)| {
-                format!(
-                    " (as text: it holds the control character U+{:04X} at byte {at})",
-                    c as u32
-                )
-            })
-            .unwrap_or_default(),
-    }
 }
 
 /// `data:MEDIA;base64,DATA`: decoded, and its bytes must be what its media type says.

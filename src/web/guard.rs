@@ -6,7 +6,7 @@ use std::sync::Arc;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 
 use super::page::{Refused, refuse};
 use super::shared::Shared;
@@ -43,6 +43,9 @@ pub(super) async fn guard(
     request: Request,
     next: Next,
 ) -> Response {
+    if let Some(code) = request.uri().path().strip_prefix("/open/") {
+        return opened(&shared, &request, code);
+    }
     let set_cookie = match carries_token(&shared, &request) {
         Ok(set_cookie) => set_cookie,
         Err((status, why)) => return refuse(status, why),
@@ -52,6 +55,33 @@ pub(super) async fn guard(
     }
     let mut response = next.run(request).await;
     secure(&shared, &mut response, set_cookie);
+    response
+}
+
+/// `/open/CODE`, the one-time path `view --open` gives the browser: the first visit with
+/// the code (compared in constant time, then spent) and the server's own `Host` gets the
+/// token's cookie and a page that goes on to the runs (a page, not a redirect: the way on
+/// is then a navigation of the server's own page, on which a browser sends a
+/// SameSite=Strict cookie, where a redirect in a chain that began at a file may go without
+/// it); any other is refused.
+fn opened(shared: &Shared, request: &Request, code: &str) -> Response {
+    let mut opener = shared.opener.lock().unwrap_or_else(|e| e.into_inner());
+    if !opener.as_deref().is_some_and(|c| same_secret(code, c)) {
+        return refuse(
+            StatusCode::UNAUTHORIZED,
+            "this one-time link was used already: open the URL promptgauge view printed",
+        );
+    }
+    if let Err((status, why)) = from_own_address(shared, request) {
+        return refuse(status, why);
+    }
+    *opener = None;
+    drop(opener);
+    let mut response = axum::response::Html(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url=/\"><title>promptgauge view</title></head><body><a href=\"/\">the runs</a></body></html>\n",
+    )
+    .into_response();
+    secure(shared, &mut response, true);
     response
 }
 

@@ -210,6 +210,7 @@ pub async fn listen(config: ViewConfig, store: Store) -> Result<Listening, ViewE
             scheme,
             port,
             csrf: random_token(),
+            opener: Mutex::new(None),
             commands: config.commands,
             indexes: Mutex::new(HashMap::new()),
             labelling: tokio::sync::Mutex::new(()),
@@ -233,6 +234,22 @@ async fn give_back(response: axum::response::Response) -> axum::response::Respon
 }
 
 impl Listening {
+    /// A URL that opens the pages once and carries no lasting secret, for a browser started
+    /// by `view --open` (its command line is any local user's to read): a one-time path,
+    /// `/open/CODE`, whose first visit sets the access token's cookie and whose code is
+    /// then spent (a second visit is refused). A new one replaces the last. Without a
+    /// token, the URL itself.
+    pub fn one_time_url(&self) -> String {
+        if self.shared.token.is_none() {
+            return self.url.clone();
+        }
+        let code = random_token();
+        let base = self.url.split('?').next().unwrap_or(&self.url);
+        let url = format!("{base}open/{code}");
+        *self.shared.opener.lock().unwrap_or_else(|e| e.into_inner()) = Some(code);
+        url
+    }
+
     /// Serves until `stop` is cancelled.
     pub async fn serve(self, stop: tokio_util::sync::CancellationToken) -> std::io::Result<()> {
         let app = Router::new()

@@ -49,6 +49,9 @@ pub(super) struct Shared {
     pub(super) port: u16,
     /// The token every state-changing request carries (from the page that makes it).
     pub(super) csrf: String,
+    /// The one-time path a browser is opened at (`view --open`): `/open/CODE` sets the
+    /// token's cookie once, then the code is spent ([`super::Listening::one_time_url`]).
+    pub(super) opener: Mutex<Option<String>>,
     pub(super) commands: Arc<dyn Commands>,
     /// Runs' answer indexes, by run id, while their journals stay as they were.
     pub(super) indexes: Mutex<HashMap<String, Arc<RunIndex>>>,

@@ -50,7 +50,7 @@ fn run(d: &Path, server: &MockServer, extra: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-fn said(out: &std::process::Output) -> String {
+pub(crate) fn said(out: &std::process::Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -237,7 +237,7 @@ fn the_cache_follows_a_file_s_bytes_not_its_path() {
 }
 
 /// A bench of one case with `files` and one variant (`variant`), over `protocol`.
-fn one_case(files: &str, variant: &str, extra: &str) -> tempfile::TempDir {
+pub(crate) fn one_case(files: &str, variant: &str, extra: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::create_dir_all(d.join("f")).unwrap();
@@ -267,7 +267,7 @@ fn one_case(files: &str, variant: &str, extra: &str) -> tempfile::TempDir {
     dir
 }
 
-const USER: &str = "messages:\n  - { role: user, content: \"{{ q }}\" }\n";
+pub(crate) const USER: &str = "messages:\n  - { role: user, content: \"{{ q }}\" }\n";
 
 #[test]
 fn a_file_the_endpoint_cannot_carry_is_refused_before_anything_is_sent() {
@@ -687,20 +687,41 @@ fn file_server(
     rt: &tokio::runtime::Runtime,
     files: Vec<(&'static str, Vec<u8>)>,
 ) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let files = files
+        .into_iter()
+        .map(|(path, bytes)| (path, "application/octet-stream", bytes))
+        .collect();
+    served_files(rt, files)
+}
+
+/// [`file_server`], each file served with its `Content-Type`.
+pub(crate) fn served_files(
+    rt: &tokio::runtime::Runtime,
+    files: Vec<(&'static str, &'static str, Vec<u8>)>,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let hits = std::sync::Arc::new(AtomicUsize::new(0));
     let mut app = axum::Router::new();
-    for (path, bytes) in files {
+    for (path, media, bytes) in files {
         let hits = hits.clone();
         app = app.route(
             path,
             axum::routing::get(move || {
                 hits.fetch_add(1, Ordering::SeqCst);
                 let bytes = bytes.clone();
-                async move { bytes }
+                async move { ([(axum::http::header::CONTENT_TYPE, media)], bytes) }
             }),
         );
     }
+    serve(rt, app, hits)
+}
+
+/// Serves `app` on a free loopback port on `rt`: its URL, and `hits`.
+pub(crate) fn serve(
+    rt: &tokio::runtime::Runtime,
+    app: axum::Router,
+    hits: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());

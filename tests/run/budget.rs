@@ -587,3 +587,163 @@ fn shards_with_a_budget_draw_one_order_and_merge() {
         .collect();
     assert_ne!(whole[0], whole[1], "unsharded runs draw their own");
 }
+
+/// Eight cases, each attaching a PDF by URL (never fetched: the provider is given the
+/// URL), sent over the Responses API at $3 / $15 per million tokens, 100 tokens an answer.
+fn url_documents(limits: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cases: String = (1..=8)
+        .map(|i| format!("{{\"id\": \"doc-{i}\", \"vars\": {{\"q\": \"What does it say?\"}}, \"files\": [{{\"url\": \"http://127.0.0.1:9/doc-{i}.pdf\"}}], \"expected\": \"5\"}}\n"))
+        .collect();
+    std::fs::write(d.join("cases.jsonl"), cases).unwrap();
+    std::fs::write(
+        d.join("v.yaml"),
+        "messages:\n  - { role: user, content: \"{{ q }}\" }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("bench.yaml"),
+        format!(
+            "name: documents\ncases: cases.jsonl\nvariants: [v.yaml]\ngrade: {{ kind: number }}\nendpoint: {{ protocol: openai-responses }}\nparams: {{ max_tokens: 100 }}\nprice: {{ input_per_mtok: 3.0, output_per_mtok: 15.0 }}\n{limits}"
+        ),
+    )
+    .unwrap();
+    dir
+}
+
+/// A provider that reads each PDF given by URL as 40 pages: $0.36 a job.
+fn reading_forty_pages() -> (
+    tokio::runtime::Runtime,
+    promptgauge::mock::server::MockServer,
+) {
+    start_mock(MockConfig {
+        url_document_pages: Some(40),
+        ..MockConfig::default()
+    })
+}
+
+#[test]
+fn a_pdf_given_by_url_is_held_at_the_pages_a_provider_reads_and_the_budget_keeps() {
+    let (_rt, server) = reading_forty_pages();
+    let url = server.base_url();
+    let b = url_documents("");
+    let d = b.path();
+    // Before, each was held as ten pages ($0.09) while the provider billed forty ($0.36): a
+    // run to its budget passed it. Now each is held at 100 pages ($0.90), the most a
+    // provider reads: a plan over the budget is refused, saying why.
+    for command in ["check", "run"] {
+        let mut cmd = promptgauge(d);
+        cmd.args([command, "bench.yaml", "--budget", "0.5"]);
+        if command == "run" {
+            cmd.args(["--base-url", &url, "--model", "m", "--quiet"]);
+        }
+        let o = cmd.output().unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(o.status.code(), Some(2), "{command}: {said}");
+        assert!(
+            said.contains("files given by URL are counted at the most a provider bills")
+                && said.contains("--fetch-urls"),
+            "{command}: {said}"
+        );
+    }
+    assert_eq!(server.provider.stats().requests, 0);
+    // Sent until the budget: never past it, whatever the documents hold.
+    let budget = 2.0;
+    let o = run(
+        d,
+        &url,
+        &[
+            "bench.yaml",
+            "--budget",
+            "2",
+            "--run-to-budget",
+            "--concurrency",
+            "1",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{stderr}");
+    let dir = run_dirs(&d.join("reports")).pop().unwrap();
+    let records = journal(&dir);
+    assert_eq!(server.provider.stats().requests as usize, records.len());
+    assert!((2..8).contains(&records.len()), "{} sent", records.len());
+    // What the provider saw: the URL, not bytes; what it billed: 40 pages a job.
+    let body = server.provider.bodies()[0].to_string();
+    assert!(body.contains("http://127.0.0.1:9/doc-"), "{body}");
+    for r in &records {
+        assert!(
+            r["usage"]["prompt_tokens"].as_u64().unwrap() > 120_000,
+            "{r}"
+        );
+        assert!(
+            r["held"]["prompt_tokens"].as_u64().unwrap() > 300_000,
+            "{r}"
+        );
+    }
+    let paid = spent(&summary(&dir));
+    assert!(paid <= budget, "spent {paid} of {budget}");
+    assert!(!stderr.contains("gate failed: budget"), "{stderr}");
+}
+
+#[test]
+fn an_overspend_names_what_took_its_bills_past_their_holds() {
+    let (_rt, server) = reading_forty_pages();
+    let url = server.base_url();
+    // The bench says its provider reads 5 pages of a PDF; this one reads 40.
+    let b = url_documents("limits: { max_pdf_pages: 5 }\n");
+    let d = b.path();
+    let o = run(
+        d,
+        &url,
+        &[
+            "bench.yaml",
+            "--budget",
+            "1",
+            "--run-to-budget",
+            "--concurrency",
+            "1",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{stderr}");
+    // Held for $0.0465 each, billed $0.36: the third takes the run past $1.
+    assert_eq!(server.provider.stats().requests, 3, "{stderr}");
+    let gate = stderr
+        .lines()
+        .find(|l| l.contains("gate failed: budget"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        gate.contains("over its --budget of $1.00")
+            && gate
+                .contains("3 jobs' prompts were billed for more tokens than their holds counted")
+            && gate.contains("prompt tokens billed, 15")
+            && gate.contains("limits.max_pdf_pages"),
+        "{gate}"
+    );
+    // Not what did not happen.
+    for absent in ["retries", "judge", "command scorer", "max_tokens allows"] {
+        assert!(!gate.contains(absent), "{absent}: {gate}");
+    }
+    let dir = run_dirs(&d.join("reports")).pop().unwrap();
+    // summary.json, with what passed the holds, is what its schema says it is.
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("docs/summary.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    assert!(validator.is_valid(&written), "{}", written["variants"][0]);
+    let s = summary(&dir);
+    let past = s.variants[0].past_holds.as_ref().unwrap();
+    assert_eq!(past.prompt_jobs, 3);
+    assert!(
+        past.prompts_usd > 0.9 && past.retries_usd == 0.0,
+        "{past:?}"
+    );
+}

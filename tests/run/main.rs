@@ -14,6 +14,7 @@ mod ci;
 mod cli;
 mod durability;
 mod endpoints;
+mod fetch;
 mod import_results;
 mod judge;
 mod packages;

@@ -25,10 +25,16 @@ impl Drop for View {
 }
 
 fn view(d: &Path, args: &[&str]) -> View {
+    view_with(d, args, &[])
+}
+
+/// [`view`] with these environment variables set.
+fn view_with(d: &Path, args: &[&str], env: &[(&str, &str)]) -> View {
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("promptgauge"))
         .current_dir(d)
         .args(["view", "--port", "0"])
         .args(args)
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -1563,4 +1569,128 @@ fn slow_connections_are_cut_and_capped_and_the_page_still_answers() {
         stop.cancel();
         server.await.unwrap().unwrap();
     });
+}
+
+/// `view --open` in `d`, with `$BROWSER` a launcher that writes down the command line it
+/// was given (what any local user would read with `ps`) and `$TMPDIR` the folder `tmp`:
+/// the server, and that command line once the launcher ran.
+#[cfg(unix)]
+fn opened(d: &Path) -> (View, String) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir(d.join("tmp")).unwrap();
+    let launcher = d.join("browser.sh");
+    let argv = d.join("argv.txt");
+    std::fs::write(
+        &launcher,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$0\" \"$@\" > {0}.part && mv {0}.part {0}\n",
+            argv.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let v = view_with(
+        d,
+        &["--open"],
+        &[
+            ("BROWSER", launcher.to_str().unwrap()),
+            ("TMPDIR", d.join("tmp").to_str().unwrap()),
+        ],
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !argv.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let command_line = std::fs::read_to_string(&argv).expect("the browser was started");
+    (v, command_line)
+}
+
+#[cfg(unix)]
+#[test]
+fn open_hands_the_browser_a_one_time_link_and_never_the_token() {
+    use std::os::unix::fs::PermissionsExt;
+    let bench = recorded();
+    let d = bench.path();
+    let temp = d.join("tmp");
+    let (mut v, command_line) = opened(d);
+    let token = v.url.split("token=").nth(1).unwrap().to_string();
+    assert!(!command_line.contains(&token), "{command_line}");
+    // It was given a page only this user can read, in a folder only this user can enter.
+    let page = Path::new(command_line.lines().nth(1).unwrap()).to_path_buf();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&page), 0o600);
+    assert_eq!(mode(page.parent().unwrap()), 0o700);
+    assert!(page.starts_with(&temp), "{}", page.display());
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains(&token), "{html}");
+    let link = html
+        .split("url=")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap();
+    let path = &link[link.find("/open/").expect("a one-time path")..];
+    // Its first visit, without the token, gets the token's cookie and goes on to the runs…
+    let bare = ("x-promptgauge-token", None);
+    let (status, head, body) = request(&v.url, "GET", path, &[bare], "");
+    assert_eq!(status, 200, "{head}{body}");
+    let port = v.url.split(':').nth(2).unwrap().split('/').next().unwrap();
+    let cookie = format!("promptgauge_token_{port}={token}");
+    assert!(head.contains(&cookie), "{head}");
+    assert!(body.contains("content=\"0;url=/\""), "{body}");
+    let (status, _, body) = request(&v.url, "GET", "/", &[bare, ("Cookie", Some(&cookie))], "");
+    assert_eq!(status, 200);
+    assert!(body.contains("arithmetic"), "{body}");
+    // …and it is spent: a second visit (or another code) gets nothing.
+    for again in [path.to_string(), format!("/open/{}", "0".repeat(32))] {
+        let (status, head, _) = request(&v.url, "GET", &again, &[bare], "");
+        assert_eq!(status, 401, "{again}");
+        assert!(!head.contains(&token), "{head}");
+    }
+    // The page goes when the server stops.
+    // SAFETY: kill(2) on the child this test started.
+    unsafe {
+        libc::kill(v.child.id() as i32, libc::SIGTERM);
+    }
+    v.child.wait().unwrap();
+    assert_eq!(std::fs::read_dir(&temp).unwrap().count(), 0);
+}
+
+/// `view --open` in a real browser: the page the launcher was given opens the runs, through
+/// the one-time link and the cookie it sets (SameSite=Strict: sent on the server's own
+/// page's navigation onward); opened again, the link is spent.
+#[cfg(unix)]
+#[test]
+fn in_a_real_browser_open_s_page_opens_the_runs_once() {
+    if !browser::available() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "chromium and chromedriver are missing: .ci/run installs them"
+        );
+        eprintln!(
+            "skipped: no chromium/chromedriver here (apt-get install chromium chromium-driver)"
+        );
+        return;
+    }
+    let bench = recorded();
+    let d = bench.path();
+    let (v, command_line) = opened(d);
+    let page = command_line.lines().nth(1).unwrap().to_string();
+    let token = v.url.split("token=").nth(1).unwrap().to_string();
+    let b = browser::Browser::start();
+    b.go(&format!("file://{page}"));
+    b.wait_until("#runs tbody", |t| t.contains("alpha") && t.contains("beta"));
+    let at = b.url();
+    assert!(at.ends_with('/') && !at.contains(&token), "{at}");
+    // The cookie holds: the server's pages, addressed without the token.
+    b.go(&format!("{}?model=beta", v.url.split('?').next().unwrap()));
+    b.wait_until("#runs tbody", |t| {
+        t.contains("beta") && !t.contains("alpha")
+    });
+    // The page again: its link was spent.
+    b.go(&format!("file://{page}"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !b.source().contains("used already") && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(b.source().contains("used already"), "{}", b.source());
 }

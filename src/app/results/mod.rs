@@ -424,6 +424,7 @@ fn job_record(job: usize, arm: &ImportedArm, s: &Sample) -> JobRecord {
         batch: None,
         refused: false,
         usage_anomaly: None,
+        held: None,
         files: s.files.clone(),
         steps: Vec::new(),
         turns: Vec::new(),

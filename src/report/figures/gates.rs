@@ -75,9 +75,11 @@ fn spent_usd(s: &Summary) -> (f64, f64) {
 }
 
 /// `--budget`: a run that spent past its budget fails the `budget` gate, saying by how
-/// much, how many times over, and what took it there (holds bound everything else):
-/// usage the provider reported beyond `max_tokens`, retries billed twice, a judge asked
-/// again or a `command` scorer's own calls. `None` within the budget.
+/// much, how many times over, and what took it there: each cause that took bills past
+/// their holds (holds bound everything else), the largest first, with its cost — prompts
+/// billed past what was held (a file the run could not size), usage past `max_tokens`,
+/// retries billed again, a judge asked again, a `command` scorer's own calls. `None`
+/// within the budget.
 fn overspent(s: &Summary, limit: f64) -> Option<GateResult> {
     let (answers, judge) = spent_usd(s);
     let total = answers + judge;
@@ -91,12 +93,17 @@ fn overspent(s: &Summary, limit: f64) -> Option<GateResult> {
         "any spending is over a budget of $0".to_string()
     };
     let anomalies: u64 = s.variants.iter().map(|v| v.usage_anomalies).sum();
-    let why = if anomalies > 0 {
-        format!(
-            "{anomalies} jobs were billed for more output tokens than their max_tokens allows (a provider accounting anomaly: see the note)"
-        )
+    let mut past = crate::report::figures::holds::PastHolds::default();
+    for held in s.variants.iter().filter_map(|v| v.past_holds.as_ref()) {
+        past.merge(held);
+    }
+    let causes = past.causes(&usd, anomalies);
+    let why = if causes.is_empty() {
+        // Jobs with no hold recorded: an agent loop's steps, or a journal from before
+        // holds were recorded.
+        "what no record's hold says: an agent loop's steps (held step by step), or jobs journaled before holds were recorded".to_string()
     } else {
-        "what no hold bounds: retries billed again, a judge asked again, a command scorer's own calls".to_string()
+        causes.join("; ")
     };
     Some(result(
         "budget",

@@ -7,6 +7,7 @@ pub mod causes;
 pub mod compare;
 pub(crate) mod gates;
 pub mod history;
+pub mod holds;
 pub mod job_rows;
 pub mod labels;
 pub mod prompts;

@@ -123,6 +123,10 @@ pub struct VariantSummary {
     /// The first of them, with its case: `add-03: the provider billed …`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage_anomaly_example: Option<String>,
+    /// `--budget`: what its jobs were billed past what was held back for them, by cause
+    /// (what an overspend is said by); absent when nothing passed its hold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub past_holds: Option<crate::report::figures::holds::PastHolds>,
     /// `--until-decided`: jobs answered after the variant was decided (sent before the
     /// decision reached the workers). No decision used them: they count in what was
     /// spent, not in any figure, so the figures do not depend on timing.
@@ -301,6 +305,8 @@ pub(crate) struct Acc {
     usage_anomalies: u64,
     /// The first anomaly's words and its case, for the note.
     anomaly_example: Option<(String, String)>,
+    /// What bills passed their `--budget` holds, by cause.
+    past_holds: crate::report::figures::holds::PastHolds,
     truncated: u64,
     cached: u64,
     attempts: u64,
@@ -347,6 +353,7 @@ impl Acc {
         self.unused += 1;
         self.attempts += r.attempts.len() as u64;
         self.add_spent(r, price);
+        self.past_holds.add(r, price, None);
     }
 
     /// What the provider billed for a job: every attempt it answered (a batched job's at
@@ -382,6 +389,7 @@ impl Acc {
         }
         self.add_judge(r, judge_price);
         self.add_spent(r, price);
+        self.past_holds.add(r, price, judge_price);
         if let Some(why) = &r.usage_anomaly {
             self.usage_anomalies += 1;
             self.anomaly_example
@@ -519,6 +527,7 @@ impl Acc {
                 .anomaly_example
                 .as_ref()
                 .map(|(c, w)| format!("{c}: {w}")),
+            past_holds: self.past_holds.any().then(|| self.past_holds.clone()),
             unused: self.unused,
             truncated: self.truncated,
             cached: self.cached,
