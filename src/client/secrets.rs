@@ -190,9 +190,14 @@ pub(crate) fn redact_urls_in(text: &str) -> String {
         }
         // The path, query and fragment, to the end of the URL: their values go too.
         let after = &tail[end..];
-        let url_end = after
+        let mut url_end = after
             .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`'))
             .unwrap_or(after.len());
+        // A URL written in parentheses, as the HTTP client writes "(url: …)", keeps the
+        // closing one outside it: a `)` with no `(` before it in the URL is not the URL's.
+        if after[..url_end].ends_with(')') && !after[..url_end].contains('(') {
+            url_end -= 1;
+        }
         out.push_str(&redact_query(&after[..url_end]));
         rest = &after[url_end..];
     }
@@ -479,6 +484,10 @@ mod tests {
             assert_eq!(
                 redact_urls_in(&format!("failed at {url} (500)")),
                 format!("failed at {shown} (500)")
+            );
+            assert_eq!(
+                redact_urls_in(&format!("error sending request (url: {url})")),
+                format!("error sending request (url: {shown})")
             );
             // And echoed back by a server, the value is scrubbed from what it wrote.
             let secrets = Secrets::new(None, &[url.to_string()]);
