@@ -2,8 +2,9 @@
 //! program speaking the Model Context Protocol over its stdin and stdout (the `rmcp`
 //! SDK's client): started once a run, in the bench's folder, with the environment a
 //! command scorer gets (PATH, HOME, LANG, TMPDIR and its `env:`, nothing else — no API
-//! key), in a process group of its own that is killed, whole, when the run ends. The
-//! tools it lists are offered to the model beside the bench's own; each call is forwarded
+//! key), in a process group of its own that is killed, whole, when the run ends. Its tool
+//! listing is read within bounds (pages and bytes); the tools it lists are offered to the
+//! model beside the bench's own; each call is forwarded
 //! to it with the server's deadline, and what it sends back is read as text, at most
 //! 1 MiB (rmcp itself reads no message over 16 MiB).
 
@@ -12,7 +13,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, PaginatedRequestParams};
 use rmcp::service::{RoleClient, RunningService, ServiceExt};
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
@@ -27,6 +28,11 @@ const MOST_RESULT_BYTES: usize = 1024 * 1024;
 
 /// The most of a server's stderr kept (its end), to say why it would not start or stopped.
 const MOST_STDERR_BYTES: usize = 16 * 1024;
+
+/// The most pages of a server's tool listing read, and the most JSON they may hold
+/// together: a listing that goes on past either is the server's fault, said as such.
+const MOST_LIST_PAGES: usize = 100;
+const MOST_LIST_BYTES: usize = 16 * 1024 * 1024;
 
 /// Why a server could not be started, or offered, and what to do.
 #[derive(Debug)]
@@ -195,25 +201,27 @@ async fn start_one(
         return Err(String::from("has no stdin or stdout").into());
     };
     let started = async {
-        let service = ().serve((stdout, stdin)).await.map_err(|e| e.to_string())?;
-        let tools = service
-            .peer()
-            .list_all_tools()
+        let service = ()
+            .serve((stdout, stdin))
             .await
-            .map_err(|e| format!("listed no tools: {e}"))?;
-        Ok::<_, String>((service, tools))
+            .map_err(|e| StartError::from(format!("did not start as an MCP server: {e}")))?;
+        let tools = list_tools(service.peer()).await?;
+        Ok::<_, StartError>((service, tools))
     };
     let (service, tools) = match tokio::time::timeout(timeout, started).await {
         Ok(Ok(done)) => done,
         failed => {
             let e = match failed {
-                Ok(Err(e)) => format!("did not start as an MCP server: {e}"),
-                _ => format!("did not start within {timeout:?}"),
+                Ok(Err(e)) => e,
+                _ => StartError::from(format!("did not start within {timeout:?}")),
             };
             // Killed, its stderr ends: what it wrote is read to the end.
             crate::grade::command::kill_group(group);
             let _ = tokio::time::timeout(Duration::from_secs(2), reading).await;
-            return Err(with_stderr(e, &stderr).into());
+            return Err(StartError {
+                message: with_stderr(e.message, &stderr),
+                fix: e.fix,
+            });
         }
     };
     let server = Server {
@@ -237,6 +245,52 @@ fn spawn(spec: &McpServerSpec, dir: &Path) -> Result<tokio::process::Child, Stri
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start: {e}"))
+}
+
+/// Every tool the server lists, page after page, within [`MOST_LIST_PAGES`] and
+/// [`MOST_LIST_BYTES`]; why not, as what the server did.
+async fn list_tools(
+    peer: &rmcp::service::Peer<RoleClient>,
+) -> Result<Vec<rmcp::model::Tool>, StartError> {
+    let endless = |message: String| {
+        StartError {
+        message,
+        fix: "a server names a next page (`nextCursor`) only while it has more tools to list, each page once: fix its `tools/list`, or offer fewer tools".into(),
+    }
+    };
+    let mut tools = Vec::new();
+    let mut bytes = 0;
+    let mut cursor: Option<String> = None;
+    let mut cursors = std::collections::HashSet::new();
+    for page in 1..=MOST_LIST_PAGES {
+        let params = PaginatedRequestParams::default().with_cursor(cursor.take());
+        let listed = peer
+            .list_tools(Some(params))
+            .await
+            .map_err(|e| StartError::from(format!("listed no tools: {e}")))?;
+        bytes += serde_json::to_vec(&listed.tools).map_or(0, |t| t.len());
+        tools.extend(listed.tools);
+        if bytes > MOST_LIST_BYTES {
+            return Err(endless(format!(
+                "listed more than {MOST_LIST_BYTES} bytes of tools in {page} pages ({} tools): promptgauge reads at most that much",
+                tools.len()
+            )));
+        }
+        let Some(next) = listed.next_cursor else {
+            return Ok(tools);
+        };
+        if !cursors.insert(next.clone()) {
+            return Err(endless(format!(
+                "listed its tools in a circle: page {page} named as next a page it had named before (cursor `{}`)",
+                crate::client::protocol::truncate(&next, 80)
+            )));
+        }
+        cursor = Some(next);
+    }
+    Err(endless(format!(
+        "listed tools without end: every page named a next one, {MOST_LIST_PAGES} pages and {} tools so far; promptgauge reads at most {MOST_LIST_PAGES} pages",
+        tools.len()
+    )))
 }
 
 /// `e`, with the last lines the server wrote to its stderr (why a program would not start

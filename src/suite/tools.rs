@@ -161,11 +161,13 @@ fn any_object() -> Value {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoopLimits {
-    /// Requests to the model, the first included.
+    /// Requests to the model, the first included (at least 1).
     #[serde(default = "default_turns")]
+    #[schemars(range(min = 1))]
     pub max_turns: u32,
-    /// Tool calls over the whole loop.
+    /// Tool calls over the whole loop (at least 1).
     #[serde(default = "default_calls")]
+    #[schemars(range(min = 1))]
     pub max_tool_calls: u32,
     /// How long the whole loop may take, its requests and tools together (`5m`) [default:
     /// none — each request has its own total timeout, each tool its own].

@@ -25,5 +25,6 @@ mod scorers;
 mod sequential;
 mod shell;
 mod store;
+mod tool_safety;
 mod tools;
 mod view;

@@ -22,7 +22,7 @@ tools:
 loop: { max_turns: 4, max_tool_calls: 6 }
 ";
 
-fn bench(cases: &str, bench: &str) -> tempfile::TempDir {
+pub(crate) fn bench(cases: &str, bench: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::write(d.join("bench.yaml"), bench).unwrap();
@@ -38,7 +38,7 @@ fn bench(cases: &str, bench: &str) -> tempfile::TempDir {
 const CASE: &str = r#"{"id": "w1", "vars": {"q": "Weather in Oslo?"}, "expected": {"name": "get_weather", "arguments": {"city": "Oslo"}}, "tool_results": [{"tool": "get_weather", "args": {"city": "Oslo"}, "result": "3 °C, rain"}]}
 "#;
 
-fn said(out: &std::process::Output) -> String {
+pub(crate) fn said(out: &std::process::Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -46,7 +46,7 @@ fn said(out: &std::process::Output) -> String {
     )
 }
 
-fn run(d: &Path, url: &str, protocol: &str) -> std::process::Output {
+pub(crate) fn run(d: &Path, url: &str, protocol: &str) -> std::process::Output {
     promptgauge(d)
         .args(["run", "bench.yaml", "--quiet", "--no-store", "--model", "m"])
         .args(["--base-url", url, "--protocol", protocol])
@@ -195,13 +195,13 @@ fn a_loop_runs_its_tools_on_the_simulator_and_the_answer_comes_from_their_result
     );
 }
 
-type Mock = (
+pub(crate) type Mock = (
     tokio::runtime::Runtime,
     promptgauge::mock::server::MockServer,
 );
 
 /// A simulator told every job is case `w1` of LOOP_CASES, with `calls` its agent makes.
-fn scripted_mock(calls: Vec<(&str, Value)>) -> Mock {
+pub(crate) fn scripted_mock(calls: Vec<(&str, Value)>) -> Mock {
     scripted_mock_with(calls, promptgauge::mock::AgentModes::default())
 }
 
