@@ -344,12 +344,9 @@ async fn answer_call(
     call: &ToolCall,
     options: &RunOptions,
 ) -> ToolReply {
-    let arguments = match bench
-        .argument_checks
-        .refusal(&bench.tools, &call.name, &call.arguments)
-    {
+    let arguments = match checked(bench, call).await {
         Ok(arguments) => arguments,
-        Err(refused) => return ToolReply::Error(refused),
+        Err(refused) => return refused,
     };
     let Some(tool) = bench.tools.iter().find(|t| t.name == call.name) else {
         return reply(&bench.tools, &case.tool_script, &call.name, &call.arguments);
@@ -365,6 +362,24 @@ async fn answer_call(
         return super::tool_program::call(tool, dir, case, &call.arguments).await;
     }
     reply(&bench.tools, &case.tool_script, &call.name, &call.arguments)
+}
+
+/// The call's arguments once checked against its tool's schema; the error the model is
+/// given back otherwise. The check runs on a thread of its own, so the loop's deadline and
+/// a stopped run end the loop whatever it costs (a schema's size is bounded when it is
+/// loaded; what recursion in it costs grows with the arguments).
+async fn checked(bench: &Bench, call: &ToolCall) -> Result<Value, ToolReply> {
+    let check = bench
+        .argument_checks
+        .check_of(&bench.tools, &call.name, &call.arguments)
+        .map_err(ToolReply::Error)?;
+    match tokio::task::spawn_blocking(move || check.run()).await {
+        Ok(checked) => checked.map_err(ToolReply::Error),
+        Err(e) => Err(ToolReply::Failed(format!(
+            "checking the arguments of `{}` failed: {e}",
+            call.name
+        ))),
+    }
 }
 
 /// The failed record of a loop a limit or an unscripted call ended: its cause, and what

@@ -18,7 +18,7 @@ use rmcp::service::{RoleClient, RunningService, ServiceExt};
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 
-use crate::suite::tools::{McpServerSpec, ToolReply, ToolSpec};
+use crate::suite::tools::{McpServerSpec, ServedTools, ToolReply, ToolSpec};
 
 /// How long starting a server, or a call, may take unless the server says.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -98,16 +98,17 @@ impl std::fmt::Debug for McpServers {
 
 impl McpServers {
     /// Starts `specs`' servers (in `dir`, the bench's folder) and lists their tools: each
-    /// one marked with the server that answers it, only those a server's `tools:` names.
-    /// Why a server could not start, or list what it was asked to offer.
+    /// one marked with the server that answers it, only those a server's `tools:` names,
+    /// its schema compiled. Why a server could not start, or list what it was asked to
+    /// offer.
     pub async fn start(
         specs: &[McpServerSpec],
         dir: &Path,
-    ) -> Result<(McpServers, Vec<ToolSpec>), StartError> {
+    ) -> Result<(McpServers, ServedTools), StartError> {
         let mut servers = McpServers {
             servers: Vec::new(),
         };
-        let mut tools = Vec::new();
+        let mut served = ServedTools::default();
         for (i, spec) in specs.iter().enumerate() {
             let named = |e: String| {
                 format!(
@@ -122,23 +123,36 @@ impl McpServers {
             })?;
             servers.servers.push(server);
             let offered = offered(spec, i, listed)?;
-            // What it lists must be what every provider takes: said naming the server.
-            crate::suite::tools::check(&offered)
-                .and_then(|()| crate::suite::tools::ArgumentChecks::of(&offered).map(drop))
-                .map_err(|e| StartError {
-                    message: named(format!("lists a tool no provider takes: {e}")),
-                    fix: format!(
-                        "offer only the others with the server's `tools: [{}]`",
-                        offered
-                            .iter()
-                            .map(|t| t.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                })?;
-            tools.extend(offered);
+            // What it lists must be what every provider takes, and what a call can be
+            // checked against: said naming the server.
+            let others = |tool: &str| {
+                let others: Vec<&str> = offered
+                    .iter()
+                    .map(|t| t.name.as_str())
+                    .filter(|n| *n != tool)
+                    .collect();
+                format!(
+                    "offer only the others with the server's `tools: [{}]`",
+                    others.join(", ")
+                )
+            };
+            crate::suite::tools::check(&offered).map_err(|e| StartError {
+                message: named(format!("lists a tool no provider takes: {e}")),
+                fix: others(""),
+            })?;
+            let checks = crate::suite::tools::ArgumentChecks::of(&offered).map_err(|(tool, e)| {
+                StartError {
+                    message: named(format!(
+                        "lists a tool whose arguments cannot be checked: the parameters of `{tool}` {}",
+                        e.message
+                    )),
+                    fix: others(&tool),
+                }
+            })?;
+            served.checks.extend(checks);
+            served.tools.extend(offered);
         }
-        Ok((servers, tools))
+        Ok((servers, served))
     }
 
     /// What the tool `name` of server `server` returns for `arguments` (already checked

@@ -9,6 +9,7 @@ pub mod grading;
 pub mod plan;
 pub mod prompts;
 pub mod schema;
+mod schema_cost;
 pub mod template;
 pub mod tools;
 
@@ -305,8 +306,13 @@ impl Bench {
         let params = check_agent_tools(&raw.tools, raw.params, &cases, &here)?;
         let grade_at = here("grade");
         let best_epsilon = best_epsilon(raw.decide, raw.epsilon, &here)?;
-        let argument_checks = tools::ArgumentChecks::of(&raw.tools)
-            .map_err(|e| InputError::new(here("tools"), e).fix("parameters: is a JSON Schema: { type: object, properties: { city: { type: string } } }"))?;
+        let argument_checks = tools::ArgumentChecks::of(&raw.tools).map_err(|(tool, e)| {
+            InputError::new(
+                here("tools"),
+                format!("the parameters of `{tool}` {}", e.message),
+            )
+            .fix(e.fix)
+        })?;
         check_loop(raw.agent_loop.as_ref(), &here)?;
         tools::check_servers(&raw.mcp).map_err(|e| InputError::new(here("mcp"), e).fix("each server is {run: [program, args…], env: [NAMES], timeout: 30s, tools: [names]}; see docs/guide/tools.md"))?;
 
@@ -388,14 +394,14 @@ impl Bench {
         !self.tools.is_empty() || !self.mcp.is_empty()
     }
 
-    /// Adds the tools the bench's MCP servers list (each marked with its server) to those
-    /// it declares, offered to the model with them; why they cannot be (a name declared
-    /// twice, one a provider refuses, a schema that is none).
-    pub fn serve_tools(&mut self, served: Vec<tools::ToolSpec>) -> Result<(), String> {
+    /// Adds the tools the bench's MCP servers list (each marked with its server, its
+    /// schema compiled) to those it declares, offered to the model with them; why they
+    /// cannot be (a name declared twice, or one a provider refuses).
+    pub fn serve_tools(&mut self, served: tools::ServedTools) -> Result<(), String> {
         let mut all = self.tools.clone();
-        all.extend(served);
+        all.extend(served.tools);
         tools::check(&all)?;
-        self.argument_checks = tools::ArgumentChecks::of(&all)?;
+        self.argument_checks.extend(served.checks);
         self.params.remove("tools");
         self.params = tools::with_tools(std::mem::take(&mut self.params), &all)?;
         self.tools = all;
