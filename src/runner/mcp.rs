@@ -2,18 +2,20 @@
 //! program speaking the Model Context Protocol over its stdin and stdout (the `rmcp`
 //! SDK's client): started once a run, in the bench's folder, with the environment a
 //! command scorer gets (PATH, HOME, LANG, TMPDIR and its `env:`, nothing else — no API
-//! key), in a process group of its own that is killed, whole, when the run ends. Its tool
-//! listing is read within bounds (pages and bytes); the tools it lists are offered to the
-//! model beside the bench's own; each call is forwarded
-//! to it with the server's deadline, and what it sends back is read as text, at most
-//! 1 MiB (rmcp itself reads no message over 16 MiB).
+//! key), under a watchdog (`crate::process`): it ends, with all it started, when the run
+//! ends, however the run ends. Its tool listing is read within bounds (pages and bytes);
+//! the tools it lists are offered to the model beside the bench's own; each call is
+//! forwarded to it with the server's deadline and the call's id (`_meta`), and what it
+//! sends back is read as text, at most 1 MiB (rmcp itself reads no message over 16 MiB).
 
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, PaginatedRequestParams};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ContentBlock, PaginatedRequestParams, RequestMetaObject,
+};
 use rmcp::service::{RoleClient, RunningService, ServiceExt};
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
@@ -33,6 +35,10 @@ const MOST_STDERR_BYTES: usize = 16 * 1024;
 /// together: a listing that goes on past either is the server's fault, said as such.
 const MOST_LIST_PAGES: usize = 100;
 const MOST_LIST_BYTES: usize = 16 * 1024 * 1024;
+
+/// The key of a call's `_meta` that holds its id (the same when a resumed run makes the
+/// call again; docs/guide/tools.md, "Tools with side effects").
+pub(super) const CALL_ID_META: &str = "promptgauge/call_id";
 
 /// Why a server could not be started, or offered, and what to do.
 #[derive(Debug)]
@@ -59,8 +65,8 @@ struct Server {
     label: String,
     service: RunningService<RoleClient, ()>,
     timeout: Duration,
-    /// Its process group, killed when the run ends.
-    group: Option<i32>,
+    /// Its watchdog and everything beneath it, ended when the run ends.
+    tree: crate::process::Tree,
     child: Mutex<tokio::process::Child>,
     /// The end of what it wrote to its stderr: why it stopped, when it does.
     stderr: Arc<Mutex<Vec<u8>>>,
@@ -156,9 +162,16 @@ impl McpServers {
     }
 
     /// What the tool `name` of server `server` returns for `arguments` (already checked
-    /// against its schema): its text, or its error given back to the model. A server that
-    /// stopped, or did not answer in time, fails the job with that cause.
-    pub async fn call(&self, server: usize, name: &str, arguments: Value) -> ToolReply {
+    /// against its schema), the call's id in its `_meta`: its text, or its error given
+    /// back to the model. A server that stopped, or did not answer in time, fails the job
+    /// with that cause.
+    pub async fn call(
+        &self,
+        server: usize,
+        name: &str,
+        arguments: Value,
+        call_id: &str,
+    ) -> ToolReply {
         let Some(s) = self.servers.get(server) else {
             return ToolReply::Failed(format!("no MCP server answers `{name}`"));
         };
@@ -167,6 +180,9 @@ impl McpServers {
             Value::Object(map) => Some(map),
             _ => None,
         };
+        let mut meta = serde_json::Map::new();
+        meta.insert(CALL_ID_META.into(), Value::String(call_id.to_string()));
+        params.meta = Some(RequestMetaObject::from(meta));
         match tokio::time::timeout(s.timeout, s.service.peer().call_tool(params)).await {
             Err(_) => ToolReply::Failed(format!(
                 "the MCP server `{}` did not answer `{name}` within {:?}",
@@ -191,7 +207,7 @@ impl McpServers {
 impl Drop for McpServers {
     fn drop(&mut self) {
         for s in &self.servers {
-            crate::grade::command::kill_group(s.group);
+            s.tree.end();
         }
     }
 }
@@ -209,7 +225,7 @@ async fn start_one(
         message,
         fix: "run: [program, args…] names a program the bench's folder or PATH has; env: lists variable names (env: [API_TOKEN])".into(),
     })?;
-    let group = child.id().and_then(|p| i32::try_from(p).ok());
+    let tree = crate::process::Tree::of(&child);
     let (stderr, reading) = keep_stderr(child.stderr.take());
     let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
         return Err(String::from("has no stdin or stdout").into());
@@ -230,7 +246,7 @@ async fn start_one(
                 _ => StartError::from(format!("did not start within {timeout:?}")),
             };
             // Killed, its stderr ends: what it wrote is read to the end.
-            crate::grade::command::kill_group(group);
+            tree.end();
             let _ = tokio::time::timeout(Duration::from_secs(2), reading).await;
             return Err(StartError {
                 message: with_stderr(e.message, &stderr),
@@ -242,20 +258,20 @@ async fn start_one(
         label: spec.label(),
         service,
         timeout,
-        group,
+        tree,
         child: Mutex::new(child),
         stderr,
     };
     Ok((server, tools))
 }
 
-/// The server's process, started in `dir` with the allow-listed environment, in a process
-/// group of its own.
+/// The server's process, started in `dir` with the allow-listed environment, under a
+/// watchdog.
 fn spawn(spec: &McpServerSpec, dir: &Path) -> Result<tokio::process::Child, String> {
     let program = spec.run.first().ok_or("names no program")?;
     let env = crate::grade::command::program_environment(program, &spec.env, dir)
         .map_err(|e| e.to_string())?;
-    crate::grade::command::program_command(&spec.run, &env, dir)
+    crate::process::command(&spec.run, &env, dir)
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start: {e}"))

@@ -289,6 +289,10 @@ pub struct ToolStep {
     /// model told why.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub error: bool,
+    /// The call's id, as the tool's program or MCP server was given it (none for a
+    /// scripted tool, or a call refused before anything answered it).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub call_id: String,
 }
 
 /// What a call gets back.

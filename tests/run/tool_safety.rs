@@ -1,12 +1,17 @@
-//! Tools that act on the world (docs/guide/tools.md): a tool's schema, and an MCP
-//! server's listing, cost what the limits allow; a loop that can make no call is refused.
+//! Tools that act on the world (docs/guide/tools.md, "Tools with side effects"): the
+//! processes a loop starts end with promptgauge however it ends, and everything they start
+//! with them; each call carries an id that is the same when a resume makes it again; a
+//! tool's schema, and an MCP server's listing, cost what the limits allow; a loop that can
+//! make no call is refused.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::tools::{bench, run, said, scripted_mock};
+use super::tools::{Mock, alive, bench, journal_so_far, run, said, scripted_mock};
 use crate::common::*;
 use serde_json::{Value, json};
+
+const PROTOCOLS: [&str; 3] = ["openai-chat", "openai-responses", "anthropic-messages"];
 
 /// `n` cases the scripted agent answers "bring an umbrella" to.
 fn cases(n: usize) -> String {
@@ -28,6 +33,15 @@ fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
     }
 }
 
+/// The lines of `file` in `d` (none when it is not there).
+fn lines(d: &Path, file: &str) -> Vec<String> {
+    std::fs::read_to_string(d.join(file))
+        .unwrap_or_default()
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
 /// The child's exit, if it comes within `secs`; killed otherwise.
 fn exit_within(child: &mut std::process::Child, secs: u64) -> Option<std::process::ExitStatus> {
     let deadline = Instant::now() + Duration::from_secs(secs);
@@ -40,6 +54,109 @@ fn exit_within(child: &mut std::process::Child, secs: u64) -> Option<std::proces
     child.kill().unwrap();
     child.wait().unwrap();
     None
+}
+
+/// A tool that acts once per call: it notes the call's id and its pid in started.log,
+/// starts a process in a session of its own (its pid in left.pids), waits until the test
+/// writes `go` (or its folder is gone), then acts — a line in done.log — and answers.
+const ACT: &str = r#"read -r call
+echo "started $PROMPTGAUGE_CALL_ID $$" >> started.log
+setsid sleep 73 &
+echo $! >> left.pids
+while [ ! -e go ] && [ -e act.sh ]; do sleep 0.01; done
+echo "$PROMPTGAUGE_CALL_ID" >> done.log
+echo '{"result": "bring an umbrella"}'
+"#;
+
+const ACT_BENCH: &str = "name: agent
+cases: cases.jsonl
+variants: [v.yaml]
+grade: { kind: exact }
+tools:
+  - name: act
+    run: [sh, act.sh]
+    timeout: 60s
+limits: { concurrency: 1 }
+";
+
+/// Runs the bench in `d` on `protocol`, kills it with SIGKILL while its first call waits,
+/// and checks that the call did not act and everything it started is gone; then lets
+/// calls act, resumes, and returns the id of the call that was killed.
+fn kill_9_mid_call_then_resume(d: &Path, server: &Mock, protocol: &str) -> String {
+    let url = server.1.base_url();
+    let args = ["--base-url", url.as_str(), "--model", "m", "--no-store"];
+    let mut child = spawned(
+        d,
+        &[
+            &["run", "bench.yaml", "--quiet", "--out", "out"][..],
+            &args[..],
+            &["--protocol", protocol][..],
+        ]
+        .concat(),
+    );
+    wait_until("a call to start", || !lines(d, "started.log").is_empty());
+    child.kill().unwrap(); // SIGKILL: nothing of promptgauge runs after it
+    child.wait().unwrap();
+    let started = lines(d, "started.log");
+    let [_, killed_id, pid] = started[0].split(' ').collect::<Vec<_>>()[..] else {
+        panic!("{started:?}")
+    };
+    // The tool, and what it started in a session of its own, ended with promptgauge.
+    assert!(!alive(pid), "{protocol}: the tool outlived promptgauge");
+    for left in lines(d, "left.pids") {
+        assert!(
+            !alive(&left),
+            "{protocol}: what the tool started outlived promptgauge"
+        );
+    }
+    // Were it still running, it would act now.
+    std::fs::write(d.join("go"), "").unwrap();
+    assert!(!alive(pid));
+    assert!(
+        lines(d, "done.log").is_empty(),
+        "{protocol}: the killed call acted"
+    );
+    let run = run_dirs(&d.join("out")).pop().unwrap();
+    let out = promptgauge(d)
+        .args(["run", "--resume", run.to_str().unwrap(), "--quiet"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{protocol}: {}", said(&out));
+    // The step in flight at the kill was sent again, and made the same call.
+    let (step_key, _) = killed_id
+        .rsplit_once("-call")
+        .unwrap_or_else(|| panic!("{protocol}: a call id names its step: {killed_id}"));
+    assert_eq!(server.1.provider.attempts_for(step_key), 2, "{protocol}");
+    let records: Vec<Value> = journal_so_far(&run)
+        .into_iter()
+        .filter(|r| r["case_id"].is_string())
+        .collect();
+    assert!(
+        records.iter().all(|r| r["score"] == 1.0),
+        "{protocol}: {records:?}"
+    );
+    killed_id.to_string()
+}
+
+#[test]
+fn a_tool_call_killed_with_promptgauge_acts_once_after_the_resume_under_the_same_id() {
+    let server = scripted_mock(vec![("act", json!({"n": 1})), ("act", json!({"n": 2}))]);
+    for protocol in PROTOCOLS {
+        let b = bench(&cases(3), ACT_BENCH);
+        let d = b.path();
+        std::fs::write(d.join("act.sh"), ACT).unwrap();
+        let killed = kill_9_mid_call_then_resume(d, &server, protocol);
+        // Three loops of two calls: six acts, each call once, the killed one among them
+        // under the id it had when it was killed.
+        let done = lines(d, "done.log");
+        assert_eq!(done.len(), 6, "{protocol}: {done:?}");
+        let ids: std::collections::BTreeSet<&String> = done.iter().collect();
+        assert_eq!(ids.len(), 6, "{protocol}: {done:?}");
+        assert!(done.contains(&killed), "{protocol}: {killed} {done:?}");
+        // Seven starts: the killed call started twice, acted once.
+        assert_eq!(lines(d, "started.log").len(), 7, "{protocol}");
+    }
 }
 
 /// A bench whose tools the plain MCP server (tests/fixtures/mcp/plain_server.py) answers,
@@ -57,6 +174,64 @@ fn plain_mcp_bench(cases_text: &str, modes: &str, extra: &str) -> tempfile::Temp
     )
     .unwrap();
     b
+}
+
+#[test]
+fn an_mcp_server_that_ignores_the_end_of_its_input_ends_with_a_killed_run() {
+    let server = scripted_mock(vec![("act", json!({"n": 1})), ("act", json!({"n": 2}))]);
+    let b = plain_mcp_bench(&cases(2), ", act, ignore-eof", "");
+    let d = b.path();
+    let killed = kill_9_mid_call_then_resume(d, &server, "openai-chat");
+    let pids = lines(d, "server.pid");
+    assert_eq!(pids.len(), 2, "the run's server and the resume's");
+    assert!(!alive(&pids[0]), "the server outlived promptgauge");
+    // Two loops of two calls, each acted once; the call killed mid-way acted after the
+    // resume, under its id, passed in the request's `_meta`.
+    let done = lines(d, "done.log");
+    assert_eq!(done.len(), 4, "{done:?}");
+    let ids: std::collections::BTreeSet<&String> = done.iter().collect();
+    assert_eq!(ids.len(), 4, "{done:?}");
+    assert!(done.contains(&killed), "{killed} {done:?}");
+}
+
+#[test]
+fn what_a_tool_or_an_mcp_server_starts_in_a_session_of_its_own_ends_with_the_run() {
+    let server = scripted_mock(vec![("leaves", json!({}))]);
+    // The tool answers at once, leaving two processes outside its process group: one in a
+    // session of its own, one whose parent (a shell) exited (neither holding its stdout).
+    let b = bench(
+        &cases(1),
+        "name: agent\ncases: cases.jsonl\nvariants: [v.yaml]\ngrade: { kind: exact }\ntools:\n  - name: leaves\n    run: [sh, leaves.sh]\n",
+    );
+    let d = b.path();
+    std::fs::write(
+        d.join("leaves.sh"),
+        "read -r call\nsetsid sleep 74 >/dev/null &\necho $! >> left.pids\nsh -c 'setsid sleep 75 >/dev/null & echo $! >> left.pids'\necho '{\"result\": \"bring an umbrella\"}'\n",
+    )
+    .unwrap();
+    let out = run(d, &server.1.base_url(), "openai-chat");
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let left = lines(d, "left.pids");
+    assert_eq!(left.len(), 2);
+    for pid in &left {
+        assert!(!alive(pid), "{pid}, started by the tool, outlived its call");
+    }
+
+    // An MCP server that starts the same two at its start: they end with the run.
+    let server = scripted_mock(vec![]);
+    let b = plain_mcp_bench(&cases(1), ", setsid", "");
+    let d = b.path();
+    let out = run(d, &server.1.base_url(), "openai-chat");
+    assert!(out.status.code().is_some_and(|c| c < 2), "{}", said(&out));
+    let left = lines(d, "left.pids");
+    assert_eq!(left.len(), 2);
+    for pid in &left {
+        assert!(
+            !alive(pid),
+            "{pid}, started by the MCP server, outlived the run"
+        );
+    }
+    assert!(!alive(&lines(d, "server.pid")[0]));
 }
 
 /// A JSON Schema of `levels` levels of `$ref`s, each naming the one below twice: checking
