@@ -72,10 +72,14 @@ async fn run(call: &ProgramCall<'_>) -> Result<ToolReply, String> {
     let line = call_line(call);
     let talk = async {
         let mut stdin = child.stdin.take().ok_or("has no stdin")?;
-        // A program that exits without reading its input is not an error of the write.
-        let _ = stdin.write_all(&line).await;
-        drop(stdin);
         let stdout = child.stdout.take().ok_or("has no stdout")?;
+        // Written while its reply is read: a program may answer, or write anything, before
+        // it reads the whole call, and neither pipe waits on the other.
+        let write = async move {
+            // A program that exits without reading its input is not an error of the write.
+            let _ = stdin.write_all(&line).await;
+            drop(stdin);
+        };
         let read = async {
             let mut out = Vec::new();
             let read = stdout
@@ -94,7 +98,7 @@ async fn run(call: &ProgramCall<'_>) -> Result<ToolReply, String> {
             tree.end();
             status
         };
-        let (out, status) = tokio::join!(read, exit);
+        let ((), out, status) = tokio::join!(write, read, exit);
         let out = out.map_err(|e| e.to_string())?;
         if out.len() as u64 > MOST_REPLY_BYTES {
             return Err(format!("wrote more than {MOST_REPLY_BYTES} bytes"));

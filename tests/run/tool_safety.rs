@@ -1,8 +1,8 @@
 //! Tools that act on the world (docs/guide/tools.md, "Tools with side effects"): the
 //! processes a loop starts end with promptgauge however it ends, and everything they start
 //! with them; each call carries an id that is the same when a resume makes it again; a
-//! tool's schema, and an MCP server's listing, cost what the limits allow; a loop that can
-//! make no call is refused.
+//! call's input never waits on its output; a tool's schema, and an MCP server's listing,
+//! cost what the limits allow; a loop that can make no call is refused.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -232,6 +232,37 @@ fn what_a_tool_or_an_mcp_server_starts_in_a_session_of_its_own_ends_with_the_run
         );
     }
     assert!(!alive(&lines(d, "server.pid")[0]));
+}
+
+#[test]
+fn a_tool_that_answers_before_reading_a_call_of_a_mebibyte_is_not_held_up() {
+    let server = scripted_mock(vec![("echo", json!({}))]);
+    let blob = "x".repeat(1024 * 1024);
+    let case = format!(
+        "{{\"id\": \"w1\", \"vars\": {{\"q\": \"How long?\", \"blob\": \"{blob}\"}}, \"expected\": \"read 1048576 bytes\"}}\n"
+    );
+    let b = bench(
+        &case,
+        "name: agent\ncases: cases.jsonl\nvariants: [v.yaml]\ngrade: { kind: exact }\ntools:\n  - name: echo\n    run: [python3, echo.py]\n    timeout: 10s\n",
+    );
+    let d = b.path();
+    // 200 KB written before a byte of the call is read: more than a pipe holds.
+    std::fs::write(
+        d.join("echo.py"),
+        "import json, sys\nsys.stdout.write(' ' * 200000)\nsys.stdout.flush()\ncall = json.loads(sys.stdin.readline())\nprint(json.dumps({'result': f\"read {len(call['vars']['blob'])} bytes\"}))\n",
+    )
+    .unwrap();
+    let out = run(d, &server.1.base_url(), "openai-chat");
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let r = journal(&run_dirs(&d.join("reports")).pop().unwrap())
+        .into_iter()
+        .find(|r| r["case_id"].is_string())
+        .unwrap();
+    assert_eq!(r["steps"][0]["result"], "read 1048576 bytes", "{r}");
+    // The model was given the result.
+    let last = server.1.provider.bodies().last().unwrap().to_string();
+    assert!(last.contains("read 1048576 bytes"), "{last}");
+    assert_eq!(r["score"], 1.0, "{r}");
 }
 
 /// A JSON Schema of `levels` levels of `$ref`s, each naming the one below twice: checking
