@@ -20,6 +20,7 @@ pub(crate) mod ids;
 mod layering;
 pub mod memory;
 pub mod mock;
+pub mod process;
 pub mod report;
 pub mod runner;
 pub mod stats;

@@ -5,7 +5,13 @@ use promptgauge::app;
 use promptgauge::cli::{Cli, Command, Env};
 
 fn main() -> ExitCode {
+    // Started by promptgauge to watch a program it runs (a tool, an MCP server, a scorer):
+    // that alone, never a command.
+    if let Some(exit) = promptgauge::process::watchdog() {
+        return exit;
+    }
     promptgauge::memory::map_large_blocks();
+    promptgauge::process::watch_children();
     let mut cli = Cli::parse();
     let env = Env::capture();
     // What the flags leave to the environment (`--shard auto`), before anything runs.

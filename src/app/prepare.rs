@@ -286,10 +286,10 @@ pub(crate) async fn serve_mcp_tools(
         .parent()
         .unwrap_or(std::path::Path::new("."))
         .to_path_buf();
-    let (servers, tools) = crate::runner::mcp::McpServers::start(&bench.mcp, &dir)
+    let (servers, served) = crate::runner::mcp::McpServers::start(&bench.mcp, &dir)
         .await
         .map_err(|e| UsageError::with_fix(e.message, e.fix))?;
-    bench.serve_tools(tools).map_err(|e| {
+    bench.serve_tools(served).map_err(|e| {
         UsageError::with_fix(
             format!("the tools the MCP servers list: {e}"),
             "leave a tool out with its server's `tools: [names]`, or rename the one `tools:` declares",

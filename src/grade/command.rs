@@ -94,9 +94,10 @@ pub enum CommandError {
 /// One running scorer process.
 struct Process {
     child: Child,
-    /// Its process group (its pid at the start): what it started is in it, and outlives
-    /// the child's own exit.
-    group: Option<i32>,
+    /// Its watchdog and everything beneath it, the scorer and what it started (a
+    /// subprocess, a server, a process in a session of its own, a daemon whose parent
+    /// exited): all ended with it.
+    tree: crate::process::Tree,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     /// Its stderr, read without waiting: what it wrote before its reply is in the pipe
@@ -114,80 +115,10 @@ impl Process {
 }
 
 impl Drop for Process {
-    /// Kills the process and everything it started: its process group, and every
-    /// descendant that left it (`setsid`, a daemon's double fork). The process is a child
-    /// subreaper (see [`CommandScorer::spawn`]), so a descendant whose parent exited is still
-    /// its descendant; each is stopped before any is killed, so none forks away meanwhile.
+    /// Kills the process and everything it started, before the child's handle goes.
     fn drop(&mut self) {
-        if let Some(pid) = self.group.filter(|p| *p > 1) {
-            let tree = freeze_descendants(pid);
-            // SAFETY: plain signals, to the group the child leads and to the processes
-            // found under it (stopped: their pids cannot be reused before this kill).
-            unsafe {
-                libc::kill(-pid, libc::SIGKILL);
-                for p in tree {
-                    libc::kill(p, libc::SIGKILL);
-                }
-            }
-        }
+        self.tree.end();
     }
-}
-
-/// Every process under `root` (by parent links in /proc), each stopped with SIGSTOP,
-/// found again until no new one appears: a stopped process cannot start another.
-fn freeze_descendants(root: i32) -> Vec<i32> {
-    let mut frozen: Vec<i32> = Vec::new();
-    for _ in 0..16 {
-        let found: Vec<i32> = descendants(root)
-            .into_iter()
-            .filter(|p| !frozen.contains(p))
-            .collect();
-        if found.is_empty() {
-            break;
-        }
-        for &p in &found {
-            // SAFETY: a plain signal to a process found under the scorer just now.
-            unsafe {
-                libc::kill(p, libc::SIGSTOP);
-            }
-        }
-        frozen.extend(found);
-    }
-    frozen
-}
-
-/// The processes under `root`, from each one's parent in /proc/PID/stat (empty where
-/// there is no /proc: the process group is then all that is stopped).
-fn descendants(root: i32) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let parents: Vec<(i32, i32)> = entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            // `pid (comm) state ppid …`: comm may hold spaces and parentheses.
-            let after = &stat[stat.rfind(')')? + 1..];
-            let ppid = after.split_whitespace().nth(1)?.parse().ok()?;
-            Some((pid, ppid))
-        })
-        .collect();
-    let mut tree = vec![root];
-    let mut i = 0;
-    while i < tree.len() {
-        let parent = tree[i];
-        tree.extend(
-            parents
-                .iter()
-                .filter(|(pid, ppid)| *ppid == parent && !tree.contains(pid))
-                .map(|(pid, _)| *pid)
-                .collect::<Vec<_>>(),
-        );
-        i += 1;
-    }
-    tree.remove(0);
-    tree
 }
 
 /// A process's stderr, non-blocking, and what was read of it for the current job (its
@@ -297,24 +228,12 @@ impl CommandScorer {
     }
 
     fn spawn(&self) -> Result<Process, String> {
-        let mut command = program_command(&self.argv, &self.env, &self.dir);
-        #[cfg(target_os = "linux")]
-        // SAFETY: prctl is async-signal-safe, and this closure allocates nothing. The
-        // scorer becomes a child subreaper (kept across exec): what its children start and
-        // leave behind stays under it, where `Drop for Process` finds it.
-        unsafe {
-            command.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 {
-                    Ok(())
-                } else {
-                    Err(std::io::Error::last_os_error())
-                }
-            });
-        }
-        let mut child = command
+        let mut child = crate::process::command(&self.argv, &self.env, &self.dir)
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| format!("`{}` cannot start: {e}", self.shown()))?;
+        // Declared after the child: dropped (and so ended) first, on every way out.
+        let tree = crate::process::Tree::of(&child);
         self.started.fetch_add(1, Ordering::SeqCst);
         let (Some(stdin), Some(stdout), Some(err)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
@@ -339,7 +258,7 @@ impl CommandScorer {
             })
             .map_err(|e| format!("cannot read the stderr of `{}`: {e}", self.shown()))?;
         Ok(Process {
-            group: child.id().and_then(|p| i32::try_from(p).ok()),
+            tree,
             child,
             stdin,
             stdout: BufReader::new(stdout),
@@ -583,44 +502,6 @@ pub(crate) fn program_environment(
         .chain(env.iter().cloned())
         .filter_map(|n| std::env::var_os(&n).map(|v| (n, v)))
         .collect())
-}
-
-/// Kills a program's process group (`group`, its leader's pid, from [`program_command`]),
-/// and with it whatever it started there.
-pub(crate) fn kill_group(group: Option<i32>) {
-    if let Some(g) = group {
-        // SAFETY: kill(2) on a process group this process started; no memory is touched.
-        unsafe {
-            libc::kill(-g, libc::SIGKILL);
-        }
-    }
-}
-
-/// A program as promptgauge starts each one it runs (a command scorer, a tool a program
-/// answers, an MCP server): `argv` in `dir` (the bench's folder), with `env` alone (from
-/// [`program_environment`]), its stdin and stdout piped, in a process group of its own (what
-/// it starts is stopped with it), killed when dropped. The caller says where its stderr
-/// goes.
-pub(crate) fn program_command(
-    argv: &[String],
-    env: &[(String, std::ffi::OsString)],
-    dir: &Path,
-) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(argv.first().map_or("", String::as_str));
-    command
-        .args(argv.iter().skip(1))
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .current_dir(if dir.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            dir
-        })
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .process_group(0);
-    command
 }
 
 /// Finds `program` as a process would be started with it: a path (relative to `dir`), or

@@ -123,6 +123,7 @@ mod tests {
                     arguments: args.to_string(),
                     result: String::new(),
                     error: false,
+                    call_id: String::new(),
                 })
                 .collect(),
             ..Answer::default()

@@ -300,14 +300,15 @@ async fn run_calls(
 ) -> Result<(), String> {
     let case = &bench.cases[job.case];
     let most = bench.loop_limits.max_tool_calls;
-    for call in calls {
+    for (index, call) in calls.iter().enumerate() {
         trail.calls += 1;
         if trail.calls > most {
             return Err(format!(
                 "tool call limit reached ({most} calls, loop.max_tool_calls)"
             ));
         }
-        let answered = answer_call(bench, case, call, options).await;
+        let id = call_id(&step.request.idempotency_key, index, call);
+        let (answered, call_id) = answer_call(bench, case, (call, &id), options).await;
         let (text, error) = match answered {
             ToolReply::Result(t) => (t, false),
             ToolReply::Error(e) => (e, true),
@@ -319,6 +320,7 @@ async fn run_calls(
                     arguments: call.arguments.clone(),
                     result: cause.clone(),
                     error: true,
+                    call_id,
                 });
                 return Err(cause);
             }
@@ -329,42 +331,82 @@ async fn run_calls(
             arguments: call.arguments.clone(),
             result: text.clone(),
             error,
+            call_id,
         });
         step.request.messages.push(tool_turn(&call.id, &text));
     }
     Ok(())
 }
 
-/// What one call gets back: refused when the tool is not offered or its arguments do not
-/// fit its schema; else what answers it says — the tool's program, its MCP server, or the
-/// case's script.
+/// The id of the call `index` (0 the first) of the answer to the request `step_key`: the
+/// step's key (the job's, run and repeat, and the step), the call's place among the
+/// answer's, and a hash of the tool and its arguments. A resumed run that sends the step
+/// again gets the same id for the same call; a model that answers with another call gets
+/// another id, and that call runs.
+fn call_id(step_key: &str, index: usize, call: &ToolCall) -> String {
+    // The arguments as JSON, not as written: spaces or key order do not make another call.
+    let arguments = serde_json::from_str::<Value>(&call.arguments)
+        .map_or_else(|_| call.arguments.clone(), |v| v.to_string());
+    let hash = crate::hash::hash_parts(&[&call.name, &arguments]);
+    format!("{step_key}-call{index}-{:08x}", hash >> 32)
+}
+
+/// What one call gets back, and the call id the tool was given (none for a script): refused
+/// when the tool is not offered or its arguments do not fit its schema; else what answers
+/// it says — the tool's program, its MCP server, or the case's script.
 async fn answer_call(
     bench: &Bench,
     case: &crate::suite::Case,
-    call: &ToolCall,
+    (call, id): (&ToolCall, &str),
     options: &RunOptions,
-) -> ToolReply {
-    let arguments = match bench
-        .argument_checks
-        .refusal(&bench.tools, &call.name, &call.arguments)
-    {
+) -> (ToolReply, String) {
+    let arguments = match checked(bench, call).await {
         Ok(arguments) => arguments,
-        Err(refused) => return ToolReply::Error(refused),
+        Err(refused) => return (refused, String::new()),
     };
     let Some(tool) = bench.tools.iter().find(|t| t.name == call.name) else {
-        return reply(&bench.tools, &case.tool_script, &call.name, &call.arguments);
+        let scripted = reply(&bench.tools, &case.tool_script, &call.name, &call.arguments);
+        return (scripted, String::new());
     };
     if let Some(server) = tool.served_by {
-        return match &options.mcp {
-            Some(servers) => servers.call(server, &call.name, arguments).await,
+        let reply = match &options.mcp {
+            Some(servers) => servers.call(server, &call.name, arguments, id).await,
             None => ToolReply::Failed(format!("the MCP server of `{}` is not running", call.name)),
         };
+        return (reply, id.to_string());
     }
     if !tool.run.is_empty() {
         let dir = bench.path.parent().unwrap_or(std::path::Path::new("."));
-        return super::tool_program::call(tool, dir, case, &call.arguments).await;
+        let reply = super::tool_program::call(super::tool_program::ProgramCall {
+            tool,
+            dir,
+            case,
+            arguments: &call.arguments,
+            call_id: id,
+        })
+        .await;
+        return (reply, id.to_string());
     }
-    reply(&bench.tools, &case.tool_script, &call.name, &call.arguments)
+    let scripted = reply(&bench.tools, &case.tool_script, &call.name, &call.arguments);
+    (scripted, String::new())
+}
+
+/// The call's arguments once checked against its tool's schema; the error the model is
+/// given back otherwise. The check runs on a thread of its own, so the loop's deadline and
+/// a stopped run end the loop whatever it costs (a schema's size is bounded when it is
+/// loaded; what recursion in it costs grows with the arguments).
+async fn checked(bench: &Bench, call: &ToolCall) -> Result<Value, ToolReply> {
+    let check = bench
+        .argument_checks
+        .check_of(&bench.tools, &call.name, &call.arguments)
+        .map_err(ToolReply::Error)?;
+    match tokio::task::spawn_blocking(move || check.run()).await {
+        Ok(checked) => checked.map_err(ToolReply::Error),
+        Err(e) => Err(ToolReply::Failed(format!(
+            "checking the arguments of `{}` failed: {e}",
+            call.name
+        ))),
+    }
 }
 
 /// The failed record of a loop a limit or an unscripted call ended: its cause, and what

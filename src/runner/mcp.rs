@@ -2,22 +2,25 @@
 //! program speaking the Model Context Protocol over its stdin and stdout (the `rmcp`
 //! SDK's client): started once a run, in the bench's folder, with the environment a
 //! command scorer gets (PATH, HOME, LANG, TMPDIR and its `env:`, nothing else — no API
-//! key), in a process group of its own that is killed, whole, when the run ends. The
-//! tools it lists are offered to the model beside the bench's own; each call is forwarded
-//! to it with the server's deadline, and what it sends back is read as text, at most
-//! 1 MiB (rmcp itself reads no message over 16 MiB).
+//! key), under a watchdog (`crate::process`): it ends, with all it started, when the run
+//! ends, however the run ends. Its tool listing is read within bounds (pages and bytes);
+//! the tools it lists are offered to the model beside the bench's own; each call is
+//! forwarded to it with the server's deadline and the call's id (`_meta`), and what it
+//! sends back is read as text, at most 1 MiB (rmcp itself reads no message over 16 MiB).
 
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ContentBlock, PaginatedRequestParams, RequestMetaObject,
+};
 use rmcp::service::{RoleClient, RunningService, ServiceExt};
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 
-use crate::suite::tools::{McpServerSpec, ToolReply, ToolSpec};
+use crate::suite::tools::{McpServerSpec, ServedTools, ToolReply, ToolSpec};
 
 /// How long starting a server, or a call, may take unless the server says.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -27,6 +30,15 @@ const MOST_RESULT_BYTES: usize = 1024 * 1024;
 
 /// The most of a server's stderr kept (its end), to say why it would not start or stopped.
 const MOST_STDERR_BYTES: usize = 16 * 1024;
+
+/// The most pages of a server's tool listing read, and the most JSON they may hold
+/// together: a listing that goes on past either is the server's fault, said as such.
+const MOST_LIST_PAGES: usize = 100;
+const MOST_LIST_BYTES: usize = 16 * 1024 * 1024;
+
+/// The key of a call's `_meta` that holds its id (the same when a resumed run makes the
+/// call again; docs/guide/tools.md, "Tools with side effects").
+pub(super) const CALL_ID_META: &str = "promptgauge/call_id";
 
 /// Why a server could not be started, or offered, and what to do.
 #[derive(Debug)]
@@ -53,8 +65,8 @@ struct Server {
     label: String,
     service: RunningService<RoleClient, ()>,
     timeout: Duration,
-    /// Its process group, killed when the run ends.
-    group: Option<i32>,
+    /// Its watchdog and everything beneath it, ended when the run ends.
+    tree: crate::process::Tree,
     child: Mutex<tokio::process::Child>,
     /// The end of what it wrote to its stderr: why it stopped, when it does.
     stderr: Arc<Mutex<Vec<u8>>>,
@@ -92,16 +104,17 @@ impl std::fmt::Debug for McpServers {
 
 impl McpServers {
     /// Starts `specs`' servers (in `dir`, the bench's folder) and lists their tools: each
-    /// one marked with the server that answers it, only those a server's `tools:` names.
-    /// Why a server could not start, or list what it was asked to offer.
+    /// one marked with the server that answers it, only those a server's `tools:` names,
+    /// its schema compiled. Why a server could not start, or list what it was asked to
+    /// offer.
     pub async fn start(
         specs: &[McpServerSpec],
         dir: &Path,
-    ) -> Result<(McpServers, Vec<ToolSpec>), StartError> {
+    ) -> Result<(McpServers, ServedTools), StartError> {
         let mut servers = McpServers {
             servers: Vec::new(),
         };
-        let mut tools = Vec::new();
+        let mut served = ServedTools::default();
         for (i, spec) in specs.iter().enumerate() {
             let named = |e: String| {
                 format!(
@@ -116,29 +129,49 @@ impl McpServers {
             })?;
             servers.servers.push(server);
             let offered = offered(spec, i, listed)?;
-            // What it lists must be what every provider takes: said naming the server.
-            crate::suite::tools::check(&offered)
-                .and_then(|()| crate::suite::tools::ArgumentChecks::of(&offered).map(drop))
-                .map_err(|e| StartError {
-                    message: named(format!("lists a tool no provider takes: {e}")),
-                    fix: format!(
-                        "offer only the others with the server's `tools: [{}]`",
-                        offered
-                            .iter()
-                            .map(|t| t.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                })?;
-            tools.extend(offered);
+            // What it lists must be what every provider takes, and what a call can be
+            // checked against: said naming the server.
+            let others = |tool: &str| {
+                let others: Vec<&str> = offered
+                    .iter()
+                    .map(|t| t.name.as_str())
+                    .filter(|n| *n != tool)
+                    .collect();
+                format!(
+                    "offer only the others with the server's `tools: [{}]`",
+                    others.join(", ")
+                )
+            };
+            crate::suite::tools::check(&offered).map_err(|e| StartError {
+                message: named(format!("lists a tool no provider takes: {e}")),
+                fix: others(""),
+            })?;
+            let checks = crate::suite::tools::ArgumentChecks::of(&offered).map_err(|(tool, e)| {
+                StartError {
+                    message: named(format!(
+                        "lists a tool whose arguments cannot be checked: the parameters of `{tool}` {}",
+                        e.message
+                    )),
+                    fix: others(&tool),
+                }
+            })?;
+            served.checks.extend(checks);
+            served.tools.extend(offered);
         }
-        Ok((servers, tools))
+        Ok((servers, served))
     }
 
     /// What the tool `name` of server `server` returns for `arguments` (already checked
-    /// against its schema): its text, or its error given back to the model. A server that
-    /// stopped, or did not answer in time, fails the job with that cause.
-    pub async fn call(&self, server: usize, name: &str, arguments: Value) -> ToolReply {
+    /// against its schema), the call's id in its `_meta`: its text, or its error given
+    /// back to the model. A server that stopped, or did not answer in time, fails the job
+    /// with that cause.
+    pub async fn call(
+        &self,
+        server: usize,
+        name: &str,
+        arguments: Value,
+        call_id: &str,
+    ) -> ToolReply {
         let Some(s) = self.servers.get(server) else {
             return ToolReply::Failed(format!("no MCP server answers `{name}`"));
         };
@@ -147,6 +180,9 @@ impl McpServers {
             Value::Object(map) => Some(map),
             _ => None,
         };
+        let mut meta = serde_json::Map::new();
+        meta.insert(CALL_ID_META.into(), Value::String(call_id.to_string()));
+        params.meta = Some(RequestMetaObject::from(meta));
         match tokio::time::timeout(s.timeout, s.service.peer().call_tool(params)).await {
             Err(_) => ToolReply::Failed(format!(
                 "the MCP server `{}` did not answer `{name}` within {:?}",
@@ -171,7 +207,7 @@ impl McpServers {
 impl Drop for McpServers {
     fn drop(&mut self) {
         for s in &self.servers {
-            crate::grade::command::kill_group(s.group);
+            s.tree.end();
         }
     }
 }
@@ -189,54 +225,102 @@ async fn start_one(
         message,
         fix: "run: [program, args…] names a program the bench's folder or PATH has; env: lists variable names (env: [API_TOKEN])".into(),
     })?;
-    let group = child.id().and_then(|p| i32::try_from(p).ok());
+    let tree = crate::process::Tree::of(&child);
     let (stderr, reading) = keep_stderr(child.stderr.take());
     let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
         return Err(String::from("has no stdin or stdout").into());
     };
     let started = async {
-        let service = ().serve((stdout, stdin)).await.map_err(|e| e.to_string())?;
-        let tools = service
-            .peer()
-            .list_all_tools()
+        let service = ()
+            .serve((stdout, stdin))
             .await
-            .map_err(|e| format!("listed no tools: {e}"))?;
-        Ok::<_, String>((service, tools))
+            .map_err(|e| StartError::from(format!("did not start as an MCP server: {e}")))?;
+        let tools = list_tools(service.peer()).await?;
+        Ok::<_, StartError>((service, tools))
     };
     let (service, tools) = match tokio::time::timeout(timeout, started).await {
         Ok(Ok(done)) => done,
         failed => {
             let e = match failed {
-                Ok(Err(e)) => format!("did not start as an MCP server: {e}"),
-                _ => format!("did not start within {timeout:?}"),
+                Ok(Err(e)) => e,
+                _ => StartError::from(format!("did not start within {timeout:?}")),
             };
             // Killed, its stderr ends: what it wrote is read to the end.
-            crate::grade::command::kill_group(group);
+            tree.end();
             let _ = tokio::time::timeout(Duration::from_secs(2), reading).await;
-            return Err(with_stderr(e, &stderr).into());
+            return Err(StartError {
+                message: with_stderr(e.message, &stderr),
+                fix: e.fix,
+            });
         }
     };
     let server = Server {
         label: spec.label(),
         service,
         timeout,
-        group,
+        tree,
         child: Mutex::new(child),
         stderr,
     };
     Ok((server, tools))
 }
 
-/// The server's process, started in `dir` with the allow-listed environment, in a process
-/// group of its own.
+/// The server's process, started in `dir` with the allow-listed environment, under a
+/// watchdog.
 fn spawn(spec: &McpServerSpec, dir: &Path) -> Result<tokio::process::Child, String> {
     let program = spec.run.first().ok_or("names no program")?;
     let env = crate::grade::command::program_environment(program, &spec.env, dir)
         .map_err(|e| e.to_string())?;
-    crate::grade::command::program_command(&spec.run, &env, dir)
+    crate::process::command(&spec.run, &env, dir)
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start: {e}"))
+}
+
+/// Every tool the server lists, page after page, within [`MOST_LIST_PAGES`] and
+/// [`MOST_LIST_BYTES`]; why not, as what the server did.
+async fn list_tools(
+    peer: &rmcp::service::Peer<RoleClient>,
+) -> Result<Vec<rmcp::model::Tool>, StartError> {
+    let endless = |message: String| {
+        StartError {
+        message,
+        fix: "a server names a next page (`nextCursor`) only while it has more tools to list, each page once: fix its `tools/list`, or offer fewer tools".into(),
+    }
+    };
+    let mut tools = Vec::new();
+    let mut bytes = 0;
+    let mut cursor: Option<String> = None;
+    let mut cursors = std::collections::HashSet::new();
+    for page in 1..=MOST_LIST_PAGES {
+        let params = PaginatedRequestParams::default().with_cursor(cursor.take());
+        let listed = peer
+            .list_tools(Some(params))
+            .await
+            .map_err(|e| StartError::from(format!("listed no tools: {e}")))?;
+        bytes += serde_json::to_vec(&listed.tools).map_or(0, |t| t.len());
+        tools.extend(listed.tools);
+        if bytes > MOST_LIST_BYTES {
+            return Err(endless(format!(
+                "listed more than {MOST_LIST_BYTES} bytes of tools in {page} pages ({} tools): promptgauge reads at most that much",
+                tools.len()
+            )));
+        }
+        let Some(next) = listed.next_cursor else {
+            return Ok(tools);
+        };
+        if !cursors.insert(next.clone()) {
+            return Err(endless(format!(
+                "listed its tools in a circle: page {page} named as next a page it had named before (cursor `{}`)",
+                crate::client::protocol::truncate(&next, 80)
+            )));
+        }
+        cursor = Some(next);
+    }
+    Err(endless(format!(
+        "listed tools without end: every page named a next one, {MOST_LIST_PAGES} pages and {} tools so far; promptgauge reads at most {MOST_LIST_PAGES} pages",
+        tools.len()
+    )))
 }
 
 /// `e`, with the last lines the server wrote to its stderr (why a program would not start

@@ -9,6 +9,7 @@ pub mod grading;
 pub mod plan;
 pub mod prompts;
 pub mod schema;
+mod schema_cost;
 pub mod template;
 pub mod tools;
 
@@ -305,22 +306,14 @@ impl Bench {
         let params = check_agent_tools(&raw.tools, raw.params, &cases, &here)?;
         let grade_at = here("grade");
         let best_epsilon = best_epsilon(raw.decide, raw.epsilon, &here)?;
-        let argument_checks = tools::ArgumentChecks::of(&raw.tools)
-            .map_err(|e| InputError::new(here("tools"), e).fix("parameters: is a JSON Schema: { type: object, properties: { city: { type: string } } }"))?;
-        if raw.agent_loop.as_ref().is_some_and(|l| l.max_turns == 0) {
-            return Err(InputError::new(
-                here("loop"),
-                "loop.max_turns is 0: no request could be sent",
+        let argument_checks = tools::ArgumentChecks::of(&raw.tools).map_err(|(tool, e)| {
+            InputError::new(
+                here("tools"),
+                format!("the parameters of `{tool}` {}", e.message),
             )
-            .fix("max_turns: 8 (the requests to the model a loop may make, the first included)")
-            .into());
-        }
-        if let Some(d) = raw.agent_loop.as_ref().and_then(|l| l.deadline.as_deref()) {
-            parse_duration(d).map_err(|e| {
-                InputError::new(here("loop"), format!("loop.deadline: {e}"))
-                    .fix("deadline: 5m (or 90s, 1h)")
-            })?;
-        }
+            .fix(e.fix)
+        })?;
+        check_loop(raw.agent_loop.as_ref(), &here)?;
         tools::check_servers(&raw.mcp).map_err(|e| InputError::new(here("mcp"), e).fix("each server is {run: [program, args…], env: [NAMES], timeout: 30s, tools: [names]}; see docs/guide/tools.md"))?;
 
         let variants = load_variants(dir, &raw.variants)?;
@@ -401,14 +394,14 @@ impl Bench {
         !self.tools.is_empty() || !self.mcp.is_empty()
     }
 
-    /// Adds the tools the bench's MCP servers list (each marked with its server) to those
-    /// it declares, offered to the model with them; why they cannot be (a name declared
-    /// twice, one a provider refuses, a schema that is none).
-    pub fn serve_tools(&mut self, served: Vec<tools::ToolSpec>) -> Result<(), String> {
+    /// Adds the tools the bench's MCP servers list (each marked with its server, its
+    /// schema compiled) to those it declares, offered to the model with them; why they
+    /// cannot be (a name declared twice, or one a provider refuses).
+    pub fn serve_tools(&mut self, served: tools::ServedTools) -> Result<(), String> {
         let mut all = self.tools.clone();
-        all.extend(served);
+        all.extend(served.tools);
         tools::check(&all)?;
-        self.argument_checks = tools::ArgumentChecks::of(&all)?;
+        self.argument_checks.extend(served.checks);
         self.params.remove("tools");
         self.params = tools::with_tools(std::mem::take(&mut self.params), &all)?;
         self.tools = all;
@@ -896,6 +889,37 @@ pub(crate) fn is_folder_safe(name: &str) -> bool {
         || name.starts_with('.')
         || name.chars().any(char::is_control)
         || name.len() > 100)
+}
+
+/// `loop:`'s limits: each lets a loop send a request and make a call, and its deadline
+/// reads.
+fn check_loop(
+    agent_loop: Option<&tools::LoopLimits>,
+    here: &dyn Fn(&str) -> FilePos,
+) -> Result<(), InputErrors> {
+    if agent_loop.is_some_and(|l| l.max_turns == 0) {
+        return Err(InputError::new(
+            here("loop"),
+            "loop.max_turns is 0: no request could be sent",
+        )
+        .fix("max_turns: 8 (the requests to the model a loop may make, the first included)")
+        .into());
+    }
+    if agent_loop.is_some_and(|l| l.max_tool_calls == 0) {
+        return Err(InputError::new(
+            here("loop"),
+            "loop.max_tool_calls is 0: the first answer that calls a tool would end its loop, and every job would fail after its first request was paid for",
+        )
+        .fix("max_tool_calls: 16 (the tool calls a loop may make in all); a bench whose model should call no tool declares none")
+        .into());
+    }
+    if let Some(d) = agent_loop.and_then(|l| l.deadline.as_deref()) {
+        parse_duration(d).map_err(|e| {
+            InputError::new(here("loop"), format!("loop.deadline: {e}"))
+                .fix("deadline: 5m (or 90s, 1h)")
+        })?;
+    }
+    Ok(())
 }
 
 /// A usable name, at least one cases file (returned, from `dir`) and at least one variant.

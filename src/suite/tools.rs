@@ -4,6 +4,9 @@
 //! offered is the tools' OpenAI function form, which every protocol translates; what a
 //! call gets back is [`reply`]'s.
 
+use std::sync::Arc;
+
+pub use super::schema_cost::SchemaError;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -82,46 +85,86 @@ impl McpServerSpec {
 }
 
 /// Each tool's JSON Schema, compiled once: a call's arguments are checked against it
-/// before anything answers the call.
+/// before anything answers the call. What a check may cost is bounded when the schema is
+/// compiled (`schema_cost`): its size, its nesting, and how far its `$ref`s expand.
 #[derive(Debug, Default)]
-pub struct ArgumentChecks(Vec<(String, jsonschema::Validator)>);
+pub struct ArgumentChecks(Vec<(String, Arc<jsonschema::Validator>)>);
 
 impl ArgumentChecks {
-    /// The checks of `tools`; why a tool's `parameters` is no JSON Schema.
-    pub fn of(tools: &[ToolSpec]) -> Result<ArgumentChecks, String> {
+    /// The checks of `tools`; why a tool's `parameters` is no JSON Schema, or one that would
+    /// cost too much to check a call against (the tool named).
+    pub fn of(tools: &[ToolSpec]) -> Result<ArgumentChecks, (String, SchemaError)> {
         tools
             .iter()
             .map(|t| {
-                jsonschema::validator_for(&t.parameters)
-                    .map(|v| (t.name.clone(), v))
-                    .map_err(|e| {
-                        format!("the parameters of `{}` are not a JSON Schema: {e}", t.name)
-                    })
+                let compiled = jsonschema::validator_for(&t.parameters).map_err(|e| SchemaError {
+                    message: format!("are not a JSON Schema: {e}"),
+                    fix: "parameters: is a JSON Schema: { type: object, properties: { city: { type: string } } }",
+                });
+                compiled
+                    .and_then(|c| super::schema_cost::check(&t.parameters).map(|()| c))
+                    .map(|c| (t.name.clone(), Arc::new(c)))
+                    .map_err(|e| (t.name.clone(), e))
             })
             .collect::<Result<_, _>>()
             .map(ArgumentChecks)
     }
 
-    /// Why the call `name(arguments)` is refused, as the model is told: a tool that is not
-    /// offered, arguments that are no JSON object or do not match the tool's schema. The
-    /// arguments, when they are fine.
-    pub fn refusal(
+    /// The check of the call `name(arguments)`, to run; why the call is refused before
+    /// any check, as the model is told: a tool that is not offered, or arguments that are
+    /// no JSON object.
+    pub fn check_of(
         &self,
         tools: &[ToolSpec],
         name: &str,
         arguments: &str,
-    ) -> Result<Value, String> {
-        let Some((_, check)) = self.0.iter().find(|(n, _)| n == name) else {
+    ) -> Result<ArgumentCheck, String> {
+        let Some((_, schema)) = self.0.iter().find(|(n, _)| n == name) else {
             let known: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
             return Err(format!(
                 "error: there is no tool `{name}`; the tools are: {}",
                 known.join(", ")
             ));
         };
-        let args = object_of(name, arguments)?;
-        let refused = check.iter_errors(&args).next().map(|e| {
+        Ok(ArgumentCheck {
+            name: name.to_string(),
+            arguments: object_of(name, arguments)?,
+            schema: schema.clone(),
+        })
+    }
+}
+
+impl ArgumentChecks {
+    /// These checks and `more` (of other tools).
+    pub fn extend(&mut self, more: ArgumentChecks) {
+        self.0.extend(more.0);
+    }
+}
+
+/// The tools a bench's MCP servers list, ready to offer: each marked with the server that
+/// answers it, their schemas compiled (once, as the bench's own are when it loads).
+#[derive(Debug, Default)]
+pub struct ServedTools {
+    pub tools: Vec<ToolSpec>,
+    pub checks: ArgumentChecks,
+}
+
+/// A call's arguments and the schema they must match: [`ArgumentCheck::run`] is the work
+/// (a thread's, apart from the loop's, so a deadline is not held up by it).
+pub struct ArgumentCheck {
+    name: String,
+    arguments: Value,
+    schema: Arc<jsonschema::Validator>,
+}
+
+impl ArgumentCheck {
+    /// The arguments, when they match the tool's schema; the error the model is given back
+    /// otherwise.
+    pub fn run(self) -> Result<Value, String> {
+        let refused = self.schema.iter_errors(&self.arguments).next().map(|e| {
             format!(
-                "error: the arguments of `{name}` do not match its schema: {}{}",
+                "error: the arguments of `{}` do not match its schema: {}{}",
+                self.name,
                 shortened(&e.to_string()),
                 match e.instance_path().as_str() {
                     "" => String::new(),
@@ -130,7 +173,7 @@ impl ArgumentChecks {
             )
         });
         match refused {
-            None => Ok(args),
+            None => Ok(self.arguments),
             Some(e) => Err(e),
         }
     }
@@ -161,11 +204,13 @@ fn any_object() -> Value {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoopLimits {
-    /// Requests to the model, the first included.
+    /// Requests to the model, the first included (at least 1).
     #[serde(default = "default_turns")]
+    #[schemars(range(min = 1))]
     pub max_turns: u32,
-    /// Tool calls over the whole loop.
+    /// Tool calls over the whole loop (at least 1).
     #[serde(default = "default_calls")]
+    #[schemars(range(min = 1))]
     pub max_tool_calls: u32,
     /// How long the whole loop may take, its requests and tools together (`5m`) [default:
     /// none — each request has its own total timeout, each tool its own].
@@ -244,6 +289,10 @@ pub struct ToolStep {
     /// model told why.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub error: bool,
+    /// The call's id, as the tool's program or MCP server was given it (none for a
+    /// scripted tool, or a call refused before anything answered it).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub call_id: String,
 }
 
 /// What a call gets back.

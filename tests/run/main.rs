@@ -26,5 +26,6 @@ mod scorers;
 mod sequential;
 mod shell;
 mod store;
+mod tool_safety;
 mod tools;
 mod view;

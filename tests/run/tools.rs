@@ -22,7 +22,7 @@ tools:
 loop: { max_turns: 4, max_tool_calls: 6 }
 ";
 
-fn bench(cases: &str, bench: &str) -> tempfile::TempDir {
+pub(crate) fn bench(cases: &str, bench: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::write(d.join("bench.yaml"), bench).unwrap();
@@ -38,7 +38,7 @@ fn bench(cases: &str, bench: &str) -> tempfile::TempDir {
 const CASE: &str = r#"{"id": "w1", "vars": {"q": "Weather in Oslo?"}, "expected": {"name": "get_weather", "arguments": {"city": "Oslo"}}, "tool_results": [{"tool": "get_weather", "args": {"city": "Oslo"}, "result": "3 °C, rain"}]}
 "#;
 
-fn said(out: &std::process::Output) -> String {
+pub(crate) fn said(out: &std::process::Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -46,7 +46,7 @@ fn said(out: &std::process::Output) -> String {
     )
 }
 
-fn run(d: &Path, url: &str, protocol: &str) -> std::process::Output {
+pub(crate) fn run(d: &Path, url: &str, protocol: &str) -> std::process::Output {
     promptgauge(d)
         .args(["run", "bench.yaml", "--quiet", "--no-store", "--model", "m"])
         .args(["--base-url", url, "--protocol", protocol])
@@ -195,13 +195,13 @@ fn a_loop_runs_its_tools_on_the_simulator_and_the_answer_comes_from_their_result
     );
 }
 
-type Mock = (
+pub(crate) type Mock = (
     tokio::runtime::Runtime,
     promptgauge::mock::server::MockServer,
 );
 
 /// A simulator told every job is case `w1` of LOOP_CASES, with `calls` its agent makes.
-fn scripted_mock(calls: Vec<(&str, Value)>) -> Mock {
+pub(crate) fn scripted_mock(calls: Vec<(&str, Value)>) -> Mock {
     scripted_mock_with(calls, promptgauge::mock::AgentModes::default())
 }
 
@@ -663,7 +663,7 @@ fn parallel_calls_in_one_answer_are_each_answered_in_the_protocol_s_own_form() {
 }
 
 /// The journal's lines (a torn last one, from a kill, left out).
-fn journal_so_far(run: &Path) -> Vec<Value> {
+pub(crate) fn journal_so_far(run: &Path) -> Vec<Value> {
     std::fs::read_to_string(run.join("results.jsonl"))
         .unwrap_or_default()
         .lines()
@@ -939,6 +939,22 @@ fn a_real_mcp_server_lists_the_tools_and_answers_each_call_on_every_protocol() {
         log.lines().all(|l| l.contains(r#""saw_key": false"#)),
         "{log}"
     );
+    // Each call carried its id in `_meta`, where the SDK hands it to the tool: one id a call.
+    let ids: std::collections::BTreeSet<String> = log
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["call_id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(ids.len(), 9, "{log}");
+    assert!(
+        ids.iter()
+            .all(|id| id.starts_with("pg-") && id.contains("-call0-")),
+        "{log}"
+    );
     let pids = std::fs::read_to_string(d.join("server.pid")).unwrap();
     assert_eq!(pids.lines().count(), 4, "check and three runs: {pids}");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -1196,7 +1212,11 @@ fn slow_tool_bench(script: &str, timeout: &str, extra: &str) -> tempfile::TempDi
 /// Whether the process whose pid the file `at` holds still runs (waits up to 10 s for it
 /// to go).
 fn still_runs(at: &Path) -> bool {
-    let pid = std::fs::read_to_string(at).unwrap();
+    alive(&std::fs::read_to_string(at).unwrap())
+}
+
+/// Whether the process `pid` still runs (waits up to 10 s for it to go).
+pub(crate) fn alive(pid: &str) -> bool {
     let proc = format!("/proc/{}", pid.trim());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while Path::new(&proc).exists() {
@@ -1318,8 +1338,8 @@ fn an_mcp_server_that_dies_fails_its_jobs_with_its_status_and_last_words() {
     )
     .unwrap();
     let dying = source.replace(
-        "    log(\"get_weather\", {\"city\": city})\n",
-        "    log(\"get_weather\", {\"city\": city})\n    if city == \"Lima\":\n        import sys\n        print(\"crashing now: out of umbrellas\", file=sys.stderr, flush=True)\n        os._exit(3)\n",
+        "    log(\"get_weather\", {\"city\": city}, ctx)\n",
+        "    log(\"get_weather\", {\"city\": city}, ctx)\n    if city == \"Lima\":\n        import sys\n        print(\"crashing now: out of umbrellas\", file=sys.stderr, flush=True)\n        os._exit(3)\n",
     );
     assert_ne!(dying, source);
     std::fs::write(d.join("weather_server.py"), dying).unwrap();
