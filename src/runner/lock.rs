@@ -38,6 +38,7 @@ pub enum LockError {
 }
 
 fn in_use(dir: &Path, file: &mut File) -> LockError {
+    let _ = file.rewind();
     let mut pid = String::new();
     let _ = file.read_to_string(&mut pid);
     let by = match pid.trim() {
@@ -48,6 +49,38 @@ fn in_use(dir: &Path, file: &mut File) -> LockError {
         dir: dir.to_path_buf(),
         by,
     }
+}
+
+/// How long a lock this process released may still read as taken: a program this process
+/// starts holds every open file, the lock file's included, between its fork and its exec.
+const OWN_RELEASE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Tries `lock`; when the holder on record is this very process, which has released the
+/// folder (a run followed by its resume, in one process) while a child it was starting still
+/// shared the file, tries again until [`OWN_RELEASE`] has passed.
+fn retry_own_release(
+    file: &mut File,
+    lock: fn(&File) -> Result<(), TryLockError>,
+) -> Result<(), TryLockError> {
+    let deadline = std::time::Instant::now() + OWN_RELEASE;
+    loop {
+        match lock(file) {
+            Err(TryLockError::WouldBlock)
+                if std::time::Instant::now() < deadline
+                    && recorded_pid(file) == Some(std::process::id()) =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            other => return other,
+        }
+    }
+}
+
+fn recorded_pid(file: &mut File) -> Option<u32> {
+    let mut pid = String::new();
+    file.rewind().ok()?;
+    file.read_to_string(&mut pid).ok()?;
+    pid.trim().parse().ok()
 }
 
 /// Takes the folder for this process, or says who has it.
@@ -63,7 +96,7 @@ pub(crate) fn acquire(dir: &Path) -> Result<RunLock, LockError> {
         Ok(file) => file,
         Err(error) => return Err(LockError::Open { path, error }),
     };
-    match file.try_lock() {
+    match retry_own_release(&mut file, File::try_lock) {
         Ok(()) => {}
         Err(TryLockError::WouldBlock) => return Err(in_use(dir, &mut file)),
         Err(TryLockError::Error(error)) => return Err(LockError::Lock { path, error }),
@@ -90,7 +123,7 @@ pub(crate) fn read(dir: &Path) -> Result<ReadLock, LockError> {
     let Ok(mut file) = File::open(dir.join(FILE)) else {
         return Ok(ReadLock { _file: None });
     };
-    match file.try_lock_shared() {
+    match retry_own_release(&mut file, File::try_lock_shared) {
         Ok(()) => Ok(ReadLock { _file: Some(file) }),
         Err(TryLockError::WouldBlock) => Err(in_use(dir, &mut file)),
         Err(TryLockError::Error(_)) => Ok(ReadLock { _file: None }),
