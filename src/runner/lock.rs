@@ -149,6 +149,21 @@ mod tests {
     }
 
     #[test]
+    fn a_folder_released_while_a_child_shares_the_lock_file_is_taken_once_the_child_lets_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let held = acquire(dir.path()).unwrap();
+        // What a child between fork and exec holds: the same open file description.
+        let childs_copy = held._file.try_clone().unwrap();
+        drop(held);
+        let child = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            drop(childs_copy);
+        });
+        let _again = acquire(dir.path()).unwrap();
+        child.join().unwrap();
+    }
+
+    #[test]
     fn readers_share_the_folder_and_keep_writers_out() {
         let dir = tempfile::tempdir().unwrap();
         drop(acquire(dir.path()).unwrap());
