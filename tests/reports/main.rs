@@ -9,6 +9,7 @@ mod browser;
 mod golden;
 mod links;
 mod stats;
+mod stats_betting;
 mod stats_permutation;
 mod stats_power;
 mod stats_ppi;
