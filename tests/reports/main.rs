@@ -6,6 +6,7 @@
 mod common;
 
 mod browser;
+mod doc_numbers;
 mod golden;
 mod links;
 mod stats;
