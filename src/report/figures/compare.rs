@@ -1480,6 +1480,50 @@ mod tests {
     }
 
     #[test]
+    fn every_scored_interval_excludes_zero_exactly_when_holm_decides() {
+        // Seeded scored comparisons of 3 variants (case means of 3 repeats, 60 cases, gains
+        // of 0 to 23 points): the betting test's intervals at Holm's level never contradict
+        // its verdicts.
+        let mut seed = 11u64;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        let (mut decided_seen, mut open_seen) = (0, 0);
+        for _ in 0..20 {
+            let arms: Vec<Vec<(CaseScore, CaseScore)>> = (0..3)
+                .map(|_| {
+                    let gain = next(8);
+                    (0..60)
+                        .map(|_| {
+                            let base = next(4);
+                            // ±1 answer of 3 at random, one more right with chance gain/10.
+                            let step = next(3) as i64 - 1 + i64::from(next(10) < gain);
+                            let variant = (base as i64 + step).clamp(0, 3) as u64;
+                            (CaseScore::binary(variant, 3), CaseScore::binary(base, 3))
+                        })
+                        .collect()
+                })
+                .collect();
+            for c in decided(&arms) {
+                assert_eq!(c.method, "betting_on_case_means");
+                let (lo, hi) = (c.ci_low.unwrap(), c.ci_high.unwrap());
+                let decided = matches!(c.verdict, Verdict::Better | Verdict::Worse);
+                assert_eq!(lo > 0.0 || hi < 0.0, decided, "{}", c.sentence);
+                assert!(lo <= c.difference.unwrap() && c.difference.unwrap() <= hi);
+                decided_seen += usize::from(decided);
+                open_seen += usize::from(!decided);
+            }
+        }
+        assert!(
+            decided_seen > 0 && open_seen > 0,
+            "{decided_seen} {open_seen}"
+        );
+    }
+
+    #[test]
     fn unequal_repeats_make_the_difference_the_difference_of_case_means_and_say_so() {
         // Case 1: variant 1/1 (two jobs failed), baseline 1/3; case 2: 0/3 and 0/3; case 3:
         // 1/3 and 1/3. Pooled accuracies 2/7 and 2/9; case means 4/9 and 2/9.
