@@ -313,6 +313,19 @@ struct Search {
     out_at: Vec<Option<usize>>,
     /// The position of the case the search ended on.
     ended_at: Option<usize>,
+    /// The cases of the bench's largest unit (1 ungrouped): a unit weighs its cases over
+    /// these. Counted over the whole bench, so every shard weighs a group alike.
+    largest_unit: f64,
+}
+
+/// The cases of the largest unit of `--best` over groups ([`SequentialPlan::units`]: each
+/// case's unit); 1 when the cases are the units.
+fn largest_unit(units: &[u32]) -> f64 {
+    let mut sizes: HashMap<u32, u32> = HashMap::new();
+    for &u in units {
+        *sizes.entry(u).or_default() += 1;
+    }
+    f64::from(sizes.into_values().max().unwrap_or(1))
 }
 
 /// The name a verdict has in the summary and the journal.
@@ -430,6 +443,7 @@ impl Sequential {
                 }),
                 out_at: vec![None; arms],
                 ended_at: None,
+                largest_unit: largest_unit(&plan.units),
             }),
         };
         if tests.best.is_none() {
@@ -709,8 +723,10 @@ impl Sequential {
                     .flatten()
             })
             .collect();
-        // A case with a failed job of an arm in play tells nothing: it is not heard.
-        let out = search.arms.hear(&scores);
+        // A case with a failed job of an arm in play tells nothing: it is not heard. A group
+        // weighs its cases, so the search is of the mean over cases, as every figure is.
+        let weight = (self.starts[pos + 1] - self.starts[pos]) as f64 / search.largest_unit;
+        let out = search.arms.hear_unit(&scores, weight);
         for e in &out {
             search.out_at[e.arm] = Some(pos);
         }

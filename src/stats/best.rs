@@ -16,6 +16,11 @@
 //! The run stops when one arm is left, or when an arm left is confirmed against every other
 //! arm left: it is then the best or within ε of it (and so is any other arm confirmed so).
 //!
+//! Groups of cases (`group:`) are heard whole, each a unit weighing its cases: a group of n
+//! cases bets on w·(dₜ − c), w = n / (the largest group's n), so every test and every mean
+//! is of the mean over cases — the estimand of every other figure of the report — with
+//! groups as the sampling unit ([`BestArm::hear_unit`]).
+//!
 //! The guarantee. Let a* be a best arm. A wrong answer needs either a* eliminated — the
 //! better test of some (i, a*) crossed while its null (μᵢ ≤ μₐ*) is true: K − 1 tests — or an
 //! arm b declared within ε of the best while μₐ* − μ_b > ε — the within test of (b, a*)
@@ -145,35 +150,45 @@ impl Bet {
         }
     }
 
-    /// The bet on the next case, from the pair's sums so far (n cases, Σd, Σd²).
-    fn size(&self, n: f64, sum: f64, sum2: f64) -> f64 {
+    /// The bet on the next unit, from the pair's sums so far: growth-optimal for
+    /// y = w·(d − c), the mean of y over its second moment, each shrunk toward the prior
+    /// (at the mean weight seen). With every w = 1 (cases, or groups of one size) y = d − c.
+    fn size(&self, s: &Sums) -> f64 {
         let c = self.c;
-        // The mean of d − c, shrunk toward the prior; its second moment, toward ¼.
-        let mean = (sum + self.prior_cases * self.prior_mean) / (n + self.prior_cases) - c;
-        let m2 = (sum2 - 2.0 * c * sum + n * c * c + PRIOR_CASES * 0.25) / (n + PRIOR_CASES);
+        let w_bar = if s.n > 0.0 { s.w / s.n } else { 1.0 };
+        let sum = s.wd - c * s.w;
+        let sum2 = s.w2d2 - 2.0 * c * s.w2d + c * c * s.w2;
+        let mean =
+            (sum + self.prior_cases * w_bar * (self.prior_mean - c)) / (s.n + self.prior_cases);
+        let m2 = (sum2 + PRIOR_CASES * 0.25 * w_bar * w_bar) / (s.n + PRIOR_CASES);
         if mean <= 0.0 || m2 <= 0.0 {
             return 0.0;
         }
         (mean / m2).min(MAX_BET / (1.0 + c))
     }
 
-    fn hear(&mut self, lambda: f64, d: f64, threshold: f64) {
+    /// Bets `lambda` on the unit's y = w·(d − c) ≥ −(1 + c), so 1 + λy ≥ 1 − [`MAX_BET`].
+    fn hear(&mut self, lambda: f64, y: f64, threshold: f64) {
         if self.crossed {
             return;
         }
-        self.wealth *= 1.0 + lambda * (d - self.c);
+        self.wealth *= 1.0 + lambda * y;
         if self.wealth >= threshold {
             self.crossed = true;
         }
     }
 }
 
-/// The tests of one ordered pair (i, j), on d = xᵢ − xⱼ.
+/// The tests of one ordered pair (i, j), on d = xᵢ − xⱼ, each unit weighted by w (its
+/// cases over the largest unit's): the sums of w, w·d, w², w²·d and w²·d² the bets need.
 #[derive(Debug, Clone)]
 struct Pair {
     n: f64,
-    sum: f64,
-    sum2: f64,
+    w: f64,
+    wd: f64,
+    w2: f64,
+    w2d: f64,
+    w2d2: f64,
     /// "i is no better than j" at each of [`MARGINS`]; the first (c = 0) eliminates j.
     better: Vec<Bet>,
     /// "j is more than ε better than i": crossed confirms i against j.
@@ -184,8 +199,11 @@ impl Pair {
     fn new(epsilon: f64, gap_bounds: bool) -> Pair {
         Pair {
             n: 0.0,
-            sum: 0.0,
-            sum2: 0.0,
+            w: 0.0,
+            wd: 0.0,
+            w2: 0.0,
+            w2d: 0.0,
+            w2d2: 0.0,
             better: MARGINS[..if gap_bounds { MARGINS.len() } else { 1 }]
                 .iter()
                 .map(|&c| Bet::better(c))
@@ -194,20 +212,45 @@ impl Pair {
         }
     }
 
-    fn hear(&mut self, d: f64, threshold: f64) {
-        let (n, sum, sum2) = (self.n, self.sum, self.sum2);
+    fn hear(&mut self, d: f64, w: f64, threshold: f64) {
+        let sums = Sums {
+            n: self.n,
+            w: self.w,
+            wd: self.wd,
+            w2: self.w2,
+            w2d: self.w2d,
+            w2d2: self.w2d2,
+        };
         for bet in self
             .better
             .iter_mut()
             .chain(std::iter::once(&mut self.within))
         {
-            let lambda = bet.size(n, sum, sum2);
-            bet.hear(lambda, d, threshold);
+            let lambda = bet.size(&sums);
+            bet.hear(lambda, w * (d - bet.c), threshold);
         }
         self.n += 1.0;
-        self.sum += d;
-        self.sum2 += d * d;
+        self.w += w;
+        self.wd += w * d;
+        self.w2 += w * w;
+        self.w2d += w * w * d;
+        self.w2d2 += w * w * d * d;
     }
+
+    /// The mean of d over the cases heard (each unit weighing its cases).
+    fn mean(&self) -> f64 {
+        if self.w > 0.0 { self.wd / self.w } else { 0.0 }
+    }
+}
+
+/// A pair's sums before the unit being bet on.
+struct Sums {
+    n: f64,
+    w: f64,
+    wd: f64,
+    w2: f64,
+    w2d: f64,
+    w2d2: f64,
 }
 
 /// The search for the best of K arms, case by case.
@@ -217,8 +260,9 @@ pub struct BestArm {
     threshold: f64,
     alive: Vec<bool>,
     cases: u64,
-    /// Each arm's score sum and cases heard while it was in play.
-    sums: Vec<(f64, u64)>,
+    /// Each arm's weighted score sum and weight heard while it was in play (weights are
+    /// cases, as a share of the largest unit's: the mean is over cases).
+    sums: Vec<(f64, f64)>,
     pairs: Vec<Pair>,
     eliminated: Vec<Elimination>,
 }
@@ -231,7 +275,7 @@ impl BestArm {
             threshold: 1.0 / settings.alpha(),
             alive: vec![true; k],
             cases: 0,
-            sums: vec![(0.0, 0); k],
+            sums: vec![(0.0, 0.0); k],
             pairs: (0..k * k)
                 .map(|_| Pair::new(settings.epsilon, settings.gap_bounds))
                 .collect(),
@@ -254,11 +298,12 @@ impl BestArm {
         self.cases
     }
 
-    /// Each arm's mean score over the cases it was sent (`None` before any).
+    /// Each arm's mean score over the cases it was sent, every case weighing one (a group
+    /// weighs its cases); `None` before any.
     pub fn means(&self) -> Vec<Option<f64>> {
         self.sums
             .iter()
-            .map(|&(s, n)| (n > 0).then(|| s / n as f64))
+            .map(|&(s, w)| (w > 0.0).then(|| s / w))
             .collect()
     }
 
@@ -271,9 +316,20 @@ impl BestArm {
     /// Returns the arms it eliminated. An arm in play without a score is an error of the
     /// caller: the case is not heard.
     pub fn hear(&mut self, scores: &[Option<f64>]) -> Vec<Elimination> {
+        self.hear_unit(scores, 1.0)
+    }
+
+    /// Hears one unit of cases (a group): each arm in play's mean score over its cases, and
+    /// its `weight` — its cases over the largest unit's, in (0, 1]. The tests are of the mean
+    /// over cases, μ = E[Σ scores]/E[cases] with units drawn at random (docs/dev/statistics.md
+    /// §9): each bets on w·(d − c), whose mean is ≤ 0 exactly when the case-weighted mean
+    /// difference is ≤ c. A unit out of range, like an arm in play without a score, is not
+    /// heard.
+    pub fn hear_unit(&mut self, scores: &[Option<f64>], weight: f64) -> Vec<Elimination> {
         let k = self.settings.arms;
         let alive = self.remaining();
         if alive.len() < 2
+            || !(weight > 0.0 && weight <= 1.0)
             || alive.iter().any(|&a| {
                 !scores
                     .get(a)
@@ -287,14 +343,14 @@ impl BestArm {
         self.cases += 1;
         for &a in &alive {
             let x = scores[a].unwrap_or(0.0);
-            self.sums[a].0 += x;
-            self.sums[a].1 += 1;
+            self.sums[a].0 += weight * x;
+            self.sums[a].1 += weight;
         }
         for &i in &alive {
             for &j in &alive {
                 if i != j {
                     let d = scores[i].unwrap_or(0.0) - scores[j].unwrap_or(0.0);
-                    self.pairs[i * k + j].hear(d, self.threshold);
+                    self.pairs[i * k + j].hear(d, weight, self.threshold);
                 }
             }
         }
@@ -319,7 +375,7 @@ impl BestArm {
                     by,
                     cases: self.cases,
                     gap_at_least: gap,
-                    gap_seen: pair.sum / pair.n.max(1.0),
+                    gap_seen: pair.mean(),
                 });
             }
         }
@@ -330,7 +386,7 @@ impl BestArm {
                 .iter()
                 .copied()
                 .max_by(|&a, &b| {
-                    let m = |x: usize| self.sums[x].0 / self.sums[x].1.max(1) as f64;
+                    let m = |x: usize| self.sums[x].0 / self.sums[x].1.max(f64::MIN_POSITIVE);
                     m(a).total_cmp(&m(b))
                 })
                 .unwrap_or(alive[0]);
@@ -533,6 +589,67 @@ mod tests {
         }
         assert!(wrong <= 5, "{wrong} of 100 wrong");
         assert_eq!(open, 0, "every search ended");
+    }
+
+    #[test]
+    fn groups_of_unequal_sizes_are_searched_by_the_mean_over_cases() {
+        // Half the groups one case, half nine. Arm 0 right 90% of the time on one-case
+        // groups and 55% on nine-case ones; arm 1 50% and 75%. Over cases arm 1 is best
+        // (72.5% against 58.5%); over groups, each weighing one, arm 0 would be (72.5%
+        // against 62.5%). The search names arm 1, and its means are those over cases.
+        use rand::{RngExt, SeedableRng};
+        for seed in 0..20 {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+            let mut best = BestArm::new(settings(2));
+            let (mut cases, mut right) = (0.0, [0.0; 2]);
+            while best.verdict() == BestVerdict::Open && best.cases() < 20_000 {
+                let (size, p) = if rng.random::<f64>() < 0.5 {
+                    (1, [0.9, 0.5])
+                } else {
+                    (9, [0.55, 0.75])
+                };
+                let mut scores = [0.0; 2];
+                for (arm, score) in scores.iter_mut().enumerate() {
+                    let hits = (0..size).filter(|_| rng.random::<f64>() < p[arm]).count();
+                    *score = hits as f64 / f64::from(size);
+                }
+                // Open: both arms are in play and hear this group.
+                cases += f64::from(size);
+                right[0] += scores[0] * f64::from(size);
+                right[1] += scores[1] * f64::from(size);
+                best.hear_unit(&[Some(scores[0]), Some(scores[1])], f64::from(size) / 9.0);
+            }
+            let named = match best.verdict() {
+                BestVerdict::One(a) => vec![a],
+                BestVerdict::WithinEpsilon(arms) => arms,
+                BestVerdict::Open => Vec::new(),
+            };
+            assert_eq!(named, vec![1], "seed {seed}");
+            // Its means, and the gap an elimination states, are over the cases heard.
+            let means = best.means();
+            assert!(
+                (means[0].unwrap() - right[0] / cases).abs() < 1e-9,
+                "{means:?}"
+            );
+            assert!(
+                (means[1].unwrap() - right[1] / cases).abs() < 1e-9,
+                "{means:?}"
+            );
+            if let Some(e) = best.eliminated().first() {
+                assert_eq!((e.arm, e.by), (0, 1));
+                let over_cases = (right[1] - right[0]) / cases;
+                assert!((e.gap_seen - over_cases).abs() < 1e-9, "{e:?} {over_cases}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_unit_out_of_range_is_not_heard() {
+        let mut best = BestArm::new(settings(2));
+        best.hear_unit(&[Some(1.0), Some(0.0)], 0.0);
+        best.hear_unit(&[Some(1.0), Some(0.0)], 1.5);
+        best.hear_unit(&[Some(1.0), Some(0.0)], f64::NAN);
+        assert_eq!(best.cases(), 0);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! Holm rejects comparison i at α when its adjusted p-value p̃ᵢ < α. Since p̃ᵢ ≥ pᵢ, that is
 //! the same as pᵢ < αᵢ with αᵢ = α·pᵢ/p̃ᵢ. An interval that inverts the same test at level
 //! 1 − αᵢ excludes 0 exactly when pᵢ < αᵢ ([`crate::stats::paired::exact_paired_interval`],
-//! [`crate::stats::scores::paired_interval`]), so
+//! [`crate::stats::betting::BoundedMean::interval`]), so
 //! reporting each comparison's interval at 1 − αᵢ makes "the interval excludes 0" and "Holm
 //! says better/worse" the same statement. αᵢ lies between α/m (the smallest p-value, Holm's
 //! Bonferroni step) and α (the last step), so each interval is at least the plain

@@ -5,6 +5,7 @@
 //! committed with its script (tests/fixtures/).
 
 pub mod best;
+pub mod betting;
 pub(crate) mod bounded;
 pub mod cluster;
 pub mod holm;

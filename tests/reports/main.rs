@@ -6,9 +6,11 @@
 mod common;
 
 mod browser;
+mod doc_numbers;
 mod golden;
 mod links;
 mod stats;
+mod stats_betting;
 mod stats_permutation;
 mod stats_power;
 mod stats_ppi;

@@ -631,6 +631,65 @@ fn best_over_grouped_cases_counts_groups_and_sends_each_group_whole() {
     );
 }
 
+#[test]
+fn best_over_groups_of_unequal_sizes_names_the_arm_the_report_finds_better() {
+    // 400 groups of one case and 400 of nine. "a" is right 90% of the time on one-case
+    // groups and 55% on nine-case ones, "b" 50% and 75%: over cases b is 14 points better
+    // (72.5% against 58.5%), over groups, each weighing one, a would be 10 points better.
+    // The search names b, and the report's comparison of the same jobs agrees.
+    let (_rt, server) = start_mock(MockConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut lines = String::new();
+    let mut case = 0;
+    for g in 0..800 {
+        let (size, a, b) = if g % 2 == 0 { (1, 90, 50) } else { (9, 55, 75) };
+        for _ in 0..size {
+            let (x, y) = (case % 97 + 3, case / 97 + 11);
+            lines.push_str(&format!(
+                "{{\"id\": \"s-{case}\", \"group\": \"g{g}\", \"vars\": {{\"q\": \"What is {x} + {y}?\", \"a\": \"{a}\", \"b\": \"{b}\"}}, \"expected\": \"{}\"}}\n",
+                x + y
+            ));
+            case += 1;
+        }
+    }
+    std::fs::write(d.join("cases.jsonl"), lines).unwrap();
+    for v in ["a", "b"] {
+        std::fs::write(
+            d.join(format!("{v}.yaml")),
+            format!("name: {v}\nmessages:\n  - {{ role: system, content: \"Answer with a number only (simulated accuracy {{{{ {v} }}}}%).\" }}\n  - {{ role: user, content: \"{{{{ q }}}}\" }}\n"),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        d.join("bench.yaml"),
+        "name: unequal\ncases: cases.jsonl\nvariants:\n  - a.yaml\n  - b.yaml\ngrade: { kind: number }\nlimits: { concurrency: 12 }\n",
+    )
+    .unwrap();
+    let (code, said) = search(d, &server.base_url(), &["--seed", "3"]);
+    assert!(code.is_some_and(|c| c < 2), "{said}");
+    let run = run_dirs(&d.join("reports")).pop().unwrap();
+    let s = summary(&run);
+    let best = s.sequential.as_ref().unwrap().best.as_ref().unwrap();
+    assert!(best.grouped);
+    assert_eq!(best.named, vec!["b".to_string()], "{said}");
+    let e = &best.eliminated[0];
+    assert_eq!((e.variant.as_str(), e.by.as_str()), ("a", "b"), "{best:?}");
+    assert!(e.gap_seen > 0.0, "{best:?}");
+    // The table: b against the baseline a, over the same cases, is better.
+    let c = s
+        .comparisons
+        .iter()
+        .find(|c| c.variant == "b" && c.against == "a")
+        .unwrap();
+    assert!(c.difference.unwrap() > 0.0, "{c:?}");
+    assert_eq!(
+        c.verdict,
+        promptgauge::report::compare::Verdict::Better,
+        "{said}"
+    );
+}
+
 /// Puts the cases of `dir`'s cases.jsonl in groups of `size`, in file order (g0, g1, …).
 fn group_cases(dir: &Path, size: usize) {
     let path = dir.join("cases.jsonl");

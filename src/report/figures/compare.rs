@@ -15,6 +15,7 @@ pub use super::run_comparison::RunComparison;
 pub(crate) use super::run_comparison::{CaseSide, Flip, RunSide, VariantPair, same_case};
 
 use crate::ids::Ids;
+use crate::stats::betting::BoundedMean;
 use crate::stats::cluster::CaseScore;
 use crate::stats::holm::{holm, holm_level};
 use crate::stats::paired::PairedTable;
@@ -65,8 +66,9 @@ enum Basis {
     /// Every case mean 0 or 1 (one answer per case, or repeats that always agree): the
     /// paired 2×2 table, the interval that inverts exact McNemar.
     Table(PairedTable),
-    /// Case means: the interval that agrees with the sign-flip test on them.
-    Means,
+    /// Fractional case means: the betting test of equal means and the interval inverting
+    /// it, its bets sized at the run's confidence (docs/dev/statistics.md §3b).
+    Means { confidence: f64 },
     /// Grouped cases: the sign-flip test by group inverted on the group sums.
     Groups,
 }
@@ -90,7 +92,8 @@ pub struct Comparison {
     pub against: String,
     /// Cases graded in both arms.
     pub cases: u64,
-    /// `sign_flip_on_case_means` (`_by_group` when cases carry groups), with
+    /// `sign_flip_on_case_means` (0/1 case means; `_by_group` when cases carry groups),
+    /// `betting_on_case_means` (fractional case means, docs/dev/statistics.md §3b), with
     /// `+labels_ppi` when people's labels corrected a judge.
     pub method: String,
     /// With one sample per case: the 2×2 table.
@@ -478,7 +481,16 @@ pub(crate) fn compare(
     c.reference_mean = Some(pairs.iter().map(|(_, r)| mean(r)).sum::<f64>() / n);
     set_basis(&mut c, pairs, &diffs, d);
     c.units = units_of(&mut c, paired.groups, &diffs, d);
-    c.p_value = sign_flip_test(&c.units.sums).map(|t| t.p_value);
+    c.p_value = match c.basis {
+        // Fractional case means: a test of equal means for scores in [0, 1]; the sign-flip
+        // test's null is symmetry, which skewed differences break (docs/dev/statistics.md §3b).
+        Basis::Means { .. } => {
+            c.basis = Basis::Means { confidence };
+            c.method = "betting_on_case_means".into();
+            BoundedMean::new(&c.units.sums, confidence).map(|t| t.p_value(0.0))
+        }
+        _ => sign_flip_test(&c.units.sums).map(|t| t.p_value),
+    };
     if paired.scored && paired.groups.is_none() {
         paired_t(&mut c, pairs, confidence);
     }
@@ -543,7 +555,7 @@ fn set_basis(c: &mut Comparison, pairs: &[(CaseScore, CaseScore)], diffs: &[f64]
     } else {
         let var = diffs.iter().map(|x| (x - d).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
         c.spread = Spread::Variance(var);
-        c.basis = Basis::Means;
+        c.basis = Basis::Means { confidence: 0.95 };
     }
 }
 
@@ -661,8 +673,8 @@ fn interval(c: &Comparison, level: f64) -> Option<(f64, f64)> {
     match &c.basis {
         Basis::None => None,
         Basis::Table(t) => exact_paired_interval(t, level).map(|(_, lo, hi)| (lo, hi)),
-        Basis::Means => {
-            crate::stats::scores::paired_interval(&units.sums, level).map(|(_, lo, hi)| (lo, hi))
+        Basis::Means { confidence } => {
+            BoundedMean::new(&units.sums, *confidence).and_then(|t| t.interval(level))
         }
         Basis::Groups => {
             // The groups are the units: the sign-flip test by group inverted on the same
@@ -724,7 +736,14 @@ fn cases_needed(c: &Comparison, alpha: f64, comparisons: usize) -> Needed {
                 None => return Needed::BeyondAMillion,
             }
         }
-        (_, Spread::Variance(var)) => (z_ab * z_ab * var / (d * d)).ceil(),
+        (_, Spread::Variance(var)) => {
+            // The betting test (docs/dev/statistics.md §3b) with bets sized at α rejects at
+            // level α' about when √n·|d̄|/σ ≥ (log(2/α') + log(2/α)) / √(2 log(2/α)).
+            let bet = (2.0 / alpha).ln();
+            let level = (2.0 * comparisons as f64 / alpha).ln();
+            let z_b = (level + bet) / (2.0 * bet).sqrt() + z.inverse_cdf(POWER);
+            (z_b * z_b * var / (d * d)).ceil()
+        }
         _ => return Needed::Unknown,
     };
     let n = (n * deff).ceil();
@@ -1378,6 +1397,41 @@ mod tests {
     }
 
     #[test]
+    fn skewed_scores_with_equal_means_are_not_called_different() {
+        // 20 cases: the variant scores 0.1 on each, the baseline 0 (a baseline right on 10%
+        // of cases misses 20 in a row 12% of the time, with equal means). The sign-flip
+        // test said "better, p = 2/2²⁰"; the betting test of equal means does not.
+        let score = |x: f64| {
+            let mut s = CaseScore::default();
+            s.add(x);
+            s
+        };
+        let pairs = vec![(score(0.1), score(0.0)); 20];
+        let cs = decided(&[pairs]);
+        let c = &cs[0];
+        assert_eq!(c.method, "betting_on_case_means");
+        assert_eq!(c.verdict, Verdict::NotDistinguishable, "{c:?}");
+        assert!(
+            c.ci_low.unwrap() < 0.0 && c.ci_high.unwrap() >= 0.1,
+            "{c:?}"
+        );
+        // 200 cases of a clear gain (+0.2 on 60%, −0.1 on the rest): better, and the
+        // interval agrees.
+        let pairs: Vec<_> = (0..200)
+            .map(|i| {
+                if i % 5 < 3 {
+                    (score(0.6), score(0.4))
+                } else {
+                    (score(0.4), score(0.5))
+                }
+            })
+            .collect();
+        let cs = decided(&[pairs]);
+        assert_eq!(cs[0].verdict, Verdict::Better, "{:?}", cs[0]);
+        assert!(cs[0].ci_low.unwrap() > 0.0, "{:?}", cs[0]);
+    }
+
+    #[test]
     fn no_spread_is_no_certainty() {
         // Two cases, the variant 3/3 and the baseline 0/3 on each: the same evidence as
         // two discordant pairs, p = 0.5 (it was "better, p < 0.001" under a t-test).
@@ -1423,6 +1477,50 @@ mod tests {
             }
         }
         assert!(disagreed_at_plain_level > 0, "the seeds exercise the case");
+    }
+
+    #[test]
+    fn every_scored_interval_excludes_zero_exactly_when_holm_decides() {
+        // Seeded scored comparisons of 3 variants (case means of 3 repeats, 60 cases, gains
+        // of 0 to 23 points): the betting test's intervals at Holm's level never contradict
+        // its verdicts.
+        let mut seed = 11u64;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        let (mut decided_seen, mut open_seen) = (0, 0);
+        for _ in 0..20 {
+            let arms: Vec<Vec<(CaseScore, CaseScore)>> = (0..3)
+                .map(|_| {
+                    let gain = next(8);
+                    (0..60)
+                        .map(|_| {
+                            let base = next(4);
+                            // ±1 answer of 3 at random, one more right with chance gain/10.
+                            let step = next(3) as i64 - 1 + i64::from(next(10) < gain);
+                            let variant = (base as i64 + step).clamp(0, 3) as u64;
+                            (CaseScore::binary(variant, 3), CaseScore::binary(base, 3))
+                        })
+                        .collect()
+                })
+                .collect();
+            for c in decided(&arms) {
+                assert_eq!(c.method, "betting_on_case_means");
+                let (lo, hi) = (c.ci_low.unwrap(), c.ci_high.unwrap());
+                let decided = matches!(c.verdict, Verdict::Better | Verdict::Worse);
+                assert_eq!(lo > 0.0 || hi < 0.0, decided, "{}", c.sentence);
+                assert!(lo <= c.difference.unwrap() && c.difference.unwrap() <= hi);
+                decided_seen += usize::from(decided);
+                open_seen += usize::from(!decided);
+            }
+        }
+        assert!(
+            decided_seen > 0 && open_seen > 0,
+            "{decided_seen} {open_seen}"
+        );
     }
 
     #[test]
