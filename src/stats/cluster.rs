@@ -102,12 +102,16 @@ pub fn design_effect(cases: &[CaseScore]) -> f64 {
 ///
 /// With one sample per case: plain Wilson. With repeats, n_eff is Kish's N/deff, never above
 /// the effective number of cases n/φ that the case means' own interval uses
-/// ([`crate::stats::scores::mean_score`]), with that interval's critical value (between z
-/// and t with n − 1 degrees of freedom). Kish's ρ̂ is noisy at few cases, and a sample with
-/// no hard case (every case near-perfect) looks like independent repeats: Kish with z
-/// covered 91.2% at 20 cases, and with t alone 92.1% (accuracy 90%, ρ 0.5); bounded by
-/// the case means it covers ≥ 94.7% at 20, 60 and 300 cases
-/// (tests/fixtures/bounded_coverage.py, part B).
+/// ([`crate::stats::scores::mean_score`]), with t at n − 1 degrees of freedom (n cases) and
+/// a bound resting on at most five outcomes at its end widened to the Poisson bound
+/// ([`crate::stats::bounded::rare_widened`]). Kish's ρ̂ is noisy at few cases, and a sample
+/// with no hard case (every case near-perfect) looks like independent repeats: Kish with z
+/// covered 91.2% at 20 cases, and with t alone 92.1% (accuracy 90%, ρ 0.5); bounded by the
+/// case means it covers ≥ 94.7% at 20, 60 and 300 cases (tests/fixtures/bounded_coverage.py,
+/// part B). Repeats that always agree (ρ = 1) make the case means 0/1, where §3's critical
+/// value is z: Wilson on the cases, which covered 92.45% at 20 cases and 95% accuracy (17 of
+/// 20 gave [63.96, 94.76]); with t and the rare-outcome bound, ≥ 94.6% at every accuracy
+/// from 50% to 99.9% (part C).
 pub fn clustered_wilson(cases: &[CaseScore], confidence: f64) -> Option<(f64, f64, f64, f64)> {
     let total: f64 = cases.iter().map(|c| c.score).sum();
     let n: u64 = cases.iter().map(|c| c.graded).sum();
@@ -119,9 +123,11 @@ pub fn clustered_wilson(cases: &[CaseScore], confidence: f64) -> Option<(f64, f6
     let means: Vec<f64> = cases.iter().filter_map(CaseScore::mean).collect();
     let repeated = cases.iter().any(|c| c.graded > 1);
     let (lo, hi, n_eff) = match crate::stats::bounded::effective_cases(&means, confidence) {
-        Some((_, cases_eff, c)) if repeated => {
+        Some((_, cases_eff, _)) if repeated => {
             let n_eff = kish.min(cases_eff);
-            let (lo, hi) = super::wilson_c(p, n_eff, c);
+            let t = crate::stats::bounded::t_critical(confidence, (means.len() - 1) as f64)?;
+            let wilson = super::wilson_c(p, n_eff, t);
+            let (lo, hi) = crate::stats::bounded::rare_widened(p, n_eff, confidence, wilson);
             (lo, hi, n_eff)
         }
         _ => {
@@ -267,9 +273,30 @@ mod tests {
         let cases = cs(&[(5, 5), (0, 5), (5, 5), (5, 5)]);
         let (_, lo, hi, deff) = clustered_wilson(&cases, 0.95).unwrap();
         assert!((deff - 5.0).abs() < 1e-9, "{deff}");
+        // Four cases' worth, with t at 3 degrees of freedom and the rare-outcome bounds: no
+        // narrower than Wilson's 3 of 4.
         let (plo, phi) = crate::stats::wilson(3, 4, 0.95).unwrap();
-        assert!((lo - plo).abs() < 1e-9 && (hi - phi).abs() < 1e-9);
+        assert!(lo < plo && hi > phi, "[{lo}, {hi}] vs [{plo}, {phi}]");
         assert_eq!(consistency(&cases), Some(1.0));
+    }
+
+    #[test]
+    fn repeats_that_always_agree_cover_at_twenty_cases() {
+        // Issue 50: 17 of 20 cases right on all 3 repeats gave Wilson's [63.96, 94.76], which
+        // excludes 95% (covered 92.45% at 95% accuracy).
+        let mut cases = cs(&[(3, 3); 17]);
+        cases.extend(cs(&[(0, 3); 3]));
+        let (p, lo, hi, deff) = clustered_wilson(&cases, 0.95).unwrap();
+        assert!((p - 0.85).abs() < 1e-12 && (deff - 3.0).abs() < 1e-9);
+        assert!(hi > 0.95 && lo < 0.6396, "[{lo}, {hi}]");
+        // One answer per case stays Wilson's interval.
+        let single = cs(&[(1, 1); 17]
+            .iter()
+            .chain(&[(0, 1); 3])
+            .copied()
+            .collect::<Vec<_>>());
+        let (_, slo, shi, _) = clustered_wilson(&single, 0.95).unwrap();
+        assert_eq!((slo, shi), crate::stats::wilson(17, 20, 0.95).unwrap());
     }
 
     #[test]
