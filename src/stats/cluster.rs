@@ -142,7 +142,12 @@ pub fn clustered_wilson(cases: &[CaseScore], confidence: f64) -> Option<(f64, f6
 /// cluster-robust pieces an interval needs: the estimate p̂ = Σy/N, the CR2 variance
 /// V = Σ a_g (y_g − n_g p̂)²/N² with a_g = 1/(1 − n_g/N) (Bell & McCaffrey), and
 /// Imbens & Kolesár's degrees of freedom N²/[Σ a_g² n_g² (1 − 2h_g) + (Σ a_g n_g²)²/N²]
-/// (h_g = n_g/N), which lie in [1, G − 1] and equal G − 1 for equal sizes.
+/// (h_g = n_g/N), which lie in [1, G − 1] and equal G − 1 for equal sizes (the paired
+/// difference's repair uses these). One variant's interval ([`ClusterMean::wilson`]) uses
+/// the more cautious pair: the CR3 (jackknife) variance Σ a_g² (y_g − n_g p̂)²/N², and Imbens
+/// & Kolesár's degrees of freedom under the working model of groups as units (a group's
+/// total varies as n_g²), fewer where sizes are skewed; with CR2 and independent cases it
+/// covered 93.3% for 40 skewed groups at 90% (tests/fixtures/groups_variant.py).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ClusterMean {
     pub(crate) groups: usize,
@@ -150,6 +155,38 @@ pub struct ClusterMean {
     pub mean: f64,
     pub variance: f64,
     pub df: f64,
+    /// The CR3 (jackknife) variance of the mean.
+    pub jackknife_variance: f64,
+    /// Imbens & Kolesár's degrees of freedom with groups as units (working ρ = 1).
+    pub unit_df: f64,
+}
+
+/// Imbens & Kolesár's degrees of freedom tr(K)²/tr(K²) for a mean over (sum, size) units
+/// with CR2 weights a_g and the working model λ_g = n_g(1 − ρ) + n_g²ρ, in closed form:
+/// K = A^½ M A^½, M = Λ − (nλᵀ + λnᵀ)/N + nnᵀ·Σλ/N² (tests/fixtures/groups_variant.py
+/// `ik_df`, checked there against the matrix form).
+fn ik_df(units: &[(f64, f64)], rho: f64) -> f64 {
+    let n: f64 = units.iter().map(|u| u.1).sum();
+    let a = |size: f64| 1.0 / (1.0 - size / n);
+    let lambda = |size: f64| size * (1.0 - rho) + size * size * rho;
+    let c = units.iter().map(|u| lambda(u.1)).sum::<f64>() / (n * n);
+    let weighted = |f: &dyn Fn(f64) -> f64| units.iter().map(|u| a(u.1) * f(u.1)).sum::<f64>();
+    let diagonal = |size: f64| -2.0 * size * lambda(size) / n + size * size * c;
+    let trace = weighted(&|s| lambda(s) + diagonal(s));
+    let (s_nn, s_ll, s_nl) = (
+        weighted(&|s| s * s),
+        weighted(&|s| lambda(s).powi(2)),
+        weighted(&|s| s * lambda(s)),
+    );
+    let squares = units
+        .iter()
+        .map(|u| a(u.1).powi(2) * (lambda(u.1).powi(2) + 2.0 * lambda(u.1) * diagonal(u.1)))
+        .sum::<f64>()
+        + 2.0 * s_nn * s_ll / (n * n)
+        + 2.0 * s_nl * s_nl / (n * n)
+        + c * c * s_nn * s_nn
+        - 4.0 * c * s_nn * s_nl / n;
+    trace * trace / squares
 }
 
 impl ClusterMean {
@@ -174,12 +211,19 @@ impl ClusterMean {
             .sum();
         let cross: f64 = units.iter().map(|&(_, size)| a(size) * size * size).sum();
         let df = n * n / (squares + cross * cross / (n * n));
+        let jackknife_variance = units
+            .iter()
+            .map(|&(y, size)| a(size).powi(2) * (y - size * mean).powi(2))
+            .sum::<f64>()
+            / (n * n);
         Some(ClusterMean {
             groups: g,
             cases: n,
             mean,
             variance,
             df,
+            jackknife_variance,
+            unit_df: ik_df(&units, 1.0),
         })
     }
 
@@ -191,7 +235,8 @@ impl ClusterMean {
     }
 
     /// Wilson's interval at the effective size n_eff = p̂(1 − p̂)/V with the t critical value
-    /// (Korn & Graubard's degrees-of-freedom-adjusted effective size), never above `cap`
+    /// (Korn & Graubard's degrees-of-freedom-adjusted effective size), V the jackknife
+    /// variance and t at the groups-as-units degrees of freedom, never above `cap`
     /// (N for 0/1 scores; for scores in [0, 1] the ungrouped effective size, so grouping
     /// never narrows an interval; `None`: no cap). At p̂ of 0 or 1, or with no spread (within
     /// rounding), n_eff is the cap (or N): the limit as the spread vanishes, so the interval
@@ -202,13 +247,14 @@ impl ClusterMean {
             return None;
         }
         let p = self.mean.clamp(0.0, 1.0);
-        let spread = self.variance * self.cases * self.cases;
+        let spread = self.jackknife_variance * self.cases * self.cases;
         let n_eff = if p <= 0.0 || p >= 1.0 || spread <= 1e-12 * self.cases {
             cap.unwrap_or(self.cases)
         } else {
-            (p * (1.0 - p) / self.variance).min(cap.unwrap_or(f64::INFINITY))
+            (p * (1.0 - p) / self.jackknife_variance).min(cap.unwrap_or(f64::INFINITY))
         };
-        let (lo, hi) = super::wilson_c(p, n_eff, self.critical(confidence)?);
+        let t = crate::stats::bounded::t_critical(confidence, self.unit_df.max(1.0))?;
+        let (lo, hi) = super::wilson_c(p, n_eff, t);
         Some((lo, hi, n_eff))
     }
 }
@@ -216,7 +262,8 @@ impl ClusterMean {
 /// Accuracy over cases in groups of unequal sizes (`group:`): Wilson's interval at the
 /// cluster-robust effective size with a t critical value ([`ClusterMean::wilson`]), in place
 /// of Kish's design effect, which undercovers with unequal group sizes (85–91% at 95% for
-/// 40 skewed groups; this: 94.6–95.2%; tests/fixtures/groups.py). Groups of one case give
+/// 40 skewed groups; tests/fixtures/groups.py; this: 95.6–99.6% for 5–40 groups,
+/// tests/fixtures/groups_variant.py). Groups of one case give
 /// plain Wilson. Returns (accuracy, low, high, design effect N/n_eff); `None` with no
 /// graded unit, or one (a single group carries no spread to estimate).
 pub fn grouped_wilson(units: &[CaseScore], confidence: f64) -> Option<(f64, f64, f64, f64)> {
@@ -320,6 +367,34 @@ mod tests {
         assert_eq!((p, deff), (2.0 / 3.0, 1.0));
         // One group has no spread to estimate: no interval.
         assert_eq!(grouped_wilson(&[CaseScore::binary(3, 5)], 0.95), None);
+    }
+
+    #[test]
+    fn skewed_groups_widen_one_variants_interval() {
+        // Issue 50: with CR2 and independent-case degrees of freedom, 40 skewed groups at 90%
+        // covered 93.3%. Groups of 1–20 cases, the large ones harder.
+        let sizes = [1, 2, 1, 3, 20, 1, 5, 2, 1, 12, 4, 1, 2, 8, 1, 3];
+        let units: Vec<CaseScore> = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| {
+                let missed = if n >= 8 { n / 3 } else { u64::from(i % 5 == 0) };
+                CaseScore::binary(n - missed.min(n), n)
+            })
+            .collect();
+        let c = ClusterMean::of(units.iter().map(|u| (u.score, u.graded as f64))).unwrap();
+        // Large groups carry the spread: fewer degrees of freedom, a larger variance.
+        assert!(
+            c.unit_df < c.df && c.jackknife_variance > c.variance,
+            "{c:?}"
+        );
+        let (p, lo, hi, _) = grouped_wilson(&units, 0.95).unwrap();
+        let cr2 = crate::stats::wilson_c(p, p * (1.0 - p) / c.variance, c.critical(0.95).unwrap());
+        assert!(lo < cr2.0 && hi > cr2.1, "[{lo}, {hi}] vs CR2 {cr2:?}");
+        // Equal sizes: G − 1 degrees of freedom either way.
+        let equal =
+            ClusterMean::of([(18.0, 20.0), (17.0, 20.0), (20.0, 20.0), (15.0, 20.0)]).unwrap();
+        assert!((equal.unit_df - 3.0).abs() < 1e-9 && (equal.df - 3.0).abs() < 1e-9);
     }
 
     #[test]

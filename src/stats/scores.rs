@@ -76,8 +76,9 @@ pub fn mean_score(case_means: &[f64], confidence: f64) -> Option<MeanScore> {
 /// [`mean_score`] with cases clustered: `groups[i]` names case i's group. The estimate is
 /// still the mean over cases; the interval is Wilson's at the cluster-robust effective size
 /// p̂(1 − p̂)/V_CR2 with a t critical value at Imbens & Kolesár's degrees of freedom
-/// ([`crate::stats::cluster::ClusterMean`]), which keeps its coverage with groups of unequal
-/// sizes (94.1–94.7% for 40 skewed groups, 93.6–95.3% for 10; tests/fixtures/groups.py),
+/// ([`crate::stats::cluster::ClusterMean::wilson`]), which keeps its coverage with groups of
+/// unequal sizes (95.2–99.9% for 5–40 groups, also when the large groups are the hard ones;
+/// tests/fixtures/groups_variant.py),
 /// capped by the ungrouped effective size n/φ of [`mean_score`] (grouping never narrows the
 /// interval; near-constant groups no longer give a near-zero width). Groups of one case give
 /// [`mean_score`]'s interval. No interval below two groups.

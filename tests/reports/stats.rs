@@ -145,6 +145,7 @@ fn grouped_intervals_match_their_reference() {
                     let c =
                         ClusterMean::of(sums.iter().copied().zip(sizes.iter().copied())).unwrap();
                     close(c.df, df, &what);
+                    close(c.unit_df, opt(f[11]).unwrap(), &what);
                     close(c.wilson(level, Some(c.cases)).unwrap().2, n_eff, &what);
                 }
                 counts[0] += 1;
@@ -157,6 +158,7 @@ fn grouped_intervals_match_their_reference() {
                 close(hi, high.unwrap(), &what);
                 close(n_eff, opt(f[9]).unwrap(), &what);
                 close(c.df, opt(f[10]).unwrap(), &what);
+                close(c.unit_df, opt(f[11]).unwrap(), &what);
                 counts[1] += 1;
             }
             "paired" => {
