@@ -10,7 +10,9 @@
 //! (ppi-python 0.2.3). λ = 1 is classic PPI; ppi_py's default (`lam=None`) tunes
 //! λ = Cov(Y, Ŷ)/((1 + n/N)·Var(Ŷ ∪ Ŷᵤ)) clipped to [0, 1] (covariance /n, variance /(n+N−1)),
 //! which is never much worse than labels alone when the judge is poor; see docs/dev/statistics.md for the
-//! choice. Also Cohen's κ and raw agreement (with Wilson's interval) between two 0/1 raters.
+//! choice. Reports show [`corrected_mean`] and [`corrected_difference`]: the same estimate with
+//! the rectifier's spread floored, valid at few labels and near 0 and 1 (§4). Also Cohen's κ
+//! and raw agreement (with Wilson's interval) between two 0/1 raters.
 
 use statrs::distribution::{ContinuousCDF, Normal};
 
