@@ -10,7 +10,9 @@
 //! (ppi-python 0.2.3). λ = 1 is classic PPI; ppi_py's default (`lam=None`) tunes
 //! λ = Cov(Y, Ŷ)/((1 + n/N)·Var(Ŷ ∪ Ŷᵤ)) clipped to [0, 1] (covariance /n, variance /(n+N−1)),
 //! which is never much worse than labels alone when the judge is poor; see docs/dev/statistics.md for the
-//! choice. Also Cohen's κ and raw agreement (with Wilson's interval) between two 0/1 raters.
+//! choice. Reports show [`corrected_mean`] and [`corrected_difference`]: the same estimate with
+//! the rectifier's spread floored, valid at few labels and near 0 and 1 (§4). Also Cohen's κ
+//! and raw agreement (with Wilson's interval) between two 0/1 raters.
 
 use statrs::distribution::{ContinuousCDF, Normal};
 
@@ -111,6 +113,67 @@ pub fn ppi_mean(
     })
 }
 
+/// The interval promptgauge shows for a mean score corrected by people's labels: the
+/// power-tuned estimate of [`ppi_mean`] with the rectifier's spread floored as the scored
+/// intervals' is (docs/dev/statistics.md §4). ppi_py's interval estimates the spread of the
+/// judge's error from the labels alone, so labels that show none (ten labels, all agreeing)
+/// gave a zero width, and 10–50 labels covered 4–31% near accuracies of 97–99%
+/// (tests/fixtures/ppi_small.py). An outcome the n labels have not shown (a disagreement
+/// of the judge with people) may have a probability up to about z²/n; one at the far end of
+/// the rectifier's range, d from its mean, adds z²·d² to its sum of squares:
+///
+///   se² = Var(λŶᵤ)/N + (Σ (rᵢ − r̄)² + z²·d²)/n²,   rᵢ = Yᵢ − λŶᵢ,   θ̂ ± z·se clipped to [0, 1]
+///
+/// With λ = 0 (a judge that tells nothing, or one with no spread to estimate λ from) the
+/// rectifier is the labels themselves and this is the labels' own floored interval.
+/// `None` as [`ppi_mean`], and for a score outside [0, 1].
+pub fn corrected_mean(
+    labels: &[f64],
+    judged: &[f64],
+    unlabelled: &[f64],
+    confidence: f64,
+) -> Option<PpiMean> {
+    floored(labels, judged, unlabelled, confidence, (0.0, 1.0)).map(|(m, _)| m)
+}
+
+/// [`corrected_mean`]'s rule for scores in `range` (lowest, highest), with its standard
+/// error.
+fn floored(
+    labels: &[f64],
+    judged: &[f64],
+    unlabelled: &[f64],
+    confidence: f64,
+    range: (f64, f64),
+) -> Option<(PpiMean, f64)> {
+    let (lo, hi) = range;
+    let inside = |x: &[f64]| x.iter().all(|v| (lo..=hi).contains(v));
+    if !(inside(labels) && inside(judged) && inside(unlabelled)) {
+        return None;
+    }
+    let tuned = ppi_mean(labels, judged, unlabelled, confidence, Tuning::PowerTuned)?;
+    let lambda = tuned.lambda;
+    let (n, big_n) = (labels.len() as f64, unlabelled.len() as f64);
+    let rectifier: Vec<f64> = labels
+        .iter()
+        .zip(judged)
+        .map(|(y, h)| y - lambda * h)
+        .collect();
+    let r_mean = mean(&rectifier);
+    let squares = rectifier.iter().map(|r| (r - r_mean).powi(2)).sum::<f64>();
+    // Y − λŶ lies in [lo − λ·hi, hi − λ·lo]: the unseen outcome sits at its far end.
+    let d = (r_mean - (lo - lambda * hi)).max((hi - lambda * lo) - r_mean);
+    let z = Normal::standard().inverse_cdf(1.0 - (1.0 - confidence) / 2.0);
+    let imputed_var = var0(unlabelled.iter().map(|h| lambda * h)) / big_n;
+    let se = (imputed_var + (squares + z * z * d * d) / (n * n)).sqrt();
+    let estimate = tuned.estimate;
+    let corrected = PpiMean {
+        low: (estimate - z * se).max(lo),
+        high: (estimate + z * se).min(hi),
+        ..tuned
+    };
+    Some((corrected, se))
+}
+
 /// One arm of a paired PPI comparison: people's and the judge's scores on the labelled
 /// cases, and the judge's scores on the unlabelled ones, in the same case order for both
 /// arms.
@@ -121,25 +184,26 @@ pub(crate) struct Arm<'a> {
     pub(crate) unlabelled: &'a [f64],
 }
 
-/// The prediction-powered estimate of the difference `variant − baseline` when both arms
-/// are labelled on the same cases: [`ppi_mean`] on the per-case differences (labels,
-/// judge on labelled cases, judge on unlabelled cases). Working on differences carries the
-/// pairing: the covariance between the arms on a case is inside Var(Y_A − Y_B), so nothing
-/// is assumed independent (coverage simulated in tests/fixtures/ppi_sim.txt). `None` when the
-/// arms' lengths differ or [`ppi_mean`] would be `None`.
-pub(crate) fn ppi_difference(
+/// The corrected estimate of the difference `variant − baseline` when both arms are
+/// labelled on the same cases: [`corrected_mean`]'s rule on the per-case differences
+/// (labels, judge on labelled cases, judge on unlabelled cases), whose range is [−1, 1].
+/// Working on differences carries the pairing: the covariance between the arms on a case
+/// is inside Var(Y_A − Y_B), so nothing is assumed independent (coverage simulated in
+/// tests/fixtures/ppi_sim.txt and ppi_small_sim.txt). Also the standard error behind the
+/// interval (before clipping), for the comparison's p-value. `None` when the arms' lengths
+/// differ or [`corrected_mean`] would be `None`.
+pub(crate) fn corrected_difference(
     variant: Arm,
     baseline: Arm,
     confidence: f64,
-    tuning: Tuning,
-) -> Option<PpiMean> {
+) -> Option<(PpiMean, f64)> {
     let diff = |a: &[f64], b: &[f64]| -> Option<Vec<f64>> {
         (a.len() == b.len()).then(|| a.iter().zip(b).map(|(x, y)| x - y).collect())
     };
     let labels = diff(variant.labels, baseline.labels)?;
     let judged = diff(variant.judged, baseline.judged)?;
     let unlabelled = diff(variant.unlabelled, baseline.unlabelled)?;
-    ppi_mean(&labels, &judged, &unlabelled, confidence, tuning)
+    floored(&labels, &judged, &unlabelled, confidence, (-1.0, 1.0))
 }
 
 /// Cohen's κ between two raters' 0/1 verdicts on the same items, as sklearn's
@@ -202,7 +266,7 @@ mod tests {
     }
 
     #[test]
-    fn the_difference_is_ppi_on_per_case_differences() {
+    fn the_difference_is_the_corrected_mean_on_per_case_differences() {
         let (ya, yb) = ([1.0, 1.0, 0.0, 1.0], [0.0, 1.0, 0.0, 1.0]);
         let (ha, hb) = ([1.0, 1.0, 1.0, 1.0], [0.0, 1.0, 0.0, 0.0]);
         let (ua, ub) = ([1.0, 0.0, 1.0, 1.0, 1.0], [1.0, 0.0, 0.0, 1.0, 0.0]);
@@ -211,32 +275,41 @@ mod tests {
             judged,
             unlabelled,
         };
-        let got = ppi_difference(
-            arm(&ya, &ha, &ua),
-            arm(&yb, &hb, &ub),
-            0.95,
-            Tuning::PowerTuned,
-        )
-        .unwrap();
+        let (got, se) = corrected_difference(arm(&ya, &ha, &ua), arm(&yb, &hb, &ub), 0.95).unwrap();
         let d = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x - y).collect::<Vec<_>>();
-        let want = ppi_mean(
-            &d(&ya, &yb),
-            &d(&ha, &hb),
-            &d(&ua, &ub),
+        let (dy, dh, du) = (d(&ya, &yb), d(&ha, &hb), d(&ua, &ub));
+        let plain = ppi_mean(&dy, &dh, &du, 0.95, Tuning::PowerTuned).unwrap();
+        // The same estimate and λ as ppi_py's, a floored spread: wider, within [−1, 1].
+        assert_eq!((got.estimate, got.lambda), (plain.estimate, plain.lambda));
+        assert!(
+            got.low <= plain.low && got.high >= plain.high,
+            "{got:?} {plain:?}"
+        );
+        assert!(got.low >= -1.0 && got.high <= 1.0 && se > 0.0);
+        assert!(corrected_difference(arm(&ya, &ha, &ua), arm(&yb, &hb, &ub[..2]), 0.95).is_none());
+    }
+
+    #[test]
+    fn labels_that_all_agree_leave_the_width_the_labels_allow() {
+        // Ten labels, all right, the judge agreeing on each: ppi_py's interval is a point.
+        let unlabelled: Vec<f64> = (0..300).map(|i| f64::from(u8::from(i % 3 != 0))).collect();
+        let plain = ppi_mean(
+            &[1.0; 10],
+            &[1.0; 10],
+            &unlabelled,
             0.95,
             Tuning::PowerTuned,
         )
         .unwrap();
-        assert_eq!(got, want);
-        assert!(
-            ppi_difference(
-                arm(&ya, &ha, &ua),
-                arm(&yb, &hb, &ub[..2]),
-                0.95,
-                Tuning::Classic
-            )
-            .is_none()
-        );
+        assert_eq!((plain.low, plain.high), (1.0, 1.0));
+        let c = corrected_mean(&[1.0; 10], &[1.0; 10], &unlabelled, 0.95).unwrap();
+        // λ cannot be estimated (no spread in the labels): the labels' own floored interval,
+        // 1 − z²/n.
+        let z2 = 1.959_963_984_540_054_f64.powi(2);
+        assert_eq!((c.estimate, c.lambda, c.high), (1.0, 0.0, 1.0));
+        assert!((c.low - (1.0 - z2 / 10.0)).abs() < 1e-9, "{c:?}");
+        // Scores outside [0, 1] are refused.
+        assert!(corrected_mean(&[1.0, 2.0], &[1.0, 1.0], &[1.0], 0.95).is_none());
     }
 
     #[test]

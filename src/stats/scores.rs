@@ -15,7 +15,7 @@
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use crate::stats::bounded::{effective_cases, parts, t_critical};
+use crate::stats::bounded::{effective_cases, parts, rare_widened, t_critical};
 use crate::stats::permutation::{Interval, SignFlip, sign_flip_interval, sign_flip_test};
 
 /// A mean of case means with its interval (`None` with fewer than two cases).
@@ -54,9 +54,18 @@ fn mean_and_se(values: &[f64]) -> Option<(f64, f64, f64)> {
 /// docs/dev/statistics.md §3. `None` for no cases, a confidence outside (0, 1) (no interval),
 /// or a score that is not in [0, 1]; the interval is `None` with one case.
 pub fn mean_score(case_means: &[f64], confidence: f64) -> Option<MeanScore> {
-    let (n, m, _, _) = parts(case_means)?;
-    let interval =
-        effective_cases(case_means, confidence).map(|(m, ne, c)| crate::stats::wilson_c(m, ne, c));
+    let (n, m, _, within) = parts(case_means)?;
+    // 0/1 scores keep Wilson's interval exactly (an accuracy is one); other scores get the
+    // rare-outcome bound.
+    let binary = within == 0.0;
+    let interval = effective_cases(case_means, confidence).map(|(m, ne, c)| {
+        let wilson = crate::stats::wilson_c(m, ne, c);
+        if binary {
+            wilson
+        } else {
+            rare_widened(m, ne, confidence, wilson)
+        }
+    });
     Some(MeanScore {
         cases: n,
         mean: m,
@@ -67,8 +76,9 @@ pub fn mean_score(case_means: &[f64], confidence: f64) -> Option<MeanScore> {
 /// [`mean_score`] with cases clustered: `groups[i]` names case i's group. The estimate is
 /// still the mean over cases; the interval is Wilson's at the cluster-robust effective size
 /// p̂(1 − p̂)/V_CR2 with a t critical value at Imbens & Kolesár's degrees of freedom
-/// ([`crate::stats::cluster::ClusterMean`]), which keeps its coverage with groups of unequal
-/// sizes (94.1–94.7% for 40 skewed groups, 93.6–95.3% for 10; tests/fixtures/groups.py),
+/// ([`crate::stats::cluster::ClusterMean::wilson`]), which keeps its coverage with groups of
+/// unequal sizes (95.2–99.9% for 5–40 groups, also when the large groups are the hard ones;
+/// tests/fixtures/groups_variant.py),
 /// capped by the ungrouped effective size n/φ of [`mean_score`] (grouping never narrows the
 /// interval; near-constant groups no longer give a near-zero width). Groups of one case give
 /// [`mean_score`]'s interval. No interval below two groups.
@@ -319,6 +329,26 @@ mod tests {
         );
         // Scores outside [0, 1] are no scores.
         assert_eq!(mean_score(&[0.5, 1.5], 0.95), None);
+    }
+
+    #[test]
+    fn a_rare_outcome_among_partial_scores_gets_the_poisson_bound() {
+        // Issue 50: one case of 20 at 0.9 gave [0.75%, 22.7%] (covered 85.2%): one outcome
+        // cannot put the mean above 0.0075. The exact bound for 1 of 20 is 0.9 × 0.00127.
+        let mut one = vec![0.0; 19];
+        one.push(0.9);
+        let (lo, hi) = mean_score(&one, 0.95).unwrap().interval.unwrap();
+        assert!(lo < 0.9 * 0.00127 && hi > 0.2, "[{lo}, {hi}]");
+        // 19 cases at 1.0 and one at 0.5 (covered 90.5%): the upper bound is near 1.
+        let mut near = vec![1.0; 19];
+        near.push(0.5);
+        let (lo, hi) = mean_score(&near, 0.95).unwrap().interval.unwrap();
+        assert!(hi > 0.999 && lo < 0.9, "[{lo}, {hi}]");
+        // Many outcomes on each side: Wilson's bounds, untouched.
+        let spread: Vec<f64> = (0..40).map(|i| f64::from(i % 5) / 4.0).collect();
+        let m = mean_score(&spread, 0.95).unwrap();
+        let (_, ne, c) = crate::stats::bounded::effective_cases(&spread, 0.95).unwrap();
+        assert_eq!(m.interval, Some(crate::stats::wilson_c(m.mean, ne, c)));
     }
 
     #[test]

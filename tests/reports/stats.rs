@@ -145,6 +145,7 @@ fn grouped_intervals_match_their_reference() {
                     let c =
                         ClusterMean::of(sums.iter().copied().zip(sizes.iter().copied())).unwrap();
                     close(c.df, df, &what);
+                    close(c.unit_df, opt(f[11]).unwrap(), &what);
                     close(c.wilson(level, Some(c.cases)).unwrap().2, n_eff, &what);
                 }
                 counts[0] += 1;
@@ -157,6 +158,7 @@ fn grouped_intervals_match_their_reference() {
                 close(hi, high.unwrap(), &what);
                 close(n_eff, opt(f[9]).unwrap(), &what);
                 close(c.df, opt(f[10]).unwrap(), &what);
+                close(c.unit_df, opt(f[11]).unwrap(), &what);
                 counts[1] += 1;
             }
             "paired" => {
@@ -185,10 +187,12 @@ fn grouped_intervals_match_their_reference() {
 }
 
 /// Accuracy with repeats against fixtures/repeats_interval.csv (the scalar reference in
-/// fixtures/bounded_coverage.py, whose part B simulates its coverage): Kish's effective size,
-/// bounded by the case means' own, with their critical value. Kish with z alone covered
-/// 91.2% at 20 cases; the first row is such a sample (every case near-perfect, 59 of 60
-/// answers right), where its lower bound was 91.1% (now 81.8%).
+/// fixtures/bounded_coverage.py, whose parts B and C simulate its coverage): Kish's effective
+/// size, bounded by the case means' own, with t at n − 1 degrees of freedom and the
+/// rare-outcome bound. Kish with z alone covered 91.2% at 20 cases; the first row is such a
+/// sample (every case near-perfect, 59 of 60 answers right), where its lower bound was 91.1%.
+/// The second is issue 50's: 17 of 20 cases right on all 3 repeats, where Wilson's upper
+/// bound (94.76%) excluded the 95% it covered 92.45% of the time.
 #[test]
 fn accuracy_with_repeats_matches_its_reference() {
     use promptgauge::stats::cluster::{CaseScore, clustered_wilson};
@@ -213,5 +217,5 @@ fn accuracy_with_repeats_matches_its_reference() {
         }
         rows += 1;
     }
-    assert_eq!(rows, 11);
+    assert_eq!(rows, 12);
 }

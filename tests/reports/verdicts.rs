@@ -130,7 +130,9 @@ fn check_says_what_the_bench_can_detect_before_spending() {
 #[test]
 fn repeats_treat_the_case_as_the_unit() {
     // The simulator answers a prompt the same way every time: repeats add no information,
-    // so with the design effect the intervals must equal the single-sample ones.
+    // so with the design effect the intervals are never narrower than the single-sample
+    // ones (a little wider: t at n − 1 degrees of freedom, and Poisson's bound where few
+    // answers lie at an end, since Wilson's on the cases covered 92.45% at 20 cases).
     let (_rt, server) = start_mock(MockConfig::default());
     let (one, three) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (_, s1) = run_example(
@@ -148,14 +150,13 @@ fn repeats_treat_the_case_as_the_unit() {
     for (a, b) in s1.variants.iter().zip(&s3.variants) {
         assert_eq!(b.n, 3 * a.n);
         assert_eq!(a.accuracy, b.accuracy);
-        assert!(
-            (a.ci_low.unwrap() - b.ci_low.unwrap()).abs() < 1e-9,
-            "{}",
-            a.name
+        let (one, three) = (
+            (a.ci_low.unwrap(), a.ci_high.unwrap()),
+            (b.ci_low.unwrap(), b.ci_high.unwrap()),
         );
         assert!(
-            (a.ci_high.unwrap() - b.ci_high.unwrap()).abs() < 1e-9,
-            "{}",
+            three.0 <= one.0 && three.1 >= one.1 && three.1 - three.0 < 1.2 * (one.1 - one.0),
+            "{}: {three:?} vs {one:?}",
             a.name
         );
         assert_eq!(b.consistency, Some(1.0));

@@ -600,11 +600,10 @@ fn correct_with_labels(
         *c = p;
         return;
     }
-    let Some(d) = corrected_difference(&pairs, confidence) else {
+    let Some((d, se)) = corrected_difference(&pairs, confidence) else {
         return;
     };
-    let z = crate::stats::z_for(confidence);
-    let se = (d.ci_high - d.ci_low) / (2.0 * z);
+    // The p-value of the interval's own normal statistic (its bounds clipped to [−1, 1]).
     let p = if se > 0.0 {
         let normal = statrs::distribution::Normal::standard();
         2.0 * (1.0 - statrs::distribution::ContinuousCDF::cdf(&normal, (d.difference / se).abs()))

@@ -11,7 +11,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::runner::journal::JobKey;
-use crate::stats::ppi::{self, Arm, Tuning};
+use crate::stats::ppi::{self, Arm};
 
 /// One person's score of one answer: a line of `labels.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -59,7 +59,9 @@ impl Label {
 }
 
 /// Labelled cases a variant needs, when some judged cases are unlabelled, before its score
-/// is corrected: fewer estimate the judge's error too poorly to correct anything.
+/// is corrected. The corrected interval covers from 3 labels on (tests/fixtures/
+/// ppi_small_sim.txt), but below 10 it spans nearly all of [0, 1] (mean width 0.86 at 5
+/// labels, 0.54 at 10): a figure that says nothing.
 pub(crate) const MIN_LABELS: usize = 10;
 
 /// Labels by job; a later label of the same job replaces an earlier one.
@@ -413,25 +415,18 @@ impl JudgedScores {
             )
         };
         let (people, judge, unlabelled) = self.arrays();
-        // Every judged case labelled: people's scores alone are the answer.
+        // (estimate, low, high)
         let corrected = if unlabelled.is_empty() {
-            // Fewer than two cases give no interval, and no figure is shown without one.
-            crate::stats::scores::mean_score(&people, confidence).and_then(|m| {
-                let (low, high) = m.interval?;
-                Some(ppi::PpiMean {
-                    estimate: m.mean,
-                    low,
-                    high,
-                    lambda: 0.0,
-                    labelled: people.len(),
-                    unlabelled: 0,
-                })
-            })
+            // Every judged case labelled: people's scores alone are the answer. Fewer than
+            // two cases give no interval, and no figure is shown without one.
+            crate::stats::scores::mean_score(&people, confidence)
+                .and_then(|m| m.interval.map(|(low, high)| (m.mean, low, high)))
         } else if people.len() < MIN_LABELS {
-            // A correction estimated from a handful of labelled cases is mostly noise.
+            // Below MIN_LABELS the interval spans nearly all of [0, 1]: no figure.
             None
         } else {
-            ppi::ppi_mean(&people, &judge, &unlabelled, confidence, Tuning::PowerTuned)
+            ppi::corrected_mean(&people, &judge, &unlabelled, confidence)
+                .map(|c| (c.estimate, c.low, c.high))
         };
         Some(Labelled {
             labels: self.labelled.len() as u64,
@@ -443,9 +438,9 @@ impl JudgedScores {
             judge_passes_people_fail: passes,
             judge_fails_people_pass: fails,
             // Scores live in [0, 1]: so does the interval of their mean.
-            corrected: corrected.map(|c| c.estimate.clamp(0.0, 1.0)),
-            corrected_low: corrected.map(|c| c.low.clamp(0.0, 1.0)),
-            corrected_high: corrected.map(|c| c.high.clamp(0.0, 1.0)),
+            corrected: corrected.map(|c| c.0.clamp(0.0, 1.0)),
+            corrected_low: corrected.map(|c| c.1.clamp(0.0, 1.0)),
+            corrected_high: corrected.map(|c| c.2.clamp(0.0, 1.0)),
         })
     }
 }
@@ -470,20 +465,21 @@ pub fn judged_pairs(variant: &JudgedScores, baseline: &JudgedScores) -> JudgedPa
 }
 
 /// The difference between two variants as people would score it, from the cases both have
-/// labelled and the judge's scores of the rest, by prediction-powered inference. `None`
-/// with fewer than [`MIN_LABELS`] labelled cases, and when every case is labelled (people's
-/// scores then are plain scores: the comparison takes them, with its exact test).
+/// labelled and the judge's scores of the rest ([`ppi::corrected_difference`]), with the
+/// standard error behind its interval. `None` with fewer than [`MIN_LABELS`] labelled
+/// cases, and when every case is labelled (people's scores then are plain scores: the
+/// comparison takes them, with its exact test).
 pub fn corrected_difference(
     variant: &JudgedPairs,
     confidence: f64,
-) -> Option<crate::report::compare::CorrectedDifference> {
+) -> Option<(crate::report::compare::CorrectedDifference, f64)> {
     if variant.unlabelled.is_empty() || variant.labelled.len() < MIN_LABELS {
         return None;
     }
     let (vl, vj): (Vec<f64>, Vec<f64>) = variant.labelled.iter().map(|x| (x.0, x.1)).unzip();
     let (bl, bj): (Vec<f64>, Vec<f64>) = variant.labelled.iter().map(|x| (x.2, x.3)).unzip();
     let (vu, bu): (Vec<f64>, Vec<f64>) = variant.unlabelled.iter().copied().unzip();
-    let d = ppi::ppi_difference(
+    let (d, se) = ppi::corrected_difference(
         Arm {
             labels: &vl,
             judged: &vj,
@@ -495,15 +491,15 @@ pub fn corrected_difference(
             unlabelled: &bu,
         },
         confidence,
-        Tuning::PowerTuned,
     )?;
-    Some(crate::report::compare::CorrectedDifference {
+    let difference = crate::report::compare::CorrectedDifference {
         difference: d.estimate,
         ci_low: d.low,
         ci_high: d.high,
         labelled_cases: variant.labelled.len() as u64,
         all_labelled: false,
-    })
+    };
+    Some((difference, se))
 }
 
 /// A variant and the baseline case by case: (variant person, variant judge, baseline
