@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use super::GradeSpec;
 use super::attachments::files_of;
 use super::error::{FilePos, InputError, read_text};
-use super::yaml::{self, Kind, Scalars};
+use super::yaml::{self, Scalars, YamlShape};
 use crate::client::ChatMessage;
 use crate::client::attachment::{Attachment, Placed};
 use std::sync::Arc;
@@ -251,7 +251,7 @@ fn load_yaml(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
     let Some(root) = yaml::parse(path, text, "case file")? else {
         return Ok(Vec::new());
     };
-    let Kind::Seq(items) = &root.kind else {
+    let YamlShape::Seq(items) = &root.kind else {
         return Err(InputError::new(
             FilePos::line(path, root.line),
             format!("the case file is {}, not a list of cases", root.kind_name()),
@@ -285,19 +285,19 @@ fn load_yaml(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
 /// call matches, and structured answers and results (JSON compared or sent as JSON) are
 /// read by YAML 1.2's core schema.
 fn yaml_case(item: &yaml::Node) -> Value {
-    let Kind::Map(entries) = &item.kind else {
+    let YamlShape::Map(entries) = &item.kind else {
         return item.to_value(Scalars::AsWritten);
     };
     let typed_unless = |node: &yaml::Node, text_keys: &[&str]| match &node.kind {
-        Kind::Seq(turns) => Value::Array(
+        YamlShape::Seq(turns) => Value::Array(
             turns
                 .iter()
                 .map(|turn| match &turn.kind {
-                    Kind::Map(fields) => Value::Object(
+                    YamlShape::Map(fields) => Value::Object(
                         fields
                             .iter()
                             .map(|f| {
-                                let scalar = matches!(f.node.kind, Kind::Scalar { .. });
+                                let scalar = matches!(f.node.kind, YamlShape::Scalar { .. });
                                 let how = if scalar && text_keys.contains(&f.key.as_str()) {
                                     Scalars::Text
                                 } else {
@@ -314,11 +314,11 @@ fn yaml_case(item: &yaml::Node) -> Value {
         _ => node.to_value(Scalars::Typed),
     };
     let structured = |node: &yaml::Node| match &node.kind {
-        Kind::Map(_) => true,
-        Kind::Seq(items) => items
+        YamlShape::Map(_) => true,
+        YamlShape::Seq(items) => items
             .iter()
-            .any(|i| matches!(i.kind, Kind::Map(_) | Kind::Seq(_))),
-        Kind::Scalar { .. } => false,
+            .any(|i| matches!(i.kind, YamlShape::Map(_) | YamlShape::Seq(_))),
+        YamlShape::Scalar { .. } => false,
     };
     let fields = entries.iter().map(|yaml::Entry { key, node, .. }| {
         let value = match key.as_str() {
@@ -343,28 +343,7 @@ fn load_csv(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
         .from_reader(text.as_bytes());
     let headers = reader.headers().map_err(|e| csv_error(path, &e))?.clone();
     let names: Vec<String> = headers.iter().map(|h| h.trim().to_string()).collect();
-    for (i, name) in names.iter().enumerate() {
-        if let Some(first) = names[..i].iter().position(|n| n == name) {
-            return Err(InputError::new(
-                FilePos::line(path, 1),
-                format!(
-                    "the header row names `{name}` twice (columns {} and {}): each case would silently keep only one",
-                    first + 1,
-                    i + 1
-                ),
-            )
-            .fix("rename or remove one of the two columns"));
-        }
-    }
-    for required in ["id", "expected"] {
-        if !names.iter().any(|h| h == required) {
-            return Err(InputError::new(
-                FilePos::line(path, 1),
-                format!("the header row has no `{required}` column (found: {})", names.join(", ")),
-            )
-            .fix("the first row names the columns: id, expected, then one column per template variable"));
-        }
-    }
+    check_header(path, &names)?;
     let mut cases = Vec::new();
     let file: std::sync::Arc<Path> = std::sync::Arc::from(path);
     for record in reader.records() {
@@ -420,6 +399,34 @@ fn load_csv(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
         cases.push(finish(raw, FilePos::line_in(&file, line), cases.len())?);
     }
     Ok(cases)
+}
+
+/// A CSV header names `id` and `expected`, and no column twice (each case would keep
+/// only one of two).
+fn check_header(path: &Path, names: &[String]) -> Result<(), InputError> {
+    for (i, name) in names.iter().enumerate() {
+        if let Some(first) = names[..i].iter().position(|n| n == name) {
+            return Err(InputError::new(
+                FilePos::line(path, 1),
+                format!(
+                    "the header row names `{name}` twice (columns {} and {}): each case would silently keep only one",
+                    first + 1,
+                    i + 1
+                ),
+            )
+            .fix("rename or remove one of the two columns"));
+        }
+    }
+    for required in ["id", "expected"] {
+        if !names.iter().any(|h| h == required) {
+            return Err(InputError::new(
+                FilePos::line(path, 1),
+                format!("the header row has no `{required}` column (found: {})", names.join(", ")),
+            )
+            .fix("the first row names the columns: id, expected, then one column per template variable"));
+        }
+    }
+    Ok(())
 }
 
 fn csv_error(path: &Path, e: &csv::Error) -> InputError {

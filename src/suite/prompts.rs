@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::error::{FilePos, InputError, read_text};
-use super::yaml::{self, Kind, Scalars};
+use super::yaml::{self, Scalars, YamlShape};
 
 /// One chat message whose content is a template.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -199,7 +199,7 @@ fn read_yaml(path: &Path, text: &str) -> Result<(RawPrompt, Vec<usize>), InputEr
     let root = yaml::parse(path, text, "prompt file")?;
     let Some(
         root @ yaml::Node {
-            kind: Kind::Map(entries),
+            kind: YamlShape::Map(entries),
             ..
         },
     ) = &root
@@ -225,7 +225,7 @@ fn read_yaml(path: &Path, text: &str) -> Result<(RawPrompt, Vec<usize>), InputEr
     let raw: RawPrompt = serde_json::from_value(Value::Object(value))
         .map_err(|e| yaml::shape_error(path, root, "prompt file", &e))?;
     let lines = match root.entry("messages").map(|e| &e.node.kind) {
-        Some(Kind::Seq(items)) => items.iter().map(|n| n.line).collect(),
+        Some(YamlShape::Seq(items)) => items.iter().map(|n| n.line).collect(),
         _ => Vec::new(),
     };
     Ok((raw, lines))

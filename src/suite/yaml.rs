@@ -18,13 +18,13 @@ const MOST_COPIED: usize = 1_000_000;
 #[derive(Debug, Clone)]
 pub(crate) struct Node {
     pub line: usize,
-    pub kind: Kind,
+    pub kind: YamlShape,
     /// Nodes in this subtree, itself included: what copying it through an alias costs.
     size: usize,
 }
 
 #[derive(Debug, Clone)]
-pub(crate) enum Kind {
+pub(crate) enum YamlShape {
     /// A scalar's text after escapes, whether it was plain (unquoted, so its type is
     /// inferred) and its core-schema tag (`str` for `!!str`), if any.
     Scalar {
@@ -62,9 +62,9 @@ impl Node {
     /// The node as JSON, its scalars read as `how` says.
     pub(crate) fn to_value(&self, how: Scalars) -> Value {
         match &self.kind {
-            Kind::Scalar { text, plain, tag } => scalar(text, *plain, tag.as_deref(), how),
-            Kind::Seq(items) => Value::Array(items.iter().map(|n| n.to_value(how)).collect()),
-            Kind::Map(entries) => Value::Object(
+            YamlShape::Scalar { text, plain, tag } => scalar(text, *plain, tag.as_deref(), how),
+            YamlShape::Seq(items) => Value::Array(items.iter().map(|n| n.to_value(how)).collect()),
+            YamlShape::Map(entries) => Value::Object(
                 entries
                     .iter()
                     .map(|e| (e.key.clone(), e.node.to_value(how)))
@@ -76,7 +76,7 @@ impl Node {
     /// The entry of `key`, when this is a mapping that has it.
     pub(crate) fn entry(&self, key: &str) -> Option<&Entry> {
         match &self.kind {
-            Kind::Map(entries) => entries.iter().find(|e| e.key == key),
+            YamlShape::Map(entries) => entries.iter().find(|e| e.key == key),
             _ => None,
         }
     }
@@ -84,9 +84,9 @@ impl Node {
     /// What the node is, in a person's words.
     pub(crate) fn kind_name(&self) -> &'static str {
         match &self.kind {
-            Kind::Scalar { .. } => "a single value",
-            Kind::Seq(_) => "a list",
-            Kind::Map(_) => "a mapping",
+            YamlShape::Scalar { .. } => "a single value",
+            YamlShape::Seq(_) => "a list",
+            YamlShape::Map(_) => "a mapping",
         }
     }
 }
@@ -112,7 +112,7 @@ pub(crate) fn tool_defaults_as_written(
         return Ok(());
     }
     let root = parse(path, text, "bench file")?;
-    let Some(Kind::Seq(written)) = root
+    let Some(YamlShape::Seq(written)) = root
         .as_ref()
         .and_then(|r| r.entry("tools"))
         .map(|e| &e.node.kind)
@@ -122,7 +122,7 @@ pub(crate) fn tool_defaults_as_written(
     for (tool, node) in tools.iter_mut().zip(written) {
         if let Some(default) = node.entry("default").map(|e| &e.node)
             && tool.default.is_some()
-            && matches!(default.kind, Kind::Scalar { .. })
+            && matches!(default.kind, YamlShape::Scalar { .. })
         {
             tool.default = Some(default.to_value(Scalars::Text));
         }
@@ -278,7 +278,7 @@ impl Reader<'_> {
                 }
             }
             Event::Scalar(text, style, anchor, tag) => {
-                let kind = Kind::Scalar {
+                let kind = YamlShape::Scalar {
                     text: text.into_owned(),
                     plain: style == ScalarStyle::Plain,
                     tag: tag.as_deref().and_then(core_tag),
@@ -348,14 +348,14 @@ impl Reader<'_> {
             return Ok(());
         };
         let kind = match frame.open {
-            Open::Seq(items) => Kind::Seq(items),
+            Open::Seq(items) => YamlShape::Seq(items),
             Open::Map {
                 mut entries,
                 merged,
                 ..
             } => {
                 merge(&mut entries, merged);
-                Kind::Map(entries)
+                YamlShape::Map(entries)
             }
         };
         let node = Node {
@@ -388,7 +388,7 @@ impl Reader<'_> {
                 Some((k, _)) if k == "<<" => merged.push(node),
                 Some((key, line)) => entries.push(Entry { key, line, node }),
                 None => {
-                    let Kind::Scalar { text, .. } = node.kind else {
+                    let YamlShape::Scalar { text, .. } = node.kind else {
                         return Err(InputError::new(
                             FilePos::line(path, node.line),
                             format!("a key in the {what} is {}", node.kind_name()),
@@ -419,11 +419,11 @@ impl Reader<'_> {
 /// mappings in order.
 fn merge(entries: &mut Vec<Entry>, merged: Vec<Node>) {
     let sources = merged.into_iter().flat_map(|n| match n.kind {
-        Kind::Seq(items) => items,
+        YamlShape::Seq(items) => items,
         _ => vec![n],
     });
     for source in sources {
-        if let Kind::Map(more) = source.kind {
+        if let YamlShape::Map(more) = source.kind {
             for entry in more {
                 if !entries.iter().any(|have| have.key == entry.key) {
                     entries.push(entry);
