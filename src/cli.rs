@@ -1437,6 +1437,8 @@ impl MockArgs {
             },
             no_done: self.no_done,
             reject_stream_options: self.reject_stream_options,
+            // A server for runs holds only the request it answers (`GET /stats`: kept_bytes).
+            kept_bodies: 0,
             max_image_bytes: self
                 .max_image_bytes
                 .map(|b| b.min(usize::MAX as u64) as usize),

@@ -263,6 +263,13 @@ fn check_shards(runs: &[PathBuf], records: &[RunRecord]) -> Result<(u32, Vec<boo
                 "its plan (limit, variants, endpoints, repeats) or model differs".into(),
             ));
         }
+        if let Some(why) = other_endpoint(first, r) {
+            return Err(UsageError::with_fix(
+                format!("cannot merge {}: {why}", dir.display()),
+                "run every shard against the same endpoint; to compare endpoints, declare them in the bench's `endpoints:` and run them as a grid, whose cells stay apart (docs/guide/endpoints.md)",
+            )
+            .into());
+        }
         let Some(shard) = r.plan.shard.filter(|s| s.count == count) else {
             return Err(refuse(format!("it is not one of {count} shards")));
         };
@@ -273,6 +280,41 @@ fn check_shards(runs: &[PathBuf], records: &[RunRecord]) -> Result<(u32, Vec<boo
         }
     }
     Ok((count, seen))
+}
+
+/// Why shard `r` did not get its answers where the first shard did, if it did not: another
+/// protocol or server (the simulator is one server wherever it ran), endpoint by endpoint
+/// for a bench of several. Answers of two endpoints merged would be named after the first.
+fn other_endpoint(first: &RunRecord, r: &RunRecord) -> Option<String> {
+    let at = |p: &crate::runner::record::ProviderInfo| {
+        let server = if p.simulated {
+            "the built-in simulator".to_string()
+        } else {
+            p.base_url.clone()
+        };
+        format!("{} at {server} ({})", p.model, p.protocol.name())
+    };
+    let same = |a: &crate::runner::record::ProviderInfo,
+                b: &crate::runner::record::ProviderInfo| {
+        a.same_model(b) && a.protocol == b.protocol
+    };
+    let pairs = std::iter::once((&first.endpoint, &r.endpoint))
+        .chain(first.endpoints.iter().zip(&r.endpoints));
+    for (a, b) in pairs {
+        if !same(a, b) {
+            let name = a
+                .endpoint
+                .as_deref()
+                .map_or(String::new(), |n| format!(" of endpoint `{n}`"));
+            return Some(format!(
+                "its answers{name} came from {}, the first shard's from {}",
+                at(b),
+                at(a)
+            ));
+        }
+    }
+    (first.endpoints.len() != r.endpoints.len())
+        .then(|| "it was run over other endpoints than the first shard".to_string())
 }
 
 /// The merged run's record: the first shard's, over the whole plan, from the earliest

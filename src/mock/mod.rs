@@ -33,9 +33,6 @@ pub use wire::{AgentModes, Faults, MockConfig, RetryAfter, StatsSnapshot, UsageM
 use wire::{Fault, Wire};
 pub(crate) use wire::{InFlight, MockReply, MockRequest, ReplyStep, Stats};
 
-/// Request bodies kept for tests; later ones are not kept, so long runs stay small.
-const KEPT_BODIES: usize = 10_000;
-
 impl Wire {
     /// The wire of a request on a path they share (the models list): Anthropic's when it
     /// names an `anthropic-version`, else chat completions'.
@@ -327,11 +324,16 @@ impl Provider {
         })
     }
 
-    /// Keeps the first [`KEPT_BODIES`] bodies, and their headers, for tests to read.
+    /// Keeps the first `kept_bodies` bodies (at most [`wire::KEPT_BYTES`] of them), and
+    /// their headers, for tests to read; none for a simulator serving runs.
     fn keep(&self, body: &Value, request: &MockRequest) {
+        let size = request.body.len() as u64;
+        let kept = self.stats.kept_bytes.load(Ordering::SeqCst);
         if let Ok(mut bodies) = self.bodies.lock()
-            && bodies.len() < KEPT_BODIES
+            && bodies.len() < self.config.kept_bodies
+            && kept + size <= wire::KEPT_BYTES
         {
+            self.stats.kept_bytes.fetch_add(size, Ordering::SeqCst);
             bodies.push(body.clone());
             if let Ok(mut headers) = self.headers.lock() {
                 headers.push(request.headers.clone());
@@ -1030,6 +1032,53 @@ fn message_json(text: &str, calls: &[answers::Call], refused: bool) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A simulator serving runs holds no request it has answered, and one serving tests at
+    /// most [`wire::KEPT_BYTES`] of them, however large its images (issue 50, item 24).
+    #[test]
+    fn what_the_simulator_keeps_of_requests_is_bounded() {
+        use base64::Engine;
+        let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+        png.resize(1 << 20, 0);
+        let url = format!(
+            "data:image/png;base64,{}",
+            base64::engine::general_purpose::STANDARD.encode(&png)
+        );
+        let body = json!({"model": "mock-model", "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "what is in it?"},
+            {"type": "image_url", "image_url": {"url": url}}]}]});
+        let request = MockRequest {
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: Bytes::from(body.to_string()),
+        };
+        let served = |kept_bodies: usize| {
+            let p = Provider::new(MockConfig {
+                kept_bodies,
+                ..MockConfig::default()
+            });
+            for _ in 0..60 {
+                let _ = p.serve(
+                    "POST",
+                    "/v1/chat/completions",
+                    &request,
+                    route::Matching::End,
+                );
+            }
+            assert_eq!(p.stats().requests, 60);
+            (p.stats().kept_bytes, p.bodies().len())
+        };
+        assert_eq!(served(0), (0, 0));
+        assert_eq!(
+            MockConfig::demo().kept_bodies,
+            0,
+            "the built-in simulator keeps none"
+        );
+        let (bytes, bodies) = served(10_000);
+        assert!(
+            bytes <= wire::KEPT_BYTES && bodies > 0 && bodies < 60,
+            "{bytes} {bodies}"
+        );
+    }
 
     #[test]
     fn tokens_keep_their_spaces() {

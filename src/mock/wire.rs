@@ -95,6 +95,10 @@ pub struct MockConfig {
     pub usage: UsageMode,
     pub no_done: bool,
     pub reject_stream_options: bool,
+    /// Request bodies kept for tests to read (`Provider::bodies`): the first this many, and
+    /// at most [`KEPT_BYTES`] of them. 0 for a simulator that serves runs (`promptgauge
+    /// mock`, the built-in one): it then holds only the request it is answering.
+    pub kept_bodies: usize,
     /// A request carrying an image larger than this (decoded) gets 400, as a provider
     /// answers one over its limit (Anthropic's 5 MB).
     pub max_image_bytes: Option<usize>,
@@ -158,6 +162,7 @@ impl MockConfig {
             first_token_delay: Duration::from_millis(30),
             token_delay: Duration::from_millis(3),
             judge_error: 0.1,
+            kept_bodies: 0,
             ..MockConfig::default()
         }
     }
@@ -184,6 +189,7 @@ impl Default for MockConfig {
             no_done: false,
             reject_stream_options: false,
             max_image_bytes: None,
+            kept_bodies: 10_000,
             agent_steps: 0,
             agent_modes: AgentModes::default(),
             reasoning: false,
@@ -232,7 +238,13 @@ pub(crate) struct Stats {
     pub embedded_inputs: AtomicU64,
     /// Files requests carried (images, documents, audio), each counted once per request.
     pub files: AtomicU64,
+    /// Bytes of the request bodies kept for tests (`MockConfig::kept_bodies`).
+    pub kept_bytes: AtomicU64,
 }
+
+/// The most request-body bytes a simulator keeps for tests to read, however many bodies
+/// `kept_bodies` allows: a run of large images never piles up in it.
+pub(crate) const KEPT_BYTES: u64 = 64 << 20;
 
 /// What the simulator did so far, for tests and `GET /stats`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -265,6 +277,9 @@ pub struct StatsSnapshot {
     pub embedded_inputs: u64,
     #[serde(default)]
     pub files: u64,
+    /// Bytes of request bodies it holds for tests (0 when it keeps none).
+    #[serde(default)]
+    pub kept_bytes: u64,
 }
 
 impl Stats {
@@ -292,6 +307,7 @@ impl Stats {
             embedding_requests: g(&self.embedding_requests),
             embedded_inputs: g(&self.embedded_inputs),
             files: g(&self.files),
+            kept_bytes: g(&self.kept_bytes),
         }
     }
 }

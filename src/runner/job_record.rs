@@ -182,6 +182,49 @@ pub struct StepLine {
     pub results: Vec<ToolStep>,
 }
 
+impl JobRecord {
+    /// What every reader of a record relies on, checked once where the journal is read: a
+    /// line that breaks it was written or changed by something else (docs/guide/resume.md).
+    /// The error names the field.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        let time = |what: &str, ms: Option<f64>| match ms {
+            Some(ms) if !(ms.is_finite() && ms >= 0.0) => {
+                Err(format!("`{what}` is {ms}, not a duration in milliseconds"))
+            }
+            _ => Ok(()),
+        };
+        time("ttft_ms", self.ttft_ms)?;
+        time("latency_ms", self.latency_ms)?;
+        time("answer_ms", self.answer_ms)?;
+        for (i, a) in self.attempts.iter().enumerate() {
+            time(&format!("attempts[{i}].ttft_ms"), a.ttft_ms)?;
+            time(&format!("attempts[{i}].latency_ms"), Some(a.latency_ms))?;
+        }
+        for (i, t) in self.turns.iter().enumerate() {
+            time(&format!("turns[{i}].answer_ms"), t.answer_ms)?;
+        }
+        if u32::try_from(self.job).is_err() {
+            return Err(format!("`job` is {}, past any plan", self.job));
+        }
+        for (i, f) in self.files.iter().enumerate() {
+            if let Some(h) = &f.sha256
+                && !is_sha256(h)
+            {
+                let shown: String = h.chars().take(80).collect();
+                return Err(format!(
+                    "`files[{i}].sha256` is {shown:?}, not a SHA-256 (64 hexadecimal digits)"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// 64 lower-case hexadecimal digits, as [`crate::client::attachment::sha256_hex`] writes.
+pub(crate) fn is_sha256(h: &str) -> bool {
+    h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
 /// A file a job's request carried, as the journal keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FileNote {

@@ -117,6 +117,15 @@ pub(crate) fn read_from(
         }
         match serde_json::from_slice::<JobRecord>(&line) {
             Ok(record) => {
+                if let Err(e) = record.check() {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!(
+                            "{}:{number}: not a job record promptgauge wrote: {e}; remove or repair this line",
+                            path.display()
+                        ),
+                    ));
+                }
                 stats.records += 1;
                 f(place, record);
             }
@@ -137,7 +146,9 @@ pub(crate) fn read_from(
 pub(crate) fn read_line_at(file: &File, place: Place) -> std::io::Result<Option<JobRecord>> {
     let mut line = vec![0u8; place.len as usize];
     read_exact_at(file, &mut line, place.offset)?;
-    Ok(serde_json::from_slice(&line).ok())
+    Ok(serde_json::from_slice::<JobRecord>(&line)
+        .ok()
+        .filter(|r| r.check().is_ok()))
 }
 
 #[cfg(unix)]
@@ -596,6 +607,57 @@ mod tests {
         std::fs::write(&path, "not json\n").unwrap();
         let e = read(&path, |_| {}).unwrap_err().to_string();
         assert!(e.contains("results.jsonl:1"), "{e}");
+    }
+
+    /// A corrupted field every reader relies on is an error naming its line and field, not a
+    /// panic in a report (issue 50, item 23).
+    #[test]
+    fn a_record_with_a_field_no_reader_can_use_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.jsonl");
+        let note = |sha256: &str| super::super::job_record::FileNote {
+            name: "receipt".into(),
+            origin: "r.png".into(),
+            kind: crate::client::attachment::Kind::Png,
+            bytes: 10,
+            sha256: Some(sha256.into()),
+            path: None,
+        };
+        let good = JobRecord {
+            files: vec![note(&"ab".repeat(32))],
+            ..record("a")
+        };
+        for (bad, field) in [
+            (
+                JobRecord {
+                    files: vec![note("ééééééééé-not-hex")],
+                    ..record("b")
+                },
+                "files[0].sha256",
+            ),
+            (
+                JobRecord {
+                    latency_ms: Some(-5.0),
+                    ..record("b")
+                },
+                "latency_ms",
+            ),
+            (
+                JobRecord {
+                    job: usize::MAX,
+                    ..record("b")
+                },
+                "`job`",
+            ),
+        ] {
+            let _ = std::fs::remove_file(&path);
+            let mut j = Journal::open(&path).unwrap();
+            j.append(&good).unwrap();
+            j.append(&bad).unwrap();
+            let e = read(&path, |_| {}).unwrap_err().to_string();
+            assert!(e.contains("results.jsonl:2"), "{e}");
+            assert!(e.contains(field), "{e}");
+        }
     }
 
     #[test]

@@ -8,7 +8,8 @@ use serde_json::{Map, Value};
 
 use super::GradeSpec;
 use super::attachments::files_of;
-use super::error::{FilePos, InputError, read_text, yaml_error};
+use super::error::{FilePos, InputError, read_text};
+use super::yaml::{self, Scalars, YamlShape};
 use crate::client::ChatMessage;
 use crate::client::attachment::{Attachment, Placed};
 use std::sync::Arc;
@@ -184,6 +185,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
             .fix("use .jsonl (one JSON object per line), .yaml (a list) or .csv (header row with id and expected)"));
         }
     };
+    refuse_control_characters(path, text)?;
     let cases = loader(path, text)?;
     if cases.is_empty() {
         return Err(
@@ -211,13 +213,7 @@ fn load_jsonl(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
         if line.is_empty() {
             continue;
         }
-        let value: Value = serde_json::from_str(line).map_err(|e| {
-            InputError::new(
-                FilePos::at(path, n, e.column()),
-                format!("invalid JSON: {e}"),
-            )
-            .fix("each line must be one complete JSON object")
-        })?;
+        let value = json_line(path, n, line)?;
         if !value.is_object() {
             return Err(InputError::new(
                 FilePos::line(path, n),
@@ -225,6 +221,7 @@ fn load_jsonl(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
             )
             .fix(CASE_FIX));
         }
+        refuse_nul(&value, &FilePos::line(path, n))?;
         let raw: RawCase =
             serde_json::from_value(value).map_err(|e| shape_error(path, n, &e.to_string()))?;
         cases.push(finish(raw, FilePos::line_in(&file, n), cases.len())?);
@@ -232,25 +229,112 @@ fn load_jsonl(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
     Ok(cases)
 }
 
+/// One line of a JSON Lines file, read strictly: a key written twice is refused.
+fn json_line(path: &Path, n: usize, line: &str) -> Result<Value, InputError> {
+    super::json::from_str(line).map_err(|e| {
+        let here = FilePos::at(path, n, e.column());
+        if e.is_data() {
+            let message = super::json::message(&e);
+            InputError::new(
+                here,
+                format!("{message}: the case would silently keep only one"),
+            )
+            .fix("keep one of them")
+        } else {
+            InputError::new(here, format!("invalid JSON: {e}"))
+                .fix("each line must be one complete JSON object")
+        }
+    })
+}
+
 fn load_yaml(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
-    if text.trim().is_empty() {
+    let Some(root) = yaml::parse(path, text, "case file")? else {
         return Ok(Vec::new());
-    }
-    let raws: Vec<serde_saphyr::Spanned<RawCase>> = serde_saphyr::from_str(text)
-        .map_err(|e| yaml_error(path, "case file (a YAML list of cases)", &e))?;
+    };
+    let YamlShape::Seq(items) = &root.kind else {
+        return Err(InputError::new(
+            FilePos::line(path, root.line),
+            format!("the case file is {}, not a list of cases", root.kind_name()),
+        )
+        .fix("write each case as an item of a list: `- id: c-001`"));
+    };
     let file: std::sync::Arc<Path> = std::sync::Arc::from(path);
-    raws.into_iter()
+    items
+        .iter()
         .enumerate()
-        .map(|(i, s)| {
-            let line = s.referenced.line() as usize;
-            let here = if line > 0 {
-                FilePos::line_in(&file, line)
-            } else {
-                FilePos::file(path)
-            };
-            finish(s.value, here, i)
+        .map(|(i, item)| {
+            let here = FilePos::line_in(&file, item.line);
+            let value = yaml_case(item);
+            if !value.is_object() {
+                return Err(InputError::new(
+                    here,
+                    format!("case #{} is {}, not a mapping", i + 1, item.kind_name()),
+                )
+                .fix(CASE_FIX));
+            }
+            refuse_nul(&value, &here)?;
+            let raw: RawCase = serde_json::from_value(value)
+                .map_err(|e| shape_error(path, item.line, &e.to_string()))?;
+            finish(raw, here, i)
         })
         .collect()
+}
+
+/// A YAML case as JSON. What reaches a prompt or is compared as an answer keeps the text
+/// its author wrote (`NO`, `010`, `1e3`); settings (`grade:`), the arguments a scripted
+/// call matches, and structured answers and results (JSON compared or sent as JSON) are
+/// read by YAML 1.2's core schema.
+fn yaml_case(item: &yaml::Node) -> Value {
+    let YamlShape::Map(entries) = &item.kind else {
+        return item.to_value(Scalars::AsWritten);
+    };
+    let typed_unless = |node: &yaml::Node, text_keys: &[&str]| match &node.kind {
+        YamlShape::Seq(turns) => Value::Array(
+            turns
+                .iter()
+                .map(|turn| match &turn.kind {
+                    YamlShape::Map(fields) => Value::Object(
+                        fields
+                            .iter()
+                            .map(|f| {
+                                let scalar = matches!(f.node.kind, YamlShape::Scalar { .. });
+                                let how = if scalar && text_keys.contains(&f.key.as_str()) {
+                                    Scalars::Text
+                                } else {
+                                    Scalars::Typed
+                                };
+                                (f.key.clone(), f.node.to_value(how))
+                            })
+                            .collect(),
+                    ),
+                    _ => turn.to_value(Scalars::Typed),
+                })
+                .collect(),
+        ),
+        _ => node.to_value(Scalars::Typed),
+    };
+    let structured = |node: &yaml::Node| match &node.kind {
+        YamlShape::Map(_) => true,
+        YamlShape::Seq(items) => items
+            .iter()
+            .any(|i| matches!(i.kind, YamlShape::Map(_) | YamlShape::Seq(_))),
+        YamlShape::Scalar { .. } => false,
+    };
+    let fields = entries.iter().map(|yaml::Entry { key, node, .. }| {
+        let value = match key.as_str() {
+            "grade" => node.to_value(Scalars::Typed),
+            "expected" if structured(node) => node.to_value(Scalars::Typed),
+            // A turn's text as written; its tool calls are JSON.
+            "messages" => typed_unless(node, &["content", "role"]),
+            // What a call returns reaches the model as written; what it matches is JSON.
+            "tool_results" => typed_unless(node, &["result", "tool"]),
+            // Text whatever it looks like: `id: 010`, `tags: [NO]`.
+            "id" | "group" | "tags" | "files" => node.to_value(Scalars::Text),
+            _ => node.to_value(Scalars::AsWritten),
+        };
+        (key.clone(), value)
+    });
+    Value::Object(fields.collect())
 }
 
 fn load_csv(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
@@ -259,15 +343,7 @@ fn load_csv(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
         .from_reader(text.as_bytes());
     let headers = reader.headers().map_err(|e| csv_error(path, &e))?.clone();
     let names: Vec<String> = headers.iter().map(|h| h.trim().to_string()).collect();
-    for required in ["id", "expected"] {
-        if !names.iter().any(|h| h == required) {
-            return Err(InputError::new(
-                FilePos::line(path, 1),
-                format!("the header row has no `{required}` column (found: {})", names.join(", ")),
-            )
-            .fix("the first row names the columns: id, expected, then one column per template variable"));
-        }
-    }
+    check_header(path, &names)?;
     let mut cases = Vec::new();
     let file: std::sync::Arc<Path> = std::sync::Arc::from(path);
     for record in reader.records() {
@@ -325,6 +401,34 @@ fn load_csv(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
     Ok(cases)
 }
 
+/// A CSV header names `id` and `expected`, and no column twice (each case would keep
+/// only one of two).
+fn check_header(path: &Path, names: &[String]) -> Result<(), InputError> {
+    for (i, name) in names.iter().enumerate() {
+        if let Some(first) = names[..i].iter().position(|n| n == name) {
+            return Err(InputError::new(
+                FilePos::line(path, 1),
+                format!(
+                    "the header row names `{name}` twice (columns {} and {}): each case would silently keep only one",
+                    first + 1,
+                    i + 1
+                ),
+            )
+            .fix("rename or remove one of the two columns"));
+        }
+    }
+    for required in ["id", "expected"] {
+        if !names.iter().any(|h| h == required) {
+            return Err(InputError::new(
+                FilePos::line(path, 1),
+                format!("the header row has no `{required}` column (found: {})", names.join(", ")),
+            )
+            .fix("the first row names the columns: id, expected, then one column per template variable"));
+        }
+    }
+    Ok(())
+}
+
 fn csv_error(path: &Path, e: &csv::Error) -> InputError {
     let line = e.position().map(|p| p.line() as usize);
     let here = match line {
@@ -343,6 +447,61 @@ fn csv_error(path: &Path, e: &csv::Error) -> InputError {
             InputError::new(here, format!("invalid CSV: {e}")).fix("check the quoting on this row")
         }
     }
+}
+
+/// The same rule for every format: a case file holds no control character but tab and
+/// line breaks. JSON refuses them inside strings anyway; a CSV or YAML file would carry a
+/// NUL into a prompt, a command scorer's input or a report.
+fn refuse_control_characters(path: &Path, text: &str) -> Result<(), InputError> {
+    let Some(at) = text
+        .find(|c: char| c.is_ascii_control() && !matches!(c, '\t' | '\n' | '\r') && c != '\u{7f}')
+    else {
+        return Ok(());
+    };
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let column = before.len() - before.rfind('\n').map_or(0, |p| p + 1) + 1;
+    let c = text[at..].chars().next().unwrap_or('\0');
+    Err(InputError::new(
+        FilePos::at(path, line, column),
+        format!(
+            "the case file holds the control character U+{:04X}",
+            u32::from(c)
+        ),
+    )
+    .fix("remove it; a case file is text (tabs and line breaks are fine)"))
+}
+
+/// A NUL written as an escape (`\u0000` in JSON, `"\0"` in YAML) is refused as a written
+/// one is, in a key or a value at any depth.
+fn refuse_nul(value: &Value, here: &FilePos) -> Result<(), InputError> {
+    let nul = |s: &str| s.contains('\0');
+    let found = match value {
+        Value::String(s) => nul(s),
+        Value::Array(items) => return items.iter().try_for_each(|v| refuse_nul(v, here)),
+        Value::Object(map) => {
+            if let Some(key) = map.keys().find(|k| nul(k)) {
+                return Err(nul_error(here, &key.escape_debug().to_string()));
+            }
+            return map.values().try_for_each(|v| refuse_nul(v, here));
+        }
+        _ => false,
+    };
+    if found {
+        let Value::String(s) = value else {
+            return Ok(());
+        };
+        return Err(nul_error(here, &s.escape_debug().to_string()));
+    }
+    Ok(())
+}
+
+fn nul_error(here: &FilePos, text: &str) -> InputError {
+    InputError::new(
+        here.clone(),
+        format!("a value holds a NUL character (U+0000): \"{text}\""),
+    )
+    .fix("remove the \\u0000 (or \\0) escape; a case file is text")
 }
 
 fn shape_error(path: &Path, line: usize, message: &str) -> InputError {
@@ -565,7 +724,7 @@ pub(crate) fn load_some(
             if line.is_empty() {
                 continue;
             }
-            let Ok(value) = serde_json::from_str::<Value>(line) else {
+            let Ok(value) = super::json::from_str(line) else {
                 continue;
             };
             if !value
@@ -709,5 +868,109 @@ mod tests {
         assert!(e.message.contains("duplicate case id `x`"), "{e}");
         assert_eq!(e.location.line, Some(3));
         assert!(e.message.contains(&format!("{}:1", a.path().display())));
+    }
+
+    /// A key written twice is refused in every format, with the file and line, never
+    /// silently the last (issue 50, item 21).
+    #[test]
+    fn keys_written_twice_are_refused_in_every_format() {
+        let cases = [
+            (
+                ".jsonl",
+                "{\"id\": \"a\", \"expected\": \"A\"}\n{\"id\": \"b\", \"expected\": \"A\", \"expected\": \"B\"}\n",
+                2,
+                "`expected`",
+            ),
+            (
+                ".jsonl",
+                "{\"id\": \"a\", \"vars\": {\"q\": \"x\", \"q\": \"y\"}, \"expected\": \"A\"}\n",
+                1,
+                "`q`",
+            ),
+            (
+                ".jsonl",
+                "{\"id\": \"a\", \"expected\": {\"f\": {\"g\": 1, \"g\": 2}}}\n",
+                1,
+                "`g`",
+            ),
+            (
+                ".yaml",
+                "- id: a\n  expected: A\n  expected: B\n",
+                3,
+                "`expected`",
+            ),
+            (
+                ".yaml",
+                "- id: a\n  vars: { q: x, q: y }\n  expected: A\n",
+                2,
+                "`q`",
+            ),
+            (".csv", "id,q,expected,q\na,x,A,y\n", 1, "`q`"),
+        ];
+        for (ext, body, line, key) in cases {
+            let f = file(ext, body);
+            let e = load(f.path()).unwrap_err();
+            assert_eq!(e.location.line, Some(line), "{ext}: {e}");
+            assert!(
+                e.to_string().contains(&f.path().display().to_string()),
+                "{e}"
+            );
+            assert!(
+                e.message.contains(key) && e.message.contains("twice"),
+                "{ext}: {e}"
+            );
+            assert!(e.fix.is_some());
+        }
+    }
+
+    /// A NUL, written or escaped, and any other control character but tab and line breaks,
+    /// are refused by the same rule in every format (issue 50, item 22).
+    #[test]
+    fn nul_and_control_characters_follow_one_rule_in_every_format() {
+        let written = [
+            (".csv", "id,q,expected\na,x\0y,A\n", 2),
+            (
+                ".jsonl",
+                "{\"id\": \"a\", \"vars\": {\"q\": \"x\0y\"}, \"expected\": \"A\"}\n",
+                1,
+            ),
+            (
+                ".yaml",
+                "- id: a\n  vars: { q: \"x\0y\" }\n  expected: A\n",
+                2,
+            ),
+            (".csv", "id,q,expected\na,x\u{1}y,A\n", 2),
+        ];
+        for (ext, body, line) in written {
+            let e = load(file(ext, body).path()).unwrap_err();
+            assert!(e.message.contains("control character U+00"), "{ext}: {e}");
+            assert_eq!(e.location.line, Some(line), "{ext}: {e}");
+            assert!(e.location.column.is_some(), "{e}");
+        }
+        let escaped = [
+            (
+                ".jsonl",
+                "{\"id\": \"a\", \"expected\": \"A\"}\n{\"id\": \"b\", \"vars\": {\"q\": \"x\\u0000y\"}, \"expected\": \"A\"}\n",
+                2,
+            ),
+            (
+                ".yaml",
+                "- id: a\n  expected: A\n- id: b\n  vars: { q: \"x\\0y\" }\n  expected: A\n",
+                3,
+            ),
+        ];
+        for (ext, body, line) in escaped {
+            let e = load(file(ext, body).path()).unwrap_err();
+            assert!(e.message.contains("NUL"), "{ext}: {e}");
+            assert_eq!(e.location.line, Some(line), "{ext}: {e}");
+        }
+        // Tabs, CR LF line ends and escaped controls other than NUL stay.
+        let f = file(".csv", "id,q,expected\r\na,x\ty,A\r\n");
+        assert_eq!(load(f.path()).unwrap()[0].vars["q"], "x\ty");
+        let f = file(
+            ".jsonl",
+            "{\"id\": \"a\", \"vars\": {\"q\": \"x\\u0001\"}, \"expected\": \"A\"}\n",
+        );
+        assert_eq!(load(f.path()).unwrap()[0].vars["q"], "x\u{1}");
     }
 }

@@ -6,12 +6,14 @@ pub mod endpoint;
 pub mod endpoints;
 pub mod error;
 pub mod grading;
+mod json;
 pub mod plan;
 pub mod prompts;
 pub mod schema;
 mod schema_cost;
 pub mod template;
 pub mod tools;
+mod yaml;
 
 use crate::client::attachment::FileTokens;
 use std::path::{Path, PathBuf};
@@ -874,8 +876,9 @@ fn read_raw(path: &Path) -> Result<(String, RawBench), InputError> {
                 .fix("a bench needs `name:`, `cases:` and `variants:`; see docs/guide/files.md"),
         );
     }
-    let raw =
-        serde_saphyr::from_str(&text).map_err(|e| error::yaml_error(path, "bench file", &e))?;
+    let mut raw: RawBench = serde_saphyr::from_str_with_options(&text, yaml::core_schema())
+        .map_err(|e| error::yaml_error(path, "bench file", &e))?;
+    yaml::tool_defaults_as_written(path, &text, &mut raw.tools)?;
     Ok((text, raw))
 }
 
@@ -1099,5 +1102,97 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    /// Every form YAML 1.1 would rewrite, as a case file, a variant and a bench carry it
+    /// (issue 50, item 25): the prompt and the answer keep what the author wrote.
+    #[test]
+    fn yaml_values_reach_prompts_and_answers_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            dir.path().join("bench.yaml"),
+            "name: t\ncases: cases.yaml\nvariants: [v.yaml]\ngrade: { kind: exact }\n\
+             tools:\n  - { name: lookup, parameters: { type: object, properties: { a: { enum: [NO, yes, on, off] } } }, default: NO }\n  - { name: size, default: 1e3 }\n",
+        )
+        .unwrap();
+        let forms = ["NO", "yes", "on", "off", "010", "1e3", "0x1F", "1_000"];
+        let mut cases = String::new();
+        for (i, form) in forms.iter().enumerate() {
+            cases.push_str(&format!(
+                "- id: {form}\n  vars: {{ v: {form}, list: [{form}], deep: {{ x: {form} }} }}\n  expected: {form}\n  tags: [{form}]\n  group: {form}\n  messages:\n    - {{ role: user, content: {form} }}\n    - {{ role: assistant, content: \"{i}\" }}\n"
+            ));
+        }
+        cases.push_str(
+            "- id: nothing\n  vars: { v: ~, list: [a], deep: { x: b } }\n  expected: [\"~\"]\n",
+        );
+        fs::write(dir.path().join("cases.yaml"), &cases).unwrap();
+        fs::write(
+            dir.path().join("v.yaml"),
+            "name: NO\nmessages:\n  - history\n  - { role: system, content: on }\n  - { role: user, content: \"{{ v }} {{ list[0] }} {{ deep.x }}\" }\n  - { role: assistant, content: 010 }\n  - { role: user, content: 1e3 }\n",
+        )
+        .unwrap();
+        let bench = Bench::load(&dir.path().join("bench.yaml")).unwrap();
+        assert_eq!(bench.variants[0].name, "NO");
+        let texts: Vec<&str> = bench.variants[0]
+            .messages
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect();
+        assert_eq!(
+            texts[1..],
+            ["on", "{{ v }} {{ list[0] }} {{ deep.x }}", "010", "1e3"]
+        );
+        for (case, form) in bench.cases.iter().zip(forms) {
+            assert_eq!(case.id, form);
+            assert_eq!(case.expected, vec![form.to_string()], "{form}");
+            assert_eq!(case.tags, vec![form.to_string()]);
+            assert_eq!(case.group.as_deref(), Some(form));
+            assert_eq!(case.messages[0].content, form);
+            let rendered = bench.templates.render(0, case, &bench.variants[0]).unwrap();
+            assert_eq!(rendered[0].content, form, "history turn");
+            assert_eq!(
+                rendered[3].content,
+                format!("{form} {form} {form}"),
+                "{form}"
+            );
+        }
+        // `~` is YAML's null, as `null` is JSON's: no value, not the text "~".
+        let last = bench.cases.last().unwrap();
+        assert_eq!(last.vars["v"], Value::Null);
+        assert_eq!(last.expected, vec!["~"]);
+        let lookup = &bench.tools[0];
+        assert_eq!(lookup.default, Some(Value::String("NO".into())));
+        assert_eq!(
+            lookup.parameters["properties"]["a"]["enum"],
+            serde_json::json!(["NO", "yes", "on", "off"])
+        );
+        assert_eq!(bench.tools[1].default, Some(Value::String("1e3".into())));
+    }
+
+    /// A number a template computes with stays a number, as in JSON; only what would read
+    /// back differently is kept as text.
+    #[test]
+    fn yaml_numbers_that_read_back_the_same_stay_numbers() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            dir.path().join("bench.yaml"),
+            "name: t\ncases: c.yaml\nvariants: [p.txt]\ngrade: { kind: number, tolerance: 1e-3 }\n",
+        )
+        .unwrap();
+        fs::write(
+            dir.path().join("c.yaml"),
+            "- { id: a, vars: { n: 10, x: 2.5, b: true }, expected: 011 }\n",
+        )
+        .unwrap();
+        fs::write(
+            dir.path().join("p.txt"),
+            "{{ n + 1 }} {{ x * 2 }} {% if b %}yes{% endif %}",
+        )
+        .unwrap();
+        let bench = Bench::load(&dir.path().join("bench.yaml")).unwrap();
+        let case = &bench.cases[0];
+        assert_eq!(case.expected, vec!["011"]);
+        let rendered = bench.templates.render(0, case, &bench.variants[0]).unwrap();
+        assert_eq!(rendered[0].content, "11 5.0 yes");
     }
 }

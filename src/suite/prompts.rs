@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::error::{FilePos, InputError, read_text, yaml_error};
+use super::error::{FilePos, InputError, read_text};
+use super::yaml::{self, Scalars, YamlShape};
 
 /// One chat message whose content is a template.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -47,7 +48,7 @@ pub(super) struct RawPrompt {
     /// The chat messages, a user message among them; `- history` where a case's earlier
     /// turns go.
     #[schemars(schema_with = "messages_schema")]
-    messages: Vec<serde_saphyr::Spanned<RawMessage>>,
+    messages: Vec<RawMessage>,
     /// Request parameters over the bench's `params` (`max_tokens`, …).
     #[serde(default)]
     params: Option<Map<String, Value>>,
@@ -156,9 +157,8 @@ fn parse_yaml(path: &Path, stem: String, text: &str) -> Result<Variant, InputErr
                 .fix("write `name:` and `messages:` (a list of {role, content})"),
         );
     }
-    let raw: RawPrompt =
-        serde_saphyr::from_str(text).map_err(|e| yaml_error(path, "prompt file", &e))?;
-    let messages = read_messages(path, raw.messages)?;
+    let (raw, lines) = read_yaml(path, text)?;
+    let messages = read_messages(path, raw.messages, &lines)?;
     if !messages.iter().any(|m| m.role == "user" || m.history) {
         return Err(
             InputError::new(FilePos::file(path), "the prompt has no user message")
@@ -192,16 +192,56 @@ fn parse_yaml(path: &Path, stem: String, text: &str) -> Result<Variant, InputErr
     })
 }
 
+/// A YAML prompt file as written, each message with its line. A message's text is what
+/// its author wrote (`content: NO` is "NO", `1e3` is "1e3"); `params` are read by YAML
+/// 1.2's core schema, where only `true` and `false` are booleans (docs/guide/files.md).
+fn read_yaml(path: &Path, text: &str) -> Result<(RawPrompt, Vec<usize>), InputError> {
+    let root = yaml::parse(path, text, "prompt file")?;
+    let Some(
+        root @ yaml::Node {
+            kind: YamlShape::Map(entries),
+            ..
+        },
+    ) = &root
+    else {
+        let found = root.as_ref().map_or("empty", yaml::Node::kind_name);
+        return Err(InputError::new(
+            FilePos::file(path),
+            format!("the prompt file is {found}, not a mapping"),
+        )
+        .fix("write `name:` and `messages:` (a list of {role, content})"));
+    };
+    let value: Map<String, Value> = entries
+        .iter()
+        .map(|e| {
+            let how = if e.key == "params" {
+                Scalars::Typed
+            } else {
+                Scalars::Text
+            };
+            (e.key.clone(), e.node.to_value(how))
+        })
+        .collect();
+    let raw: RawPrompt = serde_json::from_value(Value::Object(value))
+        .map_err(|e| yaml::shape_error(path, root, "prompt file", &e))?;
+    let lines = match root.entry("messages").map(|e| &e.node.kind) {
+        Some(YamlShape::Seq(items)) => items.iter().map(|n| n.line).collect(),
+        _ => Vec::new(),
+    };
+    Ok((raw, lines))
+}
+
 /// A YAML prompt's messages, each with its line: `{role, content}`, or `history` once.
 fn read_messages(
     path: &Path,
-    raw: Vec<serde_saphyr::Spanned<RawMessage>>,
+    raw: Vec<RawMessage>,
+    lines: &[usize],
 ) -> Result<Vec<MessageTemplate>, InputError> {
     let mut messages = Vec::new();
-    for m in raw {
-        let line = Some(m.referenced.line() as usize).filter(|&l| l > 0);
+    for (i, m) in raw.into_iter().enumerate() {
+        let line = lines.get(i).copied();
         let here = line.map_or_else(|| FilePos::file(path), |l| FilePos::line(path, l));
-        let message = match m.value {
+        let message = match m {
             RawMessage::Word(w) if w.trim() == "history" => {
                 if messages.iter().any(|m: &MessageTemplate| m.history) {
                     return Err(InputError::new(here, "`history` is listed twice")

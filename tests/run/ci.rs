@@ -1261,3 +1261,52 @@ fn merge_refuses_a_bench_name_from_run_json_that_cannot_name_a_folder() {
     assert!(stderr.contains("cannot name a folder"), "{stderr}");
     assert!(!d.join("escaped-merged").exists() && !d.parent().unwrap().join("escaped").exists());
 }
+
+/// Shards whose answers came from different servers or protocols are not one run: the
+/// merge names both endpoints and writes nothing (issue 50, item 20).
+#[test]
+fn merge_refuses_shards_run_over_different_endpoints() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let (_rt2, other) = start_mock(MockConfig::default());
+    let bench = arithmetic_bench(4, 1, "");
+    let d = bench.path();
+    let shard = |out: &str, i: &str, url: &str, protocol: &str| {
+        promptgauge(d)
+            .args(["run", "bench.yaml", "--out", out, "--shard", i])
+            .args(["--base-url", url, "--model", "m", "--protocol", protocol])
+            .args(["--quiet", "--no-store"])
+            .assert()
+            .success();
+    };
+    let (a, b) = (server.base_url(), other.base_url());
+    shard("urls", "1/2", &a, "openai-chat");
+    shard("urls", "2/2", &b, "openai-chat");
+    shard("protocols", "1/2", &a, "openai-chat");
+    shard("protocols", "2/2", &a, "anthropic-messages");
+    for (folder, named) in [
+        ("urls", [a.as_str(), b.as_str()]),
+        ("protocols", ["openai-chat", "anthropic-messages"]),
+    ] {
+        let out = promptgauge(d)
+            .arg("merge")
+            .args(run_dirs(&d.join(folder)))
+            .args(["--out", "merged", "--no-store"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        for name in named {
+            assert!(stderr.contains(name), "{folder}: {stderr}");
+        }
+        assert!(!d.join("merged").exists() || run_dirs(&d.join("merged")).is_empty());
+    }
+    // The same server and protocol merge as before.
+    shard("same", "1/2", &a, "openai-chat");
+    shard("same", "2/2", &a, "openai-chat");
+    promptgauge(d)
+        .arg("merge")
+        .args(run_dirs(&d.join("same")))
+        .args(["--out", "merged", "--no-store", "--quiet"])
+        .assert()
+        .success();
+}

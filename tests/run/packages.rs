@@ -269,3 +269,84 @@ fn the_release_builds_tries_and_sums_every_package() {
         assert!(attached.contains(file), "{file} is not attached");
     }
 }
+
+/// The npm launcher passes on every signal sent to it alone and exits as the binary did
+/// (issue 50, item 26): a SIGINT is not swallowed, a SIGQUIT leaves no orphan. The binary
+/// here is a script that says which signal it got and exits as promptgauge would.
+#[cfg(unix)]
+#[test]
+fn the_npm_launcher_passes_on_every_signal_and_exits_as_the_binary_did() {
+    use std::os::unix::process::CommandExt;
+    if npm().is_none() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let modules = tmp.path().join("node_modules");
+    let launcher = modules.join("promptgauge/bin/promptgauge.js");
+    std::fs::create_dir_all(launcher.parent().unwrap()).unwrap();
+    std::fs::copy(repo().join("npm/promptgauge/bin/promptgauge.js"), &launcher).unwrap();
+    let platform = Command::new("node")
+        .args(["-p", "process.platform + '-' + process.arch"])
+        .output()
+        .unwrap();
+    let platform = String::from_utf8(platform.stdout)
+        .unwrap()
+        .trim()
+        .to_string();
+    let log = tmp.path().join("log");
+    let script = format!(
+        "#!/bin/sh\n\
+         trap 'echo INT >> {log}; exit 130' INT\n\
+         trap 'echo QUIT >> {log}; exit 131' QUIT\n\
+         trap 'echo TERM >> {log}; exit 143' TERM\n\
+         [ \"$1\" = exit ] && exit \"$2\"\n\
+         echo ready >> {log}\n\
+         i=0; while [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done\n\
+         echo ran-out >> {log}\n",
+        log = log.display()
+    );
+    for name in [platform.clone(), format!("{platform}-musl")] {
+        let bin = modules.join(format!("@promptgauge/{name}/bin/promptgauge"));
+        std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+        std::fs::write(&bin, &script).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    // The binary's exit code comes through.
+    let done = Command::new("node")
+        .arg(&launcher)
+        .args(["exit", "3"])
+        .status()
+        .unwrap();
+    assert_eq!(done.code(), Some(3));
+    for (signal, said, code) in [
+        (libc::SIGINT, "INT", 130),
+        (libc::SIGQUIT, "QUIT", 131),
+        (libc::SIGTERM, "TERM", 143),
+    ] {
+        let _ = std::fs::remove_file(&log);
+        // A process group of its own: the signal goes to the launcher alone, as `kill` or a
+        // supervisor sends it.
+        let mut child = Command::new("node")
+            .arg(&launcher)
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        while !std::fs::read_to_string(&log).is_ok_and(|l| l.contains("ready")) {
+            assert!(started.elapsed().as_secs() < 20, "the binary never started");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        // SAFETY: the pid is the launcher's, still running (it waits for the binary).
+        unsafe {
+            libc::kill(child.id() as i32, signal);
+        }
+        let status = child.wait().unwrap();
+        let log = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(status.code(), Some(code), "{said}: {log}");
+        assert!(
+            log.contains(said) && !log.contains("ran-out"),
+            "{said}: {log}"
+        );
+    }
+}

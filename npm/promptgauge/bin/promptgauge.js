@@ -33,14 +33,49 @@ try {
   process.exit(1);
 }
 
-const child = spawn(binary, process.argv.slice(2), { stdio: "inherit" });
-// Ctrl-C reaches promptgauge itself (the terminal signals the whole process group): the
-// launcher waits while it stops, writes its reports and exits 130, as it would alone. A
-// signal sent to the launcher only (a CI runner's SIGTERM) is passed on.
-process.on("SIGINT", () => {});
-for (const signal of ["SIGTERM", "SIGHUP"]) {
-  process.on(signal, () => child.kill(signal));
+/**
+ * Whether this process is in its terminal's foreground job (Linux: /proc/self/stat's
+ * process group is the terminal's foreground group; elsewhere: stdin is a terminal). There,
+ * the terminal's own signals (Ctrl-C, Ctrl-\, a resize) reach promptgauge directly, as they
+ * reach every process of the job: passed on too, one Ctrl-C would arrive twice, and a
+ * second Ctrl-C aborts.
+ */
+function inForegroundJob() {
+  try {
+    const stat = require("fs").readFileSync("/proc/self/stat", "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const [pgrp, tpgid] = [Number(fields[2]), Number(fields[5])];
+    return tpgid > 0 && tpgid === pgrp;
+  } catch {
+    return Boolean(process.stdin.isTTY);
+  }
 }
+
+// Every signal the launcher is sent is passed on, and the launcher waits for promptgauge
+// to exit (it writes its reports, 130 after an interrupt) and exits as it did: nothing is
+// swallowed (a CI cancel, `kill -INT`, `timeout -s INT`) and nothing orphaned (SIGQUIT).
+// Only a terminal's own signals to the foreground job are not sent twice.
+const fromTerminal = new Set(["SIGINT", "SIGQUIT", "SIGWINCH"]);
+const forwarded = ["SIGINT", "SIGQUIT", "SIGTERM", "SIGHUP", "SIGUSR2", "SIGALRM", "SIGWINCH"];
+if (process.platform === "win32") {
+  forwarded.splice(0, forwarded.length, "SIGINT", "SIGTERM", "SIGBREAK");
+}
+// Listening starts before the binary does, so no signal falls between; a listener runs
+// once this script has ended, when `child` is set.
+let child = null;
+for (const signal of forwarded) {
+  process.on(signal, () => {
+    if (fromTerminal.has(signal) && inForegroundJob()) {
+      return;
+    }
+    try {
+      child.kill(signal);
+    } catch {
+      // Already gone: its exit ends the launcher.
+    }
+  });
+}
+child = spawn(binary, process.argv.slice(2), { stdio: "inherit" });
 child.on("error", (e) => {
   console.error(`promptgauge: cannot run ${binary}: ${e.message}`);
   process.exit(1);

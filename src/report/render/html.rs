@@ -601,14 +601,14 @@ pub(crate) fn files_line(
     use crate::client::attachment::FileFamily;
     b.push_str("<div class=\"files\">");
     for f in files {
-        let hash = f.sha256.as_deref().map_or(String::new(), |h| {
-            format!(", sha256 {}…", &h[..h.len().min(12)])
-        });
-        let title = format!("{} ({}, {} bytes{hash})", f.origin, f.kind.said(), f.bytes);
-        let key = f
+        // The journal's reader checked the hash; a record from elsewhere shows none.
+        let sha256 = f
             .sha256
             .as_deref()
-            .map(|h| h[..h.len().min(16)].to_string());
+            .filter(|h| crate::runner::job_record::is_sha256(h));
+        let hash = sha256.map_or(String::new(), |h| format!(", sha256 {}…", &h[..12]));
+        let title = format!("{} ({}, {} bytes{hash})", f.origin, f.kind.said(), f.bytes);
+        let key = sha256.map(|h| h[..16].to_string());
         let image = f.kind.family() == FileFamily::Image;
         let known = key.as_ref().is_some_and(|k| shown.embedded.contains(k));
         if image
@@ -1107,6 +1107,25 @@ mod tests {
         assert_eq!(
             esc("<a href=\"x\">&'"),
             "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+    }
+
+    /// A hash that is no SHA-256 (a record from elsewhere) is left out, never sliced.
+    #[test]
+    fn a_file_whose_hash_is_not_hex_is_shown_without_it() {
+        let mut b = String::new();
+        let note = crate::runner::job_record::FileNote {
+            name: "r".into(),
+            origin: "r.png".into(),
+            kind: crate::client::attachment::Kind::Png,
+            bytes: 10,
+            sha256: Some("éééééééé\"}</style>".into()),
+            path: None,
+        };
+        files_line(&mut b, &[note], &mut Thumbnails::default());
+        assert!(
+            b.contains("r.png") && !b.contains("sha256") && !b.contains("</style>"),
+            "{b}"
         );
     }
 
