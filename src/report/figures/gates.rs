@@ -382,7 +382,9 @@ fn max_drop(max: f64, s: &Summary, baseline: Option<&RunComparison>, out: &mut V
     }
 }
 
-/// `--min-accuracy [VARIANT=]P`: each variant it names against P.
+/// `--min-accuracy [VARIANT=]P`: each variant it names against P. On a scored run (some
+/// score neither 0 nor 1) "accuracy" is the mean score, with its interval, and the line
+/// says so (docs/guide/ci.md, "Gates").
 fn min_accuracy(min: &MinAccuracy, s: &Summary, out: &mut Vec<GateResult>) {
     let variants: Vec<_> = s
         .variants
@@ -408,7 +410,13 @@ fn min_accuracy(min: &MinAccuracy, s: &Summary, out: &mut Vec<GateResult>) {
         ));
     }
     for v in variants {
-        let Some(acc) = v.accuracy else {
+        let Gated {
+            called: what,
+            value: Some(acc),
+            low,
+            high,
+        } = gated_figure(v, s.is_scored())
+        else {
             out.push(result(
                 &gate,
                 false,
@@ -418,18 +426,23 @@ fn min_accuracy(min: &MinAccuracy, s: &Summary, out: &mut Vec<GateResult>) {
         };
         let ci = format!(
             "[{:.1}, {:.1}]",
-            v.ci_low.unwrap_or(acc) * 100.0,
-            v.ci_high.unwrap_or(acc) * 100.0
+            low.unwrap_or(acc) * 100.0,
+            high.unwrap_or(acc) * 100.0
         );
         let t = min.threshold;
         out.push(if acc >= t {
             result(
                 &gate,
                 true,
-                format!("{}: {:.1}% {ci} ≥ {:.1}%", v.name, acc * 100.0, t * 100.0),
+                format!(
+                    "{}: {what}{:.1}% {ci} ≥ {:.1}%",
+                    v.name,
+                    acc * 100.0,
+                    t * 100.0
+                ),
             )
         } else {
-            let certainty = if v.ci_high.is_some_and(|hi| hi < t) {
+            let certainty = if high.is_some_and(|hi| hi < t) {
                 "certain: the whole interval is below it"
             } else {
                 "uncertain: the interval straddles it"
@@ -438,13 +451,45 @@ fn min_accuracy(min: &MinAccuracy, s: &Summary, out: &mut Vec<GateResult>) {
                 &gate,
                 false,
                 format!(
-                    "{}: {:.1}% {ci} is below {:.1}% ({certainty})",
+                    "{}: {what}{:.1}% {ci} is below {:.1}% ({certainty})",
                     v.name,
                     acc * 100.0,
                     t * 100.0
                 ),
             )
         });
+    }
+}
+
+/// The figure `--min-accuracy` holds a variant to: what the line calls it, the figure and
+/// its interval.
+struct Gated {
+    called: &'static str,
+    value: Option<f64>,
+    low: Option<f64>,
+    high: Option<f64>,
+}
+
+/// People's score where they labelled a judge's answers (the judge's, corrected), else
+/// the mean score on a scored run, else accuracy.
+fn gated_figure(v: &crate::report::summary::VariantSummary, scored: bool) -> Gated {
+    if let Some(l) = &v.labelled
+        && let Some(c) = l.corrected
+    {
+        return Gated {
+            called: "score as people would give it ",
+            value: Some(c),
+            low: l.corrected_low,
+            high: l.corrected_high,
+        };
+    }
+    let (value, low, high) = v.headline();
+    Gated {
+        // Partial scores: the figure is the mean score, and the line names it.
+        called: if scored { "mean score " } else { "" },
+        value,
+        low,
+        high,
     }
 }
 

@@ -1004,21 +1004,16 @@ pub(crate) fn render_compare(c: &RunComparison) -> String {
         let _ = write!(b, "<div class=\"banner\">{}</div>", esc(&note));
     }
     let mut rows = Vec::new();
+    let mut scored = false;
     for v in &c.variants {
-        rows.push((
-            format!("{} · A", v.name),
-            v.a.accuracy,
-            v.a.ci_low,
-            v.a.ci_high,
-        ));
-        rows.push((
-            format!("{} · B", v.name),
-            v.b.accuracy,
-            v.b.ci_low,
-            v.b.ci_high,
-        ));
+        scored |= v.a.mean_score.is_some() || v.b.mean_score.is_some();
+        let ((a, a_lo, a_hi), (b_, b_lo, b_hi)) = (v.a.headline(), v.b.headline());
+        rows.push((format!("{} · A", v.name), a, a_lo, a_hi));
+        rows.push((format!("{} · B", v.name), b_, b_lo, b_hi));
     }
-    let _ = write!(b, "<h2>Accuracy ({conf}% intervals)</h2>");
+    // Partial scores: the chart is of mean scores.
+    let measure = if scored { "Mean score" } else { "Accuracy" };
+    let _ = write!(b, "<h2>{measure} ({conf}% intervals)</h2>");
     b.push_str(&accuracy_chart(&rows, true));
     b.push_str(&tables::comparison(c).html());
     b.push_str("<ul>");
