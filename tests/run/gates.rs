@@ -1,7 +1,9 @@
 //! Every gate on every kind of score (docs/guide/ci.md, "Gates"): a matrix of gate × score
 //! kind, each run on the in-process simulator, asserting the exit code and each gate's
 //! line. Two variants of known accuracy (`good` about 95%, `bad` about 30%) make every
-//! gate's outcome known in advance, whatever the scorer.
+//! gate's outcome known in advance, whatever the scorer. Then the three outcomes (passed,
+//! failed, inconclusive), each with its exit code, and what an inconclusive gate says it
+//! would take.
 
 use std::path::{Path, PathBuf};
 
@@ -318,7 +320,10 @@ fn every_gate_on(kind: &Kind, case_extra: fn(usize) -> String, bench_extra: &str
         "{label}: {line}"
     );
     let (passed, line) = gate(&s, "max-drop", "bad");
-    assert!(!passed && line.contains("may be up to"), "{label}: {line}");
+    assert!(
+        !passed && line.contains("bad is more than 5.0 points below good"),
+        "{label}: {line}"
+    );
     let (passed, line) = gate(&s, "max-cost", "spent");
     assert!(passed, "{label}: {line}");
     let (passed, line) = gate(&s, "max-p90-latency", "good");
@@ -368,11 +373,22 @@ fn every_gate_on(kind: &Kind, case_extra: fn(usize) -> String, bench_extra: &str
         "{label}: {line}"
     );
 
-    // A search: the baseline `good` is the best.
+    // A search: the baseline `good` is the best. On 11 groups the search cannot tell
+    // (its bounds are anytime-valid): inconclusive, exit 5.
     let best = run(d, "e", &["--best", "--fail-if-not-best"]);
-    assert_eq!(best.code, Some(0), "{}", ctx("--best", &best));
     let (passed, line) = gate(&summary(&best.dir), "fail-if-not-best", "good");
-    assert!(passed, "{label}: {line}");
+    if label.ends_with("groups") {
+        assert_eq!(best.code, Some(5), "{}", ctx("--best", &best));
+        assert!(
+            line.contains(
+                "the groups ran out after 11 with the baseline good among the arms left (good, bad)"
+            ),
+            "{label}: {line}"
+        );
+    } else {
+        assert_eq!(best.code, Some(0), "{}", ctx("--best", &best));
+        assert!(passed, "{label}: {line}");
+    }
 }
 
 #[test]
@@ -485,5 +501,109 @@ fn compare_and_its_page_show_mean_scores_of_partial_score_runs() {
     assert!(
         page.matches("<g class=\"interval\"").count() >= 2,
         "no interval drawn"
+    );
+}
+
+/// Two variants of the same simulated accuracy over `cases` cases: nothing to tell apart.
+fn twins(cases: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lines: String = (1..=cases).map(|i| format!("{}\n", word(i))).collect();
+    std::fs::write(d.join("cases.jsonl"), lines).unwrap();
+    for name in ["plain", "tidy"] {
+        std::fs::write(
+            d.join(format!("{name}.yaml")),
+            format!("name: {name}\nmessages:\n  - {{ role: system, content: \"simulated accuracy 85% ({name})\" }}\n  - {{ role: user, content: \"{{{{ q }}}}\" }}\n"),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        d.join("bench.yaml"),
+        "name: twins\ncases: cases.jsonl\nvariants: [tidy.yaml, plain.yaml]\ngrade: { kind: exact }\n",
+    )
+    .unwrap();
+    dir
+}
+
+/// The number after `about ` in a gate's line.
+fn about(line: &str) -> u64 {
+    let (_, rest) = line
+        .split_once("about ")
+        .unwrap_or_else(|| panic!("{line}"));
+    rest.split(' ').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_gate_the_data_cannot_decide_is_inconclusive_with_its_own_exit_code_and_what_it_would_take() {
+    let b = twins(50);
+    let d = b.path();
+    // 50 cases cannot show a drop of no more than 3 points, nor that one exists.
+    let r = run(d, "a", &["--max-drop", "3", "--markdown", "summary.md"]);
+    assert_eq!(r.code, Some(5), "{}", r.said);
+    let s = summary(&r.dir);
+    let g = &s.gates[0];
+    assert_eq!(g.outcome, promptgauge::report::GateOutcome::Inconclusive);
+    assert!(!g.passed);
+    let line = r
+        .said
+        .lines()
+        .find(|l| l.starts_with("gate inconclusive: max-drop: plain may be up to "))
+        .unwrap_or_else(|| panic!("{}", r.said));
+    assert!(
+        line.contains("the data allow a drop of up to ")
+            && line.contains(" on 50 cases; about ")
+            && line.contains(" cases would show a drop of no more than 3.0 at the difference and the disagreement seen here ("),
+        "{line}"
+    );
+    // What it takes, sized as a paired difference of 0/1 answers: n = (z + z_power)² ×
+    // (disagreement − difference²) / (difference + limit)².
+    let c = &s.comparisons[0];
+    let t = c.table.as_ref().unwrap();
+    let n = 50.0;
+    let (disagree, diff) = (
+        (t.only_variant + t.only_reference) as f64 / n,
+        c.difference.unwrap(),
+    );
+    let normal = (1.96f64 + 0.8416).powi(2) * (disagree - diff * diff) / (diff + 0.03).powi(2);
+    let needed = about(line);
+    assert_eq!(g.cases_needed, Some(needed));
+    assert_eq!(needed, normal.ceil() as u64, "{line}");
+    let md = std::fs::read_to_string(d.join("summary.md")).unwrap();
+    assert!(md.contains("⚠️ **inconclusive** `max-drop`"), "{md}");
+    // A team may choose to let it pass: exit 0, the line still says it could not tell.
+    let r = run(d, "b", &["--max-drop", "3", "--on-inconclusive", "pass"]);
+    assert_eq!(r.code, Some(0), "{}", r.said);
+    assert!(
+        r.said
+            .contains("(--on-inconclusive pass: it does not fail the run)"),
+        "{}",
+        r.said
+    );
+    // A failed gate beside it wins: exit 1.
+    let r = run(d, "c", &["--max-drop", "3", "--min-accuracy", "0.99"]);
+    assert_eq!(r.code, Some(1), "{}", r.said);
+}
+
+#[test]
+fn min_accuracy_below_with_an_interval_across_it_is_inconclusive() {
+    let b = twins(40);
+    let r = run(
+        b.path(),
+        "a",
+        &["--variants", "tidy", "--min-accuracy", "0.9"],
+    );
+    let s = summary(&r.dir);
+    let acc = s.variants[0].accuracy.unwrap();
+    assert!(
+        acc < 0.9 && s.variants[0].ci_high.unwrap() > 0.9,
+        "{}",
+        r.said
+    );
+    assert_eq!(r.code, Some(5), "{}", r.said);
+    assert!(
+        r.said
+            .contains("but the interval straddles it (uncertain) on 40 cases: about "),
+        "{}",
+        r.said
     );
 }
