@@ -471,6 +471,10 @@ pub struct PowerArgs {
     /// bench's `epsilon:`, else 2].
     #[arg(long, value_name = "POINTS", allow_negative_numbers = true)]
     pub epsilon: Option<f64>,
+    /// The gates a run would check, each sized: the cases it needs to decide, from the
+    /// newest run of the bench under reports/.
+    #[command(flatten)]
+    pub gates: GateArgs,
 }
 
 fn parse_points(text: &str) -> Result<f64, String> {
@@ -986,6 +990,10 @@ pub struct CheckArgs {
     /// key and lists its model.
     #[arg(long)]
     pub probe: bool,
+    /// The gates a run would check, each sized before anything is sent: the cases it needs
+    /// to decide, from the newest run of the bench under reports/.
+    #[command(flatten)]
+    pub gates: GateArgs,
 }
 
 /// `run [BENCH]`.

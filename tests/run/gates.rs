@@ -579,6 +579,13 @@ fn a_gate_the_data_cannot_decide_is_inconclusive_with_its_own_exit_code_and_what
         "{}",
         r.said
     );
+    // Every list of exit codes has it, `--help`'s too.
+    let (_, help) = said(d, &["--help"]);
+    assert!(help.contains("5 a CI gate inconclusive"), "{help}");
+    for doc in ["docs/guide/ci.md", "docs/guide/resume.md"] {
+        let text = std::fs::read_to_string(repo().join(doc)).unwrap();
+        assert!(text.contains("| 5 |") || text.contains("| `5` |"), "{doc}");
+    }
     // A failed gate beside it wins: exit 1.
     let r = run(d, "c", &["--max-drop", "3", "--min-accuracy", "0.99"]);
     assert_eq!(r.code, Some(1), "{}", r.said);
@@ -606,4 +613,57 @@ fn min_accuracy_below_with_an_interval_across_it_is_inconclusive() {
         "{}",
         r.said
     );
+}
+
+/// `promptgauge ARGS` in `d`: what it said on both streams, and its exit code.
+fn said(d: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let o = promptgauge(d).args(args).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+    (o.status.code(), text)
+}
+
+#[test]
+fn check_and_plan_size_each_gate_before_anything_is_sent_from_the_last_run() {
+    let b = twins(50);
+    let d = b.path();
+    let gates = ["--max-drop", "3", "--min-accuracy", "0.8"];
+    // No run yet: sized at no difference and the most disagreement.
+    let (code, text) = said(d, &[&["check", "bench.yaml"][..], &gates].concat());
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("gate max-drop 3.0: with no earlier run of the bench under reports/, at no difference and half the cases disagreeing (the most), about ")
+            && text.contains("the bench has 50: expect inconclusive (exit 5)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("gate min-accuracy 80.0%: no earlier run"),
+        "{text}"
+    );
+    // A run (into reports/, where check and plan look), inconclusive at 50 cases.
+    let r = run(d, "reports", &gates);
+    assert_eq!(r.code, Some(5), "{}", r.said);
+    let s = summary(&r.dir);
+    let needed = s
+        .gates
+        .iter()
+        .find(|g| g.gate == "max-drop")
+        .and_then(|g| g.cases_needed)
+        .unwrap();
+    // check and plan now size it from that run: the cases the gate itself said.
+    for cmd in ["check", "plan"] {
+        let (code, text) = said(d, &[&[cmd, "bench.yaml"][..], &gates].concat());
+        assert_eq!(code, Some(0), "{text}");
+        let line = text
+            .lines()
+            .find(|l| l.contains("gate max-drop 3.0 on plain: at the last run's difference"))
+            .unwrap_or_else(|| panic!("{cmd}: {text}"));
+        assert!(
+            line.contains(&format!("about {needed} cases would show a drop of no more than 3.0; the bench has 50: expect inconclusive (exit 5)")),
+            "{cmd}: {line}"
+        );
+        assert!(
+            text.contains("gate min-accuracy 80.0% on tidy: the last run's "),
+            "{cmd}: {text}"
+        );
+    }
 }

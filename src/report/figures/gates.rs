@@ -769,6 +769,144 @@ fn max_p90_latency(max: Duration, s: &Summary, out: &mut Vec<GateResult>) {
     }
 }
 
+/// What a bench is sized against before a run (`check`, `plan`): its cases, how many
+/// variants are compared with the baseline, its confidence, and the newest complete run
+/// of it with where that run is, when there is one.
+pub(crate) struct Sizing<'a> {
+    pub cases: u64,
+    pub compared: usize,
+    pub confidence: f64,
+    pub last: Option<(&'a Summary, String)>,
+}
+
+/// Each gate the flags name, sized before anything is sent: how many cases it needs to
+/// decide at what the last run of the bench showed (or, with none, at no difference and
+/// the most disagreement), against the cases the bench has. One line each.
+pub(crate) fn sized(gates: &Gates, z: &Sizing<'_>) -> Vec<String> {
+    let mut out = Vec::new();
+    // Holm's level for the family: the level a verdict's interval reaches.
+    let level = 1.0 - (1.0 - z.confidence) / z.compared.max(1) as f64;
+    let verdict = |need: Option<u64>| match need {
+        Some(n) if n <= z.cases => format!("the bench's {} are enough", z.cases),
+        Some(_) => format!(
+            "the bench has {}: expect inconclusive (exit 5) unless the difference is larger",
+            z.cases
+        ),
+        None => String::new(),
+    };
+    if let Some(max) = gates.max_drop {
+        let limit = max * 100.0;
+        match &z.last {
+            Some((s, dir)) if !s.comparisons.is_empty() => {
+                for c in &s.comparisons {
+                    let seen = c.difference.unwrap_or(0.0);
+                    let level = c.ci_level.unwrap_or(level);
+                    let (need, how) = match &c.table {
+                        Some(t) => {
+                            let n = t.both_right + t.only_variant + t.only_reference + t.both_wrong;
+                            let share =
+                                (t.only_variant + t.only_reference) as f64 / n.max(1) as f64;
+                            (
+                                paired_cases(share, seen, max, level),
+                                format!("{:.0}% of cases disagreeing", share * 100.0),
+                            )
+                        }
+                        None => (
+                            c.ci_low
+                                .and_then(|lo| cases_to_clear(c.cases, (seen, lo), -max, level)),
+                            "the spread".to_string(),
+                        ),
+                    };
+                    out.push(match need {
+                        Some(n) => format!(
+                            "max-drop {limit:.1} on {}: at the last run's difference ({:+.1} points) and {how} ({dir}), about {n} cases would show a drop of no more than {limit:.1}; {}",
+                            c.variant,
+                            seen * 100.0,
+                            verdict(Some(n))
+                        ),
+                        None => format!(
+                            "max-drop {limit:.1} on {}: the last run ({dir}) saw a difference of {:+.1} points: no number of cases would show a drop of no more than {limit:.1} if that holds",
+                            c.variant,
+                            seen * 100.0
+                        ),
+                    });
+                }
+            }
+            _ => {
+                // No run to go by: no difference, and half the cases disagreeing (two
+                // independent variants at 50%), which needs the most cases.
+                let n = paired_cases(0.5, 0.0, max, level);
+                out.push(format!(
+                    "max-drop {limit:.1}: with no earlier run of the bench under reports/, at no difference and half the cases disagreeing (the most), about {} cases would show a drop of no more than {limit:.1}; {} (run the bench once: check and plan then size it from what the run saw)",
+                    n.unwrap_or(0),
+                    verdict(n)
+                ));
+            }
+        }
+    }
+    for min in &gates.min_accuracy {
+        let t = min.threshold;
+        let Some((s, dir)) = &z.last else {
+            let half = crate::stats::z_for(z.confidence) * (0.25 / z.cases.max(1) as f64).sqrt();
+            out.push(format!(
+                "min-accuracy {:.1}%: no earlier run of the bench under reports/ to size it from; on {} cases an interval is up to ±{:.1} points wide, so a variant within that of {:.1}% is likely inconclusive",
+                t * 100.0,
+                z.cases,
+                half * 100.0,
+                t * 100.0
+            ));
+            continue;
+        };
+        for v in s
+            .variants
+            .iter()
+            .filter(|v| min.variant.as_ref().is_none_or(|name| v.answers_to(name)))
+        {
+            let g = gated_figure(v, s.is_scored());
+            let Some(acc) = g.value else { continue };
+            let near = if acc >= t { g.low } else { g.high };
+            let cases = v.n / u64::from(s.run.repeats.max(1));
+            let need = near.and_then(|x| cases_to_clear(cases, (acc, x), t, z.confidence));
+            let head = format!(
+                "min-accuracy {:.1}% on {}: the last run's {}{:.1}% ({dir})",
+                t * 100.0,
+                v.name,
+                g.called,
+                acc * 100.0
+            );
+            out.push(match (acc >= t, need) {
+                (true, Some(n)) => format!(
+                    "{head} passes it; about {n} cases would put its whole interval above it"
+                ),
+                (true, None) => format!("{head} passes it"),
+                (false, Some(n)) if n > z.cases => format!(
+                    "{head} is below it: expect inconclusive (exit 5) on the bench's {} cases; about {n} would show it below (failed)",
+                    z.cases
+                ),
+                (false, _) => format!("{head} is below it: expect failed (exit 1)"),
+            });
+        }
+    }
+    if gates.fail_if_worse
+        && let Some((s, dir)) = &z.last
+    {
+        for c in &s.comparisons {
+            if let (Some(d), Some(n)) = (c.difference, c.cases_needed)
+                && d < 0.0
+            {
+                out.push(format!(
+                    "fail-if-worse on {}: the last run ({dir}) saw it {:.1} points below {}; about {n} cases would show a drop of that size (the bench has {})",
+                    c.variant,
+                    -d * 100.0,
+                    c.against,
+                    z.cases
+                ));
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
