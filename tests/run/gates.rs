@@ -667,3 +667,36 @@ fn check_and_plan_size_each_gate_before_anything_is_sent_from_the_last_run() {
         );
     }
 }
+
+#[test]
+fn a_grid_s_headline_places_every_cell_on_each_axis() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    copy_dir(&repo().join("prompts"), &d.join("prompts"));
+    copy_dir(&repo().join("cases"), &d.join("cases"));
+    // The small model is worse with either prompt; step-by-step is better at either
+    // endpoint.
+    std::fs::write(
+        d.join("bench.yaml"),
+        "name: grid
+cases: cases/routing.jsonl
+variants: [prompts/routing/plain.yaml, prompts/routing/step-by-step.yaml]
+grade: { kind: choice }
+endpoints:
+  - { name: hosted, base_url: mock, model: large-model }
+  - { name: local, base_url: mock, model: small-model }
+",
+    )
+    .unwrap();
+    let (code, text) = said(d, &["run", "bench.yaml", "--no-store", "--quiet"]);
+    assert_eq!(code, Some(0), "{text}");
+    let run = run_dirs(&d.join("reports")).pop().unwrap();
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    let start = html.find("<p id=\"headline\">").expect("a headline");
+    let headline = &html[start..start + html[start..].find("</p>").unwrap()];
+    assert!(
+        headline.contains("Which prompt: better than the baseline variant at its endpoint: hosted/step-by-step (against hosted/plain), local/step-by-step (against local/plain).")
+            && headline.contains("Which model: no cell is distinguishably better than the baseline endpoint with its variant; worse than the baseline endpoint with its variant: local/plain (against hosted/plain), local/step-by-step (against hosted/step-by-step)."),
+        "{headline}"
+    );
+}
