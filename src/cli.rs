@@ -32,7 +32,8 @@ The API key is read from the variable the bench names in endpoint.api_key_env
 (default $OPENAI_API_KEY, then $LLM_API_KEY).
 
 Exit codes: 0 ok, 1 a CI gate failed, 2 bad input (nothing sent), 3 run incomplete,
-4 stopped by the provider (401/403/402), 130 interrupted.";
+4 stopped by the provider (401/403/402), 5 a CI gate inconclusive (the data cannot tell
+at this size; --on-inconclusive pass makes it 0), 130 interrupted.";
 
 /// The command line, as parsed.
 #[derive(Debug, Parser)]
@@ -470,6 +471,10 @@ pub struct PowerArgs {
     /// bench's `epsilon:`, else 2].
     #[arg(long, value_name = "POINTS", allow_negative_numbers = true)]
     pub epsilon: Option<f64>,
+    /// The gates a run would check, each sized: the cases it needs to decide, from the
+    /// newest run of the bench under reports/.
+    #[command(flatten)]
+    pub gates: GateArgs,
 }
 
 fn parse_points(text: &str) -> Result<f64, String> {
@@ -985,6 +990,10 @@ pub struct CheckArgs {
     /// key and lists its model.
     #[arg(long)]
     pub probe: bool,
+    /// The gates a run would check, each sized before anything is sent: the cases it needs
+    /// to decide, from the newest run of the bench under reports/.
+    #[command(flatten)]
+    pub gates: GateArgs,
 }
 
 /// `run [BENCH]`.
@@ -1137,7 +1146,18 @@ pub enum RetryFailed {
     All,
 }
 
-/// CI gates: each failing gate prints one line and makes the exit code 1.
+/// What an inconclusive gate does to the run (`--on-inconclusive`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum OnInconclusive {
+    /// Exit 5: the gate did not pass.
+    #[default]
+    Fail,
+    /// Exit 0 (when no gate failed): the line still says it could not tell.
+    Pass,
+}
+
+/// CI gates: each ends passed, failed (exit 1) or inconclusive (exit 5), with one line
+/// saying why and what it would take to decide (docs/guide/ci.md).
 #[derive(Debug, Args, Clone, Default)]
 pub struct GateArgs {
     /// Fail when a variant is significantly worse than the baseline (paired test), or, with
@@ -1175,6 +1195,10 @@ pub struct GateArgs {
     /// Failed jobs tolerated before the run counts as incomplete (exit 3).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub allow_failures: u64,
+    /// What a gate the data cannot decide at this size does: `fail` (exit 5) or `pass`
+    /// (exit 0 when no gate failed). Its line says so, and how many cases would decide.
+    #[arg(long, value_enum, value_name = "POLICY", default_value_t = OnInconclusive::Fail)]
+    pub on_inconclusive: OnInconclusive,
 }
 
 impl GateArgs {
@@ -1189,6 +1213,7 @@ impl GateArgs {
             budget_usd: None,
             max_p90_latency: self.max_p90_latency,
             allow_failures: self.allow_failures,
+            inconclusive_passes: self.on_inconclusive == OnInconclusive::Pass,
         }
     }
 }

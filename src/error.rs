@@ -8,6 +8,9 @@ pub enum Exit {
     Success = 0,
     /// A CI gate failed.
     GateFailed = 1,
+    /// No gate failed, but one could not tell at this size (and `--on-inconclusive fail`,
+    /// the default, counts that against the run).
+    GateInconclusive = 5,
     /// Bad input or flags: nothing was sent.
     Input = 2,
     /// Requests were sent and the run is incomplete.

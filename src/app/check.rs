@@ -30,6 +30,11 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
     }
     say_cost(&p, judge.as_ref(), args)?;
     say_power(&p);
+    super::plan::say_gates(
+        &args.gates.gates(),
+        &p.bench,
+        crate::suite::plan::largest_family(p.variants.len(), p.grid.len()),
+    );
     let limits = &p.bench.limits;
     out!(
         "  limits: concurrency {}, max_attempts {}, timeouts: first token {}, idle {}, total {}",

@@ -155,7 +155,7 @@ pub(super) fn write_outputs(
 
 /// Checks the gates, writes every report it can, prints the table, and decides the exit
 /// code: 4 aborted by the provider, 130 interrupted, 3 incomplete (or a report or the
-/// journal could not be written), 1 a gate failed, else 0. A report that cannot be written
+/// journal could not be written), 1 a gate failed, 5 a gate inconclusive, else 0. A report that cannot be written
 /// does not stop the others, nor hide a failed gate.
 pub(super) async fn conclude(
     dir: &RunDir,
@@ -201,7 +201,18 @@ pub(super) async fn conclude(
     problems.extend(write_outputs(&named, dir, &mut run));
     let summary = &result.summary;
     for g in summary.gates.iter().filter(|g| !g.passed) {
-        note!("gate failed: {}: {}", g.gate, g.reason);
+        let policy = match g.outcome {
+            report::gates::GateOutcome::Inconclusive if gates.inconclusive_passes => {
+                " (--on-inconclusive pass: it does not fail the run)"
+            }
+            _ => "",
+        };
+        note!(
+            "gate {}: {}: {}{policy}",
+            g.outcome.word(),
+            g.gate,
+            g.reason
+        );
     }
     if !outputs.quiet {
         note!("reports: {}", dir.path().display());
@@ -256,7 +267,8 @@ fn stop_reason(record: &RunRecord) -> String {
 
 /// The exit code, and the lines that say why and what to do next: the provider stopped
 /// the run (4), it was interrupted (130), incomplete (3: an outage, a full disk, failed or
-/// missing jobs, a report not written), a gate failed (1), else 0.
+/// missing jobs, a report not written), a gate failed (1), a gate could not tell and
+/// `--on-inconclusive` is `fail` (5), else 0.
 fn exit_of(
     dir: &RunDir,
     record: &RunRecord,
@@ -282,8 +294,12 @@ fn exit_of(
         }
         return Exit::Input;
     }
-    if result.summary.gates.iter().any(|g| !g.passed) {
+    let ended = |o| result.summary.gates.iter().any(|g| g.outcome == o);
+    if ended(report::gates::GateOutcome::Failed) {
         return Exit::GateFailed;
+    }
+    if ended(report::gates::GateOutcome::Inconclusive) && !gates.inconclusive_passes {
+        return Exit::GateInconclusive;
     }
     Exit::Success
 }

@@ -12,6 +12,40 @@ use crate::suite::Bench;
 /// Differences the default table sizes a bench for, in points.
 const DIFFERENCES: [f64; 4] = [5.0, 10.0, 15.0, 20.0];
 
+/// The newest complete run of `bench` under `reports` with graded answers, and its folder:
+/// what `check` and `plan` size gates from.
+pub(super) fn last_run(reports: &Path, bench: &str) -> Option<(Summary, PathBuf)> {
+    let mut runs: Vec<(Summary, PathBuf)> = std::fs::read_dir(reports)
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let text = std::fs::read_to_string(e.path().join("summary.json")).ok()?;
+            let s: Summary = serde_json::from_str(&text).ok()?;
+            let graded = s.variants.iter().all(|v| v.n > 0);
+            (s.complete && graded && s.run.bench == bench).then(|| (s, e.path()))
+        })
+        .collect();
+    runs.sort_by(|a, b| a.0.run.started_at.cmp(&b.0.run.started_at));
+    runs.pop()
+}
+
+/// Each gate the flags name, sized from the newest run of the bench under reports/
+/// (docs/guide/ci.md, "Sizing a gate before it runs").
+pub(super) fn say_gates(gates: &crate::report::gates::Gates, bench: &Bench, compared: usize) {
+    let last = last_run(Path::new("reports"), &bench.name);
+    let sizing = crate::report::gates::Sizing {
+        cases: bench.cases.len() as u64,
+        compared,
+        confidence: bench.confidence,
+        last: last
+            .as_ref()
+            .map(|(s, dir)| (s, crate::report::shell_path(dir))),
+    };
+    for line in crate::report::gates::sized(gates, &sizing) {
+        out!("  gate {line}");
+    }
+}
+
 /// The baseline accuracy of the newest run of `bench` under `reports`, and its folder.
 fn last_baseline(reports: &Path, bench: &str) -> Option<(f64, PathBuf)> {
     let mut runs: Vec<(String, f64, PathBuf)> = std::fs::read_dir(reports)
@@ -87,6 +121,7 @@ pub fn plan(args: &PowerArgs) -> Result<Exit, Failure> {
         }
     );
     say_cases_needed(args, &a, bench.cases.len() as u64);
+    say_gates(&args.gates.gates(), &bench, comparisons);
     if bench.repeats > 1 {
         out!(
             "  repeats ({}): these figures count cases, one answer each. Repeats add information only where answers to the same case vary (a run's reports give the detectable difference at the agreement they measure); they never stand in for cases.",

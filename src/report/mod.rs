@@ -17,7 +17,7 @@ pub(crate) use figures::causes::reason_of;
 pub(crate) use figures::gates;
 pub use figures::result::RunResult;
 pub(crate) use figures::summary::VariantSummary;
-pub use figures::summary::{ProviderInfo, RunInfo, Summary};
+pub use figures::summary::{GateOutcome, ProviderInfo, RunInfo, Summary};
 pub(crate) use figures::{causes, job_rows, prompts, result, rows, sequential, summary};
 pub use figures::{compare, labels};
 pub(crate) use listeners::{progress, verbose};

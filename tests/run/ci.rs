@@ -42,10 +42,11 @@ fn summary(dir: &Path) -> Summary {
     serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
 }
 
+/// The lines of gates that did not pass: failed, or inconclusive.
 fn failing_gates(stderr: &str) -> Vec<&str> {
     stderr
         .lines()
-        .filter(|l| l.starts_with("gate failed: "))
+        .filter(|l| l.starts_with("gate failed: ") || l.starts_with("gate inconclusive: "))
         .collect()
 }
 
@@ -138,12 +139,11 @@ fn baseline_run_gate_compares_with_an_earlier_run() {
 fn min_accuracy_says_whether_the_shortfall_is_certain() {
     let (_rt, server) = start_mock(MockConfig::default());
     let url = server.base_url();
-    // plain: 87.5% [77.2, 93.5] on 64 cases.
+    // plain: 87.5% [77.2, 93.5] on 64 cases: below, but the data cannot tell (exit 5).
     let (_t, r) = run(&url, "m", &["--variants", "plain", "--min-accuracy", "0.9"]);
-    assert_eq!(r.code, 1);
+    assert_eq!(r.code, 5);
     assert!(
-        failing_gates(&r.stderr)[0]
-            .contains("87.5% [77.2, 93.5] is below 90.0% (uncertain: the interval straddles it)"),
+        failing_gates(&r.stderr)[0].starts_with("gate inconclusive: min-accuracy 90.0%: plain: 87.5% [77.2, 93.5] is below 90.0% but the interval straddles it (uncertain) on 64 cases: about "),
         "{}",
         r.stderr
     );
@@ -685,21 +685,39 @@ fn max_drop_passes_only_when_the_data_rule_out_a_larger_drop() {
         gate.passed && gate.reason.contains("step-by-step is at most"),
         "{gate:?}"
     );
-    // The other way round plain is 10.9 points below: the gate fails.
+    // The other way round plain is 10.9 points below, its interval reaching from past 5
+    // points below to less: not decided (exit 5), and more cases would more likely show
+    // the drop.
     let (_t, r) = run(
         &url,
         "m",
         &["--variants", "step-by-step,plain", "--max-drop", "5"],
     );
-    assert_eq!(r.code, 1);
+    assert_eq!(r.code, 5, "{}", r.stderr);
     let lines = failing_gates(&r.stderr);
     assert!(
-        lines[0].contains("max-drop: plain may be up to"),
+        lines[0].contains("gate inconclusive: max-drop: plain may be up to ")
+            && lines[0]
+                .contains("the difference seen (-10.9 points) is itself a drop of 5.0 or more"),
+        "{lines:?}"
+    );
+    // Held to half a point, the whole interval ([-20.9, -1.0]) is past the limit: the
+    // gate fails.
+    let (_t, r) = run(
+        &url,
+        "m",
+        &["--variants", "step-by-step,plain", "--max-drop", "0.5"],
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let lines = failing_gates(&r.stderr);
+    assert!(
+        lines[0]
+            .contains("gate failed: max-drop: plain is more than 0.5 points below step-by-step"),
         "{lines:?}"
     );
     // tip on 12 cases: not distinguishable, so --fail-if-worse passes; but twelve cases
-    // cannot show that tip lost less than 5 points, so --max-drop fails. Absence of
-    // evidence is not evidence.
+    // cannot show that tip lost less than 5 points: --max-drop is inconclusive (exit 5),
+    // never passed. Absence of evidence is not evidence.
     let (_t, r) = run(
         &url,
         "m",
@@ -713,15 +731,19 @@ fn max_drop_passes_only_when_the_data_rule_out_a_larger_drop() {
             "--fail-if-worse",
         ],
     );
-    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(r.code, 5, "{}", r.stderr);
     let s = summary(&r.dir);
     let by = |name: &str| s.gates.iter().find(|g| g.gate == name).unwrap();
     assert!(by("fail-if-worse").passed);
     assert!(!by("max-drop").passed);
+    assert_eq!(
+        by("max-drop").outcome,
+        promptgauge::report::GateOutcome::Inconclusive
+    );
     assert!(
+        by("max-drop").reason.contains("on 12 cases; about "),
+        "{:?}",
         by("max-drop")
-            .reason
-            .contains("do not rule out a drop of more than 5.0 points")
     );
 }
 
@@ -1035,9 +1057,89 @@ fn the_action_s_outputs_hold_a_folder_name_with_a_newline_as_one_value() {
         vec![
             ("run-dir".to_string(), "reports/x\nexit-code=0".to_string()),
             ("exit-code".to_string(), "1".to_string()),
+            ("gates".to_string(), String::new()),
         ],
         "{written}"
     );
+}
+
+#[test]
+fn the_action_says_how_the_gates_ended_passed_failed_or_inconclusive() {
+    let action: serde_json::Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(repo().join("action.yml")).unwrap())
+            .unwrap();
+    let step = action["runs"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == "run")
+        .expect("the run step")["run"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for (outcomes, code, said) in [
+        (r#"["passed", "inconclusive"]"#, 5, "inconclusive"),
+        (r#"["inconclusive", "failed"]"#, 1, "failed"),
+        (r#"["passed"]"#, 0, "passed"),
+    ] {
+        // A promptgauge that leaves a run whose summary holds these gates.
+        let temp = tempfile::tempdir().unwrap();
+        let bin = temp.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let gates: Vec<String> = serde_json::from_str::<Vec<String>>(outcomes)
+            .unwrap()
+            .iter()
+            .map(|o| {
+                format!(
+                    r#"{{"gate": "g", "passed": {}, "outcome": "{o}", "reason": "r"}}"#,
+                    o == "passed"
+                )
+            })
+            .collect();
+        let fake = bin.join("promptgauge");
+        std::fs::write(
+            &fake,
+            format!(
+                "#!/bin/sh\nmkdir -p reports/run\necho '{{\"gates\": [{}]}}' > reports/run/summary.json\nexit {code}\n",
+                gates.join(", ")
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let outputs = temp.path().join("github_output");
+        let out = std::process::Command::new("bash")
+            .args(["-e", "-c", &step])
+            .current_dir(temp.path())
+            .env(
+                "PATH",
+                format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+            )
+            .env("GITHUB_OUTPUT", &outputs)
+            .env("GITHUB_STEP_SUMMARY", temp.path().join("summary.md"))
+            .env("BENCH", "bench.yaml")
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let written = step_outputs(&std::fs::read_to_string(&outputs).unwrap());
+        assert!(
+            written.contains(&("gates".to_string(), said.to_string()))
+                && written.contains(&("exit-code".to_string(), code.to_string())),
+            "{outcomes}: {written:?}"
+        );
+        let annotation = String::from_utf8_lossy(&out.stdout).to_string();
+        match said {
+            "inconclusive" => assert!(
+                annotation.contains("::warning title=promptgauge::a gate was inconclusive"),
+                "{annotation}"
+            ),
+            "failed" => assert!(
+                annotation.contains("::error title=promptgauge::a gate failed"),
+                "{annotation}"
+            ),
+            _ => assert!(!annotation.contains("::"), "{annotation}"),
+        }
+    }
 }
 
 #[test]

@@ -500,9 +500,10 @@ fn imported_runs_are_runs_compare_report_and_the_store_take_them() {
         ])
         .output()
         .unwrap();
+    // Below 90% on a handful of cases, with intervals across it: inconclusive.
     assert_eq!(
         o.status.code(),
-        Some(1),
+        Some(5),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );

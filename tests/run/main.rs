@@ -1,4 +1,4 @@
-//! Whole runs: the binary end to end (`cli`), kills, signals, locks and resumes (`durability`), malformed input (`bad_input`), the runner under every fault (`runner`), rate limits, replicas and the cache (`scale`), a bench through OpenAI's Responses API (`responses`) and over Anthropic messages (`anthropic`), and CI gates (`ci`).
+//! Whole runs: the binary end to end (`cli`), kills, signals, locks and resumes (`durability`), malformed input (`bad_input`), the runner under every fault (`runner`), rate limits, replicas and the cache (`scale`), a bench through OpenAI's Responses API (`responses`) and over Anthropic messages (`anthropic`), CI gates (`ci`), and every gate on every kind of score (`gates`), and every command of docs/guide/ci.md as written (`ci_doc`).
 //!
 //! One test crate per area: each links the whole library, so fewer crates build faster.
 
@@ -11,10 +11,12 @@ mod bad_input;
 mod batch;
 mod budget;
 mod ci;
+mod ci_doc;
 mod cli;
 mod durability;
 mod endpoints;
 mod fetch;
+mod gates;
 mod import_results;
 mod judge;
 mod packages;

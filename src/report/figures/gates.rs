@@ -1,4 +1,6 @@
-//! CI gates: conditions a run must meet, each failing with a one-line reason (exit code 1).
+//! CI gates: conditions a run must meet. Each ends passed, failed or inconclusive (the data
+//! cannot tell at this size), with a line that says why and what it would take to decide
+//! (docs/guide/ci.md, "Three outcomes").
 
 use std::time::Duration;
 
@@ -6,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::report::Summary;
 use crate::report::compare::{RunComparison, Verdict};
-pub(crate) use crate::report::summary::GateResult;
+pub(crate) use crate::report::summary::{GateOutcome, GateResult};
 
 /// `--min-accuracy [VARIANT=]P`; in a run of several endpoints VARIANT may be
 /// `ENDPOINT/VARIANT` (one cell), a variant (at every endpoint) or an endpoint (every
@@ -59,9 +61,9 @@ pub(crate) struct Gates {
     pub max_p90_latency: Option<Duration>,
     /// Failed jobs tolerated before the run counts as incomplete.
     pub allow_failures: u64,
+    /// `--on-inconclusive pass`: a gate the data cannot decide does not fail the run.
+    pub inconclusive_passes: bool,
 }
-
-impl Gates {}
 
 /// What the run spent: every billed attempt of the answers, and the judge's calls.
 fn spent_usd(s: &Summary) -> (f64, f64) {
@@ -122,115 +124,265 @@ fn usd(x: f64) -> String {
 }
 
 fn result(gate: &str, passed: bool, reason: String) -> GateResult {
+    let outcome = if passed {
+        GateOutcome::Passed
+    } else {
+        GateOutcome::Failed
+    };
+    ended(gate, outcome, reason, None)
+}
+
+fn ended(gate: &str, outcome: GateOutcome, reason: String, cases: Option<u64>) -> GateResult {
     GateResult {
         gate: gate.to_string(),
-        passed,
+        passed: outcome == GateOutcome::Passed,
+        outcome,
         reason,
+        cases_needed: cases,
     }
+}
+
+/// The power a "cases needed" is sized for: as `plan` and the detectable difference.
+const POWER: f64 = 0.8;
+
+/// About how many cases an interval now reaching from `center` to `near` (on `cases`
+/// cases, at `level`) needs for its end to stay on `center`'s side of `bound` with 80%
+/// power, if `center` and the spread seen hold: its half-width shrinks as 1/√cases. `None`
+/// when `center` is not on the passing side of `bound`, or the interval has no width.
+fn cases_to_clear(cases: u64, (center, near): (f64, f64), bound: f64, level: f64) -> Option<u64> {
+    let (half, gap) = ((center - near).abs(), (center - bound).abs());
+    let passing_side = (near < center) == (bound < center);
+    if !passing_side || half <= 0.0 || gap <= 0.0 || cases == 0 {
+        return None;
+    }
+    let z = crate::stats::z_for(level);
+    let z_power = crate::stats::z_for(2.0 * POWER - 1.0);
+    let need = cases as f64 * ((z + z_power) / z * half / gap).powi(2);
+    (need < 1e7).then(|| (need.ceil() as u64).max(cases + 1))
+}
+
+/// Cases for a paired difference of 0/1 answers, `share` of cases disagreeing and
+/// `difference` seen, to show with 80% power that it is above −`max`: (z + z_power)² ×
+/// (share − difference²) / (difference + max)². `None` when the difference seen is not
+/// above −`max`.
+fn paired_cases(share: f64, difference: f64, max: f64, level: f64) -> Option<u64> {
+    let gap = difference + max;
+    let variance = share - difference * difference;
+    if gap <= 0.0 || variance <= 0.0 {
+        return None;
+    }
+    let z = crate::stats::z_for(level) + crate::stats::z_for(2.0 * POWER - 1.0);
+    let need = z * z * variance / (gap * gap);
+    (need < 1e7).then(|| need.ceil() as u64)
+}
+
+/// Several lines of one gate as one result: failed if any failed, else inconclusive if
+/// any could not tell (the most cases any needs), else passed; the line says the worst.
+fn combined(gate: &str, lines: Vec<(GateOutcome, String, Option<u64>)>) -> GateResult {
+    let worst = if lines.iter().any(|l| l.0 == GateOutcome::Failed) {
+        GateOutcome::Failed
+    } else if lines.iter().any(|l| l.0 == GateOutcome::Inconclusive) {
+        GateOutcome::Inconclusive
+    } else {
+        GateOutcome::Passed
+    };
+    let cases = lines
+        .iter()
+        .filter(|l| l.0 == GateOutcome::Inconclusive)
+        .filter_map(|l| l.2)
+        .max();
+    // A failed gate says what failed first, then what could not tell.
+    let mut said: Vec<&str> = lines
+        .iter()
+        .filter(|l| l.0 == worst)
+        .map(|l| l.1.as_str())
+        .collect();
+    if worst == GateOutcome::Failed {
+        said.extend(
+            lines
+                .iter()
+                .filter(|l| l.0 == GateOutcome::Inconclusive)
+                .map(|l| l.1.as_str()),
+        );
+    }
+    ended(gate, worst, said.join("; "), cases)
 }
 
 /// `--max-drop` after `--until-decided`: the fixed-sample intervals are not valid after
 /// stopping early; the sequential drop check decides. A variant passes when its check
 /// passed: a drop of `max` or more passes that way with probability at most
-/// (1 − confidence)/(2m), however early it came.
+/// (1 − confidence)/(2m), however early it came. A check the cases or the run ended before
+/// it decided is inconclusive.
 fn sequential_drop(max: f64, seq: &crate::report::sequential::SequentialSummary) -> GateResult {
     let limit = max * 100.0;
-    let mut shown = Vec::new();
-    let mut unshown = Vec::new();
+    let fixed = seq.fixed_design_cases;
+    let sized = match fixed {
+        Some(n) => format!(" (the fixed design needs about {n} cases)"),
+        None => String::new(),
+    };
+    let mut lines = Vec::new();
     for v in &seq.variants {
         let Some(d) = &v.drop else {
-            unshown.push(format!(
-                "{}: no sequential drop check at {limit:.1} points was run",
-                v.variant
+            lines.push((
+                GateOutcome::Failed,
+                format!(
+                    "{}: no sequential drop check at {limit:.1} points was run",
+                    v.variant
+                ),
+                None,
             ));
             continue;
         };
-        match d.verdict.as_str() {
-            "pass" => shown.push(format!(
-                "{} is at most {limit:.1} points worse: shown by the sequential test after {} cases",
-                v.variant, d.cases
-            )),
-            "fail" => unshown.push(format!(
-                "{} looks worse than the baseline after {} cases (log evidence {:.2} ≥ {:.2}): a drop of {limit:.1} points is not ruled out",
-                v.variant, d.cases, d.statistic, d.threshold
-            )),
-            "running" => unshown.push(format!(
-                "{}: the run ended after {} cases, before a drop of more than {limit:.1} points was ruled out; resume it to go on",
-                v.variant, d.cases
-            )),
-            _ => unshown.push(format!(
-                "{}: a drop of more than {limit:.1} points was not ruled out within {} cases",
-                v.variant, d.cases
-            )),
-        }
+        lines.push(match d.verdict.as_str() {
+            "pass" => (
+                GateOutcome::Passed,
+                format!(
+                    "{} is at most {limit:.1} points worse: shown by the sequential test after {} cases",
+                    v.variant, d.cases
+                ),
+                None,
+            ),
+            "fail" => (
+                GateOutcome::Failed,
+                format!(
+                    "{} looks worse than the baseline after {} cases (log evidence {:.2} ≥ {:.2}): a drop of {limit:.1} points is not ruled out",
+                    v.variant, d.cases, d.statistic, d.threshold
+                ),
+                None,
+            ),
+            "running" => (
+                GateOutcome::Inconclusive,
+                format!(
+                    "{}: the run ended after {} cases, before a drop of more than {limit:.1} points was ruled out; resume it to go on{sized}",
+                    v.variant, d.cases
+                ),
+                fixed,
+            ),
+            _ => (
+                GateOutcome::Inconclusive,
+                format!(
+                    "{}: a drop of more than {limit:.1} points was not ruled out within {} cases; more cases (sequential.max_cases, or the bench's) would decide{sized}",
+                    v.variant, d.cases
+                ),
+                fixed,
+            ),
+        });
     }
-    if shown.is_empty() && unshown.is_empty() {
+    if lines.is_empty() {
         return result(
             "max-drop",
             false,
             "nothing was compared with the baseline".into(),
         );
     }
-    if unshown.is_empty() {
-        result("max-drop", true, shown.join("; "))
-    } else {
-        result("max-drop", false, unshown.join("; "))
-    }
+    combined("max-drop", lines)
 }
 
-/// `--max-drop`: passes only when every comparison's interval shows the variant is at
-/// most `max` worse than what it is compared with.
+/// `--max-drop`: passes when every comparison's interval shows the variant is at most
+/// `max` worse than what it is compared with; fails when an interval lies wholly below
+/// −`max`; else inconclusive, saying about how many cases would show it.
 fn non_inferior<'a>(
     gate: &str,
     max: f64,
     comparisons: impl Iterator<Item = &'a crate::report::compare::Comparison>,
     against: &str,
+    confidence: f64,
 ) -> GateResult {
-    let limit = max * 100.0;
-    let mut shown = Vec::new();
-    let mut unshown = Vec::new();
-    for c in comparisons {
-        let level = c
-            .ci_level
-            .map(|l| format!(" at {:.1}%", l * 100.0))
-            .unwrap_or_default();
-        match (c.ci_low, c.ci_high) {
-            (Some(lo), Some(hi)) if lo >= -max => shown.push(format!(
-                "{} is at most {:.1} points below {} ([{:+.1}, {:+.1}]{level})",
-                c.variant,
-                (-lo * 100.0).max(0.0),
-                c.against,
-                lo * 100.0,
-                hi * 100.0
-            )),
-            (Some(lo), Some(hi)) => {
-                let more = if hi > -max {
-                    " (more cases narrow the interval)"
-                } else {
-                    ""
-                };
-                unshown.push(format!(
-                    "{} may be up to {:.1} points below {} ([{:+.1}, {:+.1}]{level}): the data do not rule out a drop of more than {limit:.1} points{more}",
-                    c.variant,
-                    -lo * 100.0,
-                    c.against,
-                    lo * 100.0,
-                    hi * 100.0
-                ))
-            }
-            _ => unshown.push(format!(
-                "{} has no case graded alongside {}: nothing shows it did not drop",
-                c.variant, c.against
-            )),
-        }
-    }
-    if shown.is_empty() && unshown.is_empty() {
+    let lines: Vec<_> = comparisons.map(|c| drop_line(c, max, confidence)).collect();
+    if lines.is_empty() {
         return result(gate, false, format!("nothing was compared with {against}"));
     }
-    match unshown.is_empty() {
-        true => result(gate, true, shown.join("; ")),
-        false => result(gate, false, unshown.join("; ")),
+    combined(gate, lines)
+}
+
+/// One comparison against `--max-drop`: its outcome, its line, and the cases it needs.
+fn drop_line(
+    c: &crate::report::compare::Comparison,
+    max: f64,
+    confidence: f64,
+) -> (GateOutcome, String, Option<u64>) {
+    let limit = max * 100.0;
+    let level = c.ci_level.unwrap_or(confidence);
+    let at = format!(" at {:.1}%", level * 100.0);
+    let (Some(lo), Some(hi)) = (c.ci_low, c.ci_high) else {
+        return (
+            GateOutcome::Failed,
+            format!(
+                "{} has no case graded alongside {}: nothing shows it did not drop",
+                c.variant, c.against
+            ),
+            None,
+        );
+    };
+    let interval = format!("[{:+.1}, {:+.1}]{at}", lo * 100.0, hi * 100.0);
+    if lo >= -max {
+        return (
+            GateOutcome::Passed,
+            format!(
+                "{} is at most {:.1} points below {} ({interval})",
+                c.variant,
+                (-lo * 100.0).max(0.0),
+                c.against
+            ),
+            None,
+        );
     }
+    if hi < -max {
+        return (
+            GateOutcome::Failed,
+            format!(
+                "{} is more than {limit:.1} points below {} ({interval}): the whole interval is past the limit",
+                c.variant, c.against
+            ),
+            None,
+        );
+    }
+    let seen = c.difference.unwrap_or((lo + hi) / 2.0);
+    let (needed, disagree) = match &c.table {
+        // 0/1 answers, one each: the paired difference's variance per case is the share
+        // that disagree less the difference squared (the normal approximation, which the
+        // score interval approaches as cases grow).
+        Some(t) => {
+            let n = t.both_right + t.only_variant + t.only_reference + t.both_wrong;
+            let share = (t.only_variant + t.only_reference) as f64 / n.max(1) as f64;
+            // No case disagreeing yet: the interval seen, narrowing as 1/√cases.
+            let needed = paired_cases(share, seen, max, level)
+                .or_else(|| cases_to_clear(c.cases, (seen, lo), -max, level))
+                .map(|x| x.max(c.cases + 1));
+            let said = format!(
+                "the difference and the disagreement seen here ({:.0}% of cases)",
+                100.0 * share
+            );
+            (needed, said)
+        }
+        // Scores, repeats, groups: the interval seen, narrowing as 1/√cases.
+        None => (
+            cases_to_clear(c.cases, (seen, lo), -max, level),
+            "the difference and the spread seen here".to_string(),
+        ),
+    };
+    let would = match needed {
+        Some(n) => {
+            format!("about {n} cases would show a drop of no more than {limit:.1} at {disagree}")
+        }
+        None if seen <= -max => format!(
+            "the difference seen ({:+.1} points) is itself a drop of {limit:.1} or more: more cases would more likely show the drop than rule it out",
+            seen * 100.0
+        ),
+        None => "more cases would decide".to_string(),
+    };
+    (
+        GateOutcome::Inconclusive,
+        format!(
+            "{} may be up to {:.1} points below {} ({interval}): the data allow a drop of up to {:.1} points on {} cases; {would}",
+            c.variant,
+            -lo * 100.0,
+            c.against,
+            -lo * 100.0,
+            c.cases
+        ),
+        needed,
+    )
 }
 
 /// `--fail-if-worse`: passes when no comparison is significantly worse — and every one
@@ -244,6 +396,7 @@ fn not_worse<'a>(
 ) -> GateResult {
     let mut worse = Vec::new();
     let mut empty = Vec::new();
+    let mut lower = Vec::new();
     let mut compared = 0;
     for c in comparisons {
         if c.cases == 0 || c.verdict == Verdict::NoData {
@@ -256,6 +409,18 @@ fn not_worse<'a>(
         compared += 1;
         if c.verdict == Verdict::Worse {
             worse.push(c.sentence.clone());
+        } else if let (Some(d), Some(n)) = (c.difference, c.cases_needed)
+            && d < 0.0
+            && n > c.cases
+        {
+            // Not shown worse, but lower: what would tell whether that drop is real.
+            lower.push(format!(
+                "{} is {:.1} points below {} on {} cases, not significantly: about {n} cases would show a drop of that size",
+                c.variant,
+                -d * 100.0,
+                c.against,
+                c.cases
+            ));
         }
     }
     if !worse.is_empty() {
@@ -267,7 +432,8 @@ fn not_worse<'a>(
     if !empty.is_empty() {
         return result(gate, false, empty.join("; "));
     }
-    result(gate, true, passed)
+    let passed = std::iter::once(passed).chain(lower).collect::<Vec<_>>();
+    result(gate, true, passed.join("; "))
 }
 
 /// Checks every gate against the run (and, with `--baseline`, its comparison).
@@ -322,6 +488,20 @@ fn baseline_best(s: &Summary) -> GateResult {
         _ => (&b.named, "the best, or within ε of it"),
     };
     let passed = set.iter().any(|a| a == baseline);
+    if passed && b.outcome == "open" && set.len() > 1 {
+        let unit = if b.grouped { "groups" } else { "cases" };
+        return ended(
+            "fail-if-not-best",
+            GateOutcome::Inconclusive,
+            format!(
+                "the {unit} ran out after {} with the baseline {baseline} among the arms left ({}): the data cannot tell whether it is the best; more {unit} would (`promptgauge plan --best {}` sizes the search)",
+                b.cases,
+                set.join(", "),
+                set.len()
+            ),
+            None,
+        );
+    }
     let reason = if passed {
         format!(
             "the baseline {baseline} is among {what}: {}",
@@ -369,7 +549,13 @@ fn max_drop(max: f64, s: &Summary, baseline: Option<&RunComparison>, out: &mut V
     if within {
         out.push(match &s.sequential {
             Some(seq) => sequential_drop(max, seq),
-            None => non_inferior("max-drop", max, s.comparisons.iter(), "the baseline"),
+            None => non_inferior(
+                "max-drop",
+                max,
+                s.comparisons.iter(),
+                "the baseline",
+                s.run.confidence,
+            ),
         });
     }
     if let Some(b) = baseline {
@@ -378,11 +564,14 @@ fn max_drop(max: f64, s: &Summary, baseline: Option<&RunComparison>, out: &mut V
             max,
             b.variants.iter().map(|v| &v.comparison),
             &format!("its run in {}", b.run_a.dir),
+            b.confidence,
         ));
     }
 }
 
-/// `--min-accuracy [VARIANT=]P`: each variant it names against P.
+/// `--min-accuracy [VARIANT=]P`: each variant it names against P. On a scored run (some
+/// score neither 0 nor 1) "accuracy" is the mean score, with its interval, and the line
+/// says so (docs/guide/ci.md, "Gates").
 fn min_accuracy(min: &MinAccuracy, s: &Summary, out: &mut Vec<GateResult>) {
     let variants: Vec<_> = s
         .variants
@@ -408,7 +597,13 @@ fn min_accuracy(min: &MinAccuracy, s: &Summary, out: &mut Vec<GateResult>) {
         ));
     }
     for v in variants {
-        let Some(acc) = v.accuracy else {
+        let Gated {
+            called: what,
+            value: Some(acc),
+            low,
+            high,
+        } = gated_figure(v, s.is_scored())
+        else {
             out.push(result(
                 &gate,
                 false,
@@ -418,33 +613,101 @@ fn min_accuracy(min: &MinAccuracy, s: &Summary, out: &mut Vec<GateResult>) {
         };
         let ci = format!(
             "[{:.1}, {:.1}]",
-            v.ci_low.unwrap_or(acc) * 100.0,
-            v.ci_high.unwrap_or(acc) * 100.0
+            low.unwrap_or(acc) * 100.0,
+            high.unwrap_or(acc) * 100.0
         );
         let t = min.threshold;
+        // Cases, not answers: repeats of a case are one unit.
+        let cases = v.n / u64::from(s.run.repeats.max(1));
+        let level = s.run.confidence;
         out.push(if acc >= t {
-            result(
-                &gate,
-                true,
-                format!("{}: {:.1}% {ci} ≥ {:.1}%", v.name, acc * 100.0, t * 100.0),
-            )
-        } else {
-            let certainty = if v.ci_high.is_some_and(|hi| hi < t) {
-                "certain: the whole interval is below it"
-            } else {
-                "uncertain: the interval straddles it"
+            // Above, but the interval reaches below: what would put it all above.
+            let sure = match low.filter(|lo| *lo < t) {
+                Some(lo) => match cases_to_clear(cases, (acc, lo), t, level) {
+                    Some(n) => format!(
+                        "; the interval reaches below it: about {n} cases would put it all above"
+                    ),
+                    None => String::new(),
+                },
+                None => String::new(),
             };
             result(
                 &gate,
-                false,
+                true,
                 format!(
-                    "{}: {:.1}% {ci} is below {:.1}% ({certainty})",
+                    "{}: {what}{:.1}% {ci} ≥ {:.1}%{sure}",
                     v.name,
                     acc * 100.0,
                     t * 100.0
                 ),
             )
+        } else if high.is_none_or(|hi| hi < t) {
+            let why = match high {
+                Some(_) => "certain: the whole interval is below it",
+                None => "with no interval to say more",
+            };
+            result(
+                &gate,
+                false,
+                format!(
+                    "{}: {what}{:.1}% {ci} is below {:.1}% ({why})",
+                    v.name,
+                    acc * 100.0,
+                    t * 100.0
+                ),
+            )
+        } else {
+            let needed = high.and_then(|hi| cases_to_clear(cases, (acc, hi), t, level));
+            let would = match needed {
+                Some(n) => format!(
+                    "about {n} cases would show whether it is below, at the figure seen"
+                ),
+                None => "more cases would decide".to_string(),
+            };
+            ended(
+                &gate,
+                GateOutcome::Inconclusive,
+                format!(
+                    "{}: {what}{:.1}% {ci} is below {:.1}% but the interval straddles it (uncertain) on {cases} cases: {would}",
+                    v.name,
+                    acc * 100.0,
+                    t * 100.0
+                ),
+                needed,
+            )
         });
+    }
+}
+
+/// The figure `--min-accuracy` holds a variant to: what the line calls it, the figure and
+/// its interval.
+struct Gated {
+    called: &'static str,
+    value: Option<f64>,
+    low: Option<f64>,
+    high: Option<f64>,
+}
+
+/// People's score where they labelled a judge's answers (the judge's, corrected), else
+/// the mean score on a scored run, else accuracy.
+fn gated_figure(v: &crate::report::summary::VariantSummary, scored: bool) -> Gated {
+    if let Some(l) = &v.labelled
+        && let Some(c) = l.corrected
+    {
+        return Gated {
+            called: "score as people would give it ",
+            value: Some(c),
+            low: l.corrected_low,
+            high: l.corrected_high,
+        };
+    }
+    let (value, low, high) = v.headline();
+    Gated {
+        // Partial scores: the figure is the mean score, and the line names it.
+        called: if scored { "mean score " } else { "" },
+        value,
+        low,
+        high,
     }
 }
 
@@ -504,6 +767,144 @@ fn max_p90_latency(max: Duration, s: &Summary, out: &mut Vec<GateResult>) {
             ),
         });
     }
+}
+
+/// What a bench is sized against before a run (`check`, `plan`): its cases, how many
+/// variants are compared with the baseline, its confidence, and the newest complete run
+/// of it with where that run is, when there is one.
+pub(crate) struct Sizing<'a> {
+    pub cases: u64,
+    pub compared: usize,
+    pub confidence: f64,
+    pub last: Option<(&'a Summary, String)>,
+}
+
+/// Each gate the flags name, sized before anything is sent: how many cases it needs to
+/// decide at what the last run of the bench showed (or, with none, at no difference and
+/// the most disagreement), against the cases the bench has. One line each.
+pub(crate) fn sized(gates: &Gates, z: &Sizing<'_>) -> Vec<String> {
+    let mut out = Vec::new();
+    // Holm's level for the family: the level a verdict's interval reaches.
+    let level = 1.0 - (1.0 - z.confidence) / z.compared.max(1) as f64;
+    let verdict = |need: Option<u64>| match need {
+        Some(n) if n <= z.cases => format!("the bench's {} are enough", z.cases),
+        Some(_) => format!(
+            "the bench has {}: expect inconclusive (exit 5) unless the difference is larger",
+            z.cases
+        ),
+        None => String::new(),
+    };
+    if let Some(max) = gates.max_drop {
+        let limit = max * 100.0;
+        match &z.last {
+            Some((s, dir)) if !s.comparisons.is_empty() => {
+                for c in &s.comparisons {
+                    let seen = c.difference.unwrap_or(0.0);
+                    let level = c.ci_level.unwrap_or(level);
+                    let (need, how) = match &c.table {
+                        Some(t) => {
+                            let n = t.both_right + t.only_variant + t.only_reference + t.both_wrong;
+                            let share =
+                                (t.only_variant + t.only_reference) as f64 / n.max(1) as f64;
+                            (
+                                paired_cases(share, seen, max, level),
+                                format!("{:.0}% of cases disagreeing", share * 100.0),
+                            )
+                        }
+                        None => (
+                            c.ci_low
+                                .and_then(|lo| cases_to_clear(c.cases, (seen, lo), -max, level)),
+                            "the spread".to_string(),
+                        ),
+                    };
+                    out.push(match need {
+                        Some(n) => format!(
+                            "max-drop {limit:.1} on {}: at the last run's difference ({:+.1} points) and {how} ({dir}), about {n} cases would show a drop of no more than {limit:.1}; {}",
+                            c.variant,
+                            seen * 100.0,
+                            verdict(Some(n))
+                        ),
+                        None => format!(
+                            "max-drop {limit:.1} on {}: the last run ({dir}) saw a difference of {:+.1} points: no number of cases would show a drop of no more than {limit:.1} if that holds",
+                            c.variant,
+                            seen * 100.0
+                        ),
+                    });
+                }
+            }
+            _ => {
+                // No run to go by: no difference, and half the cases disagreeing (two
+                // independent variants at 50%), which needs the most cases.
+                let n = paired_cases(0.5, 0.0, max, level);
+                out.push(format!(
+                    "max-drop {limit:.1}: with no earlier run of the bench under reports/, at no difference and half the cases disagreeing (the most), about {} cases would show a drop of no more than {limit:.1}; {} (run the bench once: check and plan then size it from what the run saw)",
+                    n.unwrap_or(0),
+                    verdict(n)
+                ));
+            }
+        }
+    }
+    for min in &gates.min_accuracy {
+        let t = min.threshold;
+        let Some((s, dir)) = &z.last else {
+            let half = crate::stats::z_for(z.confidence) * (0.25 / z.cases.max(1) as f64).sqrt();
+            out.push(format!(
+                "min-accuracy {:.1}%: no earlier run of the bench under reports/ to size it from; on {} cases an interval is up to ±{:.1} points wide, so a variant within that of {:.1}% is likely inconclusive",
+                t * 100.0,
+                z.cases,
+                half * 100.0,
+                t * 100.0
+            ));
+            continue;
+        };
+        for v in s
+            .variants
+            .iter()
+            .filter(|v| min.variant.as_ref().is_none_or(|name| v.answers_to(name)))
+        {
+            let g = gated_figure(v, s.is_scored());
+            let Some(acc) = g.value else { continue };
+            let near = if acc >= t { g.low } else { g.high };
+            let cases = v.n / u64::from(s.run.repeats.max(1));
+            let need = near.and_then(|x| cases_to_clear(cases, (acc, x), t, z.confidence));
+            let head = format!(
+                "min-accuracy {:.1}% on {}: the last run's {}{:.1}% ({dir})",
+                t * 100.0,
+                v.name,
+                g.called,
+                acc * 100.0
+            );
+            out.push(match (acc >= t, need) {
+                (true, Some(n)) => format!(
+                    "{head} passes it; about {n} cases would put its whole interval above it"
+                ),
+                (true, None) => format!("{head} passes it"),
+                (false, Some(n)) if n > z.cases => format!(
+                    "{head} is below it: expect inconclusive (exit 5) on the bench's {} cases; about {n} would show it below (failed)",
+                    z.cases
+                ),
+                (false, _) => format!("{head} is below it: expect failed (exit 1)"),
+            });
+        }
+    }
+    if gates.fail_if_worse
+        && let Some((s, dir)) = &z.last
+    {
+        for c in &s.comparisons {
+            if let (Some(d), Some(n)) = (c.difference, c.cases_needed)
+                && d < 0.0
+            {
+                out.push(format!(
+                    "fail-if-worse on {}: the last run ({dir}) saw it {:.1} points below {}; about {n} cases would show a drop of that size (the bench has {})",
+                    c.variant,
+                    -d * 100.0,
+                    c.against,
+                    z.cases
+                ));
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]

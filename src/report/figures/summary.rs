@@ -760,13 +760,70 @@ pub(crate) fn slices(
     out
 }
 
+/// How a gate ended (docs/guide/ci.md, "Three outcomes").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateOutcome {
+    Passed,
+    Failed,
+    /// The data cannot tell at this size: the line says what it would take.
+    Inconclusive,
+}
+
+impl GateOutcome {
+    /// The word a line and a report use.
+    pub fn word(self) -> &'static str {
+        match self {
+            GateOutcome::Passed => "passed",
+            GateOutcome::Failed => "failed",
+            GateOutcome::Inconclusive => "inconclusive",
+        }
+    }
+}
+
 /// One gate's outcome.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "GateRecord")]
 pub struct GateResult {
     pub gate: String,
+    /// True only when the gate passed (an inconclusive gate did not).
     pub passed: bool,
-    /// One line: why it passed or failed.
+    pub outcome: GateOutcome,
+    /// One line: why it passed, failed or could not tell, and what it would take.
     pub reason: String,
+    /// Inconclusive (or passed on too few cases to be sure): about how many cases would
+    /// decide it at what the data show now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cases_needed: Option<u64>,
+}
+
+/// A gate as `summary.json` holds it; one written before gates had three outcomes has
+/// only `passed`.
+#[derive(Deserialize)]
+struct GateRecord {
+    gate: String,
+    passed: bool,
+    #[serde(default)]
+    outcome: Option<GateOutcome>,
+    reason: String,
+    #[serde(default)]
+    cases_needed: Option<u64>,
+}
+
+impl From<GateRecord> for GateResult {
+    fn from(r: GateRecord) -> GateResult {
+        GateResult {
+            outcome: r.outcome.unwrap_or(if r.passed {
+                GateOutcome::Passed
+            } else {
+                GateOutcome::Failed
+            }),
+            gate: r.gate,
+            passed: r.passed,
+            reason: r.reason,
+            cases_needed: r.cases_needed,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -779,6 +779,13 @@ fn header_rest(b: &mut String, s: &crate::report::Summary, names: &[&str]) {
                 &crate::report::figures::sequential::best_answer(search)
             ))
         );
+    } else if s.is_grid() && s.comparisons.iter().any(|c| c.cases > 0) {
+        // A grid answers two questions: each gets its line, every cell placed.
+        b.push_str("<p id=\"headline\">");
+        for line in grid_headline(s) {
+            let _ = write!(b, "<b>{}</b><br>", esc(&line));
+        }
+        b.push_str("</p>");
     } else if let Some(best) = s
         .comparisons
         .iter()
@@ -794,6 +801,55 @@ fn header_rest(b: &mut String, s: &crate::report::Summary, names: &[&str]) {
     } else if !s.comparisons.is_empty() {
         b.push_str("<p id=\"headline\"><b>Nothing was compared: no case was graded for both the baseline and a variant.</b></p>");
     }
+}
+
+/// A grid's headline, one line per axis: which cells are better, worse and not
+/// distinguishable from what they are compared with on it.
+fn grid_headline(s: &crate::report::Summary) -> Vec<String> {
+    use crate::report::compare::{Axis, Verdict};
+    let mut lines = Vec::new();
+    for axis in Axis::BOTH {
+        let (question, against) = match axis {
+            Axis::Variants => ("Which prompt", "the baseline variant at its endpoint"),
+            Axis::Endpoints => ("Which model", "the baseline endpoint with its variant"),
+        };
+        let cells = |v: Verdict| -> Vec<String> {
+            s.on_axis(axis)
+                .filter(|c| c.verdict == v)
+                .map(|c| format!("{} (against {})", c.variant, c.against))
+                .collect()
+        };
+        let (better, worse, neither): (Vec<_>, Vec<_>, Vec<_>) = (
+            cells(Verdict::Better),
+            cells(Verdict::Worse),
+            s.on_axis(axis)
+                .filter(|c| !matches!(c.verdict, Verdict::Better | Verdict::Worse))
+                .map(|c| c.variant.clone())
+                .collect(),
+        );
+        if better.is_empty() && worse.is_empty() && neither.is_empty() {
+            continue;
+        }
+        let mut parts = Vec::new();
+        let list = |x: &[String]| x.join(", ");
+        if !better.is_empty() {
+            parts.push(format!("better than {against}: {}", list(&better)));
+        }
+        if !worse.is_empty() {
+            parts.push(format!("worse than {against}: {}", list(&worse)));
+        }
+        if !neither.is_empty() {
+            parts.push(format!("not distinguishable from it: {}", list(&neither)));
+        }
+        if better.is_empty() {
+            parts.insert(
+                0,
+                format!("no cell is distinguishably better than {against}"),
+            );
+        }
+        lines.push(format!("{question}: {}.", parts.join("; ")));
+    }
+    lines
 }
 
 /// Each variant's headline figure with its interval, and the comparisons.
@@ -1004,21 +1060,16 @@ pub(crate) fn render_compare(c: &RunComparison) -> String {
         let _ = write!(b, "<div class=\"banner\">{}</div>", esc(&note));
     }
     let mut rows = Vec::new();
+    let mut scored = false;
     for v in &c.variants {
-        rows.push((
-            format!("{} · A", v.name),
-            v.a.accuracy,
-            v.a.ci_low,
-            v.a.ci_high,
-        ));
-        rows.push((
-            format!("{} · B", v.name),
-            v.b.accuracy,
-            v.b.ci_low,
-            v.b.ci_high,
-        ));
+        scored |= v.a.mean_score.is_some() || v.b.mean_score.is_some();
+        let ((a, a_lo, a_hi), (b_, b_lo, b_hi)) = (v.a.headline(), v.b.headline());
+        rows.push((format!("{} · A", v.name), a, a_lo, a_hi));
+        rows.push((format!("{} · B", v.name), b_, b_lo, b_hi));
     }
-    let _ = write!(b, "<h2>Accuracy ({conf}% intervals)</h2>");
+    // Partial scores: the chart is of mean scores.
+    let measure = if scored { "Mean score" } else { "Accuracy" };
+    let _ = write!(b, "<h2>{measure} ({conf}% intervals)</h2>");
     b.push_str(&accuracy_chart(&rows, true));
     b.push_str(&tables::comparison(c).html());
     b.push_str("<ul>");

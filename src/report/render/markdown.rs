@@ -56,10 +56,10 @@ fn decisions(out: &mut String, s: &Summary) {
     if !s.gates.is_empty() {
         out.push_str("### Gates\n\n");
         for g in &s.gates {
-            let mark = if g.passed {
-                "✅ passed"
-            } else {
-                "❌ **failed**"
+            let mark = match g.outcome {
+                crate::report::gates::GateOutcome::Passed => "✅ passed",
+                crate::report::gates::GateOutcome::Failed => "❌ **failed**",
+                crate::report::gates::GateOutcome::Inconclusive => "⚠️ **inconclusive**",
             };
             out.push_str(&format!(
                 "- {mark} {}: {}\n",

@@ -375,12 +375,18 @@ pub(crate) fn replicas(s: &Summary) -> Table {
 /// Two runs side by side, per variant: both figures, the paired difference and its verdict,
 /// latency and cost.
 pub(crate) fn comparison(c: &RunComparison) -> Table {
+    // Partial scores: the figure is the mean score (docs/guide/compare.md).
+    let scored = c
+        .variants
+        .iter()
+        .any(|v| v.a.mean_score.is_some() || v.b.mean_score.is_some());
+    let measure = if scored { "score" } else { "accuracy" };
     let mut t = Table::new(
         "compare",
         vec![
             Column::left("variant"),
-            Column::right("accuracy A"),
-            Column::right("accuracy B"),
+            Column::right(format!("{measure} A")),
+            Column::right(format!("{measure} B")),
             Column::right("B − A"),
             Column::right(ci_header(
                 c.variants.iter().map(|v| &v.comparison),
@@ -400,16 +406,8 @@ pub(crate) fn comparison(c: &RunComparison) -> Table {
         t.push(
             Row::new([
                 Cell::text(&v.name),
-                Cell::figure(format!(
-                    "{} {}",
-                    pct(v.a.accuracy),
-                    interval(v.a.ci_low, v.a.ci_high)
-                )),
-                Cell::figure(format!(
-                    "{} {}",
-                    pct(v.b.accuracy),
-                    interval(v.b.ci_low, v.b.ci_high)
-                )),
+                Cell::figure(headline(&v.a)),
+                Cell::figure(headline(&v.b)),
                 Cell::figure(difference),
                 Cell::figure(ci),
                 Cell::figure(p),
@@ -424,6 +422,13 @@ pub(crate) fn comparison(c: &RunComparison) -> Table {
         );
     }
     t
+}
+
+/// A variant's headline figure and its interval: accuracy, or (partial scores) the mean
+/// score.
+fn headline(v: &crate::report::summary::VariantSummary) -> String {
+    let (x, lo, hi) = v.headline();
+    format!("{} {}", pct(x), interval(lo, hi))
 }
 
 /// `history`: a row per run and variant, with the step from the run before. `link` gives a
