@@ -76,6 +76,7 @@ fn main() {
                 scorer.score(
                     ScoreInput {
                         key,
+                        repeat: 0,
                         case: &case,
                         messages: &messages,
                         answer: &answer,

@@ -868,11 +868,18 @@ pub struct PlanArgs {
     #[arg(long, value_delimiter = ',', value_name = "NAME")]
     pub endpoints: Vec<String>,
     /// Adds an endpoint for this run, e.g. `local=http://127.0.0.1:8000/v1,model=qwen`
-    /// (`NAME=URL[,model=M][,key_env=VAR][,protocol=P]`); it takes the bench's price,
-    /// parameters and limits, and joins the run's endpoints. A name the bench has moves
-    /// that endpoint for this run.
+    /// (`NAME=URL[,model=M][,key_env=VAR][,protocol=P]`); it takes the bench's
+    /// parameters and limits (no price: see --price), and joins the run's endpoints. A name
+    /// the bench has moves that endpoint for this run (and unprices it).
     #[arg(long, value_name = "NAME=URL,…")]
     pub endpoint: Vec<crate::suite::endpoints::AdHocEndpoint>,
+    /// What the run's endpoint costs, in USD per million prompt and answer tokens: `IN,OUT`
+    /// (`IN,OUT,CACHED` with a price for cached prompt tokens), or `0` for a server that
+    /// costs nothing; `NAME=IN,OUT` prices one endpoint of
+    /// several. A price belongs to its endpoint: one that --base-url, --model or
+    /// --endpoint moves elsewhere (or adds) is unpriced without it (docs/guide/endpoints.md).
+    #[arg(long = "price", value_name = "[NAME=]IN,OUT")]
+    pub prices: Vec<crate::suite::endpoints::PriceFlag>,
     /// Where the judge answers (overrides judge.base_url); `mock` selects the built-in
     /// simulator [default: the run's endpoint]. Pinned here, the judge stays put whatever
     /// --base-url says; a resume keeps the run's judge.

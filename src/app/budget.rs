@@ -171,31 +171,13 @@ pub(super) fn estimate(
 /// `--budget`: what the run needs to keep one — a price for every endpoint, and for the
 /// judge when one scores — or an error that says which to add.
 pub(super) fn check_priced(p: &Prepared, prices: &Prices, judged: bool) -> Result<(), UsageError> {
-    let unpriced: Vec<String> = if p.grid.is_empty() {
-        if prices.lanes.iter().all(Option::is_none) {
-            vec!["the bench".to_string()]
-        } else {
-            Vec::new()
-        }
-    } else {
-        p.unpriced()
-            .iter()
-            .map(|n| format!("endpoint {n}"))
-            .collect()
-    };
-    if !unpriced.is_empty() {
+    if let Some((said, fix)) = p.unpriced_said() {
         return Err(UsageError::with_fix(
-            format!(
-                "--budget needs to know what each request costs, and {} no price",
-                if unpriced.len() == 1 {
-                    format!("{} has", unpriced[0])
-                } else {
-                    format!("{} have", unpriced.join(", "))
-                }
-            ),
-            "add `price: { input_per_mtok: …, output_per_mtok: … }` (USD per million tokens) to the bench or the endpoint, or drop --budget",
+            format!("--budget needs to know what each request costs, and {said}"),
+            format!("{fix}; or drop --budget"),
         ));
     }
+    debug_assert!(prices.lanes.iter().all(Option::is_some));
     if judged && prices.judge.is_none() {
         return Err(UsageError::with_fix(
             "--budget counts what the scorers spend calling models (a judge's calls, embeddings), and the judge has no price",

@@ -161,12 +161,11 @@ fn say_cost(
         out!("  completion tokens at most: {max}");
     }
     let priced = estimate.priced;
-    let unpriced = p.unpriced();
-    if priced && !unpriced.is_empty() {
+    for u in &p.unpriced {
         out!(
-            "  note: no price for {}: the estimate leaves {} out",
-            unpriced.join(", "),
-            if unpriced.len() == 1 { "it" } else { "them" }
+            "  unpriced: {}: the estimate leaves it out; price it with {}",
+            u.said(),
+            u.fix()
         );
     }
     if p.batched() {

@@ -29,6 +29,36 @@ pub(crate) struct Prepared {
     pub order_seed: Option<u64>,
     /// A `--best` shard run `--after` a merge: the arms it showed out (none planned).
     pub arms_out: Vec<String>,
+    /// The endpoints the run has no price for, each with why and the flag that prices it.
+    pub unpriced: Vec<Unpriced>,
+}
+
+/// An endpoint of the run without a price: its answers have no cost, and `--budget` and
+/// `--max-cost` refuse the run (docs/guide/endpoints.md, "Price follows the endpoint").
+#[derive(Debug, Clone)]
+pub(crate) struct Unpriced {
+    /// `the run's endpoint`, or `endpoint NAME` in a run of several.
+    pub who: String,
+    /// Why it has none: the bench gives none, or gives it for another endpoint.
+    pub why: String,
+    /// The flag that prices it: `--price IN,OUT`, or `--price NAME=IN,OUT`.
+    pub flag: String,
+}
+
+impl Unpriced {
+    /// `who has no price (why)`.
+    pub(crate) fn said(&self) -> String {
+        format!("{} has no price ({})", self.who, self.why)
+    }
+
+    /// How to price it.
+    pub(crate) fn fix(&self) -> String {
+        format!(
+            "{} (USD per million prompt and answer tokens; {} for a server that costs nothing), or a `price:` on the endpoint in the bench",
+            self.flag,
+            self.flag.replace("IN,OUT", "0")
+        )
+    }
 }
 
 /// One endpoint of a run of several: where it is and what it costs, adds to each request
@@ -121,13 +151,19 @@ impl Prepared {
         }
     }
 
-    /// A run of several endpoints: those with no price (neither theirs nor the bench's).
-    pub(crate) fn unpriced(&self) -> Vec<&str> {
-        self.grid
-            .iter()
-            .filter(|g| g.price.is_none())
-            .map(GridEndpoint::name)
-            .collect()
+    /// What the run's endpoints without a price are, and how to price them, in one line.
+    pub(crate) fn unpriced_said(&self) -> Option<(String, String)> {
+        let fixes: Vec<String> = self.unpriced.iter().map(Unpriced::fix).collect();
+        (!self.unpriced.is_empty()).then(|| {
+            (
+                self.unpriced
+                    .iter()
+                    .map(Unpriced::said)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                fixes.join("; "),
+            )
+        })
     }
 
     /// The endpoints' names in a run of several, the baseline first; empty with one.
@@ -170,11 +206,12 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
     }
     super::settings::apply_limit_flags(&mut bench, &mut chosen, &args.limits);
     let variants = pick_variants(&bench, &args.variants)?;
-    let grid = grid_of(&bench, &chosen, args, env)?;
+    let mut grid = grid_of(&bench, &chosen, args, env)?;
     let endpoint = match grid.first() {
         Some(g) => g.endpoint.clone(),
         None => endpoint_of(&bench, chosen.first(), args, env)?,
     };
+    let unpriced = price_endpoints(&mut bench, &chosen, (&endpoint, &mut grid), args)?;
     let pages_read = grid
         .iter()
         .map(|g| g.limits.max_pdf_pages)
@@ -221,6 +258,7 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
         sequential,
         order_seed,
         arms_out,
+        unpriced,
     })
 }
 
@@ -445,12 +483,244 @@ fn grid_of(
             Ok(GridEndpoint {
                 role: format!("endpoint {}", e.name),
                 endpoint,
-                price: e.price.clone().or_else(|| bench.price.clone()),
+                // `price_endpoints` says which price is its.
+                price: None,
                 params: e.params.clone(),
                 limits: e.limits.clone(),
             })
         })
         .collect()
+}
+
+/// The simulator's model when nothing names one.
+const SIMULATED_MODEL: &str = "mock-model";
+
+/// Each endpoint's price (docs/guide/endpoints.md, "Price follows the endpoint"): the one
+/// `--price` gives it, else the one the bench gives it — an endpoint's own `price:`, or the
+/// bench's `price:` for its `endpoint:` and the endpoints it lists without one — as long
+/// as the run sends to the model the bench names there, at the server it names (where it
+/// names one). An endpoint that `--base-url`, `--model`, `$PROMPTGAUGE_BASE_URL` or
+/// `--endpoint` moves to another server or model, or that `--endpoint` adds, is another
+/// endpoint: the bench's price is not its. The simulator (`mock`) stands in for any
+/// endpoint and keeps its price. With one endpoint the price
+/// becomes the bench's (`bench.price`); with several each grid endpoint holds its own.
+/// Returns the endpoints left without one.
+fn price_endpoints(
+    bench: &mut Bench,
+    chosen: &[NamedEndpoint],
+    (endpoint, grid): (&Endpoint, &mut [GridEndpoint]),
+    args: &PlanArgs,
+) -> Result<Vec<Unpriced>, UsageError> {
+    let names: Vec<&str> = chosen.iter().map(|e| e.name.as_str()).collect();
+    let flag_for = check_price_flags(&args.prices, &names, grid.len())?;
+    let mut unpriced = Vec::new();
+    if grid.is_empty() {
+        let name = chosen.first().map(|e| e.name.as_str());
+        let written = match chosen.first() {
+            // The bench's `endpoint:`, priced by its `price:`.
+            None => Some(Written {
+                urls: bench
+                    .endpoint
+                    .base_url
+                    .iter()
+                    .flat_map(|u| u.urls())
+                    .collect(),
+                model: bench.endpoint.model.clone(),
+                price: bench.price.clone(),
+            }),
+            Some(e) => written_endpoint(bench, e),
+        };
+        let now = Sent {
+            urls: &endpoint.base_urls,
+            model: &endpoint.model,
+        };
+        let (price, why) = price_of(flag_for(name), written.as_ref(), &now, name.is_some());
+        bench.price = price;
+        if let Some(why) = why {
+            unpriced.push(Unpriced {
+                who: name.map_or_else(
+                    || "the run's endpoint".to_string(),
+                    |n| format!("endpoint {n}"),
+                ),
+                why,
+                flag: "--price IN,OUT".to_string(),
+            });
+        }
+        return Ok(unpriced);
+    }
+    for (g, e) in grid.iter_mut().zip(chosen) {
+        let written = written_endpoint(bench, e);
+        let now = Sent {
+            urls: &g.endpoint.base_urls,
+            model: &g.endpoint.model,
+        };
+        let (price, why) = price_of(flag_for(Some(&e.name)), written.as_ref(), &now, true);
+        g.price = price;
+        if let Some(why) = why {
+            unpriced.push(Unpriced {
+                who: format!("endpoint {}", e.name),
+                why,
+                flag: format!("--price {}=IN,OUT", e.name),
+            });
+        }
+    }
+    Ok(unpriced)
+}
+
+/// An endpoint as the bench writes it, with the price the bench gives it.
+struct Written {
+    /// Its base URLs as written (`mock` left out); empty when it names none.
+    urls: Vec<String>,
+    model: Option<String>,
+    price: Option<crate::suite::Price>,
+}
+
+/// Where the run sends to an endpoint.
+struct Sent<'a> {
+    /// Empty: the simulator.
+    urls: &'a [String],
+    model: &'a str,
+}
+
+/// One of the run's named endpoints as the bench lists it (its own price, else the bench's
+/// `price:`); `None` for one `--endpoint` adds.
+fn written_endpoint(bench: &Bench, chosen: &NamedEndpoint) -> Option<Written> {
+    bench
+        .endpoints
+        .iter()
+        .find(|e| e.name == chosen.name)
+        .map(|e| Written {
+            urls: e.spec.base_url.iter().flat_map(|u| u.urls()).collect(),
+            model: e.spec.model.clone(),
+            price: e.price.clone().or_else(|| bench.price.clone()),
+        })
+}
+
+/// The price of an endpoint the run sends to as `now` says, and why it has none when it
+/// has none.
+fn price_of(
+    flag: Option<&crate::suite::Price>,
+    written: Option<&Written>,
+    now: &Sent<'_>,
+    named: bool,
+) -> (Option<crate::suite::Price>, Option<String>) {
+    if let Some(p) = flag {
+        return (Some(p.clone()), None);
+    }
+    let Some(w) = written else {
+        return (
+            None,
+            Some("--endpoint adds it, and the bench's price is for the endpoints it writes".into()),
+        );
+    };
+    let Some(price) = &w.price else {
+        return (
+            None,
+            Some(if named {
+                "the bench gives it no price".into()
+            } else {
+                "the bench has no `price`".into()
+            }),
+        );
+    };
+    let written_urls: Vec<&String> = w.urls.iter().filter(|u| *u != "mock").collect();
+    // The simulator stands in for any endpoint; a server other than the one the bench
+    // writes is another endpoint. Where it writes none, the price is its model's wherever
+    // that is served.
+    let url_moved = !now.urls.is_empty()
+        && !written_urls.is_empty()
+        && !now.urls.iter().eq(written_urls.iter().copied());
+    let model_moved = match &w.model {
+        Some(m) => m != now.model,
+        None => now.model != SIMULATED_MODEL,
+    };
+    if !url_moved && !model_moved {
+        return (Some(price.clone()), None);
+    }
+    let shown = |urls: &[&String], model: Option<&str>| {
+        let at = match urls {
+            [] => "the simulator".to_string(),
+            urls => {
+                super::shown_urls(&urls.iter().map(|u| (*u).clone()).collect::<Vec<_>>()).join(", ")
+            }
+        };
+        match model {
+            Some(m) => format!("model {m} at {at}"),
+            None => format!("no model in particular at {at}"),
+        }
+    };
+    let bench_side = if written_urls.is_empty() {
+        match &w.model {
+            Some(m) => format!("model {m}"),
+            None => "the simulator".to_string(),
+        }
+    } else {
+        shown(&written_urls, w.model.as_deref())
+    };
+    let now_urls: Vec<&String> = now.urls.iter().collect();
+    (
+        None,
+        Some(format!(
+            "the bench's price is for {bench_side}, and this run sends to {}",
+            shown(&now_urls, Some(now.model))
+        )),
+    )
+}
+
+/// `--price` flags checked against the run's endpoints: one without a name prices the
+/// run's one endpoint; a name must be one of the run's endpoints, each priced once. Returns
+/// the price each endpoint (by name, `None` for the bench's unnamed `endpoint:`) is given.
+fn check_price_flags<'a>(
+    flags: &'a [crate::suite::endpoints::PriceFlag],
+    names: &[&str],
+    several: usize,
+) -> Result<impl Fn(Option<&str>) -> Option<&'a crate::suite::Price> + use<'a>, UsageError> {
+    for (i, f) in flags.iter().enumerate() {
+        if flags[..i].iter().any(|o| o.endpoint == f.endpoint) {
+            return Err(UsageError::with_fix(
+                format!(
+                    "--price is given twice for {}",
+                    f.endpoint.as_deref().map_or_else(
+                        || "the run's endpoint".to_string(),
+                        |n| format!("endpoint {n}")
+                    )
+                ),
+                "give each endpoint one --price",
+            ));
+        }
+        match &f.endpoint {
+            None if several > 1 => {
+                return Err(UsageError::with_fix(
+                    format!(
+                        "--price without a name prices the run's one endpoint, and this run has {several} ({})",
+                        names.join(", ")
+                    ),
+                    format!(
+                        "name the endpoint it prices: --price {}=IN,OUT",
+                        names.last().copied().unwrap_or("NAME")
+                    ),
+                ));
+            }
+            Some(n) if !names.contains(&n.as_str()) => {
+                return Err(UsageError::with_fix(
+                    format!("--price names `{n}`, which is not an endpoint of this run"),
+                    if names.is_empty() {
+                        "the run's one endpoint has no name: write --price IN,OUT".to_string()
+                    } else {
+                        format!("the run's endpoints: {}", names.join(", "))
+                    },
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(move |name: Option<&str>| {
+        flags
+            .iter()
+            .find(|f| f.endpoint.as_deref() == name)
+            .or_else(|| flags.iter().find(|f| f.endpoint.is_none()))
+            .map(|f| &f.price)
+    })
 }
 
 /// `--variants`: the bench's variants it names, in its order without repeats (every
@@ -503,12 +773,9 @@ fn choose_endpoints(bench: &mut Bench, args: &PlanArgs) -> Result<Vec<NamedEndpo
         return Ok(chosen);
     };
     bench.endpoint = first.spec.clone();
-    // One endpoint: its price and parameters become the bench's. Several: each keeps its
-    // own, and one without a price takes the bench's (never the baseline endpoint's).
+    // One endpoint: its parameters become the bench's (its price: `price_endpoints`).
+    // Several: each keeps its own.
     if chosen.len() == 1 {
-        if first.price.is_some() {
-            bench.price = first.price.clone();
-        }
         for (k, v) in &first.params {
             bench.params.insert(k.clone(), v.clone());
         }

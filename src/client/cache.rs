@@ -42,7 +42,20 @@ pub(crate) fn key(
     params: &Map<String, Value>,
     repeat: u32,
 ) -> String {
-    let text = serde_json::json!([endpoint, model, messages, params, repeat]).to_string();
+    key_at(endpoint, model, messages, params, Value::from(repeat))
+}
+
+/// [`key`] with its index given whole: a judge's call is `vote`, or `[vote, repeat]` past
+/// the first repeat (so every repeat has its own verdicts, and caches made before keep
+/// their first repeat's).
+pub(crate) fn key_at(
+    endpoint: &str,
+    model: &str,
+    messages: &[ChatMessage],
+    params: &Map<String, Value>,
+    index: Value,
+) -> String {
+    let text = serde_json::json!([endpoint, model, messages, params, index]).to_string();
     let digest = |salt: &[u8]| {
         let mut h = StableHasher::default();
         h.write(salt);

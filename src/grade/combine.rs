@@ -183,6 +183,7 @@ mod tests {
             rt.block_on(c.score(
                 ScoreInput {
                     key: "k",
+                    repeat: 0,
                     case: &case,
                     messages: &[],
                     answer: &answer,

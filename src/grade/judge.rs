@@ -501,16 +501,23 @@ impl Judge {
         service: &JudgeService,
         request: Vec<ChatMessage>,
         key: String,
-        vote: u32,
+        (vote, repeat): (u32, u32),
     ) -> Result<(JudgeCall, f64, Option<String>), JudgeCall> {
         let params = service.params.clone();
+        // Each repeat's answer is judged anew: the same words at another repeat are another
+        // sample of the judge too.
+        let index = if repeat == 0 {
+            serde_json::json!(vote)
+        } else {
+            serde_json::json!([vote, repeat])
+        };
         let cache_key = service.cache.as_ref().map(|_| {
-            cache::key(
+            cache::key_at(
                 &service.endpoint,
                 &service.client.config().model,
                 &request,
                 &params,
-                vote,
+                index,
             )
         });
         let mut call = JudgeCall::new(vote, request.clone());
@@ -648,7 +655,8 @@ impl Scorer for Judge {
             let mut votes = Vec::new();
             for vote in 0..self.votes {
                 let key = format!("{}-judge-{vote}", input.key);
-                let mut outcome = self.ask(service, request.clone(), key.clone(), vote).await;
+                let at = (vote, input.repeat);
+                let mut outcome = self.ask(service, request.clone(), key.clone(), at).await;
                 // An unreadable reply is asked once more; a failed call was already retried.
                 if matches!(&outcome, Err(call) if !call.reply.is_empty()) {
                     if let Err(first) = outcome {
@@ -656,7 +664,7 @@ impl Scorer for Judge {
                         calls.push(first);
                     }
                     outcome = self
-                        .ask(service, request.clone(), format!("{key}-again"), vote)
+                        .ask(service, request.clone(), format!("{key}-again"), at)
                         .await;
                 }
                 match outcome {

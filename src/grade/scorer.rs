@@ -36,6 +36,9 @@ pub struct Answer {
 pub struct ScoreInput<'a> {
     /// The job's idempotency key: a judge's calls derive theirs from it.
     pub key: &'a str,
+    /// The job's repeat index: a scorer's cached calls are keyed on it, so repeats are
+    /// never served one cached verdict.
+    pub repeat: u32,
     pub case: &'a Case,
     /// The messages the variant rendered for this case, as sent.
     pub messages: &'a [ChatMessage],

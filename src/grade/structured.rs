@@ -439,6 +439,7 @@ mod tests {
         rt.block_on(s.score(
             ScoreInput {
                 key: "k",
+                repeat: 0,
                 case,
                 messages: &[],
                 answer: &answer,

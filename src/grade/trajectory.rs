@@ -146,6 +146,7 @@ mod tests {
         };
         let input = ScoreInput {
             key: "k",
+            repeat: 0,
             case: &case,
             messages: &[],
             answer,

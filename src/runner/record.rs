@@ -344,7 +344,7 @@ impl RunRecord {
     }
 
     /// What each arm's answers cost (in `plan.arms()`' order): its endpoint's price in a run
-    /// of several, else the bench's.
+    /// of several (none: unpriced, never the bench's), else the bench's as the run priced it.
     pub(crate) fn arm_prices(&self) -> Vec<Option<Price>> {
         if self.plan.endpoints.is_empty() {
             return vec![self.bench.price.clone(); self.plan.variants.len()];
@@ -357,8 +357,7 @@ impl RunRecord {
                     .endpoints
                     .iter()
                     .find(|e| e.endpoint.as_deref() == Some(name.as_str()))
-                    .and_then(|e| e.price.clone())
-                    .or_else(|| self.bench.price.clone());
+                    .and_then(|e| e.price.clone());
                 std::iter::repeat_n(price, self.plan.variants.len())
             })
             .collect()

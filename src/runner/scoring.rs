@@ -279,6 +279,7 @@ async fn graded_record(
     } else {
         let input = ScoreInput {
             key: s.key,
+            repeat: job.repeat,
             case,
             messages: s.messages,
             answer: &answer,

@@ -282,6 +282,60 @@ impl std::str::FromStr for AdHocEndpoint {
     }
 }
 
+/// `--price [NAME=]IN,OUT[,CACHED]` (USD per million prompt, answer and cached prompt
+/// tokens) or `--price [NAME=]0`:
+/// what the run's endpoint costs, where the bench gives no price for it or gives it for
+/// another (docs/guide/endpoints.md, "Price follows the endpoint"). NAME picks one
+/// endpoint of a run of several.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PriceFlag {
+    pub endpoint: Option<String>,
+    pub price: Price,
+}
+
+impl std::str::FromStr for PriceFlag {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let usage = "write IN,OUT in USD per million tokens (e.g. --price 0.40,1.60), 0 for an endpoint that costs nothing, or NAME=IN,OUT for one endpoint of several";
+        let (endpoint, amounts) = match text.split_once('=') {
+            Some((name, rest)) => {
+                let name = name.trim();
+                if !valid_name(name) {
+                    return Err(format!("`{name}` is not an endpoint name: {usage}"));
+                }
+                (Some(name.to_string()), rest)
+            }
+            None => (None, text),
+        };
+        let amount = |t: &str| -> Result<f64, String> {
+            t.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .ok_or_else(|| format!("`{}` is not a price (a number ≥ 0): {usage}", t.trim()))
+        };
+        let (input, output, cached) = match amounts.split(',').collect::<Vec<_>>().as_slice() {
+            [one] if amount(one)? == 0.0 => (0.0, 0.0, None),
+            [_] => return Err(format!("`{text}` gives one price; {usage}")),
+            [input, output] => (amount(input)?, amount(output)?, None),
+            [input, output, cached] => (amount(input)?, amount(output)?, Some(amount(cached)?)),
+            _ => return Err(format!("`{text}` is not IN,OUT: {usage}")),
+        };
+        Ok(PriceFlag {
+            endpoint,
+            price: Price {
+                input_per_mtok: input,
+                output_per_mtok: output,
+                cached_input_per_mtok: cached,
+                batch_input_per_mtok: None,
+                batch_output_per_mtok: None,
+                batch_discount: None,
+            },
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -317,6 +371,38 @@ mod tests {
         ] {
             let e = bad.parse::<AdHocEndpoint>().unwrap_err();
             assert!(!e.is_empty(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_price_reads_as_in_out_per_million_tokens() {
+        let p: PriceFlag = "0.40,1.60".parse().unwrap();
+        assert_eq!(p.endpoint, None);
+        assert_eq!(
+            (p.price.input_per_mtok, p.price.output_per_mtok),
+            (0.4, 1.6)
+        );
+        let free: PriceFlag = "local=0".parse().unwrap();
+        assert_eq!(free.endpoint.as_deref(), Some("local"));
+        assert_eq!(
+            (free.price.input_per_mtok, free.price.output_per_mtok),
+            (0.0, 0.0)
+        );
+        let cached: PriceFlag = "1,2,0.5".parse().unwrap();
+        assert_eq!(cached.price.cached_input_per_mtok, Some(0.5));
+        for bad in [
+            "",
+            "1",
+            "1,2,3,4",
+            "1,2,-3",
+            "-1,2",
+            "a,b",
+            "nan,1",
+            "inf,1",
+            "lo cal=1,2",
+            "1,",
+        ] {
+            assert!(bad.parse::<PriceFlag>().is_err(), "{bad}");
         }
     }
 }

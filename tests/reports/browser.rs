@@ -341,7 +341,8 @@ fn history_html_draws_every_run_and_links_to_its_report() {
                 "--base-url",
                 &server.base_url(),
             ])
-            .args(["--model", model])
+            // Each model priced on the command line: the bench prices none in particular.
+            .args(["--model", model, "--price", "1,2"])
             .assert()
             .success();
     }

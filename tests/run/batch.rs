@@ -647,7 +647,8 @@ fn batch_at_an_endpoint_without_a_batch_api_is_refused_before_anything_is_sent()
 #[test]
 fn batched_jobs_cost_the_batch_price_and_the_reports_say_what_streaming_would_have() {
     let (_rt, server) = start_mock(MockConfig::default());
-    let bench = arithmetic_bench(12, 2, "");
+    // The bench's price is model m's, the model the runs name.
+    let bench = arithmetic_bench(12, 2, "endpoint: { model: m }\n");
     let d = bench.path();
     let yaml = std::fs::read_to_string(d.join("bench.yaml"))
         .unwrap()
@@ -1126,7 +1127,7 @@ fn a_budget_resume_counts_the_batch_it_adopts_and_never_refuses_to_collect_it() 
         batch_delay: Duration::from_secs(3600),
         ..MockConfig::default()
     });
-    let bench = arithmetic_bench(40, 2, "");
+    let bench = arithmetic_bench(40, 2, "endpoint: { model: m }\n");
     let d = bench.path();
     let mut child = start(
         d,

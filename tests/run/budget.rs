@@ -10,8 +10,10 @@ use promptgauge::report::Summary;
 
 /// The arithmetic bench's price is $1 / $2 per million tokens in / out, and each request
 /// carries max_tokens 100: a job may cost about $0.00021, and costs about $0.00001.
+/// Its price is model m's, the model every run here names (docs/guide/endpoints.md, "Price
+/// follows the endpoint").
 fn bench(extra: &str) -> tempfile::TempDir {
-    arithmetic_bench(40, 2, extra)
+    arithmetic_bench(40, 2, &format!("endpoint: {{ model: m }}\n{extra}"))
 }
 
 fn run(d: &Path, url: &str, args: &[&str]) -> std::process::Output {
@@ -226,7 +228,9 @@ fn a_budget_needs_a_price_and_run_to_budget_needs_a_budget() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("the bench has no price") && stderr.contains("add `price:"),
+        stderr.contains("the run's endpoint has no price (the bench has no `price`)")
+            && stderr.contains("--price IN,OUT")
+            && stderr.contains("a `price:` on the endpoint"),
         "{stderr}"
     );
     let o = run(d, "mock", &["bench.yaml", "--run-to-budget"]);
@@ -605,7 +609,7 @@ fn url_documents(limits: &str) -> tempfile::TempDir {
     std::fs::write(
         d.join("bench.yaml"),
         format!(
-            "name: documents\ncases: cases.jsonl\nvariants: [v.yaml]\ngrade: {{ kind: number }}\nendpoint: {{ protocol: openai-responses }}\nparams: {{ max_tokens: 100 }}\nprice: {{ input_per_mtok: 3.0, output_per_mtok: 15.0 }}\n{limits}"
+            "name: documents\ncases: cases.jsonl\nvariants: [v.yaml]\ngrade: {{ kind: number }}\nendpoint: {{ protocol: openai-responses, model: m }}\nparams: {{ max_tokens: 100 }}\nprice: {{ input_per_mtok: 3.0, output_per_mtok: 15.0 }}\n{limits}"
         ),
     )
     .unwrap();

@@ -15,6 +15,9 @@ struct Ran {
 }
 
 /// Runs the example bench (first `limit` cases) with extra flags into a fresh folder.
+/// promptgauge.yaml's price, for the model the tests name.
+const ROUTING_PRICE: &str = "0.15,0.60,0.075";
+
 fn run(url: &str, model: &str, flags: &[&str]) -> (tempfile::TempDir, Ran) {
     let out = tempfile::tempdir().unwrap();
     let mut args = vec![
@@ -23,6 +26,9 @@ fn run(url: &str, model: &str, flags: &[&str]) -> (tempfile::TempDir, Ran) {
         url,
         "--model",
         model,
+        // The repository's bench prices no model in particular (docs/guide/endpoints.md).
+        "--price",
+        ROUTING_PRICE,
         "--out",
         out.path().to_str().unwrap(),
     ];
@@ -613,6 +619,8 @@ fn spent_counts_every_billed_attempt_and_answers_from_the_cache_are_free() {
             url.as_str(),
             "--model",
             "m",
+            "--price",
+            ROUTING_PRICE,
             "--out",
             out.path().to_str().unwrap(),
             "--variants",

@@ -350,7 +350,8 @@ fn a_refused_key_stops_the_run_with_exit_4_and_never_prints_the_key() {
 
 #[test]
 fn check_validates_and_sends_nothing() {
-    let dir = bench_dir("");
+    // The bench's price is model m's.
+    let dir = bench_dir("endpoint: { model: m }\n");
     // Pointed at a port where nothing listens: check must not even try it.
     let out = promptgauge(dir.path())
         .args([

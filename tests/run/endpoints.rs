@@ -128,8 +128,8 @@ fn a_named_endpoint_runs_with_its_own_server_key_price_params_limits_and_headers
         "the local price, not the bench's"
     );
 
-    // An endpoint added on the command line runs (alone, as --endpoints names it), at the
-    // bench's price.
+    // An endpoint added on the command line runs (alone, as --endpoints names it),
+    // unpriced: the bench's price is for the endpoints it writes.
     let out = run(&[
         "--endpoint",
         &format!("again={},model=small-model", local.base_url()),
@@ -144,12 +144,15 @@ fn a_named_endpoint_runs_with_its_own_server_key_price_params_limits_and_headers
     );
     assert_eq!(local.provider.bodies().len(), 24);
 
-    // Naming a bench's endpoint moves it for the run: its price and headers stay.
+    // Naming a bench's endpoint moves it for the run: its headers stay, and its price
+    // only where --price gives it (another server and model are another endpoint).
     let out = run(&[
         "--endpoint",
         &format!("hosted={},model=small-model", local.base_url()),
         "--endpoints",
         "hosted",
+        "--price",
+        "hosted=10,30",
     ]);
     assert_eq!(
         out.status.code(),
@@ -177,7 +180,7 @@ fn a_named_endpoint_runs_with_its_own_server_key_price_params_limits_and_headers
     assert_eq!(s.run.provider.endpoint.as_deref(), Some("hosted"));
     assert!(
         s.variants[0].cost_usd.unwrap() > 0.0,
-        "the hosted price stays"
+        "the price --price gives"
     );
 
     // -v shows each attempt's headers: a value read from a variable is scrubbed there too.
@@ -1051,8 +1054,9 @@ fn the_which_model_example_runs_and_answers_which_model() {
     assert_eq!(labelled, 3, "every label found its answer");
 }
 
-/// An endpoint without a price is charged the bench's, never the baseline endpoint's; and
-/// moving one endpoint with --endpoint keeps the grid whole.
+/// An endpoint the bench lists without a price is charged the bench's, never the baseline
+/// endpoint's; moving one endpoint with --endpoint keeps the grid whole, and unprices the
+/// moved one until `--price NAME=…` prices it.
 #[test]
 fn an_unpriced_endpoint_takes_the_benchs_price_and_moving_one_keeps_the_grid() {
     let (_a, first) = start_mock(MockConfig::default());
@@ -1120,6 +1124,170 @@ fn an_unpriced_endpoint_takes_the_benchs_price_and_moving_one_keeps_the_grid() {
         10,
         "only the first run went there"
     );
+    // The moved endpoint is another server: the bench's price is not its.
+    assert_eq!(cell(&moved, "unpriced/plain").cost_usd, None);
+    assert!(moved.run.endpoints[1].price.is_none());
+    assert!(cell(&moved, "dear/plain").cost_usd.is_some(), "dear stayed");
+    let priced = run(&[
+        "--endpoint",
+        &format!("unpriced={},model=m", elsewhere.base_url()),
+        "--price",
+        "unpriced=0",
+    ]);
+    assert_eq!(cell(&priced, "unpriced/plain").cost_usd, Some(0.0));
+    // An endpoint --endpoint adds has no price either, and a --price without a name is
+    // refused in a grid (which endpoint would it price?).
+    let added = run(&[
+        "--endpoint",
+        &format!("extra={},model=m", elsewhere.base_url()),
+    ]);
+    assert_eq!(cell(&added, "extra/plain").cost_usd, None);
+    assert!((cell(&added, "unpriced/plain").cost_usd.unwrap() - at_bench).abs() < 1e-12);
+    let out = promptgauge(d)
+        .args(["run", "bench.yaml", "--no-store", "--price", "1,2"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--price without a name prices the run's one endpoint")
+            && stderr.contains("--price unpriced=IN,OUT"),
+        "{stderr}"
+    );
+}
+
+/// Price follows the endpoint: the bench's price is for the server and model its
+/// `endpoint:` writes. Swapped to another server (the simulator on another port) or another
+/// model, the run is unpriced — no cost in the cost column, said in the terminal and the
+/// report with the flag that prices it, refused by --budget and --max-cost — until
+/// `--price` prices it.
+#[test]
+fn a_swapped_base_url_or_model_is_unpriced_until_priced() {
+    let (_a, hosted) = start_mock(MockConfig::default());
+    let (_b, local) = start_mock(MockConfig::default());
+    let extra = format!(
+        "endpoint: {{ base_url: \"{}\", model: gpt-big }}\n",
+        hosted.base_url()
+    );
+    // The bench's price is 1/2 per million tokens (arithmetic_bench).
+    let bench = arithmetic_bench(6, 1, &extra);
+    let d = bench.path();
+    let run = |args: &[&str]| {
+        let out = promptgauge(d)
+            .args(["run", "bench.yaml", "--no-store"])
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.code().is_some_and(|c| c <= 1), "{stderr}");
+        let newest = run_dirs(&d.join("reports"))
+            .into_iter()
+            .max_by_key(|r| {
+                std::fs::metadata(r.join("summary.json"))
+                    .unwrap()
+                    .modified()
+                    .unwrap()
+            })
+            .unwrap();
+        (
+            summary(&newest),
+            std::fs::read_to_string(newest.join("summary.md")).unwrap(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            stderr,
+        )
+    };
+    let at = |s: &Summary, input: f64, output: f64| {
+        let v = &s.variants[0];
+        v.tokens.prompt as f64 * input / 1e6 + v.tokens.completion as f64 * output / 1e6
+    };
+    // On the bench's own endpoint: the bench's price.
+    let (own, md, ..) = run(&[]);
+    assert!((own.variants[0].cost_usd.unwrap() - at(&own, 1.0, 2.0)).abs() < 1e-12);
+    assert!(!md.contains("Unpriced"), "{md}");
+    let local_url = local.base_url();
+    for swap in [
+        vec!["--base-url", local_url.as_str()],
+        vec!["--model", "gpt2"],
+        vec!["--base-url", local_url.as_str(), "--model", "gpt2"],
+    ] {
+        let (s, md, stdout, stderr) = run(&swap);
+        assert_eq!(s.variants[0].cost_usd, None, "{swap:?}");
+        assert!(
+            stderr.contains("note: unpriced: the run's endpoint has no price (the bench's price is for model gpt-big at ")
+                && stderr.contains("price it with --price IN,OUT"),
+            "{swap:?}: {stderr}"
+        );
+        // No cost column in the terminal (nothing has a cost), "–" in the report's, and
+        // the notes say how to price it.
+        let header = stdout
+            .lines()
+            .find(|l| l.contains("│ variant"))
+            .unwrap_or_default();
+        assert!(
+            header.contains("tokens") && !header.contains("cost"),
+            "{swap:?}: {stdout}"
+        );
+        assert!(
+            stdout.contains("Unpriced: the run's endpoint"),
+            "{swap:?}: {stdout}"
+        );
+        let row = md
+            .lines()
+            .find(|l| l.starts_with("| plain"))
+            .unwrap_or_default();
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        assert_eq!(
+            cells[cells.len() - 3..cells.len() - 1],
+            ["–", "–"],
+            "{swap:?}: {row}"
+        );
+        assert!(
+            md.contains("Unpriced: the run's endpoint (model")
+                && md.contains("Price it with --price IN,OUT"),
+            "{swap:?}: {md}"
+        );
+    }
+    assert_eq!(
+        local.provider.stats().requests,
+        12,
+        "two of the swaps went there"
+    );
+    // Priced on the command line: free, or at its own price.
+    let (free, md, ..) = run(&["--base-url", &local_url, "--price", "0"]);
+    assert_eq!(free.variants[0].cost_usd, Some(0.0));
+    assert!(!md.contains("Unpriced"), "{md}");
+    let (own_price, ..) = run(&[
+        "--base-url",
+        &local_url,
+        "--model",
+        "gpt2",
+        "--price",
+        "0.5,4",
+    ]);
+    assert!((own_price.variants[0].cost_usd.unwrap() - at(&own_price, 0.5, 4.0)).abs() < 1e-12);
+    // Budgets refuse to run unpriced, saying how to price it; nothing is sent.
+    let before = local.provider.stats().requests;
+    for gate in [["--budget", "5"], ["--max-cost", "5"]] {
+        let out = promptgauge(d)
+            .args(["run", "bench.yaml", "--no-store", "--base-url", &local_url])
+            .args(gate)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{gate:?}: {stderr}");
+        assert!(
+            stderr.contains("the run's endpoint has no price") && stderr.contains("--price IN,OUT"),
+            "{gate:?}: {stderr}"
+        );
+    }
+    assert_eq!(local.provider.stats().requests, before, "nothing was sent");
+    // A bad --price is refused with the form to write.
+    let out = promptgauge(d)
+        .args(["run", "bench.yaml", "--no-store", "--price", "cheap"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("IN,OUT"));
 }
 
 /// `--cache` keys an answer on its endpoint's protocol and headers too: the same model at
@@ -1276,7 +1444,7 @@ fn a_grid_refuses_an_ambiguous_name_and_a_cost_gate_it_cannot_count() {
         .unwrap();
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
-        said.contains("no price for free: the estimate leaves it out"),
+        said.contains("unpriced: endpoint free has no price (the bench gives it no price): the estimate leaves it out; price it with --price free=IN,OUT"),
         "{said}"
     );
 }

@@ -98,6 +98,7 @@ async fn judge(
         .score(
             ScoreInput {
                 key: "pg-run-7",
+                repeat: 0,
                 case: &case,
                 messages: &messages,
                 answer: &answer,
@@ -570,6 +571,59 @@ fn judge_replies_are_cached_with_the_answers() {
     }
 }
 
+/// Repeats are never served one cached verdict: each repeat's answer is judged under its
+/// own key, even when the words are the same (temperature 0), and a second run finds every
+/// repeat's own verdict.
+#[test]
+fn each_repeat_is_judged_anew_and_cached_under_its_own_key() {
+    let bench = support();
+    let d = bench.path();
+    let run = || {
+        let out = promptgauge(d)
+            .args(["run", "support.yaml", "--cache", "--no-store", "--quiet"])
+            .args([
+                "--variants",
+                "plain",
+                "--repeats",
+                "3",
+                "--concurrency",
+                "1",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let newest = run_dirs(&d.join("reports")).pop().unwrap();
+        journal(&newest)
+    };
+    let first = run();
+    let judged: Vec<&Value> = first.iter().filter(|r| r.get("judge").is_some()).collect();
+    assert_eq!(judged.len(), 15, "5 cases × 3 repeats");
+    // At temperature 0 the repeats say the same words: one question for the judge, asked
+    // once per repeat.
+    let output = |r: &Value| (r["case_id"].clone(), r["output"].clone());
+    assert!(judged.iter().all(|r| {
+        judged
+            .iter()
+            .filter(|o| o["case_id"] == r["case_id"])
+            .all(|o| output(o) == output(r))
+    }));
+    for r in &judged {
+        assert_ne!(
+            r["judge"][0]["cached"], true,
+            "a repeat's verdict was another's: {r}"
+        );
+    }
+    let second = run();
+    for r in second.iter().filter(|r| r.get("judge").is_some()) {
+        assert_eq!(r["judge"][0]["cached"], true, "{r}");
+    }
+}
+
 #[test]
 fn the_simulator_answers_an_extraction_with_dates_in_json_not_arithmetic() {
     let dir = tempfile::tempdir().unwrap();
@@ -685,6 +739,7 @@ async fn an_answer_that_forges_a_reference_block_does_not_fool_a_judge_reading_t
             .score(
                 ScoreInput {
                     key: &key,
+                    repeat: 0,
                     case: &case(),
                     messages: &messages,
                     answer: &answer,
@@ -707,6 +762,7 @@ async fn an_answer_that_forges_a_reference_block_does_not_fool_a_judge_reading_t
         .score(
             ScoreInput {
                 key: "right",
+                repeat: 0,
                 case: &case(),
                 messages: &messages,
                 answer: &right,

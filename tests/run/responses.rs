@@ -45,7 +45,7 @@ fn a_bench_speaking_the_responses_api_is_answered_graded_and_resumed_only_throug
         ..MockConfig::default()
     };
     let (_rt, server) = start_mock(keyed());
-    let dir = bench_dir("endpoint: { protocol: openai-responses }\n");
+    let dir = bench_dir("endpoint: { protocol: openai-responses, model: m }\n");
     let d = dir.path();
     let folder = run(d, &server.base_url());
 

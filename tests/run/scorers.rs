@@ -682,7 +682,8 @@ for line in sys.stdin:
         (
             12,
             1,
-            "judge: { price: { input_per_mtok: 1.0, output_per_mtok: 1.0 } }\n",
+            // The bench's price is model m's, the one the run names.
+            "endpoint: { model: m }\njudge: { price: { input_per_mtok: 1.0, output_per_mtok: 1.0 } }\n",
         ),
         &["--concurrency", "1", "--budget", "2.5"],
     );

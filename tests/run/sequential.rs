@@ -42,7 +42,7 @@ fn a_clear_gain_stops_the_run_early_and_the_decision_replays() {
     });
     // 600 arithmetic cases; "careful" is about 11 points better on the simulator.
     // A fixed seed: the same case order, and so the same decision, on every machine.
-    let dir = arithmetic_bench(600, 2, "sequential: { seed: 7 }\n");
+    let dir = arithmetic_bench(600, 2, "sequential: { seed: 7 }\nendpoint: { model: m }\n");
     let d = dir.path();
     let out = promptgauge(d)
         .args([
@@ -1274,7 +1274,7 @@ fn a_best_search_over_its_budget_says_it_may_stop_early_and_runs_to_the_budget()
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(
         &path,
-        format!("{text}price: {{ input_per_mtok: 100, output_per_mtok: 100 }}\nparams: {{ max_tokens: 10 }}\n"),
+        format!("{text}endpoint: {{ model: m }}\nprice: {{ input_per_mtok: 100, output_per_mtok: 100 }}\nparams: {{ max_tokens: 10 }}\n"),
     )
     .unwrap();
     let run = |extra: &[&str]| {

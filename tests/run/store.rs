@@ -135,8 +135,9 @@ fn history_marks_the_step_compare_calls_significant() {
     let url = server.base_url();
     let bench = arithmetic_bench(200, 2, "");
     let d = bench.path();
+    // Each model priced on the command line: the bench prices none in particular.
     for model in ["large-model", "large-model", "small-model"] {
-        ok(run(d, &url, model, &[], &[]));
+        ok(run(d, &url, model, &["--price", "1,2"], &[]));
     }
     let sent = server.provider.stats().requests;
     assert_eq!(sent, 3 * 400);

@@ -1147,7 +1147,7 @@ fn a_budget_holds_each_step_and_a_resume_with_more_goes_on_from_the_last_one() {
     // A request may cost about $0.11 (max_tokens 100 and a short prompt at $1,000 a
     // million): the first step fits in $0.15, the second does not.
     let priced = format!(
-        "{LOOP_BENCH}price: {{ input_per_mtok: 1000, output_per_mtok: 1000 }}\nparams: {{ max_tokens: 100 }}\n"
+        "{LOOP_BENCH}endpoint: {{ model: m }}\nprice: {{ input_per_mtok: 1000, output_per_mtok: 1000 }}\nparams: {{ max_tokens: 100 }}\n"
     );
     let b = bench(&format!("{w1}\n"), &priced);
     let d = b.path();

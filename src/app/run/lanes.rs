@@ -215,6 +215,14 @@ pub(super) fn say_before_sending(p: &Prepared, provider: &ProviderInfo, quiet: b
     if let Some(w) = p.greedy_repeats_warning().filter(|_| !quiet) {
         note!("warning: {w}");
     }
+    // An unpriced run is said before it is sent, not found out from an empty cost column.
+    for u in p.unpriced.iter().filter(|_| !quiet && !provider.simulated) {
+        note!(
+            "note: unpriced: {}: its answers get no cost; price it with {}",
+            u.said(),
+            u.fix()
+        );
+    }
     if !quiet {
         for line in p.bench.programs_said() {
             note!("{line}");

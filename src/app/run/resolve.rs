@@ -95,24 +95,12 @@ pub(super) struct Resolved {
 
 /// Every gate asked for must be one the run can evaluate: known before anything is sent.
 pub(super) fn check_gates(p: &Prepared, gates: &crate::cli::GateArgs) -> Result<(), UsageError> {
-    let priced = p.bench.price.is_some() || p.grid.iter().any(|g| g.price.is_some());
-    let unpriced = p.unpriced();
-    if gates.max_cost.is_some() && priced && !unpriced.is_empty() {
+    if gates.max_cost.is_some()
+        && let Some((said, fix)) = p.unpriced_said()
+    {
         return Err(UsageError::with_fix(
-            format!(
-                "--max-cost needs the whole run's cost, and {} no price",
-                match unpriced.as_slice() {
-                    [one] => format!("endpoint {one} has"),
-                    many => format!("endpoints {} have", many.join(", ")),
-                }
-            ),
-            "add `price:` to each endpoint (or to the bench, for those without their own), or drop --max-cost",
-        ));
-    }
-    if gates.max_cost.is_some() && !priced {
-        return Err(UsageError::with_fix(
-            "--max-cost needs the cost, and the bench has no `price`",
-            "add `price: { input_per_mtok: …, output_per_mtok: … }` (USD per million tokens) to the bench, or drop --max-cost",
+            format!("--max-cost needs the whole run's cost, and {said}"),
+            format!("{fix}; or drop --max-cost"),
         ));
     }
     let names = p.variant_names();

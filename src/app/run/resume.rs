@@ -112,8 +112,39 @@ pub(super) fn kept_plan(flags: &PlanArgs, record: &RunRecord) -> PlanArgs {
         seed: record.plan.order_seed,
         order_kept: true,
         fetch_urls: record.plan.fetch_urls || flags.fetch_urls,
+        prices: if flags.prices.is_empty() {
+            recorded_prices(record)
+        } else {
+            flags.prices.clone()
+        },
         ..judged_as_before(flags, record)
     }
+}
+
+/// The prices the run's answers were costed at, as `--price` flags: a resume costs the
+/// rest as the run began (where it sends is the run's own, so its price is too).
+fn recorded_prices(record: &RunRecord) -> Vec<crate::suite::endpoints::PriceFlag> {
+    if record.plan.endpoints.is_empty() {
+        return record
+            .bench
+            .price
+            .iter()
+            .map(|price| crate::suite::endpoints::PriceFlag {
+                endpoint: None,
+                price: price.clone(),
+            })
+            .collect();
+    }
+    record
+        .endpoints
+        .iter()
+        .filter_map(|e| {
+            Some(crate::suite::endpoints::PriceFlag {
+                endpoint: Some(e.endpoint.clone()?),
+                price: e.price.clone()?,
+            })
+        })
+        .collect()
 }
 
 /// [`resumed_plan`] of a run of several endpoints: the same endpoints, in the same order,

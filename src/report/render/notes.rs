@@ -30,6 +30,7 @@ pub(crate) fn notes(summary: &Summary) -> Vec<String> {
     if let Some(line) = spent_note(summary) {
         notes.push(line);
     }
+    notes.extend(unpriced_notes(summary));
     if let Some(line) = loops_note(summary) {
         notes.push(line);
     }
@@ -353,4 +354,38 @@ fn judged_search_note(
         "The search ranked the judge's scores. As people would score them (corrected by their labels, fixed-sample intervals): {}; {verdict}.",
         each.join(", ")
     ))
+}
+
+/// Each endpoint a real server answered at without a price: its cells' cost is "–", and
+/// how to price it (docs/guide/endpoints.md, "Price follows the endpoint").
+fn unpriced_notes(summary: &Summary) -> Vec<String> {
+    let run = &summary.run;
+    let endpoints: Vec<&crate::report::ProviderInfo> = if run.endpoints.is_empty() {
+        vec![&run.provider]
+    } else {
+        run.endpoints.iter().collect()
+    };
+    endpoints
+        .into_iter()
+        .filter(|e| !e.simulated)
+        .filter(|e| {
+            summary
+                .variants
+                .iter()
+                .filter(|v| run.endpoints.is_empty() || v.endpoint == e.endpoint)
+                .any(|v| v.n > 0 && v.cost_usd.is_none())
+        })
+        .map(|e| {
+            let (who, flag) = match (&e.endpoint, run.endpoints.is_empty()) {
+                (Some(name), false) => (format!("endpoint {name} ("), format!("--price {name}=IN,OUT")),
+                _ => ("the run's endpoint (".to_string(), "--price IN,OUT".to_string()),
+            };
+            format!(
+                "Unpriced: {who}model {} at {}) had no price given for it, so its answers have no cost (–) and --budget and --max-cost refuse it; a price belongs to its endpoint, never another model's. Price it with {flag} (USD per million prompt and answer tokens; {} for a server that costs nothing) or a `price:` on its endpoint in the bench.",
+                e.model,
+                e.base_url,
+                flag.replace("IN,OUT", "0")
+            )
+        })
+        .collect()
 }
