@@ -287,7 +287,9 @@ impl PlanKeys {
             .then(|| (case * self.repeats as usize + repeat as usize) * self.variants.len() + v)
     }
 
-    fn slots(&self) -> usize {
+    /// How many positions the whole plan has (every shard's): a job number a run wrote is
+    /// below it.
+    pub(crate) fn slots(&self) -> usize {
         self.cases.len() * self.repeats as usize * self.variants.len()
     }
 }
@@ -517,11 +519,11 @@ impl super::events::Listener for Journal {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::client::{Outcome, Usage};
 
-    fn record(case: &str) -> JobRecord {
+    pub(crate) fn record(case: &str) -> JobRecord {
         JobRecord {
             job: 0,
             case_id: case.into(),

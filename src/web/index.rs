@@ -138,6 +138,13 @@ impl RunIndex {
                 judged: !r.judge.is_empty() && r.score.is_some(),
             };
             let at = entry.job as usize;
+            // A job number past the plan was not written by a run (a journal edited or
+            // corrupted): its record is listed but has no page, and no record makes the
+            // index larger than its plan.
+            if at >= keys.slots() {
+                index.entries.push(entry);
+                return;
+            }
             if index.by_job.len() <= at {
                 index.by_job.resize(at + 1, NO_ENTRY);
             }
@@ -290,5 +297,28 @@ fn read(file: Option<&File>, place: Place) -> std::io::Result<Option<JobRecord>>
     match file {
         Some(f) => journal::read_line_at(f, place),
         None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::journal::tests::record;
+
+    #[test]
+    fn a_job_number_past_the_plan_lists_its_record_without_sizing_the_index_by_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.jsonl");
+        let mut j = journal::Journal::open(&path).unwrap();
+        j.append(&record("a")).unwrap();
+        let mut far = record("b");
+        far.job = 4_000_000_000;
+        j.append(&far).unwrap();
+        drop(j);
+        let keys = journal::PlanKeys::new(&["a".into(), "b".into()], &["v".into()], 1, None);
+        let index = RunIndex::build(&path, &keys).unwrap();
+        assert_eq!(index.entries.len(), 2, "both records are listed");
+        assert!(index.by_job.len() <= 2, "{} slots", index.by_job.len());
+        assert!(index.job(&path, 0).unwrap().is_some());
     }
 }

@@ -403,14 +403,8 @@ fn an_mcp_server_whose_tool_listing_never_ends_is_refused_with_what_it_did() {
     let (_rt, server) = scripted_mock(vec![]);
     let b = plain_mcp_bench(&cases(1), ", endless", "");
     let d = b.path();
-    std::fs::write(
-        d.join("bench.yaml"),
-        std::fs::read_to_string(d.join("bench.yaml"))
-            .unwrap()
-            .replace("timeout: 20s", "timeout: 3s"),
-    )
-    .unwrap();
-    // (Its listing would go on until the server's 3 s to start are over.)
+    // The server keeps the bench's 20 s to start: Python's start alone can take 3 s on a
+    // loaded machine, and the bound on pages ends an endless listing long before 20 s.
     let out = run(d, &server.base_url(), "openai-chat");
     let stderr = said(&out);
     let status = out.status;
