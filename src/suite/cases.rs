@@ -254,7 +254,10 @@ fn load_yaml(path: &Path, text: &str) -> Result<Vec<Case>, InputError> {
     let YamlShape::Seq(items) = &root.kind else {
         return Err(InputError::new(
             FilePos::line(path, root.line),
-            format!("the case file is {}, not a list of cases", root.kind_name()),
+            format!(
+                "invalid case file: it is {}, not a list of cases",
+                root.kind_name()
+            ),
         )
         .fix("write each case as an item of a list: `- id: c-001`"));
     };

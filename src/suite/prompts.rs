@@ -207,7 +207,7 @@ fn read_yaml(path: &Path, text: &str) -> Result<(RawPrompt, Vec<usize>), InputEr
         let found = root.as_ref().map_or("empty", yaml::Node::kind_name);
         return Err(InputError::new(
             FilePos::file(path),
-            format!("the prompt file is {found}, not a mapping"),
+            format!("invalid prompt file: it is {found}, not a mapping"),
         )
         .fix("write `name:` and `messages:` (a list of {role, content})"));
     };
