@@ -161,6 +161,52 @@ fn cases_to_clear(cases: u64, (center, near): (f64, f64), bound: f64, level: f64
     (need < 1e7).then(|| (need.ceil() as u64).max(cases + 1))
 }
 
+/// What an undecided `--max-drop` comparison would take: about how many cases would show
+/// a drop of no more than `max` at what was seen, and the words that say so.
+fn drop_needs(
+    c: &crate::report::compare::Comparison,
+    (lo, hi): (f64, f64),
+    max: f64,
+    level: f64,
+) -> (Option<u64>, String) {
+    let limit = max * 100.0;
+    let seen = c.difference.unwrap_or((lo + hi) / 2.0);
+    let (needed, disagree) = match &c.table {
+        // 0/1 answers, one each: the paired difference's variance per case is the share
+        // that disagree less the difference squared (the normal approximation, which the
+        // score interval approaches as cases grow).
+        Some(t) => {
+            let n = t.both_right + t.only_variant + t.only_reference + t.both_wrong;
+            let share = (t.only_variant + t.only_reference) as f64 / n.max(1) as f64;
+            // No case disagreeing yet: the interval seen, narrowing as 1/√cases.
+            let needed = paired_cases(share, seen, max, level)
+                .or_else(|| cases_to_clear(c.cases, (seen, lo), -max, level))
+                .map(|x| x.max(c.cases + 1));
+            let said = format!(
+                "the difference and the disagreement seen here ({:.0}% of cases)",
+                100.0 * share
+            );
+            (needed, said)
+        }
+        // Scores, repeats, groups: the interval seen, narrowing as 1/√cases.
+        None => (
+            cases_to_clear(c.cases, (seen, lo), -max, level),
+            "the difference and the spread seen here".to_string(),
+        ),
+    };
+    let would = match needed {
+        Some(n) => {
+            format!("about {n} cases would show a drop of no more than {limit:.1} at {disagree}")
+        }
+        None if seen <= -max => format!(
+            "the difference seen ({:+.1} points) is itself a drop of {limit:.1} or more: more cases would more likely show the drop than rule it out",
+            seen * 100.0
+        ),
+        None => "more cases would decide".to_string(),
+    };
+    (needed, would)
+}
+
 /// Cases for a paired difference of 0/1 answers, `share` of cases disagreeing and
 /// `difference` seen, to show with 80% power that it is above −`max`: (z + z_power)² ×
 /// (share − difference²) / (difference + max)². `None` when the difference seen is not
@@ -337,40 +383,7 @@ fn drop_line(
             None,
         );
     }
-    let seen = c.difference.unwrap_or((lo + hi) / 2.0);
-    let (needed, disagree) = match &c.table {
-        // 0/1 answers, one each: the paired difference's variance per case is the share
-        // that disagree less the difference squared (the normal approximation, which the
-        // score interval approaches as cases grow).
-        Some(t) => {
-            let n = t.both_right + t.only_variant + t.only_reference + t.both_wrong;
-            let share = (t.only_variant + t.only_reference) as f64 / n.max(1) as f64;
-            // No case disagreeing yet: the interval seen, narrowing as 1/√cases.
-            let needed = paired_cases(share, seen, max, level)
-                .or_else(|| cases_to_clear(c.cases, (seen, lo), -max, level))
-                .map(|x| x.max(c.cases + 1));
-            let said = format!(
-                "the difference and the disagreement seen here ({:.0}% of cases)",
-                100.0 * share
-            );
-            (needed, said)
-        }
-        // Scores, repeats, groups: the interval seen, narrowing as 1/√cases.
-        None => (
-            cases_to_clear(c.cases, (seen, lo), -max, level),
-            "the difference and the spread seen here".to_string(),
-        ),
-    };
-    let would = match needed {
-        Some(n) => {
-            format!("about {n} cases would show a drop of no more than {limit:.1} at {disagree}")
-        }
-        None if seen <= -max => format!(
-            "the difference seen ({:+.1} points) is itself a drop of {limit:.1} or more: more cases would more likely show the drop than rule it out",
-            seen * 100.0
-        ),
-        None => "more cases would decide".to_string(),
-    };
+    let (needed, would) = drop_needs(c, (lo, hi), max, level);
     (
         GateOutcome::Inconclusive,
         format!(
@@ -597,86 +610,73 @@ fn min_accuracy(min: &MinAccuracy, s: &Summary, out: &mut Vec<GateResult>) {
         ));
     }
     for v in variants {
-        let Gated {
-            called: what,
-            value: Some(acc),
-            low,
-            high,
-        } = gated_figure(v, s.is_scored())
-        else {
-            out.push(result(
-                &gate,
-                false,
-                format!("{}: no graded answers", v.name),
-            ));
-            continue;
-        };
-        let ci = format!(
-            "[{:.1}, {:.1}]",
-            low.unwrap_or(acc) * 100.0,
-            high.unwrap_or(acc) * 100.0
-        );
-        let t = min.threshold;
-        // Cases, not answers: repeats of a case are one unit.
-        let cases = v.n / u64::from(s.run.repeats.max(1));
-        let level = s.run.confidence;
-        out.push(if acc >= t {
-            // Above, but the interval reaches below: what would put it all above.
-            let sure = match low.filter(|lo| *lo < t) {
-                Some(lo) => match cases_to_clear(cases, (acc, lo), t, level) {
-                    Some(n) => format!(
-                        "; the interval reaches below it: about {n} cases would put it all above"
-                    ),
-                    None => String::new(),
-                },
-                None => String::new(),
-            };
-            result(
-                &gate,
-                true,
-                format!(
-                    "{}: {what}{:.1}% {ci} ≥ {:.1}%{sure}",
-                    v.name,
-                    acc * 100.0,
-                    t * 100.0
-                ),
-            )
-        } else if high.is_none_or(|hi| hi < t) {
-            let why = match high {
-                Some(_) => "certain: the whole interval is below it",
-                None => "with no interval to say more",
-            };
-            result(
-                &gate,
-                false,
-                format!(
-                    "{}: {what}{:.1}% {ci} is below {:.1}% ({why})",
-                    v.name,
-                    acc * 100.0,
-                    t * 100.0
-                ),
-            )
-        } else {
-            let needed = high.and_then(|hi| cases_to_clear(cases, (acc, hi), t, level));
-            let would = match needed {
-                Some(n) => format!(
-                    "about {n} cases would show whether it is below, at the figure seen"
-                ),
-                None => "more cases would decide".to_string(),
-            };
-            ended(
-                &gate,
-                GateOutcome::Inconclusive,
-                format!(
-                    "{}: {what}{:.1}% {ci} is below {:.1}% but the interval straddles it (uncertain) on {cases} cases: {would}",
-                    v.name,
-                    acc * 100.0,
-                    t * 100.0
-                ),
-                needed,
-            )
-        });
+        out.push(held_to(v, min.threshold, s, &gate));
     }
+}
+
+/// One variant against `--min-accuracy`'s P: passed at or above it; failed when the whole
+/// interval is below; inconclusive when the interval straddles it, with the cases that
+/// would decide.
+fn held_to(
+    v: &crate::report::summary::VariantSummary,
+    t: f64,
+    s: &Summary,
+    gate: &str,
+) -> GateResult {
+    let Gated {
+        called: what,
+        value: Some(acc),
+        low,
+        high,
+    } = gated_figure(v, s.is_scored())
+    else {
+        return result(gate, false, format!("{}: no graded answers", v.name));
+    };
+    let ci = format!(
+        "[{:.1}, {:.1}]",
+        low.unwrap_or(acc) * 100.0,
+        high.unwrap_or(acc) * 100.0
+    );
+    let figure = format!("{}: {what}{:.1}% {ci}", v.name, acc * 100.0);
+    // Cases, not answers: repeats of a case are one unit.
+    let cases = v.n / u64::from(s.run.repeats.max(1));
+    let level = s.run.confidence;
+    if acc >= t {
+        // Above, but the interval reaches below: what would put it all above.
+        let sure = low
+            .filter(|lo| *lo < t)
+            .and_then(|lo| cases_to_clear(cases, (acc, lo), t, level))
+            .map(|n| {
+                format!("; the interval reaches below it: about {n} cases would put it all above")
+            })
+            .unwrap_or_default();
+        return result(gate, true, format!("{figure} ≥ {:.1}%{sure}", t * 100.0));
+    }
+    if high.is_none_or(|hi| hi < t) {
+        let why = match high {
+            Some(_) => "certain: the whole interval is below it",
+            None => "with no interval to say more",
+        };
+        return result(
+            gate,
+            false,
+            format!("{figure} is below {:.1}% ({why})", t * 100.0),
+        );
+    }
+    let needed = high.and_then(|hi| cases_to_clear(cases, (acc, hi), t, level));
+    let would = match needed {
+        Some(n) => format!("about {n} cases would show whether it is below, at the figure seen"),
+        None => "more cases would decide".to_string(),
+    };
+    ended(
+        gate,
+        GateOutcome::Inconclusive,
+        format!(
+            "{figure} is below {:.1}% but the interval straddles it (uncertain) on {cases} cases: {would}",
+            t * 100.0
+        ),
+        needed,
+    )
 }
 
 /// The figure `--min-accuracy` holds a variant to: what the line calls it, the figure and
@@ -784,127 +784,146 @@ pub(crate) struct Sizing<'a> {
 /// the most disagreement), against the cases the bench has. One line each.
 pub(crate) fn sized(gates: &Gates, z: &Sizing<'_>) -> Vec<String> {
     let mut out = Vec::new();
-    // Holm's level for the family: the level a verdict's interval reaches.
-    let level = 1.0 - (1.0 - z.confidence) / z.compared.max(1) as f64;
-    let verdict = |need: Option<u64>| match need {
+    if let Some(max) = gates.max_drop {
+        size_max_drop(max, z, &mut out);
+    }
+    for min in &gates.min_accuracy {
+        size_min_accuracy(min, z, &mut out);
+    }
+    if gates.fail_if_worse {
+        size_fail_if_worse(z, &mut out);
+    }
+    out
+}
+
+/// What a bench of `z.cases` cases makes of a gate that needs `need`.
+fn enough(z: &Sizing<'_>, need: Option<u64>) -> String {
+    match need {
         Some(n) if n <= z.cases => format!("the bench's {} are enough", z.cases),
         Some(_) => format!(
             "the bench has {}: expect inconclusive (exit 5) unless the difference is larger",
             z.cases
         ),
         None => String::new(),
-    };
-    if let Some(max) = gates.max_drop {
-        let limit = max * 100.0;
-        match &z.last {
-            Some((s, dir)) if !s.comparisons.is_empty() => {
-                for c in &s.comparisons {
-                    let seen = c.difference.unwrap_or(0.0);
-                    let level = c.ci_level.unwrap_or(level);
-                    let (need, how) = match &c.table {
-                        Some(t) => {
-                            let n = t.both_right + t.only_variant + t.only_reference + t.both_wrong;
-                            let share =
-                                (t.only_variant + t.only_reference) as f64 / n.max(1) as f64;
-                            (
-                                paired_cases(share, seen, max, level),
-                                format!("{:.0}% of cases disagreeing", share * 100.0),
-                            )
-                        }
-                        None => (
-                            c.ci_low
-                                .and_then(|lo| cases_to_clear(c.cases, (seen, lo), -max, level)),
-                            "the spread".to_string(),
-                        ),
-                    };
-                    out.push(match need {
-                        Some(n) => format!(
-                            "max-drop {limit:.1} on {}: at the last run's difference ({:+.1} points) and {how} ({dir}), about {n} cases would show a drop of no more than {limit:.1}; {}",
-                            c.variant,
-                            seen * 100.0,
-                            verdict(Some(n))
-                        ),
-                        None => format!(
-                            "max-drop {limit:.1} on {}: the last run ({dir}) saw a difference of {:+.1} points: no number of cases would show a drop of no more than {limit:.1} if that holds",
-                            c.variant,
-                            seen * 100.0
-                        ),
-                    });
-                }
-            }
-            _ => {
-                // No run to go by: no difference, and half the cases disagreeing (two
-                // independent variants at 50%), which needs the most cases.
-                let n = paired_cases(0.5, 0.0, max, level);
-                out.push(format!(
-                    "max-drop {limit:.1}: with no earlier run of the bench under reports/, at no difference and half the cases disagreeing (the most), about {} cases would show a drop of no more than {limit:.1}; {} (run the bench once: check and plan then size it from what the run saw)",
-                    n.unwrap_or(0),
-                    verdict(n)
-                ));
+    }
+}
+
+/// `--max-drop`, sized for each comparison of the last run (or, with none, at no difference
+/// and the most disagreement).
+fn size_max_drop(max: f64, z: &Sizing<'_>, out: &mut Vec<String>) {
+    // Holm's level for the family: the level a verdict's interval reaches.
+    let level = 1.0 - (1.0 - z.confidence) / z.compared.max(1) as f64;
+    let verdict = |need: Option<u64>| enough(z, need);
+    let limit = max * 100.0;
+    match &z.last {
+        Some((s, dir)) if !s.comparisons.is_empty() => {
+            for c in &s.comparisons {
+                let seen = c.difference.unwrap_or(0.0);
+                let level = c.ci_level.unwrap_or(level);
+                let (need, how) = match &c.table {
+                    Some(t) => {
+                        let n = t.both_right + t.only_variant + t.only_reference + t.both_wrong;
+                        let share = (t.only_variant + t.only_reference) as f64 / n.max(1) as f64;
+                        (
+                            paired_cases(share, seen, max, level),
+                            format!("{:.0}% of cases disagreeing", share * 100.0),
+                        )
+                    }
+                    None => (
+                        c.ci_low
+                            .and_then(|lo| cases_to_clear(c.cases, (seen, lo), -max, level)),
+                        "the spread".to_string(),
+                    ),
+                };
+                out.push(match need {
+                    Some(n) => format!(
+                        "max-drop {limit:.1} on {}: at the last run's difference ({:+.1} points) and {how} ({dir}), about {n} cases would show a drop of no more than {limit:.1}; {}",
+                        c.variant,
+                        seen * 100.0,
+                        verdict(Some(n))
+                    ),
+                    None => format!(
+                        "max-drop {limit:.1} on {}: the last run ({dir}) saw a difference of {:+.1} points: no number of cases would show a drop of no more than {limit:.1} if that holds",
+                        c.variant,
+                        seen * 100.0
+                    ),
+                });
             }
         }
-    }
-    for min in &gates.min_accuracy {
-        let t = min.threshold;
-        let Some((s, dir)) = &z.last else {
-            let half = crate::stats::z_for(z.confidence) * (0.25 / z.cases.max(1) as f64).sqrt();
+        _ => {
+            // No run to go by: no difference, and half the cases disagreeing (two
+            // independent variants at 50%), which needs the most cases.
+            let n = paired_cases(0.5, 0.0, max, level);
             out.push(format!(
-                "min-accuracy {:.1}%: no earlier run of the bench under reports/ to size it from; on {} cases an interval is up to ±{:.1} points wide, so a variant within that of {:.1}% is likely inconclusive",
-                t * 100.0,
-                z.cases,
-                half * 100.0,
-                t * 100.0
+                "max-drop {limit:.1}: with no earlier run of the bench under reports/, at no difference and half the cases disagreeing (the most), about {} cases would show a drop of no more than {limit:.1}; {} (run the bench once: check and plan then size it from what the run saw)",
+                n.unwrap_or(0),
+                verdict(n)
             ));
-            continue;
-        };
-        for v in s
-            .variants
-            .iter()
-            .filter(|v| min.variant.as_ref().is_none_or(|name| v.answers_to(name)))
-        {
-            let g = gated_figure(v, s.is_scored());
-            let Some(acc) = g.value else { continue };
-            let near = if acc >= t { g.low } else { g.high };
-            let cases = v.n / u64::from(s.run.repeats.max(1));
-            let need = near.and_then(|x| cases_to_clear(cases, (acc, x), t, z.confidence));
-            let head = format!(
-                "min-accuracy {:.1}% on {}: the last run's {}{:.1}% ({dir})",
-                t * 100.0,
-                v.name,
-                g.called,
-                acc * 100.0
-            );
-            out.push(match (acc >= t, need) {
-                (true, Some(n)) => format!(
-                    "{head} passes it; about {n} cases would put its whole interval above it"
-                ),
-                (true, None) => format!("{head} passes it"),
-                (false, Some(n)) if n > z.cases => format!(
-                    "{head} is below it: expect inconclusive (exit 5) on the bench's {} cases; about {n} would show it below (failed)",
-                    z.cases
-                ),
-                (false, _) => format!("{head} is below it: expect failed (exit 1)"),
-            });
         }
     }
-    if gates.fail_if_worse
-        && let Some((s, dir)) = &z.last
+}
+
+/// `--min-accuracy P`, sized for each variant it names in the last run.
+fn size_min_accuracy(min: &MinAccuracy, z: &Sizing<'_>, out: &mut Vec<String>) {
+    let t = min.threshold;
+    let Some((s, dir)) = &z.last else {
+        let half = crate::stats::z_for(z.confidence) * (0.25 / z.cases.max(1) as f64).sqrt();
+        out.push(format!(
+            "min-accuracy {:.1}%: no earlier run of the bench under reports/ to size it from; on {} cases an interval is up to ±{:.1} points wide, so a variant within that of {:.1}% is likely inconclusive",
+            t * 100.0,
+            z.cases,
+            half * 100.0,
+            t * 100.0
+        ));
+        return;
+    };
+    for v in s
+        .variants
+        .iter()
+        .filter(|v| min.variant.as_ref().is_none_or(|name| v.answers_to(name)))
     {
-        for c in &s.comparisons {
-            if let (Some(d), Some(n)) = (c.difference, c.cases_needed)
-                && d < 0.0
-            {
-                out.push(format!(
-                    "fail-if-worse on {}: the last run ({dir}) saw it {:.1} points below {}; about {n} cases would show a drop of that size (the bench has {})",
-                    c.variant,
-                    -d * 100.0,
-                    c.against,
-                    z.cases
-                ));
-            }
+        let g = gated_figure(v, s.is_scored());
+        let Some(acc) = g.value else { continue };
+        let near = if acc >= t { g.low } else { g.high };
+        let cases = v.n / u64::from(s.run.repeats.max(1));
+        let need = near.and_then(|x| cases_to_clear(cases, (acc, x), t, z.confidence));
+        let head = format!(
+            "min-accuracy {:.1}% on {}: the last run's {}{:.1}% ({dir})",
+            t * 100.0,
+            v.name,
+            g.called,
+            acc * 100.0
+        );
+        out.push(match (acc >= t, need) {
+            (true, Some(n)) => format!(
+                "{head} passes it; about {n} cases would put its whole interval above it"
+            ),
+            (true, None) => format!("{head} passes it"),
+            (false, Some(n)) if n > z.cases => format!(
+                "{head} is below it: expect inconclusive (exit 5) on the bench's {} cases; about {n} would show it below (failed)",
+                z.cases
+            ),
+            (false, _) => format!("{head} is below it: expect failed (exit 1)"),
+        });
+    }
+}
+
+/// `--fail-if-worse`, for each variant the last run saw below what it is compared with.
+fn size_fail_if_worse(z: &Sizing<'_>, out: &mut Vec<String>) {
+    let Some((s, dir)) = &z.last else { return };
+    for c in &s.comparisons {
+        if let (Some(d), Some(n)) = (c.difference, c.cases_needed)
+            && d < 0.0
+        {
+            out.push(format!(
+                "fail-if-worse on {}: the last run ({dir}) saw it {:.1} points below {}; about {n} cases would show a drop of that size (the bench has {})",
+                c.variant,
+                -d * 100.0,
+                c.against,
+                z.cases
+            ));
         }
     }
-    out
 }
 
 #[cfg(test)]
