@@ -1336,19 +1336,19 @@ fn repeats_report_pass_at_k_pass_all_k_and_flaky_cases_and_min_pass_all_gates_th
             .filter(|(_, c)| c.iter().any(|x| *x) && !c.iter().all(|x| *x))
             .map(|(id, _)| id.clone())
             .collect();
-        let p = v.pass_k.as_ref().expect("pass@k with repeats");
+        let p = v.repeats.pass_k.as_ref().expect("pass@k with repeats");
         assert_eq!((p.k, p.cases), (3, 40));
         assert!((p.pass_at_k - any).abs() < 1e-12, "{p:?}");
         assert!((p.pass_all_k - all).abs() < 1e-12, "{p:?}");
         assert!(p.pass_all_k <= v.accuracy.unwrap() && v.accuracy.unwrap() <= p.pass_at_k);
         assert!(p.pass_all_k_ci_low.unwrap() < all && all < p.pass_all_k_ci_high.unwrap());
-        assert_eq!(v.flaky, flaky);
+        assert_eq!(v.repeats.flaky, flaky);
         assert!(!flaky.is_empty(), "sampled answers flicker on some case");
     }
     let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let first = &s.variants[0].flaky[0];
+    let first = &s.variants[0].repeats.flaky[0];
     for (what, text) in [
         ("summary.md", md.as_str()),
         ("report.html", &html),
@@ -1378,7 +1378,7 @@ fn repeats_report_pass_at_k_pass_all_k_and_flaky_cases_and_min_pass_all_gates_th
     let low = s
         .variants
         .iter()
-        .map(|v| v.pass_k.as_ref().unwrap().pass_all_k)
+        .map(|v| v.repeats.pass_k.as_ref().unwrap().pass_all_k)
         .fold(1.0, f64::min);
     let (out, _) = run(&["--min-pass-all", &format!("{}", low / 2.0)]);
     assert_eq!(

@@ -546,8 +546,8 @@ fn repeats_summary(
         return;
     }
     let counts: Vec<(u64, u64)> = cases.iter().map(|(_, s)| (s.graded, s.correct())).collect();
-    v.pass_k = crate::stats::passk::PassK::of(&counts, u64::from(repeats), confidence);
-    v.flaky = cases
+    v.repeats.pass_k = crate::stats::passk::PassK::of(&counts, u64::from(repeats), confidence);
+    v.repeats.flaky = cases
         .iter()
         .filter(|(_, s)| s.graded > 1 && s.correct() > 0 && s.correct() < s.graded)
         .map(|(id, _)| (*id).to_string())

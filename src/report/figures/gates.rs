@@ -414,7 +414,7 @@ fn min_pass_all(min: &MinAccuracy, s: &Summary, out: &mut Vec<GateResult>) {
         ));
     }
     for v in variants {
-        let Some(p) = &v.pass_k else {
+        let Some(p) = &v.repeats.pass_k else {
             out.push(result(
                 &gate,
                 false,
@@ -439,9 +439,13 @@ fn min_pass_all(min: &MinAccuracy, s: &Summary, out: &mut Vec<GateResult>) {
                 ),
             )
         } else {
-            let flaky = match v.flaky.len() {
-                0 => String::new(),
-                n => format!("; {n} flaky cases (repeats disagree), e.g. {}", v.flaky[0]),
+            let flaky = match v.repeats.flaky.as_slice() {
+                [] => String::new(),
+                ids => format!(
+                    "; {} flaky cases (repeats disagree), e.g. {}",
+                    ids.len(),
+                    ids[0]
+                ),
             };
             result(
                 &gate,

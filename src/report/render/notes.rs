@@ -397,8 +397,8 @@ const FLAKY_SHOWN: usize = 20;
 /// With repeats: a variant's pass@k and pass^k, and its flaky cases (repeats disagree).
 fn repeats_note(v: &VariantSummary) -> Option<String> {
     use crate::report::text::{interval, pct};
-    let p = v.pass_k.as_ref()?;
-    let flaky = match v.flaky.as_slice() {
+    let p = v.repeats.pass_k.as_ref()?;
+    let flaky = match v.repeats.flaky.as_slice() {
         [] => "no flaky case (every case's repeats agree)".to_string(),
         ids => {
             let shown = ids[..ids.len().min(FLAKY_SHOWN)].join(", ");
