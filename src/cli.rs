@@ -1193,6 +1193,10 @@ pub struct GateArgs {
     /// several endpoints also ENDPOINT/VARIANT=P (one cell) or ENDPOINT=P; repeatable.
     #[arg(long, value_name = "[VARIANT=]P")]
     pub min_accuracy: Vec<MinAccuracy>,
+    /// With `repeats: k` (k ≥ 2): fail when pass^k — the share of cases answered right all
+    /// k times — is below P, for every variant or VARIANT=P (as --min-accuracy); repeatable.
+    #[arg(long, value_name = "[VARIANT=]P")]
+    pub min_pass_all: Vec<MinAccuracy>,
     /// Fail when the whole run cost more than USD (needs `price` in the bench).
     #[arg(long, value_name = "USD")]
     pub max_cost: Option<f64>,
@@ -1216,6 +1220,7 @@ impl GateArgs {
             fail_if_not_best: self.fail_if_not_best,
             max_drop: self.max_drop.map(|p| p / 100.0),
             min_accuracy: self.min_accuracy.clone(),
+            min_pass_all: self.min_pass_all.clone(),
             max_cost_usd: self.max_cost,
             budget_usd: None,
             max_p90_latency: self.max_p90_latency,

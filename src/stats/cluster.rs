@@ -18,6 +18,11 @@ pub struct CaseScore {
 }
 
 impl CaseScore {
+    /// Its samples right (of 0/1 scores: their sum).
+    pub(crate) fn correct(&self) -> u64 {
+        self.score.round() as u64
+    }
+
     /// `correct` of `graded` samples scored 0 or 1.
     pub fn binary(correct: u64, graded: u64) -> CaseScore {
         CaseScore {

@@ -10,6 +10,7 @@ pub(crate) mod bounded;
 pub mod cluster;
 pub mod holm;
 pub mod paired;
+pub mod passk;
 pub mod permutation;
 pub mod power;
 pub mod ppi;

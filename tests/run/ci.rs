@@ -1419,4 +1419,126 @@ fn merge_refuses_shards_run_over_different_endpoints() {
         .args(["--out", "merged", "--no-store", "--quiet"])
         .assert()
         .success();
+
+/// With `repeats: k` each variant reports pass@k and pass^k over its cases, the flaky cases
+/// (repeats disagree) in summary.json, summary.md and report.html, and `--min-pass-all`
+/// gates pass^k.
+#[test]
+fn repeats_report_pass_at_k_pass_all_k_and_flaky_cases_and_min_pass_all_gates_them() {
+    let bench = arithmetic_bench(40, 2, "repeats: 3\n");
+    let d = bench.path();
+    // Answers that flicker: a scorer that fails every fifth answer it is given (one at a
+    // time), so some cases are right on every repeat and some on only some.
+    std::fs::write(
+        d.join("score.py"),
+        "import json, sys\nn = 0\nfor line in sys.stdin:\n    req = json.loads(line)\n    n += 1\n    print(json.dumps({\"id\": req[\"id\"], \"score\": 0 if n % 5 == 0 else 1}), flush=True)\n",
+    )
+    .unwrap();
+    let yaml = std::fs::read_to_string(d.join("bench.yaml"))
+        .unwrap()
+        .replace(
+            "grade: { kind: number }",
+            "grade: { kind: command, run: [python3, score.py], workers: 1 }",
+        );
+    std::fs::write(d.join("bench.yaml"), yaml).unwrap();
+    let run = |args: &[&str]| {
+        let out = promptgauge(d)
+            .args([
+                "run",
+                "bench.yaml",
+                "--base-url",
+                "mock",
+                "--no-store",
+                "--quiet",
+                "--concurrency",
+                "1",
+            ])
+            .args(args)
+            .output()
+            .unwrap();
+        let newest = run_dirs(&d.join("reports")).pop();
+        (out, newest)
+    };
+    let (out, dir) = run(&[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = dir.unwrap();
+    let s = summary(&dir);
+    // Each case's repeats from the journal: pass@3 = any right, pass^3 = all right.
+    let records = journal(&dir);
+    for v in &s.variants {
+        let mut cases: std::collections::BTreeMap<String, Vec<bool>> = Default::default();
+        for r in records.iter().filter(|r| r["variant"] == v.name.as_str()) {
+            cases
+                .entry(r["case_id"].as_str().unwrap().to_string())
+                .or_default()
+                .push(r["score"] == 1.0);
+        }
+        let n = cases.len() as f64;
+        let any = cases.values().filter(|c| c.iter().any(|x| *x)).count() as f64 / n;
+        let all = cases.values().filter(|c| c.iter().all(|x| *x)).count() as f64 / n;
+        let flaky: Vec<String> = cases
+            .iter()
+            .filter(|(_, c)| c.iter().any(|x| *x) && !c.iter().all(|x| *x))
+            .map(|(id, _)| id.clone())
+            .collect();
+        let p = v.repeats.pass_k.as_ref().expect("pass@k with repeats");
+        assert_eq!((p.k, p.cases), (3, 40));
+        assert!((p.pass_at_k - any).abs() < 1e-12, "{p:?}");
+        assert!((p.pass_all_k - all).abs() < 1e-12, "{p:?}");
+        assert!(p.pass_all_k <= v.accuracy.unwrap() && v.accuracy.unwrap() <= p.pass_at_k);
+        assert!(p.pass_all_k_ci_low.unwrap() < all && all < p.pass_all_k_ci_high.unwrap());
+        assert_eq!(v.repeats.flaky, flaky);
+        assert!(!flaky.is_empty(), "sampled answers flicker on some case");
+    }
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let first = &s.variants[0].repeats.flaky[0];
+    for (what, text) in [
+        ("summary.md", md.as_str()),
+        ("report.html", &html),
+        ("terminal", &stdout),
+    ] {
+        // Markdown keeps `@` from reading as a mention with a zero-width space.
+        let text = &text.replace('\u{200b}', "");
+        assert!(
+            text.contains("pass@3")
+                && text.contains("pass^3")
+                && text.contains("flaky (repeats disagree)"),
+            "{what}: {text}"
+        );
+        assert!(
+            text.contains(first.as_str()),
+            "{what} lists the flaky case {first}"
+        );
+    }
+    // The gate: pass^3 against P, with its interval; refused without repeats.
+    let (out, _) = run(&["--min-pass-all", "1.0"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("min-pass-all 100.0%") && stderr.contains("pass^3"),
+        "{stderr}"
+    );
+    let low = s
+        .variants
+        .iter()
+        .map(|v| v.repeats.pass_k.as_ref().unwrap().pass_all_k)
+        .fold(1.0, f64::min);
+    let (out, _) = run(&["--min-pass-all", &format!("{}", low / 2.0)]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (out, _) = run(&["--repeats", "1", "--min-pass-all", "0.5"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--min-pass-all gates pass^k"), "{stderr}");
 }

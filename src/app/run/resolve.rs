@@ -107,14 +107,28 @@ pub(super) fn check_gates(p: &Prepared, gates: &crate::cli::GateArgs) -> Result<
     let endpoints = p.endpoint_names();
     // In a run of several endpoints a gate may name a cell, a variant or an endpoint.
     let arms = crate::suite::plan::arm_names(&names, &endpoints);
-    for min in &gates.min_accuracy {
+    if !gates.min_pass_all.is_empty() && p.bench.repeats < 2 {
+        return Err(UsageError::with_fix(
+            format!(
+                "--min-pass-all gates pass^k, the share of cases right all k repeats, and this run answers each case {} time",
+                p.bench.repeats
+            ),
+            "set `repeats: 3` in the bench (or --repeats 3), or drop --min-pass-all",
+        ));
+    }
+    for (flag, min) in gates
+        .min_accuracy
+        .iter()
+        .map(|m| ("--min-accuracy", m))
+        .chain(gates.min_pass_all.iter().map(|m| ("--min-pass-all", m)))
+    {
         if let Some(v) = &min.variant
             && !names.contains(v)
             && !arms.contains(v)
             && !endpoints.contains(v)
         {
             return Err(UsageError::with_fix(
-                format!("--min-accuracy names `{v}`, which is not a variant of this run"),
+                format!("{flag} names `{v}`, which is not a variant of this run"),
                 if endpoints.is_empty() {
                     format!("variants: {}", names.join(", "))
                 } else {

@@ -284,6 +284,12 @@ impl Aggregator {
             }
             if self.scored {
                 score_summary(&mut summary, cases.arm_means(i), confidence);
+            } else {
+                repeats_summary(
+                    &mut summary,
+                    &cases.arm_by_id(i),
+                    (self.run.repeats, confidence),
+                );
             }
             summary.labelled = self.judged.get(i).and_then(|j| j.summarise(confidence));
             summaries.push(summary);
@@ -529,6 +535,25 @@ impl Grid {
 
 /// A scored run's variant: the mean of its case means with its interval, in place of
 /// accuracy and Wilson's interval.
+/// With repeats of 0/1 scores: pass@k and pass^k at k = the repeats, and the cases whose
+/// repeats disagree.
+fn repeats_summary(
+    v: &mut VariantSummary,
+    cases: &[(&str, crate::stats::cluster::CaseScore)],
+    (repeats, confidence): (u32, f64),
+) {
+    if repeats < 2 {
+        return;
+    }
+    let counts: Vec<(u64, u64)> = cases.iter().map(|(_, s)| (s.graded, s.correct())).collect();
+    v.repeats.pass_k = crate::stats::passk::PassK::of(&counts, u64::from(repeats), confidence);
+    v.repeats.flaky = cases
+        .iter()
+        .filter(|(_, s)| s.graded > 1 && s.correct() > 0 && s.correct() < s.graded)
+        .map(|(id, _)| (*id).to_string())
+        .collect();
+}
+
 fn score_summary(
     v: &mut VariantSummary,
     (means, groups): (Vec<f64>, Option<Vec<String>>),

@@ -1065,6 +1065,14 @@ impl CaseTable {
         unit_of(id, self.group(id))
     }
 
+    /// One arm's scores over the cases it graded, each with its case's id.
+    pub(crate) fn arm_by_id(&self, arm: usize) -> Vec<(&str, CaseScore)> {
+        self.all_rows()
+            .map(|(id, _, s)| (id, s[arm]))
+            .filter(|(_, s)| s.graded > 0)
+            .collect()
+    }
+
     /// One arm's scores over the cases it graded.
     pub(crate) fn arm(&self, arm: usize) -> Vec<CaseScore> {
         self.all_rows()

@@ -55,6 +55,8 @@ pub(crate) struct Gates {
     /// `--max-drop`: the largest drop (a share) the data must rule out.
     pub max_drop: Option<f64>,
     pub min_accuracy: Vec<MinAccuracy>,
+    /// `--min-pass-all`: pass^k (right all k repeats) at least P.
+    pub min_pass_all: Vec<MinAccuracy>,
     pub max_cost_usd: Option<f64>,
     /// `--budget` (or the resumed run's): spending past it fails the `budget` gate.
     pub budget_usd: Option<f64>,
@@ -468,6 +470,9 @@ pub(crate) fn evaluate(
     for min in &gates.min_accuracy {
         min_accuracy(min, s, &mut out);
     }
+    for min in &gates.min_pass_all {
+        min_pass_all(min, s, &mut out);
+    }
     if let Some(limit) = gates.budget_usd {
         out.extend(overspent(s, limit));
     }
@@ -579,6 +584,80 @@ fn max_drop(max: f64, s: &Summary, baseline: Option<&RunComparison>, out: &mut V
             &format!("its run in {}", b.run_a.dir),
             b.confidence,
         ));
+    }
+}
+
+/// `--min-pass-all [VARIANT=]P`: each variant's pass^k (its cases right all k repeats)
+/// against P, said with its interval, as `--min-accuracy` says accuracy.
+fn min_pass_all(min: &MinAccuracy, s: &Summary, out: &mut Vec<GateResult>) {
+    let gate = format!(
+        "min-pass-all {}{:.1}%",
+        min.variant
+            .as_ref()
+            .map(|v| format!("{v}="))
+            .unwrap_or_default(),
+        min.threshold * 100.0
+    );
+    let variants: Vec<_> = s
+        .variants
+        .iter()
+        .filter(|v| min.variant.as_ref().is_none_or(|name| v.answers_to(name)))
+        .collect();
+    if variants.is_empty() {
+        out.push(result(
+            &gate,
+            false,
+            format!(
+                "no variant is named `{}`",
+                min.variant.clone().unwrap_or_default()
+            ),
+        ));
+    }
+    for v in variants {
+        let Some(p) = &v.repeats.pass_k else {
+            out.push(result(
+                &gate,
+                false,
+                format!(
+                    "{}: no pass^k (it needs repeats: k ≥ 2 and answers scored 0 or 1)",
+                    v.name
+                ),
+            ));
+            continue;
+        };
+        let (all, t, k) = (p.pass_all_k, min.threshold, p.k);
+        let ci = crate::report::text::interval(p.pass_all_k_ci_low, p.pass_all_k_ci_high);
+        out.push(if all >= t {
+            result(
+                &gate,
+                true,
+                format!(
+                    "{}: pass^{k} {:.1}% {ci} ≥ {:.1}%",
+                    v.name,
+                    all * 100.0,
+                    t * 100.0
+                ),
+            )
+        } else {
+            let flaky = match v.repeats.flaky.as_slice() {
+                [] => String::new(),
+                ids => format!(
+                    "; {} flaky cases (repeats disagree), e.g. {}",
+                    ids.len(),
+                    ids[0]
+                ),
+            };
+            result(
+                &gate,
+                false,
+                format!(
+                    "{}: pass^{k} {:.1}% {ci} is below {:.1}% (cases right all {k} times{flaky})",
+                    v.name,
+                    all * 100.0,
+                    t * 100.0
+                ),
+            )
+        });
     }
 }
 

@@ -87,6 +87,18 @@ impl Tokens {
     }
 }
 
+/// What a variant's repeats show, with `repeats: k ≥ 2` (docs/dev/statistics.md, §3c).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RepeatFigures {
+    /// Of 0/1 scores: pass@k (a case right at least once in k) and pass^k (right all k
+    /// times), each over cases with its interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass_k: Option<crate::stats::passk::PassK>,
+    /// The cases whose repeats disagree (some right, some not), by id.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flaky: Vec<String>,
+}
+
 /// One variant's results.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VariantSummary {
@@ -174,6 +186,9 @@ pub struct VariantSummary {
     pub design_effect: Option<f64>,
     /// With repeats: the share of cases whose samples all agree.
     pub consistency: Option<f64>,
+    /// With repeats: pass@k, pass^k and the flaky cases.
+    #[serde(flatten)]
+    pub repeats: RepeatFigures,
     /// Agent loops (docs/guide/tools.md): their requests and tool calls, and the calls given
     /// back to the model as errors.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -549,6 +564,7 @@ impl Acc {
             spent_estimated: self.spent_estimated,
             design_effect: clustered.filter(|_| repeated || grouped).map(|c| c.3),
             consistency: consistency(scores),
+            repeats: RepeatFigures::default(),
             mean_score: None,
             score_ci_low: None,
             score_ci_high: None,

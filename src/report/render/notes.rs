@@ -21,6 +21,7 @@ pub(crate) fn notes(summary: &Summary) -> Vec<String> {
             summary.run.repeats
         ));
     }
+    notes.extend(summary.variants.iter().filter_map(repeats_note));
     if let Some(s) = &summary.sequential {
         notes.push(sequential::note(s));
         if let Some(line) = s.best.as_ref().and_then(|b| judged_search_note(summary, b)) {
@@ -388,4 +389,43 @@ fn unpriced_notes(summary: &Summary) -> Vec<String> {
             )
         })
         .collect()
+}
+
+/// The flaky cases shown by id before "and N more".
+const FLAKY_SHOWN: usize = 20;
+
+/// With repeats: a variant's pass@k and pass^k, and its flaky cases (repeats disagree).
+fn repeats_note(v: &VariantSummary) -> Option<String> {
+    use crate::report::text::{interval, pct};
+    let p = v.repeats.pass_k.as_ref()?;
+    let flaky = match v.repeats.flaky.as_slice() {
+        [] => "no flaky case (every case's repeats agree)".to_string(),
+        ids => {
+            let shown = ids[..ids.len().min(FLAKY_SHOWN)].join(", ");
+            let more = ids.len().saturating_sub(FLAKY_SHOWN);
+            format!(
+                "{} flaky (repeats disagree): {shown}{}",
+                if ids.len() == 1 {
+                    "1 case".to_string()
+                } else {
+                    format!("{} cases", ids.len())
+                },
+                if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                }
+            )
+        }
+    };
+    Some(format!(
+        "{}: pass@{k} {} {} (right at least once in {k}), pass^{k} {} {} (right all {k} times), over {} cases; {flaky}.",
+        v.name,
+        pct(Some(p.pass_at_k)),
+        interval(p.pass_at_k_ci_low, p.pass_at_k_ci_high),
+        pct(Some(p.pass_all_k)),
+        interval(p.pass_all_k_ci_low, p.pass_all_k_ci_high),
+        p.cases,
+        k = p.k,
+    ))
 }
