@@ -1419,6 +1419,7 @@ fn merge_refuses_shards_run_over_different_endpoints() {
         .args(["--out", "merged", "--no-store", "--quiet"])
         .assert()
         .success();
+}
 
 /// With `repeats: k` each variant reports pass@k and pass^k over its cases, the flaky cases
 /// (repeats disagree) in summary.json, summary.md and report.html, and `--min-pass-all`
