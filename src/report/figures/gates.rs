@@ -587,17 +587,20 @@ fn max_drop(max: f64, s: &Summary, baseline: Option<&RunComparison>, out: &mut V
     }
 }
 
-/// `--min-pass-all [VARIANT=]P`: each variant's pass^k (its cases right all k repeats)
-/// against P, said with its interval, as `--min-accuracy` says accuracy.
-fn min_pass_all(min: &MinAccuracy, s: &Summary, out: &mut Vec<GateResult>) {
-    let gate = format!(
-        "min-pass-all {}{:.1}%",
-        min.variant
-            .as_ref()
-            .map(|v| format!("{v}="))
-            .unwrap_or_default(),
-        min.threshold * 100.0
-    );
+/// A `[VARIANT=]P` gate's name (`min-accuracy plain=90.0%`) and the variants it holds; a
+/// name no variant answers to fails the gate there.
+fn named_variants<'s>(
+    kind: &str,
+    min: &MinAccuracy,
+    s: &'s Summary,
+    out: &mut Vec<GateResult>,
+) -> (String, Vec<&'s crate::report::summary::VariantSummary>) {
+    let named = min
+        .variant
+        .as_ref()
+        .map(|v| format!("{v}="))
+        .unwrap_or_default();
+    let gate = format!("{kind} {named}{:.1}%", min.threshold * 100.0);
     let variants: Vec<_> = s
         .variants
         .iter()
@@ -613,6 +616,13 @@ fn min_pass_all(min: &MinAccuracy, s: &Summary, out: &mut Vec<GateResult>) {
             ),
         ));
     }
+    (gate, variants)
+}
+
+/// `--min-pass-all [VARIANT=]P`: each variant's pass^k (its cases right all k repeats)
+/// against P, said with its interval, as `--min-accuracy` says accuracy.
+fn min_pass_all(min: &MinAccuracy, s: &Summary, out: &mut Vec<GateResult>) {
+    let (gate, variants) = named_variants("min-pass-all", min, s, out);
     for v in variants {
         let Some(p) = &v.repeats.pass_k else {
             out.push(result(
@@ -665,29 +675,7 @@ fn min_pass_all(min: &MinAccuracy, s: &Summary, out: &mut Vec<GateResult>) {
 /// score neither 0 nor 1) "accuracy" is the mean score, with its interval, and the line
 /// says so (docs/guide/ci.md, "Gates").
 fn min_accuracy(min: &MinAccuracy, s: &Summary, out: &mut Vec<GateResult>) {
-    let variants: Vec<_> = s
-        .variants
-        .iter()
-        .filter(|v| min.variant.as_ref().is_none_or(|name| v.answers_to(name)))
-        .collect();
-    let gate = format!(
-        "min-accuracy {}{:.1}%",
-        min.variant
-            .as_ref()
-            .map(|v| format!("{v}="))
-            .unwrap_or_default(),
-        min.threshold * 100.0
-    );
-    if variants.is_empty() {
-        out.push(result(
-            &gate,
-            false,
-            format!(
-                "no variant is named `{}`",
-                min.variant.clone().unwrap_or_default()
-            ),
-        ));
-    }
+    let (gate, variants) = named_variants("min-accuracy", min, s, out);
     for v in variants {
         out.push(held_to(v, min.threshold, s, &gate));
     }
