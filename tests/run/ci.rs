@@ -1538,6 +1538,14 @@ fn repeats_report_pass_at_k_pass_all_k_and_flaky_cases_and_min_pass_all_gates_th
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Below P with an interval reaching above it: inconclusive (exit 5), as --min-accuracy.
+    let v = &s.variants[0];
+    let p = v.repeats.pass_k.as_ref().unwrap();
+    let between = (p.pass_all_k + p.pass_all_k_ci_high.unwrap()) / 2.0;
+    let (out, _) = run(&["--min-pass-all", &format!("{}={between}", v.name)]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    assert!(stderr.contains("straddles"), "{stderr}");
     let (out, _) = run(&["--repeats", "1", "--min-pass-all", "0.5"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");

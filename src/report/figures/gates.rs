@@ -635,39 +635,25 @@ fn min_pass_all(min: &MinAccuracy, s: &Summary, out: &mut Vec<GateResult>) {
             ));
             continue;
         };
-        let (all, t, k) = (p.pass_all_k, min.threshold, p.k);
-        let ci = crate::report::text::interval(p.pass_all_k_ci_low, p.pass_all_k_ci_high);
-        out.push(if all >= t {
-            result(
-                &gate,
-                true,
-                format!(
-                    "{}: pass^{k} {:.1}% {ci} ≥ {:.1}%",
-                    v.name,
-                    all * 100.0,
-                    t * 100.0
-                ),
-            )
-        } else {
-            let flaky = match v.repeats.flaky.as_slice() {
-                [] => String::new(),
-                ids => format!(
-                    "; {} flaky cases (repeats disagree), e.g. {}",
-                    ids.len(),
-                    ids[0]
-                ),
-            };
-            result(
-                &gate,
-                false,
-                format!(
-                    "{}: pass^{k} {:.1}% {ci} is below {:.1}% (cases right all {k} times{flaky})",
-                    v.name,
-                    all * 100.0,
-                    t * 100.0
-                ),
-            )
-        });
+        let figure = Gated {
+            called: format!("pass^{} ", p.k),
+            value: Some(p.pass_all_k),
+            low: p.pass_all_k_ci_low,
+            high: p.pass_all_k_ci_high,
+        };
+        let mut held = hold(
+            &gate,
+            &v.name,
+            figure,
+            p.cases,
+            min.threshold,
+            s.run.confidence,
+        );
+        if let (false, [first, ..]) = (held.passed, v.repeats.flaky.as_slice()) {
+            let flaky = v.repeats.flaky.len();
+            held.reason += &format!("; {flaky} flaky cases (repeats disagree), e.g. {first}");
+        }
+        out.push(held);
     }
 }
 
@@ -690,24 +676,31 @@ fn held_to(
     s: &Summary,
     gate: &str,
 ) -> GateResult {
+    // Cases, not answers: repeats of a case are one unit.
+    let cases = v.n / u64::from(s.run.repeats.max(1));
+    let figure = gated_figure(v, s.is_scored());
+    hold(gate, &v.name, figure, cases, t, s.run.confidence)
+}
+
+/// A variant's `figure` on `cases` cases against a floor `t`: passed at or above it; failed
+/// when the whole interval is below; inconclusive when the interval straddles it, with the
+/// cases that would decide. `--min-accuracy` and `--min-pass-all` alike.
+fn hold(gate: &str, name: &str, figure: Gated, cases: u64, t: f64, level: f64) -> GateResult {
     let Gated {
         called: what,
         value: Some(acc),
         low,
         high,
-    } = gated_figure(v, s.is_scored())
+    } = figure
     else {
-        return result(gate, false, format!("{}: no graded answers", v.name));
+        return result(gate, false, format!("{name}: no graded answers"));
     };
     let ci = format!(
         "[{:.1}, {:.1}]",
         low.unwrap_or(acc) * 100.0,
         high.unwrap_or(acc) * 100.0
     );
-    let figure = format!("{}: {what}{:.1}% {ci}", v.name, acc * 100.0);
-    // Cases, not answers: repeats of a case are one unit.
-    let cases = v.n / u64::from(s.run.repeats.max(1));
-    let level = s.run.confidence;
+    let figure = format!("{name}: {what}{:.1}% {ci}", acc * 100.0);
     if acc >= t {
         // Above, but the interval reaches below: what would put it all above.
         let sure = low
@@ -749,7 +742,7 @@ fn held_to(
 /// The figure `--min-accuracy` holds a variant to: what the line calls it, the figure and
 /// its interval.
 struct Gated {
-    called: &'static str,
+    called: String,
     value: Option<f64>,
     low: Option<f64>,
     high: Option<f64>,
@@ -762,7 +755,7 @@ fn gated_figure(v: &crate::report::summary::VariantSummary, scored: bool) -> Gat
         && let Some(c) = l.corrected
     {
         return Gated {
-            called: "score as people would give it ",
+            called: "score as people would give it ".into(),
             value: Some(c),
             low: l.corrected_low,
             high: l.corrected_high,
@@ -771,7 +764,7 @@ fn gated_figure(v: &crate::report::summary::VariantSummary, scored: bool) -> Gat
     let (value, low, high) = v.headline();
     Gated {
         // Partial scores: the figure is the mean score, and the line names it.
-        called: if scored { "mean score " } else { "" },
+        called: if scored { "mean score " } else { "" }.into(),
         value,
         low,
         high,
