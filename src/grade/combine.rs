@@ -23,6 +23,68 @@ pub(super) struct Combined {
     pub(crate) parts: Vec<Arc<dyn Scorer>>,
     /// For `mean`: one weight per part (all 1 when not given).
     pub(crate) weights: Vec<f64>,
+    /// Each part's name, for its figures (docs/guide/scorers.md, "Parts").
+    pub(crate) names: Vec<String>,
+    /// Which parts read an agent loop's trajectory (`tool_sequence`, `tool_args`,
+    /// `max_steps`): with some of each, the answer's and the trajectory's scores are parts
+    /// too, `answer` and `trajectory`.
+    pub(crate) trajectory: Vec<bool>,
+}
+
+impl Combined {
+    /// The parts' values made one, as `how` says, over the parts `take` keeps (`None`
+    /// when it keeps none).
+    fn fold(&self, values: &[f64], take: impl Fn(usize) -> bool) -> Option<f64> {
+        let kept: Vec<(f64, f64)> = values
+            .iter()
+            .zip(&self.weights)
+            .enumerate()
+            .filter(|(i, _)| take(*i))
+            .map(|(_, (v, w))| (*v, *w))
+            .collect();
+        if kept.is_empty() {
+            return None;
+        }
+        Some(match self.how {
+            Combine::All => kept.iter().map(|k| k.0).fold(1.0, f64::min),
+            Combine::Any => kept.iter().map(|k| k.0).fold(0.0, f64::max),
+            Combine::Mean => {
+                let total: f64 = kept.iter().map(|k| k.1).sum();
+                if total > 0.0 {
+                    kept.iter().map(|(v, w)| v * w).sum::<f64>() / total
+                } else {
+                    kept.iter().map(|k| k.0).sum::<f64>() / kept.len() as f64
+                }
+            }
+        })
+    }
+
+    /// The named parts of a combined score: each part's own, then what the parts report of
+    /// theirs (a `fields` part's fields, a judge's criteria) under names not yet taken, then
+    /// `answer` and `trajectory` when the parts read both.
+    fn named(&self, scores: &[Score]) -> Vec<(String, f64)> {
+        let values: Vec<f64> = scores.iter().map(|s| s.value).collect();
+        let mut out: Vec<(String, f64)> = self.names.iter().cloned().zip(values.clone()).collect();
+        let add = |name: &str, value: f64, out: &mut Vec<(String, f64)>| {
+            if !out.iter().any(|(n, _)| n == name) {
+                out.push((name.to_string(), value));
+            }
+        };
+        for s in scores {
+            for (name, value) in &s.parts {
+                add(name, *value, &mut out);
+            }
+        }
+        if self.trajectory.iter().any(|t| *t) && self.trajectory.iter().any(|t| !*t) {
+            if let Some(v) = self.fold(&values, |i| !self.trajectory[i]) {
+                add("answer", v, &mut out);
+            }
+            if let Some(v) = self.fold(&values, |i| self.trajectory[i]) {
+                add("trajectory", v, &mut out);
+            }
+        }
+        out
+    }
 }
 
 /// `mean`'s weights: one per part of `parts` (all 1 when not `given`), none negative nor
@@ -98,19 +160,8 @@ impl Scorer for Combined {
                 }
             }
             let values: Vec<f64> = scores.iter().map(|s| s.value).collect();
-            let value = match self.how {
-                Combine::All => values.iter().copied().fold(1.0, f64::min),
-                Combine::Any => values.iter().copied().fold(0.0, f64::max),
-                Combine::Mean => {
-                    let total: f64 = self.weights.iter().sum();
-                    values
-                        .iter()
-                        .zip(&self.weights)
-                        .map(|(v, w)| v * w)
-                        .sum::<f64>()
-                        / total
-                }
-            };
+            let value = self.fold(&values, |_| true).unwrap_or(0.0);
+            let parts = self.named(&scores);
             let extracted: Vec<String> =
                 scores.iter().filter_map(|s| s.extracted.clone()).collect();
             let detail = serde_json::json!({
@@ -130,6 +181,7 @@ impl Scorer for Combined {
                 usage,
                 detail: Some(detail),
                 judge,
+                parts,
             })
         })
     }

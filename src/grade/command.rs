@@ -437,6 +437,7 @@ impl CommandScorer {
             usage,
             detail: obj.get("detail").filter(|v| !v.is_null()).cloned(),
             judge: Vec::new(),
+            parts: Vec::new(),
         })
     }
 }

@@ -168,6 +168,7 @@ impl Scorer for Embedding {
                     "model": service.model,
                 })),
                 judge: vec![call],
+                parts: Vec::new(),
             })
         })
     }

@@ -32,6 +32,9 @@ pub struct Judge {
     /// A custom prompt template (its file, for errors), replacing the built-in one.
     template: Option<(PathBuf, String)>,
     reading: Reading,
+    /// The criterion it judges, by position in a judge's `criteria`: its calls' keys carry
+    /// it, so each criterion's calls are their own.
+    item: Option<usize>,
 }
 
 /// How a judge's reply is read: a verdict or a 0–10 score (what the built-in prompts ask
@@ -134,7 +137,13 @@ impl Judge {
             votes,
             template,
             reading: Reading::Scale,
+            item: None,
         })
+    }
+
+    /// The judge of one criterion, `item`, of a judge's `criteria` (`None`: of none).
+    pub(crate) fn item(self, item: Option<usize>) -> Judge {
+        Judge { item, ..self }
     }
 
     /// The judge reading its replies as `reading` says; labels and ranges need a prompt of
@@ -654,7 +663,10 @@ impl Scorer for Judge {
             let mut usage = None;
             let mut votes = Vec::new();
             for vote in 0..self.votes {
-                let key = format!("{}-judge-{vote}", input.key);
+                let key = match &self.item {
+                    Some(item) => format!("{}-judge-c{item}-{vote}", input.key),
+                    None => format!("{}-judge-{vote}", input.key),
+                };
                 let at = (vote, input.repeat);
                 let mut outcome = self.ask(service, request.clone(), key.clone(), at).await;
                 // An unreadable reply is asked once more; a failed call was already retried.
@@ -750,6 +762,7 @@ impl Judge {
                 "agreement": agreement,
             })),
             judge: calls,
+            parts: Vec::new(),
         }
     }
 }

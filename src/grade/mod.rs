@@ -19,6 +19,7 @@ mod text;
 mod trajectory;
 
 pub(crate) use crate::suite::GradeSpec;
+use crate::suite::grading::GradePart;
 pub use scorer::{Answer, Score, ScoreContext, ScoreError, ScoreInput, Scorer};
 pub(crate) use scorer::{CaseError, JudgeCall};
 pub(crate) use spec_error::SpecError;
@@ -95,6 +96,84 @@ pub fn scorers_for(bench: &Bench) -> Result<Scorers, InputErrors> {
     }
 }
 
+/// The names of an `all`/`any`/`mean`'s parts: each its `name:`, or its kind (numbered from
+/// the second of a kind: `tool_args`, `tool_args 2`).
+fn part_names(of: &[GradePart]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::with_capacity(of.len());
+    for p in of {
+        let name = match &p.name {
+            Some(n) => n.clone(),
+            None => {
+                let kind = p.spec.kind();
+                let mut name = kind.to_string();
+                let mut n = 1;
+                while names.contains(&name) {
+                    n += 1;
+                    name = format!("{kind} {n}");
+                }
+                name
+            }
+        };
+        names.push(name);
+    }
+    names
+}
+
+/// A part name a gate can name: not empty, no spaces at an end, no `=`, `,` or control
+/// character.
+fn check_part_name(name: &str) -> Result<(), SpecError> {
+    let bad = name.is_empty()
+        || name.trim() != name
+        || name.chars().any(|c| c == '=' || c == ',' || c.is_control());
+    if bad {
+        return Err(SpecError::PartName(name.to_string()));
+    }
+    Ok(())
+}
+
+/// The names of parts given by the bench, each a name a gate can name and none twice.
+fn check_part_names<'a>(names: impl Iterator<Item = &'a str>) -> Result<(), SpecError> {
+    let mut seen: Vec<&str> = Vec::new();
+    for name in names {
+        check_part_name(name)?;
+        if seen.contains(&name) {
+            return Err(SpecError::PartNamedTwice(name.to_string()));
+        }
+        seen.push(name);
+    }
+    Ok(())
+}
+
+/// A judge of `criteria`: one judge per criterion (after the shared `rubric`), each a part
+/// under its name; the answer passes when it meets every one (a 0–10 judge: their mean).
+fn criteria_judge(
+    criteria: &[crate::suite::grading::Criterion],
+    rubric: Option<&str>,
+    scale: crate::suite::Scale,
+    judge: impl Fn(Option<String>, Option<usize>) -> Result<judge::Judge, SpecError>,
+) -> Result<Arc<dyn Scorer>, SpecError> {
+    check_part_names(criteria.iter().map(|c| c.name.as_str()))?;
+    let mut parts: Vec<Arc<dyn Scorer>> = Vec::with_capacity(criteria.len());
+    for (i, c) in criteria.iter().enumerate() {
+        let text = match rubric.map(str::trim).filter(|r| !r.is_empty()) {
+            Some(shared) => format!("{shared}\n{}", c.rubric),
+            None => c.rubric.clone(),
+        };
+        parts.push(Arc::new(judge(Some(text), Some(i))?));
+    }
+    let how = match scale {
+        crate::suite::Scale::Binary => combine::Combine::All,
+        crate::suite::Scale::TenPoint => combine::Combine::Mean,
+    };
+    Ok(Arc::new(combine::Combined {
+        how,
+        weights: vec![1.0; criteria.len()],
+        names: criteria.iter().map(|c| c.name.clone()).collect(),
+        trajectory: vec![false; criteria.len()],
+        parts,
+    }))
+}
+
 /// What the grade layer adds to a spec: the scorer it describes, and what the simulator
 /// makes of it.
 pub(crate) trait SpecExt {
@@ -111,22 +190,23 @@ impl SpecExt for GradeSpec {
         if let Some(scorer) = trajectory::scorer_of(self) {
             return Ok(scorer);
         }
-        let parts = |of: &[GradeSpec]| -> Result<Vec<Arc<dyn Scorer>>, SpecError> {
+        let combined = |how, weights, of: &[GradePart]| -> Result<Arc<dyn Scorer>, SpecError> {
             if of.is_empty() {
                 return Err(SpecError::NoParts);
             }
-            of.iter().map(|p| p.scorer(dir)).collect()
-        };
-        let combined = |how, weights, of: &[GradeSpec]| -> Result<Arc<dyn Scorer>, SpecError> {
+            check_part_names(of.iter().filter_map(|p| p.name.as_deref()))?;
             Ok(Arc::new(combine::Combined {
                 how,
                 weights,
-                parts: parts(of)?,
+                parts: of.iter().map(|p| p.spec.scorer(dir)).collect::<Result<_, _>>()?,
+                names: part_names(of),
+                trajectory: of.iter().map(|p| p.spec.reads_trajectory()).collect(),
             }))
         };
         Ok(match self {
             GradeSpec::Judge {
                 rubric,
+                criteria,
                 scale,
                 votes,
                 prompt,
@@ -137,10 +217,16 @@ impl SpecExt for GradeSpec {
             } => {
                 let reading = judge::Reading::of(labels, passing_labels, *range, *pass_threshold)?;
                 let prompt = prompt.as_deref().map(|p| dir.join(p));
-                Arc::new(
-                    judge::Judge::new(rubric.clone(), *scale, *votes, prompt.as_deref())?
-                        .reading(reading)?,
-                )
+                let judge = |rubric: Option<String>, item: Option<usize>| {
+                    judge::Judge::new(rubric, *scale, *votes, prompt.as_deref())?
+                        .reading(reading.clone())
+                        .map(|j| j.item(item))
+                };
+                if criteria.is_empty() {
+                    Arc::new(judge(rubric.clone(), None)?)
+                } else {
+                    criteria_judge(criteria, rubric.as_deref(), *scale, judge)?
+                }
             }
             GradeSpec::JsonSchema { schema } => {
                 Arc::new(structured::JsonSchema::read(schema, dir)?)
@@ -194,7 +280,7 @@ impl SpecExt for GradeSpec {
             GradeSpec::JsonSchema { .. } | GradeSpec::Fields { .. } => Shape::Json,
             GradeSpec::ToolCall { .. } => Shape::ToolCall,
             GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
-                of.first().map_or(Shape::Text, GradeSpec::shape)
+                of.first().map_or(Shape::Text, |p| p.spec.shape())
             }
             _ => Shape::Text,
         }

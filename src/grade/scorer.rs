@@ -64,6 +64,10 @@ pub struct Score {
     pub detail: Option<serde_json::Value>,
     /// Every call a model-graded scorer made, journaled under the job.
     pub judge: Vec<JudgeCall>,
+    /// The score's named parts, each in [0, 1], in the bench's order: a `fields` scorer's
+    /// fields, an `all`/`any`/`mean`'s scorers, a judge's rubric items
+    /// (docs/guide/scorers.md, "Parts"). Empty for a score of one piece.
+    pub parts: Vec<(String, f64)>,
 }
 
 impl Score {
@@ -75,6 +79,7 @@ impl Score {
             usage: None,
             detail: None,
             judge: Vec::new(),
+            parts: Vec::new(),
         }
     }
 }

@@ -11,6 +11,12 @@ use crate::suite::InputError;
 pub enum SpecError {
     #[error("`of` lists no scorers")]
     NoParts,
+    #[error(
+        "the part name `{0}` is empty, has spaces at an end, or holds `=`, `,` or a control character: name it as a gate will (`--min-accuracy @{0}=0.9`)"
+    )]
+    PartName(String),
+    #[error("two parts are named `{0}`: give each its own `name:`")]
+    PartNamedTwice(String),
     #[error("tolerance must be a number ≥ 0, found {0}")]
     Tolerance(f64),
     #[error("`weights` has {weights} numbers for {parts} scorers in `of`")]

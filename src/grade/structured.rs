@@ -161,6 +161,52 @@ fn at<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
     Some(value)
 }
 
+/// A `fields` score's parts: each expected field's share right, a list's items counted
+/// together (`items[].sku` for `items[0].sku`, `items[1].sku`), in the expected answer's order.
+#[derive(Default)]
+struct FieldParts(Vec<(String, usize, usize)>);
+
+impl FieldParts {
+    fn add(&mut self, path: &str, ok: bool) {
+        let name = part_name(path);
+        match self.0.iter_mut().find(|(n, _, _)| *n == name) {
+            Some((_, right, of)) => {
+                *right += usize::from(ok);
+                *of += 1;
+            }
+            None => self.0.push((name, usize::from(ok), 1)),
+        }
+    }
+
+    fn shares(self) -> Vec<(String, f64)> {
+        self.0
+            .into_iter()
+            .map(|(name, right, of)| (name, right as f64 / of as f64))
+            .collect()
+    }
+}
+
+/// A leaf path with its list positions taken out: `items[0].sku` → `items[].sku`.
+fn part_name(path: &str) -> String {
+    let mut name = String::with_capacity(path.len());
+    let mut in_index = false;
+    for c in path.chars() {
+        match c {
+            '[' => {
+                in_index = true;
+                name.push('[');
+            }
+            ']' => {
+                in_index = false;
+                name.push(']');
+            }
+            _ if in_index => {}
+            c => name.push(c),
+        }
+    }
+    name
+}
+
 impl Fields {
     /// A `fields` scorer; numbers compare within `tolerance` (≥ 0).
     pub(crate) fn new(
@@ -237,10 +283,12 @@ impl Scorer for Fields {
         let doc = extract_json(&input.answer.text);
         let mut report = Vec::with_capacity(expected.len());
         let (mut right, mut required_wrong) = (0usize, Vec::new());
+        let mut parts = FieldParts::default();
         for (path, want) in &expected {
             let got = doc.as_ref().and_then(|d| at(d, path));
             let ok = got.is_some_and(|g| self.same(want, g));
             right += usize::from(ok);
+            parts.add(path, ok);
             let required = self.required.iter().any(|r| {
                 path == r
                     || path.starts_with(&format!("{r}."))
@@ -277,6 +325,7 @@ impl Scorer for Fields {
             usage: None,
             detail: Some(Value::Object(detail)),
             judge: Vec::new(),
+            parts: parts.shares(),
         })
     }
 }

@@ -417,6 +417,7 @@ impl Scorer for Grader {
             usage: None,
             detail: None,
             judge: Vec::new(),
+            parts: Vec::new(),
         })))
     }
 

@@ -19,7 +19,7 @@ pub use figures::result::RunResult;
 pub(crate) use figures::summary::VariantSummary;
 pub use figures::summary::{GateOutcome, ProviderInfo, RunInfo, Summary};
 pub(crate) use figures::{causes, job_rows, prompts, result, rows, sequential, summary};
-pub use figures::{compare, labels};
+pub use figures::{compare, labels, parts};
 pub(crate) use listeners::{progress, verbose};
 pub(crate) use render::{Asked, Output, RunReport, comparison_files, history, junit, outputs};
 pub use render::{Exporter, exporters, html, markdown};

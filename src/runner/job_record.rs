@@ -50,6 +50,10 @@ pub struct JobRecord {
     /// Why, in the scorer's terms (per-field results, a schema violation, judges' reasons).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub score_detail: Option<serde_json::Value>,
+    /// The score's named parts, each in [0, 1], in the bench's order (docs/guide/scorers.md,
+    /// "Parts"): each gets its own figures.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<PartScore>,
     /// Every call a judge made for this job.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub judge: Vec<crate::grade::scorer::JudgeCall>,
@@ -112,6 +116,14 @@ pub struct JobRecord {
 }
 
 pub use crate::suite::tools::ToolStep;
+
+/// One named part of a job's score.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartScore {
+    pub name: String,
+    /// In [0, 1].
+    pub score: f64,
+}
 
 /// What `--budget` held back for a job before it was sent (`runner::budget::Prices::held`),
 /// in tokens: its request's prompt (its files by the rule that counts most, a file by URL

@@ -186,6 +186,7 @@ pub(super) fn failed_record(
         correct: None,
         score: None,
         score_detail: None,
+        parts: Vec::new(),
         judge: Vec::new(),
         judge_usage: None,
         error: Some(error),
@@ -334,6 +335,11 @@ fn graded_of(
         correct: None,
         score: Some(score.value),
         score_detail: score.detail,
+        parts: score
+            .parts
+            .into_iter()
+            .map(|(name, score)| crate::runner::job_record::PartScore { name, score })
+            .collect(),
         judge: score.judge,
         judge_usage: score.usage,
         not_found: s.scorers[job.case]
@@ -367,6 +373,7 @@ fn refusal_score() -> Score {
         usage: None,
         detail: Some(serde_json::json!({"refused": true})),
         judge: Vec::new(),
+        parts: Vec::new(),
     }
 }
 

@@ -50,6 +50,11 @@ pub enum GradeSpec {
         /// Criteria added to the built-in prompt.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         rubric: Option<String>,
+        /// Named criteria, each judged on its own (a call each, after `rubric`): each is a
+        /// part with its own figures; the answer passes when it meets every one (a 0–10
+        /// judge: their mean).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        criteria: Vec<Criterion>,
         #[serde(default)]
         scale: Scale,
         /// Ask this many times: the majority (binary) or the mean (0–10) counts.
@@ -142,15 +147,49 @@ pub enum GradeSpec {
         model: Option<String>,
     },
     /// Every part passes (the lowest score).
-    All { of: Vec<GradeSpec> },
+    All { of: Vec<GradePart> },
     /// One part passes (the highest score).
-    Any { of: Vec<GradeSpec> },
+    Any { of: Vec<GradePart> },
     /// The weighted mean of the parts' scores.
     Mean {
-        of: Vec<GradeSpec>,
+        of: Vec<GradePart>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         weights: Option<Vec<f64>>,
     },
+}
+
+/// One scorer of an `all`, `any` or `mean`, with the name its figures go by.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct GradePart {
+    /// The part's name in reports and gates (`--min-accuracy @NAME=P`) [default: its
+    /// kind, numbered when two parts share one].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(flatten)]
+    pub spec: GradeSpec,
+}
+
+impl std::ops::Deref for GradePart {
+    type Target = GradeSpec;
+
+    fn deref(&self) -> &GradeSpec {
+        &self.spec
+    }
+}
+
+impl From<GradeSpec> for GradePart {
+    fn from(spec: GradeSpec) -> GradePart {
+        GradePart { name: None, spec }
+    }
+}
+
+/// One criterion of a judge's `criteria`: judged alone, its figures under `name`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Criterion {
+    pub name: String,
+    /// What the answer must do to meet it: `States the refund window.`
+    pub rubric: String,
 }
 
 /// How `tool_sequence` compares the calls made with its list.
@@ -205,7 +244,7 @@ impl GradeSpec {
             GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
                 let mut all = Vec::new();
                 for part in of {
-                    all.extend(part.named_tools()?);
+                    all.extend(part.spec.named_tools()?);
                 }
                 Ok(all)
             }
@@ -222,7 +261,7 @@ impl GradeSpec {
                 vec![(tool.clone(), super::tools::args_of(args))]
             }
             GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
-                of.iter().flat_map(GradeSpec::expected_calls).collect()
+                of.iter().flat_map(|p| p.spec.expected_calls()).collect()
             }
             _ => Vec::new(),
         }
@@ -232,9 +271,11 @@ impl GradeSpec {
     /// part; a retried unreadable reply is not counted).
     pub(crate) fn judge_calls(&self) -> u64 {
         match self {
-            GradeSpec::Judge { votes, .. } => u64::from(*votes),
+            GradeSpec::Judge {
+                votes, criteria, ..
+            } => u64::from(*votes) * criteria.len().max(1) as u64,
             GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
-                of.iter().map(GradeSpec::judge_calls).sum()
+                of.iter().map(|p| p.judge_calls()).sum()
             }
             _ => 0,
         }
@@ -247,7 +288,7 @@ impl GradeSpec {
                 endpoint, model, ..
             } => vec![(endpoint.clone(), model.clone())],
             GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
-                of.iter().flat_map(GradeSpec::embeddings).collect()
+                of.iter().flat_map(|p| p.spec.embeddings()).collect()
             }
             _ => Vec::new(),
         }
@@ -258,7 +299,7 @@ impl GradeSpec {
         match self {
             GradeSpec::ToolCall { .. } => true,
             GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
-                of.iter().any(GradeSpec::uses_tool_call)
+                of.iter().any(|p| p.uses_tool_call())
             }
             _ => false,
         }
@@ -275,8 +316,9 @@ impl GradeSpec {
             GradeSpec::Judge {
                 rubric: Some(r), ..
             } if !r.trim().is_empty() => false,
+            GradeSpec::Judge { criteria, .. } if !criteria.is_empty() => false,
             GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
-                of.iter().any(GradeSpec::needs_expected)
+                of.iter().any(|p| p.needs_expected())
             }
             _ => true,
         }
@@ -288,10 +330,26 @@ impl GradeSpec {
         match self {
             GradeSpec::Command { run, env, .. } => vec![(run.as_slice(), env.as_slice())],
             GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
-                of.iter().flat_map(GradeSpec::programs).collect()
+                of.iter().flat_map(|p| p.spec.programs()).collect()
             }
             _ => Vec::new(),
         }
+    }
+
+    /// Its `kind:` as written (`exact`, `tool_args`).
+    pub(crate) fn kind(&self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_string))
+            .unwrap_or_default()
+    }
+
+    /// Whether it reads an agent loop's trajectory (the calls made) rather than its answer.
+    pub(crate) fn reads_trajectory(&self) -> bool {
+        matches!(
+            self,
+            GradeSpec::ToolSequence { .. } | GradeSpec::ToolArgs { .. } | GradeSpec::MaxSteps { .. }
+        )
     }
 
     /// Whether every score it gives is 0 or 1 (no partial credit).
@@ -305,7 +363,7 @@ impl GradeSpec {
             } => *scale == Scale::Binary || !labels.is_empty() || range.is_some(),
             GradeSpec::Fields { .. } | GradeSpec::Mean { .. } => false,
             GradeSpec::Command { binary, .. } => *binary,
-            GradeSpec::All { of } | GradeSpec::Any { of } => of.iter().all(GradeSpec::binary),
+            GradeSpec::All { of } | GradeSpec::Any { of } => of.iter().all(|p| p.binary()),
             _ => true,
         }
     }

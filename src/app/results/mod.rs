@@ -408,6 +408,7 @@ fn job_record(job: usize, arm: &ImportedArm, s: &Sample) -> JobRecord {
         correct: None,
         score,
         score_detail: None,
+        parts: Vec::new(),
         judge: Vec::new(),
         judge_usage: None,
         error,

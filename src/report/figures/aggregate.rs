@@ -16,6 +16,7 @@ use crate::report::compare::{
 };
 use crate::report::job_rows::JobRows;
 use crate::report::junit::JunitSpool;
+use crate::report::parts::{PartFigures, PartTables};
 use crate::report::labels::{JudgedScores, Labels, corrected_difference, judged_pairs};
 use crate::report::result::RunResult;
 use crate::report::sinks::Sink;
@@ -84,6 +85,8 @@ pub struct Aggregator {
     judged: Vec<JudgedScores>,
     /// The run's other outputs, each hearing every counted record.
     sinks: Vec<Box<dyn Sink>>,
+    /// The scores' named parts, each its own case table.
+    parts: PartTables,
 }
 
 impl Aggregator {
@@ -130,6 +133,7 @@ impl Aggregator {
                 .collect(),
             accs: variants.iter().map(|_| Acc::default()).collect(),
             cases: CaseTable::new(variants.len()),
+            parts: PartTables::new(variants.len()),
             variants,
             grid,
             prices,
@@ -222,6 +226,7 @@ impl Aggregator {
                 self.judged_by(arm, r, score);
             }
         }
+        self.parts.add(r, arm);
         self.accs[arm].add(r, self.prices[arm].as_ref(), self.judge_price.as_ref());
     }
 
@@ -253,6 +258,7 @@ impl Aggregator {
         let accs = std::mem::take(&mut self.accs);
         let (summaries, latencies) = self.variant_summaries(accs);
         let mut comparisons = self.comparisons(&summaries);
+        let parts = self.part_figures();
         let sequential = tests.map(|s| self.sequential_summary(s, &summaries));
         if let Some(seq) = &sequential {
             for c in &mut comparisons {
@@ -262,7 +268,9 @@ impl Aggregator {
         // After stopping early the fixed design's power figure does not apply.
         let detectable = self.detectable(&summaries, sequential.is_none());
         let figures = (summaries, comparisons, detectable, sequential);
-        self.result(figures, latencies)
+        let mut result = self.result(figures, latencies);
+        result.summary.parts = parts;
+        result
     }
 
     /// Each variant's (each arm's) summary and latencies, in order.
@@ -301,15 +309,8 @@ impl Aggregator {
     /// Every comparison the run makes, family by family (Holm over each: the comparisons
     /// that answer one question together).
     fn comparisons(&self, summaries: &[VariantSummary]) -> Vec<Comparison> {
-        let families = match &self.grid {
-            Some(g) => g.families(),
-            None => vec![Family {
-                pairs: (1..self.variants.len()).map(|i| (i, 0)).collect(),
-                axis: None,
-            }],
-        };
         let mut comparisons: Vec<Comparison> = Vec::new();
-        for family in families {
+        for family in self.families() {
             let mut made: Vec<Comparison> = family
                 .pairs
                 .iter()
@@ -326,6 +327,29 @@ impl Aggregator {
             people_scores_own_interval(c);
         }
         comparisons
+    }
+
+    /// The comparisons made together, family by family: per endpoint and per variant in a
+    /// run of several endpoints, else every variant against the baseline.
+    fn families(&self) -> Vec<Family> {
+        match &self.grid {
+            Some(g) => g.families(),
+            None => vec![Family {
+                pairs: (1..self.variants.len()).map(|i| (i, 0)).collect(),
+                axis: None,
+            }],
+        }
+    }
+
+    /// Each named part's figures, compared in the families the whole score is.
+    fn part_figures(&mut self) -> Vec<PartFigures> {
+        let families: Vec<_> = self
+            .families()
+            .into_iter()
+            .map(|f| (f.pairs, f.axis))
+            .collect();
+        let parts = std::mem::take(&mut self.parts);
+        parts.figures(&self.variants, &families, &self.cases, self.run.confidence)
     }
 
     /// Arm `i` against arm `against`, paired by case (corrected by people's labels, when
@@ -459,6 +483,7 @@ impl Aggregator {
             gates: Vec::new(),
             sequential,
             failures: Vec::new(),
+            parts: Vec::new(),
         };
         RunResult {
             summary,

@@ -10,6 +10,7 @@ pub mod history;
 pub mod holds;
 pub mod job_rows;
 pub mod labels;
+pub mod parts;
 pub mod prompts;
 pub mod result;
 pub mod rows;

@@ -302,6 +302,10 @@ pub struct Summary {
     /// Why jobs failed, by cause, most frequent first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failures: Vec<crate::report::causes::FailureCause>,
+    /// The score's named parts (a `fields` scorer's fields, an `all`'s scorers, a judge's
+    /// criteria), each with its own figures and comparisons.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<crate::report::parts::PartFigures>,
 }
 
 /// One variant's running totals, as records arrive.
