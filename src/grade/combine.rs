@@ -231,6 +231,8 @@ mod tests {
                 how,
                 parts: vec![number.clone(), exact.clone()],
                 weights,
+                names: vec!["number".into(), "exact".into()],
+                trajectory: vec![false, false],
             };
             rt.block_on(c.score(
                 ScoreInput {
