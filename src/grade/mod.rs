@@ -174,6 +174,36 @@ fn criteria_judge(
     }))
 }
 
+/// A `judge` spec's scorer: one judge, or one per criterion of its `criteria`.
+fn judge_scorer(spec: &GradeSpec, dir: &Path) -> Result<Arc<dyn Scorer>, SpecError> {
+    let GradeSpec::Judge {
+        rubric,
+        criteria,
+        scale,
+        votes,
+        prompt,
+        labels,
+        passing_labels,
+        range,
+        pass_threshold,
+    } = spec
+    else {
+        unreachable!("judge_scorer is given judge specs only")
+    };
+    let reading = judge::Reading::of(labels, passing_labels, *range, *pass_threshold)?;
+    let prompt = prompt.as_deref().map(|p| dir.join(p));
+    let judge = |rubric: Option<String>, item: Option<usize>| {
+        judge::Judge::new(rubric, *scale, *votes, prompt.as_deref())?
+            .reading(reading.clone())
+            .map(|j| j.item(item))
+    };
+    if criteria.is_empty() {
+        Ok(Arc::new(judge(rubric.clone(), None)?))
+    } else {
+        criteria_judge(criteria, rubric.as_deref(), *scale, judge)
+    }
+}
+
 /// What the grade layer adds to a spec: the scorer it describes, and what the simulator
 /// makes of it.
 pub(crate) trait SpecExt {
@@ -198,36 +228,16 @@ impl SpecExt for GradeSpec {
             Ok(Arc::new(combine::Combined {
                 how,
                 weights,
-                parts: of.iter().map(|p| p.spec.scorer(dir)).collect::<Result<_, _>>()?,
+                parts: of
+                    .iter()
+                    .map(|p| p.spec.scorer(dir))
+                    .collect::<Result<_, _>>()?,
                 names: part_names(of),
                 trajectory: of.iter().map(|p| p.spec.reads_trajectory()).collect(),
             }))
         };
         Ok(match self {
-            GradeSpec::Judge {
-                rubric,
-                criteria,
-                scale,
-                votes,
-                prompt,
-                labels,
-                passing_labels,
-                range,
-                pass_threshold,
-            } => {
-                let reading = judge::Reading::of(labels, passing_labels, *range, *pass_threshold)?;
-                let prompt = prompt.as_deref().map(|p| dir.join(p));
-                let judge = |rubric: Option<String>, item: Option<usize>| {
-                    judge::Judge::new(rubric, *scale, *votes, prompt.as_deref())?
-                        .reading(reading.clone())
-                        .map(|j| j.item(item))
-                };
-                if criteria.is_empty() {
-                    Arc::new(judge(rubric.clone(), None)?)
-                } else {
-                    criteria_judge(criteria, rubric.as_deref(), *scale, judge)?
-                }
-            }
+            GradeSpec::Judge { .. } => judge_scorer(self, dir)?,
             GradeSpec::JsonSchema { schema } => {
                 Arc::new(structured::JsonSchema::read(schema, dir)?)
             }

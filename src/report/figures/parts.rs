@@ -37,6 +37,7 @@ pub struct PartVariant {
     pub ci_high: Option<f64>,
 }
 
+#[allow(dead_code)] // read by the part gates, which land next
 impl PartFigures {
     /// The arm's figures, by name.
     pub(crate) fn variant(&self, name: &str) -> Option<&PartVariant> {
@@ -48,6 +49,9 @@ impl PartFigures {
         self.comparisons.iter().find(|c| c.variant == name)
     }
 }
+
+/// Comparisons made together (arm, against), with the question they answer in a grid.
+pub(crate) type Families = (Vec<(usize, usize)>, Option<Family>);
 
 /// Per part, the case table behind its figures, filled as records arrive.
 #[derive(Debug, Default)]
@@ -102,7 +106,7 @@ impl PartTables {
     pub(crate) fn figures(
         mut self,
         names: &[String],
-        families: &[(Vec<(usize, usize)>, Option<Family>)],
+        families: &[Families],
         whole: &CaseTable,
         confidence: f64,
     ) -> Vec<PartFigures> {
