@@ -22,7 +22,7 @@ pub(crate) use figures::{causes, job_rows, prompts, result, rows, sequential, su
 pub use figures::{compare, labels, parts};
 pub(crate) use listeners::{progress, verbose};
 pub(crate) use render::{Asked, Output, RunReport, comparison_files, history, junit, outputs};
-pub use render::{Exporter, exporters, html, markdown};
+pub use render::{Exporter, exporters, html, markdown, terminal_text};
 pub(crate) use render::{notes::notes, table, tables, terminal};
 pub(crate) use sinks::jobs_csv;
 pub(crate) use text::interval;

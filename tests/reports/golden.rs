@@ -13,6 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use promptgauge::client::{Client, ClientConfig};
+use promptgauge::grade::Shape;
+use promptgauge::mock::answers::{Hint, Oracle};
 use promptgauge::mock::memory::MemoryTransport;
 use promptgauge::mock::{Faults, MockConfig, Provider, RetryAfter};
 use promptgauge::report::{
@@ -34,10 +36,16 @@ struct Setup {
     repeats: u32,
     mock: MockConfig,
     client: fn(&mut ClientConfig),
+    /// Also pin what the terminal prints (unlimited and at 80 columns).
+    terminal: bool,
+    /// Tell the simulator each job's case, as `promptgauge run` does, so it answers a bench
+    /// of any shape (JSON for `fields`) rather than only the example's.
+    oracle: bool,
 }
 
 /// Runs a bench on the simulator in memory, on tokio's paused clock, and writes every
-/// report into `out`: summary.json/csv/md, report.html, junit.xml.
+/// report into `out`: summary.json/csv/md, report.html, junit.xml (and, when the setup
+/// asks, the terminal's text).
 async fn run_and_report(setup: &Setup, out: &Path) {
     let mut bench = Bench::load(&setup.bench).unwrap();
     bench.repeats = setup.repeats;
@@ -47,7 +55,11 @@ async fn run_and_report(setup: &Setup, out: &Path) {
     let jobs = Plan::new(bench.cases.len(), &variants, bench.repeats).jobs;
     let planned = jobs.len();
 
-    let provider = Arc::new(Provider::new(setup.mock.clone()));
+    let mut mock = setup.mock.clone();
+    if setup.oracle {
+        mock.oracle = Some(oracle(&bench, &jobs, &format!("golden-{}", setup.name)));
+    }
+    let provider = Arc::new(Provider::new(mock));
     let mut config = ClientConfig::new("http://simulator/v1", "mock-model");
     config.limits.concurrency = bench.limits.concurrency;
     config.limits.max_attempts = bench.limits.max_attempts;
@@ -142,7 +154,7 @@ async fn run_and_report(setup: &Setup, out: &Path) {
     .await;
     assert!(tally.journal_error.is_none());
     drop(journal);
-    write(out, "", live.finish(), &record);
+    write(out, "", live.finish(), &record, setup.terminal);
 
     // Replayed, as `report DIR` does: every file the same.
     let mut replayed = aggregator(false);
@@ -150,8 +162,8 @@ async fn run_and_report(setup: &Setup, out: &Path) {
         .replay(&record.plan_keys(), |r| replayed.add(&r))
         .unwrap();
     replayed.figures().note_audit(&audit);
-    write(out, "replayed-", replayed.finish(), &record);
-    for f in FILES {
+    write(out, "replayed-", replayed.finish(), &record, setup.terminal);
+    for f in files(setup) {
         assert_eq!(
             std::fs::read_to_string(out.join(f)).unwrap(),
             std::fs::read_to_string(out.join(format!("replayed-{f}"))).unwrap(),
@@ -160,9 +172,35 @@ async fn run_and_report(setup: &Setup, out: &Path) {
     }
 }
 
+/// The case behind each job's idempotency key (`pg-RUN-INDEX…`), answered as JSON.
+fn oracle(bench: &Arc<Bench>, jobs: &[promptgauge::suite::plan::Job], run_id: &str) -> Oracle {
+    let case_of: std::collections::HashMap<usize, usize> =
+        jobs.iter().map(|j| (j.index, j.case)).collect();
+    let prefix = format!("pg-{run_id}-");
+    let bench = bench.clone();
+    Oracle(Arc::new(move |key: &str| {
+        let index: usize = key.strip_prefix(&prefix)?.split('-').next()?.parse().ok()?;
+        let case = bench.cases.get(*case_of.get(&index)?)?;
+        Some(Hint {
+            case: case.id.clone(),
+            expected: case.expected.clone(),
+            expected_json: case.expected_json.clone(),
+            shape: Shape::Json,
+            others: Arc::new(Vec::new()),
+            files: 0,
+            tool_script: Vec::new(),
+        })
+    }))
+}
+
 /// Renders every report of a result into `out`, each file name after `prefix`.
-fn write(out: &Path, prefix: &str, mut result: RunResult, record: &RunRecord) {
+fn write(out: &Path, prefix: &str, mut result: RunResult, record: &RunRecord, terminal: bool) {
     let file = |name: &str| out.join(format!("{prefix}{name}"));
+    if terminal {
+        for (name, width) in TERMINAL {
+            std::fs::write(file(name), report::terminal_text(&result.summary, width)).unwrap();
+        }
+    }
     for exporter in report::exporters() {
         std::fs::write(
             file(exporter.file_name()),
@@ -237,18 +275,31 @@ const FILES: [&str; 6] = [
     "junit.xml",
 ];
 
+/// The terminal's text, unlimited and at 80 columns.
+const TERMINAL: [(&str, Option<usize>); 2] =
+    [("terminal.txt", None), ("terminal-80.txt", Some(80))];
+
+/// The files a setup pins.
+fn files(setup: &Setup) -> Vec<&'static str> {
+    let mut files = FILES.to_vec();
+    if setup.terminal {
+        files.extend(TERMINAL.iter().map(|(name, _)| *name));
+    }
+    files
+}
+
 async fn check(setup: Setup) {
     let tmp = tempfile::tempdir().unwrap();
     run_and_report(&setup, tmp.path()).await;
     let golden = repo().join("tests/golden").join(setup.name);
     if std::env::var("GOLDEN").as_deref() == Ok("write") {
         std::fs::create_dir_all(&golden).unwrap();
-        for f in FILES {
+        for f in files(&setup) {
             std::fs::copy(tmp.path().join(f), golden.join(f)).unwrap();
         }
         return;
     }
-    for f in FILES {
+    for f in files(&setup) {
         let want = std::fs::read_to_string(golden.join(f))
             .unwrap_or_else(|e| panic!("{}: {e}", golden.join(f).display()));
         let got = std::fs::read_to_string(tmp.path().join(f)).unwrap();
@@ -277,6 +328,8 @@ async fn the_example_bench_reports_match_their_golden_files() {
         repeats: 1,
         mock: promptgauge::mock::MockConfig::demo(),
         client: |_| {},
+        terminal: false,
+        oracle: false,
     })
     .await;
 }
@@ -338,6 +391,68 @@ async fn a_2000_job_run_under_faults_reports_match_their_golden_files() {
             c.limits.first_token_timeout = Duration::from_secs(5);
             c.limits.idle_timeout = Duration::from_secs(2);
         },
+        terminal: false,
+        oracle: false,
+    })
+    .await;
+}
+
+/// A triage bench graded field by field (`fields`), whose parts are the fields: 120 tickets,
+/// each answer a category, a priority and two labels (a list, so its part is a share, not
+/// 0 or 1), and three variants of different accuracy.
+fn parts_bench() -> PathBuf {
+    let dir = repo().join("target/golden-parts");
+    std::fs::create_dir_all(&dir).unwrap();
+    let categories = ["billing", "login", "bug", "feature"];
+    let priorities = ["low", "normal", "high"];
+    let labels = ["refund", "mobile", "web", "api", "urgent"];
+    let lines: String = (1..=120)
+        .map(|i| {
+            let expected = serde_json::json!({
+                "category": categories[i % 4],
+                "priority": priorities[i % 3],
+                "labels": [labels[i % 5], labels[(i + 2) % 5]],
+            });
+            let case = serde_json::json!({
+                "id": format!("ticket-{i:03}"),
+                "vars": {"ticket": format!("Ticket {i}: something about {} ({})", categories[i % 4], priorities[i % 3])},
+                "expected": expected,
+            });
+            format!("{case}\n")
+        })
+        .collect();
+    std::fs::write(dir.join("cases.jsonl"), lines).unwrap();
+    std::fs::write(dir.join("plain.txt"), "Triage as JSON: {{ ticket }}").unwrap();
+    std::fs::write(
+        dir.join("careful.yaml"),
+        "name: careful\nmessages:\n  - { role: system, content: \"Think step by step, then answer as JSON.\" }\n  - { role: user, content: \"{{ ticket }}\" }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("hasty.yaml"),
+        "name: hasty\nmessages:\n  - { role: system, content: \"Answer as JSON (simulated accuracy 40%).\" }\n  - { role: user, content: \"{{ ticket }}\" }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("triage.yaml"),
+        "name: triage\ncases: cases.jsonl\nvariants: [plain.txt, careful.yaml, hasty.yaml]\ngrade: { kind: fields }\nparams: { temperature: 0, max_tokens: 100, response_format: { type: json_object } }\n",
+    )
+    .unwrap();
+    dir.join("triage.yaml")
+}
+
+/// A score with parts: summary.md and report.html show each part's figures and verdicts,
+/// and so, compactly, does the terminal (at 80 columns too).
+#[tokio::test(start_paused = true)]
+async fn a_bench_with_parts_reports_match_their_golden_files() {
+    check(Setup {
+        name: "parts",
+        bench: parts_bench(),
+        repeats: 1,
+        mock: MockConfig::default(),
+        client: |_| {},
+        terminal: true,
+        oracle: true,
     })
     .await;
 }

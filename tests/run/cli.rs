@@ -2330,6 +2330,85 @@ fn a_grid_fits_a_real_80_or_100_column_terminal() {
     }
 }
 
+/// A score with parts in a real terminal: a `fields` bench of four variants, whose parts
+/// (each field, a list's items together) get a row each with every variant's figure, and
+/// every line fits 80 and 100 columns.
+#[cfg(unix)]
+#[test]
+fn a_bench_with_parts_fits_a_real_80_or_100_column_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lines: String = (1..=100)
+        .map(|i| {
+            let (category, country) = [("billing", "DE"), ("login", "US"), ("bug", "FR")][i % 3];
+            let (priority, label) = [("low", "web"), ("high", "api")][i % 2];
+            let case = serde_json::json!({
+                "id": format!("t-{i:02}"),
+                "vars": {"ticket": format!("ticket {i}")},
+                "expected": {
+                    "category": category,
+                    "priority": priority,
+                    "customer": {"country_code": country},
+                    "labels": ["refund", label],
+                },
+            });
+            format!("{case}\n")
+        })
+        .collect();
+    std::fs::write(d.join("cases.jsonl"), lines).unwrap();
+    let prompts = [
+        ("plain", "Triage as JSON."),
+        ("step-by-step", "Think step by step, then answer as JSON."),
+        (
+            "few-shot-examples",
+            "Answer as JSON (simulated accuracy 50%).",
+        ),
+        ("terse", "JSON only (simulated accuracy 85%)."),
+    ];
+    for (name, system) in prompts {
+        std::fs::write(
+            d.join(format!("{name}.yaml")),
+            format!("name: {name}\nmessages:\n  - {{ role: system, content: \"{system}\" }}\n  - {{ role: user, content: \"{{{{ ticket }}}}\" }}\n"),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        d.join("bench.yaml"),
+        "name: triage\ncases: cases.jsonl\nvariants: [plain.yaml, step-by-step.yaml, few-shot-examples.yaml, terse.yaml]\ngrade: { kind: fields }\nparams: { temperature: 0, max_tokens: 100, response_format: { type: json_object } }\n",
+    )
+    .unwrap();
+    for columns in [80usize, 100] {
+        let (code, lines) = in_a_terminal(columns, d, &["run", "bench.yaml", "--no-store"]);
+        assert_eq!(code, Some(0), "{lines:#?}");
+        let over: Vec<&String> = lines
+            .iter()
+            .filter(|l| l.chars().count() > columns)
+            .collect();
+        assert!(over.is_empty(), "at {columns} columns: {over:#?}");
+        let text = lines.join("\n");
+        assert!(
+            text.contains("Parts (per-part figures of the same answers)"),
+            "{columns}:\n{text}"
+        );
+        // Each part a row of its own, every variant's figure on it, none broken.
+        for part in ["category", "priority", "customer.country_code", "labels[]"] {
+            let row = lines
+                .iter()
+                .find(|l| {
+                    l.split('│')
+                        .nth(1)
+                        .is_some_and(|c| c.trim().starts_with(part))
+                })
+                .unwrap_or_else(|| panic!("{columns}: no row for {part}:\n{text}"));
+            assert_eq!(row.matches('%').count(), 4, "{columns}: {row}\n{text}");
+        }
+        assert!(
+            lines.iter().any(|l| l.starts_with('│') && l.contains('▼')),
+            "a worse variant is marked:\n{text}"
+        );
+    }
+}
+
 /// A batched run in a real terminal: the live line shows the batches' state and requests
 /// done, and every line fits 80 and 100 columns.
 #[cfg(unix)]

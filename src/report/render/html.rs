@@ -889,6 +889,28 @@ fn figures(b: &mut String, s: &crate::report::Summary, conf: f64, names: &[&str]
     }
 
     comparisons(b, s, names);
+    parts(b, s);
+}
+
+/// Each named part's figures per variant and its verdicts against the baseline.
+fn parts(b: &mut String, s: &crate::report::Summary) {
+    if s.parts.is_empty() {
+        return;
+    }
+    let _ = write!(
+        b,
+        "<h2>Parts</h2><p class=\"muted\">{}",
+        esc(&super::notes::parts_intro(s))
+    );
+    if let Some(line) = super::notes::parts_sequential(s) {
+        let _ = write!(b, " {}", esc(&line));
+    }
+    b.push_str("</p>");
+    b.push_str(&tables::parts(s).html());
+    let comparisons = s.parts.iter().flat_map(|p| &p.comparisons);
+    if let Some(note) = crate::report::compare::levels_note(comparisons, s.run.confidence) {
+        let _ = write!(b, "<p class=\"muted\">{}</p>", esc(&note));
+    }
 }
 
 /// The verdicts (each variant against the baseline; a grid's per axis), the levels and what

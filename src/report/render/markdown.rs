@@ -122,6 +122,27 @@ fn figures(out: &mut String, s: &Summary) {
     if let Some(d) = &s.detectable {
         out.push_str(&format!("\n{}\n", d.sentence(s.run.confidence)));
     }
+    parts(out, s);
+}
+
+/// Each named part's figures per variant and its verdicts against the baseline.
+fn parts(out: &mut String, s: &Summary) {
+    if s.parts.is_empty() {
+        return;
+    }
+    out.push_str(&format!(
+        "\n### Parts\n\n{}",
+        md_text(&super::notes::parts_intro(s))
+    ));
+    if let Some(line) = super::notes::parts_sequential(s) {
+        out.push_str(&format!(" {}", md_text(&line)));
+    }
+    out.push_str("\n\n");
+    out.push_str(&tables::parts(s).markdown());
+    let comparisons = s.parts.iter().flat_map(|p| &p.comparisons);
+    if let Some(note) = crate::report::compare::levels_note(comparisons, s.run.confidence) {
+        out.push_str(&format!("\n{note}\n"));
+    }
 }
 
 /// Why jobs failed, the judge, the replicas and the tags.

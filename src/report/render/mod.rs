@@ -20,6 +20,7 @@ mod terminal_table;
 
 pub use output::Exporter;
 pub(crate) use output::{Output, RunReport, write};
+pub use terminal::render_at as terminal_text;
 pub(crate) use terminal_table::TerminalTable;
 
 /// Every summary format written into a run folder.

@@ -41,6 +41,31 @@ pub(crate) fn notes(summary: &Summary) -> Vec<String> {
     notes
 }
 
+/// What the parts' figures are, said above their table: the same answers, per part, and
+/// against what each arm is compared.
+pub(crate) fn parts_intro(summary: &Summary) -> String {
+    let conf = (summary.run.confidence * 100.0).round();
+    let against = if summary.is_grid() {
+        "each cell against the cells it is compared with on each axis".to_string()
+    } else {
+        let baseline = summary
+            .variants
+            .first()
+            .map_or("the baseline", |v| v.name.as_str());
+        format!("each variant against {baseline}")
+    };
+    format!(
+        "Per-part figures of the same answers: each part's accuracy (its mean score when the part is not scored 0 or 1) per variant with its {conf}% interval, and {against}, paired by case, Holm within each part."
+    )
+}
+
+/// With `--until-decided` or `--best`, what the parts' verdicts are not.
+pub(crate) fn parts_sequential(summary: &Summary) -> Option<String> {
+    (summary.sequential.is_some() || summary.searched()).then(|| {
+        "These part verdicts are fixed-sample tests on the cases measured, descriptions only: when to stop was decided on the whole score.".to_string()
+    })
+}
+
 /// What the run was: simulated, stopped early, incomplete; answers cut at max_tokens,
 /// or in which the scorer found nothing.
 fn run_notes(summary: &Summary, notes: &mut Vec<String>) {

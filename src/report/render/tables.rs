@@ -4,6 +4,7 @@
 
 use crate::report::compare::{Axis, Comparison, RunComparison, Verdict, ci_header};
 use crate::report::history::{History, short_time, source_label, step_cell};
+use crate::report::parts::PartFigures;
 use crate::report::rows::RunRow;
 use crate::report::table::{Cell, Column, Row, Syntax, Table};
 use crate::report::{Summary, interval, millis, pct, usd};
@@ -339,6 +340,137 @@ pub(crate) fn by_tag_across(s: &Summary, with_interval: bool) -> Table {
                 )
             } else {
                 format!("{} n={}", pct(sl.accuracy), sl.n)
+            })
+        }));
+        t.push(Row::new(cells));
+    }
+    t
+}
+
+/// What a part's figure is: accuracy when every score of the part was 0 or 1, else the
+/// mean score.
+fn part_measure(p: &PartFigures) -> &'static str {
+    if p.binary { "accuracy" } else { "mean score" }
+}
+
+/// What the parts' figure column is headed, and whether each part must say its own (some
+/// parts are scored 0 or 1, others not).
+pub(crate) fn parts_measure(s: &Summary) -> (&'static str, bool) {
+    let binary = s.parts.iter().filter(|p| p.binary).count();
+    if binary == s.parts.len() {
+        ("accuracy", false)
+    } else if binary == 0 {
+        ("mean score", false)
+    } else {
+        ("accuracy or mean score", true)
+    }
+}
+
+/// Each named part's figure per arm — accuracy for a part scored 0 or 1, the mean score
+/// otherwise — with its interval and count, and each arm against its baseline paired by
+/// case: the difference, its interval, the Holm-adjusted p and the verdict (Holm within
+/// each part). A row per part and arm; in a grid a row per comparison (an arm is compared
+/// on both axes), against what in a column of its own.
+pub(crate) fn parts(s: &Summary) -> Table {
+    let conf = (s.run.confidence * 100.0).round();
+    let grid = s.is_grid();
+    let (measure, mixed) = parts_measure(s);
+    let mut columns = vec![Column::left("part"), Column::left("variant")];
+    if grid {
+        columns.push(Column::left("against"));
+    }
+    columns.extend([
+        Column::right(measure),
+        Column::right(format!("{conf}% CI")).called(Syntax::Html, "interval"),
+        Column::right("n"),
+        Column::right("difference"),
+        Column::right(ci_header(
+            s.parts.iter().flat_map(|p| &p.comparisons),
+            s.run.confidence,
+        )),
+        Column::right("p (Holm)").drop(3),
+        Column::left("verdict"),
+    ]);
+    let mut t = Table::new("parts", columns);
+    for p in &s.parts {
+        for (k, v) in p.variants.iter().enumerate() {
+            let against: Vec<&Comparison> = p
+                .comparisons
+                .iter()
+                .filter(|c| c.variant == v.name)
+                .collect();
+            let shown: Vec<Option<&Comparison>> = if against.is_empty() {
+                vec![None]
+            } else {
+                against.into_iter().map(Some).collect()
+            };
+            for (j, c) in shown.into_iter().enumerate() {
+                let first_of_part = k == 0 && j == 0;
+                let mut part = Cell::text(if first_of_part { p.name.as_str() } else { "" });
+                if first_of_part && mixed {
+                    part = part.aside(Some(part_measure(p)));
+                }
+                let mut cells = vec![
+                    part,
+                    Cell::text(if j == 0 { v.name.as_str() } else { "" })
+                        .aside((j == 0 && k == 0).then_some("baseline")),
+                ];
+                if grid {
+                    cells.push(Cell::text(c.map_or("", |c| c.against.as_str())));
+                }
+                let figure = |text: String| Cell::figure(if j == 0 { text } else { String::new() });
+                cells.extend([
+                    figure(pct(v.mean)),
+                    figure(interval(v.ci_low, v.ci_high)),
+                    figure(v.n.to_string()),
+                ]);
+                match c {
+                    Some(c) => {
+                        let [.., difference, ci, p_holm, verdict] = c.cells();
+                        cells.extend([
+                            Cell::figure(difference),
+                            Cell::figure(ci),
+                            Cell::figure(p_holm),
+                            Cell::figure(verdict).strong().class(verdict_class(c)),
+                        ]);
+                    }
+                    None => cells.extend((0..4).map(|_| Cell::figure(""))),
+                }
+                t.push(
+                    Row::new(cells)
+                        .data("data-part", &p.name)
+                        .data("data-variant", &v.name),
+                );
+            }
+        }
+    }
+    t
+}
+
+/// The parts for a terminal: a row per part and a column per arm, each figure with (when
+/// `with_interval`) its interval, and ▲/▼ where the arm is significantly better/worse than
+/// its baseline (in a grid, the baseline variant at its endpoint).
+pub(crate) fn parts_across(s: &Summary, with_interval: bool) -> Table {
+    let (_, mixed) = parts_measure(s);
+    let mut columns = vec![Column::left("part")];
+    columns.extend(s.variants.iter().map(|v| Column::left(v.name.clone())));
+    let mut t = Table::new("parts", columns);
+    for p in &s.parts {
+        let part = Cell::text(&p.name).aside((mixed && !p.binary).then_some("mean score"));
+        let mut cells = vec![part];
+        cells.extend(s.variants.iter().map(|arm| {
+            let Some(v) = p.variant(&arm.name) else {
+                return Cell::figure("–");
+            };
+            let mark = match p.comparison(&arm.name).map(|c| c.verdict) {
+                Some(Verdict::Better) => " ▲",
+                Some(Verdict::Worse) => " ▼",
+                _ => "",
+            };
+            Cell::figure(if with_interval {
+                format!("{} {}{mark}", pct(v.mean), interval(v.ci_low, v.ci_high))
+            } else {
+                format!("{}{mark}", pct(v.mean))
             })
         }));
         t.push(Row::new(cells));
@@ -698,4 +830,123 @@ fn named(figures: &[&str]) -> Vec<Column> {
     std::iter::once(Column::left("variant"))
         .chain(figures.iter().map(|&h| Column::right(h)))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Exporter;
+
+    /// The golden run with parts (tests/golden/parts): a `fields` bench of three variants.
+    fn with_parts() -> Summary {
+        serde_json::from_str(include_str!("../../../tests/golden/parts/summary.json"))
+            .expect("the golden summary reads")
+    }
+
+    #[test]
+    fn part_names_are_data_and_render_literally() {
+        let mut s = with_parts();
+        s.parts[0].name = "<b>x</b>|*y* @octocat".into();
+        let md = parts(&s).markdown();
+        assert!(
+            md.contains("| &lt;b&gt;x&lt;/b&gt;\\|\\*y\\* @\u{200b}octocat (accuracy) |"),
+            "{md}"
+        );
+        assert!(!md.contains("<b>"), "{md}");
+        let html = parts(&s).html();
+        assert!(
+            html.contains("data-part=\"&lt;b&gt;x&lt;/b&gt;|*y* @octocat\""),
+            "{html}"
+        );
+        assert!(!html.contains("<b>x"), "{html}");
+    }
+
+    #[test]
+    fn each_part_says_its_measure_only_when_the_parts_differ() {
+        let mut s = with_parts();
+        assert!(parts(&s).markdown().starts_with(
+            "| part | variant | accuracy or mean score | 95% CI | n | difference | CI (Holm) | p (Holm) | verdict |"
+        ));
+        s.parts.retain(|p| p.binary);
+        let md = parts(&s).markdown();
+        assert!(
+            md.starts_with("| part | variant | accuracy | 95% CI |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| category | plain (baseline) | 96.7% |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("|  | hasty | 81.7% | [73.8, 87.6] | 120 | -15.0 | [-23.7, -5.2] | <0.001 | **worse** |"),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn in_a_grid_each_comparison_is_a_row_saying_what_it_is_against() {
+        let mut s = with_parts();
+        s.run.endpoints = vec![s.run.provider.clone(), s.run.provider.clone()];
+        let part = &mut s.parts[0];
+        for (v, name) in part
+            .variants
+            .iter_mut()
+            .zip(["a/plain", "a/careful", "b/plain"])
+        {
+            v.name = name.into();
+        }
+        let mut by_model = part.comparisons[1].clone();
+        (by_model.variant, by_model.against) = ("b/plain".into(), "a/plain".into());
+        part.comparisons[0].variant = "a/careful".into();
+        part.comparisons[0].against = "a/plain".into();
+        let mut twice = part.comparisons[0].clone();
+        twice.against = "b/careful".into();
+        part.comparisons = vec![part.comparisons[0].clone(), twice, by_model];
+        s.parts.truncate(1);
+        let md = parts(&s).markdown();
+        let rows: Vec<&str> = md.lines().skip(2).collect();
+        assert_eq!(rows.len(), 4, "{md}");
+        assert!(
+            rows[0].starts_with("| category | a/plain (baseline) |  | 96.7% |"),
+            "{md}"
+        );
+        assert!(
+            rows[1].starts_with("|  | a/careful | a/plain | 100.0% |"),
+            "{md}"
+        );
+        assert!(
+            rows[2].starts_with("|  |  | b/careful |  |  |  | +3.3 |"),
+            "{md}"
+        );
+        assert!(
+            rows[3].starts_with("|  | b/plain | a/plain | 81.7% |"),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn summary_md_has_a_parts_section_that_says_when_its_verdicts_are_descriptions() {
+        let mut s = with_parts();
+        let md = crate::report::markdown::Markdown.render(&s).unwrap();
+        assert!(
+            md.contains("\n### Parts\n\nPer-part figures of the same answers"),
+            "{md}"
+        );
+        assert!(!md.contains("fixed-sample"), "{md}");
+        s.sequential = Some(
+            serde_json::from_value(serde_json::json!({
+                "detect": 5.0, "power": 0.8, "min_cases": 20, "max_cases": 120, "seed": 1,
+                "variants": [], "jobs_not_needed": 0
+            }))
+            .unwrap(),
+        );
+        let md = crate::report::markdown::Markdown.render(&s).unwrap();
+        assert!(
+            md.contains("These part verdicts are fixed-sample tests on the cases measured, descriptions only: when to stop was decided on the whole score."),
+            "{md}"
+        );
+        s.parts.clear();
+        let md = crate::report::markdown::Markdown.render(&s).unwrap();
+        assert!(!md.contains("Parts"), "{md}");
+    }
 }

@@ -143,8 +143,9 @@ pub(crate) fn render(s: &Summary) -> String {
     render_at(s, width())
 }
 
-/// [`render`] at a given width (`None`: no limit).
-pub(crate) fn render_at(s: &Summary, width: Option<usize>) -> String {
+/// [`render`] at a given width (`None`: no limit): what `run` prints at the end, for a
+/// test to pin.
+pub fn render_at(s: &Summary, width: Option<usize>) -> String {
     let mut out = headline(s, width);
     comparisons(&mut out, s, width);
     if let Some(note) = crate::report::compare::levels_note(&s.comparisons, s.run.confidence) {
@@ -153,6 +154,10 @@ pub(crate) fn render_at(s: &Summary, width: Option<usize>) -> String {
     }
     if let Some(d) = &s.detectable {
         out.push_str(&d.sentence(s.run.confidence));
+        out.push('\n');
+    }
+    if !s.parts.is_empty() {
+        out.push_str(&parts_table(s, width));
         out.push('\n');
     }
     if !s.slices.is_empty() {
@@ -290,6 +295,48 @@ fn slice_table(s: &Summary, width: Option<usize>) -> String {
         Some(w) if widest_line(&full) > w => tables::by_tag_across(s, false).terminal(Some(w)),
         _ => full,
     }
+}
+
+/// Each named part's figures, a column per variant, marked where a variant is
+/// significantly better or worse than its baseline: with intervals when they fit.
+fn parts_table(s: &Summary, width: Option<usize>) -> String {
+    let against = if s.is_grid() {
+        "the baseline variant at its endpoint (the baseline variant's cells: than it at the baseline endpoint; summary.md has both axes)".to_string()
+    } else {
+        let baseline = s
+            .variants
+            .first()
+            .map_or("the baseline", |v| v.name.as_str());
+        format!("{baseline} (paired by case, Holm within each part)")
+    };
+    let full = tables::parts_across(s, true).terminal(None);
+    let (table, intervals) = match width {
+        Some(w) if widest_line(&full) > w => (
+            tables::parts_across(s, false).terminal(Some(w)),
+            "intervals in summary.md".to_string(),
+        ),
+        _ => (
+            full,
+            format!("{}% intervals", (s.run.confidence * 100.0).round()),
+        ),
+    };
+    let measure = match tables::parts_measure(s) {
+        (_, true) => "accuracy (mean score where marked so)",
+        (measure, false) => measure,
+    };
+    let marks = if s.parts.iter().any(|p| !p.comparisons.is_empty()) {
+        format!("; ▲/▼ significantly better/worse than {against}")
+    } else {
+        String::new()
+    };
+    let mut out =
+        format!("Parts (per-part figures of the same answers): {measure}, {intervals}{marks}.\n");
+    if let Some(line) = super::notes::parts_sequential(s) {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out.push_str(&table);
+    out
 }
 
 /// Renders `promptgauge compare` for a terminal.
