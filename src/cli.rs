@@ -241,6 +241,12 @@ pub struct HistoryArgs {
     /// compared with.
     #[arg(long)]
     pub all: bool,
+    /// Show one named part of the score over time instead of the whole score: a `fields`
+    /// key (`category`), a scorer of `all`/`any`/`mean` (its `name:`, else its kind), a
+    /// judge's criterion. Each run's mean of that part per variant, with its interval;
+    /// without --part, `history` lists the parts its runs have.
+    #[arg(long, value_name = "NAME")]
+    pub part: Option<String>,
 }
 
 /// `runs`.

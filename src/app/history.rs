@@ -83,6 +83,27 @@ pub async fn history(args: &HistoryArgs, env: &Env) -> Result<Exit, Failure> {
     .await;
     store.close().await;
     let (h, several) = built?;
+    let h = match &args.part {
+        None => h,
+        Some(name) => {
+            let known = h.parts.clone();
+            let bench = h.bench.clone();
+            h.of_part(name).ok_or_else(|| {
+                let fix = if known.is_empty() {
+                    "a part is a `fields` key, a scorer of `all`/`any`/`mean` (named by `name:` or its kind) or a judge's criterion: this bench's runs in the store have none".to_string()
+                } else {
+                    format!(
+                        "name one of the parts its runs have: {}",
+                        known.join(", ")
+                    )
+                };
+                UsageError::with_fix(
+                    format!("no run of bench `{bench}` has a part named `{name}`"),
+                    fix,
+                )
+            })?
+        }
+    };
     if h.runs.is_empty() {
         if args.json {
             out!("{}", serde_json::to_string_pretty(&h).before_send()?);
@@ -103,23 +124,36 @@ pub async fn history(args: &HistoryArgs, env: &Env) -> Result<Exit, Failure> {
     if args.json {
         let text = serde_json::to_string_pretty(&h).before_send()?;
         out!("{text}");
+    } else if h.part.is_some() {
+        out!("{}", history::render_part(&h));
     } else {
         out!("{}", crate::report::terminal::render_history(&h));
+        if !h.parts.is_empty() {
+            note!(
+                "parts of the score: {} (add --part NAME to see one over time)",
+                h.parts.join(", ")
+            );
+        }
     }
+    // One page per bench when the store holds several; a part's beside the whole score's,
+    // never over it.
+    let name = format!(
+        "history{}{}.html",
+        if several {
+            format!("-{}", file_safe(&h.bench))
+        } else {
+            String::new()
+        },
+        h.part
+            .as_deref()
+            .map_or(String::new(), |p| format!("-part-{}", file_safe(p)))
+    );
     let html = match &args.html {
         Some(p) => p.clone(),
-        None => {
-            // One page per bench when the store holds several.
-            let name = if several {
-                format!("history-{}.html", file_safe(&h.bench))
-            } else {
-                "history.html".to_string()
-            };
-            match location.file() {
-                Some(file) => file.with_file_name(name),
-                None => Path::new(REPORTS).join(name),
-            }
-        }
+        None => match location.file() {
+            Some(file) => file.with_file_name(name),
+            None => Path::new(REPORTS).join(name),
+        },
     };
     let folder = html
         .parent()
@@ -152,6 +186,7 @@ pub(super) async fn history_of(
     f.whole = true;
     let runs = store.runs(&f).await.before_send()?;
     let mut variants = store.variants(&f).await.before_send()?;
+    let mut parts = store.parts(&f).await.before_send()?;
     // Run by run: only the runs a step starts from keep their job rows.
     let mut history = history::Builder::new(bench);
     for run in runs {
@@ -163,7 +198,8 @@ pub(super) async fn history_of(
             .jobs_each(&run.run_id, |row| jobs.add(row))
             .await
             .before_send()?;
-        history.push(run, rows, jobs);
+        let run_parts = parts.remove(&run.run_id).unwrap_or_default();
+        history.push(run, rows, run_parts, jobs);
     }
     Ok(history.finish())
 }
