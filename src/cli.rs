@@ -234,7 +234,7 @@ pub struct HistoryArgs {
     #[arg(long)]
     pub json: bool,
     /// Where to write history.html [default: history.html beside a SQLite store, else
-    /// reports/history.html].
+    /// reports/history.html; with --part NAME, history-part-NAME.html there].
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
     /// Include incomplete runs (interrupted, stopped, with failed jobs); they are never
