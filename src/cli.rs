@@ -234,13 +234,19 @@ pub struct HistoryArgs {
     #[arg(long)]
     pub json: bool,
     /// Where to write history.html [default: history.html beside a SQLite store, else
-    /// reports/history.html].
+    /// reports/history.html; with --part NAME, history-part-NAME.html there].
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
     /// Include incomplete runs (interrupted, stopped, with failed jobs); they are never
     /// compared with.
     #[arg(long)]
     pub all: bool,
+    /// Show one named part of the score over time instead of the whole score: a `fields`
+    /// key (`category`), a scorer of `all`/`any`/`mean` (its `name:`, else its kind), a
+    /// judge's criterion. Each run's mean of that part per variant, with its interval;
+    /// without --part, `history` lists the parts its runs have.
+    #[arg(long, value_name = "NAME")]
+    pub part: Option<String>,
 }
 
 /// `runs`.

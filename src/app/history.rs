@@ -83,6 +83,10 @@ pub async fn history(args: &HistoryArgs, env: &Env) -> Result<Exit, Failure> {
     .await;
     store.close().await;
     let (h, several) = built?;
+    let h = match &args.part {
+        None => h,
+        Some(name) => one_part(h, name)?,
+    };
     if h.runs.is_empty() {
         if args.json {
             out!("{}", serde_json::to_string_pretty(&h).before_send()?);
@@ -103,24 +107,66 @@ pub async fn history(args: &HistoryArgs, env: &Env) -> Result<Exit, Failure> {
     if args.json {
         let text = serde_json::to_string_pretty(&h).before_send()?;
         out!("{text}");
+    } else if h.part.is_some() {
+        out!("{}", history::render_part(&h));
     } else {
         out!("{}", crate::report::terminal::render_history(&h));
+        if !h.parts.is_empty() {
+            note!(
+                "parts of the score: {} (add --part NAME to see one over time)",
+                h.parts.join(", ")
+            );
+        }
     }
     let html = match &args.html {
         Some(p) => p.clone(),
         None => {
-            // One page per bench when the store holds several.
-            let name = if several {
-                format!("history-{}.html", file_safe(&h.bench))
-            } else {
-                "history.html".to_string()
-            };
+            let name = page_name(&h, several);
             match location.file() {
                 Some(file) => file.with_file_name(name),
                 None => Path::new(REPORTS).join(name),
             }
         }
     };
+    write_page(&h, &html)?;
+    Ok(Exit::Success)
+}
+
+/// `history --part NAME`: the history of that part, or why not (no run has it: the
+/// parts there are, or what a part is when there are none).
+fn one_part(h: history::History, name: &str) -> Result<history::History, UsageError> {
+    let known = h.parts.clone();
+    let bench = h.bench.clone();
+    h.of_part(name).ok_or_else(|| {
+        let fix = if known.is_empty() {
+            "a part is a `fields` key, a scorer of `all`/`any`/`mean` (named by `name:` or its kind) or a judge's criterion: this bench's runs in the store have none".to_string()
+        } else {
+            format!("name one of the parts its runs have: {}", known.join(", "))
+        };
+        UsageError::with_fix(
+            format!("no run of bench `{bench}` has a part named `{name}`"),
+            fix,
+        )
+    })
+}
+
+/// history.html's name beside the store: one page per bench when the store holds several,
+/// and a part's page beside the whole score's, never over it.
+fn page_name(h: &history::History, several: bool) -> String {
+    let bench = if several {
+        format!("-{}", file_safe(&h.bench))
+    } else {
+        String::new()
+    };
+    let part = h
+        .part
+        .as_deref()
+        .map_or(String::new(), |p| format!("-part-{}", file_safe(p)));
+    format!("history{bench}{part}.html")
+}
+
+/// Writes history.html at `html`, each run linked to its report.html where it is.
+fn write_page(h: &history::History, html: &Path) -> Result<(), Failure> {
     let folder = html
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -135,11 +181,11 @@ pub async fn history(args: &HistoryArgs, env: &Env) -> Result<Exit, Failure> {
             .with_context(|| format!("cannot create {}", dir.display()))
             .before_send()?;
     }
-    crate::files::write_atomically(&html, history::render_html(&h, &link))
+    crate::files::write_atomically(html, history::render_html(h, &link))
         .with_context(|| format!("cannot write {}", html.display()))
         .before_send()?;
     note!("history.html: {}", html.display());
-    Ok(Exit::Success)
+    Ok(())
 }
 
 /// The history of `bench`'s runs that pass `f` (shards left out: their merge stands for
@@ -152,6 +198,7 @@ pub(super) async fn history_of(
     f.whole = true;
     let runs = store.runs(&f).await.before_send()?;
     let mut variants = store.variants(&f).await.before_send()?;
+    let mut parts = store.parts(&f).await.before_send()?;
     // Run by run: only the runs a step starts from keep their job rows.
     let mut history = history::Builder::new(bench);
     for run in runs {
@@ -163,7 +210,8 @@ pub(super) async fn history_of(
             .jobs_each(&run.run_id, |row| jobs.add(row))
             .await
             .before_send()?;
-        history.push(run, rows, jobs);
+        let run_parts = parts.remove(&run.run_id).unwrap_or_default();
+        history.push(run, rows, run_parts, jobs);
     }
     Ok(history.finish())
 }

@@ -25,7 +25,7 @@ use sqlx::{AssertSqlSafe, ConnectOptions, Row};
 pub use crate::report::job_rows::{JobRow, JobRows};
 
 use crate::report::Summary;
-pub(crate) use crate::report::rows::{RunKind, RunRow, ScoreRow, VariantRow};
+pub(crate) use crate::report::rows::{PartRow, RunKind, RunRow, ScoreRow, VariantRow};
 use crate::runner::record::RunRecord;
 
 /// The schema this version writes (the number of migrations); a store at a newer version
@@ -133,6 +133,22 @@ ALTER TABLE run_variants ADD COLUMN variant_only TEXT
     // 5: and which model answered the cell (null for a run of one endpoint: `runs.model`).
     r#"
 ALTER TABLE run_variants ADD COLUMN model TEXT
+"#,
+    // 6: each named part's figures per variant (a `fields` scorer's fields, an `all`'s
+    // scorers, a judge's criteria), for `history --part`.
+    r#"
+CREATE TABLE run_parts (
+    run_id TEXT NOT NULL,
+    part TEXT NOT NULL,
+    variant TEXT NOT NULL,
+    position BIGINT NOT NULL,
+    zero_one BIGINT NOT NULL,
+    n BIGINT NOT NULL,
+    mean DOUBLE PRECISION,
+    ci_low DOUBLE PRECISION,
+    ci_high DOUBLE PRECISION,
+    PRIMARY KEY (run_id, part, variant)
+)
 "#,
 ];
 
@@ -393,7 +409,7 @@ impl Store {
         let id = record.run_id.as_str();
         let mut conn = self.conn.lock().await;
         let mut tx = Store::begin_write(self.backend, &mut conn).await?;
-        for table in ["run_jobs", "run_variants", "runs"] {
+        for table in ["run_jobs", "run_parts", "run_variants", "runs"] {
             sqlx::query(AssertSqlSafe(format!(
                 "DELETE FROM {table} WHERE run_id = $1"
             )))
@@ -416,6 +432,11 @@ impl Store {
                 variant_columns(id, position, v, model),
             )
             .await?;
+        }
+        for (position, part) in summary.parts.iter().enumerate() {
+            for arm in &part.variants {
+                insert(&mut tx, "run_parts", part_columns(id, position, part, arm)).await?;
+            }
         }
         self.insert_jobs(&mut tx, record, run.jobs).await?;
         tx.commit().await?;
@@ -541,6 +562,26 @@ impl Store {
         for row in &rows {
             let v = VariantRow::from_row(row)?;
             out.entry(v.run_id.clone()).or_default().push(v);
+        }
+        Ok(out)
+    }
+
+    /// The named parts' figures of the runs that pass `filter`, by run id, each run's in
+    /// the bench's order of parts (none for a run recorded before parts were kept).
+    pub(crate) async fn parts(
+        &self,
+        filter: &Filter,
+    ) -> Result<HashMap<String, Vec<PartRow>>, StoreError> {
+        let (clause, args) = filter.clause();
+        let sql = format!(
+            "SELECT p.* FROM run_parts p JOIN runs r ON r.run_id = p.run_id{clause} \
+             ORDER BY p.run_id, p.position, p.variant"
+        );
+        let rows = self.read_filtered(sql, &args).await?;
+        let mut out: HashMap<String, Vec<PartRow>> = HashMap::new();
+        for row in &rows {
+            let p = PartRow::from_row(row)?;
+            out.entry(p.run_id.clone()).or_default().push(p);
         }
         Ok(out)
     }
@@ -780,6 +821,22 @@ impl VariantRow {
             ttft_p90_ms: r.try_get("ttft_p90_ms")?,
             endpoint: r.try_get("endpoint")?,
             model: r.try_get("model")?,
+        })
+    }
+}
+
+impl PartRow {
+    fn from_row(r: &AnyRow) -> sqlx::Result<PartRow> {
+        Ok(PartRow {
+            run_id: r.try_get("run_id")?,
+            part: r.try_get("part")?,
+            variant: r.try_get("variant")?,
+            position: r.try_get("position")?,
+            binary: r.try_get::<i64, _>("zero_one")? != 0,
+            n: r.try_get("n")?,
+            mean: r.try_get("mean")?,
+            ci_low: r.try_get("ci_low")?,
+            ci_high: r.try_get("ci_high")?,
         })
     }
 }
@@ -1111,6 +1168,27 @@ fn variant_columns(
     ]
 }
 
+/// `run_parts`' columns and one part's values for one arm.
+fn part_columns(
+    run_id: &str,
+    position: usize,
+    part: &crate::report::parts::PartFigures,
+    arm: &crate::report::parts::PartVariant,
+) -> Vec<(&'static str, Bound)> {
+    use Bound::{Int, Real, Text};
+    vec![
+        ("run_id", Text(Some(run_id.to_string()))),
+        ("part", Text(Some(part.name.clone()))),
+        ("variant", Text(Some(arm.name.clone()))),
+        ("position", Int(Some(position as i64))),
+        ("zero_one", Int(Some(part.binary as i64))),
+        ("n", Int(Some(big(arm.n)))),
+        ("mean", Real(arm.mean)),
+        ("ci_low", Real(arm.ci_low)),
+        ("ci_high", Real(arm.ci_high)),
+    ]
+}
+
 /// The fingerprint as one text (its three parts joined).
 fn fingerprint(r: &RunRecord) -> String {
     let f = &r.fingerprint;
@@ -1248,6 +1326,32 @@ mod tests {
         table.sort();
         written.sort();
         assert_eq!(table, written);
+        // And `run_parts`.
+        let rows = sqlx::query("SELECT name FROM pragma_table_info('run_parts')")
+            .fetch_all(&mut *store.conn.lock().await)
+            .await
+            .unwrap();
+        let mut table: Vec<String> = rows.iter().map(|r| r.try_get(0).unwrap()).collect();
+        let part = crate::report::parts::PartFigures {
+            name: "category".into(),
+            binary: true,
+            variants: Vec::new(),
+            comparisons: Vec::new(),
+        };
+        let arm = crate::report::parts::PartVariant {
+            name: "plain".into(),
+            n: 1,
+            mean: None,
+            ci_low: None,
+            ci_high: None,
+        };
+        let mut written: Vec<String> = part_columns("r", 0, &part, &arm)
+            .into_iter()
+            .map(|(name, _)| name.to_string())
+            .collect();
+        table.sort();
+        written.sort();
+        assert_eq!(table, written);
         assert_eq!(SCHEMA_VERSION, MIGRATIONS.len() as i64);
     }
 
@@ -1262,6 +1366,7 @@ mod tests {
             "ALTER TABLE run_variants DROP COLUMN endpoint",
             "ALTER TABLE run_variants DROP COLUMN variant_only",
             "ALTER TABLE run_variants DROP COLUMN model",
+            "DROP TABLE run_parts",
             "DELETE FROM promptgauge_migrations WHERE version >= 2",
             "INSERT INTO runs (run_id, bench, fingerprint, model, base_url, simulated, \
              tool_version, started_at, started_unix_ms, complete, kind, cases, repeats, \
@@ -1282,6 +1387,8 @@ mod tests {
             (runs[0].run_id.as_str(), runs[0].allowed_failures),
             ("old", 0)
         );
+        // A run recorded before parts were kept has none.
+        assert!(store.parts(&Filter::default()).await.unwrap().is_empty());
         let version: i64 = sqlx::query_scalar("SELECT MAX(version) FROM promptgauge_migrations")
             .fetch_one(&mut *store.conn.lock().await)
             .await

@@ -23,6 +23,7 @@ mod index;
 mod label;
 mod live;
 mod page;
+mod parts;
 mod run;
 mod runs;
 mod shared;

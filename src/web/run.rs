@@ -40,10 +40,20 @@ pub(super) async fn report(State(shared): State<Arc<Shared>>, Path(run): Path<St
     }
     match crate::files::read_capped(&folder.join("report.html"), 256 * 1024 * 1024) {
         Ok(bytes) => {
-            let html = String::from_utf8_lossy(&bytes);
+            let mut html = String::from_utf8_lossy(&bytes).into_owned();
+            // A score with named parts: their table, unless the report draws its own.
+            let mut parts_link = "";
+            if !super::parts::has_section(&html)
+                && let Some(section) = super::parts::summary_in(&folder)
+                    .as_ref()
+                    .and_then(super::parts::run_section)
+            {
+                html = super::parts::with_section(&html, &section);
+                parts_link = "<a href=\"#parts\">Parts</a>";
+            }
             let id = url_segment(&run);
             let links = format!(
-                "<nav><a href=\"/\">Runs</a><a href=\"/runs/{id}/answers\">Answers</a><a href=\"/runs/{id}/label\">Label</a><a href=\"/runs/{id}/summary.json\">summary.json</a></nav>"
+                "<nav><a href=\"/\">Runs</a><a href=\"/runs/{id}/answers\">Answers</a><a href=\"/runs/{id}/label\">Label</a>{parts_link}<a href=\"/runs/{id}/summary.json\">summary.json</a></nav>"
             );
             super::runs::with_nav(&html, &links)
         }

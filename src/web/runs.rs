@@ -274,7 +274,23 @@ pub(super) async fn compare(State(shared): State<Arc<Shared>>, RawQuery(q): RawQ
         return refuse(StatusCode::NOT_FOUND, "no such run in the history store");
     };
     match shared.commands.compare(&fa, &fb).await {
-        Ok(html) => with_nav(&html, NAV),
+        Ok(html) => {
+            // Scores with named parts: each part's figures in both runs, side by side.
+            let (sa, sb) = (super::parts::summary_in(&fa), super::parts::summary_in(&fb));
+            let section = match (&sa, &sb) {
+                (Some(sa), Some(sb)) if !super::parts::has_section(&html) => {
+                    super::parts::compare_section(sa, sb)
+                }
+                _ => None,
+            };
+            match section {
+                Some(section) => with_nav(
+                    &super::parts::with_section(&html, &section),
+                    "<nav><a href=\"/\">Runs</a><a href=\"#parts\">Parts</a></nav>",
+                ),
+                None => with_nav(&html, NAV),
+            }
+        }
         Err(e) => refuse(StatusCode::UNPROCESSABLE_ENTITY, &e),
     }
 }

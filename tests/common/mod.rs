@@ -81,6 +81,40 @@ pub fn arithmetic_bench(cases: usize, variants: usize, bench_extra: &str) -> tem
     dir
 }
 
+/// [`arithmetic_bench`] graded by two named parts: `number` (the right sum) and `has <1>`
+/// (the answer holds a 1; the name is markup, as a bench may write it).
+pub fn parts_bench(cases: usize, variants: usize) -> tempfile::TempDir {
+    let bench = arithmetic_bench(cases, variants, "");
+    let d = bench.path();
+    let text = std::fs::read_to_string(d.join("bench.yaml")).unwrap().replace(
+        "grade: { kind: number }",
+        "grade: { kind: all, of: [ { name: number, kind: number }, { name: \"has <1>\", kind: regex, pattern: \"1\" } ] }",
+    );
+    std::fs::write(d.join("bench.yaml"), text).unwrap();
+    bench
+}
+
+/// Each part's mean per arm over a run folder's graded jobs, from its journal:
+/// `(part, arm) → mean`.
+pub fn part_means(dir: &Path) -> std::collections::BTreeMap<(String, String), f64> {
+    let mut sums: std::collections::BTreeMap<(String, String), (f64, f64)> = Default::default();
+    for r in journal(dir) {
+        if r["status"] != "graded" {
+            continue;
+        }
+        for p in r["parts"].as_array().into_iter().flatten() {
+            let key = (
+                p["name"].as_str().unwrap().to_string(),
+                r["variant"].as_str().unwrap().to_string(),
+            );
+            let e = sums.entry(key).or_default();
+            e.0 += p["score"].as_f64().unwrap();
+            e.1 += 1.0;
+        }
+    }
+    sums.into_iter().map(|(k, (s, n))| (k, s / n)).collect()
+}
+
 /// Copies the folder `from`, all it holds, to `to`.
 pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();

@@ -1123,7 +1123,8 @@ fn documented_queries() -> Vec<String> {
 #[test]
 fn documented_queries_run_on_sqlite() {
     let (_rt, server) = start_mock(MockConfig::default());
-    let bench = arithmetic_bench(10, 2, "");
+    // Graded by named parts, so the query on `run_parts` has rows too.
+    let bench = parts_bench(10, 2);
     let d = bench.path();
     ok(run(d, &server.base_url(), "m", &[], &[]));
     ok(run(d, &server.base_url(), "m", &[], &[]));
@@ -1171,4 +1172,115 @@ fn steps_skip_runs_at_another_level_and_one_variant_gates_on_its_baseline() {
         table.contains("the model changed from large-model"),
         "{table}"
     );
+}
+
+/// A score with named parts: each run records its parts' figures per variant (`run_parts`),
+/// `history --json` gives them per variant as the journal adds up, `history` names them,
+/// `history --part NAME` shows one over time (terminal, JSON, history.html), and a part no
+/// run has is refused with the names there are.
+#[test]
+fn history_shows_each_named_part_over_time() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let bench = parts_bench(6, 2);
+    let d = bench.path();
+    ok(run(d, &server.base_url(), "m", &[], &[]));
+    ok(run(d, &server.base_url(), "m", &[], &[]));
+    let rows = sql(
+        &sqlite_url(&d.join("reports/promptgauge.db")),
+        "SELECT part, variant, n FROM run_parts",
+    );
+    assert_eq!(rows.len(), 8, "2 runs × 2 parts × 2 variants: {rows:?}");
+    assert!(rows.iter().all(|r| r[2] == "6"), "{rows:?}");
+    let o = ok(pg(d, &["history", "--json"], &[]));
+    let h: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(h["parts"], serde_json::json!(["number", "has <1>"]));
+    assert!(h.get("part").is_none());
+    let mut means = std::collections::BTreeMap::new();
+    for r in h["runs"].as_array().unwrap() {
+        let folder = PathBuf::from(r["folder"].as_str().unwrap());
+        let journal = part_means(&folder);
+        for v in r["variants"].as_array().unwrap() {
+            let arm = v["variant"].as_str().unwrap().to_string();
+            let parts = v["parts"].as_array().unwrap();
+            assert_eq!(parts.len(), 2, "{v}");
+            for p in parts {
+                let name = p["name"].as_str().unwrap().to_string();
+                let mean = p["mean"].as_f64().unwrap();
+                let want = journal[&(name.clone(), arm.clone())];
+                assert!(
+                    (mean - want).abs() < 1e-12,
+                    "{name} {arm}: {mean} vs {want}"
+                );
+                assert_eq!(p["binary"], true);
+                means.insert(
+                    (r["run_id"].as_str().unwrap().to_string(), name, arm.clone()),
+                    mean,
+                );
+            }
+        }
+    }
+    // `history` names the parts, and how to see one.
+    let o = ok(pg(d, &["history"], &[]));
+    assert!(
+        stderr(&o).contains("parts of the score: number, has <1> (add --part NAME"),
+        "{}",
+        stderr(&o)
+    );
+    // One part over time: its accuracy per variant in place of the whole score's.
+    let o = ok(pg(
+        d,
+        &["history", "--part", "has <1>"],
+        &[("COLUMNS", "200")],
+    ));
+    let text = stdout(&o);
+    assert!(text.contains("arithmetic · part has <1>: 2 runs"), "{text}");
+    for ((run_id, part, arm), mean) in &means {
+        if part != "has <1>" {
+            continue;
+        }
+        let line = text
+            .lines()
+            .skip_while(|l| !l.contains(run_id.as_str()))
+            .find(|l| l.contains(&format!(" {arm} ")))
+            .unwrap_or_else(|| panic!("{run_id} {arm}: {text}"));
+        assert!(
+            line.contains(&format!("{:.1}%", mean * 100.0)),
+            "{line}\n{text}"
+        );
+    }
+    let o = ok(pg(d, &["history", "--part", "number", "--json"], &[]));
+    let h: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(h["part"], "number");
+    for r in h["runs"].as_array().unwrap() {
+        for v in r["variants"].as_array().unwrap() {
+            let key = (
+                r["run_id"].as_str().unwrap().to_string(),
+                "number".to_string(),
+                v["variant"].as_str().unwrap().to_string(),
+            );
+            assert_eq!(v["accuracy"].as_f64(), Some(means[&key]), "{v}");
+            assert!(v["step"].is_null(), "no step is tested for a part: {v}");
+        }
+    }
+    // Its page beside the whole history's, never over it.
+    let html = std::fs::read_to_string(d.join("reports/history-part-number.html")).unwrap();
+    assert!(
+        html.contains("arithmetic · part number — history"),
+        "{html}"
+    );
+    let whole = std::fs::read_to_string(d.join("reports/history.html")).unwrap();
+    assert!(!whole.contains("part number — history"), "{whole}");
+    // A part no run has: refused, naming those there are.
+    let o = pg(d, &["history", "--part", "category"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let said = stderr(&o);
+    assert!(
+        said.contains("no run of bench `arithmetic` has a part named `category`")
+            && said.contains("number, has <1>"),
+        "{said}"
+    );
+    // And the whole history's page draws each part.
+    ok(pg(d, &["history"], &[]));
+    let html = std::fs::read_to_string(d.join("reports/history.html")).unwrap();
+    assert!(html.contains("id=\"part-chart-1\""), "{html}");
 }

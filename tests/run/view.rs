@@ -589,6 +589,98 @@ fn compare_and_history_pages_say_what_the_commands_say() {
     assert_eq!(status, 404);
 }
 
+/// The cells of the parts table's row for `part` and `arm` (names as the bench gives
+/// them), as text.
+fn part_row(page: &str, part: &str, arm: &str) -> Vec<String> {
+    let start = format!(
+        "<tr data-part=\"{}\" data-variant=\"{}\">",
+        html_escaped(part),
+        html_escaped(arm)
+    );
+    let at = page
+        .find(&start)
+        .unwrap_or_else(|| panic!("no parts row {start}: {page}"));
+    let row = page[at..].split("</tr>").next().unwrap();
+    row.split("<td")
+        .skip(1)
+        .map(|c| {
+            let c = &c[c.find('>').unwrap() + 1..];
+            c.split("</td>").next().unwrap().to_string()
+        })
+        .collect()
+}
+
+/// `x` as the pages show a share: `62.5%`.
+fn percent(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+/// A run whose score has named parts: its page holds a Parts table with each part's mean
+/// per variant as the journal adds up, its interval and its verdict against the baseline,
+/// the names escaped; the compare page sets both runs' figures side by side; the history
+/// page draws a chart per part.
+#[test]
+fn a_run_with_parts_shows_each_part_per_variant_and_compare_shows_both_runs() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let bench = parts_bench(8, 2);
+    let d = bench.path();
+    for model in ["alpha", "beta"] {
+        run_on(d, &server.base_url(), model, &[]);
+    }
+    let v = view(d, &[]);
+    let (a, folder_a) = first_run(&v, "model=alpha");
+    let (b, folder_b) = first_run(&v, "model=beta");
+    let (status, page) = get(&v.url, &format!("/runs/{a}/"), None);
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("<section id=\"parts\">"), "{page}");
+    assert!(page.contains("<a href=\"#parts\">Parts</a>"), "{page}");
+    assert!(
+        !page.contains("has <1>"),
+        "a part's name is text, never markup"
+    );
+    let means = part_means(Path::new(&folder_a));
+    assert_eq!(means.len(), 4, "two parts, two variants: {means:?}");
+    for ((part, arm), mean) in &means {
+        let cells = part_row(&page, part, arm);
+        assert_eq!(cells[0], html_escaped(part));
+        assert_eq!(cells[2], percent(*mean), "{part} {arm}: {cells:?}");
+        assert!(cells[3].starts_with('['), "{cells:?}");
+        assert_eq!(cells[4], "8", "{cells:?}");
+    }
+    assert_eq!(part_row(&page, "number", "plain")[5], "baseline");
+    let verdict = &part_row(&page, "number", "careful")[5];
+    assert!(
+        verdict.contains("than plain") || verdict.contains("from plain"),
+        "{verdict}"
+    );
+    // The compare page: A's figures, then B's.
+    let (status, page) = get(&v.url, &format!("/compare?a={a}&b={b}"), None);
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("<a href=\"#parts\">Parts</a>"), "{page}");
+    let means_b = part_means(Path::new(&folder_b));
+    for ((part, arm), mean) in &means {
+        let cells = part_row(&page, part, arm);
+        assert_eq!(cells[2], percent(*mean), "{part} {arm}: {cells:?}");
+        assert_eq!(
+            cells[4],
+            percent(means_b[&(part.clone(), arm.clone())]),
+            "{part} {arm}: {cells:?}"
+        );
+    }
+    // The history page: a chart per part.
+    let (status, page) = get(&v.url, "/history/arithmetic", None);
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("id=\"part-chart-0\""), "{page}");
+    assert!(page.contains("id=\"part-chart-1\""), "{page}");
+    assert!(page.contains("<h3>has &lt;1&gt;</h3>"), "{page}");
+    // A run without parts has no table.
+    let plain = recorded();
+    let v = view(plain.path(), &[]);
+    let (a, _) = first_run(&v, "model=alpha");
+    let (_, page) = get(&v.url, &format!("/runs/{a}/"), None);
+    assert!(!page.contains("id=\"parts\""), "{page}");
+}
+
 #[test]
 fn labels_from_the_page_are_written_as_label_writes_them_and_need_the_csrf_token() {
     let (_rt, server) = start_mock(MockConfig::default());
@@ -1693,4 +1785,38 @@ fn in_a_real_browser_open_s_page_opens_the_runs_once() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     assert!(b.source().contains("used already"), "{}", b.source());
+}
+
+/// In a real browser, a run's parts table reads as text (a part named `has <1>` shows so),
+/// and the Parts link leads to it.
+#[test]
+fn in_a_real_browser_a_run_s_parts_table_shows_the_names_as_written() {
+    if !browser::available() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "chromium and chromedriver are missing: .ci/run installs them"
+        );
+        eprintln!(
+            "skipped: no chromium/chromedriver here (apt-get install chromium chromium-driver)"
+        );
+        return;
+    }
+    let (_rt, server) = start_mock(MockConfig::default());
+    let bench = parts_bench(4, 2);
+    let d = bench.path();
+    run_on(d, &server.base_url(), "alpha", &[]);
+    let v = view(d, &[]);
+    let (a, folder) = first_run(&v, "");
+    let b = browser::Browser::start();
+    b.go(&v.url);
+    b.wait("#runs tbody");
+    let base = v.url.split('?').next().unwrap().trim_end_matches('/');
+    b.go(&format!("{base}/runs/{a}/"));
+    b.wait("#parts-table");
+    b.click("nav a[href='#parts']");
+    assert!(b.url().ends_with("#parts"), "{}", b.url());
+    let text = b.text("#parts-table");
+    assert!(text.contains("has <1>"), "{text}");
+    let mean = part_means(Path::new(&folder))[&("has <1>".to_string(), "careful".to_string())];
+    assert!(text.contains(&percent(mean)), "{text}");
 }

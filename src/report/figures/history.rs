@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use crate::report::compare::{Comparison, Paired, Verdict, compare, decide_with};
-use crate::report::rows::{RunRow, ScoreRow, VariantRow};
+use crate::report::rows::{PartRow, RunRow, ScoreRow, VariantRow};
 use crate::report::text::interval;
 use crate::stats::cluster::CaseScore;
 
@@ -22,6 +22,14 @@ pub(crate) struct History {
     pub bench: String,
     /// The variants in the order they first appear.
     pub variants: Vec<String>,
+    /// The named parts of the runs' scores, in the order they first appear (none for a
+    /// score without parts).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<String>,
+    /// `history --part NAME`: the part whose figures each variant shows in place of the
+    /// whole score's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub part: Option<String>,
     pub runs: Vec<HistoryRun>,
 }
 
@@ -42,6 +50,9 @@ pub(crate) struct HistoryVariant {
     #[serde(flatten)]
     pub result: VariantRow,
     pub step: Option<Step>,
+    /// Each named part's figures for this variant in this run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<PartRow>,
 }
 
 /// A variant's change from the previous run, paired by case.
@@ -188,6 +199,7 @@ impl RunScores {
 pub(crate) struct Builder {
     bench: String,
     names: Vec<String>,
+    parts: Vec<String>,
     runs: Vec<HistoryRun>,
     /// Per confidence level and line: the last complete run's position and its job rows.
     previous: HashMap<(u64, Option<String>), (usize, RunScores)>,
@@ -212,14 +224,27 @@ impl Builder {
         Builder {
             bench: bench.into(),
             names: Vec::new(),
+            parts: Vec::new(),
             runs: Vec::new(),
             previous: HashMap::new(),
         }
     }
 
-    /// Adds the next run (later than every run added), its variants and its job rows.
-    pub(crate) fn push(&mut self, run: RunRow, rows: Vec<VariantRow>, mut jobs: RunScores) {
+    /// Adds the next run (later than every run added), its variants, its parts' figures
+    /// and its job rows.
+    pub(crate) fn push(
+        &mut self,
+        run: RunRow,
+        rows: Vec<VariantRow>,
+        parts: Vec<PartRow>,
+        mut jobs: RunScores,
+    ) {
         jobs.finish();
+        for p in &parts {
+            if !self.parts.contains(&p.part) {
+                self.parts.push(p.part.clone());
+            }
+        }
         for v in &rows {
             if !self.names.contains(&v.variant) {
                 self.names.push(v.variant.clone());
@@ -263,6 +288,11 @@ impl Builder {
                 .into_iter()
                 .zip(steps)
                 .map(|(result, s)| HistoryVariant {
+                    parts: parts
+                        .iter()
+                        .filter(|p| p.variant == result.variant)
+                        .cloned()
+                        .collect(),
                     result,
                     step: s.map(|(c, changed)| Step::of(c, changed)),
                 })
@@ -280,8 +310,55 @@ impl Builder {
             schema: SCHEMA.into(),
             bench: self.bench,
             variants: self.names,
+            parts: self.parts,
+            part: None,
             runs: self.runs,
         }
+    }
+}
+
+impl History {
+    /// The history of one named part (`history --part NAME`): each variant shows the
+    /// part's mean (an accuracy for a part scored 0 or 1) with its interval, in place of
+    /// the whole score's. The runs without the part (recorded before parts were kept, or of
+    /// a bench without it) are left out; steps between runs are not tested for a part (the
+    /// store keeps each job's whole score, not its parts'), so none is shown. `None` when no
+    /// run has the part.
+    pub(crate) fn of_part(mut self, name: &str) -> Option<History> {
+        if !self.parts.iter().any(|p| p == name) {
+            return None;
+        }
+        self.runs.retain(|r| {
+            r.variants
+                .iter()
+                .any(|v| v.parts.iter().any(|p| p.part == name))
+        });
+        for r in &mut self.runs {
+            r.previous = None;
+            let mut binary = true;
+            for v in &mut r.variants {
+                v.step = None;
+                let part = v.parts.iter().find(|p| p.part == name).cloned();
+                let res = &mut v.result;
+                (res.accuracy, res.ci_low, res.ci_high) = (None, None, None);
+                (res.mean_score, res.score_ci_low, res.score_ci_high) = (None, None, None);
+                res.n = part.as_ref().map_or(0, |p| p.n);
+                res.correct = 0;
+                if let Some(p) = part {
+                    binary &= p.binary;
+                    if p.binary {
+                        (res.accuracy, res.ci_low, res.ci_high) = (p.mean, p.ci_low, p.ci_high);
+                        res.correct = p.mean.map_or(0, |m| (m * p.n as f64).round() as i64);
+                    } else {
+                        (res.mean_score, res.score_ci_low, res.score_ci_high) =
+                            (p.mean, p.ci_low, p.ci_high);
+                    }
+                }
+            }
+            r.run.scored = !binary;
+        }
+        self.part = Some(name.to_string());
+        Some(self)
     }
 }
 

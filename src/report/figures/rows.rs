@@ -137,6 +137,29 @@ impl VariantRow {
     }
 }
 
+/// One named part's figures for one variant of a stored run (docs/guide/scorers.md,
+/// "Parts"): what `history` shows of a part over time.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct PartRow {
+    #[serde(skip)]
+    pub run_id: String,
+    /// The part's name, as the bench gives it.
+    #[serde(rename = "name")]
+    pub part: String,
+    /// The arm: a variant, or `ENDPOINT/VARIANT` in a run of several endpoints.
+    #[serde(skip)]
+    pub variant: String,
+    /// The part's place among the run's parts (the bench's order).
+    #[serde(skip)]
+    pub position: i64,
+    /// Every score of the part was 0 or 1: its mean is an accuracy.
+    pub binary: bool,
+    pub n: i64,
+    pub mean: Option<f64>,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+}
+
 /// One stored job's score (graded jobs; failed ones have none).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ScoreRow {

@@ -16,11 +16,19 @@ use crate::report::text::{pct, usd};
 pub(crate) fn render_html(h: &History, link: &dyn Fn(&RunRow) -> Option<String>) -> String {
     let scored = h.runs.iter().any(|r| r.run.scored);
     let measure = if scored { "mean score" } else { "accuracy" };
+    let title = title(h);
+    let marks = match &h.part {
+        None => "▲/▼ mark a step that is significant against the complete run before it (paired by case, Holm across variants)".to_string(),
+        Some(p) => format!(
+            "each variant's {measure} of the part `{}` alone; steps between runs are not tested for a part (the store keeps each job's whole score, not its parts')",
+            esc(p)
+        ),
+    };
     let mut b = String::new();
     let _ = write!(
         b,
-        "<h1>{} — history</h1><p class=\"muted\">{} runs{}. Each point is a run, its bar the {measure}'s interval; ▲/▼ mark a step that is significant against the complete run before it (paired by case, Holm across variants). Click a point for its report.</p>",
-        esc(&h.bench),
+        "<h1>{} — history</h1><p class=\"muted\">{} runs{}. Each point is a run, its bar the {measure}'s interval; {marks}. Click a point for its report.</p>",
+        esc(&title),
         h.runs.len(),
         match (h.runs.first(), h.runs.last()) {
             (Some(a), Some(z)) => format!(
@@ -72,6 +80,7 @@ pub(crate) fn render_html(h: &History, link: &dyn Fn(&RunRow) -> Option<String>)
         link,
         |v| v.result.latency_p90_ms.map(|l| (l, None, None)),
     ));
+    parts_charts(&mut b, h, link);
     let steps = step_sentences(h);
     if !steps.is_empty() {
         b.push_str("<h2>Significant steps</h2><ul>");
@@ -82,7 +91,66 @@ pub(crate) fn render_html(h: &History, link: &dyn Fn(&RunRow) -> Option<String>)
     }
     b.push_str("<h2>Runs</h2>");
     b.push_str(&super::tables::history(h, link).html());
-    page(&format!("{} — history", h.bench), &b)
+    page(&format!("{title} — history"), &b)
+}
+
+/// The history's name: the bench, and the part it shows (`history --part`).
+fn title(h: &History) -> String {
+    match &h.part {
+        Some(p) => format!("{} · part {p}", h.bench),
+        None => h.bench.clone(),
+    }
+}
+
+/// A chart per named part of the score (none for a score without parts, nor for the
+/// history of one part): each variant's mean of the part over time with its interval.
+fn parts_charts(b: &mut String, h: &History, link: &dyn Fn(&RunRow) -> Option<String>) {
+    if h.part.is_some() || h.parts.is_empty() {
+        return;
+    }
+    let _ = write!(
+        b,
+        "<h2 id=\"parts\">Parts</h2><p class=\"muted\">Each named part of the score over time, per variant (an accuracy for a part scored 0 or 1, else its mean score), with its interval; steps between runs are tested for the whole score only. <code>promptgauge history --part NAME</code> shows one part's table.</p>"
+    );
+    for (i, name) in h.parts.iter().enumerate() {
+        let part = |v: &HistoryVariant| v.parts.iter().find(|p| &p.part == name).cloned();
+        let binary = h
+            .runs
+            .iter()
+            .flat_map(|r| &r.variants)
+            .filter_map(part)
+            .all(|p| p.binary);
+        let _ = write!(b, "<h3>{}</h3>", esc(name));
+        b.push_str(&time_chart(
+            h,
+            &format!("part-chart-{i}"),
+            if binary { "accuracy" } else { "mean score" },
+            false,
+            link,
+            |v| part(v).and_then(|p| p.mean.map(|m| (m, p.ci_low, p.ci_high))),
+        ));
+    }
+}
+
+/// `history --part NAME` in the terminal: the history table of one part's figures.
+pub(crate) fn render_part(h: &History) -> String {
+    let scored = h.runs.iter().any(|r| r.run.scored);
+    let mut levels: Vec<u64> = h.runs.iter().map(|r| r.run.confidence.to_bits()).collect();
+    levels.dedup();
+    let level = match (levels.len(), h.runs.first()) {
+        (1, Some(r)) => format!("{}% intervals", r.run.confidence * 100.0),
+        _ => "intervals at each run's own confidence level".to_string(),
+    };
+    let runs = match h.runs.len() {
+        1 => "1 run".to_string(),
+        n => format!("{n} runs"),
+    };
+    format!(
+        "{}: {runs} ({level}; each variant's {} of this part alone; no step between runs is tested for a part)\n{}",
+        crate::report::terminal_safe(&title(h)),
+        if scored { "mean score" } else { "accuracy" },
+        super::tables::history(h, &|_| None).terminal(super::terminal::width())
+    )
 }
 
 /// A chart's point: the run's position, the run, its variant, and the value with its
