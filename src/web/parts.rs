@@ -11,8 +11,8 @@ use crate::report::html::esc;
 use crate::report::parts::PartFigures;
 use crate::report::{Summary, interval, pct};
 
-/// The id of the parts section: a page that already has one (a report.html that draws its
-/// own parts table) gets no second one.
+/// The id of the parts section: a page that already has one (a compare page drawn with
+/// its own) gets no second one; a run's report.html has one, which the run page's replaces.
 pub(super) const ID: &str = "parts";
 
 /// The largest summary.json read for its parts (a run's summary is well under this).
@@ -29,8 +29,17 @@ pub(super) fn has_section(html: &str) -> bool {
     html.contains(&format!("id=\"{ID}\""))
 }
 
-/// `section` put in before `html`'s closing `</body>` (at the end when it has none).
+/// `section` in `html`: in place of the report's own parts section (report.html's
+/// `<section id="parts">`, whose table `view`'s replaces, rows marked by part and variant),
+/// else before the closing `</body>` (at the end when it has none).
 pub(super) fn with_section(html: &str, section: &str) -> String {
+    let open = format!("<section id=\"{ID}\">");
+    if let Some(start) = html.find(&open)
+        && let Some(len) = html[start..].find("</section>")
+    {
+        let end = start + len + "</section>".len();
+        return format!("{}{section}{}", &html[..start], &html[end..]);
+    }
     match html.rfind("</body>") {
         Some(i) => format!("{}{section}\n{}", &html[..i], &html[i..]),
         None => format!("{html}{section}"),

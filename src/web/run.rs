@@ -41,10 +41,9 @@ pub(super) async fn report(State(shared): State<Arc<Shared>>, Path(run): Path<St
     match crate::files::read_capped(&folder.join("report.html"), 256 * 1024 * 1024) {
         Ok(bytes) => {
             let mut html = String::from_utf8_lossy(&bytes).into_owned();
-            // A score with named parts: their table, unless the report draws its own.
+            // A score with named parts: their table, in place of the report's own.
             let mut parts_link = "";
-            if !super::parts::has_section(&html)
-                && let Some(section) = super::parts::summary_in(&folder)
+            if let Some(section) = super::parts::summary_in(&folder)
                     .as_ref()
                     .and_then(super::parts::run_section)
             {

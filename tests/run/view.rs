@@ -632,7 +632,11 @@ fn a_run_with_parts_shows_each_part_per_variant_and_compare_shows_both_runs() {
     let (b, folder_b) = first_run(&v, "model=beta");
     let (status, page) = get(&v.url, &format!("/runs/{a}/"), None);
     assert_eq!(status, 200, "{page}");
-    assert!(page.contains("<section id=\"parts\">"), "{page}");
+    assert_eq!(
+        page.matches("id=\"parts\"").count(),
+        1,
+        "the run page's parts table takes the place of the report's: {page}"
+    );
     assert!(page.contains("<a href=\"#parts\">Parts</a>"), "{page}");
     assert!(
         !page.contains("has <1>"),

@@ -899,7 +899,7 @@ fn parts(b: &mut String, s: &crate::report::Summary) {
     }
     let _ = write!(
         b,
-        "<h2>Parts</h2><p class=\"muted\">{}",
+        "<section id=\"parts\"><h2>Parts</h2><p class=\"muted\">{}",
         esc(&super::notes::parts_intro(s))
     );
     if let Some(line) = super::notes::parts_sequential(s) {
@@ -911,6 +911,7 @@ fn parts(b: &mut String, s: &crate::report::Summary) {
     if let Some(note) = crate::report::compare::levels_note(comparisons, s.run.confidence) {
         let _ = write!(b, "<p class=\"muted\">{}</p>", esc(&note));
     }
+    b.push_str("</section>");
 }
 
 /// The verdicts (each variant against the baseline; a grid's per axis), the levels and what
