@@ -44,8 +44,8 @@ pub(super) async fn report(State(shared): State<Arc<Shared>>, Path(run): Path<St
             // A score with named parts: their table, in place of the report's own.
             let mut parts_link = "";
             if let Some(section) = super::parts::summary_in(&folder)
-                    .as_ref()
-                    .and_then(super::parts::run_section)
+                .as_ref()
+                .and_then(super::parts::run_section)
             {
                 html = super::parts::with_section(&html, &section);
                 parts_link = "<a href=\"#parts\">Parts</a>";
