@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::common::*;
 use promptgauge::report::Summary;
+use promptgauge::report::compare::Verdict;
 
 /// Cases per bench: enough for 95% against 30% to be decided by every test.
 const CASES: usize = 40;
@@ -389,6 +390,51 @@ fn every_gate_on(kind: &Kind, case_extra: fn(usize) -> String, bench_extra: &str
         assert_eq!(best.code, Some(0), "{}", ctx("--best", &best));
         assert!(passed, "{label}: {line}");
     }
+}
+
+/// ci.md's recipe on a bench that keeps a weaker variant on purpose: against the earlier
+/// run, an unchanged pull request passes (each variant is held to itself there, not to the
+/// baseline variant); a variant that got worse fails it.
+#[test]
+fn against_an_earlier_run_each_variant_is_held_to_itself_not_to_the_baseline_variant() {
+    let b = bench(&KINDS[0], no_extra, "");
+    let d = b.path();
+    let main = run(d, "main", &[]);
+    let base = main.dir.to_str().unwrap().to_string();
+    let pr = run(
+        d,
+        "pr",
+        &["--baseline", &base, "--fail-if-worse", "--max-drop", "20"],
+    );
+    assert_eq!(pr.code, Some(0), "unchanged: {}", pr.said);
+    let s = summary(&pr.dir);
+    assert!(
+        s.comparisons
+            .iter()
+            .any(|c| c.variant == "bad" && c.verdict == Verdict::Worse),
+        "the run still says bad is worse than good: {:#?}",
+        s.comparisons
+    );
+    let names: Vec<&str> = s.gates.iter().map(|g| g.gate.as_str()).collect();
+    assert_eq!(
+        names,
+        ["fail-if-worse --baseline", "max-drop --baseline"],
+        "{:#?}",
+        s.gates
+    );
+    // The baseline variant broken: it is worse than itself on main.
+    let prompt = d.join("good.yaml");
+    let text = std::fs::read_to_string(&prompt).unwrap();
+    std::fs::write(&prompt, text.replace("accuracy 95%", "accuracy 30%")).unwrap();
+    let broken = run(d, "broken", &["--baseline", &base, "--fail-if-worse"]);
+    assert_eq!(broken.code, Some(1), "broken: {}", broken.said);
+    assert!(
+        broken
+            .said
+            .contains("gate failed: fail-if-worse --baseline"),
+        "{}",
+        broken.said
+    );
 }
 
 #[test]

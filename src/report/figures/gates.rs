@@ -536,11 +536,12 @@ fn baseline_best(s: &Summary) -> GateResult {
     result("fail-if-not-best", passed, reason)
 }
 
-/// `--fail-if-worse`: within the run, and against `--baseline`'s run.
+/// `--fail-if-worse`: within the run; with `--baseline`, each variant against itself in
+/// that run instead. A regression gate asks whether a change broke what was there, not
+/// whether the bench's variants differ (a bench may keep a weaker variant on purpose, and
+/// its unchanged pull request must pass): the within-run verdicts stay in the report.
 fn fail_if_worse(s: &Summary, baseline: Option<&RunComparison>, out: &mut Vec<GateResult>) {
-    // With one variant there is nothing within the run to compare: against an earlier
-    // run, that comparison is the gate.
-    if !(s.comparisons.is_empty() && baseline.is_some()) {
+    if baseline.is_none() {
         out.push(not_worse(
             "fail-if-worse",
             s.comparisons.iter(),
@@ -558,13 +559,10 @@ fn fail_if_worse(s: &Summary, baseline: Option<&RunComparison>, out: &mut Vec<Ga
     }
 }
 
-/// `--max-drop POINTS`: within the run (sequentially, after `--until-decided`), and
-/// against `--baseline`'s run.
+/// `--max-drop POINTS`: within the run (sequentially, after `--until-decided`); with
+/// `--baseline`, each variant against itself in that run instead (as `--fail-if-worse`).
 fn max_drop(max: f64, s: &Summary, baseline: Option<&RunComparison>, out: &mut Vec<GateResult>) {
-    // With one variant there is nothing within the run to compare: against an earlier
-    // run, that comparison is the gate.
-    let within = !(s.comparisons.is_empty() && baseline.is_some());
-    if within {
+    if baseline.is_none() {
         out.push(match &s.sequential {
             Some(seq) => sequential_drop(max, seq),
             None => non_inferior(
