@@ -12,6 +12,7 @@ use crate::app::settings::RunSettings;
 use crate::app::{Failure, Prepared};
 use crate::cli::{Env, PlanArgs, RunArgs, UsageError};
 use crate::error::BeforeSend;
+use crate::report::gates::Unresolved;
 use crate::runner::RunDir;
 use crate::runner::record::RunRecord;
 
@@ -94,7 +95,7 @@ pub(super) struct Resolved {
 }
 
 /// Every gate asked for must be one the run can evaluate: known before anything is sent.
-pub(super) fn check_gates(p: &Prepared, gates: &crate::cli::GateArgs) -> Result<(), UsageError> {
+pub(crate) fn check_gates(p: &Prepared, gates: &crate::cli::GateArgs) -> Result<(), UsageError> {
     if gates.max_cost.is_some()
         && let Some((said, fix)) = p.unpriced_said()
     {
@@ -116,30 +117,55 @@ pub(super) fn check_gates(p: &Prepared, gates: &crate::cli::GateArgs) -> Result<
             "set `repeats: 3` in the bench (or --repeats 3), or drop --min-pass-all",
         ));
     }
-    for (flag, min) in gates
-        .min_accuracy
-        .iter()
-        .map(|m| ("--min-accuracy", m))
-        .chain(gates.min_pass_all.iter().map(|m| ("--min-pass-all", m)))
-    {
-        if let Some(v) = &min.variant
-            && !names.contains(v)
-            && !arms.contains(v)
-            && !endpoints.contains(v)
+    let is_variant = |v: &str| {
+        names
+            .iter()
+            .chain(&arms)
+            .chain(&endpoints)
+            .any(|n| n.as_str() == v)
+    };
+    let not_a_variant = |flag: &str, v: &str, also: &str| {
+        UsageError::with_fix(
+            format!("{flag} names `{v}`, which is not a variant of this run{also}"),
+            if endpoints.is_empty() {
+                format!("variants: {}", names.join(", "))
+            } else {
+                format!(
+                    "name a variant ({}), an endpoint ({}) or one of them at one endpoint (e.g. {})",
+                    names.join(", "),
+                    endpoints.join(", "),
+                    arms.last().map_or("", String::as_str)
+                )
+            },
+        )
+    };
+    let parts = crate::grade::part_names(&p.bench);
+    for min in &gates.min_accuracy {
+        let named = min.target(is_variant, |part| parts.iter().any(|n| n == part));
+        match named {
+            Ok(_) => {}
+            Err(Unresolved::Variant(v)) => return Err(not_a_variant("--min-accuracy", &v, "")),
+            Err(Unresolved::Part(part)) => return Err(no_such_part(&part, &parts)),
+            Err(e @ Unresolved::Both(..)) => {
+                return Err(UsageError::with_fix(
+                    format!("--min-accuracy {}", e.said(&parts)),
+                    "rename the variant (its `name:`) or the part (a scorer's `name:`, a criterion's, a field), so that the name reads one way",
+                ));
+            }
+        }
+    }
+    // pass^k is the whole score's: the whole name before `=` is a variant's.
+    for min in &gates.min_pass_all {
+        if let Some(v) = min.name()
+            && !is_variant(&v)
         {
-            return Err(UsageError::with_fix(
-                format!("{flag} names `{v}`, which is not a variant of this run"),
-                if endpoints.is_empty() {
-                    format!("variants: {}", names.join(", "))
-                } else {
-                    format!(
-                        "name a variant ({}), an endpoint ({}) or one of them at one endpoint (e.g. {})",
-                        names.join(", "),
-                        endpoints.join(", "),
-                        arms.last().map_or("", String::as_str)
-                    )
-                },
-            ));
+            let also = match &min.part {
+                Some(part) if parts.contains(part) => {
+                    " (a part has no pass^k: --min-accuracy VARIANT@PART=P holds a part)"
+                }
+                _ => "",
+            };
+            return Err(not_a_variant("--min-pass-all", &v, also));
         }
     }
     if gates.fail_if_not_best && p.sequential.as_ref().is_none_or(|s| s.best.is_none()) {
@@ -161,6 +187,22 @@ pub(super) fn check_gates(p: &Prepared, gates: &crate::cli::GateArgs) -> Result<
         }
     }
     Ok(())
+}
+
+/// A gate naming a part the bench's score does not have, with the parts it has.
+fn no_such_part(part: &str, parts: &[String]) -> UsageError {
+    let fix = if parts.is_empty() {
+        "this bench's score has no parts: they are a `fields` scorer's fields, the scorers of `all`/`any`/`mean` and a judge's `criteria` (docs/guide/scorers.md, \"Parts\"); gate the whole score with --min-accuracy [VARIANT=]P".to_string()
+    } else {
+        format!(
+            "name one of the bench's parts: {} (`@PART=P` for every variant's, `VARIANT@PART=P` for one's)",
+            parts.join(", ")
+        )
+    };
+    UsageError::with_fix(
+        format!("--min-accuracy names the part `{part}`, which this bench's score does not have"),
+        fix,
+    )
 }
 
 /// A baseline run that shares no cell with this run could never be compared: refused
