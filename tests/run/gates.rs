@@ -915,12 +915,17 @@ fn a_gate_naming_a_part_the_bench_has_not_is_refused_before_anything_is_sent() {
         "{err}"
     );
     // check refuses what run would.
-    let (code, said) = said(
+    let (code, text) = said(
         d,
         &["check", "bench.yaml", "--min-accuracy", "good@categry=0.9"],
     );
-    assert_eq!(code, Some(2), "{said}");
-    assert!(said.contains("names the part `categry`"), "{said}");
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("names the part `categry`"), "{text}");
+    let (_, help) = said(d, &["run", "--help"]);
+    assert!(
+        help.contains("--min-accuracy <[VARIANT][@PART]=P>") && help.contains("VARIANT@PART=P"),
+        "{help}"
+    );
 }
 
 #[test]
