@@ -104,10 +104,6 @@ pub(crate) fn check_gates(p: &Prepared, gates: &crate::cli::GateArgs) -> Result<
             format!("{fix}; or drop --max-cost"),
         ));
     }
-    let names = p.variant_names();
-    let endpoints = p.endpoint_names();
-    // In a run of several endpoints a gate may name a cell, a variant or an endpoint.
-    let arms = crate::suite::plan::arm_names(&names, &endpoints);
     if !gates.min_pass_all.is_empty() && p.bench.repeats < 2 {
         return Err(UsageError::with_fix(
             format!(
@@ -117,34 +113,85 @@ pub(crate) fn check_gates(p: &Prepared, gates: &crate::cli::GateArgs) -> Result<
             "set `repeats: 3` in the bench (or --repeats 3), or drop --min-pass-all",
         ));
     }
-    let is_variant = |v: &str| {
-        names
-            .iter()
-            .chain(&arms)
-            .chain(&endpoints)
-            .any(|n| n.as_str() == v)
-    };
-    let not_a_variant = |flag: &str, v: &str, also: &str| {
+    let arms = ArmNames::of(p);
+    check_gate_names(p, gates, &arms)?;
+    if gates.fail_if_not_best && p.sequential.as_ref().is_none_or(|s| s.best.is_none()) {
+        return Err(UsageError::with_fix(
+            "--fail-if-not-best asks whether the baseline is in --best's answer, and this run searches nothing",
+            "add --best",
+        ));
+    }
+    let compared = arms.cells.len() > 1 || gates.baseline.is_some();
+    for (flag, asked) in [
+        ("--max-drop", gates.max_drop.is_some()),
+        ("--fail-if-worse", gates.fail_if_worse),
+    ] {
+        if asked && !compared {
+            return Err(UsageError::with_fix(
+                format!("{flag} compares variants with the baseline, and this run has one variant"),
+                "run two or more variants (the first is the baseline), or give --baseline RUN_DIR",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The names a gate may give the run's variants: a variant's, and in a run of several
+/// endpoints a cell's (`ENDPOINT/VARIANT`) or an endpoint's.
+struct ArmNames {
+    variants: Vec<String>,
+    endpoints: Vec<String>,
+    cells: Vec<String>,
+}
+
+impl ArmNames {
+    fn of(p: &Prepared) -> ArmNames {
+        let (variants, endpoints) = (p.variant_names(), p.endpoint_names());
+        let cells = crate::suite::plan::arm_names(&variants, &endpoints);
+        ArmNames {
+            variants,
+            endpoints,
+            cells,
+        }
+    }
+
+    fn has(&self, name: &str) -> bool {
+        [&self.variants, &self.cells, &self.endpoints]
+            .into_iter()
+            .flatten()
+            .any(|n| n == name)
+    }
+
+    /// `flag` names `name`, which is none of them: the names it may give.
+    fn refused(&self, flag: &str, name: &str, also: &str) -> UsageError {
         UsageError::with_fix(
-            format!("{flag} names `{v}`, which is not a variant of this run{also}"),
-            if endpoints.is_empty() {
-                format!("variants: {}", names.join(", "))
+            format!("{flag} names `{name}`, which is not a variant of this run{also}"),
+            if self.endpoints.is_empty() {
+                format!("variants: {}", self.variants.join(", "))
             } else {
                 format!(
                     "name a variant ({}), an endpoint ({}) or one of them at one endpoint (e.g. {})",
-                    names.join(", "),
-                    endpoints.join(", "),
-                    arms.last().map_or("", String::as_str)
+                    self.variants.join(", "),
+                    self.endpoints.join(", "),
+                    self.cells.last().map_or("", String::as_str)
                 )
             },
         )
-    };
+    }
+}
+
+/// Each `--min-accuracy` names variants and a part the run has, read one way
+/// (docs/guide/ci.md, "A gate on a part"); each `--min-pass-all` a variant.
+fn check_gate_names(
+    p: &Prepared,
+    gates: &crate::cli::GateArgs,
+    arms: &ArmNames,
+) -> Result<(), UsageError> {
     let parts = crate::grade::part_names(&p.bench);
     for min in &gates.min_accuracy {
-        let named = min.target(is_variant, |part| parts.iter().any(|n| n == part));
-        match named {
+        match min.target(|v| arms.has(v), |part| parts.iter().any(|n| n == part)) {
             Ok(_) => {}
-            Err(Unresolved::Variant(v)) => return Err(not_a_variant("--min-accuracy", &v, "")),
+            Err(Unresolved::Variant(v)) => return Err(arms.refused("--min-accuracy", &v, "")),
             Err(Unresolved::Part(part)) => return Err(no_such_part(&part, &parts)),
             Err(e @ Unresolved::Both(..)) => {
                 return Err(UsageError::with_fix(
@@ -157,7 +204,7 @@ pub(crate) fn check_gates(p: &Prepared, gates: &crate::cli::GateArgs) -> Result<
     // pass^k is the whole score's: the whole name before `=` is a variant's.
     for min in &gates.min_pass_all {
         if let Some(v) = min.name()
-            && !is_variant(&v)
+            && !arms.has(&v)
         {
             let also = match &min.part {
                 Some(part) if parts.contains(part) => {
@@ -165,25 +212,7 @@ pub(crate) fn check_gates(p: &Prepared, gates: &crate::cli::GateArgs) -> Result<
                 }
                 _ => "",
             };
-            return Err(not_a_variant("--min-pass-all", &v, also));
-        }
-    }
-    if gates.fail_if_not_best && p.sequential.as_ref().is_none_or(|s| s.best.is_none()) {
-        return Err(UsageError::with_fix(
-            "--fail-if-not-best asks whether the baseline is in --best's answer, and this run searches nothing",
-            "add --best",
-        ));
-    }
-    let compared = arms.len() > 1 || gates.baseline.is_some();
-    for (flag, asked) in [
-        ("--max-drop", gates.max_drop.is_some()),
-        ("--fail-if-worse", gates.fail_if_worse),
-    ] {
-        if asked && !compared {
-            return Err(UsageError::with_fix(
-                format!("{flag} compares variants with the baseline, and this run has one variant"),
-                "run two or more variants (the first is the baseline), or give --baseline RUN_DIR",
-            ));
+            return Err(arms.refused("--min-pass-all", &v, also));
         }
     }
     Ok(())

@@ -72,12 +72,12 @@ impl std::str::FromStr for MinAccuracy {
 /// What a `[VARIANT][@PART]=P` gate holds: a variant (`None`: every one) and a part of its
 /// score (`None`: the whole score).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Target {
+pub(crate) struct GateTarget {
     pub variant: Option<String>,
     pub part: Option<String>,
 }
 
-impl std::fmt::Display for Target {
+impl std::fmt::Display for GateTarget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match (&self.variant, &self.part) {
             (None, None) => f.write_str("every variant"),
@@ -97,7 +97,7 @@ pub(crate) enum Unresolved {
     Part(String),
     /// The name (before `=`) reads as each of these: a variant whose name holds an `@`,
     /// and a part.
-    Both(String, Vec<Target>),
+    Both(String, Vec<GateTarget>),
 }
 
 impl MinAccuracy {
@@ -111,21 +111,21 @@ impl MinAccuracy {
 
     /// Every way its name reads: the whole of it a variant, and at each `@` a variant
     /// before it (or every one) and a part after it.
-    fn readings(&self) -> Vec<Target> {
+    fn readings(&self) -> Vec<GateTarget> {
         let Some(name) = self.name() else {
-            return vec![Target {
+            return vec![GateTarget {
                 variant: None,
                 part: None,
             }];
         };
-        let mut out = vec![Target {
+        let mut out = vec![GateTarget {
             variant: Some(name.clone()),
             part: None,
         }];
         for (i, _) in name.match_indices('@') {
             let (v, p) = (name[..i].trim(), name[i + 1..].trim());
             if !p.is_empty() {
-                out.push(Target {
+                out.push(GateTarget {
                     variant: (!v.is_empty()).then(|| v.to_string()),
                     part: Some(p.to_string()),
                 });
@@ -142,8 +142,8 @@ impl MinAccuracy {
         &self,
         is_variant: impl Fn(&str) -> bool,
         is_part: impl Fn(&str) -> bool,
-    ) -> Result<Target, Unresolved> {
-        let mut found: Vec<Target> = self
+    ) -> Result<GateTarget, Unresolved> {
+        let mut found: Vec<GateTarget> = self
             .readings()
             .into_iter()
             .filter(|t| t.variant.as_deref().is_none_or(&is_variant))
@@ -162,7 +162,7 @@ impl MinAccuracy {
 
     /// The gate's name in its lines: `min-accuracy plain=90.0%`, and for a part
     /// `min-accuracy 90.0% on category`, `min-accuracy plain=90.0% on category`.
-    fn gate_name(&self, kind: &str, target: Option<&Target>) -> String {
+    fn gate_name(&self, kind: &str, target: Option<&GateTarget>) -> String {
         let (variant, part) = match target {
             Some(t) => (t.variant.clone(), t.part.clone()),
             None => (self.name(), None),
@@ -188,7 +188,7 @@ impl Unresolved {
                 "`{name}` reads as {}",
                 readings
                     .iter()
-                    .map(Target::to_string)
+                    .map(GateTarget::to_string)
                     .collect::<Vec<_>>()
                     .join(" and as ")
             ),
@@ -741,7 +741,7 @@ fn max_drop(max: f64, s: &Summary, baseline: Option<&RunComparison>, out: &mut V
 /// to fails the gate there.
 fn named_variants<'s>(
     gate: &str,
-    target: &Target,
+    target: &GateTarget,
     s: &'s Summary,
     out: &mut Vec<GateResult>,
 ) -> Vec<&'s crate::report::summary::VariantSummary> {
@@ -769,7 +769,7 @@ fn named_variants<'s>(
 /// against P, said with its interval, as `--min-accuracy` says accuracy. A part has no
 /// pass^k: the whole name before `=` is the variant's.
 fn min_pass_all(min: &MinAccuracy, s: &Summary, out: &mut Vec<GateResult>) {
-    let whole = Target {
+    let whole = GateTarget {
         variant: min.name(),
         part: None,
     };
@@ -810,7 +810,7 @@ fn min_pass_all(min: &MinAccuracy, s: &Summary, out: &mut Vec<GateResult>) {
 
 /// What a `--min-accuracy` gate names in this run: its variants and part, read against
 /// the run's variants and parts (docs/guide/ci.md, "Gates").
-fn target_in(min: &MinAccuracy, s: &Summary) -> Result<Target, Unresolved> {
+fn target_in(min: &MinAccuracy, s: &Summary) -> Result<GateTarget, Unresolved> {
     min.target(
         |name| s.variants.iter().any(|v| v.answers_to(name)),
         |part| s.parts.iter().any(|p| p.name == part),
@@ -1265,13 +1265,13 @@ mod tests {
         assert_eq!((m.variant.as_deref(), m.part), (Some("plain@"), None));
     }
 
-    fn target(text: &str, variants: &[&str], parts: &[&str]) -> Result<Target, Unresolved> {
+    fn target(text: &str, variants: &[&str], parts: &[&str]) -> Result<GateTarget, Unresolved> {
         let m: MinAccuracy = text.parse().unwrap();
         m.target(|v| variants.contains(&v), |p| parts.contains(&p))
     }
 
-    fn to(variant: Option<&str>, part: Option<&str>) -> Target {
-        Target {
+    fn to(variant: Option<&str>, part: Option<&str>) -> GateTarget {
+        GateTarget {
             variant: variant.map(str::to_string),
             part: part.map(str::to_string),
         }
