@@ -1196,8 +1196,10 @@ pub struct GateArgs {
     #[arg(long, value_name = "RUN")]
     pub baseline: Option<String>,
     /// Fail when accuracy is below P (0.8 or 80%), for every variant or VARIANT=P; with
-    /// several endpoints also ENDPOINT/VARIANT=P (one cell) or ENDPOINT=P; repeatable.
-    #[arg(long, value_name = "[VARIANT=]P")]
+    /// several endpoints also ENDPOINT/VARIANT=P (one cell) or ENDPOINT=P. A part of the
+    /// score (a `fields` key, a scorer's `name:`, a judge's criterion): @PART=P for every
+    /// variant's, VARIANT@PART=P for one's. Repeatable.
+    #[arg(long, value_name = "[VARIANT][@PART]=P")]
     pub min_accuracy: Vec<MinAccuracy>,
     /// With `repeats: k` (k ≥ 2): fail when pass^k — the share of cases answered right all
     /// k times — is below P, for every variant or VARIANT=P (as --min-accuracy); repeatable.

@@ -19,6 +19,8 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
         out!("  {line}");
     }
     super::run::check_embedding_endpoints(&p)?;
+    // A gate the run would refuse is refused here too.
+    super::run::check_gates(&p, &args.gates)?;
     if let Some(judge) = &judge {
         say_judge(&p, judge);
         for w in &judge.warnings {

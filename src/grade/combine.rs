@@ -59,32 +59,51 @@ impl Combined {
         })
     }
 
-    /// The named parts of a combined score: each part's own, then what the parts report of
-    /// theirs (a `fields` part's fields, a judge's criteria) under names not yet taken, then
-    /// `answer` and `trajectory` when the parts read both.
+    /// The named parts of a combined score, as [`merged`] orders them.
     fn named(&self, scores: &[Score]) -> Vec<(String, f64)> {
         let values: Vec<f64> = scores.iter().map(|s| s.value).collect();
-        let mut out: Vec<(String, f64)> = self.names.iter().cloned().zip(values.clone()).collect();
-        let add = |name: &str, value: f64, out: &mut Vec<(String, f64)>| {
-            if !out.iter().any(|(n, _)| n == name) {
-                out.push((name.to_string(), value));
-            }
+        let own = self.names.iter().cloned().zip(values.clone()).collect();
+        let theirs = scores.iter().flat_map(|s| s.parts.iter().cloned());
+        let both = if reads_both(&self.trajectory) {
+            [
+                self.fold(&values, |i| !self.trajectory[i]),
+                self.fold(&values, |i| self.trajectory[i]),
+            ]
+        } else {
+            [None, None]
         };
-        for s in scores {
-            for (name, value) in &s.parts {
-                add(name, *value, &mut out);
-            }
-        }
-        if self.trajectory.iter().any(|t| *t) && self.trajectory.iter().any(|t| !*t) {
-            if let Some(v) = self.fold(&values, |i| !self.trajectory[i]) {
-                add("answer", v, &mut out);
-            }
-            if let Some(v) = self.fold(&values, |i| self.trajectory[i]) {
-                add("trajectory", v, &mut out);
-            }
-        }
-        out
+        merged(own, theirs, both)
     }
+}
+
+/// Whether some of a combined score's parts read an agent loop's trajectory and some its
+/// answer: then `answer` and `trajectory` are parts too.
+pub(crate) fn reads_both(trajectory: &[bool]) -> bool {
+    trajectory.iter().any(|t| *t) && trajectory.iter().any(|t| !*t)
+}
+
+/// A combined score's parts, in order: each part's own (`own`), then what the parts report
+/// of theirs (a `fields` part's fields, a judge's criteria) under names not yet taken, then
+/// `answer` and `trajectory` (`both`, when [`reads_both`]). One rule for the values an
+/// answer gets and the names a bench declares before it runs (`SpecExt::part_names`).
+pub(crate) fn merged<T>(
+    own: Vec<(String, T)>,
+    theirs: impl IntoIterator<Item = (String, T)>,
+    both: [Option<T>; 2],
+) -> Vec<(String, T)> {
+    let mut out = own;
+    let [answer, trajectory] = both;
+    let more = theirs.into_iter().chain(
+        [("answer", answer), ("trajectory", trajectory)]
+            .into_iter()
+            .filter_map(|(name, v)| Some((name.to_string(), v?))),
+    );
+    for (name, value) in more {
+        if !out.iter().any(|(n, _)| *n == name) {
+            out.push((name, value));
+        }
+    }
+    out
 }
 
 /// `mean`'s weights: one per part of `parts` (all 1 when not `given`), none negative nor
@@ -252,5 +271,25 @@ mod tests {
         let s = run(Combine::Mean, vec![1.0, 1.0]);
         assert_eq!(s.extracted.as_deref(), Some("42 | It is 42."));
         assert_eq!(s.detail.unwrap()["of"][0]["score"], 1.0);
+        assert_eq!(s.parts, [("number".into(), 1.0), ("exact".into(), 0.0)]);
+    }
+
+    #[test]
+    fn a_combined_score_s_parts_come_its_own_then_its_parts_then_answer_and_trajectory() {
+        let own = vec![("fields".to_string(), 0.5), ("steps".to_string(), 1.0)];
+        let theirs = [("fields".to_string(), 0.0), ("category".to_string(), 1.0)];
+        assert_eq!(
+            merged(own.clone(), theirs.clone(), [Some(0.5), Some(1.0)]),
+            [
+                ("fields".to_string(), 0.5),
+                ("steps".to_string(), 1.0),
+                ("category".to_string(), 1.0),
+                ("answer".to_string(), 0.5),
+                ("trajectory".to_string(), 1.0),
+            ]
+        );
+        assert_eq!(merged(own, theirs, [None, None]).len(), 3);
+        assert!(reads_both(&[true, false]));
+        assert!(!reads_both(&[true, true]) && !reads_both(&[false]));
     }
 }

@@ -29,7 +29,7 @@ pub(crate) use text::{last_number, parse_number};
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::suite::{Bench, InputError, InputErrors};
+use crate::suite::{Bench, Case, InputError, InputErrors};
 
 /// Each case's scorer, in the bench's case order: its own `grade`, or the bench's.
 pub(crate) type Scorers = Vec<Arc<dyn Scorer>>;
@@ -96,9 +96,24 @@ pub fn scorers_for(bench: &Bench) -> Result<Scorers, InputErrors> {
     }
 }
 
+/// The names of the parts a bench's scores give, over its cases (each by its own `grade` or
+/// the bench's), in first-seen order: what a gate may name.
+pub(crate) fn part_names(bench: &Bench) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for case in &bench.cases {
+        let spec = case.grade.as_ref().unwrap_or(&bench.grade);
+        for name in spec.part_names(case) {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    names
+}
+
 /// The names of an `all`/`any`/`mean`'s parts: each its `name:`, or its kind (numbered from
 /// the second of a kind: `tool_args`, `tool_args 2`).
-fn part_names(of: &[GradePart]) -> Vec<String> {
+fn names_of(of: &[GradePart]) -> Vec<String> {
     let mut names: Vec<String> = Vec::with_capacity(of.len());
     for p in of {
         let name = match &p.name {
@@ -204,11 +219,36 @@ fn judge_scorer(spec: &GradeSpec, dir: &Path) -> Result<Arc<dyn Scorer>, SpecErr
     }
 }
 
+/// An `all`/`any`/`mean` of the scorers `of` describes (files read relative to `dir`), each
+/// part named by its `name:` or its kind.
+fn combined(
+    how: combine::Combine,
+    weights: Vec<f64>,
+    of: &[GradePart],
+    dir: &Path,
+) -> Result<Arc<dyn Scorer>, SpecError> {
+    if of.is_empty() {
+        return Err(SpecError::NoParts);
+    }
+    check_part_names(of.iter().filter_map(|p| p.name.as_deref()))?;
+    Ok(Arc::new(combine::Combined {
+        how,
+        weights,
+        parts: of
+            .iter()
+            .map(|p| p.spec.scorer(dir))
+            .collect::<Result<_, _>>()?,
+        names: names_of(of),
+        trajectory: of.iter().map(|p| p.spec.reads_trajectory()).collect(),
+    }))
+}
+
 /// What the grade layer adds to a spec: the scorer it describes, and what the simulator
 /// makes of it.
 pub(crate) trait SpecExt {
     fn scorer(&self, dir: &Path) -> Result<Arc<dyn Scorer>, SpecError>;
     fn shape(&self) -> Shape;
+    fn part_names(&self, case: &Case) -> Vec<String>;
     #[cfg(test)]
     fn compile(&self) -> Result<Grader, SpecError>;
 }
@@ -220,22 +260,6 @@ impl SpecExt for GradeSpec {
         if let Some(scorer) = trajectory::scorer_of(self) {
             return Ok(scorer);
         }
-        let combined = |how, weights, of: &[GradePart]| -> Result<Arc<dyn Scorer>, SpecError> {
-            if of.is_empty() {
-                return Err(SpecError::NoParts);
-            }
-            check_part_names(of.iter().filter_map(|p| p.name.as_deref()))?;
-            Ok(Arc::new(combine::Combined {
-                how,
-                weights,
-                parts: of
-                    .iter()
-                    .map(|p| p.spec.scorer(dir))
-                    .collect::<Result<_, _>>()?,
-                names: part_names(of),
-                trajectory: of.iter().map(|p| p.spec.reads_trajectory()).collect(),
-            }))
-        };
         Ok(match self {
             GradeSpec::Judge { .. } => judge_scorer(self, dir)?,
             GradeSpec::JsonSchema { schema } => {
@@ -271,11 +295,11 @@ impl SpecExt for GradeSpec {
                 endpoint.as_deref(),
                 model.as_deref(),
             )?),
-            GradeSpec::All { of } => combined(combine::Combine::All, vec![1.0; of.len()], of)?,
-            GradeSpec::Any { of } => combined(combine::Combine::Any, vec![1.0; of.len()], of)?,
+            GradeSpec::All { of } => combined(combine::Combine::All, vec![1.0; of.len()], of, dir)?,
+            GradeSpec::Any { of } => combined(combine::Combine::Any, vec![1.0; of.len()], of, dir)?,
             GradeSpec::Mean { of, weights } => {
                 let weights = combine::weights(weights.as_deref(), of.len())?;
-                combined(combine::Combine::Mean, weights, of)?
+                combined(combine::Combine::Mean, weights, of, dir)?
             }
             text => Arc::new(Grader::new(text)?),
         })
@@ -293,6 +317,38 @@ impl SpecExt for GradeSpec {
                 of.first().map_or(Shape::Text, |p| p.spec.shape())
             }
             _ => Shape::Text,
+        }
+    }
+
+    /// The names of the parts its scores give on `case`, in their order (docs/guide/scorers.md,
+    /// "Parts"): the same names the scorer gives each answer, known before anything is sent.
+    fn part_names(&self, case: &Case) -> Vec<String> {
+        let unit = |names: Vec<String>| names.into_iter().map(|n| (n, ())).collect::<Vec<_>>();
+        match self {
+            GradeSpec::Fields { .. } => structured::field_part_names(case),
+            GradeSpec::Judge { criteria, .. } => criteria.iter().map(|c| c.name.clone()).collect(),
+            GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
+                let trajectory: Vec<bool> = of.iter().map(|p| p.spec.reads_trajectory()).collect();
+                let both = combine::reads_both(&trajectory).then_some(());
+                let theirs = of.iter().flat_map(|p| unit(p.spec.part_names(case)));
+                combine::merged(unit(names_of(of)), theirs, [both, both])
+                    .into_iter()
+                    .map(|(name, ())| name)
+                    .collect()
+            }
+            GradeSpec::Exact { .. }
+            | GradeSpec::Contains { .. }
+            | GradeSpec::Regex { .. }
+            | GradeSpec::Number { .. }
+            | GradeSpec::Choice
+            | GradeSpec::Json { .. }
+            | GradeSpec::JsonSchema { .. }
+            | GradeSpec::ToolCall { .. }
+            | GradeSpec::ToolSequence { .. }
+            | GradeSpec::ToolArgs { .. }
+            | GradeSpec::MaxSteps { .. }
+            | GradeSpec::Command { .. }
+            | GradeSpec::Embedding { .. } => Vec::new(),
         }
     }
 
@@ -354,5 +410,61 @@ mod tests {
             e.contains("bench.yaml:4") && e.contains("does not compile"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_bench_names_before_the_run_the_parts_its_scores_give() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(
+            d.join("bench.yaml"),
+            "name: t\ncases: cases.jsonl\nvariants: [plain.txt]\ngrade:\n  kind: all\n  of:\n    - { kind: fields }\n    - { name: valid, kind: json_schema, schema: { type: object } }\n    - { kind: fields }\n    - { kind: max_steps, steps: 3 }\n",
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("cases.jsonl"),
+            "{\"id\": \"a\", \"vars\": {\"q\": \"x\"}, \"expected\": {\"category\": \"x\", \"items\": [{\"sku\": 1}, {\"sku\": 2}]}}\n{\"id\": \"b\", \"vars\": {\"q\": \"y\"}, \"expected\": \"hi\", \"grade\": {\"kind\": \"judge\", \"criteria\": [{\"name\": \"tone\", \"rubric\": \"polite\"}]}}\n",
+        )
+        .unwrap();
+        std::fs::write(d.join("plain.txt"), "{{ q }}").unwrap();
+        let bench = Bench::load(&d.join("bench.yaml")).unwrap();
+        assert_eq!(
+            part_names(&bench),
+            [
+                "fields",
+                "valid",
+                "fields 2",
+                "max_steps",
+                "category",
+                "items[].sku",
+                "answer",
+                "trajectory",
+                "tone"
+            ]
+        );
+        // The names the scorer gives an answer are the ones named before.
+        let scorers = scorers_for(&bench).unwrap();
+        let case = &bench.cases[0];
+        let answer = Answer {
+            text: r#"{"category": "x", "items": [{"sku": 1}]}"#.into(),
+            ..Answer::default()
+        };
+        let score = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(scorers[0].score(
+                ScoreInput {
+                    key: "k",
+                    repeat: 0,
+                    case,
+                    messages: &[],
+                    answer: &answer,
+                },
+                &ScoreContext::default(),
+            ))
+            .unwrap();
+        let given: Vec<&str> = score.parts.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(given, bench.grade.part_names(case));
+        assert_eq!(score.parts[5], ("items[].sku".to_string(), 0.5));
     }
 }

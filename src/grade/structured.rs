@@ -186,6 +186,20 @@ impl FieldParts {
     }
 }
 
+/// The parts a `fields` score gives on `case`: its expected answer's fields, list positions
+/// folded, in order (what a gate may name before the run).
+pub(crate) fn field_part_names(case: &Case) -> Vec<String> {
+    let mut expected = Vec::new();
+    if let Some(v) = expected_json(case) {
+        leaves(&v, String::new(), &mut expected);
+    }
+    let mut parts = FieldParts::default();
+    for (path, _) in &expected {
+        parts.add(path, true);
+    }
+    parts.0.into_iter().map(|(name, ..)| name).collect()
+}
+
 /// A leaf path with its list positions taken out: `items[0].sku` → `items[].sku`.
 fn part_name(path: &str) -> String {
     let mut name = String::with_capacity(path.len());

@@ -746,3 +746,281 @@ endpoints:
         "{headline}"
     );
 }
+
+/// A ticket with a list: `category` (one field, right or wrong) and `tags[]` (two items,
+/// so a part scored 0, ½ or 1).
+fn tagged(i: usize) -> String {
+    format!(
+        "{{\"id\": \"c{i:02}\", \"vars\": {{\"q\": \"Ticket {i}\"}}, \"expected\": {{\"category\": \"cat{}\", \"tags\": [\"t{i}\", \"u{i}\"]}}}}",
+        i % 3
+    )
+}
+
+const TAGGED: Kind = Kind {
+    name: "fields with a list",
+    grade: "{ kind: fields }",
+    extra: "",
+    case: tagged,
+    scored: true,
+};
+
+/// A part's figures for the arm `name`.
+fn arm<'a>(
+    part: &'a promptgauge::report::parts::PartFigures,
+    name: &str,
+) -> &'a promptgauge::report::parts::PartVariant {
+    part.variants
+        .iter()
+        .find(|v| v.name == name)
+        .unwrap_or_else(|| panic!("no arm {name}: {part:#?}"))
+}
+
+/// `run --resume DIR` with `flags`: the finished run's gates again, nothing sent.
+fn regated(d: &Path, dir: &Path, flags: &[&str]) -> (Option<i32>, String) {
+    let o = promptgauge(d)
+        .args(["run", "--resume", dir.to_str().unwrap(), "--no-store"])
+        .args(flags)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+    (o.status.code(), said)
+}
+
+/// The line of `said` that starts with `start`.
+fn line_of<'a>(said: &'a str, start: &str) -> &'a str {
+    said.lines()
+        .find(|l| l.starts_with(start))
+        .unwrap_or_else(|| panic!("no line `{start}…` in:\n{said}"))
+}
+
+#[test]
+fn a_gate_on_a_part_holds_that_part_passed_failed_or_inconclusive() {
+    let b = bench(&TAGGED, no_extra, "");
+    let d = b.path();
+    // Every variant's category: each above 5%.
+    let a = run(d, "a", &["--min-accuracy", "@category=0.05"]);
+    assert_eq!(a.code, Some(0), "{}", a.said);
+    let s = summary(&a.dir);
+    let names: Vec<&str> = s.parts.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["category", "tags[]"], "{}", a.said);
+    let category = &s.parts[0];
+    assert!(category.binary);
+    let gates: Vec<&str> = s.gates.iter().map(|g| g.gate.as_str()).collect();
+    assert_eq!(
+        gates, ["min-accuracy 5.0% on category"; 2],
+        "{:#?}",
+        s.gates
+    );
+    let (passed, line) = gate(&s, "min-accuracy 5.0% on category", "bad");
+    assert!(passed && line.contains(": bad: "), "{line}");
+    // The figure is the part's, not the whole score's.
+    let bad = arm(category, "bad");
+    let (m, lo, hi) = (bad.mean.unwrap(), bad.ci_low.unwrap(), bad.ci_high.unwrap());
+    let whole = s.variants[1].mean_score.unwrap();
+    assert!((m - whole).abs() > 1e-9, "category {m}, whole {whole}");
+    assert!(
+        line.contains(&format!(
+            "bad: {:.1}% [{:.1}, {:.1}]",
+            m * 100.0,
+            lo * 100.0,
+            hi * 100.0
+        )),
+        "{line}"
+    );
+
+    // One variant's part, certainly below: failed, exit 1.
+    assert!(hi < 0.95, "bad's category reaches {hi}");
+    let (code, said) = regated(d, &a.dir, &["--min-accuracy", "bad@category=0.95"]);
+    assert_eq!(code, Some(1), "{said}");
+    let line = line_of(
+        &said,
+        "gate failed: min-accuracy bad=95.0% on category: bad: ",
+    );
+    assert!(
+        line.ends_with("is below 95.0% (certain: the whole interval is below it)"),
+        "{line}"
+    );
+    assert!(
+        !said
+            .lines()
+            .any(|l| l.starts_with("gate") && l.contains("good")),
+        "only bad is held: {said}"
+    );
+
+    // Below, with the interval across: inconclusive, exit 5, with the cases that decide.
+    let t = format!("{:.1}", (m + hi) / 2.0 * 100.0);
+    let (code, said) = regated(
+        d,
+        &a.dir,
+        &[
+            "--min-accuracy",
+            &format!("bad@category={t}%"),
+            "--markdown",
+            "summary.md",
+        ],
+    );
+    assert_eq!(code, Some(5), "{said}");
+    let line = line_of(
+        &said,
+        &format!("gate inconclusive: min-accuracy bad={t}% on category: bad: "),
+    );
+    assert!(
+        line.contains("but the interval straddles it (uncertain) on 40 cases: about "),
+        "{line}"
+    );
+    let md = std::fs::read_to_string(d.join("summary.md")).unwrap();
+    assert!(
+        md.contains(&format!(
+            "⚠️ **inconclusive** `min-accuracy bad={t}% on category`"
+        )),
+        "{md}"
+    );
+
+    // A part scored 0, ½ or 1: its mean score, said so.
+    let tags = &s.parts[1];
+    assert!(!tags.binary);
+    let (code, said) = regated(d, &a.dir, &["--min-accuracy", "good@tags[]=0.5"]);
+    assert_eq!(code, Some(0), "{said}");
+    let good = arm(tags, "good").mean.unwrap();
+    let (passed, line) = gate(
+        &summary(&a.dir),
+        "min-accuracy good=50.0% on tags[]",
+        "good",
+    );
+    assert!(
+        passed && line.contains(&format!("good: mean score {:.1}% [", good * 100.0)),
+        "{line}"
+    );
+}
+
+/// The simulator in this process, and a tagged bench whose variants are `variants` (each
+/// `NAME` at the simulated accuracy given).
+fn tagged_with(variants: &[(&str, u32)]) -> tempfile::TempDir {
+    let b = bench(&TAGGED, no_extra, "");
+    let d = b.path();
+    let mut files = Vec::new();
+    for (i, (name, accuracy)) in variants.iter().enumerate() {
+        let file = format!("v{i}.yaml");
+        std::fs::write(
+            d.join(&file),
+            format!("name: \"{name}\"\nmessages:\n  - {{ role: system, content: \"simulated accuracy {accuracy}%\" }}\n  - {{ role: user, content: \"{{{{ q }}}}\" }}\n"),
+        )
+        .unwrap();
+        files.push(file);
+    }
+    let text = std::fs::read_to_string(d.join("bench.yaml")).unwrap();
+    let text = text.replace("[good.yaml, bad.yaml]", &format!("[{}]", files.join(", ")));
+    std::fs::write(d.join("bench.yaml"), text).unwrap();
+    b
+}
+
+#[test]
+fn a_gate_naming_a_part_the_bench_has_not_is_refused_before_anything_is_sent() {
+    let (_rt, server) = start_mock(promptgauge::mock::MockConfig::default());
+    let url = server.base_url();
+    let b = tagged_with(&[("good", 95), ("bad", 30), ("bad@category", 30)]);
+    let d = b.path();
+    let refused = |flags: &[&str]| {
+        let o = promptgauge(d)
+            .args(["run", "bench.yaml", "--base-url", &url, "--model", "m"])
+            .args(flags)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert_eq!(o.status.code(), Some(2), "{flags:?}: {err}");
+        assert_eq!(
+            server.provider.stats().requests,
+            0,
+            "{flags:?}: a request was sent"
+        );
+        assert!(
+            !d.join("reports").exists(),
+            "{flags:?}: a run folder was made"
+        );
+        err
+    };
+    // A part the score does not have: the parts it has.
+    let err = refused(&["--min-accuracy", "@categry=0.9"]);
+    assert!(
+        err.contains(
+            "--min-accuracy names the part `categry`, which this bench's score does not have"
+        ) && err.contains("name one of the bench's parts: category, tags[]"),
+        "{err}"
+    );
+    // `bad@category` is a variant, and `category` a part of `bad`: which is meant?
+    let err = refused(&["--min-accuracy", "bad@category=0.9"]);
+    assert!(
+        err.contains("--min-accuracy `bad@category` reads as the variant `bad@category` and as the part `category` of `bad`")
+            && err.contains("rename the variant"),
+        "{err}"
+    );
+    // pass^k is the whole score's.
+    let err = refused(&["--repeats", "2", "--min-pass-all", "good@category=0.9"]);
+    assert!(
+        err.contains("--min-pass-all names `good@category`, which is not a variant of this run (a part has no pass^k"),
+        "{err}"
+    );
+    // check refuses what run would.
+    let (code, text) = said(
+        d,
+        &["check", "bench.yaml", "--min-accuracy", "good@categry=0.9"],
+    );
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("names the part `categry`"), "{text}");
+    let (_, help) = said(d, &["run", "--help"]);
+    assert!(
+        help.contains("--min-accuracy <[VARIANT][@PART]=P>") && help.contains("VARIANT@PART=P"),
+        "{help}"
+    );
+}
+
+#[test]
+fn a_variant_whose_name_holds_an_at_sign_is_gated_as_a_variant_when_no_part_is_named_so() {
+    let b = tagged_with(&[("good", 95), ("bad@category", 30)]);
+    let d = b.path();
+    // No variant `bad`: `bad@category` is the variant, held on its whole score.
+    let a = run(d, "a", &["--min-accuracy", "bad@category=0.99"]);
+    assert_eq!(a.code, Some(1), "{}", a.said);
+    let line = line_of(
+        &a.said,
+        "gate failed: min-accuracy bad@category=99.0%: bad@category: mean score ",
+    );
+    assert!(line.contains("is below 99.0%"), "{line}");
+    // And its part, after the last `@`.
+    let (code, said) = regated(d, &a.dir, &["--min-accuracy", "bad@category@category=0.01"]);
+    assert_eq!(code, Some(0), "{said}");
+    let s = summary(&a.dir);
+    let (passed, line) = gate(
+        &s,
+        "min-accuracy bad@category=1.0% on category",
+        "bad@category",
+    );
+    assert!(passed && line.contains(": bad@category: "), "{line}");
+}
+
+#[test]
+fn check_and_plan_size_a_gate_on_a_part_from_the_last_run() {
+    let b = bench(&TAGGED, no_extra, "");
+    let d = b.path();
+    let gates = ["--min-accuracy", "@category=0.9"];
+    let (code, text) = said(d, &[&["check", "bench.yaml"][..], &gates].concat());
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("gate min-accuracy 90.0% on category: no earlier run"),
+        "{text}"
+    );
+    let r = run(d, "reports", &gates);
+    let s = summary(&r.dir);
+    let bad = arm(&s.parts[0], "bad").mean.unwrap();
+    for cmd in ["check", "plan"] {
+        let (code, text) = said(d, &[&[cmd, "bench.yaml"][..], &gates].concat());
+        assert_eq!(code, Some(0), "{cmd}: {text}");
+        assert!(
+            text.contains(&format!(
+                "gate min-accuracy 90.0% on category of bad: the last run's {:.1}% (",
+                bad * 100.0
+            )) && text.contains("gate min-accuracy 90.0% on category of good: the last run's "),
+            "{cmd}: {text}"
+        );
+    }
+}

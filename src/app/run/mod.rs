@@ -28,7 +28,7 @@ mod watch;
 
 pub(super) use continued::Continued;
 pub(super) use embeddings::{check_embedding_endpoints, embedding_services};
-pub(super) use resolve::baseline_of;
+pub(super) use resolve::{baseline_of, check_gates};
 
 use std::sync::Arc;
 

@@ -12,6 +12,7 @@ use crate::app::settings::RunSettings;
 use crate::app::{Failure, Prepared};
 use crate::cli::{Env, PlanArgs, RunArgs, UsageError};
 use crate::error::BeforeSend;
+use crate::report::gates::Unresolved;
 use crate::runner::RunDir;
 use crate::runner::record::RunRecord;
 
@@ -94,7 +95,7 @@ pub(super) struct Resolved {
 }
 
 /// Every gate asked for must be one the run can evaluate: known before anything is sent.
-pub(super) fn check_gates(p: &Prepared, gates: &crate::cli::GateArgs) -> Result<(), UsageError> {
+pub(crate) fn check_gates(p: &Prepared, gates: &crate::cli::GateArgs) -> Result<(), UsageError> {
     if gates.max_cost.is_some()
         && let Some((said, fix)) = p.unpriced_said()
     {
@@ -103,10 +104,6 @@ pub(super) fn check_gates(p: &Prepared, gates: &crate::cli::GateArgs) -> Result<
             format!("{fix}; or drop --max-cost"),
         ));
     }
-    let names = p.variant_names();
-    let endpoints = p.endpoint_names();
-    // In a run of several endpoints a gate may name a cell, a variant or an endpoint.
-    let arms = crate::suite::plan::arm_names(&names, &endpoints);
     if !gates.min_pass_all.is_empty() && p.bench.repeats < 2 {
         return Err(UsageError::with_fix(
             format!(
@@ -116,39 +113,15 @@ pub(super) fn check_gates(p: &Prepared, gates: &crate::cli::GateArgs) -> Result<
             "set `repeats: 3` in the bench (or --repeats 3), or drop --min-pass-all",
         ));
     }
-    for (flag, min) in gates
-        .min_accuracy
-        .iter()
-        .map(|m| ("--min-accuracy", m))
-        .chain(gates.min_pass_all.iter().map(|m| ("--min-pass-all", m)))
-    {
-        if let Some(v) = &min.variant
-            && !names.contains(v)
-            && !arms.contains(v)
-            && !endpoints.contains(v)
-        {
-            return Err(UsageError::with_fix(
-                format!("{flag} names `{v}`, which is not a variant of this run"),
-                if endpoints.is_empty() {
-                    format!("variants: {}", names.join(", "))
-                } else {
-                    format!(
-                        "name a variant ({}), an endpoint ({}) or one of them at one endpoint (e.g. {})",
-                        names.join(", "),
-                        endpoints.join(", "),
-                        arms.last().map_or("", String::as_str)
-                    )
-                },
-            ));
-        }
-    }
+    let arms = ArmNames::of(p);
+    check_gate_names(p, gates, &arms)?;
     if gates.fail_if_not_best && p.sequential.as_ref().is_none_or(|s| s.best.is_none()) {
         return Err(UsageError::with_fix(
             "--fail-if-not-best asks whether the baseline is in --best's answer, and this run searches nothing",
             "add --best",
         ));
     }
-    let compared = arms.len() > 1 || gates.baseline.is_some();
+    let compared = arms.cells.len() > 1 || gates.baseline.is_some();
     for (flag, asked) in [
         ("--max-drop", gates.max_drop.is_some()),
         ("--fail-if-worse", gates.fail_if_worse),
@@ -161,6 +134,104 @@ pub(super) fn check_gates(p: &Prepared, gates: &crate::cli::GateArgs) -> Result<
         }
     }
     Ok(())
+}
+
+/// The names a gate may give the run's variants: a variant's, and in a run of several
+/// endpoints a cell's (`ENDPOINT/VARIANT`) or an endpoint's.
+struct ArmNames {
+    variants: Vec<String>,
+    endpoints: Vec<String>,
+    cells: Vec<String>,
+}
+
+impl ArmNames {
+    fn of(p: &Prepared) -> ArmNames {
+        let (variants, endpoints) = (p.variant_names(), p.endpoint_names());
+        let cells = crate::suite::plan::arm_names(&variants, &endpoints);
+        ArmNames {
+            variants,
+            endpoints,
+            cells,
+        }
+    }
+
+    fn has(&self, name: &str) -> bool {
+        [&self.variants, &self.cells, &self.endpoints]
+            .into_iter()
+            .flatten()
+            .any(|n| n == name)
+    }
+
+    /// `flag` names `name`, which is none of them: the names it may give.
+    fn refused(&self, flag: &str, name: &str, also: &str) -> UsageError {
+        UsageError::with_fix(
+            format!("{flag} names `{name}`, which is not a variant of this run{also}"),
+            if self.endpoints.is_empty() {
+                format!("variants: {}", self.variants.join(", "))
+            } else {
+                format!(
+                    "name a variant ({}), an endpoint ({}) or one of them at one endpoint (e.g. {})",
+                    self.variants.join(", "),
+                    self.endpoints.join(", "),
+                    self.cells.last().map_or("", String::as_str)
+                )
+            },
+        )
+    }
+}
+
+/// Each `--min-accuracy` names variants and a part the run has, read one way
+/// (docs/guide/ci.md, "A gate on a part"); each `--min-pass-all` a variant.
+fn check_gate_names(
+    p: &Prepared,
+    gates: &crate::cli::GateArgs,
+    arms: &ArmNames,
+) -> Result<(), UsageError> {
+    let parts = crate::grade::part_names(&p.bench);
+    for min in &gates.min_accuracy {
+        match min.target(|v| arms.has(v), |part| parts.iter().any(|n| n == part)) {
+            Ok(_) => {}
+            Err(Unresolved::Variant(v)) => return Err(arms.refused("--min-accuracy", &v, "")),
+            Err(Unresolved::Part(part)) => return Err(no_such_part(&part, &parts)),
+            Err(e @ Unresolved::Both(..)) => {
+                return Err(UsageError::with_fix(
+                    format!("--min-accuracy {}", e.said(&parts)),
+                    "rename the variant (its `name:`) or the part (a scorer's `name:`, a criterion's, a field), so that the name reads one way",
+                ));
+            }
+        }
+    }
+    // pass^k is the whole score's: the whole name before `=` is a variant's.
+    for min in &gates.min_pass_all {
+        if let Some(v) = min.name()
+            && !arms.has(&v)
+        {
+            let also = match &min.part {
+                Some(part) if parts.contains(part) => {
+                    " (a part has no pass^k: --min-accuracy VARIANT@PART=P holds a part)"
+                }
+                _ => "",
+            };
+            return Err(arms.refused("--min-pass-all", &v, also));
+        }
+    }
+    Ok(())
+}
+
+/// A gate naming a part the bench's score does not have, with the parts it has.
+fn no_such_part(part: &str, parts: &[String]) -> UsageError {
+    let fix = if parts.is_empty() {
+        "this bench's score has no parts: they are a `fields` scorer's fields, the scorers of `all`/`any`/`mean` and a judge's `criteria` (docs/guide/scorers.md, \"Parts\"); gate the whole score with --min-accuracy [VARIANT=]P".to_string()
+    } else {
+        format!(
+            "name one of the bench's parts: {} (`@PART=P` for every variant's, `VARIANT@PART=P` for one's)",
+            parts.join(", ")
+        )
+    };
+    UsageError::with_fix(
+        format!("--min-accuracy names the part `{part}`, which this bench's score does not have"),
+        fix,
+    )
 }
 
 /// A baseline run that shares no cell with this run could never be compared: refused

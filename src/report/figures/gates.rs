@@ -12,11 +12,17 @@ pub(crate) use crate::report::summary::{GateOutcome, GateResult};
 
 /// `--min-accuracy [VARIANT=]P`; in a run of several endpoints VARIANT may be
 /// `ENDPOINT/VARIANT` (one cell), a variant (at every endpoint) or an endpoint (every
-/// variant at it).
+/// variant at it). `@PART=P` holds every variant's part PART (a `fields` key, a scorer's
+/// `name:`, a judge's criterion), `VARIANT@PART=P` one variant's (docs/guide/ci.md,
+/// "Gates").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MinAccuracy {
     /// `None`: every variant.
     pub variant: Option<String>,
+    /// The part after the name's last `@`; `None`: the whole score. A variant's name may
+    /// hold an `@` too: [`MinAccuracy::target`] reads the name against what the run has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part: Option<String>,
     /// A share, 0–1.
     pub threshold: f64,
 }
@@ -24,10 +30,11 @@ pub struct MinAccuracy {
 impl std::str::FromStr for MinAccuracy {
     type Err = String;
 
-    /// `0.8`, `80%`, `plain=0.9`, `step-by-step=92.5%`
+    /// `0.8`, `80%`, `plain=0.9`, `step-by-step=92.5%`, `@category=0.9`,
+    /// `plain@category=90%`
     fn from_str(s: &str) -> Result<Self, String> {
-        let (variant, value) = match s.rsplit_once('=') {
-            Some((v, p)) if !v.trim().is_empty() => (Some(v.trim().to_string()), p),
+        let (name, value) = match s.rsplit_once('=') {
+            Some((v, p)) if !v.trim().is_empty() => (Some(v.trim()), p),
             Some((_, p)) => (None, p),
             None => (None, s),
         };
@@ -36,13 +43,156 @@ impl std::str::FromStr for MinAccuracy {
             Some(pct) => pct.trim().parse::<f64>().map(|x| x / 100.0),
             None => value.parse::<f64>(),
         }
-        .map_err(|_| format!("`{s}` is not an accuracy; write 0.8, 80% or VARIANT=0.8"))?;
+        .map_err(|_| {
+            format!("`{s}` is not an accuracy; write 0.8, 80%, VARIANT=0.8 or VARIANT@PART=0.8")
+        })?;
         if !(0.0..=1.0).contains(&threshold) {
             return Err(format!(
                 "`{s}`: an accuracy is between 0 and 1 (or 0% and 100%)"
             ));
         }
-        Ok(MinAccuracy { variant, threshold })
+        let (variant, part) = match name.and_then(|n| n.rsplit_once('@')) {
+            Some((v, p)) if !p.trim().is_empty() => {
+                let v = v.trim();
+                (
+                    (!v.is_empty()).then(|| v.to_string()),
+                    Some(p.trim().to_string()),
+                )
+            }
+            _ => (name.map(str::to_string), None),
+        };
+        Ok(MinAccuracy {
+            variant,
+            part,
+            threshold,
+        })
+    }
+}
+
+/// What a `[VARIANT][@PART]=P` gate holds: a variant (`None`: every one) and a part of its
+/// score (`None`: the whole score).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct GateTarget {
+    pub variant: Option<String>,
+    pub part: Option<String>,
+}
+
+impl std::fmt::Display for GateTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.variant, &self.part) {
+            (None, None) => f.write_str("every variant"),
+            (Some(v), None) => write!(f, "the variant `{v}`"),
+            (None, Some(p)) => write!(f, "the part `{p}` of every variant"),
+            (Some(v), Some(p)) => write!(f, "the part `{p}` of `{v}`"),
+        }
+    }
+}
+
+/// Why a gate's name reads as nothing the run has, or as two things.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Unresolved {
+    /// No variant (cell, endpoint) is named so.
+    Variant(String),
+    /// The variant is there; the score has no part named so.
+    Part(String),
+    /// The name (before `=`) reads as each of these: a variant whose name holds an `@`,
+    /// and a part.
+    Both(String, Vec<GateTarget>),
+}
+
+impl MinAccuracy {
+    /// The text before `=` as given: `plain`, `@category`, `plain@category`.
+    pub(crate) fn name(&self) -> Option<String> {
+        match (&self.variant, &self.part) {
+            (v, Some(p)) => Some(format!("{}@{p}", v.as_deref().unwrap_or_default())),
+            (v, None) => v.clone(),
+        }
+    }
+
+    /// Every way its name reads: the whole of it a variant, and at each `@` a variant
+    /// before it (or every one) and a part after it.
+    fn readings(&self) -> Vec<GateTarget> {
+        let Some(name) = self.name() else {
+            return vec![GateTarget {
+                variant: None,
+                part: None,
+            }];
+        };
+        let mut out = vec![GateTarget {
+            variant: Some(name.clone()),
+            part: None,
+        }];
+        for (i, _) in name.match_indices('@') {
+            let (v, p) = (name[..i].trim(), name[i + 1..].trim());
+            if !p.is_empty() {
+                out.push(GateTarget {
+                    variant: (!v.is_empty()).then(|| v.to_string()),
+                    part: Some(p.to_string()),
+                });
+            }
+        }
+        out
+    }
+
+    /// The one reading of its name that names a variant `is_variant` knows (or every one)
+    /// and a part `is_part` knows (or the whole score). A variant may have an `@` in its
+    /// name, so `a@b` is the variant `a@b` when there is one and no part `b`; both there is
+    /// [`Unresolved::Both`].
+    pub(crate) fn target(
+        &self,
+        is_variant: impl Fn(&str) -> bool,
+        is_part: impl Fn(&str) -> bool,
+    ) -> Result<GateTarget, Unresolved> {
+        let mut found: Vec<GateTarget> = self
+            .readings()
+            .into_iter()
+            .filter(|t| t.variant.as_deref().is_none_or(&is_variant))
+            .filter(|t| t.part.as_deref().is_none_or(&is_part))
+            .collect();
+        match found.len() {
+            1 => Ok(found.remove(0)),
+            0 => Err(match (&self.variant, &self.part) {
+                (Some(v), _) if !is_variant(v) => Unresolved::Variant(v.clone()),
+                (_, Some(p)) => Unresolved::Part(p.clone()),
+                (v, None) => Unresolved::Variant(v.clone().unwrap_or_default()),
+            }),
+            _ => Err(Unresolved::Both(self.name().unwrap_or_default(), found)),
+        }
+    }
+
+    /// The gate's name in its lines: `min-accuracy plain=90.0%`, and for a part
+    /// `min-accuracy 90.0% on category`, `min-accuracy plain=90.0% on category`.
+    fn gate_name(&self, kind: &str, target: Option<&GateTarget>) -> String {
+        let (variant, part) = match target {
+            Some(t) => (t.variant.clone(), t.part.clone()),
+            None => (self.name(), None),
+        };
+        let named = variant.map(|v| format!("{v}=")).unwrap_or_default();
+        let on = part.map(|p| format!(" on {p}")).unwrap_or_default();
+        format!("{kind} {named}{:.1}%{on}", self.threshold * 100.0)
+    }
+}
+
+impl Unresolved {
+    /// What is wrong, in a gate's line.
+    pub(crate) fn said(&self, parts: &[String]) -> String {
+        match self {
+            Unresolved::Variant(v) => format!("no variant is named `{v}`"),
+            Unresolved::Part(p) if parts.is_empty() => {
+                format!("no part is named `{p}`: the score has no parts")
+            }
+            Unresolved::Part(p) => {
+                format!("no part is named `{p}`; the parts: {}", parts.join(", "))
+            }
+            Unresolved::Both(name, readings) => format!(
+                "`{name}` reads as {}",
+                readings
+                    .iter()
+                    .map(GateTarget::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" and as ")
+            ),
+        }
     }
 }
 
@@ -585,43 +735,44 @@ fn max_drop(max: f64, s: &Summary, baseline: Option<&RunComparison>, out: &mut V
     }
 }
 
-/// A `[VARIANT=]P` gate's name (`min-accuracy plain=90.0%`) and the variants it holds; a
-/// name no variant answers to fails the gate there.
+/// The variants a gate holds (`target.variant`, or every one); a name no variant answers
+/// to fails the gate there.
 fn named_variants<'s>(
-    kind: &str,
-    min: &MinAccuracy,
+    gate: &str,
+    target: &GateTarget,
     s: &'s Summary,
     out: &mut Vec<GateResult>,
-) -> (String, Vec<&'s crate::report::summary::VariantSummary>) {
-    let named = min
-        .variant
-        .as_ref()
-        .map(|v| format!("{v}="))
-        .unwrap_or_default();
-    let gate = format!("{kind} {named}{:.1}%", min.threshold * 100.0);
+) -> Vec<&'s crate::report::summary::VariantSummary> {
     let variants: Vec<_> = s
         .variants
         .iter()
-        .filter(|v| min.variant.as_ref().is_none_or(|name| v.answers_to(name)))
+        .filter(|v| {
+            target
+                .variant
+                .as_ref()
+                .is_none_or(|name| v.answers_to(name))
+        })
         .collect();
     if variants.is_empty() {
         out.push(result(
-            &gate,
+            gate,
             false,
-            format!(
-                "no variant is named `{}`",
-                min.variant.clone().unwrap_or_default()
-            ),
+            Unresolved::Variant(target.variant.clone().unwrap_or_default()).said(&[]),
         ));
     }
-    (gate, variants)
+    variants
 }
 
 /// `--min-pass-all [VARIANT=]P`: each variant's pass^k (its cases right all k repeats)
-/// against P, said with its interval, as `--min-accuracy` says accuracy.
+/// against P, said with its interval, as `--min-accuracy` says accuracy. A part has no
+/// pass^k: the whole name before `=` is the variant's.
 fn min_pass_all(min: &MinAccuracy, s: &Summary, out: &mut Vec<GateResult>) {
-    let (gate, variants) = named_variants("min-pass-all", min, s, out);
-    for v in variants {
+    let whole = GateTarget {
+        variant: min.name(),
+        part: None,
+    };
+    let gate = min.gate_name("min-pass-all", Some(&whole));
+    for v in named_variants(&gate, &whole, s, out) {
         let Some(p) = &v.repeats.pass_k else {
             out.push(result(
                 &gate,
@@ -655,13 +806,80 @@ fn min_pass_all(min: &MinAccuracy, s: &Summary, out: &mut Vec<GateResult>) {
     }
 }
 
-/// `--min-accuracy [VARIANT=]P`: each variant it names against P. On a scored run (some
-/// score neither 0 nor 1) "accuracy" is the mean score, with its interval, and the line
-/// says so (docs/guide/ci.md, "Gates").
+/// What a `--min-accuracy` gate names in this run: its variants and part, read against
+/// the run's variants and parts (docs/guide/ci.md, "Gates").
+fn target_in(min: &MinAccuracy, s: &Summary) -> Result<GateTarget, Unresolved> {
+    min.target(
+        |name| s.variants.iter().any(|v| v.answers_to(name)),
+        |part| s.parts.iter().any(|p| p.name == part),
+    )
+}
+
+/// `--min-accuracy [VARIANT][@PART]=P`: each variant it names against P, on its whole
+/// score or on the part named. On a scored run (some score neither 0 nor 1) "accuracy" is
+/// the mean score, with its interval, and the line says so (docs/guide/ci.md, "Gates").
 fn min_accuracy(min: &MinAccuracy, s: &Summary, out: &mut Vec<GateResult>) {
-    let (gate, variants) = named_variants("min-accuracy", min, s, out);
-    for v in variants {
-        out.push(held_to(v, min.threshold, s, &gate));
+    let target = match target_in(min, s) {
+        Ok(t) => t,
+        Err(e) => {
+            let parts: Vec<String> = s.parts.iter().map(|p| p.name.clone()).collect();
+            let gate = min.gate_name("min-accuracy", None);
+            let rename = match e {
+                Unresolved::Both(..) => ": rename one (the variant's `name:`, or the part's)",
+                _ => "",
+            };
+            out.push(result(&gate, false, format!("{}{rename}", e.said(&parts))));
+            return;
+        }
+    };
+    let gate = min.gate_name("min-accuracy", Some(&target));
+    let part = target
+        .part
+        .as_ref()
+        .and_then(|name| s.parts.iter().find(|p| p.name == *name));
+    for v in named_variants(&gate, &target, s, out) {
+        out.push(match part {
+            None => held_to(v, min.threshold, s, &gate),
+            Some(part) => part_held_to(part, v, min.threshold, s, &gate),
+        });
+    }
+}
+
+/// One variant's part against `--min-accuracy VARIANT@PART=P`, as [`held_to`] holds the
+/// whole score: the part's accuracy, or its mean score when some score of it was neither 0
+/// nor 1.
+fn part_held_to(
+    part: &crate::report::parts::PartFigures,
+    v: &crate::report::summary::VariantSummary,
+    t: f64,
+    s: &Summary,
+    gate: &str,
+) -> GateResult {
+    let Some(f) = part.variant(&v.name) else {
+        return result(gate, false, format!("{}: no graded answers", v.name));
+    };
+    let cases = f.n / u64::from(s.run.repeats.max(1));
+    hold(
+        gate,
+        &v.name,
+        part_figure(part, f),
+        cases,
+        t,
+        s.run.confidence,
+    )
+}
+
+/// The figure a part gate holds an arm to: its mean and interval, named a mean score when
+/// the part is scored.
+fn part_figure(
+    part: &crate::report::parts::PartFigures,
+    f: &crate::report::parts::PartVariant,
+) -> Gated {
+    Gated {
+        called: if part.binary { "" } else { "mean score " }.into(),
+        value: f.mean,
+        low: f.ci_low,
+        high: f.ci_high,
     }
 }
 
@@ -921,13 +1139,19 @@ fn size_max_drop(max: f64, z: &Sizing<'_>, out: &mut Vec<String>) {
     }
 }
 
-/// `--min-accuracy P`, sized for each variant it names in the last run.
+/// `--min-accuracy [VARIANT][@PART]=P`, sized for each variant it names in the last run, on
+/// its whole score or the part named.
 fn size_min_accuracy(min: &MinAccuracy, z: &Sizing<'_>, out: &mut Vec<String>) {
     let t = min.threshold;
     let Some((s, dir)) = &z.last else {
         let half = crate::stats::z_for(z.confidence) * (0.25 / z.cases.max(1) as f64).sqrt();
+        let on = min
+            .part
+            .as_ref()
+            .map(|p| format!(" on {p}"))
+            .unwrap_or_default();
         out.push(format!(
-            "min-accuracy {:.1}%: no earlier run of the bench under reports/ to size it from; on {} cases an interval is up to ±{:.1} points wide, so a variant within that of {:.1}% is likely inconclusive",
+            "min-accuracy {:.1}%{on}: no earlier run of the bench under reports/ to size it from; on {} cases an interval is up to ±{:.1} points wide, so a variant within that of {:.1}% is likely inconclusive",
             t * 100.0,
             z.cases,
             half * 100.0,
@@ -935,20 +1159,52 @@ fn size_min_accuracy(min: &MinAccuracy, z: &Sizing<'_>, out: &mut Vec<String>) {
         ));
         return;
     };
-    for v in s
-        .variants
-        .iter()
-        .filter(|v| min.variant.as_ref().is_none_or(|name| v.answers_to(name)))
-    {
-        let g = gated_figure(v, s.is_scored());
+    let target = match target_in(min, s) {
+        Ok(target) => target,
+        Err(e) => {
+            let parts: Vec<String> = s.parts.iter().map(|p| p.name.clone()).collect();
+            out.push(format!(
+                "{}: the last run ({dir}) cannot size it: {}",
+                min.gate_name("min-accuracy", None),
+                e.said(&parts)
+            ));
+            return;
+        }
+    };
+    let part = target
+        .part
+        .as_ref()
+        .and_then(|name| s.parts.iter().find(|p| p.name == *name));
+    let repeats = u64::from(s.run.repeats.max(1));
+    for v in s.variants.iter().filter(|v| {
+        target
+            .variant
+            .as_ref()
+            .is_none_or(|name| v.answers_to(name))
+    }) {
+        let (g, cases, on) = match part {
+            None => (
+                gated_figure(v, s.is_scored()),
+                v.n / repeats,
+                v.name.clone(),
+            ),
+            Some(p) => {
+                let Some(f) = p.variant(&v.name) else {
+                    continue;
+                };
+                (
+                    part_figure(p, f),
+                    f.n / repeats,
+                    format!("{} of {}", p.name, v.name),
+                )
+            }
+        };
         let Some(acc) = g.value else { continue };
         let near = if acc >= t { g.low } else { g.high };
-        let cases = v.n / u64::from(s.run.repeats.max(1));
         let need = near.and_then(|x| cases_to_clear(cases, (acc, x), t, z.confidence));
         let head = format!(
-            "min-accuracy {:.1}% on {}: the last run's {}{:.1}% ({dir})",
+            "min-accuracy {:.1}% on {on}: the last run's {}{:.1}% ({dir})",
             t * 100.0,
-            v.name,
             g.called,
             acc * 100.0
         );
@@ -997,5 +1253,77 @@ mod tests {
         assert!((m.threshold - 0.925).abs() < 1e-12);
         assert!("1.5".parse::<MinAccuracy>().is_err());
         assert!("plain=lots".parse::<MinAccuracy>().is_err());
+        let m: MinAccuracy = "@category=0.9".parse().unwrap();
+        assert_eq!((m.variant, m.part.as_deref()), (None, Some("category")));
+        let m: MinAccuracy = "local/plain@items[].sku=90%".parse().unwrap();
+        assert_eq!(m.variant.as_deref(), Some("local/plain"));
+        assert_eq!(m.part.as_deref(), Some("items[].sku"));
+        // Nothing after the `@`: the whole of it names a variant.
+        let m: MinAccuracy = "plain@=0.9".parse().unwrap();
+        assert_eq!((m.variant.as_deref(), m.part), (Some("plain@"), None));
+    }
+
+    fn target(text: &str, variants: &[&str], parts: &[&str]) -> Result<GateTarget, Unresolved> {
+        let m: MinAccuracy = text.parse().unwrap();
+        m.target(|v| variants.contains(&v), |p| parts.contains(&p))
+    }
+
+    fn to(variant: Option<&str>, part: Option<&str>) -> GateTarget {
+        GateTarget {
+            variant: variant.map(str::to_string),
+            part: part.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_gate_s_name_reads_against_the_run_s_variants_and_parts() {
+        let (v, p) = (["plain", "a@b", "x"], ["category", "b", "@type"]);
+        assert_eq!(target("0.9", &v, &p), Ok(to(None, None)));
+        assert_eq!(target("plain=0.9", &v, &p), Ok(to(Some("plain"), None)));
+        assert_eq!(
+            target("@category=0.9", &v, &p),
+            Ok(to(None, Some("category")))
+        );
+        assert_eq!(
+            target("plain@category=0.9", &v, &p),
+            Ok(to(Some("plain"), Some("category")))
+        );
+        // A part whose name starts with `@` (JSON-LD's `@type`).
+        assert_eq!(target("@@type=0.9", &v, &p), Ok(to(None, Some("@type"))));
+        assert_eq!(
+            target("plain@@type=0.9", &v, &p),
+            Ok(to(Some("plain"), Some("@type")))
+        );
+        // `a@b`: no variant `a`, so the variant `a@b`.
+        assert_eq!(target("a@b=0.9", &v, &p), Ok(to(Some("a@b"), None)));
+        assert_eq!(
+            target("a@b@category=0.9", &v, &p),
+            Ok(to(Some("a@b"), Some("category")))
+        );
+        // With a variant `a` too, `a@b` reads two ways.
+        let both = target("a@b=0.9", &["a", "a@b"], &p).unwrap_err();
+        assert_eq!(
+            both,
+            Unresolved::Both(
+                "a@b".into(),
+                vec![to(Some("a@b"), None), to(Some("a"), Some("b"))]
+            )
+        );
+        assert_eq!(
+            both.said(&[]),
+            "`a@b` reads as the variant `a@b` and as the part `b` of `a`"
+        );
+        assert_eq!(
+            target("plain@categry=0.9", &v, &p),
+            Err(Unresolved::Part("categry".into()))
+        );
+        assert_eq!(
+            target("plian@category=0.9", &v, &p),
+            Err(Unresolved::Variant("plian".into()))
+        );
+        assert_eq!(
+            target("plian=0.9", &v, &p),
+            Err(Unresolved::Variant("plian".into()))
+        );
     }
 }
