@@ -2407,6 +2407,43 @@ fn a_bench_with_parts_fits_a_real_80_or_100_column_terminal() {
             "a worse variant is marked:\n{text}"
         );
     }
+    // A grid: a row per part and variant, a column per endpoint.
+    std::fs::write(
+        d.join("grid.yaml"),
+        "name: triage-grid\ncases: cases.jsonl\nvariants: [plain.yaml, step-by-step.yaml]\ngrade: { kind: fields }\nparams: { temperature: 0, max_tokens: 100, response_format: { type: json_object } }\nendpoints:\n  - { name: hosted-frontier, base_url: mock, model: big-model }\n  - { name: local-tiny, base_url: mock, model: tiny-model }\n",
+    )
+    .unwrap();
+    for columns in [80usize, 100] {
+        let (code, lines) = in_a_terminal(columns, d, &["run", "grid.yaml", "--no-store"]);
+        assert_eq!(code, Some(0), "{lines:#?}");
+        let over: Vec<&String> = lines
+            .iter()
+            .filter(|l| l.chars().count() > columns)
+            .collect();
+        assert!(over.is_empty(), "grid at {columns} columns: {over:#?}");
+        let text = lines.join("\n");
+        let cells = |l: &str| -> Vec<String> {
+            l.split(['│', '┆'])
+                .map(|c| c.trim().to_string())
+                .filter(|c| !c.is_empty())
+                .collect()
+        };
+        let rows: Vec<Vec<String>> = lines
+            .iter()
+            .skip_while(|l| !l.starts_with("Parts ("))
+            .filter(|l| l.starts_with('│'))
+            .map(|l| cells(l))
+            .take(3)
+            .collect();
+        assert_eq!(rows.len(), 3, "{columns}:\n{text}");
+        assert_eq!(
+            rows[0],
+            ["part", "variant", "hosted-frontier", "local-tiny"],
+            "{text}"
+        );
+        assert_eq!(rows[1][..2], ["category", "plain"], "{text}");
+        assert_eq!(rows[2][0], "step-by-step", "{text}");
+    }
 }
 
 /// A batched run in a real terminal: the live line shows the batches' state and requests

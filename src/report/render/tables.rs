@@ -447,9 +447,9 @@ pub(crate) fn parts(s: &Summary) -> Table {
     t
 }
 
-/// The parts for a terminal: a row per part and a column per arm, each figure with (when
-/// `with_interval`) its interval, and ▲/▼ where the arm is significantly better/worse than
-/// its baseline (in a grid, the baseline variant at its endpoint).
+/// The parts for a terminal: a row per part and a column per variant, each figure with
+/// (when `with_interval`) its interval, and ▲/▼ where the variant is significantly
+/// better/worse than the baseline.
 pub(crate) fn parts_across(s: &Summary, with_interval: bool) -> Table {
     let (_, mixed) = parts_measure(s);
     let mut columns = vec![Column::left("part")];
@@ -458,24 +458,83 @@ pub(crate) fn parts_across(s: &Summary, with_interval: bool) -> Table {
     for p in &s.parts {
         let part = Cell::text(&p.name).aside((mixed && !p.binary).then_some("mean score"));
         let mut cells = vec![part];
-        cells.extend(s.variants.iter().map(|arm| {
-            let Some(v) = p.variant(&arm.name) else {
-                return Cell::figure("–");
-            };
-            let mark = match p.comparison(&arm.name).map(|c| c.verdict) {
-                Some(Verdict::Better) => " ▲",
-                Some(Verdict::Worse) => " ▼",
-                _ => "",
-            };
-            Cell::figure(if with_interval {
-                format!("{} {}{mark}", pct(v.mean), interval(v.ci_low, v.ci_high))
-            } else {
-                format!("{}{mark}", pct(v.mean))
-            })
-        }));
+        cells.extend(
+            s.variants
+                .iter()
+                .map(|arm| part_figure(p, &arm.name, with_interval)),
+        );
         t.push(Row::new(cells));
     }
     t
+}
+
+/// A grid's parts for a terminal, as its whole score's [`grid`]: a row per part and
+/// variant, a column per endpoint, each cell's figure (with its interval when
+/// `with_interval`) marked ▲/▼ where it is significantly better/worse than the baseline
+/// variant at its endpoint.
+pub(crate) fn parts_grid(s: &Summary, with_interval: bool) -> Table {
+    let (_, mixed) = parts_measure(s);
+    let mut endpoints: Vec<&str> = Vec::new();
+    let mut variants: Vec<&str> = Vec::new();
+    for v in &s.variants {
+        if let (Some(e), Some(name)) = (v.endpoint.as_deref(), v.variant.as_deref()) {
+            if !endpoints.contains(&e) {
+                endpoints.push(e);
+            }
+            if !variants.contains(&name) {
+                variants.push(name);
+            }
+        }
+    }
+    let mut columns = vec![Column::left("part"), Column::left("variant")];
+    columns.extend(endpoints.iter().map(|e| Column::left(*e)));
+    let mut t = Table::new("parts", columns);
+    for p in &s.parts {
+        for (i, name) in variants.iter().enumerate() {
+            let part = if i == 0 {
+                Cell::text(&p.name).aside((mixed && !p.binary).then_some("mean score"))
+            } else {
+                Cell::text("")
+            };
+            let mut cells = vec![part, Cell::text(*name)];
+            cells.extend(endpoints.iter().map(|e| {
+                let arm = s.variants.iter().find(|v| {
+                    v.variant.as_deref() == Some(name) && v.endpoint.as_deref() == Some(e)
+                });
+                arm.map_or_else(
+                    || Cell::figure("–"),
+                    |arm| part_figure(p, &arm.name, with_interval),
+                )
+            }));
+            t.push(Row::new(cells));
+        }
+    }
+    t
+}
+
+/// A part's figure for the arm named `arm`, with its interval when `with_interval`, and
+/// ▲/▼ when the arm is significantly better/worse than what it is compared with (in a
+/// grid, the baseline variant at its endpoint).
+fn part_figure(p: &PartFigures, arm: &str, with_interval: bool) -> Cell {
+    let Some(v) = p.variant(arm) else {
+        return Cell::figure("–");
+    };
+    // A grid compares the prompts first: an arm's first comparison is on that axis when
+    // it has one there.
+    let verdict = p
+        .comparison(arm)
+        .filter(|c| c.family.as_ref().is_none_or(|f| f.axis == Axis::Variants))
+        .map(|c| c.verdict);
+    let mark = match verdict {
+        Some(Verdict::Better) => " ▲",
+        Some(Verdict::Worse) => " ▼",
+        _ => "",
+    };
+    Cell::figure(if with_interval {
+        format!("{} {}{mark}", pct(v.mean), interval(v.ci_low, v.ci_high))
+    } else {
+        format!("{}{mark}", pct(v.mean))
+    })
 }
 
 /// How each replica of a load-balanced endpoint fared.
@@ -922,6 +981,53 @@ mod tests {
             rows[3].starts_with("|  | b/plain | a/plain | 81.7% |"),
             "{md}"
         );
+    }
+
+    #[test]
+    fn a_grid_s_parts_in_a_terminal_are_its_variants_by_its_endpoints() {
+        use crate::report::compare::Family;
+        let mut s = with_parts();
+        s.run.endpoints = vec![s.run.provider.clone(), s.run.provider.clone()];
+        for (v, (e, name)) in
+            s.variants
+                .iter_mut()
+                .zip([("a", "plain"), ("a", "careful"), ("b", "plain")])
+        {
+            (v.endpoint, v.variant, v.name) =
+                (Some(e.into()), Some(name.into()), format!("{e}/{name}"));
+        }
+        s.parts.truncate(1);
+        let part = &mut s.parts[0];
+        for (v, name) in part
+            .variants
+            .iter_mut()
+            .zip(["a/plain", "a/careful", "b/plain"])
+        {
+            v.name = name.into();
+        }
+        let [by_prompt, by_model] = &mut part.comparisons[..] else {
+            panic!("two comparisons");
+        };
+        (by_prompt.variant, by_prompt.against) = ("a/careful".into(), "a/plain".into());
+        by_prompt.family = Some(Family::variants_at("a"));
+        by_prompt.verdict = Verdict::Better;
+        (by_model.variant, by_model.against) = ("b/plain".into(), "a/plain".into());
+        by_model.family = Some(Family::endpoints_for("plain"));
+        let drawn = parts_grid(&s, false).terminal(None);
+        let rows: Vec<Vec<&str>> = drawn
+            .lines()
+            .filter(|l| l.starts_with('│'))
+            .map(|l| {
+                l.split(['│', '┆'])
+                    .map(str::trim)
+                    .filter(|c| !c.is_empty())
+                    .collect()
+            })
+            .collect();
+        assert_eq!(rows[0], ["part", "variant", "a", "b"], "{drawn}");
+        // The prompt axis is marked; b/plain, worse than a/plain, is on the model axis.
+        assert_eq!(rows[1], ["category", "plain", "96.7%", "81.7%"], "{drawn}");
+        assert_eq!(rows[2], ["careful", "100.0% ▲", "–"], "{drawn}");
     }
 
     #[test]

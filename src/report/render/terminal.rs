@@ -297,11 +297,30 @@ fn slice_table(s: &Summary, width: Option<usize>) -> String {
     }
 }
 
-/// Each named part's figures, a column per variant, marked where a variant is
-/// significantly better or worse than its baseline: with intervals when they fit.
+/// Each named part's figures, compactly: a column per variant (a grid's: per endpoint, a
+/// row per variant), marked where a variant is significantly better or worse than the
+/// baseline, with intervals when they fit (long names then wrap in their headers).
 fn parts_table(s: &Summary, width: Option<usize>) -> String {
+    let compact = |with_intervals: bool| {
+        if s.is_grid() {
+            tables::parts_grid(s, with_intervals)
+        } else {
+            tables::parts_across(s, with_intervals)
+        }
+    };
+    let with_intervals = compact(true).terminal(None);
+    let (table, intervals) = if width.is_none_or(|w| widest_line(&with_intervals) <= w) {
+        let conf = (s.run.confidence * 100.0).round();
+        (with_intervals, format!("{conf}% intervals"))
+    } else {
+        (
+            compact(false).terminal(width),
+            "intervals in summary.md".to_string(),
+        )
+    };
     let against = if s.is_grid() {
-        "the baseline variant at its endpoint (the baseline variant's cells: than it at the baseline endpoint; summary.md has both axes)".to_string()
+        "the baseline variant at its endpoint (against the baseline endpoint: summary.md)"
+            .to_string()
     } else {
         let baseline = s
             .variants
@@ -309,25 +328,14 @@ fn parts_table(s: &Summary, width: Option<usize>) -> String {
             .map_or("the baseline", |v| v.name.as_str());
         format!("{baseline} (paired by case, Holm within each part)")
     };
-    let full = tables::parts_across(s, true).terminal(None);
-    let (table, intervals) = match width {
-        Some(w) if widest_line(&full) > w => (
-            tables::parts_across(s, false).terminal(Some(w)),
-            "intervals in summary.md".to_string(),
-        ),
-        _ => (
-            full,
-            format!("{}% intervals", (s.run.confidence * 100.0).round()),
-        ),
-    };
-    let measure = match tables::parts_measure(s) {
-        (_, true) => "accuracy (mean score where marked so)",
-        (measure, false) => measure,
-    };
     let marks = if s.parts.iter().any(|p| !p.comparisons.is_empty()) {
         format!("; ▲/▼ significantly better/worse than {against}")
     } else {
         String::new()
+    };
+    let measure = match tables::parts_measure(s) {
+        (_, true) => "accuracy (mean score where marked so)",
+        (measure, false) => measure,
     };
     let mut out =
         format!("Parts (per-part figures of the same answers): {measure}, {intervals}{marks}.\n");
@@ -457,6 +465,46 @@ pub(crate) fn render_runs(runs: &[crate::report::rows::RunRow]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use crate::report::Summary;
+
+    /// The golden run with parts (tests/golden/parts), its variants renamed by `rename`.
+    fn with_parts(rename: impl Fn(&str) -> String) -> Summary {
+        let mut s: Summary =
+            serde_json::from_str(include_str!("../../../tests/golden/parts/summary.json"))
+                .expect("the golden summary reads");
+        for v in &mut s.variants {
+            v.name = rename(&v.name);
+        }
+        for p in &mut s.parts {
+            for v in &mut p.variants {
+                v.name = rename(&v.name);
+            }
+            for c in &mut p.comparisons {
+                (c.variant, c.against) = (rename(&c.variant), rename(&c.against));
+            }
+        }
+        s
+    }
+
+    #[test]
+    fn parts_are_a_part_by_variant_table_that_gives_up_intervals_then_columns_to_fit() {
+        let s = with_parts(str::to_string);
+        let wide = super::render_at(&s, Some(120));
+        assert!(wide.contains("95% intervals; ▲/▼ significantly"), "{wide}");
+        assert!(wide.contains("│ category              ┆ 96.7% [91.7, 98.7] ┆ 100.0% [96.9, 100.0] ┆ 81.7% [73.8, 87.6] ▼ │"), "{wide}");
+        let narrow = super::render_at(&s, Some(80));
+        assert!(
+            narrow.contains("│ category              ┆ 96.7% ┆ 100.0%  ┆ 81.7% ▼ │"),
+            "{narrow}"
+        );
+        // Names too long for a column each wrap in their headers; the figures stay whole.
+        let s = with_parts(|n| format!("{n}-with-a-long-descriptive-name"));
+        let long = super::render_at(&s, Some(80));
+        assert!(long.contains("intervals in summary.md"), "{long}");
+        assert!(long.contains("81.7% ▼"), "{long}");
+        assert!(long.lines().all(|l| l.chars().count() <= 80), "{long}");
+    }
+
     #[test]
     fn a_command_inside_prose_goes_whole_on_a_line_of_its_own() {
         let line = "To see how often, label a sample yourself: promptgauge label 'my reports/run-1' --sample 30; the reports then show how far the judge agrees with you.";
