@@ -37,7 +37,6 @@ pub struct PartVariant {
     pub ci_high: Option<f64>,
 }
 
-#[allow(dead_code)] // read by the part gates, which land next
 impl PartFigures {
     /// The arm's figures, by name.
     pub(crate) fn variant(&self, name: &str) -> Option<&PartVariant> {
