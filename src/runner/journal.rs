@@ -543,7 +543,7 @@ pub(crate) mod tests {
             correct: Some(true),
             score: Some(1.0),
             score_detail: None,
-        parts: Vec::new(),
+            parts: Vec::new(),
             judge: vec![],
             judge_usage: None,
             error: None,

@@ -348,7 +348,9 @@ impl GradeSpec {
     pub(crate) fn reads_trajectory(&self) -> bool {
         matches!(
             self,
-            GradeSpec::ToolSequence { .. } | GradeSpec::ToolArgs { .. } | GradeSpec::MaxSteps { .. }
+            GradeSpec::ToolSequence { .. }
+                | GradeSpec::ToolArgs { .. }
+                | GradeSpec::MaxSteps { .. }
         )
     }
 

@@ -16,8 +16,8 @@ use crate::report::compare::{
 };
 use crate::report::job_rows::JobRows;
 use crate::report::junit::JunitSpool;
-use crate::report::parts::{PartFigures, PartTables};
 use crate::report::labels::{JudgedScores, Labels, corrected_difference, judged_pairs};
+use crate::report::parts::{PartFigures, PartTables};
 use crate::report::result::RunResult;
 use crate::report::sinks::Sink;
 use crate::report::sinks::failed::FailedJobs;
