@@ -123,13 +123,23 @@ fn part_names(of: &[GradePart]) -> Vec<String> {
 /// A part name a gate can name: not empty, no spaces at an end, no `=`, `,` or control
 /// character.
 fn check_part_name(name: &str) -> Result<(), SpecError> {
-    let bad = name.is_empty()
-        || name.trim() != name
-        || name.chars().any(|c| c == '=' || c == ',' || c.is_control());
-    if bad {
-        return Err(SpecError::PartName(name.to_string()));
-    }
-    Ok(())
+    let why = if name.trim().is_empty() {
+        "is empty"
+    } else if name.trim() != name {
+        "has a space at an end"
+    } else if name.contains('=') {
+        "holds `=`"
+    } else if name.contains(',') {
+        "holds `,`"
+    } else if name.chars().any(char::is_control) {
+        "holds a control character"
+    } else {
+        return Ok(());
+    };
+    Err(SpecError::PartName {
+        name: name.to_string(),
+        why,
+    })
 }
 
 /// The names of parts given by the bench, each a name a gate can name and none twice.
@@ -371,11 +381,18 @@ mod tests {
 
     #[test]
     fn a_part_name_a_gate_could_not_name_or_given_twice_is_refused_at_its_line() {
-        for bad in ["a=b", "a,b", " lead", "trail ", "", "tab\\there"] {
+        for (bad, why) in [
+            ("a=b", "holds `=`"),
+            ("a,b", "holds `,`"),
+            (" lead", "has a space at an end"),
+            ("trail ", "has a space at an end"),
+            ("", "is empty"),
+            ("tab\\there", "holds a control character"),
+        ] {
             let grade = format!("{{kind: all, of: [{{kind: exact, name: \"{bad}\"}}]}}");
             let e = grade_error(&grade).unwrap_or_else(|| panic!("{bad:?} accepted"));
             assert!(
-                e.contains("bench.yaml:4") && e.contains("the part name") && e.contains("fix"),
+                e.contains("bench.yaml:4") && e.contains(why) && e.contains("rename it"),
                 "{bad:?}: {e}"
             );
         }
@@ -391,7 +408,7 @@ mod tests {
         .unwrap();
         assert!(e.contains("two parts are named `tone`"), "{e}");
         let e = grade_error("{kind: judge, criteria: [{name: \"a=b\", rubric: Polite.}]}").unwrap();
-        assert!(e.contains("the part name `a=b`"), "{e}");
+        assert!(e.contains("the part name \"a=b\" holds `=`"), "{e}");
         // Names a gate can name pass, spaces inside and all.
         assert_eq!(
             grade_error(
