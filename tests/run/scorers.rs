@@ -1089,3 +1089,48 @@ fn an_all_bench_gives_each_named_part_its_figures_and_a_bad_name_is_said_by_chec
         );
     }
 }
+
+/// The triage example, as its comment says to run it: `check` passes, and the run gives
+/// each field of its answers its own figures for each of its three prompts.
+#[test]
+fn the_triage_example_checks_and_runs_with_each_field_s_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("triage");
+    copy_dir(&repo().join("examples/triage"), &d);
+    let out = promptgauge(dir.path())
+        .args(["check", "triage/triage.yaml"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("30 cases × 3 variants"), "{said}");
+    let out = promptgauge(dir.path())
+        .args(["run", "triage/triage.yaml", "--quiet", "--no-store"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = run_dirs(&dir.path().join("reports")).pop().unwrap();
+    let s: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    for field in ["category", "priority"] {
+        let p = part(&s, field);
+        let arms: Vec<&str> = p["variants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(arms, ["plain", "defined", "careful"]);
+        assert_eq!(p["comparisons"].as_array().unwrap().len(), 2, "{p}");
+    }
+}
