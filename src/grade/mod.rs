@@ -592,6 +592,25 @@ mod tests {
             serde_saphyr::from_str(&format!("{{kind: judge, votes: 3, criteria: {CRITERIA}}}"))
                 .unwrap();
         assert_eq!(spec.judge_calls(), 9);
+        let case = crate::suite::Case {
+            id: "c".into(),
+            vars: Default::default(),
+            expected: vec![],
+            expected_json: None,
+            messages: vec![],
+            files: Vec::new(),
+            tool_script: Vec::new(),
+            grade: None,
+            tags: vec![],
+            group: None,
+            location: crate::suite::FilePos::line(Path::new("c.jsonl"), 1),
+        };
+        let held = spec.scorer(Path::new(".")).unwrap().calls(
+            &case,
+            &[crate::suite::ChatMessage::new("user", "?")],
+            10,
+        );
+        assert_eq!(held.count, 9, "what --budget holds back for a job");
     }
 
     #[test]
