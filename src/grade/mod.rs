@@ -185,6 +185,29 @@ fn criteria_judge(
     }))
 }
 
+/// An `all`, `any` or `mean` (`how`) of the scorers `of`, each part named.
+fn combined(
+    how: combine::Combine,
+    weights: Vec<f64>,
+    of: &[GradePart],
+    dir: &Path,
+) -> Result<Arc<dyn Scorer>, SpecError> {
+    if of.is_empty() {
+        return Err(SpecError::NoParts);
+    }
+    check_part_names(of.iter().filter_map(|p| p.name.as_deref()))?;
+    Ok(Arc::new(combine::Combined {
+        how,
+        weights,
+        parts: of
+            .iter()
+            .map(|p| p.spec.scorer(dir))
+            .collect::<Result<_, _>>()?,
+        names: part_names(of),
+        trajectory: of.iter().map(|p| p.spec.reads_trajectory()).collect(),
+    }))
+}
+
 /// What the grade layer adds to a spec: the scorer it describes, and what the simulator
 /// makes of it.
 pub(crate) trait SpecExt {
@@ -201,22 +224,6 @@ impl SpecExt for GradeSpec {
         if let Some(scorer) = trajectory::scorer_of(self) {
             return Ok(scorer);
         }
-        let combined = |how, weights, of: &[GradePart]| -> Result<Arc<dyn Scorer>, SpecError> {
-            if of.is_empty() {
-                return Err(SpecError::NoParts);
-            }
-            check_part_names(of.iter().filter_map(|p| p.name.as_deref()))?;
-            Ok(Arc::new(combine::Combined {
-                how,
-                weights,
-                parts: of
-                    .iter()
-                    .map(|p| p.spec.scorer(dir))
-                    .collect::<Result<_, _>>()?,
-                names: part_names(of),
-                trajectory: of.iter().map(|p| p.spec.reads_trajectory()).collect(),
-            }))
-        };
         Ok(match self {
             GradeSpec::Judge {
                 rubric,
@@ -275,11 +282,11 @@ impl SpecExt for GradeSpec {
                 endpoint.as_deref(),
                 model.as_deref(),
             )?),
-            GradeSpec::All { of } => combined(combine::Combine::All, vec![1.0; of.len()], of)?,
-            GradeSpec::Any { of } => combined(combine::Combine::Any, vec![1.0; of.len()], of)?,
+            GradeSpec::All { of } => combined(combine::Combine::All, vec![1.0; of.len()], of, dir)?,
+            GradeSpec::Any { of } => combined(combine::Combine::Any, vec![1.0; of.len()], of, dir)?,
             GradeSpec::Mean { of, weights } => {
                 let weights = combine::weights(weights.as_deref(), of.len())?;
-                combined(combine::Combine::Mean, weights, of)?
+                combined(combine::Combine::Mean, weights, of, dir)?
             }
             text => Arc::new(Grader::new(text)?),
         })
