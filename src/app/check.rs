@@ -330,7 +330,7 @@ fn say_judge(p: &super::Prepared, judge: &super::judge::ResolvedJudge) {
         && judge.info.simulated == run_simulated
         && (judge.info.simulated || judge.base_urls == p.endpoint.base_urls);
     out!(
-        "  judge: model {} at {}, about {calls} judge calls (one per vote of each judged answer){}",
+        "  judge: model {} at {}, about {calls} judge calls (one per vote of each judged answer, and per criterion of a judge's `criteria`){}",
         judge.info.model,
         judge.info.base_url,
         match (&b.judge.as_ref().and_then(|j| j.price.clone()), same) {

@@ -292,4 +292,183 @@ mod tests {
         assert!(reads_both(&[true, false]));
         assert!(!reads_both(&[true, true]) && !reads_both(&[false]));
     }
+
+    fn case(expected: serde_json::Value) -> Case {
+        Case {
+            id: "c".into(),
+            vars: Default::default(),
+            expected: vec![match &expected {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            }],
+            expected_json: Some(expected).filter(|e| !e.is_string()),
+            messages: vec![],
+            files: Vec::new(),
+            tool_script: Vec::new(),
+            grade: None,
+            tags: vec![],
+            group: None,
+            location: FilePos::line(std::path::Path::new("c.jsonl"), 1),
+        }
+    }
+
+    /// The score `yaml`'s scorer gives `answer` for `case`.
+    fn scored(yaml: &str, case: &Case, answer: &Answer) -> Score {
+        let spec: GradeSpec = serde_saphyr::from_str(yaml).unwrap();
+        let scorer = spec.scorer(std::path::Path::new(".")).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(scorer.score(
+            ScoreInput {
+                key: "k",
+                repeat: 0,
+                case,
+                messages: &[],
+                answer,
+            },
+            &ScoreContext::default(),
+        ))
+        .unwrap()
+    }
+
+    fn names(s: &Score) -> Vec<&str> {
+        s.parts.iter().map(|(n, _)| n.as_str()).collect()
+    }
+
+    #[test]
+    fn parts_go_by_their_name_or_their_kind_numbered_from_the_second() {
+        let c = case(serde_json::json!("42"));
+        let answer = Answer {
+            text: "42".into(),
+            ..Answer::default()
+        };
+        let s = scored(
+            "{kind: all, of: [{kind: exact}, {kind: number, name: close enough}, {kind: regex, pattern: '\\d+'}, {kind: regex, pattern: '^4'}, {kind: regex, pattern: 'x'}]}",
+            &c,
+            &answer,
+        );
+        assert_eq!(
+            names(&s),
+            ["exact", "close enough", "regex", "regex 2", "regex 3"]
+        );
+        let values: Vec<f64> = s.parts.iter().map(|p| p.1).collect();
+        assert_eq!(values, [1.0, 1.0, 1.0, 1.0, 0.0]);
+        assert_eq!(s.value, 0.0, "all: the lowest part");
+        // A name a part is given is never another's by kind: the unnamed `exact`s skip
+        // `exact 2`, and an unnamed part does not take the name a later one is given.
+        let s = scored(
+            "{kind: any, of: [{kind: exact, name: exact 2}, {kind: exact}, {kind: exact}]}",
+            &c,
+            &answer,
+        );
+        assert_eq!(names(&s), ["exact 2", "exact", "exact 3"]);
+        assert_eq!(s.value, 1.0);
+        let s = scored(
+            "{kind: all, of: [{kind: exact}, {kind: regex, pattern: 'x', name: exact}]}",
+            &c,
+            &answer,
+        );
+        assert_eq!(
+            s.parts,
+            [("exact 2".to_string(), 1.0), ("exact".to_string(), 0.0)]
+        );
+    }
+
+    #[test]
+    fn a_part_s_own_parts_follow_under_names_not_taken() {
+        let c = case(serde_json::json!({"category": "billing", "priority": "high"}));
+        let answer = Answer {
+            text: r#"{"category": "billing", "priority": "low"}"#.into(),
+            ..Answer::default()
+        };
+        let s = scored(
+            "{kind: mean, of: [{kind: fields, name: triage}, {kind: json_schema, name: priority, schema: {type: object}}]}",
+            &c,
+            &answer,
+        );
+        // `priority` is the schema part's name already: the field of that name is not
+        // shown twice under it.
+        assert_eq!(names(&s), ["triage", "priority", "category"]);
+        assert_eq!(
+            s.parts,
+            [
+                ("triage".to_string(), 0.5),
+                ("priority".to_string(), 1.0),
+                ("category".to_string(), 1.0)
+            ]
+        );
+        assert_eq!(s.value, 0.75);
+    }
+
+    fn steps(tools: &[(&str, &str)]) -> Vec<crate::suite::tools::ToolStep> {
+        tools
+            .iter()
+            .enumerate()
+            .map(|(i, (tool, args))| crate::suite::tools::ToolStep {
+                turn: i as u32,
+                tool: tool.to_string(),
+                arguments: args.to_string(),
+                result: "ok".into(),
+                error: false,
+                call_id: String::new(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_agent_s_answer_and_trajectory_are_parts_made_as_the_whole_is() {
+        let c = case(serde_json::json!("wear a coat"));
+        let answer = Answer {
+            text: "wear a coat".into(),
+            steps: steps(&[("get_weather", r#"{"city": "Oslo"}"#), ("search", "{}")]),
+            ..Answer::default()
+        };
+        let all = "{kind: all, of: [{kind: exact}, {kind: contains}, {kind: tool_args, tool: get_weather, args: {city: Oslo}}, {kind: tool_args, tool: search, args: {q: coat}}, {kind: max_steps, steps: 3}]}";
+        let s = scored(all, &c, &answer);
+        assert_eq!(
+            names(&s),
+            [
+                "exact",
+                "contains",
+                "tool_args",
+                "tool_args 2",
+                "max_steps",
+                "answer",
+                "trajectory"
+            ]
+        );
+        let part = |s: &Score, name: &str| s.parts.iter().find(|(n, _)| n == name).unwrap().1;
+        // `all`: the answer's parts both pass; one of the trajectory's fails.
+        assert_eq!(part(&s, "answer"), 1.0);
+        assert_eq!(part(&s, "trajectory"), 0.0);
+        assert_eq!(s.value, 0.0);
+        // `mean`: each side is the weighted mean of its own parts.
+        let mean = "{kind: mean, weights: [3, 1, 1, 1, 2], of: [{kind: exact}, {kind: regex, pattern: 'x'}, {kind: tool_args, tool: get_weather, args: {city: Oslo}}, {kind: tool_args, tool: search, args: {q: coat}}, {kind: max_steps, steps: 3}]}";
+        let s = scored(mean, &c, &answer);
+        assert_eq!(part(&s, "answer"), 0.75);
+        assert_eq!(part(&s, "trajectory"), 0.75);
+        assert_eq!(s.value, (3.0 + 1.0 + 2.0) / 8.0);
+        // Parts that all read the answer, or all the trajectory, make no such pair.
+        let s = scored(
+            "{kind: all, of: [{kind: exact}, {kind: contains}]}",
+            &c,
+            &answer,
+        );
+        assert_eq!(names(&s), ["exact", "contains"]);
+        let s = scored(
+            "{kind: all, of: [{kind: tool_sequence, tools: [get_weather, search]}, {kind: max_steps, steps: 1}]}",
+            &c,
+            &answer,
+        );
+        assert_eq!(names(&s), ["tool_sequence", "max_steps"]);
+        // A part named `answer` keeps its name; the made one is not added under it.
+        let s = scored(
+            "{kind: all, of: [{kind: regex, pattern: 'x', name: answer}, {kind: max_steps, steps: 3}]}",
+            &c,
+            &answer,
+        );
+        assert_eq!(names(&s), ["answer", "max_steps", "trajectory"]);
+        assert_eq!(part(&s, "answer"), 0.0);
+    }
 }

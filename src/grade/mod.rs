@@ -112,8 +112,9 @@ pub(crate) fn part_names(bench: &Bench) -> Vec<String> {
 }
 
 /// The names of an `all`/`any`/`mean`'s parts: each its `name:`, or its kind (numbered from
-/// the second of a kind: `tool_args`, `tool_args 2`).
+/// the second of a kind: `tool_args`, `tool_args 2`), never a name another part is given.
 fn names_of(of: &[GradePart]) -> Vec<String> {
+    let given: Vec<&str> = of.iter().filter_map(|p| p.name.as_deref()).collect();
     let mut names: Vec<String> = Vec::with_capacity(of.len());
     for p in of {
         let name = match &p.name {
@@ -122,7 +123,7 @@ fn names_of(of: &[GradePart]) -> Vec<String> {
                 let kind = p.spec.kind();
                 let mut name = kind.to_string();
                 let mut n = 1;
-                while names.contains(&name) {
+                while names.contains(&name) || given.contains(&name.as_str()) {
                     n += 1;
                     name = format!("{kind} {n}");
                 }
@@ -137,13 +138,23 @@ fn names_of(of: &[GradePart]) -> Vec<String> {
 /// A part name a gate can name: not empty, no spaces at an end, no `=`, `,` or control
 /// character.
 fn check_part_name(name: &str) -> Result<(), SpecError> {
-    let bad = name.is_empty()
-        || name.trim() != name
-        || name.chars().any(|c| c == '=' || c == ',' || c.is_control());
-    if bad {
-        return Err(SpecError::PartName(name.to_string()));
-    }
-    Ok(())
+    let why = if name.trim().is_empty() {
+        "is empty"
+    } else if name.trim() != name {
+        "has a space at an end"
+    } else if name.contains('=') {
+        "holds `=`"
+    } else if name.contains(',') {
+        "holds `,`"
+    } else if name.chars().any(char::is_control) {
+        "holds a control character"
+    } else {
+        return Ok(());
+    };
+    Err(SpecError::PartName {
+        name: name.to_string(),
+        why,
+    })
 }
 
 /// The names of parts given by the bench, each a name a gate can name and none twice.
@@ -466,5 +477,275 @@ mod tests {
         let given: Vec<&str> = score.parts.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(given, bench.grade.part_names(case));
         assert_eq!(score.parts[5], ("items[].sku".to_string(), 0.5));
+    }
+
+    /// The error `scorers_for` gives a bench whose `grade:` is `grade` (`None`: none).
+    fn grade_error(grade: &str) -> Option<String> {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(
+            d.join("bench.yaml"),
+            format!("name: t\ncases: cases.jsonl\nvariants: [plain.txt]\ngrade: {grade}\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("cases.jsonl"),
+            "{\"id\": \"a\", \"vars\": {\"q\": \"x\"}, \"expected\": \"4\"}\n",
+        )
+        .unwrap();
+        std::fs::write(d.join("plain.txt"), "{{ q }}").unwrap();
+        let bench = Bench::load(&d.join("bench.yaml")).unwrap();
+        scorers_for(&bench).err().map(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_part_name_a_gate_could_not_name_or_given_twice_is_refused_at_its_line() {
+        for (bad, why) in [
+            ("a=b", "holds `=`"),
+            ("a,b", "holds `,`"),
+            (" lead", "has a space at an end"),
+            ("trail ", "has a space at an end"),
+            ("", "is empty"),
+            ("tab\\there", "holds a control character"),
+        ] {
+            let grade = format!("{{kind: all, of: [{{kind: exact, name: \"{bad}\"}}]}}");
+            let e = grade_error(&grade).unwrap_or_else(|| panic!("{bad:?} accepted"));
+            assert!(
+                e.contains("bench.yaml:4") && e.contains(why) && e.contains("rename it"),
+                "{bad:?}: {e}"
+            );
+        }
+        let e = grade_error("{kind: mean, of: [{kind: exact, name: x}, {kind: number, name: x}]}")
+            .unwrap();
+        assert!(
+            e.contains("bench.yaml:4") && e.contains("two parts are named `x`"),
+            "{e}"
+        );
+        let e = grade_error(
+            "{kind: judge, criteria: [{name: tone, rubric: Polite.}, {name: tone, rubric: Short.}]}",
+        )
+        .unwrap();
+        assert!(e.contains("two parts are named `tone`"), "{e}");
+        let e = grade_error("{kind: judge, criteria: [{name: \"a=b\", rubric: Polite.}]}").unwrap();
+        assert!(e.contains("the part name \"a=b\" holds `=`"), "{e}");
+        // Names a gate can name pass, spaces inside and all.
+        assert_eq!(
+            grade_error(
+                "{kind: all, of: [{kind: exact, name: on time}, {kind: number, name: \"total (EUR)\"}]}"
+            ),
+            None
+        );
+        // Within a part of a part too.
+        let e = grade_error(
+            "{kind: all, of: [{kind: exact}, {kind: any, of: [{kind: exact, name: y}, {kind: number, name: y}]}]}",
+        )
+        .unwrap();
+        assert!(e.contains("two parts are named `y`"), "{e}");
+    }
+
+    /// A judge endpoint that says yes to a criterion holding `yes-word`, no to any other,
+    /// and records each call's idempotency key.
+    struct Criteria {
+        keys: std::sync::Mutex<Vec<String>>,
+        yes_word: &'static str,
+        scale: bool,
+    }
+
+    impl crate::client::Transport for Criteria {
+        fn send(
+            &self,
+            request: crate::client::HttpRequest,
+        ) -> crate::client::transport::BoxFuture<
+            Result<crate::client::HttpResponse, crate::client::TransportError>,
+        > {
+            let key = request
+                .headers
+                .iter()
+                .find(|(k, _)| k == "idempotency-key")
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default();
+            self.keys.lock().unwrap().push(key);
+            let body = String::from_utf8_lossy(&request.body.to_bytes()).to_string();
+            let yes = body.contains(self.yes_word);
+            let text = match (self.scale, yes) {
+                (false, true) => r#"{"verdict": "yes"}"#,
+                (false, false) => r#"{"verdict": "no"}"#,
+                (true, true) => r#"{"score": 10}"#,
+                (true, false) => r#"{"score": 4}"#,
+            };
+            let chunk = serde_json::json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": "stop"}]});
+            let body = format!("data: {chunk}\n\ndata: [DONE]\n\n");
+            Box::pin(async move {
+                Ok(crate::client::HttpResponse {
+                    status: 200,
+                    headers: vec![],
+                    body: Box::pin(futures_util::stream::iter([Ok(bytes::Bytes::from(body))])),
+                })
+            })
+        }
+    }
+
+    /// Scores "the answer" by `grade` with a judge that passes only the criterion holding
+    /// `yes_word`; the score and the keys of the calls made. `cache`: the judge's replies
+    /// kept across calls.
+    fn judged(
+        grade: &str,
+        yes_word: &'static str,
+        cache: Option<Arc<std::sync::Mutex<crate::client::cache::Cache>>>,
+    ) -> (Score, Vec<String>) {
+        let spec: GradeSpec = serde_saphyr::from_str(grade).unwrap();
+        let scorer = spec.scorer(Path::new(".")).unwrap();
+        let transport = Arc::new(Criteria {
+            keys: Default::default(),
+            yes_word,
+            scale: grade.contains("0-10"),
+        });
+        let mut config = crate::client::ClientConfig::new("http://judge/v1", "judge-model");
+        config.limits.max_attempts = 1;
+        let service = crate::grade::judge::JudgeService {
+            client: Arc::new(crate::client::Client::new(transport.clone(), config)),
+            params: Default::default(),
+            endpoint: "http://judge/v1".into(),
+            cache,
+        };
+        let case = crate::suite::Case {
+            id: "c".into(),
+            vars: Default::default(),
+            expected: vec![],
+            expected_json: None,
+            messages: vec![],
+            files: Vec::new(),
+            tool_script: Vec::new(),
+            grade: None,
+            tags: vec![],
+            group: None,
+            location: crate::suite::FilePos::line(Path::new("c.jsonl"), 1),
+        };
+        let messages = [crate::suite::ChatMessage::new("user", "Can I return it?")];
+        let answer = Answer {
+            text: "Yes, within 30 days.".into(),
+            ..Answer::default()
+        };
+        let context = ScoreContext {
+            judge: Some(Arc::new(service)),
+            ..Default::default()
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let score = rt
+            .block_on(scorer.score(
+                ScoreInput {
+                    key: "pg-run-7",
+                    repeat: 0,
+                    case: &case,
+                    messages: &messages,
+                    answer: &answer,
+                },
+                &context,
+            ))
+            .unwrap();
+        let keys = transport.keys.lock().unwrap().clone();
+        (score, keys)
+    }
+
+    const CRITERIA: &str = "[{name: window, rubric: States the refund window.}, {name: tone, rubric: Is warm.}, {name: next step, rubric: Says what to do next.}]";
+
+    #[test]
+    fn each_criterion_is_a_judge_of_its_own_with_its_own_calls_and_part() {
+        let (s, keys) = judged(
+            &format!(
+                "{{kind: judge, votes: 2, rubric: Judge the reply only., criteria: {CRITERIA}}}"
+            ),
+            "refund window",
+            None,
+        );
+        // One call per criterion and vote, each under its own key.
+        assert_eq!(
+            keys,
+            [
+                "pg-run-7-judge-c0-0",
+                "pg-run-7-judge-c0-1",
+                "pg-run-7-judge-c1-0",
+                "pg-run-7-judge-c1-1",
+                "pg-run-7-judge-c2-0",
+                "pg-run-7-judge-c2-1"
+            ]
+        );
+        assert_eq!(s.judge.len(), 6, "every call journaled with the job");
+        // Each prompt holds the shared rubric and its own criterion, no other.
+        let prompt = |i: usize| {
+            s.judge[i]
+                .request
+                .iter()
+                .map(|m| m.content.as_str())
+                .collect::<String>()
+        };
+        assert!(prompt(0).contains("Judge the reply only.\nStates the refund window."));
+        assert!(!prompt(0).contains("Is warm."));
+        assert!(prompt(2).contains("Is warm.") && !prompt(2).contains("refund window"));
+        assert_eq!(
+            s.parts,
+            [
+                ("window".to_string(), 1.0),
+                ("tone".to_string(), 0.0),
+                ("next step".to_string(), 0.0)
+            ]
+        );
+        // Binary: the answer passes when it meets every criterion.
+        assert_eq!(s.value, 0.0);
+        let (s, _) = judged(&format!("{{kind: judge, criteria: {CRITERIA}}}"), "S", None);
+        assert_eq!(s.value, 1.0, "{:?}", s.parts);
+        // 0-10: their mean (10, 4, 4 of 10).
+        let (s, keys) = judged(
+            &format!("{{kind: judge, scale: 0-10, criteria: {CRITERIA}}}"),
+            "refund window",
+            None,
+        );
+        assert_eq!(keys.len(), 3);
+        assert!((s.value - 0.6).abs() < 1e-12, "{}", s.value);
+        assert_eq!(s.parts[0], ("window".to_string(), 1.0));
+        // And what `--budget` counts for it: a call per criterion and vote.
+        let spec: GradeSpec =
+            serde_saphyr::from_str(&format!("{{kind: judge, votes: 3, criteria: {CRITERIA}}}"))
+                .unwrap();
+        assert_eq!(spec.judge_calls(), 9);
+        let case = crate::suite::Case {
+            id: "c".into(),
+            vars: Default::default(),
+            expected: vec![],
+            expected_json: None,
+            messages: vec![],
+            files: Vec::new(),
+            tool_script: Vec::new(),
+            grade: None,
+            tags: vec![],
+            group: None,
+            location: crate::suite::FilePos::line(Path::new("c.jsonl"), 1),
+        };
+        let held = spec.scorer(Path::new(".")).unwrap().calls(
+            &case,
+            &[crate::suite::ChatMessage::new("user", "?")],
+            10,
+        );
+        assert_eq!(held.count, 9, "what --budget holds back for a job");
+    }
+
+    #[test]
+    fn each_criterion_s_verdict_is_cached_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Arc::new(std::sync::Mutex::new(
+            crate::client::cache::Cache::open(&dir.path().join("cache.jsonl")).unwrap(),
+        ));
+        let grade = format!("{{kind: judge, criteria: {CRITERIA}}}");
+        let (first, keys) = judged(&grade, "refund window", Some(cache.clone()));
+        assert_eq!(keys.len(), 3);
+        // Asked again, every criterion's own verdict comes from the cache: none is sent,
+        // and none is another criterion's.
+        let (again, keys) = judged(&grade, "nothing matches", Some(cache));
+        assert!(keys.is_empty(), "{keys:?}");
+        assert!(again.judge.iter().all(|c| c.cached));
+        assert_eq!(again.parts, first.parts);
     }
 }

@@ -12,9 +12,9 @@ pub enum SpecError {
     #[error("`of` lists no scorers")]
     NoParts,
     #[error(
-        "the part name `{0}` is empty, has spaces at an end, or holds `=`, `,` or a control character: name it as a gate will (`--min-accuracy @{0}=0.9`)"
+        "the part name {name:?} {why}: a part's name is how the reports and the gates name it (`NAME=P`), so it holds no `=`, `,` or control character and no space at an end; rename it, or leave `name:` out to name the part by its kind"
     )]
-    PartName(String),
+    PartName { name: String, why: &'static str },
     #[error("two parts are named `{0}`: give each its own `name:`")]
     PartNamedTwice(String),
     #[error("tolerance must be a number ≥ 0, found {0}")]

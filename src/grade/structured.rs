@@ -162,7 +162,7 @@ fn at<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
 }
 
 /// A `fields` score's parts: each expected field's share right, a list's items counted
-/// together (`items[].sku` for `items[0].sku`, `items[1].sku`), in the expected answer's order.
+/// together (`items[].sku` for `items[0].sku`, `items[1].sku`), in the order of their paths.
 #[derive(Default)]
 struct FieldParts(Vec<(String, usize, usize)>);
 
@@ -654,5 +654,75 @@ mod tests {
                 .check(&case(json!({"name": "get_weather", "arguments": [1]})))
                 .is_err()
         );
+    }
+
+    #[test]
+    fn each_field_is_a_part_nested_ones_by_path_and_a_list_s_items_together() {
+        let c = case(json!({
+            "id": "A-1",
+            "customer": {"name": "Ada", "address": {"city": "London"}},
+            "items": [{"sku": "x1", "qty": 2}, {"sku": "x2", "qty": 1}, {"sku": "x3", "qty": 5}]
+        }));
+        let f = Fields {
+            required: vec!["id".into()],
+            case_sensitive: false,
+            tolerance: 0.0,
+        };
+        f.check(&c).unwrap();
+        let answer = r#"{"id": "A-1", "customer": {"name": "Ada", "address": {"city": "Paris"}},
+            "items": [{"sku": "x1", "qty": 2}, {"sku": "x9", "qty": 1}, {"sku": "x3", "qty": 4}]}"#;
+        let s = score(&f, &c, text(answer));
+        let names: Vec<&str> = s.parts.iter().map(|(n, _)| n.as_str()).collect();
+        // In the order of their paths; a list's positions folded into one part.
+        assert_eq!(
+            names,
+            [
+                "customer.address.city",
+                "customer.name",
+                "id",
+                "items[].qty",
+                "items[].sku"
+            ]
+        );
+        let part = |name: &str| s.parts.iter().find(|(n, _)| n == name).unwrap().1;
+        assert_eq!(part("id"), 1.0);
+        assert_eq!(part("customer.name"), 1.0);
+        assert_eq!(part("customer.address.city"), 0.0);
+        assert!((part("items[].sku") - 2.0 / 3.0).abs() < 1e-12);
+        assert!((part("items[].qty") - 2.0 / 3.0).abs() < 1e-12);
+        // The whole is the share of leaves right: 6 of 9.
+        assert!((s.value - 6.0 / 9.0).abs() < 1e-12, "{s:?}");
+    }
+
+    #[test]
+    fn a_wrong_required_field_zeroes_the_whole_but_each_part_keeps_its_own_result() {
+        let c = case(json!({"category": "billing", "priority": "high", "lang": "en"}));
+        let f = Fields {
+            required: vec!["category".into()],
+            case_sensitive: false,
+            tolerance: 0.0,
+        };
+        let s = score(
+            &f,
+            &c,
+            text(r#"{"category": "shipping", "priority": "HIGH", "lang": "en"}"#),
+        );
+        assert_eq!(s.value, 0.0);
+        assert_eq!(
+            s.parts,
+            [
+                ("category".to_string(), 0.0),
+                ("lang".to_string(), 1.0),
+                ("priority".to_string(), 1.0)
+            ]
+        );
+        // An answer that is not JSON gets every field wrong, each still a part.
+        let none = score(&f, &c, text("billing, high"));
+        assert_eq!(none.parts.len(), 3);
+        assert!(none.parts.iter().all(|(_, v)| *v == 0.0));
+        // A field expected in a list and missing from the answer counts against its part.
+        let listed = case(json!({"tags": ["a", "b"]}));
+        let s = score(&f, &listed, text(r#"{"tags": ["a"]}"#));
+        assert_eq!(s.parts, [("tags[]".to_string(), 0.5)]);
     }
 }

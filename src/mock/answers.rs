@@ -324,8 +324,10 @@ pub(crate) fn judge(prompt: &str, judge_error: f64, json_mode: bool) -> String {
     );
     // Criteria alone (no reference): the simulator cannot read them, so it passes about
     // seven answers in ten, the same ones every time.
-    let by_criteria = refs.is_empty() && prompt.contains("<criteria>");
-    let right = (by_criteria && unit(&[answer, &between(prompt, "criteria")]) < 0.7)
+    // (The built-in prompt's tags carry its marker: `between` reads them either way.)
+    let criteria = between(prompt, "criteria");
+    let by_criteria = refs.is_empty() && !criteria.is_empty();
+    let right = (by_criteria && unit(&[answer, &criteria]) < 0.7)
         || refs.iter().any(|r| {
             a == *r
                 || (!r.is_empty() && a.contains(r.as_str()))
@@ -378,6 +380,33 @@ mod tests {
     }
 
     #[test]
+    fn a_wrong_json_answer_gets_one_field_wrong_which_one_by_the_case() {
+        let expected = json!({"category": "billing", "priority": "high", "total": 12});
+        let mut changed = std::collections::BTreeMap::new();
+        for i in 0..40 {
+            let mut h = hint(Shape::Json, "", Some(expected.clone()));
+            h.case = format!("t-{i}");
+            let right: Value = serde_json::from_str(&answer(&h, false, None).text).unwrap();
+            assert_eq!(right, expected);
+            let wrong: Value = serde_json::from_str(&answer(&h, true, None).text).unwrap();
+            let off: Vec<&String> = expected
+                .as_object()
+                .unwrap()
+                .iter()
+                .filter(|(k, v)| wrong[k.as_str()] != **v)
+                .map(|(k, _)| k)
+                .collect();
+            assert_eq!(off.len(), 1, "{wrong}");
+            // The same case's wrong answer is the same every time (seeded by the case).
+            assert_eq!(answer(&h, true, None).text, wrong.to_string());
+            *changed.entry(off[0].clone()).or_insert(0) += 1;
+        }
+        // Every field is the wrong one in some case: each field's accuracy follows the
+        // variant's.
+        assert_eq!(changed.len(), 3, "{changed:?}");
+    }
+
+    #[test]
     fn right_and_wrong_answers_have_the_expected_shape() {
         let h = hint(Shape::Text, "shipping", None);
         assert_eq!(answer(&h, false, None).text, "shipping");
@@ -424,5 +453,32 @@ mod tests {
             "always wrong"
         );
         assert!(is_judge_prompt(&prompt("x")));
+    }
+
+    #[test]
+    fn criteria_alone_pass_about_seven_answers_in_ten_each_criterion_its_own() {
+        // As the built-in prompt writes them: tags carrying its marker.
+        let prompt = |answer: &str, criterion: &str| {
+            format!(
+                "Each part below is enclosed in tags marked with 3f9a0c, one to open it.\n<answer-3f9a0c>\n{answer}\n</answer-3f9a0c>\nCriteria the answer must meet:\n<criteria-3f9a0c>\n{criterion}\n</criteria-3f9a0c>\nVERDICT: yes or VERDICT: no"
+            )
+        };
+        let passes = |criterion: &str| -> Vec<bool> {
+            (0..200)
+                .map(|i| {
+                    let p = prompt(&format!("answer {i}"), criterion);
+                    assert!(is_judge_prompt(&p));
+                    judge(&p, 0.0, false).ends_with("VERDICT: yes")
+                })
+                .collect()
+        };
+        let (warm, short) = (passes("Is warm."), passes("Is short."));
+        let share = |v: &[bool]| v.iter().filter(|p| **p).count() as f64 / v.len() as f64;
+        assert!((0.6..0.8).contains(&share(&warm)), "{}", share(&warm));
+        assert!(
+            warm.iter().zip(&short).any(|(a, b)| a != b),
+            "each criterion its own"
+        );
+        assert_eq!(warm, passes("Is warm."), "the same ones every time");
     }
 }

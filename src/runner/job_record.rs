@@ -454,3 +454,57 @@ impl JobRecord {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(parts: serde_json::Value) -> serde_json::Value {
+        let mut r = serde_json::json!({
+            "job": 3, "case_id": "t-01", "variant": "plain", "repeat": 0,
+            "status": "graded", "outcome": "complete", "output": "{}",
+            "finish_reason": "stop", "expected": ["{}"], "extracted": null, "score": 0.5, "error": null,
+            "attempts": [], "ttft_ms": null, "latency_ms": null, "model": null,
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "cached_tokens": 0,
+                      "reasoning_tokens": 0, "estimated": false}
+        });
+        if !parts.is_null() {
+            r["parts"] = parts;
+        }
+        r
+    }
+
+    #[test]
+    fn a_record_s_parts_are_journaled_by_name_and_read_back_alike() {
+        let line = record(serde_json::json!([
+            {"name": "category", "score": 1.0},
+            {"name": "items[].sku", "score": 0.5}
+        ]));
+        let r: JobRecord = serde_json::from_value(line).unwrap();
+        assert_eq!(
+            r.parts,
+            [
+                PartScore {
+                    name: "category".into(),
+                    score: 1.0
+                },
+                PartScore {
+                    name: "items[].sku".into(),
+                    score: 0.5
+                }
+            ]
+        );
+        let written = serde_json::to_value(&r).unwrap();
+        assert_eq!(
+            written["parts"],
+            serde_json::json!([{"name": "category", "score": 1.0}, {"name": "items[].sku", "score": 0.5}])
+        );
+        let again: JobRecord = serde_json::from_value(written).unwrap();
+        assert_eq!(again, r);
+        // A journal written before parts existed reads as a record without them, and a
+        // record without parts writes none: its line is as it was.
+        let old: JobRecord = serde_json::from_value(record(serde_json::Value::Null)).unwrap();
+        assert!(old.parts.is_empty());
+        assert!(serde_json::to_value(&old).unwrap().get("parts").is_none());
+    }
+}

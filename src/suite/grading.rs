@@ -159,14 +159,45 @@ pub enum GradeSpec {
 }
 
 /// One scorer of an `all`, `any` or `mean`, with the name its figures go by.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GradePart {
-    /// The part's name in reports and gates (`--min-accuracy @NAME=P`) [default: its
-    /// kind, numbered when two parts share one].
+    /// The part's name in reports and gates [default: its kind, numbered when two parts
+    /// share one].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     #[serde(flatten)]
     pub spec: GradeSpec,
+}
+
+/// A part's schema is a scorer's with `name` beside its `kind`: each kind keeps
+/// `additionalProperties: false`, which a flattened schema would lose (an editor would
+/// then accept `tolerence:` inside a part, which the loader refuses).
+impl schemars::JsonSchema for GradePart {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "GradePart".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let mut schema = GradeSpec::json_schema(generator);
+        let name = serde_json::json!({
+            "description": "The part's name in the reports and the gates [default: its kind, numbered from the second of a kind: `tool_args 2`]. No `=`, `,` or control character, no space at an end.",
+            "type": "string",
+            "pattern": "^[^\\s=,]([^=,\\u0000-\\u001f]*[^\\s=,])?$"
+        });
+        if let Some(kinds) = schema.get_mut("oneOf").and_then(|k| k.as_array_mut()) {
+            for kind in kinds {
+                if let Some(properties) = kind.get_mut("properties").and_then(|p| p.as_object_mut())
+                {
+                    properties.insert("name".into(), name.clone());
+                }
+            }
+        }
+        schema.insert(
+            "description".into(),
+            "One scorer of an `all`, `any` or `mean`, with the name its figures go by.".into(),
+        );
+        schema
+    }
 }
 
 impl std::ops::Deref for GradePart {

@@ -1120,3 +1120,108 @@ fn a_judge_that_goes_down_mid_run_stops_it_as_an_outage() {
         .count();
     assert!(failed_at_judge >= 8, "{failed_at_judge}");
 }
+
+/// A judge with `criteria` judges each criterion apart: one call per criterion and vote,
+/// each under its own key, each prompt holding its own criterion only; each criterion is a
+/// part with its own figures, and the calls are what the summary counts.
+#[test]
+fn a_judge_s_criteria_are_each_asked_apart_and_each_given_its_figures() {
+    let (_rt, judge) = start_mock(MockConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cases: String = (1..=8)
+        .map(|i| format!("{{\"id\": \"q{i}\", \"vars\": {{\"q\": \"How long does refund {i} take?\"}}, \"expected\": \"{i} days\"}}\n"))
+        .collect();
+    std::fs::write(d.join("cases.jsonl"), cases).unwrap();
+    std::fs::write(d.join("plain.txt"), "{{ q }}").unwrap();
+    std::fs::write(d.join("careful.txt"), "Think step by step. {{ q }}").unwrap();
+    std::fs::write(
+        d.join("bench.yaml"),
+        "name: refunds
+cases: cases.jsonl
+variants: [plain.txt, careful.txt]
+grade:
+  kind: judge
+  votes: 3
+  criteria:
+    - { name: states the window, rubric: The answer says how many days a refund takes. }
+    - { name: no promises, rubric: The answer promises nothing it cannot know. }
+",
+    )
+    .unwrap();
+    let out = promptgauge(d)
+        .args([
+            "run",
+            "bench.yaml",
+            "--quiet",
+            "--no-store",
+            "--judge-base-url",
+        ])
+        .arg(judge.base_url())
+        .args(["--judge-model", "judge-model"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // What the judge saw: 8 cases × 2 variants × 2 criteria × 3 votes, each criterion's
+    // calls under keys of their own, each prompt holding its criterion and not the other.
+    let keys: Vec<(usize, String)> = judge
+        .provider
+        .headers()
+        .iter()
+        .enumerate()
+        .filter_map(|(i, h)| {
+            h.iter()
+                .find(|(k, _)| k == "idempotency-key")
+                .map(|(_, v)| (i, v.clone()))
+        })
+        .collect();
+    assert_eq!(keys.len(), 96, "{keys:?}");
+    let bodies = judge.provider.bodies();
+    for c in 0..2 {
+        for vote in 0..3 {
+            let at: Vec<usize> = keys
+                .iter()
+                .filter(|(_, k)| k.ends_with(&format!("-judge-c{c}-{vote}")))
+                .map(|(i, _)| *i)
+                .collect();
+            assert_eq!(at.len(), 16, "criterion {c}, vote {vote}: {keys:?}");
+            for i in at {
+                let prompt = bodies[i].to_string();
+                let (own, other) = if c == 0 {
+                    ("how many days", "promises nothing")
+                } else {
+                    ("promises nothing", "how many days")
+                };
+                assert!(prompt.contains(own) && !prompt.contains(other), "{prompt}");
+            }
+        }
+    }
+    let run = run_dirs(&d.join("reports")).pop().unwrap();
+    let s = summary(&run);
+    for v in &s.variants {
+        assert_eq!(v.judge_calls, 48, "{}", v.name);
+    }
+    let names: Vec<&str> = s.parts.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["states the window", "no promises"]);
+    for p in &s.parts {
+        assert!(p.binary);
+        assert!(
+            p.variants.iter().all(|v| v.n == 8 && v.mean.is_some()),
+            "{p:?}"
+        );
+        assert_eq!(p.comparisons.len(), 1);
+    }
+    // Binary criteria: an answer passes when it meets every one.
+    for r in journal(&run) {
+        let parts: Vec<f64> = r["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["score"].as_f64().unwrap())
+            .collect();
+        assert_eq!(parts.len(), 2, "{r}");
+        assert_eq!(r["score"].as_f64().unwrap(), parts[0].min(parts[1]), "{r}");
+        assert_eq!(r["judge"].as_array().unwrap().len(), 6, "{r}");
+    }
+}

@@ -200,6 +200,23 @@ fn what_the_loader_refuses_the_schemas_refuse() {
         with("epsilon", json!(2)),
         with("price", json!({"input_per_mtok": -1, "output_per_mtok": 1})),
         with("grade", json!({"kind": "judge", "votes": 0})),
+        // Inside a named part as outside it: an unknown key, a bad name, a bad criterion.
+        with(
+            "grade",
+            json!({"kind": "all", "of": [{"kind": "number", "name": "total", "tolerence": 1}]}),
+        ),
+        with(
+            "grade",
+            json!({"kind": "all", "of": [{"kind": "exact", "name": "a=b"}]}),
+        ),
+        with(
+            "grade",
+            json!({"kind": "all", "of": [{"kind": "exact", "name": " lead"}]}),
+        ),
+        with(
+            "grade",
+            json!({"kind": "judge", "criteria": [{"name": "tone", "rubrik": "Warm."}]}),
+        ),
         with("grade", json!({"kind": "number", "tolerance": -1})),
         with("sequential", json!({"detect": -5})),
         with("sequential", json!({"power": 2})),
@@ -214,6 +231,19 @@ fn what_the_loader_refuses_the_schemas_refuse() {
             "accepted: {bad}"
         );
     }
+    // A part may carry a name, spaces inside and all; a judge its criteria.
+    let named = with(
+        "grade",
+        json!({"kind": "mean", "weights": [2, 1], "of": [
+            {"kind": "fields", "name": "the fields", "required": ["id"]},
+            {"kind": "judge", "name": "tone (judge)", "criteria": [{"name": "warm", "rubric": "Is warm."}]}
+        ]}),
+    );
+    assert!(
+        violations(SchemaOf::Bench, &named).is_empty(),
+        "{:?}",
+        violations(SchemaOf::Bench, &named)
+    );
     // `epsilon:` goes with `decide: best`, from 0 up to 50.
     let mut searching = with("decide", json!("best"));
     searching["epsilon"] = json!(5);

@@ -1,7 +1,8 @@
 //! `{kind: command}`: a scorer in another language, as a pool of long-lived processes.
 //! One that crashes, hangs, or replies garbage fails that job with its cause (never a 0),
 //! keeps its stderr in the record, and is replaced; the examples in Python and JavaScript
-//! score a run alike.
+//! score a run alike. A score's parts (a `fields` scorer's fields, an `all`'s scorers) each
+//! get their figures and verdicts in summary.json, and a bad part name is said by `check`.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -872,4 +873,264 @@ fn an_all_zero_embedding_fails_the_answer_with_its_own_cause_never_a_zero() {
     );
     // The call it paid for is kept with it.
     assert_eq!(none["judge"].as_array().map(Vec::len), Some(1), "{none}");
+}
+
+/// A triage bench in a temp folder: `n` tickets answered as JSON `{category, priority}` by
+/// two prompts of known accuracy (`sure` ~95%, `unsure` ~45%), scored by `grade`.
+fn triage(n: usize, grade: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let categories = ["billing", "shipping", "account", "technical"];
+    let priorities = ["low", "normal", "high"];
+    let cases: String = (0..n)
+        .map(|i| {
+            format!(
+                "{{\"id\": \"t-{i:02}\", \"vars\": {{\"ticket\": \"ticket {i}\"}}, \"expected\": {{\"category\": \"{}\", \"priority\": \"{}\"}}}}\n",
+                categories[i % 4],
+                priorities[i % 3]
+            )
+        })
+        .collect();
+    std::fs::write(d.join("cases.jsonl"), cases).unwrap();
+    for (name, accuracy) in [("sure", 95), ("unsure", 45)] {
+        std::fs::write(
+            d.join(format!("{name}.yaml")),
+            format!("name: {name}\nmessages:\n  - {{ role: system, content: \"Reply in JSON. simulated accuracy {accuracy}%\" }}\n  - {{ role: user, content: \"{{{{ ticket }}}}\" }}\n"),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        d.join("bench.yaml"),
+        format!(
+            "name: triage\ncases: cases.jsonl\nvariants: [sure.yaml, unsure.yaml]\ngrade: {grade}\n"
+        ),
+    )
+    .unwrap();
+    dir
+}
+
+/// Runs `bench.yaml` in `d` on the built-in simulator; its summary.json and journal.
+fn run_parts(d: &Path, extra: &[&str]) -> (Value, Vec<Value>) {
+    let out = promptgauge(d)
+        .args(["run", "bench.yaml", "--quiet", "--no-store"])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = run_dirs(&d.join("reports")).pop().unwrap();
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    // What summary.schema.json describes, parts and all.
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("docs/summary.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let errors: Vec<String> = jsonschema::validator_for(&schema)
+        .unwrap()
+        .iter_errors(&summary)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    (summary, journal(&run))
+}
+
+/// The part `name` of a summary.
+fn part<'a>(s: &'a Value, name: &str) -> &'a Value {
+    s["parts"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no parts: {s}"))
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("no part {name}: {}", s["parts"]))
+}
+
+/// Each arm's mean of the part `name`.
+fn means(s: &Value, name: &str) -> Vec<f64> {
+    part(s, name)["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["mean"].as_f64().unwrap())
+        .collect()
+}
+
+#[test]
+fn a_fields_bench_gives_each_field_its_figures_and_its_verdict_against_the_baseline() {
+    let bench = triage(40, "{ kind: fields }");
+    let d = bench.path();
+    let (s, records) = run_parts(d, &[]);
+    let names: Vec<&str> = s["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["category", "priority"]);
+    for name in names {
+        let p = part(&s, name);
+        assert_eq!(p["binary"], true, "{p}");
+        for (v, arm) in p["variants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(["sure", "unsure"])
+        {
+            assert_eq!((v["name"].as_str(), v["n"].as_u64()), (Some(arm), Some(40)));
+            let (low, mean, high) = (
+                v["ci_low"].as_f64().unwrap(),
+                v["mean"].as_f64().unwrap(),
+                v["ci_high"].as_f64().unwrap(),
+            );
+            assert!(low <= mean && mean <= high && low < high, "{v}");
+        }
+        let c = &p["comparisons"].as_array().unwrap()[0];
+        assert_eq!(
+            (&c["variant"], &c["against"]),
+            (&"unsure".into(), &"sure".into())
+        );
+        assert!(c["p_value"].is_number() && c["verdict"].is_string(), "{c}");
+        let t = &c["table"];
+        let cells: u64 = ["both_right", "only_variant", "only_reference", "both_wrong"]
+            .iter()
+            .map(|k| t[k].as_u64().unwrap())
+            .sum();
+        assert_eq!(cells, 40, "{c}");
+    }
+    // A wrong answer gets one field wrong: the whole is the mean of the two fields, and
+    // the unsure prompt's fields are wrong more often than the sure one's.
+    let (category, priority) = (means(&s, "category"), means(&s, "priority"));
+    for (i, v) in s["variants"].as_array().unwrap().iter().enumerate() {
+        let whole = v["mean_score"].as_f64().unwrap();
+        assert!(
+            (whole - (category[i] + priority[i]) / 2.0).abs() < 1e-9,
+            "{v}: {category:?} {priority:?}"
+        );
+    }
+    assert!(category[1] + priority[1] < category[0] + priority[0] - 0.3);
+    assert!(
+        category[1] < 1.0 && priority[1] < 1.0,
+        "each field is wrong at times"
+    );
+    // Each job journals its fields' results as its parts.
+    for r in &records {
+        let parts = r["parts"].as_array().unwrap();
+        assert_eq!(parts.len(), 2, "{r}");
+        let mean =
+            (parts[0]["score"].as_f64().unwrap() + parts[1]["score"].as_f64().unwrap()) / 2.0;
+        assert_eq!(r["score"].as_f64().unwrap(), mean, "{r}");
+    }
+}
+
+#[test]
+fn an_all_bench_gives_each_named_part_its_figures_and_a_bad_name_is_said_by_check() {
+    let bench = triage(
+        24,
+        "{ kind: all, of: [{ kind: fields, name: both fields }, { kind: json_schema, schema: { type: object, required: [category] } }, { kind: json_schema, name: known priority, schema: { properties: { priority: { enum: [low, normal, high] } } } }] }",
+    );
+    let d = bench.path();
+    let (s, _) = run_parts(d, &[]);
+    let names: Vec<&str> = s["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    // The named parts, the unnamed one by its kind, then the fields' own parts.
+    assert_eq!(
+        names,
+        [
+            "both fields",
+            "json_schema",
+            "known priority",
+            "category",
+            "priority"
+        ]
+    );
+    assert_eq!(part(&s, "both fields")["binary"], false);
+    assert_eq!(means(&s, "json_schema"), [1.0, 1.0]);
+    // The whole is every part passing: never above its lowest part.
+    for (i, v) in s["variants"].as_array().unwrap().iter().enumerate() {
+        let whole = v["accuracy"].as_f64().or(v["mean_score"].as_f64()).unwrap();
+        assert!(whole <= means(&s, "known priority")[i] + 1e-9, "{v}");
+        assert!(whole <= means(&s, "both fields")[i] + 1e-9, "{v}");
+    }
+
+    // A name a gate could not name, or two parts of one name: `check` says where and how
+    // to fix it, and nothing runs.
+    for (grade, said) in [
+        (
+            "{ kind: all, of: [{ kind: fields, name: \"category=ok\" }] }",
+            "the part name \"category=ok\" holds `=`",
+        ),
+        (
+            "{ kind: mean, of: [{ kind: fields, name: x }, { kind: exact, name: x }] }",
+            "two parts are named `x`",
+        ),
+        (
+            "{ kind: all, of: [{ kind: fields, name: x, requird: [category] }] }",
+            "unknown key `requird`",
+        ),
+    ] {
+        let bad = triage(4, grade);
+        let out = promptgauge(bad.path())
+            .args(["check", "bench.yaml"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains("bench.yaml:4") && stderr.contains(said) && stderr.contains("fix"),
+            "{stderr}"
+        );
+    }
+}
+
+/// The triage example, as its comment says to run it: `check` passes, and the run gives
+/// each field of its answers its own figures for each of its three prompts.
+#[test]
+fn the_triage_example_checks_and_runs_with_each_field_s_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("triage");
+    copy_dir(&repo().join("examples/triage"), &d);
+    let out = promptgauge(dir.path())
+        .args(["check", "triage/triage.yaml"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("30 cases × 3 variants"), "{said}");
+    let out = promptgauge(dir.path())
+        .args(["run", "triage/triage.yaml", "--quiet", "--no-store"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = run_dirs(&dir.path().join("reports")).pop().unwrap();
+    let s: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    for field in ["category", "priority"] {
+        let p = part(&s, field);
+        let arms: Vec<&str> = p["variants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(arms, ["plain", "defined", "careful"]);
+        assert_eq!(p["comparisons"].as_array().unwrap().len(), 2, "{p}");
+    }
 }

@@ -410,6 +410,45 @@ tools:
     // Both variants measured, compared case by case with the usual verdict.
     assert_eq!(s["variants"].as_array().unwrap().len(), 2);
     assert!(s["comparisons"][0]["verdict"].is_string(), "{s}");
+    // And each part on its own: each scorer by its kind, then the answer (what `exact`
+    // reads) and the trajectory (the calls: `tool_sequence` and `max_steps` together).
+    let parts = s["parts"].as_array().unwrap();
+    let names: Vec<&str> = parts.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "exact",
+            "tool_sequence",
+            "max_steps",
+            "answer",
+            "trajectory"
+        ]
+    );
+    let means = |name: &str| -> Vec<f64> {
+        parts.iter().find(|p| p["name"] == name).unwrap()["variants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["mean"].as_f64().unwrap())
+            .collect()
+    };
+    assert_eq!(means("answer"), means("exact"));
+    for i in 0..2 {
+        let trajectory = means("trajectory")[i];
+        assert!(trajectory <= means("tool_sequence")[i] && trajectory <= means("max_steps")[i]);
+        let whole = s["variants"][i]["accuracy"].as_f64().unwrap();
+        assert!(whole <= trajectory && whole <= means("answer")[i], "{s}");
+    }
+    for p in parts {
+        assert_eq!(p["binary"], true, "{p}");
+        let c = &p["comparisons"][0];
+        assert_eq!(
+            (&c["variant"], &c["against"]),
+            (&"careful".into(), &"terse".into()),
+            "{p}"
+        );
+        assert!(c["verdict"].is_string(), "{p}");
+    }
     // report.html shows each shown answer's trajectory: the calls, their arguments, what
     // they got back — as text, never markup.
     let html = std::fs::read_to_string(run.join("report.html")).unwrap();
