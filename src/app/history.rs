@@ -184,7 +184,7 @@ fn write_page(h: &history::History, html: &Path) -> Result<(), Failure> {
     crate::files::write_atomically(html, history::render_html(h, &link))
         .with_context(|| format!("cannot write {}", html.display()))
         .before_send()?;
-    note!("history.html: {}", html.display());
+    note!("history page: {}", html.display());
     Ok(())
 }
 

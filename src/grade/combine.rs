@@ -63,7 +63,11 @@ impl Combined {
     fn named(&self, scores: &[Score]) -> Vec<(String, f64)> {
         let values: Vec<f64> = scores.iter().map(|s| s.value).collect();
         let own = self.names.iter().cloned().zip(values.clone()).collect();
-        let theirs = scores.iter().flat_map(|s| s.parts.iter().cloned());
+        let theirs = self.names.iter().zip(scores).flat_map(|(parent, s)| {
+            s.parts
+                .iter()
+                .map(move |(name, v)| (parent.clone(), name.clone(), *v))
+        });
         let both = if reads_both(&self.trajectory) {
             [
                 self.fold(&values, |i| !self.trajectory[i]),
@@ -83,24 +87,33 @@ pub(crate) fn reads_both(trajectory: &[bool]) -> bool {
 }
 
 /// A combined score's parts, in order: each part's own (`own`), then what the parts report
-/// of theirs (a `fields` part's fields, a judge's criteria) under names not yet taken, then
-/// `answer` and `trajectory` (`both`, when [`reads_both`]). One rule for the values an
-/// answer gets and the names a bench declares before it runs (`SpecExt::part_names`).
+/// of theirs (`theirs`: the part's name, its part's name, the value — a `fields` part's
+/// fields, a judge's criteria) under their own names, or `PART.NAME` when another part has
+/// the name already (a field `priority` beside a scorer named `priority`), then `answer` and
+/// `trajectory` (`both`, when [`reads_both`]) unless a part is named so. One rule for the
+/// values an answer gets and the names a bench declares before it runs
+/// (`SpecExt::part_names`).
 pub(crate) fn merged<T>(
     own: Vec<(String, T)>,
-    theirs: impl IntoIterator<Item = (String, T)>,
+    theirs: impl IntoIterator<Item = (String, String, T)>,
     both: [Option<T>; 2],
 ) -> Vec<(String, T)> {
     let mut out = own;
-    let [answer, trajectory] = both;
-    let more = theirs.into_iter().chain(
-        [("answer", answer), ("trajectory", trajectory)]
-            .into_iter()
-            .filter_map(|(name, v)| Some((name.to_string(), v?))),
-    );
-    for (name, value) in more {
-        if !out.iter().any(|(n, _)| *n == name) {
+    let taken = |out: &[(String, T)], name: &str| out.iter().any(|(n, _)| n == name);
+    for (parent, name, value) in theirs {
+        if !taken(&out, &name) {
             out.push((name, value));
+        } else {
+            let long = format!("{parent}.{name}");
+            if !taken(&out, &long) {
+                out.push((long, value));
+            }
+        }
+    }
+    let [answer, trajectory] = both;
+    for (name, value) in [("answer", answer), ("trajectory", trajectory)] {
+        if let Some(v) = value.filter(|_| !taken(&out, name)) {
+            out.push((name.to_string(), v));
         }
     }
     out
@@ -277,18 +290,23 @@ mod tests {
     #[test]
     fn a_combined_score_s_parts_come_its_own_then_its_parts_then_answer_and_trajectory() {
         let own = vec![("fields".to_string(), 0.5), ("steps".to_string(), 1.0)];
-        let theirs = [("fields".to_string(), 0.0), ("category".to_string(), 1.0)];
+        let theirs = [
+            ("fields".to_string(), "steps".to_string(), 0.0),
+            ("fields".to_string(), "category".to_string(), 1.0),
+        ];
+        // A field named as another part is kept under its part's name.
         assert_eq!(
             merged(own.clone(), theirs.clone(), [Some(0.5), Some(1.0)]),
             [
                 ("fields".to_string(), 0.5),
                 ("steps".to_string(), 1.0),
+                ("fields.steps".to_string(), 0.0),
                 ("category".to_string(), 1.0),
                 ("answer".to_string(), 0.5),
                 ("trajectory".to_string(), 1.0),
             ]
         );
-        assert_eq!(merged(own, theirs, [None, None]).len(), 3);
+        assert_eq!(merged(own, theirs, [None, None]).len(), 4);
         assert!(reads_both(&[true, false]));
         assert!(!reads_both(&[true, true]) && !reads_both(&[false]));
     }
@@ -376,7 +394,7 @@ mod tests {
     }
 
     #[test]
-    fn a_part_s_own_parts_follow_under_names_not_taken() {
+    fn a_part_s_own_parts_follow_under_their_names_or_their_part_s_when_taken() {
         let c = case(serde_json::json!({"category": "billing", "priority": "high"}));
         let answer = Answer {
             text: r#"{"category": "billing", "priority": "low"}"#.into(),
@@ -387,15 +405,19 @@ mod tests {
             &c,
             &answer,
         );
-        // `priority` is the schema part's name already: the field of that name is not
-        // shown twice under it.
-        assert_eq!(names(&s), ["triage", "priority", "category"]);
+        // `priority` is the schema part's name already: the field of that name goes by its
+        // part's, never lost nor mistaken for the schema's.
+        assert_eq!(
+            names(&s),
+            ["triage", "priority", "category", "triage.priority"]
+        );
         assert_eq!(
             s.parts,
             [
                 ("triage".to_string(), 0.5),
                 ("priority".to_string(), 1.0),
-                ("category".to_string(), 1.0)
+                ("category".to_string(), 1.0),
+                ("triage.priority".to_string(), 0.0)
             ]
         );
         assert_eq!(s.value, 0.75);

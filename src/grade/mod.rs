@@ -341,8 +341,14 @@ impl SpecExt for GradeSpec {
             GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
                 let trajectory: Vec<bool> = of.iter().map(|p| p.spec.reads_trajectory()).collect();
                 let both = combine::reads_both(&trajectory).then_some(());
-                let theirs = of.iter().flat_map(|p| unit(p.spec.part_names(case)));
-                combine::merged(unit(names_of(of)), theirs, [both, both])
+                let names = names_of(of);
+                let theirs = names.iter().zip(of).flat_map(|(parent, p)| {
+                    p.spec
+                        .part_names(case)
+                        .into_iter()
+                        .map(move |n| (parent.clone(), n, ()))
+                });
+                combine::merged(unit(names.clone()), theirs, [both, both])
                     .into_iter()
                     .map(|(name, ())| name)
                     .collect()
@@ -448,6 +454,9 @@ mod tests {
                 "max_steps",
                 "category",
                 "items[].sku",
+                // The second `fields`' fields: their names are taken, so its name leads.
+                "fields 2.category",
+                "fields 2.items[].sku",
                 "answer",
                 "trajectory",
                 "tone"

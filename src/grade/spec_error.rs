@@ -12,7 +12,7 @@ pub enum SpecError {
     #[error("`of` lists no scorers")]
     NoParts,
     #[error(
-        "the part name {name:?} {why}: a part's name is how the reports and the gates name it (`NAME=P`), so it holds no `=`, `,` or control character and no space at an end; rename it, or leave `name:` out to name the part by its kind"
+        "the part name {name:?} {why}: a part's name is how the reports and the gates name it (`--min-accuracy @NAME=P`), so it holds no `=`, `,` or control character and no space at an end; rename it, or leave `name:` out to name the part by its kind"
     )]
     PartName { name: String, why: &'static str },
     #[error("two parts are named `{0}`: give each its own `name:`")]

@@ -37,8 +37,6 @@ pub struct PartVariant {
     pub ci_high: Option<f64>,
 }
 
-// Looked up by the gates that name a part (docs/guide/scorers.md, "Parts") and the tests.
-#[allow(dead_code)]
 impl PartFigures {
     /// The arm's figures, by name.
     pub(crate) fn variant(&self, name: &str) -> Option<&PartVariant> {
