@@ -159,36 +159,106 @@ pub(crate) fn lines(causes: &[FailureCause]) -> Vec<String> {
 }
 
 /// Why a job scored as it did, in words: the judge's reasons (each vote's), a schema
-/// violation, a scorer's error, or why a job failed.
+/// violation, the fields a `fields` scorer found wrong, a scorer's error, each part's of an
+/// `all`/`any`/`mean`, or why a job failed.
 pub(crate) fn reason_of(r: &crate::runner::journal::JobRecord) -> Option<String> {
     use crate::runner::journal::JobStatus;
     if r.status != JobStatus::Graded {
         return r.error.clone();
     }
-    r.score_detail.as_ref().and_then(|d| {
-        let votes: Vec<String> = d
-            .get("votes")
-            .and_then(serde_json::Value::as_array)
-            .map(|v| {
-                v.iter()
-                    .filter_map(|x| x.get("reason").and_then(serde_json::Value::as_str))
-                    .map(String::from)
-                    .collect()
+    r.score_detail.as_ref().and_then(detail_reason)
+}
+
+/// A score detail's why, in words (`None` when it says nothing).
+fn detail_reason(d: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let votes: Vec<String> = d
+        .get("votes")
+        .and_then(Value::as_array)
+        .map(|v| {
+            v.iter()
+                .filter_map(|x| x.get("reason").and_then(Value::as_str))
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default();
+    if !votes.is_empty() {
+        return Some(format!("judge: {}", votes.join(" / ")));
+    }
+    if let Some(v) = d.get("violation") {
+        return Some(match (v.get("path"), v.get("message")) {
+            (Some(path), Some(message)) => format!("{}: {}", text(path), text(message)),
+            _ => text(v),
+        });
+    }
+    if let Some(e) = d.get("error").and_then(Value::as_str) {
+        return Some(e.to_string());
+    }
+    if let Some(fields) = d.get("fields").and_then(Value::as_array) {
+        let wrong: Vec<String> = fields
+            .iter()
+            .filter(|f| f.get("ok").and_then(Value::as_bool) == Some(false))
+            .map(|f| {
+                let field = f.get("field").map(text).unwrap_or_default();
+                let want = f.get("expected").map(|v| v.to_string()).unwrap_or_default();
+                match f.get("got").filter(|g| !g.is_null()) {
+                    Some(got) => format!("{field}: expected {want}, got {got}"),
+                    None => format!("{field}: expected {want}, missing"),
+                }
+            })
+            .collect();
+        let required = d
+            .get("required_wrong")
+            .and_then(Value::as_array)
+            .filter(|r| !r.is_empty())
+            .map(|r| {
+                let names: Vec<String> = r.iter().map(text).collect();
+                format!(" (required {} wrong: scored 0)", names.join(", "))
             })
             .unwrap_or_default();
-        if !votes.is_empty() {
-            return Some(format!("judge: {}", votes.join(" / ")));
-        }
-        d.get("violation")
-            .or_else(|| d.get("error"))
-            .and_then(serde_json::Value::as_str)
-            .map(String::from)
-    })
+        return (!wrong.is_empty()).then(|| format!("{}{required}", wrong.join("; ")));
+    }
+    let parts: Vec<String> = d
+        .get("of")
+        .and_then(Value::as_array)?
+        .iter()
+        .filter_map(|p| p.get("detail").and_then(detail_reason))
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(" · "))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_score_s_detail_says_why_in_words() {
+        let why = |d: serde_json::Value| detail_reason(&d);
+        let fields = serde_json::json!({"fields": [
+            {"field": "category", "expected": "billing", "got": "billing", "ok": true},
+            {"field": "priority", "expected": "high", "got": "high (unsure)", "ok": false},
+            {"field": "team", "expected": "ops", "got": null, "ok": false},
+        ], "required_wrong": ["team"]});
+        assert_eq!(
+            why(fields.clone()).unwrap(),
+            "priority: expected \"high\", got \"high (unsure)\"; team: expected \"ops\", missing (required team wrong: scored 0)"
+        );
+        assert_eq!(
+            why(serde_json::json!({"violation": {"path": "/total", "message": "\"x\" is not a number"}})).unwrap(),
+            "/total: \"x\" is not a number"
+        );
+        let of = serde_json::json!({"of": [
+            {"score": 1.0, "detail": null},
+            {"score": 0.5, "detail": fields},
+        ]});
+        assert!(why(of).unwrap().starts_with("priority: expected"));
+        let right = serde_json::json!({"fields": [{"field": "a", "expected": 1, "got": 1, "ok": true}]});
+        assert_eq!(why(right), None);
+    }
 
     #[test]
     fn usual_causes_get_hints() {
