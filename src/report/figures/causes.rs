@@ -256,7 +256,8 @@ mod tests {
             {"score": 0.5, "detail": fields},
         ]});
         assert!(why(of).unwrap().starts_with("priority: expected"));
-        let right = serde_json::json!({"fields": [{"field": "a", "expected": 1, "got": 1, "ok": true}]});
+        let right =
+            serde_json::json!({"fields": [{"field": "a", "expected": 1, "got": 1, "ok": true}]});
         assert_eq!(why(right), None);
     }
 
