@@ -437,7 +437,7 @@ fn answer_rows(id: &str, jobs: &[JobRecord]) -> String {
             score = j.score().map(|s| format!("{s:.2}")).unwrap_or_default(),
             output = pre_text(&j.output, 2000),
             why = esc(&crate::report::visible(
-                j.error.as_deref().unwrap_or(""),
+                &crate::report::reason_of(j).unwrap_or_default(),
                 300
             )),
         );
