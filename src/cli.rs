@@ -1234,6 +1234,7 @@ impl GateArgs {
             max_p90_latency: self.max_p90_latency,
             allow_failures: self.allow_failures,
             inconclusive_passes: self.on_inconclusive == OnInconclusive::Pass,
+            against_earlier: self.baseline.is_some(),
         }
     }
 }

@@ -422,6 +422,24 @@ fn against_an_earlier_run_each_variant_is_held_to_itself_not_to_the_baseline_var
         "{:#?}",
         s.gates
     );
+    // `check` sizes such a gate as what it is: no within-run difference sizes it.
+    let (code, text) = said(
+        d,
+        &[
+            "check",
+            "bench.yaml",
+            "--baseline",
+            &base,
+            "--max-drop",
+            "20",
+        ],
+    );
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("max-drop 20.0: against the --baseline run each variant is held to itself"),
+        "{text}"
+    );
+    assert!(!text.contains("at the last run's difference"), "{text}");
     // The baseline variant broken: it is worse than itself on main.
     let prompt = d.join("good.yaml");
     let text = std::fs::read_to_string(&prompt).unwrap();

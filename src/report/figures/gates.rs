@@ -215,6 +215,9 @@ pub(crate) struct Gates {
     pub allow_failures: u64,
     /// `--on-inconclusive pass`: a gate the data cannot decide does not fail the run.
     pub inconclusive_passes: bool,
+    /// `--baseline`: `--fail-if-worse` and `--max-drop` hold each variant to itself in that
+    /// earlier run, not to the baseline variant (sized apart: [`size_against_earlier`]).
+    pub against_earlier: bool,
 }
 
 /// What the run spent: every billed attempt of the answers, and the judge's calls.
@@ -1060,16 +1063,45 @@ pub(crate) struct Sizing<'a> {
 /// the most disagreement), against the cases the bench has. One line each.
 pub(crate) fn sized(gates: &Gates, z: &Sizing<'_>) -> Vec<String> {
     let mut out = Vec::new();
-    if let Some(max) = gates.max_drop {
+    if gates.against_earlier && (gates.max_drop.is_some() || gates.fail_if_worse) {
+        size_against_earlier(gates.max_drop, z, &mut out);
+    } else if let Some(max) = gates.max_drop {
         size_max_drop(max, z, &mut out);
     }
     for min in &gates.min_accuracy {
         size_min_accuracy(min, z, &mut out);
     }
-    if gates.fail_if_worse {
+    if gates.fail_if_worse && !gates.against_earlier {
         size_fail_if_worse(z, &mut out);
     }
     out
+}
+
+/// The share of cases whose answer changes between two runs of one prompt that the
+/// sizing against an earlier run assumes when it cannot know it.
+const CHANGED_BETWEEN_RUNS: f64 = 0.10;
+
+/// `--fail-if-worse`/`--max-drop` with `--baseline`: each variant against itself in the
+/// earlier run. An unchanged prompt differs there only where its answers vary from run to
+/// run, which no single run shows: the line says so, and what a drop gate needs at
+/// [`CHANGED_BETWEEN_RUNS`] of cases changing and no difference.
+fn size_against_earlier(max: Option<f64>, z: &Sizing<'_>, out: &mut Vec<String>) {
+    let level = 1.0 - (1.0 - z.confidence) / z.compared.max(1) as f64;
+    let changed = CHANGED_BETWEEN_RUNS * 100.0;
+    let base = "against the --baseline run each variant is held to itself there, not to the baseline variant, so the within-run differences of earlier runs do not size it; an unchanged prompt differs only where its answers change from run to run (none at temperature 0 on a deterministic server)";
+    out.push(match max {
+        Some(max) => {
+            let limit = max * 100.0;
+            match paired_cases(CHANGED_BETWEEN_RUNS, 0.0, max, level) {
+                Some(n) => format!(
+                    "max-drop {limit:.1}: {base}; with {changed:.0}% of cases changing and no difference, about {n} cases show a drop of no more than {limit:.1}; {}",
+                    enough(z, Some(n))
+                ),
+                None => format!("max-drop {limit:.1}: {base}"),
+            }
+        }
+        None => format!("fail-if-worse: {base}; it fails only on a significant drop, so an unchanged prompt passes at any size"),
+    });
 }
 
 /// What a bench of `z.cases` cases makes of a gate that needs `need`.
