@@ -327,7 +327,11 @@ pub(crate) fn judge(prompt: &str, judge_error: f64, json_mode: bool) -> String {
     // (The built-in prompt's tags carry its marker: `between` reads them either way.)
     let criteria = between(prompt, "criteria");
     let by_criteria = refs.is_empty() && !criteria.is_empty();
+    // A JSON answer equal to a JSON reference, however either is spaced.
+    let json = |s: &str| serde_json::from_str::<Value>(s.trim()).ok();
+    let same_json = json(answer).is_some_and(|a| json(reference) == Some(a));
     let right = (by_criteria && unit(&[answer, &criteria]) < 0.7)
+        || same_json
         || refs.iter().any(|r| {
             a == *r
                 || (!r.is_empty() && a.contains(r.as_str()))
@@ -366,6 +370,14 @@ pub(crate) fn as_json(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_simulated_judge_passes_a_json_answer_equal_to_the_reference_however_spaced() {
+        let prompt = "<reference>\n{\"category\": \"technical\", \"priority\": \"high\"}\n</reference>\n<answer>{\"priority\":\"high\",\"category\":\"technical\"}</answer>\nVERDICT:";
+        assert!(judge(prompt, 0.0, false).ends_with("VERDICT: yes"));
+        let wrong = prompt.replace("\"high\",", "\"low\",");
+        assert!(judge(&wrong, 0.0, false).ends_with("VERDICT: no"));
+    }
 
     fn hint(shape: Shape, expected: &str, json: Option<Value>) -> Hint {
         Hint {
