@@ -929,26 +929,42 @@ mod browser {
     }
 
     impl Browser {
-        pub fn start() -> Browser {
-            let mut driver = Command::new("/usr/bin/chromedriver")
-                .arg("--port=0")
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("chromedriver starts");
-            let mut reader = BufReader::new(driver.stdout.take().unwrap());
-            let mut port = None;
-            let mut line = String::new();
-            while port.is_none() && reader.read_line(&mut line).unwrap_or(0) > 0 {
-                port = line
-                    .split("started successfully on port ")
-                    .nth(1)
-                    .and_then(|p| p.trim().trim_end_matches('.').parse().ok());
-                line.clear();
+        /// chromedriver on a port of its choosing, and that port: started again (up to three
+        /// times) when it ends without saying one, as it now and then does when several
+        /// tests start it at once.
+        fn driver() -> (std::process::Child, u16) {
+            for _ in 0..3 {
+                let mut driver = Command::new("/usr/bin/chromedriver")
+                    .arg("--port=0")
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("chromedriver starts");
+                let mut reader = BufReader::new(driver.stdout.take().unwrap());
+                let mut port = None;
+                let mut line = String::new();
+                while port.is_none() && reader.read_line(&mut line).unwrap_or(0) > 0 {
+                    port = line
+                        .split("started successfully on port ")
+                        .nth(1)
+                        .and_then(|p| p.trim().trim_end_matches('.').parse().ok());
+                    line.clear();
+                }
+                // The rest of its output is drained, so it never blocks on a full pipe.
+                std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+                match port {
+                    Some(port) => return (driver, port),
+                    None => {
+                        let _ = driver.kill();
+                        let _ = driver.wait();
+                    }
+                }
             }
-            // The rest of its output is drained, so it never blocks on a full pipe.
-            std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
-            let port = port.expect("chromedriver says its port");
+            panic!("chromedriver never said its port, three times over")
+        }
+
+        pub fn start() -> Browser {
+            let (driver, port) = Browser::driver();
             let profile = tempfile::tempdir().unwrap();
             let mut b = Browser {
                 driver,
