@@ -300,6 +300,22 @@ pub(crate) fn consistency(cases: &[CaseScore]) -> Option<f64> {
     Some(agree as f64 / multi.len() as f64)
 }
 
+/// A variant's interval and design effect, the case (or the group of cases, when cases
+/// carry `group:`) the unit: repeats widen the interval by Kish's design effect (cases of
+/// one size), bounded by what the case means support; groups, of any sizes, by the
+/// cluster-robust effective size.
+pub(crate) fn wilson_by_unit(
+    units: &[CaseScore],
+    grouped: bool,
+    confidence: f64,
+) -> Option<(f64, f64, f64, f64)> {
+    if grouped {
+        grouped_wilson(units, confidence)
+    } else {
+        clustered_wilson(units, confidence)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

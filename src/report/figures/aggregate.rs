@@ -291,7 +291,7 @@ impl Aggregator {
                 summary.endpoint = Some(g.endpoints[e].clone());
             }
             if self.scored {
-                score_summary(&mut summary, cases.arm_means(i), confidence);
+                score_summary(&mut summary, cases.arm_mean_score(i, confidence));
             } else {
                 repeats_summary(
                     &mut summary,
@@ -579,15 +579,7 @@ fn repeats_summary(
         .collect();
 }
 
-fn score_summary(
-    v: &mut VariantSummary,
-    (means, groups): (Vec<f64>, Option<Vec<String>>),
-    confidence: f64,
-) {
-    let m = match &groups {
-        Some(g) => crate::stats::scores::mean_score_clustered(&means, g, confidence),
-        None => crate::stats::scores::mean_score(&means, confidence),
-    };
+fn score_summary(v: &mut VariantSummary, m: Option<crate::stats::scores::MeanScore>) {
     if let Some(m) = m {
         v.mean_score = Some(m.mean);
         v.score_ci_low = m.interval.map(|i| i.0);

@@ -1128,6 +1128,20 @@ impl CaseTable {
         (means, Some(groups))
     }
 
+    /// The arm's mean of its case means with its interval: the groups the units when cases
+    /// carry groups (what a scored variant, or a scored part, reports).
+    pub(crate) fn arm_mean_score(
+        &self,
+        arm: usize,
+        confidence: f64,
+    ) -> Option<crate::stats::scores::MeanScore> {
+        let (means, groups) = self.arm_means(arm);
+        match &groups {
+            Some(g) => crate::stats::scores::mean_score_clustered(&means, g, confidence),
+            None => crate::stats::scores::mean_score(&means, confidence),
+        }
+    }
+
     /// The ids of the cases graded in both arms, aligned with [`CaseTable::pairs`].
     pub(crate) fn paired_ids(&self, arm: usize, reference: usize) -> Vec<&str> {
         self.all_rows()

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::report::compare::{CaseTable, Comparison, Family, Paired, compare, decide};
 use crate::runner::journal::{JobRecord, JobStatus};
-use crate::stats::cluster::{clustered_wilson, grouped_wilson};
+use crate::stats::cluster::wilson_by_unit;
 
 /// One part's figures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -183,12 +183,7 @@ fn arm_figures(
         return v;
     }
     if scored {
-        let (means, groups) = table.arm_means(arm);
-        let m = match &groups {
-            Some(g) => crate::stats::scores::mean_score_clustered(&means, g, confidence),
-            None => crate::stats::scores::mean_score(&means, confidence),
-        };
-        if let Some(m) = m {
+        if let Some(m) = table.arm_mean_score(arm, confidence) {
             v.mean = Some(m.mean);
             v.ci_low = m.interval.map(|i| i.0);
             v.ci_high = m.interval.map(|i| i.1);
@@ -196,12 +191,7 @@ fn arm_figures(
     } else {
         let correct: u64 = cases.iter().map(|s| s.correct()).sum();
         v.mean = Some(correct as f64 / n as f64);
-        let units = table.arm_by_group(arm);
-        let ci = if table.grouped() {
-            grouped_wilson(&units, confidence)
-        } else {
-            clustered_wilson(&units, confidence)
-        };
+        let ci = wilson_by_unit(&table.arm_by_group(arm), table.grouped(), confidence);
         v.ci_low = ci.map(|c| c.1);
         v.ci_high = ci.map(|c| c.2);
     }

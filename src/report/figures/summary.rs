@@ -8,7 +8,7 @@ use crate::client::Outcome;
 use crate::report::compare::{CaseTable, Comparison, Detectable};
 use crate::runner::journal::{JobRecord, JobStatus};
 use crate::stats;
-use crate::stats::cluster::{CaseScore, clustered_wilson, consistency, grouped_wilson};
+use crate::stats::cluster::{CaseScore, clustered_wilson, consistency};
 use crate::suite::Price;
 
 /// The schema id of `summary.json` (docs/summary.schema.json).
@@ -520,7 +520,7 @@ impl Acc {
         let (priced, judge_priced) = (prices.0.is_some(), prices.1.is_some());
         self.ttft.sort_by(f64::total_cmp);
         self.latency.sort_by(f64::total_cmp);
-        let clustered = clustered(units, grouped, confidence);
+        let clustered = stats::cluster::wilson_by_unit(units, grouped, confidence);
         let ci = clustered.map(|(_, lo, hi, _)| (lo, hi));
         let repeated = units.iter().any(|s| s.graded > 1);
         let cost = priced.then_some(self.cost);
@@ -587,18 +587,6 @@ impl Acc {
             latency_ms: self.latency,
         };
         (summary, latencies)
-    }
-}
-
-/// A variant's interval and design effect, the case (or the group of cases, when cases
-/// carry `group:`) the unit: repeats widen the interval by Kish's design effect (cases of
-/// one size), bounded by what the case means support; groups, of any sizes, by the
-/// cluster-robust effective size.
-fn clustered(units: &[CaseScore], grouped: bool, confidence: f64) -> Option<(f64, f64, f64, f64)> {
-    if grouped {
-        grouped_wilson(units, confidence)
-    } else {
-        clustered_wilson(units, confidence)
     }
 }
 

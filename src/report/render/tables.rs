@@ -136,11 +136,8 @@ fn verdict_row(c: &Comparison, against: bool) -> Row {
     Row::new(cells).data("data-variant", &c.variant)
 }
 
-/// A run of several endpoints: each variant (a row) at each endpoint (a column), its
-/// headline figure with its interval and its cost at that endpoint's price, the baseline
-/// endpoint first. Tokens and latency per cell are in [`variants`], one row per cell
-/// (`ENDPOINT/VARIANT`).
-pub(crate) fn grid(s: &Summary) -> Table {
+/// A run of several endpoints' axes: its endpoints and its variants, each in run order.
+fn grid_axes(s: &Summary) -> (Vec<&str>, Vec<&str>) {
     let mut endpoints: Vec<&str> = Vec::new();
     let mut variants: Vec<&str> = Vec::new();
     for v in &s.variants {
@@ -153,6 +150,15 @@ pub(crate) fn grid(s: &Summary) -> Table {
             }
         }
     }
+    (endpoints, variants)
+}
+
+/// A run of several endpoints: each variant (a row) at each endpoint (a column), its
+/// headline figure with its interval and its cost at that endpoint's price, the baseline
+/// endpoint first. Tokens and latency per cell are in [`variants`], one row per cell
+/// (`ENDPOINT/VARIANT`).
+pub(crate) fn grid(s: &Summary) -> Table {
+    let (endpoints, variants) = grid_axes(s);
     // Each endpoint's score with its interval, then (when any cell is priced) what its
     // answers cost at that endpoint's price; a narrow terminal gives up the costs first.
     let priced = s.variants.iter().any(|v| v.cost_usd.is_some());
@@ -474,18 +480,7 @@ pub(crate) fn parts_across(s: &Summary, with_interval: bool) -> Table {
 /// variant at its endpoint.
 pub(crate) fn parts_grid(s: &Summary, with_interval: bool) -> Table {
     let (_, mixed) = parts_measure(s);
-    let mut endpoints: Vec<&str> = Vec::new();
-    let mut variants: Vec<&str> = Vec::new();
-    for v in &s.variants {
-        if let (Some(e), Some(name)) = (v.endpoint.as_deref(), v.variant.as_deref()) {
-            if !endpoints.contains(&e) {
-                endpoints.push(e);
-            }
-            if !variants.contains(&name) {
-                variants.push(name);
-            }
-        }
-    }
+    let (endpoints, variants) = grid_axes(s);
     let mut columns = vec![Column::left("part"), Column::left("variant")];
     columns.extend(endpoints.iter().map(|e| Column::left(*e)));
     let mut t = Table::new("parts", columns);
