@@ -12,6 +12,7 @@ mod context;
 pub mod embedding;
 pub mod judge;
 mod judge_prompt;
+pub mod read;
 pub(crate) mod scorer;
 mod spec_error;
 pub(crate) mod structured;
