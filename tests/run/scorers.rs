@@ -1302,3 +1302,29 @@ fn the_formats_example_reads_each_variant_s_answer_its_own_way() {
         assert!(r.get("not_found").is_none(), "{r}");
     }
 }
+
+#[test]
+fn a_reading_changes_no_request_so_the_cache_answers_a_variant_whose_reading_changed() {
+    let b = formats_bench();
+    let d = b.path();
+    let (_, first) = run_parts(d, &["--cache"]);
+    assert!(first.iter().all(|r| r.get("cached").is_none()));
+    // The JSON variant now reads its answer through a template, lower-cased.
+    let json = std::fs::read_to_string(d.join("json.yaml")).unwrap();
+    let json = json.replace(
+        "extract: { json: /answer }",
+        "extract: { template: \"{{ json.answer | lower }}\" }",
+    );
+    std::fs::write(d.join("json.yaml"), json).unwrap();
+    let (summary, again) = run_parts(d, &["--cache"]);
+    // Every request was the same: every answer came from the cache, read anew.
+    assert!(again.iter().all(|r| r["cached"] == true), "{again:?}");
+    let json: Vec<&Value> = again.iter().filter(|r| r["variant"] == "json").collect();
+    assert_eq!(json.len(), 8);
+    for r in json {
+        let raw: Value = serde_json::from_str(r["output"].as_str().unwrap()).unwrap();
+        assert_eq!(r["read"], raw["answer"].as_str().unwrap().to_lowercase());
+        assert_eq!(r["score"], 1.0, "exact ignores case by default: {r}");
+    }
+    assert_eq!(summary["variants"][1]["accuracy"], 1.0);
+}
