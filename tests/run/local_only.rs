@@ -6,8 +6,9 @@
 //! sends to must be loopback, none on port 53 (DNS), and no name is looked up through nscd
 //! or systemd-resolved: so no update check, no telemetry, no font or script fetched. The
 //! pages `view` serves and every report.html are read for any URL a browser would load from
-//! elsewhere (a CDN's script, style or font). The trace sees the run's own requests to the
-//! local endpoint, so a trace that saw nothing cannot pass.
+//! elsewhere (a CDN's script, style or font), and view's main pages are loaded in headless
+//! Chromium, whose network log must show no request of theirs but to view. The trace sees
+//! the run's own requests to the local endpoint, so a trace that saw nothing cannot pass.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -309,6 +310,133 @@ fn crawl(address: &str, token: &str, start: Vec<String>) -> Vec<(String, String)
     pages
 }
 
+/// Every page `view` serves holds nothing a browser would load from elsewhere, and the
+/// main pages, loaded in Chromium, request nothing but `view`'s own URLs.
+fn check_view(first_line: &str, scratch: &Path) {
+    let url = first_line
+        .trim()
+        .strip_prefix("promptgauge view: ")
+        .unwrap_or_else(|| panic!("view said no URL: {first_line:?}"))
+        .to_string();
+    let address = format!("127.0.0.1:{}", port_of(&url));
+    let token = url.split("token=").nth(1).unwrap_or("");
+    let (_, runs) = get(&address, token, "/api/runs");
+    let runs: serde_json::Value = serde_json::from_str(&runs).unwrap();
+    let ids: Vec<&str> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["run_id"].as_str())
+        .collect();
+    assert_eq!(ids.len(), 2, "{runs}");
+    let main = [
+        "/".to_string(),
+        format!("/runs/{}/", ids[0]),
+        format!("/runs/{}/answers", ids[0]),
+        format!("/compare?run={}&run={}", ids[0], ids[1]),
+    ];
+    let pages = crawl(&address, token, main.to_vec());
+    assert!(
+        pages.iter().any(|(p, _)| p.contains("/jobs/")),
+        "the crawl reached no run's jobs: {:?}",
+        pages.iter().map(|(p, _)| p).collect::<Vec<_>>()
+    );
+    for (path, body) in &pages {
+        let foreign = foreign_urls(body);
+        assert!(foreign.is_empty(), "view's {path} loads {foreign:?}");
+    }
+    if !chromium() {
+        return;
+    }
+    let origin = format!("http://{address}");
+    for (n, path) in main.iter().enumerate() {
+        let join = if path.contains('?') { '&' } else { '?' };
+        let requested = page_requests(
+            &format!("{origin}{path}{join}token={token}"),
+            &origin,
+            &scratch.join(n.to_string()),
+        );
+        let elsewhere: Vec<&String> = requested
+            .iter()
+            .filter(|u| !u.starts_with(&format!("{origin}/")))
+            .collect();
+        assert!(
+            elsewhere.is_empty(),
+            "view's {path}, loaded in Chromium, requested {elsewhere:?}"
+        );
+        if path == "/" {
+            // The runs list's script asks view for the runs in progress: the page ran, and
+            // the log caught what it asked for.
+            assert!(
+                requested.iter().any(|u| u.contains("/api/")),
+                "Chromium logged no request of the runs list's script: {requested:?}"
+            );
+        }
+    }
+}
+
+/// Chromium, when this machine has it; in CI (.ci/run installs it) its absence is a
+/// failure.
+fn chromium() -> bool {
+    if Path::new("/usr/bin/chromium").exists() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "no chromium: .ci/run installs it"
+    );
+    println!("skipped: the pages in Chromium: no /usr/bin/chromium (apt-get install chromium)");
+    false
+}
+
+/// Every URL the page at `url` requested as headless Chromium loaded it and ran its
+/// scripts for three seconds of virtual time, read from Chromium's network log: the
+/// requests the page started (their initiator is `origin`), not Chromium's own. No name
+/// resolves but loopback's, so nothing a page asked for from elsewhere would leave.
+fn page_requests(url: &str, origin: &str, scratch: &Path) -> Vec<String> {
+    std::fs::create_dir_all(scratch).unwrap();
+    let log = scratch.join("net-log.json");
+    let out = Command::new("/usr/bin/chromium")
+        .args([
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+            "--virtual-time-budget=3000",
+            "--dump-dom",
+        ])
+        .arg(format!(
+            "--user-data-dir={}",
+            scratch.join("profile").display()
+        ))
+        .arg(format!("--log-net-log={}", log.display()))
+        .arg(url)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && !out.stdout.is_empty(),
+        "chromium loaded no {url}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    // A log cut short at exit lacks its closing brackets.
+    let net: serde_json::Value = serde_json::from_str(&text)
+        .or_else(|_| serde_json::from_str(&format!("{}]}}", text.trim_end().trim_end_matches(','))))
+        .unwrap_or_else(|e| panic!("{}: {e}", log.display()));
+    let start = &net["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"];
+    net["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| &e["type"] == start && e["params"]["initiator"] == origin)
+        .filter_map(|e| e["params"]["url"].as_str().map(String::from))
+        .collect()
+}
+
 fn write_promptfoo_config(dir: &Path) -> PathBuf {
     // A config naming a provider on another machine and a prompt URL: import reads them as
     // text and fetches neither.
@@ -387,32 +515,9 @@ fn every_command_of_a_first_hour_connects_only_to_loopback() {
     );
     run_traced(&root.join("imported"), &log("check-imported"), &["check"]);
 
-    // `view`, every page it serves fetched as a browser would.
+    // `view`, every page it serves fetched, and its main pages loaded in Chromium.
     let view = Server::start(&bench, &log("view"), &["view", "--port", "0"]);
-    let url = view
-        .first_line
-        .trim()
-        .strip_prefix("promptgauge view: ")
-        .unwrap_or_else(|| panic!("view said no URL: {:?}", view.first_line))
-        .to_string();
-    let address = format!("127.0.0.1:{}", port_of(&url));
-    let token = url.split("token=").nth(1).unwrap_or("");
-    let name = |run: &PathBuf| run.file_name().unwrap().to_string_lossy().into_owned();
-    let start = vec![
-        "/".to_string(),
-        "/api/runs".to_string(),
-        format!("/compare?run={}&run={}", name(&runs[0]), name(&runs[1])),
-    ];
-    let pages = crawl(&address, token, start);
-    assert!(
-        pages.iter().any(|(p, _)| p.contains("/jobs/")),
-        "the crawl reached no run's jobs: {:?}",
-        pages.iter().map(|(p, _)| p).collect::<Vec<_>>()
-    );
-    for (path, body) in &pages {
-        let foreign = foreign_urls(body);
-        assert!(foreign.is_empty(), "view's {path} loads {foreign:?}");
-    }
+    check_view(&view.first_line, &root.join("chromium"));
     view.stop();
     mock.stop();
 
