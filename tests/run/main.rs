@@ -19,6 +19,7 @@ mod fetch;
 mod gates;
 mod import_results;
 mod judge;
+mod local_only;
 mod packages;
 mod responses;
 mod runner;
