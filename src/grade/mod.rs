@@ -13,6 +13,7 @@ pub mod embedding;
 pub mod expr;
 pub mod judge;
 mod judge_prompt;
+pub mod read;
 pub(crate) mod scorer;
 mod spec_error;
 pub(crate) mod structured;

@@ -604,6 +604,7 @@ pub(crate) mod tests {
             finish_reason: Some("stop".into()),
             tool_calls: vec![],
             expected: vec!["x".into()],
+            read: None,
             extracted: Some("x".into()),
             not_found: None,
             correct: Some(true),

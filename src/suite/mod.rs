@@ -5,6 +5,7 @@ pub mod cases;
 pub mod endpoint;
 pub mod endpoints;
 pub mod error;
+pub mod extract;
 pub mod grading;
 mod json;
 pub mod plan;
