@@ -81,7 +81,7 @@ struct RawBench {
     /// The client's gate, attempts, deadlines and rate limits (docs/guide/client.md).
     #[serde(default)]
     limits: RawLimits,
-    /// What tokens cost, in USD per million: enables cost and $/correct.
+    /// What tokens cost, in USD per million: enables cost and $/correct ($/point on a scored bench).
     #[serde(default)]
     price: Option<Price>,
     /// Answers per case and variant (more only with temperature > 0) [default: 1].

@@ -1134,3 +1134,47 @@ fn the_triage_example_checks_and_runs_with_each_field_s_figures() {
         assert_eq!(p["comparisons"].as_array().unwrap().len(), 2, "{p}");
     }
 }
+
+/// On a bench whose answers earn part marks, cost is said per point of score (`$/point`:
+/// the cost over the sum of the scores), not per "correct" answer, which has no one
+/// meaning there (issue 52, item 5).
+#[test]
+fn a_scored_bench_says_its_cost_per_point_not_per_correct_answer() {
+    let bench = triage(20, "{ kind: fields }");
+    let d = bench.path();
+    let mut text = std::fs::read_to_string(d.join("bench.yaml")).unwrap();
+    text.push_str("price: { input_per_mtok: 1.0, output_per_mtok: 2.0 }\n");
+    std::fs::write(d.join("bench.yaml"), text).unwrap();
+    let out = promptgauge(d)
+        .args(["run", "bench.yaml", "--no-store"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("$/point"), "{stdout}");
+    assert!(!stdout.contains("$/correct"), "{stdout}");
+    let run = run_dirs(&d.join("reports")).pop().unwrap();
+    let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(
+        md.contains("cost per point") && !md.contains("cost per correct"),
+        "{md}"
+    );
+    let csv = std::fs::read_to_string(run.join("summary.csv")).unwrap();
+    assert!(
+        csv.lines().next().unwrap().contains("cost_per_point_usd"),
+        "{csv}"
+    );
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let records = journal(&run);
+    for v in summary["variants"].as_array().unwrap() {
+        let points: f64 = records
+            .iter()
+            .filter(|r| r["variant"] == v["name"])
+            .map(|r| r["score"].as_f64().unwrap())
+            .sum();
+        let cost = v["cost_usd"].as_f64().unwrap();
+        let per_point = v["cost_per_point_usd"].as_f64().unwrap();
+        assert!((per_point - cost / points).abs() < 1e-12, "{v}");
+    }
+}
