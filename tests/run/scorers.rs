@@ -188,7 +188,7 @@ fn a_scorer_that_cannot_be_found_is_refused_before_anything_is_sent() {
 }
 
 #[test]
-fn the_python_and_javascript_examples_score_a_run_alike() {
+fn the_python_javascript_and_expr_examples_score_a_run_alike() {
     let examples = repo().join("examples/scorers");
     let mut scores = Vec::new();
     for bench in ["python.yaml", "javascript.yaml"] {
@@ -219,6 +219,43 @@ fn the_python_and_javascript_examples_score_a_run_alike() {
         scores.push(s);
     }
     assert_eq!(scores[0], scores[1]);
+    // The same scorer as one expression (examples/expr, its `mentions` part) scores alike.
+    let out = tempfile::tempdir().unwrap();
+    let o = promptgauge(&repo().join("examples/expr"))
+        .args([
+            "run",
+            "support.yaml",
+            "--base-url",
+            "mock",
+            "--quiet",
+            "--out",
+        ])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut mentions: Vec<(String, String, f64)> = journal(&run_dirs(out.path()).pop().unwrap())
+        .iter()
+        .map(|r| {
+            let part = r["parts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["name"] == "mentions")
+                .unwrap();
+            (
+                r["case_id"].as_str().unwrap().to_string(),
+                r["variant"].as_str().unwrap().to_string(),
+                part["score"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    mentions.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    let python: Vec<(String, String, f64)> = scores[0]
+        .iter()
+        .map(|(c, v, s, _)| (c.clone(), v.clone(), *s))
+        .collect();
+    assert_eq!(mentions, python);
     // Partial credit: some answers miss some of what they must mention.
     assert!(
         scores[0].iter().any(|s| s.2 > 0.0 && s.2 < 1.0),
