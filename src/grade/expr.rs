@@ -700,4 +700,58 @@ mod tests {
         let e = score("1 / (output|length - 1) > 0", "x").unwrap_err();
         assert!(e.contains("failed on this answer"), "{e}");
     }
+
+    /// The rows of the twenty-checks table in docs/guide/scorers.md: (check, expr).
+    fn documented_checks() -> Vec<(String, String)> {
+        let doc = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/guide/scorers.md"),
+        )
+        .unwrap();
+        let table = doc.split("<!-- expr-table").nth(1).unwrap();
+        table
+            .lines()
+            .skip(1)
+            .skip_while(|l| l.trim().is_empty())
+            .take_while(|l| l.starts_with('|'))
+            .skip(2)
+            .map(|row| {
+                let cells: Vec<String> = row
+                    .replace("\\|", "\u{1}")
+                    .split('|')
+                    .map(|c| c.trim().replace('\u{1}', "|"))
+                    .collect();
+                let expr = cells[3].split('`').nth(1).unwrap().to_string();
+                (cells[1].clone(), expr)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_documented_check_compiles_and_tells_answers_apart() {
+        let checks = documented_checks();
+        assert_eq!(checks.len(), 20, "{checks:#?}");
+        let c = case(&["yes"], serde_json::json!({"city": "Paris"}));
+        let answers = [
+            "Yes, your refund and receipt are here: 555-1234. Paris?",
+            r#"{"status": "ok", "order_id": 7, "items": [1, 2, 3], "score": 3}"#,
+            "sorry, no. It costs 250.",
+            "yes",
+            "555-1234",
+            &"word ".repeat(60),
+        ];
+        for (check, expr) in checks {
+            let e = Expr::new(&expr).unwrap_or_else(|e| panic!("{check}: {e}"));
+            let scores: Vec<f64> = answers
+                .iter()
+                .map(|a| {
+                    e.eval(&c, a)
+                        .unwrap_or_else(|e| panic!("{check} on {a:?}: {e}"))
+                })
+                .collect();
+            assert!(
+                scores.contains(&1.0) && scores.contains(&0.0),
+                "{check}: `{expr}` gives {scores:?}"
+            );
+        }
+    }
 }

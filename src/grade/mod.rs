@@ -11,6 +11,7 @@ pub mod command;
 mod context;
 pub mod embedding;
 pub mod expr;
+pub mod javascript;
 pub mod judge;
 mod judge_prompt;
 pub mod read;
