@@ -31,3 +31,4 @@ mod store;
 mod tool_safety;
 mod tools;
 mod view;
+mod view_matrix;
