@@ -234,17 +234,8 @@ impl RunIndex {
         };
         let variant = index_of(&self.variants, &wanted.variant);
         let endpoint = index_of(&self.endpoints, &wanted.endpoint);
-        let tags: Option<Vec<bool>> = wanted.tag.as_ref().map(|t| {
-            self.tag_sets
-                .iter()
-                .map(|set| set.iter().any(|x| x == t))
-                .collect()
-        });
-        let file = if self.entries.is_empty() {
-            None
-        } else {
-            Some(File::open(journal)?)
-        };
+        let tags = self.tag_mask(wanted.tag.as_deref());
+        let file = self.open(journal)?;
         let words: Vec<String> = wanted.words.iter().map(|w| w.to_lowercase()).collect();
         let (mut matched, mut page) = (0usize, Vec::new());
         for e in &self.entries {
@@ -288,6 +279,24 @@ impl RunIndex {
         Ok((page, matched))
     }
 
+    /// Which of the tag sets hold `tag` (none: no tag asked for).
+    fn tag_mask(&self, tag: Option<&str>) -> Option<Vec<bool>> {
+        tag.map(|t| {
+            self.tag_sets
+                .iter()
+                .map(|set| set.iter().any(|x| x == t))
+                .collect()
+        })
+    }
+
+    /// The journal, open to read records back by their places (none when none is indexed).
+    fn open(&self, journal: &Path) -> std::io::Result<Option<File>> {
+        if self.entries.is_empty() {
+            return Ok(None);
+        }
+        File::open(journal).map(Some)
+    }
+
     /// The entries grouped by row (a case and repeat), the rows in the plan's order (by
     /// each row's first job): entry numbers, each row's contiguous. A few bytes a job, made
     /// for one page and let go of after it.
@@ -329,17 +338,8 @@ impl RunIndex {
         offset: usize,
         limit: usize,
     ) -> std::io::Result<(Vec<MatrixRow>, usize)> {
-        let tags: Option<Vec<bool>> = wanted.tag.as_ref().map(|t| {
-            self.tag_sets
-                .iter()
-                .map(|set| set.iter().any(|x| x == t))
-                .collect()
-        });
-        let file = if self.entries.is_empty() {
-            None
-        } else {
-            Some(File::open(journal)?)
-        };
+        let tags = self.tag_mask(wanted.tag.as_deref());
+        let file = self.open(journal)?;
         let words: Vec<String> = wanted.words.iter().map(|w| w.to_lowercase()).collect();
         let order = self.by_row();
         let (mut matched, mut page) = (0usize, Vec::new());

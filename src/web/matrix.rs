@@ -13,7 +13,9 @@ use axum::response::Response;
 use serde::Deserialize;
 
 use super::index::{MatrixRow, RowsWanted};
-use super::page::{Checked, failed, given, pre_text, refuse, shell, text_field, url_segment};
+use super::page::{
+    Checked, failed, given, pre_text, refuse, shell, text_field, ticked, url_segment, words,
+};
 use super::run::{indexed, select};
 use super::shared::Shared;
 use crate::report::html::{colour, esc, mark};
@@ -39,22 +41,13 @@ pub(super) struct MatrixQuery {
     token: Option<String>,
 }
 
-/// A checkbox's value asks for its filter unless it is `0` or `false`.
-fn ticked(v: &Option<String>) -> bool {
-    given(v).is_some_and(|d| d != "0" && d != "false")
-}
-
 impl MatrixQuery {
     fn wanted(&self) -> RowsWanted {
         RowsWanted {
             tag: given(&self.tag).map(String::from),
             disagreeing: ticked(&self.disagreeing),
             failing: ticked(&self.failing),
-            words: given(&self.q)
-                .unwrap_or("")
-                .split_whitespace()
-                .map(String::from)
-                .collect(),
+            words: words(&self.q),
         }
     }
 

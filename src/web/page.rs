@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 /// stylesheet: [`crate::report::html::STYLE`]): the way back, the filters, status at a
 /// glance, small interval bars, and the matrix's cells coloured by outcome. Wide tables
 /// scroll in their own box, so a narrow window never scrolls the page sideways.
-const STYLE: &str = "body{max-width:none}a{color:var(--accent)}nav{display:flex;flex-wrap:wrap;gap:4px 18px;margin:0 0 14px;padding-bottom:8px;border-bottom:1px solid var(--line)}nav a{text-decoration:none;font-weight:600}\
+const STYLE: &str = "body{max-width:none}a{color:var(--accent)}\
 th,td{text-align:left}td.n,th.n{text-align:right}pre{white-space:pre-wrap;margin:0;max-width:60em;overflow-wrap:anywhere}\
 form[method=get]:not([action=\"/compare\"]){display:flex;flex-wrap:wrap;gap:8px 14px;align-items:center;background:var(--band);padding:10px 12px;border-radius:6px;margin:12px 0}\
 input,select{font:inherit;padding:3px 6px;border:1px solid var(--line);border-radius:4px;background:#fff;max-width:100%}button{font:inherit;padding:4px 12px;border:1px solid var(--accent);background:var(--accent);color:#fff;border-radius:4px;cursor:pointer}\
@@ -19,11 +19,15 @@ input,select{font:inherit;padding:3px 6px;border:1px solid var(--line);border-ra
 #matrix td{min-width:10em;max-width:26em}#matrix td.cell{color:var(--fg)}#matrix td.cell a{font-weight:600;text-decoration:none}#matrix td.cell.ok{background:#eef8f3}#matrix td.cell.no{background:#fdf0ec}#matrix td.cell.part{background:#fff8e6}#matrix td.cell.fail{background:#f2f4f7}#matrix pre{font-size:12px;max-height:14em;overflow:auto;background:transparent;padding:0;margin:2px 0}#matrix .vars{font-size:12px}\
 @media (max-width:900px){body{padding:16px}#runs td,#runs th{padding:4px 6px}.fig .arm{min-width:2em}.fig svg{width:66px}}";
 
+/// The application's links, on its own pages and on those a command rendered whole
+/// (report.html, compare.html, history.html: their stylesheet knows no `nav`).
+pub(super) const NAV_STYLE: &str = "nav{display:flex;flex-wrap:wrap;gap:4px 18px;margin:0 0 14px;padding-bottom:8px;border-bottom:1px solid var(--line)}nav a{color:var(--accent);text-decoration:none;font-weight:600}";
+
 /// A page of the application: its title, and the body under the navigation.
 pub(super) fn shell(title: &str, body: &str) -> Response {
     let esc = crate::report::html::esc;
     axum::response::Html(format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{title}</title>\n<style>{REPORT}{STYLE}</style></head>\n<body>{nav}\n{body}\n</body></html>\n",
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{title}</title>\n<style>{REPORT}{NAV_STYLE}{STYLE}</style></head>\n<body>{nav}\n{body}\n</body></html>\n",
         title = esc(title),
         nav = NAV,
         REPORT = crate::report::html::STYLE,
@@ -45,6 +49,20 @@ pub(super) fn text_field(name: &str, value: &str) -> String {
 /// A run id (or a filter's value) as one URL path segment or query value.
 pub(super) fn url_segment(text: &str) -> String {
     crate::report::html::percent_encode(text, b"")
+}
+
+/// A checkbox filter asks for its filter unless its value is `0` or `false`.
+pub(super) fn ticked(v: &Option<String>) -> bool {
+    given(v).is_some_and(|d| d != "0" && d != "false")
+}
+
+/// A words filter's words (`q`), split at white space.
+pub(super) fn words(q: &Option<String>) -> Vec<String> {
+    given(q)
+        .unwrap_or("")
+        .split_whitespace()
+        .map(String::from)
+        .collect()
 }
 
 /// A filter's value, when one was given (an empty field is none).

@@ -231,12 +231,8 @@ impl JobsQuery {
             status,
             min,
             max,
-            disagreeing: given(&self.disagreeing).is_some_and(|d| d != "0" && d != "false"),
-            words: given(&self.q)
-                .unwrap_or("")
-                .split_whitespace()
-                .map(String::from)
-                .collect(),
+            disagreeing: super::page::ticked(&self.disagreeing),
+            words: super::page::words(&self.q),
         })
     }
 

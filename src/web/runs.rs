@@ -310,6 +310,12 @@ pub(super) async fn history(
 /// A page a command rendered whole (report.html, compare.html, history.html), with the
 /// application's links (`nav`) put in after its `<body>`: the page itself is the command's.
 pub(super) fn with_nav(html: &str, nav: &str) -> Response {
+    // The page's own stylesheet knows no `nav`: the links bring their look with them.
+    let nav = nav.replacen(
+        "<nav>",
+        &format!("<nav><style>{}</style>", super::page::NAV_STYLE),
+        1,
+    );
     let html = match html.find("<body>") {
         Some(i) => {
             let at = i + "<body>".len();

@@ -922,6 +922,22 @@ pub(super) mod browser {
         }
     }
 
+    /// Chromium or chromedriver is missing: said, and a failure under CI (`.ci/run`
+    /// installs both); a test then has nothing to drive.
+    pub fn missing() -> bool {
+        if available() {
+            return false;
+        }
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "chromium and chromedriver are missing: .ci/run installs them"
+        );
+        eprintln!(
+            "skipped: no chromium/chromedriver here (apt-get install chromium chromium-driver)"
+        );
+        true
+    }
+
     /// Chromium and chromedriver, when this machine has them (`.ci/run` installs both).
     pub fn available() -> bool {
         std::path::Path::new("/usr/bin/chromium").exists()
@@ -1222,14 +1238,7 @@ impl Gate {
 
 #[test]
 fn in_a_real_browser_the_runs_a_run_its_answers_a_comparison_labels_and_a_live_run() {
-    if !browser::available() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "chromium and chromedriver are missing: .ci/run installs them"
-        );
-        eprintln!(
-            "skipped: no chromium/chromedriver here (apt-get install chromium chromium-driver)"
-        );
+    if browser::missing() {
         return;
     }
     let gate = Gate::default();
@@ -1795,14 +1804,7 @@ fn open_hands_the_browser_a_one_time_link_and_never_the_token() {
 #[cfg(unix)]
 #[test]
 fn in_a_real_browser_open_s_page_opens_the_runs_once() {
-    if !browser::available() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "chromium and chromedriver are missing: .ci/run installs them"
-        );
-        eprintln!(
-            "skipped: no chromium/chromedriver here (apt-get install chromium chromium-driver)"
-        );
+    if browser::missing() {
         return;
     }
     let bench = recorded();
@@ -1833,14 +1835,7 @@ fn in_a_real_browser_open_s_page_opens_the_runs_once() {
 /// and the Parts link leads to it.
 #[test]
 fn in_a_real_browser_a_run_s_parts_table_shows_the_names_as_written() {
-    if !browser::available() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "chromium and chromedriver are missing: .ci/run installs them"
-        );
-        eprintln!(
-            "skipped: no chromium/chromedriver here (apt-get install chromium chromium-driver)"
-        );
+    if browser::missing() {
         return;
     }
     let (_rt, server) = start_mock(MockConfig::default());
