@@ -317,3 +317,42 @@ fn in_a_real_browser_the_runs_list_and_the_matrix_fit_1400_and_800_pixels() {
         .collect();
     assert_eq!(seen.len(), 4, "{seen:?}");
 }
+
+#[test]
+fn a_matrix_of_several_endpoints_puts_each_endpoint_s_variants_under_its_name() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let bench = echo_bench(4);
+    let d = bench.path();
+    let url = server.base_url();
+    let endpoints = format!(
+        "endpoints:\n  - {{ name: hosted, base_url: \"{url}\", model: big }}\n  - {{ name: local, base_url: \"{url}\", model: small }}\nrepeats: 2\n"
+    );
+    let text = std::fs::read_to_string(d.join("bench.yaml")).unwrap() + &endpoints;
+    std::fs::write(d.join("bench.yaml"), text).unwrap();
+    let out = promptgauge(d)
+        .args(["run", "bench.yaml", "--quiet"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = view(d, &[]);
+    let (id, _) = first_run(&v, "");
+    let (status, page) = get(&v.url, &format!("/runs/{id}/matrix"), None);
+    assert_eq!(status, 200, "{page}");
+    // Two endpoints of two variants each: four columns under two names.
+    let head = page.split("<tbody>").next().unwrap();
+    assert!(
+        head.contains(
+            "<th rowspan=\"2\">case</th><th colspan=\"2\">hosted</th><th colspan=\"2\">local</th>"
+        ),
+        "{head}"
+    );
+    assert_eq!(head.matches("class=\"swatch\"").count(), 4, "{head}");
+    // A row is a case and repeat: 4 cases × 2 repeats, each with its 4 arms' answers.
+    assert_eq!(rows(&page).len(), 8, "{page}");
+    assert!(page.contains("repeat 2</span>"), "{page}");
+    assert_eq!(page.matches("<td class=\"cell ").count(), 32, "{page}");
+}
