@@ -281,6 +281,15 @@ impl Bench {
         Bench::load_cases(path, Some(&|c: &str| c == id))
     }
 
+    /// [`Bench::load`] with only the cases `keep` takes: what a page of cases needs
+    /// (`view`'s matrix shows their variables), without a large bench's every case.
+    pub(crate) fn load_some(
+        path: &Path,
+        keep: &dyn Fn(&str) -> bool,
+    ) -> Result<Bench, InputErrors> {
+        Bench::load_cases(path, Some(keep))
+    }
+
     /// Loads the bench at `path` with the cases `keep` takes (all, without it), checking
     /// each part as it is read and the parts against each other.
     fn load_cases(path: &Path, keep: Option<&dyn Fn(&str) -> bool>) -> Result<Bench, InputErrors> {

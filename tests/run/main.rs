@@ -32,3 +32,4 @@ mod store;
 mod tool_safety;
 mod tools;
 mod view;
+mod view_matrix;
