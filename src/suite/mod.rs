@@ -14,7 +14,7 @@ pub mod schema;
 mod schema_cost;
 pub mod template;
 pub mod tools;
-mod yaml;
+pub(crate) mod yaml;
 
 use crate::client::attachment::FileTokens;
 use std::path::{Path, PathBuf};

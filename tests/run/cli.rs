@@ -1981,7 +1981,7 @@ fn an_import_reads_only_regular_files_beside_the_config_unless_told_otherwise() 
         "{notes}"
     );
     assert!(!notes.contains("Everything was carried over"), "{notes}");
-    // A variable promptfoo would read from a file is named, not silently kept as text.
+    // A variable promptfoo would read from a file is read, not silently kept as text.
     std::fs::write(
         d.join("vars.yaml"),
         "prompts: [\"{{doc}}\"]\ntests:\n  - vars: { doc: \"file://inside.txt\" }\n    assert: [{ type: equals, value: a }]\n",
@@ -1997,10 +1997,11 @@ fn an_import_reads_only_regular_files_beside_the_config_unless_told_otherwise() 
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let notes = std::fs::read_to_string(d.join("out-vars/IMPORT-NOTES.md")).unwrap();
+    // A variable promptfoo reads from a file holds the file's text, as promptfoo sends it.
+    let cases = std::fs::read_to_string(d.join("out-vars/cases.jsonl")).unwrap();
     assert!(
-        notes.contains("variable `doc` is `file://inside.txt`"),
-        "{notes}"
+        cases.contains("\"doc\":\"Answer: {{question}}\""),
+        "{cases}"
     );
 }
 

@@ -17,6 +17,7 @@ mod durability;
 mod endpoints;
 mod fetch;
 mod gates;
+mod import_promptfoo;
 mod import_results;
 mod judge;
 mod local_only;
