@@ -1369,6 +1369,7 @@ fn an_expr_that_fails_every_answer_alike_stops_the_run_early() {
         "{}",
         server.provider.stats().requests
     );
+}
 
 /// A multiple-choice bench whose variants answer in different formats, each read its own
 /// way (`extract:`) and all scored by one `exact` against the same letters: a letter, JSON
