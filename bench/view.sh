@@ -6,7 +6,8 @@
 #
 # l. the runs list over RUNS recorded runs (copies of one small run, indexed into the store);
 # m. a JOBS-job run's pages: its report, its answers (the first read builds the index,
-#    later ones use it), a filter, a word search, a job;
+#    later ones use it), a filter, a word search, a job; its matrix (a page, a far page,
+#    filtered, words);
 # n. the server's peak RSS while a JOBS-job run streams into it, its live page following;
 # p. what the server holds after a second JOBS-job run, the two compared and the history.
 set -euo pipefail
@@ -97,6 +98,10 @@ echo "m. answers, variant b, odd tag, failed: $(took "$B/runs/$big/answers?varia
 echo "m. answers, arms disagree: $(took "$B/runs/$big/answers?disagreeing=1") s"
 echo "m. answers, words (c12345): $(took "$B/runs/$big/answers?q=c12345") s"
 echo "m. a job's page: $(took "$B/runs/$big/jobs/150000") s"
+echo "m. matrix, first page: $(took "$B/runs/$big/matrix") s"
+echo "m. matrix, page 1,000 of 50 cases: $(took "$B/runs/$big/matrix?offset=50000") s"
+echo "m. matrix, arms disagree, odd tag: $(took "$B/runs/$big/matrix?disagreeing=1&tag=odd") s"
+echo "m. matrix, words (c12345): $(took "$B/runs/$big/matrix?q=c12345") s"
 echo "m. view's RSS after: $(grep VmRSS /proc/"$VIEW"/status | awk '{print $2/1024 " MB"}'), peak $(grep VmHWM /proc/"$VIEW"/status | awk '{print $2/1024 " MB"}')"
 
 # p. a second JOBS-job run, the two compared, the bench's history: what view holds after.

@@ -18,6 +18,7 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
     for line in p.bench.programs_said() {
         out!("  {line}");
     }
+    say_expressions(&p.bench);
     super::run::check_embedding_endpoints(&p)?;
     // A gate the run would refuse is refused here too.
     super::run::check_gates(&p, &args.gates)?;
@@ -50,6 +51,20 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
         return probe(&p, judge.as_ref()).await;
     }
     Ok(Exit::Success)
+}
+
+/// Each `expr` scorer's expression, once: what scores the answers, in-process.
+fn say_expressions(b: &crate::suite::Bench) {
+    let mut said: Vec<&str> = Vec::new();
+    let grades = std::iter::once(&b.grade).chain(b.cases.iter().filter_map(|c| c.grade.as_ref()));
+    for expr in grades.flat_map(|g| g.expressions()) {
+        if !said.contains(&expr) {
+            said.push(expr);
+            out!(
+                "  scores with the expression `{expr}` (in-process: no program, no file, no network)"
+            );
+        }
+    }
 }
 
 /// Each MCP server's tools, as it listed them (it was started, asked, and stopped).

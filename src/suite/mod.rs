@@ -14,7 +14,7 @@ pub mod schema;
 mod schema_cost;
 pub mod template;
 pub mod tools;
-mod yaml;
+pub(crate) mod yaml;
 
 use crate::client::attachment::FileTokens;
 use std::path::{Path, PathBuf};
@@ -86,7 +86,7 @@ struct RawBench {
     /// The client's gate, attempts, deadlines and rate limits (docs/guide/client.md).
     #[serde(default)]
     limits: RawLimits,
-    /// What tokens cost, in USD per million: enables cost and $/correct.
+    /// What tokens cost, in USD per million: enables cost and $/correct ($/point on a scored bench).
     #[serde(default)]
     price: Option<Price>,
     /// Answers per case and variant (more only with temperature > 0) [default: 1].
@@ -284,6 +284,15 @@ impl Bench {
     /// case's prompt needs, without a large bench's every case in memory.
     pub(crate) fn load_case(path: &Path, id: &str) -> Result<Bench, InputErrors> {
         Bench::load_cases(path, Some(&|c: &str| c == id))
+    }
+
+    /// [`Bench::load`] with only the cases `keep` takes: what a page of cases needs
+    /// (`view`'s matrix shows their variables), without a large bench's every case.
+    pub(crate) fn load_some(
+        path: &Path,
+        keep: &dyn Fn(&str) -> bool,
+    ) -> Result<Bench, InputErrors> {
+        Bench::load_cases(path, Some(keep))
     }
 
     /// Loads the bench at `path` with the cases `keep` takes (all, without it), checking

@@ -134,7 +134,7 @@ fn relative(html: &str, at: &str, held: &Held) -> String {
     let html = ticks.replace_all(&html, "");
     let html = html
         .replace("<form method=\"get\" action=\"/compare\">", "<div>")
-        .replace("</table></form>", "</table></div>");
+        .replace("</table></div></form>", "</table></div></div>");
     let live = regex::Regex::new(r#"(?s)<script>\s*\(function\(\)\{\s*var box=document.getElementById\('live'\).*?</script>"#)
         .expect("fixed");
     live.replace_all(&html, "").into_owned()

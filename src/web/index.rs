@@ -46,6 +46,27 @@ pub(super) struct Wanted {
     pub(super) words: Vec<String>,
 }
 
+/// What the matrix asks for: its rows (a case and repeat, every arm across) kept when they
+/// pass every filter given.
+#[derive(Debug, Default, Clone)]
+pub(super) struct RowsWanted {
+    /// The case has this tag.
+    pub(super) tag: Option<String>,
+    /// The arms scored the case differently.
+    pub(super) disagreeing: bool,
+    /// Some arm did not pass (a score below 1, a failed or withheld answer).
+    pub(super) failing: bool,
+    /// Words the case id or one of the row's answers contains, case aside.
+    pub(super) words: Vec<String>,
+}
+
+/// One row of the matrix: a case and repeat, and its arms' records (in journal order).
+pub(super) struct MatrixRow {
+    pub(super) case: String,
+    pub(super) repeat: u32,
+    pub(super) records: Vec<JobRecord>,
+}
+
 /// A run's journal, indexed.
 pub(super) struct RunIndex {
     /// The journal as it was when read: a change makes a new index.
@@ -213,17 +234,8 @@ impl RunIndex {
         };
         let variant = index_of(&self.variants, &wanted.variant);
         let endpoint = index_of(&self.endpoints, &wanted.endpoint);
-        let tags: Option<Vec<bool>> = wanted.tag.as_ref().map(|t| {
-            self.tag_sets
-                .iter()
-                .map(|set| set.iter().any(|x| x == t))
-                .collect()
-        });
-        let file = if self.entries.is_empty() {
-            None
-        } else {
-            Some(File::open(journal)?)
-        };
+        let tags = self.tag_mask(wanted.tag.as_deref());
+        let file = self.open(journal)?;
         let words: Vec<String> = wanted.words.iter().map(|w| w.to_lowercase()).collect();
         let (mut matched, mut page) = (0usize, Vec::new());
         for e in &self.entries {
@@ -265,6 +277,126 @@ impl RunIndex {
             }
         }
         Ok((page, matched))
+    }
+
+    /// Which of the tag sets hold `tag` (none: no tag asked for).
+    fn tag_mask(&self, tag: Option<&str>) -> Option<Vec<bool>> {
+        tag.map(|t| {
+            self.tag_sets
+                .iter()
+                .map(|set| set.iter().any(|x| x == t))
+                .collect()
+        })
+    }
+
+    /// The journal, open to read records back by their places (none when none is indexed).
+    fn open(&self, journal: &Path) -> std::io::Result<Option<File>> {
+        if self.entries.is_empty() {
+            return Ok(None);
+        }
+        File::open(journal).map(Some)
+    }
+
+    /// The entries grouped by row (a case and repeat), the rows in the plan's order (by
+    /// each row's first job): entry numbers, each row's contiguous. A few bytes a job, made
+    /// for one page and let go of after it.
+    fn by_row(&self) -> Vec<u32> {
+        let mut first: HashMap<(u32, u32), u32> = HashMap::new();
+        for e in &self.entries {
+            let f = first.entry((e.case, e.repeat)).or_insert(e.job);
+            *f = (*f).min(e.job);
+        }
+        let mut keyed: Vec<(u32, u32, u32, u32)> = self
+            .entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (first[&(e.case, e.repeat)], e.case, e.job, i as u32))
+            .collect();
+        drop(first);
+        keyed.sort_unstable();
+        keyed.into_iter().map(|(_, _, _, i)| i).collect()
+    }
+
+    /// Whether a row (its entries) passes the filters that need no record read.
+    fn row_kept(&self, row: &[u32], wanted: &RowsWanted, tags: Option<&Vec<bool>>) -> bool {
+        let entries = || row.iter().map(|&i| &self.entries[i as usize]);
+        let first = &self.entries[row[0] as usize];
+        tags.is_none_or(|t| t[first.tags as usize])
+            && (!wanted.disagreeing || entries().any(|e| e.disagreeing))
+            && (!wanted.failing
+                || entries()
+                    .any(|e| e.status != JobStatus::Graded || e.score.is_nan() || e.score < 1.0))
+    }
+
+    /// The matrix's rows that pass `wanted`, `limit` from `offset` in the plan's order, and
+    /// how many pass in all. Only the page's records (and, for words, the candidates') are
+    /// read from `journal`.
+    pub(super) fn rows(
+        &self,
+        journal: &Path,
+        wanted: &RowsWanted,
+        offset: usize,
+        limit: usize,
+    ) -> std::io::Result<(Vec<MatrixRow>, usize)> {
+        let tags = self.tag_mask(wanted.tag.as_deref());
+        let file = self.open(journal)?;
+        let words: Vec<String> = wanted.words.iter().map(|w| w.to_lowercase()).collect();
+        let order = self.by_row();
+        let (mut matched, mut page) = (0usize, Vec::new());
+        let mut rest = order.as_slice();
+        while let Some(&head) = rest.first() {
+            let key = |i: &u32| {
+                let e = &self.entries[*i as usize];
+                (e.case, e.repeat)
+            };
+            let len = rest.iter().take_while(|i| key(i) == key(&head)).count();
+            let (row, next) = rest.split_at(len);
+            rest = next;
+            if !self.row_kept(row, wanted, tags.as_ref()) {
+                continue;
+            }
+            let wanted_here = matched >= offset && page.len() < limit;
+            let read_row = || self.read_row(file.as_ref(), row);
+            if words.is_empty() {
+                if wanted_here {
+                    page.push(read_row()?);
+                }
+                matched += 1;
+                continue;
+            }
+            let found = read_row()?;
+            let case = found.case.to_lowercase();
+            let answers: Vec<String> = found
+                .records
+                .iter()
+                .map(|r| r.output.to_lowercase())
+                .collect();
+            if words.iter().all(|w| {
+                case.contains(w.as_str()) || answers.iter().any(|a| a.contains(w.as_str()))
+            }) {
+                if wanted_here {
+                    page.push(found);
+                }
+                matched += 1;
+            }
+        }
+        Ok((page, matched))
+    }
+
+    /// A row's records, read back by their places.
+    fn read_row(&self, file: Option<&File>, row: &[u32]) -> std::io::Result<MatrixRow> {
+        let first = &self.entries[row[0] as usize];
+        let mut records = Vec::with_capacity(row.len());
+        for &i in row {
+            if let Some(r) = read(file, self.entries[i as usize].place)? {
+                records.push(r);
+            }
+        }
+        Ok(MatrixRow {
+            case: self.cases.id(first.case).to_string(),
+            repeat: first.repeat,
+            records,
+        })
     }
 
     /// Every judged answer's record (what people may label), in journal order.

@@ -18,10 +18,12 @@
 //! request ever reaches the file system.
 
 mod bundle;
+mod glance;
 mod guard;
 mod index;
 mod label;
 mod live;
+mod matrix;
 mod page;
 mod parts;
 mod run;
@@ -263,6 +265,7 @@ impl Listening {
             .route("/history/{bench}", get(runs::history))
             .route("/api/runs/{run}/jobs", get(run::jobs_json))
             .route("/runs/{run}/answers", get(run::answers))
+            .route("/runs/{run}/matrix", get(matrix::page))
             .route("/runs/{run}/jobs/{job}", get(run::job))
             .route("/runs/{run}/jobs/{job}/files/{n}", get(run::job_file))
             .route("/runs/{run}/label", get(label::page).post(label::save))

@@ -52,7 +52,7 @@ pub(super) async fn report(State(shared): State<Arc<Shared>>, Path(run): Path<St
             }
             let id = url_segment(&run);
             let links = format!(
-                "<nav><a href=\"/\">Runs</a><a href=\"/runs/{id}/answers\">Answers</a><a href=\"/runs/{id}/label\">Label</a>{parts_link}<a href=\"/runs/{id}/summary.json\">summary.json</a></nav>"
+                "<nav><a href=\"/\">Runs</a><a href=\"/runs/{id}/answers\">Answers</a><a href=\"/runs/{id}/matrix\">Matrix</a><a href=\"/runs/{id}/label\">Label</a>{parts_link}<a href=\"/runs/{id}/summary.json\">summary.json</a></nav>"
             );
             super::runs::with_nav(&html, &links)
         }
@@ -231,12 +231,8 @@ impl JobsQuery {
             status,
             min,
             max,
-            disagreeing: given(&self.disagreeing).is_some_and(|d| d != "0" && d != "false"),
-            words: given(&self.q)
-                .unwrap_or("")
-                .split_whitespace()
-                .map(String::from)
-                .collect(),
+            disagreeing: super::page::ticked(&self.disagreeing),
+            words: super::page::words(&self.q),
         })
     }
 
@@ -308,7 +304,7 @@ pub(super) async fn jobs_json(
 }
 
 /// A select of `names` (and "any"), `chosen` selected.
-fn select(name: &str, names: &[&str], chosen: Option<&str>) -> String {
+pub(super) fn select(name: &str, names: &[&str], chosen: Option<&str>) -> String {
     let mut s = format!("<label>{name} <select name=\"{name}\"><option value=\"\">any</option>");
     for n in names {
         let selected = if Some(*n) == chosen { " selected" } else { "" };
@@ -379,9 +375,9 @@ impl JobsQuery {
         fields
     }
 
-    /// The answers page of run `id` (a URL segment) from `offset`, with this query's filters.
-    fn link(&self, id: &str, offset: usize) -> String {
-        let mut q: Vec<String> = [
+    /// This query's filters, as its page links carry them.
+    fn filters(&self) -> [(&'static str, &Option<String>); 8] {
+        [
             ("variant", &self.variant),
             ("endpoint", &self.endpoint),
             ("tag", &self.tag),
@@ -391,34 +387,17 @@ impl JobsQuery {
             ("disagreeing", &self.disagreeing),
             ("q", &self.q),
         ]
-        .iter()
-        .filter_map(|(k, v)| given(v).map(|v| format!("{k}={}", url_segment(v))))
-        .collect();
-        q.push(format!("offset={offset}"));
-        q.push(format!("limit={}", self.limit()));
-        format!("/runs/{id}/answers?{}", q.join("&"))
     }
 
     /// The links to the previous and next pages, where there are such pages.
     fn nav(&self, id: &str, shown: usize, matched: usize) -> String {
-        let (offset, limit) = (self.offset(), self.limit());
-        let mut nav = String::new();
-        if offset > 0 {
-            let back = offset.saturating_sub(limit);
-            let _ = write!(
-                nav,
-                "<a id=\"previous\" href=\"{}\">previous</a> ",
-                esc(&self.link(id, back))
-            );
-        }
-        if offset + shown < matched {
-            let _ = write!(
-                nav,
-                "<a id=\"next\" href=\"{}\">next</a>",
-                esc(&self.link(id, offset + limit))
-            );
-        }
-        nav
+        super::page::pager(
+            &format!("/runs/{id}/answers"),
+            &self.filters(),
+            (self.offset(), self.limit()),
+            shown,
+            matched,
+        )
     }
 }
 

@@ -22,7 +22,9 @@ pub(super) struct RunsQuery {
     bench: Option<String>,
     branch: Option<String>,
     model: Option<String>,
-    /// `complete`, `stopped` or `failed`.
+    /// `complete`, `stopped`, `failed` (with failed jobs), `finished` (complete, none
+    /// failed) or `partial` (not every job finished, none failed): the last three are the
+    /// words of the list's status badges.
     status: Option<String>,
     /// Runs started on or after this day (`2026-11-01`, UTC).
     since: Option<String>,
@@ -50,10 +52,13 @@ impl RunsQuery {
     /// What is wrong with a filter's value, if anything.
     fn problem(&self) -> Option<String> {
         if let Some(s) = given(&self.status)
-            && !matches!(s, "complete" | "stopped" | "failed")
+            && !matches!(
+                s,
+                "complete" | "stopped" | "failed" | "finished" | "partial"
+            )
         {
             return Some(format!(
-                "status={s}: give complete, stopped or failed (with failed jobs)"
+                "status={s}: give complete, stopped or failed (with failed jobs), finished (complete, none failed) or partial (not every job finished)"
             ));
         }
         if let Some(d) = given(&self.since) {
@@ -82,6 +87,8 @@ impl RunsQuery {
             "complete" => run.complete,
             "stopped" => run.stopped.is_some(),
             "failed" => run.jobs_failed > 0,
+            "finished" => run.complete && run.jobs_failed == 0,
+            "partial" => !run.complete && run.jobs_failed == 0,
             _ => true,
         };
         let since_ok = given(&self.since).is_none_or(|d| run.started_at.as_str() >= d);
@@ -130,44 +137,61 @@ pub(super) async fn json(
     }
 }
 
-/// A variant's headline figure: its mean score (accuracy when scores are 0 or 1) and
-/// interval.
-fn headline(v: &VariantRow, scored: bool) -> String {
-    let (x, lo, hi) = if scored {
-        (v.mean_score, v.score_ci_low, v.score_ci_high)
-    } else {
-        (v.accuracy, v.ci_low, v.ci_high)
+/// One run's row: its tick (to compare), id with its start and matrix, bench with its
+/// model and branch, status and gates at a glance, jobs, and each arm's figure as a small
+/// interval bar.
+fn run_row(r: &RunRow, variants: Option<&Vec<VariantRow>>, gates: &str) -> String {
+    let branch = match r.git_branch.as_deref() {
+        Some(b) if !b.is_empty() => format!("<div class=\"muted\">branch {}</div>", esc(b)),
+        _ => String::new(),
     };
-    let name = match &v.endpoint {
-        Some(e) => format!("{e}/{}", v.variant),
-        None => v.variant.clone(),
-    };
-    match (x, lo, hi) {
-        (Some(x), Some(lo), Some(hi)) => format!(
-            "{} {:.1}% <span class=\"muted\">[{:.1}, {:.1}]</span>",
-            esc(&name),
-            x * 100.0,
-            lo * 100.0,
-            hi * 100.0
-        ),
-        (Some(x), _, _) => format!("{} {:.1}%", esc(&name), x * 100.0),
-        _ => format!("{} —", esc(&name)),
-    }
+    format!(
+        "<tr><td><input type=\"checkbox\" name=\"run\" value=\"{run}\" aria-label=\"compare {run}\"></td><td><a href=\"/runs/{id}/\">{run}</a><div class=\"muted\">{started} · <a class=\"matrix\" href=\"/runs/{id}/matrix\">matrix</a></div></td><td><a href=\"/history/{bench_id}\">{bench}</a><div class=\"muted\">{model}</div>{branch}</td><td>{status}{gates}</td><td class=\"n\">{done}/{planned}</td><td>{figures}</td></tr>\n",
+        id = url_segment(&r.run_id),
+        run = esc(&r.run_id),
+        bench_id = url_segment(&r.bench),
+        bench = esc(&r.bench),
+        model = esc(&r.model),
+        started = esc(&r.started_at.replace('T', " ")),
+        status = super::glance::status_badge(r),
+        done = r.jobs_finished,
+        planned = r.jobs_planned,
+        figures = variants.map_or(String::new(), |vs| super::glance::figures(vs, r.scored)),
+    )
 }
 
-/// A run's state in words.
-fn state(r: &RunRow) -> &'static str {
-    if r.complete {
-        "complete"
-    } else if r.stopped.is_some() {
-        "stopped"
-    } else {
-        "incomplete"
-    }
+/// The filter form's fields, each showing what `query` asks for.
+fn filter_fields(query: &RunsQuery) -> String {
+    let field = |name: &str, value: &Option<String>| text_field(name, given(value).unwrap_or(""));
+    let status = given(&query.status).unwrap_or("");
+    let option = |v: &str, label: &str| {
+        let selected = if v == status { " selected" } else { "" };
+        format!("<option value=\"{v}\"{selected}>{label}</option>")
+    };
+    let options: String = [
+        ("", "any"),
+        ("finished", "finished"),
+        ("partial", "partial"),
+        ("complete", "complete"),
+        ("stopped", "stopped"),
+        ("failed", "with failed jobs"),
+    ]
+    .iter()
+    .map(|(v, l)| option(v, l))
+    .collect();
+    format!(
+        "{bench}{branch}{model}<label>status <select name=\"status\">{options}</select></label><label>since <input name=\"since\" type=\"date\" value=\"{since}\"></label>{q}<button>Filter</button>",
+        bench = field("bench", &query.bench),
+        branch = field("branch", &query.branch),
+        model = field("model", &query.model),
+        q = field("q", &query.q),
+        since = esc(given(&query.since).unwrap_or("")),
+    )
 }
 
-/// Every run, newest first, with the filters as a form, runs in progress above them, and
-/// two to compare chosen by their boxes.
+/// Every run, newest first, with the filters as a form (their state in the URL's query,
+/// so a reload or a shared link keeps them), runs in progress above them, and two to
+/// compare chosen by their boxes.
 pub(super) async fn page(
     State(shared): State<Arc<Shared>>,
     Checked(query): Checked<RunsQuery>,
@@ -176,49 +200,25 @@ pub(super) async fn page(
         Ok(r) => r,
         Err(e) => return e,
     };
-    let field = |name: &str, value: &Option<String>| text_field(name, given(value).unwrap_or(""));
-    let status = given(&query.status).unwrap_or("");
-    let option = |v: &str, label: &str| {
-        let selected = if v == status { " selected" } else { "" };
-        format!("<option value=\"{v}\"{selected}>{label}</option>")
+    let count = match runs.len() {
+        1 => "1 run".to_string(),
+        n => format!("{n} runs"),
     };
-    let mut rows = String::new();
-    for r in &runs {
-        let figures: Vec<String> = variants
-            .get(&r.run_id)
-            .map(|vs| vs.iter().map(|v| headline(v, r.scored)).collect())
-            .unwrap_or_default();
-        rows.push_str(&format!(
-            "<tr><td><input type=\"checkbox\" name=\"run\" value=\"{run}\" aria-label=\"compare {run}\"></td><td><a href=\"/runs/{id}/\">{run}</a></td><td><a href=\"/history/{bench_id}\">{bench}</a></td><td>{model}</td><td>{branch}</td><td>{started}</td><td>{state}</td><td class=\"n\">{done}/{planned}</td><td class=\"n\">{failed}</td><td>{figures}</td></tr>\n",
-            id = url_segment(&r.run_id),
-            run = esc(&r.run_id),
-            bench_id = url_segment(&r.bench),
-            bench = esc(&r.bench),
-            model = esc(&r.model),
-            branch = esc(r.git_branch.as_deref().unwrap_or("")),
-            started = esc(&r.started_at),
-            state = state(r),
-            done = r.jobs_finished,
-            planned = r.jobs_planned,
-            failed = r.jobs_failed,
-            figures = figures.join("<br>"),
-        ));
-    }
+    // The gates each run's summary.json recorded: files read off the async threads.
+    let reader = shared.clone();
+    let rows = tokio::task::spawn_blocking(move || {
+        let mut rows = String::new();
+        for r in &runs {
+            let gates = super::glance::gate_badge(&reader.resolve(&r.folder));
+            rows.push_str(&run_row(r, variants.get(&r.run_id), &gates));
+        }
+        rows
+    })
+    .await
+    .unwrap_or_default();
     let body = format!(
-        "<h1>Runs</h1>\n<div id=\"live\" class=\"live\" hidden></div>\n<form method=\"get\" action=\"/\">{bench}{branch}{model}<label>status <select name=\"status\">{any}{complete}{stopped}{failed}</select></label><label>since <input name=\"since\" type=\"date\" value=\"{since}\"></label>{q}<button>Filter</button></form>\n<form method=\"get\" action=\"/compare\">\n<p>{count}. <button id=\"compare\">Compare the two ticked</button></p>\n<table id=\"runs\"><thead><tr><th></th><th>run</th><th>bench</th><th>model</th><th>branch</th><th>started</th><th>status</th><th>jobs</th><th>failed</th><th>figure per variant [interval]</th></tr></thead><tbody>\n{rows}</tbody></table></form>\n<script>{LIVE_LIST}</script>",
-        bench = field("bench", &query.bench),
-        branch = field("branch", &query.branch),
-        model = field("model", &query.model),
-        q = field("q", &query.q),
-        since = esc(given(&query.since).unwrap_or("")),
-        any = option("", "any"),
-        complete = option("complete", "complete"),
-        stopped = option("stopped", "stopped"),
-        failed = option("failed", "with failed jobs"),
-        count = match runs.len() {
-            1 => "1 run".to_string(),
-            n => format!("{n} runs"),
-        },
+        "<h1>Runs</h1>\n<div id=\"live\" class=\"live\" hidden></div>\n<form method=\"get\" action=\"/\">{fields}</form>\n<form method=\"get\" action=\"/compare\">\n<p>{count}, newest first. <button id=\"compare\">Compare the two ticked</button></p>\n<div class=\"scroll\"><table id=\"runs\"><thead><tr><th></th><th>run, started (UTC)</th><th>bench, model</th><th>status</th><th class=\"n\">jobs</th><th>figure per arm [interval]</th></tr></thead><tbody>\n{rows}</tbody></table></div></form>\n<script>{LIVE_LIST}</script>",
+        fields = filter_fields(&query),
     );
     shell("promptgauge view", &body)
 }
@@ -310,6 +310,12 @@ pub(super) async fn history(
 /// A page a command rendered whole (report.html, compare.html, history.html), with the
 /// application's links (`nav`) put in after its `<body>`: the page itself is the command's.
 pub(super) fn with_nav(html: &str, nav: &str) -> Response {
+    // The page's own stylesheet knows no `nav`: the links bring their look with them.
+    let nav = nav.replacen(
+        "<nav>",
+        &format!("<nav><style>{}</style>", super::page::NAV_STYLE),
+        1,
+    );
     let html = match html.find("<body>") {
         Some(i) => {
             let at = i + "<body>".len();

@@ -12,9 +12,18 @@ use crate::common::*;
 use promptgauge::mock::MockConfig;
 
 /// A `view` process and the URL it printed.
-struct View {
+pub(super) struct View {
     child: Child,
-    url: String,
+    pub(super) url: String,
+}
+
+impl View {
+    /// The server's address without the token (the browser keeps it in a cookie after the
+    /// first page, so later pages are addressed without it).
+    pub(super) fn base(&self) -> String {
+        let url = self.url.split('?').next().unwrap_or(&self.url);
+        url.trim_end_matches('/').to_string()
+    }
 }
 
 impl Drop for View {
@@ -24,7 +33,7 @@ impl Drop for View {
     }
 }
 
-fn view(d: &Path, args: &[&str]) -> View {
+pub(super) fn view(d: &Path, args: &[&str]) -> View {
     view_with(d, args, &[])
 }
 
@@ -52,7 +61,7 @@ fn view_with(d: &Path, args: &[&str], env: &[(&str, &str)]) -> View {
 }
 
 /// `GET path` with a `Host` header: (status, body).
-fn get(url: &str, path: &str, host: Option<&str>) -> (u16, String) {
+pub(super) fn get(url: &str, path: &str, host: Option<&str>) -> (u16, String) {
     let (status, _, body) = request(url, "GET", path, &[("Host", host)], "");
     (status, body)
 }
@@ -117,7 +126,7 @@ fn request(
 }
 
 /// `GET path` is a 400 whose words include `said`.
-fn refused(v: &View, path: &str, said: &str) {
+pub(super) fn refused(v: &View, path: &str, said: &str) {
     let (status, body) = get(&v.url, path, None);
     assert_eq!(status, 400, "{path}: {body}");
     assert!(body.contains(said), "{path}: {body}");
@@ -368,7 +377,7 @@ fn run_on(d: &Path, base_url: &str, model: &str, extra: &[&str]) {
     );
 }
 
-fn first_run(v: &View, query: &str) -> (String, String) {
+pub(super) fn first_run(v: &View, query: &str) -> (String, String) {
     let (_, json) = get(&v.url, &format!("/api/runs?{query}"), None);
     let runs: serde_json::Value = serde_json::from_str(&json).unwrap();
     (
@@ -886,7 +895,7 @@ fn a_run_in_progress_is_listed_and_followed_until_it_ends() {
 
 /// A WebDriver session in headless Chromium, driven through Debian's chromedriver (the
 /// W3C protocol is plain JSON over HTTP on loopback: a few calls are all a test needs).
-mod browser {
+pub(super) mod browser {
     use std::io::{BufRead, BufReader, Read, Write};
     use std::net::TcpStream;
     use std::process::{Child, Command, Stdio};
@@ -920,6 +929,22 @@ mod browser {
             let _ = self.driver.kill();
             let _ = self.driver.wait();
         }
+    }
+
+    /// Chromium or chromedriver is missing: said, and a failure under CI (`.ci/run`
+    /// installs both); a test then has nothing to drive.
+    pub fn missing() -> bool {
+        if available() {
+            return false;
+        }
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "chromium and chromedriver are missing: .ci/run installs them"
+        );
+        eprintln!(
+            "skipped: no chromium/chromedriver here (apt-get install chromium chromium-driver)"
+        );
+        true
     }
 
     /// Chromium and chromedriver, when this machine has them (`.ci/run` installs both).
@@ -1129,10 +1154,32 @@ mod browser {
             let Some(dir) = std::env::var_os("PROMPTGAUGE_SCREENSHOTS") else {
                 return;
             };
+            std::fs::write(std::path::Path::new(&dir).join(name), self.png()).unwrap();
+        }
+
+        /// A PNG of the window, as taken.
+        pub fn png(&self) -> Vec<u8> {
             let v = self.call("GET", &self.session("/screenshot"), None);
             let png = base64_decode(v.as_str().unwrap());
             assert!(png.starts_with(b"\x89PNG"));
-            std::fs::write(std::path::Path::new(&dir).join(name), png).unwrap();
+            png
+        }
+
+        /// Sizes the window (its outer size, in CSS pixels).
+        pub fn resize(&self, width: u32, height: u32) {
+            let rect = json!({"width": width, "height": height});
+            self.call("POST", &self.session("/window/rect"), Some(rect));
+        }
+
+        /// What `script` (a function body: `return …`) gives, run in the page.
+        pub fn script(&self, script: &str) -> Value {
+            let body = json!({"script": script, "args": []});
+            self.call("POST", &self.session("/execute/sync"), Some(body))
+        }
+
+        /// Loads the page again, as a person's reload does.
+        pub fn reload(&self) {
+            self.call("POST", &self.session("/refresh"), Some(json!({})));
         }
     }
 
@@ -1200,14 +1247,7 @@ impl Gate {
 
 #[test]
 fn in_a_real_browser_the_runs_a_run_its_answers_a_comparison_labels_and_a_live_run() {
-    if !browser::available() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "chromium and chromedriver are missing: .ci/run installs them"
-        );
-        eprintln!(
-            "skipped: no chromium/chromedriver here (apt-get install chromium chromium-driver)"
-        );
+    if browser::missing() {
         return;
     }
     let gate = Gate::default();
@@ -1224,13 +1264,7 @@ fn in_a_real_browser_the_runs_a_run_its_answers_a_comparison_labels_and_a_live_r
     let b = browser::Browser::start();
     // The URL view prints carries its token; the browser keeps it in a cookie after the
     // first page, so later pages are addressed without it.
-    let base = v
-        .url
-        .split('?')
-        .next()
-        .unwrap()
-        .trim_end_matches('/')
-        .to_string();
+    let base = v.base();
     // The runs, newest first, each variant's figure with its interval.
     b.go(&v.url);
     b.wait_until("#runs tbody", |t| t.contains("alpha") && t.contains("beta"));
@@ -1773,14 +1807,7 @@ fn open_hands_the_browser_a_one_time_link_and_never_the_token() {
 #[cfg(unix)]
 #[test]
 fn in_a_real_browser_open_s_page_opens_the_runs_once() {
-    if !browser::available() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "chromium and chromedriver are missing: .ci/run installs them"
-        );
-        eprintln!(
-            "skipped: no chromium/chromedriver here (apt-get install chromium chromium-driver)"
-        );
+    if browser::missing() {
         return;
     }
     let bench = recorded();
@@ -1811,14 +1838,7 @@ fn in_a_real_browser_open_s_page_opens_the_runs_once() {
 /// and the Parts link leads to it.
 #[test]
 fn in_a_real_browser_a_run_s_parts_table_shows_the_names_as_written() {
-    if !browser::available() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "chromium and chromedriver are missing: .ci/run installs them"
-        );
-        eprintln!(
-            "skipped: no chromium/chromedriver here (apt-get install chromium chromium-driver)"
-        );
+    if browser::missing() {
         return;
     }
     let (_rt, server) = start_mock(MockConfig::default());

@@ -33,7 +33,7 @@ pub(super) async fn start_client(
             provider.model
         );
     }
-    let simulator = start_simulator(p, record, judge).await?;
+    let simulator = start_simulator(p, record, judge, settings.quiet).await?;
     say_before_sending(p, provider, settings.quiet);
     let keys = lane_cache_keys(p, &record.endpoint.base_url);
     let lanes = settings
@@ -54,11 +54,13 @@ pub(super) async fn start_client(
     Ok((simulator, lanes))
 }
 
-/// The built-in simulator, started when the run or its judge has no server (said loudly).
+/// The built-in simulator, started when the run or its judge has no server (said loudly;
+/// under `--quiet`, by the one line under the table).
 pub(super) async fn start_simulator(
     p: &Prepared,
     record: &RunRecord,
     judge: Option<&crate::app::judge::ResolvedJudge>,
+    quiet: bool,
 ) -> Result<Option<MockServer>, Failure> {
     let judge_simulated = judge.as_ref().is_some_and(|j| j.base_urls.is_empty());
     let simulated = if p.grid.is_empty() {
@@ -68,7 +70,9 @@ pub(super) async fn start_simulator(
     };
     Ok(if simulated || judge_simulated {
         if simulated {
-            note!("{SIMULATED_BANNER}");
+            if !quiet {
+                note!("{SIMULATED_BANNER}");
+            }
         } else {
             note!("note: the built-in SIMULATOR judges the answers (judge.base_url: mock)");
         }

@@ -24,7 +24,8 @@ pub(crate) fn percent_encode(text: &str, keep: &[u8]) -> String {
     out
 }
 
-const STYLE: &str = r#"
+/// The reports' style: `view` dresses its own pages in it too (docs/guide/view.md).
+pub(crate) const STYLE: &str = r#"
 :root { --fg:#1d2330; --muted:#667085; --line:#d0d5dd; --bg:#fff; --band:#f5f7fa; --good:#12805c; --bad:#c4320a; --accent:#3557c7; }
 * { box-sizing: border-box; }
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg); background: var(--bg); margin: 0; padding: 24px 32px 64px; max-width: 1200px; }
@@ -137,14 +138,13 @@ fn accuracy_chart(rows: &[AccuracyRow], colours_by_pair: bool) -> String {
         if let (Some(a), Some(lo), Some(hi)) = (acc, lo, hi) {
             let _ = write!(
                 svg,
-                "<g class=\"interval\" data-variant=\"{}\" data-accuracy=\"{a}\" data-low=\"{lo}\" data-high=\"{hi}\">\
-                 <line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{y}\" y2=\"{y}\" stroke=\"{c}\" stroke-width=\"6\" stroke-linecap=\"round\" opacity=\"0.35\"/>\
-                 <circle cx=\"{:.1}\" cy=\"{y}\" r=\"5\" fill=\"{c}\"/>\
-                 <text x=\"{:.1}\" y=\"{}\">{}</text></g>",
+                "<g class=\"interval\" data-variant=\"{}\" data-accuracy=\"{a}\" data-low=\"{lo}\" data-high=\"{hi}\">",
                 esc(name),
-                x(*lo),
-                x(*hi),
-                x(*a),
+            );
+            interval_marks(&mut svg, (x(*lo), x(*a), x(*hi)), y, c);
+            let _ = write!(
+                svg,
+                "<text x=\"{:.1}\" y=\"{}\">{}</text></g>",
                 x(*hi) + 8.0,
                 y + 4.0,
                 pct(Some(*a))
@@ -153,6 +153,18 @@ fn accuracy_chart(rows: &[AccuracyRow], colours_by_pair: bool) -> String {
     }
     svg.push_str("</svg>");
     svg
+}
+
+/// An interval drawn at height `y`: a faint bar from its low end to its high end and a dot
+/// at the figure (`x`: the three places on the chart), in `colour`. The accuracy chart and
+/// `view`'s runs list draw every interval so.
+pub(crate) fn interval_marks(svg: &mut String, x: (f64, f64, f64), y: f64, colour: &str) {
+    let (lo, at, hi) = x;
+    let _ = write!(
+        svg,
+        "<line x1=\"{lo:.1}\" x2=\"{hi:.1}\" y1=\"{y}\" y2=\"{y}\" stroke=\"{colour}\" stroke-width=\"6\" stroke-linecap=\"round\" opacity=\"0.35\"/>\
+         <circle cx=\"{at:.1}\" cy=\"{y}\" r=\"5\" fill=\"{colour}\"/>"
+    );
 }
 
 /// `--best`: where each arm stopped being sent cases — each a bar over the cases (or
@@ -428,6 +440,18 @@ fn answers_head(b: &mut String, names: &[&str]) {
     b.push_str("</tr></thead><tbody>");
 }
 
+/// A score's mark and its class (the colour of its outcome): ✓ passed, ✗ failed, a
+/// partial score as a percentage; none: withheld by the provider, or a failed job.
+pub(crate) fn mark(score: Option<f64>, filtered: bool) -> (&'static str, String) {
+    match score {
+        Some(s) if s >= 1.0 => ("ok", "✓".to_string()),
+        Some(s) if s <= 0.0 => ("no", "✗".to_string()),
+        Some(s) => ("", format!("{:.0}%", s * 100.0)),
+        None if filtered => ("fail", "withheld".to_string()),
+        None => ("fail", "failed".to_string()),
+    }
+}
+
 /// One variant's answer to a case: its mark and what it extracted, why it scored as it
 /// did, and the full answer and prompt inside.
 fn answer_cell(
@@ -436,13 +460,7 @@ fn answer_cell(
     prompt: Option<&String>,
     thumbnails: &mut Thumbnails,
 ) {
-    let (class, mark) = match a.score {
-        Some(s) if s >= 1.0 => ("ok", "✓".to_string()),
-        Some(s) if s <= 0.0 => ("no", "✗".to_string()),
-        Some(s) => ("", format!("{:.0}%", s * 100.0)),
-        None if a.filtered => ("fail", "withheld".to_string()),
-        None => ("fail", "failed".to_string()),
-    };
+    let (class, mark) = mark(a.score, a.filtered);
     let _ = write!(
         b,
         "<td class=\"text\"><span class=\"{class}\">{mark}</span> {}",

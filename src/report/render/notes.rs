@@ -66,11 +66,14 @@ pub(crate) fn parts_sequential(summary: &Summary) -> Option<String> {
     })
 }
 
+/// Said under every table of a run the built-in simulator answered.
+pub(crate) const SIMULATED_NOTE: &str = "SIMULATED PROVIDER: these numbers come from promptgauge's built-in fake model, not a real one. Set --base-url to measure a real model.";
+
 /// What the run was: simulated, stopped early, incomplete; answers cut at max_tokens,
 /// or in which the scorer found nothing.
 fn run_notes(summary: &Summary, notes: &mut Vec<String>) {
     if summary.run.provider.simulated {
-        notes.push("SIMULATED PROVIDER: these numbers come from promptgauge's built-in fake model, not a real one. Set --base-url to measure a real model.".to_string());
+        notes.push(SIMULATED_NOTE.to_string());
     }
     if let Some(why) = &summary.run.stopped {
         notes.push(format!("The run stopped early: {why}"));
