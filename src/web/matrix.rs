@@ -329,9 +329,16 @@ impl Matrix<'_> {
             (Some(e), true) => format!("<p class=\"muted\">{}</p>", pre_text(e, 300)),
             _ => format!("<pre>{}</pre>", pre_text(&r.output, 600)),
         };
+        // What the variant's `extract:` read of it, which its scorer saw.
+        let read = r.read.as_ref().map_or_else(String::new, |read| {
+            format!(
+                "<div class=\"muted\">read: <code>{}</code></div>",
+                pre_text(read, 300)
+            )
+        });
         let _ = write!(
             b,
-            "<td class=\"cell {outcome}\"><a class=\"{class}\" href=\"/runs/{id}/jobs/{job}\">{shown}</a>{score}{text}</td>",
+            "<td class=\"cell {outcome}\"><a class=\"{class}\" href=\"/runs/{id}/jobs/{job}\">{shown}</a>{score}{text}{read}</td>",
             id = self.id,
             job = r.job,
         );

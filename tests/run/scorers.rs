@@ -1564,3 +1564,32 @@ fn a_reading_changes_no_request_so_the_cache_answers_a_variant_whose_reading_cha
     }
     assert_eq!(summary["variants"][1]["accuracy"], 1.0);
 }
+
+#[test]
+fn view_shows_what_each_variant_read_beside_its_answer() {
+    let b = formats_bench();
+    let d = b.path();
+    let out = promptgauge(d)
+        .args(["run", "bench.yaml", "--quiet"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = super::view::view(d, &[]);
+    let (id, _) = super::view::first_run(&v, "");
+    let json_read = "<pre>{&quot;answer&quot;:&quot;A&quot;}</pre><div class=\"muted\">read: <code>A</code></div>";
+    for page in ["matrix", "answers"] {
+        let (status, body) =
+            super::view::get(&v.url, &format!("/runs/{id}/{page}?limit=100"), None);
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains(json_read), "{page}: {body}");
+    }
+    let records = journal(&run_dirs(&d.join("reports")).pop().unwrap());
+    let job = records.iter().find(|r| r["variant"] == "tagged").unwrap()["job"].clone();
+    let (_, body) = super::view::get(&v.url, &format!("/runs/{id}/jobs/{job}"), None);
+    assert!(body.contains("<th>read (extract:)</th>"), "{body}");
+}
