@@ -369,7 +369,7 @@ pub struct ImportResultsArgs {
     /// Root folder for the run folder.
     #[arg(long, default_value = "reports", value_name = "DIR")]
     pub out: PathBuf,
-    /// Print only the final table.
+    /// Print only the variants' table, the verdicts and the gates' lines.
     #[arg(short, long)]
     pub quiet: bool,
     #[command(flatten)]
@@ -443,7 +443,7 @@ impl Task {
 /// `plan [BENCH]`.
 #[derive(Debug, Args)]
 pub struct PowerArgs {
-    /// The bench file [default: promptgauge.yaml].
+    /// The bench file, or a folder holding promptgauge.yaml [default: promptgauge.yaml].
     pub bench: Option<PathBuf>,
     /// The smallest difference worth detecting, in points (10 = ten percentage points):
     /// print the cases it takes [default: a table for 5, 10, 15 and 20 points].
@@ -548,7 +548,7 @@ pub struct MergeArgs {
     /// Root folder for the merged run folder [default: the first shard's parent].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Print only the final table.
+    /// Print only the variants' table, the verdicts and the gates' lines.
     #[arg(short, long)]
     pub quiet: bool,
     #[command(flatten)]
@@ -852,7 +852,8 @@ impl LimitArgs {
 /// Flags that shape the plan; shared by `run` and `check`.
 #[derive(Debug, Args, Clone)]
 pub struct PlanArgs {
-    /// The bench file [default: promptgauge.yaml; with --resume, the run's own bench].
+    /// The bench file, or a folder holding promptgauge.yaml [default: promptgauge.yaml; with
+    /// --resume, the run's own bench].
     pub bench: Option<PathBuf>,
     /// OpenAI-compatible base URL ending in /v1; repeat it for replicas of one model;
     /// `mock` selects the built-in simulator.
@@ -1033,7 +1034,7 @@ pub struct RunArgs {
     /// One line per attempt on stderr (no secrets).
     #[arg(long, short)]
     pub verbose: bool,
-    /// Print only the final table.
+    /// Print only the variants' table, the verdicts and the gates' lines.
     #[arg(long, short, conflicts_with = "verbose")]
     pub quiet: bool,
     /// After the first Ctrl-C or SIGTERM, how long attempts in flight may take to finish
@@ -1127,6 +1128,7 @@ impl OutputArgs {
             junit: self.junit.clone(),
             markdown: self.markdown.clone(),
             terminal: true,
+            quiet: false,
         }
     }
 

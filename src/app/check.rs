@@ -18,6 +18,7 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
     for line in p.bench.programs_said() {
         out!("  {line}");
     }
+    say_expressions(&p.bench);
     super::run::check_embedding_endpoints(&p)?;
     // A gate the run would refuse is refused here too.
     super::run::check_gates(&p, &args.gates)?;
@@ -50,6 +51,20 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
         return probe(&p, judge.as_ref()).await;
     }
     Ok(Exit::Success)
+}
+
+/// Each `expr` scorer's expression, once: what scores the answers, in-process.
+fn say_expressions(b: &crate::suite::Bench) {
+    let mut said: Vec<&str> = Vec::new();
+    let grades = std::iter::once(&b.grade).chain(b.cases.iter().filter_map(|c| c.grade.as_ref()));
+    for expr in grades.flat_map(|g| g.expressions()) {
+        if !said.contains(&expr) {
+            said.push(expr);
+            out!(
+                "  scores with the expression `{expr}` (in-process: no program, no file, no network)"
+            );
+        }
+    }
 }
 
 /// Each MCP server's tools, as it listed them (it was started, asked, and stopped).
@@ -98,6 +113,27 @@ fn say_plan(p: &super::Prepared) {
             if i == 0 { " (baseline)" } else { "" },
             v.path.display()
         );
+        say_reading(name, v);
+    }
+}
+
+/// How a variant reads its answer (`extract:`), and what that reads in the example answer
+/// its own messages give (a few-shot `assistant` message), when they give one.
+fn say_reading(name: &str, v: &crate::suite::Variant) {
+    let Some(x) = &v.extract else { return };
+    out!("    {name}: {} (extract: {})", x.describe(), x.to_yaml());
+    let example =
+        v.messages.iter().rev().find(|m| {
+            m.role == "assistant" && !m.content.contains("{{") && !m.content.contains("{%")
+        });
+    let Some(example) = example else { return };
+    let shown = crate::report::visible(&example.content, 80);
+    match crate::grade::read::read(x, &example.content, &Default::default()) {
+        Ok(read) => out!("    its example answer \"{shown}\" reads as \"{read}\""),
+        Err(nothing) => out!(
+            "    warning: {name}'s extract: finds nothing in its own example answer \"{shown}\": {}",
+            nothing.0
+        ),
     }
 }
 

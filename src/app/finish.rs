@@ -40,7 +40,10 @@ impl<'a> Outputs<'a> {
             gates,
             baseline,
             store: None,
-            asked: files.asked(),
+            asked: crate::report::Asked {
+                quiet,
+                ..files.asked()
+            },
             quiet,
             sent: true,
         }

@@ -7,8 +7,12 @@
 mod bench;
 mod files;
 mod openai_evals;
+mod promptfoo_tests;
+mod prompts;
+mod reader;
+mod vars;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
@@ -16,6 +20,7 @@ use self::bench::{
     Import, MAX_IMPORT_BYTES, check_importable, collapse_notes, render, say_imported, slug,
     write_bench,
 };
+use self::reader::{Reader, yaml};
 use super::{Exit, Failure};
 use crate::cli::{ImportArgs, UsageError};
 
@@ -115,110 +120,6 @@ fn quoted(answers: &[String]) -> String {
         .join(" or ")
 }
 
-/// What one import reads in all: a config naming one large file a thousand times would
-/// otherwise write gigabytes of prompts.
-const MAX_IMPORT_TOTAL: u64 = 64 << 20;
-
-/// What one import copies of attached files (images, PDFs, audio) in all.
-const MAX_ATTACHED_TOTAL: u64 = 4 << 30;
-
-/// Where files may be read from: the config's folder, or anywhere with
-/// `--allow-outside-files`.
-#[derive(Debug, Clone)]
-struct Reader {
-    base: PathBuf,
-    anywhere: bool,
-    /// Bytes read so far, shared by the clones (at most [`MAX_IMPORT_TOTAL`]).
-    read: std::rc::Rc<std::cell::Cell<u64>>,
-    /// Bytes of attached files to copy, shared by the clones (at most
-    /// [`MAX_ATTACHED_TOTAL`]).
-    attached: std::rc::Rc<std::cell::Cell<u64>>,
-}
-
-impl Reader {
-    /// Files beside the config at `config_path` (or anywhere, with `anywhere`).
-    fn beside(config_path: &Path, anywhere: bool) -> Self {
-        let base = match config_path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        Reader {
-            base,
-            anywhere,
-            read: Default::default(),
-            attached: Default::default(),
-        }
-    }
-
-    /// A `file://` reference's text: a regular file inside the config's folder (after `..`
-    /// and symlinks), at most [`MAX_IMPORT_BYTES`].
-    fn read(&self, reference: &str) -> Result<(PathBuf, String), String> {
-        let path = self.inside(reference)?;
-        let text = crate::suite::error::read_text_limited(&path, "imported", MAX_IMPORT_BYTES)
-            .map_err(|e| e.to_string())?;
-        self.count(reference, text.len() as u64, MAX_IMPORT_TOTAL)?;
-        Ok((path, text))
-    }
-
-    /// A `file://` reference to a file a case attaches (an image, a PDF, audio): its path,
-    /// inside the config's folder, copied when the bench is written. Its bytes are counted
-    /// against their own total ([`MAX_ATTACHED_TOTAL`]), not the prompts'.
-    fn attachment(&self, reference: &str) -> Result<PathBuf, String> {
-        let path = self.inside(reference)?;
-        let size = crate::files::open_regular(&path)
-            .and_then(|f| f.metadata())
-            .map_err(|e| format!("{reference}: {e}"))?
-            .len();
-        if size > crate::suite::attachments::MAX_FILE_BYTES {
-            return Err(format!(
-                "{reference} is larger than any file a case may attach"
-            ));
-        }
-        self.attached.set(self.attached.get() + size);
-        if self.attached.get() > MAX_ATTACHED_TOTAL {
-            return Err(format!(
-                "{reference} would take the files this import copies past {} GiB",
-                MAX_ATTACHED_TOTAL >> 30
-            ));
-        }
-        Ok(path)
-    }
-
-    /// Adds `bytes` to what this import read, refused past `most`.
-    fn count(&self, reference: &str, bytes: u64, most: u64) -> Result<(), String> {
-        let total = self.read.get() + bytes;
-        if total > most {
-            return Err(format!(
-                "{reference} would take what this import copies past {} MiB in all (the files it names, each as often as it is named); name fewer or smaller files",
-                most >> 20
-            ));
-        }
-        self.read.set(total);
-        Ok(())
-    }
-
-    /// The path of `reference`, if it is inside the config's folder (or anywhere, with
-    /// `--allow-outside-files`).
-    fn inside(&self, reference: &str) -> Result<PathBuf, String> {
-        let path = self.base.join(reference.trim_start_matches("file://"));
-        if !self.anywhere {
-            // One message for a file that is missing and one that is outside: two would
-            // tell whoever wrote the config which paths exist on this machine.
-            let inside = match (path.canonicalize(), self.base.canonicalize()) {
-                (Ok(p), Ok(b)) => p.starts_with(&b),
-                _ => false,
-            };
-            if !inside {
-                return Err(format!(
-                    "{reference} is not a file inside the config's folder ({}) once `..` and links are followed, or does not exist: import reads only files beside the config; check the path, or pass --allow-outside-files if you trust this config to copy any file of this machine into the bench",
-                    self.base.display()
-                ));
-            }
-        }
-        Ok(path)
-    }
-}
-
 /// An assert's value as text, rendered against the test's variables; `None` for a value
 /// that is not text, a number or a boolean.
 fn rendered(v: &Value, vars: &Map<String, Value>) -> Result<Option<String>, String> {
@@ -300,10 +201,6 @@ fn left_out(kind: &str, test: usize) -> String {
             format!("test {test}: assert `{other}` has no promptgauge scorer and was left out")
         }
     }
-}
-
-fn yaml(text: &str, what: &str) -> Result<Value, String> {
-    serde_saphyr::from_str::<Value>(text).map_err(|e| format!("{what} is not valid YAML: {e}"))
 }
 
 /// The endpoint of a provider promptgauge speaks to (`openai:…`, `anthropic:…`,
@@ -426,111 +323,22 @@ impl Import {
         Ok(())
     }
 
-    /// `defaultTest`: its variables start every test's, its asserts are returned (added to
-    /// every test's); its other settings are noted.
-    fn default_test(&mut self, config: &Value) -> Vec<Value> {
-        let default_asserts = config
-            .get("defaultTest")
-            .and_then(|d| d.get("assert"))
+    /// `defaultTest` (inline or from a file): its variables start every test's, its
+    /// asserts are returned (added to every test's); its other settings are noted.
+    fn default_test(&mut self, files: &Reader, config: &Value) -> Result<Vec<Value>, String> {
+        let d = promptfoo_tests::default_test(files, config)?;
+        self.default_vars = vars::vars_of(files, d.get("vars"))?;
+        for key in d
+            .keys()
+            .filter(|k| !matches!(k.as_str(), "assert" | "vars"))
+        {
+            self.notes
+                .push(format!("`defaultTest.{key}` was not carried over"));
+        }
+        Ok(d.get("assert")
             .and_then(Value::as_array)
             .cloned()
-            .unwrap_or_default();
-        if let Some(d) = config.get("defaultTest").and_then(Value::as_object) {
-            self.default_vars = d
-                .get("vars")
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default();
-            for key in d
-                .keys()
-                .filter(|k| !matches!(k.as_str(), "assert" | "vars"))
-            {
-                self.notes
-                    .push(format!("`defaultTest.{key}` was not carried over"));
-            }
-        }
-        default_asserts
-    }
-
-    fn prompts(&mut self, files: &Reader, prompts: &Value) -> Result<(), String> {
-        let list = match prompts {
-            Value::Array(items) => items.clone(),
-            one => vec![one.clone()],
-        };
-        for (i, p) in list.iter().enumerate() {
-            let (label, raw) = match p {
-                Value::String(s) => (None, s.clone()),
-                Value::Object(o) => (
-                    o.get("label")
-                        .or_else(|| o.get("id"))
-                        .and_then(Value::as_str)
-                        .map(String::from),
-                    o.get("raw")
-                        .or_else(|| o.get("id"))
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string(),
-                ),
-                _ => {
-                    self.notes.push(format!(
-                        "prompt {} is neither text nor {{raw, label}}: skipped",
-                        i + 1
-                    ));
-                    continue;
-                }
-            };
-            let mut name = label.as_deref().map(slug).filter(|s| !s.is_empty());
-            let text = if let Some(reference) = raw.strip_prefix("file://") {
-                if reference.ends_with(".js")
-                    || reference.ends_with(".py")
-                    || reference.contains(':')
-                {
-                    self.notes.push(format!(
-                        "prompt {} is generated by code ({raw}): write the prompt it produces as a variant by hand",
-                        i + 1
-                    ));
-                    continue;
-                }
-                let (path, text) = files.read(&raw)?;
-                name = name.or_else(|| path.file_stem().map(|s| slug(&s.to_string_lossy())));
-                text
-            } else {
-                raw
-            };
-            let name = name.unwrap_or_else(|| format!("prompt-{}", i + 1));
-            // A chat prompt: a JSON list of {role, content}.
-            let messages = serde_json::from_str::<Value>(text.trim())
-                .ok()
-                .and_then(|v| v.as_array().cloned())
-                .filter(|m| {
-                    m.iter()
-                        .all(|x| x.get("role").is_some() && x.get("content").is_some())
-                });
-            let file = match messages {
-                Some(messages) => {
-                    let mut y = format!(
-                        "# imported from promptfoo prompt {}\nname: {name}\nmessages:\n",
-                        i + 1
-                    );
-                    for (n, m) in messages.iter().enumerate() {
-                        let content =
-                            files::content_template(&m["content"], &mut self.file_vars, &|t| {
-                                Ok(t.to_string())
-                            })
-                            .map_err(|why| format!("prompt {}: message {} {why}", i + 1, n + 1))?;
-                        y.push_str(&format!(
-                            "  - role: {}\n    content: {}\n",
-                            m["role"].as_str().unwrap_or("user"),
-                            serde_json::to_string(&content).unwrap_or_default()
-                        ));
-                    }
-                    (format!("{name}.yaml"), y)
-                }
-                None => (format!("{name}.txt"), text),
-            };
-            self.variants.push(file);
-        }
-        Ok(())
+            .unwrap_or_default())
     }
 
     /// The config's providers: one becomes the bench's `endpoint:` (its settings the
@@ -580,18 +388,29 @@ impl Import {
     fn one_provider(&mut self, provider: &Value) -> Option<ProviderRead> {
         let (id, config, label) = match provider {
             Value::String(s) => (s.clone(), Map::new(), None),
-            Value::Object(o) => (
-                o.get("id")
+            Value::Object(o) => {
+                let id = o
+                    .get("id")
                     .or_else(|| o.get("provider"))
                     .and_then(Value::as_str)
                     .unwrap_or("")
-                    .to_string(),
-                o.get("config")
-                    .and_then(Value::as_object)
-                    .cloned()
-                    .unwrap_or_default(),
-                o.get("label").and_then(Value::as_str).map(String::from),
-            ),
+                    .to_string();
+                let others = o
+                    .keys()
+                    .filter(|k| !matches!(k.as_str(), "id" | "provider" | "config" | "label"));
+                for key in others {
+                    self.notes
+                        .push(format!("provider `{id}`: its `{key}` was not carried over"));
+                }
+                (
+                    id,
+                    o.get("config")
+                        .and_then(Value::as_object)
+                        .cloned()
+                        .unwrap_or_default(),
+                    o.get("label").and_then(Value::as_str).map(String::from),
+                )
+            }
             _ => return None,
         };
         let parts: Vec<&str> = id.split(':').collect();
@@ -746,6 +565,18 @@ impl Import {
     ) {
         self.tests_seen += 1;
         let n = self.tests_seen;
+        if asserts.is_empty() {
+            // promptfoo shows such a test's answers and passes it; promptgauge keeps it to
+            // read, apart from the cases it scores.
+            let mut case = Map::new();
+            case.insert("id".into(), json!(self.case_id(id, n)));
+            case.insert("vars".into(), Value::Object(vars));
+            if let Some(d) = description {
+                case.insert("tags".into(), json!([slug(d)]));
+            }
+            self.unscored.push(Value::Object(case));
+            return;
+        }
         let AssertScorers {
             mut scorers,
             expected,
@@ -839,42 +670,18 @@ impl Import {
         id
     }
 
+    /// `tests:`, each test as a case (a test with list variables as one case per
+    /// combination, as promptfoo runs it).
     fn tests(
         &mut self,
         files: &Reader,
         tests: &Value,
         default_asserts: &[Value],
     ) -> Result<(), String> {
-        let list: Vec<Value> = match tests {
-            Value::Array(items) => items.clone(),
-            Value::String(s) if s.starts_with("file://") && s.ends_with(".csv") => {
-                return self.csv(files, s, default_asserts);
-            }
-            Value::String(s) if s.starts_with("file://") => {
-                let (_, text) = files.read(s)?;
-                match yaml(&text, s)? {
-                    Value::Array(items) => items,
-                    _ => return Err(format!("{s} is not a list of tests")),
-                }
-            }
-            _ => return Err("`tests` is neither a list nor a file://".into()),
-        };
-        for t in &list {
-            if let Some(s) = t.as_str() {
-                if s.ends_with(".csv") {
-                    self.csv(files, s, default_asserts)?;
-                } else {
-                    self.notes.push(format!("tests entry `{s}` was not read"));
-                }
-                continue;
-            }
+        for promptfoo_tests::TestRead { test: t, id } in promptfoo_tests::read_tests(files, tests)?
+        {
             let mut vars = self.default_vars.clone();
-            vars.extend(
-                t.get("vars")
-                    .and_then(Value::as_object)
-                    .cloned()
-                    .unwrap_or_default(),
-            );
+            vars.extend(vars::vars_of(files, t.get("vars"))?);
             let mut asserts: Vec<Value> = default_asserts.to_vec();
             asserts.extend(
                 t.get("assert")
@@ -889,85 +696,19 @@ impl Import {
                         .push(format!("test {test}: its `{key}` was not carried over"));
                 }
             }
-            // promptfoo reads a `file://` variable's file; the case keeps the text as written
-            // (an image, a PDF or audio becomes one of the case's files, at the end).
-            for (name, value) in &vars {
-                if let Some(reference) = value
-                    .as_str()
-                    .filter(|v| v.starts_with("file://") && !files::attachable(v))
-                {
-                    self.notes.push(format!(
-                        "test {test}: variable `{name}` is `{reference}`, which promptfoo replaces by the file's contents; the case holds the reference as text — paste the file's contents into cases.jsonl"
-                    ));
-                }
+            let combos = vars::combinations(files, &vars)?;
+            let many = combos.len() > 1;
+            for mut combo in combos {
+                vars::read_file_values(files, &mut combo)
+                    .map_err(|e| format!("test {test}: {e}"))?;
+                let id = if many { None } else { id.clone() };
+                self.case(
+                    combo,
+                    &asserts,
+                    t.get("description").and_then(Value::as_str),
+                    id,
+                );
             }
-            self.case(
-                vars,
-                &asserts,
-                t.get("description").and_then(Value::as_str),
-                None,
-            );
-        }
-        Ok(())
-    }
-
-    /// promptfoo's CSV tests: a column per variable, `__expected` holding the assert
-    /// (`contains: x`, `regex: …`, `grade: rubric`, `is-json`, or a value to equal).
-    fn csv(
-        &mut self,
-        files: &Reader,
-        reference: &str,
-        default_asserts: &[Value],
-    ) -> Result<(), String> {
-        let (path, text) = files.read(reference)?;
-        let mut reader = csv::Reader::from_reader(text.as_bytes());
-        let headers = reader
-            .headers()
-            .map_err(|e| format!("{}: {e}", path.display()))?
-            .clone();
-        for record in reader.records() {
-            let record = record.map_err(|e| format!("{}: {e}", path.display()))?;
-            let mut vars = self.default_vars.clone();
-            let mut asserts: Vec<Value> = default_asserts.to_vec();
-            let mut id = None;
-            let mut description = None;
-            for (h, v) in headers.iter().zip(record.iter()) {
-                // An `id` column names the case (and stays a variable, as in promptfoo).
-                if (h == "id" || h == "__id") && !v.trim().is_empty() {
-                    id = Some(v.trim().to_string());
-                }
-                if h == "__description" {
-                    description = Some(v.to_string());
-                } else if h.starts_with("__expected") {
-                    let (kind, value) = match v.split_once(':') {
-                        Some((k, rest))
-                            if ["contains", "icontains", "regex", "equals", "starts-with"]
-                                .contains(&k.trim()) =>
-                        {
-                            (k.trim().to_string(), rest.trim().to_string())
-                        }
-                        Some(("grade" | "llm-rubric", rest)) => {
-                            ("llm-rubric".into(), rest.trim().to_string())
-                        }
-                        _ if v.trim() == "is-json" => ("is-json".into(), String::new()),
-                        _ => ("equals".into(), v.to_string()),
-                    };
-                    asserts.push(json!({"type": kind, "value": value}));
-                } else if !h.starts_with("__") {
-                    vars.insert(h.to_string(), json!(v));
-                } else if h != "__id" && !v.trim().is_empty() {
-                    self.notes.push(format!(
-                        "test {}: the CSV column `{h}` was not carried over",
-                        self.tests_seen + 1
-                    ));
-                }
-            }
-            self.case(
-                vars,
-                &asserts,
-                description.as_deref().filter(|d| !d.trim().is_empty()),
-                id,
-            );
         }
         Ok(())
     }
@@ -988,6 +729,16 @@ pub fn import(args: &ImportArgs) -> Result<Exit, Failure> {
     }
 }
 
+/// The keys of a promptfoo config the import reads (`$schema` only names the schema).
+const READ_CONFIG_KEYS: [&str; 6] = [
+    "$schema",
+    "description",
+    "prompts",
+    "providers",
+    "defaultTest",
+    "tests",
+];
+
 /// `import promptfoo CONFIG`.
 fn import_promptfoo(args: &ImportArgs) -> Result<Exit, Failure> {
     let config_path = &args.config;
@@ -1005,19 +756,15 @@ fn import_promptfoo(args: &ImportArgs) -> Result<Exit, Failure> {
     if let Some(p) = config.get("providers") {
         im.provider(p);
     }
-    let default_asserts = im.default_test(&config);
+    let default_asserts = im.default_test(&files, &config).map_err(bad)?;
     if let Some(tests) = config.get("tests") {
         im.tests(&files, tests, &default_asserts).map_err(bad)?;
     }
     im.attach_files(&files).map_err(bad)?;
-    for key in [
-        "scenarios",
-        "derivedMetrics",
-        "nunjucksFilters",
-        "extensions",
-        "redteam",
-    ] {
-        if config.get(key).is_some() {
+    // Every key the config has and this import did not read is said: the notes claim
+    // nothing was left only when nothing was.
+    for key in config.as_object().into_iter().flat_map(|o| o.keys()) {
+        if !READ_CONFIG_KEYS.contains(&key.as_str()) {
             im.notes.push(format!(
                 "`{key}` has no promptgauge equivalent and was left out"
             ));

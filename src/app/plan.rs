@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{DEFAULT_BENCH, Exit, Failure};
+use super::{Exit, Failure};
 use crate::cli::PowerArgs;
 use crate::report::Summary;
 use crate::stats::power::{self, Assumptions};
@@ -46,36 +46,47 @@ pub(super) fn say_gates(gates: &crate::report::gates::Gates, bench: &Bench, comp
     }
 }
 
-/// The baseline accuracy of the newest run of `bench` under `reports`, and its folder.
-fn last_baseline(reports: &Path, bench: &str) -> Option<(f64, PathBuf)> {
-    let mut runs: Vec<(String, f64, PathBuf)> = std::fs::read_dir(reports)
+/// The baseline of the newest complete run of `bench` under `reports` with graded answers
+/// scored 0 or 1: what it measured, and its folder.
+struct LastBaseline {
+    /// The baseline variant's accuracy, and its interval.
+    accuracy: f64,
+    interval: (Option<f64>, Option<f64>),
+    /// Its answers right, of those graded.
+    correct: u64,
+    n: u64,
+    run: PathBuf,
+}
+
+fn last_baseline(reports: &Path, bench: &str) -> Option<LastBaseline> {
+    let mut runs: Vec<(String, LastBaseline)> = std::fs::read_dir(reports)
         .ok()?
         .flatten()
         .filter_map(|e| {
             let text = std::fs::read_to_string(e.path().join("summary.json")).ok()?;
             let s: Summary = serde_json::from_str(&text).ok()?;
-            // A run that failed or scored nothing right says nothing about the task.
-            let accuracy = s
-                .variants
-                .first()?
-                .accuracy
-                .filter(|a| *a > 0.0 && *a < 1.0)?;
-            if !s.complete {
+            let v = s.variants.first().filter(|v| v.n > 0)?;
+            let accuracy = v.accuracy?;
+            if !s.complete || s.run.bench != bench {
                 return None;
             }
-            (s.run.bench == bench).then(|| (s.run.started_at.clone(), accuracy, e.path()))
+            let last = LastBaseline {
+                accuracy,
+                interval: (v.ci_low, v.ci_high),
+                correct: v.correct,
+                n: v.n,
+                run: e.path(),
+            };
+            Some((s.run.started_at.clone(), last))
         })
         .collect();
     runs.sort_by(|a, b| a.0.cmp(&b.0));
-    runs.pop().map(|(_, a, p)| (a, p))
+    runs.pop().map(|(_, last)| last)
 }
 
 /// `plan`: sizes a bench; sends nothing.
 pub fn plan(args: &PowerArgs) -> Result<Exit, Failure> {
-    let path = args
-        .bench
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_BENCH));
+    let path = super::prepare::bench_file(args.bench.as_deref())?;
     let bench = Bench::load(&path)?;
     // A bench whose scorers cannot be built is not planned for.
     let scorers = crate::grade::scorers_for(&bench)?;
@@ -137,10 +148,7 @@ fn baseline_accuracy(given: Option<f64>, bench: &str) -> (f64, String) {
     match given {
     Some(p) => (p, "as given".to_string()),
     None => match last_baseline(Path::new("reports"), bench) {
-        Some((p, run)) => (
-            p,
-            format!("the baseline's accuracy in {}", run.display()),
-        ),
+        Some(last) => from_last_run(&last),
         None => (
             0.5,
             "assumed, which needs the most cases: no earlier run of this bench under reports/; set --baseline-accuracy P"
@@ -148,6 +156,39 @@ fn baseline_accuracy(given: Option<f64>, bench: &str) -> (f64, String) {
         ),
     },
 }
+}
+
+/// The accuracy to size at from the last run, and where it comes from. A baseline that got
+/// every answer right (or none) measured no rate of failure to size at: the plan takes the
+/// end of its interval nearest 50% (more cases, not fewer), and says what such a bench can
+/// and cannot show.
+fn from_last_run(last: &LastBaseline) -> (f64, String) {
+    let run = last.run.display();
+    let (all, nearer) = match last.accuracy {
+        a if a >= 1.0 => ("every answer right", last.interval.0),
+        a if a <= 0.0 => ("no answer right", last.interval.1),
+        a => return (a, format!("the baseline's accuracy in {run}")),
+    };
+    let score = format!("{} of {}", last.correct, last.n);
+    match nearer.filter(|p| *p > 0.0 && *p < 1.0) {
+        Some(p) => (
+            p,
+            format!(
+                "the baseline got {all} in {run} ({score}), which measures no rate to size at: sized at the end of its interval nearest 50%; on this bench a variant can only show itself {}; harder (or easier) cases show both ways, or set --baseline-accuracy P",
+                if last.accuracy >= 1.0 {
+                    "worse"
+                } else {
+                    "better"
+                }
+            ),
+        ),
+        None => (
+            0.5,
+            format!(
+                "assumed, which needs the most cases: the baseline got {all} in {run} ({score}); set --baseline-accuracy P"
+            ),
+        ),
+    }
 }
 
 /// What the plan compares: the variants (at each endpoint), and how many of them.

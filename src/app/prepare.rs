@@ -1,7 +1,7 @@
 //! A bench with the flags applied: the jobs to run and where to send them. No network.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{DEFAULT_BENCH, Failure};
@@ -183,12 +183,42 @@ impl Prepared {
     }
 }
 
+/// The bench file a command reads: the one named, the `promptgauge.yaml` of a folder named
+/// (what `init` and `import` write), else `./promptgauge.yaml`. None there is said with how
+/// to start one (docs/guide/commands.md).
+pub(crate) fn bench_file(given: Option<&Path>) -> Result<PathBuf, UsageError> {
+    let path = match given {
+        Some(dir) if dir.is_dir() => {
+            let inside = dir.join(DEFAULT_BENCH);
+            if inside.is_file() {
+                return Ok(inside);
+            }
+            let dir_said = crate::report::shell_path(dir);
+            return Err(UsageError::with_fix(
+                format!(
+                    "{} is a folder with no {DEFAULT_BENCH} in it",
+                    dir.display()
+                ),
+                format!(
+                    "name the bench file inside it, or write a working bench there with: promptgauge init {dir_said}"
+                ),
+            ));
+        }
+        Some(file) => return Ok(file.to_path_buf()),
+        None => PathBuf::from(DEFAULT_BENCH),
+    };
+    if path.exists() {
+        return Ok(path);
+    }
+    Err(UsageError::with_fix(
+        format!("no bench here: this folder has no {DEFAULT_BENCH}"),
+        "start with `promptgauge init` (a small bench that runs at once on the built-in simulator), or name a bench file or its folder: promptgauge run path/to/bench.yaml",
+    ))
+}
+
 /// Loads and checks everything; no network. Every error is exit 2.
 pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
-    let path = args
-        .bench
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_BENCH));
+    let path = bench_file(args.bench.as_deref())?;
     let mut bench = Bench::load(&path)?;
     if args.fetch_urls {
         super::fetch::fetch_urls(&mut bench)?;

@@ -22,7 +22,7 @@ pub fn report(args: &ReportArgs) -> Result<Exit, Failure> {
         baseline: None,
     };
     let _ = report::render::write(
-        &report::render::TerminalTable,
+        &report::render::TerminalTable::default(),
         &mut run,
         &RunDir::at(&args.run),
     );

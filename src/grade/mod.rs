@@ -10,8 +10,11 @@ pub(crate) mod combine;
 pub mod command;
 mod context;
 pub mod embedding;
+pub mod expr;
+pub mod javascript;
 pub mod judge;
 mod judge_prompt;
+pub mod read;
 pub(crate) mod scorer;
 mod spec_error;
 pub(crate) mod structured;
@@ -41,7 +44,18 @@ pub(crate) type Scorers = Vec<Arc<dyn Scorer>>;
 pub fn scorers_for(bench: &Bench) -> Result<Scorers, InputErrors> {
     let dir = bench.dir();
     let shared = bench.grade.scorer(dir).map_err(|e| {
-        InputError::new(bench.location_of("grade"), e.to_string()).fix("fix the bench's `grade`")
+        // An expression's error points at its line (a part's, among several).
+        let at = e
+            .written()
+            .map(str::trim)
+            .filter(|w| !w.is_empty())
+            .and_then(|w| bench.text.lines().position(|l| l.contains(w)))
+            .map(|i| crate::suite::FilePos::line(&bench.path, i + 1));
+        InputError::new(
+            at.unwrap_or_else(|| bench.location_of("grade")),
+            e.to_string(),
+        )
+        .fix("fix the bench's `grade`")
     })?;
     let mut scorers = Vec::with_capacity(bench.cases.len());
     let mut errors = Vec::new();
@@ -73,6 +87,9 @@ pub fn scorers_for(bench: &Bench) -> Result<Scorers, InputErrors> {
             );
             let fix = if runaway {
                 "remove the runaway loop or repetition from the judge prompt".to_string()
+            } else if matches!(e, CaseError::ExprReads(_)) {
+                "give the case what the expression reads, or give it a `grade` of its own"
+                    .to_string()
             } else if matches!(e, CaseError::JudgePrompt(_)) {
                 "a judge prompt may use `question`, `conversation`, `reference`, `expected`, `answer`, `rubric`, `marker`, and the case's variables as `vars.NAME`".to_string()
             } else {
@@ -306,6 +323,7 @@ impl SpecExt for GradeSpec {
                 endpoint.as_deref(),
                 model.as_deref(),
             )?),
+            GradeSpec::Expr { expr } => Arc::new(expr::ExprScorer::new(expr)?),
             GradeSpec::All { of } => combined(combine::Combine::All, vec![1.0; of.len()], of, dir)?,
             GradeSpec::Any { of } => combined(combine::Combine::Any, vec![1.0; of.len()], of, dir)?,
             GradeSpec::Mean { of, weights } => {
@@ -365,6 +383,7 @@ impl SpecExt for GradeSpec {
             | GradeSpec::ToolArgs { .. }
             | GradeSpec::MaxSteps { .. }
             | GradeSpec::Command { .. }
+            | GradeSpec::Expr { .. }
             | GradeSpec::Embedding { .. } => Vec::new(),
         }
     }

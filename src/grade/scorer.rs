@@ -137,6 +137,9 @@ pub enum CaseError {
     JudgePrompt(#[from] PromptError),
     #[error("`embedding` compares the answer with `expected`, and the case has no expected answer")]
     NothingToEmbed,
+    /// An `expr` reads `vars.NAME` or `expected`, which the case has not.
+    #[error("the expression reads `{0}`, which this case does not have")]
+    ExprReads(String),
     #[error("`fields` needs `expected` to be a JSON object of the fields to extract")]
     FieldsNotObject,
     #[error("required field `{field}` is not among the expected fields ({expected})")]

@@ -66,6 +66,8 @@ pub enum SpecError {
     JudgePromptVariables { path: PathBuf, unknown: Vec<String> },
     #[error("{0}")]
     Command(#[from] CommandError),
+    #[error("{0}")]
+    Expr(#[from] super::expr::ExprError),
     #[error("`threshold` must be a number between -1 and 1 (a cosine similarity), found {0}")]
     Threshold(f64),
     /// A judge's `labels` or `range` that cannot be read by.
@@ -74,6 +76,15 @@ pub enum SpecError {
 }
 
 impl SpecError {
+    /// The text of the bench file the error is about, when it can be found there (the line
+    /// of an expression that does not compile).
+    pub(super) fn written(&self) -> Option<&str> {
+        match self {
+            SpecError::Expr(e) => e.written(),
+            _ => None,
+        }
+    }
+
     /// Whether the judge prompt file's text is at fault (it does not compile, or uses
     /// variables a judge prompt does not have).
     pub(super) fn in_judge_prompt(&self) -> bool {

@@ -14,7 +14,7 @@ use crate::suite::Case;
 
 /// The JSON document in an answer: the whole answer, or inside a Markdown fence, or the first
 /// object or array that parses.
-fn extract_json(text: &str) -> Option<Value> {
+pub(super) fn extract_json(text: &str) -> Option<Value> {
     let body = strip_code_fence(text.trim());
     if let Ok(v) = serde_json::from_str::<Value>(body) {
         return Some(v);

@@ -9,6 +9,7 @@
 pub mod answers;
 pub mod anthropic;
 pub mod batch;
+mod dress;
 pub mod embeddings;
 mod files;
 pub mod memory;

@@ -4,6 +4,7 @@
 //! ```text
 //! run.json        RunRecord: what was run, against what (typed)
 //! results.jsonl   the journal: one line per finished job, appended as each finishes
+//! steps.jsonl     an agent bench's loop steps, each appended as it finishes (for --resume)
 //! summary.json    summary.csv  summary.md  report.html   the reports
 //! baseline.json   with --baseline: the comparison with the earlier run
 //! .lock           held by the process writing the folder
@@ -20,6 +21,7 @@ use crate::files::{read_regular, write_atomically};
 
 const RECORD: &str = "run.json";
 const JOURNAL: &str = "results.jsonl";
+const STEPS: &str = "steps.jsonl";
 const REPORT_HTML: &str = "report.html";
 const BASELINE: &str = "baseline.json";
 const LABELS: &str = "labels.jsonl";
@@ -175,6 +177,12 @@ impl RunDir {
         self.path.join(JOURNAL)
     }
 
+    /// `steps.jsonl`: an agent loop's steps, journaled as each finishes, for a resume to
+    /// take (older runs kept them in the journal).
+    pub(crate) fn steps_path(&self) -> PathBuf {
+        self.path.join(STEPS)
+    }
+
     pub(crate) fn report_html(&self) -> PathBuf {
         self.path.join(REPORT_HTML)
     }
@@ -292,6 +300,8 @@ impl RunDir {
             // was removed).
             audit.stats.torn = 0;
         }
+        // A step torn by the kill was never finished: its request is sent again.
+        journal::cut_torn_tail(&self.steps_path())?;
         Ok((audit, Some(self.append_journal()?)))
     }
 
@@ -299,6 +309,6 @@ impl RunDir {
     pub fn append_journal(&self) -> std::io::Result<Journal> {
         let path = self.journal_path();
         count(&path, |o| o.appends += 1);
-        Journal::open(&path)
+        Ok(Journal::open(&path)?.with_steps(self.steps_path()))
     }
 }

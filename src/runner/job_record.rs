@@ -34,6 +34,12 @@ pub struct JobRecord {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<crate::client::ToolCall>,
     pub expected: Vec<String>,
+    /// What the variant's `extract:` read from `output`: the text its scorer saw
+    /// (docs/guide/scorers.md, "A variant reads its own answer"). Absent when the variant
+    /// reads the whole answer, or when its reading found nothing (then `not_found` says
+    /// what it looked for, and the answer scored 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<String>,
     pub extracted: Option<String>,
     /// What the scorer looked for and found none of in this answer (`a number`, `an
     /// option letter`, `JSON`): a graded answer with nothing to compare.

@@ -14,6 +14,10 @@ pub struct Journal {
     file: File,
     /// `--until-decided`: decisions reached live, written with the next event kept.
     decisions: Option<super::sequential::Decisions>,
+    /// Where an agent loop's steps go (`steps.jsonl` beside the journal), and the file once
+    /// the first step opened it: the journal itself holds one record per job.
+    steps_path: Option<std::path::PathBuf>,
+    steps: Option<File>,
 }
 
 impl Journal {
@@ -23,7 +27,34 @@ impl Journal {
         Ok(Journal {
             file,
             decisions: None,
+            steps_path: None,
+            steps: None,
         })
+    }
+
+    /// Keeps agent loops' steps in `path` (created with the first step) rather than among
+    /// the job records.
+    pub(crate) fn with_steps(mut self, path: std::path::PathBuf) -> Journal {
+        self.steps_path = Some(path);
+        self
+    }
+
+    /// Writes one agent loop step as one line of the steps file and flushes it to the OS,
+    /// before the loop's next request goes out.
+    fn append_step(&mut self, step: &super::job_record::StepLine) -> std::io::Result<()> {
+        if self.steps.is_none() {
+            let Some(path) = &self.steps_path else {
+                return Err(std::io::Error::other(
+                    "this journal has no steps file to keep an agent loop's steps in",
+                ));
+            };
+            self.steps = Some(OpenOptions::new().create(true).append(true).open(path)?);
+        }
+        let mut line = serde_json::to_vec(step)?;
+        line.push(b'\n');
+        let file = self.steps.as_mut().expect("opened above");
+        file.write_all(&line)?;
+        file.flush()
     }
 
     /// Records a change in how requests are sent (a gate resized, a replica benched). Readers
@@ -187,28 +218,63 @@ pub struct ReadStats {
     pub batches: Vec<super::batch::BatchRecord>,
 }
 
-/// The agent loops' steps a journal holds (`{"event":"step",…}`), by the idempotency key
+/// The agent loops' steps (`{"event":"step",…}`) the files at `paths` hold (the steps
+/// file, and the journal, where runs before steps.jsonl kept them), by the idempotency key
 /// of the request each answered: what a resume takes rather than send again. Read only
-/// for a bench with tools; a torn or unreadable line is no step.
+/// for a bench with tools; a missing file holds none, a torn or unreadable line is no step.
 pub(crate) fn loop_steps(
-    path: &Path,
+    paths: &[&Path],
 ) -> std::io::Result<std::collections::HashMap<String, super::job_record::StepLine>> {
     let mut steps = std::collections::HashMap::new();
-    let mut reader = BufReader::new(crate::files::open_regular(path)?);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line)? == 0 {
-            break;
-        }
-        if line.starts_with(STEP_PREFIX)
-            && line.last() == Some(&b'\n')
-            && let Ok(step) = serde_json::from_slice::<super::job_record::StepLine>(&line)
-        {
-            steps.insert(step.key.clone(), step);
+    for path in paths.iter().filter(|p| p.exists()) {
+        let mut reader = BufReader::new(crate::files::open_regular(path)?);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            if reader.read_until(b'\n', &mut line)? == 0 {
+                break;
+            }
+            if line.starts_with(STEP_PREFIX)
+                && line.last() == Some(&b'\n')
+                && let Ok(step) = serde_json::from_slice::<super::job_record::StepLine>(&line)
+            {
+                steps.insert(step.key.clone(), step);
+            }
         }
     }
     Ok(steps)
+}
+
+/// Cuts a torn last line (from a kill mid-write) off the file at `path`, so what is
+/// appended next starts a line of its own; returns the bytes removed. A missing file has
+/// none.
+pub(crate) fn cut_torn_tail(path: &Path) -> std::io::Result<u64> {
+    use std::io::{Read, Seek, SeekFrom};
+    if !path.exists() {
+        return Ok(0);
+    }
+    let mut file = crate::files::open_regular(path)?;
+    let len = file.metadata()?.len();
+    // Back from the end, a block at a time, to the last newline.
+    let mut end = len;
+    let mut block = vec![0u8; 64 * 1024];
+    let whole = loop {
+        if end == 0 {
+            break 0;
+        }
+        let start = end.saturating_sub(block.len() as u64);
+        let buf = &mut block[..(end - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(buf)?;
+        if let Some(i) = buf.iter().rposition(|&b| b == b'\n') {
+            break start + i as u64 + 1;
+        }
+        end = start;
+    };
+    if whole < len {
+        OpenOptions::new().write(true).open(path)?.set_len(whole)?;
+    }
+    Ok(len - whole)
 }
 
 /// Event lines start with this; job records never do.
@@ -511,7 +577,7 @@ impl super::events::Listener for Journal {
             super::events::RunEvent::JobFinished { record, .. } => self.append(record)?,
             super::events::RunEvent::PoolChanged(change) => self.append_event(change)?,
             super::events::RunEvent::Batch(b) if b.journaled() => self.append_line(b)?,
-            super::events::RunEvent::Step(step) => self.append_line(step)?,
+            super::events::RunEvent::Step(step) => self.append_step(step)?,
             _ => {}
         }
         self.append_decisions()
@@ -538,6 +604,7 @@ pub(crate) mod tests {
             finish_reason: Some("stop".into()),
             tool_calls: vec![],
             expected: vec!["x".into()],
+            read: None,
             extracted: Some("x".into()),
             not_found: None,
             correct: Some(true),
@@ -601,6 +668,67 @@ pub(crate) mod tests {
         let stats = read(&path, |r| seen.push(r.case_id)).unwrap();
         assert_eq!(seen, ["a", "b", "c"]);
         assert_eq!(stats.torn, 0);
+    }
+
+    fn step(key: &str) -> super::super::job_record::StepLine {
+        super::super::job_record::StepLine {
+            event: "step".into(),
+            key: key.into(),
+            turn: 1,
+            text: String::new(),
+            reasoning: String::new(),
+            tool_calls: vec![],
+            finish_reason: None,
+            usage: None,
+            model: None,
+            answer_ms: None,
+            attempts: vec![],
+            results: vec![],
+        }
+    }
+
+    /// The journal holds one record per job: a loop's steps go to their own file, which a
+    /// resume reads with the journal (where runs before it kept them), a torn last step cut.
+    #[test]
+    fn steps_go_to_their_own_file_and_a_resume_reads_both_kinds_of_run() {
+        use crate::runner::events::{Listener, RunEvent};
+        let dir = tempfile::tempdir().unwrap();
+        let run = crate::runner::RunDir::at(dir.path());
+        let mut j = run.append_journal().unwrap();
+        j.on(&RunEvent::Step(&step("pg-r-0-step1"))).unwrap();
+        j.append(&record("a")).unwrap();
+        drop(j);
+        let journal = std::fs::read_to_string(run.journal_path()).unwrap();
+        assert_eq!(journal.lines().count(), 1, "{journal}");
+        assert!(journal.starts_with(r#"{"job":0,"#), "{journal}");
+        // An older run's step in its journal, and a step torn by a kill.
+        let mut old = std::fs::OpenOptions::new()
+            .append(true)
+            .open(run.journal_path())
+            .unwrap();
+        old.write_all(&serde_json::to_vec(&step("pg-r-1-step1")).unwrap())
+            .unwrap();
+        old.write_all(b"\n").unwrap();
+        let mut torn = std::fs::OpenOptions::new()
+            .append(true)
+            .open(run.steps_path())
+            .unwrap();
+        torn.write_all(br#"{"event":"step","key":"pg-r-2-st"#)
+            .unwrap();
+        let keys = PlanKeys::new(&["a".into(), "b".into()], &["v".into()], 1, None);
+        let (audit, mut j) = run.resume(&keys, |_| {}).unwrap();
+        assert_eq!((audit.finished, audit.stats.events), (1, 1));
+        j.on(&RunEvent::Step(&step("pg-r-2-step1"))).unwrap();
+        let steps = loop_steps(&[&run.steps_path(), &run.journal_path()]).unwrap();
+        let mut found: Vec<&str> = steps.keys().map(String::as_str).collect();
+        found.sort_unstable();
+        assert_eq!(found, ["pg-r-0-step1", "pg-r-1-step1", "pg-r-2-step1"]);
+        assert!(
+            std::fs::read_to_string(run.steps_path())
+                .unwrap()
+                .lines()
+                .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok())
+        );
     }
 
     #[test]

@@ -181,6 +181,7 @@ pub(super) fn failed_record(
         finish_reason: None,
         tool_calls: Vec::new(),
         expected: case.expected.clone(),
+        read: None,
         extracted: None,
         not_found: None,
         correct: None,
@@ -274,18 +275,24 @@ async fn graded_record(
         tool_calls: result.tool_calls,
         steps: s.steps.to_vec(),
     };
-    let scorer = &s.scorers[job.case];
-    let scored = if refused {
-        Ok(refusal_score())
-    } else {
-        let input = ScoreInput {
-            key: s.key,
-            repeat: job.repeat,
-            case,
-            messages: s.messages,
-            answer: &answer,
-        };
-        scorer.score(input, s.context).await
+    // The variant's reading (`extract:`) comes first: the scorer sees what it read, and an
+    // answer it finds nothing in is wrong, never scored on its raw text.
+    let reading = bench.variants[job.variant]
+        .extract
+        .as_ref()
+        .filter(|_| !refused);
+    let read = reading.map(|x| crate::grade::read::read(x, &answer.text, &case.vars));
+    let scored = match &read {
+        _ if refused => Ok(refusal_score()),
+        Some(Err(nothing)) => Ok(nothing_read_score(nothing, bench, case)),
+        Some(Ok(text)) => {
+            let seen = Answer {
+                text: text.clone(),
+                ..answer.clone()
+            };
+            score_one(job, case, &seen, s).await
+        }
+        None => score_one(job, case, &answer, s).await,
     };
     let answered = Answered {
         usage: result.usage,
@@ -293,10 +300,59 @@ async fn graded_record(
         answer_ms: result.answer_ms,
         model: result.model,
     };
-    match scored {
-        Ok(score) => Some(graded_of(bench, job, answer, answered, score, refused, s)),
-        Err(e) if e.stopped => None,
-        Err(e) => Some(unscored_record(bench, job, answer, answered, e, s)),
+    let mut r = match scored {
+        Ok(score) => graded_of(bench, job, answer, answered, score, refused, s),
+        Err(e) if e.stopped => return None,
+        Err(e) => unscored_record(bench, job, answer, answered, e, s),
+    };
+    match read {
+        Some(Ok(text)) => r.read = Some(text),
+        Some(Err(_)) => r.not_found = reading.map(|x| x.looks_for()),
+        None => {}
+    }
+    Some(r)
+}
+
+/// One answer (the whole, or what the variant read of it) through the case's scorer.
+async fn score_one(
+    job: &Job,
+    case: &crate::suite::Case,
+    answer: &Answer,
+    s: &Scoring<'_>,
+) -> Result<Score, crate::grade::ScoreError> {
+    let input = ScoreInput {
+        key: s.key,
+        repeat: job.repeat,
+        case,
+        messages: s.messages,
+        answer,
+    };
+    s.scorers[job.case].score(input, s.context).await
+}
+
+/// The score of an answer the variant's reading found nothing in: 0, each of the score's
+/// parts 0, the scorer never asked (a judge is not paid to judge a format mismatch), and
+/// why in its detail.
+fn nothing_read_score(
+    nothing: &crate::grade::read::NothingRead,
+    bench: &Bench,
+    case: &crate::suite::Case,
+) -> Score {
+    use crate::grade::SpecExt;
+    let spec = case.grade.as_ref().unwrap_or(&bench.grade);
+    Score {
+        value: 0.0,
+        extracted: None,
+        usage: None,
+        detail: Some(serde_json::json!({
+            "error": format!("the variant's extract: found nothing: {}", nothing.0)
+        })),
+        judge: Vec::new(),
+        parts: spec
+            .part_names(case)
+            .into_iter()
+            .map(|name| (name, 0.0))
+            .collect(),
     }
 }
 
@@ -346,6 +402,7 @@ fn graded_of(
             .looks_for(case)
             .filter(|_| score.extracted.is_none() && !refused)
             .map(String::from),
+        read: None,
         extracted: score.extracted,
         error: None,
         attempts: answered.attempts,

@@ -146,6 +146,13 @@ pub enum GradeSpec {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         model: Option<String>,
     },
+    /// An expression over the answer (`output`), its JSON (`json`), `expected` and the
+    /// case's `vars`, evaluated in-process: true/false, or a score in [0, 1]
+    /// (docs/guide/scorers.md, "Inline checks").
+    Expr {
+        /// `"'refund' in output|lower and output|length < 400"`.
+        expr: String,
+    },
     /// Every part passes (the lowest score).
     All { of: Vec<GradePart> },
     /// One part passes (the highest score).
@@ -340,7 +347,10 @@ impl GradeSpec {
     /// does a judge given a rubric: it then judges by the rubric alone).
     pub(crate) fn needs_expected(&self) -> bool {
         match self {
+            // An expression that reads `expected` is checked against each case when the
+            // bench loads; one that does not needs none.
             GradeSpec::JsonSchema { .. }
+            | GradeSpec::Expr { .. }
             | GradeSpec::ToolSequence { .. }
             | GradeSpec::ToolArgs { .. }
             | GradeSpec::MaxSteps { .. } => false,
@@ -362,6 +372,17 @@ impl GradeSpec {
             GradeSpec::Command { run, env, .. } => vec![(run.as_slice(), env.as_slice())],
             GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
                 of.iter().flat_map(|p| p.spec.programs()).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The expressions of its `expr` scorers (within `all`/`any`/`mean` too).
+    pub(crate) fn expressions(&self) -> Vec<&str> {
+        match self {
+            GradeSpec::Expr { expr } => vec![expr.as_str()],
+            GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
+                of.iter().flat_map(|p| p.spec.expressions()).collect()
             }
             _ => Vec::new(),
         }
@@ -394,7 +415,8 @@ impl GradeSpec {
                 range,
                 ..
             } => *scale == Scale::Binary || !labels.is_empty() || range.is_some(),
-            GradeSpec::Fields { .. } | GradeSpec::Mean { .. } => false,
+            // An expression may give any number in [0, 1]: what it gives is known per answer.
+            GradeSpec::Fields { .. } | GradeSpec::Mean { .. } | GradeSpec::Expr { .. } => false,
             GradeSpec::Command { binary, .. } => *binary,
             GradeSpec::All { of } | GradeSpec::Any { of } => of.iter().all(|p| p.binary()),
             _ => true,

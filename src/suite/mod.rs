@@ -5,6 +5,7 @@ pub mod cases;
 pub mod endpoint;
 pub mod endpoints;
 pub mod error;
+pub mod extract;
 pub mod grading;
 mod json;
 pub mod plan;
@@ -13,7 +14,7 @@ pub mod schema;
 mod schema_cost;
 pub mod template;
 pub mod tools;
-mod yaml;
+pub(crate) mod yaml;
 
 use crate::client::attachment::FileTokens;
 use std::path::{Path, PathBuf};
@@ -80,7 +81,7 @@ struct RawBench {
     /// The client's gate, attempts, deadlines and rate limits (docs/guide/client.md).
     #[serde(default)]
     limits: RawLimits,
-    /// What tokens cost, in USD per million: enables cost and $/correct.
+    /// What tokens cost, in USD per million: enables cost and $/correct ($/point on a scored bench).
     #[serde(default)]
     price: Option<Price>,
     /// Answers per case and variant (more only with temperature > 0) [default: 1].

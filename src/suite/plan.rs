@@ -376,7 +376,12 @@ impl Fingerprint {
         let chosen: Vec<serde_json::Value> = variants
             .iter()
             .map(|&v| &bench.variants[v])
-            .map(|v| serde_json::json!([v.name, v.messages, v.params]))
+            .map(|v| match &v.extract {
+                // How its answers are read decides their scores; added only when there is
+                // one, so older fingerprints stay as they were.
+                Some(x) => serde_json::json!([v.name, v.messages, v.params, x]),
+                None => serde_json::json!([v.name, v.messages, v.params]),
+            })
             .collect();
         // The judge decides scores: a changed judge is a changed bench (added only when
         // there is one, so older fingerprints stay as they were).

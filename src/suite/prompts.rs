@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::error::{FilePos, InputError, read_text};
+use super::extract::Extract;
 use super::yaml::{self, Scalars, YamlShape};
 
 /// One chat message whose content is a template.
@@ -34,6 +35,11 @@ pub struct Variant {
     /// message (docs/guide/attachments.md).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_files: bool,
+    /// `extract:`: how its answer is read before the bench's scorer sees it
+    /// (docs/guide/scorers.md, "A variant reads its own answer"); `None` scores the whole
+    /// answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extract: Option<super::extract::Extract>,
 }
 
 /// A prompt variant: chat messages whose contents are Jinja templates over each case's
@@ -56,6 +62,33 @@ pub(super) struct RawPrompt {
     #[serde(default)]
     #[schemars(schema_with = "no_files_schema")]
     files: Option<String>,
+    /// How this variant's answer is read before the bench's scorer sees it: a regex's first
+    /// group, a JSON pointer, a tag, the last line, or a template.
+    #[serde(default)]
+    #[schemars(schema_with = "extract_schema")]
+    extract: Option<Value>,
+}
+
+/// `extract:`'s forms, as [`super::extract::Extract::from_value`] reads them.
+fn extract_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let one = |key: &str, what: &str| {
+        serde_json::json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": [key],
+            "properties": { key: { "type": "string", "description": what } }
+        })
+    };
+    schemars::json_schema!({
+        "anyOf": [
+            { "const": "last_line", "description": "The last non-blank line." },
+            one("regex", "The first match's first group (the whole match without a group)."),
+            one("json", "A JSON pointer into the answer's JSON: /answer."),
+            one("tag", "The text inside the last <tag>…</tag>: answer."),
+            one("template", "A template over answer, json and vars: {{ json.answer | upper }}."),
+            { "type": "null" }
+        ]
+    })
 }
 
 /// What [`read_messages`] takes: `{role, content}` messages, and `history` once.
@@ -145,6 +178,7 @@ fn parse_text(path: &Path, stem: String, text: String) -> Result<Variant, InputE
         params: Map::new(),
         path: path.to_path_buf(),
         no_files: false,
+        extract: None,
     })
 }
 
@@ -157,7 +191,14 @@ fn parse_yaml(path: &Path, stem: String, text: &str) -> Result<Variant, InputErr
                 .fix("write `name:` and `messages:` (a list of {role, content})"),
         );
     }
-    let (raw, lines) = read_yaml(path, text)?;
+    let (raw, lines, extract_line) = read_yaml(path, text)?;
+    let extract = match &raw.extract {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(Extract::from_value(v).map_err(|e| {
+            let here = extract_line.map_or_else(|| FilePos::file(path), |l| FilePos::line(path, l));
+            InputError::new(here, e.message).fix(e.fix)
+        })?),
+    };
     let messages = read_messages(path, raw.messages, &lines)?;
     if !messages.iter().any(|m| m.role == "user" || m.history) {
         return Err(
@@ -189,13 +230,17 @@ fn parse_yaml(path: &Path, stem: String, text: &str) -> Result<Variant, InputErr
         params: raw.params.unwrap_or_default(),
         path: path.to_path_buf(),
         no_files,
+        extract,
     })
 }
 
 /// A YAML prompt file as written, each message with its line. A message's text is what
 /// its author wrote (`content: NO` is "NO", `1e3` is "1e3"); `params` are read by YAML
 /// 1.2's core schema, where only `true` and `false` are booleans (docs/guide/files.md).
-fn read_yaml(path: &Path, text: &str) -> Result<(RawPrompt, Vec<usize>), InputError> {
+fn read_yaml(
+    path: &Path,
+    text: &str,
+) -> Result<(RawPrompt, Vec<usize>, Option<usize>), InputError> {
     let root = yaml::parse(path, text, "prompt file")?;
     let Some(
         root @ yaml::Node {
@@ -223,12 +268,34 @@ fn read_yaml(path: &Path, text: &str) -> Result<(RawPrompt, Vec<usize>), InputEr
         })
         .collect();
     let raw: RawPrompt = serde_json::from_value(Value::Object(value))
-        .map_err(|e| yaml::shape_error(path, root, "prompt file", &e))?;
+        .map_err(|e| not_for_a_prompt(yaml::shape_error(path, root, "prompt file", &e)))?;
     let lines = match root.entry("messages").map(|e| &e.node.kind) {
         Some(YamlShape::Seq(items)) => items.iter().map(|n| n.line).collect(),
         _ => Vec::new(),
     };
-    Ok((raw, lines))
+    Ok((raw, lines, root.entry("extract").map(|e| e.line)))
+}
+
+/// A key a user brings from the bench file or from promptfoo (`grade`, `assert`,
+/// `transform`): a prompt file does not score, but it may say how its answer is read.
+fn not_for_a_prompt(e: InputError) -> InputError {
+    if !e.message.starts_with("unknown key") {
+        return e;
+    }
+    let key = e.message.split('`').nth(1).unwrap_or("");
+    let fix = match key {
+        "grade" | "assert" | "scorer" => {
+            "a prompt file does not score: the bench's `grade:` scores every variant. To read this variant's answer before it is scored, write `extract:` (a regex, a JSON pointer, a tag, `last_line`, a template; docs/guide/scorers.md, \"A variant reads its own answer\")"
+        }
+        "transform" | "extractor" | "parse" => {
+            "promptgauge calls this `extract:`: `{regex: \"Answer: (.+)\"}`, `{json: /answer}`, `{tag: answer}`, `last_line` or `{template: \"{{ json.answer }}\"}` (docs/guide/scorers.md, \"A variant reads its own answer\")"
+        }
+        _ => return e,
+    };
+    InputError {
+        fix: Some(fix.to_string()),
+        ..e
+    }
 }
 
 /// A YAML prompt's messages, each with its line: `{role, content}`, or `history` once.
@@ -389,6 +456,50 @@ mod tests {
         let f = file(".yaml", "mesages: []\n");
         let e = load(f.path()).unwrap_err();
         assert!(e.to_string().contains("did you mean `messages`"), "{e}");
+    }
+
+    #[test]
+    fn a_variant_s_reading_loads_and_a_bad_one_is_named_at_its_line() {
+        let f = file(
+            ".yaml",
+            "name: tagged\nmessages:\n  - { role: user, content: \"{{ q }}\" }\nextract: { tag: answer }\n",
+        );
+        let v = load(f.path()).unwrap();
+        assert_eq!(v.extract, Some(Extract::tag("answer").unwrap()));
+        let f = file(
+            ".yaml",
+            "messages:\n  - { role: user, content: \"{{ q }}\" }\nextract: last_line\n",
+        );
+        assert_eq!(load(f.path()).unwrap().extract, Some(Extract::LastLine));
+        let f = file(
+            ".yaml",
+            "messages:\n  - { role: user, content: \"{{ q }}\" }\n\nextract: { regex: \"Answer: ([A-D]\" }\n",
+        );
+        let e = load(f.path()).unwrap_err();
+        assert_eq!(e.location.line, Some(4), "{e}");
+        assert!(e.message.contains("does not compile"), "{e}");
+        let f = file(
+            ".yaml",
+            "messages:\n  - { role: user, content: \"{{ q }}\" }\nextract: { jsn: /answer }\n",
+        );
+        let e = load(f.path()).unwrap_err().to_string();
+        assert!(
+            e.contains(":3: unknown reading `jsn`") && e.contains("did you mean `json`?"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn grade_or_transform_in_a_prompt_file_points_to_extract() {
+        for key in ["grade: { kind: exact }", "transform: output.trim()"] {
+            let f = file(
+                ".yaml",
+                &format!("messages:\n  - {{ role: user, content: hi }}\n{key}\n"),
+            );
+            let e = load(f.path()).unwrap_err();
+            assert_eq!(e.location.line, Some(3), "{e}");
+            assert!(e.fix.as_deref().unwrap_or("").contains("`extract:`"), "{e}");
+        }
     }
 
     #[test]

@@ -567,6 +567,7 @@ mod tests {
             params: Default::default(),
             path: PathBuf::from("prompts/v.yaml"),
             no_files: false,
+            extract: None,
         }
     }
 

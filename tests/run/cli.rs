@@ -1981,7 +1981,7 @@ fn an_import_reads_only_regular_files_beside_the_config_unless_told_otherwise() 
         "{notes}"
     );
     assert!(!notes.contains("Everything was carried over"), "{notes}");
-    // A variable promptfoo would read from a file is named, not silently kept as text.
+    // A variable promptfoo would read from a file is read, not silently kept as text.
     std::fs::write(
         d.join("vars.yaml"),
         "prompts: [\"{{doc}}\"]\ntests:\n  - vars: { doc: \"file://inside.txt\" }\n    assert: [{ type: equals, value: a }]\n",
@@ -1997,10 +1997,11 @@ fn an_import_reads_only_regular_files_beside_the_config_unless_told_otherwise() 
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let notes = std::fs::read_to_string(d.join("out-vars/IMPORT-NOTES.md")).unwrap();
+    // A variable promptfoo reads from a file holds the file's text, as promptfoo sends it.
+    let cases = std::fs::read_to_string(d.join("out-vars/cases.jsonl")).unwrap();
     assert!(
-        notes.contains("variable `doc` is `file://inside.txt`"),
-        "{notes}"
+        cases.contains("\"doc\":\"Answer: {{question}}\""),
+        "{cases}"
     );
 }
 
@@ -2497,4 +2498,136 @@ fn a_batched_run_s_live_line_shows_its_batches_and_fits_a_real_terminal() {
             "{text}"
         );
     }
+}
+
+/// A folder with no bench says how to start one; a folder holding promptgauge.yaml (what
+/// `init` and `import` write) is taken for its bench by `check`, `run` and `plan`
+/// (issue 52, item 5).
+#[test]
+fn a_folder_without_a_bench_says_how_to_start_and_a_bench_s_folder_is_its_bench() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for command in ["run", "check", "plan"] {
+        let out = promptgauge(d).arg(command).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command}: {stderr}");
+        assert!(
+            stderr.contains("no bench here") && stderr.contains("promptgauge init"),
+            "{command}: {stderr}"
+        );
+    }
+    std::fs::create_dir(d.join("empty")).unwrap();
+    let out = promptgauge(d).args(["check", "empty"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("empty is a folder with no promptgauge.yaml")
+            && stderr.contains("promptgauge init empty"),
+        "{stderr}"
+    );
+    promptgauge(d).args(["init", "mybench"]).assert().success();
+    let out = promptgauge(d).args(["check", "mybench"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("promptgauge.yaml): ok"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let out = promptgauge(d)
+        .args(["run", "mybench", "--limit", "2", "--no-store", "--quiet"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `--quiet` prints the variants' table, the verdicts and the gates' lines: not the
+/// simulator's banner, the paired table or the notes (issue 52, item 5).
+#[test]
+fn quiet_prints_the_one_table_the_verdicts_and_the_gates() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    promptgauge(d).arg("init").assert().success();
+    // The careful prompt answers about 40% right: its gate fails.
+    let careful = d.join("prompts/careful.yaml");
+    let text = std::fs::read_to_string(&careful).unwrap();
+    std::fs::write(
+        &careful,
+        text.replace(
+            "Think step by step",
+            "simulated accuracy 40%. Think step by step",
+        ),
+    )
+    .unwrap();
+    let out = promptgauge(d)
+        .args(["run", "--quiet", "--no-store", "--min-accuracy", "0.9"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        stdout.contains("accuracy") && stdout.contains("careful"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("careful is "), "the verdict: {stdout}");
+    assert!(!stdout.contains("both right"), "no paired table: {stdout}");
+    assert!(
+        !stdout.contains("detects differences"),
+        "no notes: {stdout}"
+    );
+    assert_eq!(stdout.matches('┌').count(), 1, "one table: {stdout}");
+    assert!(
+        stdout.contains("SIMULATED PROVIDER: these numbers"),
+        "{stdout}"
+    );
+    assert!(!stderr.contains("====="), "no banner: {stderr}");
+    assert!(stderr.contains("gate "), "the gate's line: {stderr}");
+    assert!(!stderr.contains("reports:"), "{stderr}");
+}
+
+/// `plan` right after a run whose baseline got every answer right sizes from that run (at
+/// the end of its interval nearest 50%) and says what a bench at 100% can show, rather
+/// than that it found no run (issue 52, item 5).
+#[test]
+fn plan_after_a_run_at_100_percent_uses_it_and_says_what_it_can_show() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    promptgauge(d).arg("init").assert().success();
+    promptgauge(d)
+        .args(["run", "--quiet", "--no-store"])
+        .assert()
+        .success();
+    let run = run_dirs(&d.join("reports")).pop().unwrap();
+    let summary: Summary =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let baseline = &summary.variants[0];
+    assert_eq!(
+        baseline.accuracy,
+        Some(1.0),
+        "the simulator answers this bench right"
+    );
+    let out = promptgauge(d)
+        .args(["plan", "--detect", "10"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(!stdout.contains("no earlier run"), "{stdout}");
+    let low = baseline.ci_low.unwrap() * 100.0;
+    assert!(
+        stdout.contains(&format!(
+            "baseline accuracy {low:.1}% (the baseline got every answer right in"
+        )),
+        "{stdout}"
+    );
+    assert!(stdout.contains("can only show itself worse"), "{stdout}");
 }

@@ -1,7 +1,9 @@
-//! The npm packages (npm/, scripts/npm-pack.sh): their versions are Cargo.toml's, and the
-//! packed tarballs install offline into a scratch project whose `promptgauge` runs the
-//! README's first command. (The Python wheel's check needs a build of its own:
-//! .ci/check-wheel, which .ci/run runs after the tests.)
+//! The npm packages (npm/, scripts/npm-pack.sh): their versions are Cargo.toml's, and
+//! install.md's recipe from a checkout packs them and installs the tarballs offline, whose
+//! `promptgauge` runs the README's first command from a clean folder. (The Python wheel's
+//! check needs a build of its own: .ci/check-wheel, which .ci/run runs after the tests,
+//! builds it with install.md's `scripts/build-wheel.sh`; `cargo install --locked --path .`
+//! is tried by .ci/run itself.) The release workflow builds each platform once.
 
 use std::path::Path;
 use std::process::Command;
@@ -107,63 +109,69 @@ fn clean(program: &Path, dir: &Path) -> Command {
     cmd
 }
 
+/// The npm recipe of install.md's "From a checkout", after `cargo build --release`: the
+/// test build's binary stands in for the release one (a release build would cost CI
+/// minutes, and packing does not look inside the binary).
+const NPM_RECIPE: &str = "scripts/npm-pack.sh target/release/promptgauge target/npm && npm install -g ./target/npm/*.tgz";
+
 #[test]
-fn the_npm_packages_install_offline_and_run_the_readmes_first_command() {
+fn the_npm_packages_install_offline_as_install_md_says_and_run_the_readmes_first_command() {
+    for doc in ["README.md", "docs/guide/install.md"] {
+        let text = std::fs::read_to_string(repo().join(doc)).unwrap();
+        assert!(
+            text.contains(NPM_RECIPE),
+            "{doc} no longer says {NPM_RECIPE}"
+        );
+    }
     if npm().is_none() {
         return;
     }
+    // A clean folder laid out as a checkout after `cargo build --release`: the scripts and
+    // packages, and the test build's binary, without its debug information where `strip`
+    // is at hand (a fifth of the size to pack and unpack).
     let tmp = tempfile::tempdir().unwrap();
-    // The test build's binary, without its debug information where `strip` is at hand: a
-    // fifth of the size to pack and unpack.
-    let binary = tmp.path().join("promptgauge");
+    let checkout = tmp.path().join("checkout");
+    for dir in ["scripts", "npm"] {
+        copy_dir(&repo().join(dir), &checkout.join(dir));
+    }
+    for file in ["README.md", "LICENSE-MIT", "LICENSE-APACHE"] {
+        std::fs::copy(repo().join(file), checkout.join(file)).unwrap();
+    }
+    let binary = checkout.join("target/release/promptgauge");
+    std::fs::create_dir_all(binary.parent().unwrap()).unwrap();
     std::fs::copy(env!("CARGO_BIN_EXE_promptgauge"), &binary).unwrap();
     let _ = Command::new("strip").arg(&binary).status();
-    let packed = tmp.path().join("packed");
-    let pack = Command::new("bash")
-        .arg(repo().join("scripts/npm-pack.sh"))
-        .arg(&binary)
-        .arg(&packed)
-        .output()
-        .unwrap();
-    assert!(
-        pack.status.success(),
-        "npm-pack.sh: {}",
-        String::from_utf8_lossy(&pack.stderr)
-    );
-    let mut tarballs: Vec<_> = std::fs::read_dir(&packed)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    tarballs.sort();
-    assert_eq!(
-        tarballs.len(),
-        2,
-        "the launcher and this platform's: {tarballs:?}"
-    );
 
-    // A scratch project, the tarballs installed with no registry and an empty cache.
-    let project = tmp.path().join("project");
-    std::fs::create_dir(&project).unwrap();
-    std::fs::write(
-        project.join("package.json"),
-        r#"{"name": "scratch", "private": true}"#,
-    )
-    .unwrap();
-    let install = Command::new("npm")
-        .current_dir(&project)
-        .args(["install", "--offline", "--no-audit", "--no-fund", "--cache"])
-        .arg(tmp.path().join("npm-cache"))
-        .args(&tarballs)
+    // The recipe as written, into a scratch global prefix, with no registry and an empty
+    // cache.
+    let global = tmp.path().join("global");
+    let install = Command::new("bash")
+        .current_dir(&checkout)
+        .args(["-c", &format!("set -e; {NPM_RECIPE}")])
+        .env("NPM_CONFIG_PREFIX", &global)
+        .env("NPM_CONFIG_OFFLINE", "true")
+        .env("NPM_CONFIG_AUDIT", "false")
+        .env("NPM_CONFIG_FUND", "false")
+        .env("NPM_CONFIG_CACHE", tmp.path().join("npm-cache"))
         .output()
         .unwrap();
     assert!(
         install.status.success(),
-        "npm install: {}",
+        "{NPM_RECIPE}: {}",
         String::from_utf8_lossy(&install.stderr)
+    );
+    let packed: Vec<_> = std::fs::read_dir(checkout.join("target/npm"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        packed.len(),
+        2,
+        "the launcher and this platform's: {packed:?}"
     );
 
     // The README's first command, from a clean folder, through the launcher npm linked.
-    let installed = project.join("node_modules/.bin/promptgauge");
+    let installed = global.join("bin/promptgauge");
     let work = tmp.path().join("work");
     copy_dir(&repo().join("cases"), &work.join("cases"));
     copy_dir(&repo().join("prompts"), &work.join("prompts"));
@@ -189,10 +197,13 @@ fn the_npm_packages_install_offline_and_run_the_readmes_first_command() {
         .collect();
     assert_eq!(reports.len(), 1, "one run folder with its summary");
 
-    // `npx` finds it too, and the binary's exit code comes through the launcher.
+    // `npx` finds the global install too, and the binary's exit code comes through the
+    // launcher.
     let npx = Command::new("npx")
-        .current_dir(&project)
+        .current_dir(tmp.path())
         .args(["--offline", "promptgauge", "check", "missing.yaml"])
+        .env("NPM_CONFIG_PREFIX", &global)
+        .env("NPM_CONFIG_CACHE", tmp.path().join("npm-cache"))
         .output()
         .unwrap();
     assert_eq!(
@@ -218,12 +229,58 @@ fn the_release_builds_tries_and_sums_every_package() {
             .collect()
     };
     // Each kind of package is installed from a clean folder and run before it is attached.
-    for job in ["build", "wheels", "npm"] {
+    for job in ["archives", "wheels", "npm"] {
         assert!(
             steps(job).contains(".ci/first-run"),
             "{job} tries what it built"
         );
     }
+    // Each platform is compiled for release once, by its wheel: no other job builds a
+    // release binary, and each archive carries the binary of a wheel the workflow builds.
+    let compiles = |job: &Value| {
+        let steps = job["steps"].as_array().unwrap();
+        steps.iter().any(|s| {
+            s["run"].as_str().is_some_and(|r| {
+                r.contains("cargo build --release")
+                    || r.contains("cargo install")
+                    || r.contains("maturin build")
+            }) || (s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("PyO3/maturin-action"))
+                && s["with"]["command"] == "build")
+        })
+    };
+    for (name, job) in jobs.as_object().unwrap() {
+        assert_eq!(
+            compiles(job),
+            name == "wheels",
+            "job {name}: only the wheels compile a release"
+        );
+    }
+    let archives = jobs["archives"]["strategy"]["matrix"]["include"]
+        .as_array()
+        .unwrap();
+    assert!(steps("archives").contains(".data/scripts/promptgauge"));
+    assert!(
+        jobs["archives"]["needs"] == "wheels",
+        "the archives are packed from the wheels"
+    );
+    for archive in archives {
+        let wheel = archive["wheel"].as_str().unwrap();
+        let target = archive["target"].as_str().unwrap();
+        let built = jobs["wheels"]["strategy"]["matrix"]["include"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["name"] == wheel)
+            .unwrap_or_else(|| panic!("the archive of {target} takes no wheel built here"));
+        assert_eq!(built["target"], target, "{target}'s archive holds {wheel}");
+        assert_eq!(
+            built["os"], archive["os"],
+            "{target} is tried where it runs"
+        );
+    }
+    assert_eq!(archives.len(), 4, "Linux and macOS, x86_64 and arm64");
     // A wheel for each platform an npm package is made from.
     let wheels: Vec<String> = jobs["wheels"]["strategy"]["matrix"]["include"]
         .as_array()
@@ -349,4 +406,42 @@ fn the_npm_launcher_passes_on_every_signal_and_exits_as_the_binary_did() {
             "{said}: {log}"
         );
     }
+}
+
+/// The README's install section leads with what works from a checkout today, each line a
+/// command CI runs, and keeps the registry lines for after the first release (issue 52).
+#[test]
+fn the_readme_leads_with_installs_that_work_today_and_ci_runs_each() {
+    let read = |p: &str| std::fs::read_to_string(repo().join(p)).unwrap();
+    let readme = read("README.md");
+    assert_eq!(
+        readme.matches("\n## Install\n").count(),
+        1,
+        "one Install section"
+    );
+    let section = readme.split("\n## Install\n").nth(1).unwrap();
+    let section = section.split("\n## ").next().unwrap();
+    let (today, later) = section
+        .split_once("After the first release")
+        .expect("the registry lines wait for the first release");
+    let wheel = "scripts/build-wheel.sh && pip install target/wheels/promptgauge-*.whl";
+    for line in ["cargo install --locked --path .", wheel, NPM_RECIPE] {
+        assert!(today.contains(line), "the README leads without {line}");
+    }
+    for line in [
+        "pip install promptgauge",
+        "npm install -g promptgauge",
+        "cargo install --locked --git",
+    ] {
+        assert!(
+            !today.contains(line) && later.contains(line),
+            "{line} belongs after the first release"
+        );
+    }
+    assert!(read("docs/guide/install.md").contains(wheel));
+    // CI runs each: the wheel's check builds it with the script, .ci/run installs with cargo.
+    assert!(read(".ci/check-wheel").contains("scripts/build-wheel.sh --debug"));
+    let ci = read(".ci/run");
+    assert!(ci.contains("cargo install --locked") && ci.contains("--path ."));
+    assert!(ci.contains(".ci/check-wheel"));
 }

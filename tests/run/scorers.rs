@@ -188,7 +188,7 @@ fn a_scorer_that_cannot_be_found_is_refused_before_anything_is_sent() {
 }
 
 #[test]
-fn the_python_and_javascript_examples_score_a_run_alike() {
+fn the_python_javascript_and_expr_examples_score_a_run_alike() {
     let examples = repo().join("examples/scorers");
     let mut scores = Vec::new();
     for bench in ["python.yaml", "javascript.yaml"] {
@@ -219,6 +219,43 @@ fn the_python_and_javascript_examples_score_a_run_alike() {
         scores.push(s);
     }
     assert_eq!(scores[0], scores[1]);
+    // The same scorer as one expression (examples/expr, its `mentions` part) scores alike.
+    let out = tempfile::tempdir().unwrap();
+    let o = promptgauge(&repo().join("examples/expr"))
+        .args([
+            "run",
+            "support.yaml",
+            "--base-url",
+            "mock",
+            "--quiet",
+            "--out",
+        ])
+        .arg(out.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut mentions: Vec<(String, String, f64)> = journal(&run_dirs(out.path()).pop().unwrap())
+        .iter()
+        .map(|r| {
+            let part = r["parts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["name"] == "mentions")
+                .unwrap();
+            (
+                r["case_id"].as_str().unwrap().to_string(),
+                r["variant"].as_str().unwrap().to_string(),
+                part["score"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    mentions.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    let python: Vec<(String, String, f64)> = scores[0]
+        .iter()
+        .map(|(c, v, s, _)| (c.clone(), v.clone(), *s))
+        .collect();
+    assert_eq!(mentions, python);
     // Partial credit: some answers miss some of what they must mention.
     assert!(
         scores[0].iter().any(|s| s.2 > 0.0 && s.2 < 1.0),
@@ -1132,5 +1169,372 @@ fn the_triage_example_checks_and_runs_with_each_field_s_figures() {
             .collect();
         assert_eq!(arms, ["plain", "defined", "careful"]);
         assert_eq!(p["comparisons"].as_array().unwrap().len(), 2, "{p}");
+    }
+}
+
+/// On a bench whose answers earn part marks, cost is said per point of score (`$/point`:
+/// the cost over the sum of the scores), not per "correct" answer, which has no one
+/// meaning there (issue 52, item 5).
+#[test]
+fn a_scored_bench_says_its_cost_per_point_not_per_correct_answer() {
+    let bench = triage(20, "{ kind: fields }");
+    let d = bench.path();
+    let mut text = std::fs::read_to_string(d.join("bench.yaml")).unwrap();
+    text.push_str("price: { input_per_mtok: 1.0, output_per_mtok: 2.0 }\n");
+    std::fs::write(d.join("bench.yaml"), text).unwrap();
+    let out = promptgauge(d)
+        .args(["run", "bench.yaml", "--no-store"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("$/point"), "{stdout}");
+    assert!(!stdout.contains("$/correct"), "{stdout}");
+    let run = run_dirs(&d.join("reports")).pop().unwrap();
+    let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(
+        md.contains("cost per point") && !md.contains("cost per correct"),
+        "{md}"
+    );
+    let csv = std::fs::read_to_string(run.join("summary.csv")).unwrap();
+    assert!(
+        csv.lines().next().unwrap().contains("cost_per_point_usd"),
+        "{csv}"
+    );
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let records = journal(&run);
+    for v in summary["variants"].as_array().unwrap() {
+        let points: f64 = records
+            .iter()
+            .filter(|r| r["variant"] == v["name"])
+            .map(|r| r["score"].as_f64().unwrap())
+            .sum();
+        let cost = v["cost_usd"].as_f64().unwrap();
+        let per_point = v["cost_per_point_usd"].as_f64().unwrap();
+        assert!((per_point - cost / points).abs() < 1e-12, "{v}");
+    }
+}
+
+/// `{kind: expr}` scores each answer in-process by its expression, as a part of a `mean`
+/// under its name; the answers are the simulator's echo, so each score is known.
+#[test]
+fn expr_parts_score_each_answer_by_their_expressions() {
+    let b = echo_bench(
+        "{ kind: mean, of: [{ kind: expr, name: exact, expr: \"output|trim == expected\" }, { kind: expr, name: short, expr: \"1 - (output|wordcount) / 20\" }, { kind: expr, expr: \"vars.say|wordcount == output|wordcount and 'Indeed' not in output\" }] }",
+    );
+    let (_rt, server) = start_mock(MockConfig::default());
+    let url = server.base_url();
+    let (s, records) = run_parts(b.path(), &["--model", "m", "--base-url", url.as_str()]);
+    let names: Vec<&str> = s["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["exact", "short", "expr"]);
+    assert_eq!(records.len(), 12);
+    for r in &records {
+        let output = r["output"].as_str().unwrap().trim();
+        let expected = match r["case_id"].as_str().unwrap() {
+            "same" | "twice" => "Refunds reach your card within 5 business days.",
+            _ => "",
+        };
+        let words = output.split_whitespace().count() as f64;
+        let plain = r["variant"] == "plain";
+        let parts = [
+            f64::from(u8::from(output == expected)),
+            1.0 - words / 20.0,
+            f64::from(u8::from(plain)),
+        ];
+        let got: Vec<f64> = r["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["score"].as_f64().unwrap())
+            .collect();
+        assert_eq!(got, parts, "{r}");
+        let mean = parts.iter().sum::<f64>() / 3.0;
+        assert!((r["score"].as_f64().unwrap() - mean).abs() < 1e-12, "{r}");
+    }
+    // plain echoes `say`: its exact part is right on the two cases whose answer is `say`.
+    assert_eq!(means(&s, "exact"), [2.0 / 6.0, 0.0]);
+    assert_eq!(means(&s, "expr"), [1.0, 0.0]);
+}
+
+/// A broken expression is refused by `check` and `run` before anything is sent, naming the
+/// bench file, the expression's line and the failing part; an expression that fails on an
+/// answer fails that job with its cause, never a 0.
+#[test]
+fn a_broken_expr_sends_nothing_and_one_failing_on_an_answer_fails_its_job() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let b = echo_bench(
+        "\n  kind: all\n  of:\n    - { kind: exact }\n    - kind: expr\n      expr: \"'Refunds' in output and output|length >> 3\"",
+    );
+    for command in ["check", "run"] {
+        let o = promptgauge(b.path())
+            .args([command, "bench.yaml", "--base-url"])
+            .arg(server.base_url())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains("bench.yaml:9")
+                && stderr.contains("does not compile")
+                && stderr.contains("at `> 3` (column 40)"),
+            "{stderr}"
+        );
+    }
+    let typo = echo_bench("{ kind: expr, expr: \"'Refunds' in ouptut\" }");
+    let o = promptgauge(typo.path())
+        .args(["run", "bench.yaml", "--base-url"])
+        .arg(server.base_url())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("did you mean `output`?"), "{stderr}");
+    assert_eq!(server.provider.stats().requests, 0);
+
+    // `check` says what scores the answers.
+    let fine = echo_bench("{ kind: expr, expr: \"'Refunds' in output\" }");
+    let o = promptgauge(fine.path())
+        .args(["check", "bench.yaml"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("scores with the expression `'Refunds' in output` (in-process"),
+        "{stdout}"
+    );
+
+    // A score outside [0, 1] fails the job, naming the case: never clamped, never a 0.
+    let out_of_range = echo_bench("{ kind: expr, expr: \"(output|wordcount) / 6\" }");
+    let o = promptgauge(out_of_range.path())
+        .args([
+            "run",
+            "bench.yaml",
+            "--quiet",
+            "--no-store",
+            "--allow-failures",
+            "100",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let run = run_dirs(&out_of_range.path().join("reports"))
+        .pop()
+        .unwrap();
+    let records = journal(&run);
+    let failed: Vec<&Value> = records.iter().filter(|r| r["status"] == "failed").collect();
+    assert!(!failed.is_empty() && failed.len() < records.len());
+    for r in failed {
+        assert!(r["score"].is_null(), "{r}");
+        let error = r["error"].as_str().unwrap();
+        assert!(
+            error.contains("outside [0, 1]") && error.contains("(output|wordcount) / 6"),
+            "{error}"
+        );
+    }
+}
+
+/// An expression that fails on every answer alike (a type error) stops the run after its
+/// first jobs, as a `command` scorer that cannot score does: the rest are not bought.
+#[test]
+fn an_expr_that_fails_every_answer_alike_stops_the_run_early() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let b = arithmetic_bench(30, 2, "");
+    scored_by(b.path(), "", "{ kind: expr, expr: \"output + 1 > 0\" }");
+    let o = promptgauge(b.path())
+        .args(["run", "bench.yaml", "--concurrency", "1", "--model", "m"])
+        .arg("--base-url")
+        .arg(server.base_url())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains("all failed the same way")
+            && stderr.contains("the expression `output + 1 > 0` failed on this answer"),
+        "{stderr}"
+    );
+    assert!(
+        server.provider.stats().requests < 20,
+        "{}",
+        server.provider.stats().requests
+    );
+}
+
+/// A multiple-choice bench whose variants answer in different formats, each read its own
+/// way (`extract:`) and all scored by one `exact` against the same letters: a letter, JSON
+/// read at `/answer`, a tagged answer (with a few-shot example), and a reading the
+/// simulator's plain answers never satisfy (a template over JSON that is not there).
+fn formats_bench() -> tempfile::TempDir {
+    const LETTERS: [&str; 4] = ["A", "B", "C", "D"];
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cases: String = (0..8)
+        .map(|i| {
+            format!(
+                "{}\n",
+                serde_json::json!({"id": format!("q-{i}"), "vars": {"question": format!("Question {i}: A, B, C or D?")}, "expected": LETTERS[i % 4]})
+            )
+        })
+        .collect();
+    std::fs::write(d.join("cases.jsonl"), cases).unwrap();
+    let prompt = |name: &str, ask: &str, extract: &str| {
+        std::fs::write(
+            d.join(format!("{name}.yaml")),
+            format!("name: {name}\nmessages:\n  - {{ role: system, content: \"{ask} simulated accuracy 100%\" }}\n{}  - {{ role: user, content: \"{{{{ question }}}}\" }}\n{extract}",
+                if name == "tagged" { "  - { role: user, content: \"Which is prime: A) 4 B) 6 C) 7 D) 8?\" }\n  - { role: assistant, content: \"7 is prime.\\n<answer>C</answer>\" }\n" } else { "" }),
+        )
+        .unwrap();
+    };
+    prompt("letter", "Answer with the letter alone.", "");
+    prompt(
+        "json",
+        "Answer in JSON: {\\\"answer\\\": letter}.",
+        "extract: { json: /answer }\n",
+    );
+    prompt(
+        "tagged",
+        "Think, then answer in <answer></answer>.",
+        "extract: { tag: answer }\n",
+    );
+    prompt(
+        "unread",
+        "Answer with the letter alone.",
+        "extract: { template: \"{{ json.answer }}\" }\n",
+    );
+    std::fs::write(
+        d.join("bench.yaml"),
+        "name: formats\ncases: cases.jsonl\nvariants: [letter.yaml, json.yaml, tagged.yaml, unread.yaml]\ngrade: { kind: exact }\n",
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn variants_of_different_formats_each_read_their_answer_and_are_scored_on_the_same_expected() {
+    let b = formats_bench();
+    let d = b.path();
+    let check = promptgauge(d)
+        .args(["check", "bench.yaml"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(
+        check.status.code(),
+        Some(0),
+        "{said}{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    assert!(
+        said.contains("json: reads /answer as a JSON pointer"),
+        "{said}"
+    );
+    assert!(
+        said.contains("tagged: reads the last <answer>…</answer> (extract: {tag: \"answer\"})"),
+        "{said}"
+    );
+    assert!(
+        said.contains("reads as \"C\""),
+        "the few-shot example read: {said}"
+    );
+    assert!(!said.contains("letter: reads"), "{said}");
+
+    let (summary, records) = run_parts(d, &[]);
+    let accuracy: Vec<f64> = summary["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["accuracy"].as_f64().unwrap())
+        .collect();
+    assert_eq!(accuracy, [1.0, 1.0, 1.0, 0.0], "{summary}");
+    let records = by_case(&records);
+    for i in 0..8 {
+        let letter = ["A", "B", "C", "D"][i % 4];
+        let at = |v: &str| records[&(format!("q-{i}"), v.to_string())];
+        // The letter variant reads its whole answer: no `read`.
+        assert_eq!(at("letter")["output"], letter);
+        assert!(at("letter").get("read").is_none(), "{}", at("letter"));
+        // The raw answer is kept, and what was read beside it is what the scorer saw.
+        let json = at("json");
+        let raw: Value = serde_json::from_str(json["output"].as_str().unwrap()).unwrap();
+        assert_eq!(raw, serde_json::json!({"answer": letter}));
+        assert_eq!(
+            (&json["read"], &json["score"]),
+            (&Value::from(letter), &Value::from(1.0))
+        );
+        let tagged = at("tagged");
+        assert!(
+            tagged["output"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("<answer>{letter}</answer>")),
+            "{tagged}"
+        );
+        assert_eq!(tagged["read"], letter);
+        // Found nothing: wrong, saying why, never scored on the raw text.
+        let unread = at("unread");
+        assert_eq!(unread["output"], letter);
+        assert_eq!(unread["score"], 0.0);
+        assert!(unread.get("read").is_none());
+        assert!(
+            unread["not_found"].as_str().unwrap().contains("extract"),
+            "{unread}"
+        );
+        assert!(
+            unread["score_detail"]["error"]
+                .as_str()
+                .unwrap()
+                .contains("found nothing"),
+            "{unread}"
+        );
+    }
+    let run = run_dirs(&d.join("reports")).pop().unwrap();
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(
+        html.contains("read: <code>B</code>"),
+        "report.html shows what was read"
+    );
+    assert!(html.contains("answer as given (before extract:)"));
+    let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(
+        md.contains("unread: its extract: found no text from its template in 8 of 8 answers"),
+        "{md}"
+    );
+}
+
+#[test]
+fn the_formats_example_reads_each_variant_s_answer_its_own_way() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&repo().join("examples/formats"), dir.path());
+    let check = promptgauge(dir.path())
+        .args(["check", "formats.yaml"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(check.status.code(), Some(0), "{said}");
+    assert!(said.contains("its example answer"), "{said}");
+    assert!(!said.contains("warning"), "{said}");
+    std::fs::rename(
+        dir.path().join("formats.yaml"),
+        dir.path().join("bench.yaml"),
+    )
+    .unwrap();
+    let (summary, records) = run_parts(dir.path(), &[]);
+    assert_eq!(summary["variants"].as_array().unwrap().len(), 4);
+    for r in &records {
+        let reads = r["variant"] != "letter";
+        assert_eq!(r.get("read").is_some(), reads, "{r}");
+        // The simulator answered each in its format: nothing went unread.
+        assert!(r.get("not_found").is_none(), "{r}");
     }
 }

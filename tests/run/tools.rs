@@ -168,11 +168,26 @@ fn a_loop_runs_its_tools_on_the_simulator_and_the_answer_comes_from_their_result
         .unwrap();
     assert!(out.status.success(), "{}", said(&out));
     let run = run_dirs(&d.join("reports")).pop().unwrap();
-    let records: Vec<Value> = journal(&run)
-        .into_iter()
-        .filter(|r| r["case_id"].is_string())
-        .collect();
-    assert_eq!(records.len(), 6);
+    // One line per job, every one a job record (the steps journaled for a resume are in
+    // steps.jsonl), each valid under the schema docs/guide/reports.md points to.
+    let records: Vec<Value> = journal(&run);
+    assert_eq!(records.len(), 6, "{records:?}");
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("docs/results.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    for r in &records {
+        let found: Vec<String> = validator.iter_errors(r).map(|e| e.to_string()).collect();
+        assert!(found.is_empty(), "{found:?}: {r}");
+        assert!(r["job"].is_u64() && r["outcome"].is_string() && r["score"].is_number());
+    }
+    let steps = std::fs::read_to_string(run.join("steps.jsonl")).unwrap();
+    assert!(steps.lines().count() >= records.len(), "{steps}");
+    assert!(
+        steps.lines().all(|l| l.starts_with(r#"{"event":"step","#)),
+        "{steps}"
+    );
     for r in &records {
         let steps = r["steps"].as_array().expect("the trajectory");
         let (calls, answer) = if r["case_id"] == "w1" {
@@ -225,6 +240,7 @@ fn scripted(calls: Vec<(&str, Value)>) -> MockConfig {
         others: std::sync::Arc::new(vec!["sunscreen".into()]),
         files: 0,
         tool_script: calls.into_iter().map(|(t, a)| (t.to_string(), a)).collect(),
+        reading: None,
     };
     MockConfig {
         oracle: Some(Oracle(std::sync::Arc::new(move |_| Some(hint.clone())))),
@@ -703,7 +719,16 @@ fn parallel_calls_in_one_answer_are_each_answered_in_the_protocol_s_own_form() {
 
 /// The journal's lines (a torn last one, from a kill, left out).
 pub(crate) fn journal_so_far(run: &Path) -> Vec<Value> {
-    std::fs::read_to_string(run.join("results.jsonl"))
+    lines_so_far(&run.join("results.jsonl"))
+}
+
+/// The agent loops' steps journaled so far (`steps.jsonl`; a torn last one left out).
+fn steps_so_far(run: &Path) -> Vec<Value> {
+    lines_so_far(&run.join("steps.jsonl"))
+}
+
+fn lines_so_far(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
@@ -720,9 +745,11 @@ fn job_of_step(key: &str) -> u64 {
 /// journaled and its job has no record), and three jobs have finished.
 fn mid_way(root: &Path) -> Option<std::path::PathBuf> {
     let run = run_dirs(root).pop()?;
-    let lines = journal_so_far(&run);
-    let done: Vec<u64> = lines.iter().filter_map(|l| l["job"].as_u64()).collect();
-    let mid_way = lines
+    let done: Vec<u64> = journal_so_far(&run)
+        .iter()
+        .filter_map(|l| l["job"].as_u64())
+        .collect();
+    let mid_way = steps_so_far(&run)
         .iter()
         .filter(|l| l["event"] == "step")
         .any(|s| !done.contains(&job_of_step(s["key"].as_str().unwrap())));
@@ -765,7 +792,7 @@ fn a_loop_killed_mid_way_resumes_at_its_last_finished_step_and_sends_none_twice(
     child.kill().unwrap(); // SIGKILL: nothing runs after it
     child.wait().unwrap();
     let run = found.expect("a loop mid-way within a minute");
-    let before = journal_so_far(&run);
+    let before = steps_so_far(&run);
     let steps: Vec<String> = before
         .iter()
         .filter(|l| l["event"] == "step")
@@ -789,11 +816,10 @@ fn a_loop_killed_mid_way_resumes_at_its_last_finished_step_and_sends_none_twice(
         .map(|k| server.provider.attempts_for(k))
         .collect();
     assert_eq!(sent, again, "{steps:?}");
-    let records: Vec<Value> = journal(&run)
-        .into_iter()
-        .filter(|r| r["case_id"].is_string())
-        .collect();
+    // The journal a user reads holds one record per job, the steps none of its lines.
+    let records: Vec<Value> = journal(&run);
     assert_eq!(records.len(), 24);
+    assert!(records.iter().all(|r| r["case_id"].is_string()));
     let resumed: Vec<&Value> = records
         .iter()
         .filter(|r| {
@@ -1206,11 +1232,8 @@ fn a_budget_holds_each_step_and_a_resume_with_more_goes_on_from_the_last_one() {
     assert_eq!(server.provider.stats().requests, 1, "one step sent");
     let run = run_dirs(&d.join("reports")).pop().unwrap();
     let lines = journal(&run);
-    assert!(
-        lines.iter().all(|l| l["case_id"].is_null()),
-        "no record yet: {lines:?}"
-    );
-    assert_eq!(lines.iter().filter(|l| l["event"] == "step").count(), 1);
+    assert!(lines.is_empty(), "no record yet: {lines:?}");
+    assert_eq!(steps_so_far(&run).len(), 1);
 
     let out = promptgauge(d)
         .args([

@@ -16,6 +16,9 @@ use crate::error::BeforeSend;
 pub(super) struct Import {
     pub(super) variants: Vec<(String, String)>,
     pub(super) cases: Vec<Value>,
+    /// Tests with no assert: kept for reading in [`UNSCORED_FILE`], apart from the cases
+    /// the bench scores.
+    pub(super) unscored: Vec<Value>,
     pub(super) endpoint: Map<String, Value>,
     pub(super) params: Map<String, Value>,
     /// Several providers: each as a named endpoint (its fields, `params` among them).
@@ -63,6 +66,9 @@ pub(super) fn render(text: &str, vars: &Map<String, Value>) -> Result<String, St
         .map_err(|e| e.to_string())
 }
 
+/// Where the tests without an assert are kept, beside the bench (docs/guide/import-promptfoo.md).
+pub(super) const UNSCORED_FILE: &str = "cases-without-asserts.jsonl";
+
 /// The largest file an import reads (the config, a prompt, a CSV of tests).
 pub(super) const MAX_IMPORT_BYTES: u64 = 16 << 20;
 
@@ -84,9 +90,17 @@ pub(super) fn slug(text: &str) -> String {
 /// A bench needs a prompt and a case, and import never overwrites one.
 pub(super) fn check_importable(im: &Import, config_path: &Path, out: &Path) -> Result<(), Failure> {
     if im.variants.is_empty() || im.cases.is_empty() {
+        let apart = if im.unscored.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " ({} more have no assert: promptfoo only shows their answers, and a bench measures answers against something)",
+                im.unscored.len()
+            )
+        };
         return Err(UsageError::with_fix(
             format!(
-                "{} gives {} prompts and {} tests promptgauge can use: nothing to import",
+                "{} gives {} prompts and {} tests promptgauge can use{apart}: nothing to import",
                 config_path.display(),
                 im.variants.len(),
                 im.cases.len()
@@ -116,6 +130,12 @@ pub(super) fn say_imported(im: &Import, out: &Path) {
         im.cases.len(),
         out.display()
     );
+    if !im.unscored.is_empty() {
+        out!(
+            "{} tests without an assert are kept apart, for reading, in {UNSCORED_FILE}: not in the bench (give each an `expected` and a `grade`, then add the file to `cases:`)",
+            im.unscored.len()
+        );
+    }
     let programs = im.programs();
     if !programs.is_empty() {
         out!("programs the bench will run to score answers (read them before a run):");
@@ -206,19 +226,68 @@ pub(super) fn collapse_notes(notes: Vec<String>) -> Vec<String> {
 }
 
 /// Writes the imported bench into `out`: its prompts, its cases, promptgauge.yaml and
-/// IMPORT-NOTES.md, each a new file (import never overwrites, nor writes through a symlink).
+/// IMPORT-NOTES.md, each a new file (import never overwrites, nor writes through a symlink);
+/// then checks it as `promptgauge check` would. A bench its own `check` refuses is removed
+/// again and the import fails with check's reason: an import never leaves a broken bench.
 pub(super) fn write_bench(
     out: &Path,
     name: &str,
     config_path: &Path,
     im: &Import,
 ) -> Result<(), Failure> {
-    // A new file only: import never overwrites, nor writes through a symlink.
-    let write = |rel: &str, text: &str| -> Result<(), Failure> {
-        crate::files::write_new(&out.join(rel), text)
-            .map_err(|e| anyhow::anyhow!(e))
-            .before_send()
+    let written = std::cell::RefCell::new(Vec::new());
+    let wrote = write_files(out, name, config_path, im, &written);
+    let checked = wrote.and_then(|()| check_written(out));
+    if checked.is_err() {
+        for file in written.borrow().iter().rev() {
+            let _ = std::fs::remove_file(file);
+            // The folders the import made, once empty (never one that holds anything else).
+            let mut dir = file.parent();
+            while let Some(d) = dir.filter(|d| d.starts_with(out)) {
+                if std::fs::remove_dir(d).is_err() {
+                    break;
+                }
+                dir = d.parent();
+            }
+        }
+    }
+    checked
+}
+
+/// `promptgauge check`'s validation of the bench just written: it loads, every template
+/// renders against every case, every scorer builds.
+fn check_written(out: &Path) -> Result<(), Failure> {
+    let refused = |e: String| -> Failure {
+        UsageError::with_fix(
+            format!("the imported bench does not pass `promptgauge check`, so nothing was written: {e}"),
+            "this is a bug of the importer for this config: report it, and import the parts by hand meanwhile",
+        )
+        .into()
     };
+    let bench = crate::suite::Bench::load(&out.join("promptgauge.yaml"))
+        .map_err(|e| refused(e.to_string()))?;
+    crate::grade::scorers_for(&bench).map_err(|e| refused(e.to_string()))?;
+    Ok(())
+}
+
+/// Every file of the imported bench, each path recorded in `written` once it exists.
+fn write_files(
+    out: &Path,
+    name: &str,
+    config_path: &Path,
+    im: &Import,
+    written: &std::cell::RefCell<Vec<std::path::PathBuf>>,
+) -> Result<(), Failure> {
+    // A new file only: import never overwrites, nor writes through a symlink.
+    let write_bytes = |rel: &str, bytes: &[u8]| -> Result<(), Failure> {
+        let path = out.join(rel);
+        crate::files::write_new(&path, bytes)
+            .map_err(|e| anyhow::anyhow!(e))
+            .before_send()?;
+        written.borrow_mut().push(path);
+        Ok(())
+    };
+    let write = |rel: &str, text: &str| write_bytes(rel, text.as_bytes());
     for (file, text) in &im.variants {
         write(&format!("prompts/{file}"), text)?;
     }
@@ -229,12 +298,14 @@ pub(super) fn write_bench(
         let bytes = crate::files::read_capped(from, crate::suite::attachments::MAX_FILE_BYTES)
             .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", from.display()))
             .before_send()?;
-        crate::files::write_new(&out.join(file), bytes)
-            .map_err(|e| anyhow::anyhow!(e))
-            .before_send()?;
+        write_bytes(file, &bytes)?;
     }
     let cases: String = im.cases.iter().map(|c| format!("{c}\n")).collect();
     write("cases.jsonl", &cases)?;
+    if !im.unscored.is_empty() {
+        let kept: String = im.unscored.iter().map(|c| format!("{c}\n")).collect();
+        write(UNSCORED_FILE, &kept)?;
+    }
     write("promptgauge.yaml", &bench_yaml(name, config_path, im))?;
     write("IMPORT-NOTES.md", &notes_md(im))
 }
@@ -286,11 +357,19 @@ fn notes_md(im: &Import) -> String {
         let items: String = im.review.iter().map(|n| format!("- {n}\n")).collect();
         format!("## Review before running\n\n{items}\n")
     };
+    let apart = if im.unscored.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "## Tests without an assert\n\n{} tests have no assert (promptfoo shows their answers and passes them): they are in {UNSCORED_FILE}, for reading, not in the bench; give each an `expected` and a `grade`, then add the file to the bench's `cases:`.\n\n",
+            im.unscored.len()
+        )
+    };
     let notes = if im.notes.is_empty() {
         "Everything else was carried over.\n".to_string()
     } else {
         let items: String = im.notes.iter().map(|n| format!("- {n}\n")).collect();
         format!("## Not carried over\n\n{items}")
     };
-    format!("# Import notes\n\n{review}{notes}")
+    format!("# Import notes\n\n{review}{apart}{notes}")
 }

@@ -339,6 +339,7 @@ fn variants_of(imported: &Imported) -> Vec<Variant> {
             params: Default::default(),
             path: a.file.clone(),
             no_files: false,
+            extract: None,
         })
         .collect()
 }
@@ -403,6 +404,7 @@ fn job_record(job: usize, arm: &ImportedArm, s: &Sample) -> JobRecord {
         finish_reason: None,
         tool_calls: Vec::new(),
         expected: s.expected.clone(),
+        read: None,
         extracted: None,
         not_found: None,
         correct: None,

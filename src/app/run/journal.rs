@@ -42,11 +42,19 @@ pub(super) fn continue_journal(
     )?;
     let (jobs, resend) = jobs_left(p, &keys, &audit);
     // A resumed agent loop takes the steps it had finished from the journal.
-    let loop_steps = if !p.bench.has_tools() || audit.stats.events == 0 {
+    let loop_steps = if !p.bench.has_tools() {
         Default::default()
     } else {
-        crate::runner::journal::loop_steps(&dir.journal_path())
-            .with_context(|| format!("cannot read the journal {}", dir.journal_path().display()))
+        // Runs before steps.jsonl kept their steps among the journal's records.
+        let journal = Some(dir.journal_path()).filter(|_| audit.stats.events > 0);
+        let steps = dir.steps_path();
+        let paths: Vec<&std::path::Path> = [Some(&steps), journal.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(|p| p.as_path())
+            .collect();
+        crate::runner::journal::loop_steps(&paths)
+            .with_context(|| format!("cannot read the steps in {}", dir.path().display()))
             .before_send()?
     };
     // `--budget`: the finished steps of loops not yet recorded were paid for too.

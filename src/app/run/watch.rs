@@ -95,6 +95,9 @@ impl Listener for BatchNotes {
 /// How a job's error begins when its `command` scorer failed it.
 pub(super) const COMMAND_SCORER_FAILED: &str = "could not be scored: the scorer `";
 
+/// How a job's error begins when its `expr` scorer failed it.
+const EXPR_SCORER_FAILED: &str = "could not be scored: the expression `";
+
 /// Stops a run whose first jobs all failed the same way for a reason waiting will not
 /// cure (a 4xx other than 408/429: a wrong model, a wrong path, a bad parameter; a
 /// `command` scorer that fails every answer alike): the rest would fail the same way, at
@@ -132,8 +135,11 @@ impl Listener for FirstFailures {
         }
         let status = record.failure_status();
         // A scorer of the bench's own that cannot score (a `command` that crashes at
-        // start) fails every answer after it was paid for.
-        let scorer_broken = record.error_line().starts_with(COMMAND_SCORER_FAILED);
+        // start, an expression that fails on every answer) fails every answer after it
+        // was paid for.
+        let scorer_broken = [COMMAND_SCORER_FAILED, EXPR_SCORER_FAILED]
+            .iter()
+            .any(|p| record.error_line().starts_with(p));
         let lasting = scorer_broken
             || matches!(status, Some(s) if (400..500).contains(&s) && s != 408 && s != 429);
         if record.status != crate::runner::journal::JobStatus::Failed || !lasting {

@@ -164,6 +164,12 @@ pub struct VariantSummary {
     /// answers would cost again.
     pub cost_usd: Option<f64>,
     pub cost_per_correct_usd: Option<f64>,
+    /// A scored run's cost per point of score: the graded answers' cost over the sum of
+    /// their scores (an answer scored 0.5 earns half a point). What `$/correct` means when
+    /// answers earn part marks; absent on a run scored 0 or 1, where it is
+    /// `cost_per_correct_usd`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_per_point_usd: Option<f64>,
     /// What this run paid for: every attempt the server answered (retried and failed ones
     /// included, by their usage or an estimate), answers from the cache free.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -561,6 +567,7 @@ impl Acc {
             cost_per_correct_usd: cost
                 .filter(|_| self.correct > 0)
                 .map(|c| c / self.correct as f64),
+            cost_per_point_usd: None,
             spent_usd: spent,
             batched: self.batched,
             batched_cost_usd: batched.map(|_| self.batched_cost),
@@ -662,6 +669,24 @@ impl Summary {
             "full marks/n"
         } else {
             "correct/n"
+        }
+    }
+
+    /// A variant's cost per correct answer, or on a scored run per point of score.
+    pub(crate) fn cost_per(&self, v: &VariantSummary) -> Option<f64> {
+        if self.is_scored() {
+            v.cost_per_point_usd
+        } else {
+            v.cost_per_correct_usd
+        }
+    }
+
+    /// What [`Summary::cost_per`]'s column is called: in the terminal, and elsewhere.
+    pub(crate) fn cost_per_names(&self) -> (&'static str, &'static str) {
+        if self.is_scored() {
+            ("$/point", "cost per point")
+        } else {
+            ("$/correct", "cost per correct")
         }
     }
 

@@ -120,12 +120,10 @@ fn header(summary: &Summary) -> Vec<&str> {
     // A scored run's headline is the mean score, not accuracy: the column says which.
     let mut header: Vec<&str> = HEADER
         .iter()
-        .map(|h| {
-            if *h == "accuracy" {
-                summary.measure()
-            } else {
-                h
-            }
+        .map(|h| match *h {
+            "accuracy" => summary.measure(),
+            "cost_per_correct_usd" if summary.is_scored() => "cost_per_point_usd",
+            _ => h,
         })
         .collect();
     if summary.run.judge.is_some() {
@@ -171,7 +169,7 @@ fn row(summary: &Summary, v: &VariantSummary, c: Option<&Comparison>) -> Vec<Str
         v.tokens.reasoning.to_string(),
         v.tokens.estimated.to_string(),
         num(v.cost_usd),
-        num(v.cost_per_correct_usd),
+        num(summary.cost_per(v)),
         model.model.clone(),
         model.simulated.to_string(),
         num(v.design_effect),

@@ -42,6 +42,8 @@ pub(crate) struct Asked {
     /// The terminal table on standard output (`report DIR` prints it apart, once the
     /// folder's files are rewritten).
     pub terminal: bool,
+    /// `--quiet`: the terminal table is the variants' table and the verdicts alone.
+    pub quiet: bool,
 }
 
 /// Every output of a run, in the order they are written: the summary formats and
@@ -56,7 +58,9 @@ pub(crate) fn outputs(asked: &Asked) -> Vec<Box<dyn Output>> {
     outputs.push(Box::new(html::ReportHtml));
     outputs.push(Box::new(json::BaselineJson));
     if asked.terminal {
-        outputs.push(Box::new(terminal_table::TerminalTable));
+        outputs.push(Box::new(terminal_table::TerminalTable {
+            quiet: asked.quiet,
+        }));
     }
     if let Some(path) = &asked.junit {
         outputs.push(Box::new(junit_file::JunitFile(path.clone())));

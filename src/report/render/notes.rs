@@ -66,11 +66,14 @@ pub(crate) fn parts_sequential(summary: &Summary) -> Option<String> {
     })
 }
 
+/// Said under every table of a run the built-in simulator answered.
+pub(crate) const SIMULATED_NOTE: &str = "SIMULATED PROVIDER: these numbers come from promptgauge's built-in fake model, not a real one. Set --base-url to measure a real model.";
+
 /// What the run was: simulated, stopped early, incomplete; answers cut at max_tokens,
 /// or in which the scorer found nothing.
 fn run_notes(summary: &Summary, notes: &mut Vec<String>) {
     if summary.run.provider.simulated {
-        notes.push("SIMULATED PROVIDER: these numbers come from promptgauge's built-in fake model, not a real one. Set --base-url to measure a real model.".to_string());
+        notes.push(SIMULATED_NOTE.to_string());
     }
     if let Some(why) = &summary.run.stopped {
         notes.push(format!("The run stopped early: {why}"));
@@ -97,10 +100,16 @@ fn run_notes(summary: &Summary, notes: &mut Vec<String>) {
         // Most answers gave the scorer nothing to compare: a format mismatch (or an
         // import comparing with the wrong thing), not a bad prompt.
         if let Some(f) = v.nothing_found.as_ref().filter(|f| f.answers * 2 > v.n) {
+            // The variant's own reading (`extract:`) found nothing, before any scorer.
+            let mark = crate::suite::extract::LOOKS_FOR_MARK;
+            let (who, what) = match f.looked_for.strip_prefix(mark) {
+                Some(what) => ("its extract:", what),
+                None => ("the scorer", f.looked_for.as_str()),
+            };
             notes.push(format!(
-                "{}: the scorer found no {} in {} of {} answers, e.g. \"{}\": check that the prompt asks for the format the scorer reads.",
+                "{}: {who} found no {} in {} of {} answers, e.g. \"{}\": check that the prompt asks for the format {who} reads.",
                 v.name,
-                f.looked_for.trim_start_matches("a ").trim_start_matches("an "),
+                what.trim_start_matches("a ").trim_start_matches("an "),
                 f.answers,
                 v.n,
                 f.example

@@ -22,6 +22,7 @@ fn verdict_class(c: &Comparison) -> String {
 pub(crate) fn variants(s: &Summary) -> Table {
     let conf = (s.run.confidence * 100.0).round();
     let count = s.count_label();
+    let (per_short, per_long) = s.cost_per_names();
     let mut t = Table::new(
         "variants",
         vec![
@@ -45,8 +46,8 @@ pub(crate) fn variants(s: &Summary) -> Table {
                 .drop(6)
                 .not_in(Syntax::Html),
             Column::right("cost").drop(5).not_in(Syntax::Html),
-            Column::right("cost per correct")
-                .called(Syntax::Terminal, "$/correct")
+            Column::right(per_long)
+                .called(Syntax::Terminal, per_short)
                 .drop(8)
                 .not_in(Syntax::Html),
         ],
@@ -82,7 +83,7 @@ pub(crate) fn variants(s: &Summary) -> Table {
                     v.tokens.prompt, v.tokens.completion
                 )),
                 Cell::figure(usd(v.cost_usd)),
-                Cell::figure(usd(v.cost_per_correct_usd)),
+                Cell::figure(usd(s.cost_per(v))),
             ])
             .data("data-variant", &v.name)
             .baseline(v.baseline),
@@ -777,14 +778,8 @@ pub(crate) fn latency(s: &Summary) -> Table {
 
 /// Tokens and what they cost, per variant.
 pub(crate) fn tokens_and_cost(s: &Summary) -> Table {
-    let columns = named(&[
-        "prompt",
-        "completion",
-        "cached",
-        "reasoning",
-        "cost",
-        "cost per correct",
-    ]);
+    let (_, per) = s.cost_per_names();
+    let columns = named(&["prompt", "completion", "cached", "reasoning", "cost", per]);
     per_variant(
         "cost",
         columns,
@@ -798,7 +793,7 @@ pub(crate) fn tokens_and_cost(s: &Summary) -> Table {
                     v.tokens.cached.to_string(),
                     v.tokens.reasoning.to_string(),
                     usd(v.cost_usd),
-                    usd(v.cost_per_correct_usd),
+                    usd(s.cost_per(v)),
                 ],
             )
         }),

@@ -192,6 +192,32 @@ pub fn render_at(s: &Summary, width: Option<usize>) -> String {
     wrap(&out, width)
 }
 
+/// What `run --quiet` prints: the variants' table and the verdicts (each comparison's
+/// sentence; `--until-decided`'s and `--best`'s decision), and on the simulator the line
+/// that says so. The gates' lines follow it on standard error.
+pub(crate) fn render_quiet_at(s: &Summary, width: Option<usize>) -> String {
+    let mut out = format!(
+        "{}
+",
+        tables::variants(s).terminal(width)
+    );
+    if !s.searched() {
+        for c in &s.comparisons {
+            out.push_str(&c.sentence);
+            out.push('\n');
+        }
+    }
+    if let Some(q) = &s.sequential {
+        out.push_str(&crate::report::figures::sequential::note(q));
+        out.push('\n');
+    }
+    if s.run.provider.simulated {
+        out.push_str(super::notes::SIMULATED_NOTE);
+        out.push('\n');
+    }
+    wrap(&out, width)
+}
+
 /// What was run where, and the variants' table (and the grid's, in a run of several
 /// endpoints).
 fn headline(s: &Summary, width: Option<usize>) -> String {

@@ -3,11 +3,15 @@
 //! `output.rs`, which prints it.
 
 use super::output::{Body, Destination, Output, RunReport};
-use super::terminal::{render, render_comparison};
+use super::terminal::{render, render_comparison, render_quiet_at, width};
 use crate::report::ReportError;
 
-/// The terminal table, listed in `render::outputs` when the command prints one.
-pub(crate) struct TerminalTable;
+/// The terminal table, listed in `render::outputs` when the command prints one; `quiet`
+/// (`run --quiet`): the variants' table and the verdicts alone.
+#[derive(Default)]
+pub(crate) struct TerminalTable {
+    pub quiet: bool,
+}
 
 impl Output for TerminalTable {
     fn destination(&self) -> Destination {
@@ -15,7 +19,11 @@ impl Output for TerminalTable {
     }
 
     fn render<'r>(&self, run: &'r mut RunReport<'_>) -> Result<Option<Body<'r>>, ReportError> {
-        let mut text = render(&run.result.summary);
+        let mut text = if self.quiet {
+            render_quiet_at(&run.result.summary, width())
+        } else {
+            render(&run.result.summary)
+        };
         if let Some(b) = run.baseline {
             text.push_str(&format!(
                 "\nagainst the baseline run {}:\n{}",

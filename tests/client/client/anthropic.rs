@@ -213,6 +213,7 @@ async fn a_tool_call_arrives_in_pieces_and_adds_up() {
         others: Arc::new(Vec::new()),
         files: 0,
         tool_script: Vec::new(),
+        reading: None,
     };
     let p = provider(MockConfig {
         oracle: Some(Oracle(Arc::new(move |_| Some(hint.clone())))),

@@ -1,0 +1,226 @@
+//! `import promptfoo` on configs written in each form promptfoo documents
+//! (tests/fixtures/promptfoo/): the bench passes `check` and means what promptfoo means —
+//! the variants, the cases (list variables expanded), the values as js-yaml reads them, and
+//! every part it could not carry over named in IMPORT-NOTES.md.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::*;
+use serde_json::Value;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/promptfoo")
+        .join(name)
+}
+
+/// An imported bench: the terminal's words, its cases, its variants' files by name, and
+/// its notes.
+struct Imported {
+    stdout: String,
+    cases: Vec<Value>,
+    variants: Vec<(String, String)>,
+    notes: String,
+    dir: PathBuf,
+}
+
+fn import(config: &Path, out: &Path) -> Imported {
+    let o = promptgauge(out.parent().unwrap())
+        .args(["import", "promptfoo"])
+        .arg(config)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let cases = std::fs::read_to_string(out.join("cases.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let bench = std::fs::read_to_string(out.join("promptgauge.yaml")).unwrap();
+    let variants = bench
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- prompts/"))
+        .map(|f| {
+            (
+                f.to_string(),
+                std::fs::read_to_string(out.join("prompts").join(f)).unwrap(),
+            )
+        })
+        .collect();
+    let notes = std::fs::read_to_string(out.join("IMPORT-NOTES.md")).unwrap();
+    // What import wrote, `check` takes.
+    let check = promptgauge(out).args(["check"]).output().unwrap();
+    assert_eq!(
+        check.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    Imported {
+        stdout,
+        cases,
+        variants,
+        notes,
+        dir: out.to_path_buf(),
+    }
+}
+
+#[test]
+fn the_six_silent_changes_are_gone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let im = import(
+        &fixture("silent/promptfooconfig.yaml"),
+        &tmp.path().join("bench"),
+    );
+    let names: Vec<&str> = im.variants.iter().map(|(f, _)| f.as_str()).collect();
+    // A `---` file is three variants; a bare file name is a file; `pf://` is named, never
+    // sent as the prompt's text; a prompt's response_format rides with its variant.
+    assert_eq!(
+        names,
+        [
+            "several-1.txt",
+            "several-2.txt",
+            "several-3.txt",
+            "bare.txt",
+            "json-answer.yaml"
+        ],
+        "{}",
+        im.stdout
+    );
+    assert!(im.variants.iter().all(|(_, t)| !t.contains("---")));
+    assert!(im.variants[3].1.starts_with("Reply to: {{body}}"));
+    assert!(
+        im.variants[4]
+            .1
+            .contains(r#"params: {"response_format":{"type":"json_object"}}"#),
+        "{}",
+        im.variants[4].1
+    );
+    assert!(im.notes.contains("pf://support-reply"), "{}", im.notes);
+    // One test with two lists of five is 25 cases; the vars file's test and the CSV's 3.
+    assert_eq!(im.cases.len(), 25 + 1 + 3, "{}", im.stdout);
+    let pairs: std::collections::BTreeSet<(String, String)> = im.cases[..25]
+        .iter()
+        .map(|c| {
+            (
+                c["vars"]["topic"].as_str().unwrap().to_string(),
+                c["vars"]["lang"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(pairs.len(), 25);
+    // `Yes`, `off`, `on` stay the words written (js-yaml's core schema), from the config,
+    // a vars file and defaultTest from a file alike.
+    assert!(im.cases[..25].iter().all(|c| c["vars"]["body"] == "Yes"));
+    assert_eq!(im.cases[25]["vars"]["body"], "off");
+    assert_eq!(im.cases[25]["vars"]["topic"], "rain");
+    // defaultTest's assert (from its file) reached every test: `contains` its topic.
+    assert_eq!(im.cases[25]["expected"], "rain");
+    // A CSV `__expected` of code is never an exact answer: the row keeps the default
+    // assert, and the code is said.
+    let snow = &im.cases[26];
+    assert_eq!(snow["vars"]["topic"], "snow");
+    assert_eq!(snow["expected"], "snow");
+    assert!(
+        !im.cases
+            .iter()
+            .any(|c| c["expected"].to_string().contains("javascript")),
+        "{:?}",
+        im.cases
+    );
+    assert!(im.notes.contains("javascript"), "{}", im.notes);
+    // An empty `__expected` is no assert (not "equals the empty text").
+    assert_eq!(im.cases[28]["expected"], "fog");
+    assert!(!im.notes.contains("Everything else was carried over"));
+}
+
+#[test]
+fn every_prompt_and_test_form_imports() {
+    let tmp = tempfile::tempdir().unwrap();
+    let im = import(
+        &fixture("forms/promptfooconfig.yaml"),
+        &tmp.path().join("bench"),
+    );
+    let names: Vec<&str> = im.variants.iter().map(|(f, _)| f.as_str()).collect();
+    // A glob (two files), a JSON chat, a prompts CSV with labels, a filter both template
+    // engines have; one minijinja lacks is refused by name.
+    assert_eq!(
+        names,
+        [
+            "a.txt",
+            "b.txt",
+            "chat.yaml",
+            "define.txt",
+            "example.txt",
+            "prompt-4.txt"
+        ],
+        "{}",
+        im.stdout
+    );
+    assert!(im.variants[2].1.contains("role: system"));
+    assert_eq!(im.variants[5].1, "Item {{ item.k }} on {{ topic | upper }}");
+    assert!(
+        im.notes.contains("`truncate`") && im.notes.contains("`dump`"),
+        "{}",
+        im.notes
+    );
+    // A glob of YAML files and a JSONL file: three scored tests, one kept apart to read.
+    let topics: Vec<&str> = im
+        .cases
+        .iter()
+        .map(|c| c["vars"]["topic"].as_str().unwrap())
+        .collect();
+    assert_eq!(topics, ["tides", "snow", "wind"]);
+    assert_eq!(im.cases[1]["expected"], serde_json::json!(["snow", "ice"]));
+    let apart = std::fs::read_to_string(im.dir.join("cases-without-asserts.jsonl")).unwrap();
+    assert!(
+        apart.contains("\"rain\"") && apart.lines().count() == 1,
+        "{apart}"
+    );
+    assert!(
+        im.stdout
+            .contains("1 tests without an assert are kept apart"),
+        "{}",
+        im.stdout
+    );
+    assert!(
+        im.notes.contains("## Tests without an assert"),
+        "{}",
+        im.notes
+    );
+
+    // The legacy map form: each file labelled.
+    let im = import(&fixture("forms/legacy.yaml"), &tmp.path().join("legacy"));
+    let names: Vec<&str> = im.variants.iter().map(|(f, _)| f.as_str()).collect();
+    assert_eq!(names, ["first.txt", "second.txt"]);
+    // Nothing was left out, and the notes say so only because every key was read.
+    assert!(
+        im.notes.contains("Everything else was carried over"),
+        "{}",
+        im.notes
+    );
+}
+
+#[test]
+fn a_config_key_the_import_does_not_read_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(
+        d.join("c.yaml"),
+        "prompts: [\"Hi {{x}}\"]\noutputPath: out.json\nevaluateOptions: { maxConcurrency: 2 }\ntests:\n  - vars: { x: a }\n    assert: [{ type: contains, value: a }]\n",
+    )
+    .unwrap();
+    let im = import(&d.join("c.yaml"), &d.join("bench"));
+    for key in ["`outputPath`", "`evaluateOptions`"] {
+        assert!(im.notes.contains(key), "{key}: {}", im.notes);
+    }
+    assert!(!im.notes.contains("Everything else was carried over"));
+}
