@@ -13,8 +13,8 @@ use minijinja::value::{Value, ValueKind};
 use minijinja::{Environment, ErrorKind, Expression};
 
 use super::scorer::ready;
-pub use super::spec_error::ExprError;
 use super::scorer::{CaseError, Score, ScoreContext, ScoreError, ScoreFuture, ScoreInput, Scorer};
+pub use super::spec_error::ExprError;
 use crate::suite::Case;
 
 /// Steps one evaluation may run: a check people write takes tens; a runaway (a loop over

@@ -1457,6 +1457,16 @@ fn variants_of_different_formats_each_read_their_answer_and_are_scored_on_the_sa
         .map(|v| v["accuracy"].as_f64().unwrap())
         .collect();
     assert_eq!(accuracy, [1.0, 1.0, 1.0, 0.0], "{summary}");
+    // Each line, `read` and all, is what docs/results.schema.json describes.
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join("docs/results.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    for r in &records {
+        let found: Vec<String> = validator.iter_errors(r).map(|e| e.to_string()).collect();
+        assert!(found.is_empty(), "{found:?}: {r}");
+    }
     let records = by_case(&records);
     for i in 0..8 {
         let letter = ["A", "B", "C", "D"][i % 4];
