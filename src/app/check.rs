@@ -113,6 +113,27 @@ fn say_plan(p: &super::Prepared) {
             if i == 0 { " (baseline)" } else { "" },
             v.path.display()
         );
+        say_reading(name, v);
+    }
+}
+
+/// How a variant reads its answer (`extract:`), and what that reads in the example answer
+/// its own messages give (a few-shot `assistant` message), when they give one.
+fn say_reading(name: &str, v: &crate::suite::Variant) {
+    let Some(x) = &v.extract else { return };
+    out!("    {name}: {} (extract: {})", x.describe(), x.to_yaml());
+    let example =
+        v.messages.iter().rev().find(|m| {
+            m.role == "assistant" && !m.content.contains("{{") && !m.content.contains("{%")
+        });
+    let Some(example) = example else { return };
+    let shown = crate::report::visible(&example.content, 80);
+    match crate::grade::read::read(x, &example.content, &Default::default()) {
+        Ok(read) => out!("    its example answer \"{shown}\" reads as \"{read}\""),
+        Err(nothing) => out!(
+            "    warning: {name}'s extract: finds nothing in its own example answer \"{shown}\": {}",
+            nothing.0
+        ),
     }
 }
 

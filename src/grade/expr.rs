@@ -7,12 +7,13 @@
 //! cause, never a silent 0.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use minijinja::value::{Value, ValueKind};
 use minijinja::{Environment, ErrorKind, Expression};
 
 use super::scorer::ready;
+pub use super::spec_error::ExprError;
 use super::scorer::{CaseError, Score, ScoreContext, ScoreError, ScoreFuture, ScoreInput, Scorer};
 use crate::suite::Case;
 
@@ -134,16 +135,18 @@ fn method(
     unknown()
 }
 
-/// Regexes compiled so far, by pattern: an expression's patterns are compiled once a run.
-static REGEXES: LazyLock<Mutex<HashMap<String, regex::Regex>>> = LazyLock::new(Default::default);
+/// Regexes compiled so far, by pattern: an expression's patterns are compiled once a run,
+/// and each is shared (a clone would build its search cache anew on every answer).
+static REGEXES: LazyLock<Mutex<HashMap<String, Arc<regex::Regex>>>> =
+    LazyLock::new(Default::default);
 
 /// `pattern` compiled (once), or why it does not compile.
-fn regex_of(pattern: &str) -> Result<regex::Regex, minijinja::Error> {
+fn regex_of(pattern: &str) -> Result<Arc<regex::Regex>, minijinja::Error> {
     let mut kept = REGEXES.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(r) = kept.get(pattern) {
         return Ok(r.clone());
     }
-    let r = regex::Regex::new(pattern).map_err(|e| {
+    let r = regex::Regex::new(pattern).map(Arc::new).map_err(|e| {
         minijinja::Error::new(
             ErrorKind::InvalidOperation,
             format!("the regex `{pattern}` does not compile: {e}"),
@@ -167,44 +170,6 @@ fn capture(text: &str, pattern: &str) -> Result<Value, minijinja::Error> {
     Ok(r.captures(text).map_or(Value::UNDEFINED, |c| {
         Value::from(c.get(1).or_else(|| c.get(0)).map_or("", |m| m.as_str()))
     }))
-}
-
-/// Why an expression cannot be used, found when the bench loads.
-#[derive(Debug, thiserror::Error)]
-pub enum ExprError {
-    #[error("the expression is empty: write one, e.g. expr: \"'refund' in output\"")]
-    Empty,
-    #[error("the expression `{expr}` does not compile: {detail}, at `{part}` (column {column})")]
-    Syntax {
-        expr: String,
-        detail: String,
-        /// The expression from the failing token on (its first 30 characters).
-        part: String,
-        column: usize,
-        /// The line of the expression the error is on, as written.
-        line: String,
-    },
-    #[error(
-        "the expression `{expr}` uses `{name}`, which it does not have{nearest}: it may use `output` (or `answer`), `json`, `expected` and `vars.NAME`"
-    )]
-    Unknown {
-        expr: String,
-        name: String,
-        nearest: String,
-    },
-    #[error("the expression `{expr}`: {why}")]
-    Regex { expr: String, why: String },
-}
-
-impl ExprError {
-    /// The line of the expression to look for in the bench file, so the error points at it.
-    pub(crate) fn written(&self) -> Option<&str> {
-        match self {
-            ExprError::Syntax { line, .. } => Some(line),
-            ExprError::Unknown { expr, .. } | ExprError::Regex { expr, .. } => expr.lines().next(),
-            ExprError::Empty => None,
-        }
-    }
 }
 
 /// A compiled expression and what it reads.

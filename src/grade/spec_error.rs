@@ -67,7 +67,7 @@ pub enum SpecError {
     #[error("{0}")]
     Command(#[from] CommandError),
     #[error("{0}")]
-    Expr(#[from] super::expr::ExprError),
+    Expr(#[from] ExprError),
     #[error("`threshold` must be a number between -1 and 1 (a cosine similarity), found {0}")]
     Threshold(f64),
     /// A judge's `labels` or `range` that cannot be read by.
@@ -102,4 +102,42 @@ fn backticked(names: &[impl AsRef<str>]) -> String {
         .map(|n| format!("`{}`", n.as_ref()))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Why an expression cannot be used, found when the bench loads.
+#[derive(Debug, thiserror::Error)]
+pub enum ExprError {
+    #[error("the expression is empty: write one, e.g. expr: \"'refund' in output\"")]
+    Empty,
+    #[error("the expression `{expr}` does not compile: {detail}, at `{part}` (column {column})")]
+    Syntax {
+        expr: String,
+        detail: String,
+        /// The expression from the failing token on (its first 30 characters).
+        part: String,
+        column: usize,
+        /// The line of the expression the error is on, as written.
+        line: String,
+    },
+    #[error(
+        "the expression `{expr}` uses `{name}`, which it does not have{nearest}: it may use `output` (or `answer`), `json`, `expected` and `vars.NAME`"
+    )]
+    Unknown {
+        expr: String,
+        name: String,
+        nearest: String,
+    },
+    #[error("the expression `{expr}`: {why}")]
+    Regex { expr: String, why: String },
+}
+
+impl ExprError {
+    /// The line of the expression to look for in the bench file, so the error points at it.
+    pub(crate) fn written(&self) -> Option<&str> {
+        match self {
+            ExprError::Syntax { line, .. } => Some(line),
+            ExprError::Unknown { expr, .. } | ExprError::Regex { expr, .. } => expr.lines().next(),
+            ExprError::Empty => None,
+        }
+    }
 }

@@ -28,6 +28,9 @@ pub struct Hint {
     /// The tool calls the case's agent loop scripts, in order (`tool_results:`): the
     /// simulator makes them, one a request, then answers from what they returned.
     pub tool_script: Vec<(String, Value)>,
+    /// How the job's variant reads its answer (`extract:`): the simulator answers in that
+    /// format where it can be turned around (docs/guide/simulator.md).
+    pub reading: Option<crate::suite::extract::Extract>,
 }
 
 /// A lookup from an idempotency key to the case behind it.
@@ -75,11 +78,11 @@ pub(crate) fn answer(hint: &Hint, wrong: bool, tools: Option<&Value>) -> Made {
             if wrong {
                 change_one_field(&mut doc, &hint.case);
             }
-            text(doc.to_string())
+            text(said(hint, doc.to_string(), None))
         }
         Shape::JsonPath(path) => {
             let value = if wrong { other_answer(hint) } else { first };
-            text(json_at(path, &value).to_string())
+            text(said(hint, json_at(path, &value).to_string(), None))
         }
         Shape::Number => {
             let value = if wrong {
@@ -87,7 +90,8 @@ pub(crate) fn answer(hint: &Hint, wrong: bool, tools: Option<&Value>) -> Made {
             } else {
                 first
             };
-            text(format!("The answer is {value}."))
+            let sentence = format!("The answer is {value}.");
+            text(said(hint, value, Some(sentence)))
         }
         Shape::Choice => {
             let letter = first.trim().trim_matches(['(', ')', '.']).to_uppercase();
@@ -98,9 +102,23 @@ pub(crate) fn answer(hint: &Hint, wrong: bool, tools: Option<&Value>) -> Made {
             } else {
                 letter
             };
-            text(format!("Answer: {letter}"))
+            let sentence = format!("Answer: {letter}");
+            text(said(hint, letter, Some(sentence)))
         }
-        Shape::Text => text(if wrong { other_answer(hint) } else { first }),
+        Shape::Text => text(said(
+            hint,
+            if wrong { other_answer(hint) } else { first },
+            None,
+        )),
+    }
+}
+
+/// The answer as the variant reads it (`bare`, dressed in its format), or without a
+/// reading the `sentence` a model would say it in (`bare` itself when none is given).
+fn said(hint: &Hint, bare: String, sentence: Option<String>) -> String {
+    match &hint.reading {
+        Some(reading) => super::dress::dress(&bare, reading),
+        None => sentence.unwrap_or(bare),
     }
 }
 
@@ -388,6 +406,7 @@ mod tests {
             others: Arc::new(vec!["billing".into(), "shipping".into()]),
             files: 0,
             tool_script: Vec::new(),
+            reading: None,
         }
     }
 

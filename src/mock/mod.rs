@@ -9,6 +9,7 @@
 pub mod answers;
 pub mod anthropic;
 pub mod batch;
+mod dress;
 pub mod embeddings;
 mod files;
 pub mod memory;
@@ -579,14 +580,17 @@ impl Provider {
         } else {
             "tool_calls"
         };
+        // Tokens are counted as prompts are, about 4 characters a token: a compact JSON
+        // answer of 60 characters is 15 tokens, not the one word it is.
+        let thought = tokens(&reasoning.concat()) as usize;
         if let Some(max) = asked.max_tokens.map(|m| m as usize)
-            && reasoning.len() + pieces.len() > max
+            && thought + tokens(&pieces.concat()) as usize > max
         {
-            pieces.truncate(max.saturating_sub(reasoning.len()));
+            cut_to_tokens(&mut pieces, max.saturating_sub(thought));
             finish = "length";
         }
         let text: String = pieces.concat();
-        let usage = self.usage(asked, reasoning.len() + pieces.len(), reasoning.len());
+        let usage = self.usage(asked, thought + tokens(&text) as usize, thought);
         StreamPlan {
             reasoning,
             pieces,
@@ -753,7 +757,6 @@ impl Provider {
             .config
             .report_output_tokens
             .map_or(completion, |n| n as usize);
-        let tokens = |s: &str| s.chars().count().div_ceil(4) as u64;
         // A PDF given by URL, read by the provider: billed by its pages.
         let documents = self
             .config
@@ -781,6 +784,34 @@ impl Provider {
             "completion_tokens_details": {"reasoning_tokens": reasoning},
         })
     }
+}
+
+/// The simulator's token count of a text, for prompts and answers alike: about 4
+/// characters a token (docs/guide/simulator.md).
+fn tokens(text: &str) -> u64 {
+    text.chars().count().div_ceil(4) as u64
+}
+
+/// Cuts the pieces of an answer to its first `most` tokens (4 characters each), the last
+/// piece kept cut short as a real model stops mid-word (a word's leading space alone is
+/// not kept).
+fn cut_to_tokens(pieces: &mut Vec<String>, most: usize) {
+    let mut room = most * 4;
+    let mut kept = 0;
+    for piece in pieces.iter_mut() {
+        let chars = piece.chars().count();
+        if chars > room {
+            let start: String = piece.chars().take(room).collect();
+            if !start.trim().is_empty() {
+                *piece = start;
+                kept += 1;
+            }
+            break;
+        }
+        room -= chars;
+        kept += 1;
+    }
+    pieces.truncate(kept);
 }
 
 /// Splits text into token-like pieces, each a word with its leading space.
@@ -1078,6 +1109,37 @@ mod tests {
             bytes <= wire::KEPT_BYTES && bodies > 0 && bodies < 60,
             "{bytes} {bodies}"
         );
+    }
+
+    /// An answer's tokens are counted as a prompt's, about 4 characters a token: a compact
+    /// JSON answer is its length's worth, not the one word it is (issue 52, item 5), and
+    /// `max_tokens` cuts it mid-word at that count.
+    #[test]
+    fn an_answer_s_tokens_are_counted_as_a_prompt_s_and_max_tokens_cuts_at_that_count() {
+        let p = Provider::new(MockConfig::default());
+        let json = r#"{"category":"billing","priority":"high","reply":"refund sent"}"#;
+        assert_eq!(json.len(), 62);
+        let said = |text: &str| Said {
+            generation: plain(text.to_string()),
+            calls: Vec::new(),
+            refused: false,
+            replay: false,
+        };
+        let asked =
+            |max: Option<u64>| Asked::of(&json!({"model": "m", "max_tokens": max}), Vec::new());
+        let whole = p.plan(&asked(None), said(json), None, None);
+        assert_eq!(whole.usage["completion_tokens"], 16);
+        assert_eq!((whole.text.as_str(), whole.finish), (json, "stop"));
+        let cut = p.plan(&asked(Some(5)), said(json), None, None);
+        assert_eq!(cut.usage["completion_tokens"], 5);
+        assert_eq!((cut.text.as_str(), cut.finish), (&json[..20], "length"));
+        let words = p.plan(&asked(Some(2)), said("Answer: B is right"), None, None);
+        assert_eq!(words.text, "Answer:");
+        assert_eq!(words.usage["completion_tokens"], 2);
+        let cut = p.plan(&asked(Some(3)), said("Answer: Bravo"), None, None);
+        assert_eq!(cut.text, "Answer: Brav");
+        let short = p.plan(&asked(Some(100)), said("B"), None, None);
+        assert_eq!(short.usage["completion_tokens"], 1);
     }
 
     #[test]

@@ -47,6 +47,8 @@ impl ExtractError {
 
 /// What each form looks like, for the errors that list them.
 const FORMS: &str = "`{regex: \"Answer: (.+)\"}`, `{json: /answer}`, `{tag: answer}`, `last_line` or `{template: \"{{ json.answer }}\"}`";
+/// How [`Extract::looks_for`] starts.
+pub const LOOKS_FOR_MARK: &str = "extract: ";
 const KEYS: [&str; 5] = ["regex", "json", "tag", "last_line", "template"];
 
 impl Extract {
@@ -128,7 +130,9 @@ impl Extract {
     /// What it reads, in a person's words (`check` prints it).
     pub fn describe(&self) -> String {
         match self {
-            Extract::Regex(p) => format!("reads the regex {}'s first group", quoted(p.as_str())),
+            Extract::Regex(p) => {
+                format!("reads the first group of the regex {}", quoted(p.as_str()))
+            }
             Extract::Json(pointer) => format!("reads {pointer} as a JSON pointer"),
             Extract::Tag(tag) => format!("reads the last <{tag}>…</{tag}>"),
             Extract::LastLine => "reads the last non-blank line".to_string(),
@@ -136,16 +140,18 @@ impl Extract {
         }
     }
 
-    /// What an answer that gives it nothing lacks, in the record's `not_found` (the reports
-    /// name a variant most of whose answers lack it).
+    /// What an answer that gives it nothing lacks, in the record's `not_found`, marked
+    /// `extract: ` so the reports say the reading, not the scorer, found nothing (they name
+    /// a variant most of whose answers lack it).
     pub fn looks_for(&self) -> String {
-        match self {
-            Extract::Regex(_) => "match of the variant's `extract:` regex".to_string(),
-            Extract::Json(pointer) => format!("JSON value at {pointer} (the variant's `extract:`)"),
-            Extract::Tag(tag) => format!("<{tag}> tag (the variant's `extract:`)"),
-            Extract::LastLine => "non-blank line (the variant's `extract:`)".to_string(),
-            Extract::Template(_) => "text from the variant's `extract:` template".to_string(),
-        }
+        let what = match self {
+            Extract::Regex(_) => "match of its regex".to_string(),
+            Extract::Json(pointer) => format!("JSON value at {pointer}"),
+            Extract::Tag(tag) => format!("<{tag}> tag"),
+            Extract::LastLine => "non-blank line".to_string(),
+            Extract::Template(_) => "text from its template".to_string(),
+        };
+        format!("{LOOKS_FOR_MARK}{what}")
     }
 
     /// The reading as a prompt file writes it, in YAML's flow form (what an importer

@@ -68,6 +68,11 @@ struct RawBench {
     /// exact].
     #[serde(default)]
     grade: Option<GradeSpec>,
+    /// How every variant without an `extract:` of its own reads its answer before it is
+    /// scored (docs/guide/scorers.md, "A variant reads its own answer").
+    #[serde(default)]
+    #[schemars(schema_with = "prompts::extract_schema")]
+    extract: Option<Value>,
     /// The one endpoint the bench runs on (docs/guide/real-model.md).
     #[serde(default)]
     endpoint: EndpointSpec,
@@ -328,7 +333,8 @@ impl Bench {
         check_loop(raw.agent_loop.as_ref(), &here)?;
         tools::check_servers(&raw.mcp).map_err(|e| InputError::new(here("mcp"), e).fix("each server is {run: [program, args…], env: [NAMES], timeout: 30s, tools: [names]}; see docs/guide/tools.md"))?;
 
-        let variants = load_variants(dir, &raw.variants)?;
+        let mut variants = load_variants(dir, &raw.variants)?;
+        default_reading(raw.extract.as_ref(), &mut variants, &here)?;
         let templates = Templates::compile(&variants)?;
         templates.check(&variants, &cases)?;
         check_tools(&cases, &grade, &params, &variants)?;
@@ -703,6 +709,23 @@ fn check_sequential(q: &SequentialSpec, here: &dyn Fn(&str) -> FilePos) -> Resul
     Ok(())
 }
 
+/// The bench's `extract:`, for every variant that has none of its own.
+fn default_reading(
+    written: Option<&Value>,
+    variants: &mut [Variant],
+    here: &dyn Fn(&str) -> FilePos,
+) -> Result<(), InputError> {
+    let Some(written) = written.filter(|v| !v.is_null()) else {
+        return Ok(());
+    };
+    let reading = extract::Extract::from_value(written)
+        .map_err(|e| InputError::new(here("extract"), e.message).fix(e.fix))?;
+    for v in variants.iter_mut().filter(|v| v.extract.is_none()) {
+        v.extract = Some(reading.clone());
+    }
+    Ok(())
+}
+
 /// The variants' prompt files, each name once.
 fn load_variants(dir: &Path, files: &[String]) -> Result<Vec<Variant>, InputErrors> {
     let mut variants: Vec<Variant> = Vec::new();
@@ -1049,6 +1072,25 @@ mod tests {
     }
 
     const GOOD: &str = "name: t\ncases: cases.jsonl\nvariants: [plain.txt, careful.yaml]\ngrade: { kind: number }\nparams: { temperature: 0, max_tokens: 10 }\nlimits: { concurrency: 3, first_token_timeout: 5s, idle_timeout: 500ms }\n";
+
+    #[test]
+    fn the_bench_s_reading_is_every_variant_s_without_one_of_its_own() {
+        let dir = bench_dir(&format!("{GOOD}extract: last_line\n"));
+        let careful = dir.path().join("careful.yaml");
+        let own = fs::read_to_string(&careful).unwrap() + "extract: { tag: answer }\n";
+        fs::write(&careful, own).unwrap();
+        let b = Bench::load(&dir.path().join("bench.yaml")).unwrap();
+        assert_eq!(b.variants[0].extract, Some(extract::Extract::LastLine));
+        assert_eq!(b.variants[1].extract, extract::Extract::tag("answer").ok());
+        let dir = bench_dir(&format!("{GOOD}extract: {{ json: answer }}\n"));
+        let e = Bench::load(&dir.path().join("bench.yaml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("bench.yaml:7: `answer` is not a JSON pointer"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn loads_a_bench() {

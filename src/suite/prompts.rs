@@ -70,7 +70,7 @@ pub(super) struct RawPrompt {
 }
 
 /// `extract:`'s forms, as [`super::extract::Extract::from_value`] reads them.
-fn extract_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+pub(super) fn extract_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     let one = |key: &str, what: &str| {
         serde_json::json!({
             "type": "object",

@@ -407,7 +407,7 @@ fn answer_rows(id: &str, jobs: &[JobRecord]) -> String {
     for j in jobs {
         let _ = writeln!(
             rows,
-            "<tr><td><a href=\"/runs/{id}/jobs/{job}\">{case}</a></td><td>{arm}</td><td>{repeat}</td><td>{status}</td><td class=\"n\">{score}</td><td><pre>{output}</pre></td><td>{why}</td></tr>",
+            "<tr><td><a href=\"/runs/{id}/jobs/{job}\">{case}</a></td><td>{arm}</td><td>{repeat}</td><td>{status}</td><td class=\"n\">{score}</td><td><pre>{output}</pre>{read}</td><td>{why}</td></tr>",
             job = j.job,
             case = esc(&j.case_id),
             arm = esc(&j.arm()),
@@ -415,6 +415,10 @@ fn answer_rows(id: &str, jobs: &[JobRecord]) -> String {
             status = status_name(j.status),
             score = j.score().map(|s| format!("{s:.2}")).unwrap_or_default(),
             output = pre_text(&j.output, 2000),
+            read = j.read.as_ref().map_or_else(String::new, |read| format!(
+                "<div class=\"muted\">read: <code>{}</code></div>",
+                esc(&crate::report::visible(read, 300))
+            )),
             why = esc(&crate::report::visible(
                 &crate::report::reason_of(j).unwrap_or_default(),
                 300
@@ -585,6 +589,9 @@ fn record_rows(b: &mut String, r: &JobRecord) {
         r.score().map(|s| format!("{s:.3}")).unwrap_or_default(),
     );
     row("expected", shown(&r.expected.join("\n")));
+    if let Some(read) = &r.read {
+        row("read (extract:)", shown(read));
+    }
     if let Some(x) = &r.extracted {
         row("extracted", shown(x));
     }

@@ -645,6 +645,7 @@ async fn the_simulator_streams_a_call_s_arguments_in_many_pieces() {
         others: Arc::new(Vec::new()),
         files: 0,
         tool_script: Vec::new(),
+        reading: None,
     };
     let config = MockConfig {
         oracle: Some(Oracle(Arc::new(move |_| Some(hint.clone())))),

@@ -189,6 +189,7 @@ fn oracle(bench: &Arc<Bench>, jobs: &[promptgauge::suite::plan::Job], run_id: &s
             others: Arc::new(Vec::new()),
             files: 0,
             tool_script: Vec::new(),
+            reading: None,
         })
     }))
 }

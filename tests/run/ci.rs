@@ -1450,7 +1450,6 @@ fn repeats_report_pass_at_k_pass_all_k_and_flaky_cases_and_min_pass_all_gates_th
                 "--base-url",
                 "mock",
                 "--no-store",
-                "--quiet",
                 "--concurrency",
                 "1",
             ])

@@ -1370,3 +1370,197 @@ fn an_expr_that_fails_every_answer_alike_stops_the_run_early() {
         server.provider.stats().requests
     );
 }
+
+/// A multiple-choice bench whose variants answer in different formats, each read its own
+/// way (`extract:`) and all scored by one `exact` against the same letters: a letter, JSON
+/// read at `/answer`, a tagged answer (with a few-shot example), and a reading the
+/// simulator's plain answers never satisfy (a template over JSON that is not there).
+fn formats_bench() -> tempfile::TempDir {
+    const LETTERS: [&str; 4] = ["A", "B", "C", "D"];
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cases: String = (0..8)
+        .map(|i| {
+            format!(
+                "{}\n",
+                serde_json::json!({"id": format!("q-{i}"), "vars": {"question": format!("Question {i}: A, B, C or D?")}, "expected": LETTERS[i % 4]})
+            )
+        })
+        .collect();
+    std::fs::write(d.join("cases.jsonl"), cases).unwrap();
+    let prompt = |name: &str, ask: &str, extract: &str| {
+        std::fs::write(
+            d.join(format!("{name}.yaml")),
+            format!("name: {name}\nmessages:\n  - {{ role: system, content: \"{ask} simulated accuracy 100%\" }}\n{}  - {{ role: user, content: \"{{{{ question }}}}\" }}\n{extract}",
+                if name == "tagged" { "  - { role: user, content: \"Which is prime: A) 4 B) 6 C) 7 D) 8?\" }\n  - { role: assistant, content: \"7 is prime.\\n<answer>C</answer>\" }\n" } else { "" }),
+        )
+        .unwrap();
+    };
+    prompt("letter", "Answer with the letter alone.", "");
+    prompt(
+        "json",
+        "Answer in JSON: {\\\"answer\\\": letter}.",
+        "extract: { json: /answer }\n",
+    );
+    prompt(
+        "tagged",
+        "Think, then answer in <answer></answer>.",
+        "extract: { tag: answer }\n",
+    );
+    prompt(
+        "unread",
+        "Answer with the letter alone.",
+        "extract: { template: \"{{ json.answer }}\" }\n",
+    );
+    std::fs::write(
+        d.join("bench.yaml"),
+        "name: formats\ncases: cases.jsonl\nvariants: [letter.yaml, json.yaml, tagged.yaml, unread.yaml]\ngrade: { kind: exact }\n",
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn variants_of_different_formats_each_read_their_answer_and_are_scored_on_the_same_expected() {
+    let b = formats_bench();
+    let d = b.path();
+    let check = promptgauge(d)
+        .args(["check", "bench.yaml"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(
+        check.status.code(),
+        Some(0),
+        "{said}{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    assert!(
+        said.contains("json: reads /answer as a JSON pointer"),
+        "{said}"
+    );
+    assert!(
+        said.contains("tagged: reads the last <answer>…</answer> (extract: {tag: \"answer\"})"),
+        "{said}"
+    );
+    assert!(
+        said.contains("reads as \"C\""),
+        "the few-shot example read: {said}"
+    );
+    assert!(!said.contains("letter: reads"), "{said}");
+
+    let (summary, records) = run_parts(d, &[]);
+    let accuracy: Vec<f64> = summary["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["accuracy"].as_f64().unwrap())
+        .collect();
+    assert_eq!(accuracy, [1.0, 1.0, 1.0, 0.0], "{summary}");
+    let records = by_case(&records);
+    for i in 0..8 {
+        let letter = ["A", "B", "C", "D"][i % 4];
+        let at = |v: &str| records[&(format!("q-{i}"), v.to_string())];
+        // The letter variant reads its whole answer: no `read`.
+        assert_eq!(at("letter")["output"], letter);
+        assert!(at("letter").get("read").is_none(), "{}", at("letter"));
+        // The raw answer is kept, and what was read beside it is what the scorer saw.
+        let json = at("json");
+        let raw: Value = serde_json::from_str(json["output"].as_str().unwrap()).unwrap();
+        assert_eq!(raw, serde_json::json!({"answer": letter}));
+        assert_eq!(
+            (&json["read"], &json["score"]),
+            (&Value::from(letter), &Value::from(1.0))
+        );
+        let tagged = at("tagged");
+        assert!(
+            tagged["output"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("<answer>{letter}</answer>")),
+            "{tagged}"
+        );
+        assert_eq!(tagged["read"], letter);
+        // Found nothing: wrong, saying why, never scored on the raw text.
+        let unread = at("unread");
+        assert_eq!(unread["output"], letter);
+        assert_eq!(unread["score"], 0.0);
+        assert!(unread.get("read").is_none());
+        assert!(
+            unread["not_found"].as_str().unwrap().contains("extract"),
+            "{unread}"
+        );
+        assert!(
+            unread["score_detail"]["error"]
+                .as_str()
+                .unwrap()
+                .contains("found nothing"),
+            "{unread}"
+        );
+    }
+    let run = run_dirs(&d.join("reports")).pop().unwrap();
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(
+        html.contains("read: <code>B</code>"),
+        "report.html shows what was read"
+    );
+    assert!(html.contains("answer as given (before extract:)"));
+    let md = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(
+        md.contains("unread: its extract: found no text from its template in 8 of 8 answers"),
+        "{md}"
+    );
+}
+
+#[test]
+fn the_formats_example_reads_each_variant_s_answer_its_own_way() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&repo().join("examples/formats"), dir.path());
+    let check = promptgauge(dir.path())
+        .args(["check", "formats.yaml"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(check.status.code(), Some(0), "{said}");
+    assert!(said.contains("its example answer"), "{said}");
+    assert!(!said.contains("warning"), "{said}");
+    std::fs::rename(
+        dir.path().join("formats.yaml"),
+        dir.path().join("bench.yaml"),
+    )
+    .unwrap();
+    let (summary, records) = run_parts(dir.path(), &[]);
+    assert_eq!(summary["variants"].as_array().unwrap().len(), 4);
+    for r in &records {
+        let reads = r["variant"] != "letter";
+        assert_eq!(r.get("read").is_some(), reads, "{r}");
+        // The simulator answered each in its format: nothing went unread.
+        assert!(r.get("not_found").is_none(), "{r}");
+    }
+}
+
+#[test]
+fn a_reading_changes_no_request_so_the_cache_answers_a_variant_whose_reading_changed() {
+    let b = formats_bench();
+    let d = b.path();
+    let (_, first) = run_parts(d, &["--cache"]);
+    assert!(first.iter().all(|r| r.get("cached").is_none()));
+    // The JSON variant now reads its answer through a template, lower-cased.
+    let json = std::fs::read_to_string(d.join("json.yaml")).unwrap();
+    let json = json.replace(
+        "extract: { json: /answer }",
+        "extract: { template: \"{{ json.answer | lower }}\" }",
+    );
+    std::fs::write(d.join("json.yaml"), json).unwrap();
+    let (summary, again) = run_parts(d, &["--cache"]);
+    // Every request was the same: every answer came from the cache, read anew.
+    assert!(again.iter().all(|r| r["cached"] == true), "{again:?}");
+    let json: Vec<&Value> = again.iter().filter(|r| r["variant"] == "json").collect();
+    assert_eq!(json.len(), 8);
+    for r in json {
+        let raw: Value = serde_json::from_str(r["output"].as_str().unwrap()).unwrap();
+        assert_eq!(r["read"], raw["answer"].as_str().unwrap().to_lowercase());
+        assert_eq!(r["score"], 1.0, "exact ignores case by default: {r}");
+    }
+    assert_eq!(summary["variants"][1]["accuracy"], 1.0);
+}

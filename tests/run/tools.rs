@@ -240,6 +240,7 @@ fn scripted(calls: Vec<(&str, Value)>) -> MockConfig {
         others: std::sync::Arc::new(vec!["sunscreen".into()]),
         files: 0,
         tool_script: calls.into_iter().map(|(t, a)| (t.to_string(), a)).collect(),
+        reading: None,
     };
     MockConfig {
         oracle: Some(Oracle(std::sync::Arc::new(move |_| Some(hint.clone())))),

@@ -17,6 +17,15 @@ pub(super) struct View {
     pub(super) url: String,
 }
 
+impl View {
+    /// The server's address without the token (the browser keeps it in a cookie after the
+    /// first page, so later pages are addressed without it).
+    pub(super) fn base(&self) -> String {
+        let url = self.url.split('?').next().unwrap_or(&self.url);
+        url.trim_end_matches('/').to_string()
+    }
+}
+
 impl Drop for View {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -1255,13 +1264,7 @@ fn in_a_real_browser_the_runs_a_run_its_answers_a_comparison_labels_and_a_live_r
     let b = browser::Browser::start();
     // The URL view prints carries its token; the browser keeps it in a cookie after the
     // first page, so later pages are addressed without it.
-    let base = v
-        .url
-        .split('?')
-        .next()
-        .unwrap()
-        .trim_end_matches('/')
-        .to_string();
+    let base = v.base();
     // The runs, newest first, each variant's figure with its interval.
     b.go(&v.url);
     b.wait_until("#runs tbody", |t| t.contains("alpha") && t.contains("beta"));

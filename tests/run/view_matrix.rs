@@ -223,13 +223,7 @@ fn in_a_real_browser_the_runs_list_and_the_matrix_fit_1400_and_800_pixels() {
     run_as(d, &server.base_url(), "m2", &["--min-accuracy", "0.99"]);
     let v = view(d, &[]);
     let (id, _) = first_run(&v, "model=m1");
-    let base = v
-        .url
-        .split('?')
-        .next()
-        .unwrap()
-        .trim_end_matches('/')
-        .to_string();
+    let base = v.base();
     let b = browser::Browser::start();
     let shots = tempfile::tempdir().unwrap();
     let fits = |what: &str| {
@@ -329,15 +323,10 @@ fn a_matrix_of_several_endpoints_puts_each_endpoint_s_variants_under_its_name() 
     );
     let text = std::fs::read_to_string(d.join("bench.yaml")).unwrap() + &endpoints;
     std::fs::write(d.join("bench.yaml"), text).unwrap();
-    let out = promptgauge(d)
+    promptgauge(d)
         .args(["run", "bench.yaml", "--quiet"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert()
+        .success();
     let v = view(d, &[]);
     let (id, _) = first_run(&v, "");
     let (status, page) = get(&v.url, &format!("/runs/{id}/matrix"), None);

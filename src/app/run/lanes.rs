@@ -94,9 +94,9 @@ pub(super) async fn start_simulator(
 pub(super) fn oracle(p: &Prepared, run_id: &str) -> crate::mock::answers::Oracle {
     use crate::mock::answers::{Hint, Oracle};
     let bench = p.bench.clone();
-    let mut case_of = vec![usize::MAX; p.jobs.iter().map(|j| j.index + 1).max().unwrap_or(0)];
+    let mut case_of = vec![(usize::MAX, 0); p.jobs.iter().map(|j| j.index + 1).max().unwrap_or(0)];
     for j in &p.jobs {
-        case_of[j.index] = j.case;
+        case_of[j.index] = (j.case, j.variant);
     }
     let others: Arc<Vec<String>> = Arc::new(
         bench
@@ -109,7 +109,8 @@ pub(super) fn oracle(p: &Prepared, run_id: &str) -> crate::mock::answers::Oracle
     Oracle(Arc::new(move |key: &str| {
         // Judge calls (`…-judge-0`) are answered from their prompt, not from the case.
         let (index, _) = crate::runner::job_of_key(key, &run_id)?;
-        let case = bench.cases.get(*case_of.get(index)?)?;
+        let (case, variant) = *case_of.get(index)?;
+        let case = bench.cases.get(case)?;
         Some(Hint {
             case: case.id.clone(),
             expected: case.expected.clone(),
@@ -118,6 +119,7 @@ pub(super) fn oracle(p: &Prepared, run_id: &str) -> crate::mock::answers::Oracle
             others: others.clone(),
             files: case.files.len() + case.messages.iter().map(|m| m.files.len()).sum::<usize>(),
             tool_script: agent_plan(case, case.grade.as_ref().unwrap_or(&bench.grade)),
+            reading: bench.variants.get(variant).and_then(|v| v.extract.clone()),
         })
     }))
 }

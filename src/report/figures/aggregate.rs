@@ -293,10 +293,7 @@ impl Aggregator {
             if self.scored {
                 score_summary(&mut summary, cases.arm_mean_score(i, confidence));
                 let points: f64 = arm.iter().map(|s| s.score).sum();
-                summary.cost_per_point_usd = summary
-                    .cost_usd
-                    .filter(|_| points > 0.0)
-                    .map(|c| c / points);
+                summary.cost_per_point_usd = super::summary::cost_per(summary.cost_usd, points);
             } else {
                 repeats_summary(
                     &mut summary,

@@ -29,6 +29,8 @@ pub(crate) const SHOWN_PROMPTS_BUDGET: usize = 8 << 20;
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShownAnswer {
     pub output: String,
+    /// What the variant's `extract:` read from the answer, which its scorer saw.
+    pub read: Option<String>,
     pub extracted: Option<String>,
     pub score: Option<f64>,
     /// Why: the judge's reasons, a schema violation, the error of a failed job.

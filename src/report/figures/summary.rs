@@ -564,9 +564,7 @@ impl Acc {
                 .then(|| self.gen_tokens as f64 / self.gen_seconds),
             tokens: self.tokens,
             cost_usd: cost,
-            cost_per_correct_usd: cost
-                .filter(|_| self.correct > 0)
-                .map(|c| c / self.correct as f64),
+            cost_per_correct_usd: cost_per(cost, self.correct as f64),
             cost_per_point_usd: None,
             spent_usd: spent,
             batched: self.batched,
@@ -751,6 +749,11 @@ impl Billed {
 pub struct Latencies {
     pub ttft_ms: Vec<f64>,
     pub latency_ms: Vec<f64>,
+}
+
+/// A cost over a count of answers right (or points of score); none when there are none.
+pub(crate) fn cost_per(cost: Option<f64>, units: f64) -> Option<f64> {
+    cost.filter(|_| units > 0.0).map(|c| c / units)
 }
 
 /// Accuracy per tag and variant, tags in order, variants in bench order.

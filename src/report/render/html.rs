@@ -466,6 +466,14 @@ fn answer_cell(
         "<td class=\"text\"><span class=\"{class}\">{mark}</span> {}",
         esc(a.extracted.as_deref().unwrap_or(""))
     );
+    // What the variant's `extract:` read, beside the mark: the raw answer is inside.
+    if let Some(read) = &a.read {
+        let _ = write!(
+            b,
+            "<div class=\"read muted\">read: <code>{}</code></div>",
+            esc(&crate::report::visible(read, 300))
+        );
+    }
     // Why (a judge's reasons, a violation, an error) beside the answer, readable
     // without opening anything; a long one in full inside.
     if let Some(reason) = &a.reason {
@@ -483,7 +491,12 @@ fn answer_cell(
     }
     let _ = write!(
         b,
-        "<details><summary>answer</summary><pre>{}</pre>",
+        "<details><summary>{}</summary><pre>{}</pre>",
+        if a.read.is_some() {
+            "answer as given (before extract:)"
+        } else {
+            "answer"
+        },
         esc(&a.output)
     );
     if let Some(reason) = a.reason.as_ref().filter(|r| r.chars().count() > 300) {

@@ -100,10 +100,16 @@ fn run_notes(summary: &Summary, notes: &mut Vec<String>) {
         // Most answers gave the scorer nothing to compare: a format mismatch (or an
         // import comparing with the wrong thing), not a bad prompt.
         if let Some(f) = v.nothing_found.as_ref().filter(|f| f.answers * 2 > v.n) {
+            // The variant's own reading (`extract:`) found nothing, before any scorer.
+            let mark = crate::suite::extract::LOOKS_FOR_MARK;
+            let (who, what) = match f.looked_for.strip_prefix(mark) {
+                Some(what) => ("its extract:", what),
+                None => ("the scorer", f.looked_for.as_str()),
+            };
             notes.push(format!(
-                "{}: the scorer found no {} in {} of {} answers, e.g. \"{}\": check that the prompt asks for the format the scorer reads.",
+                "{}: {who} found no {} in {} of {} answers, e.g. \"{}\": check that the prompt asks for the format {who} reads.",
                 v.name,
-                f.looked_for.trim_start_matches("a ").trim_start_matches("an "),
+                what.trim_start_matches("a ").trim_start_matches("an "),
                 f.answers,
                 v.n,
                 f.example

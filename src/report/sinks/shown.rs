@@ -46,6 +46,10 @@ impl ShownAnswers {
             .or_insert_with(|| (r.expected.clone(), vec![None; arms]));
         entry.1[arm] = Some(ShownAnswer {
             output: crate::client::protocol::truncate(&r.output, SHOWN_CHARS),
+            read: r
+                .read
+                .as_ref()
+                .map(|t| crate::client::protocol::truncate(t, SHOWN_CHARS)),
             extracted: r.extracted.clone(),
             score: r.score(),
             reason,
