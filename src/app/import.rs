@@ -4,6 +4,7 @@
 //! side by side in one run); whatever has
 //! no equivalent is listed, in the terminal and in IMPORT-NOTES.md, never dropped silently.
 
+mod asserts;
 mod bench;
 mod files;
 mod openai_evals;
@@ -483,8 +484,12 @@ impl Import {
         vars: &Map<String, Value>,
     ) -> Option<(Value, Option<Vec<String>>)> {
         let kind = a.get("type").and_then(Value::as_str).unwrap_or("");
+        // These kinds carry their `threshold` over.
+        let thresholded = matches!(kind, "similar" | "g-eval" | "javascript" | "python");
         for key in a.as_object().into_iter().flat_map(|o| o.keys()) {
-            if !matches!(key.as_str(), "type" | "value") {
+            let carried =
+                matches!(key.as_str(), "type" | "value") || (thresholded && key == "threshold");
+            if !carried {
                 self.notes.push(format!(
                     "test {test}: assert `{kind}`'s `{key}` was not carried over (promptgauge scores every assert alike)"
                 ));
@@ -508,14 +513,19 @@ impl Import {
             ));
             return None;
         }
-        if let Some(scorer) = text_scorer(kind, value, text) {
+        if let Some(scorer) = text_scorer(kind, value, text.clone()) {
             return Some(scorer);
         }
         match kind {
             "contains-any" | "icontains-any" => self.any_of(kind, value, test, vars),
             other => {
-                self.notes.push(left_out(other, test));
-                None
+                let notes = self.notes.len();
+                let more = self.more_assertion(other, a, text.as_deref(), test);
+                // An assert that is neither converted nor already explained is said.
+                if more.is_none() && self.notes.len() == notes {
+                    self.notes.push(left_out(other, test));
+                }
+                more
             }
         }
     }
@@ -612,9 +622,10 @@ impl Import {
             Some(e) => {
                 case.insert("expected".into(), json!(e));
             }
-            // A pattern alone passes on a match: the expected text is not compared.
+            // A pattern alone passes on a match, a program by its own test: the expected
+            // text is not compared.
             None if pattern_only => {
-                case.insert("expected".into(), json!("(the pattern matches)"));
+                case.insert("expected".into(), json!("(the assert decides)"));
             }
             None => {}
         }
@@ -633,7 +644,8 @@ impl Import {
             let Some((scorer, value)) = self.assertion(a, n, vars) else {
                 continue;
             };
-            if scorer["kind"] == "regex" && value.is_none() {
+            // A pattern, or a program, decides alone: no answer to compare.
+            if (scorer["kind"] == "regex" || scorer["kind"] == "command") && value.is_none() {
                 found.pattern_only = true;
             }
             match (&found.expected, value) {
@@ -761,6 +773,11 @@ fn import_promptfoo(args: &ImportArgs) -> Result<Exit, Failure> {
         im.tests(&files, tests, &default_asserts).map_err(bad)?;
     }
     im.attach_files(&files).map_err(bad)?;
+    // The asserts' own files (`file://check.js`), beside the shim that runs them.
+    for (reference, rel) in std::mem::take(&mut im.code_files) {
+        let (_, text) = files.read(&reference).map_err(bad)?;
+        im.files.push((rel, text));
+    }
     // Every key the config has and this import did not read is said: the notes claim
     // nothing was left only when nothing was.
     for key in config.as_object().into_iter().flat_map(|o| o.keys()) {

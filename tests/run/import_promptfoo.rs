@@ -136,7 +136,13 @@ fn the_six_silent_changes_are_gone() {
         "{:?}",
         im.cases
     );
-    assert!(im.notes.contains("javascript"), "{}", im.notes);
+    // …it runs as promptfoo runs it: the file copied beside the shim, a command scorer.
+    let runs = snow["grade"]["of"].to_string();
+    assert!(
+        runs.contains("scorers/promptfoo-assert.cjs") && runs.contains("file:scorers/check.js"),
+        "{runs}"
+    );
+    assert!(im.dir.join("scorers/check.js").is_file());
     // An empty `__expected` is no assert (not "equals the empty text").
     assert_eq!(im.cases[28]["expected"], "fog");
     assert!(!im.notes.contains("Everything else was carried over"));
@@ -223,4 +229,77 @@ fn a_config_key_the_import_does_not_read_is_named() {
         assert!(im.notes.contains(key), "{key}: {}", im.notes);
     }
     assert!(!im.notes.contains("Everything else was carried over"));
+}
+
+#[test]
+fn asserts_become_the_scorers_that_pass_when_promptfoo_s_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    let im = import(
+        &fixture("asserts/promptfooconfig.yaml"),
+        &tmp.path().join("bench"),
+    );
+    let grade = |i: usize| im.cases[i]["grade"].clone();
+    // not-* and contains-all as expressions; a one-line javascript check too.
+    let first = grade(0)["of"].to_string();
+    assert!(
+        first.contains(r#"not (\"sorry\" in output|lower)"#),
+        "{first}"
+    );
+    assert!(first.contains(r#"\"paris\" in output|lower"#), "{first}");
+    assert_eq!(grade(0)["of"][2]["kind"], "expr", "{first}");
+    // A function body, a python expression and a file: run by the shims.
+    assert_eq!(grade(1)["kind"], "command");
+    assert_eq!(grade(1)["run"][0], "node");
+    assert_eq!(grade(2)["of"][0]["run"][0], "python3");
+    assert_eq!(grade(2)["of"][1]["run"][2], "file:scorers/check.js");
+    // similar: the embedding scorer at its threshold, the value the expected answer.
+    assert_eq!(grade(3)["kind"], "embedding");
+    assert_eq!(grade(3)["threshold"], 0.5);
+    assert_eq!(
+        im.cases[3]["expected"],
+        "The sea is a large body of salt water."
+    );
+    // g-eval: a judge of its criteria; cost and latency: gates of the run, named.
+    assert_eq!(grade(4)["kind"], "judge");
+    assert_eq!(
+        grade(4)["criteria"][0]["rubric"],
+        "The explanation mentions the moon."
+    );
+    for said in ["--max-cost", "--max-p90-latency", "g-eval"] {
+        assert!(im.notes.contains(said), "{said}: {}", im.notes);
+    }
+    // The shims score answers on the simulator as promptfoo's asserts would.
+    if std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_err()
+        || std::process::Command::new("python3")
+            .arg("--version")
+            .output()
+            .is_err()
+    {
+        return;
+    }
+    let run = promptgauge(&im.dir)
+        .args([
+            "run",
+            "--base-url",
+            "mock",
+            "--no-store",
+            "--quiet",
+            "--limit",
+            "3",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let ran = run_dirs(&im.dir.join("reports")).remove(0);
+    let results = std::fs::read_to_string(ran.join("results.jsonl")).unwrap();
+    let scored = results.lines().filter(|l| l.contains("\"score\"")).count();
+    assert_eq!(scored, 3, "{results}");
 }

@@ -40,6 +40,9 @@ pub(super) struct Import {
     pub(super) judge: Option<Map<String, Value>>,
     /// Other files to write, by their path in the bench's folder (judge prompts, scorers).
     pub(super) files: Vec<(String, String)>,
+    /// Files of code asserts name (`file://check.js`), to copy into the bench: the
+    /// config's reference and the path in the bench.
+    pub(super) code_files: Vec<(String, String)>,
     /// Files the cases attach, copied into the bench's folder: its path there, and where
     /// it is read from.
     pub(super) copies: Vec<(String, std::path::PathBuf)>,

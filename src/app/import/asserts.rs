@@ -1,0 +1,241 @@
+//! promptfoo asserts beyond the text scorers (docs/guide/import-promptfoo.md, "Asserts"):
+//! `not-*` of every assert an expression can say, `contains-all`, `similar` (the embedding
+//! scorer), `g-eval` (a judge with the criteria), and `javascript` / `python`: a one-line
+//! check as an `expr` expression when it can be written faithfully, else run as promptfoo
+//! runs it, by a small shim the bench carries (`scorers/promptfoo-assert.cjs` or `.py`)
+//! through the `command` scorer, with promptfoo's calling convention (`output`,
+//! `context.vars`; a boolean, a number or `{pass, score, reason}`).
+
+use serde_json::{Value, json};
+
+use super::bench::Import;
+
+/// The shim that runs promptfoo's JavaScript asserts as a `command` scorer.
+const JS_SHIM: &str = include_str!("shims/promptfoo-assert.cjs");
+/// The shim that runs promptfoo's Python asserts as a `command` scorer.
+const PY_SHIM: &str = include_str!("shims/promptfoo-assert.py");
+
+/// A text as a template-expression string literal.
+fn lit(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_default()
+}
+
+/// The texts of an assert's value: a list, or one text (comma-separated for the
+/// `-any`/`-all` kinds, as promptfoo splits it).
+fn texts(value: Option<&Value>, text: Option<&str>) -> Vec<String> {
+    match value {
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), String::from))
+            .collect(),
+        _ => text
+            .map(|t| t.split(',').map(|p| p.trim().to_string()).collect())
+            .unwrap_or_default(),
+    }
+}
+
+/// The expression that passes exactly when promptfoo's assert `kind` passes, for the
+/// kinds an expression can say; `None` for the others.
+pub(super) fn expr_of(kind: &str, value: Option<&Value>, text: Option<&str>) -> Option<String> {
+    let one = || text.map(lit);
+    let join = |op: &str, lower: bool| {
+        let items = texts(value, text);
+        (!items.is_empty()).then(|| {
+            items
+                .iter()
+                .map(|t| {
+                    if lower {
+                        format!("{} in output|lower", lit(&t.to_lowercase()))
+                    } else {
+                        format!("{} in output", lit(t))
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(op)
+        })
+    };
+    Some(match kind {
+        "contains" => format!("{} in output", one()?),
+        "icontains" => format!("{} in output|lower", lit(&text?.to_lowercase())),
+        "equals" => format!("output == {}", one()?),
+        "starts-with" => format!("output is startingwith({})", one()?),
+        "regex" => format!("output is matches({})", one()?),
+        "contains-any" => join(" or ", false)?,
+        "icontains-any" => join(" or ", true)?,
+        "contains-all" => join(" and ", false)?,
+        "icontains-all" => join(" and ", true)?,
+        "javascript" => crate::grade::javascript::to_expr(text?)?,
+        _ => return None,
+    })
+}
+
+impl Import {
+    /// An assert the text scorers do not cover, as (scorer, the answers it compares with);
+    /// `None` for a kind with no faithful promptgauge counterpart.
+    pub(super) fn more_assertion(
+        &mut self,
+        kind: &str,
+        a: &Value,
+        text: Option<&str>,
+        test: usize,
+    ) -> Option<(Value, Option<Vec<String>>)> {
+        let value = a.get("value");
+        let threshold = a.get("threshold").and_then(Value::as_f64);
+        if let Some(positive) = kind.strip_prefix("not-") {
+            let Some(e) = expr_of(positive, value, text) else {
+                self.notes.push(format!(
+                    "test {test}: assert `{kind}` has no promptgauge counterpart (its positive form is no expression): left out"
+                ));
+                return None;
+            };
+            return Some((json!({"kind": "expr", "expr": format!("not ({e})")}), None));
+        }
+        match kind {
+            "contains-all" | "icontains-all" => Some((
+                json!({"kind": "expr", "expr": expr_of(kind, value, text)?}),
+                None,
+            )),
+            "similar" => Some((
+                json!({"kind": "embedding", "threshold": threshold.unwrap_or(0.8)}),
+                Some(match value {
+                    Some(Value::Array(_)) => texts(value, text),
+                    _ => vec![text?.to_string()],
+                }),
+            )),
+            "g-eval" => {
+                let criteria: Vec<Value> = texts(value, text)
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| json!({"name": format!("g-eval {}", i + 1), "rubric": c}))
+                    .collect();
+                if criteria.is_empty() {
+                    return None;
+                }
+                // G-Eval scores each criterion 0–10 (promptfoo: 0–1 and a pass at its
+                // threshold, 0.7 unless told): the bench reports the mean score instead.
+                self.notes.push(format!(
+                    "test {test}: assert `g-eval` became a 0–10 judge of its criteria; its pass threshold ({}) is not applied: the reports give the mean score",
+                    threshold.unwrap_or(0.7)
+                ));
+                Some((
+                    json!({"kind": "judge", "scale": "0-10", "criteria": criteria}),
+                    None,
+                ))
+            }
+            "javascript" => match expr_of(kind, value, text).filter(|_| threshold.is_none()) {
+                Some(e) => Some((json!({"kind": "expr", "expr": e}), None)),
+                None => self.code_assert("javascript", text?, threshold),
+            },
+            "python" => self.code_assert("python", text?, threshold),
+            _ => None,
+        }
+    }
+
+    /// A `javascript` or `python` assert run as promptfoo runs it: its code (or the file it
+    /// names, copied into the bench) through the shim, as a `command` scorer.
+    fn code_assert(
+        &mut self,
+        lang: &str,
+        code: &str,
+        threshold: Option<f64>,
+    ) -> Option<(Value, Option<Vec<String>>)> {
+        let (shim, program, ext) = match lang {
+            "python" => ("scorers/promptfoo-assert.py", "python3", "py"),
+            _ => ("scorers/promptfoo-assert.cjs", "node", "js"),
+        };
+        if !self.files.iter().any(|(f, _)| f == shim) {
+            let text = if lang == "python" { PY_SHIM } else { JS_SHIM };
+            self.files.push((shim.to_string(), text.to_string()));
+        }
+        let code = code.trim();
+        let target = match code.strip_prefix("file://") {
+            // A file of the config's: copied beside the shim once every test is read.
+            Some(reference) => {
+                let (path, function) = match reference.rsplit_once(':') {
+                    Some((p, f)) if !f.contains('/') && !f.contains('.') => (p, Some(f)),
+                    _ => (reference, None),
+                };
+                let name = std::path::Path::new(path)
+                    .file_name()
+                    .map(|f| f.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| format!("assert.{ext}"));
+                let rel = format!("scorers/{name}");
+                if !self.code_files.iter().any(|(_, r)| *r == rel) {
+                    self.code_files
+                        .push((format!("file://{path}"), rel.clone()));
+                }
+                match function {
+                    Some(f) => format!("file:{rel}:{f}"),
+                    None => format!("file:{rel}"),
+                }
+            }
+            None => format!("inline:{code}"),
+        };
+        let mut run = vec![program.to_string(), shim.to_string(), target];
+        if let Some(t) = threshold {
+            run.push(format!("--threshold={t}"));
+        }
+        Some((json!({"kind": "command", "run": run, "binary": true}), None))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn asserts_say_as_expressions_what_promptfoo_checks() {
+        assert_eq!(
+            expr_of("contains", None, Some("Paris")).unwrap(),
+            r#""Paris" in output"#
+        );
+        assert_eq!(
+            expr_of("icontains-all", Some(&json!(["A", "b"])), None).unwrap(),
+            r#""a" in output|lower and "b" in output|lower"#
+        );
+        assert!(expr_of("similar", None, Some("x")).is_none());
+        let mut im = Import::default();
+        let (s, e) = im
+            .more_assertion(
+                "not-icontains",
+                &json!({"value": "Sorry"}),
+                Some("Sorry"),
+                1,
+            )
+            .unwrap();
+        assert_eq!(s["expr"], r#"not ("sorry" in output|lower)"#);
+        assert!(e.is_none());
+        let (s, _) = im
+            .more_assertion(
+                "javascript",
+                &json!({}),
+                Some("output.length < 10 && output.includes('a')"),
+                1,
+            )
+            .unwrap();
+        assert_eq!(s["kind"], "expr");
+        let (s, _) = im
+            .more_assertion(
+                "javascript",
+                &json!({}),
+                Some("file://checks/long.js:isLong"),
+                1,
+            )
+            .unwrap();
+        assert_eq!(
+            s["run"],
+            json!([
+                "node",
+                "scorers/promptfoo-assert.cjs",
+                "file:scorers/long.js:isLong"
+            ])
+        );
+        assert_eq!(im.code_files[0].0, "file://checks/long.js");
+        let (s, _) = im
+            .more_assertion("g-eval", &json!({"threshold": 0.5}), Some("Is it kind?"), 1)
+            .unwrap();
+        assert_eq!(s["scale"], "0-10");
+        assert_eq!(s["criteria"][0]["rubric"], "Is it kind?");
+        assert!(im.notes[0].contains("(0.5)"), "{:?}", im.notes);
+    }
+}
