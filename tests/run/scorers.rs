@@ -1364,10 +1364,47 @@ fn an_expr_that_fails_every_answer_alike_stops_the_run_early() {
             && stderr.contains("the expression `output + 1 > 0` failed on this answer"),
         "{stderr}"
     );
+    let sent = server.provider.stats().requests;
+    assert!(sent < 20, "{sent}");
+    // It says how many were sent and how many were not, as counted.
     assert!(
-        server.provider.stats().requests < 20,
-        "{}",
-        server.provider.stats().requests
+        stderr.contains(&format!(
+            "so the run stopped: {sent} of its 60 jobs were sent and answered, {} not sent",
+            60 - sent
+        )),
+        "{stderr}"
+    );
+}
+
+/// A run small enough that every job was sent before its first jobs' failures were all in
+/// (2 cases × 2 variants, 4 at once) says so: none is said "not sent" (issue 52, tryout 6).
+#[test]
+fn an_expr_failing_every_answer_of_a_run_sent_whole_claims_none_unsent() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let b = arithmetic_bench(2, 2, "");
+    scored_by(b.path(), "", "{ kind: expr, expr: \"output + 1 > 0\" }");
+    let o = promptgauge(b.path())
+        .args(["run", "bench.yaml", "--concurrency", "4", "--model", "m"])
+        .args(["--no-store", "--quiet", "--base-url"])
+        .arg(server.base_url())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(4), "{stderr}");
+    assert_eq!(server.provider.stats().requests, 4);
+    assert!(
+        stderr.contains(
+            "the first 4 jobs all failed the same way (all 4 jobs of the run were sent and answered): could not be scored: the expression `output + 1 > 0`"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("not sent"), "{stderr}");
+    let run = run_dirs(&b.path().join("reports")).pop().unwrap();
+    let record = std::fs::read_to_string(run.join("run.json")).unwrap();
+    assert!(
+        record.contains("all 4 jobs of the run were sent and answered")
+            && !record.contains("not sent"),
+        "{record}"
     );
 }
 
