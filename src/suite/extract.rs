@@ -327,6 +327,12 @@ impl Jinja {
                 "a reading's template sees `answer` (the whole answer), `json` (its JSON, or none) and `vars` (the case's variables: `vars.NAME`)",
             ));
         }
+        if let Some(u) = super::jinja::unknown_in_template(&env, &template, &[]).first() {
+            return Err(ExtractError::new(
+                format!("`extract:`'s template uses an {u}"),
+                "a reading's template may use the engine's filters and tests (`upper`, `trim`, `default`, … `is defined`, …)",
+            ));
+        }
         Ok(Jinja {
             source: source.to_string(),
             env: Arc::new(env),

@@ -7,6 +7,7 @@ pub mod endpoints;
 pub mod error;
 pub mod extract;
 pub mod grading;
+pub mod jinja;
 mod json;
 pub mod plan;
 pub mod prompts;
