@@ -1586,6 +1586,35 @@ fn the_formats_example_reads_each_variant_s_answer_its_own_way() {
     }
 }
 
+/// `check` shows a regex reading as written in the prompt file — `\s` is `\s`, not the
+/// doubled `\\s` of Rust's debug form — and its YAML reads back as the same regex
+/// (issue 52, tryout 9).
+#[test]
+fn check_shows_a_regex_reading_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&repo().join("examples/formats"), dir.path());
+    let prompt = dir.path().join("prompts/answer-line.yaml");
+    let text = std::fs::read_to_string(&prompt).unwrap().replace(
+        "extract: { regex: \"Answer: ([A-D])\" }",
+        r"extract: { regex: 'Answer:\s*([A-D])\b' }",
+    );
+    assert!(text.contains(r"'Answer:\s*([A-D])\b'"));
+    std::fs::write(&prompt, text).unwrap();
+    let check = promptgauge(dir.path())
+        .args(["check", "formats.yaml"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(check.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains(
+            r"answer-line: reads the first group of the regex `Answer:\s*([A-D])\b` (extract: {regex: 'Answer:\s*([A-D])\b'})"
+        ),
+        "{said}"
+    );
+    assert!(!said.contains(r"\\"), "{said}");
+}
+
 #[test]
 fn a_reading_changes_no_request_so_the_cache_answers_a_variant_whose_reading_changed() {
     let b = formats_bench();
