@@ -7,6 +7,7 @@
 mod asserts;
 mod bench;
 mod files;
+mod gates;
 mod openai_evals;
 mod promptfoo_tests;
 mod prompts;
@@ -189,19 +190,9 @@ fn text_scorer(
     })
 }
 
-/// Why an assert with no scorer was left out, and what to do instead.
+/// Why an assert with no scorer was left out.
 fn left_out(kind: &str, test: usize) -> String {
-    match kind {
-        "latency" => format!(
-            "test {test}: assert `latency` was left out: gate the whole run with `promptgauge run --max-p90-latency`"
-        ),
-        "cost" => format!(
-            "test {test}: assert `cost` was left out: gate the whole run with `promptgauge run --max-cost` (set `price`)"
-        ),
-        other => {
-            format!("test {test}: assert `{other}` has no promptgauge scorer and was left out")
-        }
-    }
+    format!("test {test}: assert `{kind}` has no promptgauge scorer and was left out")
 }
 
 /// The endpoint of a provider promptgauge speaks to (`openai:…`, `anthropic:…`,
@@ -265,8 +256,10 @@ struct AssertScorers {
     expected: Option<Vec<String>>,
     /// A `regex` passes on a match, with no answer to compare.
     pattern_only: bool,
-    /// Which of the asserts became a scorer, in order.
+    /// Which of the asserts became a scorer (or a gate), in order.
     converted: Vec<bool>,
+    /// Every assert became a run gate (`latency`, `cost`): nothing to score.
+    gates_only: bool,
 }
 
 impl Import {
@@ -608,7 +601,16 @@ impl Import {
             expected,
             pattern_only,
             converted,
+            gates_only,
         } = self.scorers(asserts, n, &vars);
+        if gates_only {
+            // Its asserts are the run's gates: the case runs (its latency and cost are
+            // measured), and every answer passes, as promptfoo's row does within them.
+            scorers.push(json!({"kind": "expr", "expr": "true"}));
+            self.notes.push(format!(
+                "test {n}: its only asserts are gates of the run: it is kept, scored by `expr: true`, so its jobs' latency and cost are measured"
+            ));
+        }
         if scorers.is_empty() {
             self.notes.push(format!(
                 "test {n} has no assert promptgauge can score: skipped"
@@ -657,8 +659,19 @@ impl Import {
     /// Test `n`'s asserts as scorers; an assert comparing with other answers than the
     /// first one's is left out (with a note): a case has one set of expected answers.
     fn scorers(&mut self, asserts: &[Value], n: usize, vars: &Map<String, Value>) -> AssertScorers {
-        let mut found = AssertScorers::default();
+        let mut found = AssertScorers {
+            gates_only: true,
+            ..AssertScorers::default()
+        };
         for a in asserts {
+            let kind = a.get("type").and_then(Value::as_str).unwrap_or("");
+            if matches!(kind, "latency" | "cost") {
+                let gate = self.gate_assert(kind, a, n);
+                found.converted.push(gate);
+                found.gates_only &= gate;
+                continue;
+            }
+            found.gates_only = false;
             found.converted.push(false);
             let Some((scorer, value)) = self.assertion(a, n, vars) else {
                 continue;
@@ -819,6 +832,7 @@ fn import_promptfoo(args: &ImportArgs) -> Result<Exit, Failure> {
         im.tests(&files, tests, &default_asserts).map_err(bad)?;
     }
     im.attach_files(&files).map_err(bad)?;
+    im.say_cost_gate();
     // The asserts' own files (`file://check.js`), beside the shim that runs them.
     for (reference, rel) in std::mem::take(&mut im.code_files) {
         let (_, text) = files.read(&reference).map_err(bad)?;

@@ -2080,7 +2080,7 @@ tests:
     );
     // Tests and asserts counted apart: 8 tests and the CSV's 2; defaultTest's assert once.
     assert!(
-        stdout.contains("10 tests of the config: 10 cases scored by the bench; 12 asserts (12 became scorers)"),
+        stdout.contains("10 tests of the config: 10 cases scored by the bench; 12 asserts (12 became scorers or gates)"),
         "{stdout}"
     );
     // What has no equivalent is said, not dropped.

@@ -259,13 +259,13 @@ fn asserts_become_the_scorers_that_pass_when_promptfoo_s_do() {
         im.cases[3]["expected"],
         "The sea is a large body of salt water."
     );
-    // g-eval: a judge of its criteria; cost and latency: gates of the run, named.
+    // g-eval: a judge of its criteria; cost and latency: the bench's gates.
     assert_eq!(grade(4)["kind"], "judge");
     assert_eq!(
         grade(4)["criteria"][0]["rubric"],
         "The explanation mentions the moon."
     );
-    for said in ["--max-cost", "--max-p90-latency", "g-eval"] {
+    for said in ["gates.max_latency", "gates.max_cost_per_job", "g-eval"] {
         assert!(im.notes.contains(said), "{said}: {}", im.notes);
     }
     // The shims score answers on the simulator as promptfoo's asserts would.
@@ -458,7 +458,7 @@ fn tests_and_asserts_are_counted_apart() {
         "{}",
         im.stdout
     );
-    let counts = "9 tests of the config: 12 cases scored by the bench; 13 asserts (11 became scorers, 2 left out: below)";
+    let counts = "9 tests of the config: 12 cases scored by the bench; 13 asserts (11 became scorers or gates, 2 left out: below)";
     assert!(im.stdout.contains(counts), "{}", im.stdout);
     assert!(im.notes.contains(&counts[1..]), "{}", im.notes);
     // A note said by two tests (one of them for each of its 4 cases) counts 2 tests.
@@ -504,4 +504,62 @@ fn a_file_the_bench_cannot_send_is_left_out_by_name_never_written() {
         im.notes
     );
     assert!(!im.notes.contains("Everything else was carried over"));
+}
+
+#[test]
+fn latency_and_cost_asserts_become_the_bench_s_gates() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(
+        d.join("c.yaml"),
+        r#"prompts: ["What is {{a}} + {{b}}?"]
+tests:
+  - vars: { a: 2, b: 3 }
+    assert:
+      - { type: contains, value: "5" }
+      - { type: latency, threshold: 5000 }
+  - vars: { a: 4, b: 4 }
+    assert:
+      - { type: latency, threshold: 1 }
+      - { type: cost, threshold: 0.5 }
+"#,
+    )
+    .unwrap();
+    let im = import(&d.join("c.yaml"), &d.join("bench"));
+    let bench = std::fs::read_to_string(im.dir.join("promptgauge.yaml")).unwrap();
+    // The smallest threshold; the cost gate waits for a price (check would refuse it).
+    assert!(bench.contains("\n  max_latency: 1ms\n"), "{bench}");
+    assert!(bench.contains("  # max_cost_per_job: 0.5"), "{bench}");
+    // A test whose asserts are all gates still runs, so its latency is measured.
+    assert_eq!(im.cases.len(), 2, "{}", im.stdout);
+    assert_eq!(im.cases[1]["grade"]["expr"], "true");
+    assert!(
+        im.notes.contains("promptfoo fails that test's row; here the run's gate fails"),
+        "{}",
+        im.notes
+    );
+    assert!(im.stdout.contains("4 asserts (4 became scorers or gates)"), "{}", im.stdout);
+    // On a simulator whose answers take 20 ms: the bench's gate fails the run (exit 1);
+    // the flag overrides it.
+    let (_rt, server) = start_mock(promptgauge::mock::MockConfig {
+        first_token_delay: std::time::Duration::from_millis(20),
+        ..Default::default()
+    });
+    let run = |flags: &[&str]| {
+        let o = promptgauge(&im.dir)
+            .args(["run", "--base-url", &server.base_url(), "--model", "m"])
+            .args(["--no-store", "--quiet"])
+            .args(flags)
+            .output()
+            .unwrap();
+        (
+            o.status.code().unwrap(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, said) = run(&[]);
+    assert_eq!(code, 1, "{said}");
+    assert!(said.contains("gate failed: max-latency 1ms"), "{said}");
+    let (code, said) = run(&["--max-latency", "60s"]);
+    assert_eq!(code, 0, "{said}");
 }

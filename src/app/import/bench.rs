@@ -57,6 +57,10 @@ pub(super) struct Import {
     pub(super) file_vars: super::files::FileVars,
     /// The tool imported from, as the bench's first line names it.
     pub(super) tool: &'static str,
+    /// The smallest `latency` and `cost` thresholds of the asserts: the bench's
+    /// `gates.max_latency` (ms) and `gates.max_cost_per_job` (USD).
+    pub(super) gate_latency_ms: Option<f64>,
+    pub(super) gate_cost_usd: Option<f64>,
     /// The config's folder, to read the files asserts name (a schema's `file://`).
     pub(super) reader: Option<super::reader::Reader>,
 }
@@ -209,7 +213,7 @@ impl Import {
             ));
         }
         parts.push(format!(
-            "{} ({} became scorers{})",
+            "{} ({} became scorers or gates{})",
             plural(self.asserts_written, "assert"),
             self.asserts_converted,
             if left > 0 {
@@ -404,6 +408,7 @@ fn bench_yaml(name: &str, config_path: &Path, im: &Import) -> String {
     if !im.params.is_empty() {
         bench.push_str(&format!("params: {}\n", Value::Object(im.params.clone())));
     }
+    bench.push_str(&im.gates_yaml());
     bench
 }
 
