@@ -261,6 +261,10 @@ fn known_endpoint(
 #[derive(Default)]
 struct AssertScorers {
     scorers: Vec<Value>,
+    /// Each scorer's part name: the promptfoo assert's type, the second of a type `TYPE 2`
+    /// (numbered among all the test's asserts, carried over or not), as promptfoo's
+    /// results name its asserts.
+    names: Vec<String>,
     /// The answers they compare with.
     expected: Option<Vec<String>>,
     /// A `regex` passes on a match, with no answer to compare.
@@ -589,6 +593,7 @@ impl Import {
         }
         let AssertScorers {
             mut scorers,
+            names,
             expected,
             pattern_only,
         } = self.scorers(asserts, n, &vars);
@@ -610,6 +615,10 @@ impl Import {
         let grade = if scorers.len() == 1 {
             scorers.remove(0)
         } else {
+            // Each part is named by its assert, so the reports' parts read as promptfoo's.
+            for (scorer, name) in scorers.iter_mut().zip(names) {
+                scorer["name"] = json!(name);
+            }
             json!({"kind": "all", "of": scorers})
         };
         let mut case = Map::new();
@@ -640,7 +649,15 @@ impl Import {
     /// first one's is left out (with a note): a case has one set of expected answers.
     fn scorers(&mut self, asserts: &[Value], n: usize, vars: &Map<String, Value>) -> AssertScorers {
         let mut found = AssertScorers::default();
+        let mut seen: std::collections::HashMap<&str, usize> = Default::default();
         for a in asserts {
+            let kind = a.get("type").and_then(Value::as_str).unwrap_or("assert");
+            let count = seen.entry(kind).or_default();
+            *count += 1;
+            let name = match *count {
+                1 => kind.to_string(),
+                k => format!("{kind} {k}"),
+            };
             let Some((scorer, value)) = self.assertion(a, n, vars) else {
                 continue;
             };
@@ -662,6 +679,7 @@ impl Import {
                 _ => {}
             }
             found.scorers.push(scorer);
+            found.names.push(name);
         }
         found
     }
