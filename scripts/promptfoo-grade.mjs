@@ -143,7 +143,8 @@ function replayTable(work) {
   const sent = new Map(readJsonl(path.join(work, 'rec.log')).map((e) => [`REQ-${e.n}`, e.body]));
   const requests = new Map();
   for (const r of jobs(path.join(work, 'rec'))) {
-    const body = sent.get((r.output ?? '').trim());
+    // A job whose scorer failed on `REQ-n` keeps it as its partial output.
+    const body = sent.get((r.output || r.partial_output || '').trim());
     if (body) requests.set(jobKey(r), body);
   }
   const cases = new Map(
@@ -320,7 +321,8 @@ function compare(work, promptfooDir) {
   );
   fs.writeFileSync(path.join(work, 'promptfoo.log'), `${run.stdout}\n${run.stderr}`);
   const figures = {
-    pf_ran: fs.existsSync(out), pf_rows: 0, unmatched: 0, unmatched_kinds: {}, read_only: 0,
+    pf_ran: fs.existsSync(out), pf_rows: 0, unmatched: 0, unmatched_prompts: {}, read_only: 0,
+    case_not_in_bench: 0,
     compared: 0, agree: 0, disagree: [], model_graded: 0, gates: 0, dropped: {},
     pg_failed: 0, pg_jobs: table.length, pg_jobs_unused: 0,
   };
@@ -336,10 +338,16 @@ function compare(work, promptfooDir) {
     const components = r.gradingResult?.componentResults ?? [];
     const asserts = r.testCase?.assert ?? [];
     if (!e) {
+      const vars = r.vars ?? r.testCase?.vars ?? {};
+      const sameVars = (a, b) => Object.keys(b).every((k) => JSON.stringify(a[k]) === JSON.stringify(b[k]));
       if (asserts.length === 0) figures.read_only += 1;
+      else if (!table.some((t) => sameVars(vars, t.vars))) figures.case_not_in_bench += 1;
       else {
+        // The case is in the bench, but no job of it sent these messages: a prompt the
+        // import left out (named in the notes) or rendered otherwise.
         figures.unmatched += 1;
-        for (const a of asserts) figures.unmatched_kinds[a.type] = (figures.unmatched_kinds[a.type] ?? 0) + 1;
+        const label = r.prompt?.label ?? '?';
+        figures.unmatched_prompts[label] = (figures.unmatched_prompts[label] ?? 0) + 1;
       }
       continue;
     }
@@ -386,7 +394,10 @@ function compare(work, promptfooDir) {
 function endpointFlags(benchDir, url, promptfooDir) {
   const bench = yamlLib(promptfooDir).load(fs.readFileSync(path.join(benchDir, 'promptgauge.yaml'), 'utf8'));
   const endpoints = bench.endpoints ?? [];
-  if (endpoints.length === 0) return ['--base-url', url, '--protocol', 'openai-chat'];
+  if (endpoints.length === 0) {
+    const model = bench.endpoint?.model ? [] : ['--model', 'yardstick'];
+    return ['--base-url', url, '--protocol', 'openai-chat', ...model];
+  }
   return endpoints.flatMap((e) => [
     '--endpoint',
     `${e.name}=${url},model=${e.model ?? 'm'},key_env=YARDSTICK_KEY,protocol=openai-chat`,

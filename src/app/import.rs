@@ -760,9 +760,11 @@ pub fn import(args: &ImportArgs) -> Result<Exit, Failure> {
 }
 
 /// The keys of a promptfoo config the import reads (`$schema` only names the schema).
-const READ_CONFIG_KEYS: [&str; 6] = [
+const READ_CONFIG_KEYS: [&str; 7] = [
     "$schema",
     "description",
+    // Read where `$ref` uses them.
+    "assertionTemplates",
     "prompts",
     "providers",
     "defaultTest",
@@ -772,7 +774,7 @@ const READ_CONFIG_KEYS: [&str; 6] = [
 /// `import promptfoo CONFIG`.
 fn import_promptfoo(args: &ImportArgs) -> Result<Exit, Failure> {
     let config_path = &args.config;
-    let config = read_config(config_path)?;
+    let config = reader::dereference(&read_config(config_path)?);
     let files = Reader::beside(config_path, args.allow_outside_files);
     let mut im = Import {
         tool: "promptfoo",

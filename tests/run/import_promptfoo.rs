@@ -303,3 +303,76 @@ fn asserts_become_the_scorers_that_pass_when_promptfoo_s_do() {
     let scored = results.lines().filter(|l| l.contains("\"score\"")).count();
     assert_eq!(scored, 3, "{results}");
 }
+
+#[test]
+fn imported_asserts_grade_on_the_simulator_as_promptfoo_grades_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let im = import(
+        &fixture("graded/promptfooconfig.yaml"),
+        &tmp.path().join("bench"),
+    );
+    // Each part is named by its assert's type, as promptfoo's results name them; a `$ref`
+    // is the template it points at, and nothing about it is left out.
+    let names = |i: usize| -> Vec<String> {
+        im.cases[i]["grade"]["of"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names(0), ["javascript", "python"]);
+    assert_eq!(names(1), ["javascript", "icontains"]);
+    assert_eq!(im.cases[1]["expected"], "lime");
+    assert!(
+        im.notes.contains("Everything else was carried over"),
+        "{}",
+        im.notes
+    );
+    if std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_err()
+        || std::process::Command::new("python3")
+            .arg("--version")
+            .output()
+            .is_err()
+    {
+        return;
+    }
+    let run = promptgauge(&im.dir)
+        .args(["run", "--base-url", "mock", "--no-store", "--quiet"])
+        .output()
+        .unwrap();
+    let ran = run_dirs(&im.dir.join("reports")).remove(0);
+    let results = std::fs::read_to_string(ran.join("results.jsonl")).unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}{results}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let jobs: Vec<Value> = results
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|j: &Value| j.get("job").is_some())
+        .collect();
+    // What the assert files print does not break the scorer's replies: every job graded.
+    assert_eq!(jobs.len(), 2, "{results}");
+    assert!(jobs.iter().all(|j| j["status"] == "graded"), "{results}");
+    // `JSON.parse` of an answer that is not JSON throws: the assert fails (0), as in
+    // promptfoo, and the job counts; it is not dropped as a failed job.
+    let lime = jobs.iter().find(|j| j["case_id"] == "t-002").unwrap();
+    let part = |name: &str| {
+        lime["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .map(|p| p["score"].as_f64().unwrap())
+    };
+    if serde_json::from_str::<Value>(lime["output"].as_str().unwrap()).is_err() {
+        assert_eq!(part("javascript"), Some(0.0), "{lime}");
+    }
+    assert!(part("icontains").is_some(), "{lime}");
+}

@@ -6,8 +6,9 @@
 # promptfoo's calling convention: the assert gets `output` and `context` ({vars, prompt,
 # test}); one line of code is an expression, several lines a function body; a file
 # defines get_assert(output, context) (or the function named after `:`). It returns a
-# bool, a number (a pass above 0, or at the threshold), or {pass, score, reason}. The
-# reply is the pass as 1 or 0, with promptfoo's score and reason as detail.
+# bool, a number (a pass above 0, or at the threshold), or {pass, score, reason}; an
+# assert that raises fails, as in promptfoo (a file that cannot be loaded fails the job).
+# The reply is the pass as 1 or 0, with promptfoo's score and reason as detail.
 import importlib.util
 import json
 import sys
@@ -47,6 +48,10 @@ def verdict(result):
 
 
 def main():
+    # Standard output carries the replies alone: what an assert prints (promptfoo's
+    # examples print the prompt and the vars) goes to standard error.
+    replies = sys.stdout
+    sys.stdout = sys.stderr
     assert_fn = None
     for line in sys.stdin:
         request = json.loads(line)
@@ -55,12 +60,15 @@ def main():
             variables = request["case"].get("vars") or {}
             users = [m for m in request.get("messages") or [] if m.get("role") == "user"]
             context = {"vars": variables, "prompt": users[-1]["content"] if users else "", "test": {"vars": variables}}
-            passed, score, reason = verdict(assert_fn(request.get("answer") or "", context))
+            try:
+                passed, score, reason = verdict(assert_fn(request.get("answer") or "", context))
+            except Exception as e:  # promptfoo fails an assert that raises
+                passed, score, reason = False, 0, "the assert raised: %s" % e
             reply = {"score": 1 if passed else 0, "detail": {"score": score, "reason": reason}}
-        except Exception as e:  # the job fails with the cause, never a 0
+        except Exception as e:  # a file that cannot be loaded: the job fails with the cause
             reply = {"error": str(e)}
         reply["id"] = request["id"]
-        print(json.dumps(reply), flush=True)
+        print(json.dumps(reply), file=replies, flush=True)
 
 
 main()
