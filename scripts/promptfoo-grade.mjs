@@ -78,9 +78,20 @@ function record(portFile, logFile) {
   server.listen(0, '127.0.0.1', () => fs.writeFileSync(portFile, String(server.address().port)));
 }
 
-/// A message's content as comparable text: text parts joined, images by their URL.
+/// A message's content as comparable text: text parts joined, images by their URL, JSON
+/// text with its keys in one order (promptfoo keeps a file's order, promptgauge sorts).
 function contentText(c) {
-  if (typeof c === 'string') return c.trim();
+  const canonical = (v) =>
+    Array.isArray(v) ? v.map(canonical)
+      : v && typeof v === 'object' ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical(v[k])]))
+        : v;
+  if (typeof c === 'string') {
+    const t = c.trim();
+    if (t.startsWith('{') || t.startsWith('[')) {
+      try { return JSON.stringify(canonical(JSON.parse(t))); } catch {}
+    }
+    return t;
+  }
   if (Array.isArray(c)) {
     return c
       .map((p) => {
@@ -209,7 +220,8 @@ class Replay {
     if (config.response_format && config.response_format.type === 'json_schema' && typeof output === 'string') {
       try { output = JSON.parse(output); } catch (_) {}
     }
-    return { output, metadata: { pg: e } };
+    // No cost: promptfoo's cost assert errs on a provider that reports none.
+    return { output, cost: 0, metadata: { pg: e } };
   }
 }
 module.exports = Replay;
@@ -269,6 +281,10 @@ function replayConfig(work, yaml, table) {
   defaultTest.options = { ...(defaultTest.options ?? {}), provider: 'file://../judge.cjs' };
   config.defaultTest = defaultTest;
   delete config.outputPath;
+  // Managed prompts (pf://) live in promptfoo's cloud: promptfoo cannot load them here.
+  if (Array.isArray(config.prompts)) {
+    config.prompts = config.prompts.filter((p) => !(typeof p === 'string' && p.startsWith('pf://')));
+  }
   fs.writeFileSync(path.join(work, 'replay.json'), JSON.stringify(table));
   fs.writeFileSync(path.join(work, 'replay.cjs'), REPLAY_PROVIDER);
   fs.writeFileSync(path.join(work, 'judge.cjs'), JUDGE_PROVIDER);
@@ -322,7 +338,7 @@ function compare(work, promptfooDir) {
   fs.writeFileSync(path.join(work, 'promptfoo.log'), `${run.stdout}\n${run.stderr}`);
   const figures = {
     pf_ran: fs.existsSync(out), pf_rows: 0, unmatched: 0, unmatched_prompts: {}, read_only: 0,
-    case_not_in_bench: 0,
+    case_not_in_bench: 0, pf_errors: {},
     compared: 0, agree: 0, disagree: [], model_graded: 0, gates: 0, dropped: {},
     pg_failed: 0, pg_jobs: table.length, pg_jobs_unused: 0,
   };
@@ -337,6 +353,13 @@ function compare(work, promptfooDir) {
     const e = r.response?.metadata?.pg;
     const components = r.gradingResult?.componentResults ?? [];
     const asserts = r.testCase?.assert ?? [];
+    if (e && r.error && components.length === 0) {
+      // promptfoo could not grade the answer at all (a `transform` that throws on it).
+      const why = String(r.error).split('\n')[0].slice(0, 100);
+      figures.pf_errors[why] = (figures.pf_errors[why] ?? 0) + 1;
+      usedJobs.add(`${e.case_id}|${e.variant}|${e.endpoint}`);
+      continue;
+    }
     if (!e) {
       const vars = r.vars ?? r.testCase?.vars ?? {};
       const sameVars = (a, b) => Object.keys(b).every((k) => JSON.stringify(a[k]) === JSON.stringify(b[k]));
@@ -358,13 +381,16 @@ function compare(work, promptfooDir) {
     }
     // Each assert's name: its type, numbered among the test's asserts as the import does.
     const asserts2 = [...asserts];
-    const named = components.map((c) => {
+    // A component whose assert was seen already is one of its nested results (an assert
+    // returning componentResults): promptfoo lists them after it; only the assert counts.
+    const named = components.flatMap((c) => {
       const kind = c.assertion?.type ?? '?';
       let i = asserts2.findIndex((a) => a && JSON.stringify(a) === JSON.stringify(c.assertion));
       if (i < 0) i = asserts2.findIndex((a) => a && a.type === kind);
-      const k = asserts.slice(0, i + 1).filter((a) => a.type === kind).length || 1;
-      if (i >= 0) asserts2[i] = null;
-      return { c, kind, name: k === 1 ? kind : `${kind} ${k}` };
+      if (i < 0) return [];
+      const k = asserts.slice(0, i + 1).filter((a) => a.type === kind).length;
+      asserts2[i] = null;
+      return [{ c, kind, name: k === 1 ? kind : `${kind} ${k}` }];
     });
     const compared = named.filter((x) => !MODEL_GRADED.has(x.kind) && !GATES.has(x.kind));
     const scores = pgScores(e, compared.map((x) => x.name));

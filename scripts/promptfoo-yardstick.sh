@@ -37,13 +37,15 @@
 # github.com/promptfoo/promptfoo's examples/ as of its commit 571feac8 (each file's own
 # commit in the guide); copy these folders from a checkout into EXAMPLES_DIR:
 SAMPLE=(
-  assistant-cli chat-messages-format config-multiple-translations
-  config-separate-test-configs csv-prompts eval-custom-grader-csv
-  eval-custom-grading-prompt eval-customer-support-rubric eval-self-grading
-  getting-started gpt-3.5-vs-4 javascript-assert-external json-output
-  llama-gpt-comparison mistral-llama-comparison nunjucks-custom-filters
-  openai-function-call openai-tools-call openai-vision python-assert-external
-  simple-csv simple-test structured-outputs-config
+  anthropic-tool-use assistant-cli cerebras chat-messages-format claude-thinking
+  claude-vs-gpt config-csv-metadata config-multiple-translations
+  config-separate-test-configs csv-prompts deepseek-r1-vs-openai-o1
+  eval-custom-grader-csv eval-custom-grading-prompt eval-customer-support-rubric
+  eval-self-grading eval-summarization getting-started google-sheets gpt-3.5-vs-4
+  gpt-4o-vs-4o-mini integration-langchain javascript-assert-external json-output
+  llama-gpt-comparison managed-prompts mistral-llama-comparison nunjucks-custom-filters
+  openai-function-call openai-tools-call openai-vision python-assert-external simple-csv
+  simple-test structured-outputs-config
 )
 set -uo pipefail
 
@@ -131,7 +133,8 @@ def read(p, default=""):
     except OSError:
         return default
 rows, tot = [], dict(configs=0, imported=0, clean=0, drops=0, refused=0, check_ok=0,
-                     compared=0, agree=0, disagree=0, apart=0, unmatched=0, unused=0)
+                     compared=0, agree=0, disagree=0, apart=0, unmatched=0, unused=0,
+                     pf_errors=0)
 for n in names:
     w = os.path.join(runs, n)
     tot["configs"] += 1
@@ -175,7 +178,13 @@ for n in names:
     other = len(bullets) - len([b for b in bullets if "assert `" in b])
     look = []
     if f.get("unmatched"):
-        look.append(f"{f['unmatched']} promptfoo rows found no promptgauge answer")
+        look.append(f"{f['unmatched']} promptfoo rows found no promptgauge answer "
+                    f"(prompts {', '.join(f.get('unmatched_prompts', {}))[:60]})")
+    if f.get("case_not_in_bench"):
+        look.append(f"{f['case_not_in_bench']} rows of tests the bench skipped")
+    for why, k in f.get("pf_errors", {}).items():
+        look.append(f"promptfoo could not grade {k}: {why[:70]}")
+    tot["pf_errors"] += sum(f.get("pf_errors", {}).values())
     if f.get("pg_jobs_unused"):
         look.append(f"{f['pg_jobs_unused']} promptgauge jobs promptfoo never asked for")
     if not f.get("pf_ran", False):
@@ -196,7 +205,8 @@ pct = 100 * tot["agree"] / tot["compared"] if tot["compared"] else 0
 print(f"grades compared: {tot['compared']} (case, assert) pairs, {tot['agree']} agree ({pct:.1f}%), "
       f"{tot['disagree']} disagree; {tot['apart']} model-graded or gate asserts counted apart")
 print(f"to look at: {tot['unmatched']} promptfoo rows without a promptgauge answer, "
-      f"{tot['unused']} promptgauge jobs promptfoo never asked for")
+      f"{tot['unused']} promptgauge jobs promptfoo never asked for, "
+      f"{tot['pf_errors']} answers promptfoo could not grade")
 for n in names:
     f = json.loads(read(os.path.join(runs, n, "figures.json")) or "{}") or {}
     for d in f.get("disagree", [])[:3]:

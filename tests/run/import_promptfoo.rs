@@ -376,3 +376,64 @@ fn imported_asserts_grade_on_the_simulator_as_promptfoo_grades_them() {
     }
     assert!(part("icontains").is_some(), "{lime}");
 }
+
+/// One request line through a shim of an imported bench, as the `command` scorer sends it:
+/// the reply's score.
+fn shim_score(bench: &Path, run: &[Value], answer: &str, tool_calls: Value) -> f64 {
+    use std::io::Write;
+    let argv: Vec<&str> = run.iter().map(|a| a.as_str().unwrap()).collect();
+    let mut child = std::process::Command::new(argv[0])
+        .args(&argv[1..])
+        .current_dir(bench)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let request = serde_json::json!({
+        "id": 1, "case": {"vars": {"item": "lemon"}}, "messages": [],
+        "answer": answer, "tool_calls": tool_calls,
+    });
+    writeln!(child.stdin.take().unwrap(), "{request}").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let reply: Value = serde_json::from_slice(&out.stdout).unwrap();
+    reply["score"].as_f64().unwrap_or(-1.0)
+}
+
+#[test]
+fn code_asserts_see_the_answer_as_promptfoo_hands_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let im = import(&fixture("graded/schema.yaml"), &tmp.path().join("bench"));
+    let of = im.cases[0]["grade"]["of"].as_array().unwrap().clone();
+    // Every prompt asks for a JSON schema's answer: the asserts get it parsed.
+    for scorer in &of {
+        assert!(
+            scorer["run"].to_string().contains("--parse-json"),
+            "{scorer}"
+        );
+    }
+    let has = |p: &str| {
+        std::process::Command::new(p)
+            .arg("--version")
+            .output()
+            .is_ok()
+    };
+    if !has("node") || !has("python3") {
+        return;
+    }
+    for scorer in &of {
+        let run = scorer["run"].as_array().unwrap();
+        let score = |answer: &str| shim_score(&im.dir, run, answer, serde_json::json!([]));
+        assert_eq!(score(r#"{"color": "yellow"}"#), 1.0, "{scorer}");
+        assert_eq!(score(r#"{"color": "green"}"#), 0.0, "{scorer}");
+        assert_eq!(score("yellow"), 0.0, "{scorer}");
+    }
+    // A tool call with no text is handed over as promptfoo's OpenAI provider hands it: the
+    // calls, each `{id, type: function, function: {name, arguments}}`.
+    let js = serde_json::json!([
+        "node",
+        "scorers/promptfoo-assert.cjs",
+        "inline:output[0].function.name === 'get_weather' && JSON.parse(output[0].function.arguments).city === 'Oslo'"
+    ]);
+    let calls = serde_json::json!([{"id": "c1", "name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"}]);
+    assert_eq!(shim_score(&im.dir, js.as_array().unwrap(), "", calls), 1.0);
+}

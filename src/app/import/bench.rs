@@ -50,6 +50,11 @@ pub(super) struct Import {
     pub(super) file_vars: super::files::FileVars,
     /// The tool imported from, as the bench's first line names it.
     pub(super) tool: &'static str,
+    /// Variants whose prompt asks for an answer by a JSON schema (`response_format:
+    /// json_schema`): promptfoo hands code asserts that answer parsed.
+    pub(super) schema_variants: usize,
+    /// Whether the notes already say that only some variants' answers are parsed.
+    pub(super) said_mixed_schema: bool,
 }
 
 /// A promptfoo value rendered against a test's variables (promptfoo fills `{{var}}` in

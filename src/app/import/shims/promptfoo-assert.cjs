@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Written by `promptgauge import promptfoo`: runs one promptfoo `javascript` assert as a
 // promptgauge `command` scorer (docs/guide/scorers.md; docs/guide/import-promptfoo.md).
-//   node promptfoo-assert.cjs inline:CODE [--threshold=T]
-//   node promptfoo-assert.cjs file:PATH[:FUNCTION] [--threshold=T]
+//   node promptfoo-assert.cjs inline:CODE [--threshold=T] [--parse-json]
+//   node promptfoo-assert.cjs file:PATH[:FUNCTION] [--threshold=T] [--parse-json]
 // promptfoo's calling convention: the assert gets `output` and `context` ({vars, prompt,
 // test}); one line of code is an expression (`return` is added), several lines a function
 // body; a file exports the function (or names it after `:`). It returns a boolean, a
@@ -24,6 +24,24 @@ process.stdout.write = process.stderr.write.bind(process.stderr);
 const target = process.argv[2] || "";
 const thresholdArg = process.argv.find((a) => a.startsWith("--threshold="));
 const threshold = thresholdArg ? Number(thresholdArg.slice("--threshold=".length)) : undefined;
+// The prompts ask for a JSON schema's answer, which promptfoo parses before its asserts.
+const parseJson = process.argv.includes("--parse-json");
+
+// The answer as promptfoo's OpenAI provider hands it to asserts: its tool calls when it
+// made some and said nothing, the parsed JSON for a schema's answer, else the text.
+function output(request) {
+  const text = request.answer || "";
+  const calls = request.tool_calls || [];
+  if (!text && calls.length) {
+    return calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }));
+  }
+  if (parseJson) {
+    try {
+      return JSON.parse(text);
+    } catch (_) {}
+  }
+  return text;
+}
 
 // The last `;` outside a string, or -1.
 function lastStatementEnd(code) {
@@ -94,7 +112,7 @@ lines.on("line", async (line) => {
     const context = { vars, prompt, test: { vars } };
     let v;
     try {
-      v = verdict(await assertFn(request.answer || "", context));
+      v = verdict(await assertFn(output(request), context));
     } catch (e) {
       // promptfoo fails an assert that throws (or returns what it cannot read).
       v = { pass: false, score: 0, reason: `the assert threw: ${e && e.message ? e.message : e}` };
