@@ -252,6 +252,10 @@ fn known_endpoint(
 #[derive(Default)]
 struct AssertScorers {
     scorers: Vec<Value>,
+    /// Each scorer's part name: the promptfoo assert's type, the second of a type `TYPE 2`
+    /// (numbered among all the test's asserts, carried over or not), as promptfoo's
+    /// results name its asserts.
+    names: Vec<String>,
     /// The answers they compare with.
     expected: Option<Vec<String>>,
     /// A `regex` passes on a match, with no answer to compare.
@@ -598,6 +602,7 @@ impl Import {
         }
         let AssertScorers {
             mut scorers,
+            names,
             expected,
             pattern_only,
             converted,
@@ -629,6 +634,10 @@ impl Import {
         let grade = if scorers.len() == 1 {
             scorers.remove(0)
         } else {
+            // Each part is named by its assert, so the reports' parts read as promptfoo's.
+            for (scorer, name) in scorers.iter_mut().zip(names) {
+                scorer["name"] = json!(name);
+            }
             json!({"kind": "all", "of": scorers})
         };
         let mut case = Map::new();
@@ -663,6 +672,7 @@ impl Import {
             gates_only: true,
             ..AssertScorers::default()
         };
+        let mut seen: std::collections::HashMap<&str, usize> = Default::default();
         for a in asserts {
             let kind = a.get("type").and_then(Value::as_str).unwrap_or("");
             if matches!(kind, "latency" | "cost") {
@@ -673,6 +683,13 @@ impl Import {
             }
             found.gates_only = false;
             found.converted.push(false);
+            let label = if kind.is_empty() { "assert" } else { kind };
+            let count = seen.entry(label).or_default();
+            *count += 1;
+            let name = match *count {
+                1 => label.to_string(),
+                k => format!("{label} {k}"),
+            };
             let Some((scorer, value)) = self.assertion(a, n, vars) else {
                 continue;
             };
@@ -696,6 +713,7 @@ impl Import {
             found.converted.pop();
             found.converted.push(true);
             found.scorers.push(scorer);
+            found.names.push(name);
         }
         found
     }
@@ -800,9 +818,11 @@ pub fn import(args: &ImportArgs) -> Result<Exit, Failure> {
 }
 
 /// The keys of a promptfoo config the import reads (`$schema` only names the schema).
-const READ_CONFIG_KEYS: [&str; 6] = [
+const READ_CONFIG_KEYS: [&str; 7] = [
     "$schema",
     "description",
+    // Read where `$ref` uses them.
+    "assertionTemplates",
     "prompts",
     "providers",
     "defaultTest",
@@ -812,7 +832,7 @@ const READ_CONFIG_KEYS: [&str; 6] = [
 /// `import promptfoo CONFIG`.
 fn import_promptfoo(args: &ImportArgs) -> Result<Exit, Failure> {
     let config_path = &args.config;
-    let config = read_config(config_path)?;
+    let config = reader::dereference(&read_config(config_path)?);
     let files = Reader::beside(config_path, args.allow_outside_files);
     let mut im = Import {
         tool: "promptfoo",
