@@ -622,24 +622,7 @@ impl Import {
             ));
             return converted;
         }
-        let rubric_judge = scorers
-            .iter()
-            .any(|s| s["kind"] == "judge" && s.get("rubric").is_some());
-        if let (true, Some(e), true) = (rubric_judge, &expected, scorers.len() > 1) {
-            self.notes.push(format!(
-                "test {n}: the judge of its llm-rubric also sees {} (another assert's value) as the reference answer",
-                quoted(e)
-            ));
-        }
-        let grade = if scorers.len() == 1 {
-            scorers.remove(0)
-        } else {
-            // Each part is named by its assert, so the reports' parts read as promptfoo's.
-            for (scorer, name) in scorers.iter_mut().zip(names) {
-                scorer["name"] = json!(name);
-            }
-            json!({"kind": "all", "of": scorers})
-        };
+        let grade = self.grade_of(n, scorers, names, expected.as_deref());
         let mut case = Map::new();
         case.insert("id".into(), json!(self.case_id(id, c)));
         case.insert("vars".into(), Value::Object(vars));
@@ -663,6 +646,34 @@ impl Import {
         }
         self.cases.push(Value::Object(case));
         converted
+    }
+
+    /// A test's grade: its one scorer, or all of them as parts named by their asserts.
+    fn grade_of(
+        &mut self,
+        n: usize,
+        mut scorers: Vec<Value>,
+        names: Vec<String>,
+        expected: Option<&[String]>,
+    ) -> Value {
+        let rubric_judge = scorers
+            .iter()
+            .any(|s| s["kind"] == "judge" && s.get("rubric").is_some());
+        if let (true, Some(e), true) = (rubric_judge, expected, scorers.len() > 1) {
+            self.notes.push(format!(
+                "test {n}: the judge of its llm-rubric also sees {} (another assert's value) as the reference answer",
+                quoted(e)
+            ));
+        }
+        if scorers.len() == 1 {
+            scorers.remove(0)
+        } else {
+            // Each part is named by its assert, so the reports' parts read as promptfoo's.
+            for (scorer, name) in scorers.iter_mut().zip(names) {
+                scorer["name"] = json!(name);
+            }
+            json!({"kind": "all", "of": scorers})
+        }
     }
 
     /// Test `n`'s asserts as scorers; an assert comparing with other answers than the
