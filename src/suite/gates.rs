@@ -64,7 +64,9 @@ impl BenchGates {
                     here(key),
                     format!("gates.{key} is {usd}, and an amount in USD is above 0"),
                 )
-                .fix(format!("write gates.{key} as a number of USD, such as 0.50")));
+                .fix(format!(
+                    "write gates.{key} as a number of USD, such as 0.50"
+                )));
             }
         }
         Ok(())

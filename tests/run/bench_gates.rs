@@ -11,7 +11,16 @@ use promptgauge::mock::MockConfig;
 /// Runs bench.yaml in `d` against `url`: the exit code and what it said.
 fn run(d: &Path, url: &str, flags: &[&str]) -> (i32, String) {
     let o = promptgauge(d)
-        .args(["run", "bench.yaml", "--base-url", url, "--model", "m", "--price", "1,2"])
+        .args([
+            "run",
+            "bench.yaml",
+            "--base-url",
+            url,
+            "--model",
+            "m",
+            "--price",
+            "1,2",
+        ])
         .args(["--no-store", "--out"])
         .arg(d.join("reports"))
         .args(flags)
@@ -33,7 +42,10 @@ fn a_bench_s_gates_apply_and_a_flag_overrides_each() {
     let url = server.base_url();
     let b = bench_dir("gates:\n  max_latency: 5ms\n  max_cost_per_job: 0.0000001\n");
     let d = b.path();
-    let check = promptgauge(d).args(["check", "bench.yaml"]).output().unwrap();
+    let check = promptgauge(d)
+        .args(["check", "bench.yaml"])
+        .output()
+        .unwrap();
     let said = String::from_utf8_lossy(&check.stdout);
     assert_eq!(check.status.code(), Some(0), "{said}");
     assert!(
@@ -69,10 +81,16 @@ fn a_bench_s_gates_apply_and_a_flag_overrides_each() {
         .unwrap()
         .replace("price: { input_per_mtok: 1.0, output_per_mtok: 2.0 }\n", "");
     std::fs::write(d.join("bench.yaml"), text).unwrap();
-    let check = promptgauge(d).args(["check", "bench.yaml"]).output().unwrap();
+    let check = promptgauge(d)
+        .args(["check", "bench.yaml"])
+        .output()
+        .unwrap();
     let said = String::from_utf8_lossy(&check.stderr);
     assert_eq!(check.status.code(), Some(2), "{said}");
-    assert!(said.contains("--max-cost-per-job needs each job's cost"), "{said}");
+    assert!(
+        said.contains("--max-cost-per-job needs each job's cost"),
+        "{said}"
+    );
 }
 
 #[test]

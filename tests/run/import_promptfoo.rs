@@ -376,7 +376,11 @@ console.log(JSON.stringify(rules.map((r) => outputs.map((o) => rule[r](o)))));
         .write_all(input.to_string().as_bytes())
         .unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     Some(serde_json::from_slice(&out.stdout).unwrap())
 }
 
@@ -407,13 +411,19 @@ fn is_json_and_equals_give_promptfoo_s_verdicts() {
     // Rows: the fixture's tests in order; columns: the outputs above.
     let want: Vec<(&str, Vec<bool>)> = vec![
         ("is-json", vec![t, f, f, f, t, t, f, f, f, f, t, t, t]),
-        ("is-json-schema", vec![t, f, f, f, t, f, f, f, f, f, f, f, f]),
+        (
+            "is-json-schema",
+            vec![t, f, f, f, t, f, f, f, f, f, f, f, f],
+        ),
         ("contains-json", vec![t, t, t, f, t, t, f, f, f, f, t, t, t]),
         ("equals-text", vec![f, f, f, f, f, f, t, f, f, f, f, f, f]),
         ("equals-object", vec![t, f, f, f, t, f, f, f, f, f, f, f, f]),
         ("equals-number", vec![f, f, f, f, f, f, f, f, f, f, t, f, f]),
         ("not-is-json", vec![f, t, t, t, f, f, t, t, t, t, f, f, f]),
-        ("is-json-schema", vec![t, f, f, f, t, f, f, f, f, f, f, f, f]),
+        (
+            "is-json-schema",
+            vec![t, f, f, f, t, f, f, f, f, f, f, f, f],
+        ),
     ];
     let got = passes(&im.dir, &outputs);
     for ((rule, want), got) in want.iter().zip(&got) {
@@ -429,7 +439,11 @@ fn is_json_and_equals_give_promptfoo_s_verdicts() {
     // `equals` is no `exact` (which trims): an expression over the whole output.
     assert_eq!(im.cases[3]["grade"]["kind"], "expr", "{:?}", im.cases[3]);
     assert_eq!(im.cases[3]["expected"], "Paris");
-    assert!(im.notes.contains("Everything else was carried over"), "{}", im.notes);
+    assert!(
+        im.notes.contains("Everything else was carried over"),
+        "{}",
+        im.notes
+    );
 }
 
 #[test]
@@ -534,11 +548,16 @@ tests:
     assert_eq!(im.cases.len(), 2, "{}", im.stdout);
     assert_eq!(im.cases[1]["grade"]["expr"], "true");
     assert!(
-        im.notes.contains("promptfoo fails that test's row; here the run's gate fails"),
+        im.notes
+            .contains("promptfoo fails that test's row; here the run's gate fails"),
         "{}",
         im.notes
     );
-    assert!(im.stdout.contains("4 asserts (4 became scorers or gates)"), "{}", im.stdout);
+    assert!(
+        im.stdout.contains("4 asserts (4 became scorers or gates)"),
+        "{}",
+        im.stdout
+    );
     // On a simulator whose answers take 20 ms: the bench's gate fails the run (exit 1);
     // the flag overrides it.
     let (_rt, server) = start_mock(promptgauge::mock::MockConfig {

@@ -98,7 +98,11 @@ pub(super) struct Resolved {
 pub(crate) fn check_gates(p: &Prepared, gates: &crate::cli::GateArgs) -> Result<(), UsageError> {
     // A gate the bench's `gates:` sets is asked as its flag is.
     for (flag, asked, what) in [
-        ("--max-cost", gates.max_cost.is_some(), "the whole run's cost"),
+        (
+            "--max-cost",
+            gates.max_cost.is_some(),
+            "the whole run's cost",
+        ),
         (
             "--max-cost-per-job",
             gates.max_cost_per_job.is_some(),

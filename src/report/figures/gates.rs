@@ -1072,15 +1072,19 @@ fn max_latency(
     let gate = format!("max-latency {}", humantime::format_duration(max));
     for (i, v) in s.variants.iter().enumerate() {
         let measured = latencies.get(i).map_or(&[][..], |l| &l.latency_ms[..]);
-        let slowest = measured.iter().copied().fold(None, |m: Option<f64>, x| {
-            Some(m.map_or(x, |m| m.max(x)))
-        });
+        let slowest = measured
+            .iter()
+            .copied()
+            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
         out.push(match slowest {
             None => result(&gate, false, format!("{}: no latency measured", v.name)),
             Some(worst) if worst <= limit => result(
                 &gate,
                 true,
-                format!("{}: every job within {limit:.0} ms (slowest {worst:.0} ms)", v.name),
+                format!(
+                    "{}: every job within {limit:.0} ms (slowest {worst:.0} ms)",
+                    v.name
+                ),
             ),
             Some(worst) => {
                 let over = measured.iter().filter(|x| **x > limit).count();
