@@ -261,6 +261,8 @@ fn known_endpoint(
 #[derive(Default)]
 struct AssertScorers {
     scorers: Vec<Value>,
+    /// Each scorer's assert: its type, and its `metric` when it names one.
+    asserts: Vec<(String, Option<String>)>,
     /// The answers they compare with.
     expected: Option<Vec<String>>,
     /// A `regex` passes on a match, with no answer to compare.
@@ -487,8 +489,9 @@ impl Import {
         // These kinds carry their `threshold` over.
         let thresholded = matches!(kind, "similar" | "g-eval" | "javascript" | "python");
         for key in a.as_object().into_iter().flat_map(|o| o.keys()) {
-            let carried =
-                matches!(key.as_str(), "type" | "value") || (thresholded && key == "threshold");
+            // `metric` names the assert's part (when the test has several).
+            let carried = matches!(key.as_str(), "type" | "value" | "metric")
+                || (thresholded && key == "threshold");
             if !carried {
                 self.notes.push(format!(
                     "test {test}: assert `{kind}`'s `{key}` was not carried over (promptgauge scores every assert alike)"
@@ -589,6 +592,7 @@ impl Import {
         }
         let AssertScorers {
             mut scorers,
+            asserts,
             expected,
             pattern_only,
         } = self.scorers(asserts, n, &vars);
@@ -610,7 +614,7 @@ impl Import {
         let grade = if scorers.len() == 1 {
             scorers.remove(0)
         } else {
-            json!({"kind": "all", "of": scorers})
+            self.named_parts(scorers, &asserts)
         };
         let mut case = Map::new();
         case.insert("id".into(), json!(self.case_id(id, n)));
@@ -662,8 +666,44 @@ impl Import {
                 _ => {}
             }
             found.scorers.push(scorer);
+            let kind = a.get("type").and_then(Value::as_str).unwrap_or("assert");
+            let metric = a.get("metric").and_then(Value::as_str).map(str::trim);
+            found.asserts.push((
+                kind.to_string(),
+                metric
+                    .filter(|m| crate::grade::part_name_ok(m))
+                    .map(String::from),
+            ));
         }
         found
+    }
+
+    /// Several asserts' scorers as the parts of an `all`, each named for its report row:
+    /// its `metric`, else its type numbered over the bench by check ([`bench::PartNames`]), so a
+    /// part pools the same check over the tests and nothing else.
+    fn named_parts(&mut self, scorers: Vec<Value>, asserts: &[(String, Option<String>)]) -> Value {
+        let mut used: Vec<String> = Vec::with_capacity(scorers.len());
+        let mut checks: Vec<String> = Vec::with_capacity(scorers.len());
+        let parts: Vec<Value> = scorers
+            .into_iter()
+            .zip(asserts)
+            .map(|(mut scorer, (kind, metric))| {
+                // The same scorer twice in one test is two checks (its place among its like).
+                let check = scorer.to_string();
+                let like = checks.iter().filter(|c| **c == check).count();
+                checks.push(check.clone());
+                let name = match metric.as_deref().filter(|m| !used.iter().any(|u| u == m)) {
+                    Some(m) => self.part_names.metric(m),
+                    None => self.part_names.name(kind, &format!("{check}#{like}")),
+                };
+                used.push(name.clone());
+                if let Some(o) = scorer.as_object_mut() {
+                    o.insert("name".into(), json!(name));
+                }
+                scorer
+            })
+            .collect();
+        json!({"kind": "all", "of": parts})
     }
 
     /// Test `n`'s case id: the one it gives, unless used before; else `t-NNN`.
