@@ -22,6 +22,9 @@ use crate::report::html::{colour, esc, mark};
 use crate::runner::journal::{JobRecord, JobStatus};
 use crate::runner::record::RunRecord;
 
+/// The most cases a page holds (docs/guide/view.md): more is refused, not cut.
+const MAX_LIMIT: usize = 200;
+
 /// The matrix's filters and page, as query parameters.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -55,9 +58,16 @@ impl MatrixQuery {
         self.offset.unwrap_or(0)
     }
 
-    /// Cases a page: 50 unless asked, at most 200.
+    /// Cases a page: 50 unless asked (a `limit` outside 1 to [`MAX_LIMIT`] is refused).
     fn limit(&self) -> usize {
-        self.limit.unwrap_or(50).clamp(1, 200)
+        self.limit.unwrap_or(50).clamp(1, MAX_LIMIT)
+    }
+
+    /// Why its `limit` is refused: not 1 to [`MAX_LIMIT`] cases a page.
+    fn bad_limit(&self) -> Option<String> {
+        self.limit
+            .filter(|l| !(1..=MAX_LIMIT).contains(l))
+            .map(|l| format!("limit={l}: a matrix page holds 1 to {MAX_LIMIT} cases"))
     }
 
     /// This query's filters, as its page links carry them.
@@ -105,6 +115,9 @@ pub(super) async fn page(
     Path(run): Path<String>,
     Checked(query): Checked<MatrixQuery>,
 ) -> Response {
+    if let Some(why) = query.bad_limit() {
+        return refuse(StatusCode::BAD_REQUEST, &why);
+    }
     let indexed = match indexed(&shared, &run).await {
         Ok(i) => i,
         Err(e) => return e,

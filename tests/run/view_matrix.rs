@@ -154,6 +154,21 @@ fn a_run_s_matrix_is_cases_down_arms_across_filtered_and_paged_by_the_server() {
         "tag=nope: this run has no such tag (it has: even, odd)",
     );
     refused(&v, &path("limit=many"), "limit");
+    // A page holds 1 to 200 cases: outside that, refused (not cut to fit).
+    refused(
+        &v,
+        &path("limit=0"),
+        "limit=0: a matrix page holds 1 to 200 cases",
+    );
+    refused(
+        &v,
+        &path("limit=500"),
+        "limit=500: a matrix page holds 1 to 200 cases",
+    );
+    let page = matrix("limit=200");
+    assert_eq!(rows(&page), all);
+    assert!(page.contains("12 of 12 cases that match, from 1 · page 1 of 1."));
+    assert_eq!(rows(&matrix("limit=1")), all[..1]);
     refused(&v, &path("colour=red"), "unknown parameter");
     assert_eq!(get(&v.url, "/runs/no-such-run/matrix", None).0, 404);
     // Linked from the run's page and from the runs list.
