@@ -351,9 +351,42 @@ impl Matrix<'_> {
         });
         let _ = write!(
             b,
-            "<td class=\"cell {outcome}\"><a class=\"{class}\" href=\"/runs/{id}/jobs/{job}\">{shown}</a>{score}{text}{read}</td>",
+            "<td class=\"cell {outcome}\"><a class=\"{class}\" href=\"/runs/{id}/jobs/{job}\">{shown}</a>{score}{parts}{text}{read}</td>",
             id = self.id,
             job = r.job,
+            parts = short_parts(r),
         );
     }
+}
+
+/// Which parts of a score with named parts fell short: each part below 1, by name (as text),
+/// with its score — ✗ for 0 — so a partial score says which check failed; empty when
+/// every part passed or the score has no parts.
+fn short_parts(r: &JobRecord) -> String {
+    let short: Vec<String> = r
+        .parts
+        .iter()
+        .filter(|p| p.score < 1.0)
+        .map(|p| {
+            let (class, mark) = if p.score <= 0.0 {
+                ("no", "✗ ")
+            } else {
+                ("part", "")
+            };
+            format!(
+                "<span class=\"{class}\">{mark}{} {:.2}</span>",
+                pre_text(&p.name, 80),
+                p.score
+            )
+        })
+        .collect();
+    if short.is_empty() {
+        return String::new();
+    }
+    format!(
+        "<div class=\"parts\">{} of {} parts below 1: {}</div>",
+        short.len(),
+        r.parts.len(),
+        short.join(", ")
+    )
 }
