@@ -1,5 +1,5 @@
 //! A promptfoo test's variables as promptfoo reads them (docs/guide/import-promptfoo.md,
-//! "Variables"): a vars file (`vars: file://vars.yaml`), a `file://` value replaced by its
+//! "Tests and variables"): a vars file (`vars: file://vars.yaml`), a `file://` value replaced by its
 //! file's text (YAML as its JSON), a glob value and a list of strings expanded into every
 //! combination (one test with a list of 5 and a list of 5 is 25 cases), as promptfoo's
 //! `generateVarCombinations` does. Files the case attaches (images, PDFs, audio) stay
