@@ -41,11 +41,11 @@ SAMPLE=(
   claude-vs-gpt config-csv-metadata config-multiple-translations
   config-separate-test-configs csv-prompts deepseek-r1-vs-openai-o1
   eval-custom-grader-csv eval-custom-grading-prompt eval-customer-support-rubric
-  eval-self-grading eval-summarization getting-started google-sheets gpt-3.5-vs-4
+  eval-self-grading eval-summarization f-score getting-started google-sheets gpt-3.5-vs-4
   gpt-4o-vs-4o-mini integration-langchain javascript-assert-external json-output
   llama-gpt-comparison managed-prompts mistral-llama-comparison nunjucks-custom-filters
-  openai-function-call openai-tools-call openai-vision python-assert-external simple-csv
-  simple-test structured-outputs-config
+  openai-function-call openai-tools-call openai-vision phi-vs-llama
+  python-assert-external simple-cli simple-csv simple-test structured-outputs-config
 )
 set -uo pipefail
 
@@ -134,7 +134,7 @@ def read(p, default=""):
         return default
 rows, tot = [], dict(configs=0, imported=0, clean=0, drops=0, refused=0, check_ok=0,
                      compared=0, agree=0, disagree=0, apart=0, unmatched=0, unused=0,
-                     pf_errors=0)
+                     pf_errors=0, agree_pass=0)
 for n in names:
     w = os.path.join(runs, n)
     tot["configs"] += 1
@@ -169,6 +169,7 @@ for n in names:
     kinds = sorted({d["kind"] for d in dis})
     tot["compared"] += f.get("compared", 0)
     tot["agree"] += f.get("agree", 0)
+    tot["agree_pass"] += f.get("agree_pass", 0)
     tot["disagree"] += len(dis)
     apart = f.get("model_graded", 0) + f.get("gates", 0)
     tot["apart"] += apart
@@ -203,6 +204,7 @@ print(f"{tot['configs']} configs: {tot['clean']} imported cleanly, {tot['drops']
       f"{tot['refused']} refused with a reason; check passed {tot['check_ok']} of {tot['imported']}")
 pct = 100 * tot["agree"] / tot["compared"] if tot["compared"] else 0
 print(f"grades compared: {tot['compared']} (case, assert) pairs, {tot['agree']} agree ({pct:.1f}%), "
+      f"({tot['agree_pass']} both pass, {tot['agree'] - tot['agree_pass']} both fail), "
       f"{tot['disagree']} disagree; {tot['apart']} model-graded or gate asserts counted apart")
 print(f"to look at: {tot['unmatched']} promptfoo rows without a promptgauge answer, "
       f"{tot['unused']} promptgauge jobs promptfoo never asked for, "

@@ -437,3 +437,16 @@ fn code_asserts_see_the_answer_as_promptfoo_hands_it() {
     let calls = serde_json::json!([{"id": "c1", "name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"}]);
     assert_eq!(shim_score(&im.dir, js.as_array().unwrap(), "", calls), 1.0);
 }
+
+#[test]
+fn csv_metadata_and_assert_settings_are_no_variables() {
+    let tmp = tempfile::tempdir().unwrap();
+    let im = import(&fixture("graded/metadata.yaml"), &tmp.path().join("bench"));
+    // `__metadata:…` and `__config:…` columns are promptfoo's, not the prompt's variables.
+    assert_eq!(im.cases[0]["vars"], serde_json::json!({"topic": "tides"}));
+    // `__config:__expected2:threshold` is that assert's threshold; the metadata is named.
+    let of = &im.cases[0]["grade"]["of"];
+    assert_eq!(of[1]["name"], "javascript", "{of}");
+    assert!(of[1].to_string().contains("--threshold=0.6"), "{of}");
+    assert!(im.notes.contains("`metadata`"), "{}", im.notes);
+}
