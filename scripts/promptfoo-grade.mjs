@@ -220,8 +220,8 @@ class Replay {
     if (config.response_format && config.response_format.type === 'json_schema' && typeof output === 'string') {
       try { output = JSON.parse(output); } catch (_) {}
     }
-    // No cost: promptfoo's cost assert errs on a provider that reports none.
-    return { output, cost: 0, metadata: { pg: e } };
+    // A cost next to nothing: promptfoo's cost assert errs on a provider that reports none.
+    return { output, cost: 1e-12, metadata: { pg: e } };
   }
 }
 module.exports = Replay;
@@ -305,7 +305,7 @@ const kindsOf = (t) => KINDS[t] ?? (t.startsWith('not-') || t.endsWith('-all') ?
 /// score for the one assert that scorer can be.
 function pgScores(e, names) {
   const scores = new Map();
-  if (e.grade && e.grade.kind === 'all') {
+  if (e.grade && (e.grade.kind === 'all' || e.grade.kind === 'mean')) {
     for (const p of e.parts ?? []) scores.set(p.name, p.score);
     return scores;
   }

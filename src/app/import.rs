@@ -189,6 +189,41 @@ fn text_scorer(
     })
 }
 
+/// A test's scorers as one: the scorer, or `all` of them, each part named by its assert so
+/// the reports' parts read as promptfoo's results do. Asserts with `weight: 0` are metrics
+/// promptfoo records and passes: with others beside them, the grade is the `mean` of the
+/// others' `all` (weight 1) and of them (weight 0), so they are reported and never decide.
+fn combined(mut scorers: Vec<Value>, names: Vec<String>, metric_only: &[bool]) -> Value {
+    if scorers.len() == 1 {
+        return scorers.remove(0);
+    }
+    for (scorer, name) in scorers.iter_mut().zip(names) {
+        scorer["name"] = json!(name);
+    }
+    let metrics = metric_only.iter().filter(|m| **m).count();
+    if metrics == 0 || metrics == scorers.len() {
+        return json!({"kind": "all", "of": scorers});
+    }
+    let (mut decide, mut record) = (Vec::new(), Vec::new());
+    for (scorer, metric) in scorers.into_iter().zip(metric_only) {
+        if *metric {
+            record.push(scorer);
+        } else {
+            decide.push(scorer);
+        }
+    }
+    let head = if decide.len() == 1 {
+        decide.remove(0)
+    } else {
+        json!({"kind": "all", "name": "asserts", "of": decide})
+    };
+    let weights: Vec<f64> = std::iter::once(1.0)
+        .chain(record.iter().map(|_| 0.0))
+        .collect();
+    let of: Vec<Value> = std::iter::once(head).chain(record).collect();
+    json!({"kind": "mean", "weights": weights, "of": of})
+}
+
 /// Why an assert with no scorer was left out, and what to do instead.
 fn left_out(kind: &str, test: usize) -> String {
     match kind {
@@ -265,6 +300,9 @@ struct AssertScorers {
     /// (numbered among all the test's asserts, carried over or not), as promptfoo's
     /// results name its asserts.
     names: Vec<String>,
+    /// Whether each scorer's assert has `weight: 0` (a metric promptfoo records and never
+    /// fails the test on).
+    metric_only: Vec<bool>,
     /// The answers they compare with.
     expected: Option<Vec<String>>,
     /// A `regex` passes on a match, with no answer to compare.
@@ -490,9 +528,11 @@ impl Import {
         let kind = a.get("type").and_then(Value::as_str).unwrap_or("");
         // These kinds carry their `threshold` over.
         let thresholded = matches!(kind, "similar" | "g-eval" | "javascript" | "python");
+        let metric_only = a.get("weight").and_then(Value::as_f64) == Some(0.0);
         for key in a.as_object().into_iter().flat_map(|o| o.keys()) {
-            let carried =
-                matches!(key.as_str(), "type" | "value") || (thresholded && key == "threshold");
+            let carried = matches!(key.as_str(), "type" | "value")
+                || (thresholded && key == "threshold")
+                || (metric_only && key == "weight");
             if !carried {
                 self.notes.push(format!(
                     "test {test}: assert `{kind}`'s `{key}` was not carried over (promptgauge scores every assert alike)"
@@ -592,8 +632,9 @@ impl Import {
             return;
         }
         let AssertScorers {
-            mut scorers,
+            scorers,
             names,
+            metric_only,
             expected,
             pattern_only,
         } = self.scorers(asserts, n, &vars);
@@ -612,15 +653,12 @@ impl Import {
                 quoted(e)
             ));
         }
-        let grade = if scorers.len() == 1 {
-            scorers.remove(0)
-        } else {
-            // Each part is named by its assert, so the reports' parts read as promptfoo's.
-            for (scorer, name) in scorers.iter_mut().zip(names) {
-                scorer["name"] = json!(name);
-            }
-            json!({"kind": "all", "of": scorers})
-        };
+        if metric_only.iter().all(|m| *m) {
+            self.notes.push(format!(
+                "test {n}: every assert has `weight: 0` (promptfoo records them and passes the test): here they decide it"
+            ));
+        }
+        let grade = combined(scorers, names, &metric_only);
         let mut case = Map::new();
         case.insert("id".into(), json!(self.case_id(id, n)));
         case.insert("vars".into(), Value::Object(vars));
@@ -680,6 +718,9 @@ impl Import {
             }
             found.scorers.push(scorer);
             found.names.push(name);
+            found
+                .metric_only
+                .push(a.get("weight").and_then(Value::as_f64) == Some(0.0));
         }
         found
     }
