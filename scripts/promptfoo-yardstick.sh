@@ -37,15 +37,16 @@
 # github.com/promptfoo/promptfoo's examples/ as of its commit 571feac8 (each file's own
 # commit in the guide); copy these folders from a checkout into EXAMPLES_DIR:
 SAMPLE=(
-  anthropic-tool-use assistant-cli cerebras chat-messages-format claude-thinking
-  claude-vs-gpt config-csv-metadata config-multiple-translations
-  config-separate-test-configs csv-prompts deepseek-r1-vs-openai-o1
-  eval-custom-grader-csv eval-custom-grading-prompt eval-customer-support-rubric
-  eval-self-grading eval-summarization f-score getting-started google-sheets gpt-3.5-vs-4
-  gpt-4o-vs-4o-mini integration-langchain javascript-assert-external json-output
-  llama-gpt-comparison managed-prompts mistral-llama-comparison nunjucks-custom-filters
-  openai-function-call openai-tools-call openai-vision phi-vs-llama
-  python-assert-external simple-cli simple-csv simple-test structured-outputs-config
+  amazon-bedrock-multimodal anthropic-tool-use assistant-cli cerebras
+  chat-messages-format claude-thinking claude-vs-gpt claude-vs-gpt-image
+  config-csv-metadata config-multiple-translations config-separate-test-configs
+  csv-prompts deepseek-r1-vs-openai-o1 eval-custom-grader-csv eval-custom-grading-prompt
+  eval-customer-support-rubric eval-self-grading eval-summarization f-score
+  getting-started google-sheets gpt-3.5-vs-4 gpt-4o-vs-4o-mini integration-langchain
+  javascript-assert-external json-output jsonl-test-cases llama-gpt-comparison
+  managed-prompts mistral-llama-comparison nunjucks-custom-filters openai-function-call
+  openai-tools-call openai-vision phi-vs-llama python-assert-external simple-cli
+  simple-csv simple-test structured-outputs-config
 )
 set -uo pipefail
 
