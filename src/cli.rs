@@ -1210,9 +1210,15 @@ pub struct GateArgs {
     /// Fail when the whole run cost more than USD (needs `price` in the bench).
     #[arg(long, value_name = "USD")]
     pub max_cost: Option<f64>,
+    /// Fail when a variant's jobs cost more than USD each, on average (needs `price`).
+    #[arg(long, value_name = "USD", value_parser = parse_usd)]
+    pub max_cost_per_job: Option<f64>,
     /// Fail when any variant's p90 end-to-end latency is above DURATION (e.g. 2s).
     #[arg(long, value_name = "DURATION", value_parser = parse_delay)]
     pub max_p90_latency: Option<Duration>,
+    /// Fail when any job's end-to-end latency is above DURATION (e.g. 5s).
+    #[arg(long, value_name = "DURATION", value_parser = parse_delay)]
+    pub max_latency: Option<Duration>,
     /// Failed jobs tolerated before the run counts as incomplete (exit 3).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub allow_failures: u64,
@@ -1223,6 +1229,18 @@ pub struct GateArgs {
 }
 
 impl GateArgs {
+    /// These flags over a bench's `gates:`: each gate the bench sets applies unless its
+    /// flag is given (the flag's value wins).
+    pub(crate) fn or_bench(&self, bench: &crate::suite::gates::BenchGates) -> GateArgs {
+        GateArgs {
+            max_cost: self.max_cost.or(bench.max_cost),
+            max_cost_per_job: self.max_cost_per_job.or(bench.max_cost_per_job),
+            max_p90_latency: self.max_p90_latency.or(bench.max_p90_latency),
+            max_latency: self.max_latency.or(bench.max_latency),
+            ..self.clone()
+        }
+    }
+
     /// The gates these flags ask for.
     pub(crate) fn gates(&self) -> Gates {
         Gates {
@@ -1232,8 +1250,10 @@ impl GateArgs {
             min_accuracy: self.min_accuracy.clone(),
             min_pass_all: self.min_pass_all.clone(),
             max_cost_usd: self.max_cost,
+            max_cost_per_job_usd: self.max_cost_per_job,
             budget_usd: None,
             max_p90_latency: self.max_p90_latency,
+            max_latency: self.max_latency,
             allow_failures: self.allow_failures,
             inconclusive_passes: self.on_inconclusive == OnInconclusive::Pass,
             against_earlier: self.baseline.is_some(),

@@ -20,8 +20,16 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
     }
     say_expressions(&p.bench);
     super::run::check_embedding_endpoints(&p)?;
-    // A gate the run would refuse is refused here too.
-    super::run::check_gates(&p, &args.gates)?;
+    // A gate the run would refuse is refused here too (the bench's `gates:` among them).
+    let gates = args.gates.or_bench(&p.bench.gates);
+    super::run::check_gates(&p, &gates)?;
+    let carried = p.bench.gates.said();
+    if !carried.is_empty() {
+        out!(
+            "  gates the bench carries (`gates:`, each unless its flag is given): {}",
+            carried.join(", ")
+        );
+    }
     if let Some(judge) = &judge {
         say_judge(&p, judge);
         for w in &judge.warnings {
@@ -34,7 +42,7 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
     say_cost(&p, judge.as_ref(), args)?;
     say_power(&p);
     super::plan::say_gates(
-        &args.gates.gates(),
+        &gates.gates(),
         &p.bench,
         crate::suite::plan::largest_family(p.variants.len(), p.grid.len()),
     );

@@ -175,7 +175,12 @@ pub(super) async fn conclude(
         compare_with_baseline(outputs.baseline, dir, record, &result, &mut problems).await;
     let mut gates = outputs.gates.gates();
     gates.budget_usd = record.budget_usd;
-    result.summary.gates = report::gates::evaluate(&gates, &result.summary, baseline.as_ref());
+    result.summary.gates = report::gates::evaluate(
+        &gates,
+        &result.summary,
+        baseline.as_ref(),
+        &result.latencies,
+    );
     // A run renders the prompts from the bench it ran (never read twice: a large bench is
     // the run's largest allocation); a merge has no bench in memory and shows none.
     if let Some(bench) = bench {

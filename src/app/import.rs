@@ -7,6 +7,7 @@
 mod asserts;
 mod bench;
 mod files;
+mod gates;
 mod openai_evals;
 mod promptfoo_tests;
 mod prompts;
@@ -137,8 +138,7 @@ fn rendered(v: &Value, vars: &Map<String, Value>) -> Result<Option<String>, Stri
 fn needs_text(kind: &str) -> bool {
     matches!(
         kind,
-        "equals"
-            | "contains"
+        "contains"
             | "icontains"
             | "starts-with"
             | "regex"
@@ -158,7 +158,12 @@ fn text_scorer(
 ) -> Option<(Value, Option<Vec<String>>)> {
     let one = |t: &Option<String>| t.clone().map(|t| vec![t]);
     Some(match kind {
-        "equals" => (json!({"kind": "exact", "case_sensitive": true}), one(&text)),
+        // JavaScript's `==` of the whole output, untrimmed: `exact` would trim and
+        // normalise (asserts.rs says each form of the value).
+        "equals" => (
+            json!({"kind": "expr", "expr": asserts::equals_expr(value, text.as_deref())?}),
+            one(&text).filter(|_| value.is_some_and(|v| v.is_string())),
+        ),
         "contains" => (
             json!({"kind": "contains", "case_sensitive": true}),
             one(&text),
@@ -172,10 +177,6 @@ fn text_scorer(
         // the expected answer, so groups become non-capturing (the same match).
         "regex" => (
             json!({"kind": "regex", "pattern": without_captures(text.as_deref().unwrap_or("")), "case_sensitive": true}),
-            None,
-        ),
-        "is-json" => (
-            json!({"kind": "json_schema", "schema": value.filter(|v| v.is_object()).cloned().unwrap_or(json!({}))}),
             None,
         ),
         // The rubric is what the judge judges by: there is no reference answer.
@@ -224,19 +225,9 @@ fn combined(mut scorers: Vec<Value>, names: Vec<String>, metric_only: &[bool]) -
     json!({"kind": "mean", "weights": weights, "of": of})
 }
 
-/// Why an assert with no scorer was left out, and what to do instead.
+/// Why an assert with no scorer was left out.
 fn left_out(kind: &str, test: usize) -> String {
-    match kind {
-        "latency" => format!(
-            "test {test}: assert `latency` was left out: gate the whole run with `promptgauge run --max-p90-latency`"
-        ),
-        "cost" => format!(
-            "test {test}: assert `cost` was left out: gate the whole run with `promptgauge run --max-cost` (set `price`)"
-        ),
-        other => {
-            format!("test {test}: assert `{other}` has no promptgauge scorer and was left out")
-        }
-    }
+    format!("test {test}: assert `{kind}` has no promptgauge scorer and was left out")
 }
 
 /// The endpoint of a provider promptgauge speaks to (`openai:…`, `anthropic:…`,
@@ -307,6 +298,10 @@ struct AssertScorers {
     expected: Option<Vec<String>>,
     /// A `regex` passes on a match, with no answer to compare.
     pattern_only: bool,
+    /// Which of the asserts became a scorer (or a gate), in order.
+    converted: Vec<bool>,
+    /// Every assert became a run gate (`latency`, `cost`): nothing to score.
+    gates_only: bool,
 }
 
 impl Import {
@@ -316,7 +311,11 @@ impl Import {
     /// data URL or base64); a text prompt's `{{ var }}` of such a variable places it.
     fn attach_files(&mut self, reader: &Reader) -> Result<(), String> {
         let mut copied: std::collections::HashMap<String, String> = Default::default();
-        for case in self.cases.iter_mut().filter_map(Value::as_object_mut) {
+        let mut left_out = Vec::new();
+        for (i, case) in self.cases.iter_mut().enumerate() {
+            let Some(case) = case.as_object_mut() else {
+                continue;
+            };
             let mut attached = Map::new();
             if let Some(Value::Object(vars)) = case.get_mut("vars") {
                 let names: Vec<String> = vars
@@ -350,13 +349,23 @@ impl Import {
                         Some(d) => json!({"path": rel, "detail": d}),
                         None => json!(rel),
                     };
-                    attached.insert(name, entry);
+                    attached.insert(files::file_name(&name), entry);
                 }
             }
             if !attached.is_empty() {
                 case.insert("files".into(), Value::Object(attached));
             }
-            files::vars_to_files(case, &self.file_vars)?;
+            // A case whose file cannot be a bench's (`check` would refuse it) is left out,
+            // named: never written.
+            if let Err(why) = files::vars_to_files(case, &self.file_vars) {
+                left_out.push(i);
+                self.notes.push(format!(
+                    "{why}: this case was left out (download the file beside the config and name it `file://…`, or add the case by hand with the file's `kind:`, docs/guide/attachments.md)"
+                ));
+            }
+        }
+        for i in left_out.into_iter().rev() {
+            self.cases.remove(i);
         }
         for (file, text) in &mut self.variants {
             if file.ends_with(".txt") {
@@ -616,33 +625,43 @@ impl Import {
         asserts: &[Value],
         description: Option<&str>,
         id: Option<String>,
-    ) {
-        self.tests_seen += 1;
-        let n = self.tests_seen;
+    ) -> Vec<bool> {
+        self.cases_seen += 1;
+        let (n, c) = (self.test_no, self.cases_seen);
         if asserts.is_empty() {
             // promptfoo shows such a test's answers and passes it; promptgauge keeps it to
             // read, apart from the cases it scores.
             let mut case = Map::new();
-            case.insert("id".into(), json!(self.case_id(id, n)));
+            case.insert("id".into(), json!(self.case_id(id, c)));
             case.insert("vars".into(), Value::Object(vars));
             if let Some(d) = description {
                 case.insert("tags".into(), json!([slug(d)]));
             }
             self.unscored.push(Value::Object(case));
-            return;
+            return Vec::new();
         }
         let AssertScorers {
-            scorers,
+            mut scorers,
             names,
             metric_only,
             expected,
             pattern_only,
+            converted,
+            gates_only,
         } = self.scorers(asserts, n, &vars);
+        if gates_only {
+            // Its asserts are the run's gates: the case runs (its latency and cost are
+            // measured), and every answer passes, as promptfoo's row does within them.
+            scorers.push(json!({"kind": "expr", "expr": "true"}));
+            self.notes.push(format!(
+                "test {n}: its only asserts are gates of the run: it is kept, scored by `expr: true`, so its jobs' latency and cost are measured"
+            ));
+        }
         if scorers.is_empty() {
             self.notes.push(format!(
                 "test {n} has no assert promptgauge can score: skipped"
             ));
-            return;
+            return converted;
         }
         let rubric_judge = scorers
             .iter()
@@ -653,14 +672,14 @@ impl Import {
                 quoted(e)
             ));
         }
-        if metric_only.iter().all(|m| *m) {
+        if !metric_only.is_empty() && metric_only.iter().all(|m| *m) {
             self.notes.push(format!(
                 "test {n}: every assert has `weight: 0` (promptfoo records them and passes the test): here they decide it"
             ));
         }
         let grade = combined(scorers, names, &metric_only);
         let mut case = Map::new();
-        case.insert("id".into(), json!(self.case_id(id, n)));
+        case.insert("id".into(), json!(self.case_id(id, c)));
         case.insert("vars".into(), Value::Object(vars));
         match expected {
             Some(e) if e.len() == 1 => {
@@ -681,20 +700,33 @@ impl Import {
             case.insert("tags".into(), json!([slug(d)]));
         }
         self.cases.push(Value::Object(case));
+        converted
     }
 
     /// Test `n`'s asserts as scorers; an assert comparing with other answers than the
     /// first one's is left out (with a note): a case has one set of expected answers.
     fn scorers(&mut self, asserts: &[Value], n: usize, vars: &Map<String, Value>) -> AssertScorers {
-        let mut found = AssertScorers::default();
+        let mut found = AssertScorers {
+            gates_only: true,
+            ..AssertScorers::default()
+        };
         let mut seen: std::collections::HashMap<&str, usize> = Default::default();
         for a in asserts {
-            let kind = a.get("type").and_then(Value::as_str).unwrap_or("assert");
-            let count = seen.entry(kind).or_default();
+            let kind = a.get("type").and_then(Value::as_str).unwrap_or("");
+            if matches!(kind, "latency" | "cost") {
+                let gate = self.gate_assert(kind, a, n);
+                found.converted.push(gate);
+                found.gates_only &= gate;
+                continue;
+            }
+            found.gates_only = false;
+            found.converted.push(false);
+            let label = if kind.is_empty() { "assert" } else { kind };
+            let count = seen.entry(label).or_default();
             *count += 1;
             let name = match *count {
-                1 => kind.to_string(),
-                k => format!("{kind} {k}"),
+                1 => label.to_string(),
+                k => format!("{label} {k}"),
             };
             let Some((scorer, value)) = self.assertion(a, n, vars) else {
                 continue;
@@ -716,6 +748,8 @@ impl Import {
                 }
                 _ => {}
             }
+            found.converted.pop();
+            found.converted.push(true);
             found.scorers.push(scorer);
             found.names.push(name);
             found
@@ -725,13 +759,25 @@ impl Import {
         found
     }
 
-    /// Test `n`'s case id: the one it gives, unless used before; else `t-NNN`.
+    /// Counts the asserts of a test's first case that became scorers: its own, and (into
+    /// `defaults`) defaultTest's, which come first.
+    fn count_converted(&mut self, converted: &[bool], defaults: &mut [bool]) {
+        for (i, c) in converted.iter().enumerate() {
+            match defaults.get_mut(i) {
+                Some(d) => *d |= *c,
+                None => self.asserts_converted += usize::from(*c),
+            }
+        }
+    }
+
+    /// Case `n`'s id: the one its test gives, unless used before; else `t-NNN`.
     fn case_id(&mut self, id: Option<String>, n: usize) -> String {
         let id = match id {
             Some(id) if !self.ids.contains(&id) => id,
             Some(id) => {
                 self.notes.push(format!(
-                    "test {n}: its id `{id}` was used before; it became t-{n:03}"
+                    "test {}: its id `{id}` was used before; it became t-{n:03}",
+                    self.test_no
                 ));
                 format!("t-{n:03}")
             }
@@ -749,6 +795,7 @@ impl Import {
         tests: &Value,
         default_asserts: &[Value],
     ) -> Result<(), String> {
+        let mut default_converted = vec![false; default_asserts.len()];
         for promptfoo_tests::TestRead { test: t, id } in promptfoo_tests::read_tests(files, tests)?
         {
             let mut vars = self.default_vars.clone();
@@ -760,7 +807,11 @@ impl Import {
                     .cloned()
                     .unwrap_or_default(),
             );
-            let test = self.tests_seen + 1;
+            self.tests_read += 1;
+            self.test_no = self.tests_read;
+            let test = self.test_no;
+            let own = asserts.len() - default_asserts.len();
+            self.asserts_written += own;
             for key in t.as_object().into_iter().flat_map(|o| o.keys()) {
                 if !matches!(key.as_str(), "vars" | "assert" | "description") {
                     self.notes
@@ -769,18 +820,25 @@ impl Import {
             }
             let combos = vars::combinations(files, &vars)?;
             let many = combos.len() > 1;
-            for mut combo in combos {
+            for (i, mut combo) in combos.into_iter().enumerate() {
                 vars::read_file_values(files, &mut combo)
                     .map_err(|e| format!("test {test}: {e}"))?;
                 let id = if many { None } else { id.clone() };
-                self.case(
+                let converted = self.case(
                     combo,
                     &asserts,
                     t.get("description").and_then(Value::as_str),
                     id,
                 );
+                // Each assert as written counts once: its test's first case says whether it
+                // became a scorer (defaultTest's, once for the whole config).
+                if i == 0 {
+                    self.count_converted(&converted, &mut default_converted);
+                }
             }
         }
+        self.asserts_written += default_asserts.len();
+        self.asserts_converted += default_converted.iter().filter(|c| **c).count();
         Ok(())
     }
 }
@@ -819,6 +877,7 @@ fn import_promptfoo(args: &ImportArgs) -> Result<Exit, Failure> {
     let files = Reader::beside(config_path, args.allow_outside_files);
     let mut im = Import {
         tool: "promptfoo",
+        reader: Some(files.clone()),
         ..Import::default()
     };
     let bad = |m: String| -> Failure {
@@ -834,6 +893,7 @@ fn import_promptfoo(args: &ImportArgs) -> Result<Exit, Failure> {
         im.tests(&files, tests, &default_asserts).map_err(bad)?;
     }
     im.attach_files(&files).map_err(bad)?;
+    im.say_cost_gate();
     // The asserts' own files (`file://check.js`), beside the shim that runs them.
     for (reference, rel) in std::mem::take(&mut im.code_files) {
         let (_, text) = files.read(&reference).map_err(bad)?;

@@ -160,7 +160,7 @@ const MAX_ATTEMPTS: i64 = 100;
 const MAX_PDF_PAGES: i64 = 100_000;
 
 /// What [`duration`] reads, for editors.
-fn duration_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+pub(crate) fn duration_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
         "description": "A duration: `10s`, `500ms`, `2m`, `1h 30m`, or a number of seconds (at most a day).",
         "anyOf": [
@@ -288,7 +288,7 @@ pub(crate) fn parse_bytes(text: &str) -> Result<u64, SizeError> {
 }
 
 /// `10s`, `500ms`, `2m`, or a bare number of seconds.
-fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+pub(crate) fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum Raw {

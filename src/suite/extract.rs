@@ -157,7 +157,7 @@ impl Extract {
     /// The reading as a prompt file writes it, in YAML's flow form (what an importer
     /// writes: `{json: "/answer"}`).
     pub fn to_yaml(&self) -> String {
-        let q = |s: &str| Value::String(s.to_string()).to_string();
+        let q = yaml_quoted;
         match self {
             Extract::Regex(p) => format!("{{regex: {}}}", q(p.as_str())),
             Extract::Json(pointer) => format!("{{json: {}}}", q(pointer)),
@@ -176,11 +176,31 @@ fn shown(v: &Value) -> String {
     }
 }
 
-/// Text quoted, cut when long.
+/// Text quoted, cut when long: as written (a regex's `\d` stays `\d`), but for the
+/// characters a line cannot show (a line break is `\n`).
 fn quoted(s: &str) -> String {
     let cut: String = s.chars().take(60).collect();
     let more = if cut.len() < s.len() { "…" } else { "" };
-    format!("`{}{more}`", cut.escape_debug())
+    let shown: String = cut
+        .chars()
+        .map(|c| match c {
+            c if c.is_control() => c.escape_debug().to_string(),
+            c => c.to_string(),
+        })
+        .collect();
+    format!("`{shown}{more}`")
+}
+
+/// Text as a YAML scalar that reads back as itself, as a person writes it: in double
+/// quotes, or — when it holds a backslash (a regex) or a double quote, and nothing a line
+/// cannot show — in single quotes, where `\` is itself (`'Answer: (\d+)'`, not
+/// `"Answer: (\\d+)"`).
+fn yaml_quoted(s: &str) -> String {
+    if s.contains(['\\', '"']) && !s.chars().any(char::is_control) {
+        format!("'{}'", s.replace('\'', "''"))
+    } else {
+        Value::String(s.to_string()).to_string()
+    }
 }
 
 /// An unknown form, with the nearest known one.
@@ -327,6 +347,12 @@ impl Jinja {
                 "a reading's template sees `answer` (the whole answer), `json` (its JSON, or none) and `vars` (the case's variables: `vars.NAME`)",
             ));
         }
+        if let Some(u) = super::jinja::unknown_in_template(&env, &template, &[]).first() {
+            return Err(ExtractError::new(
+                format!("`extract:`'s template uses an {u}"),
+                "a reading's template may use the engine's filters and tests (`upper`, `trim`, `default`, … `is defined`, …)",
+            ));
+        }
         Ok(Jinja {
             source: source.to_string(),
             env: Arc::new(env),
@@ -384,6 +410,11 @@ mod tests {
             ),
             (json!({"json": "/answer"}), r#"{json: "/answer"}"#),
             (json!({"tag": "answer"}), r#"{tag: "answer"}"#),
+            // A regex as written: no backslash doubled, in quotes where `\` is itself.
+            (
+                json!({"regex": r#"Answer: (\d+)\s*"?'"#}),
+                r#"{regex: 'Answer: (\d+)\s*"?'''}"#,
+            ),
             (json!("last_line"), "last_line"),
             (
                 json!({"template": "{{ json.choice | upper }}"}),
@@ -425,6 +456,18 @@ mod tests {
         assert!(e.message.contains("does not compile"), "{e:?}");
         let e = err(json!({"template": "{{ output }}"}));
         assert!(e.message.contains("`output`"), "{e:?}");
+    }
+
+    #[test]
+    fn a_regex_is_described_as_written() {
+        assert_eq!(
+            Extract::regex(r"Answer:\s*(\d+)").unwrap().describe(),
+            r"reads the first group of the regex `Answer:\s*(\d+)`"
+        );
+        assert_eq!(
+            Extract::regex("(?s)a\nb").unwrap().describe(),
+            r"reads the first group of the regex `(?s)a\nb`"
+        );
     }
 
     #[test]

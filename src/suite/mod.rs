@@ -6,7 +6,9 @@ pub mod endpoint;
 pub mod endpoints;
 pub mod error;
 pub mod extract;
+pub mod gates;
 pub mod grading;
+pub mod jinja;
 mod json;
 pub mod plan;
 pub mod prompts;
@@ -121,6 +123,10 @@ struct RawBench {
     #[serde(default)]
     #[schemars(range(min = 0), extend("exclusiveMaximum" = 50))]
     epsilon: Option<f64>,
+    /// Run gates the bench carries: `run` applies each as if its flag were given; a flag
+    /// given overrides the bench's value (docs/guide/ci.md).
+    #[serde(default)]
+    gates: gates::BenchGates,
 }
 
 /// `decide:` — what a run of the bench decides.
@@ -272,6 +278,8 @@ pub struct Bench {
     /// `decide: best`: every run finds the best of the variants, `epsilon` points (2 by
     /// default) counting as the best.
     pub best_epsilon: Option<f64>,
+    /// `gates:` — the run gates the bench carries (a flag given overrides each).
+    pub gates: gates::BenchGates,
 }
 
 impl Bench {
@@ -331,6 +339,7 @@ impl Bench {
             .fix(e.fix)
         })?;
         check_loop(raw.agent_loop.as_ref(), &here)?;
+        raw.gates.check(&here)?;
         tools::check_servers(&raw.mcp).map_err(|e| InputError::new(here("mcp"), e).fix("each server is {run: [program, args…], env: [NAMES], timeout: 30s, tools: [names]}; see docs/guide/tools.md"))?;
 
         let mut variants = load_variants(dir, &raw.variants)?;
@@ -363,6 +372,7 @@ impl Bench {
             argument_checks,
             best_epsilon,
             grade_at,
+            gates: raw.gates,
         })
     }
 

@@ -259,13 +259,13 @@ fn asserts_become_the_scorers_that_pass_when_promptfoo_s_do() {
         im.cases[3]["expected"],
         "The sea is a large body of salt water."
     );
-    // g-eval: a judge of its criteria; cost and latency: gates of the run, named.
+    // g-eval: a judge of its criteria; cost and latency: the bench's gates.
     assert_eq!(grade(4)["kind"], "judge");
     assert_eq!(
         grade(4)["criteria"][0]["rubric"],
         "The explanation mentions the moon."
     );
-    for said in ["--max-cost", "--max-p90-latency", "g-eval"] {
+    for said in ["gates.max_latency", "gates.max_cost_per_job", "g-eval"] {
         assert!(im.notes.contains(said), "{said}: {}", im.notes);
     }
     // The shims score answers on the simulator as promptfoo's asserts would.
@@ -302,6 +302,285 @@ fn asserts_become_the_scorers_that_pass_when_promptfoo_s_do() {
     let results = std::fs::read_to_string(ran.join("results.jsonl")).unwrap();
     let scored = results.lines().filter(|l| l.contains("\"score\"")).count();
     assert_eq!(scored, 3, "{results}");
+}
+
+/// Each imported case's scorer on `output`: does it pass?
+fn passes(dir: &Path, outputs: &[&str]) -> Vec<Vec<bool>> {
+    use promptgauge::grade::{Answer, ScoreContext, ScoreInput};
+    let bench = promptgauge::suite::Bench::load(&dir.join("promptgauge.yaml")).unwrap();
+    let scorers = promptgauge::grade::scorers_for(&bench).unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    bench
+        .cases
+        .iter()
+        .zip(&scorers)
+        .map(|(case, scorer)| {
+            outputs
+                .iter()
+                .map(|o| {
+                    let answer = Answer {
+                        text: o.to_string(),
+                        ..Answer::default()
+                    };
+                    let input = ScoreInput {
+                        key: "k",
+                        repeat: 0,
+                        case,
+                        messages: &[],
+                        answer: &answer,
+                    };
+                    let score = rt
+                        .block_on(scorer.score(input, &ScoreContext::default()))
+                        .unwrap();
+                    score.value == 1.0
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// promptfoo's verdict on each output, by its own rule run in Node.js (src/assertions:
+/// `JSON.parse(output)` for is-json, `String(value) === output` for equals,
+/// `isDeepStrictEqual` for an object); `None` without node.
+fn node_verdicts(rules: &[&str], outputs: &[&str]) -> Option<Vec<Vec<bool>>> {
+    use std::io::Write;
+    let script = r#"
+const util = require('util');
+const {rules, outputs} = JSON.parse(require('fs').readFileSync(0, 'utf8'));
+const parses = (o) => { try { JSON.parse(o); return true; } catch { return false; } };
+const parsed = (o) => { try { return JSON.parse(o); } catch { return undefined; } };
+const city = (v) => v !== null && typeof v === 'object' && !Array.isArray(v) && typeof v.city === 'string';
+const anywhere = (o) => { const m = o.match(/[{\[][\s\S]*[}\]]/); return parses(o) || (m !== null && parses(m[0])); };
+const rule = {
+  'is-json': (o) => parses(o),
+  'is-json-schema': (o) => parses(o) && city(parsed(o)),
+  'contains-json': (o) => anywhere(o),
+  'equals-text': (o) => String('Paris') === o,
+  'equals-object': (o) => parses(o) && util.isDeepStrictEqual({city: 'Paris', n: 1}, parsed(o)),
+  'equals-number': (o) => String(42) === o,
+  'not-is-json': (o) => !parses(o),
+};
+console.log(JSON.stringify(rules.map((r) => outputs.map((o) => rule[r](o)))));
+"#;
+    let mut child = std::process::Command::new("node")
+        .args(["-e", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .ok()?;
+    let input = serde_json::json!({"rules": rules, "outputs": outputs});
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(serde_json::from_slice(&out.stdout).unwrap())
+}
+
+#[test]
+fn is_json_and_equals_give_promptfoo_s_verdicts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let im = import(
+        &fixture("verdicts/promptfooconfig.yaml"),
+        &tmp.path().join("bench"),
+    );
+    let outputs = [
+        r#"{"city": "Paris", "n": 1}"#,
+        r#"Here it is: {"city": "Paris", "n": 1}"#,
+        "```json\n{\"city\": \"Paris\", \"n\": 1}\n```",
+        r#"{"city": "Paris",}"#,
+        r#"{"n": 1, "city": "Paris"}"#,
+        r#"{"city": 7}"#,
+        "Paris",
+        "Paris\n",
+        " Paris",
+        "paris",
+        "42",
+        "42\n",
+        "42.0",
+    ];
+    let t = true;
+    let f = false;
+    // Rows: the fixture's tests in order; columns: the outputs above.
+    let want: Vec<(&str, Vec<bool>)> = vec![
+        ("is-json", vec![t, f, f, f, t, t, f, f, f, f, t, t, t]),
+        (
+            "is-json-schema",
+            vec![t, f, f, f, t, f, f, f, f, f, f, f, f],
+        ),
+        ("contains-json", vec![t, t, t, f, t, t, f, f, f, f, t, t, t]),
+        ("equals-text", vec![f, f, f, f, f, f, t, f, f, f, f, f, f]),
+        ("equals-object", vec![t, f, f, f, t, f, f, f, f, f, f, f, f]),
+        ("equals-number", vec![f, f, f, f, f, f, f, f, f, f, t, f, f]),
+        ("not-is-json", vec![f, t, t, t, f, f, t, t, t, t, f, f, f]),
+        (
+            "is-json-schema",
+            vec![t, f, f, f, t, f, f, f, f, f, f, f, f],
+        ),
+    ];
+    let got = passes(&im.dir, &outputs);
+    for ((rule, want), got) in want.iter().zip(&got) {
+        assert_eq!(got, want, "{rule}: {outputs:?}");
+    }
+    // The table is promptfoo's own rule's, where Node.js is here to say so.
+    let rules: Vec<&str> = want.iter().map(|(r, _)| *r).collect();
+    if let Some(node) = node_verdicts(&rules, &outputs) {
+        for ((rule, want), node) in want.iter().zip(&node) {
+            assert_eq!(node, want, "node's {rule}: {outputs:?}");
+        }
+    }
+    // `equals` is no `exact` (which trims): an expression over the whole output.
+    assert_eq!(im.cases[3]["grade"]["kind"], "expr", "{:?}", im.cases[3]);
+    assert_eq!(im.cases[3]["expected"], "Paris");
+    assert!(
+        im.notes.contains("Everything else was carried over"),
+        "{}",
+        im.notes
+    );
+}
+
+#[test]
+fn tests_and_asserts_are_counted_apart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let mut tests = String::from(
+        "  - vars: { q: a }\n    assert: [{ type: contains, value: a }]\n  - vars: { q: [x, y], lang: [en, fr] }\n    assert: [{ type: contains, value: \"{{q}}\" }, { type: moderation }]\n  - vars: { q: b }\n    assert: [{ type: contains, value: b }, { type: moderation }, { type: icontains, value: b }]\n",
+    );
+    for q in ["c", "d", "e", "f", "g", "h"] {
+        tests.push_str(&format!(
+            "  - vars: {{ q: {q} }}\n    assert: [{{ type: contains, value: {q} }}]\n"
+        ));
+    }
+    std::fs::write(
+        d.join("c.yaml"),
+        format!("prompts: [\"Say {{{{q}}}}\"]\ndefaultTest:\n  assert: [{{ type: javascript, value: \"output.length < 500\" }}]\ntests:\n{tests}"),
+    )
+    .unwrap();
+    let im = import(&d.join("c.yaml"), &d.join("bench"));
+    // 9 tests; one has lists of 2 and 2 (4 cases): 12 cases. Asserts as written: 12 of the
+    // tests and defaultTest's one; the two `moderation` are left out.
+    assert_eq!(im.cases.len(), 12);
+    assert!(
+        im.stdout.contains("imported 1 prompt and 9 tests"),
+        "{}",
+        im.stdout
+    );
+    let counts = "9 tests of the config: 12 cases scored by the bench; 13 asserts (11 became scorers or gates, 2 left out: below)";
+    assert!(im.stdout.contains(counts), "{}", im.stdout);
+    assert!(im.notes.contains(&counts[1..]), "{}", im.notes);
+    // A note said by two tests (one of them for each of its 4 cases) counts 2 tests.
+    assert!(
+        im.notes
+            .contains("2 tests: assert `moderation` has no promptgauge scorer"),
+        "{}",
+        im.notes
+    );
+    // Notes name the config's tests: the one after the lists is test 3, not test 6.
+    assert!(!im.notes.contains("test 6"), "{}", im.notes);
+}
+
+#[test]
+fn a_file_the_bench_cannot_send_is_left_out_by_name_never_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let im = import(
+        &fixture("vision/promptfooconfig.yaml"),
+        &tmp.path().join("bench"),
+    );
+    // A variable named `url` is the case's file `url_file` (a `files: {url: …}` would be
+    // one file written as an object), placed where the image part was.
+    assert_eq!(im.cases.len(), 1, "{:?}", im.cases);
+    assert_eq!(
+        im.cases[0]["files"],
+        serde_json::json!({"url_file": "https://example.com/photos/boardwalk.jpg"})
+    );
+    assert!(
+        im.variants[0].1.contains(r#"{{ file(\"url_file\") }}"#),
+        "{}",
+        im.variants[0].1
+    );
+    // A URL whose name does not say what it holds, and an object, are named and left out.
+    assert!(
+        im.notes.contains("https://example.com/image?id=7")
+            && im.notes.contains("does not say by its name what it holds"),
+        "{}",
+        im.notes
+    );
+    assert!(
+        im.notes.matches("this case was left out").count() == 2,
+        "{}",
+        im.notes
+    );
+    assert!(!im.notes.contains("Everything else was carried over"));
+}
+
+#[test]
+fn latency_and_cost_asserts_become_the_bench_s_gates() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(
+        d.join("c.yaml"),
+        r#"prompts: ["What is {{a}} + {{b}}?"]
+tests:
+  - vars: { a: 2, b: 3 }
+    assert:
+      - { type: contains, value: "5" }
+      - { type: latency, threshold: 5000 }
+  - vars: { a: 4, b: 4 }
+    assert:
+      - { type: latency, threshold: 1 }
+      - { type: cost, threshold: 0.5 }
+"#,
+    )
+    .unwrap();
+    let im = import(&d.join("c.yaml"), &d.join("bench"));
+    let bench = std::fs::read_to_string(im.dir.join("promptgauge.yaml")).unwrap();
+    // The smallest threshold; the cost gate waits for a price (check would refuse it).
+    assert!(bench.contains("\n  max_latency: 1ms\n"), "{bench}");
+    assert!(bench.contains("  # max_cost_per_job: 0.5"), "{bench}");
+    // A test whose asserts are all gates still runs, so its latency is measured.
+    assert_eq!(im.cases.len(), 2, "{}", im.stdout);
+    assert_eq!(im.cases[1]["grade"]["expr"], "true");
+    assert!(
+        im.notes
+            .contains("promptfoo fails that test's row; here the run's gate fails"),
+        "{}",
+        im.notes
+    );
+    assert!(
+        im.stdout.contains("4 asserts (4 became scorers or gates)"),
+        "{}",
+        im.stdout
+    );
+    // On a simulator whose answers take 20 ms: the bench's gate fails the run (exit 1);
+    // the flag overrides it.
+    let (_rt, server) = start_mock(promptgauge::mock::MockConfig {
+        first_token_delay: std::time::Duration::from_millis(20),
+        ..Default::default()
+    });
+    let run = |flags: &[&str]| {
+        let o = promptgauge(&im.dir)
+            .args(["run", "--base-url", &server.base_url(), "--model", "m"])
+            .args(["--no-store", "--quiet"])
+            .args(flags)
+            .output()
+            .unwrap();
+        (
+            o.status.code().unwrap(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, said) = run(&[]);
+    assert_eq!(code, 1, "{said}");
+    assert!(said.contains("gate failed: max-latency 1ms"), "{said}");
+    let (code, said) = run(&["--max-latency", "60s"]);
+    assert_eq!(code, 0, "{said}");
 }
 
 #[test]

@@ -9,6 +9,7 @@ mod anthropic;
 mod attachments;
 mod bad_input;
 mod batch;
+mod bench_gates;
 mod budget;
 mod ci;
 mod ci_doc;

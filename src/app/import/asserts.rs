@@ -34,6 +34,35 @@ fn texts(value: Option<&Value>, text: Option<&str>) -> Vec<String> {
     }
 }
 
+/// promptfoo's `is-json`: `JSON.parse(output)` succeeds, the whole output and nothing
+/// else (JSON in prose or in a Markdown fence is not JSON to it).
+pub(super) const STRICT_JSON: &str = "(output|fromjson) is defined";
+
+/// promptfoo's `equals` as an expression: `String(value) === output`, the whole output,
+/// untrimmed (`exact` would trim and normalise); an object or a list equals the output
+/// parsed as JSON, deeply (`isDeepStrictEqual(value, JSON.parse(output))`).
+pub(super) fn equals_expr(value: Option<&Value>, text: Option<&str>) -> Option<String> {
+    match value {
+        Some(v @ (Value::Object(_) | Value::Array(_))) => {
+            let want = format!("({}|fromjson)", lit(&v.to_string()));
+            Some(format!(
+                "(output|fromjson) is defined and (output|fromjson) == {want}"
+            ))
+        }
+        Some(Value::Number(n)) => Some(format!("output == {}", lit(&js_number(n)))),
+        _ => text.map(|t| format!("output == {}", lit(t))),
+    }
+}
+
+/// A number as JavaScript's `String()` writes it: `42` for 42.0 (js-yaml reads `42.0` as
+/// the number 42), `0.5`, `1e+21`.
+fn js_number(n: &serde_json::Number) -> String {
+    match n.as_f64() {
+        Some(f) if n.is_f64() && f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", f as i64),
+        _ => n.to_string(),
+    }
+}
+
 /// The expression that passes exactly when promptfoo's assert `kind` passes, for the
 /// kinds an expression can say; `None` for the others.
 pub(super) fn expr_of(kind: &str, value: Option<&Value>, text: Option<&str>) -> Option<String> {
@@ -57,7 +86,7 @@ pub(super) fn expr_of(kind: &str, value: Option<&Value>, text: Option<&str>) -> 
     Some(match kind {
         "contains" => format!("{} in output", one()?),
         "icontains" => format!("{} in output|lower", lit(&text?.to_lowercase())),
-        "equals" => format!("output == {}", one()?),
+        "equals" => equals_expr(value, text)?,
         "starts-with" => format!("output is startingwith({})", one()?),
         "regex" => format!("output is matches({})", one()?),
         "contains-any" => join(" or ", false)?,
@@ -65,6 +94,7 @@ pub(super) fn expr_of(kind: &str, value: Option<&Value>, text: Option<&str>) -> 
         "contains-all" => join(" and ", false)?,
         "icontains-all" => join(" and ", true)?,
         "javascript" => crate::grade::javascript::to_expr(text?)?,
+        "is-json" if value.is_none_or(Value::is_null) => STRICT_JSON.to_string(),
         _ => return None,
     })
 }
@@ -161,7 +191,70 @@ impl Import {
                 None => self.code_assert("javascript", text?, threshold),
             },
             "python" => self.code_assert("python", text?, threshold),
+            "is-json" | "contains-json" => self.json_assert(kind, value, text, test),
             _ => None,
+        }
+    }
+
+    /// `is-json`: the whole output parses as JSON (and, with a schema, is valid against
+    /// it); `contains-json`: JSON somewhere in the output (the whole, a Markdown fence, or
+    /// the first object or list in the text: the `json_schema` scorer's search), valid
+    /// against the schema when there is one.
+    fn json_assert(
+        &mut self,
+        kind: &str,
+        value: Option<&Value>,
+        text: Option<&str>,
+        test: usize,
+    ) -> Option<(Value, Option<Vec<String>>)> {
+        let schema = match value {
+            None | Some(Value::Null) => None,
+            Some(v @ Value::Object(_)) => Some(v.clone()),
+            Some(Value::String(_)) => Some(self.schema_of(text?, kind, test)?),
+            Some(other) => {
+                self.notes.push(format!(
+                    "test {test}: assert `{kind}`'s schema is {}, not a schema: left out",
+                    crate::client::protocol::truncate(&other.to_string(), 60)
+                ));
+                return None;
+            }
+        };
+        let strict = json!({"kind": "expr", "expr": STRICT_JSON});
+        let scorer = match (kind, schema) {
+            ("is-json", None) => strict,
+            ("is-json", Some(s)) => {
+                json!({"kind": "all", "of": [strict, {"kind": "json_schema", "schema": s}]})
+            }
+            (_, s) => json!({"kind": "json_schema", "schema": s.unwrap_or_else(|| json!({}))}),
+        };
+        Some((scorer, None))
+    }
+
+    /// A schema written as text: a `file://` JSON or YAML file beside the config, or YAML
+    /// inline (promptfoo reads both); `None`, with a note, when it is neither.
+    fn schema_of(&mut self, text: &str, kind: &str, test: usize) -> Option<Value> {
+        let read = match (text.trim().strip_prefix("file://"), &self.reader) {
+            (Some(_), Some(reader)) => reader
+                .read(text.trim())
+                .and_then(|(_, t)| super::reader::yaml(&t, text.trim())),
+            (Some(_), None) => Err("no config folder to read it from".into()),
+            (None, _) => super::reader::yaml(text, "the schema"),
+        };
+        match read {
+            Ok(schema @ Value::Object(_)) => Some(schema),
+            Ok(_) => {
+                self.notes.push(format!(
+                    "test {test}: assert `{kind}`'s schema `{}` is not a mapping: left out",
+                    crate::client::protocol::truncate(text, 60)
+                ));
+                None
+            }
+            Err(e) => {
+                self.notes.push(format!(
+                    "test {test}: assert `{kind}`'s schema cannot be read ({e}): left out"
+                ));
+                None
+            }
         }
     }
 

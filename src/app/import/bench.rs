@@ -27,8 +27,15 @@ pub(super) struct Import {
     /// What was carried over and must be reviewed before a run (the endpoint every prompt
     /// will be sent to).
     pub(super) review: Vec<String>,
-    /// Tests read so far (skipped ones included), to name them in the notes.
-    pub(super) tests_seen: usize,
+    /// Cases made so far (a test with list variables makes several), for their ids.
+    pub(super) cases_seen: usize,
+    /// The config's tests read so far (skipped ones included), as the notes number them.
+    pub(super) tests_read: usize,
+    /// The test being read, as the notes name it (`test 3: …`).
+    pub(super) test_no: usize,
+    /// Asserts as the config writes them (defaultTest's once), and how many became scorers.
+    pub(super) asserts_written: usize,
+    pub(super) asserts_converted: usize,
     /// Case ids given so far.
     pub(super) ids: std::collections::HashSet<String>,
     /// `defaultTest.vars`: every test's variables start from these.
@@ -50,6 +57,12 @@ pub(super) struct Import {
     pub(super) file_vars: super::files::FileVars,
     /// The tool imported from, as the bench's first line names it.
     pub(super) tool: &'static str,
+    /// The smallest `latency` and `cost` thresholds of the asserts: the bench's
+    /// `gates.max_latency` (ms) and `gates.max_cost_per_job` (USD).
+    pub(super) gate_latency_ms: Option<f64>,
+    pub(super) gate_cost_usd: Option<f64>,
+    /// The config's folder, to read the files asserts name (a schema's `file://`).
+    pub(super) reader: Option<super::reader::Reader>,
     /// Variants whose prompt asks for an answer by a JSON schema (`response_format:
     /// json_schema`): promptfoo hands code asserts that answer parsed.
     pub(super) schema_variants: usize,
@@ -133,11 +146,14 @@ pub(super) fn check_importable(im: &Import, config_path: &Path, out: &Path) -> R
 /// What was imported, what to review, what was not carried over, and what to do next.
 pub(super) fn say_imported(im: &Import, out: &Path) {
     out!(
-        "imported {} prompts and {} tests into {} (promptgauge.yaml, cases.jsonl, prompts/)",
-        im.variants.len(),
-        im.cases.len(),
+        "imported {} and {} into {} (promptgauge.yaml, cases.jsonl, prompts/)",
+        plural(im.variants.len(), "prompt"),
+        im.tests_said(),
         out.display()
     );
+    if let Some(counts) = im.counts() {
+        out!("{counts}");
+    }
     if !im.unscored.is_empty() {
         out!(
             "{} tests without an assert are kept apart, for reading, in {UNSCORED_FILE}: not in the bench (give each an `expected` and a `grade`, then add the file to `cases:`)",
@@ -173,6 +189,47 @@ pub(super) fn say_imported(im: &Import, out: &Path) {
 }
 
 impl Import {
+    /// What the bench holds, in the words of the tool imported from: promptfoo's tests
+    /// (each a case, or a case per combination of its list variables), an eval's items.
+    fn tests_said(&self) -> String {
+        if self.tool == "promptfoo" {
+            plural(self.tests_read, "test")
+        } else {
+            format!("{} tests", self.cases.len())
+        }
+    }
+
+    /// promptfoo's counts, one line: the tests, the cases they became, those kept apart,
+    /// and the asserts (as written, defaultTest's once) and how many became scorers.
+    fn counts(&self) -> Option<String> {
+        if self.tool != "promptfoo" {
+            return None;
+        }
+        let left = self.asserts_written - self.asserts_converted.min(self.asserts_written);
+        let mut parts = vec![format!(
+            "{} of the config: {} scored by the bench",
+            plural(self.tests_read, "test"),
+            plural(self.cases.len(), "case")
+        )];
+        if !self.unscored.is_empty() {
+            parts.push(format!(
+                "{} without an assert kept apart",
+                plural(self.unscored.len(), "case")
+            ));
+        }
+        parts.push(format!(
+            "{} ({} became scorers or gates{})",
+            plural(self.asserts_written, "assert"),
+            self.asserts_converted,
+            if left > 0 {
+                format!(", {left} left out: below")
+            } else {
+                String::new()
+            }
+        ));
+        Some(parts.join("; "))
+    }
+
     /// Every program a `command` scorer of the imported bench runs (its `grade:` and each
     /// case's), as written, once each.
     fn programs(&self) -> Vec<String> {
@@ -201,31 +258,33 @@ impl Import {
     }
 }
 
-/// Notes said by many tests alike (`test 3: …`, `test 4: …`) become one, with the count.
+/// Notes said by many tests alike (`test 3: …`, `test 4: …`) become one, with how many
+/// tests said it (each test once, however many of its asserts or cases said it); a note
+/// said twice of no test is said once.
 pub(super) fn collapse_notes(notes: Vec<String>) -> Vec<String> {
-    // (what is said, the first note as written, how many tests said it)
-    let mut collapsed: Vec<(String, String, usize)> = Vec::new();
+    // (what is said, the first note as written, the tests that said it)
+    let mut collapsed: Vec<(String, String, Vec<String>)> = Vec::new();
     for n in notes {
-        let key = match n.split_once(": ") {
+        let (key, test) = match n.split_once(": ") {
             Some((head, rest))
                 if head
                     .strip_prefix("test ")
                     .is_some_and(|d| d.chars().all(|c| c.is_ascii_digit())) =>
             {
-                rest.to_string()
+                (rest.to_string(), Some(head.to_string()))
             }
-            _ => n.clone(),
+            _ => (n.clone(), None),
         };
         match collapsed.iter_mut().find(|(k, _, _)| *k == key) {
-            Some((_, _, count)) => *count += 1,
-            None => collapsed.push((key, n, 1)),
+            Some((_, _, tests)) => tests.extend(test.filter(|t| !tests.contains(t))),
+            None => collapsed.push((key, n, test.into_iter().collect())),
         }
     }
     collapsed
         .into_iter()
-        .map(|(k, first, count)| {
-            if count > 1 {
-                format!("{count} tests: {k}")
+        .map(|(k, first, tests)| {
+            if tests.len() > 1 {
+                format!("{} tests: {k}", tests.len())
             } else {
                 first
             }
@@ -354,7 +413,26 @@ fn bench_yaml(name: &str, config_path: &Path, im: &Import) -> String {
     if !im.params.is_empty() {
         bench.push_str(&format!("params: {}\n", Value::Object(im.params.clone())));
     }
+    bench.push_str(&im.gates_yaml());
     bench
+}
+
+/// `text` with its first letter a capital.
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
+/// `1 test`, `3 tests`.
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
 }
 
 /// IMPORT-NOTES.md: what to review before a run, and what was not carried over.
@@ -379,5 +457,9 @@ fn notes_md(im: &Import) -> String {
         let items: String = im.notes.iter().map(|n| format!("- {n}\n")).collect();
         format!("## Not carried over\n\n{items}")
     };
-    format!("# Import notes\n\n{review}{apart}{notes}")
+    let counts = im
+        .counts()
+        .map(|c| format!("{}.\n\n", capitalized(&c)))
+        .unwrap_or_default();
+    format!("# Import notes\n\n{counts}{review}{apart}{notes}")
 }

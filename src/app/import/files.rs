@@ -144,7 +144,18 @@ fn file_marker(
             detail: detail.filter(|d| *d != "auto").map(String::from),
         },
     );
-    Ok(format!("{{{{ file(\"{name}\") }}}}"))
+    Ok(format!("{{{{ file(\"{}\") }}}}", file_name(&name)))
+}
+
+/// The name a file variable's file has in a case's `files:`: the variable's, unless that
+/// is `path`, `url` or `data`, which would make the case's `files: {url: …}` one file
+/// written as an object (docs/guide/attachments.md) instead of a file named `url`.
+pub(super) fn file_name(var: &str) -> String {
+    if matches!(var, "path" | "url" | "data") {
+        format!("{var}_file")
+    } else {
+        var.to_string()
+    }
 }
 
 fn shortened(text: &str) -> String {
@@ -172,7 +183,7 @@ pub(super) fn place_in_text(text: &str, vars: &FileVars) -> String {
     };
     re.replace_all(text, |c: &regex::Captures| {
         if vars.contains_key(&c[1]) {
-            format!("{{{{ file(\"{}\") }}}}", &c[1])
+            format!("{{{{ file(\"{}\") }}}}", file_name(&c[1]))
         } else {
             c[0].to_string()
         }
@@ -181,19 +192,34 @@ pub(super) fn place_in_text(text: &str, vars: &FileVars) -> String {
 }
 
 /// A case's `files:` entry for the value `value` of the file variable `var`: a URL, a data
-/// URL, bare base64 after the part's data URL prefix, or (already copied) a path.
-pub(super) fn file_entry(value: &str, var: &FileVar) -> Option<Value> {
+/// URL, bare base64 after the part's data URL prefix, or (already copied) a path; why not,
+/// for any other value, or a URL whose name does not say what it holds (a bench must know
+/// a file's kind before it sends it, and `check` reads nothing from the network).
+pub(super) fn file_entry(value: &str, var: &FileVar) -> Result<Value, String> {
     let v = value.trim();
     let (key, text) = if v.starts_with("http://") || v.starts_with("https://") {
+        let path = v.split(['?', '#']).next().unwrap_or(v);
+        let known = path
+            .rsplit('/')
+            .next()
+            .and_then(|last| last.rsplit_once('.'))
+            .and_then(|(_, ext)| Kind::of_extension(ext))
+            .is_some();
+        if !known {
+            return Err(format!(
+                "the URL {} does not say by its name what it holds (png, jpeg, webp, gif, pdf, wav, mp3)",
+                shortened(v)
+            ));
+        }
         ("url", v.to_string())
     } else if v.starts_with("data:") {
         ("data", v.to_string())
     } else if let Some(prefix) = &var.data_prefix {
         ("data", format!("{prefix}{v}"))
     } else {
-        return None;
+        return Err("not a file://, a URL, a data URL or base64".into());
     };
-    Some(match &var.detail {
+    Ok(match &var.detail {
         Some(d) => json!({key: text, "detail": d}),
         None if key == "url" => json!(text),
         None => json!({"data": text}),
@@ -213,23 +239,24 @@ pub(super) fn vars_to_files(case: &mut Map<String, Value>, vars: &FileVars) -> R
     };
     if let Some(Value::Object(case_vars)) = case.get_mut("vars") {
         for (name, var) in vars {
-            if files.contains_key(name) {
+            if files.contains_key(&file_name(name)) {
                 continue;
             }
             let Some(value) = case_vars.get(name) else {
                 continue;
             };
-            let entry = value
-                .as_str()
-                .and_then(|v| file_entry(v, var))
-                .ok_or_else(|| {
-                    format!(
-                        "case `{id}`: its `{name}` is sent as a file, but holds {} — not a file://, a URL, a data URL or base64",
-                        shortened(&value.to_string())
-                    )
-                })?;
+            let entry = match value.as_str() {
+                Some(v) => file_entry(v, var),
+                None => Err("not a file://, a URL, a data URL or base64".into()),
+            }
+            .map_err(|why| {
+                format!(
+                    "case `{id}`: its `{name}` is sent as a file, but holds {}: {why}",
+                    shortened(&value.to_string())
+                )
+            })?;
             case_vars.remove(name);
-            files.insert(name.clone(), entry);
+            files.insert(file_name(name), entry);
         }
     }
     if !files.is_empty() {

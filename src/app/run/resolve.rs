@@ -46,7 +46,7 @@ pub(super) async fn resolve(args: &RunArgs, env: &Env) -> Result<Resolved, Failu
     let mut settings = RunSettings::resolve(&plan_args, args, env)?;
     settings.mcp = crate::app::prepare::serve_mcp_tools(&mut settings.plan).await?;
     let p = &settings.plan;
-    check_gates(p, &args.gates)?;
+    check_gates(p, &settings.gates)?;
     check_embedding_endpoints(p)?;
     // Every report file must be writable, and the baseline run readable, before a single
     // request is paid for.
@@ -96,13 +96,25 @@ pub(super) struct Resolved {
 
 /// Every gate asked for must be one the run can evaluate: known before anything is sent.
 pub(crate) fn check_gates(p: &Prepared, gates: &crate::cli::GateArgs) -> Result<(), UsageError> {
-    if gates.max_cost.is_some()
-        && let Some((said, fix)) = p.unpriced_said()
-    {
-        return Err(UsageError::with_fix(
-            format!("--max-cost needs the whole run's cost, and {said}"),
-            format!("{fix}; or drop --max-cost"),
-        ));
+    // A gate the bench's `gates:` sets is asked as its flag is.
+    for (flag, asked, what) in [
+        (
+            "--max-cost",
+            gates.max_cost.is_some(),
+            "the whole run's cost",
+        ),
+        (
+            "--max-cost-per-job",
+            gates.max_cost_per_job.is_some(),
+            "each job's cost",
+        ),
+    ] {
+        if asked && let Some((said, fix)) = p.unpriced_said() {
+            return Err(UsageError::with_fix(
+                format!("{flag} needs {what}, and {said}"),
+                format!("{fix}; or drop {flag} (or the bench's `gates:` entry)"),
+            ));
+        }
     }
     if !gates.min_pass_all.is_empty() && p.bench.repeats < 2 {
         return Err(UsageError::with_fix(

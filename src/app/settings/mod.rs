@@ -116,6 +116,8 @@ impl RunSettings {
         for w in judge.iter().flat_map(|j| &j.warnings) {
             note!("warning: the judge: {w}");
         }
+        // The bench's `gates:`, each unless its flag is given.
+        let gates = flags.gates.or_bench(&p.bench.gates);
         Ok(RunSettings {
             plan: p,
             provider,
@@ -132,7 +134,7 @@ impl RunSettings {
             limit: flags.plan.limit,
             shard: flags.plan.shard,
             fetch_urls: plan.fetch_urls,
-            gates: flags.gates.clone(),
+            gates,
             outputs: flags.outputs.clone(),
             no_store: flags.store.no_store,
             retry_failed: flags.retry_failed,

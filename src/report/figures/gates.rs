@@ -208,9 +208,13 @@ pub(crate) struct Gates {
     /// `--min-pass-all`: pass^k (right all k repeats) at least P.
     pub min_pass_all: Vec<MinAccuracy>,
     pub max_cost_usd: Option<f64>,
+    /// `--max-cost-per-job`: a variant's mean cost per job at most this.
+    pub max_cost_per_job_usd: Option<f64>,
     /// `--budget` (or the resumed run's): spending past it fails the `budget` gate.
     pub budget_usd: Option<f64>,
     pub max_p90_latency: Option<Duration>,
+    /// `--max-latency`: every job's end-to-end latency at most this.
+    pub max_latency: Option<Duration>,
     /// Failed jobs tolerated before the run counts as incomplete.
     pub allow_failures: u64,
     /// `--on-inconclusive pass`: a gate the data cannot decide does not fail the run.
@@ -604,11 +608,13 @@ fn not_worse<'a>(
     result(gate, true, passed.join("; "))
 }
 
-/// Checks every gate against the run (and, with `--baseline`, its comparison).
+/// Checks every gate against the run (and, with `--baseline`, its comparison); each
+/// variant's latencies, in order, are what `--max-latency` reads.
 pub(crate) fn evaluate(
     gates: &Gates,
     s: &Summary,
     baseline: Option<&RunComparison>,
+    latencies: &[crate::report::figures::summary::Latencies],
 ) -> Vec<GateResult> {
     let mut out = Vec::new();
     if gates.fail_if_worse {
@@ -632,8 +638,14 @@ pub(crate) fn evaluate(
     if let Some(max) = gates.max_cost_usd {
         out.push(max_cost(max, s));
     }
+    if let Some(max) = gates.max_cost_per_job_usd {
+        max_cost_per_job(max, s, &mut out);
+    }
     if let Some(max) = gates.max_p90_latency {
         max_p90_latency(max, s, &mut out);
+    }
+    if let Some(max) = gates.max_latency {
+        max_latency(max, s, latencies, &mut out);
     }
     out
 }
@@ -1044,6 +1056,74 @@ fn max_p90_latency(max: Duration, s: &Summary, out: &mut Vec<GateResult>) {
                 false,
                 format!("{}: p90 latency {p90:.0} ms is over {limit:.0} ms", v.name),
             ),
+        });
+    }
+}
+
+/// `--max-latency DURATION`: each variant's slowest job, end to end (answers from the
+/// cache are not timed).
+fn max_latency(
+    max: Duration,
+    s: &Summary,
+    latencies: &[crate::report::figures::summary::Latencies],
+    out: &mut Vec<GateResult>,
+) {
+    let limit = max.as_secs_f64() * 1000.0;
+    let gate = format!("max-latency {}", humantime::format_duration(max));
+    for (i, v) in s.variants.iter().enumerate() {
+        let measured = latencies.get(i).map_or(&[][..], |l| &l.latency_ms[..]);
+        let slowest = measured
+            .iter()
+            .copied()
+            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
+        out.push(match slowest {
+            None => result(&gate, false, format!("{}: no latency measured", v.name)),
+            Some(worst) if worst <= limit => result(
+                &gate,
+                true,
+                format!(
+                    "{}: every job within {limit:.0} ms (slowest {worst:.0} ms)",
+                    v.name
+                ),
+            ),
+            Some(worst) => {
+                let over = measured.iter().filter(|x| **x > limit).count();
+                result(
+                    &gate,
+                    false,
+                    format!(
+                        "{}: {over} of {} jobs took over {limit:.0} ms (slowest {worst:.0} ms)",
+                        v.name,
+                        measured.len()
+                    ),
+                )
+            }
+        });
+    }
+}
+
+/// `--max-cost-per-job USD`: each variant's mean cost per job (what it spent, every billed
+/// attempt, over its jobs).
+fn max_cost_per_job(max: f64, s: &Summary, out: &mut Vec<GateResult>) {
+    let gate = format!("max-cost-per-job ${max}");
+    for v in &s.variants {
+        let spent = v.spent_usd.or(v.cost_usd);
+        out.push(match spent {
+            None => result(
+                &gate,
+                false,
+                "the bench has no `price`, so the cost is unknown".into(),
+            ),
+            Some(_) if v.jobs == 0 => result(&gate, false, format!("{}: no job finished", v.name)),
+            Some(usd) => {
+                let mean = usd / v.jobs as f64;
+                let said = format!("{}: ${mean:.6} a job over {} jobs", v.name, v.jobs);
+                if mean <= max {
+                    result(&gate, true, format!("{said} ≤ ${max}"))
+                } else {
+                    result(&gate, false, format!("{said}, over ${max}"))
+                }
+            }
         });
     }
 }
