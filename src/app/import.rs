@@ -663,20 +663,7 @@ impl Import {
             ));
             return converted;
         }
-        let rubric_judge = scorers
-            .iter()
-            .any(|s| s["kind"] == "judge" && s.get("rubric").is_some());
-        if let (true, Some(e), true) = (rubric_judge, &expected, scorers.len() > 1) {
-            self.notes.push(format!(
-                "test {n}: the judge of its llm-rubric also sees {} (another assert's value) as the reference answer",
-                quoted(e)
-            ));
-        }
-        if !metric_only.is_empty() && metric_only.iter().all(|m| *m) {
-            self.notes.push(format!(
-                "test {n}: every assert has `weight: 0` (promptfoo records them and passes the test): here they decide it"
-            ));
-        }
+        self.grade_notes(n, &scorers, expected.as_ref(), &metric_only);
         let grade = combined(scorers, names, &metric_only);
         let mut case = Map::new();
         case.insert("id".into(), json!(self.case_id(id, c)));
@@ -701,6 +688,31 @@ impl Import {
         }
         self.cases.push(Value::Object(case));
         converted
+    }
+
+    /// What test `n`'s grade means beyond its asserts: a judge that also sees another
+    /// assert's value; asserts of weight 0 alone deciding.
+    fn grade_notes(
+        &mut self,
+        n: usize,
+        scorers: &[Value],
+        expected: Option<&Vec<String>>,
+        metric_only: &[bool],
+    ) {
+        let rubric_judge = scorers
+            .iter()
+            .any(|s| s["kind"] == "judge" && s.get("rubric").is_some());
+        if let (true, Some(e), true) = (rubric_judge, expected, scorers.len() > 1) {
+            self.notes.push(format!(
+                "test {n}: the judge of its llm-rubric also sees {} (another assert's value) as the reference answer",
+                quoted(e)
+            ));
+        }
+        if !metric_only.is_empty() && metric_only.iter().all(|m| *m) {
+            self.notes.push(format!(
+                "test {n}: every assert has `weight: 0` (promptfoo records them and passes the test): here they decide it"
+            ));
+        }
     }
 
     /// Test `n`'s asserts as scorers; an assert comparing with other answers than the

@@ -90,8 +90,7 @@ pub(super) fn render(text: &str, vars: &Map<String, Value>) -> Result<String, St
 /// Where the tests without an assert are kept, beside the bench (docs/guide/import-promptfoo.md).
 pub(super) const UNSCORED_FILE: &str = "cases-without-asserts.jsonl";
 
-/// The largest file an import reads (the config, a prompt, a CSV of tests).
-pub(super) const MAX_IMPORT_BYTES: u64 = 16 << 20;
+pub(super) use super::reader::MAX_IMPORT_BYTES;
 
 /// A variant name from a label or a file name: letters, digits, `-` and `_`.
 pub(super) fn slug(text: &str) -> String {

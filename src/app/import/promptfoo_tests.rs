@@ -290,25 +290,7 @@ fn csv_tests(text: &str) -> Result<Vec<TestRead>, String> {
                 }
             }
         }
-        for (setting, value) in config {
-            let target = setting.rsplit_once(':').and_then(|(column, key)| {
-                let a = asserts.iter_mut().find(|(c, _)| *c == column)?;
-                Some((a, key))
-            });
-            match target {
-                Some(((_, a), key)) => {
-                    let parsed = value
-                        .trim()
-                        .parse::<f64>()
-                        .map_or(json!(value), |n| json!(n));
-                    a[key] = parsed;
-                }
-                // Not an assert's setting: kept on the test, where the import names it.
-                None => {
-                    test.insert(format!("__config:{setting}"), json!(value));
-                }
-            }
-        }
+        apply_settings(config, &mut asserts, &mut test);
         if !metadata.is_empty() {
             test.insert("metadata".into(), Value::Object(metadata));
         }
@@ -326,6 +308,33 @@ fn csv_tests(text: &str) -> Result<Vec<TestRead>, String> {
         });
     }
     Ok(tests)
+}
+
+/// A CSV row's `__config:COLUMN:KEY` cells: each sets KEY (`threshold`) of the assert of
+/// that `__expected…` column; one naming no such assert stays on the test, where the import
+/// names it.
+fn apply_settings(
+    config: Vec<(String, String)>,
+    asserts: &mut [(String, Value)],
+    test: &mut Map<String, Value>,
+) {
+    for (setting, value) in config {
+        let target = setting.rsplit_once(':').and_then(|(column, key)| {
+            let a = asserts.iter_mut().find(|(c, _)| *c == column)?;
+            Some((a, key))
+        });
+        match target {
+            Some(((_, a), key)) => {
+                a[key] = value
+                    .trim()
+                    .parse::<f64>()
+                    .map_or(json!(value), |n| json!(n));
+            }
+            None => {
+                test.insert(format!("__config:{setting}"), json!(value));
+            }
+        }
+    }
 }
 
 /// `defaultTest`, inline or from a `file://` file.

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::bench::MAX_IMPORT_BYTES;
+/// The largest file an import reads (the config, a prompt, a CSV of tests).
+pub(super) const MAX_IMPORT_BYTES: u64 = 16 << 20;
 
 /// What one import reads in all: a config naming one large file a thousand times would
 /// otherwise write gigabytes of prompts.
