@@ -771,3 +771,22 @@ fn asserts_of_weight_zero_are_reported_and_never_decide() {
         assert_eq!(job["score"], part, "{job}");
     }
 }
+
+#[test]
+fn an_image_part_without_a_type_is_never_read_as_empty_text() {
+    // Bedrock's `{image: {source: …}}` part has no `type`: it was taken for a text part
+    // with no text, and the bench sent the question without its image.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("bench");
+    let o = promptgauge(tmp.path())
+        .args(["import", "promptfoo"])
+        .arg(fixture("graded/bedrock-image.yaml"))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{said}");
+    assert!(said.contains("`image` part without a `type`"), "{said}");
+    assert!(!out.join("promptgauge.yaml").exists());
+}

@@ -49,11 +49,22 @@ pub(super) fn content_template(
     };
     let mut text = String::new();
     for part in parts {
-        let kind = part.get("type").and_then(Value::as_str).unwrap_or("text");
         if let Some(t) = part.as_str() {
             text.push_str(&text_part(t)?);
             continue;
         }
+        let kind = match part.get("type").and_then(Value::as_str) {
+            Some(kind) => kind,
+            None if part.get("text").is_some() => "text",
+            // Bedrock's form, `{image: {source: …}}`: never read as an empty text.
+            None => {
+                let key = part.as_object().and_then(|o| o.keys().next());
+                return Err(format!(
+                    "holds a `{}` part without a `type` (Bedrock's form), which promptgauge cannot place: write it as an `image_url` part whose URL is a variable",
+                    key.map_or("empty", String::as_str)
+                ));
+            }
+        };
         let (url, detail) = match kind {
             "text" | "input_text" | "output_text" => {
                 text.push_str(&text_part(
