@@ -215,21 +215,7 @@ pub(super) async fn conclude(
         baseline: baseline.as_ref(),
     };
     problems.extend(write_outputs(&named, dir, &mut run));
-    let summary = &result.summary;
-    for g in summary.gates.iter().filter(|g| !g.passed) {
-        let policy = match g.outcome {
-            report::gates::GateOutcome::Inconclusive if gates.inconclusive_passes => {
-                " (--on-inconclusive pass: it does not fail the run)"
-            }
-            _ => "",
-        };
-        note!(
-            "gate {}: {}: {}{policy}",
-            g.outcome.word(),
-            g.gate,
-            g.reason
-        );
-    }
+    say_gates_not_passed(&result.summary, &gates);
     if !outputs.quiet {
         note!("reports: {}", dir.path().display());
     }
@@ -250,6 +236,24 @@ pub(super) async fn conclude(
         (outputs, &gates),
         !problems.is_empty(),
     )
+}
+
+/// One line for each gate that did not pass, and whether an inconclusive one fails the run.
+fn say_gates_not_passed(summary: &report::Summary, gates: &report::gates::Gates) {
+    for g in summary.gates.iter().filter(|g| !g.passed) {
+        let policy = match g.outcome {
+            report::gates::GateOutcome::Inconclusive if gates.inconclusive_passes => {
+                " (--on-inconclusive pass: it does not fail the run)"
+            }
+            _ => "",
+        };
+        note!(
+            "gate {}: {}: {}{policy}",
+            g.outcome.word(),
+            g.gate,
+            g.reason
+        );
+    }
 }
 
 /// Records the run in the history store when one is asked for, once the reports are

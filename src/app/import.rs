@@ -253,6 +253,10 @@ fn known_endpoint(
 #[derive(Default)]
 struct AssertScorers {
     scorers: Vec<Value>,
+    /// Each scorer's part name: the promptfoo assert's type, the second of a type `TYPE 2`
+    /// (numbered among all the test's asserts, carried over or not), as promptfoo's
+    /// results name its asserts.
+    names: Vec<String>,
     /// The answers they compare with.
     expected: Option<Vec<String>>,
     /// A `regex` passes on a match, with no answer to compare.
@@ -604,6 +608,7 @@ impl Import {
         }
         let AssertScorers {
             mut scorers,
+            names,
             expected,
             pattern_only,
             converted,
@@ -623,20 +628,7 @@ impl Import {
             ));
             return converted;
         }
-        let rubric_judge = scorers
-            .iter()
-            .any(|s| s["kind"] == "judge" && s.get("rubric").is_some());
-        if let (true, Some(e), true) = (rubric_judge, &expected, scorers.len() > 1) {
-            self.notes.push(format!(
-                "test {n}: the judge of its llm-rubric also sees {} (another assert's value) as the reference answer",
-                quoted(e)
-            ));
-        }
-        let grade = if scorers.len() == 1 {
-            scorers.remove(0)
-        } else {
-            json!({"kind": "all", "of": scorers})
-        };
+        let grade = self.grade_of(n, scorers, names, expected.as_deref());
         let mut case = Map::new();
         case.insert("id".into(), json!(self.case_id(id, c)));
         case.insert("vars".into(), Value::Object(vars));
@@ -662,6 +654,34 @@ impl Import {
         converted
     }
 
+    /// A test's grade: its one scorer, or all of them as parts named by their asserts.
+    fn grade_of(
+        &mut self,
+        n: usize,
+        mut scorers: Vec<Value>,
+        names: Vec<String>,
+        expected: Option<&[String]>,
+    ) -> Value {
+        let rubric_judge = scorers
+            .iter()
+            .any(|s| s["kind"] == "judge" && s.get("rubric").is_some());
+        if let (true, Some(e), true) = (rubric_judge, expected, scorers.len() > 1) {
+            self.notes.push(format!(
+                "test {n}: the judge of its llm-rubric also sees {} (another assert's value) as the reference answer",
+                quoted(e)
+            ));
+        }
+        if scorers.len() == 1 {
+            scorers.remove(0)
+        } else {
+            // Each part is named by its assert, so the reports' parts read as promptfoo's.
+            for (scorer, name) in scorers.iter_mut().zip(names) {
+                scorer["name"] = json!(name);
+            }
+            json!({"kind": "all", "of": scorers})
+        }
+    }
+
     /// Test `n`'s asserts as scorers; an assert comparing with other answers than the
     /// first one's is left out (with a note): a case has one set of expected answers.
     fn scorers(&mut self, asserts: &[Value], n: usize, vars: &Map<String, Value>) -> AssertScorers {
@@ -669,6 +689,7 @@ impl Import {
             gates_only: true,
             ..AssertScorers::default()
         };
+        let mut seen: std::collections::HashMap<&str, usize> = Default::default();
         for a in asserts {
             let kind = a.get("type").and_then(Value::as_str).unwrap_or("");
             if matches!(kind, "latency" | "cost") {
@@ -679,6 +700,13 @@ impl Import {
             }
             found.gates_only = false;
             found.converted.push(false);
+            let label = if kind.is_empty() { "assert" } else { kind };
+            let count = seen.entry(label).or_default();
+            *count += 1;
+            let name = match *count {
+                1 => label.to_string(),
+                k => format!("{label} {k}"),
+            };
             let Some((scorer, value)) = self.assertion(a, n, vars) else {
                 continue;
             };
@@ -702,6 +730,7 @@ impl Import {
             found.converted.pop();
             found.converted.push(true);
             found.scorers.push(scorer);
+            found.names.push(name);
         }
         found
     }
@@ -809,9 +838,11 @@ pub fn import(args: &ImportArgs) -> Result<Exit, Failure> {
 }
 
 /// The keys of a promptfoo config the import reads (`$schema` only names the schema).
-const READ_CONFIG_KEYS: [&str; 6] = [
+const READ_CONFIG_KEYS: [&str; 7] = [
     "$schema",
     "description",
+    // Read where `$ref` uses them.
+    "assertionTemplates",
     "prompts",
     "providers",
     "defaultTest",
@@ -821,7 +852,7 @@ const READ_CONFIG_KEYS: [&str; 6] = [
 /// `import promptfoo CONFIG`.
 fn import_promptfoo(args: &ImportArgs) -> Result<Exit, Failure> {
     let config_path = &args.config;
-    let config = read_config(config_path)?;
+    let config = reader::dereference(&read_config(config_path)?);
     let files = Reader::beside(config_path, args.allow_outside_files);
     let mut im = Import {
         tool: "promptfoo",

@@ -91,11 +91,7 @@ fn print_verbatim(bytes: &[u8]) -> Result<(), Failure> {
     }
 }
 
-/// `1 repeat`, `3 repeats`: a count with its noun.
-pub(crate) fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
-    let n = n.into();
-    format!("{n} {}", if n == 1 { one } else { many })
-}
+pub(crate) use crate::report::text::count;
 
 /// The bench `run` and `check` use when none is named.
 pub(crate) const DEFAULT_BENCH: &str = "promptgauge.yaml";

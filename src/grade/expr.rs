@@ -24,6 +24,9 @@ pub const FUEL: u64 = 50_000;
 /// The names an expression may read, besides the engine's own functions (`range`, `dict`).
 pub const NAMES: [&str; 5] = ["output", "answer", "json", "expected", "vars"];
 
+/// The filters and tests the engine adds to the template engine's own.
+const HELPERS: [&str; 5] = ["matches", "capture", "wordcount", "last_number", "fromjson"];
+
 /// Compiled regular expressions at most kept (an expression names a handful).
 const KEPT_REGEXES: usize = 256;
 
@@ -214,6 +217,15 @@ impl Expr {
             .into_iter()
             .filter_map(|n| n.strip_prefix("vars.").map(|v| v.to_string()))
             .collect();
+        if let Some(u) = crate::suite::jinja::unknown_in_expression(&ENGINE, text, &HELPERS)
+            .into_iter()
+            .next()
+        {
+            return Err(ExprError::UnknownFilter {
+                expr: text.to_string(),
+                unknown: u,
+            });
+        }
         check_literal_regexes(text)?;
         Ok(Expr {
             text: text.to_string(),
@@ -651,6 +663,27 @@ mod tests {
         );
         // The engine's own functions are no unknown names.
         assert!(Expr::new("output|length in range(3)").is_ok());
+    }
+
+    #[test]
+    fn an_unknown_filter_or_test_is_refused_at_load_with_the_nearest() {
+        let e = Expr::new("output|lenght > 3").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("uses an unknown filter `lenght` (did you mean `length`?)"),
+            "{e}"
+        );
+        let e = Expr::new("'a' in output\n and output|wordcont < 9").unwrap_err();
+        assert!(e.to_string().contains("(did you mean `wordcount`?)"), "{e}");
+        assert_eq!(e.written(), Some(" and output|wordcont < 9"));
+        let e = Expr::new("output is matchs('a')").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("unknown test `matchs` (did you mean `matches`?)"),
+            "{e}"
+        );
+        // In a branch only some answers take, it is refused all the same.
+        assert!(Expr::new("output|lenght if output == 'zz' else true").is_err());
     }
 
     #[test]

@@ -129,6 +129,13 @@ pub enum ExprError {
     },
     #[error("the expression `{expr}`: {why}")]
     Regex { expr: String, why: String },
+    #[error(
+        "the expression `{expr}` uses an {unknown}: it may use the engine's filters and tests and the helpers `matches`, `capture`, `wordcount`, `last_number`, `fromjson`"
+    )]
+    UnknownFilter {
+        expr: String,
+        unknown: crate::suite::jinja::UnknownName,
+    },
 }
 
 impl ExprError {
@@ -137,6 +144,9 @@ impl ExprError {
         match self {
             ExprError::Syntax { line, .. } => Some(line),
             ExprError::Unknown { expr, .. } | ExprError::Regex { expr, .. } => expr.lines().next(),
+            ExprError::UnknownFilter { expr, unknown } => expr
+                .lines()
+                .nth(unknown.line.unwrap_or(1).saturating_sub(1)),
             ExprError::Empty => None,
         }
     }

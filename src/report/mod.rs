@@ -9,7 +9,7 @@ pub mod figures;
 pub mod listeners;
 pub mod render;
 pub mod sinks;
-mod text;
+pub(crate) mod text;
 
 pub(crate) use error::ReportError;
 pub use figures::aggregate::{Aggregator, AggregatorSettings};

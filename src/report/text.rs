@@ -1,6 +1,12 @@
 //! How the reports write what they show: percentages, intervals, durations and dollars;
 //! words a shell reads back as they were; text a terminal shows and never obeys.
 
+/// `1 case`, `3 cases`: a count with its noun.
+pub(crate) fn count(n: impl TryInto<u64>, one: &str, many: &str) -> String {
+    let n = n.try_into().unwrap_or(u64::MAX);
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// `72.5%`
 pub(crate) fn pct(x: Option<f64>) -> String {
     x.map_or_else(|| "–".into(), |x| format!("{:.1}%", x * 100.0))

@@ -129,41 +129,45 @@ pub fn sign_flip_interval(differences: &[f64], confidence: f64) -> Option<Interv
             null.p_value(differences, delta) >= alpha
         }
     };
-    // The bracket on each side runs from an accepted shift to a rejected one; 0 is used as
-    // one end whenever it lies on that side, so its verdict is the test's.
-    let bound = |outward: f64| -> f64 {
-        let far = outward;
-        let (mut inside, mut outside) = if (0.0 - mean) * outward > 0.0 {
-            if accepted(0.0) {
-                (0.0, far)
-            } else {
-                (mean, 0.0)
-            }
-        } else {
-            (mean, far)
-        };
-        if outside == far && accepted(far) {
-            return far;
-        }
-        for _ in 0..200 {
-            let mid = 0.5 * (inside + outside);
-            if mid == inside || mid == outside || (outside - inside).abs() < 1e-9 {
-                break;
-            }
-            if accepted(mid) {
-                inside = mid;
-            } else {
-                outside = mid;
-            }
-        }
-        inside
-    };
+    let bound = |outward: f64| inverted_bound(mean, outward, &accepted);
     Some(Interval {
         estimate: mean,
         low: bound(-1.0),
         high: bound(1.0),
         method: null.method,
     })
+}
+
+/// One end of an interval found by inverting a test: the shift δ between `estimate` and
+/// `far` (±1, the scale's end) where `accepted(δ)` turns to a rejection, by bisection to
+/// 1e-10. The bracket runs from an accepted shift to a rejected one; 0 is used as one end
+/// whenever it lies on that side, so its verdict is the test's. Returns `far` when even
+/// that is accepted.
+fn inverted_bound(estimate: f64, far: f64, accepted: &impl Fn(f64) -> bool) -> f64 {
+    let (mut inside, mut outside) = if (0.0 - estimate) * far > 0.0 {
+        if accepted(0.0) {
+            (0.0, far)
+        } else {
+            (estimate, 0.0)
+        }
+    } else {
+        (estimate, far)
+    };
+    if outside == far && accepted(far) {
+        return far;
+    }
+    for _ in 0..200 {
+        let mid = 0.5 * (inside + outside);
+        if mid == inside || mid == outside || (outside - inside).abs() < 1e-10 {
+            break;
+        }
+        if accepted(mid) {
+            inside = mid;
+        } else {
+            outside = mid;
+        }
+    }
+    inside
 }
 
 /// The interval for the mean over cases, Σ sums / Σ sizes, of units (groups of cases) whose
@@ -201,32 +205,7 @@ fn grouped_sign_flip_interval(
             null.p_value_of((total - n * delta).abs(), delta) >= alpha
         }
     };
-    let bound = |far: f64| -> f64 {
-        let (mut inside, mut outside) = if (0.0 - estimate) * far > 0.0 {
-            if accepted(0.0) {
-                (0.0, far)
-            } else {
-                (estimate, 0.0)
-            }
-        } else {
-            (estimate, far)
-        };
-        if outside == far && accepted(far) {
-            return far;
-        }
-        for _ in 0..200 {
-            let mid = 0.5 * (inside + outside);
-            if mid == inside || mid == outside || (outside - inside).abs() < 1e-10 {
-                break;
-            }
-            if accepted(mid) {
-                inside = mid;
-            } else {
-                outside = mid;
-            }
-        }
-        inside
-    };
+    let bound = |far: f64| inverted_bound(estimate, far, &accepted);
     Some((estimate, bound(-1.0), bound(1.0)))
 }
 

@@ -154,10 +154,37 @@ impl Extract {
         format!("{LOOKS_FOR_MARK}{what}")
     }
 
+    /// What a prompt that asks for this reading's format would hold and `prompt` does not
+    /// (`None`: it holds a hint, or the reading has none to look for). `prompt` is all the
+    /// variant's text — its templates and its messages as rendered — and `json_mode`
+    /// whether its parameters ask for JSON (`response_format`). Kept to what is sure: JSON
+    /// never named, a tag never written, a regex's words never used; a last line or a
+    /// template has no format to look for.
+    pub fn missing_hint(&self, prompt: &str, json_mode: bool) -> Option<String> {
+        let lower = prompt.to_lowercase();
+        match self {
+            Extract::Json(_) => {
+                (!json_mode && !lower.contains("json") && !has_json_example(prompt))
+                    .then(|| "never mentions JSON (nor asks for it with `response_format`)".into())
+            }
+            Extract::Tag(tag) => {
+                let tag = tag.to_lowercase();
+                (!lower.contains(&format!("<{tag}>")) && !lower.contains(&format!("</{tag}>")))
+                    .then(|| format!("never writes the tag <{tag}>"))
+            }
+            Extract::Regex(p) => {
+                let words = regex_words(p.as_str());
+                (!words.is_empty() && !words.iter().any(|w| lower.contains(&w.to_lowercase())))
+                    .then(|| format!("never uses the regex's words ({})", backticked(&words)))
+            }
+            Extract::LastLine | Extract::Template(_) => None,
+        }
+    }
+
     /// The reading as a prompt file writes it, in YAML's flow form (what an importer
     /// writes: `{json: "/answer"}`).
     pub fn to_yaml(&self) -> String {
-        let q = |s: &str| Value::String(s.to_string()).to_string();
+        let q = yaml_quoted;
         match self {
             Extract::Regex(p) => format!("{{regex: {}}}", q(p.as_str())),
             Extract::Json(pointer) => format!("{{json: {}}}", q(pointer)),
@@ -176,11 +203,77 @@ fn shown(v: &Value) -> String {
     }
 }
 
-/// Text quoted, cut when long.
+/// Text quoted, cut when long: as written (a regex's `\d` stays `\d`), but for the
+/// characters a line cannot show (a line break is `\n`).
 fn quoted(s: &str) -> String {
     let cut: String = s.chars().take(60).collect();
     let more = if cut.len() < s.len() { "…" } else { "" };
-    format!("`{}{more}`", cut.escape_debug())
+    let shown: String = cut
+        .chars()
+        .map(|c| match c {
+            c if c.is_control() => c.escape_debug().to_string(),
+            c => c.to_string(),
+        })
+        .collect();
+    format!("`{shown}{more}`")
+}
+
+/// Whether the text holds a JSON object written out (a few-shot answer `{"answer": "C"}`).
+fn has_json_example(prompt: &str) -> bool {
+    prompt.match_indices('{').any(|(i, _)| {
+        serde_json::Deserializer::from_str(&prompt[i..])
+            .into_iter::<Value>()
+            .next()
+            .is_some_and(|v| v.is_ok_and(|v| v.as_object().is_some_and(|o| !o.is_empty())))
+    })
+}
+
+/// The words (three letters or more) a regex matches literally outside its groups: what
+/// the answer must say around what is read (`Answer` in `Answer: ([A-D])`). None when it
+/// matches no word as written (`(?i)` makes its letters classes, not words).
+fn regex_words(pattern: &str) -> Vec<String> {
+    use regex_syntax::hir::{Hir, HirKind};
+    fn literals(h: &Hir, out: &mut String) {
+        match h.kind() {
+            HirKind::Literal(l) => out.push_str(&String::from_utf8_lossy(&l.0)),
+            HirKind::Concat(hs) => hs.iter().for_each(|h| literals(h, out)),
+            // A group's text is what is read; anything else breaks a word.
+            _ => out.push(' '),
+        }
+    }
+    let Ok(hir) = regex_syntax::Parser::new().parse(pattern) else {
+        return Vec::new();
+    };
+    let mut text = String::new();
+    literals(&hir, &mut text);
+    let mut words: Vec<String> = text
+        .split(|c: char| !c.is_alphabetic())
+        .filter(|w| w.chars().count() >= 3)
+        .map(String::from)
+        .collect();
+    words.dedup();
+    words
+}
+
+/// Names as a message lists them: `a`, `b`.
+fn backticked(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Text as a YAML scalar that reads back as itself, as a person writes it: in double
+/// quotes, or — when it holds a backslash (a regex) or a double quote, and nothing a line
+/// cannot show — in single quotes, where `\` is itself (`'Answer: (\d+)'`, not
+/// `"Answer: (\\d+)"`).
+fn yaml_quoted(s: &str) -> String {
+    if s.contains(['\\', '"']) && !s.chars().any(char::is_control) {
+        format!("'{}'", s.replace('\'', "''"))
+    } else {
+        Value::String(s.to_string()).to_string()
+    }
 }
 
 /// An unknown form, with the nearest known one.
@@ -327,6 +420,12 @@ impl Jinja {
                 "a reading's template sees `answer` (the whole answer), `json` (its JSON, or none) and `vars` (the case's variables: `vars.NAME`)",
             ));
         }
+        if let Some(u) = super::jinja::unknown_in_template(&env, &template, &[]).first() {
+            return Err(ExtractError::new(
+                format!("`extract:`'s template uses an {u}"),
+                "a reading's template may use the engine's filters and tests (`upper`, `trim`, `default`, … `is defined`, …)",
+            ));
+        }
         Ok(Jinja {
             source: source.to_string(),
             env: Arc::new(env),
@@ -384,6 +483,11 @@ mod tests {
             ),
             (json!({"json": "/answer"}), r#"{json: "/answer"}"#),
             (json!({"tag": "answer"}), r#"{tag: "answer"}"#),
+            // A regex as written: no backslash doubled, in quotes where `\` is itself.
+            (
+                json!({"regex": r#"Answer: (\d+)\s*"?'"#}),
+                r#"{regex: 'Answer: (\d+)\s*"?'''}"#,
+            ),
             (json!("last_line"), "last_line"),
             (
                 json!({"template": "{{ json.choice | upper }}"}),
@@ -425,6 +529,61 @@ mod tests {
         assert!(e.message.contains("does not compile"), "{e:?}");
         let e = err(json!({"template": "{{ output }}"}));
         assert!(e.message.contains("`output`"), "{e:?}");
+    }
+
+    #[test]
+    fn a_prompt_that_never_asks_for_the_format_read_is_found_and_one_that_does_is_not() {
+        let json = Extract::json("/answer").unwrap();
+        let tag = Extract::tag("answer").unwrap();
+        let line = Extract::regex("Answer: ([A-D])").unwrap();
+        let plain = "Answer with the letter of the right option alone.\nWhich is it?";
+        assert_eq!(
+            json.missing_hint(plain, false).as_deref(),
+            Some("never mentions JSON (nor asks for it with `response_format`)")
+        );
+        assert_eq!(
+            tag.missing_hint(plain, false).as_deref(),
+            Some("never writes the tag <answer>")
+        );
+        // "Answer" is in the prompt: a regex's words say little, and no false alarm.
+        assert_eq!(line.missing_hint(plain, false), None);
+        assert_eq!(
+            Extract::regex(r"Final verdict:\s*(\w+)")
+                .unwrap()
+                .missing_hint(plain, false)
+                .as_deref(),
+            Some("never uses the regex's words (`Final`, `verdict`)")
+        );
+        // Each is satisfied by what asks for its format.
+        assert_eq!(json.missing_hint("Reply in json.", false), None);
+        assert_eq!(json.missing_hint(plain, true), None);
+        assert_eq!(
+            json.missing_hint("Example reply: {\"answer\": \"C\"}", false),
+            None
+        );
+        assert_eq!(
+            tag.missing_hint("then give it inside <ANSWER></ANSWER>", false),
+            None
+        );
+        assert_eq!(
+            Extract::regex("(?i)final verdict: (.+)")
+                .unwrap()
+                .missing_hint(plain, false),
+            None
+        );
+        assert_eq!(Extract::LastLine.missing_hint("", false), None);
+    }
+
+    #[test]
+    fn a_regex_is_described_as_written() {
+        assert_eq!(
+            Extract::regex(r"Answer:\s*(\d+)").unwrap().describe(),
+            r"reads the first group of the regex `Answer:\s*(\d+)`"
+        );
+        assert_eq!(
+            Extract::regex("(?s)a\nb").unwrap().describe(),
+            r"reads the first group of the regex `(?s)a\nb`"
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod error;
 pub mod extract;
 pub mod gates;
 pub mod grading;
+pub mod jinja;
 mod json;
 pub mod plan;
 pub mod prompts;

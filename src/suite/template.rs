@@ -200,6 +200,22 @@ fn template_error(variant: &Variant, message: usize, err: &minijinja::Error) -> 
     .fix("templates use Jinja syntax: {{ variable }}, {% if x %}…{% endif %}")
 }
 
+/// A filter or test message `message` of a variant applies that the engine does not have:
+/// refused at load, taken or not by any case (the engine would say so only on rendering).
+fn unknown_filter(variant: &Variant, message: usize, u: &super::jinja::UnknownName) -> InputError {
+    let line = match (variant.messages[message].line, u.line) {
+        (Some(b), Some(l)) => Some(b + l - 1),
+        (b, _) => b,
+    };
+    let here = line.map_or_else(
+        || FilePos::file(&variant.path),
+        |l| FilePos::line(&variant.path, l),
+    );
+    InputError::new(here, format!("message {} uses an {u}", message + 1)).fix(
+        "a template may use Jinja's builtin filters and tests (`upper`, `trim`, `length`, `default`, … `is defined`, `is string`, …)",
+    )
+}
+
 /// A `file()` or `files()` whose mark a template would change (a filter, an index, an
 /// attribute), or one in a variant that sends no files (`files: none`): the file would
 /// not be placed, and the prompt would carry the mark's characters instead.
@@ -270,6 +286,12 @@ impl Templates {
                     errors.push(template_error(variant, m, &e));
                 } else if let Some(e) = file_mark_misuse(variant, m) {
                     errors.push(e);
+                } else if let Ok(t) = env.get_template(&name) {
+                    errors.extend(
+                        super::jinja::unknown_in_template(&env, &t, &[])
+                            .iter()
+                            .map(|u| unknown_filter(variant, m, u)),
+                    );
                 }
                 per.push(name);
             }

@@ -547,3 +547,65 @@ fn a_template_typo_is_named_once_at_the_template_with_the_variable_meant() {
     );
     assert_eq!(stderr.matches("questoin").count(), 1, "{stderr}");
 }
+
+/// A misspelt filter or test — in a prompt's branch no case takes, in an `expr` (which runs
+/// only on answers), in an `extract:` template — is refused by `check` and by `run` before
+/// anything is sent, naming the file, the line, the name and the nearest one the engine
+/// has (issue 52, tryout 7): the engine itself looks a filter up only when it renders it.
+#[test]
+fn a_misspelt_filter_or_test_is_refused_by_check_and_run_with_the_nearest_name() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let url = server.base_url();
+    type Setup = (fn(&Path), &'static [&'static str]);
+    let setups: [Setup; 3] = [
+        (
+            |d| {
+                replace_line(
+                    &d.join("careful.yaml"),
+                    4,
+                    "  - { role: user, content: \"{% if question == 'none' %}{{ question|lenght }}{% endif %}{{ question }}\" }",
+                )
+            },
+            &["careful.yaml:4: message 2 uses an unknown filter `lenght` (did you mean `length`?)"],
+        ),
+        (
+            |d| {
+                edit(&d.join("bench.yaml"), |t| {
+                    t.replace(
+                        "grade: { kind: number }",
+                        "grade:\n  kind: expr\n  expr: \"output|trim is strnig and output|wordcont < 5\"",
+                    )
+                })
+            },
+            &[
+                "bench.yaml:6",
+                "uses an unknown test `strnig` (did you mean `string`?)",
+            ],
+        ),
+        (
+            |d| add_to_bench(d, "extract: { template: \"{{ answer|trim|uper }}\" }\n"),
+            &[
+                "bench.yaml",
+                "uses an unknown filter `uper` (did you mean `upper`?)",
+            ],
+        ),
+    ];
+    for (setup, said) in setups {
+        let bench = arithmetic_bench(6, 2, "");
+        let d = bench.path();
+        setup(d);
+        for command in ["check", "run"] {
+            let out = promptgauge(d)
+                .args([command, "bench.yaml", "--base-url", &url, "--model", "m"])
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{command}: {stderr}");
+            for s in said {
+                assert!(stderr.contains(s), "{command}: {s:?} not in {stderr}");
+            }
+            assert!(stderr.contains("fix:"), "{stderr}");
+        }
+        assert_eq!(server.provider.stats().requests, 0);
+    }
+}

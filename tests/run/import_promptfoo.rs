@@ -654,3 +654,137 @@ tests:
     );
     assert!(!im.notes.contains("Everything else was carried over"));
 }
+
+#[test]
+fn imported_asserts_grade_on_the_simulator_as_promptfoo_grades_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let im = import(
+        &fixture("graded/promptfooconfig.yaml"),
+        &tmp.path().join("bench"),
+    );
+    // Each part is named by its assert's type, as promptfoo's results name them; a `$ref`
+    // is the template it points at, and nothing about it is left out.
+    let names = |i: usize| -> Vec<String> {
+        im.cases[i]["grade"]["of"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names(0), ["javascript", "python"]);
+    assert_eq!(names(1), ["javascript", "icontains"]);
+    assert_eq!(im.cases[1]["expected"], "lime");
+    assert!(
+        im.notes.contains("Everything else was carried over"),
+        "{}",
+        im.notes
+    );
+    if std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_err()
+        || std::process::Command::new("python3")
+            .arg("--version")
+            .output()
+            .is_err()
+    {
+        return;
+    }
+    let run = promptgauge(&im.dir)
+        .args(["run", "--base-url", "mock", "--no-store", "--quiet"])
+        .output()
+        .unwrap();
+    let ran = run_dirs(&im.dir.join("reports")).remove(0);
+    let results = std::fs::read_to_string(ran.join("results.jsonl")).unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}{results}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let jobs: Vec<Value> = results
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|j: &Value| j.get("job").is_some())
+        .collect();
+    // What the assert files print does not break the scorer's replies: every job graded.
+    assert_eq!(jobs.len(), 2, "{results}");
+    assert!(jobs.iter().all(|j| j["status"] == "graded"), "{results}");
+    // `JSON.parse` of an answer that is not JSON throws: the assert fails (0), as in
+    // promptfoo, and the job counts; it is not dropped as a failed job.
+    let lime = jobs.iter().find(|j| j["case_id"] == "t-002").unwrap();
+    let part = |name: &str| {
+        lime["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .map(|p| p["score"].as_f64().unwrap())
+    };
+    if serde_json::from_str::<Value>(lime["output"].as_str().unwrap()).is_err() {
+        assert_eq!(part("javascript"), Some(0.0), "{lime}");
+    }
+    assert!(part("icontains").is_some(), "{lime}");
+}
+
+/// One request line through a shim of an imported bench, as the `command` scorer sends it:
+/// the reply's score.
+fn shim_score(bench: &Path, run: &[Value], answer: &str, tool_calls: Value) -> f64 {
+    use std::io::Write;
+    let argv: Vec<&str> = run.iter().map(|a| a.as_str().unwrap()).collect();
+    let mut child = std::process::Command::new(argv[0])
+        .args(&argv[1..])
+        .current_dir(bench)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let request = serde_json::json!({
+        "id": 1, "case": {"vars": {"item": "lemon"}}, "messages": [],
+        "answer": answer, "tool_calls": tool_calls,
+    });
+    writeln!(child.stdin.take().unwrap(), "{request}").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let reply: Value = serde_json::from_slice(&out.stdout).unwrap();
+    reply["score"].as_f64().unwrap_or(-1.0)
+}
+
+#[test]
+fn code_asserts_see_the_answer_as_promptfoo_hands_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let im = import(&fixture("graded/schema.yaml"), &tmp.path().join("bench"));
+    let of = im.cases[0]["grade"]["of"].as_array().unwrap().clone();
+    // Every prompt asks for a JSON schema's answer: the asserts get it parsed.
+    for scorer in &of {
+        assert!(
+            scorer["run"].to_string().contains("--parse-json"),
+            "{scorer}"
+        );
+    }
+    let has = |p: &str| {
+        std::process::Command::new(p)
+            .arg("--version")
+            .output()
+            .is_ok()
+    };
+    if !has("node") || !has("python3") {
+        return;
+    }
+    for scorer in &of {
+        let run = scorer["run"].as_array().unwrap();
+        let score = |answer: &str| shim_score(&im.dir, run, answer, serde_json::json!([]));
+        assert_eq!(score(r#"{"color": "yellow"}"#), 1.0, "{scorer}");
+        assert_eq!(score(r#"{"color": "green"}"#), 0.0, "{scorer}");
+        assert_eq!(score("yellow"), 0.0, "{scorer}");
+    }
+    // A tool call with no text is handed over as promptfoo's OpenAI provider hands it: the
+    // calls, each `{id, type: function, function: {name, arguments}}`.
+    let js = serde_json::json!([
+        "node",
+        "scorers/promptfoo-assert.cjs",
+        "inline:output[0].function.name === 'get_weather' && JSON.parse(output[0].function.arguments).city === 'Oslo'"
+    ]);
+    let calls = serde_json::json!([{"id": "c1", "name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"}]);
+    assert_eq!(shim_score(&im.dir, js.as_array().unwrap(), "", calls), 1.0);
+}

@@ -1364,10 +1364,47 @@ fn an_expr_that_fails_every_answer_alike_stops_the_run_early() {
             && stderr.contains("the expression `output + 1 > 0` failed on this answer"),
         "{stderr}"
     );
+    let sent = server.provider.stats().requests;
+    assert!(sent < 20, "{sent}");
+    // It says how many were sent and how many were not, as counted.
     assert!(
-        server.provider.stats().requests < 20,
-        "{}",
-        server.provider.stats().requests
+        stderr.contains(&format!(
+            "so the run stopped: {sent} of its 60 jobs were sent and answered, {} not sent",
+            60 - sent
+        )),
+        "{stderr}"
+    );
+}
+
+/// A run small enough that every job was sent before its first jobs' failures were all in
+/// (2 cases × 2 variants, 4 at once) says so: none is said "not sent" (issue 52, tryout 6).
+#[test]
+fn an_expr_failing_every_answer_of_a_run_sent_whole_claims_none_unsent() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let b = arithmetic_bench(2, 2, "");
+    scored_by(b.path(), "", "{ kind: expr, expr: \"output + 1 > 0\" }");
+    let o = promptgauge(b.path())
+        .args(["run", "bench.yaml", "--concurrency", "4", "--model", "m"])
+        .args(["--no-store", "--quiet", "--base-url"])
+        .arg(server.base_url())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(4), "{stderr}");
+    assert_eq!(server.provider.stats().requests, 4);
+    assert!(
+        stderr.contains(
+            "the first 4 jobs all failed the same way (all 4 jobs of the run were sent and answered): could not be scored: the expression `output + 1 > 0`"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("not sent"), "{stderr}");
+    let run = run_dirs(&b.path().join("reports")).pop().unwrap();
+    let record = std::fs::read_to_string(run.join("run.json")).unwrap();
+    assert!(
+        record.contains("all 4 jobs of the run were sent and answered")
+            && !record.contains("not sent"),
+        "{record}"
     );
 }
 
@@ -1547,6 +1584,98 @@ fn the_formats_example_reads_each_variant_s_answer_its_own_way() {
         // The simulator answered each in its format: nothing went unread.
         assert!(r.get("not_found").is_none(), "{r}");
     }
+}
+
+/// A variant whose prompt never asks for the format its `extract:` reads — JSON never
+/// named, the tag never written — gets a warning from `check`, which says the simulator
+/// cannot show it (it answers in the reading's format whatever the prompt asks); the
+/// formats example, whose prompts all ask for their format, gets none (issue 52,
+/// tryout 10).
+#[test]
+fn check_warns_of_a_variant_whose_prompt_never_asks_for_the_format_it_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&repo().join("examples/formats"), dir.path());
+    let edit = |file: &str, from: &str, to: &str| {
+        let path = dir.path().join("prompts").join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(from), "{text}");
+        std::fs::write(&path, text.replace(from, to)).unwrap();
+    };
+    edit(
+        "json.yaml",
+        r#"'Reply with JSON only: {"answer": "<letter of the right option>"}.'"#,
+        "\"Answer with the letter of the right option.\"",
+    );
+    edit(
+        "json.yaml",
+        "params: { response_format: { type: json_object } }\n",
+        "",
+    );
+    edit("tagged.yaml", "inside <answer></answer>", "at the end");
+    edit("tagged.yaml", "<answer>C</answer>", "So: C");
+    let check = promptgauge(dir.path())
+        .args(["check", "formats.yaml"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(check.status.code(), Some(0), "{said}");
+    let warnings: Vec<&str> = said
+        .lines()
+        .filter(|l| l.contains("warning:") && l.contains("prompt never"))
+        .collect();
+    assert_eq!(warnings.len(), 2, "{said}");
+    assert!(
+        warnings[0].contains("json's prompt never mentions JSON")
+            && warnings[0].contains("reads /answer as a JSON pointer")
+            && warnings[0].contains("the simulator answers in the format extract: reads"),
+        "{said}"
+    );
+    assert!(
+        warnings[1].contains("tagged's prompt never writes the tag <answer>"),
+        "{said}"
+    );
+    // Asking for JSON by `response_format` alone is asking for it.
+    edit(
+        "json.yaml",
+        "extract:",
+        "params: { response_format: { type: json_object } }\nextract:",
+    );
+    let check = promptgauge(dir.path())
+        .args(["check", "formats.yaml"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&check.stdout);
+    assert!(!said.contains("json's prompt never"), "{said}");
+    assert!(said.contains("tagged's prompt never"), "{said}");
+}
+
+/// `check` shows a regex reading as written in the prompt file — `\s` is `\s`, not the
+/// doubled `\\s` of Rust's debug form — and its YAML reads back as the same regex
+/// (issue 52, tryout 9).
+#[test]
+fn check_shows_a_regex_reading_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&repo().join("examples/formats"), dir.path());
+    let prompt = dir.path().join("prompts/answer-line.yaml");
+    let text = std::fs::read_to_string(&prompt).unwrap().replace(
+        "extract: { regex: \"Answer: ([A-D])\" }",
+        r"extract: { regex: 'Answer:\s*([A-D])\b' }",
+    );
+    assert!(text.contains(r"'Answer:\s*([A-D])\b'"));
+    std::fs::write(&prompt, text).unwrap();
+    let check = promptgauge(dir.path())
+        .args(["check", "formats.yaml"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(check.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains(
+            r"answer-line: reads the first group of the regex `Answer:\s*([A-D])\b` (extract: {regex: 'Answer:\s*([A-D])\b'})"
+        ),
+        "{said}"
+    );
+    assert!(!said.contains(r"\\"), "{said}");
 }
 
 #[test]

@@ -99,7 +99,41 @@ pub(super) fn expr_of(kind: &str, value: Option<&Value>, text: Option<&str>) -> 
     })
 }
 
+/// Whether request parameters ask for an answer by a JSON schema, which promptfoo's OpenAI
+/// provider parses before the asserts see it.
+pub(super) fn asks_json_schema(params: &serde_json::Map<String, Value>) -> bool {
+    params
+        .get("response_format")
+        .and_then(|f| f.get("type"))
+        .and_then(Value::as_str)
+        == Some("json_schema")
+}
+
 impl Import {
+    /// Whether promptfoo hands code asserts the answer parsed: every variant, or every
+    /// endpoint, asks for a JSON schema's answer. Only some: the notes say so, once.
+    fn answers_parsed(&mut self) -> bool {
+        let endpoints = if self.endpoints.is_empty() {
+            asks_json_schema(&self.params)
+        } else {
+            self.endpoints.iter().all(|e| {
+                e.get("params")
+                    .and_then(Value::as_object)
+                    .is_some_and(asks_json_schema)
+            })
+        };
+        let variants = !self.variants.is_empty() && self.schema_variants == self.variants.len();
+        if !(endpoints || variants) && self.schema_variants > 0 && !self.said_mixed_schema {
+            self.said_mixed_schema = true;
+            self.notes.push(format!(
+                "{} of {} prompts ask for a JSON schema's answer: promptfoo hands their `javascript`/`python` asserts the parsed answer, the bench hands every variant's the text",
+                self.schema_variants,
+                self.variants.len()
+            ));
+        }
+        endpoints || variants
+    }
+
     /// An assert the text scorers do not cover, as (scorer, the answers it compares with);
     /// `None` for a kind with no faithful promptgauge counterpart.
     pub(super) fn more_assertion(
@@ -267,6 +301,9 @@ impl Import {
         let mut run = vec![program.to_string(), shim.to_string(), target];
         if let Some(t) = threshold {
             run.push(format!("--threshold={t}"));
+        }
+        if self.answers_parsed() {
+            run.push("--parse-json".into());
         }
         Some((json!({"kind": "command", "run": run, "binary": true}), None))
     }

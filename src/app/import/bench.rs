@@ -68,6 +68,11 @@ pub(super) struct Import {
     pub(super) test_transforms: Vec<(usize, String)>,
     /// The config's folder, to read the files asserts name (a schema's `file://`).
     pub(super) reader: Option<super::reader::Reader>,
+    /// Variants whose prompt asks for an answer by a JSON schema (`response_format:
+    /// json_schema`): promptfoo hands code asserts that answer parsed.
+    pub(super) schema_variants: usize,
+    /// Whether the notes already say that only some variants' answers are parsed.
+    pub(super) said_mixed_schema: bool,
 }
 
 /// A promptfoo value rendered against a test's variables (promptfoo fills `{{var}}` in

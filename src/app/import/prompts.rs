@@ -225,7 +225,11 @@ impl Import {
             let read = self.read_prompt(files, n, &raw, label.as_deref())?;
             for mut p in read {
                 p.params = params.clone();
+                let before = self.variants.len();
                 self.add_variant(n, p)?;
+                if self.variants.len() > before && super::asserts::asks_json_schema(&params) {
+                    self.schema_variants += 1;
+                }
             }
         }
         Ok(())

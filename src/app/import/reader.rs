@@ -217,9 +217,54 @@ pub(super) fn yaml(text: &str, what: &str) -> Result<Value, String> {
     }))
 }
 
+/// The config with each `$ref: '#/…'` replaced by what the config holds at that JSON
+/// pointer, as promptfoo dereferences its config before reading it (`assertionTemplates`
+/// reused by `$ref`); a reference elsewhere (another file) stays, and is named where it is
+/// read. At most 32 references deep, so a reference to itself ends.
+pub(super) fn dereference(config: &Value) -> Value {
+    fn walk(v: &Value, root: &Value, depth: usize) -> Value {
+        match v {
+            Value::Object(o) => {
+                let target = o
+                    .get("$ref")
+                    .and_then(Value::as_str)
+                    .and_then(|r| r.strip_prefix('#'))
+                    .and_then(|pointer| root.pointer(pointer));
+                match target {
+                    Some(t) if depth < 32 => walk(t, root, depth + 1),
+                    _ => Value::Object(
+                        o.iter()
+                            .map(|(k, v)| (k.clone(), walk(v, root, depth)))
+                            .collect(),
+                    ),
+                }
+            }
+            Value::Array(a) => Value::Array(a.iter().map(|v| walk(v, root, depth)).collect()),
+            other => other.clone(),
+        }
+    }
+    walk(config, config, 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refs_into_the_config_are_what_they_point_at() {
+        let c = yaml(
+            "assertionTemplates:\n  pirate: {type: icontains, value: arrr}\ntests:\n  - assert:\n      - $ref: '#/assertionTemplates/pirate'\n      - $ref: 'other.yaml#/x'\nloop: {$ref: '#/loop'}\n",
+            "c.yaml",
+        )
+        .unwrap();
+        let d = dereference(&c);
+        assert_eq!(
+            d["tests"][0]["assert"][0],
+            serde_json::json!({"type": "icontains", "value": "arrr"})
+        );
+        assert_eq!(d["tests"][0]["assert"][1]["$ref"], "other.yaml#/x");
+        assert!(d["loop"].is_object());
+    }
 
     #[test]
     fn yaml_is_read_by_the_core_schema_as_js_yaml_reads_it() {

@@ -25,10 +25,10 @@ pub(super) fn ending_of(
         .find_map(|l| l.client.fatal())
         .or_else(|| judge.and_then(|j| j.client.fatal()))
         .map(|f| StopReason::Refused(f.to_string()))
-        .or_else(|| first.stopped.clone());
+        .or_else(|| first.reason(tally));
     let interrupted = dispatch.is_cancelled()
         && tally.journal_error.is_none()
-        && first.stopped.is_none()
+        && !first.stopped()
         && outage.stopped.is_none();
     // A batch lane stops on its own only when --batch-wait passed.
     let waited = batch_wait.filter(|_| {

@@ -106,7 +106,9 @@ pub(super) struct FirstFailures {
     watch: usize,
     seen: Vec<(Option<u16>, String)>,
     dispatch: tokio_util::sync::CancellationToken,
-    pub(super) stopped: Option<StopReason>,
+    /// The shared cause (with its hint) once the watched jobs all failed alike, and
+    /// whether the scorer failed them (their answers came back) rather than the provider.
+    tripped: Option<(String, bool)>,
 }
 
 impl FirstFailures {
@@ -115,8 +117,44 @@ impl FirstFailures {
             watch,
             seen: Vec::new(),
             dispatch,
-            stopped: None,
+            tripped: None,
         }
+    }
+
+    /// Whether the first jobs all failed alike and the sending was stopped.
+    pub(super) fn stopped(&self) -> bool {
+        self.tripped.is_some()
+    }
+
+    /// Why the run stopped, once the sending is over: how many of the run's jobs were
+    /// sent and how many were not, as the tally counts them. Jobs already in flight when
+    /// the watch tripped finish, and a small run may have sent every job by then: then
+    /// none is said to be "not sent".
+    pub(super) fn reason(&self, tally: &runner::RunTally) -> Option<StopReason> {
+        let (cause, answered) = self.tripped.as_ref()?;
+        let sent = tally.finished;
+        let total = sent + tally.not_run;
+        let jobs = |n: usize| if n == 1 { "job" } else { "jobs" };
+        let how = if *answered {
+            "sent and answered"
+        } else {
+            "sent"
+        };
+        let said = if tally.not_run == 0 {
+            format!(
+                "the first {} jobs all failed the same way (all {total} {} of the run were {how}): {cause}",
+                self.watch,
+                jobs(total)
+            )
+        } else {
+            format!(
+                "the first {} jobs all failed the same way, so the run stopped: {sent} of its {total} {} were {how}, {} not sent: {cause}",
+                self.watch,
+                jobs(total),
+                tally.not_run
+            )
+        };
+        Some(StopReason::Refused(said))
     }
 }
 
@@ -130,7 +168,7 @@ impl Listener for FirstFailures {
         if record.batch.is_some() {
             return Ok(());
         }
-        if self.seen.len() >= self.watch || self.stopped.is_some() {
+        if self.seen.len() >= self.watch || self.tripped.is_some() {
             return Ok(());
         }
         let status = record.failure_status();
@@ -153,10 +191,7 @@ impl Listener for FirstFailures {
             let hint = crate::report::causes::hint(*status, cause)
                 .map(|h| format!(" ({h})"))
                 .unwrap_or_default();
-            self.stopped = Some(StopReason::Refused(format!(
-                "the first {} jobs all failed the same way, so the rest were not sent: {cause}{hint}",
-                self.watch
-            )));
+            self.tripped = Some((format!("{cause}{hint}"), scorer_broken));
             self.dispatch.cancel();
         }
         Ok(())

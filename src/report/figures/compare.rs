@@ -7,6 +7,7 @@
 //! when cases carry `group:`, Holm across the comparisons made together, and the interval
 //! that inverts the same test at the level where it agrees with Holm's verdict.
 
+use crate::report::text::count;
 use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
@@ -376,15 +377,12 @@ impl Detectable {
         };
         let (cases, repeats) = match (self.repeats, self.intra_class_correlation) {
             (Some(k), Some(rho)) => (
-                format!(
-                    "{} of {k} answers each",
-                    plural(self.cases, "case", "cases")
-                ),
+                format!("{} of {k} answers each", count(self.cases, "case", "cases")),
                 format!(
                     ", a case's answers alike with intra-class correlation {rho:.2}, the test on case means"
                 ),
             ),
-            _ => (plural(self.cases, "case", "cases"), String::new()),
+            _ => (count(self.cases, "case", "cases"), String::new()),
         };
         match self.difference {
             Some(d) => format!(
@@ -394,7 +392,7 @@ impl Detectable {
             ),
             None => format!(
                 "With {}, no difference in accuracy can be detected reliably (80% power at {conf}% confidence{family}); `promptgauge plan` says how many cases would.",
-                plural(self.cases, "case", "cases")
+                count(self.cases, "case", "cases")
             ),
         }
     }
@@ -409,11 +407,6 @@ pub(crate) fn bound(x: f64) -> String {
     } else {
         format!("{p:+.1}")
     }
-}
-
-/// `1 case`, `3 cases`.
-fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// `+6.2 points`
@@ -818,11 +811,11 @@ fn sentence(c: &Comparison, confidence: f64, comparisons: usize, needed: Needed)
     let unit = match c.groups {
         Some(g) => format!(
             "{} in {} (design effect {:.2})",
-            plural(c.cases, "paired case", "paired cases"),
-            plural(g, "group", "groups"),
+            count(c.cases, "paired case", "paired cases"),
+            count(g, "group", "groups"),
             c.design_effect.unwrap_or(1.0)
         ),
-        None => plural(c.cases, "paired case", "paired cases"),
+        None => count(c.cases, "paired case", "paired cases"),
     };
     let numbers = match (c.difference, c.ci_low, c.ci_high, c.p_holm) {
         (Some(d), Some(lo), Some(hi), Some(p)) => {

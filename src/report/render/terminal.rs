@@ -2,6 +2,7 @@
 
 use crate::report::compare::{RunComparison, RunSide};
 use crate::report::table::widest_line;
+use crate::report::text::count;
 use crate::report::{Summary, millis, notes, tables};
 
 /// Where a line is printed.
@@ -70,10 +71,6 @@ pub(crate) fn shown(stream: Stream, text: &str) -> String {
         }
         None => safe.into_owned(),
     }
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// Wraps the lines of prose (not table rows) at `width`, at spaces.
@@ -234,8 +231,8 @@ fn headline(s: &Summary, width: Option<usize>) -> String {
         format!(
             "{}: {} × {}, {}model {} at {}\n{table}\n* baseline\n",
             s.run.bench,
-            plural(s.run.cases, "case", "cases"),
-            plural(s.variants.len(), "variant", "variants"),
+            count(s.run.cases, "case", "cases"),
+            count(s.variants.len(), "variant", "variants"),
             s.run
                 .provider
                 .endpoint
@@ -468,7 +465,7 @@ pub(crate) fn render_history(h: &crate::report::history::History) -> String {
     let mut out = format!(
         "{}: {} ({level}; step: the change from the complete run before, paired by case; ▲/▼ significant, Holm across variants)\n",
         h.bench,
-        plural(h.runs.len(), "run", "runs")
+        count(h.runs.len(), "run", "runs")
     );
     out.push_str(&tables::history(h, &|_| None).terminal(width()));
     let steps = crate::report::history::step_sentences(h);

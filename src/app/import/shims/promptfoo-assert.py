@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 # Written by `promptgauge import promptfoo`: runs one promptfoo `python` assert as a
 # promptgauge `command` scorer (docs/guide/scorers.md; docs/guide/import-promptfoo.md).
-#   python3 promptfoo-assert.py inline:CODE [--threshold=T]
-#   python3 promptfoo-assert.py file:PATH[:FUNCTION] [--threshold=T]
+#   python3 promptfoo-assert.py inline:CODE [--threshold=T] [--parse-json]
+#   python3 promptfoo-assert.py file:PATH[:FUNCTION] [--threshold=T] [--parse-json]
 # promptfoo's calling convention: the assert gets `output` and `context` ({vars, prompt,
 # test}); one line of code is an expression, several lines a function body; a file
 # defines get_assert(output, context) (or the function named after `:`). It returns a
-# bool, a number (a pass above 0, or at the threshold), or {pass, score, reason}. The
-# reply is the pass as 1 or 0, with promptfoo's score and reason as detail.
+# bool, a number (a pass above 0, or at the threshold), or {pass, score, reason}; an
+# assert that raises fails, as in promptfoo (a file that cannot be loaded fails the job).
+# The reply is the pass as 1 or 0, with promptfoo's score and reason as detail.
 import importlib.util
 import json
 import sys
@@ -15,6 +16,24 @@ import textwrap
 
 TARGET = sys.argv[1] if len(sys.argv) > 1 else ""
 THRESHOLD = next((float(a.split("=", 1)[1]) for a in sys.argv[2:] if a.startswith("--threshold=")), None)
+# The prompts ask for a JSON schema's answer, which promptfoo parses before its asserts.
+PARSE_JSON = "--parse-json" in sys.argv[2:]
+
+
+def output(request):
+    """The answer as promptfoo's OpenAI provider hands it to asserts: its tool calls when
+    it made some and said nothing, the parsed JSON for a schema's answer, else the text."""
+    text = request.get("answer") or ""
+    calls = request.get("tool_calls") or []
+    if not text and calls:
+        return [{"id": c.get("id"), "type": "function",
+                 "function": {"name": c.get("name"), "arguments": c.get("arguments")}} for c in calls]
+    if PARSE_JSON:
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass
+    return text
 
 
 def load():
@@ -47,6 +66,10 @@ def verdict(result):
 
 
 def main():
+    # Standard output carries the replies alone: what an assert prints (promptfoo's
+    # examples print the prompt and the vars) goes to standard error.
+    replies = sys.stdout
+    sys.stdout = sys.stderr
     assert_fn = None
     for line in sys.stdin:
         request = json.loads(line)
@@ -55,12 +78,15 @@ def main():
             variables = request["case"].get("vars") or {}
             users = [m for m in request.get("messages") or [] if m.get("role") == "user"]
             context = {"vars": variables, "prompt": users[-1]["content"] if users else "", "test": {"vars": variables}}
-            passed, score, reason = verdict(assert_fn(request.get("answer") or "", context))
+            try:
+                passed, score, reason = verdict(assert_fn(output(request), context))
+            except Exception as e:  # promptfoo fails an assert that raises
+                passed, score, reason = False, 0, "the assert raised: %s" % e
             reply = {"score": 1 if passed else 0, "detail": {"score": score, "reason": reason}}
-        except Exception as e:  # the job fails with the cause, never a 0
+        except Exception as e:  # a file that cannot be loaded: the job fails with the cause
             reply = {"error": str(e)}
         reply["id"] = request["id"]
-        print(json.dumps(reply), flush=True)
+        print(json.dumps(reply), file=replies, flush=True)
 
 
 main()
