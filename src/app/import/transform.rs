@@ -102,7 +102,7 @@ impl Import {
         };
         let mut transform = None;
         for (key, value) in &options {
-            let code = value.as_str().map(|c| shown(c)).unwrap_or_default();
+            let code = value.as_str().map(shown).unwrap_or_default();
             match key.as_str() {
                 "transform" | "postprocess" if value.is_string() => {
                     transform = value.as_str().map(String::from);
