@@ -615,6 +615,17 @@ tests:
         bench.contains(r#"extract: {"template":"{{ answer | lower }}"}"#),
         "{bench}"
     );
+    // The reading gives the asserts what the transform gives promptfoo's:
+    // `"  PARIS \n".trim().toLowerCase() === "paris"`.
+    let loaded = promptgauge::suite::Bench::load(&im.dir.join("promptgauge.yaml")).unwrap();
+    let reading = loaded.variants[0]
+        .extract
+        .clone()
+        .expect("the bench's reading");
+    let read =
+        promptgauge::grade::read::read(&reading, "  PARIS \n", &loaded.cases[0].vars).unwrap();
+    assert_eq!(read, "paris");
+    assert_eq!(passes(&im.dir, &[&read, "  PARIS \n"])[0], [true, false]);
     // What it cannot carry is said: transformVars, and an assert's own transform.
     assert!(
         im.notes.contains("`options.transformVars`")
