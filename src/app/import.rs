@@ -252,10 +252,8 @@ fn known_endpoint(
 #[derive(Default)]
 struct AssertScorers {
     scorers: Vec<Value>,
-    /// Each scorer's part name: the promptfoo assert's type, the second of a type `TYPE 2`
-    /// (numbered among all the test's asserts, carried over or not), as promptfoo's
-    /// results name its asserts.
-    names: Vec<String>,
+    /// Each scorer's assert: its type, and its `metric` when it names one.
+    asserts: Vec<(String, Option<String>)>,
     /// The answers they compare with.
     expected: Option<Vec<String>>,
     /// A `regex` passes on a match, with no answer to compare.
@@ -500,8 +498,9 @@ impl Import {
         // These kinds carry their `threshold` over.
         let thresholded = matches!(kind, "similar" | "g-eval" | "javascript" | "python");
         for key in a.as_object().into_iter().flat_map(|o| o.keys()) {
-            let carried =
-                matches!(key.as_str(), "type" | "value") || (thresholded && key == "threshold");
+            // `metric` names the assert's part (when the test has several).
+            let carried = matches!(key.as_str(), "type" | "value" | "metric")
+                || (thresholded && key == "threshold");
             if !carried {
                 self.notes.push(format!(
                     "test {test}: assert `{kind}`'s `{key}` was not carried over (promptgauge scores every assert alike)"
@@ -602,7 +601,7 @@ impl Import {
         }
         let AssertScorers {
             mut scorers,
-            names,
+            asserts,
             expected,
             pattern_only,
             converted,
@@ -622,7 +621,7 @@ impl Import {
             ));
             return converted;
         }
-        let grade = self.grade_of(n, scorers, names, expected.as_deref());
+        let grade = self.grade_of(n, scorers, &asserts, expected.as_deref());
         let mut case = Map::new();
         case.insert("id".into(), json!(self.case_id(id, c)));
         case.insert("vars".into(), Value::Object(vars));
@@ -648,12 +647,13 @@ impl Import {
         converted
     }
 
-    /// A test's grade: its one scorer, or all of them as parts named by their asserts.
+    /// A test's grade: its one scorer, or all of them as parts named by their checks
+    /// ([`Self::named_parts`]); a judge's use of another assert's value is noted.
     fn grade_of(
         &mut self,
         n: usize,
-        mut scorers: Vec<Value>,
-        names: Vec<String>,
+        scorers: Vec<Value>,
+        asserts: &[(String, Option<String>)],
         expected: Option<&[String]>,
     ) -> Value {
         let rubric_judge = scorers
@@ -665,15 +665,7 @@ impl Import {
                 quoted(e)
             ));
         }
-        if scorers.len() == 1 {
-            scorers.remove(0)
-        } else {
-            // Each part is named by its assert, so the reports' parts read as promptfoo's.
-            for (scorer, name) in scorers.iter_mut().zip(names) {
-                scorer["name"] = json!(name);
-            }
-            json!({"kind": "all", "of": scorers})
-        }
+        self.named_parts(scorers, asserts)
     }
 
     /// Test `n`'s asserts as scorers; an assert comparing with other answers than the
@@ -683,7 +675,6 @@ impl Import {
             gates_only: true,
             ..AssertScorers::default()
         };
-        let mut seen: std::collections::HashMap<&str, usize> = Default::default();
         for a in asserts {
             let kind = a.get("type").and_then(Value::as_str).unwrap_or("");
             if matches!(kind, "latency" | "cost") {
@@ -694,13 +685,6 @@ impl Import {
             }
             found.gates_only = false;
             found.converted.push(false);
-            let label = if kind.is_empty() { "assert" } else { kind };
-            let count = seen.entry(label).or_default();
-            *count += 1;
-            let name = match *count {
-                1 => label.to_string(),
-                k => format!("{label} {k}"),
-            };
             let Some((scorer, value)) = self.assertion(a, n, vars) else {
                 continue;
             };
@@ -724,9 +708,52 @@ impl Import {
             found.converted.pop();
             found.converted.push(true);
             found.scorers.push(scorer);
-            found.names.push(name);
+            let kind = a.get("type").and_then(Value::as_str).unwrap_or("assert");
+            let metric = a.get("metric").and_then(Value::as_str).map(str::trim);
+            found.asserts.push((
+                kind.to_string(),
+                metric
+                    .filter(|m| crate::grade::part_name_ok(m))
+                    .map(String::from),
+            ));
         }
         found
+    }
+
+    /// A test's scorer: its one assert's, or several asserts' as the parts of an `all`, each
+    /// named for its report row:
+    /// its `metric`, else its type numbered over the bench by check ([`bench::PartNames`]), so a
+    /// part pools the same check over the tests and nothing else.
+    fn named_parts(
+        &mut self,
+        mut scorers: Vec<Value>,
+        asserts: &[(String, Option<String>)],
+    ) -> Value {
+        if scorers.len() == 1 {
+            return scorers.remove(0);
+        }
+        let mut used: Vec<String> = Vec::with_capacity(scorers.len());
+        let mut checks: Vec<String> = Vec::with_capacity(scorers.len());
+        let parts: Vec<Value> = scorers
+            .into_iter()
+            .zip(asserts)
+            .map(|(mut scorer, (kind, metric))| {
+                // The same scorer twice in one test is two checks (its place among its like).
+                let check = scorer.to_string();
+                let like = checks.iter().filter(|c| **c == check).count();
+                checks.push(check.clone());
+                let name = match metric.as_deref().filter(|m| !used.iter().any(|u| u == m)) {
+                    Some(m) => self.part_names.metric(m),
+                    None => self.part_names.name(kind, &format!("{check}#{like}")),
+                };
+                used.push(name.clone());
+                if let Some(o) = scorer.as_object_mut() {
+                    o.insert("name".into(), json!(name));
+                }
+                scorer
+            })
+            .collect();
+        json!({"kind": "all", "of": parts})
     }
 
     /// Counts the asserts of a test's first case that became scorers: its own, and (into
