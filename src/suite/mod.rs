@@ -952,7 +952,14 @@ fn no_prompt_file((path, text): (&Path, &str), entry: &str) -> InputError {
         .skip(start - 1)
         .find(|(_, l)| l.contains(entry.lines().next().unwrap_or(entry)))
         .map_or(start, |(i, _)| i + 1);
-    let shown = crate::report::visible(entry, 60);
+    let mut shown: String = entry
+        .chars()
+        .take(60)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if entry.chars().count() > 60 {
+        shown.push('…');
+    }
     let is_path = !entry.contains(['\n', '{', '}'])
         && !entry.trim().contains(' ')
         && [".yaml", ".yml", ".txt", ".md"]
