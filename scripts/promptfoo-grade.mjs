@@ -220,8 +220,8 @@ class Replay {
     if (config.response_format && config.response_format.type === 'json_schema' && typeof output === 'string') {
       try { output = JSON.parse(output); } catch (_) {}
     }
-    // No cost: promptfoo's cost assert errs on a provider that reports none.
-    return { output, cost: 0, metadata: { pg: e } };
+    // A cost next to nothing: promptfoo's cost assert errs on a provider that reports none.
+    return { output, cost: 1e-12, metadata: { pg: e } };
   }
 }
 module.exports = Replay;
@@ -305,7 +305,7 @@ const kindsOf = (t) => KINDS[t] ?? (t.startsWith('not-') || t.endsWith('-all') ?
 /// score for the one assert that scorer can be.
 function pgScores(e, names) {
   const scores = new Map();
-  if (e.grade && e.grade.kind === 'all') {
+  if (e.grade && (e.grade.kind === 'all' || e.grade.kind === 'mean')) {
     for (const p of e.parts ?? []) scores.set(p.name, p.score);
     return scores;
   }
@@ -338,7 +338,7 @@ function compare(work, promptfooDir) {
   fs.writeFileSync(path.join(work, 'promptfoo.log'), `${run.stdout}\n${run.stderr}`);
   const figures = {
     pf_ran: fs.existsSync(out), pf_rows: 0, unmatched: 0, unmatched_prompts: {}, read_only: 0,
-    case_not_in_bench: 0, pf_errors: {},
+    case_not_in_bench: 0, pf_errors: {}, pf_errors_unmatched: 0, agree_pass: 0,
     compared: 0, agree: 0, disagree: [], model_graded: 0, gates: 0, dropped: {},
     pg_failed: 0, pg_jobs: table.length, pg_jobs_unused: 0,
   };
@@ -353,11 +353,12 @@ function compare(work, promptfooDir) {
     const e = r.response?.metadata?.pg;
     const components = r.gradingResult?.componentResults ?? [];
     const asserts = r.testCase?.assert ?? [];
-    if (e && r.error && components.length === 0) {
+    if (r.error && components.length === 0) {
       // promptfoo could not grade the answer at all (a `transform` that throws on it).
       const why = String(r.error).split('\n')[0].slice(0, 100);
       figures.pf_errors[why] = (figures.pf_errors[why] ?? 0) + 1;
-      usedJobs.add(`${e.case_id}|${e.variant}|${e.endpoint}`);
+      if (e) usedJobs.add(`${e.case_id}|${e.variant}|${e.endpoint}`);
+      else figures.pf_errors_unmatched += 1;
       continue;
     }
     if (!e) {
@@ -400,11 +401,18 @@ function compare(work, promptfooDir) {
       const score = scores.get(name);
       if (score === undefined) { figures.dropped[kind] = (figures.dropped[kind] ?? 0) + 1; continue; }
       figures.compared += 1;
-      const pgPass = score >= 0.999;
-      if (pgPass === Boolean(c.pass)) figures.agree += 1;
+      // An assert of weight 0 is a metric: promptfoo passes it whatever it scores, and the
+      // bench never decides on it; their scores are what is compared.
+      const metric = c.assertion?.weight === 0;
+      const pgPass = metric ? score > 0 : score >= 0.999;
+      const pfPass = metric ? Number(c.score) > 0 : Boolean(c.pass);
+      if (pgPass === pfPass) {
+        figures.agree += 1;
+        if (pgPass) figures.agree_pass += 1;
+      }
       else {
         figures.disagree.push({
-          kind: name, case: e.case_id, variant: e.variant, promptfoo: Boolean(c.pass), promptgauge: score,
+          kind: name, case: e.case_id, variant: e.variant, promptfoo: pfPass, promptgauge: score,
           reason: String(c.reason ?? '').slice(0, 160), output: String(e.output).slice(0, 120),
         });
       }

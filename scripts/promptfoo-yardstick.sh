@@ -31,23 +31,123 @@
 #      latency are gates of the run in promptgauge, counted apart too.
 # It prints a table, one row per config, and the totals; each config's files stay in
 # $YARDSTICK_WORK/runs/NAME (import.txt, check.txt, bench/, sim/, promptfoo-out.json,
-# figures.json).
+# figures.json); YARDSTICK_TABLE_ONLY=1 prints the table of those again without running.
 #
 # The sample (docs/guide/import-promptfoo.md lists what each shows), read from
 # github.com/promptfoo/promptfoo's examples/ as of its commit 571feac8 (each file's own
 # commit in the guide); copy these folders from a checkout into EXAMPLES_DIR:
 SAMPLE=(
-  anthropic-tool-use assistant-cli cerebras chat-messages-format claude-thinking
-  claude-vs-gpt config-csv-metadata config-multiple-translations
-  config-separate-test-configs csv-prompts deepseek-r1-vs-openai-o1
-  eval-custom-grader-csv eval-custom-grading-prompt eval-customer-support-rubric
-  eval-self-grading eval-summarization getting-started google-sheets gpt-3.5-vs-4
-  gpt-4o-vs-4o-mini integration-langchain javascript-assert-external json-output
-  llama-gpt-comparison managed-prompts mistral-llama-comparison nunjucks-custom-filters
-  openai-function-call openai-tools-call openai-vision python-assert-external simple-csv
-  simple-test structured-outputs-config
+  amazon-bedrock-multimodal anthropic-tool-use assistant-cli cerebras
+  chat-messages-format claude-thinking claude-vs-gpt claude-vs-gpt-image
+  config-csv-metadata config-multiple-translations config-separate-test-configs
+  csv-prompts deepseek-r1-vs-openai-o1 eval-custom-grader-csv eval-custom-grading-prompt
+  eval-customer-support-rubric eval-self-grading eval-summarization f-score
+  getting-started google-sheets gpt-3.5-vs-4 gpt-4o-vs-4o-mini integration-langchain
+  javascript-assert-external json-output jsonl-test-cases llama-gpt-comparison
+  managed-prompts mistral-llama-comparison nunjucks-custom-filters openai-function-call
+  openai-tools-call openai-vision phi-vs-llama python-assert-external simple-cli
+  simple-csv simple-test structured-outputs-config
 )
 set -uo pipefail
+
+# The table and totals of the configs run (each from $work/runs/NAME/).
+table() {
+python3 - "$work/runs" "${names[@]}" <<'PY'
+import json, os, re, sys
+runs, names = sys.argv[1], sys.argv[2:]
+def read(p, default=""):
+    try:
+        return open(p, encoding="utf8").read()
+    except OSError:
+        return default
+rows, tot = [], dict(configs=0, imported=0, clean=0, drops=0, refused=0, check_ok=0,
+                     compared=0, agree=0, disagree=0, apart=0, unmatched=0, unused=0,
+                     pf_errors=0, agree_pass=0)
+for n in names:
+    w = os.path.join(runs, n)
+    tot["configs"] += 1
+    if read(f"{w}/import.rc").strip() != "0":
+        lines = [l for l in read(f"{w}/import.txt").splitlines() if l.strip()]
+        reason = next((l for l in lines if l.startswith("error")), lines[0] if lines else "?")
+        rows.append((n, "refused", "-", "-", "-", "-", "-", reason[:110]))
+        tot["refused"] += 1
+        continue
+    tot["imported"] += 1
+    notes = read(f"{w}/bench/IMPORT-NOTES.md")
+    body = notes.split("## Not carried over", 1)[1] if "## Not carried over" in notes else ""
+    bullets = [l[2:] for l in body.splitlines() if l.startswith("- ")]
+    dropped = {}
+    for b in bullets:
+        m = re.search(r"assert `([^`]+)`", b)
+        if m:
+            k = re.match(r"(\d+) tests: ", b)
+            dropped[m.group(1)] = dropped.get(m.group(1), 0) + (int(k.group(1)) if k else 1)
+    if bullets:
+        tot["drops"] += 1
+    else:
+        tot["clean"] += 1
+    check = read(f"{w}/check.rc").strip() == "0"
+    tot["check_ok"] += check
+    f = json.loads(read(f"{w}/figures.json") or "{}") or {}
+    converted = 0
+    for line in read(f"{w}/bench/cases.jsonl").splitlines():
+        g = json.loads(line).get("grade", {})
+        converted += len(g.get("of", [])) if g.get("kind") == "all" else 1
+    dis = f.get("disagree", [])
+    kinds = sorted({d["kind"] for d in dis})
+    tot["compared"] += f.get("compared", 0)
+    tot["agree"] += f.get("agree", 0)
+    tot["agree_pass"] += f.get("agree_pass", 0)
+    tot["disagree"] += len(dis)
+    apart = f.get("model_graded", 0) + f.get("gates", 0)
+    tot["apart"] += apart
+    tot["unmatched"] += f.get("unmatched", 0)
+    tot["unused"] += f.get("pg_jobs_unused", 0)
+    drop_s = ", ".join(f"{k}×{v}" for k, v in dropped.items()) or "-"
+    other = len(bullets) - len([b for b in bullets if "assert `" in b])
+    look = []
+    if f.get("unmatched"):
+        look.append(f"{f['unmatched']} promptfoo rows found no promptgauge answer "
+                    f"(prompts {', '.join(f.get('unmatched_prompts', {}))[:60]})")
+    if f.get("case_not_in_bench"):
+        look.append(f"{f['case_not_in_bench']} rows of tests the bench skipped")
+    for why, k in f.get("pf_errors", {}).items():
+        look.append(f"promptfoo could not grade {k}: {why[:70]}")
+    tot["pf_errors"] += sum(f.get("pf_errors", {}).values())
+    if f.get("pg_jobs_unused"):
+        look.append(f"{f['pg_jobs_unused']} promptgauge jobs promptfoo never asked for")
+    if not f.get("pf_ran", False):
+        look.append("promptfoo eval: " + f.get("pf_error", "did not run")[:80])
+    rows.append((n, "yes" if not bullets else f"{len(bullets)} notes", "ok" if check else "REFUSED",
+                 f"{converted} / {drop_s}" + (f" (+{other} other notes)" if other else ""),
+                 f"{f.get('compared', 0)}", f"{f.get('agree', 0)}",
+                 f"{len(dis)} {','.join(kinds)}".strip(), f"apart {apart}; " + "; ".join(look)))
+head = ("config", "imported", "check", "asserts converted / dropped", "compared", "agree",
+        "disagree", "other")
+widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
+for r in [head] + rows:
+    print(" | ".join(str(c).ljust(widths[i]) for i, c in enumerate(r)).rstrip())
+print()
+print(f"{tot['configs']} configs: {tot['clean']} imported cleanly, {tot['drops']} with drops the notes name, "
+      f"{tot['refused']} refused with a reason; check passed {tot['check_ok']} of {tot['imported']}")
+pct = 100 * tot["agree"] / tot["compared"] if tot["compared"] else 0
+print(f"grades compared: {tot['compared']} (case, assert) pairs, {tot['agree']} agree ({pct:.1f}%), "
+      f"({tot['agree_pass']} both pass, {tot['agree'] - tot['agree_pass']} both fail), "
+      f"{tot['disagree']} disagree; {tot['apart']} model-graded or gate asserts counted apart")
+print(f"to look at: {tot['unmatched']} promptfoo rows without a promptgauge answer, "
+      f"{tot['unused']} promptgauge jobs promptfoo never asked for, "
+      f"{tot['pf_errors']} answers promptfoo could not grade")
+for n in names:
+    f = json.loads(read(os.path.join(runs, n, "figures.json")) or "{}") or {}
+    for d in f.get("disagree", [])[:3]:
+        print(f"  {n}: {d['kind']} on {d['case']}/{d['variant']}: promptfoo {'pass' if d['promptfoo'] else 'fail'}, "
+              f"promptgauge {d['promptgauge']} — {d['reason'][:80]!r} output {d['output'][:60]!r}")
+PY
+}
+
+# Everything in a function, read whole before it runs: editing this file during a run
+# cannot change the run.
+main() {
 
 examples=${1:?usage: scripts/promptfoo-yardstick.sh EXAMPLES_DIR [NAME…]}
 shift
@@ -120,96 +220,15 @@ one() {
   "$node" "$here/promptfoo-grade.mjs" compare "$w" "$promptfoo" >"$w/figures.json" 2>"$w/compare.err"
 }
 
+if [ -n "${YARDSTICK_TABLE_ONLY:-}" ]; then
+  table
+  return
+fi
 for name in "${names[@]}"; do
   one "$name"
 done
 
-python3 - "$work/runs" "${names[@]}" <<'PY'
-import json, os, re, sys
-runs, names = sys.argv[1], sys.argv[2:]
-def read(p, default=""):
-    try:
-        return open(p, encoding="utf8").read()
-    except OSError:
-        return default
-rows, tot = [], dict(configs=0, imported=0, clean=0, drops=0, refused=0, check_ok=0,
-                     compared=0, agree=0, disagree=0, apart=0, unmatched=0, unused=0,
-                     pf_errors=0)
-for n in names:
-    w = os.path.join(runs, n)
-    tot["configs"] += 1
-    if read(f"{w}/import.rc").strip() != "0":
-        lines = [l for l in read(f"{w}/import.txt").splitlines() if l.strip()]
-        reason = next((l for l in lines if l.startswith("error")), lines[0] if lines else "?")
-        rows.append((n, "refused", "-", "-", "-", "-", "-", reason[:110]))
-        tot["refused"] += 1
-        continue
-    tot["imported"] += 1
-    notes = read(f"{w}/bench/IMPORT-NOTES.md")
-    body = notes.split("## Not carried over", 1)[1] if "## Not carried over" in notes else ""
-    bullets = [l[2:] for l in body.splitlines() if l.startswith("- ")]
-    dropped = {}
-    for b in bullets:
-        m = re.search(r"assert `([^`]+)`", b)
-        if m:
-            k = re.match(r"(\d+) tests: ", b)
-            dropped[m.group(1)] = dropped.get(m.group(1), 0) + (int(k.group(1)) if k else 1)
-    if bullets:
-        tot["drops"] += 1
-    else:
-        tot["clean"] += 1
-    check = read(f"{w}/check.rc").strip() == "0"
-    tot["check_ok"] += check
-    f = json.loads(read(f"{w}/figures.json") or "{}") or {}
-    converted = 0
-    for line in read(f"{w}/bench/cases.jsonl").splitlines():
-        g = json.loads(line).get("grade", {})
-        converted += len(g.get("of", [])) if g.get("kind") == "all" else 1
-    dis = f.get("disagree", [])
-    kinds = sorted({d["kind"] for d in dis})
-    tot["compared"] += f.get("compared", 0)
-    tot["agree"] += f.get("agree", 0)
-    tot["disagree"] += len(dis)
-    apart = f.get("model_graded", 0) + f.get("gates", 0)
-    tot["apart"] += apart
-    tot["unmatched"] += f.get("unmatched", 0)
-    tot["unused"] += f.get("pg_jobs_unused", 0)
-    drop_s = ", ".join(f"{k}×{v}" for k, v in dropped.items()) or "-"
-    other = len(bullets) - len([b for b in bullets if "assert `" in b])
-    look = []
-    if f.get("unmatched"):
-        look.append(f"{f['unmatched']} promptfoo rows found no promptgauge answer "
-                    f"(prompts {', '.join(f.get('unmatched_prompts', {}))[:60]})")
-    if f.get("case_not_in_bench"):
-        look.append(f"{f['case_not_in_bench']} rows of tests the bench skipped")
-    for why, k in f.get("pf_errors", {}).items():
-        look.append(f"promptfoo could not grade {k}: {why[:70]}")
-    tot["pf_errors"] += sum(f.get("pf_errors", {}).values())
-    if f.get("pg_jobs_unused"):
-        look.append(f"{f['pg_jobs_unused']} promptgauge jobs promptfoo never asked for")
-    if not f.get("pf_ran", False):
-        look.append("promptfoo eval: " + f.get("pf_error", "did not run")[:80])
-    rows.append((n, "yes" if not bullets else f"{len(bullets)} notes", "ok" if check else "REFUSED",
-                 f"{converted} / {drop_s}" + (f" (+{other} other notes)" if other else ""),
-                 f"{f.get('compared', 0)}", f"{f.get('agree', 0)}",
-                 f"{len(dis)} {','.join(kinds)}".strip(), f"apart {apart}; " + "; ".join(look)))
-head = ("config", "imported", "check", "asserts converted / dropped", "compared", "agree",
-        "disagree", "other")
-widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
-for r in [head] + rows:
-    print(" | ".join(str(c).ljust(widths[i]) for i, c in enumerate(r)).rstrip())
-print()
-print(f"{tot['configs']} configs: {tot['clean']} imported cleanly, {tot['drops']} with drops the notes name, "
-      f"{tot['refused']} refused with a reason; check passed {tot['check_ok']} of {tot['imported']}")
-pct = 100 * tot["agree"] / tot["compared"] if tot["compared"] else 0
-print(f"grades compared: {tot['compared']} (case, assert) pairs, {tot['agree']} agree ({pct:.1f}%), "
-      f"{tot['disagree']} disagree; {tot['apart']} model-graded or gate asserts counted apart")
-print(f"to look at: {tot['unmatched']} promptfoo rows without a promptgauge answer, "
-      f"{tot['unused']} promptgauge jobs promptfoo never asked for, "
-      f"{tot['pf_errors']} answers promptfoo could not grade")
-for n in names:
-    f = json.loads(read(os.path.join(runs, n, "figures.json")) or "{}") or {}
-    for d in f.get("disagree", [])[:3]:
-        print(f"  {n}: {d['kind']} on {d['case']}/{d['variant']}: promptfoo {'pass' if d['promptfoo'] else 'fail'}, "
-              f"promptgauge {d['promptgauge']} — {d['reason'][:80]!r} output {d['output'][:60]!r}")
-PY
+  table
+}
+
+main "$@"

@@ -190,6 +190,34 @@ fn text_scorer(
     })
 }
 
+/// A test's named parts as one grade: `all` of them. Asserts with `weight: 0` are metrics
+/// promptfoo records and passes: with others beside them, the grade is the `mean` of the
+/// others' `all` (weight 1) and of them (weight 0), so they are reported and never decide.
+fn combined(scorers: Vec<Value>, metric_only: &[bool]) -> Value {
+    let metrics = metric_only.iter().filter(|m| **m).count();
+    if metrics == 0 || metrics == scorers.len() {
+        return json!({"kind": "all", "of": scorers});
+    }
+    let (mut decide, mut record) = (Vec::new(), Vec::new());
+    for (scorer, metric) in scorers.into_iter().zip(metric_only) {
+        if *metric {
+            record.push(scorer);
+        } else {
+            decide.push(scorer);
+        }
+    }
+    let head = if decide.len() == 1 {
+        decide.remove(0)
+    } else {
+        json!({"kind": "all", "name": "asserts", "of": decide})
+    };
+    let weights: Vec<f64> = std::iter::once(1.0)
+        .chain(record.iter().map(|_| 0.0))
+        .collect();
+    let of: Vec<Value> = std::iter::once(head).chain(record).collect();
+    json!({"kind": "mean", "weights": weights, "of": of})
+}
+
 /// Why an assert with no scorer was left out.
 fn left_out(kind: &str, test: usize) -> String {
     format!("test {test}: assert `{kind}` has no promptgauge scorer and was left out")
@@ -254,6 +282,9 @@ struct AssertScorers {
     scorers: Vec<Value>,
     /// Each scorer's assert: its type, and its `metric` when it names one.
     asserts: Vec<(String, Option<String>)>,
+    /// Whether each scorer's assert has `weight: 0` (a metric promptfoo records and never
+    /// fails the test on).
+    metric_only: Vec<bool>,
     /// The answers they compare with.
     expected: Option<Vec<String>>,
     /// A `regex` passes on a match, with no answer to compare.
@@ -497,10 +528,12 @@ impl Import {
         let kind = a.get("type").and_then(Value::as_str).unwrap_or("");
         // These kinds carry their `threshold` over.
         let thresholded = matches!(kind, "similar" | "g-eval" | "javascript" | "python");
+        let metric_only = a.get("weight").and_then(Value::as_f64) == Some(0.0);
         for key in a.as_object().into_iter().flat_map(|o| o.keys()) {
             // `metric` names the assert's part (when the test has several).
             let carried = matches!(key.as_str(), "type" | "value" | "metric")
-                || (thresholded && key == "threshold");
+                || (thresholded && key == "threshold")
+                || (metric_only && key == "weight");
             if !carried {
                 self.notes.push(format!(
                     "test {test}: assert `{kind}`'s `{key}` was not carried over (promptgauge scores every assert alike)"
@@ -602,6 +635,7 @@ impl Import {
         let AssertScorers {
             mut scorers,
             asserts,
+            metric_only,
             expected,
             pattern_only,
             converted,
@@ -621,7 +655,7 @@ impl Import {
             ));
             return converted;
         }
-        let grade = self.grade_of(n, scorers, &asserts, expected.as_deref());
+        let grade = self.grade_of(n, scorers, &asserts, expected.as_deref(), &metric_only);
         let mut case = Map::new();
         case.insert("id".into(), json!(self.case_id(id, c)));
         case.insert("vars".into(), Value::Object(vars));
@@ -648,13 +682,16 @@ impl Import {
     }
 
     /// A test's grade: its one scorer, or all of them as parts named by their checks
-    /// ([`Self::named_parts`]); a judge's use of another assert's value is noted.
+    /// ([`Self::named_parts`]), weight-0 asserts recorded beside the deciding ones
+    /// ([`combined`]); a judge that also sees another assert's value, and asserts of
+    /// weight 0 alone deciding, are noted.
     fn grade_of(
         &mut self,
         n: usize,
-        scorers: Vec<Value>,
+        mut scorers: Vec<Value>,
         asserts: &[(String, Option<String>)],
         expected: Option<&[String]>,
+        metric_only: &[bool],
     ) -> Value {
         let rubric_judge = scorers
             .iter()
@@ -665,7 +702,15 @@ impl Import {
                 quoted(e)
             ));
         }
-        self.named_parts(scorers, asserts)
+        if !metric_only.is_empty() && metric_only.iter().all(|m| *m) {
+            self.notes.push(format!(
+                "test {n}: every assert has `weight: 0` (promptfoo records them and passes the test): here they decide it"
+            ));
+        }
+        if scorers.len() == 1 {
+            return scorers.remove(0);
+        }
+        combined(self.named_parts(scorers, asserts), metric_only)
     }
 
     /// Test `n`'s asserts as scorers; an assert comparing with other answers than the
@@ -716,25 +761,23 @@ impl Import {
                     .filter(|m| crate::grade::part_name_ok(m))
                     .map(String::from),
             ));
+            found
+                .metric_only
+                .push(a.get("weight").and_then(Value::as_f64) == Some(0.0));
         }
         found
     }
 
-    /// A test's scorer: its one assert's, or several asserts' as the parts of an `all`, each
-    /// named for its report row:
-    /// its `metric`, else its type numbered over the bench by check ([`bench::PartNames`]), so a
+    /// Several asserts' scorers as parts, each named for its report row: its `metric`, else its type numbered over the bench by check ([`bench::PartNames`]), so a
     /// part pools the same check over the tests and nothing else.
     fn named_parts(
         &mut self,
-        mut scorers: Vec<Value>,
+        scorers: Vec<Value>,
         asserts: &[(String, Option<String>)],
-    ) -> Value {
-        if scorers.len() == 1 {
-            return scorers.remove(0);
-        }
+    ) -> Vec<Value> {
         let mut used: Vec<String> = Vec::with_capacity(scorers.len());
         let mut checks: Vec<String> = Vec::with_capacity(scorers.len());
-        let parts: Vec<Value> = scorers
+        scorers
             .into_iter()
             .zip(asserts)
             .map(|(mut scorer, (kind, metric))| {
@@ -752,8 +795,7 @@ impl Import {
                 }
                 scorer
             })
-            .collect();
-        json!({"kind": "all", "of": parts})
+            .collect()
     }
 
     /// Counts the asserts of a test's first case that became scorers: its own, and (into

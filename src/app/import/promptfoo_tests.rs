@@ -245,9 +245,12 @@ fn csv_tests(text: &str) -> Result<Vec<TestRead>, String> {
     for record in reader.records() {
         let record = record.map_err(|e| e.to_string())?;
         let mut vars = Map::new();
-        let mut asserts = Vec::new();
+        // Each `__expected…` column's assert, by its column.
+        let mut asserts: Vec<(String, Value)> = Vec::new();
         let mut test = Map::new();
         let mut options = Map::new();
+        let mut metadata = Map::new();
+        let mut config = Vec::new();
         let mut id = None;
         for (h, v) in headers.iter().zip(record.iter()) {
             if (h == "id" || h == "__id") && !v.trim().is_empty() {
@@ -256,7 +259,19 @@ fn csv_tests(text: &str) -> Result<Vec<TestRead>, String> {
             match h {
                 _ if h.starts_with("__expected") => {
                     if !v.trim().is_empty() {
-                        asserts.push(assertion_from_string(v));
+                        asserts.push((h.to_string(), assertion_from_string(v)));
+                    }
+                }
+                // promptfoo's test metadata (`__metadata:tags[]` a list): not variables.
+                _ if h.starts_with("__metadata:") => {
+                    if !v.is_empty() {
+                        metadata.insert(h["__metadata:".len()..].to_string(), json!(v));
+                    }
+                }
+                // `__config:__expected2:threshold`: a setting of that column's assert.
+                _ if h.starts_with("__config:") => {
+                    if !v.is_empty() {
+                        config.push((h["__config:".len()..].to_string(), v.to_string()));
                     }
                 }
                 "__description" => {
@@ -275,8 +290,15 @@ fn csv_tests(text: &str) -> Result<Vec<TestRead>, String> {
                 }
             }
         }
+        apply_settings(config, &mut asserts, &mut test);
+        if !metadata.is_empty() {
+            test.insert("metadata".into(), Value::Object(metadata));
+        }
         test.insert("vars".into(), Value::Object(vars));
-        test.insert("assert".into(), Value::Array(asserts));
+        test.insert(
+            "assert".into(),
+            Value::Array(asserts.into_iter().map(|(_, a)| a).collect()),
+        );
         if !options.is_empty() {
             test.insert("options".into(), Value::Object(options));
         }
@@ -286,6 +308,33 @@ fn csv_tests(text: &str) -> Result<Vec<TestRead>, String> {
         });
     }
     Ok(tests)
+}
+
+/// A CSV row's `__config:COLUMN:KEY` cells: each sets KEY (`threshold`) of the assert of
+/// that `__expected…` column; one naming no such assert stays on the test, where the import
+/// names it.
+fn apply_settings(
+    config: Vec<(String, String)>,
+    asserts: &mut [(String, Value)],
+    test: &mut Map<String, Value>,
+) {
+    for (setting, value) in config {
+        let target = setting.rsplit_once(':').and_then(|(column, key)| {
+            let a = asserts.iter_mut().find(|(c, _)| *c == column)?;
+            Some((a, key))
+        });
+        match target {
+            Some(((_, a), key)) => {
+                a[key] = value
+                    .trim()
+                    .parse::<f64>()
+                    .map_or(json!(value), |n| json!(n));
+            }
+            None => {
+                test.insert(format!("__config:{setting}"), json!(value));
+            }
+        }
+    }
 }
 
 /// `defaultTest`, inline or from a `file://` file.
@@ -342,6 +391,19 @@ mod tests {
         assert_eq!(t("grade: polite")["type"], "llm-rubric");
         // Not a type: an exact answer, colon and all.
         assert_eq!(t("Note: x")["type"], "equals");
+    }
+
+    #[test]
+    fn metadata_and_config_columns_are_no_variables() {
+        let tests = csv_tests(
+            "q,__expected1,__expected2,__metadata:kind,__config:__expected2:threshold\nhi,contains: x,similar: y,greeting,0.6\n",
+        )
+        .unwrap();
+        let t = &tests[0].test;
+        assert_eq!(t["vars"], json!({"q": "hi"}));
+        assert_eq!(t["metadata"], json!({"kind": "greeting"}));
+        assert_eq!(t["assert"][1]["threshold"], 0.6);
+        assert!(t["assert"][0].get("threshold").is_none());
     }
 
     #[test]
