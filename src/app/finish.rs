@@ -216,9 +216,9 @@ pub(super) async fn conclude(
     };
     problems.extend(write_outputs(&named, dir, &mut run));
     say_gates_not_passed(&result.summary, &gates);
-    if !outputs.quiet {
-        note!("reports: {}", dir.path().display());
-    }
+    // Said even when quiet: the run folder is under the current directory, not the
+    // bench's (`run b --quiet` from b's parent writes ./reports), so one line says where.
+    note!("reports: {}", dir.path().display());
     // Said after the reports line; a store that could not be written, even when quiet.
     match recorded {
         Some(Ok(line)) if !outputs.quiet => note!("{line}"),

@@ -2,7 +2,8 @@
 //! (docs/guide/scorers.md, "Inline checks"). The expression is the template engine's own
 //! (Jinja's expression syntax, run by minijinja), compiled once when the bench loads, run
 //! on a fixed fuel with no loader (no file, no include, no network), over the answer
-//! (`output`, or `answer`), its JSON (`json`), `expected` and the case's `vars`. It gives
+//! (`output`, or `answer`: what the variant's `extract:` read, else the whole answer; `raw`,
+//! the whole answer always), its JSON (`json`), `expected` and the case's `vars`. It gives
 //! `true`/`false` (1 or 0) or a number in [0, 1]; anything else fails the job with its
 //! cause, never a silent 0.
 
@@ -22,7 +23,7 @@ use crate::suite::Case;
 pub const FUEL: u64 = 50_000;
 
 /// The names an expression may read, besides the engine's own functions (`range`, `dict`).
-pub const NAMES: [&str; 5] = ["output", "answer", "json", "expected", "vars"];
+pub const NAMES: [&str; 6] = ["output", "answer", "raw", "json", "expected", "vars"];
 
 /// The filters and tests the engine adds to the template engine's own.
 const HELPERS: [&str; 5] = ["matches", "capture", "wordcount", "last_number", "fromjson"];
@@ -240,13 +241,19 @@ impl Expr {
         &self.text
     }
 
-    /// Evaluates it over one answer: its score, or why it gives none.
+    /// Evaluates it over one whole answer: its score, or why it gives none.
     pub fn eval(&self, case: &Case, answer: &str) -> Result<f64, String> {
+        self.eval_read(case, answer, answer)
+    }
+
+    /// Evaluates it over what a variant read of an answer (`output`) and the whole answer
+    /// (`raw`).
+    pub fn eval_read(&self, case: &Case, answer: &str, raw: &str) -> Result<f64, String> {
         let mut best: Option<f64> = None;
         for expected in self.expecteds(case) {
             let got = self
                 .compiled
-                .eval(self.context(case, answer, expected))
+                .eval(self.context(case, (answer, raw), expected))
                 .map_err(|e| self.failed(&e))?;
             let score = self.score_of(&got)?;
             best = Some(best.map_or(score, |b: f64| b.max(score)));
@@ -275,9 +282,10 @@ impl Expr {
     }
 
     /// What the expression sees: only the names it reads.
-    fn context(&self, case: &Case, answer: &str, expected: Value) -> Value {
+    fn context(&self, case: &Case, (answer, raw): (&str, &str), expected: Value) -> Value {
         let value = |name: &str| match name {
             "output" | "answer" => Value::from(answer),
+            "raw" => Value::from(raw),
             "json" => super::structured::extract_json(answer)
                 .map_or(Value::UNDEFINED, |j| serde_value(&j)),
             "expected" => expected.clone(),
@@ -435,7 +443,9 @@ impl ExprScorer {
 
 impl Scorer for ExprScorer {
     fn score<'a>(&'a self, input: ScoreInput<'a>, _: &'a ScoreContext) -> ScoreFuture<'a> {
-        match self.expr.eval(input.case, &input.answer.text) {
+        let answer = input.answer;
+        let raw = answer.raw.as_deref().unwrap_or(&answer.text);
+        match self.expr.eval_read(input.case, &answer.text, raw) {
             Ok(value) => ready(Score {
                 value,
                 ..Score::binary(false, None)
@@ -652,6 +662,21 @@ mod tests {
         // On a later line of a block expression, the column is that line's.
         let e = Expr::new("'a' in output\n  and (output|length < ").unwrap_err();
         assert_eq!(e.written(), Some("  and (output|length < "), "{e}");
+    }
+
+    #[test]
+    fn raw_is_the_whole_answer_and_output_what_the_variant_read() {
+        let c = case(&["B"], serde_json::json!({}));
+        let e = Expr::new("output == expected and raw|wordcount <= 3").unwrap();
+        assert_eq!(e.eval_read(&c, "B", "<answer>B</answer>"), Ok(1.0));
+        assert_eq!(
+            e.eval_read(&c, "B", "Let me think at length.\n<answer>B</answer>"),
+            Ok(0.0)
+        );
+        // Without a reading, raw is the answer itself.
+        assert_eq!(score("raw == output", "Paris"), Ok(1.0));
+        let e = Expr::new("'x' in raws").unwrap_err().to_string();
+        assert!(e.contains("did you mean `raw`?"), "{e}");
     }
 
     #[test]

@@ -22,6 +22,9 @@ pub(super) type ScoreFuture<'a> =
 #[derive(Debug, Clone, Default)]
 pub struct Answer {
     pub text: String,
+    /// The whole answer, when `text` is what the variant's `extract:` read of it (an
+    /// `expr`'s `raw`); `None` when `text` is the whole answer.
+    pub raw: Option<String>,
     pub reasoning: String,
     pub finish_reason: Option<String>,
     /// The tool calls the model made, assembled from the stream.

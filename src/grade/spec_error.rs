@@ -120,7 +120,7 @@ pub enum ExprError {
         line: String,
     },
     #[error(
-        "the expression `{expr}` uses `{name}`, which it does not have{nearest}: it may use `output` (or `answer`), `json`, `expected` and `vars.NAME`"
+        "the expression `{expr}` uses `{name}`, which it does not have{nearest}: it may use `output` (or `answer`), `raw`, `json`, `expected` and `vars.NAME`"
     )]
     Unknown {
         expr: String,

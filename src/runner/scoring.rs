@@ -270,6 +270,7 @@ async fn graded_record(
             Some(said) if !said.is_empty() => said,
             _ => result.text,
         },
+        raw: None,
         reasoning: result.reasoning,
         finish_reason: result.finish_reason,
         tool_calls: result.tool_calls,
@@ -288,6 +289,7 @@ async fn graded_record(
         Some(Ok(text)) => {
             let seen = Answer {
                 text: text.clone(),
+                raw: Some(answer.text.clone()),
                 ..answer.clone()
             };
             score_one(job, case, &seen, s).await

@@ -146,8 +146,9 @@ pub enum GradeSpec {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         model: Option<String>,
     },
-    /// An expression over the answer (`output`), its JSON (`json`), `expected` and the
-    /// case's `vars`, evaluated in-process: true/false, or a score in [0, 1]
+    /// An expression over the answer (`output`; `raw` before the variant's `extract:`), its
+    /// JSON (`json`), `expected` and the case's `vars`, evaluated in-process: true/false, or
+    /// a score in [0, 1]
     /// (docs/guide/scorers.md, "Inline checks").
     Expr {
         /// `"'refund' in output|lower and output|length < 400"`.

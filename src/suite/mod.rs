@@ -345,7 +345,7 @@ impl Bench {
         raw.gates.check(&here)?;
         tools::check_servers(&raw.mcp).map_err(|e| InputError::new(here("mcp"), e).fix("each server is {run: [program, args…], env: [NAMES], timeout: 30s, tools: [names]}; see docs/guide/tools.md"))?;
 
-        let mut variants = load_variants(dir, &raw.variants)?;
+        let mut variants = load_variants(dir, &raw.variants, (path, &text))?;
         default_reading(raw.extract.as_ref(), &mut variants, &here)?;
         let templates = Templates::compile(&variants)?;
         templates.check(&variants, &cases)?;
@@ -739,10 +739,18 @@ fn default_reading(
     Ok(())
 }
 
-/// The variants' prompt files, each name once.
-fn load_variants(dir: &Path, files: &[String]) -> Result<Vec<Variant>, InputErrors> {
+/// The variants' prompt files, each name once; `bench` is the bench file and its text (an
+/// entry that names no file is said at its line).
+fn load_variants(
+    dir: &Path,
+    files: &[String],
+    bench: (&Path, &str),
+) -> Result<Vec<Variant>, InputErrors> {
     let mut variants: Vec<Variant> = Vec::new();
     for p in files {
+        if !dir.join(p).exists() {
+            return Err(no_prompt_file(bench, p).into());
+        }
         let v = prompts::load(&dir.join(p))?;
         if let Some(other) = variants.iter().find(|o| o.name == v.name) {
             return Err(InputError::new(
@@ -923,9 +931,88 @@ fn read_raw(path: &Path) -> Result<(String, RawBench), InputError> {
         );
     }
     let mut raw: RawBench = serde_saphyr::from_str_with_options(&text, yaml::core_schema())
-        .map_err(|e| error::yaml_error(path, "bench file", &e))?;
+        .map_err(|e| {
+            inline_variant_error(path, &text, &e)
+                .unwrap_or_else(|| error::yaml_error(path, "bench file", &e))
+        })?;
     yaml::tool_defaults_as_written(path, &text, &mut raw.tools)?;
     Ok((text, raw))
+}
+
+/// How a variant is written, for an entry of `variants:` that is none.
+const VARIANT_FORM: &str = "a variant is the path of a prompt file (.yaml, .txt or .md), relative to the bench: `variants: [prompts/plain.txt, prompts/careful.yaml]` (docs/guide/files.md, \"Variants\")";
+
+/// An entry of `variants:` that names no file: a prompt written inline (its text), or a
+/// path that is not there.
+fn no_prompt_file((path, text): (&Path, &str), entry: &str) -> InputError {
+    let start = error::line_of_key(text, "variants").unwrap_or(1);
+    let line = text
+        .lines()
+        .enumerate()
+        .skip(start - 1)
+        .find(|(_, l)| l.contains(entry.lines().next().unwrap_or(entry)))
+        .map_or(start, |(i, _)| i + 1);
+    let mut shown: String = entry
+        .chars()
+        .take(60)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if entry.chars().count() > 60 {
+        shown.push('…');
+    }
+    let is_path = !entry.contains(['\n', '{', '}'])
+        && !entry.trim().contains(' ')
+        && [".yaml", ".yml", ".txt", ".md"]
+            .iter()
+            .any(|x| entry.ends_with(x));
+    if is_path {
+        return InputError::new(
+            FilePos::line(path, line),
+            format!(
+                "variant `{shown}`: there is no prompt file {}",
+                path.parent()
+                    .unwrap_or(Path::new("."))
+                    .join(entry)
+                    .display()
+            ),
+        )
+        .fix("check the path; relative paths are resolved from the bench file's folder");
+    }
+    InputError::new(
+        FilePos::line(path, line),
+        format!("variant `{shown}` is a prompt's text, not the path of a prompt file"),
+    )
+    .fix(format!("write the prompt into a file — e.g. prompts/plain.txt holding `{shown}` (one user message), or a .yaml prompt file with `name:` and `messages:` — and list its path; {VARIANT_FORM}"))
+}
+
+/// A bench whose `variants:` holds something other than paths (a prompt written inline as
+/// a map, `- {name: x, messages: […]}`): the YAML reader's "expected string scalar" in the
+/// words of a bench, at its line. `None` when the error is not in `variants:`.
+fn inline_variant_error(path: &Path, text: &str, err: &serde_saphyr::Error) -> Option<InputError> {
+    let at = err.location().filter(|l| l.line() > 0)?;
+    let line = at.line() as usize;
+    let start = error::line_of_key(text, "variants")?;
+    let top_level = |l: &str| {
+        l.chars()
+            .next()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_')
+    };
+    let inside = line >= start
+        && !text
+            .lines()
+            .skip(start)
+            .take(line.saturating_sub(start + 1))
+            .any(top_level);
+    if !inside || !err.to_string().contains("expected string") {
+        return None;
+    }
+    Some(
+        InputError::new(
+            FilePos::at(path, line, at.column() as usize),
+            "`variants:` holds a prompt written in the bench; it lists prompt files",
+        )
+        .fix(format!("move each prompt into its own file — e.g. prompts/plain.yaml holding its `name:` and `messages:` — and list the file; {VARIANT_FORM}")),
+    )
 }
 
 /// Whether a bench name can name a run folder, a line of a CI step's outputs and a terminal

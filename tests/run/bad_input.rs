@@ -329,7 +329,41 @@ const ROWS: &[Row] = &[
     Row {
         name: "a missing prompt file",
         setup: |d| fs::remove_file(d.join("careful.yaml")).unwrap(),
-        expect: &["careful.yaml", "cannot read prompt file", "check the path"],
+        expect: &[
+            "bench.yaml:3: variant `careful.yaml`: there is no prompt file",
+            "check the path",
+        ],
+    },
+    Row {
+        name: "a prompt written inline in variants: (issue 52, tryout 12)",
+        setup: |d| {
+            edit(&d.join("bench.yaml"), |t| {
+                t.replace(
+                    "variants: [plain.txt, careful.yaml]",
+                    "variants:\n  - plain.txt\n  - name: inline\n    messages:\n      - { role: user, content: \"{{ question }}\" }",
+                )
+            })
+        },
+        expect: &[
+            "bench.yaml:5:5: `variants:` holds a prompt written in the bench; it lists prompt files",
+            "a variant is the path of a prompt file (.yaml, .txt or .md)",
+            "variants: [prompts/plain.txt, prompts/careful.yaml]",
+        ],
+    },
+    Row {
+        name: "a prompt's text in variants: (issue 52, tryout 12)",
+        setup: |d| {
+            edit(&d.join("bench.yaml"), |t| {
+                t.replace(
+                    "variants: [plain.txt, careful.yaml]",
+                    "variants:\n  - plain.txt\n  - \"Please answer: {{ question }}\"",
+                )
+            })
+        },
+        expect: &[
+            "bench.yaml:5: variant `Please answer: {{ question }}` is a prompt's text, not the path of a prompt file",
+            "prompts/plain.txt holding `Please answer: {{ question }}`",
+        ],
     },
     Row {
         name: "a case file of an unknown type",

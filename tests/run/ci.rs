@@ -451,7 +451,14 @@ fn under_ci_output_is_plain_and_stable() {
     };
     assert_eq!(rows(&a.stdout), rows(&b.stdout));
     let (_q, quiet) = run(&server.base_url(), "m", &["--limit", "8", "--quiet"]);
-    assert!(quiet.stderr.trim().is_empty(), "{}", quiet.stderr);
+    // Quiet: one line on stderr, where the reports went.
+    let said: Vec<&str> = quiet
+        .stderr
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    assert_eq!(said.len(), 1, "{}", quiet.stderr);
+    assert!(said[0].starts_with("reports: "), "{}", quiet.stderr);
 }
 
 #[test]

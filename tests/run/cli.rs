@@ -2588,7 +2588,36 @@ fn quiet_prints_the_one_table_the_verdicts_and_the_gates() {
     );
     assert!(!stderr.contains("====="), "no banner: {stderr}");
     assert!(stderr.contains("gate "), "the gate's line: {stderr}");
-    assert!(!stderr.contains("reports:"), "{stderr}");
+    assert_eq!(
+        stderr.matches("reports:").count(),
+        1,
+        "where the reports went: {stderr}"
+    );
+}
+
+/// `run b --quiet` from b's parent writes the run folder under the current directory (as
+/// reports.md says: `reports/` where promptgauge runs, not beside the bench), and says
+/// where in one line even when quiet (issue 52, tryout 13).
+#[test]
+fn a_quiet_run_of_a_bench_elsewhere_says_where_its_reports_went() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    promptgauge(d).args(["init", "b"]).assert().success();
+    let out = promptgauge(d)
+        .args(["run", "b", "--quiet", "--no-store", "--limit", "2"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("reports: "))
+        .collect();
+    assert_eq!(said.len(), 1, "{stderr}");
+    let run = d.join(said[0].trim_start_matches("reports: "));
+    assert!(run.join("summary.json").is_file(), "{}", run.display());
+    assert_eq!(run.parent().unwrap(), d.join("reports"));
+    assert!(!d.join("b/reports").exists());
 }
 
 /// `plan` right after a run whose baseline got every answer right sizes from that run (at

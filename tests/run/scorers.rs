@@ -1586,6 +1586,47 @@ fn the_formats_example_reads_each_variant_s_answer_its_own_way() {
     }
 }
 
+/// In an `expr`, `output` is what the variant's `extract:` read and `raw` the whole answer
+/// before it (the answer itself for a variant that reads nothing): a check can hold the
+/// read letter to `expected` and the whole answer to its format (issue 52, tryout 11).
+#[test]
+fn an_expr_reads_the_whole_answer_as_raw_beside_what_the_variant_read() {
+    let b = formats_bench();
+    let d = b.path();
+    let text = std::fs::read_to_string(d.join("bench.yaml")).unwrap().replace(
+        "grade: { kind: exact }",
+        "grade: { kind: expr, expr: \"output == expected and '</answer>' in raw and '<' not in output\" }",
+    );
+    std::fs::write(d.join("bench.yaml"), text).unwrap();
+    let (_, records) = run_parts(d, &[]);
+    assert_eq!(records.len(), 32);
+    for r in &records {
+        let tagged = r["variant"] == "tagged";
+        if r["variant"] != "unread" {
+            assert_eq!(r["status"], "graded", "{r}");
+        }
+        assert_eq!(r["score"] == 1.0, tagged, "{r}");
+        if tagged {
+            assert!(r["output"].as_str().unwrap().contains("</answer>"), "{r}");
+        }
+    }
+    // A name near `raw` is refused with it, before anything is sent.
+    let text = std::fs::read_to_string(d.join("bench.yaml"))
+        .unwrap()
+        .replace("in raw ", "in raws ");
+    std::fs::write(d.join("bench.yaml"), text).unwrap();
+    let o = promptgauge(d)
+        .args(["check", "bench.yaml"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("uses `raws`") && stderr.contains("did you mean `raw`?"),
+        "{stderr}"
+    );
+}
+
 /// A variant whose prompt never asks for the format its `extract:` reads — JSON never
 /// named, the tag never written — gets a warning from `check`, which says the simulator
 /// cannot show it (it answers in the reading's format whatever the prompt asks); the
