@@ -122,6 +122,40 @@ fn say_plan(p: &super::Prepared) {
             v.path.display()
         );
         say_reading(name, v);
+        say_format_hint(p, p.variants[i], name);
+    }
+}
+
+/// A variant whose prompt gives no hint of the format its `extract:` reads (JSON never
+/// named, the tag never written): a model not asked for that format may not give it, and
+/// the simulator — which answers in the reading's format whatever the prompt asks — cannot
+/// show it. Looked for in its templates and in its messages as rendered for its first
+/// case (a case's text may carry the instruction).
+fn say_format_hint(p: &super::Prepared, variant: usize, name: &str) {
+    let b = &p.bench;
+    let v = &b.variants[variant];
+    let Some(x) = &v.extract else { return };
+    let mut prompt: String = v
+        .messages
+        .iter()
+        .map(|m| m.content.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    if let Some(job) = p.jobs.iter().find(|j| j.variant == variant)
+        && let Ok(messages) = b.render_job(job)
+    {
+        for m in messages {
+            prompt.push('\n');
+            prompt.push_str(&m.content);
+        }
+    }
+    let params = serde_json::Value::Object(b.params_at(variant, &Default::default()));
+    let json_mode = params.to_string().to_lowercase().contains("json");
+    if let Some(missing) = x.missing_hint(&prompt, json_mode) {
+        out!(
+            "    warning: {name}'s prompt {missing}, but its extract: {}: a model not asked for that format may not answer in it (the simulator answers in the format extract: reads whatever the prompt asks, so a run on it cannot show this)",
+            x.describe()
+        );
     }
 }
 

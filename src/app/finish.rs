@@ -156,6 +156,20 @@ pub(super) fn write_outputs(
         .collect()
 }
 
+/// The gates the run was asked to pass (the budget it ran to among them), and each one
+/// checked against it.
+fn gates_of(
+    outputs: &Outputs<'_>,
+    record: &RunRecord,
+    result: &RunResult,
+    baseline: Option<&report::compare::RunComparison>,
+) -> (report::gates::Gates, Vec<report::gates::GateResult>) {
+    let mut gates = outputs.gates.gates();
+    gates.budget_usd = record.budget_usd;
+    let checked = report::gates::evaluate(&gates, &result.summary, baseline, &result.latencies);
+    (gates, checked)
+}
+
 /// Checks the gates, writes every report it can, prints the table, and decides the exit
 /// code: 4 aborted by the provider, 130 interrupted, 3 incomplete (or a report or the
 /// journal could not be written), 1 a gate failed, 5 a gate inconclusive, else 0. A report that cannot be written
@@ -173,14 +187,8 @@ pub(super) async fn conclude(
     problems.extend(result.problems.drain(..).map(anyhow::Error::new));
     let baseline =
         compare_with_baseline(outputs.baseline, dir, record, &result, &mut problems).await;
-    let mut gates = outputs.gates.gates();
-    gates.budget_usd = record.budget_usd;
-    result.summary.gates = report::gates::evaluate(
-        &gates,
-        &result.summary,
-        baseline.as_ref(),
-        &result.latencies,
-    );
+    let (gates, checked) = gates_of(outputs, record, &result, baseline.as_ref());
+    result.summary.gates = checked;
     // A run renders the prompts from the bench it ran (never read twice: a large bench is
     // the run's largest allocation); a merge has no bench in memory and shows none.
     if let Some(bench) = bench {
@@ -207,21 +215,7 @@ pub(super) async fn conclude(
         baseline: baseline.as_ref(),
     };
     problems.extend(write_outputs(&named, dir, &mut run));
-    let summary = &result.summary;
-    for g in summary.gates.iter().filter(|g| !g.passed) {
-        let policy = match g.outcome {
-            report::gates::GateOutcome::Inconclusive if gates.inconclusive_passes => {
-                " (--on-inconclusive pass: it does not fail the run)"
-            }
-            _ => "",
-        };
-        note!(
-            "gate {}: {}: {}{policy}",
-            g.outcome.word(),
-            g.gate,
-            g.reason
-        );
-    }
+    say_gates_not_passed(&result.summary, &gates);
     if !outputs.quiet {
         note!("reports: {}", dir.path().display());
     }
@@ -242,6 +236,24 @@ pub(super) async fn conclude(
         (outputs, &gates),
         !problems.is_empty(),
     )
+}
+
+/// One line for each gate that did not pass, and whether an inconclusive one fails the run.
+fn say_gates_not_passed(summary: &report::Summary, gates: &report::gates::Gates) {
+    for g in summary.gates.iter().filter(|g| !g.passed) {
+        let policy = match g.outcome {
+            report::gates::GateOutcome::Inconclusive if gates.inconclusive_passes => {
+                " (--on-inconclusive pass: it does not fail the run)"
+            }
+            _ => "",
+        };
+        note!(
+            "gate {}: {}: {}{policy}",
+            g.outcome.word(),
+            g.gate,
+            g.reason
+        );
+    }
 }
 
 /// Records the run in the history store when one is asked for, once the reports are

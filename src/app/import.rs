@@ -190,27 +190,23 @@ fn text_scorer(
     })
 }
 
-/// A test's scorers as one: the scorer, or `all` of them, each part named by its assert so
-/// the reports' parts read as promptfoo's results do. Asserts with `weight: 0` are metrics
-/// promptfoo records and passes: with others beside them, the grade is the `mean` of the
-/// others' `all` (weight 1) and of them (weight 0), so they are reported and never decide.
-fn combined(mut scorers: Vec<Value>, names: Vec<String>, metric_only: &[bool]) -> Value {
-    if scorers.len() == 1 {
-        return scorers.remove(0);
-    }
-    for (scorer, name) in scorers.iter_mut().zip(names) {
-        scorer["name"] = json!(name);
-    }
+/// A test's grade with its asserts of `weight: 0` (metrics promptfoo records and passes)
+/// taken out of the deciding `all`: the `mean` of the others' `all` (weight 1) and of them
+/// (weight 0), so they are reported and never decide. Unchanged when none, or all, are.
+fn weigh_metrics(grade: Value, metric_only: &[bool]) -> Value {
     let metrics = metric_only.iter().filter(|m| **m).count();
-    if metrics == 0 || metrics == scorers.len() {
-        return json!({"kind": "all", "of": scorers});
+    let Some(parts) = grade.get("of").and_then(Value::as_array) else {
+        return grade;
+    };
+    if metrics == 0 || metrics == parts.len() || parts.len() != metric_only.len() {
+        return grade;
     }
     let (mut decide, mut record) = (Vec::new(), Vec::new());
-    for (scorer, metric) in scorers.into_iter().zip(metric_only) {
+    for (part, metric) in parts.iter().cloned().zip(metric_only) {
         if *metric {
-            record.push(scorer);
+            record.push(part);
         } else {
-            decide.push(scorer);
+            decide.push(part);
         }
     }
     let head = if decide.len() == 1 {
@@ -287,10 +283,8 @@ fn known_endpoint(
 #[derive(Default)]
 struct AssertScorers {
     scorers: Vec<Value>,
-    /// Each scorer's part name: the promptfoo assert's type, the second of a type `TYPE 2`
-    /// (numbered among all the test's asserts, carried over or not), as promptfoo's
-    /// results name its asserts.
-    names: Vec<String>,
+    /// Each scorer's assert: its type, and its `metric` when it names one.
+    asserts: Vec<(String, Option<String>)>,
     /// Whether each scorer's assert has `weight: 0` (a metric promptfoo records and never
     /// fails the test on).
     metric_only: Vec<bool>,
@@ -539,7 +533,8 @@ impl Import {
         let thresholded = matches!(kind, "similar" | "g-eval" | "javascript" | "python");
         let metric_only = a.get("weight").and_then(Value::as_f64) == Some(0.0);
         for key in a.as_object().into_iter().flat_map(|o| o.keys()) {
-            let carried = matches!(key.as_str(), "type" | "value")
+            // `metric` names the assert's part (when the test has several).
+            let carried = matches!(key.as_str(), "type" | "value" | "metric")
                 || (thresholded && key == "threshold")
                 || (metric_only && key == "weight");
             if !carried {
@@ -642,7 +637,7 @@ impl Import {
         }
         let AssertScorers {
             mut scorers,
-            names,
+            asserts,
             metric_only,
             expected,
             pattern_only,
@@ -663,8 +658,15 @@ impl Import {
             ));
             return converted;
         }
-        self.grade_notes(n, &scorers, expected.as_ref(), &metric_only);
-        let grade = combined(scorers, names, &metric_only);
+        if !metric_only.is_empty() && metric_only.iter().all(|m| *m) {
+            self.notes.push(format!(
+                "test {n}: every assert has `weight: 0` (promptfoo records them and passes the test): here they decide it"
+            ));
+        }
+        let grade = weigh_metrics(
+            self.grade_of(n, scorers, &asserts, expected.as_deref()),
+            &metric_only,
+        );
         let mut case = Map::new();
         case.insert("id".into(), json!(self.case_id(id, c)));
         case.insert("vars".into(), Value::Object(vars));
@@ -690,15 +692,15 @@ impl Import {
         converted
     }
 
-    /// What test `n`'s grade means beyond its asserts: a judge that also sees another
-    /// assert's value; asserts of weight 0 alone deciding.
-    fn grade_notes(
+    /// A test's grade: its one scorer, or all of them as parts named by their checks
+    /// ([`Self::named_parts`]); a judge's use of another assert's value is noted.
+    fn grade_of(
         &mut self,
         n: usize,
-        scorers: &[Value],
-        expected: Option<&Vec<String>>,
-        metric_only: &[bool],
-    ) {
+        scorers: Vec<Value>,
+        asserts: &[(String, Option<String>)],
+        expected: Option<&[String]>,
+    ) -> Value {
         let rubric_judge = scorers
             .iter()
             .any(|s| s["kind"] == "judge" && s.get("rubric").is_some());
@@ -708,11 +710,7 @@ impl Import {
                 quoted(e)
             ));
         }
-        if !metric_only.is_empty() && metric_only.iter().all(|m| *m) {
-            self.notes.push(format!(
-                "test {n}: every assert has `weight: 0` (promptfoo records them and passes the test): here they decide it"
-            ));
-        }
+        self.named_parts(scorers, asserts)
     }
 
     /// Test `n`'s asserts as scorers; an assert comparing with other answers than the
@@ -722,7 +720,6 @@ impl Import {
             gates_only: true,
             ..AssertScorers::default()
         };
-        let mut seen: std::collections::HashMap<&str, usize> = Default::default();
         for a in asserts {
             let kind = a.get("type").and_then(Value::as_str).unwrap_or("");
             if matches!(kind, "latency" | "cost") {
@@ -733,13 +730,6 @@ impl Import {
             }
             found.gates_only = false;
             found.converted.push(false);
-            let label = if kind.is_empty() { "assert" } else { kind };
-            let count = seen.entry(label).or_default();
-            *count += 1;
-            let name = match *count {
-                1 => label.to_string(),
-                k => format!("{label} {k}"),
-            };
             let Some((scorer, value)) = self.assertion(a, n, vars) else {
                 continue;
             };
@@ -763,12 +753,55 @@ impl Import {
             found.converted.pop();
             found.converted.push(true);
             found.scorers.push(scorer);
-            found.names.push(name);
+            let kind = a.get("type").and_then(Value::as_str).unwrap_or("assert");
+            let metric = a.get("metric").and_then(Value::as_str).map(str::trim);
+            found.asserts.push((
+                kind.to_string(),
+                metric
+                    .filter(|m| crate::grade::part_name_ok(m))
+                    .map(String::from),
+            ));
             found
                 .metric_only
                 .push(a.get("weight").and_then(Value::as_f64) == Some(0.0));
         }
         found
+    }
+
+    /// A test's scorer: its one assert's, or several asserts' as the parts of an `all`, each
+    /// named for its report row:
+    /// its `metric`, else its type numbered over the bench by check ([`bench::PartNames`]), so a
+    /// part pools the same check over the tests and nothing else.
+    fn named_parts(
+        &mut self,
+        mut scorers: Vec<Value>,
+        asserts: &[(String, Option<String>)],
+    ) -> Value {
+        if scorers.len() == 1 {
+            return scorers.remove(0);
+        }
+        let mut used: Vec<String> = Vec::with_capacity(scorers.len());
+        let mut checks: Vec<String> = Vec::with_capacity(scorers.len());
+        let parts: Vec<Value> = scorers
+            .into_iter()
+            .zip(asserts)
+            .map(|(mut scorer, (kind, metric))| {
+                // The same scorer twice in one test is two checks (its place among its like).
+                let check = scorer.to_string();
+                let like = checks.iter().filter(|c| **c == check).count();
+                checks.push(check.clone());
+                let name = match metric.as_deref().filter(|m| !used.iter().any(|u| u == m)) {
+                    Some(m) => self.part_names.metric(m),
+                    None => self.part_names.name(kind, &format!("{check}#{like}")),
+                };
+                used.push(name.clone());
+                if let Some(o) = scorer.as_object_mut() {
+                    o.insert("name".into(), json!(name));
+                }
+                scorer
+            })
+            .collect();
+        json!({"kind": "all", "of": parts})
     }
 
     /// Counts the asserts of a test's first case that became scorers: its own, and (into

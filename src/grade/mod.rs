@@ -128,13 +128,15 @@ pub(crate) fn part_names(bench: &Bench) -> Vec<String> {
     names
 }
 
-/// The names of an `all`/`any`/`mean`'s parts: each its `name:`, or its kind (numbered from
-/// the second of a kind: `tool_args`, `tool_args 2`), never a name another part is given.
+/// The names of an `all`/`any`/`mean`'s parts: each its `name:`, or the name the bench gave
+/// it when loaded (one name, one check, over the whole bench: `suite::grading::name_parts`),
+/// or else its kind (numbered from the second of a kind: `tool_args`, `tool_args 2`), never a
+/// name another part is given.
 fn names_of(of: &[GradePart]) -> Vec<String> {
     let given: Vec<&str> = of.iter().filter_map(|p| p.name.as_deref()).collect();
     let mut names: Vec<String> = Vec::with_capacity(of.len());
     for p in of {
-        let name = match &p.name {
+        let name = match p.name.as_ref().or(p.default_name.as_ref()) {
             Some(n) => n.clone(),
             None => {
                 let kind = p.spec.kind();
@@ -172,6 +174,12 @@ fn check_part_name(name: &str) -> Result<(), SpecError> {
         name: name.to_string(),
         why,
     })
+}
+
+/// Whether `name` may name a part (what a gate can name): what an import checks before
+/// it writes one.
+pub(crate) fn part_name_ok(name: &str) -> bool {
+    check_part_name(name).is_ok()
 }
 
 /// The names of parts given by the bench, each a name a gate can name and none twice.
@@ -505,6 +513,78 @@ mod tests {
         let given: Vec<&str> = score.parts.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(given, bench.grade.part_names(case));
         assert_eq!(score.parts[5], ("items[].sku".to_string(), 0.5));
+    }
+
+    #[test]
+    fn one_part_name_is_one_check_over_a_bench_whose_cases_carry_their_own_grades() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(
+            d.join("bench.yaml"),
+            "name: t\ncases: cases.jsonl\nvariants: [plain.txt]\ngrade: { kind: contains }\n",
+        )
+        .unwrap();
+        // Case a and c share a check (`short`); b checks another thing with the same kind,
+        // and names a part `expr 3` itself, which no unnamed part may then take.
+        let short = r#"{"kind": "expr", "expr": "output|length < 100"}"#;
+        let long = r#"{"kind": "expr", "expr": "output|length > 100000"}"#;
+        let cases = [
+            format!(
+                r#"{{"id": "a", "vars": {{"q": "x"}}, "expected": "x", "grade": {{"kind": "all", "of": [{{"kind": "contains"}}, {short}]}}}}"#
+            ),
+            format!(
+                r#"{{"id": "b", "vars": {{"q": "y"}}, "expected": "y", "grade": {{"kind": "all", "of": [{long}, {{"name": "expr 3", "kind": "exact"}}, {short}]}}}}"#
+            ),
+            format!(
+                r#"{{"id": "c", "vars": {{"q": "z"}}, "expected": "z", "grade": {{"kind": "any", "of": [{short}, {short}]}}}}"#
+            ),
+        ];
+        std::fs::write(d.join("cases.jsonl"), cases.join("\n") + "\n").unwrap();
+        std::fs::write(d.join("plain.txt"), "{{ q }}").unwrap();
+        let bench = Bench::load(&d.join("bench.yaml")).unwrap();
+        let names = |i: usize| {
+            bench.cases[i]
+                .grade
+                .as_ref()
+                .unwrap()
+                .part_names(&bench.cases[i])
+        };
+        assert_eq!(names(0), ["contains", "expr"]);
+        assert_eq!(names(1), ["expr 2", "expr 3", "expr"]);
+        // The same check twice in one scorer is two parts: the second takes a new name.
+        assert_eq!(names(2), ["expr", "expr 4"]);
+        assert_eq!(
+            part_names(&bench),
+            ["contains", "expr", "expr 2", "expr 3", "expr 4"]
+        );
+        // The scores each answer gets go by the same names.
+        let scorers = scorers_for(&bench).unwrap();
+        let answer = Answer {
+            text: "y".into(),
+            ..Answer::default()
+        };
+        let score = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(scorers[1].score(
+                ScoreInput {
+                    key: "k",
+                    repeat: 0,
+                    case: &bench.cases[1],
+                    messages: &[],
+                    answer: &answer,
+                },
+                &ScoreContext::default(),
+            ))
+            .unwrap();
+        let given: Vec<(&str, f64)> = score.parts.iter().map(|(n, v)| (n.as_str(), *v)).collect();
+        assert_eq!(given, [("expr 2", 0.0), ("expr 3", 1.0), ("expr", 1.0)]);
+        // A bench read for a few of its cases (view's pages) hashes them as the whole does.
+        let some = Bench::load_some(&d.join("bench.yaml"), &|id: &str| id == "c").unwrap();
+        assert_eq!(
+            crate::suite::plan::case_hash(&some.cases[0]),
+            crate::suite::plan::case_hash(&bench.cases[2])
+        );
     }
 
     /// The error `scorers_for` gives a bench whose `grade:` is `grade` (`None`: none).

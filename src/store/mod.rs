@@ -1334,6 +1334,7 @@ mod tests {
         let mut table: Vec<String> = rows.iter().map(|r| r.try_get(0).unwrap()).collect();
         let part = crate::report::parts::PartFigures {
             name: "category".into(),
+            cases: 1,
             binary: true,
             variants: Vec::new(),
             comparisons: Vec::new(),

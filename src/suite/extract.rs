@@ -154,6 +154,33 @@ impl Extract {
         format!("{LOOKS_FOR_MARK}{what}")
     }
 
+    /// What a prompt that asks for this reading's format would hold and `prompt` does not
+    /// (`None`: it holds a hint, or the reading has none to look for). `prompt` is all the
+    /// variant's text — its templates and its messages as rendered — and `json_mode`
+    /// whether its parameters ask for JSON (`response_format`). Kept to what is sure: JSON
+    /// never named, a tag never written, a regex's words never used; a last line or a
+    /// template has no format to look for.
+    pub fn missing_hint(&self, prompt: &str, json_mode: bool) -> Option<String> {
+        let lower = prompt.to_lowercase();
+        match self {
+            Extract::Json(_) => {
+                (!json_mode && !lower.contains("json") && !has_json_example(prompt))
+                    .then(|| "never mentions JSON (nor asks for it with `response_format`)".into())
+            }
+            Extract::Tag(tag) => {
+                let tag = tag.to_lowercase();
+                (!lower.contains(&format!("<{tag}>")) && !lower.contains(&format!("</{tag}>")))
+                    .then(|| format!("never writes the tag <{tag}>"))
+            }
+            Extract::Regex(p) => {
+                let words = regex_words(p.as_str());
+                (!words.is_empty() && !words.iter().any(|w| lower.contains(&w.to_lowercase())))
+                    .then(|| format!("never uses the regex's words ({})", backticked(&words)))
+            }
+            Extract::LastLine | Extract::Template(_) => None,
+        }
+    }
+
     /// The reading as a prompt file writes it, in YAML's flow form (what an importer
     /// writes: `{json: "/answer"}`).
     pub fn to_yaml(&self) -> String {
@@ -189,6 +216,52 @@ fn quoted(s: &str) -> String {
         })
         .collect();
     format!("`{shown}{more}`")
+}
+
+/// Whether the text holds a JSON object written out (a few-shot answer `{"answer": "C"}`).
+fn has_json_example(prompt: &str) -> bool {
+    prompt.match_indices('{').any(|(i, _)| {
+        serde_json::Deserializer::from_str(&prompt[i..])
+            .into_iter::<Value>()
+            .next()
+            .is_some_and(|v| v.is_ok_and(|v| v.as_object().is_some_and(|o| !o.is_empty())))
+    })
+}
+
+/// The words (three letters or more) a regex matches literally outside its groups: what
+/// the answer must say around what is read (`Answer` in `Answer: ([A-D])`). None when it
+/// matches no word as written (`(?i)` makes its letters classes, not words).
+fn regex_words(pattern: &str) -> Vec<String> {
+    use regex_syntax::hir::{Hir, HirKind};
+    fn literals(h: &Hir, out: &mut String) {
+        match h.kind() {
+            HirKind::Literal(l) => out.push_str(&String::from_utf8_lossy(&l.0)),
+            HirKind::Concat(hs) => hs.iter().for_each(|h| literals(h, out)),
+            // A group's text is what is read; anything else breaks a word.
+            _ => out.push(' '),
+        }
+    }
+    let Ok(hir) = regex_syntax::Parser::new().parse(pattern) else {
+        return Vec::new();
+    };
+    let mut text = String::new();
+    literals(&hir, &mut text);
+    let mut words: Vec<String> = text
+        .split(|c: char| !c.is_alphabetic())
+        .filter(|w| w.chars().count() >= 3)
+        .map(String::from)
+        .collect();
+    words.dedup();
+    words
+}
+
+/// Names as a message lists them: `a`, `b`.
+fn backticked(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Text as a YAML scalar that reads back as itself, as a person writes it: in double
@@ -456,6 +529,49 @@ mod tests {
         assert!(e.message.contains("does not compile"), "{e:?}");
         let e = err(json!({"template": "{{ output }}"}));
         assert!(e.message.contains("`output`"), "{e:?}");
+    }
+
+    #[test]
+    fn a_prompt_that_never_asks_for_the_format_read_is_found_and_one_that_does_is_not() {
+        let json = Extract::json("/answer").unwrap();
+        let tag = Extract::tag("answer").unwrap();
+        let line = Extract::regex("Answer: ([A-D])").unwrap();
+        let plain = "Answer with the letter of the right option alone.\nWhich is it?";
+        assert_eq!(
+            json.missing_hint(plain, false).as_deref(),
+            Some("never mentions JSON (nor asks for it with `response_format`)")
+        );
+        assert_eq!(
+            tag.missing_hint(plain, false).as_deref(),
+            Some("never writes the tag <answer>")
+        );
+        // "Answer" is in the prompt: a regex's words say little, and no false alarm.
+        assert_eq!(line.missing_hint(plain, false), None);
+        assert_eq!(
+            Extract::regex(r"Final verdict:\s*(\w+)")
+                .unwrap()
+                .missing_hint(plain, false)
+                .as_deref(),
+            Some("never uses the regex's words (`Final`, `verdict`)")
+        );
+        // Each is satisfied by what asks for its format.
+        assert_eq!(json.missing_hint("Reply in json.", false), None);
+        assert_eq!(json.missing_hint(plain, true), None);
+        assert_eq!(
+            json.missing_hint("Example reply: {\"answer\": \"C\"}", false),
+            None
+        );
+        assert_eq!(
+            tag.missing_hint("then give it inside <ANSWER></ANSWER>", false),
+            None
+        );
+        assert_eq!(
+            Extract::regex("(?i)final verdict: (.+)")
+                .unwrap()
+                .missing_hint(plain, false),
+            None
+        );
+        assert_eq!(Extract::LastLine.missing_hint("", false), None);
     }
 
     #[test]

@@ -174,6 +174,10 @@ pub struct GradePart {
     pub name: Option<String>,
     #[serde(flatten)]
     pub spec: GradeSpec,
+    /// The name it goes by without a `name:`, given over the whole bench when it is loaded
+    /// ([`name_parts`]): one name, one check. Not written anywhere (not in a case's hash).
+    #[serde(skip)]
+    pub(crate) default_name: Option<String>,
 }
 
 /// A part's schema is a scorer's with `name` beside its `kind`: each kind keeps
@@ -217,7 +221,60 @@ impl std::ops::Deref for GradePart {
 
 impl From<GradeSpec> for GradePart {
     fn from(spec: GradeSpec) -> GradePart {
-        GradePart { name: None, spec }
+        GradePart {
+            name: None,
+            spec,
+            default_name: None,
+        }
+    }
+}
+
+/// The parts an `all`, `any` or `mean` is made of (none for another kind).
+fn parts_of(spec: &mut GradeSpec) -> &mut [GradePart] {
+    match spec {
+        GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => of,
+        _ => &mut [],
+    }
+}
+
+/// Names each unnamed part of the `all`/`any`/`mean`s among a bench's grades (its own
+/// first, then each case's, in order) so that across the bench one name is one check: its
+/// kind, numbered from the second distinct check of that kind (`expr`, `expr 2`), the same
+/// check (the same spec, in the same place among its like in its `of`) always the same
+/// name, and never a name some part is given (docs/guide/scorers.md, "Parts"). A bench
+/// whose cases share one grade keeps the names its `of` alone would give; cases with
+/// grades of their own (an imported promptfoo config's asserts) no longer pool different
+/// checks under one name.
+pub(crate) fn name_parts<'a>(grades: impl Iterator<Item = &'a mut GradeSpec>) {
+    let mut grades: Vec<&mut GradeSpec> = grades.collect();
+    let mut taken: std::collections::HashSet<String> = grades
+        .iter_mut()
+        .flat_map(|g| parts_of(g).iter().filter_map(|p| p.name.clone()))
+        .collect();
+    let mut named: std::collections::HashMap<(String, usize), String> = Default::default();
+    for grade in &mut grades {
+        let of = parts_of(grade);
+        let mut seen: Vec<String> = Vec::with_capacity(of.len());
+        for part in of.iter_mut() {
+            if part.name.is_some() {
+                continue;
+            }
+            let spec = serde_json::to_string(&part.spec).unwrap_or_default();
+            let like = seen.iter().filter(|s| **s == spec).count();
+            seen.push(spec.clone());
+            let name = named.entry((spec, like)).or_insert_with(|| {
+                let kind = part.spec.kind();
+                let mut name = kind.clone();
+                let mut n = 1;
+                while taken.contains(&name) {
+                    n += 1;
+                    name = format!("{kind} {n}");
+                }
+                taken.insert(name.clone());
+                name
+            });
+            part.default_name = Some(name.clone());
+        }
     }
 }
 

@@ -322,11 +322,14 @@ impl Bench {
         check_sequential(&sequential, &here)?;
         check_price(raw.price.as_ref(), &here)?;
         check_base_urls(&raw.endpoint, &here)?;
-        let grade = raw.grade.unwrap_or_default();
-        let cases = match keep {
+        let mut grade = raw.grade.unwrap_or_default();
+        let mut cases = match keep {
             None => cases::load_all(&case_paths)?,
             Some(keep) => cases::load_some(&case_paths, keep)?,
         };
+        grading::name_parts(
+            std::iter::once(&mut grade).chain(cases.iter_mut().filter_map(|c| c.grade.as_mut())),
+        );
         check_expected_given(&cases, &grade)?;
         let params = check_agent_tools(&raw.tools, raw.params, &cases, &here)?;
         let grade_at = here("grade");

@@ -93,9 +93,11 @@ pub(super) fn gate_badge(folder: &Path) -> String {
 const BAR: f64 = 120.0;
 
 /// Each arm's figure (mean score in a scored run, else accuracy) as a small interval bar
-/// on a 0–100% axis, with the figure and interval in numbers beside it.
+/// on a 0–100% axis, with the figure and interval in numbers beside it, under what the
+/// figure is (`accuracy`, `mean score`: report.html's words).
 pub(super) fn figures(variants: &[VariantRow], scored: bool) -> String {
-    let mut out = String::new();
+    let measure = if scored { "mean score" } else { "accuracy" };
+    let mut out = format!("<div class=\"measure muted\">{measure}</div>");
     for (i, v) in variants.iter().enumerate() {
         let (x, lo, hi) = if scored {
             (v.mean_score, v.score_ci_low, v.score_ci_high)
@@ -107,7 +109,7 @@ pub(super) fn figures(variants: &[VariantRow], scored: bool) -> String {
             None => v.variant.clone(),
         };
         let mut svg = format!(
-            "<svg width=\"{w}\" height=\"14\" viewBox=\"0 0 {w} 14\" role=\"img\" aria-label=\"{name} with its interval\"><line class=\"axis\" x1=\"6\" x2=\"{end}\" y1=\"7\" y2=\"7\"/>",
+            "<svg width=\"{w}\" height=\"14\" viewBox=\"0 0 {w} 14\" role=\"img\" aria-label=\"{name}: {measure} with its interval\"><line class=\"axis\" x1=\"6\" x2=\"{end}\" y1=\"7\" y2=\"7\"/>",
             w = BAR + 12.0,
             end = BAR + 6.0,
             name = esc(&name),

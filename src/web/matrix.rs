@@ -22,6 +22,9 @@ use crate::report::html::{colour, esc, mark};
 use crate::runner::journal::{JobRecord, JobStatus};
 use crate::runner::record::RunRecord;
 
+/// The most cases a page holds (docs/guide/view.md): more is refused, not cut.
+const MAX_LIMIT: usize = 200;
+
 /// The matrix's filters and page, as query parameters.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -55,9 +58,16 @@ impl MatrixQuery {
         self.offset.unwrap_or(0)
     }
 
-    /// Cases a page: 50 unless asked, at most 200.
+    /// Cases a page: 50 unless asked (a `limit` outside 1 to [`MAX_LIMIT`] is refused).
     fn limit(&self) -> usize {
-        self.limit.unwrap_or(50).clamp(1, 200)
+        self.limit.unwrap_or(50).clamp(1, MAX_LIMIT)
+    }
+
+    /// Why its `limit` is refused: not 1 to [`MAX_LIMIT`] cases a page.
+    fn bad_limit(&self) -> Option<String> {
+        self.limit
+            .filter(|l| !(1..=MAX_LIMIT).contains(l))
+            .map(|l| format!("limit={l}: a matrix page holds 1 to {MAX_LIMIT} cases"))
     }
 
     /// This query's filters, as its page links carry them.
@@ -105,6 +115,9 @@ pub(super) async fn page(
     Path(run): Path<String>,
     Checked(query): Checked<MatrixQuery>,
 ) -> Response {
+    if let Some(why) = query.bad_limit() {
+        return refuse(StatusCode::BAD_REQUEST, &why);
+    }
     let indexed = match indexed(&shared, &run).await {
         Ok(i) => i,
         Err(e) => return e,
@@ -338,9 +351,42 @@ impl Matrix<'_> {
         });
         let _ = write!(
             b,
-            "<td class=\"cell {outcome}\"><a class=\"{class}\" href=\"/runs/{id}/jobs/{job}\">{shown}</a>{score}{text}{read}</td>",
+            "<td class=\"cell {outcome}\"><a class=\"{class}\" href=\"/runs/{id}/jobs/{job}\">{shown}</a>{score}{parts}{text}{read}</td>",
             id = self.id,
             job = r.job,
+            parts = short_parts(r),
         );
     }
+}
+
+/// Which parts of a score with named parts fell short: each part below 1, by name (as text),
+/// with its score — ✗ for 0 — so a partial score says which check failed; empty when
+/// every part passed or the score has no parts.
+fn short_parts(r: &JobRecord) -> String {
+    let short: Vec<String> = r
+        .parts
+        .iter()
+        .filter(|p| p.score < 1.0)
+        .map(|p| {
+            let (class, mark) = if p.score <= 0.0 {
+                ("no", "✗ ")
+            } else {
+                ("part", "")
+            };
+            format!(
+                "<span class=\"{class}\">{mark}{} {:.2}</span>",
+                pre_text(&p.name, 80),
+                p.score
+            )
+        })
+        .collect();
+    if short.is_empty() {
+        return String::new();
+    }
+    format!(
+        "<div class=\"parts\">{} of {} parts below 1: {}</div>",
+        short.len(),
+        r.parts.len(),
+        short.join(", ")
+    )
 }

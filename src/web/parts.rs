@@ -55,7 +55,7 @@ pub(super) fn run_section(summary: &Summary) -> Option<String> {
     let conf = summary.run.confidence * 100.0;
     let mut b = format!(
         "<section id=\"{ID}\"><h2>Parts ({conf}% intervals)</h2><p class=\"muted\">Each named part of the score, per variant: an accuracy for a part scored 0 or 1, else the mean score; against the baseline paired by case, as the whole score (Holm within each part).</p>\
-         <table id=\"parts-table\"><thead><tr><th>part</th><th>variant</th><th>mean</th><th>interval</th><th>n</th><th>against the baseline</th></tr></thead><tbody>"
+         <table id=\"parts-table\"><thead><tr><th>part</th><th title=\"the cases the part scored: the cases its check applies to\">cases</th><th>variant</th><th>mean</th><th>interval</th><th>n</th><th>against the baseline</th></tr></thead><tbody>"
     );
     for part in &summary.parts {
         for (i, arm) in part.variants.iter().enumerate() {
@@ -66,12 +66,17 @@ pub(super) fn run_section(summary: &Summary) -> Option<String> {
             };
             let _ = write!(
                 b,
-                "<tr data-part=\"{p}\" data-variant=\"{v}\"><td>{p}</td><td>{v}</td><td class=\"n\">{mean}</td><td class=\"n\">{ci}</td><td class=\"n\">{n}</td><td>{against}</td></tr>",
+                "<tr data-part=\"{p}\" data-variant=\"{v}\"><td>{p}</td><td class=\"n\">{cases}</td><td>{v}</td><td class=\"n\">{mean}</td><td class=\"n\">{ci}</td><td class=\"n\">{n}</td><td>{against}</td></tr>",
                 p = esc(&part.name),
                 v = esc(&arm.name),
                 mean = pct(arm.mean),
                 ci = interval(arm.ci_low, arm.ci_high),
                 n = arm.n,
+                cases = if i == 0 {
+                    part.cases.to_string()
+                } else {
+                    String::new()
+                },
                 against = esc(&against),
             );
         }
@@ -173,6 +178,7 @@ mod tests {
     fn part(name: &str, arms: &[(&str, f64)]) -> PartFigures {
         PartFigures {
             name: name.into(),
+            cases: 10,
             binary: true,
             variants: arms
                 .iter()

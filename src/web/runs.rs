@@ -217,7 +217,7 @@ pub(super) async fn page(
     .await
     .unwrap_or_default();
     let body = format!(
-        "<h1>Runs</h1>\n<div id=\"live\" class=\"live\" hidden></div>\n<form method=\"get\" action=\"/\">{fields}</form>\n<form method=\"get\" action=\"/compare\">\n<p>{count}, newest first. <button id=\"compare\">Compare the two ticked</button></p>\n<div class=\"scroll\"><table id=\"runs\"><thead><tr><th></th><th>run, started (UTC)</th><th>bench, model</th><th>status</th><th class=\"n\">jobs</th><th>figure per arm [interval]</th></tr></thead><tbody>\n{rows}</tbody></table></div></form>\n<script>{LIVE_LIST}</script>",
+        "<h1>Runs</h1>\n<div id=\"live\" class=\"live\" hidden></div>\n<form method=\"get\" action=\"/\">{fields}</form>\n<form method=\"get\" action=\"/compare\">\n<p>{count}, newest first. <button id=\"compare\">Compare the two ticked</button></p>\n<div class=\"scroll\"><table id=\"runs\"><thead><tr><th></th><th>run, started (UTC)</th><th>bench, model</th><th>status</th><th class=\"n\">jobs</th><th>accuracy or mean score per arm [interval]</th></tr></thead><tbody>\n{rows}</tbody></table></div></form>\n<script>{LIVE_LIST}</script>",
         fields = filter_fields(&query),
     );
     shell("promptgauge view", &body)

@@ -590,8 +590,9 @@ fn imported_asserts_grade_on_the_simulator_as_promptfoo_grades_them() {
         &fixture("graded/promptfooconfig.yaml"),
         &tmp.path().join("bench"),
     );
-    // Each part is named by its assert's type, as promptfoo's results name them; a `$ref`
-    // is the template it points at, and nothing about it is left out.
+    // Each part is named by its assert's type, as promptfoo's results name them, numbered
+    // over the bench by check (test 2's javascript checks another thing than test 1's); a
+    // `$ref` is the template it points at, and nothing about it is left out.
     let names = |i: usize| -> Vec<String> {
         im.cases[i]["grade"]["of"]
             .as_array()
@@ -601,7 +602,7 @@ fn imported_asserts_grade_on_the_simulator_as_promptfoo_grades_them() {
             .collect()
     };
     assert_eq!(names(0), ["javascript", "python"]);
-    assert_eq!(names(1), ["javascript", "icontains"]);
+    assert_eq!(names(1), ["javascript 2", "icontains"]);
     assert_eq!(im.cases[1]["expected"], "lime");
     assert!(
         im.notes.contains("Everything else was carried over"),
@@ -651,7 +652,7 @@ fn imported_asserts_grade_on_the_simulator_as_promptfoo_grades_them() {
             .map(|p| p["score"].as_f64().unwrap())
     };
     if serde_json::from_str::<Value>(lime["output"].as_str().unwrap()).is_err() {
-        assert_eq!(part("javascript"), Some(0.0), "{lime}");
+        assert_eq!(part("javascript 2"), Some(0.0), "{lime}");
     }
     assert!(part("icontains").is_some(), "{lime}");
 }
@@ -739,7 +740,7 @@ fn asserts_of_weight_zero_are_reported_and_never_decide() {
     assert_eq!(grade["kind"], "mean", "{grade}");
     assert_eq!(grade["weights"], serde_json::json!([1.0, 0.0]), "{grade}");
     assert_eq!(grade["of"][0]["name"], "icontains");
-    assert_eq!(grade["of"][1]["name"], "javascript");
+    assert_eq!(grade["of"][1]["name"], "false_negatives");
     assert!(!im.notes.contains("`weight`"), "{}", im.notes);
     if std::process::Command::new("node")
         .arg("--version")
@@ -789,4 +790,118 @@ fn an_image_part_without_a_type_is_never_read_as_empty_text() {
     assert_eq!(o.status.code(), Some(2), "{said}");
     assert!(said.contains("`image` part without a `type`"), "{said}");
     assert!(!out.join("promptgauge.yaml").exists());
+}
+
+/// A config whose tests carry different asserts of one type: `javascript` checking one
+/// thing in both tests, and another only in the second (which always fails); the
+/// defaultTest's assert in both.
+const PER_TEST_ASSERTS: &str = r#"
+prompts: ["Echo: {{text}}"]
+providers: [openai:chat:gpt-4o-mini]
+defaultTest:
+  assert:
+    - type: not-icontains
+      value: zzqqzz
+tests:
+  - vars: { text: alpha }
+    assert:
+      - type: icontains
+        value: alpha
+      - type: javascript
+        value: output.length < 100000
+  - vars: { text: beta }
+    assert:
+      - type: icontains
+        value: beta
+      - type: javascript
+        value: output.length > 100000
+      - type: javascript
+        value: output.length < 100000
+      - type: equals
+        value: beta
+        metric: exactly
+"#;
+
+#[test]
+fn an_imported_bench_s_parts_each_pool_one_check_and_say_their_cases() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(d.join("promptfooconfig.yaml"), PER_TEST_ASSERTS).unwrap();
+    let im = import(&d.join("promptfooconfig.yaml"), &d.join("bench"));
+    // Each assert a part named by its type (or its metric), numbered over the bench by
+    // check: the same check in both tests is one name, a different one another.
+    let names = |i: usize| -> Vec<String> {
+        im.cases[i]["grade"]["of"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names(0), ["not-icontains", "icontains", "javascript"]);
+    assert_eq!(
+        names(1),
+        [
+            "not-icontains",
+            "icontains",
+            "javascript 2",
+            "javascript",
+            "exactly"
+        ]
+    );
+    let run = promptgauge(&im.dir)
+        .args(["run", "--base-url", "mock", "--no-store"])
+        .args(["--min-accuracy", "@javascript 2=0.5"])
+        .args(["--min-accuracy", "@javascript=0.01"])
+        .output()
+        .unwrap();
+    let terminal = String::from_utf8_lossy(&run.stdout).into_owned();
+    // The gate on the failing check does not pass (one case: inconclusive, exit 5), the
+    // one on the passing check does: each names one check, as the report's rows do.
+    assert_eq!(run.status.code(), Some(5), "{terminal}");
+    let dir = run_dirs(&im.dir.join("reports")).remove(0);
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let part = |name: &str| {
+        summary["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("no part {name}: {summary}"))
+            .clone()
+    };
+    // The check that always passes, in both tests; the one that always fails, in one.
+    assert_eq!(part("javascript")["cases"], 2);
+    assert_eq!(part("javascript")["variants"][0]["mean"], 1.0);
+    assert_eq!(part("javascript 2")["cases"], 1);
+    assert_eq!(part("javascript 2")["variants"][0]["mean"], 0.0);
+    assert_eq!(part("javascript 2")["variants"][0]["n"], 1);
+    assert_eq!(part("not-icontains")["cases"], 2);
+    assert_eq!(part("exactly")["cases"], 1);
+    let gates = summary["gates"].as_array().unwrap();
+    let passed = |part: &str| {
+        gates
+            .iter()
+            .find(|g| g["gate"].as_str().unwrap().ends_with(part))
+            .unwrap_or_else(|| panic!("no gate on {part}: {gates:?}"))["passed"]
+            .clone()
+    };
+    assert_eq!(passed("on javascript 2"), false);
+    assert_eq!(passed("on javascript"), true);
+    let said = &gates[0]["reason"];
+    assert!(said.as_str().unwrap().contains("on 1 cases"), "{said}");
+    // Every table says the same: the part's row with its cases.
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("| part | cases |"), "{md}");
+    assert!(md.contains("| javascript 2 | 1 |"), "{md}");
+    assert!(md.contains("| javascript | 2 |"), "{md}");
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("<th>cases</th>"), "{html}");
+    assert!(
+        terminal
+            .lines()
+            .any(|l| l.contains("javascript 2") && l.contains(" 1 ") && l.contains("0.0%")),
+        "{terminal}"
+    );
 }

@@ -1586,6 +1586,69 @@ fn the_formats_example_reads_each_variant_s_answer_its_own_way() {
     }
 }
 
+/// A variant whose prompt never asks for the format its `extract:` reads — JSON never
+/// named, the tag never written — gets a warning from `check`, which says the simulator
+/// cannot show it (it answers in the reading's format whatever the prompt asks); the
+/// formats example, whose prompts all ask for their format, gets none (issue 52,
+/// tryout 10).
+#[test]
+fn check_warns_of_a_variant_whose_prompt_never_asks_for_the_format_it_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&repo().join("examples/formats"), dir.path());
+    let edit = |file: &str, from: &str, to: &str| {
+        let path = dir.path().join("prompts").join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(from), "{text}");
+        std::fs::write(&path, text.replace(from, to)).unwrap();
+    };
+    edit(
+        "json.yaml",
+        r#"'Reply with JSON only: {"answer": "<letter of the right option>"}.'"#,
+        "\"Answer with the letter of the right option.\"",
+    );
+    edit(
+        "json.yaml",
+        "params: { response_format: { type: json_object } }\n",
+        "",
+    );
+    edit("tagged.yaml", "inside <answer></answer>", "at the end");
+    edit("tagged.yaml", "<answer>C</answer>", "So: C");
+    let check = promptgauge(dir.path())
+        .args(["check", "formats.yaml"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(check.status.code(), Some(0), "{said}");
+    let warnings: Vec<&str> = said
+        .lines()
+        .filter(|l| l.contains("warning:") && l.contains("prompt never"))
+        .collect();
+    assert_eq!(warnings.len(), 2, "{said}");
+    assert!(
+        warnings[0].contains("json's prompt never mentions JSON")
+            && warnings[0].contains("reads /answer as a JSON pointer")
+            && warnings[0].contains("the simulator answers in the format extract: reads"),
+        "{said}"
+    );
+    assert!(
+        warnings[1].contains("tagged's prompt never writes the tag <answer>"),
+        "{said}"
+    );
+    // Asking for JSON by `response_format` alone is asking for it.
+    edit(
+        "json.yaml",
+        "extract:",
+        "params: { response_format: { type: json_object } }\nextract:",
+    );
+    let check = promptgauge(dir.path())
+        .args(["check", "formats.yaml"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&check.stdout);
+    assert!(!said.contains("json's prompt never"), "{said}");
+    assert!(said.contains("tagged's prompt never"), "{said}");
+}
+
 /// `check` shows a regex reading as written in the prompt file — `\s` is `\s`, not the
 /// doubled `\\s` of Rust's debug form — and its YAML reads back as the same regex
 /// (issue 52, tryout 9).

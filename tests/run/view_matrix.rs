@@ -154,6 +154,21 @@ fn a_run_s_matrix_is_cases_down_arms_across_filtered_and_paged_by_the_server() {
         "tag=nope: this run has no such tag (it has: even, odd)",
     );
     refused(&v, &path("limit=many"), "limit");
+    // A page holds 1 to 200 cases: outside that, refused (not cut to fit).
+    refused(
+        &v,
+        &path("limit=0"),
+        "limit=0: a matrix page holds 1 to 200 cases",
+    );
+    refused(
+        &v,
+        &path("limit=500"),
+        "limit=500: a matrix page holds 1 to 200 cases",
+    );
+    let page = matrix("limit=200");
+    assert_eq!(rows(&page), all);
+    assert!(page.contains("12 of 12 cases that match, from 1 · page 1 of 1."));
+    assert_eq!(rows(&matrix("limit=1")), all[..1]);
     refused(&v, &path("colour=red"), "unknown parameter");
     assert_eq!(get(&v.url, "/runs/no-such-run/matrix", None).0, 404);
     // Linked from the run's page and from the runs list.
@@ -344,4 +359,64 @@ fn a_matrix_of_several_endpoints_puts_each_endpoint_s_variants_under_its_name() 
     assert_eq!(rows(&page).len(), 8, "{page}");
     assert!(page.contains("repeat 2</span>"), "{page}");
     assert_eq!(page.matches("<td class=\"cell ").count(), 32, "{page}");
+}
+
+#[test]
+fn a_partial_score_s_cell_names_the_parts_that_fell_short_and_the_runs_list_names_its_figure() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let bench = echo_bench(6);
+    let d = bench.path();
+    run_as(d, &server.base_url(), "whole", &[]);
+    // The same bench scored in two parts: what the answer contains, and a check no answer
+    // passes, named with markup.
+    let text = std::fs::read_to_string(d.join("bench.yaml")).unwrap().replace(
+        "grade: { kind: contains }",
+        "grade: { kind: mean, of: [{ kind: contains }, { name: \"<i>long</i>\", kind: expr, expr: \"output|length > 100000\" }] }",
+    );
+    std::fs::write(d.join("bench.yaml"), text).unwrap();
+    run_as(d, &server.base_url(), "parted", &[]);
+    let v = view(d, &[]);
+    let (id, _) = first_run(&v, "model=parted");
+    let (status, page) = get(&v.url, &format!("/runs/{id}/matrix"), None);
+    assert_eq!(status, 200, "{page}");
+    // Every cell says the failing part by name, as text, with its score; a cell whose
+    // `contains` failed too names both.
+    let cells: Vec<&str> = page.split("<td class=\"cell ").skip(1).collect();
+    assert_eq!(cells.len(), 12, "{page}");
+    let named = "<span class=\"no\">✗ &lt;i&gt;long&lt;/i&gt; 0.00</span>";
+    assert!(cells.iter().all(|c| c.contains(named)), "{page}");
+    assert!(!page.contains("<i>long</i>"), "{page}");
+    assert!(
+        cells
+            .iter()
+            .any(|c| c.contains(&format!("1 of 2 parts below 1: {named}</div>"))),
+        "{page}"
+    );
+    let c05 = page.split("<tr data-case=\"c05\"").nth(1).unwrap();
+    assert!(
+        c05.contains("2 of 2 parts below 1: <span class=\"no\">✗ contains 0.00</span>"),
+        "{c05}"
+    );
+    // A whole score's cells name no part.
+    let (whole, _) = first_run(&v, "model=whole");
+    let (_, page) = get(&v.url, &format!("/runs/{whole}/matrix"), None);
+    assert!(!page.contains("parts below 1"), "{page}");
+    // The runs list says which figure each run's bars are: a mean score, or an accuracy.
+    let (_, list) = get(&v.url, "/", None);
+    let row = |model: &str| {
+        let at = list.find(&format!(">{model}<")).unwrap();
+        let start = list[..at].rfind("<tr>").unwrap();
+        list[start..].split("</tr>").next().unwrap().to_string()
+    };
+    let parted = row("parted");
+    assert!(
+        parted.contains("<div class=\"measure muted\">mean score</div>"),
+        "{parted}"
+    );
+    assert!(parted.contains("aria-label=\"a: mean score with its interval\""));
+    let whole = row("whole");
+    assert!(
+        whole.contains("<div class=\"measure muted\">accuracy</div>"),
+        "{whole}"
+    );
 }

@@ -167,10 +167,16 @@ impl Import {
                 }),
             )),
             "g-eval" => {
-                let criteria: Vec<Value> = texts(value, text)
+                // Each criterion a part of its own, one name for one rubric over the bench.
+                let texts = texts(value, text);
+                let criteria: Vec<Value> = texts
                     .iter()
                     .enumerate()
-                    .map(|(i, c)| json!({"name": format!("g-eval {}", i + 1), "rubric": c}))
+                    .map(|(i, c)| {
+                        let like = texts[..i].iter().filter(|t| *t == c).count();
+                        let name = self.part_names.name("g-eval", &format!("{c}#{like}"));
+                        json!({"name": name, "rubric": c})
+                    })
                     .collect();
                 if criteria.is_empty() {
                     return None;

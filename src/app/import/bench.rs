@@ -57,6 +57,8 @@ pub(super) struct Import {
     pub(super) file_vars: super::files::FileVars,
     /// The tool imported from, as the bench's first line names it.
     pub(super) tool: &'static str,
+    /// The names the asserts' parts go by, over the whole bench.
+    pub(super) part_names: PartNames,
     /// The smallest `latency` and `cost` thresholds of the asserts: the bench's
     /// `gates.max_latency` (ms) and `gates.max_cost_per_job` (USD).
     pub(super) gate_latency_ms: Option<f64>,
@@ -68,6 +70,44 @@ pub(super) struct Import {
     pub(super) schema_variants: usize,
     /// Whether the notes already say that only some variants' answers are parsed.
     pub(super) said_mixed_schema: bool,
+}
+
+/// The names an import gives the parts of its cases' scores (each case's asserts; a g-eval's
+/// criteria): one name, one check, over the whole bench — the same assert in two tests is
+/// one part, two different asserts of a type are two (`javascript`, `javascript 2`), so a
+/// report's part row pools only the same check (docs/guide/import-promptfoo.md).
+#[derive(Default)]
+pub(super) struct PartNames {
+    /// The name each check was given, by what it is (its type and its scorer as written).
+    given: std::collections::HashMap<String, String>,
+    taken: std::collections::HashSet<String>,
+}
+
+impl PartNames {
+    /// The name of the check `check` (a distinct text per check) of type `label`: the one it
+    /// was given before, else `label`, numbered from the second check of that type.
+    pub(super) fn name(&mut self, label: &str, check: &str) -> String {
+        let key = format!("{label}\u{0}{check}");
+        if let Some(name) = self.given.get(&key) {
+            return name.clone();
+        }
+        let mut name = label.to_string();
+        let mut n = 1;
+        while self.taken.contains(&name) {
+            n += 1;
+            name = format!("{label} {n}");
+        }
+        self.taken.insert(name.clone());
+        self.given.insert(key, name.clone());
+        name
+    }
+
+    /// A name the config gives (an assert's `metric`: promptfoo pools a metric's asserts
+    /// over its tests, and so does the report): no numbered name will be it.
+    pub(super) fn metric(&mut self, metric: &str) -> String {
+        self.taken.insert(metric.to_string());
+        metric.to_string()
+    }
 }
 
 /// A promptfoo value rendered against a test's variables (promptfoo fills `{{var}}` in

@@ -15,6 +15,10 @@ use crate::stats::cluster::wilson_by_unit;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PartFigures {
     pub name: String,
+    /// The cases the part scored (in any arm): the cases its check applies to, when cases
+    /// carry scorers of their own (an imported promptfoo config's asserts).
+    #[serde(default)]
+    pub cases: u64,
     /// Every score of the part was 0 or 1: each mean is an accuracy, with Wilson's
     /// interval (design-effect widened for repeats and groups), compared by exact McNemar.
     pub binary: bool,
@@ -126,6 +130,7 @@ impl PartTables {
                     }
                     table.add(case, tags, *arm, 0.0);
                 }
+                let cases = table.len() as u64;
                 let variants = names
                     .iter()
                     .enumerate()
@@ -152,6 +157,7 @@ impl PartTables {
                 }
                 PartFigures {
                     name,
+                    cases,
                     binary: !scored,
                     variants,
                     comparisons,

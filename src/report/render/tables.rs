@@ -373,17 +373,17 @@ pub(crate) fn parts_measure(s: &Summary) -> (&'static str, bool) {
     }
 }
 
-/// Each named part's figure per arm — accuracy for a part scored 0 or 1, the mean score
-/// otherwise — with its interval and count, and each arm against its baseline paired by
-/// case: the difference, its interval, the Holm-adjusted p and the verdict (Holm within
-/// each part). A row per part and arm; in a grid a row per comparison (an arm is compared
-/// on both axes), against what in a column of its own.
-pub(crate) fn parts(s: &Summary) -> Table {
+/// The columns of [`parts`]: the part and the cases it scored, the arm (and in a grid what
+/// it is against), its figure, interval and count, and its comparison.
+fn parts_columns(s: &Summary) -> Vec<Column> {
     let conf = (s.run.confidence * 100.0).round();
-    let grid = s.is_grid();
-    let (measure, mixed) = parts_measure(s);
-    let mut columns = vec![Column::left("part"), Column::left("variant")];
-    if grid {
+    let (measure, _) = parts_measure(s);
+    let mut columns = vec![
+        Column::left("part"),
+        Column::right("cases"),
+        Column::left("variant"),
+    ];
+    if s.is_grid() {
         columns.push(Column::left("against"));
     }
     columns.extend([
@@ -398,7 +398,18 @@ pub(crate) fn parts(s: &Summary) -> Table {
         Column::right("p (Holm)").drop(3),
         Column::left("verdict"),
     ]);
-    let mut t = Table::new("parts", columns);
+    columns
+}
+
+/// Each named part's figure per arm — accuracy for a part scored 0 or 1, the mean score
+/// otherwise — with its interval and count, and each arm against its baseline paired by
+/// case: the difference, its interval, the Holm-adjusted p and the verdict (Holm within
+/// each part). A row per part and arm; in a grid a row per comparison (an arm is compared
+/// on both axes), against what in a column of its own.
+pub(crate) fn parts(s: &Summary) -> Table {
+    let grid = s.is_grid();
+    let (_, mixed) = parts_measure(s);
+    let mut t = Table::new("parts", parts_columns(s));
     for p in &s.parts {
         for (k, v) in p.variants.iter().enumerate() {
             let against: Vec<&Comparison> = p
@@ -417,8 +428,14 @@ pub(crate) fn parts(s: &Summary) -> Table {
                 if first_of_part && mixed {
                     part = part.aside(Some(part_measure(p)));
                 }
+                let cases = if first_of_part {
+                    p.cases.to_string()
+                } else {
+                    String::new()
+                };
                 let mut cells = vec![
                     part,
+                    Cell::figure(cases),
                     Cell::text(if j == 0 { v.name.as_str() } else { "" })
                         .aside((j == 0 && k == 0).then_some("baseline")),
                 ];
@@ -454,17 +471,31 @@ pub(crate) fn parts(s: &Summary) -> Table {
     t
 }
 
+/// Whether a part scored fewer cases than the run has (cases with scorers of their own, an
+/// imported promptfoo config's asserts; failed jobs): a terminal's parts table then says
+/// each part's cases (summary.md's and report.html's always do).
+fn some_cases(s: &Summary) -> bool {
+    s.parts.iter().any(|p| p.cases < s.run.cases as u64)
+}
+
 /// The parts for a terminal: a row per part and a column per variant, each figure with
 /// (when `with_interval`) its interval, and ▲/▼ where the variant is significantly
 /// better/worse than the baseline.
 pub(crate) fn parts_across(s: &Summary, with_interval: bool) -> Table {
     let (_, mixed) = parts_measure(s);
+    let some = some_cases(s);
     let mut columns = vec![Column::left("part")];
+    if some {
+        columns.push(Column::right("cases"));
+    }
     columns.extend(s.variants.iter().map(|v| Column::left(v.name.clone())));
     let mut t = Table::new("parts", columns);
     for p in &s.parts {
         let part = Cell::text(&p.name).aside((mixed && !p.binary).then_some("mean score"));
         let mut cells = vec![part];
+        if some {
+            cells.push(Cell::figure(p.cases.to_string()));
+        }
         cells.extend(
             s.variants
                 .iter()
@@ -482,17 +513,29 @@ pub(crate) fn parts_across(s: &Summary, with_interval: bool) -> Table {
 pub(crate) fn parts_grid(s: &Summary, with_interval: bool) -> Table {
     let (_, mixed) = parts_measure(s);
     let (endpoints, variants) = grid_axes(s);
-    let mut columns = vec![Column::left("part"), Column::left("variant")];
+    let some = some_cases(s);
+    let mut columns = vec![Column::left("part")];
+    if some {
+        columns.push(Column::right("cases"));
+    }
+    columns.push(Column::left("variant"));
     columns.extend(endpoints.iter().map(|e| Column::left(*e)));
     let mut t = Table::new("parts", columns);
     for p in &s.parts {
         for (i, name) in variants.iter().enumerate() {
-            let part = if i == 0 {
-                Cell::text(&p.name).aside((mixed && !p.binary).then_some("mean score"))
+            let (part, cases) = if i == 0 {
+                (
+                    Cell::text(&p.name).aside((mixed && !p.binary).then_some("mean score")),
+                    p.cases.to_string(),
+                )
             } else {
-                Cell::text("")
+                (Cell::text(""), String::new())
             };
-            let mut cells = vec![part, Cell::text(*name)];
+            let mut cells = vec![part];
+            if some {
+                cells.push(Cell::figure(cases));
+            }
+            cells.push(Cell::text(*name));
             cells.extend(endpoints.iter().map(|e| {
                 let arm = s.variants.iter().find(|v| {
                     v.variant.as_deref() == Some(name) && v.endpoint.as_deref() == Some(e)
@@ -914,20 +957,20 @@ mod tests {
     fn each_part_says_its_measure_only_when_the_parts_differ() {
         let mut s = with_parts();
         assert!(parts(&s).markdown().starts_with(
-            "| part | variant | accuracy or mean score | 95% CI | n | difference | CI (Holm) | p (Holm) | verdict |"
+            "| part | cases | variant | accuracy or mean score | 95% CI | n | difference | CI (Holm) | p (Holm) | verdict |"
         ));
         s.parts.retain(|p| p.binary);
         let md = parts(&s).markdown();
         assert!(
-            md.starts_with("| part | variant | accuracy | 95% CI |"),
+            md.starts_with("| part | cases | variant | accuracy | 95% CI |"),
             "{md}"
         );
         assert!(
-            md.contains("| category | plain (baseline) | 96.7% |"),
+            md.contains("| category | 120 | plain (baseline) | 96.7% |"),
             "{md}"
         );
         assert!(
-            md.contains("|  | hasty | 81.7% | [73.8, 87.6] | 120 | -15.0 | [-23.7, -5.2] | <0.001 | **worse** |"),
+            md.contains("|  |  | hasty | 81.7% | [73.8, 87.6] | 120 | -15.0 | [-23.7, -5.2] | <0.001 | **worse** |"),
             "{md}"
         );
     }
@@ -956,19 +999,19 @@ mod tests {
         let rows: Vec<&str> = md.lines().skip(2).collect();
         assert_eq!(rows.len(), 4, "{md}");
         assert!(
-            rows[0].starts_with("| category | a/plain (baseline) |  | 96.7% |"),
+            rows[0].starts_with("| category | 120 | a/plain (baseline) |  | 96.7% |"),
             "{md}"
         );
         assert!(
-            rows[1].starts_with("|  | a/careful | a/plain | 100.0% |"),
+            rows[1].starts_with("|  |  | a/careful | a/plain | 100.0% |"),
             "{md}"
         );
         assert!(
-            rows[2].starts_with("|  |  | b/careful |  |  |  | +3.3 |"),
+            rows[2].starts_with("|  |  |  | b/careful |  |  |  | +3.3 |"),
             "{md}"
         );
         assert!(
-            rows[3].starts_with("|  | b/plain | a/plain | 81.7% |"),
+            rows[3].starts_with("|  |  | b/plain | a/plain | 81.7% |"),
             "{md}"
         );
     }
