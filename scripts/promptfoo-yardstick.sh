@@ -231,4 +231,4 @@ done
   table
 }
 
-main "$@"
+main "$@"; exit $?
