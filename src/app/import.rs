@@ -190,23 +190,20 @@ fn text_scorer(
     })
 }
 
-/// A test's grade with its asserts of `weight: 0` (metrics promptfoo records and passes)
-/// taken out of the deciding `all`: the `mean` of the others' `all` (weight 1) and of them
-/// (weight 0), so they are reported and never decide. Unchanged when none, or all, are.
-fn weigh_metrics(grade: Value, metric_only: &[bool]) -> Value {
+/// A test's named parts as one grade: `all` of them. Asserts with `weight: 0` are metrics
+/// promptfoo records and passes: with others beside them, the grade is the `mean` of the
+/// others' `all` (weight 1) and of them (weight 0), so they are reported and never decide.
+fn combined(scorers: Vec<Value>, metric_only: &[bool]) -> Value {
     let metrics = metric_only.iter().filter(|m| **m).count();
-    let Some(parts) = grade.get("of").and_then(Value::as_array) else {
-        return grade;
-    };
-    if metrics == 0 || metrics == parts.len() || parts.len() != metric_only.len() {
-        return grade;
+    if metrics == 0 || metrics == scorers.len() {
+        return json!({"kind": "all", "of": scorers});
     }
     let (mut decide, mut record) = (Vec::new(), Vec::new());
-    for (part, metric) in parts.iter().cloned().zip(metric_only) {
+    for (scorer, metric) in scorers.into_iter().zip(metric_only) {
         if *metric {
-            record.push(part);
+            record.push(scorer);
         } else {
-            decide.push(part);
+            decide.push(scorer);
         }
     }
     let head = if decide.len() == 1 {
@@ -658,15 +655,7 @@ impl Import {
             ));
             return converted;
         }
-        if !metric_only.is_empty() && metric_only.iter().all(|m| *m) {
-            self.notes.push(format!(
-                "test {n}: every assert has `weight: 0` (promptfoo records them and passes the test): here they decide it"
-            ));
-        }
-        let grade = weigh_metrics(
-            self.grade_of(n, scorers, &asserts, expected.as_deref()),
-            &metric_only,
-        );
+        let grade = self.grade_of(n, scorers, &asserts, expected.as_deref(), &metric_only);
         let mut case = Map::new();
         case.insert("id".into(), json!(self.case_id(id, c)));
         case.insert("vars".into(), Value::Object(vars));
@@ -693,13 +682,16 @@ impl Import {
     }
 
     /// A test's grade: its one scorer, or all of them as parts named by their checks
-    /// ([`Self::named_parts`]); a judge's use of another assert's value is noted.
+    /// ([`Self::named_parts`]), weight-0 asserts recorded beside the deciding ones
+    /// ([`combined`]); a judge that also sees another assert's value, and asserts of
+    /// weight 0 alone deciding, are noted.
     fn grade_of(
         &mut self,
         n: usize,
-        scorers: Vec<Value>,
+        mut scorers: Vec<Value>,
         asserts: &[(String, Option<String>)],
         expected: Option<&[String]>,
+        metric_only: &[bool],
     ) -> Value {
         let rubric_judge = scorers
             .iter()
@@ -710,7 +702,15 @@ impl Import {
                 quoted(e)
             ));
         }
-        self.named_parts(scorers, asserts)
+        if !metric_only.is_empty() && metric_only.iter().all(|m| *m) {
+            self.notes.push(format!(
+                "test {n}: every assert has `weight: 0` (promptfoo records them and passes the test): here they decide it"
+            ));
+        }
+        if scorers.len() == 1 {
+            return scorers.remove(0);
+        }
+        combined(self.named_parts(scorers, asserts), metric_only)
     }
 
     /// Test `n`'s asserts as scorers; an assert comparing with other answers than the
@@ -768,21 +768,16 @@ impl Import {
         found
     }
 
-    /// A test's scorer: its one assert's, or several asserts' as the parts of an `all`, each
-    /// named for its report row:
-    /// its `metric`, else its type numbered over the bench by check ([`bench::PartNames`]), so a
+    /// Several asserts' scorers as parts, each named for its report row: its `metric`, else its type numbered over the bench by check ([`bench::PartNames`]), so a
     /// part pools the same check over the tests and nothing else.
     fn named_parts(
         &mut self,
-        mut scorers: Vec<Value>,
+        scorers: Vec<Value>,
         asserts: &[(String, Option<String>)],
-    ) -> Value {
-        if scorers.len() == 1 {
-            return scorers.remove(0);
-        }
+    ) -> Vec<Value> {
         let mut used: Vec<String> = Vec::with_capacity(scorers.len());
         let mut checks: Vec<String> = Vec::with_capacity(scorers.len());
-        let parts: Vec<Value> = scorers
+        scorers
             .into_iter()
             .zip(asserts)
             .map(|(mut scorer, (kind, metric))| {
@@ -800,8 +795,7 @@ impl Import {
                 }
                 scorer
             })
-            .collect();
-        json!({"kind": "all", "of": parts})
+            .collect()
     }
 
     /// Counts the asserts of a test's first case that became scorers: its own, and (into

@@ -1,6 +1,7 @@
-//! `gates:` — the run gates a bench carries (docs/guide/files.md, "Gates"): `run` applies
-//! each as if its flag were given, a flag given overrides the bench's value of the same
-//! gate, and `check` lists them. Each is one of `run`'s own gates (docs/guide/ci.md).
+//! `gates:` — the run gates a bench carries
+//! (docs/guide/ci.md, "Gates the bench carries"): `run` applies each as if its flag were
+//! given, a flag given overrides the bench's value of the same gate, and `check` lists
+//! them. Each is one of `run`'s own gates.
 
 use std::time::Duration;
 

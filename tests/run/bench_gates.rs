@@ -1,4 +1,4 @@
-//! A bench's `gates:` (docs/guide/files.md, "Gates"; docs/guide/ci.md): `run` applies each
+//! A bench's `gates:` (docs/guide/ci.md, "Gates the bench carries"): `run` applies each
 //! as if its flag were given (a failed gate exits 1), a flag given overrides the bench's
 //! value of the same gate, `check` lists them, and an unknown key is refused with its file,
 //! line and the nearest name.

@@ -718,80 +718,6 @@ fn code_asserts_see_the_answer_as_promptfoo_hands_it() {
     assert_eq!(shim_score(&im.dir, js.as_array().unwrap(), "", calls), 1.0);
 }
 
-#[test]
-fn csv_metadata_and_assert_settings_are_no_variables() {
-    let tmp = tempfile::tempdir().unwrap();
-    let im = import(&fixture("graded/metadata.yaml"), &tmp.path().join("bench"));
-    // `__metadata:…` and `__config:…` columns are promptfoo's, not the prompt's variables.
-    assert_eq!(im.cases[0]["vars"], serde_json::json!({"topic": "tides"}));
-    // `__config:__expected2:threshold` is that assert's threshold; the metadata is named.
-    let of = &im.cases[0]["grade"]["of"];
-    assert_eq!(of[1]["name"], "javascript", "{of}");
-    assert!(of[1].to_string().contains("--threshold=0.6"), "{of}");
-    assert!(im.notes.contains("`metadata`"), "{}", im.notes);
-}
-
-#[test]
-fn asserts_of_weight_zero_are_reported_and_never_decide() {
-    let tmp = tempfile::tempdir().unwrap();
-    let im = import(&fixture("graded/metrics.yaml"), &tmp.path().join("bench"));
-    // promptfoo records an assert of weight 0 and passes it: a part of weight 0 in a mean.
-    let grade = &im.cases[0]["grade"];
-    assert_eq!(grade["kind"], "mean", "{grade}");
-    assert_eq!(grade["weights"], serde_json::json!([1.0, 0.0]), "{grade}");
-    assert_eq!(grade["of"][0]["name"], "icontains");
-    assert_eq!(grade["of"][1]["name"], "false_negatives");
-    assert!(!im.notes.contains("`weight`"), "{}", im.notes);
-    if std::process::Command::new("node")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        return;
-    }
-    let run = promptgauge(&im.dir)
-        .args(["run", "--base-url", "mock", "--no-store", "--quiet"])
-        .output()
-        .unwrap();
-    let ran = run_dirs(&im.dir.join("reports")).remove(0);
-    let results = std::fs::read_to_string(ran.join("results.jsonl")).unwrap();
-    assert_eq!(run.status.code(), Some(0), "{results}");
-    // Each job scores as its weighted assert does, whatever the metric recorded.
-    for line in results.lines() {
-        let job: Value = serde_json::from_str(line).unwrap();
-        if job.get("job").is_none() {
-            continue;
-        }
-        let part = job["parts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["name"] == "icontains")
-            .unwrap()["score"]
-            .clone();
-        assert_eq!(job["score"], part, "{job}");
-    }
-}
-
-#[test]
-fn an_image_part_without_a_type_is_never_read_as_empty_text() {
-    // Bedrock's `{image: {source: …}}` part has no `type`: it was taken for a text part
-    // with no text, and the bench sent the question without its image.
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("bench");
-    let o = promptgauge(tmp.path())
-        .args(["import", "promptfoo"])
-        .arg(fixture("graded/bedrock-image.yaml"))
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{said}");
-    assert!(said.contains("`image` part without a `type`"), "{said}");
-    assert!(!out.join("promptgauge.yaml").exists());
-}
-
 /// A config whose tests carry different asserts of one type: `javascript` checking one
 /// thing in both tests, and another only in the second (which always fails); the
 /// defaultTest's assert in both.
@@ -904,4 +830,78 @@ fn an_imported_bench_s_parts_each_pool_one_check_and_say_their_cases() {
             .any(|l| l.contains("javascript 2") && l.contains(" 1 ") && l.contains("0.0%")),
         "{terminal}"
     );
+}
+
+#[test]
+fn csv_metadata_and_assert_settings_are_no_variables() {
+    let tmp = tempfile::tempdir().unwrap();
+    let im = import(&fixture("graded/metadata.yaml"), &tmp.path().join("bench"));
+    // `__metadata:…` and `__config:…` columns are promptfoo's, not the prompt's variables.
+    assert_eq!(im.cases[0]["vars"], serde_json::json!({"topic": "tides"}));
+    // `__config:__expected2:threshold` is that assert's threshold; the metadata is named.
+    let of = &im.cases[0]["grade"]["of"];
+    assert_eq!(of[1]["name"], "javascript", "{of}");
+    assert!(of[1].to_string().contains("--threshold=0.6"), "{of}");
+    assert!(im.notes.contains("`metadata`"), "{}", im.notes);
+}
+
+#[test]
+fn asserts_of_weight_zero_are_reported_and_never_decide() {
+    let tmp = tempfile::tempdir().unwrap();
+    let im = import(&fixture("graded/metrics.yaml"), &tmp.path().join("bench"));
+    // promptfoo records an assert of weight 0 and passes it: a part of weight 0 in a mean.
+    let grade = &im.cases[0]["grade"];
+    assert_eq!(grade["kind"], "mean", "{grade}");
+    assert_eq!(grade["weights"], serde_json::json!([1.0, 0.0]), "{grade}");
+    assert_eq!(grade["of"][0]["name"], "icontains");
+    assert_eq!(grade["of"][1]["name"], "false_negatives");
+    assert!(!im.notes.contains("`weight`"), "{}", im.notes);
+    if std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        return;
+    }
+    let run = promptgauge(&im.dir)
+        .args(["run", "--base-url", "mock", "--no-store", "--quiet"])
+        .output()
+        .unwrap();
+    let ran = run_dirs(&im.dir.join("reports")).remove(0);
+    let results = std::fs::read_to_string(ran.join("results.jsonl")).unwrap();
+    assert_eq!(run.status.code(), Some(0), "{results}");
+    // Each job scores as its weighted assert does, whatever the metric recorded.
+    for line in results.lines() {
+        let job: Value = serde_json::from_str(line).unwrap();
+        if job.get("job").is_none() {
+            continue;
+        }
+        let part = job["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "icontains")
+            .unwrap()["score"]
+            .clone();
+        assert_eq!(job["score"], part, "{job}");
+    }
+}
+
+#[test]
+fn an_image_part_without_a_type_is_never_read_as_empty_text() {
+    // Bedrock's `{image: {source: …}}` part has no `type`: it was taken for a text part
+    // with no text, and the bench sent the question without its image.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("bench");
+    let o = promptgauge(tmp.path())
+        .args(["import", "promptfoo"])
+        .arg(fixture("graded/bedrock-image.yaml"))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{said}");
+    assert!(said.contains("`image` part without a `type`"), "{said}");
+    assert!(!out.join("promptgauge.yaml").exists());
 }

@@ -86,25 +86,7 @@ pub(super) fn content_template(
             }
             // Anthropic's image and document blocks.
             "image" | "document" => {
-                let source = part.get("source").unwrap_or(&Value::Null);
-                let url = source
-                    .get("data")
-                    .or_else(|| source.get("url"))
-                    .and_then(Value::as_str);
-                let url = match (
-                    source.get("media_type").and_then(Value::as_str),
-                    source.get("type").and_then(Value::as_str),
-                ) {
-                    (Some(media), Some("base64")) => url.map(|u| {
-                        // The block's data with its media type: a data URL's prefix.
-                        if u.trim_start().starts_with("{{") {
-                            format!("data:{media};base64,{u}")
-                        } else {
-                            u.to_string()
-                        }
-                    }),
-                    _ => url.map(String::from),
-                };
+                let url = block_source(part);
                 let Some(url) = url else {
                     return Err(format!("holds a `{kind}` block without a source"));
                 };
@@ -123,6 +105,30 @@ pub(super) fn content_template(
         text.push_str(&file_marker(url, detail, vars, kind)?);
     }
     Ok(text)
+}
+
+/// An Anthropic image or document block's source as a URL: its `url`, or its base64 `data`
+/// (a variable's, given the block's media type as a data URL's prefix).
+fn block_source(part: &Value) -> Option<String> {
+    let source = part.get("source").unwrap_or(&Value::Null);
+    let url = source
+        .get("data")
+        .or_else(|| source.get("url"))
+        .and_then(Value::as_str);
+    match (
+        source.get("media_type").and_then(Value::as_str),
+        source.get("type").and_then(Value::as_str),
+    ) {
+        (Some(media), Some("base64")) => url.map(|u| {
+            // The block's data with its media type: a data URL's prefix.
+            if u.trim_start().starts_with("{{") {
+                format!("data:{media};base64,{u}")
+            } else {
+                u.to_string()
+            }
+        }),
+        _ => url.map(String::from),
+    }
 }
 
 /// `{{ file("var") }}` for a part whose URL is a variable.
