@@ -12,6 +12,7 @@ mod openai_evals;
 mod promptfoo_tests;
 mod prompts;
 mod reader;
+mod transform;
 mod vars;
 
 use std::path::Path;
@@ -371,9 +372,10 @@ impl Import {
     fn default_test(&mut self, files: &Reader, config: &Value) -> Result<Vec<Value>, String> {
         let d = promptfoo_tests::default_test(files, config)?;
         self.default_vars = vars::vars_of(files, d.get("vars"))?;
+        self.default_transform = self.options(d.get("options"), "defaultTest");
         for key in d
             .keys()
-            .filter(|k| !matches!(k.as_str(), "assert" | "vars"))
+            .filter(|k| !matches!(k.as_str(), "assert" | "vars" | "options"))
         {
             self.notes
                 .push(format!("`defaultTest.{key}` was not carried over"));
@@ -534,7 +536,11 @@ impl Import {
             let carried = matches!(key.as_str(), "type" | "value" | "metric")
                 || (thresholded && key == "threshold")
                 || (metric_only && key == "weight");
-            if !carried {
+            if key == "transform" {
+                self.notes.push(format!(
+                    "test {test}: assert `{kind}`'s `transform` is JavaScript run for that assert alone, which promptgauge does not do: the assert sees the untransformed output"
+                ));
+            } else if !carried {
                 self.notes.push(format!(
                     "test {test}: assert `{kind}`'s `{key}` was not carried over (promptgauge scores every assert alike)"
                 ));
@@ -852,10 +858,13 @@ impl Import {
             let own = asserts.len() - default_asserts.len();
             self.asserts_written += own;
             for key in t.as_object().into_iter().flat_map(|o| o.keys()) {
-                if !matches!(key.as_str(), "vars" | "assert" | "description") {
+                if !matches!(key.as_str(), "vars" | "assert" | "description" | "options") {
                     self.notes
                         .push(format!("test {test}: its `{key}` was not carried over"));
                 }
+            }
+            if let Some(js) = self.options(t.get("options"), &format!("test {test}")) {
+                self.test_transforms.push((test, js));
             }
             let combos = vars::combinations(files, &vars)?;
             let many = combos.len() > 1;
@@ -931,6 +940,11 @@ fn import_promptfoo(args: &ImportArgs) -> Result<Exit, Failure> {
     if let Some(tests) = config.get("tests") {
         im.tests(&files, tests, &default_asserts).map_err(bad)?;
     }
+    let (default, each) = (
+        im.default_transform.take(),
+        std::mem::take(&mut im.test_transforms),
+    );
+    im.transforms(default, each);
     im.attach_files(&files).map_err(bad)?;
     im.say_cost_gate();
     // The asserts' own files (`file://check.js`), beside the shim that runs them.

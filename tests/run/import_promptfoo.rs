@@ -584,6 +584,89 @@ tests:
 }
 
 #[test]
+fn a_transform_every_test_shares_becomes_the_bench_s_reading_and_others_are_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let config = |default: &str, second: &str| {
+        format!(
+            r#"prompts: ["Answer: {{{{q}}}}"]
+defaultTest:
+  options: {{ {default} }}
+tests:
+  - vars: {{ q: a }}
+    assert: [{{ type: equals, value: paris }}]
+  - vars: {{ q: b }}
+    {second}assert: [{{ type: contains, value: lyon, transform: "output.toUpperCase()" }}]
+"#
+        )
+    };
+    // defaultTest's transform is every test's: the bench's reading.
+    std::fs::write(
+        d.join("a.yaml"),
+        config(
+            "transform: \"output.trim().toLowerCase()\", transformVars: \"{ ...vars, q: vars.q.toUpperCase() }\"",
+            "",
+        ),
+    )
+    .unwrap();
+    let im = import(&d.join("a.yaml"), &d.join("a"));
+    let bench = std::fs::read_to_string(im.dir.join("promptgauge.yaml")).unwrap();
+    assert!(
+        bench.contains(r#"extract: {"template":"{{ answer | lower }}"}"#),
+        "{bench}"
+    );
+    // The reading gives the asserts what the transform gives promptfoo's:
+    // `"  PARIS \n".trim().toLowerCase() === "paris"`.
+    let loaded = promptgauge::suite::Bench::load(&im.dir.join("promptgauge.yaml")).unwrap();
+    let reading = loaded.variants[0]
+        .extract
+        .clone()
+        .expect("the bench's reading");
+    let read =
+        promptgauge::grade::read::read(&reading, "  PARIS \n", &loaded.cases[0].vars).unwrap();
+    assert_eq!(read, "paris");
+    assert_eq!(passes(&im.dir, &[&read, "  PARIS \n"])[0], [true, false]);
+    // What it cannot carry is said: transformVars, and an assert's own transform.
+    assert!(
+        im.notes.contains("`options.transformVars`")
+            && im.notes.contains("assert `contains`'s `transform`")
+            && im.notes.contains("sees the untransformed output"),
+        "{}",
+        im.notes
+    );
+    // JSON.parse(output).answer is a JSON pointer reading, its difference said.
+    std::fs::write(
+        d.join("b.yaml"),
+        config("transform: \"JSON.parse(output).answer\"", ""),
+    )
+    .unwrap();
+    let im = import(&d.join("b.yaml"), &d.join("b"));
+    let bench = std::fs::read_to_string(im.dir.join("promptgauge.yaml")).unwrap();
+    assert!(bench.contains(r#"extract: {"json":"/answer"}"#), "{bench}");
+    assert!(im.notes.contains("JSON.parse throws"), "{}", im.notes);
+    // A transform only one test has, and one no reading can say: named, never applied.
+    std::fs::write(
+        d.join("c.yaml"),
+        config(
+            "transform: \"output.replace(/x/g, '')\"",
+            "options: { transform: \"output.trim()\" }\n    ",
+        ),
+    )
+    .unwrap();
+    let im = import(&d.join("c.yaml"), &d.join("c"));
+    let bench = std::fs::read_to_string(im.dir.join("promptgauge.yaml")).unwrap();
+    assert!(!bench.contains("extract:"), "{bench}");
+    assert!(
+        im.notes
+            .contains("test 2: its `options.transform` (`output.trim()`)")
+            && im.notes.contains("defaultTest's `options.transform`"),
+        "{}",
+        im.notes
+    );
+    assert!(!im.notes.contains("Everything else was carried over"));
+}
+
+#[test]
 fn imported_asserts_grade_on_the_simulator_as_promptfoo_grades_them() {
     let tmp = tempfile::tempdir().unwrap();
     let im = import(

@@ -63,6 +63,11 @@ pub(super) struct Import {
     /// `gates.max_latency` (ms) and `gates.max_cost_per_job` (USD).
     pub(super) gate_latency_ms: Option<f64>,
     pub(super) gate_cost_usd: Option<f64>,
+    /// The bench's reading of every answer (`extract:`), from a transform all tests share.
+    pub(super) extract: Option<Value>,
+    /// defaultTest's `options.transform`, and each test's (by test number), as written.
+    pub(super) default_transform: Option<String>,
+    pub(super) test_transforms: Vec<(usize, String)>,
     /// The config's folder, to read the files asserts name (a schema's `file://`).
     pub(super) reader: Option<super::reader::Reader>,
     /// Variants whose prompt asks for an answer by a JSON schema (`response_format:
@@ -431,6 +436,11 @@ fn bench_yaml(name: &str, config_path: &Path, im: &Import) -> String {
         None => bench.push_str(
             "grade: { kind: exact }         # each case carries its own scorer, from its asserts\n",
         ),
+    }
+    if let Some(reading) = &im.extract {
+        bench.push_str(&format!(
+            "extract: {reading}              # promptfoo's output transform, as a reading of every answer\n"
+        ));
     }
     if let Some(judge) = &im.judge {
         bench.push_str(&format!("judge: {}\n", Value::Object(judge.clone())));
