@@ -295,22 +295,53 @@ function replayConfig(work, yaml, table) {
 const KINDS = {
   equals: ['exact', 'expr'], contains: ['contains', 'expr'], icontains: ['contains', 'expr'],
   'contains-any': ['contains', 'expr'], 'icontains-any': ['contains', 'expr'],
-  'starts-with': ['regex', 'expr'], regex: ['regex', 'expr'], 'is-json': ['json_schema', 'expr'],
-  javascript: ['expr', 'command'], python: ['command'],
+  'starts-with': ['regex', 'expr'], regex: ['regex', 'expr'],
+  'is-json': ['json_schema', 'expr', 'all'], 'contains-json': ['json_schema'],
+  javascript: ['expr', 'command'], python: ['command'], similar: ['embedding'],
+  'llm-rubric': ['judge'], 'model-graded-closedqa': ['judge'], factuality: ['judge'],
+  'model-graded-factuality': ['judge'], 'g-eval': ['judge'],
 };
 const kindsOf = (t) => KINDS[t] ?? (t.startsWith('not-') || t.endsWith('-all') ? ['expr'] : []);
 
-/// promptgauge's score for each compared assert of a promptfoo row, by its name (`TYPE`,
-/// `TYPE 2`, …): the job's part of that name, or, for a case with one scorer, the job's
-/// score for the one assert that scorer can be.
-function pgScores(e, names) {
-  const scores = new Map();
-  if (e.grade && (e.grade.kind === 'all' || e.grade.kind === 'mean')) {
-    for (const p of e.parts ?? []) scores.set(p.name, p.score);
-    return scores;
+/// A grade's scorers, one per assert it carries: the parts of an `all` or `mean` (an
+/// `all` named `asserts` in a `mean` is the deciding asserts, weight-0 metrics after it),
+/// or the one scorer.
+function leaves(grade) {
+  if (!grade) return [];
+  if (grade.kind === 'mean' || (grade.kind === 'all' && !grade.name) || grade.name === 'asserts') {
+    return (grade.of ?? []).flatMap((g) => (g.name === 'asserts' ? leaves(g) : [g]));
   }
-  const fits = names.filter((n) => kindsOf(n.replace(/ \d+$/, '')).includes(e.grade?.kind));
-  if (fits.length === 1) scores.set(fits[0], e.score);
+  return [grade];
+}
+
+/// promptgauge's score for each of a promptfoo row's asserts (by its place in the test):
+/// the asserts matched in order to the case's scorers (weight-0 metrics apart, as the
+/// import puts them after the others), an assert whose `metric` names a part to that part,
+/// else to the next scorer of a kind its type becomes; an assert the import left out
+/// matches none. The score is the job's part of that scorer's name, or the job's score
+/// when the case has one scorer.
+function pgScores(e, asserts) {
+  const parts = leaves(e.grade);
+  const one = parts.length === 1 && !(e.grade?.kind === 'all' || e.grade?.kind === 'mean');
+  const scores = new Map();
+  for (const metric of [false, true]) {
+    let j = 0;
+    const pool = parts.filter((p) => (e.grade?.kind === 'mean' ? (p === e.grade.of[0] || leaves(e.grade.of[0]).includes(p)) !== metric : !metric));
+    asserts.forEach((a, i) => {
+      if (!a || (a.weight === 0) !== metric || GATES.has(a.type)) return;
+      let k = a.metric ? pool.findIndex((p, x) => x >= j && p.name === a.metric) : -1;
+      if (k < 0) {
+        const kinds = kindsOf(a.type);
+        k = pool.findIndex((p, x) => x >= j && kinds.includes(p.kind));
+      }
+      if (k < 0) return;
+      j = k + 1;
+      const leaf = pool[k];
+      const part = (e.parts ?? []).find((p) => p.name === leaf.name);
+      const score = one ? e.score : part?.score;
+      if (score !== undefined) scores.set(i, score);
+    });
+  }
   return scores;
 }
 
@@ -380,25 +411,24 @@ function compare(work, promptfooDir) {
       figures.pg_failed += 1;
       continue;
     }
-    // Each assert's name: its type, numbered among the test's asserts as the import does.
-    const asserts2 = [...asserts];
-    // A component whose assert was seen already is one of its nested results (an assert
-    // returning componentResults): promptfoo lists them after it; only the assert counts.
+    // Each component's assert, by its place in the test (a component whose assert was
+    // seen already is one of its nested results: promptfoo lists them after it).
+    const taken = new Set();
     const named = components.flatMap((c) => {
       const kind = c.assertion?.type ?? '?';
-      let i = asserts2.findIndex((a) => a && JSON.stringify(a) === JSON.stringify(c.assertion));
-      if (i < 0) i = asserts2.findIndex((a) => a && a.type === kind);
+      let i = asserts.findIndex((a, x) => !taken.has(x) && JSON.stringify(a) === JSON.stringify(c.assertion));
+      if (i < 0) i = asserts.findIndex((a, x) => !taken.has(x) && a.type === kind);
       if (i < 0) return [];
+      taken.add(i);
       const k = asserts.slice(0, i + 1).filter((a) => a.type === kind).length;
-      asserts2[i] = null;
-      return [{ c, kind, name: k === 1 ? kind : `${kind} ${k}` }];
+      return [{ c, kind, i, name: k === 1 ? kind : `${kind} ${k}` }];
     });
     const compared = named.filter((x) => !MODEL_GRADED.has(x.kind) && !GATES.has(x.kind));
-    const scores = pgScores(e, compared.map((x) => x.name));
+    const scores = pgScores(e, asserts);
     figures.model_graded += named.filter((x) => MODEL_GRADED.has(x.kind)).length;
     figures.gates += named.filter((x) => GATES.has(x.kind)).length;
-    for (const { c, kind, name } of compared) {
-      const score = scores.get(name);
+    for (const { c, kind, i, name } of compared) {
+      const score = scores.get(i);
       if (score === undefined) { figures.dropped[kind] = (figures.dropped[kind] ?? 0) + 1; continue; }
       figures.compared += 1;
       // An assert of weight 0 is a metric: promptfoo passes it whatever it scores, and the

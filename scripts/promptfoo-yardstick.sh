@@ -33,9 +33,9 @@
 # $YARDSTICK_WORK/runs/NAME (import.txt, check.txt, bench/, sim/, promptfoo-out.json,
 # figures.json); YARDSTICK_TABLE_ONLY=1 prints the table of those again without running.
 #
-# The sample (docs/guide/import-promptfoo.md lists what each shows), read from
-# github.com/promptfoo/promptfoo's examples/ as of its commit 571feac8 (each file's own
-# commit in the guide); copy these folders from a checkout into EXAMPLES_DIR:
+# The sample (docs/guide/import-promptfoo.md, "Tried on promptfoo's examples"): forty
+# folders of github.com/promptfoo/promptfoo's examples/, each file at the commit listed in
+# scripts/promptfoo-yardstick-sample.txt (git show COMMIT:PATH from a checkout):
 SAMPLE=(
   amazon-bedrock-multimodal anthropic-tool-use assistant-cli cerebras
   chat-messages-format claude-thinking claude-vs-gpt claude-vs-gpt-image
@@ -231,4 +231,4 @@ done
   table
 }
 
-main "$@"
+main "$@"; exit $?
