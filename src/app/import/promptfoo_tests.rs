@@ -342,13 +342,9 @@ pub(super) fn default_test(files: &Reader, config: &Value) -> Result<Map<String,
     match config.get("defaultTest") {
         None | Some(Value::Null) => Ok(Map::new()),
         Some(Value::Object(o)) => Ok(o.clone()),
-        Some(Value::String(s)) if s.starts_with("file://") => {
-            let (_, text) = files.read(s)?;
-            match yaml(&text, s)? {
-                Value::Object(o) => Ok(o),
-                _ => Err(format!("defaultTest {s} does not hold a mapping")),
-            }
-        }
+        Some(Value::String(s)) if s.starts_with("file://") => files
+            .mapping(s)?
+            .ok_or_else(|| format!("defaultTest {s} does not hold a mapping")),
         Some(_) => Err("`defaultTest` is neither a mapping nor a file://".into()),
     }
 }

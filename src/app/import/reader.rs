@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// The largest file an import reads (the config, a prompt, a CSV of tests).
 pub(super) const MAX_IMPORT_BYTES: u64 = 16 << 20;
@@ -52,6 +52,16 @@ impl Reader {
             .map_err(|e| e.to_string())?;
         self.count(reference, text.len() as u64, MAX_IMPORT_TOTAL)?;
         Ok((path, text))
+    }
+
+    /// A `file://` YAML or JSON file read as a mapping (a vars file, a `defaultTest`);
+    /// `None` when it holds something else, for the caller to say what it expected.
+    pub(super) fn mapping(&self, reference: &str) -> Result<Option<Map<String, Value>>, String> {
+        let (_, text) = self.read(reference)?;
+        Ok(match yaml(&text, reference)? {
+            Value::Object(o) => Some(o),
+            _ => None,
+        })
     }
 
     /// A `file://` reference to a file a case attaches (an image, a PDF, audio): its path,

@@ -17,13 +17,9 @@ pub(super) fn vars_of(files: &Reader, vars: Option<&Value>) -> Result<Map<String
     match vars {
         None | Some(Value::Null) => Ok(Map::new()),
         Some(Value::Object(o)) => Ok(o.clone()),
-        Some(Value::String(s)) if s.starts_with("file://") => {
-            let (_, text) = files.read(s)?;
-            match yaml(&text, s)? {
-                Value::Object(o) => Ok(o),
-                _ => Err(format!("{s} does not hold a mapping of variables")),
-            }
-        }
+        Some(Value::String(s)) if s.starts_with("file://") => files
+            .mapping(s)?
+            .ok_or_else(|| format!("{s} does not hold a mapping of variables")),
         Some(other) => Err(format!(
             "`vars` is {}, not a mapping or a file://",
             crate::client::protocol::truncate(&other.to_string(), 60)
