@@ -963,6 +963,7 @@ fn import_promptfoo(args: &ImportArgs) -> Result<Exit, Failure> {
     }
     // The same note for many tests (a defaultTest assert) is said once, with the count.
     im.notes = collapse_notes(std::mem::take(&mut im.notes));
+    im.run_for_answers();
     let out = &args.out;
     check_importable(&im, config_path, out)?;
     let name = config

@@ -543,6 +543,16 @@ impl Provider {
                 let turn = tool_results(&asked.messages).len();
                 (g, self.spoiled(calls, seed, turn))
             }
+            // A case with nothing to answer to (no `expected`: an imported test read for
+            // its answers): what the model says of the prompt, never an empty answer.
+            (g, Some(h))
+                if tools.is_none()
+                    && h.expected.is_empty()
+                    && h.expected_json.is_none()
+                    && matches!(h.shape, crate::grade::Shape::Text) =>
+            {
+                (g, Vec::new())
+            }
             // It does not, but it is told the case: an answer of the expected shape —
             // wrong when the case's files were not sent (what they show cannot be known).
             (_, Some(h)) => {

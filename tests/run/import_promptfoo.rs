@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::*;
+use promptgauge::mock::MockConfig;
 use serde_json::Value;
 
 fn fixture(name: &str) -> PathBuf {
@@ -193,7 +194,7 @@ fn every_prompt_and_test_form_imports() {
     );
     assert!(
         im.stdout
-            .contains("1 tests without an assert are kept apart"),
+            .contains("1 test without an assert kept apart, for reading"),
         "{}",
         im.stdout
     );
@@ -987,4 +988,74 @@ fn an_image_part_without_a_type_is_never_read_as_empty_text() {
     assert_eq!(o.status.code(), Some(2), "{said}");
     assert!(said.contains("`image` part without a `type`"), "{said}");
     assert!(!out.join("promptgauge.yaml").exists());
+}
+
+#[test]
+fn a_config_whose_tests_have_no_assert_is_a_bench_run_for_its_answers() {
+    // promptfoo's comparisons of prompts and providers often have no assert: the user reads
+    // the answers side by side. Such a config is imported, not refused.
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(
+        d.join("c.yaml"),
+        "description: two tones\nprompts: [\"Reply briefly to: {{msg}}\", \"Reply warmly to: {{msg}}\"]\ntests:\n  - vars: { msg: hello }\n  - vars: { msg: [late order, lost parcel] }\n",
+    )
+    .unwrap();
+    let im = import(&d.join("c.yaml"), &d.join("bench"));
+    assert_eq!(im.variants.len(), 2, "{}", im.stdout);
+    let msgs: Vec<&str> = im
+        .cases
+        .iter()
+        .map(|c| c["vars"]["msg"].as_str().unwrap())
+        .collect();
+    assert_eq!(msgs, ["hello", "late order", "lost parcel"]);
+    assert!(!im.dir.join("cases-without-asserts.jsonl").exists());
+    let counts = "2 tests of the config, none with an assert: 3 cases run for their answers";
+    assert!(im.stdout.contains(counts), "{}", im.stdout);
+    assert!(im.notes.contains(&counts[1..]), "{}", im.notes);
+    // What the figures mean is said where the user reads first: the terminal, the notes
+    // and the bench file.
+    assert!(
+        im.stdout
+            .contains("its accuracy says only that answers came back"),
+        "{}",
+        im.stdout
+    );
+    assert!(im.notes.contains("report.html"), "{}", im.notes);
+    let bench = std::fs::read_to_string(im.dir.join("promptgauge.yaml")).unwrap();
+    assert!(bench.contains("every finished answer passes"), "{bench}");
+    // It runs on the simulator: every prompt on every case, each answer in results.jsonl.
+    let (_rt, server) = start_mock(MockConfig::default());
+    let run = promptgauge(&im.dir)
+        .args([
+            "run",
+            "--no-store",
+            "--quiet",
+            "--model",
+            "mock-model",
+            "--base-url",
+        ])
+        .arg(server.base_url())
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_eq!(server.provider.stats().requests, 6);
+    let ran = run_dirs(&im.dir.join("reports")).remove(0);
+    let results = std::fs::read_to_string(ran.join("results.jsonl")).unwrap();
+    let jobs: Vec<Value> = results
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|j: &Value| j.get("job").is_some())
+        .collect();
+    assert_eq!(jobs.len(), 6, "{results}");
+    assert!(
+        jobs.iter()
+            .all(|j| j["score"] == 1.0 && !j["output"].as_str().unwrap().is_empty()),
+        "{results}"
+    );
 }

@@ -19,6 +19,9 @@ pub(super) struct Import {
     /// Tests with no assert: kept for reading in [`UNSCORED_FILE`], apart from the cases
     /// the bench scores.
     pub(super) unscored: Vec<Value>,
+    /// No test has an assert: the bench is those tests, run for their answers, each
+    /// finished answer passing as promptfoo passes it ([`Import::run_for_answers`]).
+    pub(super) answers_only: bool,
     pub(super) endpoint: Map<String, Value>,
     pub(super) params: Map<String, Value>,
     /// Several providers: each as a named endpoint (its fields, `params` among them).
@@ -152,6 +155,28 @@ pub(super) fn slug(text: &str) -> String {
     s.trim_matches('-').chars().take(40).collect()
 }
 
+/// The bench's scorer when no test has an assert: every finished answer passes.
+const ANSWERS_ONLY_GRADE: &str = "true";
+
+impl Import {
+    /// A config none of whose tests has an assert is what promptfoo users write to read
+    /// the answers of several prompts side by side: its tests become the bench's cases,
+    /// each finished answer passing (`expr: true`), as promptfoo passes them. The report
+    /// and `view` show the answers; the figures say only that answers came back.
+    pub(super) fn run_for_answers(&mut self) {
+        if !self.cases.is_empty() || self.unscored.is_empty() || self.variants.is_empty() {
+            return;
+        }
+        self.cases = std::mem::take(&mut self.unscored);
+        self.answers_only = true;
+        self.grade = Some(serde_json::json!({"kind": "expr", "expr": ANSWERS_ONLY_GRADE}));
+        self.review.push(format!(
+            "no test has an assert: the bench runs {} for their answers, and every finished answer passes (`grade: {{kind: expr, expr: \"true\"}}`), as promptfoo passes them; its accuracy says only that answers came back. Read them in report.html or `promptgauge view`; to measure them, give each case an `expected` and the bench a `grade` (docs/guide/scorers.md)",
+            plural(self.cases.len(), "case")
+        ));
+    }
+}
+
 /// A bench needs a prompt and a case, and import never overwrites one.
 pub(super) fn check_importable(im: &Import, config_path: &Path, out: &Path) -> Result<(), Failure> {
     if im.variants.is_empty() || im.cases.is_empty() {
@@ -200,8 +225,8 @@ pub(super) fn say_imported(im: &Import, out: &Path) {
     }
     if !im.unscored.is_empty() {
         out!(
-            "{} tests without an assert are kept apart, for reading, in {UNSCORED_FILE}: not in the bench (give each an `expected` and a `grade`, then add the file to `cases:`)",
-            im.unscored.len()
+            "{} without an assert kept apart, for reading, in {UNSCORED_FILE}: not in the bench (give each an `expected` and a `grade`, then add the file to `cases:`)",
+            plural(im.unscored.len(), "test")
         );
     }
     let programs = im.programs();
@@ -255,6 +280,13 @@ impl Import {
             plural(self.tests_read, "test"),
             plural(self.cases.len(), "case")
         )];
+        if self.answers_only {
+            parts[0] = format!(
+                "{} of the config, none with an assert: {} run for their answers",
+                plural(self.tests_read, "test"),
+                plural(self.cases.len(), "case")
+            );
+        }
         if !self.unscored.is_empty() {
             parts.push(format!(
                 "{} without an assert kept apart",
@@ -432,6 +464,9 @@ fn bench_yaml(name: &str, config_path: &Path, im: &Import) -> String {
         bench.push_str(&format!("  - prompts/{file}\n"));
     }
     match &im.grade {
+        Some(grade) if im.answers_only => bench.push_str(&format!(
+            "grade: {grade}   # no test has an assert: every finished answer passes, as in promptfoo; read the answers in report.html or `promptgauge view`\n"
+        )),
         Some(grade) => bench.push_str(&format!("grade: {grade}\n")),
         None => bench.push_str(
             "grade: { kind: exact }         # each case carries its own scorer, from its asserts\n",
@@ -496,8 +531,12 @@ fn notes_md(im: &Import) -> String {
         String::new()
     } else {
         format!(
-            "## Tests without an assert\n\n{} tests have no assert (promptfoo shows their answers and passes them): they are in {UNSCORED_FILE}, for reading, not in the bench; give each an `expected` and a `grade`, then add the file to the bench's `cases:`.\n\n",
-            im.unscored.len()
+            "## Tests without an assert\n\n{} no assert (promptfoo shows their answers and passes them): they are in {UNSCORED_FILE}, for reading, not in the bench; give each an `expected` and a `grade`, then add the file to the bench's `cases:`.\n\n",
+            if im.unscored.len() == 1 {
+                "1 test has".to_string()
+            } else {
+                format!("{} tests have", im.unscored.len())
+            }
         )
     };
     let notes = if im.notes.is_empty() {
