@@ -60,7 +60,7 @@ def read(p, default=""):
         return open(p, encoding="utf8").read()
     except OSError:
         return default
-rows, tot = [], dict(configs=0, imported=0, clean=0, drops=0, refused=0, check_ok=0,
+rows, tot = [], dict(configs=0, imported=0, clean=0, drops=0, answers=0, refused=0, check_ok=0,
                      compared=0, agree=0, disagree=0, apart=0, unmatched=0, unused=0,
                      pf_errors=0, agree_pass=0)
 for n in names:
@@ -82,7 +82,12 @@ for n in names:
         if m:
             k = re.match(r"(\d+) tests: ", b)
             dropped[m.group(1)] = dropped.get(m.group(1), 0) + (int(k.group(1)) if k else 1)
-    if bullets:
+    # No test has an assert: a bench run for its answers, which measures nothing (the
+    # import says so); counted apart from the benches that score.
+    answers_only = "no test has an assert" in read(f"{w}/bench/promptgauge.yaml")
+    if answers_only:
+        tot["answers"] += 1
+    elif bullets:
         tot["drops"] += 1
     else:
         tot["clean"] += 1
@@ -90,7 +95,7 @@ for n in names:
     tot["check_ok"] += check
     f = json.loads(read(f"{w}/figures.json") or "{}") or {}
     converted = 0
-    for line in read(f"{w}/bench/cases.jsonl").splitlines():
+    for line in read(f"{w}/bench/cases.jsonl").splitlines() if not answers_only else []:
         g = json.loads(line).get("grade", {})
         converted += len(g.get("of", [])) if g.get("kind") == "all" else 1
     dis = f.get("disagree", [])
@@ -118,7 +123,8 @@ for n in names:
         look.append(f"{f['pg_jobs_unused']} promptgauge jobs promptfoo never asked for")
     if not f.get("pf_ran", False):
         look.append("promptfoo eval: " + f.get("pf_error", "did not run")[:80])
-    rows.append((n, "yes" if not bullets else f"{len(bullets)} notes", "ok" if check else "REFUSED",
+    said = "yes" if not bullets else f"{len(bullets)} notes"
+    rows.append((n, f"answers, {said}" if answers_only else said, "ok" if check else "REFUSED",
                  f"{converted} / {drop_s}" + (f" (+{other} other notes)" if other else ""),
                  f"{f.get('compared', 0)}", f"{f.get('agree', 0)}",
                  f"{len(dis)} {','.join(kinds)}".strip(), f"apart {apart}; " + "; ".join(look)))
@@ -129,6 +135,7 @@ for r in [head] + rows:
     print(" | ".join(str(c).ljust(widths[i]) for i, c in enumerate(r)).rstrip())
 print()
 print(f"{tot['configs']} configs: {tot['clean']} imported cleanly, {tot['drops']} with drops the notes name, "
+      f"{tot['answers']} without an assert run for their answers, "
       f"{tot['refused']} refused with a reason; check passed {tot['check_ok']} of {tot['imported']}")
 pct = 100 * tot["agree"] / tot["compared"] if tot["compared"] else 0
 print(f"grades compared: {tot['compared']} (case, assert) pairs, {tot['agree']} agree ({pct:.1f}%), "

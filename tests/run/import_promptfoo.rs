@@ -1059,3 +1059,34 @@ fn a_config_whose_tests_have_no_assert_is_a_bench_run_for_its_answers() {
         "{results}"
     );
 }
+
+#[test]
+fn a_config_with_nothing_to_run_is_refused_with_the_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let refused = |config: &str| -> String {
+        std::fs::write(d.join("c.yaml"), config).unwrap();
+        let o = promptgauge(d)
+            .args(["import", "promptfoo", "c.yaml", "--out", "b"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2));
+        assert!(!d.join("b/promptgauge.yaml").exists());
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    // Every test's only assert is left out: the tests are not run for their answers (that
+    // would pass what promptfoo grades); the refusal names the asserts.
+    let e = refused(
+        "prompts: [\"Say {{q}}\"]\ntests:\n  - vars: { q: a }\n    assert: [{ type: moderation }]\n",
+    );
+    assert!(
+        e.contains("gives 1 prompt and no test promptgauge can use")
+            && e.contains("`moderation`")
+            && e.contains("remove the asserts to import the tests for their answers"),
+        "{e}"
+    );
+    // No prompt it can send: tests without an assert cannot help, and the words say so.
+    let e = refused("prompts: [\"file://gone.js\"]\ntests:\n  - vars: { q: a }\n");
+    assert!(e.contains("gives no prompt promptgauge can send"), "{e}");
+    assert!(!e.contains("measures answers against"), "{e}");
+}

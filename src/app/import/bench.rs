@@ -177,27 +177,46 @@ impl Import {
     }
 }
 
-/// A bench needs a prompt and a case, and import never overwrites one.
+/// A bench needs a prompt and a case, and import never overwrites one. A refusal says
+/// which is missing and why (the notes that skipped each test or prompt).
 pub(super) fn check_importable(im: &Import, config_path: &Path, out: &Path) -> Result<(), Failure> {
     if im.variants.is_empty() || im.cases.is_empty() {
-        let apart = if im.unscored.is_empty() {
-            String::new()
+        let (what, fix) = if im.variants.is_empty() {
+            (
+                format!(
+                    "{} gives no prompt promptgauge can send",
+                    config_path.display()
+                ),
+                "a bench needs at least one prompt: write the prompt as text or a chat of text messages (the reasons are above)",
+            )
+        } else if im.tool != "promptfoo" {
+            (
+                format!(
+                    "{} gives {} and no item promptgauge can use",
+                    config_path.display(),
+                    plural(im.variants.len(), "prompt")
+                ),
+                "a bench needs at least one item with an answer promptgauge can score (the reasons are above)",
+            )
         } else {
-            format!(
-                " ({} more have no assert: promptfoo only shows their answers, and a bench measures answers against something)",
-                im.unscored.len()
+            (
+                format!(
+                    "{} gives {} and no test promptgauge can use: every test's asserts were left out",
+                    config_path.display(),
+                    plural(im.variants.len(), "prompt")
+                ),
+                "give a test an assert promptgauge can score (docs/guide/import-promptfoo.md lists them), or remove the asserts to import the tests for their answers",
             )
         };
-        return Err(UsageError::with_fix(
-            format!(
-                "{} gives {} prompts and {} tests promptgauge can use{apart}: nothing to import",
-                config_path.display(),
-                im.variants.len(),
-                im.cases.len()
-            ),
-            "a bench needs at least one prompt and one test with an assert promptgauge can score",
-        )
-        .into());
+        let reasons: String = im
+            .notes
+            .iter()
+            .take(5)
+            .map(|n| format!("\n  - {n}"))
+            .collect();
+        return Err(
+            UsageError::with_fix(format!("{what}: nothing to import{reasons}"), fix).into(),
+        );
     }
     if std::fs::symlink_metadata(out.join("promptgauge.yaml")).is_ok() {
         return Err(UsageError::with_fix(
