@@ -10,17 +10,12 @@
 pub mod app;
 pub mod cli;
 pub mod client;
-pub(crate) mod clock;
 pub mod error;
-pub(crate) mod files;
 pub mod grade;
-pub(crate) mod hash;
-pub(crate) mod ids;
 #[cfg(test)]
 mod layering;
 pub mod memory;
 pub mod mock;
-pub mod process;
 pub mod report;
 pub mod runner;
 pub mod stats;
@@ -28,4 +23,5 @@ pub mod store;
 pub mod suite;
 pub mod web;
 
+pub use promptgauge_base::{clock, files, hash, ids, process};
 pub use error::{Exit, Failure};

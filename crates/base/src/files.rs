@@ -6,7 +6,7 @@ use std::path::Path;
 
 /// Opens a file to read, refusing anything but a regular file (after symlinks): opening a
 /// FIFO named `results.jsonl` would wait forever for a writer, a device never ends.
-pub(crate) fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
     let meta = std::fs::metadata(path)?;
     if !meta.is_file() {
         return Err(std::io::Error::new(
@@ -26,7 +26,7 @@ pub(crate) fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
 }
 
 /// A regular file's text: see [`open_regular`].
-pub(crate) fn read_regular(path: &Path) -> std::io::Result<String> {
+pub fn read_regular(path: &Path) -> std::io::Result<String> {
     use std::io::Read;
     let mut text = String::new();
     open_regular(path)?.read_to_string(&mut text)?;
@@ -34,7 +34,7 @@ pub(crate) fn read_regular(path: &Path) -> std::io::Result<String> {
 }
 
 /// A regular file's bytes, refused when longer than `cap`: see [`open_regular`].
-pub(crate) fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
+pub fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     let mut bytes = Vec::new();
     open_regular(path)?.take(cap + 1).read_to_end(&mut bytes)?;
@@ -50,7 +50,7 @@ pub(crate) fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
 /// Writes `bytes` as a new file at `path`, its folders made first. Never over a file that
 /// exists, nor through a symlink made since a caller's check (`create_new` refuses both).
 /// The error is the message a user reads: which folder or file, and why.
-pub(crate) fn write_new(path: &Path, bytes: impl AsRef<[u8]>) -> Result<(), String> {
+pub fn write_new(path: &Path, bytes: impl AsRef<[u8]>) -> Result<(), String> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)
             .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
@@ -66,7 +66,7 @@ pub(crate) fn write_new(path: &Path, bytes: impl AsRef<[u8]>) -> Result<(), Stri
 /// Writes a whole file beside `path` and renames it over `path`: a process killed or a disk
 /// filled mid-write leaves the old file (or none), never half of the new one. A failed
 /// write leaves nothing behind.
-pub(crate) fn write_atomically(path: &Path, bytes: impl AsRef<[u8]>) -> std::io::Result<()> {
+pub fn write_atomically(path: &Path, bytes: impl AsRef<[u8]>) -> std::io::Result<()> {
     write_atomically_with(path, |file| {
         use std::io::Write;
         file.write_all(bytes.as_ref())
@@ -74,7 +74,7 @@ pub(crate) fn write_atomically(path: &Path, bytes: impl AsRef<[u8]>) -> std::io:
 }
 
 /// [`write_atomically`] for a writer that streams (JUnit from its spool).
-pub(crate) fn write_atomically_with(
+pub fn write_atomically_with(
     path: &Path,
     write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
 ) -> std::io::Result<()> {

@@ -10,7 +10,7 @@ use hashbrown::HashTable;
 
 /// Ids, each with a number: 0, 1, 2… in the order they were first interned.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Ids {
+pub struct Ids {
     /// Every id, one after another.
     text: String,
     /// Where id i ends in `text` (it starts where id i − 1 ends).
@@ -21,7 +21,7 @@ pub(crate) struct Ids {
 }
 
 /// Id `i` of `text`, where id i ends at `ends[i]` and starts where id i − 1 ends.
-fn nth<'a>(text: &'a str, ends: &[u32], i: u32) -> &'a str {
+pub fn nth<'a>(text: &'a str, ends: &[u32], i: u32) -> &'a str {
     let i = i as usize;
     let start = if i == 0 { 0 } else { ends[i - 1] as usize };
     &text[start..ends[i] as usize]
@@ -29,12 +29,12 @@ fn nth<'a>(text: &'a str, ends: &[u32], i: u32) -> &'a str {
 
 impl Ids {
     /// No id yet.
-    pub(crate) fn new() -> Ids {
+    pub fn new() -> Ids {
         Ids::default()
     }
 
     /// Room for `n` ids before the table grows.
-    pub(crate) fn with_capacity(n: usize) -> Ids {
+    pub fn with_capacity(n: usize) -> Ids {
         Ids {
             ends: Vec::with_capacity(n),
             table: HashTable::with_capacity(n),
@@ -46,18 +46,18 @@ impl Ids {
     ///
     /// # Panics
     /// When there is no id `i`.
-    pub(crate) fn id(&self, i: u32) -> &str {
+    pub fn id(&self, i: u32) -> &str {
         nth(&self.text, &self.ends, i)
     }
 
     /// `id`'s number, if it has one.
-    pub(crate) fn get(&self, id: &str) -> Option<u32> {
+    pub fn get(&self, id: &str) -> Option<u32> {
         let hash = self.hasher.hash_one(id);
         self.table.find(hash, |&i| self.id(i) == id).copied()
     }
 
     /// `id`'s number, given it (the next number) the first time it is seen.
-    pub(crate) fn intern(&mut self, id: &str) -> u32 {
+    pub fn intern(&mut self, id: &str) -> u32 {
         let hash = self.hasher.hash_one(id);
         let Ids {
             text,
@@ -76,24 +76,24 @@ impl Ids {
     }
 
     /// How many ids there are.
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.ends.len()
     }
 
     /// Whether there is none.
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.ends.is_empty()
     }
 
     /// The numbers in the order of their ids (byte order, as `str` sorts).
-    pub(crate) fn sorted(&self) -> Vec<u32> {
+    pub fn sorted(&self) -> Vec<u32> {
         let mut order: Vec<u32> = (0..self.len() as u32).collect();
         order.sort_unstable_by(|&a, &b| self.id(a).cmp(self.id(b)));
         order
     }
 
     /// Gives back the room kept for more ids.
-    pub(crate) fn shrink_to_fit(&mut self) {
+    pub fn shrink_to_fit(&mut self) {
         self.text.shrink_to_fit();
         self.ends.shrink_to_fit();
         let Ids {

@@ -37,12 +37,12 @@ use std::sync::atomic::{AtomicI32, Ordering};
 const WATCHDOG: &str = "__watchdog";
 
 /// What starting programs under a watchdog takes, set once by [`watch_children`].
-struct Watch {
+pub struct Watch {
     /// This binary.
-    exe: PathBuf,
+    pub exe: PathBuf,
     /// The lifeline: both ends stay open for as long as promptgauge runs, and each watchdog
     /// inherits the read end.
-    lifeline: (std::io::PipeReader, std::io::PipeWriter),
+    pub lifeline: (std::io::PipeReader, std::io::PipeWriter),
 }
 
 static WATCH: OnceLock<Watch> = OnceLock::new();
@@ -68,7 +68,7 @@ pub fn watch_children() {
 /// `env` alone, its stdin and stdout piped, the leader of a process group of its own, under
 /// a watchdog once [`watch_children`] was called. The caller says where its stderr goes,
 /// and ends it through a [`Tree`].
-pub(crate) fn command(
+pub fn command(
     argv: &[String],
     env: &[(String, OsString)],
     dir: &Path,
@@ -137,7 +137,7 @@ fn become_subreaper() -> std::io::Result<()> {
 /// A program started with [`command`] (its watchdog, or the program itself) and everything
 /// beneath it: ended, whole, when this is dropped.
 #[derive(Debug)]
-pub(crate) struct Tree {
+pub struct Tree {
     /// The process promptgauge started: the leader of the group, and the top of the tree
     /// (0 once the tree is ended, or when it never started).
     root: AtomicI32,
@@ -145,7 +145,7 @@ pub(crate) struct Tree {
 
 impl Tree {
     /// The tree `child` tops.
-    pub(crate) fn of(child: &tokio::process::Child) -> Tree {
+    pub fn of(child: &tokio::process::Child) -> Tree {
         Tree {
             root: AtomicI32::new(child.id().and_then(|p| i32::try_from(p).ok()).unwrap_or(0)),
         }
@@ -154,7 +154,7 @@ impl Tree {
     /// Kills it all, once. Each process is stopped before any is killed, so none starts
     /// another meanwhile; once promptgauge has collected the root's exit, its process group
     /// alone is killed (what is left there), as its pid may be another's by then.
-    pub(crate) fn end(&self) {
+    pub fn end(&self) {
         let root = self.root.swap(0, Ordering::SeqCst);
         if root <= 1 {
             return;
@@ -193,7 +193,7 @@ impl Drop for Tree {
 
 /// Whether `pid` is a child of this process whose exit was not collected yet (it runs, or
 /// is a zombie): its pid is still its own.
-fn unreaped(pid: i32) -> bool {
+pub fn unreaped(pid: i32) -> bool {
     let mut info = std::mem::MaybeUninit::<libc::siginfo_t>::zeroed();
     // SAFETY: waitid(2) writes into `info`, which is as large as it takes; WNOWAIT leaves
     // an exited child to be collected by whoever waits for it.

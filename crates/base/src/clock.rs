@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 /// Now: the system's time, moved as far as tokio's clock stands from the system's
 /// monotonic clock (nowhere, unless a test paused or advanced it).
-pub(crate) fn now() -> SystemTime {
+pub fn now() -> SystemTime {
     let tokio = tokio::time::Instant::now().into_std();
     let system = std::time::Instant::now();
     let wall = SystemTime::now();
@@ -18,12 +18,12 @@ pub(crate) fn now() -> SystemTime {
 }
 
 /// Now, in UTC, to the second (RFC 3339): `2026-12-01T07:14:54Z`.
-pub(crate) fn utc_now() -> String {
+pub fn utc_now() -> String {
     humantime::format_rfc3339_seconds(now()).to_string()
 }
 
 /// Seconds since 1970 of an RFC 3339 time (`2026-12-01T07:14:54Z`, fractions allowed).
-pub(crate) fn parse_utc(s: &str) -> Option<f64> {
+pub fn parse_utc(s: &str) -> Option<f64> {
     humantime::parse_rfc3339_weak(s.trim_end_matches('Z'))
         .or_else(|_| humantime::parse_rfc3339(s))
         .ok()
@@ -32,7 +32,7 @@ pub(crate) fn parse_utc(s: &str) -> Option<f64> {
 }
 
 /// Now, in seconds since 1970.
-pub(crate) fn now_seconds() -> f64 {
+pub fn now_seconds() -> f64 {
     now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())

@@ -3,7 +3,7 @@
 //! deterministic draws; not for security.
 
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct StableHasher(u64);
+pub struct StableHasher(u64);
 
 impl Default for StableHasher {
     fn default() -> Self {
@@ -12,7 +12,7 @@ impl Default for StableHasher {
 }
 
 impl StableHasher {
-    pub(crate) fn write(&mut self, bytes: &[u8]) {
+    pub fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {
             self.0 ^= u64::from(b);
             self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
@@ -21,7 +21,7 @@ impl StableHasher {
 
     /// FNV alone barely moves its high bits for a change in the last byte; the mixer
     /// spreads every input bit over the whole output.
-    pub(crate) fn finish(self) -> u64 {
+    pub fn finish(self) -> u64 {
         let mut h = self.0;
         h ^= h >> 30;
         h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -44,7 +44,7 @@ impl std::io::Write for StableHasher {
 }
 
 /// Hashes parts with a separator between them, so ("ab", "c") and ("a", "bc") differ.
-pub(crate) fn hash_parts(parts: &[&str]) -> u64 {
+pub fn hash_parts(parts: &[&str]) -> u64 {
     let mut h = StableHasher::default();
     for part in parts {
         h.write(part.as_bytes());
