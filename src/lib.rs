@@ -18,10 +18,10 @@ pub mod memory;
 pub mod mock;
 pub mod report;
 pub mod runner;
-pub mod stats;
 pub mod store;
 pub mod suite;
 pub mod web;
 
 pub use promptgauge_base::{clock, files, hash, ids, process};
+pub use promptgauge_stats as stats;
 pub use error::{Exit, Failure};

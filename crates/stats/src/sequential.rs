@@ -36,7 +36,7 @@ const ADAPT_PAIRS: f64 = 30.0;
 /// Default floor on the cases of any verdict: early futility crossings made on a handful of
 /// discordant pairs are forgiven (simulated: +0.6 to +1.3 points of power at the planned
 /// difference, under 1 point more cases under no difference).
-pub(crate) const DEFAULT_MIN_CASES: u64 = 40;
+pub const DEFAULT_MIN_CASES: u64 = 40;
 /// Largest bet: the wealth never moves by more than this share of itself in one case.
 const MAX_BET: f64 = 0.8;
 /// The futility tests close at 1/(FUTILITY_SLACK·(1 − power)): a real difference of `detect`
@@ -44,7 +44,7 @@ const MAX_BET: f64 = 0.8;
 /// simulation (power 81.8% at +10 points from 70%; tests/fixtures/sequential.py parts 3
 /// and 8). With 1 (the guarantee exactly 1 − power) no-difference runs used 58.8% of
 /// `plan`'s design; with 1.2 and [`FUTILITY_BET`], 54.6% (65.8% of the gain-only design).
-pub(crate) const FUTILITY_SLACK: f64 = 1.2;
+pub const FUTILITY_SLACK: f64 = 1.2;
 /// The futility bet as a share of the growth-optimal one under no difference,
 /// detect/(m̂₂ + detect²): smaller bets lose less when a real difference looks null early
 /// (power +0.9 points at the same slack, for 2.3% more cases under no difference).
@@ -53,18 +53,18 @@ const FUTILITY_BET: f64 = 0.7;
 /// The fixed design's cases for these settings, exactly as `promptgauge plan` sizes them:
 /// the fewest cases with which the exact McNemar test (Holm over `comparisons`) has `power`
 /// at a difference of `detect` either way from a baseline accuracy `baseline` — the harder
-/// direction ([`crate::stats::power::cases_either_way`]). The default `max_cases` is twice
+/// direction ([`crate::power::cases_either_way`]). The default `max_cases` is twice
 /// this at a baseline of ½. `None` when no number of cases up to 1,000,000 suffices.
-pub(crate) fn fixed_design_cases(
+pub fn fixed_design_cases(
     detect: f64,
     baseline: f64,
     power: f64,
     confidence: f64,
     comparisons: usize,
 ) -> Option<u64> {
-    let mut a = crate::stats::power::Assumptions::new(baseline, 1.0 - confidence);
+    let mut a = crate::power::Assumptions::new(baseline, 1.0 - confidence);
     a.comparisons = comparisons;
-    crate::stats::power::cases_either_way(detect, power, &a)
+    crate::power::cases_either_way(detect, power, &a)
 }
 
 /// Prior weight (in cases) of the non-inferiority bets' second moment: the 0/1 guess
@@ -82,19 +82,19 @@ pub enum ScoreKind {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SequentialParams {
     /// Smallest difference worth detecting, as a share (0.10 = 10 points).
-    pub(crate) detect: f64,
+    pub detect: f64,
     /// Chance of deciding "better"/"worse" when the difference is `detect`; 1 − power is
     /// the futility budget.
-    pub(crate) power: f64,
+    pub power: f64,
     /// 1 − confidence bounds the chance of any false better/worse verdict over the run.
-    pub(crate) confidence: f64,
+    pub confidence: f64,
     /// Variants compared with the baseline in the run; the error budget is split over them.
     pub comparisons: usize,
     /// Never stop before this many cases (0: no minimum).
     pub min_cases: u64,
     /// Stop undecided at this many cases.
-    pub(crate) max_cases: u64,
-    pub(crate) scores: ScoreKind,
+    pub max_cases: u64,
+    pub scores: ScoreKind,
     /// `--max-drop`: also check, on the same cases, that the variant is at most this much
     /// worse (a share); the variant stops once both questions are settled.
     pub max_drop: Option<f64>,
@@ -156,10 +156,10 @@ pub enum DropVerdict {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DropDecision {
     pub verdict: DropVerdict,
-    pub(crate) cases: u64,
+    pub cases: u64,
     /// Natural log of the deciding wealth (`NotShown`: the passing one).
-    pub(crate) statistic: f64,
-    pub(crate) threshold: f64,
+    pub statistic: f64,
+    pub threshold: f64,
 }
 
 /// The sequential non-inferiority check of `--max-drop M`, fed the same cases as the
@@ -218,12 +218,12 @@ impl NonInferiority {
     }
 
     /// The decision, once reached.
-    pub(crate) fn decision(&self) -> Option<DropDecision> {
+    pub fn decision(&self) -> Option<DropDecision> {
         self.decision
     }
 
     /// The log threshold the passing wealth must reach: ln(2m/(1 − confidence)).
-    pub(crate) fn pass_threshold(&self) -> f64 {
+    pub fn pass_threshold(&self) -> f64 {
         self.pass_threshold
     }
 
@@ -377,7 +377,7 @@ impl SequentialTest {
     }
 
     /// The log threshold a rejecting wealth must reach: ln(2·comparisons/(1 − confidence)).
-    pub(crate) fn reject_threshold(&self) -> f64 {
+    pub fn reject_threshold(&self) -> f64 {
         (2.0 * self.params.comparisons as f64 / (1.0 - self.params.confidence)).ln()
     }
 
@@ -387,7 +387,7 @@ impl SequentialTest {
     }
 
     /// Cases observed so far (those after a decision are not counted).
-    pub(crate) fn cases(&self) -> u64 {
+    pub fn cases(&self) -> u64 {
         self.cases
     }
 

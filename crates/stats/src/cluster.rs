@@ -12,14 +12,14 @@ use super::wilson_n;
 /// the sum of their squares, and how many were graded.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct CaseScore {
-    pub(crate) score: f64,
-    pub(crate) squares: f64,
-    pub(crate) graded: u64,
+    pub score: f64,
+    pub squares: f64,
+    pub graded: u64,
 }
 
 impl CaseScore {
     /// Its samples right (of 0/1 scores: their sum).
-    pub(crate) fn correct(&self) -> u64 {
+    pub fn correct(&self) -> u64 {
         self.score.round() as u64
     }
 
@@ -33,21 +33,21 @@ impl CaseScore {
     }
 
     /// Adds one sample's score.
-    pub(crate) fn add(&mut self, value: f64) {
+    pub fn add(&mut self, value: f64) {
         self.score += value;
         self.squares += value * value;
         self.graded += 1;
     }
 
     /// Adds another's samples (a group's cases pooled into one unit, repeats merged).
-    pub(crate) fn pool(&mut self, other: CaseScore) {
+    pub fn pool(&mut self, other: CaseScore) {
         self.score += other.score;
         self.squares += other.squares;
         self.graded += other.graded;
     }
 
     /// The mean score over the samples; `None` without any.
-    pub(crate) fn mean(&self) -> Option<f64> {
+    pub fn mean(&self) -> Option<f64> {
         (self.graded > 0).then(|| self.score / self.graded as f64)
     }
 }
@@ -107,9 +107,9 @@ pub fn design_effect(cases: &[CaseScore]) -> f64 {
 ///
 /// With one sample per case: plain Wilson. With repeats, n_eff is Kish's N/deff, never above
 /// the effective number of cases n/φ that the case means' own interval uses
-/// ([`crate::stats::scores::mean_score`]), with t at n − 1 degrees of freedom (n cases) and
+/// ([`crate::scores::mean_score`]), with t at n − 1 degrees of freedom (n cases) and
 /// a bound resting on at most five outcomes at its end widened to the Poisson bound
-/// ([`crate::stats::bounded::rare_widened`]). Kish's ρ̂ is noisy at few cases, and a sample
+/// ([`crate::bounded::rare_widened`]). Kish's ρ̂ is noisy at few cases, and a sample
 /// with no hard case (every case near-perfect) looks like independent repeats: Kish with z
 /// covered 91.2% at 20 cases, and with t alone 92.1% (accuracy 90%, ρ 0.5); bounded by the
 /// case means it covers ≥ 94.7% at 20, 60 and 300 cases (tests/fixtures/bounded_coverage.py,
@@ -127,12 +127,12 @@ pub fn clustered_wilson(cases: &[CaseScore], confidence: f64) -> Option<(f64, f6
     let kish = n as f64 / design_effect(cases);
     let means: Vec<f64> = cases.iter().filter_map(CaseScore::mean).collect();
     let repeated = cases.iter().any(|c| c.graded > 1);
-    let (lo, hi, n_eff) = match crate::stats::bounded::effective_cases(&means, confidence) {
+    let (lo, hi, n_eff) = match crate::bounded::effective_cases(&means, confidence) {
         Some((_, cases_eff, _)) if repeated => {
             let n_eff = kish.min(cases_eff);
-            let t = crate::stats::bounded::t_critical(confidence, (means.len() - 1) as f64)?;
+            let t = crate::bounded::t_critical(confidence, (means.len() - 1) as f64)?;
             let wilson = super::wilson_c(p, n_eff, t);
-            let (lo, hi) = crate::stats::bounded::rare_widened(p, n_eff, confidence, wilson);
+            let (lo, hi) = crate::bounded::rare_widened(p, n_eff, confidence, wilson);
             (lo, hi, n_eff)
         }
         _ => {
@@ -258,7 +258,7 @@ impl ClusterMean {
         } else {
             (p * (1.0 - p) / self.jackknife_variance).min(cap.unwrap_or(f64::INFINITY))
         };
-        let t = crate::stats::bounded::t_critical(confidence, self.unit_df.max(1.0))?;
+        let t = crate::bounded::t_critical(confidence, self.unit_df.max(1.0))?;
         let (lo, hi) = super::wilson_c(p, n_eff, t);
         Some((lo, hi, n_eff))
     }
@@ -288,7 +288,7 @@ pub fn grouped_wilson(units: &[CaseScore], confidence: f64) -> Option<(f64, f64,
 }
 
 /// The share of cases whose graded samples all agree (all right or all wrong).
-pub(crate) fn consistency(cases: &[CaseScore]) -> Option<f64> {
+pub fn consistency(cases: &[CaseScore]) -> Option<f64> {
     let multi: Vec<&CaseScore> = cases.iter().filter(|c| c.graded > 1).collect();
     if multi.is_empty() {
         return None;
@@ -304,7 +304,7 @@ pub(crate) fn consistency(cases: &[CaseScore]) -> Option<f64> {
 /// carry `group:`) the unit: repeats widen the interval by Kish's design effect (cases of
 /// one size), bounded by what the case means support; groups, of any sizes, by the
 /// cluster-robust effective size.
-pub(crate) fn wilson_by_unit(
+pub fn wilson_by_unit(
     units: &[CaseScore],
     grouped: bool,
     confidence: f64,
@@ -331,7 +331,7 @@ mod tests {
         let cases = cs(&[(1, 1), (0, 1), (1, 1), (1, 1)]);
         let (p, lo, hi, deff) = clustered_wilson(&cases, 0.95).unwrap();
         assert_eq!(deff, 1.0);
-        assert_eq!((lo, hi), crate::stats::wilson(3, 4, 0.95).unwrap());
+        assert_eq!((lo, hi), crate::wilson(3, 4, 0.95).unwrap());
         assert_eq!(p, 0.75);
     }
 
@@ -343,7 +343,7 @@ mod tests {
         assert!((deff - 5.0).abs() < 1e-9, "{deff}");
         // Four cases' worth, with t at 3 degrees of freedom and the rare-outcome bounds: no
         // narrower than Wilson's 3 of 4.
-        let (plo, phi) = crate::stats::wilson(3, 4, 0.95).unwrap();
+        let (plo, phi) = crate::wilson(3, 4, 0.95).unwrap();
         assert!(lo < plo && hi > phi, "[{lo}, {hi}] vs [{plo}, {phi}]");
         assert_eq!(consistency(&cases), Some(1.0));
     }
@@ -364,7 +364,7 @@ mod tests {
             .copied()
             .collect::<Vec<_>>());
         let (_, slo, shi, _) = clustered_wilson(&single, 0.95).unwrap();
-        assert_eq!((slo, shi), crate::stats::wilson(17, 20, 0.95).unwrap());
+        assert_eq!((slo, shi), crate::wilson(17, 20, 0.95).unwrap());
     }
 
     #[test]
@@ -384,7 +384,7 @@ mod tests {
             CaseScore::binary(1, 1),
         ];
         let (p, lo, hi, deff) = grouped_wilson(&singles, 0.95).unwrap();
-        assert_eq!((lo, hi), crate::stats::wilson(2, 3, 0.95).unwrap());
+        assert_eq!((lo, hi), crate::wilson(2, 3, 0.95).unwrap());
         assert_eq!((p, deff), (2.0 / 3.0, 1.0));
         // One group has no spread to estimate: no interval.
         assert_eq!(grouped_wilson(&[CaseScore::binary(3, 5)], 0.95), None);
@@ -410,7 +410,7 @@ mod tests {
             "{c:?}"
         );
         let (p, lo, hi, _) = grouped_wilson(&units, 0.95).unwrap();
-        let cr2 = crate::stats::wilson_c(p, p * (1.0 - p) / c.variance, c.critical(0.95).unwrap());
+        let cr2 = crate::wilson_c(p, p * (1.0 - p) / c.variance, c.critical(0.95).unwrap());
         assert!(lo < cr2.0 && hi > cr2.1, "[{lo}, {hi}] vs CR2 {cr2:?}");
         // Equal sizes: G − 1 degrees of freedom either way.
         let equal =

@@ -85,8 +85,8 @@ impl BestSettings {
 /// highest mean is within `epsilon` of the best with probability `confidence` when the
 /// best is more than ε ahead — z²·Var(d)/ε², z at 1 − (1 − confidence)/(K − 1) (Bechhofer's
 /// indifference zone, Bonferroni across the others; docs/dev/statistics.md §9).
-pub(crate) fn fixed_design_cases(arms: usize, confidence: f64, variance: f64, epsilon: f64) -> u64 {
-    let z = crate::stats::z_for(1.0 - 2.0 * (1.0 - confidence) / (arms.max(2) - 1) as f64);
+pub fn fixed_design_cases(arms: usize, confidence: f64, variance: f64, epsilon: f64) -> u64 {
+    let z = crate::z_for(1.0 - 2.0 * (1.0 - confidence) / (arms.max(2) - 1) as f64);
     (z * z * variance / (epsilon * epsilon)).ceil() as u64
 }
 

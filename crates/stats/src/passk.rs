@@ -93,7 +93,7 @@ mod tests {
     /// (exact binomials in Python's integers).
     #[test]
     fn the_estimators_agree_with_the_reference() {
-        let text = include_str!("../../tests/fixtures/passk.csv");
+        let text = include_str!("../../../tests/fixtures/passk.csv");
         let mut rows = 0;
         for line in text.lines().skip(1) {
             let f: Vec<&str> = line.split(',').collect();

@@ -20,7 +20,7 @@ impl PairedTable {
     }
 
     /// Adds one case.
-    pub(crate) fn add(&mut self, variant_right: bool, baseline_right: bool) {
+    pub fn add(&mut self, variant_right: bool, baseline_right: bool) {
         match (variant_right, baseline_right) {
             (true, true) => self.both_right += 1,
             (true, false) => self.only_variant += 1,

@@ -385,7 +385,7 @@ pub fn detectable_difference(cases: u64, target: f64, a: &Assumptions) -> Option
 /// The cases needed for a change of `delta` either way from the baseline: the larger of a
 /// gain and a drop (where both are possible), so the plan holds whichever way it goes. What
 /// `promptgauge plan` prints, and what a sequential run counts its savings against.
-pub(crate) fn cases_either_way(delta: f64, target: f64, a: &Assumptions) -> Option<u64> {
+pub fn cases_either_way(delta: f64, target: f64, a: &Assumptions) -> Option<u64> {
     let up = (a.baseline + delta <= 1.0)
         .then(|| cases_needed(delta, target, a))
         .flatten();
@@ -402,7 +402,7 @@ pub(crate) fn cases_either_way(delta: f64, target: f64, a: &Assumptions) -> Opti
 /// which a one-sided test at level α/(2m) shows that a variant as good as the baseline
 /// (accuracy `baseline`, independent errors) is at most `max_drop` worse, with
 /// probability `target`: ⌈(z₁₋α/(2m) + z_target)²·2p(1 − p)/M²⌉ (normal approximation).
-pub(crate) fn non_inferiority_cases(max_drop: f64, target: f64, a: &Assumptions) -> Option<u64> {
+pub fn non_inferiority_cases(max_drop: f64, target: f64, a: &Assumptions) -> Option<u64> {
     use statrs::distribution::{ContinuousCDF, Normal};
     if !(max_drop > 0.0 && max_drop < 1.0)
         || a.comparisons == 0

@@ -3,6 +3,11 @@
 //! inference, exact power, and sequential tests. docs/dev/statistics.md explains each in words;
 //! every figure is checked against scipy, statsmodels, ppi-python or a seeded simulation
 //! committed with its script (tests/fixtures/).
+//!
+//! Invariant: arithmetic on scores; knows no bench, request or file, and depends on no
+//! other crate of the workspace (docs/dev/architecture.md, "Code map").
+
+#![warn(unreachable_pub)]
 
 pub mod best;
 pub mod betting;
@@ -20,7 +25,7 @@ pub mod sequential;
 use statrs::distribution::{ContinuousCDF, Normal};
 
 /// The two-sided critical value of the standard normal for a confidence level.
-pub(crate) fn z_for(confidence: f64) -> f64 {
+pub fn z_for(confidence: f64) -> f64 {
     let normal = Normal::standard();
     normal.inverse_cdf(1.0 - (1.0 - confidence) / 2.0)
 }
@@ -51,7 +56,7 @@ pub(crate) fn wilson_c(p: f64, n: f64, z: f64) -> (f64, f64) {
 
 /// The p-th quantile (0–100) by linear interpolation between order statistics, as numpy's
 /// default `percentile(..., method="linear")`. `sorted` must be ascending.
-pub(crate) fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
     if sorted.is_empty() {
         return None;
     }

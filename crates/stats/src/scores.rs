@@ -10,13 +10,13 @@
 //! groups: Wilson's at the cluster-robust effective size ([`mean_score_clustered`]).
 //!
 //! Paired: the mean of the per-case differences with a paired t interval and p-value
-//! (scipy `ttest_rel`), and the sign-flip test and interval of [`crate::stats::permutation`], whose
+//! (scipy `ttest_rel`), and the sign-flip test and interval of [`crate::permutation`], whose
 //! verdict does not lean on normality and is exact McNemar for 0/1 scores.
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use crate::stats::bounded::{effective_cases, parts, rare_widened, t_critical};
-use crate::stats::permutation::{Interval, SignFlip, sign_flip_interval, sign_flip_test};
+use crate::bounded::{effective_cases, parts, rare_widened, t_critical};
+use crate::permutation::{Interval, SignFlip, sign_flip_interval, sign_flip_test};
 
 /// A mean of case means with its interval (`None` with fewer than two cases).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -45,7 +45,7 @@ fn mean_and_se(values: &[f64]) -> Option<(f64, f64, f64)> {
 /// φ = (SS + K) / (SS + W + K), where SS = Σ (xᵢ − m)² is the spread between cases,
 /// W = Σ xᵢ(1 − xᵢ) what scores inside [0, 1] could spread at most beyond it (the variance
 /// of a score in [0, 1] is at most m(1 − m): φ = 1 is that bound), and K =
-/// [`unseen_spread`](crate::stats::bounded::unseen_spread), what an outcome the cases have not
+/// [`unseen_spread`](crate::bounded::unseen_spread), what an outcome the cases have not
 /// shown could add. The critical value
 /// runs from z (φ = 1: 0/1 scores, where this is exactly Wilson's interval) to t with n − 1
 /// degrees of freedom as φ → 0 (scores spread inside [0, 1], as the t interval does). φ is
@@ -59,7 +59,7 @@ pub fn mean_score(case_means: &[f64], confidence: f64) -> Option<MeanScore> {
     // rare-outcome bound.
     let binary = within == 0.0;
     let interval = effective_cases(case_means, confidence).map(|(m, ne, c)| {
-        let wilson = crate::stats::wilson_c(m, ne, c);
+        let wilson = crate::wilson_c(m, ne, c);
         if binary {
             wilson
         } else {
@@ -76,7 +76,7 @@ pub fn mean_score(case_means: &[f64], confidence: f64) -> Option<MeanScore> {
 /// [`mean_score`] with cases clustered: `groups[i]` names case i's group. The estimate is
 /// still the mean over cases; the interval is Wilson's at the cluster-robust effective size
 /// p̂(1 − p̂)/V_CR2 with a t critical value at Imbens & Kolesár's degrees of freedom
-/// ([`crate::stats::cluster::ClusterMean::wilson`]), which keeps its coverage with groups of
+/// ([`crate::cluster::ClusterMean::wilson`]), which keeps its coverage with groups of
 /// unequal sizes (95.2–99.9% for 5–40 groups, also when the large groups are the hard ones;
 /// tests/fixtures/groups_variant.py),
 /// capped by the ungrouped effective size n/φ of [`mean_score`] (grouping never narrows the
@@ -104,7 +104,7 @@ pub fn mean_score_clustered(
     // caps the grouped one (and stands in where the groups show no spread).
     let interval = effective_cases(case_means, confidence)
         .and_then(|(_, cap, _)| {
-            crate::stats::cluster::ClusterMean::of(by.into_values())?.wilson(confidence, Some(cap))
+            crate::cluster::ClusterMean::of(by.into_values())?.wilson(confidence, Some(cap))
         })
         .map(|(lo, hi, _)| (lo, hi));
     Some(MeanScore { interval, ..plain })
@@ -124,7 +124,7 @@ pub fn paired_interval(differences: &[f64], confidence: f64) -> Option<(f64, f64
     let n = differences.len();
     let mean = differences.iter().sum::<f64>() / n as f64;
     let moved: Vec<f64> = differences.iter().copied().filter(|&d| d != 0.0).collect();
-    let (d_lo, d_hi) = crate::stats::wilson(moved.len() as u64, n as u64, confidence)?;
+    let (d_lo, d_hi) = crate::wilson(moved.len() as u64, n as u64, confidence)?;
     if moved.is_empty() {
         return Some((mean, -d_hi, d_hi));
     }
@@ -175,14 +175,14 @@ pub fn paired_scores(variant: &[f64], baseline: &[f64], confidence: f64) -> Opti
 
 /// The paired t-test alone.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct PairedT {
+pub struct PairedT {
     pub(crate) mean: f64,
-    pub(crate) t_interval: Option<(f64, f64)>,
-    pub(crate) t_p_value: Option<f64>,
+    pub t_interval: Option<(f64, f64)>,
+    pub t_p_value: Option<f64>,
 }
 
 /// The paired t-test and interval of [`paired_scores`], without the sign-flip test.
-pub(crate) fn paired_t(variant: &[f64], baseline: &[f64], confidence: f64) -> Option<PairedT> {
+pub fn paired_t(variant: &[f64], baseline: &[f64], confidence: f64) -> Option<PairedT> {
     if variant.len() != baseline.len() {
         return None;
     }
@@ -312,7 +312,7 @@ mod tests {
         let m = mean_score(&[1.0, 1.0, 1.0], 0.95).unwrap();
         let (lo, hi) = m.interval.unwrap();
         assert!(lo < 0.5 && hi == 1.0, "{lo} {hi}");
-        assert_eq!((lo, hi), crate::stats::wilson(3, 3, 0.95).unwrap());
+        assert_eq!((lo, hi), crate::wilson(3, 3, 0.95).unwrap());
         // Ten cases at 0.7 sum to 7.000000000000001: rounding leaves a spread of 1e-31,
         // which a test for "exactly no spread" misses. The width is there all the same.
         let m = mean_score(&[0.7; 10], 0.95).unwrap();
@@ -325,7 +325,7 @@ mod tests {
         let binary = [1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 1.0];
         assert_eq!(
             mean_score(&binary, 0.9).unwrap().interval,
-            crate::stats::wilson(5, 7, 0.9)
+            crate::wilson(5, 7, 0.9)
         );
         // Scores outside [0, 1] are no scores.
         assert_eq!(mean_score(&[0.5, 1.5], 0.95), None);
@@ -347,8 +347,8 @@ mod tests {
         // Many outcomes on each side: Wilson's bounds, untouched.
         let spread: Vec<f64> = (0..40).map(|i| f64::from(i % 5) / 4.0).collect();
         let m = mean_score(&spread, 0.95).unwrap();
-        let (_, ne, c) = crate::stats::bounded::effective_cases(&spread, 0.95).unwrap();
-        assert_eq!(m.interval, Some(crate::stats::wilson_c(m.mean, ne, c)));
+        let (_, ne, c) = crate::bounded::effective_cases(&spread, 0.95).unwrap();
+        assert_eq!(m.interval, Some(crate::wilson_c(m.mean, ne, c)));
     }
 
     #[test]

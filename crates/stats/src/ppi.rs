@@ -178,10 +178,10 @@ fn floored(
 /// cases, and the judge's scores on the unlabelled ones, in the same case order for both
 /// arms.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Arm<'a> {
-    pub(crate) labels: &'a [f64],
-    pub(crate) judged: &'a [f64],
-    pub(crate) unlabelled: &'a [f64],
+pub struct Arm<'a> {
+    pub labels: &'a [f64],
+    pub judged: &'a [f64],
+    pub unlabelled: &'a [f64],
 }
 
 /// The corrected estimate of the difference `variant − baseline` when both arms are
@@ -192,7 +192,7 @@ pub(crate) struct Arm<'a> {
 /// tests/fixtures/ppi_sim.txt and ppi_small_sim.txt). Also the standard error behind the
 /// interval (before clipping), for the comparison's p-value. `None` when the arms' lengths
 /// differ or [`corrected_mean`] would be `None`.
-pub(crate) fn corrected_difference(
+pub fn corrected_difference(
     variant: Arm,
     baseline: Arm,
     confidence: f64,

@@ -169,7 +169,7 @@ mod tests {
         assert!(t.p_value(0.0) > 0.05, "{}", t.p_value(0.0));
         let (lo, hi) = t.interval(0.95).unwrap();
         assert!(lo < 0.0 && hi >= 0.1, "[{lo}, {hi}]");
-        let sign_flip = crate::stats::permutation::sign_flip_test(&d).unwrap();
+        let sign_flip = crate::permutation::sign_flip_test(&d).unwrap();
         assert!(sign_flip.p_value < 1e-5);
     }
 

@@ -2,14 +2,14 @@
 //!
 //! Holm rejects comparison i at α when its adjusted p-value p̃ᵢ < α. Since p̃ᵢ ≥ pᵢ, that is
 //! the same as pᵢ < αᵢ with αᵢ = α·pᵢ/p̃ᵢ. An interval that inverts the same test at level
-//! 1 − αᵢ excludes 0 exactly when pᵢ < αᵢ ([`crate::stats::paired::exact_paired_interval`],
-//! [`crate::stats::betting::BoundedMean::interval`]), so
+//! 1 − αᵢ excludes 0 exactly when pᵢ < αᵢ ([`crate::paired::exact_paired_interval`],
+//! [`crate::betting::BoundedMean::interval`]), so
 //! reporting each comparison's interval at 1 − αᵢ makes "the interval excludes 0" and "Holm
 //! says better/worse" the same statement. αᵢ lies between α/m (the smallest p-value, Holm's
 //! Bonferroni step) and α (the last step), so each interval is at least the plain
 //! 1 − α interval (per-comparison coverage ≥ 1 − α) and at most the Bonferroni one.
 
-pub use crate::stats::paired::holm;
+pub use crate::paired::holm;
 
 /// The confidence level 1 − α·p_raw/p_holm at which a test-inverted interval excludes 0
 /// exactly when Holm rejects (p_holm < α). Edge cases: p_holm = 0 (then p_raw = 0) gives

@@ -1,6 +1,6 @@
 //! What scores in [0, 1] allow a mean's interval: the spread an unseen outcome could add and
 //! the effective number of cases (docs/dev/statistics.md §3). Below both the mean scores of
-//! [`crate::stats::scores`] and the clustered ones of [`crate::stats::cluster`], which share it.
+//! [`crate::scores`] and the clustered ones of [`crate::cluster`], which share it.
 
 use statrs::distribution::{ContinuousCDF, Gamma, StudentsT};
 
@@ -36,14 +36,14 @@ pub(crate) fn parts(values: &[f64]) -> Option<(usize, f64, f64, f64)> {
     Some((n, m, between, within))
 }
 
-/// The effective size and critical value of [`crate::stats::scores::mean_score`]'s interval for these case means:
-/// (mean, n/φ, c). `None` as [`crate::stats::scores::mean_score`]'s interval is.
+/// The effective size and critical value of [`crate::scores::mean_score`]'s interval for these case means:
+/// (mean, n/φ, c). `None` as [`crate::scores::mean_score`]'s interval is.
 pub(super) fn effective_cases(case_means: &[f64], confidence: f64) -> Option<(f64, f64, f64)> {
     let (n, m, between, within) = parts(case_means)?;
     if n < 2 || !(confidence > 0.0 && confidence < 1.0) {
         return None;
     }
-    let z = crate::stats::z_for(confidence);
+    let z = crate::z_for(confidence);
     let floor = unseen_spread(m, z);
     let phi = (between + floor) / (between + within + floor);
     let t = t_critical(confidence, (n - 1) as f64)?;
