@@ -9,7 +9,6 @@
 
 pub mod app;
 pub mod cli;
-pub mod client;
 pub mod error;
 pub mod grade;
 #[cfg(test)]
@@ -24,4 +23,5 @@ pub mod web;
 
 pub use promptgauge_base::{clock, files, hash, ids, process};
 pub use promptgauge_stats as stats;
+pub use promptgauge_client as client;
 pub use error::{Exit, Failure};

@@ -116,7 +116,7 @@ pub enum HttpMethod {
 
 impl HttpMethod {
     /// As a request line says it.
-    pub(crate) fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             HttpMethod::Post => "POST",
             HttpMethod::Get => "GET",
@@ -169,7 +169,7 @@ impl ReqwestTransport {
 /// it (reqwest names the URL it was sending to, a redirect's target too) as
 /// `secrets::redact_urls_in` shows URLs: no password, no query value (a signed URL's
 /// signature is a credential).
-pub(crate) fn describe(e: &reqwest::Error) -> String {
+pub fn describe(e: &reqwest::Error) -> String {
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
@@ -181,7 +181,7 @@ pub(crate) fn describe(e: &reqwest::Error) -> String {
 }
 
 /// Redirects followed for one request, at most (the preflight's too).
-pub(crate) const MAX_REDIRECTS: usize = 5;
+pub const MAX_REDIRECTS: usize = 5;
 
 /// Headers that carry credentials: redacted wherever a request is shown.
 const CREDENTIALS: [&str; 5] = [
@@ -223,7 +223,7 @@ fn redirect_target(response: &reqwest::Response) -> Option<reqwest::Url> {
 }
 
 /// Whether two URLs share scheme, host and port: what a credential may follow.
-pub(crate) fn same_origin(a: &reqwest::Url, b: &reqwest::Url) -> bool {
+pub fn same_origin(a: &reqwest::Url, b: &reqwest::Url) -> bool {
     a.scheme() == b.scheme()
         && a.host_str() == b.host_str()
         && a.port_or_known_default() == b.port_or_known_default()

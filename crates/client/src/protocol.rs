@@ -38,7 +38,7 @@ impl ProtocolKind {
     ];
 
     /// Its name, as written in a bench.
-    pub(crate) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             ProtocolKind::OpenaiChat => "openai-chat",
             ProtocolKind::OpenaiResponses => "openai-responses",
@@ -47,7 +47,7 @@ impl ProtocolKind {
     }
 
     /// Whether this is the default (`openai-chat`), which `run.json` leaves unwritten.
-    pub(crate) fn is_default(&self) -> bool {
+    pub fn is_default(&self) -> bool {
         *self == ProtocolKind::default()
     }
 
@@ -106,7 +106,7 @@ pub struct Usage {
 impl Usage {
     /// Adds `other`'s token counts to these (the parts of one job: a batch's lines, an
     /// agent loop's steps).
-    pub(crate) fn add_tokens(&mut self, other: &Usage) {
+    pub fn add_tokens(&mut self, other: &Usage) {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
         self.cached_tokens += other.cached_tokens;
@@ -114,7 +114,7 @@ impl Usage {
     }
 
     /// A rough count for servers that report none; marked as estimated.
-    pub(crate) fn estimate(prompt_chars: usize, completion: &str, reasoning: &str) -> Usage {
+    pub fn estimate(prompt_chars: usize, completion: &str, reasoning: &str) -> Usage {
         let tokens = |chars: usize| chars.div_ceil(4) as u64;
         let reasoning_tokens = tokens(reasoning.chars().count());
         Usage {
@@ -301,7 +301,7 @@ pub enum BaseUrlMistake {
 
 impl BaseUrlMistake {
     /// The same mistake, naming the URL as `shown` (without its credentials).
-    pub(crate) fn shown_as(self, shown: &str) -> Self {
+    pub fn shown_as(self, shown: &str) -> Self {
         match self {
             BaseUrlMistake::NamesTheEndpoint { path, .. } => BaseUrlMistake::NamesTheEndpoint {
                 url: shown.to_string(),
@@ -435,7 +435,7 @@ pub(crate) fn header_count(headers: &[(String, String)], name: &str) -> Option<u
 }
 
 /// Cuts `s` to at most `max` bytes on a character boundary, marking the cut with `…`.
-pub(crate) fn truncate(s: &str, max: usize) -> String {
+pub fn truncate(s: &str, max: usize) -> String {
     if s.len() <= max {
         return s.to_string();
     }

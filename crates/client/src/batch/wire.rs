@@ -9,10 +9,10 @@ use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::client::transport::{HttpMethod, HttpRequest, Transport};
+use crate::transport::{HttpMethod, HttpRequest, Transport};
 
 /// The most a batch's output or error file may hold when read back.
-pub(crate) const MAX_FILE_BYTES: usize = 512 * 1024 * 1024;
+pub const MAX_FILE_BYTES: usize = 512 * 1024 * 1024;
 
 /// A batch as the provider describes it (Anthropic's words mapped to OpenAI's: `ended` is
 /// its one terminal state, `canceling` is `cancelling`).
@@ -41,7 +41,7 @@ pub struct BatchState {
 fn seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     Ok(match Value::deserialize(d)? {
         Value::Number(n) => n.as_f64().unwrap_or(0.0),
-        Value::String(s) => crate::clock::parse_utc(&s).unwrap_or(0.0),
+        Value::String(s) => promptgauge_base::clock::parse_utc(&s).unwrap_or(0.0),
         _ => 0.0,
     })
 }
@@ -141,7 +141,7 @@ impl Http {
                 bytes.extend_from_slice(&chunk);
             }
             if response.status != 200 {
-                let message = crate::client::error_message(&bytes);
+                let message = crate::error_message(&bytes);
                 return Err(BatchError::Http {
                     status: response.status,
                     message,
@@ -188,7 +188,7 @@ impl Http {
 
 /// The lines of JSONL files, each parsed as it is reached; a line that is not JSON is
 /// skipped (its request then has no result, and its job fails for that).
-pub(crate) struct EachLine<'a> {
+pub struct EachLine<'a> {
     files: &'a [Bytes],
     /// The file being read, and where in it.
     file: usize,
@@ -196,7 +196,7 @@ pub(crate) struct EachLine<'a> {
 }
 
 impl<'a> EachLine<'a> {
-    pub(crate) fn new(files: &'a [Bytes]) -> Self {
+    pub fn new(files: &'a [Bytes]) -> Self {
         EachLine {
             files,
             file: 0,

@@ -3,7 +3,7 @@
 //! retried as answers are (full-jitter backoff, `Retry-After` a floor; 400/401/403/404/422
 //! never retried), within the endpoint's total deadline, its reply read up to a size limit.
 //! Its waits, deadlines and latencies are on tokio's clock, and a `Retry-After` date is
-//! read against [`crate::clock`], as the client's answers are.
+//! read against [`promptgauge_base::clock`], as the client's answers are.
 
 use std::time::Duration;
 
@@ -16,11 +16,11 @@ use super::transport::{HttpMethod, HttpRequest};
 use super::{Client, Usage, retry};
 
 /// The largest reply read: 1,000 vectors of 3,072 numbers fit.
-pub(crate) const MAX_EMBEDDINGS_BYTES: usize = 64 << 20;
+pub const MAX_EMBEDDINGS_BYTES: usize = 64 << 20;
 
 /// Vectors for texts, in their order.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Embedded {
+pub struct Embedded {
     pub vectors: Vec<Vec<f64>>,
     pub usage: Option<Usage>,
     /// Attempts it took.
@@ -30,7 +30,7 @@ pub(crate) struct Embedded {
 
 /// Why texts got no vectors.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct EmbedError {
+pub struct EmbedError {
     pub message: String,
     /// The last attempt's HTTP status, when it got one.
     pub status: Option<u16>,
@@ -40,7 +40,7 @@ pub(crate) struct EmbedError {
 }
 
 /// How one attempt ended.
-enum Tried {
+pub enum Tried {
     Done(Vec<Vec<f64>>, Option<Usage>),
     /// Worth another attempt: a status (408, 429, 5xx) or no answer; the wait a server
     /// asked for.
@@ -51,7 +51,7 @@ enum Tried {
 
 impl Client {
     /// The vectors of `inputs` from `model` at this client's endpoint (its first base URL).
-    pub(crate) async fn embed(
+    pub async fn embed(
         &self,
         model: &str,
         inputs: &[String],
@@ -105,7 +105,7 @@ impl Client {
         }
     }
 
-    async fn embed_once(&self, body: Bytes, count: usize) -> Tried {
+    pub async fn embed_once(&self, body: Bytes, count: usize) -> Tried {
         let mut headers = self.protocol.key_headers(self.config.api_key.as_ref());
         headers.extend(self.config.headers.iter().cloned());
         headers.push(("content-type".into(), "application/json".into()));
@@ -120,7 +120,7 @@ impl Client {
             Err(e) => return Tried::Again(format!("no answer: {e}"), None, None),
         };
         let status = response.status;
-        let asked = retry::retry_after(&response.headers, crate::clock::now());
+        let asked = retry::retry_after(&response.headers, promptgauge_base::clock::now());
         let mut bytes = Vec::new();
         let mut stream = response.body;
         while let Some(chunk) = stream.next().await {
@@ -153,7 +153,7 @@ impl Client {
 }
 
 /// The vectors of an OpenAI-shaped reply, by `index`, and its usage.
-fn read_vectors(bytes: &[u8], count: usize) -> Result<(Vec<Vec<f64>>, Option<Usage>), String> {
+pub fn read_vectors(bytes: &[u8], count: usize) -> Result<(Vec<Vec<f64>>, Option<Usage>), String> {
     let reply: Value = serde_json::from_slice(bytes).map_err(|e| format!("is not JSON: {e}"))?;
     let data = reply
         .get("data")
@@ -199,8 +199,8 @@ fn read_vectors(bytes: &[u8], count: usize) -> Result<(Vec<Vec<f64>>, Option<Usa
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::transport::{BoxFuture, HttpResponse, Transport, TransportError};
-    use crate::client::{ClientConfig, HttpRequest};
+    use crate::transport::{BoxFuture, HttpResponse, Transport, TransportError};
+    use crate::{ClientConfig, HttpRequest};
     use std::sync::{Arc, Mutex};
 
     /// A reply: its status, headers and body.
@@ -253,7 +253,7 @@ mod tests {
         // Tokio's clock an hour on: a date 45 s after it is 45 s away, not an hour and 45 s
         // (which limits.max_retry_after would refuse).
         tokio::time::advance(Duration::from_secs(3600)).await;
-        let date = httpdate::fmt_http_date(crate::clock::now() + Duration::from_secs(45));
+        let date = httpdate::fmt_http_date(promptgauge_base::clock::now() + Duration::from_secs(45));
         let client = client(vec![
             (503, vec![("retry-after".into(), date)], "{}"),
             (200, Vec::new(), VECTORS),

@@ -39,7 +39,7 @@ impl ApiKey {
     }
 
     /// The same key, sent in `header`.
-    pub(crate) fn in_header(self, header: KeyHeader) -> Self {
+    pub fn in_header(self, header: KeyHeader) -> Self {
         ApiKey(self.0, header)
     }
 

@@ -66,7 +66,7 @@ impl Default for Limits {
             max_retry_after: Duration::from_secs(300),
             max_file_bytes: None,
             max_request_bytes: 32 * 1024 * 1024,
-            max_pdf_pages: crate::client::attachment::PDF_PAGES_READ,
+            max_pdf_pages: crate::attachment::PDF_PAGES_READ,
             adaptive: false,
         }
     }
@@ -92,7 +92,7 @@ mod humantime_serde_lite {
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(rename = "Limits")]
-pub(crate) struct RawLimits {
+pub struct RawLimits {
     /// Requests in flight at once, per replica [default: 8].
     #[schemars(range(min = 1, max = MAX_CONCURRENCY))]
     concurrency: Option<i64>,
@@ -153,14 +153,14 @@ pub(crate) struct RawLimits {
 }
 
 /// The largest values the integer limits take (a larger one is a typo).
-const MAX_CONCURRENCY: i64 = 4096;
-const MAX_REQUESTS_PER_MINUTE: i64 = 10_000_000;
-const MAX_TOKENS_PER_MINUTE: i64 = 4_000_000_000;
-const MAX_ATTEMPTS: i64 = 100;
-const MAX_PDF_PAGES: i64 = 100_000;
+pub const MAX_CONCURRENCY: i64 = 4096;
+pub const MAX_REQUESTS_PER_MINUTE: i64 = 10_000_000;
+pub const MAX_TOKENS_PER_MINUTE: i64 = 4_000_000_000;
+pub const MAX_ATTEMPTS: i64 = 100;
+pub const MAX_PDF_PAGES: i64 = 100_000;
 
 /// What [`duration`] reads, for editors.
-pub(crate) fn duration_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+pub fn duration_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
         "description": "A duration: `10s`, `500ms`, `2m`, `1h 30m`, or a number of seconds (at most a day).",
         "anyOf": [
@@ -171,7 +171,7 @@ pub(crate) fn duration_schema(_: &mut schemars::SchemaGenerator) -> schemars::Sc
 }
 
 /// What [`byte_size`] reads, for editors.
-fn size_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+pub fn size_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
         "description": "A size: `4MiB`, `512KiB`, `1GiB`, `5MB`, or a number of bytes.",
         "anyOf": [
@@ -185,7 +185,7 @@ impl RawLimits {
     /// These limits over `base` (the defaults, or the bench's for its judge and its
     /// endpoints): a field left unset is `base`'s, but the rate limits, which are only ever
     /// the ones written.
-    pub(crate) fn over(self, base: &Limits) -> Result<Limits, OutOfRange> {
+    pub fn over(self, base: &Limits) -> Result<Limits, OutOfRange> {
         let d = base.clone();
         let positive = |key: &'static str, v: Option<i64>, max: i64| match v {
             Some(found) if found < 1 || found > max => Err(OutOfRange { key, max, found }),
@@ -226,7 +226,7 @@ impl RawLimits {
 /// A whole-number limit outside what promptgauge takes.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("limits.{key} must be between 1 and {max}, found {found}")]
-pub(crate) struct OutOfRange {
+pub struct OutOfRange {
     /// The field, as the bench names it under `limits:`.
     pub key: &'static str,
     pub max: i64,
@@ -234,7 +234,7 @@ pub(crate) struct OutOfRange {
 }
 
 /// `4MiB`, `512KiB`, `1MB`, or a bare number of bytes.
-fn byte_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+pub fn byte_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum Raw {
@@ -253,7 +253,7 @@ fn byte_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error>
 
 /// Why a size (`4MiB`) could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum SizeError {
+pub enum SizeError {
     #[error("`{0}` is not a size; write e.g. 4MiB, 512KiB or 1000000")]
     NotASize(String),
     #[error("unknown size unit `{unit}` in `{text}`; use KiB, MiB or GiB")]
@@ -262,7 +262,7 @@ pub(crate) enum SizeError {
     TooLarge(String),
 }
 
-pub(crate) fn parse_bytes(text: &str) -> Result<u64, SizeError> {
+pub fn parse_bytes(text: &str) -> Result<u64, SizeError> {
     let t = text.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
@@ -288,7 +288,7 @@ pub(crate) fn parse_bytes(text: &str) -> Result<u64, SizeError> {
 }
 
 /// `10s`, `500ms`, `2m`, or a bare number of seconds.
-pub(crate) fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+pub fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum Raw {
@@ -313,11 +313,11 @@ pub(crate) fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duratio
 
 /// The longest duration a bench or flag may set: a day. Longer is a typo, and would
 /// overflow the clock's arithmetic.
-pub(crate) const MAX_DURATION: Duration = Duration::from_secs(86_400);
+pub const MAX_DURATION: Duration = Duration::from_secs(86_400);
 
 /// Why a user's duration (`30s`) could not be taken.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub(crate) enum DurationError {
+pub enum DurationError {
     #[error(
         "`{0}` is longer than a day, the longest duration promptgauge accepts; write e.g. 30s, 10m or 2h"
     )]
@@ -332,7 +332,7 @@ pub(crate) enum DurationError {
 }
 
 /// Parses a user's duration such as `30s` or `1m30s`: positive, at most [`MAX_DURATION`].
-pub(crate) fn parse_duration(text: &str) -> Result<Duration, DurationError> {
+pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     let d = humantime::parse_duration(text.trim()).map_err(|e| match e {
         humantime::DurationError::NumberOverflow => DurationError::TooLong(text.to_string()),
         reason => DurationError::NotADuration {

@@ -6,8 +6,8 @@ use serde_json::{Value, json};
 
 use super::api::{BatchApi, Pending};
 use super::wire::{BatchError, BatchState, Http};
-use crate::client::protocol::Protocol;
-use crate::client::transport::HttpMethod;
+use crate::protocol::Protocol;
+use crate::transport::HttpMethod;
 
 /// `/v1/files` and `/v1/batches`, for chat completions and Responses.
 pub(crate) struct OpenAiBatches;

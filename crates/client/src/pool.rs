@@ -456,7 +456,7 @@ mod tests {
     #[test]
     fn urls_keep_the_query_and_hide_credentials() {
         let base = "https://u:secretpass@x.azure.com/openai/deployments/d?api-version=1";
-        let url = crate::client::Protocol::url(&crate::client::OpenAiChat, base, "m");
+        let url = crate::Protocol::url(&crate::OpenAiChat, base, "m");
         assert_eq!(
             url,
             "https://u:secretpass@x.azure.com/openai/deployments/d/chat/completions?api-version=1"

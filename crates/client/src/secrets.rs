@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 
 /// What replaces a secret wherever it would be shown.
-pub(crate) const REDACTED: &str = "[redacted]";
+pub const REDACTED: &str = "[redacted]";
 
 /// Secrets shorter than this are not scrubbed from text: replacing every `abc` in every
 /// answer would corrupt the answers, and a key that short protects nothing.
@@ -171,7 +171,7 @@ fn base64(bytes: &[u8]) -> String {
 
 /// Replaces the userinfo, query values and fragment of every URL in `text` (a bench file, an
 /// error message) with `[redacted]`, as [`redact_url`] does.
-pub(crate) fn redact_urls_in(text: &str) -> String {
+pub fn redact_urls_in(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(i) = rest.find("://") {
@@ -314,7 +314,7 @@ fn userinfo(url: &str) -> Option<&str> {
 
 /// A URL fit to show and store: userinfo, the fragment and every query value except those
 /// known to be harmless (`api-version`), replaced by `[redacted]`.
-pub(crate) fn redact_url(url: &str) -> String {
+pub fn redact_url(url: &str) -> String {
     let shown = match userinfo(url) {
         Some(info) => {
             let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
@@ -329,7 +329,7 @@ pub(crate) fn redact_url(url: &str) -> String {
 /// Checks an API key read from `env`: surrounding whitespace (a trailing newline from
 /// `$(cat key.txt)`) is trimmed with a warning; anything that cannot go in an HTTP header
 /// is an error that names the variable, never the value.
-pub(crate) fn clean_api_key(key: &str, env: &str) -> Result<(String, Option<String>), String> {
+pub fn clean_api_key(key: &str, env: &str) -> Result<(String, Option<String>), String> {
     let trimmed = key.trim();
     if trimmed.is_empty() {
         return Err(format!("${env} is set but empty"));
@@ -365,7 +365,7 @@ pub(crate) fn join_path(base: &str, path: &str) -> String {
 }
 
 /// The URL's path, without query or fragment.
-pub(crate) fn path_of(url: &str) -> &str {
+pub fn path_of(url: &str) -> &str {
     &url[..url.find(['?', '#']).unwrap_or(url.len())]
 }
 

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use super::wire::{BatchError, BatchState, Http};
-use crate::client::protocol::Protocol;
+use crate::protocol::Protocol;
 
 /// A call of the batch API that is still under way.
 pub(crate) type Pending<'a, T> = Pin<Box<dyn Future<Output = Result<T, BatchError>> + Send + 'a>>;

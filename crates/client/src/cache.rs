@@ -10,19 +10,19 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::client::ChatMessage;
-use crate::client::Usage;
-use crate::hash::StableHasher;
+use crate::ChatMessage;
+use crate::Usage;
+use promptgauge_base::hash::StableHasher;
 
 /// A complete answer, as cached.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) struct CachedAnswer {
+pub struct CachedAnswer {
     pub key: String,
     pub text: String,
     #[serde(default)]
     pub reasoning: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tool_calls: Vec<crate::client::ToolCall>,
+    pub tool_calls: Vec<crate::ToolCall>,
     pub finish_reason: Option<String>,
     pub usage: Option<Usage>,
     pub model: Option<String>,
@@ -30,12 +30,12 @@ pub(crate) struct CachedAnswer {
 
 /// The response cache: answers by key, appended to a JSON-lines file.
 pub struct Cache {
-    file: File,
-    answers: HashMap<String, CachedAnswer>,
+    pub file: File,
+    pub answers: HashMap<String, CachedAnswer>,
 }
 
 /// The cache key: two independent 64-bit digests of everything that shapes the answer.
-pub(crate) fn key(
+pub fn key(
     endpoint: &str,
     model: &str,
     messages: &[ChatMessage],
@@ -48,7 +48,7 @@ pub(crate) fn key(
 /// [`key`] with its index given whole: a judge's call is `vote`, or `[vote, repeat]` past
 /// the first repeat (so every repeat has its own verdicts, and caches made before keep
 /// their first repeat's).
-pub(crate) fn key_at(
+pub fn key_at(
     endpoint: &str,
     model: &str,
     messages: &[ChatMessage],
@@ -67,18 +67,18 @@ pub(crate) fn key_at(
 
 impl Cache {
     /// Where `--cache` keeps answers: shared by every run under `reports_root`.
-    pub(crate) fn path_under(reports_root: &Path) -> std::path::PathBuf {
+    pub fn path_under(reports_root: &Path) -> std::path::PathBuf {
         reports_root.join(".cache").join("responses.jsonl")
     }
 
     /// Opens (creating) the cache file; lines that do not parse (a torn write) are skipped.
-    pub(crate) fn open(path: &Path) -> std::io::Result<Cache> {
+    pub fn open(path: &Path) -> std::io::Result<Cache> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
         let mut answers = HashMap::new();
         if path.exists() {
-            let mut reader = BufReader::new(crate::files::open_regular(path)?);
+            let mut reader = BufReader::new(promptgauge_base::files::open_regular(path)?);
             let mut line = String::new();
             while reader.read_line(&mut line)? > 0 {
                 if line.ends_with('\n')
@@ -101,16 +101,16 @@ impl Cache {
     }
 
     /// How many answers it holds.
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.answers.len()
     }
 
     /// The answer cached under `key`.
-    pub(crate) fn get(&self, key: &str) -> Option<&CachedAnswer> {
+    pub fn get(&self, key: &str) -> Option<&CachedAnswer> {
         self.answers.get(key)
     }
 
-    pub(crate) fn put(&mut self, answer: CachedAnswer) -> std::io::Result<()> {
+    pub fn put(&mut self, answer: CachedAnswer) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(&answer)?;
         line.push(b'\n');
         self.file.write_all(&line)?;

@@ -20,7 +20,7 @@ pub(crate) use anthropic::AnthropicBatches;
 pub(crate) use api::BatchApi;
 pub(crate) use openai::OpenAiBatches;
 pub use wire::{BatchError, BatchState};
-pub(crate) use wire::{EachLine, Http, MAX_FILE_BYTES};
+pub use wire::{EachLine, Http, MAX_FILE_BYTES};
 
 use super::transport::HttpMethod;
 use super::{Client, JobRequest, JobResult, ProtocolKind, Streamed};
@@ -36,7 +36,7 @@ pub struct Batches {
 impl Client {
     /// The batch API this client's endpoint would have: Anthropic's for the Messages
     /// protocol, OpenAI's for the other two.
-    pub(crate) fn batch_api(&self) -> &'static dyn BatchApi {
+    pub fn batch_api(&self) -> &'static dyn BatchApi {
         // Every protocol decides (no wildcard): a new one must say which batch API it has.
         match self.config.protocol {
             ProtocolKind::AnthropicMessages => &AnthropicBatches,
@@ -63,7 +63,7 @@ impl Client {
 
     /// The `custom_id` a job has in a batch: its idempotency key, unless the API cannot
     /// take it (Anthropic's are 1–64 of `[A-Za-z0-9_-]`): then a stable hash of it.
-    pub(crate) fn batch_custom_id(&self, key: &str) -> String {
+    pub fn batch_custom_id(&self, key: &str) -> String {
         self.batch_api().custom_id(key)
     }
 
@@ -95,7 +95,7 @@ impl Client {
 
     /// A job a batch did not answer, with `why` as its cause and the HTTP status behind
     /// it, if any (a 400 or 404 is no passing failure, to `--retry-failed`).
-    pub(crate) fn batch_failure(&self, status: Option<u16>, why: &str) -> JobResult {
+    pub fn batch_failure(&self, status: Option<u16>, why: &str) -> JobResult {
         self.failed_result(status, why.to_string())
     }
 
@@ -120,7 +120,7 @@ impl Client {
 impl Batches {
     /// Whether the endpoint has this batch API: a list of its batches answers (a 404 or
     /// 405 says it has none). Asked before anything is sent.
-    pub(crate) async fn probe(&self) -> Result<(), BatchError> {
+    pub async fn probe(&self) -> Result<(), BatchError> {
         self.http
             .json(
                 HttpMethod::Get,
@@ -133,7 +133,7 @@ impl Batches {
 
     /// Uploads a batch's input file (JSONL) where the API takes one (OpenAI's): its id.
     /// Anthropic's takes the requests in the batch itself: `None`.
-    pub(crate) async fn prepare(
+    pub async fn prepare(
         &self,
         name: &str,
         jsonl: &[u8],
@@ -144,7 +144,7 @@ impl Batches {
     /// Submits a batch: OpenAI's from its uploaded `file`, to `endpoint`, with `metadata`
     /// (the run's id, so a resume finds it); Anthropic's with its `jsonl` requests (it
     /// keeps no metadata).
-    pub(crate) async fn submit(
+    pub async fn submit(
         &self,
         file: Option<&str>,
         jsonl: &[u8],
@@ -191,7 +191,7 @@ impl Batches {
 
     /// The batches the provider lists, newest first, page after page until one reaches
     /// back before `since` (seconds since 1970) or the list ends (at most 50 pages).
-    pub(crate) async fn list_since(&self, since: f64) -> Result<Vec<BatchState>, BatchError> {
+    pub async fn list_since(&self, since: f64) -> Result<Vec<BatchState>, BatchError> {
         let mut all = Vec::new();
         let mut after: Option<String> = None;
         for _ in 0..50 {
@@ -229,7 +229,7 @@ impl Batches {
     }
 
     /// Asks the provider to cancel a batch.
-    pub(crate) async fn cancel(&self, id: &str) -> Result<BatchState, BatchError> {
+    pub async fn cancel(&self, id: &str) -> Result<BatchState, BatchError> {
         let v = self
             .http
             .json(

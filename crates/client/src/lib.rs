@@ -3,13 +3,18 @@
 //! It owns every deadline (first token, idle, total), the concurrency gate, the retry loop
 //! and the API key. Time is tokio's clock, which tests pause and advance, so backoff and
 //! timeout tests run in milliseconds.
+//!
+//! Invariant: speaks to servers and knows no bench, case or score; stands only on
+//! promptgauge-base (docs/dev/architecture.md, "Code map").
+
+#![warn(unreachable_pub)]
 
 mod anthropic;
 pub mod attachment;
 pub mod batch;
 pub mod cache;
 pub mod embeddings;
-pub(crate) mod limits;
+pub mod limits;
 mod message;
 mod openai;
 pub mod pool;
@@ -17,7 +22,7 @@ pub mod protocol;
 mod request;
 mod responses;
 pub(crate) mod retry;
-pub(crate) mod secrets;
+pub mod secrets;
 pub mod sse;
 pub mod transport;
 
@@ -33,8 +38,8 @@ use tokio::time::{Instant, timeout_at};
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use anthropic::AnthropicMessages;
-pub(crate) use cache::Cache;
-pub(crate) use limits::Limits;
+pub use cache::Cache;
+pub use limits::Limits;
 pub use message::ChatMessage;
 pub use openai::OpenAiChat;
 pub use protocol::{Dialect, FinishKind, Protocol, ProtocolKind, Streamed, ToolCall, Usage};
@@ -434,18 +439,18 @@ impl Client {
     }
 
     /// The settings it was made with.
-    pub(crate) fn config(&self) -> &ClientConfig {
+    pub fn config(&self) -> &ClientConfig {
         &self.config
     }
 
     /// How many attempts may be in flight at once, over all replicas.
-    pub(crate) fn capacity(&self) -> usize {
+    pub fn capacity(&self) -> usize {
         self.pool.capacity()
     }
 
     /// Benches replica `i` (by its place in the base URLs) before the first attempt: it did
     /// not answer the preflight while others did. Journaled as a pool event.
-    pub(crate) fn bench_replica(&self, i: usize, why: &str) {
+    pub fn bench_replica(&self, i: usize, why: &str) {
         self.pool.bench(i, why);
     }
 
@@ -456,7 +461,7 @@ impl Client {
 
     /// Cancelled when the run should wind down (first Ctrl-C): no job starts a new attempt,
     /// waits for a retry or a permit end at once, and attempts in flight finish.
-    pub(crate) fn drain_token(&self) -> CancellationToken {
+    pub fn drain_token(&self) -> CancellationToken {
         self.drain.clone()
     }
 
@@ -821,7 +826,7 @@ impl Client {
         response: HttpResponse,
         read_until: Instant,
     ) -> (String, Option<Duration>) {
-        let retry_after = retry::retry_after(&response.headers, crate::clock::now());
+        let retry_after = retry::retry_after(&response.headers, promptgauge_base::clock::now());
         let body = read_error_body(response.body, read_until).await;
         let body = self.secrets.scrub(&body);
         let message = match redirect_message(response.status, &response.headers) {

@@ -30,7 +30,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome, in a fixed order (a byte in the history store's spool is its place).
-    pub(crate) const ALL: [Outcome; 8] = [
+    pub const ALL: [Outcome; 8] = [
         Outcome::Complete,
         Outcome::Truncated,
         Outcome::Cut,
@@ -61,7 +61,7 @@ impl Outcome {
     }
 
     /// Whether the stream reached a real finish: an answer, or one the provider withheld.
-    pub(crate) fn finished(self) -> bool {
+    pub fn finished(self) -> bool {
         self.answered() || self == Outcome::Filtered
     }
 }

@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 
 use super::api::{BatchApi, Pending};
 use super::wire::{BatchError, BatchState, Http, RequestCounts};
-use crate::client::protocol::Protocol;
-use crate::client::transport::HttpMethod;
+use crate::protocol::Protocol;
+use crate::transport::HttpMethod;
 
 /// `/v1/messages/batches`.
 pub(crate) struct AnthropicBatches;
@@ -37,7 +37,7 @@ impl BatchApi for AnthropicBatches {
         if fits {
             return key.to_string();
         }
-        let mut h = crate::hash::StableHasher::default();
+        let mut h = promptgauge_base::hash::StableHasher::default();
         h.write(key.as_bytes());
         format!("pg-{:016x}", h.finish())
     }
@@ -86,7 +86,7 @@ impl BatchApi for AnthropicBatches {
             metadata: Value::Null,
             created_at: v["created_at"]
                 .as_str()
-                .and_then(crate::clock::parse_utc)
+                .and_then(promptgauge_base::clock::parse_utc)
                 .unwrap_or(0.0),
         })
     }
