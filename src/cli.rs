@@ -109,32 +109,37 @@ pub enum Command {
 pub struct SchemaArgs {
     /// Which file's schema to print.
     #[arg(required_unless_present = "out")]
-    pub which: Option<crate::suite::schema::SchemaOf>,
+    pub which: Option<SchemaWhich>,
     /// Write every schema into DIR (created if missing) as docs/schema/ holds them.
     #[arg(long, value_name = "DIR", conflicts_with = "which")]
     pub out: Option<PathBuf>,
 }
 
-impl ValueEnum for crate::suite::schema::SchemaOf {
-    fn value_variants<'a>() -> &'a [Self] {
-        &Self::ALL
-    }
+/// Which file's schema `schema` prints: the suite's [`SchemaOf`](crate::suite::schema::SchemaOf)
+/// as the command line names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SchemaWhich {
+    /// a bench file, such as promptgauge.yaml (also: config)
+    #[value(alias = "config")]
+    Bench,
+    /// a case (a .jsonl line) or a .yaml case file
+    Case,
+    /// a .yaml prompt file
+    Variant,
+    /// a bench's `endpoints:` list
+    Endpoints,
+}
 
-    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+impl SchemaWhich {
+    /// The schema it names.
+    pub fn of(self) -> crate::suite::schema::SchemaOf {
         use crate::suite::schema::SchemaOf;
-        use clap::builder::PossibleValue;
-        Some(match self {
-            SchemaOf::Bench => PossibleValue::new("bench")
-                .alias("config")
-                .help("a bench file, such as promptgauge.yaml (also: config)"),
-            SchemaOf::Case => {
-                PossibleValue::new("case").help("a case (a .jsonl line) or a .yaml case file")
-            }
-            SchemaOf::Variant => PossibleValue::new("variant").help("a .yaml prompt file"),
-            SchemaOf::Endpoints => {
-                PossibleValue::new("endpoints").help("a bench's `endpoints:` list")
-            }
-        })
+        match self {
+            SchemaWhich::Bench => SchemaOf::Bench,
+            SchemaWhich::Case => SchemaOf::Case,
+            SchemaWhich::Variant => SchemaOf::Variant,
+            SchemaWhich::Endpoints => SchemaOf::Endpoints,
+        }
     }
 }
 

@@ -18,10 +18,10 @@ pub mod mock;
 pub mod report;
 pub mod runner;
 pub mod store;
-pub mod suite;
 pub mod web;
 
 pub use promptgauge_base::{clock, files, hash, ids, process};
 pub use promptgauge_stats as stats;
 pub use promptgauge_client as client;
+pub use promptgauge_suite as suite;
 pub use error::{Exit, Failure};

@@ -12,7 +12,7 @@ use crate::suite::schema::SchemaOf;
 
 /// `schema WHICH`: prints one schema; `schema --out DIR`: writes every one into DIR.
 pub fn schema(args: &SchemaArgs) -> Result<Exit, Failure> {
-    match (&args.out, args.which) {
+    match (&args.out, args.which.map(crate::cli::SchemaWhich::of)) {
         (Some(dir), _) => {
             write_all(dir)?;
             note!(

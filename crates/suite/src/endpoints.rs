@@ -7,9 +7,9 @@ use serde_json::{Map, Value};
 
 use super::endpoint::{EndpointSpec, Price, UrlList, check_base_url, check_price, resolve_limits};
 use super::error::{FilePos, InputError};
-use crate::client::Limits;
-use crate::client::ProtocolKind;
-use crate::client::limits::RawLimits;
+use promptgauge_client::Limits;
+use promptgauge_client::ProtocolKind;
+use promptgauge_client::limits::RawLimits;
 
 /// One of `endpoints:` as written: a model the bench can run on (docs/guide/endpoints.md).
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -33,7 +33,7 @@ pub(super) struct RawNamedEndpoint {
     protocol: Option<ProtocolKind>,
     /// `api-key`: the key goes in Azure OpenAI's `api-key` header.
     #[serde(default)]
-    key_header: Option<crate::client::KeyHeader>,
+    key_header: Option<promptgauge_client::KeyHeader>,
     /// `true`: its jobs go through the provider's batch API (docs/guide/batch.md).
     #[serde(default)]
     batch: Option<bool>,
@@ -219,7 +219,7 @@ fn headers(
 }
 
 /// What a header value names: the variable of `${VAR}`, else `None` (the text itself).
-pub(crate) fn variable_of(value: &str) -> Option<&str> {
+pub fn variable_of(value: &str) -> Option<&str> {
     value
         .strip_prefix("${")
         .and_then(|v| v.strip_suffix('}'))

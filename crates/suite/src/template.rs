@@ -6,16 +6,16 @@ use super::cases::Case;
 use super::error::{FilePos, InputError, InputErrors};
 use super::prompts::Variant;
 
-pub use crate::client::ChatMessage;
-use crate::client::attachment::Placed;
+pub use promptgauge_client::ChatMessage;
+use promptgauge_client::attachment::Placed;
 
 /// Instructions one rendering of one message may execute: a few-shot prompt looping over
 /// fifty examples uses a few thousand; a loop bomb stops here instead of hanging.
-pub(crate) const FUEL: u64 = 1_000_000;
+pub const FUEL: u64 = 1_000_000;
 
 /// The largest rendered message: beyond any context window, so a template that emits more
 /// is a mistake (or a bomb), stopped before it exhausts memory.
-pub(crate) const MAX_RENDERED_BYTES: usize = 8 << 20;
+pub const MAX_RENDERED_BYTES: usize = 8 << 20;
 
 /// Every variant's message templates, compiled with strict undefined variables.
 pub struct Templates {
@@ -25,7 +25,7 @@ pub struct Templates {
     /// Names the engine defines (`range`, `namespace`, `dict`, …): not case variables.
     globals: std::collections::HashSet<String>,
     /// Per variant, whether its templates place the cases' files themselves.
-    places_files: Vec<bool>,
+    pub places_files: Vec<bool>,
     /// What the marks `file()` and `files()` leave in a rendering carry, so a case's text
     /// cannot pass for one.
     nonce: String,
@@ -139,7 +139,7 @@ impl std::io::Write for Capped {
 
 /// The environment every template renders in — a variant's messages and a judge's prompt
 /// alike: undefined variables are errors, and each rendering runs on [`FUEL`].
-pub(crate) fn strict_environment<'a>() -> minijinja::Environment<'a> {
+pub fn strict_environment<'a>() -> minijinja::Environment<'a> {
     let mut env = minijinja::Environment::new();
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
     env.set_fuel(Some(FUEL));
@@ -147,7 +147,7 @@ pub(crate) fn strict_environment<'a>() -> minijinja::Environment<'a> {
 }
 
 /// Renders one template within the fuel and size limits.
-pub(crate) fn render_capped(
+pub fn render_capped(
     template: &minijinja::Template<'_, '_>,
     context: impl Serialize,
 ) -> Result<String, minijinja::Error> {
@@ -162,7 +162,7 @@ pub(crate) fn render_capped(
 }
 
 /// Errors that would repeat for every case: the template itself is at fault.
-pub(crate) fn is_template_fault(err: &minijinja::Error) -> bool {
+pub fn is_template_fault(err: &minijinja::Error) -> bool {
     matches!(
         err.kind(),
         minijinja::ErrorKind::OutOfFuel | minijinja::ErrorKind::WriteFailure
@@ -402,7 +402,7 @@ impl Templates {
     }
 
     /// The chat messages for one variant and case.
-    pub(crate) fn render(
+    pub fn render(
         &self,
         variant: usize,
         case: &Case,
@@ -573,7 +573,7 @@ fn unknown_variable(variant: &Variant, message: usize, name: &str, cases: &[Case
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::suite::prompts::MessageTemplate;
+    use crate::prompts::MessageTemplate;
     use serde_json::json;
     use std::path::PathBuf;
 

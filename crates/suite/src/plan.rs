@@ -19,7 +19,7 @@ pub struct Job {
 /// What a (variant, endpoint) cell of a run is called wherever one name must say which: the
 /// variant's own name when the run has one endpoint, else `ENDPOINT/VARIANT` (endpoint names
 /// hold no `/`).
-pub(crate) fn arm_name(variant: &str, endpoint: Option<&str>) -> String {
+pub fn arm_name(variant: &str, endpoint: Option<&str>) -> String {
     match endpoint {
         Some(e) => format!("{e}/{variant}"),
         None => variant.to_string(),
@@ -29,14 +29,14 @@ pub(crate) fn arm_name(variant: &str, endpoint: Option<&str>) -> String {
 /// The largest family of comparisons a verdict is adjusted in (Holm's): every variant
 /// against the baseline, or in a run of several endpoints the larger axis — the variants at
 /// one endpoint, or the endpoints for one variant (docs/dev/statistics.md §2a).
-pub(crate) fn largest_family(variants: usize, endpoints: usize) -> usize {
+pub fn largest_family(variants: usize, endpoints: usize) -> usize {
     variants.max(endpoints).saturating_sub(1)
 }
 
 /// A run's arms: every (variant, endpoint) it measures, named by [`arm_name`], endpoint by
 /// endpoint (the baseline endpoint's variants first), the baseline variant first in each.
 /// With no endpoints named (one endpoint), the variants themselves.
-pub(crate) fn arm_names(variants: &[String], endpoints: &[String]) -> Vec<String> {
+pub fn arm_names(variants: &[String], endpoints: &[String]) -> Vec<String> {
     if endpoints.is_empty() {
         return variants.to_vec();
     }
@@ -49,7 +49,7 @@ pub(crate) fn arm_names(variants: &[String], endpoints: &[String]) -> Vec<String
 impl Job {
     /// The job's arm: its position in [`arm_names`], when its variant is at
     /// `variant_position` among the `variants` the run selected.
-    pub(crate) fn arm(&self, variant_position: usize, variants: usize) -> usize {
+    pub fn arm(&self, variant_position: usize, variants: usize) -> usize {
         usize::from(self.endpoint) * variants + variant_position
     }
 }
@@ -95,7 +95,7 @@ impl TryFrom<RawShard> for Shard {
 
 impl Shard {
     /// Whether this shard runs the job.
-    pub(crate) fn holds(&self, job: &Job) -> bool {
+    pub fn holds(&self, job: &Job) -> bool {
         job.case as u64 % u64::from(self.count) == u64::from(self.index - 1)
     }
 }
@@ -176,7 +176,7 @@ impl SequentialPlan {
     /// need (at least `min_cases`, at most the plan's), so a clear difference stops after a
     /// wave or two and a run that goes to the fixed design's size takes about five
     /// (docs/guide/batch.md, "Waves").
-    pub(crate) fn wave_cases(&self) -> usize {
+    pub fn wave_cases(&self) -> usize {
         // `--best`: a tenth of the cases (20 to 200): a clear loser goes out after the
         // first wave or two, and each later wave leaves it out.
         if self.best.is_some() {
@@ -337,8 +337,8 @@ pub struct Fingerprint {
 
 /// One case's content, hashed: what `compare` checks to tell a case that kept its id but
 /// changed (its variables, expected answer, grader, history or group) from the same case.
-pub(crate) fn case_hash(c: &super::Case) -> u64 {
-    let mut h = crate::hash::StableHasher::default();
+pub fn case_hash(c: &super::Case) -> u64 {
+    let mut h = promptgauge_base::hash::StableHasher::default();
     let _ = serde_json::to_writer(
         &mut h,
         &(
@@ -358,7 +358,7 @@ impl Fingerprint {
     /// The fingerprints of a bench with these variants selected.
     pub fn of(bench: &super::Bench, variants: &[usize]) -> Fingerprint {
         // Streamed case by case: a large bench is never held twice in memory.
-        let mut cases = crate::hash::StableHasher::default();
+        let mut cases = promptgauge_base::hash::StableHasher::default();
         for c in &bench.cases {
             let _ = serde_json::to_writer(
                 &mut cases,
@@ -404,7 +404,7 @@ impl Fingerprint {
 
 /// A stable digest of a value's JSON, as hex.
 fn digest(value: &serde_json::Value) -> String {
-    let mut h = crate::hash::StableHasher::default();
+    let mut h = promptgauge_base::hash::StableHasher::default();
     h.write(value.to_string().as_bytes());
     format!("{:016x}", h.finish())
 }

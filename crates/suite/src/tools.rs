@@ -382,7 +382,7 @@ pub(crate) fn subset(want: &Value, got: &Value) -> bool {
 /// Whether a call's arguments `got` hold `want` (`tool_args`'): each key of `want` names a
 /// field of `got` — a name, a JSON Pointer (`/address/city`) or a JSONPath (`$.items[0].sku`)
 /// — whose value holds the wanted one as [`subset`] says.
-pub(crate) fn args_hold(want: &Value, got: &Value) -> bool {
+pub fn args_hold(want: &Value, got: &Value) -> bool {
     let Value::Object(fields) = want else {
         return want == got;
     };
@@ -487,7 +487,7 @@ fn shortened(text: &str) -> String {
 
 /// Checks the declared tools: names every provider takes, each once, schemas that are
 /// objects; a pattern line's `args` a regular expression. Returns why not.
-pub(crate) fn check(tools: &[ToolSpec]) -> Result<(), String> {
+pub fn check(tools: &[ToolSpec]) -> Result<(), String> {
     let mut seen = std::collections::HashSet::new();
     for t in tools {
         let valid = !t.name.is_empty()

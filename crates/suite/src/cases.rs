@@ -10,8 +10,8 @@ use super::GradeSpec;
 use super::attachments::files_of;
 use super::error::{FilePos, InputError, read_text};
 use super::yaml::{self, Scalars, YamlShape};
-use crate::client::ChatMessage;
-use crate::client::attachment::{Attachment, Placed};
+use promptgauge_client::ChatMessage;
+use promptgauge_client::attachment::{Attachment, Placed};
 use std::sync::Arc;
 
 /// A case's template variables, in file order. A small vector rather than a map: most
@@ -25,7 +25,7 @@ impl Vars {
         self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v)
     }
 
-    pub(crate) fn contains_key(&self, name: &str) -> bool {
+    pub fn contains_key(&self, name: &str) -> bool {
         self.get(name).is_some()
     }
 }

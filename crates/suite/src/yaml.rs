@@ -16,7 +16,7 @@ const MOST_COPIED: usize = 1_000_000;
 
 /// One node of a YAML document and the line it starts on.
 #[derive(Debug, Clone)]
-pub(crate) struct Node {
+pub struct Node {
     pub line: usize,
     pub kind: YamlShape,
     /// Nodes in this subtree, itself included: what copying it through an alias costs.
@@ -24,7 +24,7 @@ pub(crate) struct Node {
 }
 
 #[derive(Debug, Clone)]
-pub(crate) enum YamlShape {
+pub enum YamlShape {
     /// A scalar's text after escapes, whether it was plain (unquoted, so its type is
     /// inferred) and its core-schema tag (`str` for `!!str`), if any.
     Scalar {
@@ -39,7 +39,7 @@ pub(crate) enum YamlShape {
 
 /// A mapping's key, the line it is on, and its value.
 #[derive(Debug, Clone)]
-pub(crate) struct Entry {
+pub struct Entry {
     pub key: String,
     pub line: usize,
     pub node: Node,
@@ -47,7 +47,7 @@ pub(crate) struct Entry {
 
 /// How scalars become values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Scalars {
+pub enum Scalars {
     /// By the core schema: `010` is 10, `1e3` is 1000.0 (settings, JSON compared as JSON).
     Typed,
     /// As written: a number is kept as its text unless it reads back the same (`10` is 10,
@@ -60,7 +60,7 @@ pub(crate) enum Scalars {
 
 impl Node {
     /// The node as JSON, its scalars read as `how` says.
-    pub(crate) fn to_value(&self, how: Scalars) -> Value {
+    pub fn to_value(&self, how: Scalars) -> Value {
         match &self.kind {
             YamlShape::Scalar { text, plain, tag } => scalar(text, *plain, tag.as_deref(), how),
             YamlShape::Seq(items) => Value::Array(items.iter().map(|n| n.to_value(how)).collect()),
@@ -225,7 +225,7 @@ struct Frame {
 
 /// Reads a YAML text into its document's root node (`None` for an empty document).
 /// `what` names the file in errors ("case file").
-pub(crate) fn parse(path: &Path, text: &str, what: &str) -> Result<Option<Node>, InputError> {
+pub fn parse(path: &Path, text: &str, what: &str) -> Result<Option<Node>, InputError> {
     let mut reader = Reader {
         path,
         what,

@@ -1,12 +1,12 @@
 //! How a bench or case file says its answers are scored: the `grade:` spec, as written. The
-//! scorers it describes are built by [`crate::grade`].
+//! scorers it describes are built by the grade crate (promptgauge-grade).
 
 use serde::{Deserialize, Serialize};
 
 /// The variables every `command` scorer's processes see, when they are set: nothing else
 /// of promptgauge's environment (an API key, a token) reaches them unless the bench names
 /// it under the scorer's `env:`.
-pub(crate) const PASSED_ENV: [&str; 4] = ["PATH", "HOME", "LANG", "TMPDIR"];
+pub const PASSED_ENV: [&str; 4] = ["PATH", "HOME", "LANG", "TMPDIR"];
 
 /// A scorer as written in a bench or case file (the kinds docs/guide/scorers.md lists).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -178,7 +178,7 @@ pub struct GradePart {
     /// The name it goes by without a `name:`, given over the whole bench when it is loaded
     /// ([`name_parts`]): one name, one check. Not written anywhere (not in a case's hash).
     #[serde(skip)]
-    pub(crate) default_name: Option<String>,
+    pub default_name: Option<String>,
 }
 
 /// A part's schema is a scorer's with `name` beside its `kind`: each kind keeps
@@ -365,7 +365,7 @@ impl GradeSpec {
 
     /// How many calls to a judge scoring one answer takes (its votes, over every judged
     /// part; a retried unreadable reply is not counted).
-    pub(crate) fn judge_calls(&self) -> u64 {
+    pub fn judge_calls(&self) -> u64 {
         match self {
             GradeSpec::Judge {
                 votes, criteria, ..
@@ -378,7 +378,7 @@ impl GradeSpec {
     }
 
     /// The `embedding` scorers it holds (alone or as parts): their `endpoint` and `model`.
-    pub(crate) fn embeddings(&self) -> Vec<(Option<String>, Option<String>)> {
+    pub fn embeddings(&self) -> Vec<(Option<String>, Option<String>)> {
         match self {
             GradeSpec::Embedding {
                 endpoint, model, ..
@@ -425,7 +425,7 @@ impl GradeSpec {
 
     /// The programs it runs (a `command` scorer's `run`, within `all`/`any`/`mean` too),
     /// each with the variables its `env:` passes on.
-    pub(crate) fn programs(&self) -> Vec<(&[String], &[String])> {
+    pub fn programs(&self) -> Vec<(&[String], &[String])> {
         match self {
             GradeSpec::Command { run, env, .. } => vec![(run.as_slice(), env.as_slice())],
             GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
@@ -436,7 +436,7 @@ impl GradeSpec {
     }
 
     /// The expressions of its `expr` scorers (within `all`/`any`/`mean` too).
-    pub(crate) fn expressions(&self) -> Vec<&str> {
+    pub fn expressions(&self) -> Vec<&str> {
         match self {
             GradeSpec::Expr { expr } => vec![expr.as_str()],
             GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
@@ -447,7 +447,7 @@ impl GradeSpec {
     }
 
     /// Its `kind:` as written (`exact`, `tool_args`).
-    pub(crate) fn kind(&self) -> String {
+    pub fn kind(&self) -> String {
         serde_json::to_value(self)
             .ok()
             .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_string))
@@ -455,7 +455,7 @@ impl GradeSpec {
     }
 
     /// Whether it reads an agent loop's trajectory (the calls made) rather than its answer.
-    pub(crate) fn reads_trajectory(&self) -> bool {
+    pub fn reads_trajectory(&self) -> bool {
         matches!(
             self,
             GradeSpec::ToolSequence { .. }
@@ -465,7 +465,7 @@ impl GradeSpec {
     }
 
     /// Whether every score it gives is 0 or 1 (no partial credit).
-    pub(crate) fn binary(&self) -> bool {
+    pub fn binary(&self) -> bool {
         match self {
             GradeSpec::Judge {
                 scale,

@@ -6,8 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::error::{FilePos, InputError, InputErrors};
-use crate::client::ProtocolKind;
-use crate::client::limits::{Limits, RawLimits};
+use promptgauge_client::ProtocolKind;
+use promptgauge_client::limits::{Limits, RawLimits};
 
 /// `endpoint:` — where the bench's one model answers; --base-url, --model and the variables
 /// override it (docs/guide/real-model.md).
@@ -31,7 +31,7 @@ pub struct EndpointSpec {
     /// `api-key`: the key goes in the `api-key` header (Azure OpenAI) instead of the
     /// protocol's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub key_header: Option<crate::client::KeyHeader>,
+    pub key_header: Option<promptgauge_client::KeyHeader>,
     /// `batch: true`: its jobs go through the provider's batch API, not streamed
     /// (docs/guide/batch.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -48,7 +48,7 @@ pub enum UrlList {
 
 impl UrlList {
     /// The URLs, one or several.
-    pub(crate) fn urls(&self) -> Vec<String> {
+    pub fn urls(&self) -> Vec<String> {
         match self {
             UrlList::One(u) => vec![u.clone()],
             UrlList::Many(us) => us.clone(),
@@ -82,9 +82,8 @@ pub struct Price {
 }
 
 impl Price {
-    #[cfg(test)]
     /// USD per million tokens, at the streaming price.
-    pub(crate) fn streaming(input_per_mtok: f64, output_per_mtok: f64) -> Price {
+    pub fn streaming(input_per_mtok: f64, output_per_mtok: f64) -> Price {
         Price {
             input_per_mtok,
             output_per_mtok,
@@ -96,7 +95,7 @@ impl Price {
     }
 
     /// What `u` cost at this price, in USD: cached prompt tokens at the cached price.
-    pub(crate) fn cost(&self, u: &crate::client::Usage) -> f64 {
+    pub fn cost(&self, u: &promptgauge_client::Usage) -> f64 {
         let cached = u.cached_tokens.min(u.prompt_tokens) as f64;
         let fresh = u.prompt_tokens as f64 - cached;
         let cached_price = self.cached_input_per_mtok.unwrap_or(self.input_per_mtok);
@@ -107,7 +106,7 @@ impl Price {
     }
 
     /// Whether it says what batched jobs cost.
-    pub(crate) fn has_batch_price(&self) -> bool {
+    pub fn has_batch_price(&self) -> bool {
         self.batch_discount.is_some()
             || self.batch_input_per_mtok.is_some()
             || self.batch_output_per_mtok.is_some()
@@ -116,7 +115,7 @@ impl Price {
     /// The prices batched jobs are costed at: the batch prices where given, else the
     /// streaming ones less `batch_discount` (cached input tokens too), else the streaming
     /// ones.
-    pub(crate) fn batched(&self) -> Price {
+    pub fn batched(&self) -> Price {
         let off = 1.0 - self.batch_discount.unwrap_or(0.0);
         let input = self
             .batch_input_per_mtok
@@ -180,7 +179,7 @@ pub(super) fn check_price(
 
 /// Why a base URL cannot be used. Each names the URL without its credentials.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum BaseUrlError {
+pub enum BaseUrlError {
     #[error("base URL `{0}` has no http:// or https:// scheme")]
     NoScheme(String),
     #[error("base URL `{0}` has no host")]
@@ -189,17 +188,17 @@ pub(crate) enum BaseUrlError {
     #[error("base URL `{shown}` is not a URL: {reason}")]
     NotAUrl { shown: String, reason: String },
     #[error("{0}")]
-    Protocol(crate::client::protocol::BaseUrlMistake),
+    Protocol(promptgauge_client::protocol::BaseUrlMistake),
 }
 
 /// A base URL must be absolute http(s), and make sense to the wire protocol (which appends
 /// its own path, e.g. `/chat/completions`).
-pub(crate) fn check_base_url(url: &str, protocol: ProtocolKind) -> Result<(), BaseUrlError> {
+pub fn check_base_url(url: &str, protocol: ProtocolKind) -> Result<(), BaseUrlError> {
     if url == "mock" {
         return Ok(());
     }
     // Errors show the URL without its credentials.
-    let shown = crate::client::secrets::redact_url(url);
+    let shown = promptgauge_client::secrets::redact_url(url);
     let rest = url
         .strip_prefix("http://")
         .or_else(|| url.strip_prefix("https://"))

@@ -12,13 +12,13 @@ use base64::Engine;
 use serde_json::{Map, Value};
 
 use super::error::{FilePos, InputError};
-use crate::client::attachment::{
+use promptgauge_client::attachment::{
     Attachment, FileBytes, FileSource, FileTokens, Kind, Recent, sha256_hex,
 };
 
 /// The largest file a case may name at all: the endpoint's `limits.max_file_bytes` (or
 /// its kind's default) is checked against each file once the endpoints are known.
-pub(crate) const MAX_FILE_BYTES: u64 = 512 * 1024 * 1024;
+pub const MAX_FILE_BYTES: u64 = 512 * 1024 * 1024;
 
 /// `file` with its bytes in hand, as a request carries it: a path's read again, and
 /// refused when it is no longer what the bench loaded; a URL's or data URL's as it is.
@@ -29,7 +29,7 @@ pub fn loaded(file: &Arc<Attachment>) -> Result<Arc<Attachment>, String> {
     let held = match file.recent.get() {
         Some(held) => held,
         None => {
-            let bytes = crate::files::read_capped(path, MAX_FILE_BYTES)
+            let bytes = promptgauge_base::files::read_capped(path, MAX_FILE_BYTES)
                 .map_err(|e| format!("the file {} cannot be read: {e}", file.origin))?;
             if file.sha256.as_deref() != Some(sha256_hex(&bytes).as_str()) {
                 return Err(format!(
@@ -49,7 +49,7 @@ pub fn loaded(file: &Arc<Attachment>) -> Result<Arc<Attachment>, String> {
 
 /// Reads the bytes of every file `messages` carry from a path (a file placed twice is read
 /// once).
-pub fn load_files(messages: &mut [crate::client::ChatMessage]) -> Result<(), String> {
+pub fn load_files(messages: &mut [promptgauge_client::ChatMessage]) -> Result<(), String> {
     let mut read: Vec<(Arc<Attachment>, Arc<Attachment>)> = Vec::new();
     for placed in messages.iter_mut().flat_map(|m| m.files.iter_mut()) {
         if placed.file.path.is_none() || placed.file.bytes().is_some() {
@@ -267,7 +267,7 @@ fn spec_fields(
 fn from_path(written: &str, id: &str, here: &FilePos) -> Result<Arc<Attachment>, InputError> {
     let base = here.file.parent().unwrap_or(Path::new("."));
     let path = base.join(written);
-    let bytes = crate::files::read_capped(&path, MAX_FILE_BYTES).map_err(|e| {
+    let bytes = promptgauge_base::files::read_capped(&path, MAX_FILE_BYTES).map_err(|e| {
         let fix = match e.kind() {
             std::io::ErrorKind::NotFound => {
                 "check the path: it is relative to the case file's folder"
@@ -336,7 +336,7 @@ fn check_readable(
     here: &FilePos,
     written: &str,
 ) -> Result<(), InputError> {
-    let unreadable = kind.family() == crate::client::attachment::FileFamily::Image
+    let unreadable = kind.family() == promptgauge_client::attachment::FileFamily::Image
         && !imagesize::blob_size(bytes).is_ok_and(|s| s.width > 0 && s.height > 0);
     if unreadable {
         return Err(InputError::new(
@@ -416,7 +416,7 @@ fn from_url(
         .map(|(_, e)| e);
     // What is shown and kept of the URL: no password, no query value (a signed URL's
     // signature is a credential).
-    let shown = crate::client::secrets::redact_url(url);
+    let shown = promptgauge_client::secrets::redact_url(url);
     let kind = match kind.as_deref() {
         Some(k) => Some(Kind::of_media_type(k).ok_or_else(|| {
             InputError::new(
@@ -455,7 +455,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    const PNG: &[u8] = include_bytes!("../../examples/receipts/receipts/r-001.png");
+    const PNG: &[u8] = include_bytes!("../../../examples/receipts/receipts/r-001.png");
 
     #[test]
     fn files_are_read_named_and_checked_against_their_names() {

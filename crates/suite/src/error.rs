@@ -16,7 +16,7 @@ pub struct FilePos {
 
 impl FilePos {
     /// A whole file.
-    pub(crate) fn file(file: &Path) -> Self {
+    pub fn file(file: &Path) -> Self {
         FilePos {
             file: Arc::from(file),
             line: None,
@@ -75,7 +75,7 @@ pub struct InputError {
 
 impl InputError {
     /// An error at `location`.
-    pub(crate) fn new(location: FilePos, message: impl Into<String>) -> Self {
+    pub fn new(location: FilePos, message: impl Into<String>) -> Self {
         InputError {
             location,
             message: message.into(),
@@ -84,7 +84,7 @@ impl InputError {
     }
 
     /// Adds how to fix it.
-    pub(crate) fn fix(mut self, fix: impl Into<String>) -> Self {
+    pub fn fix(mut self, fix: impl Into<String>) -> Self {
         self.fix = Some(fix.into());
         self
     }
@@ -137,13 +137,13 @@ impl From<InputError> for InputErrors {
 pub(crate) const MAX_INPUT_BYTES: u64 = 512 << 20;
 
 /// Reads a user's text file, turning every failure into an error that says what to do.
-pub(crate) fn read_text(path: &Path, what: &str) -> Result<String, InputError> {
+pub fn read_text(path: &Path, what: &str) -> Result<String, InputError> {
     read_text_limited(path, what, MAX_INPUT_BYTES)
 }
 
 /// [`read_text`] for files no larger than `limit` bytes. Only regular files are read (after
 /// symlinks): a FIFO would wait forever, a device never ends.
-pub(crate) fn read_text_limited(path: &Path, what: &str, limit: u64) -> Result<String, InputError> {
+pub fn read_text_limited(path: &Path, what: &str, limit: u64) -> Result<String, InputError> {
     use std::io::Read;
     let here = FilePos::file(path);
     if path.is_dir() {
@@ -173,7 +173,7 @@ pub(crate) fn read_text_limited(path: &Path, what: &str, limit: u64) -> Result<S
             FilePos::file(path),
             format!(
                 "the {what} file is larger than {}: it is not read",
-                crate::suite::error::shown_size(limit)
+                crate::error::shown_size(limit)
             ),
         )
         .fix("split it, or check that this is the file you meant")
@@ -210,7 +210,7 @@ pub(crate) fn read_text_limited(path: &Path, what: &str, limit: u64) -> Result<S
 }
 
 /// `16 MiB`, `512 KiB`: a byte limit as a person reads it.
-pub(crate) fn shown_size(bytes: u64) -> String {
+pub fn shown_size(bytes: u64) -> String {
     match bytes {
         b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
         b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),

@@ -1,4 +1,9 @@
 //! The bench: its YAML file, its cases, its variants and templates, and the job plan.
+//!
+//! Invariant: the bench as written, checked before anything is sent; it builds no scorer
+//! and sends no request (docs/dev/architecture.md, "Code map").
+
+#![warn(unreachable_pub)]
 
 pub mod attachments;
 pub mod cases;
@@ -16,9 +21,9 @@ pub mod schema;
 mod schema_cost;
 pub mod template;
 pub mod tools;
-pub(crate) mod yaml;
+pub mod yaml;
 
-use crate::client::attachment::FileTokens;
+use promptgauge_client::attachment::FileTokens;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -26,22 +31,22 @@ use serde_json::{Map, Value};
 
 pub use cases::Case;
 pub use endpoint::Price;
-pub(crate) use endpoint::check_base_url;
-pub(crate) use endpoint::{EndpointSpec, UrlList};
+pub use endpoint::check_base_url;
+pub use endpoint::{EndpointSpec, UrlList};
 use endpoint::{check_price, resolve_limits};
 pub use error::FilePos;
-pub(crate) use error::{InputError, InputErrors};
+pub use error::{InputError, InputErrors};
 pub use grading::Scale;
-pub(crate) use grading::{CallOrder, GradeSpec};
+pub use grading::{CallOrder, GradeSpec};
 pub use plan::{Fingerprint, Plan};
-pub(crate) use plan::{Job, Shard};
-pub(crate) use prompts::Variant;
+pub use plan::{Job, Shard};
+pub use prompts::Variant;
 pub use template::{ChatMessage, Templates};
 
-use crate::client::ProtocolKind;
-use crate::client::limits::RawLimits;
-pub(crate) use crate::client::limits::parse_duration;
-pub(crate) use crate::client::limits::{Limits, MAX_DURATION};
+use promptgauge_client::ProtocolKind;
+use promptgauge_client::limits::RawLimits;
+pub use promptgauge_client::limits::parse_duration;
+pub use promptgauge_client::limits::{Limits, MAX_DURATION};
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
@@ -172,7 +177,7 @@ fn default_power() -> f64 {
 }
 
 fn default_min_cases() -> u64 {
-    crate::stats::sequential::DEFAULT_MIN_CASES
+    promptgauge_stats::sequential::DEFAULT_MIN_CASES
 }
 
 impl Default for SequentialSpec {
@@ -290,13 +295,13 @@ impl Bench {
 
     /// [`Bench::load`] with only the case `id` (none if it has no such case): what one
     /// case's prompt needs, without a large bench's every case in memory.
-    pub(crate) fn load_case(path: &Path, id: &str) -> Result<Bench, InputErrors> {
+    pub fn load_case(path: &Path, id: &str) -> Result<Bench, InputErrors> {
         Bench::load_cases(path, Some(&|c: &str| c == id))
     }
 
     /// [`Bench::load`] with only the cases `keep` takes: what a page of cases needs
     /// (`view`'s matrix shows their variables), without a large bench's every case.
-    pub(crate) fn load_some(
+    pub fn load_some(
         path: &Path,
         keep: &dyn Fn(&str) -> bool,
     ) -> Result<Bench, InputErrors> {
@@ -441,7 +446,7 @@ impl Bench {
 
     /// Whether every score this bench can give is 0 or 1 with one answer per case: the
     /// sequential test then works on the discordant pairs.
-    pub(crate) fn binary(&self) -> bool {
+    pub fn binary(&self) -> bool {
         self.repeats == 1
             && self
                 .cases
@@ -451,12 +456,12 @@ impl Bench {
 
     /// Tokens a request reserves against tokens_per_minute: its estimated prompt tokens and
     /// the completion ceiling, `max_tokens`.
-    pub(crate) fn reservation(&self, variant: usize, messages: &[ChatMessage]) -> u64 {
+    pub fn reservation(&self, variant: usize, messages: &[ChatMessage]) -> u64 {
         prompt_tokens(messages) + self.max_tokens(variant).unwrap_or(0)
     }
 
     /// The messages a job sends: its variant rendered for its case.
-    pub(crate) fn render_job(&self, job: &Job) -> Result<Vec<ChatMessage>, minijinja::Error> {
+    pub fn render_job(&self, job: &Job) -> Result<Vec<ChatMessage>, minijinja::Error> {
         self.templates.render(
             job.variant,
             &self.cases[job.case],
@@ -465,13 +470,13 @@ impl Bench {
     }
 
     /// The completion ceiling a variant's requests carry, if any.
-    pub(crate) fn max_tokens(&self, variant: usize) -> Option<u64> {
+    pub fn max_tokens(&self, variant: usize) -> Option<u64> {
         self.max_tokens_at(variant, &Map::new())
     }
 
     /// The completion ceiling a variant's requests carry at an endpoint (its parameters
     /// over the bench's), if any.
-    pub(crate) fn max_tokens_at(
+    pub fn max_tokens_at(
         &self,
         variant: usize,
         endpoint: &Map<String, Value>,
@@ -486,7 +491,7 @@ impl Bench {
     /// Each program its scorers will run (the bench's `grade:` and every case's own), once,
     /// in a sentence that says where it is named and what of the environment it sees:
     /// "scores with `python3 score.py` (promptgauge.yaml line 7); it sees PATH, HOME, …".
-    pub(crate) fn programs_said(&self) -> Vec<String> {
+    pub fn programs_said(&self) -> Vec<String> {
         let mut said: Vec<(Vec<String>, String)> = Vec::new();
         let named = std::iter::once((&self.grade, self.location_of("run"))).chain(
             self.cases
@@ -521,7 +526,7 @@ impl Bench {
     }
 
     /// Where `key` is written in the bench file (its line, when it is there).
-    pub(crate) fn location_of(&self, key: &str) -> FilePos {
+    pub fn location_of(&self, key: &str) -> FilePos {
         match error::line_of_key(&self.text, key) {
             Some(l) => FilePos::line(&self.path, l),
             None => FilePos::file(&self.path),
@@ -529,18 +534,18 @@ impl Bench {
     }
 
     /// The folder the bench's files are named relative to.
-    pub(crate) fn dir(&self) -> &Path {
+    pub fn dir(&self) -> &Path {
         self.path.parent().unwrap_or(Path::new("."))
     }
 
     /// Request parameters for a variant: the bench's, overridden by the variant's.
-    pub(crate) fn params_for(&self, variant: usize) -> Map<String, Value> {
+    pub fn params_for(&self, variant: usize) -> Map<String, Value> {
         self.params_at(variant, &Map::new())
     }
 
     /// A variant's request parameters at an endpoint: the bench's, then the endpoint's
     /// over them, then the variant's over both (a variant's own setting always wins).
-    pub(crate) fn params_at(
+    pub fn params_at(
         &self,
         variant: usize,
         endpoint: &Map<String, Value>,
@@ -906,12 +911,12 @@ fn check_tools(
 /// Estimated prompt tokens of rendered messages: about four characters a token, plus a few
 /// per message for the chat framing, plus each file's tokens by the provider's rule that
 /// counts more (what a hold before sending assumes: docs/guide/attachments.md).
-pub(crate) fn prompt_tokens(messages: &[ChatMessage]) -> u64 {
+pub fn prompt_tokens(messages: &[ChatMessage]) -> u64 {
     prompt_tokens_by(messages, FileTokens::most)
 }
 
 /// [`prompt_tokens`], each file counted by `rule` (one provider's).
-pub(crate) fn prompt_tokens_by(messages: &[ChatMessage], rule: fn(FileTokens) -> u64) -> u64 {
+pub fn prompt_tokens_by(messages: &[ChatMessage], rule: fn(FileTokens) -> u64) -> u64 {
     messages
         .iter()
         .map(|m| {
@@ -1018,7 +1023,7 @@ fn inline_variant_error(path: &Path, text: &str, err: &serde_saphyr::Error) -> O
 /// Whether a bench name can name a run folder, a line of a CI step's outputs and a terminal
 /// title: not empty, no spaces at an end, no slash, no leading `.`, no control character,
 /// at most 100 bytes.
-pub(crate) fn is_folder_safe(name: &str) -> bool {
+pub fn is_folder_safe(name: &str) -> bool {
     !(name.trim().is_empty()
         || name.trim() != name
         || name.contains(['/', '\\'])

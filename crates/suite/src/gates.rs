@@ -25,12 +25,12 @@ pub struct BenchGates {
     #[schemars(extend("exclusiveMinimum" = 0))]
     pub max_cost_per_job: Option<f64>,
     /// Fail when a variant's p90 end-to-end latency is above this: `run --max-p90-latency`.
-    #[serde(default, deserialize_with = "crate::client::limits::duration")]
-    #[schemars(schema_with = "crate::client::limits::duration_schema")]
+    #[serde(default, deserialize_with = "promptgauge_client::limits::duration")]
+    #[schemars(schema_with = "promptgauge_client::limits::duration_schema")]
     pub max_p90_latency: Option<Duration>,
     /// Fail when any job's end-to-end latency is above this: `run --max-latency`.
-    #[serde(default, deserialize_with = "crate::client::limits::duration")]
-    #[schemars(schema_with = "crate::client::limits::duration_schema")]
+    #[serde(default, deserialize_with = "promptgauge_client::limits::duration")]
+    #[schemars(schema_with = "promptgauge_client::limits::duration_schema")]
     pub max_latency: Option<Duration>,
 }
 
