@@ -10,7 +10,6 @@
 pub mod app;
 pub mod cli;
 pub mod error;
-pub mod grade;
 #[cfg(test)]
 mod layering;
 pub mod memory;
@@ -24,4 +23,5 @@ pub use promptgauge_base::{clock, files, hash, ids, process};
 pub use promptgauge_stats as stats;
 pub use promptgauge_client as client;
 pub use promptgauge_suite as suite;
+pub use promptgauge_grade as grade;
 pub use error::{Exit, Failure};

@@ -4,6 +4,11 @@
 //! share lies in files below it: the shape (`scorer.rs`), what the run lends them
 //! (`context.rs`), a model call (`call.rs`), a spec's errors (`spec_error.rs`), the text
 //! graders and their readers (`text.rs`), the judge's prompt (`judge_prompt.rs`).
+//!
+//! Invariant: turns an answer into a score; it never decides what to run or how to report
+//! (docs/dev/architecture.md, "Code map").
+
+#![warn(unreachable_pub)]
 
 mod call;
 pub(crate) mod combine;
@@ -15,27 +20,27 @@ pub mod javascript;
 pub mod judge;
 mod judge_prompt;
 pub mod read;
-pub(crate) mod scorer;
+pub mod scorer;
 mod spec_error;
 pub(crate) mod structured;
 mod text;
 mod trajectory;
 
-pub(crate) use crate::suite::GradeSpec;
-use crate::suite::grading::GradePart;
+pub use promptgauge_suite::GradeSpec;
+use promptgauge_suite::grading::GradePart;
 pub use scorer::{Answer, Score, ScoreContext, ScoreError, ScoreInput, Scorer};
-pub(crate) use scorer::{CaseError, JudgeCall};
+pub use scorer::{CaseError, JudgeCall};
 pub(crate) use spec_error::SpecError;
 pub(crate) use text::Grader;
-pub(crate) use text::{last_number, parse_number};
+pub use text::{last_number, parse_number};
 
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::suite::{Bench, Case, InputError, InputErrors};
+use promptgauge_suite::{Bench, Case, InputError, InputErrors};
 
 /// Each case's scorer, in the bench's case order: its own `grade`, or the bench's.
-pub(crate) type Scorers = Vec<Arc<dyn Scorer>>;
+pub type Scorers = Vec<Arc<dyn Scorer>>;
 
 /// Builds every case's scorer, and checks each case's expected answer against it: a
 /// scorer that cannot be built (a regex that does not compile, a judge prompt with an
@@ -50,7 +55,7 @@ pub fn scorers_for(bench: &Bench) -> Result<Scorers, InputErrors> {
             .map(str::trim)
             .filter(|w| !w.is_empty())
             .and_then(|w| bench.text.lines().position(|l| l.contains(w)))
-            .map(|i| crate::suite::FilePos::line(&bench.path, i + 1));
+            .map(|i| promptgauge_suite::FilePos::line(&bench.path, i + 1));
         InputError::new(
             at.unwrap_or_else(|| bench.location_of("grade")),
             e.to_string(),
@@ -115,7 +120,7 @@ pub fn scorers_for(bench: &Bench) -> Result<Scorers, InputErrors> {
 
 /// The names of the parts a bench's scores give, over its cases (each by its own `grade` or
 /// the bench's), in first-seen order: what a gate may name.
-pub(crate) fn part_names(bench: &Bench) -> Vec<String> {
+pub fn part_names(bench: &Bench) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for case in &bench.cases {
         let spec = case.grade.as_ref().unwrap_or(&bench.grade);
@@ -178,7 +183,7 @@ fn check_part_name(name: &str) -> Result<(), SpecError> {
 
 /// Whether `name` may name a part (what a gate can name): what an import checks before
 /// it writes one.
-pub(crate) fn part_name_ok(name: &str) -> bool {
+pub fn part_name_ok(name: &str) -> bool {
     check_part_name(name).is_ok()
 }
 
@@ -198,9 +203,9 @@ fn check_part_names<'a>(names: impl Iterator<Item = &'a str>) -> Result<(), Spec
 /// A judge of `criteria`: one judge per criterion (after the shared `rubric`), each a part
 /// under its name; the answer passes when it meets every one (a 0–10 judge: their mean).
 fn criteria_judge(
-    criteria: &[crate::suite::grading::Criterion],
+    criteria: &[promptgauge_suite::grading::Criterion],
     rubric: Option<&str>,
-    scale: crate::suite::Scale,
+    scale: promptgauge_suite::Scale,
     judge: impl Fn(Option<String>, Option<usize>) -> Result<judge::Judge, SpecError>,
 ) -> Result<Arc<dyn Scorer>, SpecError> {
     check_part_names(criteria.iter().map(|c| c.name.as_str()))?;
@@ -213,8 +218,8 @@ fn criteria_judge(
         parts.push(Arc::new(judge(Some(text), Some(i))?));
     }
     let how = match scale {
-        crate::suite::Scale::Binary => combine::Combine::All,
-        crate::suite::Scale::TenPoint => combine::Combine::Mean,
+        promptgauge_suite::Scale::Binary => combine::Combine::All,
+        promptgauge_suite::Scale::TenPoint => combine::Combine::Mean,
     };
     Ok(Arc::new(combine::Combined {
         how,
@@ -281,12 +286,25 @@ fn combined(
 
 /// What the grade layer adds to a spec: the scorer it describes, and what the simulator
 /// makes of it.
-pub(crate) trait SpecExt {
+pub trait SpecExt {
     fn scorer(&self, dir: &Path) -> Result<Arc<dyn Scorer>, SpecError>;
     fn shape(&self) -> Shape;
     fn part_names(&self, case: &Case) -> Vec<String>;
-    #[cfg(test)]
+}
+
+/// A text grader straight from its spec, for the tests of the text graders.
+#[cfg(test)]
+pub(crate) trait Compile {
     fn compile(&self) -> Result<Grader, SpecError>;
+}
+
+#[cfg(test)]
+impl Compile for GradeSpec {
+    /// A text grader: its regex compiled once, its path parsed once. Errors for the
+    /// structured and model-graded kinds (use [`SpecExt::scorer`]).
+    fn compile(&self) -> Result<Grader, SpecError> {
+        Grader::new(self)
+    }
 }
 
 impl SpecExt for GradeSpec {
@@ -394,13 +412,6 @@ impl SpecExt for GradeSpec {
             | GradeSpec::Expr { .. }
             | GradeSpec::Embedding { .. } => Vec::new(),
         }
-    }
-
-    /// A text grader: its regex compiled once, its path parsed once. Errors for the
-    /// structured and model-graded kinds (use [`GradeSpec::scorer`]).
-    #[cfg(test)]
-    fn compile(&self) -> Result<Grader, SpecError> {
-        Grader::new(self)
     }
 }
 
@@ -582,8 +593,8 @@ mod tests {
         // A bench read for a few of its cases (view's pages) hashes them as the whole does.
         let some = Bench::load_some(&d.join("bench.yaml"), &|id: &str| id == "c").unwrap();
         assert_eq!(
-            crate::suite::plan::case_hash(&some.cases[0]),
-            crate::suite::plan::case_hash(&bench.cases[2])
+            promptgauge_suite::plan::case_hash(&some.cases[0]),
+            promptgauge_suite::plan::case_hash(&bench.cases[2])
         );
     }
 
@@ -659,12 +670,12 @@ mod tests {
         scale: bool,
     }
 
-    impl crate::client::Transport for Criteria {
+    impl promptgauge_client::Transport for Criteria {
         fn send(
             &self,
-            request: crate::client::HttpRequest,
-        ) -> crate::client::transport::BoxFuture<
-            Result<crate::client::HttpResponse, crate::client::TransportError>,
+            request: promptgauge_client::HttpRequest,
+        ) -> promptgauge_client::transport::BoxFuture<
+            Result<promptgauge_client::HttpResponse, promptgauge_client::TransportError>,
         > {
             let key = request
                 .headers
@@ -684,7 +695,7 @@ mod tests {
             let chunk = serde_json::json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": "stop"}]});
             let body = format!("data: {chunk}\n\ndata: [DONE]\n\n");
             Box::pin(async move {
-                Ok(crate::client::HttpResponse {
+                Ok(promptgauge_client::HttpResponse {
                     status: 200,
                     headers: vec![],
                     body: Box::pin(futures_util::stream::iter([Ok(bytes::Bytes::from(body))])),
@@ -699,7 +710,7 @@ mod tests {
     fn judged(
         grade: &str,
         yes_word: &'static str,
-        cache: Option<Arc<std::sync::Mutex<crate::client::cache::Cache>>>,
+        cache: Option<Arc<std::sync::Mutex<promptgauge_client::cache::Cache>>>,
     ) -> (Score, Vec<String>) {
         let spec: GradeSpec = serde_saphyr::from_str(grade).unwrap();
         let scorer = spec.scorer(Path::new(".")).unwrap();
@@ -708,15 +719,15 @@ mod tests {
             yes_word,
             scale: grade.contains("0-10"),
         });
-        let mut config = crate::client::ClientConfig::new("http://judge/v1", "judge-model");
+        let mut config = promptgauge_client::ClientConfig::new("http://judge/v1", "judge-model");
         config.limits.max_attempts = 1;
-        let service = crate::grade::judge::JudgeService {
-            client: Arc::new(crate::client::Client::new(transport.clone(), config)),
+        let service = crate::judge::JudgeService {
+            client: Arc::new(promptgauge_client::Client::new(transport.clone(), config)),
             params: Default::default(),
             endpoint: "http://judge/v1".into(),
             cache,
         };
-        let case = crate::suite::Case {
+        let case = promptgauge_suite::Case {
             id: "c".into(),
             vars: Default::default(),
             expected: vec![],
@@ -727,9 +738,9 @@ mod tests {
             grade: None,
             tags: vec![],
             group: None,
-            location: crate::suite::FilePos::line(Path::new("c.jsonl"), 1),
+            location: promptgauge_suite::FilePos::line(Path::new("c.jsonl"), 1),
         };
-        let messages = [crate::suite::ChatMessage::new("user", "Can I return it?")];
+        let messages = [promptgauge_suite::ChatMessage::new("user", "Can I return it?")];
         let answer = Answer {
             text: "Yes, within 30 days.".into(),
             ..Answer::default()
@@ -819,7 +830,7 @@ mod tests {
             serde_saphyr::from_str(&format!("{{kind: judge, votes: 3, criteria: {CRITERIA}}}"))
                 .unwrap();
         assert_eq!(spec.judge_calls(), 9);
-        let case = crate::suite::Case {
+        let case = promptgauge_suite::Case {
             id: "c".into(),
             vars: Default::default(),
             expected: vec![],
@@ -830,11 +841,11 @@ mod tests {
             grade: None,
             tags: vec![],
             group: None,
-            location: crate::suite::FilePos::line(Path::new("c.jsonl"), 1),
+            location: promptgauge_suite::FilePos::line(Path::new("c.jsonl"), 1),
         };
         let held = spec.scorer(Path::new(".")).unwrap().calls(
             &case,
-            &[crate::suite::ChatMessage::new("user", "?")],
+            &[promptgauge_suite::ChatMessage::new("user", "?")],
             10,
         );
         assert_eq!(held.count, 9, "what --budget holds back for a job");
@@ -844,7 +855,7 @@ mod tests {
     fn each_criterion_s_verdict_is_cached_apart() {
         let dir = tempfile::tempdir().unwrap();
         let cache = Arc::new(std::sync::Mutex::new(
-            crate::client::cache::Cache::open(&dir.path().join("cache.jsonl")).unwrap(),
+            promptgauge_client::cache::Cache::open(&dir.path().join("cache.jsonl")).unwrap(),
         ));
         let grade = format!("{{kind: judge, criteria: {CRITERIA}}}");
         let (first, keys) = judged(&grade, "refund window", Some(cache.clone()));

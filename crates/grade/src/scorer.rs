@@ -7,12 +7,12 @@
 use std::future::Future;
 use std::pin::Pin;
 
-pub(crate) use super::call::JudgeCall;
+pub use super::call::JudgeCall;
 pub use super::context::ScoreContext;
 use super::judge_prompt::PromptError;
-use crate::client::ChatMessage;
-use crate::client::{ToolCall, Usage};
-use crate::suite::Case;
+use promptgauge_client::ChatMessage;
+use promptgauge_client::{ToolCall, Usage};
+use promptgauge_suite::Case;
 
 /// What a scorer returns: a score, later.
 pub(super) type ScoreFuture<'a> =
@@ -31,7 +31,7 @@ pub struct Answer {
     pub tool_calls: Vec<ToolCall>,
     /// An agent loop's calls before this answer, and what each got back (empty for a job
     /// that is no loop): what the trajectory scorers read.
-    pub steps: Vec<crate::suite::tools::ToolStep>,
+    pub steps: Vec<promptgauge_suite::tools::ToolStep>,
 }
 
 /// What a scorer is given for one job.
@@ -88,7 +88,7 @@ impl Score {
 }
 
 /// Whether a score is exactly 0 or 1.
-pub(crate) fn is_binary(value: f64) -> bool {
+pub fn is_binary(value: f64) -> bool {
     value == 0.0 || value == 1.0
 }
 
@@ -102,7 +102,7 @@ pub struct ScoreError {
     pub usage: Option<Usage>,
     /// The run was stopped while the scorer waited: the job did not finish (a resume
     /// scores it again); it is not a failure.
-    pub(crate) stopped: bool,
+    pub stopped: bool,
 }
 
 impl ScoreError {
@@ -166,8 +166,8 @@ pub enum CaseError {
 /// a job in flight): how many, and their prompt tokens in all.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Calls {
-    pub(crate) count: u64,
-    pub(crate) prompt_tokens: u64,
+    pub count: u64,
+    pub prompt_tokens: u64,
 }
 
 impl std::ops::Add for Calls {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use super::command::CommandError;
 use super::judge_prompt::{PROMPT_VARIABLES, at_line};
-use crate::suite::InputError;
+use promptgauge_suite::InputError;
 
 /// Why a `grade:` spec cannot become a scorer, in the user's terms.
 #[derive(Debug, thiserror::Error)]
@@ -134,7 +134,7 @@ pub enum ExprError {
     )]
     UnknownFilter {
         expr: String,
-        unknown: crate::suite::jinja::UnknownName,
+        unknown: promptgauge_suite::jinja::UnknownName,
     },
 }
 

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::scorer::{CaseError, Score, ScoreContext, ScoreFuture, ScoreInput, Scorer};
 use super::spec_error::SpecError;
-use crate::suite::{Case, GradeSpec};
+use promptgauge_suite::{Case, GradeSpec};
 
 /// The first capture group of `pattern`, as text, and a regex that matches exactly what it
 /// can capture (`None` without a group, or when it cannot be taken apart).
@@ -274,7 +274,7 @@ static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
 
 /// A number as people write it: `-3`, `1,234`, `3.50`, `−2` (Unicode minus), `1e3`,
 /// `6.02E23`, `2.5e-4`.
-pub(crate) fn parse_number(text: &str) -> Option<f64> {
+pub fn parse_number(text: &str) -> Option<f64> {
     let t = text.trim();
     let m = NUMBER.find(t)?;
     if m.start() != 0 || m.end() != t.len() {
@@ -288,7 +288,7 @@ fn to_f64(s: &str) -> Option<f64> {
 }
 
 /// The last number in a text, the usual place for a final answer.
-pub(crate) fn last_number(text: &str) -> Option<f64> {
+pub fn last_number(text: &str) -> Option<f64> {
     NUMBER
         .find_iter(text)
         .last()
@@ -434,7 +434,7 @@ impl Scorer for Grader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grade::SpecExt;
+    use crate::Compile;
 
     fn grade(spec: GradeSpec, output: &str, expected: &[&str]) -> Grade {
         let expected: Vec<String> = expected.iter().map(|s| s.to_string()).collect();

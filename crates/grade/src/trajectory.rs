@@ -8,8 +8,8 @@ use super::scorer::{ScoreFuture, ScoreInput, Scorer, ready};
 use super::{Score, ScoreContext};
 use std::sync::Arc;
 
-use crate::suite::grading::{GradeSpec, SequenceOrder};
-use crate::suite::tools::args_hold;
+use promptgauge_suite::grading::{GradeSpec, SequenceOrder};
+use promptgauge_suite::tools::args_hold;
 use serde_json::Value;
 
 /// The scorer of tool calls `spec` describes, if it is one: the answer's calls
@@ -109,8 +109,8 @@ impl Scorer for MaxSteps {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grade::Answer;
-    use crate::suite::tools::ToolStep;
+    use crate::Answer;
+    use promptgauge_suite::tools::ToolStep;
 
     fn steps(calls: &[(&str, &str)]) -> Answer {
         Answer {
@@ -131,7 +131,7 @@ mod tests {
     }
 
     async fn value(scorer: &dyn Scorer, answer: &Answer) -> f64 {
-        let case = crate::suite::Case {
+        let case = promptgauge_suite::Case {
             id: "c".into(),
             vars: Default::default(),
             expected: Vec::new(),
@@ -142,7 +142,7 @@ mod tests {
             grade: None,
             tags: vec![],
             group: None,
-            location: crate::suite::FilePos::line(std::path::Path::new("c.jsonl"), 1),
+            location: promptgauge_suite::FilePos::line(std::path::Path::new("c.jsonl"), 1),
         };
         let input = ScoreInput {
             key: "k",

@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::client::ChatMessage;
-use crate::suite::{Case, Scale};
+use promptgauge_client::ChatMessage;
+use promptgauge_suite::{Case, Scale};
 
 /// The built-in instructions.
 const SYSTEM: &str = "You are a careful, strict grader. You compare an answer with a reference answer that is known to be correct. You judge only whether the answer is right; style, length and politeness do not matter.";
@@ -16,7 +16,7 @@ const RUBRIC_SYSTEM: &str = "You are a careful, strict grader. You judge whether
 /// The text of one part (`question`, `conversation`, `reference`, `answer`, `criteria`) of a
 /// built-in judge prompt: between the tags carrying the marker its first sentence names, or
 /// between plain tags in a prompt written before markers (an old run's journal).
-pub(crate) fn part<'a>(prompt: &'a str, tag: &str) -> Option<&'a str> {
+pub fn part<'a>(prompt: &'a str, tag: &str) -> Option<&'a str> {
     let marker = prompt
         .split_once("enclosed in tags marked with ")
         .and_then(|(_, rest)| rest.split([',', ' ']).next())
@@ -48,7 +48,7 @@ pub(super) const PROMPT_VARIABLES: [&str; 8] = [
 pub(crate) fn marker(parts: &[&str]) -> String {
     let mut seed = 0u64;
     loop {
-        let mut h = crate::hash::StableHasher::default();
+        let mut h = promptgauge_base::hash::StableHasher::default();
         h.write(&seed.to_le_bytes());
         for p in parts {
             h.write(&(p.len() as u64).to_le_bytes());
@@ -81,8 +81,8 @@ pub enum PromptError {
         "the judge prompt {}{} failed: {error}; a template may run at most {} steps and render at most {} MiB: remove the runaway loop or repetition",
         path.display(),
         at_line(*line),
-        crate::suite::template::FUEL,
-        crate::suite::template::MAX_RENDERED_BYTES >> 20
+        promptgauge_suite::template::FUEL,
+        promptgauge_suite::template::MAX_RENDERED_BYTES >> 20
     )]
     Runaway {
         path: PathBuf,
@@ -189,10 +189,10 @@ pub(super) fn rendered(
     parts: &Parts,
     case: &Case,
 ) -> Result<String, PromptError> {
-    let env = crate::suite::template::strict_environment();
+    let env = promptgauge_suite::template::strict_environment();
     env.template_from_str(text)
         .and_then(|t| {
-            crate::suite::template::render_capped(
+            promptgauge_suite::template::render_capped(
                 &t,
                 minijinja::context! {
                     conversation => parts.conversation.as_str(),
@@ -216,7 +216,7 @@ pub(super) fn rendered(
                     line,
                     expr: expr.trim().to_string(),
                 },
-                _ if crate::suite::template::is_template_fault(&error) => {
+                _ if promptgauge_suite::template::is_template_fault(&error) => {
                     PromptError::Runaway { path, line, error }
                 }
                 _ => PromptError::Failed { path, line, error },

@@ -697,7 +697,7 @@ fn regex_of(source: &str, flags: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::to_expr;
-    use crate::grade::expr::Expr;
+    use crate::expr::Expr;
 
     #[test]
     fn the_common_checks_read_as_expressions() {
@@ -830,9 +830,9 @@ console.log(JSON.stringify(cases.map(([src, output]) => {
             "abc def.",
         ];
         let vars = serde_json::json!({"city": "Paris"});
-        let case = crate::suite::Case {
+        let case = promptgauge_suite::Case {
             id: "c".into(),
-            vars: crate::suite::cases::Vars(vec![("city".into(), "Paris".into())]),
+            vars: promptgauge_suite::cases::Vars(vec![("city".into(), "Paris".into())]),
             expected: vec![],
             expected_json: None,
             messages: vec![],
@@ -841,7 +841,7 @@ console.log(JSON.stringify(cases.map(([src, output]) => {
             grade: None,
             tags: vec![],
             group: None,
-            location: crate::suite::FilePos::file(std::path::Path::new("cases.jsonl")),
+            location: promptgauge_suite::FilePos::file(std::path::Path::new("cases.jsonl")),
         };
         let pairs: Vec<(&str, &str)> = asserts
             .iter()

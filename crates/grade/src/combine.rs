@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use super::scorer::{CaseError, Score, ScoreContext, ScoreError, ScoreFuture, ScoreInput, Scorer};
 use super::spec_error::SpecError;
-use crate::client::Usage;
-use crate::suite::Case;
+use promptgauge_client::Usage;
+use promptgauge_suite::Case;
 
 /// How the parts' scores become one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,7 +150,7 @@ impl Scorer for Combined {
     fn calls(
         &self,
         case: &Case,
-        messages: &[crate::client::ChatMessage],
+        messages: &[promptgauge_client::ChatMessage],
         answer_tokens: u64,
     ) -> super::scorer::Calls {
         self.parts
@@ -230,8 +230,8 @@ impl Scorer for Combined {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grade::{Answer, GradeSpec, SpecExt};
-    use crate::suite::FilePos;
+    use crate::{Answer, Compile, GradeSpec, SpecExt};
+    use promptgauge_suite::FilePos;
 
     #[test]
     fn all_any_and_mean_combine_the_parts() {
@@ -423,11 +423,11 @@ mod tests {
         assert_eq!(s.value, 0.75);
     }
 
-    fn steps(tools: &[(&str, &str)]) -> Vec<crate::suite::tools::ToolStep> {
+    fn steps(tools: &[(&str, &str)]) -> Vec<promptgauge_suite::tools::ToolStep> {
         tools
             .iter()
             .enumerate()
-            .map(|(i, (tool, args))| crate::suite::tools::ToolStep {
+            .map(|(i, (tool, args))| promptgauge_suite::tools::ToolStep {
                 turn: i as u32,
                 tool: tool.to_string(),
                 arguments: args.to_string(),

@@ -16,7 +16,7 @@ use minijinja::{Environment, ErrorKind, Expression};
 use super::scorer::ready;
 use super::scorer::{CaseError, Score, ScoreContext, ScoreError, ScoreFuture, ScoreInput, Scorer};
 pub use super::spec_error::ExprError;
-use crate::suite::Case;
+use promptgauge_suite::Case;
 
 /// Steps one evaluation may run: a check people write takes tens; a runaway (a loop over
 /// a huge range, a string repeated millions of times) stops here, well under a millisecond.
@@ -218,7 +218,7 @@ impl Expr {
             .into_iter()
             .filter_map(|n| n.strip_prefix("vars.").map(|v| v.to_string()))
             .collect();
-        if let Some(u) = crate::suite::jinja::unknown_in_expression(&ENGINE, text, &HELPERS)
+        if let Some(u) = promptgauge_suite::jinja::unknown_in_expression(&ENGINE, text, &HELPERS)
             .into_iter()
             .next()
         {
@@ -315,7 +315,7 @@ impl Expr {
             kind => Err(said(format!(
                 "gave {} {}, not true/false or a number in [0, 1]: compare it (`… == …`, `'x' in output`)",
                 article(kind),
-                crate::client::protocol::truncate(&got.to_string(), 80)
+                promptgauge_client::protocol::truncate(&got.to_string(), 80)
             ))),
         }
     }
@@ -462,13 +462,13 @@ impl Scorer for ExprScorer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::suite::FilePos;
+    use promptgauge_suite::FilePos;
     use std::path::Path;
 
     fn case(expected: &[&str], vars: serde_json::Value) -> Case {
         Case {
             id: "c-1".into(),
-            vars: crate::suite::cases::Vars(
+            vars: promptgauge_suite::cases::Vars(
                 vars.as_object()
                     .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
                     .unwrap_or_default(),
@@ -727,7 +727,7 @@ mod tests {
     /// The rows of the twenty-checks table in docs/guide/scorers.md: (check, expr).
     fn documented_checks() -> Vec<(String, String)> {
         let doc = std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/guide/scorers.md"),
+            Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("docs/guide/scorers.md"),
         )
         .unwrap();
         let table = doc.split("<!-- expr-table").nth(1).unwrap();

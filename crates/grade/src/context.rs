@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value};
 
 use super::call::JudgeCall;
-use crate::client::cache::{self, Cache};
-use crate::client::{ChatMessage, Client, Usage};
+use promptgauge_client::cache::{self, Cache};
+use promptgauge_client::{ChatMessage, Client, Usage};
 
 /// What the run lends its scorers.
 #[derive(Clone, Default)]
@@ -50,11 +50,11 @@ pub struct EmbeddingService {
 
 /// The services of a run, by the scorer's `endpoint` and `model` as written (`None`: the
 /// run's endpoint, its model).
-pub(crate) type EmbeddingServices =
+pub type EmbeddingServices =
     HashMap<(Option<String>, Option<String>), Arc<EmbeddingService>>;
 
 impl EmbeddingService {
-    pub(crate) fn new(
+    pub fn new(
         client: Arc<Client>,
         model: String,
         endpoint: String,

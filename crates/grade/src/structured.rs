@@ -9,8 +9,8 @@ use serde_json::{Map, Value};
 use super::scorer::{CaseError, Score, ScoreContext, ScoreFuture, ScoreInput, Scorer, ready};
 use super::spec_error::SpecError;
 use super::text::{parse_number, strip_code_fence};
-use crate::client::ToolCall;
-use crate::suite::Case;
+use promptgauge_client::ToolCall;
+use promptgauge_suite::Case;
 
 /// The JSON document in an answer: the whole answer, or inside a Markdown fence, or the first
 /// object or array that parses.
@@ -41,7 +41,7 @@ fn expected_json(case: &Case) -> Option<Value> {
 
 /// Compact JSON, cut for the journal's `extracted`.
 fn shown(v: &Value) -> String {
-    crate::client::protocol::truncate(&v.to_string(), 2000)
+    promptgauge_client::protocol::truncate(&v.to_string(), 2000)
 }
 
 // ---- json_schema ----
@@ -64,7 +64,7 @@ impl JsonSchema {
         let schema = match schema {
             Value::String(file) => {
                 let path = dir.join(file);
-                let text = crate::suite::error::read_text(&path, "schema")
+                let text = promptgauge_suite::error::read_text(&path, "schema")
                     .map_err(SpecError::ReadSchema)?;
                 serde_json::from_str(&text)
                     .map_err(|error| SpecError::SchemaNotJson { path, error })?
@@ -346,7 +346,7 @@ impl Scorer for Fields {
 
 // ---- tool_call ----
 
-pub(crate) use crate::suite::CallOrder;
+pub(crate) use promptgauge_suite::CallOrder;
 
 /// The tool calls the model made against the expected `{name, arguments}` (or a list).
 #[derive(Debug)]
@@ -475,8 +475,8 @@ impl Scorer for ToolCalls {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grade::Answer;
-    use crate::suite::FilePos;
+    use crate::Answer;
+    use promptgauge_suite::FilePos;
     use serde_json::json;
 
     fn case(expected: Value) -> Case {

@@ -6,8 +6,8 @@
 use serde_json::Value;
 
 use super::structured::extract_json;
-use crate::suite::cases::Vars;
-use crate::suite::extract::Extract;
+use promptgauge_suite::cases::Vars;
+use promptgauge_suite::extract::Extract;
 
 /// Why a reading found nothing in an answer, in a person's words.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,7 +51,7 @@ pub fn read(extract: &Extract, answer: &str, vars: &Vars) -> Result<String, Noth
                 "json": extract_json(answer),
                 "vars": vars,
             });
-            match crate::suite::template::render_capped(&t.template(), context) {
+            match promptgauge_suite::template::render_capped(&t.template(), context) {
                 Ok(text) => Some(text),
                 Err(e) => return nothing(format!("the template failed: {e}")),
             }

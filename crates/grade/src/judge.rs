@@ -10,18 +10,18 @@ use serde_json::{Map, Value, json};
 
 pub use super::context::JudgeService;
 use super::judge_prompt::{self, PROMPT_VARIABLES, Parts};
-pub(crate) use super::judge_prompt::{PromptError, part};
+pub use super::judge_prompt::{PromptError, part};
 use super::scorer::{
     CaseError, JudgeCall, Score, ScoreContext, ScoreError, ScoreFuture, ScoreInput, Scorer,
 };
 use super::spec_error::SpecError;
 use super::text::strip_code_fence;
-use crate::client::ChatMessage;
-use crate::client::cache;
-use crate::client::{JobRequest, Usage};
-use crate::suite::Case;
+use promptgauge_client::ChatMessage;
+use promptgauge_client::cache;
+use promptgauge_client::{JobRequest, Usage};
+use promptgauge_suite::Case;
 
-pub use crate::suite::Scale;
+pub use promptgauge_suite::Scale;
 
 /// The judge scorer.
 #[derive(Debug)]
@@ -93,8 +93,8 @@ impl Reading {
 /// `namespace`, …, are not variables).
 fn template(path: &Path) -> Result<(PathBuf, String), SpecError> {
     let text =
-        crate::suite::error::read_text(path, "judge prompt").map_err(SpecError::ReadJudgePrompt)?;
-    let env = crate::suite::template::strict_environment();
+        promptgauge_suite::error::read_text(path, "judge prompt").map_err(SpecError::ReadJudgePrompt)?;
+    let env = promptgauge_suite::template::strict_environment();
     let t = env
         .template_from_str(&text)
         .map_err(|error| SpecError::JudgePromptSyntax {
@@ -457,7 +457,7 @@ fn read_number(reply: &str) -> Result<f64, String> {
         .ok_or_else(|| {
             format!(
                 "the reply does not end with a number: `{}`",
-                crate::client::protocol::truncate(last.trim(), 80)
+                promptgauge_client::protocol::truncate(last.trim(), 80)
             )
         })
 }
@@ -540,7 +540,7 @@ impl Judge {
             call.cached = true;
         } else {
             let job = JobRequest {
-                reserve_tokens: crate::suite::prompt_tokens(&request).min(u64::from(u32::MAX))
+                reserve_tokens: promptgauge_suite::prompt_tokens(&request).min(u64::from(u32::MAX))
                     as u32,
                 messages: request,
                 params,
@@ -583,7 +583,7 @@ async fn send(
     service: &JudgeService,
     job: &JobRequest,
     call: &mut JudgeCall,
-) -> Option<crate::client::JobResult> {
+) -> Option<promptgauge_client::JobResult> {
     let result = service.client.execute(job).await;
     call.attempts = result.attempts.len();
     call.latency_ms = result.attempts.last().map(|a| a.latency_ms);
@@ -603,7 +603,7 @@ async fn send(
         call.outcome = result.attempts.last().map(|a| a.outcome);
         call.error = Some(format!(
             "the judge refused to judge: {}",
-            crate::client::protocol::truncate(said, 200)
+            promptgauge_client::protocol::truncate(said, 200)
         ));
         return None;
     }
@@ -632,7 +632,7 @@ impl Scorer for Judge {
     ) -> super::scorer::Calls {
         let prompt = self
             .prompt(case, messages, "")
-            .map_or(0, |p| crate::suite::prompt_tokens(&p));
+            .map_or(0, |p| promptgauge_suite::prompt_tokens(&p));
         super::scorer::Calls {
             count: u64::from(self.votes),
             prompt_tokens: u64::from(self.votes) * (prompt + answer_tokens),
@@ -715,7 +715,7 @@ impl Judge {
                 format!(
                     "replied twice in a way that cannot be read: {}; it said: {}",
                     call.error.clone().unwrap_or_default(),
-                    crate::client::protocol::truncate(call.reply.trim(), 200)
+                    promptgauge_client::protocol::truncate(call.reply.trim(), 200)
                 )
             },
             vote + 1,
@@ -897,7 +897,7 @@ mod tests {
 #[cfg(test)]
 mod conversation_tests {
     use super::*;
-    use crate::suite::FilePos;
+    use promptgauge_suite::FilePos;
 
     /// The marker a built-in prompt names in its first sentence.
     fn marker_of(user: &str) -> String {

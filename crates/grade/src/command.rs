@@ -16,7 +16,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
 use super::scorer::{Score, ScoreContext, ScoreError, ScoreFuture, ScoreInput, Scorer};
-use crate::client::Usage;
+use promptgauge_client::Usage;
 
 /// The longest reply line read: a longer one is not a reply.
 const MAX_REPLY_BYTES: usize = 1 << 20;
@@ -27,7 +27,7 @@ const KEPT_STDERR_BYTES: usize = 8 * 1024;
 /// How long one reply may take unless the spec says.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
-pub(crate) use crate::suite::grading::PASSED_ENV;
+pub(crate) use promptgauge_suite::grading::PASSED_ENV;
 
 /// How long one reply may take: the spec's `timeout` (`10s`, `2m`), else
 /// [`DEFAULT_TIMEOUT`].
@@ -35,7 +35,7 @@ pub(super) fn timeout_of(timeout: Option<&str>) -> Result<Duration, CommandError
     match timeout {
         None => Ok(DEFAULT_TIMEOUT),
         Some(t) => {
-            crate::suite::parse_duration(t).map_err(|e| CommandError::Timeout(e.to_string()))
+            promptgauge_suite::parse_duration(t).map_err(|e| CommandError::Timeout(e.to_string()))
         }
     }
 }
@@ -97,7 +97,7 @@ struct Process {
     /// Its watchdog and everything beneath it, the scorer and what it started (a
     /// subprocess, a server, a process in a session of its own, a daemon whose parent
     /// exited): all ended with it.
-    tree: crate::process::Tree,
+    tree: promptgauge_base::process::Tree,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     /// Its stderr, read without waiting: what it wrote before its reply is in the pipe
@@ -228,12 +228,12 @@ impl CommandScorer {
     }
 
     fn spawn(&self) -> Result<Process, String> {
-        let mut child = crate::process::command(&self.argv, &self.env, &self.dir)
+        let mut child = promptgauge_base::process::command(&self.argv, &self.env, &self.dir)
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| format!("`{}` cannot start: {e}", self.shown()))?;
         // Declared after the child: dropped (and so ended) first, on every way out.
-        let tree = crate::process::Tree::of(&child);
+        let tree = promptgauge_base::process::Tree::of(&child);
         self.started.fetch_add(1, Ordering::SeqCst);
         let (Some(stdin), Some(stdout), Some(err)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
@@ -375,13 +375,13 @@ impl CommandScorer {
         let reply: Value = serde_json::from_str(text).map_err(|e| {
             Fault::Broken(format!(
                 "replied with a line that is not JSON ({e}): {}",
-                crate::client::protocol::truncate(text, 200)
+                promptgauge_client::protocol::truncate(text, 200)
             ))
         })?;
         let Some(obj) = reply.as_object() else {
             return Err(Fault::Broken(format!(
                 "replied with JSON that is not an object: {}",
-                crate::client::protocol::truncate(text, 200)
+                promptgauge_client::protocol::truncate(text, 200)
             )));
         };
         // The request's id, echoed: what keeps a reply with its answer (a reply without it,
@@ -485,7 +485,7 @@ fn read_usage(u: &Value) -> Result<Usage, String> {
 /// A program's environment, once it is known to start: [`PASSED_ENV`] and the names of
 /// `env`, as set now — nothing else of promptgauge's (an API key) reaches it. The same for
 /// a command scorer and a program-backed tool.
-pub(crate) fn program_environment(
+pub fn program_environment(
     program: &str,
     env: &[String],
     dir: &Path,

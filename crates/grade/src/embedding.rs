@@ -6,13 +6,13 @@
 
 use serde_json::json;
 
-pub(crate) use super::context::{EmbeddingService, EmbeddingServices};
+pub use super::context::{EmbeddingService, EmbeddingServices};
 use super::scorer::{
     Calls, CaseError, Score, ScoreContext, ScoreError, ScoreFuture, ScoreInput, Scorer,
 };
 use super::spec_error::SpecError;
-use crate::client::ChatMessage;
-use crate::suite::Case;
+use promptgauge_client::ChatMessage;
+use promptgauge_suite::Case;
 
 /// Why two vectors have no cosine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
