@@ -435,7 +435,7 @@ fn read(file: Option<&File>, place: Place) -> std::io::Result<Option<JobRecord>>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::journal::tests::record;
+    use crate::runner::testing::record;
 
     #[test]
     fn a_job_number_past_the_plan_lists_its_record_without_sizing_the_index_by_it() {

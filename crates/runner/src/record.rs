@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::grade::GradeSpec;
-use crate::suite::{Bench, Fingerprint, Limits, Price, Shard, Variant};
+use promptgauge_grade::GradeSpec;
+use promptgauge_suite::{Bench, Fingerprint, Limits, Price, Shard, Variant};
 
 /// The plan-shaping flags a run was started with; a resume reuses them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -23,7 +23,7 @@ pub struct PlanSettings {
     pub shard: Option<Shard>,
     /// Set for `run --until-decided`: the case order and when to stop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sequential: Option<crate::suite::plan::SequentialPlan>,
+    pub sequential: Option<promptgauge_suite::plan::SequentialPlan>,
     /// A run of several endpoints: their names, the baseline endpoint first (absent: the
     /// run has one endpoint).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -46,8 +46,8 @@ pub struct PlanSettings {
 impl PlanSettings {
     /// What the run compares: its variants, or with several endpoints each
     /// `ENDPOINT/VARIANT` (see `suite::plan::arm_names`), the baseline first.
-    pub(crate) fn arms(&self) -> Vec<String> {
-        crate::suite::plan::arm_names(&self.variants, &self.endpoints)
+    pub fn arms(&self) -> Vec<String> {
+        promptgauge_suite::plan::arm_names(&self.variants, &self.endpoints)
     }
 }
 
@@ -60,7 +60,7 @@ pub struct Tool {
 
 impl Tool {
     /// This promptgauge, as the run folders it writes name it.
-    pub(crate) fn promptgauge() -> Tool {
+    pub fn promptgauge() -> Tool {
         Tool {
             name: "promptgauge".into(),
             version: env!("CARGO_PKG_VERSION").into(),
@@ -79,7 +79,7 @@ pub struct BenchRecord {
     pub cases: usize,
     /// Their ids, in bench order: the plan's cases.
     pub case_ids: Vec<String>,
-    /// Each case's content hash ([`crate::suite::plan::case_hash`]), aligned with
+    /// Each case's content hash ([`promptgauge_suite::plan::case_hash`]), aligned with
     /// `case_ids`; empty in runs from before 0.2.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub case_hashes: Vec<u64>,
@@ -98,7 +98,7 @@ pub struct BenchRecord {
     pub grade: GradeSpec,
     /// The bench's `judge:` block, when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub judge: Option<crate::suite::JudgeSettings>,
+    pub judge: Option<promptgauge_suite::JudgeSettings>,
 }
 
 impl BenchRecord {
@@ -107,13 +107,13 @@ impl BenchRecord {
         BenchRecord {
             name: bench.name.clone(),
             // Credentials in a base URL are never stored.
-            text: crate::client::secrets::redact_urls_in(&bench.text),
+            text: promptgauge_client::secrets::redact_urls_in(&bench.text),
             cases: bench.cases.len(),
             case_ids: bench.cases.iter().map(|c| c.id.clone()).collect(),
             case_hashes: bench
                 .cases
                 .iter()
-                .map(crate::suite::plan::case_hash)
+                .map(promptgauge_suite::plan::case_hash)
                 .collect(),
             variants: variants
                 .iter()
@@ -127,7 +127,7 @@ impl BenchRecord {
             grade: bench.grade.clone(),
             // A judge's base URL is a URL like the others: its credentials are not kept.
             judge: bench.judge.clone().map(|mut j| {
-                j.base_url = j.base_url.map(|u| crate::client::secrets::redact_url(&u));
+                j.base_url = j.base_url.map(|u| promptgauge_client::secrets::redact_url(&u));
                 j
             }),
         }
@@ -209,7 +209,7 @@ pub struct Source {
 
 impl Source {
     /// Nothing known.
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.commit.is_none() && self.branch.is_none() && self.ci.is_empty()
     }
 }
@@ -217,7 +217,7 @@ impl Source {
 impl RunRecord {
     /// The record without its case ids and hashes (a large bench's largest part), for the
     /// history store, whose per-job rows hold them already.
-    pub(crate) fn without_cases(&self) -> RunRecord {
+    pub fn without_cases(&self) -> RunRecord {
         let b = &self.bench;
         RunRecord {
             tool: self.tool.clone(),
@@ -297,7 +297,7 @@ impl RunRecord {
     }
 
     /// The judge is the model under test (same model at the same endpoint).
-    pub(crate) fn self_judged(&self) -> bool {
+    pub fn self_judged(&self) -> bool {
         self.judge
             .as_ref()
             .is_some_and(|j| j.same_model(&self.endpoint))
@@ -305,7 +305,7 @@ impl RunRecord {
 
     /// What the judge's tokens cost: the judge's own price, or the bench's when the judge
     /// is the model under test.
-    pub(crate) fn judge_price(&self) -> Option<Price> {
+    pub fn judge_price(&self) -> Option<Price> {
         let own = self.bench.judge.as_ref().and_then(|j| j.price.clone());
         own.or_else(|| {
             self.self_judged()
@@ -315,7 +315,7 @@ impl RunRecord {
     }
 
     /// The jobs this run planned, by key.
-    pub fn plan_keys(&self) -> crate::runner::journal::PlanKeys {
+    pub fn plan_keys(&self) -> crate::journal::PlanKeys {
         // `--until-decided` plans only the first max_cases cases of its seeded order.
         let chosen: Vec<String>;
         let mut shard = self.plan.shard;
@@ -340,12 +340,12 @@ impl RunRecord {
             .into_iter()
             .filter(|a| !self.plan.arms_out.contains(a))
             .collect();
-        crate::runner::journal::PlanKeys::new(ids, &arms, self.plan.repeats, shard)
+        crate::journal::PlanKeys::new(ids, &arms, self.plan.repeats, shard)
     }
 
     /// What each arm's answers cost (in `plan.arms()`' order): its endpoint's price in a run
     /// of several (none: unpriced, never the bench's), else the bench's as the run priced it.
-    pub(crate) fn arm_prices(&self) -> Vec<Option<Price>> {
+    pub fn arm_prices(&self) -> Vec<Option<Price>> {
         if self.plan.endpoints.is_empty() {
             return vec![self.bench.price.clone(); self.plan.variants.len()];
         }
@@ -409,7 +409,7 @@ impl StopReason {
     const BUDGET: &'static str = "the budget is reached: ";
 
     /// `--budget`: `spent` of `limit` spent (as written: `$0.0125`), `not_sent` jobs not sent.
-    pub(crate) fn budget(spent: &str, limit: &str, not_sent: usize) -> Self {
+    pub fn budget(spent: &str, limit: &str, not_sent: usize) -> Self {
         StopReason::Budget(format!(
             "{}{spent} of {limit} spent, and the next job could cost more than is left; {not_sent} {} not sent",
             Self::BUDGET,
@@ -422,7 +422,7 @@ impl StopReason {
     }
 
     /// `jobs` jobs wait in batches still running at the provider after `waited`.
-    pub(crate) fn batches_running(jobs: usize, waited: &str) -> Self {
+    pub fn batches_running(jobs: usize, waited: &str) -> Self {
         StopReason::BatchesRunning(format!(
             "{}{jobs} jobs wait in them after {waited} (--batch-wait)",
             Self::BATCHES
@@ -430,7 +430,7 @@ impl StopReason {
     }
 
     /// The journal at `path` could not be written.
-    pub(crate) fn journal_failed(path: &std::path::Path, error: impl std::fmt::Display) -> Self {
+    pub fn journal_failed(path: &std::path::Path, error: impl std::fmt::Display) -> Self {
         StopReason::JournalFailed(format!(
             "{}{} could not be written: {error}",
             Self::JOURNAL,
@@ -439,12 +439,12 @@ impl StopReason {
     }
 
     /// The server looked down: `detail` says how many failed, how fast, and the cause.
-    pub(crate) fn outage(detail: impl std::fmt::Display) -> Self {
+    pub fn outage(detail: impl std::fmt::Display) -> Self {
         StopReason::Outage(format!("{}{detail}", Self::OUTAGE))
     }
 
     /// A merge lacks these shards (`2/4`).
-    pub(crate) fn shards_missing(shards: &[String]) -> Self {
+    pub fn shards_missing(shards: &[String]) -> Self {
         StopReason::ShardsMissing(format!("{}{}", Self::SHARDS, shards.join(", ")))
     }
 }
@@ -506,9 +506,9 @@ pub struct ProviderInfo {
     /// records read as what they were).
     #[serde(
         default,
-        skip_serializing_if = "crate::client::ProtocolKind::is_default"
+        skip_serializing_if = "promptgauge_client::ProtocolKind::is_default"
     )]
-    pub protocol: crate::client::ProtocolKind,
+    pub protocol: promptgauge_client::ProtocolKind,
     /// The bench's name for the endpoint, when it is one of `endpoints:` (a resume runs on
     /// the same one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -524,7 +524,7 @@ pub struct ProviderInfo {
 impl ProviderInfo {
     /// The same model at the same server (both the simulator, or the same base URL): a
     /// judge that is the model under test.
-    pub(crate) fn same_model(&self, other: &ProviderInfo) -> bool {
+    pub fn same_model(&self, other: &ProviderInfo) -> bool {
         self.model == other.model
             && self.simulated == other.simulated
             && (self.simulated || self.base_url == other.base_url)
@@ -532,7 +532,7 @@ impl ProviderInfo {
 
     /// The base URLs as recorded, to send to again (`mock` for the simulator; each
     /// replica); `None` when one had credentials, which are never stored.
-    pub(crate) fn recorded_urls(&self) -> Option<Vec<String>> {
+    pub fn recorded_urls(&self) -> Option<Vec<String>> {
         let urls = if self.simulated {
             vec!["mock".to_string()]
         } else if self.replicas.is_empty() {
@@ -540,19 +540,19 @@ impl ProviderInfo {
         } else {
             self.replicas.clone()
         };
-        let redacted = crate::client::secrets::REDACTED;
+        let redacted = promptgauge_client::secrets::REDACTED;
         (!urls.iter().any(|u| u.contains(redacted))).then_some(urls)
     }
 
     /// What reports show as the base URL of the built-in simulated provider.
-    pub(crate) const SIMULATED: &'static str = "simulated";
+    pub const SIMULATED: &'static str = "simulated";
 
     /// The provider at `shown_urls` (already cleared of credentials; none: the simulator).
-    pub(crate) fn of(
+    pub fn of(
         shown_urls: Vec<String>,
         model: &str,
         api_key_env: &str,
-        protocol: crate::client::ProtocolKind,
+        protocol: promptgauge_client::ProtocolKind,
     ) -> Self {
         let simulated = shown_urls.is_empty();
         ProviderInfo {
@@ -626,7 +626,7 @@ mod tests {
 
     #[test]
     fn a_record_written_by_0_1_0_reads_typed() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/run-0.1.0");
+        let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("tests/fixtures/run-0.1.0");
         let text = std::fs::read_to_string(dir.join("run.json")).unwrap();
         let r: RunRecord = serde_json::from_str(&text).unwrap();
         assert_eq!(r.bench.name, "old");

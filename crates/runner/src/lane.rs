@@ -11,16 +11,16 @@ use tokio_util::sync::CancellationToken;
 use super::batch::{BatchRecord, BatchSettings};
 use super::job_record::{JobRecord, StepLine};
 use super::{budget, source};
-use crate::client::cache::Cache;
-use crate::client::{Client, ClientEvent, JobRequest};
-use crate::grade::ScoreContext;
-use crate::suite::{Bench, Job};
+use promptgauge_client::cache::Cache;
+use promptgauge_client::{Client, ClientEvent, JobRequest};
+use promptgauge_grade::ScoreContext;
+use promptgauge_suite::{Bench, Job};
 
 /// What the workers share besides the client.
 #[derive(Clone, Default)]
 pub struct RunOptions {
     /// Each case's scorer, in the bench's case order.
-    pub scorers: Arc<crate::grade::Scorers>,
+    pub scorers: Arc<promptgauge_grade::Scorers>,
     /// Makes idempotency keys unique to this run (and kept by its resumes).
     pub run_id: String,
     /// `--cache`: answers already paid for, and where new ones go.
@@ -37,7 +37,7 @@ pub struct RunOptions {
     pub skip: Option<Arc<Vec<std::sync::atomic::AtomicBool>>>,
     /// `--until-decided`: how far ahead of the tests jobs may be sent, and the jobs per
     /// case (plan positions are `job.index / jobs_per_case`).
-    pub horizon: Option<(crate::runner::sequential::Horizon, usize)>,
+    pub horizon: Option<(crate::sequential::Horizon, usize)>,
     /// `--retry-failed`: jobs (by plan position) sent again after they failed, with the
     /// round; each is a new logical request (its own idempotency key) and its record says
     /// the round, so it takes the failed record's place.
@@ -230,7 +230,7 @@ pub(super) struct Rendered {
     pub(super) prompt_chars: usize,
     /// An agent loop's calls before this request, and what each got back (empty for a job
     /// that is no loop).
-    pub(super) steps: Vec<crate::suite::tools::ToolStep>,
+    pub(super) steps: Vec<promptgauge_suite::tools::ToolStep>,
 }
 
 impl Rendered {

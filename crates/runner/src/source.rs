@@ -11,9 +11,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
-use crate::client::cache::{self, Cache};
-use crate::client::{Client, JobRequest, JobResult, Outcome};
-use crate::suite::Job;
+use promptgauge_client::cache::{self, Cache};
+use promptgauge_client::{Client, JobRequest, JobResult, Outcome};
+use promptgauge_suite::Job;
 
 /// What a source is asked: the request as the client would send it, and what else
 /// determines its answer.

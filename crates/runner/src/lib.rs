@@ -2,6 +2,11 @@
 //! answers. Everything that happens is an event ([`events::RunEvent`]) delivered in order,
 //! from one task, to the run's listeners: the journal, the progress line, the verbose log
 //! and the aggregator that builds the reports. The runner knows none of them.
+//!
+//! Invariant: a finished job is journaled as it arrives, so a killed run loses none of them;
+//! the runner renders nothing and knows no report (docs/dev/architecture.md, "Code map").
+
+#![warn(unreachable_pub)]
 
 mod agent;
 pub mod batch;
@@ -16,6 +21,8 @@ pub mod mcp;
 pub mod record;
 mod scoring;
 pub mod sequential;
+#[cfg(any(test, feature = "test-support"))]
+pub mod testing;
 pub mod source;
 mod tool_program;
 mod workers;
@@ -32,8 +39,8 @@ pub use job_record::{JobRecord, JobStatus, StepLine};
 pub use journal::Journal;
 pub use lane::{Lane, RunOptions};
 
-use crate::client::ClientEvent;
-use crate::suite::{Bench, Job};
+use promptgauge_client::ClientEvent;
+use promptgauge_suite::{Bench, Job};
 use lane::{Message, job_key};
 use scoring::request_of;
 use workers::Workers;
@@ -305,7 +312,7 @@ fn reserve_adopted(bench: &Bench, lanes: &[Lane], by_lane: &[Vec<Job>], options:
 /// The job (plan position) whose idempotency key is `key` in run `run_id`, and its resend
 /// round — also for one of an agent loop's later steps (`…-stepN`, docs/guide/tools.md);
 /// `None` for a key of another form (another run's, a judge call's `…-judge-0`).
-pub(crate) fn job_of_key(key: &str, run_id: &str) -> Option<(usize, Option<u32>)> {
+pub fn job_of_key(key: &str, run_id: &str) -> Option<(usize, Option<u32>)> {
     let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
     let rest = key
         .strip_prefix("pg-")?

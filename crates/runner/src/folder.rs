@@ -17,14 +17,14 @@ use std::sync::{LazyLock, Mutex};
 use super::journal::{self, Audit, JobRecord, Journal, PlanKeys};
 use super::lock::{self, LockError, RunLock};
 use super::record::RunRecord;
-use crate::files::{read_regular, write_atomically};
+use promptgauge_base::files::{read_regular, write_atomically};
 
-const RECORD: &str = "run.json";
+pub const RECORD: &str = "run.json";
 const JOURNAL: &str = "results.jsonl";
 const STEPS: &str = "steps.jsonl";
-const REPORT_HTML: &str = "report.html";
-const BASELINE: &str = "baseline.json";
-const LABELS: &str = "labels.jsonl";
+pub const REPORT_HTML: &str = "report.html";
+pub const BASELINE: &str = "baseline.json";
+pub const LABELS: &str = "labels.jsonl";
 /// Where `--junit` collects its test cases during a run, before the file is assembled.
 const JUNIT_SPOOL: &str = ".junit.spool";
 const STORE_SPOOL: &str = ".store.spool";
@@ -58,7 +58,7 @@ pub fn journal_opens(path: &Path) -> JournalOpens {
 
 /// Why a run folder could not be made, or its record read or written.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum FolderError {
+pub enum FolderError {
     #[error("cannot create the report folder {}: {error}", root.display())]
     Root {
         root: PathBuf,
@@ -93,7 +93,7 @@ pub(crate) enum FolderError {
 impl FolderError {
     /// Whether the file system refused for want of permission (the usual cause: a
     /// container's user in a folder mounted from the host).
-    pub(crate) fn permission_denied(&self) -> bool {
+    pub fn permission_denied(&self) -> bool {
         match self {
             FolderError::Root { error, .. }
             | FolderError::Create { error, .. }
@@ -115,7 +115,7 @@ pub struct RunDir {
 impl RunDir {
     /// A new run id for the run this folder holds: its name and four random hex digits
     /// (`fallback` for the name when it is not UTF-8).
-    pub(crate) fn new_run_id(&self, fallback: &str) -> String {
+    pub fn new_run_id(&self, fallback: &str) -> String {
         format!(
             "{}-{:04x}",
             self.path
@@ -133,7 +133,7 @@ impl RunDir {
 
     /// Makes `root/<name>-<stamp>` for a run started at `started` (RFC 3339), unique if
     /// two runs start in the same second.
-    pub(crate) fn create(root: &Path, name: &str, started: &str) -> Result<RunDir, FolderError> {
+    pub fn create(root: &Path, name: &str, started: &str) -> Result<RunDir, FolderError> {
         let stamp: String = started
             .chars()
             .filter(|c| !matches!(c, '-' | ':'))
@@ -158,41 +158,41 @@ impl RunDir {
     }
 
     /// Where the folder is.
-    pub(crate) fn path(&self) -> &Path {
+    pub fn path(&self) -> &Path {
         &self.path
     }
 
     /// A file of the folder, for reports that name their own (`summary.json`, …).
-    pub(crate) fn file(&self, name: &str) -> PathBuf {
+    pub fn file(&self, name: &str) -> PathBuf {
         self.path.join(name)
     }
 
     /// `run.json`, the record: a folder with one is a run folder.
-    pub(crate) fn record_path(&self) -> PathBuf {
+    pub fn record_path(&self) -> PathBuf {
         self.path.join(RECORD)
     }
 
     /// `results.jsonl`, the journal.
-    pub(crate) fn journal_path(&self) -> PathBuf {
+    pub fn journal_path(&self) -> PathBuf {
         self.path.join(JOURNAL)
     }
 
     /// `steps.jsonl`: an agent loop's steps, journaled as each finishes, for a resume to
     /// take (older runs kept them in the journal).
-    pub(crate) fn steps_path(&self) -> PathBuf {
+    pub fn steps_path(&self) -> PathBuf {
         self.path.join(STEPS)
     }
 
-    pub(crate) fn report_html(&self) -> PathBuf {
+    pub fn report_html(&self) -> PathBuf {
         self.path.join(REPORT_HTML)
     }
 
-    pub(crate) fn baseline_json(&self) -> PathBuf {
+    pub fn baseline_json(&self) -> PathBuf {
         self.path.join(BASELINE)
     }
 
     /// `labels.jsonl`: people's scores of judged answers.
-    pub(crate) fn labels(&self) -> PathBuf {
+    pub fn labels(&self) -> PathBuf {
         self.path.join(LABELS)
     }
 
@@ -213,11 +213,11 @@ impl RunDir {
 
     /// Fails when another process is writing the folder; otherwise keeps writers out
     /// while the guard lives.
-    pub(crate) fn read_lock(&self) -> Result<lock::ReadLock, LockError> {
+    pub fn read_lock(&self) -> Result<lock::ReadLock, LockError> {
         lock::read(&self.path)
     }
 
-    pub(crate) fn read_record(&self) -> Result<RunRecord, FolderError> {
+    pub fn read_record(&self) -> Result<RunRecord, FolderError> {
         let path = self.path.join(RECORD);
         let text = match read_regular(&path) {
             Ok(text) => text,
@@ -233,7 +233,7 @@ impl RunDir {
     }
 
     /// Writes `run.json` aside and renames it, so a crash never leaves half a record.
-    pub(crate) fn write_record(&self, record: &RunRecord) -> Result<(), FolderError> {
+    pub fn write_record(&self, record: &RunRecord) -> Result<(), FolderError> {
         let path = self.path.join(RECORD);
         let text = serde_json::to_string_pretty(record).map_err(FolderError::Encode)? + "\n";
         write_atomically(&path, text).map_err(|error| FolderError::Write { path, error })
@@ -263,7 +263,7 @@ impl RunDir {
 
     /// [`RunDir::resume`], leaving open the failed jobs `resend` picks, to be sent again
     /// ([`Audit::to_resend`]).
-    pub(crate) fn resume_resending(
+    pub fn resume_resending(
         &self,
         keys: &PlanKeys,
         resend: &dyn Fn(&JobRecord) -> bool,

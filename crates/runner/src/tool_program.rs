@@ -1,7 +1,7 @@
 //! A tool a program answers (`run:` on a tool, docs/guide/tools.md): one process a call,
 //! started in the bench's folder with the same environment a command scorer gets (PATH,
 //! HOME, LANG, TMPDIR and the tool's `env:`, nothing else — no API key) and the call's id,
-//! under a watchdog (`crate::process`): it ends, with all it started, when the call does —
+//! under a watchdog (`promptgauge_base::process`): it ends, with all it started, when the call does —
 //! answered, at its deadline, or with promptgauge. The call goes in as one JSON line; one
 //! JSON object comes out: `{"result": …}` (given to the model) or `{"error": "…"}` (given
 //! back as an error, as a scripted tool's unknown call is).
@@ -13,9 +13,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::suite::Case;
-use crate::suite::cases::Vars;
-use crate::suite::tools::{ToolReply, ToolSpec};
+use promptgauge_suite::Case;
+use promptgauge_suite::cases::Vars;
+use promptgauge_suite::tools::{ToolReply, ToolSpec};
 
 /// The most a program's reply may hold.
 const MOST_REPLY_BYTES: u64 = 1024 * 1024;
@@ -55,20 +55,20 @@ pub(super) async fn call(call: ProgramCall<'_>) -> ToolReply {
 async fn run(call: &ProgramCall<'_>) -> Result<ToolReply, String> {
     let tool = call.tool;
     let program = tool.run.first().ok_or("names no program")?;
-    let env = crate::grade::command::program_environment(program, &tool.env, call.dir)
+    let env = promptgauge_grade::command::program_environment(program, &tool.env, call.dir)
         .map_err(|e| e.to_string())?;
     let timeout = match &tool.timeout {
-        Some(t) => crate::suite::parse_duration(t).map_err(|e| e.to_string())?,
+        Some(t) => promptgauge_suite::parse_duration(t).map_err(|e| e.to_string())?,
         None => DEFAULT_TIMEOUT,
     };
-    let mut child = crate::process::command(&tool.run, &env, call.dir)
+    let mut child = promptgauge_base::process::command(&tool.run, &env, call.dir)
         .env(CALL_ID_ENV, call.call_id)
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("cannot start: {e}"))?;
     // Ended when the call ends, however it ends: answered, timed out, or dropped by the
     // loop's deadline or a stopped run; and what it left behind with it.
-    let tree = crate::process::Tree::of(&child);
+    let tree = promptgauge_base::process::Tree::of(&child);
     let line = call_line(call);
     let talk = async {
         let mut stdin = child.stdin.take().ok_or("has no stdin")?;

@@ -2,7 +2,7 @@
 //! program speaking the Model Context Protocol over its stdin and stdout (the `rmcp`
 //! SDK's client): started once a run, in the bench's folder, with the environment a
 //! command scorer gets (PATH, HOME, LANG, TMPDIR and its `env:`, nothing else — no API
-//! key), under a watchdog (`crate::process`): it ends, with all it started, when the run
+//! key), under a watchdog (`promptgauge_base::process`): it ends, with all it started, when the run
 //! ends, however the run ends. Its tool listing is read within bounds (pages and bytes);
 //! the tools it lists are offered to the model beside the bench's own; each call is
 //! forwarded to it with the server's deadline and the call's id (`_meta`), and what it
@@ -20,7 +20,7 @@ use rmcp::service::{RoleClient, RunningService, ServiceExt};
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 
-use crate::suite::tools::{McpServerSpec, ServedTools, ToolReply, ToolSpec};
+use promptgauge_suite::tools::{McpServerSpec, ServedTools, ToolReply, ToolSpec};
 
 /// How long starting a server, or a call, may take unless the server says.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -66,7 +66,7 @@ struct Server {
     service: RunningService<RoleClient, ()>,
     timeout: Duration,
     /// Its watchdog and everything beneath it, ended when the run ends.
-    tree: crate::process::Tree,
+    tree: promptgauge_base::process::Tree,
     child: Mutex<tokio::process::Child>,
     /// The end of what it wrote to its stderr: why it stopped, when it does.
     stderr: Arc<Mutex<Vec<u8>>>,
@@ -142,11 +142,11 @@ impl McpServers {
                     others.join(", ")
                 )
             };
-            crate::suite::tools::check(&offered).map_err(|e| StartError {
+            promptgauge_suite::tools::check(&offered).map_err(|e| StartError {
                 message: named(format!("lists a tool no provider takes: {e}")),
                 fix: others(""),
             })?;
-            let checks = crate::suite::tools::ArgumentChecks::of(&offered).map_err(|(tool, e)| {
+            let checks = promptgauge_suite::tools::ArgumentChecks::of(&offered).map_err(|(tool, e)| {
                 StartError {
                     message: named(format!(
                         "lists a tool whose arguments cannot be checked: the parameters of `{tool}` {}",
@@ -218,14 +218,14 @@ async fn start_one(
     dir: &Path,
 ) -> Result<(Server, Vec<rmcp::model::Tool>), StartError> {
     let timeout = match &spec.timeout {
-        Some(t) => crate::suite::parse_duration(t).map_err(|e| e.to_string())?,
+        Some(t) => promptgauge_suite::parse_duration(t).map_err(|e| e.to_string())?,
         None => DEFAULT_TIMEOUT,
     };
     let mut child = spawn(spec, dir).map_err(|message| StartError {
         message,
         fix: "run: [program, args…] names a program the bench's folder or PATH has; env: lists variable names (env: [API_TOKEN])".into(),
     })?;
-    let tree = crate::process::Tree::of(&child);
+    let tree = promptgauge_base::process::Tree::of(&child);
     let (stderr, reading) = keep_stderr(child.stderr.take());
     let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
         return Err(String::from("has no stdin or stdout").into());
@@ -269,9 +269,9 @@ async fn start_one(
 /// watchdog.
 fn spawn(spec: &McpServerSpec, dir: &Path) -> Result<tokio::process::Child, String> {
     let program = spec.run.first().ok_or("names no program")?;
-    let env = crate::grade::command::program_environment(program, &spec.env, dir)
+    let env = promptgauge_grade::command::program_environment(program, &spec.env, dir)
         .map_err(|e| e.to_string())?;
-    crate::process::command(&spec.run, &env, dir)
+    promptgauge_base::process::command(&spec.run, &env, dir)
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start: {e}"))
@@ -312,7 +312,7 @@ async fn list_tools(
         if !cursors.insert(next.clone()) {
             return Err(endless(format!(
                 "listed its tools in a circle: page {page} named as next a page it had named before (cursor `{}`)",
-                crate::client::protocol::truncate(&next, 80)
+                promptgauge_client::protocol::truncate(&next, 80)
             )));
         }
         cursor = Some(next);

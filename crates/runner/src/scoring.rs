@@ -8,9 +8,9 @@ use std::sync::Arc;
 use super::job_record::{FileNote, JobRecord, JobStatus};
 use super::lane::{Lane, Rendered, RunOptions, job_key};
 use super::source;
-use crate::client::{ChatMessage, JobRequest, JobResult, Usage};
-use crate::grade::{Answer, Score, ScoreContext, ScoreInput};
-use crate::suite::{Bench, Job};
+use promptgauge_client::{ChatMessage, JobRequest, JobResult, Usage};
+use promptgauge_grade::{Answer, Score, ScoreContext, ScoreInput};
+use promptgauge_suite::{Bench, Job};
 
 /// How a job a worker asked its sources about ended, as far as the worker is concerned.
 pub(super) enum JobEnd {
@@ -52,7 +52,7 @@ pub(super) fn request_of(
     let rendered = bench
         .render_job(job)
         .map_err(|e| format!("template failed: {e}"))
-        .and_then(|mut m| crate::suite::attachments::load_files(&mut m).map(|()| m));
+        .and_then(|mut m| promptgauge_suite::attachments::load_files(&mut m).map(|()| m));
     let messages = match rendered {
         Ok(m) => m,
         Err(e) => {
@@ -143,12 +143,12 @@ fn usage_anomaly(r: &JobRecord, max_tokens: Option<u64>) -> Option<String> {
 
 /// What scoring a job needs besides its answer.
 struct Scoring<'a> {
-    scorers: &'a crate::grade::Scorers,
+    scorers: &'a promptgauge_grade::Scorers,
     key: &'a str,
     messages: &'a [ChatMessage],
     prompt_chars: usize,
     context: &'a ScoreContext,
-    steps: &'a [crate::suite::tools::ToolStep],
+    steps: &'a [promptgauge_suite::tools::ToolStep],
 }
 
 pub(super) fn failed_record(
@@ -224,7 +224,7 @@ async fn record(
         // Kept only when it came whole: it is scored as the complete answer it was.
         let mut r = graded_record(bench, job, result, s).await?;
         r.cached = true;
-        r.outcome = Some(crate::client::Outcome::Complete);
+        r.outcome = Some(promptgauge_client::Outcome::Complete);
         return Some(r);
     }
     if result.filtered() {
@@ -282,7 +282,7 @@ async fn graded_record(
         .extract
         .as_ref()
         .filter(|_| !refused);
-    let read = reading.map(|x| crate::grade::read::read(x, &answer.text, &case.vars));
+    let read = reading.map(|x| promptgauge_grade::read::read(x, &answer.text, &case.vars));
     let scored = match &read {
         _ if refused => Ok(refusal_score()),
         Some(Err(nothing)) => Ok(nothing_read_score(nothing, bench, case)),
@@ -318,10 +318,10 @@ async fn graded_record(
 /// One answer (the whole, or what the variant read of it) through the case's scorer.
 async fn score_one(
     job: &Job,
-    case: &crate::suite::Case,
+    case: &promptgauge_suite::Case,
     answer: &Answer,
     s: &Scoring<'_>,
-) -> Result<Score, crate::grade::ScoreError> {
+) -> Result<Score, promptgauge_grade::ScoreError> {
     let input = ScoreInput {
         key: s.key,
         repeat: job.repeat,
@@ -336,11 +336,11 @@ async fn score_one(
 /// parts 0, the scorer never asked (a judge is not paid to judge a format mismatch), and
 /// why in its detail.
 fn nothing_read_score(
-    nothing: &crate::grade::read::NothingRead,
+    nothing: &promptgauge_grade::read::NothingRead,
     bench: &Bench,
-    case: &crate::suite::Case,
+    case: &promptgauge_suite::Case,
 ) -> Score {
-    use crate::grade::SpecExt;
+    use promptgauge_grade::SpecExt;
     let spec = case.grade.as_ref().unwrap_or(&bench.grade);
     Score {
         value: 0.0,
@@ -396,7 +396,7 @@ fn graded_of(
         parts: score
             .parts
             .into_iter()
-            .map(|(name, score)| crate::runner::job_record::PartScore { name, score })
+            .map(|(name, score)| crate::job_record::PartScore { name, score })
             .collect(),
         judge: score.judge,
         judge_usage: score.usage,
@@ -439,7 +439,7 @@ fn refusal_score() -> Score {
 /// What a whole answer came with besides its words.
 struct Answered {
     usage: Option<Usage>,
-    attempts: Vec<crate::client::Attempt>,
+    attempts: Vec<promptgauge_client::Attempt>,
     answer_ms: Option<f64>,
     model: Option<String>,
 }
@@ -451,7 +451,7 @@ fn unscored_record(
     job: &Job,
     answer: Answer,
     answered: Answered,
-    e: crate::grade::ScoreError,
+    e: promptgauge_grade::ScoreError,
     s: &Scoring<'_>,
 ) -> JobRecord {
     let mut failed = failed_record(bench, job, format!("could not be scored: {e}"), None);

@@ -11,10 +11,10 @@ use serde_json::json;
 use super::adopt::Lost;
 use super::collector::{Collector, Halt, Open};
 use super::record::{BatchRecord, BatchStep};
-use crate::client::batch::BatchError;
-use crate::runner::scoring::{request_of, score};
-use crate::runner::source;
-use crate::suite::Job;
+use promptgauge_client::batch::BatchError;
+use crate::scoring::{request_of, score};
+use crate::source;
+use promptgauge_suite::Job;
 
 /// The batch API's refusal of a batch: why, in the jobs' words, and its error.
 type Refusal = (String, BatchError);
@@ -191,7 +191,7 @@ impl Collector {
     ) -> Result<Result<Vec<Open>, Refusal>, Halt> {
         let metadata = json!({"promptgauge_run": self.options.run_id, "promptgauge_batch": name});
         let endpoint_path = self.lane.client.batch_endpoint();
-        let asked_at = crate::clock::now_seconds();
+        let asked_at = promptgauge_base::clock::now_seconds();
         let keys: Vec<String> = jobs.iter().map(|(k, _)| k.clone()).collect();
         let open = |id: String, guessed: bool| Open {
             name: name.to_string(),
@@ -220,7 +220,7 @@ impl Collector {
                     // It may have been created though its answer was lost: look before
                     // creating it again.
                     let listed = self.list(asked_at).await?;
-                    let window = (asked_at, crate::clock::now_seconds());
+                    let window = (asked_at, promptgauge_base::clock::now_seconds());
                     match self.find_lost(&listed, name, jobs.len(), window) {
                         Lost::Named(state) => break state,
                         Lost::Candidates(all) => {

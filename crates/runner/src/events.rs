@@ -4,9 +4,9 @@
 //! records through the same listeners.
 
 use super::journal::JobRecord;
-pub(crate) use crate::client::AttemptEvent;
-use crate::client::pool::PoolEvent;
-use crate::suite::Job;
+pub(crate) use promptgauge_client::AttemptEvent;
+use promptgauge_client::pool::PoolEvent;
+use promptgauge_suite::Job;
 
 /// How a run's sending ended.
 #[derive(Debug, Default)]

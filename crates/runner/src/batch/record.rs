@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::client::batch::BatchState;
+use promptgauge_client::batch::BatchState;
 
 /// How a run's batches are sent and waited for.
 #[derive(Debug, Clone, PartialEq)]
@@ -111,7 +111,7 @@ impl BatchRecord {
             reserved_usd: None,
             status: None,
             counts: None,
-            at: crate::clock::utc_now(),
+            at: promptgauge_base::clock::utc_now(),
         }
     }
 
@@ -138,7 +138,7 @@ impl BatchRecord {
 
 /// The `submitting` lines of a journal's batches that may still be open at the provider:
 /// no `ended` or `disowned` line follows for the same batch.
-pub(crate) fn open_batches(records: &[BatchRecord]) -> impl Iterator<Item = &BatchRecord> {
+pub fn open_batches(records: &[BatchRecord]) -> impl Iterator<Item = &BatchRecord> {
     records.iter().filter(|b| {
         b.step == BatchStep::Submitting
             && !records.iter().any(|e| {

@@ -15,16 +15,16 @@ use super::job_record::{JobRecord, LoopTurn, StepLine, ToolStep};
 use super::lane::{Lane, Message, Rendered, RunOptions};
 use super::scoring::{JobEnd, failed_record, score};
 use super::source;
-use crate::client::{ChatMessage, JobResult, ToolCall, Usage};
-use crate::suite::tools::{ToolReply, reply};
-use crate::suite::{Bench, Job};
+use promptgauge_client::{ChatMessage, JobResult, ToolCall, Usage};
+use promptgauge_suite::tools::{ToolReply, reply};
+use promptgauge_suite::{Bench, Job};
 
 /// What the steps so far add up to.
 #[derive(Default)]
 struct Trail {
     steps: Vec<ToolStep>,
     turns: Vec<LoopTurn>,
-    attempts: Vec<crate::client::Attempt>,
+    attempts: Vec<promptgauge_client::Attempt>,
     usage: Option<Usage>,
     answer_ms: Option<f64>,
     calls: u32,
@@ -347,7 +347,7 @@ fn call_id(step_key: &str, index: usize, call: &ToolCall) -> String {
     // The arguments as JSON, not as written: spaces or key order do not make another call.
     let arguments = serde_json::from_str::<Value>(&call.arguments)
         .map_or_else(|_| call.arguments.clone(), |v| v.to_string());
-    let hash = crate::hash::hash_parts(&[&call.name, &arguments]);
+    let hash = promptgauge_base::hash::hash_parts(&[&call.name, &arguments]);
     format!("{step_key}-call{index}-{:08x}", hash >> 32)
 }
 
@@ -356,7 +356,7 @@ fn call_id(step_key: &str, index: usize, call: &ToolCall) -> String {
 /// it says — the tool's program, its MCP server, or the case's script.
 async fn answer_call(
     bench: &Bench,
-    case: &crate::suite::Case,
+    case: &promptgauge_suite::Case,
     (call, id): (&ToolCall, &str),
     options: &RunOptions,
 ) -> (ToolReply, String) {

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::client::{Attempt, Outcome, Usage};
+use promptgauge_client::{Attempt, Outcome, Usage};
 
 /// One finished job, as written to `results.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -32,7 +32,7 @@ pub struct JobRecord {
     pub finish_reason: Option<String>,
     /// Tool calls the model made, assembled from the stream.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tool_calls: Vec<crate::client::ToolCall>,
+    pub tool_calls: Vec<promptgauge_client::ToolCall>,
     pub expected: Vec<String>,
     /// What the variant's `extract:` read from `output`: the text its scorer saw
     /// (docs/guide/scorers.md, "A variant reads its own answer"). Absent when the variant
@@ -62,7 +62,7 @@ pub struct JobRecord {
     pub parts: Vec<PartScore>,
     /// Every call a judge made for this job.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub judge: Vec<crate::grade::scorer::JudgeCall>,
+    pub judge: Vec<promptgauge_grade::scorer::JudgeCall>,
     /// Tokens the judge spent on this job, costed apart from the answer's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge_usage: Option<Usage>,
@@ -121,7 +121,7 @@ pub struct JobRecord {
     pub turns: Vec<LoopTurn>,
 }
 
-pub use crate::suite::tools::ToolStep;
+pub use promptgauge_suite::tools::ToolStep;
 
 /// One named part of a job's score.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -185,7 +185,7 @@ pub struct StepLine {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reasoning: String,
     /// The calls the answer made, each with its id as the conversation carries it.
-    pub tool_calls: Vec<crate::client::ToolCall>,
+    pub tool_calls: Vec<promptgauge_client::ToolCall>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -238,8 +238,8 @@ impl JobRecord {
     }
 }
 
-/// 64 lower-case hexadecimal digits, as [`crate::client::attachment::sha256_hex`] writes.
-pub(crate) fn is_sha256(h: &str) -> bool {
+/// 64 lower-case hexadecimal digits, as [`promptgauge_client::attachment::sha256_hex`] writes.
+pub fn is_sha256(h: &str) -> bool {
     h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
@@ -250,7 +250,7 @@ pub struct FileNote {
     pub name: String,
     /// Its path as the case wrote it (relative to the case file), its URL, or `data:…`.
     pub origin: String,
-    pub kind: crate::client::attachment::Kind,
+    pub kind: promptgauge_client::attachment::Kind,
     pub bytes: u64,
     /// SHA-256 of its bytes; absent for a URL the provider was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -266,12 +266,12 @@ impl FileNote {
     /// file is gone or changed (or for a URL or a data URL, which left no path).
     pub fn bytes_again(&self, most: u64) -> Option<Vec<u8>> {
         let bytes =
-            crate::files::read_capped(std::path::Path::new(self.path.as_ref()?), most).ok()?;
-        (Some(crate::client::attachment::sha256_hex(&bytes)) == self.sha256).then_some(bytes)
+            promptgauge_base::files::read_capped(std::path::Path::new(self.path.as_ref()?), most).ok()?;
+        (Some(promptgauge_client::attachment::sha256_hex(&bytes)) == self.sha256).then_some(bytes)
     }
 
     /// The note of each file `messages` carry, in order, each once.
-    pub fn of(messages: &[crate::client::ChatMessage]) -> Vec<FileNote> {
+    pub fn of(messages: &[promptgauge_client::ChatMessage]) -> Vec<FileNote> {
         let mut notes: Vec<FileNote> = Vec::new();
         for f in messages
             .iter()
@@ -314,8 +314,8 @@ pub enum JobStatus {
 
 /// Whether an attempt that ended so failed for a reason that passes (a server down,
 /// overloaded or unreachable).
-fn passing(outcome: crate::client::Outcome, status: Option<u16>) -> bool {
-    use crate::client::Outcome;
+pub fn passing(outcome: promptgauge_client::Outcome, status: Option<u16>) -> bool {
+    use promptgauge_client::Outcome;
     match outcome {
         Outcome::Cut | Outcome::Stalled | Outcome::NoFirstToken | Outcome::StreamError => true,
         Outcome::HttpError => {
@@ -326,13 +326,13 @@ fn passing(outcome: crate::client::Outcome, status: Option<u16>) -> bool {
 }
 
 /// Identifies a job within a plan, across the runs that resume it.
-pub(crate) type JobKey = (String, String, u32);
+pub type JobKey = (String, String, u32);
 
 impl JobRecord {
     /// The usage the provider billed for the job's answer: every attempt it answered (a
     /// journal from before attempts carried usage has only the answer's); none when it
     /// came from the cache.
-    pub(crate) fn billed(&self) -> Vec<&Usage> {
+    pub fn billed(&self) -> Vec<&Usage> {
         if self.cached {
             return Vec::new();
         }
@@ -350,12 +350,12 @@ impl JobRecord {
 
     /// The usage of the calls its scorer made to a model (a judge's) that were sent, not
     /// answered from the cache: per call when the calls say, else the job's judge usage.
-    pub(crate) fn judge_billed(&self) -> Vec<&Usage> {
+    pub fn judge_billed(&self) -> Vec<&Usage> {
         if self.judge.is_empty() {
             // A scorer that called a model of its own (a `command` reporting `usage`).
             return self.judge_usage.iter().collect();
         }
-        let sent: Vec<&crate::grade::JudgeCall> = self.judge.iter().filter(|c| !c.cached).collect();
+        let sent: Vec<&promptgauge_grade::JudgeCall> = self.judge.iter().filter(|c| !c.cached).collect();
         if sent.iter().any(|c| c.usage.is_some()) {
             sent.iter().filter_map(|c| c.usage.as_ref()).collect()
         } else {
@@ -371,8 +371,8 @@ impl JobRecord {
     /// batched), and its scorer's model calls at `judge_price`; an unknown price counts 0.
     pub(crate) fn cost_usd(
         &self,
-        price: Option<&crate::suite::Price>,
-        judge_price: Option<&crate::suite::Price>,
+        price: Option<&promptgauge_suite::Price>,
+        judge_price: Option<&promptgauge_suite::Price>,
     ) -> f64 {
         let answer = price.map_or(0.0, |p| {
             let p = if self.batch.is_some() {
@@ -391,13 +391,13 @@ impl JobRecord {
     /// The HTTP status the job's failure came with: its judge's, when the answer came and
     /// the judge's call failed (a judge that is not there fails every job the same way),
     /// else its answer's last attempt's.
-    pub(crate) fn failure_status(&self) -> Option<u16> {
+    pub fn failure_status(&self) -> Option<u16> {
         self.failure_outcome().1
     }
 
     /// The first line of the job's error (empty when it has none): what tells failures
     /// apart when they are grouped or compared.
-    pub(crate) fn error_line(&self) -> &str {
+    pub fn error_line(&self) -> &str {
         self.error
             .as_deref()
             .unwrap_or("")
@@ -411,7 +411,7 @@ impl JobRecord {
     /// the judge's failed call) was refused with 408, 429 or a 5xx, found no server, or its
     /// stream was cut, stalled, never started or broke with an error event. A 4xx such as a
     /// wrong model, a template, or a judge reply that could not be read, is not.
-    pub(crate) fn failed_transiently(&self) -> bool {
+    pub fn failed_transiently(&self) -> bool {
         if self.status != JobStatus::Failed {
             return false;
         }
@@ -424,7 +424,7 @@ impl JobRecord {
 
     /// How the attempt the job failed on ended, with its status: the judge's failed call's,
     /// when the answer came and the judge's call failed, else the answer's last attempt's.
-    pub(crate) fn failure_outcome(&self) -> (Option<crate::client::Outcome>, Option<u16>) {
+    pub fn failure_outcome(&self) -> (Option<promptgauge_client::Outcome>, Option<u16>) {
         if let Some(call) = self
             .judge
             .iter()
@@ -438,13 +438,13 @@ impl JobRecord {
     }
 
     /// The job's score: its `score`, or 1/0 from `correct` in older journals.
-    pub(crate) fn score(&self) -> Option<f64> {
+    pub fn score(&self) -> Option<f64> {
         self.score
             .or_else(|| self.correct.map(|c| if c { 1.0 } else { 0.0 }))
     }
 
     /// The job's key in the plan: (case, arm, repeat).
-    pub(crate) fn key(&self) -> JobKey {
+    pub fn key(&self) -> JobKey {
         (self.case_id.clone(), self.arm().into_owned(), self.repeat)
     }
 
@@ -455,7 +455,7 @@ impl JobRecord {
         match &self.endpoint {
             None => std::borrow::Cow::Borrowed(&self.variant),
             Some(e) => {
-                std::borrow::Cow::Owned(crate::suite::plan::arm_name(&self.variant, Some(e)))
+                std::borrow::Cow::Owned(promptgauge_suite::plan::arm_name(&self.variant, Some(e)))
             }
         }
     }

@@ -9,22 +9,22 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::client::ChatMessage;
-use crate::grade::Scorer;
-use crate::runner::JobRecord;
-use crate::runner::job_record::HeldBack;
-use crate::suite::{Bench, Job, Price};
+use promptgauge_client::ChatMessage;
+use promptgauge_grade::Scorer;
+use crate::JobRecord;
+use crate::job_record::HeldBack;
+use promptgauge_suite::{Bench, Job, Price};
 
 /// The completion a request without `max_tokens` is held back for: such a request has no
 /// ceiling, and `check` says to set one.
-pub(crate) const UNBOUNDED_COMPLETION: u64 = 4096;
+pub const UNBOUNDED_COMPLETION: u64 = 4096;
 
 /// The completion a judge call without `max_tokens` is held back for.
-pub(crate) const UNBOUNDED_JUDGE_COMPLETION: u64 = 1024;
+pub const UNBOUNDED_JUDGE_COMPLETION: u64 = 1024;
 
 /// The prices a run's jobs are costed at.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Prices {
+pub struct Prices {
     /// Each endpoint's (lane's) price, by `Job::endpoint`: the batch price for a batching
     /// lane.
     pub lanes: Vec<Option<Price>>,
@@ -54,7 +54,7 @@ impl Prices {
             prompt_tokens: if cached {
                 0
             } else {
-                crate::suite::prompt_tokens(messages)
+                promptgauge_suite::prompt_tokens(messages)
             },
             completion_tokens: if cached { 0 } else { completion },
             scorer_calls: calls.count,
@@ -65,7 +65,7 @@ impl Prices {
 
     /// The most one job may cost: what it is [`Prices::held`] for, at its endpoint's price
     /// and the judge's.
-    pub(crate) fn ceiling(
+    pub fn ceiling(
         &self,
         bench: &Bench,
         job: &Job,
@@ -75,7 +75,7 @@ impl Prices {
     ) -> f64 {
         let held = self.held(bench, job, messages, scorer, cached);
         let answer = match self.lanes.get(usize::from(job.endpoint)) {
-            Some(Some(p)) => p.cost(&crate::client::Usage {
+            Some(Some(p)) => p.cost(&promptgauge_client::Usage {
                 prompt_tokens: held.prompt_tokens,
                 completion_tokens: held.completion_tokens,
                 ..Default::default()
@@ -83,7 +83,7 @@ impl Prices {
             _ => 0.0,
         };
         let scorer = self.judge.as_ref().map_or(0.0, |p| {
-            p.cost(&crate::client::Usage {
+            p.cost(&promptgauge_client::Usage {
                 prompt_tokens: held.scorer_prompt_tokens,
                 completion_tokens: held.scorer_completion_tokens,
                 ..Default::default()
@@ -94,9 +94,9 @@ impl Prices {
 
     /// The most a scorer's model calls cost at the judge's price (each reply at the
     /// judge's completion ceiling); `None` when the judge has no price.
-    pub(crate) fn calls_cost(&self, calls: crate::grade::scorer::Calls) -> Option<f64> {
+    pub fn calls_cost(&self, calls: promptgauge_grade::scorer::Calls) -> Option<f64> {
         self.judge.as_ref().map(|p| {
-            p.cost(&crate::client::Usage {
+            p.cost(&promptgauge_client::Usage {
                 prompt_tokens: calls.prompt_tokens,
                 completion_tokens: calls.count * self.judge_completion,
                 ..Default::default()
@@ -105,7 +105,7 @@ impl Prices {
     }
 
     /// What these attempts were billed, at the price of endpoint `lane`.
-    pub(crate) fn attempts_billed(&self, attempts: &[crate::client::Attempt], lane: usize) -> f64 {
+    pub fn attempts_billed(&self, attempts: &[promptgauge_client::Attempt], lane: usize) -> f64 {
         match self.lanes.get(lane).cloned().flatten() {
             Some(price) => attempts
                 .iter()
@@ -117,7 +117,7 @@ impl Prices {
     }
 
     /// What a finished job was billed, at the price of its endpoint (`lane`).
-    pub(crate) fn billed(&self, record: &JobRecord, lane: usize) -> f64 {
+    pub fn billed(&self, record: &JobRecord, lane: usize) -> f64 {
         let price = self.lanes.get(lane).cloned().flatten();
         record.cost_usd(price.as_ref(), self.judge.as_ref())
     }
@@ -147,7 +147,7 @@ struct Ledger {
 
 impl Budget {
     /// A budget of `limit` USD of which `spent` went to earlier sessions of the run.
-    pub(crate) fn new(limit: f64, spent: f64, prices: Prices) -> Budget {
+    pub fn new(limit: f64, spent: f64, prices: Prices) -> Budget {
         Budget {
             limit,
             prices,
@@ -163,7 +163,7 @@ impl Budget {
         &self.prices
     }
 
-    pub(crate) fn limit(&self) -> f64 {
+    pub fn limit(&self) -> f64 {
         self.limit
     }
 
@@ -260,7 +260,7 @@ impl Budget {
         &self,
         index: usize,
         lane: usize,
-        attempts: &[crate::client::Attempt],
+        attempts: &[promptgauge_client::Attempt],
         counted: bool,
     ) {
         let usd = self.prices.attempts_billed(attempts, lane);
@@ -272,12 +272,12 @@ impl Budget {
     }
 
     /// Whether a job was refused: nothing more is sent.
-    pub(crate) fn reached(&self) -> bool {
+    pub fn reached(&self) -> bool {
         self.reached.load(Ordering::SeqCst)
     }
 
     /// What the run has spent, its earlier sessions' included.
-    pub(crate) fn spent(&self) -> f64 {
+    pub fn spent(&self) -> f64 {
         self.ledger.lock().unwrap_or_else(|e| e.into_inner()).spent
     }
 

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-pub(crate) use super::job_record::{JobKey, JobRecord, JobStatus};
+pub use super::job_record::{JobKey, JobRecord, JobStatus};
 
 /// The journal, open for appending.
 pub struct Journal {
@@ -61,7 +61,7 @@ impl Journal {
     /// of job records skip these lines.
     pub(crate) fn append_event(
         &mut self,
-        event: &crate::client::pool::PoolEvent,
+        event: &promptgauge_client::pool::PoolEvent,
     ) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(event)?;
         line.push(b'\n');
@@ -78,7 +78,7 @@ impl Journal {
     }
 
     /// Writes one record as one line in a single write, then flushes it to the OS.
-    pub(crate) fn append(&mut self, record: &JobRecord) -> std::io::Result<()> {
+    pub fn append(&mut self, record: &JobRecord) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(record)?;
         line.push(b'\n');
         self.file.write_all(&line)?;
@@ -94,7 +94,7 @@ pub fn read(path: &Path, mut f: impl FnMut(JobRecord)) -> std::io::Result<ReadSt
 
 /// Where a record's line lies in the journal: read it again with [`read_line_at`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Place {
+pub struct Place {
     pub offset: u64,
     pub len: u32,
 }
@@ -102,13 +102,13 @@ pub(crate) struct Place {
 /// [`read`] from byte `from` (the end of an earlier read: a live journal is followed
 /// without reading it again), each record with its place. `ReadStats::complete_bytes`
 /// counts from `from`.
-pub(crate) fn read_from(
+pub fn read_from(
     path: &Path,
     from: u64,
     mut f: impl FnMut(Place, JobRecord),
 ) -> std::io::Result<ReadStats> {
     use std::io::{Seek, SeekFrom};
-    let mut file = crate::files::open_regular(path)?;
+    let mut file = promptgauge_base::files::open_regular(path)?;
     file.seek(SeekFrom::Start(from))?;
     let mut reader = BufReader::new(file);
     let mut stats = ReadStats::default();
@@ -174,7 +174,7 @@ pub(crate) fn read_from(
 
 /// The record whose line is at `place` (from [`read_from`]); `None` when the line there is
 /// not one (the journal was replaced since).
-pub(crate) fn read_line_at(file: &File, place: Place) -> std::io::Result<Option<JobRecord>> {
+pub fn read_line_at(file: &File, place: Place) -> std::io::Result<Option<JobRecord>> {
     let mut line = vec![0u8; place.len as usize];
     read_exact_at(file, &mut line, place.offset)?;
     Ok(serde_json::from_slice::<JobRecord>(&line)
@@ -183,7 +183,7 @@ pub(crate) fn read_line_at(file: &File, place: Place) -> std::io::Result<Option<
 }
 
 #[cfg(unix)]
-fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+pub fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
     std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
 }
 
@@ -222,12 +222,12 @@ pub struct ReadStats {
 /// file, and the journal, where runs before steps.jsonl kept them), by the idempotency key
 /// of the request each answered: what a resume takes rather than send again. Read only
 /// for a bench with tools; a missing file holds none, a torn or unreadable line is no step.
-pub(crate) fn loop_steps(
+pub fn loop_steps(
     paths: &[&Path],
 ) -> std::io::Result<std::collections::HashMap<String, super::job_record::StepLine>> {
     let mut steps = std::collections::HashMap::new();
     for path in paths.iter().filter(|p| p.exists()) {
-        let mut reader = BufReader::new(crate::files::open_regular(path)?);
+        let mut reader = BufReader::new(promptgauge_base::files::open_regular(path)?);
         let mut line = Vec::new();
         loop {
             line.clear();
@@ -253,7 +253,7 @@ pub(crate) fn cut_torn_tail(path: &Path) -> std::io::Result<u64> {
     if !path.exists() {
         return Ok(0);
     }
-    let mut file = crate::files::open_regular(path)?;
+    let mut file = promptgauge_base::files::open_regular(path)?;
     let len = file.metadata()?.len();
     // Back from the end, a block at a time, to the last newline.
     let mut end = len;
@@ -284,7 +284,7 @@ const DECIDED_PREFIX: &[u8] = b"{\"event\":\"decided\"";
 /// A provider batch's event line starts with this.
 const BATCH_PREFIX: &[u8] = b"{\"event\":\"batch\"";
 /// An agent loop's step line starts with this.
-const STEP_PREFIX: &[u8] = b"{\"event\":\"step\"";
+pub const STEP_PREFIX: &[u8] = b"{\"event\":\"step\"";
 
 /// The jobs a run planned, by key: what a journal is checked against. A journal is trusted
 /// by key, never by count: a duplicated line or a record from another plan must not stand
@@ -294,11 +294,11 @@ pub struct PlanKeys {
     /// The case ids, and each one's position in the bench (after `--limit`) by its number
     /// (a repeated id: its last position). Compact: a 100,000-case plan is read by each
     /// page `view` makes of a run.
-    cases: crate::ids::Ids,
+    cases: promptgauge_base::ids::Ids,
     positions: Vec<u32>,
     variants: Vec<String>,
     repeats: u32,
-    shard: Option<crate::suite::Shard>,
+    shard: Option<promptgauge_suite::Shard>,
     planned: usize,
 }
 
@@ -309,13 +309,13 @@ impl PlanKeys {
         case_ids: &[String],
         variants: &[String],
         repeats: u32,
-        shard: Option<crate::suite::Shard>,
+        shard: Option<promptgauge_suite::Shard>,
     ) -> PlanKeys {
         let holds = |i: usize| {
             shard.is_none_or(|s| i as u64 % u64::from(s.count) == u64::from(s.index - 1))
         };
         let planned_cases = (0..case_ids.len()).filter(|&i| holds(i)).count();
-        let mut cases = crate::ids::Ids::with_capacity(case_ids.len());
+        let mut cases = promptgauge_base::ids::Ids::with_capacity(case_ids.len());
         let mut positions = Vec::with_capacity(case_ids.len());
         for (i, id) in case_ids.iter().enumerate() {
             let n = cases.intern(id) as usize;
@@ -341,7 +341,7 @@ impl PlanKeys {
     }
 
     /// A job's slot in the plan, `None` when the plan does not hold it.
-    pub(crate) fn slot(&self, case_id: &str, arm: &str, repeat: u32) -> Option<usize> {
+    pub fn slot(&self, case_id: &str, arm: &str, repeat: u32) -> Option<usize> {
         let case = self.positions[self.cases.get(case_id)? as usize] as usize;
         if let Some(s) = self.shard
             && case as u64 % u64::from(s.count) != u64::from(s.index - 1)
@@ -355,7 +355,7 @@ impl PlanKeys {
 
     /// How many positions the whole plan has (every shard's): a job number a run wrote is
     /// below it.
-    pub(crate) fn slots(&self) -> usize {
+    pub fn slots(&self) -> usize {
         self.cases.len() * self.repeats as usize * self.variants.len()
     }
 }
@@ -393,7 +393,7 @@ impl Audit {
     }
 
     /// What was found beyond the plain records, in a sentence; `None` when nothing was odd.
-    pub(crate) fn findings(&self) -> Option<String> {
+    pub fn findings(&self) -> Option<String> {
         let list = |keys: &[JobKey]| {
             keys.iter()
                 .map(|(c, v, r)| format!("({c}, {v}, repeat {r})"))
@@ -454,7 +454,7 @@ pub(crate) fn read_planned_resending(
 
 /// [`read_planned_resending`], each record with its place in the journal (for an index
 /// that reads a record again without reading the journal again).
-pub(crate) fn read_planned_placed(
+pub fn read_planned_placed(
     path: &Path,
     keys: &PlanKeys,
     resend: &dyn Fn(&JobRecord) -> bool,
@@ -541,13 +541,13 @@ fn first_three(examples: &mut Vec<JobKey>, r: &JobRecord) {
 impl Journal {
     /// Also keeps the sequential tests' decisions as they are reached (an event line each,
     /// `{"event":"decided",…}`), so a later `report` can say when each variant stopped.
-    pub(crate) fn keep_decisions(&mut self, decisions: super::sequential::Decisions) {
+    pub fn keep_decisions(&mut self, decisions: super::sequential::Decisions) {
         self.decisions = Some(decisions);
     }
 
     /// The decisions it writes, to be seen as they are reached (each is in the queue from
     /// the event that reached it until the journal's next event writes it).
-    pub(crate) fn decisions(&self) -> Option<super::sequential::Decisions> {
+    pub fn decisions(&self) -> Option<super::sequential::Decisions> {
         self.decisions.clone()
     }
 
@@ -587,52 +587,8 @@ impl super::events::Listener for Journal {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::client::{Outcome, Usage};
 
-    pub(crate) fn record(case: &str) -> JobRecord {
-        JobRecord {
-            job: 0,
-            case_id: case.into(),
-            variant: "v".into(),
-            endpoint: None,
-            repeat: 0,
-            status: JobStatus::Graded,
-            outcome: Some(Outcome::Complete),
-            output: "x".into(),
-            partial_output: None,
-            reasoning: String::new(),
-            finish_reason: Some("stop".into()),
-            tool_calls: vec![],
-            expected: vec!["x".into()],
-            read: None,
-            extracted: Some("x".into()),
-            not_found: None,
-            correct: Some(true),
-            score: Some(1.0),
-            score_detail: None,
-            parts: Vec::new(),
-            judge: vec![],
-            judge_usage: None,
-            error: None,
-            attempts: vec![],
-            ttft_ms: None,
-            latency_ms: None,
-            answer_ms: None,
-            usage: Usage::default(),
-            model: None,
-            tags: vec![],
-            group: None,
-            cached: false,
-            resent: 0,
-            batch: None,
-            refused: false,
-            usage_anomaly: None,
-            held: None,
-            files: Vec::new(),
-            steps: Vec::new(),
-            turns: Vec::new(),
-        }
-    }
+    pub(crate) use crate::testing::record;
 
     #[test]
     fn a_torn_last_line_is_skipped_then_cut_off_on_resume() {
@@ -658,7 +614,7 @@ pub(crate) mod tests {
             1,
             None,
         );
-        let (audit, mut journal) = crate::runner::RunDir::at(dir.path())
+        let (audit, mut journal) = crate::RunDir::at(dir.path())
             .resume(&keys, |_| {})
             .unwrap();
         assert_eq!(audit.finished, 2);
@@ -691,9 +647,9 @@ pub(crate) mod tests {
     /// resume reads with the journal (where runs before it kept them), a torn last step cut.
     #[test]
     fn steps_go_to_their_own_file_and_a_resume_reads_both_kinds_of_run() {
-        use crate::runner::events::{Listener, RunEvent};
+        use crate::events::{Listener, RunEvent};
         let dir = tempfile::tempdir().unwrap();
-        let run = crate::runner::RunDir::at(dir.path());
+        let run = crate::RunDir::at(dir.path());
         let mut j = run.append_journal().unwrap();
         j.on(&RunEvent::Step(&step("pg-r-0-step1"))).unwrap();
         j.append(&record("a")).unwrap();
@@ -749,7 +705,7 @@ pub(crate) mod tests {
         let note = |sha256: &str| super::super::job_record::FileNote {
             name: "receipt".into(),
             origin: "r.png".into(),
-            kind: crate::client::attachment::Kind::Png,
+            kind: promptgauge_client::attachment::Kind::Png,
             bytes: 10,
             sha256: Some(sha256.into()),
             path: None,
@@ -825,7 +781,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_resend_takes_the_place_of_a_failure_which_stays_in_the_journal() {
-        use crate::client::{Attempt, Outcome};
+        use promptgauge_client::{Attempt, Outcome};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("results.jsonl");
         let mut j = Journal::open(&path).unwrap();
@@ -887,7 +843,7 @@ pub(crate) mod tests {
     #[test]
     fn a_shard_plans_only_its_cases() {
         let ids: Vec<String> = (0..5).map(|i| format!("c{i}")).collect();
-        let shard = Some(crate::suite::Shard { index: 2, count: 2 });
+        let shard = Some(promptgauge_suite::Shard { index: 2, count: 2 });
         let keys = PlanKeys::new(&ids, &["v".into(), "w".into()], 2, shard);
         assert_eq!(keys.planned(), 2 * 2 * 2);
         assert!(keys.slot("c1", "w", 1).is_some());

@@ -12,12 +12,12 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::record::{BatchRecord, BatchSettings};
-use crate::client::batch::{BatchError, BatchState, Batches};
-use crate::runner::job_record::JobRecord;
-use crate::runner::lane::{Lane, Message, RunOptions, job_key};
-use crate::runner::scoring::failed_record;
-use crate::runner::workers::Parking;
-use crate::suite::{Bench, Job};
+use promptgauge_client::batch::{BatchError, BatchState, Batches};
+use crate::job_record::JobRecord;
+use crate::lane::{Lane, Message, RunOptions, job_key};
+use crate::scoring::failed_record;
+use crate::workers::Parking;
+use promptgauge_suite::{Bench, Job};
 
 /// A batch the provider holds for this lane, until it ends and its results are read.
 pub(super) struct Open {
@@ -188,7 +188,7 @@ impl Collector {
 
     /// A handed job without an answer, as its failed record (with the batch it was in,
     /// if any).
-    pub(super) fn fail(&self, job: &Job, result: crate::client::JobResult, batch: Option<&str>) {
+    pub(super) fn fail(&self, job: &Job, result: promptgauge_client::JobResult, batch: Option<&str>) {
         let error = result.failure.clone().unwrap_or_else(|| "no answer".into());
         let mut r = failed_record(&self.bench, job, error, Some(result));
         r.endpoint = self.lane.name.clone();

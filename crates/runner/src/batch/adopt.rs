@@ -13,9 +13,9 @@ use serde_json::Value;
 
 use super::collector::{Collector, Halt, Open};
 use super::record::{BatchRecord, BatchStep};
-use crate::client::batch::BatchState;
-use crate::runner::lane::Message;
-use crate::suite::Job;
+use promptgauge_client::batch::BatchState;
+use crate::lane::Message;
+use promptgauge_suite::Job;
 
 /// A batch as the journal names it, while a resume adopts it.
 struct Named {
@@ -146,14 +146,14 @@ impl Collector {
         if let Some(id) = &n.id {
             return Ok(Some(vec![(id.clone(), false)]));
         }
-        let at = crate::clock::parse_utc(&n.at).unwrap_or(0.0);
+        let at = promptgauge_base::clock::parse_utc(&n.at).unwrap_or(0.0);
         if listed.is_none() {
             *listed = Some(self.list(at).await?);
         }
         let list = listed.as_deref().unwrap_or_default();
         // Created at most as late as now (its create may have been retried long after the
         // line was written).
-        let window = (at, crate::clock::now_seconds());
+        let window = (at, promptgauge_base::clock::now_seconds());
         Ok(match self.find_lost(list, &n.name, n.size, window) {
             Lost::Named(state) => {
                 self.journal_submitted(&n.name, &state.id).await?;

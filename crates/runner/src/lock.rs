@@ -8,7 +8,7 @@ use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 /// The lock file's name inside a run folder.
-pub(crate) const FILE: &str = ".lock";
+pub const FILE: &str = ".lock";
 
 /// Held while a process writes a run folder; dropping it releases the folder.
 #[derive(Debug)]
@@ -112,14 +112,14 @@ pub(crate) fn acquire(dir: &Path) -> Result<RunLock, LockError> {
 /// Held while a process reads a run folder: no run can take the folder (resume into it)
 /// until it is dropped. Readers share it.
 #[derive(Debug)]
-pub(crate) struct ReadLock {
+pub struct ReadLock {
     _file: Option<File>,
 }
 
 /// Fails when another process is writing the folder (a run still going); otherwise keeps
 /// writers out until the guard is dropped. Folders from before locks existed have no lock
 /// file, and a file system without locks is read unguarded.
-pub(crate) fn read(dir: &Path) -> Result<ReadLock, LockError> {
+pub fn read(dir: &Path) -> Result<ReadLock, LockError> {
     let Ok(mut file) = File::open(dir.join(FILE)) else {
         return Ok(ReadLock { _file: None });
     };

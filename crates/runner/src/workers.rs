@@ -15,7 +15,7 @@ use super::agent::run_loop;
 use super::lane::{Lane, Message, RunOptions};
 use super::scoring::{JobEnd, request_of, run_job};
 use super::source::{self, AnswerSource};
-use crate::suite::{Bench, Job};
+use promptgauge_suite::{Bench, Job};
 
 /// A lane's sources, in the order they are asked.
 pub(super) type Sources = Arc<[Arc<dyn AnswerSource>]>;

@@ -28,12 +28,12 @@ mod results;
 mod submit;
 
 pub use record::BatchSettings;
-pub(crate) use record::{BatchRecord, BatchStep, open_batches};
+pub use record::{BatchRecord, BatchStep, open_batches};
 
 use super::source::{AnswerSource, Ask, SourceFuture, SourceReply};
 use super::workers::Workers;
-use crate::client::Client;
-use crate::suite::Job;
+use promptgauge_client::Client;
+use promptgauge_suite::Job;
 use collector::{Collector, Halt};
 use submit::Want;
 

@@ -12,11 +12,11 @@ use futures_util::StreamExt;
 
 use super::collector::{Collector, Halt, Open, barrier};
 use super::record::{BatchRecord, BatchStep};
-use crate::client::batch::{BatchError, BatchState, EachLine};
-use crate::runner::lane::Message;
-use crate::runner::scoring::{failed_record, request_of, score};
-use crate::runner::source;
-use crate::suite::Job;
+use promptgauge_client::batch::{BatchError, BatchState, EachLine};
+use crate::lane::Message;
+use crate::scoring::{failed_record, request_of, score};
+use crate::source;
+use promptgauge_suite::Job;
 
 impl Collector {
     /// Looks at every open batch once: an ended one's results are recorded and it leaves
@@ -286,7 +286,7 @@ impl Collector {
             let Some(job) = self.waiting.remove(&id) else {
                 continue;
             };
-            let mut usage: Option<crate::client::Usage> = None;
+            let mut usage: Option<promptgauge_client::Usage> = None;
             for line in &given {
                 if let Some(u) = self.lane.client.batch_result(line).1.usage {
                     usage.get_or_insert_with(Default::default).add_tokens(&u);

@@ -2,7 +2,7 @@
 //! case in the plan's (seeded random) order as cases complete, whatever order their jobs
 //! finish in. Live, a decision sets the variant's stop flag so the runner sends none of its
 //! later jobs; replayed from the journal (`report`, `--resume`), the same records in the
-//! same order reach the same decisions. The statistics are in [`crate::stats::sequential`];
+//! same order reach the same decisions. The statistics are in [`promptgauge_stats::sequential`];
 //! how the reports word them, in `report::sequential`.
 
 use std::collections::HashMap;
@@ -11,13 +11,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::{Deserialize, Serialize};
 
-use crate::runner::journal::JobRecord;
-use crate::stats::cluster::CaseScore;
-use crate::stats::sequential::{
+use crate::journal::JobRecord;
+use promptgauge_stats::cluster::CaseScore;
+use promptgauge_stats::sequential::{
     Conclusion, Decision, DropDecision, DropVerdict, NonInferiority, ScoreKind, SequentialParams,
     SequentialTest,
 };
-use crate::suite::plan::SequentialPlan;
+use promptgauge_suite::plan::SequentialPlan;
 
 /// Where records go once the sequential tests have decided whether they count: the run's
 /// figures (`report::Aggregator`).
@@ -99,9 +99,9 @@ impl<C: Counts> Decider<C> {
     }
 }
 
-impl<C: Counts> crate::runner::events::Listener for Decider<C> {
-    fn on(&mut self, event: &crate::runner::events::RunEvent<'_>) -> std::io::Result<()> {
-        if let crate::runner::events::RunEvent::JobFinished { record, .. } = event {
+impl<C: Counts> crate::events::Listener for Decider<C> {
+    fn on(&mut self, event: &crate::events::RunEvent<'_>) -> std::io::Result<()> {
+        if let crate::events::RunEvent::JobFinished { record, .. } = event {
             self.add(record);
         }
         Ok(())
@@ -109,7 +109,7 @@ impl<C: Counts> crate::runner::events::Listener for Decider<C> {
 }
 
 /// Per variant (by bench variant index): stop sending its jobs.
-pub(crate) type StopFlags = Arc<Vec<AtomicBool>>;
+pub type StopFlags = Arc<Vec<AtomicBool>>;
 
 /// How far ahead of the tests the runner may send: a case whose plan position is beyond
 /// `limit` waits until the tests have caught up (a slow or retried early case would
@@ -124,7 +124,7 @@ pub struct Horizon {
 
 impl Horizon {
     /// A horizon `ahead` cases beyond the start.
-    pub(crate) fn new(ahead: usize) -> Self {
+    pub fn new(ahead: usize) -> Self {
         Horizon {
             limit: Arc::new(std::sync::atomic::AtomicUsize::new(ahead)),
             notify: Arc::new(tokio::sync::Notify::new()),
@@ -179,7 +179,7 @@ pub struct DropSummary {
 }
 
 impl DropSummary {
-    fn of(d: DropDecision) -> DropSummary {
+    pub fn of(d: DropDecision) -> DropSummary {
         DropSummary {
             verdict: match d.verdict {
                 DropVerdict::Pass => "pass",
@@ -293,7 +293,7 @@ pub struct Sequential {
     decided: Vec<Option<(Decision, usize)>>,
     stop: Option<StopFlags>,
     horizon: Option<Horizon>,
-    confidence: f64,
+    pub confidence: f64,
     /// Records whose case the tests have not reached yet; they count once it is known
     /// whether a decision needed them. Few: the workers never run more than
     /// `Horizon::ahead` cases (about concurrency / jobs per case) past the tests.
@@ -307,8 +307,8 @@ pub struct Sequential {
 }
 
 /// `--best`'s search, and where in the plan's order each arm stopped being needed.
-struct Search {
-    arms: crate::stats::best::BestArm,
+pub struct Search {
+    arms: promptgauge_stats::best::BestArm,
     /// Per arm: the position of the case that eliminated it.
     out_at: Vec<Option<usize>>,
     /// The position of the case the search ended on.
@@ -320,7 +320,7 @@ struct Search {
 
 /// The cases of the largest unit of `--best` over groups ([`SequentialPlan::units`]: each
 /// case's unit); 1 when the cases are the units.
-fn largest_unit(units: &[u32]) -> f64 {
+pub fn largest_unit(units: &[u32]) -> f64 {
     let mut sizes: HashMap<u32, u32> = HashMap::new();
     for &u in units {
         *sizes.entry(u).or_default() += 1;
@@ -362,11 +362,11 @@ pub struct Decided {
 
 /// Decisions reached in a live run and not yet journaled (the journal writes them with the
 /// next event it keeps).
-pub(crate) type Decisions = Arc<std::sync::Mutex<Vec<Decided>>>;
+pub type Decisions = Arc<std::sync::Mutex<Vec<Decided>>>;
 
 /// What a live run's tests steer: the stop flags (indexed by the bench's variant index,
 /// `bench_index[arm]` for each arm) and the horizon.
-pub(crate) struct Steering {
+pub struct Steering {
     pub stop: StopFlags,
     pub bench_index: Vec<usize>,
     pub horizon: Horizon,
@@ -377,7 +377,7 @@ pub(crate) struct Steering {
 impl Sequential {
     /// The tests of a run whose plan orders `case_ids` (bench order) by `plan.seed`;
     /// `live` when they steer a running run (not when a journal is replayed).
-    pub(crate) fn new(
+    pub fn new(
         plan: &SequentialPlan,
         case_ids: &[String],
         variants: &[String],
@@ -435,7 +435,7 @@ impl Sequential {
             decisions,
             jobs_heard: 0,
             best: plan.best.map(|b| Search {
-                arms: crate::stats::best::BestArm::new(crate::stats::best::BestSettings {
+                arms: promptgauge_stats::best::BestArm::new(promptgauge_stats::best::BestSettings {
                     arms,
                     epsilon: b.epsilon,
                     confidence,
@@ -457,7 +457,7 @@ impl Sequential {
     /// The tests of a run of several endpoints (arm `e × variants + v`): on both axes, as
     /// the figures compare — each variant against the baseline variant at each endpoint,
     /// each endpoint against the baseline endpoint for each variant.
-    pub(crate) fn grid(mut self, variants: usize, endpoints: usize) -> Sequential {
+    pub fn grid(mut self, variants: usize, endpoints: usize) -> Sequential {
         // `--best` searches every cell at once.
         if self.best.is_some() {
             return self;
@@ -473,7 +473,7 @@ impl Sequential {
 
     /// Tests these pairs (arm, what it is tested against), each from the start;
     /// `named_against` when the decisions say what they were against.
-    fn test(&mut self, pairs: Vec<(usize, usize)>, named_against: bool) {
+    pub fn test(&mut self, pairs: Vec<(usize, usize)>, named_against: bool) {
         let params = self.params();
         self.tests = pairs
             .iter()
@@ -485,7 +485,7 @@ impl Sequential {
     }
 
     /// The parameters every test runs with.
-    fn params(&self) -> SequentialParams {
+    pub fn params(&self) -> SequentialParams {
         let plan = &self.plan;
         SequentialParams {
             detect: plan.detect,
@@ -744,9 +744,9 @@ impl Sequential {
             })
             .collect();
         let named = match &verdict {
-            crate::stats::best::BestVerdict::Open => Vec::new(),
-            crate::stats::best::BestVerdict::One(a) => vec![*a],
-            crate::stats::best::BestVerdict::WithinEpsilon(arms) => arms.clone(),
+            promptgauge_stats::best::BestVerdict::Open => Vec::new(),
+            promptgauge_stats::best::BestVerdict::One(a) => vec![*a],
+            promptgauge_stats::best::BestVerdict::WithinEpsilon(arms) => arms.clone(),
         };
         if !named.is_empty() {
             search.ended_at = Some(pos);
@@ -786,7 +786,7 @@ impl Sequential {
     }
 
     /// Planned jobs (of the `heard` grid) that no decision needed and that were not heard.
-    fn not_needed(&self) -> usize {
+    pub fn not_needed(&self) -> usize {
         let mut n = 0;
         for pos in 0..self.heard.len() {
             for arm in 0..self.variants.len() {
@@ -799,7 +799,7 @@ impl Sequential {
     }
 
     /// The summary's account: each variant's verdict, and what stopping saved.
-    pub(crate) fn summary(
+    pub fn summary(
         &self,
         jobs_run: usize,
         cost: Option<f64>,
@@ -848,14 +848,14 @@ impl Sequential {
     /// highest mean right with the run's confidence when the best is more than ε ahead:
     /// z²·Var(d)/ε², Bonferroni across the arms; Var(d) = 2·p0(1 − p0) for independent
     /// arms at the baseline's accuracy `p0`).
-    fn best_summary(
+    pub fn best_summary(
         &self,
         search: &Search,
         jobs_run: usize,
         cost: Option<f64>,
         p0: f64,
     ) -> SequentialSummary {
-        use crate::stats::best::BestVerdict;
+        use promptgauge_stats::best::BestVerdict;
         let name = |a: usize| self.variants[a].clone();
         let (outcome, named) = match search.arms.verdict() {
             BestVerdict::One(a) => ("one", vec![a]),
@@ -867,7 +867,7 @@ impl Sequential {
         // Grouped, the fixed design's size turns on how alike a group's cases are, which
         // the search does not estimate: none is given.
         let fixed_cases = (epsilon > 0.0 && arms > 1 && !self.grouped()).then(|| {
-            crate::stats::best::fixed_design_cases(
+            promptgauge_stats::best::fixed_design_cases(
                 arms,
                 self.confidence,
                 2.0 * p0 * (1.0 - p0),
@@ -916,7 +916,7 @@ impl Sequential {
     }
 
     /// Pair `i`'s verdict as the summary states it.
-    fn verdict(&self, i: usize) -> SequentialVerdict {
+    pub fn verdict(&self, i: usize) -> SequentialVerdict {
         let exhausted = self.next >= self.heard.len();
         let (arm, against) = self.pairs[i];
         let test = self.tests[i].as_ref();
@@ -949,10 +949,10 @@ impl Sequential {
 
     /// The cases a fixed design needs (the larger of the difference's and the drop
     /// check's) at baseline accuracy `p0`.
-    fn fixed_design_cases(&self, p0: f64) -> Option<u64> {
+    pub fn fixed_design_cases(&self, p0: f64) -> Option<u64> {
         let drop_at = self.plan.max_drop;
         let m = self.plan.comparisons.max(1);
-        let difference_cases = crate::stats::sequential::fixed_design_cases(
+        let difference_cases = promptgauge_stats::sequential::fixed_design_cases(
             self.plan.detect,
             p0,
             self.plan.power,
@@ -960,9 +960,9 @@ impl Sequential {
             m,
         );
         let drop_cases = drop_at.and_then(|max_drop| {
-            let mut a = crate::stats::power::Assumptions::new(p0, 1.0 - self.confidence);
+            let mut a = promptgauge_stats::power::Assumptions::new(p0, 1.0 - self.confidence);
             a.comparisons = m;
-            crate::stats::power::non_inferiority_cases(max_drop, self.plan.power, &a)
+            promptgauge_stats::power::non_inferiority_cases(max_drop, self.plan.power, &a)
         });
         match (difference_cases, drop_cases) {
             (Some(f), Some(d)) => Some(f.max(d)),
@@ -972,7 +972,7 @@ impl Sequential {
 }
 
 /// What the jobs not sent would have cost, at the mean cost of the `jobs_run` sent.
-fn cost_saved(cost: Option<f64>, saved: Option<u64>, jobs_run: usize) -> Option<f64> {
+pub fn cost_saved(cost: Option<f64>, saved: Option<u64>, jobs_run: usize) -> Option<f64> {
     match (cost, saved) {
         (Some(c), Some(s)) if jobs_run > 0 => Some(c / jobs_run as f64 * s as f64),
         _ => None,
@@ -980,7 +980,7 @@ fn cost_saved(cost: Option<f64>, saved: Option<u64>, jobs_run: usize) -> Option<
 }
 
 /// A variant's drop check as the summary states it.
-fn drop_summary(check: &NonInferiority, exhausted: bool) -> DropSummary {
+pub fn drop_summary(check: &NonInferiority, exhausted: bool) -> DropSummary {
     match check.decision() {
         Some(d) => DropSummary::of(d),
         None => {
@@ -999,7 +999,7 @@ fn drop_summary(check: &NonInferiority, exhausted: bool) -> DropSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::journal::JobStatus;
+    use crate::journal::JobStatus;
 
     fn record(case: &str, variant: &str, right: bool) -> JobRecord {
         let mut r: JobRecord = serde_json::from_value(serde_json::json!({
@@ -1035,7 +1035,7 @@ mod tests {
     fn cases_are_fed_in_plan_order_whatever_order_jobs_finish_in() {
         let ids: Vec<String> = (0..400).map(|i| format!("c{i}")).collect();
         let names = vec!["base".to_string(), "v".to_string()];
-        let order = crate::suite::plan::case_order(400, 9);
+        let order = promptgauge_suite::plan::case_order(400, 9);
         // The variant wins every case: a gain decided early.
         let jobs: Vec<JobRecord> = order
             .iter()
@@ -1086,7 +1086,7 @@ mod tests {
     fn a_case_waits_for_every_arm_still_open() {
         let ids: Vec<String> = (0..400).map(|i| format!("c{i}")).collect();
         let names = vec!["base".to_string(), "v".to_string()];
-        let order = crate::suite::plan::case_order(400, 9);
+        let order = promptgauge_suite::plan::case_order(400, 9);
         let mut s = Sequential::new(&plan(0), &ids, &names, 1, 0.95, None);
         // Only the variant's answers: nothing can be fed.
         for &i in order.iter().take(30) {
@@ -1106,7 +1106,7 @@ mod tests {
         let names = vec!["base".to_string(), "v".to_string()];
         let mut p = plan(0);
         p.max_cases = 100;
-        p.best = Some(crate::suite::plan::BestPlan { epsilon: 0.02 });
+        p.best = Some(promptgauge_suite::plan::BestPlan { epsilon: 0.02 });
         p.units = (0..100).map(|i| i / 4).collect();
         let order = p.order(100);
         let mut s = Sequential::new(&p, &ids, &names, 1, 0.95, None);
