@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use super::model::unit;
-use crate::grade::Shape;
+use promptgauge_grade::Shape;
 
 /// What the simulator is told about the case behind a request.
 #[derive(Debug, Clone)]
@@ -30,7 +30,7 @@ pub struct Hint {
     pub tool_script: Vec<(String, Value)>,
     /// How the job's variant reads its answer (`extract:`): the simulator answers in that
     /// format where it can be turned around (docs/guide/simulator.md).
-    pub reading: Option<crate::suite::extract::Extract>,
+    pub reading: Option<promptgauge_suite::extract::Extract>,
 }
 
 /// A lookup from an idempotency key to the case behind it.
@@ -139,7 +139,7 @@ fn other_answer(hint: &Hint) -> String {
 
 /// A number one off (or a word changed, when it is not a number).
 fn near_miss(expected: &str, case: &str) -> String {
-    match crate::grade::parse_number(expected) {
+    match promptgauge_grade::parse_number(expected) {
         Some(x) => {
             let step = if unit(&[case, "sign"]) < 0.5 {
                 1.0
@@ -159,7 +159,7 @@ fn near_miss(expected: &str, case: &str) -> String {
 
 /// `{"a": {"b": value}}` for the path `a.b` (indices become objects' keys).
 fn json_at(path: &str, value: &str) -> Value {
-    let parsed: Value = crate::grade::parse_number(value)
+    let parsed: Value = promptgauge_grade::parse_number(value)
         .and_then(|n| serde_json::Number::from_f64(n).map(Value::Number))
         .unwrap_or_else(|| Value::String(value.to_string()));
     path.trim_start_matches('$')
@@ -354,7 +354,7 @@ pub(crate) fn judge(prompt: &str, judge_error: f64, json_mode: bool) -> String {
             a == *r
                 || (!r.is_empty() && a.contains(r.as_str()))
                 || matches!(
-                    (crate::grade::last_number(&a), crate::grade::parse_number(r)),
+                    (promptgauge_grade::last_number(&a), promptgauge_grade::parse_number(r)),
                     (Some(x), Some(y)) if x == y
                 )
         });

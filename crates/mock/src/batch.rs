@@ -83,7 +83,7 @@ impl Batch {
     ) -> Self {
         Batch {
             anthropic,
-            created_at: crate::clock::utc_now(),
+            created_at: promptgauge_base::clock::utc_now(),
             id,
             input_file_id,
             endpoint,
@@ -108,7 +108,7 @@ impl Batch {
             "endpoint": self.endpoint,
             "input_file_id": self.input_file_id,
             "completion_window": "24h",
-            "created_at": crate::clock::parse_utc(&self.created_at).map_or(0, |t| t as u64),
+            "created_at": promptgauge_base::clock::parse_utc(&self.created_at).map_or(0, |t| t as u64),
             "status": self.status,
             "output_file_id": self.output_file_id,
             "error_file_id": self.error_file_id,

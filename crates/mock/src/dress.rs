@@ -8,8 +8,8 @@
 use regex_syntax::hir::{Class, Hir, HirKind};
 use serde_json::{Value, json};
 
-use crate::suite::cases::Vars;
-use crate::suite::extract::Extract;
+use promptgauge_suite::cases::Vars;
+use promptgauge_suite::extract::Extract;
 
 /// `answer` in the format `reading` reads, or as it is when that cannot be done.
 pub(crate) fn dress(answer: &str, reading: &Extract) -> String {
@@ -28,7 +28,7 @@ pub(crate) fn dress(answer: &str, reading: &Extract) -> String {
         Extract::Template(_) => None,
     };
     let gives_back = |d: &String| {
-        crate::grade::read::read(reading, d, &Vars::default()).ok() == Some(answer.trim().into())
+        promptgauge_grade::read::read(reading, d, &Vars::default()).ok() == Some(answer.trim().into())
     };
     dressed
         .filter(gives_back)
@@ -132,7 +132,7 @@ mod tests {
             let dressed = dress("B", &x);
             assert_ne!(dressed, "B", "{x:?}");
             assert_eq!(
-                crate::grade::read::read(&x, &dressed, &Vars::default()).unwrap(),
+                promptgauge_grade::read::read(&x, &dressed, &Vars::default()).unwrap(),
                 "B"
             );
         }

@@ -12,7 +12,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::client::ChatMessage;
+use promptgauge_client::ChatMessage;
 
 /// What the model produces for one request.
 #[derive(Debug, Clone, PartialEq)]
@@ -129,7 +129,7 @@ pub(crate) fn error_rate(prompt: &str) -> f64 {
 }
 
 fn hash(parts: &[&str]) -> u64 {
-    crate::hash::hash_parts(parts)
+    promptgauge_base::hash::hash_parts(parts)
 }
 
 pub(crate) fn unit(parts: &[&str]) -> f64 {

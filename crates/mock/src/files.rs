@@ -9,7 +9,7 @@ use base64::Engine;
 use serde_json::Value;
 
 use super::wire::Wire;
-use crate::client::attachment::Kind;
+use promptgauge_client::attachment::Kind;
 
 /// The text a message's `content` holds for the model: a string as it is; a list of parts
 /// with each text part's text and each file's words, in order. The files it held are
@@ -85,7 +85,7 @@ fn part_text(part: &Value, wire: Wire, files: &mut FilesRead) -> Result<String, 
         files.url_documents += 1;
     }
     if let Seen::Bytes(kind, bytes) = &file
-        && kind.family() == crate::client::attachment::FileFamily::Image
+        && kind.family() == promptgauge_client::attachment::FileFamily::Image
     {
         files.largest_image = files.largest_image.max(bytes.len());
     }

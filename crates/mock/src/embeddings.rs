@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use serde_json::{Value, json};
 
 use super::{Provider, Wire};
-use crate::hash::StableHasher;
+use promptgauge_base::hash::StableHasher;
 
 /// The vectors' length.
 pub(crate) const DIMENSIONS: usize = 256;

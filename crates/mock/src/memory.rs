@@ -8,7 +8,7 @@ use futures_util::stream;
 
 use super::route::Matching;
 use super::{InFlight, MockReply, MockRequest, Provider, ReplyStep};
-use crate::client::transport::{BoxFuture, HttpRequest, HttpResponse, Transport, TransportError};
+use promptgauge_client::transport::{BoxFuture, HttpRequest, HttpResponse, Transport, TransportError};
 
 /// The simulator as a transport, without sockets.
 pub struct MemoryTransport {
@@ -49,7 +49,7 @@ impl Transport for MemoryTransport {
                 return Err(TransportError(format!("no route to {}", request.url)));
             };
             // Each protocol on its own path, as on the TCP server.
-            let path = crate::client::secrets::path_of(&request.url).to_string();
+            let path = promptgauge_client::secrets::path_of(&request.url).to_string();
             let request_method = request.method.as_str();
             let request = MockRequest {
                 headers: request.headers,

@@ -5,6 +5,12 @@
 //! [`Provider::respond`] turns a request into a [`MockReply`]: a script of writes, pauses, stalls,
 //! resets and ends. The TCP server ([`server`]) plays scripts onto sockets; the in-memory
 //! transport ([`memory`]) plays them into the client directly, on tokio's (pausable) clock.
+//!
+//! Invariant: a provider, not a part of the tool: it stands beside the runner and is
+//! reached only over HTTP or the client's transport, never by a layer that measures
+//! (docs/dev/architecture.md, "Code map").
+
+#![warn(unreachable_pub)]
 
 pub mod answers;
 pub mod anthropic;
@@ -28,7 +34,7 @@ use std::time::{Duration, SystemTime};
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-use crate::client::ChatMessage;
+use promptgauge_client::ChatMessage;
 use script::{Script, StreamPlan, chat_finish};
 pub use wire::{AgentModes, Faults, MockConfig, RetryAfter, StatsSnapshot, UsageMode};
 use wire::{Fault, Wire};
@@ -514,7 +520,7 @@ impl Provider {
                     && h.as_ref().is_none_or(|h| {
                         matches!(
                             h.shape,
-                            crate::grade::Shape::Number | crate::grade::Shape::Choice
+                            promptgauge_grade::Shape::Number | promptgauge_grade::Shape::Choice
                         )
                     }) =>
             {
@@ -549,7 +555,7 @@ impl Provider {
                 if tools.is_none()
                     && h.expected.is_empty()
                     && h.expected_json.is_none()
-                    && matches!(h.shape, crate::grade::Shape::Text) =>
+                    && matches!(h.shape, promptgauge_grade::Shape::Text) =>
             {
                 (g, Vec::new())
             }
@@ -711,7 +717,7 @@ impl Provider {
                 "retry-after".to_string(),
                 // A date beyond what the clock holds is sent as the furthest one it can.
                 httpdate::fmt_http_date(
-                    crate::clock::now()
+                    promptgauge_base::clock::now()
                         .checked_add(Duration::from_secs(s))
                         .unwrap_or(SystemTime::UNIX_EPOCH + Duration::from_secs(253_402_300_799)),
                 ),
