@@ -534,7 +534,7 @@ impl Store {
         let rows = self.read_filtered(sql, &args).await?;
         let mut runs: Vec<RunRow> = rows
             .iter()
-            .map(RunRow::from_row)
+            .map(run_row)
             .collect::<Result<_, _>>()?;
         // Ties broken byte by byte, whatever the database's collation.
         runs.sort_by(|a, b| (a.started_unix_ms, &a.run_id).cmp(&(b.started_unix_ms, &b.run_id)));
@@ -560,7 +560,7 @@ impl Store {
         let rows = self.read_filtered(sql, &args).await?;
         let mut out: HashMap<String, Vec<VariantRow>> = HashMap::new();
         for row in &rows {
-            let v = VariantRow::from_row(row)?;
+            let v = variant_row(row)?;
             out.entry(v.run_id.clone()).or_default().push(v);
         }
         Ok(out)
@@ -580,7 +580,7 @@ impl Store {
         let rows = self.read_filtered(sql, &args).await?;
         let mut out: HashMap<String, Vec<PartRow>> = HashMap::new();
         for row in &rows {
-            let p = PartRow::from_row(row)?;
+            let p = part_row(row)?;
             out.entry(p.run_id.clone()).or_default().push(p);
         }
         Ok(out)
@@ -751,94 +751,91 @@ impl Filter {
     }
 }
 
-/// The columns `runs` and `history` read of a run (by name: see `RunRow::from_row`).
+/// The columns `runs` and `history` read of a run (by name: see `run_row`).
 const RUN_COLUMNS: &str = "r.run_id, r.bench, r.model, r.base_url, r.simulated, r.tool_version, \
     r.git_commit, r.git_branch, r.git_dirty, r.started_at, r.finished_at, r.started_unix_ms, \
     r.complete, r.stopped, r.kind, r.shard, r.cases, r.repeats, r.confidence, r.jobs_planned, \
     r.jobs_finished, r.jobs_failed, r.scored, r.cost_usd, r.folder, r.allowed_failures";
 
-impl RunRow {
-    fn from_row(r: &AnyRow) -> sqlx::Result<RunRow> {
-        Ok(RunRow {
-            run_id: r.try_get("run_id")?,
-            bench: r.try_get("bench")?,
-            model: r.try_get("model")?,
-            base_url: r.try_get("base_url")?,
-            simulated: r.try_get::<i64, _>("simulated")? != 0,
-            tool_version: r.try_get("tool_version")?,
-            git_commit: r.try_get("git_commit")?,
-            git_branch: r.try_get("git_branch")?,
-            git_dirty: r.try_get::<Option<i64>, _>("git_dirty")?.map(|d| d != 0),
-            started_at: r.try_get("started_at")?,
-            finished_at: r.try_get("finished_at")?,
-            started_unix_ms: r.try_get("started_unix_ms")?,
-            complete: r.try_get::<i64, _>("complete")? != 0,
-            stopped: r.try_get::<Option<String>, _>("stopped")?.map(Into::into),
-            kind: r
-                .try_get::<String, _>("kind")?
-                .parse()
-                .map_err(|e: String| sqlx::Error::Decode(e.into()))?,
-            shard: r.try_get("shard")?,
-            cases: r.try_get("cases")?,
-            repeats: r.try_get("repeats")?,
-            confidence: r.try_get("confidence")?,
-            jobs_planned: r.try_get("jobs_planned")?,
-            jobs_finished: r.try_get("jobs_finished")?,
-            jobs_failed: r.try_get("jobs_failed")?,
-            scored: r.try_get::<i64, _>("scored")? != 0,
-            cost_usd: r.try_get("cost_usd")?,
-            folder: r.try_get("folder")?,
-            allowed_failures: r.try_get("allowed_failures")?,
-        })
-    }
+/// A `RunRow` read from a row of its query (its columns by name).
+fn run_row(r: &AnyRow) -> sqlx::Result<RunRow> {
+    Ok(RunRow {
+        run_id: r.try_get("run_id")?,
+        bench: r.try_get("bench")?,
+        model: r.try_get("model")?,
+        base_url: r.try_get("base_url")?,
+        simulated: r.try_get::<i64, _>("simulated")? != 0,
+        tool_version: r.try_get("tool_version")?,
+        git_commit: r.try_get("git_commit")?,
+        git_branch: r.try_get("git_branch")?,
+        git_dirty: r.try_get::<Option<i64>, _>("git_dirty")?.map(|d| d != 0),
+        started_at: r.try_get("started_at")?,
+        finished_at: r.try_get("finished_at")?,
+        started_unix_ms: r.try_get("started_unix_ms")?,
+        complete: r.try_get::<i64, _>("complete")? != 0,
+        stopped: r.try_get::<Option<String>, _>("stopped")?.map(Into::into),
+        kind: r
+            .try_get::<String, _>("kind")?
+            .parse()
+            .map_err(|e: String| sqlx::Error::Decode(e.into()))?,
+        shard: r.try_get("shard")?,
+        cases: r.try_get("cases")?,
+        repeats: r.try_get("repeats")?,
+        confidence: r.try_get("confidence")?,
+        jobs_planned: r.try_get("jobs_planned")?,
+        jobs_finished: r.try_get("jobs_finished")?,
+        jobs_failed: r.try_get("jobs_failed")?,
+        scored: r.try_get::<i64, _>("scored")? != 0,
+        cost_usd: r.try_get("cost_usd")?,
+        folder: r.try_get("folder")?,
+        allowed_failures: r.try_get("allowed_failures")?,
+    })
 }
 
-impl VariantRow {
-    fn from_row(r: &AnyRow) -> sqlx::Result<VariantRow> {
-        let flag = |name: &str| -> sqlx::Result<bool> { Ok(r.try_get::<i64, _>(name)? != 0) };
-        Ok(VariantRow {
-            run_id: r.try_get("run_id")?,
-            variant: r.try_get("variant")?,
-            position: r.try_get("position")?,
-            baseline: flag("baseline")?,
-            n: r.try_get("n")?,
-            correct: r.try_get("correct")?,
-            failed: r.try_get("failed")?,
-            accuracy: r.try_get("accuracy")?,
-            ci_low: r.try_get("ci_low")?,
-            ci_high: r.try_get("ci_high")?,
-            mean_score: r.try_get("mean_score")?,
-            score_ci_low: r.try_get("score_ci_low")?,
-            score_ci_high: r.try_get("score_ci_high")?,
-            cost_usd: r.try_get("cost_usd")?,
-            spent_usd: r.try_get("spent_usd")?,
-            tokens_in: r.try_get("tokens_in")?,
-            tokens_out: r.try_get("tokens_out")?,
-            latency_p50_ms: r.try_get("latency_p50_ms")?,
-            latency_p90_ms: r.try_get("latency_p90_ms")?,
-            latency_p99_ms: r.try_get("latency_p99_ms")?,
-            ttft_p50_ms: r.try_get("ttft_p50_ms")?,
-            ttft_p90_ms: r.try_get("ttft_p90_ms")?,
-            endpoint: r.try_get("endpoint")?,
-            model: r.try_get("model")?,
-        })
-    }
+/// A `VariantRow` read from a row of its query (its columns by name).
+fn variant_row(r: &AnyRow) -> sqlx::Result<VariantRow> {
+    let flag = |name: &str| -> sqlx::Result<bool> { Ok(r.try_get::<i64, _>(name)? != 0) };
+    Ok(VariantRow {
+        run_id: r.try_get("run_id")?,
+        variant: r.try_get("variant")?,
+        position: r.try_get("position")?,
+        baseline: flag("baseline")?,
+        n: r.try_get("n")?,
+        correct: r.try_get("correct")?,
+        failed: r.try_get("failed")?,
+        accuracy: r.try_get("accuracy")?,
+        ci_low: r.try_get("ci_low")?,
+        ci_high: r.try_get("ci_high")?,
+        mean_score: r.try_get("mean_score")?,
+        score_ci_low: r.try_get("score_ci_low")?,
+        score_ci_high: r.try_get("score_ci_high")?,
+        cost_usd: r.try_get("cost_usd")?,
+        spent_usd: r.try_get("spent_usd")?,
+        tokens_in: r.try_get("tokens_in")?,
+        tokens_out: r.try_get("tokens_out")?,
+        latency_p50_ms: r.try_get("latency_p50_ms")?,
+        latency_p90_ms: r.try_get("latency_p90_ms")?,
+        latency_p99_ms: r.try_get("latency_p99_ms")?,
+        ttft_p50_ms: r.try_get("ttft_p50_ms")?,
+        ttft_p90_ms: r.try_get("ttft_p90_ms")?,
+        endpoint: r.try_get("endpoint")?,
+        model: r.try_get("model")?,
+    })
 }
 
-impl PartRow {
-    fn from_row(r: &AnyRow) -> sqlx::Result<PartRow> {
-        Ok(PartRow {
-            run_id: r.try_get("run_id")?,
-            part: r.try_get("part")?,
-            variant: r.try_get("variant")?,
-            position: r.try_get("position")?,
-            binary: r.try_get::<i64, _>("zero_one")? != 0,
-            n: r.try_get("n")?,
-            mean: r.try_get("mean")?,
-            ci_low: r.try_get("ci_low")?,
-            ci_high: r.try_get("ci_high")?,
-        })
-    }
+/// A `PartRow` read from a row of its query (its columns by name).
+fn part_row(r: &AnyRow) -> sqlx::Result<PartRow> {
+    Ok(PartRow {
+        run_id: r.try_get("run_id")?,
+        part: r.try_get("part")?,
+        variant: r.try_get("variant")?,
+        position: r.try_get("position")?,
+        binary: r.try_get::<i64, _>("zero_one")? != 0,
+        n: r.try_get("n")?,
+        mean: r.try_get("mean")?,
+        ci_low: r.try_get("ci_low")?,
+        ci_high: r.try_get("ci_high")?,
+    })
 }
 
 /// A value bound to a statement.
