@@ -13,7 +13,6 @@ pub mod error;
 #[cfg(test)]
 mod layering;
 pub mod memory;
-pub mod store;
 pub mod web;
 
 pub use promptgauge_base::{clock, files, hash, ids, process};
@@ -24,4 +23,5 @@ pub use promptgauge_grade as grade;
 pub use promptgauge_runner as runner;
 pub use promptgauge_mock as mock;
 pub use promptgauge_report as report;
+pub use promptgauge_store as store;
 pub use error::{Exit, Failure};

@@ -9,6 +9,11 @@
 //! long inserts), versioned
 //! migrations in `promptgauge_migrations`, and every write in one transaction, so two runs
 //! recording at once each land whole.
+//!
+//! Invariant: an index, never the source of truth: everything in it can be rebuilt from
+//! the run folders (docs/dev/architecture.md, "Code map").
+
+#![warn(unreachable_pub)]
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -22,18 +27,18 @@ use sqlx::any::{AnyConnectOptions, AnyRow};
 use sqlx::{AnyConnection, Connection};
 use sqlx::{AssertSqlSafe, ConnectOptions, Row};
 
-pub use crate::report::job_rows::{JobRow, JobRows};
+pub use promptgauge_report::job_rows::{JobRow, JobRows};
 
-use crate::report::Summary;
-pub(crate) use crate::report::rows::{PartRow, RunKind, RunRow, ScoreRow, VariantRow};
-use crate::runner::record::RunRecord;
+use promptgauge_report::Summary;
+pub use promptgauge_report::rows::{PartRow, RunKind, RunRow, ScoreRow, VariantRow};
+use promptgauge_runner::record::RunRecord;
 
 /// The schema this version writes (the number of migrations); a store at a newer version
 /// is refused.
 const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// The store's file when none is named: beside the run folders.
-pub(crate) const DEFAULT_FILE: &str = "promptgauge.db";
+pub const DEFAULT_FILE: &str = "promptgauge.db";
 
 /// The migrations, in order: version n is `MIGRATIONS[n - 1]`. Never edit one that has
 /// shipped; add the next.
@@ -161,7 +166,7 @@ pub enum Location {
 
 impl Location {
     /// `postgres://…`, `sqlite://PATH`, `sqlite:PATH`, or a plain file path (SQLite).
-    pub(crate) fn parse(text: &str) -> Result<Location, String> {
+    pub fn parse(text: &str) -> Result<Location, String> {
         let text = text.trim();
         if text.is_empty() {
             return Err("the store is empty: name a file or a postgres:// URL".into());
@@ -188,15 +193,15 @@ impl Location {
     }
 
     /// As messages show it: a path, or the URL without its password.
-    pub(crate) fn shown(&self) -> String {
+    pub fn shown(&self) -> String {
         match self {
             Location::Sqlite(p) => p.display().to_string(),
-            Location::Postgres(url) => crate::client::secrets::redact_url(url),
+            Location::Postgres(url) => promptgauge_client::secrets::redact_url(url),
         }
     }
 
     /// The SQLite file, when it is one.
-    pub(crate) fn file(&self) -> Option<&Path> {
+    pub fn file(&self) -> Option<&Path> {
         match self {
             Location::Sqlite(p) => Some(p),
             Location::Postgres(_) => None,
@@ -228,7 +233,7 @@ const BUSY_TIMEOUT_MS: u64 = 60_000;
 impl Store {
     /// Opens the store to record runs in: a SQLite file and its folder are created when
     /// missing. Its schema is brought up to date; a newer one is refused.
-    pub(crate) async fn open(location: &Location) -> Result<Store, StoreError> {
+    pub async fn open(location: &Location) -> Result<Store, StoreError> {
         Store::open_as(location, true).await
     }
 
@@ -274,7 +279,7 @@ impl Store {
     }
 
     /// The store as messages name it.
-    pub(crate) fn shown(&self) -> &str {
+    pub fn shown(&self) -> &str {
         &self.shown
     }
 
@@ -382,7 +387,7 @@ impl Store {
             }
             sqlx::query("INSERT INTO promptgauge_migrations (version, applied_at) VALUES ($1, $2)")
                 .bind(i as i64 + 1)
-                .bind(crate::clock::utc_now())
+                .bind(promptgauge_base::clock::utc_now())
                 .execute(&mut *tx)
                 .await
                 .doing(|| fail("migrate"))?;
@@ -393,13 +398,13 @@ impl Store {
 
     /// Records a run: its metadata, each variant's results and one row per job, replacing
     /// whatever the store held for its run id. All or nothing.
-    pub(crate) async fn record(&self, run: &Recording<'_>) -> Result<(), StoreError> {
+    pub async fn record(&self, run: &Recording<'_>) -> Result<(), StoreError> {
         self.record_inner(run)
             .await
             .doing(|| format!("cannot record the run in the store {}", self.shown))
     }
 
-    async fn record_inner(&self, run: &Recording<'_>) -> Result<(), StoreError> {
+    pub async fn record_inner(&self, run: &Recording<'_>) -> Result<(), StoreError> {
         // Folders are stored absolute, without `..`: links and lookups work from anywhere.
         let folder = std::fs::canonicalize(run.folder)
             .or_else(|_| std::path::absolute(run.folder))
@@ -443,7 +448,7 @@ impl Store {
         Ok(())
     }
 
-    async fn insert_jobs(
+    pub async fn insert_jobs(
         &self,
         tx: &mut sqlx::Transaction<'_, sqlx::Any>,
         record: &RunRecord,
@@ -477,7 +482,7 @@ impl Store {
     }
 
     /// The statement that inserts `rows` job rows, with a placeholder for each value.
-    fn insert_jobs_sql(&self, rows: usize) -> String {
+    pub fn insert_jobs_sql(&self, rows: usize) -> String {
         let mut sql = String::with_capacity(100 + rows * JOB_COLUMNS * 6);
         sql.push_str(
             "INSERT INTO run_jobs (run_id, case_id, variant, repeat, case_hash, case_group, \
@@ -506,7 +511,7 @@ impl Store {
     }
 
     /// The rows a query returns, its failure said as the store's.
-    async fn read<'q>(
+    pub async fn read<'q>(
         &self,
         query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
     ) -> Result<Vec<AnyRow>, StoreError> {
@@ -517,7 +522,7 @@ impl Store {
     }
 
     /// The rows of `sql` (which ends in `filter`'s clause) for the runs that pass `filter`.
-    async fn read_filtered(&self, sql: String, args: &[Arg]) -> Result<Vec<AnyRow>, StoreError> {
+    pub async fn read_filtered(&self, sql: String, args: &[Arg]) -> Result<Vec<AnyRow>, StoreError> {
         let mut query = sqlx::query(AssertSqlSafe(sql));
         for a in args {
             query = a.bind(query);
@@ -526,7 +531,7 @@ impl Store {
     }
 
     /// The stored runs that pass `filter`, oldest first.
-    pub(crate) async fn runs(&self, filter: &Filter) -> Result<Vec<RunRow>, StoreError> {
+    pub async fn runs(&self, filter: &Filter) -> Result<Vec<RunRow>, StoreError> {
         let (clause, args) = filter.clause();
         let sql = format!(
             "SELECT {RUN_COLUMNS} FROM runs r{clause} ORDER BY r.started_unix_ms, r.run_id"
@@ -546,7 +551,7 @@ impl Store {
     }
 
     /// The variants of the runs that pass `filter`, by run id, in plan order.
-    pub(crate) async fn variants(
+    pub async fn variants(
         &self,
         filter: &Filter,
     ) -> Result<HashMap<String, Vec<VariantRow>>, StoreError> {
@@ -568,7 +573,7 @@ impl Store {
 
     /// The named parts' figures of the runs that pass `filter`, by run id, each run's in
     /// the bench's order of parts (none for a run recorded before parts were kept).
-    pub(crate) async fn parts(
+    pub async fn parts(
         &self,
         filter: &Filter,
     ) -> Result<HashMap<String, Vec<PartRow>>, StoreError> {
@@ -591,14 +596,14 @@ impl Store {
     ///
     /// Read row by row, never as the driver's rows all at once: a 200,000-job run's rows
     /// held together took 90 MB for a moment in every `history` and compare.
-    pub(crate) async fn jobs(&self, run_id: &str) -> Result<Vec<ScoreRow>, StoreError> {
+    pub async fn jobs(&self, run_id: &str) -> Result<Vec<ScoreRow>, StoreError> {
         let mut out = Vec::new();
         self.jobs_each(run_id, |row| out.push(row)).await?;
         Ok(out)
     }
 
     /// A run's job rows one at a time, in the order of [`Store::jobs`], none kept.
-    pub(crate) async fn jobs_each(
+    pub async fn jobs_each(
         &self,
         run_id: &str,
         mut each: impl FnMut(ScoreRow),
@@ -630,7 +635,7 @@ impl Store {
 
     /// A run's run.json and summary.json as recorded (run.json without its case ids and
     /// hashes: the job rows hold them).
-    pub(crate) async fn documents(&self, run_id: &str) -> Result<(RunRecord, Summary), StoreError> {
+    pub async fn documents(&self, run_id: &str) -> Result<(RunRecord, Summary), StoreError> {
         let rows = self
             .read(sqlx::query("SELECT record, summary FROM runs WHERE run_id = $1").bind(run_id))
             .await?;
@@ -648,7 +653,7 @@ impl Store {
     }
 
     /// The benches the store holds, with how many runs each.
-    pub(crate) async fn benches(&self) -> Result<Vec<(String, i64)>, StoreError> {
+    pub async fn benches(&self) -> Result<Vec<(String, i64)>, StoreError> {
         let rows = self
             .read(sqlx::query(
                 "SELECT bench, COUNT(*) FROM runs GROUP BY bench",
@@ -663,44 +668,44 @@ impl Store {
     }
 
     /// Closes the connection (SQLite then folds its write-ahead log back into the file).
-    pub(crate) async fn close(self) {
+    pub async fn close(self) {
         let _ = self.conn.into_inner().close().await;
     }
 }
 
 /// A run to record.
-pub(crate) struct Recording<'a> {
-    pub(crate) record: &'a RunRecord,
-    pub(crate) summary: &'a Summary,
-    pub(crate) jobs: &'a JobRows,
+pub struct Recording<'a> {
+    pub record: &'a RunRecord,
+    pub summary: &'a Summary,
+    pub jobs: &'a JobRows,
     /// The run folder, as the run named it (stored absolute).
-    pub(crate) folder: &'a Path,
+    pub folder: &'a Path,
 }
 
 /// Which runs a query covers.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Filter {
-    pub(crate) bench: Option<String>,
-    pub(crate) run_id: Option<String>,
+pub struct Filter {
+    pub bench: Option<String>,
+    pub run_id: Option<String>,
     /// Runs started at or after this (Unix milliseconds).
-    pub(crate) since_unix_ms: Option<i64>,
-    pub(crate) branch: Option<String>,
-    pub(crate) model: Option<String>,
+    pub since_unix_ms: Option<i64>,
+    pub branch: Option<String>,
+    pub model: Option<String>,
     /// Only complete runs.
-    pub(crate) complete: bool,
+    pub complete: bool,
     /// Whole runs only: no shards (their merge stands for them).
-    pub(crate) whole: bool,
+    pub whole: bool,
     /// The newest this many.
-    pub(crate) limit: Option<usize>,
+    pub limit: Option<usize>,
 }
 
-enum Arg {
+pub enum Arg {
     Text(String),
     Int(i64),
 }
 
 impl Arg {
-    fn bind<'q>(
+    pub fn bind<'q>(
         &'q self,
         q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
     ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
@@ -713,7 +718,7 @@ impl Arg {
 
 impl Filter {
     /// ` WHERE …` on `runs r`, with its arguments.
-    fn clause(&self) -> (String, Vec<Arg>) {
+    pub fn clause(&self) -> (String, Vec<Arg>) {
         let mut parts = Vec::new();
         let mut args = Vec::new();
         let mut text = |column: &str, value: &Option<String>, parts: &mut Vec<String>| {
@@ -752,13 +757,13 @@ impl Filter {
 }
 
 /// The columns `runs` and `history` read of a run (by name: see `run_row`).
-const RUN_COLUMNS: &str = "r.run_id, r.bench, r.model, r.base_url, r.simulated, r.tool_version, \
+pub const RUN_COLUMNS: &str = "r.run_id, r.bench, r.model, r.base_url, r.simulated, r.tool_version, \
     r.git_commit, r.git_branch, r.git_dirty, r.started_at, r.finished_at, r.started_unix_ms, \
     r.complete, r.stopped, r.kind, r.shard, r.cases, r.repeats, r.confidence, r.jobs_planned, \
     r.jobs_finished, r.jobs_failed, r.scored, r.cost_usd, r.folder, r.allowed_failures";
 
 /// A `RunRow` read from a row of its query (its columns by name).
-fn run_row(r: &AnyRow) -> sqlx::Result<RunRow> {
+pub fn run_row(r: &AnyRow) -> sqlx::Result<RunRow> {
     Ok(RunRow {
         run_id: r.try_get("run_id")?,
         bench: r.try_get("bench")?,
@@ -793,7 +798,7 @@ fn run_row(r: &AnyRow) -> sqlx::Result<RunRow> {
 }
 
 /// A `VariantRow` read from a row of its query (its columns by name).
-fn variant_row(r: &AnyRow) -> sqlx::Result<VariantRow> {
+pub fn variant_row(r: &AnyRow) -> sqlx::Result<VariantRow> {
     let flag = |name: &str| -> sqlx::Result<bool> { Ok(r.try_get::<i64, _>(name)? != 0) };
     Ok(VariantRow {
         run_id: r.try_get("run_id")?,
@@ -824,7 +829,7 @@ fn variant_row(r: &AnyRow) -> sqlx::Result<VariantRow> {
 }
 
 /// A `PartRow` read from a row of its query (its columns by name).
-fn part_row(r: &AnyRow) -> sqlx::Result<PartRow> {
+pub fn part_row(r: &AnyRow) -> sqlx::Result<PartRow> {
     Ok(PartRow {
         run_id: r.try_get("run_id")?,
         part: r.try_get("part")?,
@@ -839,14 +844,14 @@ fn part_row(r: &AnyRow) -> sqlx::Result<PartRow> {
 }
 
 /// A value bound to a statement.
-enum Bound {
+pub enum Bound {
     Text(Option<String>),
     Int(Option<i64>),
     Real(Option<f64>),
 }
 
 impl Bound {
-    fn bind_to<'q>(
+    pub fn bind_to<'q>(
         self,
         query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
     ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
@@ -978,21 +983,21 @@ async fn check_ours(
 }
 
 /// The values of a `run_jobs` row, in [`Store::insert_jobs_sql`]'s order.
-const JOB_COLUMNS: usize = 16;
+pub const JOB_COLUMNS: usize = 16;
 
 /// What a run's job rows are written with besides the rows: the run, its cases, its arms.
-struct JobColumns<'a> {
+pub struct JobColumns<'a> {
     record: &'a RunRecord,
     jobs: &'a JobRows,
     /// Rows name their arm: the variant, or `ENDPOINT/VARIANT` in a run of several
     /// endpoints, each costed at its endpoint's price.
     arms: Vec<String>,
-    prices: Vec<Option<crate::suite::Price>>,
+    prices: Vec<Option<promptgauge_suite::Price>>,
 }
 
 impl<'a> JobColumns<'a> {
     /// The run's arms and prices, read once for all its rows.
-    fn of(record: &'a RunRecord, jobs: &'a JobRows) -> Self {
+    pub fn of(record: &'a RunRecord, jobs: &'a JobRows) -> Self {
         JobColumns {
             record,
             jobs,
@@ -1002,7 +1007,7 @@ impl<'a> JobColumns<'a> {
     }
 
     /// Binds one row's [`JOB_COLUMNS`] values.
-    fn bind<'q>(
+    pub fn bind<'q>(
         &'q self,
         query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
         row: &JobRow,
@@ -1027,7 +1032,7 @@ impl<'a> JobColumns<'a> {
             .bind(hashes.get(row.case as usize).map(|h| *h as i64))
             .bind(self.jobs.group(row.case))
             .bind(row.status())
-            .bind(row.outcome.map(crate::client::Outcome::as_str))
+            .bind(row.outcome.map(promptgauge_client::Outcome::as_str))
             .bind(row.score())
             .bind(big(row.tokens_in))
             .bind(big(row.tokens_out))
@@ -1041,7 +1046,7 @@ impl<'a> JobColumns<'a> {
 
 /// One row into `table`, from its columns' names and values: the statement and its binds
 /// come from the one list, so they cannot disagree.
-async fn insert(
+pub async fn insert(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     table: &str,
     columns: Vec<(&'static str, Bound)>,
@@ -1063,7 +1068,7 @@ async fn insert(
 
 /// `runs`' columns and one run's values: the one list its INSERT is built from (every
 /// SELECT reads its columns by name).
-fn run_columns(
+pub fn run_columns(
     run_id: &str,
     record: &RunRecord,
     summary: &Summary,
@@ -1120,7 +1125,7 @@ fn run_columns(
             Text(Some(serde_json::to_string(&record.without_cases())?)),
         ),
         ("summary", Text(Some(serde_json::to_string(summary)?))),
-        ("recorded_at", Text(Some(crate::clock::utc_now()))),
+        ("recorded_at", Text(Some(promptgauge_base::clock::utc_now()))),
         ("allowed_failures", int(record.allowed_failures)),
     ])
 }
@@ -1128,10 +1133,10 @@ fn run_columns(
 /// `run_variants`' columns and one variant's values: the one list its INSERT is built from
 /// (its SELECT reads every column by name). A new figure in `history` is a migration that
 /// adds its column, one line here, and its field in `VariantRow`.
-fn variant_columns(
+pub fn variant_columns(
     run_id: &str,
     position: usize,
-    v: &crate::report::VariantSummary,
+    v: &promptgauge_report::VariantSummary,
     model: Option<String>,
 ) -> Vec<(&'static str, Bound)> {
     use Bound::{Int, Real, Text};
@@ -1166,11 +1171,11 @@ fn variant_columns(
 }
 
 /// `run_parts`' columns and one part's values for one arm.
-fn part_columns(
+pub fn part_columns(
     run_id: &str,
     position: usize,
-    part: &crate::report::parts::PartFigures,
-    arm: &crate::report::parts::PartVariant,
+    part: &promptgauge_report::parts::PartFigures,
+    arm: &promptgauge_report::parts::PartVariant,
 ) -> Vec<(&'static str, Bound)> {
     use Bound::{Int, Real, Text};
     vec![
@@ -1187,13 +1192,13 @@ fn part_columns(
 }
 
 /// The fingerprint as one text (its three parts joined).
-fn fingerprint(r: &RunRecord) -> String {
+pub fn fingerprint(r: &RunRecord) -> String {
     let f = &r.fingerprint;
     format!("{}:{}:{}", f.cases, f.variants, f.settings)
 }
 
 /// What kind of run a record describes.
-fn run_kind(r: &RunRecord) -> RunKind {
+pub fn run_kind(r: &RunRecord) -> RunKind {
     if !r.merged_from.is_empty() {
         RunKind::Merged
     } else if r.plan.shard.is_some() {
@@ -1206,7 +1211,7 @@ fn run_kind(r: &RunRecord) -> RunKind {
 }
 
 /// An RFC 3339 time in Unix milliseconds (0 when unreadable).
-fn unix_ms(time: &str) -> i64 {
+pub fn unix_ms(time: &str) -> i64 {
     humantime::parse_rfc3339_weak(time)
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
@@ -1214,7 +1219,7 @@ fn unix_ms(time: &str) -> i64 {
 }
 
 /// A count as BIGINT (counts past i64::MAX, from absurd usage reports, stop there).
-fn big(n: u64) -> i64 {
+pub fn big(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
@@ -1299,7 +1304,7 @@ mod tests {
             .unwrap();
         let mut table: Vec<String> = rows.iter().map(|r| r.try_get(0).unwrap()).collect();
         let summary: Summary =
-            serde_json::from_str(include_str!("../../tests/golden/example/summary.json")).unwrap();
+            serde_json::from_str(include_str!("../../../tests/golden/example/summary.json")).unwrap();
         let mut written: Vec<String> = variant_columns("r", 0, &summary.variants[0], None)
             .into_iter()
             .map(|(name, _)| name.to_string())
@@ -1314,7 +1319,7 @@ mod tests {
             .unwrap();
         let mut table: Vec<String> = rows.iter().map(|r| r.try_get(0).unwrap()).collect();
         let record: RunRecord =
-            serde_json::from_str(include_str!("../../tests/fixtures/run-0.1.0/run.json")).unwrap();
+            serde_json::from_str(include_str!("../../../tests/fixtures/run-0.1.0/run.json")).unwrap();
         let mut written: Vec<String> = run_columns("r", &record, &summary, Path::new("/r"))
             .unwrap()
             .into_iter()
@@ -1329,14 +1334,14 @@ mod tests {
             .await
             .unwrap();
         let mut table: Vec<String> = rows.iter().map(|r| r.try_get(0).unwrap()).collect();
-        let part = crate::report::parts::PartFigures {
+        let part = promptgauge_report::parts::PartFigures {
             name: "category".into(),
             cases: 1,
             binary: true,
             variants: Vec::new(),
             comparisons: Vec::new(),
         };
-        let arm = crate::report::parts::PartVariant {
+        let arm = promptgauge_report::parts::PartVariant {
             name: "plain".into(),
             n: 1,
             mean: None,
