@@ -13,7 +13,6 @@ pub mod error;
 #[cfg(test)]
 mod layering;
 pub mod memory;
-pub mod web;
 
 pub use promptgauge_base::{clock, files, hash, ids, process};
 pub use promptgauge_stats as stats;
@@ -24,4 +23,5 @@ pub use promptgauge_runner as runner;
 pub use promptgauge_mock as mock;
 pub use promptgauge_report as report;
 pub use promptgauge_store as store;
+pub use promptgauge_web as web;
 pub use error::{Exit, Failure};

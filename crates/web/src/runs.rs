@@ -11,9 +11,9 @@ use serde::Deserialize;
 
 use super::page::{Checked, NAV, failed, given, refuse, shell, text_field, url_segment};
 use super::shared::Shared;
-use crate::report::html::esc;
-use crate::report::rows::{RunRow, VariantRow};
-use crate::store::Filter;
+use promptgauge_report::html::esc;
+use promptgauge_report::rows::{RunRow, VariantRow};
+use promptgauge_store::Filter;
 
 /// The runs list's filters, as query parameters.
 #[derive(Debug, Default, Deserialize)]

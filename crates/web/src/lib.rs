@@ -16,6 +16,11 @@
 //! refused), every request that changes something carries the page's CSRF token, and no
 //! file is served but a run folder's own reports, by a fixed list of names: no path from a
 //! request ever reaches the file system.
+//!
+//! Invariant: knows no command line; a page and a command share one implementation
+//! (docs/dev/architecture.md, "Code map").
+
+#![warn(unreachable_pub)]
 
 mod bundle;
 mod glance;
@@ -40,18 +45,18 @@ use axum::Router;
 use axum::middleware;
 use axum::routing::get;
 
-pub(crate) use bundle::{BundleError, JOB_PAGES, bundle};
+pub use bundle::{BundleError, JOB_PAGES, bundle};
 use shared::Shared;
 pub use shared::{Commands, Reply};
 
-use crate::store::Store;
+use promptgauge_store::Store;
 
 /// How long a connection may take to send a request's headers (the first, or the next on
 /// a kept-alive connection) before it is closed.
-pub(crate) const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Connections served at once; one more is closed as soon as it is accepted.
-pub(crate) const MAX_CONNECTIONS: usize = 256;
+pub const MAX_CONNECTIONS: usize = 256;
 
 /// The largest request body (a label's form is a few hundred bytes).
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -62,8 +67,8 @@ const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// A certificate chain and its private key, PEM files, to serve HTTPS.
 #[derive(Debug, Clone)]
 pub struct TlsFiles {
-    pub(crate) cert: PathBuf,
-    pub(crate) key: PathBuf,
+    pub cert: PathBuf,
+    pub key: PathBuf,
 }
 
 /// How `view` serves.

@@ -11,22 +11,22 @@ use super::page::url_segment;
 use super::shared::Shared;
 
 /// Answers per page in a bundle.
-const PAGE: usize = 100;
+pub(crate) const PAGE: usize = 100;
 /// Job pages written per run, at most (the first in journal order).
-pub(crate) const JOB_PAGES: usize = 5_000;
+pub const JOB_PAGES: usize = 5_000;
 
 /// What a bundle holds.
 #[derive(Debug, Default)]
-pub(crate) struct Bundled {
-    pub(crate) runs: usize,
-    pub(crate) files: usize,
+pub struct Bundled {
+    pub runs: usize,
+    pub files: usize,
     /// Runs with more jobs than [`JOB_PAGES`]: their other jobs have no page.
-    pub(crate) jobs_left_out: usize,
+    pub jobs_left_out: usize,
 }
 
 /// Why a bundle could not be written.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum BundleError {
+pub enum BundleError {
     #[error("the history store holds no run {0}")]
     NoRun(String),
     #[error("the history store holds no run to bundle")]
@@ -43,7 +43,7 @@ pub(crate) enum BundleError {
 }
 
 /// What the bundle holds: its runs, and the jobs that have a page.
-struct Held {
+pub(crate) struct Held {
     runs: BTreeSet<String>,
     jobs: BTreeSet<(String, u64)>,
     /// Benches whose history page is bundled: those with a complete run among the runs
@@ -52,7 +52,7 @@ struct Held {
 }
 
 /// A page's address → its file in the bundle (`None`: a page the bundle does not hold).
-fn file_of(path: &str, held: &Held) -> Option<String> {
+pub(crate) fn file_of(path: &str, held: &Held) -> Option<String> {
     let path = path.replace("&amp;", "&");
     let (path, query) = path.split_once('?').unwrap_or((&path, ""));
     let decoded: Vec<String> = path
@@ -99,7 +99,7 @@ fn file_of(path: &str, held: &Held) -> Option<String> {
 }
 
 /// A name as one file name: letters, digits, `-`, `_` and `.` kept, the rest `_`.
-fn safe(name: &str) -> String {
+pub(crate) fn safe(name: &str) -> String {
     let s: String = name
         .chars()
         .map(|c| {
@@ -116,7 +116,7 @@ fn safe(name: &str) -> String {
 /// `html` as the file `at` holds it: every link to a page of the application made relative
 /// to it (or taken out, for pages that need the server), the filter forms and scripts that
 /// ask the server left out.
-fn relative(html: &str, at: &str, held: &Held) -> String {
+pub(crate) fn relative(html: &str, at: &str, held: &Held) -> String {
     let up = "../".repeat(at.matches('/').count());
     let links = regex::Regex::new(r#"href="(/[^"]*)""#).expect("a fixed pattern");
     let html = links.replace_all(html, |c: &regex::Captures<'_>| match file_of(&c[1], held) {
@@ -141,11 +141,11 @@ fn relative(html: &str, at: &str, held: &Held) -> String {
 }
 
 /// The file that marks a folder as a bundle (written again, it is emptied first).
-const MARK: &str = ".promptgauge-bundle";
+pub(crate) const MARK: &str = ".promptgauge-bundle";
 
 /// Makes `dir` ready: created, or emptied when it holds an earlier bundle; a folder that
 /// holds anything else is refused (nothing of it is touched).
-fn prepare(dir: &Path) -> Result<(), BundleError> {
+pub(crate) fn prepare(dir: &Path) -> Result<(), BundleError> {
     let write = |error| BundleError::Write {
         path: dir.to_path_buf(),
         error,
@@ -168,7 +168,7 @@ fn prepare(dir: &Path) -> Result<(), BundleError> {
 }
 
 /// The running server, asked for pages as a browser would (with its token).
-struct Pages {
+pub(crate) struct Pages {
     client: reqwest::Client,
     base: String,
     token: String,
@@ -176,7 +176,7 @@ struct Pages {
 
 impl Pages {
     /// The page at `path`, or why it could not be had (a status that is no success too).
-    async fn get(&self, path: String) -> Result<Vec<u8>, BundleError> {
+    pub(crate) async fn get(&self, path: String) -> Result<Vec<u8>, BundleError> {
         let fail = |why: String| BundleError::Page {
             path: path.clone(),
             why,
@@ -201,7 +201,7 @@ impl Pages {
 }
 
 /// Writes the bundle of `runs` (run ids; none: the newest 20) into `dir`.
-pub(crate) async fn bundle(
+pub async fn bundle(
     listening: Listening,
     dir: &Path,
     runs: &[String],
@@ -221,7 +221,7 @@ pub(crate) async fn bundle(
 }
 
 /// Asks the server for every page the bundle holds, and writes each as its file.
-async fn write_bundle(
+pub(crate) async fn write_bundle(
     shared: &Shared,
     pages: &Pages,
     dir: &Path,
@@ -268,19 +268,19 @@ async fn write_bundle(
 
 /// The runs to bundle, newest first: those named (each must be in the store), or the
 /// newest 20.
-async fn choose(
+pub(crate) async fn choose(
     shared: &Shared,
     runs: &[String],
-) -> Result<Vec<crate::report::rows::RunRow>, BundleError> {
+) -> Result<Vec<promptgauge_report::rows::RunRow>, BundleError> {
     let all = shared
         .store
-        .runs(&crate::store::Filter::default())
+        .runs(&promptgauge_store::Filter::default())
         .await
         .map_err(|e| BundleError::Page {
             path: "/api/runs".into(),
             why: e.to_string(),
         })?;
-    let chosen: Vec<crate::report::rows::RunRow> = if runs.is_empty() {
+    let chosen: Vec<promptgauge_report::rows::RunRow> = if runs.is_empty() {
         all.into_iter().rev().take(20).collect()
     } else {
         let mut chosen = Vec::new();
@@ -300,7 +300,7 @@ async fn choose(
 
 /// Lists a run's jobs, 500 at a time: the first [`JOB_PAGES`] are held (they get a page),
 /// the others counted as left out. Gives how many jobs the run has.
-async fn list_jobs(
+pub(crate) async fn list_jobs(
     pages: &Pages,
     run_id: &str,
     held: &mut Held,
@@ -335,7 +335,7 @@ async fn list_jobs(
 
 /// A run's pages (each with no file name: its address gives it): the run, its summary in
 /// each format, and its answers, [`PAGE`] to a page.
-fn run_paths(run_id: &str, jobs: usize) -> Vec<(String, String)> {
+pub(crate) fn run_paths(run_id: &str, jobs: usize) -> Vec<(String, String)> {
     let id = url_segment(run_id);
     let mut paths = vec![(format!("/runs/{id}/"), String::new())];
     for file in ["summary.json", "summary.md", "summary.csv"] {
@@ -353,8 +353,8 @@ fn run_paths(run_id: &str, jobs: usize) -> Vec<(String, String)> {
 
 /// The pages across runs: each held job's, each bench history's, the runs list (as
 /// `index.html`), and the two runs' comparison when they are `compared`.
-fn held_paths(
-    chosen: &[crate::report::rows::RunRow],
+pub(crate) fn held_paths(
+    chosen: &[promptgauge_report::rows::RunRow],
     held: &Held,
     compared: bool,
 ) -> Vec<(String, String)> {
@@ -390,7 +390,7 @@ fn held_paths(
 
 /// A page as the bundle's `file` holds it: an HTML page's links made relative, and the
 /// runs list linking the two runs' comparison when there is one.
-fn as_file(body: Vec<u8>, file: &str, held: &Held, compared: bool) -> Vec<u8> {
+pub(crate) fn as_file(body: Vec<u8>, file: &str, held: &Held, compared: bool) -> Vec<u8> {
     if !file.ends_with(".html") {
         return body;
     }
@@ -407,7 +407,7 @@ fn as_file(body: Vec<u8>, file: &str, held: &Held, compared: bool) -> Vec<u8> {
 }
 
 /// Writes one file of the bundle, and the folders it goes in.
-fn write_file(target: &Path, body: Vec<u8>) -> Result<(), BundleError> {
+pub(crate) fn write_file(target: &Path, body: Vec<u8>) -> Result<(), BundleError> {
     let write = |path: &Path, error| BundleError::Write {
         path: path.to_path_buf(),
         error,
@@ -415,5 +415,5 @@ fn write_file(target: &Path, body: Vec<u8>) -> Result<(), BundleError> {
     if let Some(parent) = target.parent() {
         std::fs::create_dir_all(parent).map_err(|e| write(parent, e))?;
     }
-    crate::files::write_atomically(target, body).map_err(|e| write(target, e))
+    promptgauge_base::files::write_atomically(target, body).map_err(|e| write(target, e))
 }

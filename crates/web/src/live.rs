@@ -20,8 +20,8 @@ use tokio::time::Instant;
 use super::page::{refuse, shell, url_segment};
 use super::shared::Shared;
 use super::tally::{Tally, held, look};
-use crate::report::html::esc;
-use crate::runner::RunDir;
+use promptgauge_report::html::esc;
+use promptgauge_runner::RunDir;
 
 /// How often a live run's journal is looked at.
 const TICK: Duration = Duration::from_millis(250);

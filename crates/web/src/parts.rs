@@ -6,10 +6,10 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::report::compare::{Comparison, Verdict};
-use crate::report::html::esc;
-use crate::report::parts::PartFigures;
-use crate::report::{Summary, interval, pct};
+use promptgauge_report::compare::{Comparison, Verdict};
+use promptgauge_report::html::esc;
+use promptgauge_report::parts::PartFigures;
+use promptgauge_report::{Summary, interval, pct};
 
 /// The id of the parts section: a page that already has one (a compare page drawn with
 /// its own) gets no second one; a run's report.html has one, which the run page's replaces.
@@ -20,7 +20,7 @@ const MAX_SUMMARY_BYTES: u64 = 256 * 1024 * 1024;
 
 /// The run's summary.json in `folder`, when it is there and readable.
 pub(super) fn summary_in(folder: &Path) -> Option<Summary> {
-    let bytes = crate::files::read_capped(&folder.join("summary.json"), MAX_SUMMARY_BYTES).ok()?;
+    let bytes = promptgauge_base::files::read_capped(&folder.join("summary.json"), MAX_SUMMARY_BYTES).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 
@@ -109,7 +109,7 @@ fn verdicts(part: &PartFigures, arm: &str) -> String {
             match c.difference {
                 Some(d) => format!(
                     "{words}: {} {}",
-                    crate::report::compare::points(d),
+                    promptgauge_report::compare::points(d),
                     interval(c.ci_low, c.ci_high)
                 ),
                 None => words,
@@ -173,7 +173,7 @@ pub(super) fn compare_section(a: &Summary, b: &Summary) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::parts::PartVariant;
+    use promptgauge_report::parts::PartVariant;
 
     fn part(name: &str, arms: &[(&str, f64)]) -> PartFigures {
         PartFigures {
@@ -196,7 +196,7 @@ mod tests {
 
     fn summary(parts: Vec<PartFigures>) -> Summary {
         let mut s: Summary =
-            serde_json::from_str(include_str!("../../tests/golden/example/summary.json")).unwrap();
+            serde_json::from_str(include_str!("../../../tests/golden/example/summary.json")).unwrap();
         s.parts = parts;
         s
     }

@@ -18,9 +18,9 @@ use super::page::{
 };
 use super::run::{indexed, select};
 use super::shared::Shared;
-use crate::report::html::{colour, esc, mark};
-use crate::runner::journal::{JobRecord, JobStatus};
-use crate::runner::record::RunRecord;
+use promptgauge_report::html::{colour, esc, mark};
+use promptgauge_runner::journal::{JobRecord, JobStatus};
+use promptgauge_runner::record::RunRecord;
 
 /// The most cases a page holds (docs/guide/view.md): more is refused, not cut.
 const MAX_LIMIT: usize = 200;
@@ -178,7 +178,7 @@ fn vars_of(record: &RunRecord, rows: &[MatrixRow]) -> HashMap<String, Shown> {
             .map(|c| (c.to_string(), Err(unknown)))
             .collect();
     }
-    let bench = crate::suite::Bench::load_some(&record.bench_path, &|id| wanted.contains(id)).ok();
+    let bench = promptgauge_suite::Bench::load_some(&record.bench_path, &|id| wanted.contains(id)).ok();
     let hashes: HashMap<&str, u64> = record
         .bench
         .case_ids
@@ -195,7 +195,7 @@ fn vars_of(record: &RunRecord, rows: &[MatrixRow]) -> HashMap<String, Shown> {
         })
         .collect();
     for case in bench.iter().flat_map(|b| &b.cases) {
-        if hashes.get(case.id.as_str()) != Some(&crate::suite::plan::case_hash(case)) {
+        if hashes.get(case.id.as_str()) != Some(&promptgauge_suite::plan::case_hash(case)) {
             continue;
         }
         let lines: Vec<String> = case

@@ -15,9 +15,9 @@ use super::page::{
     Checked, failed, given, no_run, pre_text, refuse, shell, text_field, url_segment,
 };
 use super::shared::Shared;
-use crate::report::html::esc;
-use crate::runner::journal::{JobRecord, JobStatus};
-use crate::runner::{RunDir, record::RunRecord};
+use promptgauge_report::html::esc;
+use promptgauge_runner::journal::{JobRecord, JobStatus};
+use promptgauge_runner::{RunDir, record::RunRecord};
 
 /// The files of a run folder the server shows, and their types: nothing else is served.
 const RUN_FILES: [(&str, &str); 4] = [
@@ -38,7 +38,7 @@ pub(super) async fn report(State(shared): State<Arc<Shared>>, Path(run): Path<St
     if !folder.join("run.json").is_file() {
         return gone(&folder);
     }
-    match crate::files::read_capped(&folder.join("report.html"), 256 * 1024 * 1024) {
+    match promptgauge_base::files::read_capped(&folder.join("report.html"), 256 * 1024 * 1024) {
         Ok(bytes) => {
             let mut html = String::from_utf8_lossy(&bytes).into_owned();
             // A score with named parts: their table, in place of the report's own.
@@ -78,7 +78,7 @@ pub(super) async fn file(
     let Some(folder) = shared.folder_of(&run).await else {
         return not_found();
     };
-    match crate::files::read_capped(&folder.join(file), 256 * 1024 * 1024) {
+    match promptgauge_base::files::read_capped(&folder.join(file), 256 * 1024 * 1024) {
         Ok(bytes) => {
             let mut headers = HeaderMap::new();
             headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
@@ -417,10 +417,10 @@ fn answer_rows(id: &str, jobs: &[JobRecord]) -> String {
             output = pre_text(&j.output, 2000),
             read = j.read.as_ref().map_or_else(String::new, |read| format!(
                 "<div class=\"muted\">read: <code>{}</code></div>",
-                esc(&crate::report::visible(read, 300))
+                esc(&promptgauge_report::visible(read, 300))
             )),
-            why = esc(&crate::report::visible(
-                &crate::report::reason_of(j).unwrap_or_default(),
+            why = esc(&promptgauge_report::visible(
+                &promptgauge_report::reason_of(j).unwrap_or_default(),
                 300
             )),
         );
@@ -464,9 +464,9 @@ pub(super) async fn job(
         // One case read, not the bench's every case (a 100,000-case bench held 176 MB).
         let prompts = if run_record.bench.case_hashes.is_empty() {
             // A run from before case hashes: only the whole bench can be checked.
-            crate::report::prompts::Prompts::of_run(&run_record)?
+            promptgauge_report::prompts::Prompts::of_run(&run_record)?
         } else {
-            crate::report::prompts::Prompts::of_case(&run_record, &case)?
+            promptgauge_report::prompts::Prompts::of_case(&run_record, &case)?
         };
         prompts.render(&case, variant?)
     })
@@ -514,7 +514,7 @@ fn job_body(run: &str, r: &JobRecord, prompt: Option<&str>) -> String {
 /// report.html has them), and each file by name, kind, size and hash, linked to its bytes.
 fn files_section(b: &mut String, run: &str, r: &JobRecord) {
     b.push_str("<h2>Files sent</h2>\n");
-    crate::report::html::files_line(b, &r.files, &mut Default::default());
+    promptgauge_report::html::files_line(b, &r.files, &mut Default::default());
     b.push_str("<ul id=\"files\">");
     for (i, f) in r.files.iter().enumerate() {
         let _ = write!(
@@ -555,7 +555,7 @@ pub(super) async fn job_file(
     let Some(note) = record.files.get(n).cloned() else {
         return not_found("this job's request carried no such file");
     };
-    let most = crate::suite::attachments::MAX_FILE_BYTES;
+    let most = promptgauge_suite::attachments::MAX_FILE_BYTES;
     let Ok(Some(bytes)) = tokio::task::spawn_blocking(move || note.bytes_again(most)).await else {
         return not_found(
             "the file is gone, or its bytes are no longer the ones sent (its hash differs): nothing is shown rather than something else",
@@ -567,7 +567,7 @@ pub(super) async fn job_file(
         headers.insert(header::CONTENT_TYPE, v);
     }
     let disposition = match f.kind.family() {
-        crate::client::attachment::FileFamily::Image => "inline",
+        promptgauge_client::attachment::FileFamily::Image => "inline",
         _ => "attachment",
     };
     if let Ok(v) = HeaderValue::from_str(disposition) {
@@ -665,12 +665,12 @@ fn answer_sections(b: &mut String, r: &JobRecord) {
         let first = &r.steps[..r
             .steps
             .len()
-            .min(crate::report::figures::result::SHOWN_STEPS)];
+            .min(promptgauge_report::figures::result::SHOWN_STEPS)];
         let turns = &r.turns[..r
             .turns
             .len()
-            .min(crate::report::figures::result::SHOWN_STEPS)];
-        crate::report::html::trajectory(b, first, turns, r.steps.len(), true);
+            .min(promptgauge_report::figures::result::SHOWN_STEPS)];
+        promptgauge_report::html::trajectory(b, first, turns, r.steps.len(), true);
     }
 }
 

@@ -8,7 +8,7 @@ use std::fs::File;
 use std::path::Path;
 use std::time::SystemTime;
 
-use crate::runner::journal::{self, JobRecord, JobStatus, Place};
+use promptgauge_runner::journal::{self, JobRecord, JobStatus, Place};
 
 /// One planned job.
 #[derive(Debug, Clone, Copy)]
@@ -72,7 +72,7 @@ pub(super) struct RunIndex {
     /// The journal as it was when read: a change makes a new index.
     pub(super) stamp: Stamp,
     /// The case ids (compact: the viewer keeps a 100,000-case run indexed).
-    cases: crate::ids::Ids,
+    cases: promptgauge_base::ids::Ids,
     variants: Vec<String>,
     endpoints: Vec<String>,
     tag_sets: Vec<Vec<String>>,
@@ -122,7 +122,7 @@ impl RunIndex {
         let stamp = Stamp::of(journal);
         let mut index = RunIndex {
             stamp,
-            cases: crate::ids::Ids::new(),
+            cases: promptgauge_base::ids::Ids::new(),
             variants: Vec::new(),
             endpoints: vec![String::new()],
             tag_sets: Vec::new(),
@@ -435,7 +435,7 @@ fn read(file: Option<&File>, place: Place) -> std::io::Result<Option<JobRecord>>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::testing::record;
+    use promptgauge_runner::testing::record;
 
     #[test]
     fn a_job_number_past_the_plan_lists_its_record_without_sizing_the_index_by_it() {

@@ -17,10 +17,10 @@ use super::guard::same_secret;
 use super::page::{Checked, Refused, failed, pre_text, refuse, shell, url_segment};
 use super::run::{Indexed, indexed};
 use super::shared::Shared;
-use crate::report::html::esc;
-use crate::report::labels;
-use crate::runner::RunDir;
-use crate::runner::journal::JobRecord;
+use promptgauge_report::html::esc;
+use promptgauge_report::labels;
+use promptgauge_runner::RunDir;
+use promptgauge_runner::journal::JobRecord;
 
 /// Which sample, and how far into it.
 #[derive(Debug, Deserialize)]
@@ -137,8 +137,8 @@ pub(super) async fn page(
 /// The judge against people per variant, from the run's summary.json as its reports were
 /// last written.
 fn agreement(dir: &RunDir) -> String {
-    let summary: Option<crate::report::summary::Summary> =
-        crate::files::read_capped(&dir.file("summary.json"), 256 * 1024 * 1024)
+    let summary: Option<promptgauge_report::summary::Summary> =
+        promptgauge_base::files::read_capped(&dir.file("summary.json"), 256 * 1024 * 1024)
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok());
     let Some(summary) = summary else {

@@ -5,7 +5,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
 /// What `view`'s own pages add to the reports' style (report.html's visual language, one
-/// stylesheet: [`crate::report::html::STYLE`]): the way back, the filters, status at a
+/// stylesheet: [`promptgauge_report::html::STYLE`]): the way back, the filters, status at a
 /// glance, small interval bars, and the matrix's cells coloured by outcome. Wide tables
 /// scroll in their own box, so a narrow window never scrolls the page sideways.
 const STYLE: &str = "body{max-width:none}a{color:var(--accent)}\
@@ -25,12 +25,12 @@ pub(super) const NAV_STYLE: &str = "nav{display:flex;flex-wrap:wrap;gap:4px 18px
 
 /// A page of the application: its title, and the body under the navigation.
 pub(super) fn shell(title: &str, body: &str) -> Response {
-    let esc = crate::report::html::esc;
+    let esc = promptgauge_report::html::esc;
     axum::response::Html(format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{title}</title>\n<style>{REPORT}{NAV_STYLE}{STYLE}</style></head>\n<body>{nav}\n{body}\n</body></html>\n",
         title = esc(title),
         nav = NAV,
-        REPORT = crate::report::html::STYLE,
+        REPORT = promptgauge_report::html::STYLE,
     ))
     .into_response()
 }
@@ -42,13 +42,13 @@ pub(super) const NAV: &str = "<nav><a href=\"/\">Runs</a></nav>";
 pub(super) fn text_field(name: &str, value: &str) -> String {
     format!(
         "<label>{name} <input name=\"{name}\" value=\"{}\"></label>",
-        crate::report::html::esc(value)
+        promptgauge_report::html::esc(value)
     )
 }
 
 /// A run id (or a filter's value) as one URL path segment or query value.
 pub(super) fn url_segment(text: &str) -> String {
-    crate::report::html::percent_encode(text, b"")
+    promptgauge_report::html::percent_encode(text, b"")
 }
 
 /// A checkbox filter asks for its filter unless its value is `0` or `false`.
@@ -79,8 +79,8 @@ pub(super) fn pre_text(text: &str, max: usize) -> String {
         Some((i, _)) => format!("{}…", &text[..i]),
         None => text.to_string(),
     };
-    let scrubbed = crate::client::secrets::redact_urls_in(&cut);
-    crate::report::html::esc(&crate::report::terminal_safe(&scrubbed))
+    let scrubbed = promptgauge_client::secrets::redact_urls_in(&cut);
+    promptgauge_report::html::esc(&promptgauge_report::terminal_safe(&scrubbed))
 }
 
 /// A request's query as `T`; a query that is not one is refused with a 400 that names the
@@ -159,7 +159,7 @@ pub(super) fn pager(
     shown: usize,
     matched: usize,
 ) -> String {
-    let esc = crate::report::html::esc;
+    let esc = promptgauge_report::html::esc;
     let mut nav = String::new();
     if offset > 0 {
         let back = offset.saturating_sub(limit);

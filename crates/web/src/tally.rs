@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use serde::Serialize;
 use tokio::time::Instant;
 
-use crate::runner::RunDir;
-use crate::runner::journal::{self, JobRecord, JobStatus};
+use promptgauge_runner::RunDir;
+use promptgauge_runner::journal::{self, JobRecord, JobStatus};
 
 /// How many of the newest answers a live page shows.
 const NEWEST: usize = 8;
@@ -62,7 +62,7 @@ pub(super) struct Tally {
 }
 
 impl Tally {
-    pub(super) fn new(record: &crate::runner::record::RunRecord) -> Tally {
+    pub(super) fn new(record: &promptgauge_runner::record::RunRecord) -> Tally {
         let arms = record.plan.arms();
         Tally {
             run_id: record.run_id.clone(),
@@ -105,7 +105,7 @@ impl Tally {
             for a in &mut self.arms {
                 a.mean = (a.graded > 0).then(|| a.score_sum / a.graded as f64);
                 let bounds =
-                    crate::stats::wilson(a.score_sum.round() as u64, a.graded, self.confidence);
+                    promptgauge_stats::wilson(a.score_sum.round() as u64, a.graded, self.confidence);
                 a.low = bounds.map(|b| b.0);
                 a.high = bounds.map(|b| b.1);
             }
@@ -150,7 +150,7 @@ impl Tally {
                 JobStatus::Filtered => "filtered",
             },
             score: r.score(),
-            answer: crate::report::visible(&r.output, 300),
+            answer: promptgauge_report::visible(&r.output, 300),
         });
         self.newest.truncate(NEWEST);
     }
@@ -167,10 +167,10 @@ pub(super) struct Scan {
 
 /// Whether another process holds `folder` (a run writing it).
 pub(super) fn held(folder: &FsPath) -> bool {
-    folder.join(crate::runner::lock::FILE).is_file()
+    folder.join(promptgauge_runner::lock::FILE).is_file()
         && matches!(
             RunDir::at(folder).read_lock(),
-            Err(crate::runner::lock::LockError::InUse { .. })
+            Err(promptgauge_runner::lock::LockError::InUse { .. })
         )
 }
 

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use super::index::RunIndex;
 use super::tally::Scan;
-use crate::store::{Filter, Store};
+use promptgauge_store::{Filter, Store};
 
 /// What the pages show that the commands above compute: `app` lends its `compare`,
 /// `history` and `report` so each figure has one implementation (`web` cannot reach

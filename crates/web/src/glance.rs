@@ -5,8 +5,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::report::html::{colour, esc, interval_marks};
-use crate::report::rows::{RunRow, VariantRow};
+use promptgauge_report::html::{colour, esc, interval_marks};
+use promptgauge_report::rows::{RunRow, VariantRow};
 
 /// A run's status in a word, and its badge's class: finished (every planned job, none
 /// failed), failed (some jobs failed), partial (stopped, or not every job finished).
@@ -41,7 +41,7 @@ struct Gate {
     gate: String,
     passed: bool,
     #[serde(default)]
-    outcome: Option<crate::report::GateOutcome>,
+    outcome: Option<promptgauge_report::GateOutcome>,
 }
 
 /// The gates summary.json recorded (none: no gate was asked for, or no summary).
