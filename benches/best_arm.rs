@@ -23,6 +23,9 @@
 //! search's level), power 1 − 0.05/(K − 1) (Bonferroni across arms):
 //! n = (z_a + z_b)²·Var(d)/ε². Its jobs: K·n·repeats.
 
+// A benchmark is a script read from top to bottom; it is not split to a length.
+#![allow(clippy::too_many_lines)]
+
 use promptgauge::stats::best::{BestArm, BestSettings, BestVerdict};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};

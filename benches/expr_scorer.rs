@@ -3,6 +3,9 @@
 //! against `expected`, a regex) scores N answers, and this process's CPU time (user +
 //! system, from getrusage) is divided by N. Prints one line per expression.
 
+// A benchmark is a script read from top to bottom; it is not split to a length.
+#![allow(clippy::too_many_lines)]
+
 use std::path::Path;
 
 use futures_util::FutureExt;

@@ -1,6 +1,9 @@
 //! SSE decode throughput on a large in-memory stream (run by `bench/run`, or
 //! `cargo bench --bench sse`). Prints one line of figures.
 
+// A benchmark is a script read from top to bottom; it is not split to a length.
+#![allow(clippy::too_many_lines)]
+
 use std::hint::black_box;
 use std::time::Instant;
 

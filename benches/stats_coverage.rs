@@ -5,6 +5,9 @@
 //!
 //! About 1–2 minutes on 2 cores (two worker threads).
 
+// A benchmark is a script read from top to bottom; it is not split to a length.
+#![allow(clippy::too_many_lines)]
+
 use promptgauge::stats::holm::{holm, holm_level};
 use promptgauge::stats::paired::{PairedTable, exact_paired_interval};
 use promptgauge::stats::permutation::{sign_flip_interval, sign_flip_test};

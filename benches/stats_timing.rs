@@ -1,5 +1,8 @@
 //! Wall-clock of the heavier calls, for docs/dev/statistics.md:  cargo bench --bench stats_timing > tests/fixtures/timing.txt
 
+// A benchmark is a script read from top to bottom; it is not split to a length.
+#![allow(clippy::too_many_lines)]
+
 use promptgauge::stats::permutation::{sign_flip_interval, sign_flip_test};
 use promptgauge::stats::power::{Assumptions, cases_needed, detectable_difference};
 use std::time::Instant;

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::mock::{Faults, MockConfig, RetryAfter, UsageMode};
-use crate::report::gates::{Gates, MinAccuracy};
-use crate::suite::Shard;
+use promptgauge_mock::{Faults, MockConfig, RetryAfter, UsageMode};
+use promptgauge_report::gates::{Gates, MinAccuracy};
+use promptgauge_suite::Shard;
 
 const ABOUT: &str = "Measure prompt variants on cases with known answers: accuracy with confidence \
 intervals, tokens, cost and latency, through a client that survives real providers.";
@@ -115,7 +115,7 @@ pub struct SchemaArgs {
     pub out: Option<PathBuf>,
 }
 
-/// Which file's schema `schema` prints: the suite's [`SchemaOf`](crate::suite::schema::SchemaOf)
+/// Which file's schema `schema` prints: the suite's [`SchemaOf`](promptgauge_suite::schema::SchemaOf)
 /// as the command line names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SchemaWhich {
@@ -132,8 +132,8 @@ pub enum SchemaWhich {
 
 impl SchemaWhich {
     /// The schema it names.
-    pub fn of(self) -> crate::suite::schema::SchemaOf {
-        use crate::suite::schema::SchemaOf;
+    pub fn of(self) -> promptgauge_suite::schema::SchemaOf {
+        use promptgauge_suite::schema::SchemaOf;
         match self {
             SchemaWhich::Bench => SchemaOf::Bench,
             SchemaWhich::Case => SchemaOf::Case,
@@ -297,13 +297,13 @@ pub(crate) fn store_location(
     flag: Option<&str>,
     env: &Env,
     root: &std::path::Path,
-) -> Result<(crate::store::Location, bool), UsageError> {
+) -> Result<(promptgauge_store::Location, bool), UsageError> {
     let named = flag.map(|f| (f, "--store")).or_else(|| {
         env.get("PROMPTGAUGE_STORE")
             .map(|v| (v, "$PROMPTGAUGE_STORE"))
     });
     match named {
-        Some((text, source)) => crate::store::Location::parse(text)
+        Some((text, source)) => promptgauge_store::Location::parse(text)
             .map(|l| (l, true))
             .map_err(|m| {
                 UsageError::with_fix(
@@ -312,7 +312,7 @@ pub(crate) fn store_location(
                 )
             }),
         None => Ok((
-            crate::store::Location::Sqlite(root.join(crate::store::DEFAULT_FILE)),
+            promptgauge_store::Location::Sqlite(root.join(promptgauge_store::DEFAULT_FILE)),
             false,
         )),
     }
@@ -847,7 +847,7 @@ pub struct LimitArgs {
 
 impl LimitArgs {
     /// What the flags say, over `limits`.
-    pub(crate) fn apply(&self, limits: &mut crate::client::Limits) {
+    pub(crate) fn apply(&self, limits: &mut promptgauge_client::Limits) {
         if let Some(c) = self.concurrency {
             limits.concurrency = c as usize;
         }
@@ -872,7 +872,7 @@ pub struct PlanArgs {
     /// …/responses, OpenAI's Responses API; or anthropic-messages: POST …/messages,
     /// Anthropic's Messages API]. A resume keeps the run's.
     #[arg(long, value_name = "NAME")]
-    pub protocol: Option<crate::client::ProtocolKind>,
+    pub protocol: Option<promptgauge_client::ProtocolKind>,
     /// Run on these of the bench's named `endpoints:`, in this order: the first is the
     /// baseline endpoint [default: every one, and those --endpoint adds]. Each keeps its
     /// own price, parameters, limits and headers; with several, every variant runs at every
@@ -884,14 +884,14 @@ pub struct PlanArgs {
     /// parameters and limits (no price: see --price), and joins the run's endpoints. A name
     /// the bench has moves that endpoint for this run (and unprices it).
     #[arg(long, value_name = "NAME=URL,…")]
-    pub endpoint: Vec<crate::suite::endpoints::AdHocEndpoint>,
+    pub endpoint: Vec<promptgauge_suite::endpoints::AdHocEndpoint>,
     /// What the run's endpoint costs, in USD per million prompt and answer tokens: `IN,OUT`
     /// (`IN,OUT,CACHED` with a price for cached prompt tokens), or `0` for a server that
     /// costs nothing; `NAME=IN,OUT` prices one endpoint of
     /// several. A price belongs to its endpoint: one that --base-url, --model or
     /// --endpoint moves elsewhere (or adds) is unpriced without it (docs/guide/endpoints.md).
     #[arg(long = "price", value_name = "[NAME=]IN,OUT")]
-    pub prices: Vec<crate::suite::endpoints::PriceFlag>,
+    pub prices: Vec<promptgauge_suite::endpoints::PriceFlag>,
     /// Where the judge answers (overrides judge.base_url); `mock` selects the built-in
     /// simulator [default: the run's endpoint]. Pinned here, the judge stays put whatever
     /// --base-url says; a resume keeps the run's judge.
@@ -907,7 +907,7 @@ pub struct PlanArgs {
     pub judge_key_env: Option<String>,
     /// The wire protocol of the judge's endpoint (overrides judge.protocol).
     #[arg(long, value_name = "NAME")]
-    pub judge_protocol: Option<crate::client::ProtocolKind>,
+    pub judge_protocol: Option<promptgauge_client::ProtocolKind>,
     /// The client's limits as the flags set them.
     #[command(flatten)]
     pub limits: LimitArgs,
@@ -989,7 +989,7 @@ pub struct PlanArgs {
     pub seed: Option<u64>,
     /// A resumed run's own sequential plan (its seed and limits).
     #[arg(skip)]
-    pub sequential: Option<crate::suite::plan::SequentialPlan>,
+    pub sequential: Option<promptgauge_suite::plan::SequentialPlan>,
     /// A resume: the case order is the run's own (`seed`, or the file's when it had none),
     /// never drawn again: jobs, their keys and their batches' ids are numbered by it.
     #[arg(skip)]
@@ -1088,8 +1088,8 @@ pub struct BatchArgs {
 
 impl BatchArgs {
     /// As the runner takes them.
-    pub(crate) fn settings(&self) -> crate::runner::batch::BatchSettings {
-        crate::runner::batch::BatchSettings {
+    pub(crate) fn settings(&self) -> promptgauge_runner::batch::BatchSettings {
+        promptgauge_runner::batch::BatchSettings {
             poll: self.batch_poll.max(Duration::from_millis(1)),
             poll_max: self.batch_poll_max.max(self.batch_poll),
             wait: self.batch_wait,
@@ -1128,8 +1128,8 @@ impl OutputArgs {
 
     /// The files named that are outputs of the run's figures (`report::outputs`), one
     /// line each.
-    pub(crate) fn asked(&self) -> crate::report::Asked {
-        crate::report::Asked {
+    pub(crate) fn asked(&self) -> promptgauge_report::Asked {
+        promptgauge_report::Asked {
             junit: self.junit.clone(),
             markdown: self.markdown.clone(),
             terminal: true,
@@ -1142,11 +1142,11 @@ impl OutputArgs {
     /// summary).
     pub(crate) fn sinks(
         &self,
-        record: &crate::runner::record::RunRecord,
-    ) -> Vec<Box<dyn crate::report::sinks::Sink>> {
-        let mut sinks: Vec<Box<dyn crate::report::sinks::Sink>> = Vec::new();
+        record: &promptgauge_runner::record::RunRecord,
+    ) -> Vec<Box<dyn promptgauge_report::sinks::Sink>> {
+        let mut sinks: Vec<Box<dyn promptgauge_report::sinks::Sink>> = Vec::new();
         if let Some(path) = &self.jobs_csv {
-            sinks.push(Box::new(crate::report::jobs_csv::JobsCsv::create(
+            sinks.push(Box::new(promptgauge_report::jobs_csv::JobsCsv::create(
                 path,
                 record.arm_prices(),
                 !record.plan.endpoints.is_empty(),
@@ -1236,7 +1236,7 @@ pub struct GateArgs {
 impl GateArgs {
     /// These flags over a bench's `gates:`: each gate the bench sets applies unless its
     /// flag is given (the flag's value wins).
-    pub(crate) fn or_bench(&self, bench: &crate::suite::gates::BenchGates) -> GateArgs {
+    pub(crate) fn or_bench(&self, bench: &promptgauge_suite::gates::BenchGates) -> GateArgs {
         GateArgs {
             max_cost: self.max_cost.or(bench.max_cost),
             max_cost_per_job: self.max_cost_per_job.or(bench.max_cost_per_job),
@@ -1450,7 +1450,7 @@ fn parse_long_delay(s: &str) -> Result<Duration, String> {
 
 /// A size flag: `4MiB`, `512KiB`, `100MB` or a bare number of bytes, more than 0.
 fn parse_size(s: &str) -> Result<u64, String> {
-    match crate::client::limits::parse_bytes(s) {
+    match promptgauge_client::limits::parse_bytes(s) {
         Ok(0) => Err("a size must be more than 0 bytes; e.g. 100MB".into()),
         Ok(n) => Ok(n),
         Err(e) => Err(e.to_string()),
@@ -1461,7 +1461,7 @@ fn parse_size(s: &str) -> Result<u64, String> {
 fn parse_delay(s: &str) -> Result<Duration, String> {
     let d = humantime::parse_duration(s)
         .map_err(|e| format!("`{s}` is not a duration ({e}); e.g. 50ms"))?;
-    if d > crate::suite::MAX_DURATION {
+    if d > promptgauge_suite::MAX_DURATION {
         return Err(format!("`{s}` is longer than a day; e.g. 50ms, 30s or 2m"));
     }
     Ok(d)
@@ -1516,7 +1516,7 @@ impl MockArgs {
                 .max_image_bytes
                 .map(|b| b.min(usize::MAX as u64) as usize),
             agent_steps: self.agent_steps,
-            agent_modes: crate::mock::AgentModes {
+            agent_modes: promptgauge_mock::AgentModes {
                 parallel: self.agent_parallel,
                 wrong_tool: self.agent_wrong_tool,
                 bad_json: self.agent_bad_json,
@@ -1701,8 +1701,8 @@ pub(crate) struct Endpoint {
     pub model: String,
     /// The wire protocol: `--protocol`, else the bench's `endpoint.protocol`, else
     /// `openai-chat`.
-    pub protocol: crate::client::ProtocolKind,
-    pub api_key: Option<crate::client::ApiKey>,
+    pub protocol: promptgauge_client::ProtocolKind,
+    pub api_key: Option<promptgauge_client::ApiKey>,
     pub api_key_env: String,
     /// Worth saying before the run (a key that had to be trimmed).
     pub warnings: Vec<String>,
@@ -1720,12 +1720,12 @@ pub(crate) struct BenchEndpoint<'a> {
     pub base_urls: Vec<String>,
     pub model: Option<&'a str>,
     pub api_key_env: Option<&'a str>,
-    pub protocol: Option<crate::client::ProtocolKind>,
+    pub protocol: Option<promptgauge_client::ProtocolKind>,
     /// `api-key`: the key goes in that header (Azure OpenAI).
-    pub key_header: Option<crate::client::KeyHeader>,
+    pub key_header: Option<promptgauge_client::KeyHeader>,
     /// One of the bench's named `endpoints:`: its base URL is its own, beating the
     /// environment's (only --base-url overrides it).
-    pub named: Option<&'a crate::suite::endpoints::NamedEndpoint>,
+    pub named: Option<&'a promptgauge_suite::endpoints::NamedEndpoint>,
     /// `batch: true`.
     pub batch: bool,
 }
@@ -1740,7 +1740,7 @@ pub(crate) fn resolve_endpoint(
     let base = endpoint_base_url(args, env, &bench);
     let protocol = args.protocol.or(bench.protocol).unwrap_or_default();
     for url in &base.urls {
-        crate::suite::check_base_url(url, protocol).map_err(|m| {
+        promptgauge_suite::check_base_url(url, protocol).map_err(|m| {
             UsageError::with_fix(
                 format!("{m} (from {})", base.source),
                 "write the full URL, e.g. http://127.0.0.1:8000/v1",
@@ -1831,7 +1831,7 @@ fn endpoint_model(
 /// endpoint says), and what was said when it had to be cleaned.
 struct ReadKey {
     env: String,
-    key: Option<crate::client::ApiKey>,
+    key: Option<promptgauge_client::ApiKey>,
     warning: Option<String>,
 }
 
@@ -1852,13 +1852,13 @@ fn endpoint_key(env: &Env, bench: &BenchEndpoint<'_>, sent: bool) -> Result<Read
             warning: None,
         });
     };
-    let (key, warning) = crate::client::secrets::clean_api_key(&key, &api_key_env).map_err(|m| {
+    let (key, warning) = promptgauge_client::secrets::clean_api_key(&key, &api_key_env).map_err(|m| {
         UsageError::with_fix(
             m,
             format!("set ${api_key_env} to the key alone, e.g. export {api_key_env}=\"$(tr -d '[:space:]' < key.txt)\""),
         )
     })?;
-    let key = crate::client::ApiKey::new(key).in_header(bench.key_header.unwrap_or_default());
+    let key = promptgauge_client::ApiKey::new(key).in_header(bench.key_header.unwrap_or_default());
     Ok(ReadKey {
         env: api_key_env,
         key: Some(key),
@@ -1875,7 +1875,7 @@ pub(crate) fn read_headers(
 ) -> Result<Vec<(String, String, bool)>, UsageError> {
     headers
         .iter()
-        .map(|(name, value)| match crate::suite::endpoints::variable_of(value) {
+        .map(|(name, value)| match promptgauge_suite::endpoints::variable_of(value) {
             None => Ok((name.clone(), value.clone(), false)),
             Some(var) => match env.get(var) {
                 Some(v) if !v.trim().is_empty() && !v.contains(['\r', '\n']) => {

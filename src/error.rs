@@ -80,8 +80,8 @@ impl From<crate::cli::UsageError> for Failure {
     }
 }
 
-impl From<crate::suite::InputErrors> for Failure {
-    fn from(e: crate::suite::InputErrors) -> Self {
+impl From<promptgauge_suite::InputErrors> for Failure {
+    fn from(e: promptgauge_suite::InputErrors) -> Self {
         Failure::Input(e.into())
     }
 }

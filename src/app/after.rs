@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::Failure;
 use crate::cli::UsageError;
-use crate::runner::RunDir;
+use promptgauge_runner::RunDir;
 
 /// The largest summary.json `--after` reads.
 const SUMMARY_CAP: u64 = 64 << 20;
@@ -16,9 +16,9 @@ const SUMMARY_CAP: u64 = 64 << 20;
 /// when the search ended there: nothing is left to send.
 pub(super) fn arms_out_after(
     after: &Path,
-    shard: Option<crate::suite::Shard>,
-    (bench, variants): (&crate::suite::Bench, &[usize]),
-    plan: &crate::suite::plan::SequentialPlan,
+    shard: Option<promptgauge_suite::Shard>,
+    (bench, variants): (&promptgauge_suite::Bench, &[usize]),
+    plan: &promptgauge_suite::plan::SequentialPlan,
 ) -> Result<Vec<String>, Failure> {
     let refuse = |why: String, fix: &str| -> Failure {
         UsageError::with_fix(format!("--after {}: {why}", after.display()), fix).into()
@@ -35,7 +35,7 @@ pub(super) fn arms_out_after(
     }
     if let Some(why) = another_plan(
         &record,
-        crate::suite::Fingerprint::of(bench, variants),
+        promptgauge_suite::Fingerprint::of(bench, variants),
         plan,
     ) {
         return Err(refuse(
@@ -44,8 +44,8 @@ pub(super) fn arms_out_after(
         ));
     }
     check_shard(&record.merged_shards, shard).map_err(|(why, fix)| refuse(why, &fix))?;
-    let summary: crate::report::Summary =
-        crate::files::read_capped(&dir.file("summary.json"), SUMMARY_CAP)
+    let summary: promptgauge_report::Summary =
+        promptgauge_base::files::read_capped(&dir.file("summary.json"), SUMMARY_CAP)
             .ok()
             .and_then(|bytes| serde_json::from_slice(&bytes).ok())
             .ok_or_else(|| {
@@ -75,8 +75,8 @@ pub(super) fn arms_out_after(
 
 /// This run's shard must be of the same count as the merge's, and not one it combined.
 fn check_shard(
-    merged: &[crate::suite::Shard],
-    shard: Option<crate::suite::Shard>,
+    merged: &[promptgauge_suite::Shard],
+    shard: Option<promptgauge_suite::Shard>,
 ) -> Result<(), (String, String)> {
     let (Some(shard), Some(first)) = (shard, merged.first()) else {
         return Ok(());
@@ -106,15 +106,15 @@ fn check_shard(
 
 /// How the merge's plan differs from this run's, said: `None` when it is the same.
 fn another_plan(
-    merged: &crate::runner::record::RunRecord,
-    fingerprint: crate::suite::Fingerprint,
-    plan: &crate::suite::plan::SequentialPlan,
+    merged: &promptgauge_runner::record::RunRecord,
+    fingerprint: promptgauge_suite::Fingerprint,
+    plan: &promptgauge_suite::plan::SequentialPlan,
 ) -> Option<String> {
     let Some(theirs) = merged.plan.sequential.as_ref() else {
         return Some("it searched nothing".into());
     };
     let epsilon =
-        |p: &crate::suite::plan::SequentialPlan| p.best.map_or(0.0, |b| b.epsilon * 100.0);
+        |p: &promptgauge_suite::plan::SequentialPlan| p.best.map_or(0.0, |b| b.epsilon * 100.0);
     if merged.fingerprint != fingerprint {
         Some("its bench or variants differ from this run's".into())
     } else if theirs.seed != plan.seed {

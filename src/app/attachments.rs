@@ -4,9 +4,9 @@
 //! endpoint's `limits.max_file_bytes` (by default its kind's strictest provider limit), and
 //! a request's files together within `limits.max_request_bytes`.
 
-use crate::client::attachment::Attachment;
-use crate::client::{ChatMessage, Limits, ProtocolKind};
-use crate::suite::{Bench, Case, InputError, InputErrors, Variant};
+use promptgauge_client::attachment::Attachment;
+use promptgauge_client::{ChatMessage, Limits, ProtocolKind};
+use promptgauge_suite::{Bench, Case, InputError, InputErrors, Variant};
 
 /// Where a run's requests go, as its files see it.
 pub(super) struct Recipient<'a> {
@@ -22,7 +22,7 @@ pub(super) struct Recipient<'a> {
 /// tokens-per-minute reservations assume of it, so none falls short of what the provider
 /// may bill.
 pub(super) fn count_url_documents_at(bench: &mut Bench, pages: u32) {
-    use crate::client::attachment::{FileTokens, Kind};
+    use promptgauge_client::attachment::{FileTokens, Kind};
     let at_limit = |f: &mut std::sync::Arc<Attachment>| {
         if f.kind == Kind::Pdf && f.url().is_some() {
             std::sync::Arc::make_mut(f).tokens = FileTokens::pdf(u64::from(pages));

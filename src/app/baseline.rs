@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 use super::{Failure, load};
 use crate::cli::UsageError;
 use crate::error::BeforeSend;
-use crate::report::RunResult;
-use crate::report::compare::CaseTable;
-use crate::report::summary::{Latencies, Summary};
-use crate::runner::record::RunRecord;
-use crate::store::{Filter, Location, RunRow, Store};
+use promptgauge_report::RunResult;
+use promptgauge_report::compare::CaseTable;
+use promptgauge_report::summary::{Latencies, Summary};
+use promptgauge_runner::record::RunRecord;
+use promptgauge_store::{Filter, Location, RunRow, Store};
 
 /// A run, found.
 #[derive(Debug, Clone)]
@@ -34,7 +34,7 @@ impl Reference {
     /// run of several endpoints); `None` when its run.json cannot be read here.
     pub(super) fn arms(&self) -> Option<Vec<String>> {
         match self {
-            Reference::Folder(p) => crate::runner::RunDir::at(p)
+            Reference::Folder(p) => promptgauge_runner::RunDir::at(p)
                 .read_record()
                 .ok()
                 .map(|r| r.plan.arms()),
@@ -101,7 +101,7 @@ pub(super) async fn resolve(
     let found = find(&store, name, bench, what).await;
     // Its folder, when it is still here and still holds this run.
     let in_folder = |run: &RunRow| {
-        crate::runner::RunDir::at(&run.folder)
+        promptgauge_runner::RunDir::at(&run.folder)
             .read_record()
             .is_ok_and(|r| r.run_id == run.run_id)
     };
@@ -212,8 +212,8 @@ async fn find(
 /// (stopped, or jobs missing), it is a shard (part of the cases), more of its jobs failed
 /// than it allowed, or a variant has no graded answer (a comparison with it would compare
 /// nothing, and a gate that compared nothing would pass).
-fn untrusted(r: &RunRow, variants: &[crate::store::VariantRow]) -> Option<String> {
-    if r.kind == crate::report::rows::RunKind::Shard {
+fn untrusted(r: &RunRow, variants: &[promptgauge_store::VariantRow]) -> Option<String> {
+    if r.kind == promptgauge_report::rows::RunKind::Shard {
         return Some("is a shard (part of the cases)".into());
     }
     if let Some(why) = &r.stopped {
@@ -349,7 +349,7 @@ pub(super) async fn load_reference(
 }
 
 /// A stored record's case ids and hashes, from its job rows (the store keeps them there).
-fn restore_cases(record: &mut RunRecord, jobs: &[crate::store::ScoreRow]) {
+fn restore_cases(record: &mut RunRecord, jobs: &[promptgauge_store::ScoreRow]) {
     if !record.bench.case_ids.is_empty() {
         return;
     }
@@ -371,7 +371,7 @@ fn restore_cases(record: &mut RunRecord, jobs: &[crate::store::ScoreRow]) {
 pub(crate) fn stored_result(
     record: &RunRecord,
     summary: Summary,
-    jobs: &[crate::store::ScoreRow],
+    jobs: &[promptgauge_store::ScoreRow],
 ) -> RunResult {
     // The stored rows name their arm: the variant, or `ENDPOINT/VARIANT` in a grid.
     let names = record.plan.arms();

@@ -3,11 +3,11 @@
 
 use super::{Failure, Prepared, shown_urls};
 use crate::cli::UsageError;
-use crate::client::attachment::FileTokens;
-use crate::report::ProviderInfo;
-use crate::report::usd as shown;
-use crate::runner::budget::{Prices, UNBOUNDED_COMPLETION, UNBOUNDED_JUDGE_COMPLETION};
-use crate::suite::{Job, Price};
+use promptgauge_client::attachment::FileTokens;
+use promptgauge_report::ProviderInfo;
+use promptgauge_report::usd as shown;
+use promptgauge_runner::budget::{Prices, UNBOUNDED_COMPLETION, UNBOUNDED_JUDGE_COMPLETION};
+use promptgauge_suite::{Job, Price};
 
 /// Why a plan with files given by URL may cost more than its files will.
 pub(super) const BY_URL: &str = "files given by URL are counted at the most a provider bills for them, their bytes being unknown before they are sent (an image at the largest size, a PDF at limits.max_pdf_pages pages)";
@@ -90,10 +90,10 @@ pub(super) fn prices(p: &Prepared, judge: Option<&super::judge::ResolvedJudge>) 
 }
 
 /// Whether a job's answer is in the response cache (`--cache`): it costs nothing.
-pub(super) type IsCached<'a> = &'a dyn Fn(&Job, &[crate::client::ChatMessage]) -> bool;
+pub(super) type IsCached<'a> = &'a dyn Fn(&Job, &[promptgauge_client::ChatMessage]) -> bool;
 
 /// [`IsCached`], owned: what a run builds from its response cache.
-pub(super) type CachedTest = Box<dyn Fn(&Job, &[crate::client::ChatMessage]) -> bool>;
+pub(super) type CachedTest = Box<dyn Fn(&Job, &[promptgauge_client::ChatMessage]) -> bool>;
 
 /// The estimate of `jobs` at `prices`; an answer `cached` holds costs nothing (its
 /// scorer's calls still count).
@@ -128,12 +128,12 @@ pub(super) fn estimate(
             .get(usize::from(job.endpoint))
             .map_or(p.endpoint.protocol, |g| g.endpoint.protocol);
         let rule = match protocol {
-            crate::client::ProtocolKind::AnthropicMessages => |t: FileTokens| t.anthropic,
-            crate::client::ProtocolKind::OpenaiChat
-            | crate::client::ProtocolKind::OpenaiResponses => |t: FileTokens| t.openai,
+            promptgauge_client::ProtocolKind::AnthropicMessages => |t: FileTokens| t.anthropic,
+            promptgauge_client::ProtocolKind::OpenaiChat
+            | promptgauge_client::ProtocolKind::OpenaiResponses => |t: FileTokens| t.openai,
         };
         let tokens = if bought {
-            crate::suite::prompt_tokens_by(&messages, rule)
+            promptgauge_suite::prompt_tokens_by(&messages, rule)
         } else {
             0
         };

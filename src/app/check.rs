@@ -3,7 +3,7 @@
 use super::settings::Planned;
 use super::{Exit, Failure, shown_urls};
 use crate::cli::{CheckArgs, Env};
-use crate::report::compare::Detectable;
+use promptgauge_report::compare::Detectable;
 
 /// `check`: validates everything a run would and prints the plan; sends nothing.
 pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
@@ -44,7 +44,7 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
     super::plan::say_gates(
         &gates.gates(),
         &p.bench,
-        crate::suite::plan::largest_family(p.variants.len(), p.grid.len()),
+        promptgauge_suite::plan::largest_family(p.variants.len(), p.grid.len()),
     );
     let limits = &p.bench.limits;
     out!(
@@ -62,7 +62,7 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
 }
 
 /// Each `expr` scorer's expression, once: what scores the answers, in-process.
-fn say_expressions(b: &crate::suite::Bench) {
+fn say_expressions(b: &promptgauge_suite::Bench) {
     let mut said: Vec<&str> = Vec::new();
     let grades = std::iter::once(&b.grade).chain(b.cases.iter().filter_map(|c| c.grade.as_ref()));
     for expr in grades.flat_map(|g| g.expressions()) {
@@ -161,7 +161,7 @@ fn say_format_hint(p: &super::Prepared, variant: usize, name: &str) {
 
 /// How a variant reads its answer (`extract:`), and what that reads in the example answer
 /// its own messages give (a few-shot `assistant` message), when they give one.
-fn say_reading(name: &str, v: &crate::suite::Variant) {
+fn say_reading(name: &str, v: &promptgauge_suite::Variant) {
     let Some(x) = &v.extract else { return };
     out!("    {name}: {} (extract: {})", x.describe(), x.to_yaml());
     let example =
@@ -169,8 +169,8 @@ fn say_reading(name: &str, v: &crate::suite::Variant) {
             m.role == "assistant" && !m.content.contains("{{") && !m.content.contains("{%")
         });
     let Some(example) = example else { return };
-    let shown = crate::report::visible(&example.content, 80);
-    match crate::grade::read::read(x, &example.content, &Default::default()) {
+    let shown = promptgauge_report::visible(&example.content, 80);
+    match promptgauge_grade::read::read(x, &example.content, &Default::default()) {
         Ok(read) => out!("    its example answer \"{shown}\" reads as \"{read}\""),
         Err(nothing) => out!(
             "    warning: {name}'s extract: finds nothing in its own example answer \"{shown}\": {}",
@@ -321,7 +321,7 @@ fn say_power(p: &super::Prepared) {
         b.cases.len() as u64,
         0.5,
         b.confidence,
-        crate::suite::plan::largest_family(p.variants.len(), p.grid.len()),
+        promptgauge_suite::plan::largest_family(p.variants.len(), p.grid.len()),
     )
     .in_grid(!p.grid.is_empty());
     out!("  {}", detectable.sentence(b.confidence));

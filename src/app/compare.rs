@@ -7,12 +7,12 @@ use anyhow::Context;
 
 use super::{Exit, Failure};
 use crate::cli::{CompareArgs, UsageError};
-use crate::clock::utc_now;
 use crate::error::BeforeSend;
-use crate::report::compare::{CaseSide, RunComparison, RunSide};
-use crate::report::{self, RunResult};
-use crate::runner::RunDir;
-use crate::runner::record::RunRecord;
+use promptgauge_base::clock::utc_now;
+use promptgauge_report::compare::{CaseSide, RunComparison, RunSide};
+use promptgauge_report::{self as report, RunResult};
+use promptgauge_runner::RunDir;
+use promptgauge_runner::record::RunRecord;
 
 /// One side of a comparison: a run folder, its record, and its aggregated result.
 pub(super) type Side<'a> = (&'a Path, &'a RunRecord, &'a RunResult);
@@ -53,7 +53,7 @@ fn changed_cases(a: &RunRecord, b: &RunRecord) -> Vec<String> {
         .case_ids
         .iter()
         .filter(|id| {
-            !crate::report::compare::same_case(
+            !promptgauge_report::compare::same_case(
                 ha.get(id.as_str()).copied(),
                 hb.get(id.as_str()).copied(),
             )
@@ -139,7 +139,7 @@ fn run_side((dir, r, _): Side<'_>) -> RunSide {
 /// What report.html kept of each run's answers for one variant (at its place in each
 /// run): identical texts, and flipped cases.
 fn compare_answers(
-    pair: &mut crate::report::compare::VariantPair,
+    pair: &mut promptgauge_report::compare::VariantPair,
     (a, ia): (&RunResult, usize),
     (b, ib): (&RunResult, usize),
 ) {
@@ -163,7 +163,7 @@ fn compare_answers(
             _ => continue,
         };
         if pair.flipped.len() < FLIPS_SHOWN {
-            pair.flipped.push(crate::report::compare::Flip {
+            pair.flipped.push(promptgauge_report::compare::Flip {
                 case: case.clone(),
                 expected: expected.clone(),
                 direction: direction.to_string(),
@@ -234,7 +234,7 @@ pub async fn compare(args: &CompareArgs, env: &crate::cli::Env) -> Result<Exit, 
         let files = report::comparison_files(&comparison)?;
         for (name, text) in files {
             let path = out.join(name);
-            crate::files::write_atomically(&path, text)
+            promptgauge_base::files::write_atomically(&path, text)
                 .with_context(|| format!("cannot write {}", path.display()))?;
         }
         Ok(())

@@ -15,10 +15,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::client::attachment::{Attachment, FileBytes, FileSource, FileTokens, Kind, sha256_hex};
 use crate::error::Failure;
-use crate::suite::error::shown_size;
-use crate::suite::{Bench, InputError, InputErrors};
+use promptgauge_client::attachment::{
+    Attachment, FileBytes, FileSource, FileTokens, Kind, sha256_hex,
+};
+use promptgauge_suite::error::shown_size;
+use promptgauge_suite::{Bench, InputError, InputErrors};
 
 /// How long one file may take, from the request to its last byte.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
@@ -153,7 +155,7 @@ fn checked(
                 format!(
                     "case `{}`: {} {why}",
                     case.id,
-                    crate::client::secrets::redact_url(url)
+                    promptgauge_client::secrets::redact_url(url)
                 ),
             )
         };
@@ -217,7 +219,7 @@ enum Why {
     /// It could not be fetched, answered an error, or was larger than a file may be.
     Failed(String),
     /// It is no file promptgauge sends (an HTML page, an SVG image, none of the kinds).
-    NotAFile(crate::client::attachment::NotAFile),
+    NotAFile(promptgauge_client::attachment::NotAFile),
     /// Its bytes took the files fetched past [`Caps::total`].
     PastTotal,
 }
@@ -258,7 +260,7 @@ fn download_all(
             .build()
         {
             Ok(h) => h,
-            Err(e) => return failed(crate::client::transport::describe(&e)),
+            Err(e) => return failed(promptgauge_client::transport::describe(&e)),
         };
         tokio::select! {
             done = each_download(&http, urls, caps) => Ok(done),
@@ -308,7 +310,7 @@ async fn download(
     let response = http.get(url).send().await.map_err(|e| {
         Why::Failed(format!(
             "could not be fetched: {}",
-            crate::client::transport::describe(&e)
+            promptgauge_client::transport::describe(&e)
         ))
     })?;
     let status = response.status();
@@ -323,7 +325,7 @@ async fn download(
     // A page is refused by what it is served as before its bytes are read.
     if let Some(not) = served_as
         .as_deref()
-        .and_then(crate::client::attachment::NotAFile::served)
+        .and_then(promptgauge_client::attachment::NotAFile::served)
     {
         return Err(Why::NotAFile(not));
     }
@@ -337,7 +339,7 @@ async fn download(
             let chunk = chunk.map_err(|e| {
                 Why::Failed(format!(
                     "broke off: {}",
-                    crate::client::transport::describe(&e)
+                    promptgauge_client::transport::describe(&e)
                 ))
             })?;
             let n = chunk.len() as u64;

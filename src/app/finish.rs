@@ -7,10 +7,10 @@ use super::baseline::{Reference, load_reference};
 use super::compare::compare_results;
 use super::{Exit, resume_command};
 use crate::cli::{GateArgs, UsageError};
-use crate::report::{self, Output, RunReport, RunResult};
-use crate::runner::RunDir;
-use crate::runner::record::RunRecord;
-use crate::store::{Location, Recording, Store};
+use promptgauge_report::{self as report, Output, RunReport, RunResult};
+use promptgauge_runner::RunDir;
+use promptgauge_runner::record::RunRecord;
+use promptgauge_store::{Location, Recording, Store};
 
 /// Where a finished run's results go besides its folder, and what it must pass.
 pub(super) struct Outputs<'a> {
@@ -40,7 +40,7 @@ impl<'a> Outputs<'a> {
             gates,
             baseline,
             store: None,
-            asked: crate::report::Asked {
+            asked: promptgauge_report::Asked {
                 quiet,
                 ..files.asked()
             },
@@ -57,7 +57,7 @@ impl<'a> Outputs<'a> {
         files: &'a crate::cli::OutputArgs,
         baseline: Option<&'a Reference>,
         quiet: bool,
-        (no_store, store): (bool, Result<crate::store::Location, UsageError>),
+        (no_store, store): (bool, Result<promptgauge_store::Location, UsageError>),
     ) -> Result<Outputs<'a>, UsageError> {
         Ok(Outputs {
             store: if no_store { None } else { Some(store?) },
@@ -91,8 +91,11 @@ pub(super) enum Ending {
 /// The prompts report.html shows beside the answers, rendered again from the bench file
 /// when it still measures what the run measured (its fingerprint); otherwise none are
 /// shown. (`report` reads the bench again for this; a run passes the bench it ran.)
-pub(super) fn attach_prompts(result: &mut RunResult, record: &crate::runner::record::RunRecord) {
-    if let Some(prompts) = crate::report::prompts::Prompts::of_run(record) {
+pub(super) fn attach_prompts(
+    result: &mut RunResult,
+    record: &promptgauge_runner::record::RunRecord,
+) {
+    if let Some(prompts) = promptgauge_report::prompts::Prompts::of_run(record) {
         attach(result, &prompts);
     }
 }
@@ -101,20 +104,20 @@ pub(super) fn attach_prompts(result: &mut RunResult, record: &crate::runner::rec
 /// run's first (a bench read again from disk may have changed).
 pub(super) fn attach_prompts_from(
     result: &mut RunResult,
-    record: &crate::runner::record::RunRecord,
-    bench: &crate::suite::Bench,
+    record: &promptgauge_runner::record::RunRecord,
+    bench: &promptgauge_suite::Bench,
     check: bool,
 ) {
-    let borrowed = crate::report::prompts::Held::Borrowed(bench);
-    if let Some(prompts) = crate::report::prompts::Prompts::new(borrowed, record, check) {
+    let borrowed = promptgauge_report::prompts::Held::Borrowed(bench);
+    if let Some(prompts) = promptgauge_report::prompts::Prompts::new(borrowed, record, check) {
         attach(result, &prompts);
     }
 }
 
 /// Each shown answer's prompt, cut at SHOWN_PROMPT_BYTES; once the page's budget is spent,
 /// left out.
-fn attach(result: &mut RunResult, prompts: &crate::report::prompts::Prompts<'_>) {
-    use crate::report::result::{SHOWN_PROMPT_BYTES, SHOWN_PROMPTS_BUDGET};
+fn attach(result: &mut RunResult, prompts: &promptgauge_report::prompts::Prompts<'_>) {
+    use promptgauge_report::result::{SHOWN_PROMPT_BYTES, SHOWN_PROMPTS_BUDGET};
     let mut spent = 0;
     let cases: Vec<String> = result.answers.keys().cloned().collect();
     for case_id in cases {
@@ -130,7 +133,7 @@ fn attach(result: &mut RunResult, prompts: &crate::report::prompts::Prompts<'_>)
                 result.prompts_cut += 1;
                 format!(
                     "{}\n[cut here: the prompt is {} bytes; the bench renders it in full]",
-                    crate::client::protocol::truncate(&text, SHOWN_PROMPT_BYTES),
+                    promptgauge_client::protocol::truncate(&text, SHOWN_PROMPT_BYTES),
                     text.len()
                 )
             } else {
@@ -181,7 +184,7 @@ pub(super) async fn conclude(
     ending: Ending,
     outputs: &Outputs<'_>,
     mut problems: Vec<anyhow::Error>,
-    bench: Option<&crate::suite::Bench>,
+    bench: Option<&promptgauge_suite::Bench>,
 ) -> Exit {
     // An output that could not be written (a per-job file) is said like a report's.
     problems.extend(result.problems.drain(..).map(anyhow::Error::new));
@@ -307,7 +310,7 @@ fn exit_of(
         if outputs.sent {
             note!(
                 "the answers are in the journal; rewrite the reports with: promptgauge report {} (or {})",
-                crate::report::shell_path(dir.path()),
+                promptgauge_report::shell_path(dir.path()),
                 resume_command(dir.path())
             );
             return Exit::Incomplete;
@@ -415,8 +418,8 @@ fn incomplete(dir: &RunDir, result: &RunResult, gates: &report::gates::Gates) ->
 pub(super) async fn record_in_store(
     location: &Location,
     record: &RunRecord,
-    summary: &crate::report::Summary,
-    jobs: &crate::store::JobRows,
+    summary: &promptgauge_report::Summary,
+    jobs: &promptgauge_store::JobRows,
     folder: &Path,
 ) -> Result<String, String> {
     let recorded = async {
@@ -437,11 +440,11 @@ pub(super) async fn record_in_store(
     let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let flag_unless = |default: Option<std::path::PathBuf>| match (location.file(), default) {
         (Some(file), Some(d)) if canonical(file) == canonical(&d) => String::new(),
-        (Some(file), _) => format!(" --store {}", crate::report::shell_path(file)),
+        (Some(file), _) => format!(" --store {}", promptgauge_report::shell_path(file)),
         // Its password is not shown: the user names it as they did.
         (None, _) => " --store URL (or with $PROMPTGAUGE_STORE set)".to_string(),
     };
-    let file = crate::store::DEFAULT_FILE;
+    let file = promptgauge_store::DEFAULT_FILE;
     match recorded {
         Ok(()) => Ok(format!(
             "history: recorded in {}\n  see it with: promptgauge history{}",
@@ -450,14 +453,14 @@ pub(super) async fn record_in_store(
         )),
         Err(e) => Err(format!(
             "warning: {e:#}\n  the run folder holds everything: add it later with: promptgauge index {}{}",
-            crate::report::shell_path(folder),
+            promptgauge_report::shell_path(folder),
             flag_unless(folder.parent().map(|root| root.join(file)))
         )),
     }
 }
 
 /// A usage error for a folder another process holds (or that cannot be locked).
-pub(super) fn in_use(e: crate::runner::lock::LockError) -> crate::error::Failure {
+pub(super) fn in_use(e: promptgauge_runner::lock::LockError) -> crate::error::Failure {
     crate::error::Failure::Input(UsageError(e.to_string()).into())
 }
 

@@ -8,9 +8,9 @@ use anyhow::Context;
 use super::{Exit, Failure};
 use crate::cli::{Env, HistoryArgs, IndexArgs, RunFilterArgs, RunsArgs, UsageError};
 use crate::error::BeforeSend;
-use crate::report::history;
-use crate::runner::RunDir;
-use crate::store::{Filter, Location, Store};
+use promptgauge_report::history;
+use promptgauge_runner::RunDir;
+use promptgauge_store::{Filter, Location, Store};
 
 /// The folder of run folders when none is named: `run --out`'s default.
 pub(super) const REPORTS: &str = "reports";
@@ -110,7 +110,7 @@ pub async fn history(args: &HistoryArgs, env: &Env) -> Result<Exit, Failure> {
     } else if h.part.is_some() {
         out!("{}", history::render_part(&h));
     } else {
-        out!("{}", crate::report::terminal::render_history(&h));
+        out!("{}", promptgauge_report::terminal::render_history(&h));
         if !h.parts.is_empty() {
             note!(
                 "parts of the score: {} (add --part NAME to see one over time)",
@@ -172,7 +172,7 @@ fn write_page(h: &history::History, html: &Path) -> Result<(), Failure> {
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let base = std::path::absolute(folder).before_send()?;
-    let link = |r: &crate::store::RunRow| {
+    let link = |r: &promptgauge_store::RunRow| {
         let report = Path::new(&r.folder).join("report.html");
         report.is_file().then(|| href(&relative(&base, &report)))
     };
@@ -181,7 +181,7 @@ fn write_page(h: &history::History, html: &Path) -> Result<(), Failure> {
             .with_context(|| format!("cannot create {}", dir.display()))
             .before_send()?;
     }
-    crate::files::write_atomically(html, history::render_html(h, &link))
+    promptgauge_base::files::write_atomically(html, history::render_html(h, &link))
         .with_context(|| format!("cannot write {}", html.display()))
         .before_send()?;
     note!("history page: {}", html.display());
@@ -232,7 +232,7 @@ fn file_safe(name: &str) -> String {
 /// A relative path as a link: each byte a URL would misread, percent-encoded.
 fn href(path: &Path) -> String {
     let text = path.to_string_lossy().replace('\\', "/");
-    crate::report::html::percent_encode(&text, b"/")
+    promptgauge_report::html::percent_encode(&text, b"/")
 }
 
 /// `to` as a path relative to the folder `from` (both absolute), for a link.
@@ -286,7 +286,7 @@ pub async fn runs(args: &RunsArgs, env: &Env) -> Result<Exit, Failure> {
             location.shown()
         );
     } else {
-        out!("{}", crate::report::terminal::render_runs(&runs));
+        out!("{}", promptgauge_report::terminal::render_runs(&runs));
     }
     Ok(Exit::Success)
 }
@@ -396,14 +396,14 @@ async fn index_one(store: &Store, folder: &Path) -> anyhow::Result<usize> {
     let (dir, record, mut result) = super::load_with(folder, true)?;
     let jobs = result.jobs.take().unwrap_or_default();
     // The gates the run was checked against are in its summary, not its journal.
-    if let Some(written) = crate::files::read_regular(&dir.path().join("summary.json"))
+    if let Some(written) = promptgauge_base::files::read_regular(&dir.path().join("summary.json"))
         .ok()
-        .and_then(|t| serde_json::from_str::<crate::report::Summary>(&t).ok())
+        .and_then(|t| serde_json::from_str::<promptgauge_report::Summary>(&t).ok())
     {
         result.summary.gates = written.gates;
     }
     store
-        .record(&crate::store::Recording {
+        .record(&promptgauge_store::Recording {
             record: &record,
             summary: &result.summary,
             jobs: &jobs,

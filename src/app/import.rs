@@ -479,7 +479,7 @@ impl Import {
         ) {
             self.review.push(format!(
                 "an endpoint comes from the config's provider `{id}`: model `{model}` at {} — `promptgauge run` sends every prompt and case there",
-                crate::client::secrets::redact_url(base)
+                promptgauge_client::secrets::redact_url(base)
             ));
         }
         Some((label.unwrap_or_else(|| model.clone()), endpoint, params))
@@ -560,7 +560,7 @@ impl Import {
         if needs_text(kind) && text.is_none() {
             self.notes.push(format!(
                 "test {test}: assert `{kind}` with a value that is not text ({}) has no exact promptgauge equivalent: left out",
-                value.map_or("none".to_string(), |v| crate::client::protocol::truncate(&v.to_string(), 60))
+                value.map_or("none".to_string(), |v| promptgauge_client::protocol::truncate(&v.to_string(), 60))
             ));
             return None;
         }
@@ -764,7 +764,7 @@ impl Import {
             found.asserts.push((
                 kind.to_string(),
                 metric
-                    .filter(|m| crate::grade::part_name_ok(m))
+                    .filter(|m| promptgauge_grade::part_name_ok(m))
                     .map(String::from),
             ));
             found
@@ -979,8 +979,8 @@ fn import_promptfoo(args: &ImportArgs) -> Result<Exit, Failure> {
 
 /// The promptfoo config, read and parsed.
 fn read_config(path: &Path) -> Result<Value, Failure> {
-    let text =
-        crate::suite::error::read_text_limited(path, "config", MAX_IMPORT_BYTES).map_err(|e| {
+    let text = promptgauge_suite::error::read_text_limited(path, "config", MAX_IMPORT_BYTES)
+        .map_err(|e| {
             UsageError::with_fix(
                 e.to_string(),
                 "name a promptfoo config: promptgauge import promptfoo promptfooconfig.yaml",

@@ -8,12 +8,12 @@ use serde_json::{Map, Value, json};
 use super::settings::ClientSettings;
 use super::{Prepared, shown_urls};
 use crate::cli::{Env, PlanArgs, UsageError};
-use crate::client::ApiKey;
-use crate::client::Cache;
-use crate::client::Limits;
-use crate::grade::judge::JudgeService;
-use crate::report::ProviderInfo;
-use crate::suite::JudgeSettings;
+use promptgauge_client::ApiKey;
+use promptgauge_client::Cache;
+use promptgauge_client::Limits;
+use promptgauge_grade::judge::JudgeService;
+use promptgauge_report::ProviderInfo;
+use promptgauge_suite::JudgeSettings;
 
 /// The judge, resolved.
 pub(super) struct ResolvedJudge {
@@ -60,7 +60,7 @@ fn pinned(p: &Prepared, flags: &PlanArgs) -> Result<Option<JudgeSettings>, Usage
             .or(settings.protocol)
             .unwrap_or_default();
         if url != "mock" {
-            crate::suite::check_base_url(url, protocol).map_err(|e| {
+            promptgauge_suite::check_base_url(url, protocol).map_err(|e| {
                 UsageError::with_fix(
                     format!("--judge-base-url: {e}"),
                     "write the full URL, e.g. http://127.0.0.1:8000/v1, or `mock`",
@@ -99,7 +99,7 @@ pub(super) fn resolve(
     let protocol = match (settings.as_ref().and_then(|j| j.protocol), &own_url) {
         (Some(p), _) => p,
         (None, None) => run.protocol,
-        (None, Some(_)) => crate::client::ProtocolKind::default(),
+        (None, Some(_)) => promptgauge_client::ProtocolKind::default(),
     };
     let (base_urls, headers) = match own_url {
         Some(url) if url == "mock" => (Vec::new(), Vec::new()),
@@ -170,7 +170,7 @@ fn own_key(
 ) -> Result<Option<ApiKey>, UsageError> {
     Ok(match env.get(name) {
         Some(k) if sent => {
-            let (k, _) = crate::client::secrets::clean_api_key(k, name).map_err(|m| {
+            let (k, _) = promptgauge_client::secrets::clean_api_key(k, name).map_err(|m| {
                 UsageError::with_fix(m, format!("set ${name} to the judge's key alone"))
             })?;
             Some(ApiKey::new(k))

@@ -11,9 +11,9 @@ use super::finish::in_use;
 use super::{Exit, Failure};
 use crate::cli::{LabelArgs, ReportArgs, UsageError};
 use crate::error::BeforeSend;
-use crate::report::labels::{self, Label};
-use crate::runner::RunDir;
-use crate::runner::journal::JobRecord;
+use promptgauge_report::labels::{self, Label};
+use promptgauge_runner::RunDir;
+use promptgauge_runner::journal::JobRecord;
 
 /// Reads one answer: 1/0, yes/no, a score in [0, 1]; `None` to skip; `Err` to stop.
 fn ask(input: &mut dyn BufRead, out: &mut dyn Write) -> std::io::Result<Result<Option<f64>, ()>> {
@@ -154,7 +154,7 @@ fn ask_labels(
             r.output.replace('\n', "\n  ")
         );
         // The answer is the model's: shown, never obeyed.
-        let _ = writeln!(out, "{}", crate::report::terminal_safe(&shown));
+        let _ = writeln!(out, "{}", promptgauge_report::terminal_safe(&shown));
         match ask(&mut input, &mut out).before_send()? {
             Ok(Some(score)) => {
                 write(&labels::label_of(r, score))?;

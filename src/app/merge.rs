@@ -8,10 +8,10 @@ use anyhow::Context;
 use super::finish::{Ending, Outputs, conclude};
 use super::{Exit, Failure, aggregator};
 use crate::cli::{MergeArgs, UsageError};
-use crate::clock::utc_now;
 use crate::error::BeforeSend;
-use crate::runner::RunDir;
-use crate::runner::record::RunRecord;
+use promptgauge_base::clock::utc_now;
+use promptgauge_runner::RunDir;
+use promptgauge_runner::record::RunRecord;
 
 /// `merge`: combines the run folders of `run --shard i/n` into one run.
 pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Failure> {
@@ -104,7 +104,7 @@ fn root_of(args: &MergeArgs) -> PathBuf {
 /// Refuses a bench name that cannot name the merged folder: run.json is a file like any
 /// other, and its name makes a folder only if it can.
 fn check_folder_name(name: &str) -> Result<(), UsageError> {
-    if crate::suite::is_folder_safe(name) {
+    if promptgauge_suite::is_folder_safe(name) {
         return Ok(());
     }
     Err(UsageError::with_fix(
@@ -120,7 +120,7 @@ fn check_folder_name(name: &str) -> Result<(), UsageError> {
 /// kept).
 fn read_shards(
     shards: &[RunDir],
-) -> Result<(Vec<crate::runner::lock::ReadLock>, Vec<RunRecord>), Failure> {
+) -> Result<(Vec<promptgauge_runner::lock::ReadLock>, Vec<RunRecord>), Failure> {
     let locks = shards
         .iter()
         .map(|d| d.read_lock().map_err(|e| UsageError(e.to_string())))
@@ -144,7 +144,14 @@ fn missing_shards(count: u32, seen: &[bool]) -> Vec<String> {
 fn create_folder(
     root: &Path,
     bench: &str,
-) -> Result<(RunDir, crate::runner::lock::RunLock, crate::runner::Journal), Failure> {
+) -> Result<
+    (
+        RunDir,
+        promptgauge_runner::lock::RunLock,
+        promptgauge_runner::Journal,
+    ),
+    Failure,
+> {
     let dir = RunDir::create(root, &format!("{bench}-merged"), &utc_now()).before_send()?;
     let lock = dir.lock().map_err(super::finish::in_use)?;
     let journal = dir
@@ -160,7 +167,7 @@ fn combine_journals(
     shards: &[RunDir],
     records: &[RunRecord],
     dir: &RunDir,
-    journal: &mut crate::runner::Journal,
+    journal: &mut promptgauge_runner::Journal,
     agg: &mut super::Figures,
 ) -> Result<(), Failure> {
     let mut keys = std::collections::HashSet::new();
@@ -286,7 +293,7 @@ fn check_shards(runs: &[PathBuf], records: &[RunRecord]) -> Result<(u32, Vec<boo
 /// protocol or server (the simulator is one server wherever it ran), endpoint by endpoint
 /// for a bench of several. Answers of two endpoints merged would be named after the first.
 fn other_endpoint(first: &RunRecord, r: &RunRecord) -> Option<String> {
-    let at = |p: &crate::runner::record::ProviderInfo| {
+    let at = |p: &promptgauge_runner::record::ProviderInfo| {
         let server = if p.simulated {
             "the built-in simulator".to_string()
         } else {
@@ -294,8 +301,8 @@ fn other_endpoint(first: &RunRecord, r: &RunRecord) -> Option<String> {
         };
         format!("{} at {server} ({})", p.model, p.protocol.name())
     };
-    let same = |a: &crate::runner::record::ProviderInfo,
-                b: &crate::runner::record::ProviderInfo| {
+    let same = |a: &promptgauge_runner::record::ProviderInfo,
+                b: &promptgauge_runner::record::ProviderInfo| {
         a.same_model(b) && a.protocol == b.protocol
     };
     let pairs = std::iter::once((&first.endpoint, &r.endpoint))
@@ -341,7 +348,9 @@ fn merged_record(records: &[RunRecord], missing: &[String]) -> RunRecord {
     record.stopped = if missing.is_empty() {
         records.iter().find_map(|r| r.stopped.clone())
     } else {
-        Some(crate::runner::record::StopReason::shards_missing(missing))
+        Some(promptgauge_runner::record::StopReason::shards_missing(
+            missing,
+        ))
     };
     record
 }
@@ -388,14 +397,14 @@ fn say_search_reach(records: &[RunRecord], runs: &[PathBuf], count: u32, dir: &R
         .iter()
         .take_while(|s| matches!(s, Some((true, _))))
         .count();
-    let folder = crate::report::shell_path(dir.path());
+    let folder = promptgauge_report::shell_path(dir.path());
     let seed = records[0].plan.sequential.as_ref().map_or(0, |s| s.seed);
     match shards.get(through) {
         None => {}
         Some(Some((_, path))) => note!(
             "--best: shard {}/{count} did not finish, so the search went through shard {through}/{count} and part of it; resume it (promptgauge run --resume {}), then merge again",
             through + 1,
-            crate::report::shell_path(path)
+            promptgauge_report::shell_path(path)
         ),
         Some(None) if through == 0 => note!(
             "--best: the search reads the shards' blocks in order from shard 1/{count}, which is missing: it has heard nothing yet"

@@ -8,8 +8,8 @@ use anyhow::Context;
 use super::{Exit, Failure};
 use crate::cli::{MockArgs, UsageError};
 use crate::error::BeforeSend;
-use crate::mock::Provider;
-use crate::mock::server::MockServer;
+use promptgauge_mock::Provider;
+use promptgauge_mock::server::MockServer;
 
 /// `mock`: serves the simulated provider until Ctrl-C.
 pub async fn mock(args: &MockArgs) -> Result<Exit, Failure> {

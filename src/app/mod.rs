@@ -91,7 +91,7 @@ fn print_verbatim(bytes: &[u8]) -> Result<(), Failure> {
     }
 }
 
-pub(crate) use crate::report::text::count;
+pub(crate) use promptgauge_report::text::count;
 
 /// The bench `run` and `check` use when none is named.
 pub(crate) const DEFAULT_BENCH: &str = "promptgauge.yaml";
@@ -107,7 +107,7 @@ const SIMULATED_BANNER: &str = "\
 /// Base URLs as they may be shown and stored: without credentials.
 fn shown_urls(urls: &[String]) -> Vec<String> {
     urls.iter()
-        .map(|u| crate::client::secrets::redact_url(u))
+        .map(|u| promptgauge_client::secrets::redact_url(u))
         .collect()
 }
 
@@ -115,15 +115,15 @@ fn shown_urls(urls: &[String]) -> Vec<String> {
 fn resume_command(dir: &std::path::Path) -> String {
     format!(
         "promptgauge run --resume {}",
-        crate::report::shell_path(dir)
+        promptgauge_report::shell_path(dir)
     )
 }
 
 /// The aggregator for a run's reports (with a JUnit spool in the run folder when asked),
 /// with the folder's labels, if people have labelled any answers.
 fn aggregator(
-    dir: &crate::runner::RunDir,
-    record: &crate::runner::record::RunRecord,
+    dir: &promptgauge_runner::RunDir,
+    record: &promptgauge_runner::record::RunRecord,
     outputs: &crate::cli::OutputArgs,
 ) -> Result<Figures, crate::cli::UsageError> {
     aggregator_with(dir, record, outputs, None)
@@ -131,27 +131,27 @@ fn aggregator(
 
 /// A run's figures behind its sequential tests (with `--until-decided`; else every record
 /// counts): what every way of reading a run feeds its records to.
-pub(super) type Figures = crate::runner::sequential::Decider<crate::report::Aggregator>;
+pub(super) type Figures = promptgauge_runner::sequential::Decider<promptgauge_report::Aggregator>;
 
 /// [`aggregator`] for a live `--until-decided` run, whose tests also pace the runner.
 pub(super) fn aggregator_with(
-    dir: &crate::runner::RunDir,
-    record: &crate::runner::record::RunRecord,
+    dir: &promptgauge_runner::RunDir,
+    record: &promptgauge_runner::record::RunRecord,
     outputs: &crate::cli::OutputArgs,
-    live: Option<crate::runner::sequential::Steering>,
+    live: Option<promptgauge_runner::sequential::Steering>,
 ) -> Result<Figures, crate::cli::UsageError> {
-    let (labels, torn) = crate::report::labels::of_run(&dir.labels()).map_err(|m| {
+    let (labels, torn) = promptgauge_report::labels::of_run(&dir.labels()).map_err(|m| {
         crate::cli::UsageError::with_fix(m, "fix the line, or remove it from labels.jsonl")
     })?;
     if let Some(torn) = torn {
         note!(
             "note: {}",
-            crate::report::labels::torn_note(&dir.labels(), torn)
+            promptgauge_report::labels::torn_note(&dir.labels(), torn)
         );
     }
-    let mut agg = crate::report::Aggregator::new(crate::report::AggregatorSettings {
-        run: crate::report::RunInfo {
-            folder: Some(crate::report::shell_path(dir.path())),
+    let mut agg = promptgauge_report::Aggregator::new(promptgauge_report::AggregatorSettings {
+        run: promptgauge_report::RunInfo {
+            folder: Some(promptgauge_report::shell_path(dir.path())),
             ..record.info()
         },
         variants: record.plan.variants.clone(),
@@ -175,7 +175,7 @@ pub(super) fn aggregator_with(
         .as_ref()
         .filter(|plan| !(searched_elsewhere && plan.shards_in_blocks()))
         .map(|plan| {
-            let tests = crate::runner::sequential::Sequential::new(
+            let tests = promptgauge_runner::sequential::Sequential::new(
                 plan,
                 &record.bench.case_ids,
                 &record.plan.arms(),
@@ -188,16 +188,16 @@ pub(super) fn aggregator_with(
                 endpoints => tests.grid(record.plan.variants.len(), endpoints),
             }
         });
-    Ok(crate::runner::sequential::Decider::new(tests, agg))
+    Ok(promptgauge_runner::sequential::Decider::new(tests, agg))
 }
 
 /// Reads a finished run folder once: its record and what its journal adds up to.
 fn load(
     path: &std::path::Path,
 ) -> anyhow::Result<(
-    crate::runner::RunDir,
-    crate::runner::record::RunRecord,
-    crate::report::RunResult,
+    promptgauge_runner::RunDir,
+    promptgauge_runner::record::RunRecord,
+    promptgauge_report::RunResult,
 )> {
     load_with(path, false)
 }
@@ -207,12 +207,12 @@ fn load_with(
     path: &std::path::Path,
     rows: bool,
 ) -> anyhow::Result<(
-    crate::runner::RunDir,
-    crate::runner::record::RunRecord,
-    crate::report::RunResult,
+    promptgauge_runner::RunDir,
+    promptgauge_runner::record::RunRecord,
+    promptgauge_report::RunResult,
 )> {
     use anyhow::Context;
-    let dir = crate::runner::RunDir::at(path);
+    let dir = promptgauge_runner::RunDir::at(path);
     let _reading = dir
         .read_lock()
         .map_err(|e| crate::cli::UsageError(e.to_string()))?;

@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use super::{Exit, Failure};
 use crate::cli::PowerArgs;
-use crate::report::Summary;
-use crate::stats::power::{self, Assumptions};
-use crate::suite::Bench;
+use promptgauge_report::Summary;
+use promptgauge_stats::power::{self, Assumptions};
+use promptgauge_suite::Bench;
 
 /// Differences the default table sizes a bench for, in points.
 const DIFFERENCES: [f64; 4] = [5.0, 10.0, 15.0, 20.0];
@@ -31,17 +31,17 @@ pub(super) fn last_run(reports: &Path, bench: &str) -> Option<(Summary, PathBuf)
 
 /// Each gate the flags name, sized from the newest run of the bench under reports/
 /// (docs/guide/ci.md, "Sizing a gate before it runs").
-pub(super) fn say_gates(gates: &crate::report::gates::Gates, bench: &Bench, compared: usize) {
+pub(super) fn say_gates(gates: &promptgauge_report::gates::Gates, bench: &Bench, compared: usize) {
     let last = last_run(Path::new("reports"), &bench.name);
-    let sizing = crate::report::gates::Sizing {
+    let sizing = promptgauge_report::gates::Sizing {
         cases: bench.cases.len() as u64,
         compared,
         confidence: bench.confidence,
         last: last
             .as_ref()
-            .map(|(s, dir)| (s, crate::report::shell_path(dir))),
+            .map(|(s, dir)| (s, promptgauge_report::shell_path(dir))),
     };
-    for line in crate::report::gates::sized(gates, &sizing) {
+    for line in promptgauge_report::gates::sized(gates, &sizing) {
         out!("  gate {line}");
     }
 }
@@ -89,10 +89,10 @@ pub fn plan(args: &PowerArgs) -> Result<Exit, Failure> {
     let path = super::prepare::bench_file(args.bench.as_deref())?;
     let bench = Bench::load(&path)?;
     // A bench whose scorers cannot be built is not planned for.
-    let scorers = crate::grade::scorers_for(&bench)?;
+    let scorers = promptgauge_grade::scorers_for(&bench)?;
     let endpoints = bench.endpoints.len().max(1);
     let comparisons = args.comparisons.map_or(
-        crate::suite::plan::largest_family(bench.variants.len(), endpoints).max(1),
+        promptgauge_suite::plan::largest_family(bench.variants.len(), endpoints).max(1),
         |m| m as usize,
     );
     let (baseline, source) = baseline_accuracy(args.baseline_accuracy, &bench.name);
@@ -255,7 +255,7 @@ fn say_best(
     job: JobCost,
     args: &PowerArgs,
 ) -> Result<(), Failure> {
-    use crate::stats::best::{BestArm, BestSettings, BestVerdict};
+    use promptgauge_stats::best::{BestArm, BestSettings, BestVerdict};
     use rand::{RngExt, SeedableRng};
     let points = args.epsilon.or(bench.best_epsilon).unwrap_or(2.0);
     if !(points > 0.0 && points < 50.0) {
@@ -305,7 +305,7 @@ fn say_best(
     let p90 = jobs[jobs.len() * 9 / 10];
     let variance = best_p * (1.0 - best_p) + others * (1.0 - others);
     let fixed_cases =
-        crate::stats::best::fixed_design_cases(arms, bench.confidence, variance, epsilon);
+        promptgauge_stats::best::fixed_design_cases(arms, bench.confidence, variance, epsilon);
     let fixed = fixed_cases * arms as u64 * u64::from(bench.repeats.max(1));
     out!(
         "plan for {}: best of {arms} (run --best), ε {} points, {:.0}% confidence",
@@ -332,7 +332,7 @@ fn say_best(
 /// typical search takes: `needed`.
 fn say_room(bench: &Bench, needed: u64) {
     // Grouped cases are searched by group: the figures count units, each a group.
-    let units = crate::suite::plan::units_of(bench.cases.iter().map(|c| c.group.as_deref()));
+    let units = promptgauge_suite::plan::units_of(bench.cases.iter().map(|c| c.group.as_deref()));
     let (have, unit) = match units.iter().max() {
         Some(&last) => {
             out!(
@@ -373,13 +373,13 @@ impl JobCost {
                 } else {
                     "the judge's calls"
                 },
-                crate::report::usd(Some(each * mean)),
-                crate::report::usd(Some(each * fixed as f64))
+                promptgauge_report::usd(Some(each * mean)),
+                promptgauge_report::usd(Some(each * fixed as f64))
             ),
             JobCost::Unbounded(each) => format!(
                 "in dollars: a variant has no max_tokens, so only the prompts are priced: about {} for the search's prompts, {} for the fixed design's (set max_tokens to bound the rest)",
-                crate::report::usd(Some(each * mean)),
-                crate::report::usd(Some(each * fixed as f64))
+                promptgauge_report::usd(Some(each * mean)),
+                promptgauge_report::usd(Some(each * fixed as f64))
             ),
             JobCost::Unpriced => "in dollars: the bench has no price (add `price: { input_per_mtok: …, output_per_mtok: … }` to see what the search and the fixed design cost)".to_string(),
         }
@@ -391,8 +391,8 @@ impl JobCost {
 const PRICED_JOBS: usize = 1_000;
 
 /// What a job of `bench` costs at most, on average over its jobs (an even sample of them).
-fn job_ceiling(bench: &Bench, scorers: &crate::grade::Scorers) -> JobCost {
-    use crate::runner::budget::{Prices, UNBOUNDED_JUDGE_COMPLETION};
+fn job_ceiling(bench: &Bench, scorers: &promptgauge_grade::Scorers) -> JobCost {
+    use promptgauge_runner::budget::{Prices, UNBOUNDED_JUDGE_COMPLETION};
     let Some(price) = bench.price.clone() else {
         return JobCost::Unpriced;
     };
@@ -403,7 +403,7 @@ fn job_ceiling(bench: &Bench, scorers: &crate::grade::Scorers) -> JobCost {
         judge_completion: UNBOUNDED_JUDGE_COMPLETION,
     };
     let variants: Vec<usize> = (0..bench.variants.len()).collect();
-    let jobs = crate::suite::Plan::new(bench.cases.len(), &variants, 1).jobs;
+    let jobs = promptgauge_suite::Plan::new(bench.cases.len(), &variants, 1).jobs;
     let step = jobs.len().div_ceil(PRICED_JOBS).max(1);
     let (mut sum, mut n) = (0.0, 0usize);
     for job in jobs.iter().step_by(step) {
@@ -413,8 +413,8 @@ fn job_ceiling(bench: &Bench, scorers: &crate::grade::Scorers) -> JobCost {
         sum += if bounded {
             prices.ceiling(bench, job, &messages, scorers[job.case].as_ref(), false)
         } else {
-            price.cost(&crate::client::Usage {
-                prompt_tokens: crate::suite::prompt_tokens(&messages),
+            price.cost(&promptgauge_client::Usage {
+                prompt_tokens: promptgauge_suite::prompt_tokens(&messages),
                 ..Default::default()
             })
         };
@@ -435,8 +435,8 @@ fn job_ceiling(bench: &Bench, scorers: &crate::grade::Scorers) -> JobCost {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::holm::holm;
-    use crate::stats::permutation::sign_flip_test;
+    use promptgauge_stats::holm::holm;
+    use promptgauge_stats::permutation::sign_flip_test;
     use rand::rngs::StdRng;
     use rand::{RngExt, SeedableRng};
 

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use crate::client::{ApiKey, Protocol, ProtocolKind};
+use promptgauge_client::{ApiKey, Protocol, ProtocolKind};
 
 /// The most of a model list that is read: OpenRouter's, the longest in use, is about 1 MB;
 /// a body that goes on is cut here and the list is not checked.
@@ -74,7 +74,7 @@ fn credentials(
 /// never sent to another (reqwest drops `Authorization` there, not `x-api-key` nor a
 /// header of the endpoint's own). A redirect elsewhere ends the look; the jobs then tell.
 fn same_origin_only() -> reqwest::redirect::Policy {
-    use crate::client::transport::{MAX_REDIRECTS, same_origin};
+    use promptgauge_client::transport::{MAX_REDIRECTS, same_origin};
     reqwest::redirect::Policy::custom(|attempt| {
         let elsewhere = attempt
             .previous()
@@ -126,7 +126,7 @@ async fn ask(
                 None,
                 Some(format!(
                     "its model list is longer than {} and was not read to the end: the model was not checked",
-                    crate::suite::error::shown_size(MAX_MODELS_BYTES as u64)
+                    promptgauge_suite::error::shown_size(MAX_MODELS_BYTES as u64)
                 )),
             ),
             Ok(Err(_)) => Answer::Listed(None, None),
@@ -246,7 +246,7 @@ pub(crate) fn looks<'a>(
     p: &'a super::Prepared,
     judge: Option<&'a super::judge::ResolvedJudge>,
 ) -> (Vec<Option<Look<'a>>>, Option<Look<'a>>) {
-    let one = |e: &'a crate::cli::Endpoint, limits: &crate::client::Limits, role| {
+    let one = |e: &'a crate::cli::Endpoint, limits: &promptgauge_client::Limits, role| {
         (!e.base_urls.is_empty()).then(|| Look {
             target: Target {
                 protocol: e.protocol,
@@ -345,8 +345,8 @@ async fn probe(target: &Target<'_>, connect_timeout: Duration, wait: Duration) -
     // Replicas with no route at all: the run stops only when every one is.
     let mut missing: Vec<(usize, String)> = Vec::new();
     for (i, (base, answer)) in base_urls.iter().zip(answers).enumerate() {
-        let shown_base = crate::client::secrets::redact_url(base);
-        let shown = crate::client::secrets::redact_url(&urls[i]);
+        let shown_base = promptgauge_client::secrets::redact_url(base);
+        let shown = promptgauge_client::secrets::redact_url(&urls[i]);
         match answer {
             Answer::Dead(why) if dead == base_urls.len() => {
                 out.push(Found::Stop(format!(
@@ -428,7 +428,7 @@ fn listed_findings(
 /// request's own URL tells whether there is anything there, with a body no server bills for
 /// (the model named, for gateways that route by it). Nothing there is `Found::Dead`.
 async fn unlisted(
-    (client, protocol): (&reqwest::Client, &dyn crate::client::Protocol),
+    (client, protocol): (&reqwest::Client, &dyn promptgauge_client::Protocol),
     target: &Target<'_>,
     (i, base): (usize, &str),
     (shown, status): (&str, u16),
@@ -457,7 +457,7 @@ async fn unlisted(
                 i,
                 format!(
                     "{} answered 404 to an empty request for `{model}` (and {shown} answered {status}): there is no {} there, {hint}",
-                    crate::client::secrets::redact_url(&url),
+                    promptgauge_client::secrets::redact_url(&url),
                     protocol.path().trim_start_matches('/'),
                 ),
             ))

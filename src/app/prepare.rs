@@ -6,15 +6,15 @@ use std::sync::Arc;
 
 use super::{DEFAULT_BENCH, Failure};
 use crate::cli::{BenchEndpoint, Endpoint, Env, PlanArgs, UsageError, resolve_endpoint};
-use crate::suite::endpoints::NamedEndpoint;
-use crate::suite::plan::{SequentialPlan, case_order};
-use crate::suite::{Bench, InputError, Job, Plan};
+use promptgauge_suite::endpoints::NamedEndpoint;
+use promptgauge_suite::plan::{SequentialPlan, case_order};
+use promptgauge_suite::{Bench, InputError, Job, Plan};
 
 /// A loaded bench, the selected variants, the planned jobs and the resolved endpoint.
 pub(crate) struct Prepared {
     pub bench: Arc<Bench>,
     /// Each case's scorer, in the bench's case order.
-    pub scorers: Arc<crate::grade::Scorers>,
+    pub scorers: Arc<promptgauge_grade::Scorers>,
     /// Indices into the bench's variants, baseline first.
     pub variants: Vec<usize>,
     pub jobs: Vec<Job>,
@@ -67,10 +67,10 @@ impl Unpriced {
 pub(crate) struct GridEndpoint {
     pub endpoint: Endpoint,
     /// Its own, or the bench's.
-    pub price: Option<crate::suite::Price>,
+    pub price: Option<promptgauge_suite::Price>,
     /// Over the bench's request parameters, under each variant's.
     pub params: serde_json::Map<String, serde_json::Value>,
-    pub limits: crate::client::Limits,
+    pub limits: promptgauge_client::Limits,
     /// `endpoint NAME`: how messages about it begin.
     role: String,
 }
@@ -174,7 +174,7 @@ impl Prepared {
     /// The name of the arm a job belongs to: its variant's, or `ENDPOINT/VARIANT` in a run
     /// of several endpoints.
     pub(crate) fn arm_name(&self, job: &Job) -> String {
-        crate::suite::plan::arm_name(
+        promptgauge_suite::plan::arm_name(
             &self.bench.variants[job.variant].name,
             self.grid
                 .get(usize::from(job.endpoint))
@@ -193,7 +193,7 @@ pub(crate) fn bench_file(given: Option<&Path>) -> Result<PathBuf, UsageError> {
             if inside.is_file() {
                 return Ok(inside);
             }
-            let dir_said = crate::report::shell_path(dir);
+            let dir_said = promptgauge_report::shell_path(dir);
             return Err(UsageError::with_fix(
                 format!(
                     "{} is a folder with no {DEFAULT_BENCH} in it",
@@ -224,7 +224,7 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
         super::fetch::fetch_urls(&mut bench)?;
     }
     // Every case's scorer is checked, also those of cases `--limit` leaves out.
-    let mut scorers = crate::grade::scorers_for(&bench)?;
+    let mut scorers = promptgauge_grade::scorers_for(&bench)?;
     if let Some(limit) = args.limit {
         let limit = limit as usize;
         bench.cases.truncate(limit);
@@ -322,7 +322,7 @@ fn without_arms(
     if arms_out.is_empty() {
         return;
     }
-    let names = crate::suite::plan::arm_names(
+    let names = promptgauge_suite::plan::arm_names(
         &variants
             .iter()
             .map(|&v| bench.variants[v].name.clone())
@@ -342,7 +342,7 @@ fn without_arms(
 /// not start, or lists what the bench cannot offer, is an input error: nothing is sent.
 pub(crate) async fn serve_mcp_tools(
     p: &mut Prepared,
-) -> Result<Option<Arc<crate::runner::mcp::McpServers>>, Failure> {
+) -> Result<Option<Arc<promptgauge_runner::mcp::McpServers>>, Failure> {
     if p.bench.mcp.is_empty() {
         return Ok(None);
     }
@@ -354,7 +354,7 @@ pub(crate) async fn serve_mcp_tools(
         .parent()
         .unwrap_or(std::path::Path::new("."))
         .to_path_buf();
-    let (servers, served) = crate::runner::mcp::McpServers::start(&bench.mcp, &dir)
+    let (servers, served) = promptgauge_runner::mcp::McpServers::start(&bench.mcp, &dir)
         .await
         .map_err(|e| UsageError::with_fix(e.message, e.fix))?;
     bench.serve_tools(served).map_err(|e| {
@@ -369,19 +369,19 @@ pub(crate) async fn serve_mcp_tools(
 
 /// Every tool a program answers can start, sees only variables by name, and has a
 /// deadline that reads: said before anything is sent, not at the first call.
-fn check_tool_programs(bench: &Bench) -> Result<(), crate::suite::InputErrors> {
+fn check_tool_programs(bench: &Bench) -> Result<(), promptgauge_suite::InputErrors> {
     let dir = bench.path.parent().unwrap_or(std::path::Path::new("."));
-    let here = crate::suite::FilePos::file(&bench.path);
+    let here = promptgauge_suite::FilePos::file(&bench.path);
     let errors: Vec<InputError> = bench
         .tools
         .iter()
         .filter(|t| !t.run.is_empty())
         .filter_map(|t| {
-            let started = crate::grade::command::program_environment(&t.run[0], &t.env, dir)
+            let started = promptgauge_grade::command::program_environment(&t.run[0], &t.env, dir)
                 .map(drop)
                 .map_err(|e| e.to_string());
             let timed = match &t.timeout {
-                Some(x) => crate::suite::parse_duration(x).map(drop).map_err(|e| e.to_string()),
+                Some(x) => promptgauge_suite::parse_duration(x).map(drop).map_err(|e| e.to_string()),
                 None => Ok(()),
             };
             started.and(timed).err().map(|e| {
@@ -393,7 +393,7 @@ fn check_tool_programs(bench: &Bench) -> Result<(), crate::suite::InputErrors> {
     if errors.is_empty() {
         Ok(())
     } else {
-        Err(crate::suite::InputErrors(errors))
+        Err(promptgauge_suite::InputErrors(errors))
     }
 }
 
@@ -425,7 +425,7 @@ fn check_files(
     variants: &[usize],
     endpoint: &Endpoint,
     grid: &[GridEndpoint],
-) -> Result<(), crate::suite::InputErrors> {
+) -> Result<(), promptgauge_suite::InputErrors> {
     use super::attachments::{Recipient, check};
     let targets: Vec<Recipient<'_>> = match grid {
         [] => vec![Recipient {
@@ -455,7 +455,7 @@ const MAX_ENDPOINTS: usize = 64;
 /// every one on the simulator.
 fn grid_of(
     bench: &Bench,
-    chosen: &[crate::suite::endpoints::NamedEndpoint],
+    chosen: &[promptgauge_suite::endpoints::NamedEndpoint],
     args: &PlanArgs,
     env: &Env,
 ) -> Result<Vec<GridEndpoint>, UsageError> {
@@ -602,7 +602,7 @@ struct Written {
     /// Its base URLs as written (`mock` left out); empty when it names none.
     urls: Vec<String>,
     model: Option<String>,
-    price: Option<crate::suite::Price>,
+    price: Option<promptgauge_suite::Price>,
 }
 
 /// Where the run sends to an endpoint.
@@ -629,11 +629,11 @@ fn written_endpoint(bench: &Bench, chosen: &NamedEndpoint) -> Option<Written> {
 /// The price of an endpoint the run sends to as `now` says, and why it has none when it
 /// has none.
 fn price_of(
-    flag: Option<&crate::suite::Price>,
+    flag: Option<&promptgauge_suite::Price>,
     written: Option<&Written>,
     now: &Sent<'_>,
     named: bool,
-) -> (Option<crate::suite::Price>, Option<String>) {
+) -> (Option<promptgauge_suite::Price>, Option<String>) {
     if let Some(p) = flag {
         return (Some(p.clone()), None);
     }
@@ -701,10 +701,10 @@ fn price_of(
 /// run's one endpoint; a name must be one of the run's endpoints, each priced once. Returns
 /// the price each endpoint (by name, `None` for the bench's unnamed `endpoint:`) is given.
 fn check_price_flags<'a>(
-    flags: &'a [crate::suite::endpoints::PriceFlag],
+    flags: &'a [promptgauge_suite::endpoints::PriceFlag],
     names: &[&str],
     several: usize,
-) -> Result<impl Fn(Option<&str>) -> Option<&'a crate::suite::Price> + use<'a>, UsageError> {
+) -> Result<impl Fn(Option<&str>) -> Option<&'a promptgauge_suite::Price> + use<'a>, UsageError> {
     for (i, f) in flags.iter().enumerate() {
         if flags[..i].iter().any(|o| o.endpoint == f.endpoint) {
             return Err(UsageError::with_fix(
@@ -879,7 +879,7 @@ fn pick_endpoints(
 /// `endpoint:`).
 fn endpoint_of(
     bench: &Bench,
-    named: Option<&crate::suite::endpoints::NamedEndpoint>,
+    named: Option<&promptgauge_suite::endpoints::NamedEndpoint>,
     args: &PlanArgs,
     env: &Env,
 ) -> Result<Endpoint, UsageError> {
@@ -915,8 +915,8 @@ fn endpoint_of(
 /// one plan), so it comes from what they share: the bench and its selected variants. Every
 /// sharded run of an unchanged bench then draws the same sample, as one `--seed` would.
 fn shared_seed(bench: &Bench, variants: &[usize]) -> u64 {
-    let f = crate::suite::Fingerprint::of(bench, variants);
-    let mut h = crate::hash::StableHasher::default();
+    let f = promptgauge_suite::Fingerprint::of(bench, variants);
+    let mut h = promptgauge_base::hash::StableHasher::default();
     let _ = std::io::Write::write_all(
         &mut h,
         format!("order\0{}\0{}\0{}", f.cases, f.variants, f.settings).as_bytes(),
@@ -1058,10 +1058,10 @@ fn best_plan(
         binary: bench.binary(),
         fixed_design_cases: None,
         max_drop: None,
-        best: Some(crate::suite::plan::BestPlan {
+        best: Some(promptgauge_suite::plan::BestPlan {
             epsilon: epsilon / 100.0,
         }),
-        units: crate::suite::plan::units_of(bench.cases.iter().map(|c| c.group.as_deref())),
+        units: promptgauge_suite::plan::units_of(bench.cases.iter().map(|c| c.group.as_deref())),
     })
 }
 
@@ -1080,10 +1080,10 @@ fn sequential_plan(
         .into());
     }
     let spec = &bench.sequential;
-    let comparisons = crate::suite::plan::largest_family(variants, endpoints).max(1);
+    let comparisons = promptgauge_suite::plan::largest_family(variants, endpoints).max(1);
     let detect = spec.detect / 100.0;
     // Counted against the fixed design for a baseline at ½, the most demanding.
-    let fixed = crate::stats::sequential::fixed_design_cases(
+    let fixed = promptgauge_stats::sequential::fixed_design_cases(
         detect,
         0.5,
         spec.power,
@@ -1092,9 +1092,9 @@ fn sequential_plan(
     );
     // With --max-drop the drop check needs its own fixed design too (at ½, the most).
     let drop_fixed = max_drop.and_then(|m| {
-        let mut a = crate::stats::power::Assumptions::new(0.5, 1.0 - bench.confidence);
+        let mut a = promptgauge_stats::power::Assumptions::new(0.5, 1.0 - bench.confidence);
         a.comparisons = comparisons;
-        crate::stats::power::non_inferiority_cases(m, spec.power, &a)
+        promptgauge_stats::power::non_inferiority_cases(m, spec.power, &a)
     });
     let cases = bench.cases.len() as u64;
     let max_cases = spec

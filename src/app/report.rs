@@ -7,8 +7,8 @@ use super::finish::{in_use, write_outputs};
 use super::{Exit, Failure, aggregator};
 use crate::cli::{ReportArgs, UsageError};
 use crate::error::BeforeSend;
-use crate::report;
-use crate::runner::RunDir;
+use promptgauge_report as report;
+use promptgauge_runner::RunDir;
 
 /// `report DIR`: rebuilds a run folder's reports from its journal, read once.
 pub fn report(args: &ReportArgs) -> Result<Exit, Failure> {
@@ -67,9 +67,9 @@ pub(super) fn rebuild(
     args: &ReportArgs,
 ) -> Result<
     (
-        crate::report::RunResult,
-        crate::runner::journal::Audit,
-        crate::runner::record::RunRecord,
+        promptgauge_report::RunResult,
+        promptgauge_runner::journal::Audit,
+        promptgauge_runner::record::RunRecord,
     ),
     Failure,
 > {

@@ -8,7 +8,7 @@ use anyhow::Context;
 use super::{Exit, Failure, print_verbatim};
 use crate::cli::SchemaArgs;
 use crate::error::BeforeSend;
-use crate::suite::schema::SchemaOf;
+use promptgauge_suite::schema::SchemaOf;
 
 /// `schema WHICH`: prints one schema; `schema --out DIR`: writes every one into DIR.
 pub fn schema(args: &SchemaArgs) -> Result<Exit, Failure> {
@@ -34,7 +34,7 @@ fn write_all(dir: &Path) -> Result<(), Failure> {
         .before_send()?;
     for which in SchemaOf::ALL {
         let path = dir.join(which.file_name());
-        crate::files::write_atomically(&path, which.text())
+        promptgauge_base::files::write_atomically(&path, which.text())
             .with_context(|| format!("cannot write {}", path.display()))
             .before_send()?;
     }

@@ -59,7 +59,7 @@ fn write_pages(dir: &Path) -> Result<usize, Failure> {
     }
     for (name, roff) in &pages {
         let path = dir.join(name);
-        crate::files::write_atomically(&path, roff)
+        promptgauge_base::files::write_atomically(&path, roff)
             .with_context(|| format!("cannot write {}", path.display()))
             .before_send()?;
     }

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use crate::cli::Env;
-use crate::runner::record::Source;
+use promptgauge_runner::record::Source;
 
 /// CI variables worth keeping: they name the job, its commit and its branch.
 const CI_VARIABLES: &[&str] = &[

@@ -1,5 +1,5 @@
 //! `view`: serves the history store's runs and their reports in the browser until Ctrl-C
-//! (the server is `crate::web`).
+//! (the server is `promptgauge_web`).
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -17,7 +17,7 @@ pub async fn view(args: &ViewArgs, env: &Env) -> Result<Exit, Failure> {
     )?;
     let store = super::history::open_existing(&location, named).await?;
     let config = config_of(args, &location);
-    let listening = crate::web::listen(config, store)
+    let listening = promptgauge_web::listen(config, store)
         .await
         .map_err(not_listening)?;
     if let Some(dir) = &args.bundle {
@@ -38,25 +38,28 @@ pub async fn view(args: &ViewArgs, env: &Env) -> Result<Exit, Failure> {
 
 /// The server's settings from the flags; a bundle asks a server of its own, on a free
 /// loopback port without TLS, for every page.
-fn config_of(args: &ViewArgs, location: &crate::store::Location) -> crate::web::ViewConfig {
+fn config_of(
+    args: &ViewArgs,
+    location: &promptgauge_store::Location,
+) -> promptgauge_web::ViewConfig {
     let bind = match &args.bundle {
         Some(_) => SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), 0),
         None => SocketAddr::new(args.bind, args.port),
     };
-    crate::web::ViewConfig {
+    promptgauge_web::ViewConfig {
         bind,
         public: args.public && args.bundle.is_none(),
         token: !args.no_token,
         tls: match (&args.tls_cert, &args.tls_key) {
-            (Some(cert), Some(key)) if args.bundle.is_none() => Some(crate::web::TlsFiles {
+            (Some(cert), Some(key)) if args.bundle.is_none() => Some(promptgauge_web::TlsFiles {
                 cert: cert.clone(),
                 key: key.clone(),
             }),
             _ => None,
         },
         insecure_http: args.insecure_http,
-        header_timeout: crate::web::HEADER_TIMEOUT,
-        max_connections: crate::web::MAX_CONNECTIONS,
+        header_timeout: promptgauge_web::HEADER_TIMEOUT,
+        max_connections: promptgauge_web::MAX_CONNECTIONS,
         reports: args.reports.clone(),
         commands: std::sync::Arc::new(Lent {
             location: location.clone(),
@@ -65,15 +68,15 @@ fn config_of(args: &ViewArgs, location: &crate::store::Location) -> crate::web::
 }
 
 /// Why the server could not listen, with the fix for what the flags can mend.
-fn not_listening(e: crate::web::ViewError) -> Failure {
+fn not_listening(e: promptgauge_web::ViewError) -> Failure {
     let fix = match &e {
-        crate::web::ViewError::NotLoopback(_) => {
+        promptgauge_web::ViewError::NotLoopback(_) => {
             "serve on 127.0.0.1 (the default), or pass --public to serve on the network with an access token"
         }
-        crate::web::ViewError::PlainPublic => {
+        promptgauge_web::ViewError::PlainPublic => {
             "give a certificate and its key (--tls-cert cert.pem --tls-key key.pem), or pass --insecure-http on a network you trust"
         }
-        crate::web::ViewError::Tls(_) => {
+        promptgauge_web::ViewError::Tls(_) => {
             "name a PEM certificate chain and its private key, e.g. made by `openssl req -x509 -newkey rsa:2048 -nodes -keyout key.pem -out cert.pem -subj /CN=localhost`"
         }
         _ => return Failure::Input(anyhow::anyhow!(e)),
@@ -83,20 +86,20 @@ fn not_listening(e: crate::web::ViewError) -> Failure {
 
 /// `view --bundle DIR`: the pages of `runs` (else the newest) written as files into `dir`.
 async fn write_bundle(
-    listening: crate::web::Listening,
+    listening: promptgauge_web::Listening,
     dir: &Path,
     runs: &[String],
 ) -> Result<Exit, Failure> {
-    let bundled = crate::web::bundle(listening, dir, runs)
+    let bundled = promptgauge_web::bundle(listening, dir, runs)
         .await
         .map_err(|e| match e {
-            e @ (crate::web::BundleError::NoRun(_) | crate::web::BundleError::Empty) => {
+            e @ (promptgauge_web::BundleError::NoRun(_) | promptgauge_web::BundleError::Empty) => {
                 Failure::from(UsageError::with_fix(
                     e.to_string(),
                     "name runs the store holds (`promptgauge runs` lists them), or leave out --run for the newest 20",
                 ))
             }
-            e @ crate::web::BundleError::NotEmpty(_) => Failure::from(UsageError::with_fix(
+            e @ promptgauge_web::BundleError::NotEmpty(_) => Failure::from(UsageError::with_fix(
                 e.to_string(),
                 "choose a new or empty folder for --bundle",
             )),
@@ -113,7 +116,7 @@ async fn write_bundle(
         note!(
             "note: {} jobs have no page of their own (at most {} per run); their answers are in the answers pages",
             bundled.jobs_left_out,
-            crate::web::JOB_PAGES
+            promptgauge_web::JOB_PAGES
         );
     }
     note!("note: the filters, live runs and labelling need `promptgauge view` itself");
@@ -123,9 +126,9 @@ async fn write_bundle(
 /// `view --open`: the pages in the browser, at best effort (the URL is printed either
 /// way). A browser's command line is any local user's to read (`ps`), so it is given no
 /// secret: a file only this user can read, in a folder of its own, holding the server's
-/// one-time link ([`crate::web::Listening::one_time_url`]), spent at the browser's first
+/// one-time link ([`promptgauge_web::Listening::one_time_url`]), spent at the browser's first
 /// visit. The folder, removed when it is dropped; `None` when nothing was opened.
-fn open_browser(listening: &crate::web::Listening, env: &Env) -> Option<Opener> {
+fn open_browser(listening: &promptgauge_web::Listening, env: &Env) -> Option<Opener> {
     let url = listening.one_time_url();
     let opener = match Opener::write(&env.temp_dir(), &url) {
         Ok(o) => o,
@@ -189,7 +192,7 @@ impl Opener {
         options.write(true).create_new(true);
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let esc = crate::report::html::esc;
+        let esc = promptgauge_report::html::esc;
         std::io::Write::write_all(
             &mut options.open(opener.page())?,
             format!(
@@ -237,11 +240,11 @@ async fn cancel_on_signal(stop: tokio_util::sync::CancellationToken) {
 /// What the pages borrow from the commands: `compare`, `history` and `report`, the same
 /// code the command line runs.
 struct Lent {
-    location: crate::store::Location,
+    location: promptgauge_store::Location,
 }
 
-impl crate::web::Commands for Lent {
-    fn compare<'a>(&'a self, a: &'a Path, b: &'a Path) -> crate::web::Reply<'a, String> {
+impl promptgauge_web::Commands for Lent {
+    fn compare<'a>(&'a self, a: &'a Path, b: &'a Path) -> promptgauge_web::Reply<'a, String> {
         Box::pin(async move {
             let mut sides = Vec::new();
             for folder in [a, b] {
@@ -258,7 +261,7 @@ impl crate::web::Commands for Lent {
                 super::compare::confidence(side_a, side_b, None).map_err(|e| e.to_string())?;
             let comparison = super::compare::compare_results(side_a, side_b, level)
                 .map_err(|e| format!("{e:#}"))?;
-            Ok(crate::report::html::render_compare(&comparison))
+            Ok(promptgauge_report::html::render_compare(&comparison))
         })
     }
 
@@ -266,15 +269,15 @@ impl crate::web::Commands for Lent {
         &'a self,
         bench: &'a str,
         link: &'a (dyn Fn(&str) -> String + Sync),
-    ) -> crate::web::Reply<'a, String> {
+    ) -> promptgauge_web::Reply<'a, String> {
         Box::pin(async move {
-            let store = crate::store::Store::open_existing(&self.location)
+            let store = promptgauge_store::Store::open_existing(&self.location)
                 .await
                 .map_err(|e| e.to_string())?;
-            let filter = crate::store::Filter {
+            let filter = promptgauge_store::Filter {
                 bench: Some(bench.to_string()),
                 complete: true,
-                ..crate::store::Filter::default()
+                ..promptgauge_store::Filter::default()
             };
             let h = super::history::history_of(&store, bench, filter).await;
             store.close().await;
@@ -284,13 +287,13 @@ impl crate::web::Commands for Lent {
                     "no complete run of bench `{bench}` in the history store"
                 ));
             }
-            Ok(crate::report::history::render_html(&h, &|r| {
+            Ok(promptgauge_report::history::render_html(&h, &|r| {
                 Some(link(&r.run_id))
             }))
         })
     }
 
-    fn report<'a>(&'a self, folder: &'a Path) -> crate::web::Reply<'a, ()> {
+    fn report<'a>(&'a self, folder: &'a Path) -> promptgauge_web::Reply<'a, ()> {
         Box::pin(async move {
             let args = crate::cli::ReportArgs {
                 run: folder.to_path_buf(),

@@ -1,6 +1,6 @@
-//! One name per concept: no two types, traits or type aliases of `src/` seen beyond their
-//! own file (`pub`, `pub(crate)`, `pub(super)`) share a name, so a name read anywhere in
-//! the code means one thing (docs/dev/CONTRIBUTING.md, "One name per concept"). Code under
+//! One name per concept: no two types, traits or type aliases of the workspace's crates
+//! seen beyond their own file (`pub`, `pub(crate)`, `pub(super)`) share a name, so a name
+//! read anywhere in the code means one thing (docs/dev/CONTRIBUTING.md, "One name per concept"). Code under
 //! `#[cfg(test)]` is left out.
 
 use std::collections::BTreeMap;
@@ -39,12 +39,13 @@ fn shown_types(code: &str) -> Vec<String> {
 }
 
 #[test]
-fn no_two_types_of_src_share_a_name() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+fn no_two_types_of_the_workspace_share_a_name() {
     let mut files = Vec::new();
-    super::rust_files(&src, &mut files);
+    for src in super::crate_sources() {
+        super::rust_files(&src, &mut files);
+    }
     files.sort();
-    let root = src.parent().unwrap_or(&src);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut by_name: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for path in files {
         let Ok(code) = std::fs::read_to_string(&path) else {

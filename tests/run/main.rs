@@ -2,6 +2,9 @@
 //!
 //! One test crate per area: each links the whole library, so fewer crates build faster.
 
+// A test tells one story from start to end; it is not split to a length.
+#![allow(clippy::too_many_lines)]
+
 #[path = "../common/mod.rs"]
 mod common;
 

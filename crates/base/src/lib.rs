@@ -7,6 +7,8 @@
 //! the workspace (docs/dev/architecture.md, "Code map").
 
 #![warn(unreachable_pub)]
+// A test tells one story from start to end; it is not split to a length.
+#![cfg_attr(test, allow(clippy::too_many_lines))]
 
 pub mod clock;
 pub mod files;

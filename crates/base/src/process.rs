@@ -68,11 +68,7 @@ pub fn watch_children() {
 /// `env` alone, its stdin and stdout piped, the leader of a process group of its own, under
 /// a watchdog once [`watch_children`] was called. The caller says where its stderr goes,
 /// and ends it through a [`Tree`].
-pub fn command(
-    argv: &[String],
-    env: &[(String, OsString)],
-    dir: &Path,
-) -> tokio::process::Command {
+pub fn command(argv: &[String], env: &[(String, OsString)], dir: &Path) -> tokio::process::Command {
     let mut command = match WATCH.get() {
         Some(watch) => {
             let fd = watch.lifeline.0.as_raw_fd();

@@ -105,6 +105,11 @@ impl Cache {
         self.answers.len()
     }
 
+    /// Whether it holds no answer.
+    pub fn is_empty(&self) -> bool {
+        self.answers.is_empty()
+    }
+
     /// The answer cached under `key`.
     pub fn get(&self, key: &str) -> Option<&CachedAnswer> {
         self.answers.get(key)

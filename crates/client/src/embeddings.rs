@@ -51,11 +51,7 @@ pub enum Tried {
 
 impl Client {
     /// The vectors of `inputs` from `model` at this client's endpoint (its first base URL).
-    pub async fn embed(
-        &self,
-        model: &str,
-        inputs: &[String],
-    ) -> Result<Embedded, EmbedError> {
+    pub async fn embed(&self, model: &str, inputs: &[String]) -> Result<Embedded, EmbedError> {
         let started = Instant::now();
         let stop = self.stop_token();
         let body = Bytes::from(json!({"model": model, "input": inputs}).to_string());
@@ -253,7 +249,8 @@ mod tests {
         // Tokio's clock an hour on: a date 45 s after it is 45 s away, not an hour and 45 s
         // (which limits.max_retry_after would refuse).
         tokio::time::advance(Duration::from_secs(3600)).await;
-        let date = httpdate::fmt_http_date(promptgauge_base::clock::now() + Duration::from_secs(45));
+        let date =
+            httpdate::fmt_http_date(promptgauge_base::clock::now() + Duration::from_secs(45));
         let client = client(vec![
             (503, vec![("retry-after".into(), date)], "{}"),
             (200, Vec::new(), VECTORS),

@@ -50,8 +50,7 @@ pub struct EmbeddingService {
 
 /// The services of a run, by the scorer's `endpoint` and `model` as written (`None`: the
 /// run's endpoint, its model).
-pub type EmbeddingServices =
-    HashMap<(Option<String>, Option<String>), Arc<EmbeddingService>>;
+pub type EmbeddingServices = HashMap<(Option<String>, Option<String>), Arc<EmbeddingService>>;
 
 impl EmbeddingService {
     pub fn new(

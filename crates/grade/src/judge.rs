@@ -92,8 +92,8 @@ impl Reading {
 /// use only the variables a judge prompt has (names the engine defines, `range`,
 /// `namespace`, …, are not variables).
 fn template(path: &Path) -> Result<(PathBuf, String), SpecError> {
-    let text =
-        promptgauge_suite::error::read_text(path, "judge prompt").map_err(SpecError::ReadJudgePrompt)?;
+    let text = promptgauge_suite::error::read_text(path, "judge prompt")
+        .map_err(SpecError::ReadJudgePrompt)?;
     let env = promptgauge_suite::template::strict_environment();
     let t = env
         .template_from_str(&text)

@@ -9,6 +9,8 @@
 //! (docs/dev/architecture.md, "Code map").
 
 #![warn(unreachable_pub)]
+// A test tells one story from start to end; it is not split to a length.
+#![cfg_attr(test, allow(clippy::too_many_lines))]
 
 mod call;
 pub(crate) mod combine;
@@ -740,7 +742,10 @@ mod tests {
             group: None,
             location: promptgauge_suite::FilePos::line(Path::new("c.jsonl"), 1),
         };
-        let messages = [promptgauge_suite::ChatMessage::new("user", "Can I return it?")];
+        let messages = [promptgauge_suite::ChatMessage::new(
+            "user",
+            "Can I return it?",
+        )];
         let answer = Answer {
             text: "Yes, within 30 days.".into(),
             ..Answer::default()

@@ -28,7 +28,8 @@ pub(crate) fn dress(answer: &str, reading: &Extract) -> String {
         Extract::Template(_) => None,
     };
     let gives_back = |d: &String| {
-        promptgauge_grade::read::read(reading, d, &Vars::default()).ok() == Some(answer.trim().into())
+        promptgauge_grade::read::read(reading, d, &Vars::default()).ok()
+            == Some(answer.trim().into())
     };
     dressed
         .filter(gives_back)

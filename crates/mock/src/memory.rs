@@ -8,7 +8,9 @@ use futures_util::stream;
 
 use super::route::Matching;
 use super::{InFlight, MockReply, MockRequest, Provider, ReplyStep};
-use promptgauge_client::transport::{BoxFuture, HttpRequest, HttpResponse, Transport, TransportError};
+use promptgauge_client::transport::{
+    BoxFuture, HttpRequest, HttpResponse, Transport, TransportError,
+};
 
 /// The simulator as a transport, without sockets.
 pub struct MemoryTransport {

@@ -9,6 +9,8 @@
 //! data, never as markup or terminal control (docs/dev/architecture.md, "Code map").
 
 #![warn(unreachable_pub)]
+// A test tells one story from start to end; it is not split to a length.
+#![cfg_attr(test, allow(clippy::too_many_lines))]
 
 mod error;
 pub mod figures;

@@ -9,10 +9,10 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use promptgauge_client::ChatMessage;
-use promptgauge_grade::Scorer;
 use crate::JobRecord;
 use crate::job_record::HeldBack;
+use promptgauge_client::ChatMessage;
+use promptgauge_grade::Scorer;
 use promptgauge_suite::{Bench, Job, Price};
 
 /// The completion a request without `max_tokens` is held back for: such a request has no

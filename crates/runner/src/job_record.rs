@@ -266,7 +266,8 @@ impl FileNote {
     /// file is gone or changed (or for a URL or a data URL, which left no path).
     pub fn bytes_again(&self, most: u64) -> Option<Vec<u8>> {
         let bytes =
-            promptgauge_base::files::read_capped(std::path::Path::new(self.path.as_ref()?), most).ok()?;
+            promptgauge_base::files::read_capped(std::path::Path::new(self.path.as_ref()?), most)
+                .ok()?;
         (Some(promptgauge_client::attachment::sha256_hex(&bytes)) == self.sha256).then_some(bytes)
     }
 
@@ -355,7 +356,8 @@ impl JobRecord {
             // A scorer that called a model of its own (a `command` reporting `usage`).
             return self.judge_usage.iter().collect();
         }
-        let sent: Vec<&promptgauge_grade::JudgeCall> = self.judge.iter().filter(|c| !c.cached).collect();
+        let sent: Vec<&promptgauge_grade::JudgeCall> =
+            self.judge.iter().filter(|c| !c.cached).collect();
         if sent.iter().any(|c| c.usage.is_some()) {
             sent.iter().filter_map(|c| c.usage.as_ref()).collect()
         } else {

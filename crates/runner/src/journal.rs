@@ -614,9 +614,7 @@ pub(crate) mod tests {
             1,
             None,
         );
-        let (audit, mut journal) = crate::RunDir::at(dir.path())
-            .resume(&keys, |_| {})
-            .unwrap();
+        let (audit, mut journal) = crate::RunDir::at(dir.path()).resume(&keys, |_| {}).unwrap();
         assert_eq!(audit.finished, 2);
         assert!(audit.stats.torn_bytes > 0);
         journal.append(&record("c")).unwrap();

@@ -127,7 +127,9 @@ impl BenchRecord {
             grade: bench.grade.clone(),
             // A judge's base URL is a URL like the others: its credentials are not kept.
             judge: bench.judge.clone().map(|mut j| {
-                j.base_url = j.base_url.map(|u| promptgauge_client::secrets::redact_url(&u));
+                j.base_url = j
+                    .base_url
+                    .map(|u| promptgauge_client::secrets::redact_url(&u));
                 j
             }),
         }
@@ -626,7 +628,8 @@ mod tests {
 
     #[test]
     fn a_record_written_by_0_1_0_reads_typed() {
-        let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("tests/fixtures/run-0.1.0");
+        let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+            .join("tests/fixtures/run-0.1.0");
         let text = std::fs::read_to_string(dir.join("run.json")).unwrap();
         let r: RunRecord = serde_json::from_str(&text).unwrap();
         assert_eq!(r.bench.name, "old");

@@ -435,12 +435,14 @@ impl Sequential {
             decisions,
             jobs_heard: 0,
             best: plan.best.map(|b| Search {
-                arms: promptgauge_stats::best::BestArm::new(promptgauge_stats::best::BestSettings {
-                    arms,
-                    epsilon: b.epsilon,
-                    confidence,
-                    gap_bounds: true,
-                }),
+                arms: promptgauge_stats::best::BestArm::new(
+                    promptgauge_stats::best::BestSettings {
+                        arms,
+                        epsilon: b.epsilon,
+                        confidence,
+                        gap_bounds: true,
+                    },
+                ),
                 out_at: vec![None; arms],
                 ended_at: None,
                 largest_unit: largest_unit(&plan.units),

@@ -14,6 +14,8 @@
 //! the run folders (docs/dev/architecture.md, "Code map").
 
 #![warn(unreachable_pub)]
+// A test tells one story from start to end; it is not split to a length.
+#![cfg_attr(test, allow(clippy::too_many_lines))]
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -522,7 +524,11 @@ impl Store {
     }
 
     /// The rows of `sql` (which ends in `filter`'s clause) for the runs that pass `filter`.
-    pub async fn read_filtered(&self, sql: String, args: &[Arg]) -> Result<Vec<AnyRow>, StoreError> {
+    pub async fn read_filtered(
+        &self,
+        sql: String,
+        args: &[Arg],
+    ) -> Result<Vec<AnyRow>, StoreError> {
         let mut query = sqlx::query(AssertSqlSafe(sql));
         for a in args {
             query = a.bind(query);
@@ -537,10 +543,7 @@ impl Store {
             "SELECT {RUN_COLUMNS} FROM runs r{clause} ORDER BY r.started_unix_ms, r.run_id"
         );
         let rows = self.read_filtered(sql, &args).await?;
-        let mut runs: Vec<RunRow> = rows
-            .iter()
-            .map(run_row)
-            .collect::<Result<_, _>>()?;
+        let mut runs: Vec<RunRow> = rows.iter().map(run_row).collect::<Result<_, _>>()?;
         // Ties broken byte by byte, whatever the database's collation.
         runs.sort_by(|a, b| (a.started_unix_ms, &a.run_id).cmp(&(b.started_unix_ms, &b.run_id)));
         if let Some(limit) = filter.limit {
@@ -1125,7 +1128,10 @@ pub fn run_columns(
             Text(Some(serde_json::to_string(&record.without_cases())?)),
         ),
         ("summary", Text(Some(serde_json::to_string(summary)?))),
-        ("recorded_at", Text(Some(promptgauge_base::clock::utc_now()))),
+        (
+            "recorded_at",
+            Text(Some(promptgauge_base::clock::utc_now())),
+        ),
         ("allowed_failures", int(record.allowed_failures)),
     ])
 }
@@ -1304,7 +1310,8 @@ mod tests {
             .unwrap();
         let mut table: Vec<String> = rows.iter().map(|r| r.try_get(0).unwrap()).collect();
         let summary: Summary =
-            serde_json::from_str(include_str!("../../../tests/golden/example/summary.json")).unwrap();
+            serde_json::from_str(include_str!("../../../tests/golden/example/summary.json"))
+                .unwrap();
         let mut written: Vec<String> = variant_columns("r", 0, &summary.variants[0], None)
             .into_iter()
             .map(|(name, _)| name.to_string())
@@ -1319,7 +1326,8 @@ mod tests {
             .unwrap();
         let mut table: Vec<String> = rows.iter().map(|r| r.try_get(0).unwrap()).collect();
         let record: RunRecord =
-            serde_json::from_str(include_str!("../../../tests/fixtures/run-0.1.0/run.json")).unwrap();
+            serde_json::from_str(include_str!("../../../tests/fixtures/run-0.1.0/run.json"))
+                .unwrap();
         let mut written: Vec<String> = run_columns("r", &record, &summary, Path::new("/r"))
             .unwrap()
             .into_iter()

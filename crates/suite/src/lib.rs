@@ -4,6 +4,8 @@
 //! and sends no request (docs/dev/architecture.md, "Code map").
 
 #![warn(unreachable_pub)]
+// A test tells one story from start to end; it is not split to a length.
+#![cfg_attr(test, allow(clippy::too_many_lines))]
 
 pub mod attachments;
 pub mod cases;
@@ -301,10 +303,7 @@ impl Bench {
 
     /// [`Bench::load`] with only the cases `keep` takes: what a page of cases needs
     /// (`view`'s matrix shows their variables), without a large bench's every case.
-    pub fn load_some(
-        path: &Path,
-        keep: &dyn Fn(&str) -> bool,
-    ) -> Result<Bench, InputErrors> {
+    pub fn load_some(path: &Path, keep: &dyn Fn(&str) -> bool) -> Result<Bench, InputErrors> {
         Bench::load_cases(path, Some(keep))
     }
 
@@ -476,11 +475,7 @@ impl Bench {
 
     /// The completion ceiling a variant's requests carry at an endpoint (its parameters
     /// over the bench's), if any.
-    pub fn max_tokens_at(
-        &self,
-        variant: usize,
-        endpoint: &Map<String, Value>,
-    ) -> Option<u64> {
+    pub fn max_tokens_at(&self, variant: usize, endpoint: &Map<String, Value>) -> Option<u64> {
         let params = self.params_at(variant, endpoint);
         params
             .get("max_completion_tokens")
@@ -545,11 +540,7 @@ impl Bench {
 
     /// A variant's request parameters at an endpoint: the bench's, then the endpoint's
     /// over them, then the variant's over both (a variant's own setting always wins).
-    pub fn params_at(
-        &self,
-        variant: usize,
-        endpoint: &Map<String, Value>,
-    ) -> Map<String, Value> {
+    pub fn params_at(&self, variant: usize, endpoint: &Map<String, Value>) -> Map<String, Value> {
         let mut params = self.params.clone();
         for (k, v) in endpoint.iter().chain(&self.variants[variant].params) {
             params.insert(k.clone(), v.clone());

@@ -178,7 +178,8 @@ fn vars_of(record: &RunRecord, rows: &[MatrixRow]) -> HashMap<String, Shown> {
             .map(|c| (c.to_string(), Err(unknown)))
             .collect();
     }
-    let bench = promptgauge_suite::Bench::load_some(&record.bench_path, &|id| wanted.contains(id)).ok();
+    let bench =
+        promptgauge_suite::Bench::load_some(&record.bench_path, &|id| wanted.contains(id)).ok();
     let hashes: HashMap<&str, u64> = record
         .bench
         .case_ids

@@ -20,7 +20,9 @@ const MAX_SUMMARY_BYTES: u64 = 256 * 1024 * 1024;
 
 /// The run's summary.json in `folder`, when it is there and readable.
 pub(super) fn summary_in(folder: &Path) -> Option<Summary> {
-    let bytes = promptgauge_base::files::read_capped(&folder.join("summary.json"), MAX_SUMMARY_BYTES).ok()?;
+    let bytes =
+        promptgauge_base::files::read_capped(&folder.join("summary.json"), MAX_SUMMARY_BYTES)
+            .ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 
@@ -196,7 +198,8 @@ mod tests {
 
     fn summary(parts: Vec<PartFigures>) -> Summary {
         let mut s: Summary =
-            serde_json::from_str(include_str!("../../../tests/golden/example/summary.json")).unwrap();
+            serde_json::from_str(include_str!("../../../tests/golden/example/summary.json"))
+                .unwrap();
         s.parts = parts;
         s
     }

@@ -104,8 +104,11 @@ impl Tally {
         if changed {
             for a in &mut self.arms {
                 a.mean = (a.graded > 0).then(|| a.score_sum / a.graded as f64);
-                let bounds =
-                    promptgauge_stats::wilson(a.score_sum.round() as u64, a.graded, self.confidence);
+                let bounds = promptgauge_stats::wilson(
+                    a.score_sum.round() as u64,
+                    a.graded,
+                    self.confidence,
+                );
                 a.low = bounds.map(|b| b.0);
                 a.high = bounds.map(|b| b.1);
             }

@@ -93,7 +93,7 @@ pub(super) fn expr_of(kind: &str, value: Option<&Value>, text: Option<&str>) -> 
         "icontains-any" => join(" or ", true)?,
         "contains-all" => join(" and ", false)?,
         "icontains-all" => join(" and ", true)?,
-        "javascript" => crate::grade::javascript::to_expr(text?)?,
+        "javascript" => promptgauge_grade::javascript::to_expr(text?)?,
         "is-json" if value.is_none_or(Value::is_null) => STRICT_JSON.to_string(),
         _ => return None,
     })
@@ -220,7 +220,7 @@ impl Import {
             Some(other) => {
                 self.notes.push(format!(
                     "test {test}: assert `{kind}`'s schema is {}, not a schema: left out",
-                    crate::client::protocol::truncate(&other.to_string(), 60)
+                    promptgauge_client::protocol::truncate(&other.to_string(), 60)
                 ));
                 return None;
             }
@@ -251,7 +251,7 @@ impl Import {
             Ok(_) => {
                 self.notes.push(format!(
                     "test {test}: assert `{kind}`'s schema `{}` is not a mapping: left out",
-                    crate::client::protocol::truncate(text, 60)
+                    promptgauge_client::protocol::truncate(text, 60)
                 ));
                 None
             }

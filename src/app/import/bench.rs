@@ -254,7 +254,7 @@ pub(super) fn say_imported(im: &Import, out: &Path) {
         for p in &programs {
             out!(
                 "  - `{p}` (it sees {} and no other variable)",
-                crate::suite::grading::PASSED_ENV.join(", ")
+                promptgauge_suite::grading::PASSED_ENV.join(", ")
             );
         }
     }
@@ -272,7 +272,7 @@ pub(super) fn say_imported(im: &Import, out: &Path) {
     }
     out!(
         "next: promptgauge check {0}, then promptgauge run {0}",
-        crate::report::shell_path(&out.join("promptgauge.yaml"))
+        promptgauge_report::shell_path(&out.join("promptgauge.yaml"))
     );
 }
 
@@ -426,9 +426,9 @@ fn check_written(out: &Path) -> Result<(), Failure> {
         )
         .into()
     };
-    let bench = crate::suite::Bench::load(&out.join("promptgauge.yaml"))
+    let bench = promptgauge_suite::Bench::load(&out.join("promptgauge.yaml"))
         .map_err(|e| refused(e.to_string()))?;
-    crate::grade::scorers_for(&bench).map_err(|e| refused(e.to_string()))?;
+    promptgauge_grade::scorers_for(&bench).map_err(|e| refused(e.to_string()))?;
     Ok(())
 }
 
@@ -443,7 +443,7 @@ fn write_files(
     // A new file only: import never overwrites, nor writes through a symlink.
     let write_bytes = |rel: &str, bytes: &[u8]| -> Result<(), Failure> {
         let path = out.join(rel);
-        crate::files::write_new(&path, bytes)
+        promptgauge_base::files::write_new(&path, bytes)
             .map_err(|e| anyhow::anyhow!(e))
             .before_send()?;
         written.borrow_mut().push(path);
@@ -457,9 +457,12 @@ fn write_files(
         write(file, text)?;
     }
     for (file, from) in &im.copies {
-        let bytes = crate::files::read_capped(from, crate::suite::attachments::MAX_FILE_BYTES)
-            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", from.display()))
-            .before_send()?;
+        let bytes = promptgauge_base::files::read_capped(
+            from,
+            promptgauge_suite::attachments::MAX_FILE_BYTES,
+        )
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", from.display()))
+        .before_send()?;
         write_bytes(file, &bytes)?;
     }
     let cases: String = im.cases.iter().map(|c| format!("{c}\n")).collect();

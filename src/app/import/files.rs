@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use crate::client::attachment::Kind;
+use promptgauge_client::attachment::Kind;
 
 /// A variable a prompt sends as a file, and how its part asked for it.
 #[derive(Debug, Clone, Default, PartialEq)]

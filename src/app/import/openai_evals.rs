@@ -106,7 +106,7 @@ pub(super) fn import(args: &ImportArgs) -> Result<Exit, Failure> {
 }
 
 fn read_json(path: &Path) -> Result<Value, Failure> {
-    let text = crate::suite::error::read_text_limited(path, "export", MAX_IMPORT_BYTES)
+    let text = promptgauge_suite::error::read_text_limited(path, "export", MAX_IMPORT_BYTES)
         .map_err(|e| UsageError(e.to_string()))?;
     serde_json::from_str(&text).map_err(|e| {
         UsageError::with_fix(
@@ -125,7 +125,7 @@ fn items(
 ) -> Result<Vec<Map<String, Value>>, Failure> {
     let rows: Vec<Value> = match &args.items {
         Some(path) => {
-            let text = crate::suite::error::read_text_limited(path, "items", MAX_IMPORT_BYTES)
+            let text = promptgauge_suite::error::read_text_limited(path, "items", MAX_IMPORT_BYTES)
                 .map_err(|e| UsageError(e.to_string()))?;
             text.lines()
                 .enumerate()

@@ -187,7 +187,7 @@ pub(super) fn read_tests(files: &Reader, tests: &Value) -> Result<Vec<TestRead>,
         other => {
             return Err(format!(
                 "a test is {}, not a mapping or a file://",
-                crate::client::protocol::truncate(&other.to_string(), 60)
+                promptgauge_client::protocol::truncate(&other.to_string(), 60)
             ));
         }
     }

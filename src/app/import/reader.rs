@@ -48,7 +48,7 @@ impl Reader {
     /// and symlinks), at most [`MAX_IMPORT_BYTES`].
     pub(super) fn read(&self, reference: &str) -> Result<(PathBuf, String), String> {
         let path = self.inside(reference)?;
-        let text = crate::suite::error::read_text_limited(&path, "imported", MAX_IMPORT_BYTES)
+        let text = promptgauge_suite::error::read_text_limited(&path, "imported", MAX_IMPORT_BYTES)
             .map_err(|e| e.to_string())?;
         self.count(reference, text.len() as u64, MAX_IMPORT_TOTAL)?;
         Ok((path, text))
@@ -69,11 +69,11 @@ impl Reader {
     /// against their own total ([`MAX_ATTACHED_TOTAL`]), not the prompts'.
     pub(super) fn attachment(&self, reference: &str) -> Result<PathBuf, String> {
         let path = self.inside(reference)?;
-        let size = crate::files::open_regular(&path)
+        let size = promptgauge_base::files::open_regular(&path)
             .and_then(|f| f.metadata())
             .map_err(|e| format!("{reference}: {e}"))?
             .len();
-        if size > crate::suite::attachments::MAX_FILE_BYTES {
+        if size > promptgauge_suite::attachments::MAX_FILE_BYTES {
             return Err(format!(
                 "{reference} is larger than any file a case may attach"
             ));
@@ -220,10 +220,10 @@ fn glob_regex(pattern: &str) -> String {
 /// A promptfoo YAML (or JSON) text as promptfoo reads it: js-yaml's YAML 1.2 core schema,
 /// where only `true` and `false` are booleans (`Yes`, `No`, `on`, `off` stay text).
 pub(super) fn yaml(text: &str, what: &str) -> Result<Value, String> {
-    let root = crate::suite::yaml::parse(Path::new(what), text, "promptfoo file")
+    let root = promptgauge_suite::yaml::parse(Path::new(what), text, "promptfoo file")
         .map_err(|e| format!("{what} is not valid YAML: {e}"))?;
     Ok(root.map_or(Value::Null, |r| {
-        r.to_value(crate::suite::yaml::Scalars::Typed)
+        r.to_value(promptgauge_suite::yaml::Scalars::Typed)
     }))
 }
 

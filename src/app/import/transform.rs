@@ -95,7 +95,7 @@ impl Import {
             Some(other) => {
                 self.notes.push(format!(
                     "{whose}: `options` is {}, not a mapping: not carried over",
-                    crate::client::protocol::truncate(&other.to_string(), 60)
+                    promptgauge_client::protocol::truncate(&other.to_string(), 60)
                 ));
                 return None;
             }
@@ -165,7 +165,10 @@ impl Import {
 
 /// Code as a note shows it: one line, cut.
 fn shown(code: &str) -> String {
-    crate::client::protocol::truncate(&code.split_whitespace().collect::<Vec<_>>().join(" "), 80)
+    promptgauge_client::protocol::truncate(
+        &code.split_whitespace().collect::<Vec<_>>().join(" "),
+        80,
+    )
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ pub(super) fn vars_of(files: &Reader, vars: Option<&Value>) -> Result<Map<String
             .ok_or_else(|| format!("{s} does not hold a mapping of variables")),
         Some(other) => Err(format!(
             "`vars` is {}, not a mapping or a file://",
-            crate::client::protocol::truncate(&other.to_string(), 60)
+            promptgauge_client::protocol::truncate(&other.to_string(), 60)
         )),
     }
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 use super::{Exit, Failure};
 use crate::cli::{InitArgs, Task, UsageError};
 use crate::error::BeforeSend;
-use crate::suite::schema::SchemaOf;
+use promptgauge_suite::schema::SchemaOf;
 
 mod agent;
 mod shapes;
@@ -263,14 +263,14 @@ pub fn init(args: &InitArgs) -> Result<Exit, Failure> {
     }
     for f in &files {
         // A new file only: never through a symlink made since the check.
-        crate::files::write_new(&dir.join(&f.path), &f.bytes)
+        promptgauge_base::files::write_new(&dir.join(&f.path), &f.bytes)
             .map_err(|e| anyhow::anyhow!(e))
             .before_send()?;
     }
     let here = if dir == Path::new(".") {
         String::new()
     } else {
-        format!("cd {} && ", crate::report::shell_path(&dir))
+        format!("cd {} && ", promptgauge_report::shell_path(&dir))
     };
     let written: Vec<&str> = files
         .iter()

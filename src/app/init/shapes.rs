@@ -152,8 +152,8 @@ mod tests {
         let size = imagesize::blob_size(&png).unwrap();
         assert_eq!((size.width, size.height), (160, 96));
         assert_eq!(
-            crate::client::attachment::Kind::sniff(&png),
-            Some(crate::client::attachment::Kind::Png)
+            promptgauge_client::attachment::Kind::sniff(&png),
+            Some(promptgauge_client::attachment::Kind::Png)
         );
         // The zlib stream inflates to the rows, its checksum checked (flate2's inflater).
         let idat_at = png.windows(4).position(|w| w == b"IDAT").unwrap();

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::cli::UsageError;
-use crate::client::Usage;
+use promptgauge_client::Usage;
 
 /// Another tool's results, read.
 #[derive(Debug, Default)]
@@ -52,7 +52,7 @@ pub(super) struct Sample {
     pub(super) latency_ms: Option<f64>,
     pub(super) tags: Vec<String>,
     /// The files its input carried (inspect's image, audio and document content).
-    pub(super) files: Vec<crate::runner::job_record::FileNote>,
+    pub(super) files: Vec<promptgauge_runner::job_record::FileNote>,
 }
 
 /// A variant name as the reports and the command line take it: letters, digits, `-`, `_`,

@@ -10,9 +10,9 @@ use serde_json::Value;
 use super::imported::{self, Imported, ImportedArm, Sample};
 use super::read;
 use crate::cli::{ImportResultsArgs, UsageError};
-use crate::client::Usage;
-use crate::client::attachment::{Kind, sha256_hex};
-use crate::runner::job_record::FileNote;
+use promptgauge_client::Usage;
+use promptgauge_client::attachment::{Kind, sha256_hex};
+use promptgauge_runner::job_record::FileNote;
 
 /// One log: its header (eval, plan, results) and its samples.
 struct Log {

@@ -19,13 +19,13 @@ use self::imported::{Imported, ImportedArm, Sample, clean_name};
 use super::finish::{Ending, Outputs, conclude};
 use super::{Exit, Failure, aggregator};
 use crate::cli::{ImportResultsArgs, ResultsFormat, UsageError};
-use crate::client::Outcome;
-use crate::clock::utc_now;
 use crate::error::BeforeSend;
-use crate::runner::RunDir;
-use crate::runner::journal::{JobRecord, JobStatus};
-use crate::runner::record::{BenchRecord, PlanSettings, ProviderInfo, RunRecord, Tool};
-use crate::suite::{Fingerprint, GradeSpec, Limits, Variant};
+use promptgauge_base::clock::utc_now;
+use promptgauge_client::Outcome;
+use promptgauge_runner::RunDir;
+use promptgauge_runner::journal::{JobRecord, JobStatus};
+use promptgauge_runner::record::{BenchRecord, PlanSettings, ProviderInfo, RunRecord, Tool};
+use promptgauge_suite::{Fingerprint, GradeSpec, Limits, Variant};
 
 /// `import-results`: reads the files, writes the run folder, its reports and (unless
 /// `--no-store`) its row in the history store; the gates decide the exit code as a run's.
@@ -326,7 +326,7 @@ fn variants_of(imported: &Imported) -> Vec<Variant> {
         .iter()
         .map(|a| Variant {
             name: a.name.clone(),
-            messages: vec![crate::suite::prompts::MessageTemplate {
+            messages: vec![promptgauge_suite::prompts::MessageTemplate {
                 role: "user".into(),
                 content: if a.prompt.is_empty() {
                     format!("(imported from {})", a.file.display())
@@ -463,7 +463,7 @@ fn write_notes(dir: &RunDir, imported: &Imported, args: &ImportResultsArgs) -> R
         text.push_str(&format!("- {n}\n"));
     }
     let path = dir.file("IMPORT-NOTES.md");
-    crate::files::write_atomically(&path, text)
+    promptgauge_base::files::write_atomically(&path, text)
         .with_context(|| format!("cannot write {}", path.display()))
         .before_send()?;
     Ok(())
@@ -471,7 +471,7 @@ fn write_notes(dir: &RunDir, imported: &Imported, args: &ImportResultsArgs) -> R
 
 /// A stable hash of what identifies a case or a variant.
 fn digest<T: serde::Serialize + ?Sized>(value: &T) -> u64 {
-    let mut h = crate::hash::StableHasher::default();
+    let mut h = promptgauge_base::hash::StableHasher::default();
     let _ = serde_json::to_writer(&mut h, value);
     h.finish()
 }

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::imported::{self, Imported, ImportedArm, Sample, shown};
 use super::read;
 use crate::cli::{ImportResultsArgs, UsageError};
-use crate::client::Usage;
+use promptgauge_client::Usage;
 
 pub(super) fn read(args: &ImportResultsArgs) -> Result<Imported, UsageError> {
     let mut imported = Imported {

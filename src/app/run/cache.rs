@@ -7,9 +7,9 @@ use anyhow::Context;
 
 use crate::app::{Failure, Prepared, shown_urls};
 use crate::error::BeforeSend;
-use crate::report::ProviderInfo;
-use crate::runner::RunDir;
-use crate::suite::Job;
+use promptgauge_report::ProviderInfo;
+use promptgauge_runner::RunDir;
+use promptgauge_suite::Job;
 
 /// What `--cache` keys an endpoint's answers on besides the request: its base URL as shown,
 /// and — when they are not the defaults — its protocol and extra headers (another protocol
@@ -51,11 +51,11 @@ pub(super) fn open_cache(
     cache: bool,
     dir: &RunDir,
     quiet: bool,
-) -> Result<Option<Arc<std::sync::Mutex<crate::client::Cache>>>, Failure> {
+) -> Result<Option<Arc<std::sync::Mutex<promptgauge_client::Cache>>>, Failure> {
     Ok(if cache {
         let root = dir.path().parent().unwrap_or(Path::new("."));
-        let path = crate::client::Cache::path_under(root);
-        let cache = crate::client::Cache::open(&path)
+        let path = promptgauge_client::Cache::path_under(root);
+        let cache = promptgauge_client::Cache::open(&path)
             .with_context(|| format!("cannot open the response cache {}", path.display()))
             .before_send()?;
         if !quiet {
@@ -78,8 +78,8 @@ pub(super) fn cached_answers(
     if !cache {
         return Ok(Box::new(|_, _| false));
     }
-    let path = crate::client::Cache::path_under(root);
-    let cache = crate::client::Cache::open(&path)
+    let path = promptgauge_client::Cache::path_under(root);
+    let cache = promptgauge_client::Cache::open(&path)
         .with_context(|| format!("cannot open the response cache {}", path.display()))
         .before_send()?;
     let keys = lane_cache_keys(p, base_url);
@@ -93,12 +93,12 @@ pub(super) fn cached_answers(
     };
     let bench = p.bench.clone();
     Ok(Box::new(
-        move |job: &Job, messages: &[crate::client::ChatMessage]| {
+        move |job: &Job, messages: &[promptgauge_client::ChatMessage]| {
             let lane = usize::from(job.endpoint);
             let (Some(endpoint), Some((model, params))) = (keys.get(lane), lanes.get(lane)) else {
                 return false;
             };
-            let key = crate::client::cache::key(
+            let key = promptgauge_client::cache::key(
                 endpoint,
                 model,
                 messages,

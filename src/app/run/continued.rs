@@ -3,26 +3,26 @@
 
 use std::collections::HashMap;
 
-use crate::suite::Job;
+use promptgauge_suite::Job;
 
 /// Where the run stands: the journal read once (its jobs heard by the aggregator) and
 /// opened to append, the jobs still to send, and `--until-decided`'s stop flags and horizon.
 pub(in crate::app) struct Continued {
     pub(in crate::app) agg: crate::app::Figures,
-    pub(in crate::app) journal: crate::runner::Journal,
+    pub(in crate::app) journal: promptgauge_runner::Journal,
     pub(in crate::app) jobs: Vec<Job>,
     /// Jobs of the plan the journal already holds.
     pub(in crate::app) already: usize,
     /// `--retry-failed`: jobs sent again, by plan position, with their round.
     pub(in crate::app) resend: HashMap<usize, u32>,
-    pub(in crate::app) stop: Option<crate::runner::sequential::StopFlags>,
-    pub(in crate::app) horizon: Option<crate::runner::sequential::Horizon>,
+    pub(in crate::app) stop: Option<promptgauge_runner::sequential::StopFlags>,
+    pub(in crate::app) horizon: Option<promptgauge_runner::sequential::Horizon>,
     /// Jobs per case (variants × repeats): plan positions are `job.index / per_case`.
     pub(in crate::app) per_case: usize,
     /// `--batch`: the batches the journal holds, for the lanes to adopt.
-    pub(in crate::app) batches: Vec<crate::runner::batch::BatchRecord>,
+    pub(in crate::app) batches: Vec<promptgauge_runner::batch::BatchRecord>,
     /// A run with tools: the agent loops' steps the journal holds, by their requests' keys.
-    pub(in crate::app) loop_steps: HashMap<String, crate::runner::StepLine>,
+    pub(in crate::app) loop_steps: HashMap<String, promptgauge_runner::StepLine>,
     /// `--budget`: what the jobs in the journal cost (earlier sessions of the run).
     pub(in crate::app) spent: f64,
 }

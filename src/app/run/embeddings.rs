@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::app::Prepared;
 use crate::cli::UsageError;
-use crate::runner;
+use promptgauge_runner as runner;
 
 /// The `embedding` scorers' specs in the bench (its `grade` and its cases'), each once:
 /// their `endpoint` and `model` as written.
@@ -64,13 +64,13 @@ pub(in crate::app) fn check_embedding_endpoints(p: &Prepared) -> Result<(), Usag
 pub(in crate::app) fn embedding_services(
     p: &Prepared,
     lanes: &[runner::Lane],
-    cache: Option<Arc<std::sync::Mutex<crate::client::Cache>>>,
-) -> crate::grade::embedding::EmbeddingServices {
+    cache: Option<Arc<std::sync::Mutex<promptgauge_client::Cache>>>,
+) -> promptgauge_grade::embedding::EmbeddingServices {
     embedding_specs(p)
         .into_iter()
         .filter_map(|(endpoint, model)| {
             let lane = embedding_lane(p, lanes, endpoint.as_deref())?;
-            let service = crate::grade::embedding::EmbeddingService::new(
+            let service = promptgauge_grade::embedding::EmbeddingService::new(
                 lane.client.clone(),
                 model
                     .clone()

@@ -7,15 +7,18 @@ use tokio_util::sync::CancellationToken;
 
 use super::watch::{FirstFailures, Outage};
 use crate::app::finish::Ending;
-use crate::runner::record::StopReason;
-use crate::runner::{self, RunDir};
+use promptgauge_runner::record::StopReason;
+use promptgauge_runner::{self as runner, RunDir};
 
 /// How the sending ended, and why the run stopped early (as run.json and the summary
 /// say it), from what the client, the judge's client and the listeners saw.
 pub(super) fn ending_of(
     tally: &runner::RunTally,
     dispatch: &CancellationToken,
-    (lanes, judge): (&[runner::Lane], Option<&crate::grade::judge::JudgeService>),
+    (lanes, judge): (
+        &[runner::Lane],
+        Option<&promptgauge_grade::judge::JudgeService>,
+    ),
     (first, outage): (&FirstFailures, &Outage),
     dir: &RunDir,
     (batch_wait, budget): (Option<Duration>, Option<&runner::budget::Budget>),
@@ -64,7 +67,7 @@ pub(super) fn ending_of(
             })
             .or_else(|| {
                 spent_out.map(|b| {
-                    let usd = |x| crate::report::usd(Some(x));
+                    let usd = |x| promptgauge_report::usd(Some(x));
                     StopReason::budget(&usd(b.spent()), &usd(b.limit()), tally.not_run)
                 })
             }),

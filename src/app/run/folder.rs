@@ -7,20 +7,20 @@ use crate::app::finish::in_use;
 use crate::app::settings::RunSettings;
 use crate::app::{Failure, Prepared};
 use crate::cli::{Env, UsageError};
-use crate::clock::utc_now;
-use crate::report::ProviderInfo;
-use crate::runner::RunDir;
-use crate::runner::record::{BenchRecord, PlanSettings, RunRecord, Tool};
-use crate::suite::Fingerprint;
+use promptgauge_base::clock::utc_now;
+use promptgauge_report::ProviderInfo;
+use promptgauge_runner::RunDir;
+use promptgauge_runner::record::{BenchRecord, PlanSettings, RunRecord, Tool};
+use promptgauge_suite::Fingerprint;
 
 /// The run's folder and record: a resumed run's, brought up to date, or a new one (its
 /// record not written yet: that waits until the client is built).
 pub(super) fn open_folder(
-    resumed: Option<(RunDir, RunRecord, crate::runner::lock::RunLock)>,
+    resumed: Option<(RunDir, RunRecord, promptgauge_runner::lock::RunLock)>,
     settings: &RunSettings,
     env: &Env,
-    store: &Result<crate::store::Location, UsageError>,
-) -> Result<(RunDir, RunRecord, crate::runner::lock::RunLock), Failure> {
+    store: &Result<promptgauge_store::Location, UsageError>,
+) -> Result<(RunDir, RunRecord, promptgauge_runner::lock::RunLock), Failure> {
     let (p, provider) = (&settings.plan, &settings.provider);
     let judge_info = settings.judge.as_ref().map(|j| &j.info);
     Ok(match resumed {
@@ -124,13 +124,13 @@ pub(super) fn grid_infos(p: &Prepared) -> Vec<ProviderInfo> {
 
 /// The store as run.json remembers it: a SQLite file by its absolute path, a PostgreSQL
 /// URL without its password.
-pub(super) fn stored_as(location: &crate::store::Location) -> String {
+pub(super) fn stored_as(location: &promptgauge_store::Location) -> String {
     match location {
-        crate::store::Location::Sqlite(p) => std::path::absolute(p)
+        promptgauge_store::Location::Sqlite(p) => std::path::absolute(p)
             .unwrap_or_else(|_| p.clone())
             .display()
             .to_string(),
-        crate::store::Location::Postgres(_) => location.shown(),
+        promptgauge_store::Location::Postgres(_) => location.shown(),
     }
 }
 

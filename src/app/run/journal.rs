@@ -10,9 +10,9 @@ use super::continued::Continued;
 use crate::app::settings::RunSettings;
 use crate::app::{Failure, Prepared};
 use crate::error::BeforeSend;
-use crate::runner::RunDir;
-use crate::runner::record::RunRecord;
-use crate::suite::Job;
+use promptgauge_runner::RunDir;
+use promptgauge_runner::record::RunRecord;
+use promptgauge_suite::Job;
 
 /// Reads the journal once, if it exists (the aggregator hears every job it holds), and
 /// opens it to append; works out the jobs still to send.
@@ -20,7 +20,7 @@ pub(super) fn continue_journal(
     settings: &RunSettings,
     dir: &RunDir,
     record: &RunRecord,
-    budget: Option<&crate::runner::budget::Prices>,
+    budget: Option<&promptgauge_runner::budget::Prices>,
 ) -> Result<Continued, Failure> {
     let p = &settings.plan;
     let keys = record.plan_keys();
@@ -53,7 +53,7 @@ pub(super) fn continue_journal(
             .flatten()
             .map(|p| p.as_path())
             .collect();
-        crate::runner::journal::loop_steps(&paths)
+        promptgauge_runner::journal::loop_steps(&paths)
             .with_context(|| format!("cannot read the steps in {}", dir.path().display()))
             .before_send()?
     };
@@ -82,10 +82,10 @@ pub(super) fn continue_journal(
 /// What the journaled steps of loops still to finish were billed: their jobs have no
 /// record yet (a failed round's steps are in its record), at each job's endpoint's price.
 fn unfinished_steps_cost(
-    steps: &HashMap<String, crate::runner::StepLine>,
+    steps: &HashMap<String, promptgauge_runner::StepLine>,
     jobs: &[Job],
     resend: &HashMap<usize, u32>,
-    (run_id, prices): (&str, &crate::runner::budget::Prices),
+    (run_id, prices): (&str, &promptgauge_runner::budget::Prices),
 ) -> f64 {
     let left: HashMap<usize, usize> = jobs
         .iter()
@@ -94,7 +94,7 @@ fn unfinished_steps_cost(
     steps
         .values()
         .filter_map(|s| {
-            let (index, round) = crate::runner::job_of_key(&s.key, run_id)?;
+            let (index, round) = promptgauge_runner::job_of_key(&s.key, run_id)?;
             let lane = left.get(&index)?;
             (round == resend.get(&index).copied())
                 .then(|| prices.attempts_billed(&s.attempts, *lane))
@@ -105,11 +105,11 @@ fn unfinished_steps_cost(
 /// What `--until-decided` shares with the workers and the journal while the run goes on.
 pub(super) struct UntilDecided {
     /// A decided variant's jobs are not sent (flags by bench variant).
-    stop: Option<crate::runner::sequential::StopFlags>,
+    stop: Option<promptgauge_runner::sequential::StopFlags>,
     /// None is sent far ahead of the cases the tests have seen.
-    horizon: Option<crate::runner::sequential::Horizon>,
+    horizon: Option<promptgauge_runner::sequential::Horizon>,
     /// The decisions the tests reach, for the journal to write.
-    decisions: crate::runner::sequential::Decisions,
+    decisions: promptgauge_runner::sequential::Decisions,
 }
 
 impl UntilDecided {
@@ -136,7 +136,7 @@ impl UntilDecided {
             } else {
                 p.gates().div_ceil(per_case.max(1)) + 1
             };
-            crate::runner::sequential::Horizon::new(ahead)
+            promptgauge_runner::sequential::Horizon::new(ahead)
         });
         UntilDecided {
             stop,
@@ -146,9 +146,9 @@ impl UntilDecided {
     }
 
     /// What the live sequential tests use, when the run goes until decided.
-    fn live(&self, p: &Prepared) -> Option<crate::runner::sequential::Steering> {
+    fn live(&self, p: &Prepared) -> Option<promptgauge_runner::sequential::Steering> {
         match (&self.stop, &self.horizon) {
-            (Some(stop), Some(horizon)) => Some(crate::runner::sequential::Steering {
+            (Some(stop), Some(horizon)) => Some(promptgauge_runner::sequential::Steering {
                 stop: stop.clone(),
                 // Each arm's flag: its bench variant, endpoint by endpoint.
                 bench_index: (0..p.grid.len().max(1))
@@ -173,14 +173,20 @@ pub(super) fn replay_journal(
     p: &Prepared,
     retry_failed: Option<crate::cli::RetryFailed>,
     dir: &RunDir,
-    keys: &crate::runner::journal::PlanKeys,
+    keys: &promptgauge_runner::journal::PlanKeys,
     (agg, spent): (
         &mut crate::app::Figures,
-        &mut Option<(&crate::runner::budget::Prices, f64)>,
+        &mut Option<(&promptgauge_runner::budget::Prices, f64)>,
     ),
     until: &UntilDecided,
-) -> Result<(crate::runner::journal::Audit, crate::runner::Journal), Failure> {
-    let pick = |r: &crate::runner::JobRecord| match retry_failed {
+) -> Result<
+    (
+        promptgauge_runner::journal::Audit,
+        promptgauge_runner::Journal,
+    ),
+    Failure,
+> {
+    let pick = |r: &promptgauge_runner::JobRecord| match retry_failed {
         Some(crate::cli::RetryFailed::All) => true,
         Some(crate::cli::RetryFailed::Transient) => r.failed_transiently(),
         None => false,
@@ -224,7 +230,7 @@ pub(super) fn replay_journal(
 
 /// The lane (endpoint) a job's record was answered at: its position among the run's
 /// endpoints, the first when the run has one.
-pub(super) fn lane_of(p: &Prepared, r: &crate::runner::JobRecord) -> usize {
+pub(super) fn lane_of(p: &Prepared, r: &promptgauge_runner::JobRecord) -> usize {
     r.endpoint
         .as_deref()
         .and_then(|name| p.grid.iter().position(|g| g.name() == name))
@@ -235,8 +241,8 @@ pub(super) fn lane_of(p: &Prepared, r: &crate::runner::JobRecord) -> usize {
 /// (`--retry-failed`), by plan position, with their round.
 pub(super) fn jobs_left(
     p: &Prepared,
-    keys: &crate::runner::journal::PlanKeys,
-    audit: &crate::runner::journal::Audit,
+    keys: &promptgauge_runner::journal::PlanKeys,
+    audit: &promptgauge_runner::journal::Audit,
 ) -> (Vec<Job>, HashMap<usize, u32>) {
     let slot = |j: &Job| keys.slot(&p.bench.cases[j.case].id, &p.arm_name(j), j.repeat);
     let jobs: Vec<Job> = p
@@ -269,8 +275,8 @@ pub(super) fn say_resending(retry_failed: Option<crate::cli::RetryFailed>, resen
 /// Batches of jobs an earlier `--retry-failed` sent again, still open at the provider: a
 /// resume without the flag does not collect them (their jobs' records are failures), so it
 /// says how to.
-pub(super) fn say_open_resends(batches: &[crate::runner::batch::BatchRecord], dir: &RunDir) {
-    let resent: usize = crate::runner::batch::open_batches(batches)
+pub(super) fn say_open_resends(batches: &[promptgauge_runner::batch::BatchRecord], dir: &RunDir) {
+    let resent: usize = promptgauge_runner::batch::open_batches(batches)
         .filter(|b| b.keys.iter().any(|k| k.contains("-resend")))
         .map(|b| b.keys.len())
         .sum();

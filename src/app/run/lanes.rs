@@ -11,11 +11,11 @@ use crate::app::settings::RunSettings;
 use crate::app::{Failure, Prepared, SIMULATED_BANNER};
 use crate::cli::UsageError;
 use crate::error::BeforeSend;
-use crate::mock::Provider;
-use crate::mock::server::MockServer;
-use crate::report::ProviderInfo;
-use crate::runner;
-use crate::runner::record::RunRecord;
+use promptgauge_mock::Provider;
+use promptgauge_mock::server::MockServer;
+use promptgauge_report::ProviderInfo;
+use promptgauge_runner as runner;
+use promptgauge_runner::record::RunRecord;
 
 /// The clients the jobs go through, one lane per endpoint (to the built-in simulator when
 /// an endpoint or the judge has no server), with the replicas the preflight found dead
@@ -76,7 +76,7 @@ pub(super) async fn start_simulator(
         } else {
             note!("note: the built-in SIMULATOR judges the answers (judge.base_url: mock)");
         }
-        let mut config = crate::mock::MockConfig::demo();
+        let mut config = promptgauge_mock::MockConfig::demo();
         config.oracle = Some(oracle(p, &record.run_id));
         let sim = Arc::new(Provider::new(config));
         let server = MockServer::start(sim, SocketAddr::from(([127, 0, 0, 1], 0)))
@@ -91,8 +91,8 @@ pub(super) async fn start_simulator(
 
 /// Tells the built-in simulator the case behind each job's idempotency key, so it can
 /// answer any bench in the shape its scorer expects (and the run stays marked simulated).
-pub(super) fn oracle(p: &Prepared, run_id: &str) -> crate::mock::answers::Oracle {
-    use crate::mock::answers::{Hint, Oracle};
+pub(super) fn oracle(p: &Prepared, run_id: &str) -> promptgauge_mock::answers::Oracle {
+    use promptgauge_mock::answers::{Hint, Oracle};
     let bench = p.bench.clone();
     let mut case_of = vec![(usize::MAX, 0); p.jobs.iter().map(|j| j.index + 1).max().unwrap_or(0)];
     for j in &p.jobs {
@@ -108,14 +108,14 @@ pub(super) fn oracle(p: &Prepared, run_id: &str) -> crate::mock::answers::Oracle
     let run_id = run_id.to_string();
     Oracle(Arc::new(move |key: &str| {
         // Judge calls (`…-judge-0`) are answered from their prompt, not from the case.
-        let (index, _) = crate::runner::job_of_key(key, &run_id)?;
+        let (index, _) = promptgauge_runner::job_of_key(key, &run_id)?;
         let (case, variant) = *case_of.get(index)?;
         let case = bench.cases.get(case)?;
         Some(Hint {
             case: case.id.clone(),
             expected: case.expected.clone(),
             expected_json: case.expected_json.clone(),
-            shape: crate::grade::SpecExt::shape(case.grade.as_ref().unwrap_or(&bench.grade)),
+            shape: promptgauge_grade::SpecExt::shape(case.grade.as_ref().unwrap_or(&bench.grade)),
             others: others.clone(),
             files: case.files.len() + case.messages.iter().map(|m| m.files.len()).sum::<usize>(),
             tool_script: agent_plan(case, case.grade.as_ref().unwrap_or(&bench.grade)),
@@ -128,8 +128,8 @@ pub(super) fn oracle(p: &Prepared, run_id: &str) -> crate::mock::answers::Oracle
 /// then each call its `tool_args` scorers expect of a tool no line scripts (a program's or
 /// an MCP server's tool).
 fn agent_plan(
-    case: &crate::suite::Case,
-    grade: &crate::suite::GradeSpec,
+    case: &promptgauge_suite::Case,
+    grade: &promptgauge_suite::GradeSpec,
 ) -> Vec<(String, serde_json::Value)> {
     let mut plan: Vec<(String, serde_json::Value)> = case
         .tool_script
@@ -187,12 +187,12 @@ pub(super) async fn check_batch_apis(p: &Prepared, lanes: &[runner::Lane]) -> Re
             api.api.path()
         );
         return Err(match e {
-            crate::client::batch::BatchError::Http { status: 401 | 403, message } => {
+            promptgauge_client::batch::BatchError::Http { status: 401 | 403, message } => {
                 Failure::Provider(anyhow::anyhow!(
                     "{who} refused the key at its batch API (GET {path}): {message}"
                 ))
             }
-            crate::client::batch::BatchError::Http { status: 404 | 405, .. } => UsageError::with_fix(
+            promptgauge_client::batch::BatchError::Http { status: 404 | 405, .. } => UsageError::with_fix(
                 format!("{who} has no batch API: GET {path} answered 404, so --batch (or `batch: true`) cannot send its jobs; nothing was sent"),
                 "run without --batch (stream the jobs), or point it at a provider with one: OpenAI's /v1/batches (chat completions, Responses) or Anthropic's /v1/messages/batches. Self-hosted servers (vLLM, llama.cpp, Ollama, text-generation-inference, transformers serve) have none; vLLM's `run-batch` is an offline command, not an HTTP API (docs/guide/batch.md)",
             )
@@ -211,7 +211,7 @@ pub(super) fn say_before_sending(p: &Prepared, provider: &ProviderInfo, quiet: b
         .endpoint
         .base_urls
         .iter()
-        .any(|u| crate::client::secrets::redact_url(u) != *u);
+        .any(|u| promptgauge_client::secrets::redact_url(u) != *u);
     if !provider.simulated && p.endpoint.api_key.is_none() && !userinfo && !quiet {
         note!(
             "note: ${} is not set; sending no Authorization header (fine for most self-hosted servers)",

@@ -36,14 +36,14 @@ use crate::app::finish::conclude;
 use crate::app::settings::RunSettings;
 use crate::app::{Exit, Failure};
 use crate::cli::{Env, RunArgs, UsageError};
-use crate::clock::utc_now;
 use crate::error::BeforeSend;
-use crate::runner::record::RunRecord;
-use crate::runner::{self, RunDir};
 use ending::ending_of;
 use folder::{mark_batched, open_folder};
 use journal::{continue_journal, say_open_resends};
 use lanes::start_client;
+use promptgauge_base::clock::utc_now;
+use promptgauge_runner::record::RunRecord;
+use promptgauge_runner::{self as runner, RunDir};
 use resolve::{Resolved, resolve};
 use send::{Sent, say_what_runs, send_jobs};
 use server::look_at_server;
@@ -113,7 +113,7 @@ async fn finish_run(
     sent: Sent,
     (lanes, budget): (&[runner::Lane], Option<&runner::budget::Budget>),
     (store, baseline): (
-        Result<crate::store::Location, UsageError>,
+        Result<promptgauge_store::Location, UsageError>,
         Option<crate::app::baseline::Reference>,
     ),
 ) -> Result<Exit, Failure> {

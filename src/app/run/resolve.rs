@@ -12,9 +12,9 @@ use crate::app::settings::RunSettings;
 use crate::app::{Failure, Prepared};
 use crate::cli::{Env, PlanArgs, RunArgs, UsageError};
 use crate::error::BeforeSend;
-use crate::report::gates::Unresolved;
-use crate::runner::RunDir;
-use crate::runner::record::RunRecord;
+use promptgauge_report::gates::Unresolved;
+use promptgauge_runner::RunDir;
+use promptgauge_runner::record::RunRecord;
 
 /// Resolves flags, bench, environment and the run folder being resumed into [`Resolved`]
 /// (the flags, the bench and its endpoints once, into its [`RunSettings`]) and checks what
@@ -88,9 +88,9 @@ pub(super) async fn resolve(args: &RunArgs, env: &Env) -> Result<Resolved, Failu
 /// What a run is, resolved before anything is sent: the folder to resume (locked), the
 /// run's settings (the plan, the endpoint, the judge), the history store and the baseline.
 pub(super) struct Resolved {
-    pub(super) resumed: Option<(RunDir, RunRecord, crate::runner::lock::RunLock)>,
+    pub(super) resumed: Option<(RunDir, RunRecord, promptgauge_runner::lock::RunLock)>,
     pub(super) settings: RunSettings,
-    pub(super) store: Result<crate::store::Location, UsageError>,
+    pub(super) store: Result<promptgauge_store::Location, UsageError>,
     pub(super) baseline: Option<crate::app::baseline::Reference>,
 }
 
@@ -159,7 +159,7 @@ struct ArmNames {
 impl ArmNames {
     fn of(p: &Prepared) -> ArmNames {
         let (variants, endpoints) = (p.variant_names(), p.endpoint_names());
-        let cells = crate::suite::plan::arm_names(&variants, &endpoints);
+        let cells = promptgauge_suite::plan::arm_names(&variants, &endpoints);
         ArmNames {
             variants,
             endpoints,
@@ -199,7 +199,7 @@ fn check_gate_names(
     gates: &crate::cli::GateArgs,
     arms: &ArmNames,
 ) -> Result<(), UsageError> {
-    let parts = crate::grade::part_names(&p.bench);
+    let parts = promptgauge_grade::part_names(&p.bench);
     for min in &gates.min_accuracy {
         match min.target(|v| arms.has(v), |part| parts.iter().any(|n| n == part)) {
             Ok(_) => {}
@@ -256,7 +256,7 @@ pub(super) fn check_baseline_pairs(
     let Some((b, theirs)) = baseline.and_then(|b| Some((b, b.arms()?))) else {
         return Ok(());
     };
-    let ours = crate::suite::plan::arm_names(&p.variant_names(), &p.endpoint_names());
+    let ours = promptgauge_suite::plan::arm_names(&p.variant_names(), &p.endpoint_names());
     if ours.iter().any(|a| theirs.contains(a)) {
         return Ok(());
     }
@@ -294,10 +294,10 @@ pub(super) fn check_writable(path: &Path) -> anyhow::Result<()> {
 
 /// The store a run was first recorded in, when a resume can record there again: a SQLite
 /// file. A PostgreSQL store's password was not kept: the resume says how to name it.
-pub(super) fn recorded_store(record: &RunRecord) -> Option<crate::store::Location> {
+pub(super) fn recorded_store(record: &RunRecord) -> Option<promptgauge_store::Location> {
     let text = record.store.as_deref()?;
-    match crate::store::Location::parse(text) {
-        Ok(crate::store::Location::Sqlite(p)) => Some(crate::store::Location::Sqlite(p)),
+    match promptgauge_store::Location::parse(text) {
+        Ok(promptgauge_store::Location::Sqlite(p)) => Some(promptgauge_store::Location::Sqlite(p)),
         _ => {
             note!(
                 "note: this run was recorded in {text}; pass --store URL (or set $PROMPTGAUGE_STORE) to record the resumed run there too"
@@ -313,7 +313,7 @@ pub(in crate::app) async fn baseline_of(
     name: Option<&str>,
     bench: &str,
     confidence: f64,
-    store: &Result<crate::store::Location, UsageError>,
+    store: &Result<promptgauge_store::Location, UsageError>,
 ) -> Result<Option<crate::app::baseline::Reference>, Failure> {
     use crate::app::baseline::Reference;
     let Some(name) = name else {

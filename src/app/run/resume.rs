@@ -5,10 +5,10 @@ use anyhow::Context;
 use crate::app::{Failure, Prepared};
 use crate::cli::{PlanArgs, RunArgs, UsageError};
 use crate::error::BeforeSend;
-use crate::report::ProviderInfo;
-use crate::runner::RunDir;
-use crate::runner::record::RunRecord;
-use crate::suite::Fingerprint;
+use promptgauge_report::ProviderInfo;
+use promptgauge_runner::RunDir;
+use promptgauge_runner::record::RunRecord;
+use promptgauge_suite::Fingerprint;
 
 /// Flags a resume cannot take: another protocol, another judge or endpoint,
 /// `--retry-failed` on a run `--until-decided`, another `--max-drop` than its plan's.
@@ -123,13 +123,13 @@ pub(super) fn kept_plan(flags: &PlanArgs, record: &RunRecord) -> PlanArgs {
 
 /// The prices the run's answers were costed at, as `--price` flags: a resume costs the
 /// rest as the run began (where it sends is the run's own, so its price is too).
-fn recorded_prices(record: &RunRecord) -> Vec<crate::suite::endpoints::PriceFlag> {
+fn recorded_prices(record: &RunRecord) -> Vec<promptgauge_suite::endpoints::PriceFlag> {
     if record.plan.endpoints.is_empty() {
         return record
             .bench
             .price
             .iter()
-            .map(|price| crate::suite::endpoints::PriceFlag {
+            .map(|price| promptgauge_suite::endpoints::PriceFlag {
                 endpoint: None,
                 price: price.clone(),
             })
@@ -139,7 +139,7 @@ fn recorded_prices(record: &RunRecord) -> Vec<crate::suite::endpoints::PriceFlag
         .endpoints
         .iter()
         .filter_map(|e| {
-            Some(crate::suite::endpoints::PriceFlag {
+            Some(promptgauge_suite::endpoints::PriceFlag {
                 endpoint: Some(e.endpoint.clone()?),
                 price: e.price.clone()?,
             })
@@ -156,12 +156,12 @@ pub(super) fn resumed_grid(flags: &PlanArgs, record: &RunRecord) -> PlanArgs {
         let name = e.endpoint.clone()?;
         // Credentials are never stored: such an endpoint is found in the bench again.
         let urls = e.recorded_urls()?;
-        Some(crate::suite::endpoints::AdHocEndpoint {
+        Some(promptgauge_suite::endpoints::AdHocEndpoint {
             name,
-            spec: crate::suite::EndpointSpec {
+            spec: promptgauge_suite::EndpointSpec {
                 base_url: Some(match urls.len() {
-                    1 => crate::suite::UrlList::One(urls[0].clone()),
-                    _ => crate::suite::UrlList::Many(urls),
+                    1 => promptgauge_suite::UrlList::One(urls[0].clone()),
+                    _ => promptgauge_suite::UrlList::Many(urls),
                 }),
                 model: Some(e.model.clone()),
                 api_key_env: e.api_key_env.clone(),
@@ -188,7 +188,7 @@ pub(super) fn check_same_judge(flags: &PlanArgs, record: &RunRecord) -> Result<(
         if u == "mock" {
             return j.simulated;
         }
-        let shown = crate::client::secrets::redact_url(u);
+        let shown = promptgauge_client::secrets::redact_url(u);
         let shown = shown.trim_end_matches('/');
         !j.simulated
             && (j.base_url.trim_end_matches('/') == shown
@@ -285,7 +285,7 @@ pub(super) fn judged_as_before(flags: &PlanArgs, record: &RunRecord) -> PlanArgs
         None
     } else {
         // Credentials are never stored: such a URL must come from the flags again.
-        Some(j.base_url.clone()).filter(|u| !u.contains(crate::client::secrets::REDACTED))
+        Some(j.base_url.clone()).filter(|u| !u.contains(promptgauge_client::secrets::REDACTED))
     };
     PlanArgs {
         judge_base_url: flags.judge_base_url.clone().or(url),
@@ -368,7 +368,7 @@ pub(super) fn check_same_provider(
     provider: &ProviderInfo,
 ) -> Result<(), UsageError> {
     let record_endpoint = was;
-    let redacted = crate::client::secrets::REDACTED;
+    let redacted = promptgauge_client::secrets::REDACTED;
     if record_endpoint.base_url.contains(redacted) && provider.base_url != record_endpoint.base_url
     {
         return Err(UsageError::with_fix(
@@ -447,11 +447,11 @@ pub(super) fn check_batches_stay(
     if moved.is_empty() || !dir.journal_path().exists() {
         return Ok(());
     }
-    let stats = crate::runner::journal::read(&dir.journal_path(), |_| {})
+    let stats = promptgauge_runner::journal::read(&dir.journal_path(), |_| {})
         .with_context(|| format!("cannot read the journal {}", dir.journal_path().display()))
         .before_send()?;
     for (endpoint, was, now) in moved {
-        let open: Vec<&str> = crate::runner::batch::open_batches(&stats.batches)
+        let open: Vec<&str> = promptgauge_runner::batch::open_batches(&stats.batches)
             .filter(|b| b.endpoint == endpoint)
             .map(|b| b.name.as_str())
             .collect();

@@ -10,13 +10,13 @@ use super::signals::{Signals, watch_signals};
 use super::watch::{BatchNotes, FirstFailures, Outage, SearchNotes, watchers};
 use crate::app::settings::RunSettings;
 use crate::app::{Failure, Prepared};
-use crate::mock::server::MockServer;
-use crate::report::ProviderInfo;
-use crate::report::progress::Progress;
-use crate::report::verbose::VerboseLog;
-use crate::runner::events::{Fanout, Listener};
-use crate::runner::record::RunRecord;
-use crate::runner::{self, RunDir};
+use promptgauge_mock::server::MockServer;
+use promptgauge_report::ProviderInfo;
+use promptgauge_report::progress::Progress;
+use promptgauge_report::verbose::VerboseLog;
+use promptgauge_runner::events::{Fanout, Listener};
+use promptgauge_runner::record::RunRecord;
+use promptgauge_runner::{self as runner, RunDir};
 
 /// What the sending leaves: its tally, the listeners that may have stopped it, the
 /// aggregator that heard every job, and the judge's client (a refused judge key stops the
@@ -27,7 +27,7 @@ pub(super) struct Sent {
     pub(super) first: FirstFailures,
     pub(super) outage: Outage,
     pub(super) agg: crate::app::Figures,
-    pub(super) judge: Option<Arc<crate::grade::judge::JudgeService>>,
+    pub(super) judge: Option<Arc<promptgauge_grade::judge::JudgeService>>,
 }
 
 /// Sends every job left, every listener hearing each as it finishes, until all are sent

@@ -9,9 +9,9 @@ use super::continued::Continued;
 use crate::app::Failure;
 use crate::app::settings::RunSettings;
 use crate::cli::UsageError;
-use crate::runner::record::RunRecord;
-use crate::runner::{self, RunDir};
-use crate::suite::Job;
+use promptgauge_runner::record::RunRecord;
+use promptgauge_runner::{self as runner, RunDir};
+use promptgauge_suite::Job;
 
 /// `--budget` (or the budget the resumed run was started with): its limit and the prices
 /// it holds jobs at, once every price it needs is known; a new run whose plan may cost
@@ -66,7 +66,7 @@ fn in_open_batches(continued: &Continued, run_id: &str) -> (HashSet<usize>, f64,
     let mut reserved = 0.0;
     // Any open batch may hold jobs the resume collects, named or hashed.
     let mut collecting = false;
-    for b in crate::runner::batch::open_batches(&continued.batches) {
+    for b in promptgauge_runner::batch::open_batches(&continued.batches) {
         collecting |= !waiting.is_empty() && !b.keys.is_empty();
         let jobs: Vec<usize> = b
             .keys
@@ -121,15 +121,15 @@ fn weigh_what_is_left(
         note!(
             "collecting {} already submitted in batches the provider holds ({} held for them): never refused by the budget",
             crate::app::count(adopted.len() as u64, "job", "jobs"),
-            crate::report::usd(Some(reserved))
+            promptgauge_report::usd(Some(reserved))
         );
     }
     if continued.spent >= limit && !fresh.is_empty() && !collecting {
         return Err(UsageError::with_fix(
             format!(
                 "the run has spent {} already, and the budget is {}: nothing more could be sent",
-                crate::report::usd(Some(continued.spent)),
-                crate::report::usd(Some(limit))
+                promptgauge_report::usd(Some(continued.spent)),
+                promptgauge_report::usd(Some(limit))
             ),
             "resume with a larger --budget",
         )

@@ -7,9 +7,9 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::Prepared;
-use crate::runner;
-use crate::runner::events::Listener;
-use crate::runner::record::StopReason;
+use promptgauge_runner as runner;
+use promptgauge_runner::events::Listener;
+use promptgauge_runner::record::StopReason;
 
 /// The listeners that stop sending early: when the first jobs all fail the same way
 /// (a wrong model, URL or key), and when most jobs fail the same passing way (an outage).
@@ -44,14 +44,14 @@ pub(super) fn watchers(
 /// Says each provider batch's submission and end on stderr.
 /// `--best` without the live line: each arm out, and the answer, said as they are reached
 /// (the journal keeps them; a log should show them).
-pub(super) struct SearchNotes(pub(super) crate::runner::sequential::Decisions);
+pub(super) struct SearchNotes(pub(super) promptgauge_runner::sequential::Decisions);
 
 impl Listener for SearchNotes {
     fn on(&mut self, _: &runner::RunEvent<'_>) -> std::io::Result<()> {
         let reached: Vec<_> = self.0.lock().map(|q| q.clone()).unwrap_or_default();
         for line in reached
             .iter()
-            .filter_map(crate::report::listeners::progress::search_line)
+            .filter_map(promptgauge_report::listeners::progress::search_line)
         {
             note!("{line}");
         }
@@ -63,11 +63,11 @@ pub(super) struct BatchNotes;
 
 impl Listener for BatchNotes {
     fn on(&mut self, event: &runner::RunEvent<'_>) -> std::io::Result<()> {
-        use crate::runner::batch::BatchStep;
+        use promptgauge_runner::batch::BatchStep;
         let runner::RunEvent::Batch(b) = event else {
             return Ok(());
         };
-        let id = crate::report::visible(b.id.as_deref().unwrap_or(&b.name), 80);
+        let id = promptgauge_report::visible(b.id.as_deref().unwrap_or(&b.name), 80);
         let at = b
             .endpoint
             .as_ref()
@@ -77,7 +77,7 @@ impl Listener for BatchNotes {
             BatchStep::Submitted => note!("batch {id}{at}: submitted"),
             BatchStep::Ended => {
                 let [done, failed, total] = b.counts.unwrap_or_default();
-                let status = crate::report::visible(b.status.as_deref().unwrap_or(""), 40);
+                let status = promptgauge_report::visible(b.status.as_deref().unwrap_or(""), 40);
                 note!("batch {id}{at}: {status}, {done} of {total} answered, {failed} failed");
             }
             BatchStep::Left => {
@@ -180,7 +180,7 @@ impl Listener for FirstFailures {
             .any(|p| record.error_line().starts_with(p));
         let lasting = scorer_broken
             || matches!(status, Some(s) if (400..500).contains(&s) && s != 408 && s != 429);
-        if record.status != crate::runner::journal::JobStatus::Failed || !lasting {
+        if record.status != promptgauge_runner::journal::JobStatus::Failed || !lasting {
             // One job that got through (or failed for a passing reason) ends the watch.
             self.watch = 0;
             return Ok(());
@@ -188,7 +188,7 @@ impl Listener for FirstFailures {
         self.seen.push((status, record.error_line().to_string()));
         if self.seen.len() == self.watch && self.seen.iter().all(|c| *c == self.seen[0]) {
             let (status, cause) = &self.seen[0];
-            let hint = crate::report::causes::hint(*status, cause)
+            let hint = promptgauge_report::causes::hint(*status, cause)
                 .map(|h| format!(" ({h})"))
                 .unwrap_or_default();
             self.tripped = Some((format!("{cause}{hint}"), scorer_broken));
@@ -260,7 +260,7 @@ impl Watched {
     }
 
     /// Hears one of its jobs; says why it stopped, when this job showed an outage.
-    fn hear(&mut self, record: &crate::runner::JobRecord) -> Option<String> {
+    fn hear(&mut self, record: &promptgauge_runner::JobRecord) -> Option<String> {
         let entry = record.failed_transiently().then(|| {
             let (outcome, status) = record.failure_outcome();
             let signature = format!("{status:?}/{}", outcome.map_or("", |o| o.as_str()));

@@ -6,9 +6,9 @@
 //! both set.
 
 use crate::cli::{Endpoint, LimitArgs};
-use crate::client::{ApiKey, Client, ClientConfig, Limits, ProtocolKind, ReqwestTransport};
-use crate::suite::Bench;
-use crate::suite::endpoints::NamedEndpoint;
+use promptgauge_client::{ApiKey, Client, ClientConfig, Limits, ProtocolKind, ReqwestTransport};
+use promptgauge_suite::Bench;
+use promptgauge_suite::endpoints::NamedEndpoint;
 
 /// Everything one client is built from: where it sends, which model, in which protocol, with
 /// which key and headers, under which limits.

@@ -19,11 +19,11 @@ use super::judge::ResolvedJudge;
 use super::run::{Continued, embedding_services};
 use super::{Failure, Prepared, prepare};
 use crate::cli::{BatchArgs, Env, GateArgs, OutputArgs, PlanArgs, RunArgs, UsageError};
-use crate::client::Client;
 use crate::error::BeforeSend;
-use crate::report::ProviderInfo;
-use crate::runner;
-use crate::runner::record::RunRecord;
+use promptgauge_client::Client;
+use promptgauge_report::ProviderInfo;
+use promptgauge_runner as runner;
+use promptgauge_runner::record::RunRecord;
 
 /// A bench planned from the plan flags, resolved once: the jobs and where each goes, where
 /// the answers come from, and who judges. `check` shows it; `run` resolves it into its
@@ -85,7 +85,7 @@ pub(super) struct RunSettings {
     /// `--limit`: the first cases only (as the record keeps it).
     pub limit: Option<u64>,
     /// `--shard`: this run's share of the jobs (as the record keeps it).
-    pub shard: Option<crate::suite::Shard>,
+    pub shard: Option<promptgauge_suite::Shard>,
     /// `--fetch-urls` (a resume's, as the record keeps it).
     pub fetch_urls: bool,
     /// The gates asked for (`--allow-failures` recorded with the run).
@@ -189,9 +189,9 @@ impl RunSettings {
     pub(super) fn judge_service(
         &self,
         simulator: Option<&str>,
-        cache: Option<Arc<std::sync::Mutex<crate::client::Cache>>>,
+        cache: Option<Arc<std::sync::Mutex<promptgauge_client::Cache>>>,
         client: &Client,
-    ) -> Result<Option<Arc<crate::grade::judge::JudgeService>>, Failure> {
+    ) -> Result<Option<Arc<promptgauge_grade::judge::JudgeService>>, Failure> {
         Ok(match &self.judge {
             Some(j) => {
                 let service = j.service(simulator, cache).before_send()?;
@@ -221,8 +221,8 @@ impl RunSettings {
         lanes: &[runner::Lane],
         continued: &mut Continued,
         (judge, cache): (
-            Option<Arc<crate::grade::judge::JudgeService>>,
-            Option<Arc<std::sync::Mutex<crate::client::Cache>>>,
+            Option<Arc<promptgauge_grade::judge::JudgeService>>,
+            Option<Arc<std::sync::Mutex<promptgauge_client::Cache>>>,
         ),
         budget: Option<Arc<runner::budget::Budget>>,
     ) -> runner::RunOptions {
@@ -232,7 +232,7 @@ impl RunSettings {
             run_id: record.run_id.clone(),
             attempts: self.verbose,
             already: continued.already,
-            scoring: crate::grade::ScoreContext {
+            scoring: promptgauge_grade::ScoreContext {
                 judge,
                 embeddings: embedding_services(p, lanes, cache.clone()),
                 stop: Some(lanes[0].client.stop_token()),
@@ -260,7 +260,7 @@ impl RunSettings {
     /// `baseline` run.
     pub(super) fn outputs<'a>(
         &'a self,
-        store: Result<crate::store::Location, UsageError>,
+        store: Result<promptgauge_store::Location, UsageError>,
         baseline: Option<&'a Reference>,
     ) -> Result<Outputs<'a>, UsageError> {
         Ok(Outputs {

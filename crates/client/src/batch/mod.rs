@@ -133,11 +133,7 @@ impl Batches {
 
     /// Uploads a batch's input file (JSONL) where the API takes one (OpenAI's): its id.
     /// Anthropic's takes the requests in the batch itself: `None`.
-    pub async fn prepare(
-        &self,
-        name: &str,
-        jsonl: &[u8],
-    ) -> Result<Option<String>, BatchError> {
+    pub async fn prepare(&self, name: &str, jsonl: &[u8]) -> Result<Option<String>, BatchError> {
         self.api.prepare(&self.http, name, jsonl).await
     }
 

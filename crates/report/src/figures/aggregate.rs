@@ -802,10 +802,7 @@ mod tests {
         let exact = promptgauge_stats::paired::mcnemar_exact(5, 0);
         assert!((exact - 0.0625).abs() < 1e-12);
         assert!((c.p_value.unwrap() - exact).abs() < 1e-12, "{c:?}");
-        assert_eq!(
-            c.verdict,
-            crate::compare::Verdict::NotDistinguishable
-        );
+        assert_eq!(c.verdict, crate::compare::Verdict::NotDistinguishable);
         assert!((c.difference.unwrap() - 5.0 / 64.0).abs() < 1e-12);
         assert!(c.sentence.contains("as people scored it"), "{}", c.sentence);
         let d = c.corrected.unwrap();

@@ -324,12 +324,7 @@ fn one() -> usize {
 impl Detectable {
     /// What `cases` cases can detect at 80% power, from a reference accuracy, with the
     /// exact test and Holm's adjustment over `comparisons` variants.
-    pub fn new(
-        cases: u64,
-        reference_accuracy: f64,
-        confidence: f64,
-        comparisons: usize,
-    ) -> Self {
+    pub fn new(cases: u64, reference_accuracy: f64, confidence: f64, comparisons: usize) -> Self {
         let mut a = Assumptions::new(reference_accuracy, 1.0 - confidence);
         a.comparisons = comparisons.max(1);
         Detectable {

@@ -308,7 +308,12 @@ pub const POWER: f64 = 0.8;
 /// cases, at `level`) needs for its end to stay on `center`'s side of `bound` with 80%
 /// power, if `center` and the spread seen hold: its half-width shrinks as 1/√cases. `None`
 /// when `center` is not on the passing side of `bound`, or the interval has no width.
-pub fn cases_to_clear(cases: u64, (center, near): (f64, f64), bound: f64, level: f64) -> Option<u64> {
+pub fn cases_to_clear(
+    cases: u64,
+    (center, near): (f64, f64),
+    bound: f64,
+    level: f64,
+) -> Option<u64> {
     let (half, gap) = ((center - near).abs(), (center - bound).abs());
     let passing_side = (near < center) == (bound < center);
     if !passing_side || half <= 0.0 || gap <= 0.0 || cases == 0 {
@@ -726,7 +731,12 @@ pub fn fail_if_worse(s: &Summary, baseline: Option<&RunComparison>, out: &mut Ve
 
 /// `--max-drop POINTS`: within the run (sequentially, after `--until-decided`); with
 /// `--baseline`, each variant against itself in that run instead (as `--fail-if-worse`).
-pub fn max_drop(max: f64, s: &Summary, baseline: Option<&RunComparison>, out: &mut Vec<GateResult>) {
+pub fn max_drop(
+    max: f64,
+    s: &Summary,
+    baseline: Option<&RunComparison>,
+    out: &mut Vec<GateResult>,
+) {
     if baseline.is_none() {
         out.push(match &s.sequential {
             Some(seq) => sequential_drop(max, seq),
@@ -886,10 +896,7 @@ pub fn part_held_to(
 
 /// The figure a part gate holds an arm to: its mean and interval, named a mean score when
 /// the part is scored.
-pub fn part_figure(
-    part: &crate::parts::PartFigures,
-    f: &crate::parts::PartVariant,
-) -> Gated {
+pub fn part_figure(part: &crate::parts::PartFigures, f: &crate::parts::PartVariant) -> Gated {
     Gated {
         called: if part.binary { "" } else { "mean score " }.into(),
         value: f.mean,
@@ -901,12 +908,7 @@ pub fn part_figure(
 /// One variant against `--min-accuracy`'s P: passed at or above it; failed when the whole
 /// interval is below; inconclusive when the interval straddles it, with the cases that
 /// would decide.
-pub fn held_to(
-    v: &crate::summary::VariantSummary,
-    t: f64,
-    s: &Summary,
-    gate: &str,
-) -> GateResult {
+pub fn held_to(v: &crate::summary::VariantSummary, t: f64, s: &Summary, gate: &str) -> GateResult {
     // Cases, not answers: repeats of a case are one unit.
     let cases = v.n / u64::from(s.run.repeats.max(1));
     let figure = gated_figure(v, s.is_scored());

@@ -373,6 +373,11 @@ impl JobRows {
             Kept::Spool { count, .. } => *count,
         }
     }
+
+    /// Whether it holds no job.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 #[cfg(test)]

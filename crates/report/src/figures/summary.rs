@@ -4,8 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use promptgauge_client::Outcome;
 use crate::compare::{CaseTable, Comparison, Detectable};
+use promptgauge_client::Outcome;
 use promptgauge_runner::journal::{JobRecord, JobStatus};
 use promptgauge_stats as stats;
 use promptgauge_stats::cluster::{CaseScore, clustered_wilson, consistency};

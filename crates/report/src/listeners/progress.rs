@@ -43,12 +43,7 @@ pub fn search_line(d: &promptgauge_runner::sequential::Decided) -> Option<String
 
 impl Progress {
     /// `enabled` is false when stderr is not a terminal, under CI, or with --quiet.
-    pub fn new(
-        total: usize,
-        already_done: usize,
-        variants: Vec<String>,
-        enabled: bool,
-    ) -> Self {
+    pub fn new(total: usize, already_done: usize, variants: Vec<String>, enabled: bool) -> Self {
         let bar = enabled.then(|| {
             let bar = ProgressBar::with_draw_target(
                 Some(total as u64),

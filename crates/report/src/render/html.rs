@@ -266,9 +266,9 @@ fn search(b: &mut String, s: &crate::Summary, names: &[&str]) {
     let _ = write!(
         b,
         "<h2>Best of many</h2><p id=\"search-answer\">{}.</p>",
-        esc(&sentence_case(
-            &crate::figures::sequential::best_answer(best)
-        ))
+        esc(&sentence_case(&crate::figures::sequential::best_answer(
+            best
+        )))
     );
     b.push_str(&search_chart(best, names));
 }
@@ -806,9 +806,9 @@ fn header_rest(b: &mut String, s: &crate::Summary, names: &[&str]) {
         let _ = write!(
             b,
             "<p id=\"headline\"><b>{}.</b></p>",
-            esc(&sentence_case(
-                &crate::figures::sequential::best_answer(search)
-            ))
+            esc(&sentence_case(&crate::figures::sequential::best_answer(
+                search
+            )))
         );
     } else if s.is_grid() && s.comparisons.iter().any(|c| c.cases > 0) {
         // A grid answers two questions: each gets its line, every cell placed.

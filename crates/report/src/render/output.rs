@@ -129,7 +129,9 @@ pub fn print(body: Body<'_>) {
 pub fn whole(path: &Path, body: Body<'_>) -> Result<(), ReportError> {
     match body {
         Body::Text(text) => promptgauge_base::files::write_atomically(path, text),
-        Body::Stream(write) => promptgauge_base::files::write_atomically_with(path, |file| write(file)),
+        Body::Stream(write) => {
+            promptgauge_base::files::write_atomically_with(path, |file| write(file))
+        }
     }
     .map_err(|e| ReportError::write(path, e))
 }

@@ -12,10 +12,7 @@ impl Sink for JobRows {
     }
 
     /// The rows go to the store with the run (app/finish.rs).
-    fn finish(
-        mut self: Box<Self>,
-        result: &mut RunResult,
-    ) -> Result<(), crate::ReportError> {
+    fn finish(mut self: Box<Self>, result: &mut RunResult) -> Result<(), crate::ReportError> {
         self.flush();
         result.jobs = Some(*self);
         Ok(())

@@ -5,9 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::result::{
-    CaseAnswers, RunResult, SHOWN_CASES, SHOWN_CHARS, ShownAnswer, ShownCase,
-};
+use crate::result::{CaseAnswers, RunResult, SHOWN_CASES, SHOWN_CHARS, ShownAnswer, ShownCase};
 use promptgauge_runner::journal::{JobRecord, JobStatus};
 
 /// A sink keeping the answers report.html shows.

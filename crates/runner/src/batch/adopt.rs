@@ -13,8 +13,8 @@ use serde_json::Value;
 
 use super::collector::{Collector, Halt, Open};
 use super::record::{BatchRecord, BatchStep};
-use promptgauge_client::batch::BatchState;
 use crate::lane::Message;
+use promptgauge_client::batch::BatchState;
 use promptgauge_suite::Job;
 
 /// A batch as the journal names it, while a resume adopts it.

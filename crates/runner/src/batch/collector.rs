@@ -12,11 +12,11 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::record::{BatchRecord, BatchSettings};
-use promptgauge_client::batch::{BatchError, BatchState, Batches};
 use crate::job_record::JobRecord;
 use crate::lane::{Lane, Message, RunOptions, job_key};
 use crate::scoring::failed_record;
 use crate::workers::Parking;
+use promptgauge_client::batch::{BatchError, BatchState, Batches};
 use promptgauge_suite::{Bench, Job};
 
 /// A batch the provider holds for this lane, until it ends and its results are read.
@@ -188,7 +188,12 @@ impl Collector {
 
     /// A handed job without an answer, as its failed record (with the batch it was in,
     /// if any).
-    pub(super) fn fail(&self, job: &Job, result: promptgauge_client::JobResult, batch: Option<&str>) {
+    pub(super) fn fail(
+        &self,
+        job: &Job,
+        result: promptgauge_client::JobResult,
+        batch: Option<&str>,
+    ) {
         let error = result.failure.clone().unwrap_or_else(|| "no answer".into());
         let mut r = failed_record(&self.bench, job, error, Some(result));
         r.endpoint = self.lane.name.clone();

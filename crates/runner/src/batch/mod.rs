@@ -32,9 +32,9 @@ pub use record::{BatchRecord, BatchStep, open_batches};
 
 use super::source::{AnswerSource, Ask, SourceFuture, SourceReply};
 use super::workers::Workers;
+use collector::{Collector, Halt};
 use promptgauge_client::Client;
 use promptgauge_suite::Job;
-use collector::{Collector, Halt};
 use submit::Want;
 
 /// A provider's batch as a lane's answer source: it takes every job it is asked about and

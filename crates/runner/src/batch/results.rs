@@ -12,10 +12,10 @@ use futures_util::StreamExt;
 
 use super::collector::{Collector, Halt, Open, barrier};
 use super::record::{BatchRecord, BatchStep};
-use promptgauge_client::batch::{BatchError, BatchState, EachLine};
 use crate::lane::Message;
 use crate::scoring::{failed_record, request_of, score};
 use crate::source;
+use promptgauge_client::batch::{BatchError, BatchState, EachLine};
 use promptgauge_suite::Job;
 
 impl Collector {

@@ -11,9 +11,9 @@ use serde_json::json;
 use super::adopt::Lost;
 use super::collector::{Collector, Halt, Open};
 use super::record::{BatchRecord, BatchStep};
-use promptgauge_client::batch::BatchError;
 use crate::scoring::{request_of, score};
 use crate::source;
+use promptgauge_client::batch::BatchError;
 use promptgauge_suite::Job;
 
 /// The batch API's refusal of a batch: why, in the jobs' words, and its error.
