@@ -127,13 +127,9 @@ pub(super) fn estimate(
             .grid
             .get(usize::from(job.endpoint))
             .map_or(p.endpoint.protocol, |g| g.endpoint.protocol);
-        let rule = match protocol {
-            promptgauge_client::ProtocolKind::AnthropicMessages => |t: FileTokens| t.anthropic,
-            promptgauge_client::ProtocolKind::OpenaiChat
-            | promptgauge_client::ProtocolKind::OpenaiResponses => |t: FileTokens| t.openai,
-        };
+        let protocol = protocol.build();
         let tokens = if bought {
-            promptgauge_suite::prompt_tokens_by(&messages, rule)
+            promptgauge_suite::prompt_tokens_by(&messages, |t: FileTokens| protocol.file_tokens(t))
         } else {
             0
         };

@@ -11,10 +11,11 @@
 use super::transport::RequestBody;
 use serde_json::{Map, Value, json};
 
+use super::attachment::FileTokens;
 use super::attachment::{FileFamily, Kind, Piece, pieces, where_files_go, with_text_files};
 use super::protocol::{
-    self, Dialect, Finish, FinishKind, InvalidUsage, Protocol, Streamed, ToolCall, Usage,
-    UsageCounts,
+    self, BatchApiKind, BatchRoute, Dialect, Finish, FinishKind, InvalidUsage, Protocol, Streamed,
+    ToolCall, Usage, UsageCounts,
 };
 use super::{ApiKey, ChatMessage, JobRequest};
 
@@ -516,6 +517,18 @@ impl Protocol for AnthropicMessages {
 
     fn remaining_requests(&self, headers: &[(String, String)]) -> Option<u64> {
         protocol::header_count(headers, "anthropic-ratelimit-requests-remaining")
+    }
+
+    fn batch(&self) -> Option<BatchRoute> {
+        // Its batches are Anthropic's, whose requests name no URL.
+        Some(BatchRoute {
+            api: BatchApiKind::Anthropic,
+            url: "/v1/messages",
+        })
+    }
+
+    fn file_tokens(&self, tokens: FileTokens) -> u64 {
+        tokens.anthropic
     }
 }
 

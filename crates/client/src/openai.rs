@@ -5,10 +5,11 @@
 use super::transport::RequestBody;
 use serde_json::{Map, Value, json};
 
+use super::attachment::FileTokens;
 use super::attachment::{Attachment, FileFamily, Kind, Piece, pieces, where_files_go};
 use super::protocol::{
-    self, Dialect, Finish, FinishKind, InvalidUsage, Protocol, Streamed, ToolCall, Usage,
-    UsageCounts,
+    self, BatchApiKind, BatchRoute, Dialect, Finish, FinishKind, InvalidUsage, Protocol, Streamed,
+    ToolCall, Usage, UsageCounts,
 };
 use super::{ApiKey, ChatMessage, JobRequest};
 
@@ -400,6 +401,17 @@ impl Protocol for OpenAiChat {
 
     fn remaining_requests(&self, headers: &[(String, String)]) -> Option<u64> {
         protocol::header_count(headers, "x-ratelimit-remaining-requests")
+    }
+
+    fn batch(&self) -> Option<BatchRoute> {
+        Some(BatchRoute {
+            api: BatchApiKind::OpenAi,
+            url: "/v1/chat/completions",
+        })
+    }
+
+    fn file_tokens(&self, tokens: FileTokens) -> u64 {
+        tokens.openai
     }
 }
 

@@ -11,7 +11,7 @@ use super::transport::RequestBody;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::attachment::Kind;
+use super::attachment::{FileTokens, Kind};
 use super::{ApiKey, JobRequest};
 
 /// The wire protocol an endpoint speaks (docs/guide/real-model.md).
@@ -388,6 +388,33 @@ pub trait Protocol: Send + Sync {
 
     /// The model ids in a models list's body; `None` when it is not one.
     fn model_ids(&self, body: &[u8]) -> Option<Vec<String>>;
+
+    /// Its provider's batch API (docs/guide/batch.md) and where a batch's requests go;
+    /// `None` when the provider has none, and then `--batch` is refused before anything is
+    /// sent.
+    fn batch(&self) -> Option<BatchRoute>;
+
+    /// What a file costs in prompt tokens by this provider's rule (the estimate before a
+    /// run: [`FileTokens`] holds each provider's count).
+    fn file_tokens(&self, tokens: FileTokens) -> u64;
+}
+
+/// A provider's batch API as its protocol names it: which API, and the path under `/v1` a
+/// batch's request lines name (OpenAI's batches hold requests of several endpoints).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchRoute {
+    pub api: BatchApiKind,
+    pub url: &'static str,
+}
+
+/// The batch APIs this build speaks (`batch/`: each kind's implementation, picked by an
+/// exhaustive match, so a new one is written where it is named).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchApiKind {
+    /// OpenAI's: a JSONL file uploaded to `/v1/files`, submitted to `/v1/batches`.
+    OpenAi,
+    /// Anthropic's Message Batches: `/v1/messages/batches`.
+    Anthropic,
 }
 
 /// Refuses a base URL that already ends in the endpoint's `path`, which the protocol

@@ -10,11 +10,12 @@
 use super::transport::RequestBody;
 use serde_json::{Map, Value, json};
 
+use super::attachment::FileTokens;
 use super::attachment::{FileFamily, Kind, Piece, pieces, where_files_go};
 use super::openai::{self, OpenAiChat};
 use super::protocol::{
-    self, Dialect, Finish, FinishKind, InvalidUsage, Protocol, Streamed, ToolCall, Usage,
-    UsageCounts,
+    self, BatchApiKind, BatchRoute, Dialect, Finish, FinishKind, InvalidUsage, Protocol, Streamed,
+    ToolCall, Usage, UsageCounts,
 };
 use super::{ApiKey, ChatMessage, JobRequest};
 
@@ -538,6 +539,17 @@ impl Protocol for OpenAiResponses {
 
     fn remaining_requests(&self, headers: &[(String, String)]) -> Option<u64> {
         OpenAiChat.remaining_requests(headers)
+    }
+
+    fn batch(&self) -> Option<BatchRoute> {
+        Some(BatchRoute {
+            api: BatchApiKind::OpenAi,
+            url: "/v1/responses",
+        })
+    }
+
+    fn file_tokens(&self, tokens: FileTokens) -> u64 {
+        tokens.openai
     }
 }
 

@@ -313,10 +313,26 @@ impl SpecExt for GradeSpec {
     /// The scorer this spec describes; files it names (a schema, a judge prompt) are read
     /// relative to `dir`. The error says what is wrong in the user's terms.
     fn scorer(&self, dir: &Path) -> Result<Arc<dyn Scorer>, SpecError> {
-        if let Some(scorer) = trajectory::scorer_of(self) {
-            return Ok(scorer);
-        }
         Ok(match self {
+            text @ (GradeSpec::Exact { .. }
+            | GradeSpec::Contains { .. }
+            | GradeSpec::Regex { .. }
+            | GradeSpec::Number { .. }
+            | GradeSpec::Choice
+            | GradeSpec::Json { .. }) => Arc::new(Grader::new(text)?),
+            GradeSpec::ToolCall { exact, order } => Arc::new(structured::ToolCalls {
+                exact: *exact,
+                order: *order,
+            }),
+            GradeSpec::ToolSequence { tools, order } => Arc::new(trajectory::ToolSequence {
+                tools: tools.clone(),
+                order: *order,
+            }),
+            GradeSpec::ToolArgs { tool, args } => Arc::new(trajectory::ToolArgs {
+                tool: tool.clone(),
+                args: args.clone(),
+            }),
+            GradeSpec::MaxSteps { steps } => Arc::new(trajectory::MaxSteps { steps: *steps }),
             GradeSpec::Judge { .. } => judge_scorer(self, dir)?,
             GradeSpec::JsonSchema { schema } => {
                 Arc::new(structured::JsonSchema::read(schema, dir)?)
@@ -358,7 +374,6 @@ impl SpecExt for GradeSpec {
                 let weights = combine::weights(weights.as_deref(), of.len())?;
                 combined(combine::Combine::Mean, weights, of, dir)?
             }
-            text => Arc::new(Grader::new(text)?),
         })
     }
 
@@ -373,7 +388,16 @@ impl SpecExt for GradeSpec {
             GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
                 of.first().map_or(Shape::Text, |p| p.spec.shape())
             }
-            _ => Shape::Text,
+            GradeSpec::Exact { .. }
+            | GradeSpec::Contains { .. }
+            | GradeSpec::Regex { .. }
+            | GradeSpec::Judge { .. }
+            | GradeSpec::ToolSequence { .. }
+            | GradeSpec::ToolArgs { .. }
+            | GradeSpec::MaxSteps { .. }
+            | GradeSpec::Command { .. }
+            | GradeSpec::Embedding { .. }
+            | GradeSpec::Expr { .. } => Shape::Text,
         }
     }
 

@@ -121,14 +121,19 @@ impl Grader {
                 path: parse_path(path)?,
                 case_sensitive: *case_sensitive,
             },
-            other => {
-                return Err(SpecError::NotText(
-                    serde_json::to_value(other)
-                        .ok()
-                        .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(String::from))
-                        .unwrap_or_default(),
-                ));
-            }
+            other @ (GradeSpec::Judge { .. }
+            | GradeSpec::JsonSchema { .. }
+            | GradeSpec::Fields { .. }
+            | GradeSpec::ToolCall { .. }
+            | GradeSpec::ToolSequence { .. }
+            | GradeSpec::ToolArgs { .. }
+            | GradeSpec::MaxSteps { .. }
+            | GradeSpec::Command { .. }
+            | GradeSpec::Embedding { .. }
+            | GradeSpec::Expr { .. }
+            | GradeSpec::All { .. }
+            | GradeSpec::Any { .. }
+            | GradeSpec::Mean { .. }) => return Err(SpecError::NotText(other.kind())),
         })
     }
 

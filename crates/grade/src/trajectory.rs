@@ -6,32 +6,10 @@
 
 use super::scorer::{ScoreFuture, ScoreInput, Scorer, ready};
 use super::{Score, ScoreContext};
-use std::sync::Arc;
 
-use promptgauge_suite::grading::{GradeSpec, SequenceOrder};
+use promptgauge_suite::grading::SequenceOrder;
 use promptgauge_suite::tools::args_hold;
 use serde_json::Value;
-
-/// The scorer of tool calls `spec` describes, if it is one: the answer's calls
-/// (`tool_call`) or the loop's (the trajectory's).
-pub(crate) fn scorer_of(spec: &GradeSpec) -> Option<Arc<dyn Scorer>> {
-    Some(match spec {
-        GradeSpec::ToolCall { exact, order } => Arc::new(super::structured::ToolCalls {
-            exact: *exact,
-            order: *order,
-        }),
-        GradeSpec::ToolSequence { tools, order } => Arc::new(ToolSequence {
-            tools: tools.clone(),
-            order: *order,
-        }),
-        GradeSpec::ToolArgs { tool, args } => Arc::new(ToolArgs {
-            tool: tool.clone(),
-            args: args.clone(),
-        }),
-        GradeSpec::MaxSteps { steps } => Arc::new(MaxSteps { steps: *steps }),
-        _ => return None,
-    })
-}
 
 /// `tool_sequence`.
 #[derive(Debug)]

@@ -322,7 +322,7 @@ pub fn passing(outcome: promptgauge_client::Outcome, status: Option<u16>) -> boo
         Outcome::HttpError => {
             status.is_none_or(|s| s == 408 || s == 429 || (500..600).contains(&s))
         }
-        _ => false,
+        Outcome::Complete | Outcome::Truncated | Outcome::Filtered => false,
     }
 }
 

@@ -234,7 +234,22 @@ impl From<GradeSpec> for GradePart {
 fn parts_of(spec: &mut GradeSpec) -> &mut [GradePart] {
     match spec {
         GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => of,
-        _ => &mut [],
+        GradeSpec::Exact { .. }
+        | GradeSpec::Contains { .. }
+        | GradeSpec::Regex { .. }
+        | GradeSpec::Number { .. }
+        | GradeSpec::Choice
+        | GradeSpec::Json { .. }
+        | GradeSpec::Judge { .. }
+        | GradeSpec::JsonSchema { .. }
+        | GradeSpec::Fields { .. }
+        | GradeSpec::ToolCall { .. }
+        | GradeSpec::ToolSequence { .. }
+        | GradeSpec::ToolArgs { .. }
+        | GradeSpec::MaxSteps { .. }
+        | GradeSpec::Command { .. }
+        | GradeSpec::Embedding { .. }
+        | GradeSpec::Expr { .. } => &mut [],
     }
 }
 
@@ -344,7 +359,20 @@ impl GradeSpec {
                 }
                 Ok(all)
             }
-            _ => Ok(Vec::new()),
+            GradeSpec::Exact { .. }
+            | GradeSpec::Contains { .. }
+            | GradeSpec::Regex { .. }
+            | GradeSpec::Number { .. }
+            | GradeSpec::Choice
+            | GradeSpec::Json { .. }
+            | GradeSpec::Judge { .. }
+            | GradeSpec::JsonSchema { .. }
+            | GradeSpec::Fields { .. }
+            | GradeSpec::ToolCall { .. }
+            | GradeSpec::MaxSteps { .. }
+            | GradeSpec::Command { .. }
+            | GradeSpec::Embedding { .. }
+            | GradeSpec::Expr { .. } => Ok(Vec::new()),
         }
     }
 
@@ -359,7 +387,21 @@ impl GradeSpec {
             GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
                 of.iter().flat_map(|p| p.spec.expected_calls()).collect()
             }
-            _ => Vec::new(),
+            GradeSpec::Exact { .. }
+            | GradeSpec::Contains { .. }
+            | GradeSpec::Regex { .. }
+            | GradeSpec::Number { .. }
+            | GradeSpec::Choice
+            | GradeSpec::Json { .. }
+            | GradeSpec::Judge { .. }
+            | GradeSpec::JsonSchema { .. }
+            | GradeSpec::Fields { .. }
+            | GradeSpec::ToolCall { .. }
+            | GradeSpec::ToolSequence { .. }
+            | GradeSpec::MaxSteps { .. }
+            | GradeSpec::Command { .. }
+            | GradeSpec::Embedding { .. }
+            | GradeSpec::Expr { .. } => Vec::new(),
         }
     }
 
@@ -373,7 +415,21 @@ impl GradeSpec {
             GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
                 of.iter().map(|p| p.judge_calls()).sum()
             }
-            _ => 0,
+            GradeSpec::Exact { .. }
+            | GradeSpec::Contains { .. }
+            | GradeSpec::Regex { .. }
+            | GradeSpec::Number { .. }
+            | GradeSpec::Choice
+            | GradeSpec::Json { .. }
+            | GradeSpec::JsonSchema { .. }
+            | GradeSpec::Fields { .. }
+            | GradeSpec::ToolCall { .. }
+            | GradeSpec::ToolSequence { .. }
+            | GradeSpec::ToolArgs { .. }
+            | GradeSpec::MaxSteps { .. }
+            | GradeSpec::Command { .. }
+            | GradeSpec::Embedding { .. }
+            | GradeSpec::Expr { .. } => 0,
         }
     }
 
@@ -386,7 +442,21 @@ impl GradeSpec {
             GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
                 of.iter().flat_map(|p| p.spec.embeddings()).collect()
             }
-            _ => Vec::new(),
+            GradeSpec::Exact { .. }
+            | GradeSpec::Contains { .. }
+            | GradeSpec::Regex { .. }
+            | GradeSpec::Number { .. }
+            | GradeSpec::Choice
+            | GradeSpec::Json { .. }
+            | GradeSpec::Judge { .. }
+            | GradeSpec::JsonSchema { .. }
+            | GradeSpec::Fields { .. }
+            | GradeSpec::ToolCall { .. }
+            | GradeSpec::ToolSequence { .. }
+            | GradeSpec::ToolArgs { .. }
+            | GradeSpec::MaxSteps { .. }
+            | GradeSpec::Command { .. }
+            | GradeSpec::Expr { .. } => Vec::new(),
         }
     }
 
@@ -397,7 +467,21 @@ impl GradeSpec {
             GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
                 of.iter().any(|p| p.uses_tool_call())
             }
-            _ => false,
+            GradeSpec::Exact { .. }
+            | GradeSpec::Contains { .. }
+            | GradeSpec::Regex { .. }
+            | GradeSpec::Number { .. }
+            | GradeSpec::Choice
+            | GradeSpec::Json { .. }
+            | GradeSpec::Judge { .. }
+            | GradeSpec::JsonSchema { .. }
+            | GradeSpec::Fields { .. }
+            | GradeSpec::ToolSequence { .. }
+            | GradeSpec::ToolArgs { .. }
+            | GradeSpec::MaxSteps { .. }
+            | GradeSpec::Command { .. }
+            | GradeSpec::Embedding { .. }
+            | GradeSpec::Expr { .. } => false,
         }
     }
 
@@ -419,7 +503,17 @@ impl GradeSpec {
             GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
                 of.iter().any(|p| p.needs_expected())
             }
-            _ => true,
+            GradeSpec::Exact { .. }
+            | GradeSpec::Contains { .. }
+            | GradeSpec::Regex { .. }
+            | GradeSpec::Number { .. }
+            | GradeSpec::Choice
+            | GradeSpec::Json { .. }
+            | GradeSpec::Judge { .. }
+            | GradeSpec::Fields { .. }
+            | GradeSpec::ToolCall { .. }
+            | GradeSpec::Command { .. }
+            | GradeSpec::Embedding { .. } => true,
         }
     }
 
@@ -431,7 +525,21 @@ impl GradeSpec {
             GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
                 of.iter().flat_map(|p| p.spec.programs()).collect()
             }
-            _ => Vec::new(),
+            GradeSpec::Exact { .. }
+            | GradeSpec::Contains { .. }
+            | GradeSpec::Regex { .. }
+            | GradeSpec::Number { .. }
+            | GradeSpec::Choice
+            | GradeSpec::Json { .. }
+            | GradeSpec::Judge { .. }
+            | GradeSpec::JsonSchema { .. }
+            | GradeSpec::Fields { .. }
+            | GradeSpec::ToolCall { .. }
+            | GradeSpec::ToolSequence { .. }
+            | GradeSpec::ToolArgs { .. }
+            | GradeSpec::MaxSteps { .. }
+            | GradeSpec::Embedding { .. }
+            | GradeSpec::Expr { .. } => Vec::new(),
         }
     }
 
@@ -442,7 +550,21 @@ impl GradeSpec {
             GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
                 of.iter().flat_map(|p| p.spec.expressions()).collect()
             }
-            _ => Vec::new(),
+            GradeSpec::Exact { .. }
+            | GradeSpec::Contains { .. }
+            | GradeSpec::Regex { .. }
+            | GradeSpec::Number { .. }
+            | GradeSpec::Choice
+            | GradeSpec::Json { .. }
+            | GradeSpec::Judge { .. }
+            | GradeSpec::JsonSchema { .. }
+            | GradeSpec::Fields { .. }
+            | GradeSpec::ToolCall { .. }
+            | GradeSpec::ToolSequence { .. }
+            | GradeSpec::ToolArgs { .. }
+            | GradeSpec::MaxSteps { .. }
+            | GradeSpec::Command { .. }
+            | GradeSpec::Embedding { .. } => Vec::new(),
         }
     }
 
@@ -477,7 +599,18 @@ impl GradeSpec {
             GradeSpec::Fields { .. } | GradeSpec::Mean { .. } | GradeSpec::Expr { .. } => false,
             GradeSpec::Command { binary, .. } => *binary,
             GradeSpec::All { of } | GradeSpec::Any { of } => of.iter().all(|p| p.binary()),
-            _ => true,
+            GradeSpec::Exact { .. }
+            | GradeSpec::Contains { .. }
+            | GradeSpec::Regex { .. }
+            | GradeSpec::Number { .. }
+            | GradeSpec::Choice
+            | GradeSpec::Json { .. }
+            | GradeSpec::JsonSchema { .. }
+            | GradeSpec::ToolCall { .. }
+            | GradeSpec::ToolSequence { .. }
+            | GradeSpec::ToolArgs { .. }
+            | GradeSpec::MaxSteps { .. }
+            | GradeSpec::Embedding { .. } => true,
         }
     }
 }

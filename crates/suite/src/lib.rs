@@ -907,7 +907,7 @@ pub fn prompt_tokens(messages: &[ChatMessage]) -> u64 {
 }
 
 /// [`prompt_tokens`], each file counted by `rule` (one provider's).
-pub fn prompt_tokens_by(messages: &[ChatMessage], rule: fn(FileTokens) -> u64) -> u64 {
+pub fn prompt_tokens_by(messages: &[ChatMessage], rule: impl Fn(FileTokens) -> u64) -> u64 {
     messages
         .iter()
         .map(|m| {

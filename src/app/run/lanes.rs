@@ -175,12 +175,20 @@ pub(super) fn link_lanes(lanes: &[runner::Lane]) {
 /// error, not a run of failed jobs.
 pub(super) async fn check_batch_apis(p: &Prepared, lanes: &[runner::Lane]) -> Result<(), Failure> {
     for (i, lane) in lanes.iter().enumerate().filter(|(_, l)| l.batch) {
-        let api = lane.client.batches();
-        let Err(e) = api.probe().await else { continue };
         let who = match p.grid.get(i) {
             Some(g) => format!("{} ({})", g.role(), lane.client.config().base_url),
             None => format!("the endpoint {}", lane.client.config().base_url),
         };
+        if lane.client.batch_route().is_none() {
+            let protocol = lane.client.config().protocol;
+            return Err(UsageError::with_fix(
+                format!("{who} speaks {protocol}, whose provider has no batch API: --batch (or `batch: true`) cannot send its jobs; nothing was sent"),
+                "run without --batch (stream the jobs)",
+            )
+            .into());
+        }
+        let api = lane.client.batches();
+        let Err(e) = api.probe().await else { continue };
         let path = format!(
             "{}{}",
             lane.client.config().base_url.trim_end_matches('/'),

@@ -10,6 +10,7 @@
 
 mod anthropic;
 mod api;
+mod none;
 mod openai;
 mod wire;
 
@@ -18,12 +19,14 @@ use serde_json::Value;
 
 pub(crate) use anthropic::AnthropicBatches;
 pub(crate) use api::BatchApi;
+pub use none::NoBatchApi;
 pub(crate) use openai::OpenAiBatches;
 pub use wire::{BatchError, BatchState};
 pub use wire::{EachLine, Http, MAX_FILE_BYTES};
 
+use super::protocol::{BatchApiKind, BatchRoute};
 use super::transport::HttpMethod;
-use super::{Client, JobRequest, JobResult, ProtocolKind, Streamed};
+use super::{Client, JobRequest, JobResult, Streamed};
 
 /// The batch API at one endpoint.
 pub struct Batches {
@@ -34,13 +37,20 @@ pub struct Batches {
 }
 
 impl Client {
-    /// The batch API this client's endpoint would have: Anthropic's for the Messages
-    /// protocol, OpenAI's for the other two.
+    /// Its provider's batch API and where a batch's requests go, as its protocol says;
+    /// `None` when it has none (`--batch` is refused before anything is sent).
+    pub fn batch_route(&self) -> Option<BatchRoute> {
+        self.protocol.batch()
+    }
+
+    /// The batch API this client's endpoint has; a protocol without one gets
+    /// [`NoBatchApi`], whose every call fails (a run checks [`Client::batch_route`] first).
     pub fn batch_api(&self) -> &'static dyn BatchApi {
-        // Every protocol decides (no wildcard): a new one must say which batch API it has.
-        match self.config.protocol {
-            ProtocolKind::AnthropicMessages => &AnthropicBatches,
-            ProtocolKind::OpenaiChat | ProtocolKind::OpenaiResponses => &OpenAiBatches,
+        // Every batch API decides (no wildcard): a new one names its implementation here.
+        match self.batch_route().map(|r| r.api) {
+            Some(BatchApiKind::Anthropic) => &AnthropicBatches,
+            Some(BatchApiKind::OpenAi) => &OpenAiBatches,
+            None => &NoBatchApi,
         }
     }
 
@@ -83,14 +93,9 @@ impl Client {
             .line(custom_id, body, self.batch_endpoint())
     }
 
-    /// The path an OpenAI batch's requests go to: the protocol's, under `/v1`.
+    /// The path a batch's requests go to: the protocol's, under `/v1`.
     pub fn batch_endpoint(&self) -> &'static str {
-        match self.config.protocol {
-            ProtocolKind::OpenaiResponses => "/v1/responses",
-            ProtocolKind::OpenaiChat => "/v1/chat/completions",
-            // Its batches are Anthropic's, whose requests name no URL.
-            ProtocolKind::AnthropicMessages => "/v1/messages",
-        }
+        self.batch_route().map_or("", |r| r.url)
     }
 
     /// A job a batch did not answer, with `why` as its cause and the HTTP status behind

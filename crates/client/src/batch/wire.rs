@@ -73,6 +73,9 @@ pub enum BatchError {
     Transport(String),
     #[error("{0}")]
     Invalid(String),
+    /// The endpoint's protocol has no batch API.
+    #[error("{0} has no batch API")]
+    Absent(&'static str),
 }
 
 impl BatchError {
@@ -82,7 +85,7 @@ impl BatchError {
         match self {
             BatchError::Http { status, .. } => matches!(status, 400 | 401 | 403 | 404 | 422),
             BatchError::Transport(_) => false,
-            BatchError::Invalid(_) => true,
+            BatchError::Invalid(_) | BatchError::Absent(_) => true,
         }
     }
 }
