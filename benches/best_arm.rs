@@ -1,4 +1,4 @@
-//! The seeded simulation behind `run --best` (src/stats/best.rs; docs/dev/statistics.md §9):
+//! The seeded simulation behind `run --best` (crates/stats/src/best.rs; docs/dev/statistics.md §9):
 //! how often the search picks a right answer, and what it costs against the fixed design
 //! with the same guarantee.
 //!
@@ -152,7 +152,7 @@ fn main() {
         }
     }
     println!(
-        "best of K (src/stats/best.rs): confidence {CONFIDENCE}, ε {EPSILON}; runs per row as shown; seed 2026 + row"
+        "best of K (crates/stats/src/best.rs): confidence {CONFIDENCE}, ε {EPSILON}; runs per row as shown; seed 2026 + row"
     );
     println!(
         "{:>3} {:>5} {:>5} {:>5} {:>3} {:>5} {:>8} {:>10} {:>10} {:>7}",

@@ -9,8 +9,8 @@ macro_rules! out {
         let _ = writeln!(
             std::io::stdout(),
             "{}",
-            $crate::report::terminal::shown(
-                $crate::report::terminal::Stream::Stdout,
+            ::promptgauge_report::terminal::shown(
+                ::promptgauge_report::terminal::Stream::Stdout,
                 &format!($($arg)*)
             )
         );
@@ -24,8 +24,8 @@ macro_rules! note {
         let _ = writeln!(
             std::io::stderr(),
             "{}",
-            $crate::report::terminal::shown(
-                $crate::report::terminal::Stream::Stderr,
+            ::promptgauge_report::terminal::shown(
+                ::promptgauge_report::terminal::Stream::Stderr,
                 &format!($($arg)*)
             )
         );

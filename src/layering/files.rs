@@ -397,6 +397,15 @@ impl Tree {
                 return Some(at);
             }
             if let Some(target) = file.aliases.get(seg) {
+                // A name another crate defines, handed on: no file of this crate.
+                if target.first().is_some_and(|t| {
+                    !["crate", "self", "super"].contains(&t.as_str())
+                        && !file.children.contains(t)
+                        && !file.defined.contains(t)
+                        && !file.aliases.contains_key(t)
+                }) {
+                    return None;
+                }
                 let mut longer = target.clone();
                 longer.extend(rest[k + 1..].iter().cloned());
                 return self.resolve(&module, &longer, hops + 1).or(Some(at));

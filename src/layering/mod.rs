@@ -1,6 +1,8 @@
-//! The layering test: every `crate::` path in the code (an import, or a path written out)
-//! must run down the graph that docs/dev/architecture.md draws under "Layers". A module may use
-//! what the graph lets it reach; nothing may reach back up, so the graph has no circles.
+//! What Cargo cannot check of the layers (docs/dev/architecture.md, "Layers"): between the
+//! crates Cargo refuses an import up; inside the binary's crate, every `crate::` path (an
+//! import, or a path written out) must run down the graph the doc draws under "Inside the
+//! binary's crate"; inside every crate, no two files use each other round a circle
+//! (`files.rs`), and no two types share a name (`names.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -8,14 +10,14 @@ use std::path::{Path, PathBuf};
 /// The graph, as the doc draws it: `module -> the modules it uses directly`.
 fn graph(doc: &str) -> BTreeMap<String, BTreeSet<String>> {
     let section = doc
-        .split("\n## Layers")
+        .split("\n### Inside the binary's crate")
         .nth(1)
-        .expect("docs/dev/architecture.md has a `## Layers` section");
+        .expect("docs/dev/architecture.md has an `### Inside the binary's crate` section");
     let block = section
         .split("```text\n")
         .nth(1)
         .and_then(|b| b.split("```").next())
-        .expect("the Layers section draws the graph in a ```text block");
+        .expect("that section draws the graph in a ```text block");
     let mut graph = BTreeMap::new();
     for line in block.lines().filter(|l| !l.trim().is_empty()) {
         let (from, to) = line
@@ -204,7 +206,7 @@ fn the_reader_sees_imports_in_every_shape() {
     let code = "use crate::a::B;\nuse crate::{c, d::{E, F}, g::H};\n// crate::comment\nfn f() { crate::i::j(); x_crate::k::l(); }\npub(crate) fn m() {}\n";
     let used: Vec<String> = used_modules(code).into_iter().collect();
     assert_eq!(used, ["a", "c", "d", "g", "i"]);
-    let graph = graph("x\n## Layers\n\n```text\napp -> report\nreport -> stats\nstats ->\n```\n");
+    let graph = graph("x\n### Inside the binary's crate\n\n```text\napp -> report\nreport -> stats\nstats ->\n```\n");
     assert_eq!(
         reach(&graph, "app").into_iter().collect::<Vec<_>>(),
         ["report", "stats"]

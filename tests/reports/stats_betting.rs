@@ -1,4 +1,4 @@
-//! The paired test of scored runs (src/stats/betting.rs) against fixtures/betting.csv, its
+//! The paired test of scored runs (crates/stats/src/betting.rs) against fixtures/betting.csv, its
 //! line-by-line Python copy (fixtures/betting.py, whose simulation is betting_sim.txt).
 
 use promptgauge::stats::betting::BoundedMean;

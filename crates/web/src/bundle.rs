@@ -43,7 +43,7 @@ pub enum BundleError {
 }
 
 /// What the bundle holds: its runs, and the jobs that have a page.
-pub(crate) struct Held {
+struct Held {
     runs: BTreeSet<String>,
     jobs: BTreeSet<(String, u64)>,
     /// Benches whose history page is bundled: those with a complete run among the runs

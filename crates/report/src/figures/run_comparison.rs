@@ -208,7 +208,7 @@ impl RunComparison {
 }
 
 /// A variant's arm in a run's case table.
-pub type Arm<'a> = (&'a CaseTable, usize);
+type Arm<'a> = (&'a CaseTable, usize);
 
 /// Variant B against itself in A, paired by case (`changed` cases left out).
 pub fn compared(

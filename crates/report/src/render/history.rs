@@ -189,7 +189,7 @@ impl Frame {
 
 /// How a chart shows its points: `label` names the figure, `marks` puts the tested
 /// steps on it, `link` gives each run's report.
-pub struct Look<'a> {
+struct Look<'a> {
     label: &'a str,
     marks: bool,
     link: &'a dyn Fn(&RunRow) -> Option<String>,
