@@ -206,7 +206,9 @@ fn the_reader_sees_imports_in_every_shape() {
     let code = "use crate::a::B;\nuse crate::{c, d::{E, F}, g::H};\n// crate::comment\nfn f() { crate::i::j(); x_crate::k::l(); }\npub(crate) fn m() {}\n";
     let used: Vec<String> = used_modules(code).into_iter().collect();
     assert_eq!(used, ["a", "c", "d", "g", "i"]);
-    let graph = graph("x\n### Inside the binary's crate\n\n```text\napp -> report\nreport -> stats\nstats ->\n```\n");
+    let graph = graph(
+        "x\n### Inside the binary's crate\n\n```text\napp -> report\nreport -> stats\nstats ->\n```\n",
+    );
     assert_eq!(
         reach(&graph, "app").into_iter().collect::<Vec<_>>(),
         ["report", "stats"]

@@ -21,7 +21,7 @@ pub struct Ids {
 }
 
 /// Id `i` of `text`, where id i ends at `ends[i]` and starts where id i − 1 ends.
-pub fn nth<'a>(text: &'a str, ends: &[u32], i: u32) -> &'a str {
+fn nth<'a>(text: &'a str, ends: &[u32], i: u32) -> &'a str {
     let i = i as usize;
     let start = if i == 0 { 0 } else { ends[i - 1] as usize };
     &text[start..ends[i] as usize]

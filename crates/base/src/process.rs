@@ -37,12 +37,12 @@ use std::sync::atomic::{AtomicI32, Ordering};
 const WATCHDOG: &str = "__watchdog";
 
 /// What starting programs under a watchdog takes, set once by [`watch_children`].
-pub struct Watch {
+struct Watch {
     /// This binary.
-    pub exe: PathBuf,
+    exe: PathBuf,
     /// The lifeline: both ends stay open for as long as promptgauge runs, and each watchdog
     /// inherits the read end.
-    pub lifeline: (std::io::PipeReader, std::io::PipeWriter),
+    lifeline: (std::io::PipeReader, std::io::PipeWriter),
 }
 
 static WATCH: OnceLock<Watch> = OnceLock::new();
@@ -189,7 +189,7 @@ impl Drop for Tree {
 
 /// Whether `pid` is a child of this process whose exit was not collected yet (it runs, or
 /// is a zombie): its pid is still its own.
-pub fn unreaped(pid: i32) -> bool {
+fn unreaped(pid: i32) -> bool {
     let mut info = std::mem::MaybeUninit::<libc::siginfo_t>::zeroed();
     // SAFETY: waitid(2) writes into `info`, which is as large as it takes; WNOWAIT leaves
     // an exited child to be collected by whoever waits for it.

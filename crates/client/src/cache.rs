@@ -30,8 +30,8 @@ pub struct CachedAnswer {
 
 /// The response cache: answers by key, appended to a JSON-lines file.
 pub struct Cache {
-    pub file: File,
-    pub answers: HashMap<String, CachedAnswer>,
+    file: File,
+    answers: HashMap<String, CachedAnswer>,
 }
 
 /// The cache key: two independent 64-bit digests of everything that shapes the answer.

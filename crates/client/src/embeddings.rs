@@ -16,7 +16,7 @@ use super::transport::{HttpMethod, HttpRequest};
 use super::{Client, Usage, retry};
 
 /// The largest reply read: 1,000 vectors of 3,072 numbers fit.
-pub const MAX_EMBEDDINGS_BYTES: usize = 64 << 20;
+pub(crate) const MAX_EMBEDDINGS_BYTES: usize = 64 << 20;
 
 /// Vectors for texts, in their order.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,7 +40,7 @@ pub struct EmbedError {
 }
 
 /// How one attempt ended.
-pub enum Tried {
+enum Tried {
     Done(Vec<Vec<f64>>, Option<Usage>),
     /// Worth another attempt: a status (408, 429, 5xx) or no answer; the wait a server
     /// asked for.
@@ -101,7 +101,7 @@ impl Client {
         }
     }
 
-    pub async fn embed_once(&self, body: Bytes, count: usize) -> Tried {
+    async fn embed_once(&self, body: Bytes, count: usize) -> Tried {
         let mut headers = self.protocol.key_headers(self.config.api_key.as_ref());
         headers.extend(self.config.headers.iter().cloned());
         headers.push(("content-type".into(), "application/json".into()));
@@ -149,7 +149,7 @@ impl Client {
 }
 
 /// The vectors of an OpenAI-shaped reply, by `index`, and its usage.
-pub fn read_vectors(bytes: &[u8], count: usize) -> Result<(Vec<Vec<f64>>, Option<Usage>), String> {
+fn read_vectors(bytes: &[u8], count: usize) -> Result<(Vec<Vec<f64>>, Option<Usage>), String> {
     let reply: Value = serde_json::from_slice(bytes).map_err(|e| format!("is not JSON: {e}"))?;
     let data = reply
         .get("data")

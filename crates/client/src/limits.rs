@@ -153,11 +153,11 @@ pub struct RawLimits {
 }
 
 /// The largest values the integer limits take (a larger one is a typo).
-pub const MAX_CONCURRENCY: i64 = 4096;
-pub const MAX_REQUESTS_PER_MINUTE: i64 = 10_000_000;
-pub const MAX_TOKENS_PER_MINUTE: i64 = 4_000_000_000;
-pub const MAX_ATTEMPTS: i64 = 100;
-pub const MAX_PDF_PAGES: i64 = 100_000;
+const MAX_CONCURRENCY: i64 = 4096;
+const MAX_REQUESTS_PER_MINUTE: i64 = 10_000_000;
+const MAX_TOKENS_PER_MINUTE: i64 = 4_000_000_000;
+const MAX_ATTEMPTS: i64 = 100;
+const MAX_PDF_PAGES: i64 = 100_000;
 
 /// What [`duration`] reads, for editors.
 pub fn duration_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
@@ -171,7 +171,7 @@ pub fn duration_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 }
 
 /// What [`byte_size`] reads, for editors.
-pub fn size_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+fn size_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
         "description": "A size: `4MiB`, `512KiB`, `1GiB`, `5MB`, or a number of bytes.",
         "anyOf": [
@@ -234,7 +234,7 @@ pub struct OutOfRange {
 }
 
 /// `4MiB`, `512KiB`, `1MB`, or a bare number of bytes.
-pub fn byte_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+fn byte_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum Raw {

@@ -32,7 +32,7 @@ impl MemoryTransport {
     }
 }
 
-struct Body {
+pub struct MemoryBody {
     steps: VecDeque<ReplyStep>,
     provider: Arc<Provider>,
     /// Held until the body is dropped, like a connection.
@@ -72,7 +72,7 @@ impl Transport for MemoryTransport {
                     in_flight,
                 } => (status, headers, steps, in_flight),
             };
-            let body = Body {
+            let body = MemoryBody {
                 steps: steps.into(),
                 provider,
                 _in_flight: in_flight,

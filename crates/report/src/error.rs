@@ -27,7 +27,7 @@ impl ReportError {
     }
 
     /// `path` could not be opened to append to.
-    pub fn open(path: &std::path::Path, source: std::io::Error) -> Self {
+    pub(crate) fn open(path: &std::path::Path, source: std::io::Error) -> Self {
         ReportError::Open {
             path: path.to_path_buf(),
             source,

@@ -50,7 +50,7 @@ pub fn usd(x: Option<f64>) -> String {
 /// A word holding control characters (a folder named with an escape sequence) is written
 /// in ANSI-C quotes, `$'…\x1b…'` (bash, zsh, ksh, dash ≥ 0.5.12): pasted, it names the same
 /// folder, and printed, it holds nothing a terminal obeys.
-pub fn shell_quote(word: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn shell_quote(word: &str) -> std::borrow::Cow<'_, str> {
     let plain = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
     if !word.is_empty() && word.chars().all(plain) {
         return std::borrow::Cow::Borrowed(word);

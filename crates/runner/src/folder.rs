@@ -19,12 +19,12 @@ use super::lock::{self, LockError, RunLock};
 use super::record::RunRecord;
 use promptgauge_base::files::{read_regular, write_atomically};
 
-pub const RECORD: &str = "run.json";
+const RECORD: &str = "run.json";
 const JOURNAL: &str = "results.jsonl";
 const STEPS: &str = "steps.jsonl";
-pub const REPORT_HTML: &str = "report.html";
-pub const BASELINE: &str = "baseline.json";
-pub const LABELS: &str = "labels.jsonl";
+const REPORT_HTML: &str = "report.html";
+const BASELINE: &str = "baseline.json";
+const LABELS: &str = "labels.jsonl";
 /// Where `--junit` collects its test cases during a run, before the file is assembled.
 const JUNIT_SPOOL: &str = ".junit.spool";
 const STORE_SPOOL: &str = ".store.spool";

@@ -183,7 +183,7 @@ pub fn read_line_at(file: &File, place: Place) -> std::io::Result<Option<JobReco
 }
 
 #[cfg(unix)]
-pub fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
     std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
 }
 
@@ -284,7 +284,7 @@ const DECIDED_PREFIX: &[u8] = b"{\"event\":\"decided\"";
 /// A provider batch's event line starts with this.
 const BATCH_PREFIX: &[u8] = b"{\"event\":\"batch\"";
 /// An agent loop's step line starts with this.
-pub const STEP_PREFIX: &[u8] = b"{\"event\":\"step\"";
+const STEP_PREFIX: &[u8] = b"{\"event\":\"step\"";
 
 /// The jobs a run planned, by key: what a journal is checked against. A journal is trusted
 /// by key, never by count: a duplicated line or a record from another plan must not stand

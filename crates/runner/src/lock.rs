@@ -119,7 +119,7 @@ pub struct ReadLock {
 /// Fails when another process is writing the folder (a run still going); otherwise keeps
 /// writers out until the guard is dropped. Folders from before locks existed have no lock
 /// file, and a file system without locks is read unguarded.
-pub fn read(dir: &Path) -> Result<ReadLock, LockError> {
+pub(crate) fn read(dir: &Path) -> Result<ReadLock, LockError> {
     let Ok(mut file) = File::open(dir.join(FILE)) else {
         return Ok(ReadLock { _file: None });
     };

@@ -179,7 +179,7 @@ pub struct DropSummary {
 }
 
 impl DropSummary {
-    pub fn of(d: DropDecision) -> DropSummary {
+    fn of(d: DropDecision) -> DropSummary {
         DropSummary {
             verdict: match d.verdict {
                 DropVerdict::Pass => "pass",
@@ -293,7 +293,7 @@ pub struct Sequential {
     decided: Vec<Option<(Decision, usize)>>,
     stop: Option<StopFlags>,
     horizon: Option<Horizon>,
-    pub confidence: f64,
+    confidence: f64,
     /// Records whose case the tests have not reached yet; they count once it is known
     /// whether a decision needed them. Few: the workers never run more than
     /// `Horizon::ahead` cases (about concurrency / jobs per case) past the tests.
@@ -307,7 +307,7 @@ pub struct Sequential {
 }
 
 /// `--best`'s search, and where in the plan's order each arm stopped being needed.
-pub struct Search {
+struct Search {
     arms: promptgauge_stats::best::BestArm,
     /// Per arm: the position of the case that eliminated it.
     out_at: Vec<Option<usize>>,
@@ -320,7 +320,7 @@ pub struct Search {
 
 /// The cases of the largest unit of `--best` over groups ([`SequentialPlan::units`]: each
 /// case's unit); 1 when the cases are the units.
-pub fn largest_unit(units: &[u32]) -> f64 {
+fn largest_unit(units: &[u32]) -> f64 {
     let mut sizes: HashMap<u32, u32> = HashMap::new();
     for &u in units {
         *sizes.entry(u).or_default() += 1;
@@ -475,7 +475,7 @@ impl Sequential {
 
     /// Tests these pairs (arm, what it is tested against), each from the start;
     /// `named_against` when the decisions say what they were against.
-    pub fn test(&mut self, pairs: Vec<(usize, usize)>, named_against: bool) {
+    fn test(&mut self, pairs: Vec<(usize, usize)>, named_against: bool) {
         let params = self.params();
         self.tests = pairs
             .iter()
@@ -487,7 +487,7 @@ impl Sequential {
     }
 
     /// The parameters every test runs with.
-    pub fn params(&self) -> SequentialParams {
+    fn params(&self) -> SequentialParams {
         let plan = &self.plan;
         SequentialParams {
             detect: plan.detect,
@@ -788,7 +788,7 @@ impl Sequential {
     }
 
     /// Planned jobs (of the `heard` grid) that no decision needed and that were not heard.
-    pub fn not_needed(&self) -> usize {
+    fn not_needed(&self) -> usize {
         let mut n = 0;
         for pos in 0..self.heard.len() {
             for arm in 0..self.variants.len() {
@@ -850,7 +850,7 @@ impl Sequential {
     /// highest mean right with the run's confidence when the best is more than ε ahead:
     /// z²·Var(d)/ε², Bonferroni across the arms; Var(d) = 2·p0(1 − p0) for independent
     /// arms at the baseline's accuracy `p0`).
-    pub fn best_summary(
+    fn best_summary(
         &self,
         search: &Search,
         jobs_run: usize,
@@ -918,7 +918,7 @@ impl Sequential {
     }
 
     /// Pair `i`'s verdict as the summary states it.
-    pub fn verdict(&self, i: usize) -> SequentialVerdict {
+    fn verdict(&self, i: usize) -> SequentialVerdict {
         let exhausted = self.next >= self.heard.len();
         let (arm, against) = self.pairs[i];
         let test = self.tests[i].as_ref();
@@ -951,7 +951,7 @@ impl Sequential {
 
     /// The cases a fixed design needs (the larger of the difference's and the drop
     /// check's) at baseline accuracy `p0`.
-    pub fn fixed_design_cases(&self, p0: f64) -> Option<u64> {
+    fn fixed_design_cases(&self, p0: f64) -> Option<u64> {
         let drop_at = self.plan.max_drop;
         let m = self.plan.comparisons.max(1);
         let difference_cases = promptgauge_stats::sequential::fixed_design_cases(
@@ -974,7 +974,7 @@ impl Sequential {
 }
 
 /// What the jobs not sent would have cost, at the mean cost of the `jobs_run` sent.
-pub fn cost_saved(cost: Option<f64>, saved: Option<u64>, jobs_run: usize) -> Option<f64> {
+fn cost_saved(cost: Option<f64>, saved: Option<u64>, jobs_run: usize) -> Option<f64> {
     match (cost, saved) {
         (Some(c), Some(s)) if jobs_run > 0 => Some(c / jobs_run as f64 * s as f64),
         _ => None,
@@ -982,7 +982,7 @@ pub fn cost_saved(cost: Option<f64>, saved: Option<u64>, jobs_run: usize) -> Opt
 }
 
 /// A variant's drop check as the summary states it.
-pub fn drop_summary(check: &NonInferiority, exhausted: bool) -> DropSummary {
+fn drop_summary(check: &NonInferiority, exhausted: bool) -> DropSummary {
     match check.decision() {
         Some(d) => DropSummary::of(d),
         None => {

@@ -406,7 +406,7 @@ impl Store {
             .doing(|| format!("cannot record the run in the store {}", self.shown))
     }
 
-    pub async fn record_inner(&self, run: &Recording<'_>) -> Result<(), StoreError> {
+    async fn record_inner(&self, run: &Recording<'_>) -> Result<(), StoreError> {
         // Folders are stored absolute, without `..`: links and lookups work from anywhere.
         let folder = std::fs::canonicalize(run.folder)
             .or_else(|_| std::path::absolute(run.folder))
@@ -450,7 +450,7 @@ impl Store {
         Ok(())
     }
 
-    pub async fn insert_jobs(
+    async fn insert_jobs(
         &self,
         tx: &mut sqlx::Transaction<'_, sqlx::Any>,
         record: &RunRecord,
@@ -484,7 +484,7 @@ impl Store {
     }
 
     /// The statement that inserts `rows` job rows, with a placeholder for each value.
-    pub fn insert_jobs_sql(&self, rows: usize) -> String {
+    fn insert_jobs_sql(&self, rows: usize) -> String {
         let mut sql = String::with_capacity(100 + rows * JOB_COLUMNS * 6);
         sql.push_str(
             "INSERT INTO run_jobs (run_id, case_id, variant, repeat, case_hash, case_group, \
@@ -513,7 +513,7 @@ impl Store {
     }
 
     /// The rows a query returns, its failure said as the store's.
-    pub async fn read<'q>(
+    async fn read<'q>(
         &self,
         query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
     ) -> Result<Vec<AnyRow>, StoreError> {
@@ -708,7 +708,7 @@ pub enum Arg {
 }
 
 impl Arg {
-    pub fn bind<'q>(
+    fn bind<'q>(
         &'q self,
         q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
     ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
@@ -721,7 +721,7 @@ impl Arg {
 
 impl Filter {
     /// ` WHERE …` on `runs r`, with its arguments.
-    pub fn clause(&self) -> (String, Vec<Arg>) {
+    fn clause(&self) -> (String, Vec<Arg>) {
         let mut parts = Vec::new();
         let mut args = Vec::new();
         let mut text = |column: &str, value: &Option<String>, parts: &mut Vec<String>| {
@@ -760,7 +760,7 @@ impl Filter {
 }
 
 /// The columns `runs` and `history` read of a run (by name: see `run_row`).
-pub const RUN_COLUMNS: &str = "r.run_id, r.bench, r.model, r.base_url, r.simulated, r.tool_version, \
+const RUN_COLUMNS: &str = "r.run_id, r.bench, r.model, r.base_url, r.simulated, r.tool_version, \
     r.git_commit, r.git_branch, r.git_dirty, r.started_at, r.finished_at, r.started_unix_ms, \
     r.complete, r.stopped, r.kind, r.shard, r.cases, r.repeats, r.confidence, r.jobs_planned, \
     r.jobs_finished, r.jobs_failed, r.scored, r.cost_usd, r.folder, r.allowed_failures";
@@ -847,14 +847,14 @@ pub fn part_row(r: &AnyRow) -> sqlx::Result<PartRow> {
 }
 
 /// A value bound to a statement.
-pub enum Bound {
+enum Bound {
     Text(Option<String>),
     Int(Option<i64>),
     Real(Option<f64>),
 }
 
 impl Bound {
-    pub fn bind_to<'q>(
+    fn bind_to<'q>(
         self,
         query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
     ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
@@ -986,10 +986,10 @@ async fn check_ours(
 }
 
 /// The values of a `run_jobs` row, in [`Store::insert_jobs_sql`]'s order.
-pub const JOB_COLUMNS: usize = 16;
+const JOB_COLUMNS: usize = 16;
 
 /// What a run's job rows are written with besides the rows: the run, its cases, its arms.
-pub struct JobColumns<'a> {
+struct JobColumns<'a> {
     record: &'a RunRecord,
     jobs: &'a JobRows,
     /// Rows name their arm: the variant, or `ENDPOINT/VARIANT` in a run of several
@@ -1000,7 +1000,7 @@ pub struct JobColumns<'a> {
 
 impl<'a> JobColumns<'a> {
     /// The run's arms and prices, read once for all its rows.
-    pub fn of(record: &'a RunRecord, jobs: &'a JobRows) -> Self {
+    fn of(record: &'a RunRecord, jobs: &'a JobRows) -> Self {
         JobColumns {
             record,
             jobs,
@@ -1010,7 +1010,7 @@ impl<'a> JobColumns<'a> {
     }
 
     /// Binds one row's [`JOB_COLUMNS`] values.
-    pub fn bind<'q>(
+    fn bind<'q>(
         &'q self,
         query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
         row: &JobRow,
@@ -1049,7 +1049,7 @@ impl<'a> JobColumns<'a> {
 
 /// One row into `table`, from its columns' names and values: the statement and its binds
 /// come from the one list, so they cannot disagree.
-pub async fn insert(
+async fn insert(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     table: &str,
     columns: Vec<(&'static str, Bound)>,
@@ -1071,7 +1071,7 @@ pub async fn insert(
 
 /// `runs`' columns and one run's values: the one list its INSERT is built from (every
 /// SELECT reads its columns by name).
-pub fn run_columns(
+fn run_columns(
     run_id: &str,
     record: &RunRecord,
     summary: &Summary,
@@ -1139,7 +1139,7 @@ pub fn run_columns(
 /// `run_variants`' columns and one variant's values: the one list its INSERT is built from
 /// (its SELECT reads every column by name). A new figure in `history` is a migration that
 /// adds its column, one line here, and its field in `VariantRow`.
-pub fn variant_columns(
+fn variant_columns(
     run_id: &str,
     position: usize,
     v: &promptgauge_report::VariantSummary,
@@ -1177,7 +1177,7 @@ pub fn variant_columns(
 }
 
 /// `run_parts`' columns and one part's values for one arm.
-pub fn part_columns(
+fn part_columns(
     run_id: &str,
     position: usize,
     part: &promptgauge_report::parts::PartFigures,
@@ -1198,13 +1198,13 @@ pub fn part_columns(
 }
 
 /// The fingerprint as one text (its three parts joined).
-pub fn fingerprint(r: &RunRecord) -> String {
+fn fingerprint(r: &RunRecord) -> String {
     let f = &r.fingerprint;
     format!("{}:{}:{}", f.cases, f.variants, f.settings)
 }
 
 /// What kind of run a record describes.
-pub fn run_kind(r: &RunRecord) -> RunKind {
+fn run_kind(r: &RunRecord) -> RunKind {
     if !r.merged_from.is_empty() {
         RunKind::Merged
     } else if r.plan.shard.is_some() {
@@ -1217,7 +1217,7 @@ pub fn run_kind(r: &RunRecord) -> RunKind {
 }
 
 /// An RFC 3339 time in Unix milliseconds (0 when unreadable).
-pub fn unix_ms(time: &str) -> i64 {
+fn unix_ms(time: &str) -> i64 {
     humantime::parse_rfc3339_weak(time)
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
@@ -1225,7 +1225,7 @@ pub fn unix_ms(time: &str) -> i64 {
 }
 
 /// A count as BIGINT (counts past i64::MAX, from absurd usage reports, stop there).
-pub fn big(n: u64) -> i64 {
+fn big(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 

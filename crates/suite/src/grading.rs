@@ -519,7 +519,7 @@ impl GradeSpec {
 
     /// The programs it runs (a `command` scorer's `run`, within `all`/`any`/`mean` too),
     /// each with the variables its `env:` passes on.
-    pub fn programs(&self) -> Vec<(&[String], &[String])> {
+    pub(crate) fn programs(&self) -> Vec<(&[String], &[String])> {
         match self {
             GradeSpec::Command { run, env, .. } => vec![(run.as_slice(), env.as_slice())],
             GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
@@ -587,7 +587,7 @@ impl GradeSpec {
     }
 
     /// Whether every score it gives is 0 or 1 (no partial credit).
-    pub fn binary(&self) -> bool {
+    pub(crate) fn binary(&self) -> bool {
         match self {
             GradeSpec::Judge {
                 scale,

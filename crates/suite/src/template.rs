@@ -25,7 +25,7 @@ pub struct Templates {
     /// Names the engine defines (`range`, `namespace`, `dict`, …): not case variables.
     globals: std::collections::HashSet<String>,
     /// Per variant, whether its templates place the cases' files themselves.
-    pub places_files: Vec<bool>,
+    places_files: Vec<bool>,
     /// What the marks `file()` and `files()` leave in a rendering carry, so a case's text
     /// cannot pass for one.
     nonce: String,

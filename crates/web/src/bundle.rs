@@ -11,7 +11,7 @@ use super::page::url_segment;
 use super::shared::Shared;
 
 /// Answers per page in a bundle.
-pub(crate) const PAGE: usize = 100;
+const PAGE: usize = 100;
 /// Job pages written per run, at most (the first in journal order).
 pub const JOB_PAGES: usize = 5_000;
 
@@ -52,7 +52,7 @@ struct Held {
 }
 
 /// A page's address → its file in the bundle (`None`: a page the bundle does not hold).
-pub(crate) fn file_of(path: &str, held: &Held) -> Option<String> {
+fn file_of(path: &str, held: &Held) -> Option<String> {
     let path = path.replace("&amp;", "&");
     let (path, query) = path.split_once('?').unwrap_or((&path, ""));
     let decoded: Vec<String> = path
@@ -99,7 +99,7 @@ pub(crate) fn file_of(path: &str, held: &Held) -> Option<String> {
 }
 
 /// A name as one file name: letters, digits, `-`, `_` and `.` kept, the rest `_`.
-pub(crate) fn safe(name: &str) -> String {
+fn safe(name: &str) -> String {
     let s: String = name
         .chars()
         .map(|c| {
@@ -116,7 +116,7 @@ pub(crate) fn safe(name: &str) -> String {
 /// `html` as the file `at` holds it: every link to a page of the application made relative
 /// to it (or taken out, for pages that need the server), the filter forms and scripts that
 /// ask the server left out.
-pub(crate) fn relative(html: &str, at: &str, held: &Held) -> String {
+fn relative(html: &str, at: &str, held: &Held) -> String {
     let up = "../".repeat(at.matches('/').count());
     let links = regex::Regex::new(r#"href="(/[^"]*)""#).expect("a fixed pattern");
     let html = links.replace_all(html, |c: &regex::Captures<'_>| match file_of(&c[1], held) {
@@ -141,11 +141,11 @@ pub(crate) fn relative(html: &str, at: &str, held: &Held) -> String {
 }
 
 /// The file that marks a folder as a bundle (written again, it is emptied first).
-pub(crate) const MARK: &str = ".promptgauge-bundle";
+const MARK: &str = ".promptgauge-bundle";
 
 /// Makes `dir` ready: created, or emptied when it holds an earlier bundle; a folder that
 /// holds anything else is refused (nothing of it is touched).
-pub(crate) fn prepare(dir: &Path) -> Result<(), BundleError> {
+fn prepare(dir: &Path) -> Result<(), BundleError> {
     let write = |error| BundleError::Write {
         path: dir.to_path_buf(),
         error,
@@ -168,7 +168,7 @@ pub(crate) fn prepare(dir: &Path) -> Result<(), BundleError> {
 }
 
 /// The running server, asked for pages as a browser would (with its token).
-pub(crate) struct Pages {
+struct Pages {
     client: reqwest::Client,
     base: String,
     token: String,
@@ -176,7 +176,7 @@ pub(crate) struct Pages {
 
 impl Pages {
     /// The page at `path`, or why it could not be had (a status that is no success too).
-    pub(crate) async fn get(&self, path: String) -> Result<Vec<u8>, BundleError> {
+    async fn get(&self, path: String) -> Result<Vec<u8>, BundleError> {
         let fail = |why: String| BundleError::Page {
             path: path.clone(),
             why,
@@ -221,7 +221,7 @@ pub async fn bundle(
 }
 
 /// Asks the server for every page the bundle holds, and writes each as its file.
-pub(crate) async fn write_bundle(
+async fn write_bundle(
     shared: &Shared,
     pages: &Pages,
     dir: &Path,
@@ -268,7 +268,7 @@ pub(crate) async fn write_bundle(
 
 /// The runs to bundle, newest first: those named (each must be in the store), or the
 /// newest 20.
-pub(crate) async fn choose(
+async fn choose(
     shared: &Shared,
     runs: &[String],
 ) -> Result<Vec<promptgauge_report::rows::RunRow>, BundleError> {
@@ -300,7 +300,7 @@ pub(crate) async fn choose(
 
 /// Lists a run's jobs, 500 at a time: the first [`JOB_PAGES`] are held (they get a page),
 /// the others counted as left out. Gives how many jobs the run has.
-pub(crate) async fn list_jobs(
+async fn list_jobs(
     pages: &Pages,
     run_id: &str,
     held: &mut Held,
@@ -335,7 +335,7 @@ pub(crate) async fn list_jobs(
 
 /// A run's pages (each with no file name: its address gives it): the run, its summary in
 /// each format, and its answers, [`PAGE`] to a page.
-pub(crate) fn run_paths(run_id: &str, jobs: usize) -> Vec<(String, String)> {
+fn run_paths(run_id: &str, jobs: usize) -> Vec<(String, String)> {
     let id = url_segment(run_id);
     let mut paths = vec![(format!("/runs/{id}/"), String::new())];
     for file in ["summary.json", "summary.md", "summary.csv"] {
@@ -353,7 +353,7 @@ pub(crate) fn run_paths(run_id: &str, jobs: usize) -> Vec<(String, String)> {
 
 /// The pages across runs: each held job's, each bench history's, the runs list (as
 /// `index.html`), and the two runs' comparison when they are `compared`.
-pub(crate) fn held_paths(
+fn held_paths(
     chosen: &[promptgauge_report::rows::RunRow],
     held: &Held,
     compared: bool,
@@ -390,7 +390,7 @@ pub(crate) fn held_paths(
 
 /// A page as the bundle's `file` holds it: an HTML page's links made relative, and the
 /// runs list linking the two runs' comparison when there is one.
-pub(crate) fn as_file(body: Vec<u8>, file: &str, held: &Held, compared: bool) -> Vec<u8> {
+fn as_file(body: Vec<u8>, file: &str, held: &Held, compared: bool) -> Vec<u8> {
     if !file.ends_with(".html") {
         return body;
     }
@@ -407,7 +407,7 @@ pub(crate) fn as_file(body: Vec<u8>, file: &str, held: &Held, compared: bool) ->
 }
 
 /// Writes one file of the bundle, and the folders it goes in.
-pub(crate) fn write_file(target: &Path, body: Vec<u8>) -> Result<(), BundleError> {
+fn write_file(target: &Path, body: Vec<u8>) -> Result<(), BundleError> {
     let write = |path: &Path, error| BundleError::Write {
         path: path.to_path_buf(),
         error,

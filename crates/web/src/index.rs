@@ -12,7 +12,7 @@ use promptgauge_runner::journal::{self, JobRecord, JobStatus, Place};
 
 /// One planned job.
 #[derive(Debug, Clone, Copy)]
-struct Entry {
+pub(crate) struct IndexEntry {
     place: Place,
     /// The job's position in the plan (its page's address).
     job: u32,
@@ -76,7 +76,7 @@ pub(super) struct RunIndex {
     variants: Vec<String>,
     endpoints: Vec<String>,
     tag_sets: Vec<Vec<String>>,
-    entries: Vec<Entry>,
+    entries: Vec<IndexEntry>,
     /// Plan position → entry ([`NO_ENTRY`]: no record).
     by_job: Vec<u32>,
 }
@@ -141,7 +141,7 @@ impl RunIndex {
         let one_endpoint = String::new();
         journal::read_planned_placed(journal, keys, &|_| false, |place, r| {
             let tags = intern(&mut index.tag_sets, &mut tag_sets, &r.tags);
-            let entry = Entry {
+            let entry = IndexEntry {
                 place,
                 job: r.job as u32,
                 case: index.cases.intern(&r.case_id),
@@ -402,7 +402,7 @@ impl RunIndex {
     /// Every judged answer's record (what people may label), in journal order.
     pub(super) fn judged(&self, journal: &Path) -> std::io::Result<Vec<JobRecord>> {
         let mut out = Vec::new();
-        let judged: Vec<&Entry> = self.entries.iter().filter(|e| e.judged).collect();
+        let judged: Vec<&IndexEntry> = self.entries.iter().filter(|e| e.judged).collect();
         if judged.is_empty() {
             return Ok(out);
         }

@@ -24,7 +24,7 @@
 // A test tells one story from start to end; it is not split to a length.
 #![cfg_attr(test, allow(clippy::too_many_lines))]
 
-mod bundle;
+pub mod bundle;
 mod glance;
 mod guard;
 mod index;

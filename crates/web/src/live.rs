@@ -263,19 +263,19 @@ enum Told {
 /// grew (looked at every [`TICK`]); once the run lets go of its folder, its figures a last
 /// time and its end, as soon as the store records it or after [`RECORDED_WITHIN`].
 fn follow<F: Followed>(followed: F) -> impl futures_util::Stream<Item = Told> + Send {
-    enum Step {
+    pub(crate) enum LiveStep {
         Follow { first: bool },
         Ending(Instant),
         Done,
     }
     futures_util::stream::unfold(
-        (followed, Step::Follow { first: true }),
+        (followed, LiveStep::Follow { first: true }),
         |(followed, step)| async move {
             let mut step = step;
             loop {
                 match step {
-                    Step::Done => return None,
-                    Step::Follow { first } => {
+                    LiveStep::Done => return None,
+                    LiveStep::Follow { first } => {
                         if !first {
                             tokio::time::sleep(TICK).await;
                         }
@@ -283,24 +283,24 @@ fn follow<F: Followed>(followed: F) -> impl futures_util::Stream<Item = Told> + 
                         let ended = !followed.running();
                         if first || grew || ended {
                             let next = if ended {
-                                Step::Ending(Instant::now())
+                                LiveStep::Ending(Instant::now())
                             } else {
-                                Step::Follow { first: false }
+                                LiveStep::Follow { first: false }
                             };
                             return Some((Told::Progress(followed.figures()), (followed, next)));
                         }
                         // Nothing new: look again (the keep-alive speaks meanwhile).
-                        step = Step::Follow { first: false };
+                        step = LiveStep::Follow { first: false };
                     }
-                    Step::Ending(since) => {
+                    LiveStep::Ending(since) => {
                         // The run records itself in the store as it ends: its report is
                         // shown once there.
                         let report = followed.report().await;
                         if report.is_some() || since.elapsed() > RECORDED_WITHIN {
-                            return Some((Told::End(report), (followed, Step::Done)));
+                            return Some((Told::End(report), (followed, LiveStep::Done)));
                         }
                         tokio::time::sleep(TICK).await;
-                        step = Step::Ending(since);
+                        step = LiveStep::Ending(since);
                     }
                 }
             }

@@ -650,7 +650,7 @@ pub(crate) fn decide_with(comparisons: &mut [Comparison], confidence: f64, power
 }
 
 /// The comparison's interval at `level`, from its basis.
-fn interval(c: &Comparison, level: f64) -> Option<(f64, f64)> {
+pub fn interval(c: &Comparison, level: f64) -> Option<(f64, f64)> {
     let d = c.difference?;
     let clip = |(lo, hi): (f64, f64)| (lo.max(-1.0), hi.min(1.0));
     if let Some(se) = c.corrected_se {
@@ -1022,7 +1022,7 @@ impl CaseTable {
     }
 
     /// Every case in id order: its id, per-arm scores and group.
-    pub fn entries(&self) -> impl Iterator<Item = (&str, &[CaseScore], Option<&str>)> + '_ {
+    pub(super) fn entries(&self) -> impl Iterator<Item = (&str, &[CaseScore], Option<&str>)> + '_ {
         self.in_order().map(|(id, r)| {
             let scores = &self.scores[r * self.arms..(r + 1) * self.arms];
             (id, scores, self.group_of_row(r))
@@ -1249,7 +1249,7 @@ mod tests {
 
     /// A 2×2 table as pairs: both right, only the variant, only the reference, both wrong;
     /// every answer given `k` times.
-    fn table(
+    pub(crate) fn table(
         both: usize,
         only_v: usize,
         only_r: usize,

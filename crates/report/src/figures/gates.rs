@@ -111,7 +111,7 @@ impl MinAccuracy {
 
     /// Every way its name reads: the whole of it a variant, and at each `@` a variant
     /// before it (or every one) and a part after it.
-    pub fn readings(&self) -> Vec<GateTarget> {
+    fn readings(&self) -> Vec<GateTarget> {
         let Some(name) = self.name() else {
             return vec![GateTarget {
                 variant: None,
@@ -162,7 +162,7 @@ impl MinAccuracy {
 
     /// The gate's name in its lines: `min-accuracy plain=90.0%`, and for a part
     /// `min-accuracy 90.0% on category`, `min-accuracy plain=90.0% on category`.
-    pub fn gate_name(&self, kind: &str, target: Option<&GateTarget>) -> String {
+    fn gate_name(&self, kind: &str, target: Option<&GateTarget>) -> String {
         let (variant, part) = match target {
             Some(t) => (t.variant.clone(), t.part.clone()),
             None => (self.name(), None),
@@ -225,7 +225,7 @@ pub struct Gates {
 }
 
 /// What the run spent: every billed attempt of the answers, and the judge's calls.
-pub fn spent_usd(s: &Summary) -> (f64, f64) {
+fn spent_usd(s: &Summary) -> (f64, f64) {
     let answers: f64 = s
         .variants
         .iter()
@@ -241,7 +241,7 @@ pub fn spent_usd(s: &Summary) -> (f64, f64) {
 /// billed past what was held (a file the run could not size), usage past `max_tokens`,
 /// retries billed again, a judge asked again, a `command` scorer's own calls. `None`
 /// within the budget.
-pub fn overspent(s: &Summary, limit: f64) -> Option<GateResult> {
+fn overspent(s: &Summary, limit: f64) -> Option<GateResult> {
     let (answers, judge) = spent_usd(s);
     let total = answers + judge;
     if total <= limit {
@@ -282,7 +282,7 @@ pub fn usd(x: f64) -> String {
     crate::usd(Some(x))
 }
 
-pub fn result(gate: &str, passed: bool, reason: String) -> GateResult {
+fn result(gate: &str, passed: bool, reason: String) -> GateResult {
     let outcome = if passed {
         GateOutcome::Passed
     } else {
@@ -291,7 +291,7 @@ pub fn result(gate: &str, passed: bool, reason: String) -> GateResult {
     ended(gate, outcome, reason, None)
 }
 
-pub fn ended(gate: &str, outcome: GateOutcome, reason: String, cases: Option<u64>) -> GateResult {
+fn ended(gate: &str, outcome: GateOutcome, reason: String, cases: Option<u64>) -> GateResult {
     GateResult {
         gate: gate.to_string(),
         passed: outcome == GateOutcome::Passed,
@@ -302,7 +302,7 @@ pub fn ended(gate: &str, outcome: GateOutcome, reason: String, cases: Option<u64
 }
 
 /// The power a "cases needed" is sized for: as `plan` and the detectable difference.
-pub const POWER: f64 = 0.8;
+const POWER: f64 = 0.8;
 
 /// About how many cases an interval now reaching from `center` to `near` (on `cases`
 /// cases, at `level`) needs for its end to stay on `center`'s side of `bound` with 80%
@@ -327,7 +327,7 @@ pub fn cases_to_clear(
 
 /// What an undecided `--max-drop` comparison would take: about how many cases would show
 /// a drop of no more than `max` at what was seen, and the words that say so.
-pub fn drop_needs(
+fn drop_needs(
     c: &crate::compare::Comparison,
     (lo, hi): (f64, f64),
     max: f64,
@@ -375,7 +375,7 @@ pub fn drop_needs(
 /// `difference` seen, to show with 80% power that it is above −`max`: (z + z_power)² ×
 /// (share − difference²) / (difference + max)². `None` when the difference seen is not
 /// above −`max`.
-pub fn paired_cases(share: f64, difference: f64, max: f64, level: f64) -> Option<u64> {
+fn paired_cases(share: f64, difference: f64, max: f64, level: f64) -> Option<u64> {
     let gap = difference + max;
     let variance = share - difference * difference;
     if gap <= 0.0 || variance <= 0.0 {
@@ -388,7 +388,7 @@ pub fn paired_cases(share: f64, difference: f64, max: f64, level: f64) -> Option
 
 /// Several lines of one gate as one result: failed if any failed, else inconclusive if
 /// any could not tell (the most cases any needs), else passed; the line says the worst.
-pub fn combined(gate: &str, lines: Vec<(GateOutcome, String, Option<u64>)>) -> GateResult {
+fn combined(gate: &str, lines: Vec<(GateOutcome, String, Option<u64>)>) -> GateResult {
     let worst = if lines.iter().any(|l| l.0 == GateOutcome::Failed) {
         GateOutcome::Failed
     } else if lines.iter().any(|l| l.0 == GateOutcome::Inconclusive) {
@@ -491,7 +491,7 @@ pub fn sequential_drop(max: f64, seq: &crate::sequential::SequentialSummary) -> 
 /// `--max-drop`: passes when every comparison's interval shows the variant is at most
 /// `max` worse than what it is compared with; fails when an interval lies wholly below
 /// −`max`; else inconclusive, saying about how many cases would show it.
-pub fn non_inferior<'a>(
+fn non_inferior<'a>(
     gate: &str,
     max: f64,
     comparisons: impl Iterator<Item = &'a crate::compare::Comparison>,
@@ -506,7 +506,7 @@ pub fn non_inferior<'a>(
 }
 
 /// One comparison against `--max-drop`: its outcome, its line, and the cases it needs.
-pub fn drop_line(
+fn drop_line(
     c: &crate::compare::Comparison,
     max: f64,
     confidence: f64,
@@ -565,7 +565,7 @@ pub fn drop_line(
 /// `--fail-if-worse`: passes when no comparison is significantly worse — and every one
 /// compared something: a comparison with no case graded on both sides has not shown that
 /// nothing dropped, and a gate that compared nothing has not passed.
-pub fn not_worse<'a>(
+fn not_worse<'a>(
     gate: &str,
     comparisons: impl Iterator<Item = &'a crate::compare::Comparison>,
     against: &str,
@@ -657,7 +657,7 @@ pub fn evaluate(
 
 /// `--fail-if-not-best`: the baseline arm is in `--best`'s answer (or, the cases run out,
 /// among the arms left). A run that searched nothing has not passed.
-pub fn baseline_best(s: &Summary) -> GateResult {
+fn baseline_best(s: &Summary) -> GateResult {
     let best = s.best();
     let baseline = s
         .variants
@@ -710,7 +710,7 @@ pub fn baseline_best(s: &Summary) -> GateResult {
 /// that run instead. A regression gate asks whether a change broke what was there, not
 /// whether the bench's variants differ (a bench may keep a weaker variant on purpose, and
 /// its unchanged pull request must pass): the within-run verdicts stay in the report.
-pub fn fail_if_worse(s: &Summary, baseline: Option<&RunComparison>, out: &mut Vec<GateResult>) {
+fn fail_if_worse(s: &Summary, baseline: Option<&RunComparison>, out: &mut Vec<GateResult>) {
     if baseline.is_none() {
         out.push(not_worse(
             "fail-if-worse",
@@ -762,7 +762,7 @@ pub fn max_drop(
 
 /// The variants a gate holds (`target.variant`, or every one); a name no variant answers
 /// to fails the gate there.
-pub fn named_variants<'s>(
+fn named_variants<'s>(
     gate: &str,
     target: &GateTarget,
     s: &'s Summary,
@@ -791,7 +791,7 @@ pub fn named_variants<'s>(
 /// `--min-pass-all [VARIANT=]P`: each variant's pass^k (its cases right all k repeats)
 /// against P, said with its interval, as `--min-accuracy` says accuracy. A part has no
 /// pass^k: the whole name before `=` is the variant's.
-pub fn min_pass_all(min: &MinAccuracy, s: &Summary, out: &mut Vec<GateResult>) {
+fn min_pass_all(min: &MinAccuracy, s: &Summary, out: &mut Vec<GateResult>) {
     let whole = GateTarget {
         variant: min.name(),
         part: None,
@@ -833,7 +833,7 @@ pub fn min_pass_all(min: &MinAccuracy, s: &Summary, out: &mut Vec<GateResult>) {
 
 /// What a `--min-accuracy` gate names in this run: its variants and part, read against
 /// the run's variants and parts (docs/guide/ci.md, "Gates").
-pub fn target_in(min: &MinAccuracy, s: &Summary) -> Result<GateTarget, Unresolved> {
+fn target_in(min: &MinAccuracy, s: &Summary) -> Result<GateTarget, Unresolved> {
     min.target(
         |name| s.variants.iter().any(|v| v.answers_to(name)),
         |part| s.parts.iter().any(|p| p.name == part),
@@ -843,7 +843,7 @@ pub fn target_in(min: &MinAccuracy, s: &Summary) -> Result<GateTarget, Unresolve
 /// `--min-accuracy [VARIANT][@PART]=P`: each variant it names against P, on its whole
 /// score or on the part named. On a scored run (some score neither 0 nor 1) "accuracy" is
 /// the mean score, with its interval, and the line says so (docs/guide/ci.md, "Gates").
-pub fn min_accuracy(min: &MinAccuracy, s: &Summary, out: &mut Vec<GateResult>) {
+fn min_accuracy(min: &MinAccuracy, s: &Summary, out: &mut Vec<GateResult>) {
     let target = match target_in(min, s) {
         Ok(t) => t,
         Err(e) => {
@@ -873,7 +873,7 @@ pub fn min_accuracy(min: &MinAccuracy, s: &Summary, out: &mut Vec<GateResult>) {
 /// One variant's part against `--min-accuracy VARIANT@PART=P`, as [`held_to`] holds the
 /// whole score: the part's accuracy, or its mean score when some score of it was neither 0
 /// nor 1.
-pub fn part_held_to(
+fn part_held_to(
     part: &crate::parts::PartFigures,
     v: &crate::summary::VariantSummary,
     t: f64,
@@ -918,7 +918,7 @@ pub fn held_to(v: &crate::summary::VariantSummary, t: f64, s: &Summary, gate: &s
 /// A variant's `figure` on `cases` cases against a floor `t`: passed at or above it; failed
 /// when the whole interval is below; inconclusive when the interval straddles it, with the
 /// cases that would decide. `--min-accuracy` and `--min-pass-all` alike.
-pub fn hold(gate: &str, name: &str, figure: Gated, cases: u64, t: f64, level: f64) -> GateResult {
+fn hold(gate: &str, name: &str, figure: Gated, cases: u64, t: f64, level: f64) -> GateResult {
     let Gated {
         called: what,
         value: Some(acc),
@@ -1006,7 +1006,7 @@ pub fn gated_figure(v: &crate::summary::VariantSummary, scored: bool) -> Gated {
 
 /// `--max-cost USD`: what the run spent, every billed attempt (retries included, cache
 /// hits free) and the judge's calls.
-pub fn max_cost(max: f64, s: &Summary) -> GateResult {
+fn max_cost(max: f64, s: &Summary) -> GateResult {
     let (answers, judge) = spent_usd(s);
     let total = answers + judge;
     let priced = s.variants.iter().any(|v| v.cost_usd.is_some());
@@ -1042,7 +1042,7 @@ pub fn max_cost(max: f64, s: &Summary) -> GateResult {
 }
 
 /// `--max-p90-latency DURATION`: each variant's p90 end-to-end latency.
-pub fn max_p90_latency(max: Duration, s: &Summary, out: &mut Vec<GateResult>) {
+fn max_p90_latency(max: Duration, s: &Summary, out: &mut Vec<GateResult>) {
     let limit = max.as_secs_f64() * 1000.0;
     for v in &s.variants {
         let gate = format!("max-p90-latency {}", humantime::format_duration(max));
@@ -1064,7 +1064,7 @@ pub fn max_p90_latency(max: Duration, s: &Summary, out: &mut Vec<GateResult>) {
 
 /// `--max-latency DURATION`: each variant's slowest job, end to end (answers from the
 /// cache are not timed).
-pub fn max_latency(
+fn max_latency(
     max: Duration,
     s: &Summary,
     latencies: &[crate::figures::summary::Latencies],
@@ -1106,7 +1106,7 @@ pub fn max_latency(
 
 /// `--max-cost-per-job USD`: each variant's mean cost per job (what it spent, every billed
 /// attempt, over its jobs).
-pub fn max_cost_per_job(max: f64, s: &Summary, out: &mut Vec<GateResult>) {
+fn max_cost_per_job(max: f64, s: &Summary, out: &mut Vec<GateResult>) {
     let gate = format!("max-cost-per-job ${max}");
     for v in &s.variants {
         let spent = v.spent_usd.or(v.cost_usd);
@@ -1161,13 +1161,13 @@ pub fn sized(gates: &Gates, z: &Sizing<'_>) -> Vec<String> {
 
 /// The share of cases whose answer changes between two runs of one prompt that the
 /// sizing against an earlier run assumes when it cannot know it.
-pub const CHANGED_BETWEEN_RUNS: f64 = 0.10;
+const CHANGED_BETWEEN_RUNS: f64 = 0.10;
 
 /// `--fail-if-worse`/`--max-drop` with `--baseline`: each variant against itself in the
 /// earlier run. An unchanged prompt differs there only where its answers vary from run to
 /// run, which no single run shows: the line says so, and what a drop gate needs at
 /// [`CHANGED_BETWEEN_RUNS`] of cases changing and no difference.
-pub fn size_against_earlier(max: Option<f64>, z: &Sizing<'_>, out: &mut Vec<String>) {
+fn size_against_earlier(max: Option<f64>, z: &Sizing<'_>, out: &mut Vec<String>) {
     let level = 1.0 - (1.0 - z.confidence) / z.compared.max(1) as f64;
     let changed = CHANGED_BETWEEN_RUNS * 100.0;
     let base = "against the --baseline run each variant is held to itself there, not to the baseline variant, so the within-run differences of earlier runs do not size it; an unchanged prompt differs only where its answers change from run to run (none at temperature 0 on a deterministic server)";
@@ -1187,7 +1187,7 @@ pub fn size_against_earlier(max: Option<f64>, z: &Sizing<'_>, out: &mut Vec<Stri
 }
 
 /// What a bench of `z.cases` cases makes of a gate that needs `need`.
-pub fn enough(z: &Sizing<'_>, need: Option<u64>) -> String {
+fn enough(z: &Sizing<'_>, need: Option<u64>) -> String {
     match need {
         Some(n) if n <= z.cases => format!("the bench's {} are enough", z.cases),
         Some(_) => format!(
@@ -1200,7 +1200,7 @@ pub fn enough(z: &Sizing<'_>, need: Option<u64>) -> String {
 
 /// `--max-drop`, sized for each comparison of the last run (or, with none, at no difference
 /// and the most disagreement).
-pub fn size_max_drop(max: f64, z: &Sizing<'_>, out: &mut Vec<String>) {
+fn size_max_drop(max: f64, z: &Sizing<'_>, out: &mut Vec<String>) {
     // Holm's level for the family: the level a verdict's interval reaches.
     let level = 1.0 - (1.0 - z.confidence) / z.compared.max(1) as f64;
     let verdict = |need: Option<u64>| enough(z, need);
@@ -1255,7 +1255,7 @@ pub fn size_max_drop(max: f64, z: &Sizing<'_>, out: &mut Vec<String>) {
 
 /// `--min-accuracy [VARIANT][@PART]=P`, sized for each variant it names in the last run, on
 /// its whole score or the part named.
-pub fn size_min_accuracy(min: &MinAccuracy, z: &Sizing<'_>, out: &mut Vec<String>) {
+fn size_min_accuracy(min: &MinAccuracy, z: &Sizing<'_>, out: &mut Vec<String>) {
     let t = min.threshold;
     let Some((s, dir)) = &z.last else {
         let half = promptgauge_stats::z_for(z.confidence) * (0.25 / z.cases.max(1) as f64).sqrt();
@@ -1337,7 +1337,7 @@ pub fn size_min_accuracy(min: &MinAccuracy, z: &Sizing<'_>, out: &mut Vec<String
 }
 
 /// `--fail-if-worse`, for each variant the last run saw below what it is compared with.
-pub fn size_fail_if_worse(z: &Sizing<'_>, out: &mut Vec<String>) {
+fn size_fail_if_worse(z: &Sizing<'_>, out: &mut Vec<String>) {
     let Some((s, dir)) = &z.last else { return };
     for c in &s.comparisons {
         if let (Some(d), Some(n)) = (c.difference, c.cases_needed)

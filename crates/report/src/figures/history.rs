@@ -13,7 +13,7 @@ use crate::text::interval;
 use promptgauge_stats::cluster::CaseScore;
 
 /// The JSON schema name of `history --json`.
-pub const SCHEMA: &str = "promptgauge.history/1";
+pub(crate) const SCHEMA: &str = "promptgauge.history/1";
 
 /// A bench's runs, oldest first.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -73,7 +73,7 @@ pub struct Step {
 }
 
 impl Step {
-    pub fn of(c: Comparison, cases_changed: usize) -> Step {
+    fn of(c: Comparison, cases_changed: usize) -> Step {
         Step {
             cases: c.cases,
             cases_changed,
@@ -88,7 +88,7 @@ impl Step {
     }
 
     /// Whether the step is a significant change.
-    pub fn significant(&self) -> bool {
+    pub(crate) fn significant(&self) -> bool {
         matches!(self.verdict, Verdict::Better | Verdict::Worse)
     }
 }
@@ -107,7 +107,7 @@ pub struct RunScores {
 }
 
 /// A case in no group.
-pub const NO_GROUP: u32 = u32::MAX;
+const NO_GROUP: u32 = u32::MAX;
 
 impl RunScores {
     /// No job yet of a run with these variants (rows of other variants are not kept).
@@ -152,7 +152,7 @@ impl RunScores {
     }
 
     /// Sorted by case id, each case once (rows given out of order are merged).
-    pub fn finish(&mut self) {
+    fn finish(&mut self) {
         if self.sorted {
             return;
         }
@@ -183,12 +183,12 @@ impl RunScores {
         (self.cases, self.scores, self.sorted) = (cases, scores, true);
     }
 
-    pub fn variant(&self, name: &str) -> Option<usize> {
+    fn variant(&self, name: &str) -> Option<usize> {
         self.variants.iter().position(|n| n == name)
     }
 
     /// `case`'s group name.
-    pub fn group(&self, group: u32) -> Option<&str> {
+    fn group(&self, group: u32) -> Option<&str> {
         (group != NO_GROUP).then(|| self.groups.id(group))
     }
 }
@@ -206,12 +206,12 @@ pub struct Builder {
 }
 
 /// Branches whose runs make the main line; a run without a branch (no git) is on it too.
-pub const MAIN_BRANCHES: [&str; 4] = ["main", "master", "trunk", "develop"];
+pub(crate) const MAIN_BRANCHES: [&str; 4] = ["main", "master", "trunk", "develop"];
 
 /// The line a run belongs to: `None` for the main line, else its branch (a pull request's
 /// own branch, a feature branch). Each line is measured against itself; a branch's first
 /// run against the main line's run before it (its base).
-pub fn line_of(run: &RunRow) -> Option<String> {
+pub(crate) fn line_of(run: &RunRow) -> Option<String> {
     run.git_branch
         .as_deref()
         .filter(|b| !MAIN_BRANCHES.contains(b))
@@ -363,7 +363,7 @@ impl History {
 }
 
 /// One variant's change from `before` to `after`, paired by unchanged case.
-pub fn step(
+fn step(
     before: &RunScores,
     after: &RunScores,
     a: &VariantRow,
@@ -417,7 +417,7 @@ pub fn step(
 }
 
 /// `+3.1` / `−4.0` points.
-pub fn signed_points(d: Option<f64>) -> String {
+fn signed_points(d: Option<f64>) -> String {
     match d {
         Some(d) if d < 0.0 => format!("−{:.1}", -d * 100.0),
         Some(d) => format!("+{:.1}", d * 100.0),
@@ -426,7 +426,7 @@ pub fn signed_points(d: Option<f64>) -> String {
 }
 
 /// A step as a table shows it: `▲ +12.0` (better), `▼ −8.0` (worse), `+1.0` (noise).
-pub fn step_cell(step: Option<&Step>) -> String {
+pub(crate) fn step_cell(step: Option<&Step>) -> String {
     let Some(s) = step else {
         return "–".into();
     };
@@ -444,14 +444,14 @@ pub fn step_cell(step: Option<&Step>) -> String {
 }
 
 /// The date and minute of an RFC 3339 time: `2026-11-30 14:59`.
-pub fn short_time(t: &str) -> String {
+pub(crate) fn short_time(t: &str) -> String {
     t.get(..16).unwrap_or(t).replace('T', " ")
 }
 
 /// Labels for run times on an axis, as precise as it takes to tell them apart: the day, or
 /// the day and minute, or the time to the second (runs of one CI job start in the same
 /// minute), or, for runs that started in the same second, that with the run's place.
-pub fn axis_labels(times: &[&str]) -> Vec<String> {
+pub(crate) fn axis_labels(times: &[&str]) -> Vec<String> {
     let distinct = |labels: &[String]| {
         let mut seen = std::collections::HashSet::new();
         labels.iter().all(|l| seen.insert(l.as_str()))
@@ -477,7 +477,7 @@ pub fn axis_labels(times: &[&str]) -> Vec<String> {
 }
 
 /// The run as a short label: the branch and commit, when known.
-pub fn source_label(r: &RunRow) -> String {
+pub(crate) fn source_label(r: &RunRow) -> String {
     let dirty = if r.git_dirty == Some(true) {
         "+dirty"
     } else {
@@ -496,7 +496,7 @@ pub fn source_label(r: &RunRow) -> String {
 }
 
 /// The significant steps, as sentences, newest last.
-pub fn step_sentences(h: &History) -> Vec<String> {
+pub(crate) fn step_sentences(h: &History) -> Vec<String> {
     let mut out = Vec::new();
     for r in &h.runs {
         for v in &r.variants {

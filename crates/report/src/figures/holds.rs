@@ -104,7 +104,7 @@ impl PastHolds {
     }
 
     /// Another variant's, added.
-    pub fn merge(&mut self, other: &PastHolds) {
+    pub(crate) fn merge(&mut self, other: &PastHolds) {
         self.prompts_usd += other.prompts_usd;
         self.prompt_jobs += other.prompt_jobs;
         if other.prompt_example.is_some() && other.most_past >= self.most_past {
@@ -128,7 +128,7 @@ impl PastHolds {
     /// Each cause that took bills past their holds, the largest first, with what it cost:
     /// `usd` writes the amounts, `anomalies` is how many jobs were billed past
     /// `max_tokens` (the note that says so is elsewhere).
-    pub fn causes(&self, usd: &dyn Fn(f64) -> String, anomalies: u64) -> Vec<String> {
+    pub(crate) fn causes(&self, usd: &dyn Fn(f64) -> String, anomalies: u64) -> Vec<String> {
         let mut causes: Vec<(f64, String)> = Vec::new();
         if self.prompts_usd > 0.0 {
             causes.push((

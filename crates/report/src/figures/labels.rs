@@ -27,7 +27,7 @@ pub struct Label {
     pub score: f64,
 }
 
-pub fn score<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+fn score<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     use serde::de::Error;
     match serde_json::Value::deserialize(d)? {
         serde_json::Value::Number(n) => n
@@ -50,7 +50,7 @@ pub fn score<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
 }
 
 /// A label with the line it came from, for errors.
-pub type NumberedLabel = (usize, Label);
+pub(crate) type NumberedLabel = (usize, Label);
 
 impl Label {
     pub fn key(&self) -> JobKey {
@@ -82,7 +82,7 @@ pub struct Torn {
 
 /// Reads labels; with `tolerate_torn`, a torn last line is left out and returned instead
 /// of being an error (a run folder's own file, as for the journal).
-pub fn read_lines(
+fn read_lines(
     path: &Path,
     tolerate_torn: bool,
 ) -> Result<(Vec<NumberedLabel>, Option<Torn>), String> {

@@ -87,7 +87,7 @@ pub struct RunRow {
     pub allowed_failures: i64,
 }
 
-pub fn is_zero(n: &i64) -> bool {
+fn is_zero(n: &i64) -> bool {
     *n == 0
 }
 
@@ -129,7 +129,7 @@ pub struct VariantRow {
 
 impl VariantRow {
     /// The figure shown: mean score for a scored run, else accuracy; with its interval.
-    pub fn shown(&self) -> (Option<f64>, Option<f64>, Option<f64>) {
+    pub(crate) fn shown(&self) -> (Option<f64>, Option<f64>, Option<f64>) {
         match self.mean_score {
             Some(m) => (Some(m), self.score_ci_low, self.score_ci_high),
             None => (self.accuracy, self.ci_low, self.ci_high),

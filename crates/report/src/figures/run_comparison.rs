@@ -13,7 +13,7 @@ use super::summary::{Summary, VariantSummary};
 /// graded has a group (A's group first, as each run's own report counts it). Cases in
 /// `changed` pair with nothing. Walks the two tables side by side: a comparison of two
 /// 100,000-case runs makes no third table.
-pub fn pair_runs(
+pub(crate) fn pair_runs(
     (ta, va): (&CaseTable, usize),
     (tb, vb): (&CaseTable, usize),
     changed: &std::collections::HashSet<String>,
@@ -68,7 +68,7 @@ pub struct CaseSide<'a> {
 
 impl<'a> CaseSide<'a> {
     /// The table and the arm of `variant` in it.
-    pub fn arm(&self, variant: &str) -> Option<(&'a CaseTable, usize)> {
+    fn arm(&self, variant: &str) -> Option<(&'a CaseTable, usize)> {
         let i = self.arms.iter().position(|a| a == variant)?;
         Some((self.table, i))
     }
@@ -211,7 +211,7 @@ impl RunComparison {
 type Arm<'a> = (&'a CaseTable, usize);
 
 /// Variant B against itself in A, paired by case (`changed` cases left out).
-pub fn compared(
+fn compared(
     (va, vb): (&VariantSummary, &VariantSummary),
     arms: (Option<Arm<'_>>, Option<Arm<'_>>),
     changed: &std::collections::HashSet<String>,
@@ -240,7 +240,7 @@ pub fn compared(
 /// Every interval in one table at one level: a run's own accuracy (or mean score)
 /// interval recomputed at the comparison's `confidence` when the run (at `own`) used
 /// another; `side` is the variant's arm in that run's case table.
-pub fn at_level(
+fn at_level(
     v: &VariantSummary,
     own: f64,
     side: Option<Arm<'_>>,

@@ -701,7 +701,7 @@ impl Summary {
 impl VariantSummary {
     /// Whether a gate naming `name` means it: its own name (`ENDPOINT/VARIANT` in a run of
     /// several endpoints), or there its variant's or its endpoint's.
-    pub fn answers_to(&self, name: &str) -> bool {
+    pub(crate) fn answers_to(&self, name: &str) -> bool {
         self.name == name
             || self.variant.as_deref() == Some(name)
             || self.endpoint.as_deref() == Some(name)

@@ -81,7 +81,7 @@ impl Progress {
     }
 
     /// The decisions reached by this event (the journal writes them at the next).
-    pub fn heard_decisions(&mut self) {
+    fn heard_decisions(&mut self) {
         let Some((queue, out)) = &mut self.search else {
             return;
         };
@@ -110,7 +110,7 @@ impl Progress {
         }
     }
 
-    pub fn update(&mut self, event: &RunEvent<'_>) {
+    pub(crate) fn update(&mut self, event: &RunEvent<'_>) {
         if let RunEvent::Batch(b) = event {
             let at = match self.batches.iter().position(|(n, ..)| *n == b.name) {
                 Some(i) => i,
@@ -166,7 +166,7 @@ impl Progress {
         }
     }
 
-    pub fn message(&self, in_flight: usize) -> String {
+    fn message(&self, in_flight: usize) -> String {
         let accuracy: Vec<String> = self
             .variants
             .iter()

@@ -95,7 +95,7 @@ pub fn render_html(h: &History, link: &dyn Fn(&RunRow) -> Option<String>) -> Str
 }
 
 /// The history's name: the bench, and the part it shows (`history --part`).
-pub fn title(h: &History) -> String {
+fn title(h: &History) -> String {
     match &h.part {
         Some(p) => format!("{} · part {p}", h.bench),
         None => h.bench.clone(),
@@ -104,7 +104,7 @@ pub fn title(h: &History) -> String {
 
 /// A chart per named part of the score (none for a score without parts, nor for the
 /// history of one part): each variant's mean of the part over time with its interval.
-pub fn parts_charts(b: &mut String, h: &History, link: &dyn Fn(&RunRow) -> Option<String>) {
+fn parts_charts(b: &mut String, h: &History, link: &dyn Fn(&RunRow) -> Option<String>) {
     if h.part.is_some() || h.parts.is_empty() {
         return;
     }
@@ -155,13 +155,13 @@ pub fn render_part(h: &History) -> String {
 
 /// A chart's point: the run's position, the run, its variant, and the value with its
 /// interval.
-pub type Point<'a> = (usize, &'a HistoryRun, &'a HistoryVariant, Value);
+type Point<'a> = (usize, &'a HistoryRun, &'a HistoryVariant, Value);
 
 /// A value on a chart with its interval, when it has one.
-pub type Value = (f64, Option<f64>, Option<f64>);
+type Value = (f64, Option<f64>, Option<f64>);
 
 /// A chart's plot area, and where run `i` and value `v` fall in it.
-pub struct Frame {
+struct Frame {
     left: f64,
     top: f64,
     width: f64,
@@ -174,7 +174,7 @@ pub struct Frame {
 }
 
 impl Frame {
-    pub fn x(&self, i: usize) -> f64 {
+    fn x(&self, i: usize) -> f64 {
         if self.n == 1 {
             self.left + self.width / 2.0
         } else {
@@ -182,7 +182,7 @@ impl Frame {
         }
     }
 
-    pub fn y(&self, v: f64) -> f64 {
+    fn y(&self, v: f64) -> f64 {
         self.top + self.height - (v - self.y0) / (self.y1 - self.y0) * self.height
     }
 }
@@ -196,14 +196,14 @@ struct Look<'a> {
 }
 
 impl Look<'_> {
-    pub fn percent(&self) -> bool {
+    fn percent(&self) -> bool {
         self.label == "accuracy" || self.label == "mean score"
     }
 }
 
 /// One chart over the runs: per variant, a line through its points (with interval bars
 /// when `value` gives them), each point a link to its run's report.
-pub fn time_chart(
+fn time_chart(
     h: &History,
     id: &str,
     label: &str,
@@ -251,7 +251,7 @@ pub fn time_chart(
 
 /// The lowest and highest values the chart shows, intervals included; `None`: no run has
 /// one.
-pub fn value_range(
+fn value_range(
     h: &History,
     value: &impl Fn(&HistoryVariant) -> Option<Value>,
 ) -> Option<(f64, f64)> {
@@ -269,7 +269,7 @@ pub fn value_range(
 }
 
 /// The value axis: a grid line and a label at each round step.
-pub fn value_axis(svg: &mut String, frame: &Frame, label: &str) {
+fn value_axis(svg: &mut String, frame: &Frame, label: &str) {
     let Frame {
         left,
         width,
@@ -305,7 +305,7 @@ pub fn value_axis(svg: &mut String, frame: &Frame, label: &str) {
 
 /// Dates under the first, last and a few runs between, as precise as it takes to tell
 /// them apart (runs of one CI job start in the same minute).
-pub fn time_axis(svg: &mut String, frame: &Frame, h: &History) {
+fn time_axis(svg: &mut String, frame: &Frame, h: &History) {
     let n = frame.n;
     let every = n.div_ceil(6).max(1);
     let shown: Vec<usize> = (0..n)
@@ -330,7 +330,7 @@ pub fn time_axis(svg: &mut String, frame: &Frame, h: &History) {
 }
 
 /// Variant `k`'s series: its lines, one per branch, and its points.
-pub fn series(
+fn series(
     svg: &mut String,
     frame: &Frame,
     h: &History,
@@ -380,7 +380,7 @@ pub fn series(
 
 /// One line per branch, as its points: the main line, and a pull request's branch from its
 /// base (the run its first step was measured from), never drawn into the main line.
-pub fn branch_lines(
+fn branch_lines(
     points: &[Point<'_>],
     x: &dyn Fn(usize) -> f64,
     frame: &Frame,
@@ -412,7 +412,7 @@ pub fn branch_lines(
 
 /// A point of variant `name` (drawn in colour `c`): its interval bar, its dot with what it
 /// says on hover, and the step it marks.
-pub fn point_mark(
+fn point_mark(
     (i, r, v, (val, lo, hi)): &Point<'_>,
     (name, c): (&str, &str),
     look: &Look<'_>,

@@ -681,7 +681,7 @@ pub fn files_line(
 }
 
 /// `report.html`, from the run's figures and its bench as written.
-pub struct ReportHtml;
+pub(super) struct ReportHtml;
 
 impl super::output::Output for ReportHtml {
     fn destination(&self) -> super::output::Destination {
@@ -1147,7 +1147,7 @@ pub fn render_compare(c: &RunComparison) -> String {
 }
 
 /// Latency side by side: TTFT and end to end of each variant in A and in B.
-pub fn compare_latency(b: &mut String, c: &RunComparison) {
+fn compare_latency(b: &mut String, c: &RunComparison) {
     // Latency side by side: TTFT and end to end of each variant in A and in B.
     b.push_str("<h2>Latency</h2>");
     b.push_str(&tables::compare_latency(c).html());
@@ -1163,14 +1163,14 @@ pub fn compare_latency(b: &mut String, c: &RunComparison) {
 }
 
 /// Tokens and cost, A beside B.
-pub fn compare_cost(b: &mut String, c: &RunComparison) {
+fn compare_cost(b: &mut String, c: &RunComparison) {
     // Tokens and cost.
     b.push_str("<h2>Tokens and cost</h2>");
     b.push_str(&tables::compare_cost(c).html());
 }
 
 /// Same answers or not, and the cases that flipped.
-pub fn compare_answers(b: &mut String, c: &RunComparison) {
+fn compare_answers(b: &mut String, c: &RunComparison) {
     // Same answers or not, and the cases that flipped.
     b.push_str("<h2>Answers</h2>");
     b.push_str(&tables::compare_outputs(c).html());

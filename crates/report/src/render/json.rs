@@ -18,7 +18,7 @@ impl Exporter for Json {
 }
 
 /// `baseline.json`: this run against `--baseline`'s, as the terminal shows it.
-pub struct BaselineJson;
+pub(super) struct BaselineJson;
 
 impl Output for BaselineJson {
     fn destination(&self) -> Destination {

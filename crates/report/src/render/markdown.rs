@@ -176,7 +176,7 @@ fn details(out: &mut String, s: &Summary) {
 
 /// `--markdown FILE`: the summary (and the baseline comparison) appended, as
 /// `$GITHUB_STEP_SUMMARY` expects.
-pub struct Appended(pub(super) std::path::PathBuf);
+pub(super) struct Appended(pub(super) std::path::PathBuf);
 
 impl super::output::Output for Appended {
     fn destination(&self) -> super::output::Destination {
@@ -197,13 +197,13 @@ impl super::output::Output for Appended {
 }
 
 /// `compare.md`: two runs side by side.
-pub fn render_comparison(c: &RunComparison) -> String {
+pub(crate) fn render_comparison(c: &RunComparison) -> String {
     format!("## promptgauge compare\n\n{}", comparison_body(c))
 }
 
 /// A comparison's runs, table and sentences, without a title: nested under a run's summary
 /// (the baseline section) or under `compare.md`'s own.
-pub fn comparison_body(c: &RunComparison) -> String {
+pub(crate) fn comparison_body(c: &RunComparison) -> String {
     let comparisons = || c.variants.iter().map(|v| &v.comparison);
     let mut out = format!(
         "- **A**: {}, model {} at {}\n- **B**: {}, model {} at {}\n\n",

@@ -61,7 +61,7 @@ pub enum Body<'r> {
 }
 
 /// What writes a streamed output into its file.
-pub type Writer<'r> = Box<dyn FnOnce(&mut dyn Write) -> std::io::Result<()> + 'r>;
+pub(crate) type Writer<'r> = Box<dyn FnOnce(&mut dyn Write) -> std::io::Result<()> + 'r>;
 
 /// What a per-run output renders: the run's figures, its bench as written (report.html
 /// shows it), and the comparison with `--baseline`'s run. The result is lent mutably so
@@ -73,7 +73,7 @@ pub struct RunReport<'a> {
 }
 
 /// A summary format as an output: its file in the run folder.
-pub struct SummaryFile(pub(super) Box<dyn Exporter>);
+pub(super) struct SummaryFile(pub(super) Box<dyn Exporter>);
 
 impl Output for SummaryFile {
     fn destination(&self) -> Destination {
@@ -112,7 +112,7 @@ pub fn write(
 
 /// `body` on standard output, as the commands print every line (`promptgauge run | head`
 /// closing the pipe early is not an error).
-pub fn print(body: Body<'_>) {
+fn print(body: Body<'_>) {
     let mut out = std::io::stdout();
     match body {
         Body::Text(text) => {
@@ -126,7 +126,7 @@ pub fn print(body: Body<'_>) {
 }
 
 /// `body` as the whole of `path`, renamed into place once written.
-pub fn whole(path: &Path, body: Body<'_>) -> Result<(), ReportError> {
+fn whole(path: &Path, body: Body<'_>) -> Result<(), ReportError> {
     match body {
         Body::Text(text) => promptgauge_base::files::write_atomically(path, text),
         Body::Stream(write) => {
@@ -137,7 +137,7 @@ pub fn whole(path: &Path, body: Body<'_>) -> Result<(), ReportError> {
 }
 
 /// `body` added at the end of `path` (created if missing).
-pub fn append(path: &Path, body: Body<'_>) -> Result<(), ReportError> {
+fn append(path: &Path, body: Body<'_>) -> Result<(), ReportError> {
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)

@@ -203,7 +203,7 @@ impl Row {
 
 /// A table: columns and rows, drawn by [`Table::terminal`], [`Table::markdown`],
 /// [`Table::html`] or [`Table::csv`].
-pub struct Table {
+pub(crate) struct Table {
     id: &'static str,
     columns: Vec<Column>,
     rows: Vec<Row>,
@@ -223,7 +223,7 @@ impl Table {
     }
 
     /// Says where the columns a narrow terminal leaves out can be read.
-    pub fn elsewhere(mut self, elsewhere: &'static str) -> Self {
+    pub(crate) fn elsewhere(mut self, elsewhere: &'static str) -> Self {
         self.elsewhere = elsewhere;
         self
     }
@@ -326,7 +326,7 @@ impl Table {
     }
 
     /// CSV: a header line and a line per row, the cells as shown (quoted where needed).
-    pub fn csv(&self) -> String {
+    pub(crate) fn csv(&self) -> String {
         let mut w = csv::Writer::from_writer(Vec::new());
         let header: Vec<&str> = self
             .shown(Syntax::Csv)
@@ -353,7 +353,7 @@ impl Table {
     /// The terminal: columns that hold nothing left out, then the least useful dropped until
     /// the table fits `width` (and a line says which, and where to read them); only then do
     /// cells wrap. `None`: no limit.
-    pub fn terminal(&self, width: Option<usize>) -> String {
+    pub(crate) fn terminal(&self, width: Option<usize>) -> String {
         let columns: Vec<Strip> = self
             .shown(Syntax::Terminal)
             .map(|(i, c)| Strip {

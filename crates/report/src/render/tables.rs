@@ -604,7 +604,7 @@ pub(crate) fn replicas(s: &Summary) -> Table {
 
 /// Two runs side by side, per variant: both figures, the paired difference and its verdict,
 /// latency and cost.
-pub fn comparison(c: &RunComparison) -> Table {
+pub(crate) fn comparison(c: &RunComparison) -> Table {
     // Partial scores: the figure is the mean score (docs/guide/compare.md).
     let scored = c
         .variants
@@ -663,7 +663,7 @@ pub fn headline(v: &crate::summary::VariantSummary) -> String {
 
 /// `history`: a row per run and variant, with the step from the run before. `link` gives a
 /// run's report page, for HTML.
-pub fn history(h: &History, link: &dyn Fn(&RunRow) -> Option<String>) -> Table {
+pub(crate) fn history(h: &History, link: &dyn Fn(&RunRow) -> Option<String>) -> Table {
     let scored = h.runs.iter().any(|r| r.run.scored);
     let mut t = Table::new(
         "history",
@@ -725,7 +725,7 @@ pub fn history(h: &History, link: &dyn Fn(&RunRow) -> Option<String>) -> Table {
 }
 
 /// `runs`: one row per stored run, newest last.
-pub fn runs(runs: &[RunRow]) -> Table {
+pub(crate) fn runs(runs: &[RunRow]) -> Table {
     let mut t = Table::new(
         "runs",
         vec![
@@ -844,7 +844,7 @@ pub(crate) fn tokens_and_cost(s: &Summary) -> Table {
 }
 
 /// Latency of each variant in A beside B.
-pub fn compare_latency(c: &RunComparison) -> Table {
+pub(crate) fn compare_latency(c: &RunComparison) -> Table {
     let columns = named(&[
         "TTFT p50 A / B",
         "TTFT p90 A / B",
@@ -872,7 +872,7 @@ pub fn compare_latency(c: &RunComparison) -> Table {
 }
 
 /// Tokens and cost of each variant in A beside B.
-pub fn compare_cost(c: &RunComparison) -> Table {
+pub(crate) fn compare_cost(c: &RunComparison) -> Table {
     let columns = named(&[
         "tokens in A / B",
         "tokens out A / B",
@@ -897,7 +897,7 @@ pub fn compare_cost(c: &RunComparison) -> Table {
 }
 
 /// Whether each variant's answers changed between A and B, and which cases flipped.
-pub fn compare_outputs(c: &RunComparison) -> Table {
+pub(crate) fn compare_outputs(c: &RunComparison) -> Table {
     let columns = named(&["same text", "different text", "fixed in B", "broken in B"]);
     per_variant(
         "compare-outputs",

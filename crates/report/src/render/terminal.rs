@@ -14,12 +14,12 @@ pub enum Stream {
 
 /// How wide the terminal is: `$COLUMNS` when set, else the terminal's own width (asked of the
 /// terminal: shells do not export `$COLUMNS`) when stdout is one; `None` (no limit) in a log.
-pub fn width() -> Option<usize> {
+pub(crate) fn width() -> Option<usize> {
     width_of(Stream::Stdout)
 }
 
 /// [`width`] for a stream: stderr's terminal may differ from stdout's (`run | tee log`).
-pub fn width_of(stream: Stream) -> Option<usize> {
+pub(crate) fn width_of(stream: Stream) -> Option<usize> {
     if let Some(c) = std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.trim().parse::<usize>().ok())
@@ -34,7 +34,7 @@ pub fn width_of(stream: Stream) -> Option<usize> {
 /// The terminal's own column count. A terminal may report its columns and 0 rows (`script`,
 /// some `docker exec` and `kubectl exec` sessions): the columns are what matters here.
 #[cfg(unix)]
-pub fn columns_of(stream: Stream) -> Option<usize> {
+fn columns_of(stream: Stream) -> Option<usize> {
     let fd = match stream {
         Stream::Stdout => libc::STDOUT_FILENO,
         Stream::Stderr => libc::STDERR_FILENO,
@@ -136,7 +136,7 @@ pub(crate) fn wrap(text: &str, width: Option<usize>) -> String {
 }
 
 /// Renders the summary for a terminal (or a log when not one), fitted to its width.
-pub fn render(s: &Summary) -> String {
+pub(crate) fn render(s: &Summary) -> String {
     render_at(s, width())
 }
 
@@ -192,7 +192,7 @@ pub fn render_at(s: &Summary, width: Option<usize>) -> String {
 /// What `run --quiet` prints: the variants' table and the verdicts (each comparison's
 /// sentence; `--until-decided`'s and `--best`'s decision), and on the simulator the line
 /// that says so. The gates' lines follow it on standard error.
-pub fn render_quiet_at(s: &Summary, width: Option<usize>) -> String {
+pub(crate) fn render_quiet_at(s: &Summary, width: Option<usize>) -> String {
     let mut out = format!(
         "{}
 ",
@@ -404,7 +404,7 @@ pub fn render_comparison(c: &RunComparison) -> String {
 }
 
 /// What the two runs do not share, said out loud.
-pub fn coverage_notes(c: &RunComparison) -> Vec<String> {
+pub(crate) fn coverage_notes(c: &RunComparison) -> Vec<String> {
     let list = |ids: &[String]| {
         let shown: Vec<&str> = ids.iter().take(10).map(String::as_str).collect();
         let more = if ids.len() > 10 {

@@ -13,7 +13,7 @@ use promptgauge_runner::journal::{JobRecord, JobStatus};
 use promptgauge_suite::Price;
 
 /// The columns, in order.
-pub const HEADER: [&str; 13] = [
+const HEADER: [&str; 13] = [
     "case_id",
     "variant",
     "repeat",
