@@ -2,8 +2,9 @@
 //!
 //! Data flows one way: [`suite`] → [`runner`] (through [`client`]) → [`grade`] → [`stats`]
 //! → [`report`]. [`mock`] is the simulated provider used for demos and tests; [`cli`] turns
-//! flags and environment into plain settings; [`app`] holds one file per command. See
-//! docs/dev/architecture.md.
+//! flags and environment into plain settings; [`app`] holds one file per command. Each
+//! layer is a crate of the workspace (`crates/`), re-exported here under its name for the
+//! test crates and benchmarks (docs/dev/architecture.md, "Code map").
 
 #![warn(unreachable_pub)]
 // A test tells one story from start to end; it is not split to a length.

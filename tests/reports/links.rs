@@ -33,8 +33,10 @@ impl fmt::Display for Problem {
 }
 
 /// The folders (and files) whose text may cite a doc, relative to the repository.
-const CITING: [&str; 15] = [
+const CITING: [&str; 17] = [
     "src",
+    "crates",
+    "clippy.toml",
     "npm",
     "pyproject.toml",
     "tests",

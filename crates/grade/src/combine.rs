@@ -231,22 +231,12 @@ impl Scorer for Combined {
 mod tests {
     use super::*;
     use crate::{Answer, Compile, GradeSpec, SpecExt};
-    use promptgauge_suite::FilePos;
 
     #[test]
     fn all_any_and_mean_combine_the_parts() {
         let case = Case {
-            id: "c".into(),
-            vars: Default::default(),
             expected: vec!["42".into()],
-            expected_json: None,
-            messages: vec![],
-            files: Vec::new(),
-            tool_script: Vec::new(),
-            grade: None,
-            tags: vec![],
-            group: None,
-            location: FilePos::line(std::path::Path::new("c.jsonl"), 1),
+            ..promptgauge_suite::testing::case()
         };
         let number: Arc<dyn Scorer> =
             Arc::new(GradeSpec::Number { tolerance: 0.0 }.compile().unwrap());
@@ -320,13 +310,7 @@ mod tests {
                 other => other.to_string(),
             }],
             expected_json: Some(expected).filter(|e| !e.is_string()),
-            messages: vec![],
-            files: Vec::new(),
-            tool_script: Vec::new(),
-            grade: None,
-            tags: vec![],
-            group: None,
-            location: FilePos::line(std::path::Path::new("c.jsonl"), 1),
+            ..promptgauge_suite::testing::case()
         }
     }
 

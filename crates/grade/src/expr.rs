@@ -474,14 +474,8 @@ mod tests {
                     .unwrap_or_default(),
             ),
             expected: expected.iter().map(|e| e.to_string()).collect(),
-            expected_json: None,
-            messages: vec![],
-            files: vec![],
-            tool_script: vec![],
-            grade: None,
-            tags: vec![],
-            group: None,
             location: FilePos::line(Path::new("cases.jsonl"), 3),
+            ..promptgauge_suite::testing::case()
         }
     }
 

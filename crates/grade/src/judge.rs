@@ -897,7 +897,6 @@ mod tests {
 #[cfg(test)]
 mod conversation_tests {
     use super::*;
-    use promptgauge_suite::FilePos;
 
     /// The marker a built-in prompt names in its first sentence.
     fn marker_of(user: &str) -> String {
@@ -910,16 +909,8 @@ mod conversation_tests {
     fn capital() -> Case {
         Case {
             id: "capital".into(),
-            vars: Default::default(),
             expected: vec!["Paris".into()],
-            expected_json: None,
-            messages: vec![],
-            files: Vec::new(),
-            tool_script: Vec::new(),
-            grade: None,
-            tags: vec![],
-            group: None,
-            location: FilePos::line(std::path::Path::new("c.jsonl"), 1),
+            ..promptgauge_suite::testing::case()
         }
     }
 
@@ -1006,17 +997,8 @@ mod conversation_tests {
     #[test]
     fn the_judge_sees_the_turns_before_the_question() {
         let case = Case {
-            id: "c".into(),
-            vars: Default::default(),
             expected: vec!["One year".into()],
-            expected_json: None,
-            messages: vec![],
-            files: Vec::new(),
-            tool_script: Vec::new(),
-            grade: None,
-            tags: vec![],
-            group: None,
-            location: FilePos::line(std::path::Path::new("c.jsonl"), 1),
+            ..promptgauge_suite::testing::case()
         };
         let messages = [
             ChatMessage::new("system", "Be brief."),
@@ -1047,17 +1029,7 @@ mod conversation_tests {
     #[test]
     fn without_a_reference_the_rubric_alone_is_judged_and_without_both_nothing_is() {
         let case = Case {
-            id: "c".into(),
-            vars: Default::default(),
-            expected: vec![],
-            expected_json: None,
-            messages: vec![],
-            files: Vec::new(),
-            tool_script: Vec::new(),
-            grade: None,
-            tags: vec![],
-            group: None,
-            location: FilePos::line(std::path::Path::new("c.jsonl"), 1),
+            ..promptgauge_suite::testing::case()
         };
         let asked = [ChatMessage::new("user", "Why is the sky blue?")];
         let rubric = Judge::new(

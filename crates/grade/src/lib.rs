@@ -754,17 +754,8 @@ mod tests {
             cache,
         };
         let case = promptgauge_suite::Case {
-            id: "c".into(),
-            vars: Default::default(),
-            expected: vec![],
-            expected_json: None,
-            messages: vec![],
-            files: Vec::new(),
-            tool_script: Vec::new(),
-            grade: None,
-            tags: vec![],
-            group: None,
             location: promptgauge_suite::FilePos::line(Path::new("c.jsonl"), 1),
+            ..promptgauge_suite::testing::case()
         };
         let messages = [promptgauge_suite::ChatMessage::new(
             "user",
@@ -860,17 +851,8 @@ mod tests {
                 .unwrap();
         assert_eq!(spec.judge_calls(), 9);
         let case = promptgauge_suite::Case {
-            id: "c".into(),
-            vars: Default::default(),
-            expected: vec![],
-            expected_json: None,
-            messages: vec![],
-            files: Vec::new(),
-            tool_script: Vec::new(),
-            grade: None,
-            tags: vec![],
-            group: None,
             location: promptgauge_suite::FilePos::line(Path::new("c.jsonl"), 1),
+            ..promptgauge_suite::testing::case()
         };
         let held = spec.scorer(Path::new(".")).unwrap().calls(
             &case,

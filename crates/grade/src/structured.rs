@@ -476,22 +476,13 @@ impl Scorer for ToolCalls {
 mod tests {
     use super::*;
     use crate::Answer;
-    use promptgauge_suite::FilePos;
     use serde_json::json;
 
     fn case(expected: Value) -> Case {
         Case {
-            id: "c".into(),
-            vars: Default::default(),
             expected: vec![expected.to_string()],
             expected_json: Some(expected),
-            messages: vec![],
-            files: Vec::new(),
-            tool_script: Vec::new(),
-            grade: None,
-            tags: vec![],
-            group: None,
-            location: FilePos::line(std::path::Path::new("c.jsonl"), 1),
+            ..promptgauge_suite::testing::case()
         }
     }
 

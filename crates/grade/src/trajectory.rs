@@ -110,17 +110,8 @@ mod tests {
 
     async fn value(scorer: &dyn Scorer, answer: &Answer) -> f64 {
         let case = promptgauge_suite::Case {
-            id: "c".into(),
-            vars: Default::default(),
-            expected: Vec::new(),
-            expected_json: None,
-            messages: vec![],
-            files: Vec::new(),
-            tool_script: Vec::new(),
-            grade: None,
-            tags: vec![],
-            group: None,
             location: promptgauge_suite::FilePos::line(std::path::Path::new("c.jsonl"), 1),
+            ..promptgauge_suite::testing::case()
         };
         let input = ScoreInput {
             key: "k",

@@ -22,6 +22,8 @@ pub mod prompts;
 pub mod schema;
 mod schema_cost;
 pub mod template;
+#[cfg(any(test, feature = "test-support"))]
+pub mod testing;
 pub mod tools;
 pub mod yaml;
 

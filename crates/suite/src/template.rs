@@ -598,14 +598,8 @@ mod tests {
             id: id.into(),
             vars: vars.as_object().unwrap().clone().into(),
             expected: vec!["x".into()],
-            expected_json: None,
-            messages: vec![],
-            files: Vec::new(),
-            tool_script: Vec::new(),
-            grade: None,
-            tags: vec![],
-            group: None,
             location: FilePos::line(std::path::Path::new("cases/c.jsonl"), line),
+            ..crate::testing::case()
         }
     }
 
