@@ -697,9 +697,16 @@ impl Batching<'_> {
             body: Bytes::from(body.to_string()),
         };
         let wire = match endpoint {
+            "/v1/chat/completions" => Wire::Chat,
             "/v1/responses" => Wire::Responses,
             "/v1/messages" => Wire::Anthropic,
-            _ => Wire::Chat,
+            // As OpenAI's batches answer a line whose `url` they do not serve.
+            other => {
+                return (
+                    400,
+                    json!({"error": {"message": format!("unsupported url for a batch request: {other}"), "type": "invalid_request_error"}}),
+                );
+            }
         };
         // A provider retries a batch's request that met a passing fault (a 429, a 5xx, a
         // hang) itself, a few times: what is left is the batch's partial failures.
