@@ -342,23 +342,31 @@ impl Default for GradeSpec {
     }
 }
 
+/// What one kind of scorer, apart from its parts, brings to what a bench asks of its grade
+/// ([`GradeSpec::own`]): nothing, unless its arm there says so.
+#[derive(Default)]
+struct Own<'a> {
+    /// The tools a trajectory part names, or why it names none.
+    tools: Option<Result<Vec<&'a str>, String>>,
+    /// The call a `tool_args` part expects.
+    call: Option<(String, serde_json::Value)>,
+    /// Calls to a judge to score one answer.
+    judge_calls: u64,
+    /// An `embedding` scorer's `endpoint` and `model`.
+    embedding: Option<(Option<String>, Option<String>)>,
+    /// Whether it scores the answer's tool calls.
+    tool_call: bool,
+    /// A `command` scorer's program and the variables it passes on.
+    program: Option<(&'a [String], &'a [String])>,
+    /// An `expr` scorer's expression.
+    expression: Option<&'a str>,
+}
+
 impl GradeSpec {
-    /// The tools its trajectory parts name (`tool_sequence`'s, `tool_args`'), with why a
-    /// part names none.
-    pub fn named_tools(&self) -> Result<Vec<&str>, String> {
+    /// The parts an `all`, `any` or `mean` is made of; none for another kind.
+    pub fn parts(&self) -> &[GradePart] {
         match self {
-            GradeSpec::ToolSequence { tools, .. } if tools.is_empty() => {
-                Err("a tool_sequence names no tool (tools: [first, second])".into())
-            }
-            GradeSpec::ToolSequence { tools, .. } => Ok(tools.iter().map(String::as_str).collect()),
-            GradeSpec::ToolArgs { tool, .. } => Ok(vec![tool.as_str()]),
-            GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
-                let mut all = Vec::new();
-                for part in of {
-                    all.extend(part.spec.named_tools()?);
-                }
-                Ok(all)
-            }
+            GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => of,
             GradeSpec::Exact { .. }
             | GradeSpec::Contains { .. }
             | GradeSpec::Regex { .. }
@@ -369,120 +377,120 @@ impl GradeSpec {
             | GradeSpec::JsonSchema { .. }
             | GradeSpec::Fields { .. }
             | GradeSpec::ToolCall { .. }
+            | GradeSpec::ToolSequence { .. }
+            | GradeSpec::ToolArgs { .. }
             | GradeSpec::MaxSteps { .. }
             | GradeSpec::Command { .. }
             | GradeSpec::Embedding { .. }
-            | GradeSpec::Expr { .. } => Ok(Vec::new()),
+            | GradeSpec::Expr { .. } => &[],
         }
+    }
+
+    /// It and every part within it, depth first, each before its parts.
+    fn with_parts(&self) -> Vec<&GradeSpec> {
+        let mut all = vec![self];
+        for part in self.parts() {
+            all.extend(part.spec.with_parts());
+        }
+        all
+    }
+
+    /// What its own kind (not its parts) brings to the questions below: the one match over
+    /// the kinds that answers them, so a new kind says here what it brings before it
+    /// compiles.
+    fn own(&self) -> Own<'_> {
+        match self {
+            GradeSpec::ToolSequence { tools, .. } => Own {
+                tools: Some(if tools.is_empty() {
+                    Err("a tool_sequence names no tool (tools: [first, second])".into())
+                } else {
+                    Ok(tools.iter().map(String::as_str).collect())
+                }),
+                ..Own::default()
+            },
+            GradeSpec::ToolArgs { tool, args } => Own {
+                tools: Some(Ok(vec![tool.as_str()])),
+                call: Some((tool.clone(), super::tools::args_of(args))),
+                ..Own::default()
+            },
+            GradeSpec::Judge {
+                votes, criteria, ..
+            } => Own {
+                judge_calls: u64::from(*votes) * criteria.len().max(1) as u64,
+                ..Own::default()
+            },
+            GradeSpec::Embedding {
+                endpoint, model, ..
+            } => Own {
+                embedding: Some((endpoint.clone(), model.clone())),
+                ..Own::default()
+            },
+            GradeSpec::ToolCall { .. } => Own {
+                tool_call: true,
+                ..Own::default()
+            },
+            GradeSpec::Command { run, env, .. } => Own {
+                program: Some((run.as_slice(), env.as_slice())),
+                ..Own::default()
+            },
+            GradeSpec::Expr { expr } => Own {
+                expression: Some(expr.as_str()),
+                ..Own::default()
+            },
+            GradeSpec::Exact { .. }
+            | GradeSpec::Contains { .. }
+            | GradeSpec::Regex { .. }
+            | GradeSpec::Number { .. }
+            | GradeSpec::Choice
+            | GradeSpec::Json { .. }
+            | GradeSpec::JsonSchema { .. }
+            | GradeSpec::Fields { .. }
+            | GradeSpec::MaxSteps { .. }
+            | GradeSpec::All { .. }
+            | GradeSpec::Any { .. }
+            | GradeSpec::Mean { .. } => Own::default(),
+        }
+    }
+
+    /// The tools its trajectory parts name (`tool_sequence`'s, `tool_args`'), with why a
+    /// part names none.
+    pub fn named_tools(&self) -> Result<Vec<&str>, String> {
+        let mut all = Vec::new();
+        for spec in self.with_parts() {
+            if let Some(tools) = spec.own().tools {
+                all.extend(tools?);
+            }
+        }
+        Ok(all)
     }
 
     /// The calls its `tool_args` parts expect, in order (inside `all`, `any` and `mean`
     /// too): what the simulator's agent calls when a case scripts none of those tools
     /// (a program or an MCP server answers them).
     pub fn expected_calls(&self) -> Vec<(String, serde_json::Value)> {
-        match self {
-            GradeSpec::ToolArgs { tool, args } => {
-                vec![(tool.clone(), super::tools::args_of(args))]
-            }
-            GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
-                of.iter().flat_map(|p| p.spec.expected_calls()).collect()
-            }
-            GradeSpec::Exact { .. }
-            | GradeSpec::Contains { .. }
-            | GradeSpec::Regex { .. }
-            | GradeSpec::Number { .. }
-            | GradeSpec::Choice
-            | GradeSpec::Json { .. }
-            | GradeSpec::Judge { .. }
-            | GradeSpec::JsonSchema { .. }
-            | GradeSpec::Fields { .. }
-            | GradeSpec::ToolCall { .. }
-            | GradeSpec::ToolSequence { .. }
-            | GradeSpec::MaxSteps { .. }
-            | GradeSpec::Command { .. }
-            | GradeSpec::Embedding { .. }
-            | GradeSpec::Expr { .. } => Vec::new(),
-        }
+        self.with_parts()
+            .into_iter()
+            .filter_map(|s| s.own().call)
+            .collect()
     }
 
     /// How many calls to a judge scoring one answer takes (its votes, over every judged
     /// part; a retried unreadable reply is not counted).
     pub fn judge_calls(&self) -> u64 {
-        match self {
-            GradeSpec::Judge {
-                votes, criteria, ..
-            } => u64::from(*votes) * criteria.len().max(1) as u64,
-            GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
-                of.iter().map(|p| p.judge_calls()).sum()
-            }
-            GradeSpec::Exact { .. }
-            | GradeSpec::Contains { .. }
-            | GradeSpec::Regex { .. }
-            | GradeSpec::Number { .. }
-            | GradeSpec::Choice
-            | GradeSpec::Json { .. }
-            | GradeSpec::JsonSchema { .. }
-            | GradeSpec::Fields { .. }
-            | GradeSpec::ToolCall { .. }
-            | GradeSpec::ToolSequence { .. }
-            | GradeSpec::ToolArgs { .. }
-            | GradeSpec::MaxSteps { .. }
-            | GradeSpec::Command { .. }
-            | GradeSpec::Embedding { .. }
-            | GradeSpec::Expr { .. } => 0,
-        }
+        self.with_parts().iter().map(|s| s.own().judge_calls).sum()
     }
 
     /// The `embedding` scorers it holds (alone or as parts): their `endpoint` and `model`.
     pub fn embeddings(&self) -> Vec<(Option<String>, Option<String>)> {
-        match self {
-            GradeSpec::Embedding {
-                endpoint, model, ..
-            } => vec![(endpoint.clone(), model.clone())],
-            GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
-                of.iter().flat_map(|p| p.spec.embeddings()).collect()
-            }
-            GradeSpec::Exact { .. }
-            | GradeSpec::Contains { .. }
-            | GradeSpec::Regex { .. }
-            | GradeSpec::Number { .. }
-            | GradeSpec::Choice
-            | GradeSpec::Json { .. }
-            | GradeSpec::Judge { .. }
-            | GradeSpec::JsonSchema { .. }
-            | GradeSpec::Fields { .. }
-            | GradeSpec::ToolCall { .. }
-            | GradeSpec::ToolSequence { .. }
-            | GradeSpec::ToolArgs { .. }
-            | GradeSpec::MaxSteps { .. }
-            | GradeSpec::Command { .. }
-            | GradeSpec::Expr { .. } => Vec::new(),
-        }
+        self.with_parts()
+            .into_iter()
+            .filter_map(|s| s.own().embedding)
+            .collect()
     }
 
     /// Whether it scores the tool calls made (alone or as a part).
     pub(crate) fn uses_tool_call(&self) -> bool {
-        match self {
-            GradeSpec::ToolCall { .. } => true,
-            GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
-                of.iter().any(|p| p.uses_tool_call())
-            }
-            GradeSpec::Exact { .. }
-            | GradeSpec::Contains { .. }
-            | GradeSpec::Regex { .. }
-            | GradeSpec::Number { .. }
-            | GradeSpec::Choice
-            | GradeSpec::Json { .. }
-            | GradeSpec::Judge { .. }
-            | GradeSpec::JsonSchema { .. }
-            | GradeSpec::Fields { .. }
-            | GradeSpec::ToolSequence { .. }
-            | GradeSpec::ToolArgs { .. }
-            | GradeSpec::MaxSteps { .. }
-            | GradeSpec::Command { .. }
-            | GradeSpec::Embedding { .. }
-            | GradeSpec::Expr { .. } => false,
-        }
+        self.with_parts().iter().any(|s| s.own().tool_call)
     }
 
     /// Whether it compares the answer with the case's `expected` (a schema does not, nor
@@ -520,52 +528,18 @@ impl GradeSpec {
     /// The programs it runs (a `command` scorer's `run`, within `all`/`any`/`mean` too),
     /// each with the variables its `env:` passes on.
     pub(crate) fn programs(&self) -> Vec<(&[String], &[String])> {
-        match self {
-            GradeSpec::Command { run, env, .. } => vec![(run.as_slice(), env.as_slice())],
-            GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
-                of.iter().flat_map(|p| p.spec.programs()).collect()
-            }
-            GradeSpec::Exact { .. }
-            | GradeSpec::Contains { .. }
-            | GradeSpec::Regex { .. }
-            | GradeSpec::Number { .. }
-            | GradeSpec::Choice
-            | GradeSpec::Json { .. }
-            | GradeSpec::Judge { .. }
-            | GradeSpec::JsonSchema { .. }
-            | GradeSpec::Fields { .. }
-            | GradeSpec::ToolCall { .. }
-            | GradeSpec::ToolSequence { .. }
-            | GradeSpec::ToolArgs { .. }
-            | GradeSpec::MaxSteps { .. }
-            | GradeSpec::Embedding { .. }
-            | GradeSpec::Expr { .. } => Vec::new(),
-        }
+        self.with_parts()
+            .into_iter()
+            .filter_map(|s| s.own().program)
+            .collect()
     }
 
     /// The expressions of its `expr` scorers (within `all`/`any`/`mean` too).
     pub fn expressions(&self) -> Vec<&str> {
-        match self {
-            GradeSpec::Expr { expr } => vec![expr.as_str()],
-            GradeSpec::All { of } | GradeSpec::Any { of } | GradeSpec::Mean { of, .. } => {
-                of.iter().flat_map(|p| p.spec.expressions()).collect()
-            }
-            GradeSpec::Exact { .. }
-            | GradeSpec::Contains { .. }
-            | GradeSpec::Regex { .. }
-            | GradeSpec::Number { .. }
-            | GradeSpec::Choice
-            | GradeSpec::Json { .. }
-            | GradeSpec::Judge { .. }
-            | GradeSpec::JsonSchema { .. }
-            | GradeSpec::Fields { .. }
-            | GradeSpec::ToolCall { .. }
-            | GradeSpec::ToolSequence { .. }
-            | GradeSpec::ToolArgs { .. }
-            | GradeSpec::MaxSteps { .. }
-            | GradeSpec::Command { .. }
-            | GradeSpec::Embedding { .. } => Vec::new(),
-        }
+        self.with_parts()
+            .into_iter()
+            .filter_map(|s| s.own().expression)
+            .collect()
     }
 
     /// Its `kind:` as written (`exact`, `tool_args`).
