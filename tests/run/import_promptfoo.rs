@@ -270,15 +270,7 @@ fn asserts_become_the_scorers_that_pass_when_promptfoo_s_do() {
         assert!(im.notes.contains(said), "{said}: {}", im.notes);
     }
     // The shims score answers on the simulator as promptfoo's asserts would.
-    if std::process::Command::new("node")
-        .arg("--version")
-        .output()
-        .is_err()
-        || std::process::Command::new("python3")
-            .arg("--version")
-            .output()
-            .is_err()
-    {
+    if !node_and_python() {
         return;
     }
     let run = promptgauge(&im.dir)
@@ -693,15 +685,7 @@ fn imported_asserts_grade_on_the_simulator_as_promptfoo_grades_them() {
         "{}",
         im.notes
     );
-    if std::process::Command::new("node")
-        .arg("--version")
-        .output()
-        .is_err()
-        || std::process::Command::new("python3")
-            .arg("--version")
-            .output()
-            .is_err()
-    {
+    if !node_and_python() {
         return;
     }
     let run = promptgauge(&im.dir)
@@ -716,11 +700,7 @@ fn imported_asserts_grade_on_the_simulator_as_promptfoo_grades_them() {
         "{}{results}",
         String::from_utf8_lossy(&run.stderr)
     );
-    let jobs: Vec<Value> = results
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .filter(|j: &Value| j.get("job").is_some())
-        .collect();
+    let jobs = jobs_of(&ran);
     // What the assert files print does not break the scorer's replies: every job graded.
     assert_eq!(jobs.len(), 2, "{results}");
     assert!(jobs.iter().all(|j| j["status"] == "graded"), "{results}");
@@ -739,6 +719,25 @@ fn imported_asserts_grade_on_the_simulator_as_promptfoo_grades_them() {
         assert_eq!(part("javascript 2"), Some(0.0), "{lime}");
     }
     assert!(part("icontains").is_some(), "{lime}");
+}
+
+/// Whether Node and Python are here to run the shims of code asserts (outside CI, a test
+/// that needs them stops short).
+fn node_and_python() -> bool {
+    ["node", "python3"].iter().all(|tool| {
+        std::process::Command::new(tool)
+            .arg("--version")
+            .output()
+            .is_ok()
+    })
+}
+
+/// The job lines of a run's results.jsonl.
+fn jobs_of(run: &Path) -> Vec<Value> {
+    journal(run)
+        .into_iter()
+        .filter(|j| j.get("job").is_some())
+        .collect()
 }
 
 /// One request line through a shim of an imported bench, as the `command` scorer sends it:
@@ -1047,11 +1046,7 @@ fn a_config_whose_tests_have_no_assert_is_a_bench_run_for_its_answers() {
     assert_eq!(server.provider.stats().requests, 6);
     let ran = run_dirs(&im.dir.join("reports")).remove(0);
     let results = std::fs::read_to_string(ran.join("results.jsonl")).unwrap();
-    let jobs: Vec<Value> = results
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .filter(|j: &Value| j.get("job").is_some())
-        .collect();
+    let jobs = jobs_of(&ran);
     assert_eq!(jobs.len(), 6, "{results}");
     assert!(
         jobs.iter()
