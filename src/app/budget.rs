@@ -110,6 +110,9 @@ pub(super) fn estimate(
         search: p.sequential.as_ref().is_some_and(|s| s.best.is_some()),
         ..Estimate::default()
     };
+    // Each endpoint's protocol, built once: its rule for what files cost.
+    let default_protocol = p.endpoint.protocol.build();
+    let by_endpoint: Vec<_> = p.grid.iter().map(|g| g.endpoint.protocol.build()).collect();
     for job in jobs {
         let case = &b.cases[job.case];
         let messages = b
@@ -123,11 +126,9 @@ pub(super) fn estimate(
                 .flat_map(|m| &m.files)
                 .any(|p| p.file.url().is_some());
         // Files by the rule of the provider the job's endpoint speaks to.
-        let protocol = p
-            .grid
+        let protocol = by_endpoint
             .get(usize::from(job.endpoint))
-            .map_or(p.endpoint.protocol, |g| g.endpoint.protocol);
-        let protocol = protocol.build();
+            .unwrap_or(&default_protocol);
         let tokens = if bought {
             promptgauge_suite::prompt_tokens_by(&messages, |t: FileTokens| protocol.file_tokens(t))
         } else {
