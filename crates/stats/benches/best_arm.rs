@@ -133,7 +133,14 @@ impl Search {
 
     fn hear(&mut self, case: &[Option<f64>]) {
         match self {
-            Search::Now(b) => drop(b.hear(case)),
+            Search::Now(b) => {
+                // Sent to the contenders only.
+                let sent = b.contenders();
+                let case: Vec<Option<f64>> = (0..case.len())
+                    .map(|a| if sent.contains(&a) { case[a] } else { None })
+                    .collect();
+                drop(b.hear(&case));
+            }
             Search::Before(b) => drop(b.hear(case)),
         }
     }
