@@ -285,14 +285,17 @@ fn say_best(
                 epsilon,
                 confidence: bench.confidence,
                 gap_bounds: false,
+                units: None,
             });
             let mut sent = 0u64;
             while search.verdict() == BestVerdict::Open && search.cases() < limit {
-                sent += search.remaining().len() as u64;
+                let to = search.contenders();
+                sent += to.len() as u64;
                 let case: Vec<Option<f64>> = (0..arms)
                     .map(|a| {
                         let p = if a == 0 { best_p } else { others };
-                        Some(f64::from(u8::from(rng.random::<f64>() < p)))
+                        let x = f64::from(u8::from(rng.random::<f64>() < p));
+                        to.contains(&a).then_some(x)
                     })
                     .collect();
                 search.hear(&case);

@@ -142,6 +142,32 @@ impl Prepared {
         }
     }
 
+    /// `--until-decided` and `--best`: the cases the workers may send ahead of the tests —
+    /// a batch wave, or a little more than the requests in flight cover — unless the run's
+    /// first start recorded it (`--best`: a resume and a replay must use the same number).
+    pub(crate) fn ahead(&self) -> Option<usize> {
+        let plan = self.sequential.as_ref()?;
+        if let Some(recorded) = plan.best.and_then(|b| b.ahead) {
+            return Some(recorded);
+        }
+        let per_case = self.variants.len() * self.grid.len().max(1) * self.bench.repeats as usize;
+        Some(if self.batched() {
+            plan.wave_cases()
+        } else {
+            self.gates().div_ceil(per_case.max(1)) + 1
+        })
+    }
+
+    /// The sequential plan as a new run records it: `--best` with its [`Prepared::ahead`].
+    pub(crate) fn recorded_sequential(&self) -> Option<promptgauge_suite::plan::SequentialPlan> {
+        let mut plan = self.sequential.clone()?;
+        let ahead = self.ahead();
+        if let Some(best) = &mut plan.best {
+            best.ahead = ahead;
+        }
+        Some(plan)
+    }
+
     /// Requests the run may have in flight at once: every endpoint's gates.
     pub(crate) fn gates(&self) -> usize {
         if self.grid.is_empty() {
@@ -1060,6 +1086,7 @@ fn best_plan(
         max_drop: None,
         best: Some(promptgauge_suite::plan::BestPlan {
             epsilon: epsilon / 100.0,
+            ahead: None,
         }),
         units: promptgauge_suite::plan::units_of(bench.cases.iter().map(|c| c.group.as_deref())),
     })

@@ -148,14 +148,21 @@ impl RunOptions {
         self.budget.as_ref().is_some_and(|b| b.reached())
     }
 
-    /// `--until-decided`: the job's variant (at its endpoint) is decided, so the job is
-    /// never sent. The flags are per bench variant, endpoint by endpoint.
+    /// `--until-decided`: the job's variant (at its endpoint) is decided, or — `--best` —
+    /// set aside while the leader is confirmed against it, so the job is never sent. The
+    /// flags are per bench variant, endpoint by endpoint.
     pub(crate) fn decided(&self, bench: &Bench, job: &Job) -> bool {
         let flag = usize::from(job.endpoint) * bench.variants.len() + job.variant;
-        self.skip
+        let stopped = self
+            .skip
             .as_ref()
             .and_then(|s| s.get(flag))
-            .is_some_and(|f| f.load(Ordering::SeqCst))
+            .is_some_and(|f| f.load(Ordering::SeqCst));
+        let aside = self
+            .horizon
+            .as_ref()
+            .is_some_and(|(h, per_case)| !h.sends(job.index / (*per_case).max(1), flag));
+        stopped || aside
     }
 }
 

@@ -120,6 +120,10 @@ pub struct Horizon {
     pub notify: Arc<tokio::sync::Notify>,
     /// Cases that may run ahead of the last case fed to the tests.
     pub ahead: usize,
+    /// `--best`: from which case position (in plan order) which arms a case is sent to, by
+    /// stop flag (bench variant, endpoint by endpoint); each entry holds until the next.
+    /// Written before the limit lets any worker reach its position.
+    sent_to: Arc<std::sync::RwLock<Vec<(usize, Vec<bool>)>>>,
 }
 
 impl Horizon {
@@ -129,6 +133,24 @@ impl Horizon {
             limit: Arc::new(std::sync::atomic::AtomicUsize::new(ahead)),
             notify: Arc::new(tokio::sync::Notify::new()),
             ahead,
+            sent_to: Arc::default(),
+        }
+    }
+
+    /// `--best`: whether the case at plan position `position` goes to the arm of stop flag
+    /// `flag` (every arm, until the search first sets one aside).
+    pub fn sends(&self, position: usize, flag: usize) -> bool {
+        let Ok(steps) = self.sent_to.read() else {
+            return true;
+        };
+        let at = steps.partition_point(|(from, _)| *from <= position);
+        at == 0 || steps[at - 1].1.get(flag).copied().unwrap_or(true)
+    }
+
+    /// From case position `from` on, cases go to the arms of these flags.
+    fn send_from(&self, from: usize, flags: Vec<bool>) {
+        if let Ok(mut steps) = self.sent_to.write() {
+            steps.push((from, flags));
         }
     }
 
@@ -231,8 +253,9 @@ pub struct BestSummary {
     pub epsilon: f64,
     pub confidence: f64,
     /// `one` (one arm left), `within_epsilon` (the named arms are each the best or within
-    /// ε of it), `open` (the cases ran out, or the run ended first: the best is one of the
-    /// arms left) .
+    /// ε of it), `one_of` (the bench's cases, or those left, cannot separate the named
+    /// arms: the best, or an arm within ε of it, is one of them), `open` (the run ended
+    /// first: the best, or one within ε of it, is one of the arms still contending).
     pub outcome: String,
     /// The arms the answer names: the best (or within ε of it), or — open — those left.
     pub named: Vec<String>,
@@ -245,6 +268,34 @@ pub struct BestSummary {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub grouped: bool,
     pub eliminated: Vec<BestElimination>,
+    /// The arms in play the answer does not name, each as it stands against the first arm
+    /// named (or the leader): set aside once the leader was shown not worse than them by
+    /// more than ε, or still contending when the search stopped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub standing: Vec<BestStanding>,
+    /// `one_of`: about how many more cases (groups, when `grouped`) would settle the arms
+    /// named, were the differences seen the true ones; absent when they never would.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub more_cases: Option<u64>,
+    /// The jobs of the whole bench, every arm on every case: what the search is measured
+    /// against first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jobs_bench: Option<u64>,
+    /// The jobs the run sent.
+    #[serde(default)]
+    pub jobs_sent: u64,
+}
+
+/// An arm in play the answer does not name, by what the data show.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BestStanding {
+    pub variant: String,
+    /// The arm it is measured against.
+    pub against: String,
+    /// Its score minus `against`'s, in points, on the cases both were sent.
+    pub gap_seen: f64,
+    /// Those cases (groups, when grouped).
+    pub cases: u64,
 }
 
 /// An arm `--best` sent no more cases.
@@ -316,6 +367,19 @@ struct Search {
     /// The cases of the bench's largest unit (1 ungrouped): a unit weighs its cases over
     /// these. Counted over the whole bench, so every shard weighs a group alike.
     largest_unit: f64,
+    /// From which unit position which arms each unit is sent to (the contenders as they
+    /// stood when the workers could first reach it); each entry holds until the next.
+    sent_to: Vec<(usize, Vec<bool>)>,
+    /// The cases the workers run ahead of the search ([`promptgauge_suite::plan::BestPlan::ahead`]).
+    ahead: usize,
+}
+
+impl Search {
+    /// Whether the unit at `pos` was sent to `arm`.
+    fn sends(&self, arm: usize, pos: usize) -> bool {
+        let at = self.sent_to.partition_point(|(from, _)| *from <= pos);
+        at == 0 || self.sent_to[at - 1].1.get(arm).copied().unwrap_or(true)
+    }
 }
 
 /// The cases of the largest unit of `--best` over groups ([`SequentialPlan::units`]: each
@@ -441,11 +505,14 @@ impl Sequential {
                         epsilon: b.epsilon,
                         confidence,
                         gap_bounds: true,
+                        units: Some(units as u64),
                     },
                 ),
                 out_at: vec![None; arms],
                 ended_at: None,
                 largest_unit: largest_unit(&plan.units),
+                sent_to: Vec::new(),
+                ahead: b.ahead.unwrap_or(0),
             }),
         };
         if tests.best.is_none() {
@@ -588,7 +655,9 @@ impl Sequential {
     fn needs(&self, arm: usize, pos: usize) -> bool {
         if let Some(search) = &self.best {
             let until = |at: Option<usize>| at.is_none_or(|at| pos <= at);
-            return until(search.ended_at) && until(search.out_at.get(arm).copied().flatten());
+            return until(search.ended_at)
+                && until(search.out_at.get(arm).copied().flatten())
+                && search.sends(arm, pos);
         }
         self.pairs
             .iter()
@@ -705,9 +774,11 @@ impl Sequential {
     }
 
     /// `--best`: feeds the case at `pos` to the search; an arm it eliminates is sent no
-    /// more cases, and once it ends every arm is stopped. Each step is a decision the
-    /// journal keeps.
+    /// more cases, an arm the leader is confirmed against none while it leads, and once it
+    /// ends every arm is stopped. Each elimination and the end are decisions the journal
+    /// keeps.
     fn feed_best(&mut self, pos: usize) {
+        use promptgauge_stats::best::BestVerdict;
         let arms = self.variants.len();
         let unit = self.grouped().then(|| "groups".to_string());
         let Some(search) = self.best.as_mut() else {
@@ -716,17 +787,20 @@ impl Sequential {
         if search.ended_at.is_some() {
             return;
         }
+        // The unit went to the arms in play it was sent to. One with a failed job of such
+        // an arm tells nothing: it is not heard. A group weighs its cases, so the search is
+        // of the mean over cases, as every figure is.
+        let sent: Vec<usize> = (0..arms)
+            .filter(|&a| search.arms.alive(a) && search.sends(a, pos))
+            .collect();
+        let failed = sent.iter().any(|&a| self.scores[pos][a].mean().is_none());
         let scores: Vec<Option<f64>> = (0..arms)
             .map(|a| {
-                search
-                    .arms
-                    .alive(a)
+                (!failed && sent.contains(&a))
                     .then(|| self.scores[pos][a].mean())
                     .flatten()
             })
             .collect();
-        // A case with a failed job of an arm in play tells nothing: it is not heard. A group
-        // weighs its cases, so the search is of the mean over cases, as every figure is.
         let weight = (self.starts[pos + 1] - self.starts[pos]) as f64 / search.largest_unit;
         let out = search.arms.hear_unit(&scores, weight);
         for e in &out {
@@ -745,10 +819,11 @@ impl Sequential {
                 jobs_heard: self.jobs_heard,
             })
             .collect();
-        let named = match &verdict {
-            promptgauge_stats::best::BestVerdict::Open => Vec::new(),
-            promptgauge_stats::best::BestVerdict::One(a) => vec![*a],
-            promptgauge_stats::best::BestVerdict::WithinEpsilon(arms) => arms.clone(),
+        let (named, word) = match &verdict {
+            BestVerdict::Open => (Vec::new(), ""),
+            BestVerdict::One(a) => (vec![*a], "best"),
+            BestVerdict::WithinEpsilon(arms) => (arms.clone(), "best"),
+            BestVerdict::OneOf(arms) => (arms.clone(), "one_of"),
         };
         if !named.is_empty() {
             search.ended_at = Some(pos);
@@ -757,11 +832,13 @@ impl Sequential {
                 event: "decided".into(),
                 variant: self.variants[a].clone(),
                 against: None,
-                verdict: "best".into(),
+                verdict: word.into(),
                 cases,
                 unit: unit.clone(),
                 jobs_heard: self.jobs_heard,
             }));
+        } else {
+            self.send_to_contenders(pos);
         }
         for e in &out {
             self.flag(e.arm);
@@ -777,6 +854,52 @@ impl Sequential {
         {
             queue.extend(decided);
         }
+    }
+
+    /// `--best`, after the unit at `pos`: when the contenders changed, the units no worker
+    /// can have reached yet — past the horizon the search set after that unit — go to them.
+    /// The horizon's limit follows the search ([`Sequential::pace`]), so the first such unit
+    /// is the same in a live run, a resumed one and a replay of its journal.
+    fn send_to_contenders(&mut self, pos: usize) {
+        let units = self.heard.len();
+        let limit = self.horizon_after(pos);
+        let Some(search) = self.best.as_mut() else {
+            return;
+        };
+        let contenders = search.arms.contenders();
+        let arms = self.variants.len();
+        let now: Vec<bool> = (0..arms).map(|a| contenders.contains(&a)).collect();
+        let last = search
+            .sent_to
+            .last()
+            .map_or_else(|| vec![true; arms], |(_, to)| to.clone());
+        if now == last {
+            return;
+        }
+        let reach = limit.saturating_add(search.ahead).saturating_add(1);
+        let from = self.starts[..units].partition_point(|&s| s < reach);
+        if from >= units {
+            return;
+        }
+        search.sent_to.push((from, now.clone()));
+        if let (Some(h), Some(stop)) = (&self.horizon, &self.stop) {
+            let mut flags = vec![true; stop.len()];
+            for (arm, &to) in now.iter().enumerate() {
+                if let Some(&flag) = self.bench_index.get(arm).filter(|_| !to) {
+                    flags[flag] = false;
+                }
+            }
+            h.send_from(self.starts[from], flags);
+        }
+    }
+
+    /// The last case position [`Sequential::pace`] lets the workers reach, less the
+    /// horizon's cases ahead, once the unit at `pos` is fed.
+    fn horizon_after(&self, pos: usize) -> usize {
+        let next = pos + 1;
+        let last = self.starts[(next + 1).min(self.starts.len() - 1)];
+        last.saturating_sub(1)
+            .max(self.starts[next.min(self.starts.len() - 1)])
     }
 
     fn flag(&self, arm: usize) {
@@ -862,7 +985,8 @@ impl Sequential {
         let (outcome, named) = match search.arms.verdict() {
             BestVerdict::One(a) => ("one", vec![a]),
             BestVerdict::WithinEpsilon(arms) => ("within_epsilon", arms),
-            BestVerdict::Open => ("open", search.arms.remaining()),
+            BestVerdict::OneOf(arms) => ("one_of", arms),
+            BestVerdict::Open => ("open", search.arms.contenders()),
         };
         let arms = self.variants.len();
         let epsilon = self.plan.best.map_or(0.0, |b| b.epsilon);
@@ -897,7 +1021,7 @@ impl Sequential {
                 epsilon: epsilon * 100.0,
                 confidence: self.confidence,
                 outcome: outcome.into(),
-                named: named.into_iter().map(name).collect(),
+                named: named.iter().map(|&a| name(a)).collect(),
                 remaining: search.arms.remaining().into_iter().map(name).collect(),
                 cases: search.arms.cases(),
                 grouped: self.grouped(),
@@ -913,8 +1037,40 @@ impl Sequential {
                         gap_seen: e.gap_seen * 100.0,
                     })
                     .collect(),
+                standing: self.standing(search, &named),
+                more_cases: (outcome == "one_of")
+                    .then(|| search.arms.units_to_settle())
+                    .flatten(),
+                jobs_bench: Some(
+                    (arms * self.starts.last().copied().unwrap_or(0)) as u64
+                        * u64::from(self.repeats),
+                ),
+                jobs_sent: jobs_run as u64,
             }),
         }
+    }
+
+    /// `--best`: each arm in play the answer does not name, against the first named (the
+    /// leader when the search is open).
+    fn standing(&self, search: &Search, named: &[usize]) -> Vec<BestStanding> {
+        let Some(against) = named.first().copied().or_else(|| search.arms.leader()) else {
+            return Vec::new();
+        };
+        search
+            .arms
+            .remaining()
+            .into_iter()
+            .filter(|a| !named.contains(a))
+            .map(|a| {
+                let (gap, cases) = search.arms.standing(a, against);
+                BestStanding {
+                    variant: self.variants[a].clone(),
+                    against: self.variants[against].clone(),
+                    gap_seen: gap * 100.0,
+                    cases,
+                }
+            })
+            .collect()
     }
 
     /// Pair `i`'s verdict as the summary states it.
@@ -1108,7 +1264,10 @@ mod tests {
         let names = vec!["base".to_string(), "v".to_string()];
         let mut p = plan(0);
         p.max_cases = 100;
-        p.best = Some(promptgauge_suite::plan::BestPlan { epsilon: 0.02 });
+        p.best = Some(promptgauge_suite::plan::BestPlan {
+            epsilon: 0.02,
+            ahead: None,
+        });
         p.units = (0..100).map(|i| i / 4).collect();
         let order = p.order(100);
         let mut s = Sequential::new(&p, &ids, &names, 1, 0.95, None);

@@ -363,6 +363,18 @@ impl Sums {
         if self.w > 0.0 { self.wd / self.w } else { 0.0 }
     }
 
+    /// How fast, per unit, a test of "E d ≤ c" grows if y = w·(d − c) keeps the mean and
+    /// spread seen (the best constant bet's rate, natural log); `None` when it would not.
+    fn growth_seen(&self, c: f64) -> Option<f64> {
+        if self.n < 2.0 {
+            return None;
+        }
+        let (sum, sum2) = self.of(c);
+        let mean = sum / self.n;
+        let m2 = sum2 / self.n;
+        (mean > 0.0 && m2 > 0.0).then(|| mean * mean / (2.0 * m2))
+    }
+
     /// The most a test of "E d ≤ c" could grow by over `units` more units if y = w·(d − c)
     /// kept its spread and its mean were [`FUTILITY_Z`] standard errors above the one seen:
     /// units × m²/(2·E y²), the best constant bet's growth (natural log). `None` before
@@ -682,6 +694,51 @@ impl BestArm {
             bar,
         ) || out(lj, j)
             || out(jl, leader)
+    }
+
+    /// How `arm` stands against `other` on the units both were sent: the mean of
+    /// (arm − other) over their cases, and the units.
+    pub fn standing(&self, arm: usize, other: usize) -> (f64, u64) {
+        let k = self.settings.arms;
+        match self.pairs.get(arm * k + other) {
+            Some(pair) if arm != other => (pair.mean(), pair.sums.n as u64),
+            _ => (0.0, 0),
+        }
+    }
+
+    /// About how many more units would settle every contender against the leader, were
+    /// the differences seen so far the true ones: for each contender, the fewest units any
+    /// of the ways to settle it needs at the rate its test grows now; the most of those.
+    /// `None` when a contender's differences so far would never settle it (or before the
+    /// search has heard enough).
+    pub fn units_to_settle(&self) -> Option<u64> {
+        let leader = self.leader()?;
+        let k = self.settings.arms;
+        let eps = self.settings.epsilon;
+        let need = |now: f64, bar: f64, rate: Option<f64>| {
+            let rate = rate?;
+            Some(((bar.ln() - now.ln()).max(0.0) / rate).ceil())
+        };
+        let mut most: f64 = 0.0;
+        for j in self.contenders().into_iter().filter(|&j| j != leader) {
+            let (lj, jl) = (&self.pairs[leader * k + j], &self.pairs[j * k + leader]);
+            let ways = [
+                need(lj.within.wealth(), self.pair_bar, lj.sums.growth_seen(-eps)),
+                need(jl.within.wealth(), self.pair_bar, jl.sums.growth_seen(-eps)),
+                need(self.out_wealth[j], self.out_bar, lj.sums.growth_seen(0.0)),
+                need(
+                    self.out_wealth[leader],
+                    self.out_bar,
+                    jl.sums.growth_seen(0.0),
+                ),
+            ];
+            let fewest = ways.into_iter().flatten().fold(f64::INFINITY, f64::min);
+            if !fewest.is_finite() {
+                return None;
+            }
+            most = most.max(fewest);
+        }
+        Some(most as u64)
     }
 
     /// Where the search stands.

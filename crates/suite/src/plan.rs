@@ -168,6 +168,12 @@ pub struct SequentialPlan {
 pub struct BestPlan {
     /// As a share (0.02 is 2 points).
     pub epsilon: f64,
+    /// The cases the workers may send ahead of the search, as the run's first start set
+    /// it: a change of which arms a case goes to applies from the first case no worker may
+    /// have taken yet, so a resume and a replay of the journal need the same number.
+    /// Absent (records before it, shards merged): 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ahead: Option<usize>,
 }
 
 impl SequentialPlan {

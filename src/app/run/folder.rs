@@ -90,7 +90,7 @@ pub(super) fn new_record(settings: &RunSettings, dir: &RunDir, started_at: Strin
             variants: p.variant_names(),
             repeats: bench.repeats,
             shard: settings.shard,
-            sequential: p.sequential.clone(),
+            sequential: p.recorded_sequential(),
             endpoints: p.endpoint_names(),
             order_seed: p.order_seed,
             fetch_urls: settings.fetch_urls,

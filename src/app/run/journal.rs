@@ -25,7 +25,7 @@ pub(super) fn continue_journal(
     let p = &settings.plan;
     let keys = record.plan_keys();
     let per_case = p.variants.len() * p.grid.len().max(1) * p.bench.repeats as usize;
-    let until = UntilDecided::of(p, per_case, record.plan.shard.is_some());
+    let until = UntilDecided::of(p, record.plan.shard.is_some());
     let mut agg = crate::app::aggregator_with(dir, record, settings.files(), until.live(p))?;
     if !settings.no_store {
         agg.figures()
@@ -113,9 +113,8 @@ pub(super) struct UntilDecided {
 }
 
 impl UntilDecided {
-    /// `per_case` is the jobs per case (variants × repeats). A `--best` shard does not
-    /// search (`merge` does): it sends its block whole.
-    fn of(p: &Prepared, per_case: usize, sharded: bool) -> Self {
+    /// A `--best` shard does not search (`merge` does): it sends its block whole.
+    fn of(p: &Prepared, sharded: bool) -> Self {
         let bench = &p.bench;
         let endpoints = p.grid.len().max(1);
         let live = p
@@ -129,15 +128,10 @@ impl UntilDecided {
                     .collect(),
             )
         });
-        let horizon = live.map(|plan| {
-            // Batches go out in waves of cases; streamed jobs a little ahead of the tests.
-            let ahead = if p.batched() {
-                plan.wave_cases()
-            } else {
-                p.gates().div_ceil(per_case.max(1)) + 1
-            };
-            promptgauge_runner::sequential::Horizon::new(ahead)
-        });
+        // Batches go out in waves of cases; streamed jobs a little ahead of the tests.
+        let horizon = live
+            .and_then(|_| p.ahead())
+            .map(promptgauge_runner::sequential::Horizon::new);
         UntilDecided {
             stop,
             horizon,

@@ -671,12 +671,14 @@ fn baseline_best(s: &Summary) -> GateResult {
             "no --best search ran: nothing says what is best".into(),
         );
     };
-    let (set, what) = match b.outcome.as_str() {
-        "open" => (&b.remaining, "the arms left when the cases ran out"),
-        _ => (&b.named, "the best, or within ε of it"),
+    let undecided = matches!(b.outcome.as_str(), "open" | "one_of");
+    let (set, what) = if undecided {
+        (&b.named, "the arms the search could not separate")
+    } else {
+        (&b.named, "the best, or within ε of it")
     };
     let passed = set.iter().any(|a| a == baseline);
-    if passed && b.outcome == "open" && set.len() > 1 {
+    if passed && undecided && set.len() > 1 {
         let unit = if b.grouped { "groups" } else { "cases" };
         return ended(
             "fail-if-not-best",

@@ -209,8 +209,19 @@ pub(crate) fn best_answer(b: &promptgauge_runner::sequential::BestSummary) -> St
             many.join(", "),
             units(b.cases, b.grouped)
         ),
+        ("one_of", left) => {
+            let more = match b.more_cases {
+                Some(n) => format!("about {} more would", units(n, b.grouped)),
+                None => "the differences seen would not settle them on any number".into(),
+            };
+            format!(
+                "the best of {arms}{within} is one of {}, with {confidence:.0}% confidence; the bench's {} cannot tell them apart ({more})",
+                left.join(", "),
+                if b.grouped { "groups" } else { "cases" }
+            )
+        }
         (_, left) => format!(
-            "the best of {arms} is one of {}, with {confidence:.0}% confidence: none was shown best in {} (the cases ran out, or the run ended first)",
+            "the best of {arms}{within} is one of {}, with {confidence:.0}% confidence: the run ended after {}, before the search did",
             left.join(", "),
             units(b.cases, b.grouped)
         ),
@@ -242,30 +253,49 @@ fn best_note(s: &SequentialSummary, b: &promptgauge_runner::sequential::BestSumm
             )
         })
         .collect();
-    let unsettled: Vec<&str> = b
-        .remaining
-        .iter()
-        .filter(|a| !b.named.contains(a))
-        .map(String::as_str)
-        .collect();
-    let unsettled = match (b.outcome.as_str(), unsettled.as_slice()) {
-        ("open", _) | (_, []) => String::new(),
-        (_, [one]) => {
+    // The arms in play not named, by what the data show.
+    let unsettled = if b.standing.is_empty() {
+        String::new()
+    } else {
+        let each: Vec<String> = b
+            .standing
+            .iter()
+            .map(|a| {
+                format!(
+                    "{}: {:.1} points {} {} on the same {}",
+                    a.variant,
+                    a.gap_seen.abs(),
+                    if a.gap_seen <= 0.0 {
+                        "behind"
+                    } else {
+                        "ahead of"
+                    },
+                    a.against,
+                    units(a.cases, b.grouped)
+                )
+            })
+            .collect();
+        format!(
+            " Not ruled out at the search's confidence: {}.",
+            each.join("; ")
+        )
+    };
+    let bench = match b.jobs_bench {
+        Some(all) if all > 0 => {
+            let sent = b.jobs_sent;
             format!(
-                " {one} was not ruled out: it may be as good, or up to ε better; the answer holds either way (a smaller ε or more cases would tell them apart)."
+                " It sent {sent} of the bench's {all} jobs ({:.0}%).",
+                100.0 * sent as f64 / all as f64
             )
         }
-        (_, many) => format!(
-            " {} were not ruled out: each may be as good, or up to ε better; the answer holds either way (a smaller ε or more cases would tell them apart).",
-            many.join(", ")
-        ),
+        _ => String::new(),
     };
     let saved = match (s.jobs_fixed_design, s.jobs_saved) {
         (Some(fixed), Some(saved)) => format!(
-            " The fixed design with the same guarantee (every arm on {}: arms as far apart as ε at the baseline's accuracy seen) would send {fixed} jobs: {saved} fewer were sent.",
+            "{bench} The fixed design with the same guarantee (every arm on {}: arms as far apart as ε at the baseline's accuracy seen) would send {fixed} jobs: {saved} fewer were sent.",
             units(s.fixed_design_cases.unwrap_or(0), b.grouped)
         ),
-        _ => String::new(),
+        _ => bench,
     };
     format!(
         "Best of many (--best: ε {} points, {} in a seeded random order): {answer}.{unsettled}{}{saved} The guarantee holds however early the search stopped; the accuracies and intervals in the table describe the cases each arm was sent, and the comparisons with the baseline are fixed-sample tests on cases the search chose when to stop: read them as descriptions, not verdicts.",

@@ -209,25 +209,45 @@ fn search_chart(b: &promptgauge_runner::sequential::BestSummary, names: &[&str])
                 "#9ca3af",
                 format!("out after {} {unit}: below {}", e.cases, e.by),
             ),
-            None if b.named.iter().any(|n| n == name) && b.outcome != "open" => (
-                "best",
-                b.cases,
-                colour(i),
-                if b.named.len() == 1 {
-                    "the best".to_string()
+            None if b.named.iter().any(|n| n == name)
+                && !matches!(b.outcome.as_str(), "open" | "one_of") =>
+            {
+                let label = if b.named.len() == 1 {
+                    "the best"
                 } else {
-                    "the best, or within ε of it".to_string()
-                },
-            ),
-            None if b.outcome == "open" => {
-                ("in-play", b.cases, colour(i), "still in play".to_string())
+                    "the best, or within ε of it"
+                };
+                ("best", b.cases, colour(i), label.to_string())
             }
-            None => (
+            None if b.named.iter().any(|n| n == name) => (
                 "in-play",
                 b.cases,
                 colour(i),
-                "not ruled out: as good, or up to ε better".to_string(),
+                "one of the arms the search could not separate".to_string(),
             ),
+            None => {
+                // Set aside: its cases, and where it stood, are those it was sent.
+                let stood = b.standing.iter().find(|a| a.variant == *name);
+                let label = match stood {
+                    Some(a) => format!(
+                        "{:.1} points {} {}; not ruled out",
+                        a.gap_seen.abs(),
+                        if a.gap_seen <= 0.0 {
+                            "behind"
+                        } else {
+                            "ahead of"
+                        },
+                        a.against
+                    ),
+                    None => "not ruled out".to_string(),
+                };
+                (
+                    "in-play",
+                    stood.map_or(b.cases, |a| a.cases),
+                    colour(i),
+                    label,
+                )
+            }
         };
         let opacity = if state == "in-play" { 0.45 } else { 0.9 };
         let _ = write!(
