@@ -328,7 +328,73 @@ fn say_best(
     );
     out!("  {}", job.dollars(mean, fixed));
     say_room(bench, jobs[jobs.len() / 2] / arms as u64);
+    say_on_bench(bench, arms, baseline, epsilon);
     Ok(())
+}
+
+/// `plan --best` on the bench the user has: for its cases (or groups), how often a search
+/// names one arm and what share of the bench's jobs it sends, with the best 15, 10 or 5
+/// points ahead and with every arm equal — 100 seeded searches each, independent 0/1
+/// answers at the baseline accuracy, the search told the bench's size (so it stops when the
+/// rest cannot decide).
+fn say_on_bench(bench: &Bench, arms: usize, baseline: f64, epsilon: f64) {
+    use promptgauge_stats::best::{BestArm, BestSettings, BestVerdict};
+    use rand::{RngExt, SeedableRng};
+    let units = promptgauge_suite::plan::units_of(bench.cases.iter().map(|c| c.group.as_deref()));
+    let n = units
+        .iter()
+        .max()
+        .map_or(bench.cases.len() as u64, |&last| u64::from(last) + 1);
+    if n == 0 || arms < 2 {
+        return;
+    }
+    let unit = if units.is_empty() { "cases" } else { "groups" };
+    out!(
+        "  on this bench's {n} {unit} (100 seeded searches a line, independent answers, the others at {:.1}%):",
+        baseline * 100.0
+    );
+    for points in [15.0, 10.0, 5.0, 0.0] {
+        let best_p = (baseline + points / 100.0).min(1.0);
+        let (mut one, mut sent) = (0u32, 0u64);
+        for seed in 0..100u64 {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+            let mut search = BestArm::new(BestSettings {
+                arms,
+                epsilon,
+                confidence: bench.confidence,
+                gap_bounds: false,
+                units: Some(n),
+            });
+            let mut offered = 0;
+            while search.verdict() == BestVerdict::Open && offered < n {
+                let to = search.contenders();
+                sent += to.len() as u64;
+                let case: Vec<Option<f64>> = (0..arms)
+                    .map(|a| {
+                        let p = if a == 0 { best_p } else { baseline };
+                        let x = f64::from(u8::from(rng.random::<f64>() < p));
+                        to.contains(&a).then_some(x)
+                    })
+                    .collect();
+                search.hear(&case);
+                offered += 1;
+            }
+            one += u32::from(match search.verdict() {
+                BestVerdict::One(_) => true,
+                BestVerdict::WithinEpsilon(named) => named.len() == 1,
+                BestVerdict::OneOf(_) | BestVerdict::Open => false,
+            });
+        }
+        let share = 100.0 * sent as f64 / (100.0 * (arms as u64 * n) as f64);
+        let ahead = if points > 0.0 {
+            format!("the best {points:.0} points ahead")
+        } else {
+            "every arm equal".to_string()
+        };
+        out!(
+            "    {ahead}: one arm named in {one}% of searches, {share:.0}% of the bench's jobs sent"
+        );
+    }
 }
 
 /// Whether the bench holds the units (cases, or groups when its cases carry `group:`) a

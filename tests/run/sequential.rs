@@ -582,8 +582,10 @@ fn best_over_grouped_cases_counts_groups_and_sends_each_group_whole() {
     );
     assert!(said.contains("v1 is the best of 3"), "{said}");
     assert!(
-        said.lines()
-            .any(|l| l.starts_with("v0 out after ") && l.ends_with(" groups: below v1")),
+        said.lines().any(
+            |l| (l.starts_with("v0 out after ") && l.ends_with(" groups: below v1"))
+                || (l.starts_with("v0 set aside after ") && l.contains(" groups: v1 leads"))
+        ),
         "{said}"
     );
     let run = run_dirs(&d.join("reports")).pop().unwrap();
@@ -610,15 +612,17 @@ fn best_over_grouped_cases_counts_groups_and_sends_each_group_whole() {
     let partial = winner.values().filter(|&&n| n != 3).count();
     assert!(partial <= 4, "{partial} partial groups: {winner:?}");
     assert!(winner.len() as u64 >= best.cases);
-    for e in &best.eliminated {
-        assert!(e.cases <= best.cases);
-        let groups = cases_of(&e.variant);
-        assert!(
-            groups.len() as u64 <= e.cases + 5,
-            "{}: {}",
-            e.variant,
-            groups.len()
-        );
+    // An arm that stopped getting groups (out, or set aside) got few after: its standing
+    // counts the groups it shared with the answer.
+    let stopped = best
+        .eliminated
+        .iter()
+        .map(|e| (e.variant.clone(), e.cases))
+        .chain(best.standing.iter().map(|a| (a.variant.clone(), a.cases)));
+    for (variant, at) in stopped {
+        assert!(at <= best.cases);
+        let groups = cases_of(&variant);
+        assert!(groups.len() as u64 <= at + 5, "{variant}: {}", groups.len());
     }
     assert!(
         lines
@@ -673,9 +677,18 @@ fn best_over_groups_of_unequal_sizes_names_the_arm_the_report_finds_better() {
     let best = s.sequential.as_ref().unwrap().best.as_ref().unwrap();
     assert!(best.grouped);
     assert_eq!(best.named, vec!["b".to_string()], "{said}");
-    let e = &best.eliminated[0];
-    assert_eq!((e.variant.as_str(), e.by.as_str()), ("a", "b"), "{best:?}");
-    assert!(e.gap_seen > 0.0, "{best:?}");
+    // a went out below b, or stands behind it over cases: the mean searched is over cases.
+    match best.eliminated.first() {
+        Some(e) => {
+            assert_eq!((e.variant.as_str(), e.by.as_str()), ("a", "b"), "{best:?}");
+            assert!(e.gap_seen > 0.0, "{best:?}");
+        }
+        None => {
+            let a = &best.standing[0];
+            assert_eq!((a.variant.as_str(), a.against.as_str()), ("a", "b"));
+            assert!(a.gap_seen < 0.0, "{best:?}");
+        }
+    }
     // The table: b against the baseline a, over the same cases, is better.
     let c = s
         .comparisons
@@ -739,7 +752,7 @@ fn search_of(run: &Path) -> Search {
 #[test]
 fn best_in_shards_merged_searches_as_one_run_and_a_later_shard_skips_the_arms_out() {
     let (_rt, server) = start_mock(MockConfig::default());
-    let b = best_bench(900, &[70, 80, 60, 72]);
+    let b = best_bench(900, &[70, 80, 5, 72]);
     let d = b.path();
     let url = server.base_url();
     // Runs the command, and returns the run folder it made and what it said.
@@ -1030,10 +1043,14 @@ fn best_of_six_finds_the_best_drops_the_losers_early_and_sends_nothing_twice() {
         .unwrap();
     let said =
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    // Each arm out is said as it goes (a log's line each), then the answer.
+    // Each arm that stops getting cases is said as it goes (a log's line each): out, or set
+    // aside by the leader; then the answer.
     assert!(
-        said.lines()
-            .any(|l| l.starts_with("v2 out after ") && l.ends_with(" cases: below v3")),
+        said.lines().any(
+            |l| (l.starts_with("v2 out after ") && l.ends_with(" cases: below v3"))
+                || (l.starts_with("v2 set aside after ")
+                    && l.ends_with(" cases: v3 leads and is shown no more than ε behind it"))
+        ),
         "{said}"
     );
     assert!(
@@ -1057,43 +1074,61 @@ fn best_of_six_finds_the_best_drops_the_losers_early_and_sends_nothing_twice() {
     let seq = s.sequential.as_ref().expect("the search's account");
     let best = seq.best.as_ref().unwrap();
     assert_eq!(best.named, vec!["v3".to_string()]);
-    // The two weakest go first.
-    let first: Vec<&str> = best
-        .eliminated
+    // The two weakest stop getting cases first, out or set aside, each said in the journal.
+    let lines = journal(&run);
+    let left: Vec<(String, u64)> = lines
         .iter()
-        .take(2)
-        .map(|e| e.variant.as_str())
+        .filter(|l| {
+            l["event"] == "decided" && (l["verdict"] == "eliminated" || l["verdict"] == "set_aside")
+        })
+        .map(|l| {
+            (
+                l["variant"].as_str().unwrap_or_default().to_string(),
+                l["cases"].as_u64().unwrap_or(0),
+            )
+        })
         .collect();
-    assert!(
-        first.contains(&"v2") && first.contains(&"v5"),
-        "{:?}",
-        best.eliminated
-    );
+    let first: Vec<&str> = left.iter().take(2).map(|(v, _)| v.as_str()).collect();
+    assert!(first.contains(&"v2") && first.contains(&"v5"), "{left:?}");
     assert!(
         best.eliminated
             .iter()
             .all(|e| e.by == "v3" || e.gap_seen > 0.0)
     );
-    // Far fewer jobs than the fixed design, and than the bench's 12,000.
-    let records: Vec<serde_json::Value> = journal(&run)
-        .into_iter()
+    // Every arm not named stood behind v3 when the search ended, by what the data show.
+    assert_eq!(best.standing.len() + best.eliminated.len(), 5, "{best:?}");
+    assert!(
+        best.standing
+            .iter()
+            .all(|a| a.against == "v3" && a.gap_seen < 0.0),
+        "{best:?}"
+    );
+    // Far fewer jobs than the fixed design, and than the bench's 12,000; the savings line
+    // counts the bench's jobs first.
+    let records: Vec<serde_json::Value> = lines
+        .iter()
         .filter(|r| r["case_id"].is_string())
+        .cloned()
         .collect();
     assert!(records.len() < 3000, "{} jobs", records.len());
     assert!(seq.jobs_fixed_design.unwrap() > 10 * records.len() as u64);
-    // Every request sent is a record, and an eliminated arm got few cases after it went.
+    assert_eq!(best.jobs_bench, Some(12_000));
+    assert_eq!(best.jobs_sent, records.len() as u64);
+    assert!(
+        said.contains(&format!(
+            "It sent {} of the bench's 12000 jobs",
+            records.len()
+        )),
+        "{said}"
+    );
+    // Every request sent is a record, and an arm that stopped getting cases got few after.
     assert_eq!(server.provider.stats().requests as usize, records.len());
-    for e in &best.eliminated {
+    for (arm, at) in &left {
         let sent = records
             .iter()
-            .filter(|r| r["variant"] == e.variant.as_str())
+            .filter(|r| r["variant"] == arm.as_str())
             .count() as u64;
-        assert!(
-            sent <= e.cases + 12,
-            "{} sent {sent} after going out at {}",
-            e.variant,
-            e.cases
-        );
+        assert!(sent <= at + 12, "{arm} sent {sent} after stopping at {at}");
     }
     // report.html (and so `view`) leads with the answer and charts where each arm went.
     let html = std::fs::read_to_string(run.join("report.html")).unwrap();
@@ -1114,13 +1149,14 @@ fn best_of_six_finds_the_best_drops_the_losers_early_and_sends_nothing_twice() {
         "data-arm=\"v3\" data-state=\"best\" data-cases=\"{}\"",
         best.cases
     )));
+    for a in &best.standing {
+        let mark = format!(
+            "data-arm=\"{}\" data-state=\"in-play\" data-cases=\"{}\"",
+            a.variant, a.cases
+        );
+        assert!(html.contains(&mark), "{mark}");
+    }
     // Each step is in the journal, for a resume and the report.
-    let lines = journal(&run);
-    assert!(
-        lines
-            .iter()
-            .any(|l| l["event"] == "decided" && l["verdict"] == "eliminated")
-    );
     assert!(
         lines
             .iter()
@@ -1302,7 +1338,11 @@ fn a_best_search_over_its_budget_says_it_may_stop_early_and_runs_to_the_budget()
     let best = s.sequential.unwrap().best.unwrap();
     assert_eq!(best.outcome, "open", "{best:?}");
     assert!(best.remaining.contains(&"v1".to_string()), "{best:?}");
-    assert!(said.contains("the best of 3 is one of"), "{said}");
+    assert!(
+        said.contains("the best of 3, or within 2 points of it, is one of")
+            && said.contains("the run ended after"),
+        "{said}"
+    );
 }
 
 /// The example a user with twelve prompts starts from: `run --best` as its README says.
@@ -1329,7 +1369,9 @@ fn the_twelve_prompts_example_finds_a_step_by_step_prompt_for_a_fraction_of_the_
             .all(|n| n == "step-by-step" || n == "show-work"),
         "{best:?}"
     );
-    assert!(best.eliminated.len() >= 9, "{best:?}");
+    // Every other prompt went out or stood behind the answer, each said by its gap.
+    assert_eq!(best.eliminated.len() + best.standing.len(), 11, "{best:?}");
+    assert!(best.standing.iter().all(|a| a.gap_seen < 0.0), "{best:?}");
     // Far fewer jobs than the 12 × 900 the bench holds, and than the fixed design.
     assert!(s.jobs_finished < 2500, "{}", s.jobs_finished);
     assert!(seq.jobs_fixed_design.unwrap() > 10 * s.jobs_finished as u64);
@@ -1384,6 +1426,25 @@ fn plan_best_sizes_a_search_against_the_fixed_design() {
     // 50 cases cannot hold such a search: said.
     assert!(said.contains("the bench has 50 cases"), "{said}");
     assert!(said.contains("the bench has no price"), "{said}");
+    // And sized on the bench itself: how often 50 cases name one arm, and what share of its
+    // 400 jobs a search sends, stopping once the rest cannot decide.
+    assert!(said.contains("on this bench's 50 cases"), "{said}");
+    let line = |what: &str| -> (f64, f64) {
+        let line = said.lines().find(|l| l.contains(what)).unwrap_or_default();
+        let number = |after: &str| -> f64 {
+            line.split(after)
+                .nth(1)
+                .and_then(|t| t.split('%').next())
+                .and_then(|n| n.trim().parse().ok())
+                .unwrap_or(f64::NAN)
+        };
+        (number("named in "), number("searches, "))
+    };
+    let (one, share) = line("every arm equal");
+    assert_eq!(one, 0.0, "{said}");
+    assert!(share > 0.0 && share < 100.0, "{said}");
+    let (one, share) = line("the best 15 points ahead");
+    assert!((0.0..=100.0).contains(&one) && share < 100.0, "{said}");
 
     // Priced, with a completion ceiling: both designs in dollars, at the same price a job.
     let bench = b.path().join("bench.yaml");
@@ -1443,11 +1504,21 @@ fn best_of_a_bench_too_small_says_the_best_is_one_of_the_arms_left() {
     assert!(code.is_some_and(|c| c < 2), "{said}");
     let s = summary(&run_dirs(&b.path().join("reports")).pop().unwrap());
     let best = s.sequential.unwrap().best.unwrap();
-    assert_eq!(best.outcome, "open", "{best:?}");
-    assert_eq!(best.cases, 60);
-    assert_eq!(best.named, best.remaining);
-    assert!(best.remaining.contains(&"v2".to_string()), "{best:?}");
-    assert!(said.contains("none was shown best in 60 cases"), "{said}");
+    // It stops once the cases left cannot separate the arms, before the last, and says
+    // about how many more would.
+    assert_eq!(best.outcome, "one_of", "{best:?}");
+    assert!(best.cases < 60, "{best:?}");
+    assert!(best.named.contains(&"v2".to_string()), "{best:?}");
+    let more = best.more_cases.expect("how many more cases would");
+    assert!(more > 0, "{best:?}");
+    assert!(
+        said.contains(&format!(
+            "is one of {}, with 95% confidence; the bench's cases cannot tell them apart (about {more} more cases would)",
+            best.named.join(", ")
+        )),
+        "{said}"
+    );
+    assert!(best.jobs_sent < best.jobs_bench.unwrap(), "{best:?}");
 }
 
 #[test]

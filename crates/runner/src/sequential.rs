@@ -413,7 +413,10 @@ pub struct Decided {
     /// In a run of several endpoints: what it was tested against.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub against: Option<String>,
-    /// `better`, `worse`, `no_difference` or `undecided`.
+    /// `better`, `worse`, `no_difference` or `undecided`; under `--best`, `eliminated`,
+    /// `set_aside` (the leader, `against`, is shown no more than ε behind it: it is sent no
+    /// more cases while that arm leads), `back` (sent cases again under the leader
+    /// `against`), then `best` or `one_of`.
     pub verdict: String,
     /// Cases the decision used (groups, when `unit` says so).
     pub cases: u64,
@@ -882,6 +885,28 @@ impl Sequential {
             return;
         }
         search.sent_to.push((from, now.clone()));
+        // Said as it happens: an arm set aside by the leader, or sent cases again under
+        // another.
+        let leader = search.arms.leader().map(|l| self.variants[l].clone());
+        let cases = search.arms.cases();
+        let unit = (!self.plan.units.is_empty()).then(|| "groups".to_string());
+        let changed: Vec<Decided> = (0..arms)
+            .filter(|&a| now[a] != last[a] && search.arms.alive(a))
+            .map(|a| Decided {
+                event: "decided".into(),
+                variant: self.variants[a].clone(),
+                against: leader.clone(),
+                verdict: if now[a] { "back" } else { "set_aside" }.into(),
+                cases,
+                unit: unit.clone(),
+                jobs_heard: self.jobs_heard,
+            })
+            .collect();
+        if let Some(queue) = &self.decisions
+            && let Ok(mut queue) = queue.lock()
+        {
+            queue.extend(changed);
+        }
         if let (Some(h), Some(stop)) = (&self.horizon, &self.stop) {
             let mut flags = vec![true; stop.len()];
             for (arm, &to) in now.iter().enumerate() {

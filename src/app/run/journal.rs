@@ -202,9 +202,12 @@ pub(super) fn replay_journal(
         let kept = &audit.stats.decided;
         if let Ok(mut queue) = until.decisions.lock() {
             queue.retain(|d| {
-                !kept
-                    .iter()
-                    .any(|k| k.variant == d.variant && k.against == d.against)
+                !kept.iter().any(|k| {
+                    k.variant == d.variant
+                        && k.against == d.against
+                        && k.verdict == d.verdict
+                        && k.cases == d.cases
+                })
             });
         }
         journal.keep_decisions(until.decisions.clone());

@@ -211,7 +211,14 @@ pub(crate) fn best_answer(b: &promptgauge_runner::sequential::BestSummary) -> St
         ),
         ("one_of", left) => {
             let more = match b.more_cases {
-                Some(n) => format!("about {} more would", units(n, b.grouped)),
+                Some(1) => format!(
+                    "about 1 more {} would",
+                    if b.grouped { "group" } else { "case" }
+                ),
+                Some(n) => format!(
+                    "about {n} more {} would",
+                    if b.grouped { "groups" } else { "cases" }
+                ),
                 None => "the differences seen would not settle them on any number".into(),
             };
             format!(

@@ -37,6 +37,20 @@ pub fn search_line(d: &promptgauge_runner::sequential::Decided) -> Option<String
             "{name}: the best, or within ε of it, after {} {unit}",
             d.cases
         )),
+        "set_aside" => Some(format!(
+            "{name} set aside after {} {unit}: {} leads and is shown no more than ε behind it",
+            d.cases,
+            crate::visible(d.against.as_deref().unwrap_or("the leader"), 80)
+        )),
+        "back" => Some(format!(
+            "{name} sent cases again after {} {unit}: {} leads now",
+            d.cases,
+            crate::visible(d.against.as_deref().unwrap_or("another arm"), 80)
+        )),
+        "one_of" => Some(format!(
+            "{name}: one of the arms the bench's {unit} cannot separate, after {}",
+            d.cases
+        )),
         _ => None,
     }
 }
@@ -100,7 +114,7 @@ impl Progress {
                 let left = self.per_arm.saturating_sub(heard);
                 let length = bar.length().unwrap_or(0);
                 bar.set_length(length.saturating_sub(left).max(bar.position()));
-            } else if d.verdict == "best" {
+            } else if d.verdict == "best" || d.verdict == "one_of" {
                 // The answer: only the jobs in flight are left.
                 bar.set_length(bar.position() + self.in_flight as u64);
             }
