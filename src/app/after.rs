@@ -128,9 +128,25 @@ fn another_plan(
             epsilon(theirs),
             epsilon(plan)
         ))
-    } else if theirs != plan {
+    } else if !same_search(theirs, plan) {
         Some("its search's settings differ from this run's".into())
     } else {
         None
     }
+}
+
+/// Whether two plans search alike: how far a run's workers went ahead (recorded at its
+/// first start, from its concurrency) is not part of the search a shard joins.
+fn same_search(
+    a: &promptgauge_suite::plan::SequentialPlan,
+    b: &promptgauge_suite::plan::SequentialPlan,
+) -> bool {
+    let without_ahead = |p: &promptgauge_suite::plan::SequentialPlan| {
+        let mut p = p.clone();
+        if let Some(best) = &mut p.best {
+            best.ahead = None;
+        }
+        p
+    };
+    without_ahead(a) == without_ahead(b)
 }
