@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::Failure;
-use crate::cli::UsageError;
+use crate::error::UsageError;
 use promptgauge_runner::RunDir;
 
 /// The largest summary.json `--after` reads.

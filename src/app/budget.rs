@@ -2,7 +2,7 @@
 //! run), and the prices a run's budget holds its jobs at (docs/guide/budget.md).
 
 use super::{Failure, Prepared, shown_urls};
-use crate::cli::UsageError;
+use crate::error::UsageError;
 use promptgauge_client::attachment::FileTokens;
 use promptgauge_report::ProviderInfo;
 use promptgauge_report::usd as shown;
@@ -263,7 +263,7 @@ pub(super) fn provider_info(p: &Prepared) -> ProviderInfo {
 }
 
 /// An endpoint as shown and stored (no credentials).
-pub(super) fn endpoint_info(e: &crate::cli::Endpoint) -> ProviderInfo {
+pub(super) fn endpoint_info(e: &crate::app::settings::Endpoint) -> ProviderInfo {
     let shown = shown_urls(&e.base_urls);
     let replicas = if shown.len() > 1 {
         shown.clone()

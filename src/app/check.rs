@@ -2,7 +2,8 @@
 
 use super::settings::Planned;
 use super::{Exit, Failure, shown_urls};
-use crate::cli::{CheckArgs, Env};
+use crate::app::settings::Env;
+use crate::cli::CheckArgs;
 use promptgauge_report::compare::Detectable;
 
 /// `check`: validates everything a run would and prints the plan; sends nothing.

@@ -6,8 +6,9 @@ use std::path::Path;
 use anyhow::Context;
 
 use super::{Exit, Failure};
-use crate::cli::{CompareArgs, UsageError};
+use crate::cli::CompareArgs;
 use crate::error::BeforeSend;
+use crate::error::UsageError;
 use promptgauge_base::clock::utc_now;
 use promptgauge_report::compare::{CaseSide, RunComparison, RunSide};
 use promptgauge_report::{self as report, RunResult};
@@ -176,8 +177,8 @@ fn compare_answers(
 
 /// `compare`: two runs over the same cases, variant by variant, paired by case. Each run
 /// is a folder, a run id or `latest[:BRANCH]` from the history store.
-pub async fn compare(args: &CompareArgs, env: &crate::cli::Env) -> Result<Exit, Failure> {
-    let store = crate::cli::store_location(
+pub async fn compare(args: &CompareArgs, env: &crate::app::settings::Env) -> Result<Exit, Failure> {
+    let store = crate::app::settings::store_location(
         args.store.as_deref(),
         env,
         Path::new(super::history::REPORTS),

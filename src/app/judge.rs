@@ -7,7 +7,9 @@ use serde_json::{Map, Value, json};
 
 use super::settings::ClientSettings;
 use super::{Prepared, shown_urls};
-use crate::cli::{Env, PlanArgs, UsageError};
+use crate::app::settings::Env;
+use crate::cli::PlanArgs;
+use crate::error::UsageError;
 use promptgauge_client::ApiKey;
 use promptgauge_client::Cache;
 use promptgauge_client::Limits;
@@ -105,7 +107,7 @@ pub(super) fn resolve(
         Some(url) if url == "mock" => (Vec::new(), Vec::new()),
         Some(url) => (
             vec![url],
-            crate::cli::read_headers(
+            crate::app::settings::read_headers(
                 "the judge",
                 settings.as_ref().map_or(&[][..], |s| &s.headers),
                 env,

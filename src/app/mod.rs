@@ -73,6 +73,7 @@ pub use report::report;
 pub use results::import_results;
 pub use run::run;
 pub use schema::schema;
+pub use settings::{Env, resolve_shard};
 pub use shell::{completions, man};
 pub use view::view;
 
@@ -125,7 +126,7 @@ fn aggregator(
     dir: &promptgauge_runner::RunDir,
     record: &promptgauge_runner::record::RunRecord,
     outputs: &crate::cli::OutputArgs,
-) -> Result<Figures, crate::cli::UsageError> {
+) -> Result<Figures, crate::error::UsageError> {
     aggregator_with(dir, record, outputs, None)
 }
 
@@ -139,9 +140,9 @@ pub(super) fn aggregator_with(
     record: &promptgauge_runner::record::RunRecord,
     outputs: &crate::cli::OutputArgs,
     live: Option<promptgauge_runner::sequential::Steering>,
-) -> Result<Figures, crate::cli::UsageError> {
+) -> Result<Figures, crate::error::UsageError> {
     let (labels, torn) = promptgauge_report::labels::of_run(&dir.labels()).map_err(|m| {
-        crate::cli::UsageError::with_fix(m, "fix the line, or remove it from labels.jsonl")
+        crate::error::UsageError::with_fix(m, "fix the line, or remove it from labels.jsonl")
     })?;
     if let Some(torn) = torn {
         note!(
@@ -215,10 +216,10 @@ fn load_with(
     let dir = promptgauge_runner::RunDir::at(path);
     let _reading = dir
         .read_lock()
-        .map_err(|e| crate::cli::UsageError(e.to_string()))?;
+        .map_err(|e| crate::error::UsageError(e.to_string()))?;
     let record = dir
         .read_record()
-        .map_err(|e| crate::cli::UsageError(format!("{e:#}")))?;
+        .map_err(|e| crate::error::UsageError(format!("{e:#}")))?;
     let mut agg = aggregator(&dir, &record, &Default::default())?;
     if rows {
         agg.figures().keep_rows(&record.bench.case_ids, None);

@@ -100,7 +100,7 @@ pub fn plan(args: &PowerArgs) -> Result<Exit, Failure> {
     a.comparisons = comparisons;
     a.correlation = args.correlation;
     if power::power(10, 0.0, &a).is_none() {
-        return Err(crate::cli::UsageError::with_fix(
+        return Err(crate::error::UsageError::with_fix(
             format!(
                 "--correlation {} is impossible at a baseline accuracy of {:.0}%",
                 args.correlation,
@@ -259,7 +259,7 @@ fn say_best(
     use rand::{RngExt, SeedableRng};
     let points = args.epsilon.or(bench.best_epsilon).unwrap_or(2.0);
     if !(points > 0.0 && points < 50.0) {
-        return Err(crate::cli::UsageError::with_fix(
+        return Err(crate::error::UsageError::with_fix(
             format!("plan --best sizes a search for an ε above 0 and below 50 points, and ε is {points}: at 0 no fixed design can promise the best"),
             "--epsilon 2 (two points: an arm within 2 points of the best counts as the best)",
         )

@@ -246,7 +246,7 @@ pub(crate) fn looks<'a>(
     p: &'a super::Prepared,
     judge: Option<&'a super::judge::ResolvedJudge>,
 ) -> (Vec<Option<Look<'a>>>, Option<Look<'a>>) {
-    let one = |e: &'a crate::cli::Endpoint, limits: &promptgauge_client::Limits, role| {
+    let one = |e: &'a crate::app::settings::Endpoint, limits: &promptgauge_client::Limits, role| {
         (!e.base_urls.is_empty()).then(|| Look {
             target: Target {
                 protocol: e.protocol,

@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{DEFAULT_BENCH, Failure};
-use crate::cli::{BenchEndpoint, Endpoint, Env, PlanArgs, UsageError, resolve_endpoint};
+use crate::app::settings::{BenchEndpoint, Endpoint, Env, resolve_endpoint};
+use crate::cli::PlanArgs;
+use crate::error::UsageError;
 use promptgauge_suite::endpoints::NamedEndpoint;
 use promptgauge_suite::plan::{SequentialPlan, case_order};
 use promptgauge_suite::{Bench, InputError, Job, Plan};

@@ -33,10 +33,12 @@ pub(super) use resolve::{baseline_of, check_gates};
 use std::sync::Arc;
 
 use crate::app::finish::conclude;
+use crate::app::settings::Env;
 use crate::app::settings::RunSettings;
 use crate::app::{Exit, Failure};
-use crate::cli::{Env, RunArgs, UsageError};
+use crate::cli::RunArgs;
 use crate::error::BeforeSend;
+use crate::error::UsageError;
 use ending::ending_of;
 use folder::{mark_batched, open_folder};
 use journal::{continue_journal, say_open_resends};

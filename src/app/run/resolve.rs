@@ -8,10 +8,12 @@ use anyhow::Context;
 use super::embeddings::check_embedding_endpoints;
 use super::resume::{check_resume_flags, resumed_plan};
 use crate::app::finish::in_use;
+use crate::app::settings::Env;
 use crate::app::settings::RunSettings;
 use crate::app::{Failure, Prepared};
-use crate::cli::{Env, PlanArgs, RunArgs, UsageError};
+use crate::cli::{PlanArgs, RunArgs};
 use crate::error::BeforeSend;
+use crate::error::UsageError;
 use promptgauge_report::gates::Unresolved;
 use promptgauge_runner::RunDir;
 use promptgauge_runner::record::RunRecord;
@@ -58,7 +60,7 @@ pub(super) async fn resolve(args: &RunArgs, env: &Env) -> Result<Resolved, Failu
         Some(path) => path.parent().unwrap_or(Path::new(".")).to_path_buf(),
         None => args.out.clone(),
     };
-    let store = crate::cli::store_location(args.store.store.as_deref(), env, &root).map(
+    let store = crate::app::settings::store_location(args.store.store.as_deref(), env, &root).map(
         |(location, named)| match (&resumed, named) {
             // A resumed run goes where it was first recorded, unless told otherwise.
             (Some((_, record, _)), false) => recorded_store(record).unwrap_or(location),

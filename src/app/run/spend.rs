@@ -8,7 +8,7 @@ use super::cache::cached_answers;
 use super::continued::Continued;
 use crate::app::Failure;
 use crate::app::settings::RunSettings;
-use crate::cli::UsageError;
+use crate::error::UsageError;
 use promptgauge_runner::record::RunRecord;
 use promptgauge_runner::{self as runner, RunDir};
 use promptgauge_suite::Job;

@@ -6,8 +6,16 @@
 //! run's lanes, each endpoint of a grid and the judge.
 
 mod client;
+mod endpoint;
+mod env;
+mod shard;
+mod store;
 
 pub(super) use client::{ClientSettings, apply_limit_flags};
+pub(crate) use endpoint::{BenchEndpoint, Endpoint, read_headers, resolve_endpoint};
+pub use env::Env;
+pub use shard::resolve_shard;
+pub(crate) use store::store_location;
 
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -18,8 +26,9 @@ use super::finish::Outputs;
 use super::judge::ResolvedJudge;
 use super::run::{Continued, embedding_services};
 use super::{Failure, Prepared, prepare};
-use crate::cli::{BatchArgs, Env, GateArgs, OutputArgs, PlanArgs, RunArgs, UsageError};
+use crate::cli::{BatchArgs, GateArgs, OutputArgs, PlanArgs, RunArgs};
 use crate::error::BeforeSend;
+use crate::error::UsageError;
 use promptgauge_client::Client;
 use promptgauge_report::ProviderInfo;
 use promptgauge_runner as runner;
