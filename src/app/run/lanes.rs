@@ -17,6 +17,15 @@ use promptgauge_report::ProviderInfo;
 use promptgauge_runner as runner;
 use promptgauge_runner::record::RunRecord;
 
+/// The clients a run sends through: its lanes, and the built-in simulator that answers
+/// those without a server (stopped once the sending ends).
+pub(super) struct Clients {
+    /// One lane per endpoint, the first the run's.
+    pub(super) lanes: Vec<runner::Lane>,
+    /// The built-in simulator, when an endpoint or the judge has no server.
+    pub(super) simulator: Option<MockServer>,
+}
+
 /// The clients the jobs go through, one lane per endpoint (to the built-in simulator when
 /// an endpoint or the judge has no server), with the replicas the preflight found dead
 /// benched; said first: a judge that is the model under test, a key that is not set. The
@@ -25,7 +34,7 @@ pub(super) async fn start_client(
     settings: &RunSettings,
     record: &RunRecord,
     dead_replicas: &[Vec<(usize, String)>],
-) -> Result<(Option<MockServer>, Vec<runner::Lane>), Failure> {
+) -> Result<Clients, Failure> {
     let (p, provider, judge) = (&settings.plan, &settings.provider, settings.judge.as_ref());
     if record.self_judged() {
         note!(
@@ -51,7 +60,7 @@ pub(super) async fn start_client(
     }
     link_lanes(&lanes);
     check_batch_apis(p, &lanes).await?;
-    Ok((simulator, lanes))
+    Ok(Clients { lanes, simulator })
 }
 
 /// The built-in simulator, started when the run or its judge has no server (said loudly;

@@ -45,8 +45,7 @@ pub(super) async fn resolve(args: &RunArgs, env: &Env) -> Result<Resolved, Failu
     if let Some((dir, record, _)) = &resumed {
         check_resume_flags(args, dir, record)?;
     }
-    let mut settings = RunSettings::resolve(&plan_args, args, env)?;
-    settings.mcp = crate::app::prepare::serve_mcp_tools(&mut settings.plan).await?;
+    let settings = RunSettings::resolve(&plan_args, args, env).await?;
     let p = &settings.plan;
     check_gates(p, &settings.gates)?;
     check_embedding_endpoints(p)?;
@@ -82,8 +81,7 @@ pub(super) async fn resolve(args: &RunArgs, env: &Env) -> Result<Resolved, Failu
     Ok(Resolved {
         resumed,
         settings,
-        store,
-        baseline,
+        against: Against { store, baseline },
     })
 }
 
@@ -92,7 +90,15 @@ pub(super) async fn resolve(args: &RunArgs, env: &Env) -> Result<Resolved, Failu
 pub(super) struct Resolved {
     pub(super) resumed: Option<(RunDir, RunRecord, promptgauge_runner::lock::RunLock)>,
     pub(super) settings: RunSettings,
+    pub(super) against: Against,
+}
+
+/// What the run's end is recorded in and held against.
+pub(super) struct Against {
+    /// The history store (`--store`, …); a store that cannot be named is the error it was,
+    /// said only when the run is recorded.
     pub(super) store: Result<promptgauge_store::Location, UsageError>,
+    /// The earlier run `--baseline` names.
     pub(super) baseline: Option<crate::app::baseline::Reference>,
 }
 

@@ -24,7 +24,6 @@ use std::time::Duration;
 use super::baseline::Reference;
 use super::finish::Outputs;
 use super::judge::ResolvedJudge;
-use super::run::{Continued, embedding_services};
 use super::{Failure, Prepared, prepare};
 use crate::cli::{BatchArgs, GateArgs, OutputArgs, PlanArgs, RunArgs};
 use crate::error::BeforeSend;
@@ -111,11 +110,16 @@ pub(super) struct RunSettings {
 
 impl RunSettings {
     /// Resolves `plan` (the command line's plan flags, or a resumed run's) and the rest of
-    /// `flags`: the bench loaded and planned, its endpoint's and the judge's warnings said.
-    /// No network; every error is exit 2.
-    pub(super) fn resolve(plan: &PlanArgs, flags: &RunArgs, env: &Env) -> Result<Self, Failure> {
+    /// `flags`: the bench loaded and planned, its endpoint's and the judge's warnings said,
+    /// its MCP servers started (their tools join the plan's bench). No other network; every
+    /// error is exit 2.
+    pub(super) async fn resolve(
+        plan: &PlanArgs,
+        flags: &RunArgs,
+        env: &Env,
+    ) -> Result<Self, Failure> {
         let Planned {
-            plan: p,
+            plan: mut p,
             provider,
             judge,
         } = Planned::resolve(plan, env)?;
@@ -127,6 +131,7 @@ impl RunSettings {
         }
         // The bench's `gates:`, each unless its flag is given.
         let gates = flags.gates.or_bench(&p.bench.gates);
+        let mcp = super::prepare::serve_mcp_tools(&mut p).await?;
         Ok(RunSettings {
             plan: p,
             provider,
@@ -147,7 +152,7 @@ impl RunSettings {
             outputs: flags.outputs.clone(),
             no_store: flags.store.no_store,
             retry_failed: flags.retry_failed,
-            mcp: None,
+            mcp,
         })
     }
 
@@ -219,44 +224,6 @@ impl RunSettings {
             }
             None => None,
         })
-    }
-
-    /// What the workers share: the plan's scorers, what the run's record, flags and journal
-    /// decide (the jobs decided or sent again, the batches to adopt, the budget), the
-    /// response cache and the clients the scorers call (the judge's, the embeddings').
-    pub(super) fn run_options(
-        &self,
-        record: &RunRecord,
-        lanes: &[runner::Lane],
-        continued: &mut Continued,
-        (judge, cache): (
-            Option<Arc<promptgauge_grade::judge::JudgeService>>,
-            Option<Arc<std::sync::Mutex<promptgauge_client::Cache>>>,
-        ),
-        budget: Option<Arc<runner::budget::Budget>>,
-    ) -> runner::RunOptions {
-        let p = &self.plan;
-        runner::RunOptions {
-            scorers: p.scorers.clone(),
-            run_id: record.run_id.clone(),
-            attempts: self.verbose,
-            already: continued.already,
-            scoring: promptgauge_grade::ScoreContext {
-                judge,
-                embeddings: embedding_services(p, lanes, cache.clone()),
-                stop: Some(lanes[0].client.stop_token()),
-            },
-            cache,
-            skip: continued.stop.take(),
-            horizon: continued.horizon.take().map(|h| (h, continued.per_case)),
-            resend: std::mem::take(&mut continued.resend),
-            batch: lanes.iter().any(|l| l.batch).then(|| self.batch.settings()),
-            batches: Arc::new(std::mem::take(&mut continued.batches)),
-            loop_steps: Arc::new(std::mem::take(&mut continued.loop_steps)),
-            mcp: self.mcp.clone(),
-            budget,
-            ..Default::default()
-        }
     }
 
     /// The files the run writes besides its folder (`--junit`, `--markdown`, `--jobs-csv`).
