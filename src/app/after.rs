@@ -17,7 +17,8 @@ const SUMMARY_CAP: u64 = 64 << 20;
 pub(super) fn arms_out_after(
     after: &Path,
     shard: Option<promptgauge_suite::Shard>,
-    (bench, variants): (&promptgauge_suite::Bench, &[usize]),
+    bench: &promptgauge_suite::Bench,
+    variants: &[usize],
     plan: &promptgauge_suite::plan::SequentialPlan,
 ) -> Result<Vec<String>, Failure> {
     let refuse = |why: String, fix: &str| -> Failure {

@@ -99,7 +99,7 @@ pub(super) fn compare_results(
         let (Some(ia), Some(ib)) = (arm(a.1), arm(b.1)) else {
             continue;
         };
-        compare_answers(pair, (a.2, ia), (b.2, ib));
+        compare_answers(pair, a.2, ia, b.2, ib);
         let latencies = |result: &RunResult, i: usize| {
             result
                 .latencies
@@ -138,11 +138,13 @@ fn run_side((dir, r, _): Side<'_>) -> RunSide {
 }
 
 /// What report.html kept of each run's answers for one variant (at its place in each
-/// run): identical texts, and flipped cases.
+/// run: `ia` in `a`, `ib` in `b`): identical texts, and flipped cases.
 fn compare_answers(
     pair: &mut promptgauge_report::compare::VariantPair,
-    (a, ia): (&RunResult, usize),
-    (b, ib): (&RunResult, usize),
+    a: &RunResult,
+    ia: usize,
+    b: &RunResult,
+    ib: usize,
 ) {
     const FLIPS_SHOWN: usize = 200;
     for (case, (expected, answers_a)) in &a.answers {

@@ -71,7 +71,8 @@ pub async fn merge(args: &MergeArgs, env: &crate::app::settings::Env) -> Result<
         &args.outputs,
         baseline.as_ref(),
         args.quiet,
-        (args.store.no_store, store),
+        args.store.no_store,
+        store,
     )?;
     let exit = conclude(
         &dir,

@@ -112,7 +112,7 @@ pub fn plan(args: &PowerArgs) -> Result<Exit, Failure> {
     }
     if let Some(arms) = args.best {
         let job = job_ceiling(&bench, &scorers);
-        say_best(&bench, arms as usize, (baseline, &source), job, args)?;
+        say_best(&bench, arms as usize, baseline, &source, job, args)?;
         return Ok(Exit::Success);
     }
     let conf = (bench.confidence * 100.0).round();
@@ -251,7 +251,8 @@ fn detectable_line(cases: u64, target: f64, a: &Assumptions) -> String {
 fn say_best(
     bench: &Bench,
     arms: usize,
-    (baseline, source): (f64, &str),
+    baseline: f64,
+    source: &str,
     job: JobCost,
     args: &PowerArgs,
 ) -> Result<(), Failure> {

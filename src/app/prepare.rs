@@ -243,7 +243,7 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
         Some(g) => g.endpoint.clone(),
         None => endpoint_of(&bench, chosen.first(), args, env)?,
     };
-    let unpriced = price_endpoints(&mut bench, &chosen, (&endpoint, &mut grid), args)?;
+    let unpriced = price_endpoints(&mut bench, &chosen, &endpoint, &mut grid, args)?;
     let pages_read = grid
         .iter()
         .map(|g| g.limits.max_pdf_pages)
@@ -254,23 +254,24 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
     let seed = args
         .seed
         .or_else(|| args.shard.map(|_| shared_seed(&bench, &variants)));
-    let sequential = sequential_of(args, &bench, (variants.len(), grid.len().max(1)), seed)?;
+    let sequential = sequential_of(args, &bench, variants.len(), grid.len().max(1), seed)?;
     let order_seed = order_seed_of(args, &bench, &variants, sequential.is_some());
     let mut jobs = plan_jobs(
         &bench,
         &variants,
         grid.len(),
-        (sequential.as_ref(), order_seed),
+        sequential.as_ref(),
+        order_seed,
         args,
     );
     let arms_out = match (&args.after, &sequential) {
         (Some(after), Some(plan)) => {
-            super::after::arms_out_after(after, args.shard, (&bench, &variants), plan)?
+            super::after::arms_out_after(after, args.shard, &bench, &variants, plan)?
         }
         // Without a search, `sequential_of` refused --after.
         _ => args.arms_out.clone(),
     };
-    without_arms(&mut jobs, &arms_out, (&bench, &variants, &grid));
+    without_arms(&mut jobs, &arms_out, &bench, &variants, &grid);
     if let Some(tpm) = bench.limits.tokens_per_minute {
         check_reservations(&bench, &jobs, tpm)?;
     }
@@ -319,7 +320,9 @@ fn order_seed_of(
 fn without_arms(
     jobs: &mut Vec<Job>,
     arms_out: &[String],
-    (bench, variants, grid): (&Bench, &[usize], &[GridEndpoint]),
+    bench: &Bench,
+    variants: &[usize],
+    grid: &[GridEndpoint],
 ) {
     if arms_out.is_empty() {
         return;
@@ -540,7 +543,8 @@ const SIMULATED_MODEL: &str = "mock-model";
 fn price_endpoints(
     bench: &mut Bench,
     chosen: &[NamedEndpoint],
-    (endpoint, grid): (&Endpoint, &mut [GridEndpoint]),
+    endpoint: &Endpoint,
+    grid: &mut [GridEndpoint],
     args: &PlanArgs,
 ) -> Result<Vec<Unpriced>, UsageError> {
     let names: Vec<&str> = chosen.iter().map(|e| e.name.as_str()).collect();
@@ -932,7 +936,8 @@ fn plan_jobs(
     bench: &Bench,
     variants: &[usize],
     endpoints: usize,
-    (sequential, order_seed): (Option<&SequentialPlan>, Option<u64>),
+    sequential: Option<&SequentialPlan>,
+    order_seed: Option<u64>,
     args: &PlanArgs,
 ) -> Vec<Job> {
     let order: Vec<usize> = match (sequential, order_seed) {
@@ -984,7 +989,8 @@ fn check_reservations(bench: &Bench, jobs: &[Job], tpm: u32) -> Result<(), Failu
 fn sequential_of(
     args: &PlanArgs,
     bench: &Bench,
-    (variants, endpoints): (usize, usize),
+    variants: usize,
+    endpoints: usize,
     seed: Option<u64>,
 ) -> Result<Option<SequentialPlan>, Failure> {
     let searching = args.best || bench.best_epsilon.is_some();
@@ -1018,7 +1024,8 @@ fn sequential_of(
         )?),
         (None, true) => Some(sequential_plan(
             bench,
-            (variants, endpoints),
+            variants,
+            endpoints,
             args.max_drop,
             seed,
         )?),
@@ -1070,7 +1077,8 @@ fn best_plan(
 /// The sequential plan of a new `--until-decided` run, from the bench's `sequential:`.
 fn sequential_plan(
     bench: &Bench,
-    (variants, endpoints): (usize, usize),
+    variants: usize,
+    endpoints: usize,
     max_drop: Option<f64>,
     seed: Option<u64>,
 ) -> Result<SequentialPlan, Failure> {

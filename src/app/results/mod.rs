@@ -90,7 +90,8 @@ pub async fn import_results(
         &args.outputs,
         baseline.as_ref(),
         args.quiet,
-        (args.store.no_store, store),
+        args.store.no_store,
+        store,
     )?;
     Ok(conclude(
         &dir,
