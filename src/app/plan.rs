@@ -86,7 +86,7 @@ fn last_baseline(reports: &Path, bench: &str) -> Option<LastBaseline> {
 
 /// `plan`: sizes a bench; sends nothing.
 pub fn plan(args: &PowerArgs) -> Result<Exit, Failure> {
-    let path = super::prepare::bench_file(args.bench.as_deref())?;
+    let path = super::settings::bench_file(args.bench.as_deref())?;
     let bench = Bench::load(&path)?;
     // A bench whose scorers cannot be built is not planned for.
     let scorers = promptgauge_grade::scorers_for(&bench)?;

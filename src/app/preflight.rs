@@ -210,7 +210,7 @@ pub(crate) struct Target<'a> {
     pub model_flag: &'a str,
 }
 
-impl super::judge::ResolvedJudge {
+impl super::settings::ResolvedJudge {
     /// What the preflight looks at for the judge.
     pub(super) fn target(&self) -> Target<'_> {
         Target {
@@ -259,7 +259,7 @@ pub(crate) struct Look<'a> {
 /// within its own limits' timeouts.
 pub(crate) fn looks<'a>(
     p: &'a super::Prepared,
-    judge: Option<&'a super::judge::ResolvedJudge>,
+    judge: Option<&'a super::settings::ResolvedJudge>,
 ) -> (Vec<Option<Look<'a>>>, Option<Look<'a>>) {
     let one = |e: &'a crate::app::settings::Endpoint, limits: &promptgauge_client::Limits, role| {
         (!e.base_urls.is_empty()).then(|| Look {

@@ -118,7 +118,7 @@ pub(super) fn grid_infos(p: &Prepared) -> Vec<ProviderInfo> {
         .iter()
         .map(|g| ProviderInfo {
             price: g.price.clone(),
-            ..crate::app::budget::endpoint_info(&g.endpoint)
+            ..g.endpoint.info()
         })
         .collect()
 }

@@ -68,7 +68,7 @@ pub(super) async fn start_client(
 pub(super) async fn start_simulator(
     p: &Prepared,
     record: &RunRecord,
-    judge: Option<&crate::app::judge::ResolvedJudge>,
+    judge: Option<&crate::app::settings::ResolvedJudge>,
     quiet: bool,
 ) -> Result<Option<MockServer>, Failure> {
     let judge_simulated = judge.as_ref().is_some_and(|j| j.base_urls.is_empty());

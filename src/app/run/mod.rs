@@ -2,14 +2,15 @@
 //! finishes, write the reports, return the exit code. With `--resume DIR`, continue that
 //! run: its journal is read once, through the same aggregator. [`run`] reads as its steps,
 //! one file each: `resolve` (flags, bench, endpoints and judge once into the run's
-//! `app::settings::RunSettings`, which builds the lanes' clients, the judge's, the runner's
-//! options and the outputs; then the store and the baseline; `resume.rs` what a resume
-//! keeps and refuses), `look_at_server` (`server.rs`), `open_folder`
-//! (`folder.rs`), `continue_journal` (`journal.rs`; `spend.rs` the budget), `start_client`
-//! (`lanes.rs`: the lanes and the simulator; `cache.rs` the response cache), the sending
-//! (`send.rs`, with the listeners that stop it early in `watch.rs` and the signals in
-//! `signals.rs`; `embeddings.rs` the `embedding` scorers' clients), `ending_of`
-//! (`ending.rs`), then `finish::conclude`.
+//! `app::settings::RunSettings`, which builds the lanes' clients, the judge's and the
+//! outputs; then the store and the baseline; `resume.rs` what a resume keeps and
+//! refuses), `look_at_server` (`server.rs`), `open_folder` (`folder.rs`),
+//! `continue_journal` (`journal.rs`: where the run stands, `continued.rs`; `spend.rs` the
+//! budget), `start_client` (`lanes.rs`: the lanes and the simulator; `cache.rs` the
+//! response cache), the sending (`send.rs`: the runner's options, from the settings and
+//! what the journal decides, moved in whole; the listeners that stop it early in
+//! `watch.rs` and the signals in `signals.rs`; `embeddings.rs` the `embedding` scorers'
+//! clients), `ending_of` (`ending.rs`), then `finish::conclude`.
 
 mod cache;
 mod continued;
@@ -31,7 +32,7 @@ pub(super) use resolve::{baseline_of, check_gates};
 
 use std::sync::Arc;
 
-use crate::app::finish::conclude;
+use crate::app::finish::{Outputs, conclude};
 use crate::app::settings::Env;
 use crate::app::settings::RunSettings;
 use crate::app::{Exit, Failure};
@@ -136,7 +137,21 @@ async fn finish_run(
     let mut agg = sent.agg;
     agg.figures().set_run(record.info());
     let result = agg.finish();
-    let outputs = settings.outputs(against.store, against.baseline.as_ref())?;
+    // With `--no-store` the run is recorded nowhere; a store that cannot be named is the
+    // error it was.
+    let outputs = Outputs {
+        store: if settings.no_store {
+            None
+        } else {
+            Some(against.store?)
+        },
+        ..Outputs::of(
+            &settings.gates,
+            settings.files(),
+            against.baseline.as_ref(),
+            settings.quiet,
+        )
+    };
     Ok(conclude(
         dir,
         &record,

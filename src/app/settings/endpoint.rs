@@ -69,6 +69,29 @@ pub(crate) struct Endpoint {
     pub batch: bool,
 }
 
+impl Endpoint {
+    /// The endpoint as shown and stored (no credentials).
+    pub(crate) fn info(&self) -> promptgauge_report::ProviderInfo {
+        let shown = crate::app::shown_urls(&self.base_urls);
+        let replicas = if shown.len() > 1 {
+            shown.clone()
+        } else {
+            Vec::new()
+        };
+        promptgauge_report::ProviderInfo {
+            replicas,
+            endpoint: self.name.clone(),
+            batch: self.batch,
+            ..promptgauge_report::ProviderInfo::of(
+                shown,
+                &self.model,
+                &self.api_key_env,
+                self.protocol,
+            )
+        }
+    }
+}
+
 /// What the bench says about its endpoint, for [`resolve_endpoint`].
 pub(crate) struct BenchEndpoint<'a> {
     pub base_urls: Vec<String>,

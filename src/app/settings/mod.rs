@@ -1,19 +1,29 @@
 //! The settings factory: the flags, the bench and its endpoints resolved once into one
-//! value, [`RunSettings`], that builds every component a run needs — its lanes' clients,
-//! the judge's, the runner's options (the scorers' context among them), the outputs it
-//! writes — as ripgrep resolves its flags once into `HiArgs`, which builds the searcher and
-//! the printer. `client.rs`: what one client is built from ([`ClientSettings`]), for the
-//! run's lanes, each endpoint of a grid and the judge.
+//! value, [`RunSettings`], that builds the components a run needs — its lanes' clients,
+//! the judge's, the outputs it writes — as ripgrep resolves its flags once into `HiArgs`,
+//! which builds the searcher and the printer (the runner's options are built beside the
+//! sending, `app/run/send.rs`, from these settings and what the journal decides). Its parts, each built once and read only: `env.rs` the environment
+//! (captured once), `prepare.rs` the bench planned from the plan flags ([`Prepared`]),
+//! `endpoint.rs` each endpoint (base URLs, model, protocol, key, headers), `judge.rs` who
+//! judges ([`ResolvedJudge`]), `client.rs` what one client is built from
+//! ([`ClientSettings`]), for the run's lanes, each endpoint of a grid and the judge;
+//! `shard.rs` `--shard auto`, `store.rs` the history store's location. Nothing here reads
+//! what the run does after: a run's steps (`app/run/`) read these settings and never
+//! change them.
 
 mod client;
 mod endpoint;
 mod env;
+mod judge;
+mod prepare;
 mod shard;
 mod store;
 
-pub(super) use client::{ClientSettings, apply_limit_flags};
-pub(crate) use endpoint::{BenchEndpoint, Endpoint, read_headers, resolve_endpoint};
+use client::ClientSettings;
+pub(crate) use endpoint::Endpoint;
 pub use env::Env;
+pub(in crate::app) use judge::ResolvedJudge;
+pub(crate) use prepare::{Prepared, bench_file, serve_mcp_tools};
 pub use shard::resolve_shard;
 pub(crate) use store::store_location;
 
@@ -21,13 +31,9 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::baseline::Reference;
-use super::finish::Outputs;
-use super::judge::ResolvedJudge;
-use super::{Failure, Prepared, prepare};
+use super::Failure;
 use crate::cli::{BatchArgs, GateArgs, OutputArgs, PlanArgs, RunArgs};
 use crate::error::BeforeSend;
-use crate::error::UsageError;
 use promptgauge_client::Client;
 use promptgauge_report::ProviderInfo;
 use promptgauge_runner as runner;
@@ -50,9 +56,9 @@ impl Planned {
     /// Loads and plans the bench the flags name, and resolves its endpoint and judge. No
     /// network; every error is exit 2.
     pub(super) fn resolve(plan: &PlanArgs, env: &Env) -> Result<Planned, Failure> {
-        let p = prepare(plan, env)?;
-        let provider = super::budget::provider_info(&p);
-        let judge = super::judge::resolve(&p, plan, env)?;
+        let p = prepare::prepare(plan, env)?;
+        let provider = p.endpoint.info();
+        let judge = judge::resolve(&p, plan, env)?;
         Ok(Planned {
             plan: p,
             provider,
@@ -131,7 +137,7 @@ impl RunSettings {
         }
         // The bench's `gates:`, each unless its flag is given.
         let gates = flags.gates.or_bench(&p.bench.gates);
-        let mcp = super::prepare::serve_mcp_tools(&mut p).await?;
+        let mcp = serve_mcp_tools(&mut p).await?;
         Ok(RunSettings {
             plan: p,
             provider,
@@ -229,19 +235,5 @@ impl RunSettings {
     /// The files the run writes besides its folder (`--junit`, `--markdown`, `--jobs-csv`).
     pub(super) fn files(&self) -> &OutputArgs {
         &self.outputs
-    }
-
-    /// What the run writes when it ends: its gates, report files and history store (`None`
-    /// with `--no-store`; a store that cannot be named is the error it was), against the
-    /// `baseline` run.
-    pub(super) fn outputs<'a>(
-        &'a self,
-        store: Result<promptgauge_store::Location, UsageError>,
-        baseline: Option<&'a Reference>,
-    ) -> Result<Outputs<'a>, UsageError> {
-        Ok(Outputs {
-            store: if self.no_store { None } else { Some(store?) },
-            ..Outputs::of(&self.gates, &self.outputs, baseline, self.quiet)
-        })
     }
 }

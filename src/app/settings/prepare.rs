@@ -4,8 +4,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{DEFAULT_BENCH, Failure};
-use crate::app::settings::{BenchEndpoint, Endpoint, Env, resolve_endpoint};
+use super::endpoint::{BenchEndpoint, Endpoint, resolve_endpoint};
+use super::env::Env;
+use crate::app::{DEFAULT_BENCH, Failure};
 use crate::cli::PlanArgs;
 use crate::error::UsageError;
 use promptgauge_suite::endpoints::NamedEndpoint;
@@ -223,7 +224,7 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
     let path = bench_file(args.bench.as_deref())?;
     let mut bench = Bench::load(&path)?;
     if args.fetch_urls {
-        super::fetch::fetch_urls(&mut bench)?;
+        crate::app::fetch::fetch_urls(&mut bench)?;
     }
     // Every case's scorer is checked, also those of cases `--limit` leaves out.
     let mut scorers = promptgauge_grade::scorers_for(&bench)?;
@@ -236,7 +237,7 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
     if let Some(r) = args.repeats {
         bench.repeats = r;
     }
-    super::settings::apply_limit_flags(&mut bench, &mut chosen, &args.limits);
+    super::client::apply_limit_flags(&mut bench, &mut chosen, &args.limits);
     let variants = pick_variants(&bench, &args.variants)?;
     let mut grid = grid_of(&bench, &chosen, args, env)?;
     let endpoint = match grid.first() {
@@ -249,7 +250,7 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
         .map(|g| g.limits.max_pdf_pages)
         .max()
         .unwrap_or(bench.limits.max_pdf_pages);
-    super::attachments::count_url_documents_at(&mut bench, pages_read);
+    crate::app::attachments::count_url_documents_at(&mut bench, pages_read);
     // The shards of one search draw one order (see `shared_seed`).
     let seed = args
         .seed
@@ -266,7 +267,7 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
     );
     let arms_out = match (&args.after, &sequential) {
         (Some(after), Some(plan)) => {
-            super::after::arms_out_after(after, args.shard, &bench, &variants, plan)?
+            crate::app::after::arms_out_after(after, args.shard, &bench, &variants, plan)?
         }
         // Without a search, `sequential_of` refused --after.
         _ => args.arms_out.clone(),
@@ -431,7 +432,7 @@ fn check_files(
     endpoint: &Endpoint,
     grid: &[GridEndpoint],
 ) -> Result<(), promptgauge_suite::InputErrors> {
-    use super::attachments::{Recipient, check};
+    use crate::app::attachments::{Recipient, check};
     let targets: Vec<Recipient<'_>> = match grid {
         [] => vec![Recipient {
             said: "the endpoint".into(),
@@ -676,9 +677,8 @@ fn price_of(
     let shown = |urls: &[&String], model: Option<&str>| {
         let at = match urls {
             [] => "the simulator".to_string(),
-            urls => {
-                super::shown_urls(&urls.iter().map(|u| (*u).clone()).collect::<Vec<_>>()).join(", ")
-            }
+            urls => crate::app::shown_urls(&urls.iter().map(|u| (*u).clone()).collect::<Vec<_>>())
+                .join(", "),
         };
         match model {
             Some(m) => format!("model {m} at {at}"),
