@@ -895,24 +895,6 @@ impl OutputArgs {
             quiet: false,
         }
     }
-
-    /// The outputs that hear every counted job, one line each (the JUnit spool lives in
-    /// the run folder and is the aggregator's own; the Markdown is written from the
-    /// summary).
-    pub(crate) fn sinks(
-        &self,
-        record: &promptgauge_runner::record::RunRecord,
-    ) -> Vec<Box<dyn promptgauge_report::sinks::Sink>> {
-        let mut sinks: Vec<Box<dyn promptgauge_report::sinks::Sink>> = Vec::new();
-        if let Some(path) = &self.jobs_csv {
-            sinks.push(Box::new(promptgauge_report::jobs_csv::JobsCsv::create(
-                path,
-                record.arm_prices(),
-                !record.plan.endpoints.is_empty(),
-            )));
-        }
-        sinks
-    }
 }
 
 /// Which failed jobs `--retry-failed` sends again.

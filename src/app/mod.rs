@@ -118,6 +118,23 @@ fn resume_command(dir: &std::path::Path) -> String {
     )
 }
 
+/// The outputs that hear every counted job, one line each (the JUnit spool lives in the
+/// run folder and is the aggregator's own; the Markdown is written from the summary).
+fn sinks(
+    outputs: &crate::cli::OutputArgs,
+    record: &promptgauge_runner::record::RunRecord,
+) -> Vec<Box<dyn promptgauge_report::sinks::Sink>> {
+    let mut sinks: Vec<Box<dyn promptgauge_report::sinks::Sink>> = Vec::new();
+    if let Some(path) = &outputs.jobs_csv {
+        sinks.push(Box::new(promptgauge_report::jobs_csv::JobsCsv::create(
+            path,
+            record.arm_prices(),
+            !record.plan.endpoints.is_empty(),
+        )));
+    }
+    sinks
+}
+
 /// The aggregator for a run's reports (with a JUnit spool in the run folder when asked),
 /// with the folder's labels, if people have labelled any answers.
 fn aggregator(
@@ -163,7 +180,7 @@ pub(super) fn aggregator_with(
         labels,
     });
     // The run's other outputs, as the flags ask for them.
-    for sink in outputs.sinks(record) {
+    for sink in sinks(outputs, record) {
         agg.add_sink(sink);
     }
     // A `--best` shard's records are one block of the search's order: `merge` searches.
