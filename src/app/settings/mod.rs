@@ -2,14 +2,15 @@
 //! value, [`RunSettings`], that builds the components a run needs — its lanes' clients,
 //! the judge's, the outputs it writes — as ripgrep resolves its flags once into `HiArgs`,
 //! which builds the searcher and the printer (the runner's options are built beside the
-//! sending, `app/run/send.rs`, from these settings and what the journal decides). Its parts, each built once and read only: `env.rs` the environment
-//! (captured once), `prepare.rs` the bench planned from the plan flags ([`Prepared`]),
-//! `endpoint.rs` each endpoint (base URLs, model, protocol, key, headers), `judge.rs` who
-//! judges ([`ResolvedJudge`]), `client.rs` what one client is built from
-//! ([`ClientSettings`]), for the run's lanes, each endpoint of a grid and the judge;
-//! `shard.rs` `--shard auto`, `store.rs` the history store's location. Nothing here reads
-//! what the run does after: a run's steps (`app/run/`) read these settings and never
-//! change them.
+//! sending, `app/run/send.rs`, from these settings and what the journal decides).
+//!
+//! Its parts, each built once and read only: `env.rs` the environment (captured once),
+//! `prepare.rs` the bench planned from the plan flags ([`Prepared`]), `endpoint.rs` each
+//! endpoint (base URLs, model, protocol, key, headers), `judge.rs` who judges
+//! ([`ResolvedJudge`]), `client.rs` what one client is built from ([`ClientSettings`]),
+//! for the run's lanes, each endpoint of a grid and the judge; `shard.rs` `--shard auto`,
+//! `store.rs` the history store's location. A run's steps (`app/run/`) read these
+//! settings and never change them.
 
 mod client;
 mod endpoint;
