@@ -6,6 +6,11 @@
 //! resets and ends. The TCP server ([`server`]) plays scripts onto sockets; the in-memory
 //! transport ([`memory`]) plays them into the client directly, on tokio's (pausable) clock.
 //!
+//! Each protocol it serves is one type implementing `Served` in its own file (`chat.rs`,
+//! `responses.rs`, `anthropic.rs`), listed once in `PROTOCOLS`: routing, batch lines, key
+//! checks, error bodies and content parts read the list or ask the protocol at hand, and
+//! nothing matches over protocols (docs/dev/architecture.md, "A fourth protocol").
+//!
 //! Invariant: a provider, not a part of the tool: it stands beside the runner and is
 //! reached only over HTTP or the client's transport, never by a layer that measures
 //! (docs/dev/architecture.md, "Code map").
