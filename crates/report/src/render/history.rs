@@ -243,7 +243,7 @@ fn time_chart(
     value_axis(&mut svg, &frame, label);
     time_axis(&mut svg, &frame, h);
     for (k, name) in h.variants.iter().enumerate() {
-        series(&mut svg, &frame, h, (k, name), &look, &value);
+        series(&mut svg, &frame, h, k, name, &look, &value);
     }
     svg.push_str("</svg>");
     svg
@@ -334,7 +334,8 @@ fn series(
     svg: &mut String,
     frame: &Frame,
     h: &History,
-    (k, name): (usize, &String),
+    k: usize,
+    name: &str,
     look: &Look<'_>,
     value: &impl Fn(&HistoryVariant) -> Option<Value>,
 ) {
@@ -348,7 +349,7 @@ fn series(
         .iter()
         .enumerate()
         .filter_map(|(i, r)| {
-            let v = r.variants.iter().find(|v| &v.result.variant == name)?;
+            let v = r.variants.iter().find(|v| v.result.variant == name)?;
             Some((i, r, v, value(v)?))
         })
         .collect();
@@ -368,7 +369,7 @@ fn series(
         }
     }
     for point in &points {
-        let g = point_mark(point, (name, c), look, &x, frame);
+        let g = point_mark(point, name, c, look, &x, frame);
         match (look.link)(&point.1.run) {
             Some(href) => {
                 let _ = write!(svg, "<a href=\"{}\">{g}</a>", esc(&href));
@@ -414,7 +415,8 @@ fn branch_lines(
 /// says on hover, and the step it marks.
 fn point_mark(
     (i, r, v, (val, lo, hi)): &Point<'_>,
-    (name, c): (&str, &str),
+    name: &str,
+    c: &str,
     look: &Look<'_>,
     x: &dyn Fn(usize) -> f64,
     frame: &Frame,
