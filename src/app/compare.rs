@@ -10,7 +10,7 @@ use crate::cli::CompareArgs;
 use crate::error::BeforeSend;
 use crate::error::UsageError;
 use promptgauge_base::clock::utc_now;
-use promptgauge_report::compare::{CaseSide, RunComparison, RunSide};
+use promptgauge_report::compare::{CaseSide, ComparedRun, RunComparison, RunSide};
 use promptgauge_report::{self as report, RunResult};
 use promptgauge_runner::RunDir;
 use promptgauge_runner::record::RunRecord;
@@ -75,24 +75,26 @@ pub(super) fn compare_results(
     // named), as in `history`.
     let changed = changed_cases(a.1, b.1);
     let (arms_a, arms_b) = (a.1.plan.arms(), b.1.plan.arms());
-    let mut comparison = RunComparison::build(
-        run_side(a),
-        run_side(b),
-        (&a.2.summary, &b.2.summary),
-        (
-            CaseSide {
-                table: &a.2.cases,
-                arms: &arms_a,
-            },
-            CaseSide {
-                table: &b.2.cases,
-                arms: &arms_b,
-            },
-        ),
-        &changed.iter().cloned().collect(),
-        (&a.1.bench.case_ids, &b.1.bench.case_ids),
-        confidence,
-    );
+    let run_a = ComparedRun {
+        side: run_side(a),
+        summary: &a.2.summary,
+        cases: CaseSide {
+            table: &a.2.cases,
+            arms: &arms_a,
+        },
+        planned: &a.1.bench.case_ids,
+    };
+    let run_b = ComparedRun {
+        side: run_side(b),
+        summary: &b.2.summary,
+        cases: CaseSide {
+            table: &b.2.cases,
+            arms: &arms_b,
+        },
+        planned: &b.1.bench.case_ids,
+    };
+    let changed_set = changed.iter().cloned().collect();
+    let mut comparison = RunComparison::build(run_a, run_b, &changed_set, confidence);
     comparison.cases_changed = changed;
     for pair in &mut comparison.variants {
         let arm = |r: &RunRecord| r.plan.arms().iter().position(|v| *v == pair.name);
