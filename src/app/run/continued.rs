@@ -13,14 +13,14 @@ pub(in crate::app) struct Continued {
     pub(in crate::app) journal: promptgauge_runner::Journal,
     pub(in crate::app) jobs: Vec<Job>,
     /// What the journal decides for the runner, moved whole into its options.
-    pub(in crate::app) carried: Carried,
+    pub(in crate::app) carried: JournalDecides,
     /// `--budget`: what the jobs in the journal cost (earlier sessions of the run).
     pub(in crate::app) spent: f64,
 }
 
 /// What a resumed run's journal decides for the runner: read once, moved into the runner's
 /// options (`send.rs`'s `run_options`), never taken apart in place.
-pub(in crate::app) struct Carried {
+pub(in crate::app) struct JournalDecides {
     /// Jobs of the plan the journal already holds.
     pub(in crate::app) already: usize,
     /// `--retry-failed`: jobs sent again, by plan position, with their round.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
-use super::continued::{Carried, Continued};
+use super::continued::{Continued, JournalDecides};
 use crate::app::settings::RunSettings;
 use crate::app::{Failure, Prepared};
 use crate::error::BeforeSend;
@@ -68,7 +68,7 @@ pub(super) fn continue_journal(
     Ok(Continued {
         agg,
         journal,
-        carried: Carried {
+        carried: JournalDecides {
             already: p.jobs.len() - jobs.len(),
             resend,
             stop: until.stop,

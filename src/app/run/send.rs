@@ -5,7 +5,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::cache::open_cache;
-use super::continued::{Carried, Continued};
+use super::continued::{Continued, JournalDecides};
 use super::embeddings::embedding_services;
 use super::lanes::Clients;
 use super::signals::{Signals, watch_signals};
@@ -129,7 +129,7 @@ fn run_options(
     settings: &RunSettings,
     record: &RunRecord,
     lanes: &[runner::Lane],
-    carried: Carried,
+    carried: JournalDecides,
     judge: Option<Arc<promptgauge_grade::judge::JudgeService>>,
     cache: Option<Arc<std::sync::Mutex<promptgauge_client::Cache>>>,
     budget: Option<Arc<runner::budget::Budget>>,
