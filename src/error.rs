@@ -74,8 +74,19 @@ impl<T, E: Into<anyhow::Error>> BeforeSend<T> for Result<T, E> {
     }
 }
 
-impl From<crate::cli::UsageError> for Failure {
-    fn from(e: crate::cli::UsageError) -> Self {
+/// A flag or its value is wrong (exit 2, nothing sent). The message says how to fix it.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+impl UsageError {
+    pub(crate) fn with_fix(message: impl std::fmt::Display, fix: impl std::fmt::Display) -> Self {
+        UsageError(format!("{message}\n  fix: {fix}"))
+    }
+}
+
+impl From<UsageError> for Failure {
+    fn from(e: UsageError) -> Self {
         Failure::Input(e.into())
     }
 }

@@ -1,8 +1,8 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use promptgauge::app;
-use promptgauge::cli::{Cli, Command, Env};
+use promptgauge::app::{self, Env};
+use promptgauge::cli::{Cli, Command};
 
 fn main() -> ExitCode {
     // Started by promptgauge to watch a program it runs (a tool, an MCP server, a scorer):
@@ -15,7 +15,7 @@ fn main() -> ExitCode {
     let mut cli = Cli::parse();
     let env = Env::capture();
     // What the flags leave to the environment (`--shard auto`), before anything runs.
-    match cli.resolve(&env) {
+    match app::resolve_shard(&mut cli, &env) {
         Ok(said) => {
             for s in said {
                 eprintln!("{}", promptgauge::report::terminal_safe(&s));

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::Failure;
-use crate::cli::UsageError;
+use crate::error::UsageError;
 use promptgauge_runner::RunDir;
 
 /// The largest summary.json `--after` reads.
@@ -17,7 +17,8 @@ const SUMMARY_CAP: u64 = 64 << 20;
 pub(super) fn arms_out_after(
     after: &Path,
     shard: Option<promptgauge_suite::Shard>,
-    (bench, variants): (&promptgauge_suite::Bench, &[usize]),
+    bench: &promptgauge_suite::Bench,
+    variants: &[usize],
     plan: &promptgauge_suite::plan::SequentialPlan,
 ) -> Result<Vec<String>, Failure> {
     let refuse = |why: String, fix: &str| -> Failure {

@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use super::{Failure, load};
-use crate::cli::UsageError;
 use crate::error::BeforeSend;
+use crate::error::UsageError;
 use promptgauge_report::RunResult;
 use promptgauge_report::compare::CaseTable;
 use promptgauge_report::summary::{Latencies, Summary};

@@ -1,8 +1,8 @@
 //! What a plan may cost, before anything is sent (`check`, and `--budget` at the start of a
 //! run), and the prices a run's budget holds its jobs at (docs/guide/budget.md).
 
-use super::{Failure, Prepared, shown_urls};
-use crate::cli::UsageError;
+use super::{Failure, Prepared};
+use crate::error::UsageError;
 use promptgauge_client::attachment::FileTokens;
 use promptgauge_report::ProviderInfo;
 use promptgauge_report::usd as shown;
@@ -48,7 +48,7 @@ impl Estimate {
 /// The prices the run's jobs are costed at, lane by lane (each endpoint's own, or the
 /// bench's; a batching endpoint's at its batch price), and the judge's: its own, or the
 /// bench's when it is the model under test.
-pub(super) fn prices(p: &Prepared, judge: Option<&super::judge::ResolvedJudge>) -> Prices {
+pub(super) fn prices(p: &Prepared, judge: Option<&super::settings::ResolvedJudge>) -> Prices {
     let at = |price: Option<&Price>, batch: bool| {
         price.map(|price| {
             if batch {
@@ -259,21 +259,5 @@ pub(super) fn check_estimate(
 /// Where the answers come from, as shown and stored (no credentials): in a run of several
 /// endpoints, the baseline endpoint.
 pub(super) fn provider_info(p: &Prepared) -> ProviderInfo {
-    endpoint_info(&p.endpoint)
-}
-
-/// An endpoint as shown and stored (no credentials).
-pub(super) fn endpoint_info(e: &crate::cli::Endpoint) -> ProviderInfo {
-    let shown = shown_urls(&e.base_urls);
-    let replicas = if shown.len() > 1 {
-        shown.clone()
-    } else {
-        Vec::new()
-    };
-    ProviderInfo {
-        replicas,
-        endpoint: e.name.clone(),
-        batch: e.batch,
-        ..ProviderInfo::of(shown, &e.model, &e.api_key_env, e.protocol)
-    }
+    p.endpoint.info()
 }

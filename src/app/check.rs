@@ -2,7 +2,8 @@
 
 use super::settings::Planned;
 use super::{Exit, Failure, shown_urls};
-use crate::cli::{CheckArgs, Env};
+use crate::app::settings::Env;
+use crate::cli::CheckArgs;
 use promptgauge_report::compare::Detectable;
 
 /// `check`: validates everything a run would and prints the plan; sends nothing.
@@ -10,7 +11,7 @@ pub async fn check(args: &CheckArgs, env: &Env) -> Result<Exit, Failure> {
     let Planned {
         plan: mut p, judge, ..
     } = Planned::resolve(&args.plan, env)?;
-    let mcp = super::prepare::serve_mcp_tools(&mut p).await?;
+    let mcp = super::settings::serve_mcp_tools(&mut p).await?;
     say_plan(&p);
     say_endpoints(&p);
     say_served_tools(&p);
@@ -231,7 +232,7 @@ fn say_endpoints(p: &super::Prepared) {
 /// costed, and `--budget` checked against the estimate.
 fn say_cost(
     p: &super::Prepared,
-    judge: Option<&super::judge::ResolvedJudge>,
+    judge: Option<&super::settings::ResolvedJudge>,
     args: &CheckArgs,
 ) -> Result<(), Failure> {
     let prices = super::budget::prices(p, judge);
@@ -357,7 +358,7 @@ fn say_power(p: &super::Prepared) {
 /// elsewhere) the judge, each asked for its models once.
 async fn probe(
     p: &super::Prepared,
-    judge: Option<&super::judge::ResolvedJudge>,
+    judge: Option<&super::settings::ResolvedJudge>,
 ) -> Result<Exit, Failure> {
     let (endpoints, judge) = super::preflight::looks(p, judge);
     let names = p.endpoint_names();
@@ -390,7 +391,7 @@ async fn probe(
 
 /// Who judges, how many calls that takes, how they are priced, and a warning when the judge
 /// is the model under test.
-fn say_judge(p: &super::Prepared, judge: &super::judge::ResolvedJudge) {
+fn say_judge(p: &super::Prepared, judge: &super::settings::ResolvedJudge) {
     let b = &p.bench;
     let calls: u64 = p
         .jobs

@@ -6,10 +6,11 @@ use std::path::Path;
 use anyhow::Context;
 
 use super::{Exit, Failure};
-use crate::cli::{CompareArgs, UsageError};
+use crate::cli::CompareArgs;
 use crate::error::BeforeSend;
+use crate::error::UsageError;
 use promptgauge_base::clock::utc_now;
-use promptgauge_report::compare::{CaseSide, RunComparison, RunSide};
+use promptgauge_report::compare::{CaseSide, ComparedRun, RunComparison, RunSide};
 use promptgauge_report::{self as report, RunResult};
 use promptgauge_runner::RunDir;
 use promptgauge_runner::record::RunRecord;
@@ -74,31 +75,33 @@ pub(super) fn compare_results(
     // named), as in `history`.
     let changed = changed_cases(a.1, b.1);
     let (arms_a, arms_b) = (a.1.plan.arms(), b.1.plan.arms());
-    let mut comparison = RunComparison::build(
-        run_side(a),
-        run_side(b),
-        (&a.2.summary, &b.2.summary),
-        (
-            CaseSide {
-                table: &a.2.cases,
-                arms: &arms_a,
-            },
-            CaseSide {
-                table: &b.2.cases,
-                arms: &arms_b,
-            },
-        ),
-        &changed.iter().cloned().collect(),
-        (&a.1.bench.case_ids, &b.1.bench.case_ids),
-        confidence,
-    );
+    let run_a = ComparedRun {
+        side: run_side(a),
+        summary: &a.2.summary,
+        cases: CaseSide {
+            table: &a.2.cases,
+            arms: &arms_a,
+        },
+        planned: &a.1.bench.case_ids,
+    };
+    let run_b = ComparedRun {
+        side: run_side(b),
+        summary: &b.2.summary,
+        cases: CaseSide {
+            table: &b.2.cases,
+            arms: &arms_b,
+        },
+        planned: &b.1.bench.case_ids,
+    };
+    let changed_set = changed.iter().cloned().collect();
+    let mut comparison = RunComparison::build(run_a, run_b, &changed_set, confidence);
     comparison.cases_changed = changed;
     for pair in &mut comparison.variants {
         let arm = |r: &RunRecord| r.plan.arms().iter().position(|v| *v == pair.name);
         let (Some(ia), Some(ib)) = (arm(a.1), arm(b.1)) else {
             continue;
         };
-        compare_answers(pair, (a.2, ia), (b.2, ib));
+        compare_answers(pair, a.2, ia, b.2, ib);
         let latencies = |result: &RunResult, i: usize| {
             result
                 .latencies
@@ -137,11 +140,13 @@ fn run_side((dir, r, _): Side<'_>) -> RunSide {
 }
 
 /// What report.html kept of each run's answers for one variant (at its place in each
-/// run): identical texts, and flipped cases.
+/// run: `ia` in `a`, `ib` in `b`): identical texts, and flipped cases.
 fn compare_answers(
     pair: &mut promptgauge_report::compare::VariantPair,
-    (a, ia): (&RunResult, usize),
-    (b, ib): (&RunResult, usize),
+    a: &RunResult,
+    ia: usize,
+    b: &RunResult,
+    ib: usize,
 ) {
     const FLIPS_SHOWN: usize = 200;
     for (case, (expected, answers_a)) in &a.answers {
@@ -176,8 +181,8 @@ fn compare_answers(
 
 /// `compare`: two runs over the same cases, variant by variant, paired by case. Each run
 /// is a folder, a run id or `latest[:BRANCH]` from the history store.
-pub async fn compare(args: &CompareArgs, env: &crate::cli::Env) -> Result<Exit, Failure> {
-    let store = crate::cli::store_location(
+pub async fn compare(args: &CompareArgs, env: &crate::app::settings::Env) -> Result<Exit, Failure> {
+    let store = crate::app::settings::store_location(
         args.store.as_deref(),
         env,
         Path::new(super::history::REPORTS),

@@ -6,7 +6,8 @@ use std::path::Path;
 use super::baseline::{Reference, load_reference};
 use super::compare::compare_results;
 use super::{Exit, resume_command};
-use crate::cli::{GateArgs, UsageError};
+use crate::cli::GateArgs;
+use crate::error::UsageError;
 use promptgauge_report::{self as report, Output, RunReport, RunResult};
 use promptgauge_runner::RunDir;
 use promptgauge_runner::record::RunRecord;
@@ -57,7 +58,8 @@ impl<'a> Outputs<'a> {
         files: &'a crate::cli::OutputArgs,
         baseline: Option<&'a Reference>,
         quiet: bool,
-        (no_store, store): (bool, Result<promptgauge_store::Location, UsageError>),
+        no_store: bool,
+        store: Result<promptgauge_store::Location, UsageError>,
     ) -> Result<Outputs<'a>, UsageError> {
         Ok(Outputs {
             store: if no_store { None } else { Some(store?) },
@@ -236,7 +238,8 @@ pub(super) async fn conclude(
         record,
         &result,
         ending,
-        (outputs, &gates),
+        outputs,
+        &gates,
         !problems.is_empty(),
     )
 }
@@ -297,7 +300,8 @@ fn exit_of(
     record: &RunRecord,
     result: &RunResult,
     ending: Ending,
-    (outputs, gates): (&Outputs<'_>, &report::gates::Gates),
+    outputs: &Outputs<'_>,
+    gates: &report::gates::Gates,
     problems: bool,
 ) -> Exit {
     if let Some(exit) = exit_of_ending(dir, record, ending) {

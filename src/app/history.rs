@@ -6,8 +6,10 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::Context;
 
 use super::{Exit, Failure};
-use crate::cli::{Env, HistoryArgs, IndexArgs, RunFilterArgs, RunsArgs, UsageError};
+use crate::app::settings::Env;
+use crate::cli::{HistoryArgs, IndexArgs, RunFilterArgs, RunsArgs};
 use crate::error::BeforeSend;
+use crate::error::UsageError;
 use promptgauge_report::history;
 use promptgauge_runner::RunDir;
 use promptgauge_store::{Filter, Location, Store};
@@ -63,8 +65,11 @@ fn filter(args: &RunFilterArgs, bench: Option<String>) -> Result<Filter, UsageEr
 
 /// `history [BENCH]`.
 pub async fn history(args: &HistoryArgs, env: &Env) -> Result<Exit, Failure> {
-    let (location, named) =
-        crate::cli::store_location(args.filter.store.as_deref(), env, Path::new(REPORTS))?;
+    let (location, named) = crate::app::settings::store_location(
+        args.filter.store.as_deref(),
+        env,
+        Path::new(REPORTS),
+    )?;
     let store = open_existing(&location, named).await?;
     let built = async {
         let bench = super::baseline::bench_in(
@@ -253,8 +258,11 @@ fn relative(from: &Path, to: &Path) -> PathBuf {
 
 /// `runs`.
 pub async fn runs(args: &RunsArgs, env: &Env) -> Result<Exit, Failure> {
-    let (location, named) =
-        crate::cli::store_location(args.filter.store.as_deref(), env, Path::new(REPORTS))?;
+    let (location, named) = crate::app::settings::store_location(
+        args.filter.store.as_deref(),
+        env,
+        Path::new(REPORTS),
+    )?;
     let store = open_existing(&location, named).await?;
     let listed = async {
         if let Some(b) = &args.bench {
@@ -302,7 +310,7 @@ pub async fn index(args: &IndexArgs, env: &Env) -> Result<Exit, Failure> {
         Some(d) => d.clone(),
         None => PathBuf::from(REPORTS),
     };
-    let (location, _) = crate::cli::store_location(args.store.as_deref(), env, &root)?;
+    let (location, _) = crate::app::settings::store_location(args.store.as_deref(), env, &root)?;
     if folders.is_empty() {
         return Err(UsageError::with_fix(
             "no run folder was found to index",

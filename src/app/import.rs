@@ -25,7 +25,8 @@ use self::bench::{
 };
 use self::reader::{Reader, yaml};
 use super::{Exit, Failure};
-use crate::cli::{ImportArgs, UsageError};
+use crate::cli::ImportArgs;
+use crate::error::UsageError;
 
 /// A provider read: its label (or model), the endpoint's fields, its request parameters.
 type ProviderRead = (String, Map<String, Value>, Map<String, Value>);

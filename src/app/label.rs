@@ -9,8 +9,9 @@ use anyhow::Context;
 
 use super::finish::in_use;
 use super::{Exit, Failure};
-use crate::cli::{LabelArgs, ReportArgs, UsageError};
+use crate::cli::{LabelArgs, ReportArgs};
 use crate::error::BeforeSend;
+use crate::error::UsageError;
 use promptgauge_report::labels::{self, Label};
 use promptgauge_runner::RunDir;
 use promptgauge_runner::journal::JobRecord;

@@ -7,14 +7,15 @@ use anyhow::Context;
 
 use super::finish::{Ending, Outputs, conclude};
 use super::{Exit, Failure, aggregator};
-use crate::cli::{MergeArgs, UsageError};
+use crate::cli::MergeArgs;
 use crate::error::BeforeSend;
+use crate::error::UsageError;
 use promptgauge_base::clock::utc_now;
 use promptgauge_runner::RunDir;
 use promptgauge_runner::record::RunRecord;
 
 /// `merge`: combines the run folders of `run --shard i/n` into one run.
-pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Failure> {
+pub async fn merge(args: &MergeArgs, env: &crate::app::settings::Env) -> Result<Exit, Failure> {
     let runs = shard_folders(&args.runs)?;
     let args = &MergeArgs {
         runs,
@@ -30,7 +31,8 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
     let mut record = merged_record(&records, &missing);
     record.allowed_failures = args.gates.allow_failures;
 
-    let store = crate::cli::store_location(args.store.store.as_deref(), env, &root).map(|s| s.0);
+    let store =
+        crate::app::settings::store_location(args.store.store.as_deref(), env, &root).map(|s| s.0);
     // A store that cannot be named right is said before anything is done.
     if let (false, Err(e)) = (args.store.no_store, &store) {
         return Err(e.clone().into());
@@ -69,7 +71,8 @@ pub async fn merge(args: &MergeArgs, env: &crate::cli::Env) -> Result<Exit, Fail
         &args.outputs,
         baseline.as_ref(),
         args.quiet,
-        (args.store.no_store, store),
+        args.store.no_store,
+        store,
     )?;
     let exit = conclude(
         &dir,

@@ -43,13 +43,11 @@ mod finish;
 mod history;
 mod import;
 mod init;
-mod judge;
 mod label;
 mod merge;
 mod mock;
 mod plan;
 mod preflight;
-mod prepare;
 mod report;
 mod results;
 mod run;
@@ -68,11 +66,12 @@ pub use label::label;
 pub use merge::merge;
 pub use mock::mock;
 pub use plan::plan;
-pub(crate) use prepare::{Prepared, prepare};
 pub use report::report;
 pub use results::import_results;
 pub use run::run;
 pub use schema::schema;
+pub(crate) use settings::Prepared;
+pub use settings::{Env, resolve_shard};
 pub use shell::{completions, man};
 pub use view::view;
 
@@ -119,13 +118,30 @@ fn resume_command(dir: &std::path::Path) -> String {
     )
 }
 
+/// The outputs that hear every counted job, one line each (the JUnit spool lives in the
+/// run folder and is the aggregator's own; the Markdown is written from the summary).
+fn sinks(
+    outputs: &crate::cli::OutputArgs,
+    record: &promptgauge_runner::record::RunRecord,
+) -> Vec<Box<dyn promptgauge_report::sinks::Sink>> {
+    let mut sinks: Vec<Box<dyn promptgauge_report::sinks::Sink>> = Vec::new();
+    if let Some(path) = &outputs.jobs_csv {
+        sinks.push(Box::new(promptgauge_report::jobs_csv::JobsCsv::create(
+            path,
+            record.arm_prices(),
+            !record.plan.endpoints.is_empty(),
+        )));
+    }
+    sinks
+}
+
 /// The aggregator for a run's reports (with a JUnit spool in the run folder when asked),
 /// with the folder's labels, if people have labelled any answers.
 fn aggregator(
     dir: &promptgauge_runner::RunDir,
     record: &promptgauge_runner::record::RunRecord,
     outputs: &crate::cli::OutputArgs,
-) -> Result<Figures, crate::cli::UsageError> {
+) -> Result<Figures, crate::error::UsageError> {
     aggregator_with(dir, record, outputs, None)
 }
 
@@ -139,9 +155,9 @@ pub(super) fn aggregator_with(
     record: &promptgauge_runner::record::RunRecord,
     outputs: &crate::cli::OutputArgs,
     live: Option<promptgauge_runner::sequential::Steering>,
-) -> Result<Figures, crate::cli::UsageError> {
+) -> Result<Figures, crate::error::UsageError> {
     let (labels, torn) = promptgauge_report::labels::of_run(&dir.labels()).map_err(|m| {
-        crate::cli::UsageError::with_fix(m, "fix the line, or remove it from labels.jsonl")
+        crate::error::UsageError::with_fix(m, "fix the line, or remove it from labels.jsonl")
     })?;
     if let Some(torn) = torn {
         note!(
@@ -164,7 +180,7 @@ pub(super) fn aggregator_with(
         labels,
     });
     // The run's other outputs, as the flags ask for them.
-    for sink in outputs.sinks(record) {
+    for sink in sinks(outputs, record) {
         agg.add_sink(sink);
     }
     // A `--best` shard's records are one block of the search's order: `merge` searches.
@@ -215,10 +231,10 @@ fn load_with(
     let dir = promptgauge_runner::RunDir::at(path);
     let _reading = dir
         .read_lock()
-        .map_err(|e| crate::cli::UsageError(e.to_string()))?;
+        .map_err(|e| crate::error::UsageError(e.to_string()))?;
     let record = dir
         .read_record()
-        .map_err(|e| crate::cli::UsageError(format!("{e:#}")))?;
+        .map_err(|e| crate::error::UsageError(format!("{e:#}")))?;
     let mut agg = aggregator(&dir, &record, &Default::default())?;
     if rows {
         agg.figures().keep_rows(&record.bench.case_ids, None);

@@ -86,7 +86,7 @@ fn last_baseline(reports: &Path, bench: &str) -> Option<LastBaseline> {
 
 /// `plan`: sizes a bench; sends nothing.
 pub fn plan(args: &PowerArgs) -> Result<Exit, Failure> {
-    let path = super::prepare::bench_file(args.bench.as_deref())?;
+    let path = super::settings::bench_file(args.bench.as_deref())?;
     let bench = Bench::load(&path)?;
     // A bench whose scorers cannot be built is not planned for.
     let scorers = promptgauge_grade::scorers_for(&bench)?;
@@ -100,7 +100,7 @@ pub fn plan(args: &PowerArgs) -> Result<Exit, Failure> {
     a.comparisons = comparisons;
     a.correlation = args.correlation;
     if power::power(10, 0.0, &a).is_none() {
-        return Err(crate::cli::UsageError::with_fix(
+        return Err(crate::error::UsageError::with_fix(
             format!(
                 "--correlation {} is impossible at a baseline accuracy of {:.0}%",
                 args.correlation,
@@ -112,7 +112,7 @@ pub fn plan(args: &PowerArgs) -> Result<Exit, Failure> {
     }
     if let Some(arms) = args.best {
         let job = job_ceiling(&bench, &scorers);
-        say_best(&bench, arms as usize, (baseline, &source), job, args)?;
+        say_best(&bench, arms as usize, baseline, &source, job, args)?;
         return Ok(Exit::Success);
     }
     let conf = (bench.confidence * 100.0).round();
@@ -251,7 +251,8 @@ fn detectable_line(cases: u64, target: f64, a: &Assumptions) -> String {
 fn say_best(
     bench: &Bench,
     arms: usize,
-    (baseline, source): (f64, &str),
+    baseline: f64,
+    source: &str,
     job: JobCost,
     args: &PowerArgs,
 ) -> Result<(), Failure> {
@@ -259,7 +260,7 @@ fn say_best(
     use rand::{RngExt, SeedableRng};
     let points = args.epsilon.or(bench.best_epsilon).unwrap_or(2.0);
     if !(points > 0.0 && points < 50.0) {
-        return Err(crate::cli::UsageError::with_fix(
+        return Err(crate::error::UsageError::with_fix(
             format!("plan --best sizes a search for an ε above 0 and below 50 points, and ε is {points}: at 0 no fixed design can promise the best"),
             "--epsilon 2 (two points: an arm within 2 points of the best counts as the best)",
         )

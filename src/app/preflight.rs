@@ -88,13 +88,28 @@ fn same_origin_only() -> reqwest::redirect::Policy {
     })
 }
 
-async fn ask(
-    client: &reqwest::Client,
-    protocol: &dyn Protocol,
-    url: &str,
-    (key, headers): (Option<&ApiKey>, &[(String, String, bool)]),
+/// How the preflight asks one target's servers: its HTTP client and protocol, the
+/// credentials every job sends there, and how long each look may take.
+struct Asker<'a> {
+    client: reqwest::Client,
+    protocol: &'a dyn Protocol,
+    /// The target's key, sent as its protocol sends it.
+    key: Option<&'a ApiKey>,
+    /// The endpoint's own headers (name, value, read from a variable).
+    headers: &'a [(String, String, bool)],
+    /// The most one look waits.
     wait: Duration,
-) -> Answer {
+}
+
+/// What a models list at `url` says.
+async fn ask(asker: &Asker<'_>, url: &str) -> Answer {
+    let Asker {
+        ref client,
+        protocol,
+        key,
+        headers,
+        wait,
+    } = *asker;
     let request = client.get(url).header("accept", "application/json");
     let request = credentials(request, protocol, key, headers);
     let deadline = tokio::time::Instant::now() + wait;
@@ -145,14 +160,14 @@ async fn ask(
 /// The status of an empty request (`{"model": M}`, no messages) to the URL jobs are sent
 /// to: a server with the route refuses it (400, 422) without generating or billing
 /// anything; one without answers 404. `None` when nothing answered within `wait`.
-async fn knock(
-    client: &reqwest::Client,
-    protocol: &dyn Protocol,
-    url: &str,
-    model: &str,
-    (key, headers): (Option<&ApiKey>, &[(String, String, bool)]),
-    wait: Duration,
-) -> Option<u16> {
+async fn knock(asker: &Asker<'_>, url: &str, model: &str) -> Option<u16> {
+    let Asker {
+        ref client,
+        protocol,
+        key,
+        headers,
+        wait,
+    } = *asker;
     let request = client
         .post(url)
         .header("content-type", "application/json")
@@ -195,7 +210,7 @@ pub(crate) struct Target<'a> {
     pub model_flag: &'a str,
 }
 
-impl super::judge::ResolvedJudge {
+impl super::settings::ResolvedJudge {
     /// What the preflight looks at for the judge.
     pub(super) fn target(&self) -> Target<'_> {
         Target {
@@ -244,9 +259,9 @@ pub(crate) struct Look<'a> {
 /// within its own limits' timeouts.
 pub(crate) fn looks<'a>(
     p: &'a super::Prepared,
-    judge: Option<&'a super::judge::ResolvedJudge>,
+    judge: Option<&'a super::settings::ResolvedJudge>,
 ) -> (Vec<Option<Look<'a>>>, Option<Look<'a>>) {
-    let one = |e: &'a crate::cli::Endpoint, limits: &promptgauge_client::Limits, role| {
+    let one = |e: &'a crate::app::settings::Endpoint, limits: &promptgauge_client::Limits, role| {
         (!e.base_urls.is_empty()).then(|| Look {
             target: Target {
                 protocol: e.protocol,
@@ -328,16 +343,14 @@ async fn probe(target: &Target<'_>, connect_timeout: Duration, wait: Duration) -
     else {
         return out;
     };
-    let answers = futures_util::future::join_all(urls.iter().map(|u| {
-        ask(
-            &client,
-            protocol.as_ref(),
-            u,
-            (target.key, target.headers),
-            wait,
-        )
-    }))
-    .await;
+    let asker = Asker {
+        client,
+        protocol: protocol.as_ref(),
+        key: target.key,
+        headers: target.headers,
+        wait,
+    };
+    let answers = futures_util::future::join_all(urls.iter().map(|u| ask(&asker, u))).await;
     let dead = answers
         .iter()
         .filter(|a| matches!(a, Answer::Dead(_)))
@@ -363,8 +376,7 @@ async fn probe(target: &Target<'_>, connect_timeout: Duration, wait: Duration) -
                 out.extend(listed_findings(target, &shown_base, listed, note));
             }
             Answer::Status(status) => {
-                let asked = (&client, protocol.as_ref());
-                match unlisted(asked, target, (i, base), (&shown, status), wait).await {
+                match unlisted(&asker, target.model, i, base, &shown, status).await {
                     Some(Found::Dead(i, why)) => missing.push((i, why)),
                     Some(found) => out.push(found),
                     None => {}
@@ -424,29 +436,22 @@ fn listed_findings(
     out
 }
 
-/// No models list at base URL `i` (some proxies have none; its URL answered `status`): the
-/// request's own URL tells whether there is anything there, with a body no server bills for
-/// (the model named, for gateways that route by it). Nothing there is `Found::Dead`.
+/// No models list at base URL `i`, `base` (some proxies have none; its list's URL,
+/// `shown`, answered `status`): the request's own URL tells whether there is anything
+/// there, with a body no server bills for (`model` named, for gateways that route by it).
+/// Nothing there is `Found::Dead`.
 async fn unlisted(
-    (client, protocol): (&reqwest::Client, &dyn promptgauge_client::Protocol),
-    target: &Target<'_>,
-    (i, base): (usize, &str),
-    (shown, status): (&str, u16),
-    wait: Duration,
+    asker: &Asker<'_>,
+    model: &str,
+    i: usize,
+    base: &str,
+    shown: &str,
+    status: u16,
 ) -> Option<Found> {
-    let model = target.model;
+    let protocol = asker.protocol;
     let url = protocol.url(base, model);
     let without_v1 = !base.trim_end_matches('/').ends_with("/v1");
-    match knock(
-        client,
-        protocol,
-        &url,
-        model,
-        (target.key, target.headers),
-        wait,
-    )
-    .await
-    {
+    match knock(asker, &url, model).await {
         Some(404) => {
             let hint = if without_v1 {
                 "the base URL probably lacks /v1."

@@ -5,8 +5,9 @@ use anyhow::Context;
 
 use super::finish::{in_use, write_outputs};
 use super::{Exit, Failure, aggregator};
-use crate::cli::{ReportArgs, UsageError};
+use crate::cli::ReportArgs;
 use crate::error::BeforeSend;
+use crate::error::UsageError;
 use promptgauge_report as report;
 use promptgauge_runner::RunDir;
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::cli::Env;
+use crate::app::settings::Env;
 use promptgauge_runner::record::Source;
 
 /// CI variables worth keeping: they name the job, its commit and its branch.

@@ -5,12 +5,14 @@ use std::net::SocketAddr;
 use std::path::Path;
 
 use super::{Exit, Failure};
-use crate::cli::{Env, UsageError, ViewArgs};
+use crate::app::settings::Env;
+use crate::cli::ViewArgs;
 use crate::error::BeforeSend;
+use crate::error::UsageError;
 
 /// `view`: serves until Ctrl-C or SIGTERM.
 pub async fn view(args: &ViewArgs, env: &Env) -> Result<Exit, Failure> {
-    let (location, named) = crate::cli::store_location(
+    let (location, named) = crate::app::settings::store_location(
         args.store.as_deref(),
         env,
         Path::new(super::history::REPORTS),

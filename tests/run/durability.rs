@@ -839,7 +839,8 @@ fn the_printed_resume_command_is_one_shell_word_per_argument_whatever_the_names(
 #[test]
 fn a_live_run_opens_its_journal_once_to_append_and_report_reads_it_once() {
     use clap::Parser;
-    use promptgauge::cli::{Cli, Command, Env};
+    use promptgauge::app::Env;
+    use promptgauge::cli::{Cli, Command};
     use promptgauge::runner::folder::journal_opens;
     let bench = bench_dir("");
     let d = bench.path();

@@ -26,6 +26,8 @@ mod responses;
 pub(crate) mod retry;
 pub mod secrets;
 pub mod sse;
+#[cfg(any(test, feature = "test-support"))]
+pub mod testing;
 pub mod transport;
 
 use std::sync::Arc;
@@ -371,6 +373,15 @@ impl Client {
     /// A client speaking the endpoint's protocol (`config.protocol`).
     pub fn new(transport: Arc<dyn Transport>, config: ClientConfig) -> Self {
         let protocol = config.protocol.build();
+        Client::speaking(transport, config, protocol)
+    }
+
+    /// A client speaking `protocol` (which `config.protocol` then does not name).
+    pub(crate) fn speaking(
+        transport: Arc<dyn Transport>,
+        config: ClientConfig,
+        protocol: Arc<dyn Protocol>,
+    ) -> Self {
         let rng = match config.seed {
             Some(s) => rand::rngs::StdRng::seed_from_u64(s),
             None => rand::make_rng(),

@@ -253,7 +253,7 @@ impl Expr {
         for expected in self.expecteds(case) {
             let got = self
                 .compiled
-                .eval(self.context(case, (answer, raw), expected))
+                .eval(self.context(case, answer, raw, expected))
                 .map_err(|e| self.failed(&e))?;
             let score = self.score_of(&got)?;
             best = Some(best.map_or(score, |b: f64| b.max(score)));
@@ -282,7 +282,7 @@ impl Expr {
     }
 
     /// What the expression sees: only the names it reads.
-    fn context(&self, case: &Case, (answer, raw): (&str, &str), expected: Value) -> Value {
+    fn context(&self, case: &Case, answer: &str, raw: &str, expected: Value) -> Value {
         let value = |name: &str| match name {
             "output" | "answer" => Value::from(answer),
             "raw" => Value::from(raw),

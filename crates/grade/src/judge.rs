@@ -510,7 +510,8 @@ impl Judge {
         service: &JudgeService,
         request: Vec<ChatMessage>,
         key: String,
-        (vote, repeat): (u32, u32),
+        vote: u32,
+        repeat: u32,
     ) -> Result<(JudgeCall, f64, Option<String>), JudgeCall> {
         let params = service.params.clone();
         // Each repeat's answer is judged anew: the same words at another repeat are another
@@ -667,8 +668,10 @@ impl Scorer for Judge {
                     Some(item) => format!("{}-judge-c{item}-{vote}", input.key),
                     None => format!("{}-judge-{vote}", input.key),
                 };
-                let at = (vote, input.repeat);
-                let mut outcome = self.ask(service, request.clone(), key.clone(), at).await;
+                let repeat = input.repeat;
+                let mut outcome = self
+                    .ask(service, request.clone(), key.clone(), vote, repeat)
+                    .await;
                 // An unreadable reply is asked once more; a failed call was already retried.
                 if matches!(&outcome, Err(call) if !call.reply.is_empty()) {
                     if let Err(first) = outcome {
@@ -676,7 +679,13 @@ impl Scorer for Judge {
                         calls.push(first);
                     }
                     outcome = self
-                        .ask(service, request.clone(), format!("{key}-again"), at)
+                        .ask(
+                            service,
+                            request.clone(),
+                            format!("{key}-again"),
+                            vote,
+                            repeat,
+                        )
                         .await;
                 }
                 match outcome {

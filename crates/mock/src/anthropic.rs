@@ -1,27 +1,95 @@
 //! The simulator speaking Anthropic messages (`POST /v1/messages`): a request is read into
-//! the simulator's common form (a chat-completions body, which [`super::Provider::respond`]
-//! answers), and the answer is written back as Anthropic's named events, with the same
+//! the simulator's common form (a chat-completions body, which the model answers), and the answer is written back as Anthropic's named events, with the same
 //! model, usage, tool calls, rate limits and faults. Its own misbehaviours: `error` events
 //! (`overloaded_error`), HTTP 529, a stream cut after its `stop_reason` and before
 //! `message_stop` (`cut_before_end`), a `stop_reason` off the list (`abort`), `max_tokens`
 //! stops, and tool input in many `input_json_delta` pieces (always).
 
+use std::sync::atomic::AtomicU64;
+
 use serde_json::{Value, json};
 
 use super::answers;
-use super::files::FilesRead;
+use super::files::{content_text, decoded, text_part};
 use super::script::{Script, StreamPlan};
-use super::wire::{Fault, MockConfig, MockRequest, ReplyStep, UsageMode, Wire};
+use super::served::{Carried, FilesRead, Seen, Served};
+use super::wire::{Fault, MockConfig, MockRequest, ReplyStep, Stats, UsageMode};
+use promptgauge_client::attachment::Kind;
+
+/// Anthropic messages, as the simulator serves it.
+pub(crate) struct ServedMessages;
+
+impl Served for ServedMessages {
+    fn path(&self) -> &'static str {
+        "/messages"
+    }
+
+    /// A request that names an `anthropic-version` speaks Anthropic's protocol.
+    fn named_by(&self, headers: &[(String, String)]) -> bool {
+        headers.iter().any(|(n, _)| n == "anthropic-version")
+    }
+
+    fn counter<'a>(&self, stats: &'a Stats) -> Option<&'a AtomicU64> {
+        Some(&stats.anthropic_messages)
+    }
+
+    fn carries_key(&self, headers: &[(String, String)], key: &str) -> bool {
+        carries_key(headers, key)
+    }
+
+    fn error_body(&self, status: u16, message: &str, _kind: &str) -> Value {
+        error_body(status, message)
+    }
+
+    fn common_form(
+        &self,
+        request: &MockRequest,
+        body: Value,
+        files: &mut FilesRead,
+    ) -> Result<Value, String> {
+        common_form(request, &body, files)
+    }
+
+    fn part<'a>(&self, kind: &str, part: &'a Value) -> Result<Option<Carried<'a>>, String> {
+        Ok(Some(match kind {
+            // A call in an earlier assistant turn says nothing the model reads here.
+            "tool_use" => Carried::Text(String::new()),
+            "text" => return text_part(kind, part),
+            "tool_result" => Carried::Content(part.get("content")),
+            "image" => Carried::File(source(
+                part,
+                &[Kind::Png, Kind::Jpeg, Kind::Gif, Kind::Webp],
+            )?),
+            "document" => Carried::Document(source(part, &[Kind::Pdf, Kind::Text])?),
+            _ => return Ok(None),
+        }))
+    }
+
+    fn whole(&self, config: &MockConfig, serial: u64, plan: &StreamPlan) -> Value {
+        whole(
+            config,
+            serial,
+            &plan.text,
+            &plan.calls,
+            plan.finish,
+            &plan.usage,
+        )
+    }
+
+    fn stream(&self, script: Script<'_>, serial: u64, plan: StreamPlan) -> Vec<ReplyStep> {
+        stream(script, serial, plan)
+    }
+}
 
 /// Whether request headers carry `key` as Anthropic sends it: `x-api-key`, never a bearer.
-pub(super) fn carries_key(headers: &[(String, String)], key: &str) -> bool {
+fn carries_key(headers: &[(String, String)], key: &str) -> bool {
     headers
         .iter()
         .any(|(n, v)| n.eq_ignore_ascii_case("x-api-key") && v == key)
 }
 
 /// An error body as Anthropic writes it, its type named by the status.
-pub(super) fn error_body(status: u16, message: &str) -> Value {
+fn error_body(status: u16, message: &str) -> Value {
     let kind = match status {
         400 => "invalid_request_error",
         401 => "authentication_error",
@@ -38,13 +106,13 @@ pub(super) fn error_body(status: u16, message: &str) -> Value {
 /// The text of a message's `content` (or `system`): a string, or its blocks' text (tool
 /// results', and each image's or document's words) joined.
 fn text_of(content: &Value, files: &mut FilesRead) -> Result<String, String> {
-    super::files::content_text(content, Wire::Anthropic, files)
+    content_text(content, &ServedMessages, files)
 }
 
 /// A messages request in the simulator's common form (chat completions' body), or the 400
 /// Anthropic would answer: the `anthropic-version` header, `messages` and `max_tokens` are
 /// required.
-pub(super) fn common_form(
+fn common_form(
     request: &MockRequest,
     body: &Value,
     files: &mut FilesRead,
@@ -114,6 +182,38 @@ pub(super) fn common_form(
     Ok(common)
 }
 
+/// An Anthropic `image` or `document` block's source: base64 of an allowed media type, a
+/// URL, or (a document's) text.
+fn source(part: &Value, allowed: &[Kind]) -> Result<Seen, String> {
+    let source = part.get("source").ok_or("a block needs its `source`")?;
+    let field = |k: &str| source.get(k).and_then(Value::as_str);
+    match field("type") {
+        Some("base64") => {
+            let media = field("media_type").ok_or("source.media_type: Field required")?;
+            let seen = decoded(media, field("data").ok_or("source.data: Field required")?)?;
+            match &seen {
+                Seen::Bytes(kind, _) if !allowed.contains(kind) => Err(format!(
+                    "source.media_type: {media} is not allowed in this block"
+                )),
+                _ => Ok(seen),
+            }
+        }
+        Some("url") => Ok(Seen::Url(
+            field("url")
+                .ok_or("source.url: Field required")?
+                .to_string(),
+        )),
+        Some("text") if allowed.contains(&Kind::Text) => Ok(Seen::Bytes(
+            Kind::Text,
+            field("data").unwrap_or("").as_bytes().to_vec(),
+        )),
+        other => Err(format!(
+            "source.type `{}` is not accepted here",
+            other.unwrap_or("")
+        )),
+    }
+}
+
 /// A chat-completions finish reason in Anthropic's words.
 fn stop_reason(finish: &str) -> &str {
     match finish {
@@ -139,7 +239,7 @@ fn usage(common: &Value, output: u64) -> Value {
 }
 
 /// A whole (unstreamed) answer: the message, its text and tool calls as content blocks.
-pub(super) fn whole(
+fn whole(
     config: &MockConfig,
     serial: u64,
     text: &str,
@@ -264,7 +364,7 @@ impl Events<'_> {
 /// input's usage), a `ping`, a thinking block (with `--reasoning`), the text block, a
 /// `tool_use` block per call (its input in many pieces), `message_delta` (the stop reason
 /// and the output's usage), `message_stop`.
-pub(super) fn stream(mut script: Script<'_>, serial: u64, plan: StreamPlan) -> Vec<ReplyStep> {
+fn stream(mut script: Script<'_>, serial: u64, plan: StreamPlan) -> Vec<ReplyStep> {
     script.begin();
     let config = script.config;
     let mut out = Events {

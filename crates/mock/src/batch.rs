@@ -22,7 +22,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-use super::wire::{Answers, InFlight, MockReply, MockRequest, ReplyStep, Stats, Wire};
+use super::anthropic::ServedMessages;
+use super::chat::ServedChat;
+use super::served::Served;
+use super::wire::{InFlight, MockConfig, MockReply, MockRequest, ReplyStep, Stats};
 
 /// The largest input file the simulator takes (OpenAI's limit), and requests per batch.
 pub(crate) const MAX_FILE_BYTES: usize = 200 * 1024 * 1024;
@@ -188,9 +191,28 @@ impl BatchReply {
             status,
             headers: vec![("content-type".into(), content_type.into())],
             steps: vec![ReplyStep::Write(body)],
-            in_flight: InFlight::new(&stats, Wire::Chat),
+            in_flight: InFlight::new(&stats),
         }
     }
+}
+
+/// What the batch API asks of the provider it is part of: its configuration, its key
+/// check, the protocols it serves (a batch line names one by its path), and each batched
+/// request answered as its streamed twin would be.
+pub(crate) trait Answers: Send + Sync {
+    fn config(&self) -> &MockConfig;
+
+    /// The protocols it serves.
+    fn protocols(&self) -> &[&'static dyn Served];
+
+    /// Whether a request's headers carry the key, where `protocol` sends it.
+    fn accepts_key(&self, protocol: &dyn Served, headers: &[(String, String)]) -> bool;
+
+    /// Answers a request that came in speaking `protocol`.
+    fn answer(&self, protocol: &dyn Served, request: &MockRequest) -> MockReply;
+
+    /// A generation reached its end (counted, and kept for an idempotent replay).
+    fn generated(&self, key: Option<String>, text: String, calls: Vec<super::answers::Call>);
 }
 
 /// The batch API of one provider: its store, and the provider its requests are answered by.
@@ -228,7 +250,7 @@ impl Batching<'_> {
         if !owned {
             return None;
         }
-        if !self.provider.accepts_key(Wire::Chat, &request.headers) {
+        if !self.provider.accepts_key(&ServedChat, &request.headers) {
             return Some(BatchReply::error(401, "Incorrect API key provided.").reply());
         }
         let answer = match (method, segments.as_slice()) {
@@ -275,7 +297,7 @@ impl Batching<'_> {
         ) {
             return None;
         }
-        if !self.provider.accepts_key(Wire::Anthropic, &request.headers) {
+        if !self.provider.accepts_key(&ServedMessages, &request.headers) {
             return Some(
                 BatchReply::Json(
                     401,
@@ -696,23 +718,24 @@ impl Batching<'_> {
             headers,
             body: Bytes::from(body.to_string()),
         };
-        let wire = match endpoint {
-            "/v1/chat/completions" => Wire::Chat,
-            "/v1/responses" => Wire::Responses,
-            "/v1/messages" => Wire::Anthropic,
+        // The protocol the line's `url` names (`/v1` and its path).
+        let served = self.provider.protocols().iter().copied().find(|p| {
+            endpoint
+                .strip_prefix("/v1")
+                .is_some_and(|path| path == p.path())
+        });
+        let Some(protocol) = served else {
             // As OpenAI's batches answer a line whose `url` they do not serve.
-            other => {
-                return (
-                    400,
-                    json!({"error": {"message": format!("unsupported url for a batch request: {other}"), "type": "invalid_request_error"}}),
-                );
-            }
+            return (
+                400,
+                json!({"error": {"message": format!("unsupported url for a batch request: {endpoint}"), "type": "invalid_request_error"}}),
+            );
         };
         // A provider retries a batch's request that met a passing fault (a 429, a 5xx, a
         // hang) itself, a few times: what is left is the batch's partial failures.
         let mut last = (500, Value::Null);
         for _ in 0..BATCH_ATTEMPTS {
-            last = match self.provider.answer(wire, &request) {
+            last = match self.provider.answer(protocol, &request) {
                 MockReply::Respond { status, steps, .. } => {
                     let mut bytes = Vec::new();
                     for step in steps {

@@ -8,7 +8,9 @@ use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
 
-use super::{Provider, Wire};
+use super::Provider;
+use super::chat::ServedChat;
+use super::served::Served;
 use promptgauge_base::hash::StableHasher;
 
 /// The vectors' length.
@@ -38,7 +40,8 @@ impl Provider {
     /// Answers one embeddings request: its status and JSON body.
     pub(crate) fn embeddings(&self, headers: &[(String, String)], body: &[u8]) -> (u16, String) {
         self.stats.embedding_requests.fetch_add(1, Ordering::SeqCst);
-        let wire = Wire::Chat;
+        // OpenAI's endpoint: its key and errors are chat completions'.
+        let wire = &ServedChat;
         if !self.accepts_key(wire, headers) {
             self.stats.status_401.fetch_add(1, Ordering::SeqCst);
             let body = wire.error_body(401, "Incorrect API key provided.", "invalid_request_error");

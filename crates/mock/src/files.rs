@@ -3,20 +3,22 @@
 //! data URL, a media type that is not the bytes' is a 400), and each file's words — a
 //! PNG's `tEXt` chunk, a PDF's text, a WAV's `INFO` comment, a text file whole — read into
 //! the prompt, so a model that was sent the file can answer what only the file says, and
-//! one that was not cannot.
+//! one that was not cannot. Which parts a protocol carries, and how each is read, is its
+//! own file's (`Served::part`); the readers they share (data URLs, base64 checked against
+//! its bytes, a file's words) are here.
 
 use base64::Engine;
 use serde_json::Value;
 
-use super::wire::Wire;
+use super::served::{Carried, FilesRead, Seen, Served};
 use promptgauge_client::attachment::Kind;
 
 /// The text a message's `content` holds for the model: a string as it is; a list of parts
-/// with each text part's text and each file's words, in order. The files it held are
-/// counted in `files`.
-pub(super) fn content_text(
+/// with each text part's text and each file's words, in order, every part read as
+/// `protocol` reads it. The files it held are counted in `files`.
+pub(crate) fn content_text(
     content: &Value,
-    wire: Wire,
+    protocol: &dyn Served,
     files: &mut FilesRead,
 ) -> Result<String, String> {
     let parts = match content {
@@ -27,61 +29,28 @@ pub(super) fn content_text(
     };
     let mut text = String::new();
     for part in parts {
-        text.push_str(&part_text(part, wire, files)?);
+        text.push_str(&part_text(part, protocol, files)?);
     }
     Ok(text)
 }
 
-/// The files a request's parts carried, as the simulator read them.
-#[derive(Debug, Default)]
-pub(super) struct FilesRead {
-    pub count: u64,
-    /// Documents (PDFs) given by URL: not read here, but billed by their pages.
-    pub url_documents: u64,
-    /// The largest image's bytes (decoded).
-    pub largest_image: usize,
-}
-
 /// One part's text: its own, or the words of the file it carries.
-fn part_text(part: &Value, wire: Wire, files: &mut FilesRead) -> Result<String, String> {
+fn part_text(part: &Value, protocol: &dyn Served, files: &mut FilesRead) -> Result<String, String> {
     let kind = part.get("type").and_then(Value::as_str).unwrap_or("");
-    let text = |key: &str| part.get(key).and_then(Value::as_str).map(String::from);
-    let file = match (wire, kind) {
-        // A call in an earlier assistant turn says nothing the model reads here.
-        (Wire::Anthropic, "tool_use") => return Ok(String::new()),
-        (Wire::Chat, "text")
-        | (Wire::Anthropic, "text")
-        | (Wire::Responses, "input_text" | "output_text") => {
-            return text("text").ok_or_else(|| format!("a `{kind}` part needs its `text`"));
-        }
-        (Wire::Anthropic, "tool_result") => {
-            return Ok(match part.get("content") {
-                Some(c) => content_text(c, wire, files)?,
-                None => String::new(),
-            });
-        }
-        (Wire::Chat, "image_url") => chat_image(part)?,
-        (Wire::Chat, "input_audio") => chat_audio(part)?,
-        (Wire::Chat, "file") => chat_file(part)?,
-        (Wire::Responses, "input_image") => responses_image(part)?,
-        (Wire::Responses, "input_file") => responses_file(part)?,
-        (Wire::Anthropic, "image") => {
-            anthropic_source(part, &[Kind::Png, Kind::Jpeg, Kind::Gif, Kind::Webp])?
-        }
-        (Wire::Anthropic, "document") => anthropic_source(part, &[Kind::Pdf, Kind::Text])?,
-        _ => {
+    let (file, document) = match protocol.part(kind, part)? {
+        Some(Carried::Text(text)) => return Ok(text),
+        Some(Carried::Content(Some(c))) => return content_text(c, protocol, files),
+        Some(Carried::Content(None)) => return Ok(String::new()),
+        Some(Carried::File(file)) => (file, false),
+        Some(Carried::Document(file)) => (file, true),
+        None => {
             return Err(format!(
                 "this endpoint takes no content part of type `{kind}`"
             ));
         }
     };
     files.count += 1;
-    if matches!(file, Seen::Url(_))
-        && matches!(
-            (wire, kind),
-            (Wire::Responses, "input_file") | (Wire::Anthropic, "document")
-        )
-    {
+    if matches!(file, Seen::Url(_)) && document {
         files.url_documents += 1;
     }
     if let Seen::Bytes(kind, bytes) = &file
@@ -96,14 +65,16 @@ fn part_text(part: &Value, wire: Wire, files: &mut FilesRead) -> Result<String, 
     })
 }
 
-/// A file a part carries.
-enum Seen {
-    Bytes(Kind, Vec<u8>),
-    Url(String),
+/// A text part's text (`kind` names it when it has none).
+pub(crate) fn text_part<'a>(kind: &str, part: &Value) -> Result<Option<Carried<'a>>, String> {
+    part.get("text")
+        .and_then(Value::as_str)
+        .map(|t| Some(Carried::Text(t.to_string())))
+        .ok_or_else(|| format!("a `{kind}` part needs its `text`"))
 }
 
 /// `data:MEDIA;base64,DATA`: its bytes, which must be what the media type says.
-fn data_url(url: &str) -> Result<Seen, String> {
+pub(crate) fn data_url(url: &str) -> Result<Seen, String> {
     if url.starts_with("https://") || url.starts_with("http://") {
         return Ok(Seen::Url(url.to_string()));
     }
@@ -117,7 +88,7 @@ fn data_url(url: &str) -> Result<Seen, String> {
 }
 
 /// Base64 `data` of media type `media`, checked against its bytes.
-fn decoded(media: &str, data: &str) -> Result<Seen, String> {
+pub(crate) fn decoded(media: &str, data: &str) -> Result<Seen, String> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(data)
         .map_err(|e| format!("invalid base64 data: {e}"))?;
@@ -132,25 +103,8 @@ fn decoded(media: &str, data: &str) -> Result<Seen, String> {
     }
 }
 
-fn chat_image(part: &Value) -> Result<Seen, String> {
-    let image = part
-        .get("image_url")
-        .ok_or("an `image_url` part needs its `image_url`")?;
-    if let Some(d) = image.get("detail").and_then(Value::as_str)
-        && !["low", "high", "auto"].contains(&d)
-    {
-        return Err(format!(
-            "image_url.detail must be low, high or auto, not `{d}`"
-        ));
-    }
-    let url = image
-        .get("url")
-        .and_then(Value::as_str)
-        .ok_or("image_url.url is required")?;
-    image_only(data_url(url)?)
-}
-
-fn image_only(seen: Seen) -> Result<Seen, String> {
+/// The file, refused unless it is an image.
+pub(crate) fn image_only(seen: Seen) -> Result<Seen, String> {
     match &seen {
         Seen::Bytes(kind, _)
             if !matches!(kind, Kind::Png | Kind::Jpeg | Kind::Webp | Kind::Gif) =>
@@ -158,104 +112,6 @@ fn image_only(seen: Seen) -> Result<Seen, String> {
             Err(format!("an image part holds {}", kind.said()))
         }
         _ => Ok(seen),
-    }
-}
-
-fn chat_audio(part: &Value) -> Result<Seen, String> {
-    let audio = part
-        .get("input_audio")
-        .ok_or("an `input_audio` part needs its `input_audio`")?;
-    let format = audio.get("format").and_then(Value::as_str).unwrap_or("");
-    let media = match format {
-        "wav" => "audio/wav",
-        "mp3" => "audio/mpeg",
-        other => {
-            return Err(format!(
-                "input_audio.format must be wav or mp3, not `{other}`"
-            ));
-        }
-    };
-    let data = audio
-        .get("data")
-        .and_then(Value::as_str)
-        .ok_or("input_audio.data is required")?;
-    decoded(media, data)
-}
-
-fn chat_file(part: &Value) -> Result<Seen, String> {
-    let file = part.get("file").ok_or("a `file` part needs its `file`")?;
-    let data = file
-        .get("file_data")
-        .and_then(Value::as_str)
-        .ok_or("file.file_data is required (a file_id is not known here)")?;
-    if file
-        .get("filename")
-        .and_then(Value::as_str)
-        .is_none_or(str::is_empty)
-    {
-        return Err("file.filename is required with file_data".into());
-    }
-    match data_url(data)? {
-        Seen::Url(_) => Err("file.file_data must be a data URL".into()),
-        seen => Ok(seen),
-    }
-}
-
-fn responses_image(part: &Value) -> Result<Seen, String> {
-    let url = part
-        .get("image_url")
-        .and_then(Value::as_str)
-        .ok_or("input_image.image_url is required")?;
-    image_only(data_url(url)?)
-}
-
-fn responses_file(part: &Value) -> Result<Seen, String> {
-    if let Some(url) = part.get("file_url").and_then(Value::as_str) {
-        return Ok(Seen::Url(url.to_string()));
-    }
-    let data = part
-        .get("file_data")
-        .and_then(Value::as_str)
-        .ok_or("input_file needs file_data or file_url")?;
-    if part
-        .get("filename")
-        .and_then(Value::as_str)
-        .is_none_or(str::is_empty)
-    {
-        return Err("input_file.filename is required with file_data".into());
-    }
-    data_url(data)
-}
-
-/// An Anthropic `image` or `document` block's source: base64 of an allowed media type, a
-/// URL, or (a document's) text.
-fn anthropic_source(part: &Value, allowed: &[Kind]) -> Result<Seen, String> {
-    let source = part.get("source").ok_or("a block needs its `source`")?;
-    let field = |k: &str| source.get(k).and_then(Value::as_str);
-    match field("type") {
-        Some("base64") => {
-            let media = field("media_type").ok_or("source.media_type: Field required")?;
-            let seen = decoded(media, field("data").ok_or("source.data: Field required")?)?;
-            match &seen {
-                Seen::Bytes(kind, _) if !allowed.contains(kind) => Err(format!(
-                    "source.media_type: {media} is not allowed in this block"
-                )),
-                _ => Ok(seen),
-            }
-        }
-        Some("url") => Ok(Seen::Url(
-            field("url")
-                .ok_or("source.url: Field required")?
-                .to_string(),
-        )),
-        Some("text") if allowed.contains(&Kind::Text) => Ok(Seen::Bytes(
-            Kind::Text,
-            field("data").unwrap_or("").as_bytes().to_vec(),
-        )),
-        other => Err(format!(
-            "source.type `{}` is not accepted here",
-            other.unwrap_or("")
-        )),
     }
 }
 
@@ -315,6 +171,9 @@ fn wav_comment(bytes: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::anthropic::ServedMessages;
+    use crate::chat::ServedChat;
+    use crate::responses::ServedResponses;
     use serde_json::json;
 
     #[test]
@@ -326,17 +185,17 @@ mod tests {
             {"type": "text", "text": "Read it:"},
             {"type": "file", "file": {"filename": "q.pdf", "file_data": format!("data:application/pdf;base64,{}", b64(pdf))}},
         ]);
-        let text = content_text(&chat, Wire::Chat, &mut n).unwrap();
+        let text = content_text(&chat, &ServedChat, &mut n).unwrap();
         assert_eq!(text, "Read it:\n[pdf: What is 2 + 3?]\n");
         assert_eq!(n.count, 1);
         // Another protocol's part, or bytes that are not what the media type says.
         let anthropic_block = json!([{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": b64(pdf)}}]);
-        assert!(content_text(&anthropic_block, Wire::Chat, &mut n).is_err());
-        let e = content_text(&anthropic_block, Wire::Anthropic, &mut n).unwrap_err();
+        assert!(content_text(&anthropic_block, &ServedChat, &mut n).is_err());
+        let e = content_text(&anthropic_block, &ServedMessages, &mut n).unwrap_err();
         assert!(e.contains("not image/png"), "{e}");
         let url = json!([{"type": "input_image", "image_url": "https://example.com/a.png"}]);
         assert_eq!(
-            content_text(&url, Wire::Responses, &mut n).unwrap(),
+            content_text(&url, &ServedResponses, &mut n).unwrap(),
             "\n[a file at https://example.com/a.png]\n"
         );
     }

@@ -6,6 +6,11 @@
 //! resets and ends. The TCP server ([`server`]) plays scripts onto sockets; the in-memory
 //! transport ([`memory`]) plays them into the client directly, on tokio's (pausable) clock.
 //!
+//! Each protocol it serves is one type implementing `Served` in its own file (`chat.rs`,
+//! `responses.rs`, `anthropic.rs`), listed once in `PROTOCOLS`: routing, batch lines, key
+//! checks, error bodies and content parts read the list or ask the protocol at hand, and
+//! nothing matches over protocols (docs/dev/architecture.md, "A fourth protocol").
+//!
 //! Invariant: a provider, not a part of the tool: it stands beside the runner and is
 //! reached only over HTTP or the client's transport, never by a layer that measures
 //! (docs/dev/architecture.md, "Code map").
@@ -17,14 +22,18 @@
 pub mod answers;
 pub mod anthropic;
 pub mod batch;
+mod chat;
 mod dress;
 pub mod embeddings;
 mod files;
+#[cfg(test)]
+mod fourth;
 pub mod memory;
 pub mod model;
 mod responses;
 mod route;
 mod script;
+mod served;
 pub mod server;
 mod wire;
 
@@ -37,32 +46,22 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use promptgauge_client::ChatMessage;
-use script::{Script, StreamPlan, chat_finish};
+use script::{Script, StreamPlan};
+use served::Served;
+use wire::Fault;
 pub use wire::{AgentModes, Faults, MockConfig, RetryAfter, StatsSnapshot, UsageMode};
-use wire::{Fault, Wire};
 pub(crate) use wire::{InFlight, MockReply, MockRequest, ReplyStep, Stats};
 
-impl Wire {
-    /// The wire of a request on a path they share (the models list): Anthropic's when it
-    /// names an `anthropic-version`, else chat completions'.
-    fn of_headers(headers: &[(String, String)]) -> Wire {
-        if headers.iter().any(|(n, _)| n == "anthropic-version") {
-            Wire::Anthropic
-        } else {
-            Wire::Chat
-        }
-    }
-
-    /// An error body as this wire writes it (the Responses API writes OpenAI's).
-    fn error_body(self, status: u16, message: &str, kind: &str) -> Value {
-        match self {
-            Wire::Chat | Wire::Responses => {
-                json!({"error": {"message": message, "type": kind, "code": status}})
-            }
-            Wire::Anthropic => anthropic::error_body(status, message),
-        }
-    }
-}
+/// Every protocol the simulator serves, one line each (a type implementing [`Served`], in
+/// its own file): routing, batch lines, key checks and error bodies read this list, and
+/// nothing else names a protocol but where one is meant by name (embeddings and OpenAI's
+/// batch API are chat completions', Message Batches Anthropic's). Its first answers what
+/// names none (the in-memory transport's other paths, the models list).
+pub(crate) const PROTOCOLS: &[&dyn Served] = &[
+    &chat::ServedChat,
+    &responses::ServedResponses,
+    &anthropic::ServedMessages,
+];
 
 /// The simulated provider: answers requests and counts what it did.
 pub struct Provider {
@@ -79,11 +78,18 @@ pub struct Provider {
     outage_over: std::sync::atomic::AtomicBool,
     /// The batch API's files and batches.
     batches: batch::BatchStore,
+    /// The protocols it serves: [`PROTOCOLS`], but in a test that adds one.
+    protocols: &'static [&'static dyn Served],
 }
 
 impl Provider {
     /// A simulator with this configuration.
     pub fn new(config: MockConfig) -> Self {
+        Self::serving(config, PROTOCOLS)
+    }
+
+    /// A simulator serving these protocols (the first answers what names none).
+    pub(crate) fn serving(config: MockConfig, protocols: &'static [&'static dyn Served]) -> Self {
         Provider {
             config,
             stats: Arc::new(Stats::default()),
@@ -95,7 +101,18 @@ impl Provider {
             headers: Mutex::new(Vec::new()),
             outage_over: std::sync::atomic::AtomicBool::new(false),
             batches: batch::BatchStore::default(),
+            protocols,
         }
+    }
+
+    /// The protocol a request on a path they share (the models list) speaks, by its
+    /// headers: the one they name, else the first.
+    fn named_by(&self, headers: &[(String, String)]) -> &'static dyn Served {
+        let named = self.protocols.iter().find(|p| p.named_by(headers));
+        named
+            .or(self.protocols.first())
+            .copied()
+            .unwrap_or(&chat::ServedChat)
     }
 
     /// Ends the outage `outage_after` began: requests are answered again.
@@ -202,109 +219,75 @@ impl Provider {
         }
     }
 
+    /// An error reply, its body as `protocol` writes it.
     fn error(
         &self,
         status: u16,
         message: &str,
         kind: &str,
         extra: Vec<(String, String)>,
+        protocol: &dyn Served,
         in_flight: InFlight,
     ) -> MockReply {
-        let body = in_flight.wire.error_body(status, message, kind);
+        let body = protocol.error_body(status, message, kind);
         self.json_reply(status, body, extra, in_flight)
     }
 
     /// Whether a request's headers carry the key the simulator requires (any, without one),
-    /// where `wire` sends it.
-    fn accepts_key(&self, wire: Wire, headers: &[(String, String)]) -> bool {
-        let Some(key) = &self.config.api_key else {
-            return true;
-        };
-        match wire {
-            // A bearer key, or Azure OpenAI's `api-key` header.
-            Wire::Chat | Wire::Responses => {
-                let expected = format!("Bearer {key}");
-                headers.iter().any(|(n, v)| {
-                    (n.eq_ignore_ascii_case("authorization") && *v == expected)
-                        || (n.eq_ignore_ascii_case("api-key") && v == key)
-                })
-            }
-            Wire::Anthropic => anthropic::carries_key(headers, key),
+    /// where `protocol` sends it.
+    fn accepts_key(&self, protocol: &dyn Served, headers: &[(String, String)]) -> bool {
+        match &self.config.api_key {
+            Some(key) => protocol.carries_key(headers, key),
+            None => true,
         }
     }
 
-    /// Decides how to answer one chat-completions request (`POST /v1/chat/completions`).
-    pub(crate) fn respond(&self, request: &MockRequest) -> MockReply {
-        self.answer(Wire::Chat, request)
+    /// Decides how to answer one request on `protocol`'s path (`POST /v1/chat/completions`),
+    /// counted under its own counter too.
+    pub(crate) fn respond(&self, protocol: &dyn Served, request: &MockRequest) -> MockReply {
+        if let Some(counter) = protocol.counter(&self.stats) {
+            counter.fetch_add(1, Ordering::SeqCst);
+        }
+        self.answer(protocol, request)
     }
 
-    /// Decides how to answer one Responses API request (`POST /v1/responses`).
-    pub(crate) fn respond_responses(&self, request: &MockRequest) -> MockReply {
-        self.stats.responses_requests.fetch_add(1, Ordering::SeqCst);
-        self.answer(Wire::Responses, request)
-    }
-
-    /// Decides how to answer one Anthropic messages request (`POST /v1/messages`).
-    pub(crate) fn respond_messages(&self, request: &MockRequest) -> MockReply {
-        self.stats.anthropic_messages.fetch_add(1, Ordering::SeqCst);
-        self.answer(Wire::Anthropic, request)
-    }
-
-    /// Answers a request that came in speaking `wire`: read into the chat-completions form
-    /// the model answers, and streamed back in the wire's own events.
-    fn answer(&self, wire: Wire, request: &MockRequest) -> MockReply {
+    /// Answers a request that came in speaking `protocol`: read into the chat-completions
+    /// form the model answers, and streamed back in the protocol's own events.
+    fn answer(&self, protocol: &dyn Served, request: &MockRequest) -> MockReply {
         self.stats.requests.fetch_add(1, Ordering::SeqCst);
-        let in_flight = InFlight::new(&self.stats, wire);
+        let in_flight = InFlight::new(&self.stats);
         let serial = self.serial.fetch_add(1, Ordering::SeqCst);
         let key = request.header("idempotency-key").map(String::from);
-        let asked = match self.read(wire, request) {
+        let asked = match self.read(protocol, request) {
             Ok(asked) => asked,
-            Err(rejection) => return self.reject(rejection, in_flight),
+            Err(rejection) => return self.reject(rejection, protocol, in_flight),
         };
         let fault = match self.admit(key.as_deref(), serial) {
             Ok(fault) => fault,
-            Err(rejection) => return self.reject(rejection, in_flight),
+            Err(rejection) => return self.reject(rejection, protocol, in_flight),
         };
         let said = self.say(&asked, key.as_deref());
-        let refused = said.refused;
         let plan = self.plan(&asked, said, key, fault);
         if asked.stream {
-            self.streamed(wire, serial, plan, in_flight)
+            self.streamed(protocol, serial, plan, in_flight)
         } else {
-            self.whole(wire, serial, plan, refused, in_flight)
+            self.whole(protocol, serial, plan, in_flight)
         }
     }
 
     /// Reads a request into the chat-completions form the model answers, keeping its body
     /// for tests, or turns it away when the key is wrong or the body unreadable.
-    fn read(&self, wire: Wire, request: &MockRequest) -> Result<Asked, Rejection> {
-        if !self.accepts_key(wire, &request.headers) {
+    fn read(&self, protocol: &dyn Served, request: &MockRequest) -> Result<Asked, Rejection> {
+        if !self.accepts_key(protocol, &request.headers) {
             return Err(Rejection::Unauthorized);
         }
         let body = serde_json::from_slice::<Value>(&request.body)
             .map_err(|e| Rejection::BadRequest(format!("invalid JSON body: {e}")))?;
         self.keep(&body, request);
-        let mut files = files::FilesRead::default();
-        let mut body = match wire {
-            Wire::Chat => body,
-            Wire::Responses => {
-                responses::as_chat(&body, &mut files).map_err(Rejection::BadRequest)?
-            }
-            Wire::Anthropic => {
-                anthropic::common_form(request, &body, &mut files).map_err(Rejection::BadRequest)?
-            }
-        };
-        if let Some(Value::Array(messages)) = body.get_mut("messages") {
-            // What is left in parts is chat completions' own: each file read into the text.
-            for m in messages.iter_mut() {
-                if let Some(content @ Value::Array(_)) = m.get_mut("content") {
-                    *content = Value::String(
-                        files::content_text(content, Wire::Chat, &mut files)
-                            .map_err(Rejection::BadRequest)?,
-                    );
-                }
-            }
-        }
+        let mut files = served::FilesRead::default();
+        let body = protocol
+            .common_form(request, body, &mut files)
+            .map_err(Rejection::BadRequest)?;
         self.stats.files.fetch_add(files.count, Ordering::SeqCst);
         if let Some(most) = self.config.max_image_bytes
             && files.largest_image > most
@@ -407,8 +390,13 @@ impl Provider {
         }
     }
 
-    /// Answers a request turned away, on its wire, and counts it.
-    fn reject(&self, rejection: Rejection, in_flight: InFlight) -> MockReply {
+    /// Answers a request turned away, in its protocol's words, and counts it.
+    fn reject(
+        &self,
+        rejection: Rejection,
+        protocol: &dyn Served,
+        in_flight: InFlight,
+    ) -> MockReply {
         let count = |counter: &AtomicU64| counter.fetch_add(1, Ordering::SeqCst);
         let stats = &self.stats;
         let invalid = "invalid_request_error";
@@ -416,34 +404,41 @@ impl Provider {
             Rejection::Unauthorized => {
                 count(&stats.status_401);
                 let message = "Incorrect API key provided.";
-                self.error(401, message, invalid, vec![], in_flight)
+                self.error(401, message, invalid, vec![], protocol, in_flight)
             }
             Rejection::BadRequest(message) => {
                 count(&stats.status_400);
-                self.error(400, &message, invalid, vec![], in_flight)
+                self.error(400, &message, invalid, vec![], protocol, in_flight)
             }
             Rejection::UnknownModel(asked) => {
                 let message =
                     format!("The model `{asked}` does not exist or you do not have access to it.");
-                self.error(404, &message, invalid, vec![], in_flight)
+                self.error(404, &message, invalid, vec![], protocol, in_flight)
             }
             Rejection::TooMany => {
                 count(&stats.status_429);
-                self.too_many(in_flight)
+                self.too_many(protocol, in_flight)
             }
             Rejection::Outage => {
                 count(&stats.status_5xx);
                 let message = "The service is temporarily unavailable.";
-                self.error(503, message, "server_error", vec![], in_flight)
+                self.error(503, message, "server_error", vec![], protocol, in_flight)
             }
             Rejection::ServerError(status) => {
                 count(&stats.status_5xx);
                 let message = "The server had an error while processing your request.";
-                self.error(status, message, "server_error", vec![], in_flight)
+                self.error(status, message, "server_error", vec![], protocol, in_flight)
             }
             Rejection::Overloaded => {
                 count(&stats.status_5xx);
-                self.error(529, "Overloaded", "overloaded_error", vec![], in_flight)
+                self.error(
+                    529,
+                    "Overloaded",
+                    "overloaded_error",
+                    vec![],
+                    protocol,
+                    in_flight,
+                )
             }
             Rejection::Hang => {
                 count(&stats.hangs);
@@ -620,54 +615,31 @@ impl Provider {
             replay: said.replay,
             key,
             text,
+            refused: said.refused,
         }
     }
 
-    /// Sends the answer in one JSON body, in the wire's shape; it is generated once sent.
+    /// Sends the answer in one JSON body, in the protocol's shape; it is generated once
+    /// sent.
     fn whole(
         &self,
-        wire: Wire,
+        protocol: &dyn Served,
         serial: u64,
         plan: StreamPlan,
-        refused: bool,
         in_flight: InFlight,
     ) -> MockReply {
         let extra = replayed_header(plan.replay);
-        let StreamPlan {
-            calls,
-            finish,
-            usage,
-            replay,
-            key,
-            text,
-            ..
-        } = plan;
-        if !replay {
-            self.generated(key, text.clone(), calls.clone());
+        if !plan.replay {
+            self.generated(plan.key.clone(), plan.text.clone(), plan.calls.clone());
         }
-        let reply = match wire {
-            Wire::Chat => json!({
-                "id": format!("chatcmpl-mock-{serial}"),
-                "object": "chat.completion",
-                "created": 0,
-                "model": self.config.model,
-                "choices": [{"index": 0, "message": message_json(&text, &calls, refused), "finish_reason": chat_finish(finish)}],
-                "usage": usage,
-            }),
-            Wire::Responses => {
-                responses::whole(&self.config, serial, &text, &calls, finish, &usage)
-            }
-            Wire::Anthropic => {
-                anthropic::whole(&self.config, serial, &text, &calls, finish, &usage)
-            }
-        };
+        let reply = protocol.whole(&self.config, serial, &plan);
         self.json_reply(200, reply, extra, in_flight)
     }
 
-    /// Streams the answer in the wire's events, broken off where its fault strikes.
+    /// Streams the answer in the protocol's events, broken off where its fault strikes.
     fn streamed(
         &self,
-        wire: Wire,
+        protocol: &dyn Served,
         serial: u64,
         plan: StreamPlan,
         in_flight: InFlight,
@@ -683,11 +655,7 @@ impl Provider {
             id: format!("chatcmpl-mock-{serial}"),
             steps: Vec::new(),
         };
-        let steps = match wire {
-            Wire::Chat => script.stream(plan),
-            Wire::Responses => responses::stream(script, serial, plan),
-            Wire::Anthropic => anthropic::stream(script, serial, plan),
-        };
+        let steps = protocol.stream(script, serial, plan);
         self.count_stream_fault(fault);
         MockReply::Respond {
             status: 200,
@@ -712,7 +680,7 @@ impl Provider {
         counter.fetch_add(1, Ordering::SeqCst);
     }
 
-    fn too_many(&self, in_flight: InFlight) -> MockReply {
+    fn too_many(&self, protocol: &dyn Served, in_flight: InFlight) -> MockReply {
         let header = match self.config.retry_after {
             RetryAfter::Seconds(s) => ("retry-after".to_string(), s.to_string()),
             RetryAfter::Date(s) => (
@@ -731,6 +699,7 @@ impl Provider {
             "Rate limit reached; please retry later.",
             "rate_limit_error",
             vec![header],
+            protocol,
             in_flight,
         )
     }
@@ -1041,17 +1010,21 @@ fn replayed_header(replay: bool) -> Vec<(String, String)> {
     }
 }
 
-impl wire::Answers for Provider {
+impl batch::Answers for Provider {
     fn config(&self) -> &MockConfig {
         &self.config
     }
 
-    fn accepts_key(&self, wire: Wire, headers: &[(String, String)]) -> bool {
-        Provider::accepts_key(self, wire, headers)
+    fn protocols(&self) -> &[&'static dyn Served] {
+        self.protocols
     }
 
-    fn answer(&self, wire: Wire, request: &MockRequest) -> MockReply {
-        Provider::answer(self, wire, request)
+    fn accepts_key(&self, protocol: &dyn Served, headers: &[(String, String)]) -> bool {
+        Provider::accepts_key(self, protocol, headers)
+    }
+
+    fn answer(&self, protocol: &dyn Served, request: &MockRequest) -> MockReply {
+        Provider::answer(self, protocol, request)
     }
 
     fn generated(&self, key: Option<String>, text: String, calls: Vec<answers::Call>) {
@@ -1061,22 +1034,6 @@ impl wire::Answers for Provider {
 
 /// What the simulated model says when it refuses.
 pub const REFUSAL: &str = "I can't help with that request.";
-
-/// A non-streamed answer's `message`: its text and tool calls.
-fn message_json(text: &str, calls: &[answers::Call], refused: bool) -> Value {
-    if refused {
-        return json!({"role": "assistant", "content": null, "refusal": text});
-    }
-    let mut m = json!({"role": "assistant", "content": text});
-    if !calls.is_empty() {
-        m["tool_calls"] = calls
-            .iter()
-            .enumerate()
-            .map(|(i, c)| json!({"id": format!("call_{i}"), "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
-            .collect();
-    }
-    m
-}
 
 #[cfg(test)]
 mod tests {

@@ -3,17 +3,80 @@
 //! the API's named events — with the same faults, ended this API's ways (`error`,
 //! `response.failed`, `response.incomplete`, a status that is no finish).
 
+use std::sync::atomic::AtomicU64;
+
 use serde_json::{Map, Value, json};
 
 use super::answers;
-use super::files::FilesRead;
+use super::chat::{openai_error, openai_key};
+use super::files::{content_text, data_url, image_only, text_part};
 use super::script::{Script, StreamPlan};
-use super::wire::{Fault, MockConfig, ReplyStep, UsageMode};
+use super::served::{Carried, FilesRead, Seen, Served};
+use super::wire::{Fault, MockConfig, MockRequest, ReplyStep, Stats, UsageMode};
+
+/// OpenAI's Responses API, as the simulator serves it.
+pub(crate) struct ServedResponses;
+
+impl Served for ServedResponses {
+    fn path(&self) -> &'static str {
+        "/responses"
+    }
+
+    fn named_by(&self, _headers: &[(String, String)]) -> bool {
+        false
+    }
+
+    fn counter<'a>(&self, stats: &'a Stats) -> Option<&'a AtomicU64> {
+        Some(&stats.responses_requests)
+    }
+
+    fn carries_key(&self, headers: &[(String, String)], key: &str) -> bool {
+        openai_key(headers, key)
+    }
+
+    /// OpenAI's error body, as chat completions writes it.
+    fn error_body(&self, status: u16, message: &str, kind: &str) -> Value {
+        openai_error(status, message, kind)
+    }
+
+    fn common_form(
+        &self,
+        _request: &MockRequest,
+        body: Value,
+        files: &mut FilesRead,
+    ) -> Result<Value, String> {
+        as_chat(&body, files)
+    }
+
+    fn part<'a>(&self, kind: &str, part: &'a Value) -> Result<Option<Carried<'a>>, String> {
+        Ok(Some(match kind {
+            "input_text" | "output_text" => return text_part(kind, part),
+            "input_image" => Carried::File(image(part)?),
+            "input_file" => Carried::Document(file(part)?),
+            _ => return Ok(None),
+        }))
+    }
+
+    fn whole(&self, config: &MockConfig, serial: u64, plan: &StreamPlan) -> Value {
+        whole(
+            config,
+            serial,
+            &plan.text,
+            &plan.calls,
+            plan.finish,
+            &plan.usage,
+        )
+    }
+
+    fn stream(&self, script: Script<'_>, serial: u64, plan: StreamPlan) -> Vec<ReplyStep> {
+        stream(script, serial, plan)
+    }
+}
 
 /// A Responses request as the chat-completions body the simulator answers: `input` (and
 /// `instructions`) as messages, `max_output_tokens` as `max_tokens`, flat tools nested,
 /// `text.format` as `response_format`. `Err` says why it is not one.
-pub(super) fn as_chat(body: &Value, files: &mut FilesRead) -> Result<Value, String> {
+fn as_chat(body: &Value, files: &mut FilesRead) -> Result<Value, String> {
     let mut messages = Vec::new();
     if let Some(instructions) = body.get("instructions").and_then(Value::as_str) {
         messages.push(json!({"role": "system", "content": instructions}));
@@ -75,7 +138,7 @@ fn message(item: &Value, files: &mut FilesRead) -> Result<Value, String> {
             };
             let content = match item.get("content") {
                 Some(c @ (Value::String(_) | Value::Array(_))) => {
-                    super::files::content_text(c, super::Wire::Responses, files)?
+                    content_text(c, &ServedResponses, files)?
                 }
                 _ => {
                     return Err(
@@ -97,6 +160,34 @@ fn message(item: &Value, files: &mut FilesRead) -> Result<Value, String> {
             "the simulator takes no input items of type `{other}`"
         )),
     }
+}
+
+/// An `input_image` part's image.
+fn image(part: &Value) -> Result<Seen, String> {
+    let url = part
+        .get("image_url")
+        .and_then(Value::as_str)
+        .ok_or("input_image.image_url is required")?;
+    image_only(data_url(url)?)
+}
+
+/// An `input_file` part's file: data, or a URL.
+fn file(part: &Value) -> Result<Seen, String> {
+    if let Some(url) = part.get("file_url").and_then(Value::as_str) {
+        return Ok(Seen::Url(url.to_string()));
+    }
+    let data = part
+        .get("file_data")
+        .and_then(Value::as_str)
+        .ok_or("input_file needs file_data or file_url")?;
+    if part
+        .get("filename")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        return Err("input_file.filename is required with file_data".into());
+    }
+    data_url(data)
 }
 
 /// The response object, before it has output.
@@ -150,7 +241,7 @@ fn ending(finish: &str) -> (&'static str, &'static str, Value) {
 }
 
 /// A non-streamed answer: the whole response object.
-pub(super) fn whole(
+fn whole(
     config: &MockConfig,
     serial: u64,
     text: &str,
@@ -368,7 +459,7 @@ impl Events<'_> {
 /// function call (its arguments in many pieces), then `response.completed` (or
 /// `response.incomplete` at the token ceiling) with the output and usage. Faults strike
 /// after the first half of the text, as in chat completions.
-pub(super) fn stream(mut script: Script<'_>, serial: u64, plan: StreamPlan) -> Vec<ReplyStep> {
+fn stream(mut script: Script<'_>, serial: u64, plan: StreamPlan) -> Vec<ReplyStep> {
     script.begin();
     let response = response(script.config, serial);
     let mut e = Events {

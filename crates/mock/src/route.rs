@@ -1,22 +1,19 @@
 //! The simulator's one router: a request's method and path to the part of the provider
 //! that answers it, for every transport (the TCP server, `server.rs`, and the in-memory
-//! transport, `memory.rs`). The batch APIs' paths are `batch.rs`'s, asked first; the
-//! protocols' are the table in [`route`]. A new protocol's path is one line here.
+//! transport, `memory.rs`). The batch APIs' paths are `batch.rs`'s, asked first; then
+//! each protocol's path (the provider's list, `PROTOCOLS`), and the table's for the rest.
 
 use serde_json::json;
 
 use super::Provider;
-use super::wire::{InFlight, MockReply, MockRequest, ReplyStep, Stats, Wire};
+use super::served::Served;
+use super::wire::{InFlight, MockReply, MockRequest, ReplyStep, Stats};
 
 /// Where a request goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 enum Route {
-    /// OpenAI chat completions.
-    Chat,
-    /// OpenAI's Responses API.
-    Responses,
-    /// Anthropic messages.
-    Messages,
+    /// A protocol the simulator serves, on its path.
+    Protocol(&'static dyn Served),
     Embeddings,
     /// The models list (a preflight).
     Models,
@@ -33,29 +30,33 @@ pub(crate) enum Matching {
     /// The whole path and the method, as a provider does: a base URL without `/v1` gets
     /// 404, as from vLLM, OpenAI or Anthropic (the TCP server).
     Exact,
-    /// The path's end, any method, and whatever else to chat completions (the in-memory
-    /// transport, whose tests send to any base URL).
+    /// The path's end, any method, and whatever else to the first protocol, chat
+    /// completions (the in-memory transport, whose tests send to any base URL).
     End,
 }
 
-/// Each route's path (after `/v1`, but for `/stats`) and method.
-const TABLE: [(&str, &str, Route); 6] = [
-    ("POST", "/chat/completions", Route::Chat),
-    ("POST", "/responses", Route::Responses),
-    ("POST", "/messages", Route::Messages),
+/// The routes beside the protocols': each one's path (after `/v1`, but for `/stats`) and
+/// method. Each protocol's is `POST` on its path.
+const TABLE: [(&str, &str, Route); 3] = [
     ("POST", "/embeddings", Route::Embeddings),
     ("GET", "/models", Route::Models),
     ("GET", "/stats", Route::Stats),
 ];
 
-/// The route of `method` and `path` (the URL's path alone, after scheme and host).
-fn route(method: &str, path: &str, matching: Matching) -> Route {
+/// The route of `method` and `path` (the URL's path alone, after scheme and host), among
+/// these protocols and the table.
+fn route(method: &str, path: &str, matching: Matching, protocols: &[&'static dyn Served]) -> Route {
     let batch_path = path.starts_with("/v1/batches")
         || path.starts_with("/v1/files")
         || path.starts_with("/v1/messages/batches");
+    let routes = protocols
+        .iter()
+        .map(|p| ("POST", p.path(), Route::Protocol(*p)))
+        .chain(TABLE);
     match matching {
         Matching::Exact => {
-            let found = TABLE.iter().find(|(m, p, r)| {
+            let mut routes = routes;
+            let found = routes.find(|(m, p, r)| {
                 let at = match r {
                     Route::Stats => path == *p,
                     _ => path.strip_prefix("/v1") == Some(p),
@@ -63,7 +64,7 @@ fn route(method: &str, path: &str, matching: Matching) -> Route {
                 *m == method && at
             });
             match found {
-                Some((_, _, r)) => *r,
+                Some((_, _, r)) => r,
                 None if batch_path => Route::NoBatchApi,
                 None => Route::NotFound,
             }
@@ -72,10 +73,13 @@ fn route(method: &str, path: &str, matching: Matching) -> Route {
             if path.contains("/batches") || path.contains("/v1/files") {
                 return Route::NoBatchApi;
             }
-            TABLE
-                .iter()
+            let mut routes = routes;
+            let first = protocols.first().map(|p| Route::Protocol(*p));
+            routes
                 .find(|(_, p, _)| path.ends_with(p))
-                .map_or(Route::Chat, |(_, _, r)| *r)
+                .map(|(_, _, r)| r)
+                .or(first)
+                .unwrap_or(Route::NotFound)
         }
     }
 }
@@ -93,10 +97,8 @@ impl Provider {
         if let Some(reply) = self.batch_api(method, path, request) {
             return reply;
         }
-        match route(method, path, matching) {
-            Route::Chat => self.respond(request),
-            Route::Responses => self.respond_responses(request),
-            Route::Messages => self.respond_messages(request),
+        match route(method, path, matching, self.protocols) {
+            Route::Protocol(protocol) => self.respond(protocol, request),
             Route::Embeddings => {
                 let (status, body) = self.embeddings(&request.headers, &request.body);
                 plain(status, body)
@@ -116,9 +118,10 @@ impl Provider {
     /// with a wrong key is refused before any job is sent.
     fn models(&self, request: &MockRequest) -> MockReply {
         let headers = &request.headers;
-        let wire = Wire::of_headers(headers);
-        if !self.config().open_models && !self.accepts_key(wire, headers) {
-            let body = wire.error_body(401, "Incorrect API key provided.", "invalid_request_error");
+        let protocol = self.named_by(headers);
+        if !self.config().open_models && !self.accepts_key(protocol, headers) {
+            let body =
+                protocol.error_body(401, "Incorrect API key provided.", "invalid_request_error");
             return plain(401, body.to_string());
         }
         plain(
@@ -136,20 +139,30 @@ fn plain(status: u16, body: String) -> MockReply {
         status,
         headers: vec![("content-type".into(), "application/json".into())],
         steps: vec![ReplyStep::Write(bytes::Bytes::from(body))],
-        in_flight: InFlight::new(&stats, Wire::Chat),
+        in_flight: InFlight::new(&stats),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::PROTOCOLS;
+    use crate::anthropic::ServedMessages;
+    use crate::chat::ServedChat;
+    use crate::responses::ServedResponses;
 
     #[test]
     fn every_protocol_has_its_path_and_the_server_matches_exactly() {
         use Matching::{End, Exact};
-        assert_eq!(route("POST", "/v1/chat/completions", Exact), Route::Chat);
-        assert_eq!(route("POST", "/v1/responses", Exact), Route::Responses);
-        assert_eq!(route("POST", "/v1/messages", Exact), Route::Messages);
+        let route = |method, path, matching| super::route(method, path, matching, PROTOCOLS);
+        let (chat, responses, messages) = (
+            Route::Protocol(&ServedChat),
+            Route::Protocol(&ServedResponses),
+            Route::Protocol(&ServedMessages),
+        );
+        assert_eq!(route("POST", "/v1/chat/completions", Exact), chat);
+        assert_eq!(route("POST", "/v1/responses", Exact), responses);
+        assert_eq!(route("POST", "/v1/messages", Exact), messages);
         assert_eq!(route("POST", "/v1/embeddings", Exact), Route::Embeddings);
         assert_eq!(route("GET", "/v1/models", Exact), Route::Models);
         assert_eq!(route("GET", "/stats", Exact), Route::Stats);
@@ -157,9 +170,9 @@ mod tests {
         assert_eq!(route("GET", "/v1/chat/completions", Exact), Route::NotFound);
         assert_eq!(route("GET", "/v1/stats", Exact), Route::NotFound);
         assert_eq!(route("POST", "/v1/batches", Exact), Route::NoBatchApi);
-        assert_eq!(route("POST", "/base/v1/messages", End), Route::Messages);
+        assert_eq!(route("POST", "/base/v1/messages", End), messages);
         assert_eq!(route("POST", "/base/v1/embeddings", End), Route::Embeddings);
-        assert_eq!(route("POST", "/anything", End), Route::Chat);
+        assert_eq!(route("POST", "/anything", End), chat);
         assert_eq!(route("GET", "/v1/batches/b1", End), Route::NoBatchApi);
     }
 }

@@ -1,7 +1,7 @@
 //! What the simulator's files share: its configuration ([`MockConfig`]), its counters
-//! ([`Stats`]), a request as it arrives ([`MockRequest`]), the wire it came in on
-//! ([`Wire`]), the reply it gets ([`MockReply`], a script of [`ReplyStep`]s), the faults a reply may
-//! meet, and what the batch API asks of the provider it is part of ([`Answers`]).
+//! ([`Stats`]), a request as it arrives ([`MockRequest`]), the reply it gets
+//! ([`MockReply`], a script of [`ReplyStep`]s) and the faults a reply may meet. Which
+//! protocol a request speaks is `served.rs`'s.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -312,20 +312,17 @@ impl Stats {
     }
 }
 
-/// A request being answered: counted as in flight until dropped, and answered (its errors
-/// too) on the wire it came on.
+/// A request being answered: counted as in flight until dropped.
 pub(crate) struct InFlight {
     stats: Arc<Stats>,
-    pub(crate) wire: Wire,
 }
 
 impl InFlight {
-    pub(crate) fn new(stats: &Arc<Stats>, wire: Wire) -> Self {
+    pub(crate) fn new(stats: &Arc<Stats>) -> Self {
         let now = stats.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         stats.max_in_flight.fetch_max(now, Ordering::SeqCst);
         InFlight {
             stats: stats.clone(),
-            wire,
         }
     }
 }
@@ -382,17 +379,6 @@ impl MockRequest {
     }
 }
 
-/// The protocol a request came in on (by its path): it is read and answered in its shapes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Wire {
-    /// `POST /v1/chat/completions`.
-    Chat,
-    /// `POST /v1/responses`.
-    Responses,
-    /// `POST /v1/messages`: Anthropic's ([`anthropic`]).
-    Anthropic,
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Fault {
     TooMany,
@@ -407,19 +393,4 @@ pub(crate) enum Fault {
     Abort,
     Overloaded,
     CutBeforeEnd,
-}
-
-/// What the batch API (`batch.rs`) asks of the provider it is part of: its configuration,
-/// its key check, and each batched request answered as its streamed twin would be.
-pub(crate) trait Answers: Send + Sync {
-    fn config(&self) -> &MockConfig;
-
-    /// Whether a request's headers carry the key, where `wire` sends it.
-    fn accepts_key(&self, wire: Wire, headers: &[(String, String)]) -> bool;
-
-    /// Answers a request that came in speaking `wire`.
-    fn answer(&self, wire: Wire, request: &MockRequest) -> MockReply;
-
-    /// A generation reached its end (counted, and kept for an idempotent replay).
-    fn generated(&self, key: Option<String>, text: String, calls: Vec<super::answers::Call>);
 }

@@ -92,20 +92,26 @@ impl Trail {
     }
 }
 
-/// Runs `job`'s loop; its first request is `first`. Each step that ends is journaled
+/// A job run as an agent loop, and what its steps go through: the lane's answer sources,
+/// the lane, the run's options, and the channel to the journal.
+pub(super) struct AgentLoop<'a> {
+    pub(super) bench: &'a Bench,
+    pub(super) job: &'a Job,
+    pub(super) sources: &'a [Arc<dyn source::AnswerSource>],
+    pub(super) lane: &'a Lane,
+    pub(super) options: &'a RunOptions,
+    pub(super) tx: &'a mpsc::UnboundedSender<Message>,
+}
+
+/// Runs the job's loop; its first request is `first`. Each step that ends is journaled
 /// (through `tx`) before the next is sent; a step a resumed run's journal holds is taken
 /// from there. `loop.deadline` bounds the steps (the request in flight then is cancelled),
 /// not the scoring of the answer.
-pub(super) async fn run_loop(
-    (bench, job, first): (&Bench, &Job, &Rendered),
-    sources: &[Arc<dyn source::AnswerSource>],
-    lane: &Lane,
-    options: &RunOptions,
-    tx: &mpsc::UnboundedSender<Message>,
-) -> JobEnd {
+pub(super) async fn run_loop(agent: &AgentLoop<'_>, first: &Rendered) -> JobEnd {
+    let bench = agent.bench;
     let mut trail = Trail::default();
     let looped = {
-        let steps = steps((bench, job, first), sources, lane, options, tx, &mut trail);
+        let steps = steps(agent, first, &mut trail);
         match bench.loop_limits.deadline() {
             None => steps.await,
             Some(d) => tokio::time::timeout(d, steps).await.unwrap_or_else(|_| {
@@ -118,10 +124,8 @@ pub(super) async fn run_loop(
         }
     };
     match looped {
-        Looped::Last(step, answer) => {
-            last_step(bench, job, step, answer, trail, lane, options).await
-        }
-        Looped::Ended(cause, last) => ended(bench, job, lane, options, trail, cause, last),
+        Looped::Last(step, answer) => last_step(agent, step, answer, trail).await,
+        Looped::Ended(cause, last) => ended(agent, trail, cause, last),
         Looped::Stopped => JobEnd::Stopped,
     }
 }
@@ -142,14 +146,15 @@ enum Looped {
 
 /// The loop's steps, each added to `trail`, until an answer without a call, a limit, or a
 /// stop.
-async fn steps(
-    (bench, job, first): (&Bench, &Job, &Rendered),
-    sources: &[Arc<dyn source::AnswerSource>],
-    lane: &Lane,
-    options: &RunOptions,
-    tx: &mpsc::UnboundedSender<Message>,
-    trail: &mut Trail,
-) -> Looped {
+async fn steps(agent: &AgentLoop<'_>, first: &Rendered, trail: &mut Trail) -> Looped {
+    let AgentLoop {
+        bench,
+        job,
+        sources,
+        lane,
+        options,
+        tx,
+    } = *agent;
     let limits = &bench.loop_limits;
     let mut step = Rendered {
         request: first.request.clone(),
@@ -199,7 +204,7 @@ async fn steps(
         // an MCP call cancelled.
         let stop = lane.client.stop_token();
         let ran = tokio::select! {
-            ran = run_calls((bench, job, options), trail, &mut step, &calls, turn) => ran,
+            ran = run_calls(agent, trail, &mut step, &calls, turn) => ran,
             () = stop.cancelled() => return Looped::Stopped,
         };
         if let Err(cause) = ran {
@@ -220,14 +225,18 @@ async fn steps(
 
 /// The answer, or the failure, that ends the loop, scored into its record.
 async fn last_step(
-    bench: &Bench,
-    job: &Job,
+    agent: &AgentLoop<'_>,
     mut step: Rendered,
     mut answer: source::Sourced,
     mut trail: Trail,
-    lane: &Lane,
-    options: &RunOptions,
 ) -> JobEnd {
+    let AgentLoop {
+        bench,
+        job,
+        lane,
+        options,
+        ..
+    } = *agent;
     trail.add(&mut answer.result, answer.cached, false);
     answer.result = trail.onto(answer.result);
     step.steps = std::mem::take(&mut trail.steps);
@@ -292,13 +301,14 @@ async fn journaled(tx: &mpsc::UnboundedSender<Message>, line: StepLine) -> bool 
 /// conversation and the trajectory; the cause that ends the loop, if one does (the call
 /// limit, an unscripted call).
 async fn run_calls(
-    (bench, job, options): (&Bench, &Job, &RunOptions),
+    agent: &AgentLoop<'_>,
     trail: &mut Trail,
     step: &mut Rendered,
     calls: &[ToolCall],
     turn: u32,
 ) -> Result<(), String> {
-    let case = &bench.cases[job.case];
+    let (bench, options) = (agent.bench, agent.options);
+    let case = &bench.cases[agent.job.case];
     let most = bench.loop_limits.max_tool_calls;
     for (index, call) in calls.iter().enumerate() {
         trail.calls += 1;
@@ -308,7 +318,7 @@ async fn run_calls(
             ));
         }
         let id = call_id(&step.request.idempotency_key, index, call);
-        let (answered, call_id) = answer_call(bench, case, (call, &id), options).await;
+        let (answered, call_id) = answer_call(bench, case, call, &id, options).await;
         let (text, error) = match answered {
             ToolReply::Result(t) => (t, false),
             ToolReply::Error(e) => (e, true),
@@ -357,7 +367,8 @@ fn call_id(step_key: &str, index: usize, call: &ToolCall) -> String {
 async fn answer_call(
     bench: &Bench,
     case: &promptgauge_suite::Case,
-    (call, id): (&ToolCall, &str),
+    call: &ToolCall,
+    id: &str,
     options: &RunOptions,
 ) -> (ToolReply, String) {
     let arguments = match checked(bench, call).await {
@@ -411,15 +422,14 @@ async fn checked(bench: &Bench, call: &ToolCall) -> Result<Value, ToolReply> {
 
 /// The failed record of a loop a limit or an unscripted call ended: its cause, and what
 /// its steps cost.
-fn ended(
-    bench: &Bench,
-    job: &Job,
-    lane: &Lane,
-    options: &RunOptions,
-    mut trail: Trail,
-    cause: String,
-    last: JobResult,
-) -> JobEnd {
+fn ended(agent: &AgentLoop<'_>, mut trail: Trail, cause: String, last: JobResult) -> JobEnd {
+    let AgentLoop {
+        bench,
+        job,
+        lane,
+        options,
+        ..
+    } = *agent;
     let usage = trail.usage;
     let result = trail.onto(last);
     let mut r: JobRecord = failed_record(bench, job, cause, Some(result));

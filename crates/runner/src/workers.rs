@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::agent::run_loop;
+use super::agent::{AgentLoop, run_loop};
 use super::lane::{Lane, Message, RunOptions};
 use super::scoring::{JobEnd, request_of, run_job};
 use super::source::{self, AnswerSource};
@@ -99,7 +99,15 @@ impl Workers {
                     let end = if !bench.has_tools() {
                         run_job(bench, job, &request, sources, lane, options).await
                     } else {
-                        run_loop((bench, job, &request), sources, lane, options, &self.tx).await
+                        let agent = AgentLoop {
+                            bench,
+                            job,
+                            sources,
+                            lane,
+                            options,
+                            tx: &self.tx,
+                        };
+                        run_loop(&agent, &request).await
                     };
                     match end {
                         // Its source records it, and counts it out of the jobs in flight.

@@ -351,7 +351,7 @@ impl Bench {
         raw.gates.check(&here)?;
         tools::check_servers(&raw.mcp).map_err(|e| InputError::new(here("mcp"), e).fix("each server is {run: [program, args…], env: [NAMES], timeout: 30s, tools: [names]}; see docs/guide/tools.md"))?;
 
-        let mut variants = load_variants(dir, &raw.variants, (path, &text))?;
+        let mut variants = load_variants(dir, &raw.variants, path, &text)?;
         default_reading(raw.extract.as_ref(), &mut variants, &here)?;
         let templates = Templates::compile(&variants)?;
         templates.check(&variants, &cases)?;
@@ -737,17 +737,18 @@ fn default_reading(
     Ok(())
 }
 
-/// The variants' prompt files, each name once; `bench` is the bench file and its text (an
-/// entry that names no file is said at its line).
+/// The variants' prompt files, each name once; `bench` is the bench file and `text` its
+/// text (an entry that names no file is said at its line).
 fn load_variants(
     dir: &Path,
     files: &[String],
-    bench: (&Path, &str),
+    bench: &Path,
+    text: &str,
 ) -> Result<Vec<Variant>, InputErrors> {
     let mut variants: Vec<Variant> = Vec::new();
     for p in files {
         if !dir.join(p).exists() {
-            return Err(no_prompt_file(bench, p).into());
+            return Err(no_prompt_file(bench, text, p).into());
         }
         let v = prompts::load(&dir.join(p))?;
         if let Some(other) = variants.iter().find(|o| o.name == v.name) {
@@ -941,8 +942,8 @@ fn read_raw(path: &Path) -> Result<(String, RawBench), InputError> {
 const VARIANT_FORM: &str = "a variant is the path of a prompt file (.yaml, .txt or .md), relative to the bench: `variants: [prompts/plain.txt, prompts/careful.yaml]` (docs/guide/files.md, \"Variants\")";
 
 /// An entry of `variants:` that names no file: a prompt written inline (its text), or a
-/// path that is not there.
-fn no_prompt_file((path, text): (&Path, &str), entry: &str) -> InputError {
+/// path that is not there; `path` is the bench file, `text` its text.
+fn no_prompt_file(path: &Path, text: &str, entry: &str) -> InputError {
     let start = error::line_of_key(text, "variants").unwrap_or(1);
     let line = text
         .lines()

@@ -235,13 +235,7 @@ impl Matrix<'_> {
     ) -> String {
         let (offset, limit) = (query.offset(), query.limit());
         let path = format!("/runs/{}/matrix", self.id);
-        let nav = super::page::pager(
-            &path,
-            &query.filters(),
-            (offset, limit),
-            rows.len(),
-            matched,
-        );
+        let nav = super::page::pager(&path, &query.filters(), offset, limit, rows.len(), matched);
         let pages = matched.div_ceil(limit).max(1);
         let mut b = format!(
             "<h1><a href=\"/runs/{id}/\">{run}</a>: matrix</h1>\n<p class=\"muted\">Cases down, arms across; each cell the answer and its score (✓ passed, ✗ failed, a partial score in %), coloured by outcome. Open a case for its variables; a mark opens the job's whole record. <a href=\"/runs/{id}/answers\">Answers as a list</a>.</p>\n<form method=\"get\">{fields}<button>Filter</button></form>\n<p id=\"count\">{shown} of {matched} cases that match, from {from} · page {page} of {pages}. {nav}</p>\n<div class=\"scroll\"><table id=\"matrix\">",

@@ -155,7 +155,8 @@ pub(super) fn page_link(
 pub(super) fn pager(
     path: &str,
     filters: &[(&str, &Option<String>)],
-    (offset, limit): (usize, usize),
+    offset: usize,
+    limit: usize,
     shown: usize,
     matched: usize,
 ) -> String {

@@ -394,7 +394,8 @@ impl JobsQuery {
         super::page::pager(
             &format!("/runs/{id}/answers"),
             &self.filters(),
-            (self.offset(), self.limit()),
+            self.offset(),
+            self.limit(),
             shown,
             matched,
         )

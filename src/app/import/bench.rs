@@ -8,8 +8,8 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use crate::app::Failure;
-use crate::cli::UsageError;
 use crate::error::BeforeSend;
+use crate::error::UsageError;
 
 /// What the import produced, and what it could not carry over.
 #[derive(Default)]

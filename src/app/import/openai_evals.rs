@@ -17,7 +17,8 @@ use super::bench::{
     write_bench,
 };
 use crate::app::{Exit, Failure};
-use crate::cli::{ImportArgs, UsageError};
+use crate::cli::ImportArgs;
+use crate::error::UsageError;
 
 /// Where OpenAI's API answers: the endpoint and judge of an imported eval.
 const OPENAI: &str = "https://api.openai.com/v1";

@@ -4,8 +4,9 @@
 use std::path::Path;
 
 use super::{Exit, Failure};
-use crate::cli::{InitArgs, Task, UsageError};
+use crate::cli::{InitArgs, Task};
 use crate::error::BeforeSend;
+use crate::error::UsageError;
 use promptgauge_suite::schema::SchemaOf;
 
 mod agent;

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::cli::UsageError;
+use crate::error::UsageError;
 use promptgauge_client::Usage;
 
 /// Another tool's results, read.

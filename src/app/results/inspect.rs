@@ -9,7 +9,8 @@ use serde_json::Value;
 
 use super::imported::{self, Imported, ImportedArm, Sample};
 use super::read;
-use crate::cli::{ImportResultsArgs, UsageError};
+use crate::cli::ImportResultsArgs;
+use crate::error::UsageError;
 use promptgauge_client::Usage;
 use promptgauge_client::attachment::{Kind, sha256_hex};
 use promptgauge_runner::job_record::FileNote;

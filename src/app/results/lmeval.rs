@@ -11,7 +11,8 @@ use serde_json::Value;
 
 use super::imported::{self, Imported, ImportedArm, Sample};
 use super::read;
-use crate::cli::{ImportResultsArgs, UsageError};
+use crate::cli::ImportResultsArgs;
+use crate::error::UsageError;
 
 pub(super) fn read(args: &ImportResultsArgs) -> Result<Imported, UsageError> {
     let mut tasks = Vec::new();

@@ -18,8 +18,9 @@ use anyhow::Context;
 use self::imported::{Imported, ImportedArm, Sample, clean_name};
 use super::finish::{Ending, Outputs, conclude};
 use super::{Exit, Failure, aggregator};
-use crate::cli::{ImportResultsArgs, ResultsFormat, UsageError};
+use crate::cli::{ImportResultsArgs, ResultsFormat};
 use crate::error::BeforeSend;
+use crate::error::UsageError;
 use promptgauge_base::clock::utc_now;
 use promptgauge_client::Outcome;
 use promptgauge_runner::RunDir;
@@ -31,7 +32,7 @@ use promptgauge_suite::{Fingerprint, GradeSpec, Limits, Variant};
 /// `--no-store`) its row in the history store; the gates decide the exit code as a run's.
 pub async fn import_results(
     args: &ImportResultsArgs,
-    env: &crate::cli::Env,
+    env: &crate::app::settings::Env,
 ) -> Result<Exit, Failure> {
     let mut imported = match args.format {
         ResultsFormat::Inspect => inspect::read(args)?,
@@ -42,8 +43,8 @@ pub async fn import_results(
     check_samples(&imported)?;
     // The task names the run's folder: never a path (`../x`, `/abs`), never markup.
     imported.name = folder_name(&imported.name);
-    let store =
-        crate::cli::store_location(args.store.store.as_deref(), env, &args.out).map(|s| s.0);
+    let store = crate::app::settings::store_location(args.store.store.as_deref(), env, &args.out)
+        .map(|s| s.0);
     if let (false, Err(e)) = (args.store.no_store, &store) {
         return Err(e.clone().into());
     }
@@ -89,7 +90,8 @@ pub async fn import_results(
         &args.outputs,
         baseline.as_ref(),
         args.quiet,
-        (args.store.no_store, store),
+        args.store.no_store,
+        store,
     )?;
     Ok(conclude(
         &dir,

@@ -9,7 +9,8 @@ use serde_json::Value;
 
 use super::imported::{self, Imported, ImportedArm, Sample, shown};
 use super::read;
-use crate::cli::{ImportResultsArgs, UsageError};
+use crate::cli::ImportResultsArgs;
+use crate::error::UsageError;
 use promptgauge_client::Usage;
 
 pub(super) fn read(args: &ImportResultsArgs) -> Result<Imported, UsageError> {

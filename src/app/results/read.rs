@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::cli::UsageError;
+use crate::error::UsageError;
 
 /// The largest file read.
 pub(super) const MAX_FILE_BYTES: u64 = 1 << 30;

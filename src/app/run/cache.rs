@@ -35,7 +35,7 @@ pub(super) fn lane_cache_keys(p: &Prepared, base_url: &str) -> Vec<String> {
         .collect()
 }
 
-pub(super) fn cache_key(shown_url: &str, e: &crate::cli::Endpoint) -> String {
+pub(super) fn cache_key(shown_url: &str, e: &crate::app::settings::Endpoint) -> String {
     let mut key = shown_url.to_string();
     if !e.protocol.is_default() {
         key.push_str(&format!(" protocol={}", e.protocol));

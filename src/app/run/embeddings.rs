@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::app::Prepared;
-use crate::cli::UsageError;
+use crate::error::UsageError;
 use promptgauge_runner as runner;
 
 /// The `embedding` scorers' specs in the bench (its `grade` and its cases'), each once:

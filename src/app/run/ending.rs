@@ -3,26 +3,30 @@
 
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
-
-use super::watch::{FirstFailures, Outage};
+use super::send::Sent;
 use crate::app::finish::Ending;
 use promptgauge_runner::record::StopReason;
 use promptgauge_runner::{self as runner, RunDir};
 
 /// How the sending ended, and why the run stopped early (as run.json and the summary
-/// say it), from what the client, the judge's client and the listeners saw.
+/// say it), from what the clients (`lanes`, the judge's in `sent`) and the listeners saw;
+/// `batch_wait` is `--batch-wait`, `budget` `--budget`'s account.
 pub(super) fn ending_of(
-    tally: &runner::RunTally,
-    dispatch: &CancellationToken,
-    (lanes, judge): (
-        &[runner::Lane],
-        Option<&promptgauge_grade::judge::JudgeService>,
-    ),
-    (first, outage): (&FirstFailures, &Outage),
+    sent: &Sent,
+    lanes: &[runner::Lane],
     dir: &RunDir,
-    (batch_wait, budget): (Option<Duration>, Option<&runner::budget::Budget>),
+    batch_wait: Option<Duration>,
+    budget: Option<&runner::budget::Budget>,
 ) -> (Ending, Option<StopReason>) {
+    let Sent {
+        tally,
+        dispatch,
+        first,
+        outage,
+        judge,
+        ..
+    } = sent;
+    let judge = judge.as_deref();
     let fatal = lanes
         .iter()
         .find_map(|l| l.client.fatal())

@@ -4,9 +4,10 @@ use std::path::Path;
 
 use super::resume::{check_batches_stay, check_resumable};
 use crate::app::finish::in_use;
+use crate::app::settings::Env;
 use crate::app::settings::RunSettings;
 use crate::app::{Failure, Prepared};
-use crate::cli::{Env, UsageError};
+use crate::error::UsageError;
 use promptgauge_base::clock::utc_now;
 use promptgauge_report::ProviderInfo;
 use promptgauge_runner::RunDir;
@@ -117,7 +118,7 @@ pub(super) fn grid_infos(p: &Prepared) -> Vec<ProviderInfo> {
         .iter()
         .map(|g| ProviderInfo {
             price: g.price.clone(),
-            ..crate::app::budget::endpoint_info(&g.endpoint)
+            ..g.endpoint.info()
         })
         .collect()
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
-use super::continued::Continued;
+use super::continued::{Continued, JournalDecides};
 use crate::app::settings::RunSettings;
 use crate::app::{Failure, Prepared};
 use crate::error::BeforeSend;
@@ -37,7 +37,8 @@ pub(super) fn continue_journal(
         settings.retry_failed,
         dir,
         &keys,
-        (&mut agg, &mut spent),
+        &mut agg,
+        &mut spent,
         &until,
     )?;
     let (jobs, resend) = jobs_left(p, &keys, &audit);
@@ -59,22 +60,24 @@ pub(super) fn continue_journal(
     };
     // `--budget`: the finished steps of loops not yet recorded were paid for too.
     if let Some((prices, usd)) = spent.as_mut() {
-        *usd += unfinished_steps_cost(&loop_steps, &jobs, &resend, (&record.run_id, prices));
+        *usd += unfinished_steps_cost(&loop_steps, &jobs, &resend, &record.run_id, prices);
     }
     if settings.retry_failed.is_some() && !settings.quiet {
         say_resending(settings.retry_failed, resend.len());
     }
     Ok(Continued {
         agg,
-        already: p.jobs.len() - jobs.len(),
         journal,
+        carried: JournalDecides {
+            already: p.jobs.len() - jobs.len(),
+            resend,
+            stop: until.stop,
+            horizon: until.horizon,
+            per_case,
+            batches: audit.stats.batches.clone(),
+            loop_steps,
+        },
         jobs,
-        resend,
-        stop: until.stop,
-        horizon: until.horizon,
-        per_case,
-        batches: audit.stats.batches.clone(),
-        loop_steps,
         spent: spent.map_or(0.0, |(_, usd)| usd),
     })
 }
@@ -85,7 +88,8 @@ fn unfinished_steps_cost(
     steps: &HashMap<String, promptgauge_runner::StepLine>,
     jobs: &[Job],
     resend: &HashMap<usize, u32>,
-    (run_id, prices): (&str, &promptgauge_runner::budget::Prices),
+    run_id: &str,
+    prices: &promptgauge_runner::budget::Prices,
 ) -> f64 {
     let left: HashMap<usize, usize> = jobs
         .iter()
@@ -168,10 +172,8 @@ pub(super) fn replay_journal(
     retry_failed: Option<crate::cli::RetryFailed>,
     dir: &RunDir,
     keys: &promptgauge_runner::journal::PlanKeys,
-    (agg, spent): (
-        &mut crate::app::Figures,
-        &mut Option<(&promptgauge_runner::budget::Prices, f64)>,
-    ),
+    agg: &mut crate::app::Figures,
+    spent: &mut Option<(&promptgauge_runner::budget::Prices, f64)>,
     until: &UntilDecided,
 ) -> Result<
     (

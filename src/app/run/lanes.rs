@@ -9,13 +9,22 @@ use anyhow::Context;
 use super::cache::lane_cache_keys;
 use crate::app::settings::RunSettings;
 use crate::app::{Failure, Prepared, SIMULATED_BANNER};
-use crate::cli::UsageError;
 use crate::error::BeforeSend;
+use crate::error::UsageError;
 use promptgauge_mock::Provider;
 use promptgauge_mock::server::MockServer;
 use promptgauge_report::ProviderInfo;
 use promptgauge_runner as runner;
 use promptgauge_runner::record::RunRecord;
+
+/// The clients a run sends through: its lanes, and the built-in simulator that answers
+/// those without a server (stopped once the sending ends).
+pub(super) struct Clients {
+    /// One lane per endpoint, the first the run's.
+    pub(super) lanes: Vec<runner::Lane>,
+    /// The built-in simulator, when an endpoint or the judge has no server.
+    pub(super) simulator: Option<MockServer>,
+}
 
 /// The clients the jobs go through, one lane per endpoint (to the built-in simulator when
 /// an endpoint or the judge has no server), with the replicas the preflight found dead
@@ -25,7 +34,7 @@ pub(super) async fn start_client(
     settings: &RunSettings,
     record: &RunRecord,
     dead_replicas: &[Vec<(usize, String)>],
-) -> Result<(Option<MockServer>, Vec<runner::Lane>), Failure> {
+) -> Result<Clients, Failure> {
     let (p, provider, judge) = (&settings.plan, &settings.provider, settings.judge.as_ref());
     if record.self_judged() {
         note!(
@@ -51,7 +60,7 @@ pub(super) async fn start_client(
     }
     link_lanes(&lanes);
     check_batch_apis(p, &lanes).await?;
-    Ok((simulator, lanes))
+    Ok(Clients { lanes, simulator })
 }
 
 /// The built-in simulator, started when the run or its judge has no server (said loudly;
@@ -59,7 +68,7 @@ pub(super) async fn start_client(
 pub(super) async fn start_simulator(
     p: &Prepared,
     record: &RunRecord,
-    judge: Option<&crate::app::judge::ResolvedJudge>,
+    judge: Option<&crate::app::settings::ResolvedJudge>,
     quiet: bool,
 ) -> Result<Option<MockServer>, Failure> {
     let judge_simulated = judge.as_ref().is_some_and(|j| j.base_urls.is_empty());

@@ -2,14 +2,15 @@
 //! finishes, write the reports, return the exit code. With `--resume DIR`, continue that
 //! run: its journal is read once, through the same aggregator. [`run`] reads as its steps,
 //! one file each: `resolve` (flags, bench, endpoints and judge once into the run's
-//! `app::settings::RunSettings`, which builds the lanes' clients, the judge's, the runner's
-//! options and the outputs; then the store and the baseline; `resume.rs` what a resume
-//! keeps and refuses), `look_at_server` (`server.rs`), `open_folder`
-//! (`folder.rs`), `continue_journal` (`journal.rs`; `spend.rs` the budget), `start_client`
-//! (`lanes.rs`: the lanes and the simulator; `cache.rs` the response cache), the sending
-//! (`send.rs`, with the listeners that stop it early in `watch.rs` and the signals in
-//! `signals.rs`; `embeddings.rs` the `embedding` scorers' clients), `ending_of`
-//! (`ending.rs`), then `finish::conclude`.
+//! `app::settings::RunSettings`, which builds the lanes' clients, the judge's and the
+//! outputs; then the store and the baseline; `resume.rs` what a resume keeps and
+//! refuses), `look_at_server` (`server.rs`), `open_folder` (`folder.rs`),
+//! `continue_journal` (`journal.rs`: where the run stands, `continued.rs`; `spend.rs` the
+//! budget), `start_client` (`lanes.rs`: the lanes and the simulator; `cache.rs` the
+//! response cache), the sending (`send.rs`: the runner's options, from the settings and
+//! what the journal decides, moved in whole; the listeners that stop it early in
+//! `watch.rs` and the signals in `signals.rs`; `embeddings.rs` the `embedding` scorers'
+//! clients), `ending_of` (`ending.rs`), then `finish::conclude`.
 
 mod cache;
 mod continued;
@@ -26,25 +27,25 @@ mod signals;
 mod spend;
 mod watch;
 
-pub(super) use continued::Continued;
-pub(super) use embeddings::{check_embedding_endpoints, embedding_services};
+pub(super) use embeddings::check_embedding_endpoints;
 pub(super) use resolve::{baseline_of, check_gates};
 
 use std::sync::Arc;
 
-use crate::app::finish::conclude;
+use crate::app::finish::{Outputs, conclude};
+use crate::app::settings::Env;
 use crate::app::settings::RunSettings;
 use crate::app::{Exit, Failure};
-use crate::cli::{Env, RunArgs, UsageError};
+use crate::cli::RunArgs;
 use crate::error::BeforeSend;
 use ending::ending_of;
 use folder::{mark_batched, open_folder};
 use journal::{continue_journal, say_open_resends};
-use lanes::start_client;
+use lanes::{Clients, start_client};
 use promptgauge_base::clock::utc_now;
 use promptgauge_runner::record::RunRecord;
 use promptgauge_runner::{self as runner, RunDir};
-use resolve::{Resolved, resolve};
+use resolve::{Against, Resolved, resolve};
 use send::{Sent, say_what_runs, send_jobs};
 use server::look_at_server;
 use signals::Signals;
@@ -57,8 +58,7 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     let Resolved {
         resumed,
         settings,
-        store,
-        baseline,
+        against,
     } = resolve(args, env).await?;
     let (p, judge) = (&settings.plan, settings.judge.as_ref());
     let budget = plan_budget(&settings, resumed.as_ref().map(|(_, record, _)| record))?;
@@ -68,39 +68,49 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
         return Ok(Exit::Interrupted);
     };
 
-    let (dir, mut record, _lock) = open_folder(resumed, &settings, env, &store)?;
-    let continued = continue_journal(&settings, &dir, &record, budget.as_ref().map(|b| &b.1))?;
-    hold_to_budget(&settings, (&dir, &mut record), &continued, budget.as_ref())?;
+    let (dir, mut record, _lock) = open_folder(resumed, &settings, env, &against.store)?;
+    let prices = budget.as_ref().map(|b| &b.prices);
+    let continued = continue_journal(&settings, &dir, &record, prices)?;
+    hold_to_budget(&settings, &dir, &mut record, &continued, budget.as_ref())?;
     mark_batched(&mut record, p);
     if settings.retry_failed.is_none() && !settings.quiet {
-        say_open_resends(&continued.batches, &dir);
+        say_open_resends(&continued.carried.batches, &dir);
     }
 
-    let (simulator, lanes) = start_client(&settings, &record, &dead_replicas).await?;
+    let clients = start_client(&settings, &record, &dead_replicas).await?;
     dir.write_record(&record).before_send()?;
     if !settings.quiet {
         say_what_runs(p, &settings.provider, &record, &dir, continued.jobs.len());
     }
 
-    let budget = budget.map(|(limit, prices)| {
-        Arc::new(runner::budget::Budget::new(limit, continued.spent, prices))
+    let budget = budget.map(|b| {
+        Arc::new(runner::budget::Budget::new(
+            b.limit,
+            continued.spent,
+            b.prices,
+        ))
     });
     let sent = send_jobs(
         &settings,
-        (&dir, &record),
-        (&lanes, simulator.as_ref()),
+        &dir,
+        &record,
+        &clients,
         signals,
-        (continued, budget.clone()),
+        continued,
+        budget.clone(),
     )
     .await?;
+    let Clients { lanes, simulator } = clients;
     drop(simulator);
 
     finish_run(
         &settings,
-        (&dir, record),
+        &dir,
+        record,
         sent,
-        (&lanes, budget.as_deref()),
-        (store, baseline),
+        &lanes,
+        budget.as_deref(),
+        against,
     )
     .await
 }
@@ -109,22 +119,14 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
 /// A record that cannot be written is one of the problems the ending says.
 async fn finish_run(
     settings: &RunSettings,
-    (dir, mut record): (&RunDir, RunRecord),
+    dir: &RunDir,
+    mut record: RunRecord,
     sent: Sent,
-    (lanes, budget): (&[runner::Lane], Option<&runner::budget::Budget>),
-    (store, baseline): (
-        Result<promptgauge_store::Location, UsageError>,
-        Option<crate::app::baseline::Reference>,
-    ),
+    lanes: &[runner::Lane],
+    budget: Option<&runner::budget::Budget>,
+    against: Against,
 ) -> Result<Exit, Failure> {
-    let (ending, stopped) = ending_of(
-        &sent.tally,
-        &sent.dispatch,
-        (lanes, sent.judge.as_deref()),
-        (&sent.first, &sent.outage),
-        dir,
-        (Some(settings.batch.batch_wait), budget),
-    );
+    let (ending, stopped) = ending_of(&sent, lanes, dir, Some(settings.batch.batch_wait), budget);
     record.finished_at = Some(utc_now());
     record.stopped = stopped;
     let mut problems = Vec::new();
@@ -135,7 +137,21 @@ async fn finish_run(
     let mut agg = sent.agg;
     agg.figures().set_run(record.info());
     let result = agg.finish();
-    let outputs = settings.outputs(store, baseline.as_ref())?;
+    // With `--no-store` the run is recorded nowhere; a store that cannot be named is the
+    // error it was.
+    let outputs = Outputs {
+        store: if settings.no_store {
+            None
+        } else {
+            Some(against.store?)
+        },
+        ..Outputs::of(
+            &settings.gates,
+            settings.files(),
+            against.baseline.as_ref(),
+            settings.quiet,
+        )
+    };
     Ok(conclude(
         dir,
         &record,

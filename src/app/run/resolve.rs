@@ -8,10 +8,12 @@ use anyhow::Context;
 use super::embeddings::check_embedding_endpoints;
 use super::resume::{check_resume_flags, resumed_plan};
 use crate::app::finish::in_use;
+use crate::app::settings::Env;
 use crate::app::settings::RunSettings;
 use crate::app::{Failure, Prepared};
-use crate::cli::{Env, PlanArgs, RunArgs, UsageError};
+use crate::cli::{PlanArgs, RunArgs};
 use crate::error::BeforeSend;
+use crate::error::UsageError;
 use promptgauge_report::gates::Unresolved;
 use promptgauge_runner::RunDir;
 use promptgauge_runner::record::RunRecord;
@@ -43,8 +45,7 @@ pub(super) async fn resolve(args: &RunArgs, env: &Env) -> Result<Resolved, Failu
     if let Some((dir, record, _)) = &resumed {
         check_resume_flags(args, dir, record)?;
     }
-    let mut settings = RunSettings::resolve(&plan_args, args, env)?;
-    settings.mcp = crate::app::prepare::serve_mcp_tools(&mut settings.plan).await?;
+    let settings = RunSettings::resolve(&plan_args, args, env).await?;
     let p = &settings.plan;
     check_gates(p, &settings.gates)?;
     check_embedding_endpoints(p)?;
@@ -58,7 +59,7 @@ pub(super) async fn resolve(args: &RunArgs, env: &Env) -> Result<Resolved, Failu
         Some(path) => path.parent().unwrap_or(Path::new(".")).to_path_buf(),
         None => args.out.clone(),
     };
-    let store = crate::cli::store_location(args.store.store.as_deref(), env, &root).map(
+    let store = crate::app::settings::store_location(args.store.store.as_deref(), env, &root).map(
         |(location, named)| match (&resumed, named) {
             // A resumed run goes where it was first recorded, unless told otherwise.
             (Some((_, record, _)), false) => recorded_store(record).unwrap_or(location),
@@ -80,8 +81,7 @@ pub(super) async fn resolve(args: &RunArgs, env: &Env) -> Result<Resolved, Failu
     Ok(Resolved {
         resumed,
         settings,
-        store,
-        baseline,
+        against: Against { store, baseline },
     })
 }
 
@@ -90,7 +90,15 @@ pub(super) async fn resolve(args: &RunArgs, env: &Env) -> Result<Resolved, Failu
 pub(super) struct Resolved {
     pub(super) resumed: Option<(RunDir, RunRecord, promptgauge_runner::lock::RunLock)>,
     pub(super) settings: RunSettings,
+    pub(super) against: Against,
+}
+
+/// What the run's end is recorded in and held against.
+pub(super) struct Against {
+    /// The history store (`--store`, …); a store that cannot be named is the error it was,
+    /// said only when the run is recorded.
     pub(super) store: Result<promptgauge_store::Location, UsageError>,
+    /// The earlier run `--baseline` names.
     pub(super) baseline: Option<crate::app::baseline::Reference>,
 }
 

@@ -3,8 +3,9 @@
 use anyhow::Context;
 
 use crate::app::{Failure, Prepared};
-use crate::cli::{PlanArgs, RunArgs, UsageError};
+use crate::cli::{PlanArgs, RunArgs};
 use crate::error::BeforeSend;
+use crate::error::UsageError;
 use promptgauge_report::ProviderInfo;
 use promptgauge_runner::RunDir;
 use promptgauge_runner::record::RunRecord;

@@ -5,12 +5,13 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::cache::open_cache;
-use super::continued::Continued;
+use super::continued::{Continued, JournalDecides};
+use super::embeddings::embedding_services;
+use super::lanes::Clients;
 use super::signals::{Signals, watch_signals};
 use super::watch::{BatchNotes, FirstFailures, Outage, SearchNotes, watchers};
 use crate::app::settings::RunSettings;
 use crate::app::{Failure, Prepared};
-use promptgauge_mock::server::MockServer;
 use promptgauge_report::ProviderInfo;
 use promptgauge_report::progress::Progress;
 use promptgauge_report::verbose::VerboseLog;
@@ -32,14 +33,18 @@ pub(super) struct Sent {
 
 /// Sends every job left, every listener hearing each as it finishes, until all are sent
 /// or the sending is stopped: by a signal, by the first jobs all failing alike, by an
-/// outage, or by the provider.
+/// outage, or by the provider. `continued` is where the journal left the run; `budget`,
+/// `--budget`'s account.
 pub(super) async fn send_jobs(
     settings: &RunSettings,
-    (dir, record): (&RunDir, &RunRecord),
-    (lanes, simulator): (&[runner::Lane], Option<&MockServer>),
+    dir: &RunDir,
+    record: &RunRecord,
+    clients: &Clients,
     signals: Signals,
-    (mut continued, budget): (Continued, Option<Arc<runner::budget::Budget>>),
+    continued: Continued,
+    budget: Option<Arc<runner::budget::Budget>>,
 ) -> Result<Sent, Failure> {
+    let lanes = &clients.lanes[..];
     let client = &lanes[0].client;
     let dispatch = client.drain_token();
     let signals = watch_signals(
@@ -50,26 +55,29 @@ pub(super) async fn send_jobs(
     );
     let p = &settings.plan;
     let live = settings.live;
-    let mut progress = Progress::new(p.jobs.len(), continued.already, record.plan.arms(), live);
-    let cache = open_cache(settings.cache, dir, settings.quiet)?;
-    let judge = settings.judge_service(
-        simulator.map(|s| s.base_url()).as_deref(),
-        cache.clone(),
-        client,
-    )?;
-    let options = settings.run_options(
-        record,
-        lanes,
-        &mut continued,
-        (judge.clone(), cache),
-        budget,
-    );
     let Continued {
         mut agg,
         mut journal,
         jobs,
+        carried,
         ..
     } = continued;
+    let mut progress = Progress::new(p.jobs.len(), carried.already, record.plan.arms(), live);
+    let cache = open_cache(settings.cache, dir, settings.quiet)?;
+    let judge = settings.judge_service(
+        clients.simulator.as_ref().map(|s| s.base_url()).as_deref(),
+        cache.clone(),
+        client,
+    )?;
+    let options = run_options(
+        settings,
+        record,
+        lanes,
+        carried,
+        judge.clone(),
+        cache,
+        budget,
+    );
     let mut verbose = VerboseLog;
     // Without the live line, each batch's submission and end are said as they happen.
     let mut batch_notes = BatchNotes;
@@ -112,6 +120,45 @@ pub(super) async fn send_jobs(
         agg,
         judge,
     })
+}
+
+/// What the workers share: the plan's scorers, what the run's record, flags and journal
+/// decide (`carried`: the jobs decided or sent again, the batches to adopt), the budget,
+/// the response cache and the clients the scorers call (the judge's, the embeddings').
+fn run_options(
+    settings: &RunSettings,
+    record: &RunRecord,
+    lanes: &[runner::Lane],
+    carried: JournalDecides,
+    judge: Option<Arc<promptgauge_grade::judge::JudgeService>>,
+    cache: Option<Arc<std::sync::Mutex<promptgauge_client::Cache>>>,
+    budget: Option<Arc<runner::budget::Budget>>,
+) -> runner::RunOptions {
+    let p = &settings.plan;
+    runner::RunOptions {
+        scorers: p.scorers.clone(),
+        run_id: record.run_id.clone(),
+        attempts: settings.verbose,
+        already: carried.already,
+        scoring: promptgauge_grade::ScoreContext {
+            judge,
+            embeddings: embedding_services(p, lanes, cache.clone()),
+            stop: Some(lanes[0].client.stop_token()),
+        },
+        cache,
+        skip: carried.stop,
+        horizon: carried.horizon.map(|h| (h, carried.per_case)),
+        resend: carried.resend,
+        batch: lanes
+            .iter()
+            .any(|l| l.batch)
+            .then(|| settings.batch.settings()),
+        batches: Arc::new(carried.batches),
+        loop_steps: Arc::new(carried.loop_steps),
+        mcp: settings.mcp.clone(),
+        budget,
+        ..Default::default()
+    }
 }
 
 /// `--best`: each arm out is said as it goes — above the live line, or (no live line, not

@@ -9,7 +9,7 @@ use crate::app::{Failure, Prepared};
 /// first (nothing was sent).
 pub(super) async fn look_at_server(
     p: &Prepared,
-    judge: Option<&crate::app::judge::ResolvedJudge>,
+    judge: Option<&crate::app::settings::ResolvedJudge>,
     quiet: bool,
     signals: &mut Signals,
 ) -> Result<Option<Vec<Vec<(usize, String)>>>, Failure> {

@@ -8,10 +8,19 @@ use super::cache::cached_answers;
 use super::continued::Continued;
 use crate::app::Failure;
 use crate::app::settings::RunSettings;
-use crate::cli::UsageError;
+use crate::error::UsageError;
 use promptgauge_runner::record::RunRecord;
 use promptgauge_runner::{self as runner, RunDir};
 use promptgauge_suite::Job;
+
+/// `--budget` (or the budget the resumed run was started with), once every price it needs
+/// is known.
+pub(super) struct PlannedBudget {
+    /// The most the run may spend, in USD.
+    pub(super) limit: f64,
+    /// The prices it holds jobs at.
+    pub(super) prices: runner::budget::Prices,
+}
 
 /// `--budget` (or the budget the resumed run was started with): its limit and the prices
 /// it holds jobs at, once every price it needs is known; a new run whose plan may cost
@@ -19,7 +28,7 @@ use promptgauge_suite::Job;
 pub(super) fn plan_budget(
     settings: &RunSettings,
     resumed: Option<&RunRecord>,
-) -> Result<Option<(f64, runner::budget::Prices)>, Failure> {
+) -> Result<Option<PlannedBudget>, Failure> {
     let p = &settings.plan;
     let Some(limit) = settings
         .budget
@@ -52,7 +61,7 @@ pub(super) fn plan_budget(
             note!("{line}");
         }
     }
-    Ok(Some((limit, prices)))
+    Ok(Some(PlannedBudget { limit, prices }))
 }
 
 /// The jobs still without a record that wait in batches the journal holds open (by plan
@@ -66,7 +75,7 @@ fn in_open_batches(continued: &Continued, run_id: &str) -> (HashSet<usize>, f64,
     let mut reserved = 0.0;
     // Any open batch may hold jobs the resume collects, named or hashed.
     let mut collecting = false;
-    for b in promptgauge_runner::batch::open_batches(&continued.batches) {
+    for b in promptgauge_runner::batch::open_batches(&continued.carried.batches) {
         collecting |= !waiting.is_empty() && !b.keys.is_empty();
         let jobs: Vec<usize> = b
             .keys
@@ -86,18 +95,19 @@ fn in_open_batches(continued: &Continued, run_id: &str) -> (HashSet<usize>, f64,
 /// left of it.
 pub(super) fn hold_to_budget(
     settings: &RunSettings,
-    (dir, record): (&RunDir, &mut RunRecord),
+    dir: &RunDir,
+    record: &mut RunRecord,
     continued: &Continued,
-    budget: Option<&(f64, runner::budget::Prices)>,
+    budget: Option<&PlannedBudget>,
 ) -> Result<(), Failure> {
-    let Some((limit, prices)) = budget else {
+    let Some(budget) = budget else {
         return Ok(());
     };
-    record.budget_usd = Some(*limit);
+    record.budget_usd = Some(budget.limit);
     if record.resumed_at.is_empty() {
         return Ok(());
     }
-    weigh_what_is_left(settings, (dir, record), continued, (*limit, prices))
+    weigh_what_is_left(settings, dir, record, continued, budget)
 }
 
 /// A resume under a budget weighs what is left to send against what is left of it. Jobs in
@@ -105,11 +115,14 @@ pub(super) fn hold_to_budget(
 /// were held for counts against it before anything new.
 fn weigh_what_is_left(
     settings: &RunSettings,
-    (dir, record): (&RunDir, &RunRecord),
+    dir: &RunDir,
+    record: &RunRecord,
     continued: &Continued,
-    (limit, prices): (f64, &runner::budget::Prices),
+    budget: &PlannedBudget,
 ) -> Result<(), Failure> {
     let p = &settings.plan;
+    let PlannedBudget { limit, prices } = budget;
+    let limit = *limit;
     let (adopted, reserved, collecting) = in_open_batches(continued, &record.run_id);
     let fresh: Vec<Job> = continued
         .jobs

@@ -5,7 +5,8 @@
 //! are its `client::Limits`, which the bench's `limits:` and the flags (`cli::LimitArgs`)
 //! both set.
 
-use crate::cli::{Endpoint, LimitArgs};
+use super::endpoint::Endpoint;
+use crate::cli::LimitArgs;
 use promptgauge_client::{ApiKey, Client, ClientConfig, Limits, ProtocolKind, ReqwestTransport};
 use promptgauge_suite::Bench;
 use promptgauge_suite::endpoints::NamedEndpoint;

@@ -1,24 +1,39 @@
 //! The settings factory: the flags, the bench and its endpoints resolved once into one
-//! value, [`RunSettings`], that builds every component a run needs — its lanes' clients,
-//! the judge's, the runner's options (the scorers' context among them), the outputs it
-//! writes — as ripgrep resolves its flags once into `HiArgs`, which builds the searcher and
-//! the printer. `client.rs`: what one client is built from ([`ClientSettings`]), for the
-//! run's lanes, each endpoint of a grid and the judge.
+//! value, [`RunSettings`], that builds the components a run needs — its lanes' clients,
+//! the judge's, the outputs it writes — as ripgrep resolves its flags once into `HiArgs`,
+//! which builds the searcher and the printer (the runner's options are built beside the
+//! sending, `app/run/send.rs`, from these settings and what the journal decides).
+//!
+//! Its parts, each built once and read only: `env.rs` the environment (captured once),
+//! `prepare.rs` the bench planned from the plan flags ([`Prepared`]), `endpoint.rs` each
+//! endpoint (base URLs, model, protocol, key, headers), `judge.rs` who judges
+//! ([`ResolvedJudge`]), `client.rs` what one client is built from ([`ClientSettings`]),
+//! for the run's lanes, each endpoint of a grid and the judge; `shard.rs` `--shard auto`,
+//! `store.rs` the history store's location. A run's steps (`app/run/`) read these
+//! settings and never change them.
 
 mod client;
+mod endpoint;
+mod env;
+mod judge;
+mod prepare;
+mod shard;
+mod store;
 
-pub(super) use client::{ClientSettings, apply_limit_flags};
+use client::ClientSettings;
+pub(crate) use endpoint::Endpoint;
+pub use env::Env;
+pub(in crate::app) use judge::ResolvedJudge;
+pub(crate) use prepare::{Prepared, bench_file, serve_mcp_tools};
+pub use shard::resolve_shard;
+pub(crate) use store::store_location;
 
 use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::baseline::Reference;
-use super::finish::Outputs;
-use super::judge::ResolvedJudge;
-use super::run::{Continued, embedding_services};
-use super::{Failure, Prepared, prepare};
-use crate::cli::{BatchArgs, Env, GateArgs, OutputArgs, PlanArgs, RunArgs, UsageError};
+use super::Failure;
+use crate::cli::{BatchArgs, GateArgs, OutputArgs, PlanArgs, RunArgs};
 use crate::error::BeforeSend;
 use promptgauge_client::Client;
 use promptgauge_report::ProviderInfo;
@@ -42,9 +57,9 @@ impl Planned {
     /// Loads and plans the bench the flags name, and resolves its endpoint and judge. No
     /// network; every error is exit 2.
     pub(super) fn resolve(plan: &PlanArgs, env: &Env) -> Result<Planned, Failure> {
-        let p = prepare(plan, env)?;
-        let provider = super::budget::provider_info(&p);
-        let judge = super::judge::resolve(&p, plan, env)?;
+        let p = prepare::prepare(plan, env)?;
+        let provider = p.endpoint.info();
+        let judge = judge::resolve(&p, plan, env)?;
         Ok(Planned {
             plan: p,
             provider,
@@ -102,11 +117,16 @@ pub(super) struct RunSettings {
 
 impl RunSettings {
     /// Resolves `plan` (the command line's plan flags, or a resumed run's) and the rest of
-    /// `flags`: the bench loaded and planned, its endpoint's and the judge's warnings said.
-    /// No network; every error is exit 2.
-    pub(super) fn resolve(plan: &PlanArgs, flags: &RunArgs, env: &Env) -> Result<Self, Failure> {
+    /// `flags`: the bench loaded and planned, its endpoint's and the judge's warnings said,
+    /// its MCP servers started (their tools join the plan's bench). No other network; every
+    /// error is exit 2.
+    pub(super) async fn resolve(
+        plan: &PlanArgs,
+        flags: &RunArgs,
+        env: &Env,
+    ) -> Result<Self, Failure> {
         let Planned {
-            plan: p,
+            plan: mut p,
             provider,
             judge,
         } = Planned::resolve(plan, env)?;
@@ -118,6 +138,7 @@ impl RunSettings {
         }
         // The bench's `gates:`, each unless its flag is given.
         let gates = flags.gates.or_bench(&p.bench.gates);
+        let mcp = serve_mcp_tools(&mut p).await?;
         Ok(RunSettings {
             plan: p,
             provider,
@@ -138,7 +159,7 @@ impl RunSettings {
             outputs: flags.outputs.clone(),
             no_store: flags.store.no_store,
             retry_failed: flags.retry_failed,
-            mcp: None,
+            mcp,
         })
     }
 
@@ -212,60 +233,8 @@ impl RunSettings {
         })
     }
 
-    /// What the workers share: the plan's scorers, what the run's record, flags and journal
-    /// decide (the jobs decided or sent again, the batches to adopt, the budget), the
-    /// response cache and the clients the scorers call (the judge's, the embeddings').
-    pub(super) fn run_options(
-        &self,
-        record: &RunRecord,
-        lanes: &[runner::Lane],
-        continued: &mut Continued,
-        (judge, cache): (
-            Option<Arc<promptgauge_grade::judge::JudgeService>>,
-            Option<Arc<std::sync::Mutex<promptgauge_client::Cache>>>,
-        ),
-        budget: Option<Arc<runner::budget::Budget>>,
-    ) -> runner::RunOptions {
-        let p = &self.plan;
-        runner::RunOptions {
-            scorers: p.scorers.clone(),
-            run_id: record.run_id.clone(),
-            attempts: self.verbose,
-            already: continued.already,
-            scoring: promptgauge_grade::ScoreContext {
-                judge,
-                embeddings: embedding_services(p, lanes, cache.clone()),
-                stop: Some(lanes[0].client.stop_token()),
-            },
-            cache,
-            skip: continued.stop.take(),
-            horizon: continued.horizon.take().map(|h| (h, continued.per_case)),
-            resend: std::mem::take(&mut continued.resend),
-            batch: lanes.iter().any(|l| l.batch).then(|| self.batch.settings()),
-            batches: Arc::new(std::mem::take(&mut continued.batches)),
-            loop_steps: Arc::new(std::mem::take(&mut continued.loop_steps)),
-            mcp: self.mcp.clone(),
-            budget,
-            ..Default::default()
-        }
-    }
-
     /// The files the run writes besides its folder (`--junit`, `--markdown`, `--jobs-csv`).
     pub(super) fn files(&self) -> &OutputArgs {
         &self.outputs
-    }
-
-    /// What the run writes when it ends: its gates, report files and history store (`None`
-    /// with `--no-store`; a store that cannot be named is the error it was), against the
-    /// `baseline` run.
-    pub(super) fn outputs<'a>(
-        &'a self,
-        store: Result<promptgauge_store::Location, UsageError>,
-        baseline: Option<&'a Reference>,
-    ) -> Result<Outputs<'a>, UsageError> {
-        Ok(Outputs {
-            store: if self.no_store { None } else { Some(store?) },
-            ..Outputs::of(&self.gates, &self.outputs, baseline, self.quiet)
-        })
     }
 }

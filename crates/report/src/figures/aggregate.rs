@@ -23,8 +23,8 @@ use crate::sinks::Sink;
 use crate::sinks::failed::FailedJobs;
 use crate::sinks::shown::ShownAnswers;
 use crate::summary::{
-    Acc, Latencies, Percentiles, ReplicaSummary, SCHEMA, SCHEMA_GRID, SCHEMA_SCORED, Summary,
-    slices,
+    Acc, ArmPrices, ArmScores, Latencies, Percentiles, ReplicaSummary, SCHEMA, SCHEMA_GRID,
+    SCHEMA_SCORED, Summary, slices,
 };
 use crate::{RunInfo, VariantSummary};
 use promptgauge_runner::journal::{Audit, JobRecord, JobStatus};
@@ -267,8 +267,13 @@ impl Aggregator {
         }
         // After stopping early the fixed design's power figure does not apply.
         let detectable = self.detectable(&summaries, sequential.is_none());
-        let figures = (summaries, comparisons, detectable, sequential);
-        let mut result = self.result(figures, latencies);
+        let mut result = self.result(RunFigures {
+            summaries,
+            comparisons,
+            detectable,
+            sequential,
+            latencies,
+        });
         result.summary.parts = parts;
         result
     }
@@ -282,9 +287,16 @@ impl Aggregator {
             let arm = cases.arm(i);
             let units = cases.arm_by_group(i);
             let grouped = cases.grouped();
-            let priced = (self.prices[i].as_ref(), self.judge_price.as_ref());
-            let (mut summary, lat) =
-                acc.finish(name, i == 0, &arm, (&units, grouped), confidence, priced);
+            let scores = ArmScores {
+                cases: &arm,
+                units: &units,
+                grouped,
+            };
+            let prices = ArmPrices {
+                model: self.prices[i].as_ref(),
+                judge: self.judge_price.as_ref(),
+            };
+            let (mut summary, lat) = acc.finish(name, i == 0, scores, confidence, prices);
             if let Some(g) = &self.grid {
                 let (e, v) = (i / g.variants.len(), i % g.variants.len());
                 summary.variant = Some(g.variants[v].clone());
@@ -295,11 +307,8 @@ impl Aggregator {
                 let points: f64 = arm.iter().map(|s| s.score).sum();
                 summary.cost_per_point_usd = super::summary::cost_per(summary.cost_usd, points);
             } else {
-                repeats_summary(
-                    &mut summary,
-                    &cases.arm_by_id(i),
-                    (self.run.repeats, confidence),
-                );
+                let by_id = cases.arm_by_id(i);
+                repeats_summary(&mut summary, &by_id, self.run.repeats, confidence);
             }
             summary.labelled = self.judged.get(i).and_then(|j| j.summarise(confidence));
             summaries.push(summary);
@@ -316,8 +325,8 @@ impl Aggregator {
             let mut made: Vec<Comparison> = family
                 .pairs
                 .iter()
-                .map(|&pair| {
-                    let mut c = self.comparison(pair, summaries);
+                .map(|&(i, against)| {
+                    let mut c = self.comparison(i, against, summaries);
                     c.family = family.axis.clone();
                     c
                 })
@@ -356,7 +365,7 @@ impl Aggregator {
 
     /// Arm `i` against arm `against`, paired by case (corrected by people's labels, when
     /// there are some).
-    fn comparison(&self, (i, against): (usize, usize), summaries: &[VariantSummary]) -> Comparison {
+    fn comparison(&self, i: usize, against: usize, summaries: &[VariantSummary]) -> Comparison {
         let (confidence, scored) = (self.run.confidence, self.scored);
         let (pairs, groups) = self.cases.paired(i, against);
         let paired = Paired {
@@ -373,7 +382,8 @@ impl Aggregator {
                 &mut c,
                 &self.judged,
                 &self.cases,
-                (i, against),
+                i,
+                against,
                 scored,
                 confidence,
             );
@@ -443,16 +453,14 @@ impl Aggregator {
     }
 
     /// The summary and the result around it, the figures made.
-    fn result(
-        mut self,
-        (summaries, comparisons, detectable, sequential): (
-            Vec<VariantSummary>,
-            Vec<Comparison>,
-            Option<Detectable>,
-            Option<SequentialSummary>,
-        ),
-        latencies: Vec<Latencies>,
-    ) -> RunResult {
+    fn result(mut self, figures: RunFigures) -> RunResult {
+        let RunFigures {
+            summaries,
+            comparisons,
+            detectable,
+            sequential,
+            latencies,
+        } = figures;
         let (scored, answers_total) = (self.scored, self.cases.len());
         let slices = slices(&self.cases, &self.variants, self.run.confidence, scored);
         // Jobs a sequential decision made unnecessary are not missing.
@@ -504,6 +512,15 @@ impl Aggregator {
             problems: Vec::new(),
         }
     }
+}
+
+/// The figures a run's records made, before the summary is put around them.
+struct RunFigures {
+    summaries: Vec<VariantSummary>,
+    comparisons: Vec<Comparison>,
+    detectable: Option<Detectable>,
+    sequential: Option<SequentialSummary>,
+    latencies: Vec<Latencies>,
 }
 
 /// People's scores compared by the usual test (every judged answer labelled): the
@@ -567,7 +584,8 @@ impl Grid {
 fn repeats_summary(
     v: &mut VariantSummary,
     cases: &[(&str, promptgauge_stats::cluster::CaseScore)],
-    (repeats, confidence): (u32, f64),
+    repeats: u32,
+    confidence: f64,
 ) {
     if repeats < 2 {
         return;
@@ -603,7 +621,8 @@ fn correct_with_labels(
     c: &mut Comparison,
     judged: &[JudgedScores],
     cases: &CaseTable,
-    (arm, base): (usize, usize),
+    arm: usize,
+    base: usize,
     scored: bool,
     confidence: f64,
 ) {

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 
 pub use super::run_comparison::RunComparison;
-pub use super::run_comparison::{CaseSide, Flip, RunSide, VariantPair, same_case};
+pub use super::run_comparison::{CaseSide, ComparedRun, Flip, RunSide, VariantPair, same_case};
 
 use promptgauge_base::ids::Ids;
 use promptgauge_stats::betting::BoundedMean;
@@ -1150,7 +1150,7 @@ impl CaseTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::figures::run_comparison::pair_runs;
+    use crate::figures::run_comparison::{TableArm, pair_runs};
     use promptgauge_stats::paired::mcnemar_exact;
 
     fn one(correct: bool) -> CaseScore {
@@ -1179,14 +1179,15 @@ mod tests {
         b.set_group("c2", "gb");
         b.set_group("c3", "gb");
         let changed = std::collections::HashSet::from(["c5".to_string()]);
-        let (pairs, units) = pair_runs((&a, 1), (&b, 0), &changed);
+        let arm = |table, index| TableArm { table, index };
+        let (pairs, units) = pair_runs(arm(&a, 1), arm(&b, 0), &changed);
         // c2 and c3 pair; c1 and c0 are in one run only, c4 A never graded in arm 1.
         assert_eq!(
             pairs,
             vec![(one(true), one(false)), (one(false), one(true))]
         );
         assert_eq!(units.unwrap(), vec!["group:ga", "group:gb"]);
-        let (_, units) = pair_runs((&a, 0), (&CaseTable::new(1), 0), &changed);
+        let (_, units) = pair_runs(arm(&a, 0), arm(&CaseTable::new(1), 0), &changed);
         assert_eq!(units, None);
     }
 

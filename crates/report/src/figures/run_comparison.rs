@@ -8,16 +8,33 @@ use serde::{Deserialize, Serialize};
 use super::compare::{CaseTable, Comparison, Paired, compare, decide, unit_of};
 use super::summary::{Summary, VariantSummary};
 
+/// A variant's arm in a run's case table: the table, and the arm's place in it.
+#[derive(Clone, Copy)]
+pub(crate) struct TableArm<'a> {
+    pub(crate) table: &'a CaseTable,
+    pub(crate) index: usize,
+}
+
 /// One variant in two runs' tables (its arm in A's, its arm in B's), paired by case in id
 /// order: (B, A) for each case both graded, with each one's unit when any case either run
 /// graded has a group (A's group first, as each run's own report counts it). Cases in
 /// `changed` pair with nothing. Walks the two tables side by side: a comparison of two
 /// 100,000-case runs makes no third table.
 pub(crate) fn pair_runs(
-    (ta, va): (&CaseTable, usize),
-    (tb, vb): (&CaseTable, usize),
+    a: TableArm<'_>,
+    b: TableArm<'_>,
     changed: &std::collections::HashSet<String>,
 ) -> (Vec<(CaseScore, CaseScore)>, Option<Vec<String>>) {
+    let (
+        TableArm {
+            table: ta,
+            index: va,
+        },
+        TableArm {
+            table: tb,
+            index: vb,
+        },
+    ) = (a, b);
     fn graded(
         t: &CaseTable,
         v: usize,
@@ -68,10 +85,22 @@ pub struct CaseSide<'a> {
 
 impl<'a> CaseSide<'a> {
     /// The table and the arm of `variant` in it.
-    fn arm(&self, variant: &str) -> Option<(&'a CaseTable, usize)> {
-        let i = self.arms.iter().position(|a| a == variant)?;
-        Some((self.table, i))
+    fn arm(&self, variant: &str) -> Option<TableArm<'a>> {
+        let index = self.arms.iter().position(|a| a == variant)?;
+        Some(TableArm {
+            table: self.table,
+            index,
+        })
     }
+}
+
+/// One run as a comparison reads it: how the reports name it, its summary, its per-case
+/// scores, and the cases it planned.
+pub struct ComparedRun<'a> {
+    pub side: RunSide,
+    pub summary: &'a Summary,
+    pub cases: CaseSide<'a>,
+    pub planned: &'a [String],
 }
 
 /// Two runs over the same cases, variant by variant (`promptgauge compare`).
@@ -137,19 +166,15 @@ pub struct Flip {
 }
 
 impl RunComparison {
-    /// Pairs the per-variant summaries of two runs and compares B with A case by case.
-    /// `cases` are the two runs' per-case scores, `changed` the cases whose content
-    /// differs between them.
+    /// Pairs the per-variant summaries of two runs and compares B with A case by case;
+    /// `changed` are the cases whose content differs between them.
     pub fn build(
-        run_a: RunSide,
-        run_b: RunSide,
-        summaries: (&Summary, &Summary),
-        cases: (CaseSide<'_>, CaseSide<'_>),
+        a: ComparedRun<'_>,
+        b: ComparedRun<'_>,
         changed: &std::collections::HashSet<String>,
-        planned: (&[String], &[String]),
         confidence: f64,
     ) -> RunComparison {
-        let (sa, sb) = summaries;
+        let (sa, sb) = (a.summary, b.summary);
         let names_b: Vec<&str> = sb.variants.iter().map(|v| v.name.as_str()).collect();
         let names_a: Vec<&str> = sa.variants.iter().map(|v| v.name.as_str()).collect();
         let mut variants = Vec::new();
@@ -158,12 +183,18 @@ impl RunComparison {
             let Some(vb) = sb.variants.iter().find(|v| v.name == va.name) else {
                 continue;
             };
-            let arms = (cases.0.arm(&va.name), cases.1.arm(&va.name));
-            let c = compared((va, vb), arms, changed, confidence);
-            comparisons.push(c);
+            let in_a = InRun {
+                summary: va,
+                arm: a.cases.arm(&va.name),
+            };
+            let in_b = InRun {
+                summary: vb,
+                arm: b.cases.arm(&va.name),
+            };
+            comparisons.push(compared(in_a, in_b, changed, confidence));
             variants.push((
-                at_level(va, sa.run.confidence, arms.0, confidence),
-                at_level(vb, sb.run.confidence, arms.1, confidence),
+                at_level(in_a, sa.run.confidence, confidence),
+                at_level(in_b, sb.run.confidence, confidence),
             ));
         }
         decide(&mut comparisons, confidence);
@@ -173,11 +204,11 @@ impl RunComparison {
         };
         RunComparison {
             schema: "promptgauge.compare/1".into(),
-            run_a,
-            run_b,
+            run_a: a.side,
+            run_b: b.side,
             confidence,
-            cases_only_in_a: only(planned.0, planned.1),
-            cases_only_in_b: only(planned.1, planned.0),
+            cases_only_in_a: only(a.planned, b.planned),
+            cases_only_in_b: only(b.planned, a.planned),
             cases_changed: Vec::new(),
             latencies: Vec::new(),
             variants_only_in_a: names_a
@@ -207,17 +238,22 @@ impl RunComparison {
     }
 }
 
-/// A variant's arm in a run's case table.
-type Arm<'a> = (&'a CaseTable, usize);
+/// One variant in one run: its summary, and its arm in the run's case table.
+#[derive(Clone, Copy)]
+struct InRun<'a> {
+    summary: &'a VariantSummary,
+    arm: Option<TableArm<'a>>,
+}
 
 /// Variant B against itself in A, paired by case (`changed` cases left out).
 fn compared(
-    (va, vb): (&VariantSummary, &VariantSummary),
-    arms: (Option<Arm<'_>>, Option<Arm<'_>>),
+    a: InRun<'_>,
+    b: InRun<'_>,
     changed: &std::collections::HashSet<String>,
     confidence: f64,
 ) -> Comparison {
-    let (pairs, groups) = match arms {
+    let (va, vb) = (a.summary, b.summary);
+    let (pairs, groups) = match (a.arm, b.arm) {
         (Some(a), Some(b)) => pair_runs(a, b, changed),
         _ => Default::default(),
     };
@@ -239,18 +275,13 @@ fn compared(
 
 /// Every interval in one table at one level: a run's own accuracy (or mean score)
 /// interval recomputed at the comparison's `confidence` when the run (at `own`) used
-/// another; `side` is the variant's arm in that run's case table.
-fn at_level(
-    v: &VariantSummary,
-    own: f64,
-    side: Option<Arm<'_>>,
-    confidence: f64,
-) -> VariantSummary {
-    let mut v = v.clone();
+/// another, from the variant's arm in that run's case table.
+fn at_level(variant: InRun<'_>, own: f64, confidence: f64) -> VariantSummary {
+    let mut v = variant.summary.clone();
     if (own - confidence).abs() > 1e-12
-        && let Some((table, i)) = side
+        && let Some(arm) = variant.arm
     {
-        let scores = table.arm(i);
+        let scores = arm.table.arm(arm.index);
         if v.mean_score.is_some() {
             let means: Vec<f64> = scores.iter().filter_map(CaseScore::mean).collect();
             let m = promptgauge_stats::scores::mean_score(&means, confidence);

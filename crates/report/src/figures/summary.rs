@@ -370,6 +370,21 @@ pub struct LoopFigures {
     pub call_errors: u64,
 }
 
+/// One arm's per-case scores as its summary reads them: each case's, and each unit's (a
+/// group's, when the table has groups), with whether it has.
+pub(crate) struct ArmScores<'a> {
+    pub(crate) cases: &'a [CaseScore],
+    pub(crate) units: &'a [CaseScore],
+    pub(crate) grouped: bool,
+}
+
+/// What an arm's tokens cost, when known: its model's price and its judge's.
+#[derive(Clone, Copy)]
+pub(crate) struct ArmPrices<'a> {
+    pub(crate) model: Option<&'a Price>,
+    pub(crate) judge: Option<&'a Price>,
+}
+
 impl Acc {
     /// A job answered after its variant was decided (`--until-decided`): no decision used
     /// it, so it is in no figure, but what it cost was spent.
@@ -518,12 +533,16 @@ impl Acc {
         mut self,
         name: &str,
         baseline: bool,
-        scores: &[CaseScore],
-        (units, grouped): (&[CaseScore], bool),
+        scores: ArmScores<'_>,
         confidence: f64,
-        prices: (Option<&Price>, Option<&Price>),
+        prices: ArmPrices<'_>,
     ) -> (VariantSummary, Latencies) {
-        let (priced, judge_priced) = (prices.0.is_some(), prices.1.is_some());
+        let ArmScores {
+            cases: scores,
+            units,
+            grouped,
+        } = scores;
+        let (priced, judge_priced) = (prices.model.is_some(), prices.judge.is_some());
         self.ttft.sort_by(f64::total_cmp);
         self.latency.sort_by(f64::total_cmp);
         let clustered = stats::cluster::wilson_by_unit(units, grouped, confidence);
@@ -531,8 +550,8 @@ impl Acc {
         let repeated = units.iter().any(|s| s.graded > 1);
         let cost = priced.then_some(self.cost);
         // Batched answers' costs, when the run has a price and some.
-        let batched = prices.0.filter(|_| self.batched > 0);
-        let spent = self.spent_usd(prices.0);
+        let batched = prices.model.filter(|_| self.batched > 0);
+        let spent = self.spent_usd(prices.model);
         let summary = VariantSummary {
             name: name.to_string(),
             variant: None,
@@ -579,7 +598,7 @@ impl Acc {
             score_ci_high: None,
             judge_calls: self.judge_calls,
             judge_cost_usd: (judge_priced && self.judge_tokens.is_some())
-                .then(|| prices.1.map_or(0.0, |p| self.judge_cost.cost(p))),
+                .then(|| prices.judge.map_or(0.0, |p| self.judge_cost.cost(p))),
             judge_tokens: self.judge_tokens,
             judge_agreement: (self.agreement.1 > 0)
                 .then(|| self.agreement.0 / self.agreement.1 as f64),

@@ -155,7 +155,12 @@ pub fn render_part(h: &History) -> String {
 
 /// A chart's point: the run's position, the run, its variant, and the value with its
 /// interval.
-type Point<'a> = (usize, &'a HistoryRun, &'a HistoryVariant, Value);
+struct Point<'a> {
+    at: usize,
+    run: &'a HistoryRun,
+    variant: &'a HistoryVariant,
+    value: Value,
+}
 
 /// A value on a chart with its interval, when it has one.
 type Value = (f64, Option<f64>, Option<f64>);
@@ -243,7 +248,7 @@ fn time_chart(
     value_axis(&mut svg, &frame, label);
     time_axis(&mut svg, &frame, h);
     for (k, name) in h.variants.iter().enumerate() {
-        series(&mut svg, &frame, h, (k, name), &look, &value);
+        series(&mut svg, &frame, h, k, name, &look, &value);
     }
     svg.push_str("</svg>");
     svg
@@ -334,7 +339,8 @@ fn series(
     svg: &mut String,
     frame: &Frame,
     h: &History,
-    (k, name): (usize, &String),
+    k: usize,
+    name: &str,
     look: &Look<'_>,
     value: &impl Fn(&HistoryVariant) -> Option<Value>,
 ) {
@@ -348,8 +354,13 @@ fn series(
         .iter()
         .enumerate()
         .filter_map(|(i, r)| {
-            let v = r.variants.iter().find(|v| &v.result.variant == name)?;
-            Some((i, r, v, value(v)?))
+            let v = r.variants.iter().find(|v| v.result.variant == name)?;
+            Some(Point {
+                at: i,
+                run: r,
+                variant: v,
+                value: value(v)?,
+            })
         })
         .collect();
     for (line, path) in &branch_lines(&points, &x, frame) {
@@ -368,8 +379,8 @@ fn series(
         }
     }
     for point in &points {
-        let g = point_mark(point, (name, c), look, &x, frame);
-        match (look.link)(&point.1.run) {
+        let g = point_mark(point, name, c, look, &x, frame);
+        match (look.link)(&point.run.run) {
             Some(href) => {
                 let _ = write!(svg, "<a href=\"{}\">{g}</a>", esc(&href));
             }
@@ -386,21 +397,22 @@ fn branch_lines(
     frame: &Frame,
 ) -> Vec<(Option<String>, Vec<String>)> {
     let mut lines: Vec<(Option<String>, Vec<String>)> = Vec::new();
-    for (i, r, _, (v, _, _)) in points {
+    for point in points {
+        let (r, (v, _, _)) = (point.run, point.value);
         let line = line_of(&r.run);
-        let at = format!("{:.1},{:.1}", x(*i), frame.y(*v));
+        let at = format!("{:.1},{:.1}", x(point.at), frame.y(v));
         match lines.iter_mut().find(|(l, _)| *l == line) {
             Some((_, path)) => path.push(at),
             None => {
                 let mut path = Vec::new();
                 // A branch starts from its base on the main line.
                 if line.is_some()
-                    && let Some((bi, _, _, (bv, _, _))) = r
+                    && let Some(base) = r
                         .previous
                         .as_ref()
-                        .and_then(|p| points.iter().find(|(_, pr, _, _)| &pr.run.run_id == p))
+                        .and_then(|p| points.iter().find(|b| &b.run.run.run_id == p))
                 {
-                    path.push(format!("{:.1},{:.1}", x(*bi), frame.y(*bv)));
+                    path.push(format!("{:.1},{:.1}", x(base.at), frame.y(base.value.0)));
                 }
                 path.push(at);
                 lines.push((line, path));
@@ -413,12 +425,19 @@ fn branch_lines(
 /// A point of variant `name` (drawn in colour `c`): its interval bar, its dot with what it
 /// says on hover, and the step it marks.
 fn point_mark(
-    (i, r, v, (val, lo, hi)): &Point<'_>,
-    (name, c): (&str, &str),
+    point: &Point<'_>,
+    name: &str,
+    c: &str,
     look: &Look<'_>,
     x: &dyn Fn(usize) -> f64,
     frame: &Frame,
 ) -> String {
+    let Point {
+        at: i,
+        run: r,
+        variant: v,
+        value: (val, lo, hi),
+    } = *point;
     let y = |v: f64| frame.y(v);
     // Steps are marked where they were tested: on the accuracy (or score) chart.
     let mark = v
@@ -443,16 +462,16 @@ fn point_mark(
         let _ = write!(
             g,
             "<line x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{1:.1}\" y2=\"{2:.1}\" stroke=\"{c}\" stroke-width=\"5\" opacity=\"0.3\" stroke-linecap=\"round\"/>",
-            x(*i),
-            y(*lo),
-            y(*hi)
+            x(i),
+            y(lo),
+            y(hi)
         );
     }
     let _ = write!(
         g,
         "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4.5\" fill=\"{}\" stroke=\"{c}\"{}><title>{} · {} · {}{}</title></circle>",
-        x(*i),
-        y(*val),
+        x(i),
+        y(val),
         // A branch's runs are hollow: off the main line.
         if line_of(&r.run).is_some() {
             "white"
@@ -467,7 +486,7 @@ fn point_mark(
         esc(name),
         esc(&r.run.run_id),
         esc(&if look.percent() {
-            pct(Some(*val))
+            pct(Some(val))
         } else {
             format!("{val:.4}")
         }),
@@ -479,8 +498,8 @@ fn point_mark(
         let _ = write!(
             g,
             "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" class=\"{}\">{m}</text>",
-            x(*i),
-            y(*val) - 9.0,
+            x(i),
+            y(val) - 9.0,
             if m == "▲" { "better" } else { "worse" }
         );
     }

@@ -4,8 +4,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{DEFAULT_BENCH, Failure};
-use crate::cli::{BenchEndpoint, Endpoint, Env, PlanArgs, UsageError, resolve_endpoint};
+use super::endpoint::{BenchEndpoint, Endpoint, resolve_endpoint};
+use super::env::Env;
+use crate::app::{DEFAULT_BENCH, Failure};
+use crate::cli::PlanArgs;
+use crate::error::UsageError;
 use promptgauge_suite::endpoints::NamedEndpoint;
 use promptgauge_suite::plan::{SequentialPlan, case_order};
 use promptgauge_suite::{Bench, InputError, Job, Plan};
@@ -247,7 +250,7 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
     let path = bench_file(args.bench.as_deref())?;
     let mut bench = Bench::load(&path)?;
     if args.fetch_urls {
-        super::fetch::fetch_urls(&mut bench)?;
+        crate::app::fetch::fetch_urls(&mut bench)?;
     }
     // Every case's scorer is checked, also those of cases `--limit` leaves out.
     let mut scorers = promptgauge_grade::scorers_for(&bench)?;
@@ -260,41 +263,42 @@ pub(crate) fn prepare(args: &PlanArgs, env: &Env) -> Result<Prepared, Failure> {
     if let Some(r) = args.repeats {
         bench.repeats = r;
     }
-    super::settings::apply_limit_flags(&mut bench, &mut chosen, &args.limits);
+    super::client::apply_limit_flags(&mut bench, &mut chosen, &args.limits);
     let variants = pick_variants(&bench, &args.variants)?;
     let mut grid = grid_of(&bench, &chosen, args, env)?;
     let endpoint = match grid.first() {
         Some(g) => g.endpoint.clone(),
         None => endpoint_of(&bench, chosen.first(), args, env)?,
     };
-    let unpriced = price_endpoints(&mut bench, &chosen, (&endpoint, &mut grid), args)?;
+    let unpriced = price_endpoints(&mut bench, &chosen, &endpoint, &mut grid, args)?;
     let pages_read = grid
         .iter()
         .map(|g| g.limits.max_pdf_pages)
         .max()
         .unwrap_or(bench.limits.max_pdf_pages);
-    super::attachments::count_url_documents_at(&mut bench, pages_read);
+    crate::app::attachments::count_url_documents_at(&mut bench, pages_read);
     // The shards of one search draw one order (see `shared_seed`).
     let seed = args
         .seed
         .or_else(|| args.shard.map(|_| shared_seed(&bench, &variants)));
-    let sequential = sequential_of(args, &bench, (variants.len(), grid.len().max(1)), seed)?;
+    let sequential = sequential_of(args, &bench, variants.len(), grid.len().max(1), seed)?;
     let order_seed = order_seed_of(args, &bench, &variants, sequential.is_some());
     let mut jobs = plan_jobs(
         &bench,
         &variants,
         grid.len(),
-        (sequential.as_ref(), order_seed),
+        sequential.as_ref(),
+        order_seed,
         args,
     );
     let arms_out = match (&args.after, &sequential) {
         (Some(after), Some(plan)) => {
-            super::after::arms_out_after(after, args.shard, (&bench, &variants), plan)?
+            crate::app::after::arms_out_after(after, args.shard, &bench, &variants, plan)?
         }
         // Without a search, `sequential_of` refused --after.
         _ => args.arms_out.clone(),
     };
-    without_arms(&mut jobs, &arms_out, (&bench, &variants, &grid));
+    without_arms(&mut jobs, &arms_out, &bench, &variants, &grid);
     if let Some(tpm) = bench.limits.tokens_per_minute {
         check_reservations(&bench, &jobs, tpm)?;
     }
@@ -343,7 +347,9 @@ fn order_seed_of(
 fn without_arms(
     jobs: &mut Vec<Job>,
     arms_out: &[String],
-    (bench, variants, grid): (&Bench, &[usize], &[GridEndpoint]),
+    bench: &Bench,
+    variants: &[usize],
+    grid: &[GridEndpoint],
 ) {
     if arms_out.is_empty() {
         return;
@@ -452,7 +458,7 @@ fn check_files(
     endpoint: &Endpoint,
     grid: &[GridEndpoint],
 ) -> Result<(), promptgauge_suite::InputErrors> {
-    use super::attachments::{Recipient, check};
+    use crate::app::attachments::{Recipient, check};
     let targets: Vec<Recipient<'_>> = match grid {
         [] => vec![Recipient {
             said: "the endpoint".into(),
@@ -564,7 +570,8 @@ const SIMULATED_MODEL: &str = "mock-model";
 fn price_endpoints(
     bench: &mut Bench,
     chosen: &[NamedEndpoint],
-    (endpoint, grid): (&Endpoint, &mut [GridEndpoint]),
+    endpoint: &Endpoint,
+    grid: &mut [GridEndpoint],
     args: &PlanArgs,
 ) -> Result<Vec<Unpriced>, UsageError> {
     let names: Vec<&str> = chosen.iter().map(|e| e.name.as_str()).collect();
@@ -696,9 +703,8 @@ fn price_of(
     let shown = |urls: &[&String], model: Option<&str>| {
         let at = match urls {
             [] => "the simulator".to_string(),
-            urls => {
-                super::shown_urls(&urls.iter().map(|u| (*u).clone()).collect::<Vec<_>>()).join(", ")
-            }
+            urls => crate::app::shown_urls(&urls.iter().map(|u| (*u).clone()).collect::<Vec<_>>())
+                .join(", "),
         };
         match model {
             Some(m) => format!("model {m} at {at}"),
@@ -956,7 +962,8 @@ fn plan_jobs(
     bench: &Bench,
     variants: &[usize],
     endpoints: usize,
-    (sequential, order_seed): (Option<&SequentialPlan>, Option<u64>),
+    sequential: Option<&SequentialPlan>,
+    order_seed: Option<u64>,
     args: &PlanArgs,
 ) -> Vec<Job> {
     let order: Vec<usize> = match (sequential, order_seed) {
@@ -1008,7 +1015,8 @@ fn check_reservations(bench: &Bench, jobs: &[Job], tpm: u32) -> Result<(), Failu
 fn sequential_of(
     args: &PlanArgs,
     bench: &Bench,
-    (variants, endpoints): (usize, usize),
+    variants: usize,
+    endpoints: usize,
     seed: Option<u64>,
 ) -> Result<Option<SequentialPlan>, Failure> {
     let searching = args.best || bench.best_epsilon.is_some();
@@ -1042,7 +1050,8 @@ fn sequential_of(
         )?),
         (None, true) => Some(sequential_plan(
             bench,
-            (variants, endpoints),
+            variants,
+            endpoints,
             args.max_drop,
             seed,
         )?),
@@ -1095,7 +1104,8 @@ fn best_plan(
 /// The sequential plan of a new `--until-decided` run, from the bench's `sequential:`.
 fn sequential_plan(
     bench: &Bench,
-    (variants, endpoints): (usize, usize),
+    variants: usize,
+    endpoints: usize,
     max_drop: Option<f64>,
     seed: Option<u64>,
 ) -> Result<SequentialPlan, Failure> {

@@ -5,9 +5,12 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
 
-use super::settings::ClientSettings;
-use super::{Prepared, shown_urls};
-use crate::cli::{Env, PlanArgs, UsageError};
+use super::client::ClientSettings;
+use super::env::Env;
+use super::prepare::Prepared;
+use crate::app::shown_urls;
+use crate::cli::PlanArgs;
+use crate::error::UsageError;
 use promptgauge_client::ApiKey;
 use promptgauge_client::Cache;
 use promptgauge_client::Limits;
@@ -16,7 +19,7 @@ use promptgauge_report::ProviderInfo;
 use promptgauge_suite::JudgeSettings;
 
 /// The judge, resolved.
-pub(super) struct ResolvedJudge {
+pub(in crate::app) struct ResolvedJudge {
     /// Empty: the built-in simulator answers.
     pub base_urls: Vec<String>,
     pub model: String,
@@ -84,7 +87,7 @@ fn pinned(p: &Prepared, flags: &PlanArgs) -> Result<Option<JudgeSettings>, Usage
 /// Who judges this run, if any of its scorers asks a model: the bench's `judge:` under the
 /// `--judge-*` flags. Unset fields come from the run's endpoint: by default the model under
 /// test judges itself (said loudly).
-pub(super) fn resolve(
+pub(in crate::app) fn resolve(
     p: &Prepared,
     flags: &PlanArgs,
     env: &Env,
@@ -105,7 +108,7 @@ pub(super) fn resolve(
         Some(url) if url == "mock" => (Vec::new(), Vec::new()),
         Some(url) => (
             vec![url],
-            crate::cli::read_headers(
+            super::endpoint::read_headers(
                 "the judge",
                 settings.as_ref().map_or(&[][..], |s| &s.headers),
                 env,
@@ -188,7 +191,7 @@ fn own_key(
 impl ResolvedJudge {
     /// Whether the judge asks the run's own endpoint (the same URLs and key): then the
     /// endpoint's preflight already looked at it.
-    pub(super) fn is_endpoint(&self, p: &Prepared) -> bool {
+    pub(in crate::app) fn is_endpoint(&self, p: &Prepared) -> bool {
         self.base_urls == p.endpoint.base_urls
             && self.api_key_env == p.endpoint.api_key_env
             && self.model == p.endpoint.model
@@ -197,7 +200,7 @@ impl ResolvedJudge {
 
     /// The judge's client and how to ask it. `simulator` is the built-in simulator's URL
     /// (when it runs); `cache` is `--cache`'s.
-    pub(super) fn service(
+    pub(in crate::app) fn service(
         &self,
         simulator: Option<&str>,
         cache: Option<Arc<Mutex<Cache>>>,
