@@ -111,6 +111,10 @@ impl<C: Counts> crate::events::Listener for Decider<C> {
 /// Per variant (by bench variant index): stop sending its jobs.
 pub type StopFlags = Arc<Vec<AtomicBool>>;
 
+/// `--best`: from which position on, which arms (by flag, or by arm) a case goes to; each
+/// step holds until the next.
+type SentTo = Vec<(usize, Vec<bool>)>;
+
 /// How far ahead of the tests the runner may send: a case whose plan position is beyond
 /// `limit` waits until the tests have caught up (a slow or retried early case would
 /// otherwise let every worker send cases no decision may need).
@@ -123,7 +127,7 @@ pub struct Horizon {
     /// `--best`: from which case position (in plan order) which arms a case is sent to, by
     /// stop flag (bench variant, endpoint by endpoint); each entry holds until the next.
     /// Written before the limit lets any worker reach its position.
-    sent_to: Arc<std::sync::RwLock<Vec<(usize, Vec<bool>)>>>,
+    sent_to: Arc<std::sync::RwLock<SentTo>>,
 }
 
 impl Horizon {
@@ -369,7 +373,7 @@ struct Search {
     largest_unit: f64,
     /// From which unit position which arms each unit is sent to (the contenders as they
     /// stood when the workers could first reach it); each entry holds until the next.
-    sent_to: Vec<(usize, Vec<bool>)>,
+    sent_to: SentTo,
     /// The cases the workers run ahead of the search ([`promptgauge_suite::plan::BestPlan::ahead`]).
     ahead: usize,
 }

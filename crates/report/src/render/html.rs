@@ -201,54 +201,7 @@ fn search_chart(b: &promptgauge_runner::sequential::BestSummary, names: &[&str])
     );
     for (i, name) in names.iter().enumerate() {
         let y = 16.0 + row_h * i as f64;
-        let out = b.eliminated.iter().find(|e| e.variant == *name);
-        let (state, cases, fill, label) = match out {
-            Some(e) => (
-                "out",
-                e.cases,
-                "#9ca3af",
-                format!("out after {} {unit}: below {}", e.cases, e.by),
-            ),
-            None if b.named.iter().any(|n| n == name)
-                && !matches!(b.outcome.as_str(), "open" | "one_of") =>
-            {
-                let label = if b.named.len() == 1 {
-                    "the best"
-                } else {
-                    "the best, or within ε of it"
-                };
-                ("best", b.cases, colour(i), label.to_string())
-            }
-            None if b.named.iter().any(|n| n == name) => (
-                "in-play",
-                b.cases,
-                colour(i),
-                "one of the arms the search could not separate".to_string(),
-            ),
-            None => {
-                // Set aside: its cases, and where it stood, are those it was sent.
-                let stood = b.standing.iter().find(|a| a.variant == *name);
-                let label = match stood {
-                    Some(a) => format!(
-                        "{:.1} points {} {}; not ruled out",
-                        a.gap_seen.abs(),
-                        if a.gap_seen <= 0.0 {
-                            "behind"
-                        } else {
-                            "ahead of"
-                        },
-                        a.against
-                    ),
-                    None => "not ruled out".to_string(),
-                };
-                (
-                    "in-play",
-                    stood.map_or(b.cases, |a| a.cases),
-                    colour(i),
-                    label,
-                )
-            }
-        };
+        let (state, cases, fill, label) = arm_state(b, name, colour(i));
         let opacity = if state == "in-play" { 0.45 } else { 0.9 };
         let _ = write!(
             svg,
@@ -267,6 +220,49 @@ fn search_chart(b: &promptgauge_runner::sequential::BestSummary, names: &[&str])
     }
     svg.push_str("</svg>");
     svg
+}
+
+/// Where arm `name` stands in `--best`'s chart: its state (`out`, `best`, `in-play`), the
+/// cases it was searched on, its fill (its `colour`, grey once out) and its label.
+fn arm_state(
+    b: &promptgauge_runner::sequential::BestSummary,
+    name: &str,
+    colour: &'static str,
+) -> (&'static str, u64, &'static str, String) {
+    let unit = if b.grouped { "groups" } else { "cases" };
+    if let Some(e) = b.eliminated.iter().find(|e| e.variant == name) {
+        let label = format!("out after {} {unit}: below {}", e.cases, e.by);
+        return ("out", e.cases, "#9ca3af", label);
+    }
+    if b.named.iter().any(|n| n == name) {
+        if matches!(b.outcome.as_str(), "open" | "one_of") {
+            let label = "one of the arms the search could not separate";
+            return ("in-play", b.cases, colour, label.to_string());
+        }
+        let label = if b.named.len() == 1 {
+            "the best"
+        } else {
+            "the best, or within ε of it"
+        };
+        return ("best", b.cases, colour, label.to_string());
+    }
+    // Set aside, or still contending: its cases, and where it stood, are those it was sent.
+    match b.standing.iter().find(|a| a.variant == name) {
+        Some(a) => {
+            let side = if a.gap_seen <= 0.0 {
+                "behind"
+            } else {
+                "ahead of"
+            };
+            let label = format!(
+                "{:.1} points {side} {}; not ruled out",
+                a.gap_seen.abs(),
+                a.against
+            );
+            ("in-play", a.cases, colour, label)
+        }
+        None => ("in-play", b.cases, colour, "not ruled out".to_string()),
+    }
 }
 
 /// A sentence that starts with "the …" (not with a variant's name, which keeps its case)
