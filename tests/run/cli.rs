@@ -1717,10 +1717,14 @@ fn a_best_run_in_a_terminal_says_each_arm_out_above_the_line_marks_it_and_ends_i
             .filter(|l| l.chars().count() > columns)
             .collect();
         assert!(over.is_empty(), "at {columns} columns: {over:#?}");
-        // Each arm out is said once, on a line of its own above the live line.
+        // Each arm out or set aside is said once, on a line of its own above the live line.
         let out: Vec<&String> = lines
             .iter()
-            .filter(|l| l.starts_with("v2 out after ") && l.ends_with(" cases: below v1"))
+            .filter(|l| {
+                (l.starts_with("v2 out after ") && l.ends_with(" cases: below v1"))
+                    || (l.starts_with("v2 set aside after ")
+                        && l.ends_with(" cases: v1 leads and is shown no more than ε behind it"))
+            })
             .collect();
         assert_eq!(out.len(), 1, "{text}");
         let answer = lines
@@ -1729,9 +1733,9 @@ fn a_best_run_in_a_terminal_says_each_arm_out_above_the_line_marks_it_and_ends_i
             .unwrap_or_else(|| panic!("{text}"));
         // The live line marks it, and once the answer is in its ETA is spent.
         assert!(
-            lines
-                .iter()
-                .any(|l| l.contains("· ETA ") && l.contains("v2 ") && l.contains("% out")),
+            lines.iter().any(|l| l.contains("· ETA ")
+                && l.contains("v2 ")
+                && (l.contains("% out") || l.contains("% aside"))),
             "{text}"
         );
         let last_frame = lines[answer..].iter().rfind(|l| l.contains("· ETA "));

@@ -370,14 +370,13 @@ impl Sums {
             return None;
         }
         let (sum, sum2) = self.of(c);
-        let mean = sum / self.n;
-        let m2 = sum2 / self.n;
-        (mean > 0.0 && m2 > 0.0).then(|| mean * mean / (2.0 * m2))
+        let rate = constant_bet_growth(sum / self.n, sum2 / self.n, c);
+        (rate > 0.0).then_some(rate)
     }
 
     /// The most a test of "E d ≤ c" could grow by over `units` more units if y = w·(d − c)
     /// kept its spread and its mean were [`FUTILITY_Z`] standard errors above the one seen:
-    /// units × m²/(2·E y²), the best constant bet's growth (natural log). `None` before
+    /// `units` × the best constant bet's rate (natural log). `None` before
     /// [`FUTILITY_MIN_UNITS`].
     fn optimistic_growth(&self, c: f64, units: f64) -> Option<f64> {
         if self.n < FUTILITY_MIN_UNITS {
@@ -387,15 +386,20 @@ impl Sums {
         let mean = sum / self.n;
         let var = (sum2 / self.n - mean * mean).max(0.0);
         let m = mean + FUTILITY_Z * (var / self.n).sqrt();
-        if m <= 0.0 {
-            return Some(0.0);
-        }
-        let m2 = var + m * m;
-        if m2 <= 0.0 {
-            return None;
-        }
-        Some(units * m * m / (2.0 * m2))
+        Some(units * constant_bet_growth(m, var + m * m, c))
     }
+}
+
+/// The growth rate (natural log, per unit) of the best constant bet on y with mean `m` and
+/// second moment `m2`, a bet no larger than the search's largest on a test at margin `c`:
+/// λm − λ²m2/2 at λ = min(m/m2, [`MAX_BET`]/(1 + c)); 0 when m ≤ 0.
+fn constant_bet_growth(m: f64, m2: f64, c: f64) -> f64 {
+    if m <= 0.0 {
+        return 0.0;
+    }
+    let cap = MAX_BET / (1.0 + c);
+    let lambda = if m2 > 0.0 { (m / m2).min(cap) } else { cap };
+    (lambda * m - lambda * lambda * m2 / 2.0).max(0.0)
 }
 
 /// The search for the best of K arms, case by case.

@@ -18,6 +18,8 @@ pub struct Progress {
     in_flight: usize,
     /// `--best`: the decisions as they are reached, and the arms out so far.
     search: Option<(promptgauge_runner::sequential::Decisions, Vec<String>)>,
+    /// `--best`: the arms the leader set aside (sent no cases while it leads).
+    aside: Vec<String>,
     /// Jobs planned for each arm in this session: an arm out takes what it has left off
     /// the bar's length, so the ETA counts only what will still be sent.
     per_arm: u64,
@@ -85,6 +87,7 @@ impl Progress {
             batches: Vec::new(),
             in_flight: 0,
             search: None,
+            aside: Vec::new(),
             per_arm: (total.saturating_sub(already_done) / variants_len.max(1)) as u64,
         }
     }
@@ -103,7 +106,11 @@ impl Progress {
             queue.lock().map(|q| q.clone()).unwrap_or_default();
         for d in &new {
             let Some(bar) = &self.bar else { continue };
-            if d.verdict == "eliminated" {
+            if d.verdict == "set_aside" {
+                self.aside.push(d.variant.clone());
+            } else if d.verdict == "back" {
+                self.aside.retain(|v| *v != d.variant);
+            } else if d.verdict == "eliminated" {
                 out.push(d.variant.clone());
                 // What the arm had left is not sent.
                 let heard = self
@@ -188,11 +195,14 @@ impl Progress {
             .filter(|(_, (_, n))| *n > 0)
             .map(|(v, (c, n))| {
                 let out = self.search.as_ref().is_some_and(|(_, out)| out.contains(v));
-                format!(
-                    "{v} {:.0}%{}",
-                    *c as f64 * 100.0 / *n as f64,
-                    if out { " out" } else { "" }
-                )
+                let mark = if out {
+                    " out"
+                } else if self.aside.contains(v) {
+                    " aside"
+                } else {
+                    ""
+                };
+                format!("{v} {:.0}%{mark}", *c as f64 * 100.0 / *n as f64)
             })
             .collect();
         if !self.batches.is_empty() {
