@@ -1345,6 +1345,85 @@ fn a_best_search_over_its_budget_says_it_may_stop_early_and_runs_to_the_budget()
     );
 }
 
+#[test]
+fn a_best_run_recorded_before_the_search_kept_its_reach_resumes_and_replays_alike() {
+    // A search stopped at its budget, its run.json as a version before `best.ahead` wrote
+    // it: the resume takes its own reach, keeps it, and `report` replays the same answer.
+    let (_rt, server) = start_mock(MockConfig::default());
+    let b = best_bench(600, &[70, 85, 60]);
+    let path = b.path().join("bench.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        format!("{text}endpoint: {{ model: m }}\nprice: {{ input_per_mtok: 100, output_per_mtok: 100 }}\nparams: {{ max_tokens: 10 }}\n"),
+    )
+    .unwrap();
+    let out = promptgauge(b.path())
+        .args([
+            "run",
+            "bench.yaml",
+            "--best",
+            "--seed",
+            "2",
+            "--no-store",
+            "--quiet",
+        ])
+        .args(["--budget", "0.2", "--run-to-budget"])
+        .args(["--base-url", &server.base_url(), "--model", "m"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = run_dirs(&b.path().join("reports")).pop().unwrap();
+    let record_path = run.join("run.json");
+    let mut record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&record_path).unwrap()).unwrap();
+    let best = &mut record["plan"]["sequential"]["best"];
+    assert!(
+        best["ahead"].is_u64(),
+        "a new run records its reach: {best}"
+    );
+    best.as_object_mut().unwrap().remove("ahead");
+    std::fs::write(&record_path, serde_json::to_string_pretty(&record).unwrap()).unwrap();
+    let out = promptgauge(b.path())
+        .args([
+            "run",
+            "--resume",
+            run.to_str().unwrap(),
+            "--budget",
+            "100",
+            "--quiet",
+        ])
+        .args(["--base-url", &server.base_url()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.code().is_some_and(|c| c < 2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&record_path).unwrap()).unwrap();
+    let plan = &record["plan"];
+    assert!(plan["sequential"]["best"]["ahead"].is_u64(), "kept: {plan}");
+    let live = summary(&run).sequential.unwrap().best.unwrap();
+    assert_ne!(live.outcome, "open", "{live:?}");
+    let out = promptgauge(b.path())
+        .args(["report", run.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(summary(&run).sequential.unwrap().best.unwrap(), live);
+}
+
 /// The example a user with twelve prompts starts from: `run --best` as its README says.
 #[test]
 fn the_twelve_prompts_example_finds_a_step_by_step_prompt_for_a_fraction_of_the_jobs() {

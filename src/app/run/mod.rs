@@ -69,6 +69,18 @@ pub async fn run(args: &RunArgs, env: &Env) -> Result<Exit, Failure> {
     };
 
     let (dir, mut record, _lock) = open_folder(resumed, &settings, env, &against.store)?;
+    // A `--best` run recorded before the search kept its workers' reach takes this
+    // session's, and keeps it (the record is written below), so its replays send alike.
+    if let Some(best) = record
+        .plan
+        .sequential
+        .as_mut()
+        .and_then(|s| s.best.as_mut())
+        && best.ahead.is_none()
+        && record.plan.shard.is_none()
+    {
+        best.ahead = p.ahead();
+    }
     let prices = budget.as_ref().map(|b| &b.prices);
     let continued = continue_journal(&settings, &dir, &record, prices)?;
     hold_to_budget(&settings, &dir, &mut record, &continued, budget.as_ref())?;
