@@ -256,8 +256,7 @@ fn say_best(
     job: JobCost,
     args: &PowerArgs,
 ) -> Result<(), Failure> {
-    use promptgauge_stats::best::{BestArm, BestSettings, BestVerdict};
-    use rand::{RngExt, SeedableRng};
+    use promptgauge_stats::best::BestSettings;
     let points = args.epsilon.or(bench.best_epsilon).unwrap_or(2.0);
     if !(points > 0.0 && points < 50.0) {
         return Err(crate::error::UsageError::with_fix(
@@ -277,32 +276,20 @@ fn say_best(
             others * 100.0
         );
     }
-    let limit = 1_000_000u64;
+    let odds = SimulatedArms {
+        arms,
+        best: best_p,
+        others,
+    };
+    let search = BestSettings {
+        arms,
+        epsilon,
+        confidence: bench.confidence,
+        gap_bounds: false,
+        units: None,
+    };
     let mut jobs: Vec<u64> = (0..200u64)
-        .map(|seed| {
-            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-            let mut search = BestArm::new(BestSettings {
-                arms,
-                epsilon,
-                confidence: bench.confidence,
-                gap_bounds: false,
-                units: None,
-            });
-            let mut sent = 0u64;
-            while search.verdict() == BestVerdict::Open && search.cases() < limit {
-                let to = search.contenders();
-                sent += to.len() as u64;
-                let case: Vec<Option<f64>> = (0..arms)
-                    .map(|a| {
-                        let p = if a == 0 { best_p } else { others };
-                        let x = f64::from(u8::from(rng.random::<f64>() < p));
-                        to.contains(&a).then_some(x)
-                    })
-                    .collect();
-                search.hear(&case);
-            }
-            sent * u64::from(bench.repeats.max(1))
-        })
+        .map(|seed| odds.search(search, seed, 1_000_000).1 * u64::from(bench.repeats.max(1)))
         .collect();
     jobs.sort_unstable();
     let mean = jobs.iter().sum::<u64>() as f64 / jobs.len() as f64;
@@ -339,8 +326,7 @@ fn say_best(
 /// answers at the baseline accuracy, the search told the bench's size (so it stops when the
 /// rest cannot decide).
 fn say_on_bench(bench: &Bench, arms: usize, baseline: f64, epsilon: f64) {
-    use promptgauge_stats::best::{BestArm, BestSettings, BestVerdict};
-    use rand::{RngExt, SeedableRng};
+    use promptgauge_stats::best::{BestSettings, BestVerdict};
     let units = promptgauge_suite::plan::units_of(bench.cases.iter().map(|c| c.group.as_deref()));
     let n = units
         .iter()
@@ -357,30 +343,22 @@ fn say_on_bench(bench: &Bench, arms: usize, baseline: f64, epsilon: f64) {
     for points in [15.0, 10.0, 5.0, 0.0] {
         let best_p = (baseline + points / 100.0).min(1.0);
         let (mut one, mut sent) = (0u32, 0u64);
+        let odds = SimulatedArms {
+            arms,
+            best: best_p,
+            others: baseline,
+        };
+        let search = BestSettings {
+            arms,
+            epsilon,
+            confidence: bench.confidence,
+            gap_bounds: false,
+            units: Some(n),
+        };
         for seed in 0..100u64 {
-            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-            let mut search = BestArm::new(BestSettings {
-                arms,
-                epsilon,
-                confidence: bench.confidence,
-                gap_bounds: false,
-                units: Some(n),
-            });
-            let mut offered = 0;
-            while search.verdict() == BestVerdict::Open && offered < n {
-                let to = search.contenders();
-                sent += to.len() as u64;
-                let case: Vec<Option<f64>> = (0..arms)
-                    .map(|a| {
-                        let p = if a == 0 { best_p } else { baseline };
-                        let x = f64::from(u8::from(rng.random::<f64>() < p));
-                        to.contains(&a).then_some(x)
-                    })
-                    .collect();
-                search.hear(&case);
-                offered += 1;
-            }
-            one += u32::from(match search.verdict() {
+            let (verdict, jobs) = odds.search(search, seed, n);
+            sent += jobs;
+            one += u32::from(match verdict {
                 BestVerdict::One(_) => true,
                 BestVerdict::WithinEpsilon(named) => named.len() == 1,
                 BestVerdict::OneOf(_) | BestVerdict::Open => false,
@@ -416,6 +394,45 @@ fn say_room(bench: &Bench, needed: u64) {
         out!(
             "  the bench has {have} {unit}: a search that needs more ends with \"the best is one of …\"; add cases, or a larger --epsilon"
         );
+    }
+}
+
+/// Arms answering 0/1 independently for `plan --best`'s simulations: arm 0 right with
+/// probability `best`, every other with `others`.
+struct SimulatedArms {
+    arms: usize,
+    best: f64,
+    others: f64,
+}
+
+impl SimulatedArms {
+    /// One seeded search, each case sent to its contenders, until it ends or `cases` were
+    /// offered: its verdict and the jobs it sent (one a contender a case).
+    fn search(
+        &self,
+        settings: promptgauge_stats::best::BestSettings,
+        seed: u64,
+        cases: u64,
+    ) -> (promptgauge_stats::best::BestVerdict, u64) {
+        use promptgauge_stats::best::{BestArm, BestVerdict};
+        use rand::{RngExt, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let mut search = BestArm::new(settings);
+        let (mut offered, mut sent) = (0, 0u64);
+        while search.verdict() == BestVerdict::Open && offered < cases {
+            let to = search.contenders();
+            sent += to.len() as u64;
+            let case: Vec<Option<f64>> = (0..self.arms)
+                .map(|a| {
+                    let p = if a == 0 { self.best } else { self.others };
+                    let x = f64::from(u8::from(rng.random::<f64>() < p));
+                    to.contains(&a).then_some(x)
+                })
+                .collect();
+            search.hear(&case);
+            offered += 1;
+        }
+        (search.verdict(), sent)
     }
 }
 

@@ -1302,10 +1302,10 @@ fn best_of_one_a_bad_epsilon_or_by_batch_is_refused_before_anything_is_sent() {
     assert_eq!(server.provider.stats().requests, 0, "nothing sent");
 }
 
-#[test]
-fn a_best_search_over_its_budget_says_it_may_stop_early_and_runs_to_the_budget() {
-    let (_rt, server) = start_mock(MockConfig::default());
-    let b = best_bench(1000, &[70, 80, 60]);
+/// [`best_bench`] priced at $100 a million tokens either way, answers capped at 10 tokens,
+/// on model m: a search a `--budget` can stop.
+fn priced_best_bench(cases: usize, accuracies: &[u32]) -> tempfile::TempDir {
+    let b = best_bench(cases, accuracies);
     let path = b.path().join("bench.yaml");
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(
@@ -1313,6 +1313,13 @@ fn a_best_search_over_its_budget_says_it_may_stop_early_and_runs_to_the_budget()
         format!("{text}endpoint: {{ model: m }}\nprice: {{ input_per_mtok: 100, output_per_mtok: 100 }}\nparams: {{ max_tokens: 10 }}\n"),
     )
     .unwrap();
+    b
+}
+
+#[test]
+fn a_best_search_over_its_budget_says_it_may_stop_early_and_runs_to_the_budget() {
+    let (_rt, server) = start_mock(MockConfig::default());
+    let b = priced_best_bench(1000, &[70, 80, 60]);
     let run = |extra: &[&str]| {
         promptgauge(b.path())
             .args(["run", "bench.yaml", "--best", "--seed", "2", "--no-store"])
@@ -1350,14 +1357,7 @@ fn a_best_run_recorded_before_the_search_kept_its_reach_resumes_and_replays_alik
     // A search stopped at its budget, its run.json as a version before `best.ahead` wrote
     // it: the resume takes its own reach, keeps it, and `report` replays the same answer.
     let (_rt, server) = start_mock(MockConfig::default());
-    let b = best_bench(600, &[70, 85, 60]);
-    let path = b.path().join("bench.yaml");
-    let text = std::fs::read_to_string(&path).unwrap();
-    std::fs::write(
-        &path,
-        format!("{text}endpoint: {{ model: m }}\nprice: {{ input_per_mtok: 100, output_per_mtok: 100 }}\nparams: {{ max_tokens: 10 }}\n"),
-    )
-    .unwrap();
+    let b = priced_best_bench(600, &[70, 85, 60]);
     let out = promptgauge(b.path())
         .args([
             "run",
