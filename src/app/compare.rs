@@ -75,24 +75,7 @@ pub(super) fn compare_results(
     // named), as in `history`.
     let changed = changed_cases(a.1, b.1);
     let (arms_a, arms_b) = (a.1.plan.arms(), b.1.plan.arms());
-    let run_a = ComparedRun {
-        side: run_side(a),
-        summary: &a.2.summary,
-        cases: CaseSide {
-            table: &a.2.cases,
-            arms: &arms_a,
-        },
-        planned: &a.1.bench.case_ids,
-    };
-    let run_b = ComparedRun {
-        side: run_side(b),
-        summary: &b.2.summary,
-        cases: CaseSide {
-            table: &b.2.cases,
-            arms: &arms_b,
-        },
-        planned: &b.1.bench.case_ids,
-    };
+    let (run_a, run_b) = (compared(a, &arms_a), compared(b, &arms_b));
     let changed_set = changed.iter().cloned().collect();
     let mut comparison = RunComparison::build(run_a, run_b, &changed_set, confidence);
     comparison.cases_changed = changed;
@@ -128,6 +111,20 @@ pub(super) fn compare_results(
 }
 
 /// How a comparison names a run.
+/// One run of a comparison as the report's comparison reads it: its side, summary, case
+/// table with its `arms`, and planned cases.
+fn compared<'a>(run: Side<'a>, arms: &'a [String]) -> ComparedRun<'a> {
+    ComparedRun {
+        side: run_side(run),
+        summary: &run.2.summary,
+        cases: CaseSide {
+            table: &run.2.cases,
+            arms,
+        },
+        planned: &run.1.bench.case_ids,
+    }
+}
+
 fn run_side((dir, r, _): Side<'_>) -> RunSide {
     RunSide {
         dir: dir.display().to_string(),
